@@ -1,0 +1,22 @@
+"""perfmodel: predict the time, cost and energy of LLM training on GPU clusters from first principles.
+
+The public API is imported lazily so that `perfmodel --help` and the CLI start fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Prediction", "Scenario", "load_scenario", "predict"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("predict", "Prediction"):
+        from perfmodel import predict as module
+
+        return getattr(module, name)
+    if name in ("Scenario", "load_scenario"):
+        from perfmodel import scenario
+
+        return getattr(scenario, name)
+    raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
