@@ -1,0 +1,118 @@
+"""Branch-free arithmetic shared by floats, numpy arrays and sympy symbols.
+
+The model's formulas are written once with these helpers, so the same function predicts one layout (floats),
+searches thousands at once (numpy arrays) and prints its own formula (sympy symbols).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+Number = Any  # float | numpy.ndarray | sympy.Expr
+
+
+_PLAIN = frozenset((float, int, bool))
+
+
+def _kind(*xs: Number) -> str:
+    for x in xs:
+        if type(x) in _PLAIN:
+            continue
+        mod = type(x).__module__
+        if mod.startswith("numpy"):
+            return "numpy"
+        if mod.startswith("sympy"):
+            return "sympy"
+    return "float"
+
+
+def maximum(a: Number, b: Number) -> Number:
+    if type(a) in _PLAIN and type(b) in _PLAIN:  # the hot path of a single prediction
+        return a if a >= b else b
+    kind = _kind(a, b)
+    if kind == "float":
+        return a if a >= b else b
+    if kind == "numpy":
+        import numpy as np
+
+        return np.maximum(a, b)
+    import sympy
+
+    return sympy.Max(a, b)
+
+
+def minimum(a: Number, b: Number) -> Number:
+    kind = _kind(a, b)
+    if kind == "float":
+        return a if a <= b else b
+    if kind == "numpy":
+        import numpy as np
+
+        return np.minimum(a, b)
+    import sympy
+
+    return sympy.Min(a, b)
+
+
+def ceil(a: Number) -> Number:
+    if type(a) in _PLAIN:
+        return float(math.ceil(a - 1e-9))
+    kind = _kind(a)
+    if kind == "float":
+        return float(math.ceil(a - 1e-9))
+    if kind == "numpy":
+        import numpy as np
+
+        return np.ceil(a - 1e-9)
+    import sympy
+
+    return sympy.ceiling(a)
+
+
+def floor(a: Number) -> Number:
+    kind = _kind(a)
+    if kind == "float":
+        return float(math.floor(a + 1e-9))
+    if kind == "numpy":
+        import numpy as np
+
+        return np.floor(a + 1e-9)
+    import sympy
+
+    return sympy.floor(a)
+
+
+def where(condition: Number, if_true: Number, if_false: Number) -> Number:
+    kind = _kind(condition, if_true, if_false)
+    if kind == "float":
+        return if_true if condition else if_false
+    if kind == "numpy":
+        import numpy as np
+
+        return np.where(condition, if_true, if_false)
+    import sympy
+
+    return sympy.Piecewise((if_true, condition), (if_false, True))
+
+
+def log2(a: Number) -> Number:
+    kind = _kind(a)
+    if kind == "float":
+        return math.log2(a)
+    if kind == "numpy":
+        import numpy as np
+
+        return np.log2(a)
+    import sympy
+
+    return sympy.log(a, 2)
+
+
+def lookup(table: tuple[float, ...], index: Number) -> Number:
+    """table[index] for an integer-valued index (float or array)."""
+    if _kind(index) == "numpy":
+        import numpy as np
+
+        return np.asarray(table)[np.asarray(index, dtype=np.int64)]
+    return table[int(index)]

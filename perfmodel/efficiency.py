@@ -1,0 +1,81 @@
+"""The model's efficiency parameters: the few numbers that turn datasheet peaks into achieved speed.
+
+They are all here, named, one set per accelerator family, so that calibration can fit them to measured runs and
+everything else stays first-principles arithmetic. The defaults are physically sensible starting points from public
+microbenchmarks (cuBLAS/hipBLASLt GEMM sweeps under the power cap, FlashAttention/cuDNN attention kernels, STREAM-like
+elementwise kernels, nccl-tests/rccl-tests bus bandwidth); they are not fitted to any training run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    gemm_bf16: float
+    """Fraction of the dense BF16 peak that large BF16 GEMMs sustain in training (clocks under the power cap)."""
+    gemm_fp8: float
+    gemm_fp4: float
+    attention_fwd: float
+    """Fraction of the BF16 peak reached by the flash-attention forward kernel (causal, head_dim 128)."""
+    attention_bwd: float
+    memory: float
+    """Fraction of HBM bandwidth reached by memory-bound kernels (norms, activations, casts, optimizer)."""
+    kernel_overhead_us: float
+    """Fixed cost per kernel: launch, prologue and tail."""
+    scaleup: float
+    """Fraction of the scale-up link bandwidth NCCL/RCCL collectives reach (bus bandwidth / link bandwidth)."""
+    scaleout: float
+    """Fraction of the NIC bandwidth reached by collectives across nodes."""
+    overlap_tp: float
+    """Share of the overlappable window in which TP collectives really hide behind GEMMs."""
+    overlap_cp: float
+    overlap_dp: float
+    overlap_pp: float
+    step_overhead_s: float
+    """Per-step fixed work outside the model: data loader, loss and grad-norm reductions, logging, scheduler."""
+
+    def gemm(self, fmt: str) -> float:
+        return {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "fp4": self.gemm_fp4}[fmt]
+
+
+PARAMETERS = tuple(f.name for f in fields(Efficiency))
+
+_HOPPER = Efficiency(
+    gemm_bf16=0.72,
+    gemm_fp8=0.62,
+    gemm_fp4=0.0,
+    attention_fwd=0.55,
+    attention_bwd=0.40,
+    memory=0.80,
+    kernel_overhead_us=4.0,
+    scaleup=0.80,
+    scaleout=0.90,
+    overlap_tp=0.60,
+    overlap_cp=0.90,
+    overlap_dp=0.90,
+    overlap_pp=0.80,
+    step_overhead_s=0.05,
+)
+_BLACKWELL = replace(_HOPPER, gemm_bf16=0.72, gemm_fp8=0.66, gemm_fp4=0.58, attention_fwd=0.60, attention_bwd=0.45)
+_CDNA = replace(
+    _HOPPER,
+    gemm_bf16=0.55,
+    gemm_fp8=0.48,
+    gemm_fp4=0.42,
+    attention_fwd=0.40,
+    attention_bwd=0.28,
+    memory=0.70,
+    scaleup=0.70,
+    overlap_tp=0.40,
+)
+
+DEFAULTS: dict[str, Efficiency] = {
+    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=0.58, attention_bwd=0.45),
+    "hopper": _HOPPER,
+    "blackwell": _BLACKWELL,
+    "blackwell-ultra": replace(_BLACKWELL, gemm_fp4=0.55),
+    "cdna3": _CDNA,
+    "cdna4": _CDNA,
+}
