@@ -1,0 +1,135 @@
+"""Render predictions for people (tables) and programs (JSON, CSV)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from perfmodel.predict import Prediction
+
+BREAKDOWN_LABELS = {
+    "compute_s": "compute (GEMMs, attention, elementwise)",
+    "tp_comm_exposed_s": "tensor-parallel communication, exposed",
+    "cp_comm_exposed_s": "context-parallel communication, exposed",
+    "pp_bubble_s": "pipeline bubble",
+    "pp_comm_exposed_s": "pipeline sends, exposed",
+    "dp_comm_exposed_s": "data-parallel communication, exposed",
+    "optimizer_s": "optimizer step",
+    "other_s": "other (data loading, logging, syncs)",
+}
+
+
+def _si(value: float, unit: str = "") -> str:
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:,.2f}{suffix}{unit}"
+    return f"{value:,.2f}{unit}"
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return "$" + _si(value).replace("B", "bn")
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:,.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:,.1f} hours"
+    return f"{seconds / 60:,.1f} min"
+
+
+def table(p: Prediction) -> str:
+    from tabulate import tabulate  # imported here: JSON and CSV output do not pay for it
+
+    d = p.to_dict()
+    acc = p.hardware.accelerator
+    fmt = "BF16" if p.scenario.precision == "bf16" else p.scenario.precision.upper()
+    gemm_fmt = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}[
+        {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}[p.scenario.precision]
+    ]
+    chosen = "given" if p.layouts_searched == 1 else f"fastest that fits of {p.layouts_searched:,} valid layouts"
+    fits = "fits" if d["fits_in_memory"] else "DOES NOT FIT"
+    lines = [
+        f"{p.model.name} on {p.layout.n_gpus:,} x {acc.name} ({p.hardware.system.id}), {fmt}",
+        f"Layout: {p.layout.describe()} ({chosen})",
+        "",
+    ]
+    rows = [
+        ["Step time", f"{d['step_time_s']:,.3f} s"],
+        ["Throughput", f"{d['tokens_per_s']:,.0f} tokens/s ({d['tokens_per_s_per_gpu']:,.0f} per GPU)"],
+        ["Model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:,.1f}"],
+        [
+            "MFU",
+            f"{d['mfu']:.1%} of dense BF16 peak"
+            + ("" if gemm_fmt == "BF16" else f" ({d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak)"),
+        ],
+        ["Memory per GPU", f"{d['memory_per_gpu_gb']:,.1f} GB of {d['memory_capacity_gb']:,.1f} GB ({fits})"],
+    ]
+    if p.run is not None:
+        price = d["usd_per_gpu_hour"]
+        cost = _usd(d["cost_usd"])
+        if price is not None:
+            cost += f" at ${price:,.2f}/GPU-h"
+            if d["cost_usd_low"] != d["cost_usd_high"]:
+                cost += (
+                    f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
+                    f" at ${d['usd_per_gpu_hour_low']:,.2f} to ${d['usd_per_gpu_hour_high']:,.2f})"
+                )
+        else:
+            cost += f" ({p.price.source})"
+        rows += [
+            ["Tokens to train", _si(d["tokens_to_train"])],
+            ["Time to train", _duration(d["time_to_train_s"])],
+            ["GPU-hours", f"{d['gpu_hours']:,.0f}"],
+            ["Cost", cost],
+            ["Energy", f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"],
+        ]
+    lines.append(tabulate(rows, tablefmt="plain", disable_numparse=True))
+    step = d["step_time_s"]
+    parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
+    lines += [
+        "",
+        "Where the step time goes:",
+        tabulate(
+            parts,
+            headers=["part", "seconds", "share"],
+            tablefmt="simple",
+            colalign=("left", "right", "right"),
+            disable_numparse=True,
+        ),
+    ]
+    if not d["fits_in_memory"]:
+        lines += [
+            "",
+            f"Warning: this layout needs {d['memory_per_gpu_gb']:,.1f} GB per GPU but the GPU has "
+            f"{d['memory_capacity_gb']:,.1f} GB; try more PP/TP, recompute, or a higher ZeRO stage.",
+        ]
+    return "\n".join(lines)
+
+
+def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as flat columns: {'breakdown': {'compute_s': 1}} -> {'breakdown.compute_s': 1}."""
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def to_json(records: Any) -> str:
+    return json.dumps(records, indent=2, sort_keys=False)
+
+
+def to_csv(records: list[dict[str, Any]]) -> str:
+    rows = [flatten(r) for r in records]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()

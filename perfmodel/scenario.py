@@ -1,0 +1,173 @@
+"""What the user asks for: a scenario from a TOML file and/or command-line flags, validated by pydantic.
+
+Flags override the file. Every problem becomes one line naming the file (or flag), the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.models import ModelSpec, get_model
+from perfmodel.resources import data_dir
+
+MAX_GPUS = 1_000_000
+TOKENS_PER_STEP_TARGET = 4 * 2**20
+"""Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
+
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class ModelOverride(_Strict):
+    """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
+
+    base: str | None = None
+    id: str | None = None
+    name: str | None = None
+    layers: int | None = Field(default=None, ge=1, le=10_000)
+    hidden: int | None = Field(default=None, ge=1, le=1_000_000)
+    ffn: int | None = Field(default=None, ge=1, le=10_000_000)
+    heads: int | None = Field(default=None, ge=1, le=100_000)
+    kv_heads: int | None = Field(default=None, ge=1, le=100_000)
+    vocab: int | None = Field(default=None, ge=1, le=100_000_000)
+    tied_embeddings: bool | None = None
+    mlp: Literal["swiglu", "gelu"] | None = None
+    norm: Literal["rmsnorm", "layernorm"] | None = None
+    bias: bool | None = None
+    learned_positions: int | None = Field(default=None, ge=0, le=10_000_000)
+
+
+class Parallelism(_Strict):
+    tp: Degree | None = None
+    pp: Degree | None = None
+    cp: Degree | None = None
+    vp: Degree | None = None
+    ep: Degree | None = None
+    dp: Degree | None = None
+    mbs: PositiveInt | None = None
+    gbs: Annotated[int, Field(ge=1, le=10**9)] | None = None
+    seq_len: Annotated[int, Field(ge=16, le=10_000_000)] = 8192
+    recompute: Literal["none", "selective", "full"] | None = None
+    zero: Literal[0, 1, 2, 3] | None = None
+
+
+class Cost(_Strict):
+    usd_per_gpu_hour: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] | None = None
+    pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] = 1.2
+
+
+class Scenario(_Strict):
+    name: str | None = None
+    description: str | None = None
+    model: str | ModelOverride = "llama3.1-70b"
+    gpu: str | None = None
+    system: str | None = None
+    n_gpus: PositiveInt = 8
+    precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
+    tokens: Annotated[float, Field(gt=0, le=1e18, allow_inf_nan=False)] | None = None
+    parallelism: Parallelism = Parallelism()
+    cost: Cost = Cost()
+    calibration: str | None = None
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _finite_tokens(cls, value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite number of tokens")
+        return value
+
+    def model_spec(self) -> ModelSpec:
+        if isinstance(self.model, str):
+            return get_model(self.model)
+        given = self.model.model_dump(exclude_none=True)
+        base = given.pop("base", None)
+        start = get_model(base).model_dump() if base else {"id": "custom", "name": "custom model"}
+        if base and "id" not in given:
+            start["id"] = f"{base}-custom" if given else base
+        try:
+            return ModelSpec.model_validate(start | given)
+        except ValidationError as exc:
+            raise PerfmodelError(f"model: {_describe(exc)}") from None
+
+    def default_gbs(self) -> int:
+        steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
+        return self.n_gpus * steps
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    message = err["msg"].removeprefix("Value error, ")
+    if not err["loc"]:
+        return message
+    field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int) or len(err["loc"]) == 1)
+    if err["type"] == "extra_forbidden":
+        parent = err["loc"][:-1]
+        allowed = _allowed_keys(parent)
+        return f"field '{field}': unknown key; allowed: {', '.join(allowed)}"
+    if err["type"] == "literal_error":
+        return f"field '{field}': {err['msg'].replace('Input should be', 'must be')}"
+    given = err.get("input")
+    shown = f" (got {given!r})" if isinstance(given, str | int | float | bool) else ""
+    return f"field '{field}': {message}{shown}"
+
+
+def _allowed_keys(parent: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = Scenario
+    for key in parent:
+        annotation = model.model_fields[str(key)].annotation
+        candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
+        model = next(a for a in candidates if issubclass(a, BaseModel))
+    return list(model.model_fields)
+
+
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "zero")
+WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus")
+
+
+def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
+    """A scenario from a TOML file, with flag overrides applied.
+
+    `overrides` maps dotted keys ("parallelism.tp", "n_gpus") to values; None values are ignored. Without a file the
+    default scenario is the base; when the overrides change its model, hardware or GPU count, its layout and global
+    batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question.
+    """
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
+    try:
+        with source.open("rb") as handle:
+            raw = tomllib.load(handle)
+    except FileNotFoundError:
+        raise PerfmodelError(f"{source}: no such scenario file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise PerfmodelError(f"{source}: cannot read scenario file ({type(exc).__name__})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+    if path is None and any(key in overrides for key in WORKLOAD_KEYS):
+        layout = raw.get("parallelism", {})
+        raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        table = raw
+        for parent in parents:
+            table = table.setdefault(parent, {})
+            if not isinstance(table, dict):
+                raise PerfmodelError(f"{source}: field '{parent}' must be a table")
+        table[leaf] = value
+    try:
+        scenario = Scenario.model_validate(raw)
+        scenario.model_spec()
+    except ValidationError as exc:
+        raise PerfmodelError(f"{source}: {_describe(exc)}") from None
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"{source}: {exc}") from None
+    return scenario
