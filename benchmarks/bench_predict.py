@@ -1,0 +1,72 @@
+"""Speed of one prediction: in-process model time, and the wall time of the `perfmodel predict` command.
+
+Run: python benchmarks/bench_predict.py [--repeat N]. Prints medians; not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def in_process(repeat: int) -> dict[str, float]:
+    from perfmodel.predict import choose_layout, context_for, layout_vars, predict
+    from perfmodel.scenario import load_scenario
+    from perfmodel.step import evaluate
+
+    scenario = load_scenario()
+    ctx = context_for(scenario)
+    layout, _ = choose_layout(scenario, ctx)
+    lv = layout_vars(layout)
+    predict(scenario)  # warm the caches (hardware files, topology tiers)
+
+    def median_us(fn) -> float:
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples) * 1e6
+
+    return {
+        "step model (evaluate), us": median_us(lambda: evaluate(ctx, lv)),
+        "predict() incl. layout check and run cost, us": median_us(lambda: predict(scenario)),
+    }
+
+
+def wall(repeat: int, command: list[str], cache_dir: str) -> float:
+    """Median wall time of a command, in seconds."""
+    env = os.environ | {"PERFMODEL_CACHE_DIR": cache_dir}
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, env=env)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    for name, value in in_process(args.repeat * 20).items():
+        print(f"{name:50s} {value:10.1f}")
+    cli = [sys.executable, "-m", "perfmodel", "predict"]
+    with tempfile.TemporaryDirectory() as cache:
+        baseline = wall(args.repeat, [sys.executable, "-c", "pass"], cache)
+        cold = wall(1, cli, cache)
+        warm = wall(args.repeat, cli, cache)
+        json_warm = wall(args.repeat, [*cli, "--format", "json"], cache)
+    print(f"{'python -c pass (interpreter start), s':50s} {baseline:10.3f}")
+    print(f"{'perfmodel predict, first run (derives topology), s':50s} {cold:10.3f}")
+    print(f"{'perfmodel predict, table, median, s':50s} {warm:10.3f}")
+    print(f"{'perfmodel predict --format json, median, s':50s} {json_warm:10.3f}")
+
+
+if __name__ == "__main__":
+    main()

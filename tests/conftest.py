@@ -1,0 +1,44 @@
+"""Shared test set-up: an isolated topology cache and an in-process CLI runner."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    patcher = pytest.MonkeyPatch()
+    patcher.setenv("PERFMODEL_CACHE_DIR", str(tmp_path_factory.mktemp("perfmodel-cache")))
+    yield
+    patcher.undo()
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str) -> CliResult:
+    """Run `perfmodel ARGS` in-process through the real entry point (error handling included)."""
+    from perfmodel.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli() -> object:
+    return run_cli

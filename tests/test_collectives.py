@@ -1,0 +1,83 @@
+"""Collective costs against their closed forms (alpha-beta)."""
+
+import pytest
+
+from perfmodel.collectives import all_gather, all_reduce, all_to_all, group_links, reduce_scatter, send_recv
+from perfmodel.efficiency import DEFAULTS
+from perfmodel.hardware import resolve
+from perfmodel.topology import tiers
+
+EFF = DEFAULTS["hopper"]
+H100 = tiers(resolve("h100-sxm"))
+S = 256e6  # bytes
+
+
+def _nvlink_bw():
+    return 450e9 * EFF.scaleup
+
+
+def _nic_bw():
+    return 50e9 * EFF.scaleout
+
+
+def test_group_inside_one_node() -> None:
+    g = group_links(H100, EFF, 8, 1)
+    assert (g.per_domain, g.domains) == (8, 1)
+    alpha = H100.scaleup_latency_s + H100.step_latency_s
+    # Ring reduce-scatter: (n-1) steps of latency, (n-1)/n of the data through each link.
+    assert reduce_scatter(S, g) == pytest.approx(7 * alpha + 7 / 8 * S / _nvlink_bw())
+    assert all_gather(S, g) == reduce_scatter(S, g)
+
+
+def test_group_of_one_costs_nothing() -> None:
+    g = group_links(H100, EFF, 1, 1)
+    assert reduce_scatter(S, g) == 0
+    assert all_reduce(S, g, H100) == 0
+    assert all_to_all(S, g) == 0
+
+
+def test_group_across_nodes_is_hierarchical() -> None:
+    # DP of 16 at stride 4 (TP 4): 2 ranks per node, 8 nodes; across nodes each rank moves half the data.
+    g = group_links(H100, EFF, 16, 4)
+    assert (g.per_domain, g.domains) == (2, 8)
+    intra = 1 * (H100.scaleup_latency_s + H100.step_latency_s) + 1 / 2 * S / _nvlink_bw()
+    inter = 7 * (H100.across_leaf.latency_s + H100.step_latency_s) + 7 / 8 * (S / 2) / _nic_bw()
+    assert reduce_scatter(S, g) == pytest.approx(intra + inter)
+
+
+def test_one_rank_per_node_goes_over_its_nic() -> None:
+    g = group_links(H100, EFF, 4, 8)
+    assert (g.per_domain, g.domains) == (1, 4)
+    assert reduce_scatter(S, g) == pytest.approx(
+        3 * (H100.across_leaf.latency_s + H100.step_latency_s) + 3 / 4 * S / _nic_bw()
+    )
+
+
+def test_all_reduce_ring_vs_in_network_reduction() -> None:
+    g = group_links(H100, EFF, 8, 1)
+    ring = 2 * reduce_scatter(S, g)
+    nvls = 2 * g.intra_latency_s + S / _nvlink_bw()  # NVLink SHARP: the data crosses the link once
+    assert all_reduce(S, g, H100) == pytest.approx(min(ring, nvls))
+    a100 = tiers(resolve("a100-sxm-80gb"))  # NVSwitch gen2: no in-switch reduction, so a plain ring
+    g_a100 = group_links(a100, DEFAULTS["ampere"], 8, 1)
+    assert all_reduce(S, g_a100, a100) == pytest.approx(2 * reduce_scatter(S, g_a100))
+
+
+def test_large_groups_use_the_tree_for_latency() -> None:
+    g = group_links(H100, EFF, 1024, 8)  # 1024 nodes, one rank each, across the spine
+    small = 1e3
+    ring = 2 * (1023 * g.inter_latency_s + 1023 / 1024 * small / g.inter_bytes_per_s)
+    assert all_reduce(small, g, H100) < ring / 10
+
+
+def test_send_recv_between_nodes_and_inside_one() -> None:
+    across = group_links(H100, EFF, 8, 64)
+    assert send_recv(S, across) == pytest.approx(across.inter_latency_s + S / _nic_bw())
+    inside = group_links(H100, EFF, 4, 2)
+    assert send_recv(S, inside) == pytest.approx(inside.intra_latency_s + S / _nvlink_bw())
+
+
+def test_all_to_all_bottleneck_is_the_nic_share() -> None:
+    g = group_links(H100, EFF, 16, 1)  # 8 per node, 2 nodes: half of every rank's data leaves the node
+    expected = 15 * min(g.intra_latency_s, g.inter_latency_s) + max(7 / 16 * S / _nvlink_bw(), 8 / 16 * S / _nic_bw())
+    assert all_to_all(S, g) == pytest.approx(expected)

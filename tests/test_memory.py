@@ -1,0 +1,48 @@
+"""Memory per GPU against a case computed by hand, and the directions it must move in."""
+
+import pytest
+
+from perfmodel.parallel import Layout
+from perfmodel.predict import context_for, layout_vars
+from perfmodel.scenario import Scenario
+from perfmodel.step import evaluate
+
+
+def _memory(layout: Layout, precision: str = "bf16", model: str = "llama3.1-8b", gpu: str = "h100-sxm"):
+    scenario = Scenario(model=model, gpu=gpu, n_gpus=layout.n_gpus, precision=precision)
+    return evaluate(context_for(scenario), layout_vars(layout)).memory
+
+
+def _layout(**kw) -> Layout:
+    base = dict(tp=1, pp=1, cp=1, dp=8, vp=1, ep=1, mbs=1, gbs=64, seq_len=8192, recompute="full", zero=1)
+    return Layout(**(base | kw))
+
+
+def test_hand_computed_llama3_8b_bf16_full_recompute() -> None:
+    h, kv, f, vocab, layers, tokens = 4096, 1024, 14336, 128256, 32, 8192
+    params = 8_030_261_248
+    mem = _memory(_layout())
+    assert mem.weights == params * 2  # BF16 weights
+    assert mem.gradients == params * 2  # BF16 main gradients
+    assert mem.optimizer == pytest.approx(params * 12 / 8)  # FP32 master + Adam m, v over 8 DP ranks
+    kept_inputs = layers * h * 2 * tokens  # full recompute keeps each layer's input
+    one_layer = 2 * (6 * h + 2 * kv + 3 * f) * tokens  # the layer being recomputed, all its saved tensors
+    logits = tokens * vocab * (2 + 4)  # BF16 logits + FP32 softmax/gradient
+    assert mem.activations == pytest.approx((kept_inputs + one_layer) * 1.05 + logits)
+    assert mem.runtime == 3e9
+
+
+def test_memory_moves_the_right_way() -> None:
+    base = _memory(_layout(recompute="none")).total
+    assert _memory(_layout(recompute="none", mbs=2)).total > base
+    assert _memory(_layout(recompute="selective")).total < base
+    assert _memory(_layout(recompute="full")).total < _memory(_layout(recompute="selective")).total
+    assert _memory(_layout(recompute="none", zero=0)).total > base
+    assert _memory(_layout(recompute="none", zero=3)).total < _memory(_layout(recompute="none", zero=2)).total < base
+    assert _memory(_layout(recompute="none", tp=2, dp=4)).total < base
+
+
+def test_interleaving_holds_more_activations_than_1f1b() -> None:
+    one_f_one_b = _memory(_layout(pp=8, dp=1, recompute="none"), model="llama3.1-70b")
+    interleaved = _memory(_layout(pp=8, vp=5, dp=1, recompute="none"), model="llama3.1-70b")
+    assert interleaved.activations > one_f_one_b.activations

@@ -1,0 +1,59 @@
+"""Model zoo: exact parameter counts and training FLOPs per token."""
+
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.models import ZOO, ModelSpec, get_model
+
+
+@pytest.mark.parametrize(
+    ("model_id", "params"),
+    [
+        # Exact counts of the Hugging Face checkpoints (meta-llama/Llama-3.1-{8B,70B,405B}), as the issue states.
+        ("llama3.1-8b", 8_030_261_248),
+        ("llama3.1-70b", 70_553_706_496),
+        ("llama3.1-405b", 405_853_388_800),
+        # meta-llama/Llama-2-70b-hf: 68,976,648,192 parameters (its safetensors index, total_size / 2 bytes).
+        ("llama2-70b", 68_976_648_192),
+    ],
+)
+def test_exact_parameter_counts(model_id: str, params: int) -> None:
+    assert get_model(model_id).params == params
+
+
+def test_gpt3_is_the_175b_model() -> None:
+    # Brown et al. 2020 Table 2.1: "GPT-3 175B" with 96 layers, d_model 12288, 96 heads (174.6B with the 50,257 vocab).
+    assert 174e9 < get_model("gpt3-175b").params < 175.5e9
+
+
+def test_llama3_8b_flops_per_token_match_megatron_bridge() -> None:
+    # measured_runs_sources.md: Megatron-Bridge counts 51.5 GFLOP/token for Llama3-8B (31357 tok/s -> 1614 TF/s),
+    # i.e. 6 x (non-embedding params + LM head) + causal attention at seq 8192.
+    assert get_model("llama3.1-8b").model_flops_per_token(8192) / 1e9 == pytest.approx(51.5, rel=0.005)
+
+
+def test_flops_per_token_is_6n_plus_causal_attention() -> None:
+    m = get_model("llama3.1-70b")
+    s = 8192
+    non_embedding = m.params - m.vocab * m.hidden - m.vocab * m.hidden - m.hidden - 2 * m.layers * m.hidden
+    six_n = 6 * (non_embedding + m.vocab * m.hidden)  # matmul weights + LM head
+    causal_attention = 3 * m.layers * (2 * 2 * s * m.hidden) / 2
+    assert m.model_flops_per_token(s) == pytest.approx(six_n + causal_attention, rel=1e-12)
+
+
+def test_mlperf_405b_vocabulary_override() -> None:
+    # mlperf_benchmarks.md: MLPerf's Llama 3.1 405B uses the 32,000-token Mixtral tokenizer.
+    base = get_model("llama3.1-405b")
+    mlperf = ModelSpec.model_validate({**base.model_dump(), "vocab": 32000})
+    assert base.params - mlperf.params == 2 * (128256 - 32000) * 16384
+
+
+def test_unknown_model_lists_valid_ids() -> None:
+    with pytest.raises(PerfmodelError) as err:
+        get_model("llama4")
+    assert all(model_id in str(err.value) for model_id in ZOO)
+
+
+def test_inconsistent_shapes_are_refused() -> None:
+    with pytest.raises(ValueError, match="multiple of heads"):
+        ModelSpec(layers=2, hidden=100, ffn=400, heads=3, kv_heads=1, vocab=10)

@@ -1,0 +1,31 @@
+"""Pipeline schedule formulas."""
+
+import pytest
+
+from perfmodel.schedule import bubble_fraction, chunks_in_flight, exposed, stage_layers
+
+
+@pytest.mark.parametrize(("pp", "vp", "m", "expected"), [(8, 1, 64, 7 / 64), (8, 5, 64, 7 / 320), (1, 1, 16, 0)])
+def test_bubble_is_pp_minus_1_over_vp_m(pp, vp, m, expected) -> None:
+    # Narayanan et al. 2021, section 2.2: bubble time fraction (p - 1) / (v * m).
+    assert bubble_fraction(pp, vp, m) == pytest.approx(expected)
+
+
+def test_in_flight_chunks() -> None:
+    assert chunks_in_flight(8, 1, 64) == 8  # 1F1B: pp micro-batches
+    assert chunks_in_flight(8, 5, 64) == 2 * 7 + 4 * 8 + 1  # Megatron interleaved warm-up + 1
+    assert chunks_in_flight(8, 1, 4) == 4  # never more than the step has
+
+
+def test_even_and_uneven_stages() -> None:
+    even = stage_layers(80, 8, 5)
+    assert (even.interior, even.first, even.last, even.per_chunk) == (10, 10, 10, 2)
+    # 126 layers on PP8 x VP8: embedding and loss count as layers -> 128 units, 2 per chunk, 16 per rank,
+    # the first and last ranks hold 15 transformer layers.
+    uneven = stage_layers(126, 8, 8)
+    assert (uneven.interior, uneven.first, uneven.last, uneven.per_chunk) == (16, 15, 15, 2)
+
+
+def test_exposed_communication() -> None:
+    assert exposed(1.0, 10.0, 0.9) == pytest.approx(0.1)  # short comm: only the overlap loss shows
+    assert exposed(10.0, 1.0, 1.0) == pytest.approx(9.0)  # long comm: what the window cannot hide

@@ -1,0 +1,78 @@
+"""Per-layer operations: FLOPs against closed forms, and how TP/CP/recompute/recipes change the work."""
+
+import pytest
+
+from perfmodel.hardware import get_accelerator
+from perfmodel.models import get_model
+from perfmodel.precision import RECIPES, get_recipe
+from perfmodel.workload import (
+    Shard,
+    head_forward,
+    layer_backward,
+    layer_forward,
+    padded_vocab,
+    recompute_forward,
+)
+
+MODEL = get_model("llama3.1-70b")
+SEQ = 8192
+
+
+def _flops(ops, kind):
+    return sum(op.flops for op in ops if op.kind == kind)
+
+
+def _linear_params(m):
+    return m.hidden * (2 * m.hidden + 2 * m.kv_dim) + m.hidden * (m.mlp_in_width + m.ffn)
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_gemm_flops_are_6_x_params_x_tokens_split_over_tp(tp: int) -> None:
+    sh = Shard(MODEL, RECIPES["bf16"], tp, 1, 1, SEQ)
+    gemm = _flops(layer_forward(sh, RECIPES["bf16"]), "gemm") + _flops(layer_backward(sh, RECIPES["bf16"]), "gemm")
+    assert gemm == pytest.approx(6 * _linear_params(MODEL) * SEQ / tp, rel=1e-12)
+
+
+@pytest.mark.parametrize(("tp", "cp"), [(1, 1), (8, 1), (4, 2), (2, 8)])
+def test_causal_attention_flops(tp: int, cp: int) -> None:
+    # Forward: QK^T and PV, 2 x 2 x s x s x d_model per sequence, halved by the causal mask; backward 2.5x.
+    sh = Shard(MODEL, RECIPES["bf16"], tp, cp, 1, SEQ)
+    forward = _flops(layer_forward(sh, RECIPES["bf16"]), "attention")
+    backward = _flops(layer_backward(sh, RECIPES["bf16"]), "attention")
+    assert forward == pytest.approx(4 * SEQ * SEQ * MODEL.hidden / 2 / (tp * cp))
+    assert backward == pytest.approx(2.5 * forward)
+
+
+def test_frozen_weights_skip_weight_gradients() -> None:
+    sh = Shard(MODEL, RECIPES["bf16"], 1, 1, 1, SEQ)
+    frozen = _flops(layer_backward(sh, RECIPES["bf16"], frozen_weights=True), "gemm")
+    assert frozen == pytest.approx(2 * _linear_params(MODEL) * SEQ)
+
+
+def test_recompute_adds_forward_work() -> None:
+    sh = Shard(MODEL, RECIPES["bf16"], 1, 1, 1, SEQ)
+    assert recompute_forward(sh, RECIPES["bf16"], "none") == []
+    assert recompute_forward(sh, RECIPES["bf16"], "full") == layer_forward(sh, RECIPES["bf16"])
+    selective = {op.name for op in recompute_forward(sh, RECIPES["bf16"], "selective")}
+    assert selective == {"norm1", "norm2", "activation"}
+
+
+def test_quantised_recipes_run_gemms_in_their_format_and_pay_casts() -> None:
+    h100, gb300 = get_accelerator("h100-sxm"), get_accelerator("gb300")
+    sh = Shard(MODEL, RECIPES["fp8"], 4, 1, 1, SEQ)
+    fp8_ops = layer_forward(sh, get_recipe("fp8", h100))
+    assert {op.fmt for op in fp8_ops if op.kind == "gemm"} == {"fp8"}
+    assert {op.fmt for op in fp8_ops if op.kind == "attention"} == {"bf16"}
+    assert any(op.name.endswith(".cast") for op in fp8_ops)
+    nvfp4 = get_recipe("nvfp4", gb300)
+    bwd = layer_backward(Shard(MODEL, nvfp4, 4, 1, 1, SEQ), nvfp4)
+    assert any(op.name.endswith("input_hadamard") for op in bwd)
+    assert {op.fmt for op in bwd if op.kind == "gemm"} == {"fp4"}
+
+
+def test_lm_head_uses_the_padded_vocabulary() -> None:
+    # Megatron pads the vocabulary to a multiple of 128 x tp: 128256 is 1002 x 128, padded to 128512 at tp 8.
+    assert padded_vocab(MODEL, 1) == 128256
+    assert padded_vocab(MODEL, 8) == 128 * 8 * 126
+    head = head_forward(Shard(MODEL, RECIPES["bf16"], 8, 1, 1, SEQ))
+    assert _flops(head, "gemm") == pytest.approx(2 * SEQ * MODEL.hidden * 128 * 8 * 126 / 8)
