@@ -68,11 +68,14 @@ def activations(
     return held * (1 + FRAGMENTATION)
 
 
-def model_state(params: Number, recipe: Recipe, zero: Number, shards: Number) -> tuple[Number, Number, Number]:
-    """(weights, gradients, optimizer) bytes for `params` parameters on a rank, sharded over `shards` ranks."""
+def model_state(
+    params: Number, trainable: Number, recipe: Recipe, zero: Number, shards: Number
+) -> tuple[Number, Number, Number]:
+    """(weights, gradients, optimizer) bytes of a rank holding `params` parameters of which `trainable` train
+    (fewer with a frozen base), sharded over `shards` ranks by ZeRO stage."""
     weights = where(zero >= 3, params * recipe.weight_bytes / shards, params * recipe.weight_bytes)
-    gradients = where(zero >= 2, params * GRAD_BYTES / shards, params * GRAD_BYTES)
-    optimizer = where(zero >= 1, params * OPTIMIZER_BYTES / shards, params * OPTIMIZER_BYTES)
+    gradients = where(zero >= 2, trainable * GRAD_BYTES / shards, trainable * GRAD_BYTES)
+    optimizer = where(zero >= 1, trainable * OPTIMIZER_BYTES / shards, trainable * OPTIMIZER_BYTES)
     return weights, gradients, optimizer
 
 

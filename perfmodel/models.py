@@ -80,6 +80,10 @@ class ModelSpec(BaseModel):
     def lm_head_params(self) -> int:
         return 0 if self.tied_embeddings else self.vocab * self.hidden
 
+    def lora_params_per_layer(self, rank: int) -> int:
+        """LoRA adapters of rank r on the QKV and output projections: A (d_in x r) and B (r x d_out) each."""
+        return rank * (self.hidden + self.hidden + 2 * self.kv_dim) + rank * (self.hidden + self.hidden)
+
     @property
     def params(self) -> int:
         return self.layers * self.params_per_layer + self.embedding_params + self.norm_params + self.lm_head_params

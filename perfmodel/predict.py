@@ -12,7 +12,7 @@ from perfmodel.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.precision import get_recipe
 from perfmodel.scenario import Scenario
 from perfmodel.search import candidate_layouts, search
-from perfmodel.step import Context, LayoutVars, StepResult, evaluate
+from perfmodel.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.training import Price, Run, training_run
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
@@ -101,19 +101,7 @@ class Prediction:
             "energy_kwh": run.energy_kwh if run else None,
             "pue": self.scenario.cost.pue,
             "layouts_searched": self.layouts_searched,
-            "breakdown": {
-                name: float(getattr(st, name))
-                for name in (
-                    "compute_s",
-                    "tp_comm_exposed_s",
-                    "cp_comm_exposed_s",
-                    "pp_bubble_s",
-                    "pp_comm_exposed_s",
-                    "dp_comm_exposed_s",
-                    "optimizer_s",
-                    "other_s",
-                )
-            },
+            "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
         }
 
 
@@ -121,7 +109,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None) -> Con
     hw = resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or DEFAULTS[hw.accelerator.family]
-    return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len)
+    return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
 
 
 def layout_vars(layout: Layout) -> LayoutVars:

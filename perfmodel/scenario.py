@@ -75,6 +75,8 @@ class Scenario(_Strict):
     n_gpus: PositiveInt = 8
     precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
     tokens: Annotated[float, Field(gt=0, le=1e18, allow_inf_nan=False)] | None = None
+    lora_rank: Annotated[int, Field(ge=0, le=65536)] = 0
+    """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
     calibration: str | None = None

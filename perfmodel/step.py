@@ -12,13 +12,13 @@ from typing import NamedTuple
 
 from perfmodel import memory
 from perfmodel.algebra import Number, maximum, where
-from perfmodel.collectives import all_gather, all_reduce, group_links, reduce_scatter, send_recv
+from perfmodel.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.compute import ops_time, times_by
 from perfmodel.efficiency import Efficiency
 from perfmodel.hardware import Hardware
 from perfmodel.models import ModelSpec
 from perfmodel.precision import BF16_BYTES, RECIPES, Recipe
-from perfmodel.schedule import bubble_fraction, chunks_in_flight, exposed, stage_layers
+from perfmodel.schedule import StageLayers, bubble_fraction, chunks_in_flight, exposed, stage_layers
 from perfmodel.topology import Tiers, tiers
 from perfmodel.workload import (
     FP32_BYTES,
@@ -38,6 +38,16 @@ OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES + BF16_BYTES + 2 * B
 write the BF16 weight."""
 OPTIMIZER_KERNELS = 8
 """Multi-tensor-apply launches of the optimizer step, grad-norm and zeroing."""
+BREAKDOWN = (
+    "compute_s",
+    "tp_comm_exposed_s",
+    "cp_comm_exposed_s",
+    "pp_bubble_s",
+    "pp_comm_exposed_s",
+    "dp_comm_exposed_s",
+    "optimizer_s",
+    "other_s",
+)
 
 
 @dataclass(frozen=True)
@@ -49,10 +59,17 @@ class Context:
     recipe: Recipe
     efficiency: Efficiency
     seq_len: int
+    lora_rank: int = 0
+    """0: full training. r > 0: the base model is frozen and only rank-r LoRA adapters on the attention
+    projections train (no weight-gradient GEMMs, gradients or optimizer state for the base weights)."""
 
     @cached_property
     def tiers(self) -> Tiers:
         return tiers(self.hardware)
+
+    @property
+    def frozen_base(self) -> bool:
+        return self.lora_rank > 0
 
 
 class LayoutVars(NamedTuple):
@@ -78,21 +95,14 @@ class StepResult(NamedTuple):
     dp_comm_exposed_s: Number
     optimizer_s: Number
     other_s: Number
+    forward_only_s: Number
+    """A forward pass over one global batch with this layout (evaluation), no backward or optimizer."""
     memory: memory.MemoryBreakdown
     hbm_bytes: float
 
     @property
     def step_time_s(self) -> Number:
-        return (
-            self.compute_s
-            + self.tp_comm_exposed_s
-            + self.cp_comm_exposed_s
-            + self.pp_bubble_s
-            + self.pp_comm_exposed_s
-            + self.dp_comm_exposed_s
-            + self.optimizer_s
-            + self.other_s
-        )
+        return sum(getattr(self, part) for part in BREAKDOWN)
 
     @property
     def fits(self) -> Number:
@@ -105,6 +115,7 @@ class _LayerTimes(NamedTuple):
     selective: Number
     forward_gemm: Number
     backward_gemm: Number
+    forward_attention: Number
     attention: Number
 
 
@@ -125,13 +136,14 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
     fwd = times_by(
         layer_forward(sh, recipe), acc, eff, gemm=_is_gemm, attention=_is_attention, selective=_recomputed_selectively
     )
-    bwd = times_by(layer_backward(sh, recipe), acc, eff, gemm=_is_gemm, attention=_is_attention)
+    bwd = times_by(layer_backward(sh, recipe, ctx.frozen_base), acc, eff, gemm=_is_gemm, attention=_is_attention)
     return _LayerTimes(
         forward=fwd["total"],
         backward=bwd["total"],
         selective=fwd["selective"],
         forward_gemm=fwd["gemm"],
         backward_gemm=bwd["gemm"],
+        forward_attention=fwd["attention"],
         attention=fwd["attention"] + bwd["attention"],
     )
 
@@ -146,20 +158,93 @@ def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
     return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
 
 
-def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
-    """The candidate rank whose parts sum highest (element-wise for arrays)."""
-    best = ranks[0]
-    for other in ranks[1:]:
-        take = sum(other) > sum(best)
-        best = tuple(where(take, o, b) for o, b in zip(other, best, strict=True))
-    return best
+class _Comm(NamedTuple):
+    """Communication of one layer on one rank: forward only, and the whole step's share (forward + backward)."""
+
+    forward: Number
+    layer: Number
+
+
+def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> tuple[_Comm, Number]:
+    """TP with sequence parallelism: per layer 2 all-gathers + 2 reduce-scatters forward, 4 all-gathers (inputs
+    again for Wgrad, output gradients) + 2 reduce-scatters backward. Also returns one all-gather + reduce-scatter
+    pair in BF16, what the LM head needs."""
+    activation = sh.tokens * ctx.model.hidden
+    gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
+    gather = all_gather(activation * BF16_BYTES, links)
+    scatter = reduce_scatter(activation * BF16_BYTES, links)
+    forward = 2 * gather_in + 2 * scatter
+    layer = forward + 2 * gather_in + 2 * gather + 2 * scatter + where(full_recompute, forward, 0.0)
+    return _Comm(forward, layer), gather + scatter
+
+
+def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> _Comm:
+    """CP ring: cp-1 steps of this rank's K and V forward; K, V and their gradients backward."""
+    kv_step = send_recv(sh.tokens * 2 * ctx.model.kv_dim / sh.tp * BF16_BYTES, links)
+    forward = (sh.cp - 1) * kv_step
+    return _Comm(forward, 3 * forward + where(full_recompute, forward, 0.0))
+
+
+class _RankParams(NamedTuple):
+    """Parameters held by the first, last and busiest interior pipeline rank (all on one rank without PP)."""
+
+    first: Number
+    last: Number
+    most: Number
+
+
+def _rank_params(md: ModelSpec, tp: Number, pp: Number, stages: StageLayers) -> _RankParams:
+    layer = md.params_per_layer / tp
+    vocab_rows = padded_vocab(md, tp) / tp * md.hidden
+    single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params
+    first = where(pp == 1, single, stages.first * layer + vocab_rows)
+    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params)
+    return _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
+
+
+def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Number:
+    """Parameters that get gradients and optimizer state: all of them, or only the LoRA adapters."""
+    if not ctx.frozen_base:
+        return params
+    return layers * ctx.model.lora_params_per_layer(ctx.lora_rank) / tp
+
+
+def _data_parallel(
+    ctx: Context,
+    zero: Number,
+    links: GroupLinks,
+    weights: Number,
+    trainable: Number,
+    microbatches: Number,
+    mb_forward: Number,
+    mb_backward: Number,
+    bubble: Number,
+) -> Number:
+    """Exposed DP communication by ZeRO stage, over DP x CP ranks.
+
+    ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
+    updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble);
+    ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
+    """
+    overlap = ctx.efficiency.overlap_dp
+    grads = trainable * memory.GRAD_BYTES
+    scatter = reduce_scatter(grads, links)
+    gather_updates = all_gather(trainable * ctx.recipe.param_gather_bytes, links)
+    gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
+    step_forward, step_backward = mb_forward + bubble / 2, mb_backward + bubble / 2
+    zero0 = exposed(all_reduce(grads, links, ctx.tiers), step_backward, overlap)
+    zero1 = exposed(scatter, step_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    zero2 = microbatches * exposed(scatter, mb_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    zero3 = microbatches * (
+        exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+    )
+    return where(zero == 0, zero0, where(zero == 1, zero1, where(zero == 2, zero2, zero3)))
 
 
 def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len)
-    tokens, hidden = sh.tokens, md.hidden
     microbatches = gbs / (mbs * dp)
     full, selective = rc == 2, rc == 1
 
@@ -168,29 +253,17 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     layer_compute = lt.forward + lt.backward + recompute_s
 
-    # Tensor parallelism with sequence parallelism: per layer 2 all-gathers + 2 reduce-scatters forward,
-    # 4 all-gathers (inputs again for Wgrad, output gradients) + 2 reduce-scatters backward.
-    tp_links = group_links(ctx.tiers, eff, tp, 1)
-    activation = tokens * hidden
-    gather_in = all_gather(activation * rec.tp_gather_bytes, tp_links)
-    gather = all_gather(activation * BF16_BYTES, tp_links)
-    scatter = reduce_scatter(activation * BF16_BYTES, tp_links)
-    tp_forward = 2 * gather_in + 2 * scatter
-    tp_layer = tp_forward + 2 * gather_in + 2 * gather + 2 * scatter + where(full, tp_forward, 0.0)
+    tp_comm, head_tp = _tensor_parallel(ctx, sh, group_links(ctx.tiers, eff, tp, 1), full)
     gemm_window = lt.forward_gemm + lt.backward_gemm + where(full, lt.forward_gemm, 0.0)
-    tp_exposed = exposed(tp_layer, gemm_window, eff.overlap_tp)
+    tp_exposed = exposed(tp_comm.layer, gemm_window, eff.overlap_tp)
+    cp_comm = _context_parallel(ctx, sh, group_links(ctx.tiers, eff, cp, tp), full)
+    cp_exposed = exposed(cp_comm.layer, lt.attention, eff.overlap_cp)
 
-    # Context parallelism: cp-1 ring steps of this rank's K and V forward, K, V and their gradients backward.
-    cp_links = group_links(ctx.tiers, eff, cp, tp)
-    kv_step = send_recv(tokens * 2 * md.kv_dim / tp * BF16_BYTES, cp_links)
-    cp_forward = (cp - 1) * kv_step
-    cp_layer = cp_forward + 2 * cp_forward + where(full, cp_forward, 0.0)
-    cp_exposed = exposed(cp_layer, lt.attention, eff.overlap_cp)
-
-    # LM head and loss on the last stage (its TP all-gather/reduce-scatter too), embedding on the first.
-    head = times_by(head_forward(sh) + head_backward(sh), acc, eff, gemm=_is_gemm)
-    head_compute = head["total"]
-    head_comm = exposed(gather + scatter, head["gemm"], eff.overlap_tp)
+    # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
+    head_fwd = times_by(head_forward(sh), acc, eff, gemm=_is_gemm)
+    head_bwd = times_by(head_backward(sh), acc, eff, gemm=_is_gemm)
+    head_compute = head_fwd["total"] + head_bwd["total"]
+    head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
     embed_compute = ops_time(embedding_ops(sh), acc, eff)
 
     # The busiest rank sets the pace of the pipeline.
@@ -209,53 +282,30 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
     busiest_layers = where(pp == 1, md.layers, stages.interior)
     mb_forward = busiest_layers * lt.forward
     mb_backward = busiest_layers * (lt.backward + recompute_s)
-
     pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp)
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
     # cool-down ones are on the critical path, the steady-state ones mostly overlap.
-    pp_links = group_links(ctx.tiers, eff, pp, tp * cp * dp)
-    p2p = send_recv(tokens * hidden / tp * BF16_BYTES, pp_links)
+    p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, group_links(ctx.tiers, eff, pp, tp * cp * dp))
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
-    # Data parallelism over DP x CP ranks, by ZeRO stage.
-    layer_params = md.params_per_layer / tp
-    vocab_rows = padded_vocab(md, tp) / tp * hidden
-    params_single = md.layers * layer_params + (vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params)
-    params_first = stages.first * layer_params + vocab_rows
-    params_last = stages.last * layer_params + vocab_rows + md.norm_params
-    params_interior = stages.interior * layer_params
-    rank_params = where(pp == 1, params_single, maximum(maximum(params_first, params_last), params_interior))
-    shards = dp * cp
-    dp_links = group_links(ctx.tiers, eff, shards, tp)
-    grads = rank_params * memory.GRAD_BYTES
-    scatter_grads = reduce_scatter(grads, dp_links)
-    gather_params = all_gather(rank_params * rec.param_gather_bytes, dp_links)
-    bwd_window, fwd_window = mb_backward + pp_bubble / 2, mb_forward + pp_bubble / 2
-    dp_comm = where(
-        zero == 0,
-        exposed(all_reduce(grads, dp_links, ctx.tiers), bwd_window, eff.overlap_dp),
-        where(
-            zero == 1,
-            exposed(scatter_grads, bwd_window, eff.overlap_dp) + exposed(gather_params, fwd_window, eff.overlap_dp),
-            where(
-                zero == 2,
-                microbatches * exposed(scatter_grads, mb_backward, eff.overlap_dp)
-                + exposed(gather_params, fwd_window, eff.overlap_dp),
-                microbatches
-                * (
-                    exposed(gather_params, mb_forward, eff.overlap_dp)
-                    + exposed(gather_params + scatter_grads, mb_backward, eff.overlap_dp)
-                ),
-            ),
-        ),
+    params = _rank_params(md, tp, pp, stages)
+    trainable = _trainable(ctx, params.most, busiest_layers, tp)
+    dp_links = group_links(ctx.tiers, eff, dp * cp, tp)
+    dp_comm = _data_parallel(
+        ctx, zero, dp_links, params.most, trainable, microbatches, mb_forward, mb_backward, pp_bubble
     )
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
-    step_params = where(zero >= 1, rank_params / shards, rank_params)
+    step_params = where(zero >= 1, trainable / (dp * cp), trainable)
     cast_bytes = FP32_BYTES + rec.weight_bytes if rec.quantised else 0.0
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
-    optimizer = optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6
+
+    # Evaluation: the forward pass of every micro-batch through the pipeline (its fill included), no optimizer.
+    fwd_layer = lt.forward + exposed(tp_comm.forward, lt.forward_gemm, eff.overlap_tp)
+    fwd_layer = fwd_layer + exposed(cp_comm.forward, lt.forward_attention, eff.overlap_cp)
+    mb_forward_only = busiest_layers * fwd_layer + where(pp == 1, head_fwd["total"] + embed_compute, 0.0)
+    forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
 
     return StepResult(
         compute_s=microbatches * mb_compute,
@@ -264,46 +314,43 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
         pp_bubble_s=pp_bubble,
         pp_comm_exposed_s=pp_comm,
         dp_comm_exposed_s=dp_comm,
-        optimizer_s=optimizer,
+        optimizer_s=optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6,
         other_s=eff.step_overhead_s + 0.0 * tp,
-        memory=_memory(ctx, lv, stages, tokens, microbatches, params_first, params_last, params_single),
+        forward_only_s=forward_only,
+        memory=_memory(ctx, lv, stages, sh.tokens, microbatches, params),
         hbm_bytes=acc.memory_bytes,
     )
 
 
-def _memory(
-    ctx: Context,
-    lv: LayoutVars,
-    stages: object,
-    tokens: Number,
-    microbatches: Number,
-    params_first: Number,
-    params_last: Number,
-    params_single: Number,
-) -> memory.MemoryBreakdown:
-    md, rec = ctx.model, ctx.recipe
-    tp, pp, cp, dp, vp = lv.tp, lv.pp, lv.cp, lv.dp, lv.vp
-    st = stages  # StageLayers
-    single_rank = pp == 1
-    in_flight_first = chunks_in_flight(pp, vp, microbatches) * st.per_chunk  # type: ignore[attr-defined]
-    in_flight_last = where(vp > 1, (vp - 1) * pp + 1, 1) * st.per_chunk  # type: ignore[attr-defined]
-    in_flight_first = where(single_rank, md.layers, in_flight_first)
-    in_flight_last = where(single_rank, md.layers, in_flight_last)
+def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
+    """The candidate rank whose parts sum highest (element-wise for arrays)."""
+    best = ranks[0]
+    for other in ranks[1:]:
+        take = sum(other) > sum(best)
+        best = tuple(where(take, o, b) for o, b in zip(other, best, strict=True))
+    return best
 
-    def acts(layers: Number) -> Number:
-        by_mode = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
-        return where(lv.recompute == 2, by_mode[2], where(lv.recompute == 1, by_mode[1], by_mode[0]))
+
+def _memory(
+    ctx: Context, lv: LayoutVars, stages: StageLayers, tokens: Number, microbatches: Number, params: _RankParams
+) -> memory.MemoryBreakdown:
+    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts."""
+    md, rec, tp, pp, vp = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp
+    single_rank = pp == 1
+    in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
+    in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
+
+    def activations(layers: Number) -> Number:
+        modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
+        return where(lv.recompute == 2, modes[2], where(lv.recompute == 1, modes[1], modes[0]))
+
+    def breakdown(held: Number, rank_layers: Number, acts: Number) -> memory.MemoryBreakdown:
+        state = memory.model_state(held, _trainable(ctx, held, rank_layers, tp), rec, lv.zero, lv.dp * lv.cp)
+        return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
 
     logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp)
-    shards = dp * cp
-
-    def breakdown(params: Number, activations: Number) -> memory.MemoryBreakdown:
-        return memory.MemoryBreakdown(
-            *memory.model_state(params, rec, lv.zero, shards), activations, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp
-        )
-
-    first = breakdown(
-        where(single_rank, params_single, params_first), acts(in_flight_first) + where(single_rank, logits, 0.0)
-    )
-    last = breakdown(where(single_rank, params_single, params_last), acts(in_flight_last) + logits)
+    first_layers = where(single_rank, md.layers, stages.first)
+    last_layers = where(single_rank, md.layers, stages.last)
+    first = breakdown(params.first, first_layers, activations(in_flight_first) + where(single_rank, logits, 0.0))
+    last = breakdown(params.last, last_layers, activations(in_flight_last) + logits)
     return memory.peak(first, last)

@@ -46,3 +46,16 @@ def test_interleaving_holds_more_activations_than_1f1b() -> None:
     one_f_one_b = _memory(_layout(pp=8, dp=1, recompute="none"), model="llama3.1-70b")
     interleaved = _memory(_layout(pp=8, vp=5, dp=1, recompute="none"), model="llama3.1-70b")
     assert interleaved.activations > one_f_one_b.activations
+
+
+def test_lora_keeps_only_adapter_gradients_and_optimizer_state() -> None:
+    # mlperf_benchmarks.md, llama2_70b_lora: frozen base, LoRA r=16 on the attention projections.
+    layout = _layout(tp=8, dp=1, gbs=8, recompute="none")
+    scenario = Scenario(model="llama2-70b", gpu="h100-sxm", n_gpus=8, precision="fp8", lora_rank=16)
+    lora = evaluate(context_for(scenario), layout_vars(layout))
+    full = evaluate(context_for(scenario.model_copy(update={"lora_rank": 0})), layout_vars(layout))
+    adapters = 80 * 16 * (4 * 8192 + 2 * 1024) / 8  # 80 layers, r (4h + 2 kv) parameters per layer, over TP 8
+    assert lora.memory.gradients == pytest.approx(adapters * 2)
+    assert lora.memory.optimizer == pytest.approx(adapters * 12)
+    assert lora.memory.weights == full.memory.weights
+    assert lora.compute_s < 0.8 * full.compute_s  # no weight-gradient GEMMs

@@ -1,0 +1,123 @@
+"""Option types and the scenario flags shared by every command that takes a scenario."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+FORMATS = click.Choice(["table", "json", "csv"])
+SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+class Count(click.ParamType):
+    """A positive finite number, with an optional K/M/B/T suffix: 15T, 2.5e12, 1,000,000."""
+
+    name = "count"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            number = float(value)
+        else:
+            text = str(value).strip().replace(",", "").replace("_", "")
+            scale = SUFFIXES.get(text[-1:].upper(), 1.0) if text else 1.0
+            try:
+                number = float(text[:-1] if scale != 1.0 else text) * scale
+            except ValueError:
+                self.fail(f"'{value}' is not a number (examples: 15T, 2.5e12, 1000000)", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"'{value}' must be a positive finite number", param, ctx)
+        return number
+
+
+class PositiveFloat(click.ParamType):
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"'{value}' is not a number", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"'{value}' must be a positive finite number", param, ctx)
+        return number
+
+
+def _degree(name: str, help_text: str) -> Callable[[Any], Any]:
+    return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
+
+
+SCENARIO_FLAGS: list[tuple[str, str]] = [
+    ("model", "model"),
+    ("gpu", "gpu"),
+    ("system", "system"),
+    ("gpus", "n_gpus"),
+    ("precision", "precision"),
+    ("tp", "parallelism.tp"),
+    ("pp", "parallelism.pp"),
+    ("cp", "parallelism.cp"),
+    ("vp", "parallelism.vp"),
+    ("ep", "parallelism.ep"),
+    ("dp", "parallelism.dp"),
+    ("mbs", "parallelism.mbs"),
+    ("gbs", "parallelism.gbs"),
+    ("seq_len", "parallelism.seq_len"),
+    ("recompute", "parallelism.recompute"),
+    ("zero", "parallelism.zero"),
+    ("tokens", "tokens"),
+    ("usd_per_gpu_hour", "cost.usd_per_gpu_hour"),
+    ("pue", "cost.pue"),
+]
+
+
+def scenario_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The flags shared by every command that takes a scenario; they override the scenario file."""
+    options = [
+        click.argument("scenario", required=False, type=click.Path(dir_okay=False)),
+        click.option("--model", help="Model id (perfmodel models list)."),
+        click.option("--gpu", help="Accelerator id (perfmodel hardware list); picks its usual system."),
+        click.option("--system", help="System id (perfmodel hardware list)."),
+        click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs."),
+        click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
+        _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
+        _degree("--pp", "Pipeline-parallel stages."),
+        _degree("--cp", "Context-parallel size."),
+        _degree("--vp", "Virtual pipeline stages per rank (interleaving)."),
+        _degree("--ep", "Expert-parallel size (MoE models only)."),
+        _degree("--dp", "Data-parallel size (derived from the GPU count when left out)."),
+        _degree("--mbs", "Micro-batch size in sequences."),
+        _degree("--gbs", "Global batch size in sequences."),
+        click.option("--seq-len", type=click.IntRange(min=16, max=10_000_000), help="Sequence length in tokens."),
+        click.option("--recompute", type=click.Choice(["none", "selective", "full"])),
+        click.option(
+            "--zero", type=click.IntRange(0, 3), help="0 plain DP, 1 distributed optimizer, 2 +grads, 3 FSDP."
+        ),
+        click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
+        click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
+        click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def load_from_flags(scenario: str | None, flags: dict[str, Any]) -> Any:
+    from perfmodel.scenario import load_scenario
+
+    return load_scenario(scenario, {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS})
+
+
+def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:
+    """Print `records` as JSON or CSV (a list of flat-able dicts), or the `table` text for people."""
+    from perfmodel import report
+
+    if fmt == "json":
+        click.echo(report.to_json(records))
+    elif fmt == "csv":
+        rows = records if isinstance(records, list) else [records]
+        click.echo(report.to_csv(rows), nl=False)
+    else:
+        assert table is not None
+        click.echo(table())
