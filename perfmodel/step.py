@@ -261,7 +261,7 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd = times_by(head_forward(sh), acc, eff, gemm=_is_gemm)
-    head_bwd = times_by(head_backward(sh), acc, eff, gemm=_is_gemm)
+    head_bwd = times_by(head_backward(sh, ctx.frozen_base), acc, eff, gemm=_is_gemm)
     head_compute = head_fwd["total"] + head_bwd["total"]
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
     embed_compute = ops_time(embedding_ops(sh), acc, eff)

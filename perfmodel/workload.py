@@ -173,13 +173,15 @@ def head_forward(sh: Shard) -> list[Op]:
     ]
 
 
-def head_backward(sh: Shard) -> list[Op]:
+def head_backward(sh: Shard, frozen_weights: bool = False) -> list[Op]:
+    """Backward of the head; a frozen LM head (LoRA) needs no weight gradient."""
     md, t, T = sh.model, sh.tp, sh.tokens
     vocab = padded_vocab(md, t) / t
+    wgrad = [] if frozen_weights else [_gemm("lm_head.wgrad", md.hidden, vocab, T, "bf16", BF16_BYTES)]
     return [
         _mem("cross_entropy.bwd", T * vocab, FP32_BYTES + BF16_BYTES),
         _gemm("lm_head.dgrad", T, md.hidden, vocab, "bf16", BF16_BYTES),
-        _gemm("lm_head.wgrad", md.hidden, vocab, T, "bf16", BF16_BYTES),
+        *wgrad,
         _mem("final_norm.bwd", T / t * md.hidden, 3 * BF16_BYTES),
     ]
 
