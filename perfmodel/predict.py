@@ -11,7 +11,7 @@ from perfmodel.models import ModelSpec
 from perfmodel.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.precision import get_recipe
 from perfmodel.scenario import Scenario
-from perfmodel.search import candidate_layouts, search
+from perfmodel.search import Space, search
 from perfmodel.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.training import Price, Run, training_run
 
@@ -105,8 +105,9 @@ class Prediction:
         }
 
 
-def context_for(scenario: Scenario, efficiency: Efficiency | None = None) -> Context:
-    hw = resolve(scenario.gpu, scenario.system)
+def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Context:
+    """The layout-independent part of a prediction; `hardware` replaces the scenario's (what-if analysis)."""
+    hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or DEFAULTS[hw.accelerator.family]
     return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
@@ -126,11 +127,16 @@ def layout_vars(layout: Layout) -> LayoutVars:
     )
 
 
+def given_layout(scenario: Scenario) -> dict[str, Any]:
+    """The layout dimensions the scenario fixes (None: to be searched)."""
+    return {name: getattr(scenario.parallelism, name) for name in LAYOUT_FIELDS}
+
+
 def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
     par = scenario.parallelism
     gbs = par.gbs or scenario.default_gbs()
-    given = {name: getattr(par, name) for name in LAYOUT_FIELDS}
+    given = given_layout(scenario)
     n = scenario.n_gpus
     if all(given[name] is not None for name in ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")):
         dp = max(1, n // (par.tp * par.pp * par.cp))  # type: ignore[operator]
@@ -149,24 +155,32 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         )
         check(layout, ctx.model, n)
         return layout, 1
-    layouts = candidate_layouts(ctx.model, n, par.seq_len, gbs, ctx.hardware.ranks_per_domain, given)
-    return search(ctx, layouts).best, len(layouts)
+    found = search(ctx, Space(n_gpus=(n,), gbs=(gbs,), fixed=given))
+    return found.best.layout, found.evaluated
 
 
-def predict(scenario: Scenario, efficiency: Efficiency | None = None) -> Prediction:
-    ctx = context_for(scenario, efficiency)
-    layout, searched = choose_layout(scenario, ctx)
+def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
+    """The scenario with its GPU count and layout set to `layout` (a searched one, say)."""
+    fields = {name: getattr(layout, name) for name in (*LAYOUT_FIELDS, "gbs", "seq_len")}
+    parallelism = scenario.parallelism.model_copy(update=fields)
+    return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
+
+
+def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int) -> Prediction:
+    """The Prediction of one layout: step time, throughput, and time-to-train, cost and energy when tokens are set."""
     step = evaluate(ctx, layout_vars(layout))
     price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
     prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched)
     if scenario.tokens is None:
         return prediction
+    acc = ctx.hardware.accelerator
     run = training_run(
-        scenario.tokens,
-        prediction.tokens_per_s,
-        layout.n_gpus,
-        price,
-        ctx.hardware.accelerator.power_w.value,
-        scenario.cost.pue,
+        scenario.tokens, prediction.tokens_per_s, layout.n_gpus, price, acc.power_w.value, scenario.cost.pue
     )
     return Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, run, searched)
+
+
+def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
+    ctx = context_for(scenario, efficiency, hardware)
+    layout, searched = choose_layout(scenario, ctx)
+    return prediction_for(scenario, ctx, layout, searched)
