@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel.efficiency import DEFAULTS, Efficiency
@@ -11,7 +13,7 @@ from perfmodel.models import ModelSpec
 from perfmodel.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.precision import get_recipe
 from perfmodel.scenario import Scenario
-from perfmodel.search import Space, search
+from perfmodel.search import Found, SearchResult, Space, gbs_choices, search
 from perfmodel.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.training import Price, Run, training_run
 
@@ -155,7 +157,7 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         )
         check(layout, ctx.model, n)
         return layout, 1
-    found = search(ctx, Space(n_gpus=(n,), gbs=(gbs,), fixed=given))
+    found = search(ctx, Space(((n, gbs),), given))
     return found.best.layout, found.evaluated
 
 
@@ -184,3 +186,55 @@ def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: 
     ctx = context_for(scenario, efficiency, hardware)
     layout, searched = choose_layout(scenario, ctx)
     return prediction_for(scenario, ctx, layout, searched)
+
+
+@dataclass(frozen=True)
+class SearchReport:
+    """The best layouts of a scenario as full predictions, best first, and what the search covered."""
+
+    results: list[Prediction]
+    pareto: list[Prediction]
+    found: SearchResult
+
+    def to_dict(self, with_pareto: bool = False) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "results": [p.to_dict() for p in self.results],
+            "layouts_evaluated": self.found.evaluated,
+            "layouts_feasible": self.found.feasible,
+            "elapsed_s": self.found.elapsed_s,
+            "objective": self.found.objective,
+        }
+        if with_pareto:
+            record["pareto"] = [p.to_dict() for p in self.pareto]
+        return record
+
+
+def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+    """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
+    leaves it open, the batches of `gbs_choices` around each count's default, and the dimensions it fixes."""
+    points = []
+    for n in gpu_counts or (scenario.n_gpus,):
+        gbs = scenario.parallelism.gbs
+        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs())
+        points += [(n, g) for g in choices]
+    return Space(tuple(points), given_layout(scenario))
+
+
+def search_scenario(
+    scenario: Scenario,
+    gpu_counts: Sequence[int] | None = None,
+    top: int = 10,
+    objective: str = "time",
+    progress: Callable[[int, int], None] | None = None,
+    hardware: Hardware | None = None,
+) -> SearchReport:
+    """Search a scenario's layouts and predict the `top` best and the Pareto front in full."""
+    start = time.perf_counter()
+    ctx = context_for(scenario, hardware=hardware)
+    found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
+
+    def full(layouts: list[Found]) -> list[Prediction]:
+        return [prediction_for(for_layout(scenario, f.layout), ctx, f.layout, found.evaluated) for f in layouts]
+
+    results, pareto = full(found.top), full(found.pareto())
+    return SearchReport(results, pareto, replace(found, elapsed_s=time.perf_counter() - start))

@@ -32,10 +32,9 @@ cost: GPU-seconds per token (cost and energy are proportional to it on one syste
 
 @dataclass(frozen=True)
 class Space:
-    """What to enumerate: GPU counts, global batches, and the dimensions the user fixed (None: search it)."""
+    """What to enumerate: (GPU count, global batch) pairs, and the dimensions the user fixed (None: search it)."""
 
-    n_gpus: tuple[int, ...]
-    gbs: tuple[int, ...]
+    points: tuple[tuple[int, int], ...]
     fixed: Mapping[str, Any]
 
     def choices(self, name: str, default: list[Any]) -> list[Any]:
@@ -155,17 +154,16 @@ def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
     recompute = space.choices("recompute", list(RECOMPUTE_MODES))
     rc = np.array([RECOMPUTE_MODES.index(m) for m in recompute], dtype=np.int64)
     zero = np.array(space.choices("zero", list(ZERO_STAGES)), dtype=np.int64)
-    for n_gpus in space.n_gpus:
+    for n_gpus, gbs in space.points:
         shapes = _shapes(ctx, n_gpus, space)
         pipelined = shapes[:, 2] > 1
-        for gbs in space.gbs:
-            mbs = np.array(space.choices("mbs", divisors(gbs)), dtype=np.int64)
-            for rows in (shapes[~pipelined], shapes[pipelined]):
-                if not len(rows):
-                    continue
-                block = Block(n_gpus, gbs, ctx.seq_len, ep, rows, mbs, rc, zero)
-                mask = np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus), block.shape)
-                yield block, mask
+        mbs = np.array(space.choices("mbs", divisors(gbs)), dtype=np.int64)
+        for rows in (shapes[~pipelined], shapes[pipelined]):
+            if not len(rows):
+                continue
+            block = Block(n_gpus, gbs, ctx.seq_len, ep, rows, mbs, rc, zero)
+            mask = np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus), block.shape)
+            yield block, mask
 
 
 @dataclass(frozen=True)
@@ -223,11 +221,11 @@ def search(
     space: Space,
     top: int = 1,
     objective: str = "time",
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SearchResult:
     """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
 
-    `progress(k)` is called after each block with the number of blocks done so far and the total known.
+    `progress(done, total)` is called after each block of layouts.
     Raises PerfmodelError naming why nothing qualifies: the rule most candidates break, or the smallest memory need.
     """
     import numpy as np
@@ -268,7 +266,7 @@ def search(
                 if current is None or best.objective < current.objective:
                     per_gpus[block.n_gpus] = best
         if progress is not None:
-            progress(done)
+            progress(done, len(candidates))
     if evaluated == 0:
         raise PerfmodelError(_no_valid_layout(ctx, candidates))
     if feasible == 0:

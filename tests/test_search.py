@@ -33,7 +33,7 @@ def _one_by_one(ctx, n_gpus: int, gbs: int) -> list[tuple[Layout, float, bool]]:
 def test_search_best_equals_best_of_one_by_one_predictions() -> None:
     scenario = Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, precision="fp8")
     ctx = context_for(scenario)
-    found = search(ctx, Space((8,), (32,), {}), top=5)
+    found = search(ctx, Space(((8, 32),), {}), top=5)
     priced = _one_by_one(ctx, 8, 32)
     feasible = sorted((t, lo.describe()) for lo, t, fits in priced if fits)
     assert found.evaluated == len(priced) > 1000
@@ -48,7 +48,7 @@ def test_vectorised_rules_equal_scalar_rules() -> None:
     scenario = Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=24, precision="bf16")
     ctx = context_for(scenario)
     checked = 0
-    for block, mask in blocks(ctx, Space((24,), (48, 36), {"tp": None})):
+    for block, mask in blocks(ctx, Space(((24, 48), (24, 36)), {})):
         for flat in range(mask.size):
             layout = block.layout(flat)
             assert bool(mask.flat[flat]) == (not violations(layout, ctx.model, 24)), layout
@@ -59,25 +59,25 @@ def test_vectorised_rules_equal_scalar_rules() -> None:
 def test_fixed_dimensions_are_respected() -> None:
     scenario = Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8")
     ctx = context_for(scenario)
-    found = search(ctx, Space((64,), (128,), {"tp": 4, "recompute": "none"}), top=20)
+    found = search(ctx, Space(((64, 128),), {"tp": 4, "recompute": "none"}), top=20)
     assert all(f.layout.tp == 4 and f.layout.recompute == "none" for f in found.top)
 
 
 def test_nothing_fits_names_the_smallest_memory_need() -> None:
     ctx = context_for(Scenario(model="llama3.1-405b", gpu="h100-sxm", n_gpus=8, precision="bf16"))
     with pytest.raises(PerfmodelError, match=r"no layout fits in memory: .* smallest needs [\d,.]+ GB .* 85.9 GB"):
-        search(ctx, Space((8,), (8,), {}))
+        search(ctx, Space(((8, 8),), {}))
 
 
 def test_no_valid_layout_names_the_rule() -> None:
     ctx = context_for(Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=8, precision="bf16"))
     with pytest.raises(PerfmodelError, match=r"GBS 12 must be divisible by MBS 1 x DP 8"):
-        search(ctx, Space((8,), (12,), {"dp": 8}))
+        search(ctx, Space(((8, 12),), {"dp": 8}))
 
 
 def test_pareto_front_over_gpu_counts() -> None:
     ctx = context_for(Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, precision="fp8"))
-    found = search(ctx, Space((8, 16, 32), (64,), {}), objective="cost")
+    found = search(ctx, Space(((8, 64), (16, 64), (32, 64)), {}), objective="cost")
     front = found.pareto()
     assert front[0].layout.n_gpus == 8
     assert [f.step_time_s for f in front] == sorted((f.step_time_s for f in front), reverse=True)
