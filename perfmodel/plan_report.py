@@ -7,13 +7,14 @@ from typing import Any
 from perfmodel.predict import Prediction, SearchReport
 from perfmodel.report import _duration, _usd
 
+LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
 PRECISION_LABEL = {"bf16": "BF16", "fp8": "FP8", "mxfp8": "MXFP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4"}
 
 
 def _tabulate(rows: list[list[str]], headers: list[str]) -> str:
     from tabulate import tabulate
 
-    align = ["left" if h in ("layout", "system", "recompute", "what-if", "case") else "right" for h in headers]
+    align = ["left" if h in LEFT_ALIGNED else "right" for h in headers]
     return tabulate(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
 
 
@@ -141,3 +142,58 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
     return "\n".join([f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note])
+
+
+def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
+    base = cases[0][1]
+    changed = records[1]["hardware_changes"]
+    change_text = ", ".join(
+        f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g}" for name, c in changed.items()
+    )
+    with_run = base.run is not None
+    rows = [
+        [
+            label,
+            layout_label(p) + f" MBS{p.layout.mbs}",
+            f"{r['step_time_s']:,.3f}",
+            f"{r['tokens_per_s_per_gpu']:,.0f}",
+        ]
+        + [f"{r['mfu']:.1%}", f"{r['memory_per_gpu_gb']:,.1f}" + ("" if r["fits_in_memory"] else " (!)")]
+        + (_run_cells(p) if with_run else [])
+        + [_ratio(r["speedup_vs_first"])]
+        for (label, p), r in zip(cases, records, strict=True)
+    ]
+    headers = ["case", "layout", "step s", "tok/s/GPU", "MFU", "mem GB"] + (RUN_HEADERS if with_run else [])
+    return "\n".join(
+        [heading(base), f"What if: {change_text}", "", _tabulate(rows, [*headers, "speedup"])]
+        + (["", "(!) does not fit in memory"] if any(not r["fits_in_memory"] for r in records) else [])
+    )
+
+
+def sensitivity_table(result: Any) -> str:
+    """Elasticities, largest first, with what they mean for a planner."""
+    researched = any(e.best_layout is not None for e in result.elasticities)
+    rows = []
+    for e in result.elasticities:
+        rows.append(
+            [e.knob.name, f"{e.value:,g} {e.knob.unit}", f"{e.fixed_layout:+.3f}"]
+            + ([f"{e.best_layout:+.3f}"] if researched else [])
+            + [e.knob.description]
+        )
+    headers = ["parameter", "value", "fixed layout"] + (["best layout"] if researched else []) + ["what"]
+    base = result.baseline
+    return "\n".join(
+        [
+            heading(base),
+            f"Layout: {base.layout.describe()}, step {base.step_time_s:,.3f} s",
+            "",
+            "Elasticity of step time, d log T / d log p: -0.6 means 1% more of the parameter, 0.6% less time "
+            f"(-1: bound by it; 0: does not matter). Central differences at x(1 +/- {result.step:g}).",
+            _tabulate(rows, headers),
+        ]
+        + (
+            ["", "best layout: the layout searched again at each perturbed point (a re-planned run)."]
+            if researched
+            else []
+        )
+    )

@@ -36,6 +36,6 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-from perfmodel.cli import catalog, predict, search  # noqa: E402  (commands register themselves on `cli`)
+from perfmodel.cli import catalog, compare, predict, search, whatif  # noqa: E402  (commands register themselves)
 
-__all__ = ["catalog", "cli", "main", "predict", "search"]
+__all__ = ["catalog", "cli", "compare", "main", "predict", "search", "whatif"]
