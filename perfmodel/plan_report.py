@@ -197,3 +197,29 @@ def sensitivity_table(result: Any) -> str:
             else []
         )
     )
+
+
+def sweep_table(rows: list[dict[str, Any]]) -> str:
+    out = []
+    for r in rows:
+        head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
+        if r["error"]:
+            out.append([*head, "-", "-", "-", "-", "-", "-", r["error"]])
+            continue
+        layout = f"TP{r['tp']} PP{r['pp']} VP{r['vp']} CP{r['cp']} DP{r['dp']}"
+        layout += f" MBS{r['mbs']} GBS{r['gbs']} ZeRO-{r['zero']}"
+        days = "n/a" if r["time_to_train_days"] is None else f"{r['time_to_train_days']:,.1f}"
+        out.append(
+            [
+                *head,
+                layout,
+                f"{r['step_time_s']:,.3f}",
+                f"{r['tokens_per_s_per_gpu']:,.0f}",
+                f"{r['mfu']:.1%}",
+                days,
+                _usd(r["cost_usd"]),
+                "",
+            ]
+        )
+    headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU", "days", "cost"]
+    return _tabulate(out, [*headers, "error"])
