@@ -141,7 +141,8 @@ def load_points(path: str | Path) -> list[Point]:
         *(_list(sweep, axis, path) for axis in AXES), whatifs
     ):
         overrides = dict(common)
-        overrides |= {k: v for k, v in (("model", model), ("precision", precision), ("n_gpus", n_gpus)) if v}
+        axes = (("model", model), ("precision", precision), ("n_gpus", n_gpus))
+        overrides |= {k: v for k, v in axes if v is not None}
         target = Target(None, None, None)
         if gpu is not None:
             try:
@@ -149,7 +150,10 @@ def load_points(path: str | Path) -> list[Point]:
             except PerfmodelError as exc:
                 raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
         point = Point(base, overrides, target.gpu, target.system, settings)
-        point.scenario()
+        try:
+            point.scenario()
+        except PerfmodelError as exc:
+            raise PerfmodelError(f"{path}: {exc}") from None
         points.append(point)
     return points
 
