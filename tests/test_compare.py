@@ -22,14 +22,14 @@ def test_ratios_to_the_first_system() -> None:
     assert (h100["accelerator"], b200["accelerator"], b200["precision"]) == ("h100-sxm", "b200", "fp8")
     assert h100["speedup_vs_first"] == 1 and h100["perf_per_usd_vs_first"] == 1
     assert b200["speedup_vs_first"] == pytest.approx(b200["tokens_per_s"] / h100["tokens_per_s"])
-    prices = {gpu: get_accelerator(gpu) for gpu in ("h100-sxm", "b200")}
-    for suffix, field in (
-        ("", "usd_per_gpu_hour"),
-        ("_low", "usd_per_gpu_hour_low"),
-        ("_high", "usd_per_gpu_hour_high"),
-    ):
-        per_usd = {gpu: r["tokens_per_s"] / getattr(prices[gpu], field).value for gpu, r in zip(prices, (h100, b200))}
-        assert b200[f"perf_per_usd_vs_first{suffix}"] == pytest.approx(per_usd["b200"] / per_usd["h100-sxm"])
+    h100_gpu, b200_gpu = get_accelerator("h100-sxm"), get_accelerator("b200")
+    for suffix in ("", "_low", "_high"):
+        price = f"usd_per_gpu_hour{suffix}"
+        per_usd = (
+            b200["tokens_per_s"] / getattr(b200_gpu, price).value,
+            h100["tokens_per_s"] / getattr(h100_gpu, price).value,
+        )
+        assert b200[f"perf_per_usd_vs_first{suffix}"] == pytest.approx(per_usd[0] / per_usd[1])
     assert b200["energy_per_token_vs_first"] == pytest.approx(b200["energy_kwh"] / h100["energy_kwh"])
     assert h100["scaling_efficiency"] is None
 
