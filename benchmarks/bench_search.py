@@ -43,7 +43,8 @@ def in_process(repeat: int) -> None:
             found = search(ctx, space, top=10)
             samples.append(time.perf_counter() - start)
         median = statistics.median(samples)
-        print(f"{label:55s} {found.evaluated:11,d} {found.feasible:9,d} {median:9.3f} {found.evaluated / median:12,.0f}")
+        rate = found.evaluated / median
+        print(f"{label:55s} {found.evaluated:11,d} {found.feasible:9,d} {median:9.3f} {rate:12,.0f}")
 
 
 def end_to_end(repeat: int) -> None:
