@@ -22,7 +22,6 @@ Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), ea
 from __future__ import annotations
 
 import itertools
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,16 +84,6 @@ class Point:
         return scenario
 
 
-def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in table.items():
-        if isinstance(value, Mapping):
-            flat |= _flatten(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
     values = sweep.get(key, [None])
     if not isinstance(values, list) or not values:
@@ -105,26 +94,22 @@ def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
 def load_points(path: str | Path) -> list[Point]:
     """Every point of a sweep file, each checked to be a valid scenario (one line naming the problem if not)."""
     from perfmodel.compare import Target, parse_target
+    from perfmodel.report import flatten
+    from perfmodel.scenario import read_toml
     from perfmodel.whatif import parse_setting
 
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such sweep file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise PerfmodelError(f"{path}: cannot read sweep file ({type(exc).__name__})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{path}: not valid TOML: {exc}") from None
+    raw = read_toml(path, "sweep")
     sweep = raw.get("sweep")
     if set(raw) != {"sweep"} or not isinstance(sweep, dict):
         raise PerfmodelError(f"{path}: a sweep file has one [sweep] table (keys: {', '.join(SWEEP_KEYS)})")
     unknown = sorted(set(sweep) - set(SWEEP_KEYS))
     if unknown:
         raise PerfmodelError(f"{path}: field 'sweep.{unknown[0]}': unknown key; allowed: {', '.join(SWEEP_KEYS)}")
+    if not isinstance(sweep.get("base", ""), str) or not isinstance(sweep.get("set", {}), dict):
+        raise PerfmodelError(f"{path}: 'sweep.base' must be a file name and [sweep.set] a table of scenario keys")
     base = str((path.parent / sweep["base"]).resolve()) if sweep.get("base") else None
-    common = _flatten(sweep.get("set", {}))
+    common = flatten(sweep.get("set", {}))
     whatifs = []
     for entry in _list(sweep, "whatifs", path):
         if entry is not None and not isinstance(entry, dict):

@@ -92,6 +92,9 @@ def test_cli_writes_csv_atomically_and_reports_failed_points(tmp_path: Path) -> 
         ("[sweep]\nmodels = ['gpt9']\n", "unknown model 'gpt9'"),
         ("[sweep]\nn_gpus = [0]\n", "field 'n_gpus'"),
         ("[sweep\n", "not valid TOML"),
+        ("[sweep]\nset = 3\n", "[sweep.set] a table of scenario keys"),
+        ("[sweep]\nbase = 'nope.toml'\n", "no such scenario file"),
+        ("[sweep]\n[sweep.set]\nn_gpu = 8\n", "field 'n_gpu': unknown key"),
     ],
 )
 def test_bad_sweep_files_fail_with_one_line(tmp_path: Path, text: str, message: str) -> None:
