@@ -216,6 +216,35 @@ def objective_scale(objective: str, layout_gbs: int, seq_len: int, n_gpus: int) 
     return per_token * n_gpus if objective == "cost" else per_token
 
 
+@dataclass(frozen=True)
+class _Priced:
+    """One block after pricing: its counts, the objective of every layout that fits, its best few, and (when none
+    fits) the smallest memory need among its valid layouts."""
+
+    evaluated: int
+    feasible: int
+    objectives: Any
+    top: list[Found]
+    smallest: tuple[float, Layout] | None
+
+
+def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _Priced:
+    import numpy as np
+
+    result = evaluate(ctx, block.layout_vars())
+    step = np.broadcast_to(result.step_time_s, block.shape).reshape(-1)
+    need = np.broadcast_to(result.memory.total, block.shape).reshape(-1)
+    mask = mask.reshape(-1)
+    fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+    if not fits.any():
+        index = int(np.argmin(np.where(mask, need, np.inf)))
+        return _Priced(int(mask.sum()), 0, np.empty(0), [], (float(need[index]), block.layout(index)))
+    index = np.flatnonzero(fits)
+    values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
+    best = [Found(block.layout(int(index[i])), float(step[index[i]]), float(values[i])) for i in _smallest(values, top)]
+    return _Priced(int(mask.sum()), len(index), values, best, None)
+
+
 def search(
     ctx: Context,
     space: Space,
@@ -233,66 +262,37 @@ def search(
     if objective not in OBJECTIVES:
         raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     start = time.perf_counter()
-    hbm = ctx.hardware.accelerator.memory_bytes
     candidates = list(blocks(ctx, space))
-    kept: list[tuple[Block, Any, Any, Any]] = []  # block, objective values, flat indices, step times
-    per_gpus: dict[int, Found] = {}
-    all_objectives = []
-    evaluated = feasible = 0
-    smallest: tuple[float, Layout] | None = None
-    for done, (untrimmed, untrimmed_mask) in enumerate(candidates, 1):
-        if untrimmed_mask.any():
-            block, mask = untrimmed.trimmed(untrimmed_mask)
-            result = evaluate(ctx, block.layout_vars())
-            step = np.broadcast_to(result.step_time_s, block.shape)
-            need = np.broadcast_to(result.memory.total, block.shape)
-            fits = mask & (need <= hbm)
-            evaluated += int(mask.sum())
-            feasible += int(fits.sum())
-            if not fits.any():
-                least = np.where(mask, need, np.inf)
-                index = int(np.argmin(least))
-                if smallest is None or least.flat[index] < smallest[0]:
-                    smallest = (float(least.flat[index]), block.layout(index))
-            else:
-                index = np.flatnonzero(fits)
-                values = step.reshape(-1)[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
-                all_objectives.append(values)
-                order = _smallest(values, top)
-                kept.append((block, values[order], index[order], step.reshape(-1)[index[order]]))
-                first = int(index[order[0]])
-                best = Found(block.layout(first), float(step.flat[first]), float(values[order[0]]))
-                current = per_gpus.get(block.n_gpus)
-                if current is None or best.objective < current.objective:
-                    per_gpus[block.n_gpus] = best
+    priced: list[tuple[int, _Priced]] = []
+    for done, (block, mask) in enumerate(candidates, 1):
+        if mask.any():
+            priced.append((block.n_gpus, _price(ctx, *block.trimmed(mask), top, objective)))
         if progress is not None:
             progress(done, len(candidates))
+    evaluated = sum(p.evaluated for _, p in priced)
+    feasible = sum(p.feasible for _, p in priced)
     if evaluated == 0:
         raise PerfmodelError(_no_valid_layout(ctx, candidates))
     if feasible == 0:
-        assert smallest is not None
+        need, layout = min((p.smallest for _, p in priced if p.smallest), key=lambda s: s[0])
         acc = ctx.hardware.accelerator
         raise PerfmodelError(
-            f"no layout fits in memory: of {evaluated:,} valid layouts the smallest needs {smallest[0] / 1e9:,.1f} GB "
-            f"per GPU ({smallest[1].describe()}) but the {acc.id} has {acc.memory_bytes / 1e9:,.1f} GB; "
+            f"no layout fits in memory: of {evaluated:,} valid layouts the smallest needs {need / 1e9:,.1f} GB "
+            f"per GPU ({layout.describe()}) but the {acc.id} has {acc.memory_bytes / 1e9:,.1f} GB; "
             "use more GPUs, a smaller micro-batch or sequence, or a GPU with more memory"
         )
-    ranked = sorted(
-        (
-            (float(value), i, block, int(flat), float(step_s))
-            for i, (block, values, flats, steps) in enumerate(kept)
-            for value, flat, step_s in zip(values, flats, steps, strict=True)
-        ),
-        key=lambda item: (item[0], item[1]),
-    )[:top]
+    per_gpus: dict[int, Found] = {}
+    for n_gpus, p in priced:
+        if p.top and (n_gpus not in per_gpus or p.top[0].objective < per_gpus[n_gpus].objective):
+            per_gpus[n_gpus] = p.top[0]
     return SearchResult(
-        top=[Found(block.layout(flat), step_s, value) for value, _, block, flat, step_s in ranked],
+        top=sorted((f for _, p in priced for f in p.top), key=lambda f: f.objective)[:top],
         best_per_gpus=per_gpus,
         evaluated=evaluated,
         feasible=feasible,
         elapsed_s=time.perf_counter() - start,
         objective=objective,
-        objectives=np.concatenate(all_objectives),
+        objectives=np.concatenate([p.objectives for _, p in priced]),
     )
 
 
