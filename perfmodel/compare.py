@@ -15,7 +15,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.hardware import PRECISIONS, accelerators, systems
 from perfmodel.predict import Prediction, predict
-from perfmodel.scenario import LAYOUT_KEYS, Scenario
+from perfmodel.scenario import Scenario
 from perfmodel.training import JOULES_PER_KWH, SECONDS_PER_HOUR
 
 
@@ -40,15 +40,8 @@ def parse_target(spec: str) -> Target:
     raise PerfmodelError(f"--gpu {spec}: unknown accelerator or system '{ident}'; valid: {valid}")
 
 
-def scenarios(
-    base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None, relayout: bool
-) -> list[Scenario]:
-    """One scenario per target and GPU count, in that order (targets outer). `relayout` drops the base's layout,
-    keeping its global batch and sequence length, so that each system gets its own best layout."""
-    if relayout:
-        kept = {"seq_len": base.parallelism.seq_len, "gbs": base.parallelism.gbs}
-        dropped = {k: None for k in LAYOUT_KEYS}
-        base = base.model_copy(update={"parallelism": base.parallelism.model_copy(update=dropped | kept)})
+def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
+    """One scenario per target and GPU count, in that order (targets outer)."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
         for n in gpu_counts or [base.n_gpus]:

@@ -161,6 +161,12 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     return found.best.layout, found.evaluated
 
 
+def without_layout(scenario: Scenario) -> Scenario:
+    """The scenario with its parallel layout left open (its global batch and sequence length kept)."""
+    open_layout = dict.fromkeys(LAYOUT_FIELDS) | {"gbs": scenario.parallelism.gbs}
+    return scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(update=open_layout)})
+
+
 def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
     """The scenario with its GPU count and layout set to `layout` (a searched one, say)."""
     fields = {name: getattr(layout, name) for name in (*LAYOUT_FIELDS, "gbs", "seq_len")}

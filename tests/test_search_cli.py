@@ -98,3 +98,13 @@ def test_progress_bar_only_on_a_terminal_and_not_quiet(monkeypatch: pytest.Monke
     with progress("Pricing layouts", quiet=True) as update:
         update(1, 2)
     assert quiet.getvalue() == ""
+
+
+def test_scenario_layout_is_kept_unless_relayout() -> None:
+    given = run_cli("search", "scenarios/mlperf-405b-gb200-512.toml", "--format", "json", "--top", "1")
+    assert json.loads(given.out)["layouts_evaluated"] == 1
+    relaid = json.loads(
+        run_cli("search", "scenarios/mlperf-405b-gb200-512.toml", "--relayout", "--tp", "4", "--format", "json").out
+    )
+    assert relaid["layouts_evaluated"] > 1000
+    assert all(r["parallelism"]["tp"] == 4 and r["parallelism"]["gbs"] == 896 for r in relaid["results"])

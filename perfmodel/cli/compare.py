@@ -15,7 +15,7 @@ from perfmodel.cli.options import FORMATS, emit, load_from_flags, progress, quie
 @click.option(
     "--relayout",
     is_flag=True,
-    help="Ignore the scenario's layout (keep its GBS and sequence length): each system gets its best layout.",
+    help="Ignore the scenario file's layout (keep its GBS and sequence length): each system gets its best layout.",
 )
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @quiet_option
@@ -34,8 +34,8 @@ def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags
     first = targets[0] if targets else None
     flags |= {"gpu": first and first.gpu, "gpus": counts[0] if counts else None}
     flags["system"] = flags["system"] or (first and first.system)
-    base = load_from_flags(scenario, flags)
-    items = comparing.scenarios(base, targets, counts, relayout)
+    base = load_from_flags(scenario, flags, relayout)
+    items = comparing.scenarios(base, targets, counts)
     with progress("Predicting", quiet) as update:
         predictions = comparing.run(items, update)
     records = comparing.with_ratios(predictions)

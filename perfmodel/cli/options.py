@@ -174,10 +174,20 @@ def progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
         yield update
 
 
-def load_from_flags(scenario: str | None, flags: dict[str, Any]) -> Any:
+def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool = False) -> Any:
+    """The scenario file with the flags applied. `relayout` leaves the file's layout open (keeping its global batch
+    and sequence length) so that it is searched; layout flags still fix their dimension."""
     from perfmodel.scenario import load_scenario
 
-    return load_scenario(scenario, {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS})
+    overrides = {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS}
+    loaded = load_scenario(scenario, overrides)
+    if not relayout:
+        return loaded
+    from perfmodel.predict import without_layout
+
+    opened = without_layout(loaded)
+    given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
+    return opened.model_copy(update={"parallelism": opened.parallelism.model_copy(update=given)})
 
 
 def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:
