@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from perfmodel.errors import InfeasibleLayout
 from perfmodel.models import ModelSpec
+from perfmodel.schedule import UNEVEN_EXTRA_UNITS
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -118,8 +119,11 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        lambda v, md, n: v.pp * v.vp <= md.layers,
-        lambda v, md, n: f"PP {v.pp} x VP {v.vp} = {v.pp * v.vp} stages exceed the {md.layers} layers",
+        lambda v, md, n: v.pp * v.vp <= md.layers + UNEVEN_EXTRA_UNITS,
+        lambda v, md, n: (
+            f"PP {v.pp} x VP {v.vp} = {v.pp * v.vp} stages exceed the {md.layers} layers "
+            f"(+{UNEVEN_EXTRA_UNITS} for the embedding and loss stages)"
+        ),
     ),
     Rule(
         lambda v, md, n: (v.vp == 1) | (v.pp > 1),

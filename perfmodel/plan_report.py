@@ -44,7 +44,7 @@ def heading(p: Prediction, n_gpus: str | None = None) -> str:
 def search_table(report: SearchReport, with_pareto: bool) -> str:
     found, best = report.found, report.results[0]
     counts = sorted({p.layout.n_gpus for p in report.results} | {p.layout.n_gpus for p in report.pareto})
-    many = len(found.best_per_gpus) > 1
+    many = len({n for n, _ in found.best_per_point}) > 1
     per = "token" if len({p.layout.gbs for p in report.results}) > 1 else "step"
     lines = [
         heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),

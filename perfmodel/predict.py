@@ -7,13 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from perfmodel.efficiency import DEFAULTS, Efficiency
+from perfmodel import calibration
+from perfmodel.efficiency import Efficiency
 from perfmodel.hardware import Hardware, resolve
+from perfmodel.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.models import ModelSpec
 from perfmodel.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.precision import get_recipe
 from perfmodel.scenario import Scenario
-from perfmodel.search import Found, SearchResult, Space, gbs_choices, search
+from perfmodel.search import SearchResult, Space, gbs_choices, pareto_front, search
 from perfmodel.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.training import Price, Run, training_run
 
@@ -30,6 +32,10 @@ class Prediction:
     price: Price
     run: Run | None
     layouts_searched: int
+    mlperf: Score | None = None
+    interval: tuple[float, float] | None = None
+    """Factors on a predicted time bounding the measured one with 80% probability (the calibration's held-out
+    residuals), or None when uncalibrated."""
 
     @property
     def step_time_s(self) -> float:
@@ -103,15 +109,44 @@ class Prediction:
             "energy_kwh": run.energy_kwh if run else None,
             "pue": self.scenario.cost.pue,
             "layouts_searched": self.layouts_searched,
+            **self._interval_dict(),
+            **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
         }
 
+    def _interval_dict(self) -> dict[str, Any]:
+        if self.interval is None:
+            return {}
+        low, high = self.interval
+        times = {"step_time_s": self.step_time_s}
+        if self.run is not None:
+            times |= {"time_to_train_s": self.run.time_s, "time_to_train_min": self.run.time_s / 60}
+        return {f"{name}_{side}": value * factor for name, value in times.items()
+                for side, factor in (("low", low), ("high", high))}  # fmt: skip
+
+    def _mlperf_dict(self) -> dict[str, Any]:
+        if self.mlperf is None:
+            return {}
+        return {
+            "benchmark": f"{self.scenario.benchmark.partition('@')[0]}@{self.benchmark.round}",  # type: ignore[union-attr]
+            "samples_to_converge": self.mlperf.samples,
+            "evaluations": self.mlperf.evaluations,
+            "train_time_s": self.mlperf.train_s,
+            "eval_time_s": self.mlperf.eval_s,
+            "run_overhead_s": self.mlperf.overhead_s,
+        }
+
+    @property
+    def benchmark(self) -> Benchmark:
+        return get_benchmark(self.scenario.benchmark or "")
+
 
 def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Context:
-    """The layout-independent part of a prediction; `hardware` replaces the scenario's (what-if analysis)."""
+    """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration; `hardware`
+    replaces the scenario's (what-if analysis)."""
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
-    eff = efficiency or DEFAULTS[hw.accelerator.family]
+    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
     return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
 
 
@@ -174,24 +209,30 @@ def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
     return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
 
 
-def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int) -> Prediction:
-    """The Prediction of one layout: step time, throughput, and time-to-train, cost and energy when tokens are set."""
+def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
+    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
+    interval = calibration.resolve(scenario.calibration).interval if calibrated else None
     step = evaluate(ctx, layout_vars(layout))
     price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched)
-    if scenario.tokens is None:
+    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)
+    mlperf = None
+    if scenario.benchmark:
+        bench = get_benchmark(scenario.benchmark)
+        step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
+        mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.run_overhead_s)
+        tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
+    elif scenario.tokens is not None:
+        tokens, time_s = scenario.tokens, scenario.tokens / prediction.tokens_per_s
+    else:
         return prediction
-    acc = ctx.hardware.accelerator
-    run = training_run(
-        scenario.tokens, prediction.tokens_per_s, layout.n_gpus, price, acc.power_w.value, scenario.cost.pue
-    )
-    return Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, run, searched)
+    run = training_run(tokens, time_s, layout.n_gpus, price, ctx.hardware.accelerator.power_w.value, scenario.cost.pue)
+    return replace(prediction, run=run, mlperf=mlperf)
 
 
 def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
     ctx = context_for(scenario, efficiency, hardware)
     layout, searched = choose_layout(scenario, ctx)
-    return prediction_for(scenario, ctx, layout, searched)
+    return prediction_for(scenario, ctx, layout, searched, calibrated=efficiency is None)
 
 
 @dataclass(frozen=True)
@@ -226,6 +267,13 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) ->
     return Space(tuple(points), given_layout(scenario))
 
 
+def _per_token(p: Prediction, objective: str) -> float:
+    """What search ranks by: seconds per token (time-to-train for an MLPerf benchmark, whose work depends on the
+    batch), times the GPU count for cost."""
+    seconds = p.run.time_s if p.mlperf and p.run else 1 / p.tokens_per_s
+    return seconds * (p.layout.n_gpus if objective == "cost" else 1)
+
+
 def search_scenario(
     scenario: Scenario,
     gpu_counts: Sequence[int] | None = None,
@@ -234,13 +282,21 @@ def search_scenario(
     progress: Callable[[int, int], None] | None = None,
     hardware: Hardware | None = None,
 ) -> SearchReport:
-    """Search a scenario's layouts and predict the `top` best and the Pareto front in full."""
+    """Search a scenario's layouts and predict the `top` best and the Pareto front in full.
+
+    The vectorised search ranks per token; the best of each (GPU count, global batch) are predicted too, and all are
+    ranked by their full prediction, so that an MLPerf benchmark's batch-dependent work is accounted for.
+    """
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
     found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
-
-    def full(layouts: list[Found]) -> list[Prediction]:
-        return [prediction_for(for_layout(scenario, f.layout), ctx, f.layout, found.evaluated) for f in layouts]
-
-    results, pareto = full(found.top), full(found.pareto())
+    layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
+    full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
+    results = sorted(full.values(), key=lambda p: _per_token(p, objective))[:top]
+    pareto = pareto_front(
+        [full[f.layout] for f in found.best_per_point.values()],
+        time=lambda p: _per_token(p, "time"),
+        cost=lambda p: _per_token(p, "cost"),
+        gpus=lambda p: p.layout.n_gpus,
+    )
     return SearchReport(results, pareto, replace(found, elapsed_s=time.perf_counter() - start))

@@ -8,8 +8,8 @@ explains) mask each block and trim the axis values no valid layout uses; memory 
 what does not fit.
 
 Search-space choices (not validity rules): TP stays inside one scale-up domain (a TP group across NICs is never
-faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the layers per
-stage, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch is
+faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the stages
+allowed, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch is
 free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the default batch and the default
 (about 4M tokens per step), plus the default; layouts are then ranked by time per token.
 """
@@ -17,14 +17,16 @@ free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
+from perfmodel.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.step import Context, LayoutVars, evaluate
 
+T = TypeVar("T")
 OBJECTIVES = ("time", "cost")
 """time: seconds per token (the step time at a fixed batch; time-to-train for a token budget).
 cost: GPU-seconds per token (cost and energy are proportional to it on one system)."""
@@ -126,7 +128,8 @@ def _shapes(ctx: Context, n_gpus: int, space: Space) -> Any:
 
     n_div = divisors(n_gpus)
     tps = space.choices("tp", [d for d in n_div if d <= ctx.hardware.ranks_per_domain])
-    pps = space.choices("pp", [d for d in n_div if d <= ctx.model.layers])
+    stages = ctx.model.layers + UNEVEN_EXTRA_UNITS  # the embedding and the loss may take a stage each
+    pps = space.choices("pp", [d for d in n_div if d <= stages])
     grid = np.array(np.meshgrid(tps, space.choices("cp", n_div), pps, indexing="ij"), dtype=np.int64).reshape(3, -1)
     model_parallel = grid[0] * grid[1] * grid[2]
     dp = np.maximum(n_gpus // model_parallel, 1)
@@ -139,7 +142,7 @@ def _shapes(ctx: Context, n_gpus: int, space: Space) -> Any:
     if space.fixed.get("vp") is not None:
         counts, first_vp = np.ones_like(pp), space.fixed["vp"]
     else:
-        counts, first_vp = np.where(pp == 1, 1, np.maximum(ctx.model.layers // pp, 1)), 1
+        counts, first_vp = np.where(pp == 1, 1, np.maximum(stages // pp, 1)), 1
     starts = np.cumsum(counts) - counts
     vp = np.arange(counts.sum()) - np.repeat(starts, counts) + first_vp
     rows = np.stack([grid[0], grid[1], pp, dp], axis=1)
@@ -177,7 +180,8 @@ class Found:
 class SearchResult:
     top: list[Found]
     """The best layouts, best first."""
-    best_per_gpus: dict[int, Found]
+    best_per_point: dict[tuple[int, int], Found]
+    """The best layout of each (GPU count, global batch)."""
     evaluated: int
     """Valid layouts priced."""
     feasible: int
@@ -192,22 +196,38 @@ class SearchResult:
         return self.top[0]
 
     def pareto(self) -> list[Found]:
-        """Layouts no other beats on time, cost and GPU count together.
-
-        On one system the cost of a layout is its time x GPUs x price, so at a given GPU count the fastest is also
-        the cheapest: the front is the fastest layout of each GPU count that is faster than every smaller count.
-        """
-        front: list[Found] = []
-        for n in sorted(self.best_per_gpus):
-            found = self.best_per_gpus[n]
-            time_per_token = found.step_time_s / (found.layout.gbs * found.layout.seq_len)
-            if not front or time_per_token < min(f.step_time_s / (f.layout.gbs * f.layout.seq_len) for f in front):
-                front.append(found)
-        return front
+        """Layouts no other beats on time per token, cost per token and GPU count together."""
+        best = list(self.best_per_point.values())
+        return pareto_front(best, time=_time_per_token, cost=lambda f: _time_per_token(f) * f.layout.n_gpus, gpus=_gpus)
 
     def rank(self, objective_value: float) -> int:
         """1 + the number of feasible layouts strictly better than this objective value."""
         return 1 + int((self.objectives < objective_value).sum())
+
+
+def _time_per_token(found: Found) -> float:
+    return found.step_time_s / (found.layout.gbs * found.layout.seq_len)
+
+
+def _gpus(found: Found) -> int:
+    return found.layout.n_gpus
+
+
+def pareto_front(
+    items: Sequence[T], time: Callable[[T], float], cost: Callable[[T], float], gpus: Callable[[T], int]
+) -> list[T]:
+    """The items no other beats on time, cost and GPU count together, by GPU count then time.
+
+    On one system cost is time x GPUs x price, so the front is the fastest of each GPU count that is faster than
+    every smaller count; with several systems or batch-dependent work it is the general non-dominated set.
+    """
+    keys = [(time(i), cost(i), gpus(i)) for i in items]
+
+    def dominated(k: tuple[float, float, int]) -> bool:
+        return any(o != k and all(a <= b for a, b in zip(o, k, strict=True)) for o in keys)
+
+    front = [(k, i) for k, i in zip(keys, items, strict=True) if not dominated(k)]
+    return [i for _, i in sorted(front, key=lambda pair: (pair[0][2], pair[0][0]))]
 
 
 def objective_scale(objective: str, layout_gbs: int, seq_len: int, n_gpus: int) -> float:
@@ -263,10 +283,10 @@ def search(
         raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     start = time.perf_counter()
     candidates = list(blocks(ctx, space))
-    priced: list[tuple[int, _Priced]] = []
+    priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):
         if mask.any():
-            priced.append((block.n_gpus, _price(ctx, *block.trimmed(mask), top, objective)))
+            priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
         if progress is not None:
             progress(done, len(candidates))
     evaluated = sum(p.evaluated for _, p in priced)
@@ -281,13 +301,13 @@ def search(
             f"per GPU ({layout.describe()}) but the {acc.id} has {acc.memory_bytes / 1e9:,.1f} GB; "
             "use more GPUs, a smaller micro-batch or sequence, or a GPU with more memory"
         )
-    per_gpus: dict[int, Found] = {}
-    for n_gpus, p in priced:
-        if p.top and (n_gpus not in per_gpus or p.top[0].objective < per_gpus[n_gpus].objective):
-            per_gpus[n_gpus] = p.top[0]
+    per_point: dict[tuple[int, int], Found] = {}
+    for point, p in priced:
+        if p.top and (point not in per_point or p.top[0].objective < per_point[point].objective):
+            per_point[point] = p.top[0]
     return SearchResult(
         top=sorted((f for _, p in priced for f in p.top), key=lambda f: f.objective)[:top],
-        best_per_gpus=per_gpus,
+        best_per_point=per_point,
         evaluated=evaluated,
         feasible=feasible,
         elapsed_s=time.perf_counter() - start,
