@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfmodel.predict import Prediction, SearchReport
+from perfmodel.predict import Prediction, SearchReport, search_objective
 from perfmodel.report import _duration, _usd
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
@@ -46,10 +46,11 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
     counts = sorted({p.layout.n_gpus for p in report.results} | {p.layout.n_gpus for p in report.pareto})
     many = len({n for n, _ in found.best_per_point}) > 1
     per = "token" if len({p.layout.gbs for p in report.results}) > 1 else "step"
+    ranking = f"{found.objective} to train (MLPerf)" if best.mlperf else f"{found.objective} per {per}"
     lines = [
         heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),
         f"{found.evaluated:,} valid layouts priced in {found.elapsed_s:.2f} s, {found.feasible:,} fit in memory; "
-        f"best {len(report.results)} by {found.objective} per {per}:",
+        f"best {len(report.results)} by {ranking}:",
         "",
         _search_rows(report.results, best, many, found.objective),
     ]
@@ -62,17 +63,12 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
     return "\n".join(lines)
 
 
-def _per_token(p: Prediction, objective: str) -> float:
-    """The search objective of a prediction: seconds per token, or GPU-seconds per token."""
-    return (p.layout.n_gpus if objective == "cost" else 1) / p.tokens_per_s
-
-
 def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, objective: str) -> str:
     with_run = best.run is not None
     rows = []
     for i, p in enumerate(predictions, 1):
         d = p.to_dict()
-        slower = _per_token(p, objective) / _per_token(best, objective) - 1
+        slower = search_objective(p, objective) / search_objective(best, objective) - 1
         rows.append(
             [str(i)]
             + ([f"{p.layout.n_gpus:,}"] if many else [])

@@ -267,7 +267,7 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) ->
     return Space(tuple(points), given_layout(scenario))
 
 
-def _per_token(p: Prediction, objective: str) -> float:
+def search_objective(p: Prediction, objective: str) -> float:
     """What search ranks by: seconds per token (time-to-train for an MLPerf benchmark, whose work depends on the
     batch), times the GPU count for cost."""
     seconds = p.run.time_s if p.mlperf and p.run else 1 / p.tokens_per_s
@@ -292,11 +292,11 @@ def search_scenario(
     found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
-    results = sorted(full.values(), key=lambda p: _per_token(p, objective))[:top]
+    results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]
     pareto = pareto_front(
         [full[f.layout] for f in found.best_per_point.values()],
-        time=lambda p: _per_token(p, "time"),
-        cost=lambda p: _per_token(p, "cost"),
+        time=lambda p: search_objective(p, "time"),
+        cost=lambda p: search_objective(p, "cost"),
         gpus=lambda p: p.layout.n_gpus,
     )
     return SearchReport(results, pareto, replace(found, elapsed_s=time.perf_counter() - start))
