@@ -1,16 +1,16 @@
 """Layout search: every valid layout of a scenario, priced at once with numpy through the same `step.evaluate`.
 
-The space is enumerated as blocks of broadcasting axes, one block per GPU count, global batch, DP size and
-"pipelined or not": (TP, CP, PP, VP) shapes x micro-batch x recompute x ZeRO. numpy then computes each term of the
-step model only over the axes it depends on (a layer's compute over shapes x micro-batch, not over recompute x ZeRO),
-which is what makes a million layouts a second possible. The validity rules (`parallel.RULES`, the ones `predict`
-explains) mask each block and trim the axis values no valid layout uses; memory is priced with the rest and masks
-what does not fit.
+The space is enumerated as blocks of broadcasting axes, one block per GPU count, global batch and "pipelined or
+not": (TP, CP, PP, DP, VP) rows x micro-batch x recompute x ZeRO. numpy then computes each term of the step model only
+over the axes it depends on (a layer's compute over rows x micro-batch, not over recompute x ZeRO), which is what
+makes a million layouts a second possible. The validity rules (`parallel.RULES`, the ones `predict` explains) mask
+each block (a micro-batch that does not divide GBS / DP, ZeRO-3 with PP, ...) and trim the axis values no valid
+layout uses; memory is priced with the rest and masks what does not fit.
 
 Search-space choices (not validity rules): TP stays inside one scale-up domain (a TP group across NICs is never
-faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the stages
-allowed, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch is
-free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the default batch and the default
+faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the stages the
+rules allow, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch
+is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the default batch and the default
 (about 4M tokens per step), plus the default; layouts are then ranked by time per token.
 """
 
