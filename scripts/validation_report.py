@@ -1,0 +1,196 @@
+"""Write docs/validation.md and docs/validation.png from the current model and calibration.
+
+Never edit those files by hand: run `python scripts/validation_report.py` (needs the `plot` extra for the figure).
+Every number in them is computed here, from the bundled measured runs and the bundled calibration.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tabulate import tabulate
+
+from perfmodel import calibration as cal
+from perfmodel.predict import predict
+from perfmodel.resources import data_dir
+from perfmodel.runs import bundled_runs
+from perfmodel.scenario import load_scenario
+from perfmodel.validation import Report, validate
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+MLPERF_TARGETS = [
+    # (scenario, measured score in minutes, mlperf_training_llm.csv row)
+    ("mlperf-405b-h100-512.toml", 269.122, "v5.0 NVIDIA Eos-dfw (64x NVIDIA HGX H100)"),
+    ("mlperf-405b-gb200-512.toml", 121.757, "v5.0 NVIDIA Tyche (8x NVIDIA GB200 NVL72)"),
+]
+
+
+def _mape(rows: list) -> float:
+    return sum(abs(r.error_pct) for r in rows) / max(len(rows), 1)
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:+.1f}%"
+
+
+def _mlperf_section() -> list[str]:
+    rows, scores = [], []
+    for scenario, measured, source in MLPERF_TARGETS:
+        predicted = predict(load_scenario(data_dir("scenarios") / scenario)).to_dict()["time_to_train_min"]
+        scores.append((predicted, measured))
+        rows.append([source, f"{measured:.2f}", f"{predicted:.2f}", _pct((predicted / measured - 1) * 100)])
+    (h100, h100_measured), (gb200, gb200_measured) = scores
+    ratio, ratio_measured = h100 / gb200, h100_measured / gb200_measured
+    rows.append(["GB200 speed-up over H100", f"{ratio_measured:.2f}x", f"{ratio:.2f}x",
+                 _pct((ratio / ratio_measured - 1) * 100)])  # fmt: skip
+    return [
+        "## MLPerf Training v5.0, Llama 3.1 405B at 512 GPUs",
+        "",
+        "The submitted layouts (scenarios/mlperf-405b-*-512.toml); the score is predicted at the RCP mean "
+        "convergence, with evaluations, as the result summarizer reports it.",
+        "",
+        tabulate(rows, headers=["submission", "measured (min)", "predicted (min)", "error"], tablefmt="github"),
+        "",
+    ]
+
+
+def _groups_section(report: Report) -> list[str]:
+    lines = []
+    for grouping, groups in report.groups().items():
+        table = [
+            [name, g["rows"], f"{g['mape_pct']:.1f}%", "" if g["cv_mape_pct"] is None else f"{g['cv_mape_pct']:.1f}%"]
+            for name, g in groups.items()
+        ]
+        lines += [f"### By {grouping}", "", tabulate(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"],
+                                                       tablefmt="github"), ""]  # fmt: skip
+    return lines
+
+
+def _parameters_section(calibration: cal.Calibration) -> list[str]:
+    rows = []
+    for family, values in sorted(calibration.parameters.items()):
+        for name, value in values.items():
+            low, high = cal.BOUNDS[name]
+            bound = any(math.isclose(value, limit, rel_tol=1e-3) for limit in (low, high))
+            default = f"{cal.default_value(family, name):.3f}"
+            rows.append([family, name, default, f"{value:.3f}", f"{low}-{high}", "at bound" if bound else ""])
+    return [
+        "## Fitted parameters",
+        "",
+        "Physical defaults (perfmodel/efficiency.py) and the fitted values. A value at a bound of its physical range "
+        "marks structure the model lacks for that family rather than a measured efficiency.",
+        "",
+        tabulate(rows, headers=["family", "parameter", "default", "fitted", "range", ""], tablefmt="github"),
+        "",
+    ]
+
+
+def _rows_section(report: Report) -> list[str]:
+    rows = [
+        [r["id"], r["source"], r["detail"][:40], r["model"], r["accelerator"], r["n_gpus"], r["precision"],
+         r["metric"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}", _pct(r["error_pct"]),
+         _pct(r["held_out_error_pct"])]
+        for r in (row.to_dict() for row in report.rows)
+    ]  # fmt: skip
+    headers = ["id", "source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
+               "held out"]  # fmt: skip
+    return ["## Every row", "", tabulate(rows, headers=headers, tablefmt="github"), ""]
+
+
+def _excluded_section(report: Report) -> list[str]:
+    reasons: dict[str, list[str]] = {}
+    for e in report.excluded:
+        reasons.setdefault(e["reason"], []).append(e["id"])
+    rows = [[len(ids), reason, ", ".join(ids[:4]) + (" ..." if len(ids) > 4 else "")] for reason, ids in
+            sorted(reasons.items(), key=lambda kv: -len(kv[1]))]  # fmt: skip
+    return ["## Excluded rows", "", tabulate(rows, headers=["rows", "reason", "ids"], tablefmt="github"), ""]
+
+
+def _plot(report: Report, path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figure, axes = plt.subplots(1, 3, figsize=(16, 5.2))
+    units = {"tokens_per_s_per_gpu": "tokens/s per GPU", "step_time_s": "step time (s)",
+             "time_to_train_min": "MLPerf time to train (min)"}  # fmt: skip
+    sources = sorted({r.prepared.run.source for r in report.rows})
+    colours = {s: plt.cm.tab10(i % 10) for i, s in enumerate(sources)}
+    for axis, (metric, label) in zip(axes, units.items(), strict=True):
+        rows = [r for r in report.rows if r.prepared.run.metric == metric]
+        for source in sources:
+            points = [r for r in rows if r.prepared.run.source == source]
+            if points:
+                axis.scatter([r.prepared.run.measured for r in points], [r.predicted for r in points], s=14,
+                             color=colours[source], label=source, alpha=0.8)  # fmt: skip
+        values = [r.prepared.run.measured for r in rows] + [r.predicted for r in rows]
+        low, high = min(values) * 0.8, max(values) * 1.25
+        axis.plot([low, high], [low, high], color="black", linewidth=1)
+        for factor in (0.9, 1.1):
+            axis.plot([low, high], [low * factor, high * factor], color="grey", linewidth=0.6, linestyle="--")
+        axis.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high), xlabel=f"measured {label}",
+                 ylabel=f"predicted {label}", title=f"{label}: {len(rows)} runs")  # fmt: skip
+        axis.grid(True, which="both", alpha=0.2)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for axis in axes[1:]:
+        more = axis.get_legend_handles_labels()
+        handles += [h for h, lab in zip(*more, strict=True) if lab not in labels]
+        labels += [lab for lab in more[1] if lab not in labels]
+    figure.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
+    figure.suptitle("perfmodel: predicted vs measured (bundled calibration); dashed lines +-10%")
+    figure.tight_layout(rect=(0, 0.1, 1, 0.95))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+def main() -> None:
+    DOCS.mkdir(exist_ok=True)
+    calibration = cal.bundled()
+    runs, excluded = bundled_runs()
+    report = validate(runs, calibration, excluded)
+    fit = calibration.provenance.get("fit", {})
+    fitted_ids = set(calibration.provenance.get("data", {}).get("rows", []))
+    fitted = [r for r in report.rows if r.prepared.run.id in fitted_ids]
+    not_fitted = [r for r in report.rows if r.prepared.run.id not in fitted_ids]
+    plotted = _plot(report, DOCS / "validation.png")
+    band = calibration.provenance.get("interval", {})
+    lines = [
+        "# Validation: perfmodel against measured training runs",
+        "",
+        f"Generated by `scripts/validation_report.py` on {datetime.now(UTC):%Y-%m-%d} from the current model and the "
+        f"bundled calibration (fitted {calibration.provenance.get('created', '?')}). Do not edit by hand.",
+        "",
+        "## Summary",
+        "",
+        f"- Rows predicted: {len(report.rows)}; excluded: {len(report.excluded)} (reasons at the end).",
+        f"- Fitted rows: {len(fitted)}; in-sample MAPE {_mape(fitted):.1f}%.",
+        f"- Held-out MAPE (leave one accelerator x precision group out, refit, predict it): "
+        f"{fit.get('cv_mape_pct', float('nan')):.1f}% over {fit.get('rows', 0)} rows.",
+        f"- Validated but not fitted (llm-foundry, a different attention stack): {len(not_fitted)} rows, MAPE "
+        f"{_mape(not_fitted):.1f}%.",
+        f"- All predicted rows: MAPE {report.mape_pct:.1f}%.",
+        f"- 80% interval on a predicted time, from the held-out residuals: x{band.get('time_factor_low', 1):.3f} to "
+        f"x{band.get('time_factor_high', 1):.3f}.",
+        "",
+        *_mlperf_section(),
+        *(["![predicted vs measured](validation.png)", ""] if plotted else []),
+        "## Error by group",
+        "",
+        *_groups_section(report),
+        *_parameters_section(calibration),
+        *_rows_section(report),
+        *_excluded_section(report),
+    ]
+    (DOCS / "validation.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {DOCS / 'validation.md'}" + (f" and {DOCS / 'validation.png'}" if plotted else ""), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Validation against measured runs, and the MLPerf v5.0 Llama 3.1 405B targets with the bundled calibration."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.predict import predict
+from perfmodel.resources import data_dir
+from perfmodel.scenario import load_scenario
+
+
+def _score(name: str) -> float:
+    return predict(load_scenario(data_dir("scenarios") / name)).to_dict()["time_to_train_min"]
+
+
+def test_mlperf_v50_llama31_405b_scores_and_ratio() -> None:
+    # mlperf_training_llm.csv, v5.0 llama31_405b at 512 GPUs with the submitted layouts:
+    # NVIDIA Eos-dfw (64x HGX H100), FP8, TP8 PP8 CP2 VP8, GBS 1152: 269.122 min;
+    # NVIDIA Tyche (8x GB200 NVL72), FP8, TP4 PP8 CP2 VP8, GBS 896: 121.757 min; ratio 2.21.
+    h100 = _score("mlperf-405b-h100-512.toml")
+    gb200 = _score("mlperf-405b-gb200-512.toml")
+    assert h100 == pytest.approx(269.122, rel=0.10)
+    assert gb200 == pytest.approx(121.757, rel=0.10)
+    assert h100 / gb200 == pytest.approx(269.122 / 121.757, rel=0.10)
+
+
+def test_validate_json_contract_on_a_subset() -> None:
+    result = run_cli("validate", "--only", "mlperf:v5.0/NVIDIA", "--format", "json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert {"rows", "mape_pct", "cv_mape_pct", "groups"} <= set(report)
+    assert len(report["rows"]) >= 6
+    row = report["rows"][0]
+    assert {"measured", "predicted", "error_pct", "held_out_error_pct", "source", "accelerator"} <= set(row)
+    assert report["mape_pct"] == pytest.approx(sum(abs(r["error_pct"]) for r in report["rows"]) / len(report["rows"]))
+    assert set(report["groups"]) == {"source", "accelerator", "precision", "metric"}
+
+
+def test_validate_a_user_csv_and_its_errors(tmp_path: Path) -> None:
+    good = tmp_path / "runs.csv"
+    good.write_text(
+        "id,source,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured\n"
+        "mine,lab,llama3.1-70b,h100-sxm,64,fp8,8192,128,1,4,8,1,5,1,none,tokens_per_s_per_gpu,1602\n"
+    )
+    result = run_cli("validate", "--data", str(good), "--format", "json")
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    assert row["id"] == "mine" and abs(row["error_pct"]) < 25
+    bad = tmp_path / "bad.csv"
+    bad.write_text(good.read_text().replace(",1602", ",lots"))
+    failed = run_cli("validate", "--data", str(bad))
+    assert failed.code == 2 and f"{bad}, row 2: column 'measured'" in failed.err and failed.out == ""
+
+
+def test_logs_need_the_hardware(tmp_path: Path) -> None:
+    log = tmp_path / "result_0.txt"
+    log.write_text(':::MLLOG {"key": "run_start", "time_ms": 1, "value": null, "metadata": {}}\n')
+    result = run_cli("validate", str(log))
+    assert result.code == 2 and "pass --gpu (or --system) and --gpus" in result.err
+
+
+def test_bundled_calibration_has_provenance() -> None:
+    from perfmodel.calibration import bundled
+
+    calibration = bundled()
+    fit = calibration.provenance["fit"]
+    assert fit["rows"] >= 50 and fit["in_sample_mape_pct"] <= 7.0
+    assert fit["cv_mape_pct"] is not None
+    assert calibration.interval is not None
+    assert "llm-foundry" not in calibration.provenance["data"]["sources"]
