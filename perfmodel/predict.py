@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,7 +15,7 @@ from perfmodel.models import ModelSpec
 from perfmodel.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.precision import get_recipe
 from perfmodel.scenario import Scenario
-from perfmodel.search import candidate_layouts, search
+from perfmodel.search import SearchResult, Space, gbs_choices, pareto_front, search
 from perfmodel.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.training import Price, Run, training_run
 
@@ -139,9 +141,10 @@ class Prediction:
         return get_benchmark(self.scenario.benchmark or "")
 
 
-def context_for(scenario: Scenario, efficiency: Efficiency | None = None) -> Context:
-    """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration."""
-    hw = resolve(scenario.gpu, scenario.system)
+def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Context:
+    """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration; `hardware`
+    replaces the scenario's (what-if analysis)."""
+    hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
     return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
@@ -161,11 +164,16 @@ def layout_vars(layout: Layout) -> LayoutVars:
     )
 
 
+def given_layout(scenario: Scenario) -> dict[str, Any]:
+    """The layout dimensions the scenario fixes (None: to be searched)."""
+    return {name: getattr(scenario.parallelism, name) for name in LAYOUT_FIELDS}
+
+
 def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
     par = scenario.parallelism
     gbs = par.gbs or scenario.default_gbs()
-    given = {name: getattr(par, name) for name in LAYOUT_FIELDS}
+    given = given_layout(scenario)
     n = scenario.n_gpus
     if all(given[name] is not None for name in ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")):
         dp = max(1, n // (par.tp * par.pp * par.cp))  # type: ignore[operator]
@@ -184,14 +192,26 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         )
         check(layout, ctx.model, n)
         return layout, 1
-    layouts = candidate_layouts(ctx.model, n, par.seq_len, gbs, ctx.hardware.ranks_per_domain, given)
-    return search(ctx, layouts).best, len(layouts)
+    found = search(ctx, Space(((n, gbs),), given))
+    return found.best.layout, found.evaluated
 
 
-def predict(scenario: Scenario, efficiency: Efficiency | None = None) -> Prediction:
-    ctx = context_for(scenario, efficiency)
-    interval = None if efficiency else calibration.resolve(scenario.calibration).interval
-    layout, searched = choose_layout(scenario, ctx)
+def without_layout(scenario: Scenario) -> Scenario:
+    """The scenario with its parallel layout left open (its global batch and sequence length kept)."""
+    open_layout = dict.fromkeys(LAYOUT_FIELDS) | {"gbs": scenario.parallelism.gbs}
+    return scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(update=open_layout)})
+
+
+def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
+    """The scenario with its GPU count and layout set to `layout` (a searched one, say)."""
+    fields = {name: getattr(layout, name) for name in (*LAYOUT_FIELDS, "gbs", "seq_len")}
+    parallelism = scenario.parallelism.model_copy(update=fields)
+    return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
+
+
+def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
+    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
+    interval = calibration.resolve(scenario.calibration).interval if calibrated else None
     step = evaluate(ctx, layout_vars(layout))
     price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
     prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)
@@ -207,3 +227,76 @@ def predict(scenario: Scenario, efficiency: Efficiency | None = None) -> Predict
         return prediction
     run = training_run(tokens, time_s, layout.n_gpus, price, ctx.hardware.accelerator.power_w.value, scenario.cost.pue)
     return replace(prediction, run=run, mlperf=mlperf)
+
+
+def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
+    ctx = context_for(scenario, efficiency, hardware)
+    layout, searched = choose_layout(scenario, ctx)
+    return prediction_for(scenario, ctx, layout, searched, calibrated=efficiency is None)
+
+
+@dataclass(frozen=True)
+class SearchReport:
+    """The best layouts of a scenario as full predictions, best first, and what the search covered."""
+
+    results: list[Prediction]
+    pareto: list[Prediction]
+    found: SearchResult
+
+    def to_dict(self, with_pareto: bool = False) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "results": [p.to_dict() for p in self.results],
+            "layouts_evaluated": self.found.evaluated,
+            "layouts_feasible": self.found.feasible,
+            "elapsed_s": self.found.elapsed_s,
+            "objective": self.found.objective,
+        }
+        if with_pareto:
+            record["pareto"] = [p.to_dict() for p in self.pareto]
+        return record
+
+
+def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+    """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
+    leaves it open, the batches of `gbs_choices` around each count's default, and the dimensions it fixes."""
+    points = []
+    for n in gpu_counts or (scenario.n_gpus,):
+        gbs = scenario.parallelism.gbs
+        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs())
+        points += [(n, g) for g in choices]
+    return Space(tuple(points), given_layout(scenario))
+
+
+def search_objective(p: Prediction, objective: str) -> float:
+    """What search ranks by: seconds per token (time-to-train for an MLPerf benchmark, whose work depends on the
+    batch), times the GPU count for cost."""
+    seconds = p.run.time_s if p.mlperf and p.run else 1 / p.tokens_per_s
+    return seconds * (p.layout.n_gpus if objective == "cost" else 1)
+
+
+def search_scenario(
+    scenario: Scenario,
+    gpu_counts: Sequence[int] | None = None,
+    top: int = 10,
+    objective: str = "time",
+    progress: Callable[[int, int], None] | None = None,
+    hardware: Hardware | None = None,
+) -> SearchReport:
+    """Search a scenario's layouts and predict the `top` best and the Pareto front in full.
+
+    The vectorised search ranks per token; the best of each (GPU count, global batch) are predicted too, and all are
+    ranked by their full prediction, so that an MLPerf benchmark's batch-dependent work is accounted for.
+    """
+    start = time.perf_counter()
+    ctx = context_for(scenario, hardware=hardware)
+    found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
+    layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
+    full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
+    results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]
+    pareto = pareto_front(
+        [full[f.layout] for f in found.best_per_point.values()],
+        time=lambda p: search_objective(p, "time"),
+        cost=lambda p: search_objective(p, "cost"),
+        gpus=lambda p: p.layout.n_gpus,
+    )
+    return SearchReport(results, pareto, replace(found, elapsed_s=time.perf_counter() - start))

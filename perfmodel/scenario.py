@@ -161,6 +161,19 @@ LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "z
 WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
+def read_toml(source: Path, kind: str) -> dict[str, Any]:
+    """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read."""
+    try:
+        with source.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise PerfmodelError(f"{source}: no such {kind} file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise PerfmodelError(f"{source}: cannot read {kind} file ({type(exc).__name__})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+
+
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """A scenario from a TOML file, with flag overrides applied.
 
@@ -170,15 +183,7 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
     """
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
-    try:
-        with source.open("rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise PerfmodelError(f"{source}: no such scenario file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise PerfmodelError(f"{source}: cannot read scenario file ({type(exc).__name__})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+    raw = read_toml(source, "scenario")
     if path is None and any(key in overrides for key in WORKLOAD_KEYS):
         layout = raw.get("parallelism", {})
         raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}

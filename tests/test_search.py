@@ -1,29 +1,90 @@
-"""The vectorised search agrees with pricing each layout one by one."""
+"""The vectorised search agrees with pricing each layout one by one, and its rules are the scalar rules."""
+
+import itertools
 
 import numpy as np
+import pytest
 
+from perfmodel.errors import PerfmodelError
+from perfmodel.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, violations
 from perfmodel.predict import context_for, layout_vars
 from perfmodel.scenario import Scenario
-from perfmodel.search import candidate_layouts, search
+from perfmodel.search import Space, blocks, divisors, gbs_choices, search
 from perfmodel.step import evaluate
 
 
-def test_vectorised_search_equals_one_by_one() -> None:
-    scenario = Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, precision="fp8")
+def _one_by_one(ctx, n_gpus: int, gbs: int) -> list[tuple[Layout, float, bool]]:
+    """Every layout of the space built with plain loops, checked with the scalar rules and priced with floats."""
+    md = ctx.model
+    priced = []
+    for tp, cp, pp in itertools.product(divisors(n_gpus), repeat=3):
+        if n_gpus % (tp * cp * pp) or tp > ctx.hardware.ranks_per_domain:
+            continue
+        dp = n_gpus // (tp * cp * pp)
+        for vp, mbs, rc, zero in itertools.product(
+            range(1, 2 * md.layers), divisors(gbs), RECOMPUTE_MODES, ZERO_STAGES
+        ):
+            layout = Layout(tp, pp, cp, dp, vp, 1, mbs, gbs, ctx.seq_len, rc, zero)
+            if not violations(layout, md, n_gpus):
+                step = evaluate(ctx, layout_vars(layout))
+                priced.append((layout, float(step.step_time_s), bool(step.fits)))
+    return priced
+
+
+def test_search_best_equals_best_of_one_by_one_predictions() -> None:
+    scenario = Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, precision="fp8")
     ctx = context_for(scenario)
-    layouts = candidate_layouts(ctx.model, 16, 8192, 128, 8, {})
-    assert len(layouts) > 100
-    found = search(ctx, layouts)
-    one_by_one = [evaluate(ctx, layout_vars(lo)) for lo in layouts]
-    times = np.array([r.step_time_s for r in one_by_one])
-    fits = np.array([bool(r.fits) for r in one_by_one])
-    np.testing.assert_allclose(found.step_time_s, times, rtol=1e-9)
-    np.testing.assert_array_equal(found.fits, fits)
-    assert found.best == layouts[int(np.argmin(np.where(fits, times, np.inf)))]
+    found = search(ctx, Space(((8, 32),), {}), top=5)
+    priced = _one_by_one(ctx, 8, 32)
+    feasible = sorted((t, lo.describe()) for lo, t, fits in priced if fits)
+    assert found.evaluated == len(priced) > 1000
+    assert found.feasible == len(feasible)
+    assert found.best.step_time_s == pytest.approx(feasible[0][0], rel=1e-12)
+    assert found.best.layout.describe() in [d for t, d in feasible if t == feasible[0][0]]
+    np.testing.assert_allclose([f.step_time_s for f in found.top], [t for t, _ in feasible[:5]], rtol=1e-12)
+
+
+def test_vectorised_rules_equal_scalar_rules() -> None:
+    """Every candidate of every block: the broadcast mask says valid exactly when `violations` is empty."""
+    scenario = Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=24, precision="bf16")
+    ctx = context_for(scenario)
+    checked = 0
+    for block, mask in blocks(ctx, Space(((24, 48), (24, 36)), {})):
+        for flat in range(mask.size):
+            layout = block.layout(flat)
+            assert bool(mask.flat[flat]) == (not violations(layout, ctx.model, 24)), layout
+            checked += 1
+    assert checked > 500
 
 
 def test_fixed_dimensions_are_respected() -> None:
     scenario = Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8")
     ctx = context_for(scenario)
-    layouts = candidate_layouts(ctx.model, 64, 8192, 128, 8, {"tp": 4, "recompute": "none"})
-    assert layouts and all(lo.tp == 4 and lo.recompute == "none" for lo in layouts)
+    found = search(ctx, Space(((64, 128),), {"tp": 4, "recompute": "none"}), top=20)
+    assert all(f.layout.tp == 4 and f.layout.recompute == "none" for f in found.top)
+
+
+def test_nothing_fits_names_the_smallest_memory_need() -> None:
+    ctx = context_for(Scenario(model="llama3.1-405b", gpu="h100-sxm", n_gpus=8, precision="bf16"))
+    with pytest.raises(PerfmodelError, match=r"no layout fits in memory: .* smallest needs [\d,.]+ GB .* 85.9 GB"):
+        search(ctx, Space(((8, 8),), {}))
+
+
+def test_no_valid_layout_names_the_rule() -> None:
+    ctx = context_for(Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=8, precision="bf16"))
+    with pytest.raises(PerfmodelError, match=r"GBS 12 must be divisible by MBS 1 x DP 8"):
+        search(ctx, Space(((8, 12),), {"dp": 8}))
+
+
+def test_pareto_front_over_gpu_counts() -> None:
+    ctx = context_for(Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, precision="fp8"))
+    found = search(ctx, Space(((8, 64), (16, 64), (32, 64)), {}), objective="cost")
+    front = found.pareto()
+    assert front[0].layout.n_gpus == 8
+    assert [f.step_time_s for f in front] == sorted((f.step_time_s for f in front), reverse=True)
+    assert found.best.objective == min(f.objective for f in found.best_per_point.values())
+
+
+def test_gbs_choices() -> None:
+    assert gbs_choices(512) == (128, 192, 256, 384, 512)
+    assert gbs_choices(1000) == (256, 384, 512, 768, 1000)

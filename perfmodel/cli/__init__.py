@@ -36,6 +36,14 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-from perfmodel.cli import catalog, predict, validate  # noqa: E402  (commands register themselves on `cli`)
+from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli`)
+    catalog,
+    compare,
+    predict,
+    search,
+    sweep,
+    validate,
+    whatif,
+)
 
-__all__ = ["catalog", "cli", "main", "predict", "validate"]
+__all__ = ["catalog", "cli", "compare", "main", "predict", "search", "sweep", "validate", "whatif"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -45,6 +47,27 @@ class PositiveFloat(click.ParamType):
         return number
 
 
+class CountList(click.ParamType):
+    """GPU counts: one number or a comma-separated list (256,512,1024)."""
+
+    name = "N[,N...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list):
+            return value
+        counts = []
+        for part in str(value).split(","):
+            try:
+                count = int(part.strip())
+            except ValueError:
+                self.fail(f"'{part.strip()}' in '{value}' is not a whole number (example: 256,512,1024)", param, ctx)
+            if not 1 <= count <= 1_000_000:
+                self.fail(f"{count} must be between 1 and 1,000,000 GPUs", param, ctx)
+            if count not in counts:
+                counts.append(count)
+        return counts
+
+
 def _degree(name: str, help_text: str) -> Callable[[Any], Any]:
     return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
 
@@ -74,14 +97,35 @@ SCENARIO_FLAGS: list[tuple[str, str]] = [
 ]
 
 
-def scenario_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The flags shared by every command that takes a scenario; they override the scenario file."""
+def scenario_options(
+    command: Callable[..., Any] | None = None, *, many_gpus: bool = False, many_systems: bool = False
+) -> Any:
+    """The flags shared by every command that takes a scenario; they override the scenario file.
+
+    `many_gpus`: --gpus takes a list of counts. `many_systems`: --gpu is repeated, each ID[:PRECISION].
+    """
+    gpu = (
+        click.option(
+            "--gpu",
+            "gpu",
+            multiple=True,
+            metavar="ID[:PRECISION]",
+            help="Accelerator or system id, optionally with a precision (h100-sxm:fp8); repeat to compare.",
+        )
+        if many_systems
+        else click.option("--gpu", help="Accelerator id (perfmodel hardware list); picks its usual system.")
+    )
+    gpus = (
+        click.option("--gpus", type=CountList(), help="Number of GPUs, or a comma-separated list (256,512,1024).")
+        if many_gpus
+        else click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs.")
+    )
     options = [
         click.argument("scenario", required=False, type=click.Path(dir_okay=False)),
         click.option("--model", help="Model id (perfmodel models list)."),
-        click.option("--gpu", help="Accelerator id (perfmodel hardware list); picks its usual system."),
+        gpu,
         click.option("--system", help="System id (perfmodel hardware list)."),
-        click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs."),
+        gpus,
         click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
         _degree("--pp", "Pipeline-parallel stages."),
@@ -104,15 +148,52 @@ def scenario_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+
+    def decorate(target: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            target = option(target)
+        return target
+
+    return decorate(command) if command is not None else decorate
 
 
-def load_from_flags(scenario: str | None, flags: dict[str, Any]) -> Any:
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+
+
+@contextlib.contextmanager
+def progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr while it is a terminal and not --quiet; yields `update(done, total)`.
+
+    The bar appears at the first update, once the total is known.
+    """
+    if quiet or not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    with contextlib.ExitStack() as stack:
+        bars: list[Any] = []
+
+        def update(done: int, total: int) -> None:
+            if not bars:
+                bars.append(stack.enter_context(click.progressbar(length=total, label=label, file=sys.stderr)))
+            bars[0].update(done - bars[0].pos)
+
+        yield update
+
+
+def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool = False) -> Any:
+    """The scenario file with the flags applied. `relayout` leaves the file's layout open (keeping its global batch
+    and sequence length) so that it is searched; layout flags still fix their dimension."""
     from perfmodel.scenario import load_scenario
 
-    return load_scenario(scenario, {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS})
+    overrides = {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS}
+    loaded = load_scenario(scenario, overrides)
+    if not relayout:
+        return loaded
+    from perfmodel.predict import without_layout
+
+    opened = without_layout(loaded)
+    given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
+    return opened.model_copy(update={"parallelism": opened.parallelism.model_copy(update=given)})
 
 
 def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:

@@ -1,0 +1,75 @@
+"""Speed of the layout search: layouts priced per second on one core, and `perfmodel search` end to end.
+
+Run: python benchmarks/bench_search.py [--repeat N]. Pins itself to one CPU core. Prints medians; not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CASES = {
+    "Llama 3.1 70B, 64 H100, FP8, GBS 128": ("llama3.1-70b", "h100-sxm", 64, "fp8", 128, None),
+    "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": ("llama3.1-405b", "h100-sxm", 512, "fp8", 1152, 32000),
+    "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": ("llama3.1-405b", "gb200", 512, "fp8", 896, 32000),
+    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": ("llama3.1-8b", "h100-sxm", 8, "bf16", 1024, None),
+}
+CLI = [
+    *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),
+    *("--gbs", "128", "--format", "json"),
+]
+
+
+def in_process(repeat: int) -> None:
+    from perfmodel.predict import context_for
+    from perfmodel.scenario import Scenario
+    from perfmodel.search import Space, search
+
+    print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s}")
+    for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():
+        spec = {"base": model, "vocab": vocab} if vocab else model
+        ctx = context_for(Scenario(model=spec, gpu=gpu, n_gpus=n, precision=precision))
+        counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
+        space = Space(tuple((c, gbs) for c in counts), {})
+        search(ctx, space)  # warm: topology tiers, imports
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            found = search(ctx, space, top=10)
+            samples.append(time.perf_counter() - start)
+        median = statistics.median(samples)
+        rate = found.evaluated / median
+        print(f"{label:55s} {found.evaluated:11,d} {found.feasible:9,d} {median:9.3f} {rate:12,.0f}")
+
+
+def end_to_end(repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        env = os.environ | {"PERFMODEL_CACHE_DIR": cache}
+        command = [sys.executable, "-m", "perfmodel", *CLI]
+        samples = []
+        for i in range(repeat + 1):
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True, env=env)
+            samples.append(time.perf_counter() - start)
+            if i == 0:
+                print(f"{'perfmodel search (70B/64 H100), first run, s':55s} {samples.pop():9.3f}")
+    print(f"{'perfmodel search (70B/64 H100), median, s':55s} {statistics.median(samples):9.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    in_process(args.repeat)
+    end_to_end(args.repeat)
+
+
+if __name__ == "__main__":
+    main()

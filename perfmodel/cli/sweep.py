@@ -1,0 +1,69 @@
+"""`perfmodel sweep`: many scenarios from one sweep file, on all cores or on a Ray cluster."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from perfmodel.cli import cli
+from perfmodel.cli.options import FORMATS, emit, progress, quiet_option
+
+
+@cli.command()
+@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 1024), default=None, help="Worker processes (default: every core)."
+)
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--ray-address", default=None, help="Ray cluster to join (default: start a local one).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the rows to FILE.csv or FILE.json instead.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@quiet_option
+def sweep(
+    sweep_file: str, jobs: int | None, executor: str, ray_address: str | None, out: str | None, fmt: str, quiet: bool
+) -> None:
+    """Predict the cross product of models x systems x precisions x GPU counts x what-ifs in SWEEP_FILE.
+
+    \b
+    [sweep]
+    base = "my-scenario.toml"              # optional, relative to the sweep file
+    models = ["llama3.1-70b", "llama3.1-405b"]
+    gpus = ["h100-sxm", "gb200"]           # accelerator or system ids
+    precisions = ["fp8", "bf16"]
+    n_gpus = [512, 1024]
+    whatifs = [{}, {nvlink_gbps = "x2"}]   # settings as for perfmodel whatif
+    [sweep.set]                            # scenario keys for every point
+    tokens = 15e12
+
+    One row per point; a point that cannot run (does not fit, unsupported precision) gets an error column.
+    """
+    from perfmodel import plan_report
+    from perfmodel import sweep as sweeping
+    from perfmodel.errors import PerfmodelError
+
+    suffix = Path(out).suffix.lower() if out else None
+    if out and suffix not in (".csv", ".json"):
+        raise PerfmodelError(f"--out {out}: the file must end in .csv or .json")
+    points = sweeping.load_points(sweep_file)
+    with progress(f"{len(points)} points", quiet) as update:
+        rows = sweeping.run(points, jobs or os.cpu_count() or 1, executor, ray_address, update)
+    failed = sum(1 for r in rows if r["error"])
+    if failed:
+        click.echo(f"{failed} of {len(rows)} points could not run (see the error column)", err=True)
+    if out:
+        from perfmodel import report
+
+        text = report.to_json(rows) + "\n" if suffix == ".json" else report.to_csv(rows)
+        target = Path(out)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(text)
+            temporary.replace(target)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise PerfmodelError(f"--out {out}: cannot write ({exc.strerror})") from None
+        click.echo(f"wrote {len(rows)} rows to {out}", err=True)
+        return
+    emit(rows, fmt, lambda: plan_report.sweep_table(rows))

@@ -1,0 +1,80 @@
+"""`perfmodel compare`: ratios to the first row, scaling efficiency, targets and re-layout."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.hardware import get_accelerator
+
+WORKLOAD = ["--model", "llama3.1-8b", "--gbs", "128", "--tokens", "1T"]
+
+
+def _compare(*args: str) -> list[dict]:
+    result = run_cli("compare", *WORKLOAD, *args, "--format", "json")
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_ratios_to_the_first_system() -> None:
+    h100, b200 = _compare("--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--gpus", "16")
+    assert (h100["accelerator"], b200["accelerator"], b200["precision"]) == ("h100-sxm", "b200", "fp8")
+    assert h100["speedup_vs_first"] == 1 and h100["perf_per_usd_vs_first"] == 1
+    assert b200["speedup_vs_first"] == pytest.approx(b200["tokens_per_s"] / h100["tokens_per_s"])
+    h100_gpu, b200_gpu = get_accelerator("h100-sxm"), get_accelerator("b200")
+    for suffix in ("", "_low", "_high"):
+        price = f"usd_per_gpu_hour{suffix}"
+        per_usd = (
+            b200["tokens_per_s"] / getattr(b200_gpu, price).value,
+            h100["tokens_per_s"] / getattr(h100_gpu, price).value,
+        )
+        assert b200[f"perf_per_usd_vs_first{suffix}"] == pytest.approx(per_usd[0] / per_usd[1])
+    assert b200["energy_per_token_vs_first"] == pytest.approx(b200["energy_kwh"] / h100["energy_kwh"])
+    assert h100["scaling_efficiency"] is None
+
+
+def test_scaling_sweep() -> None:
+    rows = _compare("--gpu", "h100-sxm:bf16", "--gpus", "8,16,32")
+    assert [r["n_gpus"] for r in rows] == [8, 16, 32]
+    assert rows[0]["scaling_efficiency"] == 1
+    for r in rows:
+        assert r["scaling_efficiency"] == pytest.approx(r["tokens_per_s_per_gpu"] / rows[0]["tokens_per_s_per_gpu"])
+        assert r["time_to_train_s"] == pytest.approx(rows[0]["time_to_train_s"] / r["speedup_vs_first"])
+
+
+GIVEN = """model = "llama3.1-8b"
+gpu = "h100-sxm"
+n_gpus = 8
+precision = "fp8"
+[parallelism]
+tp = 4
+pp = 2
+cp = 1
+vp = 1
+mbs = 1
+gbs = 128
+recompute = "full"
+zero = 1
+"""
+
+
+def test_relayout_searches_each_system(tmp_path: Path) -> None:
+    scenario = tmp_path / "given.toml"
+    scenario.write_text(GIVEN)
+    fixed = _compare(str(scenario), "--gpu", "h100-sxm", "--gpu", "b200")
+    assert fixed[0]["parallelism"] == fixed[1]["parallelism"]
+    assert fixed[0]["layouts_searched"] == 1
+    relaid = _compare(str(scenario), "--gpu", "h100-sxm", "--gpu", "b200", "--relayout")
+    assert all(r["layouts_searched"] > 1 for r in relaid)
+    assert relaid[0]["parallelism"]["gbs"] == fixed[0]["parallelism"]["gbs"]
+    assert relaid[0]["step_time_s"] <= fixed[0]["step_time_s"]
+
+
+def test_table_and_bad_targets() -> None:
+    table = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpu", "dgx-b200:fp8", "--gpus", "8")
+    assert table.code == 0 and "dgx-b200" in table.out and "speedup" in table.out
+    bad = run_cli("compare", "--gpu", "h100-sxm", "--gpu", "h900")
+    assert bad.code == 2 and "unknown accelerator or system 'h900'; valid: a100-sxm-80gb" in bad.err
+    bad = run_cli("compare", "--gpu", "h100-sxm:fp6")
+    assert bad.code == 2 and "unknown precision 'fp6'" in bad.err

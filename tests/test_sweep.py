@@ -1,0 +1,116 @@
+"""`perfmodel sweep`: points of a sweep file, error rows, parallel processes, Ray, and output files."""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.sweep import load_points, run, run_point
+
+SWEEP = """
+[sweep]
+models = ["llama3.1-8b"]
+gpus = ["h100-sxm", "gb200-nvl72"]
+precisions = ["fp8", "nvfp4"]
+n_gpus = [8, 16]
+whatifs = [{}, { nic_gbps = "x2" }]
+[sweep.set]
+tokens = 1e12
+parallelism = { gbs = 64 }
+"""
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+def test_points_are_the_cross_product(tmp_path: Path) -> None:
+    points = load_points(_file(tmp_path, SWEEP))
+    assert len(points) == 1 * 2 * 2 * 2 * 2
+    assert {(p.gpu, p.system) for p in points} == {("h100-sxm", None), (None, "gb200-nvl72")}
+    assert {p.whatif for p in points} == {"datasheet", "nic_gbps=x2"}
+    assert all(p.scenario().parallelism.gbs == 64 and p.scenario().tokens == 1e12 for p in points)
+
+
+def test_rows_match_predict_and_errors_become_rows(tmp_path: Path) -> None:
+    rows = run(load_points(_file(tmp_path, SWEEP)), jobs=1)
+    h100_fp4 = [r for r in rows if r["accelerator"] == "h100-sxm" and r["precision"] == "nvfp4"]
+    assert len(h100_fp4) == 4 and all("no tensor-core support for nvfp4" in r["error"] for r in h100_fp4)
+    ok = [r for r in rows if not r["error"]]
+    assert len(ok) == 12 and all(r["system"] in ("dgx-h100", "gb200-nvl72") for r in ok)
+    first = next(r for r in ok if r["system"] == "dgx-h100" and r["n_gpus"] == 8 and r["whatif"] == "datasheet")
+    predicted = json.loads(
+        run_cli(
+            "predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8",
+            "--gbs", "64", "--tokens", "1T", "--format", "json",
+        ).out
+    )  # fmt: skip
+    assert first["step_time_s"] == pytest.approx(predicted["step_time_s"], rel=1e-12)
+    faster_nic = next(r for r in ok if r["system"] == "dgx-h100" and r["n_gpus"] == 16 and r["whatif"] != "datasheet")
+    slower_nic = next(r for r in ok if r["system"] == "dgx-h100" and r["n_gpus"] == 16 and r["whatif"] == "datasheet")
+    assert faster_nic["step_time_s"] <= slower_nic["step_time_s"]
+
+
+def test_processes_give_the_same_rows(tmp_path: Path) -> None:
+    points = load_points(_file(tmp_path, SWEEP))[:4]
+    assert run(points, jobs=2) == [run_point(p) for p in points]
+
+
+def test_ray_executor_runs_a_real_local_cluster(tmp_path: Path) -> None:
+    if not os.environ.get("CI"):  # CI installs the ray extra, so there a missing Ray fails the test
+        pytest.importorskip("ray")
+    points = load_points(_file(tmp_path, SWEEP))[:3]
+    assert run(points, executor="ray") == [run_point(p) for p in points]
+
+
+def test_cli_writes_csv_atomically_and_reports_failed_points(tmp_path: Path) -> None:
+    out = tmp_path / "rows.csv"
+    result = run_cli("sweep", str(_file(tmp_path, SWEEP)), "--jobs", "1", "--out", str(out))
+    assert result.code == 0 and result.out == ""
+    assert "4 of 16 points could not run" in result.err and f"wrote 16 rows to {out}" in result.err
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 16 and rows[0]["model"] == "llama3.1-8b"
+    assert {p.name for p in tmp_path.iterdir()} == {"sweep.toml", "rows.csv"}  # no temporary file left
+    table = run_cli("sweep", str(_file(tmp_path, SWEEP)), "--jobs", "1", "--quiet")
+    assert table.code == 0 and "no tensor-core support" in table.out and "TP" in table.out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[sweep]\nmodels = 'llama3.1-8b'\n", "field 'sweep.models' must be a non-empty list"),
+        ("[sweep]\nmodel = ['llama3.1-8b']\n", "field 'sweep.model': unknown key; allowed: base, models"),
+        ("models = ['llama3.1-8b']\n", "a sweep file has one [sweep] table"),
+        ("[sweep]\ngpus = ['h900']\n", "unknown accelerator or system 'h900'"),
+        ("[sweep]\nwhatifs = [{ nvlnk = 2 }]\n", "unknown hardware parameter 'nvlnk'"),
+        ("[sweep]\nmodels = ['gpt9']\n", "unknown model 'gpt9'"),
+        ("[sweep]\nn_gpus = [0]\n", "field 'n_gpus'"),
+        ("[sweep\n", "not valid TOML"),
+        ("[sweep]\nset = 3\n", "[sweep.set] a table of scenario keys"),
+        ("[sweep]\nbase = 'nope.toml'\n", "no such scenario file"),
+        ("[sweep]\n[sweep.set]\nn_gpu = 8\n", "field 'n_gpu': unknown key"),
+    ],
+)
+def test_bad_sweep_files_fail_with_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = _file(tmp_path, text)
+    with pytest.raises(PerfmodelError, match=str(path)):
+        load_points(path)
+    result = run_cli("sweep", str(path))
+    assert result.code == 2 and message in result.err and result.err.count("\n") == 1
+
+
+def test_out_must_be_csv_or_json(tmp_path: Path) -> None:
+    result = run_cli("sweep", str(_file(tmp_path, SWEEP)), "--out", str(tmp_path / "rows.xlsx"))
+    assert result.code == 2 and "must end in .csv or .json" in result.err
+    assert not (tmp_path / "rows.xlsx").exists()
+
+
+def test_shipped_example_sweep_is_valid() -> None:
+    points = load_points(Path(__file__).parent.parent / "sweeps" / "generations.toml")
+    assert len(points) == 2 * 5 * 3 * 2

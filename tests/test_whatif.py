@@ -1,0 +1,107 @@
+"""What-if hardware: settings, modified copies flowing through the topology, and the whatif/sensitivity commands."""
+
+import json
+import math
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.hardware import resolve
+from perfmodel.predict import for_layout, predict
+from perfmodel.scenario import Scenario
+from perfmodel.sensitivity import sensitivity
+from perfmodel.topology import tiers
+from perfmodel.whatif import KNOBS, apply, current, parse_setting
+
+SMALL = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "16", "--precision", "fp8", "--gbs", "64"]
+
+
+def test_nvlink_and_nic_settings_flow_through_the_network_graph() -> None:
+    h100 = resolve("h100-sxm")
+    faster = apply(h100, [parse_setting("nvlink_gbps=1800"), parse_setting("nic_gbps=x2")])
+    assert faster.accelerator.scaleup_gb_per_s_per_direction.value == 900  # 1,800 GB/s both directions
+    assert "what-if" in faster.accelerator.nic_gbit_per_s.source
+    before, after = tiers(h100), tiers(faster)
+    assert after.scaleup_bytes_per_s(8) == pytest.approx(2 * before.scaleup_bytes_per_s(8))
+    assert after.across_spine.bytes_per_s == pytest.approx(2 * before.across_spine.bytes_per_s)
+    assert h100.accelerator.scaleup_gb_per_s_per_direction.value == 450  # the original is untouched
+
+
+def test_settings_that_touch_related_figures() -> None:
+    gb200 = resolve("gb200")
+    bigger = apply(gb200, [parse_setting("domain_gpus=144"), parse_setting("hbm_gb=x2")])
+    assert bigger.domain_gpus == 144 and bigger.ranks_per_domain == 128
+    assert bigger.accelerator.memory_bytes == pytest.approx(2 * gb200.accelerator.memory_bytes)
+    mesh = apply(resolve("mi300x"), [parse_setting("nvlink_gbps=x2")])
+    assert mesh.accelerator.scaleup_peer_gb_per_s_per_direction.value == 128
+    fp4 = apply(resolve("h100-sxm"), [parse_setting("fp4_tflops=4000")])
+    assert "nvfp4" in fp4.accelerator.precisions
+    cheap = apply(gb200, [parse_setting("usd_per_gpu_hour=x0.5")])
+    assert cheap.accelerator.usd_per_gpu_hour_low.value == pytest.approx(
+        gb200.accelerator.usd_per_gpu_hour_low.value / 2
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nvlnk_gbps=1800", "unknown hardware parameter 'nvlnk_gbps'; settable: bf16_tflops, fp8_tflops"),
+        ("hbm_tbps=fast", "the value must be a positive number in TB/s or a multiplier xF"),
+        ("hbm_tbps=-1", "the value must be a positive number"),
+        ("hbm_tbps=xnan", "the value must be a positive number"),
+        ("hbm_tbps", "the value must be a positive number"),
+        ("domain_gpus=7.5", "domain_gpus takes a whole number of GPUs"),
+    ],
+)
+def test_bad_settings_say_what_is_allowed(text: str, message: str) -> None:
+    with pytest.raises(PerfmodelError, match=message):
+        parse_setting(text)
+    result = run_cli("whatif", *SMALL, "--set", text)
+    assert result.code == 2 and message in result.err and result.err.count("\n") == 1
+
+
+def test_multiplying_a_missing_figure_is_refused() -> None:
+    with pytest.raises(PerfmodelError, match="h100-sxm has no fp4_tflops figure to multiply"):
+        apply(resolve("h100-sxm"), [parse_setting("fp4_tflops=x2")])
+
+
+def test_whatif_command_baseline_same_layout_and_best_layout() -> None:
+    result = run_cli("whatif", *SMALL, "--set", "fp8_tflops=x2", "--set", "bf16_tflops=x2", "--format", "json")
+    assert result.code == 0, result.err
+    base, same, best = json.loads(result.out)
+    assert [r["case"] for r in (base, same, best)] == ["baseline", "what-if, same layout", "what-if, best layout"]
+    assert same["parallelism"] == base["parallelism"]
+    assert same["hardware_changes"]["fp8_tflops"] == {"from": 1978.9, "to": 2 * 1978.9}
+    assert 1 < same["speedup_vs_first"] <= best["speedup_vs_first"] < 2
+    assert best["step_time_s"] <= same["step_time_s"] < base["step_time_s"]
+    table = run_cli("whatif", *SMALL, "--set", "nic_gbps=800")
+    assert table.code == 0 and "nic_gbps 400 -> 800" in table.out
+
+
+def test_elasticities_match_direct_finite_differences() -> None:
+    scenario = Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, precision="fp8")
+    result = sensitivity(scenario, step=0.1)
+    by_name = {e.knob.name: e for e in result.elasticities}
+    assert set(by_name) >= {"bf16_tflops", "fp8_tflops", "hbm_tbps", "nvlink_gbps", "nic_gbps"}
+    assert "fp4_tflops" not in by_name  # the FP8 recipe does not use the FP4 peak
+    hw = resolve("h100-sxm")
+    fixed = for_layout(scenario, result.baseline.layout)
+    up = predict(fixed, hardware=apply(hw, [parse_setting("hbm_tbps=x1.1")])).step_time_s
+    down = predict(fixed, hardware=apply(hw, [parse_setting(f"hbm_tbps=x{1 / 1.1!r}")])).step_time_s
+    assert by_name["hbm_tbps"].fixed_layout == pytest.approx(math.log(up / down) / (2 * math.log(1.1)))
+    compute = by_name["fp8_tflops"].fixed_layout + by_name["bf16_tflops"].fixed_layout
+    assert -1 < compute < -0.5  # an 8B model on 16 H100s is mostly bound by its GEMMs and attention
+    assert by_name["collective_step_us"].fixed_layout >= 0  # more latency never speeds a step up
+    magnitudes = [max(abs(e.fixed_layout), abs(e.best_layout or 0)) for e in result.elasticities]
+    assert magnitudes == sorted(magnitudes, reverse=True)
+
+
+def test_sensitivity_command_json() -> None:
+    result = run_cli("sensitivity", *SMALL, "--format", "json")
+    assert result.code == 0, result.err
+    d = json.loads(result.out)
+    assert d["step"] == 0.05 and d["baseline"]["n_gpus"] == 16
+    assert {p["parameter"] for p in d["parameters"]} <= set(KNOBS)
+    assert all(p["value"] == current(resolve("h100-sxm"), KNOBS[p["parameter"]]) for p in d["parameters"])
+    assert run_cli("sensitivity", *SMALL, "--step", "2").code == 2
