@@ -7,6 +7,8 @@ from typing import Any
 
 from sympy.printing.str import StrPrinter
 
+from perfmodel.symbolic import tidy
+
 
 class ExcelPrinter(StrPrinter):
     """Excel's syntax differs from sympy's string form only in the power operator and in names."""
@@ -37,21 +39,6 @@ def _column_order(ref: str) -> tuple[int, str]:
     return len(letters), letters
 
 
-def _exact(expr: Any) -> Any:
-    """Floats that are whole numbers or their reciprocals as exact rationals: 1/3600 reads better than
-    0.0002777777777777778 and means the same to 1 part in 1e15."""
-    import sympy
-
-    swaps = {}
-    for number in expr.atoms(sympy.Float):
-        value = float(number)
-        if value == round(value):
-            swaps[number] = sympy.Integer(round(value))
-        elif value != 0 and abs(1 / value - round(1 / value)) <= 1e-12 * abs(1 / value):
-            swaps[number] = sympy.Rational(1, round(1 / value))
-    return expr.xreplace(swaps)
-
-
 def excel_formula(expr: Any, cells: Mapping[str, str]) -> str:
     """`=...` for a sympy expression whose symbols are named after the keys of `cells`."""
-    return "=" + ExcelPrinter(cells).doprint(_exact(expr))
+    return "=" + ExcelPrinter(cells).doprint(tidy(expr))
