@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from perfmodel.atomic import check_target, write_atomic
+from perfmodel.atomic import check_output as check_suffix_and_target
+from perfmodel.atomic import write_atomic
 from perfmodel.errors import PerfmodelError
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
@@ -31,12 +32,7 @@ Record = Mapping[str, Any]
 
 def check_output(path: Path, force: bool) -> str:
     """The image format of `path` once the target is known to be writable; one-line error otherwise."""
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        shown = f"'{path.suffix}'" if path.suffix else "no suffix"
-        raise PerfmodelError(f"--out {path}: unknown image format ({shown}); use a .png or .svg file name")
-    check_target(path, force)
-    return suffix[1:]
+    return check_suffix_and_target(path, force, FORMATS, "image format")
 
 
 def series_label(r: Record) -> str:

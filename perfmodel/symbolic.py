@@ -40,40 +40,25 @@ def number(value: float) -> str:
     return f"{value:.3e}"
 
 
-def _readable_order(printer: Any, expr: Any) -> list[Any]:
-    """sympy's lexical order with the subtracted terms last: `pp - 1`, `a + b - eta*Min(a, w)`."""
-    terms = printer._as_ordered_terms_lex(expr)
-    return sorted(terms, key=lambda term: term.could_extract_minus_sign())
-
-
-class _ValueStr(StrPrinter):
-    """Prints an expression with each known symbol replaced by its number, in one readable order."""
+class _WithValues:
+    """Printer mixin: each known symbol prints as its number; terms in sympy's lexical order with the subtracted
+    ones last (`pp - 1`, `a + b - eta*Min(a, w)`), so the symbolic and the substituted forms line up."""
 
     def __init__(self, values: dict[sympy.Symbol, float]) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[call-arg]
         self._values = values
 
-    def _as_ordered_terms_lex(self, expr: Any) -> list[Any]:
-        return super()._as_ordered_terms(expr, order="lex")
-
     def _as_ordered_terms(self, expr: Any, order: Any = None) -> list[Any]:
-        return _readable_order(self, expr)
+        terms = super()._as_ordered_terms(expr, order="lex")  # type: ignore[misc]
+        return sorted(terms, key=lambda term: term.could_extract_minus_sign())
 
+
+class _ValueStr(_WithValues, StrPrinter):
     def _print_Symbol(self, expr: Any) -> str:
         return number(self._values[expr]) if expr in self._values else super()._print_Symbol(expr)
 
 
-class _ValueLatex(LatexPrinter):
-    def __init__(self, values: dict[sympy.Symbol, float]) -> None:
-        super().__init__()
-        self._values = values
-
-    def _as_ordered_terms_lex(self, expr: Any) -> list[Any]:
-        return super()._as_ordered_terms(expr, order="lex")
-
-    def _as_ordered_terms(self, expr: Any, order: Any = None) -> list[Any]:
-        return _readable_order(self, expr)
-
+class _ValueLatex(_WithValues, LatexPrinter):
     def _print_Symbol(self, expr: Any, style: str = "plain") -> str:
         if expr not in self._values:
             return super()._print_Symbol(expr, style)

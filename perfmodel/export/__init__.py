@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import BinaryIO
 
-from perfmodel.atomic import check_target, write_atomic
+from perfmodel.atomic import check_output as check_suffix_and_target
+from perfmodel.atomic import write_atomic
 from perfmodel.errors import PerfmodelError
 from perfmodel.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
 
@@ -22,12 +23,7 @@ __all__ = ["FORMATS", "ExportRow", "check_output", "export"]
 
 def check_output(path: Path, force: bool) -> str:
     """The format of `path` (from its suffix) once the target is known to be writable; one-line error otherwise."""
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        shown = f"'{path.suffix}'" if path.suffix else "no suffix"
-        raise PerfmodelError(f"--out {path}: unknown format ({shown}); use a .xlsx, .csv or .json file name")
-    check_target(path, force)
-    return suffix[1:]
+    return check_suffix_and_target(path, force, FORMATS)
 
 
 def export(
