@@ -35,6 +35,9 @@ class Efficiency:
     overlap_pp: float
     step_overhead_s: float
     """Per-step fixed work outside the model: data loader, loss and grad-norm reductions, logging, scheduler."""
+    run_overhead_s: float = 20.0
+    """Time in an MLPerf timed region spent outside steps and evaluations: data-loader start, first-iteration
+    compilation and CUDA-graph capture, the final synchronisation."""
 
     def gemm(self, fmt: str) -> float:
         return {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "fp4": self.gemm_fp4}[fmt]

@@ -105,36 +105,48 @@ class ModelSpec(BaseModel):
         return 6 * self.matmul_params + attention
 
 
-def _llama(model_id: str, name: str, layers: int, hidden: int, ffn: int, heads: int, vocab: int) -> ModelSpec:
+def _llama(
+    model_id: str, name: str, layers: int, hidden: int, ffn: int, heads: int, vocab: int, kv_heads: int = 8
+) -> ModelSpec:
     return ModelSpec(
-        id=model_id, name=name, layers=layers, hidden=hidden, ffn=ffn, heads=heads, kv_heads=8, vocab=vocab
+        id=model_id, name=name, layers=layers, hidden=hidden, ffn=ffn, heads=heads, kv_heads=kv_heads, vocab=vocab
+    )
+
+
+def gpt(model_id: str, name: str, layers: int, hidden: int, heads: int, vocab: int, seq_len: int) -> ModelSpec:
+    """A GPT-2/3-style model as Megatron-LM builds it: GELU MLP of 4h, LayerNorm, biases, learned positions,
+    embeddings tied to the LM head."""
+    return ModelSpec(
+        id=model_id,
+        name=name,
+        layers=layers,
+        hidden=hidden,
+        ffn=4 * hidden,
+        heads=heads,
+        kv_heads=heads,
+        vocab=vocab,
+        tied_embeddings=True,
+        mlp="gelu",
+        norm="layernorm",
+        bias=True,
+        learned_positions=seq_len,
     )
 
 
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
-# the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md).
+# the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.
 ZOO: dict[str, ModelSpec] = {
     m.id: m
     for m in (
         _llama("llama3.1-8b", "Llama 3.1 8B", 32, 4096, 14336, 32, 128256),
         _llama("llama3.1-70b", "Llama 3.1 70B", 80, 8192, 28672, 64, 128256),
         _llama("llama3.1-405b", "Llama 3.1 405B", 126, 16384, 53248, 128, 128256),
+        _llama("llama2-7b", "Llama 2 7B", 32, 4096, 11008, 32, 32000, kv_heads=32),
+        _llama("llama2-13b", "Llama 2 13B", 40, 5120, 13824, 40, 32000, kv_heads=40),
         _llama("llama2-70b", "Llama 2 70B", 80, 8192, 28672, 64, 32000),
-        ModelSpec(
-            id="gpt3-175b",
-            name="GPT-3 175B",
-            layers=96,
-            hidden=12288,
-            ffn=49152,
-            heads=96,
-            kv_heads=96,
-            vocab=50257,
-            tied_embeddings=True,
-            mlp="gelu",
-            norm="layernorm",
-            bias=True,
-            learned_positions=2048,
-        ),
+        gpt("gpt3-5b", "GPT-3 5B", 24, 4096, 32, 50257, 2048),
+        gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048),
+        gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
     )
 }
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from perfmodel.errors import InfeasibleLayout
 from perfmodel.models import ModelSpec
+from perfmodel.schedule import UNEVEN_EXTRA_UNITS
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -68,7 +69,11 @@ def violations(layout: Layout, model: ModelSpec, n_gpus: int) -> list[str]:
             f"CP {lo.cp} needs the sequence length {lo.seq_len} divisible by 2 x CP x TP = {2 * lo.cp * lo.tp} "
             "(load-balanced causal chunks)",
         ),
-        (lo.pp * lo.vp <= md.layers, f"PP {lo.pp} x VP {lo.vp} = {lo.pp * lo.vp} stages exceed the {md.layers} layers"),
+        (
+            lo.pp * lo.vp <= md.layers + UNEVEN_EXTRA_UNITS,
+            f"PP {lo.pp} x VP {lo.vp} = {lo.pp * lo.vp} stages exceed the {md.layers} layers "
+            f"(+{UNEVEN_EXTRA_UNITS} for the embedding and loss stages)",
+        ),
         (lo.vp == 1 or lo.pp > 1, f"VP {lo.vp} (interleaving) needs PP > 1"),
         (
             lo.gbs % (lo.mbs * lo.dp) == 0,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from perfmodel.efficiency import DEFAULTS, Efficiency
+from perfmodel import calibration
+from perfmodel.efficiency import Efficiency
 from perfmodel.hardware import Hardware, resolve
+from perfmodel.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.models import ModelSpec
 from perfmodel.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.precision import get_recipe
@@ -28,6 +30,10 @@ class Prediction:
     price: Price
     run: Run | None
     layouts_searched: int
+    mlperf: Score | None = None
+    interval: tuple[float, float] | None = None
+    """Factors on a predicted time bounding the measured one with 80% probability (the calibration's held-out
+    residuals), or None when uncalibrated."""
 
     @property
     def step_time_s(self) -> float:
@@ -101,14 +107,43 @@ class Prediction:
             "energy_kwh": run.energy_kwh if run else None,
             "pue": self.scenario.cost.pue,
             "layouts_searched": self.layouts_searched,
+            **self._interval_dict(),
+            **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
         }
 
+    def _interval_dict(self) -> dict[str, Any]:
+        if self.interval is None:
+            return {}
+        low, high = self.interval
+        times = {"step_time_s": self.step_time_s}
+        if self.run is not None:
+            times |= {"time_to_train_s": self.run.time_s, "time_to_train_min": self.run.time_s / 60}
+        return {f"{name}_{side}": value * factor for name, value in times.items()
+                for side, factor in (("low", low), ("high", high))}  # fmt: skip
+
+    def _mlperf_dict(self) -> dict[str, Any]:
+        if self.mlperf is None:
+            return {}
+        return {
+            "benchmark": f"{self.scenario.benchmark.partition('@')[0]}@{self.benchmark.round}",  # type: ignore[union-attr]
+            "samples_to_converge": self.mlperf.samples,
+            "evaluations": self.mlperf.evaluations,
+            "train_time_s": self.mlperf.train_s,
+            "eval_time_s": self.mlperf.eval_s,
+            "run_overhead_s": self.mlperf.overhead_s,
+        }
+
+    @property
+    def benchmark(self) -> Benchmark:
+        return get_benchmark(self.scenario.benchmark or "")
+
 
 def context_for(scenario: Scenario, efficiency: Efficiency | None = None) -> Context:
+    """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration."""
     hw = resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
-    eff = efficiency or DEFAULTS[hw.accelerator.family]
+    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
     return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
 
 
@@ -155,18 +190,20 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
 
 def predict(scenario: Scenario, efficiency: Efficiency | None = None) -> Prediction:
     ctx = context_for(scenario, efficiency)
+    interval = None if efficiency else calibration.resolve(scenario.calibration).interval
     layout, searched = choose_layout(scenario, ctx)
     step = evaluate(ctx, layout_vars(layout))
     price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched)
-    if scenario.tokens is None:
+    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)
+    mlperf = None
+    if scenario.benchmark:
+        bench = get_benchmark(scenario.benchmark)
+        step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
+        mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.run_overhead_s)
+        tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
+    elif scenario.tokens is not None:
+        tokens, time_s = scenario.tokens, scenario.tokens / prediction.tokens_per_s
+    else:
         return prediction
-    run = training_run(
-        scenario.tokens,
-        prediction.tokens_per_s,
-        layout.n_gpus,
-        price,
-        ctx.hardware.accelerator.power_w.value,
-        scenario.cost.pue,
-    )
-    return Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, run, searched)
+    run = training_run(tokens, time_s, layout.n_gpus, price, ctx.hardware.accelerator.power_w.value, scenario.cost.pue)
+    return replace(prediction, run=run, mlperf=mlperf)

@@ -58,8 +58,13 @@ def table(p: Prediction) -> str:
         f"Layout: {p.layout.describe()} ({chosen})",
         "",
     ]
+    band = "step_time_s_low" in d
+
+    def interval(key: str, show: Any) -> str:
+        return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])})" if band else ""
+
     rows = [
-        ["Step time", f"{d['step_time_s']:,.3f} s"],
+        ["Step time", f"{d['step_time_s']:,.3f} s" + interval("step_time_s", lambda v: f"{v:,.2f} s")],
         ["Throughput", f"{d['tokens_per_s']:,.0f} tokens/s ({d['tokens_per_s_per_gpu']:,.0f} per GPU)"],
         ["Model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:,.1f}"],
         [
@@ -81,9 +86,17 @@ def table(p: Prediction) -> str:
                 )
         else:
             cost += f" ({p.price.source})"
+        if p.mlperf is not None:
+            rows.append(
+                [
+                    "MLPerf benchmark",
+                    f"{d['benchmark']}: {d['samples_to_converge']:,.0f} samples to converge (RCP mean at GBS "
+                    f"{p.layout.gbs}), {d['evaluations']:.1f} evaluations ({d['eval_time_s'] / 60:,.1f} min)",
+                ]
+            )
         rows += [
             ["Tokens to train", _si(d["tokens_to_train"])],
-            ["Time to train", _duration(d["time_to_train_s"])],
+            ["Time to train", _duration(d["time_to_train_s"]) + interval("time_to_train_s", _duration)],
             ["GPU-hours", f"{d['gpu_hours']:,.0f}"],
             ["Cost", cost],
             ["Energy", f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"],
@@ -133,3 +146,59 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
+
+
+def validation_table(result: Any) -> str:
+    """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded."""
+    from tabulate import tabulate
+
+    rows = [
+        [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
+         f"{r['measured']:,.4g}", f"{r['predicted']:,.4g}", f"{r['error_pct']:+.1f}%",
+         "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%"]
+        for r in (row.to_dict() for row in result.rows)
+    ]  # fmt: skip
+    headers = ["source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
+               "held out"]  # fmt: skip
+    lines = [tabulate(rows, headers=headers, disable_numparse=True), ""]
+    for grouping, groups in result.groups().items():
+        table = [
+            [name, g["rows"], f"{g['mape_pct']:.1f}%", "" if g["cv_mape_pct"] is None else f"{g['cv_mape_pct']:.1f}%"]
+            for name, g in groups.items()
+        ]
+        lines += [tabulate(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"], disable_numparse=True), ""]
+    cv = result.cv_mape_pct
+    lines.append(
+        f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
+        + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
+    )
+    if result.excluded:
+        reasons: dict[str, int] = {}
+        for e in result.excluded:
+            reasons[e["reason"].split(":")[0][:70]] = reasons.get(e["reason"].split(":")[0][:70], 0) + 1
+        lines.append(f"Excluded {len(result.excluded)} rows (--format json lists each with its reason):")
+        lines += [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines)
+
+
+def calibration_table(fitted: Any, baseline: Any) -> str:
+    """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
+    from tabulate import tabulate
+
+    from perfmodel.calibration import default_value
+
+    rows = [
+        [family, name, f"{default_value(family, name):.3f}", f"{value:.3f}"]
+        for family, values in sorted(fitted.parameters.items())
+        for name, value in values.items()
+    ]
+    fit = fitted.provenance["fit"]
+    lines = [tabulate(rows, headers=["family", "parameter", "default", "fitted"], disable_numparse=True), ""]
+    lines.append(f"in-sample MAPE {fit['in_sample_mape_pct']:.1f}% over {fit['rows']} runs")
+    if fit.get("cv_mape_pct") is not None:
+        band = fitted.provenance["interval"]
+        lines.append(
+            f"held-out MAPE {fit['cv_mape_pct']:.1f}% (leave one accelerator x precision group out); "
+            f"80% interval on a predicted time: x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
+        )
+    return "\n".join(lines)

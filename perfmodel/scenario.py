@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.models import ModelSpec, get_model
@@ -80,6 +80,31 @@ class Scenario(_Strict):
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
     calibration: str | None = None
+    """A calibration JSON (perfmodel calibrate), 'none' for the physical defaults; the bundled fit when left out."""
+    benchmark: str | None = None
+    """An MLPerf benchmark id (`mlperf-llama31-405b`, optionally `@v5.0`): it sets the model, sequence length and
+    the work to train (samples to converge at the chosen GBS, plus evaluations) instead of `tokens`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_benchmark(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or not raw.get("benchmark"):
+            return raw
+        from perfmodel.mlperf import get_benchmark
+
+        bench = get_benchmark(str(raw["benchmark"]))
+        par = dict(raw.get("parallelism") or {})
+        if raw.get("tokens") is not None:
+            raise ValueError(f"tokens and benchmark exclude each other: {bench.id} defines the work to train")
+        if raw.get("model") not in (None, bench.model):
+            raise ValueError(f"model: {bench.id} trains {bench.model}; leave the model out")
+        if par.get("seq_len") not in (None, bench.seq_len):
+            raise ValueError(f"parallelism.seq_len: {bench.id} uses sequences of {bench.seq_len} tokens")
+        return raw | {
+            "model": bench.model,
+            "lora_rank": bench.lora_rank,
+            "parallelism": par | {"seq_len": bench.seq_len},
+        }
 
     @field_validator("tokens", mode="before")
     @classmethod
@@ -99,14 +124,14 @@ class Scenario(_Strict):
         try:
             return ModelSpec.model_validate(start | given)
         except ValidationError as exc:
-            raise PerfmodelError(f"model: {_describe(exc)}") from None
+            raise PerfmodelError(f"model: {describe_error(exc)}") from None
 
     def default_gbs(self) -> int:
         steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
         return self.n_gpus * steps
 
 
-def _describe(exc: ValidationError) -> str:
+def describe_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     message = err["msg"].removeprefix("Value error, ")
     if not err["loc"]:
@@ -133,7 +158,7 @@ def _allowed_keys(parent: tuple[Any, ...]) -> list[str]:
 
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "zero")
-WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus")
+WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
@@ -157,6 +182,9 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
     if path is None and any(key in overrides for key in WORKLOAD_KEYS):
         layout = raw.get("parallelism", {})
         raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}
+        if "benchmark" in overrides:  # the benchmark defines the model and the work
+            raw = {k: v for k, v in raw.items() if k not in ("model", "tokens")}
+            raw["parallelism"].pop("seq_len", None)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         table = raw
@@ -169,7 +197,7 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
         scenario = Scenario.model_validate(raw)
         scenario.model_spec()
     except ValidationError as exc:
-        raise PerfmodelError(f"{source}: {_describe(exc)}") from None
+        raise PerfmodelError(f"{source}: {describe_error(exc)}") from None
     except PerfmodelError as exc:
         raise PerfmodelError(f"{source}: {exc}") from None
     return scenario

@@ -40,9 +40,8 @@ class Run:
     energy_kwh: float
 
 
-def training_run(tokens: float, tokens_per_s: float, n_gpus: int, price: Price, power_w: float, pue: float) -> Run:
-    """A run of `tokens` at steady throughput. Energy counts the GPUs' board power times the facility PUE."""
-    time_s = tokens / tokens_per_s
+def training_run(tokens: float, time_s: float, n_gpus: int, price: Price, power_w: float, pue: float) -> Run:
+    """A run of `tokens` taking `time_s` on `n_gpus`. Energy counts the GPUs' board power times the facility PUE."""
     gpu_hours = n_gpus * time_s / SECONDS_PER_HOUR
 
     def cost(rate: float | None) -> float | None:

@@ -36,6 +36,6 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-from perfmodel.cli import catalog, explain, export, plot, predict  # noqa: E402  (commands register themselves on `cli`)
+from perfmodel.cli import catalog, explain, export, plot, predict, validate  # noqa: E402  (commands register themselves)
 
-__all__ = ["catalog", "cli", "explain", "export", "main", "plot", "predict"]
+__all__ = ["catalog", "cli", "explain", "export", "main", "plot", "predict", "validate"]

@@ -67,6 +67,8 @@ SCENARIO_FLAGS: list[tuple[str, str]] = [
     ("recompute", "parallelism.recompute"),
     ("zero", "parallelism.zero"),
     ("tokens", "tokens"),
+    ("benchmark", "benchmark"),
+    ("calibration", "calibration"),
     ("usd_per_gpu_hour", "cost.usd_per_gpu_hour"),
     ("pue", "cost.pue"),
 ]
@@ -95,6 +97,10 @@ def scenario_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--zero", type=click.IntRange(0, 3), help="0 plain DP, 1 distributed optimizer, 2 +grads, 3 FSDP."
         ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
+        click.option("--benchmark", help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score."),
+        click.option(
+            "--calibration", help="Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
+        ),
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
     ]

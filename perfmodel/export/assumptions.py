@@ -122,6 +122,7 @@ def _layout_source(searched: int) -> str:
 
 def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bool) -> list[Assumption]:
     """Hardware figures of every accelerator and system used (once each), efficiency sets, and each run's own."""
+    from perfmodel import calibration
     from perfmodel.predict import context_for
 
     found: list[Assumption] = []
@@ -136,10 +137,17 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
                 seen.add(section)
                 found += sourced_figures(section, record)
         efficiency = context_for(row.prediction.scenario).efficiency
+        fitted = calibration.resolve(row.prediction.scenario.calibration)
         section = f"efficiency ({hw.accelerator.family})"
         if section not in seen:
             seen.add(section)
-            source = f"perfmodel/efficiency.py defaults for the {hw.accelerator.family} family (not fitted to runs)"
+            fit = fitted.provenance.get("fit", {})
+            source = (
+                f"calibration '{fitted.source}' ({fit.get('rows', 0)} measured rows, in-sample MAPE "
+                f"{fit.get('in_sample_mape_pct', float('nan')):.1f}%) over perfmodel/efficiency.py defaults"
+                if fit
+                else f"perfmodel/efficiency.py defaults for the {hw.accelerator.family} family (not fitted to runs)"
+            )
             found += efficiency_assumptions(section, efficiency, source)
     for row in rows:
         found += run_assumptions(row, usd_per_kwh, given_usd_per_kwh)

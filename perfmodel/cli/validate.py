@@ -1,0 +1,116 @@
+"""`perfmodel validate` and `perfmodel calibrate`: predicted against measured, and refitting on measured runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from perfmodel.cli import cli
+from perfmodel.cli.options import FORMATS, _degree, emit
+
+CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
+
+
+def _log_hardware(gpu: str | None, system: str | None, gpus: int | None, precision: str, layout: dict[str, Any]):
+    from perfmodel.errors import PerfmodelError
+
+    if gpus is None or (gpu is None and system is None):
+        raise PerfmodelError("MLPerf logs do not say what ran them: pass --gpu (or --system) and --gpus")
+    hardware = {"n_gpus": gpus, "precision": precision, "parallelism": {k: v for k, v in layout.items() if v}}
+    return hardware | ({"gpu": gpu} if gpu else {}) | ({"system": system} if system else {})
+
+
+def _runs(data: str | None, logs: tuple[str, ...], log_flags: dict[str, Any], only: str | None, bundled: bool):
+    """The runs asked for (a CSV, logs, the bundled rows) and the bundled exclusions when those are used."""
+    from perfmodel.mllog import read_log
+    from perfmodel.runs import bundled_runs, read_runs_csv, select
+
+    runs, excluded = [], []
+    if data:
+        runs += read_runs_csv(data)
+    if logs:
+        round_name = log_flags.pop("round")
+        hardware = _log_hardware(**log_flags)
+        runs += [read_log(path, hardware, round_name) for path in logs]
+    if bundled or not (data or logs):
+        bundled_rows, excluded = bundled_runs()
+        runs += bundled_rows
+    return select(runs, only), list(excluded)
+
+
+def _log_options(command: Any) -> Any:
+    options = [
+        click.option("--gpu", help="For MLPerf logs: the accelerator that ran them."),
+        click.option("--system", help="For MLPerf logs: the system that ran them."),
+        click.option("--gpus", type=click.IntRange(min=1), help="For MLPerf logs: the number of accelerators."),
+        click.option("--precision", default="fp8", show_default=True, help="For MLPerf logs: the precision."),
+        _degree("--tp", "For MLPerf logs: tensor-parallel size (else searched)."),
+        _degree("--pp", "For MLPerf logs: pipeline stages (else searched)."),
+        _degree("--cp", "For MLPerf logs: context-parallel size (else searched)."),
+        _degree("--vp", "For MLPerf logs: virtual stages (else searched)."),
+        _degree("--mbs", "For MLPerf logs: micro-batch size (else searched)."),
+        click.option("--round", "round_", help="For MLPerf logs: the round whose rules apply (default: the latest)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    layout = {k: flags.pop(k) for k in ("tp", "pp", "cp", "vp", "mbs")}
+    return {
+        "gpu": flags.pop("gpu"), "system": flags.pop("system"), "gpus": flags.pop("gpus"),
+        "precision": flags.pop("precision"), "layout": layout, "round": flags.pop("round_"),
+    }  # fmt: skip
+
+
+@cli.command()
+@click.argument("logs", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--data", type=click.Path(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
+@click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
+@click.option("--calibration", help=CALIBRATION_HELP)
+@_log_options
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def validate(logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str, **flags):
+    """Predict measured runs and report the error per row, per group and overall (MAPE).
+
+    With no arguments: every bundled measured row (MLPerf Training v4.0-v5.0 results, NVIDIA's Megatron-Bridge/NeMo
+    and DGX Cloud tables, the Megatron-LM papers, llm-foundry). --data adds a CSV in the documented column set;
+    MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus since logs do not record the hardware.
+    """
+    from perfmodel import calibration as calibrations
+    from perfmodel import report
+    from perfmodel.validation import validate as run_validation
+
+    runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False)
+    result = run_validation(runs, calibrations.resolve(calibration), excluded)
+    records = result.to_dict() if fmt == "json" else [r.to_dict() for r in result.rows]
+    emit(records, fmt, lambda: report.validation_table(result))
+
+
+@cli.command()
+@click.option("--data", type=click.Path(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
+@click.option("--with-bundled", is_flag=True, help="Fit on the bundled rows as well as --data.")
+@click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option("--cv/--no-cv", default=True, show_default=True, help="Leave-one-group-out cross-validation.")
+@click.option("--quiet", is_flag=True, help="No progress messages.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def calibrate(data, with_bundled, only, out, force, cv, quiet, fmt):
+    """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error."""
+    import sys
+    from pathlib import Path
+
+    from perfmodel import calibration as calibrations
+    from perfmodel import report
+    from perfmodel.atomic import check_target, write_atomic
+    from perfmodel.validation import fit_calibration
+
+    check_target(Path(out), force)
+    runs, excluded = _runs(data, (), {}, only, bundled=with_bundled or not data)
+    show = not quiet and sys.stderr.isatty()
+    fitted = fit_calibration(runs, excluded, cv, (lambda m: click.echo(m, err=True)) if show else None)
+    write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
+    emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted, calibrations.UNCALIBRATED))

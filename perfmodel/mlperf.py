@@ -1,0 +1,175 @@
+"""MLPerf Training LLM benchmarks: what each one trains, how it is evaluated, and how its score is formed.
+
+Definitions follow the MLCommons reference implementations and the training rules of each round, as summarised in
+../shared/data/mlperf_benchmarks.md. The samples needed to converge at a global batch size come from the reference
+convergence points (RCPs) shipped in the `mlperf-logging` package, read with its own RCP checker (olympic mean of
+the reference runs, pruned, interpolated between batch sizes exactly as the checker does), so that a predicted
+score is what the result summarizer would report: the timed region (training steps plus the evaluations up to the
+one that reaches the target) at the RCP mean convergence, which is what normalisation brings faster runs to.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Evaluation cadence of a round: every `interval` samples (rounded up to whole steps when `whole_steps`),
+    the first floor(skip_per_sample * GBS + skip_fixed) evaluations skipped, each a forward pass over `samples`."""
+
+    interval: int
+    samples: int
+    whole_steps: bool = False
+    skip_per_sample: float = 0.0
+    skip_fixed: float = 0.0
+
+    def interval_samples(self, gbs: int) -> float:
+        return math.ceil(self.interval / gbs) * gbs if self.whole_steps else float(self.interval)
+
+    def skipped(self, gbs: int) -> int:
+        return math.floor(self.skip_per_sample * gbs + self.skip_fixed)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    id: str
+    name: str
+    """The benchmark's name in mlperf-logging and in result logs."""
+    round: str
+    model: str | dict[str, Any]
+    """A zoo id or a scenario model table."""
+    seq_len: int
+    evaluation: Evaluation
+    rcp_tokens: bool = False
+    """GPT-3's RCPs count tokens, the others sequences."""
+    lora_rank: int = 0
+    max_gbs: int | None = None
+
+    @property
+    def ruleset(self) -> str:
+        return self.round.removeprefix("v") + ".0"
+
+    def samples_to_converge(self, gbs: int) -> float:
+        """Mean samples to reach the target at this global batch, from the round's reference convergence points."""
+        if self.max_gbs is not None and gbs > self.max_gbs:
+            raise PerfmodelError(f"{self.id}@{self.round}: GBS {gbs} is above the rules' maximum of {self.max_gbs}")
+        mean = _rcp_mean(self.name, self.ruleset, gbs)
+        if mean is None:
+            raise PerfmodelError(f"{self.id}@{self.round}: no reference convergence point for GBS {gbs} or above")
+        return mean / self.seq_len if self.rcp_tokens else mean
+
+
+@dataclass(frozen=True)
+class Score:
+    """A predicted MLPerf result."""
+
+    samples: float
+    steps: float
+    evaluations: float
+    train_s: float
+    eval_s: float
+    overhead_s: float = 0.0
+
+    @property
+    def time_s(self) -> float:
+        return self.train_s + self.eval_s + self.overhead_s
+
+    @property
+    def time_to_train_min(self) -> float:
+        return self.time_s / 60
+
+
+def score(
+    benchmark: Benchmark,
+    gbs: int,
+    step_time_s: float,
+    eval_batch_s: float,
+    samples: float | None = None,
+    evaluations: float | None = None,
+    overhead_s: float = 0.0,
+) -> Score:
+    """The timed region at the RCP mean convergence: training steps plus the evaluations that are not skipped.
+
+    `eval_batch_s` is the forward pass over one global batch; an evaluation costs eval_samples / GBS of them.
+    `samples` and `evaluations` replace the RCP mean and the cadence for one logged run; `overhead_s` is the timed
+    time outside steps and evaluations (efficiency.run_overhead_s).
+    """
+    samples = benchmark.samples_to_converge(gbs) if samples is None else samples
+    ev = benchmark.evaluation
+    if evaluations is None:
+        evaluations = max(1.0, samples / ev.interval_samples(gbs) - ev.skipped(gbs))
+    steps = samples / gbs
+    eval_s = evaluations * ev.samples / gbs * eval_batch_s
+    return Score(samples, steps, evaluations, steps * step_time_s, eval_s, overhead_s)
+
+
+@cache
+def _rcp_checker(name: str, ruleset: str) -> Any:
+    from mlperf_logging.rcp_checker.rcp_checker import RCP_Checker
+
+    return RCP_Checker("training", ruleset, name, False)
+
+
+@cache
+def _rcp_mean(name: str, ruleset: str, gbs: int) -> float | None:
+    """The RCP mean the checker holds a run of this batch size to: the batch's own RCP, an interpolation between
+    its neighbours, or, below every RCP, the smallest batch's (mlperf_logging rcp_checker.check_directory)."""
+    checker = _rcp_checker(name, ruleset)
+    record = checker._find_rcp(gbs, "pruned_rcps")
+    if record is None:
+        low = checker._find_top_min_rcp(gbs, "pruned_rcps")
+        high = checker._find_bottom_max_rcp(gbs, "pruned_rcps")
+        if low is not None and high is not None:
+            _, record = checker._create_interp_rcp(gbs, low, high)
+        elif high is not None:
+            record = checker._find_min_rcp("pruned_rcps")
+        else:
+            return None
+    return float(record["RCP Mean"])
+
+
+_LLAMA_405B_MLPERF = {"base": "llama3.1-405b", "id": "llama3.1-405b-mlperf", "vocab": 32000}
+_GPT3_EVAL = Evaluation(interval=24576, samples=24567)
+_LORA_EVAL = Evaluation(interval=384, samples=173, whole_steps=True, skip_per_sample=0.125, skip_fixed=2)
+_LLAMA_405B_EVAL_V50 = Evaluation(interval=46080, samples=5760)
+_LLAMA_405B_EVAL_V51 = Evaluation(interval=18432, samples=5760, whole_steps=True, skip_per_sample=0.0026, skip_fixed=12)
+_LLAMA_8B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True)
+
+BENCHMARKS: dict[str, dict[str, Benchmark]] = {}
+for _bench in (
+    *(Benchmark("mlperf-gpt3", "gpt3", r, "gpt3-175b", 2048, _GPT3_EVAL, rcp_tokens=True) for r in ("v4.0", "v4.1")),
+    *(
+        Benchmark("mlperf-llama2-70b-lora", "llama2_70b_lora", r, "llama2-70b", 8192, _LORA_EVAL, lora_rank=16)
+        for r in ("v4.0", "v4.1", "v5.0", "v5.1", "v6.0")
+    ),
+    Benchmark(
+        "mlperf-llama31-405b", "llama31_405b", "v5.0", _LLAMA_405B_MLPERF, 8192, _LLAMA_405B_EVAL_V50, max_gbs=9216
+    ),
+    *(
+        Benchmark("mlperf-llama31-405b", "llama31_405b", r, _LLAMA_405B_MLPERF, 8192, _LLAMA_405B_EVAL_V51)
+        for r in ("v5.1", "v6.0")
+    ),
+    *(Benchmark("mlperf-llama31-8b", "llama31_8b", r, "llama3.1-8b", 8192, _LLAMA_8B_EVAL) for r in ("v5.1", "v6.0")),
+):
+    BENCHMARKS.setdefault(_bench.id, {})[_bench.round] = _bench
+
+
+def get_benchmark(spec: str) -> Benchmark:
+    """A benchmark id with an optional round suffix: `mlperf-llama31-405b` (latest rules) or `...@v5.0`."""
+    bench_id, _, round_name = spec.partition("@")
+    if bench_id not in BENCHMARKS:
+        raise PerfmodelError(f"unknown benchmark '{bench_id}'; valid: {', '.join(BENCHMARKS)}")
+    rounds = BENCHMARKS[bench_id]
+    if not round_name:
+        return rounds[max(rounds, key=lambda r: tuple(int(x) for x in r[1:].split(".")))]
+    if round_name not in rounds:
+        raise PerfmodelError(f"{bench_id} has no round '{round_name}'; valid: {', '.join(rounds)}")
+    return rounds[round_name]

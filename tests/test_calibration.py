@@ -1,0 +1,91 @@
+"""Calibration: the fit recovers known parameters, files round-trip with provenance, bad files are refused."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfmodel import calibration as cal
+from perfmodel.efficiency import DEFAULTS
+from perfmodel.errors import PerfmodelError
+from perfmodel.runs import MeasuredRun
+from perfmodel.validation import _family, _formats, _group, log_time_ratio, prepare
+
+LAYOUTS = [
+    ("llama3.1-70b", 64, "fp8", {"tp": 4, "pp": 8, "cp": 1, "vp": 5, "mbs": 1, "gbs": 128}),
+    ("llama3.1-70b", 64, "bf16", {"tp": 4, "pp": 4, "cp": 2, "vp": 5, "mbs": 1, "gbs": 128}),
+    ("llama3.1-8b", 8, "fp8", {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "gbs": 128}),
+    ("llama3.1-8b", 8, "bf16", {"tp": 2, "pp": 1, "cp": 1, "vp": 1, "mbs": 2, "gbs": 64}),
+    ("llama3.1-405b", 512, "fp8", {"tp": 8, "pp": 8, "cp": 2, "vp": 8, "mbs": 1, "gbs": 256}),
+    ("llama3.1-405b", 512, "bf16", {"tp": 8, "pp": 8, "cp": 2, "vp": 8, "mbs": 1, "gbs": 256}),
+    ("llama3.1-8b", 64, "fp8", {"tp": 1, "pp": 1, "cp": 4, "vp": 1, "mbs": 1, "gbs": 256}),
+    ("llama3.1-70b", 256, "fp8", {"tp": 8, "pp": 4, "cp": 1, "vp": 5, "mbs": 1, "gbs": 512}),
+]
+TRUE = {"gemm_bf16": 0.6, "gemm_fp8": 0.5, "attention": 0.8, "memory": 0.7}
+
+
+def _synthetic_items():
+    truth = cal.apply(DEFAULTS["hopper"], TRUE)
+    items = []
+    for number, (model, gpus, precision, layout) in enumerate(LAYOUTS):
+        scenario = {"model": model, "gpu": "h100-sxm", "n_gpus": gpus, "precision": precision,
+                    "parallelism": layout | {"recompute": "none", "zero": 1}}  # fmt: skip
+        probe = prepare(MeasuredRun(f"r{number}", "synthetic", scenario, "step_time_s", 1.0), cal.UNCALIBRATED)
+        measured = probe.predicted(truth)
+        items.append(replace(probe, run=replace(probe.run, measured=measured)))
+    return items
+
+
+def test_fit_recovers_the_parameters_that_made_the_data() -> None:
+    items = _synthetic_items()
+    result = cal.fit(items, log_time_ratio, _family, _formats, prior_sigma=100.0)  # the data alone decide
+    assert cal.mape(result.residuals) < 0.5
+    fitted = result.parameters["hopper"]
+    assert fitted["gemm_fp8"] == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
+    assert fitted["gemm_bf16"] == pytest.approx(TRUE["gemm_bf16"], rel=0.05)
+    assert "gemm_fp4" not in fitted  # no FP4 run: the data cannot inform it
+
+
+def test_cross_validation_and_interval() -> None:
+    items = _synthetic_items()
+    held = cal.cross_validate(items, log_time_ratio, _family, _formats, _group)
+    assert len(held) == len(items) and {r.group for r in held} == {"h100-sxm/fp8", "h100-sxm/bf16"}
+    band = cal.interval(held)
+    assert band["time_factor_low"] <= 1.0 + 1e-6 <= band["time_factor_high"] + 2e-6 or band["coverage"] == 0.8
+    built = cal.build(cal.fit(items, log_time_ratio, _family, _formats), held, {"rows": [i.run.id for i in items]})
+    assert built.provenance["fit"]["cv_mape_pct"] == pytest.approx(cal.mape(held))
+    assert built.interval == (band["time_factor_low"], band["time_factor_high"])
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    original = cal.Calibration({"hopper": {"gemm_fp8": 0.55}}, {"created": "now", "fit": {"rows": 3}})
+    path = tmp_path / "c.json"
+    path.write_text(original.to_json())
+    loaded = cal.Calibration.load(path)
+    assert loaded.parameters == original.parameters and loaded.provenance["fit"] == {"rows": 3}
+    assert loaded.efficiency("hopper").gemm_fp8 == 0.55
+    assert loaded.efficiency("hopper").gemm_bf16 == DEFAULTS["hopper"].gemm_bf16
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not a calibration JSON file"),
+        (json.dumps({"parameters": {}}), "field 'format' must be 'perfmodel-calibration/1'"),
+        (json.dumps({"format": cal.FORMAT, "parameters": {"volta": {}}}), "unknown family 'volta'"),
+        (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"speed": 1}}}), "unknown 'speed'"),
+        (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"gemm_fp8": 1.7}}}), "allowed 0.25 to 0.8"),
+    ],
+)
+def test_bad_calibration_files(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(PerfmodelError, match=message):
+        cal.Calibration.load(path)
+
+
+def test_resolve() -> None:
+    assert cal.resolve("none") is cal.UNCALIBRATED
+    with pytest.raises(PerfmodelError, match="no such calibration file"):
+        cal.resolve("/nonexistent/cal.json")

@@ -1,0 +1,88 @@
+"""Measured runs: the documented CSV format, its errors, and the bundled rows with their exclusions."""
+
+from pathlib import Path
+
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.models import ModelSpec
+from perfmodel.runs import CSV_COLUMNS, MPT_SHAPES, bundled_runs, read_runs_csv
+
+GOOD = (
+    "id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured\n"
+    "a,llama3.1-70b,h100-sxm,64,fp8,8192,128,1,4,8,1,5,1,none,tokens_per_s_per_gpu,1602\n"
+)
+
+
+def _csv(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "runs.csv"
+    path.write_text(text)
+    return path
+
+
+def test_reads_the_documented_columns(tmp_path: Path) -> None:
+    (run,) = read_runs_csv(_csv(tmp_path, GOOD))
+    assert run.metric == "tokens_per_s_per_gpu" and run.measured == 1602
+    assert run.scenario["parallelism"]["tp"] == 4 and run.group == "h100-sxm/fp8"
+    assert set(GOOD.splitlines()[0].split(",")) <= set(CSV_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id,model,gpu\nx,llama3.1-8b,h100-sxm\n", "missing column(s) n_gpus, precision, metric, measured"),
+        (GOOD.replace("measured\n", "measured,colour\n").replace("1602\n", "1602,red\n"), "unknown column(s) colour"),
+        (GOOD.replace(",1602", ",fast"), "row 2: column 'measured' is 'fast', not a number"),
+        (GOOD.replace(",1602", ",-3"), "row 2: column 'measured' is '-3'; it must be a positive finite number"),
+        (GOOD.replace(",1602", ",nan"), "row 2: column 'measured' is 'nan'"),
+        (GOOD.replace(",64,", ",6.5,"), "row 2: column 'n_gpus' is '6.5'; it must be a positive integer"),
+        (GOOD.replace("tokens_per_s_per_gpu", "speed"), "row 2: column 'metric' is 'speed'; allowed:"),
+        (GOOD.replace("llama3.1-70b", "llama9"), "row 2: unknown model 'llama9'"),
+        (GOOD.replace(",fp8,", ",fp16,"), "row 2: field 'precision'"),
+        (GOOD + "b,llama3.1-70b,h100-sxm,64,fp8,8192,128,1,4,8,1,5,1,none,step_time_s,3,extra\n", "row 3: more cells"),
+        (GOOD.splitlines()[0] + "\n", "no rows"),
+    ],
+)
+def test_bad_csv_names_file_row_and_column(tmp_path: Path, text: str, message: str) -> None:
+    path = _csv(tmp_path, text)
+    with pytest.raises(PerfmodelError) as err:
+        read_runs_csv(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_missing_and_binary_files(tmp_path: Path) -> None:
+    with pytest.raises(PerfmodelError, match="no such file"):
+        read_runs_csv(tmp_path / "none.csv")
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(PerfmodelError, match="not a readable CSV"):
+        read_runs_csv(binary)
+
+
+def test_bundled_rows_and_their_exclusions() -> None:
+    runs, excluded = bundled_runs()
+    assert len(runs) >= 400
+    assert {r.source for r in runs} >= {"Megatron-Bridge", "DGX Cloud recipes", "MLPerf Training v5.0", "llm-foundry",
+                                         "Narayanan et al. 2021", "Korthikanti et al. 2022"}  # fmt: skip
+    reasons = " ".join(e.reason for e in excluded)
+    assert "mixture-of-experts" in reasons and "not in hardware_specs" in reasons and "duplicate of" in reasons
+    # mlperf_training_llm.csv: the smc-ac-power/smc-dc-power rows repeat smc's logs (their notes say so).
+    dropped = {e.id for e in excluded if e.reason.startswith("duplicate")}
+    assert "mlperf:v4.0/smc-dc-power/64xSMC-H100-SXM-80GB" in dropped
+    assert "mlperf:v4.0/smc/64xSMC-H100-SXM-80GB" not in dropped
+
+
+def test_mlperf_405b_rows_use_the_32k_vocabulary_benchmark() -> None:
+    runs, _ = bundled_runs()
+    h100 = next(r for r in runs if r.id == "mlperf:v5.0/NVIDIA/eos-dfw_n64_ngc25.01_nemo")
+    assert h100.scenario["benchmark"] == "mlperf-llama31-405b@v5.0" and h100.measured == 269.122
+
+
+@pytest.mark.parametrize(("name", "params_b"), [("MPT-1b", 1.316), ("MPT-7b", 6.659), ("MPT-30b", 29.975),
+                                                ("MPT-70b", 64.862)])  # fmt: skip
+def test_mpt_shapes_reproduce_llm_foundry_parameter_counts(name: str, params_b: float) -> None:
+    # measured_runs.csv params_b column (llm-foundry benchmarking README) at max_seq_len 2048.
+    hidden, heads, layers = MPT_SHAPES[name]
+    spec = ModelSpec(layers=layers, hidden=hidden, ffn=4 * hidden, heads=heads, kv_heads=heads, vocab=50368,
+                     tied_embeddings=True, mlp="gelu", norm="layernorm", learned_positions=2048)  # fmt: skip
+    assert spec.params / 1e9 == pytest.approx(params_b, rel=2e-3)
