@@ -29,6 +29,18 @@ def check_target(path: Path, force: bool) -> None:
         raise PerfmodelError(f"--out {path}: folder {folder} is not writable")
 
 
+def check_output(path: Path, force: bool, suffixes: tuple[str, ...], kind: str = "format") -> str:
+    """The format `path`'s suffix names (one of `suffixes`, e.g. '.xlsx'), once the target is known to be
+    writable; a one-line error otherwise."""
+    suffix = path.suffix.lower()
+    if suffix not in suffixes:
+        shown = f"'{path.suffix}'" if path.suffix else "no suffix"
+        allowed = ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}"
+        raise PerfmodelError(f"--out {path}: unknown {kind} ({shown}); use a {allowed} file name")
+    check_target(path, force)
+    return suffix[1:]
+
+
 def write_atomic(path: Path, write: Callable[[BinaryIO], None], force: bool = False) -> None:
     """Call `write` on a temporary file next to `path`, then move it into place.
 

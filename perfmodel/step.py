@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from perfmodel import memory
 from perfmodel.algebra import Number, maximum, where
@@ -241,7 +241,9 @@ def _data_parallel(
     return where(zero == 0, zero0, where(zero == 1, zero1, where(zero == 2, zero2, zero3)))
 
 
-def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
+def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
+    """Price one layout (floats) or many (arrays). `trace`, when given, receives the intermediate quantities by
+    name, for `perfmodel explain`; it changes nothing in the result."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len)
@@ -253,10 +255,11 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     layer_compute = lt.forward + lt.backward + recompute_s
 
-    tp_comm, head_tp = _tensor_parallel(ctx, sh, group_links(ctx.tiers, eff, tp, 1), full)
+    tp_links, cp_links = group_links(ctx.tiers, eff, tp, 1), group_links(ctx.tiers, eff, cp, tp)
+    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
     gemm_window = lt.forward_gemm + lt.backward_gemm + where(full, lt.forward_gemm, 0.0)
     tp_exposed = exposed(tp_comm.layer, gemm_window, eff.overlap_tp)
-    cp_comm = _context_parallel(ctx, sh, group_links(ctx.tiers, eff, cp, tp), full)
+    cp_comm = _context_parallel(ctx, sh, cp_links, full)
     cp_exposed = exposed(cp_comm.layer, lt.attention, eff.overlap_cp)
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
@@ -286,7 +289,8 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
     # cool-down ones are on the critical path, the steady-state ones mostly overlap.
-    p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, group_links(ctx.tiers, eff, pp, tp * cp * dp))
+    pp_links = group_links(ctx.tiers, eff, pp, tp * cp * dp)
+    p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
     params = _rank_params(md, tp, pp, stages)
@@ -306,6 +310,16 @@ def evaluate(ctx: Context, lv: LayoutVars) -> StepResult:
     fwd_layer = fwd_layer + exposed(cp_comm.forward, lt.forward_attention, eff.overlap_cp)
     mb_forward_only = busiest_layers * fwd_layer + where(pp == 1, head_fwd["total"] + embed_compute, 0.0)
     forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
+    if trace is not None:
+        trace.update(
+            shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, stages=stages,
+            tp_links=tp_links, tp_comm=tp_comm, gemm_window=gemm_window, tp_exposed=tp_exposed,
+            cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
+            head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
+            busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
+            p2p=p2p, dp_links=dp_links, params=params, trainable=trainable, step_params=step_params,
+            optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
+        )  # fmt: skip
 
     return StepResult(
         compute_s=microbatches * mb_compute,

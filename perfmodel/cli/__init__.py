@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> None:
 from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli`)
     catalog,
     compare,
+    explain,
+    export,
+    plot,
     predict,
     search,
     sweep,
@@ -46,4 +49,7 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
     whatif,
 )
 
-__all__ = ["catalog", "cli", "compare", "main", "predict", "search", "sweep", "validate", "whatif"]
+__all__ = [
+    "catalog", "cli", "compare", "explain", "export", "main", "plot", "predict", "search", "sweep", "validate",
+    "whatif",
+]  # fmt: skip

@@ -1,0 +1,75 @@
+"""`perfmodel plot KIND ... --out FILE.png|svg`: scaling curves, breakdowns, comparisons, predicted vs measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from perfmodel.cli import cli
+from perfmodel.cli.options import load_from_flags, scenario_options
+from perfmodel.errors import PerfmodelError
+
+KINDS = ("scaling", "breakdown", "compare", "validation")
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(KINDS))
+@scenario_options
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Plot saved results: the JSON of predict/compare/search, or of validate for a validation plot.",
+)
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Image file: .png or .svg.")
+@click.option("--force", is_flag=True, help="Overwrite the image if it exists.")
+def plot(kind: str, scenario: str | None, source: Path | None, out: Path, force: bool, **flags: Any) -> None:
+    """Draw KIND: scaling (time-to-train and efficiency vs GPU count), breakdown (stacked step-time parts),
+    compare (time and cost per system) or validation (predicted vs measured).
+
+    Without --from, the scenario and flags are predicted now (as `perfmodel predict`).
+    """
+    from perfmodel import plot as plotting
+
+    plotting.check_output(out, force)
+    if source is not None:
+        data = _read(source)
+    elif kind == "validation":
+        raise PerfmodelError(
+            "a validation plot needs --from FILE.json (the output of perfmodel validate --format json)"
+        )
+    else:
+        from perfmodel.predict import predict
+
+        data = [predict(load_from_flags(scenario, flags)).to_dict()]
+    figure = plotting.DRAW[kind](data if kind == "validation" else _records(data, source))
+    plotting.save(figure, out, force)
+    click.echo(f"wrote {out}")
+
+
+def _read(source: Path) -> Any:
+    try:
+        return json.loads(source.read_text())
+    except FileNotFoundError:
+        raise PerfmodelError(f"--from {source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PerfmodelError(f"--from {source}: cannot read ({type(exc).__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise PerfmodelError(f"--from {source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+
+
+def _records(data: Any, source: Path | None) -> list[dict[str, Any]]:
+    """Prediction records from a predict object, a compare list or a search {results: [...]}."""
+    if isinstance(data, dict):
+        data = data.get("results", [data])
+    needed = ("model", "accelerator", "precision", "n_gpus", "breakdown", "tokens_per_s", "tokens_per_s_per_gpu")
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        raise PerfmodelError(f"--from {source}: expected perfmodel prediction JSON (an object or a list of them)")
+    for index, record in enumerate(data):
+        missing = [key for key in needed if key not in record]
+        if missing:
+            raise PerfmodelError(f"--from {source}: result {index + 1} has no '{missing[0]}' (not prediction JSON)")
+    return data

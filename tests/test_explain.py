@@ -1,0 +1,121 @@
+"""`perfmodel explain`: every part's formula, evaluated with its substituted numbers, gives the model's own number."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.explain import explain
+from perfmodel.predict import predict
+from perfmodel.scenario import load_scenario
+from perfmodel.step import BREAKDOWN
+
+
+def _layout(**kw: Any) -> dict[str, Any]:
+    base = {"parallelism.recompute": "none", "parallelism.zero": 1, "parallelism.mbs": 1, "parallelism.cp": 1}
+    return base | {k if "." in k or k in ("model", "gpu", "n_gpus", "precision") else f"parallelism.{k}": v
+                   for k, v in kw.items()}  # fmt: skip
+
+
+CASES = {
+    "70b-h100-fp8-interleaved": _layout(
+        model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8", tp=4, pp=8, vp=5, gbs=128
+    ),
+    "8b-no-pipeline-zero0": _layout(model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, tp=2, pp=1, vp=1, zero=0, gbs=64),
+    "8b-zero2-selective": _layout(
+        model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, tp=1, pp=1, vp=1, zero=2, recompute="selective", mbs=2, gbs=64
+    ),
+    "8b-fsdp-full-recompute": _layout(
+        model="llama3.1-8b",
+        gpu="a100-sxm-80gb",
+        n_gpus=16,
+        precision="bf16",
+        tp=1,
+        pp=1,
+        vp=1,
+        zero=3,
+        recompute="full",
+        gbs=32,
+    ),
+    "405b-context-parallel": _layout(
+        model="llama3.1-405b", gpu="h100-sxm", n_gpus=512, precision="fp8", tp=8, pp=8, vp=8, cp=2, gbs=1152
+    ),
+    "70b-b200-nvfp4-uneven": _layout(
+        model="llama3.1-70b", gpu="b200", n_gpus=96, precision="nvfp4", tp=2, pp=6, vp=1, gbs=96
+    ),
+    "70b-mi300x-mesh": _layout(model="llama3.1-70b", gpu="mi300x", n_gpus=64, tp=8, pp=2, vp=1, gbs=64),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_part_formula_gives_the_model_number(case: str) -> None:
+    p = predict(load_scenario(None, CASES[case]))
+    e = explain(p)
+    assert [part.key for part in e.parts] == list(BREAKDOWN)
+    for part in e.parts:
+        model = float(getattr(p.step, part.key))
+        assert part.value == model
+        assert part.evaluated() == pytest.approx(model, rel=1e-9, abs=1e-15), part.key
+    assert sum(part.value for part in e.parts) == pytest.approx(p.step_time_s, rel=1e-12)
+    assert sum(e.bounds.values()) == pytest.approx(p.step_time_s, rel=1e-9)
+    assert all(seconds >= -1e-12 for seconds in e.bounds.values())
+
+
+def test_operations_add_up_to_the_layer_time() -> None:
+    """The per-layer operations table is the model's own list: forward ops sum to the layer's forward time."""
+    from perfmodel.predict import context_for, layout_vars
+    from perfmodel.step import evaluate
+
+    p = predict(load_scenario(None, CASES["70b-h100-fp8-interleaved"]))
+    trace: dict[str, Any] = {}
+    evaluate(context_for(p.scenario), layout_vars(p.layout), trace)
+    e = explain(p)
+    forward = sum(r.time_s for r in e.ops if r.phase == "forward")
+    backward = sum(r.time_s for r in e.ops if r.phase == "backward")
+    assert forward == pytest.approx(trace["layer"].forward, rel=1e-12)
+    assert backward == pytest.approx(trace["layer"].backward, rel=1e-12)
+    gemms = [r for r in e.ops if r.kind == "gemm"]
+    assert gemms and all(r.bound == "compute" for r in gemms)  # 8k-token FP8 GEMMs on H100 are compute-bound
+    assert {r.bound for r in e.ops if r.kind == "memory"} == {"memory"}
+
+
+def test_dominant_bound_follows_the_layout() -> None:
+    """70B with one short micro-batch per GPU and DP over 400 Gb/s NICs is bound by the scale-out network; the
+    interleaved MLPerf-style layout is bound by compute."""
+    compute = explain(predict(load_scenario(None, CASES["70b-h100-fp8-interleaved"])))
+    assert compute.dominant == "compute"
+    network = _layout(model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, tp=8, pp=1, vp=1, gbs=8, seq_len=2048)
+    assert explain(predict(load_scenario(None, network))).dominant == "scale-out"
+
+
+def test_cli_text_latex_json() -> None:
+    args = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1")
+    args += ("--vp", "1", "--mbs", "1", "--recompute", "none", "--zero", "1")
+    text = run_cli("explain", *args)
+    assert text.code == 0, text.err
+    assert "Bound by " in text.out and "T_step = T_compute + T_TP" in text.out and "qkv.fprop" in text.out
+    assert "Max(B/(BW_mem*eta_mem), F/(P_fp8*eta_fp8*w))" in text.out
+    latex = run_cli("explain", *args, "--format", "latex")
+    assert latex.code == 0 and latex.out.count(r"\begin{align*}") == 2 and r"\min\left(" in latex.out
+    as_json = json.loads(run_cli("explain", *args, "--format", "json").out)
+    assert [part["key"] for part in as_json["parts"]] == list(BREAKDOWN)
+    assert as_json["dominant_bound"] in as_json["bounds_s"]
+    assert sum(as_json["bounds_s"].values()) == pytest.approx(as_json["step_time_s"], rel=1e-9)
+
+
+def test_bad_input_is_one_line() -> None:
+    result = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "3")
+    assert result.code == 2 and result.err.count("\n") == 1 and result.err.startswith("error:")
+
+
+def test_no_user_text_reaches_sympy_parsing() -> None:
+    """sympify/parse_expr evaluate code; the explanation builds expressions from Symbols only."""
+    root = Path(__file__).resolve().parents[1] / "perfmodel"
+    for name in ("explain.py", "explain_report.py", "symbolic.py", "export/excel.py", "export/table.py"):
+        source = (root / name).read_text()
+        for forbidden in ("sympify", "parse_expr", "eval(", "exec("):
+            assert forbidden not in source, f"{name} uses {forbidden}"

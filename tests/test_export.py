@@ -1,0 +1,269 @@
+"""`perfmodel export`: the workbook's live formulas recomputed by real engines equal perfmodel's own numbers, before
+and after a planner edits the inputs; CSV and JSON carry the same columns; writes are atomic."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from conftest import run_cli
+from workbook import Cell, Recalculator, libreoffice, recompute_libreoffice
+
+from perfmodel.export.table import COLUMNS
+from perfmodel.predict import predict
+from perfmodel.scenario import load_scenario
+from perfmodel.training import Price, training_run
+
+SCENARIO = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8", "--tokens", "2T")
+FORMULA_KEYS = [c.key for c in COLUMNS if c.formula is not None]
+REL = 1e-9
+
+
+def _export(tmp_path: Path, name: str, *args: str) -> Path:
+    out = tmp_path / name
+    result = run_cli("export", "predict", *SCENARIO, *args, "--out", str(out))
+    assert result.code == 0, result.err
+    return out
+
+
+def _cells(path: Path) -> dict[tuple[str, int], Cell]:
+    """(column key, result index) -> (sheet, cell), from the key row under each sheet's headings."""
+    book = openpyxl.load_workbook(path)
+    found = {}
+    for sheet in ("Inputs", "Results", "Breakdown"):
+        ws = book[sheet]
+        for cell in ws[5]:
+            if cell.value and cell.column > 1:
+                for index in range(ws.max_row - 5):
+                    found[(cell.value, index)] = (sheet, f"{cell.column_letter}{6 + index}")
+    return found
+
+
+def _defaults(path: Path) -> dict[str, Cell]:
+    """Shared default input cells (tokens, PUE, electricity) on the Inputs sheet, by key."""
+    ws = openpyxl.load_workbook(path)["Inputs"]
+    return {row[2].value: ("Inputs", row[1].coordinate) for row in ws.iter_rows(min_row=7) if row[2].value}
+
+
+def _csv_row(path: Path) -> dict[str, Any]:
+    with path.open() as handle:
+        return next(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def workbook(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _export(tmp_path_factory.mktemp("export"), "plan.xlsx")
+
+
+@pytest.fixture(scope="module")
+def engine(workbook: Path) -> Recalculator:
+    return Recalculator(workbook)
+
+
+def test_recomputed_formulas_equal_perfmodel(workbook: Path, engine: Recalculator, tmp_path: Path) -> None:
+    values = engine()
+    cells = _cells(workbook)
+    expected = json.loads(_export(tmp_path, "plan.json").read_text())["rows"][0]
+    for key in FORMULA_KEYS:
+        assert values[cells[(key, 0)]] == pytest.approx(expected[key], rel=REL), key
+    # The formulas are live: each of these cells holds a formula, not a number.
+    book = openpyxl.load_workbook(workbook)
+    for key in ("time_to_train_s", "gpu_hours", "cost_usd", "energy_kwh", "step_time_s"):
+        sheet, ref = cells[(key, 0)]
+        assert str(book[sheet][ref].value).startswith("="), key
+
+
+def test_edited_inputs_recompute_as_perfmodel_would(workbook: Path, engine: Recalculator) -> None:
+    """Tokens, price, PUE and electricity edited in the default cells: the workbook agrees with a new prediction."""
+    cells, defaults = _cells(workbook), _defaults(workbook)
+    values = engine(
+        {
+            defaults["tokens_to_train"]: 3.5e12,
+            defaults["pue"]: 1.45,
+            defaults["usd_per_kwh"]: 0.13,
+            cells[("usd_per_gpu_hour", 0)]: 2.25,
+        }
+    )
+    flags = dict(zip(SCENARIO[::2], SCENARIO[1::2], strict=True))
+    overrides = {
+        "model": flags["--model"],
+        "gpu": flags["--gpu"],
+        "n_gpus": 64,
+        "precision": "fp8",
+        "tokens": 3.5e12,
+        "cost.pue": 1.45,
+        "cost.usd_per_gpu_hour": 2.25,
+    }
+    d = predict(load_scenario(None, overrides)).to_dict()
+    for key in ("time_to_train_s", "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh"):
+        assert values[cells[(key, 0)]] == pytest.approx(d[key], rel=REL), key
+    assert values[cells[("electricity_cost_usd", 0)]] == pytest.approx(d["energy_kwh"] * 0.13, rel=REL)
+    # Price low and high were not edited: their costs stay at the accelerator's range.
+    assert values[cells[("cost_usd_low", 0)]] == pytest.approx(d["gpu_hours"] * 2.99, rel=REL)
+
+
+def test_edited_gpu_count_keeps_throughput_per_gpu(workbook: Path, engine: Recalculator) -> None:
+    """Documented meaning: the cluster grows around the modelled per-GPU throughput."""
+    cells = _cells(workbook)
+    before = engine()
+    after = engine({cells[("n_gpus", 0)]: 256})
+    per_gpu = before[cells[("tokens_per_s_per_gpu", 0)]]
+    p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8"}))
+    run = training_run(2e12, 2e12 / (per_gpu * 256), 256, p.price, p.hardware.accelerator.power_w.value, 1.2)
+    assert after[cells[("time_to_train_s", 0)]] == pytest.approx(run.time_s, rel=REL)
+    assert after[cells[("time_to_train_s", 0)]] == pytest.approx(before[cells[("time_to_train_s", 0)]] / 4, rel=REL)
+    for key in ("gpu_hours", "cost_usd", "energy_kwh"):
+        assert after[cells[(key, 0)]] == pytest.approx(before[cells[(key, 0)]], rel=REL), key
+    assert run.gpu_hours == pytest.approx(after[cells[("gpu_hours", 0)]], rel=REL)
+
+
+def test_edited_breakdown_part_changes_step_time(workbook: Path, engine: Recalculator) -> None:
+    """The step time is the sum of the Breakdown parts, so a planner can ask 'what if DP were fully hidden'."""
+    cells = _cells(workbook)
+    before = engine()
+    part = before[cells[("breakdown.compute_s", 0)]]
+    after = engine({cells[("breakdown.compute_s", 0)]: part / 2})
+    step = before[cells[("step_time_s", 0)]]
+    assert after[cells[("step_time_s", 0)]] == pytest.approx(step - part / 2, rel=REL)
+    ratio = after[cells[("time_to_train_s", 0)]] / before[cells[("time_to_train_s", 0)]]
+    assert ratio == pytest.approx((step - part / 2) / step, rel=REL)
+
+
+@pytest.mark.skipif(libreoffice() is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_recomputes_the_same(workbook: Path, engine: Recalculator) -> None:
+    cells = _cells(workbook)
+    ours, theirs = engine(), recompute_libreoffice(workbook)
+    for key in FORMULA_KEYS:
+        cell = cells[(key, 0)]
+        assert theirs[cell] == pytest.approx(ours[cell], rel=REL), key  # LibreOffice stores 15 significant digits
+
+
+def test_missing_tokens_leave_run_cells_blank(tmp_path: Path) -> None:
+    scenario = tmp_path / "no-tokens.toml"
+    scenario.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\nprecision = "bf16"\n')
+    out = tmp_path / "no-tokens.xlsx"
+    assert run_cli("export", "predict", str(scenario), "--out", str(out)).code == 0
+    values, cells = Recalculator(out)(), _cells(out)
+    for key in ("time_to_train_s", "gpu_hours", "cost_usd", "energy_kwh", "electricity_cost_usd"):
+        assert values[cells[(key, 0)]] == "", key
+    assert values[cells[("tokens_per_s", 0)]] > 0
+    filled = Recalculator(out)({cells[("tokens_to_train", 0)]: 1e11})
+    assert filled[cells[("time_to_train_s", 0)]] == pytest.approx(1e11 / filled[cells[("tokens_per_s", 0)]], rel=REL)
+
+
+def test_csv_and_json_carry_the_same_columns(tmp_path: Path) -> None:
+    as_json = json.loads(_export(tmp_path, "plan.json").read_text())
+    row = _csv_row(_export(tmp_path, "plan.csv"))
+    assert list(row) == as_json["columns"] == list(as_json["rows"][0])
+    assert as_json["columns"] == [c.key for c in COLUMNS]
+    for key, value in as_json["rows"][0].items():
+        if isinstance(value, float):
+            assert float(row[key]) == value, key  # CSV keeps every digit
+    d = as_json["rows"][0]
+    assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * d["usd_per_gpu_hour"], rel=REL)
+    sections = {a["section"] for a in as_json["assumptions"]}
+    assert {"accelerator h100-sxm", "system dgx-h100", "efficiency (hopper)"} <= sections
+
+
+def test_assumptions_list_every_hardware_figure_with_its_source(workbook: Path) -> None:
+    ws = openpyxl.load_workbook(workbook)["Assumptions"]
+    rows = [r for r in ws.iter_rows(min_row=5, values_only=True) if r[0]]
+    names = {(r[0], r[1]) for r in rows}
+    for figure in (
+        "bf16_tflops",
+        "fp8_tflops",
+        "hbm_tbps",
+        "scaleup_gb_per_s_per_direction",
+        "nic_gbit_per_s",
+        "power_w",
+    ):
+        assert ("accelerator h100-sxm", figure) in names, figure
+    for figure in ("fabric.oversubscription", "latency.nic_us", "scaleup_in_network_reduction"):
+        assert ("system dgx-h100", figure) in names, figure
+    assert ("efficiency (hopper)", "gemm_fp8") in names
+    assert all(r[4] and len(r[4]) > 3 for r in rows), "every assumption names its source"
+    power = next(r for r in rows if r[1] == "power_w")
+    assert power[2] == 700 and "accelerators.csv" in power[4]
+
+
+def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
+    """An accelerator with no public price: cost cells stay empty until the planner types a price."""
+    from perfmodel.export import ExportRow, export
+
+    p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tokens": 1e11}))
+    price = Price(None, None, None, "no public price")
+    run = training_run(1e11, 1e11 / p.tokens_per_s, 8, price, p.hardware.accelerator.power_w.value, 1.2)
+    unpriced = dataclasses.replace(p, price=price, run=run)
+    out = tmp_path / "unpriced.xlsx"
+    export([ExportRow("unpriced", unpriced)], out, title="unpriced")
+    cells = _cells(out)
+    engine = Recalculator(out)
+    assert engine()[cells[("cost_usd", 0)]] == ""
+    assert engine()[cells[("gpu_hours", 0)]] == pytest.approx(p.run.gpu_hours, rel=REL)  # type: ignore[union-attr]
+    priced = engine({cells[("usd_per_gpu_hour", 0)]: 3.0})
+    assert priced[cells[("cost_usd", 0)]] == pytest.approx(3.0 * p.run.gpu_hours, rel=REL)  # type: ignore[union-attr]
+
+
+# Bad input: one line, exit code 2, nothing written.
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("plan.txt", "unknown format ('.txt')"), ("plan", "unknown format (no suffix)")],
+)
+def test_unknown_format(tmp_path: Path, name: str, message: str) -> None:
+    result = run_cli("export", "predict", "--out", str(tmp_path / name))
+    assert result.code == 2 and message in result.err and result.err.count("\n") == 1
+    assert _leftovers(tmp_path) == []
+
+
+def test_unwritable_paths(tmp_path: Path) -> None:
+    missing = run_cli("export", "predict", "--out", str(tmp_path / "nowhere" / "plan.xlsx"))
+    assert missing.code == 2 and "does not exist" in missing.err
+    (tmp_path / "file").write_text("x")
+    under_file = run_cli("export", "predict", "--out", str(tmp_path / "file" / "plan.csv"))
+    assert under_file.code == 2 and under_file.err.startswith("error: --out")
+    (tmp_path / "folder.xlsx").mkdir()
+    folder = run_cli("export", "predict", "--out", str(tmp_path / "folder.xlsx"))
+    assert folder.code == 2 and "is a folder" in folder.err
+    assert _leftovers(tmp_path) == ["file", "folder.xlsx"]
+
+
+def test_existing_file_needs_force(tmp_path: Path) -> None:
+    target = tmp_path / "plan.csv"
+    target.write_text("keep me\n")
+    refused = run_cli("export", "predict", *SCENARIO, "--out", str(target))
+    assert refused.code == 2 and "pass --force" in refused.err
+    assert target.read_text() == "keep me\n" and _leftovers(tmp_path) == ["plan.csv"]
+    forced = run_cli("export", "predict", *SCENARIO, "--out", str(target), "--force")
+    assert forced.code == 0 and target.read_text().startswith("label,model,")
+    assert _leftovers(tmp_path) == ["plan.csv"]
+
+
+def test_failed_export_leaves_nothing(tmp_path: Path) -> None:
+    """The model refuses the layout after the target was checked: no file, no temporary file."""
+    result = run_cli("export", "predict", *SCENARIO, "--tp", "3", "--out", str(tmp_path / "plan.xlsx"))
+    assert result.code == 2 and "no valid layout" in result.err
+    assert _leftovers(tmp_path) == []
+
+
+def test_failing_writer_removes_its_temporary_file(tmp_path: Path) -> None:
+    from perfmodel.atomic import write_atomic
+    from perfmodel.errors import PerfmodelError
+
+    def broken(handle: Any) -> None:
+        handle.write(b"half a file")
+        raise PerfmodelError("disk full")
+
+    with pytest.raises(PerfmodelError, match="disk full"):
+        write_atomic(tmp_path / "plan.xlsx", broken)
+    assert _leftovers(tmp_path) == []

@@ -1,0 +1,64 @@
+"""Recompute an exported workbook with real formula engines: the `formulas` package, and LibreOffice when present."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+Cell = tuple[str, str]  # (sheet name, "B6")
+
+
+class Recalculator:
+    """A workbook loaded into the `formulas` engine once, recomputed for any set of changed input cells."""
+
+    def __init__(self, path: Path) -> None:
+        import formulas
+
+        self._book = path.name
+        self._model = formulas.ExcelModel().loads(str(path)).finish()
+
+    def __call__(self, changes: dict[Cell, Any] | None = None) -> dict[Cell, Any]:
+        """Every cell's value after recomputing with `changes` applied."""
+        inputs = {f"'[{self._book}]{sheet.upper()}'!{ref}": value for (sheet, ref), value in (changes or {}).items()}
+        solution = self._model.calculate(inputs=inputs)
+        values: dict[Cell, Any] = {}
+        for key, ranges in solution.items():
+            sheet_part, ref = key.rsplit("!", 1)
+            if ":" in ref:
+                continue
+            sheet = sheet_part.split("]", 1)[1].rstrip("'")
+            value = ranges.value[0][0] if hasattr(ranges, "value") else ranges  # inputs come back as given
+            values[(sheet.capitalize(), ref)] = _plain(value)
+        return values
+
+
+def _plain(value: Any) -> Any:
+    if str(value) == "empty":
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def libreoffice() -> str | None:
+    return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+def recompute_libreoffice(path: Path) -> dict[Cell, Any]:
+    """Every cell's value after LibreOffice (headless) opens, recalculates and saves the workbook."""
+    import openpyxl
+
+    soffice = libreoffice()
+    assert soffice is not None
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(
+            [soffice, "--headless", "--calc", "--convert-to", "xlsx", "--outdir", out, str(path)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        book = openpyxl.load_workbook(Path(out) / path.name, data_only=True)
+        return {(ws.title, c.coordinate): c.value for ws in book for row in ws.iter_rows() for c in row}
