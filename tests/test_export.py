@@ -267,3 +267,36 @@ def test_failing_writer_removes_its_temporary_file(tmp_path: Path) -> None:
     with pytest.raises(PerfmodelError, match="disk full"):
         write_atomic(tmp_path / "plan.xlsx", broken)
     assert _leftovers(tmp_path) == []
+
+
+def test_export_compare_and_search(tmp_path: Path) -> None:
+    """compare's rows carry its ratios; every row's live formulas recompute to perfmodel's numbers."""
+    out = tmp_path / "compare.xlsx"
+    args = (
+        "--model",
+        "llama3.1-8b",
+        "--gpu",
+        "h100-sxm:fp8",
+        "--gpu",
+        "b200:fp8",
+        "--gpus",
+        "64,128",
+        "--tokens",
+        "1T",
+    )
+    assert run_cli("export", "compare", *args, "-q", "--out", str(out)).code == 0
+    as_json = tmp_path / "compare.json"
+    assert run_cli("export", "compare", *args, "-q", "--out", str(as_json)).code == 0
+    rows = json.loads(as_json.read_text())["rows"]
+    assert len(rows) == 4 and rows[0]["speedup_vs_first"] == 1.0
+    values, cells = Recalculator(out)(), _cells(out)
+    for index, row in enumerate(rows):
+        for key in ("step_time_s", "time_to_train_s", "cost_usd", "energy_kwh"):
+            assert values[cells[(key, index)]] == pytest.approx(row[key], rel=REL), (index, key)
+    search = tmp_path / "search.csv"
+    result = run_cli("export", "search", *SCENARIO, "--top", "3", "-q", "--out", str(search))
+    assert result.code == 0, result.err
+    with search.open() as handle:
+        ranked = list(csv.DictReader(handle))
+    assert [r["rank"] for r in ranked] == ["1", "2", "3"]
+    assert float(ranked[0]["step_time_s"]) <= float(ranked[1]["step_time_s"])

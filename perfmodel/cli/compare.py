@@ -9,14 +9,31 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.options import FORMATS, emit, load_from_flags, progress, quiet_option, scenario_options
 
-
-@cli.command()
-@scenario_options(many_gpus=True, many_systems=True)
-@click.option(
+relayout_option = click.option(
     "--relayout",
     is_flag=True,
     help="Ignore the scenario file's layout (keep its GBS and sequence length): each system gets its best layout.",
 )
+
+
+def compare_from_flags(scenario: str | None, relayout: bool, quiet: bool, flags: dict[str, Any]) -> list[Any]:
+    """The predictions `perfmodel compare` makes for these flags (also used by export compare and plot)."""
+    from perfmodel import compare as comparing
+
+    targets = [comparing.parse_target(spec) for spec in flags.pop("gpu")]
+    counts = flags.pop("gpus")
+    first = targets[0] if targets else None
+    flags |= {"gpu": first and first.gpu, "gpus": counts[0] if counts else None}
+    flags["system"] = flags["system"] or (first and first.system)
+    base = load_from_flags(scenario, flags, relayout)
+    items = comparing.scenarios(base, targets, counts)
+    with progress("Predicting", quiet) as update:
+        return comparing.run(items, update)
+
+
+@cli.command()
+@scenario_options(many_gpus=True, many_systems=True)
+@relayout_option
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @quiet_option
 def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags: Any) -> None:
@@ -29,14 +46,6 @@ def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags
     from perfmodel import compare as comparing
     from perfmodel import plan_report
 
-    targets = [comparing.parse_target(spec) for spec in flags.pop("gpu")]
-    counts = flags.pop("gpus")
-    first = targets[0] if targets else None
-    flags |= {"gpu": first and first.gpu, "gpus": counts[0] if counts else None}
-    flags["system"] = flags["system"] or (first and first.system)
-    base = load_from_flags(scenario, flags, relayout)
-    items = comparing.scenarios(base, targets, counts)
-    with progress("Predicting", quiet) as update:
-        predictions = comparing.run(items, update)
+    predictions = compare_from_flags(scenario, relayout, quiet, flags)
     records = comparing.with_ratios(predictions)
     emit(records, fmt, lambda: plan_report.compare_table(records, predictions))

@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import PositiveFloat, load_from_flags, scenario_options
+from perfmodel.cli.compare import compare_from_flags, relayout_option
+from perfmodel.cli.options import PositiveFloat, load_from_flags, quiet_option, scenario_options
 
 
 def export_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -66,3 +67,64 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
     label = prediction_label(result)
     write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
     click.echo(f"wrote {out}")
+
+
+@export.command("compare")
+@scenario_options(many_gpus=True, many_systems=True)
+@relayout_option
+@quiet_option
+@export_options
+def export_compare(
+    scenario: str | None, relayout: bool, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any
+) -> None:
+    """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first."""
+    from perfmodel.compare import with_ratios
+    from perfmodel.export import check_output
+
+    check_output(out, force)
+    predictions = compare_from_flags(scenario, relayout, quiet, flags)
+    ratios = [{k: v for k, v in r.items() if k not in predictions[0].to_dict()} for r in with_ratios(predictions)]
+    _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
+
+
+@export.command("search")
+@scenario_options(many_gpus=True)
+@click.option("--top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Layouts to export.")
+@click.option("--objective", type=click.Choice(["time", "cost"]), default="time", show_default=True)
+@quiet_option
+@export_options
+def export_search(
+    scenario: str | None,
+    top: int,
+    objective: str,
+    quiet: bool,
+    out: Path,
+    force: bool,
+    usd_per_kwh: float | None,
+    **flags: Any,
+) -> None:
+    """The best layouts of one model on one system (the flags of `perfmodel search`), best first."""
+    from perfmodel.cli.options import progress
+    from perfmodel.export import check_output
+    from perfmodel.predict import search_scenario
+
+    check_output(out, force)
+    counts = flags.pop("gpus")
+    flags["gpus"] = counts[0] if counts else None
+    with progress("Pricing layouts", quiet) as update:
+        report = search_scenario(load_from_flags(scenario, flags), counts, top, objective, update)
+    ranks = [{"rank": i} for i in range(1, len(report.results) + 1)]
+    _write(report.results, ranks, out, force, usd_per_kwh, f"best layouts by {objective}")
+
+
+def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,
+           what: str) -> None:  # fmt: skip
+    from perfmodel.export import ExportRow
+    from perfmodel.export import export as write
+
+    rows = [
+        ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra)
+        for p, extra in zip(predictions, extras, strict=True)
+    ]
+    write(rows, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
+    click.echo(f"wrote {len(rows)} results to {out}")

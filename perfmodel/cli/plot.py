@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import load_from_flags, scenario_options
+from perfmodel.cli.compare import compare_from_flags, relayout_option
+from perfmodel.cli.options import quiet_option, scenario_options
 from perfmodel.errors import PerfmodelError
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
@@ -17,7 +18,9 @@ KINDS = ("scaling", "breakdown", "compare", "validation")
 
 @cli.command()
 @click.argument("kind", type=click.Choice(KINDS))
-@scenario_options
+@scenario_options(many_gpus=True, many_systems=True)
+@relayout_option
+@quiet_option
 @click.option(
     "--from",
     "source",
@@ -26,11 +29,21 @@ KINDS = ("scaling", "breakdown", "compare", "validation")
 )
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Image file: .png or .svg.")
 @click.option("--force", is_flag=True, help="Overwrite the image if it exists.")
-def plot(kind: str, scenario: str | None, source: Path | None, out: Path, force: bool, **flags: Any) -> None:
+def plot(
+    kind: str,
+    scenario: str | None,
+    relayout: bool,
+    quiet: bool,
+    source: Path | None,
+    out: Path,
+    force: bool,
+    **flags: Any,
+) -> None:
     """Draw KIND: scaling (time-to-train and efficiency vs GPU count), breakdown (stacked step-time parts),
     compare (time and cost per system) or validation (predicted vs measured).
 
-    Without --from, the scenario and flags are predicted now (as `perfmodel predict`).
+    Without --from, the flags are predicted now, as `perfmodel compare` does (repeated --gpu ID[:PRECISION],
+    --gpus as a list).
     """
     from perfmodel import plot as plotting
 
@@ -42,9 +55,7 @@ def plot(kind: str, scenario: str | None, source: Path | None, out: Path, force:
             "a validation plot needs --from FILE.json (the output of perfmodel validate --format json)"
         )
     else:
-        from perfmodel.predict import predict
-
-        data = [predict(load_from_flags(scenario, flags)).to_dict()]
+        data = [p.to_dict() for p in compare_from_flags(scenario, relayout, quiet, flags)]
     figure = plotting.DRAW[kind](data if kind == "validation" else _records(data, source))
     plotting.save(figure, out, force)
     click.echo(f"wrote {out}")
