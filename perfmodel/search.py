@@ -16,13 +16,15 @@ is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
+from perfmodel.models import ModelSpec
+from perfmodel.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
 from perfmodel.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.step import Context, LayoutVars, evaluate
 
@@ -45,7 +47,10 @@ class Space:
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Every divisor of n, ascending; trial division up to sqrt(n), so that a global batch of a billion costs
+    milliseconds, not a minute."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def gbs_choices(default_gbs: int) -> tuple[int, ...]:
@@ -165,8 +170,32 @@ def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
             if not len(rows):
                 continue
             block = Block(n_gpus, gbs, ctx.seq_len, ep, rows, mbs, rc, zero)
-            mask = np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus), block.shape)
-            yield block, mask
+            possible = _possible_rows(block, ctx.model)
+            if not len(possible):  # every candidate breaks a rule: keep them all, so that the rules can say why
+                yield block, np.broadcast_to(np.False_, block.shape)
+                continue
+            block = replace(block, rows=rows[possible])
+            yield block, np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus), block.shape)
+
+
+def _possible_rows(block: Block, model: ModelSpec) -> Any:
+    """Indices of the rows (tp, cp, pp, dp, vp) for which every rule holds for some micro-batch, recompute mode and
+    ZeRO stage.
+
+    Each rule is evaluated over only the axes it depends on, and only on the rows the rules before it left, so this
+    costs little; dropping the other rows before the full mask is built keeps a highly divisible GPU count
+    (720,720) from building a mask of billions.
+    """
+    import numpy as np
+
+    kept = np.arange(len(block.rows))
+    for rule in RULES:
+        holds = np.asarray(rule.holds(replace(block, rows=block.rows[kept]).numbers(), model, block.n_gpus), bool)
+        if holds.ndim:
+            kept = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
+        elif not holds:
+            kept = kept[:0]
+    return kept
 
 
 @dataclass(frozen=True)
