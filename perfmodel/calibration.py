@@ -94,14 +94,56 @@ class Calibration:
         for family, values in parameters.items():
             if family not in DEFAULTS:
                 raise PerfmodelError(f"{path}: unknown family '{family}'; valid: {', '.join(DEFAULTS)}")
+            if not isinstance(values, dict):
+                raise PerfmodelError(f"{path}: field 'parameters.{family}' must map parameter names to numbers")
             for name, value in values.items():
                 low, high = BOUNDS.get(name, (None, None))
                 if low is None:
                     raise PerfmodelError(f"{path}: parameters.{family}: unknown '{name}'; valid: {', '.join(FITTED)}")
-                if not isinstance(value, int | float) or not math.isfinite(value) or not low <= value <= high:
+                if not _is_number(value) or not low <= value <= high:
                     raise PerfmodelError(f"{path}: parameters.{family}.{name} = {value!r}; allowed {low} to {high}")
+        _check_provenance(path, raw)
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
         return cls(parameters, provenance, str(path))
+
+
+def _is_number(value: Any) -> bool:
+    """A finite JSON number (true/false are not numbers, though Python counts them as ints)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
+    """The parts of a calibration's provenance that predictions and reports read: the interval on a predicted time
+    and the fit's summary and held-out residuals."""
+    band = raw.get("interval")
+    if band is not None:
+        factors = [band.get(k) for k in ("time_factor_low", "time_factor_high")] if isinstance(band, dict) else []
+        if not all(_is_number(f) and f > 0 for f in factors) or factors[0] > factors[1]:
+            raise PerfmodelError(
+                f"{path}: field 'interval' must hold positive numbers time_factor_low <= time_factor_high"
+            )
+    fit = raw.get("fit")
+    if fit is None:
+        return
+    if not isinstance(fit, dict):
+        raise PerfmodelError(f"{path}: field 'fit' must be a table (rows, in_sample_mape_pct, residuals)")
+    for key in ("rows", "in_sample_mape_pct"):
+        if key in fit and not (_is_number(fit[key]) and fit[key] >= 0):
+            raise PerfmodelError(f"{path}: field 'fit.{key}' must be a number >= 0")
+    residuals = fit.get("residuals", [])
+    if not isinstance(residuals, list):
+        raise PerfmodelError(f"{path}: field 'fit.residuals' must be a list")
+    for index, residual in enumerate(residuals):
+        held = residual.get("held_out_error_pct") if isinstance(residual, dict) else None
+        if (
+            not isinstance(residual, dict)
+            or not isinstance(residual.get("id"), str)
+            or not (held is None or _is_number(held))
+        ):
+            raise PerfmodelError(
+                f"{path}: field 'fit.residuals[{index}]' must have a string 'id' and a number or null "
+                "'held_out_error_pct'"
+            )
 
 
 UNCALIBRATED = Calibration({}, {"note": "physical defaults of efficiency.py, not fitted"}, "none")
