@@ -416,5 +416,14 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
 
 
 def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun]:
-    """Runs whose id, source or group contains `pattern` (all when None)."""
-    return [r for r in runs if pattern is None or any(pattern.lower() in s.lower() for s in (r.id, r.source, r.group))]
+    """Runs whose id, source or group contains `pattern` (all when None); none matching is an error."""
+    runs = list(runs)
+    if pattern is None:
+        return runs
+    chosen = [r for r in runs if any(pattern.lower() in s.lower() for s in (r.id, r.source, r.group))]
+    if runs and not chosen:
+        raise PerfmodelError(
+            f"--only {pattern}: no run's id, source or accelerator/precision group contains it "
+            f"(e.g. '{runs[0].source}' or '{runs[0].group}')"
+        )
+    return chosen

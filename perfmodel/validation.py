@@ -185,6 +185,9 @@ def validate(runs: Sequence[MeasuredRun], calibration: Calibration, excluded: Se
     for prepared in prepare_all(runs, calibration, unpredictable):
         predicted = prepared.predicted(prepared.context.efficiency)
         rows.append(Row(prepared, predicted, _held_out_metric_error(prepared.run, held.get(prepared.run.id))))
+    if not rows:
+        first = f"; {unpredictable[0]['id']}: {unpredictable[0]['reason']}" if unpredictable else ""
+        raise PerfmodelError(f"nothing to validate: none of the {len(runs)} runs can be predicted{first}")
     return Report(rows, unpredictable, calibration)
 
 
