@@ -40,6 +40,9 @@ class Knob:
     description: str
     owner: str  # "accelerator", "system", "fabric" or "latency"
     field: str
+    allowed: tuple[float, float]
+    """The range a what-if may set, in the parameter's unit: about 100x beyond every part in hardware_specs either
+    way (576 GPUs per domain, the largest announced), so that the network graph and the numbers stay meaningful."""
     scale: float = 1.0
     """Datasheet field = parameter / scale (nvlink_gbps is bidirectional, the field one direction)."""
     whole: bool = False
@@ -51,33 +54,74 @@ class Knob:
 KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
-        Knob("bf16_tflops", "TFLOP/s", "dense BF16 tensor-core peak", "accelerator", "bf16_tflops"),
-        Knob("fp8_tflops", "TFLOP/s", "dense FP8 tensor-core peak", "accelerator", "fp8_tflops"),
-        Knob("fp4_tflops", "TFLOP/s", "dense FP4 tensor-core peak", "accelerator", "fp4_tflops"),
-        Knob("hbm_tbps", "TB/s", "HBM bandwidth", "accelerator", "hbm_tbps"),
-        Knob("hbm_gb", "GB", "HBM capacity", "accelerator", "hbm_gb"),
+        Knob("bf16_tflops", "TFLOP/s", "dense BF16 tensor-core peak", "accelerator", "bf16_tflops", (1, 1e6)),
+        Knob("fp8_tflops", "TFLOP/s", "dense FP8 tensor-core peak", "accelerator", "fp8_tflops", (1, 1e6)),
+        Knob("fp4_tflops", "TFLOP/s", "dense FP4 tensor-core peak", "accelerator", "fp4_tflops", (1, 1e6)),
+        Knob("hbm_tbps", "TB/s", "HBM bandwidth", "accelerator", "hbm_tbps", (0.01, 1000)),
+        Knob("hbm_gb", "GB", "HBM capacity", "accelerator", "hbm_gb", (1, 100_000)),
         Knob(
             "nvlink_gbps",
             "GB/s",
             "scale-up bandwidth per GPU, both directions (NVLink/xGMI)",
             "accelerator",
             "scaleup_gb_per_s_per_direction",
+            (1, 1e6),
             scale=2.0,
         ),
-        Knob("domain_gpus", "GPUs", "GPUs per scale-up domain", "accelerator", "scaleup_domain_gpus", whole=True),
-        Knob("nic_gbps", "Gb/s", "scale-out bandwidth per NIC", "accelerator", "nic_gbit_per_s"),
-        Knob("nics_per_gpu", "NICs", "scale-out NICs per GPU", "system", "nics_per_gpu", whole=True),
         Knob(
-            "oversubscription", "x", "leaf-to-spine oversubscription (1 = non-blocking)", "fabric", "oversubscription"
+            "domain_gpus",
+            "GPUs",
+            "GPUs per scale-up domain",
+            "accelerator",
+            "scaleup_domain_gpus",
+            (1, 576),
+            whole=True,
         ),
-        Knob("scaleup_latency_us", "us", "scale-up hop latency (GPU to NVSwitch or peer)", "latency", "scaleup_hop_us"),
-        Knob("nic_latency_us", "us", "PCIe + NIC traversal latency", "latency", "nic_us"),
-        Knob("switch_latency_us", "us", "scale-out switch port-to-port latency", "latency", "switch_hop_us"),
+        Knob("nic_gbps", "Gb/s", "scale-out bandwidth per NIC", "accelerator", "nic_gbit_per_s", (1, 100_000)),
+        Knob("nics_per_gpu", "NICs", "scale-out NICs per GPU", "system", "nics_per_gpu", (1, 16), whole=True),
         Knob(
-            "collective_step_us", "us", "NCCL/RCCL software cost per collective step", "latency", "collective_step_us"
+            "oversubscription",
+            "x",
+            "leaf-to-spine oversubscription (1 = non-blocking)",
+            "fabric",
+            "oversubscription",
+            (0.5, 100),
         ),
-        Knob("power_w", "W", "board power per GPU", "accelerator", "power_w", timing=False),
-        Knob("usd_per_gpu_hour", "$/GPU-h", "price per GPU-hour", "accelerator", "usd_per_gpu_hour", timing=False),
+        Knob(
+            "scaleup_latency_us",
+            "us",
+            "scale-up hop latency (GPU to NVSwitch or peer)",
+            "latency",
+            "scaleup_hop_us",
+            (0.001, 100_000),
+        ),
+        Knob("nic_latency_us", "us", "PCIe + NIC traversal latency", "latency", "nic_us", (0.001, 100_000)),
+        Knob(
+            "switch_latency_us",
+            "us",
+            "scale-out switch port-to-port latency",
+            "latency",
+            "switch_hop_us",
+            (0.001, 100_000),
+        ),
+        Knob(
+            "collective_step_us",
+            "us",
+            "NCCL/RCCL software cost per collective step",
+            "latency",
+            "collective_step_us",
+            (0.001, 100_000),
+        ),
+        Knob("power_w", "W", "board power per GPU", "accelerator", "power_w", (1, 100_000), timing=False),
+        Knob(
+            "usd_per_gpu_hour",
+            "$/GPU-h",
+            "price per GPU-hour",
+            "accelerator",
+            "usd_per_gpu_hour",
+            (0.001, 10_000),
+            timing=False,
+        ),
     )
 }
 
@@ -111,7 +155,19 @@ def parse_setting(text: str) -> Setting:
         )
     if knob.whole and not multiplier and value != int(value):
         raise PerfmodelError(f"--set {text}: {name} takes a whole number of {knob.unit}")
-    return Setting(knob, value, multiplier)
+    setting = Setting(knob, value, multiplier)
+    if not multiplier:
+        _check_allowed(setting, value, None)
+    return setting
+
+
+def _check_allowed(setting: Setting, value: float, before: float | None) -> None:
+    low, high = setting.knob.allowed
+    if not low <= value <= high:
+        raise PerfmodelError(
+            f"--set {setting.text}: {setting.knob.name} would be {value:g} {setting.knob.unit}; allowed {low:g} to "
+            f"{high:g}" + (f" (datasheet: {before:g})" if before else "")
+        )
 
 
 def current(hw: Hardware, knob: Knob) -> float | None:
@@ -156,6 +212,7 @@ def _apply_one(hw: Hardware, setting: Setting) -> Hardware:
     value = before * setting.value if setting.multiplier and before is not None else setting.value
     if knob.whole:
         value = float(max(1, round(value)))
+    _check_allowed(setting, value, before)
     ratio = value / before if before else 1.0
     source = (
         f"what-if --set {setting.text} (datasheet: {before:g} {knob.unit})" if before else f"what-if {setting.text}"
