@@ -107,7 +107,7 @@ def test_bad_sweep_files_fail_with_one_line(tmp_path: Path, text: str, message: 
 
 def test_out_must_be_csv_or_json(tmp_path: Path) -> None:
     result = run_cli("sweep", str(_file(tmp_path, SWEEP)), "--out", str(tmp_path / "rows.xlsx"))
-    assert result.code == 2 and "must end in .csv or .json" in result.err
+    assert result.code == 2 and "unknown format ('.xlsx'); use a .csv or .json file name" in result.err
     assert not (tmp_path / "rows.xlsx").exists()
 
 

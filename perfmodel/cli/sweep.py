@@ -19,10 +19,18 @@ from perfmodel.cli.options import FORMATS, emit, progress, quiet_option
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="Ray cluster to join (default: start a local one).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the rows to FILE.csv or FILE.json instead.")
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @quiet_option
 def sweep(
-    sweep_file: str, jobs: int | None, executor: str, ray_address: str | None, out: str | None, fmt: str, quiet: bool
+    sweep_file: str,
+    jobs: int | None,
+    executor: str,
+    ray_address: str | None,
+    out: str | None,
+    force: bool,
+    fmt: str,
+    quiet: bool,
 ) -> None:
     """Predict the cross product of models x systems x precisions x GPU counts x what-ifs in SWEEP_FILE.
 
@@ -41,29 +49,22 @@ def sweep(
     """
     from perfmodel import plan_report
     from perfmodel import sweep as sweeping
-    from perfmodel.errors import PerfmodelError
+    from perfmodel.atomic import check_output, write_atomic
 
-    suffix = Path(out).suffix.lower() if out else None
-    if out and suffix not in (".csv", ".json"):
-        raise PerfmodelError(f"--out {out}: the file must end in .csv or .json")
+    target = Path(out) if out else None
+    suffix = check_output(target, force, (".csv", ".json")) if target else None  # before any work
     points = sweeping.load_points(sweep_file)
     with progress(f"{len(points)} points", quiet) as update:
         rows = sweeping.run(points, jobs or os.cpu_count() or 1, executor, ray_address, update)
+    if target:
+        from perfmodel import report
+
+        text = report.to_json(rows) + "\n" if suffix == "json" else report.to_csv(rows)
+        write_atomic(target, lambda handle: handle.write(text.encode()), force)
     failed = sum(1 for r in rows if r["error"])
     if failed:
         click.echo(f"{failed} of {len(rows)} points could not run (see the error column)", err=True)
-    if out:
-        from perfmodel import report
-
-        text = report.to_json(rows) + "\n" if suffix == ".json" else report.to_csv(rows)
-        target = Path(out)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            temporary.write_text(text)
-            temporary.replace(target)
-        except OSError as exc:
-            temporary.unlink(missing_ok=True)
-            raise PerfmodelError(f"--out {out}: cannot write ({exc.strerror})") from None
+    if target:
         click.echo(f"wrote {len(rows)} rows to {out}", err=True)
         return
     emit(rows, fmt, lambda: plan_report.sweep_table(rows))
