@@ -138,10 +138,12 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     if cell.get("model"):
         scenario["model"] = {"base": cell["model"], **overrides} if overrides else cell["model"]
     parallelism: dict[str, Any] = {
-        c: int(_number(path, line, c, cell[c], integer=c != "zero")) for c in LAYOUT_COLUMNS if cell.get(c)
+        c: int(_number(path, line, c, cell[c], integer=True)) for c in LAYOUT_COLUMNS if cell.get(c) and c != "zero"
     }
-    if cell.get("zero") == "0":
-        parallelism["zero"] = 0
+    if cell.get("zero"):
+        if cell["zero"] not in ("0", "1", "2", "3"):
+            raise PerfmodelError(f"{path}, row {line}: column 'zero' is '{cell['zero']}'; it must be 0, 1, 2 or 3")
+        parallelism["zero"] = int(cell["zero"])
     if cell.get("seq_len"):
         parallelism["seq_len"] = int(_number(path, line, "seq_len", cell["seq_len"], integer=True))
     if cell.get("recompute"):

@@ -25,7 +25,10 @@ Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    """Unknown keys are errors (a typo is never ignored), and values must have the right type: strict mode refuses
+    `tp = true` or `n_gpus = "8"` rather than reading them as 1 and 8."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
 
 
 class ModelOverride(_Strict):
@@ -59,6 +62,13 @@ class Parallelism(_Strict):
     seq_len: Annotated[int, Field(ge=16, le=10_000_000)] = 8192
     recompute: Literal["none", "selective", "full"] | None = None
     zero: Literal[0, 1, 2, 3] | None = None
+
+    @field_validator("zero", mode="before")
+    @classmethod
+    def _zero_is_a_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # a Literal[1] would take true
+            raise ValueError("must be 0, 1, 2 or 3, not true/false")
+        return value
 
 
 class Cost(_Strict):
