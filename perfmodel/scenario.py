@@ -13,10 +13,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.hardware import get_accelerator, get_system
 from perfmodel.models import ModelSpec, get_model
 from perfmodel.resources import data_dir
 
 MAX_GPUS = 1_000_000
+MAX_TOKENS = 1e18
 TOKENS_PER_STEP_TARGET = 4 * 2**20
 """Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
 
@@ -84,7 +86,7 @@ class Scenario(_Strict):
     system: str | None = None
     n_gpus: PositiveInt = 8
     precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
-    tokens: Annotated[float, Field(gt=0, le=1e18, allow_inf_nan=False)] | None = None
+    tokens: Annotated[float, Field(gt=0)] | None = None
     lora_rank: Annotated[int, Field(ge=0, le=65536)] = 0
     """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
     parallelism: Parallelism = Parallelism()
@@ -107,7 +109,8 @@ class Scenario(_Strict):
         if raw.get("tokens") is not None:
             raise ValueError(f"tokens and benchmark exclude each other: {bench.id} defines the work to train")
         if raw.get("model") not in (None, bench.model):
-            raise ValueError(f"model: {bench.id} trains {bench.model}; leave the model out")
+            trains = bench.model if isinstance(bench.model, str) else bench.model.get("id", bench.model.get("base"))
+            raise ValueError(f"model: {bench.id} trains {trains}; leave the model out")
         if par.get("seq_len") not in (None, bench.seq_len):
             raise ValueError(f"parallelism.seq_len: {bench.id} uses sequences of {bench.seq_len} tokens")
         return raw | {
@@ -121,6 +124,8 @@ class Scenario(_Strict):
     def _finite_tokens(cls, value: Any) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("must be a finite number of tokens")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_TOKENS:
+            raise ValueError(f"at most {MAX_TOKENS:.0e} tokens (Llama 3 trained on 1.5e13)")
         return value
 
     def model_spec(self) -> ModelSpec:
@@ -134,37 +139,78 @@ class Scenario(_Strict):
         try:
             return ModelSpec.model_validate(start | given)
         except ValidationError as exc:
-            raise PerfmodelError(f"model: {describe_error(exc)}") from None
+            raise PerfmodelError(f"model: {describe_error(exc, ModelSpec)}") from None
 
     def default_gbs(self) -> int:
         steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
         return self.n_gpus * steps
 
 
-def describe_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    message = err["msg"].removeprefix("Value error, ")
-    if not err["loc"]:
-        return message
-    field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int) or len(err["loc"]) == 1)
+TYPE_MISMATCH = frozenset(("string_type", "model_type", "dict_type", "model_attributes_type"))
+"""Errors of a union branch the value's type does not match (a string where a table is allowed, or the reverse)."""
+BRANCHES = {"str": "a string", "int": "a whole number", "float": "a number", "bool": "true or false"}
+
+
+def describe_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """The first problem of a validation error as one line: "field 'parallelism.tp': ..." (or the bare message)."""
+    field, message = explain_error(exc, root)
+    return f"field '{field}': {message}" if field else message
+
+
+def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> tuple[str | None, str]:
+    """The first problem of a validation error: the dotted field (None for the whole scenario) and what is wrong.
+
+    A value that fails every branch of a union (model = 5) says which types the field takes; a value that matches one
+    branch (a [model] table) gets that branch's error, not the other branch's "should be a valid string".
+    """
+    errors = exc.errors()
+    located = [(err, *_walk(err["loc"], err["type"], root or Scenario)) for err in errors]
+    real = [item for item in located if not (item[2] and item[0]["type"] in TYPE_MISMATCH)]
+    if not real:
+        err, path, _, _ = located[0]
+        branches = [BRANCHES.get(tag, "a table") for _, p, tags, _ in located if p == path for tag in tags[-1:]]
+        return ".".join(path), f"must be {' or '.join(dict.fromkeys(branches))}{_shown(err.get('input'))}"
+    err, path, _, parent = real[0]
+    field = ".".join(path) or None
     if err["type"] == "extra_forbidden":
-        parent = err["loc"][:-1]
-        allowed = _allowed_keys(parent)
-        return f"field '{field}': unknown key; allowed: {', '.join(allowed)}"
+        return field, f"unknown key; allowed: {', '.join(parent.model_fields) if parent else ''}"
+    if err["type"] in ("model_type", "dict_type"):
+        return field, f"must be a table{_shown(err.get('input'))}"
     if err["type"] == "literal_error":
-        return f"field '{field}': {err['msg'].replace('Input should be', 'must be')}"
-    given = err.get("input")
-    shown = f" (got {given!r})" if isinstance(given, str | int | float | bool) else ""
-    return f"field '{field}': {message}{shown}"
+        return field, err["msg"].replace("Input should be", "must be")
+    return field, err["msg"].removeprefix("Value error, ") + _shown(err.get("input"))
 
 
-def _allowed_keys(parent: tuple[Any, ...]) -> list[str]:
-    model: type[BaseModel] = Scenario
-    for key in parent:
-        annotation = model.model_fields[str(key)].annotation
-        candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
-        model = next(a for a in candidates if issubclass(a, BaseModel))
-    return list(model.model_fields)
+def _walk(
+    loc: tuple[Any, ...], kind: str, root: type[BaseModel]
+) -> tuple[list[str], list[str], type[BaseModel] | None]:
+    """A pydantic error location as (field path, union branch tags, the model holding the last field)."""
+    model: type[BaseModel] | None = root
+    path: list[str] = []
+    tags: list[str] = []
+    for index, part in enumerate(loc):
+        fields = model.model_fields if model is not None else {}
+        if kind == "extra_forbidden" and index == len(loc) - 1:
+            return [*path, str(part)], tags, model
+        if isinstance(part, str) and part in fields:
+            path.append(part)
+            annotation = fields[part].annotation
+            candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
+            model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        else:
+            tags.append(str(part))
+            model = next((c for c in _Strict.__subclasses__() if c.__name__ == part), None)
+    return path, tags, model
+
+
+def _shown(value: Any) -> str:
+    """' (got VALUE)' for a plain value, short: a 300-digit integer is shown as 1e+300."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return f" (got {value!r})" if isinstance(value, bool) else ""
+    text = repr(value)
+    if len(text) > 40:
+        text = f"{float(value):.3g}" if isinstance(value, int | float) else repr(value[:37] + "...")
+    return f" (got {text})"
 
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "zero")
@@ -184,12 +230,15 @@ def read_toml(source: Path, kind: str) -> dict[str, Any]:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
 
 
-def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
+def load_scenario(
+    path: str | Path | None = None, overrides: dict[str, Any] | None = None, origins: dict[str, str] | None = None
+) -> Scenario:
     """A scenario from a TOML file, with flag overrides applied.
 
-    `overrides` maps dotted keys ("parallelism.tp", "n_gpus") to values; None values are ignored. Without a file the
-    default scenario is the base; when the overrides change its model, hardware or GPU count, its layout and global
-    batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question.
+    `overrides` maps dotted keys ("parallelism.tp", "n_gpus") to values; None values are ignored. `origins` names
+    where each override came from ("--tp"), so that an error about it names the flag rather than the file. Without a
+    file the default scenario is the base; when the overrides change its model, hardware or GPU count, its layout
+    and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question.
     """
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
@@ -208,11 +257,30 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
             if not isinstance(table, dict):
                 raise PerfmodelError(f"{source}: field '{parent}' must be a table")
         table[leaf] = value
+
+    def located(field: str | None, message: str, named: bool = True) -> PerfmodelError:
+        """The error with where the bad value came from: the flag that set the field, else the file (and the field,
+        unless the message names it)."""
+        given = next((k for k in overrides if field and (field == k or field.startswith(f"{k}."))), None)
+        if given is not None:
+            return PerfmodelError(f"{(origins or {}).get(given, f'override {given!r}')}: {message}")
+        return PerfmodelError(f"{source}: field '{field}': {message}" if field and named else f"{source}: {message}")
+
     try:
         scenario = Scenario.model_validate(raw)
-        scenario.model_spec()
     except ValidationError as exc:
-        raise PerfmodelError(f"{source}: {describe_error(exc)}") from None
-    except PerfmodelError as exc:
-        raise PerfmodelError(f"{source}: {exc}") from None
+        field, message = explain_error(exc)
+        if field is None:  # the benchmark's check of the whole scenario
+            raise located("benchmark", message, named=False) from None
+        raise located(field, message) from None
+    checks: list[tuple[str, Any]] = [("model", scenario.model_spec)]
+    if scenario.gpu is not None:  # ids are checked here, so that the error names the file or the flag
+        checks.append(("gpu", lambda: get_accelerator(scenario.gpu)))
+    if scenario.system is not None:
+        checks.append(("system", lambda: get_system(scenario.system)))
+    for field, check in checks:
+        try:
+            check()
+        except PerfmodelError as exc:
+            raise located(field, str(exc), named=not str(exc).startswith(f"{field}:")) from None
     return scenario

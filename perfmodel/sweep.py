@@ -68,6 +68,8 @@ class Point:
     gpu: str | None = None
     system: str | None = None
     settings: tuple[str, ...] = field(default=())
+    origins: Mapping[str, str] = field(default_factory=dict)
+    """The sweep list each axis override comes from (model: sweep.models), for error messages."""
 
     @property
     def whatif(self) -> str:
@@ -78,7 +80,9 @@ class Point:
         from perfmodel.scenario import load_scenario
 
         named = {"gpu": self.gpu} if self.gpu else {"system": self.system} if self.system else {}
-        scenario = load_scenario(self.base, {**self.overrides, **named})
+        origins = {k: f"sweep.set.{k}" for k in self.overrides} | dict(self.origins)
+        origins |= dict.fromkeys(named, "sweep.gpus")
+        scenario = load_scenario(self.base, {**self.overrides, **named}, origins)
         if named:
             scenario = scenario.model_copy(update={"gpu": self.gpu, "system": self.system})
         return scenario
@@ -126,15 +130,16 @@ def load_points(path: str | Path) -> list[Point]:
         *(_list(sweep, axis, path) for axis in AXES), whatifs
     ):
         overrides = dict(common)
-        axes = (("model", model), ("precision", precision), ("n_gpus", n_gpus))
-        overrides |= {k: v for k, v in axes if v is not None}
+        axes = (("model", model, "models"), ("precision", precision, "precisions"), ("n_gpus", n_gpus, "n_gpus"))
+        overrides |= {k: v for k, v, _ in axes if v is not None}
+        origins = {k: f"sweep.{axis}" for k, v, axis in axes if v is not None}
         target = Target(None, None, None)
         if gpu is not None:
             try:
                 target = parse_target(str(gpu))
             except PerfmodelError as exc:
                 raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
-        point = Point(base, overrides, target.gpu, target.system, settings)
+        point = Point(base, overrides, target.gpu, target.system, settings, origins)
         try:
             point.scenario()
         except PerfmodelError as exc:

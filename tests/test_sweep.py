@@ -90,11 +90,11 @@ def test_cli_writes_csv_atomically_and_reports_failed_points(tmp_path: Path) -> 
         ("[sweep]\ngpus = ['h900']\n", "unknown accelerator or system 'h900'"),
         ("[sweep]\nwhatifs = [{ nvlnk = 2 }]\n", "unknown hardware parameter 'nvlnk'"),
         ("[sweep]\nmodels = ['gpt9']\n", "unknown model 'gpt9'"),
-        ("[sweep]\nn_gpus = [0]\n", "field 'n_gpus'"),
+        ("[sweep]\nn_gpus = [0]\n", "sweep.n_gpus: Input should be greater than or equal to 1 (got 0)"),
         ("[sweep\n", "not valid TOML"),
         ("[sweep]\nset = 3\n", "[sweep.set] a table of scenario keys"),
         ("[sweep]\nbase = 'nope.toml'\n", "no such scenario file"),
-        ("[sweep]\n[sweep.set]\nn_gpu = 8\n", "field 'n_gpu': unknown key"),
+        ("[sweep]\n[sweep.set]\nn_gpu = 8\n", "sweep.set.n_gpu: unknown key; allowed: name"),
     ],
 )
 def test_bad_sweep_files_fail_with_one_line(tmp_path: Path, text: str, message: str) -> None:

@@ -186,7 +186,8 @@ def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool 
     from perfmodel.scenario import load_scenario
 
     overrides = {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS}
-    loaded = load_scenario(scenario, overrides)
+    origins = {dotted: "--" + flag.replace("_", "-") for flag, dotted in SCENARIO_FLAGS}
+    loaded = load_scenario(scenario, overrides, origins)
     if not relayout:
         return loaded
     from perfmodel.predict import without_layout
