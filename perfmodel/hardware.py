@@ -184,7 +184,9 @@ def resolve(gpu: str | None = None, system: str | None = None) -> Hardware:
     """The hardware for a `--gpu` and/or `--system`: an accelerator id alone picks its usual system."""
     if system is None:
         if gpu is None:
-            raise PerfmodelError("no hardware given: pass --gpu ID or --system ID")
+            raise PerfmodelError(
+                "no hardware given: set gpu or system in the scenario, or pass --gpu ID or --system ID"
+            )
         system = get_accelerator(gpu).default_system
     chosen = get_system(system)
     if gpu is not None and gpu != chosen.accelerator:

@@ -238,7 +238,8 @@ def load_scenario(
     `overrides` maps dotted keys ("parallelism.tp", "n_gpus") to values; None values are ignored. `origins` names
     where each override came from ("--tp"), so that an error about it names the flag rather than the file. Without a
     file the default scenario is the base; when the overrides change its model, hardware or GPU count, its layout
-    and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question.
+    and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question. A
+    GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
@@ -249,6 +250,8 @@ def load_scenario(
         if "benchmark" in overrides:  # the benchmark defines the model and the work
             raw = {k: v for k, v in raw.items() if k not in ("model", "tokens")}
             raw["parallelism"].pop("seq_len", None)
+    if "gpu" in overrides or "system" in overrides:
+        raw = {k: v for k, v in raw.items() if k not in ("gpu", "system")}
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         table = raw

@@ -76,16 +76,14 @@ class Point:
         return " ".join(self.settings) or "datasheet"
 
     def scenario(self) -> Any:
-        """The point's scenario: the base with the overrides and, when the point names hardware, exactly it."""
+        """The point's scenario: the base with the overrides and, when the point names hardware, exactly it (a
+        hardware override replaces the base's)."""
         from perfmodel.scenario import load_scenario
 
         named = {"gpu": self.gpu} if self.gpu else {"system": self.system} if self.system else {}
         origins = {k: f"sweep.set.{k}" for k in self.overrides} | dict(self.origins)
         origins |= dict.fromkeys(named, "sweep.gpus")
-        scenario = load_scenario(self.base, {**self.overrides, **named}, origins)
-        if named:
-            scenario = scenario.model_copy(update={"gpu": self.gpu, "system": self.system})
-        return scenario
+        return load_scenario(self.base, {**self.overrides, **named}, origins)
 
 
 def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:

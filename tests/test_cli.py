@@ -210,3 +210,11 @@ def test_layout_that_does_not_fit_is_explained_not_crashed() -> None:
 def test_no_layout_fits_gives_the_smallest_need() -> None:
     result = run_cli("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8")
     assert result.code == 2 and "the smallest needs" in result.err
+
+
+def test_a_hardware_flag_replaces_the_files_hardware() -> None:
+    """The default scenario names an H100; --system alone picks that system's GPUs instead of clashing with it."""
+    d = _json("--system", "gb200-nvl72", "--gpus", "72", "--model", "llama3.1-8b")
+    assert (d["accelerator"], d["system"]) == ("gb200", "gb200-nvl72")
+    d = _json("--gpu", "mi300x", "--gpus", "8", "--model", "llama3.1-8b")
+    assert (d["accelerator"], d["system"]) == ("mi300x", "mi300x-8")
