@@ -75,7 +75,8 @@ class Calibration:
         return (band["time_factor_low"], band["time_factor_high"]) if band else None
 
     def to_json(self) -> str:
-        return json.dumps({"format": FORMAT, "parameters": self.parameters, **self.provenance}, indent=1)
+        document = {"format": FORMAT, "parameters": self.parameters, **self.provenance}
+        return json.dumps(document, indent=1, allow_nan=False)
 
     @classmethod
     def load(cls, path: str | Path) -> Calibration:

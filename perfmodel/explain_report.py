@@ -163,4 +163,4 @@ def to_json(e: Explanation) -> str:
         "operation_constants": [quantity(q) for q in e.op_symbols],
         "operations": [vars(r) for r in e.ops],
     }
-    return json.dumps(document, indent=2)
+    return json.dumps(document, indent=2, allow_nan=False)

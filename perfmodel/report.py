@@ -136,7 +136,8 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def to_json(records: Any) -> str:
-    return json.dumps(records, indent=2, sort_keys=False)
+    """Strict JSON: a NaN or infinity (a model bug) fails loudly rather than printing what JSON parsers reject."""
+    return json.dumps(records, indent=2, allow_nan=False)
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:

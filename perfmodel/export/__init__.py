@@ -72,4 +72,4 @@ def _json(rows: list[ExportRow], usd_per_kwh: float, given: bool) -> str:
         "rows": table,
         "assumptions": [asdict(a) for a in assumptions(rows, usd_per_kwh, given)],
     }
-    return json.dumps(document, indent=2) + "\n"
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
