@@ -153,11 +153,12 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     run = MeasuredRun(
         cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured
     )
-    _check_scenario(run, f"{path}, row {line}")
+    check_scenario(run, f"{path}, row {line}")
     return run
 
 
-def _check_scenario(run: MeasuredRun, where: str) -> None:
+def check_scenario(run: MeasuredRun, where: str) -> None:
+    """One line naming `where` (file and row) and the field when the run's scenario is not a valid one."""
     from pydantic import ValidationError
 
     from perfmodel.scenario import Scenario, describe_error
@@ -400,7 +401,7 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
     def take(row_id: str, convert: Any) -> None:
         try:
             run = convert()
-            _check_scenario(run, row_id)
+            check_scenario(run, row_id)
             runs.append(run)
         except (Excluded, PerfmodelError) as exc:
             excluded.append(Exclusion(row_id, str(exc)))
