@@ -191,5 +191,5 @@ def resolve(gpu: str | None = None, system: str | None = None) -> Hardware:
     chosen = get_system(system)
     if gpu is not None and gpu != chosen.accelerator:
         get_accelerator(gpu)  # an unknown id is reported first
-        raise PerfmodelError(f"--gpu {gpu} does not match --system {system}, which has {chosen.accelerator} GPUs")
+        raise PerfmodelError(f"gpu {gpu} does not match system {system}, which has {chosen.accelerator} GPUs")
     return Hardware(system=chosen, accelerator=get_accelerator(chosen.accelerator))

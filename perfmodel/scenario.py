@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.hardware import get_accelerator, get_system
+from perfmodel.hardware import get_accelerator, get_system, resolve
 from perfmodel.models import ModelSpec, get_model
 from perfmodel.resources import data_dir
 
@@ -276,11 +276,14 @@ def load_scenario(
         if field is None:  # the benchmark's check of the whole scenario
             raise located("benchmark", message, named=False) from None
         raise located(field, message) from None
-    checks: list[tuple[str, Any]] = [("model", scenario.model_spec)]
-    if scenario.gpu is not None:  # ids are checked here, so that the error names the file or the flag
+    checks: list[tuple[str, Any]] = [("model", scenario.model_spec)]  # here, so that an error names file or flag
+    if scenario.gpu is not None:
         checks.append(("gpu", lambda: get_accelerator(scenario.gpu)))
     if scenario.system is not None:
-        checks.append(("system", lambda: get_system(scenario.system)))
+        checks += [
+            ("system", lambda: get_system(scenario.system)),
+            ("gpu", lambda: resolve(scenario.gpu, scenario.system)),
+        ]
     for field, check in checks:
         try:
             check()
