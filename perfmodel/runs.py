@@ -82,9 +82,12 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
     """Runs from a CSV in the documented column set; a bad row is one line naming the file, row and column."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
+            twice = sorted({c for c in header if header.count(c) > 1})
+            if twice:
+                raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
             if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
                 need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
@@ -101,6 +104,8 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
     except IsADirectoryError:
         raise PerfmodelError(f"{path}: is a directory, not a CSV file") from None
+    except OSError as exc:
+        raise PerfmodelError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not runs:
         raise PerfmodelError(f"{path}: no rows")
     return runs
@@ -127,6 +132,10 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     for required in ("n_gpus", "precision", "measured"):
         if not cell.get(required):
             raise PerfmodelError(f"{path}, row {line}: column '{required}' is empty")
+    if metric == "time_to_train_min" and not cell.get("benchmark"):
+        raise PerfmodelError(
+            f"{path}, row {line}: metric time_to_train_min needs the 'benchmark' column (an MLPerf id)"
+        )
     scenario: dict[str, Any] = {
         "n_gpus": int(_number(path, line, "n_gpus", cell["n_gpus"], integer=True)),
         "precision": cell["precision"].lower(),
@@ -161,10 +170,13 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
     """One line naming `where` (file and row) and the field when the run's scenario is not a valid one."""
     from pydantic import ValidationError
 
+    from perfmodel.hardware import resolve
     from perfmodel.scenario import Scenario, describe_error
 
     try:
-        Scenario.model_validate(run.scenario).model_spec()
+        scenario = Scenario.model_validate(run.scenario)
+        scenario.model_spec()
+        resolve(scenario.gpu, scenario.system)
     except ValidationError as exc:
         raise PerfmodelError(f"{where}: {describe_error(exc)}") from None
     except PerfmodelError as exc:
