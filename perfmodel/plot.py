@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Annotated, Any, BinaryIO
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from perfmodel.atomic import check_output as check_suffix_and_target
 from perfmodel.atomic import write_atomic
@@ -28,6 +30,86 @@ PART_LABELS = {
     "other_s": "other",
 }
 Record = Mapping[str, Any]
+
+
+def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
+    """Prediction records from a predict object, a compare list or a search {results: [...]}, each checked to have
+    the fields the plots read, with the right types; one line naming the result and the field otherwise."""
+    if isinstance(data, dict):
+        data = data.get("results", [data])
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        raise PerfmodelError(f"--from {source}: expected perfmodel prediction JSON (an object or a list of them)")
+    for index, record in enumerate(data, 1):
+        _checked(_PredictionRecord, record, f"--from {source}: result {index}")
+    return data
+
+
+def validation_report(data: Any, source: Path | None) -> dict[str, Any]:
+    """The JSON of `perfmodel validate --format json`, checked to have rows with positive measured and predicted
+    values; one line naming the row and the field otherwise."""
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise PerfmodelError(
+            f"--from {source}: expected the JSON of perfmodel validate --format json ({{rows: [...]}})"
+        )
+    _checked(_ValidationReport, data, f"--from {source}")
+    return data
+
+
+def _checked(model: type[BaseModel], record: dict[str, Any], where: str) -> None:
+    from pydantic import ValidationError
+
+    from perfmodel.scenario import describe_error
+
+    try:
+        model.model_validate(record)
+    except ValidationError as exc:
+        raise PerfmodelError(f"{where}: {describe_error(exc, model)}") from None
+
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Read(BaseModel):
+    """What a plot reads from a record; other fields are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+
+
+class _Breakdown(_Read):
+    compute_s: NonNegative
+    tp_comm_exposed_s: NonNegative
+    cp_comm_exposed_s: NonNegative
+    pp_bubble_s: NonNegative
+    pp_comm_exposed_s: NonNegative
+    dp_comm_exposed_s: NonNegative
+    optimizer_s: NonNegative
+    other_s: NonNegative
+
+
+class _PredictionRecord(_Read):
+    model: str
+    accelerator: str
+    precision: str
+    n_gpus: Annotated[int, Field(ge=1)]
+    tokens_per_s: Positive
+    tokens_per_s_per_gpu: Positive
+    breakdown: _Breakdown
+    tokens_to_train: Positive | None = None
+    time_to_train_days: Positive | None = None
+    cost_usd: NonNegative | None = None
+    cost_usd_low: NonNegative | None = None
+    cost_usd_high: NonNegative | None = None
+
+
+class _ValidationRow(_Read):
+    measured: Positive
+    predicted: Positive
+
+
+class _ValidationReport(_Read):
+    rows: Annotated[list[_ValidationRow], Field(min_length=1)]
+    mape_pct: NonNegative | None = None
 
 
 def check_output(path: Path, force: bool) -> str:
@@ -163,12 +245,7 @@ def compare(records: Sequence[Record]) -> Any:
 
 def validation(report: Record) -> Any:
     """Predicted against measured, one point per run, with the ideal line, a +-10% band and the MAPE."""
-    rows = report.get("rows") or []
-    if not rows:
-        raise PerfmodelError("the validation report has no rows to plot")
-    missing = [key for key in ("measured", "predicted") if any(row.get(key) is None for row in rows)]
-    if missing:
-        raise PerfmodelError(f"validation rows need '{missing[0]}' values")
+    rows = report["rows"]
     group_key = next((k for k in ("accelerator", "source", "group") if all(k in row for row in rows)), None)
     fig, ax = _figure(7.5, 6.5)
     groups: dict[str, list[Record]] = {}

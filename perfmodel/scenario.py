@@ -192,7 +192,9 @@ def _walk(
         fields = model.model_fields if model is not None else {}
         if kind == "extra_forbidden" and index == len(loc) - 1:
             return [*path, str(part)], tags, model
-        if isinstance(part, str) and part in fields:
+        if isinstance(part, int) and path:  # an item of a list field: the list's own item model continues
+            path[-1] += f"[{part}]"
+        elif isinstance(part, str) and part in fields:
             path.append(part)
             annotation = fields[part].annotation
             candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]

@@ -56,7 +56,10 @@ def plot(
         )
     else:
         data = [p.to_dict() for p in compare_from_flags(scenario, relayout, quiet, flags)]
-    figure = plotting.DRAW[kind](data if kind == "validation" else _records(data, source))
+    checked = (
+        plotting.validation_report(data, source) if kind == "validation" else plotting.prediction_records(data, source)
+    )
+    figure = plotting.DRAW[kind](checked)
     plotting.save(figure, out, force)
     click.echo(f"wrote {out}")
 
@@ -70,17 +73,3 @@ def _read(source: Path) -> Any:
         raise PerfmodelError(f"--from {source}: cannot read ({type(exc).__name__})") from None
     except json.JSONDecodeError as exc:
         raise PerfmodelError(f"--from {source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-
-
-def _records(data: Any, source: Path | None) -> list[dict[str, Any]]:
-    """Prediction records from a predict object, a compare list or a search {results: [...]}."""
-    if isinstance(data, dict):
-        data = data.get("results", [data])
-    needed = ("model", "accelerator", "precision", "n_gpus", "breakdown", "tokens_per_s", "tokens_per_s_per_gpu")
-    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
-        raise PerfmodelError(f"--from {source}: expected perfmodel prediction JSON (an object or a list of them)")
-    for index, record in enumerate(data):
-        missing = [key for key in needed if key not in record]
-        if missing:
-            raise PerfmodelError(f"--from {source}: result {index + 1} has no '{missing[0]}' (not prediction JSON)")
-    return data
