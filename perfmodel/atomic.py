@@ -24,9 +24,13 @@ def check_target(path: Path, force: bool) -> None:
         raise PerfmodelError(f"--out {path}: file exists; pass --force to overwrite it")
     folder = path.parent
     if not folder.is_dir():
-        raise PerfmodelError(f"--out {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PerfmodelError(f"--out {path}: folder {folder} is not writable")
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise PerfmodelError(f"--out {path}: {folder} {what}")
+    try:  # a real write, not os.access: root passes access checks on read-only file systems (/proc, /sys)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise PerfmodelError(f"--out {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
 
 
 def check_output(path: Path, force: bool, suffixes: tuple[str, ...], kind: str = "format") -> str:
