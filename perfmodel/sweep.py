@@ -22,6 +22,7 @@ Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), ea
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,9 @@ from perfmodel.errors import PerfmodelError
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
 SWEEP_KEYS = ("base", *AXES, "whatifs", "set")
+MAX_POINTS = 10_000
+"""Checking a point takes ~0.5 ms and predicting one 0.05-2 s: 10,000 points are minutes to hours of work; a bigger
+cross product is more likely a mistake than a plan, and is refused before any point is built."""
 ROW_KEYS = (
     "model",
     "accelerator",
@@ -123,10 +127,16 @@ def load_points(path: str | Path) -> list[Point]:
             except PerfmodelError as exc:
                 raise PerfmodelError(f"{path}: sweep.whatifs: {exc}") from None
         whatifs.append(settings)
+    axes = [_list(sweep, axis, path) for axis in AXES]
+    count = math.prod(len(values) for values in axes) * len(whatifs)
+    if count > MAX_POINTS:
+        sizes = " x ".join(str(len(values)) for values in [*axes, whatifs])
+        raise PerfmodelError(
+            f"{path}: {count:,} points ({' x '.join([*AXES, 'whatifs'])} = {sizes}); at most {MAX_POINTS:,} per "
+            "sweep file: split it"
+        )
     points = []
-    for model, gpu, precision, n_gpus, settings in itertools.product(
-        *(_list(sweep, axis, path) for axis in AXES), whatifs
-    ):
+    for model, gpu, precision, n_gpus, settings in itertools.product(*axes, whatifs):
         overrides = dict(common)
         axes = (("model", model, "models"), ("precision", precision, "precisions"), ("n_gpus", n_gpus, "n_gpus"))
         overrides |= {k: v for k, v, _ in axes if v is not None}
