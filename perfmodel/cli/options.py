@@ -47,8 +47,11 @@ class PositiveFloat(click.ParamType):
         return number
 
 
+MAX_COUNTS = 64
+
+
 class CountList(click.ParamType):
-    """GPU counts: one number or a comma-separated list (256,512,1024)."""
+    """GPU counts: one number or a comma-separated list (256,512,1024), at most MAX_COUNTS of them."""
 
     name = "N[,N...]"
 
@@ -65,6 +68,8 @@ class CountList(click.ParamType):
                 self.fail(f"{count} must be between 1 and 1,000,000 GPUs", param, ctx)
             if count not in counts:
                 counts.append(count)
+        if len(counts) > MAX_COUNTS:
+            self.fail(f"{len(counts)} GPU counts; at most {MAX_COUNTS} (each is a full search)", param, ctx)
         return counts
 
 
