@@ -85,9 +85,6 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
         with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
-            twice = sorted({c for c in header if header.count(c) > 1})
-            if twice:
-                raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
             if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
                 need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
@@ -97,6 +94,9 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
                 raise PerfmodelError(
                     f"{path}: unknown column(s) {', '.join(unknown)}; allowed: {', '.join(CSV_COLUMNS)}"
                 )
+            twice = sorted({c for c in header if header.count(c) > 1})
+            if twice:
+                raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
             runs = [_parse_row(path, number, row) for number, row in enumerate(reader, start=2)]
     except FileNotFoundError:
         raise PerfmodelError(f"{path}: no such file") from None
@@ -133,9 +133,7 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
         if not cell.get(required):
             raise PerfmodelError(f"{path}, row {line}: column '{required}' is empty")
     if metric == "time_to_train_min" and not cell.get("benchmark"):
-        raise PerfmodelError(
-            f"{path}, row {line}: metric time_to_train_min needs the 'benchmark' column (an MLPerf id)"
-        )
+        raise PerfmodelError(f"{path}, row {line}: metric time_to_train_min needs a 'benchmark' (an MLPerf id)")
     scenario: dict[str, Any] = {
         "n_gpus": int(_number(path, line, "n_gpus", cell["n_gpus"], integer=True)),
         "precision": cell["precision"].lower(),
