@@ -1,0 +1,448 @@
+"""The bad-input corpus: every command refuses malformed, mistyped, out-of-range or absurd input the same way.
+
+Exit code 2, one line on stderr that names the file, field or flag and what is allowed, no traceback, nothing on
+stdout and no file written. Absurd but valid requests (a million GPUs, a billion-sequence batch) either work or are
+refused, within seconds.
+
+Each case is a row: an id, the command line, the text its error line must contain, and the files it needs (written
+to the test's folder first; `{tmp}` in arguments and messages is that folder). Add a row to extend the corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+TIME_LIMIT_S = 10.0
+"""Every case, refused or answered, within this (they take milliseconds to a few seconds)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: tuple[str, ...]
+    message: str
+    files: dict[str, str | bytes] = field(default_factory=dict)
+
+
+def layout(gpus: int = 8, model: str | None = "llama3.1-8b", **dims: object) -> tuple[str, ...]:
+    """`predict` of Llama 3.1 8B (or the scenario file's model) on H100s with every layout dimension fixed (TP1 PP1
+    CP1 VP1 MBS1 GBS64, no recompute, ZeRO-1) except those given, so that the layout is checked as given."""
+    fixed = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "gbs": 64, "recompute": "none", "zero": 1} | dims
+    flags = ["predict", *(["--model", model] if model else []), "--gpu", "h100-sxm", "--gpus", str(gpus)]
+    for name, value in fixed.items():
+        flags += [f"--{name.replace('_', '-')}", str(value)]
+    return tuple(flags)
+
+
+def mllog(*overrides: str, gbs: object = 8, status: str = "success") -> str:
+    """A small MLPerf result log of the Llama 2 70B LoRA benchmark; `overrides` replace lines by key."""
+    start = 1_700_000_000_000
+
+    def line(key: str, value: object, ms: float, metadata: object = None) -> str:
+        record = {"namespace": "", "time_ms": ms, "event_type": "POINT_IN_TIME", "key": key, "value": value,
+                  "metadata": {} if metadata is None else metadata}  # fmt: skip
+        return ":::MLLOG " + json.dumps(record)
+
+    lines = {
+        "submission_benchmark": line("submission_benchmark", "llama2_70b_lora", start - 10),
+        "global_batch_size": line("global_batch_size", gbs, start - 5),
+        "run_start": line("run_start", None, start),
+        "eval_accuracy": line("eval_accuracy", 0.93, start + 600_000, {"samples_count": 3072}),
+        "run_stop": line("run_stop", None, start + 1_200_000, {"status": status}),
+    }
+    for text in overrides:
+        key, _, replacement = text.partition("=")
+        lines[key] = replacement
+    return "\n".join(line for line in lines.values() if line) + "\n"
+
+
+CSV_HEADER = "id,model,gpu,n_gpus,precision,metric,measured"
+GOOD_ROW = "r1,llama3.1-8b,h100-sxm,8,bf16,step_time_s,1.2"
+LOG_FLAGS = ("--gpu", "h100-sxm", "--gpus", "8", "--tp", "4", "--pp", "1", "--cp", "1", "--round", "v5.0")
+PREDICTION = {
+    "model": "llama3.1-8b", "accelerator": "h100-sxm", "precision": "bf16", "n_gpus": 8, "tokens_per_s": 8.0e4,
+    "tokens_per_s_per_gpu": 1.0e4, "time_to_train_days": 2.0,
+    "breakdown": dict.fromkeys(("compute_s", "tp_comm_exposed_s", "cp_comm_exposed_s", "pp_bubble_s",
+                                "pp_comm_exposed_s", "dp_comm_exposed_s", "optimizer_s", "other_s"), 0.1),
+}  # fmt: skip
+CALIBRATION = '{"format": "perfmodel-calibration/1", "parameters": %s}'
+
+
+def toml(text: str) -> dict[str, str | bytes]:
+    return {"s.toml": text}
+
+
+S = "{tmp}/s.toml"
+
+CASES: list[Case] = [
+    # ---- scenario files: syntax, typos, types, ranges, ids -------------------------------------------------------
+    Case("toml-syntax", ("predict", S), "{tmp}/s.toml: not valid TOML", toml("model = [1, 2\n")),
+    Case("toml-binary", ("predict", S), "{tmp}/s.toml: cannot read scenario file", {"s.toml": b"\xff\xfe\x00\x81"}),
+    Case("scenario-missing", ("predict", "{tmp}/none.toml"), "{tmp}/none.toml: no such scenario file"),
+    Case("scenario-is-folder", ("predict", "{tmp}"), "File '{tmp}' is a directory"),
+    Case("typo-top-level", ("predict", S), "{tmp}/s.toml: field 'modle': unknown key; allowed: name",
+         toml("modle = 'llama3.1-8b'\n")),
+    Case("typo-parallelism", ("predict", S), "{tmp}/s.toml: field 'parallelism.tpp': unknown key; allowed: tp, pp",
+         toml("gpu = 'h100-sxm'\n[parallelism]\ntpp = 2\n")),
+    Case("typo-model-table", ("predict", S), "field 'model.hiden': unknown key; allowed: base, id, name, layers",
+         toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nhiden = 4096\n")),
+    Case("typo-cost", ("predict", S), "field 'cost.usd_per_hour': unknown key; allowed: usd_per_gpu_hour, pue",
+         toml("gpu = 'h100-sxm'\n[cost]\nusd_per_hour = 2\n")),
+    Case("string-for-int", ("predict", S), "field 'n_gpus': Input should be a valid integer (got 'eight')",
+         toml("gpu = 'h100-sxm'\nn_gpus = 'eight'\n")),
+    Case("bool-for-int", ("predict", S), "field 'parallelism.tp': Input should be a valid integer (got True)",
+         toml("gpu = 'h100-sxm'\n[parallelism]\ntp = true\n")),
+    Case("bool-for-zero", ("predict", S), "field 'parallelism.zero': must be 0, 1, 2 or 3",
+         toml("gpu = 'h100-sxm'\n[parallelism]\nzero = true\n")),
+    Case("float-for-int", ("predict", S), "field 'n_gpus': Input should be a valid integer (got 8.5)",
+         toml("gpu = 'h100-sxm'\nn_gpus = 8.5\n")),
+    Case("number-for-model", ("predict", S), "field 'model': must be a string or a table (got 5)", toml("model = 5\n")),
+    Case("number-for-table", ("predict", S), "field 'parallelism': must be a table (got 3)", toml("parallelism = 3\n")),
+    Case("negative-gpus", ("predict", S), "field 'n_gpus': Input should be greater than or equal to 1 (got -8)",
+         toml("gpu = 'h100-sxm'\nn_gpus = -8\n")),
+    Case("huge-gpus-in-file", ("predict", S), "field 'n_gpus': Input should be a valid integer (got 1e+30)",
+         toml("gpu = 'h100-sxm'\nn_gpus = 1e30\n")),
+    Case("nan-tokens", ("predict", S), "field 'tokens': must be a finite number of tokens", toml("tokens = nan\n")),
+    Case("inf-tokens", ("predict", S), "field 'tokens': must be a finite number of tokens", toml("tokens = inf\n")),
+    Case("zero-tokens", ("predict", S), "field 'tokens': Input should be greater than 0", toml("tokens = 0\n")),
+    Case("nan-price", ("predict", S), "field 'cost.usd_per_gpu_hour': Input should be a finite number",
+         toml("[cost]\nusd_per_gpu_hour = nan\n")),
+    Case("pue-below-one", ("predict", S), "field 'cost.pue': Input should be greater than or equal to 1",
+         toml("[cost]\npue = 0.5\n")),
+    Case("unknown-recompute-in-file", ("predict", S), "field 'parallelism.recompute': must be 'none', 'selective'",
+         toml("[parallelism]\nrecompute = 'some'\n")),
+    Case("short-sequence", ("predict", S), "field 'parallelism.seq_len': Input should be greater than or equal to 16",
+         toml("[parallelism]\nseq_len = 8\n")),
+    Case("unknown-precision", ("predict", S), "field 'precision': must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4'",
+         toml("precision = 'fp6'\n")),
+    Case("unknown-model-in-file", ("predict", S), "{tmp}/s.toml: field 'model': unknown model 'gpt5'; valid:",
+         toml("model = 'gpt5'\n")),
+    Case("unknown-gpu-in-file", ("predict", S), "{tmp}/s.toml: field 'gpu': unknown GPU 'h300'; valid: a100-sxm-80gb",
+         toml("gpu = 'h300'\n")),
+    Case("unknown-system-in-file", ("predict", S), "{tmp}/s.toml: field 'system': unknown system 'dgx-z'; valid:",
+         toml("system = 'dgx-z'\n")),
+    Case("model-shapes-disagree", ("predict", S), "model: hidden (4096) must be a multiple of heads (7)",
+         toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nheads = 7\n")),
+    Case("unknown-benchmark-in-file", ("predict", S), "{tmp}/s.toml: unknown benchmark 'mlperf-foo'; valid:",
+         toml("gpu = 'h100-sxm'\nbenchmark = 'mlperf-foo'\n")),
+    Case("no-hardware", ("predict", S), "no hardware given: set gpu or system in the scenario, or pass --gpu",
+         toml("model = 'llama3.1-8b'\n")),
+    # ---- flags: types, ranges, ids --------------------------------------------------------------------------------
+    Case("unknown-model-flag", ("predict", "--model", "llama9"), "--model: unknown model 'llama9'; valid: llama3.1-8b"),
+    Case("unknown-gpu-flag", ("predict", "--gpu", "h300"), "--gpu: unknown GPU 'h300'; valid:"),
+    Case("unknown-system-flag", ("predict", "--system", "dgx-z"), "--system: unknown system 'dgx-z'; valid:"),
+    Case("gpu-system-mismatch", ("predict", "--gpu", "h100-sxm", "--system", "gb200-nvl72"),
+         "--gpu: gpu h100-sxm does not match system gb200-nvl72, which has gb200 GPUs"),
+    Case("unsupported-precision", ("predict", "--precision", "mxfp8"),
+         "h100-sxm has no tensor-core support for mxfp8; supported: bf16, fp8"),
+    Case("invalid-precision-flag", ("predict", "--precision", "fp16"), "Invalid value for '--precision': 'fp16'"),
+    Case("unknown-flag", ("predict", "--tpp", "2"), "No such option '--tpp'. (Did you mean one of: '--pp', '--tp'"),
+    Case("zero-degree", ("predict", "--tp", "0"), "Invalid value for '--tp': 0 is not in the range x>=1"),
+    Case("ten-million-gpus", ("predict", "--gpus", "10000000"), "'--gpus': 10000000 is not in the range 1<=x<=1000000"),
+    Case("tokens-1e20", ("predict", "--tokens", "1e20"), "--tokens: at most 1e+18 tokens"),
+    Case("tokens-inf", ("predict", "--tokens", "inf"), "'--tokens': 'inf' must be a positive finite number"),
+    Case("tokens-negative", ("predict", "--tokens", "-5"), "'--tokens': '-5' must be a positive finite number"),
+    Case("tokens-garbage", ("predict", "--tokens", "lots"), "'--tokens': 'lots' is not a number (examples: 15T"),
+    Case("price-nan", ("predict", "--usd-per-gpu-hour", "nan"), "'--usd-per-gpu-hour': 'nan' must be a positive"),
+    Case("price-absurd", ("predict", "--usd-per-gpu-hour", "1e9"), "--usd-per-gpu-hour: Input should be less than"),
+    Case("pue-flag", ("predict", "--pue", "0.5"), "--pue: Input should be greater than or equal to 1 (got 0.5)"),
+    Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),
+    Case("unknown-round", ("predict", "--benchmark", "mlperf-llama31-405b@v9"),
+         "--benchmark: mlperf-llama31-405b has no round 'v9'; valid: v5.0"),
+    Case("benchmark-and-tokens", ("predict", "--benchmark", "mlperf-llama31-8b", "--tokens", "1T"),
+         "tokens and benchmark exclude each other"),
+    Case("benchmark-other-model", ("predict", "--benchmark", "mlperf-llama31-8b", "--model", "llama3.1-70b"),
+         "model: mlperf-llama31-8b trains llama3.1-8b; leave the model out"),
+    Case("benchmark-gbs-above-rules", ("predict", "--benchmark", "mlperf-llama31-405b@v5.0", "--gpu", "h100-sxm",
+                                       "--gpus", "512", "--gbs", "10240"), "GBS 10240 is above the rules' maximum"),
+    # ---- layouts breaking each validity rule (perfmodel/parallel.py RULES) -----------------------------------------
+    Case("rule-model-parallel-divides-gpus", layout(tp=3, gpus=8), "TP 3 x PP 1 x CP 1 = 3 does not divide the 8 GPUs"),
+    Case("rule-product-equals-gpus", layout(dp=3), "TP x PP x CP x DP = 3 must equal the 8 GPUs"),
+    Case("rule-heads", layout(tp=3, gpus=3, gbs=3), "TP 3 must divide the 32 attention heads"),
+    Case("rule-kv-heads", layout(tp=16, gpus=16), "TP 16 must divide the 8 KV heads (query groups)"),
+    Case("rule-ffn", (*layout(tp=2, model=None), S), "TP 2 must divide the FFN width 14335",
+         toml("[model]\nbase = 'llama3.1-8b'\nffn = 14335\n")),
+    Case("rule-sequence", layout(tp=4, seq_len=8190), "TP 4 must divide the sequence length 8190"),
+    Case("rule-context-chunks", layout(cp=8, seq_len=8200), "CP 8 needs the sequence length 8200 divisible by 2 x"),
+    Case("rule-stages", layout(pp=8, vp=5), "PP 8 x VP 5 = 40 stages exceed the 32 layers"),
+    Case("rule-interleaving", layout(vp=2), "VP 2 (interleaving) needs PP > 1"),
+    Case("rule-batch", layout(gbs=60, mbs=8), "GBS 60 must be divisible by MBS 8 x DP 8 = 64"),
+    Case("rule-experts", layout(ep=8), "EP 8 needs a mixture-of-experts model; llama3.1-8b is dense"),
+    Case("rule-fsdp-with-pp", layout(pp=2, zero=3), "ZeRO-3/FSDP is not combined with pipeline parallelism (PP 2)"),
+    Case("rule-recompute-mode", layout(recompute="some"), "Invalid value for '--recompute': 'some'"),
+    Case("rule-zero-stage", layout(zero=4), "Invalid value for '--zero': 4 is not in the range 0<=x<=3"),
+    Case("searched-no-valid-layout", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                      "--tp", "3"), "no valid layout of llama3.1-8b on 8 GPUs"),
+    Case("no-layout-fits", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8"),
+         "no layout fits in memory: of"),
+    # ---- calibration files --------------------------------------------------------------------------------------
+    Case("calibration-missing", ("predict", "--calibration", "{tmp}/c.json"), "{tmp}/c.json: no such calibration"),
+    Case("calibration-not-json", ("predict", "--calibration", "{tmp}/c.json"), "not a calibration JSON file",
+         {"c.json": "{parameters: 1"}),
+    Case("calibration-family-not-table", ("predict", "--calibration", "{tmp}/c.json"),
+         "{tmp}/c.json: field 'parameters.hopper' must map parameter names to numbers",
+         {"c.json": CALIBRATION % '{"hopper": [0.7]}'}),
+    Case("calibration-out-of-bounds", ("predict", "--calibration", "{tmp}/c.json"),
+         "parameters.hopper.gemm_bf16 = 2.0; allowed 0.35 to 0.85",
+         {"c.json": CALIBRATION % '{"hopper": {"gemm_bf16": 2.0}}'}),
+    Case("calibration-bool", ("predict", "--calibration", "{tmp}/c.json"), "parameters.hopper.run_overhead_s = True",
+         {"c.json": CALIBRATION % '{"hopper": {"run_overhead_s": true}}'}),
+    Case("calibration-interval", ("predict", "--calibration", "{tmp}/c.json"), "field 'interval' must hold positive",
+         {"c.json": '{"format": "perfmodel-calibration/1", "parameters": {}, "interval": {"coverage": 0.8}}'}),
+    # ---- compare, search --------------------------------------------------------------------------------------
+    Case("compare-precision", ("compare", "--gpu", "h100-sxm:fp16"), "--gpu h100-sxm:fp16: unknown precision 'fp16'"),
+    Case("compare-unknown-target", ("compare", "--gpu", "h300"), "--gpu h300: unknown accelerator or system 'h300'"),
+    Case("compare-count-garbage", ("compare", "--gpus", "256,x"), "'x' in '256,x' is not a whole number"),
+    Case("compare-too-many-counts", ("compare", "--gpus", ",".join(str(8 * i) for i in range(1, 100))),
+         "99 GPU counts; at most 64"),
+    Case("compare-unsupported", ("compare", "--gpu", "h100-sxm", "--gpu", "mi300x:nvfp4"),
+         "mi300x has no tensor-core support for nvfp4"),
+    Case("search-top-zero", ("search", "--top", "0"), "Invalid value for '--top': 0 is not in the range 1<=x<=10000"),
+    Case("search-objective", ("search", "--objective", "speed"), "Invalid value for '--objective': 'speed'"),
+    Case("search-nothing-fits", ("search", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8"),
+         "no layout fits in memory"),
+    Case("search-count-zero", ("search", "--gpus", "0,8"), "'--gpus': 0 must be between 1 and 1,000,000 GPUs"),
+    # ---- whatif, sensitivity ------------------------------------------------------------------------------------
+    Case("whatif-unknown", ("whatif", "--set", "nvlnk_gbps=1800"), "--set nvlnk_gbps=1800: unknown hardware parameter"),
+    Case("whatif-no-value", ("whatif", "--set", "hbm_tbps"), "--set hbm_tbps: the value must be a positive number"),
+    Case("whatif-nan", ("whatif", "--set", "hbm_tbps=nan"), "--set hbm_tbps=nan: the value must be a positive number"),
+    Case("whatif-negative", ("whatif", "--set", "nic_gbps=-400"), "--set nic_gbps=-400: the value must be a positive"),
+    Case("whatif-absurd", ("whatif", "--set", "nvlink_gbps=1e300"), "nvlink_gbps would be 1e+300 GB/s; allowed 1 to"),
+    Case("whatif-absurd-multiplier", ("whatif", "--set", "hbm_tbps=x1e9"), "hbm_tbps would be 3.35e+09 TB/s"),
+    Case("whatif-huge-domain", ("whatif", "--set", "domain_gpus=1000000000"), "allowed 1 to 576"),
+    Case("whatif-fractional-gpus", ("whatif", "--set", "domain_gpus=1.5"), "domain_gpus takes a whole number of GPUs"),
+    Case("whatif-missing-figure", ("whatif", "--set", "fp4_tflops=x2"), "h100-sxm has no fp4_tflops figure"),
+    Case("sensitivity-step", ("sensitivity", "--step", "2"), "--step 2.0: must be between 0 and 1"),
+    Case("sensitivity-step-nan", ("sensitivity", "--step", "nan"), "'--step': 'nan' must be a positive finite number"),
+    # ---- sweep ---------------------------------------------------------------------------------------------------
+    Case("sweep-missing", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: no such sweep file"),
+    Case("sweep-no-table", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: a sweep file has one [sweep] table",
+         {"w.toml": "models = ['llama3.1-8b']\n"}),
+    Case("sweep-typo", ("sweep", "{tmp}/w.toml"), "field 'sweep.modelz': unknown key; allowed: base, models",
+         {"w.toml": "[sweep]\nmodelz = ['llama3.1-8b']\n"}),
+    Case("sweep-not-a-list", ("sweep", "{tmp}/w.toml"), "field 'sweep.models' must be a non-empty list",
+         {"w.toml": "[sweep]\nmodels = 'llama3.1-8b'\n"}),
+    Case("sweep-bad-count", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: sweep.n_gpus: Input should be greater than",
+         {"w.toml": "[sweep]\nn_gpus = [0]\n"}),
+    Case("sweep-set-typo", ("sweep", "{tmp}/w.toml"), "sweep.set.tokenz: unknown key; allowed: name",
+         {"w.toml": "[sweep]\n[sweep.set]\ntokenz = 1e12\n"}),
+    Case("sweep-whatif-entry", ("sweep", "{tmp}/w.toml"), "field 'sweep.whatifs': each entry is a table",
+         {"w.toml": "[sweep]\nwhatifs = [5]\n"}),
+    Case("sweep-too-many-points", ("sweep", "{tmp}/w.toml"), "20,000 points (models x gpus x precisions x n_gpus",
+         {"w.toml": f"[sweep]\nn_gpus = {list(range(8, 8 * 2001, 8))}\nprecisions = ['bf16', 'fp8', 'mxfp8', 'nvfp4',"
+                    " 'mxfp4']\nwhatifs = [{}, {nvlink_gbps = 'x2'}]\n"}),
+    Case("sweep-out-suffix", ("sweep", "{tmp}/w.toml", "--out", "{tmp}/rows.txt"), "unknown format ('.txt')",
+         {"w.toml": "[sweep]\nn_gpus = [8]\n"}),
+    Case("sweep-out-folder", ("sweep", "{tmp}/w.toml", "--out", "{tmp}/no/rows.csv"), "{tmp}/no does not exist",
+         {"w.toml": "[sweep]\nn_gpus = [8]\n"}),
+    # ---- validate: measured-runs CSVs and MLPerf logs ------------------------------------------------------------
+    Case("csv-garbage", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: missing column(s) n_gpus, precision",
+         {"r.csv": "garbage,,,\n\x01\x02\n"}),
+    Case("csv-binary", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: not a readable CSV",
+         {"r.csv": b"\x89PNG\r\n\x1a\n\xff\xfe"}),
+    Case("csv-missing", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no such file"),
+    Case("csv-header-only", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no rows",
+         {"r.csv": CSV_HEADER + "\n"}),
+    Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"), "unknown column(s) tpp; allowed: id, source",
+         {"r.csv": f"{CSV_HEADER},tpp\n{GOOD_ROW},2\n"}),
+    Case("csv-repeated-column", ("validate", "--data", "{tmp}/r.csv"), "column 'gpu' appears more than once",
+         {"r.csv": f"{CSV_HEADER},gpu\n{GOOD_ROW},h100-sxm\n"}),
+    Case("csv-nan", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'measured' is 'nan'; it must be a positive",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', 'nan')}\n"}),
+    Case("csv-extra-cells", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv, row 2: more cells than columns",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW},extra\n"}),
+    Case("csv-unknown-gpu", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv, row 3: unknown GPU 'h900'",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n{GOOD_ROW.replace('h100-sxm', 'h900')}\n"}),
+    Case("csv-huge-count", ("validate", "--data", "{tmp}/r.csv"), "field 'n_gpus': Input should be less than or equal",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace(',8,', ',1e300,')}\n"}),
+    Case("csv-time-to-train-without-benchmark", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: metric time_to_train_min needs a 'benchmark'",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('step_time_s', 'time_to_train_min')}\n"}),
+    Case("csv-zero-stage", ("validate", "--data", "{tmp}/r.csv"), "column 'zero' is '1.5'; it must be 0, 1, 2 or 3",
+         {"r.csv": f"{CSV_HEADER},zero\n{GOOD_ROW},1.5\n"}),
+    Case("csv-nothing-predictable", ("validate", "--data", "{tmp}/r.csv"), "nothing to validate: none of the 1 runs",
+         {"r.csv": f"{CSV_HEADER},tp\n{GOOD_ROW},3\n"}),
+    Case("validate-only-nothing", ("validate", "--only", "zzz-no-such-run"), "--only zzz-no-such-run: no run's id"),
+    Case("log-garbled-line", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "unparsable :::MLLOG line",
+         {"result_0.txt": mllog('eval_accuracy=:::MLLOG {"key": "eval_accuracy", "value": 0.9')}),
+    Case("log-not-a-log", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "no 'submission_benchmark' event",
+         {"result_0.txt": b"\x00\x01 not a log \xff"}),
+    Case("log-gbs-string", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "{tmp}/result_0.txt: line 2: global_batch_size is 'abc'; it must be a positive whole number",
+         {"result_0.txt": mllog(gbs="abc")}),
+    Case("log-gbs-huge", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "field 'parallelism.gbs': Input should be",
+         {"result_0.txt": mllog(gbs=10**30)}),
+    Case("log-aborted", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "line 5: run_stop status is 'aborted'",
+         {"result_0.txt": mllog(status="aborted")}),
+    Case("log-without-hardware", ("validate", "{tmp}/result_0.txt"), "MLPerf logs do not say what ran them",
+         {"result_0.txt": mllog()}),
+    # ---- calibrate --------------------------------------------------------------------------------------------
+    Case("calibrate-out-folder", ("calibrate", "--out", "{tmp}/no/c.json"), "--out {tmp}/no/c.json: {tmp}/no does not"),
+    Case("calibrate-out-exists", ("calibrate", "--out", "{tmp}/c.json"), "file exists; pass --force to overwrite it",
+         {"c.json": "{}"}),
+    Case("calibrate-garbage-csv", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/c.json"),
+         "{tmp}/r.csv: missing column(s)", {"r.csv": "a,b\n1,2\n"}),
+    # ---- export -------------------------------------------------------------------------------------------------
+    Case("export-suffix", ("export", "predict", "--out", "{tmp}/plan.txt"), "unknown format ('.txt'); use a .xlsx"),
+    Case("export-folder-missing", ("export", "predict", "--out", "{tmp}/no/plan.xlsx"), "{tmp}/no does not exist"),
+    Case("export-parent-is-file", ("export", "predict", "--out", "{tmp}/f/plan.csv"), "{tmp}/f is not a folder",
+         {"f": "a file"}),
+    Case("export-bad-layout", ("export", "predict", "--tp", "3", "--out", "{tmp}/plan.xlsx"), "TP 3 must divide"),
+    Case("export-compare-unknown", ("export", "compare", "--gpu", "h300", "--out", "{tmp}/c.json"), "--gpu h300:"),
+    Case("export-search-nothing-fits", ("export", "search", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus",
+                                        "8", "--out", "{tmp}/s.xlsx"), "no layout fits in memory"),
+    Case("export-energy-price", ("export", "predict", "--usd-per-kwh", "-1", "--out", "{tmp}/p.csv"),
+         "'--usd-per-kwh': '-1' must be a positive finite number"),
+    # ---- explain, plot ------------------------------------------------------------------------------------------
+    Case("explain-format", ("explain", "--format", "pdf"), "Invalid value for '--format': 'pdf'"),
+    Case("explain-bad-layout", ("explain", *layout(vp=2)[1:]), "VP 2 (interleaving) needs PP > 1"),
+    Case("plot-suffix", ("plot", "breakdown", "--out", "{tmp}/p.jpg"), "unknown image format ('.jpg'); use a .png"),
+    Case("plot-from-not-json", ("plot", "breakdown", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "--from {tmp}/p.json: not valid JSON", {"p.json": "[1, 2"}),
+    Case("plot-from-bad-field", ("plot", "breakdown", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "result 1: field 'breakdown.compute_s': Input should be a valid number (got 'x')",
+         {"p.json": json.dumps({**PREDICTION, "breakdown": {**PREDICTION["breakdown"], "compute_s": "x"}})}),
+    Case("plot-from-nan", ("plot", "compare", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "result 1: field 'tokens_per_s': Input should be a finite number",
+         {"p.json": json.dumps({**PREDICTION, "tokens_per_s": math.nan})}),
+    Case("plot-scaling-one-count", ("plot", "scaling", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "a scaling plot needs at least two GPU counts", {"p.json": json.dumps(PREDICTION)}),
+    Case("plot-validation-rows", ("plot", "validation", "--from", "{tmp}/v.json", "--out", "{tmp}/p.png"),
+         "field 'rows[0].measured': Input should be greater than 0",
+         {"v.json": '{"rows": [{"measured": -1, "predicted": 2}]}'}),
+    Case("plot-validation-needs-from", ("plot", "validation", "--out", "{tmp}/p.png"), "needs --from FILE.json"),
+    # ---- catalog and the command line itself --------------------------------------------------------------------
+    Case("hardware-format", ("hardware", "list", "--format", "xml"), "Invalid value for '--format': 'xml'"),
+    Case("hardware-typo", ("hardware", "lst"), "No such command 'lst'"),
+    Case("models-format", ("models", "list", "--format", "csv"), "Invalid value for '--format': 'csv'"),
+    Case("models-extra-argument", ("models", "list", "extra"), "Got unexpected extra argument (extra)"),
+    Case("unknown-command", ("frobnicate",), "No such command 'frobnicate'"),
+]  # fmt: skip
+
+
+def _prepare(case: Case, tmp_path: Path) -> tuple[list[str], str]:
+    for name, content in case.files.items():
+        target = tmp_path / name
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+    fill = str(tmp_path)
+    return [a.replace("{tmp}", fill) for a in case.args], case.message.replace("{tmp}", fill)
+
+
+def _tree(folder: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in folder.rglob("*")}
+
+
+def test_the_corpus_covers_every_command() -> None:
+    groups = ("export", "hardware", "models")
+    commands = {" ".join(case.args[:2]) if case.args[0] in groups else case.args[0] for case in CASES}
+    expected = {"predict", "compare", "search", "whatif", "sensitivity", "sweep", "validate", "calibrate", "explain",
+                "plot", "export predict", "export compare", "export search", "hardware list",
+                "models list"}  # fmt: skip
+    assert expected <= commands
+    assert len(CASES) >= 40 and len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_bad_input_is_one_line_and_exit_code_2(case: Case, tmp_path: Path) -> None:
+    args, message = _prepare(case, tmp_path)
+    before = _tree(tmp_path)
+    start = time.perf_counter()
+    result = run_cli(*args)
+    elapsed = time.perf_counter() - start
+    assert result.code == 2, (result.code, result.out[:300], result.err)
+    assert result.out == ""
+    assert result.err.startswith("error: ") and result.err.count("\n") == 1 and result.err.endswith("\n"), result.err
+    assert "Traceback" not in result.err
+    assert message in result.err, result.err
+    assert _tree(tmp_path) == before, "a refused command wrote or changed a file"
+    assert elapsed < TIME_LIMIT_S
+
+
+SUBPROCESS_CASES = ["log-gbs-string", "calibration-family-not-table", "plot-from-bad-field", "whatif-absurd"]
+
+
+@pytest.mark.parametrize("case_id", SUBPROCESS_CASES)
+def test_a_real_process_prints_one_line_and_exits_2(case_id: str, tmp_path: Path) -> None:
+    """The same contract through `python -m perfmodel` in a fresh interpreter: the exit code and stderr as a shell
+    sees them (nothing relies on the in-process runner)."""
+    case = next(c for c in CASES if c.id == case_id)
+    args, message = _prepare(case, tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "perfmodel", *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_an_unwritable_folder_is_refused_before_any_work() -> None:
+    """/proc takes no new files even for root (who passes os.access checks): the fit would take minutes."""
+    start = time.perf_counter()
+    result = run_cli("calibrate", "--out", "/proc/perfmodel-calibration.json")
+    assert result.code == 2 and "folder /proc is not writable" in result.err and result.err.count("\n") == 1
+    assert time.perf_counter() - start < 2
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        result = run_cli("export", "predict", "--out", str(folder / "plan.xlsx"))
+    finally:
+        folder.chmod(0o700)
+    assert result.code == 2 and "is not writable" in result.err and not list(folder.iterdir())
+
+
+# ---- absurd but valid: answered, with finite numbers, within the time limit --------------------------------------
+
+ABSURD_BUT_VALID = [
+    ("a-million-gpus", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "1000000")),
+    ("highly-divisible-gpu-count", ("predict", "--model", "llama3.1-405b", "--gpu", "gb200", "--gpus", "720720")),
+    ("billion-sequence-batch", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                "--gbs", "999999999")),
+    ("million-token-sequences", ("predict", "--model", "llama3.1-8b", "--gpu", "gb200", "--gpus", "1024",
+                                 "--seq-len", "1048576")),
+    ("the-token-cap", ("predict", "--tokens", "1e18")),
+    ("search-two-huge-clusters", ("search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "500000,1000000",
+                                  "--top", "3")),
+    ("whatif-at-the-bounds", ("whatif", "--set", "nvlink_gbps=1000000", "--set", "hbm_tbps=0.01")),
+]  # fmt: skip
+
+
+def _strict_json(text: str) -> object:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _numbers(value: object) -> list[float]:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return [float(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []
+
+
+@pytest.mark.parametrize("args", [a for _, a in ABSURD_BUT_VALID], ids=[i for i, _ in ABSURD_BUT_VALID])
+def test_absurd_but_valid_requests_are_answered_quickly(args: tuple[str, ...]) -> None:
+    start = time.perf_counter()
+    result = run_cli(*args, "--format", "json")
+    elapsed = time.perf_counter() - start
+    assert result.code == 0, result.err
+    numbers = _numbers(_strict_json(result.out))
+    assert numbers and all(math.isfinite(n) for n in numbers)
+    assert elapsed < TIME_LIMIT_S
