@@ -384,8 +384,13 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     grads = trainable * memory.GRAD_BYTES
     half_bubble = step.pp_bubble_s / 2
     eta = _q("eta_DP", eff.overlap_dp, "", "share of the window really used for overlap")
-    f_mb = _q("t_fwd_mb", trace["mb_forward"], "s", "forward of one micro-batch on the busiest rank")
-    b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank")
+    f_mb = _q(
+        "t_fwd_mb",
+        trace["mb_forward"],
+        "s",
+        "forward of one micro-batch on the busiest rank (elapsed: with the TP/CP communication exposed in it)",
+    )
+    b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank (elapsed)")
     hb = _q("t_bubble_half", half_bubble, "s", "half the pipeline bubble, also usable as a window")
     rs = _q("t_RS", reduce_scatter(grads, links), "s", f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients")
     ag_u = _q(

@@ -283,8 +283,12 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     )
     mb_compute, mb_tp, mb_cp = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
     busiest_layers = where(pp == 1, md.layers, stages.interior)
-    mb_forward = busiest_layers * lt.forward
-    mb_backward = busiest_layers * (lt.backward + recompute_s)
+    # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
+    # communication exposed in it (the NICs are free then). Crediting the compute alone let TP, CP and DP all hide
+    # behind the same kernels, so that faster compute exposed more communication than it saved.
+    elapsed_share = 1 + (tp_exposed + cp_exposed) / layer_compute
+    mb_forward = busiest_layers * lt.forward * elapsed_share
+    mb_backward = busiest_layers * (lt.backward + recompute_s) * elapsed_share
     pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp)
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
