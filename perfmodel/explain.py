@@ -164,7 +164,8 @@ def _formula_name(op: Op) -> str:
 def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:
     sh, rec, acc, eff = trace["shard"], ctx.recipe, ctx.hardware.accelerator, ctx.efficiency
     constants = _roofline_values(ctx)
-    rows, formulas = [], {}
+    rows: list[OpRow] = []
+    formulas: dict[str, Any] = {}
     phases = (
         ("forward", layer_forward(sh, rec)),
         ("backward", layer_backward(sh, rec, ctx.frozen_base)),
@@ -282,13 +283,17 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         )
     )
 
-    c = _q(
-        "c_TP", trace["tp_comm"].layer, "s", f"TP all-gathers and reduce-scatters of one layer over TP = {lo.tp} ranks"
+    windows, tp_comm, cp_comm = trace["windows"], trace["tp_comm"], trace["cp_comm"]
+    c_f = _q(
+        "c_TP_fwd", tp_comm.forward, "s", f"TP all-gathers and reduce-scatters of one layer's forward, TP = {lo.tp}"
     )
-    w = _q("w_TP", trace["gemm_window"], "s", "the layer's GEMM time they can hide behind")
+    c_b = _q("c_TP_bwd", tp_comm.layer - tp_comm.forward, "s", "the same for its backward (and recompute)")
+    w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
+    w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
     eta = _q("eta_TP", eff.overlap_tp, "", "share of that window really used for overlap")
     e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
-    formula = N.symbol * (L.symbol * exposed(c.symbol, w.symbol, eta.symbol) + e_tp.symbol)
+    per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
+    formula = N.symbol * (L.symbol * per_layer + e_tp.symbol)
     size = trace["shard"].tokens * ctx.model.hidden * 2.0
     parts.append(
         Part(
@@ -296,22 +301,25 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
             "Tensor-parallel communication, exposed",
             step.tp_comm_exposed_s,
             formula,
-            [N, L, c, w, eta, e_tp],
+            [N, L, c_f, c_b, w_f, w_b, eta, e_tp],
             _scaled(_link_shares(trace["tp_links"], size), step.tp_comm_exposed_s),
         )
     )
 
-    c = _q("c_CP", trace["cp_comm"].layer, "s", f"CP ring exchange of K and V for one layer over CP = {lo.cp} ranks")
-    w = _q("w_CP", layer.attention, "s", "the layer's attention time it can hide behind")
+    c_f = _q("c_CP_fwd", cp_comm.forward, "s", f"CP ring exchange of K and V in one layer's forward, CP = {lo.cp}")
+    c_b = _q("c_CP_bwd", cp_comm.layer - cp_comm.forward, "s", "K, V and their gradients in its backward")
+    w_f = _q("w_CP_fwd", windows.cp_forward, "s", "the forward attention time it can hide behind")
+    w_b = _q("w_CP_bwd", windows.cp_backward, "s", "the backward (and recomputed) attention time")
     eta = _q("eta_CP", eff.overlap_cp, "", "share of that window really used for overlap")
-    formula = N.symbol * L.symbol * exposed(c.symbol, w.symbol, eta.symbol)
+    per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
+    formula = N.symbol * L.symbol * per_layer
     parts.append(
         Part(
             "cp_comm_exposed_s",
             "Context-parallel communication, exposed",
             step.cp_comm_exposed_s,
             formula,
-            [N, L, c, w, eta],
+            [N, L, c_f, c_b, w_f, w_b, eta],
             _scaled(_link_shares(trace["cp_links"], size), step.cp_comm_exposed_s),
         )
     )

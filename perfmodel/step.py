@@ -158,6 +158,15 @@ def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
     return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
 
 
+class _Windows(NamedTuple):
+    """Compute of one layer that each pass's TP and CP communication can hide behind."""
+
+    tp_forward: Number
+    tp_backward: Number
+    cp_forward: Number
+    cp_backward: Number
+
+
 class _Comm(NamedTuple):
     """Communication of one layer on one rank: forward only, and the whole step's share (forward + backward)."""
 
@@ -257,10 +266,20 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
 
     tp_links, cp_links = group_links(ctx.tiers, eff, tp, 1), group_links(ctx.tiers, eff, cp, tp)
     tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
-    gemm_window = lt.forward_gemm + lt.backward_gemm + where(full, lt.forward_gemm, 0.0)
-    tp_exposed = exposed(tp_comm.layer, gemm_window, eff.overlap_tp)
     cp_comm = _context_parallel(ctx, sh, cp_links, full)
-    cp_exposed = exposed(cp_comm.layer, lt.attention, eff.overlap_cp)
+    # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
+    # behind forward and backward (with a full recompute's forward) behind backward.
+    windows = _Windows(
+        tp_forward=lt.forward_gemm,
+        tp_backward=lt.backward_gemm + where(full, lt.forward_gemm, 0.0),
+        cp_forward=lt.forward_attention,
+        cp_backward=lt.attention - lt.forward_attention + where(full, lt.forward_attention, 0.0),
+    )
+    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
+    tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
+    cp_fwd = exposed(cp_comm.forward, windows.cp_forward, eff.overlap_cp)
+    cp_bwd = exposed(cp_comm.layer - cp_comm.forward, windows.cp_backward, eff.overlap_cp)
+    tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd = times_by(head_forward(sh), acc, eff, gemm=_is_gemm)
@@ -284,11 +303,11 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     mb_compute, mb_tp, mb_cp = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
     busiest_layers = where(pp == 1, md.layers, stages.interior)
     # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
-    # communication exposed in it (the NICs are free then). Crediting the compute alone let TP, CP and DP all hide
-    # behind the same kernels, so that faster compute exposed more communication than it saved.
-    elapsed_share = 1 + (tp_exposed + cp_exposed) / layer_compute
-    mb_forward = busiest_layers * lt.forward * elapsed_share
-    mb_backward = busiest_layers * (lt.backward + recompute_s) * elapsed_share
+    # communication exposed in that pass (the NICs are free then). Crediting the compute alone let TP, CP and DP all
+    # hide behind the same kernels, so that faster compute could expose more communication than it saved.
+    fwd_layer = lt.forward + tp_fwd + cp_fwd
+    mb_forward = busiest_layers * fwd_layer
+    mb_backward = busiest_layers * (lt.backward + recompute_s + tp_bwd + cp_bwd)
     pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp)
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
@@ -310,14 +329,12 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
 
     # Evaluation: the forward pass of every micro-batch through the pipeline (its fill included), no optimizer.
-    fwd_layer = lt.forward + exposed(tp_comm.forward, lt.forward_gemm, eff.overlap_tp)
-    fwd_layer = fwd_layer + exposed(cp_comm.forward, lt.forward_attention, eff.overlap_cp)
     mb_forward_only = busiest_layers * fwd_layer + where(pp == 1, head_fwd["total"] + embed_compute, 0.0)
     forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
     if trace is not None:
         trace.update(
             shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, stages=stages,
-            tp_links=tp_links, tp_comm=tp_comm, gemm_window=gemm_window, tp_exposed=tp_exposed,
+            tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_exposed=tp_exposed,
             cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
