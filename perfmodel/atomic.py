@@ -45,7 +45,7 @@ def check_output(path: Path, force: bool, suffixes: tuple[str, ...], kind: str =
     return suffix[1:]
 
 
-def write_atomic(path: Path, write: Callable[[BinaryIO], None], force: bool = False) -> None:
+def write_atomic(path: Path, write: Callable[[BinaryIO], object], force: bool = False) -> None:
     """Call `write` on a temporary file next to `path`, then move it into place.
 
     Without `force` the final step is a hard link, which fails if `path` appeared in the meantime, so an existing

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from perfmodel.efficiency import DEFAULTS, Efficiency
 from perfmodel.errors import PerfmodelError
@@ -98,9 +98,9 @@ class Calibration:
             if not isinstance(values, dict):
                 raise PerfmodelError(f"{path}: field 'parameters.{family}' must map parameter names to numbers")
             for name, value in values.items():
-                low, high = BOUNDS.get(name, (None, None))
-                if low is None:
+                if name not in BOUNDS:
                     raise PerfmodelError(f"{path}: parameters.{family}: unknown '{name}'; valid: {', '.join(FITTED)}")
+                low, high = BOUNDS[name]
                 if not _is_number(value) or not low <= value <= high:
                     raise PerfmodelError(f"{path}: parameters.{family}.{name} = {value!r}; allowed {low} to {high}")
         _check_provenance(path, raw)
@@ -108,7 +108,7 @@ class Calibration:
         return cls(parameters, provenance, str(path))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     """A finite JSON number (true/false are not numbers, though Python counts them as ints)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -118,8 +118,8 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
     and the fit's summary and held-out residuals."""
     band = raw.get("interval")
     if band is not None:
-        factors = [band.get(k) for k in ("time_factor_low", "time_factor_high")] if isinstance(band, dict) else []
-        if not all(_is_number(f) and f > 0 for f in factors) or factors[0] > factors[1]:
+        low, high = (band.get(k) if isinstance(band, dict) else None for k in ("time_factor_low", "time_factor_high"))
+        if not (_is_number(low) and _is_number(high) and 0 < low <= high):
             raise PerfmodelError(
                 f"{path}: field 'interval' must hold positive numbers time_factor_low <= time_factor_high"
             )
@@ -192,7 +192,9 @@ class FitResult:
     residuals: list[Residual]
 
 
-def _free_parameters(items: Sequence[Any], family_of: Callable[[Any], str], formats_of: Callable[[Any], set[str]]):
+def _free_parameters(
+    items: Sequence[Any], family_of: Callable[[Any], str], formats_of: Callable[[Any], set[str]]
+) -> list[tuple[str, str]]:
     """(family, name) pairs the data can inform: GEMM formats where a run uses them, the MLPerf run overhead where
     a run is an MLPerf result."""
     pairs = []
@@ -253,7 +255,7 @@ def fit(
     sparsity[len(items) :, :] = np.eye(len(pairs))
     solution = least_squares(
         residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1, jac_sparsity=sparsity, x_scale=1.0,
-        diff_step=1e-3, max_nfev=100,
+        diff_step=np.full(len(pairs), 1e-3), max_nfev=100,
     )  # fmt: skip
     eff = efficiencies(solution.x)
     fitted = [predict(item, eff) for item in items]

@@ -139,7 +139,8 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 def _model_title(records: Sequence[Record]) -> str:
     models = sorted({r["model"] for r in records})
     tokens = {r.get("tokens_to_train") for r in records}
-    budget = f", {next(iter(tokens)) / 1e12:g}T tokens" if len(tokens) == 1 and None not in tokens else ""
+    only = next(iter(tokens)) if len(tokens) == 1 else None
+    budget = f", {only / 1e12:g}T tokens" if only is not None else ""
     return ", ".join(models) + budget
 
 

@@ -173,26 +173,14 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
     par = scenario.parallelism
     gbs = par.gbs or scenario.default_gbs()
-    given = given_layout(scenario)
     n = scenario.n_gpus
-    if all(given[name] is not None for name in ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")):
-        dp = max(1, n // (par.tp * par.pp * par.cp))  # type: ignore[operator]
-        layout = Layout(
-            par.tp,
-            par.pp,
-            par.cp,
-            par.dp or dp,
-            par.vp,
-            par.ep or 1,
-            par.mbs,
-            gbs,
-            par.seq_len,  # type: ignore[arg-type]
-            par.recompute,
-            par.zero,  # type: ignore[arg-type]
-        )
+    tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
+    if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
+        dp = par.dp or max(1, n // (tp * pp * cp))
+        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
         check(layout, ctx.model, n)
         return layout, 1
-    found = search(ctx, Space(((n, gbs),), given))
+    found = search(ctx, Space(((n, gbs),), given_layout(scenario)))
     return found.best.layout, found.evaluated
 
 

@@ -373,9 +373,15 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
         assumptions.append(f"precision not reported; {precision.upper()} assumed (the reference implementation's)")
     if not row["gbs"] or not row["time_to_train_min"]:
         raise Excluded("global batch size or score not reported")
-    layout = {"tp": _int(row["tp"]), "pp": _int(row["pp"]), "cp": _int(row["cp"]), "mbs": _int(row["mbs"])}
+    layout: dict[str, int | None] = {
+        "tp": _int(row["tp"]),
+        "pp": _int(row["pp"]),
+        "cp": _int(row["cp"]),
+        "mbs": _int(row["mbs"]),
+    }
     if layout["tp"] is not None:
-        layout = {k: (1 if v is None else v) for k, v in layout.items()} | {"vp": _int(row["vp"], 1)}
+        layout = {k: (1 if v is None else v) for k, v in layout.items()}
+        layout["vp"] = _int(row["vp"], 1)
     else:
         assumptions.append("layout not published; the fastest layout that fits is assumed")
     scenario = {

@@ -286,8 +286,8 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     mask = mask.reshape(-1)
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
     if not fits.any():
-        index = int(np.argmin(np.where(mask, need, np.inf)))
-        return _Priced(int(mask.sum()), 0, np.empty(0), [], (float(need[index]), block.layout(index)))
+        smallest = int(np.argmin(np.where(mask, need, np.inf)))
+        return _Priced(int(mask.sum()), 0, np.empty(0), [], (float(need[smallest]), block.layout(smallest)))
     index = np.flatnonzero(fits)
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
     best = [Found(block.layout(int(index[i])), float(step[index[i]]), float(values[i])) for i in _smallest(values, top)]

@@ -138,9 +138,9 @@ def load_points(path: str | Path) -> list[Point]:
     points = []
     for model, gpu, precision, n_gpus, settings in itertools.product(*axes, whatifs):
         overrides = dict(common)
-        axes = (("model", model, "models"), ("precision", precision, "precisions"), ("n_gpus", n_gpus, "n_gpus"))
-        overrides |= {k: v for k, v, _ in axes if v is not None}
-        origins = {k: f"sweep.{axis}" for k, v, axis in axes if v is not None}
+        chosen = (("model", model, "models"), ("precision", precision, "precisions"), ("n_gpus", n_gpus, "n_gpus"))
+        overrides |= {k: v for k, v, _ in chosen if v is not None}
+        origins = {k: f"sweep.{axis}" for k, v, axis in chosen if v is not None}
         target = Target(None, None, None)
         if gpu is not None:
             try:

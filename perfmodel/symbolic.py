@@ -45,7 +45,7 @@ class _WithValues:
     ones last (`pp - 1`, `a + b - eta*Min(a, w)`), so the symbolic and the substituted forms line up."""
 
     def __init__(self, values: dict[sympy.Symbol, float]) -> None:
-        super().__init__()  # type: ignore[call-arg]
+        super().__init__()
         self._values = values
 
     def _as_ordered_terms(self, expr: Any, order: Any = None) -> list[Any]:

@@ -74,7 +74,7 @@ def build_graph(hw: Hardware, domains: tuple[int, ...] | None = None) -> Any:
     nic_s, switch_s = system.latency.nic_us.value * US, system.latency.switch_hop_us.value * US
     uplink_bw = nic_bw / system.fabric.oversubscription.value
 
-    graph = nx.Graph()
+    graph: nx.Graph[Any] = nx.Graph()
     for d in domains:
         gpus = [_gpu(d, i) for i in range(size)]
         if system.scaleup_kind == "switch":
@@ -113,7 +113,7 @@ def _scaleup_bandwidth(graph: Any, members: int) -> float:
     if members < 2:
         return 0.0
     nodes = [_gpu(0, i) for i in range(members)]
-    sub = nx.Graph(graph.subgraph([*nodes, ("nvswitch", 0)]))
+    sub: nx.Graph[Any] = nx.Graph(graph.subgraph([*nodes, ("nvswitch", 0)]))
     for other in nodes[1:]:
         sub.add_edge(other, "sink", bytes_per_s=float("inf"))
     return float(nx.maximum_flow_value(sub, nodes[0], "sink", capacity="bytes_per_s", flow_func=dinitz))

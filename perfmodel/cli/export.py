@@ -6,7 +6,6 @@ that a bad path fails at once, and written atomically, so that a failure leaves 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,10 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import PositiveFloat, load_from_flags, quiet_option, scenario_options
+from perfmodel.cli.options import Command, PositiveFloat, load_from_flags, quiet_option, scenario_options
 
 
-def export_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def export_options(command: Command) -> Command:
     """--out, --force and --usd-per-kwh, shared by every export sub-command."""
     options = [
         click.option(

@@ -6,11 +6,13 @@ import contextlib
 import math
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import click
 
 FORMATS = click.Choice(["table", "json", "csv"])
+Command = TypeVar("Command", bound=Callable[..., Any])
+"""A click command function, as option decorators take and return it."""
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 
 
@@ -73,7 +75,7 @@ class CountList(click.ParamType):
         return counts
 
 
-def _degree(name: str, help_text: str) -> Callable[[Any], Any]:
+def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
     return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
 
 
@@ -102,9 +104,15 @@ SCENARIO_FLAGS: list[tuple[str, str]] = [
 ]
 
 
+@overload
+def scenario_options(command: Command, *, many_gpus: bool = ..., many_systems: bool = ...) -> Command: ...
+@overload
 def scenario_options(
-    command: Callable[..., Any] | None = None, *, many_gpus: bool = False, many_systems: bool = False
-) -> Any:
+    command: None = None, *, many_gpus: bool = ..., many_systems: bool = ...
+) -> Callable[[Command], Command]: ...
+def scenario_options(
+    command: Command | None = None, *, many_gpus: bool = False, many_systems: bool = False
+) -> Command | Callable[[Command], Command]:
     """The flags shared by every command that takes a scenario; they override the scenario file.
 
     `many_gpus`: --gpus takes a list of counts. `many_systems`: --gpu is repeated, each ID[:PRECISION].
@@ -154,7 +162,7 @@ def scenario_options(
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
     ]
 
-    def decorate(target: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(target: Command) -> Command:
         for option in reversed(options):
             target = option(target)
         return target

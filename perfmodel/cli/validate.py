@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, _degree, emit
+from perfmodel.cli.options import FORMATS, Command, _degree, emit
+
+if TYPE_CHECKING:
+    from perfmodel.runs import Exclusion, MeasuredRun
 
 CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
 
 
-def _log_hardware(gpu: str | None, system: str | None, gpus: int | None, precision: str, layout: dict[str, Any]):
+def _log_hardware(
+    gpu: str | None, system: str | None, gpus: int | None, precision: str, layout: dict[str, Any]
+) -> dict[str, Any]:
     from perfmodel.errors import PerfmodelError
 
     if gpus is None or (gpu is None and system is None):
@@ -21,12 +26,15 @@ def _log_hardware(gpu: str | None, system: str | None, gpus: int | None, precisi
     return hardware | ({"gpu": gpu} if gpu else {}) | ({"system": system} if system else {})
 
 
-def _runs(data: str | None, logs: tuple[str, ...], log_flags: dict[str, Any], only: str | None, bundled: bool):
+def _runs(
+    data: str | None, logs: tuple[str, ...], log_flags: dict[str, Any], only: str | None, bundled: bool
+) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs asked for (a CSV, logs, the bundled rows) and the bundled exclusions when those are used."""
     from perfmodel.mllog import read_log
     from perfmodel.runs import bundled_runs, read_runs_csv, select
 
-    runs, excluded = [], []
+    runs: list[MeasuredRun] = []
+    excluded: tuple[Exclusion, ...] = ()
     if data:
         runs += read_runs_csv(data)
     if logs:
@@ -39,7 +47,7 @@ def _runs(data: str | None, logs: tuple[str, ...], log_flags: dict[str, Any], on
     return select(runs, only), list(excluded)
 
 
-def _log_options(command: Any) -> Any:
+def _log_options(command: Command) -> Command:
     options = [
         click.option("--gpu", help="For MLPerf logs: the accelerator that ran them."),
         click.option("--system", help="For MLPerf logs: the system that ran them."),
@@ -72,7 +80,9 @@ def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
 @click.option("--calibration", help=CALIBRATION_HELP)
 @_log_options
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-def validate(logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str, **flags):
+def validate(
+    logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str, **flags: Any
+) -> None:
     """Predict measured runs and report the error per row, per group and overall (MAPE).
 
     With no arguments: every bundled measured row (MLPerf Training v4.0-v5.0 results, NVIDIA's Megatron-Bridge/NeMo
@@ -98,7 +108,9 @@ def validate(logs: tuple[str, ...], data: str | None, only: str | None, calibrat
 @click.option("--cv/--no-cv", default=True, show_default=True, help="Leave-one-group-out cross-validation.")
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def calibrate(data, with_bundled, only, out, force, cv, quiet, fmt):
+def calibrate(
+    data: str | None, with_bundled: bool, only: str | None, out: str, force: bool, cv: bool, quiet: bool, fmt: str
+) -> None:
     """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error."""
     import sys
     from pathlib import Path

@@ -70,13 +70,13 @@ def sourced_figures(section: str, record: BaseModel, prefix: str = "") -> list[A
 @cache
 def efficiency_docs() -> dict[str, str]:
     """The one-line docstrings written under each Efficiency field, read from its source."""
-    tree = ast.parse(inspect.getsource(Efficiency))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    cls = ast.parse(inspect.getsource(Efficiency)).body[0]
+    assert isinstance(cls, ast.ClassDef)
     docs = {}
-    for field, after in itertools.pairwise(body):
-        is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and is_doc:
-            docs[field.target.id] = " ".join(str(after.value.value).split())  # type: ignore[attr-defined]
+    for field, after in itertools.pairwise(cls.body):
+        doc = after.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and doc is not None:
+            docs[field.target.id] = " ".join(str(doc.value).split())
     return docs
 
 

@@ -291,7 +291,16 @@ def extra_columns(rows: list[ExportRow]) -> list[Column]:
     keys: dict[str, None] = {}
     for row in rows:
         keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY)
-    return [Column(k, k.replace("_", " "), "results", lambda row, _k, key=k: row.extra.get(key)) for k in keys]
+    return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
+
+
+def _extra(key: str) -> Callable[[ExportRow, float], Any]:
+    """The value of an extra column of a row."""
+
+    def value(row: ExportRow, _usd_per_kwh: float) -> Any:
+        return row.extra.get(key)
+
+    return value
 
 
 def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:

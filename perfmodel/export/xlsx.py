@@ -90,8 +90,10 @@ def write_xlsx(
     editable = PatternFill("solid", fgColor=EDITABLE_FILL)
 
     wb = Workbook()
+    default_sheet = wb.active
     sheets = {name: wb.create_sheet(name) for name in (*SHEETS.values(), "Assumptions")}
-    wb.remove(wb.active)
+    if default_sheet is not None:
+        wb.remove(default_sheet)
     inputs = sheets["Inputs"]
 
     # Inputs: the shared defaults on top, then one row per result.
