@@ -1,13 +1,19 @@
-"""Shared test set-up: an isolated topology cache and an in-process CLI runner."""
+"""Shared test set-up: an isolated topology cache, an in-process CLI runner and the hypothesis profiles."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+"""CI (.ci/run) draws the same examples every run, so that a failure there reproduces; locally they vary."""
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(autouse=True, scope="session")
