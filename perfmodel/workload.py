@@ -130,16 +130,21 @@ def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> l
 
 
 def attention_forward(sh: Shard) -> Op:
-    """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads."""
+    """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads.
+
+    `m` carries the sequence length one kernel call sees: the whole sequence, or with context parallelism the
+    seq_len / cp tokens (two load-balanced chunks) of each ring step.
+    """
     md, t, T = sh.model, sh.tp, sh.tokens
     flops = 2 * T * sh.seq_len * md.hidden / t
     io = T * (2 * md.hidden + 2 * md.kv_dim) / t * BF16_BYTES
-    return Op("attention", "attention", flops, io, "bf16", exps=T * sh.seq_len / 2 * md.heads / t)
+    return Op("attention", "attention", flops, io, "bf16", m=sh.seq_len / sh.cp, exps=T * sh.seq_len / 2 * md.heads / t)
 
 
 def attention_backward(sh: Shard) -> Op:
     fwd = attention_forward(sh)
-    return Op("attention.bwd", "attention", ATTENTION_BWD_FLOP_RATIO * fwd.flops, 2 * fwd.bytes, "bf16", exps=fwd.exps)
+    flops = ATTENTION_BWD_FLOP_RATIO * fwd.flops
+    return Op("attention.bwd", "attention", flops, 2 * fwd.bytes, "bf16", m=fwd.m, exps=fwd.exps)
 
 
 SELECTIVE_RECOMPUTE = frozenset(("norm1", "norm2", "activation"))
