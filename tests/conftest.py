@@ -48,3 +48,12 @@ def run_cli(*args: str) -> CliResult:
 @pytest.fixture
 def cli() -> object:
     return run_cli
+
+
+def json_numbers(value: object) -> list[float]:
+    """Every number in a JSON-like value (nested dicts and lists), booleans excluded."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in json_numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in json_numbers(v)]
+    return [float(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []

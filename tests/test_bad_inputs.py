@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import json_numbers, run_cli
 
 TIME_LIMIT_S = 10.0
 """Every case, refused or answered, within this (they take milliseconds to a few seconds)."""
@@ -429,20 +429,12 @@ def _strict_json(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
-def _numbers(value: object) -> list[float]:
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    if isinstance(value, list):
-        return [n for v in value for n in _numbers(v)]
-    return [float(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []
-
-
 @pytest.mark.parametrize("args", [a for _, a in ABSURD_BUT_VALID], ids=[i for i, _ in ABSURD_BUT_VALID])
 def test_absurd_but_valid_requests_are_answered_quickly(args: tuple[str, ...]) -> None:
     start = time.perf_counter()
     result = run_cli(*args, "--format", "json")
     elapsed = time.perf_counter() - start
     assert result.code == 0, result.err
-    numbers = _numbers(_strict_json(result.out))
+    numbers = json_numbers(_strict_json(result.out))
     assert numbers and all(math.isfinite(n) for n in numbers)
     assert elapsed < TIME_LIMIT_S

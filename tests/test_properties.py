@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import json_numbers, run_cli
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -77,15 +77,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 def _layout(s: Scenario) -> Layout:
     p = s.parallelism
-    return Layout(p.tp, p.pp, p.cp, p.dp, p.vp, 1, p.mbs, p.gbs, p.seq_len, p.recompute, p.zero)  # type: ignore[arg-type]
-
-
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    if isinstance(value, list):
-        return [n for v in value for n in _numbers(v)]
-    return [float(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []
+    return Layout(p.tp, p.pp, p.cp, p.dp, p.vp, 1, p.mbs, p.gbs, p.seq_len, p.recompute, p.zero)
 
 
 def _with(s: Scenario, **changes: Any) -> Scenario:
@@ -102,7 +94,7 @@ def _with(s: Scenario, **changes: Any) -> Scenario:
 def test_every_output_is_finite_and_positive(s: Scenario) -> None:
     p = predict(s)
     d = p.to_dict()
-    assert all(math.isfinite(n) for n in _numbers(d))
+    assert all(math.isfinite(n) for n in json_numbers(d))
     assert json.loads(json.dumps(d, allow_nan=False)) == d
     for key in ("step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "memory_per_gpu_gb",
                 "time_to_train_s", "gpu_hours", "energy_kwh", "tokens_to_train"):  # fmt: skip
@@ -165,11 +157,11 @@ def test_memory_grows_with_the_micro_batch(s: Scenario, data: st.DataObject) -> 
     since in-flight sequences are min(warm-up chunks x MBS, GBS / DP x VP) per chunk, which does not fall as MBS
     grows."""
     p = s.parallelism
-    per_pipeline = p.gbs // (p.mbs * p.dp)  # type: ignore[operator]
+    per_pipeline = p.gbs // (p.mbs * p.dp)
     assume(per_pipeline > 1)
     times = data.draw(st.sampled_from([t for t in range(2, per_pipeline + 1) if per_pipeline % t == 0]))
     small = predict(s)
-    large = predict(_with(s, parallelism=p.model_copy(update={"mbs": p.mbs * times})))  # type: ignore[operator]
+    large = predict(_with(s, parallelism=p.model_copy(update={"mbs": p.mbs * times})))
     assert float(large.step.memory.total) >= float(small.step.memory.total) * (1 - MONOTONE_SLACK)
     assert float(large.step.memory.activations) >= float(small.step.memory.activations) * (1 - MONOTONE_SLACK)
 
@@ -198,7 +190,7 @@ def test_the_search_best_is_no_worse_than_any_layout_it_enumerates(case: tuple[S
     scalar path, are never faster than the search's best; the two paths agree on the best layout itself."""
     s, picks = case
     ctx = context_for(s)
-    space = Space(((s.n_gpus, s.parallelism.gbs),), {})  # type: ignore[arg-type]
+    space = Space(((s.n_gpus, s.parallelism.gbs),), {})
     try:
         found = search(ctx, space)
     except PerfmodelError as exc:  # the one acceptable outcome besides a best layout
