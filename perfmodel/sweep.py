@@ -156,24 +156,30 @@ def load_points(path: str | Path) -> list[Point]:
     return points
 
 
-def run_point(point: Point) -> dict[str, Any]:
-    """Predict one point; a request that cannot run becomes a row with its `error`."""
+def predict_point(point: Point) -> Any:
+    """The point's Prediction (perfmodel.predict.Prediction): its scenario on its (what-if) hardware."""
     from perfmodel.hardware import resolve
     from perfmodel.predict import predict
     from perfmodel.whatif import apply, parse_setting
 
+    scenario = point.scenario()
+    hardware = apply(resolve(scenario.gpu, scenario.system), [parse_setting(s) for s in point.settings])
+    return predict(scenario, hardware=hardware)
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Predict one point; a request that cannot run becomes a row with its `error`."""
     row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
     row |= {k: point.overrides.get(k) for k in ("model", "precision", "n_gpus")}
     row |= {"accelerator": point.gpu, "system": point.system, "whatif": point.whatif}
     try:
-        scenario = point.scenario()
-        row |= {"model": scenario.model_spec().id, "precision": scenario.precision, "n_gpus": scenario.n_gpus}
-        hardware = apply(resolve(scenario.gpu, scenario.system), [parse_setting(s) for s in point.settings])
-        row |= {"accelerator": hardware.accelerator.id, "system": hardware.system.id}
-        d = predict(scenario, hardware=hardware).to_dict()
+        prediction = predict_point(point)
     except PerfmodelError as exc:
         row["error"] = " ".join(str(exc).split())
         return row
+    d = prediction.to_dict()
+    row |= {"model": d["model"], "precision": d["precision"], "n_gpus": d["n_gpus"]}
+    row |= {"accelerator": d["accelerator"], "system": d["system"]}
     row |= {k: d["parallelism"][k] for k in ("tp", "pp", "vp", "cp", "dp", "mbs", "gbs", "recompute", "zero")}
     row |= {k: d[k] for k in ROW_KEYS if k in d and k not in ("model", "n_gpus", "precision")}
     return row

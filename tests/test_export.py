@@ -301,3 +301,20 @@ def test_export_compare_and_search(tmp_path: Path) -> None:
     assert [r["rank"] for r in ranked] == ["1", "2", "3"]
     # Search ranks by time per token (the global batch varies), so for a fixed token count by time to train.
     assert float(ranked[0]["time_to_train_s"]) <= float(ranked[1]["time_to_train_s"])
+
+
+def test_export_sweep_keeps_the_points_that_run(tmp_path: Path) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        '[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm", "a100-sxm-80gb"]\nprecisions = ["fp8"]\n'
+        'n_gpus = [8]\nwhatifs = [{}, { hbm_tbps = "x2" }]\n[sweep.set]\ntokens = 1e12\n'
+    )
+    out = tmp_path / "sweep.csv"
+    result = run_cli("export", "sweep", str(sweep), "-q", "--out", str(out))
+    assert result.code == 0, result.err
+    # The A100 has no FP8: its two points cannot run and are counted, not written.
+    assert "2 of 4 points could not run" in result.out
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["whatif"] for r in rows] == ["datasheet", "hbm_tbps=x2"]
+    assert float(rows[1]["step_time_s"]) <= float(rows[0]["step_time_s"])

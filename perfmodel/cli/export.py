@@ -116,6 +116,39 @@ def export_search(
     _write(report.results, ranks, out, force, usd_per_kwh, f"best layouts by {objective}")
 
 
+@export.command("sweep")
+@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@quiet_option
+@export_options
+def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None) -> None:
+    """Every point of a sweep file (see `perfmodel sweep --help`), in the sweep's order.
+
+    Points that cannot run (the model does not fit, the GPU lacks the precision) are left out of the file and
+    counted; `perfmodel sweep` lists each with its reason.
+    """
+    from perfmodel import sweep as sweeping
+    from perfmodel.cli.options import progress
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.export import check_output
+
+    check_output(out, force)
+    points = sweeping.load_points(sweep_file)
+    predictions, extras, failed = [], [], 0
+    with progress("Predicting", quiet) as update:
+        for done, point in enumerate(points, start=1):
+            try:
+                predictions.append(sweeping.predict_point(point))
+                extras.append({"whatif": point.whatif})
+            except PerfmodelError:
+                failed += 1
+            update(done, len(points))
+    if not predictions:
+        raise PerfmodelError(f"{sweep_file}: no point of the sweep can run (perfmodel sweep says why for each)")
+    _write(predictions, extras, out, force, usd_per_kwh, "sweep")
+    if failed:
+        click.echo(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
+
+
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,
            what: str) -> None:  # fmt: skip
     from perfmodel.export import ExportRow
