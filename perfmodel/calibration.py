@@ -161,6 +161,17 @@ def resolve(spec: str | None) -> Calibration:
         return bundled()
     if spec.lower() == "none":
         return UNCALIBRATED
+    try:
+        stamp = Path(spec).stat().st_mtime_ns
+    except OSError:
+        return Calibration.load(spec)  # says what is wrong with the path
+    return _load_once(spec, stamp)
+
+
+@cache
+def _load_once(spec: str, stamp: int) -> Calibration:
+    """A calibration file is read once per version of it: a prediction resolves it for its context and again for
+    its interval, and a search or sweep makes many predictions."""
     return Calibration.load(spec)
 
 

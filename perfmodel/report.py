@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any
 
+from perfmodel.precision import RECIPES
 from perfmodel.predict import Prediction
 
 BREAKDOWN_LABELS = {
@@ -48,9 +49,7 @@ def table(p: Prediction) -> str:
     d = p.to_dict()
     acc = p.hardware.accelerator
     fmt = "BF16" if p.scenario.precision == "bf16" else p.scenario.precision.upper()
-    gemm_fmt = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}[
-        {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}[p.scenario.precision]
-    ]
+    gemm_fmt = RECIPES[p.scenario.precision].gemm_format.upper()
     chosen = "given" if p.layouts_searched == 1 else f"fastest that fits of {p.layouts_searched:,} valid layouts"
     fits = "fits" if d["fits_in_memory"] else "DOES NOT FIT"
     lines = [
@@ -176,7 +175,8 @@ def validation_table(result: Any) -> str:
     if result.excluded:
         reasons: dict[str, int] = {}
         for e in result.excluded:
-            reasons[e["reason"].split(":")[0][:70]] = reasons.get(e["reason"].split(":")[0][:70], 0) + 1
+            short = e["reason"].split(":")[0][:70]
+            reasons[short] = reasons.get(short, 0) + 1
         lines.append(f"Excluded {len(result.excluded)} rows (--format json lists each with its reason):")
         lines += [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
     return "\n".join(lines)
