@@ -15,9 +15,9 @@ import time
 
 
 def in_process(repeat: int) -> dict[str, float]:
-    from perfmodel.predict import choose_layout, context_for, layout_vars, predict
-    from perfmodel.scenario import load_scenario
-    from perfmodel.step import evaluate
+    from perfmodel.inputs.scenario import load_scenario
+    from perfmodel.physics.step import evaluate
+    from perfmodel.planning.predict import choose_layout, context_for, layout_vars, predict
 
     scenario = load_scenario()
     ctx = context_for(scenario)

@@ -26,9 +26,9 @@ CLI = [
 
 
 def in_process(repeat: int) -> None:
-    from perfmodel.predict import context_for
-    from perfmodel.scenario import Scenario
-    from perfmodel.search import Space, search
+    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.planning.predict import context_for
+    from perfmodel.planning.search import Space, search
 
     print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s}")
     for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():

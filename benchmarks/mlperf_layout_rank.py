@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from perfmodel.predict import context_for, predict
-from perfmodel.scenario import LAYOUT_KEYS, Scenario, load_scenario
-from perfmodel.search import Space, objective_scale, search
+from perfmodel.inputs.scenario import LAYOUT_KEYS, Scenario, load_scenario
+from perfmodel.planning.predict import context_for, predict
+from perfmodel.planning.search import Space, objective_scale, search
 
 SCENARIOS = ("scenarios/mlperf-405b-h100-512.toml", "scenarios/mlperf-405b-gb200-512.toml")
 

@@ -12,11 +12,11 @@ __all__ = ["Prediction", "Scenario", "load_scenario", "predict"]
 
 def __getattr__(name: str) -> Any:
     if name in ("predict", "Prediction"):
-        from perfmodel import predict as module
+        from perfmodel.planning import predict as module
 
         return getattr(module, name)
     if name in ("Scenario", "load_scenario"):
-        from perfmodel import scenario
+        from perfmodel.inputs import scenario
 
         return getattr(scenario, name)
     raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")

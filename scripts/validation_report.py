@@ -13,12 +13,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from perfmodel import calibration as cal
-from perfmodel.predict import predict
-from perfmodel.resources import data_dir
-from perfmodel.runs import bundled_runs
-from perfmodel.scenario import load_scenario
-from perfmodel.validation import Report, validate
+from perfmodel.fitting.runs import bundled_runs
+from perfmodel.fitting.validation import Report, validate
+from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.physics import calibration as cal
+from perfmodel.planning.predict import predict
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 MLPERF_TARGETS = [
@@ -80,8 +80,8 @@ def _parameters_section(calibration: cal.Calibration) -> list[str]:
     return [
         "## Fitted parameters",
         "",
-        "Physical defaults (perfmodel/efficiency.py) and the fitted values. A value at a bound of its physical range "
-        "marks structure the model lacks for that family rather than a measured efficiency.",
+        "Physical defaults (perfmodel/physics/efficiency.py) and the fitted values. A value at a bound of its physical "
+        "range marks structure the model lacks for that family rather than a measured efficiency.",
         "",
         tabulate(rows, headers=["family", "parameter", "default", "fitted", "range", ""], tablefmt="github"),
         "",

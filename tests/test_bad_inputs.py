@@ -165,7 +165,7 @@ CASES: list[Case] = [
          "model: mlperf-llama31-8b trains llama3.1-8b; leave the model out"),
     Case("benchmark-gbs-above-rules", ("predict", "--benchmark", "mlperf-llama31-405b@v5.0", "--gpu", "h100-sxm",
                                        "--gpus", "512", "--gbs", "10240"), "GBS 10240 is above the rules' maximum"),
-    # ---- layouts breaking each validity rule (perfmodel/parallel.py RULES) -----------------------------------------
+    # ---- layouts breaking each validity rule (perfmodel/physics/parallel.py RULES) --------------------------------
     Case("rule-model-parallel-divides-gpus", layout(tp=3, gpus=8), "TP 3 x PP 1 x CP 1 = 3 does not divide the 8 GPUs"),
     Case("rule-product-equals-gpus", layout(dp=3), "TP x PP x CP x DP = 3 must equal the 8 GPUs"),
     Case("rule-heads", layout(tp=3, gpus=3, gbs=3), "TP 3 must divide the 32 attention heads"),

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel import calibration as cal
-from perfmodel.efficiency import DEFAULTS
 from perfmodel.errors import PerfmodelError
-from perfmodel.runs import MeasuredRun
-from perfmodel.validation import _family, _formats, _group, log_time_ratio, prepare
+from perfmodel.fitting import calibrate as fitting
+from perfmodel.fitting.runs import MeasuredRun
+from perfmodel.fitting.validation import _family, _formats, _group, log_time_ratio, prepare
+from perfmodel.physics import calibration as cal
+from perfmodel.physics.efficiency import DEFAULTS
 
 LAYOUTS = [
     ("llama3.1-70b", 64, "fp8", {"tp": 4, "pp": 8, "cp": 1, "vp": 5, "mbs": 1, "gbs": 128}),
@@ -39,8 +40,8 @@ def _synthetic_items():
 
 def test_fit_recovers_the_parameters_that_made_the_data() -> None:
     items = _synthetic_items()
-    result = cal.fit(items, log_time_ratio, _family, _formats, prior_sigma=100.0)  # the data alone decide
-    assert cal.mape(result.residuals) < 0.5
+    result = fitting.fit(items, log_time_ratio, _family, _formats, prior_sigma=100.0)  # the data alone decide
+    assert fitting.mape(result.residuals) < 0.5
     fitted = result.parameters["hopper"]
     assert fitted["gemm_fp8"] == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
     assert fitted["gemm_bf16"] == pytest.approx(TRUE["gemm_bf16"], rel=0.05)
@@ -49,12 +50,14 @@ def test_fit_recovers_the_parameters_that_made_the_data() -> None:
 
 def test_cross_validation_and_interval() -> None:
     items = _synthetic_items()
-    held = cal.cross_validate(items, log_time_ratio, _family, _formats, _group)
+    held = fitting.cross_validate(items, log_time_ratio, _family, _formats, _group)
     assert len(held) == len(items) and {r.group for r in held} == {"h100-sxm/fp8", "h100-sxm/bf16"}
-    band = cal.interval(held)
+    band = fitting.interval(held)
     assert band["time_factor_low"] <= 1.0 + 1e-6 <= band["time_factor_high"] + 2e-6 or band["coverage"] == 0.8
-    built = cal.build(cal.fit(items, log_time_ratio, _family, _formats), held, {"rows": [i.run.id for i in items]})
-    assert built.provenance["fit"]["cv_mape_pct"] == pytest.approx(cal.mape(held))
+    built = fitting.build(
+        fitting.fit(items, log_time_ratio, _family, _formats), held, {"rows": [i.run.id for i in items]}
+    )
+    assert built.provenance["fit"]["cv_mape_pct"] == pytest.approx(fitting.mape(held))
     assert built.interval == (band["time_factor_low"], band["time_factor_high"])
 
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from perfmodel.collectives import all_gather, all_reduce, all_to_all, group_links, reduce_scatter, send_recv
-from perfmodel.efficiency import DEFAULTS
-from perfmodel.hardware import resolve
-from perfmodel.topology import tiers
+from perfmodel.inputs.hardware import resolve
+from perfmodel.physics.collectives import all_gather, all_reduce, all_to_all, group_links, reduce_scatter, send_recv
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.topology import tiers
 
 EFF = DEFAULTS["hopper"]
 H100 = tiers(resolve("h100-sxm"))

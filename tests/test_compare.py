@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from perfmodel.hardware import get_accelerator
+from perfmodel.inputs.hardware import get_accelerator
 
 WORKLOAD = ["--model", "llama3.1-8b", "--gbs", "128", "--tokens", "1T"]
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from perfmodel.explain import explain
-from perfmodel.predict import predict
-from perfmodel.scenario import load_scenario
-from perfmodel.step import BREAKDOWN
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.outputs.explain import explain
+from perfmodel.physics.step import BREAKDOWN
+from perfmodel.planning.predict import predict
 
 
 def _layout(**kw: Any) -> dict[str, Any]:
@@ -67,8 +67,8 @@ def test_each_part_formula_gives_the_model_number(case: str) -> None:
 
 def test_operations_add_up_to_the_layer_time() -> None:
     """The per-layer operations table is the model's own list: forward ops sum to the layer's forward time."""
-    from perfmodel.predict import context_for, layout_vars
-    from perfmodel.step import evaluate
+    from perfmodel.physics.step import evaluate
+    from perfmodel.planning.predict import context_for, layout_vars
 
     p = predict(load_scenario(None, CASES["70b-h100-fp8-interleaved"]))
     trace: dict[str, Any] = {}
@@ -114,7 +114,7 @@ def test_bad_input_is_one_line() -> None:
 
 def test_no_user_text_reaches_sympy_parsing() -> None:
     """sympify/parse_expr evaluate code; the explanation builds expressions from Symbols only."""
-    root = Path(__file__).resolve().parents[1] / "perfmodel"
+    root = Path(__file__).resolve().parents[1] / "perfmodel" / "outputs"
     for name in ("explain.py", "explain_report.py", "symbolic.py", "export/excel.py", "export/table.py"):
         source = (root / name).read_text()
         for forbidden in ("sympify", "parse_expr", "eval(", "exec("):

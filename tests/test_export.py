@@ -14,10 +14,10 @@ import pytest
 from conftest import run_cli
 from workbook import Cell, Recalculator, libreoffice, recompute_libreoffice
 
-from perfmodel.export.table import COLUMNS
-from perfmodel.predict import predict
-from perfmodel.scenario import load_scenario
-from perfmodel.training import Price, training_run
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.outputs.export.table import COLUMNS
+from perfmodel.planning.predict import predict
+from perfmodel.planning.training import Price, training_run
 
 SCENARIO = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8", "--tokens", "2T")
 FORMULA_KEYS = [c.key for c in COLUMNS if c.formula is not None]
@@ -193,7 +193,7 @@ def test_assumptions_list_every_hardware_figure_with_its_source(workbook: Path) 
 
 def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
     """An accelerator with no public price: cost cells stay empty until the planner types a price."""
-    from perfmodel.export import ExportRow, export
+    from perfmodel.outputs.export import ExportRow, export
 
     p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tokens": 1e11}))
     price = Price(None, None, None, "no public price")
@@ -257,8 +257,8 @@ def test_failed_export_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_failing_writer_removes_its_temporary_file(tmp_path: Path) -> None:
-    from perfmodel.atomic import write_atomic
     from perfmodel.errors import PerfmodelError
+    from perfmodel.outputs.atomic import write_atomic
 
     def broken(handle: Any) -> None:
         handle.write(b"half a file")

@@ -5,8 +5,8 @@ import tomllib
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.hardware import accelerators, get_accelerator, resolve, systems
-from perfmodel.resources import data_dir
+from perfmodel.inputs.hardware import accelerators, get_accelerator, resolve, systems
+from perfmodel.inputs.resources import data_dir
 
 ACCELERATORS = ["a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200", "gb200", "b300", "gb300", "mi300x", "mi325x", "mi355x"]
 SYSTEMS = ["dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "dgx-b300", "gb300-nvl72", "mi300x-8"]

@@ -4,12 +4,12 @@ from dataclasses import replace
 
 import pytest
 
-from perfmodel.compute import ops_time
-from perfmodel.parallel import Layout
-from perfmodel.predict import context_for, layout_vars
-from perfmodel.scenario import Scenario
-from perfmodel.step import evaluate
-from perfmodel.workload import Shard, head_backward, layer_backward
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.compute import ops_time
+from perfmodel.physics.parallel import Layout
+from perfmodel.physics.step import evaluate
+from perfmodel.physics.workload import Shard, head_backward, layer_backward
+from perfmodel.planning.predict import context_for, layout_vars
 
 
 def _memory(layout: Layout, precision: str = "bf16", model: str = "llama3.1-8b", gpu: str = "h100-sxm"):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.mllog import read_log
+from perfmodel.fitting.mllog import read_log
 
 HARDWARE = {"gpu": "h100-sxm", "n_gpus": 8, "precision": "fp8", "parallelism": {"tp": 4, "pp": 1, "cp": 1}}
 

@@ -3,7 +3,7 @@
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.mlperf import Evaluation, get_benchmark, score
+from perfmodel.inputs.mlperf import Evaluation, get_benchmark, score
 
 
 def test_rcp_mean_at_a_published_batch_size() -> None:

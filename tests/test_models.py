@@ -3,7 +3,7 @@
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.models import ZOO, ModelSpec, get_model
+from perfmodel.inputs.models import ZOO, ModelSpec, get_model
 
 
 @pytest.mark.parametrize(

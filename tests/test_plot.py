@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from perfmodel import plot
-from perfmodel.predict import predict
-from perfmodel.scenario import load_scenario
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.outputs import plot
+from perfmodel.planning.predict import predict
 
 SYSTEMS = (("h100-sxm", "fp8"), ("b200", "fp8"))
 COUNTS = (64, 128, 256)

@@ -21,14 +21,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.hardware import accelerators
-from perfmodel.models import get_model
-from perfmodel.parallel import Layout, violations
-from perfmodel.predict import Prediction, context_for, layout_vars, predict
-from perfmodel.scenario import Scenario
-from perfmodel.search import Space, blocks, search
-from perfmodel.step import evaluate
-from perfmodel.whatif import KNOBS, Setting, apply, current
+from perfmodel.inputs.hardware import accelerators
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.parallel import Layout, violations
+from perfmodel.physics.step import evaluate
+from perfmodel.planning.predict import Prediction, context_for, layout_vars, predict
+from perfmodel.planning.search import Space, blocks, search
+from perfmodel.planning.whatif import KNOBS, Setting, apply, current
 
 MODELS = ("llama3.1-8b", "llama3.1-70b", "llama2-7b", "gpt3-5b")
 ACCELERATORS = tuple(accelerators())

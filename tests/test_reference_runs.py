@@ -2,10 +2,10 @@
 
 import pytest
 
-from perfmodel.efficiency import DEFAULTS
-from perfmodel.predict import predict
-from perfmodel.resources import data_dir
-from perfmodel.scenario import Scenario, load_scenario
+from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.scenario import Scenario, load_scenario
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.planning.predict import predict
 
 
 def test_megatron_bridge_llama3_70b_h100_fp8() -> None:

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.models import ModelSpec
-from perfmodel.runs import CSV_COLUMNS, MPT_SHAPES, bundled_runs, read_runs_csv
+from perfmodel.fitting.runs import CSV_COLUMNS, MPT_SHAPES, bundled_runs, read_runs_csv
+from perfmodel.inputs.models import ModelSpec
 
 GOOD = (
     "id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured\n"

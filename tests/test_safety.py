@@ -63,7 +63,7 @@ def test_the_scan_finds_each_kind_of_problem() -> None:
     for snippet in bad:
         assert findings(snippet), snippet
     fine = ["evaluate(x)", "import json\njson.loads(text)", "import tomllib\ntomllib.load(f)", "sympy.Symbol('t_fwd')",
-            "from perfmodel.symbolic import S"]  # fmt: skip
+            "from perfmodel.outputs.symbolic import S"]  # fmt: skip
     for snippet in fine:
         assert findings(snippet) == [], snippet
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfmodel.schedule import bubble_fraction, chunks_in_flight, exposed, stage_layers
+from perfmodel.physics.schedule import bubble_fraction, chunks_in_flight, exposed, stage_layers
 
 
 @pytest.mark.parametrize(("pp", "vp", "m", "expected"), [(8, 1, 64, 7 / 64), (8, 5, 64, 7 / 320), (1, 1, 16, 0)])

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, violations
-from perfmodel.predict import context_for, layout_vars
-from perfmodel.scenario import Scenario
-from perfmodel.search import Space, blocks, divisors, gbs_choices, search
-from perfmodel.step import evaluate
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, violations
+from perfmodel.physics.step import evaluate
+from perfmodel.planning.predict import context_for, layout_vars
+from perfmodel.planning.search import Space, blocks, divisors, gbs_choices, search
 
 
 def _one_by_one(ctx, n_gpus: int, gbs: int) -> list[tuple[Layout, float, bool]]:

@@ -9,7 +9,7 @@ from conftest import run_cli
 from test_cli import CONTRACT_KEYS
 
 from perfmodel.cli.options import progress
-from perfmodel.search import gbs_choices
+from perfmodel.planning.search import gbs_choices
 
 SMALL = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--precision", "fp8"]
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.sweep import load_points, run, run_point
+from perfmodel.planning.sweep import load_points, run, run_point
 
 SWEEP = """
 [sweep]

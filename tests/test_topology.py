@@ -2,8 +2,8 @@
 
 import pytest
 
-from perfmodel.hardware import resolve
-from perfmodel.topology import GBIT, GBYTE, build_graph, derive_tiers, tiers
+from perfmodel.inputs.hardware import resolve
+from perfmodel.physics.topology import GBIT, GBYTE, build_graph, derive_tiers, tiers
 
 
 def _with_fabric(hw, **fabric):

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from perfmodel.predict import predict
-from perfmodel.resources import data_dir
-from perfmodel.scenario import load_scenario
+from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.planning.predict import predict
 
 
 def _score(name: str) -> float:
@@ -62,7 +62,7 @@ def test_logs_need_the_hardware(tmp_path: Path) -> None:
 
 
 def test_bundled_calibration_has_provenance() -> None:
-    from perfmodel.calibration import bundled
+    from perfmodel.physics.calibration import bundled
 
     calibration = bundled()
     fit = calibration.provenance["fit"]

@@ -7,12 +7,12 @@ import pytest
 from conftest import run_cli
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.hardware import resolve
-from perfmodel.predict import for_layout, predict
-from perfmodel.scenario import Scenario
-from perfmodel.sensitivity import sensitivity
-from perfmodel.topology import tiers
-from perfmodel.whatif import KNOBS, apply, current, parse_setting
+from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.topology import tiers
+from perfmodel.planning.predict import for_layout, predict
+from perfmodel.planning.sensitivity import sensitivity
+from perfmodel.planning.whatif import KNOBS, apply, current, parse_setting
 
 SMALL = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "16", "--precision", "fp8", "--gbs", "64"]
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from perfmodel.hardware import get_accelerator
-from perfmodel.models import get_model
-from perfmodel.precision import RECIPES, get_recipe
-from perfmodel.workload import (
+from perfmodel.inputs.hardware import get_accelerator
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.precision import RECIPES, get_recipe
+from perfmodel.physics.workload import (
     Shard,
     head_forward,
     layer_backward,

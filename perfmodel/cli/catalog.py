@@ -20,10 +20,10 @@ def hardware_list(fmt: str) -> None:
     """Accelerators and systems, with their datasheet figures."""
     from tabulate import tabulate
 
-    from perfmodel.hardware import accelerators, systems
+    from perfmodel.inputs.hardware import accelerators, systems
 
     if fmt == "json":
-        from perfmodel.report import to_json
+        from perfmodel.outputs.report import to_json
 
         click.echo(
             to_json(
@@ -99,11 +99,11 @@ def models() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def models_list(fmt: str) -> None:
     """Built-in models with their shapes and exact parameter counts."""
-    from perfmodel.models import ZOO
+    from perfmodel.inputs.models import ZOO
 
     records = [{"params": m.params, **m.model_dump()} for m in ZOO.values()]
     if fmt == "json":
-        from perfmodel.report import to_json
+        from perfmodel.outputs.report import to_json
 
         click.echo(to_json([{"id": r.pop("id"), **r} for r in records]))
         return

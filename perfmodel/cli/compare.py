@@ -18,7 +18,7 @@ relayout_option = click.option(
 
 def compare_from_flags(scenario: str | None, relayout: bool, quiet: bool, flags: dict[str, Any]) -> list[Any]:
     """The predictions `perfmodel compare` makes for these flags (also used by export compare and plot)."""
-    from perfmodel import compare as comparing
+    from perfmodel.planning import compare as comparing
 
     targets = [comparing.parse_target(spec) for spec in flags.pop("gpu")]
     counts = flags.pop("gpus")
@@ -43,8 +43,8 @@ def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags
     the first row: speedup (throughput), perf per dollar (tokens per USD, at on-demand and at low/high prices) and
     energy per token; with several sizes, scaling efficiency (tokens/s per GPU over the system's smallest size).
     """
-    from perfmodel import compare as comparing
-    from perfmodel import plan_report
+    from perfmodel.outputs import plan_report
+    from perfmodel.planning import compare as comparing
 
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
     records = comparing.with_ratios(predictions)

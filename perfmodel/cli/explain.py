@@ -20,9 +20,9 @@ def explain(scenario: str | None, fmt: str, ops: bool, **flags: Any) -> None:
 
     Takes the same scenario and flags as `perfmodel predict`.
     """
-    from perfmodel import explain_report
-    from perfmodel.explain import explain as build
-    from perfmodel.predict import predict
+    from perfmodel.outputs import explain_report
+    from perfmodel.outputs.explain import explain as build
+    from perfmodel.planning.predict import predict
 
     explanation = build(predict(load_from_flags(scenario, flags)))
     if fmt == "json":

@@ -57,9 +57,9 @@ def prediction_label(prediction: Any) -> str:
 @export_options
 def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any) -> None:
     """One prediction (the flags of `perfmodel predict`)."""
-    from perfmodel.export import ExportRow, check_output
-    from perfmodel.export import export as write
-    from perfmodel.predict import predict
+    from perfmodel.outputs.export import ExportRow, check_output
+    from perfmodel.outputs.export import export as write
+    from perfmodel.planning.predict import predict
 
     check_output(out, force)
     result = predict(load_from_flags(scenario, flags))
@@ -77,8 +77,8 @@ def export_compare(
     scenario: str | None, relayout: bool, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any
 ) -> None:
     """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first."""
-    from perfmodel.compare import with_ratios
-    from perfmodel.export import check_output
+    from perfmodel.outputs.export import check_output
+    from perfmodel.planning.compare import with_ratios
 
     check_output(out, force)
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
@@ -104,8 +104,8 @@ def export_search(
 ) -> None:
     """The best layouts of one model on one system (the flags of `perfmodel search`), best first."""
     from perfmodel.cli.options import progress
-    from perfmodel.export import check_output
-    from perfmodel.predict import search_scenario
+    from perfmodel.outputs.export import check_output
+    from perfmodel.planning.predict import search_scenario
 
     check_output(out, force)
     counts = flags.pop("gpus")
@@ -126,10 +126,10 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
     Points that cannot run (the model does not fit, the GPU lacks the precision) are left out of the file and
     counted; `perfmodel sweep` lists each with its reason.
     """
-    from perfmodel import sweep as sweeping
     from perfmodel.cli.options import progress
     from perfmodel.errors import PerfmodelError
-    from perfmodel.export import check_output
+    from perfmodel.outputs.export import check_output
+    from perfmodel.planning import sweep as sweeping
 
     check_output(out, force)
     points = sweeping.load_points(sweep_file)
@@ -151,8 +151,8 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
 
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,
            what: str) -> None:  # fmt: skip
-    from perfmodel.export import ExportRow
-    from perfmodel.export import export as write
+    from perfmodel.outputs.export import ExportRow
+    from perfmodel.outputs.export import export as write
 
     rows = [
         ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra)

@@ -196,14 +196,14 @@ def progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
 def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool = False) -> Any:
     """The scenario file with the flags applied. `relayout` leaves the file's layout open (keeping its global batch
     and sequence length) so that it is searched; layout flags still fix their dimension."""
-    from perfmodel.scenario import load_scenario
+    from perfmodel.inputs.scenario import load_scenario
 
     overrides = {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS}
     origins = {dotted: "--" + flag.replace("_", "-") for flag, dotted in SCENARIO_FLAGS}
     loaded = load_scenario(scenario, overrides, origins)
     if not relayout:
         return loaded
-    from perfmodel.predict import without_layout
+    from perfmodel.planning.predict import without_layout
 
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
@@ -212,7 +212,7 @@ def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool 
 
 def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:
     """Print `records` as JSON or CSV (a list of flat-able dicts), or the `table` text for people."""
-    from perfmodel import report
+    from perfmodel.outputs import report
 
     if fmt == "json":
         click.echo(report.to_json(records))

@@ -45,7 +45,7 @@ def plot(
     Without --from, the flags are predicted now, as `perfmodel compare` does (repeated --gpu ID[:PRECISION],
     --gpus as a list).
     """
-    from perfmodel import plot as plotting
+    from perfmodel.outputs import plot as plotting
 
     plotting.check_output(out, force)
     if source is not None:

@@ -19,8 +19,8 @@ def predict(scenario: str | None, fmt: str, **flags: Any) -> None:
     With no arguments it runs scenarios/default.toml. Flags override the file; a parallel dimension left out is
     chosen as the fastest layout that fits.
     """
-    from perfmodel import report
-    from perfmodel.predict import predict as run_prediction
+    from perfmodel.outputs import report
+    from perfmodel.planning.predict import predict as run_prediction
 
     result = run_prediction(load_from_flags(scenario, flags))
     emit(result.to_dict(), fmt, lambda: report.table(result))

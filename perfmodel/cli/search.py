@@ -41,8 +41,8 @@ def search(
     list (64,128,256) to search several cluster sizes at once, which is where --objective cost and --pareto matter.
     A scenario file's layout is kept (use --relayout to search it); flags given here always fix their dimension.
     """
-    from perfmodel import plan_report
-    from perfmodel.predict import search_scenario
+    from perfmodel.outputs import plan_report
+    from perfmodel.planning.predict import search_scenario
 
     counts = flags.pop("gpus")
     flags["gpus"] = counts[0] if counts else None

@@ -47,9 +47,9 @@ def sweep(
 
     One row per point; a point that cannot run (does not fit, unsupported precision) gets an error column.
     """
-    from perfmodel import plan_report
-    from perfmodel import sweep as sweeping
-    from perfmodel.atomic import check_output, write_atomic
+    from perfmodel.outputs import plan_report
+    from perfmodel.outputs.atomic import check_output, write_atomic
+    from perfmodel.planning import sweep as sweeping
 
     target = Path(out) if out else None
     suffix = check_output(target, force, (".csv", ".json")) if target else None  # before any work
@@ -57,7 +57,7 @@ def sweep(
     with progress(f"{len(points)} points", quiet) as update:
         rows = sweeping.run(points, jobs or os.cpu_count() or 1, executor, ray_address, update)
     if target:
-        from perfmodel import report
+        from perfmodel.outputs import report
 
         text = report.to_json(rows) + "\n" if suffix == "json" else report.to_csv(rows)
         write_atomic(target, lambda handle: handle.write(text.encode()), force)

@@ -10,7 +10,7 @@ from perfmodel.cli import cli
 from perfmodel.cli.options import FORMATS, Command, _degree, emit
 
 if TYPE_CHECKING:
-    from perfmodel.runs import Exclusion, MeasuredRun
+    from perfmodel.fitting.runs import Exclusion, MeasuredRun
 
 CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
 
@@ -30,8 +30,8 @@ def _runs(
     data: str | None, logs: tuple[str, ...], log_flags: dict[str, Any], only: str | None, bundled: bool
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs asked for (a CSV, logs, the bundled rows) and the bundled exclusions when those are used."""
-    from perfmodel.mllog import read_log
-    from perfmodel.runs import bundled_runs, read_runs_csv, select
+    from perfmodel.fitting.mllog import read_log
+    from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
 
     runs: list[MeasuredRun] = []
     excluded: tuple[Exclusion, ...] = ()
@@ -89,9 +89,9 @@ def validate(
     and DGX Cloud tables, the Megatron-LM papers, llm-foundry). --data adds a CSV in the documented column set;
     MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus since logs do not record the hardware.
     """
-    from perfmodel import calibration as calibrations
-    from perfmodel import report
-    from perfmodel.validation import validate as run_validation
+    from perfmodel.fitting.validation import validate as run_validation
+    from perfmodel.outputs import report
+    from perfmodel.physics import calibration as calibrations
 
     runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False)
     result = run_validation(runs, calibrations.resolve(calibration), excluded)
@@ -115,10 +115,10 @@ def calibrate(
     import sys
     from pathlib import Path
 
-    from perfmodel import calibration as calibrations
-    from perfmodel import report
-    from perfmodel.atomic import check_target, write_atomic
-    from perfmodel.validation import fit_calibration
+    from perfmodel.fitting.validation import fit_calibration
+    from perfmodel.outputs import report
+    from perfmodel.outputs.atomic import check_target, write_atomic
+    from perfmodel.physics import calibration as calibrations
 
     check_target(Path(out), force)
     runs, excluded = _runs(data, (), {}, only, bundled=with_bundled or not data)

@@ -46,9 +46,9 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
     Each takes values about 100x beyond today's parts either way (domain_gpus up to 576).
     Example: perfmodel whatif --gpu h100-sxm --gpus 64 --set nvlink_gbps=1800 --set hbm_tbps=x1.5
     """
-    from perfmodel import plan_report
-    from perfmodel import whatif as what
-    from perfmodel.compare import with_ratios
+    from perfmodel.outputs import plan_report
+    from perfmodel.planning import whatif as what
+    from perfmodel.planning.compare import with_ratios
 
     parsed = [what.parse_setting(text) for text in settings]
     loaded = load_from_flags(scenario, flags)
@@ -78,8 +78,8 @@ def sensitivity(scenario: str | None, step: float, fmt: str, quiet: bool, **flag
     Central differences on a log scale at the scenario's layout and, when the scenario leaves layout dimensions
     open, with the layout searched again at each point.
     """
-    from perfmodel import plan_report
-    from perfmodel.sensitivity import sensitivity as analyse
+    from perfmodel.outputs import plan_report
+    from perfmodel.planning.sensitivity import sensitivity as analyse
 
     loaded = load_from_flags(scenario, flags)
     with progress("Perturbing", quiet) as update:

@@ -1,0 +1,102 @@
+"""MLPerf result logs (`:::MLLOG` lines) as measured runs, read with mlperf-logging's own parser.
+
+A log gives the benchmark, the global batch, the wall clock between run_start and run_stop, the samples trained
+and the evaluations made. It does not say which accelerators ran it or how they were laid out: that comes from the
+caller (the `validate` flags), as a scenario. A value of the wrong type or sign is one line naming the file and the
+line (counted from 1; mlperf-logging's `lineno` counts from 0).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.runs import MeasuredRun, check_scenario
+from perfmodel.inputs.mlperf import BENCHMARKS, get_benchmark
+
+PARSER_RULESET = "5.0.0"
+"""The `:::MLLOG` line format is the same from v4.0 on; the round's rules come from the benchmark id."""
+NAMES = {bench.name: bench_id for bench_id, rounds in BENCHMARKS.items() for bench in rounds.values()}
+
+
+def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None = None) -> MeasuredRun:
+    """One result log as a run; `hardware` is the scenario part the log lacks (gpu/system, n_gpus, precision,
+    parallelism). A log that is not a complete, successful MLPerf run is one line naming the file and the line."""
+    from mlperf_logging.compliance_checker.mlp_parser import parse_file
+
+    path = Path(path)
+    try:
+        lines, errors = parse_file(str(path), ruleset=PARSER_RULESET)
+    except FileNotFoundError:
+        raise PerfmodelError(f"{path}: no such log file") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PerfmodelError(f"{path}: not an MLPerf result log ({type(exc).__name__}: {exc})") from None
+    if errors:
+        text, message = errors[0]
+        raise PerfmodelError(f"{path}: unparsable :::MLLOG line '{text[:60]}' ({message})")
+    events: dict[str, list[Any]] = {}
+    for line in lines:
+        events.setdefault(line.key, []).append(line)
+
+    def one(key: str) -> Any:
+        if key not in events:
+            raise PerfmodelError(f"{path}: no '{key}' event; a complete MLPerf result log has one")
+        return events[key][0]
+
+    name = _value(one("submission_benchmark"))
+    if not isinstance(name, str) or name not in NAMES:
+        raise PerfmodelError(f"{path}: benchmark {name!r} is not modelled; valid: {', '.join(NAMES)}")
+    bench = get_benchmark(NAMES[name] + (f"@{round_name}" if round_name else ""))
+    stop = one("run_stop")
+    status = _metadata(stop).get("status")
+    if status != "success":
+        raise PerfmodelError(f"{path}: line {stop.lineno + 1}: run_stop status is '{status}', not a converged run")
+    minutes = (stop.timestamp - one("run_start").timestamp) / 60_000
+    evaluations = events.get("eval_accuracy", [])
+    if not evaluations or minutes <= 0:
+        raise PerfmodelError(f"{path}: no eval_accuracy event or no time between run_start and run_stop")
+    last_eval = evaluations[-1]
+    last = _metadata(last_eval)
+    if "samples_count" in last:
+        samples = _positive(path, last_eval, "samples_count", last["samples_count"])
+    elif "epoch_num" in last:  # GPT-3 logs count tokens
+        samples = _positive(path, last_eval, "epoch_num", last["epoch_num"]) / (
+            bench.seq_len if bench.rcp_tokens else 1
+        )
+    else:
+        raise PerfmodelError(f"{path}: line {last_eval.lineno + 1}: eval_accuracy has no samples_count/epoch_num")
+    gbs_event = one("global_batch_size")
+    gbs = int(_positive(path, gbs_event, "global_batch_size", _value(gbs_event), whole=True))
+    parallelism = dict(hardware.get("parallelism") or {}) | {"gbs": gbs}
+    scenario = {k: v for k, v in hardware.items() if k != "parallelism"} | {
+        "benchmark": f"{bench.id}@{bench.round}",
+        "parallelism": parallelism,
+    }
+    run = MeasuredRun(
+        f"log:{path.name}", f"MLPerf log {bench.round}", scenario, "time_to_train_min", minutes, (), str(path),
+        samples, float(len(evaluations)),
+    )  # fmt: skip
+    check_scenario(run, str(path))
+    return run
+
+
+def _value(event: Any) -> Any:
+    """An event's value (None when the line has none)."""
+    return event.value.get("value") if isinstance(event.value, dict) else None
+
+
+def _metadata(event: Any) -> dict[str, Any]:
+    """An event's metadata table (empty when the line has none, or something else than a table)."""
+    metadata = event.value.get("metadata") if isinstance(event.value, dict) else None
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _positive(path: Path, event: Any, name: str, value: Any, whole: bool = False) -> float:
+    """A positive finite number (whole when `whole`) from a log line, or one line naming the line and the key."""
+    number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or value <= 0 or (whole and value != int(value)):
+        kind = "a positive whole number" if whole else "a positive number"
+        raise PerfmodelError(f"{path}: line {event.lineno + 1}: {name} is {value!r}; it must be {kind}")
+    return float(value)

@@ -1,0 +1,448 @@
+"""Measured training runs: the documented CSV format users validate and calibrate with, and the bundled rows.
+
+A `MeasuredRun` is a scenario (what ran: model, hardware, GPUs, precision, layout) plus one measured number
+(`tokens_per_s_per_gpu`, `step_time_s` or, for MLPerf, `time_to_train_min`). The bundled rows are converted from
+perfmodel/data/measured_runs.csv and mlperf_training_llm.csv (copies of ../shared/data, source columns kept); a row
+that cannot be predicted honestly (mixture-of-experts model, accelerator not in hardware_specs, duplicate, missing
+layout facts) is excluded with its reason rather than guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
+LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "mbs", "gbs", "zero")
+MODEL_COLUMNS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab")
+CSV_COLUMNS = (
+    "id", "source", "model", *MODEL_COLUMNS, "gpu", "system", "n_gpus", "precision", "seq_len", *LAYOUT_COLUMNS,
+    "recompute", "benchmark", "metric", "measured",
+)  # fmt: skip
+"""The documented column set of `--data FILE.csv`. Required: model (or benchmark), gpu or system, n_gpus, precision,
+metric, measured. A blank layout column is chosen by search (the fastest layout that fits)."""
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    id: str
+    source: str
+    """Where the number comes from, short (its group in reports): 'Megatron-Bridge', 'MLPerf Training v5.0', ..."""
+    scenario: dict[str, Any]
+    metric: str
+    measured: float
+    assumptions: tuple[str, ...] = field(default=())
+    detail: str = ""
+    """Version, submitter or file: what tells this row from its neighbours."""
+    samples: float | None = None
+    """MLPerf result logs: the samples this run trained (instead of the RCP mean), and its evaluations."""
+    evaluations: float | None = None
+
+    @property
+    def accelerator(self) -> str:
+        from perfmodel.inputs.hardware import get_system
+
+        return self.scenario.get("gpu") or get_system(self.scenario["system"]).accelerator
+
+    @property
+    def precision(self) -> str:
+        return str(self.scenario["precision"])
+
+    @property
+    def group(self) -> str:
+        """The held-out unit of cross-validation: accelerator x precision."""
+        return f"{self.accelerator}/{self.precision}"
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    id: str
+    reason: str
+
+
+class Excluded(Exception):
+    """A bundled row that cannot be predicted honestly; the message says why."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The documented CSV format
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
+    """Runs from a CSV in the documented column set; a bad row is one line naming the file, row and column."""
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often write a BOM
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
+            if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
+                need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
+                raise PerfmodelError(f"{path}: missing column(s) {', '.join(need)}; columns: {', '.join(CSV_COLUMNS)}")
+            unknown = [c for c in header if c not in CSV_COLUMNS]
+            if unknown:
+                raise PerfmodelError(
+                    f"{path}: unknown column(s) {', '.join(unknown)}; allowed: {', '.join(CSV_COLUMNS)}"
+                )
+            twice = sorted({c for c in header if header.count(c) > 1})
+            if twice:
+                raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
+            runs = [_parse_row(path, number, row) for number, row in enumerate(reader, start=2)]
+    except FileNotFoundError:
+        raise PerfmodelError(f"{path}: no such file") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
+    except IsADirectoryError:
+        raise PerfmodelError(f"{path}: is a directory, not a CSV file") from None
+    except OSError as exc:
+        raise PerfmodelError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not runs:
+        raise PerfmodelError(f"{path}: no rows")
+    return runs
+
+
+def _number(path: Path, line: int, column: str, text: str, integer: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}', not a number") from None
+    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
+        kind = "a positive integer" if integer else "a positive finite number"
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be {kind}")
+    return value
+
+
+def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
+    cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
+    if None in row:
+        raise PerfmodelError(f"{path}, row {line}: more cells than columns")
+    metric = cell.get("metric", "")
+    if metric not in METRICS:
+        raise PerfmodelError(f"{path}, row {line}: column 'metric' is '{metric}'; allowed: {', '.join(METRICS)}")
+    for required in ("n_gpus", "precision", "measured"):
+        if not cell.get(required):
+            raise PerfmodelError(f"{path}, row {line}: column '{required}' is empty")
+    if metric == "time_to_train_min" and not cell.get("benchmark"):
+        raise PerfmodelError(f"{path}, row {line}: metric time_to_train_min needs a 'benchmark' (an MLPerf id)")
+    scenario: dict[str, Any] = {
+        "n_gpus": int(_number(path, line, "n_gpus", cell["n_gpus"], integer=True)),
+        "precision": cell["precision"].lower(),
+    }
+    for key in ("gpu", "system", "benchmark"):
+        if cell.get(key):
+            scenario[key] = cell[key]
+    overrides = {c: int(_number(path, line, c, cell[c], integer=True)) for c in MODEL_COLUMNS if cell.get(c)}
+    if cell.get("model"):
+        scenario["model"] = {"base": cell["model"], **overrides} if overrides else cell["model"]
+    parallelism: dict[str, Any] = {
+        c: int(_number(path, line, c, cell[c], integer=True)) for c in LAYOUT_COLUMNS if cell.get(c) and c != "zero"
+    }
+    if cell.get("zero"):
+        if cell["zero"] not in ("0", "1", "2", "3"):
+            raise PerfmodelError(f"{path}, row {line}: column 'zero' is '{cell['zero']}'; it must be 0, 1, 2 or 3")
+        parallelism["zero"] = int(cell["zero"])
+    if cell.get("seq_len"):
+        parallelism["seq_len"] = int(_number(path, line, "seq_len", cell["seq_len"], integer=True))
+    if cell.get("recompute"):
+        parallelism["recompute"] = cell["recompute"]
+    scenario["parallelism"] = parallelism
+    measured = _number(path, line, "measured", cell["measured"], integer=False)
+    run = MeasuredRun(
+        cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured
+    )
+    check_scenario(run, f"{path}, row {line}")
+    return run
+
+
+def check_scenario(run: MeasuredRun, where: str) -> None:
+    """One line naming `where` (file and row) and the field when the run's scenario is not a valid one."""
+    from pydantic import ValidationError
+
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.inputs.scenario import Scenario, describe_error
+
+    try:
+        scenario = Scenario.model_validate(run.scenario)
+        scenario.model_spec()
+        resolve(scenario.gpu, scenario.system)
+    except ValidationError as exc:
+        raise PerfmodelError(f"{where}: {describe_error(exc)}") from None
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"{where}: {exc}") from None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The bundled rows
+# ----------------------------------------------------------------------------------------------------------------
+
+HARDWARE = {
+    "H100-SXM5-80GB": "h100-sxm", "H100-80GB": "h100-sxm", "H200-SXM5-141GB": "h200-sxm",
+    "A100-SXM4-80GB": "a100-sxm-80gb", "A100-80GB (1600Gbps RoCE)": "a100-sxm-80gb",
+    "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "GB300": "gb300",
+    "MI300X": "mi300x", "MI325X": "mi325x",
+}  # fmt: skip
+MODELS = {
+    "Llama3-8B": "llama3.1-8b", "Llama3.1-8B": "llama3.1-8b", "Llama3-70B": "llama3.1-70b",
+    "Llama3.1-70B": "llama3.1-70b", "Llama3.1-405B": "llama3.1-405b", "Llama2-7B": "llama2-7b",
+    "Llama2-13B": "llama2-13b", "Llama2-70B": "llama2-70b", "GPT3-5B": "gpt3-5b", "GPT3-20B": "gpt3-20b",
+    "GPT3-175B": "gpt3-175b",
+}  # fmt: skip
+MEGATRON_GPT_SHAPES = {"GPT-174.6B": (12288, 96, 96), "GPT-529.6B": (20480, 105, 128), "GPT-530B": (20480, 105, 128)}
+"""Models of Narayanan 2021 Table 2 / Korthikanti 2022 named without shapes: the shapes their Table 1 rows give."""
+MEGATRON_GPT_VOCAB = 51200
+MPT_SHAPES = {
+    "MPT-125m": (768, 12, 12), "MPT-350m": (1024, 16, 24), "MPT-760m": (1536, 12, 24), "MPT-1b": (2048, 16, 24),
+    "MPT-3b": (2560, 20, 32), "MPT-7b": (4096, 32, 32), "MPT-13b": (5120, 40, 40), "MPT-30b": (7168, 56, 48),
+    "MPT-70b": (8192, 64, 80),
+}  # fmt: skip
+"""(d_model, n_heads, n_layers) of llm-foundry's mpt-*.yaml configs; with a 50,368-token vocabulary, tied embeddings,
+no biases and learned positions of max_seq_len they reproduce the README's parameter counts to 0.1% (tested)."""
+MPT_VOCAB = 50368
+PRECISIONS = {
+    "fp8": "fp8", "fp8-cs": "fp8", "fp8-cs (per-tensor current scaling)": "fp8", "amp_fp8": "fp8",
+    "fp8-blockwise": "fp8", "mxfp8": "mxfp8", "nvfp4": "nvfp4", "bf16": "bf16", "amp_bf16": "bf16",
+    "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16",
+}  # fmt: skip
+OTHER_STACK = (
+    "DeepSpeed implementation: perfmodel's kernel efficiencies and overlap describe Megatron-Core/Transformer Engine "
+    "stacks, and these runs are 3-5x slower than Megatron on the same hardware"
+)
+OUT_OF_SCOPE = re.compile(r"DeepSeek|Qwen3|GPT-OSS|Kimi|Mixtral|Llama4|Nemotron")
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _int(text: str, default: int | None = None) -> int | None:
+    return int(float(text)) if text.strip() else default
+
+
+def _precision(text: str) -> str:
+    key = text.strip().lower()
+    if key not in PRECISIONS:
+        raise Excluded(f"precision '{text}' has no recipe in perfmodel")
+    return PRECISIONS[key]
+
+
+def _accelerator(text: str) -> str:
+    if text not in HARDWARE:
+        raise Excluded(f"accelerator '{text}' is not in hardware_specs")
+    return HARDWARE[text]
+
+
+def _measured_model(row: dict[str, str]) -> str | dict[str, Any]:
+    name, seq = row["model"], int(row["seq_len"])
+    if OUT_OF_SCOPE.search(name):
+        raise Excluded(f"{name}: mixture-of-experts/hybrid or shapes not bundled; perfmodel models dense transformers")
+    proxy = re.fullmatch(r"Llama3\.1-405B \((\d+)-layer proxy\)", name)
+    if proxy:
+        return {"base": "llama3.1-405b", "layers": int(proxy.group(1))}
+    if name in MODELS:
+        return MODELS[name]
+    shapes = re.search(r"h=(\d+), l=(\d+), heads=(\d+)", name)
+    if shapes or name in MEGATRON_GPT_SHAPES:
+        hidden, layers, heads = (
+            (int(shapes.group(1)), int(shapes.group(2)), int(shapes.group(3))) if shapes else MEGATRON_GPT_SHAPES[name]
+        )
+        return _gpt_table(name, hidden, heads, layers, MEGATRON_GPT_VOCAB, seq, bias=True)
+    if name in MPT_SHAPES:
+        hidden, heads, layers = MPT_SHAPES[name]
+        return _gpt_table(name, hidden, heads, layers, MPT_VOCAB, seq, bias=False)
+    raise Excluded(f"model '{name}' is not in the zoo")
+
+
+def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
+    return {
+        "id": name.split(" ")[0].lower(), "name": name.split(" (")[0], "layers": layers, "hidden": hidden,
+        "ffn": 4 * hidden, "heads": heads, "kv_heads": heads, "vocab": vocab, "tied_embeddings": True, "mlp": "gelu",
+        "norm": "layernorm", "bias": bias, "learned_positions": seq,
+    }  # fmt: skip
+
+
+def _zero(text: str) -> int | None:
+    text = text.lower()
+    if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"megatron-fsdp \([1-9]", text):
+        return 3
+    if "shard_grad_op" in text:
+        return 2
+    if text == "none":
+        return 0  # Megatron-LM 2021: plain data-parallel all-reduce
+    return 1  # NeMo/Megatron-Bridge default: distributed optimizer
+
+
+def _recompute(text: str) -> str | None:
+    text = text.lower()
+    for mode in ("full", "selective", "none"):
+        if text.startswith(mode):
+            return mode
+    return None  # not reported: chosen by search, as the published recipes are tuned
+
+
+def _megatron_tokens_per_s(row: dict[str, str], model: dict[str, Any]) -> float:
+    """Narayanan 2021 reports TFLOP/s by its Eq. 3, 96 B s l h^2 (1 + s/6h + V/16lh) FLOPs per iteration
+    (recompute included, full attention); dividing by the FLOPs per token recovers the measured tokens/s/GPU."""
+    s, h, layers, v = int(row["seq_len"]), model["hidden"], model["layers"], model["vocab"]
+    flops_per_token = 96 * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
+    return float(row["tflops_per_gpu"]) * 1e12 / flops_per_token
+
+
+def _source_label(source: str) -> str:
+    for key, label in (
+        ("Megatron-Bridge", "Megatron-Bridge"), ("NVIDIA/NeMo docs", "NeMo 24.07"),
+        ("docs.nvidia.com", "NeMo docs"), ("dgxc-benchmarking", "DGX Cloud recipes"),
+        ("Narayanan", "Narayanan et al. 2021"), ("Korthikanti", "Korthikanti et al. 2022"),
+        ("llm-foundry", "llm-foundry"), ("DeepSeek", "DeepSeek-V3 report"),
+    ):  # fmt: skip
+        if key in source:
+            return label
+    return source.split(" ")[0]
+
+
+def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
+    if "DeepSpeed" in row["fsdp_or_zero"]:
+        raise Excluded(OTHER_STACK)
+    model = _measured_model(row)
+    gpu = _accelerator(row["hardware"])
+    precision = _precision(row["dtype"])
+    assumptions = []
+    if "405B" in row["model"] and re.search(r"v24\.11|v25\.02", row["version_or_date"]):
+        model = {"base": "llama3.1-405b", **(model if isinstance(model, dict) else {}), "vocab": 50257}
+        assumptions.append("GPT2BPE tokenizer proxy (~50K vocab) of DGXC 405B recipes through v25.02")
+    parallelism: dict[str, Any] = {
+        "seq_len": int(row["seq_len"]), "gbs": _int(row["gbs"]), "mbs": _int(row["mbs"]),
+        "tp": _int(row["tp"], 1), "pp": _int(row["pp"], 1), "cp": _int(row["cp"], 1),
+        "vp": _int(row["vp"], 1), "zero": _zero(row["fsdp_or_zero"]), "recompute": _recompute(row["recompute"]),
+    }  # fmt: skip
+    if parallelism["pp"] == 1:
+        parallelism["vp"] = 1
+    if parallelism["gbs"] is None:
+        raise Excluded("global batch size not reported")
+    if row["step_time_s"]:
+        metric, measured = "step_time_s", float(row["step_time_s"])
+    elif row["tokens_per_s_per_gpu"]:
+        metric, measured = "tokens_per_s_per_gpu", float(row["tokens_per_s_per_gpu"])
+    elif row["tflops_per_gpu"] and isinstance(model, dict):
+        metric, measured = "tokens_per_s_per_gpu", _megatron_tokens_per_s(row, model)
+        assumptions.append("tokens/s derived from the paper's TFLOP/s by its Eq. 3")
+    else:
+        raise Excluded("no step time or throughput reported")
+    scenario = {
+        "model": model, "gpu": gpu, "n_gpus": int(row["n_gpus"]), "precision": precision,
+        "parallelism": {k: v for k, v in parallelism.items() if v is not None},
+    }  # fmt: skip
+    return MeasuredRun(
+        f"measured_runs.csv:{number}", _source_label(row["source"]), scenario, metric, measured, tuple(assumptions),
+        row["version_or_date"],
+    )  # fmt: skip
+
+
+def _mlperf_id(row: dict[str, str]) -> str:
+    match = re.search(r"training_results_(v[\d.]+):([^/]+)/results/([^/]+)/", row["source"])
+    return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
+
+
+def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
+    from perfmodel.inputs.mlperf import get_benchmark
+
+    if "deepspeed" in row["framework"].lower():
+        raise Excluded(OTHER_STACK)
+    benchmark_id = {"gpt3": "mlperf-gpt3", "llama2_70b_lora": "mlperf-llama2-70b-lora"}.get(
+        row["benchmark"], "mlperf-llama31-405b"
+    )
+    bench = get_benchmark(f"{benchmark_id}@{row['round']}")
+    gpu = _accelerator(row["accelerator"])
+    assumptions = []
+    if row["precision"]:
+        precision = _precision(row["precision"])
+    else:
+        from perfmodel.inputs.hardware import get_accelerator
+
+        precision = "fp8" if "fp8" in get_accelerator(gpu).precisions else "bf16"
+        assumptions.append(f"precision not reported; {precision.upper()} assumed (the reference implementation's)")
+    if not row["gbs"] or not row["time_to_train_min"]:
+        raise Excluded("global batch size or score not reported")
+    layout: dict[str, int | None] = {
+        "tp": _int(row["tp"]),
+        "pp": _int(row["pp"]),
+        "cp": _int(row["cp"]),
+        "mbs": _int(row["mbs"]),
+    }
+    if layout["tp"] is not None:
+        layout = {k: (1 if v is None else v) for k, v in layout.items()}
+        layout["vp"] = _int(row["vp"], 1)
+    else:
+        assumptions.append("layout not published; the fastest layout that fits is assumed")
+    scenario = {
+        "benchmark": bench.id + "@" + bench.round, "gpu": gpu, "n_gpus": int(row["n_accelerators"]),
+        "precision": precision, "parallelism": {"gbs": int(row["gbs"])} | {k: v for k, v in layout.items() if v},
+    }  # fmt: skip
+    return MeasuredRun(
+        f"mlperf:{_mlperf_id(row)}", f"MLPerf Training {row['round']}", scenario, "time_to_train_min",
+        float(row["time_to_train_min"]), tuple(assumptions), f"{row['submitter']} {row['system']}",
+    )  # fmt: skip
+
+
+def _duplicates(rows: list[dict[str, str]]) -> dict[int, str]:
+    """Rows whose notes say they repeat another row's logs (power-measurement variants, resubmissions) when that
+    row is in the data too: the first one is kept."""
+    ids = {_mlperf_id(r): i for i, r in enumerate(rows)}
+    dropped: dict[int, str] = {}
+    for i, row in enumerate(rows):
+        for other in re.findall(r"v\d\.\d/[\w.+-]+/[\w.+-]+", row["notes"]):
+            j = ids.get(other)
+            if j is not None and j < i and j not in dropped:
+                dropped[i] = f"duplicate of {other} (same logs)"
+                break
+    return dropped
+
+
+@cache
+def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
+    """Every bundled measured row as a MeasuredRun, and every excluded row with its reason."""
+    runs: list[MeasuredRun] = []
+    excluded: list[Exclusion] = []
+
+    def take(row_id: str, convert: Any) -> None:
+        try:
+            run = convert()
+            check_scenario(run, row_id)
+            runs.append(run)
+        except (Excluded, PerfmodelError) as exc:
+            excluded.append(Exclusion(row_id, str(exc)))
+
+    for number, row in enumerate(_read("measured_runs.csv"), start=2):
+        take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
+    mlperf_rows = _read("mlperf_training_llm.csv")
+    duplicates = _duplicates(mlperf_rows)
+    for i, row in enumerate(mlperf_rows):
+        if i in duplicates:
+            excluded.append(Exclusion(f"mlperf:{_mlperf_id(row)}", duplicates[i]))
+        else:
+            take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row))
+    return tuple(runs), tuple(excluded)
+
+
+def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun]:
+    """Runs whose id, source or group contains `pattern` (all when None); none matching is an error."""
+    runs = list(runs)
+    if pattern is None:
+        return runs
+    chosen = [r for r in runs if any(pattern.lower() in s.lower() for s in (r.id, r.source, r.group))]
+    if runs and not chosen:
+        raise PerfmodelError(
+            f"--only {pattern}: no run's id, source or accelerator/precision group contains it "
+            f"(e.g. '{runs[0].source}' or '{runs[0].group}')"
+        )
+    return chosen

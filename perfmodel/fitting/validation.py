@@ -1,0 +1,265 @@
+"""Compare predictions with measured runs: per-row error, MAPE overall and per group, held-out error.
+
+Every run is predicted through the same path as `perfmodel predict`: its scenario, the layout it used (or, where
+unpublished, the fastest one that fits), and the efficiency parameters of a calibration. The layout and all that
+does not depend on efficiencies are prepared once, so a calibration fit re-evaluates only the step model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.calibrate import Residual, mape
+from perfmodel.fitting.runs import MeasuredRun
+from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.calibration import UNCALIBRATED, Calibration
+from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.parallel import Layout
+from perfmodel.physics.step import Context, evaluate
+from perfmodel.planning.predict import choose_layout, context_for, layout_vars
+
+GROUPINGS = ("source", "accelerator", "precision", "metric")
+NOT_FITTED = {
+    "llm-foundry": "validated but not fitted: a different software stack (Composer + PyTorch FSDP, FlashAttention-2/"
+    "Triton attention with ALiBi, no Transformer Engine in BF16) whose attention on H100 runs at about half the "
+    "speed of the cuDNN/FA3 kernels behind NVIDIA's tables; fitting one Hopper attention efficiency to both would "
+    "misstate each",
+}
+"""Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run with everything that stays fixed while efficiencies change: scenario, context, layout."""
+
+    run: MeasuredRun
+    context: Context
+    layout: Layout
+    benchmark: Benchmark | None
+
+    @property
+    def family(self) -> str:
+        return self.context.hardware.accelerator.family
+
+    @property
+    def formats(self) -> set[str]:
+        return {"bf16", self.context.recipe.gemm_format}
+
+    def predicted(self, efficiency: Efficiency) -> float:
+        """The run's metric as perfmodel predicts it with these efficiencies."""
+        step = evaluate(replace(self.context, efficiency=efficiency), layout_vars(self.layout))
+        step_time = float(step.step_time_s)
+        metric = self.run.metric
+        if metric == "step_time_s":
+            return step_time
+        if metric == "tokens_per_s_per_gpu":
+            return self.layout.gbs * self.layout.seq_len / step_time / self.layout.n_gpus
+        if self.benchmark is None:
+            raise ValueError(f"{self.run.id}: time_to_train_min needs a benchmark")
+        result = score(
+            self.benchmark, self.layout.gbs, step_time, float(step.forward_only_s), self.run.samples,
+            self.run.evaluations, efficiency.run_overhead_s,
+        )  # fmt: skip
+        return result.time_to_train_min
+
+    def log_time_ratio(self, efficiency: Efficiency) -> float:
+        """log(predicted time / measured time); throughputs are inverted so that the sign always means 'slow'."""
+        ratio = math.log(self.predicted(efficiency) / self.run.measured)
+        return -ratio if self.run.metric == "tokens_per_s_per_gpu" else ratio
+
+
+def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
+    scenario = Scenario.model_validate(run.scenario)
+    probe = context_for(scenario)
+    ctx = replace(probe, efficiency=calibration.efficiency(probe.hardware.accelerator.family))
+    layout, _ = choose_layout(scenario, ctx)
+    return PreparedRun(run, ctx, layout, get_benchmark(scenario.benchmark) if scenario.benchmark else None)
+
+
+def log_time_ratio(item: PreparedRun, efficiency_for: Callable[[str], Efficiency]) -> float:
+    return item.log_time_ratio(efficiency_for(item.family))
+
+
+@dataclass(frozen=True)
+class Row:
+    prepared: PreparedRun
+    predicted: float
+    held_out_error_pct: float | None
+
+    @property
+    def error_pct(self) -> float:
+        return (self.predicted / self.prepared.run.measured - 1) * 100
+
+    def key(self, grouping: str) -> str:
+        run = self.prepared.run
+        return {
+            "source": run.source.split(" v")[0].split(" 2")[0]
+            if run.source.startswith("MLPerf")
+            else run.source.split(" NeMo")[0].split(" DGXC")[0].split(" (")[0],
+            "accelerator": run.accelerator,
+            "precision": run.precision,
+            "metric": run.metric,
+        }[grouping]
+
+    def to_dict(self) -> dict[str, Any]:
+        run, lo = self.prepared.run, self.prepared.layout
+        return {
+            "id": run.id,
+            "source": run.source,
+            "detail": run.detail,
+            "model": self.prepared.context.model.id,
+            "accelerator": run.accelerator,
+            "n_gpus": lo.n_gpus,
+            "precision": run.precision,
+            "layout": lo.describe(),
+            "metric": run.metric,
+            "measured": run.measured,
+            "predicted": self.predicted,
+            "error_pct": self.error_pct,
+            "held_out_error_pct": self.held_out_error_pct,
+            "assumptions": list(run.assumptions),
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    rows: list[Row]
+    excluded: list[dict[str, str]]
+    calibration: Calibration
+
+    @property
+    def mape_pct(self) -> float:
+        return sum(abs(r.error_pct) for r in self.rows) / len(self.rows)
+
+    @property
+    def cv_mape_pct(self) -> float | None:
+        held = [abs(r.held_out_error_pct) for r in self.rows if r.held_out_error_pct is not None]
+        return sum(held) / len(held) if held else None
+
+    def groups(self) -> dict[str, dict[str, dict[str, float | int | None]]]:
+        out: dict[str, dict[str, dict[str, float | int | None]]] = {}
+        for grouping in GROUPINGS:
+            buckets: dict[str, list[Row]] = {}
+            for row in self.rows:
+                buckets.setdefault(row.key(grouping), []).append(row)
+            out[grouping] = {
+                name: {
+                    "rows": len(rows),
+                    "mape_pct": sum(abs(r.error_pct) for r in rows) / len(rows),
+                    "cv_mape_pct": _mean_abs([r.held_out_error_pct for r in rows]),
+                }
+                for name, rows in sorted(buckets.items())
+            }
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "mape_pct": self.mape_pct,
+            "cv_mape_pct": self.cv_mape_pct,
+            "groups": self.groups(),
+            "excluded": self.excluded,
+            "calibration": self.calibration.source,
+        }
+
+
+def _mean_abs(values: Sequence[float | None]) -> float | None:
+    known = [abs(v) for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def held_out_errors(calibration: Calibration) -> dict[str, float]:
+    """Held-out error of every run the calibration was cross-validated on, by run id."""
+    residuals = calibration.provenance.get("fit", {}).get("residuals", [])
+    return {r["id"]: r["held_out_error_pct"] for r in residuals if r.get("held_out_error_pct") is not None}
+
+
+def validate(runs: Sequence[MeasuredRun], calibration: Calibration, excluded: Sequence[Any] = ()) -> Report:
+    held = held_out_errors(calibration)
+    rows = []
+    unpredictable = [{"id": e.id, "reason": e.reason} for e in excluded]
+    for prepared in prepare_all(runs, calibration, unpredictable):
+        predicted = prepared.predicted(prepared.context.efficiency)
+        rows.append(Row(prepared, predicted, _held_out_metric_error(prepared.run, held.get(prepared.run.id))))
+    if not rows:
+        first = f"; {unpredictable[0]['id']}: {unpredictable[0]['reason']}" if unpredictable else ""
+        raise PerfmodelError(f"nothing to validate: none of the {len(runs)} runs can be predicted{first}")
+    return Report(rows, unpredictable, calibration)
+
+
+def prepare_all(
+    runs: Sequence[MeasuredRun], calibration: Calibration, unpredictable: list[dict[str, str]]
+) -> list[PreparedRun]:
+    """Prepared runs; a run no valid layout can reproduce is reported in `unpredictable` with the reason."""
+    prepared = []
+    for run in runs:
+        try:
+            prepared.append(prepare(run, calibration))
+        except PerfmodelError as exc:
+            unpredictable.append({"id": run.id, "reason": str(exc)})
+    return prepared
+
+
+def _held_out_metric_error(run: MeasuredRun, time_error_pct: float | None) -> float | None:
+    """Calibration residuals are on time; a throughput's error is the inverse ratio."""
+    if time_error_pct is None:
+        return None
+    if run.metric == "tokens_per_s_per_gpu":
+        return (1 / (1 + time_error_pct / 100) - 1) * 100
+    return time_error_pct
+
+
+def residuals(items: Sequence[PreparedRun], calibration: Calibration) -> list[Residual]:
+    return [
+        Residual(i.run.id, i.run.group, i.family, i.log_time_ratio(calibration.efficiency(i.family))) for i in items
+    ]
+
+
+__all__ = ["Report", "Row", "log_time_ratio", "mape", "prepare", "residuals", "validate"]
+
+
+def fit_calibration(
+    runs: Sequence[MeasuredRun],
+    excluded: Sequence[Any],
+    cross_validate: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Calibration:
+    """Fit the efficiency parameters on `runs` (layouts fixed as predicted with the physical defaults), with
+    leave-one-group-out cross-validation and the provenance a calibration file carries."""
+    from perfmodel.fitting import calibrate as cal
+
+    say = progress or (lambda _: None)
+    unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
+    not_fitted = [{"id": r.id, "reason": NOT_FITTED[r.source]} for r in runs if r.source in NOT_FITTED]
+    items = prepare_all([r for r in runs if r.source not in NOT_FITTED], UNCALIBRATED, unpredictable)
+    if not items:
+        raise PerfmodelError("nothing to calibrate: none of the runs can be predicted")
+    say(f"fitting on {len(items)} runs")
+    fitted = cal.fit(items, log_time_ratio, _family, _formats)
+    start = Calibration(fitted.parameters, {}, "fit")
+    cv = cal.cross_validate if cross_validate else None
+    held_out = cv(items, log_time_ratio, _family, _formats, _group, say, start) if cv else []
+    data = {
+        "rows": [item.run.id for item in items],
+        "sources": sorted({item.run.source for item in items}),
+        "excluded": unpredictable,
+        "validated_not_fitted": not_fitted,
+    }
+    return cal.build(fitted, held_out, data)
+
+
+def _family(item: PreparedRun) -> str:
+    return item.family
+
+
+def _formats(item: PreparedRun) -> set[str]:
+    return item.formats
+
+
+def _group(item: PreparedRun) -> str:
+    return item.run.group

@@ -1,0 +1,195 @@
+"""Accelerators and systems, loaded from hardware_specs/*.toml and validated by pydantic.
+
+Every figure in those files is a `{value, source}` pair; the model only reads `.value`, the Assumptions export
+and `perfmodel hardware list` show the sources.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.resources import data_dir
+
+PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
+Family = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Sourced(_Strict):
+    value: float = Field(allow_inf_nan=False)
+    source: str = Field(min_length=3)
+
+
+class SourcedPositive(Sourced):
+    value: float = Field(gt=0, allow_inf_nan=False)
+
+
+class SourcedFlag(_Strict):
+    value: bool
+    source: str = Field(min_length=3)
+
+
+class Accelerator(_Strict):
+    id: str
+    name: str
+    vendor: str
+    family: Family
+    year: int
+    default_system: str
+    precisions: tuple[str, ...]
+    bf16_tflops: SourcedPositive
+    fp8_tflops: SourcedPositive | None = None
+    fp4_tflops: SourcedPositive | None = None
+    sms: SourcedPositive
+    hbm_gb: SourcedPositive
+    hbm_usable_gb: SourcedPositive | None = None
+    hbm_tbps: SourcedPositive
+    sfu_texp_per_s: SourcedPositive | None = None
+    scaleup_name: str
+    scaleup_gb_per_s_per_direction: SourcedPositive
+    scaleup_peer_gb_per_s_per_direction: SourcedPositive | None = None
+    scaleup_domain_gpus: SourcedPositive
+    nic_gbit_per_s: SourcedPositive
+    power_w: SourcedPositive
+    usd_per_gpu_hour: SourcedPositive | None = None
+    usd_per_gpu_hour_low: SourcedPositive | None = None
+    usd_per_gpu_hour_high: SourcedPositive | None = None
+
+    def peak_flops(self, fmt: str) -> float:
+        """Dense peak FLOP/s for a tensor-core input format ('bf16', 'fp8' or 'fp4')."""
+        figure = {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "fp4": self.fp4_tflops}[fmt]
+        if figure is None:
+            raise PerfmodelError(f"{self.id}: no {fmt.upper()} tensor-core peak in hardware_specs")
+        return figure.value * 1e12
+
+    @property
+    def memory_bytes(self) -> float:
+        """Capacity a job can allocate: the usable figure where the vendor prints one.
+
+        HBM capacities are binary: an "80 GB" H100 has 80 GiB (5 stacks of 16 GiB), 85.9 decimal GB.
+        """
+        return (self.hbm_usable_gb or self.hbm_gb).value * 2**30
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.hbm_tbps.value * 1e12
+
+
+class Fabric(_Strict):
+    kind: Literal["rail-optimised fat tree"]
+    name: str
+    oversubscription: SourcedPositive
+    domains_per_leaf: SourcedPositive
+    in_network_reduction: SourcedFlag
+
+
+class Latency(_Strict):
+    scaleup_hop_us: SourcedPositive
+    nic_us: SourcedPositive
+    switch_hop_us: SourcedPositive
+    collective_step_us: SourcedPositive
+
+
+class System(_Strict):
+    id: str
+    name: str
+    accelerator: str
+    scaleup_kind: Literal["switch", "mesh"]
+    gpus_per_node: SourcedPositive
+    nics_per_gpu: SourcedPositive
+    ranks_per_domain: SourcedPositive | None = None
+    scaleup_in_network_reduction: SourcedFlag
+    fabric: Fabric
+    latency: Latency
+
+
+class Hardware(BaseModel):
+    """A system with its accelerator resolved: what the model needs about the machine."""
+
+    model_config = ConfigDict(frozen=True)
+    system: System
+    accelerator: Accelerator
+
+    @property
+    def domain_gpus(self) -> int:
+        return int(self.accelerator.scaleup_domain_gpus.value)
+
+    @property
+    def ranks_per_domain(self) -> int:
+        """GPUs of one scale-up domain that a job fills before moving to the next (64 of 72 on NVL72)."""
+        figure = self.system.ranks_per_domain
+        return int(figure.value) if figure else self.domain_gpus
+
+
+def _load(path: Path, model: type[BaseModel]) -> BaseModel:
+    try:
+        with path.open("rb") as handle:
+            raw = tomllib.load(handle)
+        return model.model_validate(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfmodelError(f"{path}: not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise PerfmodelError(f"{path}: field '{field}': {err['msg']}") from None
+
+
+def _folder(kind: str) -> Path:
+    return data_dir("hardware_specs") / kind
+
+
+def _ids(kind: str) -> list[str]:
+    return sorted(p.stem for p in _folder(kind).glob("*.toml"))
+
+
+@cache
+def _get(kind: str, item_id: str) -> BaseModel:
+    """One accelerator or system, read from its own file (ids are file names), so a prediction reads two files."""
+    label = {"accelerators": "GPU", "systems": "system"}[kind]
+    if item_id not in _ids(kind):
+        raise PerfmodelError(f"unknown {label} '{item_id}'; valid: {', '.join(_ids(kind))}")
+    model = Accelerator if kind == "accelerators" else System
+    loaded = _load(_folder(kind) / f"{item_id}.toml", model)
+    if loaded.id != item_id:  # type: ignore[attr-defined]
+        raise PerfmodelError(f"{_folder(kind) / item_id}.toml: field 'id' is '{loaded.id}', not the file name")  # type: ignore[attr-defined]
+    return loaded
+
+
+def get_accelerator(accelerator_id: str) -> Accelerator:
+    return _get("accelerators", accelerator_id)  # type: ignore[return-value]
+
+
+def get_system(system_id: str) -> System:
+    return _get("systems", system_id)  # type: ignore[return-value]
+
+
+def accelerators() -> dict[str, Accelerator]:
+    return {i: get_accelerator(i) for i in _ids("accelerators")}
+
+
+def systems() -> dict[str, System]:
+    return {i: get_system(i) for i in _ids("systems")}
+
+
+def resolve(gpu: str | None = None, system: str | None = None) -> Hardware:
+    """The hardware for a `--gpu` and/or `--system`: an accelerator id alone picks its usual system."""
+    if system is None:
+        if gpu is None:
+            raise PerfmodelError(
+                "no hardware given: set gpu or system in the scenario, or pass --gpu ID or --system ID"
+            )
+        system = get_accelerator(gpu).default_system
+    chosen = get_system(system)
+    if gpu is not None and gpu != chosen.accelerator:
+        get_accelerator(gpu)  # an unknown id is reported first
+        raise PerfmodelError(f"gpu {gpu} does not match system {system}, which has {chosen.accelerator} GPUs")
+    return Hardware(system=chosen, accelerator=get_accelerator(chosen.accelerator))

@@ -1,0 +1,78 @@
+"""Training precision recipes: which GEMMs run in which number format and what the casts cost.
+
+Sources: NVIDIA Transformer Engine recipes (FP8 per-tensor current scaling, MXFP8 32-element blocks) and the NVFP4
+pretraining recipe of arXiv 2509.25149 (16-element E4M3-scaled blocks, the first 2 and last 8 blocks kept in BF16,
+16x16 random Hadamard transform on the weight-gradient inputs) as summarised in accelerators_sources.md section 7.
+Attention (QK^T, softmax, PV), norms, the LM head and the optimizer stay in BF16/FP32 in every recipe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import PRECISIONS, Accelerator
+
+BF16_BYTES = 2.0
+_MXFP8 = 1.0 + 1 / 32  # E4M3 element + one E8M0 scale per 32
+_NVFP4 = 0.5 + 1 / 16  # E2M1 element + one E4M3 scale per 16 (the FP32 tensor scale is negligible)
+_MXFP4 = 0.5 + 1 / 32  # E2M1 element + one E8M0 scale per 32
+
+
+@dataclass(frozen=True)
+class Recipe:
+    id: str
+    gemm_format: str
+    """Tensor-core input format of the quantised linear layers: its dense peak sets their speed ('bf16'/'fp8'/'fp4')."""
+    element_bytes: float
+    """Bytes per quantised element, block scales included (FP8 1; MXFP8 1 + 1/32; NVFP4 1/2 + 1/16 ...)."""
+    amax_passes: int
+    """Extra reads of the BF16 source before casting: per-tensor current scaling needs the tensor's amax first."""
+    copies: int
+    """Quantised copies written per tensor: row-wise for the forward GEMM, column-wise for the backward one."""
+    hadamard_wgrad: bool
+    """Random Hadamard transform on both Wgrad operands (an extra read and write of each)."""
+    bf16_first_layers: int
+    bf16_last_layers: int
+    tp_gather_bytes: float
+    """Bytes per element of the sequence-parallel all-gather feeding a quantised linear layer."""
+    param_gather_bytes: float
+    """Bytes per parameter of the distributed optimizer's parameter all-gather."""
+    weight_bytes: float
+    """Bytes per parameter of model weights held on the GPU: the primary copy (FP8 itself when parameters are
+    gathered in FP8, else BF16) plus the quantised copies the GEMMs read (row- and column-wise)."""
+
+    @property
+    def quantised(self) -> bool:
+        return self.gemm_format != "bf16"
+
+    def bf16_layer_fraction(self, layers: int) -> float:
+        """Share of transformer layers whose linear layers the recipe keeps in BF16."""
+        if not self.quantised:
+            return 0.0
+        return min(1.0, (self.bf16_first_layers + self.bf16_last_layers) / layers)
+
+
+RECIPES: dict[str, Recipe] = {
+    r.id: r
+    for r in (
+        Recipe("bf16", "bf16", BF16_BYTES, 0, 0, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES),
+        Recipe("fp8", "fp8", 1.0, 1, 2, False, 0, 0, 1.0, 1.0, 2.0),
+        Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, _MXFP8, 2 * _MXFP8),
+        # NVFP4 weights use 16x16 blocks, so one quantised copy serves both Fprop and Dgrad (2509.25149 section 4.3).
+        Recipe("nvfp4", "fp4", _NVFP4, 1, 2, True, 2, 8, BF16_BYTES, BF16_BYTES, BF16_BYTES + _NVFP4),
+        Recipe("mxfp4", "fp4", _MXFP4, 0, 2, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + 2 * _MXFP4),
+    )
+}
+assert tuple(RECIPES) == PRECISIONS
+
+
+def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:
+    if precision not in RECIPES:
+        raise PerfmodelError(f"unknown precision '{precision}'; valid: {', '.join(RECIPES)}")
+    if precision not in accelerator.precisions:
+        raise PerfmodelError(
+            f"{accelerator.id} has no tensor-core support for {precision}; "
+            f"supported: {', '.join(accelerator.precisions)}"
+        )
+    return RECIPES[precision]

@@ -1,0 +1,305 @@
+"""What the user asks for: a scenario from a TOML file and/or command-line flags, validated by pydantic.
+
+Flags override the file. Every problem becomes one line naming the file (or flag), the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
+from perfmodel.inputs.models import ModelSpec, get_model
+from perfmodel.inputs.resources import data_dir
+
+MAX_GPUS = 1_000_000
+MAX_TOKENS = 1e18
+TOKENS_PER_STEP_TARGET = 4 * 2**20
+"""Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
+
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors (a typo is never ignored), and values must have the right type: strict mode refuses
+    `tp = true` or `n_gpus = "8"` rather than reading them as 1 and 8."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
+
+
+class ModelOverride(_Strict):
+    """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
+
+    base: str | None = None
+    id: str | None = None
+    name: str | None = None
+    layers: int | None = Field(default=None, ge=1, le=10_000)
+    hidden: int | None = Field(default=None, ge=1, le=1_000_000)
+    ffn: int | None = Field(default=None, ge=1, le=10_000_000)
+    heads: int | None = Field(default=None, ge=1, le=100_000)
+    kv_heads: int | None = Field(default=None, ge=1, le=100_000)
+    vocab: int | None = Field(default=None, ge=1, le=100_000_000)
+    tied_embeddings: bool | None = None
+    mlp: Literal["swiglu", "gelu"] | None = None
+    norm: Literal["rmsnorm", "layernorm"] | None = None
+    bias: bool | None = None
+    learned_positions: int | None = Field(default=None, ge=0, le=10_000_000)
+
+
+class Parallelism(_Strict):
+    tp: Degree | None = None
+    pp: Degree | None = None
+    cp: Degree | None = None
+    vp: Degree | None = None
+    ep: Degree | None = None
+    dp: Degree | None = None
+    mbs: PositiveInt | None = None
+    gbs: Annotated[int, Field(ge=1, le=10**9)] | None = None
+    seq_len: Annotated[int, Field(ge=16, le=10_000_000)] = 8192
+    recompute: Literal["none", "selective", "full"] | None = None
+    zero: Literal[0, 1, 2, 3] | None = None
+
+    @field_validator("zero", mode="before")
+    @classmethod
+    def _zero_is_a_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # a Literal[1] would take true
+            raise ValueError("must be 0, 1, 2 or 3, not true/false")
+        return value
+
+
+class Cost(_Strict):
+    usd_per_gpu_hour: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] | None = None
+    pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] = 1.2
+
+
+class Scenario(_Strict):
+    name: str | None = None
+    description: str | None = None
+    model: str | ModelOverride = "llama3.1-70b"
+    gpu: str | None = None
+    system: str | None = None
+    n_gpus: PositiveInt = 8
+    precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
+    tokens: Annotated[float, Field(gt=0)] | None = None
+    lora_rank: Annotated[int, Field(ge=0, le=65536)] = 0
+    """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
+    parallelism: Parallelism = Parallelism()
+    cost: Cost = Cost()
+    calibration: str | None = None
+    """A calibration JSON (perfmodel calibrate), 'none' for the physical defaults; the bundled fit when left out."""
+    benchmark: str | None = None
+    """An MLPerf benchmark id (`mlperf-llama31-405b`, optionally `@v5.0`): it sets the model, sequence length and
+    the work to train (samples to converge at the chosen GBS, plus evaluations) instead of `tokens`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_benchmark(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or not raw.get("benchmark"):
+            return raw
+        from perfmodel.inputs.mlperf import get_benchmark
+
+        bench = get_benchmark(str(raw["benchmark"]))
+        par = dict(raw.get("parallelism") or {})
+        if raw.get("tokens") is not None:
+            raise ValueError(f"tokens and benchmark exclude each other: {bench.id} defines the work to train")
+        if raw.get("model") not in (None, bench.model):
+            trains = bench.model if isinstance(bench.model, str) else bench.model.get("id", bench.model.get("base"))
+            raise ValueError(f"model: {bench.id} trains {trains}; leave the model out")
+        if par.get("seq_len") not in (None, bench.seq_len):
+            raise ValueError(f"parallelism.seq_len: {bench.id} uses sequences of {bench.seq_len} tokens")
+        return raw | {
+            "model": bench.model,
+            "lora_rank": bench.lora_rank,
+            "parallelism": par | {"seq_len": bench.seq_len},
+        }
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _finite_tokens(cls, value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite number of tokens")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_TOKENS:
+            raise ValueError(f"at most {MAX_TOKENS:.0e} tokens (Llama 3 trained on 1.5e13)")
+        return value
+
+    def model_spec(self) -> ModelSpec:
+        if isinstance(self.model, str):
+            return get_model(self.model)
+        given = self.model.model_dump(exclude_none=True)
+        base = given.pop("base", None)
+        start = get_model(base).model_dump() if base else {"id": "custom", "name": "custom model"}
+        if base and "id" not in given:
+            start["id"] = f"{base}-custom" if given else base
+        try:
+            return ModelSpec.model_validate(start | given)
+        except ValidationError as exc:
+            raise PerfmodelError(f"model: {describe_error(exc, ModelSpec)}") from None
+
+    def default_gbs(self) -> int:
+        steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
+        return self.n_gpus * steps
+
+
+TYPE_MISMATCH = frozenset(("string_type", "model_type", "dict_type", "model_attributes_type"))
+"""Errors of a union branch the value's type does not match (a string where a table is allowed, or the reverse)."""
+BRANCHES = {"str": "a string", "int": "a whole number", "float": "a number", "bool": "true or false"}
+
+
+def describe_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """The first problem of a validation error as one line: "field 'parallelism.tp': ..." (or the bare message)."""
+    field, message = explain_error(exc, root)
+    return f"field '{field}': {message}" if field else message
+
+
+def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> tuple[str | None, str]:
+    """The first problem of a validation error: the dotted field (None for the whole scenario) and what is wrong.
+
+    A value that fails every branch of a union (model = 5) says which types the field takes; a value that matches one
+    branch (a [model] table) gets that branch's error, not the other branch's "should be a valid string".
+    """
+    errors = exc.errors()
+    located = [(err, *_walk(err["loc"], err["type"], root or Scenario)) for err in errors]
+    real = [item for item in located if not (item[2] and item[0]["type"] in TYPE_MISMATCH)]
+    if not real:
+        err, path, _, _ = located[0]
+        branches = [BRANCHES.get(tag, "a table") for _, p, tags, _ in located if p == path for tag in tags[-1:]]
+        return ".".join(path), f"must be {' or '.join(dict.fromkeys(branches))}{_shown(err.get('input'))}"
+    err, path, _, parent = real[0]
+    field = ".".join(path) or None
+    if err["type"] == "extra_forbidden":
+        return field, f"unknown key; allowed: {', '.join(parent.model_fields) if parent else ''}"
+    if err["type"] in ("model_type", "dict_type"):
+        return field, f"must be a table{_shown(err.get('input'))}"
+    if err["type"] == "literal_error":
+        return field, err["msg"].replace("Input should be", "must be")
+    return field, err["msg"].removeprefix("Value error, ") + _shown(err.get("input"))
+
+
+def _walk(
+    loc: tuple[Any, ...], kind: str, root: type[BaseModel]
+) -> tuple[list[str], list[str], type[BaseModel] | None]:
+    """A pydantic error location as (field path, union branch tags, the model holding the last field)."""
+    model: type[BaseModel] | None = root
+    path: list[str] = []
+    tags: list[str] = []
+    for index, part in enumerate(loc):
+        fields = model.model_fields if model is not None else {}
+        if kind == "extra_forbidden" and index == len(loc) - 1:
+            return [*path, str(part)], tags, model
+        if isinstance(part, int) and path:  # an item of a list field: the list's own item model continues
+            path[-1] += f"[{part}]"
+        elif isinstance(part, str) and part in fields:
+            path.append(part)
+            annotation = fields[part].annotation
+            candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
+            model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        else:
+            tags.append(str(part))
+            model = next((c for c in _Strict.__subclasses__() if c.__name__ == part), None)
+    return path, tags, model
+
+
+def _shown(value: Any) -> str:
+    """' (got VALUE)' for a plain value, short: a 300-digit integer is shown as 1e+300."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return f" (got {value!r})" if isinstance(value, bool) else ""
+    text = repr(value)
+    if len(text) > 40:
+        text = f"{float(value):.3g}" if isinstance(value, int | float) else repr(value[:37] + "...")
+    return f" (got {text})"
+
+
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "zero")
+WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
+
+
+def read_toml(source: Path, kind: str) -> dict[str, Any]:
+    """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read."""
+    try:
+        with source.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise PerfmodelError(f"{source}: no such {kind} file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise PerfmodelError(f"{source}: cannot read {kind} file ({type(exc).__name__})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+
+
+def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as flat columns: {'breakdown': {'compute_s': 1}} -> {'breakdown.compute_s': 1}."""
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def load_scenario(
+    path: str | Path | None = None, overrides: dict[str, Any] | None = None, origins: dict[str, str] | None = None
+) -> Scenario:
+    """A scenario from a TOML file, with flag overrides applied.
+
+    `overrides` maps dotted keys ("parallelism.tp", "n_gpus") to values; None values are ignored. `origins` names
+    where each override came from ("--tp"), so that an error about it names the flag rather than the file. Without a
+    file the default scenario is the base; when the overrides change its model, hardware or GPU count, its layout
+    and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question. A
+    GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
+    """
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
+    raw = read_toml(source, "scenario")
+    if path is None and any(key in overrides for key in WORKLOAD_KEYS):
+        layout = raw.get("parallelism", {})
+        raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}
+        if "benchmark" in overrides:  # the benchmark defines the model and the work
+            raw = {k: v for k, v in raw.items() if k not in ("model", "tokens")}
+            raw["parallelism"].pop("seq_len", None)
+    if "gpu" in overrides or "system" in overrides:
+        raw = {k: v for k, v in raw.items() if k not in ("gpu", "system")}
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        table = raw
+        for parent in parents:
+            table = table.setdefault(parent, {})
+            if not isinstance(table, dict):
+                raise PerfmodelError(f"{source}: field '{parent}' must be a table")
+        table[leaf] = value
+
+    def located(field: str | None, message: str, named: bool = True) -> PerfmodelError:
+        """The error with where the bad value came from: the flag that set the field, else the file (and the field,
+        unless the message names it)."""
+        given = next((k for k in overrides if field and (field == k or field.startswith(f"{k}."))), None)
+        if given is not None:
+            return PerfmodelError(f"{(origins or {}).get(given, f'override {given!r}')}: {message}")
+        return PerfmodelError(f"{source}: field '{field}': {message}" if field and named else f"{source}: {message}")
+
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValidationError as exc:
+        field, message = explain_error(exc)
+        if field is None:  # the benchmark's check of the whole scenario
+            raise located("benchmark", message, named=False) from None
+        raise located(field, message) from None
+    checks: list[tuple[str, Any]] = [("model", scenario.model_spec)]  # here, so that an error names file or flag
+    if scenario.gpu is not None:
+        checks.append(("gpu", lambda: get_accelerator(scenario.gpu)))
+    if scenario.system is not None:
+        checks += [
+            ("system", lambda: get_system(scenario.system)),
+            ("gpu", lambda: resolve(scenario.gpu, scenario.system)),
+        ]
+    for field, check in checks:
+        try:
+            check()
+        except PerfmodelError as exc:
+            raise located(field, str(exc), named=not str(exc).startswith(f"{field}:")) from None
+    return scenario

@@ -1,0 +1,462 @@
+"""The formulas behind a prediction: step time -> its parts -> the per-layer operations, with numbers substituted.
+
+The step model (`step.evaluate`) hands over its intermediate quantities through its `trace`; each part of the step
+time is then written as a sympy expression of named symbols. Where the model has a small formula of its own — the
+exposed share of a communication (`schedule.exposed`), the pipeline bubble (`schedule.bubble_fraction`), the roofline
+time of an operation (`compute.op_time`) — that very function is called with symbols, so the printed formula is the
+model's. Each part's formula, evaluated with the substituted numbers, must give the model's own value (tests check
+every part on many layouts), so the explanation cannot drift from the model unnoticed.
+
+Security: expressions are built from `sympy.Symbol` objects only; no user-supplied text is ever parsed by sympy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from perfmodel.outputs.symbolic import S, tidy
+from perfmodel.physics import memory
+from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, reduce_scatter
+from perfmodel.physics.compute import op_time, wave_efficiency
+from perfmodel.physics.schedule import bubble_fraction, exposed
+from perfmodel.physics.step import BREAKDOWN, OPTIMIZER_KERNELS, Context, evaluate
+from perfmodel.physics.workload import Op, layer_backward, layer_forward, recompute_forward
+from perfmodel.planning.predict import Prediction, context_for, layout_vars
+
+BOUNDS = ("compute", "memory bandwidth", "scale-up", "scale-out", "bubble", "overhead")
+
+
+@dataclass
+class Quantity:
+    """A named number of the explanation, possibly with its own formula."""
+
+    symbol: sympy.Symbol
+    value: float
+    unit: str
+    meaning: str
+    formula: Any = None
+
+
+@dataclass
+class Part:
+    """One part of the step time: its formula, the quantities it uses, and its share of each bound."""
+
+    key: str
+    title: str
+    value: float
+    formula: Any
+    quantities: list[Quantity]
+    bounds: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+
+    def evaluated(self) -> float:
+        """The formula with every quantity substituted: equals `value` (the model's own number)."""
+        subs = {q.symbol: q.value for q in self.quantities}
+        return float(self.formula.xreplace(subs))
+
+
+@dataclass
+class OpRow:
+    phase: str
+    name: str
+    kind: str
+    fmt: str
+    flops: float
+    bytes: float
+    time_s: float
+    bound: str
+    wave: float
+    """Wave-quantisation efficiency of a GEMM (1 for other operations)."""
+
+
+@dataclass
+class Explanation:
+    title: str
+    layout: str
+    step_time_s: float
+    parts: list[Part]
+    bounds: dict[str, float]
+    ops: list[OpRow]
+    op_formulas: dict[str, Any]
+    op_symbols: list[Quantity]
+
+    @property
+    def dominant(self) -> str:
+        return max(self.bounds, key=lambda b: self.bounds[b])
+
+
+# The roofline of one operation, from compute.op_time evaluated on symbolic stand-ins.
+
+
+class _Figure:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _SymbolicAccelerator:
+    """Duck-typed Accelerator: peaks, HBM bandwidth and exponential rate as symbols, the SM count as a number."""
+
+    def __init__(self, acc: Any) -> None:
+        self.sms = acc.sms
+        self.hbm_bytes_per_s = S("BW_mem")
+        self.sfu_texp_per_s = None if acc.sfu_texp_per_s is None else _Figure(S("R_exp") / 1e12)
+
+    def peak_flops(self, fmt: str) -> sympy.Symbol:
+        return S(f"P_{fmt}")
+
+
+class _SymbolicEfficiency:
+    def __init__(self) -> None:
+        self.memory = S("eta_mem")
+        self.kernel_overhead_us = S("kappa") * 1e6
+        self.attention_fwd = S("eta_attn_fwd")
+        self.attention_bwd = S("eta_attn_bwd")
+
+    def gemm(self, fmt: str) -> sympy.Symbol:
+        return S(f"eta_{fmt}")
+
+
+def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
+    acc, eff = ctx.hardware.accelerator, ctx.efficiency
+    values = {S("BW_mem"): acc.hbm_bytes_per_s, S("eta_mem"): eff.memory, S("kappa"): eff.kernel_overhead_us * 1e-6}
+    values |= {S("eta_attn_fwd"): eff.attention_fwd, S("eta_attn_bwd"): eff.attention_bwd}
+    if acc.sfu_texp_per_s is not None:
+        values[S("R_exp")] = acc.sfu_texp_per_s.value * 1e12
+    for fmt in ("bf16", "fp8", "fp4"):
+        figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
+        if figure is not None:
+            values[S(f"P_{fmt}")] = figure.value * 1e12
+            values[S(f"eta_{fmt}")] = eff.gemm(fmt)
+    return values
+
+
+def _op_formula(op: Op, ctx: Context) -> Any:
+    """compute.op_time on symbols; a GEMM's wave-quantisation efficiency (a number there) becomes the symbol w."""
+    symbolic = op._replace(flops=S("F") if op.flops else 0, bytes=S("B"), exps=S("E") if op.exps else 0)
+    acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency()
+    formula = tidy(op_time(symbolic, acc, eff))  # type: ignore[arg-type]
+    return formula.xreplace({f: 1 / S("w") for f in formula.atoms(sympy.Float)}) if op.kind == "gemm" else formula
+
+
+def _bound_of(formula: Any, values: dict[sympy.Symbol, float]) -> str:
+    """Which roofline term binds: the largest argument of the Max (memory, compute or exponentials)."""
+    terms = [formula]
+    while any(isinstance(t, sympy.Max | sympy.Add) for t in terms):
+        terms = [a for t in terms for a in (t.args if isinstance(t, sympy.Max | sympy.Add) else (t,))]
+    timed = [t for t in terms if t.free_symbols - {S("kappa")}]
+    best = max(timed, key=lambda t: float(t.xreplace(values)))
+    if S("B") in best.free_symbols:
+        return "memory"
+    return "exponentials" if S("E") in best.free_symbols else "compute"
+
+
+def _formula_name(op: Op) -> str:
+    if op.kind == "gemm":
+        return f"GEMM in {op.fmt.upper()}"
+    if op.kind == "attention":
+        return "attention backward" if op.name.endswith(".bwd") else "attention forward"
+    return "memory-bound kernel"
+
+
+def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:
+    sh, rec, acc, eff = trace["shard"], ctx.recipe, ctx.hardware.accelerator, ctx.efficiency
+    constants = _roofline_values(ctx)
+    rows: list[OpRow] = []
+    formulas: dict[str, Any] = {}
+    phases = (
+        ("forward", layer_forward(sh, rec)),
+        ("backward", layer_backward(sh, rec, ctx.frozen_base)),
+        ("recompute", recompute_forward(sh, rec, recompute)),
+    )
+    for phase, ops in phases:
+        for op in ops:
+            formula = _op_formula(op, ctx)
+            formulas.setdefault(_formula_name(op), formula)
+            wave = float(wave_efficiency(op.m, op.n, acc.sms.value)) if op.kind == "gemm" else 1.0
+            values = constants | {S("F"): op.flops, S("B"): op.bytes, S("E"): op.exps, S("w"): wave}
+            bound = _bound_of(formula, values)
+            seconds = float(op_time(op, acc, eff))
+            rows.append(OpRow(phase, op.name, op.kind, op.fmt, float(op.flops), float(op.bytes), seconds, bound, wave))
+    return rows, formulas
+
+
+def _op_symbols(ctx: Context) -> list[Quantity]:
+    meaning = {
+        "BW_mem": ("B/s", "HBM bandwidth (datasheet)"),
+        "eta_mem": ("", "fraction of HBM bandwidth memory-bound kernels reach"),
+        "kappa": ("s", "fixed cost per kernel (launch, prologue, tail)"),
+        "eta_attn_fwd": ("", "fraction of the BF16 peak flash attention's forward reaches"),
+        "eta_attn_bwd": ("", "fraction of the BF16 peak flash attention's backward reaches"),
+        "R_exp": ("1/s", "softmax exponentials per second (SFU rate)"),
+    }
+    quantities = []
+    for symbol, value in _roofline_values(ctx).items():
+        name = symbol.name
+        if name.startswith("P_"):
+            unit, text = "FLOP/s", f"dense {name[2:].upper()} tensor-core peak (datasheet)"
+        elif name.startswith("eta_") and name[4:] in ("bf16", "fp8", "fp4"):
+            unit, text = "", f"fraction of the {name[4:].upper()} peak large GEMMs sustain"
+        else:
+            unit, text = meaning[name]
+        quantities.append(Quantity(symbol, value, unit, text))
+    return quantities
+
+
+# Shares of each bound inside compute and communication.
+
+
+def _compute_shares(rows: list[OpRow], kernel_s: float) -> dict[str, float]:
+    total = sum(r.time_s for r in rows)
+    overhead = kernel_s * len(rows)
+    memory_s = sum(r.time_s for r in rows if r.bound == "memory") - kernel_s * sum(r.bound == "memory" for r in rows)
+    compute_s = total - overhead - memory_s
+    return {"compute": compute_s / total, "memory bandwidth": memory_s / total, "overhead": overhead / total}
+
+
+def _link_shares(links: GroupLinks, size_bytes: float) -> dict[str, float]:
+    """Scale-up and scale-out shares of a group's collective: the phase inside the domain and the one across."""
+    total = reduce_scatter(size_bytes, links)
+    if total <= 0:
+        return {"scale-up": 1.0}
+    inside = reduce_scatter(size_bytes, links._replace(domains=1.0))
+    return {"scale-up": inside / total, "scale-out": 1 - inside / total}
+
+
+def _scaled(shares: dict[str, float], seconds: float) -> dict[str, float]:
+    return {bound: share * seconds for bound, share in shares.items()}
+
+
+# The parts of the step time.
+
+
+def _q(name: str, value: Any, unit: str, meaning: str, formula: Any = None) -> Quantity:
+    return Quantity(S(name), float(value), unit, meaning, formula)
+
+
+def _busiest_rank(ctx: Context, trace: dict[str, Any], pp: int) -> tuple[str, float, float, float]:
+    """(which rank, its layers, its extra compute, its extra TP time): the rank `step.evaluate` priced."""
+    st, layer = trace["stages"], trace["layer"]
+    layer_compute = layer.forward + layer.backward + trace["recompute_s"]
+    if pp == 1:
+        return (
+            "the only pipeline rank",
+            ctx.model.layers,
+            trace["head_compute"] + trace["embed_compute"],
+            trace["head_comm"],
+        )
+    candidates = [
+        ("an interior pipeline rank", st.interior, 0.0, 0.0),
+        ("the first pipeline rank (with the embedding)", st.first, trace["embed_compute"], 0.0),
+        ("the last pipeline rank (with the LM head and loss)", st.last, trace["head_compute"], trace["head_comm"]),
+    ]
+    return min(candidates, key=lambda c: abs(c[1] * layer_compute + c[2] - trace["mb_compute"]))
+
+
+def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]) -> list[Part]:
+    lo, eff, step = p.layout, ctx.efficiency, p.step
+    layer = trace["layer"]
+    n_mb = trace["microbatches"]
+    rank, layers, edge, edge_tp = _busiest_rank(ctx, trace, lo.pp)
+    kernel_s = eff.kernel_overhead_us * 1e-6
+    N = _q("N_mb", n_mb, "", f"micro-batches per pipeline per step: GBS/(MBS*DP) = {lo.gbs}/({lo.mbs}*{lo.dp})")
+    L = _q("L", layers, "", f"transformer layers on the busiest rank: {rank}")
+    parts = []
+
+    t_f = _q("t_fwd", layer.forward, "s", "forward of one layer, one micro-batch (operations below)")
+    t_b = _q("t_bwd", layer.backward, "s", "backward of one layer (data and weight gradients)")
+    t_r = _q("t_rc", trace["recompute_s"], "s", f"recomputation in the backward pass (recompute {lo.recompute})")
+    t_e = _q("t_edge", edge, "s", "embedding and/or LM head + loss on this rank, one micro-batch")
+    formula = N.symbol * (L.symbol * (t_f.symbol + t_b.symbol + t_r.symbol) + t_e.symbol)
+    shares = _compute_shares(rows, kernel_s)
+    parts.append(
+        Part(
+            "compute_s",
+            "Compute",
+            step.compute_s,
+            formula,
+            [N, L, t_f, t_b, t_r, t_e],
+            _scaled(shares, step.compute_s),
+            ["compute-bound vs memory-bound split from the shares of one layer's operations"],
+        )
+    )
+
+    windows, tp_comm, cp_comm = trace["windows"], trace["tp_comm"], trace["cp_comm"]
+    c_f = _q(
+        "c_TP_fwd", tp_comm.forward, "s", f"TP all-gathers and reduce-scatters of one layer's forward, TP = {lo.tp}"
+    )
+    c_b = _q("c_TP_bwd", tp_comm.layer - tp_comm.forward, "s", "the same for its backward (and recompute)")
+    w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
+    w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
+    eta = _q("eta_TP", eff.overlap_tp, "", "share of that window really used for overlap")
+    e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
+    per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
+    formula = N.symbol * (L.symbol * per_layer + e_tp.symbol)
+    size = trace["shard"].tokens * ctx.model.hidden * 2.0
+    parts.append(
+        Part(
+            "tp_comm_exposed_s",
+            "Tensor-parallel communication, exposed",
+            step.tp_comm_exposed_s,
+            formula,
+            [N, L, c_f, c_b, w_f, w_b, eta, e_tp],
+            _scaled(_link_shares(trace["tp_links"], size), step.tp_comm_exposed_s),
+        )
+    )
+
+    c_f = _q("c_CP_fwd", cp_comm.forward, "s", f"CP ring exchange of K and V in one layer's forward, CP = {lo.cp}")
+    c_b = _q("c_CP_bwd", cp_comm.layer - cp_comm.forward, "s", "K, V and their gradients in its backward")
+    w_f = _q("w_CP_fwd", windows.cp_forward, "s", "the forward attention time it can hide behind")
+    w_b = _q("w_CP_bwd", windows.cp_backward, "s", "the backward (and recomputed) attention time")
+    eta = _q("eta_CP", eff.overlap_cp, "", "share of that window really used for overlap")
+    per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
+    formula = N.symbol * L.symbol * per_layer
+    parts.append(
+        Part(
+            "cp_comm_exposed_s",
+            "Context-parallel communication, exposed",
+            step.cp_comm_exposed_s,
+            formula,
+            [N, L, c_f, c_b, w_f, w_b, eta],
+            _scaled(_link_shares(trace["cp_links"], size), step.cp_comm_exposed_s),
+        )
+    )
+
+    pp, vp = _q("pp", lo.pp, "", "pipeline stages"), _q("vp", lo.vp, "", "virtual stages per rank (interleaving)")
+    C = _q("C_mb", trace["mb_compute"], "s", "compute of one micro-batch on the busiest rank")
+    T = _q("T_mb", trace["mb_tp"], "s", "its exposed TP communication")
+    P = _q("P_mb", trace["mb_cp"], "s", "its exposed CP communication")
+    formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * (C.symbol + T.symbol + P.symbol)
+    parts.append(
+        Part(
+            "pp_bubble_s",
+            "Pipeline bubble",
+            step.pp_bubble_s,
+            formula,
+            [pp, vp, N, C, T, P],
+            {"bubble": step.pp_bubble_s},
+            ["bubble fraction (pp-1)/(vp*N_mb) of the ideal step"],
+        )
+    )
+
+    t_p = _q("t_p2p", trace["p2p"], "s", "one activation (or gradient) send between neighbouring stages")
+    eta = _q("eta_PP", eff.overlap_pp, "", "share of steady-state sends hidden behind compute")
+    formula = 2 * (pp.symbol - 1) * t_p.symbol + (1 - eta.symbol) * 2 * N.symbol * vp.symbol * t_p.symbol
+    if lo.pp == 1:
+        formula = sympy.Integer(0)
+    crosses = float(trace["pp_links"].domains) > 1
+    parts.append(
+        Part(
+            "pp_comm_exposed_s",
+            "Pipeline sends, exposed",
+            step.pp_comm_exposed_s,
+            formula,
+            [pp, vp, N, t_p, eta],
+            {"scale-out" if crosses else "scale-up": step.pp_comm_exposed_s},
+            ["warm-up and cool-down sends are on the critical path"],
+        )
+    )
+
+    parts.append(_data_parallel_part(p, ctx, trace, N))
+
+    n_opt = _q("N_opt", trace["step_params"], "", "parameters this rank updates (its ZeRO shard)")
+    b_opt = _q("b_opt", trace["optimizer_bytes_per_param"], "B", "bytes moved per parameter by the Adam step")
+    bw = _q("BW_mem", ctx.hardware.accelerator.hbm_bytes_per_s, "B/s", "HBM bandwidth (datasheet)")
+    eta = _q("eta_mem", eff.memory, "", "fraction of HBM bandwidth reached")
+    k = _q("k_opt", OPTIMIZER_KERNELS, "", "optimizer kernel launches")
+    kappa = _q("kappa", kernel_s, "s", "fixed cost per kernel")
+    formula = n_opt.symbol * b_opt.symbol / (bw.symbol * eta.symbol) + k.symbol * kappa.symbol
+    memory_s = float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
+    parts.append(
+        Part(
+            "optimizer_s",
+            "Optimizer step",
+            step.optimizer_s,
+            formula,
+            [n_opt, b_opt, bw, eta, k, kappa],
+            {"memory bandwidth": memory_s, "overhead": step.optimizer_s - memory_s},
+        )
+    )
+
+    t_o = _q("t_step", eff.step_overhead_s, "s", "per-step work outside the model (data loader, logging, syncs)")
+    parts.append(Part("other_s", "Other", step.other_s, t_o.symbol, [t_o], {"overhead": step.other_s}))
+    return parts
+
+
+def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity) -> Part:
+    """Exposed DP communication for the ZeRO stage in use: each collective hides behind its window."""
+    lo, eff, step, links = p.layout, ctx.efficiency, p.step, trace["dp_links"]
+    trainable, weights = float(trace["trainable"]), float(trace["params"].most)
+    grads = trainable * memory.GRAD_BYTES
+    half_bubble = step.pp_bubble_s / 2
+    eta = _q("eta_DP", eff.overlap_dp, "", "share of the window really used for overlap")
+    f_mb = _q(
+        "t_fwd_mb",
+        trace["mb_forward"],
+        "s",
+        "forward of one micro-batch on the busiest rank (elapsed: with the TP/CP communication exposed in it)",
+    )
+    b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank (elapsed)")
+    hb = _q("t_bubble_half", half_bubble, "s", "half the pipeline bubble, also usable as a window")
+    rs = _q("t_RS", reduce_scatter(grads, links), "s", f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients")
+    ag_u = _q(
+        "t_AG",
+        all_gather(trainable * ctx.recipe.param_gather_bytes, links),
+        "s",
+        "all-gather of the updated parameters",
+    )
+    group = f"over DP*CP = {lo.dp * lo.cp} ranks"
+    if lo.zero == 0:
+        ar = _q("t_AR", all_reduce(grads, links, ctx.tiers), "s", f"all-reduce of the gradients {group}")
+        formula = exposed(ar.symbol, b_mb.symbol + hb.symbol, eta.symbol)
+        used = [ar, b_mb, hb, eta]
+    elif lo.zero == 1:
+        formula = exposed(rs.symbol, b_mb.symbol + hb.symbol, eta.symbol) + exposed(
+            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
+        )
+        used = [rs, ag_u, f_mb, b_mb, hb, eta]
+    elif lo.zero == 2:
+        formula = N.symbol * exposed(rs.symbol, b_mb.symbol, eta.symbol) + exposed(
+            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
+        )
+        used = [N, rs, ag_u, f_mb, b_mb, hb, eta]
+    else:
+        ag_w = _q(
+            "t_AG_w",
+            all_gather(weights * ctx.recipe.param_gather_bytes, links),
+            "s",
+            "all-gather of this rank's weights (FSDP)",
+        )
+        formula = N.symbol * (
+            exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
+        )
+        used = [N, ag_w, rs, f_mb, b_mb, eta]
+    return Part(
+        "dp_comm_exposed_s",
+        f"Data-parallel communication (ZeRO-{lo.zero}), exposed",
+        step.dp_comm_exposed_s,
+        formula,
+        used,
+        _scaled(_link_shares(links, grads), step.dp_comm_exposed_s),
+        [group],
+    )
+
+
+def explain(p: Prediction) -> Explanation:
+    """The explanation of one prediction (the one `perfmodel predict` would print for the same flags)."""
+    ctx = context_for(p.scenario)
+    trace: dict[str, Any] = {}
+    evaluate(ctx, layout_vars(p.layout), trace)
+    rows, op_formulas = _operations(ctx, trace, p.layout.recompute)
+    parts = _parts(p, ctx, trace, rows)
+    bounds = dict.fromkeys(BOUNDS, 0.0)
+    for part in parts:
+        for bound, seconds in part.bounds.items():
+            bounds[bound] += seconds
+    title = f"{p.model.name} on {p.layout.n_gpus:,} x {p.hardware.accelerator.name} ({p.hardware.system.id}), " + (
+        p.scenario.precision
+    )
+    assert [part.key for part in parts] == list(BREAKDOWN)
+    return Explanation(title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx))

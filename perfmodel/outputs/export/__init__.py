@@ -1,0 +1,75 @@
+"""Export results for planners: CSV and JSON for programs, an XLSX workbook with live formulas for people.
+
+`check_output` runs before any modelling, so that a bad target fails fast; `export` writes atomically.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import BinaryIO
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.outputs.atomic import check_output as check_suffix_and_target
+from perfmodel.outputs.atomic import write_atomic
+from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
+
+FORMATS = (".xlsx", ".csv", ".json")
+
+__all__ = ["FORMATS", "ExportRow", "check_output", "export"]
+
+
+def check_output(path: Path, force: bool) -> str:
+    """The format of `path` (from its suffix) once the target is known to be writable; one-line error otherwise."""
+    return check_suffix_and_target(path, force, FORMATS)
+
+
+def export(
+    rows: list[ExportRow], path: Path, *, title: str, force: bool = False, usd_per_kwh: float | None = None
+) -> None:
+    """Write `rows` to `path` in the format its suffix names, all at once or not at all."""
+    fmt = check_output(path, force)
+    if not rows:
+        raise PerfmodelError("nothing to export: no results")
+    price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
+    if fmt == "xlsx":
+        from perfmodel.outputs.export.assumptions import assumptions
+        from perfmodel.outputs.export.xlsx import write_xlsx
+
+        found = assumptions(rows, price, usd_per_kwh is not None)
+
+        def write(handle: BinaryIO) -> None:
+            write_xlsx(handle, rows, price, found, title)
+
+    else:
+        data = _json(rows, price, usd_per_kwh is not None) if fmt == "json" else _csv(rows, price)
+
+        def write(handle: BinaryIO) -> None:
+            handle.write(data.encode())
+
+    write_atomic(path, write, force)
+
+
+def _csv(rows: list[ExportRow], usd_per_kwh: float) -> str:
+    table = records(rows, usd_per_kwh)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(table[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    return out.getvalue()
+
+
+def _json(rows: list[ExportRow], usd_per_kwh: float, given: bool) -> str:
+    from dataclasses import asdict
+
+    from perfmodel.outputs.export.assumptions import assumptions
+
+    table = records(rows, usd_per_kwh)
+    document = {
+        "columns": list(table[0]),
+        "rows": table,
+        "assumptions": [asdict(a) for a in assumptions(rows, usd_per_kwh, given)],
+    }
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,155 @@
+"""Everything an exported result rests on, with where each number comes from.
+
+Hardware figures are read from the {value, source} pairs of hardware_specs/*.toml, the efficiency parameters from the
+set the prediction used, the run's own assumptions (price, PUE, electricity) from the scenario. A procurement reader can
+trace every number in the workbook to a datasheet, a measurement or a stated assumption.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from perfmodel.inputs.hardware import Sourced, SourcedFlag
+from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
+from perfmodel.physics.efficiency import Efficiency
+
+UNITS = (
+    ("_tflops", "TFLOP/s (dense)"),
+    ("_gb_per_s_per_direction", "GB/s per direction"),
+    ("_gbit_per_s", "Gb/s"),
+    ("_texp_per_s", "T exponentials/s"),
+    ("_tbps", "TB/s"),
+    ("_gb", "GB"),
+    ("_w", "W"),
+    ("_us", "microseconds"),
+    ("usd_per_gpu_hour", "USD per GPU-hour"),
+    ("usd_per_gpu_hour_low", "USD per GPU-hour"),
+    ("usd_per_gpu_hour_high", "USD per GPU-hour"),
+    ("_gpus", "GPUs"),
+    ("gpus_per_node", "GPUs"),
+    ("nics_per_gpu", "NICs"),
+    ("domains_per_leaf", "scale-up domains"),
+    ("oversubscription", "downlink:uplink ratio"),
+    ("sms", "SMs"),
+)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    section: str
+    """What the figure belongs to: an accelerator, a system, an efficiency set, the run."""
+    name: str
+    value: Any
+    unit: str
+    source: str
+
+
+def _unit(name: str) -> str:
+    return next((unit for suffix, unit in UNITS if name.endswith(suffix)), "")
+
+
+def sourced_figures(section: str, record: BaseModel, prefix: str = "") -> list[Assumption]:
+    """Every {value, source} figure of a hardware record, nested tables included (fabric.*, latency.*)."""
+    found = []
+    for name in type(record).model_fields:
+        item = getattr(record, name)
+        if isinstance(item, Sourced | SourcedFlag):
+            found.append(Assumption(section, prefix + name, item.value, _unit(name), item.source))
+        elif isinstance(item, BaseModel):
+            found += sourced_figures(section, item, f"{prefix}{name}.")
+    return found
+
+
+@cache
+def efficiency_docs() -> dict[str, str]:
+    """The one-line docstrings written under each Efficiency field, read from its source."""
+    cls = ast.parse(inspect.getsource(Efficiency)).body[0]
+    assert isinstance(cls, ast.ClassDef)
+    docs = {}
+    for field, after in itertools.pairwise(cls.body):
+        doc = after.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and doc is not None:
+            docs[field.target.id] = " ".join(str(doc.value).split())
+    return docs
+
+
+def efficiency_assumptions(section: str, efficiency: Efficiency, source: str) -> list[Assumption]:
+    docs = efficiency_docs()
+    return [
+        Assumption(
+            section,
+            name,
+            value,
+            "s" if name.endswith("_s") else ("us" if name.endswith("_us") else "fraction"),
+            f"{source}. {docs.get(name, '')}".strip(),
+        )
+        for name, value in asdict(efficiency).items()
+    ]
+
+
+def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool) -> list[Assumption]:
+    p = row.prediction
+    section = f"run: {row.label}"
+    found = [
+        Assumption(section, "model", p.model.id, "", f"{p.model.name}, {p.model.params:,} parameters"),
+        Assumption(section, "precision recipe", p.scenario.precision, "", "perfmodel/inputs/precision.py"),
+        Assumption(section, "layout", p.layout.describe(), "", _layout_source(p.layouts_searched)),
+        Assumption(section, "usd_per_gpu_hour", p.price.usd_per_gpu_hour, "USD per GPU-hour", p.price.source),
+        Assumption(section, "pue", p.scenario.cost.pue, "", "scenario (perfmodel's default: 1.2)"),
+        Assumption(
+            section,
+            "usd_per_kwh",
+            usd_per_kwh,
+            "USD/kWh",
+            "given by the user" if given_usd_per_kwh else USD_PER_KWH_SOURCE,
+        ),
+    ]
+    if p.run is not None:
+        found.append(Assumption(section, "tokens_to_train", p.run.tokens, "tokens", "scenario"))
+    return found
+
+
+def _layout_source(searched: int) -> str:
+    return "given" if searched == 1 else f"fastest that fits of {searched:,} valid layouts (perfmodel search)"
+
+
+def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bool) -> list[Assumption]:
+    """Hardware figures of every accelerator and system used (once each), efficiency sets, and each run's own."""
+    from perfmodel.physics import calibration
+    from perfmodel.planning.predict import context_for
+
+    found: list[Assumption] = []
+    seen: set[str] = set()
+    for row in rows:
+        hw = row.prediction.hardware
+        for section, record in (
+            (f"accelerator {hw.accelerator.id}", hw.accelerator),
+            (f"system {hw.system.id}", hw.system),
+        ):
+            if section not in seen:
+                seen.add(section)
+                found += sourced_figures(section, record)
+        efficiency = context_for(row.prediction.scenario).efficiency
+        fitted = calibration.resolve(row.prediction.scenario.calibration)
+        section = f"efficiency ({hw.accelerator.family})"
+        if section not in seen:
+            seen.add(section)
+            fit = fitted.provenance.get("fit", {})
+            source = (
+                f"calibration '{fitted.source}' ({fit.get('rows', 0)} measured rows, in-sample MAPE "
+                f"{fit.get('in_sample_mape_pct', float('nan')):.1f}%) over perfmodel/physics/efficiency.py defaults"
+                if fit
+                else f"perfmodel/physics/efficiency.py defaults for the {hw.accelerator.family} family "
+                "(not fitted to runs)"
+            )
+            found += efficiency_assumptions(section, efficiency, source)
+    for row in rows:
+        found += run_assumptions(row, usd_per_kwh, given_usd_per_kwh)
+    return found

@@ -1,0 +1,309 @@
+"""The exported table: one row per result, one column per quantity, units in the column names.
+
+Every column says where it lives in the workbook (Inputs, Results or Breakdown sheet), how to read its value from a
+prediction, and, for derived quantities, its formula. Formulas are sympy expressions in the other columns' symbols,
+built by the model's own functions (`training.training_run` for time, GPU-hours, cost and energy), so the spreadsheet's
+live formulas are the model's arithmetic, not a second copy of it. CSV, JSON and XLSX all come from this one table.
+
+Editing the GPU count: the workbook keeps each result's modelled throughput per GPU and scales the cluster around it
+(more or fewer data-parallel replicas at the same per-GPU speed). Time-to-train changes inversely with the GPU count;
+GPU-hours, cost and energy do not. perfmodel itself would re-price the layout at the new size (communication grows with
+it): for an exact answer at another size, export again with --gpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from perfmodel.physics.step import BREAKDOWN
+from perfmodel.planning.predict import Prediction
+from perfmodel.planning.training import Price, Run, training_run
+
+DEFAULT_USD_PER_KWH = 0.08
+USD_PER_KWH_SOURCE = (
+    "assumption: about the US average industrial retail electricity price of 2023-2024 (EIA Electric Power "
+    "Monthly, table 5.3: ~8 cents/kWh); pass --usd-per-kwh for your site"
+)
+OPTIONAL_INPUTS = ("tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high")
+"""Inputs a result may lack (no token budget given; no public price): formulas that need them show empty."""
+
+Sheet = Literal["inputs", "results", "breakdown"]
+Symbols = Mapping[str, Any]  # column key -> sympy Symbol
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One result to export: a prediction, its label, and extra columns its command adds (compare's ratios)."""
+
+    label: str
+    prediction: Prediction
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """The prediction's JSON record, computed once per row."""
+        return self.prediction.to_dict()
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    """Name in CSV/JSON, with its unit (`_s`, `_gb`, `_usd`, `_kwh`, ...)."""
+    header: str
+    """Heading in the workbook, with the unit spelled out."""
+    sheet: Sheet
+    value: Callable[[ExportRow, float], Any]
+    """perfmodel's own number for a row (the second argument is the electricity price in USD/kWh)."""
+    formula: Callable[[Symbols], Any] | None = None
+    """The live spreadsheet formula, as a sympy expression in other columns' symbols (None: a plain value)."""
+    number_format: str = "General"
+    editable: bool = False
+    shared_default: bool = False
+    """An input usually equal across rows: the workbook links each row's cell to one default cell."""
+
+
+def _run(s: Symbols) -> Run:
+    """The model's own run arithmetic on symbols: throughput per GPU is kept, the GPU count is an input; the time is
+    the tokens over the throughput plus what a benchmark adds (evaluations, run overhead), as in predict.py."""
+    price = Price(s["usd_per_gpu_hour"], s["usd_per_gpu_hour_low"], s["usd_per_gpu_hour_high"], "symbolic")
+    time_s = s["tokens_to_train"] / (s["tokens_per_s_per_gpu"] * s["n_gpus"]) + s["extra_time_s"]
+    return training_run(s["tokens_to_train"], time_s, s["n_gpus"], price, s["power_w_per_gpu"], s["pue"])
+
+
+def _extra_time(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    run = row.prediction.run
+    return None if run is None else run.time_s - run.tokens / row.prediction.tokens_per_s
+
+
+def electricity_cost_usd(energy_kwh: Any, usd_per_kwh: Any) -> Any:
+    """What the energy costs an owner who pays for power (a rental price already includes it)."""
+    return energy_kwh * usd_per_kwh
+
+
+def _d(key: str, *path: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> Any:
+        value: Any = row.data
+        for part in (*path, key):
+            value = value[part]
+        return value
+
+    return read
+
+
+def _run_value(name: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> Any:
+        run = row.prediction.run
+        return None if run is None else getattr(run, name)
+
+    return read
+
+
+def _electricity(row: ExportRow, usd_per_kwh: float) -> float | None:
+    run = row.prediction.run
+    return None if run is None else electricity_cost_usd(run.energy_kwh, usd_per_kwh)
+
+
+def _breakdown_column(part: str) -> Column:
+    from perfmodel.outputs.report import BREAKDOWN_LABELS
+
+    label = BREAKDOWN_LABELS[part]
+    return Column(
+        f"breakdown.{part}", f"{label[0].upper()}{label[1:]} (s)", "breakdown", _d(part, "breakdown"), None, "0.0000"
+    )
+
+
+def _memory_column(part: str) -> Column:
+    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "breakdown", _d(part, "memory_gb"), None, "0.00")
+
+
+def _layout(name: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _k: getattr(row.prediction.layout, name)
+
+
+def _time(seconds_per_unit: float) -> Callable[[Symbols], Any]:
+    return lambda s: _run(s).time_s / seconds_per_unit
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("label", "Result", "results", lambda row, _k: row.label),
+    Column("model", "Model", "results", _d("model")),
+    Column("accelerator", "Accelerator", "results", _d("accelerator")),
+    Column("system", "System", "results", _d("system")),
+    Column("precision", "Precision", "results", _d("precision")),
+    Column("tp", "TP", "results", _layout("tp")),
+    Column("pp", "PP", "results", _layout("pp")),
+    Column("vp", "VP", "results", _layout("vp")),
+    Column("cp", "CP", "results", _layout("cp")),
+    Column("dp", "DP", "results", _layout("dp")),
+    Column("ep", "EP", "results", _layout("ep")),
+    Column("mbs_sequences", "Micro-batch (sequences)", "results", _layout("mbs")),
+    Column("gbs_sequences", "Global batch (sequences)", "results", _layout("gbs")),
+    Column("seq_len_tokens", "Sequence length (tokens)", "results", _layout("seq_len")),
+    Column("recompute", "Recompute", "results", _layout("recompute")),
+    Column("zero_stage", "ZeRO stage", "results", _layout("zero")),
+    Column("n_gpus_modelled", "GPUs modelled", "results", _d("n_gpus"), None, "#,##0"),
+    # Per-step results of the model: the step time is the sum of its parts on the Breakdown sheet.
+    *(_breakdown_column(part) for part in BREAKDOWN),
+    Column(
+        "step_time_s",
+        "Step time (s)",
+        "results",
+        _d("step_time_s"),
+        lambda s: sum(s[f"breakdown.{part}"] for part in BREAKDOWN),
+        "0.000",
+    ),
+    *(_memory_column(part) for part in ("weights", "gradients", "optimizer", "activations", "runtime")),
+    Column("memory_per_gpu_gb", "Memory per GPU (GB)", "results", _d("memory_per_gpu_gb"), None, "0.0"),
+    Column("memory_capacity_gb", "GPU memory (GB)", "results", _d("memory_capacity_gb"), None, "0.0"),
+    Column("fits_in_memory", "Fits in memory", "results", _d("fits_in_memory")),
+    Column(
+        "tokens_per_step",
+        "Tokens per step",
+        "results",
+        lambda row, _k: row.prediction.layout.gbs * row.prediction.layout.seq_len,
+        lambda s: s["gbs_sequences"] * s["seq_len_tokens"],
+        "#,##0",
+    ),
+    Column(
+        "tokens_per_s_per_gpu",
+        "Throughput per GPU (tokens/s)",
+        "results",
+        _d("tokens_per_s_per_gpu"),
+        lambda s: s["tokens_per_step"] / (s["step_time_s"] * s["n_gpus_modelled"]),
+        "#,##0",
+    ),
+    Column(
+        "model_flops_per_token",
+        "Model FLOPs per token",
+        "results",
+        lambda row, _k: row.prediction.model.model_flops_per_token(row.prediction.layout.seq_len),
+        None,
+        "0.000E+00",
+    ),
+    Column(
+        "model_tflops_per_gpu",
+        "Model TFLOP/s per GPU",
+        "results",
+        _d("model_tflops_per_gpu"),
+        lambda s: s["tokens_per_s_per_gpu"] * s["model_flops_per_token"] / 1e12,
+        "0.0",
+    ),
+    Column(
+        "bf16_dense_peak_tflops",
+        "Dense BF16 peak (TFLOP/s)",
+        "results",
+        lambda row, _k: row.prediction.hardware.accelerator.bf16_tflops.value,
+        None,
+        "0.0",
+    ),
+    Column(
+        "mfu",
+        "MFU (of dense BF16 peak)",
+        "results",
+        _d("mfu"),
+        lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
+        "0.0%",
+    ),
+    # What a planner edits: the Inputs sheet.
+    Column("n_gpus", "GPUs", "inputs", _d("n_gpus"), None, "#,##0", editable=True),
+    Column("usd_per_gpu_hour", "Price (USD per GPU-hour)", "inputs", _d("usd_per_gpu_hour"), None, "0.00", True),
+    Column(
+        "usd_per_gpu_hour_low",
+        "Price, low (USD per GPU-hour)",
+        "inputs",
+        _d("usd_per_gpu_hour_low"),
+        None,
+        "0.00",
+        True,
+    ),
+    Column(
+        "usd_per_gpu_hour_high",
+        "Price, high (USD per GPU-hour)",
+        "inputs",
+        _d("usd_per_gpu_hour_high"),
+        None,
+        "0.00",
+        True,
+    ),
+    Column("tokens_to_train", "Tokens to train", "inputs", _d("tokens_to_train"), None, "#,##0", True, True),
+    Column("pue", "PUE", "inputs", _d("pue"), None, "0.00", True, True),
+    Column("usd_per_kwh", "Electricity (USD/kWh)", "inputs", lambda _row, k: k, None, "0.000", True, True),
+    # The run: live formulas on the inputs and the per-step results.
+    Column(
+        "tokens_per_s",
+        "Cluster throughput (tokens/s)",
+        "results",
+        _d("tokens_per_s"),
+        lambda s: s["tokens_per_s_per_gpu"] * s["n_gpus"],
+        "#,##0",
+    ),
+    Column("extra_time_s", "Evaluations and run overhead (s)", "results", _extra_time, None, "#,##0"),
+    Column("time_to_train_s", "Time to train (s)", "results", _run_value("time_s"), lambda s: _run(s).time_s, "#,##0"),
+    Column("time_to_train_min", "Time to train (min)", "results", _d("time_to_train_min"), _time(60.0), "#,##0.0"),
+    Column(
+        "time_to_train_days", "Time to train (days)", "results", _d("time_to_train_days"), _time(86400.0), "#,##0.00"
+    ),
+    Column("gpu_hours", "GPU-hours", "results", _run_value("gpu_hours"), lambda s: _run(s).gpu_hours, "#,##0"),
+    Column("cost_usd", "Cost (USD)", "results", _run_value("cost_usd"), lambda s: _run(s).cost_usd, "$#,##0"),
+    Column(
+        "cost_usd_low",
+        "Cost, low (USD)",
+        "results",
+        _run_value("cost_usd_low"),
+        lambda s: _run(s).cost_usd_low,
+        "$#,##0",
+    ),
+    Column(
+        "cost_usd_high",
+        "Cost, high (USD)",
+        "results",
+        _run_value("cost_usd_high"),
+        lambda s: _run(s).cost_usd_high,
+        "$#,##0",
+    ),
+    Column(
+        "power_w_per_gpu",
+        "GPU board power (W)",
+        "results",
+        lambda row, _k: row.prediction.hardware.accelerator.power_w.value,
+        None,
+        "#,##0",
+    ),
+    Column("energy_kwh", "Energy (kWh)", "results", _run_value("energy_kwh"), lambda s: _run(s).energy_kwh, "#,##0"),
+    Column(
+        "electricity_cost_usd",
+        "Electricity cost (USD)",
+        "results",
+        _electricity,
+        lambda s: electricity_cost_usd(_run(s).energy_kwh, s["usd_per_kwh"]),
+        "$#,##0",
+    ),
+)
+
+BY_KEY = {column.key: column for column in COLUMNS}
+
+
+def extra_columns(rows: list[ExportRow]) -> list[Column]:
+    """Columns a command adds to its rows (e.g. compare's speedup_vs_first), in order of first appearance."""
+    keys: dict[str, None] = {}
+    for row in rows:
+        keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY)
+    return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
+
+
+def _extra(key: str) -> Callable[[ExportRow, float], Any]:
+    """The value of an extra column of a row."""
+
+    def value(row: ExportRow, _usd_per_kwh: float) -> Any:
+        return row.extra.get(key)
+
+    return value
+
+
+def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:
+    """The table as flat dicts, one per row, columns in order: what CSV and JSON hold."""
+    columns = [*COLUMNS, *extra_columns(rows)]
+    return [{c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows]

@@ -1,0 +1,221 @@
+"""Tables for people of the planning commands: search, compare, whatif, sensitivity, sweep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfmodel.outputs.report import _duration, _usd
+from perfmodel.planning.predict import Prediction, SearchReport, search_objective
+
+LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
+PRECISION_LABEL = {"bf16": "BF16", "fp8": "FP8", "mxfp8": "MXFP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4"}
+
+
+def _tabulate(rows: list[list[str]], headers: list[str]) -> str:
+    from tabulate import tabulate
+
+    align = ["left" if h in LEFT_ALIGNED else "right" for h in headers]
+    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
+
+
+def layout_label(p: Prediction) -> str:
+    lo = p.layout
+    return f"TP{lo.tp} PP{lo.pp} VP{lo.vp} CP{lo.cp} DP{lo.dp}"
+
+
+def _run_cells(p: Prediction) -> list[str]:
+    d = p.to_dict()
+    if p.run is None:
+        return []
+    return [_duration(d["time_to_train_s"]), _usd(d["cost_usd"]), f"{d['energy_kwh'] / 1000:,.1f}"]
+
+
+RUN_HEADERS = ["time to train", "cost", "MWh"]
+
+
+def heading(p: Prediction, n_gpus: str | None = None) -> str:
+    count = n_gpus or f"{p.layout.n_gpus:,}"
+    return (
+        f"{p.model.name} on {count} x {p.hardware.accelerator.name} ({p.hardware.system.id}), "
+        f"{PRECISION_LABEL[p.scenario.precision]}, seq {p.layout.seq_len:,}"
+    )
+
+
+def search_table(report: SearchReport, with_pareto: bool) -> str:
+    found, best = report.found, report.results[0]
+    counts = sorted({p.layout.n_gpus for p in report.results} | {p.layout.n_gpus for p in report.pareto})
+    many = len({n for n, _ in found.best_per_point}) > 1
+    per = "token" if len({p.layout.gbs for p in report.results}) > 1 else "step"
+    ranking = f"{found.objective} to train (MLPerf)" if best.mlperf else f"{found.objective} per {per}"
+    lines = [
+        heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),
+        f"{found.evaluated:,} valid layouts priced in {found.elapsed_s:.2f} s, {found.feasible:,} fit in memory; "
+        f"best {len(report.results)} by {ranking}:",
+        "",
+        _search_rows(report.results, best, many, found.objective),
+    ]
+    if with_pareto:
+        lines += [
+            "",
+            "Pareto front (no other layout is faster, cheaper and on fewer GPUs at once):",
+            _search_rows(report.pareto, best, True, found.objective),
+        ]
+    return "\n".join(lines)
+
+
+def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, objective: str) -> str:
+    with_run = best.run is not None
+    rows = []
+    for i, p in enumerate(predictions, 1):
+        d = p.to_dict()
+        slower = search_objective(p, objective) / search_objective(best, objective) - 1
+        rows.append(
+            [str(i)]
+            + ([f"{p.layout.n_gpus:,}"] if many else [])
+            + [
+                layout_label(p),
+                str(p.layout.mbs),
+                f"{p.layout.gbs:,}",
+                p.layout.recompute,
+                str(p.layout.zero),
+                f"{d['step_time_s']:,.3f}",
+                f"{d['tokens_per_s_per_gpu']:,.0f}",
+                f"{d['mfu']:.1%}",
+                f"{d['memory_per_gpu_gb']:,.1f}",
+                "best" if i == 1 and p is best else f"{slower:+.1%}",
+            ]
+            + (_run_cells(p) if with_run else [])
+        )
+    headers = (
+        ["#"]
+        + (["GPUs"] if many else [])
+        + ["layout", "MBS", "GBS", "recompute", "ZeRO", "step s", "tok/s/GPU", "MFU", "mem GB", f"{objective} vs best"]
+        + (RUN_HEADERS if with_run else [])
+    )
+    return _tabulate(rows, headers)
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.2f}x"
+
+
+def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) -> str:
+    """One row per system (and GPU count): layout, speed, time-to-train, cost, energy and ratios to the first."""
+    first = predictions[0]
+    with_run = first.run is not None
+    scaling = len({p.layout.n_gpus for p in predictions}) > 1
+    rows = []
+    for record, p in zip(records, predictions, strict=True):
+        low, high = record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]
+        rows.append(
+            [
+                p.hardware.system.id,
+                PRECISION_LABEL[p.scenario.precision],
+                f"{p.layout.n_gpus:,}",
+                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                f"{record['step_time_s']:,.3f}",
+                f"{record['tokens_per_s_per_gpu']:,.0f}",
+                f"{record['mfu']:.1%}",
+            ]
+            + (_run_cells(p) if with_run else [])
+            + ([f"{record['scaling_efficiency']:.1%}"] if scaling else [])
+            + [
+                _ratio(record["speedup_vs_first"]),
+                _ratio(record["perf_per_usd_vs_first"])
+                + ("" if low is None or low == high else f" ({low:,.2f}-{high:,.2f})"),
+            ]
+        )
+    headers = (
+        ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
+        + (RUN_HEADERS if with_run else [])
+        + (["scaling eff."] if scaling else [])
+        + ["speedup", "perf/$ (low-high price)"]
+    )
+    note = (
+        "speedup: throughput over the first row's; perf/$: tokens per dollar over the first row's, at on-demand "
+        "prices (in brackets: both at their low, both at their high quotes)."
+    )
+    if scaling:
+        note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
+    return "\n".join([f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note])
+
+
+def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
+    base = cases[0][1]
+    changed = records[1]["hardware_changes"]
+    change_text = ", ".join(
+        f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g}" for name, c in changed.items()
+    )
+    with_run = base.run is not None
+    rows = [
+        [
+            label,
+            layout_label(p) + f" MBS{p.layout.mbs}",
+            f"{r['step_time_s']:,.3f}",
+            f"{r['tokens_per_s_per_gpu']:,.0f}",
+        ]
+        + [f"{r['mfu']:.1%}", f"{r['memory_per_gpu_gb']:,.1f}" + ("" if r["fits_in_memory"] else " (!)")]
+        + (_run_cells(p) if with_run else [])
+        + [_ratio(r["speedup_vs_first"])]
+        for (label, p), r in zip(cases, records, strict=True)
+    ]
+    headers = ["case", "layout", "step s", "tok/s/GPU", "MFU", "mem GB"] + (RUN_HEADERS if with_run else [])
+    return "\n".join(
+        [heading(base), f"What if: {change_text}", "", _tabulate(rows, [*headers, "speedup"])]
+        + (["", "(!) does not fit in memory"] if any(not r["fits_in_memory"] for r in records) else [])
+    )
+
+
+def sensitivity_table(result: Any) -> str:
+    """Elasticities, largest first, with what they mean for a planner."""
+    researched = any(e.best_layout is not None for e in result.elasticities)
+    rows = []
+    for e in result.elasticities:
+        rows.append(
+            [e.knob.name, f"{e.value:,g} {e.knob.unit}", f"{e.fixed_layout:+.3f}"]
+            + ([f"{e.best_layout:+.3f}"] if researched else [])
+            + [e.knob.description]
+        )
+    headers = ["parameter", "value", "fixed layout"] + (["best layout"] if researched else []) + ["what"]
+    base = result.baseline
+    return "\n".join(
+        [
+            heading(base),
+            f"Layout: {base.layout.describe()}, step {base.step_time_s:,.3f} s",
+            "",
+            "Elasticity of step time, d log T / d log p: -0.6 means 1% more of the parameter, 0.6% less time "
+            f"(-1: bound by it; 0: does not matter). Central differences at x(1 +/- {result.step:g}).",
+            _tabulate(rows, headers),
+        ]
+        + (
+            ["", "best layout: the layout searched again at each perturbed point (a re-planned run)."]
+            if researched
+            else []
+        )
+    )
+
+
+def sweep_table(rows: list[dict[str, Any]]) -> str:
+    out = []
+    for r in rows:
+        head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
+        if r["error"]:
+            out.append([*head, "-", "-", "-", "-", "-", "-", r["error"]])
+            continue
+        layout = f"TP{r['tp']} PP{r['pp']} VP{r['vp']} CP{r['cp']} DP{r['dp']}"
+        layout += f" MBS{r['mbs']} GBS{r['gbs']} ZeRO-{r['zero']}"
+        days = "n/a" if r["time_to_train_days"] is None else f"{r['time_to_train_days']:,.1f}"
+        out.append(
+            [
+                *head,
+                layout,
+                f"{r['step_time_s']:,.3f}",
+                f"{r['tokens_per_s_per_gpu']:,.0f}",
+                f"{r['mfu']:.1%}",
+                days,
+                _usd(r["cost_usd"]),
+                "",
+            ]
+        )
+    headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU", "days", "cost"]
+    return _tabulate(out, [*headers, "error"])

@@ -1,0 +1,313 @@
+"""Plots for planning decks: scaling curves, step-time breakdowns, system comparisons, predicted vs measured.
+
+Every plot takes records in perfmodel's JSON contract (the objects `predict`/`compare --format json` print, or
+`validate --format json`'s {rows, mape_pct}), so it can be drawn from a live run or from a saved JSON file alike.
+matplotlib is an optional extra: pip install 'perfmodel[plot]'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, BinaryIO
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.outputs.atomic import check_output as check_suffix_and_target
+from perfmodel.outputs.atomic import write_atomic
+
+KINDS = ("scaling", "breakdown", "compare", "validation")
+FORMATS = (".png", ".svg")
+PART_LABELS = {
+    "compute_s": "compute",
+    "tp_comm_exposed_s": "TP comm (exposed)",
+    "cp_comm_exposed_s": "CP comm (exposed)",
+    "pp_bubble_s": "pipeline bubble",
+    "pp_comm_exposed_s": "PP sends (exposed)",
+    "dp_comm_exposed_s": "DP comm (exposed)",
+    "optimizer_s": "optimizer",
+    "other_s": "other",
+}
+Record = Mapping[str, Any]
+
+
+def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
+    """Prediction records from a predict object, a compare list or a search {results: [...]}, each checked to have
+    the fields the plots read, with the right types; one line naming the result and the field otherwise."""
+    if isinstance(data, dict):
+        data = data.get("results", [data])
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        raise PerfmodelError(f"--from {source}: expected perfmodel prediction JSON (an object or a list of them)")
+    for index, record in enumerate(data, 1):
+        _checked(_PredictionRecord, record, f"--from {source}: result {index}")
+    return data
+
+
+def validation_report(data: Any, source: Path | None) -> dict[str, Any]:
+    """The JSON of `perfmodel validate --format json`, checked to have rows with positive measured and predicted
+    values; one line naming the row and the field otherwise."""
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise PerfmodelError(
+            f"--from {source}: expected the JSON of perfmodel validate --format json ({{rows: [...]}})"
+        )
+    _checked(_ValidationReport, data, f"--from {source}")
+    return data
+
+
+def _checked(model: type[BaseModel], record: dict[str, Any], where: str) -> None:
+    from pydantic import ValidationError
+
+    from perfmodel.inputs.scenario import describe_error
+
+    try:
+        model.model_validate(record)
+    except ValidationError as exc:
+        raise PerfmodelError(f"{where}: {describe_error(exc, model)}") from None
+
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Read(BaseModel):
+    """What a plot reads from a record; other fields are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+
+
+class _Breakdown(_Read):
+    compute_s: NonNegative
+    tp_comm_exposed_s: NonNegative
+    cp_comm_exposed_s: NonNegative
+    pp_bubble_s: NonNegative
+    pp_comm_exposed_s: NonNegative
+    dp_comm_exposed_s: NonNegative
+    optimizer_s: NonNegative
+    other_s: NonNegative
+
+
+class _PredictionRecord(_Read):
+    model: str
+    accelerator: str
+    precision: str
+    n_gpus: Annotated[int, Field(ge=1)]
+    tokens_per_s: Positive
+    tokens_per_s_per_gpu: Positive
+    breakdown: _Breakdown
+    tokens_to_train: Positive | None = None
+    time_to_train_days: Positive | None = None
+    cost_usd: NonNegative | None = None
+    cost_usd_low: NonNegative | None = None
+    cost_usd_high: NonNegative | None = None
+
+
+class _ValidationRow(_Read):
+    measured: Positive
+    predicted: Positive
+
+
+class _ValidationReport(_Read):
+    rows: Annotated[list[_ValidationRow], Field(min_length=1)]
+    mape_pct: NonNegative | None = None
+
+
+def check_output(path: Path, force: bool) -> str:
+    """The image format of `path` once the target is known to be writable; one-line error otherwise."""
+    return check_suffix_and_target(path, force, FORMATS, "image format")
+
+
+def series_label(r: Record) -> str:
+    """One system and precision: 'h100-sxm fp8'."""
+    return f"{r['accelerator']} {r['precision']}"
+
+
+def bar_label(r: Record, many_sizes: bool) -> str:
+    return series_label(r) + (f"\n{r['n_gpus']:,} GPUs" if many_sizes else "")
+
+
+def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, columns, figsize=(width, height), layout="constrained")
+    return fig, axes
+
+
+def _model_title(records: Sequence[Record]) -> str:
+    models = sorted({r["model"] for r in records})
+    tokens = {r.get("tokens_to_train") for r in records}
+    only = next(iter(tokens)) if len(tokens) == 1 else None
+    budget = f", {only / 1e12:g}T tokens" if only is not None else ""
+    return ", ".join(models) + budget
+
+
+def scaling(records: Sequence[Record]) -> Any:
+    """Time-to-train (or throughput without a token budget) and scaling efficiency against GPU count, one line per
+    system and precision. Efficiency is throughput per GPU relative to the line's smallest GPU count."""
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(series_label(r), []).append(r)
+    if all(len({r["n_gpus"] for r in group}) < 2 for group in groups.values()):
+        raise PerfmodelError("a scaling plot needs at least two GPU counts: pass --gpus as a list (256,512,1024)")
+    with_time = all(r.get("time_to_train_days") is not None for r in records)
+    fig, (left, right) = _figure(12, 5, columns=2)
+    for label, group in groups.items():
+        group = sorted(group, key=lambda r: r["n_gpus"])
+        counts = [r["n_gpus"] for r in group]
+        values = [r["time_to_train_days"] if with_time else r["tokens_per_s"] for r in group]
+        left.plot(counts, values, marker="o", label=label)
+        base = group[0]["tokens_per_s_per_gpu"]
+        right.plot(counts, [100 * r["tokens_per_s_per_gpu"] / base for r in group], marker="o", label=label)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("GPUs")
+        ax.set_xticks(
+            sorted({r["n_gpus"] for r in records}), [f"{n:,}" for n in sorted({r["n_gpus"] for r in records})]
+        )
+        ax.grid(True, which="both", alpha=0.3)
+    left.set_yscale("log")
+    _plain_log_ticks(left)
+    left.set_ylabel("time to train (days)" if with_time else "throughput (tokens/s)")
+    left.set_title("Time to train" if with_time else "Cluster throughput")
+    right.set_ylabel("scaling efficiency (%)")
+    right.set_title("Throughput per GPU vs the smallest cluster")
+    right.axhline(100, color="grey", linewidth=0.8)
+    right.legend(title="system, precision")
+    fig.suptitle(f"Scaling: {_model_title(records)}")
+    return fig
+
+
+def breakdown(records: Sequence[Record]) -> Any:
+    """Stacked bars of where the step time goes, one bar per result."""
+    many_sizes = len({r["n_gpus"] for r in records}) > 1
+    fig, ax = _figure(max(6.0, 1.6 * len(records) + 4), 5.5)
+    labels = [bar_label(r, many_sizes) for r in records]
+    bottoms = [0.0] * len(records)
+    colors = _palette(len(PART_LABELS))
+    for (part, label), color in zip(PART_LABELS.items(), colors, strict=True):
+        heights = [r["breakdown"][part] for r in records]
+        if not any(heights):
+            continue
+        ax.bar(labels, heights, bottom=bottoms, label=label, color=color)
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    for x, total in enumerate(bottoms):
+        ax.annotate(f"{total:.2f} s", (x, total), ha="center", va="bottom", fontsize=9)
+    ax.set_ylabel("step time (s)")
+    ax.set_ylim(0, max(bottoms) * 1.12)
+    ax.legend(title="part of the step", loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title(f"Where the step time goes: {_model_title(records)}")
+    return fig
+
+
+def compare(records: Sequence[Record]) -> Any:
+    """Time-to-train and cost (with the low-high price range) per system, with the speedup over the first."""
+    if any(r.get("time_to_train_days") is None for r in records):
+        raise PerfmodelError("a compare plot needs a token budget: pass --tokens (e.g. 15T) or use a scenario with one")
+    many_sizes = len({r["n_gpus"] for r in records}) > 1
+    labels = [bar_label(r, many_sizes) for r in records]
+    fig, (left, right) = _figure(max(10.0, 2.4 * len(records) + 4), 5.5, columns=2)
+    days = [r["time_to_train_days"] for r in records]
+    bars = left.bar(labels, days, color=_palette(len(records)))
+    first = records[0]["tokens_per_s"]
+    for bar, r in zip(bars, records, strict=True):
+        speedup = r["tokens_per_s"] / first
+        left.annotate(f"{r['time_to_train_days']:,.1f} d\n{speedup:.2f}x", (bar.get_x() + bar.get_width() / 2,
+                      bar.get_height()), ha="center", va="bottom", fontsize=9)  # fmt: skip
+    left.set_ylabel("time to train (days)")
+    left.set_ylim(0, max(days) * 1.2)
+    left.set_title("Time to train (speedup vs the first)")
+    priced = [r for r in records if r.get("cost_usd") is not None]
+    costs = [r["cost_usd"] / 1e6 if r.get("cost_usd") is not None else 0.0 for r in records]
+    low = [
+        max(0.0, c - (r.get("cost_usd_low") or r.get("cost_usd") or 0) / 1e6)
+        for c, r in zip(costs, records, strict=True)
+    ]
+    high = [
+        max(0.0, (r.get("cost_usd_high") or r.get("cost_usd") or 0) / 1e6 - c)
+        for c, r in zip(costs, records, strict=True)
+    ]
+    bars = right.bar(labels, costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
+    for bar, r, c in zip(bars, records, costs, strict=True):
+        text = f"${c:,.1f}M" if r.get("cost_usd") is not None else "no price"
+        right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
+                       ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
+    right.set_ylabel("cost (million USD)")
+    right.set_title("Cost at on-demand price (bars: low-high price quotes)")
+    if not priced:
+        right.text(0.5, 0.5, "no prices known", transform=right.transAxes, ha="center")
+    for ax in (left, right):
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"Comparison: {_model_title(records)}")
+    return fig
+
+
+def validation(report: Record) -> Any:
+    """Predicted against measured, one point per run, with the ideal line, a +-10% band and the MAPE."""
+    rows = report["rows"]
+    group_key = next((k for k in ("accelerator", "source", "group") if all(k in row for row in rows)), None)
+    fig, ax = _figure(7.5, 6.5)
+    groups: dict[str, list[Record]] = {}
+    for row in rows:
+        groups.setdefault(str(row[group_key]) if group_key else "runs", []).append(row)
+    for label, group in groups.items():
+        ax.scatter([r["measured"] for r in group], [r["predicted"] for r in group], label=label, s=28)
+    values = [v for row in rows for v in (row["measured"], row["predicted"])]
+    lo, hi = min(values) / 1.3, max(values) * 1.3
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey", alpha=0.2, label="+-10%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    _plain_log_ticks(ax, both=True)
+    unit = rows[0].get("unit") or rows[0].get("metric") or "as measured"
+    ax.set_xlabel(f"measured ({unit})")
+    ax.set_ylabel(f"predicted ({unit})")
+    mape = report.get("mape_pct")
+    ax.set_title(f"Predicted vs measured: {len(rows)} runs" + (f", MAPE {mape:.1f}%" if mape is not None else ""))
+    ax.legend(title=group_key or None, fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def _plain_log_ticks(ax: Any, both: bool = False) -> None:
+    """Log-scale ticks as plain numbers (90, 200) rather than powers of ten (9 x 10^1)."""
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 10 else f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis) if both else (ax.yaxis,):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(plain)
+
+
+def _palette(n: int) -> list[Any]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return [cmap(i % 10) for i in range(n)]
+
+
+DRAW: dict[str, Callable[[Any], Any]] = {
+    "scaling": scaling,
+    "breakdown": breakdown,
+    "compare": compare,
+    "validation": validation,
+}
+
+
+def save(figure: Any, path: Path, force: bool) -> None:
+    """Write the figure atomically in the format the suffix names."""
+    fmt = check_output(path, force)
+
+    def write(handle: BinaryIO) -> None:
+        figure.savefig(handle, format=fmt, dpi=150)
+
+    try:
+        write_atomic(path, write, force)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)

@@ -1,0 +1,73 @@
+"""Time of one operation on one GPU: a roofline with achieved, not peak, rates.
+
+time = max(FLOPs / (peak x efficiency x wave quantisation), softmax exponentials / SFU rate, bytes / (HBM x efficiency))
+       + a fixed per-kernel overhead.
+Wave quantisation: a GEMM runs in waves of output tiles, one tile per SM; a partly filled last wave wastes the rest.
+cuBLAS picks among tile shapes, so the best of a few common ones is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from perfmodel.inputs.hardware import Accelerator
+from perfmodel.physics.algebra import Number, ceil, maximum
+from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.workload import Op
+
+ATTENTION_HALF_SPEED_TOKENS = 512.0
+"""Sequence length at which a flash-attention kernel runs at half its long-sequence speed: per-tile prologue,
+epilogue and the causal diagonal are amortised over the keys a tile visits. FlashAttention-3 (Shah et al. 2024,
+H100, head dim 128) rises from roughly half its 16k-token throughput at 512 tokens to ~95% at 8k, which a
+length / (length + 512) curve follows."""
+TILES = ((128, 256), (256, 128), (128, 128))
+TILE_SIDES = (128, 256)
+
+
+def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
+    """Fraction of SM-slots doing useful work over all waves, for the best tile shape."""
+    m_tiles = {size: ceil(m / size) for size in TILE_SIDES}
+    n_tiles = {size: ceil(n / size) for size in TILE_SIDES}
+    best: Number = 0.0
+    for tile_m, tile_n in TILES:
+        tiles = m_tiles[tile_m] * n_tiles[tile_n]
+        best = maximum(best, tiles / (ceil(tiles / sms) * sms))
+    return best
+
+
+def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
+    memory_s = op.bytes / (acc.hbm_bytes_per_s * eff.memory)
+    overhead_s = eff.kernel_overhead_us * 1e-6
+    if op.kind == "memory":
+        return memory_s + overhead_s
+    if op.kind == "gemm":
+        rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * wave_efficiency(op.m, op.n, acc.sms.value)
+        return maximum(op.flops / rate, memory_s) + overhead_s
+    backward = op.name.endswith(".bwd")
+    length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)
+    attention_eff = (eff.attention_bwd if backward else eff.attention_fwd) * length_share
+    flops_s = op.flops / (acc.peak_flops("bf16") * attention_eff)
+    if acc.sfu_texp_per_s is not None:
+        flops_s = maximum(flops_s, op.exps / (acc.sfu_texp_per_s.value * 1e12 * attention_eff))
+    return maximum(flops_s, memory_s) + overhead_s
+
+
+def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:
+    """Summed time of the operations `keep` selects (all by default)."""
+    total: Number = 0.0
+    for op in ops:
+        if keep(op):
+            total = total + op_time(op, acc, eff)
+    return total
+
+
+def times_by(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, **groups: Callable[[Op], bool]) -> dict[str, Number]:
+    """Time of all `ops` under 'total' and of the subsets each named predicate selects, pricing every op once."""
+    sums: dict[str, Number] = {"total": 0.0} | dict.fromkeys(groups, 0.0)
+    for op in ops:
+        seconds = op_time(op, acc, eff)
+        sums["total"] = sums["total"] + seconds
+        for name, keep in groups.items():
+            if keep(op):
+                sums[name] = sums[name] + seconds
+    return sums

@@ -1,0 +1,90 @@
+"""Memory per GPU: weights, gradients, optimizer state, activations in flight, and the runtime's own share.
+
+Mixed-precision Adam with Megatron's distributed optimizer: weights as the recipe holds them, BF16 main gradients
+(Megatron-core's default grad_reduce_in_fp32=False), FP32 master weights and two FP32 moments (12 B/param) sharded
+over the data-parallel ranks (including CP ranks, which hold the same weights). ZeRO-2 also shards gradients, ZeRO-3
+(FSDP) weights too. Activations follow Korthikanti et al. 2022 with flash attention (no s^2 term) and sequence
+parallelism, written out tensor by tensor for GQA and SwiGLU.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.physics.algebra import Number, where
+from perfmodel.physics.workload import FP32_BYTES
+
+GRAD_BYTES = BF16_BYTES
+OPTIMIZER_BYTES = 3 * FP32_BYTES
+RUNTIME_RESERVED_BYTES = 3e9
+"""CUDA context, NCCL channel buffers, cuBLAS/Transformer Engine workspaces."""
+FRAGMENTATION = 0.05
+"""Share of the peak lost to the caching allocator's fragmentation."""
+
+
+class MemoryBreakdown(NamedTuple):
+    weights: Number
+    gradients: Number
+    optimizer: Number
+    activations: Number
+    runtime: Number
+
+    @property
+    def total(self) -> Number:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.runtime
+
+
+def activation_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str) -> float:
+    """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it)."""
+    h, kv, f = model.hidden, model.kv_dim, model.ffn
+    quantised_input = recipe.element_bytes if recipe.quantised else BF16_BYTES
+    if recompute == "full":
+        return h * BF16_BYTES  # only the layer input is kept
+    saved = {
+        "norm1_input": h * BF16_BYTES,
+        "qkv_output": (h + 2 * kv) * BF16_BYTES,
+        "attention_output": h * BF16_BYTES + (h * quantised_input if recipe.quantised else 0),
+        "norm2_input": h * BF16_BYTES,
+        "fc1_output": model.mlp_in_width * BF16_BYTES,
+    }
+    if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
+        saved |= {"qkv_input": h * quantised_input, "fc1_input": h * quantised_input, "fc2_input": f * quantised_input}
+    return sum(saved.values())
+
+
+def activations(
+    model: ModelSpec, recipe: Recipe, recompute: str, tokens: Number, tp: Number, layers_in_flight: Number
+) -> Number:
+    """Activations held by one rank: `layers_in_flight` layer-micro-batches of `tokens` tokens each.
+
+    Full recompute also needs one layer's complete activations while it recomputes it.
+    """
+    per_layer = activation_bytes_per_token(model, recipe, recompute) * tokens / tp
+    held = per_layer * layers_in_flight
+    if recompute == "full":
+        held = held + activation_bytes_per_token(model, recipe, "none") * tokens / tp
+    return held * (1 + FRAGMENTATION)
+
+
+def model_state(
+    params: Number, trainable: Number, recipe: Recipe, zero: Number, shards: Number
+) -> tuple[Number, Number, Number]:
+    """(weights, gradients, optimizer) bytes of a rank holding `params` parameters of which `trainable` train
+    (fewer with a frozen base), sharded over `shards` ranks by ZeRO stage."""
+    weights = where(zero >= 3, params * recipe.weight_bytes / shards, params * recipe.weight_bytes)
+    gradients = where(zero >= 2, trainable * GRAD_BYTES / shards, trainable * GRAD_BYTES)
+    optimizer = where(zero >= 1, trainable * OPTIMIZER_BYTES / shards, trainable * OPTIMIZER_BYTES)
+    return weights, gradients, optimizer
+
+
+def logits_bytes(tokens: Number, vocab_per_rank: Number) -> Number:
+    """The last stage's logits in BF16 and their FP32 softmax/gradient for one micro-batch."""
+    return tokens * vocab_per_rank * (BF16_BYTES + FP32_BYTES)
+
+
+def peak(first: MemoryBreakdown, last: MemoryBreakdown) -> MemoryBreakdown:
+    """The rank that needs most: the first holds most activations, the last holds the logits."""
+    first_is_peak = first.total >= last.total
+    return MemoryBreakdown(*(where(first_is_peak, a, b) for a, b in zip(first, last, strict=True)))

@@ -1,0 +1,185 @@
+"""Parallel layouts (TP, CP, DP, PP with interleaving, EP) and the rules a valid layout follows.
+
+Ranks are placed in Megatron order: TP fastest, then CP, then DP, then PP, so a group's stride is the product of
+the sizes placed before it. CP ranks hold the same weights, so gradients are reduced over DP x CP.
+
+The rules are written once, as arithmetic on `LayoutNumbers`, so the same rule checks one layout (ints, with its
+one-line explanation for `predict`) and a whole search space at once (numpy arrays that broadcast, for `search`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from perfmodel.errors import InfeasibleLayout
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+class LayoutNumbers(NamedTuple):
+    """A layout as numbers: ints for one layout, broadcastable numpy arrays for many. recompute is the index into
+    RECOMPUTE_MODES (-1 for an unknown mode)."""
+
+    tp: Any
+    pp: Any
+    cp: Any
+    dp: Any
+    vp: Any
+    ep: Any
+    mbs: Any
+    gbs: Any
+    seq_len: Any
+    recompute: Any
+    zero: Any
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int
+    pp: int
+    cp: int
+    dp: int
+    vp: int
+    ep: int
+    mbs: int
+    gbs: int
+    seq_len: int
+    recompute: str
+    zero: int
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tp * self.pp * self.cp * self.dp
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches each pipeline runs per step (gradient-accumulation steps without PP)."""
+        return self.gbs // (self.mbs * self.dp)
+
+    def numbers(self) -> LayoutNumbers:
+        mode = RECOMPUTE_MODES.index(self.recompute) if self.recompute in RECOMPUTE_MODES else -1
+        lo = self
+        return LayoutNumbers(lo.tp, lo.pp, lo.cp, lo.dp, lo.vp, lo.ep, lo.mbs, lo.gbs, lo.seq_len, mode, lo.zero)
+
+    def describe(self) -> str:
+        return (
+            f"TP{self.tp} PP{self.pp} VP{self.vp} CP{self.cp} DP{self.dp}"
+            + (f" EP{self.ep}" if self.ep > 1 else "")
+            + f", MBS {self.mbs}, GBS {self.gbs}, seq {self.seq_len}, recompute {self.recompute}, ZeRO-{self.zero}"
+        )
+
+
+Check = Callable[[LayoutNumbers, ModelSpec, int], Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`holds` is element-wise arithmetic (`|`, `&`, `%`, comparisons) so it works on ints and arrays alike;
+    `explain` says what is broken, naming the numbers of one layout."""
+
+    holds: Check
+    explain: Callable[[LayoutNumbers, ModelSpec, int], str]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        lambda v, md, n: n % (v.tp * v.pp * v.cp) == 0,
+        lambda v, md, n: f"TP {v.tp} x PP {v.pp} x CP {v.cp} = {v.tp * v.pp * v.cp} does not divide the {n} GPUs",
+    ),
+    Rule(
+        lambda v, md, n: (n % (v.tp * v.pp * v.cp) != 0) | (v.tp * v.pp * v.cp * v.dp == n),
+        lambda v, md, n: f"TP x PP x CP x DP = {v.tp * v.pp * v.cp * v.dp} must equal the {n} GPUs",
+    ),
+    Rule(
+        lambda v, md, n: md.heads % v.tp == 0,
+        lambda v, md, n: f"TP {v.tp} must divide the {md.heads} attention heads",
+    ),
+    Rule(
+        lambda v, md, n: md.kv_heads % v.tp == 0,
+        lambda v, md, n: f"TP {v.tp} must divide the {md.kv_heads} KV heads (query groups)",
+    ),
+    Rule(
+        lambda v, md, n: md.ffn % v.tp == 0,
+        lambda v, md, n: f"TP {v.tp} must divide the FFN width {md.ffn}",
+    ),
+    Rule(
+        lambda v, md, n: v.seq_len % v.tp == 0,
+        lambda v, md, n: f"TP {v.tp} must divide the sequence length {v.seq_len} (sequence parallelism)",
+    ),
+    Rule(
+        lambda v, md, n: (v.cp == 1) | (v.seq_len % (2 * v.cp * v.tp) == 0),
+        lambda v, md, n: (
+            f"CP {v.cp} needs the sequence length {v.seq_len} divisible by 2 x CP x TP = "
+            f"{2 * v.cp * v.tp} (load-balanced causal chunks)"
+        ),
+    ),
+    Rule(
+        lambda v, md, n: v.pp * v.vp <= md.layers + UNEVEN_EXTRA_UNITS,
+        lambda v, md, n: (
+            f"PP {v.pp} x VP {v.vp} = {v.pp * v.vp} stages exceed the {md.layers} layers "
+            f"(+{UNEVEN_EXTRA_UNITS} for the embedding and loss stages)"
+        ),
+    ),
+    Rule(
+        lambda v, md, n: (v.vp == 1) | (v.pp > 1),
+        lambda v, md, n: f"VP {v.vp} (interleaving) needs PP > 1",
+    ),
+    Rule(
+        lambda v, md, n: v.gbs % (v.mbs * v.dp) == 0,
+        lambda v, md, n: f"GBS {v.gbs} must be divisible by MBS {v.mbs} x DP {v.dp} = {v.mbs * v.dp}",
+    ),
+    Rule(
+        lambda v, md, n: v.ep == 1,
+        lambda v, md, n: f"EP {v.ep} needs a mixture-of-experts model; {md.id} is dense (use EP 1)",
+    ),
+    Rule(
+        lambda v, md, n: (v.zero < 3) | (v.pp == 1),
+        lambda v, md, n: f"ZeRO-3/FSDP is not combined with pipeline parallelism (PP {v.pp})",
+    ),
+    Rule(
+        lambda v, md, n: (v.recompute >= 0) & (v.recompute < len(RECOMPUTE_MODES)),
+        lambda v, md, n: f"recompute must be one of {', '.join(RECOMPUTE_MODES)}",
+    ),
+    Rule(
+        lambda v, md, n: (v.zero >= 0) & (v.zero <= ZERO_STAGES[-1]),
+        lambda v, md, n: f"ZeRO stage {v.zero} must be one of 0, 1, 2, 3",
+    ),
+)
+
+
+def valid(v: LayoutNumbers, model: ModelSpec, n_gpus: int) -> Any:
+    """True where a layout breaks no rule: a bool for ints, a broadcast boolean array for arrays."""
+    ok: Any = True
+    for rule in RULES:
+        ok = ok & rule.holds(v, model, n_gpus)
+    return ok
+
+
+def violations(layout: Layout, model: ModelSpec, n_gpus: int) -> list[str]:
+    """Every rule the layout breaks, each as a sentence naming the numbers involved (empty when valid)."""
+    v = layout.numbers()
+    return [rule.explain(v, model, n_gpus) for rule in RULES if not rule.holds(v, model, n_gpus)]
+
+
+def most_broken(v: LayoutNumbers, model: ModelSpec, n_gpus: int, shape: tuple[int, ...]) -> tuple[str, float]:
+    """For a space of layouts (arrays broadcasting to `shape`): the rule broken by the most of them, explained on
+    one example, and the share of the space that breaks it."""
+    import numpy as np
+
+    broken = [np.broadcast_to(~np.asarray(rule.holds(v, model, n_gpus), dtype=bool), shape) for rule in RULES]
+    counts = [int(b.sum()) for b in broken]
+    worst = int(np.argmax(counts))
+    index = np.unravel_index(int(np.argmax(broken[worst])), shape)
+    example = LayoutNumbers(*(int(np.broadcast_to(x, shape)[index]) for x in v))
+    return RULES[worst].explain(example, model, n_gpus), counts[worst] / max(1, int(np.prod(shape)))
+
+
+def check(layout: Layout, model: ModelSpec, n_gpus: int) -> None:
+    broken = violations(layout, model, n_gpus)
+    if broken:
+        raise InfeasibleLayout(f"invalid layout {layout.describe()}: {'; '.join(broken)}")

@@ -1,0 +1,53 @@
+"""Pipeline schedules (1F1B and interleaved) and the overlap of communication with compute."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from perfmodel.physics.algebra import Number, ceil, floor, maximum, minimum, where
+
+UNEVEN_EXTRA_UNITS = 2
+"""With uneven stages the embedding and the loss each count as one layer when splitting (Megatron's
+account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split)."""
+
+
+class StageLayers(NamedTuple):
+    """Transformer layers held by the busiest interior rank, the first rank and the last rank, and per chunk."""
+
+    interior: Number
+    first: Number
+    last: Number
+    per_chunk: Number
+
+
+def stage_layers(layers: int, pp: Number, vp: Number) -> StageLayers:
+    """Even split when pp * vp divides the layers; otherwise uneven, with embedding and loss counted as layers."""
+    chunks = pp * vp
+    even = layers - floor(layers / chunks) * chunks == 0
+    per_chunk = where(even, layers / chunks, ceil((layers + UNEVEN_EXTRA_UNITS) / chunks))
+    busiest = vp * per_chunk
+    ends = where(even, busiest, busiest - 1)
+    return StageLayers(interior=busiest, first=ends, last=ends, per_chunk=per_chunk)
+
+
+def bubble_fraction(pp: Number, vp: Number, microbatches: Number) -> Number:
+    """Idle share of the ideal step: (pp - 1) / (vp * m) (Narayanan et al. 2021)."""
+    return (pp - 1) / (vp * microbatches)
+
+
+def chunks_in_flight(pp: Number, vp: Number, microbatches: Number) -> Number:
+    """Forward chunks whose activations the first rank holds at once.
+
+    1F1B: pp micro-batches. Interleaved: Megatron's warm-up of 2(pp-1) + (vp-1)pp chunks plus the one in flight.
+    Never more than the step has.
+    """
+    interleaved = 2 * (pp - 1) + (vp - 1) * pp + 1
+    return minimum(where(vp > 1, interleaved, pp), microbatches * vp)
+
+
+def exposed(comm_s: Number, window_s: Number, overlap: float) -> Number:
+    """Communication left on the critical path when it can hide behind `window_s` of compute.
+
+    `overlap` is the share of the window really used (kernels contend for SMs and memory bandwidth).
+    """
+    return comm_s - overlap * minimum(comm_s, maximum(window_s, 0.0))

@@ -1,0 +1,391 @@
+"""One training step on the busiest GPU: compute, exposed communication, pipeline bubble, optimizer and memory.
+
+`evaluate` is written with branch-free arithmetic on the layout variables, so the same code prices one layout
+(Python floats, for `predict`) or a whole search space at once (numpy arrays, for `search`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from perfmodel.inputs.hardware import Hardware
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
+from perfmodel.physics import memory
+from perfmodel.physics.algebra import Number, maximum, where
+from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
+from perfmodel.physics.compute import ops_time, times_by
+from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.schedule import StageLayers, bubble_fraction, chunks_in_flight, exposed, stage_layers
+from perfmodel.physics.topology import Tiers, tiers
+from perfmodel.physics.workload import (
+    FP32_BYTES,
+    SELECTIVE_RECOMPUTE,
+    Op,
+    Shard,
+    embedding_ops,
+    head_backward,
+    head_forward,
+    layer_backward,
+    layer_forward,
+    padded_vocab,
+)
+
+OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES + BF16_BYTES + 2 * BF16_BYTES
+"""Adam step per parameter: read master, m, v (FP32), write them back, read the BF16 gradient twice (norm, step),
+write the BF16 weight."""
+OPTIMIZER_KERNELS = 8
+"""Multi-tensor-apply launches of the optimizer step, grad-norm and zeroing."""
+BREAKDOWN = (
+    "compute_s",
+    "tp_comm_exposed_s",
+    "cp_comm_exposed_s",
+    "pp_bubble_s",
+    "pp_comm_exposed_s",
+    "dp_comm_exposed_s",
+    "optimizer_s",
+    "other_s",
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything about a prediction that does not depend on the parallel layout."""
+
+    model: ModelSpec
+    hardware: Hardware
+    recipe: Recipe
+    efficiency: Efficiency
+    seq_len: int
+    lora_rank: int = 0
+    """0: full training. r > 0: the base model is frozen and only rank-r LoRA adapters on the attention
+    projections train (no weight-gradient GEMMs, gradients or optimizer state for the base weights)."""
+
+    @cached_property
+    def tiers(self) -> Tiers:
+        return tiers(self.hardware)
+
+    @property
+    def frozen_base(self) -> bool:
+        return self.lora_rank > 0
+
+
+class LayoutVars(NamedTuple):
+    """Layout as numbers (floats or arrays): recompute 0/1/2 = none/selective/full, zero 0-3."""
+
+    tp: Number
+    pp: Number
+    cp: Number
+    dp: Number
+    vp: Number
+    mbs: Number
+    gbs: Number
+    recompute: Number
+    zero: Number
+
+
+class StepResult(NamedTuple):
+    compute_s: Number
+    tp_comm_exposed_s: Number
+    cp_comm_exposed_s: Number
+    pp_bubble_s: Number
+    pp_comm_exposed_s: Number
+    dp_comm_exposed_s: Number
+    optimizer_s: Number
+    other_s: Number
+    forward_only_s: Number
+    """A forward pass over one global batch with this layout (evaluation), no backward or optimizer."""
+    memory: memory.MemoryBreakdown
+    hbm_bytes: float
+
+    @property
+    def step_time_s(self) -> Number:
+        return sum(getattr(self, part) for part in BREAKDOWN)
+
+    @property
+    def fits(self) -> Number:
+        return self.memory.total <= self.hbm_bytes
+
+
+class _LayerTimes(NamedTuple):
+    forward: Number
+    backward: Number
+    selective: Number
+    forward_gemm: Number
+    backward_gemm: Number
+    forward_attention: Number
+    attention: Number
+
+
+def _is_gemm(op: Op) -> bool:
+    return op.kind == "gemm"
+
+
+def _is_attention(op: Op) -> bool:
+    return op.kind == "attention"
+
+
+def _recomputed_selectively(op: Op) -> bool:
+    return op.name in SELECTIVE_RECOMPUTE
+
+
+def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
+    acc, eff = ctx.hardware.accelerator, ctx.efficiency
+    fwd = times_by(
+        layer_forward(sh, recipe), acc, eff, gemm=_is_gemm, attention=_is_attention, selective=_recomputed_selectively
+    )
+    bwd = times_by(layer_backward(sh, recipe, ctx.frozen_base), acc, eff, gemm=_is_gemm, attention=_is_attention)
+    return _LayerTimes(
+        forward=fwd["total"],
+        backward=bwd["total"],
+        selective=fwd["selective"],
+        forward_gemm=fwd["gemm"],
+        backward_gemm=bwd["gemm"],
+        forward_attention=fwd["attention"],
+        attention=fwd["attention"] + bwd["attention"],
+    )
+
+
+def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
+    """Average layer of the recipe: the share it keeps in BF16 (NVFP4's first and last layers) runs at BF16 speed."""
+    quantised = _layer_times(ctx, sh, ctx.recipe)
+    bf16_share = ctx.recipe.bf16_layer_fraction(ctx.model.layers)
+    if bf16_share == 0:
+        return quantised
+    bf16 = _layer_times(ctx, sh, RECIPES["bf16"])
+    return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
+
+
+class _Windows(NamedTuple):
+    """Compute of one layer that each pass's TP and CP communication can hide behind."""
+
+    tp_forward: Number
+    tp_backward: Number
+    cp_forward: Number
+    cp_backward: Number
+
+
+class _Comm(NamedTuple):
+    """Communication of one layer on one rank: forward only, and the whole step's share (forward + backward)."""
+
+    forward: Number
+    layer: Number
+
+
+def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> tuple[_Comm, Number]:
+    """TP with sequence parallelism: per layer 2 all-gathers + 2 reduce-scatters forward, 4 all-gathers (inputs
+    again for Wgrad, output gradients) + 2 reduce-scatters backward. Also returns one all-gather + reduce-scatter
+    pair in BF16, what the LM head needs."""
+    activation = sh.tokens * ctx.model.hidden
+    gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
+    gather = all_gather(activation * BF16_BYTES, links)
+    scatter = reduce_scatter(activation * BF16_BYTES, links)
+    forward = 2 * gather_in + 2 * scatter
+    layer = forward + 2 * gather_in + 2 * gather + 2 * scatter + where(full_recompute, forward, 0.0)
+    return _Comm(forward, layer), gather + scatter
+
+
+def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> _Comm:
+    """CP ring: cp-1 steps of this rank's K and V forward; K, V and their gradients backward."""
+    kv_step = send_recv(sh.tokens * 2 * ctx.model.kv_dim / sh.tp * BF16_BYTES, links)
+    forward = (sh.cp - 1) * kv_step
+    return _Comm(forward, 3 * forward + where(full_recompute, forward, 0.0))
+
+
+class _RankParams(NamedTuple):
+    """Parameters held by the first, last and busiest interior pipeline rank (all on one rank without PP)."""
+
+    first: Number
+    last: Number
+    most: Number
+
+
+def _rank_params(md: ModelSpec, tp: Number, pp: Number, stages: StageLayers) -> _RankParams:
+    layer = md.params_per_layer / tp
+    vocab_rows = padded_vocab(md, tp) / tp * md.hidden
+    single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params
+    first = where(pp == 1, single, stages.first * layer + vocab_rows)
+    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params)
+    return _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
+
+
+def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Number:
+    """Parameters that get gradients and optimizer state: all of them, or only the LoRA adapters."""
+    if not ctx.frozen_base:
+        return params
+    return layers * ctx.model.lora_params_per_layer(ctx.lora_rank) / tp
+
+
+def _data_parallel(
+    ctx: Context,
+    zero: Number,
+    links: GroupLinks,
+    weights: Number,
+    trainable: Number,
+    microbatches: Number,
+    mb_forward: Number,
+    mb_backward: Number,
+    bubble: Number,
+) -> Number:
+    """Exposed DP communication by ZeRO stage, over DP x CP ranks.
+
+    ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
+    updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble);
+    ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
+    """
+    overlap = ctx.efficiency.overlap_dp
+    grads = trainable * memory.GRAD_BYTES
+    scatter = reduce_scatter(grads, links)
+    gather_updates = all_gather(trainable * ctx.recipe.param_gather_bytes, links)
+    gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
+    step_forward, step_backward = mb_forward + bubble / 2, mb_backward + bubble / 2
+    zero0 = exposed(all_reduce(grads, links, ctx.tiers), step_backward, overlap)
+    zero1 = exposed(scatter, step_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    zero2 = microbatches * exposed(scatter, mb_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    zero3 = microbatches * (
+        exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+    )
+    return where(zero == 0, zero0, where(zero == 1, zero1, where(zero == 2, zero2, zero3)))
+
+
+def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
+    """Price one layout (floats) or many (arrays). `trace`, when given, receives the intermediate quantities by
+    name, for `perfmodel explain`; it changes nothing in the result."""
+    md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
+    tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv
+    sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len)
+    microbatches = gbs / (mbs * dp)
+    full, selective = rc == 2, rc == 1
+
+    # Compute of one layer and one micro-batch, recomputation included in the backward pass.
+    lt = _mixed_layer_times(ctx, sh)
+    recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
+    layer_compute = lt.forward + lt.backward + recompute_s
+
+    tp_links, cp_links = group_links(ctx.tiers, eff, tp, 1), group_links(ctx.tiers, eff, cp, tp)
+    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
+    cp_comm = _context_parallel(ctx, sh, cp_links, full)
+    # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
+    # behind forward and backward (with a full recompute's forward) behind backward.
+    windows = _Windows(
+        tp_forward=lt.forward_gemm,
+        tp_backward=lt.backward_gemm + where(full, lt.forward_gemm, 0.0),
+        cp_forward=lt.forward_attention,
+        cp_backward=lt.attention - lt.forward_attention + where(full, lt.forward_attention, 0.0),
+    )
+    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
+    tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
+    cp_fwd = exposed(cp_comm.forward, windows.cp_forward, eff.overlap_cp)
+    cp_bwd = exposed(cp_comm.layer - cp_comm.forward, windows.cp_backward, eff.overlap_cp)
+    tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
+
+    # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
+    head_fwd = times_by(head_forward(sh), acc, eff, gemm=_is_gemm)
+    head_bwd = times_by(head_backward(sh, ctx.frozen_base), acc, eff, gemm=_is_gemm)
+    head_compute = head_fwd["total"] + head_bwd["total"]
+    head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
+    embed_compute = ops_time(embedding_ops(sh), acc, eff)
+
+    # The busiest rank sets the pace of the pipeline.
+    stages = stage_layers(md.layers, pp, vp)
+
+    def rank(layers: Number, extra_compute: Number, extra_tp: Number) -> tuple[Number, Number, Number]:
+        return (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
+
+    single = rank(md.layers, head_compute + embed_compute, head_comm)
+    pipelined = _busiest(
+        rank(stages.interior, 0.0, 0.0),
+        rank(stages.first, embed_compute, 0.0),
+        rank(stages.last, head_compute, head_comm),
+    )
+    mb_compute, mb_tp, mb_cp = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
+    busiest_layers = where(pp == 1, md.layers, stages.interior)
+    # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
+    # communication exposed in that pass (the NICs are free then). Crediting the compute alone let TP, CP and DP all
+    # hide behind the same kernels, so that faster compute could expose more communication than it saved.
+    fwd_layer = lt.forward + tp_fwd + cp_fwd
+    mb_forward = busiest_layers * fwd_layer
+    mb_backward = busiest_layers * (lt.backward + recompute_s + tp_bwd + cp_bwd)
+    pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp)
+
+    # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
+    # cool-down ones are on the critical path, the steady-state ones mostly overlap.
+    pp_links = group_links(ctx.tiers, eff, pp, tp * cp * dp)
+    p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
+    pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
+
+    params = _rank_params(md, tp, pp, stages)
+    trainable = _trainable(ctx, params.most, busiest_layers, tp)
+    dp_links = group_links(ctx.tiers, eff, dp * cp, tp)
+    dp_comm = _data_parallel(
+        ctx, zero, dp_links, params.most, trainable, microbatches, mb_forward, mb_backward, pp_bubble
+    )
+
+    # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
+    step_params = where(zero >= 1, trainable / (dp * cp), trainable)
+    cast_bytes = FP32_BYTES + rec.weight_bytes if rec.quantised else 0.0
+    optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
+
+    # Evaluation: the forward pass of every micro-batch through the pipeline (its fill included), no optimizer.
+    mb_forward_only = busiest_layers * fwd_layer + where(pp == 1, head_fwd["total"] + embed_compute, 0.0)
+    forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
+    if trace is not None:
+        trace.update(
+            shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, stages=stages,
+            tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_exposed=tp_exposed,
+            cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
+            head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
+            busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
+            p2p=p2p, dp_links=dp_links, params=params, trainable=trainable, step_params=step_params,
+            optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
+        )  # fmt: skip
+
+    return StepResult(
+        compute_s=microbatches * mb_compute,
+        tp_comm_exposed_s=microbatches * mb_tp,
+        cp_comm_exposed_s=microbatches * mb_cp,
+        pp_bubble_s=pp_bubble,
+        pp_comm_exposed_s=pp_comm,
+        dp_comm_exposed_s=dp_comm,
+        optimizer_s=optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6,
+        other_s=eff.step_overhead_s + 0.0 * tp,
+        forward_only_s=forward_only,
+        memory=_memory(ctx, lv, stages, sh.tokens, microbatches, params),
+        hbm_bytes=acc.memory_bytes,
+    )
+
+
+def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
+    """The candidate rank whose parts sum highest (element-wise for arrays)."""
+    best = ranks[0]
+    for other in ranks[1:]:
+        take = sum(other) > sum(best)
+        best = tuple(where(take, o, b) for o, b in zip(other, best, strict=True))
+    return best
+
+
+def _memory(
+    ctx: Context, lv: LayoutVars, stages: StageLayers, tokens: Number, microbatches: Number, params: _RankParams
+) -> memory.MemoryBreakdown:
+    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts."""
+    md, rec, tp, pp, vp = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp
+    single_rank = pp == 1
+    in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
+    in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
+
+    def activations(layers: Number) -> Number:
+        modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
+        return where(lv.recompute == 2, modes[2], where(lv.recompute == 1, modes[1], modes[0]))
+
+    def breakdown(held: Number, rank_layers: Number, acts: Number) -> memory.MemoryBreakdown:
+        state = memory.model_state(held, _trainable(ctx, held, rank_layers, tp), rec, lv.zero, lv.dp * lv.cp)
+        return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
+
+    logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp)
+    first_layers = where(single_rank, md.layers, stages.first)
+    last_layers = where(single_rank, md.layers, stages.last)
+    first = breakdown(params.first, first_layers, activations(in_flight_first) + where(single_rank, logits, 0.0))
+    last = breakdown(params.last, last_layers, activations(in_flight_last) + logits)
+    return memory.peak(first, last)

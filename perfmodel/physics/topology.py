@@ -1,0 +1,177 @@
+"""Systems as networkx graphs, and the bandwidth and latency a group of ranks really gets on them.
+
+The graph has GPUs, one NVSwitch per scale-up domain (or a full mesh of peer links, as on AMD's xGMI platforms),
+one NIC per GPU, and a rail-optimised two-tier fat tree: NIC i of every node goes to the leaf of rail i, leaves go up
+to spines through uplinks whose per-port share is the NIC bandwidth divided by the oversubscription.
+Three domains suffice to see every kind of path: two under one leaf and one under another.
+
+From it come `Tiers`: the per-rank bandwidth of a group with k members inside one domain (max-flow from one member
+to the others over the domain's links), and the bottleneck bandwidth and summed latency of the paths between
+domains under one leaf and across the spine. A group spanning domains is limited by the slowest link of its path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from perfmodel.inputs.hardware import Hardware
+
+CACHE_VERSION = 1
+"""Bump when the derivation below changes, so that cached tiers are recomputed."""
+
+GBIT = 1e9 / 8
+GBYTE = 1e9
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Link:
+    bytes_per_s: float
+    latency_s: float
+
+
+@dataclass(frozen=True)
+class Tiers:
+    scaleup_by_members: tuple[float, ...]
+    """Per-rank bandwidth of a group with k members inside one domain, indexed by k (0 and 1: no peer)."""
+    scaleup_latency_s: float
+    across_leaf: Link
+    """Between domains under the same leaf switch."""
+    across_spine: Link
+    """Between domains under different leaves: through the spine, sharing oversubscribed uplinks."""
+    domains_per_leaf: int
+    ranks_per_domain: int
+    scaleup_in_network_reduction: bool
+    scaleout_in_network_reduction: bool
+    step_latency_s: float
+    """Software cost of one collective step (NCCL/RCCL kernel synchronisation)."""
+
+    def scaleup_bytes_per_s(self, members: int) -> float:
+        return self.scaleup_by_members[int(members)]
+
+
+def _gpu(domain: int, index: int) -> tuple[str, int, int]:
+    return ("gpu", domain, index)
+
+
+def build_graph(hw: Hardware, domains: tuple[int, ...] | None = None) -> Any:
+    """The system as an undirected networkx graph; edges carry `bytes_per_s` (per direction) and `latency_s`."""
+    import networkx as nx
+
+    system, acc = hw.system, hw.accelerator
+    dpl = int(system.fabric.domains_per_leaf.value)
+    domains = domains if domains is not None else (0, 1, dpl)
+    size, per_node = hw.domain_gpus, int(system.gpus_per_node.value)
+    hop_s = system.latency.scaleup_hop_us.value * US
+    nic_bw = system.nics_per_gpu.value * acc.nic_gbit_per_s.value * GBIT
+    nic_s, switch_s = system.latency.nic_us.value * US, system.latency.switch_hop_us.value * US
+    uplink_bw = nic_bw / system.fabric.oversubscription.value
+
+    graph: nx.Graph[Any] = nx.Graph()
+    for d in domains:
+        gpus = [_gpu(d, i) for i in range(size)]
+        if system.scaleup_kind == "switch":
+            link_bw = acc.scaleup_gb_per_s_per_direction.value * GBYTE
+            graph.add_edges_from((g, ("nvswitch", d)) for g in gpus)
+            nx.set_edge_attributes(
+                graph, {(g, ("nvswitch", d)): {"bytes_per_s": link_bw, "latency_s": hop_s} for g in gpus}
+            )
+        else:
+            peer = acc.scaleup_peer_gb_per_s_per_direction or acc.scaleup_gb_per_s_per_direction
+            for i, a in enumerate(gpus):
+                for b in gpus[i + 1 :]:
+                    graph.add_edge(a, b, bytes_per_s=peer.value * GBYTE, latency_s=hop_s)
+        for i, g in enumerate(gpus):
+            rail = i % per_node
+            leaf = ("leaf", rail, d // dpl)
+            graph.add_edge(g, ("nic", d, i), bytes_per_s=nic_bw, latency_s=nic_s)
+            graph.add_edge(("nic", d, i), leaf, bytes_per_s=nic_bw, latency_s=switch_s)
+            graph.add_edge(leaf, ("spine", rail), bytes_per_s=uplink_bw, latency_s=switch_s)
+    return graph
+
+
+def _path_link(graph: Any, a: object, b: object) -> Link:
+    import networkx as nx
+
+    path = nx.shortest_path(graph, a, b, weight="latency_s")
+    edges = [graph.edges[u, v] for u, v in itertools.pairwise(path)]
+    return Link(min(e["bytes_per_s"] for e in edges), sum(e["latency_s"] for e in edges))
+
+
+def _scaleup_bandwidth(graph: Any, members: int) -> float:
+    """Max-flow from one member to the other k-1 over the links among the members (and their switch)."""
+    import networkx as nx
+    from networkx.algorithms.flow import dinitz
+
+    if members < 2:
+        return 0.0
+    nodes = [_gpu(0, i) for i in range(members)]
+    sub: nx.Graph[Any] = nx.Graph(graph.subgraph([*nodes, ("nvswitch", 0)]))
+    for other in nodes[1:]:
+        sub.add_edge(other, "sink", bytes_per_s=float("inf"))
+    return float(nx.maximum_flow_value(sub, nodes[0], "sink", capacity="bytes_per_s", flow_func=dinitz))
+
+
+def derive_tiers(hw: Hardware) -> Tiers:
+    """Tiers from the system's graph (networkx): a few paths and one max-flow per group size."""
+    graph = build_graph(hw)
+    dpl = int(hw.system.fabric.domains_per_leaf.value)
+    ranks = hw.ranks_per_domain
+    first = _gpu(0, 0)
+    inside = _path_link(graph, first, _gpu(0, 1))
+    return Tiers(
+        scaleup_by_members=tuple(_scaleup_bandwidth(graph, k) for k in range(ranks + 1)),
+        scaleup_latency_s=inside.latency_s,
+        across_leaf=_path_link(graph, first, _gpu(1, 0)),
+        across_spine=_path_link(graph, first, _gpu(dpl, 0)),
+        domains_per_leaf=dpl,
+        ranks_per_domain=ranks,
+        scaleup_in_network_reduction=hw.system.scaleup_in_network_reduction.value,
+        scaleout_in_network_reduction=hw.system.fabric.in_network_reduction.value,
+        step_latency_s=hw.system.latency.collective_step_us.value * US,
+    )
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("PERFMODEL_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "perfmodel"
+    )
+    return Path(base)
+
+
+@cache
+def tiers(hw: Hardware) -> Tiers:
+    """Tiers of a system, derived once per hardware description and kept on disk.
+
+    Importing networkx and building the graph costs more than a whole prediction, so the result is cached under
+    ~/.cache/perfmodel (PERFMODEL_CACHE_DIR overrides; PERFMODEL_CACHE_DIR=off disables), keyed by a hash of the
+    hardware description and the derivation's version. A stale or unreadable entry is simply derived again.
+    """
+    key = hashlib.sha256(f"{CACHE_VERSION}:{hw.model_dump_json()}".encode()).hexdigest()[:32]
+    directory = _cache_dir()
+    path = directory / f"tiers-{key}.json"
+    if str(directory) != "off":
+        try:
+            raw = json.loads(path.read_text())
+            raw["scaleup_by_members"] = tuple(raw["scaleup_by_members"])
+            raw["across_leaf"], raw["across_spine"] = Link(**raw["across_leaf"]), Link(**raw["across_spine"])
+            return Tiers(**raw)
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+    derived = derive_tiers(hw)
+    if str(directory) != "off":
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(asdict(derived)))
+            temporary.replace(path)
+        except OSError:
+            pass
+    return derived

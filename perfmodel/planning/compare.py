@@ -1,0 +1,103 @@
+"""The same workload on several systems, precisions and cluster sizes, as ratios to the first.
+
+Each target is `ID[:PRECISION]` (an accelerator id picks its usual system; a system id works too). Every row is a
+full prediction (its layout searched where the scenario leaves dimensions open) with ratios added:
+speedup_vs_first (throughput), perf_per_usd_vs_first (tokens per dollar; _low/_high with both systems at the low,
+resp. high end of their price quotes), energy per token, and scaling efficiency across GPU counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.planning.predict import Prediction, predict
+from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Target:
+    gpu: str | None
+    system: str | None
+    precision: str | None
+
+
+def parse_target(spec: str) -> Target:
+    """`ID[:PRECISION]`: an accelerator or system id, optionally with a precision."""
+    ident, _, precision = spec.strip().partition(":")
+    if precision and precision not in PRECISIONS:
+        raise PerfmodelError(f"--gpu {spec}: unknown precision '{precision}'; valid: {', '.join(PRECISIONS)}")
+    known_accelerators, known_systems = accelerators(), systems()
+    if ident in known_accelerators:
+        return Target(ident, None, precision or None)
+    if ident in known_systems:
+        return Target(None, ident, precision or None)
+    valid = ", ".join([*known_accelerators, *known_systems])
+    raise PerfmodelError(f"--gpu {spec}: unknown accelerator or system '{ident}'; valid: {valid}")
+
+
+def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
+    """One scenario per target and GPU count, in that order (targets outer)."""
+    out = []
+    for target in targets or [Target(base.gpu, base.system, None)]:
+        for n in gpu_counts or [base.n_gpus]:
+            update = {"gpu": target.gpu, "system": target.system, "n_gpus": n}
+            out.append(base.model_copy(update=update | {"precision": target.precision or base.precision}))
+    return out
+
+
+def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None = None) -> list[Prediction]:
+    predictions = []
+    for i, scenario in enumerate(items, 1):
+        predictions.append(predict(scenario))
+        if progress is not None:
+            progress(i, len(items))
+    return predictions
+
+
+def _tokens_per_usd(p: Prediction, price: float | None) -> float | None:
+    return None if price is None else p.tokens_per_s * SECONDS_PER_HOUR / (p.layout.n_gpus * price)
+
+
+def _over(value: float | None, first: float | None) -> float | None:
+    return None if value is None or not first else value / first
+
+
+def joules_per_token(p: Prediction) -> float:
+    """Facility energy per trained token: GPUs x board power x PUE over throughput."""
+    return p.layout.n_gpus * p.hardware.accelerator.power_w.value * p.scenario.cost.pue / p.tokens_per_s
+
+
+def with_ratios(predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
+    """Each prediction's JSON object with its ratios to the first, and scaling efficiency within each system."""
+    first = predictions[0]
+    groups: dict[tuple[str, str, str], list[Prediction]] = {}
+    for p in predictions:
+        groups.setdefault((p.hardware.system.id, p.scenario.precision, p.model.id), []).append(p)
+    records = []
+    for p in predictions:
+        record = p.to_dict()
+        prices = {"": p.price.usd_per_gpu_hour, "_low": p.price.low, "_high": p.price.high}
+        first_prices = {"": first.price.usd_per_gpu_hour, "_low": first.price.low, "_high": first.price.high}
+        record["speedup_vs_first"] = p.tokens_per_s / first.tokens_per_s
+        for suffix, price in prices.items():
+            record[f"tokens_per_usd{suffix}"] = _tokens_per_usd(p, price)
+            record[f"perf_per_usd_vs_first{suffix}"] = _over(
+                _tokens_per_usd(p, price), _tokens_per_usd(first, first_prices[suffix])
+            )
+        record["joules_per_token"] = joules_per_token(p)
+        record["kwh_per_million_tokens"] = joules_per_token(p) * 1e6 / JOULES_PER_KWH
+        record["energy_per_token_vs_first"] = joules_per_token(p) / joules_per_token(first)
+        group = groups[(p.hardware.system.id, p.scenario.precision, p.model.id)]
+        smallest = min(group, key=lambda q: q.layout.n_gpus)
+        record["scaling_efficiency"] = (
+            p.tokens_per_s_per_gpu / smallest.tokens_per_s_per_gpu
+            if len({q.layout.n_gpus for q in group}) > 1
+            else None
+        )
+        records.append(record)
+    return records

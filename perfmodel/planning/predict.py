@@ -1,0 +1,290 @@
+"""Compose model, hardware, layout and run into a Prediction: the answer to one planning question."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from perfmodel.inputs.hardware import Hardware, resolve
+from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.inputs.precision import get_recipe
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics import calibration
+from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
+from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
+from perfmodel.planning.search import SearchResult, Space, gbs_choices, pareto_front, search
+from perfmodel.planning.training import Price, Run, training_run
+
+LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    scenario: Scenario
+    model: ModelSpec
+    hardware: Hardware
+    layout: Layout
+    step: StepResult
+    price: Price
+    run: Run | None
+    layouts_searched: int
+    mlperf: Score | None = None
+    interval: tuple[float, float] | None = None
+    """Factors on a predicted time bounding the measured one with 80% probability (the calibration's held-out
+    residuals), or None when uncalibrated."""
+
+    @property
+    def step_time_s(self) -> float:
+        return float(self.step.step_time_s)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.layout.gbs * self.layout.seq_len / self.step_time_s
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.layout.n_gpus
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        return self.tokens_per_s_per_gpu * self.model.model_flops_per_token(self.layout.seq_len) / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOP/s over the dense BF16 peak (the convention of NVIDIA's tables and the Llama 3 paper)."""
+        return self.model_tflops_per_gpu * 1e12 / self.hardware.accelerator.peak_flops("bf16")
+
+    @property
+    def mfu_of_precision(self) -> float:
+        """Model FLOP/s over the dense peak of the format the quantised GEMMs use."""
+        recipe = get_recipe(self.scenario.precision, self.hardware.accelerator)
+        return self.model_tflops_per_gpu * 1e12 / self.hardware.accelerator.peak_flops(recipe.gemm_format)
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, st, run, mem = self.layout, self.step, self.run, self.step.memory
+        return {
+            "model": self.model.id,
+            "accelerator": self.hardware.accelerator.id,
+            "system": self.hardware.system.id,
+            "n_gpus": lo.n_gpus,
+            "precision": self.scenario.precision,
+            "parallelism": {
+                "tp": lo.tp,
+                "pp": lo.pp,
+                "cp": lo.cp,
+                "dp": lo.dp,
+                "vp": lo.vp,
+                "ep": lo.ep,
+                "mbs": lo.mbs,
+                "gbs": lo.gbs,
+                "seq_len": lo.seq_len,
+                "recompute": lo.recompute,
+                "zero": lo.zero,
+            },
+            "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "mfu": self.mfu,
+            "mfu_of_precision": self.mfu_of_precision,
+            "memory_per_gpu_gb": float(mem.total) / 1e9,
+            "memory_capacity_gb": st.hbm_bytes / 1e9,
+            "fits_in_memory": bool(st.fits),
+            "memory_gb": {k: float(v) / 1e9 for k, v in mem._asdict().items()},
+            "tokens_to_train": run.tokens if run else None,
+            "time_to_train_s": run.time_s if run else None,
+            "time_to_train_min": run.time_s / 60 if run else None,
+            "time_to_train_days": run.time_s / 86400 if run else None,
+            "gpu_hours": run.gpu_hours if run else None,
+            "usd_per_gpu_hour": self.price.usd_per_gpu_hour,
+            "usd_per_gpu_hour_low": self.price.low,
+            "usd_per_gpu_hour_high": self.price.high,
+            "cost_usd": run.cost_usd if run else None,
+            "cost_usd_low": run.cost_usd_low if run else None,
+            "cost_usd_high": run.cost_usd_high if run else None,
+            "energy_kwh": run.energy_kwh if run else None,
+            "pue": self.scenario.cost.pue,
+            "layouts_searched": self.layouts_searched,
+            **self._interval_dict(),
+            **self._mlperf_dict(),
+            "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
+        }
+
+    def _interval_dict(self) -> dict[str, Any]:
+        if self.interval is None:
+            return {}
+        low, high = self.interval
+        times = {"step_time_s": self.step_time_s}
+        if self.run is not None:
+            times |= {"time_to_train_s": self.run.time_s, "time_to_train_min": self.run.time_s / 60}
+        return {f"{name}_{side}": value * factor for name, value in times.items()
+                for side, factor in (("low", low), ("high", high))}  # fmt: skip
+
+    def _mlperf_dict(self) -> dict[str, Any]:
+        if self.mlperf is None:
+            return {}
+        return {
+            "benchmark": f"{self.scenario.benchmark.partition('@')[0]}@{self.benchmark.round}",  # type: ignore[union-attr]
+            "samples_to_converge": self.mlperf.samples,
+            "evaluations": self.mlperf.evaluations,
+            "train_time_s": self.mlperf.train_s,
+            "eval_time_s": self.mlperf.eval_s,
+            "run_overhead_s": self.mlperf.overhead_s,
+        }
+
+    @property
+    def benchmark(self) -> Benchmark:
+        return get_benchmark(self.scenario.benchmark or "")
+
+
+def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Context:
+    """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration; `hardware`
+    replaces the scenario's (what-if analysis)."""
+    hw = hardware or resolve(scenario.gpu, scenario.system)
+    recipe = get_recipe(scenario.precision, hw.accelerator)
+    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
+    return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
+
+
+def layout_vars(layout: Layout) -> LayoutVars:
+    return LayoutVars(
+        float(layout.tp),
+        float(layout.pp),
+        float(layout.cp),
+        float(layout.dp),
+        float(layout.vp),
+        float(layout.mbs),
+        float(layout.gbs),
+        float(RECOMPUTE_MODES.index(layout.recompute)),
+        float(layout.zero),
+    )
+
+
+def given_layout(scenario: Scenario) -> dict[str, Any]:
+    """The layout dimensions the scenario fixes (None: to be searched)."""
+    return {name: getattr(scenario.parallelism, name) for name in LAYOUT_FIELDS}
+
+
+def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
+    """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
+    par = scenario.parallelism
+    gbs = par.gbs or scenario.default_gbs()
+    n = scenario.n_gpus
+    tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
+    if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
+        dp = par.dp or max(1, n // (tp * pp * cp))
+        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
+        check(layout, ctx.model, n)
+        return layout, 1
+    found = search(ctx, Space(((n, gbs),), given_layout(scenario)))
+    return found.best.layout, found.evaluated
+
+
+def without_layout(scenario: Scenario) -> Scenario:
+    """The scenario with its parallel layout left open (its global batch and sequence length kept)."""
+    open_layout = dict.fromkeys(LAYOUT_FIELDS) | {"gbs": scenario.parallelism.gbs}
+    return scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(update=open_layout)})
+
+
+def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
+    """The scenario with its GPU count and layout set to `layout` (a searched one, say)."""
+    fields = {name: getattr(layout, name) for name in (*LAYOUT_FIELDS, "gbs", "seq_len")}
+    parallelism = scenario.parallelism.model_copy(update=fields)
+    return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
+
+
+def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
+    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
+    interval = calibration.resolve(scenario.calibration).interval if calibrated else None
+    step = evaluate(ctx, layout_vars(layout))
+    price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
+    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)
+    mlperf = None
+    if scenario.benchmark:
+        bench = get_benchmark(scenario.benchmark)
+        step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
+        mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.run_overhead_s)
+        tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
+    elif scenario.tokens is not None:
+        tokens, time_s = scenario.tokens, scenario.tokens / prediction.tokens_per_s
+    else:
+        return prediction
+    run = training_run(tokens, time_s, layout.n_gpus, price, ctx.hardware.accelerator.power_w.value, scenario.cost.pue)
+    return replace(prediction, run=run, mlperf=mlperf)
+
+
+def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
+    ctx = context_for(scenario, efficiency, hardware)
+    layout, searched = choose_layout(scenario, ctx)
+    return prediction_for(scenario, ctx, layout, searched, calibrated=efficiency is None)
+
+
+@dataclass(frozen=True)
+class SearchReport:
+    """The best layouts of a scenario as full predictions, best first, and what the search covered."""
+
+    results: list[Prediction]
+    pareto: list[Prediction]
+    found: SearchResult
+
+    def to_dict(self, with_pareto: bool = False) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "results": [p.to_dict() for p in self.results],
+            "layouts_evaluated": self.found.evaluated,
+            "layouts_feasible": self.found.feasible,
+            "elapsed_s": self.found.elapsed_s,
+            "objective": self.found.objective,
+        }
+        if with_pareto:
+            record["pareto"] = [p.to_dict() for p in self.pareto]
+        return record
+
+
+def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+    """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
+    leaves it open, the batches of `gbs_choices` around each count's default, and the dimensions it fixes."""
+    points = []
+    for n in gpu_counts or (scenario.n_gpus,):
+        gbs = scenario.parallelism.gbs
+        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs())
+        points += [(n, g) for g in choices]
+    return Space(tuple(points), given_layout(scenario))
+
+
+def search_objective(p: Prediction, objective: str) -> float:
+    """What search ranks by: seconds per token (time-to-train for an MLPerf benchmark, whose work depends on the
+    batch), times the GPU count for cost."""
+    seconds = p.run.time_s if p.mlperf and p.run else 1 / p.tokens_per_s
+    return seconds * (p.layout.n_gpus if objective == "cost" else 1)
+
+
+def search_scenario(
+    scenario: Scenario,
+    gpu_counts: Sequence[int] | None = None,
+    top: int = 10,
+    objective: str = "time",
+    progress: Callable[[int, int], None] | None = None,
+    hardware: Hardware | None = None,
+) -> SearchReport:
+    """Search a scenario's layouts and predict the `top` best and the Pareto front in full.
+
+    The vectorised search ranks per token; the best of each (GPU count, global batch) are predicted too, and all are
+    ranked by their full prediction, so that an MLPerf benchmark's batch-dependent work is accounted for.
+    """
+    start = time.perf_counter()
+    ctx = context_for(scenario, hardware=hardware)
+    found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
+    layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
+    full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
+    results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]
+    pareto = pareto_front(
+        [full[f.layout] for f in found.best_per_point.values()],
+        time=lambda p: search_objective(p, "time"),
+        cost=lambda p: search_objective(p, "cost"),
+        gpus=lambda p: p.layout.n_gpus,
+    )
+    return SearchReport(results, pareto, replace(found, elapsed_s=time.perf_counter() - start))

@@ -1,0 +1,366 @@
+"""Layout search: every valid layout of a scenario, priced at once with numpy through the same `step.evaluate`.
+
+The space is enumerated as blocks of broadcasting axes, one block per GPU count, global batch and "pipelined or
+not": (TP, CP, PP, DP, VP) rows x micro-batch x recompute x ZeRO. numpy then computes each term of the step model only
+over the axes it depends on (a layer's compute over rows x micro-batch, not over recompute x ZeRO), which is what
+makes a million layouts a second possible. The validity rules (`parallel.RULES`, the ones `predict` explains) mask
+each block (a micro-batch that does not divide GBS / DP, ZeRO-3 with PP, ...) and trim the axis values no valid
+layout uses; memory is priced with the rest and masks what does not fit.
+
+Search-space choices (not validity rules): TP stays inside one scale-up domain (a TP group across NICs is never
+faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the stages the
+rules allow, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch
+is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the default batch and the default
+(about 4M tokens per step), plus the default; layouts are then ranked by time per token.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
+from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
+from perfmodel.physics.step import Context, LayoutVars, evaluate
+
+T = TypeVar("T")
+OBJECTIVES = ("time", "cost")
+"""time: seconds per token (the step time at a fixed batch; time-to-train for a token budget).
+cost: GPU-seconds per token (cost and energy are proportional to it on one system)."""
+
+
+@dataclass(frozen=True)
+class Space:
+    """What to enumerate: (GPU count, global batch) pairs, and the dimensions the user fixed (None: search it)."""
+
+    points: tuple[tuple[int, int], ...]
+    fixed: Mapping[str, Any]
+
+    def choices(self, name: str, default: list[Any]) -> list[Any]:
+        given = self.fixed.get(name)
+        return [given] if given is not None else default
+
+
+def divisors(n: int) -> list[int]:
+    """Every divisor of n, ascending; trial division up to sqrt(n), so that a global batch of a billion costs
+    milliseconds, not a minute."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def gbs_choices(default_gbs: int) -> tuple[int, ...]:
+    """Global batches to try when the user fixes none: 2^k and 3 x 2^k in [default / 4, default], and the default."""
+    low = default_gbs / 4
+    grid = {m * 2**k for m in (1, 3) for k in range(default_gbs.bit_length() + 1)}
+    return tuple(sorted({g for g in grid if low <= g <= default_gbs} | {default_gbs}))
+
+
+@dataclass(frozen=True)
+class Block:
+    """A grid of layouts: rows of (tp, cp, pp, dp, vp) x micro-batches x recompute modes x ZeRO stages."""
+
+    n_gpus: int
+    gbs: int
+    seq_len: int
+    ep: int
+    rows: Any  # int array (S, 5): tp, cp, pp, dp, vp
+    mbs: Any  # int array (M,)
+    recompute: Any  # int array (R,)
+    zero: Any  # int array (Z,)
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (len(self.rows), len(self.mbs), len(self.recompute), len(self.zero))
+
+    def _columns(self, dtype: Any) -> tuple[Any, ...]:
+        """The axes as arrays that broadcast to `shape`."""
+        import numpy as np
+
+        rows = self.rows.astype(dtype)
+        tp, cp, pp, dp, vp = (rows[:, i].reshape(-1, 1, 1, 1) for i in range(5))
+        mbs = self.mbs.astype(dtype).reshape(1, -1, 1, 1)
+        rc = self.recompute.astype(dtype).reshape(1, 1, -1, 1)
+        zero = self.zero.astype(dtype).reshape(1, 1, 1, -1)
+        return tp, cp, pp, dp, vp, mbs, rc, zero, np.full((1, 1, 1, 1), self.gbs, dtype=dtype)
+
+    def numbers(self) -> LayoutNumbers:
+        import numpy as np
+
+        tp, cp, pp, dp, vp, mbs, rc, zero, gbs = self._columns(np.int64)
+        return LayoutNumbers(tp, pp, cp, dp, vp, self.ep, mbs, gbs, self.seq_len, rc, zero)
+
+    def layout_vars(self) -> LayoutVars:
+        import numpy as np
+
+        tp, cp, pp, dp, vp, mbs, rc, zero, gbs = self._columns(np.float64)
+        return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero)
+
+    def trimmed(self, mask: Any) -> tuple[Block, Any]:
+        """The block without the axis values that no valid layout uses, and its mask."""
+        import numpy as np
+
+        keep = [mask.any(axis=tuple(a for a in range(4) if a != axis)) for axis in range(4)]
+        block = Block(
+            self.n_gpus,
+            self.gbs,
+            self.seq_len,
+            self.ep,
+            self.rows[keep[0]],
+            self.mbs[keep[1]],
+            self.recompute[keep[2]],
+            self.zero[keep[3]],
+        )
+        return block, mask[np.ix_(*keep)]
+
+    def layout(self, flat_index: int) -> Layout:
+        import numpy as np
+
+        s, m, r, z = np.unravel_index(flat_index, self.shape)
+        tp, cp, pp, dp, vp = (int(x) for x in self.rows[s])
+        mode = RECOMPUTE_MODES[int(self.recompute[r])]
+        return Layout(tp, pp, cp, dp, vp, self.ep, int(self.mbs[m]), self.gbs, self.seq_len, mode, int(self.zero[z]))
+
+
+def _shapes(ctx: Context, n_gpus: int, space: Space) -> Any:
+    """(tp, cp, pp, dp, vp) rows whose product is the GPU count (all of them when the fixed choices allow none, so
+    that the rules can say why)."""
+    import numpy as np
+
+    n_div = divisors(n_gpus)
+    tps = space.choices("tp", [d for d in n_div if d <= ctx.hardware.ranks_per_domain])
+    stages = ctx.model.layers + UNEVEN_EXTRA_UNITS  # the embedding and the loss may take a stage each
+    pps = space.choices("pp", [d for d in n_div if d <= stages])
+    grid = np.array(np.meshgrid(tps, space.choices("cp", n_div), pps, indexing="ij"), dtype=np.int64).reshape(3, -1)
+    model_parallel = grid[0] * grid[1] * grid[2]
+    dp = np.maximum(n_gpus // model_parallel, 1)
+    if space.fixed.get("dp") is not None:
+        dp = np.full_like(model_parallel, space.fixed["dp"])
+    whole = model_parallel * dp == n_gpus
+    if whole.any():
+        grid, dp = grid[:, whole], dp[whole]
+    pp = grid[2]
+    if space.fixed.get("vp") is not None:
+        counts, first_vp = np.ones_like(pp), space.fixed["vp"]
+    else:
+        counts, first_vp = np.where(pp == 1, 1, np.maximum(stages // pp, 1)), 1
+    starts = np.cumsum(counts) - counts
+    vp = np.arange(counts.sum()) - np.repeat(starts, counts) + first_vp
+    rows = np.stack([grid[0], grid[1], pp, dp], axis=1)
+    return np.concatenate([np.repeat(rows, counts, axis=0), vp[:, None]], axis=1)
+
+
+def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
+    """Every block of candidate layouts with its validity mask, untrimmed (invalid ones included)."""
+    import numpy as np
+
+    ep = space.fixed.get("ep") or 1
+    recompute = space.choices("recompute", list(RECOMPUTE_MODES))
+    rc = np.array([RECOMPUTE_MODES.index(m) for m in recompute], dtype=np.int64)
+    zero = np.array(space.choices("zero", list(ZERO_STAGES)), dtype=np.int64)
+    for n_gpus, gbs in space.points:
+        shapes = _shapes(ctx, n_gpus, space)
+        pipelined = shapes[:, 2] > 1
+        mbs = np.array(space.choices("mbs", divisors(gbs)), dtype=np.int64)
+        for rows in (shapes[~pipelined], shapes[pipelined]):
+            if not len(rows):
+                continue
+            block = Block(n_gpus, gbs, ctx.seq_len, ep, rows, mbs, rc, zero)
+            possible = _possible_rows(block, ctx.model)
+            if not len(possible):  # every candidate breaks a rule: keep them all, so that the rules can say why
+                yield block, np.broadcast_to(np.False_, block.shape)
+                continue
+            block = replace(block, rows=rows[possible])
+            yield block, np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus), block.shape)
+
+
+def _possible_rows(block: Block, model: ModelSpec) -> Any:
+    """Indices of the rows (tp, cp, pp, dp, vp) for which every rule holds for some micro-batch, recompute mode and
+    ZeRO stage.
+
+    Each rule is evaluated over only the axes it depends on, and only on the rows the rules before it left, so this
+    costs little; dropping the other rows before the full mask is built keeps a highly divisible GPU count
+    (720,720) from building a mask of billions.
+    """
+    import numpy as np
+
+    kept = np.arange(len(block.rows))
+    for rule in RULES:
+        holds = np.asarray(rule.holds(replace(block, rows=block.rows[kept]).numbers(), model, block.n_gpus), bool)
+        if holds.ndim:
+            kept = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
+        elif not holds:
+            kept = kept[:0]
+    return kept
+
+
+@dataclass(frozen=True)
+class Found:
+    layout: Layout
+    step_time_s: float
+    objective: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    top: list[Found]
+    """The best layouts, best first."""
+    best_per_point: dict[tuple[int, int], Found]
+    """The best layout of each (GPU count, global batch)."""
+    evaluated: int
+    """Valid layouts priced."""
+    feasible: int
+    """Of those, the ones that fit in memory."""
+    elapsed_s: float
+    objective: str
+    objectives: Any
+    """Objective values of every feasible layout, for `rank`."""
+
+    @property
+    def best(self) -> Found:
+        return self.top[0]
+
+    def pareto(self) -> list[Found]:
+        """Layouts no other beats on time per token, cost per token and GPU count together."""
+        best = list(self.best_per_point.values())
+        return pareto_front(best, time=_time_per_token, cost=lambda f: _time_per_token(f) * f.layout.n_gpus, gpus=_gpus)
+
+    def rank(self, objective_value: float) -> int:
+        """1 + the number of feasible layouts strictly better than this objective value."""
+        return 1 + int((self.objectives < objective_value).sum())
+
+
+def _time_per_token(found: Found) -> float:
+    return found.step_time_s / (found.layout.gbs * found.layout.seq_len)
+
+
+def _gpus(found: Found) -> int:
+    return found.layout.n_gpus
+
+
+def pareto_front(
+    items: Sequence[T], time: Callable[[T], float], cost: Callable[[T], float], gpus: Callable[[T], int]
+) -> list[T]:
+    """The items no other beats on time, cost and GPU count together, by GPU count then time.
+
+    On one system cost is time x GPUs x price, so the front is the fastest of each GPU count that is faster than
+    every smaller count; with several systems or batch-dependent work it is the general non-dominated set.
+    """
+    keys = [(time(i), cost(i), gpus(i)) for i in items]
+
+    def dominated(k: tuple[float, float, int]) -> bool:
+        return any(o != k and all(a <= b for a, b in zip(o, k, strict=True)) for o in keys)
+
+    front = [(k, i) for k, i in zip(keys, items, strict=True) if not dominated(k)]
+    return [i for _, i in sorted(front, key=lambda pair: (pair[0][2], pair[0][0]))]
+
+
+def objective_scale(objective: str, layout_gbs: int, seq_len: int, n_gpus: int) -> float:
+    """Factor turning a step time into the objective: seconds per token, or GPU-seconds per token."""
+    per_token = 1.0 / (layout_gbs * seq_len)
+    return per_token * n_gpus if objective == "cost" else per_token
+
+
+@dataclass(frozen=True)
+class _Priced:
+    """One block after pricing: its counts, the objective of every layout that fits, its best few, and (when none
+    fits) the smallest memory need among its valid layouts."""
+
+    evaluated: int
+    feasible: int
+    objectives: Any
+    top: list[Found]
+    smallest: tuple[float, Layout] | None
+
+
+def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _Priced:
+    import numpy as np
+
+    result = evaluate(ctx, block.layout_vars())
+    step = np.broadcast_to(result.step_time_s, block.shape).reshape(-1)
+    need = np.broadcast_to(result.memory.total, block.shape).reshape(-1)
+    mask = mask.reshape(-1)
+    fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+    if not fits.any():
+        smallest = int(np.argmin(np.where(mask, need, np.inf)))
+        return _Priced(int(mask.sum()), 0, np.empty(0), [], (float(need[smallest]), block.layout(smallest)))
+    index = np.flatnonzero(fits)
+    values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
+    best = [Found(block.layout(int(index[i])), float(step[index[i]]), float(values[i])) for i in _smallest(values, top)]
+    return _Priced(int(mask.sum()), len(index), values, best, None)
+
+
+def search(
+    ctx: Context,
+    space: Space,
+    top: int = 1,
+    objective: str = "time",
+    progress: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
+
+    `progress(done, total)` is called after each block of layouts.
+    Raises PerfmodelError naming why nothing qualifies: the rule most candidates break, or the smallest memory need.
+    """
+    import numpy as np
+
+    if objective not in OBJECTIVES:
+        raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
+    start = time.perf_counter()
+    candidates = list(blocks(ctx, space))
+    priced: list[tuple[tuple[int, int], _Priced]] = []
+    for done, (block, mask) in enumerate(candidates, 1):
+        if mask.any():
+            priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
+        if progress is not None:
+            progress(done, len(candidates))
+    evaluated = sum(p.evaluated for _, p in priced)
+    feasible = sum(p.feasible for _, p in priced)
+    if evaluated == 0:
+        raise PerfmodelError(_no_valid_layout(ctx, candidates))
+    if feasible == 0:
+        need, layout = min((p.smallest for _, p in priced if p.smallest), key=lambda s: s[0])
+        acc = ctx.hardware.accelerator
+        raise PerfmodelError(
+            f"no layout fits in memory: of {evaluated:,} valid layouts the smallest needs {need / 1e9:,.1f} GB "
+            f"per GPU ({layout.describe()}) but the {acc.id} has {acc.memory_bytes / 1e9:,.1f} GB; "
+            "use more GPUs, a smaller micro-batch or sequence, or a GPU with more memory"
+        )
+    per_point: dict[tuple[int, int], Found] = {}
+    for point, p in priced:
+        if p.top and (point not in per_point or p.top[0].objective < per_point[point].objective):
+            per_point[point] = p.top[0]
+    return SearchResult(
+        top=sorted((f for _, p in priced for f in p.top), key=lambda f: f.objective)[:top],
+        best_per_point=per_point,
+        evaluated=evaluated,
+        feasible=feasible,
+        elapsed_s=time.perf_counter() - start,
+        objective=objective,
+        objectives=np.concatenate([p.objectives for _, p in priced]),
+    )
+
+
+def _smallest(values: Any, k: int) -> Any:
+    """Indices of the k smallest values, smallest first."""
+    import numpy as np
+
+    if k < len(values):
+        part = np.argpartition(values, k - 1)[:k]
+        return part[np.argsort(values[part], kind="stable")]
+    return np.argsort(values, kind="stable")
+
+
+def _no_valid_layout(ctx: Context, candidates: list[tuple[Block, Any]]) -> str:
+    """Why no candidate is valid: the rule the largest block breaks most, on an example."""
+    block = max((b for b, _ in candidates), key=lambda b: b.shape[0] * b.shape[1] * b.shape[2] * b.shape[3])
+    reason, share = most_broken(block.numbers(), ctx.model, block.n_gpus, block.shape)
+    total = sum(b.shape[0] * b.shape[1] * b.shape[2] * b.shape[3] for b, _ in candidates)
+    return (
+        f"no valid layout of {ctx.model.id} on {block.n_gpus:,} GPUs: all {total:,} candidates break a layout rule; "
+        f"e.g. {reason} ({share:.0%} of them)"
+    )

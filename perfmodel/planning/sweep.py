@@ -1,0 +1,236 @@
+"""Sweeps: the cross product of models x systems x precisions x cluster sizes x what-ifs, one row per point.
+
+A sweep file is TOML with one [sweep] table:
+
+    [sweep]
+    base = "../scenarios/default.toml"    # optional scenario file (relative to this file); default: built-in
+    models = ["llama3.1-70b", "llama3.1-405b"]
+    gpus = ["h100-sxm", "gb200-nvl72"]    # accelerator or system ids
+    precisions = ["fp8", "bf16"]
+    n_gpus = [512, 1024]
+    whatifs = [{}, { nvlink_gbps = "x2" }, { hbm_tbps = "x1.5", nic_gbps = 800 }]
+    [sweep.set]                           # optional scenario keys for every point, e.g. tokens, parallelism.gbs
+    tokens = 15e12
+    parallelism = { seq_len = 8192 }
+
+Every list is optional (the base scenario's value is used). Each point is a scenario built by `load_scenario` and
+predicted with `predict` (its layout searched where open). A point that cannot run (the model does not fit, the GPU
+lacks the precision) becomes a row with its `error`; a malformed sweep file stops everything with one line.
+Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), each a plain-data `Point`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+
+AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
+SWEEP_KEYS = ("base", *AXES, "whatifs", "set")
+MAX_POINTS = 10_000
+"""Checking a point takes ~0.5 ms and predicting one 0.05-2 s: 10,000 points are minutes to hours of work; a bigger
+cross product is more likely a mistake than a plan, and is refused before any point is built."""
+ROW_KEYS = (
+    "model",
+    "accelerator",
+    "system",
+    "precision",
+    "n_gpus",
+    "whatif",
+    "tp",
+    "pp",
+    "vp",
+    "cp",
+    "dp",
+    "mbs",
+    "gbs",
+    "recompute",
+    "zero",
+    "step_time_s",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "memory_per_gpu_gb",
+    "time_to_train_days",
+    "cost_usd",
+    "energy_kwh",
+    "layouts_searched",
+    "error",
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a sweep as plain data, so that it travels to worker processes and Ray tasks."""
+
+    base: str | None
+    overrides: Mapping[str, Any]
+    gpu: str | None = None
+    system: str | None = None
+    settings: tuple[str, ...] = field(default=())
+    origins: Mapping[str, str] = field(default_factory=dict)
+    """The sweep list each axis override comes from (model: sweep.models), for error messages."""
+
+    @property
+    def whatif(self) -> str:
+        return " ".join(self.settings) or "datasheet"
+
+    def scenario(self) -> Any:
+        """The point's scenario: the base with the overrides and, when the point names hardware, exactly it (a
+        hardware override replaces the base's)."""
+        from perfmodel.inputs.scenario import load_scenario
+
+        named = {"gpu": self.gpu} if self.gpu else {"system": self.system} if self.system else {}
+        origins = {k: f"sweep.set.{k}" for k in self.overrides} | dict(self.origins)
+        origins |= dict.fromkeys(named, "sweep.gpus")
+        return load_scenario(self.base, {**self.overrides, **named}, origins)
+
+
+def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
+    values = sweep.get(key, [None])
+    if not isinstance(values, list) or not values:
+        raise PerfmodelError(f"{path}: field 'sweep.{key}' must be a non-empty list")
+    return values
+
+
+def load_points(path: str | Path) -> list[Point]:
+    """Every point of a sweep file, each checked to be a valid scenario (one line naming the problem if not)."""
+    from perfmodel.inputs.scenario import flatten, read_toml
+    from perfmodel.planning.compare import Target, parse_target
+    from perfmodel.planning.whatif import parse_setting
+
+    path = Path(path)
+    raw = read_toml(path, "sweep")
+    sweep = raw.get("sweep")
+    if set(raw) != {"sweep"} or not isinstance(sweep, dict):
+        raise PerfmodelError(f"{path}: a sweep file has one [sweep] table (keys: {', '.join(SWEEP_KEYS)})")
+    unknown = sorted(set(sweep) - set(SWEEP_KEYS))
+    if unknown:
+        raise PerfmodelError(f"{path}: field 'sweep.{unknown[0]}': unknown key; allowed: {', '.join(SWEEP_KEYS)}")
+    if not isinstance(sweep.get("base", ""), str) or not isinstance(sweep.get("set", {}), dict):
+        raise PerfmodelError(f"{path}: 'sweep.base' must be a file name and [sweep.set] a table of scenario keys")
+    base = str((path.parent / sweep["base"]).resolve()) if sweep.get("base") else None
+    common = flatten(sweep.get("set", {}))
+    whatifs = []
+    for entry in _list(sweep, "whatifs", path):
+        if entry is not None and not isinstance(entry, dict):
+            raise PerfmodelError(f"{path}: field 'sweep.whatifs': each entry is a table such as {{nvlink_gbps = 'x2'}}")
+        settings = tuple(f"{k}={v}" for k, v in (entry or {}).items())
+        for text in settings:
+            try:
+                parse_setting(text)
+            except PerfmodelError as exc:
+                raise PerfmodelError(f"{path}: sweep.whatifs: {exc}") from None
+        whatifs.append(settings)
+    axes = [_list(sweep, axis, path) for axis in AXES]
+    count = math.prod(len(values) for values in axes) * len(whatifs)
+    if count > MAX_POINTS:
+        sizes = " x ".join(str(len(values)) for values in [*axes, whatifs])
+        raise PerfmodelError(
+            f"{path}: {count:,} points ({' x '.join([*AXES, 'whatifs'])} = {sizes}); at most {MAX_POINTS:,} per "
+            "sweep file: split it"
+        )
+    points = []
+    for model, gpu, precision, n_gpus, settings in itertools.product(*axes, whatifs):
+        overrides = dict(common)
+        chosen = (("model", model, "models"), ("precision", precision, "precisions"), ("n_gpus", n_gpus, "n_gpus"))
+        overrides |= {k: v for k, v, _ in chosen if v is not None}
+        origins = {k: f"sweep.{axis}" for k, v, axis in chosen if v is not None}
+        target = Target(None, None, None)
+        if gpu is not None:
+            try:
+                target = parse_target(str(gpu))
+            except PerfmodelError as exc:
+                raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
+        point = Point(base, overrides, target.gpu, target.system, settings, origins)
+        try:
+            point.scenario()
+        except PerfmodelError as exc:
+            raise PerfmodelError(f"{path}: {exc}") from None
+        points.append(point)
+    return points
+
+
+def predict_point(point: Point) -> Any:
+    """The point's Prediction (perfmodel.planning.predict.Prediction): its scenario on its (what-if) hardware."""
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.planning.predict import predict
+    from perfmodel.planning.whatif import apply, parse_setting
+
+    scenario = point.scenario()
+    hardware = apply(resolve(scenario.gpu, scenario.system), [parse_setting(s) for s in point.settings])
+    return predict(scenario, hardware=hardware)
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Predict one point; a request that cannot run becomes a row with its `error`."""
+    row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
+    row |= {k: point.overrides.get(k) for k in ("model", "precision", "n_gpus")}
+    row |= {"accelerator": point.gpu, "system": point.system, "whatif": point.whatif}
+    try:
+        prediction = predict_point(point)
+    except PerfmodelError as exc:
+        row["error"] = " ".join(str(exc).split())
+        return row
+    d = prediction.to_dict()
+    row |= {"model": d["model"], "precision": d["precision"], "n_gpus": d["n_gpus"]}
+    row |= {"accelerator": d["accelerator"], "system": d["system"]}
+    row |= {k: d["parallelism"][k] for k in ("tp", "pp", "vp", "cp", "dp", "mbs", "gbs", "recompute", "zero")}
+    row |= {k: d[k] for k in ROW_KEYS if k in d and k not in ("model", "n_gpus", "precision")}
+    return row
+
+
+def run(
+    points: Sequence[Point],
+    jobs: int = 1,
+    executor: str = "local",
+    address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every point's row, in the order of `points`."""
+    if executor == "ray":
+        results = _on_ray(points, address)
+    elif jobs > 1 and len(points) > 1:
+        results = _on_processes(points, jobs)
+    else:
+        results = ((i, run_point(p)) for i, p in enumerate(points))
+    rows: list[dict[str, Any] | None] = [None] * len(points)
+    for done, (i, row) in enumerate(results, 1):
+        rows[i] = row
+        if progress is not None:
+            progress(done, len(points))
+    return [row for row in rows if row is not None]
+
+
+def _on_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
+        futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _on_ray(points: Sequence[Point], address: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Ray tasks on the cluster at `address` (a local one when None); perfmodel must be importable on its nodes."""
+    try:
+        import ray
+    except ImportError:
+        raise PerfmodelError("--executor ray needs Ray: pip install 'perfmodel[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        task = ray.remote(run_point)
+        pending = {task.remote(p): i for i, p in enumerate(points)}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                yield pending.pop(ref), ray.get(ref)
+    finally:
+        if started:
+            ray.shutdown()

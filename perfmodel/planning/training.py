@@ -1,0 +1,58 @@
+"""From step time to a training run: time-to-train, GPU-hours, cost (with the price range) and energy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfmodel.inputs.hardware import Accelerator
+
+SECONDS_PER_HOUR = 3600.0
+JOULES_PER_KWH = 3.6e6
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_gpu_hour: float | None
+    low: float | None
+    high: float | None
+    source: str
+
+    @classmethod
+    def for_run(cls, acc: Accelerator, given: float | None) -> Price:
+        """The user's price when given, else the accelerator's on-demand price and its low-high range."""
+        if given is not None:
+            return cls(given, given, given, "given by the user")
+        if acc.usd_per_gpu_hour is None:
+            return cls(None, None, None, f"no public price for {acc.id}; pass --usd-per-gpu-hour")
+        low = acc.usd_per_gpu_hour_low or acc.usd_per_gpu_hour
+        high = acc.usd_per_gpu_hour_high or acc.usd_per_gpu_hour
+        return cls(acc.usd_per_gpu_hour.value, low.value, high.value, acc.usd_per_gpu_hour.source)
+
+
+@dataclass(frozen=True)
+class Run:
+    tokens: float
+    time_s: float
+    gpu_hours: float
+    cost_usd: float | None
+    cost_usd_low: float | None
+    cost_usd_high: float | None
+    energy_kwh: float
+
+
+def training_run(tokens: float, time_s: float, n_gpus: int, price: Price, power_w: float, pue: float) -> Run:
+    """A run of `tokens` taking `time_s` on `n_gpus`. Energy counts the GPUs' board power times the facility PUE."""
+    gpu_hours = n_gpus * time_s / SECONDS_PER_HOUR
+
+    def cost(rate: float | None) -> float | None:
+        return None if rate is None else gpu_hours * rate
+
+    return Run(
+        tokens=tokens,
+        time_s=time_s,
+        gpu_hours=gpu_hours,
+        cost_usd=cost(price.usd_per_gpu_hour),
+        cost_usd_low=cost(price.low),
+        cost_usd_high=cost(price.high),
+        energy_kwh=n_gpus * power_w * time_s * pue / JOULES_PER_KWH,
+    )
