@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, emit, load_from_flags, progress, quiet_option, scenario_options
+from perfmodel.cli.options import FORMATS, emit, progress, quiet_option, scenario_flags, scenario_options
 
 relayout_option = click.option(
     "--relayout",
@@ -20,13 +20,8 @@ def compare_from_flags(scenario: str | None, relayout: bool, quiet: bool, flags:
     """The predictions `perfmodel compare` makes for these flags (also used by export compare and plot)."""
     from perfmodel.planning import compare as comparing
 
-    targets = [comparing.parse_target(spec) for spec in flags.pop("gpu")]
-    counts = flags.pop("gpus")
-    first = targets[0] if targets else None
-    flags |= {"gpu": first and first.gpu, "gpus": counts[0] if counts else None}
-    flags["system"] = flags["system"] or (first and first.system)
-    base = load_from_flags(scenario, flags, relayout)
-    items = comparing.scenarios(base, targets, counts)
+    targets, counts = flags.pop("gpu"), flags.pop("gpus")
+    items = comparing.compare_request(scenario, *scenario_flags(flags), targets, counts, relayout)
     with progress("Predicting", quiet) as update:
         return comparing.run(items, update)
 

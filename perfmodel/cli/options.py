@@ -49,59 +49,35 @@ class PositiveFloat(click.ParamType):
         return number
 
 
-MAX_COUNTS = 64
-
-
 class CountList(click.ParamType):
-    """GPU counts: one number or a comma-separated list (256,512,1024), at most MAX_COUNTS of them."""
+    """GPU counts: one number or a comma-separated list (256,512,1024), at most MAX_GPU_COUNTS of them."""
 
     name = "N[,N...]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        from perfmodel.errors import PerfmodelError
+        from perfmodel.planning.request import gpu_counts
+
         if isinstance(value, list):
             return value
         counts = []
         for part in str(value).split(","):
             try:
-                count = int(part.strip())
+                counts.append(int(part.strip()))
             except ValueError:
                 self.fail(f"'{part.strip()}' in '{value}' is not a whole number (example: 256,512,1024)", param, ctx)
-            if not 1 <= count <= 1_000_000:
-                self.fail(f"{count} must be between 1 and 1,000,000 GPUs", param, ctx)
-            if count not in counts:
-                counts.append(count)
-        if len(counts) > MAX_COUNTS:
-            self.fail(f"{len(counts)} GPU counts; at most {MAX_COUNTS} (each is a full search)", param, ctx)
-        return counts
+        try:
+            return gpu_counts(counts)
+        except PerfmodelError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
     return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
 
 
-SCENARIO_FLAGS: list[tuple[str, str]] = [
-    ("model", "model"),
-    ("gpu", "gpu"),
-    ("system", "system"),
-    ("gpus", "n_gpus"),
-    ("precision", "precision"),
-    ("tp", "parallelism.tp"),
-    ("pp", "parallelism.pp"),
-    ("cp", "parallelism.cp"),
-    ("vp", "parallelism.vp"),
-    ("ep", "parallelism.ep"),
-    ("dp", "parallelism.dp"),
-    ("mbs", "parallelism.mbs"),
-    ("gbs", "parallelism.gbs"),
-    ("seq_len", "parallelism.seq_len"),
-    ("recompute", "parallelism.recompute"),
-    ("zero", "parallelism.zero"),
-    ("tokens", "tokens"),
-    ("benchmark", "benchmark"),
-    ("calibration", "calibration"),
-    ("usd_per_gpu_hour", "cost.usd_per_gpu_hour"),
-    ("pue", "cost.pue"),
-]
+FLAG_NAMES = {"n_gpus": "gpus"}
+"""Scenario options whose flag is not the keyword's name (inputs.scenario.OPTION_FIELDS)."""
 
 
 @overload
@@ -193,21 +169,21 @@ def progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
         yield update
 
 
+def scenario_flags(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The scenario options among a command's flags, popped from `flags`, and the flag each comes from."""
+    from perfmodel.inputs.scenario import OPTION_FIELDS
+
+    options = {key: flags.pop(FLAG_NAMES.get(key, key), None) for key in OPTION_FIELDS}
+    origins = {key: "--" + FLAG_NAMES.get(key, key).replace("_", "-") for key in OPTION_FIELDS}
+    return options, origins
+
+
 def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool = False) -> Any:
     """The scenario file with the flags applied. `relayout` leaves the file's layout open (keeping its global batch
     and sequence length) so that it is searched; layout flags still fix their dimension."""
-    from perfmodel.inputs.scenario import load_scenario
+    from perfmodel.planning.request import load_request
 
-    overrides = {dotted: flags.pop(flag) for flag, dotted in SCENARIO_FLAGS}
-    origins = {dotted: "--" + flag.replace("_", "-") for flag, dotted in SCENARIO_FLAGS}
-    loaded = load_scenario(scenario, overrides, origins)
-    if not relayout:
-        return loaded
-    from perfmodel.planning.predict import without_layout
-
-    opened = without_layout(loaded)
-    given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
-    return opened.model_copy(update={"parallelism": opened.parallelism.model_copy(update=given)})
+    return load_request(scenario, *scenario_flags(flags), relayout=relayout)
 
 
 def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:

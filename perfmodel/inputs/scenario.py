@@ -243,6 +243,25 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+OPTION_FIELDS: dict[str, str] = {
+    "model": "model",
+    "gpu": "gpu",
+    "system": "system",
+    "n_gpus": "n_gpus",
+    "precision": "precision",
+    **{name: f"parallelism.{name}" for name in ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "seq_len")},
+    "recompute": "parallelism.recompute",
+    "zero": "parallelism.zero",
+    "tokens": "tokens",
+    "benchmark": "benchmark",
+    "calibration": "calibration",
+    "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
+    "pue": "cost.pue",
+}
+"""The scenario fields that a command's flags and the Python API's keywords set, by keyword (the flag is --gpus
+for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""
+
+
 def load_scenario(
     path: str | Path | None = None, overrides: dict[str, Any] | None = None, origins: dict[str, str] | None = None
 ) -> Scenario:
@@ -254,10 +273,24 @@ def load_scenario(
     and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question. A
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
-    raw = read_toml(source, "scenario")
-    if path is None and any(key in overrides for key in WORKLOAD_KEYS):
+    return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+
+
+def with_overrides(scenario: Scenario, overrides: dict[str, Any], origins: dict[str, str] | None = None) -> Scenario:
+    """A Scenario object with overrides applied and validated again, as a file's would be (the Python API's path)."""
+    if all(value is None for value in overrides.values()):
+        return scenario
+    return scenario_from(scenario.model_dump(exclude_unset=True), "scenario", overrides, origins, default=False)
+
+
+def scenario_from(
+    raw: dict[str, Any], source: str, overrides: dict[str, Any] | None, origins: dict[str, str] | None, default: bool
+) -> Scenario:
+    """The scenario of `raw` tables (read from `source`) with overrides applied; `default`: `raw` is the built-in
+    default scenario, whose layout is dropped when the overrides change the workload (see load_scenario)."""
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if default and any(key in overrides for key in WORKLOAD_KEYS):
         layout = raw.get("parallelism", {})
         raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}
         if "benchmark" in overrides:  # the benchmark defines the model and the work

@@ -14,8 +14,9 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.planning.predict import Prediction, predict
+from perfmodel.planning.request import ScenarioSource, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
 
 
@@ -48,6 +49,24 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n}
             out.append(base.model_copy(update=update | {"precision": target.precision or base.precision}))
     return out
+
+
+def compare_request(
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    targets: Sequence[str],
+    gpu_counts: Sequence[int] | None,
+    relayout: bool = False,
+) -> list[Scenario]:
+    """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
+    target and count stand in for the base's hardware, so that a default scenario's layout, tuned for its own
+    hardware, is dropped as it is for a prediction on new hardware."""
+    parsed = [parse_target(spec) for spec in targets]
+    first = parsed[0] if parsed else None
+    options = options | {"gpu": first and first.gpu, "n_gpus": gpu_counts[0] if gpu_counts else None}
+    options["system"] = options.get("system") or (first and first.system)
+    return scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
 
 
 def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None = None) -> list[Prediction]:
@@ -101,3 +120,19 @@ def with_ratios(predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
         )
         records.append(record)
     return records
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The predictions of one comparison, first row the reference of every ratio."""
+
+    predictions: list[Prediction]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """What `perfmodel compare --format json` prints: each prediction's object with its ratios to the first."""
+        return with_ratios(self.predictions)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The rows as flat records (`breakdown.compute_s` columns), ready for pandas.DataFrame or a CSV writer."""
+        return [flatten(row) for row in self.rows]

@@ -1,0 +1,53 @@
+"""The scenario a question is asked about: a file, a Scenario object or the built-in default, with the options of
+a command's flags or the API's keywords applied, and its layout reopened when the question searches it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.scenario import MAX_GPUS, OPTION_FIELDS, Scenario, load_scenario, with_overrides
+from perfmodel.planning.predict import without_layout
+
+MAX_GPU_COUNTS = 64
+"""GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
+
+ScenarioSource = str | Path | Scenario | None
+"""A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
+
+
+def load_request(
+    source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], relayout: bool = False
+) -> Scenario:
+    """`source` with `options` (keyword -> value, None: not given) applied; `origins` names where each came from
+    (`--tp`, `tp=3`) for error lines. `relayout` leaves the scenario's own layout open (keeping its global batch and
+    sequence length) so that it is searched; options still fix their dimension."""
+    unknown = sorted(set(options) - set(OPTION_FIELDS))
+    if unknown:
+        raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
+    overrides = {OPTION_FIELDS[k]: v for k, v in options.items()}
+    where = {OPTION_FIELDS[k]: origin for k, origin in origins.items()}
+    if isinstance(source, Scenario):
+        loaded = with_overrides(source, overrides, where)
+    else:
+        loaded = load_scenario(source, overrides, where)
+    if not relayout:
+        return loaded
+    opened = without_layout(loaded)
+    given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
+    return opened.model_copy(update={"parallelism": opened.parallelism.model_copy(update=given)})
+
+
+def gpu_counts(values: Iterable[int]) -> list[int]:
+    """The distinct GPU counts of a list, in order, each checked: between 1 and 1,000,000, at most MAX_GPU_COUNTS."""
+    counts: list[int] = []
+    for count in values:
+        if not 1 <= count <= MAX_GPUS:
+            raise PerfmodelError(f"{count} must be between 1 and {MAX_GPUS:,} GPUs")
+        if count not in counts:
+            counts.append(count)
+    if len(counts) > MAX_GPU_COUNTS:
+        raise PerfmodelError(f"{len(counts)} GPU counts; at most {MAX_GPU_COUNTS} (each is a full search)")
+    return counts
