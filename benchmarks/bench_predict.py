@@ -1,4 +1,5 @@
-"""Speed of one prediction: in-process model time, and the wall time of the `perfmodel predict` command.
+"""Speed of one prediction: in-process model time, and the wall time of the `perfmodel predict` command, of
+`perfmodel --help` and of `import perfmodel` (the Python API is lazy: importing the package must stay cheap).
 
 Run: python benchmarks/bench_predict.py [--repeat N]. Prints medians; not a test.
 """
@@ -62,10 +63,14 @@ def main() -> None:
         cold = wall(1, cli, cache)
         warm = wall(args.repeat, cli, cache)
         json_warm = wall(args.repeat, [*cli, "--format", "json"], cache)
+        help_wall = wall(args.repeat, [sys.executable, "-m", "perfmodel", "--help"], cache)
+        import_wall = wall(args.repeat, [sys.executable, "-c", "import perfmodel"], cache)
     print(f"{'python -c pass (interpreter start), s':50s} {baseline:10.3f}")
     print(f"{'perfmodel predict, first run (derives topology), s':50s} {cold:10.3f}")
     print(f"{'perfmodel predict, table, median, s':50s} {warm:10.3f}")
     print(f"{'perfmodel predict --format json, median, s':50s} {json_warm:10.3f}")
+    print(f"{'perfmodel --help, median, s':50s} {help_wall:10.3f}  ({help_wall / baseline:.1f}x python -c pass)")
+    print(f"{'import perfmodel, median, s':50s} {import_wall:10.3f}  ({import_wall / baseline:.1f}x python -c pass)")
 
 
 if __name__ == "__main__":

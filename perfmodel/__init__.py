@@ -1,22 +1,54 @@
 """perfmodel: predict the time, cost and energy of LLM training on GPU clusters from first principles.
 
-The public API is imported lazily so that `perfmodel --help` and the CLI start fast.
+    import perfmodel
+    p = perfmodel.predict(model="llama3.1-405b", gpu="gb300", n_gpus=512, precision="nvfp4", tokens=15.6e12)
+    p.to_dict()["time_to_train_days"]
+
+The public API (perfmodel/api.py, README "Python API") is imported on first use, so that `import perfmodel` and
+the CLI start fast; `from perfmodel import predict` works the same as the attribute.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Prediction", "Scenario", "load_scenario", "predict"]
+from perfmodel.errors import InfeasibleLayout, PerfmodelError
+
+if TYPE_CHECKING:
+    from perfmodel.api import compare, load_scenario, predict, search, validate
+    from perfmodel.fitting.validation import Report as ValidationReport
+    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.planning.compare import Comparison
+    from perfmodel.planning.predict import Prediction, SearchReport
+
+_LAZY = {
+    "predict": ("perfmodel.api", "predict"),
+    "search": ("perfmodel.api", "search"),
+    "compare": ("perfmodel.api", "compare"),
+    "validate": ("perfmodel.api", "validate"),
+    "load_scenario": ("perfmodel.api", "load_scenario"),
+    "Scenario": ("perfmodel.inputs.scenario", "Scenario"),
+    "Prediction": ("perfmodel.planning.predict", "Prediction"),
+    "SearchReport": ("perfmodel.planning.predict", "SearchReport"),
+    "Comparison": ("perfmodel.planning.compare", "Comparison"),
+    "ValidationReport": ("perfmodel.fitting.validation", "Report"),
+}
+
+__all__ = [
+    "Comparison", "InfeasibleLayout", "PerfmodelError", "Prediction", "Scenario", "SearchReport", "ValidationReport",
+    "compare", "load_scenario", "predict", "search", "validate",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("predict", "Prediction"):
-        from perfmodel.planning import predict as module
+    if name not in _LAZY:
+        raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-        return getattr(module, name)
-    if name in ("Scenario", "load_scenario"):
-        from perfmodel.inputs import scenario
 
-        return getattr(scenario, name)
-    raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

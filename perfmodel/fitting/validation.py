@@ -16,7 +16,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.calibrate import Residual, mape
 from perfmodel.fitting.runs import MeasuredRun
 from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
@@ -166,6 +166,10 @@ class Report:
             "excluded": self.excluded,
             "calibration": self.calibration.source,
         }
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat record per run, predicted against measured (the rows `validate --format csv` prints)."""
+        return [flatten(row.to_dict()) for row in self.rows]
 
 
 def _mean_abs(values: Sequence[float | None]) -> float | None:

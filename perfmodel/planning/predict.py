@@ -11,7 +11,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import get_recipe
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.physics import calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
@@ -113,6 +113,11 @@ class Prediction:
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
         }
+
+    def to_record(self) -> dict[str, Any]:
+        """`to_dict` as one flat record (`parallelism.tp`, `breakdown.compute_s`): the row `--format csv` prints,
+        and what a list of predictions needs to become a pandas DataFrame."""
+        return flatten(self.to_dict())
 
     def _interval_dict(self) -> dict[str, Any]:
         if self.interval is None:
@@ -242,6 +247,10 @@ class SearchReport:
         if with_pareto:
             record["pareto"] = [p.to_dict() for p in self.pareto]
         return record
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The ranked layouts as flat records, best first (the rows `search --format csv` prints)."""
+        return [p.to_record() for p in self.results]
 
 
 def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:

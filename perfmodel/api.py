@@ -1,0 +1,155 @@
+"""perfmodel's Python API: the CLI's questions as functions, for notebooks and scripts.
+
+Keywords mirror the CLI's flags (`--gpus` is `n_gpus`, `--seq-len` is `seq_len`); a scenario TOML path or a
+`Scenario` object may come first, and the keywords override it, exactly as flags override a file. The results are
+the objects the CLI prints: `.to_dict()` is the `--format json` object, `.to_record()` / `.to_records()` the flat
+`--format csv` rows, so `pandas.DataFrame(result.to_records())` needs no glue. Every error is a `PerfmodelError`
+whose message is the line the CLI prints after `error:`; a keyword that caused it is named as `keyword=value`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+
+from perfmodel.errors import PerfmodelError
+
+if TYPE_CHECKING:
+    from perfmodel.fitting.validation import Report
+    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.planning.compare import Comparison
+    from perfmodel.planning.predict import Prediction, SearchReport
+    from perfmodel.planning.request import ScenarioSource
+
+
+class WorkloadOptions(TypedDict, total=False):
+    """The scenario keywords every question takes (see `perfmodel predict --help` for their meaning)."""
+
+    model: str
+    system: str
+    precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
+    tp: int
+    pp: int
+    cp: int
+    vp: int
+    ep: int
+    dp: int
+    mbs: int
+    gbs: int
+    seq_len: int
+    recompute: Literal["none", "selective", "full"]
+    zero: Literal[0, 1, 2, 3]
+    tokens: float
+    benchmark: str
+    calibration: str
+    usd_per_gpu_hour: float
+    pue: float
+
+
+class SystemOptions(WorkloadOptions, total=False):
+    gpu: str
+
+
+class ScenarioOptions(SystemOptions, total=False):
+    n_gpus: int
+
+
+def load_scenario(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions]) -> Scenario:
+    """The validated scenario of a TOML file (None: the built-in default) with keyword overrides applied."""
+    return _request(scenario, dict(options), relayout=False)
+
+
+def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions]) -> Prediction:
+    """One prediction: step time and its breakdown, throughput, MFU, memory, time-to-train, cost and energy.
+
+    `perfmodel.predict(model="llama3.1-405b", gpu="gb300", n_gpus=512, precision="nvfp4", tokens=15.6e12)`.
+    Layout keywords left out (tp, pp, cp, vp, mbs, recompute, zero) are searched: the fastest layout that fits.
+    """
+    from perfmodel.planning.predict import predict as run
+
+    return run(load_scenario(scenario, **options))
+
+
+def search(
+    scenario: ScenarioSource = None,
+    *,
+    n_gpus: int | Sequence[int] | None = None,
+    top: int = 10,
+    objective: Literal["time", "cost"] = "time",
+    relayout: bool = False,
+    **options: Unpack[SystemOptions],
+) -> SearchReport:
+    """The `top` best layouts of one system, best first, as full predictions (`perfmodel search`).
+
+    `n_gpus` may be a list of counts (searched together: where `objective="cost"` and the Pareto front matter).
+    `relayout=True` reopens a scenario file's own layout; keywords still fix their dimension.
+    """
+    from perfmodel.planning.predict import search_scenario
+
+    _check_choice("top", top, range(1, 10_001))
+    _check_choice("objective", objective, ("time", "cost"))
+    counts = _counts(n_gpus)
+    given = dict(options) | {"n_gpus": counts[0] if counts else None}
+    return search_scenario(_request(scenario, given, relayout), counts, top, objective)
+
+
+def compare(
+    scenario: ScenarioSource = None,
+    *,
+    gpu: str | Sequence[str] = (),
+    n_gpus: int | Sequence[int] | None = None,
+    relayout: bool = False,
+    **options: Unpack[WorkloadOptions],
+) -> Comparison:
+    """The same workload on each `gpu` ("ID[:PRECISION]", an accelerator or system id) and each GPU count, with
+    ratios to the first row: speedup, perf per dollar, energy per token, scaling efficiency (`perfmodel compare`)."""
+    from perfmodel.planning import compare as comparing
+
+    targets = [gpu] if isinstance(gpu, str) else list(gpu)
+    given = dict(options)
+    items = comparing.compare_request(scenario, given, _origins(given), targets, _counts(n_gpus), relayout)
+    return comparing.Comparison(comparing.run(items))
+
+
+def validate(data: str | Path | None = None, *, only: str | None = None, calibration: str | None = None) -> Report:
+    """Predicted against measured for every bundled run, or for the runs of a CSV (`data`, the README's columns):
+    per-row error and MAPE (`perfmodel validate`). `only` keeps runs whose id, source or group contains the text;
+    `calibration` is a calibration JSON, or "none" for the physical defaults."""
+    from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
+    from perfmodel.fitting.validation import validate as run
+    from perfmodel.physics import calibration as calibrations
+
+    runs, excluded = (read_runs_csv(data), ()) if data is not None else bundled_runs()
+    return run(select(runs, only), calibrations.resolve(calibration), list(excluded))
+
+
+def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
+    from perfmodel.planning.request import load_request
+
+    return load_request(scenario, options, _origins(options), relayout)
+
+
+def _origins(options: dict[str, Any]) -> dict[str, str]:
+    """Where each keyword's value came from, as error lines name it: `n_gpus=0`."""
+    return {key: f"{key}={value!r}" for key, value in options.items()}
+
+
+def _counts(n_gpus: int | Sequence[int] | None) -> list[int] | None:
+    from perfmodel.planning.request import gpu_counts
+
+    if n_gpus is None:
+        return None
+    values = [n_gpus] if isinstance(n_gpus, int) else n_gpus
+    if isinstance(n_gpus, bool | str) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise PerfmodelError(f"n_gpus={n_gpus!r}: must be a whole number of GPUs or a list of them")
+    try:
+        return gpu_counts(values)
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"n_gpus={n_gpus!r}: {exc}") from None
+
+
+def _check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
+    if isinstance(value, bool) or value not in allowed:
+        shown = f"{allowed[0]} to {allowed[-1]}" if isinstance(allowed, range) else ", ".join(map(str, allowed))
+        raise PerfmodelError(f"{name}={value!r}: allowed {shown}")

@@ -1,0 +1,176 @@
+"""The public Python API: importable both ways in a fresh interpreter, equal to the CLI's JSON for the same flags,
+one exception type carrying the CLI's message, flat records for pandas, and the README's example as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+import perfmodel
+from perfmodel.outputs.report import to_json
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = (
+    "predict", "search", "compare", "validate", "load_scenario", "Scenario", "Prediction", "SearchReport",
+    "Comparison", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
+)  # fmt: skip
+
+
+def _fresh(code: str) -> str:
+    """Run `code` in a new interpreter (no module of this test process leaks into it) and return its stdout."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _same_as_cli(api_result: object, *cli_args: str) -> None:
+    """The API's object, as the CLI would print it, equals what the CLI prints for the same question."""
+    result = run_cli(*cli_args, "--format", "json")
+    assert result.code == 0, result.err
+    assert json.loads(to_json(api_result)) == json.loads(result.out)
+
+
+@pytest.mark.parametrize("style", ["attribute", "from-import"])
+def test_public_names_import_in_a_fresh_interpreter(style: str) -> None:
+    names = ", ".join(PUBLIC)
+    load = (
+        f"import perfmodel; objects = [getattr(perfmodel, n) for n in {PUBLIC!r}]"
+        if style == "attribute"
+        else f"from perfmodel import {names}; objects = [{names}]"
+    )
+    out = _fresh(f"{load}\nimport inspect\nprint([inspect.isfunction(o) or inspect.isclass(o) for o in objects])")
+    assert out.strip() == str([True] * len(PUBLIC))
+
+
+def test_import_stays_lazy() -> None:
+    """`import perfmodel` loads none of the heavy dependencies: the CLI's start-up does not pay for the API."""
+    out = _fresh("import sys, perfmodel; print(sorted({'pydantic', 'numpy', 'sympy', 'click'} & set(sys.modules)))")
+    assert out.strip() == "[]"
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'predcit'"):
+        _ = perfmodel.predcit  # type: ignore[attr-defined]
+
+
+def test_predict_keywords_equal_the_cli_flags() -> None:
+    p = perfmodel.predict(model="llama3.1-405b", gpu="gb300", n_gpus=512, precision="nvfp4", tokens=15.6e12)
+    assert isinstance(p, perfmodel.Prediction)
+    _same_as_cli(
+        p.to_dict(),
+        "predict", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpus", "512", "--precision", "nvfp4",
+        "--tokens", "15.6T",
+    )  # fmt: skip
+
+
+def test_predict_takes_a_file_or_a_scenario_object_with_overrides() -> None:
+    path = ROOT / "scenarios" / "mlperf-405b-h100-512.toml"
+    scenario = perfmodel.load_scenario(path)
+    assert isinstance(scenario, perfmodel.Scenario)
+    from_file = perfmodel.predict(str(path), gpu="gb200")
+    from_object = perfmodel.predict(scenario, gpu="gb200")
+    assert from_file.to_dict() == from_object.to_dict()
+    _same_as_cli(from_object.to_dict(), "predict", str(path), "--gpu", "gb200")
+    assert perfmodel.predict(scenario).to_dict() == perfmodel.predict(path).to_dict()
+
+
+def test_search_compare_and_validate_equal_the_cli() -> None:
+    report = perfmodel.search(model="llama3.1-70b", gpu="h100-sxm", n_gpus=[64, 128], precision="fp8", gbs=256, top=3)
+    cli = run_cli(
+        "search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64,128", "--precision", "fp8",
+        "--gbs", "256", "--top", "3", "--format", "json",
+    )  # fmt: skip
+    ours, theirs = report.to_dict(), json.loads(cli.out)
+    ours.pop("elapsed_s"), theirs.pop("elapsed_s")
+    assert json.loads(to_json(ours)) == theirs
+
+    comparison = perfmodel.compare(
+        model="llama3.1-70b", gpu=["h100-sxm:fp8", "b200:fp8"], n_gpus=[64, 128], gbs=256, tokens=1e12
+    )
+    assert len(comparison.predictions) == 4
+    _same_as_cli(
+        comparison.rows,
+        "compare", "--model", "llama3.1-70b", "--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--gpus", "64,128",
+        "--gbs", "256", "--tokens", "1T",
+    )  # fmt: skip
+
+    validation = perfmodel.validate(only="Training v5.0")
+    assert isinstance(validation, perfmodel.ValidationReport) and validation.rows
+    _same_as_cli(validation.to_dict(), "validate", "--only", "Training v5.0")
+
+
+def test_records_are_flat_and_make_a_dataframe() -> None:
+    pandas = pytest.importorskip("pandas")
+    comparison = perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm", "b200"], n_gpus=8, gbs=64, tokens=1e12)
+    records = comparison.to_records()
+    assert all(not isinstance(v, dict | list) for r in records for v in r.values())
+    frame = pandas.DataFrame(records)
+    assert list(frame["accelerator"]) == ["h100-sxm", "b200"]
+    assert frame.loc[1, "speedup_vs_first"] == pytest.approx(comparison.rows[1]["speedup_vs_first"])
+    assert "breakdown.compute_s" in frame.columns and "parallelism.tp" in frame.columns
+    one = comparison.predictions[0].to_record()
+    assert {key: records[0][key] for key in one} == one  # the comparison's row adds ratios to the prediction's
+    search = perfmodel.search(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, gbs=64, top=2)
+    assert len(pandas.DataFrame(search.to_records())) == 2
+    assert len(pandas.DataFrame(perfmodel.validate(only="Training v5.0").to_records())) > 0
+
+
+def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('model = "llama3.1-8b"\nn_gpus = 0\n')
+    cli = run_cli("predict", str(bad))
+    with pytest.raises(perfmodel.PerfmodelError) as caught:
+        perfmodel.predict(bad)
+    assert cli.code == 2 and cli.err == f"error: {caught.value}\n"
+    assert f"{bad}: field 'n_gpus'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: perfmodel.predict(n_gpus=0), r"^n_gpus=0: "),
+        (lambda: perfmodel.predict(model="llama3.1-450b"), r"^model='llama3.1-450b': unknown model"),
+        (lambda: perfmodel.predict(gpus=8), r"^unknown keyword 'gpus'; valid: model, gpu"),
+        (lambda: perfmodel.predict(tp=True), r"^tp=True: "),
+        (lambda: perfmodel.search(n_gpus=[8, 0]), r"^n_gpus=\[8, 0\]: 0 must be between 1 and 1,000,000 GPUs"),
+        (lambda: perfmodel.search(n_gpus="8"), r"^n_gpus='8': must be a whole number"),
+        (lambda: perfmodel.search(top=0), r"^top=0: allowed 1 to 10000"),
+        (lambda: perfmodel.search(objective="speed"), r"^objective='speed': allowed time, cost"),
+        (lambda: perfmodel.compare(gpu=["h100-sxm:fp5"]), r"^--gpu h100-sxm:fp5: unknown precision 'fp5'"),
+        (lambda: perfmodel.validate("/nonexistent/runs.csv"), r"/nonexistent/runs.csv"),
+    ],
+)
+def test_bad_keywords_raise_one_exception_type(call: object, message: str) -> None:
+    with pytest.raises(perfmodel.PerfmodelError, match=message):
+        call()  # type: ignore[operator]
+
+
+def test_an_infeasible_layout_is_its_subclass() -> None:
+    with pytest.raises(perfmodel.InfeasibleLayout, match="divide"):
+        perfmodel.predict(
+            model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, tp=3, pp=1, cp=1, vp=1, mbs=1, recompute="none", zero=1
+        )
+
+
+def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None, "the README's Python API section has no python example"
+    env = os.environ | {"MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code.group(1)], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "time_to_train.png").stat().st_size > 10_000
+    assert "error: model='llama3.1-450b': unknown model" in done.stdout
+    assert "gb300" in done.stdout and "speedup_vs_first" in done.stdout
