@@ -79,6 +79,9 @@ class Cost(_Strict):
 
 
 class Scenario(_Strict):
+    """One planning question: model, hardware, GPU count, precision, layout (what is left out is searched), the
+    work to train (tokens or an MLPerf benchmark), cost and calibration. A scenario TOML file has these keys."""
+
     name: str | None = None
     description: str | None = None
     model: str | ModelOverride = "llama3.1-70b"

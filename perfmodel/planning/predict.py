@@ -24,6 +24,9 @@ LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
 
 @dataclass(frozen=True)
 class Prediction:
+    """The answer to one scenario: its layout, the step (time, breakdown, memory), the run it prices (tokens or an
+    MLPerf benchmark), and the derived figures as properties; `to_dict()` is `perfmodel predict --format json`."""
+
     scenario: Scenario
     model: ModelSpec
     hardware: Hardware
