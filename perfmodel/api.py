@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 
 
 class WorkloadOptions(TypedDict, total=False):
-    """The scenario keywords every question takes (see `perfmodel predict --help` for their meaning)."""
+    """The scenario keywords every question takes (see `perfmodel predict --help` for their meaning); `hardware` is
+    a file or folder of your own accelerators and systems (or a list of them), used from then on in this process."""
 
+    hardware: str | Path | Sequence[str | Path]
     model: str
     system: str
     precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
@@ -108,6 +110,7 @@ def compare(
 
     targets = [gpu] if isinstance(gpu, str) else list(gpu)
     given = dict(options)
+    _use_hardware(given)
     items = comparing.compare_request(scenario, given, _origins(given), targets, _counts(n_gpus), relayout)
     return comparing.Comparison(comparing.run(items))
 
@@ -127,7 +130,17 @@ def validate(data: str | Path | None = None, *, only: str | None = None, calibra
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
     from perfmodel.planning.request import load_request
 
+    _use_hardware(options)
     return load_request(scenario, options, _origins(options), relayout)
+
+
+def _use_hardware(options: dict[str, Any]) -> None:
+    """Register the `hardware` keyword's catalogues (popped from `options`), as --hardware does."""
+    from perfmodel.inputs.hardware import add_catalogue
+
+    given = options.pop("hardware", None)
+    for path in [given] if isinstance(given, str | Path) else given or []:
+        add_catalogue(path, origin="hardware=")
 
 
 def _origins(options: dict[str, Any]) -> dict[str, str]:

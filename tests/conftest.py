@@ -24,6 +24,15 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     patcher.undo()
 
 
+@pytest.fixture(autouse=True)
+def _no_user_hardware() -> Iterator[None]:
+    """A test's --hardware catalogues end with it (the in-process CLI shares one interpreter across tests)."""
+    from perfmodel.inputs import catalogue
+
+    yield
+    catalogue.clear()
+
+
 @dataclass
 class CliResult:
     code: int

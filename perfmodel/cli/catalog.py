@@ -7,14 +7,55 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
+from perfmodel.cli.options import hardware_option
 
 
 @cli.group()
 def hardware() -> None:
-    """The hardware database (hardware_specs/)."""
+    """The hardware database (hardware_specs/ and your own files: README 'Your own hardware')."""
+
+
+@hardware.command("show")
+@click.argument("entry_id", metavar="ID")
+@hardware_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def hardware_show(entry_id: str, fmt: str) -> None:
+    """One accelerator or system with every figure and its source."""
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.inputs.hardware import accelerators, get_accelerator, get_system, systems
+    from perfmodel.outputs.report import to_json
+
+    if entry_id in accelerators():
+        entry: Any = get_accelerator(entry_id)
+    elif entry_id in systems():
+        entry = get_system(entry_id)
+    else:
+        valid = ", ".join([*accelerators(), *systems()])
+        raise PerfmodelError(f"hardware show: unknown accelerator or system '{entry_id}'; valid: {valid}")
+    record = entry.model_dump()
+    if fmt == "json":
+        click.echo(to_json(record))
+        return
+    from tabulate import tabulate
+
+    from perfmodel.inputs.scenario import flatten
+
+    def shown(value: Any) -> str:  # TOML spelling; tabulate would read the strings "True"/"False" as booleans
+        return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+    rows: dict[str, list[str]] = {}
+    for key, value in flatten(record).items():
+        field, _, part = key.rpartition(".")
+        if part in ("value", "source") and field:
+            rows.setdefault(field, ["", ""])[part == "source"] = shown(value)
+        else:
+            rows[key] = [shown(value), ""]
+    table = [[k, *v] for k, v in rows.items()]
+    click.echo(tabulate(table, headers=["field", "value", "source"], maxcolwidths=[None, 40, 70]))
 
 
 @hardware.command("list")
+@hardware_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def hardware_list(fmt: str) -> None:
     """Accelerators and systems, with their datasheet figures."""
@@ -115,3 +156,33 @@ def models_list(fmt: str) -> None:
     click.echo(
         tabulate(rows, headers=["model", "name", "parameters", "layers", "hidden", "ffn", "heads", "kv heads", "vocab"])
     )
+
+
+@cli.group()
+def scenarios() -> None:
+    """The ready-made scenarios and sweeps (run one by name: perfmodel predict mlperf-405b-h100-512)."""
+
+
+@scenarios.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def scenarios_list(fmt: str) -> None:
+    """Bundled scenario and sweep files, by the name commands take, with their descriptions."""
+    from perfmodel.inputs.resources import bundled_names, data_dir
+    from perfmodel.inputs.scenario import read_toml
+
+    records = []
+    for folder in ("scenarios", "sweeps"):
+        for name in bundled_names(folder):
+            path = data_dir(folder) / f"{name}.toml"
+            described = read_toml(path, folder[:-1]).get("description")
+            first_comment = next((line[1:].strip() for line in path.read_text().splitlines() if line[:1] == "#"), "")
+            records.append({"kind": folder[:-1], "name": name, "description": described or first_comment})
+    if fmt == "json":
+        from perfmodel.outputs.report import to_json
+
+        click.echo(to_json(records))
+        return
+    from tabulate import tabulate
+
+    rows = [[r["kind"], r["name"], r["description"]] for r in records]
+    click.echo(tabulate(rows, headers=["kind", "name", "description"], maxcolwidths=[None, None, 90]))

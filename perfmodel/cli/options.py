@@ -72,6 +72,25 @@ class CountList(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+def _use_hardware(ctx: click.Context, param: click.Parameter, paths: tuple[str, ...]) -> None:
+    from perfmodel.inputs.hardware import add_catalogue
+
+    for path in paths:
+        add_catalogue(path)
+
+
+hardware_option = click.option(
+    "--hardware",
+    multiple=True,
+    metavar="FILE|DIR",
+    expose_value=False,
+    is_eager=True,
+    callback=_use_hardware,
+    help="Your own accelerator/system TOML file or folder (README 'Your own hardware'); repeatable.",
+)
+"""Read before the other options, so that --gpu and --system can name the entries it adds."""
+
+
 def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
     return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
 
@@ -111,6 +130,7 @@ def scenario_options(
     )
     options = [
         click.argument("scenario", required=False, type=click.Path(dir_okay=False)),
+        hardware_option,
         click.option("--model", help="Model id (perfmodel models list)."),
         gpu,
         click.option("--system", help="System id (perfmodel hardware list)."),

@@ -6,15 +6,14 @@ and `perfmodel hardware list` show the sources.
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs import catalogue
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 Family = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4"]
@@ -130,38 +129,46 @@ class Hardware(BaseModel):
         return int(figure.value) if figure else self.domain_gpus
 
 
-def _load(path: Path, model: type[BaseModel]) -> BaseModel:
+def _validated(path: Path, raw: dict[str, Any], model: type[BaseModel]) -> BaseModel:
     try:
-        with path.open("rb") as handle:
-            raw = tomllib.load(handle)
         return model.model_validate(raw)
-    except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{path}: not valid TOML: {exc}") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise PerfmodelError(f"{path}: field '{field}': {err['msg']}") from None
 
 
-def _folder(kind: str) -> Path:
-    return data_dir("hardware_specs") / kind
-
-
 def _ids(kind: str) -> list[str]:
-    return sorted(p.stem for p in _folder(kind).glob("*.toml"))
+    return sorted(catalogue.entries()[kind])
+
+
+def _get(kind: str, item_id: str) -> BaseModel:
+    return _get_in(kind, item_id, catalogue.version())
 
 
 @cache
-def _get(kind: str, item_id: str) -> BaseModel:
-    """One accelerator or system, read from its own file (ids are file names), so a prediction reads two files."""
+def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> BaseModel:
+    """One accelerator or system, read from its own file (bundled ids are file names), so a prediction reads two
+    files; cached per set of user catalogues in force."""
     label = {"accelerators": "GPU", "systems": "system"}[kind]
-    if item_id not in _ids(kind):
+    entry = catalogue.entries()[kind].get(item_id)
+    if entry is None:
         raise PerfmodelError(f"unknown {label} '{item_id}'; valid: {', '.join(_ids(kind))}")
     model = Accelerator if kind == "accelerators" else System
-    loaded = _load(_folder(kind) / f"{item_id}.toml", model)
+    loaded = _validated(entry.path, catalogue.raw_tables(entry), model)
     if loaded.id != item_id:  # type: ignore[attr-defined]
-        raise PerfmodelError(f"{_folder(kind) / item_id}.toml: field 'id' is '{loaded.id}', not the file name")  # type: ignore[attr-defined]
+        raise PerfmodelError(f"{entry.path}: field 'id' is '{loaded.id}', not the file name")  # type: ignore[attr-defined]
     return loaded
+
+
+def add_catalogue(path: str | Path, origin: str = "--hardware") -> None:
+    """Use a user's hardware file or folder (README "Your own hardware"): every entry in it is validated now, so a
+    mistake is one line naming its file and field before any work."""
+    catalogue.add(path, origin)
+    for kind, found in catalogue.entries().items():
+        for entry in found.values():
+            if not entry.bundled:
+                _get(kind, entry.id)
 
 
 def get_accelerator(accelerator_id: str) -> Accelerator:

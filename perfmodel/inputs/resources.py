@@ -7,6 +7,19 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
+def bundled_file(path: str | Path, folder: str) -> Path:
+    """`path` itself, or the bundled file of that name (`mlperf-405b-h100-512` is scenarios/mlperf-405b-h100-512.toml)
+    when no such file exists: the ready-made inputs are reachable from an installed wheel too."""
+    given = Path(path)
+    bundled = data_dir(folder) / f"{given.name}.toml"
+    is_a_name = given.suffix == "" and given.name == str(path)
+    return bundled if is_a_name and not given.exists() and bundled.is_file() else given
+
+
+def bundled_names(folder: str) -> list[str]:
+    return sorted(p.stem for p in data_dir(folder).glob("*.toml"))
+
+
 def data_dir(name: str) -> Path:
     """`hardware_specs`, `scenarios` or another top-level data folder shipped with perfmodel."""
     bundled = _PACKAGE / "_bundled" / name

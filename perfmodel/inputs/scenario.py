@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model
-from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir
 
 MAX_GPUS = 1_000_000
 MAX_TOKENS = 1e18
@@ -228,7 +228,9 @@ def read_toml(source: Path, kind: str) -> dict[str, Any]:
         with source.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError:
-        raise PerfmodelError(f"{source}: no such {kind} file") from None
+        names = bundled_names(f"{kind}s") if source.suffix == "" else []
+        bundled = f" (bundled {kind}s: {', '.join(names)})" if names else ""
+        raise PerfmodelError(f"{source}: no such {kind} file{bundled}") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise PerfmodelError(f"{source}: cannot read {kind} file ({type(exc).__name__})") from None
     except tomllib.TOMLDecodeError as exc:
@@ -265,6 +267,18 @@ OPTION_FIELDS: dict[str, str] = {
 for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""
 
 
+def _model_file(path: Path) -> dict[str, Any]:
+    """A model TOML file (the keys of a scenario's [model] table) as that table, checked here so that an error names
+    the model file."""
+    table = read_toml(path, "model")
+    try:
+        ModelOverride.model_validate(table)
+    except ValidationError as exc:
+        field, message = explain_error(exc, ModelOverride)
+        raise PerfmodelError(f"{path}: field '{field}': {message}" if field else f"{path}: {message}") from None
+    return table
+
+
 def load_scenario(
     path: str | Path | None = None, overrides: dict[str, Any] | None = None, origins: dict[str, str] | None = None
 ) -> Scenario:
@@ -276,7 +290,7 @@ def load_scenario(
     and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question. A
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
-    source = Path(path) if path is not None else data_dir("scenarios") / "default.toml"
+    source = bundled_file(path, "scenarios") if path is not None else data_dir("scenarios") / "default.toml"
     return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
 
 
@@ -301,6 +315,10 @@ def scenario_from(
             raw["parallelism"].pop("seq_len", None)
     if "gpu" in overrides or "system" in overrides:
         raw = {k: v for k, v in raw.items() if k not in ("gpu", "system")}
+    named = overrides.get("model", raw.get("model"))
+    if isinstance(named, str) and named.endswith(".toml"):  # a model file: relative to the scenario file's folder
+        folder = Path.cwd() if overrides.pop("model", None) else Path(source).parent
+        raw["model"] = _model_file(folder / named)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         table = raw

@@ -99,11 +99,12 @@ def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
 
 def load_points(path: str | Path) -> list[Point]:
     """Every point of a sweep file, each checked to be a valid scenario (one line naming the problem if not)."""
+    from perfmodel.inputs.resources import bundled_file
     from perfmodel.inputs.scenario import flatten, read_toml
     from perfmodel.planning.compare import Target, parse_target
     from perfmodel.planning.whatif import parse_setting
 
-    path = Path(path)
+    path = bundled_file(path, "sweeps")
     raw = read_toml(path, "sweep")
     sweep = raw.get("sweep")
     if set(raw) != {"sweep"} or not isinstance(sweep, dict):

@@ -1,0 +1,152 @@
+"""Where hardware entries come from: the bundled hardware_specs/, and the user's own catalogues.
+
+A planner's cluster is rarely a bundled one: a 2:1 tapered fabric, fewer NICs, a GPU perfmodel does not ship. Their
+TOML files (the bundled files' format, documented in README "Your own hardware") are found, in this order, in
+`$PERFMODEL_PATH` (folders or files, separated by the OS path separator), in the user config folder
+(`platformdirs.user_config_dir("perfmodel")/hardware`, e.g. ~/.config/perfmodel/hardware) and in each `--hardware
+FILE|DIR` a command is given. A file holds one accelerator or system; `base = "dgx-h100"` starts from a bundled (or
+earlier) entry and replaces the fields the file gives, a `{value, source}` figure as a whole so that every figure
+keeps a source. This module only finds and merges the raw tables; inputs/hardware.py validates them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.resources import data_dir
+
+KINDS = ("accelerators", "systems")
+PATH_VARIABLE = "PERFMODEL_PATH"
+MAX_FILES = 1000
+"""A catalogue folder of more files than this is a wrong folder (a home directory), not a catalogue."""
+
+_added: list[Path] = []
+"""Catalogues given to this process with --hardware (or the API's hardware= keyword), in order."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str
+    id: str
+    path: Path
+    raw: dict[str, Any]
+    bundled: bool
+
+
+def add(path: str | Path, origin: str = "--hardware") -> None:
+    """Use the entries of a catalogue file or folder from now on in this process (checked at once)."""
+    location = Path(path).expanduser()
+    if not location.exists():
+        raise PerfmodelError(f"{origin} {path}: no such hardware file or folder")
+    if location.resolve() not in [p.resolve() for p in _added]:
+        _added.append(location)
+        try:
+            entries()
+        except PerfmodelError:
+            _added.pop()
+            raise
+
+
+def clear() -> None:
+    """Forget the catalogues added in this process (a notebook moving to another cluster; tests)."""
+    _added.clear()
+
+
+def version() -> tuple[str, ...]:
+    """What the entries depend on, as a cache key: the user catalogues in force."""
+    return (os.environ.get(PATH_VARIABLE, ""), *map(str, _added))
+
+
+def entries() -> dict[str, dict[str, Entry]]:
+    """Every entry by kind and id: the bundled ones, then the user's (whose ids must be new)."""
+    return _entries(version())
+
+
+@cache
+def _entries(key: tuple[str, ...]) -> dict[str, dict[str, Entry]]:
+    found: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+    for kind in KINDS:
+        for path in sorted((data_dir("hardware_specs") / kind).glob("*.toml")):
+            found[kind][path.stem] = Entry(kind, path.stem, path, {}, bundled=True)
+    for path in _user_files():
+        entry = _user_entry(path, found)
+        for kind in KINDS:
+            if entry.id in found[kind]:
+                raise PerfmodelError(
+                    f"{path}: id '{entry.id}' is already defined by {found[kind][entry.id].path}; give this entry its "
+                    f"own id (base = '{entry.id}' starts from it)"
+                )
+        found[entry.kind][entry.id] = entry
+    return found
+
+
+def raw_tables(entry: Entry) -> dict[str, Any]:
+    """An entry's tables: read from its file for a bundled one (lazily: a prediction reads two files)."""
+    return _read(entry.path) if entry.bundled else entry.raw
+
+
+def _user_files() -> list[Path]:
+    config = _user_config_folder()
+    listed = [Path(p) for p in os.environ.get(PATH_VARIABLE, "").split(os.pathsep) if p]
+    files: list[Path] = []
+    for location in [*listed, *([config] if config.is_dir() else []), *_added]:
+        if location.is_dir():
+            found = sorted(location.glob("*.toml")) + sorted(location.glob("*/*.toml"))
+            if len(found) > MAX_FILES:
+                raise PerfmodelError(
+                    f"{location}: {len(found)} TOML files; a hardware catalogue holds at most {MAX_FILES}"
+                )
+            files += found
+        elif location.is_file():
+            files.append(location)
+        elif location in listed:
+            raise PerfmodelError(f"{PATH_VARIABLE} entry {location}: no such hardware file or folder")
+    return list(dict.fromkeys(files))
+
+
+def _user_config_folder() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("perfmodel")) / "hardware"
+
+
+def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
+    raw = _read(path)
+    entry_id = raw.get("id")
+    if not isinstance(entry_id, str) or not entry_id:
+        raise PerfmodelError(f"{path}: field 'id' is required: the name commands use for this entry (--gpu, --system)")
+    base_id = raw.pop("base", None)
+    if base_id is None:
+        return Entry("systems" if "accelerator" in raw else "accelerators", entry_id, path, raw, bundled=False)
+    base = next((known[kind][base_id] for kind in KINDS if isinstance(base_id, str) and base_id in known[kind]), None)
+    if base is None:
+        valid = ", ".join(sorted(i for kind in KINDS for i in known[kind]))
+        raise PerfmodelError(f"{path}: field 'base': unknown accelerator or system {base_id!r}; valid: {valid}")
+    return Entry(base.kind, entry_id, path, merged(raw_tables(base), raw), bundled=False)
+
+
+def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `changes` in place; tables merge key by key, but a `{value, source}` figure is replaced whole."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and "value" not in value:
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfmodelError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PerfmodelError(f"{path}: cannot read hardware file ({type(exc).__name__})") from None

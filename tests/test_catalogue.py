@@ -1,0 +1,144 @@
+"""Your own hardware and models: user TOML files found through --hardware, PERFMODEL_PATH and the API keyword,
+validated like the bundled ones, `base =` inheritance, and bundled scenarios and sweeps reachable by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+import perfmodel
+from perfmodel.inputs import catalogue
+
+TAPERED = """\
+id = "ours-h100"
+base = "dgx-h100"
+name = "Our H100 cluster (2:1 tapered fabric, 4 NICs per node)"
+nics_per_gpu = { value = 0.5, source = "our cluster: 4 ConnectX-7 per 8-GPU node" }
+
+[fabric]
+oversubscription = { value = 2.0, source = "our network design: 2:1 taper at the leaf" }
+"""
+NEW_GPU = """\
+id = "h100-lowpower"
+base = "h100-sxm"
+name = "H100 SXM at a 500 W cap"
+default_system = "lowpower-node"
+bf16_tflops = { value = 700, source = "estimate: clocks at a 500 W board cap" }
+fp8_tflops = { value = 1400, source = "estimate: clocks at a 500 W board cap" }
+power_w = { value = 500, source = "our power cap" }
+"""
+NEW_NODE = """\
+id = "lowpower-node"
+base = "dgx-h100"
+name = "8 x H100 at 500 W"
+accelerator = "h100-lowpower"
+"""
+MODEL = """\
+id = "our-34b"
+name = "Our 34B"
+layers = 48
+hidden = 8192
+ffn = 22016
+heads = 64
+kv_heads = 8
+vocab = 128256
+"""
+WORKLOAD = ("--model", "llama3.1-70b", "--gpus", "256", "--gbs", "256", "--precision", "fp8", "--format", "json")
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_a_based_entry_replaces_only_what_it_gives(tmp_path: Path) -> None:
+    path = _write(tmp_path, "ours.toml", TAPERED)
+    shown = json.loads(run_cli("hardware", "show", "ours-h100", "--hardware", str(path), "--format", "json").out)
+    bundled = json.loads(run_cli("hardware", "show", "dgx-h100", "--format", "json").out)
+    assert shown["fabric"]["oversubscription"] == {"value": 2.0, "source": "our network design: 2:1 taper at the leaf"}
+    assert shown["nics_per_gpu"]["value"] == 0.5
+    assert shown["latency"] == bundled["latency"] and shown["fabric"]["name"] == bundled["fabric"]["name"]
+    assert shown["accelerator"] == "h100-sxm"
+
+
+def test_half_the_nics_and_a_tapered_fabric_are_never_faster(tmp_path: Path) -> None:
+    path = _write(tmp_path, "ours.toml", TAPERED)
+    ours = json.loads(run_cli("predict", "--hardware", str(path), "--system", "ours-h100", *WORKLOAD).out)
+    theirs = json.loads(run_cli("predict", "--system", "dgx-h100", *WORKLOAD).out)
+    assert ours["system"] == "ours-h100"
+    assert ours["step_time_s"] > theirs["step_time_s"]
+
+
+def test_a_new_accelerator_and_its_system(tmp_path: Path) -> None:
+    _write(tmp_path, "gpu.toml", NEW_GPU)
+    _write(tmp_path, "node.toml", NEW_NODE)
+    capped = json.loads(run_cli("predict", "--hardware", str(tmp_path), "--gpu", "h100-lowpower", *WORKLOAD).out)
+    full = json.loads(run_cli("predict", "--gpu", "h100-sxm", *WORKLOAD).out)
+    assert capped["system"] == "lowpower-node" and capped["accelerator"] == "h100-lowpower"
+    assert capped["step_time_s"] > full["step_time_s"]
+    listed = run_cli("hardware", "list", "--hardware", str(tmp_path)).out
+    assert "h100-lowpower" in listed and "lowpower-node" in listed
+
+
+def test_the_path_variable_and_the_api_keyword(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, "ours.toml", TAPERED)
+    api = perfmodel.predict(hardware=path, system="ours-h100", model="llama3.1-70b", n_gpus=256, gbs=256)
+    catalogue.clear()
+    monkeypatch.setenv("PERFMODEL_PATH", str(tmp_path))
+    assert perfmodel.predict(system="ours-h100", model="llama3.1-70b", n_gpus=256, gbs=256).to_dict() == api.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (TAPERED.replace(', source = "our network design: 2:1 taper at the leaf"', ""),
+         "ours.toml: field 'fabric.oversubscription.source': Field required"),
+        (TAPERED.replace('base = "dgx-h100"', 'base = "dgx-h1000"'), "ours.toml: field 'base': unknown accelerator"),
+        (TAPERED.replace('id = "ours-h100"', 'id = "dgx-h100"'), "ours.toml: id 'dgx-h100' is already defined by"),
+        (TAPERED.replace('id = "ours-h100"\n', ""), "ours.toml: field 'id' is required"),
+        (TAPERED.replace("value = 2.0", "value = -2.0"), "field 'fabric.oversubscription.value': Input should be"),
+        ("id = [", "ours.toml: not valid TOML"),
+    ],
+)  # fmt: skip
+def test_bad_user_entries_are_one_line_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, "ours.toml", text)
+    result = run_cli("predict", "--hardware", str(path), "--format", "json")
+    assert result.code == 2 and result.out == "" and result.err.count("\n") == 1
+    assert message in result.err
+
+
+def test_a_missing_catalogue_names_the_flag() -> None:
+    result = run_cli("predict", "--hardware", "/nonexistent/cluster.toml")
+    assert (
+        result.code == 2
+        and result.err == "error: --hardware /nonexistent/cluster.toml: no such hardware file or folder\n"
+    )
+
+
+def test_a_model_file_from_a_flag_and_from_a_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, "ours.toml", MODEL)
+    _write(tmp_path, "plan.toml", 'model = "ours.toml"\ngpu = "h100-sxm"\nn_gpus = 64\nprecision = "bf16"\n')
+    from_scenario = json.loads(run_cli("predict", str(tmp_path / "plan.toml"), "--format", "json").out)
+    monkeypatch.chdir(tmp_path)
+    flags = ("--model", "ours.toml", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "bf16", "--format", "json")
+    from_flag = json.loads(run_cli("predict", *flags).out)
+    assert from_scenario["model"] == from_flag["model"] == "our-34b"
+    assert from_scenario["step_time_s"] == from_flag["step_time_s"]
+    _write(tmp_path, "bad.toml", MODEL.replace("layers = 48", "layers = 0"))
+    bad = run_cli("predict", "--model", "bad.toml")
+    assert bad.code == 2 and "bad.toml: field 'layers'" in bad.err
+
+
+def test_bundled_scenarios_and_sweeps_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # nowhere near the checkout's scenarios/ folder
+    by_name = run_cli("predict", "mlperf-405b-h100-512", "--format", "json")
+    assert by_name.code == 0 and json.loads(by_name.out)["parallelism"]["tp"] == 8
+    listed = json.loads(run_cli("scenarios", "list", "--format", "json").out)
+    assert {"kind": "sweep", "name": "generations"} | {"description": listed[-1]["description"]} in listed
+    assert {r["name"] for r in listed if r["kind"] == "scenario"} >= {"default", "mlperf-405b-h100-512"}
+    unknown = run_cli("predict", "mlperf-405b")
+    assert unknown.code == 2 and "(bundled scenarios: default," in unknown.err
