@@ -43,6 +43,7 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
     export,
     plot,
     predict,
+    schema,
     search,
     sweep,
     validate,
@@ -50,6 +51,6 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
 )
 
 __all__ = [
-    "catalog", "cli", "compare", "explain", "export", "main", "plot", "predict", "search", "sweep", "validate",
-    "whatif",
+    "catalog", "cli", "compare", "explain", "export", "main", "plot", "predict", "schema", "search", "sweep",
+    "validate", "whatif",
 ]  # fmt: skip
