@@ -63,12 +63,18 @@ def main() -> None:
         cold = wall(1, cli, cache)
         warm = wall(args.repeat, cli, cache)
         json_warm = wall(args.repeat, [*cli, "--format", "json"], cache)
+        layout = "--gpu h100-sxm --gpus 512 --gbs 1152 --tp 8 --pp 8 --cp 2 --vp 8 --mbs 1 --recompute none --zero 1"
+        tokens_wall = wall(args.repeat, [*cli, "--model", "llama3.1-405b", *layout.split(), "--tokens", "1T"], cache)
+        mlperf_wall = wall(args.repeat, [*cli, "--benchmark", "mlperf-llama31-405b@v5.0", *layout.split()], cache)
         help_wall = wall(args.repeat, [sys.executable, "-m", "perfmodel", "--help"], cache)
         import_wall = wall(args.repeat, [sys.executable, "-c", "import perfmodel"], cache)
     print(f"{'python -c pass (interpreter start), s':50s} {baseline:10.3f}")
     print(f"{'perfmodel predict, first run (derives topology), s':50s} {cold:10.3f}")
     print(f"{'perfmodel predict, table, median, s':50s} {warm:10.3f}")
     print(f"{'perfmodel predict --format json, median, s':50s} {json_warm:10.3f}")
+    print(f"{'predict 405B on 512 H100, given layout, 1T tokens, s':50s} {tokens_wall:10.3f}")
+    ratio = mlperf_wall / tokens_wall
+    print(f"{'the same as --benchmark mlperf-llama31-405b, s':50s} {mlperf_wall:10.3f}  ({ratio:.2f}x the line above)")
     print(f"{'perfmodel --help, median, s':50s} {help_wall:10.3f}  ({help_wall / baseline:.1f}x python -c pass)")
     print(f"{'import perfmodel, median, s':50s} {import_wall:10.3f}  ({import_wall / baseline:.1f}x python -c pass)")
 

@@ -68,3 +68,47 @@ def test_a_logged_run_uses_its_own_samples() -> None:
 
 def test_evaluation_skips_floor_of_rule() -> None:
     assert Evaluation(384, 173, whole_steps=True, skip_per_sample=0.125, skip_fixed=2).skipped(8) == 3
+
+
+def test_rcp_means_equal_the_checker_of_mlperf_logging() -> None:
+    """perfmodel reads the RCP files without importing the checker (scipy.stats, ~3 s); the means must be the
+    checker's own, for every benchmark and round perfmodel knows, at each RCP's batch, between and below them."""
+    from mlperf_logging.rcp_checker.rcp_checker import RCP_Checker
+
+    from perfmodel.inputs.mlperf import BENCHMARKS, _pruned_rcps, _rcp_mean
+
+    checked = 0
+    for rounds in BENCHMARKS.values():
+        for bench in rounds.values():
+            checker = RCP_Checker("training", bench.ruleset, bench.name, False)
+            pruned = sorted((r["BS"], float(r["RCP Mean"])) for r in checker.pruned_rcp_data.values())
+            assert list(_pruned_rcps(bench.name, bench.ruleset)) == pruned
+            batches = sorted({b for b, _ in pruned} | {b + 1 for b, _ in pruned} | {pruned[0][0] // 2})
+            for gbs in batches:
+                record = checker._find_rcp(gbs, "pruned_rcps")
+                if record is None:
+                    low = checker._find_top_min_rcp(gbs, "pruned_rcps")
+                    high = checker._find_bottom_max_rcp(gbs, "pruned_rcps")
+                    if low is not None and high is not None:
+                        _, record = checker._create_interp_rcp(gbs, low, high)
+                    elif high is not None:
+                        record = checker._find_min_rcp("pruned_rcps")
+                expected = None if record is None else float(record["RCP Mean"])
+                assert _rcp_mean(bench.name, bench.ruleset, gbs) == expected, (bench.id, bench.round, gbs)
+                checked += 1
+    assert checked > 30
+
+
+def test_a_benchmark_prediction_does_not_import_scipy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from perfmodel.cli import main\n"
+        "try: main(['predict', '--benchmark', 'mlperf-llama31-405b', '--gpu', 'h100-sxm', '--gpus', '512',"
+        " '--gbs', '1152', '--format', 'json'])\n"
+        "except SystemExit: pass\n"
+        "print('scipy' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr

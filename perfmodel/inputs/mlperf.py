@@ -2,7 +2,7 @@
 
 Definitions follow the MLCommons reference implementations and the training rules of each round, as summarised in
 ../shared/data/mlperf_benchmarks.md. The samples needed to converge at a global batch size come from the reference
-convergence points (RCPs) shipped in the `mlperf-logging` package, read with its own RCP checker (olympic mean of
+convergence points (RCPs) shipped in the `mlperf-logging` package, read with its RCP checker's rules (olympic mean of
 the reference runs, pruned, interpolated between batch sizes exactly as the checker does), so that a predicted
 score is what the result summarizer would report: the timed region (training steps plus the evaluations up to the
 one that reaches the target) at the RCP mean convergence, which is what normalisation brings faster runs to.
@@ -10,9 +10,12 @@ one that reaches the target) at the RCP mean convergence, which is what normalis
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
@@ -112,28 +115,55 @@ def score(
 
 
 @cache
-def _rcp_checker(name: str, ruleset: str) -> Any:
-    from mlperf_logging.rcp_checker.rcp_checker import RCP_Checker
+def _pruned_rcps(name: str, ruleset: str) -> tuple[tuple[int, float], ...]:
+    """(batch size, RCP mean) of a benchmark's reference convergence points after the checker's pruning, by batch.
 
-    return RCP_Checker("training", ruleset, name, False)
+    Read from the RCP files that ship in mlperf-logging, with its rules (rcp_checker.RCP_Checker: olympic mean
+    dropping the fastest and slowest run; points below the fastest-converging batch dropped, then every point slower
+    than the interpolation of its neighbours). Importing the checker itself costs ~3 s of scipy.stats for a t-test
+    perfmodel does not use; tests/test_mlperf.py checks these means equal the checker's.
+    """
+    spec = importlib.util.find_spec("mlperf_logging")
+    assert spec is not None and spec.origin is not None, "mlperf-logging is a dependency"
+    path = Path(spec.origin).parent / "rcp_checker" / f"training_{ruleset}" / f"rcps_{name}.json"
+    import numpy as np
+
+    points = []
+    for record in json.loads(path.read_text(encoding="utf-8")).values():
+        unit = "samples to converge" if record["Benchmark"] in ("llama2_70b_lora", "flux1") else "Epochs to converge"
+        runs = sorted(record[unit])
+        points.append((int(record["BS"]), float(np.mean(runs[1:-1]))))  # numpy's summation order, as the checker
+    points.sort()
+    fastest = min(points, key=lambda point: point[1])
+    kept = [point for point in points if point[0] >= fastest[0]]
+    i = 1
+    while i < len(kept) - 1:
+        if kept[i][1] > _interpolated(kept[i][0], kept[i - 1], kept[i + 1]):
+            del kept[i]
+            i -= 1
+        i += 1
+    return tuple(kept)
+
+
+def _interpolated(gbs: int, low: tuple[int, float], high: tuple[int, float]) -> float:
+    """Linear interpolation of the mean between two points, in numpy.interp's order of operations (the checker's)."""
+    slope = (high[1] - low[1]) / (high[0] - low[0])
+    return slope * (gbs - low[0]) + low[1]
 
 
 @cache
 def _rcp_mean(name: str, ruleset: str, gbs: int) -> float | None:
     """The RCP mean the checker holds a run of this batch size to: the batch's own RCP, an interpolation between
     its neighbours, or, below every RCP, the smallest batch's (mlperf_logging rcp_checker.check_directory)."""
-    checker = _rcp_checker(name, ruleset)
-    record = checker._find_rcp(gbs, "pruned_rcps")
-    if record is None:
-        low = checker._find_top_min_rcp(gbs, "pruned_rcps")
-        high = checker._find_bottom_max_rcp(gbs, "pruned_rcps")
-        if low is not None and high is not None:
-            _, record = checker._create_interp_rcp(gbs, low, high)
-        elif high is not None:
-            record = checker._find_min_rcp("pruned_rcps")
-        else:
-            return None
-    return float(record["RCP Mean"])
+    points = _pruned_rcps(name, ruleset)
+    means = dict(points)
+    if gbs in means:
+        return means[gbs]
+    low = max((p for p in points if p[0] < gbs), default=None)
+    high = min((p for p in points if p[0] > gbs), default=None)
+    if low is not None and high is not None:
+        return _interpolated(gbs, low, high)
+    return points[0][1] if high is not None else None
 
 
 _LLAMA_405B_MLPERF = {"base": "llama3.1-405b", "id": "llama3.1-405b-mlperf", "vocab": 32000}
