@@ -73,24 +73,43 @@ def test_compare_shows_time_cost_and_speedup(records: list[dict[str, Any]]) -> N
     assert cost_ax.get_ylabel() == "cost (million USD)"
 
 
-def test_validation_plots_predicted_against_measured() -> None:
+def test_validation_plots_one_panel_per_metric() -> None:
     report = {
         "rows": [  # synthetic rows in validate's JSON shape; the plot must place each point where the row says
-            {"accelerator": "h100-sxm", "measured": 1602.0, "predicted": 1572.0, "error_pct": -1.9},
-            {"accelerator": "h100-sxm", "measured": 54.9, "predicted": 53.8, "error_pct": -2.0},
-            {"accelerator": "b200", "measured": 300.0, "predicted": 330.0, "error_pct": 10.0},
+            {"accelerator": "h100-sxm", "metric": "tokens_per_s_per_gpu", "measured": 1602.0, "predicted": 1572.0},
+            {"accelerator": "b200", "metric": "tokens_per_s_per_gpu", "measured": 300.0, "predicted": 330.0},
+            {"accelerator": "h100-sxm", "metric": "step_time_s", "measured": 54.9, "predicted": 53.8},
         ],
         "mape_pct": 4.6,
     }
     fig = plot.validation(report)
-    ax = fig.axes[0]
-    assert "MAPE 4.6%" in ax.get_title() and "3 runs" in ax.get_title()
-    points = [tuple(xy) for c in ax.collections[:2] for xy in c.get_offsets()]
-    assert (1602.0, 1572.0) in points and (300.0, 330.0) in points
-    assert _legend(ax)[:2] == ["h100-sxm", "b200"]
+    throughput, step = fig.axes
+    assert "MAPE 4.6% overall" in fig.get_suptitle() and "3 runs" in fig.get_suptitle()
+    assert throughput.get_xlabel() == "measured tokens/s per GPU" and step.get_ylabel() == "predicted step time (s)"
+    mape = (abs(1572 / 1602 - 1) + abs(330 / 300 - 1)) / 2 * 100
+    assert f"2 runs, MAPE {mape:.1f}%" in throughput.get_title() and "1 runs" in step.get_title()
+    points = [tuple(xy) for c in throughput.collections for xy in c.get_offsets()]
+    assert (1602.0, 1572.0) in points and (300.0, 330.0) in points and (54.9, 53.8) not in points
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[:2] == ["b200", "h100-sxm"] and "predicted = measured" in legend
 
 
-@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_scaling_efficiency_axis_starts_at_zero(records: list[dict[str, Any]]) -> None:
+    """A 1.4% dip on a 98.6-100% axis reads like a cliff."""
+    low, high = plot.scaling(records).axes[1].get_ylim()
+    assert low == 0 and high >= 100
+
+
+def test_without_matplotlib_a_plot_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    result = run_cli("plot", "breakdown", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                     "--out", "never.png")  # fmt: skip
+    assert result.code == 2 and result.err == "error: plots need matplotlib: pip install 'perfmodel[plot]'\n"
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
 def test_cli_writes_images(tmp_path: Path, records: list[dict[str, Any]], suffix: str) -> None:
     source = tmp_path / "compare.json"
     source.write_text(json.dumps(records))
@@ -99,7 +118,7 @@ def test_cli_writes_images(tmp_path: Path, records: list[dict[str, Any]], suffix
         result = run_cli("plot", kind, "--from", str(source), "--out", str(out))
         assert result.code == 0, result.err
         content = out.read_bytes()
-        assert content.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in content[:2000]
+        assert content.startswith({".png": b"\x89PNG", ".svg": b"<?xml", ".pdf": b"%PDF"}[suffix])
     direct = run_cli("plot", "breakdown", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                      "--out", str(tmp_path / f"one{suffix}"))  # fmt: skip
     assert direct.code == 0, direct.err

@@ -7,6 +7,7 @@ matplotlib is an optional extra: pip install 'perfmodel[plot]'.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
@@ -18,7 +19,7 @@ from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
-FORMATS = (".png", ".svg")
+FORMATS = (".png", ".svg", ".pdf")
 PART_LABELS = {
     "compute_s": "compute",
     "tp_comm_exposed_s": "TP comm (exposed)",
@@ -127,7 +128,10 @@ def bar_label(r: Record, many_sizes: bool) -> str:
 
 
 def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple[Any, Any]:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise PerfmodelError("plots need matplotlib: pip install 'perfmodel[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -160,7 +164,10 @@ def scaling(records: Sequence[Record]) -> Any:
         values = [r["time_to_train_days"] if with_time else r["tokens_per_s"] for r in group]
         left.plot(counts, values, marker="o", label=label)
         base = group[0]["tokens_per_s_per_gpu"]
-        right.plot(counts, [100 * r["tokens_per_s_per_gpu"] / base for r in group], marker="o", label=label)
+        efficiency = [100 * r["tokens_per_s_per_gpu"] / base for r in group]
+        right.plot(counts, efficiency, marker="o", label=label)
+        right.annotate(f"{efficiency[-1]:.1f}%", (counts[-1], efficiency[-1]), textcoords="offset points",
+                       xytext=(-8, -14), ha="right", fontsize=8)  # fmt: skip
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("GPUs")
@@ -175,6 +182,8 @@ def scaling(records: Sequence[Record]) -> Any:
     right.set_ylabel("scaling efficiency (%)")
     right.set_title("Throughput per GPU vs the smallest cluster")
     right.axhline(100, color="grey", linewidth=0.8)
+    # From 0: a 1.4% dip on a 98.6-100% axis reads like a cliff; super-linear scaling (memory) still shows.
+    right.set_ylim(0, max(105.0, *(line.get_ydata().max() * 1.05 for line in right.get_lines()[:-1])))
     right.legend(title="system, precision")
     fig.suptitle(f"Scaling: {_model_title(records)}")
     return fig
@@ -244,33 +253,65 @@ def compare(records: Sequence[Record]) -> Any:
     return fig
 
 
+METRIC_LABELS = {
+    "tokens_per_s_per_gpu": "tokens/s per GPU",
+    "step_time_s": "step time (s)",
+    "time_to_train_min": "MLPerf time to train (min)",
+}
+
+
 def validation(report: Record) -> Any:
-    """Predicted against measured, one point per run, with the ideal line, a +-10% band and the MAPE."""
+    """Predicted against measured, one panel per metric (each has its own unit), one point per run, with the ideal
+    line, a +-10% band and the panel's MAPE."""
     rows = report["rows"]
-    group_key = next((k for k in ("accelerator", "source", "group") if all(k in row for row in rows)), None)
-    fig, ax = _figure(7.5, 6.5)
-    groups: dict[str, list[Record]] = {}
+    by_metric: dict[str, list[Record]] = {}
     for row in rows:
-        groups.setdefault(str(row[group_key]) if group_key else "runs", []).append(row)
-    for label, group in groups.items():
-        ax.scatter([r["measured"] for r in group], [r["predicted"] for r in group], label=label, s=28)
-    values = [v for row in rows for v in (row["measured"], row["predicted"])]
-    lo, hi = min(values) / 1.3, max(values) * 1.3
-    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
-    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey", alpha=0.2, label="+-10%")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    _plain_log_ticks(ax, both=True)
-    unit = rows[0].get("unit") or rows[0].get("metric") or "as measured"
-    ax.set_xlabel(f"measured ({unit})")
-    ax.set_ylabel(f"predicted ({unit})")
+        by_metric.setdefault(str(row.get("metric") or row.get("unit") or "as measured"), []).append(row)
+    group_key = next((k for k in ("accelerator", "source", "group") if all(k in row for row in rows)), None)
+    labels = sorted({str(row[group_key]) if group_key else "runs" for row in rows})
+    colours = dict(zip(labels, _palette(len(labels)), strict=True))
+    fig, axes = _figure(6.0 * len(by_metric) + 1.5, 6.0, columns=len(by_metric))
+    for ax, (metric, metric_rows) in zip([axes] if len(by_metric) == 1 else axes, by_metric.items(), strict=True):
+        groups: dict[str, list[Record]] = {}
+        for row in metric_rows:
+            groups.setdefault(str(row[group_key]) if group_key else "runs", []).append(row)
+        for label, group in sorted(groups.items()):
+            measured, predicted = [r["measured"] for r in group], [r["predicted"] for r in group]
+            ax.scatter(measured, predicted, label=label, s=24, color=colours[label])
+        values = [v for row in metric_rows for v in (row["measured"], row["predicted"])]
+        lo, hi = min(values) / 1.3, max(values) * 1.3
+        ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
+        ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey", alpha=0.2, label="+-10%")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), aspect="equal")
+        _readable_log_ticks(ax)
+        unit = METRIC_LABELS.get(metric, metric)
+        ax.set_xlabel(f"measured {unit}")
+        ax.set_ylabel(f"predicted {unit}")
+        mape = sum(abs(r["predicted"] / r["measured"] - 1) for r in metric_rows) / len(metric_rows) * 100
+        ax.set_title(f"{unit}: {len(metric_rows)} runs, MAPE {mape:.1f}%")
+        ax.grid(True, which="major", alpha=0.3)
+    legend: dict[str, Any] = {}
+    for ax in fig.axes:
+        legend |= {name: handle for handle, name in zip(*ax.get_legend_handles_labels(), strict=True)}
+    names = [n for n in labels if n in legend] + [n for n in legend if n not in labels]  # runs first, then lines
+    fig.legend([legend[n] for n in names], names, title=group_key, loc="outside right upper", fontsize=8)
     mape = report.get("mape_pct")
-    ax.set_title(f"Predicted vs measured: {len(rows)} runs" + (f", MAPE {mape:.1f}%" if mape is not None else ""))
-    ax.legend(title=group_key or None, fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
+    overall = f", MAPE {mape:.1f}% overall" if mape is not None else ""
+    fig.suptitle(f"Predicted vs measured: {len(rows)} runs{overall}", fontsize="x-large")
     return fig
+
+
+def _readable_log_ticks(ax: Any) -> None:
+    """At most ~6 plain-number ticks per log axis: minor tick labels on a wide range overlap."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    plain = FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 10 else f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        low, high = axis.get_view_interval()
+        decades = math.log10(high / low)
+        axis.set_major_locator(LogLocator(subs=(1.0,) if decades > 2 else (1.0, 2.0, 5.0)))
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(NullFormatter())
 
 
 def _plain_log_ticks(ax: Any, both: bool = False) -> None:
