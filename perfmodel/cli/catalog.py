@@ -88,7 +88,7 @@ def hardware_list(fmt: str) -> None:
             value(a.fp4_tflops),
             value(a.hbm_gb),
             value(a.hbm_tbps, ".2f"),
-            value(a.scaleup_gb_per_s_per_direction),
+            f"{2 * a.scaleup_gb_per_s_per_direction.value:,.0f}",
             value(a.scaleup_domain_gpus),
             value(a.nic_gbit_per_s),
             value(a.power_w),
@@ -105,9 +105,9 @@ def hardware_list(fmt: str) -> None:
                 "BF16 TF/s",
                 "FP8 TF/s",
                 "FP4 TF/s",
-                "HBM GB",
+                "HBM GiB",
                 "HBM TB/s",
-                "scale-up GB/s/dir",
+                "scale-up GB/s",
                 "domain",
                 "NIC Gb/s",
                 "W",
@@ -126,8 +126,9 @@ def hardware_list(fmt: str) -> None:
         )
     )
     click.echo(
-        "\nDense peaks; scale-up GB/s per direction (bidirectional is twice); NIC in Gb/s (bits). "
-        "Every figure's source is in hardware_specs/."
+        "\nDense peaks; HBM in GiB (binary, as vendors' '80 GB' means); scale-up GB/s per GPU in both directions, as "
+        "datasheets and whatif's nvlink_gbps quote it (the files hold one direction); NIC in Gb/s (bits). "
+        "perfmodel hardware show ID gives every figure's source."
     )
 
 

@@ -80,8 +80,8 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
                 str(p.layout.zero),
                 f"{d['step_time_s']:,.3f}",
                 f"{d['tokens_per_s_per_gpu']:,.0f}",
-                f"{d['mfu']:.1%}",
-                f"{d['memory_per_gpu_gb']:,.1f}",
+                f"{d['mfu_of_precision']:.1%}",
+                f"{d['memory_per_gpu_gib']:,.1f}",
                 "best" if i == 1 and p is best else f"{slower:+.1%}",
             ]
             + (_run_cells(p) if with_run else [])
@@ -89,7 +89,7 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
     headers = (
         ["#"]
         + (["GPUs"] if many else [])
-        + ["layout", "MBS", "GBS", "recompute", "ZeRO", "step s", "tok/s/GPU", "MFU", "mem GB", f"{objective} vs best"]
+        + ["layout", "MBS", "GBS", "recompute", "ZeRO", "step s", "tok/s/GPU", "MFU", "mem GiB", f"{objective} vs best"]
         + (RUN_HEADERS if with_run else [])
     )
     return _tabulate(rows, headers)
@@ -115,7 +115,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
-                f"{record['mfu']:.1%}",
+                f"{record['mfu_of_precision']:.1%}",
             ]
             + (_run_cells(p) if with_run else [])
             + ([f"{record['scaling_efficiency']:.1%}"] if scaling else [])
@@ -132,8 +132,9 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
         + ["speedup", "perf/$ (low-high price)"]
     )
     note = (
-        "speedup: throughput over the first row's; perf/$: tokens per dollar over the first row's, at on-demand "
-        "prices (in brackets: both at their low, both at their high quotes)."
+        "MFU: model FLOP/s over the dense peak of each row's own precision. speedup: throughput over the first row's; "
+        "perf/$: tokens per dollar over the first row's, at on-demand prices (in brackets: both at their low, both "
+        "at their high quotes)."
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
@@ -154,12 +155,12 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
             f"{r['step_time_s']:,.3f}",
             f"{r['tokens_per_s_per_gpu']:,.0f}",
         ]
-        + [f"{r['mfu']:.1%}", f"{r['memory_per_gpu_gb']:,.1f}" + ("" if r["fits_in_memory"] else " (!)")]
+        + [f"{r['mfu_of_precision']:.1%}", f"{r['memory_per_gpu_gib']:,.1f}" + ("" if r["fits_in_memory"] else " (!)")]
         + (_run_cells(p) if with_run else [])
         + [_ratio(r["speedup_vs_first"])]
         for (label, p), r in zip(cases, records, strict=True)
     ]
-    headers = ["case", "layout", "step s", "tok/s/GPU", "MFU", "mem GB"] + (RUN_HEADERS if with_run else [])
+    headers = ["case", "layout", "step s", "tok/s/GPU", "MFU", "mem GiB"] + (RUN_HEADERS if with_run else [])
     return "\n".join(
         [heading(base), f"What if: {change_text}", "", _tabulate(rows, [*headers, "speedup"])]
         + (["", "(!) does not fit in memory"] if any(not r["fits_in_memory"] for r in records) else [])
@@ -217,5 +218,6 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
                 "",
             ]
         )
-    headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU", "days", "cost"]
+    headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU BF16", "days"]
+    headers.append("cost")
     return _tabulate(out, [*headers, "error"])

@@ -44,6 +44,28 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:,.1f} min"
 
 
+def inputs_line(p: Prediction) -> str:
+    """The work, batch, price and PUE a prediction used, each marked where perfmodel chose it rather than the user:
+    a planner must see the assumptions a number rests on."""
+    s = p.scenario
+    tokens_per_step = p.layout.gbs * p.layout.seq_len
+    work = (
+        f"{s.benchmark} (work set by the benchmark)"
+        if s.benchmark
+        else f"{_si(s.tokens)} tokens"
+        if s.tokens is not None
+        else "no token budget (no time-to-train)"
+    )
+    batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
+    price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
+    return ", ".join([
+        work,
+        batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step)"),
+        price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
+        f"PUE {s.cost.pue:g}" + ("" if "pue" in s.cost.model_fields_set else " (default)"),
+    ])  # fmt: skip
+
+
 def table(p: Prediction) -> str:
     from tabulate import tabulate  # imported here: JSON and CSV output do not pay for it
 
@@ -56,6 +78,7 @@ def table(p: Prediction) -> str:
     lines = [
         f"{p.model.name} on {p.layout.n_gpus:,} x {acc.name} ({p.hardware.system.id}), {fmt}",
         f"Layout: {p.layout.describe()} ({chosen})",
+        f"Inputs: {inputs_line(p)}",
         "",
     ]
     band = "step_time_s_low" in d
@@ -69,10 +92,10 @@ def table(p: Prediction) -> str:
         ["Model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:,.1f}"],
         [
             "MFU",
-            f"{d['mfu']:.1%} of dense BF16 peak"
-            + ("" if gemm_fmt == "BF16" else f" ({d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak)"),
+            f"{d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak"
+            + ("" if gemm_fmt == "BF16" else f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"),
         ],
-        ["Memory per GPU", f"{d['memory_per_gpu_gb']:,.1f} GB of {d['memory_capacity_gb']:,.1f} GB ({fits})"],
+        ["Memory per GPU", f"{d['memory_per_gpu_gib']:,.1f} GiB of {d['memory_capacity_gib']:,.1f} GiB ({fits})"],
     ]
     if p.run is not None:
         price = d["usd_per_gpu_hour"]
@@ -118,8 +141,8 @@ def table(p: Prediction) -> str:
     if not d["fits_in_memory"]:
         lines += [
             "",
-            f"Warning: this layout needs {d['memory_per_gpu_gb']:,.1f} GB per GPU but the GPU has "
-            f"{d['memory_capacity_gb']:,.1f} GB; try more PP/TP, recompute, or a higher ZeRO stage.",
+            f"Warning: this layout needs {d['memory_per_gpu_gib']:,.1f} GiB per GPU but the GPU has "
+            f"{d['memory_capacity_gib']:,.1f} GiB; try more PP/TP, recompute, or a higher ZeRO stage.",
         ]
     return "\n".join(lines)
 
