@@ -148,3 +148,20 @@ def test_a_hardware_flag_replaces_the_files_hardware() -> None:
     assert (d["accelerator"], d["system"]) == ("gb200", "gb200-nvl72")
     d = _json("--gpu", "mi300x", "--gpus", "8", "--model", "llama3.1-8b")
     assert (d["accelerator"], d["system"]) == ("mi300x", "mi300x-8")
+
+
+def test_shell_completion_offers_ids() -> None:
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str) -> list[str]:
+        env = os.environ | {"COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1),
+                            "_PERFMODEL_COMPLETE": "bash_complete"}  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "perfmodel"], env=env, capture_output=True, text=True, timeout=60)
+        return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
+
+    assert complete("perfmodel predict --gpu h1") == ["h100-sxm"]
+    assert complete("perfmodel compare --gpu gb3") == ["gb300", "gb300-nvl72"]
+    assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b"]
+    assert complete("perfmodel predict --precision nv") == ["nvfp4"]

@@ -91,6 +91,23 @@ hardware_option = click.option(
 """Read before the other options, so that --gpu and --system can name the entries it adds."""
 
 
+def _complete(kinds: tuple[str, ...]) -> Callable[[click.Context, click.Parameter, str], list[str]]:
+    """Shell completion of ids (README 'Shell completion'): models, accelerators and/or systems, user files too."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+        from perfmodel.inputs.hardware import accelerators, systems
+        from perfmodel.inputs.models import ZOO
+
+        known = {
+            "models": lambda: list(ZOO),
+            "accelerators": lambda: list(accelerators()),
+            "systems": lambda: list(systems()),
+        }
+        return [i for kind in kinds for i in known[kind]() if i.startswith(incomplete)]
+
+    return complete
+
+
 def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
     return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
 
@@ -119,9 +136,14 @@ def scenario_options(
             multiple=True,
             metavar="ID[:PRECISION]",
             help="Accelerator or system id, optionally with a precision (h100-sxm:fp8); repeat to compare.",
+            shell_complete=_complete(("accelerators", "systems")),
         )
         if many_systems
-        else click.option("--gpu", help="Accelerator id (perfmodel hardware list); picks its usual system.")
+        else click.option(
+            "--gpu",
+            help="Accelerator id (perfmodel hardware list); picks its usual system.",
+            shell_complete=_complete(("accelerators",)),
+        )
     )
     gpus = (
         click.option("--gpus", type=CountList(), help="Number of GPUs, or a comma-separated list (256,512,1024).")
@@ -131,9 +153,11 @@ def scenario_options(
     options = [
         click.argument("scenario", required=False, type=click.Path(dir_okay=False)),
         hardware_option,
-        click.option("--model", help="Model id (perfmodel models list)."),
+        click.option(
+            "--model", help="Model id (perfmodel models list) or FILE.toml.", shell_complete=_complete(("models",))
+        ),
         gpu,
-        click.option("--system", help="System id (perfmodel hardware list)."),
+        click.option("--system", help="System id (perfmodel hardware list).", shell_complete=_complete(("systems",))),
         gpus,
         click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
