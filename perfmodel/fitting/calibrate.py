@@ -129,8 +129,7 @@ def fit(
         return table
 
     def efficiencies(x: Any) -> Callable[[str], Efficiency]:
-        table = parameters(x)
-        return lambda family: apply(DEFAULTS[family], table.get(family, {}))
+        return efficiencies_of(parameters(x))
 
     def priced(x: Any) -> tuple[Any, Any]:
         """Residuals and Jacobian at x from one batched call: every run under its family's base efficiencies
@@ -194,26 +193,23 @@ def fit(
     )
 
 
-def predict_held_out(
-    train: Sequence[Any],
+def efficiencies_of(table: dict[str, dict[str, float]]) -> Callable[[str], Efficiency]:
+    """Efficiency per family: the physical defaults with a fit's parameters in place."""
+    return lambda family: apply(DEFAULTS[family], table.get(family, {}))
+
+
+def predict(
+    table: dict[str, dict[str, float]],
     test: Sequence[Any],
     pricer: Pricer,
     family_of: Callable[[Any], str],
-    formats_of: Callable[[Any], set[str]],
     group_of: Callable[[Any], str],
-    start: Calibration | None = None,
-) -> tuple[dict[str, dict[str, float]], list[Residual]]:
-    """Fit on `train` (nothing when empty: the physical defaults), predict `test`: the fitted parameters and the
-    residuals of runs the fit never saw."""
-    table = fit(train, pricer, family_of, formats_of, start).parameters if train else {}
+) -> list[Residual]:
+    """Residuals of `test` under a fit's parameters (the held-out ones when the fit never saw them)."""
     if not test:
-        return table, []
-
-    def eff(family: str) -> Efficiency:
-        return apply(DEFAULTS[family], table.get(family, {}))
-
-    ratios = pricer(test).log_time_ratios(eff)
-    return table, [Residual(i.run.id, group_of(i), family_of(i), float(r)) for i, r in zip(test, ratios, strict=True)]
+        return []
+    ratios = pricer(test).log_time_ratios(efficiencies_of(table))
+    return [Residual(i.run.id, group_of(i), family_of(i), float(r)) for i, r in zip(test, ratios, strict=True)]
 
 
 def cross_validate(
@@ -232,7 +228,8 @@ def cross_validate(
         progress(f"cross-validation {number}/{len(groups)}: holding out {group}")
         train = [i for i in items if group_of(i) != group]
         test = [i for i in items if group_of(i) == group]
-        held_out += predict_held_out(train, test, pricer, family_of, formats_of, group_of, start)[1]
+        table = fit(train, pricer, family_of, formats_of, start).parameters if train else {}
+        held_out += predict(table, test, pricer, family_of, group_of)
     return held_out
 
 
