@@ -14,6 +14,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from perfmodel.fitting import protocols
+from perfmodel.fitting.calibrate import interval
 from perfmodel.fitting.runs import bundled_runs
 from perfmodel.fitting.validation import Report, validate
 from perfmodel.inputs.resources import data_dir
@@ -90,8 +91,11 @@ def _parameters_section(calibration: cal.Calibration) -> list[str]:
 
 
 def _protocols_section(results: list[protocols.ProtocolResult]) -> list[str]:
-    summary = [[r.protocol, r.to_dict()["definition"], len(r.folds), len(r.rows), f"{r.mape_pct:.1f}%"]
-               for r in results]  # fmt: skip
+    summary = []
+    for r in results:
+        band = interval(r.residuals)
+        summary.append([r.protocol, r.to_dict()["definition"], len(r.folds), len(r.rows), f"{r.mape_pct:.1f}%",
+                        f"x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"])  # fmt: skip
     folds = [
         [r.protocol, f["name"], f["train_rows"], f["test_rows"], f"{f['mape_pct']:.1f}%",
          ", ".join(f["test_families_at_defaults"])]
@@ -104,9 +108,13 @@ def _protocols_section(results: list[protocols.ProtocolResult]) -> list[str]:
         "that never saw it, started from the physical defaults; layouts the data leave open are chosen with the "
         "defaults too. Errors are on the reported metric. A held-out family 'at defaults' got no fitted parameter "
         "from its fold (the parameters are per family), so its rows are predicted with the physical defaults. The "
-        "per-row errors are in the protocol columns of 'Every row'; prediction intervals come from these residuals.",
+        "per-row errors are in the protocol columns of 'Every row'. A prediction's 80% interval comes from the "
+        "residuals of the protocol matching its question (`interval_protocol` in its JSON): a family the fit has no "
+        "row of is a new generation, a format without rows on that family a new precision, more GPUs than any of the "
+        "family's rows a new scale, anything else the next run on covered ground (forward).",
         "",
-        tabulate(summary, headers=["protocol", "definition", "folds", "rows", "MAPE"], tablefmt="github"),
+        tabulate(summary, headers=["protocol", "definition", "folds", "rows", "MAPE", "80% interval on a time"],
+                 tablefmt="github"),
         "",
         tabulate(folds, headers=["protocol", "fold", "train rows", "test rows", "MAPE", "families at defaults"],
                  tablefmt="github"),
@@ -216,8 +224,9 @@ def main() -> None:
         "- Out of sample (each row predicted by a fit that never saw it): "
         + "; ".join(f"{r.protocol} {r.mape_pct:.1f}% over {len(r.rows)} rows" for r in results)
         + ".",
-        f"- 80% interval on a predicted time, from the held-out residuals: x{band.get('time_factor_low', 1):.3f} to "
-        f"x{band.get('time_factor_high', 1):.3f}.",
+        f"- 80% interval on a predicted time, from the leave-one-group-out residuals: "
+        f"x{band.get('time_factor_low', 1):.3f} to x{band.get('time_factor_high', 1):.3f}; from each protocol's, in "
+        "the protocols table (predictions use the one matching their question).",
         "",
         *_mlperf_section(),
         *(["![predicted vs measured](validation.png)", ""] if plotted else []),

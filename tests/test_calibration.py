@@ -9,6 +9,7 @@ import pytest
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as fitting
+from perfmodel.fitting.protocols import PROTOCOLS
 from perfmodel.fitting.runs import MeasuredRun, bundled_runs
 from perfmodel.fitting.validation import RunBatch, _family, _formats, _group, prepare, prepare_all
 from perfmodel.physics import calibration as cal
@@ -95,6 +96,11 @@ def test_round_trip(tmp_path: Path) -> None:
         (json.dumps({"format": cal.FORMAT, "parameters": {"volta": {}}}), "unknown family 'volta'"),
         (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"speed": 1}}}), "unknown 'speed'"),
         (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"gemm_fp8": 1.7}}}), "allowed 0.25 to 0.8"),
+        (
+            json.dumps({"format": cal.FORMAT, "parameters": {}, "protocols": {"scale": {"interval": {}}}}),
+            "field 'protocols.scale.interval' must hold positive numbers",
+        ),
+        (json.dumps({"format": cal.FORMAT, "parameters": {}, "protocols": {}}), "field 'coverage' must map families"),
     ],
 )
 def test_bad_calibration_files(tmp_path: Path, content: str, message: str) -> None:
@@ -102,6 +108,28 @@ def test_bad_calibration_files(tmp_path: Path, content: str, message: str) -> No
     path.write_text(content)
     with pytest.raises(PerfmodelError, match=message):
         cal.Calibration.load(path)
+
+
+def _band(low: float, high: float) -> dict[str, float]:
+    return {"coverage": 0.8, "time_factor_low": low, "time_factor_high": high}
+
+
+def test_interval_comes_from_the_protocol_matching_the_question() -> None:
+    provenance = {
+        "interval": _band(0.9, 1.2),
+        "protocols": {p: {"interval": _band(0.9 - k / 10, 1.2 + k / 10)} for k, p in enumerate(PROTOCOLS)},
+        "coverage": {"formats": {"hopper": ["bf16", "fp8-tensor"]}, "max_gpus": {"hopper": 1024}},
+    }
+    calibration = cal.Calibration({}, provenance)
+    assert calibration.protocol_for("blackwell", "fp8", 64) == "generation"  # no Blackwell row
+    assert calibration.protocol_for("hopper", "mxfp8", 64) == "precision"  # no MXFP8 row on Hopper
+    assert calibration.protocol_for("hopper", "fp8", 4096) == "scale"  # beyond the largest Hopper row
+    assert calibration.protocol_for("hopper", "fp8", 1024) == "forward"  # covered ground: the next run
+    assert calibration.interval_for("hopper", "mxfp8", 8) == (0.7, 1.4, "precision")
+    old = cal.Calibration({}, {"interval": _band(0.9, 1.2)})  # a file written before the protocols
+    assert old.protocol_for("hopper", "fp8", 8) is None
+    assert old.interval_for("hopper", "fp8", 8) == (0.9, 1.2, cal.FALLBACK_PROTOCOL)
+    assert cal.UNCALIBRATED.interval_for("hopper", "fp8", 8) is None
 
 
 def test_resolve() -> None:

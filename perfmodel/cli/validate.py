@@ -139,7 +139,12 @@ def _validate_protocol(
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-@click.option("--cv/--no-cv", default=True, show_default=True, help="Leave-one-group-out cross-validation.")
+@click.option(
+    "--cv/--no-cv",
+    default=True,
+    show_default=True,
+    help="Held-out error: leave-one-group-out cross-validation and the four out-of-sample protocols (intervals).",
+)
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(

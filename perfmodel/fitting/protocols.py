@@ -16,7 +16,7 @@ intervals are drawn from (calibrate.interval).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,6 +196,34 @@ def evaluate(
         rows = [HeldOut(i, fold.name, r) for i, r in zip(fold.test, residuals, strict=True)]
         results.append(FoldResult(fold, rows, sorted(fits[key])))
     return ProtocolResult(protocol, results)
+
+
+def provenance(results: Iterable[ProtocolResult], items: Sequence[PreparedRun]) -> dict[str, Any]:
+    """What a calibration file keeps of the protocols: per protocol its folds, MAPE and the 80% interval of its
+    held-out residuals; and the ground the fit covers (formats and largest GPU count per family), which picks the
+    protocol matching a question (physics.calibration.Calibration.protocol_for)."""
+    formats: dict[str, set[str]] = {}
+    max_gpus: dict[str, int] = {}
+    for i in items:
+        formats.setdefault(i.family, set()).add(i.run.format)
+        max_gpus[i.family] = max(max_gpus.get(i.family, 0), i.run.n_gpus)
+    summaries = {
+        r.protocol: {
+            "definition": DEFINITIONS[r.protocol],
+            "rows": len(r.rows),
+            "mape_pct": r.mape_pct,
+            "folds": [_fold_summary(fold) for fold in r.folds],
+            "interval": cal.interval(r.residuals),
+        }
+        for r in results
+    }
+    coverage = {"formats": {f: sorted(v) for f, v in sorted(formats.items())}, "max_gpus": max_gpus}
+    return {"protocols": summaries, "coverage": coverage}
+
+
+def _fold_summary(fold: FoldResult) -> dict[str, Any]:
+    record = fold.to_dict()
+    return {k: record[k] for k in ("name", "train_rows", "test_rows", "mape_pct")}
 
 
 def _named(fold: str) -> Callable[[Any], str]:

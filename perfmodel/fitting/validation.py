@@ -266,8 +266,10 @@ def fit_calibration(
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Fit the efficiency parameters on `runs` (layouts fixed as predicted with the physical defaults), with
-    leave-one-group-out cross-validation and the provenance a calibration file carries."""
+    leave-one-group-out cross-validation, the out-of-sample protocols whose residuals give prediction intervals,
+    and the provenance a calibration file carries."""
     from perfmodel.fitting import calibrate as cal
+    from perfmodel.fitting import protocols
 
     say = progress or (lambda _: None)
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
@@ -286,7 +288,16 @@ def fit_calibration(
         "excluded": unpredictable,
         "validated_not_fitted": not_fitted,
     }
-    return cal.build(fitted, held_out, data)
+    built = cal.build(fitted, held_out, data)
+    if not cross_validate:
+        return built
+    results = {}
+    for name in protocols.PROTOCOLS:
+        try:
+            results[name] = protocols.evaluate(name, items, say)
+        except PerfmodelError as exc:  # no fold in these runs (no MLPerf round to predict, say)
+            say(f"{name}: skipped ({exc})")
+    return replace(built, provenance=built.provenance | protocols.provenance(results.values(), items))
 
 
 def _family(item: PreparedRun) -> str:

@@ -61,7 +61,8 @@ def table(p: Prediction) -> str:
     band = "step_time_s_low" in d
 
     def interval(key: str, show: Any) -> str:
-        return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])})" if band else ""
+        source = f", {d['interval_protocol']} residuals" if band else ""
+        return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}{source})" if band else ""
 
     rows = [
         ["Step time", f"{d['step_time_s']:,.3f} s" + interval("step_time_s", lambda v: f"{v:,.2f} s")],
@@ -215,5 +216,11 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
         lines.append(
             f"held-out MAPE {fit['cv_mape_pct']:.1f}% (leave one accelerator x precision group out); "
             f"80% interval on a predicted time: x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
+        )
+    for name, result in fitted.provenance.get("protocols", {}).items():
+        band = result["interval"]
+        lines.append(
+            f"protocol {name}: MAPE {result['mape_pct']:.1f}% over {result['rows']} held-out runs; "
+            f"80% interval x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
         )
     return "\n".join(lines)
