@@ -4,12 +4,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as fitting
-from perfmodel.fitting.runs import MeasuredRun
-from perfmodel.fitting.validation import _family, _formats, _group, log_time_ratio, prepare
+from perfmodel.fitting.protocols import PROTOCOLS
+from perfmodel.fitting.runs import MeasuredRun, bundled_runs
+from perfmodel.fitting.validation import RunBatch, _family, _formats, _group, prepare, prepare_all
 from perfmodel.physics import calibration as cal
 from perfmodel.physics.efficiency import DEFAULTS
 
@@ -40,7 +42,7 @@ def _synthetic_items():
 
 def test_fit_recovers_the_parameters_that_made_the_data() -> None:
     items = _synthetic_items()
-    result = fitting.fit(items, log_time_ratio, _family, _formats, prior_sigma=100.0)  # the data alone decide
+    result = fitting.fit(items, RunBatch, _family, _formats, prior_sigma=100.0)  # the data alone decide
     assert fitting.mape(result.residuals) < 0.5
     fitted = result.parameters["hopper"]
     assert fitted["gemm_fp8"] == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
@@ -50,15 +52,30 @@ def test_fit_recovers_the_parameters_that_made_the_data() -> None:
 
 def test_cross_validation_and_interval() -> None:
     items = _synthetic_items()
-    held = fitting.cross_validate(items, log_time_ratio, _family, _formats, _group)
+    held = fitting.cross_validate(items, RunBatch, _family, _formats, _group)
     assert len(held) == len(items) and {r.group for r in held} == {"h100-sxm/fp8", "h100-sxm/bf16"}
     band = fitting.interval(held)
     assert band["time_factor_low"] <= 1.0 + 1e-6 <= band["time_factor_high"] + 2e-6 or band["coverage"] == 0.8
-    built = fitting.build(
-        fitting.fit(items, log_time_ratio, _family, _formats), held, {"rows": [i.run.id for i in items]}
-    )
+    built = fitting.build(fitting.fit(items, RunBatch, _family, _formats), held, {"rows": [i.run.id for i in items]})
     assert built.provenance["fit"]["cv_mape_pct"] == pytest.approx(fitting.mape(held))
     assert built.interval == (band["time_factor_low"], band["time_factor_high"])
+
+
+def test_batched_residuals_equal_the_per_row_ones() -> None:
+    # Every fifth bundled row (all sources, metrics and layouts chosen by search among them), priced one layout at a
+    # time and as one array call per context; then the finite-difference variants a fit prices at once.
+    runs, _ = bundled_runs()
+    items = prepare_all(runs[::5], cal.bundled(), [])
+    assert len({i.context for i in items}) < len(items)  # some rows share a context: a real batch
+    efficiency = cal.bundled().efficiency
+    per_row = np.array([i.log_time_ratio(efficiency(i.family)) for i in items])
+    batched = RunBatch(items).log_time_ratios(efficiency)
+    np.testing.assert_allclose(batched, per_row, rtol=1e-9, atol=0)
+    variants = [efficiency, lambda family: replace(efficiency(family), gemm_bf16=0.5, overlap_tp=0.3, run_overhead_s=9)]
+    stacked = RunBatch(items).log_time_ratios(lambda f: fitting._stack([v(f) for v in variants]), variants=True)
+    for k, variant in enumerate(variants):
+        expected = [i.log_time_ratio(variant(i.family)) for i in items]
+        np.testing.assert_allclose(stacked[:, k], expected, rtol=1e-9, atol=0)
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -79,6 +96,11 @@ def test_round_trip(tmp_path: Path) -> None:
         (json.dumps({"format": cal.FORMAT, "parameters": {"volta": {}}}), "unknown family 'volta'"),
         (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"speed": 1}}}), "unknown 'speed'"),
         (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"gemm_fp8": 1.7}}}), "allowed 0.25 to 0.8"),
+        (
+            json.dumps({"format": cal.FORMAT, "parameters": {}, "protocols": {"scale": {"interval": {}}}}),
+            "field 'protocols.scale.interval' must hold positive numbers",
+        ),
+        (json.dumps({"format": cal.FORMAT, "parameters": {}, "protocols": {}}), "field 'coverage' must map families"),
     ],
 )
 def test_bad_calibration_files(tmp_path: Path, content: str, message: str) -> None:
@@ -86,6 +108,28 @@ def test_bad_calibration_files(tmp_path: Path, content: str, message: str) -> No
     path.write_text(content)
     with pytest.raises(PerfmodelError, match=message):
         cal.Calibration.load(path)
+
+
+def _band(low: float, high: float) -> dict[str, float]:
+    return {"coverage": 0.8, "time_factor_low": low, "time_factor_high": high}
+
+
+def test_interval_comes_from_the_protocol_matching_the_question() -> None:
+    provenance = {
+        "interval": _band(0.9, 1.2),
+        "protocols": {p: {"interval": _band(0.9 - k / 10, 1.2 + k / 10)} for k, p in enumerate(PROTOCOLS)},
+        "coverage": {"formats": {"hopper": ["bf16", "fp8-tensor"]}, "max_gpus": {"hopper": 1024}},
+    }
+    calibration = cal.Calibration({}, provenance)
+    assert calibration.protocol_for("blackwell", "fp8", 64) == "generation"  # no Blackwell row
+    assert calibration.protocol_for("hopper", "mxfp8", 64) == "precision"  # no MXFP8 row on Hopper
+    assert calibration.protocol_for("hopper", "fp8", 4096) == "scale"  # beyond the largest Hopper row
+    assert calibration.protocol_for("hopper", "fp8", 1024) == "forward"  # covered ground: the next run
+    assert calibration.interval_for("hopper", "mxfp8", 8) == (0.7, 1.4, "precision")
+    old = cal.Calibration({}, {"interval": _band(0.9, 1.2)})  # a file written before the protocols
+    assert old.protocol_for("hopper", "fp8", 8) is None
+    assert old.interval_for("hopper", "fp8", 8) == (0.9, 1.2, cal.FALLBACK_PROTOCOL)
+    assert cal.UNCALIBRATED.interval_for("hopper", "fp8", 8) is None
 
 
 def test_resolve() -> None:

@@ -7,7 +7,7 @@ import pytest
 from conftest import run_cli
 
 from perfmodel.inputs.resources import data_dir
-from perfmodel.inputs.scenario import load_scenario
+from perfmodel.inputs.scenario import Scenario, load_scenario
 from perfmodel.planning.predict import predict
 
 
@@ -70,3 +70,23 @@ def test_bundled_calibration_has_provenance() -> None:
     assert fit["cv_mape_pct"] is not None
     assert calibration.interval is not None
     assert "llm-foundry" not in calibration.provenance["data"]["sources"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "protocol"),
+    [
+        ({}, "forward"),  # Llama 3.1 70B on 1,024 H100 in FP8: Hopper FP8 rows reach 11,616 GPUs
+        ({"gpu": "gb300", "precision": "nvfp4", "n_gpus": 1024}, "precision"),  # no NVFP4 row on Blackwell Ultra
+        ({"gpu": "gb300", "n_gpus": 1024}, "scale"),  # Blackwell Ultra rows stop at 256 GPUs
+        ({"gpu": "mi355x", "n_gpus": 64}, "generation"),  # no CDNA4 row at all
+    ],
+)
+def test_prediction_interval_names_its_protocol(scenario: dict[str, object], protocol: str) -> None:
+    from perfmodel.physics.calibration import bundled
+
+    base = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "fp8"}
+    result = predict(Scenario.model_validate(base | scenario)).to_dict()
+    band = bundled().provenance["protocols"][protocol]["interval"]
+    assert result["interval_protocol"] == protocol
+    assert result["step_time_s_low"] == pytest.approx(result["step_time_s"] * band["time_factor_low"])
+    assert result["step_time_s_high"] == pytest.approx(result["step_time_s"] * band["time_factor_high"])

@@ -78,25 +78,59 @@ def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
 @click.option("--data", type=click.Path(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
 @click.option("--calibration", help=CALIBRATION_HELP)
+@click.option(
+    "--protocol",
+    type=click.Choice(["forward", "generation", "precision", "scale"]),
+    help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw.",
+)
 @_log_options
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 def validate(
-    logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str, **flags: Any
+    logs: tuple[str, ...],
+    data: str | None,
+    only: str | None,
+    calibration: str | None,
+    protocol: str | None,
+    fmt: str,
+    **flags: Any,
 ) -> None:
     """Predict measured runs and report the error per row, per group and overall (MAPE).
 
     With no arguments: every bundled measured row (MLPerf Training v4.0-v5.0 results, NVIDIA's Megatron-Bridge/NeMo
     and DGX Cloud tables, the Megatron-LM papers, llm-foundry). --data adds a CSV in the documented column set;
     MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus since logs do not record the hardware.
+    --protocol forward|generation|precision|scale predicts each row from a fit that never saw it (docs/validation.md).
     """
     from perfmodel.fitting.validation import validate as run_validation
     from perfmodel.outputs import report
     from perfmodel.physics import calibration as calibrations
 
+    if protocol:
+        _validate_protocol(protocol, logs, data, only, calibration, fmt)
+        return
     runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False)
     result = run_validation(runs, calibrations.resolve(calibration), excluded)
     records = result.to_dict() if fmt == "json" else [r.to_dict() for r in result.rows]
     emit(records, fmt, lambda: report.validation_table(result))
+
+
+def _validate_protocol(
+    protocol: str, logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str
+) -> None:
+    import sys
+
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.fitting.protocols import run
+    from perfmodel.outputs import report
+
+    if logs or data or calibration:
+        flag = "LOGS" if logs else "--data" if data else "--calibration"
+        raise PerfmodelError(f"--protocol refits on the bundled rows (their release dates and formats): drop {flag}")
+    runs, excluded = _runs(None, (), {}, only, bundled=True)
+    say = (lambda m: click.echo(m, err=True)) if sys.stderr.isatty() else (lambda _: None)
+    result = run(protocol, runs, excluded, say)
+    records = result.to_dict() if fmt == "json" else result.to_dict()["rows"]
+    emit(records, fmt, lambda: report.protocol_table(result))
 
 
 @cli.command()
@@ -105,7 +139,12 @@ def validate(
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-@click.option("--cv/--no-cv", default=True, show_default=True, help="Leave-one-group-out cross-validation.")
+@click.option(
+    "--cv/--no-cv",
+    default=True,
+    show_default=True,
+    help="Held-out error: leave-one-group-out cross-validation and the four out-of-sample protocols (intervals).",
+)
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(

@@ -3,8 +3,9 @@
 The fitted set is small and physical, per accelerator family (efficiency.py): the fraction of peak that GEMMs reach
 in each number format, flash attention's share of the BF16 peak, the HBM share of memory-bound kernels, the bus
 bandwidth NCCL reaches on the scale-up and scale-out tiers, and how much TP communication hides behind GEMMs.
-`fit` minimises robust least squares of log(predicted / measured) with scipy, with a weak prior pulling each
-parameter towards its physical default (so a parameter the data cannot see stays where physics put it).
+`fit` minimises robust least squares of log(predicted / measured) with scipy, pricing all runs as one batch, with
+a weak prior pulling each parameter towards its physical default (so a parameter the data cannot see stays where
+physics put it).
 Cross-validation leaves one accelerator x precision group out at a time; its held-out residuals give the error a
 planner should expect on hardware it was not fitted on, and an 80% prediction interval.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics.calibration import BOUNDS, FITTED, UNCALIBRATED, Calibration, apply, default_value
@@ -39,8 +40,20 @@ class Residual:
         return (math.exp(self.log_time_ratio) - 1) * 100
 
 
-Predictor = Callable[[Any, Callable[[str], Efficiency]], float]
-"""(prepared run, efficiency per family) -> log(predicted time / measured time)."""
+class PricedRuns(Protocol):
+    """Prepared runs priced together (validation.RunBatch)."""
+
+    def log_time_ratios(self, efficiency_for: Callable[[str], Efficiency], variants: bool = False) -> Any:
+        """log(predicted time / measured time) per run, for the efficiencies of each family; with `variants`, the
+        efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
+        ...
+
+
+Pricer = Callable[[Sequence[Any]], PricedRuns]
+"""Prepared runs -> the same runs, batched for pricing."""
+
+DIFF_STEP = 1e-3
+"""Finite-difference step on log(parameter), relative to max(1, |log value|)."""
 
 
 @dataclass(frozen=True)
@@ -67,15 +80,29 @@ def _free_parameters(
     return pairs
 
 
+def _stack(variants: Sequence[Efficiency]) -> Efficiency:
+    """One Efficiency whose fields are arrays over `variants` (what RunBatch prices in one call)."""
+    import numpy as np
+
+    columns: dict[str, Any] = {f.name: np.array([getattr(v, f.name) for v in variants]) for f in fields(Efficiency)}
+    return Efficiency(**columns)
+
+
 def fit(
     items: Sequence[Any],
-    predict: Predictor,
+    pricer: Pricer,
     family_of: Callable[[Any], str],
     formats_of: Callable[[Any], set[str]],
     start: Calibration | None = None,
     prior_sigma: float = PRIOR_SIGMA,
 ) -> FitResult:
-    """Fit the free parameters of every family present in `items` (robust least squares on log error)."""
+    """Fit the free parameters of every family present in `items` (robust least squares on log error).
+
+    The runs are priced as one batch (one array call per context) that also yields the Jacobian: a run depends only
+    on its own family's parameters, so variant k of every family perturbs that family's k-th parameter, and the same
+    call prices every run under its family's base and perturbed efficiencies (forward differences on log
+    parameters). The trust-region steps are solved with LSMR, not an SVD: on a busy 2-core machine multithreaded
+    BLAS made the SVD of this small Jacobian cost more than pricing the runs."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -88,6 +115,12 @@ def fit(
     upper = np.array([math.log(BOUNDS[n][1]) for _, n in pairs])
     x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
     prior = np.array([math.log(default_value(f, n)) for f, n in pairs])
+    batch = pricer(items)
+    run_family = np.array([family_of(i) for i in items])
+    columns: dict[str, list[int]] = {}
+    for col, (family, _) in enumerate(pairs):
+        columns.setdefault(family, []).append(col)
+    prior_scale = prior_sigma * math.sqrt(max(len(items), 1))
 
     def parameters(x: Any) -> dict[str, dict[str, float]]:
         table: dict[str, dict[str, float]] = {}
@@ -96,35 +129,92 @@ def fit(
         return table
 
     def efficiencies(x: Any) -> Callable[[str], Efficiency]:
-        table = parameters(x)
-        return lambda family: apply(DEFAULTS[family], table.get(family, {}))
+        return efficiencies_of(parameters(x))
+
+    def priced(x: Any) -> tuple[Any, Any]:
+        """Residuals and Jacobian at x from one batched call: every run under its family's base efficiencies
+        (variant 0) and with each of its family's parameters moved by a finite-difference step (variant k)."""
+        step = DIFF_STEP * np.maximum(1.0, np.abs(x))
+        step = np.where(x + step > upper, -step, step)
+        width = 1 + max(len(cols) for cols in columns.values())
+        stacked = {}
+        for family, cols in columns.items():
+            variants = []
+            for col in [None, *cols] + [None] * (width - 1 - len(cols)):
+                moved = x.copy()
+                if col is not None:
+                    moved[col] += step[col]
+                variants.append(efficiencies(moved)(family))
+            stacked[family] = _stack(variants)
+        ratios = batch.log_time_ratios(stacked.__getitem__, variants=True)
+        jac = np.zeros((len(items) + len(pairs), len(pairs)))
+        for family, cols in columns.items():
+            mine = run_family == family
+            for k, col in enumerate(cols, start=1):
+                jac[: len(items)][mine, col] = (ratios[mine, k] - ratios[mine, 0]) / step[col]
+        jac[len(items) :] = np.eye(len(pairs)) / prior_scale
+        return np.concatenate([ratios[:, 0], (x - prior) / prior_scale]), jac
+
+    # The solver asks for the residuals at a point, then (if it accepts it) the Jacobian there: a variant pass
+    # costs about what a plain one does (numpy's per-call overhead dominates), so both come from one.
+    last: dict[bytes, tuple[Any, Any]] = {}
+
+    def at(x: Any) -> tuple[Any, Any]:
+        key = x.tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = priced(x)
+        return last[key]
 
     def residuals(x: Any) -> Any:
-        eff = efficiencies(x)
-        data = [predict(item, eff) for item in items]
-        return np.concatenate([np.array(data), (x - prior) / prior_sigma / math.sqrt(max(len(items), 1))])
+        return at(x)[0]
 
-    # A run depends only on its own family's parameters: tell the solver, so it perturbs families together.
-    sparsity = np.zeros((len(items) + len(pairs), len(pairs)))
-    for row, item in enumerate(items):
-        for col, (family, _) in enumerate(pairs):
-            sparsity[row, col] = family_of(item) == family
-    sparsity[len(items) :, :] = np.eye(len(pairs))
+    def jacobian(x: Any) -> Any:
+        return at(x)[1]
+
     solution = least_squares(
-        residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1, jac_sparsity=sparsity, x_scale=1.0,
-        diff_step=np.full(len(pairs), 1e-3), max_nfev=100,
-    )  # fmt: skip
-    eff = efficiencies(solution.x)
-    fitted = [predict(item, eff) for item in items]
+        residuals,
+        x0,
+        jac=jacobian,
+        bounds=(lower, upper),
+        loss="soft_l1",
+        f_scale=0.1,
+        x_scale=1.0,
+        max_nfev=100,
+        tr_solver="lsmr",
+    )
+    fitted = batch.log_time_ratios(efficiencies(solution.x))
     return FitResult(
         parameters(solution.x),
-        [Residual(item.run.id, item.run.group, family_of(item), r) for item, r in zip(items, fitted, strict=True)],
+        [
+            Residual(item.run.id, item.run.group, family_of(item), float(r))
+            for item, r in zip(items, fitted, strict=True)
+        ],
     )
+
+
+def efficiencies_of(table: dict[str, dict[str, float]]) -> Callable[[str], Efficiency]:
+    """Efficiency per family: the physical defaults with a fit's parameters in place."""
+    return lambda family: apply(DEFAULTS[family], table.get(family, {}))
+
+
+def predict(
+    table: dict[str, dict[str, float]],
+    test: Sequence[Any],
+    pricer: Pricer,
+    family_of: Callable[[Any], str],
+    group_of: Callable[[Any], str],
+) -> list[Residual]:
+    """Residuals of `test` under a fit's parameters (the held-out ones when the fit never saw them)."""
+    if not test:
+        return []
+    ratios = pricer(test).log_time_ratios(efficiencies_of(table))
+    return [Residual(i.run.id, group_of(i), family_of(i), float(r)) for i, r in zip(test, ratios, strict=True)]
 
 
 def cross_validate(
     items: Sequence[Any],
-    predict: Predictor,
+    pricer: Pricer,
     family_of: Callable[[Any], str],
     formats_of: Callable[[Any], set[str]],
     group_of: Callable[[Any], str],
@@ -138,12 +228,8 @@ def cross_validate(
         progress(f"cross-validation {number}/{len(groups)}: holding out {group}")
         train = [i for i in items if group_of(i) != group]
         test = [i for i in items if group_of(i) == group]
-        table = fit(train, predict, family_of, formats_of, start).parameters if train else {}
-
-        def eff(family: str, table: dict[str, dict[str, float]] = table) -> Efficiency:
-            return apply(DEFAULTS[family], table.get(family, {}))
-
-        held_out += [Residual(i.run.id, group, family_of(i), predict(i, eff)) for i in test]
+        table = fit(train, pricer, family_of, formats_of, start).parameters if train else {}
+        held_out += predict(table, test, pricer, family_of, group_of)
     return held_out
 
 

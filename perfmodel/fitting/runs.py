@@ -46,6 +46,12 @@ class MeasuredRun:
     samples: float | None = None
     """MLPerf result logs: the samples this run trained (instead of the RCP mean), and its evaluations."""
     evaluations: float | None = None
+    released: str | None = None
+    """Month (YYYY-MM) the run's software was released (its container or paper) or its MLPerf round published: what
+    the `forward` protocol orders runs by. None when unknown."""
+    number_format: str | None = None
+    """The number format as run (NUMBER_FORMATS), finer than `precision`: FP8 per-tensor and blockwise are both the
+    fp8 recipe. None: the one the recipe implies."""
 
     @property
     def accelerator(self) -> str:
@@ -56,6 +62,15 @@ class MeasuredRun:
     @property
     def precision(self) -> str:
         return str(self.scenario["precision"])
+
+    @property
+    def format(self) -> str:
+        """The number format as run: bf16, fp8-tensor, fp8-blockwise, mxfp8 or nvfp4."""
+        return self.number_format or {"fp8": "fp8-tensor"}.get(self.precision, self.precision)
+
+    @property
+    def n_gpus(self) -> int:
+        return int(self.scenario["n_gpus"])
 
     @property
     def group(self) -> str:
@@ -213,6 +228,15 @@ PRECISIONS = {
     "fp8-blockwise": "fp8", "mxfp8": "mxfp8", "nvfp4": "nvfp4", "bf16": "bf16", "amp_bf16": "bf16",
     "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16",
 }  # fmt: skip
+NUMBER_FORMATS = {
+    "fp8": "fp8-tensor", "fp8-cs": "fp8-tensor", "fp8-cs (per-tensor current scaling)": "fp8-tensor",
+    "amp_fp8": "fp8-tensor", "fp8-blockwise": "fp8-blockwise", "mxfp8": "mxfp8", "nvfp4": "nvfp4",
+}  # fmt: skip
+"""Number formats finer than the recipes (the `precision` protocol holds each out); the rest are bf16. FP8 without a
+qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf, current scaling ("FP8-CS") since."""
+ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06"}
+"""Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13 and
+2025-06-04)."""
 OTHER_STACK = (
     "DeepSpeed implementation: perfmodel's kernel efficiencies and overlap describe Megatron-Core/Transformer Engine "
     "stacks, and these runs are 3-5x slower than Megatron on the same hardware"
@@ -234,6 +258,20 @@ def _precision(text: str) -> str:
     if key not in PRECISIONS:
         raise Excluded(f"precision '{text}' has no recipe in perfmodel")
     return PRECISIONS[key]
+
+
+def _number_format(text: str) -> str:
+    return NUMBER_FORMATS.get(text.strip().lower(), "bf16")
+
+
+def _released(text: str) -> str | None:
+    """YYYY-MM of a 'NeMo 24.09 container' (the container a recipe ran, not the recipe's own version) or a paper's
+    '2021-04'."""
+    container = re.search(r"NeMo (\d\d)\.(\d\d)", text)
+    if container:
+        return f"20{container.group(1)}-{container.group(2)}"
+    month = re.search(r"\b(\d{4})-(\d{2})\b", text)
+    return f"{month.group(1)}-{month.group(2)}" if month else None
 
 
 def _accelerator(text: str) -> str:
@@ -344,7 +382,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     }  # fmt: skip
     return MeasuredRun(
         f"measured_runs.csv:{number}", _source_label(row["source"]), scenario, metric, measured, tuple(assumptions),
-        row["version_or_date"],
+        row["version_or_date"], released=_released(row["version_or_date"]), number_format=_number_format(row["dtype"]),
     )  # fmt: skip
 
 
@@ -391,6 +429,8 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
     return MeasuredRun(
         f"mlperf:{_mlperf_id(row)}", f"MLPerf Training {row['round']}", scenario, "time_to_train_min",
         float(row["time_to_train_min"]), tuple(assumptions), f"{row['submitter']} {row['system']}",
+        released=ROUND_PUBLISHED.get(row["round"]),
+        number_format=_number_format(row["precision"]) if row["precision"] else None,
     )  # fmt: skip
 
 

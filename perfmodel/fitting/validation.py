@@ -13,14 +13,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.fitting.calibrate import Residual, mape
+from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import MeasuredRun
 from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
 from perfmodel.inputs.scenario import Scenario, flatten
+from perfmodel.physics.algebra import Number
 from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.step import Context, evaluate
+from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, layout_vars
 
 GROUPINGS = ("source", "accelerator", "precision", "metric")
@@ -51,26 +53,70 @@ class PreparedRun:
         return {"bf16", self.context.recipe.gemm_format}
 
     def predicted(self, efficiency: Efficiency) -> float:
-        """The run's metric as perfmodel predicts it with these efficiencies."""
+        """The run's metric as perfmodel predicts it with these efficiencies (one layout at a time; `RunBatch`
+        prices many runs at once)."""
         step = evaluate(replace(self.context, efficiency=efficiency), layout_vars(self.layout))
-        step_time = float(step.step_time_s)
+        return float(self.metric_value(step.step_time_s, step.forward_only_s, efficiency.run_overhead_s))
+
+    def metric_value(self, step_time_s: Number, forward_only_s: Number, run_overhead_s: Number) -> Number:
+        """The run's metric from a predicted step time, forward pass and MLPerf run overhead (floats or arrays)."""
         metric = self.run.metric
         if metric == "step_time_s":
-            return step_time
+            return step_time_s
         if metric == "tokens_per_s_per_gpu":
-            return self.layout.gbs * self.layout.seq_len / step_time / self.layout.n_gpus
+            return self.layout.gbs * self.layout.seq_len / step_time_s / self.layout.n_gpus
         if self.benchmark is None:
             raise ValueError(f"{self.run.id}: time_to_train_min needs a benchmark")
         result = score(
-            self.benchmark, self.layout.gbs, step_time, float(step.forward_only_s), self.run.samples,
-            self.run.evaluations, efficiency.run_overhead_s,
+            self.benchmark, self.layout.gbs, step_time_s, forward_only_s, self.run.samples, self.run.evaluations,
+            run_overhead_s,
         )  # fmt: skip
         return result.time_to_train_min
 
+    @property
+    def time_sign(self) -> float:
+        """+1 when the metric is a time, -1 when it is a throughput (so that a positive log ratio means 'slow')."""
+        return -1.0 if self.run.metric == "tokens_per_s_per_gpu" else 1.0
+
     def log_time_ratio(self, efficiency: Efficiency) -> float:
         """log(predicted time / measured time); throughputs are inverted so that the sign always means 'slow'."""
-        ratio = math.log(self.predicted(efficiency) / self.run.measured)
-        return -ratio if self.run.metric == "tokens_per_s_per_gpu" else ratio
+        return self.time_sign * math.log(self.predicted(efficiency) / self.run.measured)
+
+
+class RunBatch:
+    """Prepared runs priced together: one array call of the step model per distinct context (planning.batch)."""
+
+    def __init__(self, items: Sequence[PreparedRun]) -> None:
+        import numpy as np
+
+        self.items = list(items)
+        self._batch = Batch([(i.context, i.layout) for i in self.items])
+        self._measured = np.array([i.run.measured for i in self.items])
+        self._sign = np.array([i.time_sign for i in self.items])
+
+    def predicted(self, efficiency_for: Callable[[str], Efficiency] | None = None, variants: bool = False) -> Any:
+        """Every run's metric, with the efficiencies of its family (default: the ones it was prepared with).
+
+        With `variants` the efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
+        import numpy as np
+
+        def family_efficiency(ctx: Context) -> Efficiency:
+            return ctx.efficiency if efficiency_for is None else efficiency_for(ctx.hardware.accelerator.family)
+
+        priced = self._batch.price(family_efficiency, variants)
+        values = np.empty_like(priced.step_time_s)
+        for k, item in enumerate(self.items):
+            overhead = family_efficiency(item.context).run_overhead_s
+            values[k] = item.metric_value(priced.step_time_s[k], priced.forward_only_s[k], overhead)
+        return values
+
+    def log_time_ratios(self, efficiency_for: Callable[[str], Efficiency], variants: bool = False) -> Any:
+        """log(predicted time / measured time) of every run (see PreparedRun.log_time_ratio)."""
+        import numpy as np
+
+        predicted = self.predicted(efficiency_for, variants)
+        shape = (-1, 1) if variants else (-1,)
+        return self._sign.reshape(shape) * np.log(predicted / self._measured.reshape(shape))
 
 
 def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
@@ -79,10 +125,6 @@ def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
     ctx = replace(probe, efficiency=calibration.efficiency(probe.hardware.accelerator.family))
     layout, _ = choose_layout(scenario, ctx)
     return PreparedRun(run, ctx, layout, get_benchmark(scenario.benchmark) if scenario.benchmark else None)
-
-
-def log_time_ratio(item: PreparedRun, efficiency_for: Callable[[str], Efficiency]) -> float:
-    return item.log_time_ratio(efficiency_for(item.family))
 
 
 @dataclass(frozen=True)
@@ -187,9 +229,9 @@ def validate(runs: Sequence[MeasuredRun], calibration: Calibration, excluded: Se
     held = held_out_errors(calibration)
     rows = []
     unpredictable = [{"id": e.id, "reason": e.reason} for e in excluded]
-    for prepared in prepare_all(runs, calibration, unpredictable):
-        predicted = prepared.predicted(prepared.context.efficiency)
-        rows.append(Row(prepared, predicted, _held_out_metric_error(prepared.run, held.get(prepared.run.id))))
+    batch = RunBatch(prepare_all(runs, calibration, unpredictable))
+    for prepared, predicted in zip(batch.items, batch.predicted(), strict=True):
+        rows.append(Row(prepared, float(predicted), _held_out_metric_error(prepared.run, held.get(prepared.run.id))))
     if not rows:
         first = f"; {unpredictable[0]['id']}: {unpredictable[0]['reason']}" if unpredictable else ""
         raise PerfmodelError(f"nothing to validate: none of the {len(runs)} runs can be predicted{first}")
@@ -218,13 +260,7 @@ def _held_out_metric_error(run: MeasuredRun, time_error_pct: float | None) -> fl
     return time_error_pct
 
 
-def residuals(items: Sequence[PreparedRun], calibration: Calibration) -> list[Residual]:
-    return [
-        Residual(i.run.id, i.run.group, i.family, i.log_time_ratio(calibration.efficiency(i.family))) for i in items
-    ]
-
-
-__all__ = ["Report", "Row", "log_time_ratio", "mape", "prepare", "residuals", "validate"]
+__all__ = ["Report", "Row", "RunBatch", "mape", "prepare", "validate"]
 
 
 def fit_calibration(
@@ -234,8 +270,10 @@ def fit_calibration(
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Fit the efficiency parameters on `runs` (layouts fixed as predicted with the physical defaults), with
-    leave-one-group-out cross-validation and the provenance a calibration file carries."""
+    leave-one-group-out cross-validation, the out-of-sample protocols whose residuals give prediction intervals,
+    and the provenance a calibration file carries."""
     from perfmodel.fitting import calibrate as cal
+    from perfmodel.fitting import protocols
 
     say = progress or (lambda _: None)
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
@@ -244,17 +282,26 @@ def fit_calibration(
     if not items:
         raise PerfmodelError("nothing to calibrate: none of the runs can be predicted")
     say(f"fitting on {len(items)} runs")
-    fitted = cal.fit(items, log_time_ratio, _family, _formats)
+    fitted = cal.fit(items, RunBatch, _family, _formats)
     start = Calibration(fitted.parameters, {}, "fit")
     cv = cal.cross_validate if cross_validate else None
-    held_out = cv(items, log_time_ratio, _family, _formats, _group, say, start) if cv else []
+    held_out = cv(items, RunBatch, _family, _formats, _group, say, start) if cv else []
     data = {
         "rows": [item.run.id for item in items],
         "sources": sorted({item.run.source for item in items}),
         "excluded": unpredictable,
         "validated_not_fitted": not_fitted,
     }
-    return cal.build(fitted, held_out, data)
+    built = cal.build(fitted, held_out, data)
+    if not cross_validate:
+        return built
+    results = {}
+    for name in protocols.PROTOCOLS:
+        try:
+            results[name] = protocols.evaluate(name, items, say)
+        except PerfmodelError as exc:  # no fold in these runs (no MLPerf round to predict, say)
+            say(f"{name}: skipped ({exc})")
+    return replace(built, provenance=built.provenance | protocols.provenance(results.values(), items))
 
 
 def _family(item: PreparedRun) -> str:

@@ -84,7 +84,8 @@ def table(p: Prediction) -> str:
     band = "step_time_s_low" in d
 
     def interval(key: str, show: Any) -> str:
-        return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])})" if band else ""
+        source = f", {d['interval_protocol']} residuals" if band else ""
+        return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}{source})" if band else ""
 
     rows = [
         ["Step time", f"{d['step_time_s']:,.3f} s" + interval("step_time_s", lambda v: f"{v:,.2f} s")],
@@ -195,6 +196,30 @@ def validation_table(result: Any) -> str:
     return "\n".join(lines)
 
 
+def protocol_table(result: Any) -> str:
+    """An out-of-sample protocol for people: every held-out row, MAPE per fold, and overall."""
+    from tabulate import tabulate
+
+    record = result.to_dict()
+    rows = [
+        [r["fold"], r["source"], r["detail"][:24], r["model"], r["accelerator"], r["n_gpus"], r["format"],
+         r["metric"], f"{r['measured']:,.4g}", f"{r['predicted']:,.4g}", f"{r['error_pct']:+.1f}%"]
+        for r in record["rows"]
+    ]  # fmt: skip
+    headers = ["fold", "source", "detail", "model", "GPU", "n", "format", "metric", "measured", "predicted", "error"]
+    folds = [
+        [f["name"], f["train_rows"], f["test_rows"], f"{f['mape_pct']:.1f}%", ", ".join(f["test_families_at_defaults"])]
+        for f in record["folds"]
+    ]
+    return "\n".join([
+        tabulate(rows, headers=headers, disable_numparse=True), "",
+        tabulate(folds, headers=["fold", "train rows", "test rows", "MAPE", "held-out families at defaults"],
+                 disable_numparse=True), "",
+        f"Protocol {record['protocol']} ({record['definition']}): MAPE {record['mape_pct']:.1f}% over "
+        f"{len(record['rows'])} rows, each predicted by a fit that never saw it",
+    ])  # fmt: skip
+
+
 def calibration_table(fitted: Any, baseline: Any) -> str:
     """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
     from tabulate import tabulate
@@ -214,5 +239,11 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
         lines.append(
             f"held-out MAPE {fit['cv_mape_pct']:.1f}% (leave one accelerator x precision group out); "
             f"80% interval on a predicted time: x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
+        )
+    for name, result in fitted.provenance.get("protocols", {}).items():
+        band = result["interval"]
+        lines.append(
+            f"protocol {name}: MAPE {result['mape_pct']:.1f}% over {result['rows']} held-out runs; "
+            f"80% interval x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
         )
     return "\n".join(lines)

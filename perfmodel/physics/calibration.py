@@ -2,8 +2,9 @@
 
 A calibration file (format perfmodel-calibration/1, written by `perfmodel calibrate`) holds fitted values of a small,
 named set of parameters per accelerator family (efficiency.py), with their provenance: the data, the date and the
-fit's in-sample and held-out residuals, and the 80% interval those give on a predicted time. This module reads and
-checks such files; fitting one is perfmodel.fitting.calibrate's job.
+fit's in-sample and held-out residuals, and the 80% intervals those give on a predicted time: one per out-of-sample
+protocol (optional fields 'protocols' and 'coverage'; files without them use the leave-one-group-out 'interval').
+This module reads and checks such files; fitting one is perfmodel.fitting.calibrate's job.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
@@ -32,6 +33,25 @@ BOUNDS = {
 """Physically plausible ranges: no GEMM sustains more than ~85% (BF16) / 80% (FP8) / 75% (FP4) of the dense peak
 under a training power cap, no memory-bound kernel more than 90% of HBM bandwidth, no collective more than ~90% of
 NVLink or 95% of NIC bandwidth. A fit that hits a bound shows a structural error rather than hiding it."""
+
+
+FALLBACK_PROTOCOL = "leave-one-group-out"
+"""Where an interval comes from when a calibration holds no protocol residuals: leave one accelerator x precision
+group out (every calibration file before the protocols)."""
+
+
+class Interval(NamedTuple):
+    """Factors on a predicted time bounding the measured one with 80% probability, and the held-out residuals they
+    come from (an out-of-sample protocol, or leave-one-group-out)."""
+
+    low: float
+    high: float
+    protocol: str
+
+
+def number_format(precision: str) -> str:
+    """The number format a precision recipe runs (FP8 is per-tensor scaling; blockwise is a measured-run detail)."""
+    return "fp8-tensor" if precision == "fp8" else precision
 
 
 def apply(base: Efficiency, values: dict[str, float]) -> Efficiency:
@@ -62,9 +82,35 @@ class Calibration:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        """Factors (low, high) on a predicted time giving the 80% interval of the measured one, or None."""
+        """Factors (low, high) on a predicted time giving the 80% interval of the measured one (leave one group
+        out), or None."""
         band = self.provenance.get("interval")
         return (band["time_factor_low"], band["time_factor_high"]) if band else None
+
+    def protocol_for(self, family: str, precision: str, n_gpus: int) -> str | None:
+        """The out-of-sample protocol that matches a question, from what the fit saw: a family without rows is a new
+        generation, a format without rows on that family a new precision, more GPUs than any of its rows a new
+        scale; otherwise the question is the next run on covered ground (forward). None without protocol data."""
+        seen = self.provenance.get("coverage")
+        if not seen or not self.provenance.get("protocols"):
+            return None
+        if family not in seen["formats"]:
+            return "generation"
+        if number_format(precision) not in seen["formats"][family]:
+            return "precision"
+        if n_gpus > seen["max_gpus"][family]:
+            return "scale"
+        return "forward"
+
+    def interval_for(self, family: str, precision: str, n_gpus: int) -> Interval | None:
+        """The 80% interval for a question, from the residuals of its protocol (protocol_for), else of
+        leave-one-group-out; None when uncalibrated."""
+        protocol = self.protocol_for(family, precision, n_gpus)
+        band = self.provenance.get("protocols", {}).get(protocol, {}).get("interval") if protocol else None
+        if band:
+            return Interval(band["time_factor_low"], band["time_factor_high"], str(protocol))
+        fallback = self.interval
+        return Interval(*fallback, FALLBACK_PROTOCOL) if fallback else None
 
     def to_json(self) -> str:
         document = {"format": FORMAT, "parameters": self.parameters, **self.provenance}
@@ -105,16 +151,44 @@ def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _check_band(path: Path, field: str, band: object) -> None:
+    low, high = (band.get(k) if isinstance(band, dict) else None for k in ("time_factor_low", "time_factor_high"))
+    if not (_is_number(low) and _is_number(high) and 0 < low <= high):
+        raise PerfmodelError(f"{path}: field '{field}' must hold positive numbers time_factor_low <= time_factor_high")
+
+
+def _check_protocols(path: Path, raw: dict[str, Any]) -> None:
+    """Protocol intervals and the coverage that picks one: what `interval_for` reads."""
+    protocols = raw.get("protocols")
+    if protocols is None:
+        return
+    if not isinstance(protocols, dict):
+        raise PerfmodelError(f"{path}: field 'protocols' must map protocol names to their results")
+    for name, result in protocols.items():
+        band = result.get("interval") if isinstance(result, dict) else None
+        _check_band(path, f"protocols.{name}.interval", band)
+    seen = raw.get("coverage")
+    formats = seen.get("formats") if isinstance(seen, dict) else None
+    max_gpus = seen.get("max_gpus") if isinstance(seen, dict) else None
+    if not (
+        isinstance(formats, dict)
+        and isinstance(max_gpus, dict)
+        and all(isinstance(v, list) for v in formats.values())
+        and set(formats) <= set(max_gpus)
+        and all(_is_number(v) for v in max_gpus.values())
+    ):
+        raise PerfmodelError(
+            f"{path}: field 'coverage' must map families to their fitted formats ('formats') and largest GPU count "
+            "('max_gpus') when 'protocols' is present"
+        )
+
+
 def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
-    """The parts of a calibration's provenance that predictions and reports read: the interval on a predicted time
+    """The parts of a calibration's provenance that predictions and reports read: the intervals on a predicted time
     and the fit's summary and held-out residuals."""
-    band = raw.get("interval")
-    if band is not None:
-        low, high = (band.get(k) if isinstance(band, dict) else None for k in ("time_factor_low", "time_factor_high"))
-        if not (_is_number(low) and _is_number(high) and 0 < low <= high):
-            raise PerfmodelError(
-                f"{path}: field 'interval' must hold positive numbers time_factor_low <= time_factor_high"
-            )
+    if raw.get("interval") is not None:
+        _check_band(path, "interval", raw["interval"])
+    _check_protocols(path, raw)
     fit = raw.get("fit")
     if fit is None:
         return

@@ -36,9 +36,9 @@ class Prediction:
     run: Run | None
     layouts_searched: int
     mlperf: Score | None = None
-    interval: tuple[float, float] | None = None
-    """Factors on a predicted time bounding the measured one with 80% probability (the calibration's held-out
-    residuals), or None when uncalibrated."""
+    interval: calibration.Interval | None = None
+    """Factors on a predicted time bounding the measured one with 80% probability, from the calibration's held-out
+    residuals of the out-of-sample protocol matching this question, and that protocol; None when uncalibrated."""
 
     @property
     def step_time_s(self) -> float:
@@ -128,12 +128,12 @@ class Prediction:
     def _interval_dict(self) -> dict[str, Any]:
         if self.interval is None:
             return {}
-        low, high = self.interval
+        low, high, protocol = self.interval
         times = {"step_time_s": self.step_time_s}
         if self.run is not None:
             times |= {"time_to_train_s": self.run.time_s, "time_to_train_min": self.run.time_s / 60}
         return {f"{name}_{side}": value * factor for name, value in times.items()
-                for side, factor in (("low", low), ("high", high))}  # fmt: skip
+                for side, factor in (("low", low), ("high", high))} | {"interval_protocol": protocol}  # fmt: skip
 
     def _mlperf_dict(self) -> dict[str, Any]:
         if self.mlperf is None:
@@ -210,7 +210,9 @@ def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
 
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
-    interval = calibration.resolve(scenario.calibration).interval if calibrated else None
+    family = ctx.hardware.accelerator.family
+    fitted = calibration.resolve(scenario.calibration)
+    interval = fitted.interval_for(family, scenario.precision, layout.n_gpus) if calibrated else None
     step = evaluate(ctx, layout_vars(layout))
     price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
     prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)

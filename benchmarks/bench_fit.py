@@ -1,0 +1,47 @@
+"""Speed of calibration: preparing the bundled rows, one fit on all of them, and `validate` over every row.
+
+Run: python benchmarks/bench_fit.py [--protocols]. Prints seconds; not a test. With --protocols it also times each
+out-of-sample protocol of `perfmodel validate --protocol P` in process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def timed(label: str, work: Callable[[], Any]) -> Any:
+    start = time.perf_counter()
+    result = work()
+    print(f"{label:60s} {time.perf_counter() - start:8.2f} s", flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--protocols", action="store_true", help="Also time every out-of-sample protocol.")
+    args = parser.parse_args()
+
+    from perfmodel.fitting import calibrate as cal
+    from perfmodel.fitting import validation as val
+    from perfmodel.fitting.runs import bundled_runs
+    from perfmodel.physics.calibration import UNCALIBRATED, bundled
+
+    runs, excluded = bundled_runs()
+    fitted_runs = [r for r in runs if r.source not in val.NOT_FITTED]
+    items = timed(
+        f"prepare {len(fitted_runs)} rows (layouts, contexts)", lambda: val.prepare_all(fitted_runs, UNCALIBRATED, [])
+    )
+    timed("one fit on all fitted rows", lambda: cal.fit(items, val.RunBatch, val._family, val._formats))
+    timed(f"validate all {len(runs)} bundled rows", lambda: val.validate(runs, bundled(), excluded))
+    if args.protocols:
+        from perfmodel.fitting import protocols
+
+        for name in protocols.PROTOCOLS:
+            timed(f"validate --protocol {name}", lambda name=name: protocols.run(name, runs, excluded))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""Out-of-sample protocols: predict rows that no fit has seen, the way a planner's question is out of sample.
+
+`perfmodel validate --protocol P` (design notes, MODELLING.md "the four protocols"), on the rows calibration fits:
+- forward: for each MLPerf round R from v4.1 on, fit on everything released before R (earlier rounds; measured runs
+  whose container or paper month precedes R's publication month), predict R's rows.
+- generation: leave one accelerator family out (Ampere, Hopper, Blackwell, Blackwell Ultra, CDNA3, CDNA4 where the data
+  has rows), fit on the others, predict it.
+- precision: leave one number format out (BF16, FP8 per-tensor, FP8 blockwise, MXFP8, NVFP4 where present).
+- scale: fit on runs of at most 256 GPUs, predict the larger ones, reported by bucket (about 512, 1,024-2,048 and
+  4,096+ GPUs; bucket edges at the geometric midpoints 724 and 2,896).
+Every fit starts from the physical defaults, not from a fit on all rows, and layouts the data leave open are chosen
+with the defaults too, so no test row informs its own prediction. The held-out residuals are what prediction
+intervals are drawn from (calibrate.interval).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting import calibrate as cal
+from perfmodel.fitting.runs import ROUND_PUBLISHED, Exclusion, MeasuredRun
+from perfmodel.fitting.validation import NOT_FITTED, PreparedRun, RunBatch, _family, _formats, prepare_all
+from perfmodel.physics.calibration import UNCALIBRATED
+
+PROTOCOLS = ("forward", "generation", "precision", "scale")
+FIRST_FORWARD_ROUND = "v4.1"
+SCALE_TRAIN_MAX_GPUS = 256
+SCALE_BUCKETS = ((724, "257-724 GPUs (~512)"), (2896, "725-2,896 GPUs (~1,024-2,048)"), (None, "2,897+ GPUs (~4,096+)"))
+DEFINITIONS = {
+    "forward": "for each MLPerf round from v4.1 on: fit on rows released before it, predict its rows",
+    "generation": "leave one accelerator generation out: fit on the others, predict it",
+    "precision": "leave one number format out: fit on the others, predict it",
+    "scale": f"fit on runs of at most {SCALE_TRAIN_MAX_GPUS} GPUs, predict the larger ones (by bucket)",
+}
+
+
+@dataclass(frozen=True)
+class Fold:
+    name: str
+    train: list[PreparedRun]
+    test: list[PreparedRun]
+
+
+def _round(run: MeasuredRun) -> str | None:
+    return run.source.removeprefix("MLPerf Training ") if run.source.startswith("MLPerf Training ") else None
+
+
+def _forward(items: Sequence[PreparedRun]) -> list[Fold]:
+    rounds = sorted(
+        {r for i in items if (r := _round(i.run)) and r in ROUND_PUBLISHED}, key=ROUND_PUBLISHED.__getitem__
+    )
+    folds = []
+    for name in rounds:
+        published = ROUND_PUBLISHED[name]
+        if published < ROUND_PUBLISHED[FIRST_FORWARD_ROUND]:
+            continue
+        train = [i for i in items if i.run.released is not None and i.run.released < published]
+        folds.append(Fold(name, train, [i for i in items if _round(i.run) == name]))
+    return folds
+
+
+def _leave_one_out(items: Sequence[PreparedRun], key: Callable[[PreparedRun], str]) -> list[Fold]:
+    return [
+        Fold(value, [i for i in items if key(i) != value], [i for i in items if key(i) == value])
+        for value in sorted({key(i) for i in items})
+    ]
+
+
+def scale_bucket(n_gpus: int) -> str:
+    return next(label for edge, label in SCALE_BUCKETS if edge is None or n_gpus <= edge)
+
+
+def _scale(items: Sequence[PreparedRun]) -> list[Fold]:
+    train = [i for i in items if i.run.n_gpus <= SCALE_TRAIN_MAX_GPUS]
+    large = [i for i in items if i.run.n_gpus > SCALE_TRAIN_MAX_GPUS]
+    return [
+        Fold(label, train, members)
+        for _, label in SCALE_BUCKETS
+        if (members := [i for i in large if scale_bucket(i.run.n_gpus) == label])
+    ]
+
+
+def folds(protocol: str, items: Sequence[PreparedRun]) -> list[Fold]:
+    """The protocol's folds over prepared runs: what each fit trains on and what it predicts."""
+    if protocol == "forward":
+        return _forward(items)
+    if protocol == "generation":
+        return _leave_one_out(items, lambda i: i.family)
+    if protocol == "precision":
+        return _leave_one_out(items, lambda i: i.run.format)
+    if protocol == "scale":
+        return _scale(items)
+    raise PerfmodelError(f"--protocol {protocol}: unknown; valid: {', '.join(PROTOCOLS)}")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One row predicted by a fit that never saw it."""
+
+    item: PreparedRun
+    fold: str
+    residual: cal.Residual
+
+    @property
+    def predicted(self) -> float:
+        return self.item.run.measured * math.exp(self.item.time_sign * self.residual.log_time_ratio)
+
+    @property
+    def error_pct(self) -> float:
+        return (self.predicted / self.item.run.measured - 1) * 100
+
+    def to_dict(self) -> dict[str, Any]:
+        run = self.item.run
+        return {
+            "id": run.id, "fold": self.fold, "source": run.source, "detail": run.detail,
+            "model": self.item.context.model.id, "accelerator": run.accelerator, "family": self.item.family,
+            "n_gpus": run.n_gpus, "precision": run.precision, "format": run.format, "released": run.released,
+            "layout": self.item.layout.describe(), "metric": run.metric, "measured": run.measured,
+            "predicted": self.predicted, "error_pct": self.error_pct,
+            "time_error_pct": self.residual.error_pct,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    fold: Fold
+    rows: list[HeldOut]
+    fitted_families: list[str]
+
+    @property
+    def mape_pct(self) -> float:
+        return _mape(self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        tested = sorted({i.family for i in self.fold.test})
+        return {
+            "name": self.fold.name,
+            "train_rows": len(self.fold.train),
+            "test_rows": len(self.fold.test),
+            "mape_pct": self.mape_pct,
+            "test_families": tested,
+            "test_families_at_defaults": [f for f in tested if f not in self.fitted_families],
+        }
+
+
+@dataclass(frozen=True)
+class ProtocolResult:
+    protocol: str
+    folds: list[FoldResult]
+
+    @property
+    def rows(self) -> list[HeldOut]:
+        return [row for fold in self.folds for row in fold.rows]
+
+    @property
+    def mape_pct(self) -> float:
+        return _mape(self.rows)
+
+    @property
+    def residuals(self) -> list[cal.Residual]:
+        return [row.residual for row in self.rows]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "protocol": self.protocol,
+            "definition": DEFINITIONS[self.protocol],
+            "folds": [f.to_dict() for f in self.folds],
+            "rows": [r.to_dict() for r in self.rows],
+            "mape_pct": self.mape_pct,
+        }
+
+
+def _mape(rows: Sequence[HeldOut]) -> float:
+    return sum(abs(r.error_pct) for r in rows) / len(rows) if rows else float("nan")
+
+
+def evaluate(
+    protocol: str, items: Sequence[PreparedRun], progress: Callable[[str], None] = lambda _: None
+) -> ProtocolResult:
+    """Fit each fold on its training rows (from the physical defaults) and predict its test rows."""
+    results = []
+    fits: dict[frozenset[str], dict[str, dict[str, float]]] = {}  # folds that share a training set share its fit
+    plan = folds(protocol, items)
+    if not plan:
+        raise PerfmodelError(f"--protocol {protocol}: no rows to hold out among the {len(items)} selected")
+    for number, fold in enumerate(plan, start=1):
+        progress(f"{protocol} {number}/{len(plan)}: {fold.name} ({len(fold.train)} train, {len(fold.test)} test)")
+        key = frozenset(i.run.id for i in fold.train)
+        if key not in fits:
+            fits[key] = cal.fit(fold.train, RunBatch, _family, _formats).parameters if fold.train else {}
+        residuals = cal.predict(fits[key], fold.test, RunBatch, _family, _named(fold.name))
+        rows = [HeldOut(i, fold.name, r) for i, r in zip(fold.test, residuals, strict=True)]
+        results.append(FoldResult(fold, rows, sorted(fits[key])))
+    return ProtocolResult(protocol, results)
+
+
+def provenance(results: Iterable[ProtocolResult], items: Sequence[PreparedRun]) -> dict[str, Any]:
+    """What a calibration file keeps of the protocols: per protocol its folds, MAPE and the 80% interval of its
+    held-out residuals; and the ground the fit covers (formats and largest GPU count per family), which picks the
+    protocol matching a question (physics.calibration.Calibration.protocol_for)."""
+    formats: dict[str, set[str]] = {}
+    max_gpus: dict[str, int] = {}
+    for i in items:
+        formats.setdefault(i.family, set()).add(i.run.format)
+        max_gpus[i.family] = max(max_gpus.get(i.family, 0), i.run.n_gpus)
+    summaries = {
+        r.protocol: {
+            "definition": DEFINITIONS[r.protocol],
+            "rows": len(r.rows),
+            "mape_pct": r.mape_pct,
+            "folds": [_fold_summary(fold) for fold in r.folds],
+            "interval": cal.interval(r.residuals),
+        }
+        for r in results
+    }
+    coverage = {"formats": {f: sorted(v) for f, v in sorted(formats.items())}, "max_gpus": max_gpus}
+    return {"protocols": summaries, "coverage": coverage}
+
+
+def _fold_summary(fold: FoldResult) -> dict[str, Any]:
+    record = fold.to_dict()
+    return {k: record[k] for k in ("name", "train_rows", "test_rows", "mape_pct")}
+
+
+def _named(fold: str) -> Callable[[Any], str]:
+    """The held-out group of every row of a fold: the fold's name."""
+    return lambda _: fold
+
+
+def fitted_items(runs: Sequence[MeasuredRun], excluded: Sequence[Exclusion] = ()) -> list[PreparedRun]:
+    """The rows calibration fits (llm-foundry is validated, not fitted), prepared with the physical defaults."""
+    unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
+    return prepare_all([r for r in runs if r.source not in NOT_FITTED], UNCALIBRATED, unpredictable)
+
+
+def run(
+    protocol: str,
+    runs: Sequence[MeasuredRun],
+    excluded: Sequence[Exclusion] = (),
+    progress: Callable[[str], None] = lambda _: None,
+) -> ProtocolResult:
+    if protocol not in PROTOCOLS:
+        raise PerfmodelError(f"--protocol {protocol}: unknown; valid: {', '.join(PROTOCOLS)}")
+    items = fitted_items(runs, excluded)
+    if not items:
+        raise PerfmodelError(f"--protocol {protocol}: none of the selected rows is one calibration fits")
+    return evaluate(protocol, items, progress)

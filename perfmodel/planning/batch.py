@@ -1,0 +1,75 @@
+"""Price many (context, layout) rows with one array call of the step model per distinct context.
+
+`step.evaluate` is branch-free, so every row that shares a context (model, hardware, recipe, efficiencies, sequence
+length) is priced at once with its layout variables as numpy arrays. Validation and calibration price hundreds of
+measured rows this way, and a fit prices each row under several efficiency sets at once (a finite-difference
+Jacobian): give efficiencies whose fields are arrays of shape (V,) and `variants=True`, and every row comes back
+with V times, one per efficiency set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.parallel import Layout
+from perfmodel.physics.step import Context, LayoutVars, evaluate
+from perfmodel.planning.predict import layout_vars
+
+
+class Priced(NamedTuple):
+    """Per row (and per efficiency variant): the step time and the forward pass over one global batch."""
+
+    step_time_s: Any  # array (rows,) or (rows, V)
+    forward_only_s: Any
+
+
+@dataclass(frozen=True)
+class _Group:
+    context: Context
+    rows: Any  # int array: the positions of this group's rows in the batch
+    layouts: LayoutVars  # arrays of shape (n,)
+
+
+def _columns(layouts: Sequence[Layout]) -> LayoutVars:
+    """Layouts as LayoutVars of arrays, one entry per layout."""
+    import numpy as np
+
+    return LayoutVars(*np.array([layout_vars(lo) for lo in layouts], dtype=float).T)
+
+
+class Batch:
+    """(context, layout) rows grouped by context once, so that pricing them again costs one call per group."""
+
+    def __init__(self, rows: Sequence[tuple[Context, Layout]]) -> None:
+        import numpy as np
+
+        positions: dict[Context, list[int]] = {}
+        for index, (context, _) in enumerate(rows):
+            positions.setdefault(context, []).append(index)
+        self.size = len(rows)
+        self.groups = [_Group(context, np.array(members), _columns([rows[i][1] for i in members]))
+                       for context, members in positions.items()]  # fmt: skip
+
+    def price(self, efficiency_for: Callable[[Context], Efficiency] | None = None, variants: bool = False) -> Priced:
+        """Price every row with the efficiencies `efficiency_for` gives its context (default: the context's own).
+
+        With `variants`, the efficiencies' fields may be arrays of shape (V,) and the result has shape (rows, V).
+        """
+        import numpy as np
+
+        priced = []
+        for group in self.groups:
+            ctx = group.context
+            if efficiency_for is not None:
+                ctx = replace(ctx, efficiency=efficiency_for(ctx))
+            lv = LayoutVars(*(v[:, None] for v in group.layouts)) if variants else group.layouts
+            result = evaluate(ctx, lv)
+            priced.append((group.rows, result.step_time_s, result.forward_only_s))
+        trailing = np.broadcast_shapes(*(np.shape(times)[1:] for _, times, _ in priced)) if priced else ()
+        step, forward = np.empty((self.size, *trailing)), np.empty((self.size, *trailing))
+        for rows, times, fwd in priced:
+            step[rows], forward[rows] = times, fwd
+        return Priced(step, forward)

@@ -1,0 +1,61 @@
+"""Out-of-sample protocols: each fold's fit never sees its test rows, and the JSON contract of validate --protocol."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.fitting import protocols
+from perfmodel.fitting.runs import ROUND_PUBLISHED, bundled_runs
+from perfmodel.fitting.validation import PreparedRun
+
+
+@pytest.fixture(scope="module")
+def items() -> list[PreparedRun]:
+    runs, _ = bundled_runs()
+    return protocols.fitted_items(runs[::3])  # every third bundled row: all sources, families, formats, scales
+
+
+@pytest.mark.parametrize("protocol", protocols.PROTOCOLS)
+def test_no_fold_trains_on_its_test_rows(items: list[PreparedRun], protocol: str) -> None:
+    folds = protocols.folds(protocol, items)
+    assert folds
+    for fold in folds:
+        train, test = {i.run.id for i in fold.train}, {i.run.id for i in fold.test}
+        assert test and not train & test, fold.name
+
+
+def test_what_each_protocol_holds_out(items: list[PreparedRun]) -> None:
+    for fold in protocols.folds("forward", items):
+        published = ROUND_PUBLISHED[fold.name]
+        assert fold.name != "v4.0" and all(i.run.source == f"MLPerf Training {fold.name}" for i in fold.test)
+        assert all(i.run.released is not None and i.run.released < published for i in fold.train)
+    generation = protocols.folds("generation", items)
+    assert {f.name for f in generation} == {i.family for i in items}
+    for fold in generation:
+        assert {i.family for i in fold.test} == {fold.name} and fold.name not in {i.family for i in fold.train}
+    for fold in protocols.folds("precision", items):
+        assert {i.run.format for i in fold.test} == {fold.name} and fold.name not in {i.run.format for i in fold.train}
+    scale = protocols.folds("scale", items)
+    assert all(i.run.n_gpus <= 256 for f in scale for i in f.train)
+    assert all(i.run.n_gpus > 256 and protocols.scale_bucket(i.run.n_gpus) == f.name for f in scale for i in f.test)
+    assert protocols.scale_bucket(512) != protocols.scale_bucket(1024) != protocols.scale_bucket(4096)
+
+
+def test_validate_protocol_json_on_a_subset() -> None:
+    # MLPerf v4.0 and v4.1 only: the v4.1 fold fits on the 26 v4.0 rows and predicts the 33 v4.1 ones.
+    result = run_cli("validate", "--protocol", "forward", "--only", "mlperf:v4", "--format", "json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert {"protocol", "folds", "rows", "mape_pct"} <= set(report) and report["protocol"] == "forward"
+    (fold,) = report["folds"]
+    assert fold["name"] == "v4.1" and fold["test_rows"] == len(report["rows"]) > 0
+    assert all(r["fold"] == "v4.1" and r["id"].startswith("mlperf:v4.1/") for r in report["rows"])
+    assert report["mape_pct"] == pytest.approx(sum(abs(r["error_pct"]) for r in report["rows"]) / len(report["rows"]))
+    assert fold["mape_pct"] == pytest.approx(report["mape_pct"])
+
+
+def test_protocol_refuses_other_data(tmp_path: Path) -> None:
+    result = run_cli("validate", "--protocol", "scale", "--data", str(tmp_path / "x.csv"))
+    assert result.code == 2 and "--protocol refits on the bundled rows" in result.err and result.out == ""
