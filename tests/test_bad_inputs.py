@@ -327,6 +327,33 @@ CASES: list[Case] = [
     Case("models-format", ("models", "list", "--format", "csv"), "Invalid value for '--format': 'csv'"),
     Case("models-extra-argument", ("models", "list", "extra"), "Got unexpected extra argument (extra)"),
     Case("unknown-command", ("frobnicate",), "No such command 'frobnicate'"),
+    # ---- hostile text: control characters, length caps, long unknown ids (issue 11) ------------------------------
+    Case("name-control-character", ("predict", S), "{tmp}/s.toml: field 'name': contains U+0001 (a control character)",
+         toml('name = "a\\u0001b"\n')),
+    Case("model-id-nul", ("predict", S), "field 'model.id': contains U+0000 (a control character); allowed: printable",
+         toml('[model]\nbase = "llama3.1-8b"\nid = "a\\u0000b"\n')),
+    Case("model-name-newline", ("predict", S), "field 'model.name': contains U+000A",
+         toml('[model]\nbase = "llama3.1-8b"\nname = "x\\n\\\\write18{rm}"\n')),
+    Case("name-bidi-override", ("predict", S), "field 'name': contains U+202E (right-to-left override)",
+         toml('name = "txt.\\u202Eexe"\n')),
+    Case("name-too-long", ("predict", S), "field 'name': is 300 characters long; at most 200",
+         toml(f"name = '{'x' * 300}'\n")),
+    Case("description-too-long", ("predict", S), "field 'description': is 3,000 characters long; at most 2,000",
+         toml(f"description = '{'x' * 3000}'\n")),
+    Case("unknown-model-100k-chars", ("predict", S), "field 'model': is 100,000 characters long; at most 200",
+         toml(f"model = '{'x' * 100_000}'\n")),
+    Case("gpu-flag-control-character", ("predict", "--gpu", "h\x07x"), "--gpu: contains U+0007"),
+    Case("compare-unknown-long-id", ("compare", "--gpu", "z" * 5000), "unknown accelerator or system 'zzzzzzzzzz"),
+    Case("whatif-unknown-long-name", ("whatif", "--set", "q" * 5000 + "=1"),
+         "(5,002 characters): unknown hardware parameter 'qqq"),
+    Case("csv-id-escape-sequence", ("validate", "--data", "{tmp}/r.csv"),
+         "{tmp}/r.csv, row 2: column 'id' contains U+001B (a control character)",
+         {"r.csv": f"{CSV_HEADER}\n\x1b[31mr1{GOOD_ROW[2:]}\n"}),
+    Case("csv-source-too-long", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'source' is 3,000 characters long; at most 2,000",
+         {"r.csv": f"source,{CSV_HEADER}\n{'s' * 3000},{GOOD_ROW}\n"}),
+    Case("csv-model-nul", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'model' contains U+0000",
+         {"r.csv": CSV_HEADER + "\n" + GOOD_ROW.replace("llama3.1-8b", "llama\x00") + "\n"}),
 ]  # fmt: skip
 
 
@@ -365,7 +392,8 @@ def test_bad_input_is_one_line_and_exit_code_2(case: Case, tmp_path: Path) -> No
     assert result.code == 2, (result.code, result.out[:300], result.err)
     assert result.out == ""
     assert result.err.startswith("error: ") and result.err.count("\n") == 1 and result.err.endswith("\n"), result.err
-    assert "Traceback" not in result.err
+    assert "Traceback" not in result.err and len(result.err) < 2100
+    assert all(c.isprintable() for c in result.err[:-1]), "an error line carries a control character"
     assert message in result.err, result.err
     assert _tree(tmp_path) == before, "a refused command wrote or changed a file"
     assert elapsed < TIME_LIMIT_S

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,13 +27,20 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("error: aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        message = " ".join(exc.format_message().split())
-        click.echo(f"error: {message}", err=True)
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)
     except PerfmodelError as exc:
-        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        click.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+MAX_ERROR_CHARS = 2000
+
+
+def _one_line(message: str) -> str:
+    """An error message as one line of printable text, at most MAX_ERROR_CHARS long, whatever user text it holds."""
+    return shown(" ".join(message.split()), MAX_ERROR_CHARS)
 
 
 from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli`)

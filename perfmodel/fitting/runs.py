@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
@@ -126,6 +127,10 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
     if None in row:
         raise PerfmodelError(f"{path}, row {line}: more cells than columns")
+    for column, text in cell.items():
+        problem = text_problem(text, MAX_TEXT_CHARS if column == "source" else MAX_NAME_CHARS)
+        if problem is not None:
+            raise PerfmodelError(f"{path}, row {line}: column '{column}' {problem}")
     metric = cell.get("metric", "")
     if metric not in METRICS:
         raise PerfmodelError(f"{path}, row {line}: column 'metric' is '{metric}'; allowed: {', '.join(METRICS)}")

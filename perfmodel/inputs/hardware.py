@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.resources import data_dir
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
@@ -156,7 +156,7 @@ def _get(kind: str, item_id: str) -> BaseModel:
     """One accelerator or system, read from its own file (ids are file names), so a prediction reads two files."""
     label = {"accelerators": "GPU", "systems": "system"}[kind]
     if item_id not in _ids(kind):
-        raise PerfmodelError(f"unknown {label} '{item_id}'; valid: {', '.join(_ids(kind))}")
+        raise PerfmodelError(f"unknown {label} '{shown(item_id)}'; valid: {', '.join(_ids(kind))}")
     model = Accelerator if kind == "accelerators" else System
     loaded = _load(_folder(kind) / f"{item_id}.toml", model)
     if loaded.id != item_id:  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 
 
 class ModelSpec(BaseModel):
@@ -153,5 +153,5 @@ ZOO: dict[str, ModelSpec] = {
 
 def get_model(model_id: str) -> ModelSpec:
     if model_id not in ZOO:
-        raise PerfmodelError(f"unknown model '{model_id}'; valid: {', '.join(ZOO)}")
+        raise PerfmodelError(f"unknown model '{shown(model_id)}'; valid: {', '.join(ZOO)}")
     return ZOO[model_id]

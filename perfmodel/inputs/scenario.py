@@ -10,12 +10,13 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model
 from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, check_text
 
 MAX_GPUS = 1_000_000
 MAX_TOKENS = 1e18
@@ -31,6 +32,15 @@ class _Strict(BaseModel):
     `tp = true` or `n_gpus = "8"` rather than reading them as 1 and 8."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _printable_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every string of a scenario (names, ids, file names) is printable text of bounded length: it reaches
+        tables, CSV/XLSX cells, LaTeX and error lines."""
+        if isinstance(value, str):
+            return check_text(value, MAX_TEXT_CHARS if info.field_name == "description" else MAX_NAME_CHARS)
+        return value
 
 
 class ModelOverride(_Strict):

@@ -9,6 +9,7 @@ from typing import Any
 
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import flatten
+from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
 BREAKDOWN_LABELS = {
@@ -130,7 +131,7 @@ def to_json(records: Any) -> str:
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
-    rows = [flatten(r) for r in records]
+    rows = csv_rows([flatten(r) for r in records])
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.planning.predict import Prediction, predict
@@ -30,14 +30,16 @@ def parse_target(spec: str) -> Target:
     """`ID[:PRECISION]`: an accelerator or system id, optionally with a precision."""
     ident, _, precision = spec.strip().partition(":")
     if precision and precision not in PRECISIONS:
-        raise PerfmodelError(f"--gpu {spec}: unknown precision '{precision}'; valid: {', '.join(PRECISIONS)}")
+        raise PerfmodelError(
+            f"--gpu {shown(spec)}: unknown precision '{shown(precision)}'; valid: {', '.join(PRECISIONS)}"
+        )
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
         return Target(ident, None, precision or None)
     if ident in known_systems:
         return Target(None, ident, precision or None)
     valid = ", ".join([*known_accelerators, *known_systems])
-    raise PerfmodelError(f"--gpu {spec}: unknown accelerator or system '{ident}'; valid: {valid}")
+    raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
 
 
 def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:

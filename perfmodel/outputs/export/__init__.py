@@ -14,6 +14,7 @@ from typing import BinaryIO
 from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
+from perfmodel.outputs.cells import csv_rows
 from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
 
 FORMATS = (".xlsx", ".csv", ".json")
@@ -57,7 +58,7 @@ def _csv(rows: list[ExportRow], usd_per_kwh: float) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(table[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(table)
+    writer.writerows(csv_rows(table))
     return out.getvalue()
 
 

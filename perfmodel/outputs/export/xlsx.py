@@ -142,7 +142,7 @@ def write_xlsx(
                 elif column.shared_default and value == first_values[column.key]:
                     ws[ref] = "=" + grid.default_cell(column.key)
                 else:
-                    ws[ref] = value
+                    _plain(ws[ref], value)
                     if column.key != "label" and not column.editable:
                         ws[ref].font = grey
                 ws[ref].number_format = column.number_format
@@ -158,6 +158,13 @@ def write_xlsx(
     _write_shares(sheets["Breakdown"], grid, len(rows))
     _write_assumptions(sheets["Assumptions"], found, title)
     wb.save(handle)
+
+
+def _plain(cell: Any, value: Any) -> None:
+    """A value, never a formula: text is typed as a string even when it begins with '=' (cells.py)."""
+    cell.value = value
+    if isinstance(value, str):
+        cell.data_type = "s"
 
 
 def _write_shares(ws: Any, grid: _Grid, n_rows: int) -> None:
@@ -193,6 +200,6 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str) -> None:
     for index, a in enumerate(found):
         r = HEADER_ROW + 1 + index
         for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source), start=1):
-            ws.cell(r, col, value)
+            _plain(ws.cell(r, col), value)
         ws.cell(r, 5).alignment = Alignment(wrap_text=False)
     ws.freeze_panes = f"A{HEADER_ROW + 1}"

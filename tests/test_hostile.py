@@ -1,0 +1,81 @@
+"""Hostile inputs that are valid but reach outputs: text that looks like a formula or markup stays text.
+
+The bad-input table (test_bad_inputs.py) holds what is refused; these check what is accepted and how it comes out:
+CSV cells quoted, XLSX cells typed as strings (the workbook's own formulas still formulas, numbers still numbers),
+LaTeX escaped.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import openpyxl
+from conftest import run_cli
+
+FORMULA_ID = '=HYPERLINK("http://example.invalid","x")'
+DDE_NAME = "=cmd|' /C calc'!A0"
+LAYOUT = ("--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--mbs", "1", "--gbs", "64",
+          "--recompute", "none", "--zero", "1")  # fmt: skip
+
+
+def _scenario(tmp_path: Path, model_id: str = FORMULA_ID, model_name: str = DDE_NAME) -> str:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        "name = '@SUM(A1:A9)'\ngpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\n"
+        f"id = '{model_id}'\nname = \"{model_name}\"\n"
+    )
+    return str(path)
+
+
+def test_xlsx_text_is_never_a_formula_and_the_model_formulas_stay(tmp_path: Path) -> None:
+    out = tmp_path / "plan.xlsx"
+    result = run_cli("export", "predict", _scenario(tmp_path), *LAYOUT, "--tokens", "1T", "--out", str(out))
+    assert result.code == 0, result.err
+    book = openpyxl.load_workbook(out)
+    formulas = [c for ws in book for row in ws.iter_rows() for c in row if c.data_type == "f"]
+    assert formulas, "the workbook's live formulas are gone"
+    assert not [c.value for c in formulas if "HYPERLINK" in c.value or "cmd" in c.value]
+    cells = [c for ws in book for row in ws.iter_rows() for c in row]
+    texts = [c for c in cells if isinstance(c.value, str) and "HYPERLINK" in c.value]
+    assert texts and all(c.data_type == "s" for c in texts)
+    results = book["Results"]
+    assert results["A6"].value.startswith(FORMULA_ID) and results["A6"].data_type == "s"
+    numbers = [c.value for c in results[6] if c.data_type == "n" and c.value is not None]
+    assert len(numbers) > 10 and all(isinstance(v, int | float) for v in numbers)
+
+
+def test_csv_exports_quote_formula_like_text(tmp_path: Path) -> None:
+    out = tmp_path / "plan.csv"
+    result = run_cli("export", "predict", _scenario(tmp_path), *LAYOUT, "--out", str(out))
+    assert result.code == 0, result.err
+    with out.open() as handle:
+        row = next(csv.DictReader(handle))
+    assert row["label"].startswith("'" + FORMULA_ID) and row["model"] == "'" + FORMULA_ID
+    assert float(row["step_time_s"]) > 0  # numbers are not quoted
+
+
+def test_predict_and_validate_csv_quote_formula_like_text(tmp_path: Path) -> None:
+    predicted = run_cli("predict", _scenario(tmp_path), *LAYOUT, "--format", "csv")
+    assert predicted.code == 0, predicted.err
+    assert next(csv.DictReader(predicted.out.splitlines()))["model"] == "'" + FORMULA_ID
+    runs = tmp_path / "r.csv"
+    runs.write_text(
+        "id,source,model,gpu,n_gpus,precision,metric,measured,tp,pp,cp,vp,mbs,gbs\n"
+        "=1+2,@SUM(A1),llama3.1-8b,h100-sxm,8,bf16,step_time_s,1.2,1,1,1,1,1,64\n"
+        "-2+3,+cmd,llama3.1-8b,h100-sxm,8,bf16,step_time_s,1.2,1,1,1,1,1,64\n"
+    )
+    result = run_cli("validate", "--data", str(runs), "--calibration", "none", "--format", "csv")
+    assert result.code == 0, result.err
+    rows = list(csv.DictReader(result.out.splitlines()))
+    assert [(r["id"], r["source"]) for r in rows] == [("'=1+2", "'@SUM(A1)"), ("'-2+3", "'+cmd")]
+    assert float(rows[0]["error_pct"]) != 0  # negative numbers are not text: error_pct stays a number
+
+
+def test_latex_escapes_user_text(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "evil", r"x \\input{/etc/passwd} \\write18{rm -rf ~} 100% $a_b$ #1")
+    result = run_cli("explain", scenario, *LAYOUT, "--format", "latex", "--no-ops")
+    assert result.code == 0, result.err
+    first = result.out.splitlines()[0]
+    assert first.startswith("% perfmodel explain: x \\textbackslash{}input\\{/etc/passwd\\}")
+    assert "\\input{" not in result.out and "\\write18{" not in result.out and "100\\%" in first
