@@ -32,6 +32,8 @@ class Case:
     args: tuple[str, ...]
     message: str
     files: dict[str, str | bytes] = field(default_factory=dict)
+    special: dict[str, str] = field(default_factory=dict)
+    """Special files made in the test's folder: name -> 'fifo', 'symlink:TARGET' or 'hardlink:TARGET'."""
 
 
 def layout(gpus: int = 8, model: str | None = "llama3.1-8b", **dims: object) -> tuple[str, ...]:
@@ -250,7 +252,7 @@ CASES: list[Case] = [
          {"r.csv": "garbage,,,\n\x01\x02\n"}),
     Case("csv-binary", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: not a readable CSV",
          {"r.csv": b"\x89PNG\r\n\x1a\n\xff\xfe"}),
-    Case("csv-missing", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no such file"),
+    Case("csv-missing", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no such runs CSV file"),
     Case("csv-header-only", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no rows",
          {"r.csv": CSV_HEADER + "\n"}),
     Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"), "unknown column(s) tpp; allowed: id, source",
@@ -354,6 +356,61 @@ CASES: list[Case] = [
          {"r.csv": f"source,{CSV_HEADER}\n{'s' * 3000},{GOOD_ROW}\n"}),
     Case("csv-model-nul", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'model' contains U+0000",
          {"r.csv": CSV_HEADER + "\n" + GOOD_ROW.replace("llama3.1-8b", "llama\x00") + "\n"}),
+    # ---- clobbered inputs: --force never replaces a file the same command reads (issue 11) ----------------------
+    Case("calibrate-out-is-its-data", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/r.csv", "--force"),
+         "--out {tmp}/r.csv: is {tmp}/r.csv, an input of this command", {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n"}),
+    Case("calibrate-out-hard-link-to-data", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/c.json", "--force"),
+         "--out {tmp}/c.json: is {tmp}/r.csv, an input", {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n"},
+         {"c.json": "hardlink:r.csv"}),
+    Case("calibrate-out-symlink-to-data", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/c.json", "--force"),
+         "--out {tmp}/c.json: is {tmp}/r.csv, an input", {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n"},
+         {"c.json": "symlink:r.csv"}),
+    Case("export-out-is-its-calibration", ("export", "predict", "--calibration", "{tmp}/c.json", "--out",
+                                           "{tmp}/c.json", "--force"), "--out {tmp}/c.json: is {tmp}/c.json, an input",
+         {"c.json": CALIBRATION % "{}"}),
+    Case("export-out-is-its-scenario", ("export", "predict", "{tmp}/s.csv", "--out", "{tmp}/s.csv", "--force"),
+         "--out {tmp}/s.csv: is {tmp}/s.csv, an input", {"s.csv": "gpu = 'h100-sxm'\nmodel = 'llama3.1-8b'\n"}),
+    Case("plot-out-is-its-from", ("plot", "breakdown", "--from", "{tmp}/p.svg", "--out", "{tmp}/p.svg", "--force"),
+         "--out {tmp}/p.svg: is {tmp}/p.svg, an input", {"p.svg": json.dumps(PREDICTION)}),
+    Case("sweep-out-is-its-sweep-file", ("sweep", "{tmp}/w.csv", "--out", "{tmp}/w.csv", "--force"),
+         "--out {tmp}/w.csv: is {tmp}/w.csv, an input", {"w.csv": "[sweep]\nn_gpus = [8]\n"}),
+    Case("export-sweep-out-is-its-sweep-file", ("export", "sweep", "{tmp}/w.json", "--out", "{tmp}/w.json", "--force"),
+         "--out {tmp}/w.json: is {tmp}/w.json, an input", {"w.json": "[sweep]\nn_gpus = [8]\n"}),
+    # ---- special files and paths, sizes and nesting (issue 11) ---------------------------------------------------
+    Case("scenario-fifo", ("predict", "{tmp}/f.toml"), "{tmp}/f.toml: not a regular file (a FIFO, device or socket)",
+         special={"f.toml": "fifo"}),
+    Case("csv-fifo", ("validate", "--data", "{tmp}/f.csv"), "{tmp}/f.csv: not a regular file",
+         special={"f.csv": "fifo"}),
+    Case("log-fifo", ("validate", "{tmp}/f.txt", *LOG_FLAGS), "{tmp}/f.txt: not a regular file; give a log file"[:30],
+         special={"f.txt": "fifo"}),
+    Case("scenario-dev-zero", ("predict", "/dev/zero"), "/dev/zero: not a regular file (a FIFO, device or socket)"),
+    Case("calibration-dev-zero", ("predict", "--calibration", "/dev/zero"), "/dev/zero: not a regular file"),
+    Case("plot-from-dev-zero", ("plot", "breakdown", "--from", "/dev/zero", "--out", "{tmp}/p.png"),
+         "--from /dev/zero: not a regular file"),
+    Case("sweep-dev-zero", ("sweep", "/dev/zero"), "/dev/zero: not a regular file; give a sweep file"[:29]),
+    Case("scenario-symlink-loop", ("predict", "{tmp}/a.toml"), "{tmp}/a.toml: cannot read scenario file (too many",
+         special={"a.toml": "symlink:b.toml", "b.toml": "symlink:a.toml"}),
+    Case("scenario-name-too-long", ("predict", "{tmp}/" + "n" * 300 + ".toml"), "cannot read scenario file (file name"),
+    Case("path-too-long", ("validate", "--data", "a/" * 3000), "a file name of 5,999 characters; at most 4,096"),
+    Case("scenario-path-nul", ("predict", "{tmp}/a\x00.toml"), "a file name cannot contain a NUL byte"),
+    Case("calibration-path-nul", ("predict", "--calibration", "c\x00.json"), "--calibration: contains U+0000"),
+    Case("out-path-nul", ("export", "predict", "--out", "{tmp}/p\x00.csv"), "a file name cannot contain a NUL byte"),
+    Case("scenario-too-big", ("predict", S), "{tmp}/s.toml: more than 1 MiB; a scenario file is at most 1 MiB",
+         toml("# " + "x" * (2**20) + "\n")),
+    Case("toml-nested-deep", ("predict", S), "{tmp}/s.toml: nested more than 32 levels deep",
+         toml("x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n")),
+    Case("sweep-nested-deep", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: nested more than 32 levels deep",
+         {"w.toml": "[sweep]\nn_gpus = " + "[" * 5000 + "]" * 5000 + "\n"}),
+    Case("calibration-nested-deep", ("predict", "--calibration", "{tmp}/c.json"), "c.json: nested more than 32 levels",
+         {"c.json": CALIBRATION % ("[" * 100_000 + "]" * 100_000)}),
+    Case("plot-from-nested-deep", ("plot", "breakdown", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "--from {tmp}/p.json: nested more than 32 levels deep", {"p.json": "[" * 100_000 + "]" * 100_000}),
+    Case("log-metadata-nested-deep", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "result_0.txt: line 3: nested more than 32 levels deep",
+         {"result_0.txt": mllog('run_start=:::MLLOG {"key": "x", "metadata": ' + "[" * 5000 + "]" * 5000 + "}")}),
+    Case("log-line-too-long", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "result_0.txt: line 3: an :::MLLOG line of 150,010 characters; at most 16,384",
+         {"result_0.txt": mllog("run_start=:::MLLOG {" + "x" * 150_000)}),
 ]  # fmt: skip
 
 
@@ -364,12 +421,20 @@ def _prepare(case: Case, tmp_path: Path) -> tuple[list[str], str]:
             target.write_bytes(content)
         else:
             target.write_text(content)
+    for name, kind in case.special.items():
+        what, _, other = kind.partition(":")
+        if what == "fifo":
+            os.mkfifo(tmp_path / name)
+        elif what == "symlink":
+            (tmp_path / name).symlink_to(other)
+        else:
+            (tmp_path / name).hardlink_to(tmp_path / other)
     fill = str(tmp_path)
     return [a.replace("{tmp}", fill) for a in case.args], case.message.replace("{tmp}", fill)
 
 
 def _tree(folder: Path) -> dict[str, float]:
-    return {str(p): p.stat().st_mtime for p in folder.rglob("*")}
+    return {str(p): p.lstat().st_mtime for p in folder.rglob("*")}
 
 
 def test_the_corpus_covers_every_command() -> None:

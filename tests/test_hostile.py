@@ -8,6 +8,9 @@ LaTeX escaped.
 from __future__ import annotations
 
 import csv
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import openpyxl
@@ -79,3 +82,32 @@ def test_latex_escapes_user_text(tmp_path: Path) -> None:
     first = result.out.splitlines()[0]
     assert first.startswith("% perfmodel explain: x \\textbackslash{}input\\{/etc/passwd\\}")
     assert "\\input{" not in result.out and "\\write18{" not in result.out and "100\\%" in first
+
+
+def test_a_write_never_replaces_the_calibration_its_scenario_names(tmp_path: Path) -> None:
+    """The scenario's calibration is only known once the scenario is read: the write itself checks it."""
+    calibration = tmp_path / "c.json"
+    calibration.write_text('{"format": "perfmodel-calibration/1", "parameters": {}}')
+    before = calibration.read_bytes()
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f"gpu = 'h100-sxm'\nmodel = 'llama3.1-8b'\ncalibration = '{calibration}'\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(calibration)
+    for out in (calibration, link):
+        result = run_cli("export", "predict", str(scenario), *LAYOUT, "--out", str(out), "--force")
+        assert result.code == 2 and f"is {calibration}, an input of this command" in result.err, result.err
+    assert calibration.read_bytes() == before and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "link.json", "s.toml"]
+
+
+def test_sigterm_during_a_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """SIGTERM (a killed job, a container stop) cleans up as Ctrl-C does: no half-written file, no .tmp file."""
+    script = (
+        "import os, signal, time\nfrom pathlib import Path\nfrom perfmodel.outputs.atomic import write_atomic\n"
+        "def write(handle):\n    handle.write(b'partial')\n    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(20)\n"
+        f"write_atomic(Path({str(tmp_path / 'plan.csv')!r}), write)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+    assert list(tmp_path.iterdir()) == []

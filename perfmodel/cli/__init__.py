@@ -21,6 +21,9 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every user error into one line on stderr and exit code 2."""
+    from perfmodel.inputs.files import forget_reads
+
+    forget_reads()
     try:
         code = cli.main(args=argv, prog_name="perfmodel", standalone_mode=False)
     except click.exceptions.Abort:

@@ -14,24 +14,28 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import MeasuredRun, check_scenario
+from perfmodel.inputs.files import check_depth, read_text
 from perfmodel.inputs.mlperf import BENCHMARKS, get_benchmark
 
-PARSER_RULESET = "5.0.0"
-"""The `:::MLLOG` line format is the same from v4.0 on; the round's rules come from the benchmark id."""
+TOKEN = ":::MLLOG "  # noqa: S105 (a log marker, not a password)
+"""The `:::MLLOG` line format is the same from v4.0 on (mlperf-logging's ruleset 5.0.0 parser reads it); the
+round's rules come from the benchmark id."""
+MAX_LINE_CHARS = 16_384
+"""Real result-log lines are under 1 kB (the longest, hyperparameter lists, about 600 characters)."""
 NAMES = {bench.name: bench_id for bench_id, rounds in BENCHMARKS.items() for bench in rounds.values()}
 
 
 def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None = None) -> MeasuredRun:
     """One result log as a run; `hardware` is the scenario part the log lacks (gpu/system, n_gpus, precision,
     parallelism). A log that is not a complete, successful MLPerf run is one line naming the file and the line."""
-    from mlperf_logging.compliance_checker.mlp_parser import parse_file
+    from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
     path = Path(path)
+    text = read_text(path, "log", encoding="latin-1")  # as mlperf-logging's parse_file reads it
+    checked = _checked_lines(path, text)
     try:
-        lines, errors = parse_file(str(path), ruleset=PARSER_RULESET)
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such log file") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        lines, errors = parse_generator(checked)
+    except (ValueError, KeyError, TypeError) as exc:
         raise PerfmodelError(f"{path}: not an MLPerf result log ({type(exc).__name__}: {exc})") from None
     if errors:
         text, message = errors[0]
@@ -80,6 +84,21 @@ def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None 
     )  # fmt: skip
     check_scenario(run, str(path))
     return run
+
+
+def _checked_lines(path: Path, text: str) -> list[str]:
+    """The log's lines, each `:::MLLOG` line within MAX_LINE_CHARS and MAX_DEPTH before mlperf-logging's parser
+    sees it: its line regex takes time quadratic in the line's length, and its JSON decoder recurses per level."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if TOKEN not in line:
+            continue
+        if len(line) > MAX_LINE_CHARS:
+            raise PerfmodelError(
+                f"{path}: line {number}: an :::MLLOG line of {len(line):,} characters; at most {MAX_LINE_CHARS:,}"
+            )
+        check_depth(line, f"{path}: line {number}")
+    return lines
 
 
 def _value(event: Any) -> Any:

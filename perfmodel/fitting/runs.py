@@ -10,6 +10,7 @@ layout facts) is excluded with its reason rather than guessed.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from collections.abc import Iterable
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -82,8 +84,9 @@ class Excluded(Exception):
 def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
     """Runs from a CSV in the documented column set; a bad row is one line naming the file, row and column."""
     path = Path(path)
+    data = read_bytes(path, "runs CSV")
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often write a BOM
+        with io.StringIO(data.decode("utf-8-sig"), newline="") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
@@ -99,14 +102,8 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
             if twice:
                 raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
             runs = [_parse_row(path, number, row) for number, row in enumerate(reader, start=2)]
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such file") from None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
-    except IsADirectoryError:
-        raise PerfmodelError(f"{path}: is a directory, not a CSV file") from None
-    except OSError as exc:
-        raise PerfmodelError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not runs:
         raise PerfmodelError(f"{path}: no rows")
     return runs

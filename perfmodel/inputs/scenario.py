@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import check_depth, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model
 from perfmodel.inputs.resources import data_dir
@@ -230,14 +231,12 @@ WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
 def read_toml(source: Path, kind: str) -> dict[str, Any]:
-    """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read."""
+    """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read: it must be a
+    regular file within its size cap and nesting depth (inputs/files.py)."""
+    text = read_text(source, kind)
+    check_depth(text, str(source))
     try:
-        with source.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise PerfmodelError(f"{source}: no such {kind} file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise PerfmodelError(f"{source}: cannot read {kind} file ({type(exc).__name__})") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
 

@@ -7,7 +7,7 @@ matplotlib is an optional extra: pip install 'perfmodel[plot]'.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -112,9 +112,10 @@ class _ValidationReport(_Read):
     mape_pct: NonNegative | None = None
 
 
-def check_output(path: Path, force: bool) -> str:
-    """The image format of `path` once the target is known to be writable; one-line error otherwise."""
-    return check_suffix_and_target(path, force, FORMATS, "image format")
+def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> str:
+    """The image format of `path` once the target is known to be writable and none of the files `reads` names;
+    one-line error otherwise."""
+    return check_suffix_and_target(path, force, FORMATS, "image format", reads)
 
 
 def series_label(r: Record) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import check_depth, read_text, remember
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 FORMAT = "perfmodel-calibration/1"
@@ -71,13 +72,14 @@ class Calibration:
         return json.dumps(document, indent=1, allow_nan=False)
 
     @classmethod
-    def load(cls, path: str | Path) -> Calibration:
+    def load(cls, path: str | Path, user: bool = True) -> Calibration:
+        """A calibration file, checked; `user`: the user's file (an input of the command), not the bundled one."""
         path = Path(path)
+        text = read_text(path, "calibration", user=user)
+        check_depth(text, str(path))
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise PerfmodelError(f"{path}: no such calibration file") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
             raise PerfmodelError(f"{path}: not a calibration JSON file ({exc})") from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise PerfmodelError(f"{path}: field 'format' must be '{FORMAT}' (write one with perfmodel calibrate)")
@@ -144,7 +146,7 @@ UNCALIBRATED = Calibration({}, {"note": "physical defaults of efficiency.py, not
 
 @cache
 def bundled() -> Calibration:
-    return Calibration.load(BUNDLED) if BUNDLED.exists() else UNCALIBRATED
+    return Calibration.load(BUNDLED, user=False) if BUNDLED.exists() else UNCALIBRATED
 
 
 def resolve(spec: str | None) -> Calibration:
@@ -155,9 +157,11 @@ def resolve(spec: str | None) -> Calibration:
         return UNCALIBRATED
     try:
         stamp = Path(spec).stat().st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):
         return Calibration.load(spec)  # says what is wrong with the path
-    return _load_once(spec, stamp)
+    loaded = _load_once(spec, stamp)
+    remember(spec)  # an input of this command even when its content comes from the cache
+    return loaded
 
 
 @cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,9 +23,10 @@ FORMATS = (".xlsx", ".csv", ".json")
 __all__ = ["FORMATS", "ExportRow", "check_output", "export"]
 
 
-def check_output(path: Path, force: bool) -> str:
-    """The format of `path` (from its suffix) once the target is known to be writable; one-line error otherwise."""
-    return check_suffix_and_target(path, force, FORMATS)
+def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> str:
+    """The format of `path` (from its suffix) once the target is known to be writable and none of the files
+    `reads` names; one-line error otherwise."""
+    return check_suffix_and_target(path, force, FORMATS, reads=reads)
 
 
 def export(
