@@ -8,12 +8,16 @@ LaTeX escaped.
 from __future__ import annotations
 
 import csv
+import json
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import openpyxl
+import pytest
 from conftest import run_cli
 
 FORMULA_ID = '=HYPERLINK("http://example.invalid","x")'
@@ -111,3 +115,71 @@ def test_sigterm_during_a_write_leaves_no_temporary_file(tmp_path: Path) -> None
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- the topology cache is an input like any other ---------------------------------------------------------------
+
+
+def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path, Any]:
+    """Hardware, the path of its cache entry in a fresh cache folder (written once), and its true tiers."""
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.physics import topology
+
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
+    hw = resolve("h100-sxm")
+    truth = topology.tiers.__wrapped__(hw)
+    (path,) = (tmp_path / "cache").glob("tiers-*.json")
+    return hw, path, truth
+
+
+def _edit(path: Path, change: Any, redigest: bool = False) -> None:
+    from perfmodel.physics import topology
+
+    entry = json.loads(path.read_text())
+    change(entry["tiers"])
+    if redigest:
+        entry["digest"] = topology._digest(entry["key"], entry["tiers"])
+    path.write_text(json.dumps(entry))
+
+
+@pytest.mark.parametrize(
+    ("change", "redigest"),
+    [
+        (lambda t: t["across_spine"].update(bytes_per_s=5e8), False),  # an edit: the digest no longer matches
+        (lambda t: t.update(ranks_per_domain=4, scaleup_by_members=[0, 0, 1, 1, 1]), True),  # not this hardware
+        (lambda t: t["across_leaf"].update(latency_s=float("nan")), True),  # non-finite
+        (lambda t: t["scaleup_by_members"].clear(), True),  # the crash of issue 11
+        (lambda t: t.update(extra=1), True),
+    ],
+    ids=["edited", "other-hardware", "nan", "empty", "unknown-key"],
+)
+def test_a_bad_cache_entry_is_ignored_and_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any, redigest: bool
+) -> None:
+    from perfmodel.physics import topology
+
+    hw, path, truth = _entry(tmp_path, monkeypatch)
+    _edit(path, change, redigest)
+    assert topology.tiers.__wrapped__(hw) == truth
+    assert topology._read_entry(path, json.loads(path.read_text())["key"], hw) == truth  # rewritten
+
+
+def test_the_cache_trusts_only_private_regular_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfmodel.physics import topology
+
+    hw, path, truth = _entry(tmp_path, monkeypatch)
+    key = json.loads(path.read_text())["key"]
+    _edit(path, lambda t: t["across_spine"].update(bytes_per_s=5e8), redigest=True)  # a consistent plant
+    path.chmod(0o666)
+    assert topology._read_entry(path, key, hw) is None  # writable by others: not trusted
+    path.unlink()
+    os.mkfifo(path)
+    assert topology._read_entry(path, key, hw) is None  # never opened (opening a FIFO would block)
+    assert topology.tiers.__wrapped__(hw) == truth and path.is_file()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    path.unlink()
+    path.symlink_to(outside)
+    assert topology.tiers.__wrapped__(hw) == truth  # a link is not followed, read or written through
+    assert outside.read_text() == "precious" and not path.is_symlink()
+    assert not list(path.parent.glob("*.tmp"))
