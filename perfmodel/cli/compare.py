@@ -20,8 +20,9 @@ def compare_from_flags(scenario: str | None, relayout: bool, quiet: bool, flags:
     """The predictions `perfmodel compare` makes for these flags (also used by export compare and plot)."""
     from perfmodel.planning import compare as comparing
 
-    targets = [comparing.parse_target(spec) for spec in flags.pop("gpu")]
     counts = flags.pop("gpus")
+    comparing.check_size(len(flags["gpu"]), len(counts or []))
+    targets = [comparing.parse_target(spec) for spec in flags.pop("gpu")]
     first = targets[0] if targets else None
     flags |= {"gpu": first and first.gpu, "gpus": counts[0] if counts else None}
     flags["system"] = flags["system"] or (first and first.system)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from collections.abc import Iterable
@@ -25,6 +26,8 @@ from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
+MAX_ROWS = 10_000
+"""Each run is a prediction (a search where the layout is open): 10,000 runs are minutes of validation already."""
 LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "mbs", "gbs", "zero")
 MODEL_COLUMNS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab")
 CSV_COLUMNS = (
@@ -101,7 +104,12 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
             twice = sorted({c for c in header if header.count(c) > 1})
             if twice:
                 raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
-            runs = [_parse_row(path, number, row) for number, row in enumerate(reader, start=2)]
+            rows = list(itertools.islice(reader, MAX_ROWS + 1))  # counted before any row is checked
+            if len(rows) > MAX_ROWS:
+                raise PerfmodelError(
+                    f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
+                )
+            runs = [_parse_row(path, number, row) for number, row in enumerate(rows, start=2)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
     if not runs:

@@ -8,6 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perfmodel.errors import PerfmodelError, shown
 
+MAX_LAYERS = 1_000
+"""The deepest published dense models have about 130 layers (Llama 3.1 405B 126, Megatron's 1T 128); a search over
+a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper is refused."""
+
 
 class ModelSpec(BaseModel):
     """Shapes of a decoder-only transformer. Counts follow the Hugging Face checkpoints exactly."""
@@ -16,7 +20,7 @@ class ModelSpec(BaseModel):
 
     id: str = "custom"
     name: str = "custom model"
-    layers: int = Field(gt=0, le=10_000)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
     hidden: int = Field(gt=0, le=1_000_000)
     ffn: int = Field(gt=0, le=10_000_000)
     heads: int = Field(gt=0, le=100_000)

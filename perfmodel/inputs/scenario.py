@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_depth, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
-from perfmodel.inputs.models import ModelSpec, get_model
+from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model
 from perfmodel.inputs.resources import data_dir
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, check_text
 
@@ -50,7 +50,7 @@ class ModelOverride(_Strict):
     base: str | None = None
     id: str | None = None
     name: str | None = None
-    layers: int | None = Field(default=None, ge=1, le=10_000)
+    layers: int | None = Field(default=None, ge=1, le=MAX_LAYERS)
     hidden: int | None = Field(default=None, ge=1, le=1_000_000)
     ffn: int | None = Field(default=None, ge=1, le=10_000_000)
     heads: int | None = Field(default=None, ge=1, le=100_000)

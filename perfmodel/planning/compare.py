@@ -42,6 +42,23 @@ def parse_target(spec: str) -> Target:
     raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
 
 
+MAX_SYSTEMS = 16
+MAX_ROWS = 64
+"""Each row of a comparison is a full prediction (a search where the layout is open, up to a second or two)."""
+
+
+def check_size(n_systems: int, n_counts: int) -> None:
+    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (systems x GPU counts)."""
+    if n_systems > MAX_SYSTEMS:
+        raise PerfmodelError(f"--gpu given {n_systems} times; at most {MAX_SYSTEMS} systems per comparison")
+    rows = max(n_systems, 1) * max(n_counts, 1)
+    if rows > MAX_ROWS:
+        raise PerfmodelError(
+            f"--gpu x --gpus: {n_systems} systems x {n_counts} GPU counts = {rows} rows; at most {MAX_ROWS} (each a "
+            "full prediction): compare fewer"
+        )
+
+
 def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
     """One scenario per target and GPU count, in that order (targets outer)."""
     out = []
