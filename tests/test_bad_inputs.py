@@ -224,7 +224,7 @@ CASES: list[Case] = [
     Case("whatif-huge-domain", ("whatif", "--set", "domain_gpus=1000000000"), "allowed 1 to 576"),
     Case("whatif-fractional-gpus", ("whatif", "--set", "domain_gpus=1.5"), "domain_gpus takes a whole number of GPUs"),
     Case("whatif-missing-figure", ("whatif", "--set", "fp4_tflops=x2"), "h100-sxm has no fp4_tflops figure"),
-    Case("sensitivity-step", ("sensitivity", "--step", "2"), "--step 2.0: must be between 0 and 1"),
+    Case("sensitivity-step", ("sensitivity", "--step", "2"), "--step 2: must be from 0.0001 to below 1"),
     Case("sensitivity-step-nan", ("sensitivity", "--step", "nan"), "'--step': 'nan' must be a positive finite number"),
     # ---- sweep ---------------------------------------------------------------------------------------------------
     Case("sweep-missing", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: no such sweep file"),
@@ -282,7 +282,8 @@ CASES: list[Case] = [
     Case("log-gbs-string", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
          "{tmp}/result_0.txt: line 2: global_batch_size is 'abc'; it must be a positive whole number",
          {"result_0.txt": mllog(gbs="abc")}),
-    Case("log-gbs-huge", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "field 'parallelism.gbs': Input should be",
+    Case("log-gbs-huge", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "line 2: global_batch_size is 1000000000000000000000000000000; it must be a positive whole number up to 1e+18",
          {"result_0.txt": mllog(gbs=10**30)}),
     Case("log-aborted", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "line 5: run_stop status is 'aborted'",
          {"result_0.txt": mllog(status="aborted")}),
@@ -394,6 +395,34 @@ CASES: list[Case] = [
          {"r.csv": CSV_HEADER + "\n" + f"{GOOD_ROW}\n" * 10_001}),
     Case("csv-too-big", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: more than 16 MiB; a runs CSV file is at",
          {"r.csv": CSV_HEADER + "\n" + f"{GOOD_ROW}\n" * 400_000}),
+    # ---- numbers from files: finite and in range (issue 11) ------------------------------------------------------
+    Case("csv-measured-subnormal", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'measured' is '5e-324'; it must be a finite number from 1e-06 to 1e+09",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', '5e-324')}\n"}),
+    Case("csv-measured-1e308", ("validate", "--data", "{tmp}/r.csv"), "column 'measured' is '1e308'; it must be a",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', '1e308')}\n"}),
+    Case("calibration-interval-1e308", ("predict", "--calibration", "{tmp}/c.json"),
+         "field 'interval' must hold positive numbers time_factor_low <= time_factor_high, each a finite number from "
+         "0.01 to 100", {"c.json": CALIBRATION[:-1] % "{}" + ', "interval": {"time_factor_low": 0.9, '
+                                                              '"time_factor_high": 1e308}}'}),
+    Case("calibration-interval-subnormal", ("predict", "--calibration", "{tmp}/c.json"), "each a finite number from",
+         {"c.json": CALIBRATION[:-1] % "{}" + ', "interval": {"time_factor_low": 5e-324, "time_factor_high": 1}}'}),
+    Case("calibration-fit-huge", ("predict", "--calibration", "{tmp}/c.json"),
+         "field 'fit.in_sample_mape_pct' must be a finite number from 0 to 1e+09",
+         {"c.json": CALIBRATION[:-1] % "{}" + ', "fit": {"in_sample_mape_pct": 1e308}}'}),
+    Case("log-nan-timestamp", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "line 5: run_start to run_stop is nan minutes; it must be a finite number from 0.001 to 1e+07",
+         {"result_0.txt": mllog('run_stop=:::MLLOG {"namespace": "", "time_ms": NaN, "event_type": "POINT_IN_TIME", '
+                                '"key": "run_stop", "value": null, "metadata": {"status": "success"}}')}),
+    Case("log-huge-samples", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "line 4: samples_count is 1e+308; it must be a positive number up to 1e+18",
+         {"result_0.txt": mllog('eval_accuracy=:::MLLOG {"namespace": "", "time_ms": 1700000600000, "event_type": '
+                                '"POINT_IN_TIME", "key": "eval_accuracy", "value": 0.9, "metadata": '
+                                '{"samples_count": 1e308}}')}),
+    Case("sensitivity-step-1e-300", ("sensitivity", "--step", "1e-300"), "--step 1e-300: must be from 0.0001 to"),
+    Case("plot-from-1e308", ("plot", "compare", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "field 'tokens_per_s': Input should be less than or equal to 1000000000000000000000000000000 (got 1e+308)",
+         {"p.json": json.dumps({**PREDICTION, "tokens_per_s": 1e308})}),
     # ---- special files and paths, sizes and nesting (issue 11) ---------------------------------------------------
     Case("scenario-fifo", ("predict", "{tmp}/f.toml"), "{tmp}/f.toml: not a regular file (a FIFO, device or socket)",
          special={"f.toml": "fifo"}),

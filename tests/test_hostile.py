@@ -183,3 +183,15 @@ def test_the_cache_trusts_only_private_regular_files(tmp_path: Path, monkeypatch
     assert topology.tiers.__wrapped__(hw) == truth  # a link is not followed, read or written through
     assert outside.read_text() == "precious" and not path.is_symlink()
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_outputs_never_hold_a_non_finite_number() -> None:
+    """The last line of defence after every input's range check: one line naming the field, not a traceback."""
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.outputs import report
+
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(PerfmodelError, match=r"result\[0\]\.breakdown\.compute_s is (inf|nan): not written"):
+            report.to_csv([{"breakdown": {"compute_s": bad}}])
+        with pytest.raises(PerfmodelError, match=r"result\.rows\[1\] is"):
+            report.to_json({"rows": [1.0, bad]})

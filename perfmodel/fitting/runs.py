@@ -20,12 +20,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import read_bytes
+from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
+MEASURED_RANGE = (1e-6, 1e9)
+"""A measured step time (s), time-to-train (min) or tokens/s per GPU: a microsecond to 30 years, or a millionth of a
+token to a billion tokens a second; outside it the ratio to a prediction overflows or means nothing."""
 MAX_ROWS = 10_000
 """Each run is a prediction (a search where the layout is open): 10,000 runs are minutes of validation already."""
 LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "mbs", "gbs", "zero")
@@ -118,13 +122,18 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
 
 
 def _number(path: Path, line: int, column: str, text: str, integer: bool) -> float:
+    """A positive number of the cell (whole when `integer`; a measured value within MEASURED_RANGE)."""
     try:
         value = float(text)
     except ValueError:
-        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}', not a number") from None
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}', not a number") from None
     if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
         kind = "a positive integer" if integer else "a positive finite number"
-        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be {kind}")
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}'; it must be {kind}")
+    if not integer and not in_range(value, *MEASURED_RANGE):
+        raise PerfmodelError(
+            f"{path}, row {line}: column '{column}' is '{text}'; it must be {allowed(*MEASURED_RANGE)}"
+        )
     return value
 
 

@@ -66,8 +66,10 @@ def _checked(model: type[BaseModel], record: dict[str, Any], where: str) -> None
         raise PerfmodelError(f"{where}: {describe_error(exc, model)}") from None
 
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+MAX_VALUE = 1e30
+"""Above any time, throughput or cost a plot can mean (and far below where arithmetic on it overflows)."""
+Positive = Annotated[float, Field(gt=0, le=MAX_VALUE, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)]
 
 
 class _Read(BaseModel):

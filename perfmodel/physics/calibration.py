@@ -9,14 +9,14 @@ checks such files; fitting one is perfmodel.fitting.calibrate's job.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_depth, read_text, remember
+from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 FORMAT = "perfmodel-calibration/1"
@@ -95,16 +95,11 @@ class Calibration:
                 if name not in BOUNDS:
                     raise PerfmodelError(f"{path}: parameters.{family}: unknown '{name}'; valid: {', '.join(FITTED)}")
                 low, high = BOUNDS[name]
-                if not _is_number(value) or not low <= value <= high:
+                if not in_range(value, low, high):
                     raise PerfmodelError(f"{path}: parameters.{family}.{name} = {value!r}; allowed {low} to {high}")
         _check_provenance(path, raw)
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
         return cls(parameters, provenance, str(path))
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    """A finite JSON number (true/false are not numbers, though Python counts them as ints)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
@@ -113,9 +108,10 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
     band = raw.get("interval")
     if band is not None:
         low, high = (band.get(k) if isinstance(band, dict) else None for k in ("time_factor_low", "time_factor_high"))
-        if not (_is_number(low) and _is_number(high) and 0 < low <= high):
+        if not (in_range(low, *INTERVAL_FACTORS) and in_range(high, *INTERVAL_FACTORS) and low <= high):
             raise PerfmodelError(
-                f"{path}: field 'interval' must hold positive numbers time_factor_low <= time_factor_high"
+                f"{path}: field 'interval' must hold positive numbers time_factor_low <= time_factor_high, each "
+                f"{allowed(*INTERVAL_FACTORS)}"
             )
     fit = raw.get("fit")
     if fit is None:
@@ -123,8 +119,8 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
     if not isinstance(fit, dict):
         raise PerfmodelError(f"{path}: field 'fit' must be a table (rows, in_sample_mape_pct, residuals)")
     for key in ("rows", "in_sample_mape_pct"):
-        if key in fit and not (_is_number(fit[key]) and fit[key] >= 0):
-            raise PerfmodelError(f"{path}: field 'fit.{key}' must be a number >= 0")
+        if key in fit and not in_range(fit[key], *SUMMARY_RANGE):
+            raise PerfmodelError(f"{path}: field 'fit.{key}' must be {allowed(*SUMMARY_RANGE)}")
     residuals = fit.get("residuals", [])
     if not isinstance(residuals, list):
         raise PerfmodelError(f"{path}: field 'fit.residuals' must be a list")
@@ -133,13 +129,18 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
         if (
             not isinstance(residual, dict)
             or not isinstance(residual.get("id"), str)
-            or not (held is None or _is_number(held))
+            or not (held is None or in_range(held, -SUMMARY_RANGE[1], SUMMARY_RANGE[1]))
         ):
             raise PerfmodelError(
                 f"{path}: field 'fit.residuals[{index}]' must have a string 'id' and a number or null "
                 "'held_out_error_pct'"
             )
 
+
+INTERVAL_FACTORS = (0.01, 100.0)
+"""Factors on a predicted time: an 80% interval wider than 100x either way says nothing (the fit gives ~0.9-1.1)."""
+SUMMARY_RANGE = (0.0, 1e9)
+"""Row counts and error percentages of the fit's summary."""
 
 UNCALIBRATED = Calibration({}, {"note": "physical defaults of efficiency.py, not fitted"}, "none")
 

@@ -17,6 +17,7 @@ from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
+from perfmodel.outputs.report import check_finite
 
 FORMATS = (".xlsx", ".csv", ".json")
 
@@ -37,6 +38,7 @@ def export(
     if not rows:
         raise PerfmodelError("nothing to export: no results")
     price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
+    check_finite(records(rows, price), "export")
     if fmt == "xlsx":
         from perfmodel.outputs.export.assumptions import assumptions
         from perfmodel.outputs.export.xlsx import write_xlsx
