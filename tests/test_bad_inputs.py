@@ -423,6 +423,12 @@ CASES: list[Case] = [
     Case("plot-from-1e308", ("plot", "compare", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
          "field 'tokens_per_s': Input should be less than or equal to 1000000000000000000000000000000 (got 1e+308)",
          {"p.json": json.dumps({**PREDICTION, "tokens_per_s": 1e308})}),
+    Case("plot-from-with-scenario-flags", ("plot", "breakdown", "--from", "{tmp}/p.json", "--gpu", "b200", "--gpus",
+                                           "8,16", "--out", "{tmp}/p.png"),
+         "--from {tmp}/p.json: plots saved results as they are; --gpu, --gpus would be ignored",
+         {"p.json": json.dumps(PREDICTION)}),
+    Case("plot-from-with-scenario-file", ("plot", "breakdown", S, "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "a scenario file would be ignored", {"p.json": json.dumps(PREDICTION), "s.toml": "gpu = 'b200'\n"}),
     # ---- special files and paths, sizes and nesting (issue 11) ---------------------------------------------------
     Case("scenario-fifo", ("predict", "{tmp}/f.toml"), "{tmp}/f.toml: not a regular file (a FIFO, device or socket)",
          special={"f.toml": "fifo"}),
@@ -559,6 +565,9 @@ ABSURD_BUT_VALID = [
     ("search-two-huge-clusters", ("search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "500000,1000000",
                                   "--top", "3")),
     ("whatif-at-the-bounds", ("whatif", "--set", "nvlink_gbps=1000000", "--set", "hbm_tbps=0.01")),
+    ("whatif-domain-of-one-gpu", ("whatif", "--set", "domain_gpus=1")),
+    ("whatif-domain-of-one-gpu-searched", ("whatif", "--model", "llama3.1-8b", "--gpu", "gb200", "--gpus", "72",
+                                           "--set", "domain_gpus=1")),
 ]  # fmt: skip
 
 

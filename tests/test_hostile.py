@@ -195,3 +195,94 @@ def test_outputs_never_hold_a_non_finite_number() -> None:
             report.to_csv([{"breakdown": {"compute_s": bad}}])
         with pytest.raises(PerfmodelError, match=r"result\.rows\[1\] is"):
             report.to_json({"rows": [1.0, bad]})
+
+
+# ---- a hostile environment: full disks, edge hardware, determinism -------------------------------------------
+
+
+def _file_size_limit(limit_bytes: int) -> Any:
+    """A child process whose writes beyond `limit_bytes` fail with EFBIG, as on a full disk (SIGXFSZ ignored)."""
+    import resource
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    return limit
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_on_stdout_is_one_line() -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "perfmodel", "predict", "--format", "json"],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "error: cannot write the output (No space left on device)\n"
+
+
+@pytest.mark.parametrize("command", [("export", "predict"), ("plot", "breakdown")], ids=["xlsx", "png"])
+def test_a_full_disk_during_a_write_is_one_line_and_leaves_nothing(tmp_path: Path, command: tuple[str, str]) -> None:
+    out = tmp_path / ("plan.xlsx" if command[0] == "export" else "plan.png")
+    args = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", *LAYOUT]
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfmodel", *command, *args, "--out", str(out)],
+        capture_output=True, text=True, timeout=120, preexec_fn=_file_size_limit(4096),
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: --out {out}: cannot write (File too large)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_domain_of_one_gpu_is_answered_and_is_slower() -> None:
+    """whatif domain_gpus=1 (inside its documented range): no scale-up peers, so every collective crosses NICs."""
+    result = run_cli("whatif", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--gbs", "128", "--tp",
+                     "4", "--set", "domain_gpus=1", "--format", "json")  # fmt: skip
+    assert result.code == 0, result.err
+    baseline, same, *_ = json.loads(result.out)
+    assert same["parallelism"]["tp"] == 4 and same["step_time_s"] > 1.2 * baseline["step_time_s"]
+
+
+def test_a_sweep_point_with_a_domain_of_one_gpu_is_a_row(tmp_path: Path) -> None:
+    sweep = tmp_path / "w.toml"
+    sweep.write_text(
+        "[sweep]\nmodels = ['llama3.1-8b']\ngpus = ['h100-sxm', 'gb200']\nn_gpus = [64]\n"
+        "whatifs = [{}, {domain_gpus = 1}]\n[sweep.set]\nparallelism = {gbs = 128}\n"
+    )
+    result = run_cli("sweep", str(sweep), "--jobs", "1", "--format", "json")
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)
+    assert len(rows) == 4 and all(r["error"] is None and r["step_time_s"] > 0 for r in rows)
+    for datasheet, one in (rows[0:2], rows[2:4]):
+        assert one["whatif"] == "domain_gpus=1" and one["step_time_s"] >= datasheet["step_time_s"]
+
+
+def test_xlsx_is_byte_identical_and_honours_source_date_epoch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zipfile
+
+    def export(name: str) -> bytes:
+        out = tmp_path / name
+        assert run_cli("export", "predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", *LAYOUT, "--out",
+                       str(out)).code == 0  # fmt: skip
+        return out.read_bytes()
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    first = export("a.xlsx")
+    with zipfile.ZipFile(tmp_path / "a.xlsx") as book:
+        assert {info.date_time for info in book.infolist()} == {(2000, 1, 1, 0, 0, 0)}
+        assert b'<dcterms:modified xsi:type="dcterms:W3CDTF">2000-01-01T00:00:00Z' in book.read("docProps/core.xml")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    stamped = export("b.xlsx")
+    assert stamped == export("c.xlsx") and stamped != first
+    with zipfile.ZipFile(tmp_path / "b.xlsx") as book:
+        assert b"2023-11-14T22:13:20Z" in book.read("docProps/core.xml")
+
+
+def test_svg_is_byte_identical(tmp_path: Path) -> None:
+    args = ("plot", "breakdown", "--model", "llama3.1-8b", "--gpu", "h100-sxm", *LAYOUT)
+    images = []
+    for name in ("a.svg", "b.svg"):
+        assert run_cli(*args, "--out", str(tmp_path / name)).code == 0
+        images.append((tmp_path / name).read_bytes())
+    assert images[0] == images[1] and b"<dc:date>" not in images[0]

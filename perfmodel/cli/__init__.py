@@ -6,6 +6,8 @@ fast. Every user error ends as one line on stderr and exit code 2, without a tra
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 import click
@@ -26,6 +28,13 @@ def main(argv: list[str] | None = None) -> None:
     forget_reads()
     try:
         code = cli.main(args=argv, prog_name="perfmodel", standalone_mode=False)
+        sys.stdout.flush()  # here, so that a full disk or closed pipe on stdout is an error like any other
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRORS:
+            raise
+        _silence_stdout()
+        click.echo(f"error: cannot write the output ({exc.strerror or exc})", err=True)
+        sys.exit(2)
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
         sys.exit(1)
@@ -39,6 +48,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 MAX_ERROR_CHARS = 2000
+OUTPUT_ERRORS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE))
+"""Errors of writing the output (stdout on a full disk or a closed pipe): one line, not a traceback."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be written fails no more."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout in memory)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _one_line(message: str) -> str:

@@ -49,6 +49,13 @@ def plot(
 
     plotting.check_output(out, force, (source, scenario, flags.get("calibration")))
     if source is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v not in (None, ())]
+        given += (["a scenario file"] if scenario else []) + (["--relayout"] if relayout else [])
+        if given:
+            raise PerfmodelError(
+                f"--from {source}: plots saved results as they are; {', '.join(given)} would be ignored: drop "
+                "them, or drop --from to predict with them"
+            )
         data = _read(source)
     elif kind == "validation":
         raise PerfmodelError(

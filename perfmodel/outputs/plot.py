@@ -7,6 +7,7 @@ matplotlib is an optional extra: pip install 'perfmodel[plot]'.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
@@ -306,7 +307,12 @@ def save(figure: Any, path: Path, force: bool) -> None:
     fmt = check_output(path, force)
 
     def write(handle: BinaryIO) -> None:
-        figure.savefig(handle, format=fmt, dpi=150)
+        import matplotlib
+
+        image = io.BytesIO()  # drawn in memory: a full disk fails in one plain write, not inside matplotlib
+        with matplotlib.rc_context({"svg.hashsalt": "perfmodel"}):  # fixed SVG ids: the same plot, the same bytes
+            figure.savefig(image, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
+        handle.write(image.getvalue())
 
     try:
         write_atomic(path, write, force)

@@ -59,7 +59,9 @@ class Tiers:
     """Software cost of one collective step (NCCL/RCCL kernel synchronisation)."""
 
     def scaleup_bytes_per_s(self, members: int) -> float:
-        return self.scaleup_by_members[int(members)]
+        """0 for a group larger than the domain (a domain of one GPU has no pair): it has no scale-up path."""
+        index = int(members)
+        return self.scaleup_by_members[index] if index < len(self.scaleup_by_members) else 0.0
 
 
 def _gpu(domain: int, index: int) -> tuple[str, int, int]:
@@ -130,7 +132,8 @@ def derive_tiers(hw: Hardware) -> Tiers:
     dpl = int(hw.system.fabric.domains_per_leaf.value)
     ranks = hw.ranks_per_domain
     first = _gpu(0, 0)
-    inside = _path_link(graph, first, _gpu(0, 1))
+    # A domain of one GPU (what-if domain_gpus=1) has no peer: every collective crosses domains over the NICs.
+    inside = _path_link(graph, first, _gpu(0, 1)) if hw.domain_gpus > 1 else Link(0.0, 0.0)
     return Tiers(
         scaleup_by_members=tuple(_scaleup_bandwidth(graph, k) for k in range(ranks + 1)),
         scaleup_latency_s=inside.latency_s,

@@ -10,6 +10,9 @@ Sheets:
 
 from __future__ import annotations
 
+import datetime
+import io
+import os
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
@@ -157,7 +160,42 @@ def write_xlsx(
 
     _write_shares(sheets["Breakdown"], grid, len(rows))
     _write_assumptions(sheets["Assumptions"], found, title)
-    wb.save(handle)
+    handle.write(_saved(wb))
+
+
+DEFAULT_TIMESTAMP = datetime.datetime(2000, 1, 1)
+"""The workbook's created/modified time and its zip members' times when SOURCE_DATE_EPOCH is not set: the same
+input gives the same bytes (reproducible-builds.org's SOURCE_DATE_EPOCH sets another fixed time)."""
+
+
+def timestamp() -> datetime.datetime:
+    """SOURCE_DATE_EPOCH (seconds since 1970, UTC) when set and valid, else DEFAULT_TIMESTAMP; never before 1980,
+    the first time a zip member can carry."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch.isdigit():
+        return DEFAULT_TIMESTAMP
+    utc = datetime.datetime.fromtimestamp(min(int(epoch), 253402300799), tz=datetime.UTC)
+    return max(utc.replace(tzinfo=None), datetime.datetime(1980, 1, 1))
+
+
+def _saved(wb: Any) -> bytes:
+    """The workbook's bytes, built in memory (a full disk then fails in one plain write, not inside zipfile) with
+    fixed timestamps, so that the same results give the same file."""
+    import zipfile
+
+    from openpyxl.writer.excel import ExcelWriter
+
+    stamp = timestamp()
+    wb.properties.created = wb.properties.modified = stamp
+    first = io.BytesIO()
+    ExcelWriter(wb, zipfile.ZipFile(first, "w", zipfile.ZIP_DEFLATED, allowZip64=True)).save()
+    fixed = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(first.getvalue())) as source, zipfile.ZipFile(fixed, "w") as target:
+        for member in source.infolist():  # openpyxl stamps each member with the time it was written
+            info = zipfile.ZipInfo(member.filename, date_time=stamp.timetuple()[:6])
+            info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, member.external_attr
+            target.writestr(info, source.read(member))
+    return fixed.getvalue()
 
 
 def _plain(cell: Any, value: Any) -> None:
