@@ -7,3 +7,11 @@ class PerfmodelError(ValueError):
 
 class InfeasibleLayout(PerfmodelError):
     """A parallel layout that breaks a validity rule (the message names the rule)."""
+
+
+def shown(text: object, limit: int = 40) -> str:
+    """User text as an error line shows it: non-printable characters escaped (a NUL or newline never reaches the
+    terminal), and at most `limit` characters, so that a 10 MB id is not echoed whole."""
+    value = str(text)
+    clipped = value if len(value) <= limit else f"{value[: limit - 3]}... ({len(value):,} characters)"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in clipped)

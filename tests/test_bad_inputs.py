@@ -32,6 +32,8 @@ class Case:
     args: tuple[str, ...]
     message: str
     files: dict[str, str | bytes] = field(default_factory=dict)
+    special: dict[str, str] = field(default_factory=dict)
+    """Special files made in the test's folder: name -> 'fifo', 'symlink:TARGET' or 'hardlink:TARGET'."""
 
 
 def layout(gpus: int = 8, model: str | None = "llama3.1-8b", **dims: object) -> tuple[str, ...]:
@@ -222,7 +224,7 @@ CASES: list[Case] = [
     Case("whatif-huge-domain", ("whatif", "--set", "domain_gpus=1000000000"), "allowed 1 to 576"),
     Case("whatif-fractional-gpus", ("whatif", "--set", "domain_gpus=1.5"), "domain_gpus takes a whole number of GPUs"),
     Case("whatif-missing-figure", ("whatif", "--set", "fp4_tflops=x2"), "h100-sxm has no fp4_tflops figure"),
-    Case("sensitivity-step", ("sensitivity", "--step", "2"), "--step 2.0: must be between 0 and 1"),
+    Case("sensitivity-step", ("sensitivity", "--step", "2"), "--step 2: must be from 0.0001 to below 1"),
     Case("sensitivity-step-nan", ("sensitivity", "--step", "nan"), "'--step': 'nan' must be a positive finite number"),
     # ---- sweep ---------------------------------------------------------------------------------------------------
     Case("sweep-missing", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: no such sweep file"),
@@ -250,7 +252,7 @@ CASES: list[Case] = [
          {"r.csv": "garbage,,,\n\x01\x02\n"}),
     Case("csv-binary", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: not a readable CSV",
          {"r.csv": b"\x89PNG\r\n\x1a\n\xff\xfe"}),
-    Case("csv-missing", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no such file"),
+    Case("csv-missing", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no such runs CSV file"),
     Case("csv-header-only", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no rows",
          {"r.csv": CSV_HEADER + "\n"}),
     Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"), "unknown column(s) tpp; allowed: id, source",
@@ -280,7 +282,8 @@ CASES: list[Case] = [
     Case("log-gbs-string", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
          "{tmp}/result_0.txt: line 2: global_batch_size is 'abc'; it must be a positive whole number",
          {"result_0.txt": mllog(gbs="abc")}),
-    Case("log-gbs-huge", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "field 'parallelism.gbs': Input should be",
+    Case("log-gbs-huge", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "line 2: global_batch_size is 1000000000000000000000000000000; it must be a positive whole number up to 1e+18",
          {"result_0.txt": mllog(gbs=10**30)}),
     Case("log-aborted", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS), "line 5: run_stop status is 'aborted'",
          {"result_0.txt": mllog(status="aborted")}),
@@ -327,6 +330,140 @@ CASES: list[Case] = [
     Case("models-format", ("models", "list", "--format", "csv"), "Invalid value for '--format': 'csv'"),
     Case("models-extra-argument", ("models", "list", "extra"), "Got unexpected extra argument (extra)"),
     Case("unknown-command", ("frobnicate",), "No such command 'frobnicate'"),
+    # ---- hostile text: control characters, length caps, long unknown ids (issue 11) ------------------------------
+    Case("name-control-character", ("predict", S), "{tmp}/s.toml: field 'name': contains U+0001 (a control character)",
+         toml('name = "a\\u0001b"\n')),
+    Case("model-id-nul", ("predict", S), "field 'model.id': contains U+0000 (a control character); allowed: printable",
+         toml('[model]\nbase = "llama3.1-8b"\nid = "a\\u0000b"\n')),
+    Case("model-name-newline", ("predict", S), "field 'model.name': contains U+000A",
+         toml('[model]\nbase = "llama3.1-8b"\nname = "x\\n\\\\write18{rm}"\n')),
+    Case("name-bidi-override", ("predict", S), "field 'name': contains U+202E (right-to-left override)",
+         toml('name = "txt.\\u202Eexe"\n')),
+    Case("name-too-long", ("predict", S), "field 'name': is 300 characters long; at most 200",
+         toml(f"name = '{'x' * 300}'\n")),
+    Case("description-too-long", ("predict", S), "field 'description': is 3,000 characters long; at most 2,000",
+         toml(f"description = '{'x' * 3000}'\n")),
+    Case("unknown-model-100k-chars", ("predict", S), "field 'model': is 100,000 characters long; at most 200",
+         toml(f"model = '{'x' * 100_000}'\n")),
+    Case("gpu-flag-control-character", ("predict", "--gpu", "h\x07x"), "--gpu: contains U+0007"),
+    Case("compare-unknown-long-id", ("compare", "--gpu", "z" * 5000), "unknown accelerator or system 'zzzzzzzzzz"),
+    Case("whatif-unknown-long-name", ("whatif", "--set", "q" * 5000 + "=1"),
+         "(5,002 characters): unknown hardware parameter 'qqq"),
+    Case("csv-id-escape-sequence", ("validate", "--data", "{tmp}/r.csv"),
+         "{tmp}/r.csv, row 2: column 'id' contains U+001B (a control character)",
+         {"r.csv": f"{CSV_HEADER}\n\x1b[31mr1{GOOD_ROW[2:]}\n"}),
+    Case("csv-source-too-long", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'source' is 3,000 characters long; at most 2,000",
+         {"r.csv": f"source,{CSV_HEADER}\n{'s' * 3000},{GOOD_ROW}\n"}),
+    Case("csv-model-nul", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'model' contains U+0000",
+         {"r.csv": CSV_HEADER + "\n" + GOOD_ROW.replace("llama3.1-8b", "llama\x00") + "\n"}),
+    # ---- clobbered inputs: --force never replaces a file the same command reads (issue 11) ----------------------
+    Case("calibrate-out-is-its-data", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/r.csv", "--force"),
+         "--out {tmp}/r.csv: is {tmp}/r.csv, an input of this command", {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n"}),
+    Case("calibrate-out-hard-link-to-data", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/c.json", "--force"),
+         "--out {tmp}/c.json: is {tmp}/r.csv, an input", {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n"},
+         {"c.json": "hardlink:r.csv"}),
+    Case("calibrate-out-symlink-to-data", ("calibrate", "--data", "{tmp}/r.csv", "--out", "{tmp}/c.json", "--force"),
+         "--out {tmp}/c.json: is {tmp}/r.csv, an input", {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW}\n"},
+         {"c.json": "symlink:r.csv"}),
+    Case("export-out-is-its-calibration", ("export", "predict", "--calibration", "{tmp}/c.json", "--out",
+                                           "{tmp}/c.json", "--force"), "--out {tmp}/c.json: is {tmp}/c.json, an input",
+         {"c.json": CALIBRATION % "{}"}),
+    Case("export-out-is-its-scenario", ("export", "predict", "{tmp}/s.csv", "--out", "{tmp}/s.csv", "--force"),
+         "--out {tmp}/s.csv: is {tmp}/s.csv, an input", {"s.csv": "gpu = 'h100-sxm'\nmodel = 'llama3.1-8b'\n"}),
+    Case("plot-out-is-its-from", ("plot", "breakdown", "--from", "{tmp}/p.svg", "--out", "{tmp}/p.svg", "--force"),
+         "--out {tmp}/p.svg: is {tmp}/p.svg, an input", {"p.svg": json.dumps(PREDICTION)}),
+    Case("sweep-out-is-its-sweep-file", ("sweep", "{tmp}/w.csv", "--out", "{tmp}/w.csv", "--force"),
+         "--out {tmp}/w.csv: is {tmp}/w.csv, an input", {"w.csv": "[sweep]\nn_gpus = [8]\n"}),
+    Case("export-sweep-out-is-its-sweep-file", ("export", "sweep", "{tmp}/w.json", "--out", "{tmp}/w.json", "--force"),
+         "--out {tmp}/w.json: is {tmp}/w.json, an input", {"w.json": "[sweep]\nn_gpus = [8]\n"}),
+    # ---- work caps that refuse before working (issue 11) ---------------------------------------------------------
+    Case("model-ten-thousand-layers", ("predict", S), "'model.layers': Input should be less than or equal to 1000",
+         toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nlayers = 10000\n")),
+    Case("search-many-divisible-counts", ("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus",
+                                          ",".join(str(5040 * k) for k in range(1, 65))),
+         "--gpus: 64 GPU count(s) give 11,800,000 layout shapes (GPU counts x global batches x TP x CP x PP) to "
+         "search; at most 4,000,000"),
+    Case("compare-too-many-systems", ("compare", *("--gpu", "h100-sxm") * 17), "--gpu given 17 times; at most 16"),
+    Case("compare-too-many-rows", ("compare", *("--gpu", "h100-sxm") * 8, "--gpus", "8,16,24,32,40,48,56,64,72"),
+         "--gpu x --gpus: 8 systems x 9 GPU counts = 72 rows; at most 64"),
+    Case("export-compare-too-many-rows", ("export", "compare", *("--gpu", "b200") * 16, "--gpus", "8,16,24,32,40",
+                                          "--out", "{tmp}/c.xlsx"), "16 systems x 5 GPU counts = 80 rows"),
+    Case("plot-compare-too-many-systems", ("plot", "compare", *("--gpu", "b200") * 40, "--out", "{tmp}/p.png"),
+         "--gpu given 40 times; at most 16"),
+    Case("csv-too-many-rows", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: more than 10,000 rows; at most",
+         {"r.csv": CSV_HEADER + "\n" + f"{GOOD_ROW}\n" * 10_001}),
+    Case("csv-too-big", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: more than 16 MiB; a runs CSV file is at",
+         {"r.csv": CSV_HEADER + "\n" + f"{GOOD_ROW}\n" * 400_000}),
+    # ---- numbers from files: finite and in range (issue 11) ------------------------------------------------------
+    Case("csv-measured-subnormal", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'measured' is '5e-324'; it must be a finite number from 1e-06 to 1e+09",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', '5e-324')}\n"}),
+    Case("csv-measured-1e308", ("validate", "--data", "{tmp}/r.csv"), "column 'measured' is '1e308'; it must be a",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', '1e308')}\n"}),
+    Case("calibration-interval-1e308", ("predict", "--calibration", "{tmp}/c.json"),
+         "field 'interval' must hold positive numbers time_factor_low <= time_factor_high, each a finite number from "
+         "0.01 to 100", {"c.json": CALIBRATION[:-1] % "{}" + ', "interval": {"time_factor_low": 0.9, '
+                                                              '"time_factor_high": 1e308}}'}),
+    Case("calibration-interval-subnormal", ("predict", "--calibration", "{tmp}/c.json"), "each a finite number from",
+         {"c.json": CALIBRATION[:-1] % "{}" + ', "interval": {"time_factor_low": 5e-324, "time_factor_high": 1}}'}),
+    Case("calibration-fit-huge", ("predict", "--calibration", "{tmp}/c.json"),
+         "field 'fit.in_sample_mape_pct' must be a finite number from 0 to 1e+09",
+         {"c.json": CALIBRATION[:-1] % "{}" + ', "fit": {"in_sample_mape_pct": 1e308}}'}),
+    Case("log-nan-timestamp", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "line 5: run_start to run_stop is nan minutes; it must be a finite number from 0.001 to 1e+07",
+         {"result_0.txt": mllog('run_stop=:::MLLOG {"namespace": "", "time_ms": NaN, "event_type": "POINT_IN_TIME", '
+                                '"key": "run_stop", "value": null, "metadata": {"status": "success"}}')}),
+    Case("log-huge-samples", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "line 4: samples_count is 1e+308; it must be a positive number up to 1e+18",
+         {"result_0.txt": mllog('eval_accuracy=:::MLLOG {"namespace": "", "time_ms": 1700000600000, "event_type": '
+                                '"POINT_IN_TIME", "key": "eval_accuracy", "value": 0.9, "metadata": '
+                                '{"samples_count": 1e308}}')}),
+    Case("sensitivity-step-1e-300", ("sensitivity", "--step", "1e-300"), "--step 1e-300: must be from 0.0001 to"),
+    Case("plot-from-1e308", ("plot", "compare", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "field 'tokens_per_s': Input should be less than or equal to 1000000000000000000000000000000 (got 1e+308)",
+         {"p.json": json.dumps({**PREDICTION, "tokens_per_s": 1e308})}),
+    Case("plot-from-with-scenario-flags", ("plot", "breakdown", "--from", "{tmp}/p.json", "--gpu", "b200", "--gpus",
+                                           "8,16", "--out", "{tmp}/p.png"),
+         "--from {tmp}/p.json: plots saved results as they are; --gpu, --gpus would be ignored",
+         {"p.json": json.dumps(PREDICTION)}),
+    Case("plot-from-with-scenario-file", ("plot", "breakdown", S, "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "a scenario file would be ignored", {"p.json": json.dumps(PREDICTION), "s.toml": "gpu = 'b200'\n"}),
+    # ---- special files and paths, sizes and nesting (issue 11) ---------------------------------------------------
+    Case("scenario-fifo", ("predict", "{tmp}/f.toml"), "{tmp}/f.toml: not a regular file (a FIFO, device or socket)",
+         special={"f.toml": "fifo"}),
+    Case("csv-fifo", ("validate", "--data", "{tmp}/f.csv"), "{tmp}/f.csv: not a regular file",
+         special={"f.csv": "fifo"}),
+    Case("log-fifo", ("validate", "{tmp}/f.txt", *LOG_FLAGS), "{tmp}/f.txt: not a regular file; give a log file"[:30],
+         special={"f.txt": "fifo"}),
+    Case("scenario-dev-zero", ("predict", "/dev/zero"), "/dev/zero: not a regular file (a FIFO, device or socket)"),
+    Case("calibration-dev-zero", ("predict", "--calibration", "/dev/zero"), "/dev/zero: not a regular file"),
+    Case("plot-from-dev-zero", ("plot", "breakdown", "--from", "/dev/zero", "--out", "{tmp}/p.png"),
+         "--from /dev/zero: not a regular file"),
+    Case("sweep-dev-zero", ("sweep", "/dev/zero"), "/dev/zero: not a regular file; give a sweep file"[:29]),
+    Case("scenario-symlink-loop", ("predict", "{tmp}/a.toml"), "{tmp}/a.toml: cannot read scenario file (too many",
+         special={"a.toml": "symlink:b.toml", "b.toml": "symlink:a.toml"}),
+    Case("scenario-name-too-long", ("predict", "{tmp}/" + "n" * 300 + ".toml"), "cannot read scenario file (file name"),
+    Case("path-too-long", ("validate", "--data", "a/" * 3000), "a file name of 5,999 characters; at most 4,096"),
+    Case("scenario-path-nul", ("predict", "{tmp}/a\x00.toml"), "a file name cannot contain a NUL byte"),
+    Case("calibration-path-nul", ("predict", "--calibration", "c\x00.json"), "--calibration: contains U+0000"),
+    Case("out-path-nul", ("export", "predict", "--out", "{tmp}/p\x00.csv"), "a file name cannot contain a NUL byte"),
+    Case("scenario-too-big", ("predict", S), "{tmp}/s.toml: more than 1 MiB; a scenario file is at most 1 MiB",
+         toml("# " + "x" * (2**20) + "\n")),
+    Case("toml-nested-deep", ("predict", S), "{tmp}/s.toml: nested more than 32 levels deep",
+         toml("x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n")),
+    Case("sweep-nested-deep", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: nested more than 32 levels deep",
+         {"w.toml": "[sweep]\nn_gpus = " + "[" * 5000 + "]" * 5000 + "\n"}),
+    Case("calibration-nested-deep", ("predict", "--calibration", "{tmp}/c.json"), "c.json: nested more than 32 levels",
+         {"c.json": CALIBRATION % ("[" * 100_000 + "]" * 100_000)}),
+    Case("plot-from-nested-deep", ("plot", "breakdown", "--from", "{tmp}/p.json", "--out", "{tmp}/p.png"),
+         "--from {tmp}/p.json: nested more than 32 levels deep", {"p.json": "[" * 100_000 + "]" * 100_000}),
+    Case("log-metadata-nested-deep", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "result_0.txt: line 3: nested more than 32 levels deep",
+         {"result_0.txt": mllog('run_start=:::MLLOG {"key": "x", "metadata": ' + "[" * 5000 + "]" * 5000 + "}")}),
+    Case("log-line-too-long", ("validate", "{tmp}/result_0.txt", *LOG_FLAGS),
+         "result_0.txt: line 3: an :::MLLOG line of 150,010 characters; at most 16,384",
+         {"result_0.txt": mllog("run_start=:::MLLOG {" + "x" * 150_000)}),
 ]  # fmt: skip
 
 
@@ -337,12 +474,20 @@ def _prepare(case: Case, tmp_path: Path) -> tuple[list[str], str]:
             target.write_bytes(content)
         else:
             target.write_text(content)
+    for name, kind in case.special.items():
+        what, _, other = kind.partition(":")
+        if what == "fifo":
+            os.mkfifo(tmp_path / name)
+        elif what == "symlink":
+            (tmp_path / name).symlink_to(other)
+        else:
+            (tmp_path / name).hardlink_to(tmp_path / other)
     fill = str(tmp_path)
     return [a.replace("{tmp}", fill) for a in case.args], case.message.replace("{tmp}", fill)
 
 
 def _tree(folder: Path) -> dict[str, float]:
-    return {str(p): p.stat().st_mtime for p in folder.rglob("*")}
+    return {str(p): p.lstat().st_mtime for p in folder.rglob("*")}
 
 
 def test_the_corpus_covers_every_command() -> None:
@@ -365,7 +510,8 @@ def test_bad_input_is_one_line_and_exit_code_2(case: Case, tmp_path: Path) -> No
     assert result.code == 2, (result.code, result.out[:300], result.err)
     assert result.out == ""
     assert result.err.startswith("error: ") and result.err.count("\n") == 1 and result.err.endswith("\n"), result.err
-    assert "Traceback" not in result.err
+    assert "Traceback" not in result.err and len(result.err) < 2100
+    assert all(c.isprintable() for c in result.err[:-1]), "an error line carries a control character"
     assert message in result.err, result.err
     assert _tree(tmp_path) == before, "a refused command wrote or changed a file"
     assert elapsed < TIME_LIMIT_S
@@ -419,6 +565,9 @@ ABSURD_BUT_VALID = [
     ("search-two-huge-clusters", ("search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "500000,1000000",
                                   "--top", "3")),
     ("whatif-at-the-bounds", ("whatif", "--set", "nvlink_gbps=1000000", "--set", "hbm_tbps=0.01")),
+    ("whatif-domain-of-one-gpu", ("whatif", "--set", "domain_gpus=1")),
+    ("whatif-domain-of-one-gpu-searched", ("whatif", "--model", "llama3.1-8b", "--gpu", "gb200", "--gpus", "72",
+                                           "--set", "domain_gpus=1")),
 ]  # fmt: skip
 
 

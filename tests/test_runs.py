@@ -51,7 +51,7 @@ def test_bad_csv_names_file_row_and_column(tmp_path: Path, text: str, message: s
 
 
 def test_missing_and_binary_files(tmp_path: Path) -> None:
-    with pytest.raises(PerfmodelError, match="no such file"):
+    with pytest.raises(PerfmodelError, match="no such runs CSV file"):
         read_runs_csv(tmp_path / "none.csv")
     binary = tmp_path / "b.csv"
     binary.write_bytes(b"\xff\xfe\x00garbage")

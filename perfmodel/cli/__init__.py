@@ -6,11 +6,13 @@ fast. Every user error ends as one line on stderr and exit code 2, without a tra
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 import click
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,19 +23,49 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every user error into one line on stderr and exit code 2."""
+    from perfmodel.inputs.files import forget_reads
+
+    forget_reads()
     try:
         code = cli.main(args=argv, prog_name="perfmodel", standalone_mode=False)
+        sys.stdout.flush()  # here, so that a full disk or closed pipe on stdout is an error like any other
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRORS:
+            raise
+        _silence_stdout()
+        click.echo(f"error: cannot write the output ({exc.strerror or exc})", err=True)
+        sys.exit(2)
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        message = " ".join(exc.format_message().split())
-        click.echo(f"error: {message}", err=True)
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)
     except PerfmodelError as exc:
-        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        click.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+MAX_ERROR_CHARS = 2000
+OUTPUT_ERRORS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE))
+"""Errors of writing the output (stdout on a full disk or a closed pipe): one line, not a traceback."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be written fails no more."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout in memory)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
+
+
+def _one_line(message: str) -> str:
+    """An error message as one line of printable text, at most MAX_ERROR_CHARS long, whatever user text it holds."""
+    return shown(" ".join(message.split()), MAX_ERROR_CHARS)
 
 
 from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli`)

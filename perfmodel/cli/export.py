@@ -13,7 +13,7 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import Command, PositiveFloat, load_from_flags, quiet_option, scenario_options
+from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_flags, quiet_option, scenario_options
 
 
 def export_options(command: Command) -> Command:
@@ -23,7 +23,7 @@ def export_options(command: Command) -> Command:
             "--out",
             "out",
             required=True,
-            type=click.Path(dir_okay=True, path_type=Path),
+            type=FilePath(dir_okay=True, path_type=Path),
             help="Output file; its suffix picks the format: .xlsx (workbook with live formulas), .csv or .json.",
         ),
         click.option("--force", is_flag=True, help="Overwrite the output file if it exists."),
@@ -61,7 +61,7 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
     from perfmodel.outputs.export import export as write
     from perfmodel.planning.predict import predict
 
-    check_output(out, force)
+    check_output(out, force, (scenario, flags["calibration"]))
     result = predict(load_from_flags(scenario, flags))
     label = prediction_label(result)
     write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
@@ -80,7 +80,7 @@ def export_compare(
     from perfmodel.outputs.export import check_output
     from perfmodel.planning.compare import with_ratios
 
-    check_output(out, force)
+    check_output(out, force, (scenario, flags["calibration"]))
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
     ratios = [{k: v for k, v in r.items() if k not in predictions[0].to_dict()} for r in with_ratios(predictions)]
     _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
@@ -107,7 +107,7 @@ def export_search(
     from perfmodel.outputs.export import check_output
     from perfmodel.planning.predict import search_scenario
 
-    check_output(out, force)
+    check_output(out, force, (scenario, flags["calibration"]))
     counts = flags.pop("gpus")
     flags["gpus"] = counts[0] if counts else None
     with progress("Pricing layouts", quiet) as update:
@@ -117,7 +117,7 @@ def export_search(
 
 
 @export.command("sweep")
-@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.argument("sweep_file", type=FilePath(dir_okay=False))
 @quiet_option
 @export_options
 def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None) -> None:
@@ -131,7 +131,7 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
     from perfmodel.outputs.export import check_output
     from perfmodel.planning import sweep as sweeping
 
-    check_output(out, force)
+    check_output(out, force, (sweep_file,))
     points = sweeping.load_points(sweep_file)
     predictions, extras, failed = [], [], 0
     with progress("Predicting", quiet) as update:

@@ -16,6 +16,15 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 
 
+class FilePath(click.Path):
+    """click's Path, with a NUL byte in the name refused as a usage error (click's own stat would raise)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if "\x00" in str(value):
+            self.fail("a file name cannot contain a NUL byte", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class Count(click.ParamType):
     """A positive finite number, with an optional K/M/B/T suffix: 15T, 2.5e12, 1,000,000."""
 
@@ -151,7 +160,7 @@ def scenario_options(
         else click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs.")
     )
     options = [
-        click.argument("scenario", required=False, type=click.Path(dir_okay=False)),
+        click.argument("scenario", required=False, type=FilePath(dir_okay=False)),
         hardware_option,
         click.option(
             "--model", help="Model id (perfmodel models list) or FILE.toml.", shell_complete=_complete(("models",))

@@ -10,7 +10,7 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import quiet_option, scenario_options
+from perfmodel.cli.options import FilePath, quiet_option, scenario_options
 from perfmodel.errors import PerfmodelError
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
@@ -24,10 +24,10 @@ KINDS = ("scaling", "breakdown", "compare", "validation")
 @click.option(
     "--from",
     "source",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     help="Plot saved results: the JSON of predict/compare/search, or of validate for a validation plot.",
 )
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Image file: .png or .svg.")
+@click.option("--out", required=True, type=FilePath(path_type=Path), help="Image file: .png or .svg.")
 @click.option("--force", is_flag=True, help="Overwrite the image if it exists.")
 def plot(
     kind: str,
@@ -47,8 +47,15 @@ def plot(
     """
     from perfmodel.outputs import plot as plotting
 
-    plotting.check_output(out, force)
+    plotting.check_output(out, force, (source, scenario, flags.get("calibration")))
     if source is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v not in (None, ())]
+        given += (["a scenario file"] if scenario else []) + (["--relayout"] if relayout else [])
+        if given:
+            raise PerfmodelError(
+                f"--from {source}: plots saved results as they are; {', '.join(given)} would be ignored: drop "
+                "them, or drop --from to predict with them"
+            )
         data = _read(source)
     elif kind == "validation":
         raise PerfmodelError(
@@ -65,11 +72,12 @@ def plot(
 
 
 def _read(source: Path) -> Any:
+    from perfmodel.inputs.files import check_depth, read_text
+
+    label = f"--from {source}"
+    text = read_text(source, "results JSON", label)
+    check_depth(text, label)
     try:
-        return json.loads(source.read_text())
-    except FileNotFoundError:
-        raise PerfmodelError(f"--from {source}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PerfmodelError(f"--from {source}: cannot read ({type(exc).__name__})") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise PerfmodelError(f"--from {source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None

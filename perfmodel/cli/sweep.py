@@ -8,17 +8,17 @@ from pathlib import Path
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, emit, progress, quiet_option
+from perfmodel.cli.options import FORMATS, FilePath, emit, progress, quiet_option
 
 
 @cli.command()
-@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.argument("sweep_file", type=FilePath(dir_okay=False))
 @click.option(
     "--jobs", "-j", type=click.IntRange(1, 1024), default=None, help="Worker processes (default: every core)."
 )
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="Ray cluster to join (default: start a local one).")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the rows to FILE.csv or FILE.json instead.")
+@click.option("--out", type=FilePath(dir_okay=False), help="Write the rows to FILE.csv or FILE.json instead.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @quiet_option
@@ -52,7 +52,7 @@ def sweep(
     from perfmodel.planning import sweep as sweeping
 
     target = Path(out) if out else None
-    suffix = check_output(target, force, (".csv", ".json")) if target else None  # before any work
+    suffix = check_output(target, force, (".csv", ".json"), reads=(sweep_file,)) if target else None  # before work
     points = sweeping.load_points(sweep_file)
     with progress(f"{len(points)} points", quiet) as update:
         rows = sweeping.run(points, jobs or os.cpu_count() or 1, executor, ray_address, update)

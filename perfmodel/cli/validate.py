@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Command, _degree, emit
+from perfmodel.cli.options import FORMATS, Command, FilePath, _degree, emit
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
@@ -74,8 +74,8 @@ def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
 
 
 @cli.command()
-@click.argument("logs", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--data", type=click.Path(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
+@click.argument("logs", nargs=-1, type=FilePath(dir_okay=False))
+@click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
 @click.option("--calibration", help=CALIBRATION_HELP)
 @click.option(
@@ -134,10 +134,10 @@ def _validate_protocol(
 
 
 @cli.command()
-@click.option("--data", type=click.Path(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
+@click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
 @click.option("--with-bundled", is_flag=True, help="Fit on the bundled rows as well as --data.")
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
+@click.option("--out", required=True, type=FilePath(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option(
     "--cv/--no-cv",
@@ -159,7 +159,7 @@ def calibrate(
     from perfmodel.outputs.atomic import check_target, write_atomic
     from perfmodel.physics import calibration as calibrations
 
-    check_target(Path(out), force)
+    check_target(Path(out), force, (data,))
     runs, excluded = _runs(data, (), {}, only, bundled=with_bundled or not data)
     show = not quiet and sys.stderr.isatty()
     fitted = fit_calibration(runs, excluded, cv, (lambda m: click.echo(m, err=True)) if show else None)

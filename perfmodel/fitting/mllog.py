@@ -8,30 +8,38 @@ line (counted from 1; mlperf-logging's `lineno` counts from 0).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.runs import MeasuredRun, check_scenario
+from perfmodel.inputs.files import check_depth, read_text
 from perfmodel.inputs.mlperf import BENCHMARKS, get_benchmark
+from perfmodel.inputs.numbers import allowed, in_range
 
-PARSER_RULESET = "5.0.0"
-"""The `:::MLLOG` line format is the same from v4.0 on; the round's rules come from the benchmark id."""
+TOKEN = ":::MLLOG "  # noqa: S105 (a log marker, not a password)
+"""The `:::MLLOG` line format is the same from v4.0 on (mlperf-logging's ruleset 5.0.0 parser reads it); the
+round's rules come from the benchmark id."""
+MINUTES_RANGE = (1e-3, 1e7)
+"""A timed region from a tenth of a second to 19 years (MLPerf runs take minutes to hours)."""
+COUNT_MAX = 1e18
+"""Samples, epochs and batch sizes: far beyond any run, below where float arithmetic loses whole numbers' meaning."""
+MAX_LINE_CHARS = 16_384
+"""Real result-log lines are under 1 kB (the longest, hyperparameter lists, about 600 characters)."""
 NAMES = {bench.name: bench_id for bench_id, rounds in BENCHMARKS.items() for bench in rounds.values()}
 
 
 def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None = None) -> MeasuredRun:
     """One result log as a run; `hardware` is the scenario part the log lacks (gpu/system, n_gpus, precision,
     parallelism). A log that is not a complete, successful MLPerf run is one line naming the file and the line."""
-    from mlperf_logging.compliance_checker.mlp_parser import parse_file
+    from mlperf_logging.compliance_checker.mlp_parser.ruleset_500 import parse_generator
 
     path = Path(path)
+    text = read_text(path, "log", encoding="latin-1")  # as mlperf-logging's parse_file reads it
+    checked = _checked_lines(path, text)
     try:
-        lines, errors = parse_file(str(path), ruleset=PARSER_RULESET)
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such log file") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        lines, errors = parse_generator(checked)
+    except (ValueError, KeyError, TypeError) as exc:
         raise PerfmodelError(f"{path}: not an MLPerf result log ({type(exc).__name__}: {exc})") from None
     if errors:
         text, message = errors[0]
@@ -55,8 +63,13 @@ def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None 
         raise PerfmodelError(f"{path}: line {stop.lineno + 1}: run_stop status is '{status}', not a converged run")
     minutes = (stop.timestamp - one("run_start").timestamp) / 60_000
     evaluations = events.get("eval_accuracy", [])
-    if not evaluations or minutes <= 0:
-        raise PerfmodelError(f"{path}: no eval_accuracy event or no time between run_start and run_stop")
+    if not evaluations:
+        raise PerfmodelError(f"{path}: no eval_accuracy event; a complete MLPerf result log has one")
+    if not in_range(minutes, *MINUTES_RANGE):  # NaN timestamps pass a `minutes <= 0` check
+        raise PerfmodelError(
+            f"{path}: line {stop.lineno + 1}: run_start to run_stop is {minutes!r} minutes; it must be "
+            f"{allowed(*MINUTES_RANGE)}"
+        )
     last_eval = evaluations[-1]
     last = _metadata(last_eval)
     if "samples_count" in last:
@@ -82,6 +95,21 @@ def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None 
     return run
 
 
+def _checked_lines(path: Path, text: str) -> list[str]:
+    """The log's lines, each `:::MLLOG` line within MAX_LINE_CHARS and MAX_DEPTH before mlperf-logging's parser
+    sees it: its line regex takes time quadratic in the line's length, and its JSON decoder recurses per level."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if TOKEN not in line:
+            continue
+        if len(line) > MAX_LINE_CHARS:
+            raise PerfmodelError(
+                f"{path}: line {number}: an :::MLLOG line of {len(line):,} characters; at most {MAX_LINE_CHARS:,}"
+            )
+        check_depth(line, f"{path}: line {number}")
+    return lines
+
+
 def _value(event: Any) -> Any:
     """An event's value (None when the line has none)."""
     return event.value.get("value") if isinstance(event.value, dict) else None
@@ -95,8 +123,9 @@ def _metadata(event: Any) -> dict[str, Any]:
 
 def _positive(path: Path, event: Any, name: str, value: Any, whole: bool = False) -> float:
     """A positive finite number (whole when `whole`) from a log line, or one line naming the line and the key."""
-    number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not number or value <= 0 or (whole and value != int(value)):
+    if not in_range(value, 0, COUNT_MAX) or value <= 0 or (whole and value != int(value)):
         kind = "a positive whole number" if whole else "a positive number"
-        raise PerfmodelError(f"{path}: line {event.lineno + 1}: {name} is {value!r}; it must be {kind}")
+        raise PerfmodelError(
+            f"{path}: line {event.lineno + 1}: {name} is {shown(repr(value))}; it must be {kind} up to {COUNT_MAX:g}"
+        )
     return float(value)

@@ -10,6 +10,8 @@ layout facts) is excluded with its reason rather than guessed.
 from __future__ import annotations
 
 import csv
+import io
+import itertools
 import math
 import re
 from collections.abc import Iterable
@@ -18,10 +20,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.files import read_bytes
+from perfmodel.inputs.numbers import allowed, in_range
+from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
+MEASURED_RANGE = (1e-6, 1e9)
+"""A measured step time (s), time-to-train (min) or tokens/s per GPU: a microsecond to 30 years, or a millionth of a
+token to a billion tokens a second; outside it the ratio to a prediction overflows or means nothing."""
+MAX_ROWS = 10_000
+"""Each run is a prediction (a search where the layout is open): 10,000 runs are minutes of validation already."""
 LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "mbs", "gbs", "zero")
 MODEL_COLUMNS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab")
 CSV_COLUMNS = (
@@ -96,8 +106,9 @@ class Excluded(Exception):
 def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
     """Runs from a CSV in the documented column set; a bad row is one line naming the file, row and column."""
     path = Path(path)
+    data = read_bytes(path, "runs CSV")
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often write a BOM
+        with io.StringIO(data.decode("utf-8-sig"), newline="") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
@@ -112,28 +123,32 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
             twice = sorted({c for c in header if header.count(c) > 1})
             if twice:
                 raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
-            runs = [_parse_row(path, number, row) for number, row in enumerate(reader, start=2)]
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such file") from None
+            rows = list(itertools.islice(reader, MAX_ROWS + 1))  # counted before any row is checked
+            if len(rows) > MAX_ROWS:
+                raise PerfmodelError(
+                    f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
+                )
+            runs = [_parse_row(path, number, row) for number, row in enumerate(rows, start=2)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
-    except IsADirectoryError:
-        raise PerfmodelError(f"{path}: is a directory, not a CSV file") from None
-    except OSError as exc:
-        raise PerfmodelError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not runs:
         raise PerfmodelError(f"{path}: no rows")
     return runs
 
 
 def _number(path: Path, line: int, column: str, text: str, integer: bool) -> float:
+    """A positive number of the cell (whole when `integer`; a measured value within MEASURED_RANGE)."""
     try:
         value = float(text)
     except ValueError:
-        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}', not a number") from None
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}', not a number") from None
     if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
         kind = "a positive integer" if integer else "a positive finite number"
-        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be {kind}")
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}'; it must be {kind}")
+    if not integer and not in_range(value, *MEASURED_RANGE):
+        raise PerfmodelError(
+            f"{path}, row {line}: column '{column}' is '{text}'; it must be {allowed(*MEASURED_RANGE)}"
+        )
     return value
 
 
@@ -141,6 +156,10 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
     if None in row:
         raise PerfmodelError(f"{path}, row {line}: more cells than columns")
+    for column, text in cell.items():
+        problem = text_problem(text, MAX_TEXT_CHARS if column == "source" else MAX_NAME_CHARS)
+        if problem is not None:
+            raise PerfmodelError(f"{path}, row {line}: column '{column}' {problem}")
     metric = cell.get("metric", "")
     if metric not in METRICS:
         raise PerfmodelError(f"{path}, row {line}: column 'metric' is '{metric}'; allowed: {', '.join(METRICS)}")

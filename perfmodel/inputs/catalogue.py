@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import check_depth, read_text
 from perfmodel.inputs.resources import data_dir
 
 KINDS = ("accelerators", "systems")
@@ -88,7 +89,7 @@ def _entries(key: tuple[str, ...]) -> dict[str, dict[str, Entry]]:
 
 def raw_tables(entry: Entry) -> dict[str, Any]:
     """An entry's tables: read from its file for a bundled one (lazily: a prediction reads two files)."""
-    return _read(entry.path) if entry.bundled else entry.raw
+    return _read(entry.path, user=False) if entry.bundled else entry.raw
 
 
 def _user_files() -> list[Path]:
@@ -117,7 +118,7 @@ def _user_config_folder() -> Path:
 
 
 def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
-    raw = _read(path)
+    raw = _read(path, user=True)
     entry_id = raw.get("id")
     if not isinstance(entry_id, str) or not entry_id:
         raise PerfmodelError(f"{path}: field 'id' is required: the name commands use for this entry (--gpu, --system)")
@@ -142,11 +143,11 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, user: bool) -> dict[str, Any]:
+    """A hardware file's tables: a regular file within its size cap and nesting depth, like every input."""
+    text = read_text(path, "hardware", user=user)
+    check_depth(text, str(path))
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{path}: not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PerfmodelError(f"{path}: cannot read hardware file ({type(exc).__name__})") from None

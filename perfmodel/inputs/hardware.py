@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
@@ -153,7 +153,7 @@ def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> BaseModel:
     label = {"accelerators": "GPU", "systems": "system"}[kind]
     entry = catalogue.entries()[kind].get(item_id)
     if entry is None:
-        raise PerfmodelError(f"unknown {label} '{item_id}'; valid: {', '.join(_ids(kind))}")
+        raise PerfmodelError(f"unknown {label} '{shown(item_id)}'; valid: {', '.join(_ids(kind))}")
     model = Accelerator if kind == "accelerators" else System
     loaded = _validated(entry.path, catalogue.raw_tables(entry), model)
     if loaded.id != item_id:  # type: ignore[attr-defined]

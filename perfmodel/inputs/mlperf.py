@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 
 LATEST = "latest"
 
@@ -196,10 +196,10 @@ def get_benchmark(spec: str) -> Benchmark:
     """A benchmark id with an optional round suffix: `mlperf-llama31-405b` (latest rules) or `...@v5.0`."""
     bench_id, _, round_name = spec.partition("@")
     if bench_id not in BENCHMARKS:
-        raise PerfmodelError(f"unknown benchmark '{bench_id}'; valid: {', '.join(BENCHMARKS)}")
+        raise PerfmodelError(f"unknown benchmark '{shown(bench_id)}'; valid: {', '.join(BENCHMARKS)}")
     rounds = BENCHMARKS[bench_id]
     if not round_name:
         return rounds[max(rounds, key=lambda r: tuple(int(x) for x in r[1:].split(".")))]
     if round_name not in rounds:
-        raise PerfmodelError(f"{bench_id} has no round '{round_name}'; valid: {', '.join(rounds)}")
+        raise PerfmodelError(f"{bench_id} has no round '{shown(round_name)}'; valid: {', '.join(rounds)}")
     return rounds[round_name]

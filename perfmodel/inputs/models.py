@@ -6,7 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
+
+MAX_LAYERS = 1_000
+"""The deepest published dense models have about 130 layers (Llama 3.1 405B 126, Megatron's 1T 128); a search over
+a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper is refused."""
 
 
 class ModelSpec(BaseModel):
@@ -16,7 +20,7 @@ class ModelSpec(BaseModel):
 
     id: str = "custom"
     name: str = "custom model"
-    layers: int = Field(gt=0, le=10_000)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
     hidden: int = Field(gt=0, le=1_000_000)
     ffn: int = Field(gt=0, le=10_000_000)
     heads: int = Field(gt=0, le=100_000)
@@ -153,5 +157,5 @@ ZOO: dict[str, ModelSpec] = {
 
 def get_model(model_id: str) -> ModelSpec:
     if model_id not in ZOO:
-        raise PerfmodelError(f"unknown model '{model_id}'; valid: {', '.join(ZOO)}")
+        raise PerfmodelError(f"unknown model '{shown(model_id)}'; valid: {', '.join(ZOO)}")
     return ZOO[model_id]

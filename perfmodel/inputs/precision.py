@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, Accelerator
 
 BF16_BYTES = 2.0
@@ -69,7 +69,7 @@ assert tuple(RECIPES) == PRECISIONS
 
 def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:
     if precision not in RECIPES:
-        raise PerfmodelError(f"unknown precision '{precision}'; valid: {', '.join(RECIPES)}")
+        raise PerfmodelError(f"unknown precision '{shown(precision)}'; valid: {', '.join(RECIPES)}")
     if precision not in accelerator.precisions:
         raise PerfmodelError(
             f"{accelerator.id} has no tensor-core support for {precision}; "

@@ -10,12 +10,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import check_depth, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
-from perfmodel.inputs.models import ModelSpec, get_model
+from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir
+from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, check_text
 
 MAX_GPUS = 1_000_000
 MAX_TOKENS = 1e18
@@ -32,6 +34,15 @@ class _Strict(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _printable_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every string of a scenario (names, ids, file names) is printable text of bounded length: it reaches
+        tables, CSV/XLSX cells, LaTeX and error lines."""
+        if isinstance(value, str):
+            return check_text(value, MAX_TEXT_CHARS if info.field_name == "description" else MAX_NAME_CHARS)
+        return value
+
 
 class ModelOverride(_Strict):
     """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
@@ -39,7 +50,7 @@ class ModelOverride(_Strict):
     base: str | None = None
     id: str | None = None
     name: str | None = None
-    layers: int | None = Field(default=None, ge=1, le=10_000)
+    layers: int | None = Field(default=None, ge=1, le=MAX_LAYERS)
     hidden: int | None = Field(default=None, ge=1, le=1_000_000)
     ffn: int | None = Field(default=None, ge=1, le=10_000_000)
     heads: int | None = Field(default=None, ge=1, le=100_000)
@@ -223,16 +234,16 @@ WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
 def read_toml(source: Path, kind: str) -> dict[str, Any]:
-    """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read."""
+    """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read: it must be a
+    regular file within its size cap and nesting depth (inputs/files.py). A bare name that is no file lists the
+    bundled ones of its kind (they run by name: see bundled_file)."""
+    names = bundled_names(f"{kind}s") if source.suffix == "" and not source.exists() else []
+    if names:
+        raise PerfmodelError(f"{source}: no such {kind} file (bundled {kind}s: {', '.join(names)})")
+    text = read_text(source, kind)
+    check_depth(text, str(source))
     try:
-        with source.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        names = bundled_names(f"{kind}s") if source.suffix == "" else []
-        bundled = f" (bundled {kind}s: {', '.join(names)})" if names else ""
-        raise PerfmodelError(f"{source}: no such {kind} file{bundled}") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise PerfmodelError(f"{source}: cannot read {kind} file ({type(exc).__name__})") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
 

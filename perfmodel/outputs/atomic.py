@@ -1,27 +1,41 @@
 """Write a file all at once or not at all: a temporary file in the same folder, then a rename.
 
 A reader (or a planner's spreadsheet program) never sees half a file, a failed export leaves nothing behind, and an
-existing file is only replaced when the caller says so.
+existing file is only replaced when the caller says so, and never when it is a file the same command reads (its
+scenario, calibration, measured runs or --from results), whatever path, symbolic link or hard link names it.
+The temporary file comes from `tempfile` (a random name, created exclusively, so never through a planted link) and
+is removed on SIGTERM as on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import check_path, read_by_this_command
 
 
-def check_target(path: Path, force: bool) -> None:
-    """Refuse early, before any work is done, a target that exists (without `force`) or whose folder is unusable."""
-    if path.is_dir():
-        raise PerfmodelError(f"--out {path}: is a folder; give a file name")
-    if path.exists() and not force:
+def check_target(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> None:
+    """Refuse early, before any work is done, a target that exists (without `force`), that is one of the files
+    `reads` names or the command has read, or whose folder is unusable."""
+    check_path(path, f"--out {path}")
+    try:
+        if path.is_dir():
+            raise PerfmodelError(f"--out {path}: is a folder; give a file name")
+        exists = path.exists()
+    except OSError as exc:
+        raise PerfmodelError(f"--out {path}: cannot write ({exc.strerror or exc})") from None
+    if exists and not force:
         raise PerfmodelError(f"--out {path}: file exists; pass --force to overwrite it")
+    if exists:
+        _not_an_input(path, reads)
     folder = path.parent
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
@@ -33,7 +47,28 @@ def check_target(path: Path, force: bool) -> None:
         raise PerfmodelError(f"--out {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
 
 
-def check_output(path: Path, force: bool, suffixes: tuple[str, ...], kind: str = "format") -> str:
+def _not_an_input(path: Path, reads: Iterable[str | Path | None]) -> None:
+    """One line when `path` is (through any link) a file this command reads: --force never replaces an input."""
+    target = _identity(path)
+    for given in reads:
+        if given is not None and target is not None and _identity(given) == target:
+            raise PerfmodelError(f"--out {path}: is {given}, an input of this command; write the output elsewhere")
+    read_as = read_by_this_command(path)
+    if read_as is not None:
+        raise PerfmodelError(f"--out {path}: is {read_as}, an input of this command; write the output elsewhere")
+
+
+def _identity(path: str | Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_output(
+    path: Path, force: bool, suffixes: tuple[str, ...], kind: str = "format", reads: Iterable[str | Path | None] = ()
+) -> str:
     """The format `path`'s suffix names (one of `suffixes`, e.g. '.xlsx'), once the target is known to be
     writable; a one-line error otherwise."""
     suffix = path.suffix.lower()
@@ -41,7 +76,7 @@ def check_output(path: Path, force: bool, suffixes: tuple[str, ...], kind: str =
         shown = f"'{path.suffix}'" if path.suffix else "no suffix"
         allowed = ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}"
         raise PerfmodelError(f"--out {path}: unknown {kind} ({shown}); use a {allowed} file name")
-    check_target(path, force)
+    check_target(path, force, reads)
     return suffix[1:]
 
 
@@ -49,33 +84,52 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object], force: bool = 
     """Call `write` on a temporary file next to `path`, then move it into place.
 
     Without `force` the final step is a hard link, which fails if `path` appeared in the meantime, so an existing
-    file is never replaced. On any error the temporary file is removed and nothing is left behind.
+    file is never replaced. On any error, and on SIGTERM, the temporary file is removed and nothing is left behind.
     """
     check_target(path, force)
+    with _terminate_as_exit():
+        try:
+            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise PerfmodelError(f"--out {path}: cannot write in {path.parent} ({exc.strerror})") from None
+        tmp = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                write(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            tmp.chmod(0o666 & ~umask)  # the permissions a plain open() would give, not mkstemp's 0600
+            if force:
+                tmp.replace(path)
+            else:
+                _link_without_replacing(tmp, path)
+        except FileExistsError:
+            raise PerfmodelError(f"--out {path}: file exists; pass --force to overwrite it") from None
+        except OSError as exc:
+            raise PerfmodelError(f"--out {path}: cannot write ({exc.strerror or exc})") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM as SystemExit(143) while a file is being written, so that the cleanup above runs as it does on
+    Ctrl-C (Python's default for SIGTERM ends the process at once, leaving the temporary file)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise PerfmodelError(f"--out {path}: cannot write in {path.parent} ({exc.strerror})") from None
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)  # the permissions a plain open() would give, not mkstemp's 0600
-        if force:
-            tmp.replace(path)
-        else:
-            _link_without_replacing(tmp, path)
-    except FileExistsError:
-        raise PerfmodelError(f"--out {path}: file exists; pass --force to overwrite it") from None
-    except OSError as exc:
-        raise PerfmodelError(f"--out {path}: cannot write ({exc.strerror or exc})") from None
+        yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _link_without_replacing(tmp: Path, path: Path) -> None:

@@ -103,7 +103,7 @@ def _ops_text(e: Explanation) -> list[str]:
 def latex(e: Explanation) -> str:
     step, step_values = _step_equation(e, latex=True)
     lines = [
-        f"% perfmodel explain: {e.title}; {e.layout}",
+        f"% perfmodel explain: {latex_text(e.title)}; {latex_text(e.layout)}",
         f"% {_bounds_line(e)}",
         r"\begin{align*}",
         rf"T_{{step}} &= {step} \\",
@@ -121,6 +121,18 @@ def latex(e: Explanation) -> str:
     ops = [rf"t_{{\text{{{name}}}}} &= {formula_text(f, latex=True)}" for name, f in e.op_formulas.items()]
     lines += [" \\\\\n".join(ops), r"\end{align*}"]
     return "\n".join(lines)
+
+
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#", "^": r"\^{}",
+    "_": r"\_", "~": r"\~{}", "%": r"\%",
+}  # fmt: skip
+
+
+def latex_text(text: str) -> str:
+    """User text (a model's name) as LaTeX shows it: specials escaped, line breaks as spaces, so that it can
+    neither end the comment it stands in nor run a command (\\write18, \\input)."""
+    return "".join(LATEX_SPECIALS.get(c, c) if c.isprintable() else " " for c in text)
 
 
 def _latex_number(value: float) -> str:

@@ -7,8 +7,9 @@ matplotlib is an optional extra: pip install 'perfmodel[plot]'.
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -67,8 +68,10 @@ def _checked(model: type[BaseModel], record: dict[str, Any], where: str) -> None
         raise PerfmodelError(f"{where}: {describe_error(exc, model)}") from None
 
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+MAX_VALUE = 1e30
+"""Above any time, throughput or cost a plot can mean (and far below where arithmetic on it overflows)."""
+Positive = Annotated[float, Field(gt=0, le=MAX_VALUE, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)]
 
 
 class _Read(BaseModel):
@@ -113,9 +116,10 @@ class _ValidationReport(_Read):
     mape_pct: NonNegative | None = None
 
 
-def check_output(path: Path, force: bool) -> str:
-    """The image format of `path` once the target is known to be writable; one-line error otherwise."""
-    return check_suffix_and_target(path, force, FORMATS, "image format")
+def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> str:
+    """The image format of `path` once the target is known to be writable and none of the files `reads` names;
+    one-line error otherwise."""
+    return check_suffix_and_target(path, force, FORMATS, "image format", reads)
 
 
 def series_label(r: Record) -> str:
@@ -344,7 +348,12 @@ def save(figure: Any, path: Path, force: bool) -> None:
     fmt = check_output(path, force)
 
     def write(handle: BinaryIO) -> None:
-        figure.savefig(handle, format=fmt, dpi=150)
+        import matplotlib
+
+        image = io.BytesIO()  # drawn in memory: a full disk fails in one plain write, not inside matplotlib
+        with matplotlib.rc_context({"svg.hashsalt": "perfmodel"}):  # fixed SVG ids: the same plot, the same bytes
+            figure.savefig(image, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
+        handle.write(image.getvalue())
 
     try:
         write_atomic(path, write, force)

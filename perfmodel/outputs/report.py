@@ -5,10 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from typing import Any
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import flatten
+from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
 BREAKDOWN_LABELS = {
@@ -148,13 +151,27 @@ def table(p: Prediction) -> str:
     return "\n".join(lines)
 
 
+def check_finite(value: Any, where: str = "result") -> None:
+    """Outputs never hold a NaN or infinity: one line naming the field rather than a file JSON parsers reject."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_finite(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_finite(item, f"{where}[{index}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise PerfmodelError(f"{where} is {value}: not written (no output holds a non-finite number)")
+
+
 def to_json(records: Any) -> str:
-    """Strict JSON: a NaN or infinity (a model bug) fails loudly rather than printing what JSON parsers reject."""
+    """Strict JSON: a NaN or infinity fails with one line rather than printing what JSON parsers reject."""
+    check_finite(records)
     return json.dumps(records, indent=2, allow_nan=False)
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
-    rows = [flatten(r) for r in records]
+    check_finite(records)
+    rows = csv_rows([flatten(r) for r in records])
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()

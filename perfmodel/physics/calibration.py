@@ -10,13 +10,14 @@ This module reads and checks such files; fitting one is perfmodel.fitting.calibr
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.files import check_depth, read_text, remember
+from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 FORMAT = "perfmodel-calibration/1"
@@ -117,13 +118,14 @@ class Calibration:
         return json.dumps(document, indent=1, allow_nan=False)
 
     @classmethod
-    def load(cls, path: str | Path) -> Calibration:
+    def load(cls, path: str | Path, user: bool = True) -> Calibration:
+        """A calibration file, checked; `user`: the user's file (an input of the command), not the bundled one."""
         path = Path(path)
+        text = read_text(path, "calibration", user=user)
+        check_depth(text, str(path))
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise PerfmodelError(f"{path}: no such calibration file") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
             raise PerfmodelError(f"{path}: not a calibration JSON file ({exc})") from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise PerfmodelError(f"{path}: field 'format' must be '{FORMAT}' (write one with perfmodel calibrate)")
@@ -139,22 +141,20 @@ class Calibration:
                 if name not in BOUNDS:
                     raise PerfmodelError(f"{path}: parameters.{family}: unknown '{name}'; valid: {', '.join(FITTED)}")
                 low, high = BOUNDS[name]
-                if not _is_number(value) or not low <= value <= high:
+                if not in_range(value, low, high):
                     raise PerfmodelError(f"{path}: parameters.{family}.{name} = {value!r}; allowed {low} to {high}")
         _check_provenance(path, raw)
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
         return cls(parameters, provenance, str(path))
 
 
-def _is_number(value: object) -> TypeGuard[float]:
-    """A finite JSON number (true/false are not numbers, though Python counts them as ints)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _check_band(path: Path, field: str, band: object) -> None:
     low, high = (band.get(k) if isinstance(band, dict) else None for k in ("time_factor_low", "time_factor_high"))
-    if not (_is_number(low) and _is_number(high) and 0 < low <= high):
-        raise PerfmodelError(f"{path}: field '{field}' must hold positive numbers time_factor_low <= time_factor_high")
+    if not (in_range(low, *INTERVAL_FACTORS) and in_range(high, *INTERVAL_FACTORS) and low <= high):
+        raise PerfmodelError(
+            f"{path}: field '{field}' must hold positive numbers time_factor_low <= time_factor_high, each "
+            f"{allowed(*INTERVAL_FACTORS)}"
+        )
 
 
 def _check_protocols(path: Path, raw: dict[str, Any]) -> None:
@@ -175,7 +175,7 @@ def _check_protocols(path: Path, raw: dict[str, Any]) -> None:
         and isinstance(max_gpus, dict)
         and all(isinstance(v, list) for v in formats.values())
         and set(formats) <= set(max_gpus)
-        and all(_is_number(v) for v in max_gpus.values())
+        and all(in_range(v, 1, 1e9) for v in max_gpus.values())
     ):
         raise PerfmodelError(
             f"{path}: field 'coverage' must map families to their fitted formats ('formats') and largest GPU count "
@@ -195,8 +195,8 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
     if not isinstance(fit, dict):
         raise PerfmodelError(f"{path}: field 'fit' must be a table (rows, in_sample_mape_pct, residuals)")
     for key in ("rows", "in_sample_mape_pct"):
-        if key in fit and not (_is_number(fit[key]) and fit[key] >= 0):
-            raise PerfmodelError(f"{path}: field 'fit.{key}' must be a number >= 0")
+        if key in fit and not in_range(fit[key], *SUMMARY_RANGE):
+            raise PerfmodelError(f"{path}: field 'fit.{key}' must be {allowed(*SUMMARY_RANGE)}")
     residuals = fit.get("residuals", [])
     if not isinstance(residuals, list):
         raise PerfmodelError(f"{path}: field 'fit.residuals' must be a list")
@@ -205,7 +205,7 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
         if (
             not isinstance(residual, dict)
             or not isinstance(residual.get("id"), str)
-            or not (held is None or _is_number(held))
+            or not (held is None or in_range(held, -SUMMARY_RANGE[1], SUMMARY_RANGE[1]))
         ):
             raise PerfmodelError(
                 f"{path}: field 'fit.residuals[{index}]' must have a string 'id' and a number or null "
@@ -213,12 +213,17 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
             )
 
 
+INTERVAL_FACTORS = (0.01, 100.0)
+"""Factors on a predicted time: an 80% interval wider than 100x either way says nothing (the fit gives ~0.9-1.1)."""
+SUMMARY_RANGE = (0.0, 1e9)
+"""Row counts and error percentages of the fit's summary."""
+
 UNCALIBRATED = Calibration({}, {"note": "physical defaults of efficiency.py, not fitted"}, "none")
 
 
 @cache
 def bundled() -> Calibration:
-    return Calibration.load(BUNDLED) if BUNDLED.exists() else UNCALIBRATED
+    return Calibration.load(BUNDLED, user=False) if BUNDLED.exists() else UNCALIBRATED
 
 
 def resolve(spec: str | None) -> Calibration:
@@ -229,9 +234,11 @@ def resolve(spec: str | None) -> Calibration:
         return UNCALIBRATED
     try:
         stamp = Path(spec).stat().st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):
         return Calibration.load(spec)  # says what is wrong with the path
-    return _load_once(spec, stamp)
+    loaded = _load_once(spec, stamp)
+    remember(spec)  # an input of this command even when its content comes from the cache
+    return loaded
 
 
 @cache

@@ -12,18 +12,23 @@ domains under one leaf and across the spine. A group spanning domains is limited
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import os
+import stat
+import tempfile
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from perfmodel.inputs.hardware import Hardware
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bump when the derivation below changes, so that cached tiers are recomputed."""
 
 GBIT = 1e9 / 8
@@ -54,7 +59,9 @@ class Tiers:
     """Software cost of one collective step (NCCL/RCCL kernel synchronisation)."""
 
     def scaleup_bytes_per_s(self, members: int) -> float:
-        return self.scaleup_by_members[int(members)]
+        """0 for a group larger than the domain (a domain of one GPU has no pair): it has no scale-up path."""
+        index = int(members)
+        return self.scaleup_by_members[index] if index < len(self.scaleup_by_members) else 0.0
 
 
 def _gpu(domain: int, index: int) -> tuple[str, int, int]:
@@ -125,7 +132,8 @@ def derive_tiers(hw: Hardware) -> Tiers:
     dpl = int(hw.system.fabric.domains_per_leaf.value)
     ranks = hw.ranks_per_domain
     first = _gpu(0, 0)
-    inside = _path_link(graph, first, _gpu(0, 1))
+    # A domain of one GPU (what-if domain_gpus=1) has no peer: every collective crosses domains over the NICs.
+    inside = _path_link(graph, first, _gpu(0, 1)) if hw.domain_gpus > 1 else Link(0.0, 0.0)
     return Tiers(
         scaleup_by_members=tuple(_scaleup_bandwidth(graph, k) for k in range(ranks + 1)),
         scaleup_latency_s=inside.latency_s,
@@ -146,32 +154,129 @@ def _cache_dir() -> Path:
     return Path(base)
 
 
+MAX_ENTRY_BYTES = 64 * 1024
+"""A cache entry holds one bandwidth per group size up to the domain (at most 577 numbers): a few kB."""
+
+
+class _CachedLink(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    bytes_per_s: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
+    latency_s: Annotated[float, Field(ge=0, le=1.0, allow_inf_nan=False)]
+
+
+class _CachedTiers(BaseModel):
+    """What a cache entry must hold: every number finite, bandwidths positive, and the facts the hardware states
+    itself (domain size, leaf size, in-network reduction, step latency) checked against it on read."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    scaleup_by_members: list[Annotated[float, Field(ge=0, le=1e15, allow_inf_nan=False)]]
+    scaleup_latency_s: Annotated[float, Field(ge=0, le=1.0, allow_inf_nan=False)]
+    across_leaf: _CachedLink
+    across_spine: _CachedLink
+    domains_per_leaf: Annotated[int, Field(ge=1)]
+    ranks_per_domain: Annotated[int, Field(ge=1)]
+    scaleup_in_network_reduction: bool
+    scaleout_in_network_reduction: bool
+    step_latency_s: Annotated[float, Field(ge=0, le=1.0, allow_inf_nan=False)]
+
+
+def _digest(key: str, payload: dict[str, Any]) -> str:
+    return hashlib.sha256(f"{key}:{json.dumps(payload, sort_keys=True)}".encode()).hexdigest()
+
+
+def _read_entry(path: Path, key: str, hw: Hardware) -> Tiers | None:
+    """The cached tiers at `path` when they can be trusted, else None (they are derived again and rewritten).
+
+    Trusted means: a regular file (never a FIFO, device or symbolic link: those are not even opened) owned by this
+    user and not writable by others, of bounded size, holding this hardware's key, a digest that matches its
+    content, finite positive numbers, and the figures the hardware states itself."""
+    try:
+        before = os.lstat(path)
+        if not stat.S_ISREG(before.st_mode) or not _private(before) or before.st_size > MAX_ENTRY_BYTES:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) or not _private(st):
+                return None
+            entry = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
+        if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tiers"), dict):
+            return None
+        if entry.get("digest") != _digest(key, entry["tiers"]):
+            return None
+        checked = _CachedTiers.model_validate(entry["tiers"])
+    except (OSError, ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+        return None
+    expected = (
+        hw.ranks_per_domain,
+        int(hw.system.fabric.domains_per_leaf.value),
+        hw.system.scaleup_in_network_reduction.value,
+        hw.system.fabric.in_network_reduction.value,
+        hw.system.latency.collective_step_us.value * US,
+    )
+    found = (
+        checked.ranks_per_domain,
+        checked.domains_per_leaf,
+        checked.scaleup_in_network_reduction,
+        checked.scaleout_in_network_reduction,
+        checked.step_latency_s,
+    )
+    if found != expected or len(checked.scaleup_by_members) != checked.ranks_per_domain + 1:
+        return None
+    return Tiers(
+        scaleup_by_members=tuple(checked.scaleup_by_members),
+        scaleup_latency_s=checked.scaleup_latency_s,
+        across_leaf=Link(**checked.across_leaf.model_dump()),
+        across_spine=Link(**checked.across_spine.model_dump()),
+        domains_per_leaf=checked.domains_per_leaf,
+        ranks_per_domain=checked.ranks_per_domain,
+        scaleup_in_network_reduction=checked.scaleup_in_network_reduction,
+        scaleout_in_network_reduction=checked.scaleout_in_network_reduction,
+        step_latency_s=checked.step_latency_s,
+    )
+
+
+def _private(st: os.stat_result) -> bool:
+    """Owned by this user and writable by nobody else: a file others can edit would let them change predictions."""
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _write_entry(directory: Path, path: Path, key: str, derived: Tiers) -> None:
+    """Write the entry through a fresh temporary file (`tempfile`: a random name, created exclusively, so never
+    through a planted link), then rename it into place."""
+    payload = asdict(derived)
+    text = json.dumps({"key": key, "digest": _digest(key, payload), "tiers": payload})
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, name = tempfile.mkstemp(dir=directory, prefix="tiers-", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(name, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
 @cache
 def tiers(hw: Hardware) -> Tiers:
     """Tiers of a system, derived once per hardware description and kept on disk.
 
     Importing networkx and building the graph costs more than a whole prediction, so the result is cached under
     ~/.cache/perfmodel (PERFMODEL_CACHE_DIR overrides; PERFMODEL_CACHE_DIR=off disables), keyed by a hash of the
-    hardware description and the derivation's version. A stale or unreadable entry is simply derived again.
+    hardware description and the derivation's version. An entry is an input like any other and is checked on read
+    (`_read_entry`); one that fails is ignored, derived again and rewritten.
     """
     key = hashlib.sha256(f"{CACHE_VERSION}:{hw.model_dump_json()}".encode()).hexdigest()[:32]
     directory = _cache_dir()
     path = directory / f"tiers-{key}.json"
     if str(directory) != "off":
-        try:
-            raw = json.loads(path.read_text())
-            raw["scaleup_by_members"] = tuple(raw["scaleup_by_members"])
-            raw["across_leaf"], raw["across_spine"] = Link(**raw["across_leaf"]), Link(**raw["across_spine"])
-            return Tiers(**raw)
-        except (OSError, ValueError, TypeError, KeyError):
-            pass
+        cached = _read_entry(path, key, hw)
+        if cached is not None:
+            return cached
     derived = derive_tiers(hw)
     if str(directory) != "off":
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(asdict(derived)))
-            temporary.replace(path)
-        except OSError:
-            pass
+        _write_entry(directory, path, key, derived)
     return derived

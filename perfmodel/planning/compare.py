@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.planning.predict import Prediction, predict
@@ -31,14 +31,33 @@ def parse_target(spec: str) -> Target:
     """`ID[:PRECISION]`: an accelerator or system id, optionally with a precision."""
     ident, _, precision = spec.strip().partition(":")
     if precision and precision not in PRECISIONS:
-        raise PerfmodelError(f"--gpu {spec}: unknown precision '{precision}'; valid: {', '.join(PRECISIONS)}")
+        raise PerfmodelError(
+            f"--gpu {shown(spec)}: unknown precision '{shown(precision)}'; valid: {', '.join(PRECISIONS)}"
+        )
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
         return Target(ident, None, precision or None)
     if ident in known_systems:
         return Target(None, ident, precision or None)
     valid = ", ".join([*known_accelerators, *known_systems])
-    raise PerfmodelError(f"--gpu {spec}: unknown accelerator or system '{ident}'; valid: {valid}")
+    raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
+
+
+MAX_SYSTEMS = 16
+MAX_ROWS = 64
+"""Each row of a comparison is a full prediction (a search where the layout is open, up to a second or two)."""
+
+
+def check_size(n_systems: int, n_counts: int) -> None:
+    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (systems x GPU counts)."""
+    if n_systems > MAX_SYSTEMS:
+        raise PerfmodelError(f"--gpu given {n_systems} times; at most {MAX_SYSTEMS} systems per comparison")
+    rows = max(n_systems, 1) * max(n_counts, 1)
+    if rows > MAX_ROWS:
+        raise PerfmodelError(
+            f"--gpu x --gpus: {n_systems} systems x {n_counts} GPU counts = {rows} rows; at most {MAX_ROWS} (each a "
+            "full prediction): compare fewer"
+        )
 
 
 def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
@@ -62,6 +81,7 @@ def compare_request(
     """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
     target and count stand in for the base's hardware, so that a default scenario's layout, tuned for its own
     hardware, is dropped as it is for a prediction on new hardware."""
+    check_size(len(targets), len(gpu_counts or []))
     parsed = [parse_target(spec) for spec in targets]
     first = parsed[0] if parsed else None
     options = options | {"gpu": first and first.gpu, "n_gpus": gpu_counts[0] if gpu_counts else None}

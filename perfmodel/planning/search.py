@@ -294,6 +294,28 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     return _Priced(int(mask.sum()), len(index), values, best, None)
 
 
+MAX_SHAPES = 4_000_000
+"""(GPU count, global batch, TP, CP, PP) combinations one search may enumerate: about 10 s of work on one core (Llama
+3.1 405B on 720,720 GB200s is 2.6 million). Counted from the divisors alone, before any layout is built."""
+
+
+def _check_size(ctx: Context, space: Space) -> None:
+    """Refuse, before any work, a search whose candidate shapes exceed MAX_SHAPES (many highly divisible counts)."""
+    stages = ctx.model.layers + UNEVEN_EXTRA_UNITS
+    shapes = 0
+    for n_gpus, _gbs in space.points:
+        n_div = divisors(n_gpus)
+        tps = space.choices("tp", [d for d in n_div if d <= ctx.hardware.ranks_per_domain])
+        pps = space.choices("pp", [d for d in n_div if d <= stages])
+        shapes += len(tps) * len(space.choices("cp", n_div)) * len(pps)
+    if shapes > MAX_SHAPES:
+        counts = len({n for n, _ in space.points})
+        raise PerfmodelError(
+            f"--gpus: {counts} GPU count(s) give {shapes:,} layout shapes (GPU counts x global batches x TP x CP x PP) "
+            f"to search; at most {MAX_SHAPES:,}: give fewer or less divisible counts, or fix some of TP, CP, PP, GBS"
+        )
+
+
 def search(
     ctx: Context,
     space: Space,
@@ -311,6 +333,7 @@ def search(
     if objective not in OBJECTIVES:
         raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     start = time.perf_counter()
+    _check_size(ctx, space)
     candidates = list(blocks(ctx, space))
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):

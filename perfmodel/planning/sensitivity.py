@@ -22,6 +22,9 @@ from perfmodel.planning.predict import Prediction, for_layout, predict
 from perfmodel.planning.whatif import Knob, Setting, apply, current, timing_knobs
 
 DEFAULT_STEP = 0.05
+MIN_STEP = 1e-4
+"""Below this the perturbed step times differ from the baseline by about the rounding of a double: 1e-300 gave
+all-zero elasticities."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,11 @@ def sensitivity(
     scenario: Scenario, step: float = DEFAULT_STEP, progress: Callable[[int, int], None] | None = None
 ) -> Sensitivity:
     """Elasticity of the step time to every hardware parameter that can change it, largest magnitude first."""
-    if not 0 < step < 1:
-        raise PerfmodelError(f"--step {step}: must be between 0 and 1 (a relative change, e.g. 0.05)")
+    if not MIN_STEP <= step < 1:
+        raise PerfmodelError(
+            f"--step {step:g}: must be from {MIN_STEP:g} to below 1 (a relative change, e.g. 0.05); smaller steps "
+            "vanish in floating-point rounding"
+        )
     hw = resolve(scenario.gpu, scenario.system)
     baseline = predict(scenario, hardware=hw)
     fixed = for_layout(scenario, baseline.layout)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import Hardware, SourcedPositive, resolve
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.planning.predict import Prediction, for_layout, predict
@@ -142,7 +142,9 @@ def parse_setting(text: str) -> Setting:
     name, sep, raw = text.partition("=")
     name, raw = name.strip(), raw.strip()
     if name not in KNOBS:
-        raise PerfmodelError(f"--set {text}: unknown hardware parameter '{name}'; settable: {', '.join(KNOBS)}")
+        raise PerfmodelError(
+            f"--set {shown(text)}: unknown hardware parameter '{shown(name)}'; settable: {', '.join(KNOBS)}"
+        )
     knob = KNOBS[name]
     multiplier = raw[:1].lower() == "x"
     try:
@@ -151,7 +153,8 @@ def parse_setting(text: str) -> Setting:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise PerfmodelError(
-            f"--set {text}: the value must be a positive number in {knob.unit} or a multiplier xF (e.g. {name}=x1.5)"
+            f"--set {shown(text)}: the value must be a positive number in {knob.unit} or a multiplier xF "
+            f"(e.g. {name}=x1.5)"
         )
     if knob.whole and not multiplier and value != int(value):
         raise PerfmodelError(f"--set {text}: {name} takes a whole number of {knob.unit}")

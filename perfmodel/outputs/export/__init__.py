@@ -8,22 +8,26 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
+from perfmodel.outputs.cells import csv_rows
 from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
+from perfmodel.outputs.report import check_finite
 
 FORMATS = (".xlsx", ".csv", ".json")
 
 __all__ = ["FORMATS", "ExportRow", "check_output", "export"]
 
 
-def check_output(path: Path, force: bool) -> str:
-    """The format of `path` (from its suffix) once the target is known to be writable; one-line error otherwise."""
-    return check_suffix_and_target(path, force, FORMATS)
+def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> str:
+    """The format of `path` (from its suffix) once the target is known to be writable and none of the files
+    `reads` names; one-line error otherwise."""
+    return check_suffix_and_target(path, force, FORMATS, reads=reads)
 
 
 def export(
@@ -34,6 +38,7 @@ def export(
     if not rows:
         raise PerfmodelError("nothing to export: no results")
     price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
+    check_finite(records(rows, price), "export")
     if fmt == "xlsx":
         from perfmodel.outputs.export.assumptions import assumptions
         from perfmodel.outputs.export.xlsx import write_xlsx
@@ -57,7 +62,7 @@ def _csv(rows: list[ExportRow], usd_per_kwh: float) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(table[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(table)
+    writer.writerows(csv_rows(table))
     return out.getvalue()
 
 

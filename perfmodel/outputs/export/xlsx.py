@@ -10,6 +10,9 @@ Sheets:
 
 from __future__ import annotations
 
+import datetime
+import io
+import os
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
@@ -142,7 +145,7 @@ def write_xlsx(
                 elif column.shared_default and value == first_values[column.key]:
                     ws[ref] = "=" + grid.default_cell(column.key)
                 else:
-                    ws[ref] = value
+                    _plain(ws[ref], value)
                     if column.key != "label" and not column.editable:
                         ws[ref].font = grey
                 ws[ref].number_format = column.number_format
@@ -157,7 +160,49 @@ def write_xlsx(
 
     _write_shares(sheets["Breakdown"], grid, len(rows))
     _write_assumptions(sheets["Assumptions"], found, title)
-    wb.save(handle)
+    handle.write(_saved(wb))
+
+
+DEFAULT_TIMESTAMP = datetime.datetime(2000, 1, 1)
+"""The workbook's created/modified time and its zip members' times when SOURCE_DATE_EPOCH is not set: the same
+input gives the same bytes (reproducible-builds.org's SOURCE_DATE_EPOCH sets another fixed time)."""
+
+
+def timestamp() -> datetime.datetime:
+    """SOURCE_DATE_EPOCH (seconds since 1970, UTC) when set and valid, else DEFAULT_TIMESTAMP; never before 1980,
+    the first time a zip member can carry."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch.isdigit():
+        return DEFAULT_TIMESTAMP
+    utc = datetime.datetime.fromtimestamp(min(int(epoch), 253402300799), tz=datetime.UTC)
+    return max(utc.replace(tzinfo=None), datetime.datetime(1980, 1, 1))
+
+
+def _saved(wb: Any) -> bytes:
+    """The workbook's bytes, built in memory (a full disk then fails in one plain write, not inside zipfile) with
+    fixed timestamps, so that the same results give the same file."""
+    import zipfile
+
+    from openpyxl.writer.excel import ExcelWriter
+
+    stamp = timestamp()
+    wb.properties.created = wb.properties.modified = stamp
+    first = io.BytesIO()
+    ExcelWriter(wb, zipfile.ZipFile(first, "w", zipfile.ZIP_DEFLATED, allowZip64=True)).save()
+    fixed = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(first.getvalue())) as source, zipfile.ZipFile(fixed, "w") as target:
+        for member in source.infolist():  # openpyxl stamps each member with the time it was written
+            info = zipfile.ZipInfo(member.filename, date_time=stamp.timetuple()[:6])
+            info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, member.external_attr
+            target.writestr(info, source.read(member))
+    return fixed.getvalue()
+
+
+def _plain(cell: Any, value: Any) -> None:
+    """A value, never a formula: text is typed as a string even when it begins with '=' (cells.py)."""
+    cell.value = value
+    if isinstance(value, str):
+        cell.data_type = "s"
 
 
 def _write_shares(ws: Any, grid: _Grid, n_rows: int) -> None:
@@ -193,6 +238,6 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str) -> None:
     for index, a in enumerate(found):
         r = HEADER_ROW + 1 + index
         for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source), start=1):
-            ws.cell(r, col, value)
+            _plain(ws.cell(r, col), value)
         ws.cell(r, 5).alignment = Alignment(wrap_text=False)
     ws.freeze_panes = f"A{HEADER_ROW + 1}"

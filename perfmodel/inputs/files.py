@@ -1,0 +1,151 @@
+"""Reading the user's input files: regular files only, of bounded size and nesting, and remembered.
+
+A FIFO given as a scenario would block forever, /dev/zero would fill the memory, a symlink loop or an over-long
+name would end in a traceback, and a JSON or TOML file nested thousands deep in RecursionError. Every input file
+(scenario and sweep TOML, measured-runs CSV, MLPerf logs, calibration JSON, `plot --from` JSON) is read here: stat'ed
+before it is opened (nothing but a regular file is opened), checked again on the open descriptor, read up to its
+kind's size cap, and its nesting checked before any parser sees it. Each file read is remembered by device and inode,
+so that a write (outputs/atomic.py) never replaces a file the same command read, whatever path or link names it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from pathlib import Path
+
+from perfmodel.errors import PerfmodelError, shown
+
+MIB = 2**20
+SIZE_LIMITS = {
+    "scenario": 1 * MIB,
+    "sweep": 1 * MIB,
+    "model": 1 * MIB,
+    "hardware": 1 * MIB,
+    "calibration": 16 * MIB,
+    "runs CSV": 16 * MIB,
+    "log": 64 * MIB,
+    "results JSON": 64 * MIB,
+}
+"""Bytes per kind of input: about 100x the largest real one (a scenario is 1 kB, the bundled calibration 170 kB, an
+MLPerf Llama 3.1 405B result log a few MB)."""
+MAX_DEPTH = 32
+"""Nesting of tables/arrays (TOML) and objects/arrays (JSON): perfmodel's own files nest at most 5 deep."""
+MAX_PATH_CHARS = 4096
+
+_READ: dict[tuple[int, int], str] = {}
+"""(st_dev, st_ino) of every input file read by the current command -> the path it was read as."""
+
+_REASONS = {
+    errno.ELOOP: "too many levels of symbolic links (a loop?)",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EACCES: "permission denied",
+    errno.ENOTDIR: "a part of the path is not a folder",
+}
+
+
+def forget_reads() -> None:
+    """Start a new command: no input file read yet."""
+    _READ.clear()
+
+
+def remember(path: str | Path) -> None:
+    """Note `path` as an input of the current command (for a file whose content is cached, so not read again)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return
+    _READ[(st.st_dev, st.st_ino)] = str(path)
+
+
+def read_by_this_command(path: str | Path) -> str | None:
+    """The name an input file of the current command was read as, when `path` is (or links to) that file."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return _READ.get((st.st_dev, st.st_ino))
+
+
+def check_path(path: str | Path, label: str) -> str:
+    """`path` as text, when it can name a file at all: no NUL byte or control character, not absurdly long."""
+    text = str(path)
+    if "\x00" in text:
+        raise PerfmodelError(f"{label}: a file name cannot contain a NUL byte")
+    if len(text) > MAX_PATH_CHARS:
+        raise PerfmodelError(f"{label}: a file name of {len(text):,} characters; at most {MAX_PATH_CHARS:,}")
+    if not text.isprintable():
+        raise PerfmodelError(f"{label}: the file name contains a control character")
+    return text
+
+
+def read_bytes(path: str | Path, kind: str, label: str | None = None, user: bool = True) -> bytes:
+    """The content of the `kind` input file at `path` (a key of SIZE_LIMITS), or one line saying why it cannot be
+    read: missing, not a regular file, too big, unreadable. `label` names the file in errors (default: the path);
+    `user`: the user's file, remembered as an input of this command (perfmodel's own bundled files are not)."""
+    where = label or shown(path, 200)
+    text = check_path(path, where)
+    limit = SIZE_LIMITS[kind]
+    try:
+        before = os.stat(text)
+        if stat.S_ISDIR(before.st_mode):
+            raise PerfmodelError(f"{where}: is a folder, not a {kind} file")
+        if not stat.S_ISREG(before.st_mode):
+            raise PerfmodelError(f"{where}: not a regular file (a FIFO, device or socket); give a {kind} file")
+        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise PerfmodelError(f"{where}: no such {kind} file") from None
+    except OSError as exc:
+        reason = _REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+        raise PerfmodelError(f"{where}: cannot read {kind} file ({reason})") from None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise PerfmodelError(f"{where}: changed while it was opened; give a regular {kind} file")
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise PerfmodelError(f"{where}: cannot read {kind} file ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise PerfmodelError(f"{where}: more than {limit // MIB} MiB; a {kind} file is at most {limit // MIB} MiB")
+    if user:
+        _READ[(st.st_dev, st.st_ino)] = text
+    return data
+
+
+def read_text(path: str | Path, kind: str, label: str | None = None, encoding: str = "utf-8", user: bool = True) -> str:
+    """`read_bytes` decoded; text that is not `encoding` is one line naming the file."""
+    data = read_bytes(path, kind, label, user)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        where = label or shown(path, 200)
+        raise PerfmodelError(f"{where}: cannot read {kind} file (not {encoding} text: {exc.reason})") from None
+
+
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]')
+"""Strings (JSON and TOML basic, TOML literal), TOML comments, and the brackets that open and close a level."""
+
+
+def nesting_depth(text: str) -> int:
+    """How deep tables/objects and arrays nest in TOML or JSON text, brackets in strings and comments ignored.
+
+    Cheap and before parsing: the parsers recurse once per level, and a file nested thousands deep would end in
+    RecursionError. A TOML table header `[a.b]` counts as one level, as its `[` and `]` balance."""
+    depth = deepest = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("]", "}"):
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_depth(text: str, where: str, limit: int = MAX_DEPTH) -> None:
+    """One line naming `where` when `text` nests deeper than `limit`."""
+    if nesting_depth(text) > limit:
+        raise PerfmodelError(f"{where}: nested more than {limit} levels deep; at most {limit}")
