@@ -156,6 +156,12 @@ CASES: list[Case] = [
     Case("price-nan", ("predict", "--usd-per-gpu-hour", "nan"), "'--usd-per-gpu-hour': 'nan' must be a positive"),
     Case("price-absurd", ("predict", "--usd-per-gpu-hour", "1e9"), "--usd-per-gpu-hour: Input should be less than"),
     Case("pue-flag", ("predict", "--pue", "0.5"), "--pue: Input should be greater than or equal to 1 (got 0.5)"),
+    Case("goodput-mode", ("predict", "--goodput", "sometimes"), "Invalid value for '--goodput': 'sometimes'"),
+    Case("failure-scale-zero", ("predict", "--failure-scale", "0"), "'--failure-scale': '0' must be a positive"),
+    Case("failure-scale-absurd", ("predict", "--failure-scale", "1e6"), "--failure-scale: Input should be less than"),
+    Case("restart-negative", ("predict", "--restart-s", "-1"), "Invalid value for '--restart-s': -1.0 is not in"),
+    Case("failure-class-typo", ("predict", S), "field 'goodput.failures_per_million_gpu_hours': unknown failure "
+         "class 'gpux'; valid: gpu, host", toml("[goodput.failures_per_million_gpu_hours]\ngpux = 1.0\n")),
     Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),
     Case("unknown-round", ("predict", "--benchmark", "mlperf-llama31-405b@v9"),
          "--benchmark: mlperf-llama31-405b has no round 'v9'; valid: v5.0"),

@@ -101,6 +101,11 @@ SCENARIO_FLAGS: list[tuple[str, str]] = [
     ("calibration", "calibration"),
     ("usd_per_gpu_hour", "cost.usd_per_gpu_hour"),
     ("pue", "cost.pue"),
+    ("goodput", "goodput.rates"),
+    ("failure_scale", "goodput.failure_scale"),
+    ("checkpoint_gbps", "goodput.storage_gb_per_s_per_node"),
+    ("restart_s", "goodput.restart_s"),
+    ("checkpoint_interval_s", "goodput.checkpoint_interval_s"),
 ]
 
 
@@ -160,6 +165,23 @@ def scenario_options(
         ),
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
+        click.option(
+            "--goodput",
+            type=click.Choice(["llama3", "none"]),
+            help="Failure rates: llama3 (the Llama 3 paper's, default) or none (a run that never fails).",
+        ),
+        click.option("--failure-scale", type=PositiveFloat(), help="Multiply every failure rate (default 1)."),
+        click.option(
+            "--checkpoint-gbps", type=PositiveFloat(), help="Checkpoint storage GB/s per node (default: the system's)."
+        ),
+        click.option(
+            "--restart-s", type=click.FloatRange(min=0), help="Restart time per interruption, s (default 600)."
+        ),
+        click.option(
+            "--checkpoint-interval-s",
+            type=PositiveFloat(),
+            help="Training time between checkpoints, s (default: the Young/Daly optimum).",
+        ),
     ]
 
     def decorate(target: Command) -> Command:

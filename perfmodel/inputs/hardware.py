@@ -99,6 +99,17 @@ class Latency(_Strict):
     collective_step_us: SourcedPositive
 
 
+DEFAULT_STORAGE = SourcedPositive(
+    value=1.0,
+    source=(
+        "estimate from a sourced figure: the Llama 3 paper (arXiv 2407.21783, section 3.3.1, Storage) gives its "
+        "Tectonic store 2 TB/s sustained (7 TB/s peak); over the 2,048 nodes of its 16,384-GPU job about 1 GB/s "
+        "per node"
+    ),
+)
+"""Checkpoint write and read bandwidth per node, GB/s, where a system file gives none."""
+
+
 class System(_Strict):
     id: str
     name: str
@@ -110,6 +121,8 @@ class System(_Strict):
     scaleup_in_network_reduction: SourcedFlag
     fabric: Fabric
     latency: Latency
+    storage_gb_per_s_per_node: SourcedPositive = DEFAULT_STORAGE
+    """Checkpoint storage bandwidth per node (GB/s, write and read), for the goodput model."""
 
 
 class Hardware(BaseModel):

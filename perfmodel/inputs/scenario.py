@@ -78,6 +78,30 @@ class Cost(_Strict):
     pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] = 1.2
 
 
+FAILURE_CLASSES = ("gpu", "host", "network", "software", "maintenance", "unknown", "planned")
+"""The component classes of the goodput model (planning/goodput.py holds their rates and sources)."""
+
+
+class Goodput(_Strict):
+    """The failure and checkpoint model of a run (planning/goodput.py); every key optional."""
+
+    rates: Literal["llama3", "none"] = "llama3"
+    """llama3: the Llama 3 paper's interruption rates; none: a run that never fails (no goodput keys)."""
+    failure_scale: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)] = 1.0
+    failures_per_million_gpu_hours: dict[str, Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]] | None = None
+    storage_gb_per_s_per_node: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] | None = None
+    restart_s: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
+    checkpoint_interval_s: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
+
+    @field_validator("failures_per_million_gpu_hours")
+    @classmethod
+    def _known_classes(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        unknown = sorted(set(value or {}) - set(FAILURE_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown failure class '{unknown[0]}'; valid: {', '.join(FAILURE_CLASSES)}")
+        return value
+
+
 class Scenario(_Strict):
     name: str | None = None
     description: str | None = None
@@ -91,6 +115,7 @@ class Scenario(_Strict):
     """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
+    goodput: Goodput = Goodput()
     calibration: str | None = None
     """A calibration JSON (perfmodel calibrate), 'none' for the physical defaults; the bundled fit when left out."""
     benchmark: str | None = None

@@ -104,6 +104,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     first = predictions[0]
     with_run = first.run is not None
     scaling = len({p.layout.n_gpus for p in predictions}) > 1
+    with_goodput = first.goodput is not None
     rows = []
     for record, p in zip(records, predictions, strict=True):
         low, high = record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]
@@ -118,6 +119,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 f"{record['mfu']:.1%}",
             ]
             + (_run_cells(p) if with_run else [])
+            + ([_goodput_cell(record)] if with_goodput else [])
             + ([f"{record['scaling_efficiency']:.1%}"] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
@@ -128,6 +130,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     headers = (
         ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
         + (RUN_HEADERS if with_run else [])
+        + (["goodput (days with failures)" if with_run else "goodput"] if with_goodput else [])
         + (["scaling eff."] if scaling else [])
         + ["speedup", "perf/$ (low-high price)"]
     )
@@ -138,6 +141,11 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
     return "\n".join([f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note])
+
+
+def _goodput_cell(record: dict[str, Any]) -> str:
+    days = record.get("time_to_train_with_failures_days")
+    return f"{record['goodput']:.1%}" + ("" if days is None else f" ({days:,.1f})")
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:

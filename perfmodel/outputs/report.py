@@ -101,6 +101,8 @@ def table(p: Prediction) -> str:
             ["Cost", cost],
             ["Energy", f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"],
         ]
+    if p.goodput is not None:
+        rows += goodput_rows(p)
     lines.append(tabulate(rows, tablefmt="plain", disable_numparse=True))
     step = d["step_time_s"]
     parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
@@ -122,6 +124,31 @@ def table(p: Prediction) -> str:
             f"{d['memory_capacity_gb']:,.1f} GB; try more PP/TP, recompute, or a higher ZeRO stage.",
         ]
     return "\n".join(lines)
+
+
+def goodput_rows(p: Prediction) -> list[list[str]]:
+    """Goodput and, with a run, the run as it is expected to go with failures."""
+    g, d = p.goodput, p.to_dict()
+    assert g is not None
+    detail = d["reliability"]
+    mtbf = "no failures" if detail["job_mtbf_h"] is None else f"job MTBF {detail['job_mtbf_h']:,.1f} h"
+    rows = [
+        [
+            "Goodput",
+            f"{g.goodput:.1%} of wall time trains ({mtbf}; checkpoint {detail['checkpoint_gb']:,.0f} GB written in "
+            f"{g.write_s:,.1f} s every {g.interval_s / 60:,.1f} min; restart {g.restart_s / 60:,.0f} min + load)",
+        ]
+    ]
+    if p.run is None:
+        return rows
+    if d["time_to_train_with_failures_s"] is None:
+        return [*rows, ["With failures", "never finishes: interruptions come faster than the job recovers"]]
+    summary = (
+        f"{_duration(d['time_to_train_with_failures_s'])}, {d['expected_interruptions']:,.0f} interruptions "
+        f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {_usd(d['cost_usd_with_failures'])}, "
+        f"{d['energy_kwh_with_failures'] / 1000:,.1f} MWh"
+    )
+    return [*rows, ["With failures", summary]]
 
 
 def to_json(records: Any) -> str:

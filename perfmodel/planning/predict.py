@@ -16,6 +16,7 @@ from perfmodel.physics import calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
+from perfmodel.planning import goodput
 from perfmodel.planning.search import SearchResult, Space, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
@@ -36,6 +37,8 @@ class Prediction:
     interval: tuple[float, float] | None = None
     """Factors on a predicted time bounding the measured one with 80% probability (the calibration's held-out
     residuals), or None when uncalibrated."""
+    goodput: goodput.Goodput | None = None
+    """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
 
     @property
     def step_time_s(self) -> float:
@@ -112,6 +115,34 @@ class Prediction:
             **self._interval_dict(),
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
+            **self._goodput_dict(),
+        }
+
+    @property
+    def run_with_failures(self) -> Run | None:
+        """The run with its expected interruptions (None without a run, a goodput model, or when it never ends)."""
+        if self.run is None or self.goodput is None:
+            return None
+        return goodput.with_failures(self.run, self.goodput)
+
+    def _goodput_dict(self) -> dict[str, Any]:
+        """New keys only: the failure-free ones above keep their meaning."""
+        if self.goodput is None:
+            return {}
+        record: dict[str, Any] = {"goodput": self.goodput.goodput, "reliability": self.goodput.to_dict()}
+        if self.run is None:
+            return record
+        failing, counts = self.run_with_failures, self.goodput.interruptions(self.run.time_s)
+        return record | {
+            "expected_interruptions": counts[0] if counts else None,
+            "expected_unexpected_interruptions": counts[1] if counts else None,
+            "time_to_train_with_failures_s": failing.time_s if failing else None,
+            "time_to_train_with_failures_days": failing.time_s / 86400 if failing else None,
+            "gpu_hours_with_failures": failing.gpu_hours if failing else None,
+            "cost_usd_with_failures": failing.cost_usd if failing else None,
+            "cost_usd_with_failures_low": failing.cost_usd_low if failing else None,
+            "cost_usd_with_failures_high": failing.cost_usd_high if failing else None,
+            "energy_kwh_with_failures": failing.energy_kwh if failing else None,
         }
 
     def _interval_dict(self) -> dict[str, Any]:
@@ -202,7 +233,10 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     interval = calibration.resolve(scenario.calibration).interval if calibrated else None
     step = evaluate(ctx, layout_vars(layout))
     price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)
+    reliability = goodput.for_scenario(scenario, ctx.hardware, ctx.model, layout.n_gpus)
+    prediction = Prediction(
+        scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval, reliability
+    )
     mlperf = None
     if scenario.benchmark:
         bench = get_benchmark(scenario.benchmark)

@@ -27,8 +27,9 @@ USD_PER_KWH_SOURCE = (
     "assumption: about the US average industrial retail electricity price of 2023-2024 (EIA Electric Power "
     "Monthly, table 5.3: ~8 cents/kWh); pass --usd-per-kwh for your site"
 )
-OPTIONAL_INPUTS = ("tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high")
-"""Inputs a result may lack (no token budget given; no public price): formulas that need them show empty."""
+OPTIONAL_INPUTS = ("tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput")
+"""Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
+ends): formulas that need them show empty."""
 
 Sheet = Literal["inputs", "results", "breakdown"]
 Symbols = Mapping[str, Any]  # column key -> sympy Symbol
@@ -283,6 +284,61 @@ COLUMNS: tuple[Column, ...] = (
     ),
 )
 
+
+def _goodput(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    found = row.prediction.goodput
+    return None if found is None or found.goodput == 0 else found.goodput
+
+
+def _failing(name: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> Any:
+        run = row.prediction.run_with_failures
+        return None if run is None else getattr(run, name)
+
+    return read
+
+
+def _over_goodput(key: str, scale: float = 1.0) -> Callable[[Symbols], Any]:
+    """A run quantity as it is expected to go with failures: the failure-free one over the goodput."""
+    return lambda s: getattr(_run(s), key) / scale / s["goodput"]
+
+
+GOODPUT_COLUMNS: tuple[Column, ...] = (
+    Column("goodput", "Goodput (share of wall time that trains)", "results", _goodput, None, "0.0%"),
+    Column(
+        "time_to_train_with_failures_days",
+        "Time to train with failures (days)",
+        "results",
+        lambda row, k: None if (run := _failing("time_s")(row, k)) is None else run / 86400,
+        _over_goodput("time_s", 86400.0),
+        "#,##0.00",
+    ),
+    Column(
+        "gpu_hours_with_failures",
+        "GPU-hours with failures",
+        "results",
+        _failing("gpu_hours"),
+        _over_goodput("gpu_hours"),
+        "#,##0",
+    ),
+    Column(
+        "cost_usd_with_failures",
+        "Cost with failures (USD)",
+        "results",
+        _failing("cost_usd"),
+        _over_goodput("cost_usd"),
+        "$#,##0",
+    ),
+    Column(
+        "energy_kwh_with_failures",
+        "Energy with failures (kWh)",
+        "results",
+        _failing("energy_kwh"),
+        _over_goodput("energy_kwh"),
+        "#,##0",
+    ),
+)
+COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS)
 BY_KEY = {column.key: column for column in COLUMNS}
 
 
