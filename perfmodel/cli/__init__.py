@@ -41,6 +41,7 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
     compare,
     explain,
     export,
+    plan,
     plot,
     predict,
     search,
@@ -50,6 +51,6 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
 )
 
 __all__ = [
-    "catalog", "cli", "compare", "explain", "export", "main", "plot", "predict", "search", "sweep", "validate",
+    "catalog", "cli", "compare", "explain", "export", "main", "plan", "plot", "predict", "search", "sweep", "validate",
     "whatif",
 ]  # fmt: skip

@@ -21,6 +21,15 @@ MAX_GPUS = 1_000_000
 MAX_TOKENS = 1e18
 TOKENS_PER_STEP_TARGET = 4 * 2**20
 """Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
+TOKENS_PER_STEP_CAP = 16 * 2**20
+"""...but at most 16M tokens per step: the largest batch of Llama 3 405B's pre-training (Llama 3 paper, arXiv
+2407.21783, section 3.4.1: 4M tokens, then 8M after 252M tokens, then 16M after 2.87T tokens; Table 4: 16M tokens
+per batch on 16,384 GPUs). A batch that grew with the cluster (134M tokens on 16,384 GPUs) is beyond what anyone
+has shown to converge."""
+TOKENS_PER_STEP_PUBLISHED = 9216 * 8192
+"""The largest batch with published convergence data the project carries: MLPerf Training v5.0 Llama 3.1 405B
+allows GBS 1,152 to 9,216 sequences of 8,192 tokens, with reference convergence points (75.5M tokens; continued
+pre-training from Meta's checkpoint, mlperf_benchmarks.md). Beyond it a prediction warns."""
 
 PositiveInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
@@ -166,9 +175,15 @@ class Scenario(_Strict):
         except ValidationError as exc:
             raise PerfmodelError(f"model: {describe_error(exc, ModelSpec)}") from None
 
-    def default_gbs(self) -> int:
-        steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
-        return self.n_gpus * steps
+    def default_gbs(self, capped: bool = True) -> int:
+        """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
+        power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
+        `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
+        the capped batch (the prediction then warns beyond published convergence data)."""
+        seq = self.parallelism.seq_len
+        gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
+        cap = max(1, TOKENS_PER_STEP_CAP // seq)
+        return gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
 
 
 TYPE_MISMATCH = frozenset(("string_type", "model_type", "dict_type", "model_attributes_type"))

@@ -227,3 +227,63 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         )
     headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU", "days", "cost"]
     return _tabulate(out, [*headers, "error"])
+
+
+def goal_table(report: Any) -> str:
+    """`perfmodel plan`: per candidate the plan meeting the goal (or why none does), then the cheapest and fastest."""
+    goal = report.goal.to_dict()
+    wanted = []
+    if goal["deadline_days"] is not None:
+        wanted.append(f"within {goal['deadline_days']:,.1f} days")
+    if goal["budget_usd"] is not None:
+        wanted.append(f"for at most {_usd(goal['budget_usd'])}")
+    first = report.plans[0]
+    p0 = first.prediction or next(p for p in first.tried.values() if p is not None)
+    work = f"{p0.model.name}, {_tokens(p0)}"
+    rows, notes = [], []
+    for c in report.plans:
+        d = c.to_dict()
+        if c.prediction is None:
+            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "infeasible"])
+            notes.append(f"{c.label}: {c.reason}")
+            continue
+        p = c.prediction
+        goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
+        interval = f"{d['time_to_train_days_low']:,.1f}-{d['time_to_train_days_high']:,.1f}"
+        rows.append(
+            [
+                c.label,
+                f"{d['n_gpus']:,}",
+                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                f"{d['time_to_train_days']:,.1f} ({interval})",
+                _usd(d["cost_usd"]),
+                f"{d['energy_kwh'] / 1000:,.0f}",
+                goodput,
+                str(len(d["counts_tried"])),
+                d["binds"] if c.feasible else "over budget",
+            ]
+        )
+        if not c.feasible:
+            notes.append(f"{c.label}: {c.reason}")
+    headers = ["system", "GPUs", "layout", "days (80% interval)", "cost", "MWh", "goodput", "counts", "binds"]
+    lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
+    lines.append(_tabulate(rows, headers))
+    cheapest, fastest = report.cheapest(), report.fastest()
+    lines.append("")
+    if cheapest is None:
+        lines.append("No candidate meets the goal.")
+    else:
+        lines.append(f"Cheapest: {_summary(cheapest)}")
+        lines.append(f"Fastest:  {_summary(fastest)}")
+    lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
+    return "\n".join(lines)
+
+
+def _tokens(p: Prediction) -> str:
+    assert p.run is not None
+    return f"{p.run.tokens / 1e12:,.2f}T tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
+
+
+def _summary(c: Any) -> str:
+    d = c.to_dict()
+    return f"{c.label} on {d['n_gpus']:,} GPUs, {d['time_to_train_days']:,.1f} days, {_usd(d['cost_usd'])}"

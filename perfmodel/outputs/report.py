@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from perfmodel.inputs.precision import RECIPES
-from perfmodel.inputs.scenario import flatten
+from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
 from perfmodel.planning.predict import Prediction
 
 BREAKDOWN_LABELS = {
@@ -55,7 +55,7 @@ def table(p: Prediction) -> str:
     fits = "fits" if d["fits_in_memory"] else "DOES NOT FIT"
     lines = [
         f"{p.model.name} on {p.layout.n_gpus:,} x {acc.name} ({p.hardware.system.id}), {fmt}",
-        f"Layout: {p.layout.describe()} ({chosen})",
+        f"Layout: {p.layout.describe()} ({chosen}); {_si(p.layout.gbs * p.layout.seq_len)} tokens per step",
         "",
     ]
     band = "step_time_s_low" in d
@@ -122,6 +122,14 @@ def table(p: Prediction) -> str:
             "",
             f"Warning: this layout needs {d['memory_per_gpu_gb']:,.1f} GB per GPU but the GPU has "
             f"{d['memory_capacity_gb']:,.1f} GB; try more PP/TP, recompute, or a higher ZeRO stage.",
+        ]
+    tokens_per_step = p.layout.gbs * p.layout.seq_len
+    if tokens_per_step > TOKENS_PER_STEP_PUBLISHED:
+        lines += [
+            "",
+            f"Warning: {_si(tokens_per_step)} tokens per step is beyond any published convergence data we know "
+            f"(MLPerf's Llama 3.1 405B reference points reach {_si(TOKENS_PER_STEP_PUBLISHED)}; Llama 3 pre-trained "
+            "at 16M at most): more tokens may be needed to reach the same loss.",
         ]
     return "\n".join(lines)
 

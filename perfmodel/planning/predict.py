@@ -17,7 +17,7 @@ from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput
-from perfmodel.planning.search import SearchResult, Space, gbs_choices, pareto_front, search
+from perfmodel.planning.search import SearchResult, Space, blocks, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
@@ -208,11 +208,22 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
     if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
         dp = par.dp or max(1, n // (tp * pp * cp))
+        if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
+            gbs = scenario.default_gbs(capped=False)
         layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
         check(layout, ctx.model, n)
         return layout, 1
-    found = search(ctx, Space(((n, gbs),), given_layout(scenario)))
+    found = search(ctx, open_batch_space(ctx, scenario))
     return found.best.layout, found.evaluated
+
+
+def open_batch_space(ctx: Context, scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+    """The search space at the capped default batch; when no layout can use it (a cluster too large for 16M tokens
+    per step) and the scenario leaves the batch open, the space at the batch that grows with the GPU count."""
+    space = search_space(scenario, gpu_counts)
+    if scenario.parallelism.gbs is not None or space == (uncapped := search_space(scenario, gpu_counts, False)):
+        return space
+    return space if any(mask.any() for _, mask in blocks(ctx, space)) else uncapped
 
 
 def without_layout(scenario: Scenario) -> Scenario:
@@ -278,13 +289,14 @@ class SearchReport:
         return record
 
 
-def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, capped: bool = True) -> Space:
     """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
-    leaves it open, the batches of `gbs_choices` around each count's default, and the dimensions it fixes."""
+    leaves it open, the batches of `gbs_choices` around each count's default (capped or not), and the dimensions it
+    fixes."""
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
-        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs())
+        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs(capped))
         points += [(n, g) for g in choices]
     return Space(tuple(points), given_layout(scenario))
 
@@ -311,7 +323,7 @@ def search_scenario(
     """
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
-    found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
+    found = search(ctx, open_batch_space(ctx, scenario, gpu_counts), top, objective, progress)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]

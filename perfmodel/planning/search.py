@@ -11,7 +11,7 @@ Search-space choices (not validity rules): TP stays inside one scale-up domain (
 faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the stages the
 rules allow, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch
 is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the default batch and the default
-(about 4M tokens per step), plus the default; layouts are then ranked by time per token.
+(about 4M tokens per step, capped at 16M), plus the default; layouts are then ranked by time per token.
 """
 
 from __future__ import annotations
