@@ -172,6 +172,10 @@ CASES: list[Case] = [
          "--max-gpus 8: below one unit of gb200-nvl72 (64 GPUs)"),
     Case("plan-unknown-precision", ("plan", "--gpu", "h100-sxm:fp9", "--deadline", "30d"),
          "--gpu h100-sxm:fp9: unknown precision 'fp9'"),
+    Case("export-plan-no-goal", ("export", "plan", "--out", "{tmp}/p.csv"), "plan needs a goal: --deadline"),
+    Case("buy-and-rent", ("predict", "--buy", "--usd-per-gpu-hour", "2"), "buying (--buy, mode = 'buy') and a rental"),
+    Case("utilisation-above-one", ("predict", "--buy", "--utilisation", "1.5"), "--utilisation: Input should be less"),
+    Case("usd-per-system-zero", ("predict", "--buy", "--usd-per-system", "0"), "'--usd-per-system': '0' must be a"),
     Case("failure-class-typo", ("predict", S), "field 'goodput.failures_per_million_gpu_hours': unknown failure "
          "class 'gpux'; valid: gpu, host", toml("[goodput.failures_per_million_gpu_hours]\ngpux = 1.0\n")),
     Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),

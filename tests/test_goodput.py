@@ -25,6 +25,7 @@ NEW_KEYS = (
     "goodput", "reliability", "expected_interruptions", "expected_unexpected_interruptions",
     "time_to_train_with_failures_s", "time_to_train_with_failures_days", "gpu_hours_with_failures",
     "cost_usd_with_failures", "cost_usd_with_failures_low", "cost_usd_with_failures_high", "energy_kwh_with_failures",
+    "usd_per_million_tokens_with_failures",
 )  # fmt: skip
 
 
@@ -70,7 +71,8 @@ def test_goodput_none_is_todays_prediction() -> None:
     without = json.loads(run_cli("predict", "--format", "json", "--goodput", "none").out)
     assert not set(NEW_KEYS) & set(without)
     assert {k: v for k, v in with_model.items() if k not in NEW_KEYS} == without
-    assert list(with_model)[: len(without)] == list(without)  # new keys come after the old ones
+    assert [k for k in with_model if k not in NEW_KEYS] == list(without)  # the same keys in the same order
+    assert list(with_model).index("goodput") > list(with_model).index("breakdown")  # after the failure-free ones
     assert "Goodput" not in run_cli("predict", "--goodput", "none").out
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
+import openpyxl
 import pytest
 from conftest import run_cli
 from hypothesis import given, settings
@@ -120,3 +123,34 @@ def test_a_larger_budget_never_gives_a_slower_plan(budget: float, larger: float)
     loose = planning.plan(base, planning.Goal(None, budget * larger)).plans[0]
     assert tight.prediction is not None and loose.prediction is not None
     assert planning.wall_s(loose.prediction) <= planning.wall_s(tight.prediction)
+
+
+def test_the_interval_flows_into_gpu_hours_cost_and_energy() -> None:
+    d = json.loads(run_cli("predict", "--format", "json").out)
+    low, high = d["time_to_train_s_low"] / d["time_to_train_s"], d["time_to_train_s_high"] / d["time_to_train_s"]
+    for key in ("gpu_hours", "energy_kwh"):
+        assert d[f"{key}_low"] == pytest.approx(d[key] * low) and d[f"{key}_high"] == pytest.approx(d[key] * high)
+    assert d["cost_usd_interval_low"] == pytest.approx(d["cost_usd"] * low)
+    assert d["cost_usd_interval_high"] == pytest.approx(d["cost_usd"] * high)
+    (c,) = _plan("--gpu", "h100-sxm:fp8", "--deadline", "3d")["candidates"]
+    assert c["gpu_hours_low"] < c["gpu_hours"] < c["gpu_hours_high"]
+    assert c["cost_usd_interval_low"] < c["cost_usd"] < c["cost_usd_interval_high"]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "json", "xlsx"])
+def test_export_plan(tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"plan.{suffix}"
+    args = ("export", "plan", *WORK, "--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--deadline", "3d")
+    result = run_cli(*args, "--quiet", "--out", str(out))
+    assert result.code == 0 and "wrote 2 results" in result.out, result.err
+    if suffix == "xlsx":
+        book = openpyxl.load_workbook(out)
+        header = [cell.value for cell in book["Results"][5]]
+        assert "goodput" in header and "binds" in header and "deadline_share" in header
+        ref = book["Results"].cell(6, header.index("cost_usd_with_failures") + 1).value
+        assert str(ref).startswith("=")  # a live formula
+        return
+    rows = json.loads(out.read_text())["rows"] if suffix == "json" else list(csv.DictReader(out.open()))
+    assert [r["candidate"] for r in rows] == ["dgx-h100:fp8", "dgx-b200:fp8"]
+    assert all(float(r["time_to_train_with_failures_days"]) <= 3 for r in rows)
+    assert {r["binds"] for r in rows} == {"deadline"}

@@ -106,6 +106,12 @@ SCENARIO_FLAGS: list[tuple[str, str]] = [
     ("checkpoint_gbps", "goodput.storage_gb_per_s_per_node"),
     ("restart_s", "goodput.restart_s"),
     ("checkpoint_interval_s", "goodput.checkpoint_interval_s"),
+    ("buy", "cost.mode"),
+    ("usd_per_system", "cost.usd_per_system"),
+    ("amortisation_years", "cost.amortisation_years"),
+    ("utilisation", "cost.utilisation"),
+    ("electricity_usd_per_kwh", "cost.usd_per_kwh"),
+    ("facility_usd_per_kw_month", "cost.facility_usd_per_kw_month"),
 ]
 
 
@@ -181,6 +187,14 @@ def scenario_options(
             "--checkpoint-interval-s",
             type=PositiveFloat(),
             help="Training time between checkpoints, s (default: the Young/Daly optimum).",
+        ),
+        click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
+        click.option("--usd-per-system", type=PositiveFloat(), help="Purchase price of one node or rack (--buy)."),
+        click.option("--amortisation-years", type=PositiveFloat(), help="Years to spread the purchase over (4)."),
+        click.option("--utilisation", type=PositiveFloat(), help="Share of the hours the systems train (0.8)."),
+        click.option("--electricity-usd-per-kwh", type=PositiveFloat(), help="Electricity price when buying (0.08)."),
+        click.option(
+            "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="Colocation price per kW-month (0)."
         ),
     ]
 

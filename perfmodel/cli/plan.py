@@ -8,7 +8,16 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Count, emit, load_from_flags, progress, quiet_option, scenario_options
+from perfmodel.cli.options import (
+    FORMATS,
+    Command,
+    Count,
+    emit,
+    load_from_flags,
+    progress,
+    quiet_option,
+    scenario_options,
+)
 
 UNITS_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
@@ -32,30 +41,24 @@ class Deadline(click.ParamType):
         return number * UNITS_S[unit]
 
 
-@cli.command()
-@scenario_options(many_systems=True)
-@click.option("--deadline", type=Deadline(), help="Train within this wall time, with failures: 720h, 30d, 4w.")
-@click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures included.")
-@click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@quiet_option
-def plan(
-    scenario: str | None,
-    deadline: float | None,
-    budget: float | None,
-    max_gpus: int | None,
-    fmt: str,
-    quiet: bool,
-    **flags: Any,
-) -> None:
-    """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]], repeated) that meet the goal.
+def plan_options(command: Command) -> Command:
+    """The flags of `perfmodel plan` besides the scenario's (also taken by `export plan`)."""
+    options = [
+        click.option("--deadline", type=Deadline(), help="Train within this wall time, with failures: 720h, 30d, 4w."),
+        click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures included."),
+        click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
+        quiet_option,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return scenario_options(command, many_systems=True)
 
-    Give the work (--tokens or --benchmark) and a goal: --deadline, --budget or both. With a deadline, each
-    candidate gets the fewest GPUs (whole nodes or racks) whose time to train, failures included, meets it; with a
-    budget alone, the fastest plan within it. The layout is searched at each count tried. Ends with the cheapest and
-    the fastest feasible plans; a goal no count meets says why.
-    """
-    from perfmodel.outputs import plan_report
+
+def plan_from_flags(
+    scenario: str | None, deadline: float | None, budget: float | None, max_gpus: int | None, quiet: bool,
+    flags: dict[str, Any],
+) -> Any:  # fmt: skip
+    """The PlanReport `perfmodel plan` makes for these flags."""
     from perfmodel.planning import compare as comparing
     from perfmodel.planning import plan as planning
 
@@ -73,7 +76,31 @@ def plan(
     base = load_from_flags(scenario, flags, relayout=True)
     bases = [(_label(s), s) for s in comparing.scenarios(base, targets, None)]
     with progress("Planning", quiet) as update:
-        report = planning.plan(bases, goal, max_gpus, update)
+        return planning.plan(bases, goal, max_gpus, update)
+
+
+@cli.command()
+@plan_options
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def plan(
+    scenario: str | None,
+    deadline: float | None,
+    budget: float | None,
+    max_gpus: int | None,
+    fmt: str,
+    quiet: bool,
+    **flags: Any,
+) -> None:
+    """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]], repeated) that meet the goal.
+
+    Give the work (--tokens or --benchmark) and a goal: --deadline, --budget or both. With a deadline, each
+    candidate gets the fewest GPUs (whole nodes or racks) whose time to train, failures included, meets it; with a
+    budget alone, the fastest plan within it. The layout is searched at each count tried. Ends with the cheapest and
+    the fastest feasible plans; a goal no count meets says why.
+    """
+    from perfmodel.outputs import plan_report
+
+    report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
     if fmt == "csv":
         emit([c.to_dict() for c in report.plans], fmt)
         return

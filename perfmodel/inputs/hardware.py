@@ -123,6 +123,10 @@ class System(_Strict):
     latency: Latency
     storage_gb_per_s_per_node: SourcedPositive = DEFAULT_STORAGE
     """Checkpoint storage bandwidth per node (GB/s, write and read), for the goodput model."""
+    usd_per_system: SourcedPositive | None = None
+    usd_per_system_low: SourcedPositive | None = None
+    usd_per_system_high: SourcedPositive | None = None
+    """Purchase price of one system (a node, or an NVL72 rack) with its range, for the cost of owning it."""
 
 
 class Hardware(BaseModel):
@@ -135,6 +139,13 @@ class Hardware(BaseModel):
     @property
     def domain_gpus(self) -> int:
         return int(self.accelerator.scaleup_domain_gpus.value)
+
+    @property
+    def job_gpus_per_system(self) -> int:
+        """GPUs a job takes of each system it uses: a node, or the GPUs of an NVL72 rack a job fills (64 of 72)."""
+        if self.system.ranks_per_domain is not None:
+            return self.ranks_per_domain
+        return int(self.system.gpus_per_node.value)
 
     @property
     def ranks_per_domain(self) -> int:

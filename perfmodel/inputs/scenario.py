@@ -85,6 +85,19 @@ class Parallelism(_Strict):
 class Cost(_Strict):
     usd_per_gpu_hour: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] | None = None
     pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] = 1.2
+    mode: Literal["rent", "buy"] = "rent"
+    """rent: the price per GPU-hour; buy: the cost of owning the systems (planning/tco.py)."""
+    usd_per_system: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
+    amortisation_years: Annotated[float, Field(gt=0, le=30, allow_inf_nan=False)] = 4.0
+    utilisation: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
+    usd_per_kwh: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] = 0.08
+    facility_usd_per_kw_month: Annotated[float, Field(ge=0, le=100_000, allow_inf_nan=False)] = 0.0
+
+    @model_validator(mode="after")
+    def _one_price(self) -> Cost:
+        if self.mode == "buy" and self.usd_per_gpu_hour is not None:
+            raise ValueError("buying (--buy, mode = 'buy') and a rental price (--usd-per-gpu-hour) exclude each other")
+        return self
 
 
 FAILURE_CLASSES = ("gpu", "host", "network", "software", "maintenance", "unknown", "planned")

@@ -78,7 +78,7 @@ def table(p: Prediction) -> str:
         price = d["usd_per_gpu_hour"]
         cost = _usd(d["cost_usd"])
         if price is not None:
-            cost += f" at ${price:,.2f}/GPU-h"
+            cost += f" at ${price:,.2f}/GPU-h" + interval("cost_usd_interval", _usd)
             if d["cost_usd_low"] != d["cost_usd_high"]:
                 cost += (
                     f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
@@ -97,9 +97,14 @@ def table(p: Prediction) -> str:
         rows += [
             ["Tokens to train", _si(d["tokens_to_train"])],
             ["Time to train", _duration(d["time_to_train_s"]) + interval("time_to_train_s", _duration)],
-            ["GPU-hours", f"{d['gpu_hours']:,.0f}"],
+            ["GPU-hours", f"{d['gpu_hours']:,.0f}" + interval("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
-            ["Energy", f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"],
+            *_cost_rows(p, d),
+            [
+                "Energy",
+                f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"
+                + interval("energy_kwh", lambda v: f"{v / 1000:,.1f} MWh"),
+            ],
         ]
     if p.goodput is not None:
         rows += goodput_rows(p)
@@ -132,6 +137,25 @@ def table(p: Prediction) -> str:
             "at 16M at most): more tokens may be needed to reach the same loss.",
         ]
     return "\n".join(lines)
+
+
+def _cost_rows(p: Prediction, d: dict[str, Any]) -> list[list[str]]:
+    """When buying, what owning costs per GPU-hour; in both modes, the cost per million tokens."""
+    rows = []
+    if "tco" in d:
+        t = d["tco"]
+        rows.append(
+            [
+                "Owning",
+                f"{_usd(t['usd_per_system'])} per system ({_usd(t['usd_per_system_low'])} to "
+                f"{_usd(t['usd_per_system_high'])}) / {t['gpus_per_system']} GPUs over {t['amortisation_years']:g} "
+                f"years at {t['utilisation']:.0%}: ${t['capex_usd_per_gpu_hour']:,.2f} + power "
+                f"${t['power_usd_per_gpu_hour']:,.2f} + facility ${t['facility_usd_per_gpu_hour']:,.2f} per GPU-h",
+            ]
+        )
+    if "usd_per_million_tokens" in d:
+        rows.append(["Cost per 1M tokens", f"${d['usd_per_million_tokens']:,.3f}"])
+    return rows
 
 
 def goodput_rows(p: Prediction) -> list[list[str]]:

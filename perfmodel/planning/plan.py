@@ -53,9 +53,7 @@ class Goal:
 
 def granularity(hw: Hardware) -> int:
     """GPUs a job takes at a time: a node, or the GPUs of an NVL72 rack that a job fills."""
-    if hw.system.ranks_per_domain is not None:
-        return hw.ranks_per_domain
-    return int(hw.system.gpus_per_node.value)
+    return hw.job_gpus_per_system
 
 
 def counts(unit: int, max_gpus: int) -> list[int]:
@@ -157,8 +155,14 @@ class CandidatePlan:
             "cost_usd": cost,
             "cost_usd_low": failing.cost_usd_low,
             "cost_usd_high": failing.cost_usd_high,
+            "cost_usd_interval_low": cost * low,
+            "cost_usd_interval_high": cost * high,
             "energy_kwh": failing.energy_kwh,
+            "energy_kwh_low": failing.energy_kwh * low,
+            "energy_kwh_high": failing.energy_kwh * high,
             "gpu_hours": failing.gpu_hours,
+            "gpu_hours_low": failing.gpu_hours * low,
+            "gpu_hours_high": failing.gpu_hours * high,
             "goodput": None if p.goodput is None else p.goodput.goodput,
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if self.goal.budget_usd is None else cost / self.goal.budget_usd,

@@ -16,7 +16,7 @@ from perfmodel.physics import calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
-from perfmodel.planning import goodput
+from perfmodel.planning import goodput, tco
 from perfmodel.planning.search import SearchResult, Space, blocks, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
@@ -116,7 +116,22 @@ class Prediction:
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
             **self._goodput_dict(),
+            **self._cost_dict(),
         }
+
+    def _cost_dict(self) -> dict[str, Any]:
+        """How the cost is counted (rent or buy, with what owning is made of) and the cost per million tokens."""
+        record: dict[str, Any] = {"cost_mode": self.scenario.cost.mode}
+        if self.scenario.cost.mode == "buy":
+            owned = tco.ownership(self.hardware, self.scenario.cost)
+            assert owned is not None
+            record["tco"] = owned.to_dict()
+        run, failing = self.run, self.run_with_failures
+        if run is not None and run.cost_usd is not None:
+            record["usd_per_million_tokens"] = run.cost_usd / run.tokens * 1e6
+            if failing is not None and failing.cost_usd is not None:
+                record["usd_per_million_tokens_with_failures"] = failing.cost_usd / run.tokens * 1e6
+        return record
 
     @property
     def run_with_failures(self) -> Run | None:
@@ -152,7 +167,18 @@ class Prediction:
         times = {"step_time_s": self.step_time_s}
         if self.run is not None:
             times |= {"time_to_train_s": self.run.time_s, "time_to_train_min": self.run.time_s / 60}
-        return {f"{name}_{side}": value * factor for name, value in times.items()
+        record = {f"{name}_{side}": value * factor for name, value in times.items()
+                  for side, factor in (("low", low), ("high", high))}  # fmt: skip
+        return record | self._run_interval_dict(low, high)
+
+    def _run_interval_dict(self, low: float, high: float) -> dict[str, Any]:
+        """The time interval flowing into GPU-hours, energy and cost (at the on-demand price; `cost_usd_low/high`
+        are the price range), all proportional to the run's time; new keys after the time interval's."""
+        if self.run is None:
+            return {}
+        run = self.run
+        quantities = {"gpu_hours": run.gpu_hours, "energy_kwh": run.energy_kwh, "cost_usd_interval": run.cost_usd}
+        return {f"{name}_{side}": None if value is None else value * factor for name, value in quantities.items()
                 for side, factor in (("low", low), ("high", high))}  # fmt: skip
 
     def _mlperf_dict(self) -> dict[str, Any]:
@@ -243,7 +269,10 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     interval = calibration.resolve(scenario.calibration).interval if calibrated else None
     step = evaluate(ctx, layout_vars(layout))
-    price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
+    if scenario.cost.mode == "buy":
+        price = tco.buy_price(ctx.hardware, scenario.cost)
+    else:
+        price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
     reliability = goodput.for_scenario(scenario, ctx.hardware, ctx.model, layout.n_gpus)
     prediction = Prediction(
         scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval, reliability

@@ -19,15 +19,17 @@ from functools import cached_property
 from typing import Any, Literal
 
 from perfmodel.physics.step import BREAKDOWN
+from perfmodel.planning import tco
 from perfmodel.planning.predict import Prediction
+from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import Price, Run, training_run
 
-DEFAULT_USD_PER_KWH = 0.08
-USD_PER_KWH_SOURCE = (
-    "assumption: about the US average industrial retail electricity price of 2023-2024 (EIA Electric Power "
-    "Monthly, table 5.3: ~8 cents/kWh); pass --usd-per-kwh for your site"
-)
-OPTIONAL_INPUTS = ("tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput")
+__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "records"]
+
+OPTIONAL_INPUTS = (
+    "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
+    "usd_per_system",
+)  # fmt: skip
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
 ends): formulas that need them show empty."""
 
@@ -338,7 +340,116 @@ GOODPUT_COLUMNS: tuple[Column, ...] = (
         "#,##0",
     ),
 )
-COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS)
+
+
+def _ownership(row: ExportRow) -> Any:
+    p = row.prediction
+    return tco.ownership(p.hardware, p.scenario.cost)
+
+
+def _owned_rate(row: ExportRow, usd_per_kwh: float) -> float | None:
+    owned, p = _ownership(row), row.prediction
+    if owned is None:
+        return None
+    c = p.scenario.cost
+    return tco.owned_usd_per_gpu_hour(
+        owned.usd_per_system, owned.gpus_per_system, c.amortisation_years, c.utilisation,
+        p.hardware.accelerator.power_w.value, c.pue, usd_per_kwh, c.facility_usd_per_kw_month,
+    )  # fmt: skip
+
+
+def _owned_cost(failures: bool) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, usd_per_kwh: float) -> Any:
+        rate, run = _owned_rate(row, usd_per_kwh), row.prediction.run_with_failures if failures else row.prediction.run
+        return None if rate is None or run is None else run.gpu_hours * rate
+
+    return read
+
+
+def _owned_rate_formula(s: Symbols) -> Any:
+    return tco.owned_usd_per_gpu_hour(
+        s["usd_per_system"], s["gpus_per_system"], s["amortisation_years"], s["utilisation"], s["power_w_per_gpu"],
+        s["pue"], s["usd_per_kwh"], s["facility_usd_per_kw_month"],
+    )  # fmt: skip
+
+
+def _cost(name: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _k: getattr(row.prediction.scenario.cost, name)
+
+
+def _per_million_tokens(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    run = row.prediction.run
+    return None if run is None or run.cost_usd is None else run.cost_usd / run.tokens * 1e6
+
+
+TCO_COLUMNS: tuple[Column, ...] = (
+    Column(
+        "usd_per_system",
+        "Purchase price per system (USD)",
+        "inputs",
+        lambda row, _k: None if (owned := _ownership(row)) is None else owned.usd_per_system,
+        None,
+        "$#,##0",
+        editable=True,
+    ),
+    Column(
+        "amortisation_years", "Amortisation (years)", "inputs", _cost("amortisation_years"), None, "0.0", True, True
+    ),
+    Column(
+        "utilisation", "Utilisation (share of hours training)", "inputs", _cost("utilisation"), None, "0%", True, True
+    ),
+    Column(
+        "facility_usd_per_kw_month",
+        "Facility (USD per kW-month)",
+        "inputs",
+        _cost("facility_usd_per_kw_month"),
+        None,
+        "0.00",
+        True,
+        True,
+    ),
+    Column(
+        "gpus_per_system",
+        "GPUs a job uses per system",
+        "results",
+        lambda row, _k: row.prediction.hardware.job_gpus_per_system,
+        None,
+        "#,##0",
+    ),
+    Column(
+        "owned_usd_per_gpu_hour",
+        "Owning: USD per GPU-hour (capex + power + facility)",
+        "results",
+        _owned_rate,
+        _owned_rate_formula,
+        "0.000",
+    ),
+    Column(
+        "cost_usd_owned",
+        "Cost owned (USD)",
+        "results",
+        _owned_cost(False),
+        lambda s: _run(s).gpu_hours * _owned_rate_formula(s),
+        "$#,##0",
+    ),
+    Column(
+        "cost_usd_owned_with_failures",
+        "Cost owned with failures (USD)",
+        "results",
+        _owned_cost(True),
+        lambda s: _run(s).gpu_hours * _owned_rate_formula(s) / s["goodput"],
+        "$#,##0",
+    ),
+    Column(
+        "usd_per_million_tokens",
+        "Cost per million tokens (USD)",
+        "results",
+        _per_million_tokens,
+        lambda s: _run(s).cost_usd / s["tokens_to_train"] * 1e6,
+        "0.000",
+    ),
+)
+COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS)
 BY_KEY = {column.key: column for column in COLUMNS}
 
 
