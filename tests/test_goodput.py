@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
+import openpyxl
 import pytest
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workbook import Recalculator
 
 from perfmodel.inputs.models import get_model
 from perfmodel.planning import goodput as gp
@@ -153,3 +156,22 @@ def test_failure_rates_per_class_replace_the_defaults() -> None:
     assert result.unexpected_per_s == 0 and result.goodput == 1.0
     assert sum(c.per_million_gpu_hours for c in gp.FAILURE_CLASSES) == pytest.approx(466 / gp.LLAMA3_GPU_HOURS * 1e6)
     assert all(c.kind == "sourced" and "Llama 3 paper" in c.source for c in gp.FAILURE_CLASSES)
+
+
+def test_the_workbook_computes_goodput_with_live_formulas(tmp_path: Path) -> None:
+    out = tmp_path / "g.xlsx"
+    args = ("export", "predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T")
+    assert run_cli(*args, "--out", str(out)).code == 0
+    book = openpyxl.load_workbook(out)
+    cells = {cell.value: (sheet, f"{cell.column_letter}6") for sheet in ("Inputs", "Results") for cell in book[sheet][5]
+             if cell.value}  # fmt: skip
+    sheet, ref = cells["goodput"]
+    assert str(book[sheet][ref].value).startswith("=") and "EXP(" in str(book[sheet][ref].value)
+    engine = Recalculator(out)
+    edited = engine({cells["n_gpus"]: 16_384, cells["restart_s"]: 1200})  # a bigger job, slower restarts
+    model = get_model("llama3.1-8b")
+    interval = float(book[cells["checkpoint_interval_s"][0]][cells["checkpoint_interval_s"][1]].value)
+    expected = gp.goodput(16_384, 8, gp.checkpoint_bytes(model.params, model.params),
+                          gp.Reliability(restart_s=1200, interval_s=interval))  # fmt: skip
+    assert edited[cells["goodput"]] == pytest.approx(expected.goodput, rel=1e-9)
+    assert edited[cells["job_mtbf_s"]] == pytest.approx(expected.mtbf_s, rel=1e-9)

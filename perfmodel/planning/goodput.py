@@ -32,6 +32,7 @@ from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.scenario import FAILURE_CLASSES as CLASS_NAMES
 from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.algebra import Number, ceil, exp, sqrt
 from perfmodel.planning.training import Run
 
 SECONDS_PER_HOUR = 3600.0
@@ -183,12 +184,38 @@ def checkpoint_bytes(params: float, trainable: float) -> float:
     return trainable * CHECKPOINT_BYTES_PER_PARAM + (params - trainable) * 2.0
 
 
-def daly_interval(write_s: float, mtbf_s: float) -> float:
-    """Daly's higher-order optimum checkpoint interval; Young's sqrt(2 delta M) to first order."""
-    if write_s >= 2 * mtbf_s:
-        return mtbf_s
+def young_daly_interval(write_s: Number, mtbf_s: Number) -> Number:
+    """Daly's higher-order optimum checkpoint interval for a write shorter than 2 MTBF; Young's sqrt(2 delta M) to
+    first order. Plain arithmetic: the workbook evaluates it on its cells."""
     ratio = write_s / (2 * mtbf_s)
-    return math.sqrt(2 * write_s * mtbf_s) * (1 + math.sqrt(ratio) / 3 + ratio / 9) - write_s
+    return sqrt(2 * write_s * mtbf_s) * (1 + sqrt(ratio) / 3 + ratio / 9) - write_s
+
+
+def daly_interval(write_s: float, mtbf_s: float) -> float:
+    """The optimum interval; once per MTBF when a write takes 2 MTBF or more."""
+    return mtbf_s if write_s >= 2 * mtbf_s else float(young_daly_interval(write_s, mtbf_s))
+
+
+def wall_per_train(mtbf_s: Number, write_s: Number, restart_s: Number, interval_s: Number) -> Number:
+    """Daly's expected wall time per second of failure-free training (exponential failures, failures during a
+    restart restart it, `restart_s` includes reading the checkpoint back)."""
+    return mtbf_s * exp(restart_s / mtbf_s) * (exp((interval_s + write_s) / mtbf_s) - 1) / interval_s
+
+
+def goodput_ratio(stretch: Number, planned_per_s: Number, restart_s: Number, write_s: Number) -> Number:
+    """Training time over wall time: the stretch of unexpected failures, and each planned interruption's restart and
+    checkpoint write taken out of the wall time at its rate."""
+    return (1 - planned_per_s * (restart_s + write_s)) / stretch
+
+
+def mtbf_s(unexpected_per_million_gpu_hours: Number, n_gpus: Number) -> Number:
+    """Mean time between unexpected interruptions of a job of `n_gpus`."""
+    return 1e6 * SECONDS_PER_HOUR / (unexpected_per_million_gpu_hours * n_gpus)
+
+
+def write_s(state_bytes: Number, n_gpus: Number, gpus_per_node: Number, bytes_per_s_per_node: Number) -> Number:
+    """Checkpoint write (and read) time: the state over the storage bandwidth of the job's nodes together."""
+    return state_bytes / (ceil(n_gpus / gpus_per_node) * bytes_per_s_per_node)
 
 
 MAX_EXPONENT = 700.0
@@ -197,31 +224,29 @@ MAX_EXPONENT = 700.0
 
 def goodput(n_gpus: int, gpus_per_node: int, state_bytes: float, reliability: Reliability) -> Goodput:
     """The goodput of a job of `n_gpus` whose checkpoint holds `state_bytes`, under `reliability`."""
-    nodes = math.ceil(n_gpus / gpus_per_node)
-    bandwidth = nodes * reliability.storage_bytes_per_s_per_node
-    write_s = load_s = state_bytes / bandwidth
-    unexpected = reliability.per_gpu_hour(loses_work=True) * n_gpus / SECONDS_PER_HOUR
+    write = load = float(write_s(state_bytes, n_gpus, gpus_per_node, reliability.storage_bytes_per_s_per_node))
+    unexpected_rate = reliability.per_gpu_hour(loses_work=True) * 1e6
+    unexpected = unexpected_rate * n_gpus / 1e6 / SECONDS_PER_HOUR
     planned = reliability.per_gpu_hour(loses_work=False) * n_gpus / SECONDS_PER_HOUR
-    restart = reliability.restart_s + load_s
+    restart = reliability.restart_s + load
     given = reliability.interval_s is not None
-    mtbf = math.inf if unexpected == 0 else 1 / unexpected
+    mtbf = math.inf if unexpected == 0 else float(mtbf_s(unexpected_rate, n_gpus))
     if reliability.interval_s is not None:
         interval = reliability.interval_s
     elif unexpected == 0:
         interval = math.inf
     else:
-        interval = daly_interval(write_s, mtbf)
+        interval = daly_interval(write, mtbf)
     if unexpected == 0:
-        stretch = 1 + (0 if math.isinf(interval) else write_s / interval)
-    elif max(restart, interval + write_s) / mtbf > MAX_EXPONENT:
+        stretch = 1 + (0 if math.isinf(interval) else write / interval)
+    elif max(restart, interval + write) / mtbf > MAX_EXPONENT:
         stretch = math.inf
-    else:  # Daly's expected wall time over T_s: wall time per second of training
-        stretch = mtbf * math.exp(restart / mtbf) * math.expm1((interval + write_s) / mtbf) / interval
-    planned_share = planned * (restart + write_s)  # wall time each wall second spends on planned interruptions
-    ratio = 0.0 if math.isinf(stretch) or planned_share >= 1 else (1 - planned_share) / stretch
+    else:
+        stretch = float(wall_per_train(mtbf, write, restart, interval))
+    ratio = 0.0 if math.isinf(stretch) else float(goodput_ratio(stretch, planned, restart, write))
     shown_interval = interval if math.isfinite(interval) else 0.0
     return Goodput(
-        ratio, unexpected, planned, state_bytes, write_s, load_s, reliability.restart_s, shown_interval, given,
+        max(ratio, 0.0), unexpected, planned, state_bytes, write, load, reliability.restart_s, shown_interval, given,
         reliability.storage_bytes_per_s_per_node,
     )  # fmt: skip
 

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from perfmodel.physics.step import BREAKDOWN
-from perfmodel.planning import tco
+from perfmodel.planning import goodput, tco
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import Price, Run, training_run
@@ -28,7 +28,7 @@ __all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "
 
 OPTIONAL_INPUTS = (
     "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
-    "usd_per_system",
+    "usd_per_system", "failures_per_million_gpu_hours",
 )  # fmt: skip
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
 ends): formulas that need them show empty."""
@@ -305,8 +305,97 @@ def _over_goodput(key: str, scale: float = 1.0) -> Callable[[Symbols], Any]:
     return lambda s: getattr(_run(s), key) / scale / s["goodput"]
 
 
+def _g(read: Callable[[Any, Any], Any]) -> Callable[[ExportRow, float], Any]:
+    """A figure of the row's goodput model (None with the model off)."""
+
+    def value(row: ExportRow, _usd_per_kwh: float) -> Any:
+        found = row.prediction.goodput
+        return None if found is None else read(found, row.prediction)
+
+    return value
+
+
+def _mtbf(s: Symbols) -> Any:
+    return goodput.mtbf_s(s["failures_per_million_gpu_hours"], s["n_gpus"])
+
+
+def _write_time(s: Symbols) -> Any:
+    return goodput.write_s(
+        s["checkpoint_gb"] * 1e9, s["n_gpus"], s["gpus_per_node"], s["storage_gb_per_s_per_node"] * 1e9
+    )
+
+
+def _goodput_formula(s: Symbols) -> Any:
+    """The goodput model's own arithmetic on the cells: Daly's wall time at the (editable) checkpoint interval."""
+    write = _write_time(s)
+    restart = s["restart_s"] + write
+    stretch = goodput.wall_per_train(_mtbf(s), write, restart, s["checkpoint_interval_s"])
+    planned_per_s = s["planned_per_million_gpu_hours"] * s["n_gpus"] / (1e6 * goodput.SECONDS_PER_HOUR)
+    return goodput.goodput_ratio(stretch, planned_per_s, restart, write)
+
+
+def _per_million(g: Any, p: Any, planned: bool = False) -> float:
+    return (g.planned_per_s if planned else g.unexpected_per_s) * goodput.SECONDS_PER_HOUR * 1e6 / p.layout.n_gpus
+
+
 GOODPUT_COLUMNS: tuple[Column, ...] = (
-    Column("goodput", "Goodput (share of wall time that trains)", "results", _goodput, None, "0.0%"),
+    Column(
+        "failures_per_million_gpu_hours",
+        "Unexpected interruptions per million GPU-hours",
+        "inputs",
+        _g(_per_million),
+        None,
+        "0.000",
+        editable=True,
+    ),
+    Column(
+        "planned_per_million_gpu_hours",
+        "Planned interruptions per million GPU-hours",
+        "inputs",
+        _g(lambda g, p: _per_million(g, p, planned=True)),
+        None,
+        "0.000",
+        editable=True,
+    ),
+    Column(
+        "storage_gb_per_s_per_node",
+        "Checkpoint storage (GB/s per node)",
+        "inputs",
+        _g(lambda g, _p: g.storage_bytes_per_s_per_node / 1e9),
+        None,
+        "0.00",
+        editable=True,
+    ),
+    Column("restart_s", "Restart per interruption (s)", "inputs", _g(lambda g, _p: g.restart_s), None, "#,##0", True),
+    Column(
+        "checkpoint_interval_s",
+        "Checkpoint interval (s of training)",
+        "inputs",
+        _g(lambda g, _p: g.interval_s),
+        None,
+        "#,##0.0",
+        editable=True,
+    ),
+    Column("checkpoint_gb", "Checkpoint (GB)", "results", _g(lambda g, _p: g.checkpoint_bytes / 1e9), None, "#,##0.0"),
+    Column(
+        "gpus_per_node",
+        "GPUs per node",
+        "results",
+        lambda row, _k: row.prediction.hardware.system.gpus_per_node.value,
+        None,
+        "#,##0",
+    ),
+    Column("job_mtbf_s", "Job MTBF (s)", "results", _g(lambda g, _p: g.mtbf_s), _mtbf, "#,##0"),
+    Column("checkpoint_write_s", "Checkpoint write (s)", "results", _g(lambda g, _p: g.write_s), _write_time, "0.00"),
+    Column(
+        "young_daly_interval_s",
+        "Optimum checkpoint interval for these inputs (s)",
+        "results",
+        _g(lambda g, _p: goodput.young_daly_interval(g.write_s, g.mtbf_s)),
+        lambda s: goodput.young_daly_interval(_write_time(s), _mtbf(s)),
+        "#,##0.0",
+    ),
+    Column("goodput", "Goodput (share of wall time that trains)", "results", _goodput, _goodput_formula, "0.0%"),
     Column(
         "time_to_train_with_failures_days",
         "Time to train with failures (days)",
