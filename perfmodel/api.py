@@ -47,6 +47,17 @@ class WorkloadOptions(TypedDict, total=False):
     calibration: str
     usd_per_gpu_hour: float
     pue: float
+    goodput: Literal["llama3", "none"]
+    failure_scale: float
+    checkpoint_gbps: float
+    restart_s: float
+    checkpoint_interval_s: float
+    buy: Literal["buy", "rent"]
+    usd_per_system: float
+    amortisation_years: float
+    utilisation: float
+    electricity_usd_per_kwh: float
+    facility_usd_per_kw_month: float
 
 
 class SystemOptions(WorkloadOptions, total=False):

@@ -73,6 +73,7 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
     compare,
     explain,
     export,
+    plan,
     plot,
     predict,
     schema,
@@ -83,6 +84,6 @@ from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli
 )
 
 __all__ = [
-    "catalog", "cli", "compare", "explain", "export", "main", "plot", "predict", "schema", "search", "sweep",
-    "validate", "whatif",
+    "catalog", "cli", "compare", "explain", "export", "main", "plan", "plot", "predict", "schema", "search",
+    "sweep", "validate", "whatif",
 ]  # fmt: skip

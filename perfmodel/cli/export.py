@@ -14,6 +14,8 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
 from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_flags, quiet_option, scenario_options
+from perfmodel.cli.plan import plan_from_flags, plan_options
+from perfmodel.errors import PerfmodelError
 
 
 def export_options(command: Command) -> Command:
@@ -116,6 +118,37 @@ def export_search(
     _write(report.results, ranks, out, force, usd_per_kwh, f"best layouts by {objective}")
 
 
+@export.command("plan")
+@plan_options
+@export_options
+def export_plan(
+    scenario: str | None,
+    deadline: float | None,
+    budget: float | None,
+    max_gpus: int | None,
+    quiet: bool,
+    out: Path,
+    force: bool,
+    usd_per_kwh: float | None,
+    **flags: Any,
+) -> None:
+    """The plan of each candidate for a goal (the flags of `perfmodel plan`); candidates with no plan are left out
+    and said so."""
+    from perfmodel.outputs.export import check_output
+
+    check_output(out, force)
+    report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
+    planned = [c for c in report.plans if c.prediction is not None]
+    if not planned:
+        raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
+    keys = ("candidate", "feasible", "binds", "reason", "deadline_share", "budget_share")
+    extras = [{key: c.to_dict()[key] for key in keys} | report.goal.to_dict() for c in planned]
+    _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
+    if len(planned) < len(report.plans):
+        left = [f"{c.label} ({c.reason})" for c in report.plans if c.prediction is None]
+        click.echo(f"no plan, not in {out}: {'; '.join(left)}")
+
+
 @export.command("sweep")
 @click.argument("sweep_file", type=FilePath(dir_okay=False))
 @quiet_option
@@ -127,7 +160,6 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
     counted; `perfmodel sweep` lists each with its reason.
     """
     from perfmodel.cli.options import progress
-    from perfmodel.errors import PerfmodelError
     from perfmodel.outputs.export import check_output
     from perfmodel.planning import sweep as sweeping
 

@@ -189,6 +189,31 @@ def scenario_options(
         ),
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
+        click.option(
+            "--goodput",
+            type=click.Choice(["llama3", "none"]),
+            help="Failure rates: llama3 (the Llama 3 paper's, default) or none (a run that never fails).",
+        ),
+        click.option("--failure-scale", type=PositiveFloat(), help="Multiply every failure rate (default 1)."),
+        click.option(
+            "--checkpoint-gbps", type=PositiveFloat(), help="Checkpoint storage GB/s per node (default: the system's)."
+        ),
+        click.option(
+            "--restart-s", type=click.FloatRange(min=0), help="Restart time per interruption, s (default 600)."
+        ),
+        click.option(
+            "--checkpoint-interval-s",
+            type=PositiveFloat(),
+            help="Training time between checkpoints, s (default: the Young/Daly optimum).",
+        ),
+        click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
+        click.option("--usd-per-system", type=PositiveFloat(), help="Purchase price of one node or rack (--buy)."),
+        click.option("--amortisation-years", type=PositiveFloat(), help="Years to spread the purchase over (4)."),
+        click.option("--utilisation", type=PositiveFloat(), help="Share of the hours the systems train (0.8)."),
+        click.option("--electricity-usd-per-kwh", type=PositiveFloat(), help="Electricity price when buying (0.08)."),
+        click.option(
+            "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="Colocation price per kW-month (0)."
+        ),
     ]
 
     def decorate(target: Command) -> Command:

@@ -98,6 +98,17 @@ class Latency(_Strict):
     collective_step_us: SourcedPositive
 
 
+DEFAULT_STORAGE = SourcedPositive(
+    value=1.0,
+    source=(
+        "estimate from a sourced figure: the Llama 3 paper (arXiv 2407.21783, section 3.3.1, Storage) gives its "
+        "Tectonic store 2 TB/s sustained (7 TB/s peak); over the 2,048 nodes of its 16,384-GPU job about 1 GB/s "
+        "per node"
+    ),
+)
+"""Checkpoint write and read bandwidth per node, GB/s, where a system file gives none."""
+
+
 class System(_Strict):
     id: str
     name: str
@@ -109,6 +120,12 @@ class System(_Strict):
     scaleup_in_network_reduction: SourcedFlag
     fabric: Fabric
     latency: Latency
+    storage_gb_per_s_per_node: SourcedPositive = DEFAULT_STORAGE
+    """Checkpoint storage bandwidth per node (GB/s, write and read), for the goodput model."""
+    usd_per_system: SourcedPositive | None = None
+    usd_per_system_low: SourcedPositive | None = None
+    usd_per_system_high: SourcedPositive | None = None
+    """Purchase price of one system (a node, or an NVL72 rack) with its range, for the cost of owning it."""
 
 
 class Hardware(BaseModel):
@@ -121,6 +138,13 @@ class Hardware(BaseModel):
     @property
     def domain_gpus(self) -> int:
         return int(self.accelerator.scaleup_domain_gpus.value)
+
+    @property
+    def job_gpus_per_system(self) -> int:
+        """GPUs a job takes of each system it uses: a node, or the GPUs of an NVL72 rack a job fills (64 of 72)."""
+        if self.system.ranks_per_domain is not None:
+            return self.ranks_per_domain
+        return int(self.system.gpus_per_node.value)
 
     @property
     def ranks_per_domain(self) -> int:

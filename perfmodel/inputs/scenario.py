@@ -23,6 +23,15 @@ MAX_GPUS = 1_000_000
 MAX_TOKENS = 1e18
 TOKENS_PER_STEP_TARGET = 4 * 2**20
 """Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
+TOKENS_PER_STEP_CAP = 16 * 2**20
+"""...but at most 16M tokens per step: the largest batch of Llama 3 405B's pre-training (Llama 3 paper, arXiv
+2407.21783, section 3.4.1: 4M tokens, then 8M after 252M tokens, then 16M after 2.87T tokens; Table 4: 16M tokens
+per batch on 16,384 GPUs). A batch that grew with the cluster (134M tokens on 16,384 GPUs) is beyond what anyone
+has shown to converge."""
+TOKENS_PER_STEP_PUBLISHED = 9216 * 8192
+"""The largest batch with published convergence data the project carries: MLPerf Training v5.0 Llama 3.1 405B
+allows GBS 1,152 to 9,216 sequences of 8,192 tokens, with reference convergence points (75.5M tokens; continued
+pre-training from Meta's checkpoint, mlperf_benchmarks.md). Beyond it a prediction warns."""
 
 PositiveInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
@@ -87,6 +96,43 @@ class Parallelism(_Strict):
 class Cost(_Strict):
     usd_per_gpu_hour: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] | None = None
     pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] = 1.2
+    mode: Literal["rent", "buy"] = "rent"
+    """rent: the price per GPU-hour; buy: the cost of owning the systems (planning/tco.py)."""
+    usd_per_system: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
+    amortisation_years: Annotated[float, Field(gt=0, le=30, allow_inf_nan=False)] = 4.0
+    utilisation: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
+    usd_per_kwh: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] = 0.08
+    facility_usd_per_kw_month: Annotated[float, Field(ge=0, le=100_000, allow_inf_nan=False)] = 0.0
+
+    @model_validator(mode="after")
+    def _one_price(self) -> Cost:
+        if self.mode == "buy" and self.usd_per_gpu_hour is not None:
+            raise ValueError("buying (--buy, mode = 'buy') and a rental price (--usd-per-gpu-hour) exclude each other")
+        return self
+
+
+FAILURE_CLASSES = ("gpu", "host", "network", "software", "maintenance", "unknown", "planned")
+"""The component classes of the goodput model (planning/goodput.py holds their rates and sources)."""
+
+
+class Goodput(_Strict):
+    """The failure and checkpoint model of a run (planning/goodput.py); every key optional."""
+
+    rates: Literal["llama3", "none"] = "llama3"
+    """llama3: the Llama 3 paper's interruption rates; none: a run that never fails (no goodput keys)."""
+    failure_scale: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)] = 1.0
+    failures_per_million_gpu_hours: dict[str, Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]] | None = None
+    storage_gb_per_s_per_node: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] | None = None
+    restart_s: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
+    checkpoint_interval_s: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] | None = None
+
+    @field_validator("failures_per_million_gpu_hours")
+    @classmethod
+    def _known_classes(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        unknown = sorted(set(value or {}) - set(FAILURE_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown failure class '{unknown[0]}'; valid: {', '.join(FAILURE_CLASSES)}")
+        return value
 
 
 class Scenario(_Strict):
@@ -105,6 +151,7 @@ class Scenario(_Strict):
     """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
+    goodput: Goodput = Goodput()
     calibration: str | None = None
     """A calibration JSON (perfmodel calibrate), 'none' for the physical defaults; the bundled fit when left out."""
     benchmark: str | None = None
@@ -155,9 +202,15 @@ class Scenario(_Strict):
         except ValidationError as exc:
             raise PerfmodelError(f"model: {describe_error(exc, ModelSpec)}") from None
 
-    def default_gbs(self) -> int:
-        steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
-        return self.n_gpus * steps
+    def default_gbs(self, capped: bool = True) -> int:
+        """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
+        power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
+        `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
+        the capped batch (the prediction then warns beyond published convergence data)."""
+        seq = self.parallelism.seq_len
+        gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
+        cap = max(1, TOKENS_PER_STEP_CAP // seq)
+        return gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
 
 
 TYPE_MISMATCH = frozenset(("string_type", "model_type", "dict_type", "model_attributes_type"))
@@ -273,6 +326,17 @@ OPTION_FIELDS: dict[str, str] = {
     "calibration": "calibration",
     "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
     "pue": "cost.pue",
+    "goodput": "goodput.rates",
+    "failure_scale": "goodput.failure_scale",
+    "checkpoint_gbps": "goodput.storage_gb_per_s_per_node",
+    "restart_s": "goodput.restart_s",
+    "checkpoint_interval_s": "goodput.checkpoint_interval_s",
+    "buy": "cost.mode",
+    "usd_per_system": "cost.usd_per_system",
+    "amortisation_years": "cost.amortisation_years",
+    "utilisation": "cost.utilisation",
+    "electricity_usd_per_kwh": "cost.usd_per_kwh",
+    "facility_usd_per_kw_month": "cost.facility_usd_per_kw_month",
 }
 """The scenario fields that a command's flags and the Python API's keywords set, by keyword (the flag is --gpus
 for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""

@@ -104,6 +104,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     first = predictions[0]
     with_run = first.run is not None
     scaling = len({p.layout.n_gpus for p in predictions}) > 1
+    with_goodput = first.goodput is not None
     rows = []
     for record, p in zip(records, predictions, strict=True):
         low, high = record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]
@@ -118,6 +119,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 f"{record['mfu_of_precision']:.1%}",
             ]
             + (_run_cells(p) if with_run else [])
+            + ([_goodput_cell(record)] if with_goodput else [])
             + ([f"{record['scaling_efficiency']:.1%}"] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
@@ -128,6 +130,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     headers = (
         ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
         + (RUN_HEADERS if with_run else [])
+        + (["goodput (days with failures)" if with_run else "goodput"] if with_goodput else [])
         + (["scaling eff."] if scaling else [])
         + ["speedup", "perf/$ (low-high price)"]
     )
@@ -139,6 +142,11 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
     return "\n".join([f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note])
+
+
+def _goodput_cell(record: dict[str, Any]) -> str:
+    days = record.get("time_to_train_with_failures_days")
+    return f"{record['goodput']:.1%}" + ("" if days is None else f" ({days:,.1f})")
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
@@ -221,3 +229,63 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
     headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU BF16", "days"]
     headers.append("cost")
     return _tabulate(out, [*headers, "error"])
+
+
+def goal_table(report: Any) -> str:
+    """`perfmodel plan`: per candidate the plan meeting the goal (or why none does), then the cheapest and fastest."""
+    goal = report.goal.to_dict()
+    wanted = []
+    if goal["deadline_days"] is not None:
+        wanted.append(f"within {goal['deadline_days']:,.1f} days")
+    if goal["budget_usd"] is not None:
+        wanted.append(f"for at most {_usd(goal['budget_usd'])}")
+    first = report.plans[0]
+    p0 = first.prediction or next(p for p in first.tried.values() if p is not None)
+    work = f"{p0.model.name}, {_tokens(p0)}"
+    rows, notes = [], []
+    for c in report.plans:
+        d = c.to_dict()
+        if c.prediction is None:
+            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "infeasible"])
+            notes.append(f"{c.label}: {c.reason}")
+            continue
+        p = c.prediction
+        goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
+        interval = f"{d['time_to_train_days_low']:,.1f}-{d['time_to_train_days_high']:,.1f}"
+        rows.append(
+            [
+                c.label,
+                f"{d['n_gpus']:,}",
+                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                f"{d['time_to_train_days']:,.1f} ({interval})",
+                _usd(d["cost_usd"]),
+                f"{d['energy_kwh'] / 1000:,.0f}",
+                goodput,
+                str(len(d["counts_tried"])),
+                d["binds"] if c.feasible else "over budget",
+            ]
+        )
+        if not c.feasible:
+            notes.append(f"{c.label}: {c.reason}")
+    headers = ["system", "GPUs", "layout", "days (80% interval)", "cost", "MWh", "goodput", "counts", "binds"]
+    lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
+    lines.append(_tabulate(rows, headers))
+    cheapest, fastest = report.cheapest(), report.fastest()
+    lines.append("")
+    if cheapest is None:
+        lines.append("No candidate meets the goal.")
+    else:
+        lines.append(f"Cheapest: {_summary(cheapest)}")
+        lines.append(f"Fastest:  {_summary(fastest)}")
+    lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
+    return "\n".join(lines)
+
+
+def _tokens(p: Prediction) -> str:
+    assert p.run is not None
+    return f"{p.run.tokens / 1e12:,.2f}T tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
+
+
+def _summary(c: Any) -> str:
+    d = c.to_dict()
+    return f"{c.label} on {d['n_gpus']:,} GPUs, {d['time_to_train_days']:,.1f} days, {_usd(d['cost_usd'])}"

@@ -10,7 +10,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.precision import RECIPES
-from perfmodel.inputs.scenario import flatten
+from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
@@ -63,7 +63,7 @@ def inputs_line(p: Prediction) -> str:
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
     return ", ".join([
         work,
-        batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step)"),
+        batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
         price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
         f"PUE {s.cost.pue:g}" + ("" if "pue" in s.cost.model_fields_set else " (default)"),
     ])  # fmt: skip
@@ -105,7 +105,7 @@ def table(p: Prediction) -> str:
         price = d["usd_per_gpu_hour"]
         cost = _usd(d["cost_usd"])
         if price is not None:
-            cost += f" at ${price:,.2f}/GPU-h"
+            cost += f" at ${price:,.2f}/GPU-h" + interval("cost_usd_interval", _usd)
             if d["cost_usd_low"] != d["cost_usd_high"]:
                 cost += (
                     f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
@@ -124,10 +124,17 @@ def table(p: Prediction) -> str:
         rows += [
             ["Tokens to train", _si(d["tokens_to_train"])],
             ["Time to train", _duration(d["time_to_train_s"]) + interval("time_to_train_s", _duration)],
-            ["GPU-hours", f"{d['gpu_hours']:,.0f}"],
+            ["GPU-hours", f"{d['gpu_hours']:,.0f}" + interval("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
-            ["Energy", f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"],
+            *_cost_rows(p, d),
+            [
+                "Energy",
+                f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"
+                + interval("energy_kwh", lambda v: f"{v / 1000:,.1f} MWh"),
+            ],
         ]
+    if p.goodput is not None:
+        rows += goodput_rows(p)
     lines.append(tabulate(rows, tablefmt="plain", disable_numparse=True))
     step = d["step_time_s"]
     parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
@@ -148,6 +155,14 @@ def table(p: Prediction) -> str:
             f"Warning: this layout needs {d['memory_per_gpu_gib']:,.1f} GiB per GPU but the GPU has "
             f"{d['memory_capacity_gib']:,.1f} GiB; try more PP/TP, recompute, or a higher ZeRO stage.",
         ]
+    tokens_per_step = p.layout.gbs * p.layout.seq_len
+    if tokens_per_step > TOKENS_PER_STEP_PUBLISHED:
+        lines += [
+            "",
+            f"Warning: {_si(tokens_per_step)} tokens per step is beyond any published convergence data we know "
+            f"(MLPerf's Llama 3.1 405B reference points reach {_si(TOKENS_PER_STEP_PUBLISHED)}; Llama 3 pre-trained "
+            "at 16M at most): more tokens may be needed to reach the same loss.",
+        ]
     return "\n".join(lines)
 
 
@@ -161,6 +176,50 @@ def check_finite(value: Any, where: str = "result") -> None:
             check_finite(item, f"{where}[{index}]")
     elif isinstance(value, float) and not math.isfinite(value):
         raise PerfmodelError(f"{where} is {value}: not written (no output holds a non-finite number)")
+
+
+def _cost_rows(p: Prediction, d: dict[str, Any]) -> list[list[str]]:
+    """When buying, what owning costs per GPU-hour; in both modes, the cost per million tokens."""
+    rows = []
+    if "tco" in d:
+        t = d["tco"]
+        rows.append(
+            [
+                "Owning",
+                f"{_usd(t['usd_per_system'])} per system ({_usd(t['usd_per_system_low'])} to "
+                f"{_usd(t['usd_per_system_high'])}) / {t['gpus_per_system']} GPUs over {t['amortisation_years']:g} "
+                f"years at {t['utilisation']:.0%}: ${t['capex_usd_per_gpu_hour']:,.2f} + power "
+                f"${t['power_usd_per_gpu_hour']:,.2f} + facility ${t['facility_usd_per_gpu_hour']:,.2f} per GPU-h",
+            ]
+        )
+    if "usd_per_million_tokens" in d:
+        rows.append(["Cost per 1M tokens", f"${d['usd_per_million_tokens']:,.3f}"])
+    return rows
+
+
+def goodput_rows(p: Prediction) -> list[list[str]]:
+    """Goodput and, with a run, the run as it is expected to go with failures."""
+    g, d = p.goodput, p.to_dict()
+    assert g is not None
+    detail = d["reliability"]
+    mtbf = "no failures" if detail["job_mtbf_h"] is None else f"job MTBF {detail['job_mtbf_h']:,.1f} h"
+    rows = [
+        [
+            "Goodput",
+            f"{g.goodput:.1%} of wall time trains ({mtbf}; checkpoint {detail['checkpoint_gb']:,.0f} GB written in "
+            f"{g.write_s:,.1f} s every {g.interval_s / 60:,.1f} min; restart {g.restart_s / 60:,.0f} min + load)",
+        ]
+    ]
+    if p.run is None:
+        return rows
+    if d["time_to_train_with_failures_s"] is None:
+        return [*rows, ["With failures", "never finishes: interruptions come faster than the job recovers"]]
+    summary = (
+        f"{_duration(d['time_to_train_with_failures_s'])}, {d['expected_interruptions']:,.0f} interruptions "
+        f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {_usd(d['cost_usd_with_failures'])}, "
+        f"{d['energy_kwh_with_failures'] / 1000:,.1f} MWh"
+    )
+    return [*rows, ["With failures", summary]]
 
 
 def to_json(records: Any) -> str:

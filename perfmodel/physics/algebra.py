@@ -109,6 +109,32 @@ def log2(a: Number) -> Number:
     return sympy.log(a, 2)
 
 
+def exp(a: Number) -> Number:
+    kind = _kind(a)
+    if kind == "float":
+        return math.exp(a)
+    if kind == "numpy":
+        import numpy as np
+
+        return np.exp(a)
+    import sympy
+
+    return sympy.exp(a)
+
+
+def sqrt(a: Number) -> Number:
+    kind = _kind(a)
+    if kind == "float":
+        return math.sqrt(a)
+    if kind == "numpy":
+        import numpy as np
+
+        return np.sqrt(a)
+    import sympy
+
+    return sympy.sqrt(a)
+
+
 def lookup(table: tuple[float, ...], index: Number) -> Number:
     """table[index] for an integer-valued index (float or array)."""
     if _kind(index) == "numpy":

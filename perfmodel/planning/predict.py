@@ -16,7 +16,8 @@ from perfmodel.physics import calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
-from perfmodel.planning.search import SearchResult, Space, gbs_choices, pareto_front, search
+from perfmodel.planning import goodput, tco
+from perfmodel.planning.search import SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
@@ -39,6 +40,8 @@ class Prediction:
     interval: calibration.Interval | None = None
     """Factors on a predicted time bounding the measured one with 80% probability, from the calibration's held-out
     residuals of the out-of-sample protocol matching this question, and that protocol; None when uncalibrated."""
+    goodput: goodput.Goodput | None = None
+    """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
 
     @property
     def step_time_s(self) -> float:
@@ -118,6 +121,49 @@ class Prediction:
             **self._interval_dict(),
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
+            **self._goodput_dict(),
+            **self._cost_dict(),
+        }
+
+    def _cost_dict(self) -> dict[str, Any]:
+        """How the cost is counted (rent or buy, with what owning is made of) and the cost per million tokens."""
+        record: dict[str, Any] = {"cost_mode": self.scenario.cost.mode}
+        if self.scenario.cost.mode == "buy":
+            owned = tco.ownership(self.hardware, self.scenario.cost)
+            assert owned is not None
+            record["tco"] = owned.to_dict()
+        run, failing = self.run, self.run_with_failures
+        if run is not None and run.cost_usd is not None:
+            record["usd_per_million_tokens"] = run.cost_usd / run.tokens * 1e6
+            if failing is not None and failing.cost_usd is not None:
+                record["usd_per_million_tokens_with_failures"] = failing.cost_usd / run.tokens * 1e6
+        return record
+
+    @property
+    def run_with_failures(self) -> Run | None:
+        """The run with its expected interruptions (None without a run, a goodput model, or when it never ends)."""
+        if self.run is None or self.goodput is None:
+            return None
+        return goodput.with_failures(self.run, self.goodput)
+
+    def _goodput_dict(self) -> dict[str, Any]:
+        """New keys only: the failure-free ones above keep their meaning."""
+        if self.goodput is None:
+            return {}
+        record: dict[str, Any] = {"goodput": self.goodput.goodput, "reliability": self.goodput.to_dict()}
+        if self.run is None:
+            return record
+        failing, counts = self.run_with_failures, self.goodput.interruptions(self.run.time_s)
+        return record | {
+            "expected_interruptions": counts[0] if counts else None,
+            "expected_unexpected_interruptions": counts[1] if counts else None,
+            "time_to_train_with_failures_s": failing.time_s if failing else None,
+            "time_to_train_with_failures_days": failing.time_s / 86400 if failing else None,
+            "gpu_hours_with_failures": failing.gpu_hours if failing else None,
+            "cost_usd_with_failures": failing.cost_usd if failing else None,
+            "cost_usd_with_failures_low": failing.cost_usd_low if failing else None,
+            "cost_usd_with_failures_high": failing.cost_usd_high if failing else None,
+            "energy_kwh_with_failures": failing.energy_kwh if failing else None,
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -132,8 +178,19 @@ class Prediction:
         times = {"step_time_s": self.step_time_s}
         if self.run is not None:
             times |= {"time_to_train_s": self.run.time_s, "time_to_train_min": self.run.time_s / 60}
-        return {f"{name}_{side}": value * factor for name, value in times.items()
-                for side, factor in (("low", low), ("high", high))} | {"interval_protocol": protocol}  # fmt: skip
+        record = {f"{name}_{side}": value * factor for name, value in times.items()
+                  for side, factor in (("low", low), ("high", high))}  # fmt: skip
+        return record | {"interval_protocol": protocol} | self._run_interval_dict(low, high)
+
+    def _run_interval_dict(self, low: float, high: float) -> dict[str, Any]:
+        """The time interval flowing into GPU-hours, energy and cost (at the on-demand price; `cost_usd_low/high`
+        are the price range), all proportional to the run's time; new keys after the time interval's."""
+        if self.run is None:
+            return {}
+        run = self.run
+        quantities = {"gpu_hours": run.gpu_hours, "energy_kwh": run.energy_kwh, "cost_usd_interval": run.cost_usd}
+        return {f"{name}_{side}": None if value is None else value * factor for name, value in quantities.items()
+                for side, factor in (("low", low), ("high", high))}  # fmt: skip
 
     def _mlperf_dict(self) -> dict[str, Any]:
         if self.mlperf is None:
@@ -188,11 +245,23 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
     if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
         dp = par.dp or max(1, n // (tp * pp * cp))
+        if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
+            gbs = scenario.default_gbs(capped=False)
         layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
         check(layout, ctx.model, n)
         return layout, 1
-    found = search(ctx, Space(((n, gbs),), given_layout(scenario)))
+    found = search(ctx, open_batch_space(ctx, scenario))
     return found.best.layout, found.evaluated
+
+
+def open_batch_space(ctx: Context, scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+    """The search space at the capped default batch; when no layout can use it (a cluster too large for 16M tokens
+    per step) and the scenario leaves the batch open, the space at the batch that grows with the GPU count."""
+    space = search_space(scenario, gpu_counts)
+    check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
+    if scenario.parallelism.gbs is not None or space == (uncapped := search_space(scenario, gpu_counts, False)):
+        return space
+    return space if any(mask.any() for _, mask in blocks(ctx, space)) else uncapped
 
 
 def without_layout(scenario: Scenario) -> Scenario:
@@ -214,8 +283,14 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     fitted = calibration.resolve(scenario.calibration)
     interval = fitted.interval_for(family, scenario.precision, layout.n_gpus) if calibrated else None
     step = evaluate(ctx, layout_vars(layout))
-    price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    prediction = Prediction(scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval)
+    if scenario.cost.mode == "buy":
+        price = tco.buy_price(ctx.hardware, scenario.cost)
+    else:
+        price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
+    reliability = goodput.for_scenario(scenario, ctx.hardware, ctx.model, layout.n_gpus)
+    prediction = Prediction(
+        scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval, reliability
+    )
     mlperf = None
     if scenario.benchmark:
         bench = get_benchmark(scenario.benchmark)
@@ -261,13 +336,14 @@ class SearchReport:
         return [p.to_record() for p in self.results]
 
 
-def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
+def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, capped: bool = True) -> Space:
     """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
-    leaves it open, the batches of `gbs_choices` around each count's default, and the dimensions it fixes."""
+    leaves it open, the batches of `gbs_choices` around each count's default (capped or not), and the dimensions it
+    fixes."""
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
-        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs())
+        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs(capped))
         points += [(n, g) for g in choices]
     return Space(tuple(points), given_layout(scenario))
 
@@ -294,7 +370,7 @@ def search_scenario(
     """
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
-    found = search(ctx, search_space(scenario, gpu_counts), top, objective, progress)
+    found = search(ctx, open_batch_space(ctx, scenario, gpu_counts), top, objective, progress)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]

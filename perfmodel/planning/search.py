@@ -11,7 +11,7 @@ Search-space choices (not validity rules): TP stays inside one scale-up domain (
 faster than PP or DP there); every divisor of the GPU count is tried for TP, CP and PP, every VP up to the stages the
 rules allow, every micro-batch size that divides GBS / DP, every recompute mode and ZeRO stage. When the global batch
 is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of the default batch and the default
-(about 4M tokens per step), plus the default; layouts are then ranked by time per token.
+(about 4M tokens per step, capped at 16M), plus the default; layouts are then ranked by time per token.
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ MAX_SHAPES = 4_000_000
 3.1 405B on 720,720 GB200s is 2.6 million). Counted from the divisors alone, before any layout is built."""
 
 
-def _check_size(ctx: Context, space: Space) -> None:
+def check_size(ctx: Context, space: Space) -> None:
     """Refuse, before any work, a search whose candidate shapes exceed MAX_SHAPES (many highly divisible counts)."""
     stages = ctx.model.layers + UNEVEN_EXTRA_UNITS
     shapes = 0
@@ -333,7 +333,7 @@ def search(
     if objective not in OBJECTIVES:
         raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     start = time.perf_counter()
-    _check_size(ctx, space)
+    check_size(ctx, space)
     candidates = list(blocks(ctx, space))
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):

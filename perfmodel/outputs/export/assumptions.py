@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from perfmodel.inputs.hardware import Sourced, SourcedFlag
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
 from perfmodel.physics.efficiency import Efficiency
+from perfmodel.planning import goodput, tco
 
 UNITS = (
     ("_tflops", "TFLOP/s (dense)"),
@@ -113,7 +114,46 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
     ]
     if p.run is not None:
         found.append(Assumption(section, "tokens_to_train", p.run.tokens, "tokens", "scenario"))
-    return found
+    cost = p.scenario.cost
+    found += [
+        Assumption(section, "cost_mode", cost.mode, "", "rent: the price per GPU-hour; buy: planning/tco.py"),
+        Assumption(section, "amortisation_years", cost.amortisation_years, "years", tco.YEARS_SOURCE),
+        Assumption(section, "utilisation", cost.utilisation, "fraction", tco.UTILISATION_SOURCE),
+        Assumption(
+            section,
+            "facility_usd_per_kw_month",
+            cost.facility_usd_per_kw_month,
+            "USD per kW-month",
+            "scenario (default 0: not given)",
+        ),
+    ]
+    return found + _goodput_assumptions(row, section)
+
+
+def _goodput_assumptions(row: ExportRow, section: str) -> list[Assumption]:
+    """The failure rates per class with their sources, the restart time and the checkpoint, where goodput is on."""
+    g = row.prediction.goodput
+    if g is None:
+        return []
+    given = row.prediction.scenario.goodput
+    rates = goodput.Reliability.build(1e9, given.failure_scale, given.failures_per_million_gpu_hours).classes
+    found = [
+        Assumption(section, f"failures_{c.name}", c.per_million_gpu_hours, "per million GPU-hours", c.source)
+        for c in rates
+    ]
+    restart_source = "scenario" if given.restart_s is not None else goodput.RESTART_SOURCE
+    return [
+        *found,
+        Assumption(section, "restart_s", g.restart_s, "s", restart_source),
+        Assumption(section, "checkpoint_gb", g.checkpoint_bytes / 1e9, "GB", goodput.CHECKPOINT_SOURCE),
+        Assumption(
+            section,
+            "checkpoint_interval_s",
+            g.interval_s,
+            "s",
+            "given" if g.interval_given else "Daly's optimum (planning/goodput.py)",
+        ),
+    ]
 
 
 def _layout_source(searched: int) -> str:

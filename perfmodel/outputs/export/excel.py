@@ -24,7 +24,13 @@ class ExcelPrinter(StrPrinter):
         return repr(float(expr)).upper()  # shortest text that reads back as the same double
 
     def _print_Pow(self, expr: Any, rational: bool = False) -> str:
-        return super()._print_Pow(expr, rational).replace("**", "^")
+        return super()._print_Pow(expr, rational).replace("**", "^").replace("sqrt(", "SQRT(")
+
+    def _print_exp(self, expr: Any) -> str:
+        return f"EXP({self._print(expr.args[0])})"
+
+    def _print_ceiling(self, expr: Any) -> str:
+        return f"CEILING({self._print(expr.args[0])},1)"
 
     def _print_Add(self, expr: Any, order: str | None = None) -> str:
         """A sum of cells in the order of the sheet's columns (sympy's own order is alphabetical by name)."""

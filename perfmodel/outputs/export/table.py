@@ -19,16 +19,19 @@ from functools import cached_property
 from typing import Any, Literal
 
 from perfmodel.physics.step import BREAKDOWN
+from perfmodel.planning import goodput, tco
 from perfmodel.planning.predict import Prediction
+from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import Price, Run, training_run
 
-DEFAULT_USD_PER_KWH = 0.08
-USD_PER_KWH_SOURCE = (
-    "assumption: about the US average industrial retail electricity price of 2023-2024 (EIA Electric Power "
-    "Monthly, table 5.3: ~8 cents/kWh); pass --usd-per-kwh for your site"
-)
-OPTIONAL_INPUTS = ("tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high")
-"""Inputs a result may lack (no token budget given; no public price): formulas that need them show empty."""
+__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "records"]
+
+OPTIONAL_INPUTS = (
+    "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
+    "usd_per_system", "failures_per_million_gpu_hours",
+)  # fmt: skip
+"""Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
+ends): formulas that need them show empty."""
 
 Sheet = Literal["inputs", "results", "breakdown"]
 Symbols = Mapping[str, Any]  # column key -> sympy Symbol
@@ -283,6 +286,259 @@ COLUMNS: tuple[Column, ...] = (
     ),
 )
 
+
+def _goodput(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    found = row.prediction.goodput
+    return None if found is None or found.goodput == 0 else found.goodput
+
+
+def _failing(name: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> Any:
+        run = row.prediction.run_with_failures
+        return None if run is None else getattr(run, name)
+
+    return read
+
+
+def _over_goodput(key: str, scale: float = 1.0) -> Callable[[Symbols], Any]:
+    """A run quantity as it is expected to go with failures: the failure-free one over the goodput."""
+    return lambda s: getattr(_run(s), key) / scale / s["goodput"]
+
+
+def _g(read: Callable[[Any, Any], Any]) -> Callable[[ExportRow, float], Any]:
+    """A figure of the row's goodput model (None with the model off)."""
+
+    def value(row: ExportRow, _usd_per_kwh: float) -> Any:
+        found = row.prediction.goodput
+        return None if found is None else read(found, row.prediction)
+
+    return value
+
+
+def _mtbf(s: Symbols) -> Any:
+    return goodput.mtbf_s(s["failures_per_million_gpu_hours"], s["n_gpus"])
+
+
+def _write_time(s: Symbols) -> Any:
+    return goodput.write_s(
+        s["checkpoint_gb"] * 1e9, s["n_gpus"], s["gpus_per_node"], s["storage_gb_per_s_per_node"] * 1e9
+    )
+
+
+def _goodput_formula(s: Symbols) -> Any:
+    """The goodput model's own arithmetic on the cells: Daly's wall time at the (editable) checkpoint interval."""
+    write = _write_time(s)
+    restart = s["restart_s"] + write
+    stretch = goodput.wall_per_train(_mtbf(s), write, restart, s["checkpoint_interval_s"])
+    planned_per_s = s["planned_per_million_gpu_hours"] * s["n_gpus"] / (1e6 * goodput.SECONDS_PER_HOUR)
+    return goodput.goodput_ratio(stretch, planned_per_s, restart, write)
+
+
+def _per_million(g: Any, p: Any, planned: bool = False) -> float:
+    return (g.planned_per_s if planned else g.unexpected_per_s) * goodput.SECONDS_PER_HOUR * 1e6 / p.layout.n_gpus
+
+
+GOODPUT_COLUMNS: tuple[Column, ...] = (
+    Column(
+        "failures_per_million_gpu_hours",
+        "Unexpected interruptions per million GPU-hours",
+        "inputs",
+        _g(_per_million),
+        None,
+        "0.000",
+        editable=True,
+    ),
+    Column(
+        "planned_per_million_gpu_hours",
+        "Planned interruptions per million GPU-hours",
+        "inputs",
+        _g(lambda g, p: _per_million(g, p, planned=True)),
+        None,
+        "0.000",
+        editable=True,
+    ),
+    Column(
+        "storage_gb_per_s_per_node",
+        "Checkpoint storage (GB/s per node)",
+        "inputs",
+        _g(lambda g, _p: g.storage_bytes_per_s_per_node / 1e9),
+        None,
+        "0.00",
+        editable=True,
+    ),
+    Column("restart_s", "Restart per interruption (s)", "inputs", _g(lambda g, _p: g.restart_s), None, "#,##0", True),
+    Column(
+        "checkpoint_interval_s",
+        "Checkpoint interval (s of training)",
+        "inputs",
+        _g(lambda g, _p: g.interval_s),
+        None,
+        "#,##0.0",
+        editable=True,
+    ),
+    Column("checkpoint_gb", "Checkpoint (GB)", "results", _g(lambda g, _p: g.checkpoint_bytes / 1e9), None, "#,##0.0"),
+    Column(
+        "gpus_per_node",
+        "GPUs per node",
+        "results",
+        lambda row, _k: row.prediction.hardware.system.gpus_per_node.value,
+        None,
+        "#,##0",
+    ),
+    Column("job_mtbf_s", "Job MTBF (s)", "results", _g(lambda g, _p: g.mtbf_s), _mtbf, "#,##0"),
+    Column("checkpoint_write_s", "Checkpoint write (s)", "results", _g(lambda g, _p: g.write_s), _write_time, "0.00"),
+    Column(
+        "young_daly_interval_s",
+        "Optimum checkpoint interval for these inputs (s)",
+        "results",
+        _g(lambda g, _p: goodput.young_daly_interval(g.write_s, g.mtbf_s)),
+        lambda s: goodput.young_daly_interval(_write_time(s), _mtbf(s)),
+        "#,##0.0",
+    ),
+    Column("goodput", "Goodput (share of wall time that trains)", "results", _goodput, _goodput_formula, "0.0%"),
+    Column(
+        "time_to_train_with_failures_days",
+        "Time to train with failures (days)",
+        "results",
+        lambda row, k: None if (run := _failing("time_s")(row, k)) is None else run / 86400,
+        _over_goodput("time_s", 86400.0),
+        "#,##0.00",
+    ),
+    Column(
+        "gpu_hours_with_failures",
+        "GPU-hours with failures",
+        "results",
+        _failing("gpu_hours"),
+        _over_goodput("gpu_hours"),
+        "#,##0",
+    ),
+    Column(
+        "cost_usd_with_failures",
+        "Cost with failures (USD)",
+        "results",
+        _failing("cost_usd"),
+        _over_goodput("cost_usd"),
+        "$#,##0",
+    ),
+    Column(
+        "energy_kwh_with_failures",
+        "Energy with failures (kWh)",
+        "results",
+        _failing("energy_kwh"),
+        _over_goodput("energy_kwh"),
+        "#,##0",
+    ),
+)
+
+
+def _ownership(row: ExportRow) -> Any:
+    p = row.prediction
+    return tco.ownership(p.hardware, p.scenario.cost)
+
+
+def _owned_rate(row: ExportRow, usd_per_kwh: float) -> float | None:
+    owned, p = _ownership(row), row.prediction
+    if owned is None:
+        return None
+    c = p.scenario.cost
+    return tco.owned_usd_per_gpu_hour(
+        owned.usd_per_system, owned.gpus_per_system, c.amortisation_years, c.utilisation,
+        p.hardware.accelerator.power_w.value, c.pue, usd_per_kwh, c.facility_usd_per_kw_month,
+    )  # fmt: skip
+
+
+def _owned_cost(failures: bool) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, usd_per_kwh: float) -> Any:
+        rate, run = _owned_rate(row, usd_per_kwh), row.prediction.run_with_failures if failures else row.prediction.run
+        return None if rate is None or run is None else run.gpu_hours * rate
+
+    return read
+
+
+def _owned_rate_formula(s: Symbols) -> Any:
+    return tco.owned_usd_per_gpu_hour(
+        s["usd_per_system"], s["gpus_per_system"], s["amortisation_years"], s["utilisation"], s["power_w_per_gpu"],
+        s["pue"], s["usd_per_kwh"], s["facility_usd_per_kw_month"],
+    )  # fmt: skip
+
+
+def _cost(name: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _k: getattr(row.prediction.scenario.cost, name)
+
+
+def _per_million_tokens(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    run = row.prediction.run
+    return None if run is None or run.cost_usd is None else run.cost_usd / run.tokens * 1e6
+
+
+TCO_COLUMNS: tuple[Column, ...] = (
+    Column(
+        "usd_per_system",
+        "Purchase price per system (USD)",
+        "inputs",
+        lambda row, _k: None if (owned := _ownership(row)) is None else owned.usd_per_system,
+        None,
+        "$#,##0",
+        editable=True,
+    ),
+    Column(
+        "amortisation_years", "Amortisation (years)", "inputs", _cost("amortisation_years"), None, "0.0", True, True
+    ),
+    Column(
+        "utilisation", "Utilisation (share of hours training)", "inputs", _cost("utilisation"), None, "0%", True, True
+    ),
+    Column(
+        "facility_usd_per_kw_month",
+        "Facility (USD per kW-month)",
+        "inputs",
+        _cost("facility_usd_per_kw_month"),
+        None,
+        "0.00",
+        True,
+        True,
+    ),
+    Column(
+        "gpus_per_system",
+        "GPUs a job uses per system",
+        "results",
+        lambda row, _k: row.prediction.hardware.job_gpus_per_system,
+        None,
+        "#,##0",
+    ),
+    Column(
+        "owned_usd_per_gpu_hour",
+        "Owning: USD per GPU-hour (capex + power + facility)",
+        "results",
+        _owned_rate,
+        _owned_rate_formula,
+        "0.000",
+    ),
+    Column(
+        "cost_usd_owned",
+        "Cost owned (USD)",
+        "results",
+        _owned_cost(False),
+        lambda s: _run(s).gpu_hours * _owned_rate_formula(s),
+        "$#,##0",
+    ),
+    Column(
+        "cost_usd_owned_with_failures",
+        "Cost owned with failures (USD)",
+        "results",
+        _owned_cost(True),
+        lambda s: _run(s).gpu_hours * _owned_rate_formula(s) / s["goodput"],
+        "$#,##0",
+    ),
+    Column(
+        "usd_per_million_tokens",
+        "Cost per million tokens (USD)",
+        "results",
+        _per_million_tokens,
+        lambda s: _run(s).cost_usd / s["tokens_to_train"] * 1e6,
+        "0.000",
+    ),
+)
+COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS)
 BY_KEY = {column.key: column for column in COLUMNS}
 
 

@@ -1,0 +1,114 @@
+"""`perfmodel plan`: the fewest GPUs of each candidate system that meet a deadline and/or a budget."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import click
+
+from perfmodel.cli import cli
+from perfmodel.cli.options import (
+    FORMATS,
+    Command,
+    Count,
+    emit,
+    load_from_flags,
+    progress,
+    quiet_option,
+    scenario_options,
+)
+
+UNITS_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+class Deadline(click.ParamType):
+    """A duration with its unit: 720h, 30d, 4.5w."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        text = str(value).strip().lower()
+        unit = text[-1:]
+        if unit not in UNITS_S:
+            self.fail(f"'{value}' needs a unit: h, d or w (examples: 720h, 30d, 4w)", param, ctx)
+        try:
+            number = float(text[:-1])
+        except ValueError:
+            self.fail(f"'{value}' is not a number of hours, days or weeks (examples: 720h, 30d, 4w)", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"'{value}' must be a positive finite duration", param, ctx)
+        return number * UNITS_S[unit]
+
+
+def plan_options(command: Command) -> Command:
+    """The flags of `perfmodel plan` besides the scenario's (also taken by `export plan`)."""
+    options = [
+        click.option("--deadline", type=Deadline(), help="Train within this wall time, with failures: 720h, 30d, 4w."),
+        click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures included."),
+        click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
+        quiet_option,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return scenario_options(command, many_systems=True)
+
+
+def plan_from_flags(
+    scenario: str | None, deadline: float | None, budget: float | None, max_gpus: int | None, quiet: bool,
+    flags: dict[str, Any],
+) -> Any:  # fmt: skip
+    """The PlanReport `perfmodel plan` makes for these flags."""
+    from perfmodel.planning import compare as comparing
+    from perfmodel.planning import plan as planning
+
+    goal = planning.Goal(deadline, budget)
+    specs = flags.pop("gpu")
+    targets = [
+        comparing.parse_target(f"{ident}:{precision}" if precision else ident)
+        for spec in specs
+        for ident, _, precisions in [spec.strip().partition(":")]
+        for precision in (precisions.split(",") if precisions else [""])
+    ]
+    first = targets[0] if targets else None
+    flags |= {"gpu": first and first.gpu}
+    flags["system"] = flags["system"] or (first and first.system)
+    base = load_from_flags(scenario, flags, relayout=True)
+    bases = [(_label(s), s) for s in comparing.scenarios(base, targets, None)]
+    with progress("Planning", quiet) as update:
+        return planning.plan(bases, goal, max_gpus, update)
+
+
+@cli.command()
+@plan_options
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def plan(
+    scenario: str | None,
+    deadline: float | None,
+    budget: float | None,
+    max_gpus: int | None,
+    fmt: str,
+    quiet: bool,
+    **flags: Any,
+) -> None:
+    """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]], repeated) that meet the goal.
+
+    Give the work (--tokens or --benchmark) and a goal: --deadline, --budget or both. With a deadline, each
+    candidate gets the fewest GPUs (whole nodes or racks) whose time to train, failures included, meets it; with a
+    budget alone, the fastest plan within it. The layout is searched at each count tried. Ends with the cheapest and
+    the fastest feasible plans; a goal no count meets says why.
+    """
+    from perfmodel.outputs import plan_report
+
+    report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
+    if fmt == "csv":
+        emit([c.to_dict() for c in report.plans], fmt)
+        return
+    emit(report.to_dict(), fmt, lambda: plan_report.goal_table(report))
+
+
+def _label(scenario: Any) -> str:
+    from perfmodel.inputs.hardware import resolve
+
+    hw = resolve(scenario.gpu, scenario.system)
+    return f"{hw.system.id}:{scenario.precision}"

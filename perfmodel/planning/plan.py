@@ -1,0 +1,384 @@
+"""Goal seeking: the fewest GPUs of each candidate system that meet a deadline and/or a budget.
+
+A candidate is a system (or accelerator) and a precision. Its GPU counts are whole units of the system: nodes
+(8 GPUs on a DGX) or, on an NVL72, the GPUs of a rack a job fills (64, as the hardware file says), in steps of
+m x 2^k units with m in 4..7 (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... units: at most 25% apart). At each
+count tried, the layout is searched (`predict.search_scenario`, vectorised over every layout) at one global batch:
+the given one, or the default for that count; time and cost are the run's with its expected failures when the
+goodput model is on.
+
+Deadline: the fewest counts whose time meets it, assuming time does not rise with the count: a power-law step
+from each count tried predicts the next (time ~ count^-a, a from the last two tries), then the counts between the
+last that fails and the first that meets are bisected, so a few searches settle it. Budget alone: the fastest plan
+within it, assuming cost does not fall with the count (more GPUs cost the same or more for the same work): the
+counts are galloped up from the smallest that fits, then bisected. Both: the fewest GPUs meeting the deadline,
+checked against the budget. A goal no count meets says why: the time stopped improving (scaling stops at DP=...,
+the global batch bounds it), `--max-gpus` was reached, or the fewest GPUs meeting the deadline cost too much.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import Hardware, resolve
+from perfmodel.inputs.precision import get_recipe
+from perfmodel.inputs.scenario import MAX_GPUS, Scenario
+from perfmodel.planning.predict import Prediction, search_scenario
+
+SCALING_GAIN = 0.01
+"""A count whose time is not at least 1% below a smaller count's: scaling has stopped."""
+MAX_TRIES = 40
+SEED_SHARE_OF_PEAK = 1 / 3
+"""Only where the search starts: about what the model reaches on big clusters (the answers come from searches)."""
+
+
+@dataclass(frozen=True)
+class Goal:
+    deadline_s: float | None = None
+    budget_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.deadline_s is None and self.budget_usd is None:
+            raise PerfmodelError("plan needs a goal: --deadline (e.g. 30d) and/or --budget (USD, e.g. 40e6)")
+
+    def to_dict(self) -> dict[str, Any]:
+        days = None if self.deadline_s is None else self.deadline_s / 86400
+        return {"deadline_s": self.deadline_s, "deadline_days": days, "budget_usd": self.budget_usd}
+
+
+def granularity(hw: Hardware) -> int:
+    """GPUs a job takes at a time: a node, or the GPUs of an NVL72 rack that a job fills."""
+    return hw.job_gpus_per_system
+
+
+def counts(unit: int, max_gpus: int) -> list[int]:
+    """Candidate GPU counts: unit x (1, 2, 3, then m x 2^k with m in 4..7), up to `max_gpus`."""
+    multiples = {1, 2, 3} | {m * 2**k for m in (4, 5, 6, 7) for k in range(0, 20)}
+    return sorted(unit * k for k in multiples if unit * k <= max_gpus)
+
+
+def wall_s(p: Prediction) -> float:
+    """Time to train with the expected failures (the failure-free time with the goodput model off)."""
+    assert p.run is not None
+    if p.goodput is None:
+        return p.run.time_s
+    failing = p.run_with_failures
+    return math.inf if failing is None else failing.time_s
+
+
+def cost_usd(p: Prediction) -> float:
+    """Cost at the on-demand price, with the expected failures."""
+    assert p.run is not None
+    run = p.run_with_failures if p.goodput is not None else p.run
+    if run is None:
+        return math.inf
+    if run.cost_usd is None:
+        raise PerfmodelError(f"{p.price.source}: a budget needs a price")
+    return run.cost_usd
+
+
+@dataclass
+class _Tries:
+    """Predictions of one candidate at the counts tried, memoised; None where no layout runs (with why)."""
+
+    base: Scenario
+    grid: list[int]
+    found: dict[int, Prediction | None] = field(default_factory=dict)
+    why: dict[int, str] = field(default_factory=dict)
+
+    def at(self, index: int) -> Prediction | None:
+        n = self.grid[index]
+        if n not in self.found:
+            if len(self.found) >= MAX_TRIES:
+                raise PerfmodelError(f"plan: more than {MAX_TRIES} GPU counts tried for {self.base.gpu}; report this")
+            scenario = self.base.model_copy(update={"n_gpus": n})
+            gbs = scenario.parallelism.gbs or scenario.default_gbs()
+            scenario = scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(update={"gbs": gbs})})
+            try:
+                self.found[n] = search_scenario(scenario, [n], top=1).results[0]
+            except PerfmodelError as exc:
+                self.found[n], self.why[n] = None, str(exc)
+        return self.found[n]
+
+    def time(self, index: int) -> float:
+        p = self.at(index)
+        return math.inf if p is None else wall_s(p)
+
+    def cost(self, index: int) -> float:
+        p = self.at(index)
+        return math.inf if p is None else cost_usd(p)
+
+
+@dataclass(frozen=True)
+class CandidatePlan:
+    """The answer for one candidate: the plan (None when the goal cannot be met), what binds, or why not."""
+
+    label: str
+    granularity: int
+    prediction: Prediction | None
+    binds: str | None
+    reason: str | None
+    tried: dict[int, Prediction | None]
+    goal: Goal
+
+    @property
+    def feasible(self) -> bool:
+        return self.reason is None and self.prediction is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.prediction
+        record: dict[str, Any] = {
+            "candidate": self.label,
+            "feasible": self.feasible,
+            "binds": self.binds,
+            "reason": self.reason,
+            "granularity_gpus": self.granularity,
+            "counts_tried": sorted(self.tried),
+        }
+        if p is None:
+            return record | {"n_gpus": None, "plan": None}
+        time_s, cost = wall_s(p), cost_usd(p)
+        low, high = (p.interval.low, p.interval.high) if p.interval else (1.0, 1.0)
+        failing = p.run_with_failures if p.goodput is not None else p.run
+        assert failing is not None
+        return record | {
+            "n_gpus": p.layout.n_gpus,
+            "layout": p.layout.describe(),
+            "time_to_train_days": time_s / 86400,
+            "time_to_train_days_low": time_s * low / 86400,
+            "time_to_train_days_high": time_s * high / 86400,
+            "cost_usd": cost,
+            "cost_usd_low": failing.cost_usd_low,
+            "cost_usd_high": failing.cost_usd_high,
+            "cost_usd_interval_low": cost * low,
+            "cost_usd_interval_high": cost * high,
+            "energy_kwh": failing.energy_kwh,
+            "energy_kwh_low": failing.energy_kwh * low,
+            "energy_kwh_high": failing.energy_kwh * high,
+            "gpu_hours": failing.gpu_hours,
+            "gpu_hours_low": failing.gpu_hours * low,
+            "gpu_hours_high": failing.gpu_hours * high,
+            "goodput": None if p.goodput is None else p.goodput.goodput,
+            "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
+            "budget_share": None if self.goal.budget_usd is None else cost / self.goal.budget_usd,
+            "plan": p.to_dict(),
+        }
+
+
+def _power_law_next(tries: _Tries, i: int, target_s: float, tried: Sequence[int]) -> int:
+    """The index whose count should just meet `target_s`, from time ~ count^-a fitted on the last two tries."""
+    t_i, n_i = tries.time(i), tries.grid[i]
+    exponent = 1.0
+    others = [j for j in tried if j != i and math.isfinite(tries.time(j))]
+    if others and math.isfinite(t_i):
+        j = others[-1]
+        ratio = math.log(tries.grid[j] / n_i)
+        if ratio:
+            exponent = min(max(-math.log(tries.time(j) / t_i) / ratio, 0.3), 1.2)
+    if not math.isfinite(t_i):
+        return i + max(1, (len(tries.grid) - i) // 4)
+    needed = n_i * (t_i / target_s) ** (1 / exponent)
+    return next((k for k, n in enumerate(tries.grid) if n >= needed), len(tries.grid) - 1)
+
+
+def _meet_deadline(tries: _Tries, seed: int, deadline_s: float) -> int | None:
+    """The first index meeting the deadline, or None."""
+    lo, hi, tried = -1, None, []
+    i = seed
+    while True:
+        tried.append(i)
+        if tries.time(i) <= deadline_s:
+            hi = i
+        else:
+            lo = max(lo, i)
+        if hi is not None and hi - lo <= 1:
+            return hi
+        if hi is None:
+            if i == len(tries.grid) - 1 or _stalled(tries, i, tried):
+                return None
+            nxt = max(_power_law_next(tries, i, deadline_s, tried), i + 1)
+        else:  # the power law's guess, kept strictly between the last miss and the first hit
+            nxt = min(max(_power_law_next(tries, i, deadline_s, tried), lo + 1), hi - 1)
+        i = min(nxt, len(tries.grid) - 1)
+
+
+def _stalled(tries: _Tries, i: int, tried: Sequence[int]) -> bool:
+    """Whether the time at index i is no real gain on a smaller count tried (scaling has stopped)."""
+    smaller = [j for j in tried if j < i and math.isfinite(tries.time(j))]
+    return bool(smaller) and tries.time(i) > (1 - SCALING_GAIN) * min(tries.time(j) for j in smaller)
+
+
+def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None, str]:
+    """The fastest affordable index and what binds. Cost is taken not to fall with the count: from the seed the
+    counts are galloped up until one is over budget (then bisected), the time stops improving, or they end; or, if
+    the seed is over budget, galloped down and bisected. The answer is the fastest affordable count tried."""
+    last = len(tries.grid) - 1
+
+    def over(i: int) -> bool:
+        return tries.at(i) is not None and tries.cost(i) > budget
+
+    def fastest(*indices: int) -> int | None:
+        runs = [i for i in indices if tries.at(i) is not None and not over(i)]
+        return min(runs, key=tries.time, default=None)
+
+    lo, step = seed, 1
+    if over(seed):  # gallop down to a count within budget (or one that does not fit), then bisect
+        hi = seed
+        while over(lo := max(hi - step, 0)):
+            if lo == 0:
+                return None, "budget"
+            hi, step = lo, step * 2
+    else:  # gallop up until over budget, the time stalls or the counts end
+        best = fastest(seed)
+        while True:
+            probe = min(lo + step, last)
+            if over(probe):
+                hi = probe
+                break
+            if tries.at(probe) is not None:
+                if best is not None and tries.time(probe) > (1 - SCALING_GAIN) * tries.time(best):
+                    return best, "scaling"
+                best = fastest(*(i for i in (best, probe) if i is not None))
+            if probe == last:
+                return best, "max-gpus"
+            lo, step = probe, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if over(mid) else (mid, hi)
+    tried = [i for i, n in enumerate(tries.grid) if n in tries.found]
+    return fastest(*tried), "budget"
+
+
+def _scaling_reason(p: Prediction | None, why: str | None, at_max: bool) -> str:
+    if p is None:
+        return why or "no layout runs"
+    lo = p.layout
+    days = wall_s(p) / 86400
+    head = f"even {lo.n_gpus:,} {p.hardware.accelerator.id} need {days:,.1f} days"
+    if at_max:
+        return f"{head}: at --max-gpus / the largest count tried"
+    return (
+        f"{head}: scaling stops at DP={lo.dp:,} (TP{lo.tp} PP{lo.pp} CP{lo.cp}; a global batch of {lo.gbs:,} "
+        f"sequences, {lo.gbs * lo.seq_len / 1e6:,.1f}M tokens per step, and MBS {lo.mbs})"
+    )
+
+
+def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int) -> CandidatePlan:
+    """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open)."""
+    hw = resolve(base.gpu, base.system)
+    unit = granularity(hw)
+    grid = counts(unit, max_gpus)
+    if not grid:
+        raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
+    tries = _Tries(base, grid)
+    seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
+
+    def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
+        p = None if index is None else tries.at(index)
+        return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal)
+
+    if goal.budget_usd is not None:
+        _check_step_cost(tries.at(seed), goal.budget_usd)
+    if goal.deadline_s is not None:
+        first = _meet_deadline(tries, seed, goal.deadline_s)
+        if first is None:
+            largest = max((k for k in range(len(grid)) if grid[k] in tries.found), default=0)
+            best = min((k for k in range(len(grid)) if grid[k] in tries.found), key=tries.time, default=largest)
+            p = tries.at(best)
+            reason = _scaling_reason(p, tries.why.get(grid[best]), at_max=largest == len(grid) - 1 and p is not None
+                                     and best == largest)  # fmt: skip
+            return done(None, None, reason)
+        if goal.budget_usd is not None and tries.cost(first) > goal.budget_usd:
+            p = tries.at(first)
+            assert p is not None
+            reason = (
+                f"the fewest GPUs meeting the deadline, {p.layout.n_gpus:,}, cost ${tries.cost(first) / 1e6:,.2f}M, "
+                f"over the budget of ${goal.budget_usd / 1e6:,.2f}M"
+            )
+            return done(first, None, reason)
+        return done(first, "deadline")
+    assert goal.budget_usd is not None
+    index, binds = _within_budget(tries, seed, goal.budget_usd)
+    if index is None:
+        runs = [n for n in sorted(tries.found) if tries.found[n] is not None]
+        if not runs:
+            return done(None, None, next(iter(tries.why.values()), "no layout runs"))
+        fewest = grid.index(runs[0])
+        reason = f"even {runs[0]:,} GPUs (the fewest tried that fit) cost ${tries.cost(fewest) / 1e6:,.2f}M"
+        return done(None, None, reason)
+    return done(index, binds)
+
+
+def _check_step_cost(p: Prediction | None, budget: float) -> None:
+    if p is None or p.price.usd_per_gpu_hour is None:
+        return
+    step_usd = p.step_time_s * p.layout.n_gpus * p.price.usd_per_gpu_hour / 3600
+    if budget < step_usd:
+        raise PerfmodelError(
+            f"--budget {budget:,.2f}: below the cost of one training step (${step_usd:,.2f} on "
+            f"{p.layout.n_gpus:,} {p.hardware.accelerator.id})"
+        )
+
+
+def seed_count(base: Scenario, hw: Hardware, goal: Goal) -> int:
+    """Where to start looking: the count that would meet the deadline at a third of the recipe's GEMM peak,
+    else the fewest whose HBM holds the model state (16 B/param) twice over. A starting point only: every answer
+    comes from searches."""
+    model = base.model_spec()
+    per_gpu = hw.accelerator.memory_bytes
+    fits = math.ceil(2 * 16 * model.params / per_gpu)
+    if goal.deadline_s is None or base.tokens is None:
+        return fits
+    flops = base.tokens * model.model_flops_per_token(base.parallelism.seq_len)
+    peak = hw.accelerator.peak_flops(get_recipe(base.precision, hw.accelerator).gemm_format)
+    return max(fits, math.ceil(flops / (goal.deadline_s * peak * SEED_SHARE_OF_PEAK)))
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    goal: Goal
+    plans: list[CandidatePlan]
+    elapsed_s: float
+
+    def feasible(self) -> list[CandidatePlan]:
+        return [c for c in self.plans if c.feasible]
+
+    def cheapest(self) -> CandidatePlan | None:
+        return min(self.feasible(), key=lambda c: cost_usd(c.prediction), default=None)  # type: ignore[arg-type]
+
+    def fastest(self) -> CandidatePlan | None:
+        return min(self.feasible(), key=lambda c: wall_s(c.prediction), default=None)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        cheapest, fastest = self.cheapest(), self.fastest()
+        return {
+            "goal": self.goal.to_dict(),
+            "candidates": [c.to_dict() for c in self.plans],
+            "cheapest": None if cheapest is None else cheapest.label,
+            "fastest": None if fastest is None else fastest.label,
+            "elapsed_s": self.elapsed_s,
+        }
+
+
+def plan(
+    bases: Sequence[tuple[str, Scenario]],
+    goal: Goal,
+    max_gpus: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PlanReport:
+    """Plan every candidate (label, scenario) for the goal. The scenarios need the work (tokens or a benchmark)."""
+    start = time.perf_counter()
+    plans = []
+    for done, (label, scenario) in enumerate(bases, 1):
+        if scenario.tokens is None and scenario.benchmark is None:
+            raise PerfmodelError("plan needs the work to train: --tokens (e.g. 15T) or --benchmark")
+        hw = resolve(scenario.gpu, scenario.system)
+        plans.append(plan_candidate(scenario, label, goal, max_gpus or MAX_GPUS, seed_count(scenario, hw, goal)))
+        if progress is not None:
+            progress(done, len(bases))
+    return PlanReport(goal, plans, time.perf_counter() - start)
