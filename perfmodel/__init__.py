@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.errors import InfeasibleLayout, PerfmodelError
 
 if TYPE_CHECKING:
-    from perfmodel.api import compare, load_scenario, predict, search, validate
+    from perfmodel.api import compare, load_scenario, plan, predict, search, validate
     from perfmodel.fitting.validation import Report as ValidationReport
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.compare import Comparison
+    from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
 
 _LAZY = {
@@ -27,6 +28,8 @@ _LAZY = {
     "search": ("perfmodel.api", "search"),
     "compare": ("perfmodel.api", "compare"),
     "validate": ("perfmodel.api", "validate"),
+    "plan": ("perfmodel.api", "plan"),
+    "PlanReport": ("perfmodel.planning.plan", "PlanReport"),
     "load_scenario": ("perfmodel.api", "load_scenario"),
     "Scenario": ("perfmodel.inputs.scenario", "Scenario"),
     "Prediction": ("perfmodel.planning.predict", "Prediction"),
@@ -36,8 +39,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "Comparison", "InfeasibleLayout", "PerfmodelError", "Prediction", "Scenario", "SearchReport", "ValidationReport",
-    "compare", "load_scenario", "predict", "search", "validate",
+    "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario", "SearchReport",
+    "ValidationReport", "compare", "load_scenario", "plan", "predict", "search", "validate",
 ]  # fmt: skip
 
 

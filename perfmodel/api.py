@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.compare import Comparison
+    from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
     from perfmodel.planning.request import ScenarioSource
 
@@ -124,6 +125,27 @@ def compare(
     _use_hardware(given)
     items = comparing.compare_request(scenario, given, _origins(given), targets, _counts(n_gpus), relayout)
     return comparing.Comparison(comparing.run(items))
+
+
+def plan(
+    scenario: ScenarioSource = None,
+    *,
+    gpu: str | Sequence[str] = (),
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    max_gpus: int | None = None,
+    **options: Unpack[WorkloadOptions],
+) -> PlanReport:
+    """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
+    `benchmark`) within `deadline_s` and/or `budget_usd`, failures included, with the cheapest and fastest plans
+    (`perfmodel plan --deadline 30d --budget 40e6`)."""
+    from perfmodel.planning import plan as planning
+
+    targets = [gpu] if isinstance(gpu, str) else list(gpu)
+    given = dict(options)
+    _use_hardware(given)
+    goal = planning.Goal(deadline_s, budget_usd)
+    return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
 
 def validate(data: str | Path | None = None, *, only: str | None = None, calibration: str | None = None) -> Report:

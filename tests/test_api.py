@@ -18,8 +18,8 @@ from perfmodel.outputs.report import to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = (
-    "predict", "search", "compare", "validate", "load_scenario", "Scenario", "Prediction", "SearchReport",
-    "Comparison", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
+    "predict", "search", "compare", "plan", "validate", "load_scenario", "Scenario", "Prediction", "SearchReport",
+    "Comparison", "PlanReport", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
 )  # fmt: skip
 
 
@@ -104,6 +104,20 @@ def test_search_compare_and_validate_equal_the_cli() -> None:
     validation = perfmodel.validate(only="Training v5.0")
     assert isinstance(validation, perfmodel.ValidationReport) and validation.rows
     _same_as_cli(validation.to_dict(), "validate", "--only", "Training v5.0")
+
+
+def test_plan_equals_the_cli() -> None:
+    report = perfmodel.plan(
+        model="llama3.1-70b", gpu=["h100-sxm:fp8", "b200:fp8"], tokens=1e12, deadline_s=30 * 86400, max_gpus=512
+    )
+    cli = run_cli(
+        "plan", "--model", "llama3.1-70b", "--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--tokens", "1T",
+        "--deadline", "30d", "--max-gpus", "512", "--format", "json",
+    )  # fmt: skip
+    ours, theirs = report.to_dict(), json.loads(cli.out)
+    ours.pop("elapsed_s"), theirs.pop("elapsed_s")
+    assert json.loads(to_json(ours)) == theirs
+    assert len(report.to_records()) == 2 and all("candidate" in r for r in report.to_records())
 
 
 def test_records_are_flat_and_make_a_dataframe() -> None:

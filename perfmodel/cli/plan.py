@@ -13,9 +13,9 @@ from perfmodel.cli.options import (
     Command,
     Count,
     emit,
-    load_from_flags,
     progress,
     quiet_option,
+    scenario_flags,
     scenario_options,
 )
 
@@ -59,24 +59,13 @@ def plan_from_flags(
     flags: dict[str, Any],
 ) -> Any:  # fmt: skip
     """The PlanReport `perfmodel plan` makes for these flags."""
-    from perfmodel.planning import compare as comparing
     from perfmodel.planning import plan as planning
 
-    goal = planning.Goal(deadline, budget)
-    specs = flags.pop("gpu")
-    targets = [
-        comparing.parse_target(f"{ident}:{precision}" if precision else ident)
-        for spec in specs
-        for ident, _, precisions in [spec.strip().partition(":")]
-        for precision in (precisions.split(",") if precisions else [""])
-    ]
-    first = targets[0] if targets else None
-    flags |= {"gpu": first and first.gpu}
-    flags["system"] = flags["system"] or (first and first.system)
-    base = load_from_flags(scenario, flags, relayout=True)
-    bases = [(_label(s), s) for s in comparing.scenarios(base, targets, None)]
+    targets = flags.pop("gpu")
     with progress("Planning", quiet) as update:
-        return planning.plan(bases, goal, max_gpus, update)
+        options, origins = scenario_flags(flags)
+        goal = planning.Goal(deadline, budget)
+        return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
 
 
 @cli.command()
@@ -105,10 +94,3 @@ def plan(
         emit([c.to_dict() for c in report.plans], fmt)
         return
     emit(report.to_dict(), fmt, lambda: plan_report.goal_table(report))
-
-
-def _label(scenario: Any) -> str:
-    from perfmodel.inputs.hardware import resolve
-
-    hw = resolve(scenario.gpu, scenario.system)
-    return f"{hw.system.id}:{scenario.precision}"

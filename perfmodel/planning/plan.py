@@ -27,8 +27,9 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
-from perfmodel.inputs.scenario import MAX_GPUS, Scenario
+from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
 from perfmodel.planning.predict import Prediction, search_scenario
+from perfmodel.planning.request import ScenarioSource
 
 SCALING_GAIN = 0.01
 """A count whose time is not at least 1% below a smaller count's: scaling has stopped."""
@@ -364,6 +365,10 @@ class PlanReport:
             "elapsed_s": self.elapsed_s,
         }
 
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat record per candidate (the rows `plan --format csv` prints), ready for pandas.DataFrame."""
+        return [flatten(c.to_dict()) for c in self.plans]
+
 
 def plan(
     bases: Sequence[tuple[str, Scenario]],
@@ -382,3 +387,36 @@ def plan(
         if progress is not None:
             progress(done, len(bases))
     return PlanReport(goal, plans, time.perf_counter() - start)
+
+
+def plan_request(
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    targets: Sequence[str],
+    goal: Goal,
+    max_gpus: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PlanReport:
+    """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
+    list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
+    from perfmodel.planning.compare import parse_target, scenarios
+    from perfmodel.planning.request import load_request
+
+    parsed = [
+        parse_target(f"{ident}:{precision}" if precision else ident)
+        for spec in targets
+        for ident, _, precisions in [spec.strip().partition(":")]
+        for precision in (precisions.split(",") if precisions else [""])
+    ]
+    first = parsed[0] if parsed else None
+    options = options | {"gpu": first and first.gpu}
+    options["system"] = options.get("system") or (first and first.system)
+    base = load_request(source, options, origins, relayout=True)
+    bases = [(_label(s), s) for s in scenarios(base, parsed, None)]
+    return plan(bases, goal, max_gpus, progress)
+
+
+def _label(scenario: Scenario) -> str:
+    hw = resolve(scenario.gpu, scenario.system)
+    return f"{hw.system.id}:{scenario.precision}"
