@@ -76,3 +76,32 @@ def test_lm_head_uses_the_padded_vocabulary() -> None:
     assert padded_vocab(MODEL, 8) == 128 * 8 * 126
     head = head_forward(Shard(MODEL, RECIPES["bf16"], 8, 1, 1, SEQ))
     assert _flops(head, "gemm") == pytest.approx(2 * SEQ * MODEL.hidden * 128 * 8 * 126 / 8)
+
+
+def test_nvfp4_as_run_keeps_no_bf16_layers_and_no_userbuffers_overlap() -> None:
+    # Megatron-Bridge perf recipes (llama31.py/llama3.py for gb200/gb300, commit 067f987df) and NVIDIA's MLPerf FP4
+    # config: first_last_layers_bf16 = False and tp_comm_overlap = False (stack_notes.md, "NVFP4 as run").
+    from dataclasses import replace
+
+    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.physics.parallel import Layout
+    from perfmodel.physics.schedule import exposed
+    from perfmodel.physics.step import evaluate
+    from perfmodel.planning.predict import context_for, layout_vars
+
+    nvfp4 = RECIPES["nvfp4"]
+    assert nvfp4.bf16_layer_fraction(MODEL.layers) == 0 and not nvfp4.tp_comm_overlap
+    assert all(r.tp_comm_overlap for r in RECIPES.values() if r.id != "nvfp4")
+    ctx = context_for(Scenario(model="llama3.1-70b", gpu="gb200", n_gpus=64, precision="nvfp4"))
+    layout = layout_vars(Layout(4, 4, 1, 4, 5, 1, 1, 256, SEQ, "none", 1))
+    trace: dict = {}
+    evaluate(ctx, layout, trace)
+    comm, windows, layer = trace["tp_comm"], trace["windows"], trace["layer"]
+    assert windows.tp_forward == 0  # every forward TP collective is exposed
+    assert 0 < windows.tp_backward == min(comm.async_backward, layer.wgrad_gemm) < layer.backward_gemm
+    backward = comm.layer - comm.forward
+    overlap = ctx.efficiency.overlap_tp
+    hidden_async = comm.async_backward - exposed(comm.async_backward, layer.wgrad_gemm, overlap)
+    assert exposed(backward, windows.tp_backward, overlap) == pytest.approx(backward - hidden_async)
+    with_userbuffers = replace(ctx, recipe=replace(nvfp4, tp_comm_overlap=True))
+    assert float(evaluate(with_userbuffers, layout).tp_comm_exposed_s) < float(evaluate(ctx, layout).tp_comm_exposed_s)

@@ -1,8 +1,9 @@
 """Training precision recipes: which GEMMs run in which number format and what the casts cost.
 
 Sources: NVIDIA Transformer Engine recipes (FP8 per-tensor current scaling, MXFP8 32-element blocks) and the NVFP4
-pretraining recipe of arXiv 2509.25149 (16-element E4M3-scaled blocks, the first 2 and last 8 blocks kept in BF16,
-16x16 random Hadamard transform on the weight-gradient inputs) as summarised in accelerators_sources.md section 7.
+pretraining recipe of arXiv 2509.25149 (16-element E4M3-scaled blocks, 16x16 random Hadamard transform on the
+weight-gradient inputs) as summarised in accelerators_sources.md section 7, run as NVIDIA's production recipes run it
+(all layers in NVFP4, no userbuffers TP overlap: stack_notes.md).
 Attention (QK^T, softmax, PV), norms, the LM head and the optimizer stay in BF16/FP32 in every recipe.
 """
 
@@ -41,6 +42,9 @@ class Recipe:
     weight_bytes: float
     """Bytes per parameter of model weights held on the GPU: the primary copy (FP8 itself when parameters are
     gathered in FP8, else BF16) plus the quantised copies the GEMMs read (row- and column-wise)."""
+    tp_comm_overlap: bool = True
+    """Transformer Engine's userbuffers overlap of TP collectives with the GEMMs. Off, only Megatron's async TP
+    remains: the backward's input all-gathers and dgrad reduce-scatters hide behind the weight-gradient GEMMs."""
 
     @property
     def quantised(self) -> bool:
@@ -60,7 +64,10 @@ RECIPES: dict[str, Recipe] = {
         Recipe("fp8", "fp8", 1.0, 1, 2, False, 0, 0, 1.0, 1.0, 2.0),
         Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, _MXFP8, 2 * _MXFP8),
         # NVFP4 weights use 16x16 blocks, so one quantised copy serves both Fprop and Dgrad (2509.25149 section 4.3).
-        Recipe("nvfp4", "fp4", _NVFP4, 1, 2, True, 2, 8, BF16_BYTES, BF16_BYTES, BF16_BYTES + _NVFP4),
+        # As the production recipes run it (Megatron-Bridge perf recipes for Llama 3/3.1 on GB200/GB300, commit
+        # 067f987df; MLPerf NeMo configs): every layer in NVFP4 (first_last_layers_bf16 defaults to False; the 12B
+        # study of 2509.25149 kept 2 + 8 in BF16) and tp_comm_overlap = False ("TP overlap not supported yet").
+        Recipe("nvfp4", "fp4", _NVFP4, 1, 2, True, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + _NVFP4, False),
         Recipe("mxfp4", "fp4", _MXFP4, 0, 2, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + 2 * _MXFP4),
     )
 }

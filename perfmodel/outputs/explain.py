@@ -288,8 +288,14 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         "c_TP_fwd", tp_comm.forward, "s", f"TP all-gathers and reduce-scatters of one layer's forward, TP = {lo.tp}"
     )
     c_b = _q("c_TP_bwd", tp_comm.layer - tp_comm.forward, "s", "the same for its backward (and recompute)")
-    w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
-    w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
+    if ctx.recipe.tp_comm_overlap:
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
+        w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
+    else:
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.recipe.id} runs without userbuffers TP overlap")
+        w_b = _q("w_TP_bwd", windows.tp_backward, "s",
+                 "the Wgrad GEMM time, up to the async collectives that can use it (input all-gathers, dgrad "
+                 "reduce-scatters)")  # fmt: skip
     eta = _q("eta_TP", eff.overlap_tp, "", "share of that window really used for overlap")
     e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
     per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)

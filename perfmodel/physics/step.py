@@ -14,7 +14,7 @@ from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory
-from perfmodel.physics.algebra import Number, maximum, where
+from perfmodel.physics.algebra import Number, maximum, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -115,6 +115,7 @@ class _LayerTimes(NamedTuple):
     selective: Number
     forward_gemm: Number
     backward_gemm: Number
+    wgrad_gemm: Number
     forward_attention: Number
     attention: Number
 
@@ -127,6 +128,10 @@ def _is_attention(op: Op) -> bool:
     return op.kind == "attention"
 
 
+def _is_wgrad(op: Op) -> bool:
+    return op.name.endswith(".wgrad")
+
+
 def _recomputed_selectively(op: Op) -> bool:
     return op.name in SELECTIVE_RECOMPUTE
 
@@ -136,13 +141,16 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
     fwd = times_by(
         layer_forward(sh, recipe), acc, eff, gemm=_is_gemm, attention=_is_attention, selective=_recomputed_selectively
     )
-    bwd = times_by(layer_backward(sh, recipe, ctx.frozen_base), acc, eff, gemm=_is_gemm, attention=_is_attention)
+    bwd = times_by(
+        layer_backward(sh, recipe, ctx.frozen_base), acc, eff, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention
+    )
     return _LayerTimes(
         forward=fwd["total"],
         backward=bwd["total"],
         selective=fwd["selective"],
         forward_gemm=fwd["gemm"],
         backward_gemm=bwd["gemm"],
+        wgrad_gemm=bwd["wgrad"],
         forward_attention=fwd["attention"],
         attention=fwd["attention"] + bwd["attention"],
     )
@@ -172,6 +180,8 @@ class _Comm(NamedTuple):
 
     forward: Number
     layer: Number
+    async_backward: Number = 0.0
+    """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
 
 
 def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> tuple[_Comm, Number]:
@@ -184,7 +194,7 @@ def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute:
     scatter = reduce_scatter(activation * BF16_BYTES, links)
     forward = 2 * gather_in + 2 * scatter
     layer = forward + 2 * gather_in + 2 * gather + 2 * scatter + where(full_recompute, forward, 0.0)
-    return _Comm(forward, layer), gather + scatter
+    return _Comm(forward, layer, 2 * gather_in + 2 * scatter), gather + scatter
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> _Comm:
@@ -268,10 +278,15 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
     cp_comm = _context_parallel(ctx, sh, cp_links, full)
     # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
-    # behind forward and backward (with a full recompute's forward) behind backward.
+    # behind forward and backward (with a full recompute's forward) behind backward. A recipe without userbuffers
+    # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
+    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula).
+    userbuffers = rec.tp_comm_overlap
     windows = _Windows(
-        tp_forward=lt.forward_gemm,
-        tp_backward=lt.backward_gemm + where(full, lt.forward_gemm, 0.0),
+        tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
+        tp_backward=lt.backward_gemm + where(full, lt.forward_gemm, 0.0)
+        if userbuffers
+        else minimum(tp_comm.async_backward, lt.wgrad_gemm),
         cp_forward=lt.forward_attention,
         cp_backward=lt.attention - lt.forward_attention + where(full, lt.forward_attention, 0.0),
     )
