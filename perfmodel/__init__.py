@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Prediction", "Scenario", "load_scenario", "predict"]
+__all__ = ["Goal", "Prediction", "Scenario", "load_scenario", "plan", "predict"]
 
 
 def __getattr__(name: str) -> Any:
@@ -15,6 +15,10 @@ def __getattr__(name: str) -> Any:
         from perfmodel.planning import predict as module
 
         return getattr(module, name)
+    if name in ("plan", "Goal"):
+        from perfmodel.planning import plan as planning
+
+        return getattr(planning, name)
     if name in ("Scenario", "load_scenario"):
         from perfmodel.inputs import scenario
 
