@@ -131,16 +131,17 @@ def test_goodput_falls_with_gpu_count(small: int, factor: int) -> None:
     state = 1e12
     fewer = gp.goodput(8 * 2**small, 8, state, gp.Reliability())
     more = gp.goodput(8 * 2**small * factor, 8, state, gp.Reliability())
-    assert more.goodput <= fewer.goodput
+    assert more.goodput <= fewer.goodput + 1e-12
 
 
 @GOODPUT_EXAMPLES
 @given(st.floats(0.01, 100), st.floats(1.0, 10.0), st.integers(8, 100_000))
 def test_goodput_falls_with_failure_rate_and_rises_with_bandwidth(scale: float, factor: float, n_gpus: int) -> None:
     state = 5e12
-    base = gp.goodput(n_gpus, 8, state, gp.Reliability.build(1e9, scale))
-    assert gp.goodput(n_gpus, 8, state, gp.Reliability.build(1e9, scale * factor)).goodput <= base.goodput
-    assert gp.goodput(n_gpus, 8, state, gp.Reliability.build(1e9 * factor, scale)).goodput >= base.goodput
+    base = gp.goodput(n_gpus, 8, state, gp.Reliability.build(1e9, scale)).goodput
+    rounding = 1e-12  # at the optimum interval goodput is flat in the interval: equal to rounding for factor 1+eps
+    assert gp.goodput(n_gpus, 8, state, gp.Reliability.build(1e9, scale * factor)).goodput <= base + rounding
+    assert gp.goodput(n_gpus, 8, state, gp.Reliability.build(1e9 * factor, scale)).goodput >= base - rounding
 
 
 def test_a_given_interval_is_used_and_worse_than_the_optimum() -> None:
