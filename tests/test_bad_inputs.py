@@ -517,7 +517,7 @@ def test_the_corpus_covers_every_command() -> None:
     commands = {" ".join(case.args[:2]) if case.args[0] in groups else case.args[0] for case in CASES}
     expected = {"predict", "compare", "search", "whatif", "sensitivity", "sweep", "validate", "calibrate", "explain",
                 "plot", "export predict", "export compare", "export search", "hardware list",
-                "models list"}  # fmt: skip
+                "models list", "plan", "export plan"}  # fmt: skip
     assert expected <= commands
     assert len(CASES) >= 40 and len({case.id for case in CASES}) == len(CASES)
 
@@ -539,7 +539,8 @@ def test_bad_input_is_one_line_and_exit_code_2(case: Case, tmp_path: Path) -> No
     assert elapsed < TIME_LIMIT_S
 
 
-SUBPROCESS_CASES = ["log-gbs-string", "calibration-family-not-table", "plot-from-bad-field", "whatif-absurd"]
+SUBPROCESS_CASES = ["log-gbs-string", "calibration-family-not-table", "plot-from-bad-field", "whatif-absurd",
+                    "plan-deadline-unit"]  # fmt: skip
 
 
 @pytest.mark.parametrize("case_id", SUBPROCESS_CASES)

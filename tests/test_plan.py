@@ -154,3 +154,11 @@ def test_export_plan(tmp_path: Path, suffix: str) -> None:
     assert [r["candidate"] for r in rows] == ["dgx-h100:fp8", "dgx-b200:fp8"]
     assert all(float(r["time_to_train_with_failures_days"]) <= 3 for r in rows)
     assert {r["binds"] for r in rows} == {"deadline"}
+
+
+def test_the_public_api_plans() -> None:
+    import perfmodel
+
+    scenario = _base("h100-sxm")
+    report = perfmodel.plan(scenario, deadline_s=3 * 86400)
+    assert report.plans[0].feasible and report.fastest() is report.plans[0]

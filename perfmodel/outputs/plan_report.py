@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfmodel.outputs.report import _duration, _usd
+from perfmodel.outputs.report import _duration, _si, _usd
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
@@ -235,8 +235,8 @@ def goal_table(report: Any) -> str:
     """`perfmodel plan`: per candidate the plan meeting the goal (or why none does), then the cheapest and fastest."""
     goal = report.goal.to_dict()
     wanted = []
-    if goal["deadline_days"] is not None:
-        wanted.append(f"within {goal['deadline_days']:,.1f} days")
+    if goal["deadline_s"] is not None:
+        wanted.append(f"within {_duration(goal['deadline_s'])}")
     if goal["budget_usd"] is not None:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
     first = report.plans[0]
@@ -251,13 +251,15 @@ def goal_table(report: Any) -> str:
             continue
         p = c.prediction
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
-        interval = f"{d['time_to_train_days_low']:,.1f}-{d['time_to_train_days_high']:,.1f}"
+        interval = (
+            f"{_duration(d['time_to_train_days_low'] * 86400)} to {_duration(d['time_to_train_days_high'] * 86400)}"
+        )
         rows.append(
             [
                 c.label,
                 f"{d['n_gpus']:,}",
                 layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
-                f"{d['time_to_train_days']:,.1f} ({interval})",
+                f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 f"{d['energy_kwh'] / 1000:,.0f}",
                 goodput,
@@ -267,7 +269,7 @@ def goal_table(report: Any) -> str:
         )
         if not c.feasible:
             notes.append(f"{c.label}: {c.reason}")
-    headers = ["system", "GPUs", "layout", "days (80% interval)", "cost", "MWh", "goodput", "counts", "binds"]
+    headers = ["system", "GPUs", "layout", "time to train (80% interval)", "cost", "MWh", "goodput", "counts", "binds"]
     lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
@@ -283,9 +285,9 @@ def goal_table(report: Any) -> str:
 
 def _tokens(p: Prediction) -> str:
     assert p.run is not None
-    return f"{p.run.tokens / 1e12:,.2f}T tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
+    return f"{_si(p.run.tokens)} tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
 
 
 def _summary(c: Any) -> str:
     d = c.to_dict()
-    return f"{c.label} on {d['n_gpus']:,} GPUs, {d['time_to_train_days']:,.1f} days, {_usd(d['cost_usd'])}"
+    return f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"

@@ -96,43 +96,34 @@ def where(condition: Number, if_true: Number, if_false: Number) -> Number:
     return sympy.Piecewise((if_true, condition), (if_false, True))
 
 
-def log2(a: Number) -> Number:
+def _elementwise(a: Number, scalar: Any, name: str) -> Number:
+    """`scalar(a)` for a float, numpy's `name` for an array, sympy's `name` for a symbol."""
     kind = _kind(a)
     if kind == "float":
-        return math.log2(a)
+        return scalar(a)
     if kind == "numpy":
         import numpy as np
 
-        return np.log2(a)
+        return getattr(np, name)(a)
     import sympy
 
-    return sympy.log(a, 2)
+    return getattr(sympy, name)(a)
+
+
+def log2(a: Number) -> Number:
+    if _kind(a) == "sympy":
+        import sympy
+
+        return sympy.log(a, 2)
+    return _elementwise(a, math.log2, "log2")
 
 
 def exp(a: Number) -> Number:
-    kind = _kind(a)
-    if kind == "float":
-        return math.exp(a)
-    if kind == "numpy":
-        import numpy as np
-
-        return np.exp(a)
-    import sympy
-
-    return sympy.exp(a)
+    return _elementwise(a, math.exp, "exp")
 
 
 def sqrt(a: Number) -> Number:
-    kind = _kind(a)
-    if kind == "float":
-        return math.sqrt(a)
-    if kind == "numpy":
-        import numpy as np
-
-        return np.sqrt(a)
-    import sympy
-
-    return sympy.sqrt(a)
+    return _elementwise(a, math.sqrt, "sqrt")
 
 
 def lookup(table: tuple[float, ...], index: Number) -> Number:

@@ -250,16 +250,21 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
         check(layout, ctx.model, n)
         return layout, 1
-    found = search(ctx, open_batch_space(ctx, scenario))
+
+    def space(capped: bool) -> Space:
+        return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
+
+    found = search(ctx, open_batch_space(ctx, scenario, space))
     return found.best.layout, found.evaluated
 
 
-def open_batch_space(ctx: Context, scenario: Scenario, gpu_counts: Sequence[int] | None = None) -> Space:
-    """The search space at the capped default batch; when no layout can use it (a cluster too large for 16M tokens
-    per step) and the scenario leaves the batch open, the space at the batch that grows with the GPU count."""
-    space = search_space(scenario, gpu_counts)
+def open_batch_space(ctx: Context, scenario: Scenario, build: Callable[[bool], Space]) -> Space:
+    """The space `build(capped=True)` at the capped default batch; when no layout can use it (a cluster too large
+    for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
+    with the GPU count."""
+    space = build(True)
     check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
-    if scenario.parallelism.gbs is not None or space == (uncapped := search_space(scenario, gpu_counts, False)):
+    if scenario.parallelism.gbs is not None or space == (uncapped := build(False)):
         return space
     return space if any(mask.any() for _, mask in blocks(ctx, space)) else uncapped
 
@@ -370,7 +375,8 @@ def search_scenario(
     """
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
-    found = search(ctx, open_batch_space(ctx, scenario, gpu_counts), top, objective, progress)
+    space = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
+    found = search(ctx, space, top, objective, progress)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]
