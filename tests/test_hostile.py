@@ -286,3 +286,14 @@ def test_svg_is_byte_identical(tmp_path: Path) -> None:
         assert run_cli(*args, "--out", str(tmp_path / name)).code == 0
         images.append((tmp_path / name).read_bytes())
     assert images[0] == images[1] and b"<dc:date>" not in images[0]
+
+
+def test_a_sweep_never_replaces_the_calibration_its_points_use(tmp_path: Path) -> None:
+    """The points' calibration is read by the worker processes, not the sweep's own: it is still an input."""
+    calibration = tmp_path / "c.json"
+    calibration.write_text('{"format": "perfmodel-calibration/1", "parameters": {}}')
+    sweep = tmp_path / "w.toml"
+    sweep.write_text(f"[sweep]\nn_gpus = [8]\n[sweep.set]\ncalibration = '{calibration}'\n")
+    result = run_cli("sweep", str(sweep), "--out", str(tmp_path / "c.json"), "--force")
+    assert result.code == 2 and f"is {calibration}, an input of this command" in result.err, result.err
+    assert calibration.read_text().startswith('{"format"')
