@@ -297,3 +297,14 @@ def test_a_sweep_never_replaces_the_calibration_its_points_use(tmp_path: Path) -
     result = run_cli("sweep", str(sweep), "--out", str(tmp_path / "c.json"), "--force")
     assert result.code == 2 and f"is {calibration}, an input of this command" in result.err, result.err
     assert calibration.read_text().startswith('{"format"')
+
+
+def test_a_long_calibration_path_is_not_free_text(tmp_path: Path) -> None:
+    """Names and ids are capped at 200 characters; a file path in a scenario may be as long as paths are."""
+    folder = tmp_path / ("d" * 120) / ("e" * 120)
+    folder.mkdir(parents=True)
+    calibration = folder / "c.json"
+    calibration.write_text('{"format": "perfmodel-calibration/1", "parameters": {}}')
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", *LAYOUT, "--calibration",
+                     str(calibration), "--format", "json")  # fmt: skip
+    assert len(str(calibration)) > 200 and result.code == 0, result.err

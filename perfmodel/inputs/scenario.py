@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.files import check_depth, read_text
+from perfmodel.inputs.files import MAX_PATH_CHARS, check_depth, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model
 from perfmodel.inputs.resources import data_dir
@@ -24,6 +24,8 @@ MAX_TOKENS = 1e18
 TOKENS_PER_STEP_TARGET = 4 * 2**20
 """Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
 
+TEXT_LIMITS = {"description": MAX_TEXT_CHARS, "calibration": MAX_PATH_CHARS}
+"""Characters a scenario's string may have: a name or id MAX_NAME_CHARS, these more."""
 PositiveInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
@@ -40,7 +42,7 @@ class _Strict(BaseModel):
         """Every string of a scenario (names, ids, file names) is printable text of bounded length: it reaches
         tables, CSV/XLSX cells, LaTeX and error lines."""
         if isinstance(value, str):
-            return check_text(value, MAX_TEXT_CHARS if info.field_name == "description" else MAX_NAME_CHARS)
+            return check_text(value, TEXT_LIMITS.get(info.field_name or "", MAX_NAME_CHARS))
         return value
 
 
