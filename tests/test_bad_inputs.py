@@ -539,8 +539,16 @@ def test_bad_input_is_one_line_and_exit_code_2(case: Case, tmp_path: Path) -> No
     assert elapsed < TIME_LIMIT_S
 
 
-SUBPROCESS_CASES = ["log-gbs-string", "calibration-family-not-table", "plot-from-bad-field", "whatif-absurd",
-                    "plan-deadline-unit"]  # fmt: skip
+SUBPROCESS_CASES = [
+    "log-gbs-string",
+    "calibration-family-not-table",
+    "plot-from-bad-field",
+    "whatif-absurd",
+    "plan-deadline-unit",
+    "scenario-fifo",
+    "calibrate-out-is-its-data",
+    "log-line-too-long",
+]
 
 
 @pytest.mark.parametrize("case_id", SUBPROCESS_CASES)

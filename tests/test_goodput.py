@@ -178,21 +178,19 @@ def test_the_workbook_computes_goodput_with_live_formulas(tmp_path: Path) -> Non
     assert edited[cells["job_mtbf_s"]] == pytest.approx(expected.mtbf_s, rel=1e-9)
 
 
-BEFORE_GOODPUT = {
-    (): (5.637163474676627, 10080033.793467212, 17662011.212162286, 1, (4, 8, 1, 32, 5, 1024)),
-    ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T"):
-        (4.858954934243684, 1158465.131340905, 126864.80371662178, 37503, (1, 1, 1, 64, 1, 512)),
-}  # fmt: skip
-"""perfmodel's own numbers before the goodput model (commit 180cb06, bundled calibration): step time, time to train,
-cost, layouts searched and the layout (TP, PP, CP, DP, VP, GBS)."""
+WORKLOADS = {
+    "default": (),
+    "8b-64-h100-searched": ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T"),
+}
 
 
-@pytest.mark.parametrize("args", list(BEFORE_GOODPUT), ids=["default", "8b-64-h100-searched"])
-def test_goodput_none_gives_the_numbers_of_before(args: tuple[str, ...]) -> None:
-    d = json.loads(run_cli("predict", *args, "--goodput", "none", "--format", "json").out)
-    step, time_s, cost, searched, layout = BEFORE_GOODPUT[args]
-    lo = d["parallelism"]
-    assert (d["step_time_s"], d["time_to_train_s"], d["cost_usd"], d["layouts_searched"]) == pytest.approx(
-        (step, time_s, cost, searched), rel=1e-9
-    )
-    assert (lo["tp"], lo["pp"], lo["cp"], lo["dp"], lo["vp"], lo["gbs"]) == layout
+@pytest.mark.parametrize("args", list(WORKLOADS.values()), ids=list(WORKLOADS))
+def test_goodput_none_leaves_every_other_number_as_it_was(args: tuple[str, ...]) -> None:
+    """The goodput model only adds keys: with it off (--goodput none) every other key of the prediction is the same
+    number, and the failure-free time-to-train is the one both report. (A pin of this against the numbers of commit
+    180cb06 held until the calibration was refitted; the refit, not goodput, moves them.)"""
+    off = json.loads(run_cli("predict", *args, "--goodput", "none", "--format", "json").out)
+    on = json.loads(run_cli("predict", *args, "--format", "json").out)
+    assert "goodput" not in off and "time_to_train_with_failures_s" not in off
+    assert on["goodput"] < 1 and on["time_to_train_with_failures_s"] > on["time_to_train_s"]
+    assert {k: v for k, v in on.items() if k in off} == off

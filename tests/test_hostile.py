@@ -286,3 +286,25 @@ def test_svg_is_byte_identical(tmp_path: Path) -> None:
         assert run_cli(*args, "--out", str(tmp_path / name)).code == 0
         images.append((tmp_path / name).read_bytes())
     assert images[0] == images[1] and b"<dc:date>" not in images[0]
+
+
+def test_a_sweep_never_replaces_the_calibration_its_points_use(tmp_path: Path) -> None:
+    """The points' calibration is read by the worker processes, not the sweep's own: it is still an input."""
+    calibration = tmp_path / "c.json"
+    calibration.write_text('{"format": "perfmodel-calibration/1", "parameters": {}}')
+    sweep = tmp_path / "w.toml"
+    sweep.write_text(f"[sweep]\nn_gpus = [8]\n[sweep.set]\ncalibration = '{calibration}'\n")
+    result = run_cli("sweep", str(sweep), "--out", str(tmp_path / "c.json"), "--force")
+    assert result.code == 2 and f"is {calibration}, an input of this command" in result.err, result.err
+    assert calibration.read_text().startswith('{"format"')
+
+
+def test_a_long_calibration_path_is_not_free_text(tmp_path: Path) -> None:
+    """Names and ids are capped at 200 characters; a file path in a scenario may be as long as paths are."""
+    folder = tmp_path / ("d" * 120) / ("e" * 120)
+    folder.mkdir(parents=True)
+    calibration = folder / "c.json"
+    calibration.write_text('{"format": "perfmodel-calibration/1", "parameters": {}}')
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", *LAYOUT, "--calibration",
+                     str(calibration), "--format", "json")  # fmt: skip
+    assert len(str(calibration)) > 200 and result.code == 0, result.err

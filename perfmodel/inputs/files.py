@@ -39,7 +39,7 @@ _READ: dict[tuple[int, int], str] = {}
 """(st_dev, st_ino) of every input file read by the current command -> the path it was read as."""
 
 _REASONS = {
-    errno.ELOOP: "too many levels of symbolic links (a loop?)",
+    errno.ELOOP: "too many levels of symbolic links: a loop?",
     errno.ENAMETOOLONG: "file name too long",
     errno.EACCES: "permission denied",
     errno.ENOTDIR: "a part of the path is not a folder",

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.files import check_depth, read_text
+from perfmodel.inputs.files import MAX_PATH_CHARS, check_depth, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir
@@ -33,6 +33,8 @@ TOKENS_PER_STEP_PUBLISHED = 9216 * 8192
 allows GBS 1,152 to 9,216 sequences of 8,192 tokens, with reference convergence points (75.5M tokens; continued
 pre-training from Meta's checkpoint, mlperf_benchmarks.md). Beyond it a prediction warns."""
 
+TEXT_LIMITS = {"description": MAX_TEXT_CHARS, "calibration": MAX_PATH_CHARS}
+"""Characters a scenario's string may have: a name or id MAX_NAME_CHARS, these more."""
 PositiveInt = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 Degree = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
@@ -49,7 +51,7 @@ class _Strict(BaseModel):
         """Every string of a scenario (names, ids, file names) is printable text of bounded length: it reaches
         tables, CSV/XLSX cells, LaTeX and error lines."""
         if isinstance(value, str):
-            return check_text(value, MAX_TEXT_CHARS if info.field_name == "description" else MAX_NAME_CHARS)
+            return check_text(value, TEXT_LIMITS.get(info.field_name or "", MAX_NAME_CHARS))
         return value
 
 

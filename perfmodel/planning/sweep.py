@@ -99,6 +99,7 @@ def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
 
 def load_points(path: str | Path) -> list[Point]:
     """Every point of a sweep file, each checked to be a valid scenario (one line naming the problem if not)."""
+    from perfmodel.inputs.files import remember
     from perfmodel.inputs.resources import bundled_file
     from perfmodel.inputs.scenario import flatten, read_toml
     from perfmodel.planning.compare import Target, parse_target
@@ -149,9 +150,11 @@ def load_points(path: str | Path) -> list[Point]:
                 raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
         point = Point(base, overrides, target.gpu, target.system, settings, origins)
         try:
-            point.scenario()
+            scenario = point.scenario()
         except PerfmodelError as exc:
             raise PerfmodelError(f"{path}: {exc}") from None
+        if scenario.calibration and scenario.calibration.lower() != "none":
+            remember(scenario.calibration)  # read by the workers: still an input that --out must not replace
         points.append(point)
     return points
 

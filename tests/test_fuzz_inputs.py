@@ -1,0 +1,142 @@
+"""Fuzzing the two text formats users write by hand: scenario TOML and measured-runs CSV.
+
+Each example is random bytes or a valid file mutated the way files go wrong (a slice deleted or repeated, a hostile
+fragment inserted: brackets, quotes, NUL and escape characters, formula prefixes, NaN, 1e308, deep nesting). Whatever
+comes in, `perfmodel` either answers (exit 0, strict JSON) or refuses with exit 2 and one line on stderr, never a
+traceback, within the bad-input time limit. CI runs a fixed, derandomised set of a few seconds (HYPOTHESIS_PROFILE=ci);
+`PERFMODEL_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz_inputs.py` runs a longer campaign.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = int(os.environ.get("PERFMODEL_FUZZ_EXAMPLES", "40"))
+TIME_LIMIT_S = 10.0
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+SCENARIO = """name = "fuzz"
+description = "a valid scenario, mutated"
+model = "llama3.1-8b"
+gpu = "h100-sxm"
+n_gpus = 8
+precision = "bf16"
+tokens = 1e12
+
+[parallelism]
+tp = 1
+pp = 1
+cp = 1
+vp = 1
+mbs = 1
+gbs = 64
+seq_len = 8192
+recompute = "none"
+zero = 1
+
+[cost]
+usd_per_gpu_hour = 2.5
+pue = 1.2
+"""
+RUNS = """id,source,model,gpu,n_gpus,precision,metric,measured,tp,pp,cp,vp,mbs,gbs,zero,recompute
+r1,lab notes,llama3.1-8b,h100-sxm,8,bf16,step_time_s,1.2,1,1,1,1,1,64,1,none
+r2,lab notes,llama3.1-8b,h100-sxm,8,fp8,tokens_per_s_per_gpu,9000,1,1,1,1,1,64,1,none
+"""
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+CELL_TEXT = ["=1+2", "=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", "\t=1", "\r=1", "\x00", "\x1b[31m", "\u202e"]
+FRAGMENTS = [
+    "[", "]", "{", "}", "[[x]]", "{a = {b = {c = 1}}}", "[" * 40 + "]" * 40, "{a = " * 40 + "1" + "}" * 40,
+    "'", '"', '"""', "\\", "\\u0000", "\\u202e", "\x00", "\x1b[31m", "\r", "\t", "\n", ",", ",,", '","',
+    "=", "= 1", "=cmd|' /C calc'!A0", "+1", "-1", "@SUM(A1)", "nan", "inf", "-inf", "1e308", "5e-324", "0", "-0",
+    "[" * 3000 + "]" * 3000, "{a = " * 1500 + "1" + "}" * 1500, "1e30", "9" * 40, "true", "tp = 3",
+    "n_gpus = 1000000", "layers = 10000", "\n[parallelism]\n", "\n[model]\n",
+    "base = 'llama3.1-405b'\n", "calibration = '/dev/zero'\n", "gpu = 'h300'\n", "x" * 300, "\u00e9", "\ufeff",
+]  # fmt: skip
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: str) -> bytes:
+    """`base` after one to four mutations, or (one time in six) random bytes."""
+    if draw(st.integers(0, 5)) == 0:
+        return draw(st.binary(max_size=400))
+    text = base
+    for _ in range(draw(st.integers(1, 4))):
+        start = draw(st.integers(0, len(text)))
+        end = draw(st.integers(start, min(len(text), start + 40)))
+        kind = draw(st.sampled_from(("insert", "delete", "replace", "repeat", "value", "cell")))
+        values = [m.end() for m in re.finditer(r"= ", text)]
+        cells = [m.end() for m in re.finditer(r"[,\n]", text)]
+        if kind == "value" and values:  # a TOML value replaced by a fragment
+            at = draw(st.sampled_from(values))
+            line_end = text.find("\n", at) % (len(text) + 1)
+            text = text[:at] + draw(st.sampled_from(FRAGMENTS)) + text[line_end:]
+        elif kind == "cell" and cells:  # a CSV cell (or TOML line) begins with formula-like or control text
+            at = draw(st.sampled_from(cells))
+            text = text[:at] + draw(st.sampled_from(CELL_TEXT)) + text[at:]
+        elif kind == "insert":
+            piece = draw(st.sampled_from(FRAGMENTS) | st.text(max_size=12))
+            text = text[:start] + piece + text[start:]
+        elif kind == "delete":
+            text = text[:start] + text[end:]
+        elif kind == "replace":
+            text = text[:start] + draw(st.sampled_from(FRAGMENTS)) + text[end:]
+        else:
+            text = text[:end] + text[start:end] * draw(st.integers(2, 50)) + text[end:]
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _answered_or_refused(args: list[str], fmt: str) -> None:
+    start = time.perf_counter()
+    result = run_cli(*args, "--format", fmt)  # any exception but the CLI's own exit fails the test, traceback shown
+    elapsed = time.perf_counter() - start
+    assert result.code in (0, 2), (result.code, result.err)
+    event(f"exit {result.code}")
+    if result.code == 0 and fmt == "json":
+        json.loads(result.out, parse_constant=lambda constant: pytest.fail(f"{constant} in JSON output"))
+    elif result.code == 0:  # CSV: a text cell never begins like a formula (numbers such as -3.5 are numbers)
+        for row in csv.reader(io.StringIO(result.out)):
+            assert not [c for c in row if c.startswith(FORMULA_PREFIXES) and not _is_number(c)], row
+    else:
+        assert result.out == "" and result.err.startswith("error: ") and result.err.count("\n") == 1, result.err
+        assert "Traceback" not in result.err
+    assert elapsed < TIME_LIMIT_S
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@FUZZ
+@given(data=mutated(SCENARIO), fmt=st.sampled_from(("json", "csv")))
+def test_any_scenario_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    path = folder / "s.toml"
+    path.write_bytes(data)
+    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
+
+
+@FUZZ
+@given(data=mutated(RUNS), fmt=st.sampled_from(("json", "csv")))
+def test_any_runs_csv_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    path = folder / "r.csv"
+    path.write_bytes(data)
+    _answered_or_refused(["validate", "--data", str(path), "--calibration", "none"], fmt)
