@@ -50,6 +50,23 @@ class ModelOverride(_Strict):
     norm: Literal["rmsnorm", "layernorm"] | None = None
     bias: bool | None = None
     learned_positions: int | None = Field(default=None, ge=0, le=10_000_000)
+    head_size: int | None = Field(default=None, ge=0, le=100_000)
+    qk_norm: bool | None = None
+    attention: Literal["gqa", "mla"] | None = None
+    q_lora_rank: int | None = Field(default=None, ge=0, le=1_000_000)
+    kv_lora_rank: int | None = Field(default=None, ge=0, le=1_000_000)
+    qk_nope_dim: int | None = Field(default=None, ge=0, le=100_000)
+    qk_rope_dim: int | None = Field(default=None, ge=0, le=100_000)
+    v_head_dim: int | None = Field(default=None, ge=0, le=100_000)
+    sliding_window: int | None = Field(default=None, ge=0, le=100_000_000)
+    sliding_layers: int | None = Field(default=None, ge=0, le=10_000)
+    attention_sinks: bool | None = None
+    experts: int | None = Field(default=None, ge=0, le=100_000)
+    top_k: int | None = Field(default=None, ge=0, le=100_000)
+    shared_experts: int | None = Field(default=None, ge=0, le=1_000)
+    moe_ffn: int | None = Field(default=None, ge=0, le=10_000_000)
+    dense_layers: int | None = Field(default=None, ge=0, le=10_000)
+    mtp_layers: int | None = Field(default=None, ge=0, le=100)
 
 
 class Parallelism(_Strict):
