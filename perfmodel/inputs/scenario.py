@@ -75,6 +75,8 @@ class Parallelism(_Strict):
     cp: Degree | None = None
     vp: Degree | None = None
     ep: Degree | None = None
+    etp: Degree | None = None
+    """Expert tensor-parallel size (MoE models): the experts' TP, separate from the attention's."""
     dp: Degree | None = None
     mbs: PositiveInt | None = None
     gbs: Annotated[int, Field(ge=1, le=10**9)] | None = None
@@ -107,6 +109,8 @@ class Scenario(_Strict):
     n_gpus: PositiveInt = 8
     precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
     tokens: Annotated[float, Field(gt=0)] | None = None
+    moe_imbalance: Annotated[float, Field(ge=1.0, le=64.0, allow_inf_nan=False)] = 1.0
+    """MoE: tokens the busiest expert rank receives over the mean (1.0: balanced, as the published rows force)."""
     lora_rank: Annotated[int, Field(ge=0, le=65536)] = 0
     """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
     parallelism: Parallelism = Parallelism()
@@ -235,7 +239,7 @@ def _shown(value: Any) -> str:
     return f" (got {text})"
 
 
-LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "zero")
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "zero")
 WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
@@ -269,7 +273,7 @@ OPTION_FIELDS: dict[str, str] = {
     "system": "system",
     "n_gpus": "n_gpus",
     "precision": "precision",
-    **{name: f"parallelism.{name}" for name in ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "seq_len")},
+    **{name: f"parallelism.{name}" for name in ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "seq_len")},
     "recompute": "parallelism.recompute",
     "zero": "parallelism.zero",
     "tokens": "tokens",

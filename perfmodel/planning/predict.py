@@ -19,7 +19,7 @@ from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, e
 from perfmodel.planning.search import SearchResult, Space, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
-LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
+LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero")
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class Prediction:
                 "dp": lo.dp,
                 "vp": lo.vp,
                 "ep": lo.ep,
+                **({"etp": lo.etp} if self.model.is_moe else {}),
                 "mbs": lo.mbs,
                 "gbs": lo.gbs,
                 "seq_len": lo.seq_len,
@@ -114,7 +115,8 @@ class Prediction:
             "layouts_searched": self.layouts_searched,
             **self._interval_dict(),
             **self._mlperf_dict(),
-            "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
+            "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN}
+            | ({"ep_comm_exposed_s": float(st.ep_comm_exposed_s)} if self.model.is_moe else {}),
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -155,7 +157,9 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
-    return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
+    return Context(
+        scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance
+    )
 
 
 def layout_vars(layout: Layout) -> LayoutVars:
@@ -169,6 +173,8 @@ def layout_vars(layout: Layout) -> LayoutVars:
         float(layout.gbs),
         float(RECOMPUTE_MODES.index(layout.recompute)),
         float(layout.zero),
+        float(layout.ep),
+        float(layout.etp),
     )
 
 
@@ -185,7 +191,7 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
     if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
         dp = par.dp or max(1, n // (tp * pp * cp))
-        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
+        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1)
         check(layout, ctx.model, n)
         return layout, 1
     found = search(ctx, Space(((n, gbs),), given_layout(scenario)))
