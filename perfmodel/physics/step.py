@@ -141,8 +141,10 @@ def _recomputed_selectively(op: Op) -> bool:
 
 def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
     """One layer's times; for a MoE model the mean over its dense and MoE layers."""
-    dense = _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
     md = ctx.model
+    if md.is_moe and not md.dense_layers:
+        return _moe_layer_times(ctx, sh, recipe)
+    dense = _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
     if not md.is_moe:
         return dense
     moe_layer = _moe_layer_times(ctx, sh, recipe)
