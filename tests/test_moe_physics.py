@@ -184,3 +184,15 @@ def test_search_covers_expert_parallelism_and_agrees_with_predict() -> None:
     assert expert_parallel and {f.layout.etp for f in found.top} - {1}, "EP and expert TP are both searched"
     alone = evaluate(ctx, layout_vars(expert_parallel[0].layout))
     assert float(alone.step_time_s) == pytest.approx(expert_parallel[0].step_time_s, rel=1e-9)
+
+
+def test_prediction_json_of_a_moe_model_adds_its_parts_and_dense_output_does_not() -> None:
+    import perfmodel
+
+    layout = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "mbs": 8, "recompute": "none", "zero": 1}
+    kwargs = {"system": "gb300-nvl72", "n_gpus": 8, "precision": "mxfp8", "gbs": 512, "seq_len": 4096, **layout}
+    moe_d = perfmodel.predict(model="qwen3-30b-a3b", ep=8, **kwargs).to_dict()  # type: ignore[arg-type]
+    assert moe_d["parallelism"]["etp"] == 1 and moe_d["breakdown"]["ep_comm_exposed_s"] > 0
+    assert sum(moe_d["breakdown"].values()) == pytest.approx(moe_d["step_time_s"])
+    dense_d = perfmodel.predict(model="llama3.1-8b", **kwargs).to_dict()  # type: ignore[arg-type]
+    assert "etp" not in dense_d["parallelism"] and "ep_comm_exposed_s" not in dense_d["breakdown"]
