@@ -166,7 +166,12 @@ class Scenario(_Strict):
             raise PerfmodelError(f"model: {describe_error(exc, ModelSpec)}") from None
 
     def default_gbs(self) -> int:
+        """About 4M tokens per step, a multiple of the GPU count; at least an MLPerf benchmark's minimum batch."""
         steps = math.ceil(TOKENS_PER_STEP_TARGET / (self.parallelism.seq_len * self.n_gpus))
+        if self.benchmark:
+            from perfmodel.inputs.mlperf import get_benchmark
+
+            steps = max(steps, math.ceil((get_benchmark(self.benchmark).min_gbs or 0) / self.n_gpus))
         return self.n_gpus * steps
 
 

@@ -269,6 +269,9 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None) ->
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
         choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs())
+        if scenario.benchmark and not gbs:  # an MLPerf benchmark's minimum batch bounds the choices
+            low = get_benchmark(scenario.benchmark).min_gbs or 0
+            choices = tuple(g for g in choices if g >= low)
         points += [(n, g) for g in choices]
     return Space(tuple(points), given_layout(scenario))
 
