@@ -126,3 +126,14 @@ def test_bad_inline_moe_field_names_the_field(tmp_path) -> None:  # type: ignore
     path.write_text('[model]\nbase = "mixtral-8x7b"\ntop_k = 9\n')
     with pytest.raises(PerfmodelError, match=r"model.*top_k"):
         load_scenario(path)
+
+
+def test_moe_imbalance_is_a_scenario_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from perfmodel.planning.predict import context_for
+
+    path = tmp_path / "skew.toml"
+    path.write_text('model = "mixtral-8x7b"\ngpu = "h100-sxm"\nn_gpus = 8\nmoe_imbalance = 1.5\n')
+    assert context_for(load_scenario(path)).imbalance == 1.5
+    path.write_text('model = "mixtral-8x7b"\nmoe_imbalance = 0.5\n')
+    with pytest.raises(PerfmodelError, match=r"field 'moe_imbalance'.*greater than or equal to 1"):
+        load_scenario(path)

@@ -196,3 +196,17 @@ def test_prediction_json_of_a_moe_model_adds_its_parts_and_dense_output_does_not
     assert sum(moe_d["breakdown"].values()) == pytest.approx(moe_d["step_time_s"])
     dense_d = perfmodel.predict(model="llama3.1-8b", **kwargs).to_dict()  # type: ignore[arg-type]
     assert "etp" not in dense_d["parallelism"] and "ep_comm_exposed_s" not in dense_d["breakdown"]
+
+
+def test_selective_recompute_of_mla_keeps_the_latents() -> None:
+    """DeepSeek-V3's selective recompute re-runs RMSNorm and the MLA up-projections: per token a layer keeps the
+    1536 + 512 + 64 latents instead of Q, K (128 x 192 each) and V (128 x 128), and re-runs the up-projections."""
+    from perfmodel.physics.workload import SELECTIVE_RECOMPUTE
+
+    ds = ZOO["deepseek-v3"]
+    ctx = _ctx(ds, "gb300-nvl72", "mxfp8")
+    sh = Shard(ds, ctx.recipe, 1.0, 1.0, 1.0, 4096, 32.0, 1.0)
+    none, selective = (moe.layer_activations(sh, ctx.recipe, mode, 1.0) for mode in ("none", "selective"))
+    saved_per_token = (2 * 128 * 192 + 128 * 128 - (1536 + 512 + 64)) * 2
+    assert none - selective > 4096 * saved_per_token
+    assert {"q_up.fprop", "kv_up.fprop"} <= SELECTIVE_RECOMPUTE

@@ -184,7 +184,10 @@ def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) ->
     norm input, Q/K/V, attention output (and its quantised copy), and the projection input without recompute."""
     q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
     if md.attention == "mla":
-        qkv, out = 2 * md.q_dim + md.heads * md.v_head_dim, md.heads * md.v_head_dim
+        out = md.heads * md.v_head_dim
+        # selective recompute re-runs the up-projections: the latents stand in for Q, K and V
+        latents = md.q_lora_rank + md.kv_lora_rank + md.qk_rope_dim
+        qkv = latents if recompute == "selective" else 2 * md.q_dim + out
     else:
         qkv, out = md.q_dim + 2 * md.kv_dim, md.q_dim
     saved = (md.hidden + qkv + out) * BF16_BYTES + (out * q_in if recipe.quantised else 0.0)

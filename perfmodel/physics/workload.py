@@ -236,8 +236,12 @@ def attention_backward(sh: Shard) -> list[Op]:
     ]
 
 
-SELECTIVE_RECOMPUTE = frozenset(("norm1", "norm2", "activation"))
-"""Forward operations selective recomputation re-runs: cheap, memory-bound, and their outputs are large."""
+SELECTIVE_RECOMPUTE = frozenset(
+    ("norm1", "norm2", "activation", "latent_norms", "q_up.cast", "q_up.fprop", "kv_up.cast", "kv_up.fprop")
+)
+"""Forward operations selective recomputation re-runs: cheap, memory-bound, and their outputs are large; with MLA
+also the latent norms and the Q/KV up-projections, so that only the small latents are kept (DeepSeek-V3 report:
+"recompute RMSNorm and MLA up-projections", the recompute note of its row in measured_runs.csv)."""
 
 
 def recompute_forward(sh: Shard, recipe: Recipe, mode: str) -> list[Op]:
