@@ -346,15 +346,18 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
         head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
         head_comm = head_comm + md.mtp_layers * (tp_exposed + head_comm)
 
-    def rank(layers: Number, extra_compute: Number, extra_tp: Number) -> tuple[Number, ...]:
-        parts = (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
-        return (*parts, layers * ep_exposed) if md.is_moe else parts
+    # The MTP modules' MoE layers exchange tokens too: the mean layer's EP time counts only MoE layers' share.
+    mtp_ep = md.mtp_layers * ep_exposed * md.layers / md.moe_layers if md.mtp_layers and md.is_moe else 0.0
 
-    single = rank(md.layers, head_compute + embed_compute, head_comm)
+    def rank(layers: Number, extra_compute: Number, extra_tp: Number, extra_ep: Number = 0.0) -> tuple[Number, ...]:
+        parts = (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
+        return (*parts, layers * ep_exposed + extra_ep) if md.is_moe else parts
+
+    single = rank(md.layers, head_compute + embed_compute, head_comm, mtp_ep)
     pipelined = _busiest(
         rank(stages.interior, 0.0, 0.0),
         rank(stages.first, embed_compute, 0.0),
-        rank(stages.last, head_compute, head_comm),
+        rank(stages.last, head_compute, head_comm, mtp_ep),
     )
     mb_compute, mb_tp, mb_cp, *mb_ep = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
     busiest_layers = where(pp == 1, md.layers, stages.interior)
