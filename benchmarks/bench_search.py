@@ -18,7 +18,10 @@ CASES = {
     "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": ("llama3.1-405b", "h100-sxm", 512, "fp8", 1152, 32000),
     "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": ("llama3.1-405b", "gb200", 512, "fp8", 896, 32000),
     "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": ("llama3.1-8b", "h100-sxm", 8, "bf16", 1024, None),
-}
+    "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": (
+        "deepseek-v3", "gb300", 256, "mxfp8", 4096, None,
+    ),
+}  # fmt: skip
 CLI = [
     *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),
     *("--gbs", "128", "--format", "json"),
@@ -33,7 +36,9 @@ def in_process(repeat: int) -> None:
     print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s}")
     for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():
         spec = {"base": model, "vocab": vocab} if vocab else model
-        ctx = context_for(Scenario(model=spec, gpu=gpu, n_gpus=n, precision=precision))
+        seq_len = {"parallelism": {"seq_len": 4096}} if model == "deepseek-v3" else {}
+        ctx = context_for(Scenario.model_validate({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision}
+                                                  | seq_len))  # fmt: skip
         counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
         space = Space(tuple((c, gbs) for c in counts), {})
         search(ctx, space)  # warm: topology tiers, imports

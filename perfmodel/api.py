@@ -37,6 +37,7 @@ class WorkloadOptions(TypedDict, total=False):
     cp: int
     vp: int
     ep: int
+    etp: int
     dp: int
     mbs: int
     gbs: int

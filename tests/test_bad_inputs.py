@@ -148,7 +148,7 @@ CASES: list[Case] = [
     Case("unsupported-precision", ("predict", "--precision", "mxfp8"),
          "h100-sxm has no tensor-core support for mxfp8; supported: bf16, fp8"),
     Case("invalid-precision-flag", ("predict", "--precision", "fp16"), "Invalid value for '--precision': 'fp16'"),
-    Case("unknown-flag", ("predict", "--tpp", "2"), "No such option '--tpp'. (Did you mean one of: '--pp', '--tp'"),
+    Case("unknown-flag", ("predict", "--tpp", "2"), "No such option '--tpp'. (Did you mean one of: '--etp', '--pp'"),
     Case("zero-degree", ("predict", "--tp", "0"), "Invalid value for '--tp': 0 is not in the range x>=1"),
     Case("ten-million-gpus", ("predict", "--gpus", "10000000"), "'--gpus': 10000000 is not in the range 1<=x<=1000000"),
     Case("tokens-1e20", ("predict", "--tokens", "1e20"), "--tokens: at most 1e+18 tokens"),

@@ -174,6 +174,7 @@ def scenario_options(
         _degree("--cp", "Context-parallel size."),
         _degree("--vp", "Virtual pipeline stages per rank (interleaving)."),
         _degree("--ep", "Expert-parallel size (MoE models only)."),
+        _degree("--etp", "Expert tensor-parallel size (MoE models only; default 1)."),
         _degree("--dp", "Data-parallel size (derived from the GPU count when left out)."),
         _degree("--mbs", "Micro-batch size in sequences."),
         _degree("--gbs", "Global batch size in sequences."),

@@ -3,8 +3,9 @@
 A `MeasuredRun` is a scenario (what ran: model, hardware, GPUs, precision, layout) plus one measured number
 (`tokens_per_s_per_gpu`, `step_time_s` or, for MLPerf, `time_to_train_min`). The bundled rows are converted from
 perfmodel/data/measured_runs.csv and mlperf_training_llm.csv (copies of ../shared/data, source columns kept); a row
-that cannot be predicted honestly (mixture-of-experts model, accelerator not in hardware_specs, duplicate, missing
-layout facts) is excluded with its reason rather than guessed.
+that cannot be predicted honestly (a model whose shapes are not bundled, a hybrid Mamba model, token dropping, another
+optimizer, accelerator not in hardware_specs, duplicate, missing layout facts) is excluded with its reason rather
+than guessed. Mixture-of-experts rows are grouped per model (source 'Megatron-Bridge MoE: <model>').
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ MEASURED_RANGE = (1e-6, 1e9)
 token to a billion tokens a second; outside it the ratio to a prediction overflows or means nothing."""
 MAX_ROWS = 10_000
 """Each run is a prediction (a search where the layout is open): 10,000 runs are minutes of validation already."""
-LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "mbs", "gbs", "zero")
+LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "ep", "etp", "mbs", "gbs", "zero")
 MODEL_COLUMNS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab")
 CSV_COLUMNS = (
     "id", "source", "model", *MODEL_COLUMNS, "gpu", "system", "n_gpus", "precision", "seq_len", *LAYOUT_COLUMNS,
@@ -260,7 +261,16 @@ OTHER_STACK = (
     "DeepSpeed implementation: perfmodel's kernel efficiencies and overlap describe Megatron-Core/Transformer Engine "
     "stacks, and these runs are 3-5x slower than Megatron on the same hardware"
 )
-OUT_OF_SCOPE = re.compile(r"DeepSeek|Qwen3|GPT-OSS|Kimi|Mixtral|Llama4|Nemotron")
+NO_SHAPES = re.compile(r"DeepSeek-V4|Mixtral-8x22B|Llama4")
+"""MoE models whose shapes are in none of the sources the zoo's shapes come from."""
+HYBRID = re.compile(r"Nemotron-3")
+"""Hybrid Mamba/attention models: perfmodel has no Mamba layer."""
+MOE_MODELS = {
+    "DeepSeek-V3": "deepseek-v3", "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Kimi-K2": "kimi-k2",
+}  # fmt: skip
+MOE_SOURCE = "Megatron-Bridge MoE"
+"""Source label prefix of the bundled MoE rows (one group per model in `validate`)."""
 
 
 def _read(name: str) -> list[dict[str, str]]:
@@ -301,8 +311,12 @@ def _accelerator(text: str) -> str:
 
 def _measured_model(row: dict[str, str]) -> str | dict[str, Any]:
     name, seq = row["model"], int(row["seq_len"])
-    if OUT_OF_SCOPE.search(name):
-        raise Excluded(f"{name}: mixture-of-experts/hybrid or shapes not bundled; perfmodel models dense transformers")
+    if NO_SHAPES.search(name):
+        raise Excluded(f"{name}: its shapes are in none of the sources the model zoo is built from")
+    if HYBRID.search(name):
+        raise Excluded(f"{name}: a hybrid Mamba/attention model; perfmodel has no Mamba layer")
+    if name in MOE_MODELS:
+        return _moe_model(name, row["notes"])
     proxy = re.fullmatch(r"Llama3\.1-405B \((\d+)-layer proxy\)", name)
     if proxy:
         return {"base": "llama3.1-405b", "layers": int(proxy.group(1))}
@@ -318,6 +332,16 @@ def _measured_model(row: dict[str, str]) -> str | dict[str, Any]:
         hidden, heads, layers = MPT_SHAPES[name]
         return _gpt_table(name, hidden, heads, layers, MPT_VOCAB, seq, bias=False)
     raise Excluded(f"model '{name}' is not in the zoo")
+
+
+def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
+    """A MoE row's model: token-dropping runs and other optimizers are refused; 'w/o MTP' drops DeepSeek's MTP."""
+    if "variant: tokendrop" in notes:
+        raise Excluded(f"{name}: a token-dropping run (capacity factor); perfmodel models dropless routing")
+    if "Muon" in notes:
+        raise Excluded(f"{name}: trained with the Muon optimizer; perfmodel models Adam's state and step")
+    model_id = MOE_MODELS[name]
+    return {"base": model_id, "mtp_layers": 0} if "w/o MTP" in notes else model_id
 
 
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
@@ -382,6 +406,13 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         "tp": _int(row["tp"], 1), "pp": _int(row["pp"], 1), "cp": _int(row["cp"], 1),
         "vp": _int(row["vp"], 1), "zero": _zero(row["fsdp_or_zero"]), "recompute": _recompute(row["recompute"]),
     }  # fmt: skip
+    source = _source_label(row["source"])
+    if row["model"] in MOE_MODELS:
+        parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
+        source = f"{MOE_SOURCE}: {row['model']}"
+        assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
+        if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
+            assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
     if parallelism["pp"] == 1:
         parallelism["vp"] = 1
     if parallelism["gbs"] is None:
@@ -400,7 +431,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         "parallelism": {k: v for k, v in parallelism.items() if v is not None},
     }  # fmt: skip
     return MeasuredRun(
-        f"measured_runs.csv:{number}", _source_label(row["source"]), scenario, metric, measured, tuple(assumptions),
+        f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]), number_format=_number_format(row["dtype"]),
     )  # fmt: skip
 

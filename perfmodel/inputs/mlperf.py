@@ -55,6 +55,7 @@ class Benchmark:
     """GPT-3's RCPs count tokens, the others sequences."""
     lora_rank: int = 0
     max_gbs: int | None = None
+    min_gbs: int | None = None
 
     @property
     def ruleset(self) -> str:
@@ -64,6 +65,8 @@ class Benchmark:
         """Mean samples to reach the target at this global batch, from the round's reference convergence points."""
         if self.max_gbs is not None and gbs > self.max_gbs:
             raise PerfmodelError(f"{self.id}@{self.round}: GBS {gbs} is above the rules' maximum of {self.max_gbs}")
+        if self.min_gbs is not None and gbs < self.min_gbs:
+            raise PerfmodelError(f"{self.id}@{self.round}: GBS {gbs} is below the rules' minimum of {self.min_gbs}")
         mean = _rcp_mean(self.name, self.ruleset, gbs)
         if mean is None:
             raise PerfmodelError(f"{self.id}@{self.round}: no reference convergence point for GBS {gbs} or above")
@@ -172,6 +175,15 @@ _LORA_EVAL = Evaluation(interval=384, samples=173, whole_steps=True, skip_per_sa
 _LLAMA_405B_EVAL_V50 = Evaluation(interval=46080, samples=5760)
 _LLAMA_405B_EVAL_V51 = Evaluation(interval=18432, samples=5760, whole_steps=True, skip_per_sample=0.0026, skip_fixed=12)
 _LLAMA_8B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True)
+# v6.0 MoE benchmarks (mlperf-logging 4.1.68, compliance_checker/training_6.0.0/closed_deepseekv3_671b.yaml and
+# closed_gpt_oss_20b.yaml): DeepSeek-V3 671B at sequence 4096, GBS >= 15360, 1024 evaluation samples, target log
+# perplexity 3.6; GPT-OSS-20B at sequence 8192, 1024 evaluation samples, target 3.34. The rules files do not state
+# the evaluation cadence; it is read off the RCPs (rcp_checker/training_6.0.0): DeepSeek-V3's converged sample counts
+# are whole steps at every reference batch (721,920 = 47 x 15,360; 770,048 = 47 x 16,384), so an evaluation after
+# every step; GPT-OSS-20B's are multiples of 12,288 at every batch (184,320 = 15 x 12,288 at GBS 16; 233,472 = 19 x
+# 12,288 at GBS 32), so every 12,288 samples.
+_DEEPSEEK_V3_EVAL = Evaluation(interval=1, samples=1024, whole_steps=True)
+_GPT_OSS_20B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True)
 
 BENCHMARKS: dict[str, dict[str, Benchmark]] = {}
 for _bench in (
@@ -188,6 +200,8 @@ for _bench in (
         for r in ("v5.1", "v6.0")
     ),
     *(Benchmark("mlperf-llama31-8b", "llama31_8b", r, "llama3.1-8b", 8192, _LLAMA_8B_EVAL) for r in ("v5.1", "v6.0")),
+    Benchmark("mlperf-deepseek-v3", "deepseekv3_671b", "v6.0", "deepseek-v3", 4096, _DEEPSEEK_V3_EVAL, min_gbs=15360),
+    Benchmark("mlperf-gpt-oss-20b", "gpt_oss_20b", "v6.0", "gpt-oss-20b", 8192, _GPT_OSS_20B_EVAL),
 ):
     BENCHMARKS.setdefault(_bench.id, {})[_bench.round] = _bench
 

@@ -31,18 +31,62 @@ class ModelSpec(BaseModel):
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     bias: bool = False
     learned_positions: int = Field(default=0, ge=0, description="rows of a learned position table (0 = RoPE)")
+    head_size: int = Field(default=0, ge=0, le=100_000, description="per-head width (0 = hidden / heads)")
+    qk_norm: bool = False
+    """RMSNorm on each query and key head (Qwen3): head_size weights each."""
+    attention: Literal["gqa", "mla"] = "gqa"
+    """Grouped-query attention, or DeepSeek's multi-head latent attention (low-rank Q and compressed KV)."""
+    q_lora_rank: int = Field(default=0, ge=0, le=1_000_000)
+    """MLA: rank of the query down-projection (0 = a full-rank query projection)."""
+    kv_lora_rank: int = Field(default=0, ge=0, le=1_000_000)
+    qk_nope_dim: int = Field(default=0, ge=0, le=100_000)
+    qk_rope_dim: int = Field(default=0, ge=0, le=100_000)
+    v_head_dim: int = Field(default=0, ge=0, le=100_000)
+    sliding_window: int = Field(default=0, ge=0, le=100_000_000)
+    """Keys a query of a sliding-window layer sees (0 = no sliding-window layers)."""
+    sliding_layers: int = Field(default=0, ge=0, le=10_000)
+    attention_sinks: bool = False
+    """A learned softmax sink logit per head (GPT-OSS): `heads` parameters per layer, no GEMM."""
+    experts: int = Field(default=0, ge=0, le=100_000)
+    """Routed experts per MoE layer (0 = dense model)."""
+    top_k: int = Field(default=0, ge=0, le=100_000)
+    shared_experts: int = Field(default=0, ge=0, le=1_000)
+    moe_ffn: int = Field(default=0, ge=0, le=10_000_000)
+    """Hidden width of one expert's MLP."""
+    dense_layers: int = Field(default=0, ge=0, le=10_000)
+    """MoE models: the first layers that have a dense MLP of width `ffn` instead of experts."""
+    mtp_layers: int = Field(default=0, ge=0, le=100)
+    """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
+    the embedding and the LM head with the main model."""
 
     @model_validator(mode="after")
     def _shapes_agree(self) -> ModelSpec:
-        if self.hidden % self.heads:
-            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if not self.head_size and self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}) or head_size given")
         if self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.attention == "mla" and not (self.kv_lora_rank and self.qk_nope_dim and self.v_head_dim):
+            raise ValueError("attention 'mla' needs kv_lora_rank, qk_nope_dim and v_head_dim")
+        if self.experts and not (0 < self.top_k <= self.experts and self.moe_ffn):
+            raise ValueError(f"experts ({self.experts}) need moe_ffn and top_k between 1 and {self.experts}")
+        if not self.experts and (self.top_k or self.shared_experts or self.dense_layers or self.moe_ffn):
+            raise ValueError("top_k, shared_experts, moe_ffn and dense_layers need experts > 0")
+        if self.dense_layers >= self.layers and self.experts:
+            raise ValueError(f"dense_layers ({self.dense_layers}) must leave MoE layers of the {self.layers}")
+        if self.sliding_layers > self.layers or bool(self.sliding_layers) != bool(self.sliding_window):
+            raise ValueError("sliding_window and sliding_layers (at most layers) go together")
         return self
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_size or self.hidden // self.heads
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the query (and attention output) projection: heads x head_dim; MLA: heads x (nope + rope)."""
+        if self.attention == "mla":
+            return self.heads * (self.qk_nope_dim + self.qk_rope_dim)
+        return self.heads * self.head_dim
 
     @property
     def kv_dim(self) -> int:
@@ -50,22 +94,68 @@ class ModelSpec(BaseModel):
         return self.kv_heads * self.head_dim
 
     @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def dense_layer_count(self) -> int:
+        return self.layers - self.moe_layers
+
+    @property
     def mlp_in_width(self) -> int:
         """Output width of the first MLP GEMM: gate and up fused for SwiGLU."""
         return 2 * self.ffn if self.mlp == "swiglu" else self.ffn
 
     @property
+    def expert_in_width(self) -> int:
+        """Output width of an expert's first GEMM (gate and up fused for SwiGLU)."""
+        return 2 * self.moe_ffn if self.mlp == "swiglu" else self.moe_ffn
+
+    @property
+    def attention_linear_params(self) -> int:
+        """Weights of the attention projections (the GEMMs), without biases or norms."""
+        h, q = self.hidden, self.q_dim
+        if self.attention == "mla":
+            q_proj = self.q_lora_rank * (h + q) if self.q_lora_rank else h * q
+            kv_proj = h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank * self.heads * (
+                self.qk_nope_dim + self.v_head_dim
+            )
+            return q_proj + kv_proj + self.heads * self.v_head_dim * h
+        return h * (q + 2 * self.kv_dim) + q * h
+
+    @property
     def attention_params_per_layer(self) -> int:
-        h = self.hidden
-        weights = h * (h + 2 * self.kv_dim) + h * h
-        biases = (h + 2 * self.kv_dim) + h if self.bias else 0
-        return weights + biases
+        if self.attention == "mla":  # the latent norms of the compressed Q and KV
+            return self.attention_linear_params + self.q_lora_rank + self.kv_lora_rank
+        biases = (self.q_dim + 2 * self.kv_dim) + self.hidden if self.bias else 0
+        norms = 2 * self.head_dim if self.qk_norm else 0
+        return self.attention_linear_params + biases + norms + (self.heads if self.attention_sinks else 0)
 
     @property
     def mlp_params_per_layer(self) -> int:
+        """A dense layer's MLP of width `ffn`."""
         weights = self.hidden * self.mlp_in_width + self.ffn * self.hidden
         biases = self.mlp_in_width + self.hidden if self.bias else 0
         return weights + biases
+
+    @property
+    def expert_params(self) -> int:
+        """One expert (routed or shared): an MLP of width `moe_ffn`."""
+        weights = self.hidden * (self.expert_in_width + self.moe_ffn)
+        return weights + (self.expert_in_width + self.hidden if self.bias else 0)
+
+    @property
+    def router_params(self) -> int:
+        return self.experts * self.hidden + (self.experts if self.bias else 0)
+
+    @property
+    def routed_expert_params_per_layer(self) -> int:
+        """The weights expert parallelism shards: every routed expert of one MoE layer."""
+        return self.experts * self.expert_params
 
     @property
     def norm_params(self) -> int:
@@ -74,7 +164,25 @@ class ModelSpec(BaseModel):
 
     @property
     def params_per_layer(self) -> int:
+        """A dense layer: attention, MLP, two norms."""
         return self.attention_params_per_layer + self.mlp_params_per_layer + 2 * self.norm_params
+
+    @property
+    def moe_layer_params(self) -> int:
+        """A MoE layer: attention, router, routed and shared experts, two norms."""
+        experts = self.routed_expert_params_per_layer + self.shared_experts * self.expert_params
+        return self.attention_params_per_layer + self.router_params + experts + 2 * self.norm_params
+
+    @property
+    def moe_layer_dense_params(self) -> int:
+        """The part of a MoE layer that is not a routed expert (sharded like a dense layer's weights)."""
+        return self.moe_layer_params - self.routed_expert_params_per_layer
+
+    @property
+    def mtp_params(self) -> int:
+        """All MTP modules: two input norms, the 2h -> h projection, one layer and a final norm each."""
+        layer = self.moe_layer_params if self.is_moe else self.params_per_layer
+        return self.mtp_layers * (3 * self.norm_params + 2 * self.hidden * self.hidden + layer)
 
     @property
     def embedding_params(self) -> int:
@@ -89,23 +197,71 @@ class ModelSpec(BaseModel):
         return rank * (self.hidden + self.hidden + 2 * self.kv_dim) + rank * (self.hidden + self.hidden)
 
     @property
+    def main_params(self) -> int:
+        """The model without its MTP modules (the figure model cards quote, e.g. DeepSeek-V3's 671B)."""
+        layers = self.dense_layer_count * self.params_per_layer + self.moe_layers * self.moe_layer_params
+        return layers + self.embedding_params + self.norm_params + self.lm_head_params
+
+    @property
     def params(self) -> int:
-        return self.layers * self.params_per_layer + self.embedding_params + self.norm_params + self.lm_head_params
+        """Every trained parameter, MTP modules included."""
+        return self.main_params + self.mtp_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token touches in the main model: embedding row, LM head, attention, and of each MoE layer
+        the router with top_k routed and the shared experts (equal to `main_params` for a dense model)."""
+        if not self.is_moe:
+            return self.main_params
+        router_attention_norms = self.moe_layer_dense_params - self.shared_experts * self.expert_params
+        moe = self.moe_layers * (router_attention_norms + (self.top_k + self.shared_experts) * self.expert_params)
+        layers = self.dense_layer_count * self.params_per_layer + moe
+        return layers + self.embedding_params + self.norm_params + self.lm_head_params
+
+    @property
+    def moe_active_linear_params(self) -> int:
+        """GEMM weights one token goes through in a MoE layer's MLP: router, top_k routed and the shared experts."""
+        return self.experts * self.hidden + (self.top_k + self.shared_experts) * self.hidden * (
+            self.expert_in_width + self.moe_ffn
+        )
 
     @property
     def matmul_params(self) -> int:
-        """Parameters that take part in GEMMs per token: every linear layer plus the LM head (not the lookup)."""
-        linear = self.hidden * (2 * self.hidden + 2 * self.kv_dim) + self.hidden * (self.mlp_in_width + self.ffn)
-        return self.layers * linear + self.vocab * self.hidden
+        """Parameters that take part in GEMMs per token: every linear layer a token goes through (for MoE layers the
+        router and the active experts) plus the LM head (not the lookup); MTP modules add their layer, their
+        projection and one more pass through the LM head."""
+        attention, dense_mlp = self.attention_linear_params, self.hidden * (self.mlp_in_width + self.ffn)
+        layers = self.dense_layer_count * (attention + dense_mlp) + self.moe_layers * (
+            attention + self.moe_active_linear_params
+        )
+        mtp_layer = attention + (self.moe_active_linear_params if self.is_moe else dense_mlp)
+        mtp = self.mtp_layers * (2 * self.hidden * self.hidden + mtp_layer + self.vocab * self.hidden)
+        return layers + self.vocab * self.hidden + mtp
+
+    @property
+    def attention_widths(self) -> int:
+        """Width of the score GEMM plus the context GEMM per query: 2 x q_dim (GQA), heads x (qk + v) (MLA)."""
+        if self.attention == "mla":
+            return self.q_dim + self.heads * self.v_head_dim
+        return 2 * self.q_dim
+
+    def mean_keys(self, seq_len: int) -> float:
+        """Keys a query of a sliding-window layer attends on average: W - W^2 / 2s (s/2 when the window is s)."""
+        window = min(self.sliding_window, seq_len)
+        return window - window * window / (2 * seq_len)
 
     def model_flops_per_token(self, seq_len: int) -> float:
-        """Training FLOPs per token: 6 x matmul parameters + causal attention, no recomputation.
+        """Training FLOPs per token: 6 x active matmul parameters + causal attention, no recomputation.
 
         The convention of NVIDIA's published model TFLOP/s (Megatron-Bridge flop_utils) and of the Llama 3 paper's
         MFU: attention scores and context cost 2 x 2 x s x d_model per token per layer in the forward pass, halved
-        by the causal mask, and three times that for forward + backward.
+        by the causal mask, and three times that for forward + backward. MoE models count the active parameters
+        (router, top_k and shared experts), MTP modules included; sliding-window layers attend `mean_keys` keys.
         """
-        attention = 6 * self.layers * seq_len * self.hidden
+        full_layers = self.layers + self.mtp_layers - self.sliding_layers
+        attention: float = 3 * full_layers * seq_len * self.attention_widths
+        if self.sliding_layers:
+            attention = attention + 6 * self.sliding_layers * self.mean_keys(seq_len) * self.attention_widths
         return 6 * self.matmul_params + attention
 
 
@@ -137,6 +293,58 @@ def gpt(model_id: str, name: str, layers: int, hidden: int, heads: int, vocab: i
     )
 
 
+def _moe(model_id: str, name: str, **shapes: int | bool | str) -> ModelSpec:
+    """A SwiGLU, RMSNorm, RoPE mixture-of-experts model with untied embeddings."""
+    return ModelSpec.model_validate({"id": model_id, "name": name} | shapes)
+
+
+_MLA: dict[str, int | bool | str] = {
+    "attention": "mla", "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_dim": 128, "qk_rope_dim": 64,
+}  # fmt: skip
+MOE_MODELS = (
+    # DeepSeek-V3: Megatron-Bridge 0.3.1 DeepSeekV3ModelProvider (61 layers, 7168 wide, dense FFN 18432, 256 experts
+    # of 2048 top-8 + 1 shared, first 3 layers dense, vocab 129280) and transformers 5.24 DeepseekV3Config (128
+    # heads, q/kv LoRA ranks 1536/512, nope/rope/v head dims 128/64/128, 1 MTP layer).
+    _moe(
+        "deepseek-v3", "DeepSeek-V3 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
+        vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
+        mtp_layers=1, **_MLA,
+    ),
+    # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense).
+    _moe(
+        "kimi-k2", "Kimi K2 1T", layers=61, hidden=7168, ffn=18432, heads=64, kv_heads=64, vocab=163840,
+        v_head_dim=128, experts=384, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=1, **_MLA,
+    ),
+    # Qwen3 MoE: Megatron-Bridge 0.3.1 Qwen3MoEModelProvider30B_A3B / 235B_A22B (128 experts top-8, head dim 128,
+    # 4 query groups, QK norm, vocab 151936).
+    _moe(
+        "qwen3-30b-a3b", "Qwen3-30B-A3B", layers=48, hidden=2048, ffn=6144, heads=32, kv_heads=4, head_size=128,
+        qk_norm=True, vocab=151936, experts=128, top_k=8, moe_ffn=768,
+    ),
+    _moe(
+        "qwen3-235b-a22b", "Qwen3-235B-A22B", layers=94, hidden=4096, ffn=12288, heads=64, kv_heads=4,
+        head_size=128, qk_norm=True, vocab=151936, experts=128, top_k=8, moe_ffn=1536,
+    ),
+    # GPT-OSS: Megatron-Bridge 0.3.1 GPTOSSProvider20B / 120B (2880 wide, 64 heads of 64, 8 query groups, experts of
+    # 2880 top-4, biases, learnable softmax sinks, every other layer a 128-token sliding window, vocab 201088).
+    _moe(
+        "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
+        vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,
+        moe_ffn=2880,
+    ),
+    _moe(
+        "gpt-oss-120b", "GPT-OSS-120B", layers=36, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
+        vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=18, experts=128, top_k=4,
+        moe_ffn=2880,
+    ),
+    # Mixtral 8x7B: transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1). Mixtral 8x22B is left
+    # out: its shapes are in none of the sources bundled with the measured data.
+    _moe(
+        "mixtral-8x7b", "Mixtral 8x7B", layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=32000,
+        experts=8, top_k=2, moe_ffn=14336,
+    ),
+)  # fmt: skip
+
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
 # the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.
 ZOO: dict[str, ModelSpec] = {
@@ -151,6 +359,7 @@ ZOO: dict[str, ModelSpec] = {
         gpt("gpt3-5b", "GPT-3 5B", 24, 4096, 32, 50257, 2048),
         gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048),
         gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
+        *MOE_MODELS,
     )
 }
 

@@ -72,6 +72,23 @@ class ModelOverride(_Strict):
     norm: Literal["rmsnorm", "layernorm"] | None = None
     bias: bool | None = None
     learned_positions: int | None = Field(default=None, ge=0, le=10_000_000)
+    head_size: int | None = Field(default=None, ge=0, le=100_000)
+    qk_norm: bool | None = None
+    attention: Literal["gqa", "mla"] | None = None
+    q_lora_rank: int | None = Field(default=None, ge=0, le=1_000_000)
+    kv_lora_rank: int | None = Field(default=None, ge=0, le=1_000_000)
+    qk_nope_dim: int | None = Field(default=None, ge=0, le=100_000)
+    qk_rope_dim: int | None = Field(default=None, ge=0, le=100_000)
+    v_head_dim: int | None = Field(default=None, ge=0, le=100_000)
+    sliding_window: int | None = Field(default=None, ge=0, le=100_000_000)
+    sliding_layers: int | None = Field(default=None, ge=0, le=10_000)
+    attention_sinks: bool | None = None
+    experts: int | None = Field(default=None, ge=0, le=100_000)
+    top_k: int | None = Field(default=None, ge=0, le=100_000)
+    shared_experts: int | None = Field(default=None, ge=0, le=1_000)
+    moe_ffn: int | None = Field(default=None, ge=0, le=10_000_000)
+    dense_layers: int | None = Field(default=None, ge=0, le=10_000)
+    mtp_layers: int | None = Field(default=None, ge=0, le=100)
 
 
 class Parallelism(_Strict):
@@ -80,6 +97,8 @@ class Parallelism(_Strict):
     cp: Degree | None = None
     vp: Degree | None = None
     ep: Degree | None = None
+    etp: Degree | None = None
+    """Expert tensor-parallel size (MoE models): the experts' TP, separate from the attention's."""
     dp: Degree | None = None
     mbs: PositiveInt | None = None
     gbs: Annotated[int, Field(ge=1, le=10**9)] | None = None
@@ -149,6 +168,8 @@ class Scenario(_Strict):
     n_gpus: PositiveInt = 8
     precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
     tokens: Annotated[float, Field(gt=0)] | None = None
+    moe_imbalance: Annotated[float, Field(ge=1.0, le=64.0, allow_inf_nan=False)] = 1.0
+    """MoE: tokens the busiest expert rank receives over the mean (1.0: balanced, as the published rows force)."""
     lora_rank: Annotated[int, Field(ge=0, le=65536)] = 0
     """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
     parallelism: Parallelism = Parallelism()
@@ -208,11 +229,18 @@ class Scenario(_Strict):
         """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
         power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
         `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
-        the capped batch (the prediction then warns beyond published convergence data)."""
+        the capped batch (the prediction then warns beyond published convergence data). Never below an MLPerf
+        benchmark's minimum batch."""
         seq = self.parallelism.seq_len
         gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
         cap = max(1, TOKENS_PER_STEP_CAP // seq)
-        return gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
+        chosen = gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
+        if self.benchmark:
+            from perfmodel.inputs.mlperf import get_benchmark
+
+            minimum = get_benchmark(self.benchmark).min_gbs or 0
+            chosen = chosen if chosen >= minimum else self.n_gpus * math.ceil(minimum / self.n_gpus)
+        return chosen
 
 
 TYPE_MISMATCH = frozenset(("string_type", "model_type", "dict_type", "model_attributes_type"))
@@ -284,7 +312,7 @@ def _shown(value: Any) -> str:
     return f" (got {text})"
 
 
-LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "recompute", "zero")
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "zero")
 WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
@@ -320,7 +348,7 @@ OPTION_FIELDS: dict[str, str] = {
     "system": "system",
     "n_gpus": "n_gpus",
     "precision": "precision",
-    **{name: f"parallelism.{name}" for name in ("tp", "pp", "cp", "vp", "ep", "dp", "mbs", "gbs", "seq_len")},
+    **{name: f"parallelism.{name}" for name in ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "seq_len")},
     "recompute": "parallelism.recompute",
     "zero": "parallelism.zero",
     "tokens": "tokens",

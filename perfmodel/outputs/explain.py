@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, reduce_scatter
@@ -453,6 +454,11 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
 def explain(p: Prediction) -> Explanation:
     """The explanation of one prediction (the one `perfmodel predict` would print for the same flags)."""
     ctx = context_for(p.scenario)
+    if ctx.model.is_moe:
+        raise PerfmodelError(
+            f"explain: {ctx.model.id} is a mixture-of-experts model; explain breaks down dense layers only "
+            "(use predict for its step breakdown, EP communication included)"
+        )
     trace: dict[str, Any] = {}
     evaluate(ctx, layout_vars(p.layout), trace)
     rows, op_formulas = _operations(ctx, trace, p.layout.recompute)

@@ -20,7 +20,8 @@ def _tabulate(rows: list[list[str]], headers: list[str]) -> str:
 
 def layout_label(p: Prediction) -> str:
     lo = p.layout
-    return f"TP{lo.tp} PP{lo.pp} VP{lo.vp} CP{lo.cp} DP{lo.dp}"
+    experts = (f" EP{lo.ep}" if lo.ep > 1 else "") + (f" ETP{lo.etp}" if lo.etp > 1 else "")
+    return f"TP{lo.tp} PP{lo.pp} VP{lo.vp} CP{lo.cp} DP{lo.dp}{experts}"
 
 
 def _run_cells(p: Prediction) -> list[str]:

@@ -23,6 +23,7 @@ BREAKDOWN_LABELS = {
     "dp_comm_exposed_s": "data-parallel communication, exposed",
     "optimizer_s": "optimizer step",
     "other_s": "other (data loading, logging, syncs)",
+    "ep_comm_exposed_s": "expert-parallel all-to-all, exposed",
 }
 
 

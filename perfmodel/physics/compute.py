@@ -35,6 +35,18 @@ def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
     return best
 
 
+def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float) -> Number:
+    """Useful share of a grouped GEMM's tile slots: `groups` GEMMs of m x n each pad m and n to whole tiles (a
+    16-token expert fills an eighth of a 128-row tile), and all their tiles share the waves."""
+    best: Number = 0.0
+    for tile_m, tile_n in TILES:
+        m_tiles, n_tiles = ceil(m / tile_m), ceil(n / tile_n)
+        tiles = groups * m_tiles * n_tiles
+        padding = m / (m_tiles * tile_m) * n / (n_tiles * tile_n)
+        best = maximum(best, padding * tiles / (ceil(tiles / sms) * sms))
+    return best
+
+
 def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
     memory_s = op.bytes / (acc.hbm_bytes_per_s * eff.memory)
     overhead_s = eff.kernel_overhead_us * 1e-6
@@ -42,6 +54,9 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
         return memory_s + overhead_s
     if op.kind == "gemm":
         rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * wave_efficiency(op.m, op.n, acc.sms.value)
+        return maximum(op.flops / rate, memory_s) + overhead_s
+    if op.kind == "grouped_gemm":
+        rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
         return maximum(op.flops / rate, memory_s) + overhead_s
     backward = op.name.endswith(".bwd")
     length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)

@@ -38,6 +38,10 @@ class Efficiency:
     run_overhead_s: float = 20.0
     """Time in an MLPerf timed region spent outside steps and evaluations: data-loader start, first-iteration
     compilation and CUDA-graph capture, the final synchronisation."""
+    overlap_ep: float = 0.5
+    """Share of the MoE layer's compute behind which the expert-parallel dispatch/combine all-to-alls hide
+    (Megatron overlaps them with the shared experts and, with its EP-communication overlap, with another
+    micro-batch's compute). Assumed, not fitted: the bundled calibration has no MoE rows."""
 
     def gemm(self, fmt: str) -> float:
         return {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "fp4": self.gemm_fp4}[fmt]

@@ -36,6 +36,7 @@ class LayoutNumbers(NamedTuple):
     seq_len: Any
     recompute: Any
     zero: Any
+    etp: Any = 1
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class Layout:
     seq_len: int
     recompute: str
     zero: int
+    etp: int = 1
+    """Expert tensor parallelism (MoE): the experts' own TP degree, folded with EP over the TP x CP x DP ranks."""
 
     @property
     def n_gpus(self) -> int:
@@ -64,12 +67,15 @@ class Layout:
     def numbers(self) -> LayoutNumbers:
         mode = RECOMPUTE_MODES.index(self.recompute) if self.recompute in RECOMPUTE_MODES else -1
         lo = self
-        return LayoutNumbers(lo.tp, lo.pp, lo.cp, lo.dp, lo.vp, lo.ep, lo.mbs, lo.gbs, lo.seq_len, mode, lo.zero)
+        return LayoutNumbers(
+            lo.tp, lo.pp, lo.cp, lo.dp, lo.vp, lo.ep, lo.mbs, lo.gbs, lo.seq_len, mode, lo.zero, lo.etp
+        )
 
     def describe(self) -> str:
         return (
             f"TP{self.tp} PP{self.pp} VP{self.vp} CP{self.cp} DP{self.dp}"
             + (f" EP{self.ep}" if self.ep > 1 else "")
+            + (f" ETP{self.etp}" if self.etp > 1 else "")
             + f", MBS {self.mbs}, GBS {self.gbs}, seq {self.seq_len}, recompute {self.recompute}, ZeRO-{self.zero}"
         )
 
@@ -134,8 +140,27 @@ RULES: tuple[Rule, ...] = (
         lambda v, md, n: f"GBS {v.gbs} must be divisible by MBS {v.mbs} x DP {v.dp} = {v.mbs * v.dp}",
     ),
     Rule(
-        lambda v, md, n: v.ep == 1,
+        lambda v, md, n: (v.ep == 1) | (md.experts > 0),
         lambda v, md, n: f"EP {v.ep} needs a mixture-of-experts model; {md.id} is dense (use EP 1)",
+    ),
+    Rule(
+        lambda v, md, n: (v.etp == 1) | (md.experts > 0),
+        lambda v, md, n: f"expert TP {v.etp} needs a mixture-of-experts model; {md.id} is dense (use ETP 1)",
+    ),
+    Rule(
+        lambda v, md, n: (md.experts == 0) | (md.experts % v.ep == 0),
+        lambda v, md, n: f"EP {v.ep} must divide the {md.experts} experts of {md.id}",
+    ),
+    Rule(
+        lambda v, md, n: (md.experts == 0) | ((v.tp * v.cp * v.dp) % (v.ep * v.etp) == 0),
+        lambda v, md, n: (
+            f"EP {v.ep} x expert TP {v.etp} = {v.ep * v.etp} must divide the TP x CP x DP = "
+            f"{v.tp * v.cp * v.dp} ranks of a pipeline stage (MoE parallel folding)"
+        ),
+    ),
+    Rule(
+        lambda v, md, n: (md.experts == 0) | (md.moe_ffn % v.etp == 0),
+        lambda v, md, n: f"expert TP {v.etp} must divide the expert width {md.moe_ffn}",
     ),
     Rule(
         lambda v, md, n: (v.zero < 3) | (v.pp == 1),

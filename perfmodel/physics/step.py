@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
-from perfmodel.physics import memory
+from perfmodel.physics import memory, moe
 from perfmodel.physics.algebra import Number, maximum, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
@@ -25,6 +25,8 @@ from perfmodel.physics.workload import (
     SELECTIVE_RECOMPUTE,
     Op,
     Shard,
+    attention_block_backward,
+    attention_block_forward,
     embedding_ops,
     head_backward,
     head_forward,
@@ -62,6 +64,8 @@ class Context:
     lora_rank: int = 0
     """0: full training. r > 0: the base model is frozen and only rank-r LoRA adapters on the attention
     projections train (no weight-gradient GEMMs, gradients or optimizer state for the base weights)."""
+    imbalance: float = 1.0
+    """MoE: tokens on the busiest expert rank over the mean (1.0: balanced, as the published rows force)."""
 
     @cached_property
     def tiers(self) -> Tiers:
@@ -84,6 +88,8 @@ class LayoutVars(NamedTuple):
     gbs: Number
     recompute: Number
     zero: Number
+    ep: Number = 1.0
+    etp: Number = 1.0
 
 
 class StepResult(NamedTuple):
@@ -99,10 +105,12 @@ class StepResult(NamedTuple):
     """A forward pass over one global batch with this layout (evaluation), no backward or optimizer."""
     memory: memory.MemoryBreakdown
     hbm_bytes: float
+    ep_comm_exposed_s: Number = 0.0
+    """MoE models: expert-parallel dispatch/combine (and expert-TP) communication not hidden behind compute."""
 
     @property
     def step_time_s(self) -> Number:
-        return sum(getattr(self, part) for part in BREAKDOWN)
+        return sum(getattr(self, part) for part in BREAKDOWN) + self.ep_comm_exposed_s
 
     @property
     def fits(self) -> Number:
@@ -121,7 +129,7 @@ class _LayerTimes(NamedTuple):
 
 
 def _is_gemm(op: Op) -> bool:
-    return op.kind == "gemm"
+    return op.kind in ("gemm", "grouped_gemm")
 
 
 def _is_attention(op: Op) -> bool:
@@ -137,13 +145,28 @@ def _recomputed_selectively(op: Op) -> bool:
 
 
 def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
+    """One layer's times; for a MoE model the mean over its dense and MoE layers."""
+    md = ctx.model
+    if md.is_moe and not md.dense_layers:
+        return _moe_layer_times(ctx, sh, recipe)
+    dense = _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
+    if not md.is_moe:
+        return dense
+    moe_layer = _moe_layer_times(ctx, sh, recipe)
+    share = md.moe_layers / md.layers
+    return _LayerTimes(*((1 - share) * d + share * m for d, m in zip(dense, moe_layer, strict=True)))
+
+
+def _moe_layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
+    forward = attention_block_forward(sh, recipe) + moe.moe_block_forward(sh, recipe)
+    backward = moe.moe_block_backward(sh, recipe) + attention_block_backward(sh, recipe, ctx.frozen_base)
+    return _times_of(ctx, forward, backward)
+
+
+def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTimes:
     acc, eff = ctx.hardware.accelerator, ctx.efficiency
-    fwd = times_by(
-        layer_forward(sh, recipe), acc, eff, gemm=_is_gemm, attention=_is_attention, selective=_recomputed_selectively
-    )
-    bwd = times_by(
-        layer_backward(sh, recipe, ctx.frozen_base), acc, eff, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention
-    )
+    fwd = times_by(forward, acc, eff, gemm=_is_gemm, attention=_is_attention, selective=_recomputed_selectively)
+    bwd = times_by(backward, acc, eff, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention)
     return _LayerTimes(
         forward=fwd["total"],
         backward=bwd["total"],
@@ -221,6 +244,31 @@ def _rank_params(md: ModelSpec, tp: Number, pp: Number, stages: StageLayers) -> 
     return _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
 
 
+def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tuple[_RankParams, _RankParams]:
+    """A MoE model's parameters per rank (all, and the routed experts among them, sharded over EP x ETP): the mean
+    layer's, the embedding and head, and on the last stage the MTP modules."""
+    tp, pp = lv.tp, lv.pp
+    share = md.moe_layers / md.layers
+    experts = share * moe.expert_params_per_layer(md, lv.ep, lv.etp)
+    layer = ((1 - share) * md.params_per_layer + share * md.moe_layer_dense_params) / tp + experts
+    mtp_experts = md.mtp_layers * moe.expert_params_per_layer(md, lv.ep, lv.etp)
+    mtp = (md.mtp_params - md.mtp_layers * md.routed_expert_params_per_layer) / tp + mtp_experts
+    vocab_rows = padded_vocab(md, tp) / tp * md.hidden
+    single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params + mtp
+    first = where(pp == 1, single, stages.first * layer + vocab_rows)
+    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params + mtp)
+    held = _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
+    first_e = where(pp == 1, md.layers * experts + mtp_experts, stages.first * experts)
+    last_e = where(pp == 1, md.layers * experts + mtp_experts, stages.last * experts + mtp_experts)
+    most_e = where(held.most == first, first_e, where(held.most == last, last_e, stages.interior * experts))
+    return held, _RankParams(first_e, last_e, most_e)
+
+
+def _expert_dp(lv: LayoutVars) -> Number:
+    """Expert data-parallel ranks: the stage's TP x CP x DP ranks refolded as ETP x EP x EDP."""
+    return lv.tp * lv.cp * lv.dp / (lv.ep * lv.etp)
+
+
 def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Number:
     """Parameters that get gradients and optimizer state: all of them, or only the LoRA adapters."""
     if not ctx.frozen_base:
@@ -264,8 +312,8 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     """Price one layout (floats) or many (arrays). `trace`, when given, receives the intermediate quantities by
     name, for `perfmodel explain`; it changes nothing in the result."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
-    tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv
-    sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len)
+    tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv[:9]
+    sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = gbs / (mbs * dp)
     full, selective = rc == 2, rc == 1
 
@@ -295,6 +343,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     cp_fwd = exposed(cp_comm.forward, windows.cp_forward, eff.overlap_cp)
     cp_bwd = exposed(cp_comm.layer - cp_comm.forward, windows.cp_backward, eff.overlap_cp)
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
+    ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd = times_by(head_forward(sh), acc, eff, gemm=_is_gemm)
@@ -306,24 +355,35 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     # The busiest rank sets the pace of the pipeline.
     stages = stage_layers(md.layers, pp, vp)
 
-    def rank(layers: Number, extra_compute: Number, extra_tp: Number) -> tuple[Number, Number, Number]:
-        return (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
+    if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
+        head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
+        head_comm = head_comm + md.mtp_layers * (tp_exposed + head_comm)
 
-    single = rank(md.layers, head_compute + embed_compute, head_comm)
+    # The MTP modules' MoE layers exchange tokens too: the mean layer's EP time counts only MoE layers' share.
+    mtp_ep = md.mtp_layers * ep_exposed * md.layers / md.moe_layers if md.mtp_layers and md.is_moe else 0.0
+
+    def rank(layers: Number, extra_compute: Number, extra_tp: Number, extra_ep: Number = 0.0) -> tuple[Number, ...]:
+        parts = (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
+        return (*parts, layers * ep_exposed + extra_ep) if md.is_moe else parts
+
+    single = rank(md.layers, head_compute + embed_compute, head_comm, mtp_ep)
     pipelined = _busiest(
         rank(stages.interior, 0.0, 0.0),
         rank(stages.first, embed_compute, 0.0),
-        rank(stages.last, head_compute, head_comm),
+        rank(stages.last, head_compute, head_comm, mtp_ep),
     )
-    mb_compute, mb_tp, mb_cp = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
+    mb_compute, mb_tp, mb_cp, *mb_ep = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
     busiest_layers = where(pp == 1, md.layers, stages.interior)
     # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
     # communication exposed in that pass (the NICs are free then). Crediting the compute alone let TP, CP and DP all
     # hide behind the same kernels, so that faster compute could expose more communication than it saved.
     fwd_layer = lt.forward + tp_fwd + cp_fwd
+    bwd_layer = lt.backward + recompute_s + tp_bwd + cp_bwd
+    if md.is_moe:
+        fwd_layer, bwd_layer = fwd_layer + ep_fwd, bwd_layer + ep_exposed - ep_fwd
     mb_forward = busiest_layers * fwd_layer
-    mb_backward = busiest_layers * (lt.backward + recompute_s + tp_bwd + cp_bwd)
-    pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp)
+    mb_backward = busiest_layers * bwd_layer
+    pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp + sum(mb_ep))
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
     # cool-down ones are on the critical path, the steady-state ones mostly overlap.
@@ -331,15 +391,20 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
-    params = _rank_params(md, tp, pp, stages)
-    trainable = _trainable(ctx, params.most, busiest_layers, tp)
+    params, experts = _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, tp, pp, stages), None)
+    expert_most = 0.0 if experts is None else experts.most
+    trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
     dp_links = group_links(ctx.tiers, eff, dp * cp, tp)
-    dp_comm = _data_parallel(
-        ctx, zero, dp_links, params.most, trainable, microbatches, mb_forward, mb_backward, pp_bubble
-    )
+    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble)
+    dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
     step_params = where(zero >= 1, trainable / (dp * cp), trainable)
+    if experts is not None:  # routed-expert gradients reduce over expert DP, at a stride of EP x ETP
+        expert_trainable = 0.0 if ctx.frozen_base else experts.most
+        edp_links = group_links(ctx.tiers, eff, _expert_dp(lv), lv.ep * lv.etp)
+        dp_comm = dp_comm + _data_parallel(ctx, zero, edp_links, experts.most, expert_trainable, *windows_dp)
+        step_params = step_params + where(zero >= 1, expert_trainable / _expert_dp(lv), expert_trainable)
     cast_bytes = FP32_BYTES + rec.weight_bytes if rec.quantised else 0.0
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
 
@@ -367,9 +432,28 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
         optimizer_s=optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6,
         other_s=eff.step_overhead_s + 0.0 * tp,
         forward_only_s=forward_only,
-        memory=_memory(ctx, lv, stages, sh.tokens, microbatches, params),
+        memory=_memory(ctx, lv, stages, sh, microbatches, params, experts),
         hbm_bytes=acc.memory_bytes,
+        ep_comm_exposed_s=microbatches * mb_ep[0] if mb_ep else 0.0,
     )
+
+
+def _expert_parallel(
+    ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, recompute_s: Number, full: Number
+) -> tuple[Number, Number]:
+    """Exposed EP (and expert-TP) communication of the mean layer: (forward, whole step); zero for dense models.
+
+    Each pass's all-to-alls hide behind that pass's compute, up to the `overlap_ep` share."""
+    md, eff = ctx.model, ctx.efficiency
+    if not md.is_moe:
+        return 0.0, 0.0
+    ep_links = group_links(ctx.tiers, eff, lv.ep, lv.etp)
+    etp_links = group_links(ctx.tiers, eff, lv.etp, 1)
+    forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full)
+    share = md.moe_layers / md.layers
+    exposed_fwd = share * exposed(forward, lt.forward, eff.overlap_ep)
+    exposed_bwd = share * exposed(layer - forward, lt.backward + recompute_s, eff.overlap_ep)
+    return exposed_fwd, exposed_fwd + exposed_bwd
 
 
 def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
@@ -382,25 +466,44 @@ def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
 
 
 def _memory(
-    ctx: Context, lv: LayoutVars, stages: StageLayers, tokens: Number, microbatches: Number, params: _RankParams
+    ctx: Context,
+    lv: LayoutVars,
+    stages: StageLayers,
+    sh: Shard,
+    microbatches: Number,
+    params: _RankParams,
+    experts: _RankParams | None,
 ) -> memory.MemoryBreakdown:
-    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts."""
-    md, rec, tp, pp, vp = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp
+    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts.
+
+    A MoE model's routed-expert weights, gradients and optimizer state shard over expert DP, the rest over DP x CP.
+    """
+    md, rec, tp, pp, vp, tokens = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp, sh.tokens
     single_rank = pp == 1
     in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
     in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
     def activations(layers: Number) -> Number:
-        modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
+        if md.is_moe:
+            modes = [moe.layer_activations(sh, rec, mode, layers) for mode in ("none", "selective", "full")]
+        else:
+            modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
         return where(lv.recompute == 2, modes[2], where(lv.recompute == 1, modes[1], modes[0]))
 
-    def breakdown(held: Number, rank_layers: Number, acts: Number) -> memory.MemoryBreakdown:
-        state = memory.model_state(held, _trainable(ctx, held, rank_layers, tp), rec, lv.zero, lv.dp * lv.cp)
+    def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
+        dense = held - expert if md.is_moe else held
+        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, lv.dp * lv.cp)
+        if md.is_moe:
+            trained = 0.0 * expert if ctx.frozen_base else expert
+            shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv))
+            state = tuple(a + b for a, b in zip(state, shards, strict=True))
         return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
 
     logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp)
     first_layers = where(single_rank, md.layers, stages.first)
     last_layers = where(single_rank, md.layers, stages.last)
-    first = breakdown(params.first, first_layers, activations(in_flight_first) + where(single_rank, logits, 0.0))
-    last = breakdown(params.last, last_layers, activations(in_flight_last) + logits)
+    first_e, last_e = (0.0, 0.0) if experts is None else (experts.first, experts.last)
+    first_acts = activations(in_flight_first) + where(single_rank, logits, 0.0)
+    first = breakdown(params.first, first_layers, first_acts, first_e)
+    last = breakdown(params.last, last_layers, activations(in_flight_last) + logits, last_e)
     return memory.peak(first, last)

@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple
 
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
-from perfmodel.physics.algebra import Number
+from perfmodel.physics.algebra import Number, minimum
 
 FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
@@ -21,17 +21,20 @@ ATTENTION_BWD_FLOP_RATIO = 2.5
 
 class Op(NamedTuple):
     name: str
-    kind: Literal["gemm", "attention", "memory"]
+    kind: Literal["gemm", "grouped_gemm", "attention", "memory"]
     flops: Number
     bytes: Number
     fmt: str = "bf16"
     m: Number = 0
     n: Number = 0
     exps: Number = 0
+    groups: Number = 1
+    """GEMMs of m x n run by one grouped kernel (the local experts of a MoE layer)."""
 
 
 class Shard(NamedTuple):
-    """One rank's slice of a micro-batch."""
+    """One rank's slice of a micro-batch; MoE layers also see the expert layout (EP, expert TP) and the load
+    imbalance (tokens on the busiest expert rank over the mean)."""
 
     model: ModelSpec
     recipe: Recipe
@@ -39,6 +42,9 @@ class Shard(NamedTuple):
     cp: Number
     mbs: Number
     seq_len: Number
+    ep: Number = 1.0
+    etp: Number = 1.0
+    imbalance: float = 1.0
 
     @property
     def tokens(self) -> Number:
@@ -49,15 +55,32 @@ def _gemm(name: str, m: Number, n: Number, k: Number, fmt: str, in_bytes: float)
     return Op(name, "gemm", 2 * m * n * k, (m * k + k * n) * in_bytes + m * n * BF16_BYTES, fmt, m, n)
 
 
-def _linear_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
-    """(name, k_in, n_out, column_parallel) of the four linear layers of one layer on one TP rank."""
+def attention_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
+    """(name, k_in, n_out, column_parallel) of the attention's linear layers on one TP rank.
+
+    MLA (Megatron's MultiLatentAttention): the Q and KV down-projections are duplicated on every TP rank (their
+    outputs are small), the up-projections column-parallel, the output projection row-parallel.
+    """
     md, t = sh.model, sh.tp
-    return [
-        ("qkv", md.hidden, (md.hidden + 2 * md.kv_dim) / t, True),
-        ("proj", md.hidden / t, md.hidden, False),
-        ("fc1", md.hidden, md.mlp_in_width / t, True),
-        ("fc2", md.ffn / t, md.hidden, False),
-    ]
+    if md.attention == "mla":
+        q_up: list[tuple[str, Number, Number, bool]] = (
+            [("q_down", md.hidden, md.q_lora_rank, False), ("q_up", md.q_lora_rank, md.q_dim / t, True)]
+            if md.q_lora_rank
+            else [("q_proj", md.hidden, md.q_dim / t, True)]
+        )
+        kv_up = md.heads * (md.qk_nope_dim + md.v_head_dim) / t
+        return [
+            *q_up,
+            ("kv_down", md.hidden, md.kv_lora_rank + md.qk_rope_dim, False),
+            ("kv_up", md.kv_lora_rank, kv_up, True),
+            ("proj", md.heads * md.v_head_dim / t, md.hidden, False),
+        ]
+    return [("qkv", md.hidden, (md.q_dim + 2 * md.kv_dim) / t, True), ("proj", md.q_dim / t, md.hidden, False)]
+
+
+def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
+    md, t = sh.model, sh.tp
+    return [("fc1", md.hidden, md.mlp_in_width / t, True), ("fc2", md.ffn / t, md.hidden, False)]
 
 
 def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0) -> Op:
@@ -84,18 +107,39 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
     return ops
 
 
-def layer_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    md, t, T = sh.model, sh.tp, sh.tokens
-    h = md.hidden
-    qkv, proj, fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _linear_shapes(sh))
-    act_bytes = 3 * BF16_BYTES if md.mlp == "swiglu" else 2 * BF16_BYTES
+def _rope_elements(sh: Shard) -> Number:
+    """Elements rotary embedding touches: Q and K (GQA), the rope part of each query head and the shared rope key
+    (MLA)."""
+    md = sh.model
+    if md.attention == "mla":
+        return sh.tokens * (md.heads * md.qk_rope_dim / sh.tp + md.qk_rope_dim)
+    return sh.tokens * (md.q_dim + md.kv_dim) / sh.tp
+
+
+def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """Norm, projections, rotary embedding, attention and residual of one layer."""
+    t, T, h = sh.tp, sh.tokens, sh.model.hidden
+    *projections, proj = (_linear_forward(sh, recipe, *shape) for shape in attention_shapes(sh))
+    latent = sh.model.q_lora_rank + sh.model.kv_lora_rank
+    latent_norms = [_mem("latent_norms", T * latent, 2 * BF16_BYTES)] if sh.model.attention == "mla" else []
     return [
         _mem("norm1", T / t * h, 2 * BF16_BYTES),
-        *qkv,
-        _mem("rope", T * (h + md.kv_dim) / t, 2 * BF16_BYTES),
-        attention_forward(sh),
+        *(op for ops in projections for op in ops),
+        *latent_norms,
+        _mem("rope", _rope_elements(sh), 2 * BF16_BYTES),
+        *attention_forward(sh),
         *proj,
         _mem("residual1", T / t * h, 3 * BF16_BYTES),
+    ]
+
+
+def mlp_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """Norm, dense MLP and residual of one layer."""
+    md, t, T = sh.model, sh.tp, sh.tokens
+    h = md.hidden
+    fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _mlp_shapes(sh))
+    act_bytes = 3 * BF16_BYTES if md.mlp == "swiglu" else 2 * BF16_BYTES
+    return [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
         *fc1,
         _mem("activation", T * md.ffn / t, act_bytes),
@@ -104,51 +148,100 @@ def layer_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     ]
 
 
-def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
-    """Backward of one layer; `frozen_weights` (LoRA fine-tuning) skips the weight-gradient GEMMs."""
-    md, t, T = sh.model, sh.tp, sh.tokens
-    h, fmt = md.hidden, recipe.gemm_format
-    in_bytes = recipe.element_bytes
-    ops = [_mem("residual2.bwd", T / t * h, 3 * BF16_BYTES)]
-    act_bytes = 5 * BF16_BYTES if md.mlp == "swiglu" else 3 * BF16_BYTES
-    for name, k, n, _column in reversed(_linear_shapes(sh)):
-        if recipe.quantised:
-            ops.append(_cast(f"{name}.grad_cast", T * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
-            if recipe.hadamard_wgrad and not frozen_weights:
-                ops.append(_cast(f"{name}.input_hadamard", T * k, recipe, extra_passes=0))
-        ops.append(_gemm(f"{name}.dgrad", T, k, n, fmt, in_bytes))
-        if not frozen_weights:
-            ops.append(_gemm(f"{name}.wgrad", k, n, T, fmt, in_bytes))
-        if name == "fc2":
-            ops.append(_mem("activation.bwd", T * md.ffn / t, act_bytes))
-        if name == "fc1":
-            ops += [_mem("norm2.bwd", T / t * h, 3 * BF16_BYTES), _mem("residual1.bwd", T / t * h, 3 * BF16_BYTES)]
-        if name == "proj":
-            ops.append(attention_backward(sh))
-    ops += [_mem("rope.bwd", T * (h + md.kv_dim) / t, 2 * BF16_BYTES), _mem("norm1.bwd", T / t * h, 3 * BF16_BYTES)]
+def layer_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    return attention_block_forward(sh, recipe) + mlp_block_forward(sh, recipe)
+
+
+def linear_backward(
+    sh: Shard, recipe: Recipe, shape: tuple[str, Number, Number, bool], frozen_weights: bool, rows: Number
+) -> list[Op]:
+    """Casts, dgrad and wgrad GEMMs of one linear layer over `rows` tokens."""
+    name, k, n, _column = shape
+    fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
+    ops = []
+    if recipe.quantised:
+        ops.append(_cast(f"{name}.grad_cast", rows * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
+        if recipe.hadamard_wgrad and not frozen_weights:
+            ops.append(_cast(f"{name}.input_hadamard", rows * k, recipe, extra_passes=0))
+    ops.append(_gemm(f"{name}.dgrad", rows, k, n, fmt, in_bytes))
+    if not frozen_weights:
+        ops.append(_gemm(f"{name}.wgrad", k, n, rows, fmt, in_bytes))
     return ops
 
 
-def attention_forward(sh: Shard) -> Op:
+def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
+    md, t, T = sh.model, sh.tp, sh.tokens
+    h = md.hidden
+    fc1, fc2 = _mlp_shapes(sh)
+    act_bytes = 5 * BF16_BYTES if md.mlp == "swiglu" else 3 * BF16_BYTES
+    return [
+        _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
+        *linear_backward(sh, recipe, fc2, frozen_weights, T),
+        _mem("activation.bwd", T * md.ffn / t, act_bytes),
+        *linear_backward(sh, recipe, fc1, frozen_weights, T),
+        _mem("norm2.bwd", T / t * h, 3 * BF16_BYTES),
+        _mem("residual1.bwd", T / t * h, 3 * BF16_BYTES),
+    ]
+
+
+def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
+    t, T, h = sh.tp, sh.tokens, sh.model.hidden
+    proj, *projections = reversed(attention_shapes(sh))
+    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh)]
+    for shape in projections:
+        ops += linear_backward(sh, recipe, shape, frozen_weights, T)
+    if sh.model.attention == "mla":
+        ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
+    return [*ops, _mem("rope.bwd", _rope_elements(sh), 2 * BF16_BYTES), _mem("norm1.bwd", T / t * h, 3 * BF16_BYTES)]
+
+
+def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
+    """Backward of one layer; `frozen_weights` (LoRA fine-tuning) skips the weight-gradient GEMMs."""
+    return mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
+
+
+def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length: Number) -> Op:
+    """Flash attention over `layer_share` of the layers, each query against `keys` keys on average."""
+    md, t, T = sh.model, sh.tp, sh.tokens
+    flops = 2 * T * keys * md.attention_widths / t * layer_share
+    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else md.kv_dim
+    k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
+    io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
+    return Op(name, "attention", flops, io, "bf16", m=length, exps=T * keys * md.heads / t * layer_share)
+
+
+def attention_forward(sh: Shard) -> list[Op]:
     """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads.
 
     `m` carries the sequence length one kernel call sees: the whole sequence, or with context parallelism the
-    seq_len / cp tokens (two load-balanced chunks) of each ring step.
+    seq_len / cp tokens (two load-balanced chunks) of each ring step. A model with sliding-window layers gets a
+    second kernel for their share of the layers: `mean_keys` keys per query, a window-long kernel.
     """
-    md, t, T = sh.model, sh.tp, sh.tokens
-    flops = 2 * T * sh.seq_len * md.hidden / t
-    io = T * (2 * md.hidden + 2 * md.kv_dim) / t * BF16_BYTES
-    return Op("attention", "attention", flops, io, "bf16", m=sh.seq_len / sh.cp, exps=T * sh.seq_len / 2 * md.heads / t)
+    md = sh.model
+    if not md.sliding_layers:
+        return [_attention_op(sh, "attention", sh.seq_len / 2, 1.0, sh.seq_len / sh.cp)]
+    window_share = md.sliding_layers / md.layers
+    window = minimum(md.sliding_window, sh.seq_len / sh.cp)
+    return [
+        _attention_op(sh, "attention", sh.seq_len / 2, 1 - window_share, sh.seq_len / sh.cp),
+        _attention_op(sh, "attention.window", md.mean_keys(sh.seq_len), window_share, window),
+    ]
 
 
-def attention_backward(sh: Shard) -> Op:
-    fwd = attention_forward(sh)
-    flops = ATTENTION_BWD_FLOP_RATIO * fwd.flops
-    return Op("attention.bwd", "attention", flops, 2 * fwd.bytes, "bf16", m=fwd.m, exps=fwd.exps)
+def attention_backward(sh: Shard) -> list[Op]:
+    flops = ATTENTION_BWD_FLOP_RATIO
+    return [
+        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps)
+        for fwd in attention_forward(sh)
+    ]
 
 
-SELECTIVE_RECOMPUTE = frozenset(("norm1", "norm2", "activation"))
-"""Forward operations selective recomputation re-runs: cheap, memory-bound, and their outputs are large."""
+SELECTIVE_RECOMPUTE = frozenset(
+    ("norm1", "norm2", "activation", "latent_norms", "q_up.cast", "q_up.fprop", "kv_up.cast", "kv_up.fprop")
+)
+"""Forward operations selective recomputation re-runs: cheap, memory-bound, and their outputs are large; with MLA
+also the latent norms and the Q/KV up-projections, so that only the small latents are kept (DeepSeek-V3 report:
+"recompute RMSNorm and MLA up-projections", the recompute note of its row in measured_runs.csv)."""
 
 
 def recompute_forward(sh: Shard, recipe: Recipe, mode: str) -> list[Op]:

@@ -20,7 +20,7 @@ from perfmodel.planning import goodput, tco
 from perfmodel.planning.search import SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
-LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "mbs", "recompute", "zero")
+LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero")
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class Prediction:
                 "dp": lo.dp,
                 "vp": lo.vp,
                 "ep": lo.ep,
+                **({"etp": lo.etp} if self.model.is_moe else {}),
                 "mbs": lo.mbs,
                 "gbs": lo.gbs,
                 "seq_len": lo.seq_len,
@@ -120,7 +121,8 @@ class Prediction:
             "layouts_searched": self.layouts_searched,
             **self._interval_dict(),
             **self._mlperf_dict(),
-            "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN},
+            "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN}
+            | ({"ep_comm_exposed_s": float(st.ep_comm_exposed_s)} if self.model.is_moe else {}),
             **self._goodput_dict(),
             **self._cost_dict(),
         }
@@ -215,7 +217,9 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
-    return Context(scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank)
+    return Context(
+        scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance
+    )
 
 
 def layout_vars(layout: Layout) -> LayoutVars:
@@ -229,6 +233,8 @@ def layout_vars(layout: Layout) -> LayoutVars:
         float(layout.gbs),
         float(RECOMPUTE_MODES.index(layout.recompute)),
         float(layout.zero),
+        float(layout.ep),
+        float(layout.etp),
     )
 
 
@@ -247,7 +253,7 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         dp = par.dp or max(1, n // (tp * pp * cp))
         if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
             gbs = scenario.default_gbs(capped=False)
-        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero)
+        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1)
         check(layout, ctx.model, n)
         return layout, 1
 
@@ -349,6 +355,9 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, ca
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
         choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs(capped))
+        if scenario.benchmark and not gbs:  # an MLPerf benchmark's minimum batch bounds the choices
+            low = get_benchmark(scenario.benchmark).min_gbs or 0
+            choices = tuple(g for g in choices if g >= low)
         points += [(n, g) for g in choices]
     return Space(tuple(points), given_layout(scenario))
 

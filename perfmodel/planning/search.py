@@ -62,13 +62,12 @@ def gbs_choices(default_gbs: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Block:
-    """A grid of layouts: rows of (tp, cp, pp, dp, vp) x micro-batches x recompute modes x ZeRO stages."""
+    """A grid of layouts: rows of (tp, cp, pp, dp, vp, ep, etp) x micro-batches x recompute modes x ZeRO stages."""
 
     n_gpus: int
     gbs: int
     seq_len: int
-    ep: int
-    rows: Any  # int array (S, 5): tp, cp, pp, dp, vp
+    rows: Any  # int array (S, 7): tp, cp, pp, dp, vp, ep, etp
     mbs: Any  # int array (M,)
     recompute: Any  # int array (R,)
     zero: Any  # int array (Z,)
@@ -82,23 +81,23 @@ class Block:
         import numpy as np
 
         rows = self.rows.astype(dtype)
-        tp, cp, pp, dp, vp = (rows[:, i].reshape(-1, 1, 1, 1) for i in range(5))
+        tp, cp, pp, dp, vp, ep, etp = (rows[:, i].reshape(-1, 1, 1, 1) for i in range(7))
         mbs = self.mbs.astype(dtype).reshape(1, -1, 1, 1)
         rc = self.recompute.astype(dtype).reshape(1, 1, -1, 1)
         zero = self.zero.astype(dtype).reshape(1, 1, 1, -1)
-        return tp, cp, pp, dp, vp, mbs, rc, zero, np.full((1, 1, 1, 1), self.gbs, dtype=dtype)
+        return tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, np.full((1, 1, 1, 1), self.gbs, dtype=dtype)
 
     def numbers(self) -> LayoutNumbers:
         import numpy as np
 
-        tp, cp, pp, dp, vp, mbs, rc, zero, gbs = self._columns(np.int64)
-        return LayoutNumbers(tp, pp, cp, dp, vp, self.ep, mbs, gbs, self.seq_len, rc, zero)
+        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = self._columns(np.int64)
+        return LayoutNumbers(tp, pp, cp, dp, vp, ep, mbs, gbs, self.seq_len, rc, zero, etp)
 
     def layout_vars(self) -> LayoutVars:
         import numpy as np
 
-        tp, cp, pp, dp, vp, mbs, rc, zero, gbs = self._columns(np.float64)
-        return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero)
+        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = self._columns(np.float64)
+        return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero, ep, etp)
 
     def trimmed(self, mask: Any) -> tuple[Block, Any]:
         """The block without the axis values that no valid layout uses, and its mask."""
@@ -109,7 +108,6 @@ class Block:
             self.n_gpus,
             self.gbs,
             self.seq_len,
-            self.ep,
             self.rows[keep[0]],
             self.mbs[keep[1]],
             self.recompute[keep[2]],
@@ -121,14 +119,15 @@ class Block:
         import numpy as np
 
         s, m, r, z = np.unravel_index(flat_index, self.shape)
-        tp, cp, pp, dp, vp = (int(x) for x in self.rows[s])
+        tp, cp, pp, dp, vp, ep, etp = (int(x) for x in self.rows[s])
         mode = RECOMPUTE_MODES[int(self.recompute[r])]
-        return Layout(tp, pp, cp, dp, vp, self.ep, int(self.mbs[m]), self.gbs, self.seq_len, mode, int(self.zero[z]))
+        mbs, zero = int(self.mbs[m]), int(self.zero[z])
+        return Layout(tp, pp, cp, dp, vp, ep, mbs, self.gbs, self.seq_len, mode, zero, etp)
 
 
 def _shapes(ctx: Context, n_gpus: int, space: Space) -> Any:
-    """(tp, cp, pp, dp, vp) rows whose product is the GPU count (all of them when the fixed choices allow none, so
-    that the rules can say why)."""
+    """(tp, cp, pp, dp, vp, ep, etp) rows whose product of the first four is the GPU count (all of them when the
+    fixed choices allow none, so that the rules can say why)."""
     import numpy as np
 
     n_div = divisors(n_gpus)
@@ -151,14 +150,31 @@ def _shapes(ctx: Context, n_gpus: int, space: Space) -> Any:
     starts = np.cumsum(counts) - counts
     vp = np.arange(counts.sum()) - np.repeat(starts, counts) + first_vp
     rows = np.stack([grid[0], grid[1], pp, dp], axis=1)
-    return np.concatenate([np.repeat(rows, counts, axis=0), vp[:, None]], axis=1)
+    rows = np.concatenate([np.repeat(rows, counts, axis=0), vp[:, None]], axis=1)
+    experts = _expert_choices(ctx, n_gpus, space)
+    pairs = np.repeat(experts[None, :, :], len(rows), axis=0).reshape(-1, 2)
+    return np.concatenate([np.repeat(rows, len(experts), axis=0), pairs], axis=1)
+
+
+def _expert_choices(ctx: Context, n_gpus: int, space: Space) -> Any:
+    """(ep, etp) pairs to try: (1, 1) for a dense model; for a MoE model every EP dividing the experts and every
+    expert TP inside a scale-up domain dividing the expert width (the folding rule keeps those that fit a stage)."""
+    import numpy as np
+
+    md = ctx.model
+    if not md.is_moe:
+        eps, etps = space.choices("ep", [1]), space.choices("etp", [1])
+    else:
+        eps = space.choices("ep", [d for d in divisors(md.experts) if d <= n_gpus])
+        domain = ctx.hardware.ranks_per_domain
+        etps = space.choices("etp", [d for d in divisors(md.moe_ffn) if d <= domain and n_gpus % d == 0])
+    return np.array(np.meshgrid(eps, etps, indexing="ij"), dtype=np.int64).reshape(2, -1).T
 
 
 def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
     """Every block of candidate layouts with its validity mask, untrimmed (invalid ones included)."""
     import numpy as np
 
-    ep = space.fixed.get("ep") or 1
     recompute = space.choices("recompute", list(RECOMPUTE_MODES))
     rc = np.array([RECOMPUTE_MODES.index(m) for m in recompute], dtype=np.int64)
     zero = np.array(space.choices("zero", list(ZERO_STAGES)), dtype=np.int64)
@@ -169,7 +185,7 @@ def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
         for rows in (shapes[~pipelined], shapes[pipelined]):
             if not len(rows):
                 continue
-            block = Block(n_gpus, gbs, ctx.seq_len, ep, rows, mbs, rc, zero)
+            block = Block(n_gpus, gbs, ctx.seq_len, rows, mbs, rc, zero)
             possible = _possible_rows(block, ctx.model)
             if not len(possible):  # every candidate breaks a rule: keep them all, so that the rules can say why
                 yield block, np.broadcast_to(np.False_, block.shape)
@@ -179,8 +195,8 @@ def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
 
 
 def _possible_rows(block: Block, model: ModelSpec) -> Any:
-    """Indices of the rows (tp, cp, pp, dp, vp) for which every rule holds for some micro-batch, recompute mode and
-    ZeRO stage.
+    """Indices of the rows (tp, cp, pp, dp, vp, ep, etp) for which every rule holds for some micro-batch, recompute
+    mode and ZeRO stage.
 
     Each rule is evaluated over only the axes it depends on, and only on the rows the rules before it left, so this
     costs little; dropping the other rows before the full mask is built keeps a highly divisible GPU count

@@ -151,11 +151,19 @@ COLUMNS: tuple[Column, ...] = (
     # Per-step results of the model: the step time is the sum of its parts on the Breakdown sheet.
     *(_breakdown_column(part) for part in BREAKDOWN),
     Column(
+        "breakdown.ep_comm_exposed_s",
+        "Expert-parallel all-to-all, exposed (s)",
+        "breakdown",
+        lambda row, _k: row.data["breakdown"].get("ep_comm_exposed_s", 0.0),  # 0 for a dense model
+        None,
+        "0.0000",
+    ),
+    Column(
         "step_time_s",
         "Step time (s)",
         "results",
         _d("step_time_s"),
-        lambda s: sum(s[f"breakdown.{part}"] for part in BREAKDOWN),
+        lambda s: sum(s[f"breakdown.{part}"] for part in (*BREAKDOWN, "ep_comm_exposed_s")),
         "0.000",
     ),
     *(_memory_column(part) for part in ("weights", "gradients", "optimizer", "activations", "runtime")),

@@ -1,0 +1,223 @@
+"""The mixture-of-experts block of one layer on one rank: router, token permutation, grouped expert GEMMs, shared
+experts, the expert-parallel all-to-all, and what the block keeps for backward.
+
+Megatron's MoE parallel folding: attention runs on the TP x CP x DP ranks of a pipeline stage, the experts on the
+same ranks refolded as ETP x EP x EDP (expert TP fastest, then EP, then expert DP). Sequence parallelism leaves
+T / tp tokens on each rank; the router sends top_k copies of each to the ranks holding their experts (dispatch,
+an all-to-all over EP), expert TP all-gathers the copies of its ranks so that each holds 1/etp of every expert's
+width, and the outputs travel back the same way (combine). With a balanced router (the published MoE rows force
+balance) every EP rank receives as many copies as it sends; `imbalance` scales the busiest rank's share.
+
+An expert's GEMM sees only the tokens routed to it, m = T/tp x top_k x etp / (experts / ep): one grouped GEMM runs
+them all, and a small m loses to tile padding (a 128-row tile half full does half the work) and to the weights
+read per group, which the roofline prices.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.physics.algebra import Number, where
+from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter
+from perfmodel.physics.memory import FRAGMENTATION
+from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _cast, _gemm, _linear_forward, _mem, linear_backward
+
+ROUTER_BYTES = 3 * FP32_BYTES
+"""Top-k over the router logits: read the FP32 logits, write the scores and the routing map."""
+
+
+def tokens_in(sh: Shard) -> Number:
+    """Tokens entering the MoE block on one rank (sequence-parallel share)."""
+    return sh.tokens / sh.tp
+
+
+def routed_tokens(sh: Shard) -> Number:
+    """Token copies the busiest rank's local experts process."""
+    return tokens_in(sh) * sh.model.top_k * sh.etp * sh.imbalance
+
+
+def tokens_per_expert(sh: Shard) -> Number:
+    """Rows of each local expert's GEMM: the routed copies over the experts / ep on this rank."""
+    return routed_tokens(sh) / (sh.model.experts / sh.ep)
+
+
+def _grouped(name: str, groups: Number, m: Number, n: Number, k: Number, fmt: str, in_bytes: float) -> Op:
+    """`groups` GEMMs of m x n x k in one kernel: every group reads its own weights."""
+    moved = (groups * m * k + groups * k * n) * in_bytes + groups * m * n * BF16_BYTES
+    return Op(name, "grouped_gemm", 2 * groups * m * n * k, moved, fmt, m, n, groups=groups)
+
+
+def _expert_shapes(sh: Shard) -> list[tuple[str, Number, Number]]:
+    md = sh.model
+    return [("expert_fc1", md.hidden, md.expert_in_width / sh.etp), ("expert_fc2", md.moe_ffn / sh.etp, md.hidden)]
+
+
+def _shared_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
+    """The shared experts: one dense MLP of width shared_experts x moe_ffn on the attention's TP ranks."""
+    md = sh.model
+    width = md.shared_experts * md.moe_ffn
+    in_width = 2 * width if md.mlp == "swiglu" else width
+    return [("shared_fc1", md.hidden, in_width / sh.tp, True), ("shared_fc2", width / sh.tp, md.hidden, False)]
+
+
+class _Sizes(NamedTuple):
+    """What a MoE block's operations are sized by on one rank."""
+
+    local_experts: Number
+    rows: Number
+    copies: Number
+    per_expert: Number
+
+
+def _sizes(sh: Shard) -> _Sizes:
+    return _Sizes(sh.model.experts / sh.ep, routed_tokens(sh), tokens_in(sh), tokens_per_expert(sh))
+
+
+def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """Norm, router, top-k, permutation, the grouped expert GEMMs, shared experts, un-permutation and residual."""
+    md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
+    local, rows, copies, m = _sizes(sh)
+    fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
+    act_bytes = 3 * BF16_BYTES if md.mlp == "swiglu" else 2 * BF16_BYTES
+    ops = [
+        _mem("norm2", T / t * h, 2 * BF16_BYTES),
+        _gemm("router.fprop", copies, md.experts, h, "bf16", BF16_BYTES),
+        _mem("topk", copies * md.experts, ROUTER_BYTES),
+        _mem("permute", copies * h, (1 + md.top_k) * BF16_BYTES),
+    ]
+    for name, k, n in _expert_shapes(sh):
+        if recipe.quantised:
+            ops.append(_cast(f"{name}.cast", rows * k, recipe))
+        ops.append(_grouped(f"{name}.fprop", local, m, n, k, fmt, in_bytes))
+        if name == "expert_fc1":
+            ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
+    if md.shared_experts:
+        fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _shared_shapes(sh))
+        ops += [*fc1, _mem("shared_activation", T * md.shared_experts * md.moe_ffn / t, act_bytes), *fc2]
+    return [
+        *ops,
+        _mem("unpermute", rows * h, BF16_BYTES + BF16_BYTES / md.top_k),
+        _mem("residual2", T / t * h, 3 * BF16_BYTES),
+    ]
+
+
+def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """Backward of the MoE block: dgrad and wgrad of every grouped GEMM, the shared experts and the router."""
+    md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
+    local, rows, copies, m = _sizes(sh)
+    fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
+    act_bytes = 5 * BF16_BYTES if md.mlp == "swiglu" else 3 * BF16_BYTES
+    ops = [
+        _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
+        _mem("unpermute.bwd", rows * h, 2 * BF16_BYTES),
+    ]
+    if md.shared_experts:
+        fc1, fc2 = _shared_shapes(sh)
+        ops += linear_backward(sh, recipe, fc2, False, T)
+        ops.append(_mem("shared_activation.bwd", T * md.shared_experts * md.moe_ffn / t, act_bytes))
+        ops += linear_backward(sh, recipe, fc1, False, T)
+    for name, k, n in reversed(_expert_shapes(sh)):
+        if recipe.quantised:
+            ops += [_cast(f"{name}.grad_cast", rows * n, recipe), _cast(f"{name}.input_cast", rows * k, recipe)]
+        ops += [
+            _grouped(f"{name}.dgrad", local, m, k, n, fmt, in_bytes),
+            _grouped(f"{name}.wgrad", local, k, n, m, fmt, in_bytes),
+        ]
+        if name == "expert_fc2":
+            ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))
+    return [
+        *ops,
+        _mem("permute.bwd", copies * h, (1 + md.top_k) * BF16_BYTES),
+        _mem("topk.bwd", copies * md.experts, ROUTER_BYTES),
+        _gemm("router.dgrad", copies, h, md.experts, "bf16", BF16_BYTES),
+        _gemm("router.wgrad", h, md.experts, copies, "bf16", BF16_BYTES),
+        _mem("norm2.bwd", T / t * h, 3 * BF16_BYTES),
+        _mem("residual1.bwd", T / t * h, 3 * BF16_BYTES),
+    ]
+
+
+def expert_comm(
+    sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_recompute: Number
+) -> tuple[Number, Number]:
+    """Dispatch and combine all-to-alls over EP (dispatch in the recipe's quantised-gather format, combine in BF16),
+    and with expert TP the all-gather of the copies and the reduce-scatter of the outputs over ETP.
+
+    Backward moves the gradients the reverse way, in BF16; a full recompute repeats the forward exchange.
+    Returns (forward, forward + backward (+ recompute)) for one MoE layer.
+    """
+    sent = tokens_in(sh) * sh.model.top_k * sh.model.hidden * sh.imbalance
+    dispatch = all_to_all(sent * recipe.tp_gather_bytes, ep_links)
+    combine = all_to_all(sent * BF16_BYTES, ep_links)
+    gather = all_gather(sent * sh.etp * recipe.tp_gather_bytes, etp_links)
+    scatter = reduce_scatter(sent * sh.etp * BF16_BYTES, etp_links)
+    gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)
+    forward = dispatch + combine + gather + scatter
+    backward = 2 * combine + gather_bf16 + scatter
+    return forward, forward + backward + where(full_recompute, forward, 0.0)
+
+
+def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
+    """Bytes one MoE block keeps for backward on one rank: router input and scores, the permuted copies, the
+    expert activations and the un-permutation's inputs (selective recompute re-runs norms and the activation)."""
+    md, rows, copies = sh.model, routed_tokens(sh), tokens_in(sh)
+    q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
+    saved = (
+        copies * md.hidden * BF16_BYTES  # norm2 input
+        + copies * md.experts * FP32_BYTES  # routing scores
+        + rows * md.hidden * q_in  # permuted expert input
+        + rows * md.expert_in_width / sh.etp * BF16_BYTES  # fc1 output
+        + rows * md.hidden * BF16_BYTES  # expert output, weighted at un-permutation
+    )
+    shared = md.shared_experts * md.moe_ffn
+    if shared:
+        saved = saved + sh.tokens * (md.hidden * q_in + 2 * shared / sh.tp * BF16_BYTES)
+    if recompute == "none":
+        saved = saved + copies * md.hidden * BF16_BYTES + rows * md.moe_ffn / sh.etp * q_in
+        saved = saved + sh.tokens * shared / sh.tp * q_in
+    return saved
+
+
+def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) -> float:
+    """Bytes the attention block keeps per token before the TP split (as memory.activation_bytes_per_token):
+    norm input, Q/K/V, attention output (and its quantised copy), and the projection input without recompute."""
+    q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
+    if md.attention == "mla":
+        out = md.heads * md.v_head_dim
+        # selective recompute re-runs the up-projections: the latents stand in for Q, K and V
+        latents = md.q_lora_rank + md.kv_lora_rank + md.qk_rope_dim
+        qkv = latents if recompute == "selective" else 2 * md.q_dim + out
+    else:
+        qkv, out = md.q_dim + 2 * md.kv_dim, md.q_dim
+    saved = (md.hidden + qkv + out) * BF16_BYTES + (out * q_in if recipe.quantised else 0.0)
+    return saved + (md.hidden * q_in if recompute == "none" else 0.0)
+
+
+def _dense_mlp_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) -> float:
+    q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
+    saved = (md.hidden + md.mlp_in_width) * BF16_BYTES
+    return saved + ((md.hidden + md.ffn) * q_in if recompute == "none" else 0.0)
+
+
+def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_flight: Number) -> Number:
+    """Activations a rank of a MoE model holds: `layers_in_flight` mean layers (dense and MoE by their shares).
+    Full recompute keeps each layer's input and, while it recomputes one, that layer's complete activations."""
+    md, per_rank = sh.model, sh.tokens / sh.tp
+    share = md.moe_layers / md.layers
+
+    def mean_layer(mode: str) -> Number:
+        attention = _attention_saved_per_token(md, recipe, mode) * per_rank
+        dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
+        return attention + (1 - share) * dense + share * _block_saved(sh, recipe, mode)
+
+    if recompute == "full":
+        held = md.hidden * BF16_BYTES * per_rank * layers_in_flight + mean_layer("none")
+    else:
+        held = mean_layer(recompute) * layers_in_flight
+    return held * (1 + FRAGMENTATION)
+
+
+def expert_params_per_layer(model: ModelSpec, ep: Number, etp: Number) -> Number:
+    """Routed-expert weights of one MoE layer held by one rank."""
+    return model.routed_expert_params_per_layer / (ep * etp)

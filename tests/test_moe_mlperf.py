@@ -1,0 +1,67 @@
+"""MLPerf Training v6.0 MoE benchmarks: samples to converge against the RCP files that ship in mlperf-logging, the
+rules' batch minimum and sequence lengths, the evaluation cadence, and a scored prediction."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+
+import pytest
+
+import perfmodel
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.mlperf import get_benchmark
+
+
+def _olympic_means(name: str) -> dict[int, float]:
+    """mlperf_logging rcp_checker/training_6.0.0/rcps_<name>.json: per batch size, the mean of the reference runs
+    without the fastest and the slowest (the checker's olympic mean)."""
+    path = files("mlperf_logging") / "rcp_checker" / "training_6.0.0" / f"rcps_{name}.json"
+    means = {}
+    for record in json.loads(path.read_text()).values():
+        runs = sorted(record["Epochs to converge"])[1:-1]
+        means[record["BS"]] = sum(runs) / len(runs)
+    return means
+
+
+@pytest.mark.parametrize(
+    ("bench_id", "rcp"), [("mlperf-deepseek-v3", "deepseekv3_671b"), ("mlperf-gpt-oss-20b", "gpt_oss_20b")]
+)
+def test_samples_to_converge_are_the_rcp_olympic_means(bench_id: str, rcp: str) -> None:
+    """The smallest and largest reference batches keep their own olympic mean; the checker prunes a middle point
+    that converges slower than the interpolation of its neighbours, and then holds runs to that interpolation."""
+    bench = get_benchmark(bench_id)
+    means = _olympic_means(rcp)
+    batches = sorted(means)
+    assert len(batches) >= 3
+    for gbs in (batches[0], batches[-1]):
+        assert bench.samples_to_converge(gbs) == pytest.approx(means[gbs])
+    for gbs in batches[1:-1]:
+        assert bench.samples_to_converge(gbs) <= means[gbs] + 1e-6
+    if rcp == "deepseekv3_671b":  # ref_15360: 721,920 x 3, 737,280 x 2, 691,200 -> olympic mean 725,760
+        assert bench.samples_to_converge(15360) == 725_760
+    else:  # ref_32 (mean 234,837) is pruned: 194,560 + (32 - 16) / (64 - 16) x (301,056 - 194,560)
+        assert means[32] == pytest.approx(234_837.333, abs=0.01)
+        assert bench.samples_to_converge(32) == pytest.approx(194_560 + 16 / 48 * (301_056 - 194_560))
+
+
+def test_rules_of_the_v60_moe_benchmarks() -> None:
+    """compliance_checker/training_6.0.0/closed_deepseekv3_671b.yaml: GBS >= 15360, sequence 4096, 1024 eval
+    samples; closed_gpt_oss_20b.yaml: sequence 8192, 1024 eval samples."""
+    ds, oss = get_benchmark("mlperf-deepseek-v3"), get_benchmark("mlperf-gpt-oss-20b")
+    assert (ds.round, ds.model, ds.seq_len, ds.evaluation.samples) == ("v6.0", "deepseek-v3", 4096, 1024)
+    assert (oss.model, oss.seq_len, oss.evaluation.samples) == ("gpt-oss-20b", 8192, 1024)
+    with pytest.raises(PerfmodelError, match="GBS 8192 is below the rules' minimum of 15360"):
+        ds.samples_to_converge(8192)
+    assert ds.evaluation.interval_samples(15360) == 15360  # an evaluation after every step
+    assert oss.evaluation.interval_samples(32) == 12288
+
+
+def test_a_gpt_oss_20b_benchmark_prediction_is_scored() -> None:
+    layout = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "ep": 8, "mbs": 2, "recompute": "none", "zero": 1}
+    d = perfmodel.predict(benchmark="mlperf-gpt-oss-20b", system="dgx-b200", n_gpus=8, gbs=32, **layout).to_dict()  # type: ignore[arg-type]
+    assert d["model"] == "gpt-oss-20b" and d["parallelism"]["seq_len"] == 8192
+    assert d["samples_to_converge"] == pytest.approx(get_benchmark("mlperf-gpt-oss-20b").samples_to_converge(32))
+    steps = d["samples_to_converge"] / 32
+    assert d["train_time_s"] == pytest.approx(steps * d["step_time_s"])
+    assert d["evaluations"] == pytest.approx(d["samples_to_converge"] / 12288)

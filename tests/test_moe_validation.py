@@ -1,0 +1,67 @@
+"""The bundled MoE rows in validation: which are taken and why others are not, and one published row per model
+predicted with the bundled calibration (fitted on dense rows only) within a stated tolerance."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
+from perfmodel.fitting.validation import NOT_FITTED, prepare
+from perfmodel.physics.calibration import resolve
+
+TOLERANCE = 0.12
+"""The issue's target for an MoE row held out of the fit (these rows are not in the bundled fit at all)."""
+
+
+def _run(row: str):  # type: ignore[no-untyped-def]
+    runs, _ = bundled_runs()
+    return next(r for r in runs if r.id == f"measured_runs.csv:{row}")
+
+
+def _error(row: str) -> float:
+    run = _run(row)
+    calibration = resolve(None)
+    item = prepare(run, calibration)
+    predicted = item.predicted(calibration.efficiency(item.family))
+    return predicted / run.measured - 1
+
+
+# Megatron-Bridge docs/performance-summary.md (commit 067f987df, 2026-08-22), NeMo 26.08 container, GB300, MXFP8,
+# sequence 4096 (measured_runs.csv rows 2, 8, 10): DeepSeek-V3 on 256 GPUs TP1 PP2 VP8 EP32 MBS1 GBS4096, 6,288
+# tokens/s/GPU; Qwen3-30B-A3B on 8 GPUs TP1 PP1 EP8 MBS8 GBS512, 44,544; Qwen3-235B-A22B on 256 GPUs TP1 PP4 VP12
+# EP32 MBS2 GBS8192, 8,816. docs.nvidia.com NeMo 25.04 performance summary (stored excerpt, measured_runs.csv row 301):
+# Mixtral 8x7B on 64 GB200s, FP8, TP1 PP1 EP8 MBS2 GBS256, 19,275 tokens/s/GPU.
+@pytest.mark.parametrize(
+    ("row", "model"), [("2", "deepseek-v3"), ("8", "qwen3-30b-a3b"), ("10", "qwen3-235b-a22b"), ("301", "mixtral-8x7b")]
+)
+def test_one_published_row_per_model_within_tolerance(row: str, model: str) -> None:
+    run = _run(row)
+    assert run.source.startswith(MOE_SOURCE) and model in str(run.scenario["model"])
+    assert abs(_error(row)) < TOLERANCE
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="GPT-OSS-120B is over-predicted by about 40% (sink/sliding-window attention "
+    "kernels and its small 2880-wide GEMMs are not modelled finely enough); the target is 12%",
+)
+def test_gpt_oss_row_within_tolerance() -> None:
+    """Same source, row 6: GPT-OSS-120B on 64 GB300s, MXFP8, TP1 PP1 EP16 MBS4 GBS1280, 33,024 tokens/s/GPU."""
+    assert abs(_error("6")) < TOLERANCE
+
+
+def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
+    runs, excluded = bundled_runs()
+    sources = {r.source for r in runs if r.source.startswith(MOE_SOURCE)}
+    assert sources == {
+        f"{MOE_SOURCE}: {m}"
+        for m in ("DeepSeek-V3", "Qwen3-30B-A3B", "Qwen3-235B-A22B", "GPT-OSS-120B", "Mixtral-8x7B")
+    }
+    assert sources <= set(NOT_FITTED)
+    reasons = " ".join(e.reason for e in excluded)
+    for why in ("token-dropping", "Muon", "hybrid Mamba", "none of the sources"):
+        assert why in reasons
+    moe = [r for r in runs if r.source.startswith(MOE_SOURCE)]
+    assert all(r.scenario["parallelism"]["ep"] >= 1 and r.scenario["parallelism"]["etp"] == 1 for r in moe)
+    without_mtp = [r for r in moe if isinstance(r.scenario["model"], dict)]
+    assert without_mtp and all(r.scenario["model"] == {"base": "deepseek-v3", "mtp_layers": 0} for r in without_mtp)
