@@ -78,3 +78,24 @@ def test_table_and_bad_targets() -> None:
     assert bad.code == 2 and "unknown accelerator or system 'h900'; valid: a100-sxm-80gb" in bad.err
     bad = run_cli("compare", "--gpu", "h100-sxm:fp6")
     assert bad.code == 2 and "unknown precision 'fp6'" in bad.err
+
+
+def test_each_row_may_have_its_own_gpu_count() -> None:
+    """`--gpu ID:PRECISION@N` (the ARCHITECTURE contract): GB300 in NVFP4 on 1,024 against H100 in FP8 on 2,048."""
+    result = run_cli(
+        "compare", "--model", "llama3.1-70b", "--gpu", "b200:fp8@128", "--gpu", "h100-sxm:fp8@256", "--gpu", "gb200",
+        "--gpus", "64", "--gbs", "512", "--tokens", "1T", "--format", "json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)
+    assert [(r["accelerator"], r["n_gpus"]) for r in rows] == [("b200", 128), ("h100-sxm", 256), ("gb200", 64)]
+    assert all(r["scaling_efficiency"] is None for r in rows)  # no system at two counts
+    table = run_cli("compare", "--model", "llama3.1-70b", "--gpu", "b200@128", "--gpu", "h100-sxm@256", "--gbs", "512")
+    assert table.code == 0 and "256" in table.out
+
+
+@pytest.mark.parametrize("spec", ["h100-sxm@", "h100-sxm@x", "h100-sxm@0", "h100-sxm:fp8@2000000"])
+def test_a_bad_row_count_is_one_line(spec: str) -> None:
+    result = run_cli("compare", "--gpu", spec)
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "must be a whole number of GPUs from 1 to 1,000,000" in result.err

@@ -96,6 +96,11 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
     return _tabulate(rows, headers)
 
 
+def _share(value: float | None) -> str:
+    """A share, or '-' for a row it does not apply to (a system at one GPU count has no scaling efficiency)."""
+    return "-" if value is None else f"{value:.1%}"
+
+
 def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.2f}x"
 
@@ -104,7 +109,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     """One row per system (and GPU count): layout, speed, time-to-train, cost, energy and ratios to the first."""
     first = predictions[0]
     with_run = first.run is not None
-    scaling = len({p.layout.n_gpus for p in predictions}) > 1
+    scaling = any(r["scaling_efficiency"] is not None for r in records)  # a system at several counts
     with_goodput = first.goodput is not None
     rows = []
     for record, p in zip(records, predictions, strict=True):
@@ -121,7 +126,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
             ]
             + (_run_cells(p) if with_run else [])
             + ([_goodput_cell(record)] if with_goodput else [])
-            + ([f"{record['scaling_efficiency']:.1%}"] if scaling else [])
+            + ([_share(record["scaling_efficiency"])] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
                 _ratio(record["perf_per_usd_vs_first"])

@@ -14,7 +14,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
-from perfmodel.inputs.scenario import Scenario, flatten
+from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
 from perfmodel.planning.predict import Prediction, predict
 from perfmodel.planning.request import ScenarioSource, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
@@ -25,20 +25,31 @@ class Target:
     gpu: str | None
     system: str | None
     precision: str | None
+    n_gpus: int | None = None
+    """A row's own GPU count (`@N`), which the --gpus list does not replace."""
 
 
 def parse_target(spec: str) -> Target:
-    """`ID[:PRECISION]`: an accelerator or system id, optionally with a precision."""
-    ident, _, precision = spec.strip().partition(":")
+    """`ID[:PRECISION][@N_GPUS]`: an accelerator or system id, optionally with a precision and its own GPU count
+    (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)."""
+    core, at, count = spec.strip().partition("@")
+    n_gpus = None
+    if at:
+        n_gpus = int(count) if count.isdigit() else 0
+        if not 1 <= n_gpus <= MAX_GPUS:
+            raise PerfmodelError(
+                f"--gpu {shown(spec)}: '@{shown(count)}' must be a whole number of GPUs from 1 to {MAX_GPUS:,}"
+            )
+    ident, _, precision = core.partition(":")
     if precision and precision not in PRECISIONS:
         raise PerfmodelError(
             f"--gpu {shown(spec)}: unknown precision '{shown(precision)}'; valid: {', '.join(PRECISIONS)}"
         )
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
-        return Target(ident, None, precision or None)
+        return Target(ident, None, precision or None, n_gpus)
     if ident in known_systems:
-        return Target(None, ident, precision or None)
+        return Target(None, ident, precision or None, n_gpus)
     valid = ", ".join([*known_accelerators, *known_systems])
     raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
 
@@ -61,10 +72,10 @@ def check_size(n_systems: int, n_counts: int) -> None:
 
 
 def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
-    """One scenario per target and GPU count, in that order (targets outer)."""
+    """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
-        for n in gpu_counts or [base.n_gpus]:
+        for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n}
             out.append(base.model_copy(update=update | {"precision": target.precision or base.precision}))
     return out
@@ -84,7 +95,8 @@ def compare_request(
     check_size(len(targets), len(gpu_counts or []))
     parsed = [parse_target(spec) for spec in targets]
     first = parsed[0] if parsed else None
-    options = options | {"gpu": first and first.gpu, "n_gpus": gpu_counts[0] if gpu_counts else None}
+    first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
+    options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
     return scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
 

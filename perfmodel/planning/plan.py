@@ -409,6 +409,9 @@ def plan_request(
         for ident, _, precisions in [spec.strip().partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
+    counted = next((spec for spec, target in zip(targets, parsed, strict=False) if target.n_gpus), None)
+    if counted is not None:
+        raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
     first = parsed[0] if parsed else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
