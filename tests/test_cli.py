@@ -165,3 +165,11 @@ def test_shell_completion_offers_ids() -> None:
     assert complete("perfmodel compare --gpu gb3") == ["gb300", "gb300-nvl72"]
     assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b"]
     assert complete("perfmodel predict --precision nv") == ["nvfp4"]
+
+
+def test_a_moe_prediction_says_its_interval_comes_from_dense_rows() -> None:
+    layout = ("--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--ep", "8", "--mbs", "1", "--gbs", "64")
+    args = ("predict", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "8", *layout, "--recompute", "none",
+            "--zero", "1")  # fmt: skip
+    assert "too narrow for this model" in run_cli(*args).out
+    assert "too narrow" not in run_cli("predict").out
