@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from perfmodel.inputs.scenario import flatten
+from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import goodput, tco
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import Price, Run, training_run
 
-__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "records"]
+__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "all_columns", "records"]
 
 OPTIONAL_INPUTS = (
     "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
@@ -33,7 +35,7 @@ OPTIONAL_INPUTS = (
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
 ends): formulas that need them show empty."""
 
-Sheet = Literal["inputs", "results", "breakdown"]
+Sheet = Literal["inputs", "results", "breakdown", "details"]
 Symbols = Mapping[str, Any]  # column key -> sympy Symbol
 
 
@@ -49,6 +51,11 @@ class ExportRow:
     def data(self) -> dict[str, Any]:
         """The prediction's JSON record, computed once per row."""
         return self.prediction.to_dict()
+
+    @cached_property
+    def record(self) -> dict[str, Any]:
+        """`data` flattened: the row of the one output schema."""
+        return flatten(self.data)
 
 
 @dataclass(frozen=True)
@@ -136,17 +143,17 @@ COLUMNS: tuple[Column, ...] = (
     Column("accelerator", "Accelerator", "results", _d("accelerator")),
     Column("system", "System", "results", _d("system")),
     Column("precision", "Precision", "results", _d("precision")),
-    Column("tp", "TP", "results", _layout("tp")),
-    Column("pp", "PP", "results", _layout("pp")),
-    Column("vp", "VP", "results", _layout("vp")),
-    Column("cp", "CP", "results", _layout("cp")),
-    Column("dp", "DP", "results", _layout("dp")),
-    Column("ep", "EP", "results", _layout("ep")),
-    Column("mbs_sequences", "Micro-batch (sequences)", "results", _layout("mbs")),
-    Column("gbs_sequences", "Global batch (sequences)", "results", _layout("gbs")),
-    Column("seq_len_tokens", "Sequence length (tokens)", "results", _layout("seq_len")),
-    Column("recompute", "Recompute", "results", _layout("recompute")),
-    Column("zero_stage", "ZeRO stage", "results", _layout("zero")),
+    Column("parallelism.tp", "TP", "results", _layout("tp")),
+    Column("parallelism.pp", "PP", "results", _layout("pp")),
+    Column("parallelism.vp", "VP", "results", _layout("vp")),
+    Column("parallelism.cp", "CP", "results", _layout("cp")),
+    Column("parallelism.dp", "DP", "results", _layout("dp")),
+    Column("parallelism.ep", "EP", "results", _layout("ep")),
+    Column("parallelism.mbs", "Micro-batch (sequences)", "results", _layout("mbs")),
+    Column("parallelism.gbs", "Global batch (sequences)", "results", _layout("gbs")),
+    Column("parallelism.seq_len", "Sequence length (tokens)", "results", _layout("seq_len")),
+    Column("parallelism.recompute", "Recompute", "results", _layout("recompute")),
+    Column("parallelism.zero", "ZeRO stage", "results", _layout("zero")),
     Column("n_gpus_modelled", "GPUs modelled", "results", _d("n_gpus"), None, "#,##0"),
     # Per-step results of the model: the step time is the sum of its parts on the Breakdown sheet.
     *(_breakdown_column(part) for part in BREAKDOWN),
@@ -175,7 +182,7 @@ COLUMNS: tuple[Column, ...] = (
         "Tokens per step",
         "results",
         lambda row, _k: row.prediction.layout.gbs * row.prediction.layout.seq_len,
-        lambda s: s["gbs_sequences"] * s["seq_len_tokens"],
+        lambda s: s["parallelism.gbs"] * s["parallelism.seq_len"],
         "#,##0",
     ),
     Column(
@@ -550,11 +557,30 @@ COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS)
 BY_KEY = {column.key: column for column in COLUMNS}
 
 
+def record_columns(rows: list[ExportRow]) -> list[Column]:
+    """The rest of each prediction's record (outputs/record.py) under its own name, as perfmodel computed it, on
+    the Details sheet: every export carries the one output schema whole."""
+    keys: dict[str, None] = {}
+    for row in rows:
+        keys |= dict.fromkeys(k for k in row.record if k not in BY_KEY)
+    return [Column(k, _heading(k), "details", _recorded(k)) for k in keys]
+
+
+def _heading(key: str) -> str:
+    field = record.FIELDS[record.NAMES.index(key)] if key in record.NAMES else record.Field(key, "", key)
+    meaning = field.meaning[0].upper() + field.meaning[1:]
+    return f"{meaning} ({field.unit})" if field.unit else meaning
+
+
+def _recorded(key: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _usd_per_kwh: row.record.get(key)
+
+
 def extra_columns(rows: list[ExportRow]) -> list[Column]:
     """Columns a command adds to its rows (e.g. compare's speedup_vs_first), in order of first appearance."""
     keys: dict[str, None] = {}
     for row in rows:
-        keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY)
+        keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY and k not in row.record)
     return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
 
 
@@ -567,7 +593,13 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
     return value
 
 
+def all_columns(rows: list[ExportRow]) -> list[Column]:
+    """Every column of an export of `rows`: the workbook's, then the rest of the record, then the command's own."""
+    return [*COLUMNS, *record_columns(rows), *extra_columns(rows)]
+
+
 def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:
-    """The table as flat dicts, one per row, columns in order: what CSV and JSON hold."""
-    columns = [*COLUMNS, *extra_columns(rows)]
-    return [{c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows]
+    """The table as flat dicts, one per row, what CSV and JSON hold: the one output schema's columns first, in its
+    order (outputs/record.py), then the export's own (label, editable inputs, electricity), then the command's."""
+    columns = all_columns(rows)
+    return record.table({c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows)

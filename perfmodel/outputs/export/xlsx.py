@@ -5,6 +5,7 @@ Sheets:
   electricity price; tokens, PUE and electricity also have one default cell that every row links to.
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
 - Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
+- Details: the rest of each prediction's record (outputs/record.py), values under their schema names.
 - Assumptions: every hardware figure with its source, the efficiency parameters, the run's own assumptions.
 """
 
@@ -18,9 +19,9 @@ from typing import Any, BinaryIO
 
 from perfmodel.outputs.export.assumptions import Assumption
 from perfmodel.outputs.export.excel import excel_formula
-from perfmodel.outputs.export.table import COLUMNS, OPTIONAL_INPUTS, Column, ExportRow, extra_columns
+from perfmodel.outputs.export.table import OPTIONAL_INPUTS, Column, ExportRow, all_columns
 
-SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown"}
+SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 EDITABLE_FILL = "FFF2CC"
@@ -87,7 +88,7 @@ def write_xlsx(
     from openpyxl import Workbook
     from openpyxl.styles import Alignment, Font, PatternFill
 
-    columns = [*COLUMNS, *extra_columns(rows)]
+    columns = all_columns(rows)
     symbols = _symbols(columns)
     bold, grey = Font(bold=True), Font(italic=True, color="808080")
     editable = PatternFill("solid", fgColor=EDITABLE_FILL)
@@ -129,6 +130,8 @@ def write_xlsx(
             ws["A1"].font = Font(bold=True, size=13)
         if sheet_key == "results":
             ws["A2"] = "Values in grey italics are the model's per-step results; the others are live formulas."
+        if sheet_key == "details":
+            ws["A2"] = "The rest of perfmodel's record of each result, as exported: values, not recomputed from Inputs."
         for column in here:
             _, letter = grid.position[column.key]
             ws[f"{letter}{HEADER_ROW}"] = column.header
