@@ -188,7 +188,7 @@ def test_assumptions_list_every_hardware_figure_with_its_source(workbook: Path) 
     assert ("efficiency (hopper)", "gemm_fp8") in names
     assert all(r[4] and len(r[4]) > 3 for r in rows), "every assumption names its source"
     power = next(r for r in rows if r[1] == "power_w")
-    assert power[2] == 700 and "accelerators.csv" in power[4]
+    assert power[2] == 700 and "H100 SXM" in power[4] and "S1," in power[4]  # public documents, by Sources key
 
 
 def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:

@@ -21,16 +21,16 @@ from typing import Any, Literal
 from perfmodel.inputs.scenario import flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
-from perfmodel.planning import goodput, tco
+from perfmodel.planning import compare, goodput, tco
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
-from perfmodel.planning.training import Price, Run, training_run
+from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
 
 __all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "all_columns", "records"]
 
 OPTIONAL_INPUTS = (
     "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
-    "usd_per_system", "failures_per_million_gpu_hours",
+    "usd_per_system", "failures_per_million_gpu_hours", "interval_factor_low", "interval_factor_high",
 )  # fmt: skip
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
 ends): formulas that need them show empty."""
@@ -73,6 +73,8 @@ class Column:
     editable: bool = False
     shared_default: bool = False
     """An input usually equal across rows: the workbook links each row's cell to one default cell."""
+    blank_when_none: bool = False
+    """A row without a value gets no formula either (scaling efficiency of a system compared at one size)."""
 
 
 def _run(s: Symbols) -> Run:
@@ -553,8 +555,111 @@ TCO_COLUMNS: tuple[Column, ...] = (
         "0.000",
     ),
 )
-COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS)
-BY_KEY = {column.key: column for column in COLUMNS}
+
+
+def _factor(side: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> float | None:
+        found = row.prediction.interval
+        return None if found is None else float(found.low if side == "low" else found.high)
+
+    return read
+
+
+def _bounds(key: str, header: str, formula: Callable[[Symbols], Any], number_format: str) -> list[Column]:
+    """A quantity's 80% interval as live formulas: the quantity times the calibration's factor on a time."""
+
+    def bound(side: str) -> Callable[[Symbols], Any]:
+        return lambda s: formula(s) * s[f"interval_factor_{side}"]
+
+    def recorded(name: str) -> Callable[[ExportRow, float], Any]:
+        return lambda row, _k: row.data.get(name)
+
+    return [Column(f"{key}_{side}", f"{header}, 80% interval {side}", "results", recorded(f"{key}_{side}"),
+                   bound(side), number_format) for side in ("low", "high")]  # fmt: skip
+
+
+INTERVAL_COLUMNS: tuple[Column, ...] = (
+    *(
+        Column(f"interval_factor_{side}", f"80% interval: factor on a predicted time, {side}", "results", _factor(side))
+        for side in ("low", "high")
+    ),
+    *_bounds("step_time_s", "Step time (s)", lambda s: s["step_time_s"], "0.000"),
+    *_bounds("time_to_train_s", "Time to train (s)", lambda s: _run(s).time_s, "#,##0"),
+    *_bounds("time_to_train_min", "Time to train (min)", _time(60.0), "#,##0.0"),
+    *_bounds("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
+    *_bounds("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
+    *_bounds("cost_usd_interval", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
+)
+
+
+def _tokens_per_usd(suffix: str) -> Callable[..., Any]:
+    """Tokens bought by one US dollar at the price (compare.py's tokens_per_usd on the cells)."""
+
+    def formula(s: Symbols, prefix: str = "") -> Any:
+        return s[f"{prefix}tokens_per_s_per_gpu"] * SECONDS_PER_HOUR / s[f"{prefix}usd_per_gpu_hour{suffix}"]
+
+    return formula
+
+
+def _joules_per_token(s: Symbols, prefix: str = "") -> Any:
+    """compare.py's joules_per_token on the cells: board power x PUE over the throughput per GPU."""
+    return s[f"{prefix}power_w_per_gpu"] * s[f"{prefix}pue"] / s[f"{prefix}tokens_per_s_per_gpu"]
+
+
+def _priced(suffix: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> float | None:
+        price = {"": row.prediction.price.usd_per_gpu_hour, "_low": row.prediction.price.low}
+        return compare.tokens_per_usd(row.prediction, price.get(suffix, row.prediction.price.high))
+
+    return read
+
+
+VALUE_COLUMNS: tuple[Column, ...] = (
+    *(Column(f"tokens_per_usd{sfx}", f"Tokens per USD{label}", "results", _priced(sfx), _tokens_per_usd(sfx),
+             "#,##0") for sfx, label in (("", ""), ("_low", " at the low price"), ("_high", " at the high price"))),
+    Column("joules_per_token", "Energy per token (J)", "results",
+           lambda row, _k: compare.joules_per_token(row.prediction), _joules_per_token, "0.000"),
+    Column("kwh_per_million_tokens", "Energy per million tokens (kWh)", "results",
+           lambda row, _k: compare.joules_per_token(row.prediction) * 1e6 / JOULES_PER_KWH,
+           lambda s: _joules_per_token(s) * 1e6 / JOULES_PER_KWH, "0.000"),
+)  # fmt: skip
+"""Perf per dollar and energy per token of every result, as formulas (so an edited price moves them)."""
+
+
+def _vs_first(quantity: Callable[..., Any]) -> Callable[[Symbols], Any]:
+    return lambda s: quantity(s) / quantity(s, prefix="first.")
+
+
+def _ratio(key: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _k: row.extra.get(key)
+
+
+def _tokens_per_s(s: Symbols, prefix: str = "") -> Any:
+    return s[f"{prefix}tokens_per_s_per_gpu"] * s[f"{prefix}n_gpus"]
+
+
+RATIO_COLUMNS: tuple[Column, ...] = (
+    Column("speedup_vs_first", "Speedup vs first (throughput)", "results", _ratio("speedup_vs_first"),
+           _vs_first(_tokens_per_s), '0.00"x"'),
+    *(Column(f"perf_per_usd_vs_first{sfx}", f"Perf per USD vs first{label}", "results",
+             _ratio(f"perf_per_usd_vs_first{sfx}"), _vs_first(_tokens_per_usd(sfx)), '0.00"x"')
+      for sfx, label in (("", ""), ("_low", ", both at low prices"), ("_high", ", both at high prices"))),
+    Column("energy_per_token_vs_first", "Energy per token vs first", "results", _ratio("energy_per_token_vs_first"),
+           _vs_first(_joules_per_token), '0.00"x"'),
+    Column("scaling_efficiency", "Scaling efficiency (per-GPU throughput vs the system's smallest size)", "results",
+           _ratio("scaling_efficiency"), lambda s: s["tokens_per_s_per_gpu"] / s["base.tokens_per_s_per_gpu"],
+           "0.0%", blank_when_none=True),
+)  # fmt: skip
+"""compare's ratios to the first row (and scaling efficiency to the smallest size of the row's system), live."""
+
+COLUMNS = (*COLUMNS, *INTERVAL_COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS, *VALUE_COLUMNS)
+BY_KEY = {column.key: column for column in (*COLUMNS, *RATIO_COLUMNS)}
+
+
+def scaling_bases(rows: list[ExportRow]) -> list[int]:
+    """Per row, the index of the row its scaling efficiency is relative to (itself when there is none)."""
+    bases = compare.scaling_bases([row.prediction for row in rows])
+    return [index if base is None else base for index, base in enumerate(bases)]
 
 
 def record_columns(rows: list[ExportRow]) -> list[Column]:
@@ -594,8 +699,10 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
 
 
 def all_columns(rows: list[ExportRow]) -> list[Column]:
-    """Every column of an export of `rows`: the workbook's, then the rest of the record, then the command's own."""
-    return [*COLUMNS, *record_columns(rows), *extra_columns(rows)]
+    """Every column of an export of `rows`: the workbook's (with compare's ratios when the rows carry them), then
+    the rest of the record, then the command's own."""
+    ratios = list(RATIO_COLUMNS) if any("speedup_vs_first" in row.extra for row in rows) else []
+    return [*COLUMNS, *ratios, *record_columns(rows), *extra_columns(rows)]
 
 
 def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:
