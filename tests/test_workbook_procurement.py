@@ -166,3 +166,17 @@ def test_sources_are_public_documents_and_no_machine_path_is_written(tmp_path: P
     assert "S1" in sources and "https://github.com/stas00/ml-engineering" in sources["S1"]
     cited = {key for t in texts for key in sources if f"{key}," in t or f"{key})" in t or f"{key};" in t}
     assert cited == set(sources), "the Sources sheet lists exactly the documents cited"
+
+
+def test_a_missing_price_reads_no_price_not_zero(tmp_path: Path) -> None:
+    """MI355X has no public price: the Summary says so (a plain link to the empty cell would read $0.00), the cost
+    is empty, and the Inputs sheet gives the reason next to the price a planner types."""
+    out = tmp_path / "mi355x.xlsx"
+    args = ("export", "predict", "--model", "llama3.1-8b", "--gpu", "mi355x", "--gpus", "8", "--tokens", "1T")
+    assert run_cli(*args, "--out", str(out)).code == 0
+    book = openpyxl.load_workbook(out, data_only=True)
+    summary = {c.value: book["Summary"].cell(6, c.column).value for c in book["Summary"][5] if c.value}
+    assert summary["usd_per_gpu_hour"] == "no price" and summary["cost_usd"] in ("", None)
+    assert Recalculator(out)()[("Summary", "C6")] == "no price"
+    inputs = {c.value: book["Inputs"].cell(6, c.column).value for c in book["Inputs"][5] if c.value}
+    assert inputs["usd_per_gpu_hour"] is None and inputs["price_source"].startswith("no public price for mi355x")

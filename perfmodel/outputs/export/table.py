@@ -248,6 +248,7 @@ COLUMNS: tuple[Column, ...] = (
         "0.00",
         True,
     ),
+    Column("price_source", "Price source (why a cost is empty)", "inputs", _d("price_source")),
     Column("tokens_to_train", "Tokens to train", "inputs", _d("tokens_to_train"), None, "#,##0", True, True),
     Column("pue", "PUE", "inputs", _d("pue"), None, "0.00", True, True),
     Column("usd_per_kwh", "Electricity (USD/kWh)", "inputs", lambda _row, k: k, None, "0.000", True, True),

@@ -40,8 +40,8 @@ GPU_COUNT_NOTE = (
     "the layout at the new size; for that, export again with --gpus."
 )
 SUMMARY = (
-    "n_gpus", "precision", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory", "time_to_train_days",
-    "time_to_train_with_failures_days", "cost_usd", "usd_per_million_tokens", "tokens_per_usd",
+    "n_gpus", "usd_per_gpu_hour", "precision", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory",
+    "time_to_train_days", "time_to_train_with_failures_days", "cost_usd", "usd_per_million_tokens", "tokens_per_usd",
     "kwh_per_million_tokens", "speedup_vs_first", "perf_per_usd_vs_first", "energy_per_token_vs_first",
 )  # fmt: skip
 """The Summary's columns, those of them the export has."""
@@ -337,8 +337,13 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         ws.set_column(f"{letter}:{letter}", min(16.0, _width(column, values[column.key])))
         for index, value in enumerate(values[column.key]):
-            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", "=" + grid.cell(column.key, index, "Summary"),
-                             style(with_unit(column)), _cached(value))  # fmt: skip
+            ref = grid.cell(column.key, index, "Summary")
+            if column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
+                missing = "no price" if column.key == "usd_per_gpu_hour" else ""
+                link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
+            else:
+                link, cached = "=" + ref, _cached(value)
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(with_unit(column)), cached)
     for index, label in enumerate(values["label"]):
         ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, label)
     ws.set_row(HEADER_ROW - 1, 60)
