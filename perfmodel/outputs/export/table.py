@@ -135,6 +135,11 @@ def _layout(name: str) -> Callable[[ExportRow, float], Any]:
     return lambda row, _k: getattr(row.prediction.layout, name)
 
 
+def _in_gib(key: str) -> Callable[[Symbols], Any]:
+    """A size in GB (1e9 bytes) in GiB (2^30 bytes), the unit memory capacities are really in."""
+    return lambda s: s[key] * 1e9 / 2**30
+
+
 def _time(seconds_per_unit: float) -> Callable[[Symbols], Any]:
     return lambda s: _run(s).time_s / seconds_per_unit
 
@@ -226,6 +231,18 @@ COLUMNS: tuple[Column, ...] = (
         _d("mfu"),
         lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
         "0.0%",
+    ),
+    Column(
+        "mfu_bf16",
+        "MFU of dense BF16 peak (same as mfu)",
+        "results",
+        _d("mfu_bf16"),
+        lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
+        "0.0%",
+    ),
+    *(
+        Column(f"{name}_gib", f"{header} (GiB)", "results", _d(f"{name}_gib"), _in_gib(f"{name}_gb"), "0.0")
+        for name, header in (("memory_per_gpu", "Memory per GPU"), ("memory_capacity", "GPU memory"))
     ),
     # What a planner edits: the Inputs sheet.
     Column("n_gpus", "GPUs", "inputs", _d("n_gpus"), None, "#,##0", editable=True),
@@ -446,7 +463,14 @@ GOODPUT_COLUMNS: tuple[Column, ...] = (
         _over_goodput("energy_kwh"),
         "#,##0",
     ),
-)
+    Column("time_to_train_with_failures_s", "Time to train with failures (s)", "results", _failing("time_s"),
+           _over_goodput("time_s"), "#,##0"),
+    *(Column(f"cost_usd_with_failures{side}", f"Cost with failures, {side[1:]} price (USD)", "results",
+             _failing(f"cost_usd{side}"), _over_goodput(f"cost_usd{side}"), "$#,##0") for side in ("_low", "_high")),
+    Column("usd_per_million_tokens_with_failures", "Cost per million tokens with failures (USD)", "results",
+           lambda row, _k: row.data.get("usd_per_million_tokens_with_failures"),
+           lambda s: _run(s).cost_usd / s["goodput"] / s["tokens_to_train"] * 1e6, "0.000"),
+)  # fmt: skip
 
 
 def _ownership(row: ExportRow) -> Any:
