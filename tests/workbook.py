@@ -47,15 +47,21 @@ def libreoffice() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
-def recompute_libreoffice(path: Path) -> dict[Cell, Any]:
-    """Every cell's value after LibreOffice (headless) opens, recalculates and saves the workbook."""
+def recompute_libreoffice(path: Path, changes: dict[Cell, Any] | None = None) -> dict[Cell, Any]:
+    """Every cell's value after LibreOffice (headless) opens, recalculates and saves the workbook with `changes`
+    applied. The workbook goes through openpyxl first, which keeps the formulas and drops their stored values, so
+    that every number read back is one LibreOffice computed."""
     import openpyxl
 
     soffice = libreoffice()
     assert soffice is not None
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as edited:
+        book = openpyxl.load_workbook(path)
+        for (sheet, ref), value in (changes or {}).items():
+            book[sheet][ref] = value
+        book.save(Path(edited) / path.name)
         subprocess.run(
-            [soffice, "--headless", "--calc", "--convert-to", "xlsx", "--outdir", out, str(path)],
+            [soffice, "--headless", "--calc", "--convert-to", "xlsx", "--outdir", out, str(Path(edited) / path.name)],
             check=True,
             capture_output=True,
             timeout=120,

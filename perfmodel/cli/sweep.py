@@ -45,9 +45,10 @@ def sweep(
     [sweep.set]                            # scenario keys for every point
     tokens = 15e12
 
-    One row per point; a point that cannot run (does not fit, unsupported precision) gets an error column.
+    One row per point, in the columns of `perfmodel predict --format csv` with `whatif` and `error` after them; a point
+    that cannot run (does not fit, unsupported precision) has only its identity and its error.
     """
-    from perfmodel.outputs import plan_report
+    from perfmodel.outputs import plan_report, record
     from perfmodel.outputs.atomic import check_output, write_atomic
     from perfmodel.planning import sweep as sweeping
 
@@ -55,7 +56,7 @@ def sweep(
     suffix = check_output(target, force, (".csv", ".json"), reads=(sweep_file,)) if target else None  # before work
     points = sweeping.load_points(sweep_file)
     with progress(f"{len(points)} points", quiet) as update:
-        rows = sweeping.run(points, jobs or os.cpu_count() or 1, executor, ray_address, update)
+        rows = record.table(sweeping.run(points, jobs or os.cpu_count() or 1, executor, ray_address, update))
     if target:
         from perfmodel.outputs import report
 

@@ -217,8 +217,8 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         if r["error"]:
             out.append([*head, "-", "-", "-", "-", "-", "-", r["error"]])
             continue
-        layout = f"TP{r['tp']} PP{r['pp']} VP{r['vp']} CP{r['cp']} DP{r['dp']}"
-        layout += f" MBS{r['mbs']} GBS{r['gbs']} ZeRO-{r['zero']}"
+        layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in ("tp", "pp", "vp", "cp", "dp", "mbs"))
+        layout += f" GBS{r['parallelism.gbs']} ZeRO-{r['parallelism.zero']}"
         days = "n/a" if r["time_to_train_days"] is None else f"{r['time_to_train_days']:,.1f}"
         out.append(
             [
@@ -228,7 +228,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
                 f"{r['tokens_per_s_per_gpu']:,.0f}",
                 f"{r['mfu']:.1%}",
                 days,
-                _usd(r["cost_usd"]),
+                "no price" if r["usd_per_gpu_hour"] is None else _usd(r["cost_usd"]),
                 "",
             ]
         )

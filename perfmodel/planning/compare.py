@@ -110,7 +110,8 @@ def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None =
     return predictions
 
 
-def _tokens_per_usd(p: Prediction, price: float | None) -> float | None:
+def tokens_per_usd(p: Prediction, price: float | None) -> float | None:
+    """Tokens one US dollar buys at `price` per GPU-hour (None without a price)."""
     return None if price is None else p.tokens_per_s * SECONDS_PER_HOUR / (p.layout.n_gpus * price)
 
 
@@ -123,32 +124,40 @@ def joules_per_token(p: Prediction) -> float:
     return p.layout.n_gpus * p.hardware.accelerator.power_w.value * p.scenario.cost.pue / p.tokens_per_s
 
 
+def scaling_bases(predictions: Sequence[Prediction]) -> list[int | None]:
+    """Per prediction, the index of the one its scaling efficiency is relative to: the smallest GPU count of the
+    same system, precision and model; None when that group has one size only."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for index, p in enumerate(predictions):
+        groups.setdefault((p.hardware.system.id, p.scenario.precision, p.model.id), []).append(index)
+    bases: list[int | None] = [None] * len(predictions)
+    for members in groups.values():
+        if len({predictions[i].layout.n_gpus for i in members}) > 1:
+            smallest = min(members, key=lambda i: predictions[i].layout.n_gpus)
+            for i in members:
+                bases[i] = smallest
+    return bases
+
+
 def with_ratios(predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
     """Each prediction's JSON object with its ratios to the first, and scaling efficiency within each system."""
     first = predictions[0]
-    groups: dict[tuple[str, str, str], list[Prediction]] = {}
-    for p in predictions:
-        groups.setdefault((p.hardware.system.id, p.scenario.precision, p.model.id), []).append(p)
     records = []
-    for p in predictions:
+    for p, base in zip(predictions, scaling_bases(predictions), strict=True):
         record = p.to_dict()
         prices = {"": p.price.usd_per_gpu_hour, "_low": p.price.low, "_high": p.price.high}
         first_prices = {"": first.price.usd_per_gpu_hour, "_low": first.price.low, "_high": first.price.high}
         record["speedup_vs_first"] = p.tokens_per_s / first.tokens_per_s
         for suffix, price in prices.items():
-            record[f"tokens_per_usd{suffix}"] = _tokens_per_usd(p, price)
+            record[f"tokens_per_usd{suffix}"] = tokens_per_usd(p, price)
             record[f"perf_per_usd_vs_first{suffix}"] = _over(
-                _tokens_per_usd(p, price), _tokens_per_usd(first, first_prices[suffix])
+                tokens_per_usd(p, price), tokens_per_usd(first, first_prices[suffix])
             )
         record["joules_per_token"] = joules_per_token(p)
         record["kwh_per_million_tokens"] = joules_per_token(p) * 1e6 / JOULES_PER_KWH
         record["energy_per_token_vs_first"] = joules_per_token(p) / joules_per_token(first)
-        group = groups[(p.hardware.system.id, p.scenario.precision, p.model.id)]
-        smallest = min(group, key=lambda q: q.layout.n_gpus)
         record["scaling_efficiency"] = (
-            p.tokens_per_s_per_gpu / smallest.tokens_per_s_per_gpu
-            if len({q.layout.n_gpus for q in group}) > 1
-            else None
+            None if base is None else p.tokens_per_s_per_gpu / predictions[base].tokens_per_s_per_gpu
         )
         records.append(record)
     return records

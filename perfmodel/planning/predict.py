@@ -113,6 +113,7 @@ class Prediction:
             "usd_per_gpu_hour": self.price.usd_per_gpu_hour,
             "usd_per_gpu_hour_low": self.price.low,
             "usd_per_gpu_hour_high": self.price.high,
+            "price_source": self.price.source,
             "cost_usd": run.cost_usd if run else None,
             "cost_usd_low": run.cost_usd_low if run else None,
             "cost_usd_high": run.cost_usd_high if run else None,

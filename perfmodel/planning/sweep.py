@@ -35,32 +35,8 @@ SWEEP_KEYS = ("base", *AXES, "whatifs", "set")
 MAX_POINTS = 10_000
 """Checking a point takes ~0.5 ms and predicting one 0.05-2 s: 10,000 points are minutes to hours of work; a bigger
 cross product is more likely a mistake than a plan, and is refused before any point is built."""
-ROW_KEYS = (
-    "model",
-    "accelerator",
-    "system",
-    "precision",
-    "n_gpus",
-    "whatif",
-    "tp",
-    "pp",
-    "vp",
-    "cp",
-    "dp",
-    "mbs",
-    "gbs",
-    "recompute",
-    "zero",
-    "step_time_s",
-    "tokens_per_s_per_gpu",
-    "mfu",
-    "memory_per_gpu_gb",
-    "time_to_train_days",
-    "cost_usd",
-    "energy_kwh",
-    "layouts_searched",
-    "error",
-)
+IDENTITY = ("model", "accelerator", "system", "precision", "n_gpus")
+"""What a row that cannot run still says about its point."""
 
 
 @dataclass(frozen=True)
@@ -171,21 +147,14 @@ def predict_point(point: Point) -> Any:
 
 
 def run_point(point: Point) -> dict[str, Any]:
-    """Predict one point; a request that cannot run becomes a row with its `error`."""
-    row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
-    row |= {k: point.overrides.get(k) for k in ("model", "precision", "n_gpus")}
-    row |= {"accelerator": point.gpu, "system": point.system, "whatif": point.whatif}
+    """One point's row: the prediction's flat record (`Prediction.to_record`, the one output schema) with the
+    point's `whatif` and an empty `error`; a request that cannot run becomes its identity and its `error`."""
     try:
         prediction = predict_point(point)
     except PerfmodelError as exc:
-        row["error"] = " ".join(str(exc).split())
-        return row
-    d = prediction.to_dict()
-    row |= {"model": d["model"], "precision": d["precision"], "n_gpus": d["n_gpus"]}
-    row |= {"accelerator": d["accelerator"], "system": d["system"]}
-    row |= {k: d["parallelism"][k] for k in ("tp", "pp", "vp", "cp", "dp", "mbs", "gbs", "recompute", "zero")}
-    row |= {k: d[k] for k in ROW_KEYS if k in d and k not in ("model", "n_gpus", "precision")}
-    return row
+        known = {"accelerator": point.gpu, "system": point.system} | dict(point.overrides)
+        return {key: known.get(key) for key in IDENTITY} | {"whatif": point.whatif, "error": " ".join(str(exc).split())}
+    return prediction.to_record() | {"whatif": point.whatif, "error": None}
 
 
 def run(

@@ -40,13 +40,13 @@ def export(
     price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
     check_finite(records(rows, price), "export")
     if fmt == "xlsx":
-        from perfmodel.outputs.export.assumptions import assumptions
+        from perfmodel.outputs.export.assumptions import assumptions, citations
         from perfmodel.outputs.export.xlsx import write_xlsx
 
         found = assumptions(rows, price, usd_per_kwh is not None)
 
         def write(handle: BinaryIO) -> None:
-            write_xlsx(handle, rows, price, found, title)
+            write_xlsx(handle, rows, price, found, title, citations(found))
 
     else:
         data = _json(rows, price, usd_per_kwh is not None) if fmt == "json" else _csv(rows, price)
@@ -69,12 +69,14 @@ def _csv(rows: list[ExportRow], usd_per_kwh: float) -> str:
 def _json(rows: list[ExportRow], usd_per_kwh: float, given: bool) -> str:
     from dataclasses import asdict
 
-    from perfmodel.outputs.export.assumptions import assumptions
+    from perfmodel.outputs.export.assumptions import assumptions, citations
 
     table = records(rows, usd_per_kwh)
+    found = assumptions(rows, usd_per_kwh, given)
     document = {
         "columns": list(table[0]),
         "rows": table,
-        "assumptions": [asdict(a) for a in assumptions(rows, usd_per_kwh, given)],
+        "assumptions": [asdict(a) for a in found],
+        "sources": [asdict(c) for c in citations(found)],
     }
     return json.dumps(document, indent=2, allow_nan=False) + "\n"

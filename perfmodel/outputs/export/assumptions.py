@@ -10,8 +10,10 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, replace
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -50,6 +52,62 @@ class Assumption:
     value: Any
     unit: str
     source: str
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A public document an assumption cites by key (S1, S2, ... of hardware_specs/SOURCES.md)."""
+
+    key: str
+    document: str
+
+
+LOCAL_NOTES = (
+    (re.compile(r"accelerators\.csv '([^']+)', "), r"\1: "),  # the data sheet's row: keep the product's name
+    (re.compile(r"accelerators\.csv \w+: "), ""),
+    (
+        re.compile(
+            r",? ?(?:via )?accelerators_sources\.md(?: (?:section [\d/]+(?: item \d+)?|price table|[A-Z]+\d+X?))?"
+        ),
+        "",
+    ),
+    (re.compile(r"MODELLING\.md;? ?"), ""),
+    (re.compile(r"see SOURCES\.md"), "see the Sources sheet"),
+    (re.compile(r" ?\(mlperf_training_llm\.csv\)"), " (MLPerf Training results)"),
+    (re.compile(r"\(\s*,?\s*\)|\(\s*,\s*"), lambda m: "" if ")" in m.group() else "("),
+)
+"""The project's own data notes a bundled source string names (files outside the repository), taken out: what stays
+is the description and the keys of the public documents it rests on."""
+CITED = re.compile(r"\bS(\d+)\b")
+
+
+def public(source: str) -> str:
+    """`source` naming only public documents (by key) and its own reasoning, never a local file."""
+    for pattern, replacement in LOCAL_NOTES:
+        source = pattern.sub(replacement, source)
+    return " ".join(source.split())
+
+
+def citations(found: list[Assumption]) -> list[Citation]:
+    """The documents the assumptions cite, in key order, from the bundled hardware_specs/SOURCES.md."""
+    from perfmodel.inputs.resources import data_dir
+
+    listed = {}
+    for line in (data_dir("hardware_specs") / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        if (match := re.match(r"- (S\d+) (.+)", line)) is not None:
+            listed[match.group(1)] = match.group(2)
+    keys = {int(n) for a in found for n in CITED.findall(a.source)}
+    return [Citation(f"S{n}", listed[f"S{n}"]) for n in sorted(keys) if f"S{n}" in listed]
+
+
+def calibration_name(source: str) -> str:
+    """A calibration as a reader elsewhere can know it: the bundled one by that name, a file by its name only (no
+    folder of this machine)."""
+    from perfmodel.physics.calibration import BUNDLED
+
+    if source == "bundled" or Path(source).resolve() == BUNDLED.resolve():
+        return "perfmodel's bundled calibration (perfmodel/data/calibration.json)"
+    return f"the calibration file '{Path(source).name}'"
 
 
 def _unit(name: str) -> str:
@@ -183,7 +241,7 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
             seen.add(section)
             fit = fitted.provenance.get("fit", {})
             source = (
-                f"calibration '{fitted.source}' ({fit.get('rows', 0)} measured rows, in-sample MAPE "
+                f"{calibration_name(fitted.source)} ({fit.get('rows', 0)} measured rows, in-sample MAPE "
                 f"{fit.get('in_sample_mape_pct', float('nan')):.1f}%) over perfmodel/physics/efficiency.py defaults"
                 if fit
                 else f"perfmodel/physics/efficiency.py defaults for the {hw.accelerator.family} family "
@@ -192,4 +250,4 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
             found += efficiency_assumptions(section, efficiency, source)
     for row in rows:
         found += run_assumptions(row, usd_per_kwh, given_usd_per_kwh)
-    return found
+    return [replace(a, source=public(a.source)) for a in found]

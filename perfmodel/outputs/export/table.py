@@ -18,22 +18,24 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from perfmodel.inputs.scenario import flatten
+from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
-from perfmodel.planning import goodput, tco
+from perfmodel.planning import compare, goodput, tco
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
-from perfmodel.planning.training import Price, Run, training_run
+from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
 
-__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "records"]
+__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "all_columns", "records"]
 
 OPTIONAL_INPUTS = (
     "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
-    "usd_per_system", "failures_per_million_gpu_hours",
+    "usd_per_system", "failures_per_million_gpu_hours", "interval_factor_low", "interval_factor_high",
 )  # fmt: skip
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
 ends): formulas that need them show empty."""
 
-Sheet = Literal["inputs", "results", "breakdown"]
+Sheet = Literal["inputs", "results", "breakdown", "details"]
 Symbols = Mapping[str, Any]  # column key -> sympy Symbol
 
 
@@ -49,6 +51,11 @@ class ExportRow:
     def data(self) -> dict[str, Any]:
         """The prediction's JSON record, computed once per row."""
         return self.prediction.to_dict()
+
+    @cached_property
+    def record(self) -> dict[str, Any]:
+        """`data` flattened: the row of the one output schema."""
+        return flatten(self.data)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class Column:
     editable: bool = False
     shared_default: bool = False
     """An input usually equal across rows: the workbook links each row's cell to one default cell."""
+    blank_when_none: bool = False
+    """A row without a value gets no formula either (scaling efficiency of a system compared at one size)."""
 
 
 def _run(s: Symbols) -> Run:
@@ -126,6 +135,11 @@ def _layout(name: str) -> Callable[[ExportRow, float], Any]:
     return lambda row, _k: getattr(row.prediction.layout, name)
 
 
+def _in_gib(key: str) -> Callable[[Symbols], Any]:
+    """A size in GB (1e9 bytes) in GiB (2^30 bytes), the unit memory capacities are really in."""
+    return lambda s: s[key] * 1e9 / 2**30
+
+
 def _time(seconds_per_unit: float) -> Callable[[Symbols], Any]:
     return lambda s: _run(s).time_s / seconds_per_unit
 
@@ -136,17 +150,17 @@ COLUMNS: tuple[Column, ...] = (
     Column("accelerator", "Accelerator", "results", _d("accelerator")),
     Column("system", "System", "results", _d("system")),
     Column("precision", "Precision", "results", _d("precision")),
-    Column("tp", "TP", "results", _layout("tp")),
-    Column("pp", "PP", "results", _layout("pp")),
-    Column("vp", "VP", "results", _layout("vp")),
-    Column("cp", "CP", "results", _layout("cp")),
-    Column("dp", "DP", "results", _layout("dp")),
-    Column("ep", "EP", "results", _layout("ep")),
-    Column("mbs_sequences", "Micro-batch (sequences)", "results", _layout("mbs")),
-    Column("gbs_sequences", "Global batch (sequences)", "results", _layout("gbs")),
-    Column("seq_len_tokens", "Sequence length (tokens)", "results", _layout("seq_len")),
-    Column("recompute", "Recompute", "results", _layout("recompute")),
-    Column("zero_stage", "ZeRO stage", "results", _layout("zero")),
+    Column("parallelism.tp", "TP", "results", _layout("tp")),
+    Column("parallelism.pp", "PP", "results", _layout("pp")),
+    Column("parallelism.vp", "VP", "results", _layout("vp")),
+    Column("parallelism.cp", "CP", "results", _layout("cp")),
+    Column("parallelism.dp", "DP", "results", _layout("dp")),
+    Column("parallelism.ep", "EP", "results", _layout("ep")),
+    Column("parallelism.mbs", "Micro-batch (sequences)", "results", _layout("mbs")),
+    Column("parallelism.gbs", "Global batch (sequences)", "results", _layout("gbs")),
+    Column("parallelism.seq_len", "Sequence length (tokens)", "results", _layout("seq_len")),
+    Column("parallelism.recompute", "Recompute", "results", _layout("recompute")),
+    Column("parallelism.zero", "ZeRO stage", "results", _layout("zero")),
     Column("n_gpus_modelled", "GPUs modelled", "results", _d("n_gpus"), None, "#,##0"),
     # Per-step results of the model: the step time is the sum of its parts on the Breakdown sheet.
     *(_breakdown_column(part) for part in BREAKDOWN),
@@ -175,7 +189,7 @@ COLUMNS: tuple[Column, ...] = (
         "Tokens per step",
         "results",
         lambda row, _k: row.prediction.layout.gbs * row.prediction.layout.seq_len,
-        lambda s: s["gbs_sequences"] * s["seq_len_tokens"],
+        lambda s: s["parallelism.gbs"] * s["parallelism.seq_len"],
         "#,##0",
     ),
     Column(
@@ -218,6 +232,18 @@ COLUMNS: tuple[Column, ...] = (
         lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
         "0.0%",
     ),
+    Column(
+        "mfu_bf16",
+        "MFU of dense BF16 peak (same as mfu)",
+        "results",
+        _d("mfu_bf16"),
+        lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
+        "0.0%",
+    ),
+    *(
+        Column(f"{name}_gib", f"{header} (GiB)", "results", _d(f"{name}_gib"), _in_gib(f"{name}_gb"), "0.0")
+        for name, header in (("memory_per_gpu", "Memory per GPU"), ("memory_capacity", "GPU memory"))
+    ),
     # What a planner edits: the Inputs sheet.
     Column("n_gpus", "GPUs", "inputs", _d("n_gpus"), None, "#,##0", editable=True),
     Column("usd_per_gpu_hour", "Price (USD per GPU-hour)", "inputs", _d("usd_per_gpu_hour"), None, "0.00", True),
@@ -239,6 +265,7 @@ COLUMNS: tuple[Column, ...] = (
         "0.00",
         True,
     ),
+    Column("price_source", "Price source (why a cost is empty)", "inputs", _d("price_source")),
     Column("tokens_to_train", "Tokens to train", "inputs", _d("tokens_to_train"), None, "#,##0", True, True),
     Column("pue", "PUE", "inputs", _d("pue"), None, "0.00", True, True),
     Column("usd_per_kwh", "Electricity (USD/kWh)", "inputs", lambda _row, k: k, None, "0.000", True, True),
@@ -436,7 +463,14 @@ GOODPUT_COLUMNS: tuple[Column, ...] = (
         _over_goodput("energy_kwh"),
         "#,##0",
     ),
-)
+    Column("time_to_train_with_failures_s", "Time to train with failures (s)", "results", _failing("time_s"),
+           _over_goodput("time_s"), "#,##0"),
+    *(Column(f"cost_usd_with_failures{side}", f"Cost with failures, {side[1:]} price (USD)", "results",
+             _failing(f"cost_usd{side}"), _over_goodput(f"cost_usd{side}"), "$#,##0") for side in ("_low", "_high")),
+    Column("usd_per_million_tokens_with_failures", "Cost per million tokens with failures (USD)", "results",
+           lambda row, _k: row.data.get("usd_per_million_tokens_with_failures"),
+           lambda s: _run(s).cost_usd / s["goodput"] / s["tokens_to_train"] * 1e6, "0.000"),
+)  # fmt: skip
 
 
 def _ownership(row: ExportRow) -> Any:
@@ -546,15 +580,137 @@ TCO_COLUMNS: tuple[Column, ...] = (
         "0.000",
     ),
 )
-COLUMNS = (*COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS)
-BY_KEY = {column.key: column for column in COLUMNS}
+
+
+def _factor(side: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> float | None:
+        found = row.prediction.interval
+        return None if found is None else float(found.low if side == "low" else found.high)
+
+    return read
+
+
+def _bounds(key: str, header: str, formula: Callable[[Symbols], Any], number_format: str) -> list[Column]:
+    """A quantity's 80% interval as live formulas: the quantity times the calibration's factor on a time."""
+
+    def bound(side: str) -> Callable[[Symbols], Any]:
+        return lambda s: formula(s) * s[f"interval_factor_{side}"]
+
+    def recorded(name: str) -> Callable[[ExportRow, float], Any]:
+        return lambda row, _k: row.data.get(name)
+
+    return [Column(f"{key}_{side}", f"{header}, 80% interval {side}", "results", recorded(f"{key}_{side}"),
+                   bound(side), number_format) for side in ("low", "high")]  # fmt: skip
+
+
+INTERVAL_COLUMNS: tuple[Column, ...] = (
+    *(
+        Column(f"interval_factor_{side}", f"80% interval: factor on a predicted time, {side}", "results", _factor(side))
+        for side in ("low", "high")
+    ),
+    *_bounds("step_time_s", "Step time (s)", lambda s: s["step_time_s"], "0.000"),
+    *_bounds("time_to_train_s", "Time to train (s)", lambda s: _run(s).time_s, "#,##0"),
+    *_bounds("time_to_train_min", "Time to train (min)", _time(60.0), "#,##0.0"),
+    *_bounds("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
+    *_bounds("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
+    *_bounds("cost_usd_interval", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
+)
+
+
+def _tokens_per_usd(suffix: str) -> Callable[..., Any]:
+    """Tokens bought by one US dollar at the price (compare.py's tokens_per_usd on the cells)."""
+
+    def formula(s: Symbols, prefix: str = "") -> Any:
+        return s[f"{prefix}tokens_per_s_per_gpu"] * SECONDS_PER_HOUR / s[f"{prefix}usd_per_gpu_hour{suffix}"]
+
+    return formula
+
+
+def _joules_per_token(s: Symbols, prefix: str = "") -> Any:
+    """compare.py's joules_per_token on the cells: board power x PUE over the throughput per GPU."""
+    return s[f"{prefix}power_w_per_gpu"] * s[f"{prefix}pue"] / s[f"{prefix}tokens_per_s_per_gpu"]
+
+
+def _priced(suffix: str) -> Callable[[ExportRow, float], Any]:
+    def read(row: ExportRow, _usd_per_kwh: float) -> float | None:
+        price = {"": row.prediction.price.usd_per_gpu_hour, "_low": row.prediction.price.low}
+        return compare.tokens_per_usd(row.prediction, price.get(suffix, row.prediction.price.high))
+
+    return read
+
+
+VALUE_COLUMNS: tuple[Column, ...] = (
+    *(Column(f"tokens_per_usd{sfx}", f"Tokens per USD{label}", "results", _priced(sfx), _tokens_per_usd(sfx),
+             "#,##0") for sfx, label in (("", ""), ("_low", " at the low price"), ("_high", " at the high price"))),
+    Column("joules_per_token", "Energy per token (J)", "results",
+           lambda row, _k: compare.joules_per_token(row.prediction), _joules_per_token, "0.000"),
+    Column("kwh_per_million_tokens", "Energy per million tokens (kWh)", "results",
+           lambda row, _k: compare.joules_per_token(row.prediction) * 1e6 / JOULES_PER_KWH,
+           lambda s: _joules_per_token(s) * 1e6 / JOULES_PER_KWH, "0.000"),
+)  # fmt: skip
+"""Perf per dollar and energy per token of every result, as formulas (so an edited price moves them)."""
+
+
+def _vs_first(quantity: Callable[..., Any]) -> Callable[[Symbols], Any]:
+    return lambda s: quantity(s) / quantity(s, prefix="first.")
+
+
+def _ratio(key: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _k: row.extra.get(key)
+
+
+def _tokens_per_s(s: Symbols, prefix: str = "") -> Any:
+    return s[f"{prefix}tokens_per_s_per_gpu"] * s[f"{prefix}n_gpus"]
+
+
+RATIO_COLUMNS: tuple[Column, ...] = (
+    Column("speedup_vs_first", "Speedup vs first (throughput)", "results", _ratio("speedup_vs_first"),
+           _vs_first(_tokens_per_s), '0.00"x"'),
+    *(Column(f"perf_per_usd_vs_first{sfx}", f"Perf per USD vs first{label}", "results",
+             _ratio(f"perf_per_usd_vs_first{sfx}"), _vs_first(_tokens_per_usd(sfx)), '0.00"x"')
+      for sfx, label in (("", ""), ("_low", ", both at low prices"), ("_high", ", both at high prices"))),
+    Column("energy_per_token_vs_first", "Energy per token vs first", "results", _ratio("energy_per_token_vs_first"),
+           _vs_first(_joules_per_token), '0.00"x"'),
+    Column("scaling_efficiency", "Scaling efficiency (per-GPU throughput vs the system's smallest size)", "results",
+           _ratio("scaling_efficiency"), lambda s: s["tokens_per_s_per_gpu"] / s["base.tokens_per_s_per_gpu"],
+           "0.0%", blank_when_none=True),
+)  # fmt: skip
+"""compare's ratios to the first row (and scaling efficiency to the smallest size of the row's system), live."""
+
+COLUMNS = (*COLUMNS, *INTERVAL_COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS, *VALUE_COLUMNS)
+BY_KEY = {column.key: column for column in (*COLUMNS, *RATIO_COLUMNS)}
+
+
+def scaling_bases(rows: list[ExportRow]) -> list[int]:
+    """Per row, the index of the row its scaling efficiency is relative to (itself when there is none)."""
+    bases = compare.scaling_bases([row.prediction for row in rows])
+    return [index if base is None else base for index, base in enumerate(bases)]
+
+
+def record_columns(rows: list[ExportRow]) -> list[Column]:
+    """The rest of each prediction's record (outputs/record.py) under its own name, as perfmodel computed it, on
+    the Details sheet: every export carries the one output schema whole."""
+    keys: dict[str, None] = {}
+    for row in rows:
+        keys |= dict.fromkeys(k for k in row.record if k not in BY_KEY)
+    return [Column(k, _heading(k), "details", _recorded(k)) for k in keys]
+
+
+def _heading(key: str) -> str:
+    field = record.FIELDS[record.NAMES.index(key)] if key in record.NAMES else record.Field(key, "", key)
+    meaning = field.meaning[0].upper() + field.meaning[1:]
+    return f"{meaning} ({field.unit})" if field.unit else meaning
+
+
+def _recorded(key: str) -> Callable[[ExportRow, float], Any]:
+    return lambda row, _usd_per_kwh: row.record.get(key)
 
 
 def extra_columns(rows: list[ExportRow]) -> list[Column]:
     """Columns a command adds to its rows (e.g. compare's speedup_vs_first), in order of first appearance."""
     keys: dict[str, None] = {}
     for row in rows:
-        keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY)
+        keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY and k not in row.record)
     return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
 
 
@@ -567,7 +723,15 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
     return value
 
 
+def all_columns(rows: list[ExportRow]) -> list[Column]:
+    """Every column of an export of `rows`: the workbook's (with compare's ratios when the rows carry them), then
+    the rest of the record, then the command's own."""
+    ratios = list(RATIO_COLUMNS) if any("speedup_vs_first" in row.extra for row in rows) else []
+    return [*COLUMNS, *ratios, *record_columns(rows), *extra_columns(rows)]
+
+
 def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:
-    """The table as flat dicts, one per row, columns in order: what CSV and JSON hold."""
-    columns = [*COLUMNS, *extra_columns(rows)]
-    return [{c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows]
+    """The table as flat dicts, one per row, what CSV and JSON hold: the one output schema's columns first, in its
+    order (outputs/record.py), then the export's own (label, editable inputs, electricity), then the command's."""
+    columns = all_columns(rows)
+    return record.table({c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows)

@@ -1,11 +1,20 @@
-"""The planner's workbook: Inputs to edit, Results and Breakdown as live formulas, Assumptions with sources.
+"""The planner's workbook: a one-page Summary, Inputs to edit, Results and Breakdown as live formulas, Details,
+Assumptions and the Sources they cite.
 
 Sheets:
+- Summary: the figures a procurement reader compares, one row per result, linked to Results; one landscape page.
 - Inputs: per result, the GPU count, price per GPU-hour (with its low-high range), tokens to train, PUE and
-  electricity price; tokens, PUE and electricity also have one default cell that every row links to.
+  electricity price; tokens, PUE and electricity also have one default cell that every row links to. Every input
+  cell refuses a number out of range (data validation).
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
 - Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
+- Details: the rest of each prediction's record (outputs/record.py), values under their schema names.
 - Assumptions: every hardware figure with its source, the efficiency parameters, the run's own assumptions.
+- Sources: the public documents the Assumptions cite by key (S1, S2, ...).
+
+Written with XlsxWriter, which stores each formula with its computed value (perfmodel's own number, equal to what
+the formula gives): a reader without a formula engine (pandas, openpyxl's data_only) sees the numbers, and Excel or
+LibreOffice recompute them on an edit.
 """
 
 from __future__ import annotations
@@ -13,34 +22,52 @@ from __future__ import annotations
 import datetime
 import io
 import os
+import zipfile
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from perfmodel.outputs.export.assumptions import Assumption
+from perfmodel.outputs.export.assumptions import Assumption, Citation
 from perfmodel.outputs.export.excel import excel_formula
-from perfmodel.outputs.export.table import COLUMNS, OPTIONAL_INPUTS, Column, ExportRow, extra_columns
+from perfmodel.outputs.export.table import OPTIONAL_INPUTS, Column, ExportRow, all_columns, scaling_bases
 
-SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown"}
+SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
-EDITABLE_FILL = "FFF2CC"
+EDITABLE_FILL = "#FFF2CC"
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
     "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
     "the layout at the new size; for that, export again with --gpus."
 )
+SUMMARY = (
+    "n_gpus", "usd_per_gpu_hour", "precision", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory",
+    "time_to_train_days", "time_to_train_with_failures_days", "cost_usd", "usd_per_million_tokens", "tokens_per_usd",
+    "kwh_per_million_tokens", "speedup_vs_first", "perf_per_usd_vs_first", "energy_per_token_vs_first",
+)  # fmt: skip
+"""The Summary's columns, those of them the export has."""
+AT_LEAST_ZERO = ("failures_per_million_gpu_hours", "planned_per_million_gpu_hours", "restart_s",
+                 "facility_usd_per_kw_month")  # fmt: skip
+"""Inputs that may be zero; every other input must be positive (utilisation at most 1, GPU counts whole)."""
+UNITS = (
+    ("per_million_gpu_hours", ""), ("tokens_per_s_per_gpu", " tok/s"), ("tokens_per_s", " tok/s"),
+    ("tokens_to_train", " tokens"), ("_kwh", " kWh"),
+    ("gpu_hours", " GPU-h"), ("_days", " days"), ("_min", " min"), ("_s", " s"), ("_gib", " GiB"), ("_gb", " GB"),
+    ("_tflops", " TFLOP/s"), ("_w_per_gpu", " W"), ("n_gpus", " GPUs"), ("joules_per_token", " J"),
+)  # fmt: skip
+"""The unit a number format shows after the number, by the column key's ending (the first that matches; a rate
+per million GPU-hours says so in its heading)."""
 
 
 def _letter(index: int) -> str:
-    from openpyxl.utils import get_column_letter
+    from xlsxwriter.utility import xl_col_to_name
 
-    return get_column_letter(index)
+    return str(xl_col_to_name(index - 1))
 
 
 class _Grid:
     """Where every (row, column key) lives: sheet, column letter and row number."""
 
-    def __init__(self, columns: Sequence[Column], n_rows: int, defaults: dict[str, int]) -> None:
+    def __init__(self, columns: Sequence[Column], n_rows: int, defaults: dict[str, int], bases: list[int]) -> None:
         self.position: dict[str, tuple[str, str]] = {}
         per_sheet = {sheet: 1 for sheet in SHEETS}  # column A holds the result's label
         for column in columns:
@@ -51,11 +78,23 @@ class _Grid:
             self.position[column.key] = (SHEETS[column.sheet], _letter(per_sheet[column.sheet]))
         self.n_rows = n_rows
         self.defaults = defaults  # shared-default key -> row of its cell on the Inputs sheet
+        self.bases = bases  # per row, the row its scaling efficiency is relative to
 
-    def cell(self, key: str, index: int, from_sheet: str) -> str:
+    def cell(self, key: str, index: int, from_sheet: str, absolute: bool = False) -> str:
         sheet, letter = self.position[key]
-        ref = f"{letter}{HEADER_ROW + 2 + index}"
+        row = HEADER_ROW + 2 + index
+        ref = f"${letter}${row}" if absolute else f"{letter}{row}"
         return ref if sheet == from_sheet else f"{sheet}!{ref}"
+
+    def cells(self, index: int, from_sheet: str) -> dict[str, str]:
+        """Each symbol's cell for row `index`: its own row, `first.KEY` the first result's, `base.KEY` the row its
+        scaling efficiency is relative to."""
+        found = {}
+        for key in self.position:
+            found[key] = self.cell(key, index, from_sheet)
+            found[f"first.{key}"] = self.cell(key, 0, from_sheet, absolute=True)
+            found[f"base.{key}"] = self.cell(key, self.bases[index], from_sheet, absolute=True)
+        return found
 
     def default_cell(self, key: str) -> str:
         return f"$B${self.defaults[key]}"
@@ -64,103 +103,180 @@ class _Grid:
 def _symbols(columns: Sequence[Column]) -> dict[str, Any]:
     import sympy
 
-    return {c.key: sympy.Symbol(c.key, positive=True) for c in columns}
+    return {
+        name: sympy.Symbol(name, positive=True) for c in columns for name in (c.key, f"first.{c.key}", f"base.{c.key}")
+    }
 
 
 def _formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: int) -> str:
     """The column's live formula for one row, blank when an input it needs (tokens, price) is missing."""
     assert column.formula is not None
     expr = column.formula(symbols)
-    sheet = SHEETS[column.sheet]
-    cells = {key: grid.cell(key, index, sheet) for key in grid.position}
+    cells = grid.cells(index, SHEETS[column.sheet])
     text = excel_formula(expr, cells)[1:]
-    optional = sorted(s.name for s in expr.free_symbols if s.name in OPTIONAL_INPUTS)
+    optional = sorted(
+        s.name for s in expr.free_symbols if s.name.removeprefix("first.").removeprefix("base.") in OPTIONAL_INPUTS
+    )
     if optional:
         checks = ",".join(f"N({cells[key]})>0" for key in optional)
         text = f'IF(AND({checks}),{text},"")'
     return "=" + text
 
 
+class _Styles:
+    """XlsxWriter formats, one per combination of number format and look, made once each."""
+
+    def __init__(self, wb: Any) -> None:
+        self._wb = wb
+        self._made: dict[tuple[Any, ...], Any] = {}
+
+    def __call__(self, number_format: str = "General", **look: Any) -> Any:
+        key = (number_format, *sorted(look.items()))
+        if key not in self._made:
+            self._made[key] = self._wb.add_format({"num_format": number_format, **look})
+        return self._made[key]
+
+
+def with_unit(column: Column) -> str:
+    """The column's number format with its unit after the number (`0.000" s"`), so that a cell reads whole."""
+    fmt, key = column.number_format, column.key.removesuffix("_low").removesuffix("_high")
+    if key.endswith("per_gpu_hour"):
+        return f'"$"{fmt}"/GPU-h"'
+    if key == "usd_per_kwh":
+        return f'"$"{fmt}"/kWh"'
+    if fmt == "General" or "%" in fmt or "$" in fmt or '"' in fmt:
+        return fmt
+    unit = next((unit for ending, unit in UNITS if key.endswith(ending)), "")
+    return f'{fmt}"{unit}"' if unit else fmt
+
+
+def _put(ws: Any, ref: str, value: Any, style: Any) -> None:
+    """A value, never a formula: text is written as a string even when it begins with '=' (cells.py)."""
+    if value is None:
+        ws.write_blank(ref, None, style)
+    elif isinstance(value, bool):
+        ws.write_boolean(ref, value, style)
+    elif isinstance(value, int | float):
+        ws.write_number(ref, value, style)
+    else:
+        ws.write_string(ref, str(value), style)
+
+
+def _cached(value: Any) -> Any:
+    """A formula's stored result: perfmodel's number, or the empty text its IF gives without an input."""
+    return "" if value is None else value
+
+
+def _width(column: Column, values: Sequence[Any]) -> float:
+    """Wide enough for the heading (wrapped on up to three lines) and every number as formatted, never `###`."""
+    longest = max((len(f"{v:,.2f}") for v in values if isinstance(v, int | float) and not isinstance(v, bool)),
+                  default=0)  # fmt: skip
+    unit = len(with_unit(column)) - len(column.number_format)
+    return max(11.0, min(28.0, len(column.header) * 0.4 + 2), longest + unit + 2)
+
+
+def _validation(column: Column) -> dict[str, Any]:
+    """What an input cell accepts: positive numbers (zero where zero means 'none'), whole GPU counts, shares."""
+    rule: dict[str, Any] = {"validate": "decimal", "criteria": ">", "value": 0}
+    if column.key == "n_gpus":
+        rule = {"validate": "integer", "criteria": ">=", "value": 1}
+    elif column.key == "utilisation":
+        rule = {"validate": "decimal", "criteria": "between", "minimum": 0.01, "maximum": 1}
+    elif column.key in AT_LEAST_ZERO:
+        rule["criteria"] = ">="
+    message = {">": "a positive number", ">=": f"a number of at least {rule.get('value')}", "between": "0 to 1"}
+    return rule | {"error_title": column.header[:32], "error_message": f"Enter {message[rule['criteria']]}."}
+
+
+def _page(ws: Any, one_page: bool = False) -> None:
+    """Landscape A4, one page wide (and tall, for the Summary), the headings repeated on each page."""
+    ws.set_landscape()
+    ws.set_paper(9)
+    ws.fit_to_pages(1, 1 if one_page else 0)
+    ws.repeat_rows(HEADER_ROW - 1, HEADER_ROW)
+
+
 def write_xlsx(
-    handle: BinaryIO, rows: list[ExportRow], usd_per_kwh: float, found: list[Assumption], title: str
-) -> None:
-    from openpyxl import Workbook
-    from openpyxl.styles import Alignment, Font, PatternFill
+    handle: BinaryIO, rows: list[ExportRow], usd_per_kwh: float, found: list[Assumption], title: str,
+    citations: list[Citation] | None = None,
+) -> None:  # fmt: skip
+    import xlsxwriter
 
-    columns = [*COLUMNS, *extra_columns(rows)]
+    columns = all_columns(rows)
     symbols = _symbols(columns)
-    bold, grey = Font(bold=True), Font(italic=True, color="808080")
-    editable = PatternFill("solid", fgColor=EDITABLE_FILL)
-
-    wb = Workbook()
-    default_sheet = wb.active
-    sheets = {name: wb.create_sheet(name) for name in (*SHEETS.values(), "Assumptions")}
-    if default_sheet is not None:
-        wb.remove(default_sheet)
+    buffer = io.BytesIO()
+    options = {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False}
+    wb = xlsxwriter.Workbook(buffer, options)
+    wb.set_properties({"title": title, "created": timestamp()})
+    style = _Styles(wb)
+    heading = style(bold=True, text_wrap=True, valign="top")
+    key_style, big = style(italic=True, font_color="#808080"), style(bold=True, font_size=13)
+    summary = wb.add_worksheet("Summary")
+    sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
     inputs = sheets["Inputs"]
 
-    # Inputs: the shared defaults on top, then one row per result.
-    inputs["A1"] = f"Inputs: {title}"
-    inputs["A1"].font = Font(bold=True, size=13)
-    inputs["A2"] = "Edit the yellow cells; Results and Breakdown recompute. " + GPU_COUNT_NOTE
-    inputs["A2"].alignment = Alignment(wrap_text=False)
+    # Inputs: the shared defaults under the rows, one per result above.
+    inputs.write_string("A1", f"Inputs: {title}", big)
+    inputs.write_string("A2", "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE)
     shared = [c for c in columns if c.shared_default]
     first_values = {c.key: c.value(rows[0], usd_per_kwh) for c in shared}
-    defaults = {}
-    for offset, column in enumerate(shared):
-        r = HEADER_ROW + 2 + len(rows) + 2 + offset
-        defaults[column.key] = r
-    grid = _Grid(columns, len(rows), defaults)
-    inputs.cell(
-        HEADER_ROW + 2 + len(rows) + 1, 1, "Defaults: each result's cell above links here unless it differs"
-    ).font = bold
+    defaults = {c.key: HEADER_ROW + 2 + len(rows) + 2 + offset for offset, c in enumerate(shared)}
+    grid = _Grid(columns, len(rows), defaults, scaling_bases(rows))
+    note = "Defaults: each result's cell above links here unless it differs"
+    inputs.write_string(HEADER_ROW + 2 + len(rows), 0, note, style(bold=True))
     for column in shared:
         r = defaults[column.key]
-        inputs.cell(r, 1, column.header)
-        cell = inputs.cell(r, 2, first_values[column.key])
-        cell.fill, cell.number_format = editable, column.number_format
-        inputs.cell(r, 3, column.key).font = grey
+        inputs.write_string(f"A{r}", column.header)
+        _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
+        inputs.data_validation(f"B{r}", _validation(column))
+        inputs.write_string(f"C{r}", column.key, key_style)
 
+    values: dict[str, list[Any]] = {c.key: [c.value(row, usd_per_kwh) for row in rows] for c in columns}
     for sheet_key, sheet_name in SHEETS.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
         if sheet_key != "inputs":
-            ws["A1"] = f"{sheet_name}: {title}"
-            ws["A1"].font = Font(bold=True, size=13)
+            ws.write_string("A1", f"{sheet_name}: {title}", big)
         if sheet_key == "results":
-            ws["A2"] = "Values in grey italics are the model's per-step results; the others are live formulas."
+            ws.write_string(
+                "A2", "Values in grey italics are the model's per-step results; the rest are live formulas."
+            )
+        if sheet_key == "details":
+            ws.write_string("A2", "The rest of perfmodel's record of each result, as exported: values, not recomputed.")
         for column in here:
             _, letter = grid.position[column.key]
-            ws[f"{letter}{HEADER_ROW}"] = column.header
-            ws[f"{letter}{HEADER_ROW}"].font = bold
-            ws[f"{letter}{HEADER_ROW}"].alignment = Alignment(wrap_text=True, vertical="top")
-            ws[f"{letter}{HEADER_ROW + 1}"] = column.key
-            ws[f"{letter}{HEADER_ROW + 1}"].font = grey
-            ws.column_dimensions[letter].width = max(11, min(28, len(column.header) * 0.75 + 2))
-            for index, row in enumerate(rows):
+            ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
+            ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
+            ws.set_column(f"{letter}:{letter}", _width(column, values[column.key]))
+            looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
+            if column.formula is None and not column.editable and column.key != "label":
+                looks |= {"italic": True, "font_color": "#808080"}
+            cell_style = style(with_unit(column), **looks)
+            for index, value in enumerate(values[column.key]):
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
-                value = column.value(row, usd_per_kwh)
-                if column.formula is not None:
-                    ws[ref] = _formula(column, symbols, grid, index)
+                if column.formula is not None and not (column.blank_when_none and value is None):
+                    ws.write_formula(ref, _formula(column, symbols, grid, index), cell_style, _cached(value))
                 elif column.shared_default and value == first_values[column.key]:
-                    ws[ref] = "=" + grid.default_cell(column.key)
+                    ws.write_formula(ref, "=" + grid.default_cell(column.key), cell_style, _cached(value))
                 else:
-                    _plain(ws[ref], value)
-                    if column.key != "label" and not column.editable:
-                        ws[ref].font = grey
-                ws[ref].number_format = column.number_format
-                if column.editable:
-                    ws[ref].fill = editable
-        ws.column_dimensions["A"].width = 34
-        ws.freeze_panes = f"B{HEADER_ROW + 2}"
+                    _put(ws, ref, value, cell_style)
+            if column.editable:
+                span = f"{letter}{HEADER_ROW + 2}:{letter}{HEADER_ROW + 1 + len(rows)}"
+                ws.data_validation(span, _validation(column))
+        ws.set_column("A:A", 34)
+        ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
-            for index in range(len(rows)):
-                ws[f"A{HEADER_ROW + 2 + index}"] = f"=Results!A{HEADER_ROW + 2 + index}"
-        ws.row_dimensions[HEADER_ROW].height = 45
+            for index, row in enumerate(rows):
+                ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, row.label)
+        ws.set_row(HEADER_ROW - 1, 45)
+        _page(ws)
 
-    _write_shares(sheets["Breakdown"], grid, len(rows))
-    _write_assumptions(sheets["Assumptions"], found, title)
-    handle.write(_saved(wb))
+    _write_shares(sheets["Breakdown"], grid, values, style)
+    _write_summary(summary, columns, grid, values, title, style)
+    _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
+    _write_sources(wb.add_worksheet("Sources"), citations or [], style)
+    wb.close()
+    handle.write(_restamped(buffer.getvalue()))
 
 
 DEFAULT_TIMESTAMP = datetime.datetime(2000, 1, 1)
@@ -178,66 +294,83 @@ def timestamp() -> datetime.datetime:
     return max(utc.replace(tzinfo=None), datetime.datetime(1980, 1, 1))
 
 
-def _saved(wb: Any) -> bytes:
-    """The workbook's bytes, built in memory (a full disk then fails in one plain write, not inside zipfile) with
-    fixed timestamps, so that the same results give the same file."""
-    import zipfile
-
-    from openpyxl.writer.excel import ExcelWriter
-
-    stamp = timestamp()
-    wb.properties.created = wb.properties.modified = stamp
-    first = io.BytesIO()
-    ExcelWriter(wb, zipfile.ZipFile(first, "w", zipfile.ZIP_DEFLATED, allowZip64=True)).save()
+def _restamped(book: bytes) -> bytes:
+    """The workbook with its zip members dated `timestamp()` too (XlsxWriter dates them 1980-01-01), so that one
+    time, fixed or SOURCE_DATE_EPOCH's, is the file's only date."""
+    stamp = timestamp().timetuple()[:6]
     fixed = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(first.getvalue())) as source, zipfile.ZipFile(fixed, "w") as target:
-        for member in source.infolist():  # openpyxl stamps each member with the time it was written
-            info = zipfile.ZipInfo(member.filename, date_time=stamp.timetuple()[:6])
+    with zipfile.ZipFile(io.BytesIO(book)) as source, zipfile.ZipFile(fixed, "w") as target:
+        for member in source.infolist():
+            info = zipfile.ZipInfo(member.filename, date_time=stamp)
             info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, member.external_attr
             target.writestr(info, source.read(member))
     return fixed.getvalue()
 
 
-def _plain(cell: Any, value: Any) -> None:
-    """A value, never a formula: text is typed as a string even when it begins with '=' (cells.py)."""
-    cell.value = value
-    if isinstance(value, str):
-        cell.data_type = "s"
-
-
-def _write_shares(ws: Any, grid: _Grid, n_rows: int) -> None:
-    """Each part's share of the step time, next to the parts: formulas, so they follow edited parts too."""
-    from openpyxl.styles import Font
-
+def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _Styles) -> None:
+    """Each part's share of the step time, right of the parts: formulas, so they follow edited parts too."""
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
-    start = ws.max_column + 2
+    start = 1 + sum(1 for sheet, _ in grid.position.values() if sheet == "Breakdown") + 2
     for offset, key in enumerate(parts):
         letter = _letter(start + offset)
-        ws[f"{letter}{HEADER_ROW}"] = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
-        ws[f"{letter}{HEADER_ROW}"].font = Font(bold=True)
-        ws.column_dimensions[letter].width = 12
-        for index in range(n_rows):
-            ref = f"{letter}{HEADER_ROW + 2 + index}"
-            ws[ref] = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
-            ws[ref].number_format = "0.0%"
+        name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
+        ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top"))
+        ws.set_column(f"{letter}:{letter}", 12)
+        for index in range(grid.n_rows):
+            part, step = values[key][index], values["step_time_s"][index]
+            formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
 
 
-def _write_assumptions(ws: Any, found: list[Assumption], title: str) -> None:
-    from openpyxl.styles import Alignment, Font
+def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
+                   style: _Styles) -> None:  # fmt: skip
+    """The figures to compare, each a link to its cell (so it follows every edit), on one landscape page."""
+    by_key = {c.key: c for c in columns}
+    shown = [by_key[key] for key in SUMMARY if key in by_key]
+    ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
+    ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
+    ws.write_string(f"A{HEADER_ROW}", "Result", style(bold=True, text_wrap=True, valign="top"))
+    ws.set_column("A:A", 40)
+    for offset, column in enumerate(shown, start=2):
+        letter = _letter(offset)
+        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(bold=True, text_wrap=True, valign="top"))
+        ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
+        ws.set_column(f"{letter}:{letter}", min(16.0, _width(column, values[column.key])))
+        for index, value in enumerate(values[column.key]):
+            ref = grid.cell(column.key, index, "Summary")
+            if column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
+                missing = "no price" if column.key == "usd_per_gpu_hour" else ""
+                link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
+            else:
+                link, cached = "=" + ref, _cached(value)
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(with_unit(column)), cached)
+    for index, label in enumerate(values["label"]):
+        ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, label)
+    ws.set_row(HEADER_ROW - 1, 60)
+    ws.freeze_panes(HEADER_ROW + 1, 1)
+    _page(ws, one_page=True)
 
-    ws["A1"] = f"Assumptions: {title}"
-    ws["A1"].font = Font(bold=True, size=13)
-    ws["A2"] = (
-        "Every figure the results rest on, with its source (hardware_specs/*.toml, perfmodel/physics/efficiency.py)."
-    )
-    for col, (head, width) in enumerate(
-        (("Section", 28), ("Name", 32), ("Value", 16), ("Unit", 18), ("Source", 100)), start=1
-    ):
-        ws.cell(HEADER_ROW, col, head).font = Font(bold=True)
-        ws.column_dimensions[_letter(col)].width = width
+
+def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
+    ws.write_string("A1", f"Assumptions: {title}", style(bold=True, font_size=13))
+    ws.write_string("A2", "Every figure the results rest on, with its source; keys such as S1: the Sources sheet.")
+    for col, (head, width) in enumerate((("Section", 28), ("Name", 32), ("Value", 16), ("Unit", 18), ("Source", 100))):
+        ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
+        ws.set_column(col, col, width)
     for index, a in enumerate(found):
-        r = HEADER_ROW + 1 + index
-        for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source), start=1):
-            _plain(ws.cell(r, col), value)
-        ws.cell(r, 5).alignment = Alignment(wrap_text=False)
-    ws.freeze_panes = f"A{HEADER_ROW + 1}"
+        for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source)):
+            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, None)
+    ws.freeze_panes(HEADER_ROW, 0)
+    _page(ws)
+
+
+def _write_sources(ws: Any, citations: list[Citation], style: _Styles) -> None:
+    """The public documents behind the keys the Assumptions cite."""
+    ws.write_string("A1", "Sources: the public documents the Assumptions cite", style(bold=True, font_size=13))
+    for col, (head, width) in enumerate((("Key", 8), ("Document", 150))):
+        ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
+        ws.set_column(col, col, width)
+    for index, citation in enumerate(citations):
+        ws.write_string(HEADER_ROW + index, 0, citation.key)
+        ws.write_string(HEADER_ROW + index, 1, citation.document)
+    _page(ws)

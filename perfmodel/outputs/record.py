@@ -1,0 +1,170 @@
+"""The one flat row of a prediction that every row-shaped output carries, under these names, in this order.
+
+`Prediction.to_record()` is the row: `predict --format csv`, `search`/`compare --format csv`, `sweep` (its rows and
+--out) and `export` (CSV, JSON and the workbook's key row) all carry its columns unrenamed, and may add their own
+after them (compare's ratios, sweep's `whatif` and `error`, export's editable inputs). Some columns appear only where
+they apply (an MoE model, an MLPerf benchmark, a calibration's interval, the goodput model, `--buy`); a column a
+prediction lacks is empty in a table of many. The README's schema table is `markdown_table()` (a test keeps it so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+
+class Field(NamedTuple):
+    name: str
+    unit: str
+    meaning: str
+
+
+_PARTS = {
+    "compute_s": "compute (GEMMs, attention, elementwise)",
+    "tp_comm_exposed_s": "tensor-parallel communication not hidden by compute",
+    "cp_comm_exposed_s": "context-parallel communication not hidden by compute",
+    "pp_bubble_s": "pipeline bubble",
+    "pp_comm_exposed_s": "pipeline sends not hidden by compute",
+    "dp_comm_exposed_s": "data-parallel communication not hidden by compute",
+    "optimizer_s": "optimizer step",
+    "other_s": "data loading, logging, syncs",
+    "ep_comm_exposed_s": "expert-parallel all-to-all not hidden by compute (MoE only)",
+}
+_MEMORY = {
+    "weights": "parameters",
+    "gradients": "gradients",
+    "optimizer": "optimizer state (master weights, moments)",
+    "activations": "activations kept for the backward pass",
+    "runtime": "runtime reserve (CUDA context, allocator, communication buffers)",
+}
+
+
+def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
+    """The low and high ends of a quantity's 80% interval (the calibration's, protocol in interval_protocol)."""
+    meaning = f"{what or name} with the calibration's 80% interval"
+    return Field(f"{name}_low", unit, f"{meaning}, low end"), Field(f"{name}_high", unit, f"{meaning}, high end")
+
+
+_FAILING = "expected with failures, checkpoints and restarts (goodput model)"
+
+FIELDS: tuple[Field, ...] = (
+    Field("model", "", "model id (perfmodel models list)"),
+    Field("accelerator", "", "accelerator id (perfmodel hardware list)"),
+    Field("system", "", "system id: the node or rack the accelerators sit in"),
+    Field("n_gpus", "GPUs", "GPUs the job runs on"),
+    Field("precision", "", "precision recipe (bf16, fp8, mxfp8, nvfp4, mxfp4)"),
+    Field("parallelism.tp", "ranks", "tensor-parallel size"),
+    Field("parallelism.pp", "stages", "pipeline-parallel stages"),
+    Field("parallelism.cp", "ranks", "context-parallel size"),
+    Field("parallelism.dp", "replicas", "data-parallel replicas"),
+    Field("parallelism.vp", "stages per rank", "virtual pipeline stages per pipeline rank"),
+    Field("parallelism.ep", "ranks", "expert-parallel size (1 for a dense model)"),
+    Field("parallelism.etp", "ranks", "expert tensor-parallel size (MoE only)"),
+    Field("parallelism.mbs", "sequences", "micro-batch size"),
+    Field("parallelism.gbs", "sequences", "global batch size"),
+    Field("parallelism.seq_len", "tokens", "sequence length"),
+    Field("parallelism.recompute", "", "activation recomputation: none, selective or full"),
+    Field("parallelism.zero", "stage", "ZeRO stage (0 plain DP, 1 distributed optimizer, 2 gradients, 3 weights)"),
+    Field("step_time_s", "s", "time of one optimizer step"),
+    Field("tokens_per_s", "tokens/s", "cluster throughput"),
+    Field("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
+    Field("model_tflops_per_gpu", "TFLOP/s", "model FLOPs (6N per token plus attention) per second per GPU"),
+    Field("mfu", "fraction", "model FLOP/s over the dense BF16 peak; kept for the JSON contract, equal to mfu_bf16"),
+    Field("mfu_bf16", "fraction", "model FLOP/s over the dense BF16 peak (NVIDIA's and the Llama 3 paper's MFU)"),
+    Field("mfu_of_precision", "fraction", "model FLOP/s over the dense peak of the format the GEMMs run in"),
+    Field("memory_per_gpu_gb", "GB (1e9 B)", "memory one GPU needs"),
+    Field("memory_capacity_gb", "GB (1e9 B)", "memory one GPU has"),
+    Field("memory_per_gpu_gib", "GiB (2^30 B)", "memory one GPU needs"),
+    Field("memory_capacity_gib", "GiB (2^30 B)", "memory one GPU has (what the datasheet calls GB)"),
+    Field("fits_in_memory", "true/false", "memory_per_gpu_gb is within memory_capacity_gb"),
+    *(Field(f"memory_gb.{part}", "GB (1e9 B)", f"per GPU: {what}") for part, what in _MEMORY.items()),
+    Field("tokens_to_train", "tokens", "the training run's tokens (empty without a budget)"),
+    Field("time_to_train_s", "s", "time to train, failure-free (empty without tokens or a benchmark)"),
+    Field("time_to_train_min", "min", "time_to_train_s in minutes"),
+    Field("time_to_train_days", "days", "time_to_train_s in days"),
+    Field("gpu_hours", "GPU-hours", "n_gpus x time to train"),
+    Field("usd_per_gpu_hour", "USD/GPU-hour", "the price the cost uses (empty: no public price, see price_source)"),
+    Field("usd_per_gpu_hour_low", "USD/GPU-hour", "low end of the price's public range"),
+    Field("usd_per_gpu_hour_high", "USD/GPU-hour", "high end of the price's public range"),
+    Field("price_source", "", "where the price comes from, or why there is none (then every cost column is empty)"),
+    Field("cost_usd", "USD", "gpu_hours x usd_per_gpu_hour"),
+    Field("cost_usd_low", "USD", "gpu_hours x usd_per_gpu_hour_low"),
+    Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
+    Field("energy_kwh", "kWh", "facility energy: GPUs x board power x PUE x time"),
+    Field("pue", "ratio", "facility power usage effectiveness"),
+    Field("layouts_searched", "layouts", "valid layouts priced to choose this one (1: given)"),
+    *_bounds("step_time_s", "s"),
+    *_bounds("time_to_train_s", "s"),
+    *_bounds("time_to_train_min", "min"),
+    Field("interval_protocol", "", "the out-of-sample protocol whose held-out residuals give the interval"),
+    *_bounds("gpu_hours", "GPU-hours"),
+    *_bounds("energy_kwh", "kWh"),
+    *_bounds("cost_usd_interval", "USD", "cost_usd at usd_per_gpu_hour"),
+    Field("benchmark", "", "MLPerf benchmark and round (benchmark runs only)"),
+    Field("samples_to_converge", "sequences", "samples the benchmark's reference convergence point needs"),
+    Field("evaluations", "count", "evaluations the benchmark runs"),
+    Field("train_time_s", "s", "benchmark: training part of the scored time"),
+    Field("eval_time_s", "s", "benchmark: evaluation part of the scored time"),
+    Field("run_overhead_s", "s", "benchmark: fixed run overhead inside the scored time"),
+    *(Field(f"breakdown.{part}", "s", f"step time part: {what}") for part, what in _PARTS.items()),
+    Field("goodput", "fraction", "share of wall time that trains (goodput model on)"),
+    Field("reliability.job_mtbf_h", "h", "mean time between unexpected interruptions of the whole job"),
+    Field("reliability.unexpected_per_day", "per day", "unexpected interruptions per day of the job"),
+    Field("reliability.planned_per_day", "per day", "planned interruptions per day of the job"),
+    Field("reliability.checkpoint_gb", "GB (1e9 B)", "one checkpoint: weights and optimizer state"),
+    Field("reliability.storage_gb_per_s_per_node", "GB/s per node", "checkpoint storage bandwidth"),
+    Field("reliability.checkpoint_write_s", "s", "time to write one checkpoint"),
+    Field("reliability.checkpoint_load_s", "s", "time to load one checkpoint on restart"),
+    Field("reliability.checkpoint_interval_s", "s", "training time between checkpoints"),
+    Field("reliability.checkpoint_interval", "", "how the interval was set: given or Young/Daly optimum"),
+    Field("reliability.restart_s", "s", "restart time per interruption, before loading"),
+    Field("expected_interruptions", "count", "interruptions expected over the run, planned and unexpected"),
+    Field("expected_unexpected_interruptions", "count", "unexpected interruptions expected over the run"),
+    Field("time_to_train_with_failures_s", "s", f"time to train {_FAILING}"),
+    Field("time_to_train_with_failures_days", "days", f"time to train {_FAILING}"),
+    Field("gpu_hours_with_failures", "GPU-hours", f"GPU-hours {_FAILING}"),
+    Field("cost_usd_with_failures", "USD", f"cost {_FAILING}"),
+    Field("cost_usd_with_failures_low", "USD", f"cost at the low price {_FAILING}"),
+    Field("cost_usd_with_failures_high", "USD", f"cost at the high price {_FAILING}"),
+    Field("energy_kwh_with_failures", "kWh", f"energy {_FAILING}"),
+    Field("cost_mode", "", "rent (price per GPU-hour) or buy (cost of owning, --buy)"),
+    Field("tco.usd_per_system", "USD", "buy: purchase price of one node or rack"),
+    Field("tco.usd_per_system_low", "USD", "buy: low end of the purchase price"),
+    Field("tco.usd_per_system_high", "USD", "buy: high end of the purchase price"),
+    Field("tco.usd_per_system_source", "", "buy: where the purchase price comes from"),
+    Field("tco.gpus_per_system", "GPUs", "buy: GPUs a job uses per system bought"),
+    Field("tco.amortisation_years", "years", "buy: years the purchase is spread over"),
+    Field("tco.utilisation", "fraction", "buy: share of the hours the systems train"),
+    Field("tco.usd_per_kwh", "USD/kWh", "buy: electricity price"),
+    Field("tco.facility_usd_per_kw_month", "USD per kW-month", "buy: facility cost per kW of IT load"),
+    Field("tco.capex_usd_per_gpu_hour", "USD/GPU-hour", "buy: purchase share of a GPU-hour"),
+    Field("tco.power_usd_per_gpu_hour", "USD/GPU-hour", "buy: electricity share of a GPU-hour"),
+    Field("tco.facility_usd_per_gpu_hour", "USD/GPU-hour", "buy: facility share of a GPU-hour"),
+    Field("usd_per_million_tokens", "USD per 1e6 tokens", "cost_usd over tokens_to_train"),
+    Field("usd_per_million_tokens_with_failures", "USD per 1e6 tokens", f"cost per million tokens {_FAILING}"),
+)
+NAMES = tuple(field.name for field in FIELDS)
+_RANK = {name: index for index, name in enumerate(NAMES)}
+
+
+def header(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The columns of a table of rows: the canonical ones any row has, in canonical order, then the others in the
+    order they first appear."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen |= dict.fromkeys(row)
+    return sorted(seen, key=lambda key: _RANK.get(key, len(_RANK)))  # sorted is stable: the others keep their order
+
+
+def table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with the same keys, in `header` order (a column a row lacks is None)."""
+    rows = list(rows)
+    keys = header(rows)
+    return [{key: row.get(key) for key in keys} for row in rows]
+
+
+def markdown_table() -> str:
+    """The schema as the README shows it."""
+    lines = ["| column | unit | meaning |", "|---|---|---|"]
+    lines += [f"| `{f.name}` | {f.unit} | {f.meaning} |" for f in FIELDS]
+    return "\n".join(lines) + "\n"
