@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, NamedTuple, TypeVar
 
 from perfmodel.inputs.hardware import Hardware
@@ -352,9 +352,11 @@ def _data_parallel(
     grads = trainable * memory.GRAD_BYTES
     step_forward, step_backward = mb_forward + bubble / 2, mb_backward + bubble / 2
 
+    @cache  # shared by ZeRO-1, 2 and 3: priced once
     def scatter() -> Number:
         return reduce_scatter(grads, links)
 
+    @cache
     def gather_updates() -> Number:
         return exposed(all_gather(trainable * ctx.recipe.param_gather_bytes, links), step_forward, overlap)
 
