@@ -89,7 +89,7 @@ def floor(a: Number) -> Number:
 
 
 def where(condition: Number, if_true: Number, if_false: Number) -> Number:
-    if type(if_true) in PLAIN and type(if_false) in PLAIN and type(condition) in PLAIN:
+    if type(condition) in PLAIN and type(if_true) in PLAIN and type(if_false) in PLAIN:
         return if_true if condition else if_false
     kind = _kind(condition, if_true, if_false)
     if kind == "float":

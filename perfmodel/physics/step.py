@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
 from perfmodel.inputs.hardware import Hardware
@@ -19,7 +19,6 @@ from perfmodel.physics.algebra import PLAIN, Number, maximum, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.parallel import RECOMPUTE_MODES
 from perfmodel.physics.schedule import StageLayers, bubble_fraction, chunks_in_flight, exposed, stage_layers
 from perfmodel.physics.topology import Tiers, tiers
 from perfmodel.physics.workload import (
@@ -221,7 +220,7 @@ def _shard_compute(ctx: Context, sh: Shard) -> ShardCompute:
 def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
     """`compute()`, remembered in `ctx.memo` under (part, key) when the key is plain numbers (arrays and symbols
     are priced every time)."""
-    if not PLAIN.issuperset(map(type, key)):
+    if not all(type(x) in PLAIN for x in key):
         return compute()
     memo = ctx.memo
     found = memo.get((part, key))
@@ -309,16 +308,6 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     return held, _RankParams(first_e, last_e, most_e)
 
 
-def _stages(ctx: Context, lv: LayoutVars) -> tuple[StageLayers, tuple[_RankParams, _RankParams | None]]:
-    """Layers per pipeline stage, and the parameters (and routed-expert parameters) on the first, last and busiest
-    ranks."""
-    md = ctx.model
-    stages = stage_layers(md.layers, lv.pp, lv.vp)
-    if md.is_moe:
-        return stages, _moe_rank_params(md, lv, stages)
-    return stages, (_rank_params(md, lv.tp, lv.pp, stages), None)
-
-
 def _expert_dp(lv: LayoutVars) -> Number:
     """Expert data-parallel ranks: the stage's TP x CP x DP ranks refolded as ETP x EP x EDP."""
     return lv.tp * lv.cp * lv.dp / (lv.ep * lv.etp)
@@ -350,34 +339,17 @@ def _data_parallel(
     """
     overlap = ctx.efficiency.overlap_dp
     grads = trainable * memory.GRAD_BYTES
+    scatter = reduce_scatter(grads, links)
+    gather_updates = all_gather(trainable * ctx.recipe.param_gather_bytes, links)
+    gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
     step_forward, step_backward = mb_forward + bubble / 2, mb_backward + bubble / 2
-
-    @cache  # shared by ZeRO-1, 2 and 3: priced once
-    def scatter() -> Number:
-        return reduce_scatter(grads, links)
-
-    @cache
-    def gather_updates() -> Number:
-        return exposed(all_gather(trainable * ctx.recipe.param_gather_bytes, links), step_forward, overlap)
-
-    def zero0() -> Number:
-        return exposed(all_reduce(grads, links, ctx.tiers), step_backward, overlap)
-
-    def zero1() -> Number:
-        return exposed(scatter(), step_backward, overlap) + gather_updates()
-
-    def zero2() -> Number:
-        return microbatches * exposed(scatter(), mb_backward, overlap) + gather_updates()
-
-    def zero3() -> Number:
-        gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
-        return microbatches * (
-            exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter(), mb_backward, overlap)
-        )
-
-    if type(zero) in PLAIN:  # what the where() below would pick, without pricing the other three stages
-        return (zero0, zero1, zero2, zero3)[int(zero)]()
-    return where(zero == 0, zero0(), where(zero == 1, zero1(), where(zero == 2, zero2(), zero3())))
+    zero0 = exposed(all_reduce(grads, links, ctx.tiers), step_backward, overlap)
+    zero1 = exposed(scatter, step_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    zero2 = microbatches * exposed(scatter, mb_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    zero3 = microbatches * (
+        exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+    )
+    return where(zero == 0, zero0, where(zero == 1, zero1, where(zero == 2, zero2, zero3)))
 
 
 def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
@@ -397,12 +369,8 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     layer_compute = lt.forward + lt.backward + recompute_s
 
     tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
-    (tp_comm, head_tp), cp_comm = _memoised(
-        ctx,
-        "tp_cp",
-        (*shard_key, rc),
-        lambda: (_tensor_parallel(ctx, sh, tp_links, full), _context_parallel(ctx, sh, cp_links, full)),
-    )
+    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
+    cp_comm = _context_parallel(ctx, sh, cp_links, full)
     # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
     # behind forward and backward (with a full recompute's forward) behind backward. A recipe without userbuffers
     # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
@@ -429,7 +397,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
-    stages, (params, experts) = _memoised(ctx, "stages", (tp, pp, vp, lv.ep, lv.etp), lambda: _stages(ctx, lv))
+    stages = stage_layers(md.layers, pp, vp)
 
     if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
         head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
@@ -467,6 +435,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
+    params, experts = _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, tp, pp, stages), None)
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
     dp_links = _links(ctx, dp * cp, tp)
@@ -558,15 +527,11 @@ def _memory(
     in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
     in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
-    def held(mode: str, layers: Number) -> Number:
-        if md.is_moe:
-            return moe.layer_activations(sh, rec, mode, layers)
-        return memory.activations(md, rec, mode, tokens, tp, layers)
-
     def activations(layers: Number) -> Number:
-        if type(lv.recompute) in PLAIN:  # what the where() below would pick, without pricing the other two modes
-            return held(RECOMPUTE_MODES[int(lv.recompute)], layers)
-        modes = [held(mode, layers) for mode in RECOMPUTE_MODES]
+        if md.is_moe:
+            modes = [moe.layer_activations(sh, rec, mode, layers) for mode in ("none", "selective", "full")]
+        else:
+            modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
         return where(lv.recompute == 2, modes[2], where(lv.recompute == 1, modes[1], modes[0]))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
