@@ -15,6 +15,7 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import json_numbers, run_cli
 from hypothesis import HealthCheck, assume, given, settings
@@ -24,8 +25,9 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import accelerators
 from perfmodel.inputs.models import get_model
 from perfmodel.inputs.scenario import Scenario
+from perfmodel.outputs.explain import explain
 from perfmodel.physics.parallel import Layout, violations
-from perfmodel.physics.step import evaluate
+from perfmodel.physics.step import BREAKDOWN, LayoutVars, evaluate
 from perfmodel.planning.predict import Prediction, context_for, layout_vars, predict
 from perfmodel.planning.search import Space, blocks, search
 from perfmodel.planning.whatif import KNOBS, Setting, apply, current
@@ -268,3 +270,29 @@ def test_property_helpers_check_what_they_claim() -> None:
     assert _with(example, tokens=2e12).tokens == 2e12
     assert _with(example, cost_usd_per_gpu_hour=3.0).cost.usd_per_gpu_hour == 3.0
     assert isinstance(predict(example), Prediction)
+
+
+# ---- one formula source: the memoised scalar path, the array path and the symbolic formulas agree -------------
+
+SAME = 1e-12
+"""Relative tolerance between the ways of pricing one layout: float rounding of the numpy and sympy evaluations."""
+
+
+@COMMON
+@given(scenarios())
+def test_scalar_array_and_symbolic_paths_agree(s: Scenario) -> None:
+    ctx, lv = context_for(s), layout_vars(_layout(s))
+    cold = evaluate(ctx, lv)
+    array = evaluate(ctx, LayoutVars(*(np.array([x, x]) for x in lv)))
+    symbolic = {part.key: part.evaluated() for part in explain(predict(s)).parts}
+    for key in (*BREAKDOWN, "forward_only_s"):
+        value = getattr(cold, key)
+        assert np.allclose(getattr(array, key), value, rtol=SAME, atol=0.0), key
+        if key in symbolic:
+            assert symbolic[key] == pytest.approx(value, rel=SAME, abs=1e-300), key
+    assert np.allclose(np.asarray(array.memory), np.asarray(cold.memory)[:, None], rtol=SAME, atol=0.0)
+    for dimension in ("tp", "pp", "cp", "dp", "vp", "mbs", "gbs", "ep", "etp"):  # a layout priced after a neighbour
+        warmed = context_for(s)  # whose memo entry it would wrongly reuse if a key missed that dimension
+        evaluate(warmed, lv._replace(**{dimension: 2 * getattr(lv, dimension)}))
+        evaluate(warmed, lv._replace(recompute=(lv.recompute + 1) % 3, zero=(lv.zero + 1) % 3))
+        assert evaluate(warmed, lv) == cold, dimension

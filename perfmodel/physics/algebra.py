@@ -12,12 +12,13 @@ from typing import Any
 Number = Any  # float | numpy.ndarray | sympy.Expr
 
 
-_PLAIN = frozenset((float, int, bool))
+PLAIN = frozenset((float, int, bool))
+"""Types priced as plain Python numbers."""
 
 
 def _kind(*xs: Number) -> str:
     for x in xs:
-        if type(x) in _PLAIN:
+        if type(x) in PLAIN:
             continue
         mod = type(x).__module__
         if mod.startswith("numpy"):
@@ -28,7 +29,7 @@ def _kind(*xs: Number) -> str:
 
 
 def maximum(a: Number, b: Number) -> Number:
-    if type(a) in _PLAIN and type(b) in _PLAIN:  # the hot path of a single prediction
+    if type(a) in PLAIN and type(b) in PLAIN:  # the hot path of a single prediction
         return a if a >= b else b
     kind = _kind(a, b)
     if kind == "float":
@@ -43,6 +44,8 @@ def maximum(a: Number, b: Number) -> Number:
 
 
 def minimum(a: Number, b: Number) -> Number:
+    if type(a) in PLAIN and type(b) in PLAIN:
+        return a if a <= b else b
     kind = _kind(a, b)
     if kind == "float":
         return a if a <= b else b
@@ -56,7 +59,7 @@ def minimum(a: Number, b: Number) -> Number:
 
 
 def ceil(a: Number) -> Number:
-    if type(a) in _PLAIN:
+    if type(a) in PLAIN:
         return float(math.ceil(a - 1e-9))
     kind = _kind(a)
     if kind == "float":
@@ -71,6 +74,8 @@ def ceil(a: Number) -> Number:
 
 
 def floor(a: Number) -> Number:
+    if type(a) in PLAIN:
+        return float(math.floor(a + 1e-9))
     kind = _kind(a)
     if kind == "float":
         return float(math.floor(a + 1e-9))
@@ -84,6 +89,8 @@ def floor(a: Number) -> Number:
 
 
 def where(condition: Number, if_true: Number, if_false: Number) -> Number:
+    if type(condition) in PLAIN and type(if_true) in PLAIN and type(if_false) in PLAIN:
+        return if_true if condition else if_false
     kind = _kind(condition, if_true, if_false)
     if kind == "float":
         return if_true if condition else if_false

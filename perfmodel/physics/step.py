@@ -6,15 +6,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
-from perfmodel.physics.algebra import Number, maximum, minimum, where
+from perfmodel.physics.algebra import PLAIN, Number, maximum, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -34,6 +35,8 @@ from perfmodel.physics.workload import (
     layer_forward,
     padded_vocab,
 )
+
+T = TypeVar("T")
 
 OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES + BF16_BYTES + 2 * BF16_BYTES
 """Adam step per parameter: read master, m, v (FP32), write them back, read the BF16 gradient twice (norm, step),
@@ -70,6 +73,12 @@ class Context:
     @cached_property
     def tiers(self) -> Tiers:
         return tiers(self.hardware)
+
+    @cached_property
+    def memo(self) -> dict[tuple[Any, ...], Any]:
+        """Layout-dependent parts priced once per context for plain-number layouts, by what they depend on: a
+        shard's compute times (most of a scalar evaluation) and each group's links."""
+        return {}
 
     @property
     def frozen_base(self) -> bool:
@@ -187,6 +196,41 @@ def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
         return quantised
     bf16 = _layer_times(ctx, sh, RECIPES["bf16"])
     return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
+
+
+class ShardCompute(NamedTuple):
+    """Compute of one shard: the mean layer, the LM head forward and backward, the embedding."""
+
+    layer: _LayerTimes
+    head_forward: dict[str, Number]
+    head_backward: dict[str, Number]
+    embedding: Number
+
+
+def _shard_compute(ctx: Context, sh: Shard) -> ShardCompute:
+    acc, eff = ctx.hardware.accelerator, ctx.efficiency
+    return ShardCompute(
+        layer=_mixed_layer_times(ctx, sh),
+        head_forward=times_by(head_forward(sh), acc, eff, gemm=_is_gemm),
+        head_backward=times_by(head_backward(sh, ctx.frozen_base), acc, eff, gemm=_is_gemm),
+        embedding=ops_time(embedding_ops(sh), acc, eff),
+    )
+
+
+def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
+    """`compute()`, remembered in `ctx.memo` under (part, key) when the key is plain numbers (arrays and symbols
+    are priced every time)."""
+    if not all(type(x) in PLAIN for x in key):
+        return compute()
+    memo = ctx.memo
+    found = memo.get((part, key))
+    if found is None:
+        found = memo[(part, key)] = compute()
+    return found
+
+
+def _links(ctx: Context, size: Number, stride: Number) -> GroupLinks:
+    return _memoised(ctx, "links", (size, stride), lambda: group_links(ctx.tiers, ctx.efficiency, size, stride))
 
 
 class _Windows(NamedTuple):
@@ -318,11 +362,13 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     full, selective = rc == 2, rc == 1
 
     # Compute of one layer and one micro-batch, recomputation included in the backward pass.
-    lt = _mixed_layer_times(ctx, sh)
+    shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
+    compute = _memoised(ctx, "shard", shard_key, lambda: _shard_compute(ctx, sh))
+    lt = compute.layer
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     layer_compute = lt.forward + lt.backward + recompute_s
 
-    tp_links, cp_links = group_links(ctx.tiers, eff, tp, 1), group_links(ctx.tiers, eff, cp, tp)
+    tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
     tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
     cp_comm = _context_parallel(ctx, sh, cp_links, full)
     # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
@@ -346,11 +392,9 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
-    head_fwd = times_by(head_forward(sh), acc, eff, gemm=_is_gemm)
-    head_bwd = times_by(head_backward(sh, ctx.frozen_base), acc, eff, gemm=_is_gemm)
+    head_fwd, head_bwd, embed_compute = compute.head_forward, compute.head_backward, compute.embedding
     head_compute = head_fwd["total"] + head_bwd["total"]
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
-    embed_compute = ops_time(embedding_ops(sh), acc, eff)
 
     # The busiest rank sets the pace of the pipeline.
     stages = stage_layers(md.layers, pp, vp)
@@ -387,14 +431,14 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
     # cool-down ones are on the critical path, the steady-state ones mostly overlap.
-    pp_links = group_links(ctx.tiers, eff, pp, tp * cp * dp)
+    pp_links = _links(ctx, pp, tp * cp * dp)
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
     params, experts = _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, tp, pp, stages), None)
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
-    dp_links = group_links(ctx.tiers, eff, dp * cp, tp)
+    dp_links = _links(ctx, dp * cp, tp)
     windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble)
     dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp)
 
@@ -402,7 +446,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     step_params = where(zero >= 1, trainable / (dp * cp), trainable)
     if experts is not None:  # routed-expert gradients reduce over expert DP, at a stride of EP x ETP
         expert_trainable = 0.0 if ctx.frozen_base else experts.most
-        edp_links = group_links(ctx.tiers, eff, _expert_dp(lv), lv.ep * lv.etp)
+        edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
         dp_comm = dp_comm + _data_parallel(ctx, zero, edp_links, experts.most, expert_trainable, *windows_dp)
         step_params = step_params + where(zero >= 1, expert_trainable / _expert_dp(lv), expert_trainable)
     cast_bytes = FP32_BYTES + rec.weight_bytes if rec.quantised else 0.0
@@ -447,8 +491,8 @@ def _expert_parallel(
     md, eff = ctx.model, ctx.efficiency
     if not md.is_moe:
         return 0.0, 0.0
-    ep_links = group_links(ctx.tiers, eff, lv.ep, lv.etp)
-    etp_links = group_links(ctx.tiers, eff, lv.etp, 1)
+    ep_links = _links(ctx, lv.ep, lv.etp)
+    etp_links = _links(ctx, lv.etp, 1)
     forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full)
     share = md.moe_layers / md.layers
     exposed_fwd = share * exposed(forward, lt.forward, eff.overlap_ep)

@@ -1,0 +1,90 @@
+"""Before/after in one run: the scalar prediction, the search and the CLI of this tree against another checkout.
+
+Run: git archive REV | tar -x -C /tmp/base && python benchmarks/bench_against.py /tmp/base [--rounds N]. Each figure
+is measured in subprocesses alternating between the two trees (each tree first on PYTHONPATH, run from a neutral
+folder so that neither shadows the other), so that both see the same machine load; prints medians and the ratio
+this tree / the other. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SCALAR = """
+import statistics, timeit
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.physics.step import evaluate
+from perfmodel.planning.predict import choose_layout, context_for, layout_vars, predict
+s = load_scenario(); ctx = context_for(s); layout, _ = choose_layout(s, ctx); lv = layout_vars(layout)
+evaluate(ctx, lv); predict(s)
+def cleared():
+    getattr(ctx, "memo", {}).clear()
+    evaluate(ctx, lv)
+for fn, n in ((lambda: evaluate(ctx, lv), 2000), (cleared, 500), (lambda: predict(s), 300)):
+    print(statistics.median(t / n * 1e6 for t in timeit.Timer(fn).repeat(7, n)))
+"""
+SEARCH = """
+import statistics, time
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.planning.predict import context_for
+from perfmodel.planning.search import Space, search
+spec = {"model": {"base": "llama3.1-405b", "vocab": 32000}, "gpu": "h100-sxm", "n_gpus": 512, "precision": "fp8"}
+ctx = context_for(Scenario.model_validate(spec)); space = Space(((512, 1152),), {}); search(ctx, space)
+seconds = []
+for _ in range(5):
+    start = time.perf_counter(); found = search(ctx, space, top=10); seconds.append(time.perf_counter() - start)
+print(found.evaluated / statistics.median(seconds))
+"""
+CLI = """
+import statistics, subprocess, sys, time
+def wall(command):
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter(); subprocess.run(command, check=True, capture_output=True)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+baseline = wall([sys.executable, "-c", "pass"])
+print(wall([sys.executable, "-m", "perfmodel", "predict"]) / baseline)
+print(wall([sys.executable, "-m", "perfmodel", "--help"]) / baseline)
+"""
+THIS_TREE = str(Path(__file__).resolve().parents[1])
+FIGURES = (
+    (SCALAR, ("evaluate, warm context, us", "evaluate, memo cleared, us", "predict(), us")),
+    (SEARCH, ("search 405B on 512 H100, layouts/s",)),
+    (CLI, ("perfmodel predict / python -c pass", "perfmodel --help / python -c pass")),
+)
+
+
+def run(code: str, tree: str) -> list[float]:
+    """The figures `code` prints, with `tree`'s perfmodel first on the path (run from outside both trees)."""
+    env = os.environ | {"PYTHONPATH": tree}
+    command = [sys.executable, "-c", code]
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()).stdout
+    return [float(line) for line in out.split()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("other", help="the other checkout (its root, holding perfmodel/)")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'figure':40s} {'other':>12s} {'this tree':>12s} {'this/other':>10s}")
+    for code, names in FIGURES:
+        samples: dict[str, list[list[float]]] = {"other": [], "this": []}
+        for _ in range(args.rounds):
+            samples["other"].append(run(code, args.other))
+            samples["this"].append(run(code, THIS_TREE))
+        for i, name in enumerate(names):
+            other = statistics.median(s[i] for s in samples["other"])
+            this = statistics.median(s[i] for s in samples["this"])
+            print(f"{name:40s} {other:12,.1f} {this:12,.1f} {this / other:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
