@@ -142,3 +142,12 @@ def test_bundled_scenarios_and_sweeps_by_name(tmp_path: Path, monkeypatch: pytes
     assert {r["name"] for r in listed if r["kind"] == "scenario"} >= {"default", "mlperf-405b-h100-512"}
     unknown = run_cli("predict", "mlperf-405b")
     assert unknown.code == 2 and "(bundled scenarios: default," in unknown.err
+
+
+def test_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$XDG_CONFIG_HOME/perfmodel/hardware, the same convention as the topology cache's $XDG_CACHE_HOME."""
+    folder = tmp_path / "perfmodel" / "hardware"
+    folder.mkdir(parents=True)
+    _write(folder, "ours.toml", TAPERED)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert "ours-h100" in run_cli("hardware", "list").out

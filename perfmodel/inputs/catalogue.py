@@ -3,7 +3,8 @@
 A planner's cluster is rarely a bundled one: a 2:1 tapered fabric, fewer NICs, a GPU perfmodel does not ship. Their
 TOML files (the bundled files' format, documented in README "Your own hardware") are found, in this order, in
 `$PERFMODEL_PATH` (folders or files, separated by the OS path separator), in the user config folder
-(`platformdirs.user_config_dir("perfmodel")/hardware`, e.g. ~/.config/perfmodel/hardware) and in each `--hardware
+(`$XDG_CONFIG_HOME/perfmodel/hardware`, by default ~/.config/perfmodel/hardware, as the topology cache follows
+`$XDG_CACHE_HOME`) and in each `--hardware
 FILE|DIR` a command is given. A file holds one accelerator or system; `base = "dgx-h100"` starts from a bundled (or
 earlier) entry and replaces the fields the file gives, a `{value, source}` figure as a whole so that every figure
 keeps a source. This module only finds and merges the raw tables; inputs/hardware.py validates them.
@@ -20,7 +21,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_depth, read_text
-from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.resources import data_dir, user_folder
 
 KINDS = ("accelerators", "systems")
 PATH_VARIABLE = "PERFMODEL_PATH"
@@ -112,9 +113,7 @@ def _user_files() -> list[Path]:
 
 
 def _user_config_folder() -> Path:
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("perfmodel")) / "hardware"
+    return user_folder("config") / "hardware"
 
 
 def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:

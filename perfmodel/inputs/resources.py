@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -24,3 +25,10 @@ def data_dir(name: str) -> Path:
     """`hardware_specs`, `scenarios` or another top-level data folder shipped with perfmodel."""
     bundled = _PACKAGE / "_bundled" / name
     return bundled if bundled.is_dir() else _PACKAGE.parent / name
+
+
+def user_folder(kind: str) -> Path:
+    """perfmodel's folder of the user's `kind` ("cache" or "config"), by the XDG convention that Linux desktops and
+    most clusters follow: $XDG_CACHE_HOME or ~/.cache, $XDG_CONFIG_HOME or ~/.config, then perfmodel/."""
+    variable, default = {"cache": ("XDG_CACHE_HOME", "~/.cache"), "config": ("XDG_CONFIG_HOME", "~/.config")}[kind]
+    return Path(os.environ.get(variable) or os.path.expanduser(default)) / "perfmodel"

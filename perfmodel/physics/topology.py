@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfmodel.inputs.hardware import Hardware
+from perfmodel.inputs.resources import user_folder
 
 CACHE_VERSION = 2
 """Bump when the derivation below changes, so that cached tiers are recomputed."""
@@ -148,10 +149,8 @@ def derive_tiers(hw: Hardware) -> Tiers:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("PERFMODEL_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "perfmodel"
-    )
-    return Path(base)
+    override = os.environ.get("PERFMODEL_CACHE_DIR")
+    return Path(override) if override else user_folder("cache")
 
 
 MAX_ENTRY_BYTES = 64 * 1024
