@@ -62,7 +62,7 @@ def clear() -> None:
 
 def version() -> tuple[str, ...]:
     """What the entries depend on, as a cache key: the user catalogues in force."""
-    return (os.environ.get(PATH_VARIABLE, ""), *map(str, _added))
+    return (os.environ.get(PATH_VARIABLE, ""), str(_user_config_folder()), *map(str, _added))
 
 
 def entries() -> dict[str, dict[str, Entry]]:
