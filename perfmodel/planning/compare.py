@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
@@ -169,9 +170,10 @@ class Comparison:
 
     predictions: list[Prediction]
 
-    @property
+    @cached_property
     def rows(self) -> list[dict[str, Any]]:
-        """What `perfmodel compare --format json` prints: each prediction's object with its ratios to the first."""
+        """What `perfmodel compare --format json` prints: each prediction's object with its ratios to the first
+        (computed once: every row is a full to_dict)."""
         return with_ratios(self.predictions)
 
     def to_records(self) -> list[dict[str, Any]]:
