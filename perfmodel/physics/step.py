@@ -252,16 +252,18 @@ class _Comm(NamedTuple):
 
 
 def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> tuple[_Comm, Number]:
-    """TP with sequence parallelism: per layer 2 all-gathers + 2 reduce-scatters forward, 4 all-gathers (inputs
-    again for Wgrad, output gradients) + 2 reduce-scatters backward. Also returns one all-gather + reduce-scatter
-    pair in BF16, what the LM head needs."""
+    """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
+    2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward; a MoE layer's experts have
+    their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in BF16, what
+    the LM head needs."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
     gather = all_gather(activation * BF16_BYTES, links)
     scatter = reduce_scatter(activation * BF16_BYTES, links)
-    forward = 2 * gather_in + 2 * scatter
-    layer = forward + 2 * gather_in + 2 * gather + 2 * scatter + where(full_recompute, forward, 0.0)
-    return _Comm(forward, layer, 2 * gather_in + 2 * scatter), gather + scatter
+    blocks = moe.tp_blocks_per_layer(ctx.model)
+    forward = blocks * (gather_in + scatter)
+    layer = forward + blocks * (gather_in + gather + scatter) + where(full_recompute, forward, 0.0)
+    return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> _Comm:
