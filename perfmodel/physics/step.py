@@ -467,6 +467,8 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
             p2p=p2p, dp_links=dp_links, params=params, trainable=trainable, step_params=step_params,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
+        if experts is not None:
+            trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
     return StepResult(
         compute_s=microbatches * mb_compute,
