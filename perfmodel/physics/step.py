@@ -33,6 +33,8 @@ from perfmodel.physics.workload import (
     head_forward,
     layer_backward,
     layer_forward,
+    mlp_block_backward,
+    mlp_block_forward,
     padded_vocab,
 )
 
@@ -154,22 +156,20 @@ def _recomputed_selectively(op: Op) -> bool:
 
 
 def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
-    """One layer's times; for a MoE model the mean over its dense and MoE layers."""
+    """One layer's times; for a MoE model the mean over its dense and MoE layers: their attention once, then the
+    dense MLP and the MoE block by their shares (every field is a sum over operations, so the mean is exact)."""
     md = ctx.model
-    if md.is_moe and not md.dense_layers:
-        return _moe_layer_times(ctx, sh, recipe)
-    dense = _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
     if not md.is_moe:
-        return dense
-    moe_layer = _moe_layer_times(ctx, sh, recipe)
-    share = md.moe_layers / md.layers
-    return _LayerTimes(*((1 - share) * d + share * m for d, m in zip(dense, moe_layer, strict=True)))
-
-
-def _moe_layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
-    forward = attention_block_forward(sh, recipe) + moe.moe_block_forward(sh, recipe)
-    backward = moe.moe_block_backward(sh, recipe) + attention_block_backward(sh, recipe, ctx.frozen_base)
-    return _times_of(ctx, forward, backward)
+        return _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
+    attention = _times_of(
+        ctx, attention_block_forward(sh, recipe), attention_block_backward(sh, recipe, ctx.frozen_base)
+    )
+    block = _times_of(ctx, moe.moe_block_forward(sh, recipe), moe.moe_block_backward(sh, recipe))
+    if md.dense_layers:
+        share = md.moe_layers / md.layers
+        mlp = _times_of(ctx, mlp_block_forward(sh, recipe), mlp_block_backward(sh, recipe, ctx.frozen_base))
+        block = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
+    return _LayerTimes(*(a + b for a, b in zip(attention, block, strict=True)))
 
 
 def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTimes:
