@@ -399,7 +399,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
-    stages = stage_layers(md.layers, pp, vp)
+    stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
 
     if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
         head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
