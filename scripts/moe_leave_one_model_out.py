@@ -24,6 +24,31 @@ from perfmodel.fitting.validation import NOT_FITTED, PreparedRun, RunBatch, moe_
 from perfmodel.physics import calibration
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+NOTES = [
+    "## What the physics does, and what it does not explain",
+    "",
+    "- **EP across NICs.** Dispatch and combine run hierarchically as DeepEP/HybridEP (Megatron's flex dispatcher):",
+    "  a token crosses the NICs once per remote domain holding one of its experts, (D-1)(1-(1-1/D)^top_k) sends",
+    "  instead of top_k (D-1)/D copies (`collectives.token_all_to_all`). DeepSeek-V3 EP32 over four B200 nodes",
+    "  (row 79) went from -50% to a few percent; Qwen3-235B-A22B TP2 EP32 on H100 (older containers) now reads",
+    "  too fast, as the other older-container rows do.",
+    "- **TP > 1.** A MoE layer pays the sequence-parallel collectives of its attention and shared experts only.",
+    "- **MTP and the pipeline split.** Each MTP module counts as two layers taken from the last rank (Megatron-",
+    "  Bridge's DeepSeek-V3 layouts: one decoder layer, the MTP module and the loss in the last chunk). This moved",
+    "  DeepSeek-V3's newest rows from -10%/-14% to about -4%; its PP8/PP16 VP1 rows on B200/B300 (older containers",
+    "  only) now read 27-57% too fast, like the other models' older rows.",
+    "- **Dense layers.** DeepSeek-V3's three dense layers are priced in the mean layer, not on the first stage:",
+    "  the busiest stage is all-MoE and the mean under-prices it by 0.5-0.8% of compute (a MoE layer is 10-20%",
+    "  slower than a dense one there, times 3/61).",
+    "- **GPT-OSS-120B** stays 28-35% too fast on the newest container, while Qwen3-30B-A3B, which the rows measure",
+    "  at the same model TFLOP/s (1,077 vs 1,029 on GB300), is within 7%. What GPT-OSS alone has: head dim 64,",
+    "  learnable attention sinks, 128-token sliding windows on half its layers, expert biases, a clamped GLU and a",
+    "  201k vocabulary. Its tokens per expert are large (8,192 at EP16: no small-M loss), and its attention is 14-20%",
+    "  of the layer (table above): attention at half speed would close less than half the gap, the bias and",
+    "  activation passes less still, and the rows (two per container, one layout each) cannot tell these apart. The",
+    "  GPT-OSS rows also move 1.6x between consecutive containers (26.06: 33,166, 26.06.01: 20,288 tokens/s/GPU on",
+    "  the same GB300 layout), so software maturity, not captured here, is the likelier cause.",
+]
 
 
 def _errors(items: Sequence[PreparedRun], start: calibration.Calibration, values: dict[str, float]) -> list[float]:
@@ -34,6 +59,30 @@ def _errors(items: Sequence[PreparedRun], start: calibration.Calibration, values
 
 def _mape(errors: Sequence[float]) -> float:
     return sum(abs(e) for e in errors) / len(errors) if errors else float("nan")
+
+
+def _shares(item: PreparedRun, values: dict[str, float]) -> str:
+    """Where a row's predicted step goes: its MoE layer's time by kind of operation, and the exposed EP share."""
+    from perfmodel.physics import moe
+    from perfmodel.physics.compute import op_time
+    from perfmodel.physics.step import evaluate
+    from perfmodel.physics.workload import Shard, attention_block_backward, attention_block_forward
+    from perfmodel.planning.predict import layout_vars
+
+    ctx = replace(item.context, efficiency=cal.with_moe(item.context.efficiency, values))
+    lo, acc = item.layout, ctx.hardware.accelerator
+    sh = Shard(ctx.model, ctx.recipe, lo.tp, lo.cp, lo.mbs, lo.seq_len, lo.ep, lo.etp, ctx.imbalance)
+    ops = attention_block_forward(sh, ctx.recipe) + moe.moe_block_forward(sh, ctx.recipe)
+    ops += moe.moe_block_backward(sh, ctx.recipe) + attention_block_backward(sh, ctx.recipe)
+    seconds: dict[str, float] = {}
+    for op in ops:
+        seconds[op.kind] = seconds.get(op.kind, 0.0) + float(op_time(op, acc, ctx.efficiency))
+    total = sum(seconds.values())
+    step = evaluate(ctx, layout_vars(lo))
+    kinds = ("attention", "grouped_gemm", "gemm", "memory")
+    return " | ".join(
+        [*(f"{seconds.get(k, 0.0) / total:.0%}" for k in kinds), f"{step.ep_comm_exposed_s / step.step_time_s:.0%}"]
+    )
 
 
 def main(write: bool) -> int:
@@ -62,7 +111,7 @@ def main(write: bool) -> int:
         detail.append(
             f"| {moe_model(item)} | {item.run.id} | {item.context.hardware.accelerator.id} | "
             f"{item.run.scenario['precision']} | TP{layout.tp} PP{layout.pp} VP{layout.vp} EP{layout.ep} "
-            f"MBS{layout.mbs} | {item.run.measured:.0f} | {error:+.1f}% |"
+            f"MBS{layout.mbs} | {item.run.measured:.0f} | {error:+.1f}% | {_shares(item, fitted)} |"
         )
     dense = [r for r in runs if r.source not in NOT_FITTED]
     dense_items = prepare_all(dense, start, [])
@@ -87,11 +136,15 @@ def main(write: bool) -> int:
             for m, n, k, c, a, b, h, na, nb, nh in table
         ),
         "",
-        "Per row, the fitted rows under the in-sample stage (throughput error, predicted / measured - 1):",
+        "Per row, the fitted rows under the in-sample stage (throughput error, predicted / measured - 1), with the",
+        "predicted MoE layer's time by kind of operation and the exposed EP communication's share of the step:",
         "",
-        "| model | row | accelerator | precision | layout | measured tokens/s/GPU | error |",
-        "|---|---|---|---|---|---|---|",
+        "| model | row | accelerator | precision | layout | measured tokens/s/GPU | error | attention | grouped "
+        "GEMMs | GEMMs | memory-bound | EP exposed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *detail,
+        "",
+        *NOTES,
         "",
         f"Dense fitted rows ({len(dense_items)}): MAPE {dense_mape:.1f}% with the bundled calibration; the MoE stage",
         "cannot change them (its parameters act only on MoE layers).",

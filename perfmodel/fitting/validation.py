@@ -34,8 +34,8 @@ NOT_FITTED = {
 }
 """Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
 NOT_FITTED |= {
-    f"{MOE_SOURCE}: {name}": "validated but not fitted: the bundled calibration was fitted on dense rows, and the "
-    "MoE rows are reported against it as they stand"
+    f"{MOE_SOURCE}: {name}": "not in the dense fit: the rows of each MoE model's newest container fit only the "
+    "calibration's MoE stage (overlap_ep, grouped_gemm; docs/moe_validation.md), with the dense parameters fixed"
     for name in MOE_MODELS
 }
 
