@@ -143,12 +143,7 @@ class Calibration:
                 raise PerfmodelError(f"{path}: unknown family '{family}'; valid: {', '.join(DEFAULTS)}")
             if not isinstance(values, dict):
                 raise PerfmodelError(f"{path}: field 'parameters.{family}' must map parameter names to numbers")
-            for name, value in values.items():
-                if name not in BOUNDS:
-                    raise PerfmodelError(f"{path}: parameters.{family}: unknown '{name}'; valid: {', '.join(FITTED)}")
-                low, high = BOUNDS[name]
-                if not in_range(value, low, high):
-                    raise PerfmodelError(f"{path}: parameters.{family}.{name} = {value!r}; allowed {low} to {high}")
+            _check_values(path, f"parameters.{family}", values, BOUNDS, FITTED)
         _check_provenance(path, raw)
         _check_moe(path, raw.get("moe"))
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
@@ -230,12 +225,19 @@ def _check_moe(path: Path, moe: object) -> None:
     values = moe.get("parameters") if isinstance(moe, dict) else None
     if not isinstance(values, dict):
         raise PerfmodelError(f"{path}: field 'moe.parameters' must map MoE parameter names to numbers")
+    _check_values(path, "moe.parameters", values, MOE_BOUNDS, tuple(MOE_BOUNDS))
+
+
+def _check_values(
+    path: Path, field: str, values: dict[str, Any], bounds: dict[str, tuple[float, float]], names: tuple[str, ...]
+) -> None:
+    """Every value a known parameter, within its bounds."""
     for name, value in values.items():
-        if name not in MOE_BOUNDS:
-            raise PerfmodelError(f"{path}: moe.parameters: unknown '{name}'; valid: {', '.join(MOE_BOUNDS)}")
-        low, high = MOE_BOUNDS[name]
+        if name not in bounds:
+            raise PerfmodelError(f"{path}: {field}: unknown '{name}'; valid: {', '.join(names)}")
+        low, high = bounds[name]
         if not in_range(value, low, high):
-            raise PerfmodelError(f"{path}: moe.parameters.{name} = {value!r}; allowed {low} to {high}")
+            raise PerfmodelError(f"{path}: {field}.{name} = {value!r}; allowed {low} to {high}")
 
 
 INTERVAL_FACTORS = (0.01, 100.0)
