@@ -32,7 +32,8 @@ def test_the_moe_stage_refits_rows_it_priced() -> None:
     truth = {"overlap_ep": 0.3, "grouped_gemm": 0.75}
     predicted = RunBatch(items).predicted(lambda family: cal.with_moe(start.efficiency(family), truth))
     synthetic = [replace(i, run=replace(i.run, measured=float(p))) for i, p in zip(items, predicted, strict=True)]
-    at_priors = cal.mape(cal.fit_moe(synthetic, RunBatch, start, prior_sigma=1e-6).residuals)
+    priors = RunBatch(synthetic).log_time_ratios(lambda family: cal.with_moe(start.efficiency(family), cal.MOE_PRIORS))
+    at_priors = sum(abs(math.exp(r) - 1) for r in priors) / len(priors) * 100
     fitted = cal.fit_moe(synthetic, RunBatch, start)
     assert at_priors > 10 and cal.mape(fitted.residuals) < 0.5 * at_priors
     assert fitted.parameters["grouped_gemm"] == pytest.approx(0.75, rel=0.05)
@@ -86,3 +87,21 @@ def test_a_bad_moe_section_is_named(tmp_path: Path, moe: dict[str, object], says
     path.write_text(json.dumps(document))
     with pytest.raises(PerfmodelError, match=says.replace(".", r"\.")):
         Calibration.load(path)
+
+
+def test_perfmodel_calibrate_runs_the_moe_stage_and_its_file_reloads(tmp_path: Path) -> None:
+    """fit_calibration (what `perfmodel calibrate` runs) on a few dense rows and two MoE models' rows: the dense fit,
+    then the MoE stage over it; the written file loads back with the same MoE values in force."""
+    from perfmodel.fitting.validation import fit_calibration
+
+    runs, _ = bundled_runs()
+    dense = [r for r in runs if r.source == "Megatron-Bridge"][:12]
+    moe_runs = [r for r in runs if r.source in (f"{MOE_SOURCE}: Qwen3-30B-A3B", f"{MOE_SOURCE}: Mixtral-8x7B")]
+    fitted = fit_calibration([*dense, *moe_runs], [], cross_validate=False)
+    section = fitted.provenance["moe"]
+    assert set(section["parameters"]) == set(cal.MOE_PRIORS)
+    assert section["fit"]["rows"] == len(moe_fit_rows(prepare_all(moe_runs, calibration.UNCALIBRATED, [])))
+    path = tmp_path / "calibration.json"
+    path.write_text(fitted.to_json())
+    loaded = Calibration.load(path)
+    assert loaded.efficiency("blackwell").grouped_gemm == section["parameters"]["grouped_gemm"]
