@@ -203,9 +203,9 @@ def fit(
 
 MOE_PRIORS = {"overlap_ep": 0.5, "grouped_gemm": 1.0}
 """The MoE stage's parameters and their priors: Megatron's EP-communication overlap hides about half of the
-all-to-all (assumed before any fit), and a grouped GEMM starts as efficient as a dense one of the same tiles."""
-"""Bounds (physics.calibration.MOE_BOUNDS): no all-to-all hides completely behind compute or not at all; a grouped
-GEMM between half and 1.2x a dense GEMM's share of peak (above 1: the dense `gemm_*` fit absorbed something grouped
+all-to-all (assumed before any fit), and a grouped GEMM starts as efficient as a dense one of the same tiles. Their
+bounds (physics.calibration.MOE_BOUNDS): no all-to-all hides completely behind compute or not at all; a grouped GEMM
+between half and 1.2x a dense GEMM's share of peak (above 1: the dense `gemm_*` fit absorbed something grouped
 kernels do not pay)."""
 
 
