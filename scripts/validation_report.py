@@ -223,8 +223,9 @@ def main() -> None:
         f"{fit.get('cv_mape_pct', float('nan')):.1f}% over {fit.get('rows', 0)} rows.",
         f"- Validated but not fitted (llm-foundry, a different attention stack): {len(other_stack)} rows, MAPE "
         f"{_mape(other_stack):.1f}%.",
-        f"- Mixture-of-experts rows, validated but not fitted (per model below, under 'By source'): {len(moe)} rows, "
-        f"MAPE {_mape(moe):.1f}%.",
+        f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; the newest container's "
+        f"rows fit the calibration's two MoE parameters, docs/moe_validation.md): {len(moe)} rows, MAPE "
+        f"{_mape(moe):.1f}%.",
         f"- All dense rows: MAPE {_mape(dense):.1f}%; all predicted rows: MAPE {report.mape_pct:.1f}%.",
         "- Out of sample (each row predicted by a fit that never saw it): "
         + "; ".join(f"{r.protocol} {r.mape_pct:.1f}% over {len(r.rows)} rows" for r in results)

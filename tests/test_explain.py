@@ -48,6 +48,37 @@ CASES = {
         model="llama3.1-70b", gpu="b200", n_gpus=96, precision="nvfp4", tp=2, pp=6, vp=1, gbs=96
     ),
     "70b-mi300x-mesh": _layout(model="llama3.1-70b", gpu="mi300x", n_gpus=64, tp=8, pp=2, vp=1, gbs=64),
+    "deepseek-v3-gb300-ep32-mtp": _layout(
+        model="deepseek-v3", gpu="gb300", n_gpus=256, precision="mxfp8", tp=1, pp=2, vp=8, ep=32, gbs=4096
+    ),
+    "deepseek-v3-h100-tp2-ep64-selective": _layout(
+        model="deepseek-v3",
+        gpu="h100-sxm",
+        n_gpus=1024,
+        precision="fp8",
+        tp=2,
+        pp=8,
+        vp=4,
+        ep=64,
+        gbs=8192,
+        recompute="selective",
+    ),
+    "qwen3-30b-etp2-full-zero0": _layout(
+        model="qwen3-30b-a3b",
+        gpu="b200",
+        n_gpus=16,
+        tp=2,
+        pp=1,
+        vp=1,
+        ep=4,
+        etp=2,
+        gbs=64,
+        zero=0,
+        recompute="full",
+    ),
+    "gpt-oss-120b-zero3": _layout(
+        model="gpt-oss-120b", gpu="h100-sxm", n_gpus=32, tp=1, pp=1, vp=1, ep=8, gbs=64, zero=3, mbs=2
+    ),
 }
 
 
@@ -55,7 +86,7 @@ CASES = {
 def test_each_part_formula_gives_the_model_number(case: str) -> None:
     p = predict(load_scenario(None, CASES[case]))
     e = explain(p)
-    assert [part.key for part in e.parts] == list(BREAKDOWN)
+    assert [part.key for part in e.parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if p.model.is_moe else [])
     for part in e.parts:
         model = float(getattr(p.step, part.key))
         assert part.value == model
@@ -81,6 +112,22 @@ def test_operations_add_up_to_the_layer_time() -> None:
     gemms = [r for r in e.ops if r.kind == "gemm"]
     assert gemms and all(r.bound == "compute" for r in gemms)  # 8k-token FP8 GEMMs on H100 are compute-bound
     assert {r.bound for r in e.ops if r.kind == "memory"} == {"memory"}
+
+
+def test_moe_operations_are_the_moe_layer() -> None:
+    """Qwen3-30B-A3B (every layer MoE): the MoE forward and backward rows sum to the layer times the step used, and
+    its expert GEMMs are grouped GEMMs with their tile efficiency."""
+    from perfmodel.physics.step import evaluate
+    from perfmodel.planning.predict import context_for, layout_vars
+
+    p = predict(load_scenario(None, CASES["qwen3-30b-etp2-full-zero0"]))
+    trace: dict[str, Any] = {}
+    evaluate(context_for(p.scenario), layout_vars(p.layout), trace)
+    e = explain(p)
+    assert sum(r.time_s for r in e.ops if r.phase == "MoE forward") == pytest.approx(trace["layer"].forward)
+    assert sum(r.time_s for r in e.ops if r.phase == "MoE backward") == pytest.approx(trace["layer"].backward)
+    grouped = [r for r in e.ops if r.kind == "grouped_gemm"]
+    assert grouped and all(0 < r.wave <= 1 for r in grouped) and "grouped GEMM in FP8" in e.op_formulas
 
 
 def test_dominant_bound_follows_the_layout() -> None:

@@ -210,3 +210,30 @@ def test_selective_recompute_of_mla_keeps_the_latents() -> None:
     saved_per_token = (2 * 128 * 192 + 128 * 128 - (1536 + 512 + 64)) * 2
     assert none - selective > 4096 * saved_per_token
     assert {"q_up.fprop", "kv_up.fprop"} <= SELECTIVE_RECOMPUTE
+
+
+def test_token_all_to_all_across_nodes_sends_each_token_once_per_remote_node() -> None:
+    """EP 32 over four DGX B200 nodes, top-8: a token misses a given other node with probability (3/4)^8, so each
+    rank's NIC carries 3 x (1 - (3/4)^8) = 2.70 token sends (DeepEP's dedup), not 8 x 3/4 = 6 copies; its NVLink
+    carries the 7/32 of copies bound for its own node and fans out 7/8 of the 24/32 it receives from other nodes."""
+    from perfmodel.physics.collectives import token_all_to_all
+
+    ctx = _ctx(TINY, "dgx-b200")
+    links = group_links(ctx.tiers, ctx.efficiency, 32.0, 1.0)
+    token = 8e6
+    assert links.domains == 4 and links.per_domain == 8
+    inter = 3 * (1 - 0.75**8) * token / links.inter_bytes_per_s
+    intra = (7 / 32 + 24 / 32 * 7 / 8) * 8 * token / links.intra_bytes_per_s
+    latency = 31 * min(links.intra_latency_s, links.inter_latency_s)
+    assert token_all_to_all(token, 8.0, links) == pytest.approx(latency + max(intra, inter))
+    inside = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0)
+    assert token_all_to_all(token, 8.0, inside) == pytest.approx(all_to_all(8 * token, inside))
+
+
+def test_a_moe_layer_pays_attention_tp_collectives_and_its_shared_experts_only() -> None:
+    """Sequence-parallel TP blocks per layer: 2 in a dense layer; in a MoE layer 1 (attention), 2 with shared experts.
+    DeepSeek-V3: 3 dense and 58 MoE layers with a shared expert -> 2; Qwen3-30B-A3B: all 48 MoE, none shared -> 1."""
+    assert moe.tp_blocks_per_layer(ZOO["llama3.1-8b"]) == 2.0
+    assert moe.tp_blocks_per_layer(ZOO["deepseek-v3"]) == 2.0
+    assert moe.tp_blocks_per_layer(ZOO["qwen3-30b-a3b"]) == 1.0
+    assert moe.tp_blocks_per_layer(ZOO["mixtral-8x7b"]) == 1.0

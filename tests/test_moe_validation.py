@@ -1,5 +1,6 @@
 """The bundled MoE rows in validation: which are taken and why others are not, and one published row per model
-predicted with the bundled calibration (fitted on dense rows only) within a stated tolerance."""
+predicted with the bundled calibration within the issue's leave-one-model-out tolerance (the dense parameters never
+saw MoE rows; the MoE stage's two parameters did, and leave it out per model: docs/moe_validation.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from perfmodel.fitting.validation import NOT_FITTED, prepare
 from perfmodel.physics.calibration import resolve
 
 TOLERANCE = 0.12
-"""The issue's target for an MoE row held out of the fit (these rows are not in the bundled fit at all)."""
+"""The issue's target for an MoE model held out of the fit."""
 
 
 def _run(row: str):  # type: ignore[no-untyped-def]
@@ -42,8 +43,9 @@ def test_one_published_row_per_model_within_tolerance(row: str, model: str) -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="GPT-OSS-120B is over-predicted by about 40% (sink/sliding-window attention "
-    "kernels and its small 2880-wide GEMMs are not modelled finely enough); the target is 12%",
+    reason="GPT-OSS-120B is over-predicted by about 35% on the newest container while Qwen3-30B-A3B, at the same "
+    "measured model TFLOP/s, is within 7%; no MoE mechanism the rows can tell apart (GPT-OSS alone has head dim 64, "
+    "attention sinks, 128-token windows, expert biases, a clamped GLU) closes it: docs/moe_validation.md",
 )
 def test_gpt_oss_row_within_tolerance() -> None:
     """Same source, row 6: GPT-OSS-120B on 64 GB300s, MXFP8, TP1 PP1 EP16 MBS4 GBS1280, 33,024 tokens/s/GPU."""

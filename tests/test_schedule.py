@@ -26,6 +26,15 @@ def test_even_and_uneven_stages() -> None:
     assert (uneven.interior, uneven.first, uneven.last, uneven.per_chunk) == (16, 15, 15, 2)
 
 
+def test_an_mtp_module_takes_layers_from_the_last_rank() -> None:
+    """DeepSeek-V3 (61 layers, one MTP module) on PP2 x VP8: 4 layers per chunk; the last rank gives up the loss and
+    the MTP module's 2 units, 32 - 1 - 2 = 29 layers, as Megatron-Bridge's layout with one decoder layer, the MTP
+    module and the loss in the last chunk (7 x 4 + 1)."""
+    stages = stage_layers(61, 2, 8, mtp_layers=1)
+    assert (stages.interior, stages.first, stages.last, stages.per_chunk) == (32, 31, 29, 4)
+    assert stage_layers(61, 2, 8).last == 31
+
+
 def test_exposed_communication() -> None:
     assert exposed(1.0, 10.0, 0.9) == pytest.approx(0.1)  # short comm: only the overlap loss shows
     assert exposed(10.0, 1.0, 1.0) == pytest.approx(9.0)  # long comm: what the window cannot hide

@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.physics.calibration import BOUNDS, FITTED, UNCALIBRATED, Calibration, apply, default_value
+from perfmodel.physics.calibration import (
+    BOUNDS,
+    FITTED,
+    MOE_BOUNDS,
+    UNCALIBRATED,
+    Calibration,
+    apply,
+    default_value,
+)
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 PRIOR_SIGMA = 0.3
@@ -191,6 +199,103 @@ def fit(
             for item, r in zip(items, fitted, strict=True)
         ],
     )
+
+
+MOE_PRIORS = {"overlap_ep": 0.5, "grouped_gemm": 1.0}
+"""The MoE stage's parameters and their priors: Megatron's EP-communication overlap hides about half of the
+all-to-all (assumed before any fit), and a grouped GEMM starts as efficient as a dense one of the same tiles. Their
+bounds (physics.calibration.MOE_BOUNDS): no all-to-all hides completely behind compute or not at all; a grouped GEMM
+between half and 1.2x a dense GEMM's share of peak (above 1: the dense `gemm_*` fit absorbed something grouped
+kernels do not pay)."""
+
+
+@dataclass(frozen=True)
+class MoeFit:
+    parameters: dict[str, float]
+    residuals: list[Residual]
+
+
+def fit_moe(items: Sequence[Any], pricer: Pricer, start: Calibration, prior_sigma: float = PRIOR_SIGMA) -> MoeFit:
+    """The MoE stage: fit the MoE parameters (MOE_PRIORS) on MoE runs with every dense parameter held at `start`'s
+    values, so that no dense prediction can change. Robust least squares on log(predicted / measured), a prior of
+    `prior_sigma` on log(parameter / prior), one value for every family (the MoE rows are too few to fit per
+    family)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    if not items:
+        raise PerfmodelError("nothing to calibrate: no MoE runs")
+    names = list(MOE_PRIORS)
+    lower = np.log([MOE_BOUNDS[n][0] for n in names])
+    upper = np.log([MOE_BOUNDS[n][1] for n in names])
+    prior = np.log([MOE_PRIORS[n] for n in names])
+    batch = pricer(items)
+    prior_scale = prior_sigma * math.sqrt(len(items))
+
+    def efficiencies(x: Any) -> Callable[[str], Efficiency]:
+        return _moe_efficiencies(start, dict(zip(names, np.exp(x), strict=True)))
+
+    def residuals(x: Any) -> Any:
+        return np.concatenate([batch.log_time_ratios(efficiencies(x)), (x - prior) / prior_scale])
+
+    solution = least_squares(
+        residuals, np.clip(prior, lower + 1e-9, upper - 1e-9), bounds=(lower, upper), loss="soft_l1", f_scale=0.1
+    )
+    fitted = batch.log_time_ratios(efficiencies(solution.x))
+    return MoeFit(
+        {n: float(math.exp(v)) for n, v in zip(names, solution.x, strict=True)},
+        [Residual(i.run.id, i.run.group, i.family, float(r)) for i, r in zip(items, fitted, strict=True)],
+    )
+
+
+def moe_stage(
+    items: Sequence[Any], pricer: Pricer, start: Calibration, model_of: Callable[[Any], str]
+) -> dict[str, Any]:
+    """The calibration file's 'moe' section: the MoE stage fitted on `items` over `start`'s dense parameters, with
+    its in-sample residuals and leave-one-model-out ones (refit without a model, predict it)."""
+    fitted = fit_moe(items, pricer, start)
+    held: dict[str, Residual] = {}
+    models = sorted({model_of(i) for i in items})
+    for model in models:
+        train = [i for i in items if model_of(i) != model]
+        test = [i for i in items if model_of(i) == model]
+        values = fit_moe(train, pricer, start).parameters if train else dict(MOE_PRIORS)
+        ratios = pricer(test).log_time_ratios(_moe_efficiencies(start, values))
+        held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
+
+    def by_model(residuals: Sequence[Residual]) -> dict[str, float]:
+        return {m: mape([r for r in residuals if model_of_id[r.run_id] == m]) for m in models}
+
+    model_of_id = {i.run.id: model_of(i) for i in items}
+    return {
+        "parameters": fitted.parameters,
+        "fit": {
+            "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured) of the MoE rows, dense "
+            f"parameters held fixed, prior sigma {PRIOR_SIGMA} on log(parameter/prior) around {MOE_PRIORS}",
+            "rows": len(items),
+            "in_sample_mape_pct": mape(fitted.residuals),
+            "in_sample_mape_pct_by_model": by_model(fitted.residuals),
+            "leave_one_model_out_mape_pct": by_model(list(held.values())),
+            "residuals": [
+                {
+                    "id": r.run_id,
+                    "model": model_of_id[r.run_id],
+                    "error_pct": round(r.error_pct, 3),
+                    "held_out_error_pct": round(held[r.run_id].error_pct, 3),
+                }
+                for r in fitted.residuals
+            ],
+        },
+    }
+
+
+def _moe_efficiencies(start: Calibration, values: dict[str, float]) -> Callable[[str], Efficiency]:
+    return lambda family: with_moe(start.efficiency(family), values)
+
+
+def with_moe(base: Efficiency, values: dict[str, float]) -> Efficiency:
+    """`base` with the MoE stage's values in place."""
+    return replace(base, **{k: v for k, v in values.items() if k in MOE_PRIORS})
 
 
 def efficiencies_of(table: dict[str, dict[str, float]]) -> Callable[[str], Efficiency]:

@@ -17,14 +17,21 @@ from typing import Any
 
 import sympy
 
-from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.symbolic import S, tidy
-from perfmodel.physics import memory
-from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, reduce_scatter
-from perfmodel.physics.compute import op_time, wave_efficiency
+from perfmodel.physics import memory, moe
+from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
+from perfmodel.physics.compute import grouped_efficiency, op_time, wave_efficiency
 from perfmodel.physics.schedule import bubble_fraction, exposed
 from perfmodel.physics.step import BREAKDOWN, OPTIMIZER_KERNELS, Context, evaluate
-from perfmodel.physics.workload import Op, layer_backward, layer_forward, recompute_forward
+from perfmodel.physics.workload import (
+    SELECTIVE_RECOMPUTE,
+    Op,
+    attention_block_backward,
+    attention_block_forward,
+    layer_backward,
+    layer_forward,
+    recompute_forward,
+)
 from perfmodel.planning.predict import Prediction, context_for, layout_vars
 
 BOUNDS = ("compute", "memory bandwidth", "scale-up", "scale-out", "bubble", "overhead")
@@ -115,6 +122,7 @@ class _SymbolicEfficiency:
         self.kernel_overhead_us = S("kappa") * 1e6
         self.attention_fwd = S("eta_attn_fwd")
         self.attention_bwd = S("eta_attn_bwd")
+        self.grouped_gemm = S("eta_grouped")
 
     def gemm(self, fmt: str) -> sympy.Symbol:
         return S(f"eta_{fmt}")
@@ -126,6 +134,8 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     values |= {S("eta_attn_fwd"): eff.attention_fwd, S("eta_attn_bwd"): eff.attention_bwd}
     if acc.sfu_texp_per_s is not None:
         values[S("R_exp")] = acc.sfu_texp_per_s.value * 1e12
+    if ctx.model.is_moe:
+        values[S("eta_grouped")] = eff.grouped_gemm
     for fmt in ("bf16", "fp8", "fp4"):
         figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
         if figure is not None:
@@ -139,7 +149,16 @@ def _op_formula(op: Op, ctx: Context) -> Any:
     symbolic = op._replace(flops=S("F") if op.flops else 0, bytes=S("B"), exps=S("E") if op.exps else 0)
     acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency()
     formula = tidy(op_time(symbolic, acc, eff))  # type: ignore[arg-type]
-    return formula.xreplace({f: 1 / S("w") for f in formula.atoms(sympy.Float)}) if op.kind == "gemm" else formula
+    tiled = op.kind in ("gemm", "grouped_gemm")
+    return formula.xreplace({f: 1 / S("w") for f in formula.atoms(sympy.Float)}) if tiled else formula
+
+
+def _tile_efficiency(op: Op, ctx: Context) -> float:
+    """Wave quantisation of a GEMM, tile padding and waves of a grouped GEMM; 1 for other operations."""
+    sms = ctx.hardware.accelerator.sms.value
+    if op.kind == "grouped_gemm":
+        return float(grouped_efficiency(op.m, op.n, op.groups, sms))
+    return float(wave_efficiency(op.m, op.n, sms)) if op.kind == "gemm" else 1.0
 
 
 def _bound_of(formula: Any, values: dict[sympy.Symbol, float]) -> str:
@@ -157,26 +176,43 @@ def _bound_of(formula: Any, values: dict[sympy.Symbol, float]) -> str:
 def _formula_name(op: Op) -> str:
     if op.kind == "gemm":
         return f"GEMM in {op.fmt.upper()}"
+    if op.kind == "grouped_gemm":
+        return f"grouped GEMM in {op.fmt.upper()}"
     if op.kind == "attention":
         return "attention backward" if op.name.endswith(".bwd") else "attention forward"
     return "memory-bound kernel"
 
 
-def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:
-    sh, rec, acc, eff = trace["shard"], ctx.recipe, ctx.hardware.accelerator, ctx.efficiency
-    constants = _roofline_values(ctx)
-    rows: list[OpRow] = []
-    formulas: dict[str, Any] = {}
-    phases = (
+def _phases(ctx: Context, trace: dict[str, Any], recompute: str) -> list[tuple[str, list[Op]]]:
+    """The operations of one layer by phase; a MoE model lists its MoE layer, and its dense layers apart."""
+    sh, rec = trace["shard"], ctx.recipe
+    dense = [
         ("forward", layer_forward(sh, rec)),
         ("backward", layer_backward(sh, rec, ctx.frozen_base)),
         ("recompute", recompute_forward(sh, rec, recompute)),
-    )
-    for phase, ops in phases:
+    ]
+    if not ctx.model.is_moe:
+        return dense
+    forward = attention_block_forward(sh, rec) + moe.moe_block_forward(sh, rec)
+    redone = {"full": forward, "selective": [op for op in forward if op.name in SELECTIVE_RECOMPUTE]}
+    moe_phases = [
+        ("MoE forward", forward),
+        ("MoE backward", moe.moe_block_backward(sh, rec) + attention_block_backward(sh, rec, ctx.frozen_base)),
+        ("MoE recompute", redone.get(recompute, [])),
+    ]
+    return moe_phases + ([(f"dense {name}", ops) for name, ops in dense] if ctx.model.dense_layers else [])
+
+
+def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:
+    acc, eff = ctx.hardware.accelerator, ctx.efficiency
+    constants = _roofline_values(ctx)
+    rows: list[OpRow] = []
+    formulas: dict[str, Any] = {}
+    for phase, ops in _phases(ctx, trace, recompute):
         for op in ops:
             formula = _op_formula(op, ctx)
             formulas.setdefault(_formula_name(op), formula)
-            wave = float(wave_efficiency(op.m, op.n, acc.sms.value)) if op.kind == "gemm" else 1.0
+            wave = _tile_efficiency(op, ctx)
             values = constants | {S("F"): op.flops, S("B"): op.bytes, S("E"): op.exps, S("w"): wave}
             bound = _bound_of(formula, values)
             seconds = float(op_time(op, acc, eff))
@@ -192,6 +228,7 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
         "eta_attn_fwd": ("", "fraction of the BF16 peak flash attention's forward reaches"),
         "eta_attn_bwd": ("", "fraction of the BF16 peak flash attention's backward reaches"),
         "R_exp": ("1/s", "softmax exponentials per second (SFU rate)"),
+        "eta_grouped": ("", "grouped expert GEMMs' share of a dense GEMM's efficiency (MoE stage of the fit)"),
     }
     quantities = []
     for symbol, value in _roofline_values(ctx).items():
@@ -335,14 +372,16 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     C = _q("C_mb", trace["mb_compute"], "s", "compute of one micro-batch on the busiest rank")
     T = _q("T_mb", trace["mb_tp"], "s", "its exposed TP communication")
     P = _q("P_mb", trace["mb_cp"], "s", "its exposed CP communication")
-    formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * (C.symbol + T.symbol + P.symbol)
+    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / n_mb, "s", "its exposed EP communication")]
+                          if ctx.model.is_moe else [])  # fmt: skip
+    formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * sum(q.symbol for q in per_mb)
     parts.append(
         Part(
             "pp_bubble_s",
             "Pipeline bubble",
             step.pp_bubble_s,
             formula,
-            [pp, vp, N, C, T, P],
+            [pp, vp, N, *per_mb],
             {"bubble": step.pp_bubble_s},
             ["bubble fraction (pp-1)/(vp*N_mb) of the ideal step"],
         )
@@ -389,15 +428,49 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
 
     t_o = _q("t_step", eff.step_overhead_s, "s", "per-step work outside the model (data loader, logging, syncs)")
     parts.append(Part("other_s", "Other", step.other_s, t_o.symbol, [t_o], {"overhead": step.other_s}))
+    if ctx.model.is_moe:
+        parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
     return parts
 
 
+def _expert_parallel_part(
+    p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity, L: Quantity, rank: str
+) -> Part:
+    """Exposed dispatch/combine all-to-alls (and expert-TP gathers) of the MoE layers: each pass's exchange hides
+    behind that pass's compute up to the overlap share; the MTP modules' MoE layers add theirs on the last rank."""
+    lo, md, eff, layer = p.layout, ctx.model, ctx.efficiency, trace["layer"]
+    sh, full = trace["shard"], lo.recompute == "full"
+    ep_links = group_links(ctx.tiers, eff, float(lo.ep), float(lo.etp))
+    forward, whole = moe.expert_comm(sh, ctx.recipe, ep_links, group_links(ctx.tiers, eff, float(lo.etp), 1.0), full)
+    s = _q("s_MoE", md.moe_layers / md.layers, "", f"share of MoE layers: {md.moe_layers} of {md.layers}")
+    c_f = _q("c_EP_fwd", forward, "s", f"dispatch + combine all-to-alls of one MoE layer's forward, EP = {lo.ep}"
+             + (f", expert TP = {lo.etp}" if lo.etp > 1 else ""))  # fmt: skip
+    c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
+    w_f = _q("w_EP_fwd", layer.forward, "s", "the layer's forward compute they can hide behind")
+    w_b = _q("w_EP_bwd", layer.backward + trace["recompute_s"], "s", "its backward (and recomputed) compute")
+    eta = _q("eta_EP", eff.overlap_ep, "", "share of that window really used for overlap (MoE stage of the fit)")
+    with_mtp = md.mtp_layers and ("last" in rank or "only" in rank)
+    e_mtp = _q("t_EP_MTP", trace["mtp_ep"] if with_mtp else 0.0, "s", "the MTP modules' exposed EP time on this rank")
+    per_layer = s.symbol * (exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol))
+    formula = N.symbol * (L.symbol * per_layer + e_mtp.symbol)
+    crosses = float(ep_links.domains) > 1
+    return Part(
+        "ep_comm_exposed_s",
+        "Expert-parallel communication, exposed",
+        p.step.ep_comm_exposed_s,
+        formula,
+        [N, L, s, c_f, c_b, w_f, w_b, eta, e_mtp],
+        {"scale-out" if crosses else "scale-up": p.step.ep_comm_exposed_s},
+        ["DeepEP-style dispatch: a token crosses the NICs once per remote domain holding one of its experts"]
+        if crosses
+        else [],
+    )
+
+
 def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity) -> Part:
-    """Exposed DP communication for the ZeRO stage in use: each collective hides behind its window."""
+    """Exposed DP communication for the ZeRO stage in use: each collective hides behind its window. A MoE model's
+    routed experts reduce over expert DP, a second group with the same windows."""
     lo, eff, step, links = p.layout, ctx.efficiency, p.step, trace["dp_links"]
-    trainable, weights = float(trace["trainable"]), float(trace["params"].most)
-    grads = trainable * memory.GRAD_BYTES
-    half_bubble = step.pp_bubble_s / 2
     eta = _q("eta_DP", eff.overlap_dp, "", "share of the window really used for overlap")
     f_mb = _q(
         "t_fwd_mb",
@@ -406,59 +479,73 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
         "forward of one micro-batch on the busiest rank (elapsed: with the TP/CP communication exposed in it)",
     )
     b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank (elapsed)")
-    hb = _q("t_bubble_half", half_bubble, "s", "half the pipeline bubble, also usable as a window")
-    rs = _q("t_RS", reduce_scatter(grads, links), "s", f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients")
-    ag_u = _q(
-        "t_AG",
-        all_gather(trainable * ctx.recipe.param_gather_bytes, links),
-        "s",
-        "all-gather of the updated parameters",
-    )
+    hb = _q("t_bubble_half", step.pp_bubble_s / 2, "s", "half the pipeline bubble, also usable as a window")
+    windows = (N, f_mb, b_mb, hb, eta)
+    trainable = float(trace["trainable"])
+    weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
-    if lo.zero == 0:
-        ar = _q("t_AR", all_reduce(grads, links, ctx.tiers), "s", f"all-reduce of the gradients {group}")
-        formula = exposed(ar.symbol, b_mb.symbol + hb.symbol, eta.symbol)
-        used = [ar, b_mb, hb, eta]
-    elif lo.zero == 1:
-        formula = exposed(rs.symbol, b_mb.symbol + hb.symbol, eta.symbol) + exposed(
-            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
+    formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group)
+    notes = [group]
+    if "experts" in trace:
+        edp = lo.tp * lo.cp * lo.dp // (lo.ep * lo.etp)
+        expert_group = f"routed experts over expert DP = {edp} ranks"
+        experts = float(trace["experts"].most)
+        extra, extra_used = _zero_formula(
+            ctx, lo.zero, trace["edp_links"], float(trace["expert_trainable"]), experts, windows, "_E", expert_group
         )
-        used = [rs, ag_u, f_mb, b_mb, hb, eta]
-    elif lo.zero == 2:
-        formula = N.symbol * exposed(rs.symbol, b_mb.symbol, eta.symbol) + exposed(
-            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
-        )
-        used = [N, rs, ag_u, f_mb, b_mb, hb, eta]
-    else:
-        ag_w = _q(
-            "t_AG_w",
-            all_gather(weights * ctx.recipe.param_gather_bytes, links),
-            "s",
-            "all-gather of this rank's weights (FSDP)",
-        )
-        formula = N.symbol * (
-            exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
-        )
-        used = [N, ag_w, rs, f_mb, b_mb, eta]
+        formula, used, notes = formula + extra, used + [q for q in extra_used if q not in used], [group, expert_group]
     return Part(
         "dp_comm_exposed_s",
         f"Data-parallel communication (ZeRO-{lo.zero}), exposed",
         step.dp_comm_exposed_s,
         formula,
         used,
-        _scaled(_link_shares(links, grads), step.dp_comm_exposed_s),
-        [group],
+        _scaled(_link_shares(links, trainable * memory.GRAD_BYTES), step.dp_comm_exposed_s),
+        notes,
     )
+
+
+def _zero_formula(
+    ctx: Context,
+    zero: int,
+    links: GroupLinks,
+    trainable: float,
+    weights: float,
+    windows: tuple[Quantity, ...],
+    suffix: str,
+    group: str,
+) -> tuple[Any, list[Quantity]]:
+    """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses."""
+    N, f_mb, b_mb, hb, eta = windows
+    grads = trainable * memory.GRAD_BYTES
+    rs = _q(f"t_RS{suffix}", reduce_scatter(grads, links), "s",
+            f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients ({group})")  # fmt: skip
+    ag_u = _q(f"t_AG{suffix}", all_gather(trainable * ctx.recipe.param_gather_bytes, links), "s",
+              "all-gather of the updated parameters")  # fmt: skip
+    if zero == 0:
+        ar = _q(f"t_AR{suffix}", all_reduce(grads, links, ctx.tiers), "s", f"all-reduce of the gradients ({group})")
+        return exposed(ar.symbol, b_mb.symbol + hb.symbol, eta.symbol), [ar, b_mb, hb, eta]
+    if zero == 1:
+        formula = exposed(rs.symbol, b_mb.symbol + hb.symbol, eta.symbol) + exposed(
+            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
+        )
+        return formula, [rs, ag_u, f_mb, b_mb, hb, eta]
+    if zero == 2:
+        formula = N.symbol * exposed(rs.symbol, b_mb.symbol, eta.symbol) + exposed(
+            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
+        )
+        return formula, [N, rs, ag_u, f_mb, b_mb, hb, eta]
+    ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
+              "all-gather of this rank's weights (FSDP)")  # fmt: skip
+    formula = N.symbol * (
+        exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
+    )
+    return formula, [N, ag_w, rs, f_mb, b_mb, eta]
 
 
 def explain(p: Prediction) -> Explanation:
     """The explanation of one prediction (the one `perfmodel predict` would print for the same flags)."""
     ctx = context_for(p.scenario)
-    if ctx.model.is_moe:
-        raise PerfmodelError(
-            f"explain: {ctx.model.id} is a mixture-of-experts model; explain breaks down dense layers only "
-            "(use predict for its step breakdown, EP communication included)"
-        )
     trace: dict[str, Any] = {}
     evaluate(ctx, layout_vars(p.layout), trace)
     rows, op_formulas = _operations(ctx, trace, p.layout.recompute)
@@ -470,5 +557,5 @@ def explain(p: Prediction) -> Explanation:
     title = f"{p.model.name} on {p.layout.n_gpus:,} x {p.hardware.accelerator.name} ({p.hardware.system.id}), " + (
         p.scenario.precision
     )
-    assert [part.key for part in parts] == list(BREAKDOWN)
+    assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])
     return Explanation(title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx))

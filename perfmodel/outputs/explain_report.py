@@ -19,6 +19,7 @@ PART_SYMBOLS = {
     "dp_comm_exposed_s": "T_DP",
     "optimizer_s": "T_optimizer",
     "other_s": "T_other",
+    "ep_comm_exposed_s": "T_EP",
 }
 
 
@@ -89,7 +90,7 @@ def _ops_text(e: Explanation) -> list[str]:
             r.fmt,
             f"{r.flops / 1e9:,.1f}",
             f"{r.bytes / 1e6:,.1f}",
-            f"{r.wave:.3f}" if r.kind == "gemm" else "",
+            f"{r.wave:.3f}" if r.kind in ("gemm", "grouped_gemm") else "",
             f"{r.time_s * 1e6:,.1f}",
             r.bound,
         ]

@@ -153,9 +153,9 @@ def table(p: Prediction) -> str:
     if p.model.is_moe:
         lines += [
             "",
-            "Note: mixture-of-experts predictions are validated, not fitted: 13% to 82% MAPE per model on the bundled "
-            "Megatron-Bridge rows (docs/validation.md), so the 80% interval above, which comes from dense rows, is too "
-            "narrow for this model.",
+            "Note: a mixture-of-experts prediction uses two MoE parameters fitted on each MoE model's newest "
+            "Megatron-Bridge rows (docs/moe_validation.md: its error per model, and on older containers); the 80% "
+            "interval above comes from dense rows and is too narrow for this model.",
         ]
     if not d["fits_in_memory"]:
         lines += [

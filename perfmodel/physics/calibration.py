@@ -79,7 +79,13 @@ class Calibration:
     source: str = "bundled"
 
     def efficiency(self, family: str) -> Efficiency:
-        return apply(DEFAULTS[family], self.parameters.get(family, {}))
+        """The family's efficiencies: fitted dense parameters, and the MoE stage's values (shared by every family)."""
+        return replace(apply(DEFAULTS[family], self.parameters.get(family, {})), **self.moe_parameters)
+
+    @property
+    def moe_parameters(self) -> dict[str, float]:
+        """The MoE stage's fitted values (field 'moe.parameters'; fitting.calibrate.fit_moe), or none."""
+        return dict(self.provenance.get("moe", {}).get("parameters", {}))
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -137,13 +143,9 @@ class Calibration:
                 raise PerfmodelError(f"{path}: unknown family '{family}'; valid: {', '.join(DEFAULTS)}")
             if not isinstance(values, dict):
                 raise PerfmodelError(f"{path}: field 'parameters.{family}' must map parameter names to numbers")
-            for name, value in values.items():
-                if name not in BOUNDS:
-                    raise PerfmodelError(f"{path}: parameters.{family}: unknown '{name}'; valid: {', '.join(FITTED)}")
-                low, high = BOUNDS[name]
-                if not in_range(value, low, high):
-                    raise PerfmodelError(f"{path}: parameters.{family}.{name} = {value!r}; allowed {low} to {high}")
+            _check_values(path, f"parameters.{family}", values, BOUNDS, FITTED)
         _check_provenance(path, raw)
+        _check_moe(path, raw.get("moe"))
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
         return cls(parameters, provenance, str(path))
 
@@ -211,6 +213,31 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
                 f"{path}: field 'fit.residuals[{index}]' must have a string 'id' and a number or null "
                 "'held_out_error_pct'"
             )
+
+
+MOE_BOUNDS = {"overlap_ep": (0.05, 0.95), "grouped_gemm": (0.5, 1.2)}
+"""The MoE stage's parameters (fitting.calibrate.fit_moe) and their allowed ranges."""
+
+
+def _check_moe(path: Path, moe: object) -> None:
+    if moe is None:
+        return
+    values = moe.get("parameters") if isinstance(moe, dict) else None
+    if not isinstance(values, dict):
+        raise PerfmodelError(f"{path}: field 'moe.parameters' must map MoE parameter names to numbers")
+    _check_values(path, "moe.parameters", values, MOE_BOUNDS, tuple(MOE_BOUNDS))
+
+
+def _check_values(
+    path: Path, field: str, values: dict[str, Any], bounds: dict[str, tuple[float, float]], names: tuple[str, ...]
+) -> None:
+    """Every value a known parameter, within its bounds."""
+    for name, value in values.items():
+        if name not in bounds:
+            raise PerfmodelError(f"{path}: {field}: unknown '{name}'; valid: {', '.join(names)}")
+        low, high = bounds[name]
+        if not in_range(value, low, high):
+            raise PerfmodelError(f"{path}: {field}.{name} = {value!r}; allowed {low} to {high}")
 
 
 INTERVAL_FACTORS = (0.01, 100.0)

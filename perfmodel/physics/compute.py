@@ -56,7 +56,8 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
         rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * wave_efficiency(op.m, op.n, acc.sms.value)
         return maximum(op.flops / rate, memory_s) + overhead_s
     if op.kind == "grouped_gemm":
-        rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
+        tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
+        rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * eff.grouped_gemm * tiles
         return maximum(op.flops / rate, memory_s) + overhead_s
     backward = op.name.endswith(".bwd")
     length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)

@@ -41,7 +41,11 @@ class Efficiency:
     overlap_ep: float = 0.5
     """Share of the MoE layer's compute behind which the expert-parallel dispatch/combine all-to-alls hide
     (Megatron overlaps them with the shared experts and, with its EP-communication overlap, with another
-    micro-batch's compute). Assumed, not fitted: the bundled calibration has no MoE rows."""
+    micro-batch's compute). Fitted on the MoE rows by the MoE stage of the calibration (fitting.calibrate.fit_moe)."""
+    grouped_gemm: float = 1.0
+    """Grouped expert GEMMs' share of the efficiency a dense GEMM of the same tiles reaches (`gemm_*`): one kernel
+    walking many weight matrices, with per-group scheduling and, for MXFP8, per-group scale tensors. Fitted on the
+    MoE rows with `overlap_ep`; 1.0 until then."""
 
     def gemm(self, fmt: str) -> float:
         return {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "fp4": self.gemm_fp4}[fmt]

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
-from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter
+from perfmodel.physics.collectives import GroupLinks, all_gather, reduce_scatter, token_all_to_all
 from perfmodel.physics.memory import FRAGMENTATION
 from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _cast, _gemm, _linear_forward, _mem, linear_backward
 
@@ -138,6 +138,16 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     ]
 
 
+def tp_blocks_per_layer(md: ModelSpec) -> float:
+    """Sequence-parallel TP blocks (an all-gather in, a reduce-scatter out) of the mean layer: attention and the
+    dense MLP in a dense layer; in a MoE layer attention, and the shared experts when it has them (a TP-sharded MLP
+    on the attention's ranks). The routed experts take the T/tp tokens of each rank as they are: the dispatcher
+    moves them over EP, and over expert TP with its own gather (expert_comm), not over the attention's TP."""
+    moe_share = md.moe_layers / md.layers if md.is_moe else 0.0
+    moe_blocks = 2.0 if md.shared_experts else 1.0
+    return (1 - moe_share) * 2.0 + moe_share * moe_blocks
+
+
 def expert_comm(
     sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_recompute: Number
 ) -> tuple[Number, Number]:
@@ -147,9 +157,11 @@ def expert_comm(
     Backward moves the gradients the reverse way, in BF16; a full recompute repeats the forward exchange.
     Returns (forward, forward + backward (+ recompute)) for one MoE layer.
     """
-    sent = tokens_in(sh) * sh.model.top_k * sh.model.hidden * sh.imbalance
-    dispatch = all_to_all(sent * recipe.tp_gather_bytes, ep_links)
-    combine = all_to_all(sent * BF16_BYTES, ep_links)
+    top_k = sh.model.top_k
+    token = tokens_in(sh) * sh.model.hidden * sh.imbalance
+    sent = token * top_k
+    dispatch = token_all_to_all(token * recipe.tp_gather_bytes, top_k, ep_links)
+    combine = token_all_to_all(token * BF16_BYTES, top_k, ep_links)
     gather = all_gather(sent * sh.etp * recipe.tp_gather_bytes, etp_links)
     scatter = reduce_scatter(sent * sh.etp * BF16_BYTES, etp_links)
     gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)

@@ -20,14 +20,22 @@ class StageLayers(NamedTuple):
     per_chunk: Number
 
 
-def stage_layers(layers: int, pp: Number, vp: Number) -> StageLayers:
-    """Even split when pp * vp divides the layers; otherwise uneven, with embedding and loss counted as layers."""
+MTP_UNITS = 2
+"""Layers' worth of work each multi-token-prediction module takes from the last rank's share in an uneven split:
+its transformer layer and its pass through the LM head and loss. Megatron-Bridge's DeepSeek-V3 pipeline layouts put
+one decoder layer with the MTP module and the loss in the last chunk, four in every other chunk."""
+
+
+def stage_layers(layers: int, pp: Number, vp: Number, mtp_layers: int = 0) -> StageLayers:
+    """Even split when pp * vp divides the layers; otherwise uneven, with embedding and loss counted as layers and
+    each MTP module (on the last rank) as MTP_UNITS layers."""
     chunks = pp * vp
     even = layers - floor(layers / chunks) * chunks == 0
     per_chunk = where(even, layers / chunks, ceil((layers + UNEVEN_EXTRA_UNITS) / chunks))
     busiest = vp * per_chunk
     ends = where(even, busiest, busiest - 1)
-    return StageLayers(interior=busiest, first=ends, last=ends, per_chunk=per_chunk)
+    last = where(even, busiest, maximum(busiest - 1 - MTP_UNITS * mtp_layers, 1.0)) if mtp_layers else ends
+    return StageLayers(interior=busiest, first=ends, last=last, per_chunk=per_chunk)
 
 
 def bubble_fraction(pp: Number, vp: Number, microbatches: Number) -> Number:

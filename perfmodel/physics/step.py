@@ -33,6 +33,8 @@ from perfmodel.physics.workload import (
     head_forward,
     layer_backward,
     layer_forward,
+    mlp_block_backward,
+    mlp_block_forward,
     padded_vocab,
 )
 
@@ -154,22 +156,20 @@ def _recomputed_selectively(op: Op) -> bool:
 
 
 def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
-    """One layer's times; for a MoE model the mean over its dense and MoE layers."""
+    """One layer's times; for a MoE model the mean over its dense and MoE layers: their attention once, then the
+    dense MLP and the MoE block by their shares (every field is a sum over operations, so the mean is exact)."""
     md = ctx.model
-    if md.is_moe and not md.dense_layers:
-        return _moe_layer_times(ctx, sh, recipe)
-    dense = _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
     if not md.is_moe:
-        return dense
-    moe_layer = _moe_layer_times(ctx, sh, recipe)
-    share = md.moe_layers / md.layers
-    return _LayerTimes(*((1 - share) * d + share * m for d, m in zip(dense, moe_layer, strict=True)))
-
-
-def _moe_layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
-    forward = attention_block_forward(sh, recipe) + moe.moe_block_forward(sh, recipe)
-    backward = moe.moe_block_backward(sh, recipe) + attention_block_backward(sh, recipe, ctx.frozen_base)
-    return _times_of(ctx, forward, backward)
+        return _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
+    attention = _times_of(
+        ctx, attention_block_forward(sh, recipe), attention_block_backward(sh, recipe, ctx.frozen_base)
+    )
+    block = _times_of(ctx, moe.moe_block_forward(sh, recipe), moe.moe_block_backward(sh, recipe))
+    if md.dense_layers:
+        share = md.moe_layers / md.layers
+        mlp = _times_of(ctx, mlp_block_forward(sh, recipe), mlp_block_backward(sh, recipe, ctx.frozen_base))
+        block = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
+    return _LayerTimes(*(a + b for a, b in zip(attention, block, strict=True)))
 
 
 def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTimes:
@@ -252,16 +252,18 @@ class _Comm(NamedTuple):
 
 
 def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> tuple[_Comm, Number]:
-    """TP with sequence parallelism: per layer 2 all-gathers + 2 reduce-scatters forward, 4 all-gathers (inputs
-    again for Wgrad, output gradients) + 2 reduce-scatters backward. Also returns one all-gather + reduce-scatter
-    pair in BF16, what the LM head needs."""
+    """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
+    2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward; a MoE layer's experts have
+    their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in BF16, what
+    the LM head needs."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
     gather = all_gather(activation * BF16_BYTES, links)
     scatter = reduce_scatter(activation * BF16_BYTES, links)
-    forward = 2 * gather_in + 2 * scatter
-    layer = forward + 2 * gather_in + 2 * gather + 2 * scatter + where(full_recompute, forward, 0.0)
-    return _Comm(forward, layer, 2 * gather_in + 2 * scatter), gather + scatter
+    blocks = moe.tp_blocks_per_layer(ctx.model)
+    forward = blocks * (gather_in + scatter)
+    layer = forward + blocks * (gather_in + gather + scatter) + where(full_recompute, forward, 0.0)
+    return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> _Comm:
@@ -397,7 +399,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
-    stages = stage_layers(md.layers, pp, vp)
+    stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
 
     if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
         head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
@@ -465,6 +467,8 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
             p2p=p2p, dp_links=dp_links, params=params, trainable=trainable, step_params=step_params,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
+        if experts is not None:
+            trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
     return StepResult(
         compute_s=microbatches * mb_compute,

@@ -1,0 +1,107 @@
+"""The MoE stage of the calibration: it fits only MoE parameters (dense predictions cannot change), recovers values
+it was given on synthetic rows, and its section of a calibration file is checked like the rest of the file."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting import calibrate as cal
+from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
+from perfmodel.fitting.validation import RunBatch, moe_fit_rows, moe_model, prepare_all
+from perfmodel.physics import calibration
+from perfmodel.physics.calibration import BUNDLED, Calibration
+
+
+def _moe_items(start: Calibration):  # type: ignore[no-untyped-def]
+    runs, _ = bundled_runs()
+    return moe_fit_rows(prepare_all([r for r in runs if r.source.startswith(MOE_SOURCE)], start, []))
+
+
+def test_the_moe_stage_refits_rows_it_priced() -> None:
+    """Rows whose 'measured' value is the model's own prediction at overlap_ep 0.3 and grouped_gemm 0.75 (both
+    slower than the priors 0.5 and 1.0): the stage finds the grouped GEMM share again and halves the error at the
+    priors; the overlap share, which moves these rows little, stays near its prior."""
+    start = calibration.UNCALIBRATED
+    items = _moe_items(start)
+    truth = {"overlap_ep": 0.3, "grouped_gemm": 0.75}
+    predicted = RunBatch(items).predicted(lambda family: cal.with_moe(start.efficiency(family), truth))
+    synthetic = [replace(i, run=replace(i.run, measured=float(p))) for i, p in zip(items, predicted, strict=True)]
+    priors = RunBatch(synthetic).log_time_ratios(lambda family: cal.with_moe(start.efficiency(family), cal.MOE_PRIORS))
+    at_priors = sum(abs(math.exp(r) - 1) for r in priors) / len(priors) * 100
+    fitted = cal.fit_moe(synthetic, RunBatch, start)
+    assert at_priors > 10 and cal.mape(fitted.residuals) < 0.5 * at_priors
+    assert fitted.parameters["grouped_gemm"] == pytest.approx(0.75, rel=0.05)
+    assert fitted.parameters["overlap_ep"] <= 0.5
+
+
+def test_moe_parameters_leave_a_dense_prediction_unchanged() -> None:
+    runs, _ = bundled_runs()
+    dense = prepare_all([r for r in runs if r.source == "Megatron-Bridge"][:20], calibration.UNCALIBRATED, [])
+    base = RunBatch(dense).predicted(lambda f: calibration.UNCALIBRATED.efficiency(f))
+    moved = RunBatch(dense).predicted(
+        lambda f: cal.with_moe(calibration.UNCALIBRATED.efficiency(f), {"overlap_ep": 0.9, "grouped_gemm": 0.6})
+    )
+    assert list(moved) == list(base)
+
+
+def test_the_bundled_calibration_carries_the_moe_stage_with_its_error() -> None:
+    """perfmodel/data/calibration.json's 'moe' section: its values, in-sample and leave-one-model-out MAPE per model,
+    and a residual per fitted row; the bundled efficiencies use them."""
+    bundled = calibration.bundled()
+    moe = bundled.provenance["moe"]
+    assert set(moe["parameters"]) == set(cal.MOE_PRIORS)
+    fit = moe["fit"]
+    assert fit["rows"] == len(fit["residuals"]) > 0
+    assert set(fit["leave_one_model_out_mape_pct"]) == {r["model"] for r in fit["residuals"]}
+    assert all(math.isfinite(v) for v in fit["leave_one_model_out_mape_pct"].values())
+    for family in ("hopper", "blackwell-ultra"):
+        assert bundled.efficiency(family).overlap_ep == moe["parameters"]["overlap_ep"]
+        assert bundled.efficiency(family).grouped_gemm == moe["parameters"]["grouped_gemm"]
+
+
+def test_moe_stage_models_are_the_bundled_moe_models() -> None:
+    items = _moe_items(calibration.UNCALIBRATED)
+    assert {moe_model(i) for i in items} == {
+        "DeepSeek-V3", "GPT-OSS-120B", "Mixtral-8x7B", "Qwen3-235B-A22B", "Qwen3-30B-A3B"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("moe", "says"),
+    [
+        ({"parameters": {"overlap_ep": 1.5}}, "moe.parameters.overlap_ep = 1.5; allowed 0.05 to 0.95"),
+        ({"parameters": {"gemm_bf16": 0.7}}, "moe.parameters: unknown 'gemm_bf16'"),
+        ({"values": {}}, "field 'moe.parameters' must map"),
+    ],
+)
+def test_a_bad_moe_section_is_named(tmp_path: Path, moe: dict[str, object], says: str) -> None:
+    document = json.loads(BUNDLED.read_text())
+    document["moe"] = moe
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(PerfmodelError, match=says.replace(".", r"\.")):
+        Calibration.load(path)
+
+
+def test_perfmodel_calibrate_runs_the_moe_stage_and_its_file_reloads(tmp_path: Path) -> None:
+    """fit_calibration (what `perfmodel calibrate` runs) on a few dense rows and two MoE models' rows: the dense fit,
+    then the MoE stage over it; the written file loads back with the same MoE values in force."""
+    from perfmodel.fitting.validation import fit_calibration
+
+    runs, _ = bundled_runs()
+    dense = [r for r in runs if r.source == "Megatron-Bridge"][:12]
+    moe_runs = [r for r in runs if r.source in (f"{MOE_SOURCE}: Qwen3-30B-A3B", f"{MOE_SOURCE}: Mixtral-8x7B")]
+    fitted = fit_calibration([*dense, *moe_runs], [], cross_validate=False)
+    section = fitted.provenance["moe"]
+    assert set(section["parameters"]) == set(cal.MOE_PRIORS)
+    assert section["fit"]["rows"] == len(moe_fit_rows(prepare_all(moe_runs, calibration.UNCALIBRATED, [])))
+    path = tmp_path / "calibration.json"
+    path.write_text(fitted.to_json())
+    loaded = Calibration.load(path)
+    assert loaded.efficiency("blackwell").grouped_gemm == section["parameters"]["grouped_gemm"]
