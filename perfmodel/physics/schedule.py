@@ -22,8 +22,9 @@ class StageLayers(NamedTuple):
 
 MTP_UNITS = 2
 """Layers' worth of work each multi-token-prediction module takes from the last rank's share in an uneven split:
-its transformer layer and its pass through the LM head and loss. Megatron-Bridge's DeepSeek-V3 pipeline layouts put
-one decoder layer with the MTP module and the loss in the last chunk, four in every other chunk."""
+its transformer layer and its pass through the LM head and loss. An assumption, not checked against a recipe file:
+Megatron-Bridge's DeepSeek-V3 pipeline layouts are recalled as putting one decoder layer with the MTP module and the
+loss in the last chunk, four in every other chunk."""
 
 
 def stage_layers(layers: int, pp: Number, vp: Number, mtp_layers: int = 0) -> StageLayers:
