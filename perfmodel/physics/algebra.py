@@ -140,3 +140,12 @@ def lookup(table: tuple[float, ...], index: Number) -> Number:
 
         return np.asarray(table)[np.asarray(index, dtype=np.int64)]
     return table[int(index)]
+
+
+def equal(a: Number, b: Number) -> Number:
+    """a == b as a condition: sympy's `==` compares structure (Float(1.0) == 1 is False), so symbols get `Eq`."""
+    if _kind(a, b) == "sympy":
+        import sympy
+
+        return sympy.Eq(a, b)
+    return a == b

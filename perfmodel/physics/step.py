@@ -15,7 +15,7 @@ from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
-from perfmodel.physics.algebra import PLAIN, Number, maximum, minimum, where
+from perfmodel.physics.algebra import PLAIN, Number, equal, maximum, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -283,8 +283,8 @@ def _rank_params(md: ModelSpec, tp: Number, pp: Number, stages: StageLayers) -> 
     layer = md.params_per_layer / tp
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
     single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params
-    first = where(pp == 1, single, stages.first * layer + vocab_rows)
-    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params)
+    first = where(equal(pp, 1), single, stages.first * layer + vocab_rows)
+    last = where(equal(pp, 1), single, stages.last * layer + vocab_rows + md.norm_params)
     return _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
 
 
@@ -299,12 +299,12 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     mtp = (md.mtp_params - md.mtp_layers * md.routed_expert_params_per_layer) / tp + mtp_experts
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
     single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params + mtp
-    first = where(pp == 1, single, stages.first * layer + vocab_rows)
-    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params + mtp)
+    first = where(equal(pp, 1), single, stages.first * layer + vocab_rows)
+    last = where(equal(pp, 1), single, stages.last * layer + vocab_rows + md.norm_params + mtp)
     held = _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
-    first_e = where(pp == 1, md.layers * experts + mtp_experts, stages.first * experts)
-    last_e = where(pp == 1, md.layers * experts + mtp_experts, stages.last * experts + mtp_experts)
-    most_e = where(held.most == first, first_e, where(held.most == last, last_e, stages.interior * experts))
+    first_e = where(equal(pp, 1), md.layers * experts + mtp_experts, stages.first * experts)
+    last_e = where(equal(pp, 1), md.layers * experts + mtp_experts, stages.last * experts + mtp_experts)
+    most_e = where(equal(held.most, first), first_e, where(equal(held.most, last), last_e, stages.interior * experts))
     return held, _RankParams(first_e, last_e, most_e)
 
 
@@ -349,7 +349,7 @@ def _data_parallel(
     zero3 = microbatches * (
         exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
     )
-    return where(zero == 0, zero0, where(zero == 1, zero1, where(zero == 2, zero2, zero3)))
+    return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
 
 
 def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
@@ -359,7 +359,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv[:9]
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = gbs / (mbs * dp)
-    full, selective = rc == 2, rc == 1
+    full, selective = equal(rc, 2), equal(rc, 1)
 
     # Compute of one layer and one micro-batch, recomputation included in the backward pass.
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
@@ -416,8 +416,8 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
         rank(stages.first, embed_compute, 0.0),
         rank(stages.last, head_compute, head_comm, mtp_ep),
     )
-    mb_compute, mb_tp, mb_cp, *mb_ep = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
-    busiest_layers = where(pp == 1, md.layers, stages.interior)
+    mb_compute, mb_tp, mb_cp, *mb_ep = (where(equal(pp, 1), s, p) for s, p in zip(single, pipelined, strict=True))
+    busiest_layers = where(equal(pp, 1), md.layers, stages.interior)
     # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
     # communication exposed in that pass (the NICs are free then). Crediting the compute alone let TP, CP and DP all
     # hide behind the same kernels, so that faster compute could expose more communication than it saved.
@@ -453,7 +453,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
 
     # Evaluation: the forward pass of every micro-batch through the pipeline (its fill included), no optimizer.
-    mb_forward_only = busiest_layers * fwd_layer + where(pp == 1, head_fwd["total"] + embed_compute, 0.0)
+    mb_forward_only = busiest_layers * fwd_layer + where(equal(pp, 1), head_fwd["total"] + embed_compute, 0.0)
     forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
     if trace is not None:
         trace.update(
@@ -523,7 +523,7 @@ def _memory(
     A MoE model's routed-expert weights, gradients and optimizer state shard over expert DP, the rest over DP x CP.
     """
     md, rec, tp, pp, vp, tokens = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp, sh.tokens
-    single_rank = pp == 1
+    single_rank = equal(pp, 1)
     in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
     in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
@@ -532,7 +532,7 @@ def _memory(
             modes = [moe.layer_activations(sh, rec, mode, layers) for mode in ("none", "selective", "full")]
         else:
             modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
-        return where(lv.recompute == 2, modes[2], where(lv.recompute == 1, modes[1], modes[0]))
+        return where(equal(lv.recompute, 2), modes[2], where(equal(lv.recompute, 1), modes[1], modes[0]))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held
