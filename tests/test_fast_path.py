@@ -1,6 +1,12 @@
-"""sympy numbers as layout values price like floats: the step's conditions compare values, not structure."""
+"""The compiled scalar step (physics/trace.py) against the formulas it is traced from: the same numbers, to the bit.
+
+The array path (numpy, one call per search block) and the symbolic path (sympy numbers) are the other two ways of
+pricing a layout; all three must agree on many random valid layouts of dense and MoE models, LoRA and NVFP4.
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,7 +14,8 @@ import sympy
 
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.physics import algebra
-from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, evaluate
+from perfmodel.physics.step import BREAKDOWN, COMPILE_AFTER, Context, LayoutVars, _evaluate, evaluate
+from perfmodel.physics.trace import Untraceable, compile_traced
 from perfmodel.planning.predict import context_for, layout_vars
 from perfmodel.planning.search import Space, blocks
 
@@ -24,7 +31,7 @@ SCENARIOS = {
 
 
 def _fresh(scenario: Scenario) -> Context:
-    return context_for(scenario)
+    return replace(context_for(scenario))  # a new context: empty memo, no compiled program yet
 
 
 def _random_layouts(ctx: Context, scenario: Scenario, count: int, seed: int) -> tuple[LayoutVars, list[LayoutVars]]:
@@ -40,6 +47,24 @@ def _random_layouts(ctx: Context, scenario: Scenario, count: int, seed: int) -> 
     raise AssertionError("no valid layout")
 
 
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_compiled_scalar_path_matches_formulas_and_arrays(name: str) -> None:
+    scenario = Scenario.model_validate(SCENARIOS[name] | {"tokens": 1e12})
+    ctx = _fresh(scenario)
+    columns, layouts = _random_layouts(ctx, scenario, 60, seed=len(name))
+    compiled = ctx.compiled()
+    assert compiled is not None, "the step formulas branch on a layout value: the compiled path is off"
+    array = evaluate(ctx, columns)
+    for i, lv in enumerate(layouts):
+        fast, slow = compiled(*lv), _evaluate(_fresh(scenario), lv)
+        assert fast == slow  # bit for bit: the same operations in the same order
+        for key in (*BREAKDOWN, "forward_only_s", "ep_comm_exposed_s"):
+            expected = np.broadcast_to(getattr(array, key), (len(layouts),))[i]
+            assert getattr(fast, key) == pytest.approx(expected, rel=SAME, abs=1e-300), key
+        assert np.allclose(np.asarray(fast.memory), [np.broadcast_to(m, (len(layouts),))[i] for m in array.memory],
+                           rtol=SAME, atol=0.0)  # fmt: skip
+
+
 @pytest.mark.parametrize("name", ["dense fp8", "moe with mtp"])
 def test_sympy_numbers_price_like_floats(name: str) -> None:
     """sympy compares numbers by structure (Float(1.0) == 1 is False): the step's conditions must not, or a
@@ -48,11 +73,21 @@ def test_sympy_numbers_price_like_floats(name: str) -> None:
     ctx = _fresh(scenario)
     _, layouts = _random_layouts(ctx, scenario, 12, seed=7)
     for lv in layouts:
-        floats = evaluate(ctx, lv)
-        symbolic = evaluate(ctx, LayoutVars(*(sympy.Float(x) for x in lv)))
+        floats = _evaluate(ctx, lv)
+        symbolic = _evaluate(ctx, LayoutVars(*(sympy.Float(x) for x in lv)))
         for key in (*BREAKDOWN, "forward_only_s"):
             assert float(getattr(symbolic, key)) == pytest.approx(getattr(floats, key), rel=SAME, abs=1e-300), key
         assert float(symbolic.memory.total) == pytest.approx(floats.memory.total, rel=SAME)
+
+
+def test_a_context_compiles_after_many_plain_layouts() -> None:
+    scenario = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12})
+    ctx = _fresh(scenario)
+    _, (lv, *_) = _random_layouts(ctx, scenario, 1, seed=1)
+    first = evaluate(ctx, lv)
+    for _ in range(COMPILE_AFTER):
+        assert evaluate(ctx, lv) == first
+    assert ("compiled",) in ctx.memo and ctx.program() is not None
 
 
 def test_equal_is_a_condition_for_every_kind() -> None:
@@ -61,3 +96,22 @@ def test_equal_is_a_condition_for_every_kind() -> None:
     assert isinstance(algebra.equal(x, 1), sympy.Eq)
     assert algebra.equal(2.0, 2) is True
     assert list(algebra.equal(np.array([1.0, 2.0]), 1)) == [True, False]
+
+
+def test_tracing_replays_operations_and_refuses_branches() -> None:
+    def formula(a: float, b: float) -> tuple[float, float]:
+        shared = a * 3.0 + 0.1
+        return algebra.where(a > b, shared / b, algebra.maximum(shared, b)), algebra.ceil(shared) - 2 ** (-a)
+
+    compiled = compile_traced(formula, ("a", "b"))
+    for a, b in ((1.0, 2.0), (5.0, 0.5), (0.3, 0.3), (-1.5, 7.0)):
+        assert compiled(a, b) == formula(a, b)
+    assert compiled.source.count("a * (3.0)") == 1  # a repeated subexpression is computed once
+
+    def branching(a: float) -> float:
+        return a if a > 1 else 2 * a
+
+    with pytest.raises(Untraceable, match="branch"):
+        compile_traced(branching, ("a",))
+    with pytest.raises(Untraceable, match="float"):
+        compile_traced(lambda a: float(a), ("a",))

@@ -21,6 +21,7 @@ from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.schedule import StageLayers, bubble_fraction, chunks_in_flight, exposed, stage_layers
 from perfmodel.physics.topology import Tiers, tiers
+from perfmodel.physics.trace import Untraceable, compile_traced
 from perfmodel.physics.workload import (
     FP32_BYTES,
     SELECTIVE_RECOMPUTE,
@@ -43,6 +44,10 @@ OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES + BF16_BYTES + 2 * B
 write the BF16 weight."""
 OPTIMIZER_KERNELS = 8
 """Multi-tensor-apply launches of the optimizer step, grad-norm and zeroing."""
+COMPILE_AFTER = 64
+"""Plain-number layouts a context prices through the formulas before it compiles them: tracing and compiling cost
+~20 ms, about 100 warm evaluations, so a context asked a few times (a what-if, one prediction) never pays for it, and
+one asked thousands of times (a loop over layouts through the Python API) prices each in about 60 us."""
 BREAKDOWN = (
     "compute_s",
     "tp_comm_exposed_s",
@@ -83,6 +88,27 @@ class Context:
     @property
     def frozen_base(self) -> bool:
         return self.lora_rank > 0
+
+    def program(self) -> Callable[..., StepResult] | None:
+        """The compiled step once this context has priced COMPILE_AFTER plain-number layouts, else None."""
+        memo = self.memo
+        seen = memo.get(("plain layouts",), 0)
+        if seen < COMPILE_AFTER:
+            memo[("plain layouts",)] = seen + 1
+            return None
+        return self.compiled()
+
+    def compiled(self) -> Callable[..., StepResult] | None:
+        """`evaluate` on this context compiled for plain numbers (physics/trace.py), or None when the formulas
+        branch on a layout value."""
+        memo = self.memo
+        if ("compiled",) not in memo:
+            try:
+                memo[("compiled",)] = compile_traced(lambda *lv: _evaluate(self, LayoutVars(*lv)), LAYOUT_VARS)
+            except Untraceable:
+                memo[("compiled",)] = None
+        compiled: Callable[..., StepResult] | None = memo[("compiled",)]
+        return compiled
 
 
 class LayoutVars(NamedTuple):
@@ -352,9 +378,23 @@ def _data_parallel(
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
 
 
+LAYOUT_VARS = LayoutVars._fields
+
+
 def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
     """Price one layout (floats) or many (arrays). `trace`, when given, receives the intermediate quantities by
-    name, for `perfmodel explain`; it changes nothing in the result."""
+    name, for `perfmodel explain`; it changes nothing in the result. Plain-number layouts run through the
+    context's compiled program once it has one (`Context.program`): the same operations in the same order, without
+    the Python calls."""
+    if trace is None and all(type(x) in PLAIN for x in lv):
+        program = ctx.program()
+        if program is not None:
+            return program(*lv)
+    return _evaluate(ctx, lv, trace)
+
+
+def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
+    """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv[:9]
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
