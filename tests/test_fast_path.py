@@ -115,3 +115,14 @@ def test_tracing_replays_operations_and_refuses_branches() -> None:
         compile_traced(branching, ("a",))
     with pytest.raises(Untraceable, match="float"):
         compile_traced(lambda a: float(a), ("a",))
+
+
+def test_contexts_are_shared_by_equal_inputs_only() -> None:
+    """Repeated predictions share a context (its tiers, memo and compiled step); any input that differs does not."""
+    s = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12})
+    ctx = context_for(s)
+    assert context_for(s) is ctx
+    assert context_for(s.model_copy(update={"precision": "bf16"})) is not ctx
+    assert context_for(s, replace(ctx.efficiency, gemm_bf16=0.5)) is not ctx
+    variants = replace(ctx.efficiency, gemm_bf16=np.array([0.5, 0.6]))  # a fit's variants: not kept
+    assert context_for(s, variants) is not context_for(s, variants)

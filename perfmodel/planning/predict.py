@@ -218,9 +218,32 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
-    return Context(
-        scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance
-    )
+    md = scenario.model_spec()
+    parts = (md, hw.system, hw.accelerator, recipe)
+    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance)
+    try:
+        key = (*map(id, parts), *numbers)
+        found = _CONTEXTS.get(key)
+    except TypeError:  # efficiencies with array fields (a fit's variants) are not kept
+        return Context(md, hw, recipe, *numbers)
+    if found is not None and all(a is b for a, b in zip(_parts(found), parts, strict=True)):
+        return found
+    if len(_CONTEXTS) >= CONTEXTS_KEPT:
+        del _CONTEXTS[next(iter(_CONTEXTS))]
+    made = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
+    return made
+
+
+CONTEXTS_KEPT = 64
+"""Contexts `context_for` keeps, oldest dropped first: a sweep or a what-if session needs a few dozen at once."""
+_CONTEXTS: dict[tuple[Any, ...], Context] = {}
+"""Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
+file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
+share the context's tiers, memo and compiled scalar program."""
+
+
+def _parts(ctx: Context) -> tuple[Any, ...]:
+    return (ctx.model, ctx.hardware.system, ctx.hardware.accelerator, ctx.recipe)
 
 
 def layout_vars(layout: Layout) -> LayoutVars:
