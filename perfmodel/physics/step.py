@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -243,6 +244,42 @@ def _shard_compute(ctx: Context, sh: Shard) -> ShardCompute:
     )
 
 
+def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardCompute:
+    """`_shard_compute`, for arrays priced once per distinct (TP, CP, micro-batch, EP, ETP) and gathered back: a
+    search block has thousands of rows (TP, CP, PP, DP, VP) but a few dozen shards, and the shard's ~500 operations
+    are most of the array work. Element-wise formulas give each element the same number either way."""
+    import numpy as np
+
+    if not any(isinstance(x, np.ndarray) for x in key):  # plain numbers, symbols, traced values
+        return _shard_compute(ctx, sh)
+    if any(isinstance(v, np.ndarray) for v in vars(ctx.efficiency).values()):  # a fit's variants: another axis
+        return _shard_compute(ctx, sh)
+    arrays = [np.asarray(x, dtype=float) for x in key]
+    values, codes = [], np.zeros((), dtype=np.int64)
+    for array in arrays:  # each dimension's distinct values on its own (small) axes, then one code per element
+        found, inverse = np.unique(array, return_inverse=True)
+        values.append(found)
+        codes = codes * len(found) + inverse.reshape(array.shape)
+    if math.prod(len(v) for v in values) > codes.size:  # too many combinations to be worth it
+        return _shard_compute(ctx, sh)
+    present = np.zeros(math.prod(len(v) for v in values), dtype=bool)
+    present[codes.reshape(-1)] = True
+    index = (np.cumsum(present) - 1)[codes]
+    digits = np.unravel_index(np.flatnonzero(present), [len(v) for v in values])
+    tp, cp, mbs, ep, etp = (v[d] for v, d in zip(values, digits, strict=True))
+    priced = _shard_compute(ctx, sh._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
+
+    def back(value: Number) -> Number:
+        return value[index] if isinstance(value, np.ndarray) and value.shape == tp.shape else value
+
+    return ShardCompute(
+        _LayerTimes(*map(back, priced.layer)),
+        {k: back(v) for k, v in priced.head_forward.items()},
+        {k: back(v) for k, v in priced.head_backward.items()},
+        back(priced.embedding),
+    )
+
+
 def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
     """`compute()`, remembered in `ctx.memo` under (part, key) when the key is plain numbers (arrays and symbols
     are priced every time)."""
@@ -403,7 +440,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
 
     # Compute of one layer and one micro-batch, recomputation included in the backward pass.
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    compute = _memoised(ctx, "shard", shard_key, lambda: _shard_compute(ctx, sh))
+    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     layer_compute = lt.forward + lt.backward + recompute_s

@@ -94,9 +94,15 @@ class Block:
         return LayoutNumbers(tp, pp, cp, dp, vp, ep, mbs, gbs, self.seq_len, rc, zero, etp)
 
     def layout_vars(self) -> LayoutVars:
+        """The axes as arrays, except that a dimension with one value in the whole block is a plain float: the
+        terms that depend only on such dimensions (a shard's compute when TP, CP and the micro-batch are fixed) are
+        then priced once as numbers, and memoised on the context, instead of as one-element arrays."""
         import numpy as np
 
-        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = self._columns(np.float64)
+        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = (
+            float(c.reshape(-1)[0]) if c.size == 1 or (c == c.reshape(-1)[0]).all() else c
+            for c in self._columns(np.float64)
+        )
         return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero, ep, etp)
 
     def trimmed(self, mask: Any) -> tuple[Block, Any]:
@@ -205,12 +211,15 @@ def _possible_rows(block: Block, model: ModelSpec) -> Any:
     import numpy as np
 
     kept = np.arange(len(block.rows))
+    numbers = block.numbers()
     for rule in RULES:
-        holds = np.asarray(rule.holds(replace(block, rows=block.rows[kept]).numbers(), model, block.n_gpus), bool)
+        holds = np.asarray(rule.holds(numbers, model, block.n_gpus), bool)
         if holds.ndim:
-            kept = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
-        elif not holds:
-            kept = kept[:0]
+            left = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
+        else:
+            left = kept if holds else kept[:0]
+        if len(left) < len(kept):
+            kept, numbers = left, replace(block, rows=block.rows[left]).numbers()
     return kept
 
 
