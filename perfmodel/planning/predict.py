@@ -284,19 +284,22 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
-    found = search(ctx, open_batch_space(ctx, scenario, space))
+    found = search(ctx, open_batch_space(ctx, scenario, space), sized=True)
     return found.best.layout, found.evaluated
 
 
 def open_batch_space(ctx: Context, scenario: Scenario, build: Callable[[bool], Space]) -> Space:
     """The space `build(capped=True)` at the capped default batch; when no layout can use it (a cluster too large
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
-    with the GPU count."""
+    with the GPU count. Either way the space returned passed `check_size` (search it with `sized=True`)."""
     space = build(True)
     check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
     if scenario.parallelism.gbs is not None or space == (uncapped := build(False)):
         return space
-    return space if any(mask.any() for _, mask in blocks(ctx, space)) else uncapped
+    if any(mask.any() for _, mask in blocks(ctx, space)):
+        return space
+    check_size(ctx, uncapped)
+    return uncapped
 
 
 def without_layout(scenario: Scenario) -> Scenario:
@@ -409,7 +412,7 @@ def search_scenario(
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
     space = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
-    found = search(ctx, space, top, objective, progress)
+    found = search(ctx, space, top, objective, progress, sized=True)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]

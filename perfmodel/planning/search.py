@@ -347,10 +347,11 @@ def search(
     top: int = 1,
     objective: str = "time",
     progress: Callable[[int, int], None] | None = None,
+    sized: bool = False,
 ) -> SearchResult:
     """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
 
-    `progress(done, total)` is called after each block of layouts.
+    `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already.
     Raises PerfmodelError naming why nothing qualifies: the rule most candidates break, or the smallest memory need.
     """
     import numpy as np
@@ -358,7 +359,8 @@ def search(
     if objective not in OBJECTIVES:
         raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     start = time.perf_counter()
-    check_size(ctx, space)
+    if not sized:
+        check_size(ctx, space)
     candidates = list(blocks(ctx, space))
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):
