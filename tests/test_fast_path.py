@@ -126,3 +126,17 @@ def test_contexts_are_shared_by_equal_inputs_only() -> None:
     assert context_for(s, replace(ctx.efficiency, gemm_bf16=0.5)) is not ctx
     variants = replace(ctx.efficiency, gemm_bf16=np.array([0.5, 0.6]))  # a fit's variants: not kept
     assert context_for(s, variants) is not context_for(s, variants)
+
+
+def test_an_open_layout_is_searched_once_per_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Equal scenarios on one context (validation rows, repeated API calls) reuse the layout the first one chose."""
+    from perfmodel.planning import predict as predicting
+
+    s = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12, "parallelism": {"tp": 4, "cp": 1}})
+    ctx = _fresh(s)
+    first = predicting.choose_layout(s, ctx)
+    monkeypatch.setattr(predicting, "search", lambda *a, **k: pytest.fail("searched again"))
+    assert predicting.choose_layout(s.model_copy(), ctx) == first
+    other = s.model_copy(update={"parallelism": s.parallelism.model_copy(update={"tp": 8})})
+    with pytest.raises(pytest.fail.Exception, match="searched again"):
+        predicting.choose_layout(other, ctx)

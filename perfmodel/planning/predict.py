@@ -281,10 +281,16 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         check(layout, ctx.model, n)
         return layout, 1
 
+    key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
+    if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
+        chosen: tuple[Layout, int] = ctx.memo[key]
+        return chosen
+
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
     found = search(ctx, open_batch_space(ctx, scenario, space), sized=True)
+    ctx.memo[key] = found.best.layout, found.evaluated
     return found.best.layout, found.evaluated
 
 
