@@ -1,4 +1,5 @@
-"""Before/after in one run: the scalar prediction, the search and the CLI of this tree against another checkout.
+"""Before/after in one run: the scalar prediction, the search, the CLI start and the longer commands (compare, sweep,
+validate) of this tree against another checkout.
 
 Run: git archive REV | tar -x -C /tmp/base && python benchmarks/bench_against.py /tmp/base [--rounds N]. Each figure
 is measured in subprocesses alternating between the two trees (each tree first on PYTHONPATH, run from a neutral
@@ -53,11 +54,20 @@ baseline = wall([sys.executable, "-c", "pass"])
 print(wall([sys.executable, "-m", "perfmodel", "predict"]) / baseline)
 print(wall([sys.executable, "-m", "perfmodel", "--help"]) / baseline)
 """
+COMMANDS = """
+import subprocess, sys, time
+for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "256,512"],
+             ["sweep", "generations", "--jobs", "1"], ["sweep", "generations"], ["validate", "--format", "json"]):
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "perfmodel", *args], check=True, capture_output=True)
+    print(time.perf_counter() - start)
+"""
 THIS_TREE = str(Path(__file__).resolve().parents[1])
 FIGURES = (
     (SCALAR, ("evaluate, warm context, us", "evaluate, memo cleared, us", "predict(), us")),
     (SEARCH, ("search 405B on 512 H100, layouts/s",)),
     (CLI, ("perfmodel predict / python -c pass", "perfmodel --help / python -c pass")),
+    (COMMANDS, ("compare 2 GPUs x 2 counts, s", "sweep generations -j 1, s", "sweep generations, s", "validate, s")),
 )
 
 
