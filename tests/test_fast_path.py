@@ -140,3 +140,14 @@ def test_an_open_layout_is_searched_once_per_context(monkeypatch: pytest.MonkeyP
     other = s.model_copy(update={"parallelism": s.parallelism.model_copy(update={"tp": 8})})
     with pytest.raises(pytest.fail.Exception, match="searched again"):
         predicting.choose_layout(other, ctx)
+
+
+def test_a_given_layout_is_priced_without_numpy() -> None:
+    """The default scenario gives its layout: its prediction needs no array (numpy's import is a third of the
+    command's start-up), so the scalar path must not import it."""
+    import subprocess
+    import sys
+
+    code = "import sys; from perfmodel.api import load_scenario, predict; predict(load_scenario())"
+    check = f"{code}; assert 'numpy' not in sys.modules, 'numpy imported'"
+    subprocess.run([sys.executable, "-c", check], check=True)

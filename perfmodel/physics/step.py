@@ -248,10 +248,10 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     """`_shard_compute`, for arrays priced once per distinct (TP, CP, micro-batch, EP, ETP) and gathered back: a
     search block has thousands of rows (TP, CP, PP, DP, VP) but a few dozen shards, and the shard's ~500 operations
     are most of the array work. Element-wise formulas give each element the same number either way."""
+    if not any(type(x).__module__ == "numpy" for x in key):  # plain numbers, symbols, traced values: no numpy
+        return _shard_compute(ctx, sh)
     import numpy as np
 
-    if not any(isinstance(x, np.ndarray) for x in key):  # plain numbers, symbols, traced values
-        return _shard_compute(ctx, sh)
     if any(isinstance(v, np.ndarray) for v in vars(ctx.efficiency).values()):  # a fit's variants: another axis
         return _shard_compute(ctx, sh)
     arrays = [np.asarray(x, dtype=float) for x in key]
