@@ -82,8 +82,9 @@ class Context:
 
     @cached_property
     def memo(self) -> dict[tuple[Any, ...], Any]:
-        """Layout-dependent parts priced once per context for plain-number layouts, by what they depend on: a
-        shard's compute times (most of a scalar evaluation) and each group's links."""
+        """What this context has worked out once: for plain-number layouts, a shard's compute times (most of a
+        scalar evaluation) and each group's links, by what they depend on; the compiled step and the count of
+        layouts priced before it (`program`); and planning's chosen layouts (predict.choose_layout)."""
         return {}
 
     @property
