@@ -151,3 +151,22 @@ def test_a_given_layout_is_priced_without_numpy() -> None:
     code = "import sys; from perfmodel.api import load_scenario, predict; predict(load_scenario())"
     check = f"{code}; assert 'numpy' not in sys.modules, 'numpy imported'"
     subprocess.run([sys.executable, "-c", check], check=True)
+
+
+def test_a_formula_the_tracer_cannot_follow_keeps_the_formulas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper added without tracing support (TypeError, ValueError) or a branch (Untraceable): no compiled step,
+    and evaluate prices through the formulas as they are."""
+    from perfmodel.physics import step
+
+    scenario = Scenario.model_validate(SCENARIOS["lora"] | {"tokens": 1e12})
+    _, (lv, *_) = _random_layouts(_fresh(scenario), scenario, 1, seed=3)
+    expected = _evaluate(_fresh(scenario), lv)
+    for error in (Untraceable, TypeError, ValueError):
+
+        def refuse(*_: object, error: type[Exception] = error) -> None:
+            raise error("cannot follow")
+
+        monkeypatch.setattr(step, "compile_traced", refuse)
+        ctx = _fresh(scenario)
+        assert ctx.compiled() is None
+        assert all(evaluate(ctx, lv) == expected for _ in range(COMPILE_AFTER + 2))

@@ -107,8 +107,8 @@ class Context:
         if ("compiled",) not in memo:
             try:
                 memo[("compiled",)] = compile_traced(lambda *lv: _evaluate(self, LayoutVars(*lv)), LAYOUT_VARS)
-            except Untraceable:
-                memo[("compiled",)] = None
+            except (Untraceable, TypeError, ValueError):  # a branch on a layout value, or a helper traced values
+                memo[("compiled",)] = None  # cannot pass through yet: the formulas as they are (tests flag it)
         compiled: Callable[..., StepResult] | None = memo[("compiled",)]
         return compiled
 
