@@ -109,7 +109,10 @@ class Block:
         """The block without the axis values that no valid layout uses, and its mask."""
         import numpy as np
 
-        keep = [mask.any(axis=tuple(a for a in range(4) if a != axis)) for axis in range(4)]
+        rest = mask.any(axis=0)  # two passes over the full mask instead of four
+        keep = [mask.any(axis=(1, 2, 3)), rest.any(axis=(1, 2)), rest.any(axis=(0, 2)), rest.any(axis=(0, 1))]
+        if all(k.all() for k in keep):
+            return self, mask
         block = Block(
             self.n_gpus,
             self.gbs,
