@@ -20,16 +20,24 @@ ROUNDING = 1e-9
 
 def _kind(*xs: Number) -> str:
     for x in xs:
-        if type(x) in PLAIN:
-            continue
-        mod = type(x).__module__
-        if mod.startswith("numpy"):
-            return "numpy"
-        if mod.startswith("sympy"):
-            return "sympy"
-        if mod == "perfmodel.physics.trace":
-            return "trace"
+        kind = _KINDS.get(type(x)) or _kind_of(type(x))
+        if kind != "float":
+            return kind
     return "float"
+
+
+_KINDS: dict[type, str] = dict.fromkeys(PLAIN, "float")
+"""The kind of each type met so far: the array path asks for thousands of values per evaluation."""
+
+
+def _kind_of(kind: type) -> str:
+    module = kind.__module__
+    found = (
+        "numpy" if module.startswith("numpy") else "sympy" if module.startswith("sympy")
+        else "trace" if module == "perfmodel.physics.trace" else "float"
+    )  # fmt: skip
+    _KINDS[kind] = found
+    return found
 
 
 def maximum(a: Number, b: Number) -> Number:
