@@ -1,9 +1,11 @@
-"""Before/after in one run: the scalar prediction, the search and the CLI of this tree against another checkout.
+"""Before/after in one run: the scalar prediction, the search, the CLI start and the longer commands (compare, sweep,
+validate) of this tree against another checkout.
 
 Run: git archive REV | tar -x -C /tmp/base && python benchmarks/bench_against.py /tmp/base [--rounds N]. Each figure
 is measured in subprocesses alternating between the two trees (each tree first on PYTHONPATH, run from a neutral
-folder so that neither shadows the other), so that both see the same machine load; prints medians and the ratio
-this tree / the other. Not a test.
+folder so that neither shadows the other), so that both see the same machine load; in-process figures and the long
+commands are CPU time (the machine is shared: wall time moves 2-3x with the load), the start-up ratios both. Prints
+medians and the ratio this tree / the other. Not a test.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 SCALAR = """
-import statistics, timeit
+import statistics, time, timeit
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.physics.step import evaluate
 from perfmodel.planning.predict import choose_layout, context_for, layout_vars, predict
@@ -27,7 +29,7 @@ def cleared():
     getattr(ctx, "memo", {}).clear()
     evaluate(ctx, lv)
 for fn, n in ((lambda: evaluate(ctx, lv), 2000), (cleared, 500), (lambda: predict(s), 300)):
-    print(statistics.median(t / n * 1e6 for t in timeit.Timer(fn).repeat(7, n)))
+    print(statistics.median(t / n * 1e6 for t in timeit.Timer(fn, timer=time.process_time).repeat(7, n)))
 """
 SEARCH = """
 import statistics, time
@@ -38,26 +40,56 @@ spec = {"model": {"base": "llama3.1-405b", "vocab": 32000}, "gpu": "h100-sxm", "
 ctx = context_for(Scenario.model_validate(spec)); space = Space(((512, 1152),), {}); search(ctx, space)
 seconds = []
 for _ in range(5):
-    start = time.perf_counter(); found = search(ctx, space, top=10); seconds.append(time.perf_counter() - start)
+    start = time.process_time(); found = search(ctx, space, top=10); seconds.append(time.process_time() - start)
 print(found.evaluated / statistics.median(seconds))
 """
 CLI = """
-import statistics, subprocess, sys, time
-def wall(command):
-    samples = []
+import resource, statistics, subprocess, sys, time
+def cost(command):
+    walls, cpus = [], []
     for _ in range(5):
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter(); subprocess.run(command, check=True, capture_output=True)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-baseline = wall([sys.executable, "-c", "pass"])
-print(wall([sys.executable, "-m", "perfmodel", "predict"]) / baseline)
-print(wall([sys.executable, "-m", "perfmodel", "--help"]) / baseline)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
+base_wall, base_cpu = cost([sys.executable, "-c", "pass"])
+for args in (["predict"], ["--help"]):
+    wall, cpu = cost([sys.executable, "-m", "perfmodel", *args])
+    print(wall / base_wall, cpu / base_cpu)
+"""
+COMMANDS = """
+import resource, subprocess, sys
+for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "256,512"],
+             ["sweep", "generations", "--jobs", "1"], ["sweep", "generations"], ["validate", "--format", "json"]):
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "perfmodel", *args], check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
 """
 THIS_TREE = str(Path(__file__).resolve().parents[1])
 FIGURES = (
     (SCALAR, ("evaluate, warm context, us", "evaluate, memo cleared, us", "predict(), us")),
     (SEARCH, ("search 405B on 512 H100, layouts/s",)),
-    (CLI, ("perfmodel predict / python -c pass", "perfmodel --help / python -c pass")),
+    (
+        CLI,
+        (
+            "predict / python -c pass, wall",
+            "predict / python -c pass, CPU",
+            "--help / -c pass, wall",
+            "--help / -c pass, CPU",
+        ),
+    ),
+    (
+        COMMANDS,
+        (
+            "compare 2 GPUs x 2 counts, CPU s",
+            "sweep generations -j 1, CPU s",
+            "sweep generations, CPU s",
+            "validate, CPU s",
+        ),
+    ),
 )
 
 

@@ -1,4 +1,6 @@
-"""Speed of the layout search: layouts priced per second on one core, and `perfmodel search` end to end.
+"""Speed of the layout search: layouts priced per second on one core, and `perfmodel search` end to end, each as a
+ratio to a flat numpy chain of CHAIN_OPS element operations per layout measured in the same run (the issue's "numpy
+limit": what the step model's ~190 full-size operations per layout would cost with no Python around them).
 
 Run: python benchmarks/bench_search.py [--repeat N]. Pins itself to one CPU core. Prints medians; not a test.
 """
@@ -26,14 +28,39 @@ CLI = [
     *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),
     *("--gbs", "128", "--format", "json"),
 ]
+CLI_405B = [
+    *("search", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "512", "--precision", "fp8"),
+    *("--gbs", "1152", "--format", "json"),
+]
+CHAIN_OPS = 190
+CHAIN_LAYOUTS = 455_076
+"""The flat chain's size: the 405B on 512 H100 space."""
 
 
-def in_process(repeat: int) -> None:
+def numpy_chain(repeat: int) -> float:
+    """Layouts per second of CHAIN_OPS element-wise operations (multiply, add, maximum, where in turn) on arrays of
+    CHAIN_LAYOUTS float64: the rate a search would reach if each layout cost that many operations and nothing else."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random(CHAIN_LAYOUTS), rng.random(CHAIN_LAYOUTS)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        x = a
+        for i in range(CHAIN_OPS):
+            step = i % 4
+            x = x * b if step == 0 else x + a if step == 1 else np.maximum(x, b) if step == 2 else np.where(x > a, x, b)
+        samples.append(time.perf_counter() - start)
+    return CHAIN_LAYOUTS / statistics.median(samples)
+
+
+def in_process(repeat: int, chain: float) -> None:
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.predict import context_for
     from perfmodel.planning.search import Space, search
 
-    print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s}")
+    print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s} {'/chain':>7s}")
     for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():
         spec = {"base": model, "vocab": vocab} if vocab else model
         seq_len = {"parallelism": {"seq_len": 4096}} if model == "deepseek-v3" else {}
@@ -49,10 +76,13 @@ def in_process(repeat: int) -> None:
             samples.append(time.perf_counter() - start)
         median = statistics.median(samples)
         rate = found.evaluated / median
-        print(f"{label:55s} {found.evaluated:11,d} {found.feasible:9,d} {median:9.3f} {rate:12,.0f}")
+        counts = f"{found.evaluated:11,d} {found.feasible:9,d}"
+        print(f"{label:55s} {counts} {median:9.3f} {rate:12,.0f} {rate / chain:7.2f}")
 
 
-def end_to_end(repeat: int) -> None:
+def end_to_end(repeat: int, chain: float) -> None:
+    import json
+
     with tempfile.TemporaryDirectory() as cache:
         env = os.environ | {"PERFMODEL_CACHE_DIR": cache}
         command = [sys.executable, "-m", "perfmodel", *CLI]
@@ -63,7 +93,18 @@ def end_to_end(repeat: int) -> None:
             samples.append(time.perf_counter() - start)
             if i == 0:
                 print(f"{'perfmodel search (70B/64 H100), first run, s':55s} {samples.pop():9.3f}")
-    print(f"{'perfmodel search (70B/64 H100), median, s':55s} {statistics.median(samples):9.3f}")
+        print(f"{'perfmodel search (70B/64 H100), median, s':55s} {statistics.median(samples):9.3f}")
+        rates, walls = [], []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            command = [sys.executable, "-m", "perfmodel", *CLI_405B]
+            out = subprocess.run(command, check=True, capture_output=True, env=env)
+            walls.append(time.perf_counter() - start)
+            found = json.loads(out.stdout)
+            rates.append(found["layouts_evaluated"] / found["elapsed_s"])
+    rate, wall = statistics.median(rates), statistics.median(walls)
+    print(f"{'perfmodel search 405B/512 H100: layouts / elapsed_s':55s} {rate:12,.0f} ({rate / chain:.2f} of chain)")
+    print(f"{'perfmodel search 405B/512 H100: wall incl. start, s':55s} {wall:9.3f}")
 
 
 def main() -> None:
@@ -72,8 +113,10 @@ def main() -> None:
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    in_process(args.repeat)
-    end_to_end(args.repeat)
+    chain = numpy_chain(args.repeat)
+    print(f"{f'flat numpy chain, {CHAIN_OPS} ops per layout, layouts/s':55s} {chain:12,.0f}")
+    in_process(args.repeat, chain)
+    end_to_end(args.repeat, chain)
 
 
 if __name__ == "__main__":

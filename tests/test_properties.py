@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -281,7 +282,7 @@ SAME = 1e-12
 @COMMON
 @given(scenarios())
 def test_scalar_array_and_symbolic_paths_agree(s: Scenario) -> None:
-    ctx, lv = context_for(s), layout_vars(_layout(s))
+    ctx, lv = replace(context_for(s)), layout_vars(_layout(s))  # replace: a new context, nothing memoised yet
     cold = evaluate(ctx, lv)
     array = evaluate(ctx, LayoutVars(*(np.array([x, x]) for x in lv)))
     symbolic = {part.key: part.evaluated() for part in explain(predict(s)).parts}
@@ -292,7 +293,7 @@ def test_scalar_array_and_symbolic_paths_agree(s: Scenario) -> None:
             assert symbolic[key] == pytest.approx(value, rel=SAME, abs=1e-300), key
     assert np.allclose(np.asarray(array.memory), np.asarray(cold.memory)[:, None], rtol=SAME, atol=0.0)
     for dimension in ("tp", "pp", "cp", "dp", "vp", "mbs", "gbs", "ep", "etp"):  # a layout priced after a neighbour
-        warmed = context_for(s)  # whose memo entry it would wrongly reuse if a key missed that dimension
+        warmed = replace(ctx)  # whose memo entry it would wrongly reuse if a key missed that dimension
         evaluate(warmed, lv._replace(**{dimension: 2 * getattr(lv, dimension)}))
         evaluate(warmed, lv._replace(recompute=(lv.recompute + 1) % 3, zero=(lv.zero + 1) % 3))
         assert evaluate(warmed, lv) == cold, dimension

@@ -127,7 +127,7 @@ class RunBatch:
 def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
     scenario = Scenario.model_validate(run.scenario)
     probe = context_for(scenario)
-    ctx = replace(probe, efficiency=calibration.efficiency(probe.hardware.accelerator.family))
+    ctx = context_for(scenario, calibration.efficiency(probe.hardware.accelerator.family))  # shared by equal rows
     layout, _ = choose_layout(scenario, ctx)
     return PreparedRun(run, ctx, layout, get_benchmark(scenario.benchmark) if scenario.benchmark else None)
 

@@ -61,8 +61,12 @@ def clear() -> None:
 
 
 def version() -> tuple[str, ...]:
-    """What the entries depend on, as a cache key: the user catalogues in force."""
-    return (os.environ.get(PATH_VARIABLE, ""), str(_user_config_folder()), *map(str, _added))
+    """What the entries depend on, as a cache key: the user catalogues in force. The user config folder enters by
+    what it is derived from (resources.user_folder: $XDG_CONFIG_HOME, else ~ from $HOME), which is cheaper to read
+    than the folder is to build, and changes whenever it does."""
+    environ = os.environ
+    folder = (environ.get("XDG_CONFIG_HOME", ""), environ.get("HOME", ""))
+    return (environ.get(PATH_VARIABLE, ""), *folder, *map(str, _added))
 
 
 def entries() -> dict[str, dict[str, Entry]]:

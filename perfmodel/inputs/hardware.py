@@ -213,6 +213,12 @@ def systems() -> dict[str, System]:
 
 def resolve(gpu: str | None = None, system: str | None = None) -> Hardware:
     """The hardware for a `--gpu` and/or `--system`: an accelerator id alone picks its usual system."""
+    return _resolve_in(gpu, system, catalogue.version())
+
+
+@cache
+def _resolve_in(gpu: str | None, system: str | None, _catalogues: tuple[str, ...]) -> Hardware:
+    """`resolve`, once per set of user catalogues in force (a Hardware is frozen: every prediction can share it)."""
     if system is None:
         if gpu is None:
             raise PerfmodelError(

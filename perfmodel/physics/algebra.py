@@ -14,18 +14,30 @@ Number = Any  # float | numpy.ndarray | sympy.Expr
 
 PLAIN = frozenset((float, int, bool))
 """Types priced as plain Python numbers."""
+ROUNDING = 1e-9
+"""ceil and floor forgive a value this far past a whole number (a ratio of whole numbers computed in floats)."""
 
 
 def _kind(*xs: Number) -> str:
     for x in xs:
-        if type(x) in PLAIN:
-            continue
-        mod = type(x).__module__
-        if mod.startswith("numpy"):
-            return "numpy"
-        if mod.startswith("sympy"):
-            return "sympy"
+        kind = _KINDS.get(type(x)) or _kind_of(type(x))
+        if kind != "float":
+            return kind
     return "float"
+
+
+_KINDS: dict[type, str] = dict.fromkeys(PLAIN, "float")
+"""The kind of each type met so far: the array path asks for thousands of values per evaluation."""
+
+
+def _kind_of(kind: type) -> str:
+    module = kind.__module__
+    found = (
+        "numpy" if module.startswith("numpy") else "sympy" if module.startswith("sympy")
+        else "trace" if module == "perfmodel.physics.trace" else "float"
+    )  # fmt: skip
+    _KINDS[kind] = found
+    return found
 
 
 def maximum(a: Number, b: Number) -> Number:
@@ -34,6 +46,8 @@ def maximum(a: Number, b: Number) -> Number:
     kind = _kind(a, b)
     if kind == "float":
         return a if a >= b else b
+    if kind == "trace":
+        return _traced("maximum", a, b)
     if kind == "numpy":
         import numpy as np
 
@@ -49,6 +63,8 @@ def minimum(a: Number, b: Number) -> Number:
     kind = _kind(a, b)
     if kind == "float":
         return a if a <= b else b
+    if kind == "trace":
+        return _traced("minimum", a, b)
     if kind == "numpy":
         import numpy as np
 
@@ -60,14 +76,16 @@ def minimum(a: Number, b: Number) -> Number:
 
 def ceil(a: Number) -> Number:
     if type(a) in PLAIN:
-        return float(math.ceil(a - 1e-9))
+        return float(math.ceil(a - ROUNDING))
     kind = _kind(a)
     if kind == "float":
-        return float(math.ceil(a - 1e-9))
+        return float(math.ceil(a - ROUNDING))
+    if kind == "trace":
+        return _traced("ceil", a)
     if kind == "numpy":
         import numpy as np
 
-        return np.ceil(a - 1e-9)
+        return np.ceil(a - ROUNDING)
     import sympy
 
     return sympy.ceiling(a)
@@ -75,14 +93,16 @@ def ceil(a: Number) -> Number:
 
 def floor(a: Number) -> Number:
     if type(a) in PLAIN:
-        return float(math.floor(a + 1e-9))
+        return float(math.floor(a + ROUNDING))
     kind = _kind(a)
     if kind == "float":
-        return float(math.floor(a + 1e-9))
+        return float(math.floor(a + ROUNDING))
+    if kind == "trace":
+        return _traced("floor", a)
     if kind == "numpy":
         import numpy as np
 
-        return np.floor(a + 1e-9)
+        return np.floor(a + ROUNDING)
     import sympy
 
     return sympy.floor(a)
@@ -94,6 +114,8 @@ def where(condition: Number, if_true: Number, if_false: Number) -> Number:
     kind = _kind(condition, if_true, if_false)
     if kind == "float":
         return if_true if condition else if_false
+    if kind == "trace":
+        return _traced("where", condition, if_true, if_false)
     if kind == "numpy":
         import numpy as np
 
@@ -108,6 +130,8 @@ def _elementwise(a: Number, scalar: Any, name: str) -> Number:
     kind = _kind(a)
     if kind == "float":
         return scalar(a)
+    if kind == "trace":
+        return _traced(name, a)
     if kind == "numpy":
         import numpy as np
 
@@ -135,8 +159,27 @@ def sqrt(a: Number) -> Number:
 
 def lookup(table: tuple[float, ...], index: Number) -> Number:
     """table[index] for an integer-valued index (float or array)."""
-    if _kind(index) == "numpy":
+    kind = _kind(index)
+    if kind == "numpy":
         import numpy as np
 
         return np.asarray(table)[np.asarray(index, dtype=np.int64)]
+    if kind == "trace":
+        return _traced("lookup", table, index)
     return table[int(index)]
+
+
+def equal(a: Number, b: Number) -> Number:
+    """a == b as a condition: sympy's `==` compares structure (Float(1.0) == 1 is False), so symbols get `Eq`."""
+    if _kind(a, b) == "sympy":
+        import sympy
+
+        return sympy.Eq(a, b)
+    return a == b
+
+
+def _traced(name: str, *args: Number) -> Number:
+    """A call of this module's `name` recorded in the program being traced (perfmodel.physics.trace)."""
+    from perfmodel.physics import trace
+
+    return trace.call(name, *args)

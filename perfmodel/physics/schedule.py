@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from perfmodel.physics.algebra import Number, ceil, floor, maximum, minimum, where
+from perfmodel.physics.algebra import Number, ceil, equal, floor, maximum, minimum, where
 
 UNEVEN_EXTRA_UNITS = 2
 """With uneven stages the embedding and the loss each count as one layer when splitting (Megatron's
@@ -31,7 +31,7 @@ def stage_layers(layers: int, pp: Number, vp: Number, mtp_layers: int = 0) -> St
     """Even split when pp * vp divides the layers; otherwise uneven, with embedding and loss counted as layers and
     each MTP module (on the last rank) as MTP_UNITS layers."""
     chunks = pp * vp
-    even = layers - floor(layers / chunks) * chunks == 0
+    even = equal(layers - floor(layers / chunks) * chunks, 0)
     per_chunk = where(even, layers / chunks, ceil((layers + UNEVEN_EXTRA_UNITS) / chunks))
     busiest = vp * per_chunk
     ends = where(even, busiest, busiest - 1)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,12 +16,13 @@ from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
-from perfmodel.physics.algebra import PLAIN, Number, maximum, minimum, where
+from perfmodel.physics.algebra import PLAIN, Number, equal, maximum, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.schedule import StageLayers, bubble_fraction, chunks_in_flight, exposed, stage_layers
 from perfmodel.physics.topology import Tiers, tiers
+from perfmodel.physics.trace import Untraceable, compile_traced
 from perfmodel.physics.workload import (
     FP32_BYTES,
     SELECTIVE_RECOMPUTE,
@@ -45,6 +47,10 @@ OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES + BF16_BYTES + 2 * B
 write the BF16 weight."""
 OPTIMIZER_KERNELS = 8
 """Multi-tensor-apply launches of the optimizer step, grad-norm and zeroing."""
+COMPILE_AFTER = 64
+"""Plain-number layouts a context prices through the formulas before it compiles them: tracing and compiling cost
+~20 ms, about 100 warm evaluations, so a context asked a few times (a what-if, one prediction) never pays for it, and
+one asked thousands of times (a loop over layouts through the Python API) prices each in about 60 us."""
 BREAKDOWN = (
     "compute_s",
     "tp_comm_exposed_s",
@@ -78,13 +84,35 @@ class Context:
 
     @cached_property
     def memo(self) -> dict[tuple[Any, ...], Any]:
-        """Layout-dependent parts priced once per context for plain-number layouts, by what they depend on: a
-        shard's compute times (most of a scalar evaluation) and each group's links."""
+        """What this context has worked out once: for plain-number layouts, a shard's compute times (most of a
+        scalar evaluation) and each group's links, by what they depend on; the compiled step and the count of
+        layouts priced before it (`program`); and planning's chosen layouts (predict.choose_layout)."""
         return {}
 
     @property
     def frozen_base(self) -> bool:
         return self.lora_rank > 0
+
+    def program(self) -> Callable[..., StepResult] | None:
+        """The compiled step once this context has priced COMPILE_AFTER plain-number layouts, else None."""
+        memo = self.memo
+        seen = memo.get(("plain layouts",), 0)
+        if seen < COMPILE_AFTER:
+            memo[("plain layouts",)] = seen + 1
+            return None
+        return self.compiled()
+
+    def compiled(self) -> Callable[..., StepResult] | None:
+        """`evaluate` on this context compiled for plain numbers (physics/trace.py), or None when the formulas
+        branch on a layout value."""
+        memo = self.memo
+        if ("compiled",) not in memo:
+            try:
+                memo[("compiled",)] = compile_traced(lambda *lv: _evaluate(self, LayoutVars(*lv)), LAYOUT_VARS)
+            except (Untraceable, TypeError, ValueError):  # a branch on a layout value, or a helper traced values
+                memo[("compiled",)] = None  # cannot pass through yet: the formulas as they are (tests flag it)
+        compiled: Callable[..., StepResult] | None = memo[("compiled",)]
+        return compiled
 
 
 class LayoutVars(NamedTuple):
@@ -217,6 +245,42 @@ def _shard_compute(ctx: Context, sh: Shard) -> ShardCompute:
     )
 
 
+def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardCompute:
+    """`_shard_compute`, for arrays priced once per distinct (TP, CP, micro-batch, EP, ETP) and gathered back: a
+    search block has thousands of rows (TP, CP, PP, DP, VP) but a few dozen shards, and the shard's ~500 operations
+    are most of the array work. Element-wise formulas give each element the same number either way."""
+    if not any(type(x).__module__ == "numpy" for x in key):  # plain numbers, symbols, traced values: no numpy
+        return _shard_compute(ctx, sh)
+    import numpy as np
+
+    if any(isinstance(v, np.ndarray) for v in vars(ctx.efficiency).values()):  # a fit's variants: another axis
+        return _shard_compute(ctx, sh)
+    arrays = [np.asarray(x, dtype=float) for x in key]
+    values, codes = [], np.zeros((), dtype=np.int64)
+    for array in arrays:  # each dimension's distinct values on its own (small) axes, then one code per element
+        found, inverse = np.unique(array, return_inverse=True)
+        values.append(found)
+        codes = codes * len(found) + inverse.reshape(array.shape)
+    if math.prod(len(v) for v in values) > codes.size:  # too many combinations to be worth it
+        return _shard_compute(ctx, sh)
+    present = np.zeros(math.prod(len(v) for v in values), dtype=bool)
+    present[codes.reshape(-1)] = True
+    index = (np.cumsum(present) - 1)[codes]
+    digits = np.unravel_index(np.flatnonzero(present), [len(v) for v in values])
+    tp, cp, mbs, ep, etp = (v[d] for v, d in zip(values, digits, strict=True))
+    priced = _shard_compute(ctx, sh._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
+
+    def back(value: Number) -> Number:
+        return value[index] if isinstance(value, np.ndarray) and value.shape == tp.shape else value
+
+    return ShardCompute(
+        _LayerTimes(*map(back, priced.layer)),
+        {k: back(v) for k, v in priced.head_forward.items()},
+        {k: back(v) for k, v in priced.head_backward.items()},
+        back(priced.embedding),
+    )
+
+
 def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
     """`compute()`, remembered in `ctx.memo` under (part, key) when the key is plain numbers (arrays and symbols
     are priced every time)."""
@@ -285,8 +349,8 @@ def _rank_params(md: ModelSpec, tp: Number, pp: Number, stages: StageLayers) -> 
     layer = md.params_per_layer / tp
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
     single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params
-    first = where(pp == 1, single, stages.first * layer + vocab_rows)
-    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params)
+    first = where(equal(pp, 1), single, stages.first * layer + vocab_rows)
+    last = where(equal(pp, 1), single, stages.last * layer + vocab_rows + md.norm_params)
     return _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
 
 
@@ -301,12 +365,12 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     mtp = (md.mtp_params - md.mtp_layers * md.routed_expert_params_per_layer) / tp + mtp_experts
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
     single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params + mtp
-    first = where(pp == 1, single, stages.first * layer + vocab_rows)
-    last = where(pp == 1, single, stages.last * layer + vocab_rows + md.norm_params + mtp)
+    first = where(equal(pp, 1), single, stages.first * layer + vocab_rows)
+    last = where(equal(pp, 1), single, stages.last * layer + vocab_rows + md.norm_params + mtp)
     held = _RankParams(first, last, maximum(maximum(first, last), stages.interior * layer))
-    first_e = where(pp == 1, md.layers * experts + mtp_experts, stages.first * experts)
-    last_e = where(pp == 1, md.layers * experts + mtp_experts, stages.last * experts + mtp_experts)
-    most_e = where(held.most == first, first_e, where(held.most == last, last_e, stages.interior * experts))
+    first_e = where(equal(pp, 1), md.layers * experts + mtp_experts, stages.first * experts)
+    last_e = where(equal(pp, 1), md.layers * experts + mtp_experts, stages.last * experts + mtp_experts)
+    most_e = where(equal(held.most, first), first_e, where(equal(held.most, last), last_e, stages.interior * experts))
     return held, _RankParams(first_e, last_e, most_e)
 
 
@@ -351,21 +415,35 @@ def _data_parallel(
     zero3 = microbatches * (
         exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
     )
-    return where(zero == 0, zero0, where(zero == 1, zero1, where(zero == 2, zero2, zero3)))
+    return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
+
+
+LAYOUT_VARS = LayoutVars._fields
 
 
 def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
     """Price one layout (floats) or many (arrays). `trace`, when given, receives the intermediate quantities by
-    name, for `perfmodel explain`; it changes nothing in the result."""
+    name, for `perfmodel explain`; it changes nothing in the result. Plain-number layouts run through the
+    context's compiled program once it has one (`Context.program`): the same operations in the same order, without
+    the Python calls."""
+    if trace is None and all(type(x) in PLAIN for x in lv):
+        program = ctx.program()
+        if program is not None:
+            return program(*lv)
+    return _evaluate(ctx, lv, trace)
+
+
+def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
+    """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv[:9]
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = gbs / (mbs * dp)
-    full, selective = rc == 2, rc == 1
+    full, selective = equal(rc, 2), equal(rc, 1)
 
     # Compute of one layer and one micro-batch, recomputation included in the backward pass.
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    compute = _memoised(ctx, "shard", shard_key, lambda: _shard_compute(ctx, sh))
+    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     layer_compute = lt.forward + lt.backward + recompute_s
@@ -418,8 +496,8 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
         rank(stages.first, embed_compute, 0.0),
         rank(stages.last, head_compute, head_comm, mtp_ep),
     )
-    mb_compute, mb_tp, mb_cp, *mb_ep = (where(pp == 1, s, p) for s, p in zip(single, pipelined, strict=True))
-    busiest_layers = where(pp == 1, md.layers, stages.interior)
+    mb_compute, mb_tp, mb_cp, *mb_ep = (where(equal(pp, 1), s, p) for s, p in zip(single, pipelined, strict=True))
+    busiest_layers = where(equal(pp, 1), md.layers, stages.interior)
     # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
     # communication exposed in that pass (the NICs are free then). Crediting the compute alone let TP, CP and DP all
     # hide behind the same kernels, so that faster compute could expose more communication than it saved.
@@ -455,7 +533,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
 
     # Evaluation: the forward pass of every micro-batch through the pipeline (its fill included), no optimizer.
-    mb_forward_only = busiest_layers * fwd_layer + where(pp == 1, head_fwd["total"] + embed_compute, 0.0)
+    mb_forward_only = busiest_layers * fwd_layer + where(equal(pp, 1), head_fwd["total"] + embed_compute, 0.0)
     forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
     if trace is not None:
         trace.update(
@@ -527,7 +605,7 @@ def _memory(
     A MoE model's routed-expert weights, gradients and optimizer state shard over expert DP, the rest over DP x CP.
     """
     md, rec, tp, pp, vp, tokens = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp, sh.tokens
-    single_rank = pp == 1
+    single_rank = equal(pp, 1)
     in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
     in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
@@ -536,7 +614,7 @@ def _memory(
             modes = [moe.layer_activations(sh, rec, mode, layers) for mode in ("none", "selective", "full")]
         else:
             modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
-        return where(lv.recompute == 2, modes[2], where(lv.recompute == 1, modes[1], modes[0]))
+        return where(equal(lv.recompute, 2), modes[2], where(equal(lv.recompute, 1), modes[1], modes[0]))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held

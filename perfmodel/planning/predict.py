@@ -218,9 +218,32 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = get_recipe(scenario.precision, hw.accelerator)
     eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
-    return Context(
-        scenario.model_spec(), hw, recipe, eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance
-    )
+    md = scenario.model_spec()
+    parts = (md, hw.system, hw.accelerator, recipe)
+    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance)
+    try:
+        key = (*map(id, parts), *numbers)
+        found = _CONTEXTS.get(key)
+    except TypeError:  # efficiencies with array fields (a fit's variants) are not kept
+        return Context(md, hw, recipe, *numbers)
+    if found is not None and all(a is b for a, b in zip(_parts(found), parts, strict=True)):
+        return found
+    if len(_CONTEXTS) >= CONTEXTS_KEPT:
+        del _CONTEXTS[next(iter(_CONTEXTS))]
+    made = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
+    return made
+
+
+CONTEXTS_KEPT = 64
+"""Contexts `context_for` keeps, oldest dropped first: a sweep or a what-if session needs a few dozen at once."""
+_CONTEXTS: dict[tuple[Any, ...], Context] = {}
+"""Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
+file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
+share the context's tiers, memo and compiled scalar program."""
+
+
+def _parts(ctx: Context) -> tuple[Any, ...]:
+    return (ctx.model, ctx.hardware.system, ctx.hardware.accelerator, ctx.recipe)
 
 
 def layout_vars(layout: Layout) -> LayoutVars:
@@ -258,22 +281,31 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         check(layout, ctx.model, n)
         return layout, 1
 
+    key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
+    if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
+        chosen: tuple[Layout, int] = ctx.memo[key]
+        return chosen
+
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
-    found = search(ctx, open_batch_space(ctx, scenario, space))
+    found = search(ctx, open_batch_space(ctx, scenario, space), sized=True)
+    ctx.memo[key] = found.best.layout, found.evaluated
     return found.best.layout, found.evaluated
 
 
 def open_batch_space(ctx: Context, scenario: Scenario, build: Callable[[bool], Space]) -> Space:
     """The space `build(capped=True)` at the capped default batch; when no layout can use it (a cluster too large
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
-    with the GPU count."""
+    with the GPU count. Either way the space returned passed `check_size` (search it with `sized=True`)."""
     space = build(True)
     check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
     if scenario.parallelism.gbs is not None or space == (uncapped := build(False)):
         return space
-    return space if any(mask.any() for _, mask in blocks(ctx, space)) else uncapped
+    if any(mask.any() for _, mask in blocks(ctx, space)):
+        return space
+    check_size(ctx, uncapped)
+    return uncapped
 
 
 def without_layout(scenario: Scenario) -> Scenario:
@@ -386,7 +418,7 @@ def search_scenario(
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
     space = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
-    found = search(ctx, space, top, objective, progress)
+    found = search(ctx, space, top, objective, progress, sized=True)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]

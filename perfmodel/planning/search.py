@@ -94,16 +94,25 @@ class Block:
         return LayoutNumbers(tp, pp, cp, dp, vp, ep, mbs, gbs, self.seq_len, rc, zero, etp)
 
     def layout_vars(self) -> LayoutVars:
+        """The axes as arrays, except that a dimension with one value in the whole block is a plain float: the
+        terms that depend only on such dimensions (a shard's compute when TP, CP and the micro-batch are fixed) are
+        then priced once as numbers, and memoised on the context, instead of as one-element arrays."""
         import numpy as np
 
-        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = self._columns(np.float64)
+        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = (
+            float(c.reshape(-1)[0]) if c.size == 1 or (c == c.reshape(-1)[0]).all() else c
+            for c in self._columns(np.float64)
+        )
         return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero, ep, etp)
 
     def trimmed(self, mask: Any) -> tuple[Block, Any]:
         """The block without the axis values that no valid layout uses, and its mask."""
         import numpy as np
 
-        keep = [mask.any(axis=tuple(a for a in range(4) if a != axis)) for axis in range(4)]
+        rest = mask.any(axis=0)  # two passes over the full mask instead of four
+        keep = [mask.any(axis=(1, 2, 3)), rest.any(axis=(1, 2)), rest.any(axis=(0, 2)), rest.any(axis=(0, 1))]
+        if all(k.all() for k in keep):
+            return self, mask
         block = Block(
             self.n_gpus,
             self.gbs,
@@ -205,12 +214,15 @@ def _possible_rows(block: Block, model: ModelSpec) -> Any:
     import numpy as np
 
     kept = np.arange(len(block.rows))
+    numbers = block.numbers()
     for rule in RULES:
-        holds = np.asarray(rule.holds(replace(block, rows=block.rows[kept]).numbers(), model, block.n_gpus), bool)
+        holds = np.asarray(rule.holds(numbers, model, block.n_gpus), bool)
         if holds.ndim:
-            kept = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
-        elif not holds:
-            kept = kept[:0]
+            left = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
+        else:
+            left = kept if holds else kept[:0]
+        if len(left) < len(kept):
+            kept, numbers = left, replace(block, rows=block.rows[left]).numbers()
     return kept
 
 
@@ -338,10 +350,11 @@ def search(
     top: int = 1,
     objective: str = "time",
     progress: Callable[[int, int], None] | None = None,
+    sized: bool = False,
 ) -> SearchResult:
     """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
 
-    `progress(done, total)` is called after each block of layouts.
+    `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already.
     Raises PerfmodelError naming why nothing qualifies: the rule most candidates break, or the smallest memory need.
     """
     import numpy as np
@@ -349,7 +362,8 @@ def search(
     if objective not in OBJECTIVES:
         raise PerfmodelError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     start = time.perf_counter()
-    check_size(ctx, space)
+    if not sized:
+        check_size(ctx, space)
     candidates = list(blocks(ctx, space))
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):

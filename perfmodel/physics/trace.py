@@ -1,0 +1,209 @@
+"""Compile a branch-free formula into one flat Python function of plain numbers, by tracing it once.
+
+`step.evaluate` is written once for floats, arrays and symbols. Priced with floats it spends most of its time in
+Python calls (the helpers, the NamedTuples, the memo), not in its ~1,300 operations. Called once with `Traced`
+stand-ins for its layout variables, it records every operation that depends on them, in order, as one line of
+Python; everything else (the context's rates, tiers and op lists) is computed during that call and enters the
+program as constants. The compiled program performs the same float operations in the same order as the formula, so
+it returns the same numbers to the last bit, and a change to the formulas changes the program with them: nothing
+is restated here.
+
+Tracing refuses (`Untraceable`) what a flat program cannot replay: a Python `if`, `float()` or `int()` on a traced
+value. The branch-free rule of the physics forbids those, so a refusal means the scalar path is used as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from perfmodel.physics import algebra
+
+_PLAIN_LITERALS = (int, float, bool)
+
+
+class Untraceable(Exception):
+    """The formula asked a Python question about a traced value (a branch, float(), int())."""
+
+
+class _Program:
+    """The lines recorded so far and the constants they refer to."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self.seen: dict[str, Traced] = {}
+
+    @staticmethod
+    def plain(value: Any) -> bool:
+        """Whether `value` is a plain Python number whenever the program runs on plain numbers."""
+        return value.plain if isinstance(value, Traced) else type(value) in algebra.PLAIN
+
+    def operand(self, value: Any) -> str:
+        if isinstance(value, Traced):
+            if value.program is not self:
+                raise Untraceable("a traced value of another program")
+            return value.name
+        if type(value) in _PLAIN_LITERALS and repr(value) == repr(type(value)(repr(value))):
+            return f"({value!r})"  # exact: repr round-trips ints, bools and finite floats
+        name = f"k{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def emit(self, expression: str, plain: bool) -> Traced:
+        """The value of `expression`; one computed before is reused (every operation is pure, so it gives the same
+        number again: the formulas restate shared subexpressions, e.g. a shard's tokens, in many places)."""
+        found = self.seen.get(expression)
+        if found is None:
+            found = self.seen[expression] = Traced(self, f"v{len(self.lines)}", plain)
+            self.lines.append(f"    {found.name} = {expression}")
+        return found
+
+
+def _binary(symbol: str) -> tuple[Callable[[Traced, Any], Traced], Callable[[Traced, Any], Traced]]:
+    def forward(self: Traced, other: Any) -> Traced:
+        program = self.program
+        return program.emit(f"{self.name} {symbol} {program.operand(other)}", self.plain and program.plain(other))
+
+    def reflected(self: Traced, other: Any) -> Traced:
+        program = self.program
+        return program.emit(f"{program.operand(other)} {symbol} {self.name}", self.plain and program.plain(other))
+
+    return forward, reflected
+
+
+class Traced:
+    """A value of the program being recorded: each operation on it becomes a line of that program."""
+
+    __slots__ = ("name", "plain", "program")
+    __array_ufunc__ = None  # numpy scalars hand the operation back to Traced instead of building object arrays
+    __hash__ = object.__hash__
+
+    def __init__(self, program: _Program, name: str, plain: bool = True) -> None:
+        self.program, self.name, self.plain = program, name, plain
+
+    __add__, __radd__ = _binary("+")
+    __sub__, __rsub__ = _binary("-")
+    __mul__, __rmul__ = _binary("*")
+    __truediv__, __rtruediv__ = _binary("/")
+    __floordiv__, __rfloordiv__ = _binary("//")
+    __mod__, __rmod__ = _binary("%")
+    __pow__, __rpow__ = _binary("**")
+    __and__, __rand__ = _binary("&")
+    __or__, __ror__ = _binary("|")
+    __xor__, __rxor__ = _binary("^")
+    __lt__, _ = _binary("<")
+    __le__, _ = _binary("<=")
+    __gt__, _ = _binary(">")
+    __ge__, _ = _binary(">=")
+    __eq__, _ = _binary("==")  # type: ignore[assignment]
+    __ne__, _ = _binary("!=")  # type: ignore[assignment]
+
+    def __neg__(self) -> Traced:
+        return self.program.emit(f"-{self.name}", self.plain)
+
+    def __pos__(self) -> Traced:
+        return self.program.emit(f"+{self.name}", self.plain)
+
+    def __abs__(self) -> Traced:
+        return self.program.emit(f"abs({self.name})", self.plain)
+
+    def __invert__(self) -> Traced:
+        return self.program.emit(f"~{self.name}", self.plain)
+
+    def __bool__(self) -> bool:
+        raise Untraceable(f"a Python branch on the traced value {self.name}")
+
+    def __float__(self) -> float:
+        raise Untraceable(f"float() of the traced value {self.name}")
+
+    def __int__(self) -> int:
+        raise Untraceable(f"int() of the traced value {self.name}")
+
+    __index__ = __int__
+
+
+_INLINE = {
+    "where": "({1} if {0} else {2})",
+    "maximum": "({0} if {0} >= {1} else {1})",
+    "minimum": "({0} if {0} <= {1} else {1})",
+    "ceil": "float(math_ceil({0} - ROUNDING))",
+    "floor": "float(math_floor({0} + ROUNDING))",
+}
+"""The helpers' own expressions for plain numbers (their first branch in algebra.py), written in line."""
+
+
+def call(name: str, *args: Any) -> Traced:
+    """Record a call of `algebra.<name>` (where, maximum, ceil, ...). On plain numbers where, maximum and minimum
+    are written as the helper's own expression; otherwise the helper is called, and decides at run time."""
+    program = next(a.program for a in args if isinstance(a, Traced))
+    operands = [program.operand(a) for a in args]
+    plain = all(all(map(program.plain, a)) if isinstance(a, tuple) else program.plain(a) for a in args)
+    if plain and name in _INLINE:
+        return program.emit(_INLINE[name].format(*operands), plain=True)
+    return program.emit(f"{name}({', '.join(operands)})", plain)
+
+
+def _build(program: _Program, value: Any) -> str:
+    """The expression rebuilding a traced result: NamedTuples, tuples, lists and dicts of traced values."""
+    if isinstance(value, Traced):
+        return program.operand(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        kind = program.operand(type(value))
+        return f"{kind}({', '.join(_build(program, v) for v in value)})"
+    if isinstance(value, tuple | list):
+        items = ", ".join(_build(program, v) for v in value)
+        return f"({items},)" if isinstance(value, tuple) else f"[{items}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_build(program, k)}: {_build(program, v)}" for k, v in value.items()) + "}"
+    return program.operand(value)
+
+
+HELPERS = ("where", "maximum", "minimum", "ceil", "floor", "log2", "exp", "sqrt", "lookup")
+
+
+_NAME = re.compile(r"\b[vk]\d+\b")
+_WORD = re.compile(r"\b[A-Za-z_]\w*")
+_KEYWORDS = frozenset(("def", "compiled", "return", "if", "else", "abs", "float"))
+_OUTSIDE_NUMBERS = re.compile(r"['\"\\;\[\]{}@#]|(?<!\d)\.|\.(?!\d)")
+
+
+def checked(source: str, names: set[str]) -> str:
+    """`source` if it is a program `compile_traced` writes and nothing else: assignments of operators, numbers (the
+    repr of ints, floats and bools) and calls of the names given to it. Nothing a user supplies is text in it (a
+    figure from a file enters as a number or as a named constant), and this check keeps it so before it runs."""
+    words = {w for w in _WORD.findall(source) if not _NAME.fullmatch(w)} - _KEYWORDS - names - {"True", "False"}
+    if words or _OUTSIDE_NUMBERS.search(source):
+        raise ValueError(f"not a traced program: {sorted(words) or _OUTSIDE_NUMBERS.findall(source)}")
+    return source
+
+
+def _needed(lines: list[str], returned: str) -> list[str]:
+    """The lines the returned expression depends on (a formula computes parts a caller may not ask for)."""
+    wanted = set(_NAME.findall(returned))
+    kept = []
+    for line in reversed(lines):
+        name, expression = line.split(" = ", 1)
+        if name.strip() in wanted:
+            wanted.update(_NAME.findall(expression))
+            kept.append(line)
+    return kept[::-1]
+
+
+def compile_traced(formula: Callable[..., Any], arguments: tuple[str, ...]) -> Callable[..., Any]:
+    """`formula(*arguments)` as one flat function of plain numbers; raises Untraceable when the formula branches on
+    an argument. (Compiled for arrays it would be no faster: numpy's element work is the same.)"""
+    program = _Program()
+    result = formula(*(Traced(program, name) for name in arguments))
+    returned = _build(program, result)
+    body = "\n".join(_needed(program.lines, returned))
+    source = f"def compiled({', '.join(arguments)}):\n{body}\n    return {returned}\n"
+    namespace: dict[str, Any] = {name: getattr(algebra, name) for name in HELPERS} | program.constants
+    namespace |= {"math_ceil": math.ceil, "math_floor": math.floor, "ROUNDING": algebra.ROUNDING}
+    checked(source, {*namespace, *arguments})
+    exec(compile(source, "<perfmodel.physics.trace>", "exec"), namespace)  # noqa: S102 - checked(): no text
+    compiled: Callable[..., Any] = namespace["compiled"]
+    compiled.source = source  # type: ignore[attr-defined]
+    return compiled
