@@ -119,6 +119,13 @@ def test_a_missing_catalogue_names_the_flag() -> None:
     )
 
 
+@pytest.mark.parametrize(("name", "flag"), [("gb300", "--gpu"), ("dgx-h100", "--system")])
+def test_a_catalogue_id_given_as_a_hardware_path_says_which_flag_takes_it(name: str, flag: str) -> None:
+    result = run_cli("predict", "--hardware", name)
+    assert result.code == 2 and result.out == ""
+    assert result.err == f"error: --hardware {name}: no such hardware file or folder ({flag} {name} names it)\n"
+
+
 def test_a_model_file_from_a_flag_and_from_a_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _write(tmp_path, "ours.toml", MODEL)
     _write(tmp_path, "plan.toml", 'model = "ours.toml"\ngpu = "h100-sxm"\nn_gpus = 64\nprecision = "bf16"\n')

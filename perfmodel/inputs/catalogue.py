@@ -28,6 +28,9 @@ PATH_VARIABLE = "PERFMODEL_PATH"
 MAX_FILES = 1000
 """A catalogue folder of more files than this is a wrong folder (a home directory), not a catalogue."""
 
+_ID_FLAGS = (("accelerators", "--gpu"), ("systems", "--system"))
+"""The flag that takes an id of each kind: where a --hardware path is really an id, the error says which to use."""
+
 _added: list[Path] = []
 """Catalogues given to this process with --hardware (or the API's hardware= keyword), in order."""
 
@@ -45,7 +48,9 @@ def add(path: str | Path, origin: str = "--hardware") -> None:
     """Use the entries of a catalogue file or folder from now on in this process (checked at once)."""
     location = Path(path).expanduser()
     if not location.exists():
-        raise PerfmodelError(f"{origin} {path}: no such hardware file or folder")
+        known = entries()
+        hint = next((f" ({flag} {path} names it)" for kind, flag in _ID_FLAGS if str(path) in known[kind]), "")
+        raise PerfmodelError(f"{origin} {path}: no such hardware file or folder{hint}")
     if location.resolve() not in [p.resolve() for p in _added]:
         _added.append(location)
         try:
