@@ -25,6 +25,7 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
+from perfmodel.physics.parameters import years_between
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
@@ -257,6 +258,8 @@ qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf,
 ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06"}
 """Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13 and
 2025-06-04)."""
+COMPOSER_SOURCES = ("llm-foundry",)
+"""Sources whose runs were made with MosaicML Composer (inputs/stacks.py 'composer'); the rest are Megatron."""
 OTHER_STACK = (
     "DeepSpeed implementation: perfmodel's kernel efficiencies and overlap describe Megatron-Core/Transformer Engine "
     "stacks, and these runs are 3-5x slower than Megatron on the same hardware"
@@ -430,6 +433,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         "model": model, "gpu": gpu, "n_gpus": int(row["n_gpus"]), "precision": precision,
         "parallelism": {k: v for k, v in parallelism.items() if v is not None},
     }  # fmt: skip
+    if source in COMPOSER_SOURCES:
+        scenario["stack"] = "composer"
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]), number_format=_number_format(row["dtype"]),
@@ -522,6 +527,17 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
         else:
             take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row))
     return tuple(runs), tuple(excluded)
+
+
+@cache
+def reference_vintage() -> str:
+    """The newest release month among the bundled runs: the software vintage predictions are made for by default."""
+    return max(r.released for r in bundled_runs()[0] if r.released is not None)
+
+
+def vintage_years(run: MeasuredRun) -> float:
+    """Years the run's software release is older than the reference vintage (0 where the release is unknown)."""
+    return 0.0 if run.released is None else years_between(run.released, reference_vintage())
 
 
 def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun]:
