@@ -75,3 +75,13 @@ def test_bad_v2_parameters(tmp_path: Path, parameters: dict, message: str) -> No
     path.write_text(json.dumps({"format": cal.FORMAT, "parameters": parameters}))
     with pytest.raises(PerfmodelError, match=message):
         cal.Calibration.load(path)
+
+
+def test_graph_captured_lora_runs_have_no_timed_overhead() -> None:
+    # NVIDIA's MLPerf LoRA configs (training_results_v5.0: MCORE_CUDA_GRAPH=1, warm-up before run_start; timed
+    # region minus steps and evaluations -0.4 to +0.3 s); AMD's LoRA submissions are not graph-captured.
+    values = {"run_overhead_s": 6.0, "first_steps": 1.0}
+    nvidia = table.efficiency(values, Profile("blackwell", benchmark="mlperf-llama2-70b-lora"))
+    amd = table.efficiency(values, Profile("cdna3", benchmark="mlperf-llama2-70b-lora"))
+    assert nvidia.timed_overhead_s(2.0) == 0.0
+    assert amd.timed_overhead_s(2.0) == pytest.approx(6.0 + 2.0)
