@@ -61,6 +61,8 @@ def test_cross_validation_and_interval() -> None:
     assert band["time_factor_low"] <= 1.0 + 1e-6 <= band["time_factor_high"] + 2e-6 or band["coverage"] == 0.8
     built = fitting.build(fitting.fit(items, RunBatch, _profile, _formats), held, {"rows": [i.run.id for i in items]})
     assert built.provenance["fit"]["cv_mape_pct"] == pytest.approx(fitting.mape(held))
+    assert built.provenance["fit"]["parameters"] == len(built.parameters) > 0  # what `calibrate` reports
+    assert built.provenance["fit"]["at_bound"] == fitting.at_bound(built.parameters)
     assert built.interval == (band["time_factor_low"], band["time_factor_high"])
 
 
