@@ -59,3 +59,15 @@ def test_an_older_vintage_is_slower_by_the_fitted_trend() -> None:
     years = years_between("2024-06", reference)
     assert float(older.step.step_time_s) == pytest.approx(float(now.step.step_time_s) * gain**years, rel=1e-9)
     assert perfmodel.predict(**scenario, vintage=reference).step.step_time_s == pytest.approx(now.step.step_time_s)
+
+
+def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:
+    # mlperf_training_llm.csv: v4.1 Dell 2xXE9680 (16 H100, LoRA) publishes no layout; HPE's 16-GPU H100 LoRA
+    # submission (v4.0) publishes TP4 PP1 CP2, the only published H100 LoRA layout at 16 GPUs.
+    runs, _ = bundled_runs()
+    dell = next(r for r in runs if r.id == "mlperf:v4.1/Dell/2xXE9680x8H100-SXM-80GB")
+    par = dell.scenario["parallelism"]
+    assert (par["tp"], par["pp"], par["cp"]) == (4, 1, 2)
+    assert any("nearest published layout" in a for a in dell.assumptions)
+    published = [r for r in runs if r.source.startswith("MLPerf") and not any("layout not" in a for a in r.assumptions)]
+    assert all("tp" in r.scenario["parallelism"] for r in published)

@@ -16,7 +16,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -476,7 +476,7 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
         layout = {k: (1 if v is None else v) for k, v in layout.items()}
         layout["vp"] = _int(row["vp"], 1)
     else:
-        assumptions.append("layout not published; the fastest layout that fits is assumed")
+        assumptions.append(UNPUBLISHED_LAYOUT)
     scenario = {
         "benchmark": bench.id + "@" + bench.round, "gpu": gpu, "n_gpus": int(row["n_accelerators"]),
         "precision": precision, "parallelism": {"gbs": int(row["gbs"])} | {k: v for k, v in layout.items() if v},
@@ -487,6 +487,65 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
         released=ROUND_PUBLISHED.get(row["round"]),
         number_format=_number_format(row["precision"]) if row["precision"] else None,
     )  # fmt: skip
+
+
+UNPUBLISHED_LAYOUT = "layout not published; the fastest layout that fits is assumed"
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "mbs")
+
+
+def _at_published_layouts(runs: list[MeasuredRun]) -> list[MeasuredRun]:
+    """MLPerf rows without a published layout at the stack's configuration for them, not at the model's best: the
+    layout the published submissions of the same benchmark on the same accelerator use at the nearest GPU count
+    (the most common one there) that divides this row's GPUs and batch; rows with no such layout stay searched."""
+    published = [r for r in runs if _round_of(r) and UNPUBLISHED_LAYOUT not in r.assumptions]
+    placed = []
+    for run in runs:
+        if UNPUBLISHED_LAYOUT not in run.assumptions:
+            placed.append(run)
+            continue
+        layout = _nearest_layout(run, [r for r in published if _same_setting(r, run)])
+        if layout is None:
+            placed.append(run)
+            continue
+        par = run.scenario["parallelism"] | dict(zip(LAYOUT_KEYS, layout, strict=True))
+        note = "layout not published; the nearest published layout of this benchmark on this GPU is assumed ({})"
+        assumptions = tuple(
+            note.format(" ".join(f"{k.upper()}{v}" for k, v in zip(LAYOUT_KEYS, layout, strict=True)))
+            if a == UNPUBLISHED_LAYOUT
+            else a
+            for a in run.assumptions
+        )
+        placed.append(replace(run, scenario=run.scenario | {"parallelism": par}, assumptions=assumptions))
+    return placed
+
+
+def _round_of(run: MeasuredRun) -> bool:
+    return run.source.startswith("MLPerf Training ")
+
+
+def _same_setting(a: MeasuredRun, b: MeasuredRun) -> bool:
+    return a.scenario["benchmark"].split("@")[0] == b.scenario["benchmark"].split("@")[0] and (
+        a.scenario["gpu"] == b.scenario["gpu"]
+    )
+
+
+def _nearest_layout(run: MeasuredRun, others: list[MeasuredRun]) -> tuple[int, ...] | None:
+    n, gbs = run.n_gpus, run.scenario["parallelism"]["gbs"]
+
+    def fits(layout: tuple[int, ...]) -> bool:
+        tp, pp, cp, _, mbs = layout
+        ranks = tp * pp * cp
+        return n % ranks == 0 and gbs % (n // ranks * mbs) == 0
+
+    by_distance: dict[float, list[tuple[int, ...]]] = {}
+    for other in others:
+        layout = tuple(int(other.scenario["parallelism"][k]) for k in LAYOUT_KEYS)
+        if fits(layout):
+            by_distance.setdefault(abs(math.log(other.n_gpus / n)), []).append(layout)
+    if not by_distance:
+        return None
+    nearest = by_distance[min(by_distance)]
+    return max(sorted(set(nearest)), key=nearest.count)
 
 
 def _duplicates(rows: list[dict[str, str]]) -> dict[int, str]:
@@ -526,7 +585,7 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
             excluded.append(Exclusion(f"mlperf:{_mlperf_id(row)}", duplicates[i]))
         else:
             take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row))
-    return tuple(runs), tuple(excluded)
+    return tuple(_at_published_layouts(runs)), tuple(excluded)
 
 
 @cache
