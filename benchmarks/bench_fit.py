@@ -35,7 +35,7 @@ def main() -> None:
     items = timed(
         f"prepare {len(fitted_runs)} rows (layouts, contexts)", lambda: val.prepare_all(fitted_runs, UNCALIBRATED, [])
     )
-    timed("one fit on all fitted rows", lambda: cal.fit(items, val.RunBatch, val._family, val._formats))
+    timed("one fit on all fitted rows", lambda: cal.fit(items, val.RunBatch, val._profile, val._formats))
     timed(f"validate all {len(runs)} bundled rows", lambda: val.validate(runs, bundled(), excluded))
     if args.protocols:
         from perfmodel.fitting import protocols

@@ -47,6 +47,8 @@ class WorkloadOptions(TypedDict, total=False):
     tokens: float
     benchmark: str
     calibration: str
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed"]
+    vintage: str
     usd_per_gpu_hour: float
     pue: float
     goodput: Literal["llama3", "none"]

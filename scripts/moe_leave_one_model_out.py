@@ -53,7 +53,7 @@ NOTES = [
 
 def _errors(items: Sequence[PreparedRun], start: calibration.Calibration, values: dict[str, float]) -> list[float]:
     """Throughput error (predicted / measured - 1, %) of each run under the MoE values."""
-    ratios = RunBatch(items).log_time_ratios(lambda family: cal.with_moe(start.efficiency(family), values))
+    ratios = RunBatch(items).log_time_ratios(cal.moe_efficiencies(start, values))
     return [(math.exp(-float(r)) - 1) * 100 for r in ratios]
 
 

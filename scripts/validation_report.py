@@ -6,7 +6,6 @@ Every number in them is computed here, from the bundled measured runs and the bu
 
 from __future__ import annotations
 
-import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from perfmodel.fitting import protocols
-from perfmodel.fitting.calibrate import interval
+from perfmodel.fitting.calibrate import describe, interval
 from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
 from perfmodel.fitting.validation import Report, validate
 from perfmodel.inputs.resources import data_dir
@@ -72,22 +71,26 @@ def _groups_section(report: Report) -> list[str]:
 
 
 def _parameters_section(calibration: cal.Calibration) -> list[str]:
-    rows = []
-    for family, values in sorted(calibration.parameters.items()):
-        for name, value in values.items():
-            low, high = cal.BOUNDS[name]
-            bound = any(math.isclose(value, limit, rel_tol=1e-3) for limit in (low, high))
-            default = f"{cal.default_value(family, name):.3f}"
-            rows.append([family, name, default, f"{value:.3f}", f"{low}-{high}", "at bound" if bound else ""])
+    records = describe(calibration.parameters)
+    rows = [
+        [r["key"], r["scope"], f"{r['default']:.3f}", f"{r['fitted']:.3f}", "{}-{}".format(*r["bounds"]),
+         "at bound" if r["at_bound"] else "", r["informed_by"]]
+        for r in records
+    ]  # fmt: skip
+    bound = [r["key"] for r in records if r["at_bound"]]
     return [
         "## Fitted parameters",
         "",
-        "Physical defaults (perfmodel/physics/efficiency.py) and the fitted values. A value at a bound of its physical "
-        "range marks structure the model lacks for that family rather than a measured efficiency.",
+        "The named parameter table (perfmodel/physics/parameters.py): shared across families wherever the mechanism "
+        "is the same, per vendor library, per family as a generation factor with a tight prior, per stack or MLPerf "
+        "benchmark. 'default' is the prior centre (physical defaults, perfmodel/physics/efficiency.py). A value at a "
+        "bound of its physical range marks structure the model lacks rather than a measured efficiency. "
+        f"{len(records)} parameters; at a bound: {', '.join(bound) or 'none'}.",
         "",
-        tabulate(rows, headers=["family", "parameter", "default", "fitted", "range", ""], tablefmt="github"),
+        tabulate(rows, headers=["parameter", "scope", "default", "fitted", "range", "", "informed by"],
+                 tablefmt="github"),
         "",
-    ]
+    ]  # fmt: skip
 
 
 def _protocols_section(results: list[protocols.ProtocolResult]) -> list[str]:
@@ -106,8 +109,8 @@ def _protocols_section(results: list[protocols.ProtocolResult]) -> list[str]:
         "",
         "`perfmodel validate --protocol P` (definitions in the design notes): every row below is predicted by a fit "
         "that never saw it, started from the physical defaults; layouts the data leave open are chosen with the "
-        "defaults too. Errors are on the reported metric. A held-out family 'at defaults' got no fitted parameter "
-        "from its fold (the parameters are per family), so its rows are predicted with the physical defaults. The "
+        "defaults too. Errors are on the reported metric. A held-out family 'without own factors' got no generation "
+        "factor from its fold, so its rows are predicted with its vendor's shared values and datasheet facts. The "
         "per-row errors are in the protocol columns of 'Every row'. A prediction's 80% interval comes from the "
         "residuals of the protocol matching its question (`interval_protocol` in its JSON): a family the fit has no "
         "row of is a new generation, a format without rows on that family a new precision, more GPUs than any of the "
@@ -116,7 +119,7 @@ def _protocols_section(results: list[protocols.ProtocolResult]) -> list[str]:
         tabulate(summary, headers=["protocol", "definition", "folds", "rows", "MAPE", "80% interval on a time"],
                  tablefmt="github"),
         "",
-        tabulate(folds, headers=["protocol", "fold", "train rows", "test rows", "MAPE", "families at defaults"],
+        tabulate(folds, headers=["protocol", "fold", "train rows", "test rows", "MAPE", "families without own factors"],
                  tablefmt="github"),
         "",
     ]  # fmt: skip
@@ -205,7 +208,7 @@ def main() -> None:
     fitted = [r for r in report.rows if r.prepared.run.id in fitted_ids]
     not_fitted = [r for r in report.rows if r.prepared.run.id not in fitted_ids]
     moe = [r for r in not_fitted if r.prepared.run.source.startswith(MOE_SOURCE)]
-    other_stack = [r for r in not_fitted if not r.prepared.run.source.startswith(MOE_SOURCE)]
+    composer = [r for r in report.rows if r.prepared.context.stack == "composer"]
     dense = [r for r in report.rows if not r.prepared.run.source.startswith(MOE_SOURCE)]
     plotted = _plot(report, DOCS / "validation.png")
     band = calibration.provenance.get("interval", {})
@@ -221,8 +224,8 @@ def main() -> None:
         f"- Fitted rows: {len(fitted)}; in-sample MAPE {_mape(fitted):.1f}%.",
         f"- Held-out MAPE (leave one accelerator x precision group out, refit, predict it): "
         f"{fit.get('cv_mape_pct', float('nan')):.1f}% over {fit.get('rows', 0)} rows.",
-        f"- Validated but not fitted (llm-foundry, a different attention stack): {len(other_stack)} rows, MAPE "
-        f"{_mape(other_stack):.1f}%.",
+        f"- llm-foundry (the composer stack, fitted with its own attention, FSDP-overlap and step-overhead "
+        f"parameters): {len(composer)} rows, MAPE {_mape(composer):.1f}%.",
         f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; the newest container's "
         f"rows fit the calibration's two MoE parameters, docs/moe_validation.md): {len(moe)} rows, MAPE "
         f"{_mape(moe):.1f}%.",

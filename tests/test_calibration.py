@@ -11,9 +11,11 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as fitting
 from perfmodel.fitting.protocols import PROTOCOLS
 from perfmodel.fitting.runs import MeasuredRun, bundled_runs
-from perfmodel.fitting.validation import RunBatch, _family, _formats, _group, prepare, prepare_all
+from perfmodel.fitting.validation import RunBatch, _formats, _group, _profile, prepare, prepare_all
 from perfmodel.physics import calibration as cal
+from perfmodel.physics import parameters as table
 from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.parameters import Profile
 
 LAYOUTS = [
     ("llama3.1-70b", 64, "fp8", {"tp": 4, "pp": 8, "cp": 1, "vp": 5, "mbs": 1, "gbs": 128}),
@@ -29,7 +31,7 @@ TRUE = {"gemm_bf16": 0.6, "gemm_fp8": 0.5, "attention": 0.8, "memory": 0.7}
 
 
 def _synthetic_items():
-    truth = cal.apply(DEFAULTS["hopper"], TRUE)
+    truth = table.apply(DEFAULTS["hopper"], TRUE)
     items = []
     for number, (model, gpus, precision, layout) in enumerate(LAYOUTS):
         scenario = {"model": model, "gpu": "h100-sxm", "n_gpus": gpus, "precision": precision,
@@ -42,22 +44,25 @@ def _synthetic_items():
 
 def test_fit_recovers_the_parameters_that_made_the_data() -> None:
     items = _synthetic_items()
-    result = fitting.fit(items, RunBatch, _family, _formats, prior_sigma=100.0)  # the data alone decide
+    result = fitting.fit(items, RunBatch, _profile, _formats, prior_sigma=100.0)  # the data alone decide
     assert fitting.mape(result.residuals) < 0.5
-    fitted = result.parameters["hopper"]
-    assert fitted["gemm_fp8"] == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
-    assert fitted["gemm_bf16"] == pytest.approx(TRUE["gemm_bf16"], rel=0.05)
-    assert "gemm_fp4" not in fitted  # no FP4 run: the data cannot inform it
+    fitted = table.efficiency(result.parameters, Profile("hopper"))  # vendor value x Hopper's generation factor
+    assert fitted.gemm_fp8 == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
+    assert fitted.gemm_bf16 == pytest.approx(TRUE["gemm_bf16"], rel=0.05)
+    assert not any("fp4" in key for key in result.parameters)  # no FP4 run: the data cannot inform it
+    assert "run_overhead_s" not in result.parameters  # no MLPerf run
 
 
 def test_cross_validation_and_interval() -> None:
     items = _synthetic_items()
-    held = fitting.cross_validate(items, RunBatch, _family, _formats, _group)
+    held = fitting.cross_validate(items, RunBatch, _profile, _formats, _group)
     assert len(held) == len(items) and {r.group for r in held} == {"h100-sxm/fp8", "h100-sxm/bf16"}
     band = fitting.interval(held)
     assert band["time_factor_low"] <= 1.0 + 1e-6 <= band["time_factor_high"] + 2e-6 or band["coverage"] == 0.8
-    built = fitting.build(fitting.fit(items, RunBatch, _family, _formats), held, {"rows": [i.run.id for i in items]})
+    built = fitting.build(fitting.fit(items, RunBatch, _profile, _formats), held, {"rows": [i.run.id for i in items]})
     assert built.provenance["fit"]["cv_mape_pct"] == pytest.approx(fitting.mape(held))
+    assert built.provenance["fit"]["parameters"] == len(built.parameters) > 0  # what `calibrate` reports
+    assert built.provenance["fit"]["at_bound"] == fitting.at_bound(built.parameters)
     assert built.interval == (band["time_factor_low"], band["time_factor_high"])
 
 
@@ -67,19 +72,22 @@ def test_batched_residuals_equal_the_per_row_ones() -> None:
     runs, _ = bundled_runs()
     items = prepare_all(runs[::5], cal.bundled(), [])
     assert len({i.context for i in items}) < len(items)  # some rows share a context: a real batch
-    efficiency = cal.bundled().efficiency
-    per_row = np.array([i.log_time_ratio(efficiency(i.family)) for i in items])
+
+    def efficiency(profile: Profile):
+        return cal.bundled().efficiency(*profile)
+
+    per_row = np.array([i.log_time_ratio(efficiency(i.profile)) for i in items])
     batched = RunBatch(items).log_time_ratios(efficiency)
     np.testing.assert_allclose(batched, per_row, rtol=1e-9, atol=0)
     variants = [efficiency, lambda family: replace(efficiency(family), gemm_bf16=0.5, overlap_tp=0.3, run_overhead_s=9)]
     stacked = RunBatch(items).log_time_ratios(lambda f: fitting._stack([v(f) for v in variants]), variants=True)
     for k, variant in enumerate(variants):
-        expected = [i.log_time_ratio(variant(i.family)) for i in items]
+        expected = [i.log_time_ratio(variant(i.profile)) for i in items]
         np.testing.assert_allclose(stacked[:, k], expected, rtol=1e-9, atol=0)
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    original = cal.Calibration({"hopper": {"gemm_fp8": 0.55}}, {"created": "now", "fit": {"rows": 3}})
+    original = cal.Calibration({"gemm_fp8@nvidia": 0.55}, {"created": "now", "fit": {"rows": 3}})
     path = tmp_path / "c.json"
     path.write_text(original.to_json())
     loaded = cal.Calibration.load(path)
@@ -92,10 +100,10 @@ def test_round_trip(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ("not json", "not a calibration JSON file"),
-        (json.dumps({"parameters": {}}), "field 'format' must be 'perfmodel-calibration/1'"),
-        (json.dumps({"format": cal.FORMAT, "parameters": {"volta": {}}}), "unknown family 'volta'"),
-        (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"speed": 1}}}), "unknown 'speed'"),
-        (json.dumps({"format": cal.FORMAT, "parameters": {"hopper": {"gemm_fp8": 1.7}}}), "allowed 0.25 to 0.8"),
+        (json.dumps({"parameters": {}}), "field 'format' must be 'perfmodel-calibration/2'"),
+        (json.dumps({"format": cal.FORMAT_V1, "parameters": {"volta": {}}}), "unknown family 'volta'"),
+        (json.dumps({"format": cal.FORMAT_V1, "parameters": {"hopper": {"speed": 1}}}), "unknown 'speed'"),
+        (json.dumps({"format": cal.FORMAT_V1, "parameters": {"hopper": {"gemm_fp8": 1.7}}}), "allowed 0.25 to 0.8"),
         (
             json.dumps({"format": cal.FORMAT, "parameters": {}, "protocols": {"scale": {"interval": {}}}}),
             "field 'protocols.scale.interval' must hold positive numbers",

@@ -30,9 +30,9 @@ def test_the_moe_stage_refits_rows_it_priced() -> None:
     start = calibration.UNCALIBRATED
     items = _moe_items(start)
     truth = {"overlap_ep": 0.3, "grouped_gemm": 0.75}
-    predicted = RunBatch(items).predicted(lambda family: cal.with_moe(start.efficiency(family), truth))
+    predicted = RunBatch(items).predicted(cal.moe_efficiencies(start, truth))
     synthetic = [replace(i, run=replace(i.run, measured=float(p))) for i, p in zip(items, predicted, strict=True)]
-    priors = RunBatch(synthetic).log_time_ratios(lambda family: cal.with_moe(start.efficiency(family), cal.MOE_PRIORS))
+    priors = RunBatch(synthetic).log_time_ratios(cal.moe_efficiencies(start, cal.MOE_PRIORS))
     at_priors = sum(abs(math.exp(r) - 1) for r in priors) / len(priors) * 100
     fitted = cal.fit_moe(synthetic, RunBatch, start)
     assert at_priors > 10 and cal.mape(fitted.residuals) < 0.5 * at_priors
@@ -43,9 +43,9 @@ def test_the_moe_stage_refits_rows_it_priced() -> None:
 def test_moe_parameters_leave_a_dense_prediction_unchanged() -> None:
     runs, _ = bundled_runs()
     dense = prepare_all([r for r in runs if r.source == "Megatron-Bridge"][:20], calibration.UNCALIBRATED, [])
-    base = RunBatch(dense).predicted(lambda f: calibration.UNCALIBRATED.efficiency(f))
+    base = RunBatch(dense).predicted(cal.moe_efficiencies(calibration.UNCALIBRATED, {}))
     moved = RunBatch(dense).predicted(
-        lambda f: cal.with_moe(calibration.UNCALIBRATED.efficiency(f), {"overlap_ep": 0.9, "grouped_gemm": 0.6})
+        cal.moe_efficiencies(calibration.UNCALIBRATED, {"overlap_ep": 0.9, "grouped_gemm": 0.6})
     )
     assert list(moved) == list(base)
 

@@ -33,7 +33,13 @@ def _error(row: str) -> float:
 # EP32 MBS2 GBS8192, 8,816. docs.nvidia.com NeMo 25.04 performance summary (stored excerpt, measured_runs.csv row 301):
 # Mixtral 8x7B on 64 GB200s, FP8, TP1 PP1 EP8 MBS2 GBS256, 19,275 tokens/s/GPU.
 @pytest.mark.parametrize(
-    ("row", "model"), [("2", "deepseek-v3"), ("8", "qwen3-30b-a3b"), ("10", "qwen3-235b-a22b"), ("301", "mixtral-8x7b")]
+    ("row", "model"),
+    [
+        ("2", "deepseek-v3"),
+        ("8", "qwen3-30b-a3b"),
+        ("10", "qwen3-235b-a22b"),
+        ("301", "mixtral-8x7b"),
+    ],
 )
 def test_one_published_row_per_model_within_tolerance(row: str, model: str) -> None:
     run = _run(row)

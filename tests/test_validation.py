@@ -69,7 +69,7 @@ def test_bundled_calibration_has_provenance() -> None:
     assert fit["rows"] >= 50 and fit["in_sample_mape_pct"] <= 7.0
     assert fit["cv_mape_pct"] is not None
     assert calibration.interval is not None
-    assert "llm-foundry" not in calibration.provenance["data"]["sources"]
+    assert "llm-foundry" in calibration.provenance["data"]["sources"]  # fitted as the composer stack
 
 
 @pytest.mark.parametrize(

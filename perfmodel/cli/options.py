@@ -188,6 +188,16 @@ def scenario_options(
         click.option(
             "--calibration", help="Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
         ),
+        click.option(
+            "--stack",
+            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed"]),
+            help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's.",
+        ),
+        click.option(
+            "--vintage",
+            metavar="YYYY-MM",
+            help="Software release to predict for (default: the newest release in the calibration's data).",
+        ),
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
         click.option(

@@ -1,11 +1,11 @@
-"""Fit the model's named efficiency parameters to measured runs, and report the error honestly.
+"""Fit the named parameter table (physics/parameters.py) to measured runs, and report the error honestly.
 
-The fitted set is small and physical, per accelerator family (efficiency.py): the fraction of peak that GEMMs reach
-in each number format, flash attention's share of the BF16 peak, the HBM share of memory-bound kernels, the bus
-bandwidth NCCL reaches on the scale-up and scale-out tiers, and how much TP communication hides behind GEMMs.
-`fit` minimises robust least squares of log(predicted / measured) with scipy, pricing all runs as one batch, with
-a weak prior pulling each parameter towards its physical default (so a parameter the data cannot see stays where
-physics put it).
+The table is small and physical: GEMM kernel efficiency per format and vendor library, flash attention's and HBM's
+shares, NCCL's scale-out bus bandwidth and the TP-overlap share shared by every family, a generation factor per
+family with a tight prior, the MLPerf timed-region overhead per benchmark, and a few parameters of the stacks that
+have rows. `fit` minimises robust least squares of log(predicted / measured) with scipy, pricing all runs as one
+batch, with each parameter's prior pulling it towards its physical default (so a parameter the data cannot see
+stays where physics put it), and reports the parameters that end at a bound (a missing mechanism, not a result).
 Cross-validation leaves one accelerator x precision group out at a time; its held-out residuals give the error a
 planner should expect on hardware it was not fitted on, and an 80% prediction interval.
 """
@@ -19,20 +19,14 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.physics.calibration import (
-    BOUNDS,
-    FITTED,
-    MOE_BOUNDS,
-    UNCALIBRATED,
-    Calibration,
-    apply,
-    default_value,
-)
-from perfmodel.physics.efficiency import DEFAULTS, Efficiency
+from perfmodel.physics import parameters as table
+from perfmodel.physics.calibration import MOE_BOUNDS, UNCALIBRATED, Calibration
+from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.parameters import Entry, Profile
 
-PRIOR_SIGMA = 0.3
-"""Spread of the prior on log(parameter / default): a parameter moves freely within ~30% when the data ask."""
 INTERVAL_COVERAGE = 0.8
+BOUND_TOLERANCE = 1e-3
+"""A fitted value within this relative distance of a bound sits at it."""
 
 
 @dataclass(frozen=True)
@@ -51,41 +45,51 @@ class Residual:
 class PricedRuns(Protocol):
     """Prepared runs priced together (validation.RunBatch)."""
 
-    def log_time_ratios(self, efficiency_for: Callable[[str], Efficiency], variants: bool = False) -> Any:
-        """log(predicted time / measured time) per run, for the efficiencies of each family; with `variants`, the
+    def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:
+        """log(predicted time / measured time) per run, for the efficiencies of each profile; with `variants`, the
         efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
         ...
 
 
 Pricer = Callable[[Sequence[Any]], PricedRuns]
 """Prepared runs -> the same runs, batched for pricing."""
+ProfileOf = Callable[[Any], "Profile | str"]
+"""A prepared run -> its profile (or just its family, on the Megatron stack outside MLPerf)."""
 
+FIT_TOLERANCE = 1e-4
+"""Relative change of the cost and of log(parameters) at which the fit stops: 1e-4 moves no predicted time by more
+than ~0.01%, and stops the solver ~10 evaluations earlier than scipy's default 1e-8 (each costs a pass over every
+row)."""
 DIFF_STEP = 1e-3
 """Finite-difference step on log(parameter), relative to max(1, |log value|)."""
 
 
 @dataclass(frozen=True)
 class FitResult:
-    parameters: dict[str, dict[str, float]]
+    parameters: dict[str, float]
+    """Fitted value per table entry key ('gemm_fp8@nvidia', 'scaleout', ...)."""
     residuals: list[Residual]
+    at_bound: list[str]
+    """Entries whose fitted value sits at a bound of its physical range."""
 
 
-def _free_parameters(
-    items: Sequence[Any], family_of: Callable[[Any], str], formats_of: Callable[[Any], set[str]]
-) -> list[tuple[str, str]]:
-    """(family, name) pairs the data can inform: GEMM formats where a run uses them, the MLPerf run overhead where
-    a run is an MLPerf result."""
-    pairs = []
-    for family in sorted({family_of(i) for i in items}):
-        members = [i for i in items if family_of(i) == family]
-        seen = set().union(*(formats_of(i) for i in members)) | (
-            {"run_overhead_s"} if any(getattr(i, "benchmark", None) for i in members) else set()
-        )
-        for name in FITTED:
-            informed = name.removeprefix("gemm_") in seen if name.startswith("gemm_") else name in seen
-            if informed or not (name.startswith("gemm_") or name == "run_overhead_s"):
-                pairs.append((family, name))
-    return pairs
+def _profile(profile_of: ProfileOf, item: Any) -> Profile:
+    found = profile_of(item)
+    return found if isinstance(found, Profile) else Profile(found)
+
+
+def free_entries(items: Sequence[Any], profile_of: ProfileOf, formats_of: Callable[[Any], set[str]]) -> list[Entry]:
+    """The table entries the data can inform: those of the runs' profiles that calibration fits, a format-specific
+    one only where a run of the profile uses that format."""
+    found: dict[str, Entry] = {}
+    for item in items:
+        profile = _profile(profile_of, item)
+        formats = formats_of(item) | ({"mlperf"} if profile.benchmark else set())
+        for candidate in table.entries_for(profile):
+            needs = candidate.parameter.needs
+            if candidate.fittable and (needs is None or needs in formats):
+                found.setdefault(candidate.key, candidate)
+    return sorted(found.values(), key=lambda e: (table.TABLE.index(e.parameter), e.scope_value))
 
 
 def _stack(variants: Sequence[Efficiency]) -> Efficiency:
@@ -99,68 +103,73 @@ def _stack(variants: Sequence[Efficiency]) -> Efficiency:
 def fit(
     items: Sequence[Any],
     pricer: Pricer,
-    family_of: Callable[[Any], str],
+    profile_of: ProfileOf,
     formats_of: Callable[[Any], set[str]],
     start: Calibration | None = None,
-    prior_sigma: float = PRIOR_SIGMA,
+    prior_sigma: float | None = None,
 ) -> FitResult:
-    """Fit the free parameters of every family present in `items` (robust least squares on log error).
+    """Fit the free table entries of `items` (robust least squares on log error); `prior_sigma` replaces every
+    parameter's own prior spread when given.
 
-    The runs are priced as one batch (one array call per context) that also yields the Jacobian: a run depends only
-    on its own family's parameters, so variant k of every family perturbs that family's k-th parameter, and the same
-    call prices every run under its family's base and perturbed efficiencies (forward differences on log
+    The runs are priced as one batch (one array call per context) that also yields the Jacobian: runs of one
+    (family, stack) depend only on the entries of their profiles, so variant k of that pair perturbs its k-th
+    entry, and the same call prices every run under its base and perturbed efficiencies (forward differences on log
     parameters). The trust-region steps are solved with LSMR, not an SVD: on a busy 2-core machine multithreaded
     BLAS made the SVD of this small Jacobian cost more than pricing the runs."""
     import numpy as np
     from scipy.optimize import least_squares
 
-    pairs = _free_parameters(items, family_of, formats_of)
-    if not pairs:
+    entries = free_entries(items, profile_of, formats_of)
+    if not entries:
         raise PerfmodelError("nothing to calibrate: no runs")
+    keys = [e.key for e in entries]
     start = start or UNCALIBRATED
-    x0 = np.array([math.log(start.parameters.get(f, {}).get(n, default_value(f, n))) for f, n in pairs])
-    lower = np.array([math.log(max(BOUNDS[n][0], 1e-3)) for _, n in pairs])
-    upper = np.array([math.log(BOUNDS[n][1]) for _, n in pairs])
+    x0 = np.array([math.log(start.parameters.get(e.key, e.default)) for e in entries])
+    lower = np.array([math.log(e.parameter.bounds[0]) for e in entries])
+    upper = np.array([math.log(e.parameter.bounds[1]) for e in entries])
     x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
-    prior = np.array([math.log(default_value(f, n)) for f, n in pairs])
+    prior = np.array([math.log(e.default) for e in entries])
+    sigma = np.array([prior_sigma or e.parameter.prior_sigma for e in entries])
     batch = pricer(items)
-    run_family = np.array([family_of(i) for i in items])
+    profiles = [_profile(profile_of, i) for i in items]
+    pair = np.array([f"{p.family}/{p.stack}" for p in profiles])
+    # Columns that move each (family, stack)'s runs: its profiles' entries, MLPerf overheads of each benchmark.
     columns: dict[str, list[int]] = {}
-    for col, (family, _) in enumerate(pairs):
-        columns.setdefault(family, []).append(col)
-    prior_scale = prior_sigma * math.sqrt(max(len(items), 1))
+    variant_profiles: dict[str, set[Profile]] = {}
+    for p in profiles:
+        name = f"{p.family}/{p.stack}"
+        variant_profiles.setdefault(name, set()).update({p, p._replace(benchmark=None)})
+        mine = {item.key for item in table.entries_for(p)}
+        known = columns.setdefault(name, [])
+        known += [col for col, key in enumerate(keys) if key in mine and col not in known]
+    prior_scale = sigma * math.sqrt(max(len(items), 1))
 
-    def parameters(x: Any) -> dict[str, dict[str, float]]:
-        table: dict[str, dict[str, float]] = {}
-        for (family, name), value in zip(pairs, x, strict=True):
-            table.setdefault(family, {})[name] = float(math.exp(value))
-        return table
-
-    def efficiencies(x: Any) -> Callable[[str], Efficiency]:
-        return efficiencies_of(parameters(x))
+    def values(x: Any) -> dict[str, float]:
+        return {key: float(math.exp(v)) for key, v in zip(keys, x, strict=True)}
 
     def priced(x: Any) -> tuple[Any, Any]:
-        """Residuals and Jacobian at x from one batched call: every run under its family's base efficiencies
-        (variant 0) and with each of its family's parameters moved by a finite-difference step (variant k)."""
+        """Residuals and Jacobian at x from one batched call: every run under its base efficiencies (variant 0) and
+        with each entry of its (family, stack) moved by a finite-difference step (variant k)."""
         step = DIFF_STEP * np.maximum(1.0, np.abs(x))
         step = np.where(x + step > upper, -step, step)
         width = 1 + max(len(cols) for cols in columns.values())
-        stacked = {}
-        for family, cols in columns.items():
-            variants = []
+        stacked: dict[Profile, Efficiency] = {}
+        for name, cols in columns.items():
+            moved_values = []
             for col in [None, *cols] + [None] * (width - 1 - len(cols)):
                 moved = x.copy()
                 if col is not None:
                     moved[col] += step[col]
-                variants.append(efficiencies(moved)(family))
-            stacked[family] = _stack(variants)
+                moved_values.append(values(moved))
+            for p in variant_profiles[name]:
+                stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
         ratios = batch.log_time_ratios(stacked.__getitem__, variants=True)
-        jac = np.zeros((len(items) + len(pairs), len(pairs)))
-        for family, cols in columns.items():
-            mine = run_family == family
+        jac = np.zeros((len(items) + len(entries), len(entries)))
+        for name, cols in columns.items():
+            mine = pair == name
             for k, col in enumerate(cols, start=1):
                 jac[: len(items)][mine, col] = (ratios[mine, k] - ratios[mine, 0]) / step[col]
-        jac[len(items) :] = np.eye(len(pairs)) / prior_scale
+        jac[len(items) :] = np.diag(1 / prior_scale)
         return np.concatenate([ratios[:, 0], (x - prior) / prior_scale]), jac
 
     # The solver asks for the residuals at a point, then (if it accepts it) the Jacobian there: a variant pass
@@ -189,15 +198,19 @@ def fit(
         f_scale=0.1,
         x_scale=1.0,
         max_nfev=100,
+        ftol=FIT_TOLERANCE,
+        xtol=FIT_TOLERANCE,
         tr_solver="lsmr",
     )
-    fitted = batch.log_time_ratios(efficiencies(solution.x))
+    fitted = values(solution.x)
+    ratios = batch.log_time_ratios(efficiencies_of(fitted))
     return FitResult(
-        parameters(solution.x),
+        fitted,
         [
-            Residual(item.run.id, item.run.group, family_of(item), float(r))
-            for item, r in zip(items, fitted, strict=True)
+            Residual(item.run.id, item.run.group, p.family, float(r))
+            for item, p, r in zip(items, profiles, ratios, strict=True)
         ],
+        at_bound(fitted),
     )
 
 
@@ -207,6 +220,8 @@ all-to-all (assumed before any fit), and a grouped GEMM starts as efficient as a
 bounds (physics.calibration.MOE_BOUNDS): no all-to-all hides completely behind compute or not at all; a grouped GEMM
 between half and 1.2x a dense GEMM's share of peak (above 1: the dense `gemm_*` fit absorbed something grouped
 kernels do not pay)."""
+MOE_PRIOR_SIGMA = 0.3
+"""Spread of the MoE stage's prior on log(parameter / prior): a parameter moves freely within ~30% when the rows ask."""
 
 
 @dataclass(frozen=True)
@@ -215,7 +230,7 @@ class MoeFit:
     residuals: list[Residual]
 
 
-def fit_moe(items: Sequence[Any], pricer: Pricer, start: Calibration, prior_sigma: float = PRIOR_SIGMA) -> MoeFit:
+def fit_moe(items: Sequence[Any], pricer: Pricer, start: Calibration, prior_sigma: float = MOE_PRIOR_SIGMA) -> MoeFit:
     """The MoE stage: fit the MoE parameters (MOE_PRIORS) on MoE runs with every dense parameter held at `start`'s
     values, so that no dense prediction can change. Robust least squares on log(predicted / measured), a prior of
     `prior_sigma` on log(parameter / prior), one value for every family (the MoE rows are too few to fit per
@@ -232,8 +247,8 @@ def fit_moe(items: Sequence[Any], pricer: Pricer, start: Calibration, prior_sigm
     batch = pricer(items)
     prior_scale = prior_sigma * math.sqrt(len(items))
 
-    def efficiencies(x: Any) -> Callable[[str], Efficiency]:
-        return _moe_efficiencies(start, dict(zip(names, np.exp(x), strict=True)))
+    def efficiencies(x: Any) -> Callable[[Profile], Efficiency]:
+        return moe_efficiencies(start, dict(zip(names, np.exp(x), strict=True)))
 
     def residuals(x: Any) -> Any:
         return np.concatenate([batch.log_time_ratios(efficiencies(x)), (x - prior) / prior_scale])
@@ -260,7 +275,7 @@ def moe_stage(
         train = [i for i in items if model_of(i) != model]
         test = [i for i in items if model_of(i) == model]
         values = fit_moe(train, pricer, start).parameters if train else dict(MOE_PRIORS)
-        ratios = pricer(test).log_time_ratios(_moe_efficiencies(start, values))
+        ratios = pricer(test).log_time_ratios(moe_efficiencies(start, values))
         held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
 
     def by_model(residuals: Sequence[Residual]) -> dict[str, float]:
@@ -271,7 +286,7 @@ def moe_stage(
         "parameters": fitted.parameters,
         "fit": {
             "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured) of the MoE rows, dense "
-            f"parameters held fixed, prior sigma {PRIOR_SIGMA} on log(parameter/prior) around {MOE_PRIORS}",
+            f"parameters held fixed, prior sigma {MOE_PRIOR_SIGMA} on log(parameter/prior) around {MOE_PRIORS}",
             "rows": len(items),
             "in_sample_mape_pct": mape(fitted.residuals),
             "in_sample_mape_pct_by_model": by_model(fitted.residuals),
@@ -289,8 +304,8 @@ def moe_stage(
     }
 
 
-def _moe_efficiencies(start: Calibration, values: dict[str, float]) -> Callable[[str], Efficiency]:
-    return lambda family: with_moe(start.efficiency(family), values)
+def moe_efficiencies(start: Calibration, values: dict[str, float]) -> Callable[[Profile], Efficiency]:
+    return lambda p: with_moe(start.efficiency(p.family, p.stack, p.benchmark), values)
 
 
 def with_moe(base: Efficiency, values: dict[str, float]) -> Efficiency:
@@ -298,29 +313,43 @@ def with_moe(base: Efficiency, values: dict[str, float]) -> Efficiency:
     return replace(base, **{k: v for k, v in values.items() if k in MOE_PRIORS})
 
 
-def efficiencies_of(table: dict[str, dict[str, float]]) -> Callable[[str], Efficiency]:
-    """Efficiency per family: the physical defaults with a fit's parameters in place."""
-    return lambda family: apply(DEFAULTS[family], table.get(family, {}))
+def at_bound(fitted: dict[str, float]) -> list[str]:
+    """Keys of fitted entries at a bound of their physical range."""
+    found = []
+    for key, value in fitted.items():
+        item = table.entry(key)
+        low, high = item.parameter.bounds if item else (value, value)
+        if value <= low * (1 + BOUND_TOLERANCE) or value >= high * (1 - BOUND_TOLERANCE):
+            found.append(key)
+    return found
+
+
+def efficiencies_of(values: dict[str, float]) -> Callable[[Profile], Efficiency]:
+    """Efficiency per profile: the physical defaults with a fit's table values in place."""
+    return lambda profile: table.efficiency(values, profile)
 
 
 def predict(
-    table: dict[str, dict[str, float]],
+    values: dict[str, float],
     test: Sequence[Any],
     pricer: Pricer,
-    family_of: Callable[[Any], str],
+    profile_of: ProfileOf,
     group_of: Callable[[Any], str],
 ) -> list[Residual]:
     """Residuals of `test` under a fit's parameters (the held-out ones when the fit never saw them)."""
     if not test:
         return []
-    ratios = pricer(test).log_time_ratios(efficiencies_of(table))
-    return [Residual(i.run.id, group_of(i), family_of(i), float(r)) for i, r in zip(test, ratios, strict=True)]
+    ratios = pricer(test).log_time_ratios(efficiencies_of(values))
+    return [
+        Residual(i.run.id, group_of(i), _profile(profile_of, i).family, float(r))
+        for i, r in zip(test, ratios, strict=True)
+    ]
 
 
 def cross_validate(
     items: Sequence[Any],
     pricer: Pricer,
-    family_of: Callable[[Any], str],
+    profile_of: ProfileOf,
     formats_of: Callable[[Any], set[str]],
     group_of: Callable[[Any], str],
     progress: Callable[[str], None] = lambda _: None,
@@ -333,8 +362,8 @@ def cross_validate(
         progress(f"cross-validation {number}/{len(groups)}: holding out {group}")
         train = [i for i in items if group_of(i) != group]
         test = [i for i in items if group_of(i) == group]
-        table = fit(train, pricer, family_of, formats_of, start).parameters if train else {}
-        held_out += predict(table, test, pricer, family_of, group_of)
+        values = fit(train, pricer, profile_of, formats_of, start).parameters if train else {}
+        held_out += predict(values, test, pricer, profile_of, group_of)
     return held_out
 
 
@@ -364,8 +393,11 @@ def build(fit_result: FitResult, held_out: Sequence[Residual], data: dict[str, A
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "data": data,
         "fit": {
-            "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured), prior sigma "
-            f"{PRIOR_SIGMA} on log(parameter/default); cross-validation leaves one accelerator x precision out",
+            "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured), each table "
+            "parameter's prior on log(parameter/default) (physics/parameters.py); cross-validation leaves one "
+            "accelerator x precision out",
+            "parameters": len(fit_result.parameters),
+            "at_bound": fit_result.at_bound,
             "rows": len(fit_result.residuals),
             "in_sample_mape_pct": mape(fit_result.residuals),
             "cv_mape_pct": mape(held_out) if held_out else None,
@@ -383,3 +415,21 @@ def build(fit_result: FitResult, held_out: Sequence[Residual], data: dict[str, A
     if held_out:
         provenance["interval"] = interval(held_out)
     return Calibration(fit_result.parameters, provenance, "fitted")
+
+
+def describe(values: dict[str, float]) -> list[dict[str, Any]]:
+    """One record per fitted table entry: its scope, default (prior centre), fitted value, range and whether it sits
+    at a bound, and which rows inform it (what `perfmodel calibrate` and docs/validation.md print)."""
+    bound = set(at_bound(values))
+    records = []
+    for key, value in values.items():
+        item = table.entry(key)
+        if item is None:
+            continue
+        records.append(
+            {
+                "key": key, "scope": item.parameter.scope, "default": item.default, "fitted": value,
+                "bounds": item.parameter.bounds, "at_bound": key in bound, "informed_by": item.parameter.informed_by,
+            }
+        )  # fmt: skip
+    return records

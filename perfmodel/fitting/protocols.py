@@ -23,7 +23,8 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
 from perfmodel.fitting.runs import ROUND_PUBLISHED, Exclusion, MeasuredRun
-from perfmodel.fitting.validation import NOT_FITTED, PreparedRun, RunBatch, _family, _formats, prepare_all
+from perfmodel.fitting.validation import NOT_FITTED, PreparedRun, RunBatch, _formats, _profile, prepare_all
+from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import UNCALIBRATED
 
 PROTOCOLS = ("forward", "generation", "precision", "scale")
@@ -183,7 +184,7 @@ def evaluate(
 ) -> ProtocolResult:
     """Fit each fold on its training rows (from the physical defaults) and predict its test rows."""
     results = []
-    fits: dict[frozenset[str], dict[str, dict[str, float]]] = {}  # folds that share a training set share its fit
+    fits: dict[frozenset[str], dict[str, float]] = {}  # folds that share a training set share its fit
     plan = folds(protocol, items)
     if not plan:
         raise PerfmodelError(f"--protocol {protocol}: no rows to hold out among the {len(items)} selected")
@@ -191,10 +192,10 @@ def evaluate(
         progress(f"{protocol} {number}/{len(plan)}: {fold.name} ({len(fold.train)} train, {len(fold.test)} test)")
         key = frozenset(i.run.id for i in fold.train)
         if key not in fits:
-            fits[key] = cal.fit(fold.train, RunBatch, _family, _formats).parameters if fold.train else {}
-        residuals = cal.predict(fits[key], fold.test, RunBatch, _family, _named(fold.name))
+            fits[key] = cal.fit(fold.train, RunBatch, _profile, _formats).parameters if fold.train else {}
+        residuals = cal.predict(fits[key], fold.test, RunBatch, _profile, _named(fold.name))
         rows = [HeldOut(i, fold.name, r) for i, r in zip(fold.test, residuals, strict=True)]
-        results.append(FoldResult(fold, rows, sorted(fits[key])))
+        results.append(FoldResult(fold, rows, _fitted_families(fits[key])))
     return ProtocolResult(protocol, results)
 
 
@@ -226,13 +227,23 @@ def _fold_summary(fold: FoldResult) -> dict[str, Any]:
     return {k: record[k] for k in ("name", "train_rows", "test_rows", "mape_pct")}
 
 
+def _fitted_families(values: dict[str, float]) -> list[str]:
+    """Families with generation factors of their own in a fit (the others take their vendor's shared values)."""
+    found = set()
+    for key in values:
+        item = table.entry(key)
+        if item is not None and item.parameter.scope == "family":
+            found.add(item.scope_value)
+    return sorted(found)
+
+
 def _named(fold: str) -> Callable[[Any], str]:
     """The held-out group of every row of a fold: the fold's name."""
     return lambda _: fold
 
 
 def fitted_items(runs: Sequence[MeasuredRun], excluded: Sequence[Exclusion] = ()) -> list[PreparedRun]:
-    """The rows calibration fits (llm-foundry is validated, not fitted), prepared with the physical defaults."""
+    """The rows calibration fits (the MoE rows are validated, not fitted), prepared with the physical defaults."""
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
     return prepare_all([r for r in runs if r.source not in NOT_FITTED], UNCALIBRATED, unpredictable)
 

@@ -16,7 +16,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
+from perfmodel.physics.parameters import years_between
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
@@ -257,6 +258,8 @@ qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf,
 ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06"}
 """Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13 and
 2025-06-04)."""
+COMPOSER_SOURCES = ("llm-foundry",)
+"""Sources whose runs were made with MosaicML Composer (inputs/stacks.py 'composer'); the rest are Megatron."""
 OTHER_STACK = (
     "DeepSpeed implementation: perfmodel's kernel efficiencies and overlap describe Megatron-Core/Transformer Engine "
     "stacks, and these runs are 3-5x slower than Megatron on the same hardware"
@@ -430,6 +433,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         "model": model, "gpu": gpu, "n_gpus": int(row["n_gpus"]), "precision": precision,
         "parallelism": {k: v for k, v in parallelism.items() if v is not None},
     }  # fmt: skip
+    if source in COMPOSER_SOURCES:
+        scenario["stack"] = "composer"
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]), number_format=_number_format(row["dtype"]),
@@ -471,7 +476,7 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
         layout = {k: (1 if v is None else v) for k, v in layout.items()}
         layout["vp"] = _int(row["vp"], 1)
     else:
-        assumptions.append("layout not published; the fastest layout that fits is assumed")
+        assumptions.append(UNPUBLISHED_LAYOUT)
     scenario = {
         "benchmark": bench.id + "@" + bench.round, "gpu": gpu, "n_gpus": int(row["n_accelerators"]),
         "precision": precision, "parallelism": {"gbs": int(row["gbs"])} | {k: v for k, v in layout.items() if v},
@@ -482,6 +487,65 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
         released=ROUND_PUBLISHED.get(row["round"]),
         number_format=_number_format(row["precision"]) if row["precision"] else None,
     )  # fmt: skip
+
+
+UNPUBLISHED_LAYOUT = "layout not published; the fastest layout that fits is assumed"
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "mbs")
+
+
+def _at_published_layouts(runs: list[MeasuredRun]) -> list[MeasuredRun]:
+    """MLPerf rows without a published layout at the stack's configuration for them, not at the model's best: the
+    layout the published submissions of the same benchmark on the same accelerator use at the nearest GPU count
+    (the most common one there) that divides this row's GPUs and batch; rows with no such layout stay searched."""
+    published = [r for r in runs if _round_of(r) and UNPUBLISHED_LAYOUT not in r.assumptions]
+    placed = []
+    for run in runs:
+        if UNPUBLISHED_LAYOUT not in run.assumptions:
+            placed.append(run)
+            continue
+        layout = _nearest_layout(run, [r for r in published if _same_setting(r, run)])
+        if layout is None:
+            placed.append(run)
+            continue
+        par = run.scenario["parallelism"] | dict(zip(LAYOUT_KEYS, layout, strict=True))
+        note = "layout not published; the nearest published layout of this benchmark on this GPU is assumed ({})"
+        assumptions = tuple(
+            note.format(" ".join(f"{k.upper()}{v}" for k, v in zip(LAYOUT_KEYS, layout, strict=True)))
+            if a == UNPUBLISHED_LAYOUT
+            else a
+            for a in run.assumptions
+        )
+        placed.append(replace(run, scenario=run.scenario | {"parallelism": par}, assumptions=assumptions))
+    return placed
+
+
+def _round_of(run: MeasuredRun) -> bool:
+    return run.source.startswith("MLPerf Training ")
+
+
+def _same_setting(a: MeasuredRun, b: MeasuredRun) -> bool:
+    return a.scenario["benchmark"].split("@")[0] == b.scenario["benchmark"].split("@")[0] and (
+        a.scenario["gpu"] == b.scenario["gpu"]
+    )
+
+
+def _nearest_layout(run: MeasuredRun, others: list[MeasuredRun]) -> tuple[int, ...] | None:
+    n, gbs = run.n_gpus, run.scenario["parallelism"]["gbs"]
+
+    def fits(layout: tuple[int, ...]) -> bool:
+        tp, pp, cp, _, mbs = layout
+        ranks = tp * pp * cp
+        return n % ranks == 0 and gbs % (n // ranks * mbs) == 0
+
+    by_distance: dict[float, list[tuple[int, ...]]] = {}
+    for other in others:
+        layout = tuple(int(other.scenario["parallelism"][k]) for k in LAYOUT_KEYS)
+        if fits(layout):
+            by_distance.setdefault(abs(math.log(other.n_gpus / n)), []).append(layout)
+    if not by_distance:
+        return None
+    nearest = by_distance[min(by_distance)]
+    return max(sorted(set(nearest)), key=nearest.count)
 
 
 def _duplicates(rows: list[dict[str, str]]) -> dict[int, str]:
@@ -521,7 +585,18 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
             excluded.append(Exclusion(f"mlperf:{_mlperf_id(row)}", duplicates[i]))
         else:
             take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row))
-    return tuple(runs), tuple(excluded)
+    return tuple(_at_published_layouts(runs)), tuple(excluded)
+
+
+@cache
+def reference_vintage() -> str:
+    """The newest release month among the bundled runs: the software vintage predictions are made for by default."""
+    return max(r.released for r in bundled_runs()[0] if r.released is not None)
+
+
+def vintage_years(run: MeasuredRun) -> float:
+    """Years the run's software release is older than the reference vintage (0 where the release is unknown)."""
+    return 0.0 if run.released is None else years_between(run.released, reference_vintage())
 
 
 def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun]:

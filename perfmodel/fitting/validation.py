@@ -14,30 +14,25 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.calibrate import mape
-from perfmodel.fitting.runs import MOE_MODELS, MOE_SOURCE, MeasuredRun
+from perfmodel.fitting.runs import MOE_MODELS, MOE_SOURCE, MeasuredRun, reference_vintage, vintage_years
 from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.physics.algebra import Number
 from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
+from perfmodel.physics.parameters import Profile
 from perfmodel.physics.step import Context, evaluate
 from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, layout_vars
 
 GROUPINGS = ("source", "accelerator", "precision", "metric")
-NOT_FITTED = {
-    "llm-foundry": "validated but not fitted: a different software stack (Composer + PyTorch FSDP, FlashAttention-2/"
-    "Triton attention with ALiBi, no Transformer Engine in BF16) whose attention on H100 runs at about half the "
-    "speed of the cuDNN/FA3 kernels behind NVIDIA's tables; fitting one Hopper attention efficiency to both would "
-    "misstate each",
-}
-"""Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
-NOT_FITTED |= {
+NOT_FITTED: dict[str, str] = {
     f"{MOE_SOURCE}: {name}": "not in the dense fit: the rows of each MoE model's newest container fit only the "
     "calibration's MoE stage (overlap_ep, grouped_gemm; docs/moe_validation.md), with the dense parameters fixed"
     for name in MOE_MODELS
 }
+"""Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +49,11 @@ class PreparedRun:
         return self.context.hardware.accelerator.family
 
     @property
+    def profile(self) -> Profile:
+        """What selects the run's parameters: family, stack and MLPerf benchmark."""
+        return Profile(self.family, self.context.stack, self.benchmark.id if self.benchmark else None)
+
+    @property
     def formats(self) -> set[str]:
         return {"bf16", self.context.recipe.gemm_format}
 
@@ -61,7 +61,9 @@ class PreparedRun:
         """The run's metric as perfmodel predicts it with these efficiencies (one layout at a time; `RunBatch`
         prices many runs at once)."""
         step = evaluate(replace(self.context, efficiency=efficiency), layout_vars(self.layout))
-        return float(self.metric_value(step.step_time_s, step.forward_only_s, efficiency.run_overhead_s))
+        slower = efficiency.software_gain_per_year ** vintage_years(self.run)
+        step_s, forward_s = step.step_time_s * slower, step.forward_only_s * slower
+        return float(self.metric_value(step_s, forward_s, efficiency.timed_overhead_s(step_s)))
 
     def metric_value(self, step_time_s: Number, forward_only_s: Number, run_overhead_s: Number) -> Number:
         """The run's metric from a predicted step time, forward pass and MLPerf run overhead (floats or arrays)."""
@@ -98,24 +100,31 @@ class RunBatch:
         self._batch = Batch([(i.context, i.layout) for i in self.items])
         self._measured = np.array([i.run.measured for i in self.items])
         self._sign = np.array([i.time_sign for i in self.items])
+        self._years = [vintage_years(i.run) for i in self.items]
 
-    def predicted(self, efficiency_for: Callable[[str], Efficiency] | None = None, variants: bool = False) -> Any:
-        """Every run's metric, with the efficiencies of its family (default: the ones it was prepared with).
+    def predicted(self, efficiency_for: Callable[[Profile], Efficiency] | None = None, variants: bool = False) -> Any:
+        """Every run's metric, with the efficiencies of its profile (default: the ones it was prepared with); the
+        step prices with the profile's (family, stack), and takes longer by the software trend over the years its
+        release is older than the reference vintage.
 
         With `variants` the efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
         import numpy as np
 
-        def family_efficiency(ctx: Context) -> Efficiency:
-            return ctx.efficiency if efficiency_for is None else efficiency_for(ctx.hardware.accelerator.family)
+        def step_efficiency(ctx: Context) -> Efficiency:
+            if efficiency_for is None:
+                return ctx.efficiency
+            return efficiency_for(Profile(ctx.hardware.accelerator.family, ctx.stack))
 
-        priced = self._batch.price(family_efficiency, variants)
+        priced = self._batch.price(step_efficiency, variants)
         values = np.empty_like(priced.step_time_s)
         for k, item in enumerate(self.items):
-            overhead = family_efficiency(item.context).run_overhead_s
-            values[k] = item.metric_value(priced.step_time_s[k], priced.forward_only_s[k], overhead)
+            chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
+            slower = chosen.software_gain_per_year ** self._years[k]
+            step_s, forward_s = priced.step_time_s[k] * slower, priced.forward_only_s[k] * slower
+            values[k] = item.metric_value(step_s, forward_s, chosen.timed_overhead_s(step_s))
         return values
 
-    def log_time_ratios(self, efficiency_for: Callable[[str], Efficiency], variants: bool = False) -> Any:
+    def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:
         """log(predicted time / measured time) of every run (see PreparedRun.log_time_ratio)."""
         import numpy as np
 
@@ -127,9 +136,12 @@ class RunBatch:
 def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
     scenario = Scenario.model_validate(run.scenario)
     probe = context_for(scenario)
-    ctx = context_for(scenario, calibration.efficiency(probe.hardware.accelerator.family))  # shared by equal rows
+    bench = get_benchmark(scenario.benchmark) if scenario.benchmark else None
+    family = probe.hardware.accelerator.family
+    efficiency = calibration.efficiency(family, scenario.stack, bench.id if bench else None)
+    ctx = context_for(scenario, efficiency)  # shared by equal rows
     layout, _ = choose_layout(scenario, ctx)
-    return PreparedRun(run, ctx, layout, get_benchmark(scenario.benchmark) if scenario.benchmark else None)
+    return PreparedRun(run, ctx, layout, bench)
 
 
 @dataclass(frozen=True)
@@ -287,11 +299,12 @@ def fit_calibration(
     if not items:
         raise PerfmodelError("nothing to calibrate: none of the runs can be predicted")
     say(f"fitting on {len(items)} runs")
-    fitted = cal.fit(items, RunBatch, _family, _formats)
+    fitted = cal.fit(items, RunBatch, _profile, _formats)
     start = Calibration(fitted.parameters, {}, "fit")
     cv = cal.cross_validate if cross_validate else None
-    held_out = cv(items, RunBatch, _family, _formats, _group, say, start) if cv else []
+    held_out = cv(items, RunBatch, _profile, _formats, _group, say, start) if cv else []
     data = {
+        "vintage": {"reference": reference_vintage(), "unknown_release": "rows without a release month count as it"},
         "rows": [item.run.id for item in items],
         "sources": sorted({item.run.source for item in items}),
         "excluded": unpredictable,
@@ -323,16 +336,16 @@ def moe_model(item: PreparedRun) -> str:
 
 def moe_fit_rows(items: Sequence[PreparedRun]) -> list[PreparedRun]:
     """The MoE rows the MoE stage fits: each model's rows from its newest container. Older containers ran the same
-    layouts 25-50% slower (docs/moe_validation.md); until the fit has a software-vintage term, fitting them would make
-    the MoE parameters absorb software age."""
+    layouts 25-50% slower (docs/moe_validation.md), far more than the dense rows' fitted software trend
+    (software_gain_per_year, a few % a year): fitting them would make the MoE parameters absorb MoE software age."""
     newest: dict[str, str] = {}
     for item in items:
         newest[moe_model(item)] = max(newest.get(moe_model(item), ""), item.run.released or "")
     return [i for i in items if (i.run.released or "") == newest[moe_model(i)]]
 
 
-def _family(item: PreparedRun) -> str:
-    return item.family
+def _profile(item: PreparedRun) -> Profile:
+    return item.profile
 
 
 def _formats(item: PreparedRun) -> set[str]:

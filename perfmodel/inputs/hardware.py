@@ -37,6 +37,16 @@ class SourcedFlag(_Strict):
     source: str = Field(min_length=3)
 
 
+class PowerReference(_Strict):
+    """The same-silicon variant at the highest board power, whose sustained GEMM clock the fitted GEMM efficiencies
+    describe: a lower-power variant runs its GEMMs at a lower clock (physics/compute.clock_share)."""
+
+    id: str
+    power_w: SourcedPositive
+    bf16_tflops: SourcedPositive
+    gemm_clock_mhz: SourcedPositive | None = None
+
+
 class Accelerator(_Strict):
     id: str
     name: str
@@ -59,6 +69,9 @@ class Accelerator(_Strict):
     scaleup_domain_gpus: SourcedPositive
     nic_gbit_per_s: SourcedPositive
     power_w: SourcedPositive
+    gemm_clock_mhz: SourcedPositive | None = None
+    """Median clock of dense BF16 GEMMs at the board power cap, where measured."""
+    power_reference: PowerReference | None = None
     usd_per_gpu_hour: SourcedPositive | None = None
     usd_per_gpu_hour_low: SourcedPositive | None = None
     usd_per_gpu_hour_high: SourcedPositive | None = None

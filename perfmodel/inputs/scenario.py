@@ -175,6 +175,11 @@ class Scenario(_Strict):
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
     goodput: Goodput = Goodput()
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed"] = "megatron"
+    """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
+    vintage: Annotated[str, Field(pattern=r"^20\d\d-(0[1-9]|1[0-2])$")] | None = None
+    """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
+    Default: the calibration's reference vintage, the newest release in its data."""
     calibration: str | None = None
     """A calibration JSON (perfmodel calibrate), 'none' for the physical defaults; the bundled fit when left out."""
     benchmark: str | None = None
@@ -354,6 +359,8 @@ OPTION_FIELDS: dict[str, str] = {
     "tokens": "tokens",
     "benchmark": "benchmark",
     "calibration": "calibration",
+    "stack": "stack",
+    "vintage": "vintage",
     "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
     "pue": "cost.pue",
     "goodput": "goodput.rates",

@@ -20,7 +20,7 @@ import sympy
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
-from perfmodel.physics.compute import grouped_efficiency, op_time, wave_efficiency
+from perfmodel.physics.compute import clock_share, grouped_efficiency, op_time, wave_efficiency
 from perfmodel.physics.schedule import bubble_fraction, exposed
 from perfmodel.physics.step import BREAKDOWN, OPTIMIZER_KERNELS, Context, evaluate
 from perfmodel.physics.workload import (
@@ -111,6 +111,7 @@ class _SymbolicAccelerator:
         self.sms = acc.sms
         self.hbm_bytes_per_s = S("BW_mem")
         self.sfu_texp_per_s = None if acc.sfu_texp_per_s is None else _Figure(S("R_exp") / 1e12)
+        self.power_reference = None  # P_fmt stands for the peak delivered at the sustained clock (clock_share)
 
     def peak_flops(self, fmt: str) -> sympy.Symbol:
         return S(f"P_{fmt}")
@@ -139,7 +140,7 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     for fmt in ("bf16", "fp8", "fp4"):
         figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
         if figure is not None:
-            values[S(f"P_{fmt}")] = figure.value * 1e12
+            values[S(f"P_{fmt}")] = figure.value * 1e12 * clock_share(acc)
             values[S(f"eta_{fmt}")] = eff.gemm(fmt)
     return values
 
@@ -234,7 +235,7 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
     for symbol, value in _roofline_values(ctx).items():
         name = symbol.name
         if name.startswith("P_"):
-            unit, text = "FLOP/s", f"dense {name[2:].upper()} tensor-core peak (datasheet)"
+            unit, text = "FLOP/s", f"dense {name[2:].upper()} tensor-core peak (datasheet x sustained-clock share)"
         elif name.startswith("eta_") and name[4:] in ("bf16", "fp8", "fp4"):
             unit, text = "", f"fraction of the {name[4:].upper()} peak large GEMMs sustain"
         else:

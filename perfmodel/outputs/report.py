@@ -308,15 +308,19 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
     """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
     from tabulate import tabulate
 
-    from perfmodel.physics.calibration import default_value
+    from perfmodel.fitting.calibrate import describe
 
+    records = describe(fitted.parameters)
     rows = [
-        [family, name, f"{default_value(family, name):.3f}", f"{value:.3f}"]
-        for family, values in sorted(fitted.parameters.items())
-        for name, value in values.items()
-    ]
+        [r["key"], r["scope"], f"{r['default']:.3f}", f"{r['fitted']:.3f}", "{}-{}".format(*r["bounds"]),
+         "at bound" if r["at_bound"] else ""]
+        for r in records
+    ]  # fmt: skip
     fit = fitted.provenance["fit"]
-    lines = [tabulate(rows, headers=["family", "parameter", "default", "fitted"], disable_numparse=True), ""]
+    headers = ["parameter", "scope", "default", "fitted", "range", ""]
+    lines = [tabulate(rows, headers=headers, disable_numparse=True), ""]
+    bound = [r["key"] for r in records if r["at_bound"]]
+    lines.append(f"{len(records)} parameters; at a bound: {', '.join(bound) or 'none'}")
     lines.append(f"in-sample MAPE {fit['in_sample_mape_pct']:.1f}% over {fit['rows']} runs")
     if fit.get("cv_mape_pct") is not None:
         band = fitted.provenance["interval"]

@@ -1,16 +1,18 @@
-"""The efficiency parameters in force: the physical defaults, overridden per family by a calibration file.
+"""The efficiency parameters in force: the physical defaults, overridden by a calibration file.
 
-A calibration file (format perfmodel-calibration/1, written by `perfmodel calibrate`) holds fitted values of a small,
-named set of parameters per accelerator family (efficiency.py), with their provenance: the data, the date and the
-fit's in-sample and held-out residuals, and the 80% intervals those give on a predicted time: one per out-of-sample
-protocol (optional fields 'protocols' and 'coverage'; files without them use the leave-one-group-out 'interval').
+A calibration file (format perfmodel-calibration/2, written by `perfmodel calibrate`) holds fitted values of the
+named parameter table (parameters.py: shared, per-vendor, per-family, per-stack and per-benchmark entries, keyed
+'name' or 'name@scope'), with their provenance: the data, the date and the fit's in-sample and held-out residuals,
+and the 80% intervals those give on a predicted time: one per out-of-sample protocol (optional fields 'protocols'
+and 'coverage'; files without them use the leave-one-group-out 'interval'). Format /1 files (one free parameter set
+per family) are still read, as they were meant: per-family values on the Megatron stack's defaults.
 This module reads and checks such files; fitting one is perfmodel.fitting.calibrate's job.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,22 +20,18 @@ from typing import Any, NamedTuple
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_depth, read_text, remember
 from perfmodel.inputs.numbers import allowed, in_range
+from perfmodel.physics import parameters as table
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
-FORMAT = "perfmodel-calibration/1"
+FORMAT = "perfmodel-calibration/2"
+FORMAT_V1 = "perfmodel-calibration/1"
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "calibration.json"
-FITTED = ("gemm_bf16", "gemm_fp8", "gemm_fp4", "attention", "memory", "scaleout", "overlap_tp", "run_overhead_s")
-"""Names of the fitted parameters; `attention` scales the forward and backward attention efficiencies together.
-NVLink bus-bandwidth efficiency (nccl-tests: ~0.8) is not fitted: on the data it trades off one for one with the
-TP overlap share, and the overlap is the less known of the two."""
-BOUNDS = {
+V1_BOUNDS = {
     "gemm_bf16": (0.35, 0.85), "gemm_fp8": (0.25, 0.80), "gemm_fp4": (0.2, 0.75), "attention": (0.5, 1.5),
     "memory": (0.5, 0.9), "scaleup": (0.4, 0.9), "scaleout": (0.5, 0.95), "overlap_tp": (0.1, 0.95),
     "run_overhead_s": (1.0, 300.0),
 }  # fmt: skip
-"""Physically plausible ranges: no GEMM sustains more than ~85% (BF16) / 80% (FP8) / 75% (FP4) of the dense peak
-under a training power cap, no memory-bound kernel more than 90% of HBM bandwidth, no collective more than ~90% of
-NVLink or 95% of NIC bandwidth. A fit that hits a bound shows a structural error rather than hiding it."""
+"""The per-family parameters of format /1 files and their ranges."""
 
 
 FALLBACK_PROTOCOL = "leave-one-group-out"
@@ -55,32 +53,29 @@ def number_format(precision: str) -> str:
     return "fp8-tensor" if precision == "fp8" else precision
 
 
-def apply(base: Efficiency, values: dict[str, float]) -> Efficiency:
-    """`base` with fitted values in place (attention as a scale of the forward and backward defaults)."""
-    changes = {k: v for k, v in values.items() if k != "attention"}
-    if "attention" in values:
-        changes |= {
-            "attention_fwd": base.attention_fwd * values["attention"],
-            "attention_bwd": base.attention_bwd * values["attention"],
-        }
-    return replace(base, **changes)
-
-
-def default_value(family: str, name: str) -> float:
-    return 1.0 if name == "attention" else float(getattr(DEFAULTS[family], name))
-
-
 @dataclass(frozen=True)
 class Calibration:
-    """Fitted parameters per family, with provenance and the fit's residuals."""
+    """Fitted parameter-table values by key, with provenance and the fit's residuals."""
 
-    parameters: dict[str, dict[str, float]]
+    parameters: dict[str, float]
     provenance: dict[str, Any]
     source: str = "bundled"
+    by_family: dict[str, dict[str, float]] = field(default_factory=dict)
+    """A format /1 file's per-family values (empty for /2 files)."""
 
-    def efficiency(self, family: str) -> Efficiency:
-        """The family's efficiencies: fitted dense parameters, and the MoE stage's values (shared by every family)."""
-        return replace(apply(DEFAULTS[family], self.parameters.get(family, {})), **self.moe_parameters)
+    def efficiency(
+        self, family: str, stack: str = "megatron", benchmark: str | None = None, vintage: str | None = None
+    ) -> Efficiency:
+        """The efficiencies of a family on a software stack (and an MLPerf benchmark), for a software release
+        (YYYY-MM; default: the reference vintage, the newest release in the fitted data)."""
+        moe = self.moe_parameters
+        if self.by_family:
+            return replace(table.apply(DEFAULTS[family], self.by_family.get(family, {})), **moe)
+        eff = replace(table.efficiency(self.parameters, table.Profile(family, stack, benchmark)), **moe)
+        reference = self.provenance.get("data", {}).get("vintage", {}).get("reference")
+        if vintage is None or reference is None:
+            return eff
+        return replace(eff, vintage_years=table.years_between(vintage, reference))
 
     @property
     def moe_parameters(self) -> dict[str, float]:
@@ -133,21 +128,44 @@ class Calibration:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PerfmodelError(f"{path}: not a calibration JSON file ({exc})") from None
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        if not isinstance(raw, dict) or raw.get("format") not in (FORMAT, FORMAT_V1):
             raise PerfmodelError(f"{path}: field 'format' must be '{FORMAT}' (write one with perfmodel calibrate)")
         parameters = raw.get("parameters")
         if not isinstance(parameters, dict):
-            raise PerfmodelError(f"{path}: field 'parameters' must map families to parameter values")
-        for family, values in parameters.items():
-            if family not in DEFAULTS:
-                raise PerfmodelError(f"{path}: unknown family '{family}'; valid: {', '.join(DEFAULTS)}")
-            if not isinstance(values, dict):
-                raise PerfmodelError(f"{path}: field 'parameters.{family}' must map parameter names to numbers")
-            _check_values(path, f"parameters.{family}", values, BOUNDS, FITTED)
+            raise PerfmodelError(f"{path}: field 'parameters' must map parameter names to values")
+        values, by_family = {}, {}
+        if raw["format"] == FORMAT_V1:
+            by_family = _v1_parameters(path, parameters)
+        else:
+            values = _v2_parameters(path, parameters)
         _check_provenance(path, raw)
         _check_moe(path, raw.get("moe"))
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
-        return cls(parameters, provenance, str(path))
+        return cls(values, provenance, str(path), by_family)
+
+
+def _v2_parameters(path: Path, parameters: dict[str, Any]) -> dict[str, float]:
+    for key, value in parameters.items():
+        item = table.entry(key)
+        if item is None:
+            names = ", ".join(p.name for p in table.TABLE)
+            raise PerfmodelError(
+                f"{path}: parameters: unknown '{key}'; valid: NAME or NAME@SCOPE with NAME one of {names}"
+            )
+        low, high = item.parameter.bounds
+        if not in_range(value, low, high):
+            raise PerfmodelError(f"{path}: parameters.{key} = {value!r}; allowed {low} to {high}")
+    return dict(parameters)
+
+
+def _v1_parameters(path: Path, parameters: dict[str, Any]) -> dict[str, dict[str, float]]:
+    for family, values in parameters.items():
+        if family not in DEFAULTS:
+            raise PerfmodelError(f"{path}: unknown family '{family}'; valid: {', '.join(DEFAULTS)}")
+        if not isinstance(values, dict):
+            raise PerfmodelError(f"{path}: field 'parameters.{family}' must map parameter names to numbers")
+        _check_values(path, f"parameters.{family}", values, V1_BOUNDS, tuple(V1_BOUNDS))
+    return parameters
 
 
 def _check_band(path: Path, field: str, band: object) -> None:

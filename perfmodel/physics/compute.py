@@ -8,6 +8,7 @@ cuBLAS picks among tile shapes, so the best of a few common ones is taken.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 from perfmodel.inputs.hardware import Accelerator
@@ -20,8 +21,25 @@ ATTENTION_HALF_SPEED_TOKENS = 512.0
 epilogue and the causal diagonal are amortised over the keys a tile visits. FlashAttention-3 (Shah et al. 2024,
 H100, head dim 128) rises from roughly half its 16k-token throughput at 512 tokens to ~95% at 8k, which a
 length / (length + 512) curve follows."""
+CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
+"""Sustained GEMM clock against board power, f ~ P^0.63, from the one sourced same-silicon pair: AMD ROCm blog
+"Measuring Max-Achievable FLOPs - Part 2" (rocm-blogs), median BF16 GEMM clock MI300X (750 W) 1,207 MHz, MI325X
+(1,000 W) 1,447 MHz."""
 TILES = ((128, 256), (256, 128), (128, 128))
 TILE_SIDES = (128, 256)
+
+
+def clock_share(acc: Accelerator) -> float:
+    """Delivered tensor-core throughput over the datasheet peak, relative to the same-silicon variant at the highest
+    board power (1 for that variant and for parts without one): the measured sustained-clock ratio where one is
+    sourced, else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63."""
+    ref = acc.power_reference
+    if ref is None:
+        return 1.0
+    peak_ratio = ref.bf16_tflops.value / acc.bf16_tflops.value
+    if ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
+        return acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
+    return (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
 
 
 def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
@@ -53,16 +71,17 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
     if op.kind == "memory":
         return memory_s + overhead_s
     if op.kind == "gemm":
-        rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * wave_efficiency(op.m, op.n, acc.sms.value)
+        rate = acc.peak_flops(op.fmt) * clock_share(acc) * eff.gemm(op.fmt) * wave_efficiency(op.m, op.n, acc.sms.value)
         return maximum(op.flops / rate, memory_s) + overhead_s
     if op.kind == "grouped_gemm":
+        peak = acc.peak_flops(op.fmt) * clock_share(acc)
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
-        rate = acc.peak_flops(op.fmt) * eff.gemm(op.fmt) * eff.grouped_gemm * tiles
+        rate = peak * eff.gemm(op.fmt) * eff.grouped_gemm * tiles
         return maximum(op.flops / rate, memory_s) + overhead_s
     backward = op.name.endswith(".bwd")
     length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)
     attention_eff = (eff.attention_bwd if backward else eff.attention_fwd) * length_share
-    flops_s = op.flops / (acc.peak_flops("bf16") * attention_eff)
+    flops_s = op.flops / (acc.peak_flops("bf16") * clock_share(acc) * attention_eff)
     if acc.sfu_texp_per_s is not None:
         flops_s = maximum(flops_s, op.exps / (acc.sfu_texp_per_s.value * 1e12 * attention_eff))
     return maximum(flops_s, memory_s) + overhead_s

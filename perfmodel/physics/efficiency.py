@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from perfmodel.physics.algebra import Number
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -38,6 +40,9 @@ class Efficiency:
     run_overhead_s: float = 20.0
     """Time in an MLPerf timed region spent outside steps and evaluations: data-loader start, first-iteration
     compilation and CUDA-graph capture, the final synchronisation."""
+    first_steps: float = 1.0
+    """Extra step times inside an MLPerf timed region: the slow first iteration(s) (allocator growth, communicator
+    and kernel autotuning set-up) the v5.0 405B logs show; it scales with the step, unlike run_overhead_s."""
     overlap_ep: float = 0.5
     """Share of the MoE layer's compute behind which the expert-parallel dispatch/combine all-to-alls hide
     (Megatron overlaps them with the shared experts and, with its EP-communication overlap, with another
@@ -46,6 +51,20 @@ class Efficiency:
     """Grouped expert GEMMs' share of the efficiency a dense GEMM of the same tiles reaches (`gemm_*`): one kernel
     walking many weight matrices, with per-group scheduling and, for MXFP8, per-group scale tensors. Fitted on the
     MoE rows with `overlap_ep`; 1.0 until then."""
+    software_gain_per_year: float = 1.0
+    """Throughput gain per year of software releases at fixed hardware and layout (kernels, overlap, fusions): the
+    Megatron-Bridge tables show the same run getting faster container by container."""
+    vintage_years: float = 0.0
+    """Years the priced software release is older than the reference vintage (the newest in the fitted data)."""
+
+    @property
+    def vintage_factor(self) -> Number:
+        """Step times of the priced release over those of the reference vintage."""
+        return self.software_gain_per_year**self.vintage_years
+
+    def timed_overhead_s(self, step_time_s: Number) -> Number:
+        """Time in an MLPerf timed region outside the steps and evaluations of a run with this step time."""
+        return self.run_overhead_s + self.first_steps * step_time_s
 
     def gemm(self, fmt: str) -> float:
         return {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "fp4": self.gemm_fp4}[fmt]

@@ -77,6 +77,8 @@ class Context:
     projections train (no weight-gradient GEMMs, gradients or optimizer state for the base weights)."""
     imbalance: float = 1.0
     """MoE: tokens on the busiest expert rank over the mean (1.0: balanced, as the published rows force)."""
+    stack: str = "megatron"
+    """The software stack (inputs/stacks.py) whose fitted parameters `efficiency` holds."""
 
     @cached_property
     def tiers(self) -> Tiers:
@@ -548,19 +550,20 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
         if experts is not None:
             trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
+    slower = eff.vintage_factor  # a software release older than the reference vintage: every part takes longer
     return StepResult(
-        compute_s=microbatches * mb_compute,
-        tp_comm_exposed_s=microbatches * mb_tp,
-        cp_comm_exposed_s=microbatches * mb_cp,
-        pp_bubble_s=pp_bubble,
-        pp_comm_exposed_s=pp_comm,
-        dp_comm_exposed_s=dp_comm,
-        optimizer_s=optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6,
-        other_s=eff.step_overhead_s + 0.0 * tp,
-        forward_only_s=forward_only,
+        compute_s=slower * microbatches * mb_compute,
+        tp_comm_exposed_s=slower * microbatches * mb_tp,
+        cp_comm_exposed_s=slower * microbatches * mb_cp,
+        pp_bubble_s=slower * pp_bubble,
+        pp_comm_exposed_s=slower * pp_comm,
+        dp_comm_exposed_s=slower * dp_comm,
+        optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
+        other_s=slower * eff.step_overhead_s + 0.0 * tp,
+        forward_only_s=slower * forward_only,
         memory=_memory(ctx, lv, stages, sh, microbatches, params, experts),
         hbm_bytes=acc.memory_bytes,
-        ep_comm_exposed_s=microbatches * mb_ep[0] if mb_ep else 0.0,
+        ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
 
 

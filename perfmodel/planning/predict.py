@@ -12,6 +12,7 @@ from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import Scenario, flatten
+from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
@@ -216,11 +217,14 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration; `hardware`
     replaces the scenario's (what-if analysis)."""
     hw = hardware or resolve(scenario.gpu, scenario.system)
-    recipe = get_recipe(scenario.precision, hw.accelerator)
-    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(hw.accelerator.family)
+    recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
+    bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
+    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(
+        hw.accelerator.family, scenario.stack, bench, scenario.vintage
+    )
     md = scenario.model_spec()
     parts = (md, hw.system, hw.accelerator, recipe)
-    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance)
+    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
     try:
         key = (*map(id, parts), *numbers)
         found = _CONTEXTS.get(key)
@@ -339,7 +343,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if scenario.benchmark:
         bench = get_benchmark(scenario.benchmark)
         step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
-        mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.run_overhead_s)
+        mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
         tokens, time_s = scenario.tokens, scenario.tokens / prediction.tokens_per_s

@@ -1,0 +1,96 @@
+"""Software-stack profiles: what a training stack does that the hardware does not decide.
+
+The measured rows come from different stacks: NVIDIA's NeMo/Megatron-Bridge (Megatron-Core + Transformer Engine,
+cuDNN fused attention, userbuffers TP overlap), MosaicML's Composer (llm-foundry: PyTorch FSDP, FlashAttention-2 or
+Triton attention), torchtitan (PyTorch FSDP2 + async TP, SDPA attention) and DeepSpeed (ZeRO). A profile holds the
+facts a prediction needs; calibration fits the few stack-specific parameters where a stack has rows
+(physics/parameters.py: attention_stack, step_overhead_s, overlap_dp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.precision import Recipe
+
+
+@dataclass(frozen=True)
+class SourcedFigure:
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class StackProfile:
+    name: str
+    description: str
+    attention_kernel: str
+    attention_speed: SourcedFigure
+    """Speed of the stack's attention kernel relative to cuDNN fused attention / FlashAttention-3 (the prior centre
+    of its fitted attention factor)."""
+    tp_comm_overlap: bool
+    """Whether the stack overlaps tensor-parallel collectives with GEMMs (userbuffers or async TP)."""
+    fp8: bool
+    """Whether the stack trains with FP8 GEMMs (Transformer Engine)."""
+
+
+_FA2_ON_H100 = SourcedFigure(
+    0.5,
+    "FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, abstract and section 4.1): FlashAttention-2 reaches "
+    "~35% of H100 BF16 peak, FlashAttention-3 up to 75% and 1.5-2.0x FlashAttention-2's forward speed",
+)
+STACKS: dict[str, StackProfile] = {
+    "megatron": StackProfile(
+        "megatron",
+        "NVIDIA NeMo / Megatron-Bridge (Megatron-Core + Transformer Engine): MLPerf and most measured rows",
+        "cuDNN fused attention / FlashAttention-3",
+        SourcedFigure(1.0, "reference: the kernels the fitted attention efficiencies describe"),
+        tp_comm_overlap=True,
+        fp8=True,
+    ),
+    "composer": StackProfile(
+        "composer",
+        "MosaicML Composer / llm-foundry: PyTorch FSDP (FULL_SHARD), no tensor parallelism",
+        "FlashAttention-2 / Triton",
+        _FA2_ON_H100,
+        tp_comm_overlap=False,
+        fp8=True,
+    ),
+    "torchtitan": StackProfile(
+        "torchtitan",
+        "PyTorch torchtitan: FSDP2 + async TP (no rows in the bundled data: priced at its profile's figures)",
+        "PyTorch SDPA (FlashAttention-2 backend)",
+        _FA2_ON_H100,
+        tp_comm_overlap=True,
+        fp8=True,
+    ),
+    "deepspeed": StackProfile(
+        "deepspeed",
+        "Microsoft DeepSpeed ZeRO (its bundled rows are excluded: 3-5x slower than Megatron on the same hardware, "
+        "so no fit; priced at its profile's figures)",
+        "FlashAttention-2",
+        _FA2_ON_H100,
+        tp_comm_overlap=False,
+        fp8=False,
+    ),
+}
+STACK_NAMES = tuple(STACKS)
+DEFAULT_STACK = "megatron"
+
+
+def get_stack(name: str) -> StackProfile:
+    if name not in STACKS:
+        raise PerfmodelError(f"unknown stack '{name}'; valid: {', '.join(STACKS)}")
+    return STACKS[name]
+
+
+@cache
+def stack_recipe(recipe: Recipe, stack: StackProfile) -> Recipe:
+    """The precision recipe as the stack runs it: without TP overlap where the stack has none; a quantised recipe
+    on a stack without FP8 support is refused. Cached: one object per recipe and stack, so contexts built from it
+    are shared (planning.predict.context_for keys them by identity)."""
+    if recipe.quantised and not stack.fp8:
+        raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
+    return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

@@ -1,0 +1,275 @@
+"""The named parameter table: every number calibration may fit, with its scope, physical bounds and prior.
+
+A parameter is shared wherever its mechanism is the same: one NCCL scale-out efficiency and one TP-overlap share for
+every family, one GEMM kernel efficiency per format and vendor library (cuBLAS, hipBLASLt), one MLPerf timed-region
+overhead per benchmark. Generations then differ by their datasheet facts (peaks, SMs, HBM, links, sustained clocks),
+and by a generation factor per family whose tight prior (a regularised, hierarchical fit) keeps it near 1 unless the
+data insist: a held-out generation predicts at its vendor's values, not at unfitted defaults.
+
+Resolution for a profile (family, software stack, MLPerf benchmark): start from the family's physical defaults
+(efficiency.DEFAULTS), put fitted base values in place, then multiply the factors in (a factor's default is 1, or the
+stack profile's figure). A parameter = name, target (an Efficiency field, or 'attention' scaling the forward and
+backward attention efficiencies together), scope, bounds, prior and the rows that inform it: new ones (helper
+stages such as MoE) extend `TABLE`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
+
+from perfmodel.inputs.stacks import STACKS
+from perfmodel.physics.efficiency import DEFAULTS, Efficiency
+
+Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
+VENDORS = {
+    "ampere": "nvidia",
+    "hopper": "nvidia",
+    "blackwell": "nvidia",
+    "blackwell-ultra": "nvidia",
+    "cdna3": "amd",
+    "cdna4": "amd",
+}
+"""The GEMM/attention library behind a family: cuBLAS/cuDNN/Transformer Engine, or hipBLASLt/CK/ROCm TE."""
+
+
+class Profile(NamedTuple):
+    """What selects a parameter's value: the accelerator family, the software stack, the MLPerf benchmark (if any)."""
+
+    family: str
+    stack: str = "megatron"
+    benchmark: str | None = None
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    target: str
+    scope: Scope
+    bounds: tuple[float, float]
+    prior_sigma: float
+    """Spread of the prior on log(value / prior centre)."""
+    informed_by: str
+    factor: bool = False
+    """A factor multiplies the target (default 1, or `factor_default`); otherwise the value replaces it."""
+    factor_default: Callable[[str], float] | None = None
+    """A factor's default per scope value (a stack profile's figure)."""
+    only: tuple[str, ...] | None = None
+    """Scope values for which calibration fits the parameter (None: all); elsewhere it keeps its default."""
+    needs: str | None = None
+    """What the rows must have to inform the parameter: a GEMM format ('bf16', 'fp8', 'fp4') or 'mlperf'."""
+
+    def scope_value(self, profile: Profile) -> str | None:
+        """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
+        value = {
+            "shared": "",
+            "vendor": VENDORS[profile.family],
+            "family": profile.family,
+            "stack": profile.stack,
+            "benchmark": profile.benchmark,
+        }[self.scope]
+        return value
+
+    def key(self, scope_value: str) -> str:
+        return f"{self.name}@{scope_value}" if scope_value else self.name
+
+    def default(self, scope_value: str) -> float:
+        """Prior centre: a factor's default, or the geometric mean of the physical defaults of the families in the
+        scope (those with the format, for a GEMM)."""
+        if self.factor:
+            return self.factor_default(scope_value) if self.factor_default else 1.0
+        families = [f for f in DEFAULTS if self.scope != "vendor" or VENDORS[f] == scope_value]
+        if self.scope == "family":
+            families = [scope_value]
+        defaults = [d for d in (_field(DEFAULTS[f], self.target) for f in families) if d > 0]
+        return math.exp(sum(math.log(d) for d in defaults) / len(defaults))
+
+
+def _field(eff: Efficiency, target: str) -> float:
+    return 1.0 if target == "attention" else float(getattr(eff, target))
+
+
+def _stack_attention(stack: str) -> float:
+    return STACKS[stack].attention_speed.value
+
+
+GENERATION = (0.6, 1.6)
+TABLE: tuple[Parameter, ...] = (
+    Parameter("gemm_bf16", "gemm_bf16", "vendor", (0.35, 0.85), 0.3, "every row (BF16 GEMMs run in every recipe)"),
+    Parameter("gemm_fp8", "gemm_fp8", "vendor", (0.25, 0.80), 0.3, "FP8 and MXFP8 rows", needs="fp8"),
+    Parameter("gemm_fp4", "gemm_fp4", "vendor", (0.2, 0.75), 0.3, "NVFP4 rows", needs="fp4"),
+    *(
+        Parameter(
+            f"gemm_generation_{fmt}",
+            f"gemm_{fmt}",
+            "family",
+            GENERATION,
+            0.1,
+            f"{fmt.upper()} rows of the family: its tensor cores against its vendor's library mean",
+            factor=True,
+            needs=fmt,
+        )
+        for fmt in ("bf16", "fp8", "fp4")
+    ),
+    Parameter("attention", "attention", "vendor", (0.5, 1.5), 0.3, "every row (scales the flash-attention kernels)"),
+    Parameter(
+        "attention_generation",
+        "attention",
+        "family",
+        GENERATION,
+        0.15,
+        "the family's rows: its attention kernels against its vendor's",
+        factor=True,
+    ),
+    Parameter("memory", "memory", "shared", (0.5, 0.9), 0.3, "every row (norms, activations, casts, optimizer)"),
+    Parameter(
+        "memory_generation",
+        "memory",
+        "family",
+        GENERATION,
+        0.1,
+        "the family's rows: its HBM against the shared streaming efficiency",
+        factor=True,
+    ),
+    Parameter("scaleout", "scaleout", "shared", (0.5, 0.95), 0.3, "rows spanning more than one scale-up domain"),
+    Parameter("overlap_tp", "overlap_tp", "shared", (0.1, 0.95), 0.3, "rows with TP > 1 (userbuffers overlap)"),
+    Parameter(
+        "run_overhead_s",
+        "run_overhead_s",
+        "shared",
+        (0.1, 300.0),
+        1.0,
+        "MLPerf rows: the fixed part of the timed region outside steps and evaluations",
+        needs="mlperf",
+    ),
+    Parameter(
+        "first_steps",
+        "first_steps",
+        "shared",
+        (0.01, 100.0),
+        1.0,
+        "MLPerf rows: extra step times in the timed region (slow first iteration)",
+        needs="mlperf",
+    ),
+    Parameter(
+        "software_gain_per_year",
+        "software_gain_per_year",
+        "shared",
+        (0.9, 2.0),
+        0.2,
+        "rows with a release month: the same hardware and layout across containers and rounds",
+    ),
+    Parameter(
+        "attention_stack",
+        "attention",
+        "stack",
+        (0.2, 1.5),
+        0.3,
+        "rows of the stack: its attention kernel against cuDNN/FlashAttention-3",
+        factor=True,
+        factor_default=_stack_attention,
+        only=("composer",),
+    ),
+    Parameter(
+        "step_overhead_s",
+        "step_overhead_s",
+        "stack",
+        (0.005, 2.0),
+        1.0,
+        "rows of the stack: per-step work outside the model",
+        only=("composer",),
+    ),
+    Parameter(
+        "overlap_dp",
+        "overlap_dp",
+        "stack",
+        (0.1, 0.99),
+        0.3,
+        "rows of the stack: share of FSDP/DP collectives hidden behind compute",
+        only=("composer",),
+    ),
+)
+BY_NAME = {p.name: p for p in TABLE}
+GRAPH_CAPTURED = {
+    ("mlperf-llama2-70b-lora", "nvidia"): "NVIDIA's MLPerf LoRA configs (training_results_v5.0) capture the whole "
+    "iteration in a CUDA graph (MCORE_CUDA_GRAPH=1) and warm up before run_start: their logs' timed region minus "
+    "steps and evaluations is -0.4 to +0.3 s",
+}
+"""(benchmark, vendor) whose timed region holds no warm-up, graph capture or slow first step: no run overhead."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One free number of a fit: a parameter at one scope value."""
+
+    parameter: Parameter
+    scope_value: str
+
+    @property
+    def key(self) -> str:
+        return self.parameter.key(self.scope_value)
+
+    @property
+    def default(self) -> float:
+        return self.parameter.default(self.scope_value)
+
+    @property
+    def fittable(self) -> bool:
+        only = self.parameter.only
+        return only is None or self.scope_value in only
+
+
+def entry(key: str) -> Entry | None:
+    """The entry a calibration file's key names ('gemm_fp8@nvidia', 'scaleout'), or None if unknown."""
+    name, _, scope_value = key.partition("@")
+    parameter = BY_NAME.get(name)
+    if parameter is None or bool(scope_value) == (parameter.scope == "shared"):
+        return None
+    return Entry(parameter, scope_value)
+
+
+def entries_for(profile: Profile) -> list[Entry]:
+    """The entries that set a profile's efficiencies."""
+    found = []
+    for parameter in TABLE:
+        value = parameter.scope_value(profile)
+        if value is not None:
+            found.append(Entry(parameter, value))
+    return found
+
+
+def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
+    """A profile's efficiencies: physical defaults, fitted base values in place, factors multiplied in."""
+    base = DEFAULTS[profile.family]
+    resolved: dict[str, float] = {}
+    factors: dict[str, float] = {}
+    for item in entries_for(profile):
+        target = item.parameter.target
+        if item.parameter.factor:
+            factors[target] = factors.get(target, 1.0) * values.get(item.key, item.default)
+        elif item.key in values:
+            resolved[target] = values[item.key]
+    for target, factor in factors.items():
+        resolved[target] = resolved.get(target, _field(base, target)) * factor
+    if (profile.benchmark, VENDORS[profile.family]) in GRAPH_CAPTURED:
+        resolved |= {"run_overhead_s": 0.0, "first_steps": 0.0}
+    return apply(base, resolved)
+
+
+def apply(base: Efficiency, values: Mapping[str, float]) -> Efficiency:
+    """`base` with values in place (attention as a scale of the forward and backward defaults)."""
+    changes = {k: v for k, v in values.items() if k != "attention"}
+    if "attention" in values:
+        changes |= {
+            "attention_fwd": base.attention_fwd * values["attention"],
+            "attention_bwd": base.attention_bwd * values["attention"],
+        }
+    return replace(base, **changes)
+
+
+def years_between(older: str, newer: str) -> float:
+    """Years from one release month (YYYY-MM) to another."""
+    (y0, m0), (y1, m1) = (map(int, month.split("-")) for month in (older, newer))
+    return (12 * (y1 - y0) + m1 - m0) / 12

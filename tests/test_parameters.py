@@ -1,0 +1,87 @@
+"""The named parameter table: shared entries resolve the same for every family, factors multiply, files keep it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting import calibrate as fitting
+from perfmodel.physics import calibration as cal
+from perfmodel.physics import parameters as table
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.parameters import Profile
+
+
+def test_a_shared_entry_sets_every_family_and_a_vendor_entry_only_its_own() -> None:
+    values = {"scaleout": 0.61, "gemm_fp8@nvidia": 0.5}
+    for family in DEFAULTS:
+        eff = table.efficiency(values, Profile(family))
+        assert eff.scaleout == 0.61
+        expected = 0.5 if table.VENDORS[family] == "nvidia" else DEFAULTS[family].gemm_fp8
+        assert eff.gemm_fp8 == expected
+
+
+def test_generation_and_stack_factors_multiply_the_base() -> None:
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation_bf16@hopper": 1.1, "attention@nvidia": 0.8}
+    hopper = table.efficiency(values, Profile("hopper"))
+    assert hopper.gemm_bf16 == pytest.approx(0.66)
+    assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == pytest.approx(0.6)  # no factor of its own
+    composer = table.efficiency(values, Profile("hopper", "composer"))
+    speed = table.STACKS["composer"].attention_speed.value
+    assert composer.attention_fwd == pytest.approx(hopper.attention_fwd * speed)
+
+
+def test_the_mlperf_timed_overhead_is_a_fixed_part_plus_slow_first_steps() -> None:
+    eff = table.efficiency({"run_overhead_s": 5.0, "first_steps": 2.0}, Profile("blackwell", benchmark="mlperf-gpt3"))
+    assert eff.timed_overhead_s(10.0) == pytest.approx(5.0 + 2.0 * 10.0)
+
+
+def test_empty_table_is_the_physical_defaults() -> None:
+    for family, defaults in DEFAULTS.items():
+        assert table.efficiency({}, Profile(family)) == defaults
+
+
+def test_at_bound_and_describe() -> None:
+    values = {"memory": 0.9, "overlap_tp": 0.5}
+    assert fitting.at_bound(values) == ["memory"]
+    records = {r["key"]: r for r in fitting.describe(values)}
+    assert records["memory"]["at_bound"] and not records["overlap_tp"]["at_bound"]
+    assert records["overlap_tp"]["scope"] == "shared" and records["memory"]["bounds"] == (0.5, 0.9)
+
+
+def test_v2_files_round_trip_and_v1_files_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(cal.Calibration({"gemm_fp8@nvidia": 0.55}, {"created": "now"}).to_json())
+    loaded = cal.Calibration.load(path)
+    assert json.loads(path.read_text())["format"] == "perfmodel-calibration/2"
+    assert loaded.efficiency("hopper").gemm_fp8 == 0.55 and loaded.efficiency("cdna3").gemm_fp8 != 0.55
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"format": "perfmodel-calibration/1", "parameters": {"hopper": {"gemm_fp8": 0.5}}}))
+    assert cal.Calibration.load(old).efficiency("hopper").gemm_fp8 == 0.5
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"speed": 1}, "unknown 'speed'"),
+        ({"scaleout@nvidia": 0.9}, "unknown 'scaleout@nvidia'"),  # a shared parameter has no scope
+        ({"gemm_fp8": 0.5}, "unknown 'gemm_fp8'"),  # a vendor parameter needs one
+        ({"gemm_fp8@nvidia": 1.7}, "allowed 0.25 to 0.8"),
+    ],
+)
+def test_bad_v2_parameters(tmp_path: Path, parameters: dict, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"format": cal.FORMAT, "parameters": parameters}))
+    with pytest.raises(PerfmodelError, match=message):
+        cal.Calibration.load(path)
+
+
+def test_graph_captured_lora_runs_have_no_timed_overhead() -> None:
+    # NVIDIA's MLPerf LoRA configs (training_results_v5.0: MCORE_CUDA_GRAPH=1, warm-up before run_start; timed
+    # region minus steps and evaluations -0.4 to +0.3 s); AMD's LoRA submissions are not graph-captured.
+    values = {"run_overhead_s": 6.0, "first_steps": 1.0}
+    nvidia = table.efficiency(values, Profile("blackwell", benchmark="mlperf-llama2-70b-lora"))
+    amd = table.efficiency(values, Profile("cdna3", benchmark="mlperf-llama2-70b-lora"))
+    assert nvidia.timed_overhead_s(2.0) == 0.0
+    assert amd.timed_overhead_s(2.0) == pytest.approx(6.0 + 2.0)

@@ -1,0 +1,73 @@
+"""Software-stack profiles and the software-vintage axis: what a stack and a release change in a prediction."""
+
+import pytest
+
+import perfmodel
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.runs import bundled_runs, reference_vintage, vintage_years
+from perfmodel.inputs.precision import RECIPES
+from perfmodel.inputs.stacks import STACKS, get_stack, stack_recipe
+from perfmodel.physics import calibration as cal
+from perfmodel.physics.parameters import years_between
+
+
+def test_llm_foundry_rows_run_on_the_composer_stack() -> None:
+    runs, _ = bundled_runs()
+    stacks = {r.source: r.scenario.get("stack", "megatron") for r in runs}
+    assert stacks["llm-foundry"] == "composer"
+    assert {s for source, s in stacks.items() if source != "llm-foundry"} == {"megatron"}
+
+
+def test_a_stack_without_tp_overlap_or_fp8_changes_the_recipe() -> None:
+    assert not stack_recipe(RECIPES["fp8"], get_stack("composer")).tp_comm_overlap
+    assert stack_recipe(RECIPES["fp8"], get_stack("megatron")).tp_comm_overlap
+    with pytest.raises(PerfmodelError, match="stack 'deepspeed' has no fp8 training"):
+        stack_recipe(RECIPES["fp8"], get_stack("deepspeed"))
+    with pytest.raises(PerfmodelError, match="unknown stack 'jax'; valid: megatron, composer"):
+        get_stack("jax")
+
+
+def test_a_slower_attention_kernel_makes_a_slower_step() -> None:
+    # FlashAttention-2 on H100 (composer's kernel) against cuDNN/FlashAttention-3 (Megatron's), same layout.
+    layout = {"tp": 1, "pp": 1, "cp": 1, "dp": 8, "mbs": 1, "gbs": 64, "recompute": "none", "zero": 3}
+    megatron = perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, **layout)
+    composer = perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, stack="composer", **layout)
+    assert STACKS["composer"].attention_speed.value < 1.0
+    assert composer.step.compute_s > megatron.step.compute_s
+
+
+def test_years_between_release_months() -> None:
+    assert years_between("2025-06", "2026-06") == 1.0
+    assert years_between("2026-02", "2026-08") == pytest.approx(0.5)
+
+
+def test_rows_older_than_the_reference_vintage_count_their_years() -> None:
+    runs, _ = bundled_runs()
+    newest = reference_vintage()
+    assert all(r.released is None or r.released <= newest for r in runs)
+    dated = next(r for r in runs if r.released == "2024-06")
+    assert vintage_years(dated) == pytest.approx(years_between("2024-06", newest))
+
+
+def test_an_older_vintage_is_slower_by_the_fitted_trend() -> None:
+    calibration = cal.bundled()
+    gain = calibration.efficiency("hopper").software_gain_per_year
+    reference = calibration.provenance["data"]["vintage"]["reference"]
+    scenario = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tp": 1, "pp": 1, "cp": 1, "mbs": 1, "gbs": 64}
+    now = perfmodel.predict(**scenario)
+    older = perfmodel.predict(**scenario, vintage="2024-06")
+    years = years_between("2024-06", reference)
+    assert float(older.step.step_time_s) == pytest.approx(float(now.step.step_time_s) * gain**years, rel=1e-9)
+    assert perfmodel.predict(**scenario, vintage=reference).step.step_time_s == pytest.approx(now.step.step_time_s)
+
+
+def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:
+    # mlperf_training_llm.csv: v4.1 Dell 2xXE9680 (16 H100, LoRA) publishes no layout; HPE's 16-GPU H100 LoRA
+    # submission (v4.0) publishes TP4 PP1 CP2, the only published H100 LoRA layout at 16 GPUs.
+    runs, _ = bundled_runs()
+    dell = next(r for r in runs if r.id == "mlperf:v4.1/Dell/2xXE9680x8H100-SXM-80GB")
+    par = dell.scenario["parallelism"]
+    assert (par["tp"], par["pp"], par["cp"]) == (4, 1, 2)
+    assert any("nearest published layout" in a for a in dell.assumptions)
+    published = [r for r in runs if r.source.startswith("MLPerf") and not any("layout not" in a for a in r.assumptions)]
+    assert all("tp" in r.scenario["parallelism"] for r in published)
