@@ -1,6 +1,7 @@
 """Software-stack profiles and the software-vintage axis: what a stack and a release change in a prediction."""
 
 import pytest
+from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
@@ -71,3 +72,16 @@ def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:
     assert any("nearest published layout" in a for a in dell.assumptions)
     published = [r for r in runs if r.source.startswith("MLPerf") and not any("layout not" in a for a in r.assumptions)]
     assert all("tp" in r.scenario["parallelism"] for r in published)
+
+
+def test_the_report_names_the_stack_and_release_it_assumed() -> None:
+    default = run_cli("predict")
+    assert "megatron stack (default), software of the newest release fitted (default)" in default.out
+    chosen = run_cli("predict", "--stack", "composer", "--precision", "bf16", "--vintage", "2025-06")
+    assert "composer stack, software of 2025-06" in chosen.out
+
+
+def test_a_bad_release_month_is_one_line_saying_the_form() -> None:
+    result = run_cli("predict", "--vintage", "2030-13")
+    assert result.code == 2 and result.out == ""
+    assert result.err == "error: --vintage: a software release month YYYY-MM, e.g. 2025-06 (got '2030-13')\n"

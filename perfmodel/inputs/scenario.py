@@ -6,6 +6,7 @@ Flags override the file. Every problem becomes one line naming the file (or flag
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -207,6 +208,13 @@ class Scenario(_Strict):
             "lora_rank": bench.lora_rank,
             "parallelism": par | {"seq_len": bench.seq_len},
         }
+
+    @field_validator("vintage", mode="before")
+    @classmethod
+    def _release_month(cls, value: Any) -> Any:
+        if isinstance(value, str) and not re.fullmatch(r"20\d\d-(0[1-9]|1[0-2])", value):
+            raise ValueError("a software release month YYYY-MM, e.g. 2025-06")
+        return value
 
     @field_validator("tokens", mode="before")
     @classmethod

@@ -49,8 +49,8 @@ def _duration(seconds: float) -> str:
 
 
 def inputs_line(p: Prediction) -> str:
-    """The work, batch, price and PUE a prediction used, each marked where perfmodel chose it rather than the user:
-    a planner must see the assumptions a number rests on."""
+    """The work, batch, price, PUE, software stack and release a prediction used, each marked where perfmodel chose
+    it rather than the user: a planner must see the assumptions a number rests on."""
     s = p.scenario
     tokens_per_step = p.layout.gbs * p.layout.seq_len
     work = (
@@ -67,6 +67,8 @@ def inputs_line(p: Prediction) -> str:
         batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
         price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
         f"PUE {s.cost.pue:g}" + ("" if "pue" in s.cost.model_fields_set else " (default)"),
+        f"{s.stack} stack" + ("" if "stack" in s.model_fields_set else " (default)"),
+        f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ])  # fmt: skip
 
 
