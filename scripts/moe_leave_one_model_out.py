@@ -126,7 +126,8 @@ def main(write: bool) -> int:
         f"{values}, fitted on the {len(fitted_rows)} rows of each model's newest container (older containers",
         "ran the same layouts 25-50% slower, far more than the dense rows' fitted software trend of a few % a",
         "year that every row is priced with; fitting them would make the MoE parameters absorb MoE software age).",
-        "*Priors*: the MoE parameters at their priors. *In-sample*: the stage fitted on every model's newest rows. *Leave-one-model-out*: the stage fitted without the model, predicting it.",
+        "*Priors*: the MoE parameters at their priors. *In-sample*: the stage fitted on every model's newest rows.",
+        "*Leave-one-model-out*: the stage fitted without the model, predicting it.",
         "",
         "| model | rows | newest rows | newest container | all: priors | all: in-sample | all: leave-one-out | "
         "newest: priors | newest: in-sample | newest: leave-one-out |",
