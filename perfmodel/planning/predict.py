@@ -219,9 +219,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
     bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
-    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(
-        hw.accelerator.family, scenario.stack, bench, scenario.vintage
-    )
+    eff = efficiency or _efficiency(calibration.resolve(scenario.calibration), hw, scenario, bench)
     md = scenario.model_spec()
     parts = (md, hw.system, hw.accelerator, recipe)
     numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
@@ -244,6 +242,24 @@ _CONTEXTS: dict[tuple[Any, ...], Context] = {}
 """Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
 file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
 share the context's tiers, memo and compiled scalar program."""
+
+
+def _efficiency(fitted: calibration.Calibration, hw: Hardware, scenario: Scenario, bench: str | None) -> Efficiency:
+    """The calibration's efficiencies for the scenario's family, stack, benchmark and vintage, worked out once per
+    calibration object (the parameter table's lookup is most of a repeated prediction otherwise)."""
+    key = (id(fitted), hw.accelerator.family, scenario.stack, bench, scenario.vintage)
+    found = _EFFICIENCIES.get(key)
+    if found is not None and found[0] is fitted:
+        return found[1]
+    if len(_EFFICIENCIES) >= CONTEXTS_KEPT:
+        del _EFFICIENCIES[next(iter(_EFFICIENCIES))]
+    eff = fitted.efficiency(hw.accelerator.family, scenario.stack, bench, scenario.vintage)
+    _EFFICIENCIES[key] = (fitted, eff)
+    return eff
+
+
+_EFFICIENCIES: dict[tuple[Any, ...], tuple[calibration.Calibration, Efficiency]] = {}
+"""Efficiencies by calibration object (kept with them: an id is only unique while its object lives) and profile."""
 
 
 def _parts(ctx: Context) -> tuple[Any, ...]:
@@ -282,7 +298,9 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
             gbs = scenario.default_gbs(capped=False)
         layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1)
-        check(layout, ctx.model, n)
+        if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
+            check(layout, ctx.model, n)
+            ctx.memo["valid layout", layout, n] = True
         return layout, 1
 
     key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
@@ -325,17 +343,35 @@ def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
     return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
 
 
-def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
-    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
-    family = ctx.hardware.accelerator.family
+def layout_free(
+    scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool
+) -> tuple[Price, calibration.Interval | None, goodput.Goodput | None]:
+    """The price, the time interval and the goodput of a prediction: they depend on the context, the GPU count and
+    the scenario's cost, goodput and calibration settings, not on the layout, so the context keeps them."""
     fitted = calibration.resolve(scenario.calibration)
-    interval = fitted.interval_for(family, scenario.precision, layout.n_gpus) if calibrated else None
-    step = evaluate(ctx, layout_vars(layout))
+    try:
+        key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput)
+        found = ctx.memo.get(key)
+    except TypeError:  # goodput settings with their own failure rates (a dict) are not kept
+        key, found = None, None
+    if found is not None and found[0] is fitted:
+        return found[1]
+    family = ctx.hardware.accelerator.family
+    interval = fitted.interval_for(family, scenario.precision, n_gpus) if calibrated else None
     if scenario.cost.mode == "buy":
         price = tco.buy_price(ctx.hardware, scenario.cost)
     else:
         price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    reliability = goodput.for_scenario(scenario, ctx.hardware, ctx.model, layout.n_gpus)
+    made = price, interval, goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus)
+    if key is not None:
+        ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
+    return made
+
+
+def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
+    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
+    step = evaluate(ctx, layout_vars(layout))
+    price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
     prediction = Prediction(
         scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval, reliability
     )
