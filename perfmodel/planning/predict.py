@@ -18,7 +18,7 @@ from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
-from perfmodel.planning.search import SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
+from perfmodel.planning.search import Block, SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero")
@@ -311,23 +311,31 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
-    found = search(ctx, open_batch_space(ctx, scenario, space), sized=True)
+    searched, candidates = open_batch_space(ctx, scenario, space)
+    found = search(ctx, searched, sized=True, candidates=candidates)
     ctx.memo[key] = found.best.layout, found.evaluated
     return found.best.layout, found.evaluated
 
 
-def open_batch_space(ctx: Context, scenario: Scenario, build: Callable[[bool], Space]) -> Space:
+def open_batch_space(
+    ctx: Context, scenario: Scenario, build: Callable[[bool], Space]
+) -> tuple[Space, list[tuple[Block, Any]]]:
     """The space `build(capped=True)` at the capped default batch; when no layout can use it (a cluster too large
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
-    with the GPU count. Either way the space returned passed `check_size` (search it with `sized=True`)."""
+    with the GPU count. Either way the space returned passed `check_size`, and comes with its blocks, enumerated
+    once (search it with `sized=True` and them): the capped blocks are scanned only up to the first with a valid
+    layout, and those scanned are the search's."""
     space = build(True)
     check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
     if scenario.parallelism.gbs is not None or space == (uncapped := build(False)):
-        return space
-    if any(mask.any() for _, mask in blocks(ctx, space)):
-        return space
+        return space, list(blocks(ctx, space))
+    scan, scanned = blocks(ctx, space), []
+    for block, mask in scan:
+        scanned.append((block, mask))
+        if mask.any():
+            return space, [*scanned, *scan]
     check_size(ctx, uncapped)
-    return uncapped
+    return uncapped, list(blocks(ctx, uncapped))
 
 
 def without_layout(scenario: Scenario) -> Scenario:
@@ -457,8 +465,8 @@ def search_scenario(
     """
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
-    space = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
-    found = search(ctx, space, top, objective, progress, sized=True)
+    space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
+    found = search(ctx, space, top, objective, progress, sized=True, candidates=candidates)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]
