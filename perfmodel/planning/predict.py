@@ -50,7 +50,7 @@ class Prediction:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.layout.gbs * self.layout.seq_len / self.step_time_s
+        return tokens_per_s(self.layout, self.step)
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -380,21 +380,25 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     step = evaluate(ctx, layout_vars(layout))
     price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
-    prediction = Prediction(
-        scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval, reliability
-    )
-    mlperf = None
+    mlperf, run = None, None
     if scenario.benchmark:
         bench = get_benchmark(scenario.benchmark)
         step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
-        tokens, time_s = scenario.tokens, scenario.tokens / prediction.tokens_per_s
-    else:
-        return prediction
-    run = training_run(tokens, time_s, layout.n_gpus, price, ctx.hardware.accelerator.power_w.value, scenario.cost.pue)
-    return replace(prediction, run=run, mlperf=mlperf)
+        tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
+    if mlperf is not None or scenario.tokens is not None:
+        power_w = ctx.hardware.accelerator.power_w.value
+        run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
+    return Prediction(
+        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability
+    )
+
+
+def tokens_per_s(layout: Layout, step: StepResult) -> float:
+    """Tokens trained per second: the global batch's tokens over the step time."""
+    return layout.gbs * layout.seq_len / float(step.step_time_s)
 
 
 def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
