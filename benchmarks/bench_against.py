@@ -70,9 +70,10 @@ for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "2
 """
 THIS_TREE = str(Path(__file__).resolve().parents[1])
 FIGURES = (
-    (SCALAR, ("evaluate, warm context, us", "evaluate, memo cleared, us", "predict(), us")),
-    (SEARCH, ("search 405B on 512 H100, layouts/s",)),
+    ("scalar", SCALAR, ("evaluate, warm context, us", "evaluate, memo cleared, us", "predict(), us")),
+    ("search", SEARCH, ("search 405B on 512 H100, layouts/s",)),
     (
+        "cli",
         CLI,
         (
             "predict / python -c pass, wall",
@@ -82,6 +83,7 @@ FIGURES = (
         ),
     ),
     (
+        "commands",
         COMMANDS,
         (
             "compare 2 GPUs x 2 counts, CPU s",
@@ -105,9 +107,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("other", help="the other checkout (its root, holding perfmodel/)")
     parser.add_argument("--rounds", type=int, default=3)
+    groups = [group for group, _, _ in FIGURES]
+    parser.add_argument("--only", choices=groups, action="append", help="these groups of figures (default: all)")
     args = parser.parse_args()
     print(f"{'figure':40s} {'other':>12s} {'this tree':>12s} {'this/other':>10s}")
-    for code, names in FIGURES:
+    for group, code, names in FIGURES:
+        if args.only and group not in args.only:
+            continue
         samples: dict[str, list[list[float]]] = {"other": [], "this": []}
         for _ in range(args.rounds):
             samples["other"].append(run(code, args.other))

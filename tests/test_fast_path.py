@@ -108,6 +108,16 @@ def test_tracing_replays_operations_and_refuses_branches() -> None:
         assert compiled(a, b) == formula(a, b)
     assert compiled.source.count("a * (3.0)") == 1  # a repeated subexpression is computed once
 
+    assert compiled.source.count(" = ") == 1  # the value used more than once is the one variable left
+
+    def chain(a: float) -> float:
+        total = a
+        for k in range(1, 600):  # far deeper than Python's parser nests parentheses: inlining must stop in time
+            total = total * 1.0001 + k / a
+        return total
+
+    assert compile_traced(chain, ("a",))(0.7) == chain(0.7)
+
     def branching(a: float) -> float:
         return a if a > 1 else 2 * a
 

@@ -192,13 +192,52 @@ def _needed(lines: list[str], returned: str) -> list[str]:
     return kept[::-1]
 
 
+MAX_INLINE_DEPTH = 12
+"""How deeply `_inlined` nests expressions (Python's parser refuses 200 nested parentheses)."""
+
+
+def _inlined(lines: list[str], returned: str) -> tuple[list[str], str]:
+    """The program with each value used once written into its one use instead of a variable of its own: the same
+    operations on the same operands, so the same numbers, with fewer stores and loads."""
+    uses: dict[str, int] = {}
+    for text in [*(line.split(" = ", 1)[1] for line in lines), returned]:
+        for name in _NAME.findall(text):
+            uses[name] = uses.get(name, 0) + 1
+    pending: dict[str, tuple[str, int]] = {}  # inlinable names: their expression and its nesting depth
+
+    def substituted(expression: str) -> tuple[str, int]:
+        depth = 0
+
+        def one(match: re.Match[str]) -> str:
+            nonlocal depth
+            found = pending.pop(match.group(), None)
+            if found is None:
+                return match.group()
+            depth = max(depth, found[1])
+            return f"({found[0]})"
+
+        return _NAME.sub(one, expression), depth + 1
+
+    kept = []
+    for line in lines:
+        name, expression = line.split(" = ", 1)
+        name = name.strip()
+        text, depth = substituted(expression)
+        if uses.get(name) == 1 and depth < MAX_INLINE_DEPTH:
+            pending[name] = (text, depth)
+        else:
+            kept.append(f"    {name} = {text}")
+    return kept, substituted(returned)[0]
+
+
 def compile_traced(formula: Callable[..., Any], arguments: tuple[str, ...]) -> Callable[..., Any]:
     """`formula(*arguments)` as one flat function of plain numbers; raises Untraceable when the formula branches on
     an argument. (Compiled for arrays it would be no faster: numpy's element work is the same.)"""
     program = _Program()
     result = formula(*(Traced(program, name) for name in arguments))
     returned = _build(program, result)
-    body = "\n".join(_needed(program.lines, returned))
+    lines, returned = _inlined(_needed(program.lines, returned), returned)
+    body = "\n".join(lines)
     source = f"def compiled({', '.join(arguments)}):\n{body}\n    return {returned}\n"
     namespace: dict[str, Any] = {name: getattr(algebra, name) for name in HELPERS} | program.constants
     namespace |= {"math_ceil": math.ceil, "math_floor": math.floor, "ROUNDING": algebra.ROUNDING}

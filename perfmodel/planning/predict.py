@@ -18,7 +18,7 @@ from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
-from perfmodel.planning.search import SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
+from perfmodel.planning.search import Block, SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
 from perfmodel.planning.training import Price, Run, training_run
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero")
@@ -50,7 +50,7 @@ class Prediction:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.layout.gbs * self.layout.seq_len / self.step_time_s
+        return tokens_per_s(self.layout, self.step)
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -219,9 +219,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     hw = hardware or resolve(scenario.gpu, scenario.system)
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
     bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
-    eff = efficiency or calibration.resolve(scenario.calibration).efficiency(
-        hw.accelerator.family, scenario.stack, bench, scenario.vintage
-    )
+    eff = efficiency or _efficiency(calibration.resolve(scenario.calibration), hw, scenario, bench)
     md = scenario.model_spec()
     parts = (md, hw.system, hw.accelerator, recipe)
     numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
@@ -244,6 +242,24 @@ _CONTEXTS: dict[tuple[Any, ...], Context] = {}
 """Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
 file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
 share the context's tiers, memo and compiled scalar program."""
+
+
+def _efficiency(fitted: calibration.Calibration, hw: Hardware, scenario: Scenario, bench: str | None) -> Efficiency:
+    """The calibration's efficiencies for the scenario's family, stack, benchmark and vintage, worked out once per
+    calibration object (the parameter table's lookup is most of a repeated prediction otherwise)."""
+    key = (id(fitted), hw.accelerator.family, scenario.stack, bench, scenario.vintage)
+    found = _EFFICIENCIES.get(key)
+    if found is not None and found[0] is fitted:
+        return found[1]
+    if len(_EFFICIENCIES) >= CONTEXTS_KEPT:
+        del _EFFICIENCIES[next(iter(_EFFICIENCIES))]
+    eff = fitted.efficiency(hw.accelerator.family, scenario.stack, bench, scenario.vintage)
+    _EFFICIENCIES[key] = (fitted, eff)
+    return eff
+
+
+_EFFICIENCIES: dict[tuple[Any, ...], tuple[calibration.Calibration, Efficiency]] = {}
+"""Efficiencies by calibration object (kept with them: an id is only unique while its object lives) and profile."""
 
 
 def _parts(ctx: Context) -> tuple[Any, ...]:
@@ -282,7 +298,9 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
             gbs = scenario.default_gbs(capped=False)
         layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1)
-        check(layout, ctx.model, n)
+        if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
+            check(layout, ctx.model, n)
+            ctx.memo["valid layout", layout, n] = True
         return layout, 1
 
     key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
@@ -293,23 +311,31 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
-    found = search(ctx, open_batch_space(ctx, scenario, space), sized=True)
+    searched, candidates = open_batch_space(ctx, scenario, space)
+    found = search(ctx, searched, sized=True, candidates=candidates)
     ctx.memo[key] = found.best.layout, found.evaluated
     return found.best.layout, found.evaluated
 
 
-def open_batch_space(ctx: Context, scenario: Scenario, build: Callable[[bool], Space]) -> Space:
+def open_batch_space(
+    ctx: Context, scenario: Scenario, build: Callable[[bool], Space]
+) -> tuple[Space, list[tuple[Block, Any]]]:
     """The space `build(capped=True)` at the capped default batch; when no layout can use it (a cluster too large
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
-    with the GPU count. Either way the space returned passed `check_size` (search it with `sized=True`)."""
+    with the GPU count. Either way the space returned passed `check_size`, and comes with its blocks, enumerated
+    once (search it with `sized=True` and them): the capped blocks are scanned only up to the first with a valid
+    layout, and those scanned are the search's."""
     space = build(True)
     check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
     if scenario.parallelism.gbs is not None or space == (uncapped := build(False)):
-        return space
-    if any(mask.any() for _, mask in blocks(ctx, space)):
-        return space
+        return space, list(blocks(ctx, space))
+    scan, scanned = blocks(ctx, space), []
+    for block, mask in scan:
+        scanned.append((block, mask))
+        if mask.any():
+            return space, [*scanned, *scan]
     check_size(ctx, uncapped)
-    return uncapped
+    return uncapped, list(blocks(ctx, uncapped))
 
 
 def without_layout(scenario: Scenario) -> Scenario:
@@ -325,32 +351,54 @@ def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
     return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
 
 
-def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
-    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
-    family = ctx.hardware.accelerator.family
+def layout_free(
+    scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool
+) -> tuple[Price, calibration.Interval | None, goodput.Goodput | None]:
+    """The price, the time interval and the goodput of a prediction: they depend on the context, the GPU count and
+    the scenario's cost, goodput and calibration settings, not on the layout, so the context keeps them."""
     fitted = calibration.resolve(scenario.calibration)
-    interval = fitted.interval_for(family, scenario.precision, layout.n_gpus) if calibrated else None
-    step = evaluate(ctx, layout_vars(layout))
+    try:
+        key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput)
+        found = ctx.memo.get(key)
+    except TypeError:  # goodput settings with their own failure rates (a dict) are not kept
+        key, found = None, None
+    if found is not None and found[0] is fitted:
+        return found[1]
+    family = ctx.hardware.accelerator.family
+    interval = fitted.interval_for(family, scenario.precision, n_gpus) if calibrated else None
     if scenario.cost.mode == "buy":
         price = tco.buy_price(ctx.hardware, scenario.cost)
     else:
         price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    reliability = goodput.for_scenario(scenario, ctx.hardware, ctx.model, layout.n_gpus)
-    prediction = Prediction(
-        scenario, ctx.model, ctx.hardware, layout, step, price, None, searched, None, interval, reliability
-    )
-    mlperf = None
+    made = price, interval, goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus)
+    if key is not None:
+        ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
+    return made
+
+
+def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
+    """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
+    step = evaluate(ctx, layout_vars(layout))
+    price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
+    mlperf, run = None, None
     if scenario.benchmark:
         bench = get_benchmark(scenario.benchmark)
         step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
-        tokens, time_s = scenario.tokens, scenario.tokens / prediction.tokens_per_s
-    else:
-        return prediction
-    run = training_run(tokens, time_s, layout.n_gpus, price, ctx.hardware.accelerator.power_w.value, scenario.cost.pue)
-    return replace(prediction, run=run, mlperf=mlperf)
+        tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
+    if mlperf is not None or scenario.tokens is not None:
+        power_w = ctx.hardware.accelerator.power_w.value
+        run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
+    return Prediction(
+        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability
+    )
+
+
+def tokens_per_s(layout: Layout, step: StepResult) -> float:
+    """Tokens trained per second: the global batch's tokens over the step time."""
+    return layout.gbs * layout.seq_len / float(step.step_time_s)
 
 
 def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
@@ -421,8 +469,8 @@ def search_scenario(
     """
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
-    space = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
-    found = search(ctx, space, top, objective, progress, sized=True)
+    space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
+    found = search(ctx, space, top, objective, progress, sized=True, candidates=candidates)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
     full = {lo: prediction_for(for_layout(scenario, lo), ctx, lo, found.evaluated, calibrated=True) for lo in layouts}
     results = sorted(full.values(), key=lambda p: search_objective(p, objective))[:top]

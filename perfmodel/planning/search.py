@@ -187,8 +187,11 @@ def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
     recompute = space.choices("recompute", list(RECOMPUTE_MODES))
     rc = np.array([RECOMPUTE_MODES.index(m) for m in recompute], dtype=np.int64)
     zero = np.array(space.choices("zero", list(ZERO_STAGES)), dtype=np.int64)
+    shapes_of: dict[int, Any] = {}  # the shapes depend on the GPU count, not on the batch: once per count
     for n_gpus, gbs in space.points:
-        shapes = _shapes(ctx, n_gpus, space)
+        shapes = shapes_of.get(n_gpus)
+        if shapes is None:
+            shapes = shapes_of[n_gpus] = _shapes(ctx, n_gpus, space)
         pipelined = shapes[:, 2] > 1
         mbs = np.array(space.choices("mbs", divisors(gbs)), dtype=np.int64)
         for rows in (shapes[~pipelined], shapes[pipelined]):
@@ -351,10 +354,12 @@ def search(
     objective: str = "time",
     progress: Callable[[int, int], None] | None = None,
     sized: bool = False,
+    candidates: Sequence[tuple[Block, Any]] | None = None,
 ) -> SearchResult:
     """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
 
-    `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already.
+    `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already;
+    `candidates`: the space's `blocks`, when the caller enumerated them already (predict.open_batch_space).
     Raises PerfmodelError naming why nothing qualifies: the rule most candidates break, or the smallest memory need.
     """
     import numpy as np
@@ -364,7 +369,7 @@ def search(
     start = time.perf_counter()
     if not sized:
         check_size(ctx, space)
-    candidates = list(blocks(ctx, space))
+    candidates = list(blocks(ctx, space)) if candidates is None else candidates
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):
         if mask.any():
@@ -408,7 +413,7 @@ def _smallest(values: Any, k: int) -> Any:
     return np.argsort(values, kind="stable")
 
 
-def _no_valid_layout(ctx: Context, candidates: list[tuple[Block, Any]]) -> str:
+def _no_valid_layout(ctx: Context, candidates: Sequence[tuple[Block, Any]]) -> str:
     """Why no candidate is valid: the rule the largest block breaks most, on an example."""
     block = max((b for b, _ in candidates), key=lambda b: b.shape[0] * b.shape[1] * b.shape[2] * b.shape[3])
     reason, share = most_broken(block.numbers(), ctx.model, block.n_gpus, block.shape)

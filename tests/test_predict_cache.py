@@ -1,0 +1,54 @@
+"""What a context keeps between predictions (planning/predict.layout_free, the efficiencies per calibration): a
+repeated prediction reuses it, and a question that differs in a kept input gets its own answer, the same as a
+prediction made in a fresh process would give (the caches change the cost, never a number)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.planning import predict as pr
+
+BASE: dict[str, Any] = {
+    "model": "llama3.1-8b",
+    "gpu": "h100-sxm",
+    "n_gpus": 64,
+    "precision": "bf16",
+    "tokens": 1e11,
+    "parallelism": {"tp": 2, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "gbs": 512, "recompute": "none", "zero": 1},
+}
+CHANGES = {
+    "price": {"cost": {"usd_per_gpu_hour": 7.5}},
+    "buying": {"cost": {"mode": "buy", "usd_per_system": 400_000.0}},
+    "failure scale": {"goodput": {"failure_scale": 3.0}},
+    "own failure rates (not kept: a dict)": {"goodput": {"failures_per_million_gpu_hours": {"gpu": 50.0}}},
+    "no goodput model": {"goodput": {"rates": "none"}},
+    "uncalibrated": {"calibration": "none"},
+}
+
+
+def _without_caches(scenario: Scenario) -> dict[str, Any]:
+    """The prediction computed with every cache of predict.py emptied first."""
+    pr._CONTEXTS.clear()
+    pr._EFFICIENCIES.clear()
+    return pr.predict(scenario).to_dict()
+
+
+@pytest.mark.parametrize("name", CHANGES)
+def test_a_kept_input_changed_gives_the_uncached_answer(name: str) -> None:
+    base = Scenario.model_validate(BASE)
+    changed = Scenario.model_validate(BASE | CHANGES[name])
+    pr.predict(base)  # the context now keeps the base scenario's price, interval and goodput
+    assert pr.predict(changed).to_dict() == _without_caches(changed)
+    assert pr.predict(changed).to_dict() != pr.predict(base).to_dict()
+
+
+def test_repeated_predictions_share_the_context_and_its_layout_free_parts() -> None:
+    scenario = Scenario.model_validate(BASE)
+    fresh = _without_caches(scenario)
+    first, second = pr.predict(scenario), pr.predict(scenario)
+    assert first.to_dict() == second.to_dict() == fresh
+    assert second.price is first.price  # taken from the context, not worked out again
+    assert second.goodput is first.goodput
