@@ -207,7 +207,8 @@ def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length
     v_dim = md.heads * md.v_head_dim if md.attention == "mla" else md.kv_dim
     k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
-    return Op(name, "attention", flops, io, "bf16", m=length, exps=T * keys * md.heads / t * layer_share)
+    fmt = sh.recipe.attention_format
+    return Op(name, "attention", flops, io, fmt, m=length, exps=T * keys * md.heads / t * layer_share)
 
 
 def attention_forward(sh: Shard) -> list[Op]:
@@ -231,7 +232,7 @@ def attention_forward(sh: Shard) -> list[Op]:
 def attention_backward(sh: Shard) -> list[Op]:
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps)
+        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, fwd.fmt, fwd.m, 0, fwd.exps)
         for fwd in attention_forward(sh)
     ]
 
