@@ -29,6 +29,7 @@ from perfmodel.physics.step import (
     bucketed_exposed,
     dp_buckets,
     evaluate,
+    straggler_s,
 )
 from perfmodel.physics.workload import (
     SELECTIVE_RECOMPUTE,
@@ -435,7 +436,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
 
     t_o = _q("t_step", eff.step_overhead_s, "s", "per-step work outside the model (data loader, logging, syncs)")
-    parts.append(Part("other_s", "Other", step.other_s, t_o.symbol, [t_o], {"overhead": step.other_s}))
+    sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
+    ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
+    t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")
+    wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
+    used_o = [t_o, sigma, ranks, t_c]
+    parts.append(Part("other_s", "Other", step.other_s, t_o.symbol + wait, used_o, {"overhead": step.other_s}))
     if ctx.model.is_moe:
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
     return parts

@@ -16,7 +16,7 @@ from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
-from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, maximum, minimum, where
+from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -436,6 +436,13 @@ def dp_buckets(params: Number, ranks: Number) -> Number:
     return maximum(1.0, ceil(params / maximum(DP_BUCKET_PARAMS, DP_BUCKET_PARAMS_PER_RANK * ranks)))
 
 
+def straggler_s(cv: float, ranks: Number, compute_s: Number) -> Number:
+    """Expected wait for the slowest of `ranks` lock-step ranks whose compute time `compute_s` varies with
+    coefficient of variation `cv`: the maximum of N normal draws exceeds their mean by ~cv x sqrt(2 ln N) x mean
+    (0 for one rank, growing without bound but ever more slowly with N)."""
+    return cv * sqrt(2 * math.log(2) * log2(maximum(ranks, 1.0))) * compute_s
+
+
 def bucketed_exposed(comm_s: Number, buckets: Number, window_s: Number, overlap: float) -> Number:
     """Exposed time of a collective issued in `buckets` equal buckets behind `window_s` of compute: the part the
     window cannot hide, but never less than one bucket, the one that only starts when the window ends (the last
@@ -575,15 +582,16 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
             trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
     slower = eff.vintage_factor  # a software release older than the reference vintage: every part takes longer
+    compute_s = microbatches * mb_compute
     return StepResult(
-        compute_s=slower * microbatches * mb_compute,
+        compute_s=slower * compute_s,
         tp_comm_exposed_s=slower * microbatches * mb_tp,
         cp_comm_exposed_s=slower * microbatches * mb_cp,
         pp_bubble_s=slower * pp_bubble,
         pp_comm_exposed_s=slower * pp_comm,
         dp_comm_exposed_s=slower * dp_comm,
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
-        other_s=slower * eff.step_overhead_s + 0.0 * tp,
+        other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
         memory=_memory(ctx, lv, stages, sh, microbatches, params, experts),
         hbm_bytes=acc.memory_bytes,
