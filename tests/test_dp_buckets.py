@@ -5,7 +5,7 @@ import math
 import pytest
 
 from perfmodel.inputs.hardware import resolve
-from perfmodel.physics.collectives import group_links, reduce_scatter
+from perfmodel.physics.collectives import NCCL_CALL_LATENCY_S, group_links, reduce_scatter
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.step import bucketed_exposed, dp_buckets
 from perfmodel.physics.topology import tiers
@@ -24,7 +24,7 @@ def test_bucket_count_follows_megatron_default() -> None:
 def test_each_bucket_pays_the_ring_latency_across_nodes() -> None:
     g = group_links(H100, EFF, 512, 8)  # DP 512 at stride 8 (TP 8): one rank per node, 512 nodes
     size, buckets = 4e9, 10
-    alpha = (g.per_domain - 1) * g.intra_latency_s + (g.domains - 1) * g.inter_latency_s
+    alpha = NCCL_CALL_LATENCY_S + (g.per_domain - 1) * g.intra_latency_s + (g.domains - 1) * g.inter_latency_s
     bucketed = buckets * reduce_scatter(size / buckets, g)
     assert bucketed == pytest.approx(reduce_scatter(size, g) + (buckets - 1) * alpha, rel=1e-9)
     assert alpha > 1e-3  # 511 ring steps of NIC latency: at hundreds of ranks latency, not bandwidth, dominates
