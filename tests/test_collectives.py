@@ -3,6 +3,7 @@
 import pytest
 
 from perfmodel.inputs.hardware import resolve
+from perfmodel.physics.collectives import NCCL_CALL_LATENCY_S as CALL
 from perfmodel.physics.collectives import all_gather, all_reduce, all_to_all, group_links, reduce_scatter, send_recv
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.topology import tiers
@@ -25,7 +26,7 @@ def test_group_inside_one_node() -> None:
     assert (g.per_domain, g.domains) == (8, 1)
     alpha = H100.scaleup_latency_s + H100.step_latency_s
     # Ring reduce-scatter: (n-1) steps of latency, (n-1)/n of the data through each link.
-    assert reduce_scatter(S, g) == pytest.approx(7 * alpha + 7 / 8 * S / _nvlink_bw())
+    assert reduce_scatter(S, g) == pytest.approx(CALL + 7 * alpha + 7 / 8 * S / _nvlink_bw())
     assert all_gather(S, g) == reduce_scatter(S, g)
 
 
@@ -42,25 +43,25 @@ def test_group_across_nodes_is_hierarchical() -> None:
     assert (g.per_domain, g.domains) == (2, 8)
     intra = 1 * (H100.scaleup_latency_s + H100.step_latency_s) + 1 / 2 * S / _nvlink_bw()
     inter = 7 * (H100.across_leaf.latency_s + H100.step_latency_s) + 7 / 8 * (S / 2) / _nic_bw()
-    assert reduce_scatter(S, g) == pytest.approx(intra + inter)
+    assert reduce_scatter(S, g) == pytest.approx(CALL + intra + inter)
 
 
 def test_one_rank_per_node_goes_over_its_nic() -> None:
     g = group_links(H100, EFF, 4, 8)
     assert (g.per_domain, g.domains) == (1, 4)
     assert reduce_scatter(S, g) == pytest.approx(
-        3 * (H100.across_leaf.latency_s + H100.step_latency_s) + 3 / 4 * S / _nic_bw()
+        CALL + 3 * (H100.across_leaf.latency_s + H100.step_latency_s) + 3 / 4 * S / _nic_bw()
     )
 
 
 def test_all_reduce_ring_vs_in_network_reduction() -> None:
     g = group_links(H100, EFF, 8, 1)
-    ring = 2 * reduce_scatter(S, g)
+    ring = 2 * (reduce_scatter(S, g) - CALL)  # one call: reduce-scatter and all-gather phases
     nvls = 2 * g.intra_latency_s + S / _nvlink_bw()  # NVLink SHARP: the data crosses the link once
-    assert all_reduce(S, g, H100) == pytest.approx(min(ring, nvls))
+    assert all_reduce(S, g, H100) == pytest.approx(CALL + min(ring, nvls))
     a100 = tiers(resolve("a100-sxm-80gb"))  # NVSwitch gen2: no in-switch reduction, so a plain ring
     g_a100 = group_links(a100, DEFAULTS["ampere"], 8, 1)
-    assert all_reduce(S, g_a100, a100) == pytest.approx(2 * reduce_scatter(S, g_a100))
+    assert all_reduce(S, g_a100, a100) == pytest.approx(2 * reduce_scatter(S, g_a100) - CALL)
 
 
 def test_large_groups_use_the_tree_for_latency() -> None:
@@ -81,3 +82,12 @@ def test_all_to_all_bottleneck_is_the_nic_share() -> None:
     g = group_links(H100, EFF, 16, 1)  # 8 per node, 2 nodes: half of every rank's data leaves the node
     expected = 15 * min(g.intra_latency_s, g.inter_latency_s) + max(7 / 16 * S / _nvlink_bw(), 8 / 16 * S / _nic_bw())
     assert all_to_all(S, g) == pytest.approx(expected)
+
+
+def test_every_collective_call_pays_nccls_base_latency() -> None:
+    """NCCL's cost model (src/graph/tuning.cc, baseLat, ring/Simple): 8.4 us per call however small the message,
+    so n calls of S/n cost (n-1) x (base + ring-step latencies) more than one call of S."""
+    g = group_links(H100, EFF, 64, 8)  # one rank per node, 64 nodes
+    steps = 63 * g.inter_latency_s
+    assert reduce_scatter(1.0, g) == pytest.approx(CALL + steps + 63 / 64 / g.inter_bytes_per_s)
+    assert 10 * reduce_scatter(S / 10, g) == pytest.approx(reduce_scatter(S, g) + 9 * (CALL + steps))

@@ -45,6 +45,10 @@ class Recipe:
     tp_comm_overlap: bool = True
     """Transformer Engine's userbuffers overlap of TP collectives with the GEMMs. Off, only Megatron's async TP
     remains: the backward's input all-gathers and dgrad reduce-scatters hide behind the weight-gradient GEMMs."""
+    attention_format: str = "bf16"
+    """Tensor-core input format of flash attention's QK^T and PV multiplies: 'fp8' where the run sets Transformer
+    Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1); the softmax
+    exponentials run on the SFU either way."""
 
     @property
     def quantised(self) -> bool:

@@ -22,7 +22,15 @@ from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import clock_share, grouped_efficiency, op_time, wave_efficiency
 from perfmodel.physics.schedule import bubble_fraction, exposed
-from perfmodel.physics.step import BREAKDOWN, OPTIMIZER_KERNELS, Context, evaluate
+from perfmodel.physics.step import (
+    BREAKDOWN,
+    OPTIMIZER_KERNELS,
+    Context,
+    bucketed_exposed,
+    dp_buckets,
+    evaluate,
+    straggler_s,
+)
 from perfmodel.physics.workload import (
     SELECTIVE_RECOMPUTE,
     Op,
@@ -428,7 +436,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
 
     t_o = _q("t_step", eff.step_overhead_s, "s", "per-step work outside the model (data loader, logging, syncs)")
-    parts.append(Part("other_s", "Other", step.other_s, t_o.symbol, [t_o], {"overhead": step.other_s}))
+    sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
+    ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
+    t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")
+    wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
+    used_o = [t_o, sigma, ranks, t_c]
+    parts.append(Part("other_s", "Other", step.other_s, t_o.symbol + wait, used_o, {"overhead": step.other_s}))
     if ctx.model.is_moe:
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
     return parts
@@ -519,23 +532,23 @@ def _zero_formula(
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses."""
     N, f_mb, b_mb, hb, eta = windows
     grads = trainable * memory.GRAD_BYTES
-    rs = _q(f"t_RS{suffix}", reduce_scatter(grads, links), "s",
-            f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients ({group})")  # fmt: skip
-    ag_u = _q(f"t_AG{suffix}", all_gather(trainable * ctx.recipe.param_gather_bytes, links), "s",
-              "all-gather of the updated parameters")  # fmt: skip
+    n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "", "Megatron DDP buckets (max(40M, 1M x ranks))")
+    nb = float(n_b.value)
+    rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
+            f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients, bucket by bucket ({group})")  # fmt: skip
+    ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",
+              "all-gather of the updated parameters, bucket by bucket")  # fmt: skip
     if zero == 0:
-        ar = _q(f"t_AR{suffix}", all_reduce(grads, links, ctx.tiers), "s", f"all-reduce of the gradients ({group})")
-        return exposed(ar.symbol, b_mb.symbol + hb.symbol, eta.symbol), [ar, b_mb, hb, eta]
+        ar = _q(f"t_AR{suffix}", nb * all_reduce(grads / nb, links, ctx.tiers), "s",
+                f"all-reduce of the gradients, bucket by bucket ({group})")  # fmt: skip
+        return bucketed_exposed(ar.symbol, n_b.symbol, b_mb.symbol + hb.symbol, eta.symbol), [ar, n_b, b_mb, hb, eta]
+    gather_first = bucketed_exposed(ag_u.symbol, n_b.symbol, f_mb.symbol + hb.symbol, eta.symbol)
     if zero == 1:
-        formula = exposed(rs.symbol, b_mb.symbol + hb.symbol, eta.symbol) + exposed(
-            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
-        )
-        return formula, [rs, ag_u, f_mb, b_mb, hb, eta]
+        formula = bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol + hb.symbol, eta.symbol) + gather_first
+        return formula, [rs, ag_u, n_b, f_mb, b_mb, hb, eta]
     if zero == 2:
-        formula = N.symbol * exposed(rs.symbol, b_mb.symbol, eta.symbol) + exposed(
-            ag_u.symbol, f_mb.symbol + hb.symbol, eta.symbol
-        )
-        return formula, [N, rs, ag_u, f_mb, b_mb, hb, eta]
+        formula = N.symbol * bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol, eta.symbol) + gather_first
+        return formula, [N, rs, ag_u, n_b, f_mb, b_mb, hb, eta]
     ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
               "all-gather of this rank's weights (FSDP)")  # fmt: skip
     formula = N.symbol * (

@@ -16,6 +16,12 @@ from perfmodel.physics.algebra import Number, ceil, floor, log2, lookup, maximum
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.topology import Tiers
 
+NCCL_CALL_LATENCY_S = 8.4e-6
+"""Fixed latency of one NCCL collective call on top of its per-step latencies: NCCL's own cost model
+(src/graph/tuning.cc, `baseLat`, ring algorithm with the Simple protocol that large collectives use: 8.4 us) for
+the kernel launch, channel set-up and the closing synchronisation. Thousands of TP collectives per step, and DP
+buckets at hundreds of ranks, each pay it: short steps across many ranks are latency-bound, not bandwidth-bound."""
+
 
 class GroupLinks(NamedTuple):
     """What one rank of a group sees: members per domain, domains spanned, and each phase's link."""
@@ -58,7 +64,13 @@ def _ring(ranks: Number, size_bytes: Number, bytes_per_s: Number, latency_s: Num
 def reduce_scatter(size_bytes: Number, g: GroupLinks) -> Number:
     """Reduce-scatter of `size_bytes` (the full tensor) so each rank ends with size/n; all-gather costs the same."""
     intra = _ring(g.per_domain, size_bytes, g.intra_bytes_per_s, g.intra_latency_s)
-    return intra + _ring(g.domains, size_bytes / g.per_domain, g.inter_bytes_per_s, g.inter_latency_s)
+    inter = _ring(g.domains, size_bytes / g.per_domain, g.inter_bytes_per_s, g.inter_latency_s)
+    return _call_latency(g) + intra + inter
+
+
+def _call_latency(g: GroupLinks) -> Number:
+    """NCCL's fixed cost of one collective call; a group of one rank calls nothing."""
+    return where(g.size > 1, NCCL_CALL_LATENCY_S, 0.0)
 
 
 all_gather = reduce_scatter
@@ -80,7 +92,7 @@ def all_reduce(size_bytes: Number, g: GroupLinks, tiers: Tiers) -> Number:
     inter = where(g.domains > 1, minimum(ring, tree), 0.0)
     if tiers.scaleout_in_network_reduction:
         inter = where(g.domains > 1, minimum(inter, 2 * g.inter_latency_s + share / g.inter_bytes_per_s), 0.0)
-    return intra_pair + inter
+    return _call_latency(g) + intra_pair + inter
 
 
 def all_to_all(size_bytes: Number, g: GroupLinks) -> Number:

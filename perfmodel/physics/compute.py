@@ -1,7 +1,7 @@
 """Time of one operation on one GPU: a roofline with achieved, not peak, rates.
 
-time = max(FLOPs / (peak x efficiency x wave quantisation), softmax exponentials / SFU rate, bytes / (HBM x efficiency))
-       + a fixed per-kernel overhead.
+time = max(FLOPs / (peak x efficiency x wave quantisation), bytes / (HBM x efficiency)) + a fixed per-kernel overhead;
+attention's compute is its MMAs plus its softmax exponentials at the SFU rate (`attention_core_s`).
 Wave quantisation: a GEMM runs in waves of output tiles, one tile per SM; a partly filled last wave wastes the rest.
 cuBLAS picks among tile shapes, so the best of a few common ones is taken.
 """
@@ -78,13 +78,22 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
         rate = peak * eff.gemm(op.fmt) * eff.grouped_gemm * tiles
         return maximum(op.flops / rate, memory_s) + overhead_s
+    return maximum(attention_core_s(op, acc, eff), memory_s) + overhead_s
+
+
+def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
+    """Flash attention's tensor-core and SFU work: the QK^T and PV multiplies at the attention format's tensor-core
+    rate PLUS the softmax exponentials at the SFU (MUFU) rate, both at the kernel's achieved share. A sum, not the
+    max: within a tile the exponentials wait for S = QK^T and the PV multiply waits for them (FlashAttention-3,
+    Shah et al. 2024, section 3: ping-pong and intra-warpgroup pipelining hide only part of the 3.9 TFLOP/s of
+    exponentials behind the 989 TFLOP/s of MMAs on H100), so FP8 attention speeds up only the MMA term (its FP8
+    forward is ~1.5-1.6x BF16, not 2x). A part without a sourced SFU figure prices the MMAs alone."""
     backward = op.name.endswith(".bwd")
     length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)
     attention_eff = (eff.attention_bwd if backward else eff.attention_fwd) * length_share
-    flops_s = op.flops / (acc.peak_flops("bf16") * clock_share(acc) * attention_eff)
-    if acc.sfu_texp_per_s is not None:
-        flops_s = maximum(flops_s, op.exps / (acc.sfu_texp_per_s.value * 1e12 * attention_eff))
-    return maximum(flops_s, memory_s) + overhead_s
+    mma_s = op.flops / (acc.peak_flops(op.fmt) * clock_share(acc))
+    exp_s = 0.0 if acc.sfu_texp_per_s is None else op.exps / (acc.sfu_texp_per_s.value * 1e12)
+    return (mma_s + exp_s) / attention_eff
 
 
 def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:

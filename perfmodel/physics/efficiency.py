@@ -54,6 +54,11 @@ class Efficiency:
     software_gain_per_year: float = 1.0
     """Throughput gain per year of software releases at fixed hardware and layout (kernels, overlap, fusions): the
     Megatron-Bridge tables show the same run getting faster container by container."""
+    straggler_cv: float = 0.005
+    """Spread (coefficient of variation) of one rank's compute time per step in lock-step training: thermal and
+    power-cap clock drift, HBM refresh, OS and NCCL proxy noise. A step waits for the slowest of N ranks, whose
+    expected excess over the mean grows like sqrt(2 ln N) (Llama 3 paper, Dubey et al. 2024, section 3.3.4: at
+    16k GPUs a few slow ranks set the pace of the whole job)."""
     vintage_years: float = 0.0
     """Years the priced software release is older than the reference vintage (the newest in the fitted data)."""
 

@@ -162,6 +162,14 @@ TABLE: tuple[Parameter, ...] = (
         "rows with a release month: the same hardware and layout across containers and rounds",
     ),
     Parameter(
+        "straggler_cv",
+        "straggler_cv",
+        "shared",
+        (1e-4, 0.05),
+        1.0,
+        "multi-rank rows: the wait for the slowest rank grows with the ranks in lock-step",
+    ),
+    Parameter(
         "attention_stack",
         "attention",
         "stack",

@@ -16,7 +16,7 @@ from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
-from perfmodel.physics.algebra import PLAIN, Number, equal, maximum, minimum, where
+from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -402,22 +402,53 @@ def _data_parallel(
     """Exposed DP communication by ZeRO stage, over DP x CP ranks.
 
     ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
-    updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble);
+    updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble),
+    in Megatron's buckets: each bucket pays its own collective latency, and the last gradient bucket and first
+    parameter bucket have nothing to hide behind (`bucketed_exposed`);
     ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
     """
     overlap = ctx.efficiency.overlap_dp
+    buckets = dp_buckets(trainable, links.size)
     grads = trainable * memory.GRAD_BYTES
-    scatter = reduce_scatter(grads, links)
-    gather_updates = all_gather(trainable * ctx.recipe.param_gather_bytes, links)
+    scatter = buckets * reduce_scatter(grads / buckets, links)
+    gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
     gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
     step_forward, step_backward = mb_forward + bubble / 2, mb_backward + bubble / 2
-    zero0 = exposed(all_reduce(grads, links, ctx.tiers), step_backward, overlap)
-    zero1 = exposed(scatter, step_backward, overlap) + exposed(gather_updates, step_forward, overlap)
-    zero2 = microbatches * exposed(scatter, mb_backward, overlap) + exposed(gather_updates, step_forward, overlap)
+    reduce = buckets * all_reduce(grads / buckets, links, ctx.tiers)
+    zero0 = bucketed_exposed(reduce, buckets, step_backward, overlap)
+    gather_first = bucketed_exposed(gather_updates, buckets, step_forward, overlap)
+    zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first
+    zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
     zero3 = microbatches * (
         exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
     )
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
+
+
+DP_BUCKET_PARAMS = 40e6
+DP_BUCKET_PARAMS_PER_RANK = 1e6
+"""Megatron-Core DDP's default gradient bucket: max(40M, 1M x DP ranks) parameters
+(megatron/core/distributed/distributed_data_parallel.py, `bucket_size` when overlap_grad_reduce is on)."""
+
+
+def dp_buckets(params: Number, ranks: Number) -> Number:
+    """Gradient (and parameter all-gather) buckets of a rank's `params` over `ranks` DP ranks: at least one."""
+    return maximum(1.0, ceil(params / maximum(DP_BUCKET_PARAMS, DP_BUCKET_PARAMS_PER_RANK * ranks)))
+
+
+def straggler_s(cv: float, ranks: Number, compute_s: Number) -> Number:
+    """Expected wait for the slowest of `ranks` lock-step ranks whose compute time `compute_s` varies with
+    coefficient of variation `cv`: the maximum of N normal draws exceeds their mean by ~cv x sqrt(2 ln N) x mean
+    (0 for one rank, growing without bound but ever more slowly with N)."""
+    return cv * sqrt(2 * math.log(2) * log2(maximum(ranks, 1.0))) * compute_s
+
+
+def bucketed_exposed(comm_s: Number, buckets: Number, window_s: Number, overlap: float) -> Number:
+    """Exposed time of a collective issued in `buckets` equal buckets behind `window_s` of compute: the part the
+    window cannot hide, but never less than one bucket, the one that only starts when the window ends (the last
+    gradient bucket after the backward, the first parameter bucket before the forward). One bucket is fully exposed.
+    """
+    return maximum(exposed(comm_s, window_s, overlap), comm_s / buckets)
 
 
 LAYOUT_VARS = LayoutVars._fields
@@ -551,15 +582,16 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
             trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
     slower = eff.vintage_factor  # a software release older than the reference vintage: every part takes longer
+    compute_s = microbatches * mb_compute
     return StepResult(
-        compute_s=slower * microbatches * mb_compute,
+        compute_s=slower * compute_s,
         tp_comm_exposed_s=slower * microbatches * mb_tp,
         cp_comm_exposed_s=slower * microbatches * mb_cp,
         pp_bubble_s=slower * pp_bubble,
         pp_comm_exposed_s=slower * pp_comm,
         dp_comm_exposed_s=slower * dp_comm,
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
-        other_s=slower * eff.step_overhead_s + 0.0 * tp,
+        other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
         memory=_memory(ctx, lv, stages, sh, microbatches, params, experts),
         hbm_bytes=acc.memory_bytes,

@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple
 
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
-from perfmodel.physics.algebra import Number, minimum
+from perfmodel.physics.algebra import Number, equal, minimum, where
 
 FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
@@ -83,11 +83,21 @@ def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     return [("fc1", md.hidden, md.mlp_in_width / t, True), ("fc2", md.ffn / t, md.hidden, False)]
 
 
-def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0) -> Op:
+NORM_FED = frozenset(("qkv", "q_proj", "q_down", "kv_down", "fc1"))
+"""Linear layers whose input is a norm's output: Transformer Engine's LayerNormLinear / LayerNormMLP fuse the cast."""
+ACTIVATION_FED = frozenset(("fc2",))
+"""Linear layers whose input is the MLP activation: TE's activation kernels emit the quantised copies."""
+
+
+def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0, fused: Number = 0.0) -> Op:
+    """Quantisation of `elements` BF16 values: amax passes, a read, the quantised copies written. Fused into the
+    producing kernel (`fused` = 1; stack_notes.md: TE's norm+cast and activation+cast), one read of the BF16 input
+    is saved: with block scaling the producer quantises what it holds, with per-tensor current scaling it computes
+    the amax on the way. The producer's own BF16 write is kept (a conservative bound)."""
     per_element = (recipe.amax_passes + 1 + extra_passes) * BF16_BYTES + (
         recipe.copies + extra_passes
     ) * recipe.element_bytes
-    return Op(name, "memory", 0, elements * per_element)
+    return Op(name, "memory", 0, elements * (per_element - fused * BF16_BYTES))
 
 
 def _mem(name: str, elements: Number, bytes_per_element: float) -> Op:
@@ -102,7 +112,13 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
         # quantised (T/t rows per rank), after it otherwise (all T rows on every rank).
         gathered_quantised = recipe.tp_gather_bytes < BF16_BYTES
         rows = sh.tokens / sh.tp if (column and gathered_quantised) else sh.tokens
-        ops.append(_cast(f"{name}.cast", rows * k, recipe))
+        # The norm runs on this rank's T/t sequence-parallel rows: it can fuse the cast only of those rows.
+        fused = 0.0
+        if name in ACTIVATION_FED or (name in NORM_FED and column and gathered_quantised):
+            fused = 1.0
+        elif name in NORM_FED:
+            fused = where(equal(sh.tp, 1), 1.0, 0.0)
+        ops.append(_cast(f"{name}.cast", rows * k, recipe, fused=fused))
     ops.append(_gemm(f"{name}.fprop", sh.tokens, n, k, recipe.gemm_format, recipe.element_bytes))
     return ops
 
@@ -207,7 +223,8 @@ def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length
     v_dim = md.heads * md.v_head_dim if md.attention == "mla" else md.kv_dim
     k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
-    return Op(name, "attention", flops, io, "bf16", m=length, exps=T * keys * md.heads / t * layer_share)
+    fmt = sh.recipe.attention_format
+    return Op(name, "attention", flops, io, fmt, m=length, exps=T * keys * md.heads / t * layer_share)
 
 
 def attention_forward(sh: Shard) -> list[Op]:
@@ -231,7 +248,7 @@ def attention_forward(sh: Shard) -> list[Op]:
 def attention_backward(sh: Shard) -> list[Op]:
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps)
+        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, fwd.fmt, fwd.m, 0, fwd.exps)
         for fwd in attention_forward(sh)
     ]
 

@@ -1,0 +1,54 @@
+"""Flash attention as tensor-core MMAs plus SFU exponentials: a closed form, and FlashAttention-3's FP8/BF16 ratio."""
+
+from dataclasses import replace
+
+import pytest
+
+from perfmodel.inputs.hardware import get_accelerator
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.precision import RECIPES
+from perfmodel.physics.compute import ATTENTION_HALF_SPEED_TOKENS, attention_core_s, clock_share
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.workload import Shard, attention_forward
+
+H100 = get_accelerator("h100-sxm")
+SEQ = 8192
+
+
+def _forward(recipe_id: str = "bf16", attention_format: str = "bf16", model: str = "llama3.1-70b"):
+    recipe = replace(RECIPES[recipe_id], attention_format=attention_format)
+    return attention_forward(Shard(get_model(model), recipe, 1, 1, 1, SEQ))[0]
+
+
+def test_attention_time_is_mma_plus_exponentials_closed_form() -> None:
+    op, eff = _forward(), DEFAULTS["hopper"]
+    share = eff.attention_fwd * SEQ / (SEQ + ATTENTION_HALF_SPEED_TOKENS)
+    mma_s = op.flops / (H100.bf16_tflops.value * 1e12 * clock_share(H100))
+    exp_s = op.exps / (3.9e12)  # H100 MUFU exp rate, FlashAttention-3 (Shah et al. 2024) section 3
+    assert attention_core_s(op, H100, eff) == pytest.approx((mma_s + exp_s) / share, rel=1e-12)
+    # causal: T queries x T/2 keys x heads, one exponential each; MMAs 4 x d FLOPs per query-key pair and head
+    md = get_model("llama3.1-70b")
+    assert op.exps == pytest.approx(SEQ * SEQ / 2 * md.heads)
+    assert op.flops == pytest.approx(op.exps * 4 * md.head_dim)
+
+
+def test_fp8_attention_speeds_up_only_the_mmas() -> None:
+    """FlashAttention-3 (Shah et al. 2024, arXiv 2407.08608, Fig. 7 vs Fig. 5, H100 SXM, head dim 128, causal,
+    seq 8k-16k): FP8 forward ~1.2 PFLOP/s against BF16 ~0.75 PFLOP/s, 1.5-1.6x, not the 2x of the MMA peaks
+    (stack_notes.md)."""
+    eff = DEFAULTS["hopper"]
+    bf16 = attention_core_s(_forward(), H100, eff)
+    fp8 = attention_core_s(_forward("fp8", "fp8"), H100, eff)
+    assert 1.45 <= bf16 / fp8 <= 1.65
+
+
+def test_small_head_dim_pays_relatively_more_for_exponentials() -> None:
+    """Exponentials per FLOP double when the head dim halves: head dim 64 (GPT-OSS) runs at a lower MMA rate."""
+    eff = DEFAULTS["hopper"]
+
+    def rate(model: str) -> float:
+        op = _forward(model=model)
+        return op.flops / attention_core_s(op, H100, eff)
+
+    assert get_model("gpt-oss-120b").head_dim == 64
+    assert rate("gpt-oss-120b") < 0.85 * rate("llama3.1-70b")

@@ -1,0 +1,40 @@
+"""Quantisation casts as explicit kernels, fused where Transformer Engine fuses them (stack_notes.md: LayerNormLinear
+/ LayerNormMLP norm+cast, activation+cast): bytes against the recipe's closed form."""
+
+import pytest
+
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.precision import BF16_BYTES, RECIPES
+from perfmodel.physics.workload import Shard, layer_forward
+
+MODEL = get_model("llama3.1-70b")
+SEQ = 8192
+
+
+def _cast_bytes(recipe_id: str, tp: int) -> dict[str, float]:
+    recipe = RECIPES[recipe_id]
+    ops = layer_forward(Shard(MODEL, recipe, tp, 1, 1, SEQ), recipe)
+    return {op.name: op.bytes for op in ops if op.name.endswith(".cast")}
+
+
+def _per_element(recipe_id: str, fused: bool) -> float:
+    r = RECIPES[recipe_id]
+    return (r.amax_passes + 1 - fused) * BF16_BYTES + r.copies * r.element_bytes
+
+
+def test_fp8_casts_fuse_into_norm_and_activation_but_not_after_attention() -> None:
+    """FP8 (current scaling) gathers quantised inputs, so the norm on T/t rows can cast them; proj's input comes
+    from the attention kernel, a separate cast."""
+    tp, m = 8, MODEL
+    got = _cast_bytes("fp8", tp)
+    assert got["qkv.cast"] == pytest.approx(SEQ / tp * m.hidden * _per_element("fp8", True))
+    assert got["fc1.cast"] == pytest.approx(SEQ / tp * m.hidden * _per_element("fp8", True))
+    assert got["fc2.cast"] == pytest.approx(SEQ * m.ffn / tp * _per_element("fp8", True))
+    assert got["proj.cast"] == pytest.approx(SEQ * m.q_dim / tp * _per_element("fp8", False))
+
+
+def test_nvfp4_gathers_bf16_so_the_norm_cannot_cast_all_rows_under_tp() -> None:
+    m = MODEL
+    assert _cast_bytes("nvfp4", 4)["qkv.cast"] == pytest.approx(SEQ * m.hidden * _per_element("nvfp4", False))
+    assert _cast_bytes("nvfp4", 1)["qkv.cast"] == pytest.approx(SEQ * m.hidden * _per_element("nvfp4", True))
+    assert _cast_bytes("bf16", 1) == {}
