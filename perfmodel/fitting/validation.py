@@ -61,9 +61,16 @@ class PreparedRun:
         """The run's metric as perfmodel predicts it with these efficiencies (one layout at a time; `RunBatch`
         prices many runs at once)."""
         step = evaluate(replace(self.context, efficiency=efficiency), layout_vars(self.layout))
-        slower = efficiency.software_gain_per_year ** vintage_years(self.run)
-        step_s, forward_s = step.step_time_s * slower, step.forward_only_s * slower
-        return float(self.metric_value(step_s, forward_s, efficiency.timed_overhead_s(step_s)))
+        return float(self.released_metric(step.step_time_s, step.forward_only_s, efficiency, vintage_years(self.run)))
+
+    def released_metric(
+        self, step_time_s: Number, forward_only_s: Number, efficiency: Efficiency, years: float
+    ) -> Number:
+        """The metric of a step priced at the reference vintage, for the run's release `years` older: every part
+        slower by the fitted software trend, and the MLPerf overhead of the slower step."""
+        slower = efficiency.software_gain_per_year**years
+        step_s, forward_s = step_time_s * slower, forward_only_s * slower
+        return self.metric_value(step_s, forward_s, efficiency.timed_overhead_s(step_s))
 
     def metric_value(self, step_time_s: Number, forward_only_s: Number, run_overhead_s: Number) -> Number:
         """The run's metric from a predicted step time, forward pass and MLPerf run overhead (floats or arrays)."""
@@ -119,9 +126,7 @@ class RunBatch:
         values = np.empty_like(priced.step_time_s)
         for k, item in enumerate(self.items):
             chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
-            slower = chosen.software_gain_per_year ** self._years[k]
-            step_s, forward_s = priced.step_time_s[k] * slower, priced.forward_only_s[k] * slower
-            values[k] = item.metric_value(step_s, forward_s, chosen.timed_overhead_s(step_s))
+            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], chosen, self._years[k])
         return values
 
     def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:
