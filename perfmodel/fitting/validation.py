@@ -15,6 +15,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import MOE_MODELS, MOE_SOURCE, MeasuredRun, reference_vintage, vintage_years
+from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.physics.algebra import Number
@@ -140,9 +141,8 @@ class RunBatch:
 
 def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
     scenario = Scenario.model_validate(run.scenario)
-    probe = context_for(scenario)
     bench = get_benchmark(scenario.benchmark) if scenario.benchmark else None
-    family = probe.hardware.accelerator.family
+    family = resolve(scenario.gpu, scenario.system).accelerator.family  # the family picks the efficiencies
     efficiency = calibration.efficiency(family, scenario.stack, bench.id if bench else None)
     ctx = context_for(scenario, efficiency)  # shared by equal rows
     layout, _ = choose_layout(scenario, ctx)
