@@ -59,19 +59,17 @@ class PreparedRun:
         return {"bf16", self.context.recipe.gemm_format}
 
     def predicted(self, efficiency: Efficiency) -> float:
-        """The run's metric as perfmodel predicts it with these efficiencies (one layout at a time; `RunBatch`
-        prices many runs at once)."""
-        step = evaluate(replace(self.context, efficiency=efficiency), layout_vars(self.layout))
-        return float(self.released_metric(step.step_time_s, step.forward_only_s, efficiency, vintage_years(self.run)))
+        """The run's metric as perfmodel predicts it with these efficiencies at the run's release (one layout at a
+        time; `RunBatch` prices many runs at once)."""
+        released = replace(efficiency, vintage_years=vintage_years(self.run))
+        step = evaluate(replace(self.context, efficiency=released), layout_vars(self.layout))
+        return float(self.released_metric(step.step_time_s, step.forward_only_s, released))
 
-    def released_metric(
-        self, step_time_s: Number, forward_only_s: Number, efficiency: Efficiency, years: float
-    ) -> Number:
-        """The metric of a step priced at the reference vintage, for the run's release `years` older: every part
-        slower by the fitted software trend, and the MLPerf overhead of the slower step."""
-        slower = efficiency.software_gain_per_year**years
-        step_s, forward_s = step_time_s * slower, forward_only_s * slower
-        return self.metric_value(step_s, forward_s, efficiency.timed_overhead_s(step_s))
+    def released_metric(self, step_time_s: Number, forward_only_s: Number, efficiency: Efficiency) -> Number:
+        """The metric of a step priced at the run's release (the step applies the software trend through the
+        efficiencies' `vintage_years`, as a prediction for a `--vintage` does), with the MLPerf overhead of that
+        step."""
+        return self.metric_value(step_time_s, forward_only_s, efficiency.timed_overhead_s(step_time_s))
 
     def metric_value(self, step_time_s: Number, forward_only_s: Number, run_overhead_s: Number) -> Number:
         """The run's metric from a predicted step time, forward pass and MLPerf run overhead (floats or arrays)."""
@@ -105,15 +103,14 @@ class RunBatch:
         import numpy as np
 
         self.items = list(items)
-        self._batch = Batch([(i.context, i.layout) for i in self.items])
+        self._batch = Batch([(i.context, i.layout) for i in self.items], [vintage_years(i.run) for i in self.items])
         self._measured = np.array([i.run.measured for i in self.items])
         self._sign = np.array([i.time_sign for i in self.items])
-        self._years = [vintage_years(i.run) for i in self.items]
 
     def predicted(self, efficiency_for: Callable[[Profile], Efficiency] | None = None, variants: bool = False) -> Any:
         """Every run's metric, with the efficiencies of its profile (default: the ones it was prepared with); the
-        step prices with the profile's (family, stack), and takes longer by the software trend over the years its
-        release is older than the reference vintage.
+        step prices with the profile's (family, stack) at the run's own release (the batch sets each row's
+        `vintage_years`, the one vintage mechanism of the step).
 
         With `variants` the efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
         import numpy as np
@@ -127,7 +124,7 @@ class RunBatch:
         values = np.empty_like(priced.step_time_s)
         for k, item in enumerate(self.items):
             chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
-            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], chosen, self._years[k])
+            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], chosen)
         return values
 
     def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:

@@ -64,7 +64,8 @@ class Efficiency:
 
     @property
     def vintage_factor(self) -> Number:
-        """Step times of the priced release over those of the reference vintage."""
+        """Step times of the priced release over those of the reference vintage: the one place a release enters a
+        priced step (a prediction's `--vintage` and each measured row's release alike set `vintage_years`)."""
         return self.software_gain_per_year**self.vintage_years
 
     def timed_overhead_s(self, step_time_s: Number) -> Number:
