@@ -3,7 +3,8 @@ stage (MoE parameters at their priors), in-sample, and leave-one-model-out (the 
 predicting it), on every MoE row and on the rows of each model's newest container (the rows the stage fits).
 
 The dense parameters of the bundled calibration are held fixed, so no dense prediction changes. With --write the
-stage's result replaces the 'moe' section of perfmodel/data/calibration.json (nothing else in the file changes).
+stage's result replaces the MoE entries (stage 'moe') of perfmodel/data/calibration.json's parameters and its 'moe'
+section (nothing else in the file changes).
 
 Run: python scripts/moe_leave_one_model_out.py [--write] (about half a minute).
 """
@@ -22,6 +23,7 @@ from perfmodel.fitting import calibrate as cal
 from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
 from perfmodel.fitting.validation import NOT_FITTED, PreparedRun, RunBatch, moe_fit_rows, moe_model, prepare_all
 from perfmodel.physics import calibration
+from perfmodel.physics import parameters as table
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 NOTES = [
@@ -62,7 +64,7 @@ def _mape(errors: Sequence[float]) -> float:
     return sum(abs(e) for e in errors) / len(errors) if errors else float("nan")
 
 
-def _shares(item: PreparedRun, values: dict[str, float]) -> str:
+def _shares(item: PreparedRun, start: calibration.Calibration, values: dict[str, float]) -> str:
     """Where a row's predicted step goes: its MoE layer's time by kind of operation, and the exposed EP share."""
     from perfmodel.physics import moe
     from perfmodel.physics.compute import op_time
@@ -70,7 +72,7 @@ def _shares(item: PreparedRun, values: dict[str, float]) -> str:
     from perfmodel.physics.workload import Shard, attention_block_backward, attention_block_forward
     from perfmodel.planning.predict import layout_vars
 
-    ctx = replace(item.context, efficiency=cal.with_moe(item.context.efficiency, values))
+    ctx = replace(item.context, efficiency=cal.moe_efficiencies(start, values)(item.profile))
     lo, acc = item.layout, ctx.hardware.accelerator
     sh = Shard(ctx.model, ctx.recipe, lo.tp, lo.cp, lo.mbs, lo.seq_len, lo.ep, lo.etp, ctx.imbalance)
     ops = attention_block_forward(sh, ctx.recipe) + moe.moe_block_forward(sh, ctx.recipe)
@@ -86,16 +88,22 @@ def _shares(item: PreparedRun, values: dict[str, float]) -> str:
     )
 
 
+def _entry(key: str) -> table.Entry:
+    found = table.entry(key)
+    assert found is not None, key
+    return found
+
+
 def main(write: bool) -> int:
     runs, _ = bundled_runs()
     start = calibration.resolve(None)
-    dense_start = replace(start, provenance={k: v for k, v in start.provenance.items() if k != "moe"})
+    provenance = {k: v for k, v in start.provenance.items() if k != "moe"}
+    dense_start = calibration.Calibration(cal.dense_values(start), provenance, start.source)
     items = prepare_all([r for r in runs if r.source.startswith(MOE_SOURCE)], dense_start, [])
     fitted_rows = moe_fit_rows(items)
-    stage = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model)
-    fitted = stage["parameters"]
+    fitted, section = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model)
     models = sorted({moe_model(i) for i in items})
-    table = []
+    summary = []
     for model in models:
         mine = [i for i in items if moe_model(i) == model]
         newest = [i for i in fitted_rows if moe_model(i) == model]
@@ -103,8 +111,8 @@ def main(write: bool) -> int:
         held_values = cal.fit_moe(others, RunBatch, dense_start).parameters
         row = [model, len(mine), len(newest), newest[0].run.released or "?"]
         for subset in (mine, newest):
-            row += [_mape(_errors(subset, dense_start, values)) for values in (cal.MOE_PRIORS, fitted, held_values)]
-        table.append(row)
+            row += [_mape(_errors(subset, dense_start, values)) for values in ({}, fitted, held_values)]
+        summary.append(row)
         print(model, [round(x, 1) if isinstance(x, float) else x for x in row[1:]], file=sys.stderr)
     detail = []
     for item, error in zip(fitted_rows, _errors(fitted_rows, dense_start, fitted), strict=True):
@@ -112,12 +120,12 @@ def main(write: bool) -> int:
         detail.append(
             f"| {moe_model(item)} | {item.run.id} | {item.context.hardware.accelerator.id} | "
             f"{item.run.scenario['precision']} | TP{layout.tp} PP{layout.pp} VP{layout.vp} EP{layout.ep} "
-            f"MBS{layout.mbs} | {item.run.measured:.0f} | {error:+.1f}% | {_shares(item, fitted)} |"
+            f"MBS{layout.mbs} | {item.run.measured:.0f} | {error:+.1f}% | {_shares(item, dense_start, fitted)} |"
         )
     dense = [r for r in runs if r.source not in NOT_FITTED]
     dense_items = prepare_all(dense, start, [])
     dense_mape = cal.mape(cal.predict(start.parameters, dense_items, RunBatch, lambda i: i.family, lambda i: ""))
-    values = ", ".join(f"`{k}` = {v:.3f} (prior {cal.MOE_PRIORS[k]})" for k, v in fitted.items())
+    values = ", ".join(f"`{k}` = {v:.3f} (prior {_entry(k).default:g})" for k, v in fitted.items())
     lines = [
         "# MoE validation: per model, in-sample and leave-one-model-out",
         "",
@@ -135,7 +143,7 @@ def main(write: bool) -> int:
         "|---|---|---|---|---|---|---|---|---|---|",
         *(
             f"| {m} | {n} | {k} | {c} | {a:.1f}% | {b:.1f}% | {h:.1f}% | {na:.1f}% | {nb:.1f}% | {nh:.1f}% |"
-            for m, n, k, c, a, b, h, na, nb, nh in table
+            for m, n, k, c, a, b, h, na, nb, nh in summary
         ),
         "",
         "Per row, the fitted rows under the in-sample stage (throughput error, predicted / measured - 1), with the",
@@ -155,9 +163,11 @@ def main(write: bool) -> int:
     (DOCS / "moe_validation.md").write_text("\n".join(lines))
     if write:
         document = json.loads(calibration.BUNDLED.read_text())
-        document["moe"] = stage | {"created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        kept = {k: v for k, v in document["parameters"].items() if table.stage_of(k) == "dense"}
+        document["parameters"] = kept | fitted
+        document["moe"] = section | {"created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
         calibration.BUNDLED.write_text(json.dumps(document, indent=1, allow_nan=False))
-    return 0 if all(math.isfinite(r[6]) for r in table) else 1
+    return 0 if all(math.isfinite(r[6]) for r in summary) else 1
 
 
 if __name__ == "__main__":

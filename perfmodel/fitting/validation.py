@@ -317,9 +317,8 @@ def fit_calibration(
     if moe_runs:
         say(f"MoE stage on the newest container's rows of {len(moe_runs)} MoE runs")
         moe_items = moe_fit_rows(prepare_all(moe_runs, start, unpredictable))
-        built = replace(
-            built, provenance=built.provenance | {"moe": cal.moe_stage(moe_items, RunBatch, start, moe_model)}
-        )
+        values, section = cal.moe_stage(moe_items, RunBatch, start, moe_model)
+        built = replace(built, parameters=built.parameters | values, provenance=built.provenance | {"moe": section})
     if not cross_validate:
         return built
     results = {}
