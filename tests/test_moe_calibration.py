@@ -13,7 +13,7 @@ import pytest
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
 from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
-from perfmodel.fitting.validation import RunBatch, moe_fit_rows, moe_model, prepare_all
+from perfmodel.fitting.validation import MOE_NOT_FITTED, RunBatch, moe_fit_rows, moe_model, prepare_all
 from perfmodel.physics import calibration
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import BUNDLED, Calibration
@@ -28,19 +28,22 @@ def _moe_items(start: Calibration):  # type: ignore[no-untyped-def]
 
 
 def test_the_moe_stage_refits_rows_it_priced() -> None:
-    """Rows whose 'measured' value is the model's own prediction at overlap_ep 0.3 and grouped_gemm 0.75 (both
-    slower than the priors 0.5 and 1.0): the stage finds the grouped GEMM share again and halves the error at the
-    priors; the overlap share, which moves these rows little, stays near its prior."""
+    """Rows whose 'measured' value is the model's own prediction at overlap_ep 0.3, grouped_gemm 0.75 and a legacy
+    per-expert cost of 150 us on Blackwell (all slower than the priors 0.5, 1.0 and 50 us): the stage finds the
+    legacy cost again, the grouped GEMM share within 10% and halves the error at the priors; the overlap share,
+    which trades off against the grouped GEMM share on these rows (0.4 and 0.70 price them within 1%), stays at or
+    below its prior."""
     start = calibration.UNCALIBRATED
-    items = _moe_items(start)
-    truth = {"overlap_ep": 0.3, "grouped_gemm": 0.75}
+    items = [i for i in _moe_items(start) if moe_model(i) in ("DeepSeek-V3", "Qwen3-30B-A3B")]
+    truth = {"overlap_ep": 0.3, "grouped_gemm": 0.75, "moe_legacy_group_s@blackwell": 1.5e-4}
     predicted = RunBatch(items).predicted(cal.moe_efficiencies(start, truth))
     synthetic = [replace(i, run=replace(i.run, measured=float(p))) for i, p in zip(items, predicted, strict=True)]
     priors = RunBatch(synthetic).log_time_ratios(cal.moe_efficiencies(start, {}))
     at_priors = sum(abs(math.exp(r) - 1) for r in priors) / len(priors) * 100
     fitted = cal.fit_moe(synthetic, RunBatch, start)
     assert at_priors > 10 and cal.mape(fitted.residuals) < 0.5 * at_priors
-    assert fitted.parameters["grouped_gemm"] == pytest.approx(0.75, rel=0.05)
+    assert fitted.parameters["grouped_gemm"] == pytest.approx(0.75, rel=0.1)
+    assert fitted.parameters["moe_legacy_group_s@blackwell"] == pytest.approx(1.5e-4, rel=0.1)
     assert fitted.parameters["overlap_ep"] <= 0.5
 
 
@@ -69,11 +72,13 @@ def test_the_bundled_calibration_carries_the_moe_stage_with_its_error() -> None:
         assert bundled.efficiency(family).grouped_gemm == bundled.parameters["grouped_gemm"]
 
 
-def test_moe_stage_models_are_the_bundled_moe_models() -> None:
+def test_moe_stage_models_are_the_bundled_moe_models_but_the_ones_it_leaves_out() -> None:
+    """Every container's rows of every bundled MoE model but GPT-OSS-120B, which is validated and not fitted (its
+    gap is the model's, not the MoE mechanisms': MOE_NOT_FITTED says why)."""
     items = _moe_items(calibration.UNCALIBRATED)
-    assert {moe_model(i) for i in items} == {
-        "DeepSeek-V3", "GPT-OSS-120B", "Mixtral-8x7B", "Qwen3-235B-A22B", "Qwen3-30B-A3B"
-    }  # fmt: skip
+    assert {moe_model(i) for i in items} == {"DeepSeek-V3", "Mixtral-8x7B", "Qwen3-235B-A22B", "Qwen3-30B-A3B"}
+    assert set(MOE_NOT_FITTED) == {"GPT-OSS-120B"}
+    assert len({i.run.released for i in items}) >= 6  # 25.02 ... 26.08: every container, not the newest alone
 
 
 @pytest.mark.parametrize(

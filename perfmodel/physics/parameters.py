@@ -222,6 +222,16 @@ TABLE: tuple[Parameter, ...] = (
         "absorbed something grouped kernels do not pay)",
         stage="moe",
     ),
+    Parameter(
+        "moe_legacy_group_s",
+        "moe_legacy_group_s",
+        "family",
+        (1e-6, 1e-3),
+        2.0,
+        "MoE rows of the family from releases before the grouped expert kernel (efficiency.GROUPED_KERNEL_RELEASE): "
+        "the fixed cost per local expert of each grouped GEMM (a weak prior: the rows decide)",
+        stage="moe",
+    ),
 )
 BY_NAME = {p.name: p for p in TABLE}
 GRAPH_CAPTURED = {
