@@ -128,7 +128,8 @@ def main(write: bool) -> int:
     dense_start = calibration.Calibration(cal.dense_values(start), provenance, start.source)
     items = prepare_all([r for r in runs if r.source.startswith(MOE_SOURCE)], dense_start, [])
     fitted_rows = moe_fit_rows(items)
-    fitted, section = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model)
+    left_out = [i for i in items if moe_model(i) in MOE_NOT_FITTED]
+    fitted, section = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model, left_out)
     models = sorted({moe_model(i) for i in items})
     newest_rows = newest_container(items)
     summary, by_container = [], []
@@ -158,6 +159,7 @@ def main(write: bool) -> int:
     dense = [r for r in runs if r.source not in NOT_FITTED]
     dense_items = prepare_all(dense, start, [])
     dense_mape = cal.mape(cal.predict(start.parameters, dense_items, RunBatch, lambda i: i.family, lambda i: ""))
+    band = section["fit"]["interval"]
     values = ", ".join(f"`{k}` = {v:.3g} (prior {_entry(k).default:g})" for k, v in fitted.items())
     lines = [
         "# MoE validation: per model, in-sample and leave-one-model-out",
@@ -179,6 +181,10 @@ def main(write: bool) -> int:
             f"| {m} | {n} | {k} | {c} | {a:.1f}% | {b:.1f}% | {h:.1f}% | {na:.1f}% | {nb:.1f}% | {nh:.1f}% |"
             for m, n, k, c, a, b, h, na, nb, nh in summary
         ),
+        "",
+        "80% interval on a MoE model's predicted time (what `perfmodel predict` prints for one): "
+        f"x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}, from the held-out residuals above (each",
+        f"fitted model left out, {', '.join(MOE_NOT_FITTED)} under the whole stage).",
         "",
         "Per row of each model's newest container, under the in-sample stage (throughput error, predicted /",
         "measured - 1), with the predicted MoE layer's time by kind of operation and the exposed EP communication's",

@@ -65,7 +65,9 @@ def test_the_bundled_calibration_carries_the_moe_stage_with_its_error() -> None:
     fit = moe["fit"]
     assert set(fit["parameters"]) == {k for k in bundled.parameters if table.stage_of(k) == "moe"} >= set(MOE_SHARED)
     assert fit["rows"] == len(fit["residuals"]) > 0
-    assert set(fit["leave_one_model_out_mape_pct"]) == {r["model"] for r in fit["residuals"]}
+    fitted_models = {r["model"] for r in fit["residuals"]}
+    assert set(fit["leave_one_model_out_mape_pct"]) == fitted_models | set(fit["not_fitted"])
+    assert set(fit["in_sample_mape_pct_by_model"]) == fitted_models
     assert all(math.isfinite(v) for v in fit["leave_one_model_out_mape_pct"].values())
     for family in ("hopper", "blackwell-ultra"):
         assert bundled.efficiency(family).overlap_ep == bundled.parameters["overlap_ep"]
@@ -146,3 +148,18 @@ def test_the_moe_entries_are_in_the_shared_table_and_the_dense_fit_leaves_them()
     moe_keys = {e.key for e in cal.free_entries(items, lambda i: i.profile, _formats, "moe")}
     assert set(MOE_SHARED) <= moe_keys and not dense_keys & moe_keys
     assert all(table.stage_of(k) == "moe" for k in moe_keys)
+
+
+def test_a_moe_prediction_takes_its_interval_from_the_moe_stage_held_out_residuals() -> None:
+    """The bundled file's MoE interval comes from every MoE row predicted by a stage that never saw its model (the
+    fitted models left out one at a time, GPT-OSS-120B under the whole stage); a dense question keeps its protocol."""
+    bundled = calibration.bundled()
+    fit = bundled.provenance["moe"]["fit"]
+    held = [r["held_out_error_pct"] for r in fit["residuals"]]
+    assert fit["not_fitted"] == ["GPT-OSS-120B"] and "GPT-OSS-120B" in fit["leave_one_model_out_mape_pct"]
+    band = bundled.interval_for("blackwell", "mxfp8", 64, moe=True)
+    assert band is not None and band.protocol == calibration.MOE_PROTOCOL
+    assert (band.low, band.high) == (fit["interval"]["time_factor_low"], fit["interval"]["time_factor_high"])
+    assert band.low < 1 < band.high and max(held) > 0 > min(held)
+    dense = bundled.interval_for("blackwell", "mxfp8", 64)
+    assert dense is not None and dense.protocol != calibration.MOE_PROTOCOL

@@ -244,13 +244,20 @@ def fit_moe(
 
 
 def moe_stage(
-    items: Sequence[Any], pricer: Pricer, start: Calibration, model_of: Callable[[Any], str]
+    items: Sequence[Any],
+    pricer: Pricer,
+    start: Calibration,
+    model_of: Callable[[Any], str],
+    not_fitted: Sequence[Any] = (),
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The MoE stage fitted on `items` over `start`'s dense values: its fitted entries, and the calibration file's
-    'moe' section, with the in-sample residuals and leave-one-model-out ones (refit without a model, predict it)."""
+    'moe' section, with the in-sample residuals and leave-one-model-out ones (refit without a model, predict it);
+    rows of models the stage does not fit (`not_fitted`) count as held out under the whole stage. The held-out
+    residuals give a MoE prediction's 80% interval."""
     fitted = fit_moe(items, pricer, start)
-    held: dict[str, Residual] = {}
-    models = sorted({model_of(i) for i in items})
+    extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
+    held: dict[str, Residual] = {r.run_id: r for r in extra}
+    models = sorted({model_of(i) for i in [*items, *not_fitted]})
     for model in models:
         train = [i for i in items if model_of(i) != model]
         test = [i for i in items if model_of(i) == model]
@@ -259,9 +266,10 @@ def moe_stage(
         held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
 
     def by_model(residuals: Sequence[Residual]) -> dict[str, float]:
-        return {m: mape([r for r in residuals if model_of_id[r.run_id] == m]) for m in models}
+        mine = {m: [r for r in residuals if model_of_id[r.run_id] == m] for m in models}
+        return {m: mape(found) for m, found in mine.items() if found}
 
-    model_of_id = {i.run.id: model_of(i) for i in items}
+    model_of_id = {i.run.id: model_of(i) for i in [*items, *not_fitted]}
     section = {
         "fit": {
             "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured) of the MoE rows, dense "
@@ -273,6 +281,8 @@ def moe_stage(
             "in_sample_mape_pct": mape(fitted.residuals),
             "in_sample_mape_pct_by_model": by_model(fitted.residuals),
             "leave_one_model_out_mape_pct": by_model(list(held.values())),
+            "not_fitted": sorted({model_of(i) for i in not_fitted}),
+            "interval": interval(list(held.values())),
             "residuals": [
                 {
                     "id": r.run_id,

@@ -323,8 +323,9 @@ def fit_calibration(
     moe_runs = [r for r in runs if r.source.startswith(MOE_SOURCE)]
     if moe_runs:
         say(f"MoE stage on the rows of every container of {len(moe_runs)} MoE runs")
-        moe_items = moe_fit_rows(prepare_all(moe_runs, start, unpredictable))
-        values, section = cal.moe_stage(moe_items, RunBatch, start, moe_model)
+        moe_items = prepare_all(moe_runs, start, unpredictable)
+        left_out = [i for i in moe_items if moe_model(i) in MOE_NOT_FITTED]
+        values, section = cal.moe_stage(moe_fit_rows(moe_items), RunBatch, start, moe_model, left_out)
         built = replace(built, parameters=built.parameters | values, provenance=built.provenance | {"moe": section})
     if not cross_validate:
         return built

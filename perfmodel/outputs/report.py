@@ -153,11 +153,17 @@ def table(p: Prediction) -> str:
         ),
     ]
     if p.model.is_moe:
+        from perfmodel.physics.calibration import MOE_PROTOCOL
+
         lines += [
             "",
-            "Note: a mixture-of-experts prediction uses two MoE parameters fitted on each MoE model's newest "
-            "Megatron-Bridge rows (docs/moe_validation.md: its error per model, and on older containers); the 80% "
-            "interval above comes from dense rows and is too narrow for this model.",
+            "Note: a mixture-of-experts prediction uses MoE parameters fitted on the Megatron-Bridge MoE rows of "
+            "every container (docs/moe_validation.md: its error per model and container); the 80% interval above "
+            + (
+                "comes from MoE models each predicted by a MoE fit without it."
+                if d.get("interval_protocol") == MOE_PROTOCOL
+                else "comes from dense rows and is too narrow for this model."
+            ),
         ]
     if not d["fits_in_memory"]:
         lines += [

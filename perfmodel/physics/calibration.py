@@ -37,6 +37,9 @@ V1_BOUNDS = {
 
 
 FALLBACK_PROTOCOL = "leave-one-group-out"
+MOE_PROTOCOL = "leave-one-moe-model-out"
+"""Where a MoE model's interval comes from: the MoE stage's residuals of each model predicted by a stage fitted
+without it (and of the models it does not fit, predicted by the whole stage)."""
 """Where an interval comes from when a calibration holds no protocol residuals: leave one accelerator x precision
 group out (every calibration file before the protocols)."""
 
@@ -100,9 +103,13 @@ class Calibration:
             return "scale"
         return "forward"
 
-    def interval_for(self, family: str, precision: str, n_gpus: int) -> Interval | None:
+    def interval_for(self, family: str, precision: str, n_gpus: int, moe: bool = False) -> Interval | None:
         """The 80% interval for a question, from the residuals of its protocol (protocol_for), else of
-        leave-one-group-out; None when uncalibrated."""
+        leave-one-group-out; for a MoE model, from the MoE stage's leave-one-model-out residuals where the file has
+        them (dense rows' residuals are too narrow for it); None when uncalibrated."""
+        band = self.provenance.get("moe", {}).get("fit", {}).get("interval") if moe else None
+        if band:
+            return Interval(band["time_factor_low"], band["time_factor_high"], MOE_PROTOCOL)
         protocol = self.protocol_for(family, precision, n_gpus)
         band = self.provenance.get("protocols", {}).get(protocol, {}).get("interval") if protocol else None
         if band:
@@ -232,6 +239,8 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
 def _legacy_moe(path: Path, moe: object) -> dict[str, float]:
     """The MoE stage's values of a file written before they were table entries (field 'moe.parameters'), checked
     against the table; {} for newer files. (They carry no scope, like the shared entries they now are.)"""
+    if isinstance(moe, dict) and isinstance(moe.get("fit"), dict) and moe["fit"].get("interval") is not None:
+        _check_band(path, "moe.fit.interval", moe["fit"]["interval"])
     if moe is None or (isinstance(moe, dict) and "parameters" not in moe):
         return {}
     values = moe.get("parameters") if isinstance(moe, dict) else None
