@@ -226,8 +226,8 @@ def main() -> None:
         f"{fit.get('cv_mape_pct', float('nan')):.1f}% over {fit.get('rows', 0)} rows.",
         f"- llm-foundry (the composer stack, fitted with its own attention, FSDP-overlap and step-overhead "
         f"parameters): {len(composer)} rows, MAPE {_mape(composer):.1f}%.",
-        f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; the newest container's "
-        f"rows fit the calibration's two MoE parameters, docs/moe_validation.md): {len(moe)} rows, MAPE "
+        f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; every container's "
+        f"rows but GPT-OSS-120B's fit the calibration's MoE stage, docs/moe_validation.md): {len(moe)} rows, MAPE "
         f"{_mape(moe):.1f}%.",
         f"- All dense rows: MAPE {_mape(dense):.1f}%; all predicted rows: MAPE {report.mape_pct:.1f}%.",
         "- Out of sample (each row predicted by a fit that never saw it): "
