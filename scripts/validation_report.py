@@ -18,6 +18,7 @@ from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
 from perfmodel.fitting.validation import Report, validate
 from perfmodel.inputs.resources import data_dir
 from perfmodel.inputs.scenario import load_scenario
+from perfmodel.outputs.report import parameter_figure
 from perfmodel.physics import calibration as cal
 from perfmodel.planning.predict import predict
 
@@ -73,8 +74,8 @@ def _groups_section(report: Report) -> list[str]:
 def _parameters_section(calibration: cal.Calibration) -> list[str]:
     records = describe(calibration.parameters)
     rows = [
-        [r["key"], r["scope"], f"{r['default']:.3f}", f"{r['fitted']:.3f}", "{}-{}".format(*r["bounds"]),
-         "at bound" if r["at_bound"] else "", r["informed_by"]]
+        [r["key"], r["scope"], parameter_figure(r["default"]), parameter_figure(r["fitted"]),
+         "{}-{}".format(*r["bounds"]), "at bound" if r["at_bound"] else "", r["informed_by"]]
         for r in records
     ]  # fmt: skip
     bound = [r["key"] for r in records if r["at_bound"]]

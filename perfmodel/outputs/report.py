@@ -312,6 +312,11 @@ def protocol_table(result: Any) -> str:
     ])  # fmt: skip
 
 
+def parameter_figure(value: float) -> str:
+    """A parameter value: three decimals, or three significant figures for the small ones (seconds per expert)."""
+    return f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.3g}"
+
+
 def calibration_table(fitted: Any, baseline: Any) -> str:
     """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
     from tabulate import tabulate
@@ -320,8 +325,8 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
 
     records = describe(fitted.parameters)
     rows = [
-        [r["key"], r["scope"], f"{r['default']:.3f}", f"{r['fitted']:.3f}", "{}-{}".format(*r["bounds"]),
-         "at bound" if r["at_bound"] else ""]
+        [r["key"], r["scope"], parameter_figure(r["default"]), parameter_figure(r["fitted"]),
+         "{}-{}".format(*r["bounds"]), "at bound" if r["at_bound"] else ""]
         for r in records
     ]  # fmt: skip
     fit = fitted.provenance["fit"]
