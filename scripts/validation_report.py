@@ -18,6 +18,7 @@ from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
 from perfmodel.fitting.validation import Report, validate
 from perfmodel.inputs.resources import data_dir
 from perfmodel.inputs.scenario import load_scenario
+from perfmodel.outputs.report import parameter_figure
 from perfmodel.physics import calibration as cal
 from perfmodel.planning.predict import predict
 
@@ -73,8 +74,8 @@ def _groups_section(report: Report) -> list[str]:
 def _parameters_section(calibration: cal.Calibration) -> list[str]:
     records = describe(calibration.parameters)
     rows = [
-        [r["key"], r["scope"], f"{r['default']:.3f}", f"{r['fitted']:.3f}", "{}-{}".format(*r["bounds"]),
-         "at bound" if r["at_bound"] else "", r["informed_by"]]
+        [r["key"], r["scope"], parameter_figure(r["default"]), parameter_figure(r["fitted"]),
+         "{}-{}".format(*r["bounds"]), "at bound" if r["at_bound"] else "", r["informed_by"]]
         for r in records
     ]  # fmt: skip
     bound = [r["key"] for r in records if r["at_bound"]]
@@ -226,8 +227,8 @@ def main() -> None:
         f"{fit.get('cv_mape_pct', float('nan')):.1f}% over {fit.get('rows', 0)} rows.",
         f"- llm-foundry (the composer stack, fitted with its own attention, FSDP-overlap and step-overhead "
         f"parameters): {len(composer)} rows, MAPE {_mape(composer):.1f}%.",
-        f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; the newest container's "
-        f"rows fit the calibration's two MoE parameters, docs/moe_validation.md): {len(moe)} rows, MAPE "
+        f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; every container's "
+        f"rows but GPT-OSS-120B's fit the calibration's MoE stage, docs/moe_validation.md): {len(moe)} rows, MAPE "
         f"{_mape(moe):.1f}%.",
         f"- All dense rows: MAPE {_mape(dense):.1f}%; all predicted rows: MAPE {report.mape_pct:.1f}%.",
         "- Out of sample (each row predicted by a fit that never saw it): "

@@ -167,9 +167,10 @@ def test_shell_completion_offers_ids() -> None:
     assert complete("perfmodel predict --precision nv") == ["nvfp4"]
 
 
-def test_a_moe_prediction_says_its_interval_comes_from_dense_rows() -> None:
+def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
     layout = ("--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--ep", "8", "--mbs", "1", "--gbs", "64")
     args = ("predict", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "8", *layout, "--recompute", "none",
             "--zero", "1")  # fmt: skip
-    assert "too narrow for this model" in run_cli(*args).out
-    assert "too narrow" not in run_cli("predict").out
+    out = run_cli(*args).out
+    assert "leave-one-moe-model-out residuals" in out and "predicted by a MoE fit without it" in out
+    assert "MoE" not in run_cli("predict").out

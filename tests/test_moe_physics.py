@@ -237,3 +237,26 @@ def test_a_moe_layer_pays_attention_tp_collectives_and_its_shared_experts_only()
     assert moe.tp_blocks_per_layer(ZOO["deepseek-v3"]) == 2.0
     assert moe.tp_blocks_per_layer(ZOO["qwen3-30b-a3b"]) == 1.0
     assert moe.tp_blocks_per_layer(ZOO["mixtral-8x7b"]) == 1.0
+
+
+def test_the_legacy_grouped_gemm_cost_is_paid_per_local_expert_only_before_the_grouped_kernel() -> None:
+    """The MoE part of the software vintage (efficiency.GROUPED_KERNEL_RELEASE): a release before it pays
+    `moe_legacy_group_s` once per local expert of every grouped expert GEMM, a release from it on and a dense model
+    never; its age in years is the one the reference vintage gives it."""
+    from dataclasses import replace
+
+    from perfmodel.fitting.runs import reference_vintage
+    from perfmodel.physics.compute import op_time
+    from perfmodel.physics.efficiency import DEFAULTS, GROUPED_KERNEL_RELEASE
+    from perfmodel.physics.parameters import years_between
+    from perfmodel.physics.workload import Op
+
+    base = DEFAULTS["blackwell"]
+    assert base.grouped_kernel_years == pytest.approx(years_between(GROUPED_KERNEL_RELEASE, reference_vintage()))
+    acc = resolve("gb200").accelerator
+    grouped = Op("expert_fc1.fprop", "grouped_gemm", 2 * 16 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536, groups=16)
+    dense = Op("fc1.fprop", "gemm", 2 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536)
+    at = {years: replace(base, vintage_years=years, moe_legacy_group_s=1e-4) for years in (0.0, 2 / 12, 4 / 12)}
+    assert op_time(grouped, acc, at[2 / 12]) == op_time(grouped, acc, at[0.0])  # 26.06: the grouped kernel
+    assert op_time(grouped, acc, at[4 / 12]) - op_time(grouped, acc, at[0.0]) == pytest.approx(16 * 1e-4)
+    assert op_time(dense, acc, at[4 / 12]) == op_time(dense, acc, at[0.0])

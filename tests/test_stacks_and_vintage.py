@@ -85,3 +85,25 @@ def test_a_bad_release_month_is_one_line_saying_the_form() -> None:
     result = run_cli("predict", "--vintage", "2030-13")
     assert result.code == 2 and result.out == ""
     assert result.err == "error: --vintage: a software release month YYYY-MM, e.g. 2025-06 (got '2030-13')\n"
+
+
+def test_a_dated_row_is_priced_at_its_release_as_a_prediction_for_that_vintage_is() -> None:
+    """One vintage mechanism: validation's batched pricing of a dated row (each row's `vintage_years` in the batched
+    efficiencies) gives what a prediction of the row's scenario with `vintage` = its release gives, and the
+    single-row path agrees with both."""
+    from perfmodel.fitting.validation import RunBatch, prepare_all
+    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.planning.predict import predict
+
+    runs, _ = bundled_runs()
+    dated = [r for r in runs if r.released and r.released < "2026" and r.source == "Megatron-Bridge"][:3]
+    calibration = cal.bundled()
+    items = prepare_all(dated, calibration, [])
+    batched = RunBatch(items).predicted()
+    for item, value in zip(items, batched, strict=True):
+        assert item.run.metric == "tokens_per_s_per_gpu" and vintage_years(item.run) > 0
+        released = predict(Scenario.model_validate(item.run.scenario | {"vintage": item.run.released}))
+        assert float(value) == pytest.approx(released.tokens_per_s_per_gpu, rel=1e-12)
+        assert item.predicted(item.context.efficiency) == pytest.approx(float(value), rel=1e-12)
+        now = predict(Scenario.model_validate(item.run.scenario))
+        assert released.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu

@@ -13,16 +13,16 @@ planner should expect on hardware it was not fitted on, and an 80% prediction in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics import parameters as table
-from perfmodel.physics.calibration import MOE_BOUNDS, UNCALIBRATED, Calibration
+from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.parameters import Entry, Profile
+from perfmodel.physics.parameters import Entry, Profile, Stage
 
 INTERVAL_COVERAGE = 0.8
 BOUND_TOLERANCE = 1e-3
@@ -73,21 +73,28 @@ class FitResult:
     """Entries whose fitted value sits at a bound of its physical range."""
 
 
+def _item_profile(item: Any) -> Profile:
+    """A prepared run's own profile (validation.PreparedRun.profile)."""
+    return item.profile
+
+
 def _profile(profile_of: ProfileOf, item: Any) -> Profile:
     found = profile_of(item)
     return found if isinstance(found, Profile) else Profile(found)
 
 
-def free_entries(items: Sequence[Any], profile_of: ProfileOf, formats_of: Callable[[Any], set[str]]) -> list[Entry]:
-    """The table entries the data can inform: those of the runs' profiles that calibration fits, a format-specific
-    one only where a run of the profile uses that format."""
+def free_entries(
+    items: Sequence[Any], profile_of: ProfileOf, formats_of: Callable[[Any], set[str]], stage: Stage = "dense"
+) -> list[Entry]:
+    """The table entries of a fit's stage the data can inform: those of the runs' profiles that calibration fits, a
+    format-specific one only where a run of the profile uses that format."""
     found: dict[str, Entry] = {}
     for item in items:
         profile = _profile(profile_of, item)
         formats = formats_of(item) | ({"mlperf"} if profile.benchmark else set())
         for candidate in table.entries_for(profile):
             needs = candidate.parameter.needs
-            if candidate.fittable and (needs is None or needs in formats):
+            if candidate.parameter.stage == stage and candidate.fittable and (needs is None or needs in formats):
                 found.setdefault(candidate.key, candidate)
     return sorted(found.values(), key=lambda e: (table.TABLE.index(e.parameter), e.scope_value))
 
@@ -107,9 +114,12 @@ def fit(
     formats_of: Callable[[Any], set[str]],
     start: Calibration | None = None,
     prior_sigma: float | None = None,
+    stage: Stage = "dense",
+    fixed: Mapping[str, float] | None = None,
 ) -> FitResult:
-    """Fit the free table entries of `items` (robust least squares on log error); `prior_sigma` replaces every
-    parameter's own prior spread when given.
+    """Fit the free table entries of `stage` on `items` (robust least squares on log error), with the entries in
+    `fixed` held at their values (the MoE stage holds the dense fit's); `prior_sigma` replaces every parameter's own
+    prior spread when given.
 
     The runs are priced as one batch (one array call per context) that also yields the Jacobian: runs of one
     (family, stack) depend only on the entries of their profiles, so variant k of that pair perturbs its k-th
@@ -119,7 +129,8 @@ def fit(
     import numpy as np
     from scipy.optimize import least_squares
 
-    entries = free_entries(items, profile_of, formats_of)
+    entries = free_entries(items, profile_of, formats_of, stage)
+    held = dict(fixed or {})
     if not entries:
         raise PerfmodelError("nothing to calibrate: no runs")
     keys = [e.key for e in entries]
@@ -147,6 +158,9 @@ def fit(
     def values(x: Any) -> dict[str, float]:
         return {key: float(math.exp(v)) for key, v in zip(keys, x, strict=True)}
 
+    def in_force(x: Any) -> dict[str, float]:
+        return held | values(x)
+
     def priced(x: Any) -> tuple[Any, Any]:
         """Residuals and Jacobian at x from one batched call: every run under its base efficiencies (variant 0) and
         with each entry of its (family, stack) moved by a finite-difference step (variant k)."""
@@ -160,7 +174,7 @@ def fit(
                 moved = x.copy()
                 if col is not None:
                     moved[col] += step[col]
-                moved_values.append(values(moved))
+                moved_values.append(in_force(moved))
             for p in variant_profiles[name]:
                 stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
         ratios = batch.log_time_ratios(stacked.__getitem__, variants=True)
@@ -203,7 +217,7 @@ def fit(
         tr_solver="lsmr",
     )
     fitted = values(solution.x)
-    ratios = batch.log_time_ratios(efficiencies_of(fitted))
+    ratios = batch.log_time_ratios(efficiencies_of(held | fitted))
     return FitResult(
         fitted,
         [
@@ -214,83 +228,61 @@ def fit(
     )
 
 
-MOE_PRIORS = {"overlap_ep": 0.5, "grouped_gemm": 1.0}
-"""The MoE stage's parameters and their priors: Megatron's EP-communication overlap hides about half of the
-all-to-all (assumed before any fit), and a grouped GEMM starts as efficient as a dense one of the same tiles. Their
-bounds (physics.calibration.MOE_BOUNDS): no all-to-all hides completely behind compute or not at all; a grouped GEMM
-between half and 1.2x a dense GEMM's share of peak (above 1: the dense `gemm_*` fit absorbed something grouped
-kernels do not pay)."""
-MOE_PRIOR_SIGMA = 0.3
-"""Spread of the MoE stage's prior on log(parameter / prior): a parameter moves freely within ~30% when the rows ask."""
+def dense_values(calibration: Calibration) -> dict[str, float]:
+    """A calibration's dense-stage values: what the MoE stage holds fixed."""
+    return {k: v for k, v in calibration.parameters.items() if table.stage_of(k) == "dense"}
 
 
-@dataclass(frozen=True)
-class MoeFit:
-    parameters: dict[str, float]
-    residuals: list[Residual]
-
-
-def fit_moe(items: Sequence[Any], pricer: Pricer, start: Calibration, prior_sigma: float = MOE_PRIOR_SIGMA) -> MoeFit:
-    """The MoE stage: fit the MoE parameters (MOE_PRIORS) on MoE runs with every dense parameter held at `start`'s
-    values, so that no dense prediction can change. Robust least squares on log(predicted / measured), a prior of
-    `prior_sigma` on log(parameter / prior), one value for every family (the MoE rows are too few to fit per
-    family)."""
-    import numpy as np
-    from scipy.optimize import least_squares
-
-    if not items:
-        raise PerfmodelError("nothing to calibrate: no MoE runs")
-    names = list(MOE_PRIORS)
-    lower = np.log([MOE_BOUNDS[n][0] for n in names])
-    upper = np.log([MOE_BOUNDS[n][1] for n in names])
-    prior = np.log([MOE_PRIORS[n] for n in names])
-    batch = pricer(items)
-    prior_scale = prior_sigma * math.sqrt(len(items))
-
-    def efficiencies(x: Any) -> Callable[[Profile], Efficiency]:
-        return moe_efficiencies(start, dict(zip(names, np.exp(x), strict=True)))
-
-    def residuals(x: Any) -> Any:
-        return np.concatenate([batch.log_time_ratios(efficiencies(x)), (x - prior) / prior_scale])
-
-    solution = least_squares(
-        residuals, np.clip(prior, lower + 1e-9, upper - 1e-9), bounds=(lower, upper), loss="soft_l1", f_scale=0.1
-    )
-    fitted = batch.log_time_ratios(efficiencies(solution.x))
-    return MoeFit(
-        {n: float(math.exp(v)) for n, v in zip(names, solution.x, strict=True)},
-        [Residual(i.run.id, i.run.group, i.family, float(r)) for i, r in zip(items, fitted, strict=True)],
-    )
+def fit_moe(
+    items: Sequence[Any], pricer: Pricer, start: Calibration, profile_of: ProfileOf = _item_profile
+) -> FitResult:
+    """The MoE stage: fit the table's MoE entries (stage 'moe') on MoE runs with every dense entry held at `start`'s
+    value, so that no dense prediction can change; each entry's own prior, bounds and scope (the dense fit's
+    solver and loss), starting from the priors."""
+    dense = dense_values(start)
+    return fit(items, pricer, profile_of, lambda _: set(), Calibration(dense, {}), stage="moe", fixed=dense)
 
 
 def moe_stage(
-    items: Sequence[Any], pricer: Pricer, start: Calibration, model_of: Callable[[Any], str]
-) -> dict[str, Any]:
-    """The calibration file's 'moe' section: the MoE stage fitted on `items` over `start`'s dense parameters, with
-    its in-sample residuals and leave-one-model-out ones (refit without a model, predict it)."""
+    items: Sequence[Any],
+    pricer: Pricer,
+    start: Calibration,
+    model_of: Callable[[Any], str],
+    not_fitted: Sequence[Any] = (),
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """The MoE stage fitted on `items` over `start`'s dense values: its fitted entries, and the calibration file's
+    'moe' section, with the in-sample residuals and leave-one-model-out ones (refit without a model, predict it);
+    rows of models the stage does not fit (`not_fitted`) count as held out under the whole stage. The held-out
+    residuals give a MoE prediction's 80% interval."""
     fitted = fit_moe(items, pricer, start)
-    held: dict[str, Residual] = {}
-    models = sorted({model_of(i) for i in items})
+    extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
+    held: dict[str, Residual] = {r.run_id: r for r in extra}
+    models = sorted({model_of(i) for i in [*items, *not_fitted]})
     for model in models:
         train = [i for i in items if model_of(i) != model]
         test = [i for i in items if model_of(i) == model]
-        values = fit_moe(train, pricer, start).parameters if train else dict(MOE_PRIORS)
+        values = fit_moe(train, pricer, start).parameters if train else {}
         ratios = pricer(test).log_time_ratios(moe_efficiencies(start, values))
         held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
 
     def by_model(residuals: Sequence[Residual]) -> dict[str, float]:
-        return {m: mape([r for r in residuals if model_of_id[r.run_id] == m]) for m in models}
+        mine = {m: [r for r in residuals if model_of_id[r.run_id] == m] for m in models}
+        return {m: mape(found) for m, found in mine.items() if found}
 
-    model_of_id = {i.run.id: model_of(i) for i in items}
-    return {
-        "parameters": fitted.parameters,
+    model_of_id = {i.run.id: model_of(i) for i in [*items, *not_fitted]}
+    section = {
         "fit": {
             "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured) of the MoE rows, dense "
-            f"parameters held fixed, prior sigma {MOE_PRIOR_SIGMA} on log(parameter/prior) around {MOE_PRIORS}",
+            "parameters held fixed, each MoE table entry's prior on log(parameter/default) (physics/parameters.py, "
+            "stage 'moe'); leave one MoE model out",
+            "parameters": sorted(fitted.parameters),
+            "at_bound": fitted.at_bound,
             "rows": len(items),
             "in_sample_mape_pct": mape(fitted.residuals),
             "in_sample_mape_pct_by_model": by_model(fitted.residuals),
             "leave_one_model_out_mape_pct": by_model(list(held.values())),
+            "not_fitted": sorted({model_of(i) for i in not_fitted}),
+            "interval": interval(list(held.values())),
             "residuals": [
                 {
                     "id": r.run_id,
@@ -302,15 +294,12 @@ def moe_stage(
             ],
         },
     }
+    return fitted.parameters, section
 
 
-def moe_efficiencies(start: Calibration, values: dict[str, float]) -> Callable[[Profile], Efficiency]:
-    return lambda p: with_moe(start.efficiency(p.family, p.stack, p.benchmark), values)
-
-
-def with_moe(base: Efficiency, values: dict[str, float]) -> Efficiency:
-    """`base` with the MoE stage's values in place."""
-    return replace(base, **{k: v for k, v in values.items() if k in MOE_PRIORS})
+def moe_efficiencies(start: Calibration, values: Mapping[str, float]) -> Callable[[Profile], Efficiency]:
+    """Efficiency per profile: `start`'s dense values with the MoE stage's `values` (missing ones at their priors)."""
+    return efficiencies_of(dense_values(start) | dict(values))
 
 
 def at_bound(fitted: dict[str, float]) -> list[str]:

@@ -132,6 +132,7 @@ class _SymbolicEfficiency:
         self.attention_fwd = S("eta_attn_fwd")
         self.attention_bwd = S("eta_attn_bwd")
         self.grouped_gemm = S("eta_grouped")
+        self.legacy_group_s = S("t_group")
 
     def gemm(self, fmt: str) -> sympy.Symbol:
         return S(f"eta_{fmt}")
@@ -145,6 +146,7 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
         values[S("R_exp")] = acc.sfu_texp_per_s.value * 1e12
     if ctx.model.is_moe:
         values[S("eta_grouped")] = eff.grouped_gemm
+        values[S("t_group")] = float(eff.legacy_group_s)
     for fmt in ("bf16", "fp8", "fp4"):
         figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
         if figure is not None:
@@ -238,6 +240,7 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
         "eta_attn_bwd": ("", "fraction of the BF16 peak flash attention's backward reaches"),
         "R_exp": ("1/s", "softmax exponentials per second (SFU rate)"),
         "eta_grouped": ("", "grouped expert GEMMs' share of a dense GEMM's efficiency (MoE stage of the fit)"),
+        "t_group": ("s", "per local expert of a grouped GEMM, in releases before the grouped kernel (0 from 26.06)"),
     }
     quantities = []
     for symbol, value in _roofline_values(ctx).items():

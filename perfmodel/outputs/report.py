@@ -153,11 +153,17 @@ def table(p: Prediction) -> str:
         ),
     ]
     if p.model.is_moe:
+        from perfmodel.physics.calibration import MOE_PROTOCOL
+
         lines += [
             "",
-            "Note: a mixture-of-experts prediction uses two MoE parameters fitted on each MoE model's newest "
-            "Megatron-Bridge rows (docs/moe_validation.md: its error per model, and on older containers); the 80% "
-            "interval above comes from dense rows and is too narrow for this model.",
+            "Note: a mixture-of-experts prediction uses MoE parameters fitted on the Megatron-Bridge MoE rows of "
+            "every container (docs/moe_validation.md: its error per model and container); the 80% interval above "
+            + (
+                "comes from MoE models each predicted by a MoE fit without it."
+                if d.get("interval_protocol") == MOE_PROTOCOL
+                else "comes from dense rows and is too narrow for this model."
+            ),
         ]
     if not d["fits_in_memory"]:
         lines += [
@@ -306,6 +312,11 @@ def protocol_table(result: Any) -> str:
     ])  # fmt: skip
 
 
+def parameter_figure(value: float) -> str:
+    """A parameter value: three decimals, or three significant figures for the small ones (seconds per expert)."""
+    return f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.3g}"
+
+
 def calibration_table(fitted: Any, baseline: Any) -> str:
     """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
     from tabulate import tabulate
@@ -314,8 +325,8 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
 
     records = describe(fitted.parameters)
     rows = [
-        [r["key"], r["scope"], f"{r['default']:.3f}", f"{r['fitted']:.3f}", "{}-{}".format(*r["bounds"]),
-         "at bound" if r["at_bound"] else ""]
+        [r["key"], r["scope"], parameter_figure(r["default"]), parameter_figure(r["fitted"]),
+         "{}-{}".format(*r["bounds"]), "at bound" if r["at_bound"] else ""]
         for r in records
     ]  # fmt: skip
     fit = fitted.provenance["fit"]

@@ -4,8 +4,10 @@ A calibration file (format perfmodel-calibration/2, written by `perfmodel calibr
 named parameter table (parameters.py: shared, per-vendor, per-family, per-stack and per-benchmark entries, keyed
 'name' or 'name@scope'), with their provenance: the data, the date and the fit's in-sample and held-out residuals,
 and the 80% intervals those give on a predicted time: one per out-of-sample protocol (optional fields 'protocols'
-and 'coverage'; files without them use the leave-one-group-out 'interval'). Format /1 files (one free parameter set
-per family) are still read, as they were meant: per-family values on the Megatron stack's defaults.
+and 'coverage'; files without them use the leave-one-group-out 'interval'). The MoE stage's values are table entries
+too (stage 'moe'), and its fit's residuals sit in the 'moe' section; files written before kept the values in
+'moe.parameters', which are still read. Format /1 files (one free parameter set per family) are still read, as they
+were meant: per-family values on the Megatron stack's defaults.
 This module reads and checks such files; fitting one is perfmodel.fitting.calibrate's job.
 """
 
@@ -35,6 +37,9 @@ V1_BOUNDS = {
 
 
 FALLBACK_PROTOCOL = "leave-one-group-out"
+MOE_PROTOCOL = "leave-one-moe-model-out"
+"""Where a MoE model's interval comes from: the MoE stage's residuals of each model predicted by a stage fitted
+without it (and of the models it does not fit, predicted by the whole stage)."""
 """Where an interval comes from when a calibration holds no protocol residuals: leave one accelerator x precision
 group out (every calibration file before the protocols)."""
 
@@ -68,19 +73,13 @@ class Calibration:
     ) -> Efficiency:
         """The efficiencies of a family on a software stack (and an MLPerf benchmark), for a software release
         (YYYY-MM; default: the reference vintage, the newest release in the fitted data)."""
-        moe = self.moe_parameters
         if self.by_family:
-            return replace(table.apply(DEFAULTS[family], self.by_family.get(family, {})), **moe)
-        eff = replace(table.efficiency(self.parameters, table.Profile(family, stack, benchmark)), **moe)
+            return table.apply(DEFAULTS[family], self.by_family.get(family, {}) | self.parameters)
+        eff = table.efficiency(self.parameters, table.Profile(family, stack, benchmark))
         reference = self.provenance.get("data", {}).get("vintage", {}).get("reference")
         if vintage is None or reference is None:
             return eff
         return replace(eff, vintage_years=table.years_between(vintage, reference))
-
-    @property
-    def moe_parameters(self) -> dict[str, float]:
-        """The MoE stage's fitted values (field 'moe.parameters'; fitting.calibrate.fit_moe), or none."""
-        return dict(self.provenance.get("moe", {}).get("parameters", {}))
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -104,9 +103,13 @@ class Calibration:
             return "scale"
         return "forward"
 
-    def interval_for(self, family: str, precision: str, n_gpus: int) -> Interval | None:
+    def interval_for(self, family: str, precision: str, n_gpus: int, moe: bool = False) -> Interval | None:
         """The 80% interval for a question, from the residuals of its protocol (protocol_for), else of
-        leave-one-group-out; None when uncalibrated."""
+        leave-one-group-out; for a MoE model, from the MoE stage's leave-one-model-out residuals where the file has
+        them (dense rows' residuals are too narrow for it); None when uncalibrated."""
+        band = self.provenance.get("moe", {}).get("fit", {}).get("interval") if moe else None
+        if band:
+            return Interval(band["time_factor_low"], band["time_factor_high"], MOE_PROTOCOL)
         protocol = self.protocol_for(family, precision, n_gpus)
         band = self.provenance.get("protocols", {}).get(protocol, {}).get("interval") if protocol else None
         if band:
@@ -139,7 +142,7 @@ class Calibration:
         else:
             values = _v2_parameters(path, parameters)
         _check_provenance(path, raw)
-        _check_moe(path, raw.get("moe"))
+        values = _legacy_moe(path, raw.get("moe")) | values
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
         return cls(values, provenance, str(path), by_family)
 
@@ -233,17 +236,19 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
             )
 
 
-MOE_BOUNDS = {"overlap_ep": (0.05, 0.95), "grouped_gemm": (0.5, 1.2)}
-"""The MoE stage's parameters (fitting.calibrate.fit_moe) and their allowed ranges."""
-
-
-def _check_moe(path: Path, moe: object) -> None:
-    if moe is None:
-        return
+def _legacy_moe(path: Path, moe: object) -> dict[str, float]:
+    """The MoE stage's values of a file written before they were table entries (field 'moe.parameters'), checked
+    against the table; {} for newer files. (They carry no scope, like the shared entries they now are.)"""
+    if isinstance(moe, dict) and isinstance(moe.get("fit"), dict) and moe["fit"].get("interval") is not None:
+        _check_band(path, "moe.fit.interval", moe["fit"]["interval"])
+    if moe is None or (isinstance(moe, dict) and "parameters" not in moe):
+        return {}
     values = moe.get("parameters") if isinstance(moe, dict) else None
     if not isinstance(values, dict):
         raise PerfmodelError(f"{path}: field 'moe.parameters' must map MoE parameter names to numbers")
-    _check_values(path, "moe.parameters", values, MOE_BOUNDS, tuple(MOE_BOUNDS))
+    names = tuple(p.name for p in table.TABLE if p.stage == "moe" and p.scope == "shared")
+    _check_values(path, "moe.parameters", values, {n: table.BY_NAME[n].bounds for n in names}, names)
+    return dict(values)
 
 
 def _check_values(

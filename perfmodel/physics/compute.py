@@ -77,7 +77,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
         peak = acc.peak_flops(op.fmt) * clock_share(acc)
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
         rate = peak * eff.gemm(op.fmt) * eff.grouped_gemm * tiles
-        return maximum(op.flops / rate, memory_s) + overhead_s
+        return maximum(op.flops / rate, memory_s) + overhead_s + op.groups * eff.legacy_group_s
     return maximum(attention_core_s(op, acc, eff), memory_s) + overhead_s
 
 

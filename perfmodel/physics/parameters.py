@@ -9,8 +9,9 @@ data insist: a held-out generation predicts at its vendor's values, not at unfit
 Resolution for a profile (family, software stack, MLPerf benchmark): start from the family's physical defaults
 (efficiency.DEFAULTS), put fitted base values in place, then multiply the factors in (a factor's default is 1, or the
 stack profile's figure). A parameter = name, target (an Efficiency field, or 'attention' scaling the forward and
-backward attention efficiencies together), scope, bounds, prior and the rows that inform it: new ones (helper
-stages such as MoE) extend `TABLE`.
+backward attention efficiencies together), scope, bounds, prior and the rows that inform it. A parameter's stage
+says which fit moves it: the dense fit, or the MoE stage, which fits its parameters on the MoE rows with every dense
+one held (they act only on MoE layers, so no dense prediction can move).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from perfmodel.inputs.stacks import STACKS
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
+Stage = Literal["dense", "moe"]
 VENDORS = {
     "ampere": "nvidia",
     "hopper": "nvidia",
@@ -60,6 +62,8 @@ class Parameter:
     """Scope values for which calibration fits the parameter (None: all); elsewhere it keeps its default."""
     needs: str | None = None
     """What the rows must have to inform the parameter: a GEMM format ('bf16', 'fp8', 'fp4') or 'mlperf'."""
+    stage: Stage = "dense"
+    """The fit that moves it: the dense fit, or the MoE stage over the fixed dense values (fitting.calibrate)."""
 
     def scope_value(self, profile: Profile) -> str | None:
         """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
@@ -198,6 +202,37 @@ TABLE: tuple[Parameter, ...] = (
         "rows of the stack: share of FSDP/DP collectives hidden behind compute",
         only=("composer",),
     ),
+    Parameter(
+        "overlap_ep",
+        "overlap_ep",
+        "shared",
+        (0.05, 0.95),
+        0.3,
+        "MoE rows: the share of the expert-parallel dispatch/combine hidden behind compute (no all-to-all hides "
+        "completely or not at all; prior: Megatron's EP-communication overlap hides about half)",
+        stage="moe",
+    ),
+    Parameter(
+        "grouped_gemm",
+        "grouped_gemm",
+        "shared",
+        (0.5, 1.2),
+        0.3,
+        "MoE rows: grouped expert GEMMs against a dense GEMM of the same tiles (above 1: the dense gemm_* fit "
+        "absorbed something grouped kernels do not pay)",
+        stage="moe",
+    ),
+    Parameter(
+        "moe_legacy_group_s",
+        "moe_legacy_group_s",
+        "family",
+        (1e-6, 1e-3),
+        2.0,
+        "MoE rows of the family from releases before the grouped expert kernel (efficiency.GROUPED_KERNEL_RELEASE): "
+        "the fixed cost per local expert of each grouped GEMM (a weak prior: the rows decide; on Hopper, whose rows "
+        "did not move at that release, it absorbs a Hopper MoE gap of the older rows: docs/moe_validation.md)",
+        stage="moe",
+    ),
 )
 BY_NAME = {p.name: p for p in TABLE}
 GRAPH_CAPTURED = {
@@ -236,6 +271,12 @@ def entry(key: str) -> Entry | None:
     if parameter is None or bool(scope_value) == (parameter.scope == "shared"):
         return None
     return Entry(parameter, scope_value)
+
+
+def stage_of(key: str) -> Stage | None:
+    """The fit that moves the entry a calibration key names (None: unknown key)."""
+    item = entry(key)
+    return item.parameter.stage if item else None
 
 
 def entries_for(profile: Profile) -> list[Entry]:

@@ -4,7 +4,8 @@
 length) is priced at once with its layout variables as numpy arrays. Validation and calibration price hundreds of
 measured rows this way, and a fit prices each row under several efficiency sets at once (a finite-difference
 Jacobian): give efficiencies whose fields are arrays of shape (V,) and `variants=True`, and every row comes back
-with V times, one per efficiency set.
+with V times, one per efficiency set. Rows may differ in software release (`vintage_years`): each is priced at its
+own through the efficiencies' `vintage_years`, as a single prediction is.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class _Group:
     context: Context
     rows: Any  # int array: the positions of this group's rows in the batch
     layouts: LayoutVars  # arrays of shape (n,)
+    vintage_years: Any  # array (n,): years each row's release is older than the reference vintage, or None
 
 
 def _columns(layouts: Sequence[Layout]) -> LayoutVars:
@@ -43,14 +45,16 @@ def _columns(layouts: Sequence[Layout]) -> LayoutVars:
 class Batch:
     """(context, layout) rows grouped by context once, so that pricing them again costs one call per group."""
 
-    def __init__(self, rows: Sequence[tuple[Context, Layout]]) -> None:
+    def __init__(self, rows: Sequence[tuple[Context, Layout]], vintage_years: Sequence[float] | None = None) -> None:
         import numpy as np
 
         positions: dict[Context, list[int]] = {}
         for index, (context, _) in enumerate(rows):
             positions.setdefault(context, []).append(index)
         self.size = len(rows)
-        self.groups = [_Group(context, np.array(members), _columns([rows[i][1] for i in members]))
+        years = None if vintage_years is None else np.asarray(vintage_years, dtype=float)
+        self.groups = [_Group(context, np.array(members), _columns([rows[i][1] for i in members]),
+                              None if years is None else years[members])
                        for context, members in positions.items()]  # fmt: skip
 
     def price(self, efficiency_for: Callable[[Context], Efficiency] | None = None, variants: bool = False) -> Priced:
@@ -66,6 +70,9 @@ class Batch:
             if efficiency_for is not None:
                 ctx = replace(ctx, efficiency=efficiency_for(ctx))
             lv = LayoutVars(*(v[:, None] for v in group.layouts)) if variants else group.layouts
+            if group.vintage_years is not None:  # each row at its own release (Efficiency.vintage_factor)
+                years = group.vintage_years[:, None] if variants else group.vintage_years
+                ctx = replace(ctx, efficiency=replace(ctx.efficiency, vintage_years=years))
             result = evaluate(ctx, lv)
             priced.append((group.rows, result.step_time_s, result.forward_only_s))
         trailing = np.broadcast_shapes(*(np.shape(times)[1:] for _, times, _ in priced)) if priced else ()

@@ -365,7 +365,7 @@ def layout_free(
     if found is not None and found[0] is fitted:
         return found[1]
     family = ctx.hardware.accelerator.family
-    interval = fitted.interval_for(family, scenario.precision, n_gpus) if calibrated else None
+    interval = fitted.interval_for(family, scenario.precision, n_gpus, ctx.model.is_moe) if calibrated else None
     if scenario.cost.mode == "buy":
         price = tco.buy_price(ctx.hardware, scenario.cost)
     else:
