@@ -134,6 +134,8 @@ def test_limits(tmp_path: Path) -> None:
         PerfmodelError, match=r"field 'sweep': 10,001 points .* at most 10,000 per sweep file \(or 1,000,000"
     ):
         load(_file(tmp_path, points))
+    with pytest.raises(PerfmodelError, match=r"field 'sweep': 10,001 points .* to cross with \[sweep.layouts\]"):
+        load(_file(tmp_path, points + million.removeprefix("[sweep]\n").format("1")))
     result = run_cli("sweep", str(_file(tmp_path, million.format(", ".join(["1"] * 10_001)))))
     assert result.code == 2 and "10,001 points are too many for a table (at most 10,000)" in result.err
 

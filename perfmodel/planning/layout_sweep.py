@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.planning.sweep import Point, point_hardware, spread
+from perfmodel.planning.sweep import MAX_POINTS, Point, point_hardware, spread
 
 LAYOUT_AXES = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "gbs", "recompute", "zero")
 REQUIRED = ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")
@@ -79,7 +79,13 @@ def layout_axes(path: Path, table: Any) -> tuple[tuple[str, tuple[Any, ...]], ..
 
 
 def check_count(path: Path, points: int, sizes: str, axes: Sequence[tuple[str, Sequence[Any]]]) -> None:
-    """Refuse, before any point is built, a layouts sweep of more than MAX_LAYOUT_POINTS points."""
+    """Refuse, before any point is built, a layouts sweep of more than MAX_LAYOUT_POINTS points, or of more than
+    MAX_POINTS points of the [sweep] (each is a scenario, checked and priced on its own)."""
+    if points > MAX_POINTS:
+        raise PerfmodelError(
+            f"{path}: field 'sweep': {points:,} points ({sizes}) to cross with [sweep.layouts]; at most "
+            f"{MAX_POINTS:,}: list more layouts and fewer points, or split it"
+        )
     layouts = math.prod(len(values) for _, values in axes)
     if points * layouts > MAX_LAYOUT_POINTS:
         raise PerfmodelError(
