@@ -142,7 +142,7 @@ def _texts(chunks: Iterator[dict[str, list[Any]]], fmt: str) -> Iterator[tuple[s
         out = io.StringIO()
         if fmt == "json":
             keys = [f'    "{name}": ' for name in names]
-            cells = [list(map(_json_cell, columns[name])) for name in names]
+            cells = [_json_column(columns[name]) for name in names]
             out.write("[\n" if first else ",\n")
             out.write(
                 ",\n".join(
@@ -160,16 +160,25 @@ def _texts(chunks: Iterator[dict[str, list[Any]]], fmt: str) -> Iterator[tuple[s
         yield "\n]\n", 0
 
 
+def _json_column(values: list[Any]) -> list[str]:
+    """A column's values as json.dumps writes them: numbers as their repr, anything else encoded once per distinct
+    value (a column of ids, flags or layout degrees has a handful)."""
+    if all(v is None or type(v) is float for v in values):
+        return ["null" if v is None else repr(v) for v in values]
+    text = {key: _json_cell(key[1]) for key in {(type(v), v) for v in values}}  # by type: True == 1 == 1.0
+    return [text[type(v), v] for v in values]
+
+
 def _json_cell(value: Any) -> str:
     """One value as json.dumps writes it."""
-    import json
+    from json.encoder import encode_basestring_ascii
 
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value)
+        return encode_basestring_ascii(value)
     return repr(value)
 
 

@@ -216,8 +216,9 @@ def _rule_errors(numbers: Any, invalid: Any, model: Any, n_gpus: int) -> list[st
 
     broken = np.stack([np.broadcast_to(~np.asarray(r.holds(numbers, model, n_gpus), bool), invalid.shape)
                        for r in RULES])[:, invalid]  # fmt: skip
-    patterns, which = np.unique(broken.T, axis=0, return_inverse=True)
-    explains = [[RULES[i].explain for i in np.flatnonzero(pattern)] for pattern in patterns]
+    codes = (broken.astype(np.int64) << np.arange(len(RULES), dtype=np.int64)[:, None]).sum(axis=0)  # rules as bits
+    patterns, which = np.unique(codes, return_inverse=True)
+    explains = [[rule.explain for i, rule in enumerate(RULES) if int(code) >> i & 1] for code in patterns]
     values = zip(*(np.broadcast_to(np.asarray(x), invalid.shape)[invalid].tolist() for x in numbers), strict=True)
     errors = []
     for one, pattern in zip(map(LayoutNumbers._make, values), which.reshape(-1).tolist(), strict=True):
