@@ -143,11 +143,20 @@ class RunBatch:
         return self._sign.reshape(shape) * np.log(predicted / self._measured.reshape(shape))
 
 
-def prepare(run: MeasuredRun, calibration: Calibration) -> PreparedRun:
+def prepare(
+    run: MeasuredRun, calibration: Calibration, known: dict[tuple[str, str, str | None], Efficiency] | None = None
+) -> PreparedRun:
+    """The run's context and layout; `known`: the calibration's efficiencies by (family, stack, benchmark), worked
+    out once for many runs (prepare_all) instead of once per run."""
     scenario = Scenario.model_validate(run.scenario)
     bench = get_benchmark(scenario.benchmark) if scenario.benchmark else None
     family = resolve(scenario.gpu, scenario.system).accelerator.family  # the family picks the efficiencies
-    efficiency = calibration.efficiency(family, scenario.stack, bench.id if bench else None)
+    profile = (family, scenario.stack, bench.id if bench else None)
+    efficiency = known.get(profile) if known is not None else None
+    if efficiency is None:
+        efficiency = calibration.efficiency(*profile)
+        if known is not None:
+            known[profile] = efficiency
     ctx = context_for(scenario, efficiency)  # shared by equal rows
     layout, _ = choose_layout(scenario, ctx)
     return PreparedRun(run, ctx, layout, bench)
@@ -269,9 +278,10 @@ def prepare_all(
 ) -> list[PreparedRun]:
     """Prepared runs; a run no valid layout can reproduce is reported in `unpredictable` with the reason."""
     prepared = []
+    known: dict[tuple[str, str, str | None], Efficiency] = {}
     for run in runs:
         try:
-            prepared.append(prepare(run, calibration))
+            prepared.append(prepare(run, calibration, known))
         except PerfmodelError as exc:
             unpredictable.append({"id": run.id, "reason": str(exc)})
     return prepared

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
-from perfmodel.physics.step import Context, LayoutVars, evaluate
+from perfmodel.physics.step import Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning.predict import layout_vars
 
 
@@ -80,3 +80,25 @@ class Batch:
         for rows, times, fwd in priced:
             step[rows], forward[rows] = times, fwd
         return Priced(step, forward)
+
+
+def price_layouts(ctx: Context, layouts: LayoutVars, size: int) -> StepResult:
+    """Price `size` layouts of one context (LayoutVars of arrays of shape (size,)) with one array call of the step
+    model, every figure returned as an array of shape (size,), memory too (a layouts sweep, planning.layout_sweep).
+
+    A dimension with one value across the layouts is passed as a plain number, as the search does (Block.layout_vars),
+    so that the terms that depend only on such dimensions are priced once."""
+    import numpy as np
+
+    def plain(values: Any) -> Any:
+        values = np.asarray(values, dtype=float)
+        return float(values[0]) if len(values) and (values == values[0]).all() else values
+
+    result = evaluate(ctx, LayoutVars(*(plain(v) for v in layouts)))
+
+    def full(value: Any) -> Any:
+        return np.broadcast_to(np.asarray(value, dtype=float), (size,))
+
+    memory = type(result.memory)(*(full(part) for part in result.memory))
+    times = {name: full(getattr(result, name)) for name in StepResult._fields if name not in ("memory", "hbm_bytes")}
+    return result._replace(memory=memory, **times)

@@ -17,6 +17,9 @@ Every list is optional (the base scenario's value is used). Each point is a scen
 predicted with `predict` (its layout searched where open). A point that cannot run (the model does not fit, the GPU
 lacks the precision) becomes a row with its `error`; a malformed sweep file stops everything with one line.
 Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), each a plain-data `Point`.
+
+A [sweep.layouts] table of layout axes makes the file a layouts sweep (planning/layout_sweep.py): every point above
+crossed with every combination of the given layouts, priced as arrays, up to 1,000,000 points.
 """
 
 from __future__ import annotations
@@ -26,15 +29,18 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
-SWEEP_KEYS = ("base", *AXES, "whatifs", "set")
+SWEEP_KEYS = ("base", *AXES, "whatifs", "set", "layouts")
 MAX_POINTS = 10_000
 """Checking a point takes ~0.5 ms and predicting one 0.05-2 s: 10,000 points are minutes to hours of work; a bigger
-cross product is more likely a mistake than a plan, and is refused before any point is built."""
+cross product is more likely a mistake than a plan, and is refused before any point is built. A layouts sweep, priced
+as arrays, takes up to layout_sweep.MAX_LAYOUT_POINTS."""
+T = TypeVar("T")
+R = TypeVar("R")
 IDENTITY = ("model", "accelerator", "system", "precision", "n_gpus")
 """What a row that cannot run still says about its point."""
 
@@ -74,10 +80,23 @@ def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
 
 
 def load_points(path: str | Path) -> list[Point]:
-    """Every point of a sweep file, each checked to be a valid scenario (one line naming the problem if not)."""
+    """Every point of a sweep file of points (no [sweep.layouts]), each checked to be a valid scenario."""
+    loaded = load(path)
+    if not isinstance(loaded, list):
+        raise PerfmodelError(
+            f"{loaded.path}: field 'sweep.layouts': this command takes a sweep of points; a layouts sweep runs "
+            "with perfmodel sweep"
+        )
+    return loaded
+
+
+def load(path: str | Path) -> Any:
+    """A sweep file's points, or its LayoutSweep (planning.layout_sweep) when it has a [sweep.layouts] table; every
+    point checked to be a valid scenario (one line naming the problem if not)."""
     from perfmodel.inputs.files import remember
     from perfmodel.inputs.resources import bundled_file
     from perfmodel.inputs.scenario import flatten, read_toml
+    from perfmodel.planning import layout_sweep
     from perfmodel.planning.compare import Target, parse_target
     from perfmodel.planning.whatif import parse_setting
 
@@ -106,12 +125,16 @@ def load_points(path: str | Path) -> list[Point]:
         whatifs.append(settings)
     axes = [_list(sweep, axis, path) for axis in AXES]
     count = math.prod(len(values) for values in axes) * len(whatifs)
-    if count > MAX_POINTS:
-        sizes = " x ".join(str(len(values)) for values in [*axes, whatifs])
+    sizes = " x ".join(str(len(values)) for values in [*axes, whatifs])
+    layouts = layout_sweep.layout_axes(path, sweep["layouts"]) if "layouts" in sweep else None
+    if layouts is None and count > MAX_POINTS:
         raise PerfmodelError(
-            f"{path}: {count:,} points ({' x '.join([*AXES, 'whatifs'])} = {sizes}); at most {MAX_POINTS:,} per "
-            "sweep file: split it"
+            f"{path}: field 'sweep': {count:,} points ({' x '.join([*AXES, 'whatifs'])} = {sizes}); at most "
+            f"{MAX_POINTS:,} per sweep file (or {layout_sweep.MAX_LAYOUT_POINTS:,} in a sweep of given layouts, "
+            "[sweep.layouts]): split it"
         )
+    if layouts is not None:
+        layout_sweep.check_count(path, count, sizes, layouts)
     points = []
     for model, gpu, precision, n_gpus, settings in itertools.product(*axes, whatifs):
         overrides = dict(common)
@@ -132,18 +155,23 @@ def load_points(path: str | Path) -> list[Point]:
         if scenario.calibration and scenario.calibration.lower() != "none":
             remember(scenario.calibration)  # read by the workers: still an input that --out must not replace
         points.append(point)
-    return points
+    return points if layouts is None else layout_sweep.LayoutSweep.checked(path, tuple(points), layouts)
+
+
+def point_hardware(point: Point, scenario: Any) -> Any:
+    """The point's hardware: its scenario's, with the point's what-if settings applied."""
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.planning.whatif import apply, parse_setting
+
+    return apply(resolve(scenario.gpu, scenario.system), [parse_setting(s) for s in point.settings])
 
 
 def predict_point(point: Point) -> Any:
     """The point's Prediction (perfmodel.planning.predict.Prediction): its scenario on its (what-if) hardware."""
-    from perfmodel.inputs.hardware import resolve
     from perfmodel.planning.predict import predict
-    from perfmodel.planning.whatif import apply, parse_setting
 
     scenario = point.scenario()
-    hardware = apply(resolve(scenario.gpu, scenario.system), [parse_setting(s) for s in point.settings])
-    return predict(scenario, hardware=hardware)
+    return predict(scenario, hardware=point_hardware(point, scenario))
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -165,12 +193,7 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every point's row, in the order of `points`."""
-    if executor == "ray":
-        results = _on_ray(points, address)
-    elif jobs > 1 and len(points) > 1:
-        results = _on_processes(points, jobs)
-    else:
-        results = ((i, run_point(p)) for i, p in enumerate(points))
+    results = spread(run_point, points, jobs, executor, address)
     rows: list[dict[str, Any] | None] = [None] * len(points)
     for done, (i, row) in enumerate(results, 1):
         rows[i] = row
@@ -179,16 +202,27 @@ def run(
     return [row for row in rows if row is not None]
 
 
-def _on_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[int, dict[str, Any]]]:
+def spread(
+    task: Callable[[T], R], items: Sequence[T], jobs: int = 1, executor: str = "local", address: str | None = None
+) -> Iterator[tuple[int, R]]:
+    """(index, task(item)) for every item, as they finish: in this process, on `jobs` processes, or as Ray tasks."""
+    if executor == "ray":
+        return _on_ray(task, items, address)
+    if jobs > 1 and len(items) > 1:
+        return _on_processes(task, items, jobs)
+    return ((i, task(item)) for i, item in enumerate(items))
+
+
+def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
-        futures = {pool.submit(run_point, p): i for i, p in enumerate(points)}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+        futures = {pool.submit(task, item): i for i, item in enumerate(items)}
         for future in as_completed(futures):
             yield futures[future], future.result()
 
 
-def _on_ray(points: Sequence[Point], address: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+def _on_ray(task: Callable[[T], R], items: Sequence[T], address: str | None) -> Iterator[tuple[int, R]]:
     """Ray tasks on the cluster at `address` (a local one when None); perfmodel must be importable on its nodes."""
     try:
         import ray
@@ -198,8 +232,8 @@ def _on_ray(points: Sequence[Point], address: str | None) -> Iterator[tuple[int,
     if started:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        task = ray.remote(run_point)
-        pending = {task.remote(p): i for i, p in enumerate(points)}
+        remote = ray.remote(task)
+        pending = {remote.remote(item): i for i, item in enumerate(items)}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
