@@ -85,3 +85,15 @@ def test_graph_captured_lora_runs_have_no_timed_overhead() -> None:
     amd = table.efficiency(values, Profile("cdna3", benchmark="mlperf-llama2-70b-lora"))
     assert nvidia.timed_overhead_s(2.0) == 0.0
     assert amd.timed_overhead_s(2.0) == pytest.approx(6.0 + 2.0)
+
+
+def test_the_stack_attention_factor_skips_families_where_its_kernel_is_the_best() -> None:
+    # FlashAttention-2 reaches 50-73% of A100 peak (Dao 2023, arXiv 2307.08691) and ~35% of H100's, where
+    # FlashAttention-3 reaches 75% (Shah et al. 2024, arXiv 2407.08608): composer's factor slows Hopper, not Ampere.
+    values = {"attention_stack@composer": 0.45}
+    for family, slowed in (("ampere", False), ("hopper", True), ("blackwell", True)):
+        megatron = table.efficiency(values, Profile(family))
+        composer = table.efficiency(values, Profile(family, "composer"))
+        expected = megatron.attention_fwd * (0.45 if slowed else 1.0)
+        assert composer.attention_fwd == pytest.approx(expected)
+    assert "attention_stack@composer" not in {e.key for e in table.entries_for(Profile("ampere", "composer"))}

@@ -60,9 +60,13 @@ class Parameter:
     """Scope values for which calibration fits the parameter (None: all); elsewhere it keeps its default."""
     needs: str | None = None
     """What the rows must have to inform the parameter: a GEMM format ('bf16', 'fp8', 'fp4') or 'mlperf'."""
+    applies: Callable[[Profile], bool] | None = None
+    """Whether the parameter acts on a profile at all (None: on every profile)."""
 
     def scope_value(self, profile: Profile) -> str | None:
         """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
+        if self.applies is not None and not self.applies(profile):
+            return None
         value = {
             "shared": "",
             "vendor": VENDORS[profile.family],
@@ -93,6 +97,12 @@ def _field(eff: Efficiency, target: str) -> float:
 
 def _stack_attention(stack: str) -> float:
     return STACKS[stack].attention_speed.value
+
+
+def _attention_not_native(profile: Profile) -> bool:
+    """A stack's attention factor acts only where its kernel is slower than the family's best (FlashAttention-2 is
+    Ampere's best kernel, half of Hopper's: inputs/stacks.py)."""
+    return profile.family not in STACKS[profile.stack].attention_native
 
 
 GENERATION = (0.6, 1.6)
@@ -175,10 +185,11 @@ TABLE: tuple[Parameter, ...] = (
         "stack",
         (0.2, 1.5),
         0.3,
-        "rows of the stack: its attention kernel against cuDNN/FlashAttention-3",
+        "rows of the stack where its attention kernel is not the family's best: it against cuDNN/FlashAttention-3",
         factor=True,
         factor_default=_stack_attention,
         only=("composer",),
+        applies=_attention_not_native,
     ),
     Parameter(
         "step_overhead_s",
