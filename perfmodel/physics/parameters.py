@@ -148,10 +148,11 @@ TABLE: tuple[Parameter, ...] = (
     Parameter(
         "run_overhead_s",
         "run_overhead_s",
-        "shared",
+        "benchmark",
         (0.1, 300.0),
         1.0,
-        "MLPerf rows: the fixed part of the timed region outside steps and evaluations",
+        "MLPerf rows of the benchmark: the fixed part of its timed region outside steps and evaluations (data "
+        "loading, checkpoint load, the final sync: what its reference code does before the first step)",
         needs="mlperf",
     ),
     Parameter(
