@@ -50,7 +50,7 @@ def test_fit_recovers_the_parameters_that_made_the_data() -> None:
     assert fitted.gemm_fp8 == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
     assert fitted.gemm_bf16 == pytest.approx(TRUE["gemm_bf16"], rel=0.05)
     assert not any("fp4" in key for key in result.parameters)  # no FP4 run: the data cannot inform it
-    assert "run_overhead_s" not in result.parameters  # no MLPerf run
+    assert not any(key.startswith("run_overhead_s") for key in result.parameters)  # no MLPerf run
 
 
 def test_cross_validation_and_interval() -> None:

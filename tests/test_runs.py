@@ -86,3 +86,22 @@ def test_mpt_shapes_reproduce_llm_foundry_parameter_counts(name: str, params_b: 
     spec = ModelSpec(layers=layers, hidden=hidden, ffn=4 * hidden, heads=heads, kv_heads=heads, vocab=50368,
                      tied_embeddings=True, mlp="gelu", norm="layernorm", learned_positions=2048)  # fmt: skip
     assert spec.params / 1e9 == pytest.approx(params_b, rel=2e-3)
+
+
+def test_bundled_mlperf_rows_are_priced_at_the_samples_their_score_stands_for() -> None:
+    from perfmodel.inputs.mlperf import get_benchmark
+
+    runs = {r.id: r for r in bundled_runs()[0]}
+    # mlperf_training_llm.csv, v4.0 NVIDIA Eos_n64 GPT-3: 591,360 samples, RCP scaling factor 1.0 (it converged
+    # later than the RCP mean of 580,608 at GBS 2304, so it is scored at its own samples).
+    gpt3 = runs["mlperf:v4.0/NVIDIA/eos_n64_ngc24.04_nemo"]
+    assert gpt3.samples == 591360
+    assert gpt3.samples > get_benchmark("mlperf-gpt3@v4.0").samples_to_converge(2304)
+    # v5.0 NVIDIA Tyche 512 GPUs, Llama 3.1 405B: 279,552 samples x factor 1.153846 = the RCP mean at GBS 896.
+    (fast,) = [
+        r
+        for r in bundled_runs()[0]
+        if r.id == "mlperf:v5.0/NVIDIA/tyche_ngpu512_ngc25.04_nemo" and r.scenario["benchmark"].endswith("405b@v5.0")
+    ]
+    rcp = get_benchmark("mlperf-llama31-405b@v5.0").samples_to_converge(896)
+    assert fast.samples == pytest.approx(rcp, rel=1e-6)

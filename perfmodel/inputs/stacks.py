@@ -30,6 +30,8 @@ class StackProfile:
     attention_speed: SourcedFigure
     """Speed of the stack's attention kernel relative to cuDNN fused attention / FlashAttention-3 (the prior centre
     of its fitted attention factor)."""
+    attention_native: tuple[str, ...]
+    """Accelerator families on which the stack's attention kernel is already the family's fastest (no factor)."""
     tp_comm_overlap: bool
     """Whether the stack overlaps tensor-parallel collectives with GEMMs (userbuffers or async TP)."""
     fp8: bool
@@ -41,12 +43,17 @@ _FA2_ON_H100 = SourcedFigure(
     "FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, abstract and section 4.1): FlashAttention-2 reaches "
     "~35% of H100 BF16 peak, FlashAttention-3 up to 75% and 1.5-2.0x FlashAttention-2's forward speed",
 )
+_FA2_NATIVE = ("ampere",)
+"""FlashAttention-2 is Ampere's fastest attention: it reaches 50-73% of A100 BF16 peak (Dao 2023, arXiv 2307.08691,
+abstract), and FlashAttention-3's gain comes from Hopper-only features (wgmma, TMA, FP8 tensor cores; Shah et al.
+2024, arXiv 2407.08608, section 3), which cuDNN's fused attention on Ampere does not have either."""
 STACKS: dict[str, StackProfile] = {
     "megatron": StackProfile(
         "megatron",
         "NVIDIA NeMo / Megatron-Bridge (Megatron-Core + Transformer Engine): MLPerf and most measured rows",
         "cuDNN fused attention / FlashAttention-3",
         SourcedFigure(1.0, "reference: the kernels the fitted attention efficiencies describe"),
+        attention_native=(),
         tp_comm_overlap=True,
         fp8=True,
     ),
@@ -55,6 +62,7 @@ STACKS: dict[str, StackProfile] = {
         "MosaicML Composer / llm-foundry: PyTorch FSDP (FULL_SHARD), no tensor parallelism",
         "FlashAttention-2 / Triton",
         _FA2_ON_H100,
+        attention_native=_FA2_NATIVE,
         tp_comm_overlap=False,
         fp8=True,
     ),
@@ -63,6 +71,7 @@ STACKS: dict[str, StackProfile] = {
         "PyTorch torchtitan: FSDP2 + async TP (no rows in the bundled data: priced at its profile's figures)",
         "PyTorch SDPA (FlashAttention-2 backend)",
         _FA2_ON_H100,
+        attention_native=_FA2_NATIVE,
         tp_comm_overlap=True,
         fp8=True,
     ),
@@ -72,6 +81,7 @@ STACKS: dict[str, StackProfile] = {
         "so no fit; priced at its profile's figures)",
         "FlashAttention-2",
         _FA2_ON_H100,
+        attention_native=_FA2_NATIVE,
         tp_comm_overlap=False,
         fp8=False,
     ),

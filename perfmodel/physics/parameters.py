@@ -64,9 +64,13 @@ class Parameter:
     """What the rows must have to inform the parameter: a GEMM format ('bf16', 'fp8', 'fp4') or 'mlperf'."""
     stage: Stage = "dense"
     """The fit that moves it: the dense fit, or the MoE stage over the fixed dense values (fitting.calibrate)."""
+    applies: Callable[[Profile], bool] | None = None
+    """Whether the parameter acts on a profile at all (None: on every profile)."""
 
     def scope_value(self, profile: Profile) -> str | None:
         """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
+        if self.applies is not None and not self.applies(profile):
+            return None
         value = {
             "shared": "",
             "vendor": VENDORS[profile.family],
@@ -97,6 +101,12 @@ def _field(eff: Efficiency, target: str) -> float:
 
 def _stack_attention(stack: str) -> float:
     return STACKS[stack].attention_speed.value
+
+
+def _attention_not_native(profile: Profile) -> bool:
+    """A stack's attention factor acts only where its kernel is slower than the family's best (FlashAttention-2 is
+    Ampere's best kernel, half of Hopper's: inputs/stacks.py)."""
+    return profile.family not in STACKS[profile.stack].attention_native
 
 
 GENERATION = (0.6, 1.6)
@@ -142,10 +152,11 @@ TABLE: tuple[Parameter, ...] = (
     Parameter(
         "run_overhead_s",
         "run_overhead_s",
-        "shared",
+        "benchmark",
         (0.1, 300.0),
         1.0,
-        "MLPerf rows: the fixed part of the timed region outside steps and evaluations",
+        "MLPerf rows of the benchmark: the fixed part of its timed region outside steps and evaluations (data "
+        "loading, checkpoint load, the final sync: what its reference code does before the first step)",
         needs="mlperf",
     ),
     Parameter(
@@ -179,10 +190,11 @@ TABLE: tuple[Parameter, ...] = (
         "stack",
         (0.2, 1.5),
         0.3,
-        "rows of the stack: its attention kernel against cuDNN/FlashAttention-3",
+        "rows of the stack where its attention kernel is not the family's best: it against cuDNN/FlashAttention-3",
         factor=True,
         factor_default=_stack_attention,
         only=("composer",),
+        applies=_attention_not_native,
     ),
     Parameter(
         "step_overhead_s",
