@@ -15,7 +15,6 @@ import click
 
 from perfmodel.errors import PerfmodelError, shown
 
-
 COMMANDS = {
     "calibrate": "validate", "compare": "compare", "explain": "explain", "export": "export", "hardware": "catalog",
     "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "scenarios": "catalog",
