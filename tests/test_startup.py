@@ -5,8 +5,13 @@ import pkgutil
 import subprocess
 import sys
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 import perfmodel.cli
 from perfmodel.cli import COMMANDS, cli
+from perfmodel.inputs.files import nesting_depth
+from perfmodel.physics import calibration
 
 
 def test_every_command_is_listed_with_the_module_that_defines_it() -> None:
@@ -29,3 +34,28 @@ def test_predict_imports_no_other_command() -> None:
         "assert loaded == ['perfmodel.cli.options', 'perfmodel.cli.predict'], loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def _depth_token_by_token(text: str) -> int:
+    """The plain reading of nesting_depth's rule: scan strings, comments and brackets one match at a time."""
+    import re
+
+    depth = deepest = 0
+    for match in re.finditer(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]', text):
+        if match.group() in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif match.group() in ("]", "}"):
+            depth = max(0, depth - 1)
+    return deepest
+
+
+@given(st.text(alphabet="[]{}\"'#\\\nab =,", max_size=200))
+def test_nesting_depth_reads_strings_and_comments_as_the_rule_says(text: str) -> None:
+    """The one-pass form (strings and comments removed first) counts exactly what a token-by-token scan counts."""
+    assert nesting_depth(text) == _depth_token_by_token(text)
+
+
+def test_nesting_depth_of_the_bundled_calibration_is_its_real_depth() -> None:
+    text = calibration.BUNDLED.read_text()
+    assert nesting_depth(text) == _depth_token_by_token(text) > 1
