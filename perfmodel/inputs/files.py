@@ -125,9 +125,11 @@ def read_text(path: str | Path, kind: str, label: str | None = None, encoding: s
         raise PerfmodelError(f"{where}: cannot read {kind} file (not {encoding} text: {exc.reason})") from None
 
 
-_NOT_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[^\[\]{}"\'#]+')
+_NOT_BRACKETS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\n]*\'|#[^\n]*|[^\[\]{}"\'#]+')
 """Strings (JSON and TOML basic, TOML literal), TOML comments, and runs of characters that are none of brackets,
-quotes or `#`: what is left once they are removed is the brackets that open and close a level (and stray quotes)."""
+quotes or `#`: what is left once they are removed is the brackets that open and close a level (and stray quotes).
+A basic string is written as runs between escapes (`"[^"\\]*(?:\\.[^"\\]*)*"`, the same strings as one alternation per
+character, which the regular-expression engine runs about 3x slower)."""
 
 
 def nesting_depth(text: str) -> int:
