@@ -59,6 +59,19 @@ for args in (["predict"], ["--help"]):
     wall, cpu = cost([sys.executable, "-m", "perfmodel", *args])
     print(wall / base_wall, cpu / base_cpu)
 """
+SEARCH_CLI = """
+import json, resource, statistics, subprocess, sys
+command = [sys.executable, "-m", "perfmodel", "search", "--model", "llama3.1-405b", "--gpu", "h100-sxm",
+           "--gpus", "512", "--precision", "fp8", "--gbs", "1152", "--format", "json"]
+rates, cpus = [], []
+for _ in range(3):
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    found = json.loads(subprocess.run(command, check=True, capture_output=True).stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rates.append(found["layouts_evaluated"] / found["elapsed_s"])
+    cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+print(statistics.median(rates), statistics.median(cpus))
+"""
 COMMANDS = """
 import resource, subprocess, sys
 for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "256,512"],
@@ -81,6 +94,11 @@ FIGURES = (
             "--help / -c pass, wall",
             "--help / -c pass, CPU",
         ),
+    ),
+    (
+        "search_cli",
+        SEARCH_CLI,
+        ("perfmodel search 405B, layouts/elapsed_s", "perfmodel search 405B/512 H100, CPU s"),
     ),
     (
         "commands",
