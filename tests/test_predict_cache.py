@@ -33,12 +33,12 @@ CHANGES = {
 }
 
 
-def _without_caches(scenario: Scenario) -> dict[str, Any]:
+def _without_caches(scenario: Scenario, **kwargs: Any) -> dict[str, Any]:
     """The prediction computed with every cache of predict.py emptied first."""
     pr._CONTEXTS.clear()
     pr._EFFICIENCIES.clear()
     pr._LAST_CONTEXT.clear()
-    return pr.predict(scenario).to_dict()
+    return pr.predict(scenario, **kwargs).to_dict()
 
 
 @pytest.mark.parametrize("name", CHANGES)
@@ -73,3 +73,27 @@ def test_the_same_scenario_object_sees_an_edited_calibration_file(tmp_path: Path
     after = pr.predict(scenario).to_dict()
     assert after != before
     assert after == _without_caches(scenario)
+
+
+def test_the_same_scenario_object_with_other_efficiencies_or_hardware_gets_its_own_context() -> None:
+    """The last-context slot matches the efficiency and hardware passed by identity too (a fit's variants, what-if
+    hardware): each gives the answer a fresh process gives for it."""
+    from dataclasses import replace
+
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.physics.efficiency import DEFAULTS
+
+    scenario = Scenario.model_validate(BASE)
+    slower = replace(DEFAULTS["hopper"], gemm_bf16=0.5)
+    hw = resolve(scenario.gpu, scenario.system)
+    faster_hbm = hw.model_copy(
+        update={
+            "accelerator": hw.accelerator.model_copy(
+                update={"hbm_tbps": hw.accelerator.hbm_tbps.model_copy(update={"value": 6.0})}
+            )
+        }
+    )
+    plain = pr.predict(scenario).to_dict()
+    for kwargs in ({"efficiency": DEFAULTS["hopper"]}, {"efficiency": slower}, {"hardware": faster_hbm}):
+        answer = pr.predict(scenario, **kwargs).to_dict()
+        assert answer == _without_caches(scenario, **kwargs) != plain
