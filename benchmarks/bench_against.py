@@ -5,7 +5,9 @@ Run: git archive REV | tar -x -C /tmp/base && python benchmarks/bench_against.py
 is measured in subprocesses alternating between the two trees (each tree first on PYTHONPATH, run from a neutral
 folder so that neither shadows the other), so that both see the same machine load; in-process figures and the long
 commands are CPU time (the machine is shared: wall time moves 2-3x with the load), the start-up ratios both. Prints
-medians and the ratio this tree / the other. Not a test.
+medians and the ratio this tree / the other. Both trees' bytecode is compiled first, as `pip install` does: where
+PYTHONDONTWRITEBYTECODE is set, a module edited since its last .pyc would otherwise be compiled at every start (about
+15 ms for a large one), which is no figure of the code. Not a test.
 """
 
 from __future__ import annotations
@@ -59,6 +61,19 @@ for args in (["predict"], ["--help"]):
     wall, cpu = cost([sys.executable, "-m", "perfmodel", *args])
     print(wall / base_wall, cpu / base_cpu)
 """
+SEARCH_CLI = """
+import json, resource, statistics, subprocess, sys
+command = [sys.executable, "-m", "perfmodel", "search", "--model", "llama3.1-405b", "--gpu", "h100-sxm",
+           "--gpus", "512", "--precision", "fp8", "--gbs", "1152", "--format", "json"]
+rates, cpus = [], []
+for _ in range(3):
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    found = json.loads(subprocess.run(command, check=True, capture_output=True).stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rates.append(found["layouts_evaluated"] / found["elapsed_s"])
+    cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+print(statistics.median(rates), statistics.median(cpus))
+"""
 COMMANDS = """
 import resource, subprocess, sys
 for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "256,512"],
@@ -81,6 +96,11 @@ FIGURES = (
             "--help / -c pass, wall",
             "--help / -c pass, CPU",
         ),
+    ),
+    (
+        "search_cli",
+        SEARCH_CLI,
+        ("perfmodel search 405B, layouts/elapsed_s", "perfmodel search 405B/512 H100, CPU s"),
     ),
     (
         "commands",
@@ -110,6 +130,8 @@ def main() -> None:
     groups = [group for group, _, _ in FIGURES]
     parser.add_argument("--only", choices=groups, action="append", help="these groups of figures (default: all)")
     args = parser.parse_args()
+    for tree in (args.other, THIS_TREE):  # as pip installs them: bytecode current, whatever PYTHONDONTWRITEBYTECODE
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tree) / "perfmodel")], check=True)
     print(f"{'figure':40s} {'other':>12s} {'this tree':>12s} {'this/other':>10s}")
     for group, code, names in FIGURES:
         if args.only and group not in args.only:

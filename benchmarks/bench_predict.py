@@ -1,5 +1,6 @@
 """Speed of one prediction: in-process model time, and the wall time of the `perfmodel predict` command, of
-`perfmodel --help` and of `import perfmodel` (the Python API is lazy: importing the package must stay cheap).
+`perfmodel --help` and of `import perfmodel` (the Python API is lazy: importing the package must stay cheap), each
+also as a ratio to `python -c pass` measured in the same run, beside the floors that click and pydantic set.
 
 Run: python benchmarks/bench_predict.py [--repeat N]. Prints medians; not a test.
 """
@@ -58,12 +59,21 @@ def wall(repeat: int, command: list[str], cache_dir: str) -> float:
     return statistics.median(samples)
 
 
+FLOORS = {
+    "floor: import click": "import click",
+    "floor: import click and pydantic's BaseModel": "import click; from pydantic import BaseModel",
+}
+"""What `perfmodel predict` cannot start faster than while its CLI is click and its inputs are pydantic models."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     for name, value in in_process(args.repeat * 20).items():
         print(f"{name:50s} {value:10.1f}")
+    package = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "perfmodel")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True)  # bytecode current, as installed
     cli = [sys.executable, "-m", "perfmodel", "predict"]
     with tempfile.TemporaryDirectory() as cache:
         baseline = wall(args.repeat, [sys.executable, "-c", "pass"], cache)
@@ -75,6 +85,7 @@ def main() -> None:
         mlperf_wall = wall(args.repeat, [*cli, "--benchmark", "mlperf-llama31-405b@v5.0", *layout.split()], cache)
         help_wall = wall(args.repeat, [sys.executable, "-m", "perfmodel", "--help"], cache)
         import_wall = wall(args.repeat, [sys.executable, "-c", "import perfmodel"], cache)
+        floors = {name: wall(args.repeat, [sys.executable, "-c", code], cache) for name, code in FLOORS.items()}
     print(f"{'python -c pass (interpreter start), s':50s} {baseline:10.3f}")
     print(f"{'perfmodel predict, first run (derives topology), s':50s} {cold:10.3f}")
     print(f"{'perfmodel predict, table, median, s':50s} {warm:10.3f}")
@@ -84,6 +95,9 @@ def main() -> None:
     print(f"{'the same as --benchmark mlperf-llama31-405b, s':50s} {mlperf_wall:10.3f}  ({ratio:.2f}x the line above)")
     print(f"{'perfmodel --help, median, s':50s} {help_wall:10.3f}  ({help_wall / baseline:.1f}x python -c pass)")
     print(f"{'import perfmodel, median, s':50s} {import_wall:10.3f}  ({import_wall / baseline:.1f}x python -c pass)")
+    print(f"{'perfmodel predict / python -c pass':50s} {warm / baseline:10.1f}x  (JSON: {json_warm / baseline:.1f}x)")
+    for name, seconds in floors.items():
+        print(f"{name + ', median, s':50s} {seconds:10.3f}  ({seconds / baseline:.1f}x python -c pass)")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,15 @@ prediction made in a fresh process would give (the caches change the cost, never
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics import calibration
 from perfmodel.planning import predict as pr
 
 BASE: dict[str, Any] = {
@@ -29,11 +33,12 @@ CHANGES = {
 }
 
 
-def _without_caches(scenario: Scenario) -> dict[str, Any]:
+def _without_caches(scenario: Scenario, **kwargs: Any) -> dict[str, Any]:
     """The prediction computed with every cache of predict.py emptied first."""
     pr._CONTEXTS.clear()
     pr._EFFICIENCIES.clear()
-    return pr.predict(scenario).to_dict()
+    pr._LAST_CONTEXT.clear()
+    return pr.predict(scenario, **kwargs).to_dict()
 
 
 @pytest.mark.parametrize("name", CHANGES)
@@ -52,3 +57,43 @@ def test_repeated_predictions_share_the_context_and_its_layout_free_parts() -> N
     assert first.to_dict() == second.to_dict() == fresh
     assert second.price is first.price  # taken from the context, not worked out again
     assert second.goodput is first.goodput
+
+
+def test_the_same_scenario_object_sees_an_edited_calibration_file(tmp_path: Path) -> None:
+    """A repeated prediction of one scenario object skips the context's key work and the layout choice
+    (`_LAST_CONTEXT`, the context's last-scenario slots), but the calibration file is resolved again each time:
+    an edit between two predictions gives the new file's answer, the one a fresh process gives."""
+    path = tmp_path / "cal.json"
+    path.write_text(calibration.BUNDLED.read_text())
+    scenario = Scenario.model_validate(BASE | {"calibration": str(path)})
+    before = pr.predict(scenario).to_dict()
+    assert pr.predict(scenario).to_dict() == before
+    path.write_text(json.dumps({"format": calibration.FORMAT, "parameters": {}}))  # the physical defaults
+    os.utime(path, ns=(1, 1))  # a new modification time, however fast the rewrite
+    after = pr.predict(scenario).to_dict()
+    assert after != before
+    assert after == _without_caches(scenario)
+
+
+def test_the_same_scenario_object_with_other_efficiencies_or_hardware_gets_its_own_context() -> None:
+    """The last-context slot matches the efficiency and hardware passed by identity too (a fit's variants, what-if
+    hardware): each gives the answer a fresh process gives for it."""
+    from dataclasses import replace
+
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.physics.efficiency import DEFAULTS
+
+    scenario = Scenario.model_validate(BASE)
+    slower = replace(DEFAULTS["hopper"], gemm_bf16=0.5)
+    hw = resolve(scenario.gpu, scenario.system)
+    faster_hbm = hw.model_copy(
+        update={
+            "accelerator": hw.accelerator.model_copy(
+                update={"hbm_tbps": hw.accelerator.hbm_tbps.model_copy(update={"value": 6.0})}
+            )
+        }
+    )
+    plain = pr.predict(scenario).to_dict()
+    for kwargs in ({"efficiency": DEFAULTS["hopper"]}, {"efficiency": slower}, {"hardware": faster_hbm}):
+        answer = pr.predict(scenario, **kwargs).to_dict()
+        assert answer == _without_caches(scenario, **kwargs) != plain

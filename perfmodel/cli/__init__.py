@@ -7,6 +7,7 @@ fast. Every user error ends as one line on stderr and exit code 2, without a tra
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 
@@ -14,8 +15,29 @@ import click
 
 from perfmodel.errors import PerfmodelError, shown
 
+COMMANDS = {
+    "calibrate": "validate", "compare": "compare", "explain": "explain", "export": "export", "hardware": "catalog",
+    "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "scenarios": "catalog",
+    "schema": "schema", "search": "search", "sensitivity": "whatif", "sweep": "sweep", "validate": "validate",
+    "whatif": "whatif",
+}  # fmt: skip
+"""Each command and the module of perfmodel.cli that defines it (and registers it on `cli` when imported)."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class Commands(click.Group):
+    """A click group that imports a command's module only when that command is run or listed (click's documented
+    lazy loading), so that `perfmodel predict` does not pay for importing every other command."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(f"perfmodel.cli.{COMMANDS[cmd_name]}")
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="perfmodel")
 def cli() -> None:
     """Predict how long LLM training takes, and what it costs, on a GPU cluster."""
@@ -66,24 +88,3 @@ def _silence_stdout() -> None:
 def _one_line(message: str) -> str:
     """An error message as one line of printable text, at most MAX_ERROR_CHARS long, whatever user text it holds."""
     return shown(" ".join(message.split()), MAX_ERROR_CHARS)
-
-
-from perfmodel.cli import (  # noqa: E402  (commands register themselves on `cli`)
-    catalog,
-    compare,
-    explain,
-    export,
-    plan,
-    plot,
-    predict,
-    schema,
-    search,
-    sweep,
-    validate,
-    whatif,
-)
-
-__all__ = [
-    "catalog", "cli", "compare", "explain", "export", "main", "plan", "plot", "predict", "schema", "search",
-    "sweep", "validate", "whatif",
-]  # fmt: skip

@@ -82,6 +82,8 @@ class CountList(click.ParamType):
 
 
 def _use_hardware(ctx: click.Context, param: click.Parameter, paths: tuple[str, ...]) -> None:
+    if not paths:  # the hardware module (and pydantic with it) is imported when the command needs it, not here
+        return
     from perfmodel.inputs.hardware import add_catalogue
 
     for path in paths:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -217,10 +218,15 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     """The layout-independent context; efficiencies from `efficiency`, else the scenario's calibration; `hardware`
     replaces the scenario's (what-if analysis)."""
     hw = hardware or resolve(scenario.gpu, scenario.system)
+    fitted = None if efficiency else calibration.resolve(scenario.calibration)
+    md = scenario.model_spec()
+    inputs = (scenario, efficiency, hw, fitted, md)
+    last = _LAST_CONTEXT.get("inputs")
+    if last is not None and all(map(operator.is_, last, inputs)):
+        return _LAST_CONTEXT["context"]
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
     bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
-    eff = efficiency or _efficiency(calibration.resolve(scenario.calibration), hw, scenario, bench)
-    md = scenario.model_spec()
+    eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
     try:
@@ -228,12 +234,12 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         found = _CONTEXTS.get(key)
     except TypeError:  # efficiencies with array fields (a fit's variants) are not kept
         return Context(md, hw, recipe, *numbers)
-    if found is not None and all(a is b for a, b in zip(_parts(found), parts, strict=True)):
-        return found
-    if len(_CONTEXTS) >= CONTEXTS_KEPT:
-        del _CONTEXTS[next(iter(_CONTEXTS))]
-    made = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
-    return made
+    if found is None or not all(a is b for a, b in zip(_parts(found), parts, strict=True)):
+        if len(_CONTEXTS) >= CONTEXTS_KEPT:
+            del _CONTEXTS[next(iter(_CONTEXTS))]
+        found = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
+    _LAST_CONTEXT.update(inputs=inputs, context=found)
+    return found
 
 
 CONTEXTS_KEPT = 64
@@ -242,6 +248,11 @@ _CONTEXTS: dict[tuple[Any, ...], Context] = {}
 """Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
 file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
 share the context's tiers, memo and compiled scalar program."""
+_LAST_CONTEXT: dict[str, Any] = {}
+"""The last context handed out and what it was worked out from (the scenario, the efficiency and hardware passed,
+and the hardware, calibration and model those resolved to, all by identity): a prediction repeated on the same
+scenario object skips the recipe, efficiency and key work. Every input that can change under the same scenario
+(a user catalogue, a calibration or model file) is resolved again first, so an edit still gives a new context."""
 
 
 def _efficiency(fitted: calibration.Calibration, hw: Hardware, scenario: Scenario, bench: str | None) -> Efficiency:
@@ -289,6 +300,17 @@ def given_layout(scenario: Scenario) -> dict[str, Any]:
 
 def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
+    last = ctx.memo.get(("layout of the last scenario",))
+    if last is not None and last[0] is scenario:  # the same (frozen) scenario object asked again
+        chosen: tuple[Layout, int] = last[1]
+        return chosen
+    chosen = _chosen_layout(scenario, ctx)
+    ctx.memo[("layout of the last scenario",)] = scenario, chosen
+    return chosen
+
+
+def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
+    """`choose_layout` itself."""
     par = scenario.parallelism
     gbs = par.gbs or scenario.default_gbs()
     n = scenario.n_gpus
@@ -357,6 +379,18 @@ def layout_free(
     """The price, the time interval and the goodput of a prediction: they depend on the context, the GPU count and
     the scenario's cost, goodput and calibration settings, not on the layout, so the context keeps them."""
     fitted = calibration.resolve(scenario.calibration)
+    last = ctx.memo.get(("layout free, last scenario",))
+    if last is not None and last[0] is scenario and last[1] is fitted and last[2] == (n_gpus, calibrated):
+        return last[3]  # the same (frozen) scenario object asked again
+    made = _layout_free(scenario, ctx, n_gpus, calibrated, fitted)
+    ctx.memo[("layout free, last scenario",)] = scenario, fitted, (n_gpus, calibrated), made
+    return made
+
+
+def _layout_free(
+    scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool, fitted: calibration.Calibration
+) -> tuple[Price, calibration.Interval | None, goodput.Goodput | None]:
+    """`layout_free` itself, kept per cost, goodput and calibration settings."""
     try:
         key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput)
         found = ctx.memo.get(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from perfmodel.inputs.hardware import Accelerator
 
@@ -29,8 +30,10 @@ class Price:
         return cls(acc.usd_per_gpu_hour.value, low.value, high.value, acc.usd_per_gpu_hour.source)
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
+    """A training run's totals (a NamedTuple: one is made per prediction, and a tuple is built 5x faster than a
+    frozen dataclass)."""
+
     tokens: float
     time_s: float
     gpu_hours: float

@@ -1,0 +1,61 @@
+"""Start-up: `perfmodel predict` imports only what it needs (README "Speed"; issue 15)."""
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import perfmodel.cli
+from perfmodel.cli import COMMANDS, cli
+from perfmodel.inputs.files import nesting_depth
+from perfmodel.physics import calibration
+
+
+def test_every_command_is_listed_with_the_module_that_defines_it() -> None:
+    """The lazy group finds a command through COMMANDS: a command added to a module but not there would vanish."""
+    for info in pkgutil.iter_modules(perfmodel.cli.__path__):
+        importlib.import_module(f"perfmodel.cli.{info.name}")
+    assert set(cli.commands) == set(COMMANDS)
+    for name, command in cli.commands.items():
+        assert command.callback is not None
+        defined_in = sys.modules[command.callback.__module__].__name__
+        assert defined_in == f"perfmodel.cli.{COMMANDS[name]}", name
+
+
+def test_predict_imports_no_other_command() -> None:
+    """Each command's module is imported when that command runs, not at start-up."""
+    code = (
+        "import sys; from perfmodel.cli import main\n"
+        "try:\n    main(['predict', '--format', 'json'])\nexcept SystemExit:\n    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('perfmodel.cli.'))\n"
+        "assert loaded == ['perfmodel.cli.options', 'perfmodel.cli.predict'], loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def _depth_token_by_token(text: str) -> int:
+    """The plain reading of nesting_depth's rule: scan strings, comments and brackets one match at a time."""
+    import re
+
+    depth = deepest = 0
+    for match in re.finditer(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]', text):
+        if match.group() in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif match.group() in ("]", "}"):
+            depth = max(0, depth - 1)
+    return deepest
+
+
+@given(st.text(alphabet="[]{}\"'#\\\nab =,", max_size=200))
+def test_nesting_depth_reads_strings_and_comments_as_the_rule_says(text: str) -> None:
+    """The one-pass form (strings and comments removed first) counts exactly what a token-by-token scan counts."""
+    assert nesting_depth(text) == _depth_token_by_token(text)
+
+
+def test_nesting_depth_of_the_bundled_calibration_is_its_real_depth() -> None:
+    text = calibration.BUNDLED.read_text()
+    assert nesting_depth(text) == _depth_token_by_token(text) > 1
