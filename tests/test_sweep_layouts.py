@@ -170,3 +170,31 @@ def test_benchmarks_and_points_only_commands_refuse_a_layouts_sweep(tmp_path: Pa
 def test_shipped_layouts_example_is_valid() -> None:
     sweep = load(Path(__file__).parent.parent / "sweeps" / "70b-layouts.toml")
     assert isinstance(sweep, layout_sweep.LayoutSweep) and sweep.size == 2 * 4 * 5 * 2 * 4 * 2 * 3 * 4
+
+
+def test_the_table_names_every_rows_layout_failed_or_not(tmp_path: Path) -> None:
+    """A layouts sweep's rows differ only in their layout: the table shows it on rows that break a rule or do not
+    fit too, recompute included, so a reader can tell which layout each error belongs to."""
+    text = """
+[sweep]
+models = ["llama3.1-70b"]
+gpus = ["h100-sxm"]
+n_gpus = [64]
+[sweep.set]
+parallelism = { gbs = 64, seq_len = 8192 }
+[sweep.layouts]
+tp = [1, 8]
+pp = [8]
+cp = [1]
+vp = [1]
+mbs = [1]
+zero = [1]
+recompute = ["none", "full"]
+"""
+    result = run_cli("sweep", str(_file(tmp_path, text)))
+    assert result.code == 0, result.err
+    rows = [line for line in result.out.splitlines() if line.startswith("llama3.1-70b")]
+    assert len(rows) == 4
+    assert "TP1 PP8 VP1 CP1 DP8 MBS1 GBS64 ZeRO-1" in rows[0] and "does not fit in memory" in rows[0]
+    assert "TP1 PP8 VP1 CP1 DP8 MBS1 GBS64 ZeRO-1 recompute-full" in rows[1]
+    assert "TP8 PP8 VP1 CP1 DP1 MBS1 GBS64 ZeRO-1 recompute-full" in rows[3] and "does not fit" not in rows[3]

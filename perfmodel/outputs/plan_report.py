@@ -210,15 +210,25 @@ def sensitivity_table(result: Any) -> str:
     )
 
 
+def _sweep_layout(r: dict[str, Any]) -> str:
+    """A sweep row's layout, or '-' for a point that has none (it failed before a layout was chosen); a row of a
+    layouts sweep always has its own, which is what tells its rows apart, recompute included."""
+    if r.get("parallelism.tp") is None:
+        return "-"
+    layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in ("tp", "pp", "vp", "cp", "dp", "mbs"))
+    layout += f" GBS{r['parallelism.gbs']} ZeRO-{r['parallelism.zero']}"
+    recompute = r.get("parallelism.recompute")
+    return layout if recompute in (None, "none") else f"{layout} recompute-{recompute}"
+
+
 def sweep_table(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
         head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
+        layout = _sweep_layout(r)
         if r["error"]:
-            out.append([*head, "-", "-", "-", "-", "-", "-", r["error"]])
+            out.append([*head, layout, "-", "-", "-", "-", "-", r["error"]])
             continue
-        layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in ("tp", "pp", "vp", "cp", "dp", "mbs"))
-        layout += f" GBS{r['parallelism.gbs']} ZeRO-{r['parallelism.zero']}"
         days = "n/a" if r["time_to_train_days"] is None else f"{r['time_to_train_days']:,.1f}"
         out.append(
             [
