@@ -25,6 +25,7 @@ def test_search_json_contract_and_order() -> None:
     d = _search("--gpus", "16", "--gbs", "64", "--top", "7")
     assert set(d) >= {"results", "layouts_evaluated", "layouts_feasible", "elapsed_s"}
     assert d["layouts_evaluated"] >= d["layouts_feasible"] >= 7 == len(d["results"])
+    assert d["layouts_priced_in_full"] >= d["layouts_feasible"]
     assert all(set(r) >= CONTRACT_KEYS and r["fits_in_memory"] and r["n_gpus"] == 16 for r in d["results"])
     times = [r["step_time_s"] for r in d["results"]]
     assert times == sorted(times)

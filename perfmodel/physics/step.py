@@ -551,7 +551,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
-    params, experts = _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, tp, pp, stages), None)
+    params, experts = _held_params(md, lv, stages)
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
     dp_links = _links(ctx, dp * cp, tp)
@@ -600,6 +600,22 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
+
+
+def _held_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tuple[_RankParams, _RankParams | None]:
+    """Parameters per rank, and (MoE models) the routed experts among them."""
+    return _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, lv.tp, lv.pp, stages), None)
+
+
+def memory_need(ctx: Context, lv: LayoutVars) -> memory.MemoryBreakdown:
+    """The memory that `evaluate` prices for these layouts, alone: the same functions on the same inputs, so the
+    same numbers element by element, at a fifth of the work. The search uses it to drop the layouts that do not fit
+    before it prices the rest in full (most of a large model's valid layouts do not fit)."""
+    md = ctx.model
+    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    microbatches = lv.gbs / (lv.mbs * lv.dp)
+    stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
+    return _memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages))
 
 
 def _expert_parallel(

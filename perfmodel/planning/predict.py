@@ -454,6 +454,7 @@ class SearchReport:
             "results": [p.to_dict() for p in self.results],
             "layouts_evaluated": self.found.evaluated,
             "layouts_feasible": self.found.feasible,
+            "layouts_priced_in_full": self.found.priced,
             "elapsed_s": self.found.elapsed_s,
             "objective": self.found.objective,
         }

@@ -26,7 +26,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
-from perfmodel.physics.step import Context, LayoutVars, evaluate
+from perfmodel.physics.step import Context, LayoutVars, evaluate, memory_need
 
 T = TypeVar("T")
 OBJECTIVES = ("time", "cost")
@@ -246,9 +246,12 @@ class SearchResult:
     best_per_point: dict[tuple[int, int], Found]
     """The best layout of each (GPU count, global batch)."""
     evaluated: int
-    """Valid layouts priced."""
+    """Valid layouts considered: each one's memory priced."""
     feasible: int
     """Of those, the ones that fit in memory."""
+    priced: int
+    """Layouts whose step was priced in full: the sub-grids of the axis values that fitting layouts use (every
+    fitting layout and the non-fitting ones that share their grid; invalid ones included, masked out)."""
     elapsed_s: float
     objective: str
     objectives: Any
@@ -306,26 +309,31 @@ class _Priced:
 
     evaluated: int
     feasible: int
+    priced: int
     objectives: Any
     top: list[Found]
     smallest: tuple[float, Layout] | None
 
 
 def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _Priced:
+    """Memory first, over the whole (trimmed) block; then the step in full over the sub-block of the axis values
+    that some fitting layout uses. A layout that does not fit is never a result, so every output is that of pricing
+    the whole block: the fitting layouts' step times are the same numbers (element-wise formulas), in the same
+    order (the sub-block keeps the block's order), and the memory mask is the block's own."""
     import numpy as np
 
-    result = evaluate(ctx, block.layout_vars())
-    step = np.broadcast_to(result.step_time_s, block.shape).reshape(-1)
-    need = np.broadcast_to(result.memory.total, block.shape).reshape(-1)
-    mask = mask.reshape(-1)
+    need = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape)
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+    valid = int(mask.sum())
     if not fits.any():
-        smallest = int(np.argmin(np.where(mask, need, np.inf)))
-        return _Priced(int(mask.sum()), 0, np.empty(0), [], (float(need[smallest]), block.layout(smallest)))
-    index = np.flatnonzero(fits)
+        smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
+        return _Priced(valid, 0, 0, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
+    block, fits = block.trimmed(fits)
+    step = np.broadcast_to(evaluate(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
+    index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
     best = [Found(block.layout(int(index[i])), float(step[index[i]]), float(values[i])) for i in _smallest(values, top)]
-    return _Priced(int(mask.sum()), len(index), values, best, None)
+    return _Priced(valid, len(index), step.size, values, best, None)
 
 
 MAX_SHAPES = 4_000_000
@@ -359,7 +367,8 @@ def search(
     sized: bool = False,
     candidates: Sequence[tuple[Block, Any]] | None = None,
 ) -> SearchResult:
-    """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
+    """Price every valid layout of `space` (its memory, then the step of those that fit); keep the `top` best by
+    `objective` and the best of each GPU count.
 
     `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already;
     `candidates`: the space's `blocks`, when the caller enumerated them already (predict.open_batch_space).
@@ -381,6 +390,7 @@ def search(
             progress(done, len(candidates))
     evaluated = sum(p.evaluated for _, p in priced)
     feasible = sum(p.feasible for _, p in priced)
+    priced_in_full = sum(p.priced for _, p in priced)
     if evaluated == 0:
         raise PerfmodelError(_no_valid_layout(ctx, candidates))
     if feasible == 0:
@@ -400,6 +410,7 @@ def search(
         best_per_point=per_point,
         evaluated=evaluated,
         feasible=feasible,
+        priced=priced_in_full,
         elapsed_s=time.perf_counter() - start,
         objective=objective,
         objectives=np.concatenate([p.objectives for _, p in priced]),
