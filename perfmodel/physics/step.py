@@ -472,17 +472,11 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
 def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
     """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
-    tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv[:9]
+    tp, pp, cp, dp, vp, mbs, gbs, _, zero = lv[:9]
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = gbs / (mbs * dp)
-    full, selective = equal(rc, 2), equal(rc, 1)
-
-    # Compute of one layer and one micro-batch, recomputation included in the backward pass.
-    shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
+    compute, full, recompute_s, layer_compute = _shard_layer(ctx, sh, lv)
     lt = compute.layer
-    recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
-    layer_compute = lt.forward + lt.backward + recompute_s
 
     tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
     tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
@@ -509,21 +503,21 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd, head_bwd, embed_compute = compute.head_forward, compute.head_backward, compute.embedding
-    head_compute = head_fwd["total"] + head_bwd["total"]
+    head_compute = _head_compute(md, compute, layer_compute)
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
     stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
 
     if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
-        head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
         head_comm = head_comm + md.mtp_layers * (tp_exposed + head_comm)
 
     # The MTP modules' MoE layers exchange tokens too: the mean layer's EP time counts only MoE layers' share.
     mtp_ep = md.mtp_layers * ep_exposed * md.layers / md.moe_layers if md.mtp_layers and md.is_moe else 0.0
 
     def rank(layers: Number, extra_compute: Number, extra_tp: Number, extra_ep: Number = 0.0) -> tuple[Number, ...]:
-        parts = (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
+        compute_part = _rank_compute(layers, layer_compute, extra_compute)
+        parts = (compute_part, layers * tp_exposed + extra_tp, layers * cp_exposed)
         return (*parts, layers * ep_exposed + extra_ep) if md.is_moe else parts
 
     single = rank(md.layers, head_compute + embed_compute, head_comm, mtp_ep)
@@ -600,6 +594,64 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
+
+
+def _shard_layer(ctx: Context, sh: Shard, lv: LayoutVars) -> tuple[ShardCompute, Number, Number, Number]:
+    """Compute of one layer and one micro-batch, recomputation included in the backward pass: the shard's compute
+    (priced once per distinct shard), the full-recompute flag, the recomputed part and the layer's total."""
+    full, selective = equal(lv.recompute, 2), equal(lv.recompute, 1)
+    shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
+    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
+    lt = compute.layer
+    recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
+    return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
+
+
+def _head_compute(md: ModelSpec, compute: ShardCompute, layer_compute: Number) -> Number:
+    """LM head and loss, forward and backward; each MTP module adds one more layer and one more pass through it."""
+    head = compute.head_forward["total"] + compute.head_backward["total"]
+    return head + md.mtp_layers * (layer_compute + head) if md.mtp_layers else head
+
+
+def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) -> Number:
+    """A pipeline rank's compute per micro-batch: its layers and what else it runs (embedding, head)."""
+    return layers * layer_compute + extra_compute
+
+
+def step_floor(ctx: Context, lv: LayoutVars) -> Number:
+    """A lower bound on `evaluate(ctx, lv).step_time_s`, as floating point computes both, for a search that skips
+    layouts it can prove are not the best. It does not depend on the ZeRO stage, and costs the shard's compute.
+
+    Why it holds: the step time is the sum, in BREAKDOWN's order then EP, of compute_s and parts that are each >= 0
+    when the efficiencies are physical (`floor_holds`): exposed TP/CP/EP communication (`exposed` leaves
+    comm x (1 - overlap) >= 0 of a comm >= 0), the bubble ((pp - 1) / (vp m) >= 0 times the busiest rank's sum),
+    PP sends (0 or sends >= 0), DP communication (a maximum with a bucket >= 0), the optimizer (bytes / bandwidth and
+    kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0). Adding
+    a number >= 0 never rounds below the sum so far, so step_time_s >= compute_s = slower x (microbatches x
+    mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole sum, bit for bit
+    one of the three), so it is >= the least of the three, which is what this returns in its place; without PP it is
+    that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order."""
+    md = ctx.model
+    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    compute, _, _, layer_compute = _shard_layer(ctx, sh, lv)
+    head_compute, embed_compute = _head_compute(md, compute, layer_compute), compute.embedding
+    stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
+    single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
+    interior = _rank_compute(stages.interior, layer_compute, 0.0)
+    first = _rank_compute(stages.first, layer_compute, embed_compute)
+    last = _rank_compute(stages.last, layer_compute, head_compute)
+    least = minimum(interior, minimum(first, last))
+    microbatches = lv.gbs / (lv.mbs * lv.dp)
+    return ctx.efficiency.vintage_factor * (microbatches * where(equal(lv.pp, 1), single, least))
+
+
+def floor_holds(eff: Efficiency) -> bool:
+    """Whether `step_floor` is a bound for these efficiencies: overlaps are shares of a window, overheads and the
+    straggler spread are >= 0 (a calibration's bounds keep them so; a hand-made Efficiency may not)."""
+    overlaps = (eff.overlap_tp, eff.overlap_cp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep)
+    overheads = (eff.step_overhead_s, eff.straggler_cv, eff.kernel_overhead_us, eff.memory, eff.scaleup, eff.scaleout)
+    plain = all(isinstance(v, float | int) for v in (*overlaps, *overheads, eff.vintage_factor))
+    return plain and all(0 <= o <= 1 for o in overlaps) and all(v >= 0 for v in overheads) and eff.vintage_factor > 0
 
 
 def _held_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tuple[_RankParams, _RankParams | None]:
