@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
@@ -272,18 +272,63 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     present[codes.reshape(-1)] = True
     index = (np.cumsum(present) - 1)[codes]
     digits = np.unravel_index(np.flatnonzero(present), [len(v) for v in values])
-    tp, cp, mbs, ep, etp = (v[d] for v, d in zip(values, digits, strict=True))
-    priced = _shard_compute(ctx, sh._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
+    shards = list(zip(*(v[d].tolist() for v, d in zip(values, digits, strict=True)), strict=True))
+    return _shard_table(ctx, sh).gather(shards, index)
 
-    def back(value: Number) -> Number:
-        return value[index] if isinstance(value, np.ndarray) and value.shape == tp.shape else value
 
-    return ShardCompute(
-        _LayerTimes(*map(back, priced.layer)),
-        {k: back(v) for k, v in priced.head_forward.items()},
-        {k: back(v) for k, v in priced.head_backward.items()},
-        back(priced.embedding),
-    )
+@dataclass
+class _ShardTable:
+    """Shards priced on one context, each once: a search prices the same (TP, CP, micro-batch, EP, ETP) in its
+    floors, in its sub-blocks and in both of its blocks. Each batch of new shards is priced as arrays, as before;
+    element-wise formulas give a shard the same numbers whatever else is in its batch."""
+
+    shard: Shard
+    context: Context
+    position: dict[tuple[float, ...], int]
+    fields: list[list[Any]]
+    """Per ShardCompute field (the layer's, the head's forward and backward, the embedding), one array per batch."""
+    template: ShardCompute | None = None
+    plain: list[bool] = field(default_factory=list)
+
+    def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
+        """The compute of each element, `index` giving each element's place in `shards`."""
+        import numpy as np
+
+        new = [s for s in shards if s not in self.position]
+        if new:
+            tp, cp, mbs, ep, etp = (np.array(c) for c in zip(*new, strict=True))
+            priced = _shard_compute(self.context, self.shard._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
+            flat = [*priced.layer, *priced.head_forward.values(), *priced.head_backward.values(), priced.embedding]
+            if self.template is None:  # a field that no shard dimension reaches stays a plain number
+                self.template, self.fields = priced, [[] for _ in flat]
+                self.plain = [not (isinstance(v, np.ndarray) and v.shape == tp.shape) for v in flat]
+            for column, value, plain in zip(self.fields, flat, self.plain, strict=True):
+                if not plain or not column:
+                    column.append(value)
+            for s in new:
+                self.position[s] = len(self.position)
+        at = np.array([self.position[s] for s in shards])[index]
+        values = [
+            column[0] if plain else (np.concatenate(column) if len(column) > 1 else column[0])[at]
+            for column, plain in zip(self.fields, self.plain, strict=True)
+        ]
+        template = self.template
+        assert template is not None
+        layers, forward, backward = len(template.layer), len(template.head_forward), len(template.head_backward)
+        return ShardCompute(
+            _LayerTimes(*values[:layers]),
+            dict(zip(template.head_forward, values[layers : layers + forward], strict=True)),
+            dict(zip(template.head_backward, values[layers + forward : layers + forward + backward], strict=True)),
+            values[-1],
+        )
+
+
+def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
+    memo = ctx.memo
+    table: _ShardTable | None = memo.get(("shard table",))
+    if table is None:
+        table = memo[("shard table",)] = _ShardTable(sh, ctx, {}, [])
+    return table
 
 
 def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
