@@ -266,7 +266,7 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
         found, inverse = np.unique(array, return_inverse=True)
         values.append(found)
         codes = codes * len(found) + inverse.reshape(array.shape)
-    if math.prod(len(v) for v in values) > codes.size:  # too many combinations to be worth it
+    if not codes.size or math.prod(len(v) for v in values) > codes.size:  # none, or too many to be worth it
         return _shard_compute(ctx, sh)
     present = np.zeros(math.prod(len(v) for v in values), dtype=bool)
     present[codes.reshape(-1)] = True
@@ -307,7 +307,7 @@ class _ShardTable:
                     column.append(value)
             for s in new:
                 self.position[s] = len(self.position)
-        at = np.array([self.position[s] for s in shards])[index]
+        at = np.array([self.position[s] for s in shards], dtype=np.int64)[index]
         values = [
             column[0] if plain else (np.concatenate(column) if len(column) > 1 else column[0])[at]
             for column, plain in zip(self.fields, self.plain, strict=True)
