@@ -145,7 +145,7 @@ def test_an_open_layout_is_searched_once_per_context(monkeypatch: pytest.MonkeyP
     s = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12, "parallelism": {"tp": 4, "cp": 1}})
     ctx = _fresh(s)
     first = predicting.choose_layout(s, ctx)
-    monkeypatch.setattr(predicting, "search", lambda *a, **k: pytest.fail("searched again"))
+    monkeypatch.setattr(predicting, "best_layout", lambda *a, **k: pytest.fail("searched again"))
     assert predicting.choose_layout(s.model_copy(), ctx) == first
     other = s.model_copy(update={"parallelism": s.parallelism.model_copy(update={"tp": 8})})
     with pytest.raises(pytest.fail.Exception, match="searched again"):

@@ -25,6 +25,7 @@ def test_search_json_contract_and_order() -> None:
     d = _search("--gpus", "16", "--gbs", "64", "--top", "7")
     assert set(d) >= {"results", "layouts_evaluated", "layouts_feasible", "elapsed_s"}
     assert d["layouts_evaluated"] >= d["layouts_feasible"] >= 7 == len(d["results"])
+    assert d["layouts_priced_in_full"] >= d["layouts_feasible"]
     assert all(set(r) >= CONTRACT_KEYS and r["fits_in_memory"] and r["n_gpus"] == 16 for r in d["results"])
     times = [r["step_time_s"] for r in d["results"]]
     assert times == sorted(times)
@@ -62,7 +63,8 @@ def test_several_gpu_counts_cost_objective_and_pareto() -> None:
 def test_table_output() -> None:
     result = run_cli("search", *SMALL, "--gpus", "8", "--gbs", "64", "--top", "3", "--pareto")
     assert result.code == 0
-    assert "valid layouts priced" in result.out and "Pareto front" in result.out and "TP" in result.out
+    assert "valid layouts in" in result.out and "grid cells" in result.out
+    assert "Pareto front" in result.out and "TP" in result.out
 
 
 @pytest.mark.parametrize(

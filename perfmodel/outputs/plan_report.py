@@ -50,7 +50,8 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
     ranking = f"{found.objective} to train (MLPerf)" if best.mlperf else f"{found.objective} per {per}"
     lines = [
         heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),
-        f"{found.evaluated:,} valid layouts priced in {found.elapsed_s:.2f} s, {found.feasible:,} fit in memory; "
+        f"{found.evaluated:,} valid layouts in {found.elapsed_s:.2f} s, {found.feasible:,} fit in memory; steps "
+        f"priced on {found.priced:,} grid cells, memory alone for the other layouts; "
         f"best {len(report.results)} by {ranking}:",
         "",
         _search_rows(report.results, best, many, found.objective),

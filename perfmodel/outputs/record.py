@@ -92,7 +92,7 @@ FIELDS: tuple[Field, ...] = (
     Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
     Field("energy_kwh", "kWh", "facility energy: GPUs x board power x PUE x time"),
     Field("pue", "ratio", "facility power usage effectiveness"),
-    Field("layouts_searched", "layouts", "valid layouts priced to choose this one (1: given)"),
+    Field("layouts_searched", "layouts", "valid layouts the search considered to choose this one (1: given)"),
     *_bounds("step_time_s", "s"),
     *_bounds("time_to_train_s", "s"),
     *_bounds("time_to_train_min", "min"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
@@ -266,24 +266,69 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
         found, inverse = np.unique(array, return_inverse=True)
         values.append(found)
         codes = codes * len(found) + inverse.reshape(array.shape)
-    if math.prod(len(v) for v in values) > codes.size:  # too many combinations to be worth it
+    if not codes.size or math.prod(len(v) for v in values) > codes.size:  # none, or too many to be worth it
         return _shard_compute(ctx, sh)
     present = np.zeros(math.prod(len(v) for v in values), dtype=bool)
     present[codes.reshape(-1)] = True
     index = (np.cumsum(present) - 1)[codes]
     digits = np.unravel_index(np.flatnonzero(present), [len(v) for v in values])
-    tp, cp, mbs, ep, etp = (v[d] for v, d in zip(values, digits, strict=True))
-    priced = _shard_compute(ctx, sh._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
+    shards = list(zip(*(v[d].tolist() for v, d in zip(values, digits, strict=True)), strict=True))
+    return _shard_table(ctx, sh).gather(shards, index)
 
-    def back(value: Number) -> Number:
-        return value[index] if isinstance(value, np.ndarray) and value.shape == tp.shape else value
 
-    return ShardCompute(
-        _LayerTimes(*map(back, priced.layer)),
-        {k: back(v) for k, v in priced.head_forward.items()},
-        {k: back(v) for k, v in priced.head_backward.items()},
-        back(priced.embedding),
-    )
+@dataclass
+class _ShardTable:
+    """Shards priced on one context, each once: a search prices the same (TP, CP, micro-batch, EP, ETP) in its
+    floors, in its sub-blocks and in both of its blocks. Each batch of new shards is priced as arrays, as before;
+    element-wise formulas give a shard the same numbers whatever else is in its batch."""
+
+    shard: Shard
+    context: Context
+    position: dict[tuple[float, ...], int]
+    fields: list[list[Any]]
+    """Per ShardCompute field (the layer's, the head's forward and backward, the embedding), one array per batch."""
+    template: ShardCompute | None = None
+    plain: list[bool] = field(default_factory=list)
+
+    def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
+        """The compute of each element, `index` giving each element's place in `shards`."""
+        import numpy as np
+
+        new = [s for s in shards if s not in self.position]
+        if new:
+            tp, cp, mbs, ep, etp = (np.array(c) for c in zip(*new, strict=True))
+            priced = _shard_compute(self.context, self.shard._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
+            flat = [*priced.layer, *priced.head_forward.values(), *priced.head_backward.values(), priced.embedding]
+            if self.template is None:  # a field that no shard dimension reaches stays a plain number
+                self.template, self.fields = priced, [[] for _ in flat]
+                self.plain = [not (isinstance(v, np.ndarray) and v.shape == tp.shape) for v in flat]
+            for column, value, plain in zip(self.fields, flat, self.plain, strict=True):
+                if not plain or not column:
+                    column.append(value)
+            for s in new:
+                self.position[s] = len(self.position)
+        at = np.array([self.position[s] for s in shards], dtype=np.int64)[index]
+        values = [
+            column[0] if plain else (np.concatenate(column) if len(column) > 1 else column[0])[at]
+            for column, plain in zip(self.fields, self.plain, strict=True)
+        ]
+        template = self.template
+        assert template is not None
+        layers, forward, backward = len(template.layer), len(template.head_forward), len(template.head_backward)
+        return ShardCompute(
+            _LayerTimes(*values[:layers]),
+            dict(zip(template.head_forward, values[layers : layers + forward], strict=True)),
+            dict(zip(template.head_backward, values[layers + forward : layers + forward + backward], strict=True)),
+            values[-1],
+        )
+
+
+def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
+    memo = ctx.memo
+    table: _ShardTable | None = memo.get(("shard table",))
+    if table is None:
+        table = memo[("shard table",)] = _ShardTable(sh, ctx, {}, [])
+    return table
 
 
 def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
@@ -472,17 +517,11 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
 def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
     """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
-    tp, pp, cp, dp, vp, mbs, gbs, rc, zero = lv[:9]
+    tp, pp, cp, dp, vp, mbs, gbs, _, zero = lv[:9]
     sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = gbs / (mbs * dp)
-    full, selective = equal(rc, 2), equal(rc, 1)
-
-    # Compute of one layer and one micro-batch, recomputation included in the backward pass.
-    shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
+    compute, full, recompute_s, layer_compute = _shard_layer(ctx, sh, lv)
     lt = compute.layer
-    recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
-    layer_compute = lt.forward + lt.backward + recompute_s
 
     tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
     tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
@@ -509,21 +548,21 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd, head_bwd, embed_compute = compute.head_forward, compute.head_backward, compute.embedding
-    head_compute = head_fwd["total"] + head_bwd["total"]
+    head_compute = _head_compute(md, compute, layer_compute)
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
     stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
 
     if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
-        head_compute = head_compute + md.mtp_layers * (layer_compute + head_compute)
         head_comm = head_comm + md.mtp_layers * (tp_exposed + head_comm)
 
     # The MTP modules' MoE layers exchange tokens too: the mean layer's EP time counts only MoE layers' share.
     mtp_ep = md.mtp_layers * ep_exposed * md.layers / md.moe_layers if md.mtp_layers and md.is_moe else 0.0
 
     def rank(layers: Number, extra_compute: Number, extra_tp: Number, extra_ep: Number = 0.0) -> tuple[Number, ...]:
-        parts = (layers * layer_compute + extra_compute, layers * tp_exposed + extra_tp, layers * cp_exposed)
+        compute_part = _rank_compute(layers, layer_compute, extra_compute)
+        parts = (compute_part, layers * tp_exposed + extra_tp, layers * cp_exposed)
         return (*parts, layers * ep_exposed + extra_ep) if md.is_moe else parts
 
     single = rank(md.layers, head_compute + embed_compute, head_comm, mtp_ep)
@@ -551,7 +590,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
 
-    params, experts = _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, tp, pp, stages), None)
+    params, experts = _held_params(md, lv, stages)
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
     dp_links = _links(ctx, dp * cp, tp)
@@ -600,6 +639,80 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
+
+
+def _shard_layer(ctx: Context, sh: Shard, lv: LayoutVars) -> tuple[ShardCompute, Number, Number, Number]:
+    """Compute of one layer and one micro-batch, recomputation included in the backward pass: the shard's compute
+    (priced once per distinct shard), the full-recompute flag, the recomputed part and the layer's total."""
+    full, selective = equal(lv.recompute, 2), equal(lv.recompute, 1)
+    shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
+    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
+    lt = compute.layer
+    recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
+    return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
+
+
+def _head_compute(md: ModelSpec, compute: ShardCompute, layer_compute: Number) -> Number:
+    """LM head and loss, forward and backward; each MTP module adds one more layer and one more pass through it."""
+    head = compute.head_forward["total"] + compute.head_backward["total"]
+    return head + md.mtp_layers * (layer_compute + head) if md.mtp_layers else head
+
+
+def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) -> Number:
+    """A pipeline rank's compute per micro-batch: its layers and what else it runs (embedding, head)."""
+    return layers * layer_compute + extra_compute
+
+
+def step_floor(ctx: Context, lv: LayoutVars) -> Number:
+    """A lower bound on `evaluate(ctx, lv).step_time_s`, as floating point computes both, for a search that skips
+    layouts it can prove are not the best. It does not depend on the ZeRO stage, and costs the shard's compute.
+
+    Why it holds: the step time is the sum, in BREAKDOWN's order then EP, of compute_s and parts that are each >= 0
+    when the efficiencies are physical (`floor_holds`): exposed TP/CP/EP communication (`exposed` leaves
+    comm x (1 - overlap) >= 0 of a comm >= 0), the bubble ((pp - 1) / (vp m) >= 0 times the busiest rank's sum),
+    PP sends (0 or sends >= 0), DP communication (a maximum with a bucket >= 0), the optimizer (bytes / bandwidth and
+    kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0). Adding
+    a number >= 0 never rounds below the sum so far, so step_time_s >= compute_s = slower x (microbatches x
+    mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole sum, bit for bit
+    one of the three), so it is >= the least of the three, which is what this returns in its place; without PP it is
+    that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order."""
+    md = ctx.model
+    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    compute, _, _, layer_compute = _shard_layer(ctx, sh, lv)
+    head_compute, embed_compute = _head_compute(md, compute, layer_compute), compute.embedding
+    stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
+    single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
+    interior = _rank_compute(stages.interior, layer_compute, 0.0)
+    first = _rank_compute(stages.first, layer_compute, embed_compute)
+    last = _rank_compute(stages.last, layer_compute, head_compute)
+    least = minimum(interior, minimum(first, last))
+    microbatches = lv.gbs / (lv.mbs * lv.dp)
+    return ctx.efficiency.vintage_factor * (microbatches * where(equal(lv.pp, 1), single, least))
+
+
+def floor_holds(eff: Efficiency) -> bool:
+    """Whether `step_floor` is a bound for these efficiencies: overlaps are shares of a window, overheads and the
+    straggler spread are >= 0 (a calibration's bounds keep them so; a hand-made Efficiency may not)."""
+    overlaps = (eff.overlap_tp, eff.overlap_cp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep)
+    overheads = (eff.step_overhead_s, eff.straggler_cv, eff.kernel_overhead_us, eff.memory, eff.scaleup, eff.scaleout)
+    plain = all(isinstance(v, float | int) for v in (*overlaps, *overheads, eff.vintage_factor))
+    return plain and all(0 <= o <= 1 for o in overlaps) and all(v >= 0 for v in overheads) and eff.vintage_factor > 0
+
+
+def _held_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tuple[_RankParams, _RankParams | None]:
+    """Parameters per rank, and (MoE models) the routed experts among them."""
+    return _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, lv.tp, lv.pp, stages), None)
+
+
+def memory_need(ctx: Context, lv: LayoutVars) -> memory.MemoryBreakdown:
+    """The memory that `evaluate` prices for these layouts, alone: the same functions on the same inputs, so the
+    same numbers element by element, at a fifth of the work. The search uses it to drop the layouts that do not fit
+    before it prices the rest in full (most of a large model's valid layouts do not fit)."""
+    md = ctx.model
+    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    microbatches = lv.gbs / (lv.mbs * lv.dp)
+    stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
+    return _memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages))
 
 
 def _expert_parallel(

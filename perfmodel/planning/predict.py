@@ -19,7 +19,17 @@ from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
-from perfmodel.planning.search import Block, SearchResult, Space, blocks, check_size, gbs_choices, pareto_front, search
+from perfmodel.planning.search import (
+    Block,
+    SearchResult,
+    Space,
+    best_layout,
+    blocks,
+    check_size,
+    gbs_choices,
+    pareto_front,
+    search,
+)
 from perfmodel.planning.training import Price, Run, training_run
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero")
@@ -334,9 +344,9 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
     searched, candidates = open_batch_space(ctx, scenario, space)
-    found = search(ctx, searched, sized=True, candidates=candidates)
-    ctx.memo[key] = found.best.layout, found.evaluated
-    return found.best.layout, found.evaluated
+    chosen = best_layout(ctx, searched, candidates)
+    ctx.memo[key] = chosen
+    return chosen
 
 
 def open_batch_space(
@@ -454,6 +464,7 @@ class SearchReport:
             "results": [p.to_dict() for p in self.results],
             "layouts_evaluated": self.found.evaluated,
             "layouts_feasible": self.found.feasible,
+            "layouts_priced_in_full": self.found.priced,
             "elapsed_s": self.found.elapsed_s,
             "objective": self.found.objective,
         }

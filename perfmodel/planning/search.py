@@ -26,7 +26,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
-from perfmodel.physics.step import Context, LayoutVars, evaluate
+from perfmodel.physics.step import Context, LayoutVars, evaluate, floor_holds, memory_need, step_floor
 
 T = TypeVar("T")
 OBJECTIVES = ("time", "cost")
@@ -246,9 +246,12 @@ class SearchResult:
     best_per_point: dict[tuple[int, int], Found]
     """The best layout of each (GPU count, global batch)."""
     evaluated: int
-    """Valid layouts priced."""
+    """Valid layouts considered: each one's memory priced."""
     feasible: int
     """Of those, the ones that fit in memory."""
+    priced: int
+    """Layouts whose step was priced in full: the sub-grids of the axis values that fitting layouts use (every
+    fitting layout and the non-fitting ones that share their grid; invalid ones included, masked out)."""
     elapsed_s: float
     objective: str
     objectives: Any
@@ -306,26 +309,44 @@ class _Priced:
 
     evaluated: int
     feasible: int
+    priced: int
     objectives: Any
     top: list[Found]
     smallest: tuple[float, Layout] | None
 
 
+FILTER_FROM = 20_000
+"""Layouts from which the search filters before it prices in full (memory first in a block, floors first in
+`best_layout`): under it, each extra pass's fixed cost (a few hundred numpy calls) exceeds what it saves
+(validation's small searches)."""
+
+
 def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _Priced:
+    """Memory first, over the whole (trimmed) block; then the step in full over the sub-block of the axis values
+    that some fitting layout uses (a block under FILTER_FROM layouts: both at once). A layout that does not fit is
+    never a result, so every output is that of pricing the whole block: the fitting layouts' step times are the same
+    numbers (element-wise formulas), in the same order (the sub-block keeps the block's order), and the memory mask
+    is the block's own."""
     import numpy as np
 
-    result = evaluate(ctx, block.layout_vars())
-    step = np.broadcast_to(result.step_time_s, block.shape).reshape(-1)
-    need = np.broadcast_to(result.memory.total, block.shape).reshape(-1)
-    mask = mask.reshape(-1)
+    if math.prod(block.shape) < FILTER_FROM:
+        result = evaluate(ctx, block.layout_vars())
+        need, step = np.broadcast_to(result.memory.total, block.shape), result.step_time_s
+    else:
+        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape), None
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+    valid, whole = int(mask.sum()), 0 if step is None else math.prod(block.shape)
     if not fits.any():
-        smallest = int(np.argmin(np.where(mask, need, np.inf)))
-        return _Priced(int(mask.sum()), 0, np.empty(0), [], (float(need[smallest]), block.layout(smallest)))
-    index = np.flatnonzero(fits)
+        smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
+        return _Priced(valid, 0, whole, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
+    if step is None:
+        block, fits = block.trimmed(fits)
+        step = evaluate(ctx, block.layout_vars()).step_time_s
+    step = np.broadcast_to(step, block.shape).reshape(-1)
+    index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
     best = [Found(block.layout(int(index[i])), float(step[index[i]]), float(values[i])) for i in _smallest(values, top)]
-    return _Priced(int(mask.sum()), len(index), values, best, None)
+    return _Priced(valid, len(index), step.size, values, best, None)
 
 
 MAX_SHAPES = 4_000_000
@@ -359,7 +380,8 @@ def search(
     sized: bool = False,
     candidates: Sequence[tuple[Block, Any]] | None = None,
 ) -> SearchResult:
-    """Price every valid layout of `space`; keep the `top` best by `objective` and the best of each GPU count.
+    """Price every valid layout of `space` (its memory, then the step of those that fit); keep the `top` best by
+    `objective` and the best of each GPU count.
 
     `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already;
     `candidates`: the space's `blocks`, when the caller enumerated them already (predict.open_batch_space).
@@ -381,6 +403,7 @@ def search(
             progress(done, len(candidates))
     evaluated = sum(p.evaluated for _, p in priced)
     feasible = sum(p.feasible for _, p in priced)
+    priced_in_full = sum(p.priced for _, p in priced)
     if evaluated == 0:
         raise PerfmodelError(_no_valid_layout(ctx, candidates))
     if feasible == 0:
@@ -400,10 +423,100 @@ def search(
         best_per_point=per_point,
         evaluated=evaluated,
         feasible=feasible,
+        priced=priced_in_full,
         elapsed_s=time.perf_counter() - start,
         objective=objective,
         objectives=np.concatenate([p.objectives for _, p in priced]),
     )
+
+
+FIRST_SHARE = 0.05
+"""Share of a space's valid layouts (those with the lowest floors) that `best_layout` prices first, for a good best
+so far; the rest is priced in one more pass, less what that best rules out."""
+
+
+@dataclass
+class _Best:
+    """The best layout `best_layout` has priced in one block: its objective, how many fitting layouts reach it."""
+
+    value: float = math.inf
+    ties: int = 0
+    layout: Layout | None = None
+
+
+def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, Any]]) -> tuple[Layout, int]:
+    """`search(ctx, space, candidates=candidates)`'s best layout by time and its count of valid layouts, pricing in
+    full only the layouts whose lower bound (`step.step_floor`) does not exceed the best found so far.
+
+    The floor is priced per (row, micro-batch, recompute) cell, once per block; the rows with the lowest floors are
+    priced first (memory, then the step of those that fit), then every row with a cell at or under that best. A
+    layout left out has objective >= its floor > the best, so every layout at the best is priced; when the first
+    block to reach it has one such layout, it is the exhaustive search's answer, and when it has several (ties: e.g.
+    ZeRO stages without DP), that block is priced in full to break the tie exactly as `search` does.
+    """
+    import numpy as np
+
+    if not floor_holds(ctx.efficiency) or sum(int(mask.sum()) for _, mask in candidates) < FILTER_FROM:
+        found = search(ctx, space, sized=True, candidates=candidates)
+        return found.best.layout, found.evaluated
+    blocks_, floors, rows = [], [], []
+    for block, mask in candidates:
+        if not mask.any():
+            continue
+        block, mask = block.trimmed(mask)
+        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
+        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
+        rows.append(cells.min(axis=(1, 2, 3)))
+        blocks_.append((block, mask))
+        floors.append(floor)
+    evaluated = sum(int(mask.sum()) for _, mask in blocks_)
+    row_floor = np.concatenate(rows)
+    owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    row = np.concatenate([np.arange(len(r)) for r in rows])
+    order = np.argsort(row_floor, kind="stable")
+    best = [_Best() for _ in blocks_]
+    first = max(1, int(FIRST_SHARE * len(order)))
+    for batch in (order[:first], order[first:]):
+        incumbent = min(b.value for b in best)
+        chosen = batch[row_floor[batch] <= incumbent]
+        for index, (block, mask) in enumerate(blocks_):
+            picked = np.sort(row[chosen[owner[chosen] == index]])
+            if len(picked):
+                within = mask[picked] & (floors[index][picked] <= incumbent)
+                _price_best(ctx, replace(block, rows=block.rows[picked]), within, best[index])
+    value = min(b.value for b in best)
+    if value == math.inf:  # nothing fits: the exhaustive search says why
+        search(ctx, space, sized=True, candidates=candidates)
+    index = next(i for i, b in enumerate(best) if b.value == value)
+    if best[index].ties > 1:
+        tied = _price(ctx, *blocks_[index], 1, "time")
+        return tied.top[0].layout, evaluated
+    layout = best[index].layout
+    assert layout is not None
+    return layout, evaluated
+
+
+def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
+    """Price the layouts of `mask` (memory, then the step of those that fit) and fold the best into `best`."""
+    import numpy as np
+
+    if not mask.any():
+        return
+    block, mask = block.trimmed(mask)
+    need = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape)
+    fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+    if not fits.any():
+        return
+    block, fits = block.trimmed(fits)
+    step = np.broadcast_to(evaluate(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
+    index = np.flatnonzero(fits.reshape(-1))
+    values = step[index] * objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+    low = float(values.min())
+    if low < best.value:
+        best.value, best.ties, best.layout = low, 0, block.layout(int(index[int(np.argmin(values))]))
+    if low == best.value:
+        best.ties += int((values == low).sum())
 
 
 def _smallest(values: Any, k: int) -> Any:

@@ -1,0 +1,137 @@
+"""The search prices memory first and the step only where layouts fit: it must give what pricing every valid layout
+in full gives (the same best layouts, step times, per-point bests, counts and objective values of every fitting
+layout, to the bit) on random spaces of dense and MoE models, for every objective the search supports."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.step import Context, evaluate, floor_holds, memory_need, step_floor
+from perfmodel.planning import search as search_module
+from perfmodel.planning.predict import context_for
+from perfmodel.planning.search import (
+    OBJECTIVES,
+    Space,
+    best_layout,
+    blocks,
+    divisors,
+    objective_scale,
+    search,
+)
+
+SCENARIOS = {
+    "dense 405b, few fit": {"model": "llama3.1-405b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8"},
+    "dense 8b, most fit": {"model": "llama3.1-8b", "gpu": "gb200", "n_gpus": 64, "precision": "nvfp4"},
+    "lora": {"model": "llama2-7b", "gpu": "h200-sxm", "n_gpus": 16, "precision": "bf16", "lora_rank": 16},
+    "moe with mtp": {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8"},
+    "moe": {"model": "mixtral-8x7b", "gpu": "mi355x", "n_gpus": 64, "precision": "bf16"},
+}
+
+
+def _exhaustive(ctx: Context, space: Space) -> tuple[int, int, list[tuple[tuple[int, int], float, Any]]]:
+    """Every valid layout's step priced in full over its whole block, the way the search did before: the valid and
+    fitting counts, and per block its point, its objective scale and the step times of its fitting layouts."""
+    valid, fitting, priced = 0, 0, []
+    for block, mask in blocks(ctx, space):
+        if not mask.any():
+            continue
+        block, mask = block.trimmed(mask)
+        result = evaluate(ctx, block.layout_vars())
+        step = np.broadcast_to(result.step_time_s, block.shape).reshape(-1)
+        need = np.broadcast_to(result.memory.total, block.shape).reshape(-1)
+        fits = mask.reshape(-1) & (need <= ctx.hardware.accelerator.memory_bytes)
+        valid, fitting = valid + int(mask.sum()), fitting + int(fits.sum())
+        priced.append(((block.n_gpus, block.gbs), block.gbs * ctx.seq_len, step[fits]))
+    return valid, fitting, priced
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_memory_need_is_evaluates_memory(name: str) -> None:
+    ctx = context_for(Scenario.model_validate(SCENARIOS[name]))
+    scenario_gpus = SCENARIOS[name]["n_gpus"]
+    for block, mask in blocks(ctx, Space(((scenario_gpus, 512),), {})):
+        if mask.any():
+            lv = block.trimmed(mask)[0].layout_vars()
+            assert np.array_equal(memory_need(ctx, lv).total, evaluate(ctx, lv).memory.total)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_memory_first_search_is_the_exhaustive_one(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # filter every block, however small
+    spec = SCENARIOS[name]
+    ctx = replace(context_for(Scenario.model_validate(spec)))
+    rng = np.random.default_rng(len(name))
+    n = int(spec["n_gpus"])
+    for _ in range(3):  # random spaces: two GPU counts, random batches, sometimes a fixed dimension
+        counts = sorted({n, int(rng.choice(divisors(n)[len(divisors(n)) // 2 :]))})
+        points = tuple((c, int(rng.choice([128, 256, 384, 512, 1024]))) for c in counts)
+        fixed = {k: v for k, v in (("recompute", "none"), ("mbs", 1), ("zero", 1)) if rng.random() < 0.3}
+        space = Space(points, fixed)
+        valid, fitting, priced = _exhaustive(ctx, space)
+        if not fitting:
+            with pytest.raises(PerfmodelError, match="no layout fits in memory"):
+                search(ctx, space)
+            continue
+        for objective in OBJECTIVES:
+            got = search(ctx, space, top=5, objective=objective)
+            assert (got.evaluated, got.feasible) == (valid, fitting)
+            assert got.priced >= got.feasible
+            scaled = [s * objective_scale(objective, p[1], ctx.seq_len, p[0]) for p, _, s in priced]
+            assert np.array_equal(got.objectives, np.concatenate(scaled))  # every fitting layout, in order
+            assert [f.objective for f in got.top] == sorted(np.concatenate(scaled).tolist())[:5]
+            for point, best in got.best_per_point.items():
+                assert best.step_time_s == min(s.min() for p, _, s in priced if p == point)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """best_layout (branch and bound on step.step_floor) against search, which prices every fitting layout: the same
+    layout (ties included) and count, on random spaces; and the floor is under every valid layout's step."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # bound every space, however small
+    spec = SCENARIOS[name]
+    ctx = replace(context_for(Scenario.model_validate(spec)))
+    rng = np.random.default_rng(7 + len(name))
+    n = int(spec["n_gpus"])
+    for _ in range(6):
+        count = int(rng.choice(divisors(n)[len(divisors(n)) // 2 :]))
+        fixed = {k: v for k, v in (("recompute", "none"), ("mbs", 1), ("zero", 1), ("tp", 2)) if rng.random() < 0.25}
+        space = Space(((count, int(rng.choice([64, 128, 256, 512, 1536]))),), fixed)
+        candidates = list(blocks(ctx, space))
+        try:
+            found = search(ctx, space, candidates=candidates)
+        except PerfmodelError as exhaustive_error:
+            with pytest.raises(PerfmodelError, match=str(exhaustive_error)[:40]):
+                best_layout(ctx, space, candidates)
+            continue
+        assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+        for block, mask in candidates:
+            if mask.any():
+                block, mask = block.trimmed(mask)
+                lv = block.layout_vars()
+                step = np.broadcast_to(evaluate(ctx, lv).step_time_s, block.shape)
+                assert (np.broadcast_to(step_floor(ctx, lv), block.shape)[mask] <= step[mask]).all()
+
+
+def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without DP (8 GPUs, TP x PP = 8) the ZeRO stages price the same step: best_layout must pick search's."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)
+    ctx = context_for(Scenario.model_validate({"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8}))
+    space = Space(((8, 64),), {"tp": 8, "cp": 1, "pp": 1, "dp": 1, "recompute": "none", "mbs": 1})
+    candidates = list(blocks(ctx, space))
+    found = search(ctx, space, top=4, candidates=candidates)
+    assert found.top[0].step_time_s == found.top[1].step_time_s  # a tie to break
+    assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+
+
+def test_unphysical_efficiencies_price_every_layout() -> None:
+    """An overlap above 1 could make exposed communication negative, and the floor no bound: search in full."""
+    ctx = context_for(Scenario.model_validate(SCENARIOS["dense 8b, most fit"]))
+    assert floor_holds(ctx.efficiency)
+    assert not floor_holds(replace(ctx.efficiency, overlap_tp=1.5))
+    assert not floor_holds(replace(ctx.efficiency, step_overhead_s=-1.0))
