@@ -3,7 +3,9 @@
 Sources: NVIDIA Transformer Engine recipes (FP8 per-tensor current scaling, MXFP8 32-element blocks) and the NVFP4
 pretraining recipe of arXiv 2509.25149 (16-element E4M3-scaled blocks, 16x16 random Hadamard transform on the
 weight-gradient inputs) as summarised in accelerators_sources.md section 7, run as NVIDIA's production recipes run it
-(all layers in NVFP4, no userbuffers TP overlap: stack_notes.md).
+(all layers in NVFP4, no userbuffers TP overlap: stack_notes.md). FP8 per-tensor scaling is priced as current
+scaling (an amax pass before each cast); releases before efficiency.CURRENT_SCALING_RELEASE and the Composer stack
+ran delayed scaling and skip that pass (Op.amax_bytes).
 Attention (QK^T, softmax, PV), norms, the LM head and the optimizer stay in BF16/FP32 in every recipe.
 """
 
@@ -50,6 +52,10 @@ class Recipe:
     Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1); the softmax
     exponentials run on the SFU either way."""
 
+    delayed_scaling_capable: bool = False
+    """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
+    (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""
+
     @property
     def quantised(self) -> bool:
         return self.gemm_format != "bf16"
@@ -65,7 +71,7 @@ RECIPES: dict[str, Recipe] = {
     r.id: r
     for r in (
         Recipe("bf16", "bf16", BF16_BYTES, 0, 0, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES),
-        Recipe("fp8", "fp8", 1.0, 1, 2, False, 0, 0, 1.0, 1.0, 2.0),
+        Recipe("fp8", "fp8", 1.0, 1, 2, False, 0, 0, 1.0, 1.0, 2.0, delayed_scaling_capable=True),
         Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, _MXFP8, 2 * _MXFP8),
         # NVFP4 weights use 16x16 blocks, so one quantised copy serves both Fprop and Dgrad (2509.25149 section 4.3).
         # As the production recipes run it (Megatron-Bridge perf recipes for Llama 3/3.1 on GB200/GB300, commit

@@ -36,6 +36,9 @@ class StackProfile:
     """Whether the stack overlaps tensor-parallel collectives with GEMMs (userbuffers or async TP)."""
     fp8: bool
     """Whether the stack trains with FP8 GEMMs (Transformer Engine)."""
+    fp8_delayed_scaling: bool = False
+    """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
+    Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
 
 
 _FA2_ON_H100 = SourcedFigure(
@@ -65,6 +68,9 @@ STACKS: dict[str, StackProfile] = {
         attention_native=_FA2_NATIVE,
         tp_comm_overlap=False,
         fp8=True,
+        # Composer's `precision: amp_fp8` wraps the model in te.fp8_autocast with TE's DelayedScaling recipe
+        # (composer/core/precision.py; recalled from the public code, not a stored copy).
+        fp8_delayed_scaling=True,
     ),
     "torchtitan": StackProfile(
         "torchtitan",
@@ -98,9 +104,12 @@ def get_stack(name: str) -> StackProfile:
 
 @cache
 def stack_recipe(recipe: Recipe, stack: StackProfile) -> Recipe:
-    """The precision recipe as the stack runs it: without TP overlap where the stack has none; a quantised recipe
+    """The precision recipe as the stack runs it: without TP overlap where the stack has none, without the amax pass
+    where its FP8 is delayed scaling; a quantised recipe
     on a stack without FP8 support is refused. Cached: one object per recipe and stack, so contexts built from it
     are shared (planning.predict.context_for keys them by identity)."""
     if recipe.quantised and not stack.fp8:
         raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
+    if stack.fp8_delayed_scaling and recipe.delayed_scaling_capable:
+        recipe = replace(recipe, amax_passes=0)
     return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

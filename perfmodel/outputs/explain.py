@@ -133,6 +133,7 @@ class _SymbolicEfficiency:
         self.attention_bwd = S("eta_attn_bwd")
         self.grouped_gemm = S("eta_grouped")
         self.legacy_group_s = S("t_group")
+        self.delayed_scaling = S("d_delayed")
 
     def gemm(self, fmt: str) -> sympy.Symbol:
         return S(f"eta_{fmt}")
@@ -142,6 +143,7 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     acc, eff = ctx.hardware.accelerator, ctx.efficiency
     values = {S("BW_mem"): acc.hbm_bytes_per_s, S("eta_mem"): eff.memory, S("kappa"): eff.kernel_overhead_us * 1e-6}
     values |= {S("eta_attn_fwd"): eff.attention_fwd, S("eta_attn_bwd"): eff.attention_bwd}
+    values[S("d_delayed")] = float(eff.delayed_scaling)
     if acc.sfu_texp_per_s is not None:
         values[S("R_exp")] = acc.sfu_texp_per_s.value * 1e12
     if ctx.model.is_moe:
@@ -241,6 +243,7 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
         "R_exp": ("1/s", "softmax exponentials per second (SFU rate)"),
         "eta_grouped": ("", "grouped expert GEMMs' share of a dense GEMM's efficiency (MoE stage of the fit)"),
         "t_group": ("s", "per local expert of a grouped GEMM, in releases before the grouped kernel (0 from 26.06)"),
+        "d_delayed": ("", "1 where the release ran FP8 with delayed scaling (no amax pass: before 25.09), else 0"),
     }
     quantities = []
     for symbol, value in _roofline_values(ctx).items():

@@ -66,7 +66,7 @@ def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float) -> Numb
 
 
 def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
-    memory_s = op.bytes / (acc.hbm_bytes_per_s * eff.memory)
+    memory_s = (op.bytes - op.amax_bytes * eff.delayed_scaling) / (acc.hbm_bytes_per_s * eff.memory)
     overhead_s = eff.kernel_overhead_us * 1e-6
     if op.kind == "memory":
         return memory_s + overhead_s

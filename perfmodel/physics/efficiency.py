@@ -19,6 +19,14 @@ NeMo 26.06, the container in which the Megatron-Bridge MoE tables' unchanged Bla
 4,256 -> 4,969, 26.04.01 -> 26.06), the more the more local experts per rank and the smaller they are, while
 Mixtral-8x7B (one local expert) ran at today's predicted speed in 25.04 and H100 rows did not move. Read off the
 rows, not a release note: an assumption, labelled."""
+CURRENT_SCALING_RELEASE = "2025-09"
+"""The first release whose unqualified FP8 is per-tensor CURRENT scaling: Megatron-Bridge 25.09, whose performance
+tables' main numbers are FP8-CS (measured_runs_sources.md, "25.09 has no precision column. Its main numbers are FP8
+per-tensor current scaling (FP8-CS), as labelled in 25.11"). Before it, NeMo 2.0 and the MLPerf submissions ran FP8
+with DELAYED scaling: the scale comes from an amax history (NeMo's `bf16_with_fp8_mixed`: fp8_amax_history_len 1024,
+fp8_amax_compute_algo 'max'; its performance scripts' `--fp8_recipe` default 'ds'; NVIDIA's MLPerf configs
+FP8_AMAX_HISTORY / FP8_AMAX_ALGO), so the cast kernel records the amax on the way and no separate amax pass over the
+BF16 tensor runs. Recalled from the public NeMo and MLPerf code, not from a stored copy: labelled."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,16 @@ class Efficiency:
     grouped_kernel_years: float = 2 / 12
     """Years GROUPED_KERNEL_RELEASE is older than the reference vintage (2026-08, the newest bundled release; a test
     pins the two together): releases older than this pay `moe_legacy_group_s`."""
+
+    current_scaling_years: float = 11 / 12
+    """Years CURRENT_SCALING_RELEASE is older than the reference vintage (a test pins the two together): FP8 rows of
+    older releases ran delayed scaling, without the amax pass (`delayed_scaling`)."""
+
+    @property
+    def delayed_scaling(self) -> Number:
+        """1 where the priced release runs FP8 with delayed scaling (before CURRENT_SCALING_RELEASE), else 0: the
+        share of a cast's separate amax pass (`Op.amax_bytes`) it does not pay."""
+        return where(self.vintage_years > self.current_scaling_years + 1e-6, 1.0, 0.0)
 
     @property
     def vintage_factor(self) -> Number:

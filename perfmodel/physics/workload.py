@@ -30,6 +30,9 @@ class Op(NamedTuple):
     exps: Number = 0
     groups: Number = 1
     """GEMMs of m x n run by one grouped kernel (the local experts of a MoE layer)."""
+    amax_bytes: Number = 0
+    """Bytes of `bytes` that a cast spends on its separate amax pass (per-tensor current scaling), which delayed
+    scaling does not run (Efficiency.delayed_scaling)."""
 
 
 class Shard(NamedTuple):
@@ -93,11 +96,13 @@ def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0, fu
     """Quantisation of `elements` BF16 values: amax passes, a read, the quantised copies written. Fused into the
     producing kernel (`fused` = 1; stack_notes.md: TE's norm+cast and activation+cast), one read of the BF16 input
     is saved: with block scaling the producer quantises what it holds, with per-tensor current scaling it computes
-    the amax on the way. The producer's own BF16 write is kept (a conservative bound)."""
+    the amax on the way. The producer's own BF16 write is kept (a conservative bound). The amax pass is kept apart
+    (`amax_bytes`): a release that runs delayed scaling skips it."""
     per_element = (recipe.amax_passes + 1 + extra_passes) * BF16_BYTES + (
         recipe.copies + extra_passes
     ) * recipe.element_bytes
-    return Op(name, "memory", 0, elements * (per_element - fused * BF16_BYTES))
+    amax_bytes = elements * recipe.amax_passes * BF16_BYTES if recipe.delayed_scaling_capable else 0.0
+    return Op(name, "memory", 0, elements * (per_element - fused * BF16_BYTES), amax_bytes=amax_bytes)
 
 
 def _mem(name: str, elements: Number, bytes_per_element: float) -> Op:

@@ -1,0 +1,57 @@
+"""FP8 as the rows ran it: delayed scaling (no separate amax pass) before Megatron-Bridge 25.09 and on Composer,
+per-tensor current scaling since (efficiency.CURRENT_SCALING_RELEASE): cast bytes against the recipe's closed form."""
+
+from dataclasses import replace
+
+import pytest
+
+from perfmodel.fitting.runs import reference_vintage
+from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.precision import BF16_BYTES, RECIPES
+from perfmodel.inputs.stacks import STACKS, stack_recipe
+from perfmodel.physics.compute import op_time
+from perfmodel.physics.efficiency import CURRENT_SCALING_RELEASE, DEFAULTS
+from perfmodel.physics.parameters import years_between
+from perfmodel.physics.workload import Shard, layer_forward
+
+MODEL = get_model("llama3.1-70b")
+SEQ = 8192
+
+
+def _casts(recipe_id: str) -> list:
+    recipe = RECIPES[recipe_id]
+    return [op for op in layer_forward(Shard(MODEL, recipe, 1, 1, 1, SEQ), recipe) if op.name.endswith(".cast")]
+
+
+def test_the_current_scaling_release_is_pinned_to_the_reference_vintage() -> None:
+    years = years_between(CURRENT_SCALING_RELEASE, reference_vintage())
+    assert DEFAULTS["hopper"].current_scaling_years == pytest.approx(years)
+
+
+def test_an_fp8_cast_before_current_scaling_skips_exactly_its_amax_read() -> None:
+    """Delayed scaling saves one BF16 read of each cast tensor (the amax pass), nothing else; from the current-scaling
+    release on the full cast is paid."""
+    acc = resolve("h100-sxm").accelerator
+    base = DEFAULTS["hopper"]
+    newest, older = (replace(base, vintage_years=y) for y in (base.current_scaling_years, 2.0))
+    proj = next(op for op in _casts("fp8") if op.name == "proj.cast")
+    elements = SEQ * MODEL.q_dim
+    assert proj.amax_bytes == pytest.approx(elements * BF16_BYTES)
+    saved = op_time(proj, acc, newest) - op_time(proj, acc, older)
+    assert saved == pytest.approx(elements * BF16_BYTES / (acc.hbm_bytes_per_s * base.memory))
+
+
+def test_only_per_tensor_fp8_has_an_amax_pass_delayed_scaling_replaces() -> None:
+    """MXFP8 takes its block scales from the block being cast; NVFP4's FP32 tensor scale is computed from the current
+    amax in NVIDIA's recipes: neither changes with the release."""
+    for recipe_id in ("mxfp8", "nvfp4"):
+        assert all(op.amax_bytes == 0 for op in _casts(recipe_id))
+    assert all(op.amax_bytes > 0 for op in _casts("fp8"))
+
+
+def test_composer_runs_fp8_with_delayed_scaling_and_megatron_keeps_the_amax_pass() -> None:
+    fp8 = RECIPES["fp8"]
+    assert stack_recipe(fp8, STACKS["composer"]).amax_passes == 0
+    assert stack_recipe(fp8, STACKS["megatron"]).amax_passes == fp8.amax_passes == 1
+    assert stack_recipe(RECIPES["nvfp4"], STACKS["composer"]).amax_passes == RECIPES["nvfp4"].amax_passes
