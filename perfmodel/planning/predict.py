@@ -231,9 +231,9 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     fitted = None if efficiency else calibration.resolve(scenario.calibration)
     md = scenario.model_spec()
     inputs = (scenario, efficiency, hw, fitted, md)
-    last = _LAST_CONTEXT.get("inputs")
-    if last is not None and all(map(operator.is_, last, inputs)):
-        return _LAST_CONTEXT["context"]
+    last: Context | None = _repeated(_LAST_CONTEXT, "context", inputs)
+    if last is not None:
+        return last
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
     bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
@@ -248,8 +248,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         if len(_CONTEXTS) >= CONTEXTS_KEPT:
             del _CONTEXTS[next(iter(_CONTEXTS))]
         found = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
-    _LAST_CONTEXT.update(inputs=inputs, context=found)
-    return found
+    return _keep(_LAST_CONTEXT, "context", inputs, (), found)
 
 
 CONTEXTS_KEPT = 64
@@ -258,11 +257,28 @@ _CONTEXTS: dict[tuple[Any, ...], Context] = {}
 """Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
 file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
 share the context's tiers, memo and compiled scalar program."""
-_LAST_CONTEXT: dict[str, Any] = {}
-"""The last context handed out and what it was worked out from (the scenario, the efficiency and hardware passed,
+_LAST_CONTEXT: dict[Any, Any] = {}
+"""The last context handed out, kept with what it was worked out from (the scenario, the efficiency and hardware passed,
 and the hardware, calibration and model those resolved to, all by identity): a prediction repeated on the same
 scenario object skips the recipe, efficiency and key work. Every input that can change under the same scenario
 (a user catalogue, a calibration or model file) is resolved again first, so an edit still gives a new context."""
+_LAST_LAYOUT = ("layout of the last scenario",)
+_LAST_LAYOUT_FREE = ("layout free, last scenario",)
+
+
+def _repeated(slot: dict[Any, Any], key: Any, same: tuple[Any, ...], equal: tuple[Any, ...] = ()) -> Any:
+    """What `_keep` left in `slot[key]` when it was worked out from these very objects (`same`, compared by identity:
+    a frozen scenario asked again) and values (`equal`), else None: the one rule of the last-call shortcuts."""
+    kept = slot.get(key)
+    if kept is not None and kept[1] == equal and all(map(operator.is_, kept[0], same)):
+        return kept[2]
+    return None
+
+
+def _keep(slot: dict[Any, Any], key: Any, same: tuple[Any, ...], equal: tuple[Any, ...], value: Any) -> Any:
+    """`value`, kept in `slot[key]` with the objects and values it was worked out from (for `_repeated`)."""
+    slot[key] = same, equal, value
+    return value
 
 
 def _efficiency(fitted: calibration.Calibration, hw: Hardware, scenario: Scenario, bench: str | None) -> Efficiency:
@@ -310,12 +326,9 @@ def given_layout(scenario: Scenario) -> dict[str, Any]:
 
 def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
-    last = ctx.memo.get(("layout of the last scenario",))
-    if last is not None and last[0] is scenario:  # the same (frozen) scenario object asked again
-        chosen: tuple[Layout, int] = last[1]
-        return chosen
-    chosen = _chosen_layout(scenario, ctx)
-    ctx.memo[("layout of the last scenario",)] = scenario, chosen
+    chosen: tuple[Layout, int] | None = _repeated(ctx.memo, _LAST_LAYOUT, (scenario,))
+    if chosen is None:
+        chosen = _keep(ctx.memo, _LAST_LAYOUT, (scenario,), (), _chosen_layout(scenario, ctx))
     return chosen
 
 
@@ -389,11 +402,12 @@ def layout_free(
     """The price, the time interval and the goodput of a prediction: they depend on the context, the GPU count and
     the scenario's cost, goodput and calibration settings, not on the layout, so the context keeps them."""
     fitted = calibration.resolve(scenario.calibration)
-    last = ctx.memo.get(("layout free, last scenario",))
-    if last is not None and last[0] is scenario and last[1] is fitted and last[2] == (n_gpus, calibrated):
-        return last[3]  # the same (frozen) scenario object asked again
-    made = _layout_free(scenario, ctx, n_gpus, calibrated, fitted)
-    ctx.memo[("layout free, last scenario",)] = scenario, fitted, (n_gpus, calibrated), made
+    same, equal = (scenario, fitted), (n_gpus, calibrated)
+    made: tuple[Price, calibration.Interval | None, goodput.Goodput | None] | None = _repeated(
+        ctx.memo, _LAST_LAYOUT_FREE, same, equal
+    )
+    if made is None:
+        made = _keep(ctx.memo, _LAST_LAYOUT_FREE, same, equal, _layout_free(scenario, ctx, n_gpus, calibrated, fitted))
     return made
 
 
