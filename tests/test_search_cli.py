@@ -67,6 +67,12 @@ def test_table_output() -> None:
     assert "Pareto front" in result.out and "TP" in result.out
 
 
+def test_a_given_layout_is_counted_in_the_singular() -> None:
+    result = run_cli("search", "mlperf-405b-h100-512")  # the bundled scenario by name: every dimension given
+    assert result.code == 0, result.err
+    assert "1 valid layout in" in result.out and "1 fits in memory" in result.out and "on 1 grid cell," in result.out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

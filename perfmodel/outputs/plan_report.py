@@ -42,6 +42,11 @@ def heading(p: Prediction, n_gpus: str | None = None) -> str:
     )
 
 
+def _counted(n: int, noun: str) -> str:
+    """'1 grid cell', '2 grid cells': a searched space can be one given layout."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def search_table(report: SearchReport, with_pareto: bool) -> str:
     found, best = report.found, report.results[0]
     counts = sorted({p.layout.n_gpus for p in report.results} | {p.layout.n_gpus for p in report.pareto})
@@ -50,8 +55,9 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
     ranking = f"{found.objective} to train (MLPerf)" if best.mlperf else f"{found.objective} per {per}"
     lines = [
         heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),
-        f"{found.evaluated:,} valid layouts in {found.elapsed_s:.2f} s, {found.feasible:,} fit in memory; steps "
-        f"priced on {found.priced:,} grid cells, memory alone for the other layouts; "
+        f"{_counted(found.evaluated, 'valid layout')} in {found.elapsed_s:.2f} s, {found.feasible:,} "
+        f"{'fits' if found.feasible == 1 else 'fit'} in memory; steps priced on {_counted(found.priced, 'grid cell')}, "
+        "memory alone for the other layouts; "
         f"best {len(report.results)} by {ranking}:",
         "",
         _search_rows(report.results, best, many, found.objective),
