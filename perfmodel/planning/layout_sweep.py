@@ -288,27 +288,23 @@ def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
     """The prediction record's priced columns (Prediction.to_dict, up to the run's cost) for priced layouts."""
     import numpy as np
 
-    from perfmodel.inputs.precision import get_recipe
     from perfmodel.physics.step import BREAKDOWN
-    from perfmodel.planning.predict import layout_free
+    from perfmodel.planning.predict import layout_free, rates
     from perfmodel.planning.training import training_run
 
     acc, n = ctx.hardware.accelerator, scenario.n_gpus
     step_s = step.step_time_s
-    tokens_per_s = lv.gbs * ctx.seq_len / step_s
-    per_gpu = tokens_per_s / n
-    tflops = per_gpu * ctx.model.model_flops_per_token(ctx.seq_len) / 1e12
-    mfu = tflops * 1e12 / acc.peak_flops("bf16")
-    gemm = get_recipe(scenario.precision, acc).gemm_format
+    rate = rates(lv.gbs, ctx.seq_len, n, step_s, ctx.model, scenario, ctx.hardware)
+    tokens_per_s = rate.tokens_per_s
     price = layout_free(scenario, ctx, n, calibrated=True)[0]
     figures: dict[str, Any] = {
         "step_time_s": step_s,
         "tokens_per_s": tokens_per_s,
-        "tokens_per_s_per_gpu": per_gpu,
-        "model_tflops_per_gpu": tflops,
-        "mfu": mfu,
-        "mfu_bf16": mfu,
-        "mfu_of_precision": tflops * 1e12 / acc.peak_flops(gemm),
+        "tokens_per_s_per_gpu": rate.tokens_per_s_per_gpu,
+        "model_tflops_per_gpu": rate.model_tflops_per_gpu,
+        "mfu": rate.mfu,
+        "mfu_bf16": rate.mfu,
+        "mfu_of_precision": rate.mfu_of_precision,
         "memory_per_gpu_gb": step.memory.total / 1e9,
         "memory_capacity_gb": np.full(len(step_s), step.hbm_bytes / 1e9),
         "fits_in_memory": step.memory.total <= step.hbm_bytes,

@@ -6,7 +6,7 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
@@ -60,27 +60,32 @@ class Prediction:
         return float(self.step.step_time_s)
 
     @property
+    def _rates(self) -> Rates:
+        lo = self.layout
+        return rates(lo.gbs, lo.seq_len, lo.n_gpus, float(self.step.step_time_s), self.model, self.scenario,
+                     self.hardware)  # fmt: skip
+
+    @property
     def tokens_per_s(self) -> float:
-        return tokens_per_s(self.layout, self.step)
+        return self._rates.tokens_per_s
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
-        return self.tokens_per_s / self.layout.n_gpus
+        return self._rates.tokens_per_s_per_gpu
 
     @property
     def model_tflops_per_gpu(self) -> float:
-        return self.tokens_per_s_per_gpu * self.model.model_flops_per_token(self.layout.seq_len) / 1e12
+        return self._rates.model_tflops_per_gpu
 
     @property
     def mfu(self) -> float:
         """Model FLOP/s over the dense BF16 peak (the convention of NVIDIA's tables and the Llama 3 paper)."""
-        return self.model_tflops_per_gpu * 1e12 / self.hardware.accelerator.peak_flops("bf16")
+        return self._rates.mfu
 
     @property
     def mfu_of_precision(self) -> float:
         """Model FLOP/s over the dense peak of the format the quantised GEMMs use."""
-        recipe = get_recipe(self.scenario.precision, self.hardware.accelerator)
-        return self.model_tflops_per_gpu * 1e12 / self.hardware.accelerator.peak_flops(recipe.gemm_format)
+        return self._rates.mfu_of_precision
 
     def to_dict(self) -> dict[str, Any]:
         lo, st, run, mem = self.layout, self.step, self.run, self.step.memory
@@ -457,6 +462,30 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
 def tokens_per_s(layout: Layout, step: StepResult) -> float:
     """Tokens trained per second: the global batch's tokens over the step time."""
     return layout.gbs * layout.seq_len / float(step.step_time_s)
+
+
+class Rates(NamedTuple):
+    """A step's throughput and model FLOP utilisation (the prediction record's rate columns)."""
+
+    tokens_per_s: Any
+    tokens_per_s_per_gpu: Any
+    model_tflops_per_gpu: Any
+    mfu: Any
+    mfu_of_precision: Any
+
+
+def rates(
+    gbs: Any, seq_len: int, n_gpus: int, step_time_s: Any, model: ModelSpec, scenario: Scenario, hardware: Hardware
+) -> Rates:
+    """The rates of steps of `step_time_s` (floats or arrays alike: a prediction, or a layouts sweep's chunk):
+    tokens per second, per GPU, model TFLOP/s per GPU, and MFU over the dense BF16 peak and over the peak of the
+    format the quantised GEMMs use."""
+    tokens = gbs * seq_len / step_time_s
+    per_gpu = tokens / n_gpus
+    tflops = per_gpu * model.model_flops_per_token(seq_len) / 1e12
+    acc = hardware.accelerator
+    gemm = get_recipe(scenario.precision, acc).gemm_format
+    return Rates(tokens, per_gpu, tflops, tflops * 1e12 / acc.peak_flops("bf16"), tflops * 1e12 / acc.peak_flops(gemm))
 
 
 def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Prediction:
