@@ -110,42 +110,35 @@ def _attention_not_native(profile: Profile) -> bool:
 
 
 GENERATION = (0.6, 1.6)
+
+
+def _generation(name: str, target: str, prior_sigma: float, informed_by: str, needs: str | None = None) -> Parameter:
+    """A family's generation factor on its vendor's (or the shared) value: what lets a held-out family be priced
+    from its vendor's parameters and its datasheet facts."""
+    return Parameter(name, target, "family", GENERATION, prior_sigma, informed_by, factor=True, needs=needs)
+
+
 TABLE: tuple[Parameter, ...] = (
     Parameter("gemm_bf16", "gemm_bf16", "vendor", (0.35, 0.85), 0.3, "every row (BF16 GEMMs run in every recipe)"),
     Parameter("gemm_fp8", "gemm_fp8", "vendor", (0.25, 0.80), 0.3, "FP8 and MXFP8 rows", needs="fp8"),
     Parameter("gemm_fp4", "gemm_fp4", "vendor", (0.2, 0.75), 0.3, "NVFP4 rows", needs="fp4"),
     *(
-        Parameter(
+        _generation(
             f"gemm_generation_{fmt}",
             f"gemm_{fmt}",
-            "family",
-            GENERATION,
             0.1,
             f"{fmt.upper()} rows of the family: its tensor cores against its vendor's library mean",
-            factor=True,
             needs=fmt,
         )
         for fmt in ("bf16", "fp8", "fp4")
     ),
     Parameter("attention", "attention", "vendor", (0.5, 1.5), 0.3, "every row (scales the flash-attention kernels)"),
-    Parameter(
-        "attention_generation",
-        "attention",
-        "family",
-        GENERATION,
-        0.15,
-        "the family's rows: its attention kernels against its vendor's",
-        factor=True,
+    _generation(
+        "attention_generation", "attention", 0.15, "the family's rows: its attention kernels against its vendor's"
     ),
     Parameter("memory", "memory", "shared", (0.5, 0.9), 0.3, "every row (norms, activations, casts, optimizer)"),
-    Parameter(
-        "memory_generation",
-        "memory",
-        "family",
-        GENERATION,
-        0.1,
-        "the family's rows: its HBM against the shared streaming efficiency",
-        factor=True,
+    _generation(
+        "memory_generation", "memory", 0.1, "the family's rows: its HBM against the shared streaming efficiency"
     ),
     Parameter("scaleout", "scaleout", "shared", (0.5, 0.95), 0.3, "rows spanning more than one scale-up domain"),
     Parameter("overlap_tp", "overlap_tp", "shared", (0.1, 0.95), 0.3, "rows with TP > 1 (userbuffers overlap)"),
