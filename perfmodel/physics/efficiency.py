@@ -90,11 +90,17 @@ class Efficiency:
     """Years CURRENT_SCALING_RELEASE is older than the reference vintage (a test pins the two together): FP8 rows of
     older releases ran delayed scaling, without the amax pass (`delayed_scaling`)."""
 
+    def released_before(self, release_years: float) -> Number:
+        """Whether the priced release is older than the release `release_years` before the reference vintage (the
+        margin absorbs the float rounding of the years: that release itself is not older); the release switches'
+        one test."""
+        return self.vintage_years > release_years + 1e-6
+
     @property
     def delayed_scaling(self) -> Number:
         """1 where the priced release runs FP8 with delayed scaling (before CURRENT_SCALING_RELEASE), else 0: the
         share of a cast's separate amax pass (`Op.amax_bytes`) it does not pay."""
-        return where(self.vintage_years > self.current_scaling_years + 1e-6, 1.0, 0.0)
+        return where(self.released_before(self.current_scaling_years), 1.0, 0.0)
 
     @property
     def vintage_factor(self) -> Number:
@@ -106,7 +112,7 @@ class Efficiency:
     def legacy_group_s(self) -> Number:
         """Fixed time per local expert of each grouped expert GEMM at the priced release (none from
         GROUPED_KERNEL_RELEASE on): the MoE part of the software vintage, set by the same `vintage_years`."""
-        return where(self.vintage_years > self.grouped_kernel_years + 1e-6, self.moe_legacy_group_s, 0.0)
+        return where(self.released_before(self.grouped_kernel_years), self.moe_legacy_group_s, 0.0)
 
     def timed_overhead_s(self, step_time_s: Number) -> Number:
         """Time in an MLPerf timed region outside the steps and evaluations of a run with this step time."""
