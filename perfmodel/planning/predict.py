@@ -6,6 +6,7 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from perfmodel.inputs.hardware import Hardware, resolve
@@ -59,8 +60,9 @@ class Prediction:
     def step_time_s(self) -> float:
         return float(self.step.step_time_s)
 
-    @property
+    @cached_property
     def _rates(self) -> Rates:
+        """Worked out once per prediction (a record reads all five)."""
         lo = self.layout
         return rates(lo.gbs, lo.seq_len, lo.n_gpus, float(self.step.step_time_s), self.model, self.scenario,
                      self.hardware)  # fmt: skip
