@@ -90,4 +90,5 @@ def test_an_older_container_row_priced_at_its_release_is_within_tolerance(row: s
     assert abs(_error(row)) < TOLERANCE
     calibration = resolve(None)
     item = prepare(replace(run, released=None), calibration)  # no release: priced at the reference vintage
-    assert item.predicted(calibration.efficiency(item.family)) / run.measured - 1 > 0.15
+    # Priced as today's software it leaves the tolerance band (the same layouts measured +17% and +30% in 26.06).
+    assert item.predicted(calibration.efficiency(item.family)) / run.measured - 1 > TOLERANCE

@@ -131,7 +131,8 @@ class RunBatch:
         values = np.empty_like(priced.step_time_s)
         for k, item in enumerate(self.items):
             chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
-            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], chosen)
+            released = replace(chosen, vintage_years=vintage_years(item.run))  # the timed region's release switch
+            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], released)
         return values
 
     def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:

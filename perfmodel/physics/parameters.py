@@ -109,6 +109,20 @@ def _attention_not_native(profile: Profile) -> bool:
     return profile.family not in STACKS[profile.stack].attention_native
 
 
+GRAPH_CAPTURED = {
+    ("mlperf-llama2-70b-lora", "nvidia"): "NVIDIA's MLPerf LoRA configs (training_results_v5.0) capture the whole "
+    "iteration in a CUDA graph (MCORE_CUDA_GRAPH=1) and warm up before run_start: their logs' timed region minus "
+    "steps and evaluations is -0.4 to +0.3 s",
+}
+"""(benchmark, vendor) whose timed region holds no warm-up, graph capture or slow first step from
+efficiency.WARM_START_RELEASE on: no run overhead; older releases pay only `timed_warmup_s`."""
+
+
+def _graph_captured(profile: Profile) -> bool:
+    """Whether a profile's MLPerf runs are graph-captured (GRAPH_CAPTURED): `timed_warmup_s` acts only there."""
+    return profile.benchmark is not None and (profile.benchmark, VENDORS[profile.family]) in GRAPH_CAPTURED
+
+
 GENERATION = (0.6, 1.6)
 
 
@@ -151,6 +165,17 @@ TABLE: tuple[Parameter, ...] = (
         "MLPerf rows of the benchmark: the fixed part of its timed region outside steps and evaluations (data "
         "loading, checkpoint load, the final sync: what its reference code does before the first step)",
         needs="mlperf",
+    ),
+    Parameter(
+        "timed_warmup_s",
+        "timed_warmup_s",
+        "benchmark",
+        (0.1, 300.0),
+        1.0,
+        "MLPerf rows of a graph-captured stack (GRAPH_CAPTURED) from releases before efficiency.WARM_START_RELEASE: "
+        "the warm-up and CUDA-graph capture those releases ran inside the timed region",
+        needs="mlperf",
+        applies=_graph_captured,
     ),
     Parameter(
         "first_steps",
@@ -240,12 +265,6 @@ TABLE: tuple[Parameter, ...] = (
     ),
 )
 BY_NAME = {p.name: p for p in TABLE}
-GRAPH_CAPTURED = {
-    ("mlperf-llama2-70b-lora", "nvidia"): "NVIDIA's MLPerf LoRA configs (training_results_v5.0) capture the whole "
-    "iteration in a CUDA graph (MCORE_CUDA_GRAPH=1) and warm up before run_start: their logs' timed region minus "
-    "steps and evaluations is -0.4 to +0.3 s",
-}
-"""(benchmark, vendor) whose timed region holds no warm-up, graph capture or slow first step: no run overhead."""
 
 
 @dataclass(frozen=True)
@@ -307,8 +326,10 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             resolved[target] = values[item.key]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
-    if (profile.benchmark, VENDORS[profile.family]) in GRAPH_CAPTURED:
+    if _graph_captured(profile):
         resolved |= {"run_overhead_s": 0.0, "first_steps": 0.0}
+    elif profile.benchmark is not None:
+        resolved["timed_warmup_s"] = 0.0  # its run_overhead_s holds the whole warm-up
     return apply(base, resolved)
 
 
