@@ -357,14 +357,16 @@ def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq:
 
 
 def _zero(text: str) -> int | None:
-    text = text.lower()
+    text = text.lower().strip()
+    if not text:
+        return None  # not reported: the stack's setting (fitting.assumed)
     if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"megatron-fsdp \([1-9]", text):
         return 3
     if "shard_grad_op" in text:
         return 2
     if text == "none":
         return 0  # Megatron-LM 2021: plain data-parallel all-reduce
-    return 1  # NeMo/Megatron-Bridge default: distributed optimizer
+    return 1  # "DDP" in NeMo/Megatron-Bridge tables: data parallel with the distributed optimizer
 
 
 def _recompute(text: str) -> str | None:
