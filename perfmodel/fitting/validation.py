@@ -143,10 +143,10 @@ class RunBatch:
         import numpy as np
 
         self.items = list(items)
-        self._ranged = [k for k, i in enumerate(self.items) if i.members and (every_range or i.range_only)]
+        ranged = [k for k, i in enumerate(self.items) if i.members and (every_range or i.range_only)]
         pairs = [(i.context, i.layout, vintage_years(i.run)) for i in self.items]
         self._member_of: list[int] = []
-        for k in self._ranged:
+        for k in ranged:
             item = self.items[k]
             pairs += [(item.context, m, vintage_years(item.run)) for m in item.members]
             self._member_of += [k] * len(item.members)
