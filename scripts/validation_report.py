@@ -18,6 +18,7 @@ from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
 from perfmodel.fitting.validation import Report, Row, validate
 from perfmodel.inputs.resources import data_dir
 from perfmodel.inputs.scenario import load_scenario
+from perfmodel.inputs.stacks import STACKS
 from perfmodel.outputs.report import parameter_figure
 from perfmodel.physics import calibration as cal
 from perfmodel.planning.predict import predict
@@ -59,39 +60,70 @@ def _mlperf_section() -> list[str]:
     ]
 
 
-SEARCHED_DIMENSIONS = ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")
-"""Layout dimensions a row may leave unreported; the prediction then searches them (the fastest layout that fits)."""
-
-
-def _unreported(row: Row) -> tuple[str, ...]:
-    given = row.prepared.run.scenario.get("parallelism", {})
-    return tuple(d for d in SEARCHED_DIMENSIONS if d not in given)
-
-
 def _time_error_pct(row: Row) -> float:
     """The row's error on a time (a throughput's inverted): + is too slow."""
     return ((row.predicted / row.prepared.run.measured) ** row.prepared.time_sign - 1) * 100
 
 
+def _range_error(rows: list[Row]) -> str:
+    ranged = [r.range_error_pct for r in rows if r.range_error_pct is not None]
+    return f"{sum(abs(e) for e in ranged) / len(ranged):.1f}%" if ranged else ""
+
+
 def _unreported_section(dense: list[Row]) -> list[str]:
-    """Rows whose layout the source leaves partly open are predicted at the model's best choice there, not at the
-    stack's setting: their error is reported apart, with its sign (a best choice can only be optimistic)."""
-    by_dims: dict[tuple[str, ...], list[Row]] = {}
+    """Rows whose layout the source leaves partly open are predicted at their stack's settings (fitting.assumed):
+    their error is reported apart, with its sign, and with their range over the stack's plausible settings."""
+    by_dims: dict[tuple[str, tuple[str, ...]], list[Row]] = {}
     for row in dense:
-        by_dims.setdefault(_unreported(row), []).append(row)
+        assumed = row.prepared.settled.assumed if row.prepared.settled else ()
+        by_dims.setdefault((row.prepared.basis, assumed), []).append(row)
     table = [
-        [", ".join(dims) or "(none: every dimension reported)", len(rows), f"{_mape(rows):.1f}%",
-         _pct(sum(_time_error_pct(r) for r in rows) / len(rows))]
-        for dims, rows in sorted(by_dims.items(), key=lambda kv: (len(kv[0]), kv[0]))
+        [", ".join(dims) or "(none: every dimension reported)", basis, len(rows), f"{_mape(rows):.1f}%",
+         _pct(sum(_time_error_pct(r) for r in rows) / len(rows)),
+         sum(1 for r in rows if r.range_error_pct == 0) if dims else "", _range_error(rows)]
+        for (basis, dims), rows in sorted(by_dims.items(), key=lambda kv: (len(kv[0][1]), kv[0][1], kv[0][0]))
     ]  # fmt: skip
     return [
         "## Dense rows with unreported layout dimensions",
         "",
-        "A dimension the source does not report is searched: the row is predicted at the fastest setting that fits, "
-        "which the run may not have used, so such a row's error mixes the model's error with the layout guess. No "
-        "range is scored as a hit. Signed error: time-like metrics, + is too slow.",
+        "A dimension the source does not report (recompute, ZeRO sharding, micro-batch) is set as the row's stack "
+        "runs it (perfmodel/inputs/stacks.py, each default with its source): the row is priced at every plausible "
+        "setting of its stack that fits in memory. 'stack default': the point is the stack's default and the fit "
+        "uses it. 'range': the default does not fit (or has no source), so the fit uses the distance to the range "
+        "(0 inside it) and the MAPE here and everywhere else scores the range's geometric middle. Never the "
+        "model's best layout. Signed error: time-like metrics, + is too slow.",
         "",
-        tabulate(table, headers=["dimensions searched", "rows", "MAPE", "mean signed error"], tablefmt="github"),
+        tabulate(
+            table,
+            headers=[
+                "dimensions assumed",
+                "scored on",
+                "rows",
+                "MAPE",
+                "mean signed error",
+                "measured in range",
+                "error to range",
+            ],
+            tablefmt="github",
+        ),
+        "",
+        "The stacks' settings (a blank default: none can be sourced, the row is scored on its range):",
+        "",
+        tabulate(
+            [
+                [
+                    s.name,
+                    d.dimension,
+                    "" if d.default is None else d.default,
+                    ", ".join(map(str, d.plausible)),
+                    d.source,
+                ]
+                for s in STACKS.values()
+                for d in s.layout_defaults
+            ],
+            headers=["stack", "dimension", "default", "plausible", "source"],
+            tablefmt="github",
+        ),
         "",
     ]
 

@@ -109,9 +109,12 @@ def test_operations_add_up_to_the_layer_time() -> None:
     backward = sum(r.time_s for r in e.ops if r.phase == "backward")
     assert forward == pytest.approx(trace["layer"].forward, rel=1e-12)
     assert backward == pytest.approx(trace["layer"].backward, rel=1e-12)
-    gemms = [r for r in e.ops if r.kind == "gemm"]
-    assert gemms and all(r.bound == "compute" for r in gemms)  # 8k-token FP8 GEMMs on H100 are compute-bound
     assert {r.bound for r in e.ops if r.kind == "memory"} == {"memory"}
+    # 8k-token FP8 GEMMs on H100 are compute-bound at the physical defaults (the roofline, not the fit: the bundled
+    # fit's Hopper HBM share, memory x memory_generation@hopper, is a fitted value that moves with the rows).
+    physical = explain(predict(load_scenario(None, CASES["70b-h100-fp8-interleaved"] | {"calibration": "none"})))
+    gemms = [r for r in physical.ops if r.kind == "gemm"]
+    assert gemms and all(r.bound == "compute" for r in gemms)
 
 
 def test_moe_operations_are_the_moe_layer() -> None:

@@ -79,10 +79,11 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
 # Megatron-Bridge performance summary, NeMo 26.04.01 container, GB200, MXFP8, sequence 4096 (measured_runs.csv rows
 # 77 and 91): DeepSeek-V3 on 256 GPUs TP1 PP4 VP4 EP64 MBS1 GBS4096, 4,256 tokens/s/GPU; Qwen3-235B-A22B on 256 GPUs
 # TP1 PP8 VP3 EP32 MBS1 GBS8192, 5,680 (the same layouts ran at 4,969 and 7,376 in 26.06).
-@pytest.mark.parametrize("row", ["77", "91"])
-def test_an_older_container_row_priced_at_its_release_is_within_tolerance(row: str) -> None:
-    """Rows from before the grouped expert kernel: priced at their release (the MoE stage fits every container), and
-    far off if priced as today's software."""
+@pytest.mark.parametrize(("row", "newer"), [("77", 4969), ("91", 7376)])
+def test_an_older_container_row_priced_at_its_release_is_within_tolerance(row: str, newer: float) -> None:
+    """Rows from before the grouped expert kernel: priced at their release (the MoE stage fits every container);
+    priced as today's software they come out faster by at least half the measured gain from 26.04.01 to 26.06 (the
+    row's layout may be a range over recompute settings, so the gain is taken against the release's price)."""
     from dataclasses import replace
 
     run = _run(row)
@@ -90,5 +91,5 @@ def test_an_older_container_row_priced_at_its_release_is_within_tolerance(row: s
     assert abs(_error(row)) < TOLERANCE
     calibration = resolve(None)
     item = prepare(replace(run, released=None), calibration)  # no release: priced at the reference vintage
-    # Priced as today's software it leaves the tolerance band (the same layouts measured +17% and +30% in 26.06).
-    assert item.predicted(calibration.efficiency(item.family)) / run.measured - 1 > TOLERANCE
+    today = item.predicted(calibration.efficiency(item.family))
+    assert today / (run.measured * (1 + _error(row))) - 1 > (newer / run.measured - 1) / 2

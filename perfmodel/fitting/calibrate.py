@@ -45,9 +45,12 @@ class Residual:
 class PricedRuns(Protocol):
     """Prepared runs priced together (validation.RunBatch)."""
 
-    def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:
+    def log_time_ratios(
+        self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False, loss: bool = False
+    ) -> Any:
         """log(predicted time / measured time) per run, for the efficiencies of each profile; with `variants`, the
-        efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
+        efficiencies' fields are arrays of shape (V,) and the result is (runs, V). With `loss`, what the fit
+        minimises: a row scored on a range of layouts gives its distance to the range (0 inside)."""
         ...
 
 
@@ -177,7 +180,7 @@ def fit(
                 moved_values.append(in_force(moved))
             for p in variant_profiles[name]:
                 stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
-        ratios = batch.log_time_ratios(stacked.__getitem__, variants=True)
+        ratios = batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True)
         jac = np.zeros((len(items) + len(entries), len(entries)))
         for name, cols in columns.items():
             mine = pair == name

@@ -41,7 +41,8 @@ CSV_COLUMNS = (
     "recompute", "benchmark", "metric", "measured",
 )  # fmt: skip
 """The documented column set of `--data FILE.csv`. Required: model (or benchmark), gpu or system, n_gpus, precision,
-metric, measured. A blank layout column is chosen by search (the fastest layout that fits)."""
+metric, measured. A blank recompute, zero or mbs column is the stack's setting (fitting.assumed: its default, or a
+range over its plausible settings); a blank parallel degree is chosen by search (the fastest layout that fits)."""
 
 
 @dataclass(frozen=True)
@@ -356,14 +357,16 @@ def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq:
 
 
 def _zero(text: str) -> int | None:
-    text = text.lower()
+    text = text.lower().strip()
+    if not text:
+        return None  # not reported: the stack's setting (fitting.assumed)
     if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"megatron-fsdp \([1-9]", text):
         return 3
     if "shard_grad_op" in text:
         return 2
     if text == "none":
         return 0  # Megatron-LM 2021: plain data-parallel all-reduce
-    return 1  # NeMo/Megatron-Bridge default: distributed optimizer
+    return 1  # "DDP" in NeMo/Megatron-Bridge tables: data parallel with the distributed optimizer
 
 
 def _recompute(text: str) -> str | None:
@@ -371,7 +374,7 @@ def _recompute(text: str) -> str | None:
     for mode in ("full", "selective", "none"):
         if text.startswith(mode):
             return mode
-    return None  # not reported: chosen by search, as the published recipes are tuned
+    return None  # not reported: the stack's setting (fitting.assumed)
 
 
 def _megatron_tokens_per_s(row: dict[str, str], model: dict[str, Any]) -> float:
@@ -505,19 +508,25 @@ UNPUBLISHED_LAYOUT = "layout not published; the fastest layout that fits is assu
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "mbs")
 
 
-def _at_published_layouts(runs: list[MeasuredRun]) -> list[MeasuredRun]:
+NO_PUBLISHED_LAYOUT = (
+    "layout not published, and no published layout of this benchmark on this GPU divides its GPUs and batch: "
+    "the parallel degrees have no stack default, and the model's best layout would flatter the fit"
+)
+
+
+def _at_published_layouts(runs: list[MeasuredRun]) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """MLPerf rows without a published layout at the stack's configuration for them, not at the model's best: the
     layout the published submissions of the same benchmark on the same accelerator use at the nearest GPU count
-    (the most common one there) that divides this row's GPUs and batch; rows with no such layout stay searched."""
+    (the most common one there) that divides this row's GPUs and batch; rows with no such layout are excluded."""
     published = [r for r in runs if _round_of(r) and UNPUBLISHED_LAYOUT not in r.assumptions]
-    placed = []
+    placed, excluded = [], []
     for run in runs:
         if UNPUBLISHED_LAYOUT not in run.assumptions:
             placed.append(run)
             continue
         layout = _nearest_layout(run, [r for r in published if _same_setting(r, run)])
         if layout is None:
-            placed.append(run)
+            excluded.append(Exclusion(run.id, NO_PUBLISHED_LAYOUT))
             continue
         par = run.scenario["parallelism"] | dict(zip(LAYOUT_KEYS, layout, strict=True))
         note = "layout not published; the nearest published layout of this benchmark on this GPU is assumed ({})"
@@ -528,7 +537,7 @@ def _at_published_layouts(runs: list[MeasuredRun]) -> list[MeasuredRun]:
             for a in run.assumptions
         )
         placed.append(replace(run, scenario=run.scenario | {"parallelism": par}, assumptions=assumptions))
-    return placed
+    return placed, excluded
 
 
 def _round_of(run: MeasuredRun) -> bool:
@@ -597,7 +606,8 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
             excluded.append(Exclusion(f"mlperf:{_mlperf_id(row)}", duplicates[i]))
         else:
             take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row))
-    return tuple(_at_published_layouts(runs)), tuple(excluded)
+    placed, unplaced = _at_published_layouts(runs)
+    return tuple(placed), tuple(excluded + unplaced)
 
 
 @cache

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.assumed import Settled, settle
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import MOE_MODELS, MOE_SOURCE, MeasuredRun, reference_vintage, vintage_years
 from perfmodel.inputs.hardware import resolve
@@ -28,6 +29,8 @@ from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, layout_vars
 
 GROUPINGS = ("source", "accelerator", "precision", "metric")
+REPORTED_DIMENSIONS = ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")
+"""Layout dimensions a row reports or leaves open (the stack's settings or, for parallel degrees, a search)."""
 MOE_NOT_FITTED = {
     "GPT-OSS-120B": "predicted 23-69% too fast on every container (26% on the newest) by a gap no mechanism the rows "
     "can tell apart closes (docs/moe_validation.md): fitting it pulls the shared MoE entries (grouped_gemm to 0.52, "
@@ -51,6 +54,26 @@ class PreparedRun:
     context: Context
     layout: Layout
     benchmark: Benchmark | None
+    settled: Settled | None = None
+    """Dimensions the row leaves to its stack (fitting.assumed): its default and the range of plausible settings."""
+
+    @property
+    def members(self) -> tuple[Layout, ...]:
+        """The layouts of the row's range (none when it reports every dimension)."""
+        return self.settled.members if self.settled else ()
+
+    @property
+    def range_only(self) -> bool:
+        """Whether the row is scored on its range: its stack's default does not fit or is not sourced."""
+        return self.settled is not None and not self.settled.at_default
+
+    @property
+    def basis(self) -> str:
+        """How the layout was decided: 'reported', 'stack default', 'range' or 'searched'."""
+        if self.settled:
+            return self.settled.basis
+        given = self.run.scenario.get("parallelism", {})
+        return "reported" if all(d in given for d in REPORTED_DIMENSIONS) else "searched"
 
     @property
     def family(self) -> str:
@@ -67,10 +90,17 @@ class PreparedRun:
 
     def predicted(self, efficiency: Efficiency) -> float:
         """The run's metric as perfmodel predicts it with these efficiencies at the run's release (one layout at a
-        time; `RunBatch` prices many runs at once)."""
+        time; `RunBatch` prices many runs at once); a range-only row's is its range's geometric middle."""
         released = replace(efficiency, vintage_years=vintage_years(self.run))
-        step = evaluate(replace(self.context, efficiency=released), layout_vars(self.layout))
-        return float(self.released_metric(step.step_time_s, step.forward_only_s, released))
+
+        def at(layout: Layout) -> float:
+            step = evaluate(replace(self.context, efficiency=released), layout_vars(layout))
+            return float(self.released_metric(step.step_time_s, step.forward_only_s, released))
+
+        if not self.range_only:
+            return at(self.layout)
+        values = [at(m) for m in self.members]
+        return math.sqrt(min(values) * max(values))
 
     def released_metric(self, step_time_s: Number, forward_only_s: Number, efficiency: Efficiency) -> Number:
         """The metric of a step priced at the run's release (the step applies the software trend through the
@@ -104,22 +134,40 @@ class PreparedRun:
 
 
 class RunBatch:
-    """Prepared runs priced together: one array call of the step model per distinct context (planning.batch)."""
+    """Prepared runs priced together: one array call of the step model per distinct context (planning.batch).
 
-    def __init__(self, items: Sequence[PreparedRun]) -> None:
+    A row with a range (fitting.assumed) is priced at each member too: always when it is range-only (its score
+    comes from the range), for every ranged row with `every_range` (what validate reports)."""
+
+    def __init__(self, items: Sequence[PreparedRun], every_range: bool = False) -> None:
         import numpy as np
 
         self.items = list(items)
-        self._batch = Batch([(i.context, i.layout) for i in self.items], [vintage_years(i.run) for i in self.items])
+        ranged = [k for k, i in enumerate(self.items) if i.members and (every_range or i.range_only)]
+        pairs = [(i.context, i.layout, vintage_years(i.run)) for i in self.items]
+        self._member_of: list[int] = []
+        for k in ranged:
+            item = self.items[k]
+            pairs += [(item.context, m, vintage_years(item.run)) for m in item.members]
+            self._member_of += [k] * len(item.members)
+        self._batch = Batch([(c, lo) for c, lo, _ in pairs], [y for _, _, y in pairs])
         self._measured = np.array([i.run.measured for i in self.items])
         self._sign = np.array([i.time_sign for i in self.items])
+        self._range_only = np.array([i.range_only for i in self.items], dtype=bool)
 
     def predicted(self, efficiency_for: Callable[[Profile], Efficiency] | None = None, variants: bool = False) -> Any:
         """Every run's metric, with the efficiencies of its profile (default: the ones it was prepared with); the
         step prices with the profile's (family, stack) at the run's own release (the batch sets each row's
-        `vintage_years`, the one vintage mechanism of the step).
+        `vintage_years`, the one vintage mechanism of the step). A range-only row's is its range's geometric
+        middle: no end of the range is the run's setting more than the other.
 
         With `variants` the efficiencies' fields are arrays of shape (V,) and the result is (runs, V)."""
+        return self.priced(efficiency_for, variants)[0]
+
+    def priced(
+        self, efficiency_for: Callable[[Profile], Efficiency] | None = None, variants: bool = False
+    ) -> tuple[Any, Any, Any]:
+        """`predicted` and each run's range, low and high metric (NaN where the row has none or it is not priced)."""
         import numpy as np
 
         def step_efficiency(ctx: Context) -> Efficiency:
@@ -129,19 +177,38 @@ class RunBatch:
 
         priced = self._batch.price(step_efficiency, variants)
         values = np.empty_like(priced.step_time_s)
-        for k, item in enumerate(self.items):
+        rows = list(range(len(self.items))) + self._member_of
+        for k, owner in enumerate(rows):
+            item = self.items[owner]
             chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
             released = replace(chosen, vintage_years=vintage_years(item.run))  # the timed region's release switch
             values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], released)
-        return values
+        points = values[: len(self.items)]
+        low, high = np.full_like(points, np.nan), np.full_like(points, np.nan)
+        if self._member_of:
+            members, owners = values[len(self.items) :], np.array(self._member_of)
+            np.fmin.at(low, owners, members)
+            np.fmax.at(high, owners, members)
+            points = np.where(self._range_only.reshape((-1,) + (1,) * (points.ndim - 1)), np.sqrt(low * high), points)
+        return points, low, high
 
-    def log_time_ratios(self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False) -> Any:
-        """log(predicted time / measured time) of every run (see PreparedRun.log_time_ratio)."""
+    def log_time_ratios(
+        self, efficiency_for: Callable[[Profile], Efficiency], variants: bool = False, loss: bool = False
+    ) -> Any:
+        """log(predicted time / measured time) of every run (see PreparedRun.log_time_ratio); with `loss` (what the
+        fit minimises) a range-only row's is its log distance to the range instead, 0 inside it."""
         import numpy as np
 
-        predicted = self.predicted(efficiency_for, variants)
+        predicted, low, high = self.priced(efficiency_for, variants)
         shape = (-1, 1) if variants else (-1,)
-        return self._sign.reshape(shape) * np.log(predicted / self._measured.reshape(shape))
+        sign, measured = self._sign.reshape(shape), self._measured.reshape(shape)
+        ratios = sign * np.log(predicted / measured)
+        if not loss or not self._range_only.any():
+            return ratios
+        ends = sign * np.log(low / measured), sign * np.log(high / measured)
+        below, above = np.fmin(*ends), np.fmax(*ends)
+        distance = np.where(below > 0, below, np.where(above < 0, above, 0.0))
+        return np.where(self._range_only.reshape(shape), distance, ratios)
 
 
 def prepare(
@@ -159,8 +226,9 @@ def prepare(
         if known is not None:
             known[profile] = efficiency
     ctx = context_for(scenario, efficiency)  # shared by equal rows
-    layout, _ = choose_layout(scenario, ctx)
-    return PreparedRun(run, ctx, layout, bench)
+    settled = settle(scenario, ctx)
+    layout = settled.point if settled else choose_layout(scenario, ctx)[0]
+    return PreparedRun(run, ctx, layout, bench, settled)
 
 
 @dataclass(frozen=True)
@@ -168,6 +236,18 @@ class Row:
     prepared: PreparedRun
     predicted: float
     held_out_error_pct: float | None
+    low: float | None = None
+    high: float | None = None
+    """The metric's range over the plausible settings of the dimensions the row leaves to its stack."""
+
+    @property
+    def range_error_pct(self) -> float | None:
+        """Error to the nearest end of the range, 0 inside it (what the fit minimises for a range-only row)."""
+        if self.low is None or self.high is None:
+            return None
+        measured = self.prepared.run.measured
+        nearest = min(max(measured, self.low), self.high)
+        return (nearest / measured - 1) * 100
 
     @property
     def error_pct(self) -> float:
@@ -200,7 +280,12 @@ class Row:
             "predicted": self.predicted,
             "error_pct": self.error_pct,
             "held_out_error_pct": self.held_out_error_pct,
-            "assumptions": list(run.assumptions),
+            "assumptions": list(run.assumptions) + ([self.prepared.settled.note] if self.prepared.settled else []),
+            "layout_basis": self.prepared.basis,
+            "layout_assumed": list(self.prepared.settled.assumed) if self.prepared.settled else [],
+            "predicted_low": self.low,
+            "predicted_high": self.high,
+            "range_error_pct": self.range_error_pct,
         }
 
 
@@ -265,9 +350,11 @@ def validate(runs: Sequence[MeasuredRun], calibration: Calibration, excluded: Se
     held = held_out_errors(calibration)
     rows = []
     unpredictable = [{"id": e.id, "reason": e.reason} for e in excluded]
-    batch = RunBatch(prepare_all(runs, calibration, unpredictable))
-    for prepared, predicted in zip(batch.items, batch.predicted(), strict=True):
-        rows.append(Row(prepared, float(predicted), _held_out_metric_error(prepared.run, held.get(prepared.run.id))))
+    batch = RunBatch(prepare_all(runs, calibration, unpredictable), every_range=True)
+    for prepared, *metric in zip(batch.items, *batch.priced(), strict=True):
+        predicted, low, high = (float(v) for v in metric)
+        held_out = _held_out_metric_error(prepared.run, held.get(prepared.run.id))
+        rows.append(Row(prepared, predicted, held_out, *((low, high) if prepared.members else (None, None))))
     if not rows:
         first = f"; {unpredictable[0]['id']}: {unpredictable[0]['reason']}" if unpredictable else ""
         raise PerfmodelError(f"nothing to validate: none of the {len(runs)} runs can be predicted{first}")

@@ -23,6 +23,21 @@ class SourcedFigure:
 
 
 @dataclass(frozen=True)
+class LayoutDefault:
+    """What a stack runs for a layout dimension a measured row does not report.
+
+    `default` is the stack's documented setting (None where none can be sourced); `plausible` the settings the
+    stack picks among per run (memory decides), over which such a row is predicted as a range. A dimension with
+    one plausible setting is not open: the row is a point at it."""
+
+    dimension: str
+    """'recompute', 'zero' or 'mbs' (a Layout field)."""
+    default: str | int | None
+    plausible: tuple[str | int, ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class StackProfile:
     name: str
     description: str
@@ -39,6 +54,11 @@ class StackProfile:
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
     Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
+    layout_defaults: tuple[LayoutDefault, ...] = ()
+    """The stack's setting of each layout dimension a row may leave unreported (fitting.assumed uses them)."""
+
+    def layout_default(self, dimension: str) -> LayoutDefault | None:
+        return next((d for d in self.layout_defaults if d.dimension == dimension), None)
 
 
 _FA2_ON_H100 = SourcedFigure(
@@ -50,6 +70,59 @@ _FA2_NATIVE = ("ampere",)
 """FlashAttention-2 is Ampere's fastest attention: it reaches 50-73% of A100 BF16 peak (Dao 2023, arXiv 2307.08691,
 abstract), and FlashAttention-3's gain comes from Hopper-only features (wgmma, TMA, FP8 tensor cores; Shah et al.
 2024, arXiv 2407.08608, section 3), which cuDNN's fused attention on Ampere does not have either."""
+_RECALLED = "recalled from the public code, not a stored copy"
+_MEMORY_DECIDES = (
+    "stack_notes.md: memory capacity changes the recompute choice (AMD's MI300X LoRA config recomputes 21 of 80 "
+    "layers, the MI325X config none)"
+)
+_MEGATRON_LAYOUT = (
+    LayoutDefault(
+        "recompute",
+        "none",
+        ("none", "selective", "full"),
+        "Megatron-Core TransformerConfig.recompute_granularity defaults to None (no recomputation); Megatron-Bridge "
+        "and NeMo recipes set selective or full recomputation per model and GPU where activations do not fit "
+        f"({_RECALLED}); {_MEMORY_DECIDES}",
+    ),
+    LayoutDefault(
+        "zero",
+        1,
+        (1, 3),
+        "Megatron-Bridge/NeMo recipes run the distributed optimizer (use_distributed_optimizer=True, ZeRO-1 "
+        f"sharding of optimizer state; {_RECALLED}), as perfmodel's runs.py maps a blank sharding column; "
+        "Megatron-FSDP (ZeRO-3) is the recipes' alternative (measured_runs.csv lists 'Megatron-FSDP' rows)",
+    ),
+    LayoutDefault(
+        "mbs",
+        None,
+        (1, 2, 4, 8),
+        "no default: Megatron-LM's --micro-batch-size has none (the run sets it) and Megatron-Bridge sets it per "
+        f"recipe ({_RECALLED}); plausible: the micro-batch sizes Narayanan et al. 2021 (arXiv 2104.04473, section "
+        "5.7) study",
+    ),
+)
+_COMPOSER_LAYOUT = (
+    LayoutDefault(
+        "recompute",
+        "none",
+        ("none", "full"),
+        "Composer's FSDP config defaults activation_checkpointing to False; llm-foundry's throughput table turns it "
+        f"on per run (its 'ActCkpt' column: full-block checkpointing, no selective mode; {_RECALLED})",
+    ),
+    LayoutDefault(
+        "zero",
+        3,
+        (3, 2),
+        "Composer's FSDP config defaults sharding_strategy to FULL_SHARD (ZeRO-3); llm-foundry's table also runs "
+        f"SHARD_GRAD_OP (ZeRO-2) ({_RECALLED})",
+    ),
+    LayoutDefault(
+        "mbs",
+        None,
+        (1, 2, 4, 8, 16),
+        "no default: llm-foundry's yamls set device_train_microbatch_size per model (the throughput table lists 1-16)",
+    ),
+)
 STACKS: dict[str, StackProfile] = {
     "megatron": StackProfile(
         "megatron",
@@ -59,6 +132,7 @@ STACKS: dict[str, StackProfile] = {
         attention_native=(),
         tp_comm_overlap=True,
         fp8=True,
+        layout_defaults=_MEGATRON_LAYOUT,
     ),
     "composer": StackProfile(
         "composer",
@@ -71,6 +145,7 @@ STACKS: dict[str, StackProfile] = {
         # Composer's `precision: amp_fp8` wraps the model in te.fp8_autocast with TE's DelayedScaling recipe
         # (composer/core/precision.py; recalled from the public code, not a stored copy).
         fp8_delayed_scaling=True,
+        layout_defaults=_COMPOSER_LAYOUT,
     ),
     "torchtitan": StackProfile(
         "torchtitan",
@@ -80,6 +155,16 @@ STACKS: dict[str, StackProfile] = {
         attention_native=_FA2_NATIVE,
         tp_comm_overlap=True,
         fp8=True,
+        layout_defaults=(
+            LayoutDefault(
+                "recompute",
+                None,
+                ("none", "selective", "full"),
+                "no default sourced: torchtitan's job tomls set activation_checkpoint.mode per model (no bundled rows)",
+            ),
+            LayoutDefault("zero", 3, (3,), f"torchtitan shards with FSDP2 (fully_shard: ZeRO-3) ({_RECALLED})"),
+            LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: local_batch_size is set per job"),
+        ),
     ),
     "deepspeed": StackProfile(
         "deepspeed",
@@ -90,6 +175,19 @@ STACKS: dict[str, StackProfile] = {
         attention_native=_FA2_NATIVE,
         tp_comm_overlap=False,
         fp8=False,
+        layout_defaults=(
+            LayoutDefault(
+                "recompute",
+                "none",
+                ("none", "full"),
+                "DeepSpeed's activation_checkpointing is off unless configured (full-layer checkpointing) "
+                f"({_RECALLED})",
+            ),
+            LayoutDefault(
+                "zero", None, (1, 2, 3), "no default: the ZeRO stage is the run's config (zero_optimization.stage)"
+            ),
+            LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: train_micro_batch_size_per_gpu is set per run"),
+        ),
     ),
 }
 STACK_NAMES = tuple(STACKS)

@@ -254,6 +254,14 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
+def _basis(record: dict[str, Any]) -> str:
+    """How a validated row's layout was set: reported, searched, or the dimensions its stack set (and the range)."""
+    if not record["layout_assumed"]:
+        return str(record["layout_basis"])
+    low, high = record["predicted_low"], record["predicted_high"]
+    return f"{'/'.join(record['layout_assumed'])} at {record['layout_basis']} ({low:,.4g}..{high:,.4g})"
+
+
 def validation_table(result: Any) -> str:
     """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded."""
     from tabulate import tabulate
@@ -261,11 +269,11 @@ def validation_table(result: Any) -> str:
     rows = [
         [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
          f"{r['measured']:,.4g}", f"{r['predicted']:,.4g}", f"{r['error_pct']:+.1f}%",
-         "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%"]
+         "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%", _basis(r)]
         for r in (row.to_dict() for row in result.rows)
     ]  # fmt: skip
     headers = ["source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
-               "held out"]  # fmt: skip
+               "held out", "layout"]  # fmt: skip
     lines = [tabulate(rows, headers=headers, disable_numparse=True), ""]
     for grouping, groups in result.groups().items():
         table = [
