@@ -5,14 +5,12 @@ from dataclasses import replace
 
 import pytest
 
-from perfmodel.fitting.runs import reference_vintage
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.models import get_model
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES
 from perfmodel.inputs.stacks import STACKS, stack_recipe
 from perfmodel.physics.compute import op_time
-from perfmodel.physics.efficiency import CURRENT_SCALING_RELEASE, DEFAULTS
-from perfmodel.physics.parameters import years_between
+from perfmodel.physics.efficiency import CURRENT_SCALING_RELEASE, DEFAULTS, release_age_years
 from perfmodel.physics.workload import Shard, layer_forward
 
 MODEL = get_model("llama3.1-70b")
@@ -24,17 +22,12 @@ def _casts(recipe_id: str) -> list:
     return [op for op in layer_forward(Shard(MODEL, recipe, 1, 1, 1, SEQ), recipe) if op.name.endswith(".cast")]
 
 
-def test_the_current_scaling_release_is_pinned_to_the_reference_vintage() -> None:
-    years = years_between(CURRENT_SCALING_RELEASE, reference_vintage())
-    assert DEFAULTS["hopper"].current_scaling_years == pytest.approx(years)
-
-
 def test_an_fp8_cast_before_current_scaling_skips_exactly_its_amax_read() -> None:
     """Delayed scaling saves one BF16 read of each cast tensor (the amax pass), nothing else; from the current-scaling
     release on the full cast is paid."""
     acc = resolve("h100-sxm").accelerator
     base = DEFAULTS["hopper"]
-    newest, older = (replace(base, vintage_years=y) for y in (base.current_scaling_years, 2.0))
+    newest, older = (replace(base, vintage_years=y) for y in (release_age_years(CURRENT_SCALING_RELEASE), 2.0))
     proj = next(op for op in _casts("fp8") if op.name == "proj.cast")
     elements = SEQ * MODEL.q_dim
     assert proj.amax_bytes == pytest.approx(elements * BF16_BYTES)

@@ -245,14 +245,12 @@ def test_the_legacy_grouped_gemm_cost_is_paid_per_local_expert_only_before_the_g
     never; its age in years is the one the reference vintage gives it."""
     from dataclasses import replace
 
-    from perfmodel.fitting.runs import reference_vintage
     from perfmodel.physics.compute import op_time
-    from perfmodel.physics.efficiency import DEFAULTS, GROUPED_KERNEL_RELEASE
-    from perfmodel.physics.parameters import years_between
+    from perfmodel.physics.efficiency import DEFAULTS, GROUPED_KERNEL_RELEASE, release_age_years
     from perfmodel.physics.workload import Op
 
     base = DEFAULTS["blackwell"]
-    assert base.grouped_kernel_years == pytest.approx(years_between(GROUPED_KERNEL_RELEASE, reference_vintage()))
+    assert release_age_years(GROUPED_KERNEL_RELEASE) == pytest.approx(2 / 12)  # 26.06, two months before 26.08
     acc = resolve("gb200").accelerator
     grouped = Op("expert_fc1.fprop", "grouped_gemm", 2 * 16 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536, groups=16)
     dense = Op("fc1.fprop", "gemm", 2 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536)

@@ -9,7 +9,7 @@ from perfmodel.fitting.runs import bundled_runs, reference_vintage, vintage_year
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.stacks import STACKS, get_stack, stack_recipe
 from perfmodel.physics import calibration as cal
-from perfmodel.physics.parameters import years_between
+from perfmodel.physics.efficiency import REFERENCE_VINTAGE, years_between
 
 
 def test_llm_foundry_rows_run_on_the_composer_stack() -> None:
@@ -40,6 +40,12 @@ def test_a_slower_attention_kernel_makes_a_slower_step() -> None:
 def test_years_between_release_months() -> None:
     assert years_between("2025-06", "2026-06") == 1.0
     assert years_between("2026-02", "2026-08") == pytest.approx(0.5)
+
+
+def test_the_physics_reference_vintage_is_the_newest_bundled_release() -> None:
+    """The release switches' ages (efficiency.release_age_years) count from REFERENCE_VINTAGE: it must be the
+    release the fitted rows' `vintage_years` count from."""
+    assert reference_vintage() == REFERENCE_VINTAGE
 
 
 def test_rows_older_than_the_reference_vintage_count_their_years() -> None:

@@ -5,27 +5,22 @@ from dataclasses import replace
 
 import pytest
 
-from perfmodel.fitting.runs import bundled_runs, reference_vintage, vintage_years
+from perfmodel.fitting.runs import bundled_runs, vintage_years
 from perfmodel.fitting.validation import prepare
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import bundled
-from perfmodel.physics.efficiency import WARM_START_RELEASE
-from perfmodel.physics.parameters import Profile, years_between
+from perfmodel.physics.efficiency import WARM_START_RELEASE, release_age_years
+from perfmodel.physics.parameters import Profile
 
 LORA = "mlperf-llama2-70b-lora"
 VALUES = {"run_overhead_s@mlperf-llama2-70b-lora": 6.0, "first_steps": 1.0, f"timed_warmup_s@{LORA}": 40.0}
-
-
-def test_the_warm_start_release_is_pinned_to_the_reference_vintage() -> None:
-    eff = table.efficiency({}, Profile("hopper", benchmark=LORA))
-    assert eff.warm_start_years == pytest.approx(years_between(WARM_START_RELEASE, reference_vintage()))
 
 
 @pytest.mark.parametrize("family", ["hopper", "blackwell"])
 def test_graph_captured_runs_pay_the_warm_up_only_before_the_release(family: str) -> None:
     eff = table.efficiency(VALUES, Profile(family, benchmark=LORA))
     at = {years: float(replace(eff, vintage_years=years).timed_overhead_s(3.0)) for years in (0.0, 1.0, 1.5, 2.2)}
-    release = replace(eff, vintage_years=eff.warm_start_years).timed_overhead_s(3.0)
+    release = replace(eff, vintage_years=release_age_years(WARM_START_RELEASE)).timed_overhead_s(3.0)
     assert release == 0.0 and at[0.0] == at[1.0] == 0.0  # that release and newer ones warm up before run_start
     assert at[1.5] == at[2.2] == 40.0  # older ones: a fixed time, the same for any step time
     assert float(replace(eff, vintage_years=2.2).timed_overhead_s(0.3)) == 40.0
@@ -52,5 +47,5 @@ def test_profiles_that_are_not_graph_captured_never_pay_it() -> None:
 def test_the_largest_v4_lora_rows_are_predicted_within_tolerance(row: str, tolerance_pct: float) -> None:
     run = next(r for r in bundled_runs()[0] if r.id == row)
     item = prepare(run, bundled())
-    assert vintage_years(run) > item.context.efficiency.warm_start_years  # the mechanism acts on this row
+    assert vintage_years(run) > release_age_years(WARM_START_RELEASE)  # the mechanism acts on this row
     assert abs(item.predicted(item.context.efficiency) / run.measured - 1) * 100 < tolerance_pct

@@ -25,7 +25,7 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
-from perfmodel.physics.parameters import years_between
+from perfmodel.physics.efficiency import years_between
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")

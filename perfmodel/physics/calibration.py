@@ -23,7 +23,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_depth, read_text, remember
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.physics import parameters as table
-from perfmodel.physics.efficiency import DEFAULTS, Efficiency
+from perfmodel.physics.efficiency import DEFAULTS, Efficiency, years_between
 
 FORMAT = "perfmodel-calibration/2"
 FORMAT_V1 = "perfmodel-calibration/1"
@@ -79,7 +79,7 @@ class Calibration:
         reference = self.provenance.get("data", {}).get("vintage", {}).get("reference")
         if vintage is None or reference is None:
             return eff
-        return replace(eff, vintage_years=table.years_between(vintage, reference))
+        return replace(eff, vintage_years=years_between(vintage, reference))
 
     @property
     def interval(self) -> tuple[float, float] | None:

@@ -9,8 +9,13 @@ elementwise kernels, nccl-tests/rccl-tests bus bandwidth); they are not fitted t
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from functools import cache
 
 from perfmodel.physics.algebra import Number, where
+
+REFERENCE_VINTAGE = "2026-08"
+"""The software release the efficiencies describe at `vintage_years` 0: the newest release month among the bundled
+measured runs (NeMo 26.08; fitting.runs.reference_vintage works it out from the data, and a test pins the two)."""
 
 GROUPED_KERNEL_RELEASE = "2026-06"
 """The first release whose MoE rows run their grouped expert GEMMs without a per-expert cost (moe_legacy_group_s):
@@ -95,29 +100,18 @@ class Efficiency:
     quantisation and launch), not as a per-year trend. Fitted per family by the MoE stage on every container's rows;
     a prediction for the reference vintage never pays it."""
     vintage_years: float = 0.0
-    """Years the priced software release is older than the reference vintage (the newest in the fitted data)."""
-    grouped_kernel_years: float = 2 / 12
-    """Years GROUPED_KERNEL_RELEASE is older than the reference vintage (2026-08, the newest bundled release; a test
-    pins the two together): releases older than this pay `moe_legacy_group_s`."""
+    """Years the priced software release is older than REFERENCE_VINTAGE."""
 
-    current_scaling_years: float = 11 / 12
-    """Years CURRENT_SCALING_RELEASE is older than the reference vintage (a test pins the two together): FP8 rows of
-    older releases ran delayed scaling, without the amax pass (`delayed_scaling`)."""
-    warm_start_years: float = 16 / 12
-    """Years WARM_START_RELEASE is older than the reference vintage (a test pins the two together): graph-captured
-    runs of older releases pay `timed_warmup_s` inside the timed region."""
-
-    def released_before(self, release_years: float) -> Number:
-        """Whether the priced release is older than the release `release_years` before the reference vintage (the
-        margin absorbs the float rounding of the years: that release itself is not older); the release switches'
-        one test."""
-        return self.vintage_years > release_years + 1e-6
+    def released_before(self, release: str) -> Number:
+        """Whether the priced release is older than `release` (YYYY-MM; the margin absorbs the float rounding of
+        the years: that release itself is not older); the release switches' one test."""
+        return self.vintage_years > release_age_years(release) + 1e-6
 
     @property
     def delayed_scaling(self) -> Number:
         """1 where the priced release runs FP8 with delayed scaling (before CURRENT_SCALING_RELEASE), else 0: the
         share of a cast's separate amax pass (`Op.amax_bytes`) it does not pay."""
-        return where(self.released_before(self.current_scaling_years), 1.0, 0.0)
+        return where(self.released_before(CURRENT_SCALING_RELEASE), 1.0, 0.0)
 
     @property
     def vintage_factor(self) -> Number:
@@ -129,12 +123,12 @@ class Efficiency:
     def legacy_group_s(self) -> Number:
         """Fixed time per local expert of each grouped expert GEMM at the priced release (none from
         GROUPED_KERNEL_RELEASE on): the MoE part of the software vintage, set by the same `vintage_years`."""
-        return where(self.released_before(self.grouped_kernel_years), self.moe_legacy_group_s, 0.0)
+        return where(self.released_before(GROUPED_KERNEL_RELEASE), self.moe_legacy_group_s, 0.0)
 
     def timed_overhead_s(self, step_time_s: Number) -> Number:
         """Time in an MLPerf timed region outside the steps and evaluations of a run with this step time (the
         release's warm-up inside it: `timed_warmup_s` before WARM_START_RELEASE)."""
-        warmup = where(self.released_before(self.warm_start_years), self.timed_warmup_s, 0.0)
+        warmup = where(self.released_before(WARM_START_RELEASE), self.timed_warmup_s, 0.0)
         return self.run_overhead_s + self.first_steps * step_time_s + warmup
 
     def gemm(self, fmt: str) -> float:
@@ -180,3 +174,15 @@ DEFAULTS: dict[str, Efficiency] = {
     "cdna3": _CDNA,
     "cdna4": _CDNA,
 }
+
+
+def years_between(older: str, newer: str) -> float:
+    """Years from one release month (YYYY-MM) to another."""
+    (y0, m0), (y1, m1) = (map(int, month.split("-")) for month in (older, newer))
+    return (12 * (y1 - y0) + m1 - m0) / 12
+
+
+@cache
+def release_age_years(release: str) -> float:
+    """Years a release (YYYY-MM) is older than REFERENCE_VINTAGE."""
+    return years_between(release, REFERENCE_VINTAGE)

@@ -342,9 +342,3 @@ def apply(base: Efficiency, values: Mapping[str, float]) -> Efficiency:
             "attention_bwd": base.attention_bwd * values["attention"],
         }
     return replace(base, **changes)
-
-
-def years_between(older: str, newer: str) -> float:
-    """Years from one release month (YYYY-MM) to another."""
-    (y0, m0), (y1, m1) = (map(int, month.split("-")) for month in (older, newer))
-    return (12 * (y1 - y0) + m1 - m0) / 12
