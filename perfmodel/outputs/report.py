@@ -355,4 +355,8 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
             f"protocol {name}: MAPE {result['mape_pct']:.1f}% over {result['rows']} held-out runs; "
             f"80% interval x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
         )
+    lines.append(
+        "(errors of the predicted time, which the fit minimises; `perfmodel validate` scores each row in its own "
+        "metric, so a throughput row's error there is 1/(1+e)-1 of its time error e)"
+    )
     return "\n".join(lines)
