@@ -183,8 +183,28 @@ def _expert_choices(ctx: Context, n_gpus: int, space: Space) -> Any:
     return np.array(np.meshgrid(eps, etps, indexing="ij"), dtype=np.int64).reshape(2, -1).T
 
 
-def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
-    """Every block of candidate layouts with its validity mask, untrimmed (invalid ones included)."""
+def blocks(ctx: Context, space: Space) -> list[tuple[Block, Any]]:
+    """Every block of candidate layouts with its validity mask, untrimmed (invalid ones included).
+
+    Kept for the last BLOCKS_KEPT spaces by what they depend on (the model, the scale-up domain, the sequence, the
+    space): a sweep's points on other GPUs of the same domain, or with a what-if on the network, search the same
+    blocks, and enumerating them and their rules is a fifth of a point's work. Blocks and masks are read-only."""
+    key = (ctx.model, ctx.hardware.ranks_per_domain, ctx.seq_len, space.points, tuple(sorted(space.fixed.items())))
+    found = _BLOCKS.get(key)
+    if found is None:
+        if len(_BLOCKS) >= BLOCKS_KEPT:
+            del _BLOCKS[next(iter(_BLOCKS))]
+        found = _BLOCKS[key] = tuple(_enumerated(ctx, space))
+    return list(found)
+
+
+BLOCKS_KEPT = 32
+"""Spaces whose blocks `blocks` keeps, oldest dropped first (the 60-point generations sweep has 12 distinct)."""
+_BLOCKS: dict[tuple[Any, ...], tuple[tuple[Block, Any], ...]] = {}
+
+
+def _enumerated(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
+    """`blocks` itself."""
     import numpy as np
 
     recompute = space.choices("recompute", list(RECOMPUTE_MODES))
@@ -394,7 +414,7 @@ def search(
     start = time.perf_counter()
     if not sized:
         check_size(ctx, space)
-    candidates = list(blocks(ctx, space)) if candidates is None else candidates
+    candidates = blocks(ctx, space) if candidates is None else candidates
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):
         if mask.any():
