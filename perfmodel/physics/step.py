@@ -89,10 +89,26 @@ class Context:
 
     @cached_property
     def memo(self) -> dict[tuple[Any, ...], Any]:
-        """What this context has worked out once: for plain-number layouts, a shard's compute times (most of a
-        scalar evaluation) and each group's links, by what they depend on; the compiled step and the count of
-        layouts priced before it (`program`); and planning's chosen layouts (predict.choose_layout)."""
+        """What this context has worked out once: for plain-number layouts, each group's links, by what they depend
+        on; the compiled step and the count of layouts priced before it (`program`); and planning's chosen layouts
+        (predict.choose_layout). Shards' compute is in `shards`."""
         return {}
+
+    @cached_property
+    def shards(self) -> dict[tuple[Any, ...], Any]:
+        """Each shard's compute, by what it depends on (for plain numbers; for arrays the table of shards priced):
+        shared by every context with the same model, accelerator, efficiencies, recipe, sequence, LoRA rank and
+        imbalance, whatever its system (a sweep's what-if on the network, validation's rows on other clusters)."""
+        key = (self.model, self.hardware.accelerator, self.efficiency, self.recipe, self.seq_len, self.lora_rank)
+        try:
+            found = _SHARDS.get((*key, self.imbalance))
+        except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
+            return {}
+        if found is None:
+            if len(_SHARDS) >= SHARDS_KEPT:
+                del _SHARDS[next(iter(_SHARDS))]
+            found = _SHARDS[(*key, self.imbalance)] = {}
+        return found
 
     @property
     def frozen_base(self) -> bool:
@@ -118,6 +134,11 @@ class Context:
                 memo[("compiled",)] = None  # cannot pass through yet: the formulas as they are (tests flag it)
         compiled: Callable[..., StepResult] | None = memo[("compiled",)]
         return compiled
+
+
+SHARDS_KEPT = 256
+"""Shard memos (`Context.shards`) kept, oldest dropped first: validation's rows have about 90 distinct."""
+_SHARDS: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
 
 
 class LayoutVars(NamedTuple):
@@ -324,19 +345,18 @@ class _ShardTable:
 
 
 def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
-    memo = ctx.memo
+    memo = ctx.shards
     table: _ShardTable | None = memo.get(("shard table",))
     if table is None:
         table = memo[("shard table",)] = _ShardTable(sh, ctx, {}, [])
     return table
 
 
-def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
-    """`compute()`, remembered in `ctx.memo` under (part, key) when the key is plain numbers (arrays and symbols
-    are priced every time)."""
+def _memoised(memo: dict[tuple[Any, ...], Any], part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
+    """`compute()`, remembered in `memo` (a context's) under (part, key) when the key is plain numbers (arrays and
+    symbols are priced every time)."""
     if not all(type(x) in PLAIN for x in key):
         return compute()
-    memo = ctx.memo
     found = memo.get((part, key))
     if found is None:
         found = memo[(part, key)] = compute()
@@ -344,7 +364,7 @@ def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callabl
 
 
 def _links(ctx: Context, size: Number, stride: Number) -> GroupLinks:
-    return _memoised(ctx, "links", (size, stride), lambda: group_links(ctx.tiers, ctx.efficiency, size, stride))
+    return _memoised(ctx.memo, "links", (size, stride), lambda: group_links(ctx.tiers, ctx.efficiency, size, stride))
 
 
 class _Windows(NamedTuple):
@@ -646,7 +666,7 @@ def _shard_layer(ctx: Context, sh: Shard, lv: LayoutVars) -> tuple[ShardCompute,
     (priced once per distinct shard), the full-recompute flag, the recomputed part and the layer's total."""
     full, selective = equal(lv.recompute, 2), equal(lv.recompute, 1)
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
+    compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
