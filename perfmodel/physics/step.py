@@ -98,8 +98,10 @@ class Context:
     def shards(self) -> dict[tuple[Any, ...], Any]:
         """Each shard's compute, by what it depends on (for plain numbers; for arrays the table of shards priced):
         shared by every context with the same model, accelerator, efficiencies, recipe, sequence, LoRA rank and
-        imbalance, whatever its system (a sweep's what-if on the network, validation's rows on other clusters)."""
-        key = (self.model, self.hardware.accelerator, self.efficiency, self.recipe, self.seq_len, self.lora_rank)
+        imbalance, whatever its system and its accelerator's links and prices (a sweep's what-if on the network,
+        validation's rows on other clusters)."""
+        compute_part = self.hardware.accelerator.model_copy(update=_NOT_COMPUTE)
+        key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank)
         try:
             found = _SHARDS.get((*key, self.imbalance))
         except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
@@ -136,6 +138,19 @@ class Context:
         return compiled
 
 
+_NOT_COMPUTE = dict.fromkeys(
+    (
+        "scaleup_name",
+        "scaleup_gb_per_s_per_direction",
+        "scaleup_peer_gb_per_s_per_direction",
+        "scaleup_domain_gpus",
+        "nic_gbit_per_s",
+        "usd_per_gpu_hour",
+        "usd_per_gpu_hour_low",
+        "usd_per_gpu_hour_high",
+    )
+)
+"""Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key."""
 SHARDS_KEPT = 256
 """Shard memos (`Context.shards`) kept, oldest dropped first: validation's rows have about 90 distinct."""
 _SHARDS: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}

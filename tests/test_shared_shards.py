@@ -1,0 +1,74 @@
+"""Shards' compute shared across contexts (`Context.shards`) and blocks across searches (`search.blocks`): only where
+the inputs they are worked out from are equal, so that sharing changes no number."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics import step
+from perfmodel.physics.step import Context
+from perfmodel.physics.workload import Shard
+from perfmodel.planning.predict import context_for
+from perfmodel.planning.search import Space, blocks
+
+SPEC = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8"}
+
+
+def _with_accelerator(ctx: Context, **updates: object) -> Context:
+    accelerator = ctx.hardware.accelerator.model_copy(update=updates)
+    return replace(ctx, hardware=ctx.hardware.model_copy(update={"accelerator": accelerator}))
+
+
+def _compute(ctx: Context) -> list[np.ndarray]:
+    """Every field of `_shard_compute` over a few shards, priced afresh (no memo)."""
+    tp, cp, mbs = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1.0, 1.0, 2.0, 1.0]), np.array([1.0, 2.0, 1.0, 4.0])
+    sh = Shard(ctx.model, ctx.recipe, tp, cp, mbs, ctx.seq_len, 1.0, 1.0, ctx.imbalance)
+    found = step._shard_compute(ctx, sh)
+    fields = [*found.layer, *found.head_forward.values(), *found.head_backward.values(), found.embedding]
+    return [np.broadcast_to(f, tp.shape) for f in fields]
+
+
+def test_links_and_prices_share_the_shards_and_change_no_compute() -> None:
+    base = replace(context_for(Scenario.model_validate(SPEC)))
+    acc = base.hardware.accelerator
+    other = _with_accelerator(
+        base,
+        nic_gbit_per_s=acc.nic_gbit_per_s.model_copy(update={"value": 2 * acc.nic_gbit_per_s.value}),
+        scaleup_gb_per_s_per_direction=acc.scaleup_gb_per_s_per_direction.model_copy(update={"value": 1.0}),
+        scaleup_domain_gpus=acc.scaleup_domain_gpus.model_copy(update={"value": 72.0}),
+        scaleup_name="another",
+        usd_per_gpu_hour=None,
+    )
+    assert other.shards is base.shards
+    for a, b in zip(_compute(base), _compute(other), strict=True):  # the blanked fields are read by no compute
+        assert np.array_equal(a, b)
+
+
+def test_a_compute_figure_or_a_numbers_change_gets_its_own_shards() -> None:
+    base = replace(context_for(Scenario.model_validate(SPEC)))
+    acc = base.hardware.accelerator
+    faster = _with_accelerator(base, hbm_tbps=acc.hbm_tbps.model_copy(update={"value": 2 * acc.hbm_tbps.value}))
+    assert faster.shards is not base.shards
+    assert not all(np.array_equal(a, b) for a, b in zip(_compute(base), _compute(faster), strict=True))
+    assert replace(base, seq_len=4096).shards is not base.shards
+    assert replace(base, imbalance=2.0).shards is not base.shards
+
+
+def test_efficiencies_with_arrays_keep_their_own_shards() -> None:
+    base = replace(context_for(Scenario.model_validate(SPEC)))
+    variants = replace(base.efficiency, memory=np.array([0.8, 0.9]))
+    first, second = replace(base, efficiency=variants), replace(base, efficiency=variants)
+    assert first.shards is not second.shards
+    assert first.shards is first.shards
+
+
+def test_blocks_are_shared_by_equal_spaces_only() -> None:
+    ctx = context_for(Scenario.model_validate(SPEC))
+    space = Space(((256, 512),), {"tp": None})
+    again = blocks(replace(ctx), Space(((256, 512),), {"tp": None}))
+    assert all(a is b and m is n for (a, m), (b, n) in zip(blocks(ctx, space), again, strict=True))
+    fixed = blocks(ctx, Space(((256, 512),), {"tp": 4}))
+    assert {int(t) for b, _ in fixed for t in b.rows[:, 0]} == {4}
