@@ -6,13 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.physics import step
 from perfmodel.physics.step import Context
 from perfmodel.physics.workload import Shard
+from perfmodel.planning import search as search_module
 from perfmodel.planning.predict import context_for
-from perfmodel.planning.search import Space, blocks
+from perfmodel.planning.search import Space, best_layout, blocks, search
 
 SPEC = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8"}
 
@@ -72,3 +74,21 @@ def test_blocks_are_shared_by_equal_spaces_only() -> None:
     assert all(a is b and m is n for (a, m), (b, n) in zip(blocks(ctx, space), again, strict=True))
     fixed = blocks(ctx, Space(((256, 512),), {"tp": 4}))
     assert {int(t) for b, _ in fixed for t in b.rows[:, 0]} == {4}
+
+
+def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two contexts that differ in the network only: the second search reuses the first one's floors (the same
+    objects) and still finds the exhaustive search's best layout for its own network (which differs here)."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)
+    base = replace(context_for(Scenario.model_validate(SPEC | {"model": "llama3.1-405b", "n_gpus": 512})))
+    nic = base.hardware.accelerator.nic_gbit_per_s
+    slow = _with_accelerator(base, nic_gbit_per_s=nic.model_copy(update={"value": nic.value / 16}))
+    space = Space(((512, 1024),), {})
+    candidates = blocks(base, space)
+    chosen = []
+    for ctx in (base, slow):
+        found = search(ctx, space, candidates=candidates)
+        assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+        chosen.append(found.best.layout)
+    assert search_module._floors(base, candidates)[1][0] is search_module._floors(slow, candidates)[1][0]
+    assert chosen[0] != chosen[1]

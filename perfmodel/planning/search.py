@@ -479,17 +479,7 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     if not floor_holds(ctx.efficiency) or sum(int(mask.sum()) for _, mask in candidates) < FILTER_FROM:
         found = search(ctx, space, sized=True, candidates=candidates)
         return found.best.layout, found.evaluated
-    blocks_, floors, rows = [], [], []
-    for block, mask in candidates:
-        if not mask.any():
-            continue
-        block, mask = block.trimmed(mask)
-        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
-        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
-        rows.append(cells.min(axis=(1, 2, 3)))
-        blocks_.append((block, mask))
-        floors.append(floor)
+    blocks_, floors, rows = _floors(ctx, candidates)
     evaluated = sum(int(mask.sum()) for _, mask in blocks_)
     row_floor = np.concatenate(rows)
     owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
@@ -515,6 +505,44 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     layout = best[index].layout
     assert layout is not None
     return layout, evaluated
+
+
+def _floors(
+    ctx: Context, candidates: Sequence[tuple[Block, Any]]
+) -> tuple[list[tuple[Block, Any]], list[Any], list[Any]]:
+    """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch, recompute) cell and each
+    row's least floor over its valid cells.
+
+    The floor is the step's compute alone, so it is kept for the last FLOORS_KEPT searches by the context's shard
+    memo (`Context.shards`: equal model, compute figures, efficiencies, recipe, sequence) and the blocks searched
+    (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the network share
+    their floors."""
+    import numpy as np
+
+    key = (id(ctx.shards), *map(id, (block for block, _ in candidates)))
+    kept = _FLOORS.get(key)
+    if kept is not None and kept[0] is ctx.shards and all(a is b for a, b in zip(kept[1], candidates, strict=True)):
+        return kept[2]
+    blocks_, floors, rows = [], [], []
+    for block, mask in candidates:
+        if not mask.any():
+            continue
+        block, mask = block.trimmed(mask)
+        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
+        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
+        rows.append(cells.min(axis=(1, 2, 3)))
+        blocks_.append((block, mask))
+        floors.append(floor)
+    if len(_FLOORS) >= FLOORS_KEPT:
+        del _FLOORS[next(iter(_FLOORS))]
+    _FLOORS[key] = (ctx.shards, list(candidates), (blocks_, floors, rows))
+    return blocks_, floors, rows
+
+
+FLOORS_KEPT = 4
+"""Searches whose floors `_floors` keeps, oldest dropped first (a sweep's what-ifs of one point come together)."""
+_FLOORS: dict[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = {}
 
 
 def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
