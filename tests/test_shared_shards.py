@@ -92,3 +92,15 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
         chosen.append(found.best.layout)
     assert search_module._floors(base, candidates)[1][0] is search_module._floors(slow, candidates)[1][0]
     assert chosen[0] != chosen[1]
+
+
+def test_times_without_memory_are_evaluates_times() -> None:
+    """`evaluate_times` prices every time `evaluate` does, bit for bit, and leaves the memory unpriced (NaN)."""
+    ctx = context_for(Scenario.model_validate(SPEC))
+    block, mask = next((b, m) for b, m in blocks(ctx, Space(((256, 512),), {})) if m.any())
+    block = block.trimmed(mask)[0]
+    full, times = step.evaluate(ctx, block.layout_vars()), step.evaluate_times(ctx, block.layout_vars())
+    for name in (*step.BREAKDOWN, "forward_only_s", "ep_comm_exposed_s"):
+        expected, got = (np.broadcast_to(getattr(r, name), block.shape) for r in (full, times))
+        assert np.array_equal(expected, got)
+    assert all(np.isnan(part) for part in times.memory)

@@ -549,7 +549,16 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     return _evaluate(ctx, lv, trace)
 
 
-def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
+def evaluate_times(ctx: Context, lv: LayoutVars) -> StepResult:
+    """`evaluate` less the memory, which is left unpriced (NaN): for callers that priced it already or need none
+    (the search after its memory-first pass, the batch pricing of measured rows). A quarter less array work."""
+    return _evaluate(ctx, lv, memory_too=False)
+
+
+_UNPRICED = memory.MemoryBreakdown(*(math.nan,) * len(memory.MemoryBreakdown._fields))
+
+
+def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None, memory_too: bool = True) -> StepResult:
     """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, mbs, gbs, _, zero = lv[:9]
@@ -670,7 +679,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
         other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
-        memory=_memory(ctx, lv, stages, sh, microbatches, params, experts),
+        memory=_memory(ctx, lv, stages, sh, microbatches, params, experts) if memory_too else _UNPRICED,
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )

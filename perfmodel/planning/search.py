@@ -26,7 +26,15 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
-from perfmodel.physics.step import Context, LayoutVars, evaluate, floor_holds, memory_need, step_floor
+from perfmodel.physics.step import (
+    Context,
+    LayoutVars,
+    evaluate,
+    evaluate_times,
+    floor_holds,
+    memory_need,
+    step_floor,
+)
 
 T = TypeVar("T")
 OBJECTIVES = ("time", "cost")
@@ -361,7 +369,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
         return _Priced(valid, 0, whole, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
     if step is None:
         block, fits = block.trimmed(fits)
-        step = evaluate(ctx, block.layout_vars()).step_time_s
+        step = evaluate_times(ctx, block.layout_vars()).step_time_s
     step = np.broadcast_to(step, block.shape).reshape(-1)
     index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
@@ -557,7 +565,7 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
     if not fits.any():
         return
     block, fits = block.trimmed(fits)
-    step = np.broadcast_to(evaluate(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
+    step = np.broadcast_to(evaluate_times(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
     index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
     low = float(values.min())
