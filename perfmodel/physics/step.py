@@ -748,15 +748,16 @@ def _held_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tuple[_R
     return _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, lv.tp, lv.pp, stages), None)
 
 
-def memory_need(ctx: Context, lv: LayoutVars) -> memory.MemoryBreakdown:
-    """The memory that `evaluate` prices for these layouts, alone: the same functions on the same inputs, so the
-    same numbers element by element, at a fifth of the work. The search uses it to drop the layouts that do not fit
-    before it prices the rest in full (most of a large model's valid layouts do not fit)."""
+def memory_need(ctx: Context, lv: LayoutVars) -> Number:
+    """The memory total that `evaluate` prices for these layouts (`evaluate(ctx, lv).memory.total`), alone: the
+    same functions on the same inputs, so the same numbers element by element, at a fifth of the work. The search
+    uses it to drop the layouts that do not fit before it prices the rest in full (most of a large model's valid
+    layouts do not fit)."""
     md = ctx.model
     sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = lv.gbs / (lv.mbs * lv.dp)
     stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
-    return _memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages))
+    return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages)))
 
 
 def _expert_parallel(
@@ -795,7 +796,20 @@ def _memory(
     params: _RankParams,
     experts: _RankParams | None,
 ) -> memory.MemoryBreakdown:
-    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts.
+    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts."""
+    return memory.peak(*_rank_memory(ctx, lv, stages, sh, microbatches, params, experts))
+
+
+def _rank_memory(
+    ctx: Context,
+    lv: LayoutVars,
+    stages: StageLayers,
+    sh: Shard,
+    microbatches: Number,
+    params: _RankParams,
+    experts: _RankParams | None,
+) -> tuple[memory.MemoryBreakdown, memory.MemoryBreakdown]:
+    """Memory of the first rank (most activations in flight) and of the last (the logits).
 
     A MoE model's routed-expert weights, gradients and optimizer state shard over expert DP, the rest over DP x CP.
     """
@@ -827,4 +841,4 @@ def _memory(
     first_acts = activations(in_flight_first) + where(single_rank, logits, 0.0)
     first = breakdown(params.first, first_layers, first_acts, first_e)
     last = breakdown(params.last, last_layers, activations(in_flight_last) + logits, last_e)
-    return memory.peak(first, last)
+    return first, last

@@ -361,7 +361,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
         result = evaluate(ctx, block.layout_vars())
         need, step = np.broadcast_to(result.memory.total, block.shape), result.step_time_s
     else:
-        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape), None
+        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape), None
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
     valid, whole = int(mask.sum()), 0 if step is None else math.prod(block.shape)
     if not fits.any():
@@ -560,7 +560,7 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
     if not mask.any():
         return
     block, mask = block.trimmed(mask)
-    need = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape)
+    need = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape)
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
     if not fits.any():
         return
