@@ -101,15 +101,15 @@ class Context:
         imbalance, whatever its system and its accelerator's links and prices (a sweep's what-if on the network,
         validation's rows on other clusters)."""
         compute_part = self.hardware.accelerator.model_copy(update=_NOT_COMPUTE)
-        key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank)
+        key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank, self.imbalance)
         try:
-            found = _SHARDS.get((*key, self.imbalance))
+            found = _SHARDS.get(key)
         except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
             return {}
         if found is None:
             if len(_SHARDS) >= SHARDS_KEPT:
                 del _SHARDS[next(iter(_SHARDS))]
-            found = _SHARDS[(*key, self.imbalance)] = {}
+            found = _SHARDS[key] = {}
         return found
 
     @property
@@ -668,6 +668,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
     slower = eff.vintage_factor  # a software release older than the reference vintage: every part takes longer
+    peak_memory = _UNPRICED
+    if memory_too:
+        peak_memory = memory.peak(*_rank_memory(ctx, lv, stages, sh, microbatches, params, experts))
     compute_s = microbatches * mb_compute
     return StepResult(
         compute_s=slower * compute_s,
@@ -679,7 +682,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
         other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
-        memory=_memory(ctx, lv, stages, sh, microbatches, params, experts) if memory_too else _UNPRICED,
+        memory=peak_memory,
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
@@ -787,19 +790,6 @@ def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
     return best
 
 
-def _memory(
-    ctx: Context,
-    lv: LayoutVars,
-    stages: StageLayers,
-    sh: Shard,
-    microbatches: Number,
-    params: _RankParams,
-    experts: _RankParams | None,
-) -> memory.MemoryBreakdown:
-    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts."""
-    return memory.peak(*_rank_memory(ctx, lv, stages, sh, microbatches, params, experts))
-
-
 def _rank_memory(
     ctx: Context,
     lv: LayoutVars,
@@ -809,7 +799,8 @@ def _rank_memory(
     params: _RankParams,
     experts: _RankParams | None,
 ) -> tuple[memory.MemoryBreakdown, memory.MemoryBreakdown]:
-    """Memory of the first rank (most activations in flight) and of the last (the logits).
+    """Memory of the first rank (most activations in flight) and of the last (the logits); the larger one counts
+    (`memory.peak`, `memory.peak_total`).
 
     A MoE model's routed-expert weights, gradients and optimizer state shard over expert DP, the rest over DP x CP.
     """
