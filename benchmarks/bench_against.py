@@ -29,6 +29,7 @@ s = load_scenario(); ctx = context_for(s); layout, _ = choose_layout(s, ctx); lv
 evaluate(ctx, lv); predict(s)
 def cleared():
     getattr(ctx, "memo", {}).clear()
+    getattr(ctx, "shards", {}).clear()  # where a tree keeps the shards apart from the memo
     evaluate(ctx, lv)
 for fn, n in ((lambda: evaluate(ctx, lv), 2000), (cleared, 500), (lambda: predict(s), 300)):
     print(statistics.median(t / n * 1e6 for t in timeit.Timer(fn, timer=time.process_time).repeat(7, n)))
@@ -37,11 +38,13 @@ SEARCH = """
 import statistics, time
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.planning.predict import context_for
+from perfmodel.planning import search as searching
 from perfmodel.planning.search import Space, search
 spec = {"model": {"base": "llama3.1-405b", "vocab": 32000}, "gpu": "h100-sxm", "n_gpus": 512, "precision": "fp8"}
 ctx = context_for(Scenario.model_validate(spec)); space = Space(((512, 1152),), {}); search(ctx, space)
 seconds = []
 for _ in range(5):
+    getattr(searching, "_BLOCKS", {}).clear()  # where a tree keeps the blocks of a space: each search enumerates
     start = time.process_time(); found = search(ctx, space, top=10); seconds.append(time.process_time() - start)
 print(found.evaluated / statistics.median(seconds))
 """
@@ -75,6 +78,28 @@ for _ in range(3):
     cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
 print(statistics.median(rates), statistics.median(priced), statistics.median(cpus))
 """
+SEARCH_DEFAULT = r"""
+import json, statistics, subprocess, sys, time
+command = [sys.executable, "-m", "perfmodel", "search", "--model", "llama3.1-405b", "--gpu", "h100-sxm",
+           "--gpus", "512", "--precision", "fp8", "--format", "json"]
+first = (
+    "import time\n"
+    "from perfmodel.inputs.scenario import Scenario\n"
+    "from perfmodel.planning.predict import search_scenario\n"
+    "s = Scenario.model_validate({'model': 'llama3.1-405b', 'gpu': 'h100-sxm', 'n_gpus': 512, 'precision': 'fp8'})\n"
+    "start = time.perf_counter(); found = search_scenario(s).found\n"
+    "print(found.evaluated / (time.perf_counter() - start))\n"
+)
+rates, walls, fresh = [], [], []
+for _ in range(3):
+    start = time.perf_counter()
+    found = json.loads(subprocess.run(command, check=True, capture_output=True).stdout)
+    walls.append(time.perf_counter() - start)
+    rates.append(found["layouts_evaluated"] / found["elapsed_s"])
+    out = subprocess.run([sys.executable, "-c", first], check=True, capture_output=True, text=True).stdout
+    fresh.append(float(out.split()[0]))
+print(statistics.median(rates), statistics.median(fresh), statistics.median(walls))
+"""
 COMMANDS = """
 import resource, subprocess, sys
 for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "256,512"],
@@ -105,6 +130,15 @@ FIGURES = (
             "perfmodel search 405B, valid layouts/elapsed_s",
             "the same, layouts priced in full/elapsed_s (a tree without the count: valid layouts)",
             "perfmodel search 405B/512 H100, CPU s",
+        ),
+    ),
+    (
+        "search_default",
+        SEARCH_DEFAULT,
+        (
+            "perfmodel search 405B/512 H100 (CLI default space), valid layouts/elapsed_s",
+            "the same, first search_scenario in a fresh process (numpy's import inside), layouts/s",
+            "the same perfmodel search, wall s",
         ),
     ),
     (

@@ -58,7 +58,7 @@ def test_memory_need_is_evaluates_memory(name: str) -> None:
     for block, mask in blocks(ctx, Space(((scenario_gpus, 512),), {})):
         if mask.any():
             lv = block.trimmed(mask)[0].layout_vars()
-            assert np.array_equal(memory_need(ctx, lv).total, evaluate(ctx, lv).memory.total)
+            assert np.array_equal(memory_need(ctx, lv), evaluate(ctx, lv).memory.total)
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

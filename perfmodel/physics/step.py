@@ -89,10 +89,28 @@ class Context:
 
     @cached_property
     def memo(self) -> dict[tuple[Any, ...], Any]:
-        """What this context has worked out once: for plain-number layouts, a shard's compute times (most of a
-        scalar evaluation) and each group's links, by what they depend on; the compiled step and the count of
-        layouts priced before it (`program`); and planning's chosen layouts (predict.choose_layout)."""
+        """What this context has worked out once: for plain-number layouts, each group's links, by what they depend
+        on; the compiled step and the count of layouts priced before it (`program`); and planning's chosen layouts
+        (predict.choose_layout). Shards' compute is in `shards`."""
         return {}
+
+    @cached_property
+    def shards(self) -> dict[tuple[Any, ...], Any]:
+        """Each shard's compute, by what it depends on (for plain numbers; for arrays the table of shards priced):
+        shared by every context with the same model, accelerator, efficiencies, recipe, sequence, LoRA rank and
+        imbalance, whatever its system and its accelerator's links and prices (a sweep's what-if on the network,
+        validation's rows on other clusters)."""
+        compute_part = self.hardware.accelerator.model_copy(update=_NOT_COMPUTE)
+        key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank, self.imbalance)
+        try:
+            found = _SHARDS.get(key)
+        except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
+            return {}
+        if found is None:
+            if len(_SHARDS) >= SHARDS_KEPT:
+                del _SHARDS[next(iter(_SHARDS))]
+            found = _SHARDS[key] = {}
+        return found
 
     @property
     def frozen_base(self) -> bool:
@@ -118,6 +136,24 @@ class Context:
                 memo[("compiled",)] = None  # cannot pass through yet: the formulas as they are (tests flag it)
         compiled: Callable[..., StepResult] | None = memo[("compiled",)]
         return compiled
+
+
+_NOT_COMPUTE = dict.fromkeys(
+    (
+        "scaleup_name",
+        "scaleup_gb_per_s_per_direction",
+        "scaleup_peer_gb_per_s_per_direction",
+        "scaleup_domain_gpus",
+        "nic_gbit_per_s",
+        "usd_per_gpu_hour",
+        "usd_per_gpu_hour_low",
+        "usd_per_gpu_hour_high",
+    )
+)
+"""Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key."""
+SHARDS_KEPT = 256
+"""Shard memos (`Context.shards`) kept, oldest dropped first: validation's rows have about 90 distinct."""
+_SHARDS: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
 
 
 class LayoutVars(NamedTuple):
@@ -324,19 +360,18 @@ class _ShardTable:
 
 
 def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
-    memo = ctx.memo
+    memo = ctx.shards
     table: _ShardTable | None = memo.get(("shard table",))
     if table is None:
         table = memo[("shard table",)] = _ShardTable(sh, ctx, {}, [])
     return table
 
 
-def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
-    """`compute()`, remembered in `ctx.memo` under (part, key) when the key is plain numbers (arrays and symbols
-    are priced every time)."""
+def _memoised(memo: dict[tuple[Any, ...], Any], part: str, key: tuple[Number, ...], compute: Callable[[], T]) -> T:
+    """`compute()`, remembered in `memo` (a context's) under (part, key) when the key is plain numbers (arrays and
+    symbols are priced every time)."""
     if not all(type(x) in PLAIN for x in key):
         return compute()
-    memo = ctx.memo
     found = memo.get((part, key))
     if found is None:
         found = memo[(part, key)] = compute()
@@ -344,7 +379,7 @@ def _memoised(ctx: Context, part: str, key: tuple[Number, ...], compute: Callabl
 
 
 def _links(ctx: Context, size: Number, stride: Number) -> GroupLinks:
-    return _memoised(ctx, "links", (size, stride), lambda: group_links(ctx.tiers, ctx.efficiency, size, stride))
+    return _memoised(ctx.memo, "links", (size, stride), lambda: group_links(ctx.tiers, ctx.efficiency, size, stride))
 
 
 class _Windows(NamedTuple):
@@ -514,7 +549,16 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     return _evaluate(ctx, lv, trace)
 
 
-def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
+def evaluate_times(ctx: Context, lv: LayoutVars) -> StepResult:
+    """`evaluate` less the memory, which is left unpriced (NaN): for callers that priced it already or need none
+    (the search after its memory-first pass, the batch pricing of measured rows). A quarter less array work."""
+    return _evaluate(ctx, lv, memory_too=False)
+
+
+_UNPRICED = memory.MemoryBreakdown(*(math.nan,) * len(memory.MemoryBreakdown._fields))
+
+
+def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None, memory_too: bool = True) -> StepResult:
     """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, mbs, gbs, _, zero = lv[:9]
@@ -624,6 +668,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
             trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
 
     slower = eff.vintage_factor  # a software release older than the reference vintage: every part takes longer
+    peak_memory = _UNPRICED
+    if memory_too:
+        peak_memory = memory.peak(*_rank_memory(ctx, lv, stages, sh, microbatches, params, experts))
     compute_s = microbatches * mb_compute
     return StepResult(
         compute_s=slower * compute_s,
@@ -635,7 +682,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None)
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
         other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
-        memory=_memory(ctx, lv, stages, sh, microbatches, params, experts),
+        memory=peak_memory,
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
@@ -646,7 +693,7 @@ def _shard_layer(ctx: Context, sh: Shard, lv: LayoutVars) -> tuple[ShardCompute,
     (priced once per distinct shard), the full-recompute flag, the recomputed part and the layer's total."""
     full, selective = equal(lv.recompute, 2), equal(lv.recompute, 1)
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    compute = _memoised(ctx, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
+    compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
     recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
@@ -704,15 +751,16 @@ def _held_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tuple[_R
     return _moe_rank_params(md, lv, stages) if md.is_moe else (_rank_params(md, lv.tp, lv.pp, stages), None)
 
 
-def memory_need(ctx: Context, lv: LayoutVars) -> memory.MemoryBreakdown:
-    """The memory that `evaluate` prices for these layouts, alone: the same functions on the same inputs, so the
-    same numbers element by element, at a fifth of the work. The search uses it to drop the layouts that do not fit
-    before it prices the rest in full (most of a large model's valid layouts do not fit)."""
+def memory_need(ctx: Context, lv: LayoutVars) -> Number:
+    """The memory total that `evaluate` prices for these layouts (`evaluate(ctx, lv).memory.total`), alone: the
+    same functions on the same inputs, so the same numbers element by element, at a fifth of the work. The search
+    uses it to drop the layouts that do not fit before it prices the rest in full (most of a large model's valid
+    layouts do not fit)."""
     md = ctx.model
     sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
     microbatches = lv.gbs / (lv.mbs * lv.dp)
     stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
-    return _memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages))
+    return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages)))
 
 
 def _expert_parallel(
@@ -742,7 +790,7 @@ def _busiest(*ranks: tuple[Number, ...]) -> tuple[Number, ...]:
     return best
 
 
-def _memory(
+def _rank_memory(
     ctx: Context,
     lv: LayoutVars,
     stages: StageLayers,
@@ -750,8 +798,9 @@ def _memory(
     microbatches: Number,
     params: _RankParams,
     experts: _RankParams | None,
-) -> memory.MemoryBreakdown:
-    """Memory of the first rank (most activations in flight) and the last (the logits); the larger one counts.
+) -> tuple[memory.MemoryBreakdown, memory.MemoryBreakdown]:
+    """Memory of the first rank (most activations in flight) and of the last (the logits); the larger one counts
+    (`memory.peak`, `memory.peak_total`).
 
     A MoE model's routed-expert weights, gradients and optimizer state shard over expert DP, the rest over DP x CP.
     """
@@ -783,4 +832,4 @@ def _memory(
     first_acts = activations(in_flight_first) + where(single_rank, logits, 0.0)
     first = breakdown(params.first, first_layers, first_acts, first_e)
     last = breakdown(params.last, last_layers, activations(in_flight_last) + logits, last_e)
-    return memory.peak(first, last)
+    return first, last

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
-from perfmodel.physics.step import Context, LayoutVars, StepResult, evaluate
+from perfmodel.physics.step import Context, LayoutVars, StepResult, evaluate, evaluate_times
 from perfmodel.planning.predict import layout_vars
 
 
@@ -73,7 +73,7 @@ class Batch:
             if group.vintage_years is not None:  # each row at its own release (Efficiency.vintage_factor)
                 years = group.vintage_years[:, None] if variants else group.vintage_years
                 ctx = replace(ctx, efficiency=replace(ctx.efficiency, vintage_years=years))
-            result = evaluate(ctx, lv)
+            result = evaluate_times(ctx, lv)
             priced.append((group.rows, result.step_time_s, result.forward_only_s))
         trailing = np.broadcast_shapes(*(np.shape(times)[1:] for _, times, _ in priced)) if priced else ()
         step, forward = np.empty((self.size, *trailing)), np.empty((self.size, *trailing))

@@ -375,19 +375,15 @@ def open_batch_space(
     """The space `build(capped=True)` at the capped default batch; when no layout can use it (a cluster too large
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
     with the GPU count. Either way the space returned passed `check_size`, and comes with its blocks, enumerated
-    once (search it with `sized=True` and them): the capped blocks are scanned only up to the first with a valid
-    layout, and those scanned are the search's."""
+    once (search it with `sized=True` and them)."""
     space = build(True)
-    check_size(ctx, space)  # before scanning the blocks: a refused search must not cost the scan
-    if scenario.parallelism.gbs is not None or space == (uncapped := build(False)):
-        return space, list(blocks(ctx, space))
-    scan, scanned = blocks(ctx, space), []
-    for block, mask in scan:
-        scanned.append((block, mask))
-        if mask.any():
-            return space, [*scanned, *scan]
+    check_size(ctx, space)  # before enumerating the blocks: a refused search must not cost them
+    candidates = blocks(ctx, space)
+    fixed_batch = scenario.parallelism.gbs is not None
+    if fixed_batch or space == (uncapped := build(False)) or any(mask.any() for _, mask in candidates):
+        return space, candidates
     check_size(ctx, uncapped)
-    return uncapped, list(blocks(ctx, uncapped))
+    return uncapped, blocks(ctx, uncapped)
 
 
 def without_layout(scenario: Scenario) -> Scenario:

@@ -26,7 +26,15 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
-from perfmodel.physics.step import Context, LayoutVars, evaluate, floor_holds, memory_need, step_floor
+from perfmodel.physics.step import (
+    Context,
+    LayoutVars,
+    evaluate,
+    evaluate_times,
+    floor_holds,
+    memory_need,
+    step_floor,
+)
 
 T = TypeVar("T")
 OBJECTIVES = ("time", "cost")
@@ -183,8 +191,28 @@ def _expert_choices(ctx: Context, n_gpus: int, space: Space) -> Any:
     return np.array(np.meshgrid(eps, etps, indexing="ij"), dtype=np.int64).reshape(2, -1).T
 
 
-def blocks(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
-    """Every block of candidate layouts with its validity mask, untrimmed (invalid ones included)."""
+def blocks(ctx: Context, space: Space) -> list[tuple[Block, Any]]:
+    """Every block of candidate layouts with its validity mask, untrimmed (invalid ones included).
+
+    Kept for the last BLOCKS_KEPT spaces by what they depend on (the model, the scale-up domain, the sequence, the
+    space): a sweep's points on other GPUs of the same domain, or with a what-if on the network, search the same
+    blocks, and enumerating them and their rules is a fifth of a point's work. Blocks and masks are read-only."""
+    key = (ctx.model, ctx.hardware.ranks_per_domain, ctx.seq_len, space.points, tuple(sorted(space.fixed.items())))
+    found = _BLOCKS.get(key)
+    if found is None:
+        if len(_BLOCKS) >= BLOCKS_KEPT:
+            del _BLOCKS[next(iter(_BLOCKS))]
+        found = _BLOCKS[key] = tuple(_enumerated(ctx, space))
+    return list(found)
+
+
+BLOCKS_KEPT = 32
+"""Spaces whose blocks `blocks` keeps, oldest dropped first (the 60-point generations sweep has 12 distinct)."""
+_BLOCKS: dict[tuple[Any, ...], tuple[tuple[Block, Any], ...]] = {}
+
+
+def _enumerated(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
+    """`blocks` itself."""
     import numpy as np
 
     recompute = space.choices("recompute", list(RECOMPUTE_MODES))
@@ -333,7 +361,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
         result = evaluate(ctx, block.layout_vars())
         need, step = np.broadcast_to(result.memory.total, block.shape), result.step_time_s
     else:
-        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape), None
+        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape), None
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
     valid, whole = int(mask.sum()), 0 if step is None else math.prod(block.shape)
     if not fits.any():
@@ -341,7 +369,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
         return _Priced(valid, 0, whole, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
     if step is None:
         block, fits = block.trimmed(fits)
-        step = evaluate(ctx, block.layout_vars()).step_time_s
+        step = evaluate_times(ctx, block.layout_vars()).step_time_s
     step = np.broadcast_to(step, block.shape).reshape(-1)
     index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
@@ -394,7 +422,7 @@ def search(
     start = time.perf_counter()
     if not sized:
         check_size(ctx, space)
-    candidates = list(blocks(ctx, space)) if candidates is None else candidates
+    candidates = blocks(ctx, space) if candidates is None else candidates
     priced: list[tuple[tuple[int, int], _Priced]] = []
     for done, (block, mask) in enumerate(candidates, 1):
         if mask.any():
@@ -459,17 +487,7 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     if not floor_holds(ctx.efficiency) or sum(int(mask.sum()) for _, mask in candidates) < FILTER_FROM:
         found = search(ctx, space, sized=True, candidates=candidates)
         return found.best.layout, found.evaluated
-    blocks_, floors, rows = [], [], []
-    for block, mask in candidates:
-        if not mask.any():
-            continue
-        block, mask = block.trimmed(mask)
-        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
-        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
-        rows.append(cells.min(axis=(1, 2, 3)))
-        blocks_.append((block, mask))
-        floors.append(floor)
+    blocks_, floors, rows = _floors(ctx, candidates)
     evaluated = sum(int(mask.sum()) for _, mask in blocks_)
     row_floor = np.concatenate(rows)
     owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
@@ -497,6 +515,44 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     return layout, evaluated
 
 
+def _floors(
+    ctx: Context, candidates: Sequence[tuple[Block, Any]]
+) -> tuple[list[tuple[Block, Any]], list[Any], list[Any]]:
+    """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch, recompute) cell and each
+    row's least floor over its valid cells.
+
+    The floor is the step's compute alone, so it is kept for the last FLOORS_KEPT searches by the context's shard
+    memo (`Context.shards`: equal model, compute figures, efficiencies, recipe, sequence) and the blocks searched
+    (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the network share
+    their floors."""
+    import numpy as np
+
+    key = (id(ctx.shards), *map(id, (block for block, _ in candidates)))
+    kept = _FLOORS.get(key)
+    if kept is not None and kept[0] is ctx.shards and all(a is b for a, b in zip(kept[1], candidates, strict=True)):
+        return kept[2]
+    blocks_, floors, rows = [], [], []
+    for block, mask in candidates:
+        if not mask.any():
+            continue
+        block, mask = block.trimmed(mask)
+        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
+        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
+        rows.append(cells.min(axis=(1, 2, 3)))
+        blocks_.append((block, mask))
+        floors.append(floor)
+    if len(_FLOORS) >= FLOORS_KEPT:
+        del _FLOORS[next(iter(_FLOORS))]
+    _FLOORS[key] = (ctx.shards, list(candidates), (blocks_, floors, rows))
+    return blocks_, floors, rows
+
+
+FLOORS_KEPT = 4
+"""Searches whose floors `_floors` keeps, oldest dropped first (a sweep's what-ifs of one point come together)."""
+_FLOORS: dict[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = {}
+
+
 def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
     """Price the layouts of `mask` (memory, then the step of those that fit) and fold the best into `best`."""
     import numpy as np
@@ -504,12 +560,12 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
     if not mask.any():
         return
     block, mask = block.trimmed(mask)
-    need = np.broadcast_to(memory_need(ctx, block.layout_vars()).total, block.shape)
+    need = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape)
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
     if not fits.any():
         return
     block, fits = block.trimmed(fits)
-    step = np.broadcast_to(evaluate(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
+    step = np.broadcast_to(evaluate_times(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
     index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
     low = float(values.min())

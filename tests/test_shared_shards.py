@@ -1,0 +1,106 @@
+"""Shards' compute shared across contexts (`Context.shards`) and blocks across searches (`search.blocks`): only where
+the inputs they are worked out from are equal, so that sharing changes no number."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics import step
+from perfmodel.physics.step import Context
+from perfmodel.physics.workload import Shard
+from perfmodel.planning import search as search_module
+from perfmodel.planning.predict import context_for
+from perfmodel.planning.search import Space, best_layout, blocks, search
+
+SPEC = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8"}
+
+
+def _with_accelerator(ctx: Context, **updates: object) -> Context:
+    accelerator = ctx.hardware.accelerator.model_copy(update=updates)
+    return replace(ctx, hardware=ctx.hardware.model_copy(update={"accelerator": accelerator}))
+
+
+def _compute(ctx: Context) -> list[np.ndarray]:
+    """Every field of `_shard_compute` over a few shards, priced afresh (no memo)."""
+    tp, cp, mbs = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1.0, 1.0, 2.0, 1.0]), np.array([1.0, 2.0, 1.0, 4.0])
+    sh = Shard(ctx.model, ctx.recipe, tp, cp, mbs, ctx.seq_len, 1.0, 1.0, ctx.imbalance)
+    found = step._shard_compute(ctx, sh)
+    fields = [*found.layer, *found.head_forward.values(), *found.head_backward.values(), found.embedding]
+    return [np.broadcast_to(f, tp.shape) for f in fields]
+
+
+def test_links_and_prices_share_the_shards_and_change_no_compute() -> None:
+    base = replace(context_for(Scenario.model_validate(SPEC)))
+    acc = base.hardware.accelerator
+    other = _with_accelerator(
+        base,
+        nic_gbit_per_s=acc.nic_gbit_per_s.model_copy(update={"value": 2 * acc.nic_gbit_per_s.value}),
+        scaleup_gb_per_s_per_direction=acc.scaleup_gb_per_s_per_direction.model_copy(update={"value": 1.0}),
+        scaleup_domain_gpus=acc.scaleup_domain_gpus.model_copy(update={"value": 72.0}),
+        scaleup_name="another",
+        usd_per_gpu_hour=None,
+    )
+    assert other.shards is base.shards
+    for a, b in zip(_compute(base), _compute(other), strict=True):  # the blanked fields are read by no compute
+        assert np.array_equal(a, b)
+
+
+def test_a_compute_figure_or_a_numbers_change_gets_its_own_shards() -> None:
+    base = replace(context_for(Scenario.model_validate(SPEC)))
+    acc = base.hardware.accelerator
+    faster = _with_accelerator(base, hbm_tbps=acc.hbm_tbps.model_copy(update={"value": 2 * acc.hbm_tbps.value}))
+    assert faster.shards is not base.shards
+    assert not all(np.array_equal(a, b) for a, b in zip(_compute(base), _compute(faster), strict=True))
+    assert replace(base, seq_len=4096).shards is not base.shards
+    assert replace(base, imbalance=2.0).shards is not base.shards
+
+
+def test_efficiencies_with_arrays_keep_their_own_shards() -> None:
+    base = replace(context_for(Scenario.model_validate(SPEC)))
+    variants = replace(base.efficiency, memory=np.array([0.8, 0.9]))
+    first, second = replace(base, efficiency=variants), replace(base, efficiency=variants)
+    assert first.shards is not second.shards
+    assert first.shards is first.shards
+
+
+def test_blocks_are_shared_by_equal_spaces_only() -> None:
+    ctx = context_for(Scenario.model_validate(SPEC))
+    space = Space(((256, 512),), {"tp": None})
+    again = blocks(replace(ctx), Space(((256, 512),), {"tp": None}))
+    assert all(a is b and m is n for (a, m), (b, n) in zip(blocks(ctx, space), again, strict=True))
+    fixed = blocks(ctx, Space(((256, 512),), {"tp": 4}))
+    assert {int(t) for b, _ in fixed for t in b.rows[:, 0]} == {4}
+
+
+def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two contexts that differ in the network only: the second search reuses the first one's floors (the same
+    objects) and still finds the exhaustive search's best layout for its own network (which differs here)."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)
+    base = replace(context_for(Scenario.model_validate(SPEC | {"model": "llama3.1-405b", "n_gpus": 512})))
+    nic = base.hardware.accelerator.nic_gbit_per_s
+    slow = _with_accelerator(base, nic_gbit_per_s=nic.model_copy(update={"value": nic.value / 16}))
+    space = Space(((512, 1024),), {})
+    candidates = blocks(base, space)
+    chosen = []
+    for ctx in (base, slow):
+        found = search(ctx, space, candidates=candidates)
+        assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+        chosen.append(found.best.layout)
+    assert search_module._floors(base, candidates)[1][0] is search_module._floors(slow, candidates)[1][0]
+    assert chosen[0] != chosen[1]
+
+
+def test_times_without_memory_are_evaluates_times() -> None:
+    """`evaluate_times` prices every time `evaluate` does, bit for bit, and leaves the memory unpriced (NaN)."""
+    ctx = context_for(Scenario.model_validate(SPEC))
+    block, mask = next((b, m) for b, m in blocks(ctx, Space(((256, 512),), {})) if m.any())
+    block = block.trimmed(mask)[0]
+    full, times = step.evaluate(ctx, block.layout_vars()), step.evaluate_times(ctx, block.layout_vars())
+    for name in (*step.BREAKDOWN, "forward_only_s", "ep_comm_exposed_s"):
+        expected, got = (np.broadcast_to(getattr(r, name), block.shape) for r in (full, times))
+        assert np.array_equal(expected, got)
+    assert all(np.isnan(part) for part in times.memory)
