@@ -16,7 +16,7 @@ from perfmodel.errors import InfeasibleLayout
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.inputs.stacks import get_stack
 from perfmodel.physics.parallel import Layout
-from perfmodel.physics.step import Context, evaluate
+from perfmodel.physics.step import Context, memory_need
 from perfmodel.planning.predict import choose_layout, layout_vars
 
 OPEN_DIMENSIONS = ("recompute", "zero", "mbs")
@@ -54,13 +54,14 @@ def settle(scenario: Scenario, ctx: Context) -> Settled | None:
         return None  # a profile without the dimension's entry: searched
     valid: list[tuple[Layout, bool]] = []
     default: Layout | None = None
+    capacity = ctx.hardware.accelerator.memory_bytes
     for combo in itertools.product(*(r.plausible for r in rules if r)):
         variant = par.model_copy(update=dict(zip(open_, combo, strict=True)))
         try:
             layout, _ = choose_layout(scenario.model_copy(update={"parallelism": variant}), ctx)
         except InfeasibleLayout:
             continue
-        valid.append((layout, bool(evaluate(ctx, layout_vars(layout)).fits)))
+        valid.append((layout, bool(memory_need(ctx, layout_vars(layout)) <= capacity)))  # evaluate(...).fits
         if all(r is not None and c == r.default for c, r in zip(combo, rules, strict=True)):
             default = layout
     if not valid:
