@@ -4,7 +4,8 @@ Mixed-precision Adam with Megatron's distributed optimizer: weights as the recip
 (Megatron-core's default grad_reduce_in_fp32=False), FP32 master weights and two FP32 moments (12 B/param) sharded
 over the data-parallel ranks (including CP ranks, which hold the same weights). ZeRO-2 also shards gradients, ZeRO-3
 (FSDP) weights too. Activations follow Korthikanti et al. 2022 with flash attention (no s^2 term) and sequence
-parallelism, written out tensor by tensor for GQA and SwiGLU.
+parallelism, written out tensor by tensor for GQA and SwiGLU. A frozen base (LoRA) saves less: see
+`activation_bytes_per_token`.
 """
 
 from __future__ import annotations
@@ -36,35 +37,53 @@ class MemoryBreakdown(NamedTuple):
         return self.weights + self.gradients + self.optimizer + self.activations + self.runtime
 
 
-def activation_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str) -> float:
-    """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it)."""
+def activation_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str, frozen_base: bool = False) -> float:
+    """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it).
+
+    A linear layer y = xW saves its input x only for the weight gradient dW = x^T dy; the input gradient
+    dx = dy W^T needs W alone. A frozen base (LoRA, Hu et al. 2021, arXiv 2106.09685, section 4.1: W0 gets no
+    gradient) therefore saves no quantised GEMM inputs: the MLP's fc1 and fc2 (no adapters there, as the MLPerf
+    llama2_70b_lora benchmark trains adapters on the attention projections only) keep nothing, and the QKV and output
+    projections keep only their adapters' BF16 inputs (the norm output; flash attention's output, which it saves
+    anyway). Autograd and Transformer Engine's linear layers save the input only when the weight needs a gradient
+    (PyTorch's generated autograd saves an operand only if the other one requires grad; TE's Linear/LayerNormLinear
+    `backward_needs_input = weight.requires_grad`; recalled from the public code, not a stored copy).
+    """
     h, kv, f = model.hidden, model.kv_dim, model.ffn
     quantised_input = recipe.element_bytes if recipe.quantised else BF16_BYTES
     if recompute == "full":
         return h * BF16_BYTES  # only the layer input is kept
+    wgrad_input = 0.0 if frozen_base else quantised_input  # the quantised copy only dW reads
     saved = {
         "norm1_input": h * BF16_BYTES,
         "qkv_output": (h + 2 * kv) * BF16_BYTES,
-        "attention_output": h * BF16_BYTES + (h * quantised_input if recipe.quantised else 0),
+        "attention_output": h * BF16_BYTES + (h * wgrad_input if recipe.quantised else 0),
         "norm2_input": h * BF16_BYTES,
         "fc1_output": model.mlp_in_width * BF16_BYTES,
     }
     if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
-        saved |= {"qkv_input": h * quantised_input, "fc1_input": h * quantised_input, "fc2_input": f * quantised_input}
+        qkv_input = h * BF16_BYTES if frozen_base else h * quantised_input  # the QKV adapter's input
+        saved |= {"qkv_input": qkv_input, "fc1_input": h * wgrad_input, "fc2_input": f * wgrad_input}
     return sum(saved.values())
 
 
 def activations(
-    model: ModelSpec, recipe: Recipe, recompute: str, tokens: Number, tp: Number, layers_in_flight: Number
+    model: ModelSpec,
+    recipe: Recipe,
+    recompute: str,
+    tokens: Number,
+    tp: Number,
+    layers_in_flight: Number,
+    frozen_base: bool = False,
 ) -> Number:
     """Activations held by one rank: `layers_in_flight` layer-micro-batches of `tokens` tokens each.
 
     Full recompute also needs one layer's complete activations while it recomputes it.
     """
-    per_layer = activation_bytes_per_token(model, recipe, recompute) * tokens / tp
+    per_layer = activation_bytes_per_token(model, recipe, recompute, frozen_base) * tokens / tp
     held = per_layer * layers_in_flight
     if recompute == "full":
-        held = held + activation_bytes_per_token(model, recipe, "none") * tokens / tp
+        held = held + activation_bytes_per_token(model, recipe, "none", frozen_base) * tokens / tp
     return held * (1 + FRAGMENTATION)
 
 

@@ -813,7 +813,10 @@ def _rank_memory(
         if md.is_moe:
             modes = [moe.layer_activations(sh, rec, mode, layers) for mode in ("none", "selective", "full")]
         else:
-            modes = [memory.activations(md, rec, mode, tokens, tp, layers) for mode in ("none", "selective", "full")]
+            modes = [
+                memory.activations(md, rec, mode, tokens, tp, layers, ctx.frozen_base)
+                for mode in ("none", "selective", "full")
+            ]
         return where(equal(lv.recompute, 2), modes[2], where(equal(lv.recompute, 1), modes[1], modes[0]))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
