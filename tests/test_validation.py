@@ -38,6 +38,15 @@ def test_validate_json_contract_on_a_subset() -> None:
     assert set(report["groups"]) == {"source", "accelerator", "precision", "metric"}
 
 
+def test_validate_table_prints_large_figures_without_an_exponent() -> None:
+    """measured_runs.csv row 6 (Megatron-Bridge performance-summary.md, NeMo 26.08, GPT-OSS-120B on 64 GB300s):
+    33,024 tokens/s/GPU, shown as a planner reads it, not as 3.302e+04."""
+    result = run_cli("validate", "--only", "measured_runs.csv:6")
+    assert result.code == 0, result.err
+    row = next(line for line in result.out.splitlines() if "gpt-oss-120b" in line)
+    assert " 33,024 " in row and "e+0" not in row
+
+
 def test_validate_a_user_csv_and_its_errors(tmp_path: Path) -> None:
     good = tmp_path / "runs.csv"
     good.write_text(

@@ -254,12 +254,18 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
+def _measure(value: float) -> str:
+    """A measured or predicted figure to four significant digits, without an exponent (33,020 tokens/s, not
+    3.302e+04): whole numbers with thousands separators from 1,000 up."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def _basis(record: dict[str, Any]) -> str:
     """How a validated row's layout was set: reported, searched, or the dimensions its stack set (and the range)."""
     if not record["layout_assumed"]:
         return str(record["layout_basis"])
     low, high = record["predicted_low"], record["predicted_high"]
-    return f"{'/'.join(record['layout_assumed'])} at {record['layout_basis']} ({low:,.4g}..{high:,.4g})"
+    return f"{'/'.join(record['layout_assumed'])} at {record['layout_basis']} ({_measure(low)}..{_measure(high)})"
 
 
 def validation_table(result: Any) -> str:
@@ -268,7 +274,7 @@ def validation_table(result: Any) -> str:
 
     rows = [
         [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
-         f"{r['measured']:,.4g}", f"{r['predicted']:,.4g}", f"{r['error_pct']:+.1f}%",
+         _measure(r['measured']), _measure(r['predicted']), f"{r['error_pct']:+.1f}%",
          "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%", _basis(r)]
         for r in (row.to_dict() for row in result.rows)
     ]  # fmt: skip
@@ -303,7 +309,7 @@ def protocol_table(result: Any) -> str:
     record = result.to_dict()
     rows = [
         [r["fold"], r["source"], r["detail"][:24], r["model"], r["accelerator"], r["n_gpus"], r["format"],
-         r["metric"], f"{r['measured']:,.4g}", f"{r['predicted']:,.4g}", f"{r['error_pct']:+.1f}%"]
+         r["metric"], _measure(r['measured']), _measure(r['predicted']), f"{r['error_pct']:+.1f}%"]
         for r in record["rows"]
     ]  # fmt: skip
     headers = ["fold", "source", "detail", "model", "GPU", "n", "format", "metric", "measured", "predicted", "error"]
