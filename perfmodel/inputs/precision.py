@@ -11,7 +11,7 @@ Attention (QK^T, softmax, PV), norms, the LM head and the optimizer stay in BF16
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, Accelerator
@@ -84,7 +84,24 @@ RECIPES: dict[str, Recipe] = {
 assert tuple(RECIPES) == PRECISIONS
 
 
+NON_TN_FP8_FAMILIES = ("blackwell", "blackwell-ultra")
+"""Families whose tensor cores take FP8 operands in either major order (Blackwell's tcgen05 MMAs), so that one
+row-wise FP8 copy of a per-tensor-scaled tensor serves the forward GEMM and the backward ones alike. Hopper's FP8
+wgmma takes K-major operands only (PTX ISA: transposes are supported for 16-bit types alone), so Transformer Engine
+keeps a second, transposed FP8 copy of each weight and writes one of each cast activation there. TE's
+`is_non_tn_fp8_gemm_supported()` is true from compute capability 10.0 (sm_100/sm_103) and then skips the transpose
+(recalled from the public code, not a stored copy). Block-scaled formats (MXFP8, NVFP4) keep both copies on every
+family: their scales run along the reduction dimension, which differs between the two GEMMs."""
+_SINGLE_FP8_COPY = {
+    r.id: replace(r, copies=1, weight_bytes=r.weight_bytes - r.element_bytes)
+    for r in RECIPES.values()
+    if r.delayed_scaling_capable  # per-tensor FP8: one scale for the whole tensor, in either layout
+}
+
+
 def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:
+    """The recipe on this accelerator: per-tensor FP8 without its transposed copies where the tensor cores do not
+    need them (NON_TN_FP8_FAMILIES)."""
     if precision not in RECIPES:
         raise PerfmodelError(f"unknown precision '{shown(precision)}'; valid: {', '.join(RECIPES)}")
     if precision not in accelerator.precisions:
@@ -92,4 +109,6 @@ def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:
             f"{accelerator.id} has no tensor-core support for {precision}; "
             f"supported: {', '.join(accelerator.precisions)}"
         )
+    if accelerator.family in NON_TN_FP8_FAMILIES and precision in _SINGLE_FP8_COPY:
+        return _SINGLE_FP8_COPY[precision]
     return RECIPES[precision]
