@@ -561,9 +561,8 @@ _UNPRICED = memory.MemoryBreakdown(*(math.nan,) * len(memory.MemoryBreakdown._fi
 def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None, memory_too: bool = True) -> StepResult:
     """`evaluate` itself: the step's formulas, for floats, arrays, symbols and traced values alike."""
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
-    tp, pp, cp, dp, vp, mbs, gbs, _, zero = lv[:9]
-    sh = Shard(md, rec, tp, cp, mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
-    microbatches = gbs / (mbs * dp)
+    tp, pp, cp, dp, vp, zero = *lv[:5], lv.zero
+    sh, microbatches, stages = _per_rank(ctx, lv)
     compute, full, recompute_s, layer_compute = _shard_layer(ctx, sh, lv)
     lt = compute.layer
 
@@ -596,7 +595,6 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
-    stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
 
     if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
         head_comm = head_comm + md.mtp_layers * (tp_exposed + head_comm)
@@ -688,6 +686,14 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     )
 
 
+def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]:
+    """What every entry point (`evaluate`, `step_floor`, `memory_need`) prices a rank from: its shard of each layer,
+    its micro-batches per step and its pipeline stage's layers."""
+    md = ctx.model
+    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    return sh, lv.gbs / (lv.mbs * lv.dp), stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
+
+
 def _shard_layer(ctx: Context, sh: Shard, lv: LayoutVars) -> tuple[ShardCompute, Number, Number, Number]:
     """Compute of one layer and one micro-batch, recomputation included in the backward pass: the shard's compute
     (priced once per distinct shard), the full-recompute flag, the recomputed part and the layer's total."""
@@ -724,16 +730,14 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     one of the three), so it is >= the least of the three, which is what this returns in its place; without PP it is
     that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order."""
     md = ctx.model
-    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv)
     head_compute, embed_compute = _head_compute(md, compute, layer_compute), compute.embedding
-    stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
     single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
     interior = _rank_compute(stages.interior, layer_compute, 0.0)
     first = _rank_compute(stages.first, layer_compute, embed_compute)
     last = _rank_compute(stages.last, layer_compute, head_compute)
     least = minimum(interior, minimum(first, last))
-    microbatches = lv.gbs / (lv.mbs * lv.dp)
     return ctx.efficiency.vintage_factor * (microbatches * where(equal(lv.pp, 1), single, least))
 
 
@@ -756,11 +760,8 @@ def memory_need(ctx: Context, lv: LayoutVars) -> Number:
     same functions on the same inputs, so the same numbers element by element, at a fifth of the work. The search
     uses it to drop the layouts that do not fit before it prices the rest in full (most of a large model's valid
     layouts do not fit)."""
-    md = ctx.model
-    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
-    microbatches = lv.gbs / (lv.mbs * lv.dp)
-    stages = stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
-    return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(md, lv, stages)))
+    sh, microbatches, stages = _per_rank(ctx, lv)
+    return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(ctx.model, lv, stages)))
 
 
 def _expert_parallel(
