@@ -70,13 +70,13 @@ def settle(scenario: Scenario, ctx: Context) -> Settled | None:
     members = fitting or tuple(lo for lo, _ in valid)
     at_default = default is not None and (default in fitting or not fitting)
     said = ", ".join(f"{r.dimension}={r.default if r.default is not None else 'none sourced'}" for r in rules if r)
-    how = (
-        f"priced at the default, range over the {len(members)} plausible settings that fit"
-        if at_default and fitting
-        else "no plausible setting fits the memory estimate: priced at the default"
-        if at_default
-        else f"the default {'does not fit' if default is not None else 'is not sourced'}: scored on the range over "
-        f"the {len(members)} plausible settings that {'fit' if fitting else 'are valid (none fits)'}"
-    )
+    if at_default and fitting:
+        how = f"priced at the default, range over the {len(members)} plausible settings that fit"
+    elif at_default:
+        how = "no plausible setting fits the memory estimate: priced at the default"
+    else:
+        why = "does not fit" if default is not None else "is not sourced"
+        which = "fit" if fitting else "are valid (none fits)"
+        how = f"the default {why}: scored on the range over the {len(members)} plausible settings that {which}"
     note = f"{', '.join(open_)} not reported: stack '{stack.name}' default {said} (inputs/stacks.py); {how}"
     return Settled(default if at_default and default else members[0], members, open_, at_default, note)
