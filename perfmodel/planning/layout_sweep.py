@@ -36,8 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from perfmodel.errors import PerfmodelError
+from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, valid
+from perfmodel.physics.step import BREAKDOWN, LayoutVars
+from perfmodel.planning.batch import price_layouts
+from perfmodel.planning.predict import context_for, layout_free, rates
 from perfmodel.planning.sweep import MAX_POINTS, Point, point_hardware, spread
+from perfmodel.planning.training import training_run
 
 LAYOUT_AXES = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "gbs", "recompute", "zero")
 REQUIRED = ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")
@@ -52,7 +59,6 @@ Columns = dict[str, list[Any]]
 
 def layout_axes(path: Path, table: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """The [sweep.layouts] table as (dimension, values) pairs in the file's order, each value checked."""
-    from perfmodel.physics.parallel import RECOMPUTE_MODES, ZERO_STAGES
 
     if not isinstance(table, dict) or not table:
         raise PerfmodelError(f"{path}: field 'sweep.layouts' must be a table of layout lists, e.g. tp = [1, 2, 4]")
@@ -169,9 +175,6 @@ def run(
 
 def _axis_columns(chunk: Chunk) -> dict[str, Any]:
     """The listed dimensions' values of every layout of the chunk (recompute as its index)."""
-    import numpy as np
-
-    from perfmodel.physics.parallel import RECOMPUTE_MODES
 
     sizes = [len(values) for _, values in chunk.axes]
     index = np.unravel_index(np.arange(chunk.start, chunk.stop), sizes)
@@ -186,9 +189,6 @@ def _layout_numbers(chunk: Chunk, scenario: Any) -> Any:
     """The chunk's layouts as LayoutNumbers of int arrays: a listed dimension from its axis, the others as `predict`
     takes a given layout (planning.predict.choose_layout): the scenario's value, DP filling the GPU count, EP and ETP
     1, the default batch (uncapped where the capped one does not divide among the replicas)."""
-    import numpy as np
-
-    from perfmodel.physics.parallel import RECOMPUTE_MODES, LayoutNumbers
 
     listed = _axis_columns(chunk)
     par, n, count = scenario.parallelism, scenario.n_gpus, chunk.stop - chunk.start
@@ -210,9 +210,6 @@ def _layout_numbers(chunk: Chunk, scenario: Any) -> Any:
 
 def _rule_errors(numbers: Any, invalid: Any, model: Any, n_gpus: int) -> list[str]:
     """The error of each invalid layout: the rules it breaks, in the words `predict` uses for a given layout."""
-    import numpy as np
-
-    from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, Layout, LayoutNumbers
 
     broken = np.stack([np.broadcast_to(~np.asarray(r.holds(numbers, model, n_gpus), bool), invalid.shape)
                        for r in RULES])[:, invalid]  # fmt: skip
@@ -231,12 +228,6 @@ def _rule_errors(numbers: Any, invalid: Any, model: Any, n_gpus: int) -> list[st
 
 def price_chunk(chunk: Chunk) -> Columns:
     """The rows of a chunk's layouts, as columns: identity, layout, then the priced figures of the valid ones."""
-    import numpy as np
-
-    from perfmodel.physics.parallel import RECOMPUTE_MODES, valid
-    from perfmodel.physics.step import LayoutVars
-    from perfmodel.planning.batch import price_layouts
-    from perfmodel.planning.predict import context_for
 
     scenario = chunk.point.scenario()
     ctx = context_for(scenario, hardware=point_hardware(chunk.point, scenario))
@@ -286,11 +277,6 @@ def price_chunk(chunk: Chunk) -> Columns:
 
 def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
     """The prediction record's priced columns (Prediction.to_dict, up to the run's cost) for priced layouts."""
-    import numpy as np
-
-    from perfmodel.physics.step import BREAKDOWN
-    from perfmodel.planning.predict import layout_free, rates
-    from perfmodel.planning.training import training_run
 
     acc, n = ctx.hardware.accelerator, scenario.n_gpus
     step_s = step.step_time_s
