@@ -160,10 +160,11 @@ def test_recompute_layers_round_trips_through_cli_json_and_scenario_toml(cli: An
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
-        (["--recompute", "selective", "--recompute-layers", "4"], "recompute_layers needs recompute 'full'"),
-        (["--recompute-layers", "4", "--model", "llama3.1-8b", "--gpus", "8"], "the layout search does not"),
+        (["predict", "--recompute", "selective", "--recompute-layers", "4"], "recompute_layers needs recompute 'full'"),
+        (["predict", "--recompute-layers", "4", "--model", "llama3.1-8b", "--gpus", "8"], "search does not enumerate"),
+        (["search", "--recompute-layers", "4", "--model", "llama3.1-8b", "--gpus", "8"], "search does not enumerate"),
     ],
 )
 def test_bad_recompute_layers_is_one_line_and_exit_2(cli: Any, extra: list[str], says: str) -> None:
-    result = cli("predict", *extra)
+    result = cli(*extra)
     assert result.code == 2 and says in result.err and "Traceback" not in result.err

@@ -360,11 +360,7 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
             ctx.memo["valid layout", layout, n] = True
         return layout, 1
 
-    if par.recompute_layers is not None:
-        raise PerfmodelError(
-            "parallelism.recompute_layers: a partial recompute is priced for a given layout only (give tp, pp, cp, "
-            "vp, mbs and zero too); the layout search does not enumerate it"
-        )
+    _refuse_partial_search(scenario)
     key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
     if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
         chosen: tuple[Layout, int] = ctx.memo[key]
@@ -528,10 +524,20 @@ class SearchReport:
         return [p.to_record() for p in self.results]
 
 
+def _refuse_partial_search(scenario: Scenario) -> None:
+    """A search does not enumerate partial recompute: one asked to keep it would silently drop it."""
+    if scenario.parallelism.recompute_layers is not None:
+        raise PerfmodelError(
+            "parallelism.recompute_layers: a partial recompute is priced for a given layout only (give tp, pp, cp, "
+            "vp, mbs and zero too); the layout search does not enumerate it"
+        )
+
+
 def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, capped: bool = True) -> Space:
     """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
     leaves it open, the batches of `gbs_choices` around each count's default (capped or not), and the dimensions it
     fixes."""
+    _refuse_partial_search(scenario)
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
