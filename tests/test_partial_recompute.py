@@ -168,3 +168,14 @@ def test_recompute_layers_round_trips_through_cli_json_and_scenario_toml(cli: An
 def test_bad_recompute_layers_is_one_line_and_exit_2(cli: Any, extra: list[str], says: str) -> None:
     result = cli(*extra)
     assert result.code == 2 and says in result.err and "Traceback" not in result.err
+
+
+def test_settle_keeps_the_stacks_sharding_before_raising_it() -> None:
+    # mlperf_training_llm.csv, v4.1 llama2_70b_lora, NVIDIA h200_ngc24.09_nemo: 8 H200, FP8, TP1 PP1 CP2, recompute
+    # and sharding unreported. No recompute at ZeRO-3 fits (the frozen base sharded 8 ways), but Megatron's recipe
+    # keeps its distributed optimizer (ZeRO-1) and raises recompute first (fitting.assumed.MEMORY_ORDER).
+    runs = {r.id: r for r in bundled_runs()[0]}
+    item = prepare(runs["mlperf:v4.1/NVIDIA/h200_ngc24.09_nemo"], UNCALIBRATED)
+    assert item.basis == "stack choice" and item.layout.zero == 1 and item.layout.recompute == "full"
+    assert any(m.zero == 3 and m.recompute == "none" for m in item.members)  # the order decided, not the fit
+    assert not _fits(item, replace(item.layout, recompute="selective", recompute_layers=None))
