@@ -43,6 +43,7 @@ class WorkloadOptions(TypedDict, total=False):
     gbs: int
     seq_len: int
     recompute: Literal["none", "selective", "full"]
+    recompute_layers: int
     zero: Literal[0, 1, 2, 3]
     tokens: float
     benchmark: str

@@ -89,9 +89,13 @@ def _unreported_section(dense: list[Row]) -> list[str]:
         "A dimension the source does not report (recompute, ZeRO sharding, micro-batch) is set as the row's stack "
         "runs it (perfmodel/inputs/stacks.py, each default with its source): the row is priced at every plausible "
         "setting of its stack that fits in memory. 'stack default': the point is the stack's default and the fit "
-        "uses it. 'range': the default does not fit (or has no source), so the fit uses the distance to the range "
-        "(0 inside it) and the MAPE here and everywhere else scores the range's geometric middle. Never the "
-        "model's best layout. Signed error: time-like metrics, + is too slow.",
+        "uses it. 'stack choice': the default does not fit, so the point is what the recipe would set, the least "
+        "memory-saving setting that fits (fitting/assumed.py MEMORY_ORDER: the stack's sharding kept, then none < "
+        "selective < a full recompute of the fewest leading layers per pipeline chunk < every layer; ZeRO raised "
+        "only where no recompute fits), and the fit uses it. 'range': a dimension has no sourced default (the "
+        "micro-batch) or nothing fits, so the fit uses the distance to the range (0 inside it) and the MAPE here "
+        "and everywhere else scores the range's geometric middle. Never the model's best layout. Signed error: "
+        "time-like metrics, + is too slow.",
         "",
         tabulate(
             table,

@@ -67,10 +67,11 @@ def test_range_contains_point_and_every_member_fits(run: MeasuredRun) -> None:
     assert row.low < row.high  # the plausible settings differ in time
 
 
-def test_row_whose_default_does_not_fit_is_scored_on_its_range() -> None:
+def test_row_whose_default_does_not_fit_takes_the_stacks_choice() -> None:
     """70B on 32 H100s: without recompute the activations of a 4-sequence micro-batch do not fit, so Composer's
-    default (no checkpointing, FULL_SHARD) cannot be what ran; the row is range-only, and the fit's loss is its log
-    distance to the range, 0 inside."""
+    default (no checkpointing, FULL_SHARD) cannot be what ran; the row is priced where the recipe would go, the
+    least memory-saving setting that fits (fitting.assumed.MEMORY_ORDER: full-block checkpointing, still
+    FULL_SHARD), and keeps its range."""
     run = _run("llama3.1-70b", 32, {"gbs": 128, "mbs": 4})
     item = prepare(run, UNCALIBRATED)
     default = Scenario.model_validate(
@@ -78,9 +79,20 @@ def test_row_whose_default_does_not_fit_is_scored_on_its_range() -> None:
     )
     ctx = context_for(default, UNCALIBRATED.efficiency("hopper", "composer"))
     assert not bool(evaluate(ctx, layout_vars(choose_layout(default, ctx)[0])).fits)
+    assert not item.range_only and item.basis == "stack choice"
+    assert (item.layout.recompute, item.layout.zero) == ("full", 3)
+    (row,) = validate([run], UNCALIBRATED).rows
+    assert row.low is not None and row.high is not None and row.low <= row.predicted <= row.high
+
+
+def test_row_without_a_sourced_micro_batch_is_scored_on_its_range() -> None:
+    """The same row without its micro-batch: no stack has a sourced default for it, so the row is range-only, the
+    fit's loss is its log distance to the range (0 inside) and its error scores the range's geometric middle."""
+    run = _run("llama3.1-70b", 32, {"gbs": 128})
+    item = prepare(run, UNCALIBRATED)
     assert item.range_only and item.basis == "range"
     (row,) = validate([run], UNCALIBRATED).rows
-    assert row.low is not None and row.high is not None
+    assert row.low is not None and row.high is not None and row.low < row.high
     assert row.predicted == pytest.approx(math.sqrt(row.low * row.high))
     for measured, distance in ((row.predicted, 0.0), (row.high * 1.1, math.log(row.high / (row.high * 1.1)))):
         batch = RunBatch([replace(item, run=replace(run, measured=measured))])

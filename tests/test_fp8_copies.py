@@ -1,5 +1,5 @@
-"""Per-tensor FP8 keeps one FP8 copy of each tensor where the tensor cores take either major order (Blackwell), two
-where they take K-major operands only (Hopper): inputs/precision.NON_TN_FP8_FAMILIES."""
+"""Per-tensor FP8 keeps one FP8 copy of each tensor where the tensor cores take either major order (Blackwell, CDNA),
+two where they take K-major operands only (Hopper): inputs/precision.NON_TN_FP8_FAMILIES."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from perfmodel.physics.step import evaluate
 from perfmodel.planning.predict import layout_vars
 
 
-@pytest.mark.parametrize(("gpu", "copies", "weight_bytes"), [("h100-sxm", 2, 2.0), ("b200", 1, 1.0), ("gb300", 1, 1.0)])
+@pytest.mark.parametrize(
+    ("gpu", "copies", "weight_bytes"),
+    [("h100-sxm", 2, 2.0), ("b200", 1, 1.0), ("gb300", 1, 1.0), ("mi300x", 1, 1.0), ("mi325x", 1, 1.0)],
+)
 def test_per_tensor_fp8_copies_follow_the_tensor_cores(gpu: str, copies: int, weight_bytes: float) -> None:
     recipe = get_recipe("fp8", resolve(gpu).accelerator)
     assert (recipe.copies, recipe.weight_bytes) == (copies, weight_bytes)

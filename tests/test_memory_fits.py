@@ -77,11 +77,12 @@ def test_nvidias_h200_lora_row_fits_at_its_stacks_default() -> None:
 
 def test_amds_mi325x_lora_row_can_run_without_recompute() -> None:
     # stack_notes.md (AMD's MLPerf v5.0 LoRA configurations): the MI325X config (256 GB) recomputes no layer.
-    # mlperf_training_llm.csv, v5.0 llama2_70b_lora, AMD MI325X_EPYC_9575F_pytorch, 8 GPUs, FP8. Its sharding is
-    # unreported: a no-recompute setting must be among those that fit (ZeRO-3 here; at ZeRO-1 the FP8 weights and
-    # their transposed copy, 138 GB, plus 140 GB of activations are 6 GB over).
+    # mlperf_training_llm.csv, v5.0 llama2_70b_lora, AMD MI325X_EPYC_9575F_pytorch, 8 GPUs, FP8. Its recompute and
+    # sharding are unreported: the stack default (no recompute, ZeRO-1) fits, with one FP8 copy of the frozen base
+    # on CDNA3 (69 GB; with a transposed copy, 138 GB, and 140 GB of activations it was 6 GB over).
     runs, _ = bundled_runs()
     run = next(r for r in runs if r.id == "mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch")
     item = prepare(run, UNCALIBRATED)
+    assert item.basis == "stack default" and (item.layout.recompute, item.layout.zero) == ("none", 1)
     no_recompute = [m for m in item.members if m.recompute == "none"]
     assert no_recompute and all(evaluate(item.context, layout_vars(m)).fits for m in no_recompute)

@@ -81,8 +81,8 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
     objects) and still finds the exhaustive search's best layout for its own network (which differs here)."""
     monkeypatch.setattr(search_module, "FILTER_FROM", 0)
     base = replace(context_for(Scenario.model_validate(SPEC | {"model": "llama3.1-405b", "n_gpus": 512})))
-    nic = base.hardware.accelerator.nic_gbit_per_s
-    slow = _with_accelerator(base, nic_gbit_per_s=nic.model_copy(update={"value": nic.value / 16}))
+    link = base.hardware.accelerator.scaleup_gb_per_s_per_direction
+    slow = _with_accelerator(base, scaleup_gb_per_s_per_direction=link.model_copy(update={"value": link.value / 16}))
     space = Space(((512, 1024),), {})
     candidates = blocks(base, space)
     chosen = []

@@ -183,6 +183,12 @@ def scenario_options(
         click.option("--seq-len", type=click.IntRange(min=16, max=10_000_000), help="Sequence length in tokens."),
         click.option("--recompute", type=click.Choice(["none", "selective", "full"])),
         click.option(
+            "--recompute-layers",
+            type=click.IntRange(min=1),
+            help="Partial recompute: only the first K layers of each pipeline chunk recompute in full (Megatron's "
+            "block method); implies --recompute full; the other layout dimensions must be given.",
+        ),
+        click.option(
             "--zero", type=click.IntRange(0, 3), help="0 plain DP, 1 distributed optimizer, 2 +grads, 3 FSDP."
         ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),

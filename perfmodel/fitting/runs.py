@@ -41,8 +41,9 @@ CSV_COLUMNS = (
     "recompute", "benchmark", "metric", "measured",
 )  # fmt: skip
 """The documented column set of `--data FILE.csv`. Required: model (or benchmark), gpu or system, n_gpus, precision,
-metric, measured. A blank recompute, zero or mbs column is the stack's setting (fitting.assumed: its default, or a
-range over its plausible settings); a blank parallel degree is chosen by search (the fastest layout that fits)."""
+metric, measured. A blank recompute, zero or mbs column is the stack's setting (fitting.assumed: its default, else
+the least memory-saving plausible setting that fits, or a range); a blank parallel degree is chosen by search (the
+fastest layout that fits)."""
 
 
 @dataclass(frozen=True)

@@ -65,12 +65,12 @@ class PreparedRun:
 
     @property
     def range_only(self) -> bool:
-        """Whether the row is scored on its range: its stack's default does not fit or is not sourced."""
-        return self.settled is not None and not self.settled.at_default
+        """Whether the row is scored on its range: a dimension without a sourced default, or nothing fits."""
+        return self.settled is not None and self.settled.range_only
 
     @property
     def basis(self) -> str:
-        """How the layout was decided: 'reported', 'stack default', 'range' or 'searched'."""
+        """How the layout was decided: 'reported', 'stack default', 'stack choice', 'range' or 'searched'."""
         if self.settled:
             return self.settled.basis
         given = self.run.scenario.get("parallelism", {})

@@ -84,13 +84,18 @@ RECIPES: dict[str, Recipe] = {
 assert tuple(RECIPES) == PRECISIONS
 
 
-NON_TN_FP8_FAMILIES = ("blackwell", "blackwell-ultra")
-"""Families whose tensor cores take FP8 operands in either major order (Blackwell's tcgen05 MMAs), so that one
-row-wise FP8 copy of a per-tensor-scaled tensor serves the forward GEMM and the backward ones alike. Hopper's FP8
-wgmma takes K-major operands only (PTX ISA: transposes are supported for 16-bit types alone), so Transformer Engine
-keeps a second, transposed FP8 copy of each weight and writes one of each cast activation there. TE's
-`is_non_tn_fp8_gemm_supported()` is true from compute capability 10.0 (sm_100/sm_103) and then skips the transpose
-(recalled from the public code, not a stored copy). Block-scaled formats (MXFP8, NVFP4) keep both copies on every
+NON_TN_FP8_FAMILIES = ("blackwell", "blackwell-ultra", "cdna3", "cdna4")
+"""Families whose matrix cores take FP8 operands in either major order (Blackwell's tcgen05 MMAs, CDNA's MFMAs), so
+that one row-wise FP8 copy of a per-tensor-scaled tensor serves the forward GEMM and the backward ones alike.
+Hopper's FP8 wgmma takes K-major operands only (PTX ISA: transposes are supported for 16-bit types alone), so
+Transformer Engine keeps a second, transposed FP8 copy of each weight and writes one of each cast activation there.
+TE's `is_non_tn_fp8_gemm_supported()` is true from compute capability 10.0 (sm_100/sm_103) and then skips the
+transpose (recalled from the public code, not a stored copy). CDNA3/CDNA4 MFMA instructions read both operands from
+vector registers, which the GEMM kernel fills from LDS in the order it chose to load them (AMD CDNA3 ISA reference,
+MFMA section), and hipBLASLt runs FP8 GEMMs with either operand transposed on gfx942 (recalled, not a stored copy):
+there is no K-major rule to keep a transposed copy for. A sourced config agrees: AMD's MLPerf v5.0 MI325X LoRA
+config trains Llama-2-70B in FP8 on 256 GB without recompute at TP1 (stack_notes.md), where a frozen base held twice
+(138 GB) and its activations (140 GB) would not fit. Block-scaled formats (MXFP8, NVFP4) keep both copies on every
 family: their scales run along the reduction dimension, which differs between the two GEMMs."""
 _SINGLE_FP8_COPY = {
     r.id: replace(r, copies=1, weight_bytes=r.weight_bytes - r.element_bytes)

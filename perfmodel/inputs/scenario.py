@@ -105,6 +105,10 @@ class Parallelism(_Strict):
     gbs: Annotated[int, Field(ge=1, le=10**9)] | None = None
     seq_len: Annotated[int, Field(ge=16, le=10_000_000)] = 8192
     recompute: Literal["none", "selective", "full"] | None = None
+    recompute_layers: PositiveInt | None = None
+    """Partial (block) recompute: only the first k layers of each pipeline chunk recompute in full, the others keep
+    their activations (Megatron's recompute_method=block, recompute_num_layers=k); implies recompute 'full'. None:
+    every layer that recomputes does."""
     zero: Literal[0, 1, 2, 3] | None = None
 
     @field_validator("zero", mode="before")
@@ -113,6 +117,16 @@ class Parallelism(_Strict):
         if isinstance(value, bool):  # a Literal[1] would take true
             raise ValueError("must be 0, 1, 2 or 3, not true/false")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _partial_recompute_is_full(cls, data: Any) -> Any:
+        """recompute_layers is a full recompute of some layers: it sets recompute 'full' and excludes the others."""
+        if isinstance(data, dict) and data.get("recompute_layers") is not None:
+            if data.get("recompute") not in (None, "full"):
+                raise ValueError(f"recompute_layers needs recompute 'full' (got {data.get('recompute')!r})")
+            data = data | {"recompute": "full"}
+        return data
 
 
 class Cost(_Strict):
@@ -325,7 +339,7 @@ def _shown(value: Any) -> str:
     return f" (got {text})"
 
 
-LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "zero")
+LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
 WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
 
 
@@ -363,6 +377,7 @@ OPTION_FIELDS: dict[str, str] = {
     "precision": "precision",
     **{name: f"parallelism.{name}" for name in ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "seq_len")},
     "recompute": "parallelism.recompute",
+    "recompute_layers": "parallelism.recompute_layers",
     "zero": "parallelism.zero",
     "tokens": "tokens",
     "benchmark": "benchmark",

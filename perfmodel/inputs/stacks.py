@@ -27,8 +27,9 @@ class LayoutDefault:
     """What a stack runs for a layout dimension a measured row does not report.
 
     `default` is the stack's documented setting (None where none can be sourced); `plausible` the settings the
-    stack picks among per run (memory decides), over which such a row is predicted as a range. A dimension with
-    one plausible setting is not open: the row is a point at it."""
+    stack picks among per run (memory decides: fitting.assumed prices the row at the least memory-saving one that
+    fits), over which such a row also gets its range. A dimension with one plausible setting is not open: the row
+    is a point at it. BLOCK_RECOMPUTE stands for a full recompute of the fewest leading layers that fit."""
 
     dimension: str
     """'recompute', 'zero' or 'mbs' (a Layout field)."""
@@ -71,6 +72,10 @@ _FA2_NATIVE = ("ampere",)
 abstract), and FlashAttention-3's gain comes from Hopper-only features (wgmma, TMA, FP8 tensor cores; Shah et al.
 2024, arXiv 2407.08608, section 3), which cuDNN's fused attention on Ampere does not have either."""
 _RECALLED = "recalled from the public code, not a stored copy"
+BLOCK_RECOMPUTE = "block"
+"""A plausible recompute setting: Megatron's recompute_granularity=full, recompute_method=block with the fewest
+recompute_num_layers per pipeline chunk that fit (fitting.assumed finds k; the layout holds it as recompute 'full'
+with recompute_layers k)."""
 _MEMORY_DECIDES = (
     "stack_notes.md: memory capacity changes the recompute choice (AMD's MI300X LoRA config recomputes 21 of 80 "
     "layers, the MI325X config none)"
@@ -79,10 +84,11 @@ _MEGATRON_LAYOUT = (
     LayoutDefault(
         "recompute",
         "none",
-        ("none", "selective", "full"),
+        ("none", "selective", BLOCK_RECOMPUTE, "full"),
         "Megatron-Core TransformerConfig.recompute_granularity defaults to None (no recomputation); Megatron-Bridge "
-        "and NeMo recipes set selective or full recomputation per model and GPU where activations do not fit "
-        f"({_RECALLED}); {_MEMORY_DECIDES}",
+        "and NeMo recipes set selective or full recomputation per model and GPU where activations do not fit, full "
+        "with recompute_method 'block' and recompute_num_layers k for the first k layers of each pipeline chunk "
+        f"only ({_RECALLED}); {_MEMORY_DECIDES} (ACG=full ACM=block ACL=21: a block of 21)",
     ),
     LayoutDefault(
         "zero",

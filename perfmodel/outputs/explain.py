@@ -21,6 +21,7 @@ from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import clock_share, grouped_efficiency, op_time, wave_efficiency
+from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import bubble_fraction, exposed
 from perfmodel.physics.step import (
     BREAKDOWN,
@@ -320,7 +321,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
 
     t_f = _q("t_fwd", layer.forward, "s", "forward of one layer, one micro-batch (operations below)")
     t_b = _q("t_bwd", layer.backward, "s", "backward of one layer (data and weight gradients)")
-    t_r = _q("t_rc", trace["recompute_s"], "s", f"recomputation in the backward pass (recompute {lo.recompute})")
+    t_r = _q("t_rc", trace["recompute_s"], "s", f"recomputation in the backward pass ({_recompute_text(lo, trace)})")
     t_e = _q("t_edge", edge, "s", "embedding and/or LM head + loss on this rank, one micro-batch")
     formula = N.symbol * (L.symbol * (t_f.symbol + t_b.symbol + t_r.symbol) + t_e.symbol)
     shares = _compute_shares(rows, kernel_s)
@@ -453,13 +454,22 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     return parts
 
 
+def _recompute_text(lo: Layout, trace: dict[str, Any]) -> str:
+    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average."""
+    if not lo.recompute_layers:
+        return f"recompute {lo.recompute}"
+    per_chunk = float(trace["stages"].per_chunk)
+    share = float(trace["recompute_share"])
+    return f"recompute full, first {lo.recompute_layers} of each chunk's {per_chunk:g} layers: {share:.3g} of t_fwd"
+
+
 def _expert_parallel_part(
     p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity, L: Quantity, rank: str
 ) -> Part:
     """Exposed dispatch/combine all-to-alls (and expert-TP gathers) of the MoE layers: each pass's exchange hides
     behind that pass's compute up to the overlap share; the MTP modules' MoE layers add theirs on the last rank."""
     lo, md, eff, layer = p.layout, ctx.model, ctx.efficiency, trace["layer"]
-    sh, full = trace["shard"], lo.recompute == "full"
+    sh, full = trace["shard"], trace["recompute_share"]
     ep_links = group_links(ctx.tiers, eff, float(lo.ep), float(lo.etp))
     forward, whole = moe.expert_comm(sh, ctx.recipe, ep_links, group_links(ctx.tiers, eff, float(lo.etp), 1.0), full)
     s = _q("s_MoE", md.moe_layers / md.layers, "", f"share of MoE layers: {md.moe_layers} of {md.layers}")

@@ -64,6 +64,11 @@ FIELDS: tuple[Field, ...] = (
     Field("parallelism.gbs", "sequences", "global batch size"),
     Field("parallelism.seq_len", "tokens", "sequence length"),
     Field("parallelism.recompute", "", "activation recomputation: none, selective or full"),
+    Field(
+        "parallelism.recompute_layers",
+        "layers",
+        "partial (block) recompute: only the first k layers of each pipeline chunk recompute in full (only when set)",
+    ),
     Field("parallelism.zero", "stage", "ZeRO stage (0 plain DP, 1 distributed optimizer, 2 gradients, 3 weights)"),
     Field("step_time_s", "s", "time of one optimizer step"),
     Field("tokens_per_s", "tokens/s", "cluster throughput"),

@@ -87,6 +87,18 @@ def activations(
     return held * (1 + FRAGMENTATION)
 
 
+def block_recompute(full_share: Number, none: Number, full: Number, full_working: Number) -> Number:
+    """Activations held when a full recompute re-runs only a `full_share` of the layers (Megatron's block method: the
+    first k of each pipeline chunk's L layers, share k/L), from what the same layers hold without recompute (`none`)
+    and with a full recompute of every layer (`full`, which includes `full_working`, the complete activations of the
+    one layer being recomputed): k layers at a full recompute's checkpoint, L - k at none, linear in k.
+
+    No working layer is added: the recomputed layers are the chunk's first, so the backward reaches them after it
+    has freed the activations of at least one later, non-recomputed layer of the same micro-batch (as large as the
+    working layer). Every layer recomputed (share 1) is `full` itself, working layer included."""
+    return full_share * (full - full_working) + (1 - full_share) * none
+
+
 def model_state(
     params: Number, trainable: Number, recipe: Recipe, zero: Number, shards: Number
 ) -> tuple[Number, Number, Number]:

@@ -149,12 +149,13 @@ def tp_blocks_per_layer(md: ModelSpec) -> float:
 
 
 def expert_comm(
-    sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_recompute: Number
+    sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_share: Number
 ) -> tuple[Number, Number]:
     """Dispatch and combine all-to-alls over EP (dispatch in the recipe's quantised-gather format, combine in BF16),
     and with expert TP the all-gather of the copies and the reduce-scatter of the outputs over ETP.
 
-    Backward moves the gradients the reverse way, in BF16; a full recompute repeats the forward exchange.
+    Backward moves the gradients the reverse way, in BF16; a full recompute repeats the forward exchange in the
+    share of layers it re-runs (`full_share`).
     Returns (forward, forward + backward (+ recompute)) for one MoE layer.
     """
     top_k = sh.model.top_k
@@ -167,7 +168,7 @@ def expert_comm(
     gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)
     forward = dispatch + combine + gather + scatter
     backward = 2 * combine + gather_bf16 + scatter
-    return forward, forward + backward + where(full_recompute, forward, 0.0)
+    return forward, forward + backward + where(full_share > 0, full_share * forward, 0.0)
 
 
 def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:

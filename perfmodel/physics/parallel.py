@@ -23,7 +23,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 
 class LayoutNumbers(NamedTuple):
     """A layout as numbers: ints for one layout, broadcastable numpy arrays for many. recompute is the index into
-    RECOMPUTE_MODES (-1 for an unknown mode)."""
+    RECOMPUTE_MODES (-1 for an unknown mode); recompute_layers 0 for every layer (see Layout)."""
 
     tp: Any
     pp: Any
@@ -37,6 +37,7 @@ class LayoutNumbers(NamedTuple):
     recompute: Any
     zero: Any
     etp: Any = 1
+    recompute_layers: Any = 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class Layout:
     zero: int
     etp: int = 1
     """Expert tensor parallelism (MoE): the experts' own TP degree, folded with EP over the TP x CP x DP ranks."""
+    recompute_layers: int | None = None
+    """Partial (block) recompute with recompute 'full': only the first k layers of each pipeline chunk recompute, the
+    others keep their activations (Megatron's recompute_method=block, recompute_num_layers=k). None: every layer."""
 
     @property
     def n_gpus(self) -> int:
@@ -68,15 +72,18 @@ class Layout:
         mode = RECOMPUTE_MODES.index(self.recompute) if self.recompute in RECOMPUTE_MODES else -1
         lo = self
         return LayoutNumbers(
-            lo.tp, lo.pp, lo.cp, lo.dp, lo.vp, lo.ep, lo.mbs, lo.gbs, lo.seq_len, mode, lo.zero, lo.etp
-        )
+            lo.tp, lo.pp, lo.cp, lo.dp, lo.vp, lo.ep, lo.mbs, lo.gbs, lo.seq_len, mode, lo.zero, lo.etp,
+            lo.recompute_layers or 0,
+        )  # fmt: skip
 
     def describe(self) -> str:
         return (
             f"TP{self.tp} PP{self.pp} VP{self.vp} CP{self.cp} DP{self.dp}"
             + (f" EP{self.ep}" if self.ep > 1 else "")
             + (f" ETP{self.etp}" if self.etp > 1 else "")
-            + f", MBS {self.mbs}, GBS {self.gbs}, seq {self.seq_len}, recompute {self.recompute}, ZeRO-{self.zero}"
+            + f", MBS {self.mbs}, GBS {self.gbs}, seq {self.seq_len}, recompute {self.recompute}"
+            + (f" (first {self.recompute_layers} layers per chunk)" if self.recompute_layers else "")
+            + f", ZeRO-{self.zero}"
         )
 
 
@@ -169,6 +176,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         lambda v, md, n: (v.recompute >= 0) & (v.recompute < len(RECOMPUTE_MODES)),
         lambda v, md, n: f"recompute must be one of {', '.join(RECOMPUTE_MODES)}",
+    ),
+    Rule(
+        lambda v, md, n: (v.recompute_layers == 0) | ((v.recompute == 2) & (v.recompute_layers >= 1)),
+        lambda v, md, n: (
+            f"recompute_layers {v.recompute_layers} (partial block recompute) needs recompute full and at least 1 layer"
+        ),
     ),
     Rule(
         lambda v, md, n: (v.zero >= 0) & (v.zero <= ZERO_STAGES[-1]),

@@ -157,7 +157,8 @@ _SHARDS: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
 
 
 class LayoutVars(NamedTuple):
-    """Layout as numbers (floats or arrays): recompute 0/1/2 = none/selective/full, zero 0-3."""
+    """Layout as numbers (floats or arrays): recompute 0/1/2 = none/selective/full, zero 0-3; recompute_layers k > 0
+    with full recompute recomputes only the first k layers of each pipeline chunk (0: every layer)."""
 
     tp: Number
     pp: Number
@@ -170,6 +171,7 @@ class LayoutVars(NamedTuple):
     zero: Number
     ep: Number = 1.0
     etp: Number = 1.0
+    recompute_layers: Number = 0.0
 
 
 class StepResult(NamedTuple):
@@ -400,26 +402,33 @@ class _Comm(NamedTuple):
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
 
 
-def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> tuple[_Comm, Number]:
+def recomputed(full_share: Number, forward: Number) -> Number:
+    """What a full recompute repeats of a layer's `forward` (time or communication) on average over the layers: the
+    share of layers it recomputes (`full_share`, 0 to 1) of it."""
+    return where(full_share > 0, full_share * forward, 0.0)
+
+
+def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> tuple[_Comm, Number]:
     """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
-    2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward; a MoE layer's experts have
-    their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in BF16, what
-    the LM head needs."""
+    2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward, the forward's again in the
+    layers a full recompute re-runs; a MoE layer's experts have their own exchange (moe.tp_blocks_per_layer). Also
+    returns one all-gather + reduce-scatter pair in BF16, what the LM head needs."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
     gather = all_gather(activation * BF16_BYTES, links)
     scatter = reduce_scatter(activation * BF16_BYTES, links)
     blocks = moe.tp_blocks_per_layer(ctx.model)
     forward = blocks * (gather_in + scatter)
-    layer = forward + blocks * (gather_in + gather + scatter) + where(full_recompute, forward, 0.0)
+    layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
     return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
 
 
-def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_recompute: Number) -> _Comm:
-    """CP ring: cp-1 steps of this rank's K and V forward; K, V and their gradients backward."""
+def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
+    """CP ring: cp-1 steps of this rank's K and V forward; K, V and their gradients backward (and the forward's
+    again in the layers a full recompute re-runs)."""
     kv_step = send_recv(sh.tokens * 2 * ctx.model.kv_dim / sh.tp * BF16_BYTES, links)
     forward = (sh.cp - 1) * kv_step
-    return _Comm(forward, 3 * forward + where(full_recompute, forward, 0.0))
+    return _Comm(forward, 3 * forward + recomputed(full_share, forward))
 
 
 class _RankParams(NamedTuple):
@@ -563,7 +572,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     md, rec, eff, acc = ctx.model, ctx.recipe, ctx.efficiency, ctx.hardware.accelerator
     tp, pp, cp, dp, vp, zero = *lv[:5], lv.zero
     sh, microbatches, stages = _per_rank(ctx, lv)
-    compute, full, recompute_s, layer_compute = _shard_layer(ctx, sh, lv)
+    compute, full, recompute_s, layer_compute = _shard_layer(ctx, sh, lv, stages)
     lt = compute.layer
 
     tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
@@ -576,11 +585,11 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     userbuffers = rec.tp_comm_overlap
     windows = _Windows(
         tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
-        tp_backward=lt.backward_gemm + where(full, lt.forward_gemm, 0.0)
+        tp_backward=lt.backward_gemm + recomputed(full, lt.forward_gemm)
         if userbuffers
         else minimum(tp_comm.async_backward, lt.wgrad_gemm),
         cp_forward=lt.forward_attention,
-        cp_backward=lt.attention - lt.forward_attention + where(full, lt.forward_attention, 0.0),
+        cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention),
     )
     tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
     tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
@@ -654,7 +663,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     forward_only = (microbatches + (pp - 1) / vp) * mb_forward_only + where(pp > 1, (pp - 1) * p2p, 0.0)
     if trace is not None:
         trace.update(
-            shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, stages=stages,
+            shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, recompute_share=full, stages=stages,
             tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_exposed=tp_exposed,
             cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
@@ -694,14 +703,28 @@ def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]
     return sh, lv.gbs / (lv.mbs * lv.dp), stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
 
 
-def _shard_layer(ctx: Context, sh: Shard, lv: LayoutVars) -> tuple[ShardCompute, Number, Number, Number]:
+def full_recompute_share(lv: LayoutVars, stages: StageLayers) -> Number:
+    """Share of the layers a full recompute re-runs: 1 for every layer; with Megatron's block method
+    (`recompute_method=block`, `recompute_num_layers=k`: the first k layers of each pipeline chunk recompute in
+    full, the others keep their activations; megatron/core/transformer/transformer_block.py `_checkpointed_forward`,
+    recalled from the public code, not a stored copy) k over the chunk's layers, at most 1; 0 without full recompute.
+    """
+    k = lv.recompute_layers
+    share = where(k > 0, minimum(k / stages.per_chunk, 1.0), 1.0)
+    return where(equal(lv.recompute, 2), share, 0.0)
+
+
+def _shard_layer(
+    ctx: Context, sh: Shard, lv: LayoutVars, stages: StageLayers
+) -> tuple[ShardCompute, Number, Number, Number]:
     """Compute of one layer and one micro-batch, recomputation included in the backward pass: the shard's compute
-    (priced once per distinct shard), the full-recompute flag, the recomputed part and the layer's total."""
-    full, selective = equal(lv.recompute, 2), equal(lv.recompute, 1)
+    (priced once per distinct shard), the share of layers fully recomputed, the recomputed part of the mean layer
+    and the layer's total."""
+    full, selective = full_recompute_share(lv, stages), equal(lv.recompute, 1)
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
-    recompute_s = where(full, lt.forward, where(selective, lt.selective, 0.0))
+    recompute_s = where(full > 0, full * lt.forward, where(selective, lt.selective, 0.0))
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
 
 
@@ -731,7 +754,7 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
-    compute, _, _, layer_compute = _shard_layer(ctx, sh, lv)
+    compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
     head_compute, embed_compute = _head_compute(md, compute, layer_compute), compute.embedding
     single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
     interior = _rank_compute(stages.interior, layer_compute, 0.0)
@@ -765,7 +788,7 @@ def memory_need(ctx: Context, lv: LayoutVars) -> Number:
 
 
 def _expert_parallel(
-    ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, recompute_s: Number, full: Number
+    ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, recompute_s: Number, full_share: Number
 ) -> tuple[Number, Number]:
     """Exposed EP (and expert-TP) communication of the mean layer: (forward, whole step); zero for dense models.
 
@@ -775,7 +798,7 @@ def _expert_parallel(
         return 0.0, 0.0
     ep_links = _links(ctx, lv.ep, lv.etp)
     etp_links = _links(ctx, lv.etp, 1)
-    forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full)
+    forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full_share)
     share = md.moe_layers / md.layers
     exposed_fwd = share * exposed(forward, lt.forward, eff.overlap_ep)
     exposed_bwd = share * exposed(layer - forward, lt.backward + recompute_s, eff.overlap_ep)
@@ -810,15 +833,19 @@ def _rank_memory(
     in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
     in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
-    def activations(layers: Number) -> Number:
+    full_share = full_recompute_share(lv, stages)
+
+    def saved(mode: str, layers: Number) -> Number:
         if md.is_moe:
-            modes = [moe.layer_activations(sh, rec, mode, layers) for mode in ("none", "selective", "full")]
-        else:
-            modes = [
-                memory.activations(md, rec, mode, tokens, tp, layers, ctx.frozen_base)
-                for mode in ("none", "selective", "full")
-            ]
-        return where(equal(lv.recompute, 2), modes[2], where(equal(lv.recompute, 1), modes[1], modes[0]))
+            return moe.layer_activations(sh, rec, mode, layers)
+        return memory.activations(md, rec, mode, tokens, tp, layers, ctx.frozen_base)
+
+    def activations(layers: Number) -> Number:
+        none, selective, full = (saved(mode, layers) for mode in ("none", "selective", "full"))
+        block = memory.block_recompute(full_share, none, full, saved("full", 0.0))
+        return where(
+            equal(lv.recompute, 2), where(full_share < 1, block, full), where(equal(lv.recompute, 1), selective, none)
+        )
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held

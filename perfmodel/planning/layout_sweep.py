@@ -249,7 +249,7 @@ def price_chunk(chunk: Chunk) -> Columns:
     columns["parallelism.recompute"] = modes[np.broadcast_to(numbers.recompute, (count,))].tolist()
     columns["parallelism.zero"] = np.broadcast_to(numbers.zero, (count,)).tolist()
     kept = np.flatnonzero(ok)
-    order = ("tp", "pp", "cp", "dp", "vp", "mbs", "gbs", "recompute", "zero", "ep", "etp")  # LayoutVars' fields
+    order = LayoutVars._fields  # LayoutNumbers has each (recompute_layers 0: not swept)
     lv = LayoutVars(*(np.broadcast_to(np.asarray(getattr(numbers, k), float), (count,))[kept] for k in order))
     figures = _figures(scenario, ctx, lv, price_layouts(ctx, lv, len(kept)))  # none kept: the columns, empty
     for name, values in figures.items():

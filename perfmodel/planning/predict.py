@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
@@ -33,7 +34,7 @@ from perfmodel.planning.search import (
 )
 from perfmodel.planning.training import Price, Run, training_run
 
-LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero")
+LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Prediction:
                 "gbs": lo.gbs,
                 "seq_len": lo.seq_len,
                 "recompute": lo.recompute,
+                **({"recompute_layers": lo.recompute_layers} if lo.recompute_layers else {}),
                 "zero": lo.zero,
             },
             "step_time_s": self.step_time_s,
@@ -323,6 +325,7 @@ def layout_vars(layout: Layout) -> LayoutVars:
         float(layout.zero),
         float(layout.ep),
         float(layout.etp),
+        float(layout.recompute_layers or 0),
     )
 
 
@@ -349,12 +352,15 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         dp = par.dp or max(1, n // (tp * pp * cp))
         if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
             gbs = scenario.default_gbs(capped=False)
-        layout = Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1)
+        layout = Layout(
+            tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1, par.recompute_layers
+        )
         if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
             check(layout, ctx.model, n)
             ctx.memo["valid layout", layout, n] = True
         return layout, 1
 
+    _refuse_partial_search(scenario)
     key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
     if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
         chosen: tuple[Layout, int] = ctx.memo[key]
@@ -518,10 +524,20 @@ class SearchReport:
         return [p.to_record() for p in self.results]
 
 
+def _refuse_partial_search(scenario: Scenario) -> None:
+    """A search does not enumerate partial recompute: one asked to keep it would silently drop it."""
+    if scenario.parallelism.recompute_layers is not None:
+        raise PerfmodelError(
+            "parallelism.recompute_layers: a partial recompute is priced for a given layout only (give tp, pp, cp, "
+            "vp, mbs and zero too); the layout search does not enumerate it"
+        )
+
+
 def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, capped: bool = True) -> Space:
     """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
     leaves it open, the batches of `gbs_choices` around each count's default (capped or not), and the dimensions it
     fixes."""
+    _refuse_partial_search(scenario)
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs

@@ -27,6 +27,8 @@ def load_request(
     unknown = sorted(set(options) - set(OPTION_FIELDS))
     if unknown:
         raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
+    if options.get("recompute_layers") is not None and options.get("recompute") is None:
+        options = options | {"recompute": "full"}  # a partial recompute is a full one: it replaces the file's mode
     overrides = {OPTION_FIELDS[k]: v for k, v in options.items()}
     where = {OPTION_FIELDS[k]: origin for k, origin in origins.items()}
     if isinstance(source, Scenario):
