@@ -468,12 +468,18 @@ def _expert_parallel_part(
     c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
     w_f = _q("w_EP_fwd", layer.forward, "s", "the layer's forward compute they can hide behind")
     w_b = _q("w_EP_bwd", layer.backward + trace["recompute_s"], "s", "its backward (and recomputed) compute")
-    eta = _q("eta_EP", eff.overlap_ep, "", "share of that window really used for overlap (MoE stage of the fit)")
+    crosses = float(ep_links.domains) > 1
+    eta = _q(
+        "eta_EP",
+        float(moe.ep_overlap(eff, ep_links)),
+        "",
+        "share of that window really used for overlap (MoE stage of the fit; "
+        + ("overlap_ep_scaleout: across NICs)" if crosses else "overlap_ep: inside the scale-up domain)"),
+    )
     with_mtp = md.mtp_layers and ("last" in rank or "only" in rank)
     e_mtp = _q("t_EP_MTP", trace["mtp_ep"] if with_mtp else 0.0, "s", "the MTP modules' exposed EP time on this rank")
     per_layer = s.symbol * (exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol))
     formula = N.symbol * (L.symbol * per_layer + e_mtp.symbol)
-    crosses = float(ep_links.domains) > 1
     return Part(
         "ep_comm_exposed_s",
         "Expert-parallel communication, exposed",

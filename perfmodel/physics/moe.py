@@ -21,6 +21,7 @@ from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, reduce_scatter, token_all_to_all
+from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION
 from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _cast, _gemm, _linear_forward, _mem, linear_backward
 
@@ -168,6 +169,12 @@ def expert_comm(
     forward = dispatch + combine + gather + scatter
     backward = 2 * combine + gather_bf16 + scatter
     return forward, forward + backward + where(full_recompute, forward, 0.0)
+
+
+def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:
+    """Share of the compute window the EP all-to-alls hide behind: `overlap_ep` inside one scale-up domain,
+    `overlap_ep_scaleout` for a group whose all-to-alls cross the NICs."""
+    return where(ep_links.domains > 1, eff.overlap_ep_scaleout, eff.overlap_ep)
 
 
 def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
