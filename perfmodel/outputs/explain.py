@@ -453,6 +453,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     return parts
 
 
+_DISPATCH_NOTES = {
+    "flex": "DeepEP-style dispatch: a token crosses the NICs once per remote domain holding one of its experts",
+    "alltoall": "NCCL all-to-all dispatch (the recipe's 'alltoall' dispatcher): every copy goes to its expert's rank",
+}
+
+
 def _expert_parallel_part(
     p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity, L: Quantity, rank: str
 ) -> Part:
@@ -487,9 +493,7 @@ def _expert_parallel_part(
         formula,
         [N, L, s, c_f, c_b, w_f, w_b, eta, e_mtp],
         {"scale-out" if crosses else "scale-up": p.step.ep_comm_exposed_s},
-        ["DeepEP-style dispatch: a token crosses the NICs once per remote domain holding one of its experts"]
-        if crosses
-        else [],
+        [_DISPATCH_NOTES[md.dispatcher]] if crosses else [],
     )
 
 
