@@ -238,8 +238,8 @@ TABLE: tuple[Parameter, ...] = (
         "shared",
         (0.05, 0.95),
         0.3,
-        "MoE rows: the share of the expert-parallel dispatch/combine hidden behind compute (no all-to-all hides "
-        "completely or not at all; prior: Megatron's EP-communication overlap hides about half)",
+        "MoE rows: the share of the expert-parallel dispatch/combine inside a scale-up domain hidden behind compute "
+        "(no all-to-all hides completely or not at all; prior: Megatron's EP-communication overlap hides about half)",
         stage="moe",
     ),
     Parameter(
