@@ -18,7 +18,7 @@ from perfmodel.physics import calibration
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import BUNDLED, Calibration
 
-MOE_SHARED = ("overlap_ep", "grouped_gemm")
+MOE_SHARED = ("overlap_ep", "overlap_ep_scaleout", "grouped_gemm")
 """The MoE stage's entries shared by every family."""
 
 
@@ -135,11 +135,16 @@ def test_a_file_with_the_old_moe_section_reads_as_it_was_meant(tmp_path: Path) -
 
 
 def test_the_moe_entries_are_in_the_shared_table_and_the_dense_fit_leaves_them() -> None:
-    """overlap_ep and grouped_gemm are table entries of the MoE stage, with their bounds and priors; the dense fit's
-    free entries never include them, the MoE stage's only them."""
+    """overlap_ep, overlap_ep_scaleout and grouped_gemm are table entries of the MoE stage, with their bounds and
+    priors; the dense fit's free entries never include them, the MoE stage's only them."""
     from perfmodel.fitting.validation import _formats
 
-    for name, bounds, prior in (("overlap_ep", (0.05, 0.95), 0.5), ("grouped_gemm", (0.5, 1.2), 1.0)):
+    entries = (
+        ("overlap_ep", (0.05, 0.95), 0.5),
+        ("overlap_ep_scaleout", (0.05, 0.95), 0.5),
+        ("grouped_gemm", (0.5, 1.2), 1.0),
+    )
+    for name, bounds, prior in entries:
         item = table.entry(name)
         assert item is not None and item.parameter.stage == "moe"
         assert item.parameter.bounds == bounds and item.default == prior

@@ -40,7 +40,7 @@ MOE_NOT_FITTED = {
 """MoE models whose rows the MoE stage leaves out, and why (they are still validated and reported)."""
 NOT_FITTED: dict[str, str] = {
     f"{MOE_SOURCE}: {name}": "not in the dense fit: MoE rows fit only the calibration's MoE stage (overlap_ep, "
-    "grouped_gemm, moe_legacy_group_s; docs/moe_validation.md), with the dense parameters fixed"
+    "overlap_ep_scaleout, grouped_gemm, moe_legacy_group_s; docs/moe_validation.md), with the dense parameters fixed"
     + (f"; {MOE_NOT_FITTED[name]}" if name in MOE_NOT_FITTED else "")
     for name in MOE_MODELS
 }

@@ -55,6 +55,15 @@ class ModelSpec(BaseModel):
     """Hidden width of one expert's MLP."""
     dense_layers: int = Field(default=0, ge=0, le=10_000)
     """MoE models: the first layers that have a dense MLP of width `ffn` instead of experts."""
+    expert_groups: int = Field(default=0, ge=0, le=100_000)
+    """Group-limited routing (Megatron's moe_router_num_groups; DeepSeek-V3's node-limited routing): the experts
+    split into this many groups of consecutive experts, a token picks `group_top_k` of them and its top_k experts
+    among theirs (0: no groups)."""
+    group_top_k: int = Field(default=0, ge=0, le=100_000)
+    dispatcher: Literal["flex", "alltoall"] = "flex"
+    """How the stack's recipe moves tokens to their experts: 'flex' (DeepEP/HybridEP, hierarchical: a token crosses
+    the NICs once per remote scale-up domain holding one of its experts) or 'alltoall' (NCCL all-to-all: every copy
+    to its expert's rank)."""
     mtp_layers: int = Field(default=0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
@@ -73,6 +82,10 @@ class ModelSpec(BaseModel):
             raise ValueError("top_k, shared_experts, moe_ffn and dense_layers need experts > 0")
         if self.dense_layers >= self.layers and self.experts:
             raise ValueError(f"dense_layers ({self.dense_layers}) must leave MoE layers of the {self.layers}")
+        if bool(self.expert_groups) != bool(self.group_top_k) or self.group_top_k > self.expert_groups:
+            raise ValueError("expert_groups and group_top_k (at most expert_groups) go together")
+        if self.expert_groups and (not self.experts or self.experts % self.expert_groups):
+            raise ValueError(f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})")
         if self.sliding_layers > self.layers or bool(self.sliding_layers) != bool(self.sliding_window):
             raise ValueError("sliding_window and sliding_layers (at most layers) go together")
         return self
@@ -303,17 +316,20 @@ _MLA: dict[str, int | bool | str] = {
 }  # fmt: skip
 MOE_MODELS = (
     # DeepSeek-V3: Megatron-Bridge 0.3.1 DeepSeekV3ModelProvider (61 layers, 7168 wide, dense FFN 18432, 256 experts
-    # of 2048 top-8 + 1 shared, first 3 layers dense, vocab 129280) and transformers 5.24 DeepseekV3Config (128
-    # heads, q/kv LoRA ranks 1536/512, nope/rope/v head dims 128/64/128, 1 MTP layer).
+    # of 2048 top-8 + 1 shared in 8 routing groups of which a token takes 4, first 3 layers dense, vocab 129280) and
+    # transformers 5.24 DeepseekV3Config (128 heads, q/kv LoRA ranks 1536/512, nope/rope/v head dims 128/64/128, 1
+    # MTP layer; n_group 8, topk_group 4). Its recipe (recipes/deepseek/deepseek_v3.py) applies the flex dispatcher.
     _moe(
         "deepseek-v3", "DeepSeek-V3 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
         vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
-        mtp_layers=1, **_MLA,
+        mtp_layers=1, expert_groups=8, group_top_k=4, **_MLA,
     ),
-    # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense).
+    # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense,
+    # one routing group; its recipe keeps the provider's 'alltoall' dispatcher).
     _moe(
         "kimi-k2", "Kimi K2 1T", layers=61, hidden=7168, ffn=18432, heads=64, kv_heads=64, vocab=163840,
-        v_head_dim=128, experts=384, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=1, **_MLA,
+        v_head_dim=128, experts=384, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=1, dispatcher="alltoall",
+        **_MLA,
     ),
     # Qwen3 MoE: Megatron-Bridge 0.3.1 Qwen3MoEModelProvider30B_A3B / 235B_A22B (128 experts top-8, head dim 128,
     # 4 query groups, QK norm, vocab 151936).
@@ -326,16 +342,17 @@ MOE_MODELS = (
         head_size=128, qk_norm=True, vocab=151936, experts=128, top_k=8, moe_ffn=1536,
     ),
     # GPT-OSS: Megatron-Bridge 0.3.1 GPTOSSProvider20B / 120B (2880 wide, 64 heads of 64, 8 query groups, experts of
-    # 2880 top-4, biases, learnable softmax sinks, every other layer a 128-token sliding window, vocab 201088).
+    # 2880 top-4, biases, learnable softmax sinks, every other layer a 128-token sliding window, vocab 201088). The
+    # provider's dispatcher is 'alltoall' and its recipes (recipes/gpt_oss/gpt_oss.py) never apply the flex one.
     _moe(
         "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,
-        moe_ffn=2880,
+        moe_ffn=2880, dispatcher="alltoall",
     ),
     _moe(
         "gpt-oss-120b", "GPT-OSS-120B", layers=36, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=18, experts=128, top_k=4,
-        moe_ffn=2880,
+        moe_ffn=2880, dispatcher="alltoall",
     ),
     # Mixtral 8x7B: transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1). Mixtral 8x22B is left
     # out: its shapes are in none of the sources bundled with the measured data.

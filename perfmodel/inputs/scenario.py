@@ -90,6 +90,9 @@ class ModelOverride(_Strict):
     moe_ffn: int | None = Field(default=None, ge=0, le=10_000_000)
     dense_layers: int | None = Field(default=None, ge=0, le=10_000)
     mtp_layers: int | None = Field(default=None, ge=0, le=100)
+    expert_groups: int | None = Field(default=None, ge=0, le=100_000)
+    group_top_k: int | None = Field(default=None, ge=0, le=100_000)
+    dispatcher: Literal["flex", "alltoall"] | None = None
 
 
 class Parallelism(_Strict):

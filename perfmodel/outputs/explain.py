@@ -463,6 +463,12 @@ def _recompute_text(lo: Layout, trace: dict[str, Any]) -> str:
     return f"recompute full, first {lo.recompute_layers} of each chunk's {per_chunk:g} layers: {share:.3g} of t_fwd"
 
 
+_DISPATCH_NOTES = {
+    "flex": "DeepEP-style dispatch: a token crosses the NICs once per remote domain holding one of its experts",
+    "alltoall": "NCCL all-to-all dispatch (the recipe's 'alltoall' dispatcher): every copy goes to its expert's rank",
+}
+
+
 def _expert_parallel_part(
     p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity, L: Quantity, rank: str
 ) -> Part:
@@ -478,12 +484,18 @@ def _expert_parallel_part(
     c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
     w_f = _q("w_EP_fwd", layer.forward, "s", "the layer's forward compute they can hide behind")
     w_b = _q("w_EP_bwd", layer.backward + trace["recompute_s"], "s", "its backward (and recomputed) compute")
-    eta = _q("eta_EP", eff.overlap_ep, "", "share of that window really used for overlap (MoE stage of the fit)")
+    crosses = float(ep_links.domains) > 1
+    eta = _q(
+        "eta_EP",
+        float(moe.ep_overlap(eff, ep_links)),
+        "",
+        "share of that window really used for overlap (MoE stage of the fit; "
+        + ("overlap_ep_scaleout: across NICs)" if crosses else "overlap_ep: inside the scale-up domain)"),
+    )
     with_mtp = md.mtp_layers and ("last" in rank or "only" in rank)
     e_mtp = _q("t_EP_MTP", trace["mtp_ep"] if with_mtp else 0.0, "s", "the MTP modules' exposed EP time on this rank")
     per_layer = s.symbol * (exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol))
     formula = N.symbol * (L.symbol * per_layer + e_mtp.symbol)
-    crosses = float(ep_links.domains) > 1
     return Part(
         "ep_comm_exposed_s",
         "Expert-parallel communication, exposed",
@@ -491,9 +503,7 @@ def _expert_parallel_part(
         formula,
         [N, L, s, c_f, c_b, w_f, w_b, eta, e_mtp],
         {"scale-out" if crosses else "scale-up": p.step.ep_comm_exposed_s},
-        ["DeepEP-style dispatch: a token crosses the NICs once per remote domain holding one of its experts"]
-        if crosses
-        else [],
+        [_DISPATCH_NOTES[md.dispatcher]] if crosses else [],
     )
 
 

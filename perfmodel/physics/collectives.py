@@ -103,19 +103,20 @@ def all_to_all(size_bytes: Number, g: GroupLinks) -> Number:
     return (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s) + maximum(intra, inter)
 
 
-def token_all_to_all(token_bytes: Number, copies: float, g: GroupLinks) -> Number:
+def token_all_to_all(token_bytes: Number, copies: float, g: GroupLinks, missed: Number | None = None) -> Number:
     """Expert dispatch (or combine) of tokens that each go to `copies` ranks chosen uniformly, hierarchically as
     DeepEP and HybridEP do (Megatron's flex dispatcher): a token crosses the NICs once per remote domain that holds
     one of its experts, to the rank of the same local index there, which forwards it over the scale-up links.
 
-    With D domains a token misses a given other domain with probability (1 - 1/D)^copies, so each rank's NIC carries
-    (D - 1)(1 - (1 - 1/D)^copies) x token_bytes instead of copies x (D - 1)/D x token_bytes (DeepSeek-V3's top-8 over
-    4 nodes: 2.7 sends per token instead of 6). Its scale-up links carry the copies for its own domain's other
-    ranks and fan out the ones it receives for them. Inside one domain this is the plain all-to-all."""
+    With D domains a token misses a given other domain with probability `missed`, (1 - 1/D)^copies unless routing
+    limits its domains (moe.domain_missed), so each rank's NIC carries (D - 1)(1 - missed) x token_bytes instead of
+    copies x (D - 1)/D x token_bytes (top-8 over 4 nodes: 2.7 sends per token instead of 6). Its scale-up links
+    carry the copies for its own domain's other ranks and fan out the ones it receives for them. Inside one domain
+    this is the plain all-to-all."""
     n, k, d = g.size, g.per_domain, g.domains
     local = (k - 1) / n * copies * token_bytes
     forwarded = (n - k) / n * copies * token_bytes * (k - 1) / k
-    remote_domains = (d - 1) * (1 - (1 - 1 / d) ** copies)
+    remote_domains = (d - 1) * (1 - ((1 - 1 / d) ** copies if missed is None else missed))
     intra = (local + forwarded) / maximum(g.intra_bytes_per_s, 1.0)
     inter = remote_domains * token_bytes / g.inter_bytes_per_s
     return (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s) + maximum(intra, inter)

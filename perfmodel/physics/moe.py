@@ -15,12 +15,14 @@ read per group, which the roofline prices.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
-from perfmodel.physics.collectives import GroupLinks, all_gather, reduce_scatter, token_all_to_all
+from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
+from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION
 from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _cast, _gemm, _linear_forward, _mem, linear_backward
 
@@ -148,6 +150,37 @@ def tp_blocks_per_layer(md: ModelSpec) -> float:
     return (1 - moe_share) * 2.0 + moe_share * moe_blocks
 
 
+def _choose(n: Number, j: int) -> Number:
+    """Binomial coefficient C(n, j) as a product, for a real (or array) n: 0 for a whole n below j."""
+    out: Number = 1.0
+    for i in range(j):
+        out = out * (n - i) / (i + 1)
+    return out
+
+
+def domain_missed(md: ModelSpec, domains: Number) -> Number:
+    """Probability that a token has no expert in a given one of the EP group's `domains` (each holding 1/domains of
+    the experts, consecutive ones: Megatron places experts on EP ranks in order, and the ranks fill a domain in
+    order). Without routing groups the top_k experts fall uniformly: (1 - 1/D)^top_k. With G groups of which a
+    token takes g (DeepSeek-V3: 8 and 4, so at most 4 nodes per token), its top_k copies fall uniformly among the
+    experts of the groups it took. A domain inside one group (D >= G) is missed when its group is not taken, or is
+    and no copy lands in its G/(g D) share of the taken experts; a domain of G/D whole groups is missed with the
+    chance of each number j of them taken (hypergeometric) times (1 - j/g)^top_k."""
+    k, groups, taken = md.top_k, md.expert_groups or 1, md.group_top_k or 1
+    within = (1 - taken / groups) + taken / groups * (1 - groups / (taken * domains)) ** k
+    if groups == 1:
+        return within
+    per_domain = groups / domains
+    whole = sum(
+        _choose(per_domain, j)
+        * _choose(groups - per_domain, taken - j)
+        / math.comb(groups, taken)
+        * (1 - j / taken) ** k
+        for j in range(taken + 1)
+    )
+    return where(domains >= groups, within, whole)
+
+
 def expert_comm(
     sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_share: Number
 ) -> tuple[Number, Number]:
@@ -158,17 +191,29 @@ def expert_comm(
     share of layers it re-runs (`full_share`).
     Returns (forward, forward + backward (+ recompute)) for one MoE layer.
     """
-    top_k = sh.model.top_k
-    token = tokens_in(sh) * sh.model.hidden * sh.imbalance
+    md = sh.model
+    top_k = md.top_k
+    token = tokens_in(sh) * md.hidden * sh.imbalance
     sent = token * top_k
-    dispatch = token_all_to_all(token * recipe.tp_gather_bytes, top_k, ep_links)
-    combine = token_all_to_all(token * BF16_BYTES, top_k, ep_links)
+    if md.dispatcher == "alltoall":
+        dispatch = all_to_all(sent * recipe.tp_gather_bytes, ep_links)
+        combine = all_to_all(sent * BF16_BYTES, ep_links)
+    else:
+        missed = domain_missed(md, ep_links.domains)
+        dispatch = token_all_to_all(token * recipe.tp_gather_bytes, top_k, ep_links, missed)
+        combine = token_all_to_all(token * BF16_BYTES, top_k, ep_links, missed)
     gather = all_gather(sent * sh.etp * recipe.tp_gather_bytes, etp_links)
     scatter = reduce_scatter(sent * sh.etp * BF16_BYTES, etp_links)
     gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)
     forward = dispatch + combine + gather + scatter
     backward = 2 * combine + gather_bf16 + scatter
     return forward, forward + backward + where(full_share > 0, full_share * forward, 0.0)
+
+
+def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:
+    """Share of the compute window the EP all-to-alls hide behind: `overlap_ep` inside one scale-up domain,
+    `overlap_ep_scaleout` for a group whose all-to-alls cross the NICs."""
+    return where(ep_links.domains > 1, eff.overlap_ep_scaleout, eff.overlap_ep)
 
 
 def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:

@@ -238,8 +238,18 @@ TABLE: tuple[Parameter, ...] = (
         "shared",
         (0.05, 0.95),
         0.3,
-        "MoE rows: the share of the expert-parallel dispatch/combine hidden behind compute (no all-to-all hides "
-        "completely or not at all; prior: Megatron's EP-communication overlap hides about half)",
+        "MoE rows: the share of the expert-parallel dispatch/combine inside a scale-up domain hidden behind compute "
+        "(no all-to-all hides completely or not at all; prior: Megatron's EP-communication overlap hides about half)",
+        stage="moe",
+    ),
+    Parameter(
+        "overlap_ep_scaleout",
+        "overlap_ep_scaleout",
+        "shared",
+        (0.05, 0.95),
+        0.3,
+        "MoE rows whose EP group spans scale-up domains: the share of the dispatch/combine across the NICs hidden "
+        "behind compute (prior: as overlap_ep's)",
         stage="moe",
     ),
     Parameter(

@@ -767,7 +767,7 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
 def floor_holds(eff: Efficiency) -> bool:
     """Whether `step_floor` is a bound for these efficiencies: overlaps are shares of a window, overheads and the
     straggler spread are >= 0 (a calibration's bounds keep them so; a hand-made Efficiency may not)."""
-    overlaps = (eff.overlap_tp, eff.overlap_cp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep)
+    overlaps = (eff.overlap_tp, eff.overlap_cp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep, eff.overlap_ep_scaleout)
     overheads = (eff.step_overhead_s, eff.straggler_cv, eff.kernel_overhead_us, eff.memory, eff.scaleup, eff.scaleout)
     plain = all(isinstance(v, float | int) for v in (*overlaps, *overheads, eff.vintage_factor))
     return plain and all(0 <= o <= 1 for o in overlaps) and all(v >= 0 for v in overheads) and eff.vintage_factor > 0
@@ -792,16 +792,17 @@ def _expert_parallel(
 ) -> tuple[Number, Number]:
     """Exposed EP (and expert-TP) communication of the mean layer: (forward, whole step); zero for dense models.
 
-    Each pass's all-to-alls hide behind that pass's compute, up to the `overlap_ep` share."""
-    md, eff = ctx.model, ctx.efficiency
+    Each pass's all-to-alls hide behind that pass's compute, up to the `overlap_ep` share, or `overlap_ep_scaleout`
+    for an EP group across scale-up domains (`moe.ep_overlap`)."""
+    md = ctx.model
     if not md.is_moe:
         return 0.0, 0.0
     ep_links = _links(ctx, lv.ep, lv.etp)
     etp_links = _links(ctx, lv.etp, 1)
     forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full_share)
-    share = md.moe_layers / md.layers
-    exposed_fwd = share * exposed(forward, lt.forward, eff.overlap_ep)
-    exposed_bwd = share * exposed(layer - forward, lt.backward + recompute_s, eff.overlap_ep)
+    share, eta = md.moe_layers / md.layers, moe.ep_overlap(ctx.efficiency, ep_links)
+    exposed_fwd = share * exposed(forward, lt.forward, eta)
+    exposed_bwd = share * exposed(layer - forward, lt.backward + recompute_s, eta)
     return exposed_fwd, exposed_fwd + exposed_bwd
 
 

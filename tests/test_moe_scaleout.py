@@ -1,0 +1,90 @@
+"""The expert all-to-all across NICs: its time from datasheet figures by hand for each dispatcher, the nodes a
+token reaches under group-limited routing, and the overlap share it hides by (`overlap_ep_scaleout` for an EP group
+spanning scale-up domains, `overlap_ep` inside one)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.models import ZOO
+from perfmodel.inputs.precision import RECIPES
+from perfmodel.physics import moe
+from perfmodel.physics.collectives import group_links
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.parallel import Layout
+from perfmodel.physics.step import Context, evaluate
+from perfmodel.physics.workload import Shard
+from perfmodel.planning.predict import layout_vars
+
+GPT_OSS_EP64 = Layout(tp=1, pp=1, cp=1, vp=1, dp=64, ep=64, mbs=4, gbs=1280, seq_len=4096, recompute="none", zero=1)
+"""Megatron-Bridge docs/performance-summary-archive.md (commit 067f987df), NeMo 26.02: GPT-OSS-120B on 64 B300s
+(eight HGX nodes), BF16, TP1 PP1 EP64 MBS4 GBS1280, seq 4096 (measured_runs.csv row 203, 8,359 tokens/s/GPU)."""
+
+
+def _ctx(system: str, **eff: float) -> Context:
+    hw = resolve(None, system)
+    efficiency = replace(DEFAULTS[hw.accelerator.family], **eff)
+    return Context(ZOO["gpt-oss-120b"], hw, RECIPES["bf16"], efficiency, 4096, 0, 1.0)
+
+
+def test_gpt_oss_dispatch_over_eight_b300_nodes_is_the_plain_all_to_all_at_the_nic_of_the_datasheet() -> None:
+    """GPT-OSS-120B's recipe keeps Megatron's 'alltoall' dispatcher (Megatron-Bridge 0.3.1 GPTOSSProvider,
+    recipes/gpt_oss/gpt_oss.py): every copy goes to its expert's rank. One rank's dispatch at EP64 over eight DGX
+    B300s: 4 x 4,096 tokens x top-4 x hidden 2,880 in BF16 = 377.5 MB, of which 56/64 leave the node through the
+    rank's own ConnectX-8 at 800 Gb/s = 100 GB/s (times the scale-out share reached): 3.30 ms at line rate, plus
+    the 63 peers' latency steps; combine the same. NVLink carries 7/64 of it and is not the bound."""
+    ctx = _ctx("dgx-b300")
+    eff = ctx.efficiency
+    links = group_links(ctx.tiers, eff, 64.0, 1.0)
+    assert (links.domains, links.per_domain) == (8, 8)
+    assert links.inter_bytes_per_s == pytest.approx(800e9 / 8 * eff.scaleout)
+    sent = 4 * 4096 * 4 * 2880 * 2
+    assert 56 / 64 * sent / 100e9 == pytest.approx(3.30e-3, rel=0.01)
+    one = 63 * min(links.intra_latency_s, links.inter_latency_s) + 56 / 64 * sent / (100e9 * eff.scaleout)
+    sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 64, 1, 1.0)
+    forward, _ = moe.expert_comm(sh, ctx.recipe, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)
+    assert forward == pytest.approx(2 * one)
+
+
+def test_deepseek_v3_routing_groups_bound_the_nodes_a_token_reaches() -> None:
+    """DeepSeek-V3 routes each token to 4 of 8 groups of 32 consecutive experts (Megatron-Bridge 0.3.1
+    DeepSeekV3ModelProvider: moe_router_num_groups 8, moe_router_group_topk 4; transformers 5.24 DeepseekV3Config:
+    n_group 8, topk_group 4), its 8 copies uniform among the taken groups' experts. At EP64 over 8 nodes a node is
+    one group: missed when its group is not taken (1/2), or taken and none of the 8 copies lands in it (1/2 x
+    (3/4)^8). At EP32 over 4 nodes a node holds two groups: 0, 1 or 2 of them taken with chances 15/70, 40/70 and
+    15/70, each missing all 8 copies with (1 - j/4)^8. Ungrouped top-8 (Qwen3) misses a node with (1 - 1/D)^8."""
+    ds, qwen = ZOO["deepseek-v3"], ZOO["qwen3-30b-a3b"]
+    assert moe.domain_missed(ds, 8.0) == pytest.approx(0.5 + 0.5 * 0.75**8)
+    assert moe.domain_missed(ds, 4.0) == pytest.approx(15 / 70 + 40 / 70 * 0.75**8 + 15 / 70 * 0.5**8)
+    assert moe.domain_missed(ds, 1.0) == pytest.approx(0.0)
+    for d in (1.0, 4.0, 8.0, 32.0):
+        assert moe.domain_missed(qwen, d) == pytest.approx((1 - 1 / d) ** 8)
+    array = moe.domain_missed(ds, np.array([4.0, 8.0, 32.0]))
+    assert list(array) == pytest.approx([float(moe.domain_missed(ds, d)) for d in (4.0, 8.0, 32.0)])
+    # the NIC carries (D - 1)(1 - missed) sends per token: 3.15 instead of the ungrouped 4.69 at 8 nodes
+    assert 7 * (1 - moe.domain_missed(ds, 8.0)) == pytest.approx(3.15, abs=0.01)
+
+
+def test_routing_groups_must_divide_the_experts() -> None:
+    with pytest.raises(ValueError, match="expert_groups"):
+        ZOO["deepseek-v3"].model_validate(ZOO["deepseek-v3"].model_dump() | {"expert_groups": 7})
+    with pytest.raises(ValueError, match="group_top_k"):
+        ZOO["deepseek-v3"].model_validate(ZOO["deepseek-v3"].model_dump() | {"group_top_k": 0})
+
+
+def test_an_ep_group_across_nics_hides_by_its_own_share_and_one_inside_nvlink_by_overlap_ep() -> None:
+    """EP64 on DGX B300s crosses the NICs: its exposed all-to-all moves with overlap_ep_scaleout only; EP8 stays
+    inside a node and moves with overlap_ep only."""
+    inside = replace(GPT_OSS_EP64, ep=8)
+    base = _ctx("dgx-b300", overlap_ep=0.6, overlap_ep_scaleout=0.6)
+    less_nic = _ctx("dgx-b300", overlap_ep=0.6, overlap_ep_scaleout=0.2)
+    less_nvlink = _ctx("dgx-b300", overlap_ep=0.2, overlap_ep_scaleout=0.6)
+    assert moe.ep_overlap(less_nic.efficiency, group_links(less_nic.tiers, less_nic.efficiency, 64.0, 1.0)) == 0.2
+    across = {c: evaluate(c, layout_vars(GPT_OSS_EP64)).ep_comm_exposed_s for c in (base, less_nic, less_nvlink)}
+    within = {c: evaluate(c, layout_vars(inside)).ep_comm_exposed_s for c in (base, less_nic, less_nvlink)}
+    assert across[less_nvlink] == across[base] < across[less_nic]
+    assert within[less_nic] == within[base] < within[less_nvlink]
