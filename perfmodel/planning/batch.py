@@ -48,14 +48,17 @@ class Batch:
     def __init__(self, rows: Sequence[tuple[Context, Layout]], vintage_years: Sequence[float] | None = None) -> None:
         import numpy as np
 
-        positions: dict[Context, list[int]] = {}
+        by_object: dict[int, list[int]] = {}  # rows share context objects (context_for): hash each object once
         for index, (context, _) in enumerate(rows):
-            positions.setdefault(context, []).append(index)
+            by_object.setdefault(id(context), []).append(index)
+        positions: dict[Context, list[int]] = {}
+        for members in by_object.values():
+            positions.setdefault(rows[members[0]][0], []).extend(members)
         self.size = len(rows)
         years = None if vintage_years is None else np.asarray(vintage_years, dtype=float)
         self.groups = [_Group(context, np.array(members), _columns([rows[i][1] for i in members]),
                               None if years is None else years[members])
-                       for context, members in positions.items()]  # fmt: skip
+                       for context, members in ((c, sorted(m)) for c, m in positions.items())]  # fmt: skip
 
     def price(self, efficiency_for: Callable[[Context], Efficiency] | None = None, variants: bool = False) -> Priced:
         """Price every row with the efficiencies `efficiency_for` gives its context (default: the context's own).
