@@ -117,7 +117,7 @@ class Context:
         return self.lora_rank > 0
 
     def program(self) -> Callable[..., StepResult] | None:
-        """The compiled step once this context has priced COMPILE_AFTER plain-number layouts, else None."""
+        """The compiled step once this context has priced COMPILE_AFTER layouts of floats, else None."""
         memo = self.memo
         seen = memo.get(("plain layouts",), 0)
         if seen < COMPILE_AFTER:
@@ -535,6 +535,8 @@ def bucketed_exposed(comm_s: Number, buckets: Number, window_s: Number, overlap:
 
 
 LAYOUT_VARS = LayoutVars._fields
+_FLOATS = frozenset((float,))
+"""The compiled step takes floats (what `predict` passes); a layout of ints runs through the formulas."""
 
 
 def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
@@ -542,7 +544,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     name, for `perfmodel explain`; it changes nothing in the result. Plain-number layouts run through the
     context's compiled program once it has one (`Context.program`): the same operations in the same order, without
     the Python calls."""
-    if trace is None and PLAIN.issuperset(map(type, lv)):  # one C-level pass: this runs once per prediction
+    if trace is None and _FLOATS.issuperset(map(type, lv)):  # one C-level pass: this runs once per prediction
         program = ctx.program()
         if program is not None:
             return program(*lv)
