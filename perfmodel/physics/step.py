@@ -18,6 +18,7 @@ from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
 from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
+from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -107,9 +108,7 @@ class Context:
         except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
             return {}
         if found is None:
-            if len(_SHARDS) >= SHARDS_KEPT:
-                del _SHARDS[next(iter(_SHARDS))]
-            found = _SHARDS[key] = {}
+            found = _SHARDS.put(key, {})
         return found
 
     @property
@@ -153,7 +152,7 @@ _NOT_COMPUTE = dict.fromkeys(
 """Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key."""
 SHARDS_KEPT = 256
 """Shard memos (`Context.shards`) kept, oldest dropped first: validation's rows have about 90 distinct."""
-_SHARDS: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
+_SHARDS: Bounded[tuple[Any, ...], dict[tuple[Any, ...], Any]] = Bounded(SHARDS_KEPT)
 
 
 class LayoutVars(NamedTuple):

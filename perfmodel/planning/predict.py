@@ -16,6 +16,7 @@ from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
+from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
@@ -252,15 +253,13 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     except TypeError:  # efficiencies with array fields (a fit's variants) are not kept
         return Context(md, hw, recipe, *numbers)
     if found is None or not all(a is b for a, b in zip(_parts(found), parts, strict=True)):
-        if len(_CONTEXTS) >= CONTEXTS_KEPT:
-            del _CONTEXTS[next(iter(_CONTEXTS))]
-        found = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
+        found = _CONTEXTS.put(key, Context(md, hw, recipe, *numbers))
     return _keep(_LAST_CONTEXT, "context", inputs, (), found)
 
 
 CONTEXTS_KEPT = 64
 """Contexts `context_for` keeps, oldest dropped first: a sweep or a what-if session needs a few dozen at once."""
-_CONTEXTS: dict[tuple[Any, ...], Context] = {}
+_CONTEXTS: Bounded[tuple[Any, ...], Context] = Bounded(CONTEXTS_KEPT)
 """Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
 file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
 share the context's tiers, memo and compiled scalar program."""
@@ -295,14 +294,12 @@ def _efficiency(fitted: calibration.Calibration, hw: Hardware, scenario: Scenari
     found = _EFFICIENCIES.get(key)
     if found is not None and found[0] is fitted:
         return found[1]
-    if len(_EFFICIENCIES) >= CONTEXTS_KEPT:
-        del _EFFICIENCIES[next(iter(_EFFICIENCIES))]
     eff = fitted.efficiency(hw.accelerator.family, scenario.stack, bench, scenario.vintage)
-    _EFFICIENCIES[key] = (fitted, eff)
+    _EFFICIENCIES.put(key, (fitted, eff))
     return eff
 
 
-_EFFICIENCIES: dict[tuple[Any, ...], tuple[calibration.Calibration, Efficiency]] = {}
+_EFFICIENCIES: Bounded[tuple[Any, ...], tuple[calibration.Calibration, Efficiency]] = Bounded(CONTEXTS_KEPT)
 """Efficiencies by calibration object (kept with them: an id is only unique while its object lives) and profile."""
 
 
