@@ -149,7 +149,8 @@ _NOT_COMPUTE = dict.fromkeys(
         "usd_per_gpu_hour_high",
     )
 )
-"""Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key."""
+"""Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key.
+A field missing here only shares less; a listed one that the compute reads fails tests/test_shared_shards.py."""
 SHARDS_KEPT = 256
 """Shard memos (`Context.shards`) kept, oldest dropped first: validation's rows have about 90 distinct."""
 _SHARDS: Bounded[tuple[Any, ...], dict[tuple[Any, ...], Any]] = Bounded(SHARDS_KEPT)
