@@ -118,6 +118,9 @@ class Context:
     def program(self) -> Callable[..., StepResult] | None:
         """The compiled step once this context has priced COMPILE_AFTER layouts of floats, else None."""
         memo = self.memo
+        if ("compiled",) in memo:  # compiled already (or refused: None)
+            compiled: Callable[..., StepResult] | None = memo[("compiled",)]
+            return compiled
         seen = memo.get(("plain layouts",), 0)
         if seen < COMPILE_AFTER:
             memo[("plain layouts",)] = seen + 1

@@ -270,6 +270,7 @@ scenario object skips the recipe, efficiency and key work. Every input that can 
 (a user catalogue, a calibration or model file) is resolved again first, so an edit still gives a new context."""
 _LAST_LAYOUT = ("layout of the last scenario",)
 _LAST_LAYOUT_FREE = ("layout free, last scenario",)
+_LAST_LAYOUT_VARS = ("layout vars of the last layout",)
 
 
 def _repeated(slot: dict[Any, Any], key: Any, same: tuple[Any, ...], equal: tuple[Any, ...] = ()) -> Any:
@@ -321,6 +322,13 @@ def layout_vars(layout: Layout) -> LayoutVars:
         float(layout.ep),
         float(layout.etp),
     )
+
+
+def _layout_vars_of(ctx: Context, layout: Layout) -> LayoutVars:
+    """`layout_vars`, kept on the context for the last layout object priced (a prediction repeated on one
+    scenario prices the same one)."""
+    found: LayoutVars | None = _repeated(ctx.memo, _LAST_LAYOUT_VARS, (layout,))
+    return found if found is not None else _keep(ctx.memo, _LAST_LAYOUT_VARS, (layout,), (), layout_vars(layout))
 
 
 def given_layout(scenario: Scenario) -> dict[str, Any]:
@@ -436,7 +444,7 @@ def _layout_free(
 
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
-    step = evaluate(ctx, layout_vars(layout))
+    step = evaluate(ctx, _layout_vars_of(ctx, layout))
     price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
     mlperf, run = None, None
     if scenario.benchmark:
