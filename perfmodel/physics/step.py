@@ -764,7 +764,13 @@ def memory_need(ctx: Context, lv: LayoutVars) -> Number:
     """The memory total that `evaluate` prices for these layouts (`evaluate(ctx, lv).memory.total`), alone: the
     same functions on the same inputs, so the same numbers element by element, at a fifth of the work. The search
     uses it to drop the layouts that do not fit before it prices the rest in full (most of a large model's valid
-    layouts do not fit)."""
+    layouts do not fit). A plain-number layout's is kept on the context: validation's rows on one context try the
+    same plausible layouts (1,750 asked, 817 distinct)."""
+    return _memoised(ctx.memo, "memory need", lv, lambda: _memory_need(ctx, lv))
+
+
+def _memory_need(ctx: Context, lv: LayoutVars) -> Number:
+    """`memory_need` itself."""
     sh, microbatches, stages = _per_rank(ctx, lv)
     return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(ctx.model, lv, stages)))
 
