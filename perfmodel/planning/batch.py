@@ -54,11 +54,13 @@ class Batch:
         positions: dict[Context, list[int]] = {}
         for members in by_object.values():
             positions.setdefault(rows[members[0]][0], []).extend(members)
+        for members in positions.values():
+            members.sort()  # equal contexts of distinct objects: their rows in order, as one group
         self.size = len(rows)
         years = None if vintage_years is None else np.asarray(vintage_years, dtype=float)
         self.groups = [_Group(context, np.array(members), _columns([rows[i][1] for i in members]),
                               None if years is None else years[members])
-                       for context, members in ((c, sorted(m)) for c, m in positions.items())]  # fmt: skip
+                       for context, members in positions.items()]  # fmt: skip
 
     def price(self, efficiency_for: Callable[[Context], Efficiency] | None = None, variants: bool = False) -> Priced:
         """Price every row with the efficiencies `efficiency_for` gives its context (default: the context's own).
@@ -92,7 +94,7 @@ PLAIN_ROWS_UP_TO = 8
 """A group of at most this many rows is priced one row at a time as plain numbers: an array call of the step costs
 about 4 ms of numpy calls whatever its size, a plain one under 1 ms (validate has 96 groups of one row, 41 of two to
 five). The formulas do the same float operations either way, so each row gets the same numbers to the last bit
-(tests/test_batch_plain_rows.py)."""
+wherever numpy's float64 pow and log2 round as libm's do (tests/test_batch_plain_rows.py)."""
 
 
 def _has_arrays(efficiency: Efficiency) -> bool:
