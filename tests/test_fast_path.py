@@ -6,6 +6,7 @@ pricing a layout; all three must agree on many random valid layouts of dense and
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import replace
 
 import numpy as np
@@ -126,6 +127,13 @@ def test_tracing_replays_operations_and_refuses_branches() -> None:
     for a in (0.5, 2.0, 17.25):
         assert repr(widened(a)) == repr(mixed(a))  # same numbers, same types
     assert "(3.0)" in widened.source and str(2**60) in widened.source  # an inexact int stays an int
+
+    class Doubled(namedtuple("Doubled", "a b")):  # a __new__ of its own (typing.NamedTuple forbids one)
+        def __new__(cls, a: float, b: float) -> Doubled:
+            return super().__new__(cls, 2 * a, b)
+
+    rebuilt = compile_traced(lambda a: Doubled(a, a + 1.0), ("a",))(1.0)
+    assert type(rebuilt) is Doubled and rebuilt == (2.0, 2.0)  # the tuple returned, not its __new__ run twice
 
     def branching(a: float) -> float:
         return a if a > 1 else 2 * a

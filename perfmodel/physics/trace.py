@@ -174,8 +174,10 @@ def _build(program: _Program, value: Any) -> str:
     if isinstance(value, Traced):
         return program.operand(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        kind = program.operand(type(value))
-        return f"{kind}({', '.join(_build(program, v) for v in value)})"
+        # the tuple the formula returned, packed as it is: its class's __new__ ran while tracing (calling the class
+        # would run it again on its own results), and packing skips a Python call per NamedTuple
+        items = ", ".join(_build(program, v) for v in value)
+        return f"new_tuple({program.operand(type(value))}, ({items},))"
     if isinstance(value, tuple | list):
         items = ", ".join(_build(program, v) for v in value)
         return f"({items},)" if isinstance(value, tuple) else f"[{items}]"
@@ -267,6 +269,7 @@ def compile_traced(formula: Callable[..., Any], arguments: tuple[str, ...]) -> C
     source = f"def compiled({', '.join(arguments)}):\n{body}\n    return {returned}\n"
     namespace: dict[str, Any] = {name: getattr(algebra, name) for name in HELPERS} | program.constants
     namespace |= {"math_ceil": math.ceil, "math_floor": math.floor, "ROUNDING": algebra.ROUNDING}
+    namespace["new_tuple"] = tuple.__new__
     checked(source, {*namespace, *arguments})
     exec(compile(source, "<perfmodel.physics.trace>", "exec"), namespace)  # noqa: S102 - checked(): no text
     compiled: Callable[..., Any] = namespace["compiled"]
