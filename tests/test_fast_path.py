@@ -6,6 +6,7 @@ pricing a layout; all three must agree on many random valid layouts of dense and
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import replace
 
 import numpy as np
@@ -57,7 +58,7 @@ def test_compiled_scalar_path_matches_formulas_and_arrays(name: str) -> None:
     array = evaluate(ctx, columns)
     for i, lv in enumerate(layouts):
         fast, slow = compiled(*lv), _evaluate(_fresh(scenario), lv)
-        assert fast == slow  # bit for bit: the same operations in the same order
+        assert repr(fast) == repr(slow)  # bit for bit, and type for type: the same operations in the same order
         for key in (*BREAKDOWN, "forward_only_s", "ep_comm_exposed_s"):
             expected = np.broadcast_to(getattr(array, key), (len(layouts),))[i]
             assert getattr(fast, key) == pytest.approx(expected, rel=SAME, abs=1e-300), key
@@ -117,6 +118,22 @@ def test_tracing_replays_operations_and_refuses_branches() -> None:
         return total
 
     assert compile_traced(chain, ("a",))(0.7) == chain(0.7)
+
+    def mixed(a: float) -> tuple[float, ...]:
+        """Ints meeting floats, and ints that stay ints (a flag times an int, a branch's int)."""
+        return a * 3 + 7, 2**60 * a, (a > 1) * 3, algebra.where(a > 1, 2, a), algebra.maximum(a, 1), a // 2 % 5
+
+    widened = compile_traced(mixed, ("a",))
+    for a in (0.5, 2.0, 17.25):
+        assert repr(widened(a)) == repr(mixed(a))  # same numbers, same types
+    assert "(3.0)" in widened.source and str(2**60) in widened.source  # an inexact int stays an int
+
+    class Doubled(namedtuple("Doubled", "a b")):  # a __new__ of its own (typing.NamedTuple forbids one)
+        def __new__(cls, a: float, b: float) -> Doubled:
+            return super().__new__(cls, 2 * a, b)
+
+    rebuilt = compile_traced(lambda a: Doubled(a, a + 1.0), ("a",))(1.0)
+    assert type(rebuilt) is Doubled and rebuilt == (2.0, 2.0)  # the tuple returned, not its __new__ run twice
 
     def branching(a: float) -> float:
         return a if a > 1 else 2 * a

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.physics import step
 from perfmodel.physics.step import Context
@@ -47,6 +48,31 @@ def test_links_and_prices_share_the_shards_and_change_no_compute() -> None:
     assert other.shards is base.shards
     for a, b in zip(_compute(base), _compute(other), strict=True):  # the blanked fields are read by no compute
         assert np.array_equal(a, b)
+
+
+class _Unread:
+    """A field value that fails on any use but an identity test (`is None`)."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"a shard's compute read .{name} of a field blanked in its memo's key")
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("a shard's compute compared a field blanked in its memo's key")
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm", "gb300", "mi355x"])
+def test_no_shard_compute_reads_a_blanked_field(gpu: str) -> None:
+    """Every field `step._NOT_COMPUTE` blanks from the shard memo's key, on every precision of the accelerator, for a
+    dense and a MoE model: a field the compute came to read would price shards of other hardware from this memo."""
+    for model in ("llama3.1-8b", "mixtral-8x7b"):
+        for precision in get_accelerator(gpu).precisions:
+            ctx = replace(context_for(Scenario.model_validate(SPEC | {"gpu": gpu, "model": model,
+                                                                      "precision": precision})))  # fmt: skip
+            unread = _with_accelerator(ctx, **dict.fromkeys(step._NOT_COMPUTE, _Unread()))
+            for a, b in zip(_compute(ctx), _compute(unread), strict=True):
+                assert np.array_equal(a, b)
 
 
 def test_a_compute_figure_or_a_numbers_change_gets_its_own_shards() -> None:

@@ -179,11 +179,14 @@ class RunBatch:
         priced = self._batch.price(step_efficiency, variants)
         values = np.empty_like(priced.step_time_s)
         rows = list(range(len(self.items))) + self._member_of
+        at_release: dict[tuple[int, float], tuple[Efficiency, Efficiency]] = {}  # few sets x releases among rows
         for k, owner in enumerate(rows):
             item = self.items[owner]
             chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
-            released = replace(chosen, vintage_years=vintage_years(item.run))  # the timed region's release switch
-            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], released)
+            key = (id(chosen), vintage_years(item.run))  # `chosen` is kept with its entry: its id stays its own
+            if key not in at_release:  # the timed region's release switch
+                at_release[key] = chosen, replace(chosen, vintage_years=key[1])
+            values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], at_release[key][1])
         points = values[: len(self.items)]
         low, high = np.full_like(points, np.nan), np.full_like(points, np.nan)
         if self._member_of:

@@ -239,9 +239,13 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
 
 
 def to_json(records: Any) -> str:
-    """Strict JSON: a NaN or infinity fails with one line rather than printing what JSON parsers reject."""
-    check_finite(records)
-    return json.dumps(records, indent=2, allow_nan=False)
+    """Strict JSON: a NaN or infinity fails with one line rather than printing what JSON parsers reject (the field
+    is looked for only then: walking validate's 600 rows first cost a tenth of its JSON's time)."""
+    try:
+        return json.dumps(records, indent=2, allow_nan=False)
+    except ValueError:
+        check_finite(records)
+        raise
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:

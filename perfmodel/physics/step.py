@@ -18,6 +18,7 @@ from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics import memory, moe
 from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
+from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
@@ -107,9 +108,7 @@ class Context:
         except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
             return {}
         if found is None:
-            if len(_SHARDS) >= SHARDS_KEPT:
-                del _SHARDS[next(iter(_SHARDS))]
-            found = _SHARDS[key] = {}
+            found = _SHARDS.put(key, {})
         return found
 
     @property
@@ -117,8 +116,11 @@ class Context:
         return self.lora_rank > 0
 
     def program(self) -> Callable[..., StepResult] | None:
-        """The compiled step once this context has priced COMPILE_AFTER plain-number layouts, else None."""
+        """The compiled step once this context has priced COMPILE_AFTER layouts of floats, else None."""
         memo = self.memo
+        if ("compiled",) in memo:  # compiled already (or refused: None)
+            compiled: Callable[..., StepResult] | None = memo[("compiled",)]
+            return compiled
         seen = memo.get(("plain layouts",), 0)
         if seen < COMPILE_AFTER:
             memo[("plain layouts",)] = seen + 1
@@ -150,10 +152,11 @@ _NOT_COMPUTE = dict.fromkeys(
         "usd_per_gpu_hour_high",
     )
 )
-"""Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key."""
+"""Accelerator fields that no shard's compute reads (its links and its prices): blanked in `Context.shards`'s key.
+A field missing here only shares less; a listed one that the compute reads fails tests/test_shared_shards.py."""
 SHARDS_KEPT = 256
 """Shard memos (`Context.shards`) kept, oldest dropped first: validation's rows have about 90 distinct."""
-_SHARDS: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
+_SHARDS: Bounded[tuple[Any, ...], dict[tuple[Any, ...], Any]] = Bounded(SHARDS_KEPT)
 
 
 class LayoutVars(NamedTuple):
@@ -544,6 +547,8 @@ def bucketed_exposed(comm_s: Number, buckets: Number, window_s: Number, overlap:
 
 
 LAYOUT_VARS = LayoutVars._fields
+_FLOATS = frozenset((float,))
+"""The compiled step takes floats (what `predict` passes); a layout of ints runs through the formulas."""
 
 
 def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) -> StepResult:
@@ -551,7 +556,7 @@ def evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None) 
     name, for `perfmodel explain`; it changes nothing in the result. Plain-number layouts run through the
     context's compiled program once it has one (`Context.program`): the same operations in the same order, without
     the Python calls."""
-    if trace is None and PLAIN.issuperset(map(type, lv)):  # one C-level pass: this runs once per prediction
+    if trace is None and _FLOATS.issuperset(map(type, lv)):  # one C-level pass: this runs once per prediction
         program = ctx.program()
         if program is not None:
             return program(*lv)
@@ -782,7 +787,13 @@ def memory_need(ctx: Context, lv: LayoutVars) -> Number:
     """The memory total that `evaluate` prices for these layouts (`evaluate(ctx, lv).memory.total`), alone: the
     same functions on the same inputs, so the same numbers element by element, at a fifth of the work. The search
     uses it to drop the layouts that do not fit before it prices the rest in full (most of a large model's valid
-    layouts do not fit)."""
+    layouts do not fit). A plain-number layout's is kept on the context: validation's rows on one context try the
+    same plausible layouts (1,750 asked, 817 distinct)."""
+    return _memoised(ctx.memo, "memory need", lv, lambda: _memory_need(ctx, lv))
+
+
+def _memory_need(ctx: Context, lv: LayoutVars) -> Number:
+    """`memory_need` itself."""
     sh, microbatches, stages = _per_rank(ctx, lv)
     return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(ctx.model, lv, stages)))
 

@@ -22,6 +22,11 @@ from typing import Any
 from perfmodel.physics import algebra
 
 _PLAIN_LITERALS = (int, float, bool)
+_WIDENING = frozenset(("+", "-", "*", "/", "//", "%", "**", "<", "<=", ">", ">=", "==", "!="))
+"""Operators for which Python turns an int meeting a float into that float first (comparisons compare exactly)."""
+_EXACT_INT = 2**53
+"""Ints up to this size are floats exactly: written as float literals where they meet a float, the program saves
+the conversion (about a tenth of the default scenario's step) and computes the same numbers."""
 
 
 class Untraceable(Exception):
@@ -41,35 +46,51 @@ class _Program:
         """Whether `value` is a plain Python number whenever the program runs on plain numbers."""
         return value.plain if isinstance(value, Traced) else type(value) in algebra.PLAIN
 
-    def operand(self, value: Any) -> str:
+    @staticmethod
+    def floating(value: Any) -> bool:
+        """Whether `value` is a Python float whenever the program runs on floats."""
+        return value.floating if isinstance(value, Traced) else type(value) is float
+
+    def operand(self, value: Any, widened: bool = False) -> str:
+        """The program's text for `value`; `widened`: it meets a float in an operator that converts ints to floats,
+        so an exact int is written as that float."""
         if isinstance(value, Traced):
             if value.program is not self:
                 raise Untraceable("a traced value of another program")
             return value.name
+        if widened and type(value) is int and abs(value) <= _EXACT_INT:
+            value = float(value)
         if type(value) in _PLAIN_LITERALS and repr(value) == repr(type(value)(repr(value))):
             return f"({value!r})"  # exact: repr round-trips ints, bools and finite floats
         name = f"k{len(self.constants)}"
         self.constants[name] = value
         return name
 
-    def emit(self, expression: str, plain: bool) -> Traced:
+    def emit(self, expression: str, plain: bool, floating: bool = False) -> Traced:
         """The value of `expression`; one computed before is reused (every operation is pure, so it gives the same
         number again: the formulas restate shared subexpressions, e.g. a shard's tokens, in many places)."""
         found = self.seen.get(expression)
         if found is None:
-            found = self.seen[expression] = Traced(self, f"v{len(self.lines)}", plain)
+            found = self.seen[expression] = Traced(self, f"v{len(self.lines)}", plain, floating)
             self.lines.append(f"    {found.name} = {expression}")
         return found
 
 
 def _binary(symbol: str) -> tuple[Callable[[Traced, Any], Traced], Callable[[Traced, Any], Traced]]:
-    def forward(self: Traced, other: Any) -> Traced:
+    arithmetic = symbol in _WIDENING and symbol[0] not in "<>=!"
+
+    def result(self: Traced, other: Any, text: str) -> Traced:
         program = self.program
-        return program.emit(f"{self.name} {symbol} {program.operand(other)}", self.plain and program.plain(other))
+        floating = arithmetic and (self.floating or program.floating(other) or symbol == "/")
+        return program.emit(text, self.plain and program.plain(other), floating)
+
+    def forward(self: Traced, other: Any) -> Traced:
+        operand = self.program.operand(other, self.floating and symbol in _WIDENING)
+        return result(self, other, f"{self.name} {symbol} {operand}")
 
     def reflected(self: Traced, other: Any) -> Traced:
-        program = self.program
-        return program.emit(f"{program.operand(other)} {symbol} {self.name}", self.plain and program.plain(other))
+        operand = self.program.operand(other, self.floating and symbol in _WIDENING)
+        return result(self, other, f"{operand} {symbol} {self.name}")
 
     return forward, reflected
 
@@ -77,12 +98,12 @@ def _binary(symbol: str) -> tuple[Callable[[Traced, Any], Traced], Callable[[Tra
 class Traced:
     """A value of the program being recorded: each operation on it becomes a line of that program."""
 
-    __slots__ = ("name", "plain", "program")
+    __slots__ = ("floating", "name", "plain", "program")
     __array_ufunc__ = None  # numpy scalars hand the operation back to Traced instead of building object arrays
     __hash__ = object.__hash__
 
-    def __init__(self, program: _Program, name: str, plain: bool = True) -> None:
-        self.program, self.name, self.plain = program, name, plain
+    def __init__(self, program: _Program, name: str, plain: bool = True, floating: bool = False) -> None:
+        self.program, self.name, self.plain, self.floating = program, name, plain, floating
 
     __add__, __radd__ = _binary("+")
     __sub__, __rsub__ = _binary("-")
@@ -102,13 +123,13 @@ class Traced:
     __ne__, _ = _binary("!=")  # type: ignore[assignment]
 
     def __neg__(self) -> Traced:
-        return self.program.emit(f"-{self.name}", self.plain)
+        return self.program.emit(f"-{self.name}", self.plain, self.floating)
 
     def __pos__(self) -> Traced:
-        return self.program.emit(f"+{self.name}", self.plain)
+        return self.program.emit(f"+{self.name}", self.plain, self.floating)
 
     def __abs__(self) -> Traced:
-        return self.program.emit(f"abs({self.name})", self.plain)
+        return self.program.emit(f"abs({self.name})", self.plain, self.floating)
 
     def __invert__(self) -> Traced:
         return self.program.emit(f"~{self.name}", self.plain)
@@ -142,8 +163,10 @@ def call(name: str, *args: Any) -> Traced:
     operands = [program.operand(a) for a in args]
     plain = all(all(map(program.plain, a)) if isinstance(a, tuple) else program.plain(a) for a in args)
     if plain and name in _INLINE:
-        return program.emit(_INLINE[name].format(*operands), plain=True)
-    return program.emit(f"{name}({', '.join(operands)})", plain)
+        branches = args[1:] if name == "where" else args
+        floating = name in ("ceil", "floor") or all(map(program.floating, branches))
+        return program.emit(_INLINE[name].format(*operands), plain=True, floating=floating)
+    return program.emit(f"{name}({', '.join(operands)})", plain, floating=plain and name in _FLOAT_RESULTS)
 
 
 def _build(program: _Program, value: Any) -> str:
@@ -151,8 +174,10 @@ def _build(program: _Program, value: Any) -> str:
     if isinstance(value, Traced):
         return program.operand(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        kind = program.operand(type(value))
-        return f"{kind}({', '.join(_build(program, v) for v in value)})"
+        # the tuple the formula returned, packed as it is: its class's __new__ ran while tracing (calling the class
+        # would run it again on its own results), and packing skips a Python call per NamedTuple
+        items = ", ".join(_build(program, v) for v in value)
+        return f"new_tuple({program.operand(type(value))}, ({items},))"
     if isinstance(value, tuple | list):
         items = ", ".join(_build(program, v) for v in value)
         return f"({items},)" if isinstance(value, tuple) else f"[{items}]"
@@ -162,6 +187,8 @@ def _build(program: _Program, value: Any) -> str:
 
 
 HELPERS = ("where", "maximum", "minimum", "ceil", "floor", "log2", "exp", "sqrt", "lookup")
+_FLOAT_RESULTS = frozenset(("log2", "exp", "sqrt"))
+"""Helpers that return a float for plain numbers (their math-module function)."""
 
 
 _NAME = re.compile(r"\b[vk]\d+\b")
@@ -231,16 +258,18 @@ def _inlined(lines: list[str], returned: str) -> tuple[list[str], str]:
 
 
 def compile_traced(formula: Callable[..., Any], arguments: tuple[str, ...]) -> Callable[..., Any]:
-    """`formula(*arguments)` as one flat function of plain numbers; raises Untraceable when the formula branches on
-    an argument. (Compiled for arrays it would be no faster: numpy's element work is the same.)"""
+    """`formula(*arguments)` as one flat function of floats (call it with floats only: an int argument could give
+    a float where the formula gives an int); raises Untraceable when the formula branches on an argument. (Compiled
+    for arrays it would be no faster: numpy's element work is the same.)"""
     program = _Program()
-    result = formula(*(Traced(program, name) for name in arguments))
+    result = formula(*(Traced(program, name, floating=True) for name in arguments))
     returned = _build(program, result)
     lines, returned = _inlined(_needed(program.lines, returned), returned)
     body = "\n".join(lines)
     source = f"def compiled({', '.join(arguments)}):\n{body}\n    return {returned}\n"
     namespace: dict[str, Any] = {name: getattr(algebra, name) for name in HELPERS} | program.constants
     namespace |= {"math_ceil": math.ceil, "math_floor": math.floor, "ROUNDING": algebra.ROUNDING}
+    namespace["new_tuple"] = tuple.__new__
     checked(source, {*namespace, *arguments})
     exec(compile(source, "<perfmodel.physics.trace>", "exec"), namespace)  # noqa: S102 - checked(): no text
     compiled: Callable[..., Any] = namespace["compiled"]

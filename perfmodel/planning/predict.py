@@ -17,6 +17,7 @@ from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
+from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
@@ -254,15 +255,13 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     except TypeError:  # efficiencies with array fields (a fit's variants) are not kept
         return Context(md, hw, recipe, *numbers)
     if found is None or not all(a is b for a, b in zip(_parts(found), parts, strict=True)):
-        if len(_CONTEXTS) >= CONTEXTS_KEPT:
-            del _CONTEXTS[next(iter(_CONTEXTS))]
-        found = _CONTEXTS[key] = Context(md, hw, recipe, *numbers)
+        found = _CONTEXTS.put(key, Context(md, hw, recipe, *numbers))
     return _keep(_LAST_CONTEXT, "context", inputs, (), found)
 
 
 CONTEXTS_KEPT = 64
 """Contexts `context_for` keeps, oldest dropped first: a sweep or a what-if session needs a few dozen at once."""
-_CONTEXTS: dict[tuple[Any, ...], Context] = {}
+_CONTEXTS: Bounded[tuple[Any, ...], Context] = Bounded(CONTEXTS_KEPT)
 """Contexts by the identity of their model, system, accelerator and recipe (the catalogue hands out one object per
 file version, so an edited file gives a new context) and by their efficiencies and numbers: repeated predictions
 share the context's tiers, memo and compiled scalar program."""
@@ -273,6 +272,7 @@ scenario object skips the recipe, efficiency and key work. Every input that can 
 (a user catalogue, a calibration or model file) is resolved again first, so an edit still gives a new context."""
 _LAST_LAYOUT = ("layout of the last scenario",)
 _LAST_LAYOUT_FREE = ("layout free, last scenario",)
+_LAST_LAYOUT_VARS = ("layout vars of the last layout",)
 
 
 def _repeated(slot: dict[Any, Any], key: Any, same: tuple[Any, ...], equal: tuple[Any, ...] = ()) -> Any:
@@ -297,14 +297,12 @@ def _efficiency(fitted: calibration.Calibration, hw: Hardware, scenario: Scenari
     found = _EFFICIENCIES.get(key)
     if found is not None and found[0] is fitted:
         return found[1]
-    if len(_EFFICIENCIES) >= CONTEXTS_KEPT:
-        del _EFFICIENCIES[next(iter(_EFFICIENCIES))]
     eff = fitted.efficiency(hw.accelerator.family, scenario.stack, bench, scenario.vintage)
-    _EFFICIENCIES[key] = (fitted, eff)
+    _EFFICIENCIES.put(key, (fitted, eff))
     return eff
 
 
-_EFFICIENCIES: dict[tuple[Any, ...], tuple[calibration.Calibration, Efficiency]] = {}
+_EFFICIENCIES: Bounded[tuple[Any, ...], tuple[calibration.Calibration, Efficiency]] = Bounded(CONTEXTS_KEPT)
 """Efficiencies by calibration object (kept with them: an id is only unique while its object lives) and profile."""
 
 
@@ -327,6 +325,13 @@ def layout_vars(layout: Layout) -> LayoutVars:
         float(layout.etp),
         float(layout.recompute_layers or 0),
     )
+
+
+def _layout_vars_of(ctx: Context, layout: Layout) -> LayoutVars:
+    """`layout_vars`, kept on the context for the last layout object priced (a prediction repeated on one
+    scenario prices the same one)."""
+    found: LayoutVars | None = _repeated(ctx.memo, _LAST_LAYOUT_VARS, (layout,))
+    return found if found is not None else _keep(ctx.memo, _LAST_LAYOUT_VARS, (layout,), (), layout_vars(layout))
 
 
 def given_layout(scenario: Scenario) -> dict[str, Any]:
@@ -445,7 +450,7 @@ def _layout_free(
 
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
-    step = evaluate(ctx, layout_vars(layout))
+    step = evaluate(ctx, _layout_vars_of(ctx, layout))
     price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
     mlperf, run = None, None
     if scenario.benchmark:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ModelSpec
+from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.physics.step import (
@@ -200,15 +201,13 @@ def blocks(ctx: Context, space: Space) -> list[tuple[Block, Any]]:
     key = (ctx.model, ctx.hardware.ranks_per_domain, ctx.seq_len, space.points, tuple(sorted(space.fixed.items())))
     found = _BLOCKS.get(key)
     if found is None:
-        if len(_BLOCKS) >= BLOCKS_KEPT:
-            del _BLOCKS[next(iter(_BLOCKS))]
-        found = _BLOCKS[key] = tuple(_enumerated(ctx, space))
+        found = _BLOCKS.put(key, tuple(_enumerated(ctx, space)))
     return list(found)
 
 
 BLOCKS_KEPT = 32
 """Spaces whose blocks `blocks` keeps, oldest dropped first (the 60-point generations sweep has 12 distinct)."""
-_BLOCKS: dict[tuple[Any, ...], tuple[tuple[Block, Any], ...]] = {}
+_BLOCKS: Bounded[tuple[Any, ...], tuple[tuple[Block, Any], ...]] = Bounded(BLOCKS_KEPT)
 
 
 def _enumerated(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
@@ -542,15 +541,13 @@ def _floors(
         rows.append(cells.min(axis=(1, 2, 3)))
         blocks_.append((block, mask))
         floors.append(floor)
-    if len(_FLOORS) >= FLOORS_KEPT:
-        del _FLOORS[next(iter(_FLOORS))]
-    _FLOORS[key] = (ctx.shards, list(candidates), (blocks_, floors, rows))
+    _FLOORS.put(key, (ctx.shards, list(candidates), (blocks_, floors, rows)))
     return blocks_, floors, rows
 
 
 FLOORS_KEPT = 4
 """Searches whose floors `_floors` keeps, oldest dropped first (a sweep's what-ifs of one point come together)."""
-_FLOORS: dict[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = {}
+_FLOORS: Bounded[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = Bounded(FLOORS_KEPT)
 
 
 def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
