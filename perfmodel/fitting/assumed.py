@@ -79,7 +79,9 @@ def settle(scenario: Scenario, ctx: Context) -> Settled | None:
     priced: dict[tuple[Any, ...], tuple[Layout, bool]] = {}
     capacity = ctx.hardware.accelerator.memory_bytes
     for combo in itertools.product(*(r.plausible for r in rules if r)):
-        found = _priced(scenario, ctx, dict(zip(open_, combo, strict=True)), capacity)
+        settings = dict(zip(open_, combo, strict=True))
+        unrecomputed = tuple((settings | {"recompute": "none"}).values())  # its combination: priced before it
+        found = _priced(scenario, ctx, settings, capacity, priced.get(unrecomputed, (None, False))[1])
         if found is not None:
             priced[combo] = found
     if not priced:
@@ -111,9 +113,12 @@ def settle(scenario: Scenario, ctx: Context) -> Settled | None:
     return Settled(point, members, open_, basis, note)
 
 
-def _priced(scenario: Scenario, ctx: Context, settings: dict[str, Any], capacity: float) -> tuple[Layout, bool] | None:
+def _priced(
+    scenario: Scenario, ctx: Context, settings: dict[str, Any], capacity: float, unrecomputed_fits: bool
+) -> tuple[Layout, bool] | None:
     """The layout at these settings and whether it fits; None when the rules refuse it. A block recompute is the
-    fewest leading layers per pipeline chunk that fit (all but one, when none does: it does not fit either)."""
+    fewest leading layers per pipeline chunk that fit (all but one, when none does: it does not fit either); one
+    layer when the same settings without recompute fit (memory falls with the layers recomputed), unpriced."""
     block = settings.get("recompute") == BLOCK_RECOMPUTE
     variant = scenario.parallelism.model_copy(update=settings | ({"recompute": "full"} if block else {}))
     try:
@@ -121,17 +126,18 @@ def _priced(scenario: Scenario, ctx: Context, settings: dict[str, Any], capacity
     except InfeasibleLayout:
         return None
     if block:
-        partial = _fewest_layers(ctx, layout, capacity)
+        partial = _fewest_layers(ctx, layout, capacity, unrecomputed_fits)
         if partial is None:
             return None
         layout = partial
     return layout, bool(memory_need(ctx, layout_vars(layout)) <= capacity)  # evaluate(...).fits
 
 
-def _fewest_layers(ctx: Context, layout: Layout, capacity: float) -> Layout | None:
+def _fewest_layers(ctx: Context, layout: Layout, capacity: float, unrecomputed_fits: bool) -> Layout | None:
     """`layout` (full recompute) recomputing only the fewest leading layers k of each pipeline chunk that fit,
-    1 <= k < the chunk's layers, found in one array pricing of every k (memory falls with k); the chunk's last
-    layers but one when none fits; None for a one-layer chunk (block is full recompute there)."""
+    1 <= k < the chunk's layers, found in one array pricing of every k (memory falls with k), or 1 where no
+    recompute fits already; the chunk's last layers but one when none fits; None for a one-layer chunk (block is
+    full recompute there)."""
     import numpy as np
 
     per_chunk = int(
@@ -139,6 +145,8 @@ def _fewest_layers(ctx: Context, layout: Layout, capacity: float) -> Layout | No
     )
     if per_chunk < 2:
         return None
+    if unrecomputed_fits:
+        return replace(layout, recompute_layers=1)
     ks = np.arange(1, per_chunk, dtype=float)
     need = np.broadcast_to(memory_need(ctx, layout_vars(layout)._replace(recompute_layers=ks)), ks.shape)
     fits = np.flatnonzero(need <= capacity)
