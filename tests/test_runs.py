@@ -105,3 +105,35 @@ def test_bundled_mlperf_rows_are_priced_at_the_samples_their_score_stands_for() 
     ]
     rcp = get_benchmark("mlperf-llama31-405b@v5.0").samples_to_converge(896)
     assert fast.samples == pytest.approx(rcp, rel=1e-6)
+
+
+RESULTS = "mlcommons/training_results_"
+
+
+@pytest.mark.parametrize(
+    ("source", "framework", "round_", "released"),
+    [
+        # mlperf_training_llm.csv, v4.1 NVIDIA Eos_n128 (llama2_70b_lora): the result path names the container
+        (f"{RESULTS}v4.1:NVIDIA/results/eos_n128_ngc24.09_nemo/", "NVIDIA NeMo Framework Release 24.09", "v4.1",
+         "2024-09"),
+        # v5.0 HPE Cray XD670 (8x H200-SXM-141GB), n4: a 24.09 NeMo container in a v5.0 round
+        (f"{RESULTS}v5.0:HPE/results/HPE-Cray-XD670-H200-SXM5-141GB_n4_24.09/",
+         "PyTorch, NeMo, HugeCTR, DGL NVIDIA Release 24.09", "v5.0", "2024-09"),
+        # v5.0 Supermicro AS-A126GS-TNBR (B200): the NeMo release, not the DGL one before it
+        (f"{RESULTS}v5.0:Supermicro/results/AS-A126GS-TNBR/",
+         "DGL, Merlin HugeCTR NVIDIA Release 25.03; PyTorch, NeMo Framework NVIDIA Release 25.04", "v5.0", "2025-04"),
+        # v5.0 Oracle BM.GPU.GB200.4: no NeMo release named (a 23.09 PyTorch template on GB200): the round's month
+        (f"{RESULTS}v5.0:Oracle/results/BM.GPU.GB200.4/", "PyTorch NVIDIA Release 23.09", "v5.0", "2025-06"),
+    ],
+)  # fmt: skip
+def test_mlperf_row_dated_by_its_nemo_container(source: str, framework: str, round_: str, released: str) -> None:
+    from perfmodel.fitting.runs import _mlperf_released
+
+    assert _mlperf_released({"source": source, "framework": framework, "round": round_}) == released
+
+
+def test_mlperf_container_never_after_its_round() -> None:
+    from perfmodel.fitting.runs import ROUND_PUBLISHED, _mlperf_released
+
+    row = {"source": "x/results/sys_ngc25.12_nemo/", "framework": "", "round": "v5.0"}
+    assert _mlperf_released(row) == ROUND_PUBLISHED["v5.0"]

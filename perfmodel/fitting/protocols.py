@@ -32,7 +32,7 @@ FIRST_FORWARD_ROUND = "v4.1"
 SCALE_TRAIN_MAX_GPUS = 256
 SCALE_BUCKETS = ((724, "257-724 GPUs (~512)"), (2896, "725-2,896 GPUs (~1,024-2,048)"), (None, "2,897+ GPUs (~4,096+)"))
 DEFINITIONS = {
-    "forward": "for each MLPerf round from v4.1 on: fit on rows released before it, predict its rows",
+    "forward": "for each MLPerf round from v4.1 on: fit on rows published before it, predict its rows",
     "generation": "leave one accelerator generation out: fit on the others, predict it",
     "precision": "leave one number format out: fit on the others, predict it",
     "scale": f"fit on runs of at most {SCALE_TRAIN_MAX_GPUS} GPUs, predict the larger ones (by bucket)",
@@ -50,6 +50,13 @@ def _round(run: MeasuredRun) -> str | None:
     return run.source.removeprefix("MLPerf Training ") if run.source.startswith("MLPerf Training ") else None
 
 
+def _known(run: MeasuredRun) -> str | None:
+    """The month a row became public: an MLPerf result's round publication (its software may be older), else its
+    release (a table published with its container, a paper)."""
+    mlperf_round = _round(run)
+    return ROUND_PUBLISHED.get(mlperf_round, run.released) if mlperf_round else run.released
+
+
 def _forward(items: Sequence[PreparedRun]) -> list[Fold]:
     rounds = sorted(
         {r for i in items if (r := _round(i.run)) and r in ROUND_PUBLISHED}, key=ROUND_PUBLISHED.__getitem__
@@ -59,7 +66,7 @@ def _forward(items: Sequence[PreparedRun]) -> list[Fold]:
         published = ROUND_PUBLISHED[name]
         if published < ROUND_PUBLISHED[FIRST_FORWARD_ROUND]:
             continue
-        train = [i for i in items if i.run.released is not None and i.run.released < published]
+        train = [i for i in items if (known := _known(i.run)) is not None and known < published]
         folds.append(Fold(name, train, [i for i in items if _round(i.run) == name]))
     return folds
 

@@ -445,6 +445,26 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     )  # fmt: skip
 
 
+NEMO_CONTAINER = re.compile(r"ngc(\d\d)\.(\d\d)|NeMo[^;]*?(\d\d)\.(\d\d)", re.IGNORECASE)
+"""A NeMo container named in an MLPerf row's result path ('eos_n128_ngc24.09_nemo') or framework column ('NVIDIA
+NeMo Framework Release 24.09', 'NVIDIA Nemo 24.09', 'PyTorch, NeMo Framework NVIDIA Release 25.04'). Only a release
+named with NeMo counts: the column's other names are often a template's ('PyTorch NVIDIA Release 23.09' on GB200
+systems, which no 23.09 container supports)."""
+
+
+def _mlperf_released(row: dict[str, str]) -> str | None:
+    """The month of the NeMo container an MLPerf row ran (NEMO_CONTAINER), no later than its round's publication;
+    the round's publication where no container is named. v5.0 rows ran NeMo 24.09 to 25.04: the release, not the
+    round, decides what the software did (efficiency.WARM_START_RELEASE)."""
+    published = ROUND_PUBLISHED.get(row["round"])
+    found = NEMO_CONTAINER.search(row["source"]) or NEMO_CONTAINER.search(row["framework"])
+    if found is None:
+        return published
+    year, month = (g for g in found.groups() if g is not None)
+    container = f"20{year}-{month}"
+    return container if published is None else min(container, published)
+
+
 def _mlperf_id(row: dict[str, str]) -> str:
     match = re.search(r"training_results_(v[\d.]+):([^/]+)/results/([^/]+)/", row["source"])
     return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
@@ -488,7 +508,7 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
     return MeasuredRun(
         f"mlperf:{_mlperf_id(row)}", f"MLPerf Training {row['round']}", scenario, "time_to_train_min",
         float(row["time_to_train_min"]), tuple(assumptions), f"{row['submitter']} {row['system']}",
-        released=ROUND_PUBLISHED.get(row["round"]),
+        released=_mlperf_released(row),
         number_format=_number_format(row["precision"]) if row["precision"] else None,
         samples=scored_samples(row),
     )  # fmt: skip
