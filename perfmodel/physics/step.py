@@ -715,8 +715,15 @@ def full_recompute_share(lv: LayoutVars, stages: StageLayers) -> Number:
     recalled from the public code, not a stored copy) k over the chunk's layers, at most 1; 0 without full recompute.
     """
     k = lv.recompute_layers
-    share = where(k > 0, minimum(k / stages.per_chunk, 1.0), 1.0)
+    share = 1.0 if every_layer(k) else where(k > 0, minimum(k / stages.per_chunk, 1.0), 1.0)
     return where(equal(lv.recompute, 2), share, 0.0)
+
+
+def every_layer(recompute_layers: Number) -> bool:
+    """Whether a layout's `recompute_layers` is the plain default 0 (a full recompute re-runs every layer). The
+    block formulas are then folded away: they give the same numbers, but every layout of a search would pay their
+    array operations (about a fifth of its memory pass). Arrays of k, and traced or symbolic values, take them."""
+    return type(recompute_layers) in PLAIN and recompute_layers == 0
 
 
 def _shard_layer(
@@ -854,10 +861,9 @@ def _rank_memory(
 
     def activations(layers: Number) -> Number:
         none, selective, full = (saved(mode, layers) for mode in ("none", "selective", "full"))
-        block = memory.block_recompute(full_share, none, full, saved("full", 0.0))
-        return where(
-            equal(lv.recompute, 2), where(full_share < 1, block, full), where(equal(lv.recompute, 1), selective, none)
-        )
+        if not every_layer(lv.recompute_layers):
+            full = where(full_share < 1, memory.block_recompute(full_share, none, full, saved("full", 0.0)), full)
+        return where(equal(lv.recompute, 2), full, where(equal(lv.recompute, 1), selective, none))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held
