@@ -24,7 +24,17 @@ from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION
-from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _cast, _gemm, _linear_forward, _mem, linear_backward
+from perfmodel.physics.workload import (
+    FP32_BYTES,
+    Op,
+    Shard,
+    _cast,
+    _gemm,
+    _linear_forward,
+    _mem,
+    linear_backward,
+    recomputed,
+)
 
 ROUTER_BYTES = 3 * FP32_BYTES
 """Top-k over the router logits: read the FP32 logits, write the scores and the routing map."""
@@ -207,7 +217,7 @@ def expert_comm(
     gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)
     forward = dispatch + combine + gather + scatter
     backward = 2 * combine + gather_bf16 + scatter
-    return forward, forward + backward + where(full_share > 0, full_share * forward, 0.0)
+    return forward, forward + backward + recomputed(full_share, forward)
 
 
 def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:

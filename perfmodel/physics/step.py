@@ -40,6 +40,7 @@ from perfmodel.physics.workload import (
     mlp_block_backward,
     mlp_block_forward,
     padded_vocab,
+    recomputed,
 )
 
 T = TypeVar("T")
@@ -403,12 +404,6 @@ class _Comm(NamedTuple):
     layer: Number
     async_backward: Number = 0.0
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
-
-
-def recomputed(full_share: Number, forward: Number) -> Number:
-    """What a full recompute repeats of a layer's `forward` (time or communication) on average over the layers: the
-    share of layers it recomputes (`full_share`, 0 to 1) of it."""
-    return where(full_share > 0, full_share * forward, 0.0)
 
 
 def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> tuple[_Comm, Number]:

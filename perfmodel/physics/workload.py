@@ -310,3 +310,9 @@ def embedding_ops(sh: Shard) -> list[Op]:
     """Token lookup on the first stage and its gradient scatter-add."""
     T, h = sh.tokens, sh.model.hidden
     return [_mem("embedding", T * h / sh.tp, 2 * BF16_BYTES), _mem("embedding.bwd", T * h / sh.tp, 3 * BF16_BYTES)]
+
+
+def recomputed(full_share: Number, forward: Number) -> Number:
+    """What a full recompute repeats of a layer's `forward` (time or communication) on average over the layers: the
+    share of layers it recomputes (`full_share`, 0 to 1) of it."""
+    return where(full_share > 0, full_share * forward, 0.0)
