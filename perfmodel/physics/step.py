@@ -755,10 +755,12 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     comm x (1 - overlap) >= 0 of a comm >= 0), the bubble ((pp - 1) / (vp m) >= 0 times the busiest rank's sum),
     PP sends (0 or sends >= 0), DP communication (a maximum with a bucket >= 0), the optimizer (bytes / bandwidth and
     kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0). Adding
-    a number >= 0 never rounds below the sum so far, so step_time_s >= compute_s = slower x (microbatches x
-    mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole sum, bit for bit
-    one of the three), so it is >= the least of the three, which is what this returns in its place; without PP it is
-    that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order."""
+    a number >= 0 never rounds below the sum so far, so step_time_s >= compute_s + other_s, with compute_s = slower x
+    (microbatches x mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole
+    sum, bit for bit one of the three), so it is >= the least of the three, which is what this takes in its place;
+    without PP it is that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order, and other_s
+    grows with the compute it is given (the straggler wait is a multiple of it), so this also adds other_s at the
+    floor's compute: for every N the wait would otherwise slip through the floor (at cv 0.04 it is ~13% at 512)."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
@@ -768,7 +770,10 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     first = _rank_compute(stages.first, layer_compute, embed_compute)
     last = _rank_compute(stages.last, layer_compute, head_compute)
     least = minimum(interior, minimum(first, last))
-    return ctx.efficiency.vintage_factor * (microbatches * where(equal(lv.pp, 1), single, least))
+    eff = ctx.efficiency
+    compute_s = microbatches * where(equal(lv.pp, 1), single, least)
+    other_s = eff.step_overhead_s + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
+    return eff.vintage_factor * compute_s + eff.vintage_factor * other_s
 
 
 def floor_holds(eff: Efficiency) -> bool:
