@@ -731,7 +731,7 @@ def _shard_layer(
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
-    recompute_s = where(full > 0, full * lt.forward, where(selective, lt.selective, 0.0))
+    recompute_s = where(selective, lt.selective, recomputed(full, lt.forward))
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
 
 
@@ -852,7 +852,7 @@ def _rank_memory(
     in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
     in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
-    full_share = full_recompute_share(lv, stages)
+    block_share = None if every_layer(lv.recompute_layers) else full_recompute_share(lv, stages)
 
     def saved(mode: str, layers: Number) -> Number:
         if md.is_moe:
@@ -861,8 +861,8 @@ def _rank_memory(
 
     def activations(layers: Number) -> Number:
         none, selective, full = (saved(mode, layers) for mode in ("none", "selective", "full"))
-        if not every_layer(lv.recompute_layers):
-            full = where(full_share < 1, memory.block_recompute(full_share, none, full, saved("full", 0.0)), full)
+        if block_share is not None:
+            full = where(block_share < 1, memory.block_recompute(block_share, none, full, saved("full", 0.0)), full)
         return where(equal(lv.recompute, 2), full, where(equal(lv.recompute, 1), selective, none))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:

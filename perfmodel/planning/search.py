@@ -520,8 +520,9 @@ def _floors(
     """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch, recompute) cell and each
     row's least floor over its valid cells.
 
-    The floor is the step's compute alone, so it is kept for the last FLOORS_KEPT searches by the context's shard
-    memo (`Context.shards`: equal model, compute figures, efficiencies, recipe, sequence) and the blocks searched
+    The floor is the step's compute with the overheads that grow with it (`step.step_floor`): no link figure enters
+    it, so it is kept for the last FLOORS_KEPT searches by the context's shard memo (`Context.shards`: equal model,
+    compute figures, efficiencies, recipe, sequence) and the blocks searched
     (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the network share
     their floors."""
     import numpy as np
