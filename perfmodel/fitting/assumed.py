@@ -33,9 +33,10 @@ from perfmodel.physics.schedule import stage_layers
 from perfmodel.physics.step import Context, memory_need
 from perfmodel.planning.predict import choose_layout, layout_vars
 
+PARALLEL_DEGREES = ("tp", "pp", "cp", "vp")
+"""Layout dimensions without a stack default: where a row (a user's CSV) leaves one open, it is searched."""
 OPEN_DIMENSIONS = ("recompute", "zero", "mbs")
-"""Dimensions a row may leave to its stack; the parallel degrees (tp, pp, cp, vp) have no stack default and stay
-searched where a row (a user's CSV) leaves them open."""
+"""Dimensions a row may leave to its stack."""
 MEMORY_ORDER: dict[str, tuple[Any, ...]] = {
     "zero": (0, 1, 2, 3),
     "recompute": ("none", "selective", BLOCK_RECOMPUTE, "full"),
@@ -69,7 +70,7 @@ def settle(scenario: Scenario, ctx: Context) -> Settled | None:
     degree open (a search)."""
     par = scenario.parallelism
     open_ = tuple(d for d in OPEN_DIMENSIONS if getattr(par, d) is None)
-    if not open_ or not (par.tp and par.pp and par.cp and par.vp):
+    if not open_ or not all(getattr(par, d) for d in PARALLEL_DEGREES):
         return None
     stack = get_stack(scenario.stack)
     rules = [stack.layout_default(d) for d in open_]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.fitting.assumed import Settled, settle
+from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled, settle
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import MOE_MODELS, MOE_SOURCE, MeasuredRun, reference_vintage, vintage_years
 from perfmodel.inputs.hardware import resolve
@@ -29,7 +29,7 @@ from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, layout_vars
 
 GROUPINGS = ("source", "accelerator", "precision", "metric")
-REPORTED_DIMENSIONS = ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")
+REPORTED_DIMENSIONS = PARALLEL_DEGREES + OPEN_DIMENSIONS
 """Layout dimensions a row reports or leaves open (the stack's settings or, for parallel degrees, a search)."""
 MOE_NOT_FITTED = {
     "GPT-OSS-120B": "predicted too fast on every container by a gap no mechanism the rows can tell apart closes "
