@@ -32,6 +32,7 @@ from perfmodel.physics.workload import (
     _gemm,
     _linear_forward,
     _mem,
+    activation_bytes,
     linear_backward,
     recomputed,
 )
@@ -74,6 +75,30 @@ def _shared_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     return [("shared_fc1", md.hidden, in_width / sh.tp, True), ("shared_fc2", width / sh.tp, md.hidden, False)]
 
 
+def _shared_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """The shared experts' forward (none without them): a dense MLP on the attention's TP ranks."""
+    md = sh.model
+    if not md.shared_experts:
+        return []
+    fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _shared_shapes(sh))
+    width = sh.tokens * md.shared_experts * md.moe_ffn / sh.tp
+    return [*fc1, _mem("shared_activation", width, activation_bytes(md, False)), *fc2]
+
+
+def _shared_backward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """The shared experts' backward (none without them)."""
+    md = sh.model
+    if not md.shared_experts:
+        return []
+    fc1, fc2 = _shared_shapes(sh)
+    width = sh.tokens * md.shared_experts * md.moe_ffn / sh.tp
+    return [
+        *linear_backward(sh, recipe, fc2, False, sh.tokens),
+        _mem("shared_activation.bwd", width, activation_bytes(md, True)),
+        *linear_backward(sh, recipe, fc1, False, sh.tokens),
+    ]
+
+
 class _Sizes(NamedTuple):
     """What a MoE block's operations are sized by on one rank."""
 
@@ -92,7 +117,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
-    act_bytes = 3 * BF16_BYTES if md.mlp == "swiglu" else 2 * BF16_BYTES
+    act_bytes = activation_bytes(md, False)
     ops = [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
         _gemm("router.fprop", copies, md.experts, h, "bf16", BF16_BYTES),
@@ -105,11 +130,9 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         ops.append(_grouped(f"{name}.fprop", local, m, n, k, fmt, in_bytes))
         if name == "expert_fc1":
             ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
-    if md.shared_experts:
-        fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _shared_shapes(sh))
-        ops += [*fc1, _mem("shared_activation", T * md.shared_experts * md.moe_ffn / t, act_bytes), *fc2]
     return [
         *ops,
+        *_shared_forward(sh, recipe),
         _mem("unpermute", rows * h, BF16_BYTES + BF16_BYTES / md.top_k),
         _mem("residual2", T / t * h, 3 * BF16_BYTES),
     ]
@@ -120,16 +143,12 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
-    act_bytes = 5 * BF16_BYTES if md.mlp == "swiglu" else 3 * BF16_BYTES
+    act_bytes = activation_bytes(md, True)
     ops = [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
         _mem("unpermute.bwd", rows * h, 2 * BF16_BYTES),
+        *_shared_backward(sh, recipe),
     ]
-    if md.shared_experts:
-        fc1, fc2 = _shared_shapes(sh)
-        ops += linear_backward(sh, recipe, fc2, False, T)
-        ops.append(_mem("shared_activation.bwd", T * md.shared_experts * md.moe_ffn / t, act_bytes))
-        ops += linear_backward(sh, recipe, fc1, False, T)
     for name, k, n in reversed(_expert_shapes(sh)):
         if recipe.quantised:
             ops += [_cast(f"{name}.grad_cast", rows * n, recipe), _cast(f"{name}.input_cast", rows * k, recipe)]
