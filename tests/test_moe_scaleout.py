@@ -14,6 +14,7 @@ from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.physics import moe
 from perfmodel.physics.collectives import group_links
+from perfmodel.physics.compute import ops_time
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.step import Context, evaluate
@@ -25,10 +26,10 @@ GPT_OSS_EP64 = Layout(tp=1, pp=1, cp=1, vp=1, dp=64, ep=64, mbs=4, gbs=1280, seq
 (eight HGX nodes), BF16, TP1 PP1 EP64 MBS4 GBS1280, seq 4096 (measured_runs.csv row 203, 8,359 tokens/s/GPU)."""
 
 
-def _ctx(system: str, **eff: float) -> Context:
+def _ctx(system: str, model: str = "gpt-oss-120b", **eff: float) -> Context:
     hw = resolve(None, system)
     efficiency = replace(DEFAULTS[hw.accelerator.family], **eff)
-    return Context(ZOO["gpt-oss-120b"], hw, RECIPES["bf16"], efficiency, 4096, 0, 1.0)
+    return Context(ZOO[model], hw, RECIPES["bf16"], efficiency, 4096, 0, 1.0)
 
 
 def test_gpt_oss_dispatch_over_eight_b300_nodes_is_the_plain_all_to_all_at_the_nic_of_the_datasheet() -> None:
@@ -77,14 +78,41 @@ def test_routing_groups_must_divide_the_experts() -> None:
 
 
 def test_an_ep_group_across_nics_hides_by_its_own_share_and_one_inside_nvlink_by_overlap_ep() -> None:
-    """EP64 on DGX B300s crosses the NICs: its exposed all-to-all moves with overlap_ep_scaleout only; EP8 stays
-    inside a node and moves with overlap_ep only."""
+    """Qwen3-30B-A3B (flex dispatcher) at EP64 on DGX B300s crosses the NICs: its exposed all-to-all moves with
+    overlap_ep_scaleout only; EP8 stays inside a node and moves with overlap_ep only."""
     inside = replace(GPT_OSS_EP64, ep=8)
-    base = _ctx("dgx-b300", overlap_ep=0.6, overlap_ep_scaleout=0.6)
-    less_nic = _ctx("dgx-b300", overlap_ep=0.6, overlap_ep_scaleout=0.2)
-    less_nvlink = _ctx("dgx-b300", overlap_ep=0.2, overlap_ep_scaleout=0.6)
+    base = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.6, overlap_ep_scaleout=0.6)
+    less_nic = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.6, overlap_ep_scaleout=0.2)
+    less_nvlink = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.2, overlap_ep_scaleout=0.6)
     assert moe.ep_overlap(less_nic.efficiency, group_links(less_nic.tiers, less_nic.efficiency, 64.0, 1.0)) == 0.2
     across = {c: evaluate(c, layout_vars(GPT_OSS_EP64)).ep_comm_exposed_s for c in (base, less_nic, less_nvlink)}
     within = {c: evaluate(c, layout_vars(inside)).ep_comm_exposed_s for c in (base, less_nic, less_nvlink)}
     assert across[less_nvlink] == across[base] < across[less_nic]
     assert within[less_nic] == within[base] < within[less_nvlink]
+
+
+def test_the_alltoall_dispatcher_hides_only_behind_shared_experts() -> None:
+    """Megatron's 'alltoall' dispatcher runs its all-to-alls in the layer's order (megatron-core 0.16
+    token_dispatcher.py) and the recipes that keep it leave the EP-communication overlap off (Megatron-Bridge 0.3.1
+    training/comm_overlap.py, recipes/gpt_oss/gpt_oss.py, recipes/kimi/kimi_k2.py): GPT-OSS-120B, with no shared
+    experts, exposes every all-to-all whatever the overlap share; Kimi-K2 hides them behind its shared expert's
+    compute only, and Qwen3-30B-A3B (flex) behind the whole layer's."""
+    lo = replace(GPT_OSS_EP64, ep=8)
+    for share in (0.2, 0.9):
+        ctx = _ctx("dgx-b300", overlap_ep=share)
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 8, 1, 1.0)
+        links = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0)
+        _, whole = moe.expert_comm(sh, ctx.recipe, links, group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0), 0.0)
+        microbatches = 1280 / (4 * 64)
+        assert evaluate(ctx, layout_vars(lo)).ep_comm_exposed_s == pytest.approx(microbatches * 36 * whole)
+    acc = resolve(None, "dgx-b300").accelerator
+    for model, flex in (("kimi-k2", False), ("qwen3-30b-a3b", True)):
+        ctx = _ctx("dgx-b300", model)
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 1, 4096, 8, 1, 1.0)
+        fwd, bwd = moe.exchange_windows(sh, ctx.recipe, acc, ctx.efficiency, (1.0, 2.0), 0.0)
+        if flex:
+            assert (fwd, bwd) == (1.0, 2.0)
+        else:
+            shared = [op for op in moe.moe_block_forward(sh, ctx.recipe) if op.name.startswith("shared")]
+            assert len(shared) == 3 and fwd == pytest.approx(ops_time(shared, acc, ctx.efficiency))
+            assert 0 < fwd < bwd < 1.0

@@ -482,8 +482,11 @@ def _expert_parallel_part(
     c_f = _q("c_EP_fwd", forward, "s", f"dispatch + combine all-to-alls of one MoE layer's forward, EP = {lo.ep}"
              + (f", expert TP = {lo.etp}" if lo.etp > 1 else ""))  # fmt: skip
     c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
-    w_f = _q("w_EP_fwd", layer.forward, "s", "the layer's forward compute they can hide behind")
-    w_b = _q("w_EP_bwd", layer.backward + trace["recompute_s"], "s", "its backward (and recomputed) compute")
+    layer_s = (layer.forward, layer.backward + trace["recompute_s"])
+    windows = moe.exchange_windows(sh, ctx.recipe, ctx.hardware.accelerator, eff, layer_s, full)
+    beside = "the layer's" if md.dispatcher == "flex" else "the shared experts' ('alltoall' dispatcher)"
+    w_f = _q("w_EP_fwd", windows[0], "s", f"{beside} forward compute they can hide behind")
+    w_b = _q("w_EP_bwd", windows[1], "s", "its backward (and recomputed) compute")
     crosses = float(ep_links.domains) > 1
     eta = _q(
         "eta_EP",

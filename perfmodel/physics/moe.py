@@ -18,10 +18,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
+from perfmodel.physics.compute import ops_time
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION
 from perfmodel.physics.workload import (
@@ -32,6 +34,7 @@ from perfmodel.physics.workload import (
     _gemm,
     _linear_forward,
     _mem,
+    activation_bytes,
     linear_backward,
     recomputed,
 )
@@ -74,6 +77,30 @@ def _shared_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     return [("shared_fc1", md.hidden, in_width / sh.tp, True), ("shared_fc2", width / sh.tp, md.hidden, False)]
 
 
+def _shared_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """The shared experts' forward (none without them): a dense MLP on the attention's TP ranks."""
+    md = sh.model
+    if not md.shared_experts:
+        return []
+    fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _shared_shapes(sh))
+    width = sh.tokens * md.shared_experts * md.moe_ffn / sh.tp
+    return [*fc1, _mem("shared_activation", width, activation_bytes(md, False)), *fc2]
+
+
+def _shared_backward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """The shared experts' backward (none without them)."""
+    md = sh.model
+    if not md.shared_experts:
+        return []
+    fc1, fc2 = _shared_shapes(sh)
+    width = sh.tokens * md.shared_experts * md.moe_ffn / sh.tp
+    return [
+        *linear_backward(sh, recipe, fc2, False, sh.tokens),
+        _mem("shared_activation.bwd", width, activation_bytes(md, True)),
+        *linear_backward(sh, recipe, fc1, False, sh.tokens),
+    ]
+
+
 class _Sizes(NamedTuple):
     """What a MoE block's operations are sized by on one rank."""
 
@@ -92,7 +119,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
-    act_bytes = 3 * BF16_BYTES if md.mlp == "swiglu" else 2 * BF16_BYTES
+    act_bytes = activation_bytes(md, False)
     ops = [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
         _gemm("router.fprop", copies, md.experts, h, "bf16", BF16_BYTES),
@@ -105,11 +132,9 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         ops.append(_grouped(f"{name}.fprop", local, m, n, k, fmt, in_bytes))
         if name == "expert_fc1":
             ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
-    if md.shared_experts:
-        fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _shared_shapes(sh))
-        ops += [*fc1, _mem("shared_activation", T * md.shared_experts * md.moe_ffn / t, act_bytes), *fc2]
     return [
         *ops,
+        *_shared_forward(sh, recipe),
         _mem("unpermute", rows * h, BF16_BYTES + BF16_BYTES / md.top_k),
         _mem("residual2", T / t * h, 3 * BF16_BYTES),
     ]
@@ -120,16 +145,12 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
-    act_bytes = 5 * BF16_BYTES if md.mlp == "swiglu" else 3 * BF16_BYTES
+    act_bytes = activation_bytes(md, True)
     ops = [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
         _mem("unpermute.bwd", rows * h, 2 * BF16_BYTES),
+        *_shared_backward(sh, recipe),
     ]
-    if md.shared_experts:
-        fc1, fc2 = _shared_shapes(sh)
-        ops += linear_backward(sh, recipe, fc2, False, T)
-        ops.append(_mem("shared_activation.bwd", T * md.shared_experts * md.moe_ffn / t, act_bytes))
-        ops += linear_backward(sh, recipe, fc1, False, T)
     for name, k, n in reversed(_expert_shapes(sh)):
         if recipe.quantised:
             ops += [_cast(f"{name}.grad_cast", rows * n, recipe), _cast(f"{name}.input_cast", rows * k, recipe)]
@@ -218,6 +239,27 @@ def expert_comm(
     forward = dispatch + combine + gather + scatter
     backward = 2 * combine + gather_bf16 + scatter
     return forward, forward + backward + recomputed(full_share, forward)
+
+
+def exchange_windows(
+    sh: Shard, recipe: Recipe, acc: Accelerator, eff: Efficiency, layer_s: tuple[Number, Number], full_share: Number
+) -> tuple[Number, Number]:
+    """The compute a MoE layer's forward and backward EP exchange can run beside (`layer_s`: the layer's forward and
+    its backward with any recompute).
+
+    Megatron's 'alltoall' dispatcher (MoEAlltoAllTokenDispatcher, megatron-core 0.16 token_dispatcher.py) issues
+    its NCCL all-to-alls in the layer's own order, after copying the split sizes to the host, and the expert GEMMs
+    wait for their output: within a micro-batch only the shared experts, which `moe_shared_expert_overlap` runs
+    between dispatch and combine, compute beside them. The other window, the EP-communication overlap of two
+    micro-batches (`overlap_moe_expert_parallel_comm`), Megatron-Bridge 0.3.1 turns off unless a recipe sets it
+    (training/comm_overlap.py), and the recipes that keep this dispatcher do not: GPT-OSS's leaves it unset, with no
+    shared experts (recipes/gpt_oss/gpt_oss.py), Kimi-K2's sets it False and overlaps its shared expert
+    (recipes/kimi/kimi_k2.py). The flex dispatcher's window is the layer's whole compute, at the fitted share: which
+    overlap the tables' DeepSeek-V3 and Qwen3 runs turned on is in no bundled source."""
+    if sh.model.dispatcher == "flex":
+        return layer_s
+    forward = ops_time(_shared_forward(sh, recipe), acc, eff)
+    return forward, ops_time(_shared_backward(sh, recipe), acc, eff) + recomputed(full_share, forward)
 
 
 def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:

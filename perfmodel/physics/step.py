@@ -810,8 +810,9 @@ def _expert_parallel(
 ) -> tuple[Number, Number]:
     """Exposed EP (and expert-TP) communication of the mean layer: (forward, whole step); zero for dense models.
 
-    Each pass's all-to-alls hide behind that pass's compute, up to the `overlap_ep` share, or `overlap_ep_scaleout`
-    for an EP group across scale-up domains (`moe.ep_overlap`)."""
+    Each pass's all-to-alls hide behind the compute that can run beside them (`moe.exchange_windows`: the pass's
+    compute for the flex dispatcher, the shared experts' for the 'alltoall' one), up to the `overlap_ep` share, or
+    `overlap_ep_scaleout` for an EP group across scale-up domains (`moe.ep_overlap`)."""
     md = ctx.model
     if not md.is_moe:
         return 0.0, 0.0
@@ -819,8 +820,10 @@ def _expert_parallel(
     etp_links = _links(ctx, lv.etp, 1)
     forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full_share)
     share, eta = md.moe_layers / md.layers, moe.ep_overlap(ctx.efficiency, ep_links)
-    exposed_fwd = share * exposed(forward, lt.forward, eta)
-    exposed_bwd = share * exposed(layer - forward, lt.backward + recompute_s, eta)
+    acc, layer_s = ctx.hardware.accelerator, (lt.forward, lt.backward + recompute_s)
+    window_fwd, window_bwd = moe.exchange_windows(sh, ctx.recipe, acc, ctx.efficiency, layer_s, full_share)
+    exposed_fwd = share * exposed(forward, window_fwd, eta)
+    exposed_bwd = share * exposed(layer - forward, window_bwd, eta)
     return exposed_fwd, exposed_fwd + exposed_bwd
 
 

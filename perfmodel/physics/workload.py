@@ -154,12 +154,21 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     ]
 
 
+def activation_bytes(md: ModelSpec, backward: bool) -> float:
+    """BF16 bytes an MLP activation moves per output element: SwiGLU reads its two inputs and writes one (backward:
+    reads them and the incoming gradient, writes two gradients); a plain activation reads one, writes one (backward:
+    three)."""
+    if md.mlp == "swiglu":
+        return (5 if backward else 3) * BF16_BYTES
+    return (3 if backward else 2) * BF16_BYTES
+
+
 def mlp_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     """Norm, dense MLP and residual of one layer."""
     md, t, T = sh.model, sh.tp, sh.tokens
     h = md.hidden
     fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _mlp_shapes(sh))
-    act_bytes = 3 * BF16_BYTES if md.mlp == "swiglu" else 2 * BF16_BYTES
+    act_bytes = activation_bytes(md, False)
     return [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
         *fc1,
@@ -194,7 +203,7 @@ def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) 
     md, t, T = sh.model, sh.tp, sh.tokens
     h = md.hidden
     fc1, fc2 = _mlp_shapes(sh)
-    act_bytes = 5 * BF16_BYTES if md.mlp == "swiglu" else 3 * BF16_BYTES
+    act_bytes = activation_bytes(md, True)
     return [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
         *linear_backward(sh, recipe, fc2, frozen_weights, T),
