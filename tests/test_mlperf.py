@@ -112,3 +112,16 @@ def test_a_benchmark_prediction_does_not_import_scipy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+
+
+def test_gpt3_evaluates_its_documents_packed_into_sequences() -> None:
+    # mlperf_benchmarks.md: 24,567 validation examples are C4 documents; at C4.en's 156 B tokens per 365 M documents
+    # (Dodge et al. 2021, Table 1) they hold ~10.5 M tokens, ~5,100 sequences of 2048, not 24,567 sequences. The
+    # logged eval_samples (11,590,004 tokens) must agree with that within 15%.
+    from perfmodel.inputs.mlperf import GPT3_EVAL_TOKENS
+
+    documents_tokens = 24_567 * 156e9 / 365e6
+    assert pytest.approx(documents_tokens, rel=0.15) == GPT3_EVAL_TOKENS
+    ev = get_benchmark("mlperf-gpt3@v4.1").evaluation
+    assert ev.samples == 5660
+    assert ev.samples * 2048 >= GPT3_EVAL_TOKENS > (ev.samples - 1) * 2048

@@ -171,11 +171,11 @@ def test_bad_recompute_layers_is_one_line_and_exit_2(cli: Any, extra: list[str],
 
 
 def test_settle_keeps_the_stacks_sharding_before_raising_it() -> None:
-    # mlperf_training_llm.csv, v4.1 llama2_70b_lora, NVIDIA h200_ngc24.09_nemo: 8 H200, FP8, TP1 PP1 CP2, recompute
+    # mlperf_training_llm.csv, v5.0 llama2_70b_lora, NVIDIA nyx_n1_ngc25.04_nemo: 8 B200, FP8, TP1 PP1 CP1, recompute
     # and sharding unreported. No recompute at ZeRO-3 fits (the frozen base sharded 8 ways), but Megatron's recipe
     # keeps its distributed optimizer (ZeRO-1) and raises recompute first (fitting.assumed.MEMORY_ORDER).
     runs = {r.id: r for r in bundled_runs()[0]}
-    item = prepare(runs["mlperf:v4.1/NVIDIA/h200_ngc24.09_nemo"], UNCALIBRATED)
+    item = prepare(runs["mlperf:v5.0/NVIDIA/nyx_n1_ngc25.04_nemo"], UNCALIBRATED)
     assert item.basis == "stack choice" and item.layout.zero == 1 and item.layout.recompute == "full"
     assert any(m.zero == 3 and m.recompute == "none" for m in item.members)  # the order decided, not the fit
     assert not _fits(item, replace(item.layout, recompute="selective", recompute_layers=None))

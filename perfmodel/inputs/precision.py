@@ -12,6 +12,7 @@ Attention (QK^T, softmax, PV), norms, the LM head and the optimizer stay in BF16
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, Accelerator
@@ -55,6 +56,10 @@ class Recipe:
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
     (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""
+    weight_transposed_in_backward: bool = False
+    """A frozen base's dgrad reads a K-major copy of each weight that the backward makes from the one stored FP8 copy
+    (a byte transpose: per-tensor scaling), layer by layer, instead of a second copy held for the whole step
+    (`frozen_base_recipe`)."""
 
     @property
     def quantised(self) -> bool:
@@ -102,6 +107,24 @@ _SINGLE_FP8_COPY = {
     for r in RECIPES.values()
     if r.delayed_scaling_capable  # per-tensor FP8: one scale for the whole tensor, in either layout
 }
+
+
+@cache
+def frozen_base_recipe(recipe: Recipe) -> Recipe:
+    """The recipe of a frozen base (LoRA): nothing takes a weight gradient, so no tensor needs the column-wise copy
+    that only the wgrad GEMM reads (activations and output gradients are cast once), and a per-tensor FP8 weight on a
+    K-major-only family (Hopper) is held once, its transposed copy for dgrad made in the backward layer by layer.
+    Why not held: NVIDIA's MLPerf LoRA config for 8 x H200 runs Llama-2-70B at TP1 CP2
+    (config_DGXH200_1x8x2xtp1pp1cp2.sh, mlperf_training_llm.csv), where one FP8 copy of the 69 B frozen weights is 69
+    GB of 141 and two would be 138 GB, leaving no room for its activations or its whole-iteration CUDA graph
+    (stack_notes.md). The cost is a transpose pass per weight per micro-batch (workload.linear_backward). Block-scaled
+    formats re-quantise along the other dimension from BF16 and keep their copies. Cached: one object per recipe, so
+    contexts built from it are shared (planning.predict.context_for keys them by identity)."""
+    if not (recipe.delayed_scaling_capable and recipe.copies == 2):
+        return recipe
+    return replace(
+        recipe, copies=1, weight_bytes=recipe.weight_bytes - recipe.element_bytes, weight_transposed_in_backward=True
+    )
 
 
 def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:

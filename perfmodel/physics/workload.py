@@ -193,6 +193,8 @@ def linear_backward(
         ops.append(_cast(f"{name}.grad_cast", rows * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
         if recipe.hadamard_wgrad and not frozen_weights:
             ops.append(_cast(f"{name}.input_hadamard", rows * k, recipe, extra_passes=0))
+    if frozen_weights and recipe.weight_transposed_in_backward:  # precision.frozen_base_recipe: read and write k x n
+        ops.append(_mem(f"{name}.weight_transpose", k * n, 2 * in_bytes))
     ops.append(_gemm(f"{name}.dgrad", rows, k, n, fmt, in_bytes))
     if not frozen_weights:
         ops.append(_gemm(f"{name}.wgrad", k, n, rows, fmt, in_bytes))

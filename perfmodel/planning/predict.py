@@ -13,7 +13,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import get_recipe
+from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
@@ -245,6 +245,8 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if last is not None:
         return last
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
+    if scenario.lora_rank:
+        recipe = frozen_base_recipe(recipe)
     bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
