@@ -308,12 +308,17 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
         found, inverse = np.unique(array, return_inverse=True)
         values.append(found)
         codes = codes * len(found) + inverse.reshape(array.shape)
-    if not codes.size or math.prod(len(v) for v in values) > codes.size:  # none, or too many to be worth it
+    if not codes.size:
         return _shard_compute(ctx, sh)
-    present = np.zeros(math.prod(len(v) for v in values), dtype=bool)
-    present[codes.reshape(-1)] = True
-    index = (np.cumsum(present) - 1)[codes]
-    digits = np.unravel_index(np.flatnonzero(present), [len(v) for v in values])
+    combinations = math.prod(len(v) for v in values)
+    if combinations <= codes.size:  # a flag per combination: linear
+        present = np.zeros(combinations, dtype=bool)
+        present[codes.reshape(-1)] = True
+        index, used = (np.cumsum(present) - 1)[codes], np.flatnonzero(present)
+    else:  # a sub-block of a few rows across many TP, CP and micro-batches: sort the codes instead (the same shards)
+        used, inverse = np.unique(codes, return_inverse=True)
+        index = inverse.reshape(codes.shape)
+    digits = np.unravel_index(used, [len(v) for v in values])
     shards = list(zip(*(v[d].tolist() for v, d in zip(values, digits, strict=True)), strict=True))
     return _shard_table(ctx, sh).gather(shards, index)
 
