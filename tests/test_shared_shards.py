@@ -118,6 +118,12 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
         chosen.append(found.best.layout)
     assert search_module._floors(base, candidates)[1][0] is search_module._floors(slow, candidates)[1][0]
     assert chosen[0] != chosen[1]
+    nic = base.hardware.accelerator.nic_gbit_per_s
+    faster = _with_accelerator(slow, nic_gbit_per_s=nic.model_copy(update={"value": 8 * nic.value}))
+    for block, mask in candidates:  # what makes the sharing right: the floor reads no link (a term that did, such as
+        if mask.any():  # the exposed TP or the PP sends, would need floors per network)
+            lv = block.trimmed(mask)[0].layout_vars()
+            assert all(np.array_equal(step.step_floor(base, lv), step.step_floor(c, lv)) for c in (slow, faster))
 
 
 def test_times_without_memory_are_evaluates_times() -> None:
