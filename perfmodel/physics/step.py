@@ -766,10 +766,10 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     one of the three), so it is >= the least of the three, which is what this takes in its place; without PP it is
     that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order, so the bubble, (pp - 1) /
     (vp m) x m times the busiest rank's sum (mb_compute plus exposed TP/CP/EP, each >= 0), is here the same factors
-    times that least compute (deep pipelines with few micro-batches: the generations sweep prices 40% fewer layouts
-    in full); and other_s grows with the compute it is given (the straggler wait is a multiple of it), so this adds
-    other_s at the floor's compute: for every N the wait would otherwise slip through the floor (at cv 0.04 it is
-    ~13% at 512)."""
+    times that least compute (deep pipelines with few micro-batches: the generations sweep prices a third fewer
+    layouts in full, 1.68 M instead of 2.53 M); and other_s grows with the compute it is given (the straggler wait
+    is a multiple of it), so this adds other_s at the floor's compute: for every N the wait would otherwise slip
+    through the floor (at cv 0.04 it is ~13% at 512)."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
