@@ -12,6 +12,7 @@ from perfmodel.fitting import calibrate as fitting
 from perfmodel.fitting.protocols import PROTOCOLS
 from perfmodel.fitting.runs import MeasuredRun, bundled_runs
 from perfmodel.fitting.validation import RunBatch, _formats, _group, _profile, prepare, prepare_all
+from perfmodel.inputs.files import MAX_DEPTH, nesting_depth
 from perfmodel.physics import calibration as cal
 from perfmodel.physics import parameters as table
 from perfmodel.physics.efficiency import DEFAULTS
@@ -116,6 +117,11 @@ def test_bad_calibration_files(tmp_path: Path, content: str, message: str) -> No
     path.write_text(content)
     with pytest.raises(PerfmodelError, match=message):
         cal.Calibration.load(path)
+
+
+def test_bundled_file_nests_within_the_limit_that_user_files_are_checked_against() -> None:
+    """`Calibration.load` skips the depth check for the bundled file (written by `perfmodel calibrate`)."""
+    assert 0 < nesting_depth(cal.BUNDLED.read_text()) <= MAX_DEPTH
 
 
 def _band(low: float, high: float) -> dict[str, float]:

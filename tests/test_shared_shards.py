@@ -118,6 +118,12 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
         chosen.append(found.best.layout)
     assert search_module._floors(base, candidates)[1][0] is search_module._floors(slow, candidates)[1][0]
     assert chosen[0] != chosen[1]
+    nic = base.hardware.accelerator.nic_gbit_per_s
+    faster = _with_accelerator(slow, nic_gbit_per_s=nic.model_copy(update={"value": 8 * nic.value}))
+    for block, mask in candidates:  # what makes the sharing right: the floor reads no link (a term that did, such as
+        if mask.any():  # the exposed TP or the PP sends, would need floors per network)
+            lv = block.trimmed(mask)[0].layout_vars()
+            assert all(np.array_equal(step.step_floor(base, lv), step.step_floor(c, lv)) for c in (slow, faster))
 
 
 def test_times_without_memory_are_evaluates_times() -> None:
@@ -130,3 +136,21 @@ def test_times_without_memory_are_evaluates_times() -> None:
         expected, got = (np.broadcast_to(getattr(r, name), block.shape) for r in (full, times))
         assert np.array_equal(expected, got)
     assert all(np.isnan(part) for part in times.memory)
+
+
+def test_few_rows_across_many_shards_are_gathered_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sub-block of a few rows whose TP, CP and micro-batches make more combinations than it has elements (4 x 3
+    elements, 4 x 3 x 3 combinations) gathers its shards from the context's table, priced once, with the numbers
+    `_shard_compute` gives on the arrays themselves."""
+    ctx = replace(context_for(Scenario.model_validate(SPEC)), seq_len=2048)  # shards no other test prices
+    tp, cp = np.array([[1.0], [2.0], [4.0], [8.0]]), np.array([[1.0], [2.0], [4.0], [1.0]])
+    mbs = np.array([[1.0, 2.0, 4.0]])
+    sh = Shard(ctx.model, ctx.recipe, tp, cp, mbs, ctx.seq_len, 1.0, 1.0, ctx.imbalance)
+    direct = step._shard_compute(ctx, sh)
+    gathered = step._distinct_shards(ctx, sh, (tp, cp, mbs, 1.0, 1.0))
+    assert len(ctx.shards["shard table",].position) == 12
+    for a, b in zip(direct.layer, gathered.layer, strict=True):
+        assert np.array_equal(np.broadcast_to(a, (4, 3)), np.broadcast_to(b, (4, 3)))
+    assert np.array_equal(np.broadcast_to(direct.embedding, (4, 3)), np.broadcast_to(gathered.embedding, (4, 3)))
+    monkeypatch.setattr(step, "_shard_compute", lambda *a: pytest.fail("priced again"))
+    step._distinct_shards(ctx, sh, (tp[:2], cp[:2], mbs, 1.0, 1.0))

@@ -191,11 +191,19 @@ RULES: tuple[Rule, ...] = (
 
 
 def valid(v: LayoutNumbers, model: ModelSpec, n_gpus: int) -> Any:
-    """True where a layout breaks no rule: a bool for ints, a broadcast boolean array for arrays."""
+    """True where a layout breaks no rule: a bool for ints, a broadcast boolean array for arrays.
+
+    The rules' results are and-ed smallest first (`&` on booleans gives the same in any order): each rule depends on
+    a few of a search block's axes, and in the rules' own order the first one over the micro-batch, recompute and
+    ZeRO axes made every later `&` one over the whole block (a 405B block of 940,000 layouts: 6 ms against 3)."""
     ok: Any = True
-    for rule in RULES:
-        ok = ok & rule.holds(v, model, n_gpus)
+    for holds in sorted((rule.holds(v, model, n_gpus) for rule in RULES), key=_size):
+        ok = ok & holds
     return ok
+
+
+def _size(held: Any) -> int:
+    return getattr(held, "size", 1)
 
 
 def violations(layout: Layout, model: ModelSpec, n_gpus: int) -> list[str]:

@@ -308,12 +308,17 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
         found, inverse = np.unique(array, return_inverse=True)
         values.append(found)
         codes = codes * len(found) + inverse.reshape(array.shape)
-    if not codes.size or math.prod(len(v) for v in values) > codes.size:  # none, or too many to be worth it
+    if not codes.size:
         return _shard_compute(ctx, sh)
-    present = np.zeros(math.prod(len(v) for v in values), dtype=bool)
-    present[codes.reshape(-1)] = True
-    index = (np.cumsum(present) - 1)[codes]
-    digits = np.unravel_index(np.flatnonzero(present), [len(v) for v in values])
+    combinations = math.prod(len(v) for v in values)
+    if combinations <= codes.size:  # a flag per combination: linear
+        present = np.zeros(combinations, dtype=bool)
+        present[codes.reshape(-1)] = True
+        index, used = (np.cumsum(present) - 1)[codes], np.flatnonzero(present)
+    else:  # a sub-block of a few rows across many TP, CP and micro-batches: sort the codes instead (the same shards)
+        used, inverse = np.unique(codes, return_inverse=True)
+        index = inverse.reshape(codes.shape)
+    digits = np.unravel_index(used, [len(v) for v in values])
     shards = list(zip(*(v[d].tolist() for v, d in zip(values, digits, strict=True)), strict=True))
     return _shard_table(ctx, sh).gather(shards, index)
 
@@ -755,12 +760,16 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     comm x (1 - overlap) >= 0 of a comm >= 0), the bubble ((pp - 1) / (vp m) >= 0 times the busiest rank's sum),
     PP sends (0 or sends >= 0), DP communication (a maximum with a bucket >= 0), the optimizer (bytes / bandwidth and
     kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0). Adding
-    a number >= 0 never rounds below the sum so far, so step_time_s >= compute_s + other_s, with compute_s = slower x
-    (microbatches x mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole
-    sum, bit for bit one of the three), so it is >= the least of the three, which is what this takes in its place;
-    without PP it is that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order, and other_s
-    grows with the compute it is given (the straggler wait is a multiple of it), so this also adds other_s at the
-    floor's compute: for every N the wait would otherwise slip through the floor (at cv 0.04 it is ~13% at 512)."""
+    a number >= 0 never rounds below the sum so far, and rounding is monotone, so step_time_s >= compute_s + pp_bubble_s
+    + other_s (added in that order) with each at most the step's own, with compute_s = slower x (microbatches x
+    mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole sum, bit for bit
+    one of the three), so it is >= the least of the three, which is what this takes in its place; without PP it is
+    that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order, so the bubble, (pp - 1) /
+    (vp m) x m times the busiest rank's sum (mb_compute plus exposed TP/CP/EP, each >= 0), is here the same factors
+    times that least compute (deep pipelines with few micro-batches: the generations sweep prices a third fewer
+    layouts in full, 1.68 M instead of 2.53 M); and other_s grows with the compute it is given (the straggler wait
+    is a multiple of it), so this adds other_s at the floor's compute: for every N the wait would otherwise slip
+    through the floor (at cv 0.04 it is ~13% at 512)."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
@@ -771,9 +780,11 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     last = _rank_compute(stages.last, layer_compute, head_compute)
     least = minimum(interior, minimum(first, last))
     eff = ctx.efficiency
-    compute_s = microbatches * where(equal(lv.pp, 1), single, least)
+    mb_compute = where(equal(lv.pp, 1), single, least)
+    compute_s = microbatches * mb_compute
+    bubble_s = bubble_fraction(lv.pp, lv.vp, microbatches) * microbatches * mb_compute
     other_s = eff.step_overhead_s + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
-    return eff.vintage_factor * compute_s + eff.vintage_factor * other_s
+    return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
 
 
 def floor_holds(eff: Efficiency) -> bool:
