@@ -2,8 +2,9 @@
 
 import pytest
 
-from perfmodel.inputs.hardware import get_accelerator
+from perfmodel.inputs.hardware import get_accelerator, resolve
 from perfmodel.physics.compute import CLOCK_POWER_EXPONENT, clock_share
+from perfmodel.planning.whatif import KNOBS, Setting, apply
 
 
 def test_mi300x_runs_gemms_at_its_measured_clock_share_of_the_mi325x() -> None:
@@ -30,3 +31,11 @@ def test_lower_power_nvidia_variants_are_power_limited() -> None:
     assert clock_share(get_accelerator("b200")) < clock_share(get_accelerator("b300")) < 1.0
     for top in ("gb300", "h100-sxm"):
         assert clock_share(get_accelerator(top)) == 1.0
+
+
+def test_a_what_if_bf16_peak_keeps_a_power_limited_parts_clock_share() -> None:
+    # Twice the BF16 peak on a B200 is a faster part at the same sustained-clock share, not a higher datasheet clock
+    # its power cannot sustain (which would halve its FP8 rate: delivered FP8 = FP8 peak x clock share).
+    hw = resolve("b200")
+    faster = apply(hw, [Setting(KNOBS["bf16_tflops"], 2.0, multiplier=True)])
+    assert clock_share(faster.accelerator) == pytest.approx(clock_share(hw.accelerator))
