@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
-from perfmodel.inputs.stacks import STACKS
+from perfmodel.inputs.stacks import FA2_BEST, STACKS
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
@@ -119,6 +119,21 @@ def _stack_attention(stack: str) -> float:
     return STACKS[stack].attention_speed.value
 
 
+def _fa3_class(profile: Profile) -> bool:
+    """Whether the family's best attention kernel is cuDNN fused attention / FlashAttention-3 (Hopper on), which the
+    vendor's attention factor describes; Ampere's best is FlashAttention-2 (inputs/stacks.py FA2_BEST), priced at its
+    own defaults (Dao 2023) times its generation factor."""
+    return profile.family not in FA2_BEST
+
+
+ATTENTION_FACTOR = (0.5, 2.0)
+"""Bounds of the vendor attention factor on the families' kernel shares (efficiency.DEFAULTS: measured MMA FLOPs over
+time). The model prices an attention op as (MMA time + exponential time) / efficiency (compute.attention_core_s), so a
+kernel that hides its exponentials behind its MMAs at share s fits efficiency s x (1 + exp_s / mma_s): at head dim
+128 (512 MMA flops per exponential) that is 1 + 989 / (3.9 x 512) = 1.50 on H100 and 1 + 2,500 / (5.0 x 512) = 1.98
+on GB200 (hardware_specs sfu_texp_per_s), hence an upper bound of 2, not 1.5."""
+
+
 def _attention_not_native(profile: Profile) -> bool:
     """A stack's attention factor acts only where its kernel is slower than the family's best (FlashAttention-2 is
     Ampere's best kernel, half of Hopper's: inputs/stacks.py)."""
@@ -170,7 +185,15 @@ TABLE: tuple[Parameter, ...] = (
         0.1,
         "the family's rows, every format: its tensor cores against its vendor's library mean",
     ),
-    Parameter("attention", "attention", "vendor", (0.5, 1.5), 0.3, "every row (scales the flash-attention kernels)"),
+    Parameter(
+        "attention",
+        "attention",
+        "vendor",
+        ATTENTION_FACTOR,
+        0.3,
+        "rows of families whose best kernel is cuDNN/FlashAttention-3 (scales those kernels; not Ampere's FA2)",
+        applies=_fa3_class,
+    ),
     _generation(
         "attention_generation", "attention", 0.15, "the family's rows: its attention kernels against its vendor's"
     ),
