@@ -88,13 +88,13 @@ def test_batched_residuals_equal_the_per_row_ones() -> None:
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    original = cal.Calibration({"gemm_fp8@nvidia": 0.55}, {"created": "now", "fit": {"rows": 3}})
+    original = cal.Calibration({"gemm_bf16@nvidia": 0.55}, {"created": "now", "fit": {"rows": 3}})
     path = tmp_path / "c.json"
     path.write_text(original.to_json())
     loaded = cal.Calibration.load(path)
     assert loaded.parameters == original.parameters and loaded.provenance["fit"] == {"rows": 3}
-    assert loaded.efficiency("hopper").gemm_fp8 == 0.55
-    assert loaded.efficiency("hopper").gemm_bf16 == DEFAULTS["hopper"].gemm_bf16
+    assert loaded.efficiency("hopper").gemm_fp8 == 0.55  # FP8 at BF16's fitted share (ratio at its prior, 1)
+    assert loaded.efficiency("hopper").attention_fwd == DEFAULTS["hopper"].attention_fwd
 
 
 @pytest.mark.parametrize(

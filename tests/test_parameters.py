@@ -14,22 +14,45 @@ from perfmodel.physics.parameters import Profile
 
 
 def test_a_shared_entry_sets_every_family_and_a_vendor_entry_only_its_own() -> None:
-    values = {"scaleout": 0.61, "gemm_fp8@nvidia": 0.5}
+    values = {"scaleout": 0.61, "gemm_bf16@nvidia": 0.5}
     for family in DEFAULTS:
         eff = table.efficiency(values, Profile(family))
         assert eff.scaleout == 0.61
-        expected = 0.5 if table.VENDORS[family] == "nvidia" else DEFAULTS[family].gemm_fp8
-        assert eff.gemm_fp8 == expected
+        expected = 0.5 if table.VENDORS[family] == "nvidia" else DEFAULTS[family].gemm_bf16
+        assert eff.gemm_bf16 == expected
 
 
 def test_generation_and_stack_factors_multiply_the_base() -> None:
-    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation_bf16@hopper": 1.1, "attention@nvidia": 0.8}
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation@hopper": 1.1, "attention@nvidia": 0.8}
     hopper = table.efficiency(values, Profile("hopper"))
     assert hopper.gemm_bf16 == pytest.approx(0.66)
+    assert hopper.gemm_fp8 == pytest.approx(0.66)  # one generation factor for every format
     assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == pytest.approx(0.6)  # no factor of its own
     composer = table.efficiency(values, Profile("hopper", "composer"))
     speed = table.STACKS["composer"].attention_speed.value
     assert composer.attention_fwd == pytest.approx(hopper.attention_fwd * speed)
+
+
+def test_a_lower_precision_format_runs_at_bf16s_fitted_share_times_its_ratio() -> None:
+    # FORMAT_SHARE: same clock per format (MI300X FP8/BF16 GEMM clocks 1,230/1,207 MHz), so FP8 = BF16 x ratio.
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@blackwell": 0.8}
+    blackwell = table.efficiency(values, Profile("blackwell"))
+    assert blackwell.gemm_fp8 == pytest.approx(0.6 * 0.9 * 0.8)
+    assert blackwell.gemm_fp4 == pytest.approx(0.6 * 1.0 * 0.8)  # its ratio at the prior centre, 1
+    # Without a fitted BF16 share (AMD here), the ratio multiplies the format's own physical default.
+    cdna3 = table.efficiency({"gemm_format_fp8@amd": 0.9}, Profile("cdna3"))
+    assert cdna3.gemm_fp8 == pytest.approx(DEFAULTS["cdna3"].gemm_fp8 * 0.9)
+    assert cdna3.gemm_bf16 == DEFAULTS["cdna3"].gemm_bf16
+
+
+def test_the_vendor_attention_factor_skips_ampere_whose_best_kernel_is_flashattention_2() -> None:
+    # FlashAttention-3's gain needs Hopper-only features (Shah et al. 2024, section 3); FA2 reaches 50-73% of A100
+    # peak (Dao 2023): Ampere keeps its FA2 defaults, the factor describes cuDNN/FA3 from Hopper on.
+    values = {"attention@nvidia": 1.6, "attention_generation@ampere": 0.8}
+    ampere = table.efficiency(values, Profile("ampere"))
+    assert ampere.attention_fwd == pytest.approx(DEFAULTS["ampere"].attention_fwd * 0.8)
+    hopper = table.efficiency(values, Profile("hopper"))
+    assert hopper.attention_bwd == pytest.approx(DEFAULTS["hopper"].attention_bwd * 1.6)
 
 
 def test_the_mlperf_timed_overhead_is_a_fixed_part_plus_slow_first_steps() -> None:
@@ -56,7 +79,7 @@ def test_at_bound_and_describe() -> None:
 
 def test_v2_files_round_trip_and_v1_files_still_read(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
-    path.write_text(cal.Calibration({"gemm_fp8@nvidia": 0.55}, {"created": "now"}).to_json())
+    path.write_text(cal.Calibration({"gemm_bf16@nvidia": 0.55}, {"created": "now"}).to_json())
     loaded = cal.Calibration.load(path)
     assert json.loads(path.read_text())["format"] == "perfmodel-calibration/2"
     assert loaded.efficiency("hopper").gemm_fp8 == 0.55 and loaded.efficiency("cdna3").gemm_fp8 != 0.55
@@ -70,8 +93,8 @@ def test_v2_files_round_trip_and_v1_files_still_read(tmp_path: Path) -> None:
     [
         ({"speed": 1}, "unknown 'speed'"),
         ({"scaleout@nvidia": 0.9}, "unknown 'scaleout@nvidia'"),  # a shared parameter has no scope
-        ({"gemm_fp8": 0.5}, "unknown 'gemm_fp8'"),  # a vendor parameter needs one
-        ({"gemm_fp8@nvidia": 1.7}, "allowed 0.25 to 0.8"),
+        ({"gemm_bf16": 0.5}, "unknown 'gemm_bf16'"),  # a vendor parameter needs one
+        ({"gemm_format_fp8@nvidia": 1.7}, "allowed 0.6 to 1.4"),
     ],
 )
 def test_bad_v2_parameters(tmp_path: Path, parameters: dict, message: str) -> None:

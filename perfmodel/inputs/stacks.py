@@ -67,7 +67,7 @@ _FA2_ON_H100 = SourcedFigure(
     "FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, abstract and section 4.1): FlashAttention-2 reaches "
     "~35% of H100 BF16 peak, FlashAttention-3 up to 75% and 1.5-2.0x FlashAttention-2's forward speed",
 )
-_FA2_NATIVE = ("ampere",)
+FA2_BEST = ("ampere",)
 """FlashAttention-2 is Ampere's fastest attention: it reaches 50-73% of A100 BF16 peak (Dao 2023, arXiv 2307.08691,
 abstract), and FlashAttention-3's gain comes from Hopper-only features (wgmma, TMA, FP8 tensor cores; Shah et al.
 2024, arXiv 2407.08608, section 3), which cuDNN's fused attention on Ampere does not have either."""
@@ -145,7 +145,7 @@ STACKS: dict[str, StackProfile] = {
         "MosaicML Composer / llm-foundry: PyTorch FSDP (FULL_SHARD), no tensor parallelism",
         "FlashAttention-2 / Triton",
         _FA2_ON_H100,
-        attention_native=_FA2_NATIVE,
+        attention_native=FA2_BEST,
         tp_comm_overlap=False,
         fp8=True,
         # Composer's `precision: amp_fp8` wraps the model in te.fp8_autocast with TE's DelayedScaling recipe
@@ -158,7 +158,7 @@ STACKS: dict[str, StackProfile] = {
         "PyTorch torchtitan: FSDP2 + async TP (no rows in the bundled data: priced at its profile's figures)",
         "PyTorch SDPA (FlashAttention-2 backend)",
         _FA2_ON_H100,
-        attention_native=_FA2_NATIVE,
+        attention_native=FA2_BEST,
         tp_comm_overlap=True,
         fp8=True,
         layout_defaults=(
@@ -178,7 +178,7 @@ STACKS: dict[str, StackProfile] = {
         "so no fit; priced at its profile's figures)",
         "FlashAttention-2",
         _FA2_ON_H100,
-        attention_native=_FA2_NATIVE,
+        attention_native=FA2_BEST,
         tp_comm_overlap=False,
         fp8=False,
         layout_defaults=(

@@ -1,15 +1,16 @@
 """The named parameter table: every number calibration may fit, with its scope, physical bounds and prior.
 
 A parameter is shared wherever its mechanism is the same: one NCCL scale-out efficiency and one TP-overlap share for
-every family, one GEMM kernel efficiency per format and vendor library (cuBLAS, hipBLASLt), one MLPerf timed-region
-overhead per benchmark. Generations then differ by their datasheet facts (peaks, SMs, HBM, links, sustained clocks),
-and by a generation factor per family whose tight prior (a regularised, hierarchical fit) keeps it near 1 unless the
-data insist: a held-out generation predicts at its vendor's values, not at unfitted defaults.
+every family, one GEMM kernel efficiency per vendor library (cuBLAS, hipBLASLt) with each lower-precision format a
+ratio on it (FORMAT_SHARE), one MLPerf timed-region overhead per benchmark. Generations then differ by their
+datasheet facts (peaks, SMs, HBM, links, sustained clocks), and by a generation factor per family, one for all its
+GEMM formats, whose tight prior (a regularised, hierarchical fit) keeps it near 1 unless the data insist: a held-out
+generation or format predicts at its vendor's values, not at unfitted defaults.
 
 Resolution for a profile (family, software stack, MLPerf benchmark): start from the family's physical defaults
 (efficiency.DEFAULTS), put fitted base values in place, then multiply the factors in (a factor's default is 1, or the
-stack profile's figure). A parameter = name, target (an Efficiency field, or 'attention' scaling the forward and
-backward attention efficiencies together), scope, bounds, prior and the rows that inform it. A parameter's stage
+stack profile's figure). A parameter = name, target (an Efficiency field, or a SCALES entry scaling several together),
+scope, bounds, prior and the rows that inform it. A parameter's stage
 says which fit moves it: the dense fit, or the MoE stage, which fits its parameters on the MoE rows with every dense
 one held (they act only on MoE layers, so no dense prediction can move).
 """
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
-from perfmodel.inputs.stacks import STACKS
+from perfmodel.inputs.stacks import FA2_BEST, STACKS
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
@@ -66,6 +67,9 @@ class Parameter:
     """The fit that moves it: the dense fit, or the MoE stage over the fixed dense values (fitting.calibrate)."""
     applies: Callable[[Profile], bool] | None = None
     """Whether the parameter acts on a profile at all (None: on every profile)."""
+    relative_to: str | None = None
+    """A factor on this other field's fitted value rather than on its own target's default (which it keeps where
+    that field has none)."""
 
     def scope_value(self, profile: Profile) -> str | None:
         """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
@@ -95,12 +99,39 @@ class Parameter:
         return math.exp(sum(math.log(d) for d in defaults) / len(defaults))
 
 
+SCALES = {"attention": ("attention_fwd", "attention_bwd"), "gemm": ("gemm_bf16", "gemm_fp8", "gemm_fp4")}
+"""Targets that scale several Efficiency fields together: the flash-attention kernels' forward and backward, and a
+part's GEMMs in every format (its tensor cores and sustained clock, whatever the format: FORMAT_SHARE)."""
+FORMAT_SHARE = (0.6, 1.4)
+"""Bounds of a lower-precision format's GEMM share of peak over BF16's on the same part; the prior centre is 1. The
+tensor cores' rate per clock doubles with each halving of the format, and the power cap sets the clock alike for both:
+AMD's ROCm blog "Measuring Max-Achievable FLOPs - Part 2" (rocm-blogs) measured median dense GEMM clocks of 1,230 MHz
+in FP8 against 1,207 MHz in BF16 on MI300X (750 W) and 1,464 against 1,447 MHz on MI325X (1,000 W). A held-out
+format or a family without its rows is then priced at BF16's fitted share, not at an unfitted default; with
+separate per-format entries, a fit without BF16 rows pushed BF16's to its 0.85 bound (Hopper at 0.98 of peak)."""
+
+
 def _field(eff: Efficiency, target: str) -> float:
-    return 1.0 if target == "attention" else float(getattr(eff, target))
+    return 1.0 if target in SCALES else float(getattr(eff, target))
 
 
 def _stack_attention(stack: str) -> float:
     return STACKS[stack].attention_speed.value
+
+
+def _fa3_class(profile: Profile) -> bool:
+    """Whether the family's best attention kernel is cuDNN fused attention / FlashAttention-3 (Hopper on), which the
+    vendor's attention factor describes; Ampere's best is FlashAttention-2 (inputs/stacks.py FA2_BEST), priced at its
+    own defaults (Dao 2023) times its generation factor."""
+    return profile.family not in FA2_BEST
+
+
+ATTENTION_FACTOR = (0.5, 2.0)
+"""Bounds of the vendor attention factor on the families' kernel shares (efficiency.DEFAULTS: measured MMA FLOPs over
+time). The model prices an attention op as (MMA time + exponential time) / efficiency (compute.attention_core_s), so a
+kernel that hides its exponentials behind its MMAs at share s fits efficiency s x (1 + exp_s / mma_s): at head dim
+128 (512 MMA flops per exponential) that is 1 + 989 / (3.9 x 512) = 1.50 on H100 and 1 + 2,500 / (5.0 x 512) = 1.98
+on GB200 (hardware_specs sfu_texp_per_s), hence an upper bound of 2, not 1.5."""
 
 
 def _attention_not_native(profile: Profile) -> bool:
@@ -134,19 +165,35 @@ def _generation(name: str, target: str, prior_sigma: float, informed_by: str, ne
 
 TABLE: tuple[Parameter, ...] = (
     Parameter("gemm_bf16", "gemm_bf16", "vendor", (0.35, 0.85), 0.3, "every row (BF16 GEMMs run in every recipe)"),
-    Parameter("gemm_fp8", "gemm_fp8", "vendor", (0.25, 0.80), 0.3, "FP8 and MXFP8 rows", needs="fp8"),
-    Parameter("gemm_fp4", "gemm_fp4", "vendor", (0.2, 0.75), 0.3, "NVFP4 rows", needs="fp4"),
     *(
-        _generation(
-            f"gemm_generation_{fmt}",
+        Parameter(
+            f"gemm_format_{fmt}",
             f"gemm_{fmt}",
+            "vendor",
+            FORMAT_SHARE,
             0.1,
-            f"{fmt.upper()} rows of the family: its tensor cores against its vendor's library mean",
+            f"{fmt.upper()} rows: the share of peak its GEMMs reach against BF16's on the same part",
+            factor=True,
             needs=fmt,
+            relative_to="gemm_bf16",
         )
-        for fmt in ("bf16", "fp8", "fp4")
+        for fmt in ("fp8", "fp4")
     ),
-    Parameter("attention", "attention", "vendor", (0.5, 1.5), 0.3, "every row (scales the flash-attention kernels)"),
+    _generation(
+        "gemm_generation",
+        "gemm",
+        0.1,
+        "the family's rows, every format: its tensor cores against its vendor's library mean",
+    ),
+    Parameter(
+        "attention",
+        "attention",
+        "vendor",
+        ATTENTION_FACTOR,
+        0.3,
+        "rows of families whose best kernel is cuDNN/FlashAttention-3 (scales those kernels; not Ampere's FA2)",
+        applies=_fa3_class,
+    ),
     _generation(
         "attention_generation", "attention", 0.15, "the family's rows: its attention kernels against its vendor's"
     ),
@@ -275,6 +322,8 @@ TABLE: tuple[Parameter, ...] = (
     ),
 )
 BY_NAME = {p.name: p for p in TABLE}
+RELATIVE = {p.target: p.relative_to for p in TABLE if p.relative_to}
+"""Targets whose factor multiplies another field's fitted value (a lower-precision format's GEMM share: BF16's)."""
 
 
 @dataclass(frozen=True)
@@ -334,6 +383,9 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             factors[target] = factors.get(target, 1.0) * values.get(item.key, item.default)
         elif item.key in values:
             resolved[target] = values[item.key]
+    for target, source in RELATIVE.items():
+        if target in factors and source in resolved:
+            resolved[target] = resolved[source]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
     if _graph_captured(profile):
@@ -344,11 +396,7 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
 
 
 def apply(base: Efficiency, values: Mapping[str, float]) -> Efficiency:
-    """`base` with values in place (attention as a scale of the forward and backward defaults)."""
-    changes = {k: v for k, v in values.items() if k != "attention"}
-    if "attention" in values:
-        changes |= {
-            "attention_fwd": base.attention_fwd * values["attention"],
-            "attention_bwd": base.attention_bwd * values["attention"],
-        }
-    return replace(base, **changes)
+    """`base` with values in place, then the SCALES targets (attention, gemm) multiplied into their fields."""
+    placed = replace(base, **{k: v for k, v in values.items() if k not in SCALES})
+    scaled = {f: getattr(placed, f) * values[target] for target in SCALES if target in values for f in SCALES[target]}
+    return replace(placed, **scaled)

@@ -230,6 +230,10 @@ def _apply_one(hw: Hardware, setting: Setting) -> Hardware:
         updates["hbm_usable_gb"] = figure(acc.hbm_usable_gb.value * ratio)
     if knob.name == "nvlink_gbps" and acc.scaleup_peer_gb_per_s_per_direction is not None:
         updates["scaleup_peer_gb_per_s_per_direction"] = figure(acc.scaleup_peer_gb_per_s_per_direction.value * ratio)
+    if knob.name == "bf16_tflops" and acc.power_reference is not None:  # the same clock share (compute.clock_share)
+        reference = acc.power_reference
+        scaled = figure(reference.bf16_tflops.value * ratio)
+        updates["power_reference"] = reference.model_copy(update={"bf16_tflops": scaled})
     if knob.name == "usd_per_gpu_hour":
         for field in ("usd_per_gpu_hour_low", "usd_per_gpu_hour_high"):
             low_or_high = getattr(acc, field)
