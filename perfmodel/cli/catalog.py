@@ -8,6 +8,7 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.options import hardware_option
+from perfmodel.inputs.record import as_dict
 
 
 @cli.group()
@@ -32,7 +33,7 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     else:
         valid = ", ".join([*accelerators(), *systems()])
         raise PerfmodelError(f"hardware show: unknown accelerator or system '{entry_id}'; valid: {valid}")
-    record = entry.model_dump()
+    record = as_dict(entry)
     if fmt == "json":
         click.echo(to_json(record))
         return
@@ -69,8 +70,8 @@ def hardware_list(fmt: str) -> None:
         click.echo(
             to_json(
                 {
-                    "accelerators": [a.model_dump() for a in accelerators().values()],
-                    "systems": [s.model_dump() for s in systems().values()],
+                    "accelerators": [as_dict(a) for a in accelerators().values()],
+                    "systems": [as_dict(s) for s in systems().values()],
                 }
             )
         )
@@ -143,7 +144,7 @@ def models_list(fmt: str) -> None:
     """Built-in models with their shapes and exact parameter counts."""
     from perfmodel.inputs.models import ZOO
 
-    records = [{"params": m.params, **m.model_dump()} for m in ZOO.values()]
+    records = [{"params": m.params, **as_dict(m)} for m in ZOO.values()]
     if fmt == "json":
         from perfmodel.outputs.report import to_json
 

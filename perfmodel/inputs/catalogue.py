@@ -151,9 +151,18 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_bundled(entry: Entry) -> str:
+    """A bundled entry's text (its checked form is cached under a digest of it: inputs/validated.py)."""
+    return read_text(entry.path, "hardware", user=False)
+
+
 def _read(path: Path, user: bool) -> dict[str, Any]:
     """A hardware file's tables: a regular file within its size cap and nesting depth, like every input."""
-    text = read_text(path, "hardware", user=user)
+    return parse(path, read_text(path, "hardware", user=user))
+
+
+def parse(path: Path, text: str) -> dict[str, Any]:
+    """The tables of a hardware file's text, or one line naming the file."""
     check_depth(text, str(path))
     try:
         return tomllib.loads(text)

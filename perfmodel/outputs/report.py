@@ -10,6 +10,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.precision import RECIPES
+from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
@@ -66,8 +67,8 @@ def inputs_line(p: Prediction) -> str:
         work,
         batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
         price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
-        f"PUE {s.cost.pue:g}" + ("" if "pue" in s.cost.model_fields_set else " (default)"),
-        f"{s.stack} stack" + ("" if "stack" in s.model_fields_set else " (default)"),
+        f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
+        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ])  # fmt: skip
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import Hardware, SourcedPositive, resolve
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.planning.predict import Prediction, for_layout, predict
 
@@ -191,11 +192,11 @@ def _owner(hw: Hardware, owner: str) -> Any:
 def _with(hw: Hardware, owner: str, updates: dict[str, Any]) -> Hardware:
     """A copy of the hardware with fields of one of its parts replaced."""
     if owner == "accelerator":
-        return hw.model_copy(update={"accelerator": hw.accelerator.model_copy(update=updates)})
+        return replaced(hw, accelerator=replaced(hw.accelerator, **updates))
     system = hw.system
     if owner in ("fabric", "latency"):
-        updates = {owner: getattr(system, owner).model_copy(update=updates)}
-    return hw.model_copy(update={"system": system.model_copy(update=updates)})
+        updates = {owner: replaced(getattr(system, owner), **updates)}
+    return replaced(hw, system=replaced(system, **updates))
 
 
 def apply(hw: Hardware, settings: Sequence[Setting]) -> Hardware:
