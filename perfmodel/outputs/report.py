@@ -12,6 +12,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
+from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
@@ -74,8 +75,6 @@ def inputs_line(p: Prediction) -> str:
 
 
 def table(p: Prediction) -> str:
-    from tabulate import tabulate  # imported here: JSON and CSV output do not pay for it
-
     d = p.to_dict()
     acc = p.hardware.accelerator
     fmt = "BF16" if p.scenario.precision == "bf16" else p.scenario.precision.upper()
@@ -139,19 +138,13 @@ def table(p: Prediction) -> str:
         ]
     if p.goodput is not None:
         rows += goodput_rows(p)
-    lines.append(tabulate(rows, tablefmt="plain", disable_numparse=True))
+    lines.append(columns.table(rows))
     step = d["step_time_s"]
     parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
     lines += [
         "",
         "Where the step time goes:",
-        tabulate(
-            parts,
-            headers=["part", "seconds", "share"],
-            tablefmt="simple",
-            colalign=("left", "right", "right"),
-            disable_numparse=True,
-        ),
+        columns.table(parts, headers=["part", "seconds", "share"], colalign=("left", "right", "right")),
     ]
     if p.model.is_moe:
         from perfmodel.physics.calibration import MOE_PROTOCOL
