@@ -8,7 +8,6 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.options import hardware_option
-from perfmodel.inputs.record import as_dict
 
 
 @cli.group()
@@ -24,6 +23,7 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     """One accelerator or system with every figure and its source."""
     from perfmodel.errors import PerfmodelError
     from perfmodel.inputs.hardware import accelerators, get_accelerator, get_system, systems
+    from perfmodel.inputs.record import as_dict
     from perfmodel.outputs.report import to_json
 
     if entry_id in accelerators():
@@ -63,6 +63,7 @@ def hardware_list(fmt: str) -> None:
     from tabulate import tabulate
 
     from perfmodel.inputs.hardware import accelerators, systems
+    from perfmodel.inputs.record import as_dict
 
     if fmt == "json":
         from perfmodel.outputs.report import to_json
@@ -143,6 +144,7 @@ def models() -> None:
 def models_list(fmt: str) -> None:
     """Built-in models with their shapes and exact parameter counts."""
     from perfmodel.inputs.models import ZOO
+    from perfmodel.inputs.record import as_dict
 
     records = [{"params": m.params, **as_dict(m)} for m in ZOO.values()]
     if fmt == "json":
