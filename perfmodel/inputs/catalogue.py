@@ -13,7 +13,6 @@ keeps a source. This module only finds and merges the raw tables; inputs/hardwar
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -162,7 +161,10 @@ def _read(path: Path, user: bool) -> dict[str, Any]:
 
 
 def parse(path: Path, text: str) -> dict[str, Any]:
-    """The tables of a hardware file's text, or one line naming the file."""
+    """The tables of a hardware file's text, or one line naming the file (tomllib imported here: a bundled file's
+    checked tables usually come from the cache, unparsed)."""
+    import tomllib
+
     check_depth(text, str(path))
     try:
         return tomllib.loads(text)
