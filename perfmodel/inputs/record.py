@@ -52,16 +52,13 @@ def given(item: Any) -> frozenset[str]:
     named = getattr(item, GIVEN, None)
     if named is not None:
         return frozenset(named)
-    return frozenset(f.name for f in input_fields(type(item)) if getattr(item, f.name) != _default(f))
-
-
-def _default(f: dataclasses.Field[Any]) -> Any:
-    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return frozenset(f.name for f in input_fields(type(item)) if getattr(item, f.name) != f.default)
 
 
 def replaced(item: R, **changes: Any) -> R:
-    """`item` with `changes`, which count as given (as pydantic's model_copy(update=...) added them)."""
-    if hasattr(item, GIVEN):
+    """`item` with `changes`, which count as given (as pydantic's model_copy(update=...) added them) where what
+    was given is known (a record built in Python stays unchecked)."""
+    if getattr(item, GIVEN, None) is not None:
         changes[GIVEN] = given(item) | frozenset(changes)
     return dataclasses.replace(item, **changes)  # type: ignore[type-var]
 

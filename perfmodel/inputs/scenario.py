@@ -336,10 +336,13 @@ def scenario_from(
                 raise PerfmodelError(f"{source}: field '{parent}' must be a table")
         table[leaf] = value
     located = _locator(source, overrides, origins)
+    from pydantic import ValidationError  # checking a scenario's tables imports pydantic anyway
+
+    from perfmodel.inputs.scenario_check import explain_error
 
     try:
         scenario = checked_scenario(raw)
-    except ValueError as exc:  # pydantic's ValidationError
+    except ValidationError as exc:
         field, message = explain_error(exc)
         if field is None:  # the benchmark's check of the whole scenario
             raise located("benchmark", message, named=False) from None
@@ -350,7 +353,8 @@ def scenario_from(
 
 def checked_scenario(raw: dict[str, Any]) -> Scenario:
     """The scenario of `raw` tables as pydantic checks them (a ValidationError when they are wrong)."""
-    from perfmodel.inputs.scenario_check import SCENARIO, check
+    from perfmodel.inputs.checking import check
+    from perfmodel.inputs.scenario_check import SCENARIO
 
     return check(SCENARIO, raw)
 
@@ -361,13 +365,6 @@ def model_file(path: Path) -> dict[str, Any]:
     from perfmodel.inputs.scenario_check import check_model_file
 
     return check_model_file(path, read_toml(path, "model"))
-
-
-def explain_error(exc: Any, root: Any = None) -> tuple[str | None, str]:
-    """pydantic's first problem of a scenario as (dotted field, message): scenario_check.explain_error."""
-    from perfmodel.inputs import scenario_check
-
-    return scenario_check.explain_error(exc, root)
 
 
 def _locator(source: str, overrides: dict[str, Any], origins: dict[str, str] | None) -> Callable[..., PerfmodelError]:

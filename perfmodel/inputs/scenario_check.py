@@ -27,8 +27,6 @@ from perfmodel.inputs.scenario import (
 )
 from perfmodel.inputs.text import MAX_NAME_CHARS, check_text
 
-__all__ = ["MODEL_OVERRIDE", "SCENARIO", "check", "check_model_file", "describe_error", "explain_error"]
-
 
 class _Strict(Checked):
     """Unknown keys are errors (a typo is never ignored), and values must have the right type: strict mode refuses

@@ -9,6 +9,7 @@ or a changed check is a new key, checked again. An entry that cannot be trusted 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from collections.abc import Callable
 from functools import cache
@@ -51,8 +52,12 @@ def _read(path: Path, key: str) -> dict[str, Any] | None:
 
 @cache
 def code_version() -> str:
-    """A digest of the modules that define the records and their checks (perfmodel/inputs/*.py)."""
+    """A digest of the code that checks: the modules that define the records and their checks (perfmodel/inputs/
+    *.py) and pydantic's version file (found, not imported: an upgrade may accept other input)."""
     digest = hashlib.sha256()
     for module in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(module.read_bytes())
+    spec = importlib.util.find_spec("pydantic")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        digest.update((Path(folder) / "version.py").read_bytes())
     return digest.hexdigest()
