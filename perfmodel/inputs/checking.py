@@ -29,15 +29,11 @@ class Checked(BaseModel):
     @model_validator(mode="after")
     def _build_record(self) -> Checked:
         cls = _RECORDS[type(self)]
-        values = {f.name: _record_of(getattr(self, f.name)) for f in input_fields(cls)}
-        if GIVEN in {f.name for f in dataclasses.fields(cls)}:
+        values = {name: value._record if type(value) in _RECORDS else value for name, value in self.__dict__.items()}
+        if hasattr(cls, GIVEN):
             values[GIVEN] = frozenset(self.model_fields_set)
         self._record = cls(**values)
         return self
-
-
-def _record_of(value: Any) -> Any:
-    return value._record if isinstance(value, Checked) else value
 
 
 _MODELS: dict[type, Any] = {}
