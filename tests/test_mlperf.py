@@ -1,9 +1,12 @@
 """MLPerf benchmarks: reference convergence points through mlperf-logging, evaluation cadence, the score."""
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.mlperf import Evaluation, get_benchmark, score
+from perfmodel.inputs.mlperf import Evaluation, get_benchmark, numpy_mean, score
 
 
 def test_rcp_mean_at_a_published_batch_size() -> None:
@@ -112,3 +115,12 @@ def test_a_benchmark_prediction_does_not_import_scipy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+
+
+RUN_COUNTS = st.one_of(st.integers(0, 10**7), st.floats(0, 1e7, allow_nan=False, allow_infinity=False))
+
+
+@given(st.lists(RUN_COUNTS, min_size=1, max_size=300))
+def test_the_mean_of_reference_runs_is_numpys_bit_for_bit(values: list[float]) -> None:
+    """The RCP means without numpy: the same pairwise order of additions (blocks of 8 sums, halves past 128)."""
+    assert numpy_mean(values) == float(np.mean(values))
