@@ -57,10 +57,11 @@ def test_the_cache_is_keyed_by_the_text(monkeypatch: pytest.MonkeyPatch, tmp_pat
     def checker(text: str) -> Any:
         return lambda: calls.append(text) or {"text": text}
 
-    assert validated.cached("a = 1", checker("a = 1")) == {"text": "a = 1"}
-    assert validated.cached("a = 1", checker("a = 1")) == {"text": "a = 1"}
-    assert validated.cached("a = 2", checker("a = 2")) == {"text": "a = 2"}  # a changed file: checked again
-    assert calls == ["a = 1", "a = 2"]
+    assert validated.cached("scenario", "a = 1", checker("a = 1")) == {"text": "a = 1"}
+    assert validated.cached("scenario", "a = 1", checker("a = 1")) == {"text": "a = 1"}
+    assert validated.cached("scenario", "a = 2", checker("a = 2")) == {"text": "a = 2"}  # a changed file: checked again
+    assert validated.cached("systems", "a = 2", checker("a = 2")) == {"text": "a = 2"}  # another kind's check
+    assert calls == ["a = 1", "a = 2", "a = 2"]
 
 
 @pytest.mark.parametrize(
@@ -78,12 +79,12 @@ def test_an_entry_that_cannot_be_trusted_is_ignored_and_rewritten(
 ) -> None:
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
     calls: list[int] = []
-    validated.cached("a = 1", lambda: calls.append(1) or {"a": 1})
+    validated.cached("scenario", "a = 1", lambda: calls.append(1) or {"a": 1})
     (entry,) = tmp_path.glob("checked-*.json")
     spoil(entry)
-    assert validated.cached("a = 1", lambda: calls.append(2) or {"a": 1}) == {"a": 1}
+    assert validated.cached("scenario", "a = 1", lambda: calls.append(2) or {"a": 1}) == {"a": 1}
     assert calls == [1, 2]
-    assert validated.cached("a = 1", lambda: calls.append(3) or {"a": 1}) == {"a": 1}
+    assert validated.cached("scenario", "a = 1", lambda: calls.append(3) or {"a": 1}) == {"a": 1}
     assert calls == [1, 2] and oct(entry.stat().st_mode & 0o777) == oct(0o600)  # rewritten, private again
 
 
@@ -91,7 +92,7 @@ def test_caching_off_checks_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", "off")
     calls: list[int] = []
     for _ in range(2):
-        validated.cached("a = 1", lambda: calls.append(1) or {"a": 1})
+        validated.cached("scenario", "a = 1", lambda: calls.append(1) or {"a": 1})
     assert calls == [1, 1]
 
 

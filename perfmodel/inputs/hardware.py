@@ -190,7 +190,8 @@ def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerato
     cls: type[Accelerator | System] = Accelerator if kind == "accelerators" else System
     if entry.bundled:
         text = catalogue.read_bundled(entry)
-        loaded = from_dict(cls, validated.cached(text, lambda: _checked(entry, catalogue.parse(entry.path, text))))
+        tables = validated.cached(kind, text, lambda: _checked(entry, catalogue.parse(entry.path, text)))
+        loaded = from_dict(cls, tables)
     else:
         loaded = from_dict(cls, _checked(entry, entry.raw))
     if loaded.id != item_id:

@@ -296,7 +296,7 @@ def _bundled(source: Path) -> Scenario:
         scenario = scenario_from(parse_toml(source, text), str(source), None, None, default=False)
         return as_dict(scenario, exclude_unset=True)
 
-    scenario = from_dict(Scenario, validated.cached(text, check))
+    scenario = from_dict(Scenario, validated.cached("scenario", text, check))
     _look_up(scenario, _locator(str(source), {}, None))
     return scenario
 

@@ -22,12 +22,13 @@ MAX_ENTRY_BYTES = 1024 * 1024
 """A checked hardware or scenario file is a few kB: a bigger entry is not one perfmodel wrote."""
 
 
-def cached(text: str, check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The checked tables of a bundled file whose content is `text`: from the cache, else `check()` (and cached)."""
+def cached(kind: str, text: str, check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The checked tables of a bundled `kind` file (accelerators, systems, scenario) whose content is `text`: from
+    the cache, else `check()` (and cached)."""
     directory = cache_dir()
     if directory is None:
         return check()
-    key = hashlib.sha256(f"{code_version()}:{text}".encode()).hexdigest()[:32]
+    key = hashlib.sha256(f"{code_version()}:{kind}:{text}".encode()).hexdigest()[:32]
     path = directory / f"checked-{key}.json"
     found = _read(path, key)
     if found is not None:
