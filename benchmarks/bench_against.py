@@ -34,20 +34,30 @@ def cleared():
 for fn, n in ((lambda: evaluate(ctx, lv), 2000), (cleared, 500), (lambda: predict(s), 300)):
     print(statistics.median(t / n * 1e6 for t in timeit.Timer(fn, timer=time.process_time).repeat(7, n)))
 """
-SEARCH = """
+CHECKED = """
+try:
+    from perfmodel.inputs.scenario import checked_scenario
+except ImportError:  # a tree whose Scenario is a pydantic model
+    from perfmodel.inputs.scenario import Scenario
+    checked_scenario = Scenario.model_validate
+"""
+"""A scenario from a dict, checked, in either kind of tree."""
+SEARCH = (
+    CHECKED
+    + """
 import statistics, time
-from perfmodel.inputs.scenario import Scenario
 from perfmodel.planning.predict import context_for
 from perfmodel.planning import search as searching
 from perfmodel.planning.search import Space, search
 spec = {"model": {"base": "llama3.1-405b", "vocab": 32000}, "gpu": "h100-sxm", "n_gpus": 512, "precision": "fp8"}
-ctx = context_for(Scenario.model_validate(spec)); space = Space(((512, 1152),), {}); search(ctx, space)
+ctx = context_for(checked_scenario(spec)); space = Space(((512, 1152),), {}); search(ctx, space)
 seconds = []
 for _ in range(5):
     getattr(searching, "_BLOCKS", {}).clear()  # where a tree keeps the blocks of a space: each search enumerates
     start = time.process_time(); found = search(ctx, space, top=10); seconds.append(time.process_time() - start)
 print(found.evaluated / statistics.median(seconds))
 """
+)
 CLI = """
 import resource, statistics, subprocess, sys, time
 def cost(command):
@@ -78,15 +88,16 @@ for _ in range(3):
     cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
 print(statistics.median(rates), statistics.median(priced), statistics.median(cpus))
 """
-SEARCH_DEFAULT = r"""
+SEARCH_DEFAULT = (
+    f"CHECKED = {CHECKED!r}\n"
+    + r"""
 import json, statistics, subprocess, sys, time
 command = [sys.executable, "-m", "perfmodel", "search", "--model", "llama3.1-405b", "--gpu", "h100-sxm",
            "--gpus", "512", "--precision", "fp8", "--format", "json"]
-first = (
+first = CHECKED + (
     "import time\n"
-    "from perfmodel.inputs.scenario import Scenario\n"
     "from perfmodel.planning.predict import search_scenario\n"
-    "s = Scenario.model_validate({'model': 'llama3.1-405b', 'gpu': 'h100-sxm', 'n_gpus': 512, 'precision': 'fp8'})\n"
+    "s = checked_scenario({'model': 'llama3.1-405b', 'gpu': 'h100-sxm', 'n_gpus': 512, 'precision': 'fp8'})\n"
     "start = time.perf_counter(); found = search_scenario(s).found\n"
     "print(found.evaluated / (time.perf_counter() - start))\n"
 )
@@ -100,6 +111,7 @@ for _ in range(3):
     fresh.append(float(out.split()[0]))
 print(statistics.median(rates), statistics.median(fresh), statistics.median(walls))
 """
+)
 COMMANDS = """
 import resource, subprocess, sys, time
 for args in (["compare", "--gpu", "h100-sxm", "--gpu", "gb200:fp8", "--gpus", "256,512"],

@@ -56,7 +56,7 @@ def numpy_chain(repeat: int) -> float:
 
 
 def in_process(repeat: int, chain: float) -> None:
-    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.inputs.scenario import checked_scenario
     from perfmodel.planning.predict import context_for
     from perfmodel.planning.search import Space, search
 
@@ -64,7 +64,7 @@ def in_process(repeat: int, chain: float) -> None:
     for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():
         spec = {"base": model, "vocab": vocab} if vocab else model
         seq_len = {"parallelism": {"seq_len": 4096}} if model == "deepseek-v3" else {}
-        ctx = context_for(Scenario.model_validate({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision}
+        ctx = context_for(checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision}
                                                   | seq_len))  # fmt: skip
         counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
         space = Space(tuple((c, gbs) for c in counts), {})

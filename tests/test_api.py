@@ -166,6 +166,15 @@ def test_bad_keywords_raise_one_exception_type(call: object, message: str) -> No
         call()  # type: ignore[operator]
 
 
+def test_a_scenario_built_in_python_is_checked_like_a_file(tmp_path: Path) -> None:
+    """Scenario records are plain dataclasses: one built in Python is checked when a question is asked about it."""
+    built = perfmodel.Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, tokens=1e12)
+    (tmp_path / "s.toml").write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    assert perfmodel.predict(built).to_dict() == perfmodel.predict(tmp_path / "s.toml").to_dict()
+    with pytest.raises(perfmodel.PerfmodelError, match=r"^scenario: field 'n_gpus': Input should be greater than"):
+        perfmodel.predict(perfmodel.Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=0))
+
+
 def test_an_infeasible_layout_is_its_subclass() -> None:
     with pytest.raises(perfmodel.InfeasibleLayout, match="divide"):
         perfmodel.predict(

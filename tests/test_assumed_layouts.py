@@ -11,7 +11,7 @@ import pytest
 
 from perfmodel.fitting.runs import MeasuredRun
 from perfmodel.fitting.validation import RunBatch, prepare, validate
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.inputs.stacks import STACKS
 from perfmodel.physics.calibration import UNCALIBRATED
 from perfmodel.physics.step import evaluate
@@ -26,7 +26,7 @@ def _run(model: str, n_gpus: int, parallelism: dict[str, Any], stack: str = "com
 
 def _best(run: MeasuredRun) -> Any:
     """The model's fastest layout for the row's open dimensions (what rows were scored at before)."""
-    scenario = Scenario.model_validate(run.scenario)
+    scenario = checked_scenario(run.scenario)
     return choose_layout(scenario, context_for(scenario, UNCALIBRATED.efficiency("hopper", scenario.stack)))[0]
 
 
@@ -74,7 +74,7 @@ def test_row_whose_default_does_not_fit_takes_the_stacks_choice() -> None:
     FULL_SHARD), and keeps its range."""
     run = _run("llama3.1-70b", 32, {"gbs": 128, "mbs": 4})
     item = prepare(run, UNCALIBRATED)
-    default = Scenario.model_validate(
+    default = checked_scenario(
         run.scenario | {"parallelism": run.scenario["parallelism"] | {"recompute": "none", "zero": 3}}
     )
     ctx = context_for(default, UNCALIBRATED.efficiency("hopper", "composer"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.physics import step
 from perfmodel.physics.bounded import Bounded
 from perfmodel.planning import predict, search
@@ -55,7 +55,7 @@ def test_more_contexts_than_kept_stay_within_the_bound() -> None:
     """Contexts for more sequence lengths than CONTEXTS_KEPT: the memo holds the newest, the first is made anew."""
     predict._CONTEXTS.clear()
     spec = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "precision": "bf16"}
-    scenarios = [Scenario.model_validate(spec | {"parallelism": {"seq_len": 1024 + 8 * k}})
+    scenarios = [checked_scenario(spec | {"parallelism": {"seq_len": 1024 + 8 * k}})
                  for k in range(predict.CONTEXTS_KEPT + 3)]  # fmt: skip
     contexts = [predict.context_for(s) for s in scenarios]
     assert len(predict._CONTEXTS) == predict.CONTEXTS_KEPT

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import sympy
 
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.record import replaced
+from perfmodel.inputs.scenario import Scenario, checked_scenario
 from perfmodel.physics import algebra
 from perfmodel.physics.step import BREAKDOWN, COMPILE_AFTER, Context, LayoutVars, _evaluate, evaluate
 from perfmodel.physics.trace import Untraceable, compile_traced
@@ -50,7 +51,7 @@ def _random_layouts(ctx: Context, scenario: Scenario, count: int, seed: int) -> 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_compiled_scalar_path_matches_formulas_and_arrays(name: str) -> None:
-    scenario = Scenario.model_validate(SCENARIOS[name] | {"tokens": 1e12})
+    scenario = checked_scenario(SCENARIOS[name] | {"tokens": 1e12})
     ctx = _fresh(scenario)
     columns, layouts = _random_layouts(ctx, scenario, 60, seed=len(name))
     compiled = ctx.compiled()
@@ -70,7 +71,7 @@ def test_compiled_scalar_path_matches_formulas_and_arrays(name: str) -> None:
 def test_sympy_numbers_price_like_floats(name: str) -> None:
     """sympy compares numbers by structure (Float(1.0) == 1 is False): the step's conditions must not, or a
     symbolic layout silently takes another ZeRO stage, recompute mode or pipeline branch."""
-    scenario = Scenario.model_validate(SCENARIOS[name] | {"tokens": 1e12})
+    scenario = checked_scenario(SCENARIOS[name] | {"tokens": 1e12})
     ctx = _fresh(scenario)
     _, layouts = _random_layouts(ctx, scenario, 12, seed=7)
     for lv in layouts:
@@ -82,7 +83,7 @@ def test_sympy_numbers_price_like_floats(name: str) -> None:
 
 
 def test_a_context_compiles_after_many_plain_layouts() -> None:
-    scenario = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12})
+    scenario = checked_scenario(SCENARIOS["dense fp8"] | {"tokens": 1e12})
     ctx = _fresh(scenario)
     _, (lv, *_) = _random_layouts(ctx, scenario, 1, seed=1)
     first = evaluate(ctx, lv)
@@ -146,10 +147,10 @@ def test_tracing_replays_operations_and_refuses_branches() -> None:
 
 def test_contexts_are_shared_by_equal_inputs_only() -> None:
     """Repeated predictions share a context (its tiers, memo and compiled step); any input that differs does not."""
-    s = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12})
+    s = checked_scenario(SCENARIOS["dense fp8"] | {"tokens": 1e12})
     ctx = context_for(s)
     assert context_for(s) is ctx
-    assert context_for(s.model_copy(update={"precision": "bf16"})) is not ctx
+    assert context_for(replaced(s, precision="bf16")) is not ctx
     assert context_for(s, replace(ctx.efficiency, gemm_bf16=0.5)) is not ctx
     variants = replace(ctx.efficiency, gemm_bf16=np.array([0.5, 0.6]))  # a fit's variants: not kept
     assert context_for(s, variants) is not context_for(s, variants)
@@ -159,12 +160,12 @@ def test_an_open_layout_is_searched_once_per_context(monkeypatch: pytest.MonkeyP
     """Equal scenarios on one context (validation rows, repeated API calls) reuse the layout the first one chose."""
     from perfmodel.planning import predict as predicting
 
-    s = Scenario.model_validate(SCENARIOS["dense fp8"] | {"tokens": 1e12, "parallelism": {"tp": 4, "cp": 1}})
+    s = checked_scenario(SCENARIOS["dense fp8"] | {"tokens": 1e12, "parallelism": {"tp": 4, "cp": 1}})
     ctx = _fresh(s)
     first = predicting.choose_layout(s, ctx)
     monkeypatch.setattr(predicting, "best_layout", lambda *a, **k: pytest.fail("searched again"))
-    assert predicting.choose_layout(s.model_copy(), ctx) == first
-    other = s.model_copy(update={"parallelism": s.parallelism.model_copy(update={"tp": 8})})
+    assert predicting.choose_layout(s, ctx) == first
+    other = replaced(s, parallelism=replaced(s.parallelism, tp=8))
     with pytest.raises(pytest.fail.Exception, match="searched again"):
         predicting.choose_layout(other, ctx)
 
@@ -185,7 +186,7 @@ def test_a_formula_the_tracer_cannot_follow_keeps_the_formulas(monkeypatch: pyte
     and evaluate prices through the formulas as they are."""
     from perfmodel.physics import step
 
-    scenario = Scenario.model_validate(SCENARIOS["lora"] | {"tokens": 1e12})
+    scenario = checked_scenario(SCENARIOS["lora"] | {"tokens": 1e12})
     _, (lv, *_) = _random_layouts(_fresh(scenario), scenario, 1, seed=3)
     expected = _evaluate(_fresh(scenario), lv)
     for error in (Untraceable, TypeError, ValueError):

@@ -1,9 +1,12 @@
 """MLPerf benchmarks: reference convergence points through mlperf-logging, evaluation cadence, the score."""
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.mlperf import Evaluation, get_benchmark, score
+from perfmodel.inputs.mlperf import Evaluation, get_benchmark, numpy_mean, score
 
 
 def test_rcp_mean_at_a_published_batch_size() -> None:
@@ -125,3 +128,12 @@ def test_gpt3_evaluates_its_documents_packed_into_sequences() -> None:
     ev = get_benchmark("mlperf-gpt3@v4.1").evaluation
     assert ev.samples == 5660
     assert ev.samples * 2048 >= GPT3_EVAL_TOKENS > (ev.samples - 1) * 2048
+
+
+RUN_COUNTS = st.one_of(st.integers(0, 10**7), st.floats(0, 1e7, allow_nan=False, allow_infinity=False))
+
+
+@given(st.lists(RUN_COUNTS, min_size=1, max_size=300))
+def test_the_mean_of_reference_runs_is_numpys_bit_for_bit(values: list[float]) -> None:
+    """The RCP means without numpy: the same pairwise order of additions (blocks of 8 sums, halves past 128)."""
+    assert numpy_mean(values) == float(np.mean(values))

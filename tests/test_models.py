@@ -4,6 +4,7 @@ import pytest
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ZOO, ModelSpec, get_model
+from perfmodel.inputs.record import replaced
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ def test_flops_per_token_is_6n_plus_causal_attention() -> None:
 def test_mlperf_405b_vocabulary_override() -> None:
     # mlperf_benchmarks.md: MLPerf's Llama 3.1 405B uses the 32,000-token Mixtral tokenizer.
     base = get_model("llama3.1-405b")
-    mlperf = ModelSpec.model_validate({**base.model_dump(), "vocab": 32000})
+    mlperf = replaced(base, vocab=32000)
     assert base.params - mlperf.params == 2 * (128256 - 32000) * 16384
 
 

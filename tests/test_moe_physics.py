@@ -11,6 +11,7 @@ from perfmodel.errors import InfeasibleLayout
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.precision import RECIPES
+from perfmodel.inputs.record import replaced
 from perfmodel.physics import moe
 from perfmodel.physics.collectives import all_to_all, group_links
 from perfmodel.physics.compute import grouped_efficiency, op_time
@@ -160,7 +161,7 @@ def test_mtp_adds_time_on_the_last_stage() -> None:
     ds = ZOO["deepseek-v3"]
     layout = layout_vars(Layout(1, 2, 1, 128, 8, 32, 1, 4096, 4096, "selective", 1))
     with_mtp = evaluate(_ctx(ds, "gb300-nvl72", "mxfp8"), layout)
-    without = evaluate(_ctx(ds.model_copy(update={"mtp_layers": 0}), "gb300-nvl72", "mxfp8"), layout)
+    without = evaluate(_ctx(replaced(ds, mtp_layers=0), "gb300-nvl72", "mxfp8"), layout)
     assert with_mtp.step_time_s > without.step_time_s
     assert without.ep_comm_exposed_s > 0
 

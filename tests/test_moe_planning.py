@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.planning.predict import for_layout, predict
 from perfmodel.planning.sensitivity import sensitivity
 from perfmodel.planning.sweep import load_points, run
@@ -31,7 +31,7 @@ def test_whatif_faster_nics_shrink_the_exposed_all_to_all_on_the_same_layout() -
 
 
 def test_sensitivity_of_a_moe_step_includes_the_nic_and_matches_a_finite_difference() -> None:
-    scenario = Scenario.model_validate(
+    scenario = checked_scenario(
         {"model": "qwen3-30b-a3b", "gpu": "b200", "n_gpus": 16, "precision": "mxfp8",
          "parallelism": {"tp": 1, "pp": 1, "cp": 1, "ep": 16, "mbs": 2, "gbs": 256, "recompute": "none"}}
     )  # fmt: skip
@@ -59,7 +59,7 @@ def test_sweep_over_moe_models_keeps_their_expert_layouts(tmp_path: Path) -> Non
     assert len(rows) == 4 and not any(r["error"] for r in rows)
     assert all(r["parallelism.ep"] == 8 and r["breakdown.ep_comm_exposed_s"] > 0 for r in rows)
     one = next(r for r in rows if r["model"] == "qwen3-30b-a3b" and r["n_gpus"] == 16)
-    again = predict(Scenario.model_validate(
+    again = predict(checked_scenario(
         {"model": "qwen3-30b-a3b", "gpu": "b200", "n_gpus": 16, "precision": "mxfp8",
          "parallelism": {"gbs": 256, "ep": 8}}
     ))  # fmt: skip

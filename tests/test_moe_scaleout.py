@@ -12,6 +12,7 @@ import pytest
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.precision import RECIPES
+from perfmodel.inputs.record import replaced
 from perfmodel.physics import moe
 from perfmodel.physics.collectives import group_links
 from perfmodel.physics.compute import ops_time
@@ -72,9 +73,9 @@ def test_deepseek_v3_routing_groups_bound_the_nodes_a_token_reaches() -> None:
 
 def test_routing_groups_must_divide_the_experts() -> None:
     with pytest.raises(ValueError, match="expert_groups"):
-        ZOO["deepseek-v3"].model_validate(ZOO["deepseek-v3"].model_dump() | {"expert_groups": 7})
+        replaced(ZOO["deepseek-v3"], expert_groups=7)
     with pytest.raises(ValueError, match="group_top_k"):
-        ZOO["deepseek-v3"].model_validate(ZOO["deepseek-v3"].model_dump() | {"group_top_k": 0})
+        replaced(ZOO["deepseek-v3"], group_top_k=0)
 
 
 def test_an_ep_group_across_nics_hides_by_its_own_share_and_one_inside_nvlink_by_overlap_ep() -> None:

@@ -18,7 +18,7 @@ from perfmodel.fitting.assumed import MEMORY_ORDER
 from perfmodel.fitting.runs import MeasuredRun, bundled_runs
 from perfmodel.fitting.validation import prepare
 from perfmodel.inputs.hardware import resolve
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.physics.calibration import UNCALIBRATED
 from perfmodel.physics.memory import logits_bytes
 from perfmodel.physics.parallel import Layout
@@ -38,7 +38,7 @@ ACG=full ACM=block ACL=21, a full recompute of 21 of the 80 layers)."""
 
 
 def _at(raw: dict[str, Any], **parallelism: Any) -> tuple[Context, Layout]:
-    scenario = Scenario.model_validate(raw | {"parallelism": raw["parallelism"] | parallelism})
+    scenario = checked_scenario(raw | {"parallelism": raw["parallelism"] | parallelism})
     family = resolve(raw["gpu"]).accelerator.family
     ctx = context_for(scenario, UNCALIBRATED.efficiency(family, scenario.stack))
     return ctx, choose_layout(scenario, ctx)[0]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.planning import plan as planning
 from perfmodel.planning.predict import search_scenario, without_layout
@@ -41,9 +42,8 @@ def test_deadline_gives_the_fewest_gpus_on_the_grid_that_meet_it() -> None:
     assert c["plan"]["time_to_train_with_failures_days"] == pytest.approx(c["time_to_train_days"])
     grid = planning.counts(8, 1_000_000)
     fewer = grid[grid.index(c["n_gpus"]) - 1]
-    scenario = _base("h100-sxm").model_copy(update={"n_gpus": fewer})
-    scenario = scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(
-        update={"gbs": scenario.default_gbs()})})  # fmt: skip
+    scenario = replaced(_base("h100-sxm"), n_gpus=fewer)
+    scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=scenario.default_gbs()))  # fmt: skip
     below = search_scenario(scenario, [fewer], top=1).results[0]
     assert planning.wall_s(below) > 3 * 86400  # one step down the grid misses the deadline
     assert d["cheapest"] == d["fastest"] == "dgx-h100:fp8"

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.record import replaced
+from perfmodel.inputs.scenario import Scenario, checked_scenario
 from perfmodel.physics import calibration
 from perfmodel.planning import predict as pr
 
@@ -43,15 +44,15 @@ def _without_caches(scenario: Scenario, **kwargs: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", CHANGES)
 def test_a_kept_input_changed_gives_the_uncached_answer(name: str) -> None:
-    base = Scenario.model_validate(BASE)
-    changed = Scenario.model_validate(BASE | CHANGES[name])
+    base = checked_scenario(BASE)
+    changed = checked_scenario(BASE | CHANGES[name])
     pr.predict(base)  # the context now keeps the base scenario's price, interval and goodput
     assert pr.predict(changed).to_dict() == _without_caches(changed)
     assert pr.predict(changed).to_dict() != pr.predict(base).to_dict()
 
 
 def test_repeated_predictions_share_the_context_and_its_layout_free_parts() -> None:
-    scenario = Scenario.model_validate(BASE)
+    scenario = checked_scenario(BASE)
     fresh = _without_caches(scenario)
     first, second = pr.predict(scenario), pr.predict(scenario)
     assert first.to_dict() == second.to_dict() == fresh
@@ -65,7 +66,7 @@ def test_the_same_scenario_object_sees_an_edited_calibration_file(tmp_path: Path
     an edit between two predictions gives the new file's answer, the one a fresh process gives."""
     path = tmp_path / "cal.json"
     path.write_text(calibration.BUNDLED.read_text())
-    scenario = Scenario.model_validate(BASE | {"calibration": str(path)})
+    scenario = checked_scenario(BASE | {"calibration": str(path)})
     before = pr.predict(scenario).to_dict()
     assert pr.predict(scenario).to_dict() == before
     path.write_text(json.dumps({"format": calibration.FORMAT, "parameters": {}}))  # the physical defaults
@@ -83,15 +84,11 @@ def test_the_same_scenario_object_with_other_efficiencies_or_hardware_gets_its_o
     from perfmodel.inputs.hardware import resolve
     from perfmodel.physics.efficiency import DEFAULTS
 
-    scenario = Scenario.model_validate(BASE)
+    scenario = checked_scenario(BASE)
     slower = replace(DEFAULTS["hopper"], gemm_bf16=0.5)
     hw = resolve(scenario.gpu, scenario.system)
-    faster_hbm = hw.model_copy(
-        update={
-            "accelerator": hw.accelerator.model_copy(
-                update={"hbm_tbps": hw.accelerator.hbm_tbps.model_copy(update={"value": 6.0})}
-            )
-        }
+    faster_hbm = replaced(
+        hw, accelerator=replaced(hw.accelerator, hbm_tbps=replaced(hw.accelerator.hbm_tbps, value=6.0))
     )
     plain = pr.predict(scenario).to_dict()
     for kwargs in ({"efficiency": DEFAULTS["hopper"]}, {"efficiency": slower}, {"hardware": faster_hbm}):

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import accelerators
 from perfmodel.inputs.models import get_model
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.record import replaced
+from perfmodel.inputs.scenario import Scenario, checked_scenario
 from perfmodel.outputs.explain import explain
 from perfmodel.physics.parallel import Layout, violations
 from perfmodel.physics.step import BREAKDOWN, LayoutVars, evaluate
@@ -73,7 +74,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         "calibration": draw(st.sampled_from((None, "none"))),
         "cost": {"usd_per_gpu_hour": draw(st.one_of(st.none(), st.floats(0.5, 20.0)))},
     }  # fmt: skip
-    scenario = Scenario.model_validate(raw)
+    scenario = checked_scenario(raw)
     assert violations(_layout(scenario), model, scenario.n_gpus) == []
     return scenario
 
@@ -86,7 +87,7 @@ def _layout(s: Scenario) -> Layout:
 def _with(s: Scenario, **changes: Any) -> Scenario:
     cost = {k.removeprefix("cost_"): v for k, v in changes.items() if k.startswith("cost_")}
     plain = {k: v for k, v in changes.items() if not k.startswith("cost_")}
-    return s.model_copy(update=plain | ({"cost": s.cost.model_copy(update=cost)} if cost else {}))
+    return replaced(s, **plain | ({"cost": replaced(s.cost, **cost)} if cost else {}))
 
 
 # ---- every output finite and positive --------------------------------------------------------------------------
@@ -164,7 +165,7 @@ def test_memory_grows_with_the_micro_batch(s: Scenario, data: st.DataObject) -> 
     assume(per_pipeline > 1)
     times = data.draw(st.sampled_from([t for t in range(2, per_pipeline + 1) if per_pipeline % t == 0]))
     small = predict(s)
-    large = predict(_with(s, parallelism=p.model_copy(update={"mbs": p.mbs * times})))
+    large = predict(_with(s, parallelism=replaced(p, mbs=p.mbs * times)))
     assert float(large.step.memory.total) >= float(small.step.memory.total) * (1 - MONOTONE_SLACK)
     assert float(large.step.memory.activations) >= float(small.step.memory.activations) * (1 - MONOTONE_SLACK)
 
@@ -183,7 +184,7 @@ def search_cases(draw: st.DrawFn) -> tuple[Scenario, list[int]]:
         "parallelism": {"gbs": n_gpus * draw(st.sampled_from((4, 8, 16))), "seq_len": 4096},
     }  # fmt: skip
     picks = draw(st.lists(st.integers(0, 2**31), min_size=8, max_size=8))
-    return Scenario.model_validate(raw), picks
+    return checked_scenario(raw), picks
 
 
 @settings(COMMON, max_examples=max(10, EXAMPLES // 2))
@@ -265,7 +266,7 @@ def test_json_is_identical_across_processes_and_hash_seeds(s: Scenario) -> None:
 
 def test_property_helpers_check_what_they_claim() -> None:
     """The strategies really draw valid scenarios of every model, and `_with` really changes what it names."""
-    example = Scenario.model_validate(
+    example = checked_scenario(
         {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tokens": 1e12, "parallelism": {"tp": 8}}
     )
     assert _with(example, tokens=2e12).tokens == 2e12

@@ -3,7 +3,7 @@
 import pytest
 
 from perfmodel.inputs.resources import data_dir
-from perfmodel.inputs.scenario import Scenario, load_scenario
+from perfmodel.inputs.scenario import checked_scenario, load_scenario
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.planning.predict import predict
 
@@ -12,7 +12,7 @@ def test_megatron_bridge_llama3_70b_h100_fp8() -> None:
     # ../shared/data/measured_runs.csv, row: NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md,
     # "NeMo 25.11 container", Llama3-70B, H100-SXM5-80GB, 64 GPUs, FP8-CS, seq 8192, GBS 128, MBS 1,
     # TP4 PP8 CP1 VP5, DP2, DDP: 1,602 tokens/s/GPU.
-    scenario = Scenario.model_validate(
+    scenario = checked_scenario(
         {
             "model": "llama3.1-70b",
             "gpu": "h100-sxm",

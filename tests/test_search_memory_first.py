@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.physics.step import Context, evaluate, floor_holds, memory_need, step_floor
 from perfmodel.planning import search as search_module
 from perfmodel.planning.predict import context_for
@@ -53,7 +53,7 @@ def _exhaustive(ctx: Context, space: Space) -> tuple[int, int, list[tuple[tuple[
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_memory_need_is_evaluates_memory(name: str) -> None:
-    ctx = context_for(Scenario.model_validate(SCENARIOS[name]))
+    ctx = context_for(checked_scenario(SCENARIOS[name]))
     scenario_gpus = SCENARIOS[name]["n_gpus"]
     for block, mask in blocks(ctx, Space(((scenario_gpus, 512),), {})):
         if mask.any():
@@ -65,7 +65,7 @@ def test_memory_need_is_evaluates_memory(name: str) -> None:
 def test_memory_first_search_is_the_exhaustive_one(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # filter every block, however small
     spec = SCENARIOS[name]
-    ctx = replace(context_for(Scenario.model_validate(spec)))
+    ctx = replace(context_for(checked_scenario(spec)))
     rng = np.random.default_rng(len(name))
     n = int(spec["n_gpus"])
     for _ in range(3):  # random spaces: two GPU counts, random batches, sometimes a fixed dimension
@@ -95,7 +95,7 @@ def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytes
     layout (ties included) and count, on random spaces; and the floor is under every valid layout's step."""
     monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # bound every space, however small
     spec = SCENARIOS[name]
-    ctx = replace(context_for(Scenario.model_validate(spec)))
+    ctx = replace(context_for(checked_scenario(spec)))
     rng = np.random.default_rng(7 + len(name))
     n = int(spec["n_gpus"])
     for _ in range(6):
@@ -121,7 +121,7 @@ def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytes
 def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without DP (8 GPUs, TP x PP = 8) the ZeRO stages price the same step: best_layout must pick search's."""
     monkeypatch.setattr(search_module, "FILTER_FROM", 0)
-    ctx = context_for(Scenario.model_validate({"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8}))
+    ctx = context_for(checked_scenario({"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8}))
     space = Space(((8, 64),), {"tp": 8, "cp": 1, "pp": 1, "dp": 1, "recompute": "none", "mbs": 1})
     candidates = list(blocks(ctx, space))
     found = search(ctx, space, top=4, candidates=candidates)
@@ -131,7 +131,7 @@ def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.Mo
 
 def test_unphysical_efficiencies_price_every_layout() -> None:
     """An overlap above 1 could make exposed communication negative, and the floor no bound: search in full."""
-    ctx = context_for(Scenario.model_validate(SCENARIOS["dense 8b, most fit"]))
+    ctx = context_for(checked_scenario(SCENARIOS["dense 8b, most fit"]))
     assert floor_holds(ctx.efficiency)
     assert not floor_holds(replace(ctx.efficiency, overlap_tp=1.5))
     assert not floor_holds(replace(ctx.efficiency, step_overhead_s=-1.0))

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.record import replaced
+from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.physics import step
 from perfmodel.physics.step import Context
 from perfmodel.physics.workload import Shard
@@ -21,8 +22,8 @@ SPEC = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 256, "precision": 
 
 
 def _with_accelerator(ctx: Context, **updates: object) -> Context:
-    accelerator = ctx.hardware.accelerator.model_copy(update=updates)
-    return replace(ctx, hardware=ctx.hardware.model_copy(update={"accelerator": accelerator}))
+    accelerator = replaced(ctx.hardware.accelerator, **updates)
+    return replace(ctx, hardware=replaced(ctx.hardware, accelerator=accelerator))
 
 
 def _compute(ctx: Context) -> list[np.ndarray]:
@@ -35,13 +36,13 @@ def _compute(ctx: Context) -> list[np.ndarray]:
 
 
 def test_links_and_prices_share_the_shards_and_change_no_compute() -> None:
-    base = replace(context_for(Scenario.model_validate(SPEC)))
+    base = replace(context_for(checked_scenario(SPEC)))
     acc = base.hardware.accelerator
     other = _with_accelerator(
         base,
-        nic_gbit_per_s=acc.nic_gbit_per_s.model_copy(update={"value": 2 * acc.nic_gbit_per_s.value}),
-        scaleup_gb_per_s_per_direction=acc.scaleup_gb_per_s_per_direction.model_copy(update={"value": 1.0}),
-        scaleup_domain_gpus=acc.scaleup_domain_gpus.model_copy(update={"value": 72.0}),
+        nic_gbit_per_s=replaced(acc.nic_gbit_per_s, value=2 * acc.nic_gbit_per_s.value),
+        scaleup_gb_per_s_per_direction=replaced(acc.scaleup_gb_per_s_per_direction, value=1.0),
+        scaleup_domain_gpus=replaced(acc.scaleup_domain_gpus, value=72.0),
         scaleup_name="another",
         usd_per_gpu_hour=None,
     )
@@ -68,7 +69,7 @@ def test_no_shard_compute_reads_a_blanked_field(gpu: str) -> None:
     dense and a MoE model: a field the compute came to read would price shards of other hardware from this memo."""
     for model in ("llama3.1-8b", "mixtral-8x7b"):
         for precision in get_accelerator(gpu).precisions:
-            ctx = replace(context_for(Scenario.model_validate(SPEC | {"gpu": gpu, "model": model,
+            ctx = replace(context_for(checked_scenario(SPEC | {"gpu": gpu, "model": model,
                                                                       "precision": precision})))  # fmt: skip
             unread = _with_accelerator(ctx, **dict.fromkeys(step._NOT_COMPUTE, _Unread()))
             for a, b in zip(_compute(ctx), _compute(unread), strict=True):
@@ -76,9 +77,9 @@ def test_no_shard_compute_reads_a_blanked_field(gpu: str) -> None:
 
 
 def test_a_compute_figure_or_a_numbers_change_gets_its_own_shards() -> None:
-    base = replace(context_for(Scenario.model_validate(SPEC)))
+    base = replace(context_for(checked_scenario(SPEC)))
     acc = base.hardware.accelerator
-    faster = _with_accelerator(base, hbm_tbps=acc.hbm_tbps.model_copy(update={"value": 2 * acc.hbm_tbps.value}))
+    faster = _with_accelerator(base, hbm_tbps=replaced(acc.hbm_tbps, value=2 * acc.hbm_tbps.value))
     assert faster.shards is not base.shards
     assert not all(np.array_equal(a, b) for a, b in zip(_compute(base), _compute(faster), strict=True))
     assert replace(base, seq_len=4096).shards is not base.shards
@@ -86,7 +87,7 @@ def test_a_compute_figure_or_a_numbers_change_gets_its_own_shards() -> None:
 
 
 def test_efficiencies_with_arrays_keep_their_own_shards() -> None:
-    base = replace(context_for(Scenario.model_validate(SPEC)))
+    base = replace(context_for(checked_scenario(SPEC)))
     variants = replace(base.efficiency, memory=np.array([0.8, 0.9]))
     first, second = replace(base, efficiency=variants), replace(base, efficiency=variants)
     assert first.shards is not second.shards
@@ -94,7 +95,7 @@ def test_efficiencies_with_arrays_keep_their_own_shards() -> None:
 
 
 def test_blocks_are_shared_by_equal_spaces_only() -> None:
-    ctx = context_for(Scenario.model_validate(SPEC))
+    ctx = context_for(checked_scenario(SPEC))
     space = Space(((256, 512),), {"tp": None})
     again = blocks(replace(ctx), Space(((256, 512),), {"tp": None}))
     assert all(a is b and m is n for (a, m), (b, n) in zip(blocks(ctx, space), again, strict=True))
@@ -106,9 +107,9 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
     """Two contexts that differ in the network only: the second search reuses the first one's floors (the same
     objects) and still finds the exhaustive search's best layout for its own network (which differs here)."""
     monkeypatch.setattr(search_module, "FILTER_FROM", 0)
-    base = replace(context_for(Scenario.model_validate(SPEC | {"model": "llama3.1-405b", "n_gpus": 512})))
+    base = replace(context_for(checked_scenario(SPEC | {"model": "llama3.1-405b", "n_gpus": 512})))
     link = base.hardware.accelerator.scaleup_gb_per_s_per_direction
-    slow = _with_accelerator(base, scaleup_gb_per_s_per_direction=link.model_copy(update={"value": link.value / 16}))
+    slow = _with_accelerator(base, scaleup_gb_per_s_per_direction=replaced(link, value=link.value / 16))
     space = Space(((512, 1024),), {})
     candidates = blocks(base, space)
     chosen = []
@@ -119,7 +120,7 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
     assert search_module._floors(base, candidates)[1][0] is search_module._floors(slow, candidates)[1][0]
     assert chosen[0] != chosen[1]
     nic = base.hardware.accelerator.nic_gbit_per_s
-    faster = _with_accelerator(slow, nic_gbit_per_s=nic.model_copy(update={"value": 8 * nic.value}))
+    faster = _with_accelerator(slow, nic_gbit_per_s=replaced(nic, value=8 * nic.value))
     for block, mask in candidates:  # what makes the sharing right: the floor reads no link (a term that did, such as
         if mask.any():  # the exposed TP or the PP sends, would need floors per network)
             lv = block.trimmed(mask)[0].layout_vars()
@@ -128,7 +129,7 @@ def test_network_what_ifs_share_floors_and_find_their_own_best(monkeypatch: pyte
 
 def test_times_without_memory_are_evaluates_times() -> None:
     """`evaluate_times` prices every time `evaluate` does, bit for bit, and leaves the memory unpriced (NaN)."""
-    ctx = context_for(Scenario.model_validate(SPEC))
+    ctx = context_for(checked_scenario(SPEC))
     block, mask = next((b, m) for b, m in blocks(ctx, Space(((256, 512),), {})) if m.any())
     block = block.trimmed(mask)[0]
     full, times = step.evaluate(ctx, block.layout_vars()), step.evaluate_times(ctx, block.layout_vars())
@@ -142,7 +143,7 @@ def test_few_rows_across_many_shards_are_gathered_from_the_table(monkeypatch: py
     """A sub-block of a few rows whose TP, CP and micro-batches make more combinations than it has elements (4 x 3
     elements, 4 x 3 x 3 combinations) gathers its shards from the context's table, priced once, with the numbers
     `_shard_compute` gives on the arrays themselves."""
-    ctx = replace(context_for(Scenario.model_validate(SPEC)), seq_len=2048)  # shards no other test prices
+    ctx = replace(context_for(checked_scenario(SPEC)), seq_len=2048)  # shards no other test prices
     tp, cp = np.array([[1.0], [2.0], [4.0], [8.0]]), np.array([[1.0], [2.0], [4.0], [1.0]])
     mbs = np.array([[1.0, 2.0, 4.0]])
     sh = Shard(ctx.model, ctx.recipe, tp, cp, mbs, ctx.seq_len, 1.0, 1.0, ctx.imbalance)

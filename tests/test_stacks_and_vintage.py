@@ -101,7 +101,7 @@ def test_a_dated_row_is_priced_at_its_release_as_a_prediction_for_that_vintage_i
     single-row path agrees with both. The prediction is of the scenario at the layout validation settled on (the
     row's unreported dimensions at its stack's settings, fitting.assumed), not at predict's search."""
     from perfmodel.fitting.validation import RunBatch, prepare_all
-    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.inputs.scenario import checked_scenario
     from perfmodel.planning.predict import predict
 
     runs, _ = bundled_runs()
@@ -113,8 +113,8 @@ def test_a_dated_row_is_priced_at_its_release_as_a_prediction_for_that_vintage_i
         assert item.run.metric == "tokens_per_s_per_gpu" and vintage_years(item.run) > 0
         assumed = {d: getattr(item.layout, d) for d in (item.settled.assumed if item.settled else ())}
         scenario = item.run.scenario | {"parallelism": item.run.scenario["parallelism"] | assumed}
-        released = predict(Scenario.model_validate(scenario | {"vintage": item.run.released}))
+        released = predict(checked_scenario(scenario | {"vintage": item.run.released}))
         assert float(value) == pytest.approx(released.tokens_per_s_per_gpu, rel=1e-12)
         assert item.predicted(item.context.efficiency) == pytest.approx(float(value), rel=1e-12)
-        now = predict(Scenario.model_validate(scenario))
+        now = predict(checked_scenario(scenario))
         assert released.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu

@@ -3,12 +3,13 @@
 import pytest
 
 from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.record import replaced
 from perfmodel.physics.topology import GBIT, GBYTE, build_graph, derive_tiers, tiers
 
 
 def _with_fabric(hw, **fabric):
-    updated = hw.system.fabric.model_copy(update={k: v for k, v in fabric.items()})
-    return hw.model_copy(update={"system": hw.system.model_copy(update={"fabric": updated})})
+    updated = replaced(hw.system.fabric, **{k: v for k, v in fabric.items()})
+    return replaced(hw, system=replaced(hw.system, fabric=updated))
 
 
 def test_graph_has_gpus_switches_nics_leaves_and_spines() -> None:
@@ -39,7 +40,7 @@ def test_paths_between_domains_are_limited_by_the_nic() -> None:
 
 def test_oversubscribed_spine_halves_cross_leaf_bandwidth() -> None:
     hw = resolve("h100-sxm")
-    tapered = _with_fabric(hw, oversubscription=hw.system.fabric.oversubscription.model_copy(update={"value": 2.0}))
+    tapered = _with_fabric(hw, oversubscription=replaced(hw.system.fabric.oversubscription, value=2.0))
     t = derive_tiers(tapered)
     assert t.across_leaf.bytes_per_s == 400 * GBIT
     assert t.across_spine.bytes_per_s == pytest.approx(200 * GBIT)

@@ -7,7 +7,7 @@ import pytest
 from conftest import run_cli
 
 from perfmodel.inputs.resources import data_dir
-from perfmodel.inputs.scenario import Scenario, load_scenario
+from perfmodel.inputs.scenario import checked_scenario, load_scenario
 from perfmodel.planning.predict import predict
 
 
@@ -94,7 +94,7 @@ def test_prediction_interval_names_its_protocol(scenario: dict[str, object], pro
     from perfmodel.physics.calibration import bundled
 
     base = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "fp8"}
-    result = predict(Scenario.model_validate(base | scenario)).to_dict()
+    result = predict(checked_scenario(base | scenario)).to_dict()
     band = bundled().provenance["protocols"][protocol]["interval"]
     assert result["interval_protocol"] == protocol
     assert result["step_time_s_low"] == pytest.approx(result["step_time_s"] * band["time_factor_low"])

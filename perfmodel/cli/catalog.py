@@ -23,6 +23,7 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     """One accelerator or system with every figure and its source."""
     from perfmodel.errors import PerfmodelError
     from perfmodel.inputs.hardware import accelerators, get_accelerator, get_system, systems
+    from perfmodel.inputs.record import as_dict
     from perfmodel.outputs.report import to_json
 
     if entry_id in accelerators():
@@ -32,7 +33,7 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     else:
         valid = ", ".join([*accelerators(), *systems()])
         raise PerfmodelError(f"hardware show: unknown accelerator or system '{entry_id}'; valid: {valid}")
-    record = entry.model_dump()
+    record = as_dict(entry)
     if fmt == "json":
         click.echo(to_json(record))
         return
@@ -62,6 +63,7 @@ def hardware_list(fmt: str) -> None:
     from tabulate import tabulate
 
     from perfmodel.inputs.hardware import accelerators, systems
+    from perfmodel.inputs.record import as_dict
 
     if fmt == "json":
         from perfmodel.outputs.report import to_json
@@ -69,8 +71,8 @@ def hardware_list(fmt: str) -> None:
         click.echo(
             to_json(
                 {
-                    "accelerators": [a.model_dump() for a in accelerators().values()],
-                    "systems": [s.model_dump() for s in systems().values()],
+                    "accelerators": [as_dict(a) for a in accelerators().values()],
+                    "systems": [as_dict(s) for s in systems().values()],
                 }
             )
         )
@@ -142,8 +144,9 @@ def models() -> None:
 def models_list(fmt: str) -> None:
     """Built-in models with their shapes and exact parameter counts."""
     from perfmodel.inputs.models import ZOO
+    from perfmodel.inputs.record import as_dict
 
-    records = [{"params": m.params, **m.model_dump()} for m in ZOO.values()]
+    records = [{"params": m.params, **as_dict(m)} for m in ZOO.values()]
     if fmt == "json":
         from perfmodel.outputs.report import to_json
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel.errors import InfeasibleLayout
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.inputs.stacks import BLOCK_RECOMPUTE, get_stack
 from perfmodel.physics.parallel import Layout
@@ -121,9 +122,9 @@ def _priced(
     fewest leading layers per pipeline chunk that fit (all but one, when none does: it does not fit either); one
     layer when the same settings without recompute fit (memory falls with the layers recomputed), unpriced."""
     block = settings.get("recompute") == BLOCK_RECOMPUTE
-    variant = scenario.parallelism.model_copy(update=settings | ({"recompute": "full"} if block else {}))
+    variant = replaced(scenario.parallelism, **settings | ({"recompute": "full"} if block else {}))
     try:
-        layout, _ = choose_layout(scenario.model_copy(update={"parallelism": variant}), ctx)
+        layout, _ = choose_layout(replaced(scenario, parallelism=variant), ctx)
     except InfeasibleLayout:
         return None
     if block:

@@ -207,10 +207,11 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
     from pydantic import ValidationError
 
     from perfmodel.inputs.hardware import resolve
-    from perfmodel.inputs.scenario import Scenario, describe_error
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.inputs.scenario_check import describe_error
 
     try:
-        scenario = Scenario.model_validate(run.scenario)
+        scenario = checked_scenario(run.scenario)
         scenario.model_spec()
         resolve(scenario.gpu, scenario.system)
     except ValidationError as exc:

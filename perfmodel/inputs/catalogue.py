@@ -13,7 +13,6 @@ keeps a source. This module only finds and merges the raw tables; inputs/hardwar
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -151,9 +150,21 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_bundled(entry: Entry) -> str:
+    """A bundled entry's text (its checked form is cached under a digest of it: inputs/validated.py)."""
+    return read_text(entry.path, "hardware", user=False)
+
+
 def _read(path: Path, user: bool) -> dict[str, Any]:
     """A hardware file's tables: a regular file within its size cap and nesting depth, like every input."""
-    text = read_text(path, "hardware", user=user)
+    return parse(path, read_text(path, "hardware", user=user))
+
+
+def parse(path: Path, text: str) -> dict[str, Any]:
+    """The tables of a hardware file's text, or one line naming the file (tomllib imported here: a bundled file's
+    checked tables usually come from the cache, unparsed)."""
+    import tomllib
+
     check_depth(text, str(path))
     try:
         return tomllib.loads(text)

@@ -1,7 +1,9 @@
-"""Accelerators and systems, loaded from hardware_specs/*.toml and validated by pydantic.
+"""Accelerators and systems, loaded from hardware_specs/*.toml (and the user's catalogues).
 
 Every figure in those files is a `{value, source}` pair; the model only reads `.value`, the Assumptions export
-and `perfmodel hardware list` show the sources.
+and `perfmodel hardware list` show the sources. The classes here are records (inputs/record.py): a user's file is
+checked by pydantic (inputs/hardware_check.py), a bundled file's checked form is read from the cache
+(inputs/validated.py), so that a prediction on bundled hardware never imports pydantic.
 """
 
 from __future__ import annotations
@@ -10,34 +12,33 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs import catalogue
+from perfmodel.inputs import catalogue, validated
+from perfmodel.inputs.record import bounded, from_dict, record
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 Family = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+@record
+class Sourced:
+    value: float = bounded(allow_inf_nan=False)
+    source: str = bounded(min_length=3)
 
 
-class Sourced(_Strict):
-    value: float = Field(allow_inf_nan=False)
-    source: str = Field(min_length=3)
-
-
+@record
 class SourcedPositive(Sourced):
-    value: float = Field(gt=0, allow_inf_nan=False)
+    value: float = bounded(gt=0, allow_inf_nan=False)
 
 
-class SourcedFlag(_Strict):
+@record
+class SourcedFlag:
     value: bool
-    source: str = Field(min_length=3)
+    source: str = bounded(min_length=3)
 
 
-class PowerReference(_Strict):
+@record
+class PowerReference:
     """The same-silicon variant at the highest board power, whose sustained GEMM clock the fitted GEMM efficiencies
     describe: a lower-power variant runs its GEMMs at a lower clock (physics/compute.clock_share)."""
 
@@ -47,7 +48,8 @@ class PowerReference(_Strict):
     gemm_clock_mhz: SourcedPositive | None = None
 
 
-class Accelerator(_Strict):
+@record
+class Accelerator:
     id: str
     name: str
     vendor: str
@@ -96,7 +98,8 @@ class Accelerator(_Strict):
         return self.hbm_tbps.value * 1e12
 
 
-class Fabric(_Strict):
+@record
+class Fabric:
     kind: Literal["rail-optimised fat tree"]
     name: str
     oversubscription: SourcedPositive
@@ -104,7 +107,8 @@ class Fabric(_Strict):
     in_network_reduction: SourcedFlag
 
 
-class Latency(_Strict):
+@record
+class Latency:
     scaleup_hop_us: SourcedPositive
     nic_us: SourcedPositive
     switch_hop_us: SourcedPositive
@@ -122,7 +126,8 @@ DEFAULT_STORAGE = SourcedPositive(
 """Checkpoint write and read bandwidth per node, GB/s, where a system file gives none."""
 
 
-class System(_Strict):
+@record
+class System:
     id: str
     name: str
     accelerator: str
@@ -141,10 +146,10 @@ class System(_Strict):
     """Purchase price of one system (a node, or an NVL72 rack) with its range, for the cost of owning it."""
 
 
-class Hardware(BaseModel):
+@record
+class Hardware:
     """A system with its accelerator resolved: what the model needs about the machine."""
 
-    model_config = ConfigDict(frozen=True)
     system: System
     accelerator: Accelerator
 
@@ -166,36 +171,39 @@ class Hardware(BaseModel):
         return int(figure.value) if figure else self.domain_gpus
 
 
-def _validated(path: Path, raw: dict[str, Any], model: type[BaseModel]) -> BaseModel:
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise PerfmodelError(f"{path}: field '{field}': {err['msg']}") from None
-
-
 def _ids(kind: str) -> list[str]:
     return sorted(catalogue.entries()[kind])
 
 
-def _get(kind: str, item_id: str) -> BaseModel:
+def _get(kind: str, item_id: str) -> Accelerator | System:
     return _get_in(kind, item_id, catalogue.version())
 
 
 @cache
-def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> BaseModel:
+def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerator | System:
     """One accelerator or system, read from its own file (bundled ids are file names), so a prediction reads two
-    files; cached per set of user catalogues in force."""
+    files; cached per set of user catalogues in force. A bundled file's checked form comes from the cache."""
     label = {"accelerators": "GPU", "systems": "system"}[kind]
     entry = catalogue.entries()[kind].get(item_id)
     if entry is None:
         raise PerfmodelError(f"unknown {label} '{shown(item_id)}'; valid: {', '.join(_ids(kind))}")
-    model = Accelerator if kind == "accelerators" else System
-    loaded = _validated(entry.path, catalogue.raw_tables(entry), model)
-    if loaded.id != item_id:  # type: ignore[attr-defined]
-        raise PerfmodelError(f"{entry.path}: field 'id' is '{loaded.id}', not the file name")  # type: ignore[attr-defined]
+    cls: type[Accelerator | System] = Accelerator if kind == "accelerators" else System
+    if entry.bundled:
+        text = catalogue.read_bundled(entry)
+        tables = validated.cached(kind, text, lambda: _checked(entry, catalogue.parse(entry.path, text)))
+        loaded = from_dict(cls, tables)
+    else:
+        loaded = from_dict(cls, _checked(entry, entry.raw))
+    if loaded.id != item_id:
+        raise PerfmodelError(f"{entry.path}: field 'id' is '{loaded.id}', not the file name")
     return loaded
+
+
+def _checked(entry: catalogue.Entry, raw: dict[str, Any]) -> dict[str, Any]:
+    """An entry's tables as checked by pydantic (imported here, only when a file must be checked)."""
+    from perfmodel.inputs.hardware_check import checked
+
+    return checked(entry.kind, entry.path, raw)
 
 
 def add_catalogue(path: str | Path, origin: str = "--hardware") -> None:

@@ -2,74 +2,73 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from dataclasses import MISSING
+from typing import Any, Literal
 
 from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.record import bounded, input_fields, record
 
 MAX_LAYERS = 1_000
 """The deepest published dense models have about 130 layers (Llama 3.1 405B 126, Megatron's 1T 128); a search over
 a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper is refused."""
 
 
-class ModelSpec(BaseModel):
+@record
+class ModelSpec:
     """Shapes of a decoder-only transformer. Counts follow the Hugging Face checkpoints exactly."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = "custom"
     name: str = "custom model"
-    layers: int = Field(gt=0, le=MAX_LAYERS)
-    hidden: int = Field(gt=0, le=1_000_000)
-    ffn: int = Field(gt=0, le=10_000_000)
-    heads: int = Field(gt=0, le=100_000)
-    kv_heads: int = Field(gt=0, le=100_000)
-    vocab: int = Field(gt=0, le=100_000_000)
+    layers: int = bounded(gt=0, le=MAX_LAYERS)
+    hidden: int = bounded(gt=0, le=1_000_000)
+    ffn: int = bounded(gt=0, le=10_000_000)
+    heads: int = bounded(gt=0, le=100_000)
+    kv_heads: int = bounded(gt=0, le=100_000)
+    vocab: int = bounded(gt=0, le=100_000_000)
     tied_embeddings: bool = False
     mlp: Literal["swiglu", "gelu"] = "swiglu"
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     bias: bool = False
-    learned_positions: int = Field(default=0, ge=0, description="rows of a learned position table (0 = RoPE)")
-    head_size: int = Field(default=0, ge=0, le=100_000, description="per-head width (0 = hidden / heads)")
+    learned_positions: int = bounded(0, ge=0, description="rows of a learned position table (0 = RoPE)")
+    head_size: int = bounded(0, ge=0, le=100_000, description="per-head width (0 = hidden / heads)")
     qk_norm: bool = False
     """RMSNorm on each query and key head (Qwen3): head_size weights each."""
     attention: Literal["gqa", "mla"] = "gqa"
     """Grouped-query attention, or DeepSeek's multi-head latent attention (low-rank Q and compressed KV)."""
-    q_lora_rank: int = Field(default=0, ge=0, le=1_000_000)
+    q_lora_rank: int = bounded(0, ge=0, le=1_000_000)
     """MLA: rank of the query down-projection (0 = a full-rank query projection)."""
-    kv_lora_rank: int = Field(default=0, ge=0, le=1_000_000)
-    qk_nope_dim: int = Field(default=0, ge=0, le=100_000)
-    qk_rope_dim: int = Field(default=0, ge=0, le=100_000)
-    v_head_dim: int = Field(default=0, ge=0, le=100_000)
-    sliding_window: int = Field(default=0, ge=0, le=100_000_000)
+    kv_lora_rank: int = bounded(0, ge=0, le=1_000_000)
+    qk_nope_dim: int = bounded(0, ge=0, le=100_000)
+    qk_rope_dim: int = bounded(0, ge=0, le=100_000)
+    v_head_dim: int = bounded(0, ge=0, le=100_000)
+    sliding_window: int = bounded(0, ge=0, le=100_000_000)
     """Keys a query of a sliding-window layer sees (0 = no sliding-window layers)."""
-    sliding_layers: int = Field(default=0, ge=0, le=10_000)
+    sliding_layers: int = bounded(0, ge=0, le=10_000)
     attention_sinks: bool = False
     """A learned softmax sink logit per head (GPT-OSS): `heads` parameters per layer, no GEMM."""
-    experts: int = Field(default=0, ge=0, le=100_000)
+    experts: int = bounded(0, ge=0, le=100_000)
     """Routed experts per MoE layer (0 = dense model)."""
-    top_k: int = Field(default=0, ge=0, le=100_000)
-    shared_experts: int = Field(default=0, ge=0, le=1_000)
-    moe_ffn: int = Field(default=0, ge=0, le=10_000_000)
+    top_k: int = bounded(0, ge=0, le=100_000)
+    shared_experts: int = bounded(0, ge=0, le=1_000)
+    moe_ffn: int = bounded(0, ge=0, le=10_000_000)
     """Hidden width of one expert's MLP."""
-    dense_layers: int = Field(default=0, ge=0, le=10_000)
+    dense_layers: int = bounded(0, ge=0, le=10_000)
     """MoE models: the first layers that have a dense MLP of width `ffn` instead of experts."""
-    expert_groups: int = Field(default=0, ge=0, le=100_000)
+    expert_groups: int = bounded(0, ge=0, le=100_000)
     """Group-limited routing (Megatron's moe_router_num_groups; DeepSeek-V3's node-limited routing): the experts
     split into this many groups of consecutive experts, a token picks `group_top_k` of them and its top_k experts
     among theirs (0: no groups)."""
-    group_top_k: int = Field(default=0, ge=0, le=100_000)
+    group_top_k: int = bounded(0, ge=0, le=100_000)
     dispatcher: Literal["flex", "alltoall"] = "flex"
     """How the stack's recipe moves tokens to their experts: 'flex' (DeepEP/HybridEP, hierarchical: a token crosses
     the NICs once per remote scale-up domain holding one of its experts) or 'alltoall' (NCCL all-to-all: every copy
     to its expert's rank)."""
-    mtp_layers: int = Field(default=0, ge=0, le=100)
+    mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
 
-    @model_validator(mode="after")
-    def _shapes_agree(self) -> ModelSpec:
+    def __post_init__(self) -> None:
+        """The shapes agree (a ValueError, which pydantic reports as a model's own check, when they do not)."""
         if not self.head_size and self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}) or head_size given")
         if self.heads % self.kv_heads:
@@ -88,7 +87,6 @@ class ModelSpec(BaseModel):
             raise ValueError(f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})")
         if self.sliding_layers > self.layers or bool(self.sliding_layers) != bool(self.sliding_window):
             raise ValueError("sliding_window and sliding_layers (at most layers) go together")
-        return self
 
     @property
     def head_dim(self) -> int:
@@ -308,7 +306,7 @@ def gpt(model_id: str, name: str, layers: int, hidden: int, heads: int, vocab: i
 
 def _moe(model_id: str, name: str, **shapes: int | bool | str) -> ModelSpec:
     """A SwiGLU, RMSNorm, RoPE mixture-of-experts model with untied embeddings."""
-    return ModelSpec.model_validate({"id": model_id, "name": name} | shapes)
+    return ModelSpec(id=model_id, name=name, **shapes)  # type: ignore[arg-type]
 
 
 _MLA: dict[str, int | bool | str] = {
@@ -385,3 +383,15 @@ def get_model(model_id: str) -> ModelSpec:
     if model_id not in ZOO:
         raise PerfmodelError(f"unknown model '{shown(model_id)}'; valid: {', '.join(ZOO)}")
     return ZOO[model_id]
+
+
+def model_spec(shapes: dict[str, Any]) -> ModelSpec:
+    """The model of checked shapes (a scenario's [model] table over a zoo entry's), or one line saying which shape
+    is missing or which shapes disagree, as pydantic would word it."""
+    missing = next((f.name for f in input_fields(ModelSpec) if f.default is MISSING and f.name not in shapes), None)
+    if missing is not None:
+        raise PerfmodelError(f"model: field '{missing}': Field required")
+    try:
+        return ModelSpec(**shapes)
+    except ValueError as exc:
+        raise PerfmodelError(f"model: {exc}") from None

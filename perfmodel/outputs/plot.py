@@ -60,7 +60,7 @@ def validation_report(data: Any, source: Path | None) -> dict[str, Any]:
 def _checked(model: type[BaseModel], record: dict[str, Any], where: str) -> None:
     from pydantic import ValidationError
 
-    from perfmodel.inputs.scenario import describe_error
+    from perfmodel.inputs.scenario_check import describe_error
 
     try:
         model.model_validate(record)

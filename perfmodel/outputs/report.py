@@ -10,7 +10,9 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.precision import RECIPES
+from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
+from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
@@ -66,15 +68,13 @@ def inputs_line(p: Prediction) -> str:
         work,
         batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
         price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
-        f"PUE {s.cost.pue:g}" + ("" if "pue" in s.cost.model_fields_set else " (default)"),
-        f"{s.stack} stack" + ("" if "stack" in s.model_fields_set else " (default)"),
+        f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
+        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ])  # fmt: skip
 
 
 def table(p: Prediction) -> str:
-    from tabulate import tabulate  # imported here: JSON and CSV output do not pay for it
-
     d = p.to_dict()
     acc = p.hardware.accelerator
     fmt = "BF16" if p.scenario.precision == "bf16" else p.scenario.precision.upper()
@@ -138,19 +138,13 @@ def table(p: Prediction) -> str:
         ]
     if p.goodput is not None:
         rows += goodput_rows(p)
-    lines.append(tabulate(rows, tablefmt="plain", disable_numparse=True))
+    lines.append(columns.table(rows))
     step = d["step_time_s"]
     parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
     lines += [
         "",
         "Where the step time goes:",
-        tabulate(
-            parts,
-            headers=["part", "seconds", "share"],
-            tablefmt="simple",
-            colalign=("left", "right", "right"),
-            disable_numparse=True,
-        ),
+        columns.table(parts, headers=["part", "seconds", "share"], colalign=("left", "right", "right")),
     ]
     if p.model.is_moe:
         from perfmodel.physics.calibration import MOE_PROTOCOL

@@ -17,25 +17,26 @@ def schema(kind: str) -> dict[str, Any]:
 
 
 def _scenario() -> dict[str, Any]:
-    from perfmodel.inputs.scenario import Scenario
+    from perfmodel.inputs.scenario_check import SCENARIO
 
-    return Scenario.model_json_schema() | {"title": "perfmodel scenario (TOML)"}
+    return SCENARIO.model_json_schema() | {"title": "perfmodel scenario (TOML)"}
 
 
 def _model() -> dict[str, Any]:
-    from perfmodel.inputs.scenario import ModelOverride
+    from perfmodel.inputs.scenario_check import MODEL_OVERRIDE
 
     described = "A model file (--model FILE.toml) or a scenario's [model] table: a zoo id as `base`, and the shapes."
-    return ModelOverride.model_json_schema() | {"title": "perfmodel model (TOML)", "description": described}
+    return MODEL_OVERRIDE.model_json_schema() | {"title": "perfmodel model (TOML)", "description": described}
 
 
 def _hardware() -> dict[str, Any]:
     """An accelerator or a system file; a user file with `base` may give any subset of fields (merged on the base)."""
     from pydantic.json_schema import models_json_schema
 
-    from perfmodel.inputs.hardware import Accelerator, System
+    from perfmodel.inputs.hardware_check import MODELS
 
-    refs, document = models_json_schema([(Accelerator, "validation"), (System, "validation")])
+    accelerator, system = MODELS["accelerators"], MODELS["systems"]
+    refs, document = models_json_schema([(accelerator, "validation"), (system, "validation")])
     based = {
         "type": "object",
         "required": ["id", "base"],
@@ -44,7 +45,7 @@ def _hardware() -> dict[str, Any]:
     return {
         "title": "perfmodel hardware (TOML)",
         "description": "One accelerator or one system, each figure a {value, source} pair (README: Your own hardware).",
-        "oneOf": [refs[(Accelerator, "validation")], refs[(System, "validation")], based],
+        "oneOf": [refs[(accelerator, "validation")], refs[(system, "validation")], based],
         **document,
     }
 

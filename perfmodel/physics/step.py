@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, TypeVar
 from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
+from perfmodel.inputs.record import replaced
 from perfmodel.physics import memory, moe
 from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
 from perfmodel.physics.bounded import Bounded
@@ -102,7 +103,7 @@ class Context:
         shared by every context with the same model, accelerator, efficiencies, recipe, sequence, LoRA rank and
         imbalance, whatever its system and its accelerator's links and prices (a sweep's what-if on the network,
         validation's rows on other clusters)."""
-        compute_part = self.hardware.accelerator.model_copy(update=_NOT_COMPUTE)
+        compute_part = replaced(self.hardware.accelerator, **_NOT_COMPUTE)
         key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank, self.imbalance)
         try:
             found = _SHARDS.get(key)

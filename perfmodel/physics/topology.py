@@ -12,22 +12,18 @@ domains under one leaf and across the spine. A group spanning domains is limited
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import json
-import os
-import stat
-import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from perfmodel.inputs.diskcache import cache_dir, read_private, write_atomic
 from perfmodel.inputs.hardware import Hardware
-from perfmodel.inputs.resources import user_folder
+from perfmodel.inputs.numbers import in_range
+from perfmodel.inputs.record import as_dict
 
 CACHE_VERSION = 2
 """Bump when the derivation below changes, so that cached tiers are recomputed."""
@@ -148,35 +144,41 @@ def derive_tiers(hw: Hardware) -> Tiers:
     )
 
 
-def _cache_dir() -> Path:
-    override = os.environ.get("PERFMODEL_CACHE_DIR")
-    return Path(override) if override else user_folder("cache")
-
-
 MAX_ENTRY_BYTES = 64 * 1024
 """A cache entry holds one bandwidth per group size up to the domain (at most 577 numbers): a few kB."""
 
 
-class _CachedLink(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    bytes_per_s: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
-    latency_s: Annotated[float, Field(ge=0, le=1.0, allow_inf_nan=False)]
+_TIER_FIELDS = frozenset(f.name for f in fields(Tiers))
 
 
-class _CachedTiers(BaseModel):
-    """What a cache entry must hold: every number finite, bandwidths positive, and the facts the hardware states
-    itself (domain size, leaf size, in-network reduction, step latency) checked against it on read."""
+def _checked(raw: dict[str, Any]) -> Tiers | None:
+    """The tiers a cache entry holds when it holds them all and nothing else: every number finite, bandwidths
+    positive, latencies at most a second, counts whole and positive, flags true or false."""
+    if set(raw) != _TIER_FIELDS:
+        return None
+    members = raw["scaleup_by_members"]
+    leaf, spine = _link(raw["across_leaf"]), _link(raw["across_spine"])
+    counts = (raw["domains_per_leaf"], raw["ranks_per_domain"])
+    flags = (raw["scaleup_in_network_reduction"], raw["scaleout_in_network_reduction"])
+    valid = (
+        isinstance(members, list)
+        and all(in_range(m, 0, 1e15) for m in members)
+        and in_range(raw["scaleup_latency_s"], 0, 1.0)
+        and in_range(raw["step_latency_s"], 0, 1.0)
+        and all(type(c) is int and c >= 1 for c in counts)
+        and all(type(f) is bool for f in flags)
+    )
+    if not valid or leaf is None or spine is None:
+        return None
+    return Tiers(**(raw | {"scaleup_by_members": tuple(members), "across_leaf": leaf, "across_spine": spine}))
 
-    model_config = ConfigDict(extra="forbid", strict=True)
-    scaleup_by_members: list[Annotated[float, Field(ge=0, le=1e15, allow_inf_nan=False)]]
-    scaleup_latency_s: Annotated[float, Field(ge=0, le=1.0, allow_inf_nan=False)]
-    across_leaf: _CachedLink
-    across_spine: _CachedLink
-    domains_per_leaf: Annotated[int, Field(ge=1)]
-    ranks_per_domain: Annotated[int, Field(ge=1)]
-    scaleup_in_network_reduction: bool
-    scaleout_in_network_reduction: bool
-    step_latency_s: Annotated[float, Field(ge=0, le=1.0, allow_inf_nan=False)]
+
+def _link(raw: Any) -> Link | None:
+    if not isinstance(raw, dict) or set(raw) != {"bytes_per_s", "latency_s"}:
+        return None
+    bandwidth, latency = raw["bytes_per_s"], raw["latency_s"]
+    valid = in_range(bandwidth, 0, 1e15) and bandwidth > 0 and in_range(latency, 0, 1.0)
+    return Link(bandwidth, latency) if valid else None
 
 
 def _digest(key: str, payload: dict[str, Any]) -> str:
@@ -186,25 +188,21 @@ def _digest(key: str, payload: dict[str, Any]) -> str:
 def _read_entry(path: Path, key: str, hw: Hardware) -> Tiers | None:
     """The cached tiers at `path` when they can be trusted, else None (they are derived again and rewritten).
 
-    Trusted means: a regular file (never a FIFO, device or symbolic link: those are not even opened) owned by this
-    user and not writable by others, of bounded size, holding this hardware's key, a digest that matches its
+    Trusted means: an entry diskcache.read_private trusts, holding this hardware's key, a digest that matches its
     content, finite positive numbers, and the figures the hardware states itself."""
+    data = read_private(path, MAX_ENTRY_BYTES)
+    if data is None:
+        return None
     try:
-        before = os.lstat(path)
-        if not stat.S_ISREG(before.st_mode) or not _private(before) or before.st_size > MAX_ENTRY_BYTES:
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) or not _private(st):
-                return None
-            entry = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
+        entry = json.loads(data)
         if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tiers"), dict):
             return None
         if entry.get("digest") != _digest(key, entry["tiers"]):
             return None
-        checked = _CachedTiers.model_validate(entry["tiers"])
-    except (OSError, ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+        checked = _checked(entry["tiers"])
+    except (ValueError, RecursionError):
+        return None
+    if checked is None:
         return None
     expected = (
         hw.ranks_per_domain,
@@ -222,41 +220,7 @@ def _read_entry(path: Path, key: str, hw: Hardware) -> Tiers | None:
     )
     if found != expected or len(checked.scaleup_by_members) != checked.ranks_per_domain + 1:
         return None
-    return Tiers(
-        scaleup_by_members=tuple(checked.scaleup_by_members),
-        scaleup_latency_s=checked.scaleup_latency_s,
-        across_leaf=Link(**checked.across_leaf.model_dump()),
-        across_spine=Link(**checked.across_spine.model_dump()),
-        domains_per_leaf=checked.domains_per_leaf,
-        ranks_per_domain=checked.ranks_per_domain,
-        scaleup_in_network_reduction=checked.scaleup_in_network_reduction,
-        scaleout_in_network_reduction=checked.scaleout_in_network_reduction,
-        step_latency_s=checked.step_latency_s,
-    )
-
-
-def _private(st: os.stat_result) -> bool:
-    """Owned by this user and writable by nobody else: a file others can edit would let them change predictions."""
-    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-def _write_entry(directory: Path, path: Path, key: str, derived: Tiers) -> None:
-    """Write the entry through a fresh temporary file (`tempfile`: a random name, created exclusively, so never
-    through a planted link), then rename it into place."""
-    payload = asdict(derived)
-    text = json.dumps({"key": key, "digest": _digest(key, payload), "tiers": payload})
-    try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, name = tempfile.mkstemp(dir=directory, prefix="tiers-", suffix=".tmp")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(name, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+    return checked
 
 
 @cache
@@ -268,14 +232,15 @@ def tiers(hw: Hardware) -> Tiers:
     hardware description and the derivation's version. An entry is an input like any other and is checked on read
     (`_read_entry`); one that fails is ignored, derived again and rewritten.
     """
-    key = hashlib.sha256(f"{CACHE_VERSION}:{hw.model_dump_json()}".encode()).hexdigest()[:32]
-    directory = _cache_dir()
+    key = hashlib.sha256(f"{CACHE_VERSION}:{json.dumps(as_dict(hw))}".encode()).hexdigest()[:32]
+    directory = cache_dir()
+    if directory is None:
+        return derive_tiers(hw)
     path = directory / f"tiers-{key}.json"
-    if str(directory) != "off":
-        cached = _read_entry(path, key, hw)
-        if cached is not None:
-            return cached
+    cached = _read_entry(path, key, hw)
+    if cached is not None:
+        return cached
     derived = derive_tiers(hw)
-    if str(directory) != "off":
-        _write_entry(directory, path, key, derived)
+    payload = asdict(derived)
+    write_atomic(directory, path, json.dumps({"key": key, "digest": _digest(key, payload), "tiers": payload}))
     return derived

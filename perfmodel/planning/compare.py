@@ -15,6 +15,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
 from perfmodel.planning.predict import Prediction, predict
 from perfmodel.planning.request import ScenarioSource, load_request
@@ -78,7 +79,7 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
     for target in targets or [Target(base.gpu, base.system, None)]:
         for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n}
-            out.append(base.model_copy(update=update | {"precision": target.precision or base.precision}))
+            out.append(replaced(base, **update | {"precision": target.precision or base.precision}))
     return out
 
 

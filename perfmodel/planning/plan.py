@@ -27,6 +27,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
@@ -97,9 +98,9 @@ class _Tries:
         if n not in self.found:
             if len(self.found) >= MAX_TRIES:
                 raise PerfmodelError(f"plan: more than {MAX_TRIES} GPU counts tried for {self.base.gpu}; report this")
-            scenario = self.base.model_copy(update={"n_gpus": n})
+            scenario = replaced(self.base, n_gpus=n)
             gbs = scenario.parallelism.gbs or scenario.default_gbs()
-            scenario = scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(update={"gbs": gbs})})
+            scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
             try:
                 self.found[n] = search_scenario(scenario, [n], top=1).results[0]
             except PerfmodelError as exc:

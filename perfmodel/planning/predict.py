@@ -14,6 +14,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
+from perfmodel.inputs.record import as_dict, replaced
 from perfmodel.inputs.scenario import Scenario, flatten
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
@@ -368,7 +369,7 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
         return layout, 1
 
     _refuse_partial_search(scenario)
-    key = ("chosen layout", n, scenario.benchmark, *par.model_dump().values())
+    key = ("chosen layout", n, scenario.benchmark, *as_dict(par).values())
     if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
         chosen: tuple[Layout, int] = ctx.memo[key]
         return chosen
@@ -402,14 +403,14 @@ def open_batch_space(
 def without_layout(scenario: Scenario) -> Scenario:
     """The scenario with its parallel layout left open (its global batch and sequence length kept)."""
     open_layout = dict.fromkeys(LAYOUT_FIELDS) | {"gbs": scenario.parallelism.gbs}
-    return scenario.model_copy(update={"parallelism": scenario.parallelism.model_copy(update=open_layout)})
+    return replaced(scenario, parallelism=replaced(scenario.parallelism, **open_layout))
 
 
 def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
     """The scenario with its GPU count and layout set to `layout` (a searched one, say)."""
     fields = {name: getattr(layout, name) for name in (*LAYOUT_FIELDS, "gbs", "seq_len")}
-    parallelism = scenario.parallelism.model_copy(update=fields)
-    return scenario.model_copy(update={"n_gpus": layout.n_gpus, "parallelism": parallelism})
+    parallelism = replaced(scenario.parallelism, **fields)
+    return replaced(scenario, n_gpus=layout.n_gpus, parallelism=parallelism)
 
 
 def layout_free(
@@ -548,7 +549,7 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, ca
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
-        choices = (gbs,) if gbs else gbs_choices(scenario.model_copy(update={"n_gpus": n}).default_gbs(capped))
+        choices = (gbs,) if gbs else gbs_choices(replaced(scenario, n_gpus=n).default_gbs(capped))
         if scenario.benchmark and not gbs:  # an MLPerf benchmark's minimum batch bounds the choices
             low = get_benchmark(scenario.benchmark).min_gbs or 0
             choices = tuple(g for g in choices if g >= low)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, OPTION_FIELDS, Scenario, load_scenario, with_overrides
 from perfmodel.planning.predict import without_layout
 
@@ -39,7 +40,7 @@ def load_request(
         return loaded
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
-    return opened.model_copy(update={"parallelism": opened.parallelism.model_copy(update=given)})
+    return replaced(opened, parallelism=replaced(opened.parallelism, **given))
 
 
 def gpu_counts(values: Iterable[int]) -> list[int]:

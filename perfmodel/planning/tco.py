@@ -18,7 +18,7 @@ from perfmodel.inputs.scenario import Cost
 from perfmodel.planning.training import Price
 
 HOURS_PER_YEAR = 8760.0
-DEFAULT_USD_PER_KWH: float = Cost.model_fields["usd_per_kwh"].default
+DEFAULT_USD_PER_KWH: float = Cost().usd_per_kwh
 YEARS_SOURCE = "estimate: 4 years, a common depreciation life for AI servers (hyperscalers use 5-6)"
 UTILISATION_SOURCE = "estimate: 80% of the hours the cluster trains (the rest: maintenance, idle, other jobs)"
 USD_PER_KWH_SOURCE = (

@@ -1,7 +1,7 @@
 """What-if hardware: named, settable hardware parameters, and modified copies of the (frozen) hardware objects.
 
 A setting is `NAME=VALUE` (absolute, in the parameter's unit) or `NAME=xF` (F times the datasheet figure). Settings
-build a modified copy of the Accelerator/System with `model_copy`; every figure they replace says so in its source.
+build a modified copy of the Accelerator/System with `record.replaced`; every figure they replace says so in its source.
 The topology tiers are derived from the hardware (and cached per hardware description), so a faster NVLink or NIC
 flows through the networkx graph like any datasheet figure.
 
@@ -23,6 +23,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import Hardware, SourcedPositive, resolve
+from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.planning.predict import Prediction, for_layout, predict
 
@@ -191,11 +192,11 @@ def _owner(hw: Hardware, owner: str) -> Any:
 def _with(hw: Hardware, owner: str, updates: dict[str, Any]) -> Hardware:
     """A copy of the hardware with fields of one of its parts replaced."""
     if owner == "accelerator":
-        return hw.model_copy(update={"accelerator": hw.accelerator.model_copy(update=updates)})
+        return replaced(hw, accelerator=replaced(hw.accelerator, **updates))
     system = hw.system
     if owner in ("fabric", "latency"):
-        updates = {owner: getattr(system, owner).model_copy(update=updates)}
-    return hw.model_copy(update={"system": system.model_copy(update=updates)})
+        updates = {owner: replaced(getattr(system, owner), **updates)}
+    return replaced(hw, system=replaced(system, **updates))
 
 
 def apply(hw: Hardware, settings: Sequence[Setting]) -> Hardware:
@@ -233,7 +234,7 @@ def _apply_one(hw: Hardware, setting: Setting) -> Hardware:
     if knob.name == "bf16_tflops" and acc.power_reference is not None:  # the same clock share (compute.clock_share)
         reference = acc.power_reference
         scaled = figure(reference.bf16_tflops.value * ratio)
-        updates["power_reference"] = reference.model_copy(update={"bf16_tflops": scaled})
+        updates["power_reference"] = replaced(reference, bf16_tflops=scaled)
     if knob.name == "usd_per_gpu_hour":
         for field in ("usd_per_gpu_hour_low", "usd_per_gpu_hour_high"):
             low_or_high = getattr(acc, field)

@@ -11,14 +11,13 @@ import ast
 import inspect
 import itertools
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, is_dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from perfmodel.inputs.hardware import Sourced, SourcedFlag
+from perfmodel.inputs.record import input_fields
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.planning import goodput, tco
@@ -114,14 +113,14 @@ def _unit(name: str) -> str:
     return next((unit for suffix, unit in UNITS if name.endswith(suffix)), "")
 
 
-def sourced_figures(section: str, record: BaseModel, prefix: str = "") -> list[Assumption]:
+def sourced_figures(section: str, record: Any, prefix: str = "") -> list[Assumption]:
     """Every {value, source} figure of a hardware record, nested tables included (fabric.*, latency.*)."""
     found = []
-    for name in type(record).model_fields:
+    for name in (f.name for f in input_fields(type(record))):
         item = getattr(record, name)
         if isinstance(item, Sourced | SourcedFlag):
             found.append(Assumption(section, prefix + name, item.value, _unit(name), item.source))
-        elif isinstance(item, BaseModel):
+        elif is_dataclass(item):
             found += sourced_figures(section, item, f"{prefix}{name}.")
     return found
 

@@ -1,0 +1,203 @@
+"""pydantic's check of a scenario: models built from the records of inputs/scenario.py, their validators, and the
+first problem of a failed check as one line.
+
+Imported only when a scenario must be checked (a user's file, flags, a bundled file not yet in the cache).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.checking import Checked, check, model_of
+from perfmodel.inputs.scenario import (
+    FAILURE_CLASSES,
+    MAX_TOKENS,
+    TEXT_LIMITS,
+    Cost,
+    Goodput,
+    ModelOverride,
+    Parallelism,
+    Scenario,
+)
+from perfmodel.inputs.text import MAX_NAME_CHARS, check_text
+
+
+class _Strict(Checked):
+    """Unknown keys are errors (a typo is never ignored), and values must have the right type: strict mode refuses
+    `tp = true` or `n_gpus = "8"` rather than reading them as 1 and 8."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _printable_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every string of a scenario (names, ids, file names) is printable text of bounded length: it reaches
+        tables, CSV/XLSX cells, LaTeX and error lines."""
+        if isinstance(value, str):
+            return check_text(value, TEXT_LIMITS.get(info.field_name or "", MAX_NAME_CHARS))
+        return value
+
+
+@field_validator("zero", mode="before")
+def _zero_is_a_number(cls: type, value: Any) -> Any:
+    if isinstance(value, bool):  # a Literal[1] would take true
+        raise ValueError("must be 0, 1, 2 or 3, not true/false")
+    return value
+
+
+@model_validator(mode="before")
+def _partial_recompute_is_full(cls: type, data: Any) -> Any:
+    """recompute_layers is a full recompute of some layers: it sets recompute 'full' and excludes the others."""
+    if isinstance(data, dict) and data.get("recompute_layers") is not None:
+        if data.get("recompute") not in (None, "full"):
+            raise ValueError(f"recompute_layers needs recompute 'full' (got {data.get('recompute')!r})")
+        data = data | {"recompute": "full"}
+    return data
+
+
+@field_validator("failures_per_million_gpu_hours")
+def _known_classes(cls: type, value: dict[str, float] | None) -> dict[str, float] | None:
+    unknown = sorted(set(value or {}) - set(FAILURE_CLASSES))
+    if unknown:
+        raise ValueError(f"unknown failure class '{unknown[0]}'; valid: {', '.join(FAILURE_CLASSES)}")
+    return value
+
+
+@model_validator(mode="before")
+def _apply_benchmark(cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict) or not raw.get("benchmark"):
+        return raw
+    from perfmodel.inputs.mlperf import get_benchmark
+
+    bench = get_benchmark(str(raw["benchmark"]))
+    par = dict(raw.get("parallelism") or {})
+    if raw.get("tokens") is not None:
+        raise ValueError(f"tokens and benchmark exclude each other: {bench.id} defines the work to train")
+    if raw.get("model") not in (None, bench.model):
+        trains = bench.model if isinstance(bench.model, str) else bench.model.get("id", bench.model.get("base"))
+        raise ValueError(f"model: {bench.id} trains {trains}; leave the model out")
+    if par.get("seq_len") not in (None, bench.seq_len):
+        raise ValueError(f"parallelism.seq_len: {bench.id} uses sequences of {bench.seq_len} tokens")
+    return raw | {
+        "model": bench.model,
+        "lora_rank": bench.lora_rank,
+        "parallelism": par | {"seq_len": bench.seq_len},
+    }
+
+
+@field_validator("vintage", mode="before")
+def _release_month(cls: type, value: Any) -> Any:
+    if isinstance(value, str) and not re.fullmatch(r"20\d\d-(0[1-9]|1[0-2])", value):
+        raise ValueError("a software release month YYYY-MM, e.g. 2025-06")
+    return value
+
+
+@field_validator("tokens", mode="before")
+def _finite_tokens(cls: type, value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number of tokens")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_TOKENS:
+        raise ValueError(f"at most {MAX_TOKENS:.0e} tokens (Llama 3 trained on 1.5e13)")
+    return value
+
+
+MODEL_OVERRIDE = model_of(ModelOverride, _Strict)
+PARALLELISM = model_of(
+    Parallelism,
+    _Strict,
+    {"_zero_is_a_number": _zero_is_a_number, "_partial_recompute_is_full": _partial_recompute_is_full},
+)
+COST = model_of(Cost, _Strict)
+GOODPUT = model_of(Goodput, _Strict, {"_known_classes": _known_classes})
+SCENARIO = model_of(
+    Scenario,
+    _Strict,
+    {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens},
+)
+"""The models, nested ones first (a record's model is built once, with the validators given when it is)."""
+
+
+def check_model_file(path: Path, table: dict[str, Any]) -> dict[str, Any]:
+    """A model file's table when it is a valid [model] table, else one line naming the model file."""
+    try:
+        check(MODEL_OVERRIDE, table)
+    except ValidationError as exc:
+        field, message = explain_error(exc, MODEL_OVERRIDE)
+        raise PerfmodelError(f"{path}: field '{field}': {message}" if field else f"{path}: {message}") from None
+    return table
+
+
+TYPE_MISMATCH = frozenset(("string_type", "model_type", "dict_type", "model_attributes_type"))
+"""Errors of a union branch the value's type does not match (a string where a table is allowed, or the reverse)."""
+BRANCHES = {"str": "a string", "int": "a whole number", "float": "a number", "bool": "true or false"}
+
+
+def describe_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """The first problem of a validation error as one line: "field 'parallelism.tp': ..." (or the bare message)."""
+    field, message = explain_error(exc, root)
+    return f"field '{field}': {message}" if field else message
+
+
+def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> tuple[str | None, str]:
+    """The first problem of a validation error: the dotted field (None for the whole scenario) and what is wrong.
+
+    A value that fails every branch of a union (model = 5) says which types the field takes; a value that matches one
+    branch (a [model] table) gets that branch's error, not the other branch's "should be a valid string".
+    """
+    errors = exc.errors()
+    located = [(err, *_walk(err["loc"], err["type"], root or SCENARIO)) for err in errors]
+    real = [item for item in located if not (item[2] and item[0]["type"] in TYPE_MISMATCH)]
+    if not real:
+        err, path, _, _ = located[0]
+        branches = [BRANCHES.get(tag, "a table") for _, p, tags, _ in located if p == path for tag in tags[-1:]]
+        return ".".join(path), f"must be {' or '.join(dict.fromkeys(branches))}{_shown(err.get('input'))}"
+    err, path, _, parent = real[0]
+    field = ".".join(path) or None
+    if err["type"] == "extra_forbidden":
+        return field, f"unknown key; allowed: {', '.join(parent.model_fields) if parent else ''}"
+    if err["type"] in ("model_type", "dict_type"):
+        return field, f"must be a table{_shown(err.get('input'))}"
+    if err["type"] == "literal_error":
+        return field, err["msg"].replace("Input should be", "must be")
+    return field, err["msg"].removeprefix("Value error, ") + _shown(err.get("input"))
+
+
+def _walk(
+    loc: tuple[Any, ...], kind: str, root: type[BaseModel]
+) -> tuple[list[str], list[str], type[BaseModel] | None]:
+    """A pydantic error location as (field path, union branch tags, the model holding the last field)."""
+    model: type[BaseModel] | None = root
+    path: list[str] = []
+    tags: list[str] = []
+    for index, part in enumerate(loc):
+        fields = model.model_fields if model is not None else {}
+        if kind == "extra_forbidden" and index == len(loc) - 1:
+            return [*path, str(part)], tags, model
+        if isinstance(part, int) and path:  # an item of a list field: the list's own item model continues
+            path[-1] += f"[{part}]"
+        elif isinstance(part, str) and part in fields:
+            path.append(part)
+            annotation = fields[part].annotation
+            candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
+            model = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        else:
+            tags.append(str(part))
+            name = str(part).removesuffix("]").rpartition(", ")[2]  # 'function-after[_build_record(), Cost]': Cost
+            model = next((c for c in _Strict.__subclasses__() if c.__name__ == name), None)
+    return path, tags, model
+
+
+def _shown(value: Any) -> str:
+    """' (got VALUE)' for a plain value, short: a 300-digit integer is shown as 1e+300."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return f" (got {value!r})" if isinstance(value, bool) else ""
+    text = repr(value)
+    if len(text) > 40:
+        text = f"{float(value):.3g}" if isinstance(value, int | float) else repr(value[:37] + "...")
+    return f" (got {text})"

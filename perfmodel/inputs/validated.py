@@ -1,0 +1,64 @@
+"""The checked form of perfmodel's own input files, kept on disk, so that running them needs no pydantic.
+
+A bundled hardware or scenario file is checked by pydantic the first time it is read (importing pydantic costs more
+than a prediction), and its checked tables are written to the cache folder (inputs/diskcache.py) under a digest of
+the file's text and of the code that defines and checks records (every module of perfmodel/inputs): a changed file
+or a changed check is a new key, checked again. An entry that cannot be trusted or read is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from perfmodel.inputs.diskcache import cache_dir, read_private, write_atomic
+
+MAX_ENTRY_BYTES = 1024 * 1024
+"""A checked hardware or scenario file is a few kB: a bigger entry is not one perfmodel wrote."""
+
+
+def cached(kind: str, text: str, check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The checked tables of a bundled `kind` file (accelerators, systems, scenario) whose content is `text`: from
+    the cache, else `check()` (and cached)."""
+    directory = cache_dir()
+    if directory is None:
+        return check()
+    key = hashlib.sha256(f"{code_version()}:{kind}:{text}".encode()).hexdigest()[:32]
+    path = directory / f"checked-{key}.json"
+    found = _read(path, key)
+    if found is not None:
+        return found
+    tables = check()
+    write_atomic(directory, path, json.dumps({"key": key, "tables": tables}))
+    return tables
+
+
+def _read(path: Path, key: str) -> dict[str, Any] | None:
+    data = read_private(path, MAX_ENTRY_BYTES)
+    if data is None:
+        return None
+    try:
+        entry = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tables"), dict):
+        return None
+    return entry["tables"]
+
+
+@cache
+def code_version() -> str:
+    """A digest of the code that checks: the modules that define the records and their checks (perfmodel/inputs/
+    *.py) and pydantic's version file (found, not imported: an upgrade may accept other input)."""
+    digest = hashlib.sha256()
+    for module in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(module.read_bytes())
+    spec = importlib.util.find_spec("pydantic")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        digest.update((Path(folder) / "version.py").read_bytes())
+    return digest.hexdigest()
