@@ -259,3 +259,23 @@ def test_the_legacy_grouped_gemm_cost_is_paid_per_local_expert_only_before_the_g
     assert op_time(grouped, acc, at[2 / 12]) == op_time(grouped, acc, at[0.0])  # 26.06: the grouped kernel
     assert op_time(grouped, acc, at[4 / 12]) - op_time(grouped, acc, at[0.0]) == pytest.approx(16 * 1e-4)
     assert op_time(dense, acc, at[4 / 12]) == op_time(dense, acc, at[0.0])
+
+
+def test_hopper_pays_the_per_expert_grouped_gemm_cost_in_every_release() -> None:
+    """Hopper's MoE rows did not move at the grouped kernel's release (efficiency.Efficiency.moe_group_loop): an
+    H100 grouped expert GEMM pays `moe_legacy_group_s` per local expert at the reference vintage too, a Blackwell
+    one only before GROUPED_KERNEL_RELEASE."""
+    from dataclasses import replace
+
+    from perfmodel.physics.compute import op_time
+    from perfmodel.physics.efficiency import DEFAULTS
+    from perfmodel.physics.workload import Op
+
+    grouped = Op("expert_fc1.fprop", "grouped_gemm", 2 * 16 * 4096 * 1536 * 2048, 1e8, "fp8", 4096, 1536, groups=16)
+    extra = {}
+    for family, system in (("hopper", "h100-sxm"), ("blackwell", "gb200")):
+        acc = resolve(system).accelerator
+        with_cost, without = (replace(DEFAULTS[family], moe_legacy_group_s=s) for s in (1e-4, 0.0))
+        extra[family] = float(op_time(grouped, acc, with_cost) - op_time(grouped, acc, without))
+    assert extra["hopper"] == pytest.approx(16 * 1e-4)
+    assert extra["blackwell"] == 0.0

@@ -315,9 +315,9 @@ TABLE: tuple[Parameter, ...] = (
         "family",
         (1e-6, 1e-3),
         2.0,
-        "MoE rows of the family from releases before the grouped expert kernel (efficiency.GROUPED_KERNEL_RELEASE): "
-        "the fixed cost per local expert of each grouped GEMM (a weak prior: the rows decide; on Hopper, whose rows "
-        "did not move at that release, it absorbs a Hopper MoE gap of the older rows: docs/moe_validation.md)",
+        "MoE rows of the family from releases before the grouped expert kernel (efficiency.GROUPED_KERNEL_RELEASE), "
+        "and of every release on Hopper, whose rows did not move at that release (Efficiency.moe_group_loop): the "
+        "fixed cost per local expert of each grouped GEMM (a weak prior: the rows decide; docs/moe_validation.md)",
         stage="moe",
     ),
 )
