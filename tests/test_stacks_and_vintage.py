@@ -120,6 +120,17 @@ def test_a_dated_row_is_priced_at_its_release_as_a_prediction_for_that_vintage_i
         assert released.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu
 
 
+def test_llm_foundry_rows_are_dated_by_their_tables_last_change() -> None:
+    """measured_runs_sources.md: llm-foundry's benchmarking README was last changed 2024-01-06 (its rows' own date
+    column says only '2023-2024'): the rows are of software no newer than 2024-01, public since then, so the forward
+    protocol's folds (v4.1, v5.0) train on them."""
+    from perfmodel.fitting.protocols import _known
+
+    foundry = [r for r in bundled_runs()[0] if r.source == "llm-foundry"]
+    assert foundry and {r.released for r in foundry} == {"2024-01"}
+    assert {_known(r) for r in foundry} == {"2024-01"}
+
+
 def test_the_release_trend_prices_only_a_stack_with_a_release_series() -> None:
     """Megatron's releases are a series the trend is fitted on; a composer prediction at an older release is the
     same step as at the newest (no trend measured for it), a Megatron one is slower by gain**years."""
