@@ -118,3 +118,30 @@ def test_a_dated_row_is_priced_at_its_release_as_a_prediction_for_that_vintage_i
         assert item.predicted(item.context.efficiency) == pytest.approx(float(value), rel=1e-12)
         now = predict(checked_scenario(scenario))
         assert released.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu
+
+
+def test_llm_foundry_rows_are_dated_by_their_tables_last_change() -> None:
+    """measured_runs_sources.md: llm-foundry's benchmarking README was last changed 2024-01-06 (its rows' own date
+    column says only '2023-2024'): the rows are of software no newer than 2024-01, public since then, so the forward
+    protocol's folds (v4.1, v5.0) train on them."""
+    from perfmodel.fitting.protocols import _known
+
+    foundry = [r for r in bundled_runs()[0] if r.source == "llm-foundry"]
+    assert foundry and {r.released for r in foundry} == {"2024-01"}
+    assert {_known(r) for r in foundry} == {"2024-01"}
+
+
+def test_the_release_trend_prices_only_a_stack_with_a_release_series() -> None:
+    """Megatron's releases are a series the trend is fitted on; a composer prediction at an older release is the
+    same step as at the newest (no trend measured for it), a Megatron one is slower by gain**years."""
+    calibration = cal.bundled()
+    assert [name for name, stack in STACKS.items() if stack.release_trend] == ["megatron"]
+    assert calibration.efficiency("hopper", "composer").software_gain_per_year == 1.0
+    gain = calibration.efficiency("hopper").software_gain_per_year
+    assert gain > 1.0
+    scenario = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "precision": "bf16"}
+    scenario |= {"tp": 1, "pp": 1, "cp": 1, "mbs": 1, "gbs": 64}
+    older, now = (perfmodel.predict(**scenario, stack="composer", vintage=v) for v in ("2024-01", REFERENCE_VINTAGE))
+    assert older.step.step_time_s == now.step.step_time_s
+    megatron_older = perfmodel.predict(**scenario, vintage="2024-01")
+    assert megatron_older.step.step_time_s > perfmodel.predict(**scenario).step.step_time_s

@@ -442,8 +442,21 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         scenario["stack"] = "composer"
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
-        row["version_or_date"], released=_released(row["version_or_date"]), number_format=_number_format(row["dtype"]),
+        row["version_or_date"], released=_released(row["version_or_date"]) or _last_changed(row["source"]),
+        number_format=_number_format(row["dtype"]),
     )  # fmt: skip
+
+
+LAST_CHANGE = re.compile(r"last change (\d{4})-(\d{2})-\d{2}")
+"""A source's note of when its table last changed ('mosaicml/llm-foundry ... README.md (last change 2024-01-06,
+#838)', measured_runs_sources.md): its numbers are no newer than that."""
+
+
+def _last_changed(source: str) -> str | None:
+    """YYYY-MM of the table's last change, for a row whose own date is no month (llm-foundry's '2023-2024'): the
+    newest release its software can be, so that the row is not priced as software of the reference vintage."""
+    found = LAST_CHANGE.search(source)
+    return f"{found.group(1)}-{found.group(2)}" if found else None
 
 
 NEMO_CONTAINER = re.compile(r"ngc(\d\d)\.(\d\d)|NeMo[^;]*?(\d\d)\.(\d\d)", re.IGNORECASE)

@@ -55,6 +55,11 @@ class StackProfile:
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
     Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
+    release_trend: bool = False
+    """Whether the fitted software trend (`software_gain_per_year`) prices the stack's releases: only where the data
+    hold a series of the stack's releases (Megatron: NeMo/Megatron-Bridge containers 2024-04 to 2026-08) is the trend
+    measured; llm-foundry's rows are one table of one release (its README, last changed 2024-01-06), so another
+    stack's trend would be Megatron's gains borrowed, and its gap to Megatron would be read as software age."""
     layout_defaults: tuple[LayoutDefault, ...] = ()
     """The stack's setting of each layout dimension a row may leave unreported (fitting.assumed uses them)."""
 
@@ -138,6 +143,7 @@ STACKS: dict[str, StackProfile] = {
         attention_native=(),
         tp_comm_overlap=True,
         fp8=True,
+        release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
     ),
     "composer": StackProfile(

@@ -388,6 +388,8 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             resolved[target] = resolved[source]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
+    if not STACKS[profile.stack].release_trend:
+        resolved["software_gain_per_year"] = 1.0  # no release series of the stack measures a trend
     if _graph_captured(profile):
         resolved |= {"run_overhead_s": 0.0, "first_steps": 0.0}
     elif profile.benchmark is not None:
