@@ -137,3 +137,17 @@ def test_mlperf_container_never_after_its_round() -> None:
 
     row = {"source": "x/results/sys_ngc25.12_nemo/", "framework": "", "round": "v5.0"}
     assert _mlperf_released(row) == ROUND_PUBLISHED["v5.0"]
+
+
+def test_mlperf_row_naming_no_container_spans_its_round_and_family_releases() -> None:
+    from perfmodel.fitting.runs import _read, round_releases
+
+    spans = round_releases(_read("mlperf_training_llm.csv"))
+    # mlperf_training_llm.csv v5.0: Hopper rows name NeMo 24.09 (HPE/Dell/SCITIX LoRA) to 25.01 (NVIDIA and Nebius
+    # Llama 3.1 405B); every Blackwell row naming one names 25.04 (NVIDIA, Dell, Lambda, Supermicro).
+    assert spans[("v5.0", "hopper")] == ("2024-09", "2025-01")
+    assert spans[("v5.0", "blackwell")] == ("2025-04", "2025-04")
+    assert ("v5.0", "cdna3") not in spans  # AMD's rows run ROCm and name no NeMo container
+    runs = {r.id: r for r in bundled_runs()[0]}
+    assert runs["mlperf:v5.0/Oracle/64xBM.GPU.H200.8"].releases == spans[("v5.0", "hopper")]
+    assert runs["mlperf:v5.0/NVIDIA/nyx_n1_ngc25.04_nemo"].releases is None  # names its container

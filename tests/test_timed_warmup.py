@@ -1,12 +1,13 @@
 """The MLPerf timed region's release switch (efficiency.WARM_START_RELEASE): graph-captured LoRA runs of releases
 before it hold their warm-up inside the timed region (`timed_warmup_s`), a fixed time rather than one per step."""
 
+import math
 from dataclasses import replace
 
 import pytest
 
 from perfmodel.fitting.runs import bundled_runs, vintage_years
-from perfmodel.fitting.validation import prepare
+from perfmodel.fitting.validation import prepare, validate
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import bundled
 from perfmodel.physics.efficiency import WARM_START_RELEASE, release_age_years
@@ -49,3 +50,17 @@ def test_the_largest_v4_lora_rows_are_predicted_within_tolerance(row: str, toler
     item = prepare(run, bundled())
     assert vintage_years(run) > release_age_years(WARM_START_RELEASE)  # the mechanism acts on this row
     assert abs(item.predicted(item.context.efficiency) / run.measured - 1) * 100 < tolerance_pct
+
+
+def test_a_row_naming_no_container_is_priced_over_its_span_at_each_end() -> None:
+    # mlperf_training_llm.csv: MLPerf Training v5.0 Oracle 64xBM.GPU.H200.8, 512 H200, 1.972 min, names no NeMo
+    # container: was dated by its round (2025-06, no timed warm-up) and predicted 46% too fast; priced over the NeMo
+    # releases v5.0's Hopper rows name (24.09 to 25.01), both before WARM_START_RELEASE.
+    run = next(r for r in bundled_runs()[0] if r.id == "mlperf:v5.0/Oracle/64xBM.GPU.H200.8")
+    (row,) = validate([run], bundled()).rows
+    assert row.prepared.range_only and row.low is not None and row.high is not None
+    ends = [prepare(replace(run, released=month, releases=None), bundled()) for month in run.releases or ()]
+    at_ends = sorted(item.predicted(item.context.efficiency) for item in ends)
+    assert [row.low, row.high] == pytest.approx(at_ends, rel=1e-9)  # the range is the row at its span's two ends
+    assert row.predicted == pytest.approx(math.sqrt(row.low * row.high), rel=1e-12)
+    assert abs(row.error_pct) < 12.0

@@ -63,6 +63,9 @@ class MeasuredRun:
     released: str | None = None
     """Month (YYYY-MM) the run's software was released (its container or paper) or its MLPerf round published: what
     the `forward` protocol orders runs by. None when unknown."""
+    releases: tuple[str, str] | None = None
+    """An MLPerf row naming no container: the earliest and latest release its round's rows name (round_releases);
+    the row is priced over that span (fitting.validation), `released` its round's publication. None otherwise."""
     number_format: str | None = None
     """The number format as run (NUMBER_FORMATS), finer than `precision`: FP8 per-tensor and blockwise are both the
     fp8 recipe. None: the one the recipe implies."""
@@ -470,13 +473,35 @@ def _mlperf_released(row: dict[str, str]) -> str | None:
     """The month of the NeMo container an MLPerf row ran (NEMO_CONTAINER), no later than its round's publication;
     the round's publication where no container is named. v5.0 rows ran NeMo 24.09 to 25.04: the release, not the
     round, decides what the software did (efficiency.WARM_START_RELEASE)."""
+    return _named_release(row) or ROUND_PUBLISHED.get(row["round"])
+
+
+def _named_release(row: dict[str, str]) -> str | None:
+    """The month of the NeMo container the row names, capped at its round's publication; None when it names none."""
     published = ROUND_PUBLISHED.get(row["round"])
     found = NEMO_CONTAINER.search(row["source"]) or NEMO_CONTAINER.search(row["framework"])
     if found is None:
-        return published
+        return None
     year, month = (g for g in found.groups() if g is not None)
     container = f"20{year}-{month}"
     return container if published is None else min(container, published)
+
+
+def round_releases(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """The earliest and latest NeMo container (NEMO_CONTAINER) named by an MLPerf round's rows on each accelerator
+    family, by (round, family): the span a row of that round and family naming none is priced over. The round and
+    family, not the submitter: a submitter naming no container in a row names none in its other rows of the round
+    either (Oracle's v4.1 and v5.0 rows), every submitter of a round ran software available for it, and a release
+    runs only the accelerators it supports (v5.0: Hopper rows name NeMo 24.09 to 25.01, Blackwell rows 25.04 only).
+    A family no row of the round names a container for (AMD's, run on ROCm) has no span."""
+    from perfmodel.inputs.hardware import get_accelerator
+
+    named: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        if (release := _named_release(row)) is not None and row["accelerator"] in HARDWARE:
+            family = get_accelerator(HARDWARE[row["accelerator"]]).family
+            named.setdefault((row["round"], family), []).append(release)
+    return {key: (min(months), max(months)) for key, months in named.items()}
 
 
 def _mlperf_id(row: dict[str, str]) -> str:
@@ -484,7 +509,9 @@ def _mlperf_id(row: dict[str, str]) -> str:
     return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
 
 
-def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
+def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str, str]]) -> MeasuredRun:
+    """The row as a MeasuredRun; `spans`: round_releases of the bundled rows, for a row naming no container."""
+    from perfmodel.inputs.hardware import get_accelerator
     from perfmodel.inputs.mlperf import get_benchmark
 
     if "deepspeed" in row["framework"].lower():
@@ -498,8 +525,6 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
     if row["precision"]:
         precision = _precision(row["precision"])
     else:
-        from perfmodel.inputs.hardware import get_accelerator
-
         precision = "fp8" if "fp8" in get_accelerator(gpu).precisions else "bf16"
         assumptions.append(f"precision not reported; {precision.upper()} assumed (the reference implementation's)")
     if not row["gbs"] or not row["time_to_train_min"]:
@@ -515,6 +540,13 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
         layout["vp"] = _int(row["vp"], 1)
     else:
         assumptions.append(UNPUBLISHED_LAYOUT)
+    family = get_accelerator(gpu).family
+    releases = spans.get((row["round"], family)) if _named_release(row) is None else None
+    if releases is not None:
+        first, last = releases
+        assumptions.append(
+            f"container not named: priced over the NeMo releases its round's {family} rows name, {first} to {last}"
+        )
     scenario = {
         "benchmark": bench.id + "@" + bench.round, "gpu": gpu, "n_gpus": int(row["n_accelerators"]),
         "precision": precision, "parallelism": {"gbs": int(row["gbs"])} | {k: v for k, v in layout.items() if v},
@@ -522,7 +554,7 @@ def _from_mlperf_row(row: dict[str, str]) -> MeasuredRun:
     return MeasuredRun(
         f"mlperf:{_mlperf_id(row)}", f"MLPerf Training {row['round']}", scenario, "time_to_train_min",
         float(row["time_to_train_min"]), tuple(assumptions), f"{row['submitter']} {row['system']}",
-        released=_mlperf_released(row),
+        released=_mlperf_released(row), releases=releases,
         number_format=_number_format(row["precision"]) if row["precision"] else None,
         samples=scored_samples(row),
     )  # fmt: skip
@@ -636,11 +668,12 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
         take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
     mlperf_rows = _read("mlperf_training_llm.csv")
     duplicates = _duplicates(mlperf_rows)
+    spans = round_releases(mlperf_rows)
     for i, row in enumerate(mlperf_rows):
         if i in duplicates:
             excluded.append(Exclusion(f"mlperf:{_mlperf_id(row)}", duplicates[i]))
         else:
-            take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row))
+            take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row, spans))
     placed, unplaced = _at_published_layouts(runs)
     return tuple(placed), tuple(excluded + unplaced)
 
@@ -654,6 +687,13 @@ def reference_vintage() -> str:
 def vintage_years(run: MeasuredRun) -> float:
     """Years the run's software release is older than the reference vintage (0 where the release is unknown)."""
     return 0.0 if run.released is None else years_between(run.released, reference_vintage())
+
+
+def release_years(run: MeasuredRun) -> tuple[float, ...]:
+    """The vintage years the run is priced at: its span's two ends (MeasuredRun.releases), else its release."""
+    if run.releases is None:
+        return (vintage_years(run),)
+    return tuple(years_between(month, reference_vintage()) for month in run.releases)
 
 
 def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun]:

@@ -7,6 +7,7 @@ does not depend on efficiencies are prepared once, so a calibration fit re-evalu
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -15,7 +16,14 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled, settle
 from perfmodel.fitting.calibrate import mape
-from perfmodel.fitting.runs import MOE_MODELS, MOE_SOURCE, MeasuredRun, reference_vintage, vintage_years
+from perfmodel.fitting.runs import (
+    MOE_MODELS,
+    MOE_SOURCE,
+    MeasuredRun,
+    reference_vintage,
+    release_years,
+    vintage_years,
+)
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
 from perfmodel.inputs.scenario import checked_scenario, flatten
@@ -65,8 +73,19 @@ class PreparedRun:
 
     @property
     def range_only(self) -> bool:
-        """Whether the row is scored on its range: a dimension without a sourced default, or nothing fits."""
-        return self.settled is not None and self.settled.range_only
+        """Whether the row is scored on its range: a dimension without a sourced default, nothing fits, or an
+        MLPerf row naming no container (a span of releases, MeasuredRun.releases)."""
+        return (self.settled is not None and self.settled.range_only) or self.run.releases is not None
+
+    @property
+    def range_members(self) -> tuple[tuple[Layout, float], ...]:
+        """The (layout, vintage years) pairs the row's range is priced at: its layouts' range where it is scored on
+        it or has no release span, else its layout, at each end of its release span (else its release); none when
+        the row has neither range. Its ends hold with and without a release's timed warm-up and the trend's span."""
+        if not self.members and self.run.releases is None:
+            return ()
+        layout_range = self.members and (self.run.releases is None or (self.settled and self.settled.range_only))
+        return tuple(itertools.product(self.members if layout_range else (self.layout,), release_years(self.run)))
 
     @property
     def basis(self) -> str:
@@ -92,15 +111,15 @@ class PreparedRun:
     def predicted(self, efficiency: Efficiency) -> float:
         """The run's metric as perfmodel predicts it with these efficiencies at the run's release (one layout at a
         time; `RunBatch` prices many runs at once); a range-only row's is its range's geometric middle."""
-        released = replace(efficiency, vintage_years=vintage_years(self.run))
 
-        def at(layout: Layout) -> float:
+        def at(layout: Layout, years: float) -> float:
+            released = replace(efficiency, vintage_years=years)
             step = evaluate(replace(self.context, efficiency=released), layout_vars(layout))
             return float(self.released_metric(step.step_time_s, step.forward_only_s, released))
 
         if not self.range_only:
-            return at(self.layout)
-        values = [at(m) for m in self.members]
+            return at(self.layout, vintage_years(self.run))
+        values = [at(*m) for m in self.range_members]
         return math.sqrt(min(values) * max(values))
 
     def released_metric(self, step_time_s: Number, forward_only_s: Number, efficiency: Efficiency) -> Number:
@@ -144,13 +163,14 @@ class RunBatch:
         import numpy as np
 
         self.items = list(items)
-        ranged = [k for k, i in enumerate(self.items) if i.members and (every_range or i.range_only)]
+        ranged = [k for k, i in enumerate(self.items) if i.range_members and (every_range or i.range_only)]
         pairs = [(i.context, i.layout, vintage_years(i.run)) for i in self.items]
         self._member_of: list[int] = []
         for k in ranged:
             item = self.items[k]
-            pairs += [(item.context, m, vintage_years(item.run)) for m in item.members]
-            self._member_of += [k] * len(item.members)
+            pairs += [(item.context, m, years) for m, years in item.range_members]
+            self._member_of += [k] * len(item.range_members)
+        self._years = [y for _, _, y in pairs]
         self._batch = Batch([(c, lo) for c, lo, _ in pairs], [y for _, _, y in pairs])
         self._measured = np.array([i.run.measured for i in self.items])
         self._sign = np.array([i.time_sign for i in self.items])
@@ -183,7 +203,7 @@ class RunBatch:
         for k, owner in enumerate(rows):
             item = self.items[owner]
             chosen = item.context.efficiency if efficiency_for is None else efficiency_for(item.profile)
-            key = (id(chosen), vintage_years(item.run))  # `chosen` is kept with its entry: its id stays its own
+            key = (id(chosen), self._years[k])  # `chosen` is kept with its entry: its id stays its own
             if key not in at_release:  # the timed region's release switch
                 at_release[key] = chosen, replace(chosen, vintage_years=key[1])
             values[k] = item.released_metric(priced.step_time_s[k], priced.forward_only_s[k], at_release[key][1])
@@ -358,7 +378,7 @@ def validate(runs: Sequence[MeasuredRun], calibration: Calibration, excluded: Se
     for prepared, *metric in zip(batch.items, *batch.priced(), strict=True):
         predicted, low, high = (float(v) for v in metric)
         held_out = _held_out_metric_error(prepared.run, held.get(prepared.run.id))
-        rows.append(Row(prepared, predicted, held_out, *((low, high) if prepared.members else (None, None))))
+        rows.append(Row(prepared, predicted, held_out, *((low, high) if prepared.range_members else (None, None))))
     if not rows:
         first = f"; {unpredictable[0]['id']}: {unpredictable[0]['reason']}" if unpredictable else ""
         raise PerfmodelError(f"nothing to validate: none of the {len(runs)} runs can be predicted{first}")
