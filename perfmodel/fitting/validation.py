@@ -167,11 +167,11 @@ class RunBatch:
         pairs = [(i.context, i.layout, vintage_years(i.run)) for i in self.items]
         self._member_of: list[int] = []
         for k in ranged:
-            item = self.items[k]
-            pairs += [(item.context, m, years) for m, years in item.range_members]
-            self._member_of += [k] * len(item.range_members)
+            item, members = self.items[k], self.items[k].range_members
+            pairs += [(item.context, m, years) for m, years in members]
+            self._member_of += [k] * len(members)
         self._years = [y for _, _, y in pairs]
-        self._batch = Batch([(c, lo) for c, lo, _ in pairs], [y for _, _, y in pairs])
+        self._batch = Batch([(c, lo) for c, lo, _ in pairs], self._years)
         self._measured = np.array([i.run.measured for i in self.items])
         self._sign = np.array([i.time_sign for i in self.items])
         self._range_only = np.array([i.range_only for i in self.items], dtype=bool)

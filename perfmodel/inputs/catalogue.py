@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.files import check_depth, read_text
+from perfmodel.inputs.files import parse_toml, read_text
 from perfmodel.inputs.resources import data_dir, user_folder
 
 KINDS = ("accelerators", "systems")
@@ -157,16 +157,4 @@ def read_bundled(entry: Entry) -> str:
 
 def _read(path: Path, user: bool) -> dict[str, Any]:
     """A hardware file's tables: a regular file within its size cap and nesting depth, like every input."""
-    return parse(path, read_text(path, "hardware", user=user))
-
-
-def parse(path: Path, text: str) -> dict[str, Any]:
-    """The tables of a hardware file's text, or one line naming the file (tomllib imported here: a bundled file's
-    checked tables usually come from the cache, unparsed)."""
-    import tomllib
-
-    check_depth(text, str(path))
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{path}: not valid TOML: {exc}") from None
+    return parse_toml(path, read_text(path, "hardware", user=user))

@@ -15,6 +15,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 
@@ -153,3 +154,15 @@ def check_depth(text: str, where: str, limit: int = MAX_DEPTH) -> None:
     """One line naming `where` when `text` nests deeper than `limit`."""
     if nesting_depth(text) > limit:
         raise PerfmodelError(f"{where}: nested more than {limit} levels deep; at most {limit}")
+
+
+def parse_toml(source: Path, text: str) -> dict[str, Any]:
+    """The tables of a TOML file's text, or one line naming the file (tomllib imported here: a bundled file's checked
+    tables usually come from the cache, unparsed)."""
+    import tomllib
+
+    check_depth(text, str(source))
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None

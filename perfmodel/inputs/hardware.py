@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue, validated
+from perfmodel.inputs.files import parse_toml
 from perfmodel.inputs.record import bounded, from_dict, record
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
@@ -190,7 +191,7 @@ def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerato
     cls: type[Accelerator | System] = Accelerator if kind == "accelerators" else System
     if entry.bundled:
         text = catalogue.read_bundled(entry)
-        tables = validated.cached(kind, text, lambda: _checked(entry, catalogue.parse(entry.path, text)))
+        tables = validated.cached(kind, text, lambda: _checked(entry, parse_toml(entry.path, text)))
         loaded = from_dict(cls, tables)
     else:
         loaded = from_dict(cls, _checked(entry, entry.raw))

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs import validated
-from perfmodel.inputs.files import MAX_PATH_CHARS, check_depth, read_text
+from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, from_dict, given_field, record
@@ -213,17 +213,6 @@ def read_toml(source: Path, kind: str) -> dict[str, Any]:
     if names:
         raise PerfmodelError(f"{source}: no such {kind} file (bundled {kind}s: {', '.join(names)})")
     return parse_toml(source, read_text(source, kind))
-
-
-def parse_toml(source: Path, text: str) -> dict[str, Any]:
-    """The tables of a TOML file's text, or one line naming the file."""
-    import tomllib
-
-    check_depth(text, str(source))
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
 
 
 def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -399,6 +399,8 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
 
 def apply(base: Efficiency, values: Mapping[str, float]) -> Efficiency:
     """`base` with values in place, then the SCALES targets (attention, gemm) multiplied into their fields."""
-    placed = replace(base, **{k: v for k, v in values.items() if k not in SCALES})
-    scaled = {f: getattr(placed, f) * values[target] for target in SCALES if target in values for f in SCALES[target]}
-    return replace(placed, **scaled)
+    placed = {k: v for k, v in values.items() if k not in SCALES}
+    for target, scaled in SCALES.items():
+        if target in values:
+            placed |= {f: placed.get(f, getattr(base, f)) * values[target] for f in scaled}
+    return replace(base, **placed)
