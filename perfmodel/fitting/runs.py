@@ -305,11 +305,8 @@ def _number_format(text: str) -> str:
 def _released(text: str) -> str | None:
     """YYYY-MM of a 'NeMo 24.09 container' (the container a recipe ran, not the recipe's own version) or a paper's
     '2021-04'."""
-    container = re.search(r"NeMo (\d\d)\.(\d\d)", text)
-    if container:
-        return f"20{container.group(1)}-{container.group(2)}"
     month = re.search(r"\b(\d{4})-(\d{2})\b", text)
-    return f"{month.group(1)}-{month.group(2)}" if month else None
+    return container_month(text) or (f"{month.group(1)}-{month.group(2)}" if month else None)
 
 
 def _accelerator(text: str) -> str:
@@ -479,12 +476,19 @@ def _mlperf_released(row: dict[str, str]) -> str | None:
 def _named_release(row: dict[str, str]) -> str | None:
     """The month of the NeMo container the row names, capped at its round's publication; None when it names none."""
     published = ROUND_PUBLISHED.get(row["round"])
-    found = NEMO_CONTAINER.search(row["source"]) or NEMO_CONTAINER.search(row["framework"])
+    container = container_month(row["source"]) or container_month(row["framework"])
+    if container is None:
+        return None
+    return container if published is None else min(container, published)
+
+
+def container_month(text: str) -> str | None:
+    """YYYY-MM of the first NeMo container `text` names (NEMO_CONTAINER: 'NeMo 24.09' is 2024-09), else None."""
+    found = NEMO_CONTAINER.search(text)
     if found is None:
         return None
     year, month = (g for g in found.groups() if g is not None)
-    container = f"20{year}-{month}"
-    return container if published is None else min(container, published)
+    return f"20{year}-{month}"
 
 
 def round_releases(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:

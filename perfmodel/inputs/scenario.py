@@ -35,6 +35,8 @@ TOKENS_PER_STEP_PUBLISHED = 9216 * 8192
 allows GBS 1,152 to 9,216 sequences of 8,192 tokens, with reference convergence points (75.5M tokens; continued
 pre-training from Meta's checkpoint, mlperf_benchmarks.md). Beyond it a prediction warns."""
 
+RELEASE_MONTH = r"20\d\d-(0[1-9]|1[0-2])"
+"""A software release month, YYYY-MM (a scenario's `vintage`)."""
 TEXT_LIMITS = {"description": MAX_TEXT_CHARS, "calibration": MAX_PATH_CHARS}
 """Characters a scenario's string may have: a name or id MAX_NAME_CHARS, these more."""
 
@@ -163,7 +165,7 @@ class Scenario:
     goodput: Goodput = Goodput()
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
-    vintage: str | None = bounded(None, pattern=r"^20\d\d-(0[1-9]|1[0-2])$")
+    vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
     calibration: str | None = None
