@@ -18,7 +18,7 @@ from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, from_dict, given_field, record
-from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir
+from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
 MAX_GPUS = 1_000_000
@@ -211,7 +211,7 @@ def read_toml(source: Path, kind: str) -> dict[str, Any]:
     """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read: it must be a
     regular file within its size cap and nesting depth (inputs/files.py). A bare name that is no file lists the
     bundled ones of its kind (they run by name: see bundled_file)."""
-    names = bundled_names(f"{kind}s") if source.suffix == "" and not source.exists() else []
+    names = bundled_names(f"{kind}s") if is_a_name(source) and not source.exists() else []
     if names:
         raise PerfmodelError(f"{source}: no such {kind} file (bundled {kind}s: {', '.join(names)})")
     return parse_toml(source, read_text(source, kind))
