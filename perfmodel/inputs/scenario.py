@@ -17,7 +17,7 @@ from perfmodel.inputs import validated
 from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, from_dict, given_field, record
+from perfmodel.inputs.record import as_dict, bounded, given_field, record
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
@@ -283,11 +283,10 @@ def _bundled(source: Path) -> Scenario:
     when they are not there yet; then, as for any scenario, its model and hardware are looked up."""
     text = read_text(source, "scenario")
 
-    def check() -> dict[str, Any]:
-        scenario = scenario_from(parse_toml(source, text), str(source), None, None, default=False)
-        return as_dict(scenario, exclude_unset=True)
+    def check() -> Scenario:
+        return scenario_from(parse_toml(source, text), str(source), None, None, default=False)
 
-    scenario = from_dict(Scenario, validated.cached("scenario", text, check))
+    scenario = validated.cached("scenario", text, Scenario, check)
     _look_up(scenario, _locator(str(source), {}, None))
     return scenario
 
