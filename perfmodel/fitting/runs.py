@@ -17,15 +17,18 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 from perfmodel.physics.efficiency import years_between
+
+if TYPE_CHECKING:
+    from perfmodel.inputs.scenario import Scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
@@ -69,6 +72,14 @@ class MeasuredRun:
     number_format: str | None = None
     """The number format as run (NUMBER_FORMATS), finer than `precision`: FP8 per-tensor and blockwise are both the
     fp8 recipe. None: the one the recipe implies."""
+
+    @cached_property
+    def checked(self) -> Scenario:
+        """The scenario as pydantic checks it, once per run: reading a row checks it, and pricing it uses the record
+        (a ValidationError when it is not valid)."""
+        from perfmodel.inputs.scenario import checked_scenario
+
+        return checked_scenario(self.scenario)
 
     @property
     def accelerator(self) -> str:
@@ -210,11 +221,10 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
     from pydantic import ValidationError
 
     from perfmodel.inputs.hardware import resolve
-    from perfmodel.inputs.scenario import checked_scenario
     from perfmodel.inputs.scenario_check import describe_error
 
     try:
-        scenario = checked_scenario(run.scenario)
+        scenario = run.checked
         scenario.model_spec()
         resolve(scenario.gpu, scenario.system)
     except ValidationError as exc:
