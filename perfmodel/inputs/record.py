@@ -39,8 +39,17 @@ def bounded(default: Any = dataclasses.MISSING, **limits: Any) -> Any:
 
 def given_field() -> Any:
     """The `given` field of a record whose input fields are told apart from defaults: None when unknown (a record
-    built in Python), and then a field counts as given when it differs from its default."""
-    return dataclasses.field(default=None, compare=False, repr=False)
+    built in Python), and then a field counts as given when it differs from its default. Not an __init__ argument
+    (`with_given` sets it), so that dataclasses.replace, which passes every __init__ field on, cannot carry over a
+    `given` that misses the fields it changed (the API's re-check would then drop them): its copy counts as built in
+    Python, checked again where the API checks one. `replaced` keeps `given` up to date instead."""
+    return dataclasses.field(default=None, init=False, compare=False, repr=False)
+
+
+def with_given(item: R, named: frozenset[str]) -> R:
+    """`item`, just built, with the names of the fields its input gave (see given_field)."""
+    object.__setattr__(item, GIVEN, named)
+    return item
 
 
 def input_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
@@ -98,10 +107,8 @@ def from_dict(cls: type[R], data: dict[str, Any]) -> R:
     """The record of `data` as `as_dict(..., exclude_unset=True)` wrote it (nested tables as records, lists of tuple
     fields as tuples; the keys present are the given ones). For validated data only: nothing is checked here."""
     hints = _hints(cls)  # type: ignore[arg-type]
-    values = {name: _value(hints[name], value) for name, value in data.items()}
-    if GIVEN in hints:
-        values[GIVEN] = frozenset(data)
-    return cls(**values)
+    made = cls(**{name: _value(hints[name], value) for name, value in data.items()})
+    return with_given(made, frozenset(data)) if GIVEN in hints else made
 
 
 @cache
