@@ -10,7 +10,9 @@ back with `from_dict`, without pydantic. A record remembers which fields its inp
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
+from collections.abc import Callable
 from functools import cache
 from types import UnionType
 from typing import Any, TypeVar
@@ -50,6 +52,25 @@ def with_given(item: R, named: frozenset[str]) -> R:
     """`item`, just built, with the names of the fields its input gave (see given_field)."""
     object.__setattr__(item, GIVEN, named)
     return item
+
+
+def overriding(spec: type) -> Callable[[type[R]], type[R]]:
+    """A decorator that gives a class, before `record` makes it one, every input field of record class `spec` as an
+    optional one (None: not given), with its limits: a table that replaces some of a `spec`'s fields (a scenario's
+    [model] over a zoo model) is checked as `spec` itself is, from the one definition. The class's own fields come
+    first, `given` last."""
+
+    def add_fields(cls: type[R]) -> type[R]:
+        own = dict(inspect.get_annotations(cls))
+        last = {GIVEN: own.pop(GIVEN)} if GIVEN in own else {}
+        hints = _hints(spec)
+        for f in input_fields(spec):
+            own[f.name] = hints[f.name] | None
+            setattr(cls, f.name, dataclasses.field(default=None, metadata=f.metadata))
+        cls.__annotations__ = own | last
+        return cls
+
+    return add_fields
 
 
 def input_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:

@@ -16,8 +16,8 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs import validated
 from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
-from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, record
+from perfmodel.inputs.models import ModelSpec, get_model, model_spec
+from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
@@ -42,43 +42,11 @@ TEXT_LIMITS = {"description": MAX_TEXT_CHARS, "calibration": MAX_PATH_CHARS}
 
 
 @record
+@overriding(ModelSpec)
 class ModelOverride:
     """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
 
     base: str | None = None
-    id: str | None = None
-    name: str | None = None
-    layers: int | None = bounded(None, ge=1, le=MAX_LAYERS)
-    hidden: int | None = bounded(None, ge=1, le=1_000_000)
-    ffn: int | None = bounded(None, ge=1, le=10_000_000)
-    heads: int | None = bounded(None, ge=1, le=100_000)
-    kv_heads: int | None = bounded(None, ge=1, le=100_000)
-    vocab: int | None = bounded(None, ge=1, le=100_000_000)
-    tied_embeddings: bool | None = None
-    mlp: Literal["swiglu", "gelu"] | None = None
-    norm: Literal["rmsnorm", "layernorm"] | None = None
-    bias: bool | None = None
-    learned_positions: int | None = bounded(None, ge=0, le=10_000_000)
-    head_size: int | None = bounded(None, ge=0, le=100_000)
-    qk_norm: bool | None = None
-    attention: Literal["gqa", "mla"] | None = None
-    q_lora_rank: int | None = bounded(None, ge=0, le=1_000_000)
-    kv_lora_rank: int | None = bounded(None, ge=0, le=1_000_000)
-    qk_nope_dim: int | None = bounded(None, ge=0, le=100_000)
-    qk_rope_dim: int | None = bounded(None, ge=0, le=100_000)
-    v_head_dim: int | None = bounded(None, ge=0, le=100_000)
-    sliding_window: int | None = bounded(None, ge=0, le=100_000_000)
-    sliding_layers: int | None = bounded(None, ge=0, le=10_000)
-    attention_sinks: bool | None = None
-    experts: int | None = bounded(None, ge=0, le=100_000)
-    top_k: int | None = bounded(None, ge=0, le=100_000)
-    shared_experts: int | None = bounded(None, ge=0, le=1_000)
-    moe_ffn: int | None = bounded(None, ge=0, le=10_000_000)
-    dense_layers: int | None = bounded(None, ge=0, le=10_000)
-    mtp_layers: int | None = bounded(None, ge=0, le=100)
-    expert_groups: int | None = bounded(None, ge=0, le=100_000)
-    group_top_k: int | None = bounded(None, ge=0, le=100_000)
-    dispatcher: Literal["flex", "alltoall"] | None = None
     given: frozenset[str] | None = given_field()
 
 
