@@ -261,7 +261,8 @@ def _bundled(source: Path) -> Scenario:
 
 def with_overrides(scenario: Scenario, overrides: dict[str, Any], origins: dict[str, str] | None = None) -> Scenario:
     """A Scenario object with overrides applied and validated again, as a file's would be (the Python API's path).
-    One built in Python (`Scenario(n_gpus=...)`, whose `given` is unknown) was never checked: it is checked here."""
+    One built in Python (`Scenario(n_gpus=...)`, or copied with dataclasses.replace: its `given` is unknown) was
+    never checked: it is checked here."""
     if scenario.given is not None and all(value is None for value in overrides.values()):
         return scenario
     return scenario_from(as_dict(scenario, exclude_unset=True), "scenario", overrides, origins, default=False)
