@@ -3,6 +3,7 @@ one exception type carrying the CLI's message, flat records for pandas, and the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -173,6 +174,20 @@ def test_a_scenario_built_in_python_is_checked_like_a_file(tmp_path: Path) -> No
     assert perfmodel.predict(built).to_dict() == perfmodel.predict(tmp_path / "s.toml").to_dict()
     with pytest.raises(perfmodel.PerfmodelError, match=r"^scenario: field 'n_gpus': Input should be greater than"):
         perfmodel.predict(perfmodel.Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=0))
+
+
+def test_a_scenario_copied_with_dataclasses_replace_is_checked_again(tmp_path: Path) -> None:
+    """dataclasses.replace cannot carry a checked scenario's record of given fields over (record.given_field): its
+    copy counts as built in Python, so a bad value is refused and a changed field survives the check, not dropped."""
+    from perfmodel.inputs.scenario import load_scenario
+
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    checked = load_scenario(path)
+    with pytest.raises(perfmodel.PerfmodelError, match=r"^scenario: field 'n_gpus': Input should be greater than"):
+        perfmodel.predict(dataclasses.replace(checked, n_gpus=0))
+    copied = perfmodel.predict(dataclasses.replace(checked, stack="composer"), n_gpus=16).to_dict()
+    assert copied == perfmodel.predict(path, stack="composer", n_gpus=16).to_dict()
 
 
 def test_an_infeasible_layout_is_its_subclass() -> None:

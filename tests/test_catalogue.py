@@ -144,11 +144,15 @@ def test_bundled_scenarios_and_sweeps_by_name(tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)  # nowhere near the checkout's scenarios/ folder
     by_name = run_cli("predict", "mlperf-405b-h100-512", "--format", "json")
     assert by_name.code == 0 and json.loads(by_name.out)["parallelism"]["tp"] == 8
+    dotted = run_cli("predict", "llama3.1-8b-1node", "--format", "json")  # a name with dots in it
+    assert dotted.code == 0 and json.loads(dotted.out)["model"] == "llama3.1-8b"
     listed = json.loads(run_cli("scenarios", "list", "--format", "json").out)
     assert {"kind": "sweep", "name": "generations"} | {"description": listed[-1]["description"]} in listed
     assert {r["name"] for r in listed if r["kind"] == "scenario"} >= {"default", "mlperf-405b-h100-512"}
     unknown = run_cli("predict", "mlperf-405b")
     assert unknown.code == 2 and "(bundled scenarios: default," in unknown.err
+    unknown_dotted = run_cli("predict", "llama3.1-8b-2node")
+    assert unknown_dotted.code == 2 and "(bundled scenarios: default," in unknown_dotted.err
 
 
 def test_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -58,3 +58,30 @@ def test_unknown_model_lists_valid_ids() -> None:
 def test_inconsistent_shapes_are_refused() -> None:
     with pytest.raises(ValueError, match="multiple of heads"):
         ModelSpec(layers=2, hidden=100, ffn=400, heads=3, kv_heads=1, vocab=10)
+
+
+def test_a_model_table_is_held_to_the_limits_of_model_spec() -> None:
+    """A scenario's [model] table (ModelOverride, derived by record.overriding) refuses a value past any of
+    ModelSpec's limits with the message ModelSpec's own check gives, and takes the value at the limit."""
+    from pydantic import ValidationError
+
+    from perfmodel.inputs.checking import check, model_of
+    from perfmodel.inputs.record import as_dict, input_fields
+    from perfmodel.inputs.scenario_check import MODEL_OVERRIDE
+
+    def message(model: object, raw: dict[str, object]) -> str:
+        with pytest.raises(ValidationError) as caught:
+            check(model, raw)
+        return str(caught.value.errors()[0]["msg"])
+
+    spec, shapes = model_of(ModelSpec), as_dict(ZOO["llama3.1-8b"])
+    bounded = [(f.name, limits) for f in input_fields(ModelSpec) if (limits := f.metadata.get("limits", {}))]
+    assert len(bounded) == 23
+    for name, limits in bounded:
+        for key, past in (("gt", 0), ("ge", -1), ("le", 1)):
+            if key in limits:
+                assert message(spec, shapes | {name: limits[key] + past}) == message(
+                    MODEL_OVERRIDE, {name: limits[key] + past}
+                )
+                if key != "gt":
+                    assert getattr(check(MODEL_OVERRIDE, {name: limits[key]}), name) == limits[key]

@@ -17,15 +17,18 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
 from perfmodel.physics.efficiency import years_between
+
+if TYPE_CHECKING:
+    from perfmodel.inputs.scenario import Scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
@@ -69,6 +72,14 @@ class MeasuredRun:
     number_format: str | None = None
     """The number format as run (NUMBER_FORMATS), finer than `precision`: FP8 per-tensor and blockwise are both the
     fp8 recipe. None: the one the recipe implies."""
+
+    @cached_property
+    def checked(self) -> Scenario:
+        """The scenario as pydantic checks it, once per run: reading a row checks it, and pricing it uses the record
+        (a ValidationError when it is not valid)."""
+        from perfmodel.inputs.scenario import checked_scenario
+
+        return checked_scenario(self.scenario)
 
     @property
     def accelerator(self) -> str:
@@ -210,11 +221,10 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
     from pydantic import ValidationError
 
     from perfmodel.inputs.hardware import resolve
-    from perfmodel.inputs.scenario import checked_scenario
     from perfmodel.inputs.scenario_check import describe_error
 
     try:
-        scenario = checked_scenario(run.scenario)
+        scenario = run.checked
         scenario.model_spec()
         resolve(scenario.gpu, scenario.system)
     except ValidationError as exc:
@@ -305,11 +315,8 @@ def _number_format(text: str) -> str:
 def _released(text: str) -> str | None:
     """YYYY-MM of a 'NeMo 24.09 container' (the container a recipe ran, not the recipe's own version) or a paper's
     '2021-04'."""
-    container = re.search(r"NeMo (\d\d)\.(\d\d)", text)
-    if container:
-        return f"20{container.group(1)}-{container.group(2)}"
     month = re.search(r"\b(\d{4})-(\d{2})\b", text)
-    return f"{month.group(1)}-{month.group(2)}" if month else None
+    return container_month(text) or (f"{month.group(1)}-{month.group(2)}" if month else None)
 
 
 def _accelerator(text: str) -> str:
@@ -479,12 +486,19 @@ def _mlperf_released(row: dict[str, str]) -> str | None:
 def _named_release(row: dict[str, str]) -> str | None:
     """The month of the NeMo container the row names, capped at its round's publication; None when it names none."""
     published = ROUND_PUBLISHED.get(row["round"])
-    found = NEMO_CONTAINER.search(row["source"]) or NEMO_CONTAINER.search(row["framework"])
+    container = container_month(row["source"]) or container_month(row["framework"])
+    if container is None:
+        return None
+    return container if published is None else min(container, published)
+
+
+def container_month(text: str) -> str | None:
+    """YYYY-MM of the first NeMo container `text` names (NEMO_CONTAINER: 'NeMo 24.09' is 2024-09), else None."""
+    found = NEMO_CONTAINER.search(text)
     if found is None:
         return None
     year, month = (g for g in found.groups() if g is not None)
-    container = f"20{year}-{month}"
-    return container if published is None else min(container, published)
+    return f"20{year}-{month}"
 
 
 def round_releases(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:

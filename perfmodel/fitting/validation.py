@@ -26,7 +26,7 @@ from perfmodel.fitting.runs import (
 )
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.mlperf import Benchmark, get_benchmark, score
-from perfmodel.inputs.scenario import checked_scenario, flatten
+from perfmodel.inputs.scenario import flatten
 from perfmodel.physics.algebra import Number
 from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
@@ -240,7 +240,7 @@ def prepare(
 ) -> PreparedRun:
     """The run's context and layout; `known`: the calibration's efficiencies by (family, stack, benchmark), worked
     out once for many runs (prepare_all) instead of once per run."""
-    scenario = checked_scenario(run.scenario)
+    scenario = run.checked
     bench = get_benchmark(scenario.benchmark) if scenario.benchmark else None
     family = resolve(scenario.gpu, scenario.system).accelerator.family  # the family picks the efficiencies
     profile = (family, scenario.stack, bench.id if bench else None)

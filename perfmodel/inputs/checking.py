@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
 
-from perfmodel.inputs.record import GIVEN, as_dict, input_fields
+from perfmodel.inputs.record import GIVEN, as_dict, input_fields, with_given
 
 
 class Checked(BaseModel):
@@ -30,9 +30,8 @@ class Checked(BaseModel):
     def _build_record(self) -> Checked:
         cls = _RECORDS[type(self)]
         values = {name: value._record if type(value) in _RECORDS else value for name, value in self.__dict__.items()}
-        if hasattr(cls, GIVEN):
-            values[GIVEN] = frozenset(self.model_fields_set)
-        self._record = cls(**values)
+        made = cls(**values)
+        self._record = with_given(made, frozenset(self.model_fields_set)) if hasattr(cls, GIVEN) else made
         return self
 
 

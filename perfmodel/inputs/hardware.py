@@ -15,7 +15,7 @@ from typing import Any, Literal
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue, validated
 from perfmodel.inputs.files import parse_toml
-from perfmodel.inputs.record import bounded, from_dict, record
+from perfmodel.inputs.record import bounded, record
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 Family = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4"]
@@ -191,17 +191,16 @@ def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerato
     cls: type[Accelerator | System] = Accelerator if kind == "accelerators" else System
     if entry.bundled:
         text = catalogue.read_bundled(entry)
-        tables = validated.cached(kind, text, lambda: _checked(entry, parse_toml(entry.path, text)))
-        loaded = from_dict(cls, tables)
+        loaded = validated.cached(kind, text, cls, lambda: _checked(entry, parse_toml(entry.path, text)))
     else:
-        loaded = from_dict(cls, _checked(entry, entry.raw))
+        loaded = _checked(entry, entry.raw)
     if loaded.id != item_id:
         raise PerfmodelError(f"{entry.path}: field 'id' is '{loaded.id}', not the file name")
     return loaded
 
 
-def _checked(entry: catalogue.Entry, raw: dict[str, Any]) -> dict[str, Any]:
-    """An entry's tables as checked by pydantic (imported here, only when a file must be checked)."""
+def _checked(entry: catalogue.Entry, raw: dict[str, Any]) -> Accelerator | System:
+    """An entry's record as pydantic checks its tables (imported here, only when a file must be checked)."""
     from perfmodel.inputs.hardware_check import checked
 
     return checked(entry.kind, entry.path, raw)

@@ -10,16 +10,15 @@ from pydantic import ValidationError
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.checking import check, model_of
 from perfmodel.inputs.hardware import Accelerator, System
-from perfmodel.inputs.record import as_dict
 
 MODELS = {"accelerators": model_of(Accelerator), "systems": model_of(System)}
 """The pydantic models of an accelerator file and a system file (outputs/schemas.py prints their JSON Schema)."""
 
 
-def checked(kind: str, path: Path, raw: dict[str, Any]) -> dict[str, Any]:
-    """The checked tables of an accelerator or system file, or one line naming the file, the field and the problem."""
+def checked(kind: str, path: Path, raw: dict[str, Any]) -> Any:
+    """The record of an accelerator or system file, or one line naming the file, the field and the problem."""
     try:
-        return as_dict(check(MODELS[kind], raw))
+        return check(MODELS[kind], raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])

@@ -19,17 +19,17 @@ class ModelSpec:
 
     id: str = "custom"
     name: str = "custom model"
-    layers: int = bounded(gt=0, le=MAX_LAYERS)
-    hidden: int = bounded(gt=0, le=1_000_000)
-    ffn: int = bounded(gt=0, le=10_000_000)
-    heads: int = bounded(gt=0, le=100_000)
-    kv_heads: int = bounded(gt=0, le=100_000)
-    vocab: int = bounded(gt=0, le=100_000_000)
+    layers: int = bounded(ge=1, le=MAX_LAYERS)
+    hidden: int = bounded(ge=1, le=1_000_000)
+    ffn: int = bounded(ge=1, le=10_000_000)
+    heads: int = bounded(ge=1, le=100_000)
+    kv_heads: int = bounded(ge=1, le=100_000)
+    vocab: int = bounded(ge=1, le=100_000_000)
     tied_embeddings: bool = False
     mlp: Literal["swiglu", "gelu"] = "swiglu"
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     bias: bool = False
-    learned_positions: int = bounded(0, ge=0, description="rows of a learned position table (0 = RoPE)")
+    learned_positions: int = bounded(0, ge=0, le=10_000_000, description="rows of a learned position table (0 = RoPE)")
     head_size: int = bounded(0, ge=0, le=100_000, description="per-head width (0 = hidden / heads)")
     qk_norm: bool = False
     """RMSNorm on each query and key head (Qwen3): head_size weights each."""

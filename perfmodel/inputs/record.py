@@ -10,7 +10,9 @@ back with `from_dict`, without pydantic. A record remembers which fields its inp
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
+from collections.abc import Callable
 from functools import cache
 from types import UnionType
 from typing import Any, TypeVar
@@ -39,8 +41,36 @@ def bounded(default: Any = dataclasses.MISSING, **limits: Any) -> Any:
 
 def given_field() -> Any:
     """The `given` field of a record whose input fields are told apart from defaults: None when unknown (a record
-    built in Python), and then a field counts as given when it differs from its default."""
-    return dataclasses.field(default=None, compare=False, repr=False)
+    built in Python), and then a field counts as given when it differs from its default. Not an __init__ argument
+    (`with_given` sets it), so that dataclasses.replace, which passes every __init__ field on, cannot carry over a
+    `given` that misses the fields it changed (the API's re-check would then drop them): its copy counts as built in
+    Python, checked again where the API checks one. `replaced` keeps `given` up to date instead."""
+    return dataclasses.field(default=None, init=False, compare=False, repr=False)
+
+
+def with_given(item: R, named: frozenset[str]) -> R:
+    """`item`, just built, with the names of the fields its input gave (see given_field)."""
+    object.__setattr__(item, GIVEN, named)
+    return item
+
+
+def overriding(spec: type) -> Callable[[type[R]], type[R]]:
+    """A decorator that gives a class, before `record` makes it one, every input field of record class `spec` as an
+    optional one (None: not given), with its limits: a table that replaces some of a `spec`'s fields (a scenario's
+    [model] over a zoo model) is checked as `spec` itself is, from the one definition. The class's own fields come
+    first, `given` last."""
+
+    def add_fields(cls: type[R]) -> type[R]:
+        own = dict(inspect.get_annotations(cls))
+        last = {GIVEN: own.pop(GIVEN)} if GIVEN in own else {}
+        hints = _hints(spec)
+        for f in input_fields(spec):
+            own[f.name] = hints[f.name] | None
+            setattr(cls, f.name, dataclasses.field(default=None, metadata=f.metadata))
+        cls.__annotations__ = own | last
+        return cls
+
+    return add_fields
 
 
 def input_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
@@ -98,10 +128,8 @@ def from_dict(cls: type[R], data: dict[str, Any]) -> R:
     """The record of `data` as `as_dict(..., exclude_unset=True)` wrote it (nested tables as records, lists of tuple
     fields as tuples; the keys present are the given ones). For validated data only: nothing is checked here."""
     hints = _hints(cls)  # type: ignore[arg-type]
-    values = {name: _value(hints[name], value) for name, value in data.items()}
-    if GIVEN in hints:
-        values[GIVEN] = frozenset(data)
-    return cls(**values)
+    made = cls(**{name: _value(hints[name], value) for name, value in data.items()})
+    return with_given(made, frozenset(data)) if GIVEN in hints else made
 
 
 @cache

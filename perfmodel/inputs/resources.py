@@ -13,8 +13,13 @@ def bundled_file(path: str | Path, folder: str) -> Path:
     when no such file exists: the ready-made inputs are reachable from an installed wheel too."""
     given = Path(path)
     bundled = data_dir(folder) / f"{given.name}.toml"
-    is_a_name = given.suffix == "" and given.name == str(path)
-    return bundled if is_a_name and not given.exists() and bundled.is_file() else given
+    return bundled if is_a_name(given) and not given.exists() and bundled.is_file() else given
+
+
+def is_a_name(path: Path) -> bool:
+    """Whether `path` can name a bundled file: a bare name, not a .toml file's (a name may hold dots, as
+    `llama3.1-8b-1node` does: its "suffix" is no file type)."""
+    return path.name == str(path) and path.suffix != ".toml"
 
 
 def bundled_names(folder: str) -> list[str]:

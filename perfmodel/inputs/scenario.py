@@ -16,9 +16,9 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs import validated
 from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
-from perfmodel.inputs.models import MAX_LAYERS, ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, from_dict, given_field, record
-from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir
+from perfmodel.inputs.models import ModelSpec, get_model, model_spec
+from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
+from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
 MAX_GPUS = 1_000_000
@@ -35,48 +35,18 @@ TOKENS_PER_STEP_PUBLISHED = 9216 * 8192
 allows GBS 1,152 to 9,216 sequences of 8,192 tokens, with reference convergence points (75.5M tokens; continued
 pre-training from Meta's checkpoint, mlperf_benchmarks.md). Beyond it a prediction warns."""
 
+RELEASE_MONTH = r"20\d\d-(0[1-9]|1[0-2])"
+"""A software release month, YYYY-MM (a scenario's `vintage`)."""
 TEXT_LIMITS = {"description": MAX_TEXT_CHARS, "calibration": MAX_PATH_CHARS}
 """Characters a scenario's string may have: a name or id MAX_NAME_CHARS, these more."""
 
 
 @record
+@overriding(ModelSpec)
 class ModelOverride:
     """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
 
     base: str | None = None
-    id: str | None = None
-    name: str | None = None
-    layers: int | None = bounded(None, ge=1, le=MAX_LAYERS)
-    hidden: int | None = bounded(None, ge=1, le=1_000_000)
-    ffn: int | None = bounded(None, ge=1, le=10_000_000)
-    heads: int | None = bounded(None, ge=1, le=100_000)
-    kv_heads: int | None = bounded(None, ge=1, le=100_000)
-    vocab: int | None = bounded(None, ge=1, le=100_000_000)
-    tied_embeddings: bool | None = None
-    mlp: Literal["swiglu", "gelu"] | None = None
-    norm: Literal["rmsnorm", "layernorm"] | None = None
-    bias: bool | None = None
-    learned_positions: int | None = bounded(None, ge=0, le=10_000_000)
-    head_size: int | None = bounded(None, ge=0, le=100_000)
-    qk_norm: bool | None = None
-    attention: Literal["gqa", "mla"] | None = None
-    q_lora_rank: int | None = bounded(None, ge=0, le=1_000_000)
-    kv_lora_rank: int | None = bounded(None, ge=0, le=1_000_000)
-    qk_nope_dim: int | None = bounded(None, ge=0, le=100_000)
-    qk_rope_dim: int | None = bounded(None, ge=0, le=100_000)
-    v_head_dim: int | None = bounded(None, ge=0, le=100_000)
-    sliding_window: int | None = bounded(None, ge=0, le=100_000_000)
-    sliding_layers: int | None = bounded(None, ge=0, le=10_000)
-    attention_sinks: bool | None = None
-    experts: int | None = bounded(None, ge=0, le=100_000)
-    top_k: int | None = bounded(None, ge=0, le=100_000)
-    shared_experts: int | None = bounded(None, ge=0, le=1_000)
-    moe_ffn: int | None = bounded(None, ge=0, le=10_000_000)
-    dense_layers: int | None = bounded(None, ge=0, le=10_000)
-    mtp_layers: int | None = bounded(None, ge=0, le=100)
-    expert_groups: int | None = bounded(None, ge=0, le=100_000)
-    group_top_k: int | None = bounded(None, ge=0, le=100_000)
-    dispatcher: Literal["flex", "alltoall"] | None = None
     given: frozenset[str] | None = given_field()
 
 
@@ -163,7 +133,7 @@ class Scenario:
     goodput: Goodput = Goodput()
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
-    vintage: str | None = bounded(None, pattern=r"^20\d\d-(0[1-9]|1[0-2])$")
+    vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
     calibration: str | None = None
@@ -209,7 +179,7 @@ def read_toml(source: Path, kind: str) -> dict[str, Any]:
     """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read: it must be a
     regular file within its size cap and nesting depth (inputs/files.py). A bare name that is no file lists the
     bundled ones of its kind (they run by name: see bundled_file)."""
-    names = bundled_names(f"{kind}s") if source.suffix == "" and not source.exists() else []
+    names = bundled_names(f"{kind}s") if is_a_name(source) and not source.exists() else []
     if names:
         raise PerfmodelError(f"{source}: no such {kind} file (bundled {kind}s: {', '.join(names)})")
     return parse_toml(source, read_text(source, kind))
@@ -281,18 +251,18 @@ def _bundled(source: Path) -> Scenario:
     when they are not there yet; then, as for any scenario, its model and hardware are looked up."""
     text = read_text(source, "scenario")
 
-    def check() -> dict[str, Any]:
-        scenario = scenario_from(parse_toml(source, text), str(source), None, None, default=False)
-        return as_dict(scenario, exclude_unset=True)
+    def check() -> Scenario:
+        return scenario_from(parse_toml(source, text), str(source), None, None, default=False)
 
-    scenario = from_dict(Scenario, validated.cached("scenario", text, check))
+    scenario = validated.cached("scenario", text, Scenario, check)
     _look_up(scenario, _locator(str(source), {}, None))
     return scenario
 
 
 def with_overrides(scenario: Scenario, overrides: dict[str, Any], origins: dict[str, str] | None = None) -> Scenario:
     """A Scenario object with overrides applied and validated again, as a file's would be (the Python API's path).
-    One built in Python (`Scenario(n_gpus=...)`, whose `given` is unknown) was never checked: it is checked here."""
+    One built in Python (`Scenario(n_gpus=...)`, or copied with dataclasses.replace: its `given` is unknown) was
+    never checked: it is checked here."""
     if scenario.given is not None and all(value is None for value in overrides.values()):
         return scenario
     return scenario_from(as_dict(scenario, exclude_unset=True), "scenario", overrides, origins, default=False)

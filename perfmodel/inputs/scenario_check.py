@@ -18,6 +18,7 @@ from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
     MAX_TOKENS,
+    RELEASE_MONTH,
     TEXT_LIMITS,
     Cost,
     Goodput,
@@ -93,7 +94,7 @@ def _apply_benchmark(cls: type, raw: Any) -> Any:
 
 @field_validator("vintage", mode="before")
 def _release_month(cls: type, value: Any) -> Any:
-    if isinstance(value, str) and not re.fullmatch(r"20\d\d-(0[1-9]|1[0-2])", value):
+    if isinstance(value, str) and not re.fullmatch(RELEASE_MONTH, value):
         raise ValueError("a software release month YYYY-MM, e.g. 2025-06")
     return value
 

@@ -14,17 +14,20 @@ import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from perfmodel.inputs.diskcache import cache_dir, read_private, write_atomic
+from perfmodel.inputs.record import GIVEN, as_dict, from_dict
+
+R = TypeVar("R")
 
 MAX_ENTRY_BYTES = 1024 * 1024
 """A checked hardware or scenario file is a few kB: a bigger entry is not one perfmodel wrote."""
 
 
-def cached(kind: str, text: str, check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The checked tables of a bundled `kind` file (accelerators, systems, scenario) whose content is `text`: from
-    the cache, else `check()` (and cached)."""
+def cached(kind: str, text: str, cls: type[R], check: Callable[[], R]) -> R:
+    """The checked record (of class `cls`) of a bundled `kind` file (accelerators, systems, scenario) whose content
+    is `text`: read back from the cache, else `check()`'s own record (and its tables cached)."""
     directory = cache_dir()
     if directory is None:
         return check()
@@ -32,10 +35,16 @@ def cached(kind: str, text: str, check: Callable[[], dict[str, Any]]) -> dict[st
     path = directory / f"checked-{key}.json"
     found = _read(path, key)
     if found is not None:
-        return found
-    tables = check()
-    write_atomic(directory, path, json.dumps({"key": key, "tables": tables}))
-    return tables
+        return from_dict(cls, found)
+    checked = check()
+    write_atomic(directory, path, json.dumps({"key": key, "tables": tables(checked)}))
+    return checked
+
+
+def tables(item: Any) -> dict[str, Any]:
+    """A checked record as the cache keeps it, for `from_dict` to read back: the fields its input gave where the
+    record remembers them (a scenario's "(default)" markers depend on it), else every field."""
+    return as_dict(item, exclude_unset=hasattr(type(item), GIVEN))
 
 
 def _read(path: Path, key: str) -> dict[str, Any] | None:
