@@ -483,7 +483,7 @@ def _expert_parallel_part(
              + (f", expert TP = {lo.etp}" if lo.etp > 1 else ""))  # fmt: skip
     c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
     layer_s = (layer.forward, layer.backward + trace["recompute_s"])
-    windows = moe.exchange_windows(sh, ctx.recipe, ctx.hardware.accelerator, eff, layer_s, full)
+    windows = moe.exchange_windows(md, layer_s, (layer.shared_forward, layer.shared_backward), full)
     beside = "the layer's" if md.dispatcher == "flex" else "the shared experts' ('alltoall' dispatcher)"
     w_f = _q("w_EP_fwd", windows[0], "s", f"{beside} forward compute they can hide behind")
     w_b = _q("w_EP_bwd", windows[1], "s", "its backward (and recomputed) compute")

@@ -18,12 +18,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
-from perfmodel.physics.compute import ops_time
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION
 from perfmodel.physics.workload import (
@@ -242,10 +240,11 @@ def expert_comm(
 
 
 def exchange_windows(
-    sh: Shard, recipe: Recipe, acc: Accelerator, eff: Efficiency, layer_s: tuple[Number, Number], full_share: Number
+    md: ModelSpec, layer_s: tuple[Number, Number], shared_s: tuple[Number, Number], full_share: Number
 ) -> tuple[Number, Number]:
     """The compute a MoE layer's forward and backward EP exchange can run beside (`layer_s`: the layer's forward and
-    its backward with any recompute).
+    its backward with any recompute; `shared_s`: its shared experts' forward and backward, as the layer timing
+    priced them).
 
     Megatron's 'alltoall' dispatcher (MoEAlltoAllTokenDispatcher, megatron-core 0.16 token_dispatcher.py) issues
     its NCCL all-to-alls in the layer's own order, after copying the split sizes to the host, and the expert GEMMs
@@ -256,10 +255,10 @@ def exchange_windows(
     shared experts (recipes/gpt_oss/gpt_oss.py), Kimi-K2's sets it False and overlaps its shared expert
     (recipes/kimi/kimi_k2.py). The flex dispatcher's window is the layer's whole compute, at the fitted share: which
     overlap the tables' DeepSeek-V3 and Qwen3 runs turned on is in no bundled source."""
-    if sh.model.dispatcher == "flex":
+    if md.dispatcher == "flex":
         return layer_s
-    forward = ops_time(_shared_forward(sh, recipe), acc, eff)
-    return forward, ops_time(_shared_backward(sh, recipe), acc, eff) + recomputed(full_share, forward)
+    forward, backward = shared_s
+    return forward, backward + recomputed(full_share, forward)
 
 
 def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:
