@@ -48,7 +48,7 @@ def test_gpt_oss_dispatch_over_eight_b300_nodes_is_the_plain_all_to_all_at_the_n
     assert 56 / 64 * sent / 100e9 == pytest.approx(3.30e-3, rel=0.01)
     one = 63 * min(links.intra_latency_s, links.inter_latency_s) + 56 / 64 * sent / (100e9 * eff.scaleout)
     sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 64, 1, 1.0)
-    forward, _ = moe.expert_comm(sh, ctx.recipe, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)
+    forward, _ = moe.expert_comm(sh, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)
     assert forward == pytest.approx(2 * one)
 
 
@@ -103,7 +103,7 @@ def test_the_alltoall_dispatcher_hides_only_behind_shared_experts() -> None:
         ctx = _ctx("dgx-b300", overlap_ep=share)
         sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 8, 1, 1.0)
         links = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0)
-        _, whole = moe.expert_comm(sh, ctx.recipe, links, group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0), 0.0)
+        _, whole = moe.expert_comm(sh, links, group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0), 0.0)
         microbatches = 1280 / (4 * 64)
         assert evaluate(ctx, layout_vars(lo)).ep_comm_exposed_s == pytest.approx(microbatches * 36 * whole)
     for model, flex in (("kimi-k2", False), ("qwen3-30b-a3b", True)):

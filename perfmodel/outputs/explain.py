@@ -477,7 +477,7 @@ def _expert_parallel_part(
     lo, md, eff, layer = p.layout, ctx.model, ctx.efficiency, trace["layer"]
     sh, full = trace["shard"], trace["recompute_share"]
     ep_links = group_links(ctx.tiers, eff, float(lo.ep), float(lo.etp))
-    forward, whole = moe.expert_comm(sh, ctx.recipe, ep_links, group_links(ctx.tiers, eff, float(lo.etp), 1.0), full)
+    forward, whole = moe.expert_comm(sh, ep_links, group_links(ctx.tiers, eff, float(lo.etp), 1.0), full)
     s = _q("s_MoE", md.moe_layers / md.layers, "", f"share of MoE layers: {md.moe_layers} of {md.layers}")
     c_f = _q("c_EP_fwd", forward, "s", f"dispatch + combine all-to-alls of one MoE layer's forward, EP = {lo.ep}"
              + (f", expert TP = {lo.etp}" if lo.etp > 1 else ""))  # fmt: skip

@@ -210,33 +210,26 @@ def domain_missed(md: ModelSpec, domains: Number) -> Number:
     return where(domains >= groups, within, whole)
 
 
-def expert_comm(
-    sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_share: Number
-) -> tuple[Number, Number]:
-    """Dispatch and combine all-to-alls over EP (dispatch in the recipe's quantised-gather format, combine in BF16),
-    and with expert TP the all-gather of the copies and the reduce-scatter of the outputs over ETP.
+def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_share: Number) -> tuple[Number, Number]:
+    """Dispatch and combine all-to-alls over EP, and with expert TP the all-gather of the copies and the
+    reduce-scatter of the outputs over ETP, all in BF16: the dispatchers move the layer's BF16 hidden states
+    (megatron-core's MoEAlltoAllTokenDispatcher all-to-alls the permuted hidden states; the flex dispatcher hands
+    them to DeepEP/HybridEP as they are), and the expert GEMM quantises its input after the exchange, on the routed
+    rows (`expert_fc1.cast` in `moe_block_forward`), not before it.
 
-    Backward moves the gradients the reverse way, in BF16; a full recompute repeats the forward exchange in the
-    share of layers it re-runs (`full_share`).
+    Backward moves the gradients the reverse way, the same bytes; a full recompute repeats the forward exchange in
+    the share of layers it re-runs (`full_share`).
     Returns (forward, forward + backward (+ recompute)) for one MoE layer.
     """
     md = sh.model
-    top_k = md.top_k
-    token = tokens_in(sh) * md.hidden * sh.imbalance
-    sent = token * top_k
+    token_bytes = tokens_in(sh) * md.hidden * sh.imbalance * BF16_BYTES
     if md.dispatcher == "alltoall":
-        dispatch = all_to_all(sent * recipe.tp_gather_bytes, ep_links)
-        combine = all_to_all(sent * BF16_BYTES, ep_links)
+        exchange = all_to_all(token_bytes * md.top_k, ep_links)
     else:
-        missed = domain_missed(md, ep_links.domains)
-        dispatch = token_all_to_all(token * recipe.tp_gather_bytes, top_k, ep_links, missed)
-        combine = token_all_to_all(token * BF16_BYTES, top_k, ep_links, missed)
-    gather = all_gather(sent * sh.etp * recipe.tp_gather_bytes, etp_links)
-    scatter = reduce_scatter(sent * sh.etp * BF16_BYTES, etp_links)
-    gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)
-    forward = dispatch + combine + gather + scatter
-    backward = 2 * combine + gather_bf16 + scatter
-    return forward, forward + backward + recomputed(full_share, forward)
+        exchange = token_all_to_all(token_bytes, md.top_k, ep_links, domain_missed(md, ep_links.domains))
+    expert_tp = token_bytes * md.top_k * sh.etp
+    forward = 2 * exchange + all_gather(expert_tp, etp_links) + reduce_scatter(expert_tp, etp_links)
+    return forward, 2 * forward + recomputed(full_share, forward)
 
 
 def exchange_windows(

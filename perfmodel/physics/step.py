@@ -852,7 +852,7 @@ def _expert_parallel(
         return 0.0, 0.0
     ep_links = _links(ctx, lv.ep, lv.etp)
     etp_links = _links(ctx, lv.etp, 1)
-    forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full_share)
+    forward, layer = moe.expert_comm(sh, ep_links, etp_links, full_share)
     share, eta = md.moe_layers / md.layers, moe.ep_overlap(ctx.efficiency, ep_links)
     layer_s, shared_s = (lt.forward, lt.backward + recompute_s), (lt.shared_forward, lt.shared_backward)
     window_fwd, window_bwd = moe.exchange_windows(md, layer_s, shared_s, full_share)
