@@ -136,7 +136,14 @@ NOTES = [
     "  tiles per 128-query tile, would price them faster; expert biases; the clamped GLU) no bundled source says.",
     "  Fitting its rows now (tried) pulls grouped_gemm to 0.64 and overlap_ep to its 0.95 bound, and",
     "  moves the newest rows left out of DeepSeek-V3 from 2.7% to 12.8% and of Mixtral from 4.3% to 18.5%: it is",
-    "  validated, not fitted.",
+    "  validated, not fitted. What its slow rows add over the prediction is linear in tokens, not quadratic in the",
+    "  sequence as unfused (materialised-score) attention would be: 6-9 ms per layer and micro-batch of 16,384",
+    "  tokens (0.37-0.57 us per token and layer) on GB200, GB300, B200 and B300 alike, in BF16 (25.11-26.04.01)",
+    "  and in MXFP8 (26.06.01: 9.3-9.4 ms), at EP8 and EP64 alike (so not the per-expert cost, not the NIC);",
+    "  GB300 at 25.11's sequence 8,192 (MBS2: the same tokens, twice the mbs x seq^2) adds 6.7 ms against 6.1 ms",
+    "  at 26.02's 4,096. 26.06.01 brought it back for GPT-OSS alone (Qwen3 and DeepSeek-V3 within 2% of 26.06),",
+    "  and GPT-OSS is the one model in the data on the 'alltoall' dispatcher; which of its paths ran slowly",
+    "  (dispatcher, sinks, clamped GLU, biases) no bundled source says (rows 80-83, 124-127, 166-169, 22-23).",
 ]
 
 
