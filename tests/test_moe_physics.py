@@ -56,19 +56,25 @@ def test_all_to_all_across_nics_is_bound_by_the_share_leaving_the_node() -> None
     assert all_to_all(size, links) == pytest.approx(latency + max(intra, inter))
 
 
-def test_dispatch_payload_follows_the_recipe() -> None:
-    """Dispatch sends T/tp x top_k x hidden elements in the recipe's quantised-gather format (MXFP8: 1 + 1/32 bytes),
-    combine the same in BF16; without expert TP there is nothing to gather."""
-    ctx = _ctx(TINY, "dgx-b200", "mxfp8")
-    sh = Shard(TINY, ctx.recipe, 1.0, 1.0, 2.0, 4096, 8.0, 1.0)
-    ep_links, etp_links = (
-        group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0),
-        group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0),
-    )
-    forward, step = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, False)
-    sent = 2 * 4096 * 2 * 1024
-    assert forward == pytest.approx(all_to_all(sent * (1 + 1 / 32), ep_links) + all_to_all(sent * 2.0, ep_links))
-    assert step == pytest.approx(forward + 2 * all_to_all(sent * 2.0, ep_links))
+def test_dispatch_moves_bf16_hidden_states_whatever_the_recipe() -> None:
+    """Dispatch and combine each send T/tp x top_k x hidden BF16 elements (megatron-core's token dispatchers
+    all-to-all the layer's BF16 hidden states; the expert GEMM casts its routed rows after the exchange), so an MXFP8
+    run exchanges what a BF16 run does; the backward sends the gradients the same way, and without expert TP there
+    is nothing to gather."""
+    sent = 2 * 4096 * 2 * 1024 * 2.0
+    for precision in ("bf16", "mxfp8"):
+        ctx = _ctx(TINY, "dgx-b200", precision)
+        sh = Shard(TINY, ctx.recipe, 1.0, 1.0, 2.0, 4096, 8.0, 1.0)
+        ep_links, etp_links = (
+            group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0),
+            group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0),
+        )
+        forward, step = moe.expert_comm(sh, ep_links, etp_links, 0.0)
+        assert forward == pytest.approx(2 * all_to_all(sent, ep_links))
+        assert step == pytest.approx(2 * forward)
+        assert any(op.name == "expert_fc1.cast" for op in moe.moe_block_forward(sh, ctx.recipe)) == (
+            precision == "mxfp8"
+        )
 
 
 def test_memory_of_a_hand_computed_ep_case() -> None:

@@ -48,7 +48,7 @@ def test_gpt_oss_dispatch_over_eight_b300_nodes_is_the_plain_all_to_all_at_the_n
     assert 56 / 64 * sent / 100e9 == pytest.approx(3.30e-3, rel=0.01)
     one = 63 * min(links.intra_latency_s, links.inter_latency_s) + 56 / 64 * sent / (100e9 * eff.scaleout)
     sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 64, 1, 1.0)
-    forward, _ = moe.expert_comm(sh, ctx.recipe, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)
+    forward, _ = moe.expert_comm(sh, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)
     assert forward == pytest.approx(2 * one)
 
 
@@ -103,17 +103,27 @@ def test_the_alltoall_dispatcher_hides_only_behind_shared_experts() -> None:
         ctx = _ctx("dgx-b300", overlap_ep=share)
         sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 8, 1, 1.0)
         links = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0)
-        _, whole = moe.expert_comm(sh, ctx.recipe, links, group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0), 0.0)
+        _, whole = moe.expert_comm(sh, links, group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0), 0.0)
         microbatches = 1280 / (4 * 64)
         assert evaluate(ctx, layout_vars(lo)).ep_comm_exposed_s == pytest.approx(microbatches * 36 * whole)
-    acc = resolve(None, "dgx-b300").accelerator
     for model, flex in (("kimi-k2", False), ("qwen3-30b-a3b", True)):
         ctx = _ctx("dgx-b300", model)
-        sh = Shard(ctx.model, ctx.recipe, 1, 1, 1, 4096, 8, 1, 1.0)
-        fwd, bwd = moe.exchange_windows(sh, ctx.recipe, acc, ctx.efficiency, (1.0, 2.0), 0.0)
-        if flex:
-            assert (fwd, bwd) == (1.0, 2.0)
-        else:
-            shared = [op for op in moe.moe_block_forward(sh, ctx.recipe) if op.name.startswith("shared")]
-            assert len(shared) == 3 and fwd == pytest.approx(ops_time(shared, acc, ctx.efficiency))
-            assert 0 < fwd < bwd < 1.0
+        assert moe.exchange_windows(ctx.model, (1.0, 2.0), (0.1, 0.3), 0.5) == ((1.0, 2.0) if flex else (0.1, 0.35))
+
+
+def test_the_shared_experts_window_is_the_layer_timings_own_per_moe_layer() -> None:
+    """The 'alltoall' window (`moe.exchange_windows`) takes the shared experts' times from the memoised layer times:
+    the sum of their operations' times in one MoE layer (Kimi-K2's first layer is dense; the mean layer blends it,
+    the shared experts' window does not), and nothing for a model without them (GPT-OSS-120B)."""
+    acc = resolve(None, "dgx-b300").accelerator
+    for model, ops in (("kimi-k2", (3, 5)), ("gpt-oss-120b", (0, 0))):
+        ctx, trace = _ctx("dgx-b300", model), {}
+        evaluate(ctx, layout_vars(GPT_OSS_EP64), trace)
+        sh, layer = trace["shard"], trace["layer"]
+        for built, priced, count in (
+            (moe.moe_block_forward(sh, ctx.recipe), layer.shared_forward, ops[0]),
+            (moe.moe_block_backward(sh, ctx.recipe), layer.shared_backward, ops[1]),
+        ):
+            shared = [op for op in built if op.name.startswith("shared_")]
+            assert len(shared) == count and priced == pytest.approx(ops_time(shared, acc, ctx.efficiency))
+        assert (layer.shared_forward > 0) == (model == "kimi-k2")

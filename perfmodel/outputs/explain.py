@@ -477,13 +477,13 @@ def _expert_parallel_part(
     lo, md, eff, layer = p.layout, ctx.model, ctx.efficiency, trace["layer"]
     sh, full = trace["shard"], trace["recompute_share"]
     ep_links = group_links(ctx.tiers, eff, float(lo.ep), float(lo.etp))
-    forward, whole = moe.expert_comm(sh, ctx.recipe, ep_links, group_links(ctx.tiers, eff, float(lo.etp), 1.0), full)
+    forward, whole = moe.expert_comm(sh, ep_links, group_links(ctx.tiers, eff, float(lo.etp), 1.0), full)
     s = _q("s_MoE", md.moe_layers / md.layers, "", f"share of MoE layers: {md.moe_layers} of {md.layers}")
     c_f = _q("c_EP_fwd", forward, "s", f"dispatch + combine all-to-alls of one MoE layer's forward, EP = {lo.ep}"
              + (f", expert TP = {lo.etp}" if lo.etp > 1 else ""))  # fmt: skip
     c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
     layer_s = (layer.forward, layer.backward + trace["recompute_s"])
-    windows = moe.exchange_windows(sh, ctx.recipe, ctx.hardware.accelerator, eff, layer_s, full)
+    windows = moe.exchange_windows(md, layer_s, (layer.shared_forward, layer.shared_backward), full)
     beside = "the layer's" if md.dispatcher == "flex" else "the shared experts' ('alltoall' dispatcher)"
     w_f = _q("w_EP_fwd", windows[0], "s", f"{beside} forward compute they can hide behind")
     w_b = _q("w_EP_bwd", windows[1], "s", "its backward (and recomputed) compute")

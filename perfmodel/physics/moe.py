@@ -18,12 +18,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
-from perfmodel.physics.compute import ops_time
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION
 from perfmodel.physics.workload import (
@@ -212,40 +210,34 @@ def domain_missed(md: ModelSpec, domains: Number) -> Number:
     return where(domains >= groups, within, whole)
 
 
-def expert_comm(
-    sh: Shard, recipe: Recipe, ep_links: GroupLinks, etp_links: GroupLinks, full_share: Number
-) -> tuple[Number, Number]:
-    """Dispatch and combine all-to-alls over EP (dispatch in the recipe's quantised-gather format, combine in BF16),
-    and with expert TP the all-gather of the copies and the reduce-scatter of the outputs over ETP.
+def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_share: Number) -> tuple[Number, Number]:
+    """Dispatch and combine all-to-alls over EP, and with expert TP the all-gather of the copies and the
+    reduce-scatter of the outputs over ETP, all in BF16: the dispatchers move the layer's BF16 hidden states
+    (megatron-core's MoEAlltoAllTokenDispatcher all-to-alls the permuted hidden states; the flex dispatcher hands
+    them to DeepEP/HybridEP as they are), and the expert GEMM quantises its input after the exchange, on the routed
+    rows (`expert_fc1.cast` in `moe_block_forward`), not before it.
 
-    Backward moves the gradients the reverse way, in BF16; a full recompute repeats the forward exchange in the
-    share of layers it re-runs (`full_share`).
+    Backward moves the gradients the reverse way, the same bytes; a full recompute repeats the forward exchange in
+    the share of layers it re-runs (`full_share`).
     Returns (forward, forward + backward (+ recompute)) for one MoE layer.
     """
     md = sh.model
-    top_k = md.top_k
-    token = tokens_in(sh) * md.hidden * sh.imbalance
-    sent = token * top_k
+    token_bytes = tokens_in(sh) * md.hidden * sh.imbalance * BF16_BYTES
     if md.dispatcher == "alltoall":
-        dispatch = all_to_all(sent * recipe.tp_gather_bytes, ep_links)
-        combine = all_to_all(sent * BF16_BYTES, ep_links)
+        exchange = all_to_all(token_bytes * md.top_k, ep_links)
     else:
-        missed = domain_missed(md, ep_links.domains)
-        dispatch = token_all_to_all(token * recipe.tp_gather_bytes, top_k, ep_links, missed)
-        combine = token_all_to_all(token * BF16_BYTES, top_k, ep_links, missed)
-    gather = all_gather(sent * sh.etp * recipe.tp_gather_bytes, etp_links)
-    scatter = reduce_scatter(sent * sh.etp * BF16_BYTES, etp_links)
-    gather_bf16 = all_gather(sent * sh.etp * BF16_BYTES, etp_links)
-    forward = dispatch + combine + gather + scatter
-    backward = 2 * combine + gather_bf16 + scatter
-    return forward, forward + backward + recomputed(full_share, forward)
+        exchange = token_all_to_all(token_bytes, md.top_k, ep_links, domain_missed(md, ep_links.domains))
+    expert_tp = token_bytes * md.top_k * sh.etp
+    forward = 2 * exchange + all_gather(expert_tp, etp_links) + reduce_scatter(expert_tp, etp_links)
+    return forward, 2 * forward + recomputed(full_share, forward)
 
 
 def exchange_windows(
-    sh: Shard, recipe: Recipe, acc: Accelerator, eff: Efficiency, layer_s: tuple[Number, Number], full_share: Number
+    md: ModelSpec, layer_s: tuple[Number, Number], shared_s: tuple[Number, Number], full_share: Number
 ) -> tuple[Number, Number]:
     """The compute a MoE layer's forward and backward EP exchange can run beside (`layer_s`: the layer's forward and
-    its backward with any recompute).
+    its backward with any recompute; `shared_s`: its shared experts' forward and backward, as the layer timing
+    priced them).
 
     Megatron's 'alltoall' dispatcher (MoEAlltoAllTokenDispatcher, megatron-core 0.16 token_dispatcher.py) issues
     its NCCL all-to-alls in the layer's own order, after copying the split sizes to the host, and the expert GEMMs
@@ -256,10 +248,10 @@ def exchange_windows(
     shared experts (recipes/gpt_oss/gpt_oss.py), Kimi-K2's sets it False and overlaps its shared expert
     (recipes/kimi/kimi_k2.py). The flex dispatcher's window is the layer's whole compute, at the fitted share: which
     overlap the tables' DeepSeek-V3 and Qwen3 runs turned on is in no bundled source."""
-    if sh.model.dispatcher == "flex":
+    if md.dispatcher == "flex":
         return layer_s
-    forward = ops_time(_shared_forward(sh, recipe), acc, eff)
-    return forward, ops_time(_shared_backward(sh, recipe), acc, eff) + recomputed(full_share, forward)
+    forward, backward = shared_s
+    return forward, backward + recomputed(full_share, forward)
 
 
 def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:

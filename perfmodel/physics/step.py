@@ -213,6 +213,11 @@ class _LayerTimes(NamedTuple):
     wgrad_gemm: Number
     forward_attention: Number
     attention: Number
+    shared_forward: Number = 0.0
+    """A MoE layer's shared experts, forward: per MoE layer, not blended with the dense layers (the window of the
+    'alltoall' dispatcher's exchange, `moe.exchange_windows`)."""
+    shared_backward: Number = 0.0
+    """Their backward, per MoE layer."""
 
 
 def _is_gemm(op: Op) -> bool:
@@ -225,6 +230,10 @@ def _is_attention(op: Op) -> bool:
 
 def _is_wgrad(op: Op) -> bool:
     return op.name.endswith(".wgrad")
+
+
+def _is_shared_expert(op: Op) -> bool:
+    return op.name.startswith("shared_")
 
 
 def _recomputed_selectively(op: Op) -> bool:
@@ -244,14 +253,25 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
     if md.dense_layers:
         share = md.moe_layers / md.layers
         mlp = _times_of(ctx, mlp_block_forward(sh, recipe), mlp_block_backward(sh, recipe, ctx.frozen_base))
-        block = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
+        mean = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
+        block = mean._replace(shared_forward=block.shared_forward, shared_backward=block.shared_backward)
     return _LayerTimes(*(a + b for a, b in zip(attention, block, strict=True)))
 
 
 def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTimes:
     acc, eff = ctx.hardware.accelerator, ctx.efficiency
-    fwd = times_by(forward, acc, eff, gemm=_is_gemm, attention=_is_attention, selective=_recomputed_selectively)
-    bwd = times_by(backward, acc, eff, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention)
+    fwd = times_by(
+        forward,
+        acc,
+        eff,
+        gemm=_is_gemm,
+        attention=_is_attention,
+        selective=_recomputed_selectively,
+        shared=_is_shared_expert,
+    )
+    bwd = times_by(
+        backward, acc, eff, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention, shared=_is_shared_expert
+    )
     return _LayerTimes(
         forward=fwd["total"],
         backward=bwd["total"],
@@ -261,6 +281,8 @@ def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTime
         wgrad_gemm=bwd["wgrad"],
         forward_attention=fwd["attention"],
         attention=fwd["attention"] + bwd["attention"],
+        shared_forward=fwd["shared"],
+        shared_backward=bwd["shared"],
     )
 
 
@@ -830,10 +852,10 @@ def _expert_parallel(
         return 0.0, 0.0
     ep_links = _links(ctx, lv.ep, lv.etp)
     etp_links = _links(ctx, lv.etp, 1)
-    forward, layer = moe.expert_comm(sh, ctx.recipe, ep_links, etp_links, full_share)
+    forward, layer = moe.expert_comm(sh, ep_links, etp_links, full_share)
     share, eta = md.moe_layers / md.layers, moe.ep_overlap(ctx.efficiency, ep_links)
-    acc, layer_s = ctx.hardware.accelerator, (lt.forward, lt.backward + recompute_s)
-    window_fwd, window_bwd = moe.exchange_windows(sh, ctx.recipe, acc, ctx.efficiency, layer_s, full_share)
+    layer_s, shared_s = (lt.forward, lt.backward + recompute_s), (lt.shared_forward, lt.shared_backward)
+    window_fwd, window_bwd = moe.exchange_windows(md, layer_s, shared_s, full_share)
     exposed_fwd = share * exposed(forward, window_fwd, eta)
     exposed_bwd = share * exposed(layer - forward, window_bwd, eta)
     return exposed_fwd, exposed_fwd + exposed_bwd
