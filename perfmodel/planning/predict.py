@@ -7,11 +7,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
-from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
 from perfmodel.inputs.record import as_dict, replaced
@@ -35,6 +34,9 @@ from perfmodel.planning.search import (
     search,
 )
 from perfmodel.planning.training import Price, Run, training_run
+
+if TYPE_CHECKING:  # inputs/mlperf.py is imported where a scenario names a benchmark: most predictions do not
+    from perfmodel.inputs.mlperf import Benchmark, Score
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
 
@@ -232,6 +234,8 @@ class Prediction:
 
     @property
     def benchmark(self) -> Benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark
+
         return get_benchmark(self.scenario.benchmark or "")
 
 
@@ -248,7 +252,11 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
-    bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
+    bench = None
+    if scenario.benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark
+
+        bench = get_benchmark(scenario.benchmark).id
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
@@ -457,6 +465,8 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
     mlperf, run = None, None
     if scenario.benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark, score
+
         bench = get_benchmark(scenario.benchmark)
         step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
@@ -551,6 +561,8 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, ca
         gbs = scenario.parallelism.gbs
         choices = (gbs,) if gbs else gbs_choices(replaced(scenario, n_gpus=n).default_gbs(capped))
         if scenario.benchmark and not gbs:  # an MLPerf benchmark's minimum batch bounds the choices
+            from perfmodel.inputs.mlperf import get_benchmark
+
             low = get_benchmark(scenario.benchmark).min_gbs or 0
             choices = tuple(g for g in choices if g >= low)
         points += [(n, g) for g in choices]
