@@ -22,21 +22,12 @@ from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
-from perfmodel.planning.search import (
-    Block,
-    SearchResult,
-    Space,
-    best_layout,
-    blocks,
-    check_size,
-    gbs_choices,
-    pareto_front,
-    search,
-)
 from perfmodel.planning.training import Price, Run, training_run
 
-if TYPE_CHECKING:  # inputs/mlperf.py is imported where a scenario names a benchmark: most predictions do not
+if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py) or leaves
+    # its layout open (planning/search.py); a prediction of a given layout (the default scenario) needs neither
     from perfmodel.inputs.mlperf import Benchmark, Score
+    from perfmodel.planning.search import Block, SearchResult, Space
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
 
@@ -381,6 +372,7 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
         chosen: tuple[Layout, int] = ctx.memo[key]
         return chosen
+    from perfmodel.planning.search import Space, best_layout
 
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
@@ -398,6 +390,8 @@ def open_batch_space(
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
     with the GPU count. Either way the space returned passed `check_size`, and comes with its blocks, enumerated
     once (search it with `sized=True` and them)."""
+    from perfmodel.planning.search import blocks, check_size
+
     space = build(True)
     check_size(ctx, space)  # before enumerating the blocks: a refused search must not cost them
     candidates = blocks(ctx, space)
@@ -555,6 +549,8 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, ca
     """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
     leaves it open, the batches of `gbs_choices` around each count's default (capped or not), and the dimensions it
     fixes."""
+    from perfmodel.planning.search import Space, gbs_choices
+
     _refuse_partial_search(scenario)
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
@@ -589,6 +585,8 @@ def search_scenario(
     The vectorised search ranks per token; the best of each (GPU count, global batch) are predicted too, and all are
     ranked by their full prediction, so that an MLPerf benchmark's batch-dependent work is accounted for.
     """
+    from perfmodel.planning.search import pareto_front, search
+
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
     space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
