@@ -43,10 +43,11 @@ def test_predict_on_a_warm_cache_imports_only_what_it_uses(tmp_path: Path) -> No
     planning/search.py (a layout left open; the default scenario gives its own) are imported by what uses them:
     about 10 ms of a bare interpreter's 0.15 s start (benchmarks/README.md, issue 15). Counted beyond what the
     interpreter had imported before perfmodel (a site hook may import tempfile or csv itself)."""
+    used_elsewhere = {"tempfile", "csv", "perfmodel.inputs.mlperf", "perfmodel.planning.search"}
     code = (
         "import sys; before = set(sys.modules); from perfmodel.cli import main\n"
         "try:\n    main(['predict'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted({'tempfile', 'csv', 'perfmodel.inputs.mlperf', 'perfmodel.planning.search'} & set(sys.modules) - before), file=sys.stderr)"
+        f"print(sorted({used_elsewhere!r} & set(sys.modules) - before), file=sys.stderr)"
     )
     env = os.environ | {"PERFMODEL_CACHE_DIR": str(tmp_path)}
     for _ in range(2):  # the first run writes the cache entries (and may import tempfile), the second only reads
