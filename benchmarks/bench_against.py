@@ -1,13 +1,18 @@
 """Before/after in one run: the scalar prediction, the search, the CLI start and the longer commands (compare, sweep,
 validate) of this tree against another checkout.
 
-Run: git archive REV | tar -x -C /tmp/base && python benchmarks/bench_against.py /tmp/base [--rounds N]. Each figure
+Run: git archive REV | tar -x -C /tmp/base && python benchmarks/bench_against.py /tmp/base [--rounds N]
+[--python EXE]. Each figure
 is measured in subprocesses alternating between the two trees (each tree first on PYTHONPATH, run from a neutral
 folder so that neither shadows the other), so that both see the same machine load; in-process figures and the long
 commands are CPU time (the machine is shared: wall time moves 2-3x with the load), the start-up ratios both. Prints
 medians and the ratio this tree / the other. Both trees' bytecode is compiled first, as `pip install` does: where
 PYTHONDONTWRITEBYTECODE is set, a module edited since its last .pyc would otherwise be compiled at every start (about
-15 ms for a large one), which is no figure of the code. Not a test.
+15 ms for a large one), which is no figure of the code. `--python` runs every figure with another interpreter: the
+start-up ratios depend on the interpreter's own start, and a development machine's often runs site hooks (a `.pth`
+importing certifi takes this one's `python -c pass` from ~15 to 50-60 ms), so measure them also in a bare virtual
+environment with perfmodel's dependencies (`python -m venv /tmp/bare && /tmp/bare/bin/pip install -e .`; each tree
+still comes first on the path). Not a test.
 """
 
 from __future__ import annotations
@@ -70,9 +75,10 @@ def cost(command):
         cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
     return statistics.median(walls), statistics.median(cpus)
 base_wall, base_cpu = cost([sys.executable, "-c", "pass"])
-for args in (["predict"], ["--help"]):
-    wall, cpu = cost([sys.executable, "-m", "perfmodel", *args])
+for command in (["-m", "perfmodel", "predict"], ["-m", "perfmodel", "--help"], ["-c", "import click"]):
+    wall, cpu = cost([sys.executable, *command])
     print(wall / base_wall, cpu / base_cpu)
+print(base_wall * 1e3)
 """
 SEARCH_CLI = """
 import json, resource, statistics, subprocess, sys
@@ -136,6 +142,9 @@ FIGURES = (
             "predict / python -c pass, CPU",
             "--help / -c pass, wall",
             "--help / -c pass, CPU",
+            "import click / -c pass, wall (the floor)",
+            "import click / -c pass, CPU",
+            "python -c pass, wall ms",
         ),
     ),
     (
@@ -170,10 +179,11 @@ FIGURES = (
 )
 
 
-def run(code: str, tree: str) -> list[float]:
-    """The figures `code` prints, with `tree`'s perfmodel first on the path (run from outside both trees)."""
+def run(code: str, tree: str, python: str) -> list[float]:
+    """The figures `code` prints, run by `python` with `tree`'s perfmodel first on the path (from outside both
+    trees)."""
     env = os.environ | {"PYTHONPATH": tree}
-    command = [sys.executable, "-c", code]
+    command = [python, "-c", code]
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()).stdout
     return [float(line) for line in out.split()]
 
@@ -182,19 +192,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("other", help="the other checkout (its root, holding perfmodel/)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--python", default=sys.executable, help="interpreter to run the figures (default: this one)")
     groups = [group for group, _, _ in FIGURES]
     parser.add_argument("--only", choices=groups, action="append", help="these groups of figures (default: all)")
     args = parser.parse_args()
     for tree in (args.other, THIS_TREE):  # as pip installs them: bytecode current, whatever PYTHONDONTWRITEBYTECODE
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tree) / "perfmodel")], check=True)
+        subprocess.run([args.python, "-m", "compileall", "-q", str(Path(tree) / "perfmodel")], check=True)
     print(f"{'figure':40s} {'other':>12s} {'this tree':>12s} {'this/other':>10s}")
     for group, code, names in FIGURES:
         if args.only and group not in args.only:
             continue
         samples: dict[str, list[list[float]]] = {"other": [], "this": []}
         for _ in range(args.rounds):
-            samples["other"].append(run(code, args.other))
-            samples["this"].append(run(code, THIS_TREE))
+            samples["other"].append(run(code, args.other, args.python))
+            samples["this"].append(run(code, THIS_TREE, args.python))
         for i, name in enumerate(names):
             other = statistics.median(s[i] for s in samples["other"])
             this = statistics.median(s[i] for s in samples["this"])

@@ -159,11 +159,12 @@ def test_contexts_are_shared_by_equal_inputs_only() -> None:
 def test_an_open_layout_is_searched_once_per_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """Equal scenarios on one context (validation rows, repeated API calls) reuse the layout the first one chose."""
     from perfmodel.planning import predict as predicting
+    from perfmodel.planning import search as searching
 
     s = checked_scenario(SCENARIOS["dense fp8"] | {"tokens": 1e12, "parallelism": {"tp": 4, "cp": 1}})
     ctx = _fresh(s)
     first = predicting.choose_layout(s, ctx)
-    monkeypatch.setattr(predicting, "best_layout", lambda *a, **k: pytest.fail("searched again"))
+    monkeypatch.setattr(searching, "best_layout", lambda *a, **k: pytest.fail("searched again"))
     assert predicting.choose_layout(s, ctx) == first
     other = replaced(s, parallelism=replaced(s.parallelism, tp=8))
     with pytest.raises(pytest.fail.Exception, match="searched again"):

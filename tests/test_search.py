@@ -10,7 +10,7 @@ from perfmodel.inputs.scenario import Scenario
 from perfmodel.physics.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, violations
 from perfmodel.physics.step import evaluate
 from perfmodel.planning.predict import context_for, layout_vars
-from perfmodel.planning.search import Space, blocks, divisors, gbs_choices, search
+from perfmodel.planning.search import Space, _smallest, blocks, divisors, gbs_choices, search
 
 
 def _one_by_one(ctx, n_gpus: int, gbs: int) -> list[tuple[Layout, float, bool]]:
@@ -88,3 +88,26 @@ def test_pareto_front_over_gpu_counts() -> None:
 def test_gbs_choices() -> None:
     assert gbs_choices(512) == (128, 192, 256, 384, 512)
     assert gbs_choices(1000) == (256, 384, 512, 768, 1000)
+
+
+def test_smallest_breaks_ties_in_index_order() -> None:
+    """`_smallest` is the first k of a stable sort: of equal values the lowest index wins, on any CPU or numpy
+    build. [1, 2, 0, 0, 1] with k=2 and [2, 2, 0, 0, 2, 1, 0, 0, 0, 1] with k=1 are cases where numpy 2.4's
+    `argpartition`, which `_smallest` used alone before, kept index 3 before index 2."""
+    assert _smallest(np.array([1.0, 2, 0, 0, 1]), 2).tolist() == [2, 3]
+    assert _smallest(np.array([2.0, 2, 0, 0, 2, 1, 0, 0, 0, 1]), 1).tolist() == [2]
+    rng = np.random.default_rng(15)
+    for _ in range(2000):
+        values = rng.integers(0, 4, int(rng.integers(1, 40))).astype(float)
+        values[rng.random(len(values)) < 0.1] = np.nan  # NaN, never a step time, still sorts last
+        k = int(rng.integers(1, len(values) + 2))
+        assert _smallest(values, k).tolist() == np.argsort(values, kind="stable")[:k].tolist()
+
+
+def test_tied_layouts_rank_in_enumeration_order() -> None:
+    """Without data parallelism the ZeRO stages shard nothing: all four price the same, and rank in stage order."""
+    ctx = context_for(Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, precision="fp8"))
+    fixed = {"tp": 8, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "recompute": "none"}
+    found = search(ctx, Space(((8, 8),), fixed), top=3)
+    assert len({f.step_time_s for f in found.top}) == 1
+    assert [f.layout.zero for f in found.top] == [0, 1, 2]

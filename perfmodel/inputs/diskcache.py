@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from perfmodel.inputs.resources import user_folder
@@ -48,7 +47,11 @@ def _private(st: os.stat_result) -> bool:
 
 def write_atomic(directory: Path, path: Path, text: str) -> None:
     """Write the entry through a fresh temporary file (`tempfile`: a random name, created exclusively, so never
-    through a planted link), then rename it into place; a cache that cannot be written is no error."""
+    through a planted link), then rename it into place; a cache that cannot be written is no error. tempfile is
+    imported here: with shutil, random and the compression modules it pulls in, it is ~4 ms of a start that reads
+    the cache and never writes it."""
+    import tempfile
+
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, name = tempfile.mkstemp(dir=directory, prefix=f"{path.stem}-", suffix=".tmp")

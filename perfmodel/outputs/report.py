@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -243,6 +242,8 @@ def to_json(records: Any) -> str:
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
+    import csv  # here: a table or JSON output need not import it at start-up
+
     check_finite(records)
     rows = csv_rows([flatten(r) for r in records])
     out = io.StringIO()

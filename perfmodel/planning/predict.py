@@ -7,11 +7,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
-from perfmodel.inputs.mlperf import Benchmark, Score, get_benchmark, score
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
 from perfmodel.inputs.record import as_dict, replaced
@@ -23,18 +22,12 @@ from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
-from perfmodel.planning.search import (
-    Block,
-    SearchResult,
-    Space,
-    best_layout,
-    blocks,
-    check_size,
-    gbs_choices,
-    pareto_front,
-    search,
-)
 from perfmodel.planning.training import Price, Run, training_run
+
+if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py) or leaves
+    # its layout open (planning/search.py); a prediction of a given layout (the default scenario) needs neither
+    from perfmodel.inputs.mlperf import Benchmark, Score
+    from perfmodel.planning.search import Block, SearchResult, Space
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
 
@@ -232,6 +225,8 @@ class Prediction:
 
     @property
     def benchmark(self) -> Benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark
+
         return get_benchmark(self.scenario.benchmark or "")
 
 
@@ -248,7 +243,11 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
-    bench = get_benchmark(scenario.benchmark).id if scenario.benchmark else None
+    bench = None
+    if scenario.benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark
+
+        bench = get_benchmark(scenario.benchmark).id
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
@@ -373,6 +372,7 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
         chosen: tuple[Layout, int] = ctx.memo[key]
         return chosen
+    from perfmodel.planning.search import Space, best_layout
 
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
@@ -390,6 +390,8 @@ def open_batch_space(
     for 16M tokens per step) and the scenario leaves the batch open, `build(capped=False)`, at the batch that grows
     with the GPU count. Either way the space returned passed `check_size`, and comes with its blocks, enumerated
     once (search it with `sized=True` and them)."""
+    from perfmodel.planning.search import blocks, check_size
+
     space = build(True)
     check_size(ctx, space)  # before enumerating the blocks: a refused search must not cost them
     candidates = blocks(ctx, space)
@@ -457,6 +459,8 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
     mlperf, run = None, None
     if scenario.benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark, score
+
         bench = get_benchmark(scenario.benchmark)
         step_s, eval_batch_s = float(step.step_time_s), float(step.forward_only_s)
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
@@ -545,12 +549,16 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, ca
     """The layouts to search for a scenario: its GPU count (or `gpu_counts`), its global batch or, when the scenario
     leaves it open, the batches of `gbs_choices` around each count's default (capped or not), and the dimensions it
     fixes."""
+    from perfmodel.planning.search import Space, gbs_choices
+
     _refuse_partial_search(scenario)
     points = []
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
         choices = (gbs,) if gbs else gbs_choices(replaced(scenario, n_gpus=n).default_gbs(capped))
         if scenario.benchmark and not gbs:  # an MLPerf benchmark's minimum batch bounds the choices
+            from perfmodel.inputs.mlperf import get_benchmark
+
             low = get_benchmark(scenario.benchmark).min_gbs or 0
             choices = tuple(g for g in choices if g >= low)
         points += [(n, g) for g in choices]
@@ -577,6 +585,8 @@ def search_scenario(
     The vectorised search ranks per token; the best of each (GPU count, global batch) are predicted too, and all are
     ranked by their full prediction, so that an MLPerf benchmark's batch-dependent work is accounted for.
     """
+    from perfmodel.planning.search import pareto_front, search
+
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
     space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))

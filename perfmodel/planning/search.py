@@ -574,12 +574,17 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
 
 
 def _smallest(values: Any, k: int) -> Any:
-    """Indices of the k smallest values, smallest first."""
+    """Indices of the k smallest values, smallest first, equal values in index order: the first k of a stable sort.
+
+    A tie (e.g. ZeRO 1 and ZeRO 2 without data parallelism) goes to the layout enumerated first, the same on every
+    CPU and numpy build; `np.argpartition`, which this used alone, leaves open which of the values equal to the k-th
+    it keeps. Only the values at or under the k-th smallest (and NaNs, sorted last) are sorted, in index order."""
     import numpy as np
 
     if k < len(values):
-        part = np.argpartition(values, k - 1)[:k]
-        return part[np.argsort(values[part], kind="stable")]
+        kth = np.partition(values, k - 1)[k - 1]
+        part = np.flatnonzero(~(values > kth))
+        return part[np.argsort(values[part], kind="stable")[:k]]
     return np.argsort(values, kind="stable")
 
 
