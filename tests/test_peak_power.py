@@ -4,11 +4,12 @@ from dataclasses import replace
 
 import pytest
 
-from perfmodel.inputs.hardware import get_accelerator
+from perfmodel.inputs.hardware import get_accelerator, resolve
 from perfmodel.physics.compute import CLOCK_POWER_EXPONENT, clock_share, op_time, peak_power_share
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.parameters import BY_NAME
 from perfmodel.physics.workload import Op
+from perfmodel.planning.whatif import KNOBS, Setting, apply
 
 H100_W_PER_TFLOPS = 700 / 989.4  # hardware_specs h100-sxm: 700 W, 989.4 dense BF16 TFLOP/s
 
@@ -43,3 +44,24 @@ def test_a_compute_bound_gemm_takes_the_share_and_nothing_else() -> None:
     a100 = get_accelerator("a100-sxm-80gb")
     flat, powered = (replace(DEFAULTS["ampere"], peak_power_exponent=x, kernel_overhead_us=0.0) for x in (0.0, 0.3))
     assert op_time(op, a100, flat) / op_time(op, a100, powered) == pytest.approx(peak_power_share(a100, powered))
+
+
+def test_each_format_reads_its_own_peak_in_bf16_equivalent_operations() -> None:
+    # An FP8 operation is half a BF16 one in power (the rate per clock doubles per halving of the width), so where
+    # FP8 = 2x BF16 (H100, GB300) the FP8 share is the BF16 one; GB300's NVFP4 is 15,000 TFLOP/s, 6x its BF16
+    # (hardware_specs), so its BF16-equivalent FP4 peak needs 1.5x the power: 1,400 W / 3,750.
+    eff = replace(DEFAULTS["blackwell-ultra"], peak_power_exponent=0.3)
+    gb300, h100 = get_accelerator("gb300"), get_accelerator("h100-sxm")
+    assert peak_power_share(gb300, eff, "fp8") == pytest.approx(peak_power_share(gb300, eff, "bf16"))
+    assert peak_power_share(h100, eff, "fp8") == pytest.approx(1.0, abs=1e-4)
+    assert peak_power_share(gb300, eff, "fp4") == pytest.approx((1400 / (15000 / 4) / H100_W_PER_TFLOPS) ** 0.3)
+
+
+def test_a_what_if_peak_in_one_format_leaves_the_others_shares() -> None:
+    # Twice the BF16 peak at the same board power delivers 2^(1 - beta) of the BF16 rate and leaves FP8's share.
+    eff = replace(DEFAULTS["blackwell"], peak_power_exponent=0.3)
+    hw = resolve("b200")
+    faster = apply(hw, [Setting(KNOBS["bf16_tflops"], 2.0, multiplier=True)]).accelerator
+    before, after = (a.peak_flops("bf16") * peak_power_share(a, eff) for a in (hw.accelerator, faster))
+    assert after / before == pytest.approx(2**0.7)
+    assert peak_power_share(faster, eff, "fp8") == pytest.approx(peak_power_share(hw.accelerator, eff, "fp8"))

@@ -136,7 +136,7 @@ class _SymbolicEfficiency:
         self.grouped_gemm = S("eta_grouped")
         self.legacy_group_s = S("t_group")
         self.delayed_scaling = S("d_delayed")
-        self.peak_power_exponent = 0.0
+        self.peak_power_exponent = 0
 
     def gemm(self, fmt: str) -> sympy.Symbol:
         return S(f"eta_{fmt}")

@@ -28,6 +28,9 @@ CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
 PEAK_POWER_CENTRE_W_PER_TFLOPS = 700 / 989.4
 """Board watts per dense BF16 TFLOP/s at which `peak_power_share` is 1: the H100 SXM's (hardware_specs), so the
 vendor GEMM shares keep describing an H100-like power budget."""
+BF16_OPS_PER_OP = {"bf16": 1.0, "fp8": 0.5, "fp4": 0.25}
+"""BF16 operations one operation of a format stands for in power: the tensor cores' rate per clock doubles with each
+halving of the operand width (parameters.FORMAT_SHARE), at about the same energy per clock."""
 TILES = ((128, 256), (256, 128), (128, 128))
 TILE_SIDES = (128, 256)
 
@@ -45,22 +48,26 @@ def clock_share(acc: Accelerator) -> float:
     return (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
 
 
-def peak_power_share(acc: Accelerator, eff: Efficiency) -> Number:
-    """Delivered share of the datasheet peak across generations, relative to a part with the H100's watts per peak
-    FLOP/s, (W/TFLOP/s / centre)^beta, beta = `eff.peak_power_exponent`, read from the silicon's top-power variant
-    (same-silicon variants differ by `clock_share`). A labelled assumption extending clock_share's f ~ P^0.63 across
-    generations: a part whose peak needs more power than its cap sustains delivers less of it (A100 1.28 W per
-    TFLOP/s, H100 0.71, GB300 0.56). beta < 0.63 because newer process nodes spend less energy per FLOP, which the
-    ratio of board power to peak does not see."""
+def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Number:
+    """Delivered share of a format's datasheet peak across generations, relative to a part with the H100's board
+    watts per peak BF16 TFLOP/s: (W per BF16-equivalent peak TFLOP/s / centre)^beta, beta = `eff.peak_power_exponent`,
+    read from the silicon's top-power variant (same-silicon variants differ by `clock_share`). A labelled assumption
+    extending clock_share's f ~ P^0.63 across generations: a part whose peak needs more power than its cap sustains
+    delivers less of it (A100 1.28 W per TFLOP/s, H100 0.71, GB300 0.56; GB300's FP4, 6x its BF16 rather than 4x,
+    0.37). beta < 0.63 because newer process nodes spend less energy per FLOP, which board power over peak does not
+    see. Per format, so that a higher peak in one format never slows another's GEMMs."""
     top = acc.power_reference or acc
-    return (top.power_w.value / top.bf16_tflops.value / PEAK_POWER_CENTRE_W_PER_TFLOPS) ** eff.peak_power_exponent
+    format_ratio = acc.peak_flops(fmt) / acc.peak_flops("bf16")
+    bf16_equivalent_tflops = top.bf16_tflops.value * format_ratio * BF16_OPS_PER_OP[fmt]
+    w_per_tflops = top.power_w.value / bf16_equivalent_tflops
+    return (w_per_tflops / PEAK_POWER_CENTRE_W_PER_TFLOPS) ** eff.peak_power_exponent
 
 
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part: its
     vendor library's fitted share times the part's power share. Attention is not scaled: its kernel shares are
     per-family measurements (efficiency.DEFAULTS), taken on the part itself."""
-    return eff.gemm(fmt) * peak_power_share(acc, eff)
+    return eff.gemm(fmt) * peak_power_share(acc, eff, fmt)
 
 
 def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
