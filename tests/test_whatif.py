@@ -9,6 +9,7 @@ from conftest import run_cli
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics.calibration import bundled
 from perfmodel.physics.topology import tiers
 from perfmodel.planning.predict import for_layout, predict
 from perfmodel.planning.sensitivity import sensitivity
@@ -91,7 +92,10 @@ def test_elasticities_match_direct_finite_differences() -> None:
     down = predict(fixed, hardware=apply(hw, [parse_setting(f"hbm_tbps=x{1 / 1.1!r}")])).step_time_s
     assert by_name["hbm_tbps"].fixed_layout == pytest.approx(math.log(up / down) / (2 * math.log(1.1)))
     compute = by_name["fp8_tflops"].fixed_layout + by_name["bf16_tflops"].fixed_layout
-    assert -1 < compute < -0.5  # an 8B model on 16 H100s is mostly bound by its GEMMs and attention
+    # An 8B model on 16 H100s is mostly bound by its GEMMs and attention; a higher peak at the same board power
+    # delivers peak^(1 - beta) on GEMMs (compute.peak_power_share), so "mostly" is half of that.
+    beta = bundled().efficiency("hopper").peak_power_exponent
+    assert -1 < compute < -0.5 * (1 - beta)
     assert by_name["collective_step_us"].fixed_layout >= 0  # more latency never speeds a step up
     magnitudes = [max(abs(e.fixed_layout), abs(e.best_layout or 0)) for e in result.elasticities]
     assert magnitudes == sorted(magnitudes, reverse=True)

@@ -20,7 +20,7 @@ import sympy
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
-from perfmodel.physics.compute import clock_share, grouped_efficiency, op_time, wave_efficiency
+from perfmodel.physics.compute import clock_share, gemm_share, grouped_efficiency, op_time, wave_efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import bubble_fraction, exposed
 from perfmodel.physics.step import (
@@ -121,6 +121,7 @@ class _SymbolicAccelerator:
         self.hbm_bytes_per_s = S("BW_mem")
         self.sfu_texp_per_s = None if acc.sfu_texp_per_s is None else _Figure(S("R_exp") / 1e12)
         self.power_reference = None  # P_fmt stands for the peak delivered at the sustained clock (clock_share)
+        self.power_w = self.bf16_tflops = _Figure(1.0)  # eta_fmt holds the power share (compute.gemm_share)
 
     def peak_flops(self, fmt: str) -> sympy.Symbol:
         return S(f"P_{fmt}")
@@ -135,6 +136,7 @@ class _SymbolicEfficiency:
         self.grouped_gemm = S("eta_grouped")
         self.legacy_group_s = S("t_group")
         self.delayed_scaling = S("d_delayed")
+        self.peak_power_exponent = 0
 
     def gemm(self, fmt: str) -> sympy.Symbol:
         return S(f"eta_{fmt}")
@@ -154,7 +156,7 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
         figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
         if figure is not None:
             values[S(f"P_{fmt}")] = figure.value * 1e12 * clock_share(acc)
-            values[S(f"eta_{fmt}")] = eff.gemm(fmt)
+            values[S(f"eta_{fmt}")] = gemm_share(acc, eff, fmt)
     return values
 
 

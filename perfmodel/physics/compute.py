@@ -25,6 +25,12 @@ CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
 """Sustained GEMM clock against board power, f ~ P^0.63, from the one sourced same-silicon pair: AMD ROCm blog
 "Measuring Max-Achievable FLOPs - Part 2" (rocm-blogs), median BF16 GEMM clock MI300X (750 W) 1,207 MHz, MI325X
 (1,000 W) 1,447 MHz."""
+PEAK_POWER_CENTRE_W_PER_TFLOPS = 700 / 989.4
+"""Board watts per dense BF16 TFLOP/s at which `peak_power_share` is 1: the H100 SXM's (hardware_specs), so the
+vendor GEMM shares keep describing an H100-like power budget."""
+BF16_OPS_PER_OP = {"bf16": 1.0, "fp8": 0.5, "fp4": 0.25}
+"""BF16 operations one operation of a format stands for in power: the tensor cores' rate per clock doubles with each
+halving of the operand width (parameters.FORMAT_SHARE), at about the same energy per clock."""
 TILES = ((128, 256), (256, 128), (128, 128))
 TILE_SIDES = (128, 256)
 
@@ -40,6 +46,28 @@ def clock_share(acc: Accelerator) -> float:
     if ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
         return acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
     return (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
+
+
+def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Number:
+    """Delivered share of a format's datasheet peak across generations, relative to a part with the H100's board
+    watts per peak BF16 TFLOP/s: (W per BF16-equivalent peak TFLOP/s / centre)^beta, beta = `eff.peak_power_exponent`,
+    read from the silicon's top-power variant (same-silicon variants differ by `clock_share`). A labelled assumption
+    extending clock_share's f ~ P^0.63 across generations: a part whose peak needs more power than its cap sustains
+    delivers less of it (A100 1.28 W per TFLOP/s, H100 0.71, GB300 0.56; GB300's FP4, 6x its BF16 rather than 4x,
+    0.37). beta < 0.63 because newer process nodes spend less energy per FLOP, which board power over peak does not
+    see. Per format, so that a higher peak in one format never slows another's GEMMs."""
+    top = acc.power_reference or acc
+    format_ratio = acc.peak_flops(fmt) / acc.peak_flops("bf16")
+    bf16_equivalent_tflops = top.bf16_tflops.value * format_ratio * BF16_OPS_PER_OP[fmt]
+    w_per_tflops = top.power_w.value / bf16_equivalent_tflops
+    return (w_per_tflops / PEAK_POWER_CENTRE_W_PER_TFLOPS) ** eff.peak_power_exponent
+
+
+def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
+    """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part: its
+    vendor library's fitted share times the part's power share. Attention is not scaled: its kernel shares are
+    per-family measurements (efficiency.DEFAULTS), taken on the part itself."""
+    return eff.gemm(fmt) * peak_power_share(acc, eff, fmt)
 
 
 def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
@@ -71,12 +99,13 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
     if op.kind == "memory":
         return memory_s + overhead_s
     if op.kind == "gemm":
-        rate = acc.peak_flops(op.fmt) * clock_share(acc) * eff.gemm(op.fmt) * wave_efficiency(op.m, op.n, acc.sms.value)
+        share = gemm_share(acc, eff, op.fmt)
+        rate = acc.peak_flops(op.fmt) * clock_share(acc) * share * wave_efficiency(op.m, op.n, acc.sms.value)
         return maximum(op.flops / rate, memory_s) + overhead_s
     if op.kind == "grouped_gemm":
         peak = acc.peak_flops(op.fmt) * clock_share(acc)
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
-        rate = peak * eff.gemm(op.fmt) * eff.grouped_gemm * tiles
+        rate = peak * gemm_share(acc, eff, op.fmt) * eff.grouped_gemm * tiles
         return maximum(op.flops / rate, memory_s) + overhead_s + op.groups * eff.legacy_group_s
     return maximum(attention_core_s(op, acc, eff), memory_s) + overhead_s
 

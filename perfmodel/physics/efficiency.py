@@ -94,6 +94,10 @@ class Efficiency:
     software_gain_per_year: float = 1.0
     """Throughput gain per year of software releases at fixed hardware and layout (kernels, overlap, fusions): the
     Megatron-Bridge tables show the same run getting faster container by container."""
+    peak_power_exponent: float = 0.3
+    """Exponent beta of the delivered share of peak on board watts per peak FLOP/s across generations
+    (compute.peak_power_share). Prior: about half the same-silicon clock exponent 0.63 (compute.CLOCK_POWER_EXPONENT),
+    the rest of a newer part's higher peak per watt taken as lower energy per FLOP; fitted, shared by all families."""
     straggler_cv: float = 0.005
     """Spread (coefficient of variation) of one rank's compute time per step in lock-step training: thermal and
     power-cap clock drift, HBM refresh, OS and NCCL proxy noise. A step waits for the slowest of N ranks, whose

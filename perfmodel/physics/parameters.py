@@ -197,6 +197,15 @@ TABLE: tuple[Parameter, ...] = (
     _generation(
         "attention_generation", "attention", 0.15, "the family's rows: its attention kernels against its vendor's"
     ),
+    Parameter(
+        "peak_power_exponent",
+        "peak_power_exponent",
+        "shared",
+        (0.01, 0.63),
+        0.5,
+        "every row: the families' delivered share of peak against their board watts per peak FLOP/s (upper bound: "
+        "the same-silicon clock exponent, compute.CLOCK_POWER_EXPONENT)",
+    ),
     Parameter("memory", "memory", "shared", (0.5, 0.9), 0.3, "every row (norms, activations, casts, optimizer)"),
     _generation(
         "memory_generation", "memory", 0.1, "the family's rows: its HBM against the shared streaming efficiency"

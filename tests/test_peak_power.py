@@ -1,0 +1,67 @@
+"""Delivered share of peak across generations: a part's GEMMs follow its board watts per peak FLOP/s."""
+
+from dataclasses import replace
+
+import pytest
+
+from perfmodel.inputs.hardware import get_accelerator, resolve
+from perfmodel.physics.compute import CLOCK_POWER_EXPONENT, clock_share, op_time, peak_power_share
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.parameters import BY_NAME
+from perfmodel.physics.workload import Op
+from perfmodel.planning.whatif import KNOBS, Setting, apply
+
+H100_W_PER_TFLOPS = 700 / 989.4  # hardware_specs h100-sxm: 700 W, 989.4 dense BF16 TFLOP/s
+
+
+def test_the_share_is_the_power_law_of_watts_per_peak_flops_against_the_h100() -> None:
+    eff = replace(DEFAULTS["ampere"], peak_power_exponent=0.3)
+    # A100 SXM: 400 W, 312 TFLOP/s (hardware_specs): 1.28 W per TFLOP/s against the H100's 0.71.
+    a100 = get_accelerator("a100-sxm-80gb")
+    assert peak_power_share(a100, eff) == pytest.approx((400 / 312 / H100_W_PER_TFLOPS) ** 0.3)
+    assert peak_power_share(get_accelerator("h100-sxm"), eff) == 1.0
+    # B200 and GB200 read GB300's (1,400 W, 2,500 TFLOP/s): their lower board power is the same-silicon clock_share.
+    for part in ("b200", "gb200", "gb300"):
+        assert peak_power_share(get_accelerator(part), eff) == pytest.approx((1400 / 2500 / H100_W_PER_TFLOPS) ** 0.3)
+    assert peak_power_share(a100, replace(eff, peak_power_exponent=0.0)) == 1.0
+
+
+def test_at_its_upper_bound_the_law_is_the_measured_same_silicon_clock_ratio() -> None:
+    # The exponent's bound is the same-silicon clock exponent: AMD ROCm blog "Measuring Max-Achievable FLOPs -
+    # Part 2" (rocm-blogs), median BF16 GEMM clocks MI300X (750 W) 1,207 MHz and MI325X (1,000 W) 1,447 MHz. An
+    # MI300X priced as a part of its own (no power reference) at that exponent runs at the measured ratio.
+    assert BY_NAME["peak_power_exponent"].bounds[1] == pytest.approx(CLOCK_POWER_EXPONENT, abs=0.005)
+    eff = replace(DEFAULTS["cdna3"], peak_power_exponent=CLOCK_POWER_EXPONENT)
+    mi300x, mi325x = get_accelerator("mi300x"), get_accelerator("mi325x")
+    alone = replace(mi300x, power_reference=None)
+    assert peak_power_share(alone, eff) / peak_power_share(mi325x, eff) == pytest.approx(1207 / 1447)
+    assert clock_share(mi300x) == pytest.approx(1207 / 1447)  # the same ratio where the pair is declared
+
+
+def test_a_compute_bound_gemm_takes_the_share_and_nothing_else() -> None:
+    # 8192^3 BF16 GEMM: whole waves are not needed; the share divides the rate, so time scales by its inverse.
+    op = Op("gemm", "gemm", flops=2 * 8192**3, bytes=3 * 2 * 8192**2, m=8192, n=8192, fmt="bf16")
+    a100 = get_accelerator("a100-sxm-80gb")
+    flat, powered = (replace(DEFAULTS["ampere"], peak_power_exponent=x, kernel_overhead_us=0.0) for x in (0.0, 0.3))
+    assert op_time(op, a100, flat) / op_time(op, a100, powered) == pytest.approx(peak_power_share(a100, powered))
+
+
+def test_each_format_reads_its_own_peak_in_bf16_equivalent_operations() -> None:
+    # An FP8 operation is half a BF16 one in power (the rate per clock doubles per halving of the width), so where
+    # FP8 = 2x BF16 (H100, GB300) the FP8 share is the BF16 one; GB300's NVFP4 is 15,000 TFLOP/s, 6x its BF16
+    # (hardware_specs), so its BF16-equivalent FP4 peak needs 1.5x the power: 1,400 W / 3,750.
+    eff = replace(DEFAULTS["blackwell-ultra"], peak_power_exponent=0.3)
+    gb300, h100 = get_accelerator("gb300"), get_accelerator("h100-sxm")
+    assert peak_power_share(gb300, eff, "fp8") == pytest.approx(peak_power_share(gb300, eff, "bf16"))
+    assert peak_power_share(h100, eff, "fp8") == pytest.approx(1.0, abs=1e-4)
+    assert peak_power_share(gb300, eff, "fp4") == pytest.approx((1400 / (15000 / 4) / H100_W_PER_TFLOPS) ** 0.3)
+
+
+def test_a_what_if_peak_in_one_format_leaves_the_others_shares() -> None:
+    # Twice the BF16 peak at the same board power delivers 2^(1 - beta) of the BF16 rate and leaves FP8's share.
+    eff = replace(DEFAULTS["blackwell"], peak_power_exponent=0.3)
+    hw = resolve("b200")
+    faster = apply(hw, [Setting(KNOBS["bf16_tflops"], 2.0, multiplier=True)]).accelerator
+    before, after = (a.peak_flops("bf16") * peak_power_share(a, eff) for a in (hw.accelerator, faster))
+    assert after / before == pytest.approx(2**0.7)
+    assert peak_power_share(faster, eff, "fp8") == pytest.approx(peak_power_share(hw.accelerator, eff, "fp8"))
