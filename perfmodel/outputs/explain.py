@@ -271,7 +271,8 @@ def _compute_shares(rows: list[OpRow], kernel_s: float) -> dict[str, float]:
 
 
 def _link_shares(links: GroupLinks, size_bytes: float) -> dict[str, float]:
-    """Scale-up and scale-out shares of a group's collective: the phase inside the domain and the one across."""
+    """Scale-up and scale-out shares of a group's collective: the scale-up hop alone, and what the NIC hop adds (its
+    latency, and its data where it is the slower hop)."""
     total = reduce_scatter(size_bytes, links)
     if total <= 0:
         return {"scale-up": 1.0}
