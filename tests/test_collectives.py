@@ -38,12 +38,32 @@ def test_group_of_one_costs_nothing() -> None:
 
 
 def test_group_across_nodes_is_hierarchical() -> None:
-    # DP of 16 at stride 4 (TP 4): 2 ranks per node, 8 nodes; across nodes each rank moves half the data.
+    # DP of 16 at stride 4 (TP 4): 2 ranks per node, 8 nodes; across nodes each rank moves half the data. NCCL's
+    # ring pipelines the NVLink and NIC hops: both latencies add, the data moves at the slower (NIC) hop's pace.
     g = group_links(H100, EFF, 16, 4)
     assert (g.per_domain, g.domains) == (2, 8)
-    intra = 1 * (H100.scaleup_latency_s + H100.step_latency_s) + 1 / 2 * S / _nvlink_bw()
-    inter = 7 * (H100.across_leaf.latency_s + H100.step_latency_s) + 7 / 8 * (S / 2) / _nic_bw()
-    assert reduce_scatter(S, g) == pytest.approx(CALL + intra + inter)
+    latency = 1 * g.intra_latency_s + 7 * g.inter_latency_s
+    nic_data = 7 / 8 * (S / 2) / _nic_bw()
+    assert nic_data > 1 / 2 * S / _nvlink_bw()
+    assert reduce_scatter(S, g) == pytest.approx(CALL + latency + nic_data)
+
+
+def test_full_node_dp_group_is_not_priced_twice() -> None:
+    # DP of 32 at stride 1 (TP 1): 8 ranks per node, 4 nodes. The NVLink hop carries 7/8 S and the NIC hop 3/4 of
+    # S/8; one pipelined ring costs the slower of the two, not their sum (NCCL tuning.cc: ring bus bandwidth).
+    g = group_links(H100, EFF, 32, 1)
+    assert (g.per_domain, g.domains) == (8, 4)
+    latency = 7 * g.intra_latency_s + 3 * g.inter_latency_s
+    nvlink, nic = 7 / 8 * S / _nvlink_bw(), 3 / 4 * S / 8 / _nic_bw()
+    assert reduce_scatter(S, g) == pytest.approx(CALL + latency + max(nvlink, nic))
+    # All-reduce: NVLink SHARP inside (2 latencies, S once) and across a ring (6 steps, 2 x 3/4 of S/8) or a tree
+    # (2 log2 4 steps, 2 x S/8), whichever is faster; again the two overlap.
+    inside = (2 * g.intra_latency_s, S / _nvlink_bw())
+    ring = (6 * g.inter_latency_s, 2 * nic)
+    tree = (4 * g.inter_latency_s, 2 * S / 8 / _nic_bw())
+    assert not H100.scaleout_in_network_reduction
+    across = min(ring, tree, key=sum)
+    assert all_reduce(S, g, H100) == pytest.approx(CALL + inside[0] + across[0] + max(inside[1], across[1]))
 
 
 def test_one_rank_per_node_goes_over_its_nic() -> None:

@@ -151,3 +151,17 @@ def test_mlperf_row_naming_no_container_spans_its_round_and_family_releases() ->
     runs = {r.id: r for r in bundled_runs()[0]}
     assert runs["mlperf:v5.0/Oracle/64xBM.GPU.H200.8"].releases == spans[("v5.0", "hopper")]
     assert runs["mlperf:v5.0/NVIDIA/nyx_n1_ngc25.04_nemo"].releases is None  # names its container
+
+
+def test_amd_mi300x_lora_rows_recompute_as_their_config() -> None:
+    # stack_notes.md: AMD's MI300X LoRA config (training_results_v5.0 AMD/benchmarks/llama2_70b_lora/implementations/
+    # MI300X_EPYC_9575F_pytorch/config_MI300X_1x8x1.sh) recomputes 21 of 80 layers, ACG=full ACM=block ACL=21; its
+    # MI325X config recomputes none; MangoBoost's MI300X rows run LLMBoost, not AMD's implementation.
+    runs = {r.id: r for r in bundled_runs()[0]}
+    mi300x = runs["mlperf:v5.0/AMD/MI300X_EPYC_9575F_pytorch"].scenario["parallelism"]
+    assert (mi300x["recompute"], mi300x["recompute_layers"]) == ("full", 21)
+    for partner in ("mlperf:v5.0/Dell/1xXE9680x8MI300X", "mlperf:v5.0/Oracle/1xBM.GPU.MI300X.8"):
+        assert runs[partner].scenario["parallelism"]["recompute_layers"] == 21
+        assert any("assumed for this partner" in a for a in runs[partner].assumptions)
+    for other in ("mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch", "mlperf:v5.0/MangoBoost/MI300X-LLMBoost-GPUBoost-1node"):
+        assert "recompute" not in runs[other].scenario["parallelism"]

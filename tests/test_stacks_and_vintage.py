@@ -1,15 +1,21 @@
 """Software-stack profiles and the software-vintage axis: what a stack and a release change in a prediction."""
 
+from dataclasses import replace
+
 import pytest
 from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import bundled_runs, reference_vintage, vintage_years
+from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.stacks import STACKS, get_stack, stack_recipe
 from perfmodel.physics import calibration as cal
-from perfmodel.physics.efficiency import REFERENCE_VINTAGE, years_between
+from perfmodel.physics.compute import op_time
+from perfmodel.physics.efficiency import DEFAULTS, REFERENCE_VINTAGE, years_between
+from perfmodel.physics.workload import Op
+from perfmodel.planning.predict import predict as planned
 
 
 def test_llm_foundry_rows_run_on_the_composer_stack() -> None:
@@ -64,10 +70,27 @@ def test_an_older_vintage_is_slower_by_the_fitted_trend() -> None:
     scenario = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "precision": "bf16"}
     scenario |= {"tp": 1, "pp": 1, "cp": 1, "mbs": 1, "gbs": 64}
     now = perfmodel.predict(**scenario)
-    older = perfmodel.predict(**scenario, vintage="2024-06")
-    years = years_between("2024-06", reference)
-    assert float(older.step.step_time_s) == pytest.approx(float(now.step.step_time_s) * gain**years, rel=1e-9)
     assert perfmodel.predict(**scenario, vintage=reference).step.step_time_s == pytest.approx(now.step.step_time_s)
+    # With no fusion trend the whole step scales by gain**years; with one, its memory-bound kernels slow further.
+    years = years_between("2024-06", reference)
+    older = replace(calibration.efficiency("hopper", vintage="2024-06"), fusion_gain_per_year=1.0)
+    at = perfmodel.load_scenario(**scenario)
+    step = {g: planned(at, replace(older, fusion_gain_per_year=g)).step.step_time_s for g in (1.0, 1.2)}
+    today = planned(at, replace(older, vintage_years=0.0)).step.step_time_s
+    assert step[1.0] == pytest.approx(today * gain**years, rel=1e-9)
+    assert step[1.2] > step[1.0] * 1.001
+
+
+def test_an_older_release_moves_more_bytes_in_its_memory_bound_kernels() -> None:
+    # compute.op_time: a memory-bound kernel of a release y years old takes fusion_gain_per_year**y of today's
+    # streaming time (plus its fixed overhead); a GEMM's time does not move.
+    acc = get_accelerator("h100-sxm")
+    eff = replace(DEFAULTS["hopper"], fusion_gain_per_year=1.3, vintage_years=2.0)
+    norm = Op("norm", "memory", 0, 1e9)
+    streaming = 1e9 / (acc.hbm_bytes_per_s * eff.memory)
+    assert op_time(norm, acc, eff) == pytest.approx(streaming * 1.3**2 + eff.kernel_overhead_us * 1e-6)
+    gemm = Op("fc1", "gemm", 2 * 8192**3, 3 * 8192**2 * 2, "bf16", 8192, 8192)
+    assert op_time(gemm, acc, eff) == op_time(gemm, acc, replace(eff, vintage_years=0.0))
 
 
 def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:

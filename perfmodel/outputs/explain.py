@@ -128,8 +128,9 @@ class _SymbolicAccelerator:
 
 
 class _SymbolicEfficiency:
-    def __init__(self) -> None:
+    def __init__(self, unfused: bool) -> None:
         self.memory = S("eta_mem")
+        self.unfused_factor = S("f_unfused") if unfused else 1  # a release older than the reference vintage
         self.kernel_overhead_us = S("kappa") * 1e6
         self.attention_fwd = S("eta_attn_fwd")
         self.attention_bwd = S("eta_attn_bwd")
@@ -147,6 +148,8 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     values = {S("BW_mem"): acc.hbm_bytes_per_s, S("eta_mem"): eff.memory, S("kappa"): eff.kernel_overhead_us * 1e-6}
     values |= {S("eta_attn_fwd"): eff.attention_fwd, S("eta_attn_bwd"): eff.attention_bwd}
     values[S("d_delayed")] = float(eff.delayed_scaling)
+    if float(eff.unfused_factor) != 1:
+        values[S("f_unfused")] = float(eff.unfused_factor)
     if acc.sfu_texp_per_s is not None:
         values[S("R_exp")] = acc.sfu_texp_per_s.value * 1e12
     if ctx.model.is_moe:
@@ -163,7 +166,8 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
 def _op_formula(op: Op, ctx: Context) -> Any:
     """compute.op_time on symbols; a GEMM's wave-quantisation efficiency (a number there) becomes the symbol w."""
     symbolic = op._replace(flops=S("F") if op.flops else 0, bytes=S("B"), exps=S("E") if op.exps else 0)
-    acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency()
+    unfused = float(ctx.efficiency.unfused_factor) != 1
+    acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency(unfused)
     formula = tidy(op_time(symbolic, acc, eff))  # type: ignore[arg-type]
     tiled = op.kind in ("gemm", "grouped_gemm")
     return formula.xreplace({f: 1 / S("w") for f in formula.atoms(sympy.Float)}) if tiled else formula
@@ -247,6 +251,7 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
         "eta_grouped": ("", "grouped expert GEMMs' share of a dense GEMM's efficiency (MoE stage of the fit)"),
         "t_group": ("s", "per local expert of a grouped GEMM, in releases before the grouped kernel (0 from 26.06)"),
         "d_delayed": ("", "1 where the release ran FP8 with delayed scaling (no amax pass: before 25.09), else 0"),
+        "f_unfused": ("", "memory-bound time of this older release over today's (fewer fused passes)"),
     }
     quantities = []
     for symbol, value in _roofline_values(ctx).items():
@@ -273,7 +278,8 @@ def _compute_shares(rows: list[OpRow], kernel_s: float) -> dict[str, float]:
 
 
 def _link_shares(links: GroupLinks, size_bytes: float) -> dict[str, float]:
-    """Scale-up and scale-out shares of a group's collective: the phase inside the domain and the one across."""
+    """Scale-up and scale-out shares of a group's collective: the scale-up hop alone, and what the NIC hop adds (its
+    latency, and its data where it is the slower hop)."""
     total = reduce_scatter(size_bytes, links)
     if total <= 0:
         return {"scale-up": 1.0}

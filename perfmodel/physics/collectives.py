@@ -1,11 +1,19 @@
 """Cost of NCCL-style collectives on a group of ranks placed on the system (alpha-beta model).
 
 A group of `size` ranks at `stride` in Megatron order fills k = min(size, ranks_per_domain / stride) slots of each
-scale-up domain and spans m = size / k domains. Collectives run hierarchically: a phase inside each domain over the
-scale-up links, then a phase across domains over the NICs carrying 1/k of the data per rank (each of the k ranks
-uses its own NIC, which is what a rail-optimised fabric is built for). A ring phase over n ranks costs
-(n-1) steps of latency and moves (n-1)/n of the data through each rank's link; in-network reduction (NVLink SHARP,
-InfiniBand SHARP) lets an all-reduce move the data once instead of twice.
+scale-up domain and spans m = size / k domains. Each rank's data crosses two kinds of hop: the scale-up links inside
+a domain, and the NICs across domains, which carry 1/k of the data per rank (each of the k ranks uses its own NIC,
+which is what a rail-optimised fabric is built for). A ring over n ranks takes (n-1) steps of latency and moves
+(n-1)/n of the data through each rank's link; in-network reduction (NVLink SHARP, InfiniBand SHARP) lets an
+all-reduce move the data once instead of twice.
+
+The two hops run at once, not one after the other: NCCL's ring (and its tree) is one pipeline through every rank, in
+which each chunk's NVLink and NIC hops overlap with other chunks', so its bus bandwidth is the slower hop's. NCCL's
+own cost model (src/graph/tuning.cc) prices a multi-node ring at nChannels x the inter-node bandwidth, and its
+latency as the intra-node steps' plus the inter-node steps' (recalled from the public source, not a stored copy:
+labelled). Adding a scale-up phase's time to the NIC phase's, as a two-phase hierarchical algorithm would, prices
+a DP group of k ranks per node up to twice too slowly on the data (k = 8 on H100: 7/8 S over 360 GB/s of NVLink
+against S/8 over 45 GB/s of NIC).
 """
 
 from __future__ import annotations
@@ -57,15 +65,22 @@ def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> 
 
 def _ring(ranks: Number, size_bytes: Number, bytes_per_s: Number, latency_s: Number) -> Number:
     """One ring reduce-scatter or all-gather phase: (n-1) steps, (n-1)/n of the data through each link."""
+    return (ranks - 1) * latency_s + _ring_data(ranks, size_bytes, bytes_per_s)
+
+
+def _ring_data(ranks: Number, size_bytes: Number, bytes_per_s: Number) -> Number:
+    """The data term of a ring phase: (n-1)/n of the data through each link."""
     safe_bw = maximum(bytes_per_s, 1.0)  # a one-rank phase has no link and moves nothing
-    return (ranks - 1) * latency_s + (ranks - 1) / ranks * size_bytes / safe_bw
+    return (ranks - 1) / ranks * size_bytes / safe_bw
 
 
 def reduce_scatter(size_bytes: Number, g: GroupLinks) -> Number:
-    """Reduce-scatter of `size_bytes` (the full tensor) so each rank ends with size/n; all-gather costs the same."""
-    intra = _ring(g.per_domain, size_bytes, g.intra_bytes_per_s, g.intra_latency_s)
-    inter = _ring(g.domains, size_bytes / g.per_domain, g.inter_bytes_per_s, g.inter_latency_s)
-    return _call_latency(g) + intra + inter
+    """Reduce-scatter of `size_bytes` (the full tensor) so each rank ends with size/n; all-gather costs the same.
+    Both hops' latencies add up; their data moves at the slower hop's pace (one pipelined ring)."""
+    latency = (g.per_domain - 1) * g.intra_latency_s + (g.domains - 1) * g.inter_latency_s
+    intra = _ring_data(g.per_domain, size_bytes, g.intra_bytes_per_s)
+    inter = _ring_data(g.domains, size_bytes / g.per_domain, g.inter_bytes_per_s)
+    return _call_latency(g) + latency + maximum(intra, inter)
 
 
 def _call_latency(g: GroupLinks) -> Number:
@@ -77,22 +92,38 @@ all_gather = reduce_scatter
 
 
 def all_reduce(size_bytes: Number, g: GroupLinks, tiers: Tiers) -> Number:
-    """Hierarchical all-reduce: reduce-scatter and all-gather in the domain, all-reduce of 1/k across domains.
+    """Hierarchical all-reduce: reduce-scatter and all-gather in the domain, all-reduce of 1/k across domains, the
+    two pipelined as in `reduce_scatter` (latencies add, the data moves at the slower hop's pace).
 
     Across domains NCCL picks the faster of a ring and a double binary tree (log-depth latency); in-network reduction
     replaces a reduce-scatter + all-gather pair by one pass of the data.
     """
-    intra_pair = 2 * _ring(g.per_domain, size_bytes, g.intra_bytes_per_s, g.intra_latency_s)
+    k, d = g.per_domain, g.domains
+    inside, across = k > 1, d > 1
+    intra_options = [(2 * (k - 1) * g.intra_latency_s, 2 * _ring_data(k, size_bytes, g.intra_bytes_per_s))]
     if tiers.scaleup_in_network_reduction:
-        in_switch = 2 * g.intra_latency_s + size_bytes / maximum(g.intra_bytes_per_s, 1.0)
-        intra_pair = where(g.per_domain > 1, minimum(intra_pair, in_switch), 0.0)
-    share = size_bytes / g.per_domain
-    ring = 2 * _ring(g.domains, share, g.inter_bytes_per_s, g.inter_latency_s)
-    tree = 2 * log2(g.domains) * g.inter_latency_s + 2 * share / g.inter_bytes_per_s
-    inter = where(g.domains > 1, minimum(ring, tree), 0.0)
+        in_switch = size_bytes / maximum(g.intra_bytes_per_s, 1.0)
+        intra_options.append((where(inside, 2 * g.intra_latency_s, 0.0), where(inside, in_switch, 0.0)))
+    share = size_bytes / k
+    once, twice = share / g.inter_bytes_per_s, 2 * share / g.inter_bytes_per_s
+    inter_options = [
+        (2 * (d - 1) * g.inter_latency_s, 2 * _ring_data(d, share, g.inter_bytes_per_s)),
+        (2 * log2(d) * g.inter_latency_s, where(across, twice, 0.0)),  # double binary tree
+    ]
     if tiers.scaleout_in_network_reduction:
-        inter = where(g.domains > 1, minimum(inter, 2 * g.inter_latency_s + share / g.inter_bytes_per_s), 0.0)
-    return _call_latency(g) + intra_pair + inter
+        inter_options.append((where(across, 2 * g.inter_latency_s, 0.0), where(across, once, 0.0)))
+    intra_latency, intra_data = _fastest(intra_options)
+    inter_latency, inter_data = _fastest(inter_options)
+    return _call_latency(g) + intra_latency + inter_latency + maximum(intra_data, inter_data)
+
+
+def _fastest(options: list[tuple[Number, Number]]) -> tuple[Number, Number]:
+    """(latency, data time) of the algorithm with the least total of the two: NCCL's choice per call."""
+    latency, data = options[0]
+    for other_latency, other_data in options[1:]:
+        faster = other_latency + other_data < latency + data
+        latency, data = where(faster, other_latency, latency), where(faster, other_data, data)
+    return latency, data
 
 
 def all_to_all(size_bytes: Number, g: GroupLinks) -> Number:

@@ -97,7 +97,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
     memory_s = (op.bytes - op.amax_bytes * eff.delayed_scaling) / (acc.hbm_bytes_per_s * eff.memory)
     overhead_s = eff.kernel_overhead_us * 1e-6
     if op.kind == "memory":
-        return memory_s + overhead_s
+        return memory_s * eff.unfused_factor + overhead_s
     if op.kind == "gemm":
         share = gemm_share(acc, eff, op.fmt)
         rate = acc.peak_flops(op.fmt) * clock_share(acc) * share * wave_efficiency(op.m, op.n, acc.sms.value)

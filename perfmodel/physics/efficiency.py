@@ -98,6 +98,13 @@ class Efficiency:
     """Exponent beta of the delivered share of peak on board watts per peak FLOP/s across generations
     (compute.peak_power_share). Prior: about half the same-silicon clock exponent 0.63 (compute.CLOCK_POWER_EXPONENT),
     the rest of a newer part's higher peak per watt taken as lower energy per FLOP; fitted, shared by all families."""
+    fusion_gain_per_year: float = 1.0
+    """Memory-bound kernel time of a release one year older over today's, at fixed hardware and layout, beyond
+    `software_gain_per_year`: releases fuse elementwise passes into their producers over time (stack_notes.md: TE's
+    norm+cast and activation+cast, `USE_TE_OPS=1`, `FUSED_SINGLE_QKV_ROPE=1`, `CE_FUSION_IMPL=te` in later
+    configs), so an older release moves more HBM bytes than the operation list, which describes today's fused
+    stack, counts. Without it the shared memory efficiency sat at its 0.50 floor, fitted to the older rows (a fit on
+    the rows released from 2025 on put it at 0.76, one on the older rows at its floor)."""
     straggler_cv: float = 0.005
     """Spread (coefficient of variation) of one rank's compute time per step in lock-step training: thermal and
     power-cap clock drift, HBM refresh, OS and NCCL proxy noise. A step waits for the slowest of N ranks, whose
@@ -133,6 +140,11 @@ class Efficiency:
         """Step times of the priced release over those of the reference vintage: the one place a release enters a
         priced step (a prediction's `--vintage` and each measured row's release alike set `vintage_years`)."""
         return self.software_gain_per_year**self.vintage_years
+
+    @property
+    def unfused_factor(self) -> Number:
+        """Memory-bound kernel time of the priced release over the reference vintage's (`fusion_gain_per_year`)."""
+        return self.fusion_gain_per_year**self.vintage_years
 
     @property
     def legacy_group_s(self) -> Number:

@@ -251,6 +251,14 @@ TABLE: tuple[Parameter, ...] = (
         "rows with a release month: the same hardware and layout across containers and rounds",
     ),
     Parameter(
+        "fusion_gain_per_year",
+        "fusion_gain_per_year",
+        "shared",
+        (0.9, 2.0),
+        0.2,
+        "rows with a release month: memory-bound kernels of older releases, which fused fewer elementwise passes",
+    ),
+    Parameter(
         "straggler_cv",
         "straggler_cv",
         "shared",
@@ -398,7 +406,7 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
     if not STACKS[profile.stack].release_trend:
-        resolved["software_gain_per_year"] = 1.0  # no release series of the stack measures a trend
+        resolved |= {"software_gain_per_year": 1.0, "fusion_gain_per_year": 1.0}  # no release series: no trend
     if _graph_captured(profile):
         resolved |= {"run_overhead_s": 0.0, "first_steps": 0.0}
     elif profile.benchmark is not None:
