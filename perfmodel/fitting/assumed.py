@@ -139,7 +139,8 @@ def settle(scenario: Scenario, ctx: Context, interleaved: bool = False) -> Settl
         why = "does not fit" if default is not None else "is not sourced"
         which = "fit" if fitting else "are valid (none fits)"
         how = f"the default {why}: scored on the range over the {len(members)} plausible settings that {which}"
-    note = f"{', '.join(open_)} not reported: stack '{stack.name}' default {said} (inputs/stacks.py); {how}"
+    where = "inputs/stacks.py" + ("; vp: Megatron-LM's interleaved schedule, fitting.assumed" if vp_open else "")
+    note = f"{', '.join(open_)} not reported: stack '{stack.name}' default {said} ({where}); {how}"
     return Settled(point, members, open_, basis, note)
 
 
