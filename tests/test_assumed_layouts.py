@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from perfmodel.fitting.assumed import interleaved_vp, schedulable
-from perfmodel.fitting.runs import MeasuredRun, bundled_runs
+from perfmodel.fitting.runs import MeasuredRun
 from perfmodel.fitting.validation import RunBatch, prepare, validate
 from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.inputs.stacks import STACKS
@@ -113,37 +112,3 @@ def test_validate_json_carries_layout_basis_and_range(cli: Any) -> None:
         assert row["layout_basis"] == "stack default" and "recompute" in row["layout_assumed"]
         assert row["predicted_low"] <= row["predicted"] <= row["predicted_high"]
         assert any(a.startswith("recompute, zero not reported: stack 'megatron'") for a in row["assumptions"])
-
-
-def test_interleaved_vp_counts_are_megatrons_divisors_of_the_layers_per_stage() -> None:
-    # Narayanan et al. 2021 Table 1 layouts (measured_runs.csv): 1T 128 layers on PP 64, 530B 105 on PP 35, 310B 96
-    # on PP 16; 39B 48 layers on PP 2, which Megatron-LM's interleaved schedule refuses (PP must exceed 2).
-    assert interleaved_vp(128, 64).plausible == (2,)
-    assert interleaved_vp(105, 35).plausible == (3,)
-    assert interleaved_vp(96, 16).plausible == (2, 3, 6)
-    assert interleaved_vp(48, 2).plausible == (1,)
-    assert interleaved_vp(100, 3).plausible == (1,)  # layers not divisible by PP: no even virtual split
-    assert interleaved_vp(96, 16).default is None
-
-
-def _narayanan(row: int) -> MeasuredRun:
-    runs, _ = bundled_runs()
-    return next(r for r in runs if r.id == f"measured_runs.csv:{row}")
-
-
-def test_interleaved_row_is_ranged_over_schedulable_vp_and_micro_batches() -> None:
-    # measured_runs.csv row 314, Narayanan et al. 2021 Table 1: 310.1B, 1920 GPUs, TP 8, PP 16, GBS 2160 -> DP 15,
-    # 144 samples per pipeline: only MBS 1 gives a micro-batch count (144) divisible by PP 16 (72, 36, 18 are not).
-    run = _narayanan(314)
-    assert run.interleaved and "vp" not in run.scenario["parallelism"]
-    item = prepare(run, UNCALIBRATED)
-    assert item.range_only and item.settled and "vp" in item.settled.assumed
-    assert {(m.vp, m.mbs) for m in item.members} == {(2, 1), (3, 1), (6, 1)}
-    assert all(schedulable(m) for m in item.members)
-    assert not schedulable(replace(item.members[0], mbs=2))
-
-
-def test_interleaved_row_at_pp2_stays_plain_one_f_one_b() -> None:
-    # measured_runs.csv row 311, Narayanan et al. 2021 Table 1: 39.1B on TP 8, PP 2.
-    item = prepare(_narayanan(311), UNCALIBRATED)
-    assert item.members and {m.vp for m in item.members} == {1}

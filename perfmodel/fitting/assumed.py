@@ -15,9 +15,6 @@ the 192 GB MI300X and none on the 256 GB MI325X (stack_notes.md). So the row's p
   set; selective before a partial block because it re-runs only norms and activations (a few % of a forward);
 - a range ('range') where a dimension has no sourced default (the micro-batch) or nothing fits.
 
-A row whose source says it ran Megatron's interleaved schedule without the virtual stage count (Narayanan et al.
-2021) leaves vp open too: its plausible settings are the ones Megatron-LM accepts (interleaved_vp, schedulable).
-
 Every row also carries the range over all plausible settings that fit (predicted_low/high), for honesty; a
 range-only row is fitted on its distance to the range and scored at its geometric middle.
 """
@@ -31,7 +28,7 @@ from typing import Any
 from perfmodel.errors import InfeasibleLayout
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario
-from perfmodel.inputs.stacks import BLOCK_RECOMPUTE, LayoutDefault, get_stack
+from perfmodel.inputs.stacks import BLOCK_RECOMPUTE, get_stack
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import stage_layers
 from perfmodel.physics.step import Context, memory_need
@@ -39,7 +36,6 @@ from perfmodel.planning.predict import choose_layout, layout_vars
 
 PARALLEL_DEGREES = ("tp", "pp", "cp", "vp")
 """Layout dimensions without a stack default: where a row (a user's CSV) leaves one open, it is searched."""
-_RECALLED_2021 = "Megatron-LM 2021 code, recalled from the public code, not a stored copy"
 OPEN_DIMENSIONS = ("recompute", "zero", "mbs")
 """Dimensions a row may leave to its stack."""
 MEMORY_ORDER: dict[str, tuple[Any, ...]] = {
@@ -70,39 +66,15 @@ class Settled:
         return self.basis == "range"
 
 
-INTERLEAVED_SOURCE = (
-    "the row says 'interleaved 1F1B schedule' without the virtual stage count (Narayanan et al. 2021, arXiv "
-    "2104.04473, section 5.1: the interleaved schedule in the end-to-end runs); Megatron-LM's arguments.py asserts "
-    "pipeline-model-parallel size > 2 with the interleaved schedule and layers divisible by the layers per virtual "
-    "stage, and its get_forward_backward_func micro-batches divisible by the pipeline size "
-    f"({_RECALLED_2021}); no default: the paper's Table 1 does not list it"
-)
-
-
-def interleaved_vp(layers: int, pp: int) -> LayoutDefault:
-    """The virtual stage counts Megatron-LM (2021) runs interleaved at: every vp > 1 dividing the layers per
-    pipeline stage, for PP > 2; 1 (plain 1F1B) where none does."""
-    per_stage = layers // pp if pp > 2 and layers % pp == 0 else 1
-    vps = tuple(v for v in range(2, per_stage + 1) if per_stage % v == 0)
-    return LayoutDefault("vp", None, vps or (1,), INTERLEAVED_SOURCE)
-
-
-def schedulable(layout: Layout) -> bool:
-    """Megatron-LM's interleaved schedule runs the micro-batches in groups of PP: their count must divide by it."""
-    return layout.vp == 1 or layout.microbatches % layout.pp == 0
-
-
-def settle(scenario: Scenario, ctx: Context, interleaved: bool = False) -> Settled | None:
+def settle(scenario: Scenario, ctx: Context) -> Settled | None:
     """The row's layouts at its stack's settings; None when it reports every open dimension or leaves a parallel
-    degree open (a search). `interleaved`: the row ran the interleaved schedule at an unreported vp (ranged)."""
+    degree open (a search)."""
     par = scenario.parallelism
-    vp_open = interleaved and par.vp is None
-    open_ = tuple(d for d in OPEN_DIMENSIONS if getattr(par, d) is None) + (("vp",) if vp_open else ())
-    if not open_ or not all(getattr(par, d) for d in PARALLEL_DEGREES if not (vp_open and d == "vp")):
+    open_ = tuple(d for d in OPEN_DIMENSIONS if getattr(par, d) is None)
+    if not open_ or not all(getattr(par, d) for d in PARALLEL_DEGREES):
         return None
     stack = get_stack(scenario.stack)
-    rules = [stack.layout_default(d) for d in open_ if d != "vp"]
-    rules += [interleaved_vp(ctx.model.layers, int(par.pp or 1))] if vp_open else []
+    rules = [stack.layout_default(d) for d in open_]
     if any(r is None for r in rules):
         return None  # a profile without the dimension's entry: searched
     defaults = tuple(r.default for r in rules if r)
@@ -112,7 +84,7 @@ def settle(scenario: Scenario, ctx: Context, interleaved: bool = False) -> Settl
         settings = dict(zip(open_, combo, strict=True))
         unrecomputed = tuple((settings | {"recompute": "none"}).values())  # its combination: priced before it
         found = _priced(scenario, ctx, settings, capacity, priced.get(unrecomputed, (None, False))[1])
-        if found is not None and (not vp_open or schedulable(found[0])):
+        if found is not None:
             priced[combo] = found
     if not priced:
         raise InfeasibleLayout(f"no plausible {', '.join(open_)} of stack '{stack.name}' gives a valid layout")
@@ -139,8 +111,7 @@ def settle(scenario: Scenario, ctx: Context, interleaved: bool = False) -> Settl
         why = "does not fit" if default is not None else "is not sourced"
         which = "fit" if fitting else "are valid (none fits)"
         how = f"the default {why}: scored on the range over the {len(members)} plausible settings that {which}"
-    where = "inputs/stacks.py" + ("; vp: Megatron-LM's interleaved schedule, fitting.assumed" if vp_open else "")
-    note = f"{', '.join(open_)} not reported: stack '{stack.name}' default {said} ({where}); {how}"
+    note = f"{', '.join(open_)} not reported: stack '{stack.name}' default {said} (inputs/stacks.py); {how}"
     return Settled(point, members, open_, basis, note)
 
 

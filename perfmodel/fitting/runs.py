@@ -72,9 +72,6 @@ class MeasuredRun:
     number_format: str | None = None
     """The number format as run (NUMBER_FORMATS), finer than `precision`: FP8 per-tensor and blockwise are both the
     fp8 recipe. None: the one the recipe implies."""
-    interleaved: bool = False
-    """The source says the run used Megatron's interleaved schedule but not its virtual stage count (the scenario
-    leaves vp out): the row is ranged over the counts Megatron accepts (fitting.assumed.interleaved_vp)."""
 
     @cached_property
     def checked(self) -> Scenario:
@@ -434,10 +431,6 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
-    interleaved = not row["vp"] and "interleaved" in row["notes"] and parallelism["pp"] > 1
-    if interleaved:
-        parallelism["vp"] = None
-        assumptions.append("virtual stages not reported: ranged over those Megatron-LM accepts (interleaved)")
     if parallelism["pp"] == 1:
         parallelism["vp"] = 1
     if parallelism["gbs"] is None:
@@ -460,7 +453,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]) or _last_changed(row["source"]),
-        number_format=_number_format(row["dtype"]), interleaved=interleaved,
+        number_format=_number_format(row["dtype"]),
     )  # fmt: skip
 
 

@@ -250,7 +250,7 @@ def prepare(
         if known is not None:
             known[profile] = efficiency
     ctx = context_for(scenario, efficiency)  # shared by equal rows
-    settled = settle(scenario, ctx, run.interleaved)
+    settled = settle(scenario, ctx)
     layout = settled.point if settled else choose_layout(scenario, ctx)[0]
     return PreparedRun(run, ctx, layout, bench, settled)
 

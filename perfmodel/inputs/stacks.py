@@ -32,7 +32,7 @@ class LayoutDefault:
     is a point at it. BLOCK_RECOMPUTE stands for a full recompute of the fewest leading layers that fit."""
 
     dimension: str
-    """'recompute', 'zero', 'mbs' or, for a row that ran interleaved, 'vp' (a Layout field)."""
+    """'recompute', 'zero' or 'mbs' (a Layout field)."""
     default: str | int | None
     plausible: tuple[str | int, ...]
     source: str
