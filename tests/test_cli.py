@@ -174,3 +174,21 @@ def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
     out = run_cli(*args).out
     assert "leave-one-moe-model-out residuals" in out and "predicted by a MoE fit without it" in out
     assert "MoE" not in run_cli("predict").out
+
+
+@pytest.mark.parametrize(
+    ("flags", "note"),
+    [
+        ((), "$6.16/GPU-h (on-demand default)"),
+        (("--buy",), "/GPU-h (owned, see Owning)"),
+        (("--gpu", "mi355x", "--gpus", "64"), "no price (no public price for mi355x; pass --usd-per-gpu-hour)"),
+        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h, "),
+    ],
+)
+def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...], note: str) -> None:
+    """An owned or missing price is not labelled an on-demand default: a planner reads that line to trust the cost."""
+    result = run_cli("predict", *flags)
+    assert result.code == 0, result.err
+    inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
+    assert note in inputs
+    assert ("on-demand default" in inputs) == (not flags)

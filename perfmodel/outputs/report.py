@@ -63,10 +63,19 @@ def inputs_line(p: Prediction) -> str:
     )
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
+    price_note = (
+        ""
+        if s.cost.usd_per_gpu_hour
+        else " (owned, see Owning)"
+        if s.cost.mode == "buy"
+        else f" ({p.price.source})"
+        if p.price.usd_per_gpu_hour is None
+        else " (on-demand default)"
+    )
     return ", ".join([
         work,
         batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
-        price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
+        price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
         f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
