@@ -162,3 +162,12 @@ def test_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     _write(folder, "ours.toml", TAPERED)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert "ours-h100" in run_cli("hardware", "list").out
+
+
+def test_a_sweep_is_described_by_its_first_whole_sentence() -> None:
+    """A sweep file has no description key: its comment's first line alone ended 'on the datasheet and'."""
+    listed = {r["name"]: r["description"] for r in json.loads(run_cli("scenarios", "list", "--format", "json").out)}
+    assert listed["generations"].endswith(
+        "with twice the NIC bandwidth: 2 x 5 x 3 x 2 = 60 points, each with its best layout."
+    )
+    assert listed["70b-layouts"].endswith("priced as arrays (7,680 rows).")
