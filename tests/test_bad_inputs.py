@@ -209,6 +209,10 @@ CASES: list[Case] = [
                                       "--tp", "3"), "no valid layout of llama3.1-8b on 8 GPUs"),
     Case("no-layout-fits", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8"),
          "no layout fits in memory: of"),
+    Case("only-layout-does-not-fit", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8",
+                                      "--precision", "bf16", "--tp", "8", "--pp", "1", "--cp", "1", "--mbs", "1",
+                                      "--gbs", "64", "--recompute", "none", "--zero", "1"),
+         "no layout fits in memory: the only valid layout needs "),
     # ---- calibration files --------------------------------------------------------------------------------------
     Case("calibration-missing", ("predict", "--calibration", "{tmp}/c.json"), "{tmp}/c.json: no such calibration"),
     Case("calibration-not-json", ("predict", "--calibration", "{tmp}/c.json"), "not a calibration JSON file",
