@@ -192,3 +192,11 @@ def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...],
     inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
     assert note in inputs
     assert ("on-demand default" in inputs) == (not flags)
+
+
+def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:
+    """`hardware list` prints GB300's 288 GiB; a job gets the 279 GiB the system exposes (hbm_usable_gb)."""
+    gb300 = run_cli("predict", "llama3.1-405b-gb300-1024-nvfp4")
+    assert gb300.code == 0 and " GiB of 279.0 GiB usable (288 GiB HBM) (fits)" in gb300.out
+    h100 = run_cli("predict")
+    assert h100.code == 0 and " GiB of 80.0 GiB (fits)" in h100.out

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
@@ -82,6 +83,13 @@ def inputs_line(p: Prediction) -> str:
     ])  # fmt: skip
 
 
+def _usable(acc: Accelerator) -> str:
+    """Where a job gets less than the HBM the datasheet (and `hardware list`) prints, say so: 279 of GB300's 288."""
+    if acc.hbm_usable_gb is None or acc.hbm_usable_gb.value == acc.hbm_gb.value:
+        return ""
+    return f" usable ({acc.hbm_gb.value:g} GiB HBM)"
+
+
 def table(p: Prediction) -> str:
     d = p.to_dict()
     acc = p.hardware.accelerator
@@ -110,7 +118,10 @@ def table(p: Prediction) -> str:
             f"{d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak"
             + ("" if gemm_fmt == "BF16" else f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"),
         ],
-        ["Memory per GPU", f"{d['memory_per_gpu_gib']:,.1f} GiB of {d['memory_capacity_gib']:,.1f} GiB ({fits})"],
+        [
+            "Memory per GPU",
+            f"{d['memory_per_gpu_gib']:,.1f} GiB of {d['memory_capacity_gib']:,.1f} GiB{_usable(acc)} ({fits})",
+        ],
     ]
     if p.run is not None:
         price = d["usd_per_gpu_hour"]
