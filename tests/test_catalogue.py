@@ -102,6 +102,10 @@ def test_the_path_variable_and_the_api_keyword(tmp_path: Path, monkeypatch: pyte
         (TAPERED.replace('id = "ours-h100"\n', ""), "ours.toml: field 'id' is required"),
         (TAPERED.replace("value = 2.0", "value = -2.0"), "field 'fabric.oversubscription.value': Input should be"),
         ("id = [", "ours.toml: not valid TOML"),
+        (TAPERED.replace('{ value = 0.5, source = "our cluster: 4 ConnectX-7 per 8-GPU node" }', "0.5"),
+         "ours.toml: field 'nics_per_gpu': must be a {value, source} pair, e.g. { value = 0.5, source = "),
+        (TAPERED.split("[fabric]")[0] + "fabric = 3\n",
+         "ours.toml: field 'fabric': must be a table"),
     ],
 )  # fmt: skip
 def test_bad_user_entries_are_one_line_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
