@@ -1,6 +1,7 @@
 """`perfmodel compare`: ratios to the first row, scaling efficiency, targets and re-layout."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,11 @@ def test_a_bad_row_count_is_one_line(spec: str) -> None:
     result = run_cli("compare", "--gpu", spec)
     assert result.code == 2 and result.err.count("\n") == 1
     assert "must be a whole number of GPUs from 1 to 1,000,000" in result.err
+
+
+def test_the_goodput_column_gives_the_time_with_failures_in_the_time_to_train_unit() -> None:
+    """An MLPerf run of four hours read 'goodput (days with failures)' ... '(0.2)'."""
+    table = run_cli("compare", "mlperf-405b-h100-512", "--gpu", "h100-sxm").out
+    header, _, row = table.splitlines()[2:5]
+    assert "goodput (time with failures)" in header
+    assert re.search(r"\d+\.\d% \(\d+\.\d hours\)", row), row

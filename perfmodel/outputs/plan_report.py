@@ -143,7 +143,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     headers = (
         ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
         + (RUN_HEADERS if with_run else [])
-        + (["goodput (days with failures)" if with_run else "goodput"] if with_goodput else [])
+        + (["goodput (time with failures)" if with_run else "goodput"] if with_goodput else [])
         + (["scaling eff."] if scaling else [])
         + ["speedup", "perf/$ (low-high price)"]
     )
@@ -158,8 +158,10 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
 
 
 def _goodput_cell(record: dict[str, Any]) -> str:
-    days = record.get("time_to_train_with_failures_days")
-    return f"{record['goodput']:.1%}" + ("" if days is None else f" ({days:,.1f})")
+    """The goodput and the time to train with failures in the unit of the time-to-train column (an MLPerf run's
+    four hours read '(0.2)' days)."""
+    seconds = record.get("time_to_train_with_failures_s")
+    return f"{record['goodput']:.1%}" + ("" if seconds is None else f" ({_duration(seconds)})")
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
