@@ -108,3 +108,18 @@ def test_the_goodput_column_gives_the_time_with_failures_in_the_time_to_train_un
     header, _, row = table.splitlines()[2:5]
     assert "goodput (time with failures)" in header
     assert re.search(r"\d+\.\d% \(\d+\.\d hours\)", row), row
+
+
+@pytest.mark.parametrize(
+    ("flags", "basis"),
+    [
+        ((), "cost at on-demand price"),
+        (("--buy",), "cost of owning"),
+        (("--usd-per-gpu-hour", "3"), "cost at the given"),
+    ],
+)
+def test_the_note_names_the_price_the_perf_per_dollar_uses(flags: tuple[str, ...], basis: str) -> None:
+    """It said 'at on-demand prices' with --buy and with a given price too."""
+    result = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpu", "b200", "--gpus", "64", *flags)
+    assert result.code == 0, result.err
+    assert f"perf/$: tokens per dollar over the first row's, {basis}" in result.out

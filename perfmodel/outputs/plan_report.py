@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _si, _usd
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
@@ -149,8 +150,8 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     )
     note = (
         "MFU: model FLOP/s over the dense peak of each row's own precision. speedup: throughput over the first row's; "
-        "perf/$: tokens per dollar over the first row's, at on-demand prices (in brackets: both at their low, both "
-        "at their high quotes)."
+        f"perf/$: tokens per dollar over the first row's, cost {price_basis(records)} (in brackets: both at their low, "
+        "both at their high quotes)."
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
+from perfmodel.outputs.record import price_basis
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 FORMATS = (".png", ".svg", ".pdf")
@@ -248,23 +249,13 @@ def compare(records: Sequence[Record]) -> Any:
         right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
                        ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
     right.set_ylabel("cost (million USD)")
-    right.set_title(f"Cost {_price_basis(records)}\n(bars: the low-high price range)")
+    right.set_title(f"Cost {price_basis(records)}\n(bars: the low-high price range)")
     if not priced:
         right.text(0.5, 0.5, "no prices known", transform=right.transAxes, ha="center")
     for ax in (left, right):
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Comparison: {_model_title(records)}")
     return fig
-
-
-def _price_basis(records: Sequence[Record]) -> str:
-    """What the cost bars price: renting on demand, a price the user gave, or owning (--buy)."""
-    bases = {
-        "of owning" if source.startswith("owned:") else "at the given price" if source == "given by the user" else
-        "at on-demand price"
-        for source in (str(r.get("price_source") or "") for r in records)
-    }  # fmt: skip
-    return bases.pop() if len(bases) == 1 else "at the rows' prices"
 
 
 METRIC_LABELS = {
