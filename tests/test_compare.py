@@ -123,3 +123,15 @@ def test_the_note_names_the_price_the_perf_per_dollar_uses(flags: tuple[str, ...
     result = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpu", "b200", "--gpus", "64", *flags)
     assert result.code == 0, result.err
     assert f"perf/$: tokens per dollar over the first row's, {basis}" in result.out
+
+
+def test_the_layout_column_carries_zero_and_recompute() -> None:
+    """A planner re-running a compare row needs its ZeRO stage and recompute mode: 8B on 64 H100 at GBS 128 is best
+    at ZeRO-3, which the column left out (as plan's and whatif's did)."""
+    result = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpus", "64")
+    record = _compare("--gpu", "h100-sxm", "--gpus", "64")[0]["parallelism"]
+    assert result.code == 0
+    expected = f"MBS{record['mbs']} GBS{record['gbs']} ZeRO-{record['zero']}"
+    if record["recompute"] != "none":
+        expected += f" recompute-{record['recompute']}"
+    assert expected in result.out.splitlines()[4]

@@ -25,6 +25,18 @@ def layout_label(p: Prediction) -> str:
     return f"TP{lo.tp} PP{lo.pp} VP{lo.vp} CP{lo.cp} DP{lo.dp}{experts}"
 
 
+def full_layout(p: Prediction, batch: bool = True) -> str:
+    """The layout with what a planner needs to run it again: micro- (and global) batch, ZeRO stage and recompute,
+    as the sweep table writes them (405B on 2,048 GB300 at TP2 PP1 fits only with ZeRO-3)."""
+    lo = p.layout
+    text = layout_label(p) + f" MBS{lo.mbs}" + (f" GBS{lo.gbs}" if batch else "") + f" ZeRO-{lo.zero}"
+    if lo.recompute == "none":
+        return text
+    return f"{text} recompute-{lo.recompute}" + (
+        f" (first {lo.recompute_layers} layers)" if lo.recompute_layers else ""
+    )
+
+
 def _run_cells(p: Prediction) -> list[str]:
     d = p.to_dict()
     if p.run is None:
@@ -127,7 +139,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 p.hardware.system.id,
                 PRECISION_LABEL[p.scenario.precision],
                 f"{p.layout.n_gpus:,}",
-                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                full_layout(p),
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
@@ -175,7 +187,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     rows = [
         [
             label,
-            layout_label(p) + f" MBS{p.layout.mbs}",
+            full_layout(p, batch=False),
             f"{r['step_time_s']:,.3f}",
             f"{r['tokens_per_s_per_gpu']:,.0f}",
         ]
@@ -284,7 +296,7 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                full_layout(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 f"{d['energy_kwh'] / 1000:,.0f}",
@@ -295,7 +307,17 @@ def goal_table(report: Any) -> str:
         )
         if not c.feasible:
             notes.append(f"{c.label}: {c.reason}")
-    headers = ["system", "GPUs", "layout", "time to train (80% interval)", "cost", "MWh", "goodput", "counts", "binds"]
+    headers = [
+        "system",
+        "GPUs",
+        "layout",
+        "time to train (80% interval)",
+        "cost",
+        "MWh",
+        "goodput",
+        "counts tried",
+        "binds",
+    ]
     lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
