@@ -1,5 +1,7 @@
 """`perfmodel compare`: ratios to the first row, scaling efficiency, targets and re-layout."""
 
+import csv
+import io
 import json
 import re
 from pathlib import Path
@@ -135,3 +137,11 @@ def test_the_layout_column_carries_zero_and_recompute() -> None:
     if record["recompute"] != "none":
         expected += f" recompute-{record['recompute']}"
     assert expected in result.out.splitlines()[4]
+
+
+def test_csv_of_rows_with_and_without_a_price() -> None:
+    """A priced row has cost-per-token columns an unpriced one (mi355x) lacks: the CSV writer raised a traceback."""
+    result = run_cli("compare", *WORKLOAD, "--gpu", "mi355x", "--gpu", "h100-sxm", "--gpus", "64", "--format", "csv")
+    assert result.code == 0, result.err
+    amd, nvidia = csv.DictReader(io.StringIO(result.out))
+    assert amd["usd_per_million_tokens"] == "" and float(nvidia["usd_per_million_tokens"]) > 0

@@ -265,9 +265,13 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     import csv  # here: a table or JSON output need not import it at start-up
 
     check_finite(records)
-    rows = csv_rows([flatten(r) for r in records])
+    flat = [flatten(r) for r in records]
+    # every row's columns, the first row's order first: a row with a price has cost columns that a row without one
+    # (mi355x) lacks, and such a column is empty in the other rows rather than a crash of the writer
+    keys = list(dict.fromkeys(key for row in flat for key in row))
+    rows = csv_rows([{key: row.get(key) for key in keys} for row in flat])
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=keys, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
