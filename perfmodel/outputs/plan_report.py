@@ -322,10 +322,10 @@ def goal_table(report: Any) -> str:
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
     lines.append("")
-    if cheapest is None:
+    if fastest is None:
         lines.append("No candidate meets the goal.")
     else:
-        lines.append(f"Cheapest: {_summary(cheapest)}")
+        lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
