@@ -237,7 +237,9 @@ def _sweep_layout(r: dict[str, Any]) -> str:
     layouts sweep always has its own, which is what tells its rows apart, recompute included."""
     if r.get("parallelism.tp") is None:
         return "-"
-    layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in ("tp", "pp", "vp", "cp", "dp", "mbs"))
+    experts = [dim for dim in ("ep", "etp") if (r.get("parallelism." + dim) or 1) > 1]  # as layout_label shows them
+    dims = ("tp", "pp", "vp", "cp", "dp", *experts, "mbs")
+    layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in dims)
     layout += f" GBS{r['parallelism.gbs']} ZeRO-{r['parallelism.zero']}"
     recompute = r.get("parallelism.recompute")
     return layout if recompute in (None, "none") else f"{layout} recompute-{recompute}"
