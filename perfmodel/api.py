@@ -57,7 +57,7 @@ class WorkloadOptions(TypedDict, total=False):
     checkpoint_gbps: float
     restart_s: float
     checkpoint_interval_s: float
-    buy: Literal["buy", "rent"]
+    buy: bool | Literal["buy", "rent"]
     usd_per_system: float
     amortisation_years: float
     utilisation: float

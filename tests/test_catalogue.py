@@ -102,6 +102,10 @@ def test_the_path_variable_and_the_api_keyword(tmp_path: Path, monkeypatch: pyte
         (TAPERED.replace('id = "ours-h100"\n', ""), "ours.toml: field 'id' is required"),
         (TAPERED.replace("value = 2.0", "value = -2.0"), "field 'fabric.oversubscription.value': Input should be"),
         ("id = [", "ours.toml: not valid TOML"),
+        (TAPERED.replace('{ value = 0.5, source = "our cluster: 4 ConnectX-7 per 8-GPU node" }', "0.5"),
+         "ours.toml: field 'nics_per_gpu': must be a {value, source} pair, e.g. { value = 0.5, source = "),
+        (TAPERED.split("[fabric]")[0] + "fabric = 3\n",
+         "ours.toml: field 'fabric': must be a table"),
     ],
 )  # fmt: skip
 def test_bad_user_entries_are_one_line_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -162,3 +166,12 @@ def test_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     _write(folder, "ours.toml", TAPERED)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert "ours-h100" in run_cli("hardware", "list").out
+
+
+def test_a_sweep_is_described_by_its_first_whole_sentence() -> None:
+    """A sweep file has no description key: its comment's first line alone ended 'on the datasheet and'."""
+    listed = {r["name"]: r["description"] for r in json.loads(run_cli("scenarios", "list", "--format", "json").out)}
+    assert listed["generations"].endswith(
+        "with twice the NIC bandwidth: 2 x 5 x 3 x 2 = 60 points, each with its best layout."
+    )
+    assert listed["70b-layouts"].endswith("priced as arrays (7,680 rows).")

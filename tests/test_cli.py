@@ -174,3 +174,29 @@ def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
     out = run_cli(*args).out
     assert "leave-one-moe-model-out residuals" in out and "predicted by a MoE fit without it" in out
     assert "MoE" not in run_cli("predict").out
+
+
+@pytest.mark.parametrize(
+    ("flags", "note"),
+    [
+        ((), "$6.16/GPU-h (on-demand default)"),
+        (("--buy",), "/GPU-h (owned, see Owning)"),
+        (("--gpu", "mi355x", "--gpus", "64"), "no price (no public price for mi355x; pass --usd-per-gpu-hour)"),
+        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h, "),
+    ],
+)
+def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...], note: str) -> None:
+    """An owned or missing price is not labelled an on-demand default: a planner reads that line to trust the cost."""
+    result = run_cli("predict", *flags)
+    assert result.code == 0, result.err
+    inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
+    assert note in inputs
+    assert ("on-demand default" in inputs) == (not flags)
+
+
+def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:
+    """`hardware list` prints GB300's 288 GiB; a job gets the 279 GiB the system exposes (hbm_usable_gb)."""
+    gb300 = run_cli("predict", "llama3.1-405b-gb300-1024-nvfp4")
+    assert gb300.code == 0 and " GiB of 279.0 GiB usable (288 GiB HBM) (fits)" in gb300.out
+    h100 = run_cli("predict")
+    assert h100.code == 0 and " GiB of 80.0 GiB (fits)" in h100.out

@@ -1,6 +1,9 @@
 """`perfmodel compare`: ratios to the first row, scaling efficiency, targets and re-layout."""
 
+import csv
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,3 +102,46 @@ def test_a_bad_row_count_is_one_line(spec: str) -> None:
     result = run_cli("compare", "--gpu", spec)
     assert result.code == 2 and result.err.count("\n") == 1
     assert "must be a whole number of GPUs from 1 to 1,000,000" in result.err
+
+
+def test_the_goodput_column_gives_the_time_with_failures_in_the_time_to_train_unit() -> None:
+    """An MLPerf run of four hours read 'goodput (days with failures)' ... '(0.2)'."""
+    table = run_cli("compare", "mlperf-405b-h100-512", "--gpu", "h100-sxm").out
+    header, _, row = table.splitlines()[2:5]
+    assert "goodput (time with failures)" in header
+    assert re.search(r"\d+\.\d% \(\d+\.\d hours\)", row), row
+
+
+@pytest.mark.parametrize(
+    ("flags", "basis"),
+    [
+        ((), "cost at on-demand price"),
+        (("--buy",), "cost of owning"),
+        (("--usd-per-gpu-hour", "3"), "cost at the given"),
+    ],
+)
+def test_the_note_names_the_price_the_perf_per_dollar_uses(flags: tuple[str, ...], basis: str) -> None:
+    """It said 'at on-demand prices' with --buy and with a given price too."""
+    result = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpu", "b200", "--gpus", "64", *flags)
+    assert result.code == 0, result.err
+    assert f"perf/$: tokens per dollar over the first row's, {basis}" in result.out
+
+
+def test_the_layout_column_carries_zero_and_recompute() -> None:
+    """A planner re-running a compare row needs its ZeRO stage and recompute mode: 8B on 64 H100 at GBS 128 is best
+    at ZeRO-3, which the column left out (as plan's and whatif's did)."""
+    result = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpus", "64")
+    record = _compare("--gpu", "h100-sxm", "--gpus", "64")[0]["parallelism"]
+    assert result.code == 0
+    expected = f"MBS{record['mbs']} GBS{record['gbs']} ZeRO-{record['zero']}"
+    if record["recompute"] != "none":
+        expected += f" recompute-{record['recompute']}"
+    assert expected in result.out.splitlines()[4]
+
+
+def test_csv_of_rows_with_and_without_a_price() -> None:
+    """A priced row has cost-per-token columns an unpriced one (mi355x) lacks: the CSV writer raised a traceback."""
+    result = run_cli("compare", *WORKLOAD, "--gpu", "mi355x", "--gpu", "h100-sxm", "--gpus", "64", "--format", "csv")
+    assert result.code == 0, result.err
+    amd, nvidia = csv.DictReader(io.StringIO(result.out))
+    assert amd["usd_per_million_tokens"] == "" and float(nvidia["usd_per_million_tokens"]) > 0

@@ -169,3 +169,8 @@ def test_no_user_text_reaches_sympy_parsing() -> None:
         source = (root / name).read_text()
         for forbidden in ("sympify", "parse_expr", "eval(", "exec("):
             assert forbidden not in source, f"{name} uses {forbidden}"
+
+
+def test_the_heading_is_predicts() -> None:
+    """explain headed its text 'fp8' where predict prints 'FP8' for the same scenario."""
+    assert run_cli("explain").out.splitlines()[0] == run_cli("predict").out.splitlines()[0]

@@ -162,3 +162,19 @@ def test_the_public_api_plans() -> None:
     scenario = _base("h100-sxm")
     report = perfmodel.plan(scenario, deadline_s=3 * 86400)
     assert report.plans[0].feasible and report.fastest() is report.plans[0]
+
+
+def test_a_gpu_without_a_price_is_planned_for_a_deadline_and_refused_for_a_budget() -> None:
+    """mi355x has no public price: a deadline plan with it failed as a whole ('a budget needs a price', with no
+    budget); now it is planned with an empty cost, and a budget makes only that candidate infeasible."""
+    d = _plan("--gpu", "mi355x:fp8", "--gpu", "h100-sxm:fp8", "--deadline", "3d")
+    amd, nvidia = d["candidates"]
+    assert amd["feasible"] and amd["time_to_train_days"] <= 3
+    assert amd["cost_usd"] is None and amd["cost_usd_interval_low"] is None and amd["budget_share"] is None
+    assert nvidia["cost_usd"] > 0 and d["cheapest"] == "dgx-h100:fp8"
+    alone = run_cli("plan", *WORK, "--gpu", "mi355x:fp8", "--deadline", "3d", "--quiet")
+    assert alone.code == 0 and "Cheapest: n/a (no plan has a price)" in alone.out
+    budget = _plan("--gpu", "mi355x:fp8", "--gpu", "h100-sxm:fp8", "--budget", "1e6")
+    amd, nvidia = budget["candidates"]
+    assert not amd["feasible"] and amd["reason"].startswith("a budget needs a price: no public price for mi355x")
+    assert nvidia["feasible"] and budget["cheapest"] == "dgx-h100:fp8"

@@ -73,6 +73,21 @@ def test_compare_shows_time_cost_and_speedup(records: list[dict[str, Any]]) -> N
     assert cost_ax.get_ylabel() == "cost (million USD)"
 
 
+@pytest.mark.parametrize(("cost", "basis"), [({}, "at on-demand price"), ({"cost.mode": "buy"}, "of owning")])
+def test_the_cost_panel_names_its_price_and_fits_in_the_figure(cost: dict[str, str], basis: str) -> None:
+    """The cost title said 'on-demand' for the cost of owning too, and ran past the image's right edge."""
+    pair = [
+        predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": gpu, "precision": "fp8", "n_gpus": 64,
+                                     "tokens": 1e12, **cost})).to_dict()
+        for gpu in ("h100-sxm", "b200")
+    ]  # fmt: skip
+    fig = plot.compare(pair)
+    fig.canvas.draw()
+    title = fig.axes[1].title
+    assert title.get_text().startswith(f"Cost {basis}\n")
+    assert title.get_window_extent().x1 <= fig.bbox.x1
+
+
 def test_validation_plots_one_panel_per_metric() -> None:
     report = {
         "rows": [  # synthetic rows in validate's JSON shape; the plot must place each point where the row says

@@ -114,3 +114,13 @@ def test_out_must_be_csv_or_json(tmp_path: Path) -> None:
 def test_shipped_example_sweep_is_valid() -> None:
     points = load_points(Path(__file__).parent.parent / "sweeps" / "generations.toml")
     assert len(points) == 2 * 5 * 3 * 2
+
+
+def test_the_sweep_table_shows_expert_parallelism() -> None:
+    """Qwen3-30B-A3B on 64 H100 picks EP16; the sweep's layout column read 'TP1 PP1 VP1 CP1 DP64 MBS1', as if dense."""
+    from perfmodel.outputs.plan_report import _sweep_layout
+
+    row = {f"parallelism.{k}": v for k, v in dict(tp=1, pp=1, vp=1, cp=1, dp=64, ep=16, etp=1, mbs=1, gbs=512).items()}
+    assert _sweep_layout(row | {"parallelism.zero": 1}) == "TP1 PP1 VP1 CP1 DP64 EP16 MBS1 GBS512 ZeRO-1"
+    dense = row | {"parallelism.ep": 1, "parallelism.etp": None, "parallelism.zero": 1}
+    assert _sweep_layout(dense) == "TP1 PP1 VP1 CP1 DP64 MBS1 GBS512 ZeRO-1"

@@ -85,3 +85,12 @@ def test_the_workbook_prices_ownership_with_live_formulas(tmp_path: Path) -> Non
     edited = engine({cells["usd_per_system"]: 750_000})  # twice the price: twice the capex share
     capex = d["tco"]["capex_usd_per_gpu_hour"]
     assert edited[cells["owned_usd_per_gpu_hour"]] == pytest.approx(d["usd_per_gpu_hour"] + capex, rel=1e-9)
+
+
+def test_the_api_takes_buy_as_a_boolean() -> None:
+    """perfmodel.predict(buy=True) is what a notebook writes: it was refused ('must be 'rent' or 'buy'')."""
+    import perfmodel
+
+    owned = perfmodel.predict(buy=True).to_dict()
+    assert owned["cost_mode"] == "buy" and owned == perfmodel.predict(buy="buy").to_dict()
+    assert perfmodel.predict(buy=False).to_dict()["cost_mode"] == "rent"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.options import hardware_option
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @cli.group()
@@ -179,8 +182,7 @@ def scenarios_list(fmt: str) -> None:
         for name in bundled_names(folder):
             path = data_dir(folder) / f"{name}.toml"
             described = read_toml(path, folder[:-1]).get("description")
-            first_comment = next((line[1:].strip() for line in path.read_text().splitlines() if line[:1] == "#"), "")
-            records.append({"kind": folder[:-1], "name": name, "description": described or first_comment})
+            records.append({"kind": folder[:-1], "name": name, "description": described or _first_sentence(path)})
     if fmt == "json":
         from perfmodel.outputs.report import to_json
 
@@ -190,3 +192,16 @@ def scenarios_list(fmt: str) -> None:
 
     rows = [[r["kind"], r["name"], r["description"]] for r in records]
     click.echo(tabulate(rows, headers=["kind", "name", "description"], maxcolwidths=[None, None, 90]))
+
+
+def _first_sentence(path: Path) -> str:
+    """The first sentence of a file's leading comment block, which may wrap over several lines (a sweep file has no
+    description key): its first line alone can stop mid-phrase."""
+    comment = []
+    for line in path.read_text().splitlines():
+        if line[:1] != "#":
+            break
+        comment.append(line[1:].strip())
+    text = " ".join(comment)
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]

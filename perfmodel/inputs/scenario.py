@@ -8,6 +8,7 @@ while a bundled scenario run as it is comes checked from the cache (inputs/valid
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -334,9 +335,20 @@ def _locator(source: str, overrides: dict[str, Any], origins: dict[str, str] | N
         given = next((k for k in overrides if field and (field == k or field.startswith(f"{k}."))), None)
         if given is not None:
             return PerfmodelError(f"{(origins or {}).get(given, f'override {given!r}')}: {message}")
+        inside = [k for k in overrides if field and k.startswith(f"{field}.") and _named_in(k, message)]
+        if inside:  # a rule across a table's fields (buy and a rental price): the flags that set the ones it names
+            return PerfmodelError(f"{', '.join((origins or {}).get(k, f'override {k!r}') for k in inside)}: {message}")
         return PerfmodelError(f"{source}: field '{field}': {message}" if field and named else f"{source}: {message}")
 
     return located
+
+
+def _named_in(dotted: str, message: str) -> bool:
+    """Whether a message names a field, as a key or as its flag (mode, usd_per_gpu_hour or usd-per-gpu-hour)."""
+    leaf = dotted.rpartition(".")[2]
+    return any(
+        re.search(rf"(?<!\w)(?:--)?{re.escape(name)}(?![\w-])", message) for name in {leaf, leaf.replace("_", "-")}
+    )
 
 
 def _look_up(scenario: Scenario, located: Callable[..., PerfmodelError]) -> None:

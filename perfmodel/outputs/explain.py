@@ -605,8 +605,9 @@ def explain(p: Prediction) -> Explanation:
     for part in parts:
         for bound, seconds in part.bounds.items():
             bounds[bound] += seconds
-    title = f"{p.model.name} on {p.layout.n_gpus:,} x {p.hardware.accelerator.name} ({p.hardware.system.id}), " + (
-        p.scenario.precision
+    title = (  # the precision as predict's and compare's headings print it (FP8, not fp8)
+        f"{p.model.name} on {p.layout.n_gpus:,} x {p.hardware.accelerator.name} ({p.hardware.system.id}), "
+        + p.scenario.precision.upper()
     )
     assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])
     return Explanation(title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _si, _usd
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
@@ -22,6 +23,18 @@ def layout_label(p: Prediction) -> str:
     lo = p.layout
     experts = (f" EP{lo.ep}" if lo.ep > 1 else "") + (f" ETP{lo.etp}" if lo.etp > 1 else "")
     return f"TP{lo.tp} PP{lo.pp} VP{lo.vp} CP{lo.cp} DP{lo.dp}{experts}"
+
+
+def full_layout(p: Prediction, batch: bool = True) -> str:
+    """The layout with what a planner needs to run it again: micro- (and global) batch, ZeRO stage and recompute,
+    as the sweep table writes them (405B on 2,048 GB300 at TP2 PP1 fits only with ZeRO-3)."""
+    lo = p.layout
+    text = layout_label(p) + f" MBS{lo.mbs}" + (f" GBS{lo.gbs}" if batch else "") + f" ZeRO-{lo.zero}"
+    if lo.recompute == "none":
+        return text
+    return f"{text} recompute-{lo.recompute}" + (
+        f" (first {lo.recompute_layers} layers)" if lo.recompute_layers else ""
+    )
 
 
 def _run_cells(p: Prediction) -> list[str]:
@@ -126,7 +139,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 p.hardware.system.id,
                 PRECISION_LABEL[p.scenario.precision],
                 f"{p.layout.n_gpus:,}",
-                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                full_layout(p),
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
@@ -143,14 +156,14 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     headers = (
         ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
         + (RUN_HEADERS if with_run else [])
-        + (["goodput (days with failures)" if with_run else "goodput"] if with_goodput else [])
+        + (["goodput (time with failures)" if with_run else "goodput"] if with_goodput else [])
         + (["scaling eff."] if scaling else [])
         + ["speedup", "perf/$ (low-high price)"]
     )
     note = (
         "MFU: model FLOP/s over the dense peak of each row's own precision. speedup: throughput over the first row's; "
-        "perf/$: tokens per dollar over the first row's, at on-demand prices (in brackets: both at their low, both "
-        "at their high quotes)."
+        f"perf/$: tokens per dollar over the first row's, cost {price_basis(records)} (in brackets: both at their low, "
+        "both at their high quotes)."
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
@@ -158,8 +171,10 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
 
 
 def _goodput_cell(record: dict[str, Any]) -> str:
-    days = record.get("time_to_train_with_failures_days")
-    return f"{record['goodput']:.1%}" + ("" if days is None else f" ({days:,.1f})")
+    """The goodput and the time to train with failures in the unit of the time-to-train column (an MLPerf run's
+    four hours read '(0.2)' days)."""
+    seconds = record.get("time_to_train_with_failures_s")
+    return f"{record['goodput']:.1%}" + ("" if seconds is None else f" ({_duration(seconds)})")
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
@@ -172,7 +187,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     rows = [
         [
             label,
-            layout_label(p) + f" MBS{p.layout.mbs}",
+            full_layout(p, batch=False),
             f"{r['step_time_s']:,.3f}",
             f"{r['tokens_per_s_per_gpu']:,.0f}",
         ]
@@ -222,7 +237,9 @@ def _sweep_layout(r: dict[str, Any]) -> str:
     layouts sweep always has its own, which is what tells its rows apart, recompute included."""
     if r.get("parallelism.tp") is None:
         return "-"
-    layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in ("tp", "pp", "vp", "cp", "dp", "mbs"))
+    experts = [dim for dim in ("ep", "etp") if (r.get("parallelism." + dim) or 1) > 1]  # as layout_label shows them
+    dims = ("tp", "pp", "vp", "cp", "dp", *experts, "mbs")
+    layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in dims)
     layout += f" GBS{r['parallelism.gbs']} ZeRO-{r['parallelism.zero']}"
     recompute = r.get("parallelism.recompute")
     return layout if recompute in (None, "none") else f"{layout} recompute-{recompute}"
@@ -281,7 +298,7 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                layout_label(p) + f" MBS{p.layout.mbs} GBS{p.layout.gbs}",
+                full_layout(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 f"{d['energy_kwh'] / 1000:,.0f}",
@@ -292,15 +309,25 @@ def goal_table(report: Any) -> str:
         )
         if not c.feasible:
             notes.append(f"{c.label}: {c.reason}")
-    headers = ["system", "GPUs", "layout", "time to train (80% interval)", "cost", "MWh", "goodput", "counts", "binds"]
+    headers = [
+        "system",
+        "GPUs",
+        "layout",
+        "time to train (80% interval)",
+        "cost",
+        "MWh",
+        "goodput",
+        "counts tried",
+        "binds",
+    ]
     lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
     lines.append("")
-    if cheapest is None:
+    if fastest is None:
         lines.append("No candidate meets the goal.")
     else:
-        lines.append(f"Cheapest: {_summary(cheapest)}")
+        lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
+from perfmodel.outputs.record import price_basis
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 FORMATS = (".png", ".svg", ".pdf")
@@ -248,7 +249,7 @@ def compare(records: Sequence[Record]) -> Any:
         right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
                        ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
     right.set_ylabel("cost (million USD)")
-    right.set_title("Cost at on-demand price (bars: low-high price quotes)")
+    right.set_title(f"Cost {price_basis(records)}\n(bars: the low-high price range)")
     if not priced:
         right.text(0.5, 0.5, "no prices known", transform=right.transAxes, ha="center")
     for ax in (left, right):

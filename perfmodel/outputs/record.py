@@ -173,3 +173,14 @@ def markdown_table() -> str:
     lines = ["| column | unit | meaning |", "|---|---|---|"]
     lines += [f"| `{f.name}` | {f.unit} | {f.meaning} |" for f in FIELDS]
     return "\n".join(lines) + "\n"
+
+
+def price_basis(records: Iterable[Mapping[str, Any]]) -> str:
+    """What rows' costs price, from their price_source: 'at on-demand price', 'at the given price' or 'of owning'
+    (--buy), or 'at the rows' prices' when they differ; a cost labelled on-demand must be one."""
+    bases = {
+        "of owning" if source.startswith("owned:") else "at the given price" if source == "given by the user" else
+        "at on-demand price"
+        for source in (str(r.get("price_source") or "") for r in records)
+    }  # fmt: skip
+    return bases.pop() if len(bases) == 1 else "at the rows' prices"

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
@@ -63,14 +64,30 @@ def inputs_line(p: Prediction) -> str:
     )
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
+    price_note = (
+        ""
+        if s.cost.usd_per_gpu_hour
+        else " (owned, see Owning)"
+        if s.cost.mode == "buy"
+        else f" ({p.price.source})"
+        if p.price.usd_per_gpu_hour is None
+        else " (on-demand default)"
+    )
     return ", ".join([
         work,
         batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
-        price + ("" if s.cost.usd_per_gpu_hour else " (on-demand default)"),
+        price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
         f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ])  # fmt: skip
+
+
+def _usable(acc: Accelerator) -> str:
+    """Where a job gets less than the HBM the datasheet (and `hardware list`) prints, say so: 279 of GB300's 288."""
+    if acc.hbm_usable_gb is None or acc.hbm_usable_gb.value == acc.hbm_gb.value:
+        return ""
+    return f" usable ({acc.hbm_gb.value:g} GiB HBM)"
 
 
 def table(p: Prediction) -> str:
@@ -101,7 +118,10 @@ def table(p: Prediction) -> str:
             f"{d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak"
             + ("" if gemm_fmt == "BF16" else f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"),
         ],
-        ["Memory per GPU", f"{d['memory_per_gpu_gib']:,.1f} GiB of {d['memory_capacity_gib']:,.1f} GiB ({fits})"],
+        [
+            "Memory per GPU",
+            f"{d['memory_per_gpu_gib']:,.1f} GiB of {d['memory_capacity_gib']:,.1f} GiB{_usable(acc)} ({fits})",
+        ],
     ]
     if p.run is not None:
         price = d["usd_per_gpu_hour"]
@@ -245,9 +265,13 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     import csv  # here: a table or JSON output need not import it at start-up
 
     check_finite(records)
-    rows = csv_rows([flatten(r) for r in records])
+    flat = [flatten(r) for r in records]
+    # every row's columns, the first row's order first: a row with a price has cost columns that a row without one
+    # (mi355x) lacks, and such a column is empty in the other rows rather than a crash of the writer
+    keys = list(dict.fromkeys(key for row in flat for key in row))
+    rows = csv_rows([{key: row.get(key) for key in keys} for row in flat])
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=keys, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()

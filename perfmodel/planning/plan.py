@@ -73,15 +73,21 @@ def wall_s(p: Prediction) -> float:
     return math.inf if failing is None else failing.time_s
 
 
-def cost_usd(p: Prediction) -> float:
-    """Cost at the on-demand price, with the expected failures."""
+def cost_usd(p: Prediction) -> float | None:
+    """Cost at the run's price, with the expected failures; None without a price (mi355x has no public one): a
+    deadline is planned without it, a budget is not."""
     assert p.run is not None
     run = p.run_with_failures if p.goodput is not None else p.run
     if run is None:
         return math.inf
-    if run.cost_usd is None:
-        raise PerfmodelError(f"{p.price.source}: a budget needs a price")
     return run.cost_usd
+
+
+def _budget_cost(p: Prediction) -> float:
+    cost = cost_usd(p)
+    if cost is None:
+        raise PerfmodelError(f"a budget needs a price: {p.price.source}")
+    return cost
 
 
 @dataclass
@@ -113,7 +119,7 @@ class _Tries:
 
     def cost(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else cost_usd(p)
+        return math.inf if p is None else _budget_cost(p)
 
 
 @dataclass(frozen=True)
@@ -157,8 +163,8 @@ class CandidatePlan:
             "cost_usd": cost,
             "cost_usd_low": failing.cost_usd_low,
             "cost_usd_high": failing.cost_usd_high,
-            "cost_usd_interval_low": cost * low,
-            "cost_usd_interval_high": cost * high,
+            "cost_usd_interval_low": None if cost is None else cost * low,
+            "cost_usd_interval_high": None if cost is None else cost * high,
             "energy_kwh": failing.energy_kwh,
             "energy_kwh_low": failing.energy_kwh * low,
             "energy_kwh_high": failing.energy_kwh * high,
@@ -167,7 +173,7 @@ class CandidatePlan:
             "gpu_hours_high": failing.gpu_hours * high,
             "goodput": None if p.goodput is None else p.goodput.goodput,
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
-            "budget_share": None if self.goal.budget_usd is None else cost / self.goal.budget_usd,
+            "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             "plan": p.to_dict(),
         }
 
@@ -285,7 +291,10 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
         return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal)
 
     if goal.budget_usd is not None:
-        _check_step_cost(tries.at(seed), goal.budget_usd)
+        seeded = tries.at(seed)
+        if seeded is not None and seeded.price.usd_per_gpu_hour is None:
+            return done(None, None, f"a budget needs a price: {seeded.price.source}")
+        _check_step_cost(seeded, goal.budget_usd)
     if goal.deadline_s is not None:
         first = _meet_deadline(tries, seed, goal.deadline_s)
         if first is None:
@@ -351,7 +360,9 @@ class PlanReport:
         return [c for c in self.plans if c.feasible]
 
     def cheapest(self) -> CandidatePlan | None:
-        return min(self.feasible(), key=lambda c: cost_usd(c.prediction), default=None)  # type: ignore[arg-type]
+        """The feasible plan of least cost among those with a price (None when none has one)."""
+        priced = [(cost, c) for c in self.feasible() if (cost := cost_usd(c.prediction)) is not None]  # type: ignore[arg-type]
+        return min(priced, key=lambda pair: pair[0], default=(None, None))[1]
 
     def fastest(self) -> CandidatePlan | None:
         return min(self.feasible(), key=lambda c: wall_s(c.prediction), default=None)  # type: ignore[arg-type]

@@ -30,6 +30,8 @@ def load_request(
         raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
     if options.get("recompute_layers") is not None and options.get("recompute") is None:
         options = options | {"recompute": "full"}  # a partial recompute is a full one: it replaces the file's mode
+    if isinstance(options.get("buy"), bool):  # buy=True reads as the --buy flag; False as renting
+        options = options | {"buy": "buy" if options["buy"] else "rent"}
     overrides = {OPTION_FIELDS[k]: v for k, v in options.items()}
     where = {OPTION_FIELDS[k]: origin for k, origin in origins.items()}
     if isinstance(source, Scenario):

@@ -437,7 +437,9 @@ def search(
         need, layout = min((p.smallest for _, p in priced if p.smallest), key=lambda s: s[0])
         acc = ctx.hardware.accelerator
         raise PerfmodelError(
-            f"no layout fits in memory: of {evaluated:,} valid layouts the smallest needs {need / 1e9:,.1f} GB "
+            "no layout fits in memory: "
+            + ("the only valid layout" if evaluated == 1 else f"of {evaluated:,} valid layouts the smallest")
+            + f" needs {need / 1e9:,.1f} GB "
             f"per GPU ({layout.describe()}) but the {acc.id} has {acc.memory_bytes / 1e9:,.1f} GB; "
             "use more GPUs, a smaller micro-batch or sequence, or a GPU with more memory"
         )
