@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfmodel.physics.schedule import bubble_fraction, chunks_in_flight, exposed, stage_layers
+from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, chunks_in_flight, exposed, stage_layers
 
 
 @pytest.mark.parametrize(("pp", "vp", "m", "expected"), [(8, 1, 64, 7 / 64), (8, 5, 64, 7 / 320), (1, 1, 16, 0)])
@@ -15,6 +15,16 @@ def test_in_flight_chunks() -> None:
     assert chunks_in_flight(8, 1, 64) == 8  # 1F1B: pp micro-batches
     assert chunks_in_flight(8, 5, 64) == 2 * 7 + 4 * 8 + 1  # Megatron interleaved warm-up + 1
     assert chunks_in_flight(8, 1, 4) == 4  # never more than the step has
+
+
+def test_chunk_sync_window() -> None:
+    """Megatron-Core's interleaved schedule (schedules.py, grad_sync_func per model chunk) syncs a chunk's gradients
+    once its last backward pass ends; the backward runs the vp chunks in turn, min(pp, m) micro-batches each."""
+    assert chunk_sync_window(2.0, 8, 1, 64) == 2.0  # 1F1B: the last micro-batch's backward
+    # PP6 x VP8, 6 micro-batches (MLPerf GPT-3 at 11,616 GPUs): the first chunk is done 7 x 6 chunk passes of 1/8
+    # micro-batch before the end, plus its own pass: 43/8 micro-batches.
+    assert chunk_sync_window(1.0, 6, 8, 6) == pytest.approx(43 / 8)
+    assert chunk_sync_window(1.0, 8, 4, 2) == pytest.approx((1 + 3 * 2) / 4)  # fewer micro-batches than stages
 
 
 def test_even_and_uneven_stages() -> None:

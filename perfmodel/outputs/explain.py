@@ -22,7 +22,7 @@ from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import clock_share, gemm_share, grouped_efficiency, op_time, wave_efficiency
 from perfmodel.physics.parallel import Layout
-from perfmodel.physics.schedule import bubble_fraction, exposed
+from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
 from perfmodel.physics.step import (
     BREAKDOWN,
     OPTIMIZER_KERNELS,
@@ -531,7 +531,13 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     )
     b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank (elapsed)")
     hb = _q("t_bubble_half", step.pp_bubble_s / 2, "s", "half the pipeline bubble, also usable as a window")
-    windows = (N, f_mb, b_mb, hb, eta)
+    passes = 1 + (lo.vp - 1) * min(lo.pp, int(trace["microbatches"]))
+    sync_note = "one micro-batch" if lo.vp == 1 else f"{passes} chunk passes of 1/{lo.vp} micro-batch each"
+    f_sync = _q("w_AG", chunk_sync_window(trace["mb_forward"], lo.pp, lo.vp, trace["microbatches"]), "s",
+                f"forward a parameter all-gather can hide behind ({sync_note})")  # fmt: skip
+    b_sync = _q("w_RS", chunk_sync_window(trace["mb_backward"], lo.pp, lo.vp, trace["microbatches"]), "s",
+                f"backward a gradient sync can hide behind ({sync_note})")  # fmt: skip
+    windows = (N, f_mb, b_mb, hb, eta, f_sync, b_sync)
     trainable = float(trace["trainable"])
     weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
@@ -567,7 +573,7 @@ def _zero_formula(
     group: str,
 ) -> tuple[Any, list[Quantity]]:
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses."""
-    N, f_mb, b_mb, hb, eta = windows
+    N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
     grads = trainable * memory.GRAD_BYTES
     n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "", "Megatron DDP buckets (max(40M, 1M x ranks))")
     nb = float(n_b.value)
@@ -578,14 +584,16 @@ def _zero_formula(
     if zero == 0:
         ar = _q(f"t_AR{suffix}", nb * all_reduce(grads / nb, links, ctx.tiers), "s",
                 f"all-reduce of the gradients, bucket by bucket ({group})")  # fmt: skip
-        return bucketed_exposed(ar.symbol, n_b.symbol, b_mb.symbol + hb.symbol, eta.symbol), [ar, n_b, b_mb, hb, eta]
-    gather_first = bucketed_exposed(ag_u.symbol, n_b.symbol, f_mb.symbol + hb.symbol, eta.symbol)
+        return bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol), [
+            ar, n_b, b_sync, hb, eta
+        ]  # fmt: skip
+    gather_first = bucketed_exposed(ag_u.symbol, n_b.symbol, f_sync.symbol + hb.symbol, eta.symbol)
     if zero == 1:
-        formula = bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol + hb.symbol, eta.symbol) + gather_first
-        return formula, [rs, ag_u, n_b, f_mb, b_mb, hb, eta]
+        formula = bucketed_exposed(rs.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol) + gather_first
+        return formula, [rs, ag_u, n_b, f_sync, b_sync, hb, eta]
     if zero == 2:
         formula = N.symbol * bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol, eta.symbol) + gather_first
-        return formula, [N, rs, ag_u, n_b, f_mb, b_mb, hb, eta]
+        return formula, [N, rs, ag_u, n_b, f_sync, b_mb, hb, eta]
     ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
               "all-gather of this rank's weights (FSDP)")  # fmt: skip
     formula = N.symbol * (

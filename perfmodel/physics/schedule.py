@@ -54,6 +54,22 @@ def chunks_in_flight(pp: Number, vp: Number, microbatches: Number) -> Number:
     return minimum(where(vp > 1, interleaved, pp), microbatches * vp)
 
 
+def chunk_sync_window(mb_s: Number, pp: Number, vp: Number, microbatches: Number) -> Number:
+    """Compute a step's DP gradient reduce-scatter (or the next step's parameter all-gather) can hide behind, given
+    `mb_s`, one micro-batch's backward (or forward) on a rank.
+
+    1F1B: the last micro-batch's backward, in which the layers' gradients become ready one after another. Interleaved
+    (vp > 1): Megatron-Core's schedule launches each model chunk's gradient sync as soon as that chunk's last
+    micro-batch backward ends (`grad_sync_func` per chunk; `param_sync_func` gathers the next chunk's parameters
+    during the first forwards; megatron/core/pipeline_parallel/schedules.py,
+    forward_backward_pipelining_with_interleaving). The backward runs the chunks in turn, min(pp, m) micro-batches
+    each, so the first chunk is done (vp - 1) x min(pp, m) chunk-passes before the end: a window of
+    mb_s / vp x (1 + (vp - 1) x min(pp, m)), which is mb_s at vp = 1.
+    """
+    group = minimum(pp, microbatches)
+    return mb_s / vp * (1 + (vp - 1) * group)
+
+
 def exposed(comm_s: Number, window_s: Number, overlap: float) -> Number:
     """Communication left on the critical path when it can hide behind `window_s` of compute.
 

@@ -23,7 +23,14 @@ from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.schedule import StageLayers, bubble_fraction, chunks_in_flight, exposed, stage_layers
+from perfmodel.physics.schedule import (
+    StageLayers,
+    bubble_fraction,
+    chunk_sync_window,
+    chunks_in_flight,
+    exposed,
+    stage_layers,
+)
 from perfmodel.physics.topology import Tiers, tiers
 from perfmodel.physics.trace import Untraceable, compile_traced
 from perfmodel.physics.workload import (
@@ -516,13 +523,17 @@ def _data_parallel(
     mb_forward: Number,
     mb_backward: Number,
     bubble: Number,
+    sync_forward: Number,
+    sync_backward: Number,
 ) -> Number:
     """Exposed DP communication by ZeRO stage, over DP x CP ranks.
 
     ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
     updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble),
     in Megatron's buckets: each bucket pays its own collective latency, and the last gradient bucket and first
-    parameter bucket have nothing to hide behind (`bucketed_exposed`);
+    parameter bucket have nothing to hide behind (`bucketed_exposed`); with an interleaved schedule each model
+    chunk syncs as soon as its passes end, so the windows `sync_forward`/`sync_backward` span min(pp, m) micro-batch
+    passes of the other chunks (`schedule.chunk_sync_window`);
     ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
     """
     overlap = ctx.efficiency.overlap_dp
@@ -531,7 +542,7 @@ def _data_parallel(
     scatter = buckets * reduce_scatter(grads / buckets, links)
     gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
     gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
-    step_forward, step_backward = mb_forward + bubble / 2, mb_backward + bubble / 2
+    step_forward, step_backward = sync_forward + bubble / 2, sync_backward + bubble / 2
     reduce = buckets * all_reduce(grads / buckets, links, ctx.tiers)
     zero0 = bucketed_exposed(reduce, buckets, step_backward, overlap)
     gather_first = bucketed_exposed(gather_updates, buckets, step_forward, overlap)
@@ -673,7 +684,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
     dp_links = _links(ctx, dp * cp, tp)
-    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble)
+    sync_windows = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
+    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, *sync_windows)
     dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
