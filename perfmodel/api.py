@@ -152,14 +152,22 @@ def plan(
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
 
-def validate(data: str | Path | None = None, *, only: str | None = None, calibration: str | None = None) -> Report:
+def validate(
+    data: str | Path | None = None,
+    *,
+    only: str | None = None,
+    calibration: str | None = None,
+    hardware: str | Path | Sequence[str | Path] | None = None,
+) -> Report:
     """Predicted against measured for every bundled run, or for the runs of a CSV (`data`, the README's columns):
     per-row error and MAPE (`perfmodel validate`). `only` keeps runs whose id, source or group contains the text;
-    `calibration` is a calibration JSON, or "none" for the physical defaults."""
+    `calibration` is a calibration JSON, or "none" for the physical defaults; `hardware` your own hardware files,
+    which the CSV's gpu and system columns may name."""
     from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
     from perfmodel.fitting.validation import validate as run
     from perfmodel.physics import calibration as calibrations
 
+    _use_hardware({"hardware": hardware})
     runs, excluded = (read_runs_csv(data), ()) if data is not None else bundled_runs()
     return run(select(runs, only), calibrations.resolve(calibration), list(excluded))
 
