@@ -54,4 +54,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted({*globals(), *_LAZY})  # a lazy name once loaded is in both

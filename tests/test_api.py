@@ -60,6 +60,13 @@ def test_import_stays_lazy() -> None:
     assert out.strip() == "[]"
 
 
+def test_dir_lists_each_public_name_once() -> None:
+    """A notebook's tab completion: a lazy name, once loaded, is listed once, not twice."""
+    _ = perfmodel.predict
+    names = dir(perfmodel)
+    assert len(names) == len(set(names)) and set(perfmodel.__all__) <= set(names)
+
+
 def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'predcit'"):
         _ = perfmodel.predcit  # type: ignore[attr-defined]
