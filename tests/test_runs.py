@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import CSV_COLUMNS, MPT_SHAPES, bundled_runs, read_runs_csv
@@ -48,6 +49,15 @@ def test_bad_csv_names_file_row_and_column(tmp_path: Path, text: str, message: s
     with pytest.raises(PerfmodelError) as err:
         read_runs_csv(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Path) -> None:
+    """Your own CSV's few excluded rows are listed whole: which row, and which rule it breaks (not a cut-off layout)."""
+    path = _csv(tmp_path, GOOD + GOOD.splitlines()[1].replace("a,", "b,", 1).replace(",4,8,", ",3,8,") + "\n")
+    result = run_cli("validate", "--data", str(path))
+    assert result.code == 0 and "MAPE" in result.out
+    assert "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in result.out
+    assert "TP 3 must divide the 64 attention heads" in result.out
 
 
 def test_missing_and_binary_files(tmp_path: Path) -> None:

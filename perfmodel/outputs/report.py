@@ -16,6 +16,9 @@ from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
+LISTED_EXCLUSIONS = 10
+"""Up to this many excluded rows (your own CSV's) are listed one by one with their id and whole reason, which names
+the rule a row breaks; more (the bundled data's) are counted per kind of reason."""
 BREAKDOWN_LABELS = {
     "compute_s": "compute (GEMMs, attention, elementwise)",
     "tp_comm_exposed_s": "tensor-parallel communication, exposed",
@@ -315,7 +318,10 @@ def validation_table(result: Any) -> str:
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
         + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
     )
-    if result.excluded:
+    if 0 < len(result.excluded) <= LISTED_EXCLUSIONS:
+        lines.append(f"Excluded {len(result.excluded)} rows:")
+        lines += [f"  {e['id']}: {e['reason']}" for e in result.excluded]
+    elif result.excluded:
         reasons: dict[str, int] = {}
         for e in result.excluded:
             short = e["reason"].split(":")[0][:70]
