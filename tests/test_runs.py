@@ -58,6 +58,8 @@ def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Pa
     assert result.code == 0 and "MAPE" in result.out
     assert "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in result.out
     assert "TP 3 must divide the 64 attention heads" in result.out
+    fitted = run_cli("calibrate", "--data", str(path), "--out", str(tmp_path / "c.json"), "--no-cv")
+    assert fitted.code == 0 and "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in fitted.out
 
 
 def test_missing_and_binary_files(tmp_path: Path) -> None:

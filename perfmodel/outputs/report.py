@@ -318,17 +318,20 @@ def validation_table(result: Any) -> str:
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
         + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
     )
-    if 0 < len(result.excluded) <= LISTED_EXCLUSIONS:
-        lines.append(f"Excluded {len(result.excluded)} rows:")
-        lines += [f"  {e['id']}: {e['reason']}" for e in result.excluded]
-    elif result.excluded:
-        reasons: dict[str, int] = {}
-        for e in result.excluded:
-            short = e["reason"].split(":")[0][:70]
-            reasons[short] = reasons.get(short, 0) + 1
-        lines.append(f"Excluded {len(result.excluded)} rows (--format json lists each with its reason):")
-        lines += [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    lines += _exclusions(result.excluded, "--format json lists each with its reason")
     return "\n".join(lines)
+
+
+def _exclusions(excluded: list[dict[str, str]], where: str) -> list[str]:
+    """The rows left out: each with its id and whole reason when there are few, else counted per kind of reason."""
+    if 0 < len(excluded) <= LISTED_EXCLUSIONS:
+        return [f"Excluded {len(excluded)} rows:"] + [f"  {e['id']}: {e['reason']}" for e in excluded]
+    reasons: dict[str, int] = {}
+    for e in excluded:
+        short = e["reason"].split(":")[0][:70]
+        reasons[short] = reasons.get(short, 0) + 1
+    counted = [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    return [f"Excluded {len(excluded)} rows ({where}):", *counted] if excluded else []
 
 
 def protocol_table(result: Any) -> str:
@@ -394,4 +397,5 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
         "(errors of the predicted time, which the fit minimises; `perfmodel validate` scores each row in its own "
         "metric, so a throughput row's error there is 1/(1+e)-1 of its time error e)"
     )
+    lines += _exclusions(fitted.provenance["data"]["excluded"], "the calibration file's data.excluded lists each")
     return "\n".join(lines)
