@@ -142,6 +142,10 @@ def test_a_model_file_from_a_flag_and_from_a_scenario(tmp_path: Path, monkeypatc
     _write(tmp_path, "bad.toml", MODEL.replace("layers = 48", "layers = 0"))
     bad = run_cli("predict", "--model", "bad.toml")
     assert bad.code == 2 and "bad.toml: field 'layers'" in bad.err
+    _write(tmp_path, "headed.toml", "[model]\n" + MODEL)  # "the keys of a [model] table", read as that table
+    headed = run_cli("predict", "--model", "headed.toml")
+    assert headed.code == 2 and headed.err.count("\n") == 1
+    assert "headed.toml: a model file holds the keys of a scenario's [model] table at its top level" in headed.err
 
 
 def test_bundled_scenarios_and_sweeps_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
