@@ -319,6 +319,13 @@ def validation_table(result: Any) -> str:
         + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
     )
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
+    over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
+    if over:
+        lines.append(
+            f"Warning: {len(over)} rows' layouts exceed the memory estimate, which a run that ran cannot (check their "
+            "layout columns and measured value): "
+            + "; ".join(f"{run_id} needs {need:,.1f} of {held:,.1f} GiB per GPU" for run_id, (need, held) in over)
+        )
     return "\n".join(lines)
 
 
