@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.errors import InfeasibleLayout, PerfmodelError
 
 if TYPE_CHECKING:
-    from perfmodel.api import compare, load_scenario, plan, predict, search, validate
+    from perfmodel.api import calibrate, compare, load_scenario, plan, predict, search, validate
     from perfmodel.fitting.validation import Report as ValidationReport
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.compare import Comparison
@@ -28,6 +28,7 @@ _LAZY = {
     "search": ("perfmodel.api", "search"),
     "compare": ("perfmodel.api", "compare"),
     "validate": ("perfmodel.api", "validate"),
+    "calibrate": ("perfmodel.api", "calibrate"),
     "plan": ("perfmodel.api", "plan"),
     "PlanReport": ("perfmodel.planning.plan", "PlanReport"),
     "load_scenario": ("perfmodel.api", "load_scenario"),
@@ -40,7 +41,7 @@ _LAZY = {
 
 __all__ = [
     "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario", "SearchReport",
-    "ValidationReport", "compare", "load_scenario", "plan", "predict", "search", "validate",
+    "ValidationReport", "calibrate", "compare", "load_scenario", "plan", "predict", "search", "validate",
 ]  # fmt: skip
 
 
@@ -54,4 +55,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted({*globals(), *_LAZY})  # a lazy name once loaded is in both

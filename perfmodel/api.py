@@ -18,6 +18,7 @@ from perfmodel.errors import PerfmodelError
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
     from perfmodel.inputs.scenario import Scenario
+    from perfmodel.physics.calibration import Calibration
     from perfmodel.planning.compare import Comparison
     from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
@@ -152,16 +153,57 @@ def plan(
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
 
-def validate(data: str | Path | None = None, *, only: str | None = None, calibration: str | None = None) -> Report:
+def validate(
+    data: str | Path | None = None,
+    *,
+    only: str | None = None,
+    calibration: str | None = None,
+    hardware: str | Path | Sequence[str | Path] | None = None,
+) -> Report:
     """Predicted against measured for every bundled run, or for the runs of a CSV (`data`, the README's columns):
     per-row error and MAPE (`perfmodel validate`). `only` keeps runs whose id, source or group contains the text;
-    `calibration` is a calibration JSON, or "none" for the physical defaults."""
+    `calibration` is a calibration JSON, or "none" for the physical defaults; `hardware` your own hardware files,
+    which the CSV's gpu and system columns may name."""
     from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
     from perfmodel.fitting.validation import validate as run
     from perfmodel.physics import calibration as calibrations
 
+    _use_hardware({"hardware": hardware})
     runs, excluded = (read_runs_csv(data), ()) if data is not None else bundled_runs()
     return run(select(runs, only), calibrations.resolve(calibration), list(excluded))
+
+
+def calibrate(
+    data: str | Path | None = None,
+    *,
+    out: str | Path,
+    with_bundled: bool = False,
+    only: str | None = None,
+    cv: bool = True,
+    force: bool = False,
+    hardware: str | Path | Sequence[str | Path] | None = None,
+) -> Calibration:
+    """Fit the calibration's parameters on measured runs and write it to `out` (`perfmodel calibrate`), for
+    `calibration=out` in the other functions: the runs of a CSV (`data`), with the bundled ones when `with_bundled`
+    (only those without `data`); `only` and `hardware` as for `validate`; `cv` adds the held-out error and the
+    intervals. Written whole or not at all, over an existing file only with `force`. Its `.provenance` is the
+    `--format json` object (rows, in-sample and held-out MAPE, parameters at a bound, rows left out and why)."""
+    from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
+    from perfmodel.fitting.validation import fit_calibration
+    from perfmodel.outputs.atomic import check_target, write_atomic
+
+    _use_hardware({"hardware": hardware})
+    target = Path(out)
+    try:
+        check_target(target, force, (data,))
+    except PerfmodelError as exc:  # the CLI's line, naming the keywords rather than the flags
+        message = str(exc).replace(f"--out {target}", f"out={str(out)!r}", 1)
+        raise PerfmodelError(message.replace("pass --force", "pass force=True")) from None
+    runs = read_runs_csv(data) if data is not None else []
+    bundled, excluded = bundled_runs() if with_bundled or data is None else ((), ())
+    fitted = fit_calibration(select([*runs, *bundled], only), excluded, cv)
+    write_atomic(target, lambda handle: handle.write(fitted.to_json().encode()), force)
+    return fitted
 
 
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:

@@ -19,8 +19,8 @@ from perfmodel.outputs.report import to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = (
-    "predict", "search", "compare", "plan", "validate", "load_scenario", "Scenario", "Prediction", "SearchReport",
-    "Comparison", "PlanReport", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
+    "predict", "search", "compare", "plan", "validate", "calibrate", "load_scenario", "Scenario", "Prediction",
+    "SearchReport", "Comparison", "PlanReport", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
 )  # fmt: skip
 
 
@@ -58,6 +58,13 @@ def test_import_stays_lazy() -> None:
     """`import perfmodel` loads none of the heavy dependencies: the CLI's start-up does not pay for the API."""
     out = _fresh("import sys, perfmodel; print(sorted({'pydantic', 'numpy', 'sympy', 'click'} & set(sys.modules)))")
     assert out.strip() == "[]"
+
+
+def test_dir_lists_each_public_name_once() -> None:
+    """A notebook's tab completion: a lazy name, once loaded, is listed once, not twice."""
+    _ = perfmodel.predict
+    names = dir(perfmodel)
+    assert len(names) == len(set(names)) and set(perfmodel.__all__) <= set(names)
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
@@ -107,6 +114,29 @@ def test_search_compare_and_validate_equal_the_cli() -> None:
     validation = perfmodel.validate(only="Training v5.0")
     assert isinstance(validation, perfmodel.ValidationReport) and validation.rows
     _same_as_cli(validation.to_dict(), "validate", "--only", "Training v5.0")
+
+
+RUNS = (
+    "id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured\n"
+    "a,llama3.1-8b,h100-sxm,8,fp8,8192,64,1,1,1,1,1,1,none,tokens_per_s_per_gpu,13000\n"
+    "b,llama3.1-8b,h100-sxm,16,fp8,8192,64,1,1,1,1,1,1,none,tokens_per_s_per_gpu,12500\n"
+)
+
+
+def test_calibrate_writes_what_the_cli_writes_and_predict_uses_it(tmp_path: Path) -> None:
+    """A notebook fits on its own runs without a shell: the same file as `perfmodel calibrate`, used by name."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(RUNS)
+    fitted = perfmodel.calibrate(runs, out=tmp_path / "api.json", cv=False)
+    assert run_cli("calibrate", "--data", str(runs), "--out", str(tmp_path / "cli.json"), "--no-cv").code == 0
+    api, cli = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("api", "cli"))
+    assert api["parameters"] == cli["parameters"] and api["data"]["rows"] == ["a", "b"]
+    assert fitted.provenance["fit"] == api["fit"]
+    flags = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "precision": "fp8", "gbs": 64, "seq_len": 8192}
+    ours = perfmodel.predict(**flags, calibration=str(tmp_path / "api.json"))
+    assert ours.step_time_s != perfmodel.predict(**flags).step_time_s
+    with pytest.raises(perfmodel.PerfmodelError, match=r"out='.*api.json': file exists; pass force=True"):
+        perfmodel.calibrate(runs, out=tmp_path / "api.json")
 
 
 def test_plan_equals_the_cli() -> None:

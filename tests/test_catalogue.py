@@ -142,6 +142,10 @@ def test_a_model_file_from_a_flag_and_from_a_scenario(tmp_path: Path, monkeypatc
     _write(tmp_path, "bad.toml", MODEL.replace("layers = 48", "layers = 0"))
     bad = run_cli("predict", "--model", "bad.toml")
     assert bad.code == 2 and "bad.toml: field 'layers'" in bad.err
+    _write(tmp_path, "headed.toml", "[model]\n" + MODEL)  # "the keys of a [model] table", read as that table
+    headed = run_cli("predict", "--model", "headed.toml")
+    assert headed.code == 2 and headed.err.count("\n") == 1
+    assert "headed.toml: a model file holds the keys of a scenario's [model] table at its top level" in headed.err
 
 
 def test_bundled_scenarios_and_sweeps_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,3 +179,31 @@ def test_a_sweep_is_described_by_its_first_whole_sentence() -> None:
         "with twice the NIC bandwidth: 2 x 5 x 3 x 2 = 60 points, each with its best layout."
     )
     assert listed["70b-layouts"].endswith("priced as arrays (7,680 rows).")
+
+
+RUNS_ON_OURS = """\
+id,source,model,system,n_gpus,precision,seq_len,tp,pp,cp,vp,mbs,gbs,zero,recompute,metric,measured
+ours-1,our log,llama3.1-8b,ours-h100,16,bf16,8192,1,1,1,1,1,128,1,none,tokens_per_s_per_gpu,9000
+ours-2,our log,llama3.1-8b,ours-h100,32,bf16,8192,1,1,1,1,1,128,1,none,tokens_per_s_per_gpu,8800
+"""
+
+
+def test_validate_and_calibrate_name_your_own_hardware(tmp_path: Path) -> None:
+    """A CSV of runs on your own cluster needs its file: --hardware on validate and calibrate, `hardware=` in Python."""
+    ours = _write(tmp_path, "ours.toml", TAPERED)
+    runs = _write(tmp_path, "runs.csv", RUNS_ON_OURS)
+    unknown = run_cli("validate", "--data", str(runs))
+    assert unknown.code == 2 and "unknown system 'ours-h100'" in unknown.err
+    cli = json.loads(run_cli("validate", "--hardware", str(ours), "--data", str(runs), "--format", "json").out)
+    catalogue.clear()
+    api = perfmodel.validate(data=runs, hardware=ours).to_dict()
+    assert [r["predicted"] for r in cli["rows"]] == [r["predicted"] for r in api["rows"]]
+    stock = _write(tmp_path, "stock.csv", RUNS_ON_OURS.replace("ours-h100", "dgx-h100"))
+    assert all(
+        o["predicted"] < s["predicted"]
+        for o, s in zip(cli["rows"], perfmodel.validate(data=stock).to_dict()["rows"], strict=True)
+    )
+    catalogue.clear()
+    out = tmp_path / "cal.json"
+    fitted = run_cli("calibrate", "--hardware", str(ours), "--data", str(runs), "--out", str(out), "--no-cv")
+    assert fitted.code == 0 and json.loads(out.read_text())["data"]["rows"] == ["ours-1", "ours-2"]

@@ -145,3 +145,12 @@ def test_csv_of_rows_with_and_without_a_price() -> None:
     assert result.code == 0, result.err
     amd, nvidia = csv.DictReader(io.StringIO(result.out))
     assert amd["usd_per_million_tokens"] == "" and float(nvidia["usd_per_million_tokens"]) > 0
+
+
+def test_a_price_range_is_shown_only_when_it_differs_as_printed() -> None:
+    """Two systems at the same prices have the same perf/$ at both ends, up to float rounding: no "(1.01-1.01)"."""
+    from perfmodel.outputs.plan_report import _price_range
+
+    assert _price_range(1.0124, 1.0126 + 1e-16) == ""
+    assert _price_range(None, None) == ""
+    assert _price_range(0.9, 1.1) == " (0.90-1.10)"

@@ -1,8 +1,10 @@
 """Measured runs: the documented CSV format, its errors, and the bundled rows with their exclusions."""
 
+import re
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import CSV_COLUMNS, MPT_SHAPES, bundled_runs, read_runs_csv
@@ -48,6 +50,26 @@ def test_bad_csv_names_file_row_and_column(tmp_path: Path, text: str, message: s
     with pytest.raises(PerfmodelError) as err:
         read_runs_csv(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Path) -> None:
+    """Your own CSV's few excluded rows are listed whole: which row, and which rule it breaks (not a cut-off layout)."""
+    path = _csv(tmp_path, GOOD + GOOD.splitlines()[1].replace("a,", "b,", 1).replace(",4,8,", ",3,8,") + "\n")
+    result = run_cli("validate", "--data", str(path))
+    assert result.code == 0 and "MAPE" in result.out
+    assert "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in result.out
+    assert "TP 3 must divide the 64 attention heads" in result.out
+    fitted = run_cli("calibrate", "--data", str(path), "--out", str(tmp_path / "c.json"), "--no-cv")
+    assert fitted.code == 0 and "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in fitted.out
+
+
+def test_a_row_whose_layout_cannot_fit_is_flagged(tmp_path: Path) -> None:
+    """70B unsharded on 8 H100s cannot have run: validate prices it but says so, naming the row and the memory."""
+    row = GOOD.splitlines()[1].replace(",64,fp8,8192,128,1,4,8,1,5,1,", ",8,fp8,8192,128,1,1,1,1,1,0,")
+    result = run_cli("validate", "--data", str(_csv(tmp_path, GOOD + row.replace("a,", "b,", 1) + "\n")))
+    assert result.code == 0 and "Warning: 1 rows' layouts exceed the memory estimate" in result.out
+    assert re.search(r"b needs [\d,.]+ of 80\.0 GiB per GPU$", result.out.rstrip())
+    assert "Warning" not in run_cli("validate", "--data", str(_csv(tmp_path, GOOD))).out
 
 
 def test_missing_and_binary_files(tmp_path: Path) -> None:

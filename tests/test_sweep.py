@@ -38,6 +38,14 @@ def test_points_are_the_cross_product(tmp_path: Path) -> None:
     assert all(p.scenario().parallelism.gbs == 64 and p.scenario().tokens == 1e12 for p in points)
 
 
+def test_a_model_file_is_found_next_to_the_sweep_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `base` is: the sweep runs the same from any working folder."""
+    (tmp_path / "ours.toml").write_text('base = "llama3.1-8b"\nid = "ours-8b"\nlayers = 24\n')
+    path = _file(tmp_path, SWEEP.replace('"llama3.1-8b"', '"ours.toml"'))
+    monkeypatch.chdir(tmp_path.parent)
+    assert {p.scenario().model.layers for p in load_points(path)} == {24}
+
+
 def test_rows_match_predict_and_errors_become_rows(tmp_path: Path) -> None:
     rows = run(load_points(_file(tmp_path, SWEEP)), jobs=1)
     h100_fp4 = [r for r in rows if r["accelerator"] == "h100-sxm" and r["precision"] == "nvfp4"]

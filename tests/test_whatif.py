@@ -97,6 +97,9 @@ def test_elasticities_match_direct_finite_differences() -> None:
     beta = bundled().efficiency("hopper").peak_power_exponent
     assert -1 < compute < -0.5 * (1 - beta)
     assert by_name["collective_step_us"].fixed_layout >= 0  # more latency never speeds a step up
+    # Board power sets the GEMMs' share of peak (W per peak FLOP/s)^beta: more watts, a shorter step.
+    assert -beta < by_name["power_w"].fixed_layout < -0.5 * beta
+    assert "usd_per_gpu_hour" not in by_name
     magnitudes = [max(abs(e.fixed_layout), abs(e.best_layout or 0)) for e in result.elasticities]
     assert magnitudes == sorted(magnitudes, reverse=True)
 

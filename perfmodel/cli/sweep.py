@@ -40,7 +40,7 @@ def sweep(
     \b
     [sweep]
     base = "my-scenario.toml"              # optional, relative to the sweep file
-    models = ["llama3.1-70b", "llama3.1-405b"]
+    models = ["llama3.1-70b", "ours.toml"] # zoo ids or model files (relative to the sweep file)
     gpus = ["h100-sxm", "gb200"]           # accelerator or system ids
     precisions = ["fp8", "bf16"]
     n_gpus = [512, 1024]

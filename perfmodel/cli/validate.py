@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Command, FilePath, _degree, emit
+from perfmodel.cli.options import FORMATS, Command, FilePath, _degree, emit, hardware_option
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
@@ -75,6 +75,7 @@ def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
 
 @cli.command()
 @click.argument("logs", nargs=-1, type=FilePath(dir_okay=False))
+@hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
 @click.option("--calibration", help=CALIBRATION_HELP)
@@ -134,6 +135,7 @@ def _validate_protocol(
 
 
 @cli.command()
+@hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
 @click.option("--with-bundled", is_flag=True, help="Fit on the bundled rows as well as --data.")
 @click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")

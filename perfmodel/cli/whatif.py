@@ -42,7 +42,8 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
       nic_gbps, nics_per_gpu               scale-out Gb/s per NIC, NICs per GPU
       oversubscription                     leaf-to-spine taper (1 = non-blocking)
       scaleup_latency_us, nic_latency_us, switch_latency_us, collective_step_us
-      power_w, usd_per_gpu_hour            energy and cost only
+      power_w                              board W: energy, and the GEMMs' share of peak (W per peak FLOP/s)
+      usd_per_gpu_hour                     cost only
     Each takes values about 100x beyond today's parts either way (domain_gpus up to 576).
     Example: perfmodel whatif --gpu h100-sxm --gpus 64 --set nvlink_gbps=1800 --set hbm_tbps=x1.5
     """

@@ -32,7 +32,7 @@ from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.parameters import Profile
-from perfmodel.physics.step import Context, evaluate
+from perfmodel.physics.step import Context, evaluate, memory_need
 from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, layout_vars
 
@@ -86,6 +86,14 @@ class PreparedRun:
             return ()
         layout_range = self.members and (self.run.releases is None or (self.settled and self.settled.range_only))
         return tuple(itertools.product(self.members if layout_range else (self.layout,), release_years(self.run)))
+
+    @property
+    def over_memory_gib(self) -> tuple[float, float] | None:
+        """(needed, held) GiB per GPU when the row's layout exceeds the memory estimate, else None: a run that ran
+        fit, so such a row's layout columns (or its measured value) are suspect. No bundled row is one."""
+        held = self.context.hardware.accelerator.memory_bytes
+        need = float(memory_need(self.context, layout_vars(self.layout)))
+        return (need / 2**30, held / 2**30) if need > held else None
 
     @property
     def basis(self) -> str:

@@ -126,6 +126,11 @@ SCENARIO = model_of(
 
 def check_model_file(path: Path, table: dict[str, Any]) -> dict[str, Any]:
     """A model file's table when it is a valid [model] table, else one line naming the model file."""
+    if isinstance(table.get("model"), dict):  # the README's "keys of a [model] table" read as a table of that name
+        raise PerfmodelError(
+            f"{path}: a model file holds the keys of a scenario's [model] table at its top level (id = ..., "
+            "layers = ...), without a [model] header"
+        )
     try:
         check(MODEL_OVERRIDE, table)
     except ValidationError as exc:

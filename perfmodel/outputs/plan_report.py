@@ -125,6 +125,14 @@ def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.2f}x"
 
 
+def _price_range(low: float | None, high: float | None) -> str:
+    """The perf/$ ratio at both systems' low and high prices, when they differ as printed (two systems at the same
+    prices give the same ratio at both, up to rounding: "(1.01-1.01)" said nothing)."""
+    if low is None or high is None or f"{low:,.2f}" == f"{high:,.2f}":
+        return ""
+    return f" ({low:,.2f}-{high:,.2f})"
+
+
 def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) -> str:
     """One row per system (and GPU count): layout, speed, time-to-train, cost, energy and ratios to the first."""
     first = predictions[0]
@@ -149,8 +157,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
             + ([_share(record["scaling_efficiency"])] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
-                _ratio(record["perf_per_usd_vs_first"])
-                + ("" if low is None or low == high else f" ({low:,.2f}-{high:,.2f})"),
+                _ratio(record["perf_per_usd_vs_first"]) + _price_range(low, high),
             ]
         )
     headers = (

@@ -16,6 +16,9 @@ from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.predict import Prediction
 
+LISTED_EXCLUSIONS = 10
+"""Up to this many excluded rows (your own CSV's) are listed one by one with their id and whole reason, which names
+the rule a row breaks; more (the bundled data's) are counted per kind of reason."""
 BREAKDOWN_LABELS = {
     "compute_s": "compute (GEMMs, attention, elementwise)",
     "tp_comm_exposed_s": "tensor-parallel communication, exposed",
@@ -315,14 +318,27 @@ def validation_table(result: Any) -> str:
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
         + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
     )
-    if result.excluded:
-        reasons: dict[str, int] = {}
-        for e in result.excluded:
-            short = e["reason"].split(":")[0][:70]
-            reasons[short] = reasons.get(short, 0) + 1
-        lines.append(f"Excluded {len(result.excluded)} rows (--format json lists each with its reason):")
-        lines += [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    lines += _exclusions(result.excluded, "--format json lists each with its reason")
+    over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
+    if over:
+        lines.append(
+            f"Warning: {len(over)} rows' layouts exceed the memory estimate, which a run that ran cannot (check their "
+            "layout columns and measured value): "
+            + "; ".join(f"{run_id} needs {need:,.1f} of {held:,.1f} GiB per GPU" for run_id, (need, held) in over)
+        )
     return "\n".join(lines)
+
+
+def _exclusions(excluded: list[dict[str, str]], where: str) -> list[str]:
+    """The rows left out: each with its id and whole reason when there are few, else counted per kind of reason."""
+    if 0 < len(excluded) <= LISTED_EXCLUSIONS:
+        return [f"Excluded {len(excluded)} rows:"] + [f"  {e['id']}: {e['reason']}" for e in excluded]
+    reasons: dict[str, int] = {}
+    for e in excluded:
+        short = e["reason"].split(":")[0][:70]
+        reasons[short] = reasons.get(short, 0) + 1
+    counted = [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    return [f"Excluded {len(excluded)} rows ({where}):", *counted] if excluded else []
 
 
 def protocol_table(result: Any) -> str:
@@ -388,4 +404,5 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
         "(errors of the predicted time, which the fit minimises; `perfmodel validate` scores each row in its own "
         "metric, so a throughput row's error there is 1/(1+e)-1 of its time error e)"
     )
+    lines += _exclusions(fitted.provenance["data"]["excluded"], "the calibration file's data.excluded lists each")
     return "\n".join(lines)

@@ -4,7 +4,7 @@ A sweep file is TOML with one [sweep] table:
 
     [sweep]
     base = "../scenarios/default.toml"    # optional scenario file (relative to this file); default: built-in
-    models = ["llama3.1-70b", "llama3.1-405b"]
+    models = ["llama3.1-70b", "ours.toml"]    # zoo ids or model files (relative to this file)
     gpus = ["h100-sxm", "gb200-nvl72"]    # accelerator or system ids
     precisions = ["fp8", "bf16"]
     n_gpus = [512, 1024]
@@ -79,6 +79,13 @@ def _list(sweep: Mapping[str, Any], key: str, path: Path) -> list[Any]:
     return values
 
 
+def _model_file(model: Any, path: Path) -> Any:
+    """A model file in sweep.models is found next to the sweep file, as its `base` is (a zoo id stays as it is)."""
+    if isinstance(model, str) and model.endswith(".toml") and not Path(model).is_absolute():
+        return str((path.parent / model).resolve())
+    return model
+
+
 def load_points(path: str | Path) -> list[Point]:
     """Every point of a sweep file of points (no [sweep.layouts]), each checked to be a valid scenario."""
     loaded = load(path)
@@ -124,6 +131,8 @@ def load(path: str | Path) -> Any:
                 raise PerfmodelError(f"{path}: sweep.whatifs: {exc}") from None
         whatifs.append(settings)
     axes = [_list(sweep, axis, path) for axis in AXES]
+    models = list(AXES).index("models")
+    axes[models] = [_model_file(model, path) for model in axes[models]]
     count = math.prod(len(values) for values in axes) * len(whatifs)
     sizes = " x ".join(str(len(values)) for values in [*axes, whatifs])
     layouts = layout_sweep.layout_axes(path, sweep["layouts"]) if "layouts" in sweep else None

@@ -10,7 +10,8 @@ the usable share of a part that reserves some is kept), nvlink_gbps (scale-up GB
 and AMD quote it: 900 for H100, 1800 for B200; on an xGMI mesh every peer link scales with it), domain_gpus (GPUs per
 scale-up domain; a job fills the same share of a bigger domain), nic_gbps (Gb/s per NIC), nics_per_gpu,
 oversubscription (leaf-to-spine taper, 1 = non-blocking), scaleup_latency_us, nic_latency_us, switch_latency_us,
-collective_step_us (latencies in microseconds), power_w (W per GPU), usd_per_gpu_hour (price; a multiplier scales the
+collective_step_us (latencies in microseconds), power_w (W per GPU: energy, and the GEMMs' share of peak through W per
+peak FLOP/s), usd_per_gpu_hour (price; a multiplier scales the
 low-high range too).
 """
 
@@ -49,7 +50,8 @@ class Knob:
     whole: bool = False
     """Takes whole numbers only (GPU and NIC counts)."""
     timing: bool = True
-    """Changes step time (price and power do not); sensitivity covers these."""
+    """Changes step time (price does not; board power does, through the GEMMs' share of peak:
+    physics/compute.peak_power_share); sensitivity covers these."""
 
 
 KNOBS: dict[str, Knob] = {
@@ -113,7 +115,7 @@ KNOBS: dict[str, Knob] = {
             "collective_step_us",
             (0.001, 100_000),
         ),
-        Knob("power_w", "W", "board power per GPU", "accelerator", "power_w", (1, 100_000), timing=False),
+        Knob("power_w", "W", "board power per GPU", "accelerator", "power_w", (1, 100_000)),
         Knob(
             "usd_per_gpu_hour",
             "$/GPU-h",
