@@ -137,6 +137,17 @@ def test_layout_that_does_not_fit_is_explained_not_crashed() -> None:
     assert "DOES NOT FIT" in result.out and "Warning: this layout needs" in result.out
 
 
+def test_layout_given_but_for_vp_at_pp_1_is_priced_not_searched() -> None:
+    """PP 1 has one VP, so a layout given but for VP is given: one that does not fit is priced with the warning (as
+    with --vp 1), not refused by a search."""
+    flags = ("predict", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "1")
+    rest = ("--cp", "1", "--mbs", "1", "--recompute", "none", "--zero", "0")
+    result = run_cli(*flags, *rest)
+    assert result.code == 0
+    assert "DOES NOT FIT" in result.out and "(given)" in result.out
+    assert result.out == run_cli(*flags, "--vp", "1", *rest).out
+
+
 def test_no_layout_fits_gives_the_smallest_need() -> None:
     result = run_cli("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8")
     assert result.code == 2 and "the smallest needs" in result.err

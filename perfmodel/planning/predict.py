@@ -14,7 +14,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Scenario, flatten
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
@@ -341,6 +341,13 @@ def given_layout(scenario: Scenario) -> dict[str, Any]:
     return {name: getattr(scenario.parallelism, name) for name in LAYOUT_FIELDS}
 
 
+def given_degree(par: Parallelism, name: str) -> int | None:
+    """The parallel degree `name` the scenario fixes: as given, and VP 1 at PP 1 (the only VP there is), so that a
+    layout given in full but for VP at PP 1 is priced as given, not searched."""
+    value: int | None = getattr(par, name)
+    return 1 if name == "vp" and value is None and par.pp == 1 else value
+
+
 def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
     chosen: tuple[Layout, int] | None = _repeated(ctx.memo, _LAST_LAYOUT, (scenario,))
@@ -354,7 +361,8 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     par = scenario.parallelism
     gbs = par.gbs or scenario.default_gbs()
     n = scenario.n_gpus
-    tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
+    tp, pp, cp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.mbs, par.recompute, par.zero
+    vp = given_degree(par, "vp")
     if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
         dp = par.dp or max(1, n // (tp * pp * cp))
         if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
