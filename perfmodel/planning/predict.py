@@ -356,20 +356,28 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     return chosen
 
 
+def given_full_layout(scenario: Scenario) -> Layout | None:
+    """The scenario's layout when every dimension is given (DP filling the GPU count, EP and ETP 1, the default batch,
+    uncapped where the capped one cannot feed the replicas); None when one is left to a search."""
+    par = scenario.parallelism
+    tp, pp, cp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.mbs, par.recompute, par.zero
+    vp = given_degree(par, "vp")
+    if not (tp and pp and cp and vp and mbs and recompute is not None and zero is not None):  # degrees are >= 1
+        return None
+    gbs = par.gbs or scenario.default_gbs()
+    dp = par.dp or max(1, scenario.n_gpus // (tp * pp * cp))
+    if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
+        gbs = scenario.default_gbs(capped=False)
+    etp = par.etp or 1
+    return Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, etp, par.recompute_layers)
+
+
 def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """`choose_layout` itself."""
     par = scenario.parallelism
-    gbs = par.gbs or scenario.default_gbs()
     n = scenario.n_gpus
-    tp, pp, cp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.mbs, par.recompute, par.zero
-    vp = given_degree(par, "vp")
-    if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
-        dp = par.dp or max(1, n // (tp * pp * cp))
-        if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
-            gbs = scenario.default_gbs(capped=False)
-        layout = Layout(
-            tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1, par.recompute_layers
-        )
+    layout = given_full_layout(scenario)
+    if layout is not None:
         if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
             check(layout, ctx.model, n)
             ctx.memo["valid layout", layout, n] = True
