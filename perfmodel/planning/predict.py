@@ -459,14 +459,22 @@ def _layout_free(
         return found[1]
     family = ctx.hardware.accelerator.family
     interval = fitted.interval_for(family, scenario.precision, n_gpus, ctx.model.is_moe) if calibrated else None
-    if scenario.cost.mode == "buy":
-        price = tco.buy_price(ctx.hardware, scenario.cost)
-    else:
-        price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    made = price, interval, goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus)
+    made = (
+        scenario_price(scenario, ctx.hardware),
+        interval,
+        goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus),
+    )
     if key is not None:
         ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
     return made
+
+
+def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
+    """The price of a GPU-hour: owning the systems (--buy), else the user's rental price or the GPU's on-demand one
+    (none where hardware_specs has none)."""
+    if scenario.cost.mode == "buy":
+        return tco.buy_price(hardware, scenario.cost)
+    return Price.for_run(hardware.accelerator, scenario.cost.usd_per_gpu_hour)
 
 
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
@@ -605,6 +613,9 @@ def search_scenario(
 
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
+    if objective == "cost" and (price := scenario_price(scenario, ctx.hardware)).usd_per_gpu_hour is None:
+        # it ranks GPU-time per token, cost per token only at a price: the header must not say cost without one
+        raise PerfmodelError(f"search by cost: {price.source} (or --buy), or search by time")
     space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
     found = search(ctx, space, top, objective, progress, sized=True, candidates=candidates)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))
