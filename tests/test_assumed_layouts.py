@@ -112,3 +112,15 @@ def test_validate_json_carries_layout_basis_and_range(cli: Any) -> None:
         assert row["layout_basis"] == "stack default" and "recompute" in row["layout_assumed"]
         assert row["predicted_low"] <= row["predicted"] <= row["predicted_high"]
         assert any(a.startswith("recompute, zero not reported: stack 'megatron'") for a in row["assumptions"])
+
+
+def test_row_without_vp_at_pp_1_takes_its_stacks_defaults_not_a_search() -> None:
+    """PP 1 fixes VP 1: a row leaving VP out there (an MLPerf log given --tp --pp 1 --cp) is settled at its stack's
+    defaults, and one reporting everything else is 'reported', not 'searched'."""
+    open_vp = {"tp": 1, "pp": 1, "cp": 1, "seq_len": 2048, "gbs": 64, "mbs": 1}
+    run = MeasuredRun("test:1", "test", COMPOSER_OPEN.scenario | {"parallelism": open_vp}, "step_time_s", 1.0)
+    item = prepare(run, UNCALIBRATED)
+    assert item.basis == "stack default" and item.layout == prepare(COMPOSER_OPEN, UNCALIBRATED).layout
+    reported = open_vp | {"recompute": "none", "zero": 0}
+    full = MeasuredRun("test:2", "test", COMPOSER_OPEN.scenario | {"parallelism": reported}, "step_time_s", 1.0)
+    assert prepare(full, UNCALIBRATED).basis == "reported"

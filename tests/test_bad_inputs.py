@@ -214,7 +214,7 @@ CASES: list[Case] = [
     Case("no-layout-fits", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8"),
          "no layout fits in memory: of"),
     Case("only-layout-does-not-fit", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8",
-                                      "--precision", "bf16", "--tp", "8", "--pp", "1", "--cp", "1", "--mbs", "1",
+                                      "--precision", "bf16", "--tp", "8", "--pp", "1", "--mbs", "1",  # CP searched
                                       "--gbs", "64", "--recompute", "none", "--zero", "1"),
          "no layout fits in memory: the only valid layout needs "),
     # ---- calibration files --------------------------------------------------------------------------------------

@@ -137,6 +137,17 @@ def test_layout_that_does_not_fit_is_explained_not_crashed() -> None:
     assert "DOES NOT FIT" in result.out and "Warning: this layout needs" in result.out
 
 
+def test_layout_given_but_for_vp_at_pp_1_is_priced_not_searched() -> None:
+    """PP 1 has one VP, so a layout given but for VP is given: one that does not fit is priced with the warning (as
+    with --vp 1), not refused by a search."""
+    flags = ("predict", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "1")
+    rest = ("--cp", "1", "--mbs", "1", "--recompute", "none", "--zero", "0")
+    result = run_cli(*flags, *rest)
+    assert result.code == 0
+    assert "DOES NOT FIT" in result.out and "(given)" in result.out
+    assert result.out == run_cli(*flags, "--vp", "1", *rest).out
+
+
 def test_no_layout_fits_gives_the_smallest_need() -> None:
     result = run_cli("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8")
     assert result.code == 2 and "the smallest needs" in result.err
@@ -200,3 +211,35 @@ def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> N
     assert gb300.code == 0 and " GiB of 279.0 GiB usable (288 GiB HBM) (fits)" in gb300.out
     h100 = run_cli("predict")
     assert h100.code == 0 and " GiB of 80.0 GiB (fits)" in h100.out
+
+
+LAYOUT_FILE = """model = "llama3.1-70b"
+gpu = "h100-sxm"
+n_gpus = 64
+[parallelism]
+tp = 3
+pp = 1
+cp = 1
+mbs = 1
+recompute = "none"
+zero = 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "where"),
+    [
+        ((), "{file}: field 'parallelism.tp': invalid layout TP3 "),  # the file set TP
+        (("--tp", "8", "--gbs", "100"), "--gbs: invalid layout TP8 "),  # the flag set the batch the rule names
+        (("--gpus", "62"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
+    ],
+)
+def test_layout_rule_error_names_the_flag_or_file_field_that_set_it(
+    tmp_path: Path, flags: tuple[str, ...], where: str
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(LAYOUT_FILE)
+    result = run_cli("predict", str(path), *flags)
+    assert result.code == 2 and "Traceback" not in result.err
+    assert result.err.startswith("error: " + where.format(file=path)), result.err
+    assert result.err.count("\n") == 1

@@ -116,3 +116,16 @@ def test_scenario_layout_is_kept_unless_relayout() -> None:
     )
     assert relaid["layouts_evaluated"] > 1000
     assert all(r["parallelism"]["tp"] == 4 and r["parallelism"]["gbs"] == 896 for r in relaid["results"])
+
+
+def test_cost_objective_without_a_price_is_refused_naming_the_missing_price() -> None:
+    """Without a price the cost ranking is GPU-time per token, not the 'cost per token' its header says: refused,
+    naming the GPU without a price and the flags that give one; with a price it ranks."""
+    unpriced = ("search", "--model", "llama3.1-8b", "--gpu", "mi355x", "--gpus", "8", "--objective", "cost")
+    result = run_cli(*unpriced)
+    assert result.code == 2 and result.out == ""
+    assert result.err == (
+        "error: search by cost: no public price for mi355x; pass --usd-per-gpu-hour (or --buy), or search by time\n"
+    )
+    assert "best 10 by cost per" in run_cli(*unpriced, "--usd-per-gpu-hour", "3").out
+    assert run_cli(*unpriced[:-1], "time").code == 0

@@ -112,3 +112,13 @@ def test_sensitivity_command_json() -> None:
     assert {p["parameter"] for p in d["parameters"]} <= set(KNOBS)
     assert all(p["value"] == current(resolve("h100-sxm"), KNOBS[p["parameter"]]) for p in d["parameters"])
     assert run_cli("sensitivity", *SMALL, "--step", "2").code == 2
+
+
+def test_hbm_capacity_is_labelled_in_the_unit_predict_prints() -> None:
+    """hbm_gb is the datasheet's '80 GB', which is 80 GiB (Accelerator.memory_bytes): sensitivity and whatif label it
+    GiB, the unit predict prints the GPU's memory in, and the figures agree."""
+    sens = json.loads(run_cli("sensitivity", *SMALL, "--format", "json").out)
+    hbm = next(p for p in sens["parameters"] if p["parameter"] == "hbm_gb")
+    predicted = json.loads(run_cli("predict", *SMALL, "--format", "json").out)
+    assert (hbm["unit"], hbm["value"]) == ("GiB", predicted["memory_capacity_gib"]) == ("GiB", 80.0)
+    assert "80 GiB" in run_cli("sensitivity", *SMALL).out

@@ -46,7 +46,7 @@ def search(
 
     counts = flags.pop("gpus")
     flags["gpus"] = counts[0] if counts else None
-    loaded = load_from_flags(scenario, flags, relayout)
+    loaded = load_from_flags(scenario, flags, relayout, own_count=False)  # searched at --gpus: checked per count
     with progress("Pricing layouts", quiet) as update:
         report = search_scenario(loaded, counts, top, objective, update)
     if fmt == "csv":

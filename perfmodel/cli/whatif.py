@@ -36,7 +36,7 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
     Settable (absolute in the unit shown, or xF for F times the datasheet):
       bf16_tflops, fp8_tflops, fp4_tflops  dense tensor-core peaks, TFLOP/s
       hbm_tbps                             HBM bandwidth, TB/s
-      hbm_gb                               HBM capacity, GB
+      hbm_gb                               HBM capacity, GiB (the datasheet's '80 GB' is 80 GiB)
       nvlink_gbps                          scale-up GB/s per GPU, both directions (900 = H100)
       domain_gpus                          GPUs per NVLink/xGMI domain
       nic_gbps, nics_per_gpu               scale-out Gb/s per NIC, NICs per GPU

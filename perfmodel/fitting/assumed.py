@@ -32,7 +32,7 @@ from perfmodel.inputs.stacks import BLOCK_RECOMPUTE, get_stack
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import stage_layers
 from perfmodel.physics.step import Context, memory_need
-from perfmodel.planning.predict import choose_layout, layout_vars
+from perfmodel.planning.predict import choose_layout, given_degree, layout_vars
 
 PARALLEL_DEGREES = ("tp", "pp", "cp", "vp")
 """Layout dimensions without a stack default: where a row (a user's CSV) leaves one open, it is searched."""
@@ -71,7 +71,7 @@ def settle(scenario: Scenario, ctx: Context) -> Settled | None:
     degree open (a search)."""
     par = scenario.parallelism
     open_ = tuple(d for d in OPEN_DIMENSIONS if getattr(par, d) is None)
-    if not open_ or not all(getattr(par, d) for d in PARALLEL_DEGREES):
+    if not open_ or not all(given_degree(par, d) for d in PARALLEL_DEGREES):
         return None
     stack = get_stack(scenario.stack)
     rules = [stack.layout_default(d) for d in open_]

@@ -34,7 +34,7 @@ from perfmodel.physics.parallel import Layout
 from perfmodel.physics.parameters import Profile
 from perfmodel.physics.step import Context, evaluate, memory_need
 from perfmodel.planning.batch import Batch
-from perfmodel.planning.predict import choose_layout, context_for, layout_vars
+from perfmodel.planning.predict import choose_layout, context_for, given_degree, layout_vars
 
 GROUPINGS = ("source", "accelerator", "precision", "metric")
 REPORTED_DIMENSIONS = PARALLEL_DEGREES + OPEN_DIMENSIONS
@@ -100,8 +100,10 @@ class PreparedRun:
         """How the layout was decided: 'reported', 'stack default', 'stack choice', 'range' or 'searched'."""
         if self.settled:
             return self.settled.basis
-        given = self.run.scenario.get("parallelism", {})
-        return "reported" if all(d in given for d in REPORTED_DIMENSIONS) else "searched"
+        given = set(self.run.scenario.get("parallelism", {}))
+        if given_degree(self.run.checked.parallelism, "vp") is not None:  # given, or fixed by PP 1
+            given.add("vp")
+        return "reported" if given.issuperset(REPORTED_DIMENSIONS) else "searched"
 
     @property
     def family(self) -> str:

@@ -14,7 +14,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Scenario, flatten
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
@@ -341,6 +341,13 @@ def given_layout(scenario: Scenario) -> dict[str, Any]:
     return {name: getattr(scenario.parallelism, name) for name in LAYOUT_FIELDS}
 
 
+def given_degree(par: Parallelism, name: str) -> int | None:
+    """The parallel degree `name` the scenario fixes: as given, and VP 1 at PP 1 (the only VP there is), so that a
+    layout given in full but for VP at PP 1 is priced as given, not searched."""
+    value: int | None = getattr(par, name)
+    return 1 if name == "vp" and value is None and par.pp == 1 else value
+
+
 def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The scenario's layout when every dimension is given, else the fastest that fits; and how many were priced."""
     chosen: tuple[Layout, int] | None = _repeated(ctx.memo, _LAST_LAYOUT, (scenario,))
@@ -349,19 +356,28 @@ def choose_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     return chosen
 
 
+def given_full_layout(scenario: Scenario) -> Layout | None:
+    """The scenario's layout when every dimension is given (DP filling the GPU count, EP and ETP 1, the default batch,
+    uncapped where the capped one cannot feed the replicas); None when one is left to a search."""
+    par = scenario.parallelism
+    tp, pp, cp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.mbs, par.recompute, par.zero
+    vp = given_degree(par, "vp")
+    if not (tp and pp and cp and vp and mbs and recompute is not None and zero is not None):  # degrees are >= 1
+        return None
+    gbs = par.gbs or scenario.default_gbs()
+    dp = par.dp or max(1, scenario.n_gpus // (tp * pp * cp))
+    if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
+        gbs = scenario.default_gbs(capped=False)
+    etp = par.etp or 1
+    return Layout(tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, etp, par.recompute_layers)
+
+
 def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """`choose_layout` itself."""
     par = scenario.parallelism
-    gbs = par.gbs or scenario.default_gbs()
     n = scenario.n_gpus
-    tp, pp, cp, vp, mbs, recompute, zero = par.tp, par.pp, par.cp, par.vp, par.mbs, par.recompute, par.zero
-    if tp and pp and cp and vp and mbs and recompute is not None and zero is not None:  # degrees are >= 1 when given
-        dp = par.dp or max(1, n // (tp * pp * cp))
-        if not par.gbs and gbs % (dp * mbs):  # the capped default batch cannot feed this many replicas
-            gbs = scenario.default_gbs(capped=False)
-        layout = Layout(
-            tp, pp, cp, dp, vp, par.ep or 1, mbs, gbs, par.seq_len, recompute, zero, par.etp or 1, par.recompute_layers
-        )
+    layout = given_full_layout(scenario)
+    if layout is not None:
         if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
             check(layout, ctx.model, n)
             ctx.memo["valid layout", layout, n] = True
@@ -443,14 +459,22 @@ def _layout_free(
         return found[1]
     family = ctx.hardware.accelerator.family
     interval = fitted.interval_for(family, scenario.precision, n_gpus, ctx.model.is_moe) if calibrated else None
-    if scenario.cost.mode == "buy":
-        price = tco.buy_price(ctx.hardware, scenario.cost)
-    else:
-        price = Price.for_run(ctx.hardware.accelerator, scenario.cost.usd_per_gpu_hour)
-    made = price, interval, goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus)
+    made = (
+        scenario_price(scenario, ctx.hardware),
+        interval,
+        goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus),
+    )
     if key is not None:
         ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
     return made
+
+
+def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
+    """The price of a GPU-hour: owning the systems (--buy), else the user's rental price or the GPU's on-demand one
+    (none where hardware_specs has none)."""
+    if scenario.cost.mode == "buy":
+        return tco.buy_price(hardware, scenario.cost)
+    return Price.for_run(hardware.accelerator, scenario.cost.usd_per_gpu_hour)
 
 
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
@@ -589,6 +613,9 @@ def search_scenario(
 
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
+    if objective == "cost" and (price := scenario_price(scenario, ctx.hardware)).usd_per_gpu_hour is None:
+        # it ranks GPU-time per token, cost per token only at a price: the header must not say cost without one
+        raise PerfmodelError(f"search by cost: {price.source} (or --buy), or search by time")
     space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, gpu_counts, capped))
     found = search(ctx, space, top, objective, progress, sized=True, candidates=candidates)
     layouts = list(dict.fromkeys(f.layout for f in (*found.top, *found.best_per_point.values())))

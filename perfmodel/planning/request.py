@@ -3,14 +3,17 @@ a command's flags or the API's keywords applied, and its layout reopened when th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import InfeasibleLayout, PerfmodelError
 from perfmodel.inputs.record import replaced
+from perfmodel.inputs.resources import bundled_file, data_dir
 from perfmodel.inputs.scenario import MAX_GPUS, OPTION_FIELDS, Scenario, load_scenario, with_overrides
-from perfmodel.planning.predict import without_layout
+from perfmodel.physics.parallel import check, violations
+from perfmodel.planning.predict import given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
 """GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
@@ -43,6 +46,41 @@ def load_request(
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+RULE_DIMENSIONS = {
+    **{name.upper(): name for name in ("tp", "pp", "cp", "vp", "dp", "ep", "mbs", "gbs")},
+    **{"expert TP": "etp", "ZeRO": "zero", "recompute_layers": "recompute_layers", "recompute": "recompute"},
+    "GPUs": "n_gpus",
+}
+"""The scenario options as the layout rules' messages (physics.parallel.RULES) name them."""
+_NAMED_DIMENSION = re.compile(rf"(?<![\w-])({'|'.join(sorted(RULE_DIMENSIONS, key=len, reverse=True))})(?!\w)")
+
+
+def check_given_layout(
+    scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """A scenario with its layout given in full breaks no layout rule at its own GPU count; the error names the flag
+    that set a dimension the first broken rule names (`--tp: ... TP 3 must divide the 64 attention heads`), else
+    the scenario file's field, as the other input errors do."""
+    layout = given_full_layout(scenario)
+    if layout is None:
+        return
+    try:
+        check(layout, scenario.model_spec(), scenario.n_gpus)
+    except InfeasibleLayout as exc:
+        first = violations(layout, scenario.model_spec(), scenario.n_gpus)[0]
+        named = [RULE_DIMENSIONS[name] for name in _NAMED_DIMENSION.findall(first)]
+        flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
+        if flag is not None:
+            raise InfeasibleLayout(f"{flag}: {exc}") from None
+        if isinstance(source, Scenario):
+            where = "scenario"
+        else:
+            path = bundled_file(source, "scenarios") if source is not None else data_dir("scenarios") / "default.toml"
+            where = str(path)
+        field = f": field '{OPTION_FIELDS[named[0]]}'" if named else ""
+        raise InfeasibleLayout(f"{where}{field}: {exc}") from None
 
 
 def gpu_counts(values: Iterable[int]) -> list[int]:

@@ -5,14 +5,13 @@ build a modified copy of the Accelerator/System with `record.replaced`; every fi
 The topology tiers are derived from the hardware (and cached per hardware description), so a faster NVLink or NIC
 flows through the networkx graph like any datasheet figure.
 
-Settable parameters (see KNOBS): bf16_tflops, fp8_tflops, fp4_tflops (dense TFLOP/s), hbm_tbps (TB/s), hbm_gb (GB;
-the usable share of a part that reserves some is kept), nvlink_gbps (scale-up GB/s per GPU, bidirectional as NVIDIA
-and AMD quote it: 900 for H100, 1800 for B200; on an xGMI mesh every peer link scales with it), domain_gpus (GPUs per
-scale-up domain; a job fills the same share of a bigger domain), nic_gbps (Gb/s per NIC), nics_per_gpu,
-oversubscription (leaf-to-spine taper, 1 = non-blocking), scaleup_latency_us, nic_latency_us, switch_latency_us,
-collective_step_us (latencies in microseconds), power_w (W per GPU: energy, and the GEMMs' share of peak through W per
-peak FLOP/s), usd_per_gpu_hour (price; a multiplier scales the
-low-high range too).
+Settable parameters (see KNOBS): bf16_tflops, fp8_tflops, fp4_tflops (dense TFLOP/s), hbm_tbps (TB/s), hbm_gb (GiB, as
+the datasheet's '80 GB' means; the usable share of a part that reserves some is kept), nvlink_gbps (scale-up GB/s per
+GPU, bidirectional as NVIDIA and AMD quote it: 900 for H100, 1800 for B200; on an xGMI mesh every peer link scales with
+it), domain_gpus (GPUs per scale-up domain; a job fills the same share of a bigger domain), nic_gbps (Gb/s per NIC),
+nics_per_gpu, oversubscription (leaf-to-spine taper, 1 = non-blocking), scaleup_latency_us, nic_latency_us,
+switch_latency_us, collective_step_us (latencies in microseconds), power_w (W per GPU: energy, and the GEMMs' share of
+peak through W per peak FLOP/s), usd_per_gpu_hour (price; a multiplier scales the low-high range too).
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ KNOBS: dict[str, Knob] = {
         Knob("fp8_tflops", "TFLOP/s", "dense FP8 tensor-core peak", "accelerator", "fp8_tflops", (1, 1e6)),
         Knob("fp4_tflops", "TFLOP/s", "dense FP4 tensor-core peak", "accelerator", "fp4_tflops", (1, 1e6)),
         Knob("hbm_tbps", "TB/s", "HBM bandwidth", "accelerator", "hbm_tbps", (0.01, 1000)),
-        Knob("hbm_gb", "GB", "HBM capacity", "accelerator", "hbm_gb", (1, 100_000)),
+        Knob("hbm_gb", "GiB", "HBM capacity", "accelerator", "hbm_gb", (1, 100_000)),
         Knob(
             "nvlink_gbps",
             "GB/s",
