@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.scenario import Scenario
-from perfmodel.physics.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, violations
+from perfmodel.inputs.scenario import OPTION_FIELDS, Scenario
+from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, violations
 from perfmodel.physics.step import evaluate
 from perfmodel.planning.predict import context_for, layout_vars
 from perfmodel.planning.search import Space, _smallest, blocks, divisors, gbs_choices, search
@@ -111,3 +111,11 @@ def test_tied_layouts_rank_in_enumeration_order() -> None:
     found = search(ctx, Space(((8, 8),), fixed), top=3)
     assert len({f.step_time_s for f in found.top}) == 1
     assert [f.layout.zero for f in found.top] == [0, 1, 2]
+
+
+def test_every_layout_rule_names_the_options_it_constrains() -> None:
+    """A broken rule's error points at a flag or file field (planning.request.check_given_layout) through `dims`:
+    each rule names at least one scenario option, and only options a scenario has."""
+    for rule in RULES:
+        assert rule.dims
+        assert set(rule.dims) <= set(OPTION_FIELDS), rule.dims

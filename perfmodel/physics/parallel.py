@@ -93,36 +93,44 @@ Check = Callable[[LayoutNumbers, ModelSpec, int], Any]
 @dataclass(frozen=True)
 class Rule:
     """`holds` is element-wise arithmetic (`|`, `&`, `%`, comparisons) so it works on ints and arrays alike;
-    `explain` says what is broken, naming the numbers of one layout."""
+    `explain` says what is broken, naming the numbers of one layout; `dims` names the scenario options it constrains,
+    in the order its sentence names them, so that an error can point at the flag or field that set one."""
 
     holds: Check
     explain: Callable[[LayoutNumbers, ModelSpec, int], str]
+    dims: tuple[str, ...]
 
 
 RULES: tuple[Rule, ...] = (
     Rule(
         lambda v, md, n: n % (v.tp * v.pp * v.cp) == 0,
         lambda v, md, n: f"TP {v.tp} x PP {v.pp} x CP {v.cp} = {v.tp * v.pp * v.cp} does not divide the {n} GPUs",
+        ("tp", "pp", "cp", "n_gpus"),
     ),
     Rule(
         lambda v, md, n: (n % (v.tp * v.pp * v.cp) != 0) | (v.tp * v.pp * v.cp * v.dp == n),
         lambda v, md, n: f"TP x PP x CP x DP = {v.tp * v.pp * v.cp * v.dp} must equal the {n} GPUs",
+        ("tp", "pp", "cp", "dp", "n_gpus"),
     ),
     Rule(
         lambda v, md, n: md.heads % v.tp == 0,
         lambda v, md, n: f"TP {v.tp} must divide the {md.heads} attention heads",
+        ("tp",),
     ),
     Rule(
         lambda v, md, n: md.kv_heads % v.tp == 0,
         lambda v, md, n: f"TP {v.tp} must divide the {md.kv_heads} KV heads (query groups)",
+        ("tp",),
     ),
     Rule(
         lambda v, md, n: md.ffn % v.tp == 0,
         lambda v, md, n: f"TP {v.tp} must divide the FFN width {md.ffn}",
+        ("tp",),
     ),
     Rule(
         lambda v, md, n: v.seq_len % v.tp == 0,
         lambda v, md, n: f"TP {v.tp} must divide the sequence length {v.seq_len} (sequence parallelism)",
+        ("tp",),
     ),
     Rule(
         lambda v, md, n: (v.cp == 1) | (v.seq_len % (2 * v.cp * v.tp) == 0),
@@ -130,6 +138,7 @@ RULES: tuple[Rule, ...] = (
             f"CP {v.cp} needs the sequence length {v.seq_len} divisible by 2 x CP x TP = "
             f"{2 * v.cp * v.tp} (load-balanced causal chunks)"
         ),
+        ("cp", "tp"),
     ),
     Rule(
         lambda v, md, n: v.pp * v.vp <= md.layers + UNEVEN_EXTRA_UNITS,
@@ -137,26 +146,32 @@ RULES: tuple[Rule, ...] = (
             f"PP {v.pp} x VP {v.vp} = {v.pp * v.vp} stages exceed the {md.layers} layers "
             f"(+{UNEVEN_EXTRA_UNITS} for the embedding and loss stages)"
         ),
+        ("pp", "vp"),
     ),
     Rule(
         lambda v, md, n: (v.vp == 1) | (v.pp > 1),
         lambda v, md, n: f"VP {v.vp} (interleaving) needs PP > 1",
+        ("vp", "pp"),
     ),
     Rule(
         lambda v, md, n: v.gbs % (v.mbs * v.dp) == 0,
         lambda v, md, n: f"GBS {v.gbs} must be divisible by MBS {v.mbs} x DP {v.dp} = {v.mbs * v.dp}",
+        ("gbs", "mbs", "dp"),
     ),
     Rule(
         lambda v, md, n: (v.ep == 1) | (md.experts > 0),
         lambda v, md, n: f"EP {v.ep} needs a mixture-of-experts model; {md.id} is dense (use EP 1)",
+        ("ep",),
     ),
     Rule(
         lambda v, md, n: (v.etp == 1) | (md.experts > 0),
         lambda v, md, n: f"expert TP {v.etp} needs a mixture-of-experts model; {md.id} is dense (use ETP 1)",
+        ("etp",),
     ),
     Rule(
         lambda v, md, n: (md.experts == 0) | (md.experts % v.ep == 0),
         lambda v, md, n: f"EP {v.ep} must divide the {md.experts} experts of {md.id}",
+        ("ep",),
     ),
     Rule(
         lambda v, md, n: (md.experts == 0) | ((v.tp * v.cp * v.dp) % (v.ep * v.etp) == 0),
@@ -164,28 +179,34 @@ RULES: tuple[Rule, ...] = (
             f"EP {v.ep} x expert TP {v.etp} = {v.ep * v.etp} must divide the TP x CP x DP = "
             f"{v.tp * v.cp * v.dp} ranks of a pipeline stage (MoE parallel folding)"
         ),
+        ("ep", "etp", "tp", "cp", "dp"),
     ),
     Rule(
         lambda v, md, n: (md.experts == 0) | (md.moe_ffn % v.etp == 0),
         lambda v, md, n: f"expert TP {v.etp} must divide the expert width {md.moe_ffn}",
+        ("etp",),
     ),
     Rule(
         lambda v, md, n: (v.zero < 3) | (v.pp == 1),
         lambda v, md, n: f"ZeRO-3/FSDP is not combined with pipeline parallelism (PP {v.pp})",
+        ("zero", "pp"),
     ),
     Rule(
         lambda v, md, n: (v.recompute >= 0) & (v.recompute < len(RECOMPUTE_MODES)),
         lambda v, md, n: f"recompute must be one of {', '.join(RECOMPUTE_MODES)}",
+        ("recompute",),
     ),
     Rule(
         lambda v, md, n: (v.recompute_layers == 0) | ((v.recompute == 2) & (v.recompute_layers >= 1)),
         lambda v, md, n: (
             f"recompute_layers {v.recompute_layers} (partial block recompute) needs recompute full and at least 1 layer"
         ),
+        ("recompute_layers", "recompute"),
     ),
     Rule(
         lambda v, md, n: (v.zero >= 0) & (v.zero <= ZERO_STAGES[-1]),
         lambda v, md, n: f"ZeRO stage {v.zero} must be one of 0, 1, 2, 3",
+        ("zero",),
     ),
 )
 
@@ -206,10 +227,16 @@ def _size(held: Any) -> int:
     return getattr(held, "size", 1)
 
 
+def broken_rules(layout: Layout, model: ModelSpec, n_gpus: int) -> list[Rule]:
+    """Every rule the layout breaks, in RULES' order (empty when valid)."""
+    v = layout.numbers()
+    return [rule for rule in RULES if not rule.holds(v, model, n_gpus)]
+
+
 def violations(layout: Layout, model: ModelSpec, n_gpus: int) -> list[str]:
     """Every rule the layout breaks, each as a sentence naming the numbers involved (empty when valid)."""
     v = layout.numbers()
-    return [rule.explain(v, model, n_gpus) for rule in RULES if not rule.holds(v, model, n_gpus)]
+    return [rule.explain(v, model, n_gpus) for rule in broken_rules(layout, model, n_gpus)]
 
 
 def most_broken(v: LayoutNumbers, model: ModelSpec, n_gpus: int, shape: tuple[int, ...]) -> tuple[str, float]:

@@ -3,7 +3,6 @@ a command's flags or the API's keywords applied, and its layout reopened when th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from perfmodel.errors import InfeasibleLayout, PerfmodelError
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.resources import bundled_file, data_dir
 from perfmodel.inputs.scenario import MAX_GPUS, OPTION_FIELDS, Scenario, load_scenario, with_overrides
-from perfmodel.physics.parallel import check, violations
+from perfmodel.physics.parallel import broken_rules, check
 from perfmodel.planning.predict import given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
@@ -48,15 +47,6 @@ def load_request(
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
 
 
-RULE_DIMENSIONS = {
-    **{name.upper(): name for name in ("tp", "pp", "cp", "vp", "dp", "ep", "mbs", "gbs")},
-    **{"expert TP": "etp", "ZeRO": "zero", "recompute_layers": "recompute_layers", "recompute": "recompute"},
-    "GPUs": "n_gpus",
-}
-"""The scenario options as the layout rules' messages (physics.parallel.RULES) name them."""
-_NAMED_DIMENSION = re.compile(rf"(?<![\w-])({'|'.join(sorted(RULE_DIMENSIONS, key=len, reverse=True))})(?!\w)")
-
-
 def check_given_layout(
     scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
 ) -> None:
@@ -69,8 +59,7 @@ def check_given_layout(
     try:
         check(layout, scenario.model_spec(), scenario.n_gpus)
     except InfeasibleLayout as exc:
-        first = violations(layout, scenario.model_spec(), scenario.n_gpus)[0]
-        named = [RULE_DIMENSIONS[name] for name in _NAMED_DIMENSION.findall(first)]
+        named = broken_rules(layout, scenario.model_spec(), scenario.n_gpus)[0].dims
         flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
         if flag is not None:
             raise InfeasibleLayout(f"{flag}: {exc}") from None
@@ -79,8 +68,7 @@ def check_given_layout(
         else:
             path = bundled_file(source, "scenarios") if source is not None else data_dir("scenarios") / "default.toml"
             where = str(path)
-        field = f": field '{OPTION_FIELDS[named[0]]}'" if named else ""
-        raise InfeasibleLayout(f"{where}{field}: {exc}") from None
+        raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {exc}") from None
 
 
 def gpu_counts(values: Iterable[int]) -> list[int]:
