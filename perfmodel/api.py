@@ -194,11 +194,7 @@ def calibrate(
 
     _use_hardware({"hardware": hardware})
     target = Path(out)
-    try:
-        check_target(target, force, (data,))
-    except PerfmodelError as exc:  # the CLI's line, naming the keywords rather than the flags
-        message = str(exc).replace(f"--out {target}", f"out={str(out)!r}", 1)
-        raise PerfmodelError(message.replace("pass --force", "pass force=True")) from None
+    check_target(target, force, (data,), named=f"out={str(out)!r}", force_flag="force=True")
     runs = read_runs_csv(data) if data is not None else []
     bundled, excluded = bundled_runs() if with_bundled or data is None else ((), ())
     fitted = fit_calibration(select([*runs, *bundled], only), excluded, cv)

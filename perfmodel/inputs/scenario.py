@@ -241,10 +241,15 @@ def load_scenario(
     and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question. A
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
-    source = bundled_file(path, "scenarios") if path is not None else data_dir("scenarios") / "default.toml"
+    source = scenario_file(path)
     if source.absolute().parent == data_dir("scenarios") and all(value is None for value in (overrides or {}).values()):
         return _bundled(source)
     return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+
+
+def scenario_file(path: str | Path | None) -> Path:
+    """The file a scenario argument names: a path, a bundled scenario's name, or (None) the default scenario."""
+    return bundled_file(path, "scenarios") if path is not None else data_dir("scenarios") / "default.toml"
 
 
 def _bundled(source: Path) -> Scenario:

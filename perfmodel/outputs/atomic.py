@@ -22,40 +22,48 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_path, read_by_this_command
 
 
-def check_target(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> None:
+def check_target(
+    path: Path,
+    force: bool,
+    reads: Iterable[str | Path | None] = (),
+    named: str | None = None,
+    force_flag: str = "--force",
+) -> None:
     """Refuse early, before any work is done, a target that exists (without `force`), that is one of the files
-    `reads` names or the command has read, or whose folder is unusable."""
-    check_path(path, f"--out {path}")
+    `reads` names or the command has read, or whose folder is unusable. An error starts with `named` (default
+    `--out PATH`) and says to pass `force_flag`: the API names its keywords (out=..., force=True) instead."""
+    named = named or f"--out {path}"
+    check_path(path, named)
     try:
         if path.is_dir():
-            raise PerfmodelError(f"--out {path}: is a folder; give a file name")
+            raise PerfmodelError(f"{named}: is a folder; give a file name")
         exists = path.exists()
     except OSError as exc:
-        raise PerfmodelError(f"--out {path}: cannot write ({exc.strerror or exc})") from None
+        raise PerfmodelError(f"{named}: cannot write ({exc.strerror or exc})") from None
     if exists and not force:
-        raise PerfmodelError(f"--out {path}: file exists; pass --force to overwrite it")
+        raise PerfmodelError(f"{named}: file exists; pass {force_flag} to overwrite it")
     if exists:
-        _not_an_input(path, reads)
+        _not_an_input(path, reads, named)
     folder = path.parent
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
-        raise PerfmodelError(f"--out {path}: {folder} {what}")
+        raise PerfmodelError(f"{named}: {folder} {what}")
     try:  # a real write, not os.access: root passes access checks on read-only file systems (/proc, /sys)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise PerfmodelError(f"--out {path}: folder {folder} is not writable ({exc.strerror or exc})") from None
+        raise PerfmodelError(f"{named}: folder {folder} is not writable ({exc.strerror or exc})") from None
 
 
-def _not_an_input(path: Path, reads: Iterable[str | Path | None]) -> None:
+def _not_an_input(path: Path, reads: Iterable[str | Path | None], named: str) -> None:
     """One line when `path` is (through any link) a file this command reads: --force never replaces an input."""
     target = _identity(path)
     for given in reads:
         if given is not None and target is not None and _identity(given) == target:
-            raise PerfmodelError(f"--out {path}: is {given}, an input of this command; write the output elsewhere")
+            raise PerfmodelError(f"{named}: is {given}, an input of this command; write the output elsewhere")
     read_as = read_by_this_command(path)
     if read_as is not None:
-        raise PerfmodelError(f"--out {path}: is {read_as}, an input of this command; write the output elsewhere")
+        raise PerfmodelError(f"{named}: is {read_as}, an input of this command; write the output elsewhere")
 
 
 def _identity(path: str | Path) -> tuple[int, int] | None:

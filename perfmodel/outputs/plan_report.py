@@ -26,15 +26,21 @@ def layout_label(p: Prediction) -> str:
 
 
 def full_layout(p: Prediction, batch: bool = True) -> str:
-    """The layout with what a planner needs to run it again: micro- (and global) batch, ZeRO stage and recompute,
-    as the sweep table writes them (405B on 2,048 GB300 at TP2 PP1 fits only with ZeRO-3)."""
-    lo = p.layout
-    text = layout_label(p) + f" MBS{lo.mbs}" + (f" GBS{lo.gbs}" if batch else "") + f" ZeRO-{lo.zero}"
-    if lo.recompute == "none":
+    """The layout with what a planner needs to run it again: micro- (and global) batch, ZeRO stage and recompute
+    (405B on 2,048 GB300 at TP2 PP1 fits only with ZeRO-3)."""
+    return _layout_words(vars(p.layout), batch)
+
+
+def _layout_words(dims: dict[str, Any], batch: bool = True) -> str:
+    """`layout_label`'s degrees, then MBS, GBS (with `batch`), ZeRO stage and recompute, from the layout's fields by
+    name: a Layout's, or a sweep row's `parallelism.*` columns."""
+    experts = "".join(f" {dim.upper()}{dims[dim]}" for dim in ("ep", "etp") if (dims.get(dim) or 1) > 1)
+    text = f"TP{dims['tp']} PP{dims['pp']} VP{dims['vp']} CP{dims['cp']} DP{dims['dp']}{experts} MBS{dims['mbs']}"
+    text += (f" GBS{dims['gbs']}" if batch else "") + f" ZeRO-{dims['zero']}"
+    recompute, layers = dims.get("recompute"), dims.get("recompute_layers")
+    if recompute in (None, "none"):
         return text
-    return f"{text} recompute-{lo.recompute}" + (
-        f" (first {lo.recompute_layers} layers)" if lo.recompute_layers else ""
-    )
+    return f"{text} recompute-{recompute}" + (f" (first {layers} layers)" if layers else "")
 
 
 def _run_cells(p: Prediction) -> list[str]:
@@ -244,12 +250,8 @@ def _sweep_layout(r: dict[str, Any]) -> str:
     layouts sweep always has its own, which is what tells its rows apart, recompute included."""
     if r.get("parallelism.tp") is None:
         return "-"
-    experts = [dim for dim in ("ep", "etp") if (r.get("parallelism." + dim) or 1) > 1]  # as layout_label shows them
-    dims = ("tp", "pp", "vp", "cp", "dp", *experts, "mbs")
-    layout = " ".join(f"{dim.upper()}{r['parallelism.' + dim]}" for dim in dims)
-    layout += f" GBS{r['parallelism.gbs']} ZeRO-{r['parallelism.zero']}"
-    recompute = r.get("parallelism.recompute")
-    return layout if recompute in (None, "none") else f"{layout} recompute-{recompute}"
+    prefix = "parallelism."
+    return _layout_words({key.removeprefix(prefix): value for key, value in r.items() if key.startswith(prefix)})
 
 
 def sweep_table(rows: list[dict[str, Any]]) -> str:

@@ -9,8 +9,14 @@ from typing import Any
 
 from perfmodel.errors import InfeasibleLayout, PerfmodelError
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.resources import bundled_file, data_dir
-from perfmodel.inputs.scenario import MAX_GPUS, OPTION_FIELDS, Scenario, load_scenario, with_overrides
+from perfmodel.inputs.scenario import (
+    MAX_GPUS,
+    OPTION_FIELDS,
+    Scenario,
+    load_scenario,
+    scenario_file,
+    with_overrides,
+)
 from perfmodel.physics.parallel import broken_rules, check
 from perfmodel.planning.predict import given_full_layout, without_layout
 
@@ -63,11 +69,7 @@ def check_given_layout(
         flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
         if flag is not None:
             raise InfeasibleLayout(f"{flag}: {exc}") from None
-        if isinstance(source, Scenario):
-            where = "scenario"
-        else:
-            path = bundled_file(source, "scenarios") if source is not None else data_dir("scenarios") / "default.toml"
-            where = str(path)
+        where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
         raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {exc}") from None
 
 
