@@ -164,13 +164,13 @@ def validate(
     per-row error and MAPE (`perfmodel validate`). `only` keeps runs whose id, source or group contains the text;
     `calibration` is a calibration JSON, or "none" for the physical defaults; `hardware` your own hardware files,
     which the CSV's gpu and system columns may name."""
-    from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
+    from perfmodel.fitting.runs import collect_runs
     from perfmodel.fitting.validation import validate as run
     from perfmodel.physics import calibration as calibrations
 
     _use_hardware({"hardware": hardware})
-    runs, excluded = (read_runs_csv(data), ()) if data is not None else bundled_runs()
-    return run(select(runs, only), calibrations.resolve(calibration), list(excluded))
+    runs, excluded = collect_runs(data, only=only)
+    return run(runs, calibrations.resolve(calibration), excluded)
 
 
 def calibrate(
@@ -188,16 +188,15 @@ def calibrate(
     (only those without `data`); `only` and `hardware` as for `validate`; `cv` adds the held-out error and the
     intervals. Written whole or not at all, over an existing file only with `force`. Its `.provenance` is the
     `--format json` object (rows, in-sample and held-out MAPE, parameters at a bound, rows left out and why)."""
-    from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
+    from perfmodel.fitting.runs import collect_runs
     from perfmodel.fitting.validation import fit_calibration
     from perfmodel.outputs.atomic import check_target, write_atomic
 
     _use_hardware({"hardware": hardware})
     target = Path(out)
     check_target(target, force, (data,), named=f"out={str(out)!r}", force_flag="force=True")
-    runs = read_runs_csv(data) if data is not None else []
-    bundled, excluded = bundled_runs() if with_bundled or data is None else ((), ())
-    fitted = fit_calibration(select([*runs, *bundled], only), excluded, cv)
+    runs, excluded = collect_runs(data, only=only, with_bundled=with_bundled)
+    fitted = fit_calibration(runs, excluded, cv)
     write_atomic(target, lambda handle: handle.write(fitted.to_json().encode()), force)
     return fitted
 

@@ -31,20 +31,14 @@ def _runs(
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs asked for (a CSV, logs, the bundled rows) and the bundled exclusions when those are used."""
     from perfmodel.fitting.mllog import read_log
-    from perfmodel.fitting.runs import bundled_runs, read_runs_csv, select
+    from perfmodel.fitting.runs import collect_runs
 
-    runs: list[MeasuredRun] = []
-    excluded: tuple[Exclusion, ...] = ()
-    if data:
-        runs += read_runs_csv(data)
+    read: list[MeasuredRun] = []
     if logs:
         round_name = log_flags.pop("round")
         hardware = _log_hardware(**log_flags)
-        runs += [read_log(path, hardware, round_name) for path in logs]
-    if bundled or not (data or logs):
-        bundled_rows, excluded = bundled_runs()
-        runs += bundled_rows
-    return select(runs, only), list(excluded)
+        read = [read_log(path, hardware, round_name) for path in logs]
+    return collect_runs(data or None, read, only, bundled)
 
 
 def _log_options(command: Command) -> Command:
@@ -162,7 +156,7 @@ def calibrate(
     from perfmodel.physics import calibration as calibrations
 
     check_target(Path(out), force, (data,))
-    runs, excluded = _runs(data, (), {}, only, bundled=with_bundled or not data)
+    runs, excluded = _runs(data, (), {}, only, bundled=with_bundled)
     show = not quiet and sys.stderr.isatty()
     fitted = fit_calibration(runs, excluded, cv, (lambda m: click.echo(m, err=True)) if show else None)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)

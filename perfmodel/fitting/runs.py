@@ -747,3 +747,20 @@ def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun
             f"(e.g. '{runs[0].source}' or '{runs[0].group}')"
         )
     return chosen
+
+
+def collect_runs(
+    data: str | Path | None,
+    extra: Iterable[MeasuredRun] = (),
+    only: str | None = None,
+    with_bundled: bool = False,
+) -> tuple[list[MeasuredRun], list[Exclusion]]:
+    """The runs a validation or a fit takes, for the CLI and the API alike: a CSV's (`data`) and `extra` (read from
+    MLPerf logs), with the bundled rows when `with_bundled` or when neither is given, kept by `only` (`select`); the
+    bundled exclusions come with the bundled rows."""
+    runs = [*(read_runs_csv(data) if data is not None else ()), *extra]
+    excluded: tuple[Exclusion, ...] = ()
+    if with_bundled or (data is None and not runs):
+        bundled, excluded = bundled_runs()
+        runs += bundled
+    return select(runs, only), list(excluded)
