@@ -590,18 +590,15 @@ def scored_samples(row: dict[str, str]) -> float | None:
 
 
 AMD_MI300X_LORA_RECOMPUTE = "AMD's MI300X LoRA config recomputes the first 21 of 80 layers (ACG=full ACM=block ACL=21)"
+_AMD_MI300X_LORA_PARTNER = (21, AMD_MI300X_LORA_RECOMPUTE + "; assumed for this partner's config of the same name")
 CONFIG_RECOMPUTE = {
     "AMD/benchmarks/llama2_70b_lora/implementations/MI300X_EPYC_9575F_pytorch/config_MI300X_1x8x1.sh": (
         21,
         AMD_MI300X_LORA_RECOMPUTE,
     ),
-    "Dell/benchmarks/llama2_70b_lora/implementations/pytorch/config_MI300X_1x8x1.sh": (
-        21,
-        AMD_MI300X_LORA_RECOMPUTE + "; assumed for this partner's config of the same name",
-    ),
+    "Dell/benchmarks/llama2_70b_lora/implementations/pytorch/config_MI300X_1x8x1.sh": _AMD_MI300X_LORA_PARTNER,
     "Oracle/benchmarks/llama2_70b_lora/implementations/1xBM.GPU.MI300X.8/config_MI300X_1x8x1.sh": (
-        21,
-        AMD_MI300X_LORA_RECOMPUTE + "; assumed for this partner's config of the same name",
+        _AMD_MI300X_LORA_PARTNER
     ),
 }
 """Leading layers an MLPerf row's configuration recomputes in full (Megatron's block method), where the row's columns

@@ -63,13 +63,9 @@ def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> 
     )
 
 
-def _ring(ranks: Number, size_bytes: Number, bytes_per_s: Number, latency_s: Number) -> Number:
-    """One ring reduce-scatter or all-gather phase: (n-1) steps, (n-1)/n of the data through each link."""
-    return (ranks - 1) * latency_s + _ring_data(ranks, size_bytes, bytes_per_s)
-
-
 def _ring_data(ranks: Number, size_bytes: Number, bytes_per_s: Number) -> Number:
-    """The data term of a ring phase: (n-1)/n of the data through each link."""
+    """The data term of a ring reduce-scatter or all-gather phase: (n-1)/n of the data through each link (its
+    (n-1) steps of latency are added by the caller, once for both hops)."""
     safe_bw = maximum(bytes_per_s, 1.0)  # a one-rank phase has no link and moves nothing
     return (ranks - 1) / ranks * size_bytes / safe_bw
 

@@ -93,24 +93,48 @@ def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float) -> Numb
     return best
 
 
-def op_time(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
-    memory_s = (op.bytes - op.amax_bytes * eff.delayed_scaling) / (acc.hbm_bytes_per_s * eff.memory)
-    overhead_s = eff.kernel_overhead_us * 1e-6
+class Rates:
+    """What `op_time` takes from the part and the efficiencies whatever the operation, worked out once per batch of
+    operations (`ops_time`, `times_by`) rather than once per operation: the release switches and trends are
+    properties of `Efficiency`, and a format's power share (`gemm_share`) a power of board watts."""
+
+    def __init__(self, acc: Accelerator, eff: Efficiency) -> None:
+        self.acc, self.eff = acc, eff
+        self.delayed_scaling = eff.delayed_scaling
+        self.memory_bytes_per_s = acc.hbm_bytes_per_s * eff.memory
+        self.overhead_s = eff.kernel_overhead_us * 1e-6
+        self.unfused_factor = eff.unfused_factor
+        self.legacy_group_s = eff.legacy_group_s
+        self._formats: dict[str, tuple[Number, Number]] = {}
+
+    def of_format(self, fmt: str) -> tuple[Number, Number]:
+        """(the datasheet peak of `fmt` at the sustained clock, a large GEMM's rate in it)."""
+        found = self._formats.get(fmt)
+        if found is None:
+            peak = self.acc.peak_flops(fmt) * clock_share(self.acc)
+            found = self._formats[fmt] = (peak, peak * gemm_share(self.acc, self.eff, fmt))
+        return found
+
+
+def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:
+    """Time of `op`; `rates`: those of `acc` and `eff`, when a batch of operations keeps them."""
+    r = Rates(acc, eff) if rates is None else rates
+    memory_s = (op.bytes - op.amax_bytes * r.delayed_scaling) / r.memory_bytes_per_s
     if op.kind == "memory":
-        return memory_s * eff.unfused_factor + overhead_s
+        return memory_s * r.unfused_factor + r.overhead_s
     if op.kind == "gemm":
-        share = gemm_share(acc, eff, op.fmt)
-        rate = acc.peak_flops(op.fmt) * clock_share(acc) * share * wave_efficiency(op.m, op.n, acc.sms.value)
-        return maximum(op.flops / rate, memory_s) + overhead_s
+        _, gemm_rate = r.of_format(op.fmt)
+        rate = gemm_rate * wave_efficiency(op.m, op.n, acc.sms.value)
+        return maximum(op.flops / rate, memory_s) + r.overhead_s
     if op.kind == "grouped_gemm":
-        peak = acc.peak_flops(op.fmt) * clock_share(acc)
+        _, gemm_rate = r.of_format(op.fmt)
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
-        rate = peak * gemm_share(acc, eff, op.fmt) * eff.grouped_gemm * tiles
-        return maximum(op.flops / rate, memory_s) + overhead_s + op.groups * eff.legacy_group_s
-    return maximum(attention_core_s(op, acc, eff), memory_s) + overhead_s
+        rate = gemm_rate * eff.grouped_gemm * tiles
+        return maximum(op.flops / rate, memory_s) + r.overhead_s + op.groups * r.legacy_group_s
+    return maximum(attention_core_s(op, acc, eff, r), memory_s) + r.overhead_s
 
 
-def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
+def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:
     """Flash attention's tensor-core and SFU work: the QK^T and PV multiplies at the attention format's tensor-core
     rate PLUS the softmax exponentials at the SFU (MUFU) rate, both at the kernel's achieved share. A sum, not the
     max: within a tile the exponentials wait for S = QK^T and the PV multiply waits for them (FlashAttention-3,
@@ -120,7 +144,8 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
     backward = op.name.endswith(".bwd")
     length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)
     attention_eff = (eff.attention_bwd if backward else eff.attention_fwd) * length_share
-    mma_s = op.flops / (acc.peak_flops(op.fmt) * clock_share(acc))
+    peak, _ = (Rates(acc, eff) if rates is None else rates).of_format(op.fmt)
+    mma_s = op.flops / peak
     exp_s = 0.0 if acc.sfu_texp_per_s is None else op.exps / (acc.sfu_texp_per_s.value * 1e12)
     return (mma_s + exp_s) / attention_eff
 
@@ -128,17 +153,19 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency) -> Number:
 def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:
     """Summed time of the operations `keep` selects (all by default)."""
     total: Number = 0.0
+    rates = Rates(acc, eff)
     for op in ops:
         if keep(op):
-            total = total + op_time(op, acc, eff)
+            total = total + op_time(op, acc, eff, rates)
     return total
 
 
 def times_by(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, **groups: Callable[[Op], bool]) -> dict[str, Number]:
     """Time of all `ops` under 'total' and of the subsets each named predicate selects, pricing every op once."""
     sums: dict[str, Number] = {"total": 0.0} | dict.fromkeys(groups, 0.0)
+    rates = Rates(acc, eff)
     for op in ops:
-        seconds = op_time(op, acc, eff)
+        seconds = op_time(op, acc, eff, rates)
         sums["total"] = sums["total"] + seconds
         for name, keep in groups.items():
             if keep(op):
