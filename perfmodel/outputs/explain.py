@@ -20,7 +20,7 @@ import sympy
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
-from perfmodel.physics.compute import clock_share, gemm_share, grouped_efficiency, op_time, wave_efficiency
+from perfmodel.physics.compute import Rates, clock_share, gemm_share, grouped_efficiency, op_time, wave_efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
 from perfmodel.physics.step import (
@@ -225,6 +225,7 @@ def _phases(ctx: Context, trace: dict[str, Any], recompute: str) -> list[tuple[s
 
 def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:
     acc, eff = ctx.hardware.accelerator, ctx.efficiency
+    rates = Rates(acc, eff)
     constants = _roofline_values(ctx)
     rows: list[OpRow] = []
     formulas: dict[str, Any] = {}
@@ -235,7 +236,7 @@ def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[li
             wave = _tile_efficiency(op, ctx)
             values = constants | {S("F"): op.flops, S("B"): op.bytes, S("E"): op.exps, S("w"): wave}
             bound = _bound_of(formula, values)
-            seconds = float(op_time(op, acc, eff))
+            seconds = float(op_time(op, acc, eff, rates))
             rows.append(OpRow(phase, op.name, op.kind, op.fmt, float(op.flops), float(op.bytes), seconds, bound, wave))
     return rows, formulas
 
