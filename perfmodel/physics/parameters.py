@@ -154,6 +154,12 @@ def _graph_captured(profile: Profile) -> bool:
     return profile.benchmark is not None and (profile.benchmark, VENDORS[profile.family]) in GRAPH_CAPTURED
 
 
+def _release_series(profile: Profile) -> bool:
+    """Whether the fitted release trends price a profile's releases (a stack with a release series); elsewhere they
+    keep their default of 1: no trend."""
+    return STACKS[profile.stack].release_trend
+
+
 GENERATION = (0.6, 1.6)
 
 
@@ -249,6 +255,7 @@ TABLE: tuple[Parameter, ...] = (
         (0.9, 2.0),
         0.2,
         "rows with a release month: the same hardware and layout across containers and rounds",
+        applies=_release_series,
     ),
     Parameter(
         "fusion_gain_per_year",
@@ -257,6 +264,7 @@ TABLE: tuple[Parameter, ...] = (
         (0.9, 2.0),
         0.2,
         "rows with a release month: memory-bound kernels of older releases, which fused fewer elementwise passes",
+        applies=_release_series,
     ),
     Parameter(
         "straggler_cv",
@@ -405,8 +413,6 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             resolved[target] = resolved[source]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
-    if not STACKS[profile.stack].release_trend:
-        resolved |= {"software_gain_per_year": 1.0, "fusion_gain_per_year": 1.0}  # no release series: no trend
     if _graph_captured(profile):
         resolved |= {"run_overhead_s": 0.0, "first_steps": 0.0}
     elif profile.benchmark is not None:
