@@ -44,7 +44,9 @@ _RECORDS: dict[type, type] = {}
 def model_of(cls: type, base: type[Checked] = Checked, validators: dict[str, Any] | None = None) -> Any:
     """The pydantic model that checks input for record class `cls` (built once): fields with their limits, on `base`
     (its config and validators), plus `validators`. A record class nested in a field gets its own model, built on the
-    same base."""
+    same base. Built once per class: the first call's base and validators hold wherever the class is checked, nested
+    ones included, so a class with validators is built before the records that nest it (scenario_check builds
+    Parallelism and Goodput before Scenario; a test holds the nested ones to theirs)."""
     if cls not in _MODELS:
         hints = typing.get_type_hints(cls, include_extras=True)
         fields = {f.name: _field(f, hints[f.name], base) for f in input_fields(cls)}
