@@ -75,7 +75,8 @@ def wall_s(p: Prediction) -> float:
 
 def cost_usd(p: Prediction) -> float | None:
     """Cost at the run's price, with the expected failures; None without a price (mi355x has no public one): a
-    deadline is planned without it, a budget is not."""
+    deadline is planned without it, a budget is not. Infinite, like `wall_s`, when failures stop the run from ever
+    finishing: no budget buys it."""
     assert p.run is not None
     run = p.run_with_failures if p.goodput is not None else p.run
     if run is None:
