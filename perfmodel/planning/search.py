@@ -439,8 +439,8 @@ def search(
         raise PerfmodelError(
             "no layout fits in memory: "
             + ("the only valid layout" if evaluated == 1 else f"of {evaluated:,} valid layouts the smallest")
-            + f" needs {need / 1e9:,.1f} GB "
-            f"per GPU ({layout.describe()}) but the {acc.id} has {acc.memory_bytes / 1e9:,.1f} GB; "
+            + f" needs {need / 2**30:,.1f} GiB "
+            f"per GPU ({layout.describe()}) but the {acc.id} has {acc.memory_bytes / 2**30:,.1f} GiB; "
             "use more GPUs, a smaller micro-batch or sequence, or a GPU with more memory"
         )
     per_point: dict[tuple[int, int], Found] = {}
