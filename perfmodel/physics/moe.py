@@ -245,7 +245,8 @@ def exchange_windows(
     between dispatch and combine, compute beside them. The other window, the EP-communication overlap of two
     micro-batches (`overlap_moe_expert_parallel_comm`), Megatron-Bridge 0.3.1 turns off unless a recipe sets it
     (training/comm_overlap.py), and the recipes that keep this dispatcher do not: GPT-OSS's leaves it unset, with no
-    shared experts (recipes/gpt_oss/gpt_oss.py), Kimi-K2's sets it False and overlaps its shared expert
+    shared experts (recipes/gpt_oss/gpt_oss.py; of megatron-bridge 0.6.x's per-GPU recipes only GB200's BF16 one
+    sets it with this dispatcher: docs/moe_validation.md), Kimi-K2's sets it False and overlaps its shared expert
     (recipes/kimi/kimi_k2.py). The flex dispatcher's window is the layer's whole compute, at the fitted share: which
     overlap the tables' DeepSeek-V3 and Qwen3 runs turned on is in no bundled source."""
     if md.dispatcher == "flex":
