@@ -127,3 +127,14 @@ def test_the_shared_experts_window_is_the_layer_timings_own_per_moe_layer() -> N
             shared = [op for op in built if op.name.startswith("shared_")]
             assert len(shared) == count and priced == pytest.approx(ops_time(shared, acc, ctx.efficiency))
         assert (layer.shared_forward > 0) == (model == "kimi-k2")
+
+
+def test_the_ep_overlap_of_two_microbatches_gives_any_dispatcher_the_layers_window() -> None:
+    """megatron-bridge 0.6.2 perf_recipes/qwen/h100/qwen3_moe.py runs Qwen3-235B-A22B with the 'alltoall' dispatcher
+    and overlap_moe_expert_parallel_comm=True: one micro-batch's all-to-alls beside the other's compute, so the window
+    is the layer's whatever the dispatcher; without the overlap the 'alltoall' one has the shared experts' only."""
+    for overlap in (False, True):
+        model = replaced(ZOO["qwen3-235b-a22b"], dispatcher="alltoall", ep_microbatch_overlap=overlap)
+        windows = moe.exchange_windows(model, (1.0, 2.0), (0.1, 0.3), 0.5)
+        assert windows == ((1.0, 2.0) if overlap else (0.1, 0.35))
+        assert moe.hides_behind_layer(model) == overlap

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
+from perfmodel.fitting.moe_recipes import recipe_for
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -360,6 +361,23 @@ def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
     return {"base": model_id, "mtp_layers": 0} if "w/o MTP" in notes else model_id
 
 
+def _with_recipe(
+    row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
+) -> str | dict[str, Any]:
+    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
+    layout = tuple(parallelism[k] for k in ("tp", "pp", "vp", "ep", "mbs"))
+    found = recipe_for(row["model"], row["hardware"], layout)
+    if found is None:
+        return model
+    settings = ", ".join(f"{k} {v}" for k, v in found.settings.items())
+    assumptions.append(
+        f"{settings}: the recipe of this layout as of NeMo 26.08 ({found.source}); for {row['version_or_date']} "
+        "an assumption"
+    )
+    base = model if isinstance(model, dict) else {"base": model}
+    return base | found.settings
+
+
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
     return {
         "id": name.split(" ")[0].lower(), "name": name.split(" (")[0], "layers": layers, "hidden": hidden,
@@ -433,6 +451,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
     if parallelism["pp"] == 1:
         parallelism["vp"] = 1
+    if row["model"] in MOE_MODELS:
+        model = _with_recipe(row, model, parallelism, assumptions)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
     if row["step_time_s"]:

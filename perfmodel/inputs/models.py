@@ -63,6 +63,10 @@ class ModelSpec:
     """How the stack's recipe moves tokens to their experts: 'flex' (DeepEP/HybridEP, hierarchical: a token crosses
     the NICs once per remote scale-up domain holding one of its experts) or 'alltoall' (NCCL all-to-all: every copy
     to its expert's rank)."""
+    ep_microbatch_overlap: bool = False
+    """Whether the recipe overlaps one micro-batch's EP all-to-alls with another's compute (Megatron-Bridge's
+    overlap_moe_expert_parallel_comm, off unless a recipe sets it: training/comm_overlap.py): the exchange then has
+    the layer's compute to hide behind whichever dispatcher moves it (`moe.exchange_windows`)."""
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""

@@ -232,6 +232,14 @@ def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_sha
     return forward, 2 * forward + recomputed(full_share, forward)
 
 
+def hides_behind_layer(md: ModelSpec) -> bool:
+    """Whether a MoE layer's EP exchange can run beside the layer's whole compute: with the flex dispatcher (which
+    overlap the tables' flex runs turned on is priced by the fitted share), or where the recipe overlaps the EP
+    communication of two micro-batches (`ModelSpec.ep_microbatch_overlap`: one micro-batch's all-to-alls beside the
+    other's compute, whatever the dispatcher)."""
+    return md.dispatcher == "flex" or md.ep_microbatch_overlap
+
+
 def exchange_windows(
     md: ModelSpec, layer_s: tuple[Number, Number], shared_s: tuple[Number, Number], full_share: Number
 ) -> tuple[Number, Number]:
@@ -244,12 +252,13 @@ def exchange_windows(
     wait for their output: within a micro-batch only the shared experts, which `moe_shared_expert_overlap` runs
     between dispatch and combine, compute beside them. The other window, the EP-communication overlap of two
     micro-batches (`overlap_moe_expert_parallel_comm`), Megatron-Bridge 0.3.1 turns off unless a recipe sets it
-    (training/comm_overlap.py), and the recipes that keep this dispatcher do not: GPT-OSS's leaves it unset, with no
-    shared experts (recipes/gpt_oss/gpt_oss.py; of megatron-bridge 0.6.x's per-GPU recipes only GB200's BF16 one
-    sets it with this dispatcher: docs/moe_validation.md), Kimi-K2's sets it False and overlaps its shared expert
-    (recipes/kimi/kimi_k2.py). The flex dispatcher's window is the layer's whole compute, at the fitted share: which
-    overlap the tables' DeepSeek-V3 and Qwen3 runs turned on is in no bundled source."""
-    if md.dispatcher == "flex":
+    (training/comm_overlap.py): GPT-OSS's recipe leaves it unset, with no shared experts (recipes/gpt_oss/gpt_oss.py;
+    of megatron-bridge 0.6.x's per-GPU GPT-OSS recipes, the FP8-MX and B300 ones move to flex and GB200's BF16 one
+    sets it: not priced, docs/moe_validation.md), Kimi-K2's sets it False and overlaps its shared expert
+    (recipes/kimi/kimi_k2.py), and Qwen3-235B-A22B's H100 recipe sets it with this dispatcher (megatron-bridge 0.6.2
+    perf_recipes/qwen/h100/qwen3_moe.py): there the window is the layer's compute (`hides_behind_layer`), as for the
+    flex dispatcher, at the fitted share."""
+    if hides_behind_layer(md):
         return layer_s
     forward, backward = shared_s
     return forward, backward + recomputed(full_share, forward)
