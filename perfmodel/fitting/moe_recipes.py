@@ -18,6 +18,8 @@ class RecipeSettings:
     """measured_runs.csv model name."""
     hardware: str
     """measured_runs.csv hardware."""
+    dtypes: tuple[str, ...]
+    """measured_runs.csv precisions the recipe runs (a GPU's BF16 and FP8-MX recipes may set different things)."""
     layout: tuple[int, ...]
     """TP, PP, VP, EP and micro-batch size of the recipe (the global batch only sets the micro-batch count)."""
     settings: dict[str, Any]
@@ -25,10 +27,17 @@ class RecipeSettings:
     source: str
 
 
+_GPT_OSS = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/"
+_FP8MX_FULL_ITER = (
+    "common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs: moe_token_dispatcher_type 'flex' on HybridEP, "
+    "CommOverlapConfig overlap_moe_expert_parallel_comm True"
+)
+
 MOE_RECIPES = (
     RecipeSettings(
         "Qwen3-235B-A22B",
         "H100-SXM5-80GB",
+        ("FP8", "FP8-CS", "BF16"),
         (2, 8, 4, 32, 1),
         {"dispatcher": "alltoall", "ep_microbatch_overlap": True},
         "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18; 0.6.0 the same), perf_recipes/qwen/h100/qwen3_moe.py, "
@@ -36,11 +45,49 @@ MOE_RECIPES = (
         "moe_token_dispatcher_type 'alltoall', moe_a2a_overlap True, "
         "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)",
     ),
+    RecipeSettings(
+        "GPT-OSS-120B",
+        "GB300",
+        ("MXFP8",),
+        (1, 1, 1, 16, 4),
+        {"dispatcher": "flex", "ep_microbatch_overlap": True},
+        f"{_GPT_OSS}gb300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config ({_FP8MX_FULL_ITER})",
+    ),
+    RecipeSettings(
+        "GPT-OSS-120B",
+        "GB200",
+        ("MXFP8",),
+        (1, 1, 1, 64, 4),
+        {"dispatcher": "flex", "ep_microbatch_overlap": True},
+        f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config ({_FP8MX_FULL_ITER})",
+    ),
+    RecipeSettings(
+        "GPT-OSS-120B",
+        "GB200",
+        ("BF16",),
+        (1, 1, 1, 64, 4),
+        {"ep_microbatch_overlap": True},
+        f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
+        "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'",
+    ),
+    RecipeSettings(
+        "GPT-OSS-120B",
+        "B300",
+        ("MXFP8", "BF16"),
+        (1, 1, 1, 8, 4),
+        {"dispatcher": "flex"},
+        f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
+        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap",
+    ),
 )
-"""Only rows whose settings move the prediction: the Blackwell recipes of these models (flex dispatcher, and in
-the MXFP8 ones the EP overlap of two micro-batches too) price as the zoo entries already do."""
+"""Only rows whose settings move the prediction, every one found: the Blackwell recipes of Qwen3 and DeepSeek-V3
+(flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as the zoo entries already
+do, and GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
 
 
-def recipe_for(model: str, hardware: str, layout: tuple[int, ...]) -> RecipeSettings | None:
-    """The sourced recipe a row with this model, GPU and layout ran, if one matches it exactly."""
-    return next((r for r in MOE_RECIPES if (r.model, r.hardware, r.layout) == (model, hardware, layout)), None)
+def recipe_for(model: str, hardware: str, dtype: str, layout: tuple[int, ...]) -> RecipeSettings | None:
+    """The sourced recipe a row with this model, GPU, precision and layout ran, if one matches it exactly."""
+    return next(
+        (r for r in MOE_RECIPES if (r.model, r.hardware, r.layout) == (model, hardware, layout) and dtype in r.dtypes),
+        None,
+    )

@@ -366,7 +366,7 @@ def _with_recipe(
 ) -> str | dict[str, Any]:
     """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
     layout = tuple(parallelism[k] for k in ("tp", "pp", "vp", "ep", "mbs"))
-    found = recipe_for(row["model"], row["hardware"], layout)
+    found = recipe_for(row["model"], row["hardware"], row["dtype"], layout)
     if found is None:
         return model
     settings = ", ".join(f"{k} {v}" for k, v in found.settings.items())
