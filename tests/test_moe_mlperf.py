@@ -86,3 +86,30 @@ def test_a_gpt_oss_20b_benchmark_prediction_is_scored() -> None:
     steps = d["samples_to_converge"] / 32
     assert d["train_time_s"] == pytest.approx(steps * d["step_time_s"])
     assert d["evaluations"] == pytest.approx(d["samples_to_converge"] / 12288)
+
+
+# megatron-bridge 0.6.2 perf_recipes/gpt_oss/<gpu>/gpt_oss.py, gpt_oss_20b_pretrain_<n>gpu_<gpu>_<precision>_config:
+# (gpu, GPUs, precision, TP, CP, EP, GBS); every one MBS 1, PP 1, ETP 1.
+RECIPE_LAYOUTS = [
+    ("gb300", 72, "nvfp4", 1, 2, 4, 36),
+    ("gb200", 72, "nvfp4", 1, 2, 4, 36),
+    ("b300", 64, "nvfp4", 1, 2, 4, 32),
+    ("b300", 64, "mxfp8", 1, 2, 4, 32),
+    ("gb300", 512, "mxfp8", 2, 4, 8, 64),
+    ("gb200", 512, "mxfp8", 2, 4, 8, 64),
+]
+
+
+@pytest.mark.parametrize(("gpu", "n_gpus", "precision", "tp", "cp", "ep", "gbs"), RECIPE_LAYOUTS)
+def test_bundled_gpt_oss_20b_scenarios_are_the_recipes_layouts(
+    gpu: str, n_gpus: int, precision: str, tp: int, cp: int, ep: int, gbs: int
+) -> None:
+    """Each bundled scenario runs the benchmark in its recipe's layout, and the model finds it feasible."""
+    scenario = perfmodel.load_scenario(f"mlperf-gpt-oss-20b-{gpu}-{n_gpus}-{precision}")
+    par = scenario.parallelism
+    assert (scenario.gpu, scenario.n_gpus, scenario.precision) == (gpu, n_gpus, precision)
+    assert (par.tp, par.pp, par.cp, par.ep, par.etp, par.mbs, par.gbs) == (tp, 1, cp, ep, 1, 1, gbs)
+    d = perfmodel.predict(scenario).to_dict()
+    assert d["model"] == "gpt-oss-20b-mlperf" and d["fits_in_memory"]
+    assert d["samples_to_converge"] == pytest.approx(get_benchmark("mlperf-gpt-oss-20b").samples_to_converge(gbs))
+    assert d["evaluations"] == pytest.approx(d["samples_to_converge"] / (12288 // gbs * gbs))
