@@ -25,17 +25,22 @@ LATEST = "latest"
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Evaluation cadence of a round: every `interval` samples (rounded up to whole steps when `whole_steps`),
-    the first floor(skip_per_sample * GBS + skip_fixed) evaluations skipped, each a forward pass over `samples`."""
+    """Evaluation cadence of a round: every `interval` samples (rounded up to whole steps when `whole_steps`, down
+    to at least one step when also `round_down`), the first floor(skip_per_sample * GBS + skip_fixed) evaluations
+    skipped, each a forward pass over `samples`."""
 
     interval: int
     samples: int
     whole_steps: bool = False
+    round_down: bool = False
     skip_per_sample: float = 0.0
     skip_fixed: float = 0.0
 
     def interval_samples(self, gbs: int) -> float:
-        return math.ceil(self.interval / gbs) * gbs if self.whole_steps else float(self.interval)
+        if not self.whole_steps:
+            return float(self.interval)
+        steps = max(1, self.interval // gbs) if self.round_down else math.ceil(self.interval / gbs)
+        return steps * gbs
 
     def skipped(self, gbs: int) -> int:
         return math.floor(self.skip_per_sample * gbs + self.skip_fixed)
@@ -216,12 +221,26 @@ _LLAMA_8B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True)
 # v6.0 MoE benchmarks (mlperf-logging 4.1.68, compliance_checker/training_6.0.0/closed_deepseekv3_671b.yaml and
 # closed_gpt_oss_20b.yaml): DeepSeek-V3 671B at sequence 4096, GBS >= 15360, 1024 evaluation samples, target log
 # perplexity 3.6; GPT-OSS-20B at sequence 8192, 1024 evaluation samples, target 3.34. The rules files do not state
-# the evaluation cadence; it is read off the RCPs (rcp_checker/training_6.0.0): DeepSeek-V3's converged sample counts
-# are whole steps at every reference batch (721,920 = 47 x 15,360; 770,048 = 47 x 16,384), so an evaluation after
-# every step; GPT-OSS-20B's are multiples of 12,288 at every batch (184,320 = 15 x 12,288 at GBS 16; 233,472 = 19 x
-# 12,288 at GBS 32), so every 12,288 samples.
+# the evaluation cadence. DeepSeek-V3's is read off its RCPs (rcp_checker/training_6.0.0): the converged sample
+# counts are whole steps at every reference batch (721,920 = 47 x 15,360; 770,048 = 47 x 16,384), so an evaluation
+# after every step (inferred; no recipe of megatron-bridge 0.6.2 is an MLPerf DeepSeek-V3 config).
 _DEEPSEEK_V3_EVAL = Evaluation(interval=1, samples=1024, whole_steps=True)
-_GPT_OSS_20B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True)
+# GPT-OSS-20B's cadence is read off the GPT-OSS-20B performance recipes of megatron-bridge 0.6.2 (PyPI sdist,
+# 2026-09-18; the recipes as of NeMo 26.08), perf_recipes/gpt_oss/<gpu>/gpt_oss.py, which carry the MLPerf
+# configuration (eval_interval x GBS = 12,288 samples, eval_iters x GBS >= 1,024, the rules' AdamW eps 1e-5 and
+# weight decay 0.1, vocab 128,256): eval_interval 384 at GBS 32 (b300 gpt_oss_20b_pretrain_64gpu_b300_nvfp4_config),
+# 192 at GBS 64 (gb300 gpt_oss_20b_pretrain_512gpu_gb300_fp8mx_config) and 341 = floor(12,288 / 36) at GBS 36
+# (gb300 gpt_oss_20b_pretrain_72gpu_gb300_nvfp4_config): every 12,288 samples rounded down to whole steps. The RCPs
+# agree: converged counts are multiples of 12,288 at every reference batch (184,320 = 15 x 12,288 at GBS 16).
+_GPT_OSS_20B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True, round_down=True)
+# The MLPerf GPT-OSS-20B is the zoo's shapes with the Llama 3 tokenizer's 128,256-token vocabulary and the flex
+# (HybridEP) dispatcher: megatron-bridge 0.6.2 perf_recipes/gpt_oss/common.py, _apply_gpt_oss_20b_common_configs
+# (`cfg.model.vocab_size = 128256`, `moe_token_dispatcher_type = "flex"`, `moe_flex_dispatcher_backend =
+# "hybridep"`), applied by every GPT-OSS-20B recipe. It also routes as trained (`moe_router_force_load_balancing =
+# False`, `moe_aux_loss_coeff = 0.0`); no source gives how much busier the busiest expert rank is then (the recipes'
+# moe_expert_rank_capacity_factor of 5-7 sizes a static receive buffer, a bound, not a mean), so the scenario's
+# moe_imbalance stays 1.0 and the prediction is optimistic by that unpriced imbalance.
+_GPT_OSS_20B_MLPERF = {"base": "gpt-oss-20b", "id": "gpt-oss-20b-mlperf", "vocab": 128256, "dispatcher": "flex"}
 
 BENCHMARKS: dict[str, dict[str, Benchmark]] = {}
 for _bench in (
@@ -239,7 +258,7 @@ for _bench in (
     ),
     *(Benchmark("mlperf-llama31-8b", "llama31_8b", r, "llama3.1-8b", 8192, _LLAMA_8B_EVAL) for r in ("v5.1", "v6.0")),
     Benchmark("mlperf-deepseek-v3", "deepseekv3_671b", "v6.0", "deepseek-v3", 4096, _DEEPSEEK_V3_EVAL, min_gbs=15360),
-    Benchmark("mlperf-gpt-oss-20b", "gpt_oss_20b", "v6.0", "gpt-oss-20b", 8192, _GPT_OSS_20B_EVAL),
+    Benchmark("mlperf-gpt-oss-20b", "gpt_oss_20b", "v6.0", _GPT_OSS_20B_MLPERF, 8192, _GPT_OSS_20B_EVAL),
 ):
     BENCHMARKS.setdefault(_bench.id, {})[_bench.round] = _bench
 
