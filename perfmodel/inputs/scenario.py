@@ -155,21 +155,25 @@ class Scenario:
         return model_spec(start | shapes)
 
     def default_gbs(self, capped: bool = True) -> int:
-        """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
-        power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
-        `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
-        the capped batch (the prediction then warns beyond published convergence data). Never below an MLPerf
-        benchmark's minimum batch."""
-        seq = self.parallelism.seq_len
-        gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
-        cap = max(1, TOKENS_PER_STEP_CAP // seq)
-        chosen = gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
+        """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches: raised to the rules' minimum (a
+        multiple of the GPU count), lowered to the largest batch with a reference convergence point."""
+        chosen = self.token_default_gbs(capped)
         if self.benchmark:
             from perfmodel.inputs.mlperf import get_benchmark
 
-            minimum = get_benchmark(self.benchmark).min_gbs or 0
-            chosen = chosen if chosen >= minimum else self.n_gpus * math.ceil(minimum / self.n_gpus)
+            low, high = get_benchmark(self.benchmark).gbs_bounds()
+            chosen = min(chosen if chosen >= low else self.n_gpus * math.ceil(low / self.n_gpus), high)
         return chosen
+
+    def token_default_gbs(self, capped: bool = True) -> int:
+        """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
+        power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
+        `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
+        the capped batch (the prediction then warns beyond published convergence data)."""
+        seq = self.parallelism.seq_len
+        gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
+        cap = max(1, TOKENS_PER_STEP_CAP // seq)
+        return gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
 
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
