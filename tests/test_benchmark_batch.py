@@ -26,14 +26,21 @@ def test_the_default_batch_is_lowered_to_the_largest_rcp_batch() -> None:
     assert scenario.default_gbs() == 64
 
 
-def test_a_gpt_oss_20b_benchmark_with_the_default_batch_is_predicted() -> None:
+def test_a_gpt_oss_20b_benchmark_with_the_default_batch_is_predicted_and_says_why() -> None:
     args = ("predict", "--benchmark", "mlperf-gpt-oss-20b", "--gpu", "gb300", "--gpus", "64")
     result = run_cli(*args)
     assert result.code == 0, result.err
     inputs = result.out.splitlines()[2]
     assert "GBS 64 x 8,192" in inputs
+    assert "(default: mlperf-gpt-oss-20b's largest batch with a reference convergence point, 64)" in inputs
     d = json.loads(run_cli(*args, "--format", "json").out)
     assert d["samples_to_converge"] == get_benchmark("mlperf-gpt-oss-20b").samples_to_converge(64)
+
+
+def test_deepseek_v3_says_its_batch_is_the_rules_minimum() -> None:
+    inputs = run_cli("predict", "--benchmark", "mlperf-deepseek-v3", "--gpu", "gb300", "--gpus", "256").out
+    assert "GBS 15,360 x 4,096" in inputs.splitlines()[2]
+    assert "(default: mlperf-deepseek-v3's minimum batch, 15,360, as a multiple of the GPU count)" in inputs
 
 
 def test_search_keeps_every_batch_within_the_rcps() -> None:
