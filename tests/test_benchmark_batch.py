@@ -30,7 +30,7 @@ def test_a_gpt_oss_20b_benchmark_with_the_default_batch_is_predicted_and_says_wh
     args = ("predict", "--benchmark", "mlperf-gpt-oss-20b", "--gpu", "gb300", "--gpus", "64")
     result = run_cli(*args)
     assert result.code == 0, result.err
-    inputs = result.out.splitlines()[2]
+    inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
     assert "GBS 64 x 8,192" in inputs
     assert "(default: mlperf-gpt-oss-20b's largest batch with a reference convergence point, 64)" in inputs
     d = json.loads(run_cli(*args, "--format", "json").out)
@@ -38,8 +38,9 @@ def test_a_gpt_oss_20b_benchmark_with_the_default_batch_is_predicted_and_says_wh
 
 
 def test_deepseek_v3_says_its_batch_is_the_rules_minimum() -> None:
-    inputs = run_cli("predict", "--benchmark", "mlperf-deepseek-v3", "--gpu", "gb300", "--gpus", "256").out
-    assert "GBS 15,360 x 4,096" in inputs.splitlines()[2]
+    out = run_cli("predict", "--benchmark", "mlperf-deepseek-v3", "--gpu", "gb300", "--gpus", "256").out
+    inputs = next(line for line in out.splitlines() if line.startswith("Inputs: "))
+    assert "GBS 15,360 x 4,096" in inputs
     assert "(default: mlperf-deepseek-v3's minimum batch, 15,360, as a multiple of the GPU count)" in inputs
 
 
