@@ -138,15 +138,20 @@ def efficiency_docs() -> dict[str, str]:
     return docs
 
 
-def efficiency_assumptions(section: str, efficiency: Efficiency, source: str) -> list[Assumption]:
+def efficiency_assumptions(section: str, efficiency: Efficiency, source: str, moe_source: str) -> list[Assumption]:
+    """One row per efficiency field; those the calibration's MoE stage fits (physics/parameters.py, stage 'moe')
+    cite that stage, which fits them on the MoE rows, not the dense fit's rows."""
+    from perfmodel.physics.parameters import TABLE
+
     docs = efficiency_docs()
+    moe_fields = {parameter.target for parameter in TABLE if parameter.stage == "moe"}
     return [
         Assumption(
             section,
             name,
             value,
             "s" if name.endswith("_s") else ("us" if name.endswith("_us") else "fraction"),
-            f"{source}. {docs.get(name, '')}".strip(),
+            f"{moe_source if name in moe_fields else source}. {docs.get(name, '')}".strip(),
         )
         for name, value in asdict(efficiency).items()
     ]
@@ -246,7 +251,15 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
                 else f"perfmodel/physics/efficiency.py defaults for the {hw.accelerator.family} family "
                 "(not fitted to runs)"
             )
-            found += efficiency_assumptions(section, efficiency, source)
+            moe_fit = fitted.provenance.get("moe", {}).get("fit", {})
+            moe_source = (
+                f"{calibration_name(fitted.source)}, MoE stage ({moe_fit.get('rows', 0)} MoE rows, in-sample MAPE "
+                f"{moe_fit.get('in_sample_mape_pct', float('nan')):.1f}%; per model and leave-one-model-out: "
+                "docs/moe_validation.md) over perfmodel/physics/efficiency.py defaults"
+                if moe_fit
+                else source
+            )
+            found += efficiency_assumptions(section, efficiency, source, moe_source)
     for row in rows:
         found += run_assumptions(row, usd_per_kwh, given_usd_per_kwh)
     return [replace(a, source=public(a.source)) for a in found]
