@@ -147,12 +147,7 @@ class Scenario:
     def model_spec(self) -> ModelSpec:
         if isinstance(self.model, str):
             return get_model(self.model)
-        shapes = as_dict(self.model, exclude_none=True)
-        base = shapes.pop("base", None)
-        start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
-        if base and "id" not in shapes:
-            start["id"] = f"{base}-custom" if shapes else base
-        return model_spec(start | shapes)
+        return table_spec(as_dict(self.model, exclude_none=True))
 
     def default_gbs(self, capped: bool = True) -> int:
         """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches: raised to the rules' minimum (a
@@ -328,12 +323,27 @@ def checked_scenario(raw: dict[str, Any]) -> Scenario:
     return check(SCENARIO, raw)
 
 
+def table_spec(shapes: dict[str, Any]) -> ModelSpec:
+    """The model of a [model] table's shapes: over its `base` zoo entry, else from scratch."""
+    shapes = dict(shapes)
+    base = shapes.pop("base", None)
+    start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
+    if base and "id" not in shapes:
+        start["id"] = f"{base}-custom" if shapes else base
+    return model_spec(start | shapes)
+
+
 def model_file(path: Path) -> dict[str, Any]:
-    """A model TOML file (the keys of a scenario's [model] table) as that table, checked here so that an error names
-    the model file."""
+    """A model TOML file (the keys of a scenario's [model] table) as that table, checked here, each field and the
+    shapes together (experts and top_k, expert groups, ...), so that an error names the model file."""
     from perfmodel.inputs.scenario_check import check_model_file
 
-    return check_model_file(path, read_toml(path, "model"))
+    table = check_model_file(path, read_toml(path, "model"))
+    try:
+        table_spec(table)
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"{path}: {exc}") from None
+    return table
 
 
 def _locator(source: str, overrides: dict[str, Any], origins: dict[str, str] | None) -> Callable[..., PerfmodelError]:
