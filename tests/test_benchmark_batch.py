@@ -50,3 +50,14 @@ def test_search_keeps_every_batch_within_the_rcps() -> None:
     assert result.code == 0, result.err
     batches = {row["parallelism"]["gbs"] for row in json.loads(result.out)["results"]}
     assert batches and max(batches) <= 128
+
+
+def test_a_batch_above_the_rcps_names_the_range_to_use() -> None:
+    result = run_cli(
+        "predict", "--benchmark", "mlperf-deepseek-v3", "--gpu", "gb300", "--gpus", "256", "--gbs", "20480"
+    )
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        "error: mlperf-deepseek-v3@v6.0: GBS 20480 is above its largest batch with a reference convergence point, "
+        "18432 (nothing to score the run against); use a GBS from 15360 to 18432\n"
+    )

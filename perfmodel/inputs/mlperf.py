@@ -76,7 +76,11 @@ class Benchmark:
             raise PerfmodelError(f"{self.id}@{self.round}: GBS {gbs} is below the rules' minimum of {self.min_gbs}")
         mean = _rcp_mean(self.name, self.ruleset, gbs)
         if mean is None:
-            raise PerfmodelError(f"{self.id}@{self.round}: no reference convergence point for GBS {gbs} or above")
+            low, high = self.gbs_bounds()
+            raise PerfmodelError(
+                f"{self.id}@{self.round}: GBS {gbs} is above its largest batch with a reference convergence point, "
+                f"{high} (nothing to score the run against); use a GBS from {low} to {high}"
+            )
         return mean / self.seq_len if self.rcp_tokens else mean
 
 
