@@ -309,7 +309,7 @@ def goal_table(report: Any) -> str:
                 full_layout(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
-                f"{d['energy_kwh'] / 1000:,.0f}",
+                f"{d['energy_kwh'] / 1000:,.1f}",
                 goodput,
                 str(len(d["counts_tried"])),
                 d["binds"] if c.feasible else "over budget",
