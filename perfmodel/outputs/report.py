@@ -14,9 +14,8 @@ from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
-from perfmodel.physics import moe
-from perfmodel.physics.collectives import group_links
-from perfmodel.planning.predict import Prediction, context_for
+from perfmodel.outputs.experts import experts_line
+from perfmodel.planning.predict import Prediction
 
 LISTED_EXCLUSIONS = 10
 """Up to this many excluded rows (your own CSV's) are listed one by one with their id and whole reason, which names
@@ -106,33 +105,6 @@ def _usable(acc: Accelerator) -> str:
     if acc.hbm_usable_gb is None or acc.hbm_usable_gb.value == acc.hbm_gb.value:
         return ""
     return f" usable ({acc.hbm_gb.value:g} GiB HBM)"
-
-
-def experts_line(p: Prediction) -> str:
-    """A MoE prediction's expert assumptions, which the layout line does not show: the experts and routing, the
-    folded expert layout (EP x ETP x expert DP), the dispatcher, where its all-to-alls run and how much of them the
-    model lets hide behind compute (`moe.ep_overlap`, `moe.exchange_windows`)."""
-    md, lo = p.model, p.layout
-    ctx = context_for(p.scenario)
-    links = group_links(ctx.tiers, ctx.efficiency, float(lo.ep), float(lo.etp))
-    domains = int(float(links.domains))
-    shared = f" + {md.shared_experts} shared" if md.shared_experts else ""
-    edp = lo.tp * lo.cp * lo.dp // (lo.ep * lo.etp)
-    where = f"across {domains} scale-up domains (NICs)" if domains > 1 else "inside one scale-up domain"
-    share = f"up to {float(moe.ep_overlap(ctx.efficiency, links)):.0%} ("
-    share += "overlap_ep_scaleout)" if domains > 1 else "overlap_ep)"
-    if md.dispatcher == "flex":
-        hidden = f"hidden behind the layer's compute {share}"
-    elif md.shared_experts:
-        hidden = f"hidden behind the shared experts' compute only {share}"
-    else:
-        hidden = "not hidden (the 'alltoall' dispatcher overlaps shared experts only; this model has none)"
-    imbalance = f"; busiest rank {ctx.imbalance:g}x the mean tokens" if ctx.imbalance != 1 else ""
-    return (
-        f"Experts: {md.experts} routed, top-{md.top_k}{shared}, in {md.moe_layers} of {md.layers} layers; "
-        f"EP{lo.ep} x ETP{lo.etp} x expert DP{edp}, {md.experts // lo.ep} experts per EP rank; "
-        f"'{md.dispatcher}' dispatcher, all-to-all {where}, {hidden}{imbalance}"
-    )
 
 
 def table(p: Prediction) -> str:

@@ -174,6 +174,8 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
             "given by the user" if given_usd_per_kwh else USD_PER_KWH_SOURCE,
         ),
     ]
+    if p.model.is_moe:
+        found += _expert_assumptions(row, section)
     if p.run is not None:
         found.append(Assumption(section, "tokens_to_train", p.run.tokens, "tokens", "scenario"))
     cost = p.scenario.cost
@@ -190,6 +192,26 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
         ),
     ]
     return found + _goodput_assumptions(row, section)
+
+
+def _expert_assumptions(row: ExportRow, section: str) -> list[Assumption]:
+    """A MoE run's routing, folded expert layout, dispatcher, exchange overlap and imbalance (outputs/experts.py)."""
+    from perfmodel.outputs.experts import experts
+
+    p = row.prediction
+    e = experts(p)
+    zoo = "the zoo's model (perfmodel/inputs/models.py, with its source)"
+    model = zoo if isinstance(p.scenario.model, str) else "scenario [model] table"
+    where = f"its all-to-alls span {e.domains} scale-up domains" if e.domains > 1 else "inside one scale-up domain"
+    return [
+        Assumption(section, "experts", e.routing, "", model),
+        Assumption(section, "expert layout", e.layout, "", _layout_source(p.layouts_searched)),
+        Assumption(section, "dispatcher", e.dispatcher, "", "the recipe's, as the zoo's model records it (perfmodel/"
+                   "inputs/models.py)" if model == zoo else f"{model} (default 'flex')"),
+        Assumption(section, e.overlap_name, e.overlap, "fraction", f"efficiency section above: {where}; {e.hidden}"),
+        Assumption(section, "moe_imbalance", e.imbalance, "", "scenario (default 1.0: the published rows are "
+                   "force-balanced)"),
+    ]  # fmt: skip
 
 
 def _goodput_assumptions(row: ExportRow, section: str) -> list[Assumption]:
