@@ -344,13 +344,25 @@ def validation_table(result: Any) -> str:
     return "\n".join(lines)
 
 
+REASON_KIND_CHARS = 100
+"""A reason's first clause up to this long is its kind in the counted list; a longer one is cut to its head."""
+
+
+def reason_kind(reason: str) -> str:
+    """What a counted exclusion says: the reason's first clause ('Kimi-K2: trained with the Muon optimizer', not
+    'Kimi-K2' alone, which says nothing of why), or for a long one its head before the colon ('DeepSpeed
+    implementation'), at most 70 characters."""
+    kind = reason.split(";")[0]
+    return kind if len(kind) <= REASON_KIND_CHARS else kind.split(":")[0][:70]
+
+
 def _exclusions(excluded: list[dict[str, str]], where: str) -> list[str]:
     """The rows left out: each with its id and whole reason when there are few, else counted per kind of reason."""
     if 0 < len(excluded) <= LISTED_EXCLUSIONS:
         return [f"Excluded {len(excluded)} rows:"] + [f"  {e['id']}: {e['reason']}" for e in excluded]
     reasons: dict[str, int] = {}
     for e in excluded:
-        short = e["reason"].split(":")[0][:70]
+        short = reason_kind(e["reason"])
         reasons[short] = reasons.get(short, 0) + 1
     counted = [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
     return [f"Excluded {len(excluded)} rows ({where}):", *counted] if excluded else []
