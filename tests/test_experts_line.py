@@ -56,3 +56,9 @@ def test_a_dense_model_has_no_experts_line() -> None:
     lines = _lines("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "64")
     assert lines[2].startswith("Inputs: ")
     assert not any(line.startswith("Experts: ") for line in lines)
+
+
+def test_one_expert_per_rank_is_singular() -> None:
+    """Mixtral 8x7B: 8 experts over EP8."""
+    lines = _lines("--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--gpus", "8", "--ep", "8", "--gbs", "64")
+    assert "EP8 x ETP1 x expert DP1, 1 expert per EP rank;" in lines[2]
