@@ -3,6 +3,8 @@ the layout; a dense prediction's table has no such line."""
 
 from __future__ import annotations
 
+import json
+
 from conftest import run_cli
 
 from perfmodel.inputs.scenario import load_scenario
@@ -62,3 +64,15 @@ def test_one_expert_per_rank_is_singular() -> None:
     """Mixtral 8x7B: 8 experts over EP8."""
     lines = _lines("--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--gpus", "8", "--ep", "8", "--gbs", "64")
     assert "EP8 x ETP1 x expert DP1, 1 expert per EP rank;" in lines[2]
+
+
+def test_explain_shows_the_same_line_and_its_json_the_sentence() -> None:
+    args = ("--model", "gpt-oss-120b", "--gpu", "gb200", "--gpus", "8", "--ep", "8", "--gbs", "64", *_GIVEN)
+    predict = run_cli("predict", *args).out.splitlines()
+    explain = run_cli("explain", *args).out.splitlines()
+    assert explain[2] == predict[2] and explain[2].startswith("Experts: ")
+    document = json.loads(run_cli("explain", *args, "--format", "json").out)
+    assert document["experts"] == predict[2].removeprefix("Experts: ")
+    dense = json.loads(run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs",
+                               "64", *_GIVEN, "--format", "json").out)  # fmt: skip
+    assert "experts" not in dense

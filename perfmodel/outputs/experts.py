@@ -56,9 +56,15 @@ def experts(p: Prediction) -> Experts:
     )
 
 
-def experts_line(p: Prediction) -> str:
-    """The predict table's line below the layout, which shows neither ETP 1, expert DP, dispatcher nor overlap."""
+def experts_text(p: Prediction) -> str:
+    """The expert assumptions in one sentence (explain's JSON `experts`)."""
     e = experts(p)
     where = f"across {e.domains} scale-up domains (NICs)" if e.domains > 1 else "inside one scale-up domain"
     imbalance = f"; busiest rank {e.imbalance:g}x the mean tokens" if e.imbalance != 1 else ""
-    return f"Experts: {e.routing}; {e.layout}; '{e.dispatcher}' dispatcher, all-to-all {where}, {e.hidden}{imbalance}"
+    return f"{e.routing}; {e.layout}; '{e.dispatcher}' dispatcher, all-to-all {where}, {e.hidden}{imbalance}"
+
+
+def experts_line(p: Prediction) -> str:
+    """The predict and explain tables' line below the layout, which shows neither ETP 1, expert DP, dispatcher nor
+    overlap."""
+    return f"Experts: {experts_text(p)}"

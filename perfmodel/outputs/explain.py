@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy
 
+from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
@@ -99,6 +100,8 @@ class Explanation:
     ops: list[OpRow]
     op_formulas: dict[str, Any]
     op_symbols: list[Quantity]
+    experts: str = ""
+    """A MoE model's expert assumptions, predict's Experts line (empty for a dense model)."""
 
     @property
     def dominant(self) -> str:
@@ -621,4 +624,7 @@ def explain(p: Prediction) -> Explanation:
         + p.scenario.precision.upper()
     )
     assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])
-    return Explanation(title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx))
+    experts = experts_text(p) if p.model.is_moe else ""
+    return Explanation(
+        title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx), experts
+    )
