@@ -14,7 +14,6 @@ from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
-from perfmodel.outputs.experts import experts_line
 from perfmodel.planning.predict import Prediction
 
 LISTED_EXCLUSIONS = 10
@@ -117,10 +116,12 @@ def table(p: Prediction) -> str:
     lines = [
         f"{p.model.name} on {p.layout.n_gpus:,} x {acc.name} ({p.hardware.system.id}), {fmt}",
         f"Layout: {p.layout.describe()} ({chosen})",
-        *([experts_line(p)] if p.model.is_moe else []),
-        f"Inputs: {inputs_line(p)}",
-        "",
     ]
+    if p.model.is_moe:  # imported here: a dense predict does not load it
+        from perfmodel.outputs.experts import experts_line
+
+        lines.append(experts_line(p))
+    lines += [f"Inputs: {inputs_line(p)}", ""]
     band = "step_time_s_low" in d
 
     def interval(key: str, show: Any) -> str:
