@@ -149,7 +149,10 @@ def models_list(fmt: str) -> None:
     from perfmodel.inputs.models import ZOO
     from perfmodel.inputs.record import as_dict
 
-    records = [{"params": m.params, **as_dict(m)} for m in ZOO.values()]
+    records = [
+        {"params": m.params, "main_params": m.main_params, "active_params": m.active_params, **as_dict(m)}
+        for m in ZOO.values()
+    ]
     if fmt == "json":
         from perfmodel.outputs.report import to_json
 
@@ -162,6 +165,18 @@ def models_list(fmt: str) -> None:
     ]
     click.echo(
         tabulate(rows, headers=["model", "name", "parameters", "layers", "hidden", "ffn", "heads", "kv heads", "vocab"])
+    )
+    experts = [
+        [m.id, f"{m.main_params:,}", f"{m.active_params:,}", m.experts, m.top_k, m.shared_experts, m.moe_ffn,
+         m.dense_layers, m.mtp_layers, m.attention, m.dispatcher]
+        for m in ZOO.values()
+        if m.is_moe
+    ]  # fmt: skip
+    headers = ["model", "main parameters", "active per token", "experts", "top-k", "shared", "expert ffn",
+               "dense layers", "MTP", "attention", "dispatcher"]  # fmt: skip
+    click.echo(
+        "\nMixture-of-experts models (parameters above include MTP modules; main: without them; active: what one "
+        "token touches in the main model, embedding and LM head included):\n" + tabulate(experts, headers=headers)
     )
 
 

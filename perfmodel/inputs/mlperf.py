@@ -66,6 +66,13 @@ class Benchmark:
     def ruleset(self) -> str:
         return self.round.removeprefix("v") + ".0"
 
+    def gbs_bounds(self) -> tuple[int, int]:
+        """The global batches a run can be scored at: from the rules' minimum (else 1) to the largest batch with a
+        reference convergence point (else the rules' maximum, if smaller). Below the RCPs the checker holds a run to
+        the smallest batch's; above them it has nothing to hold it to."""
+        largest = _pruned_rcps(self.name, self.ruleset)[-1][0]
+        return self.min_gbs or 1, min(largest, self.max_gbs or largest)
+
     def samples_to_converge(self, gbs: int) -> float:
         """Mean samples to reach the target at this global batch, from the round's reference convergence points."""
         if self.max_gbs is not None and gbs > self.max_gbs:
@@ -74,7 +81,11 @@ class Benchmark:
             raise PerfmodelError(f"{self.id}@{self.round}: GBS {gbs} is below the rules' minimum of {self.min_gbs}")
         mean = _rcp_mean(self.name, self.ruleset, gbs)
         if mean is None:
-            raise PerfmodelError(f"{self.id}@{self.round}: no reference convergence point for GBS {gbs} or above")
+            low, high = self.gbs_bounds()
+            raise PerfmodelError(
+                f"{self.id}@{self.round}: GBS {gbs} is above its largest batch with a reference convergence point, "
+                f"{high} (nothing to score the run against); use a GBS from {low} to {high}"
+            )
         return mean / self.seq_len if self.rcp_tokens else mean
 
 

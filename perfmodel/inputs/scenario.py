@@ -147,29 +147,28 @@ class Scenario:
     def model_spec(self) -> ModelSpec:
         if isinstance(self.model, str):
             return get_model(self.model)
-        shapes = as_dict(self.model, exclude_none=True)
-        base = shapes.pop("base", None)
-        start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
-        if base and "id" not in shapes:
-            start["id"] = f"{base}-custom" if shapes else base
-        return model_spec(start | shapes)
+        return table_spec(as_dict(self.model, exclude_none=True))
 
     def default_gbs(self, capped: bool = True) -> int:
-        """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
-        power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
-        `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
-        the capped batch (the prediction then warns beyond published convergence data). Never below an MLPerf
-        benchmark's minimum batch."""
-        seq = self.parallelism.seq_len
-        gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
-        cap = max(1, TOKENS_PER_STEP_CAP // seq)
-        chosen = gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
+        """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches: raised to the rules' minimum (a
+        multiple of the GPU count), lowered to the largest batch with a reference convergence point."""
+        chosen = self.token_default_gbs(capped)
         if self.benchmark:
             from perfmodel.inputs.mlperf import get_benchmark
 
-            minimum = get_benchmark(self.benchmark).min_gbs or 0
-            chosen = chosen if chosen >= minimum else self.n_gpus * math.ceil(minimum / self.n_gpus)
+            low, high = get_benchmark(self.benchmark).gbs_bounds()
+            chosen = min(chosen if chosen >= low else self.n_gpus * math.ceil(low / self.n_gpus), high)
         return chosen
+
+    def token_default_gbs(self, capped: bool = True) -> int:
+        """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest
+        power of two of sequences within 16M tokens (2,048 of 8,192), which the search gives layouts that divide.
+        `capped=False`: the multiple of the GPU count regardless, for a cluster too large for any layout to use
+        the capped batch (the prediction then warns beyond published convergence data)."""
+        seq = self.parallelism.seq_len
+        gbs = self.n_gpus * math.ceil(TOKENS_PER_STEP_TARGET / (seq * self.n_gpus))
+        cap = max(1, TOKENS_PER_STEP_CAP // seq)
+        return gbs if gbs <= cap or not capped else 2 ** (cap.bit_length() - 1)
 
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
@@ -324,12 +323,27 @@ def checked_scenario(raw: dict[str, Any]) -> Scenario:
     return check(SCENARIO, raw)
 
 
+def table_spec(shapes: dict[str, Any]) -> ModelSpec:
+    """The model of a [model] table's shapes: over its `base` zoo entry, else from scratch."""
+    shapes = dict(shapes)
+    base = shapes.pop("base", None)
+    start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
+    if base and "id" not in shapes:
+        start["id"] = f"{base}-custom" if shapes else base
+    return model_spec(start | shapes)
+
+
 def model_file(path: Path) -> dict[str, Any]:
-    """A model TOML file (the keys of a scenario's [model] table) as that table, checked here so that an error names
-    the model file."""
+    """A model TOML file (the keys of a scenario's [model] table) as that table, checked here, each field and the
+    shapes together (experts and top_k, expert groups, ...), so that an error names the model file."""
     from perfmodel.inputs.scenario_check import check_model_file
 
-    return check_model_file(path, read_toml(path, "model"))
+    table = check_model_file(path, read_toml(path, "model"))
+    try:
+        table_spec(table)
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"{path}: {exc}") from None
+    return table
 
 
 def _locator(source: str, overrides: dict[str, Any], origins: dict[str, str] | None) -> Callable[..., PerfmodelError]:

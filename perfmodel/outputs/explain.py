@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy
 
+from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
@@ -99,6 +100,8 @@ class Explanation:
     ops: list[OpRow]
     op_formulas: dict[str, Any]
     op_symbols: list[Quantity]
+    experts: str = ""
+    """A MoE model's expert assumptions, predict's Experts line (empty for a dense model)."""
 
     @property
     def dominant(self) -> str:
@@ -576,12 +579,14 @@ def _zero_formula(
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
     grads = trainable * memory.GRAD_BYTES
-    n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "", "Megatron DDP buckets (max(40M, 1M x ranks))")
+    of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
+    n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "",
+             f"Megatron DDP buckets (max(40M, 1M x ranks)){of}")  # fmt: skip
     nb = float(n_b.value)
     rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
             f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients, bucket by bucket ({group})")  # fmt: skip
     ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",
-              "all-gather of the updated parameters, bucket by bucket")  # fmt: skip
+              f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
     if zero == 0:
         ar = _q(f"t_AR{suffix}", nb * all_reduce(grads / nb, links, ctx.tiers), "s",
                 f"all-reduce of the gradients, bucket by bucket ({group})")  # fmt: skip
@@ -596,7 +601,7 @@ def _zero_formula(
         formula = N.symbol * bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol, eta.symbol) + gather_first
         return formula, [N, rs, ag_u, n_b, f_sync, b_mb, hb, eta]
     ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
-              "all-gather of this rank's weights (FSDP)")  # fmt: skip
+              f"all-gather of this rank's weights (FSDP){of}")  # fmt: skip
     formula = N.symbol * (
         exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
     )
@@ -619,4 +624,7 @@ def explain(p: Prediction) -> Explanation:
         + p.scenario.precision.upper()
     )
     assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])
-    return Explanation(title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx))
+    experts = experts_text(p) if p.model.is_moe else ""
+    return Explanation(
+        title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx), experts
+    )

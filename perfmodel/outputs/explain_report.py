@@ -44,6 +44,7 @@ def text(e: Explanation, ops: bool = True) -> str:
     lines = [
         e.title,
         f"Layout: {e.layout}",
+        *([f"Experts: {e.experts}"] if e.experts else []),
         "",
         _bounds_line(e),
         "",
@@ -149,6 +150,7 @@ def to_json(e: Explanation) -> str:
     document = {
         "title": e.title,
         "layout": e.layout,
+        **({"experts": e.experts} if e.experts else {}),
         "step_time_s": e.step_time_s,
         "step_formula": step,
         "step_substituted": step_values,

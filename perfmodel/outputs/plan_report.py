@@ -288,8 +288,7 @@ def goal_table(report: Any) -> str:
         wanted.append(f"within {_duration(goal['deadline_s'])}")
     if goal["budget_usd"] is not None:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
-    first = report.plans[0]
-    p0 = first.prediction or next(p for p in first.tried.values() if p is not None)
+    p0 = next(p for c in report.plans for p in (c.prediction, *c.tried.values()) if p is not None)
     work = f"{p0.model.name}, {_tokens(p0)}"
     rows, notes = [], []
     for c in report.plans:
@@ -310,7 +309,7 @@ def goal_table(report: Any) -> str:
                 full_layout(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
-                f"{d['energy_kwh'] / 1000:,.0f}",
+                f"{d['energy_kwh'] / 1000:,.1f}",
                 goodput,
                 str(len(d["counts_tried"])),
                 d["binds"] if c.feasible else "over budget",

@@ -53,6 +53,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:,.1f} min"
 
 
+def _default_batch_note(s: Any, gbs: int) -> str:
+    """Why the batch perfmodel chose is what it is: ~4M tokens, or an MLPerf benchmark's bound on what it scores."""
+    if s.benchmark:
+        from perfmodel.inputs.mlperf import get_benchmark
+
+        low, high = get_benchmark(s.benchmark).gbs_bounds()
+        if gbs == high < s.token_default_gbs():
+            return f" (default: {s.benchmark}'s largest batch with a reference convergence point, {high:,})"
+        if gbs >= low > s.token_default_gbs():
+            return f" (default: {s.benchmark}'s minimum batch, {low:,}, as a multiple of the GPU count)"
+    return " (default: ~4M tokens per step, at most 16M)"
+
+
 def inputs_line(p: Prediction) -> str:
     """The work, batch, price, PUE, software stack and release a prediction used, each marked where perfmodel chose
     it rather than the user: a planner must see the assumptions a number rests on."""
@@ -78,7 +91,7 @@ def inputs_line(p: Prediction) -> str:
     )
     return ", ".join([
         work,
-        batch + ("" if s.parallelism.gbs else " (default: ~4M tokens per step, at most 16M)"),
+        batch + ("" if s.parallelism.gbs else _default_batch_note(s, p.layout.gbs)),
         price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
         f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
@@ -103,9 +116,12 @@ def table(p: Prediction) -> str:
     lines = [
         f"{p.model.name} on {p.layout.n_gpus:,} x {acc.name} ({p.hardware.system.id}), {fmt}",
         f"Layout: {p.layout.describe()} ({chosen})",
-        f"Inputs: {inputs_line(p)}",
-        "",
     ]
+    if p.model.is_moe:  # imported here: a dense predict does not load it
+        from perfmodel.outputs.experts import experts_line
+
+        lines.append(experts_line(p))
+    lines += [f"Inputs: {inputs_line(p)}", ""]
     band = "step_time_s_low" in d
 
     def interval(key: str, show: Any) -> str:
@@ -329,13 +345,25 @@ def validation_table(result: Any) -> str:
     return "\n".join(lines)
 
 
+REASON_KIND_CHARS = 100
+"""A reason's first clause up to this long is its kind in the counted list; a longer one is cut to its head."""
+
+
+def reason_kind(reason: str) -> str:
+    """What a counted exclusion says: the reason's first clause ('Kimi-K2: trained with the Muon optimizer', not
+    'Kimi-K2' alone, which says nothing of why), or for a long one its head before the colon ('DeepSpeed
+    implementation'), at most 70 characters."""
+    kind = reason.split(";")[0]
+    return kind if len(kind) <= REASON_KIND_CHARS else kind.split(":")[0][:70]
+
+
 def _exclusions(excluded: list[dict[str, str]], where: str) -> list[str]:
     """The rows left out: each with its id and whole reason when there are few, else counted per kind of reason."""
     if 0 < len(excluded) <= LISTED_EXCLUSIONS:
         return [f"Excluded {len(excluded)} rows:"] + [f"  {e['id']}: {e['reason']}" for e in excluded]
     reasons: dict[str, int] = {}
     for e in excluded:
-        short = e["reason"].split(":")[0][:70]
+        short = reason_kind(e["reason"])
         reasons[short] = reasons.get(short, 0) + 1
     counted = [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
     return [f"Excluded {len(excluded)} rows ({where}):", *counted] if excluded else []

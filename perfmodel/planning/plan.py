@@ -399,6 +399,9 @@ def plan(
         plans.append(plan_candidate(scenario, label, goal, max_gpus or MAX_GPUS, seed_count(scenario, hw, goal)))
         if progress is not None:
             progress(done, len(bases))
+    if not any(p is not None for c in plans for p in c.tried.values()):  # nothing to plan with: bad input
+        reasons = "; ".join(f"{c.label}: {c.reason}" for c in plans)
+        raise PerfmodelError(f"plan: no GPU count tried runs on any candidate ({reasons})")
     return PlanReport(goal, plans, time.perf_counter() - start)
 
 

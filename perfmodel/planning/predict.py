@@ -580,11 +580,11 @@ def search_space(scenario: Scenario, gpu_counts: Sequence[int] | None = None, ca
     for n in gpu_counts or (scenario.n_gpus,):
         gbs = scenario.parallelism.gbs
         choices = (gbs,) if gbs else gbs_choices(replaced(scenario, n_gpus=n).default_gbs(capped))
-        if scenario.benchmark and not gbs:  # an MLPerf benchmark's minimum batch bounds the choices
+        if scenario.benchmark and not gbs:  # an MLPerf benchmark's scorable batches bound the choices
             from perfmodel.inputs.mlperf import get_benchmark
 
-            low = get_benchmark(scenario.benchmark).min_gbs or 0
-            choices = tuple(g for g in choices if g >= low)
+            low, high = get_benchmark(scenario.benchmark).gbs_bounds()
+            choices = tuple(g for g in choices if low <= g <= high)
         points += [(n, g) for g in choices]
     return Space(tuple(points), given_layout(scenario))
 

@@ -138,15 +138,20 @@ def efficiency_docs() -> dict[str, str]:
     return docs
 
 
-def efficiency_assumptions(section: str, efficiency: Efficiency, source: str) -> list[Assumption]:
+def efficiency_assumptions(section: str, efficiency: Efficiency, source: str, moe_source: str) -> list[Assumption]:
+    """One row per efficiency field; those the calibration's MoE stage fits (physics/parameters.py, stage 'moe')
+    cite that stage, which fits them on the MoE rows, not the dense fit's rows."""
+    from perfmodel.physics.parameters import TABLE
+
     docs = efficiency_docs()
+    moe_fields = {parameter.target for parameter in TABLE if parameter.stage == "moe"}
     return [
         Assumption(
             section,
             name,
             value,
             "s" if name.endswith("_s") else ("us" if name.endswith("_us") else "fraction"),
-            f"{source}. {docs.get(name, '')}".strip(),
+            f"{moe_source if name in moe_fields else source}. {docs.get(name, '')}".strip(),
         )
         for name, value in asdict(efficiency).items()
     ]
@@ -169,6 +174,8 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
             "given by the user" if given_usd_per_kwh else USD_PER_KWH_SOURCE,
         ),
     ]
+    if p.model.is_moe:
+        found += _expert_assumptions(row, section)
     if p.run is not None:
         found.append(Assumption(section, "tokens_to_train", p.run.tokens, "tokens", "scenario"))
     cost = p.scenario.cost
@@ -185,6 +192,26 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
         ),
     ]
     return found + _goodput_assumptions(row, section)
+
+
+def _expert_assumptions(row: ExportRow, section: str) -> list[Assumption]:
+    """A MoE run's routing, folded expert layout, dispatcher, exchange overlap and imbalance (outputs/experts.py)."""
+    from perfmodel.outputs.experts import experts
+
+    p = row.prediction
+    e = experts(p)
+    zoo = "the zoo's model (perfmodel/inputs/models.py, with its source)"
+    model = zoo if isinstance(p.scenario.model, str) else "scenario [model] table"
+    where = f"its all-to-alls span {e.domains} scale-up domains" if e.domains > 1 else "inside one scale-up domain"
+    return [
+        Assumption(section, "experts", e.routing, "", model),
+        Assumption(section, "expert layout", e.layout, "", _layout_source(p.layouts_searched)),
+        Assumption(section, "dispatcher", e.dispatcher, "", "the recipe's, as the zoo's model records it (perfmodel/"
+                   "inputs/models.py)" if model == zoo else f"{model} (default 'flex')"),
+        Assumption(section, e.overlap_name, e.overlap, "fraction", f"efficiency section above: {where}; {e.hidden}"),
+        Assumption(section, "moe_imbalance", e.imbalance, "", "scenario (default 1.0: the published rows are "
+                   "force-balanced)"),
+    ]  # fmt: skip
 
 
 def _goodput_assumptions(row: ExportRow, section: str) -> list[Assumption]:
@@ -246,7 +273,15 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
                 else f"perfmodel/physics/efficiency.py defaults for the {hw.accelerator.family} family "
                 "(not fitted to runs)"
             )
-            found += efficiency_assumptions(section, efficiency, source)
+            moe_fit = fitted.provenance.get("moe", {}).get("fit", {})
+            moe_source = (
+                f"{calibration_name(fitted.source)}, MoE stage ({moe_fit.get('rows', 0)} MoE rows, in-sample MAPE "
+                f"{moe_fit.get('in_sample_mape_pct', float('nan')):.1f}%; per model and leave-one-model-out: "
+                "docs/moe_validation.md) over perfmodel/physics/efficiency.py defaults"
+                if moe_fit
+                else source
+            )
+            found += efficiency_assumptions(section, efficiency, source, moe_source)
     for row in rows:
         found += run_assumptions(row, usd_per_kwh, given_usd_per_kwh)
     return [replace(a, source=public(a.source)) for a in found]

@@ -1,0 +1,29 @@
+"""`perfmodel models list` shows what a MoE planner sizes by: experts, routing, expert width, dense layers, MTP,
+attention kind, dispatcher, and the main and active parameter counts; the JSON carries the two counts too."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+
+def test_the_moe_table_lists_every_moe_model_with_its_routing() -> None:
+    out = run_cli("models", "list").out
+    dense, _, moe = out.partition("\nMixture-of-experts models")
+    rows = {line.split()[0]: line.split() for line in moe.splitlines()[3:]}
+    assert set(rows) == {"deepseek-v3", "kimi-k2", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b",
+                         "mixtral-8x7b"}  # fmt: skip
+    # DeepSeek-V3 (arXiv:2412.19437, section 4.2): 671B total, 37B active, 256 routed experts top-8 + 1 shared,
+    # expert width 2048, first 3 layers dense, one MTP module; MLA.
+    assert rows["deepseek-v3"][1:] == ["671,026,404,352", "37,552,282,624", "256", "8", "1", "2048", "3", "1", "mla",
+                                       "flex"]  # fmt: skip
+    assert rows["gpt-oss-120b"][3:5] == ["128", "4"] and rows["gpt-oss-120b"][-1] == "alltoall"
+    assert "llama3.1-8b" in dense and "llama3.1-8b" not in moe
+
+
+def test_the_json_has_main_and_active_counts() -> None:
+    models = {m["id"]: m for m in json.loads(run_cli("models", "list", "--format", "json").out)}
+    assert models["deepseek-v3"]["main_params"] == 671_026_404_352
+    assert models["deepseek-v3"]["params"] > models["deepseek-v3"]["main_params"]  # with the MTP module
+    assert models["llama3.1-8b"]["active_params"] == models["llama3.1-8b"]["params"]

@@ -1,0 +1,17 @@
+"""`perfmodel plan` prints energy as every other table does (MWh to 0.1): it rounded to whole MWh, so an MLPerf
+plan (0.2 MWh for DeepSeek-V3 on 192 GB300) read 0."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+ARGS = ("plan", "--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d", "--quiet")
+
+
+def test_the_mwh_cell_is_the_json_energy_to_a_tenth() -> None:
+    plan = json.loads(run_cli(*ARGS, "--format", "json").out)["candidates"][0]
+    row = next(line for line in run_cli(*ARGS).out.splitlines() if line.startswith("dgx-h100:fp8"))
+    energy = f"{plan['energy_kwh'] / 1000:,.1f}"
+    assert f"  {energy}  " in row and plan["energy_kwh"] / 1000 % 1  # a fraction the old format dropped
