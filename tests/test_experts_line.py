@@ -32,7 +32,7 @@ def test_deepseek_v3_inside_one_nvl72_rack() -> None:
     assert lines[2] == (
         "Experts: 256 routed, top-8 + 1 shared, in 58 of 61 layers; EP8 x ETP1 x expert DP8, 32 experts per EP "
         "rank; 'flex' dispatcher, all-to-all inside one scale-up domain, hidden behind the layer's compute up to "
-        f"{_overlap_pct('deepseek-v3', 'gb300', 'overlap_ep')} (overlap_ep)"
+        f"{_overlap_pct('deepseek-v3', 'gb300', 'overlap_ep')} (overlap_ep; the flex dispatcher)"
     )
     assert lines[3].startswith("Inputs: ")
 
@@ -44,7 +44,7 @@ def test_an_ep_group_across_dgx_nodes_names_the_scale_out_share() -> None:
     assert "EP32 x ETP2 x expert DP1, 8 experts per EP rank;" in lines[2]
     pct = _overlap_pct("deepseek-v3", "h100-sxm", "overlap_ep_scaleout")
     assert lines[2].endswith(f"all-to-all across 8 scale-up domains (NICs), hidden behind the layer's compute up "
-                             f"to {pct} (overlap_ep_scaleout)")  # fmt: skip
+                             f"to {pct} (overlap_ep_scaleout; the flex dispatcher)")  # fmt: skip
 
 
 def test_gpt_oss_alltoall_dispatcher_without_shared_experts_hides_nothing() -> None:
@@ -52,6 +52,18 @@ def test_gpt_oss_alltoall_dispatcher_without_shared_experts_hides_nothing() -> N
     assert lines[2].startswith("Experts: 128 routed, top-4, in 36 of 36 layers; EP8 x ETP1 x expert DP1,")
     assert lines[2].endswith("'alltoall' dispatcher, all-to-all inside one scale-up domain, not hidden (the "
                              "'alltoall' dispatcher overlaps shared experts only; this model has none)")  # fmt: skip
+
+
+def test_an_alltoall_recipe_with_the_micro_batch_overlap_hides_behind_the_layer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Megatron-Bridge 0.6.2's GB200 BF16 GPT-OSS-120B recipe keeps 'alltoall' and sets
+    overlap_moe_expert_parallel_comm (model key ep_microbatch_overlap): the exchange hides behind the layer, and the
+    line says why (moe.hides_behind_layer)."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('gpu = "gb200"\nn_gpus = 8\n[model]\nbase = "gpt-oss-120b"\nep_microbatch_overlap = true\n')
+    lines = _lines(str(scenario), "--ep", "8", "--gbs", "64")
+    pct = _overlap_pct("gpt-oss-120b", "gb200", "overlap_ep")
+    assert lines[2].endswith(f"'alltoall' dispatcher, all-to-all inside one scale-up domain, hidden behind the "
+                             f"layer's compute up to {pct} (overlap_ep; the EP overlap of two micro-batches)")  # fmt: skip
 
 
 def test_a_dense_model_has_no_experts_line() -> None:

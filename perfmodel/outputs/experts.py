@@ -35,8 +35,9 @@ def experts(p: Prediction) -> Experts:
     domains = int(float(links.domains))
     overlap = float(moe.ep_overlap(ctx.efficiency, links))
     name = "overlap_ep_scaleout" if domains > 1 else "overlap_ep"
-    if md.dispatcher == "flex":
-        hidden = f"hidden behind the layer's compute up to {overlap:.0%} ({name})"
+    if moe.hides_behind_layer(md):
+        why = "the flex dispatcher" if md.dispatcher == "flex" else "the EP overlap of two micro-batches"
+        hidden = f"hidden behind the layer's compute up to {overlap:.0%} ({name}; {why})"
     elif md.shared_experts:
         hidden = f"hidden behind the shared experts' compute only up to {overlap:.0%} ({name})"
     else:
