@@ -62,8 +62,8 @@ def test_an_alltoall_recipe_with_the_micro_batch_overlap_hides_behind_the_layer(
     scenario.write_text('gpu = "gb200"\nn_gpus = 8\n[model]\nbase = "gpt-oss-120b"\nep_microbatch_overlap = true\n')
     lines = _lines(str(scenario), "--ep", "8", "--gbs", "64")
     pct = _overlap_pct("gpt-oss-120b", "gb200", "overlap_ep")
-    assert lines[2].endswith(f"'alltoall' dispatcher, all-to-all inside one scale-up domain, hidden behind the "
-                             f"layer's compute up to {pct} (overlap_ep; the EP overlap of two micro-batches)")  # fmt: skip
+    hidden = f"hidden behind the layer's compute up to {pct} (overlap_ep; the EP overlap of two micro-batches)"
+    assert lines[2].endswith(f"'alltoall' dispatcher, all-to-all inside one scale-up domain, {hidden}")
 
 
 def test_a_dense_model_has_no_experts_line() -> None:
