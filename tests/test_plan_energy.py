@@ -15,3 +15,12 @@ def test_the_mwh_cell_is_the_json_energy_to_a_tenth() -> None:
     row = next(line for line in run_cli(*ARGS).out.splitlines() if line.startswith("dgx-h100:fp8"))
     energy = f"{plan['energy_kwh'] / 1000:,.1f}"
     assert f"  {energy}  " in row and plan["energy_kwh"] / 1000 % 1  # a fraction the old format dropped
+
+
+def test_predict_prints_a_small_run_in_kwh_and_a_large_one_in_mwh() -> None:
+    """72 GB300s for the ~14-minute MLPerf GPT-OSS-20B run use tens of kWh, which one-decimal MWh printed as 0.0."""
+    small = run_cli("predict", "mlperf-gpt-oss-20b-gb300-72-nvfp4")
+    energy = next(line for line in small.out.splitlines() if line.startswith("Energy"))
+    assert " kWh (1,400 W per GPU" in energy and "0.0 MWh" not in small.out
+    large = run_cli("predict")
+    assert next(line for line in large.out.splitlines() if line.startswith("Energy")).split()[2] == "MWh"

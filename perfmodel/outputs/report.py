@@ -99,6 +99,11 @@ def inputs_line(p: Prediction) -> str:
     ])  # fmt: skip
 
 
+def _energy(kwh: float) -> str:
+    """Energy in MWh, or in kWh below one MWh: an MLPerf-sized run (28.7 kWh on 72 GB300s) read '0.0 MWh'."""
+    return f"{kwh / 1000:,.1f} MWh" if kwh >= 1000 else f"{kwh:,.1f} kWh"
+
+
 def _usable(acc: Accelerator) -> str:
     """Where a job gets less than the HBM the datasheet (and `hardware list`) prints, say so: 279 of GB300's 288."""
     if acc.hbm_usable_gb is None or acc.hbm_usable_gb.value == acc.hbm_gb.value:
@@ -170,8 +175,8 @@ def table(p: Prediction) -> str:
             *_cost_rows(p, d),
             [
                 "Energy",
-                f"{d['energy_kwh'] / 1000:,.1f} MWh ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"
-                + interval("energy_kwh", lambda v: f"{v / 1000:,.1f} MWh"),
+                f"{_energy(d['energy_kwh'])} ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"
+                + interval("energy_kwh", _energy),
             ],
         ]
     if p.goodput is not None:
@@ -265,7 +270,7 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
     summary = (
         f"{_duration(d['time_to_train_with_failures_s'])}, {d['expected_interruptions']:,.0f} interruptions "
         f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {_usd(d['cost_usd_with_failures'])}, "
-        f"{d['energy_kwh_with_failures'] / 1000:,.1f} MWh"
+        f"{_energy(d['energy_kwh_with_failures'])}"
     )
     return [*rows, ["With failures", summary]]
 
