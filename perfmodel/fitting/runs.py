@@ -365,17 +365,16 @@ def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
 ) -> str | dict[str, Any]:
     """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
-    layout = tuple(parallelism[k] for k in ("tp", "pp", "vp", "ep", "mbs"))
-    found = recipe_for(row["model"], row["hardware"], row["dtype"], layout)
+    found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
     if found is None:
         return model
-    settings = ", ".join(f"{k} {v}" for k, v in found.settings.items())
+    settings = ", ".join(f"{k} {v}" for k, v in found.model_settings.items())
     assumptions.append(
         f"{settings}: the recipe of this layout as of NeMo 26.08 ({found.source}); for {row['version_or_date']} "
         "an assumption"
     )
     base = model if isinstance(model, dict) else {"base": model}
-    return base | found.settings
+    return {**base, **found.model_settings}
 
 
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
