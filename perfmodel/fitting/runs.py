@@ -441,6 +441,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         "tp": _int(row["tp"], 1), "pp": _int(row["pp"], 1), "cp": _int(row["cp"], 1),
         "vp": _int(row["vp"], 1), "zero": _zero(row["fsdp_or_zero"]), "recompute": _recompute(row["recompute"]),
     }  # fmt: skip
+    if parallelism["pp"] == 1:
+        parallelism["vp"] = 1
     source = _source_label(row["source"])
     if row["model"] in MOE_MODELS:
         parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
@@ -448,9 +450,6 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
-    if parallelism["pp"] == 1:
-        parallelism["vp"] = 1
-    if row["model"] in MOE_MODELS:
         model = _with_recipe(row, model, parallelism, assumptions)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
