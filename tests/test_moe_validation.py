@@ -57,7 +57,9 @@ def test_gpt_oss_hopper_row_within_tolerance() -> None:
     assert abs(_error("84")) < TOLERANCE
 
 
-@pytest.mark.xfail(strict=True, reason="GPT-OSS-120B on Blackwell misses a cost the model lacks (docs/moe_validation.md)")
+@pytest.mark.xfail(
+    strict=True, reason="GPT-OSS-120B on Blackwell misses a cost the model lacks (docs/moe_validation.md)"
+)
 def test_gpt_oss_blackwell_row_within_tolerance() -> None:
     """Same source's newest table (NeMo 26.08), row 6: GPT-OSS-120B on 64 GB300s, MXFP8, TP1 PP1 EP16 MBS4 GBS1280,
     33,024 tokens/s/GPU. Priced as its recipe runs (fitting.moe_recipes: flex on HybridEP with the EP overlap of two
@@ -103,9 +105,9 @@ FP8, TP2 PP8 VP4 EP32 MBS1 (measured_runs.csv rows 94, 137, 179, 215 and 245).""
 
 
 GPT_OSS_RECIPE_ROWS = {
-    **dict.fromkeys((6, 7, 22, 23, 44, 45), {"dispatcher": "flex", "ep_microbatch_overlap": True}),
-    **dict.fromkeys((81, 125, 167, 202), {"ep_microbatch_overlap": True}),
-    **dict.fromkeys((46, 82, 126, 168), {"dispatcher": "flex"}),
+    **{n: {"dispatcher": "flex", "ep_microbatch_overlap": True} for n in (6, 7, 22, 23, 44, 45)},
+    **{n: {"ep_microbatch_overlap": True} for n in (81, 125, 167, 202)},
+    **{n: {"dispatcher": "flex"} for n in (46, 82, 126, 168)},
 }
 """megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/: the GB300 (EP16) and GB200 (EP64) FP8-MX
 120B recipes apply common.py's _apply_gpt_oss_120b_full_iter_fp8mx_configs (moe_token_dispatcher_type 'flex',
