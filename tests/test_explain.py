@@ -187,3 +187,18 @@ def test_no_user_text_reaches_sympy_parsing() -> None:
 def test_the_heading_is_predicts() -> None:
     """explain headed its text 'fp8' where predict prints 'FP8' for the same scenario."""
     assert run_cli("explain").out.splitlines()[0] == run_cli("predict").out.splitlines()[0]
+
+
+def test_the_ep_window_says_why_an_alltoall_exchange_hides_behind_the_layer() -> None:
+    """With the 'alltoall' dispatcher the window is the layer's only through the EP overlap of two micro-batches
+    (`moe.hides_behind_layer`); the explanation names it, so it does not read as the flex dispatcher's."""
+    windows = {}
+    for case in ("qwen3-235b-h100-alltoall-ep-overlap", "gpt-oss-120b-zero3", "deepseek-v3-gb300-ep32-mtp"):
+        part = next(p for p in explain(predict(load_scenario(None, CASES[case]))).parts if p.key == "ep_comm_exposed_s")
+        windows[case] = next(q.meaning for q in part.quantities if str(q.symbol) == "w_EP_fwd")
+    assert windows == {
+        "qwen3-235b-h100-alltoall-ep-overlap": "the layer's (EP overlap of two micro-batches) forward compute they can "
+        "hide behind",
+        "gpt-oss-120b-zero3": "the shared experts' ('alltoall' dispatcher) forward compute they can hide behind",
+        "deepseek-v3-gb300-ep32-mtp": "the layer's forward compute they can hide behind",
+    }
