@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+RECIPES_CONTAINER = "NeMo 26.08"
+"""The container megatron-bridge 0.6.x's recipes are the recipes of: its rows run them, older ones by assumption."""
+
 LAYOUT_KEYS = ("tp", "pp", "vp", "ep", "mbs")
 """The parallelism a recipe fixes and a row must match (the global batch only sets the micro-batch count)."""
 

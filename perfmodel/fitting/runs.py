@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.fitting.moe_recipes import recipe_for
+from perfmodel.fitting.moe_recipes import RECIPES_CONTAINER, recipe_for
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -369,10 +369,13 @@ def _with_recipe(
     if found is None:
         return model
     settings = ", ".join(f"{k} {v}" for k, v in found.model_settings.items())
-    assumptions.append(
-        f"{settings}: the recipe of this layout as of NeMo 26.08 ({found.source}); for {row['version_or_date']} "
-        "an assumption"
-    )
+    if container_month(row["version_or_date"]) == container_month(RECIPES_CONTAINER):
+        assumptions.append(f"{settings}: this container's recipe of the layout ({found.source})")
+    else:
+        assumptions.append(
+            f"{settings}: the recipe of this layout as of {RECIPES_CONTAINER} ({found.source}); for "
+            f"{row['version_or_date']} an assumption"
+        )
     base = model if isinstance(model, dict) else {"base": model}
     return {**base, **found.model_settings}
 
