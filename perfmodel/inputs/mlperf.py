@@ -226,12 +226,12 @@ _LLAMA_8B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps="up")
 # after every step (inferred; no recipe of megatron-bridge 0.6.2 is an MLPerf DeepSeek-V3 config).
 _DEEPSEEK_V3_EVAL = Evaluation(interval=1, samples=1024, whole_steps="up")
 # GPT-OSS-20B's cadence is read off the GPT-OSS-20B performance recipes of megatron-bridge 0.6.2 (PyPI sdist,
-# 2026-09-18; the recipes as of NeMo 26.08), perf_recipes/gpt_oss/<gpu>/gpt_oss.py, which carry the MLPerf
-# configuration (eval_interval x GBS = 12,288 samples, eval_iters x GBS >= 1,024, the rules' AdamW eps 1e-5 and
-# weight decay 0.1, vocab 128,256): eval_interval 384 at GBS 32 (b300 gpt_oss_20b_pretrain_64gpu_b300_nvfp4_config),
-# 192 at GBS 64 (gb300 gpt_oss_20b_pretrain_512gpu_gb300_fp8mx_config) and 341 = floor(12,288 / 36) at GBS 36
-# (gb300 gpt_oss_20b_pretrain_72gpu_gb300_nvfp4_config): every 12,288 samples rounded down to whole steps. The RCPs
-# agree: converged counts are multiples of 12,288 at every reference batch (184,320 = 15 x 12,288 at GBS 16).
+# 2026-09-18; the recipes as of NeMo 26.08), perf_recipes/gpt_oss/<gpu>/gpt_oss.py, which carry the MLPerf configuration
+# (eval_interval x GBS: 12,288 samples in whole steps, eval_iters x GBS >= 1,024, the rules' AdamW eps 1e-5 and weight
+# decay 0.1, vocab 128,256): eval_interval 384 at GBS 32 (b300 gpt_oss_20b_pretrain_64gpu_b300_nvfp4_config), 192 at GBS
+# 64 (gb300 gpt_oss_20b_pretrain_512gpu_gb300_fp8mx_config) and 341 = floor(12,288 / 36) at GBS 36 (gb300
+# gpt_oss_20b_pretrain_72gpu_gb300_nvfp4_config): every 12,288 samples rounded down to whole steps. The RCPs agree:
+# converged counts are multiples of 12,288 at every reference batch (184,320 = 15 x 12,288 at GBS 16).
 _GPT_OSS_20B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps="down")
 # The MLPerf GPT-OSS-20B is the zoo's shapes with the Llama 3 tokenizer's 128,256-token vocabulary and the flex
 # (HybridEP) dispatcher: megatron-bridge 0.6.2 perf_recipes/gpt_oss/common.py, _apply_gpt_oss_20b_common_configs
