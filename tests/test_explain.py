@@ -21,6 +21,10 @@ def _layout(**kw: Any) -> dict[str, Any]:
                    for k, v in kw.items()}  # fmt: skip
 
 
+QWEN3_235B_H100_RECIPE = {"base": "qwen3-235b-a22b", "dispatcher": "alltoall", "ep_microbatch_overlap": True}
+"""megatron-bridge 0.6.2 perf_recipes/qwen/h100/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config: the
+'alltoall' dispatcher with the EP overlap of two micro-batches (its layout, below, puts EP32 across four nodes)."""
+
 CASES = {
     "70b-h100-fp8-interleaved": _layout(
         model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8", tp=4, pp=8, vp=5, gbs=128
@@ -76,18 +80,8 @@ CASES = {
         zero=0,
         recompute="full",
     ),
-    # megatron-bridge 0.6.2 perf_recipes/qwen/h100/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config:
-    # the 'alltoall' dispatcher with the EP overlap of two micro-batches, EP32 across four nodes.
     "qwen3-235b-h100-alltoall-ep-overlap": _layout(
-        model={"base": "qwen3-235b-a22b", "dispatcher": "alltoall", "ep_microbatch_overlap": True},
-        gpu="h100-sxm",
-        n_gpus=256,
-        precision="fp8",
-        tp=2,
-        pp=8,
-        vp=4,
-        ep=32,
-        gbs=8192,
+        model=QWEN3_235B_H100_RECIPE, gpu="h100-sxm", n_gpus=256, precision="fp8", tp=2, pp=8, vp=4, ep=32, gbs=8192
     ),
     "gpt-oss-120b-zero3": _layout(
         model="gpt-oss-120b", gpu="h100-sxm", n_gpus=32, tp=1, pp=1, vp=1, ep=8, gbs=64, zero=3, mbs=2
