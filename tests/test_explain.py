@@ -21,6 +21,10 @@ def _layout(**kw: Any) -> dict[str, Any]:
                    for k, v in kw.items()}  # fmt: skip
 
 
+QWEN3_235B_H100_RECIPE = {"base": "qwen3-235b-a22b", "dispatcher": "alltoall", "ep_microbatch_overlap": True}
+"""megatron-bridge 0.6.2 perf_recipes/qwen/h100/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config: the
+'alltoall' dispatcher with the EP overlap of two micro-batches (its layout, below, puts EP32 across four nodes)."""
+
 CASES = {
     "70b-h100-fp8-interleaved": _layout(
         model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8", tp=4, pp=8, vp=5, gbs=128
@@ -75,6 +79,9 @@ CASES = {
         gbs=64,
         zero=0,
         recompute="full",
+    ),
+    "qwen3-235b-h100-alltoall-ep-overlap": _layout(
+        model=QWEN3_235B_H100_RECIPE, gpu="h100-sxm", n_gpus=256, precision="fp8", tp=2, pp=8, vp=4, ep=32, gbs=8192
     ),
     "gpt-oss-120b-zero3": _layout(
         model="gpt-oss-120b", gpu="h100-sxm", n_gpus=32, tp=1, pp=1, vp=1, ep=8, gbs=64, zero=3, mbs=2
@@ -174,3 +181,18 @@ def test_no_user_text_reaches_sympy_parsing() -> None:
 def test_the_heading_is_predicts() -> None:
     """explain headed its text 'fp8' where predict prints 'FP8' for the same scenario."""
     assert run_cli("explain").out.splitlines()[0] == run_cli("predict").out.splitlines()[0]
+
+
+def test_the_ep_window_says_why_an_alltoall_exchange_hides_behind_the_layer() -> None:
+    """With the 'alltoall' dispatcher the window is the layer's only through the EP overlap of two micro-batches
+    (`moe.hides_behind_layer`); the explanation names it, so it does not read as the flex dispatcher's."""
+    windows = {}
+    for case in ("qwen3-235b-h100-alltoall-ep-overlap", "gpt-oss-120b-zero3", "deepseek-v3-gb300-ep32-mtp"):
+        part = next(p for p in explain(predict(load_scenario(None, CASES[case]))).parts if p.key == "ep_comm_exposed_s")
+        windows[case] = next(q.meaning for q in part.quantities if str(q.symbol) == "w_EP_fwd")
+    assert windows == {
+        "qwen3-235b-h100-alltoall-ep-overlap": "the layer's (EP overlap of two micro-batches) forward compute they can "
+        "hide behind",
+        "gpt-oss-120b-zero3": "the shared experts' ('alltoall' dispatcher) forward compute they can hide behind",
+        "deepseek-v3-gb300-ep32-mtp": "the layer's forward compute they can hide behind",
+    }

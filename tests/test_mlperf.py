@@ -70,7 +70,7 @@ def test_a_logged_run_uses_its_own_samples() -> None:
 
 
 def test_evaluation_skips_floor_of_rule() -> None:
-    assert Evaluation(384, 173, whole_steps=True, skip_per_sample=0.125, skip_fixed=2).skipped(8) == 3
+    assert Evaluation(384, 173, whole_steps="up", skip_per_sample=0.125, skip_fixed=2).skipped(8) == 3
 
 
 def test_rcp_means_equal_the_checker_of_mlperf_logging() -> None:

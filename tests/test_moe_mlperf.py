@@ -57,14 +57,6 @@ def test_rules_of_the_v60_moe_benchmarks() -> None:
     assert ds.evaluation.interval_samples(15360) == 15360  # an evaluation after every step
 
 
-@pytest.mark.parametrize(("gbs", "eval_interval"), [(32, 384), (64, 192), (36, 341)])
-def test_gpt_oss_20b_evaluates_as_the_recipes(gbs: int, eval_interval: int) -> None:
-    """megatron-bridge 0.6.2 perf_recipes/gpt_oss: eval_interval 384 at GBS 32 (b300
-    gpt_oss_20b_pretrain_64gpu_b300_nvfp4_config), 192 at GBS 64 (gb300 ..._512gpu_gb300_fp8mx_config), 341 at
-    GBS 36 (gb300 ..._72gpu_gb300_nvfp4_config): 12,288 samples rounded down to whole steps, not up (342)."""
-    assert get_benchmark("mlperf-gpt-oss-20b").evaluation.interval_samples(gbs) == eval_interval * gbs
-
-
 def test_gpt_oss_20b_benchmark_trains_the_recipes_model() -> None:
     """megatron-bridge 0.6.2 perf_recipes/gpt_oss/common.py, _apply_gpt_oss_20b_common_configs: vocab_size 128256
     and the flex dispatcher; the rest is the zoo's GPT-OSS-20B. The untied embedding and LM head lose
@@ -89,22 +81,24 @@ def test_a_gpt_oss_20b_benchmark_prediction_is_scored() -> None:
 
 
 # megatron-bridge 0.6.2 perf_recipes/gpt_oss/<gpu>/gpt_oss.py, gpt_oss_20b_pretrain_<n>gpu_<gpu>_<precision>_config:
-# (gpu, GPUs, precision, TP, CP, EP, GBS); every one MBS 1, PP 1, ETP 1.
+# (gpu, GPUs, precision, TP, CP, EP, GBS, eval_interval); every one MBS 1, PP 1, ETP 1.
 RECIPE_LAYOUTS = [
-    ("gb300", 72, "nvfp4", 1, 2, 4, 36),
-    ("gb200", 72, "nvfp4", 1, 2, 4, 36),
-    ("b300", 64, "nvfp4", 1, 2, 4, 32),
-    ("b300", 64, "mxfp8", 1, 2, 4, 32),
-    ("gb300", 512, "mxfp8", 2, 4, 8, 64),
-    ("gb200", 512, "mxfp8", 2, 4, 8, 64),
+    ("gb300", 72, "nvfp4", 1, 2, 4, 36, 341),
+    ("gb200", 72, "nvfp4", 1, 2, 4, 36, 341),
+    ("b300", 64, "nvfp4", 1, 2, 4, 32, 384),
+    ("b300", 64, "mxfp8", 1, 2, 4, 32, 384),
+    ("gb300", 512, "mxfp8", 2, 4, 8, 64, 192),
+    ("gb200", 512, "mxfp8", 2, 4, 8, 64, 192),
 ]
 
 
-@pytest.mark.parametrize(("gpu", "n_gpus", "precision", "tp", "cp", "ep", "gbs"), RECIPE_LAYOUTS)
+@pytest.mark.parametrize(("gpu", "n_gpus", "precision", "tp", "cp", "ep", "gbs", "eval_interval"), RECIPE_LAYOUTS)
 def test_bundled_gpt_oss_20b_scenarios_are_the_recipes_layouts(
-    gpu: str, n_gpus: int, precision: str, tp: int, cp: int, ep: int, gbs: int
+    gpu: str, n_gpus: int, precision: str, tp: int, cp: int, ep: int, gbs: int, eval_interval: int
 ) -> None:
-    """Each bundled scenario runs the benchmark in its recipe's layout, and the model finds it feasible."""
+    """Each bundled scenario runs the benchmark in its recipe's layout, and the model finds it feasible; it evaluates
+    every `eval_interval` steps as the recipe does: 12,288 samples rounded down to whole steps (341 at GBS 36, not
+    342)."""
     scenario = perfmodel.load_scenario(f"mlperf-gpt-oss-20b-{gpu}-{n_gpus}-{precision}")
     par = scenario.parallelism
     assert (scenario.gpu, scenario.n_gpus, scenario.precision) == (gpu, n_gpus, precision)
@@ -112,4 +106,4 @@ def test_bundled_gpt_oss_20b_scenarios_are_the_recipes_layouts(
     d = perfmodel.predict(scenario).to_dict()
     assert d["model"] == "gpt-oss-20b-mlperf" and d["fits_in_memory"]
     assert d["samples_to_converge"] == pytest.approx(get_benchmark("mlperf-gpt-oss-20b").samples_to_converge(gbs))
-    assert d["evaluations"] == pytest.approx(d["samples_to_converge"] / (12288 // gbs * gbs))
+    assert d["evaluations"] == pytest.approx(d["samples_to_converge"] / (eval_interval * gbs))

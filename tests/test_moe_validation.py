@@ -156,3 +156,10 @@ def test_an_older_container_row_priced_at_its_release_is_within_tolerance(row: s
     item = prepare(replace(run, released=None), calibration)  # no release: priced at the reference vintage
     today = item.predicted(calibration.efficiency(item.family))
     assert today / (run.measured * (1 + _error(row))) - 1 > (newer / run.measured - 1) / 2
+
+
+def test_a_recipe_is_an_assumption_only_for_older_containers() -> None:
+    """megatron-bridge 0.6.x's recipes are NeMo 26.08's: its rows 6 and 7 (the performance summary's newest table) ran
+    them, while 26.06's rows 44 and 45 of the same layouts are priced under them by assumption."""
+    notes = {n: next(a for a in _run(str(n)).assumptions if "gpt_oss_120b_pretrain" in a) for n in (6, 7, 44, 45)}
+    assert {n: "an assumption" in note for n, note in notes.items()} == {6: False, 7: False, 44: True, 45: True}

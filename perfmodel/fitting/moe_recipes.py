@@ -8,12 +8,22 @@ that they ran the same settings is an assumption, noted on each row it is applie
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+RECIPES_CONTAINER = "NeMo 26.08"
+"""The container megatron-bridge 0.6.x's recipes are the recipes of: its rows run them, older ones by assumption."""
+
+LAYOUT_KEYS = ("tp", "pp", "vp", "ep", "mbs")
+"""The parallelism a recipe fixes and a row must match (the global batch only sets the micro-batch count)."""
+
 
 @dataclass(frozen=True)
-class RecipeSettings:
+class MoeRecipe:
+    """A sourced recipe's settings that the model prices unlike the zoo entry, and the rows (by GPU, precision and
+    layout) it applies to."""
+
     model: str
     """measured_runs.csv model name."""
     hardware: str
@@ -21,10 +31,11 @@ class RecipeSettings:
     dtypes: tuple[str, ...]
     """measured_runs.csv precisions the recipe runs (a GPU's BF16 and FP8-MX recipes may set different things)."""
     layout: tuple[int, ...]
-    """TP, PP, VP, EP and micro-batch size of the recipe (the global batch only sets the micro-batch count)."""
-    settings: dict[str, Any]
+    """The recipe's parallelism, in `LAYOUT_KEYS` order."""
+    model_settings: Mapping[str, Any]
     """ModelSpec fields the recipe sets otherwise than the zoo entry."""
     source: str
+    """Where the recipe says so: the sdist, file, config function and the lines that set `model_settings`."""
 
 
 _GPT_OSS = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/"
@@ -33,8 +44,21 @@ _FP8MX_FULL_ITER = (
     "CommOverlapConfig overlap_moe_expert_parallel_comm True"
 )
 
+
+def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
+    """A GB300/GB200 FP8-MX GPT-OSS-120B recipe: both apply the same full-iteration settings, at their own EP."""
+    return MoeRecipe(
+        "GPT-OSS-120B",
+        gpu.upper(),
+        ("MXFP8",),
+        (1, 1, 1, ep, 4),
+        {"dispatcher": "flex", "ep_microbatch_overlap": True},
+        f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER})",
+    )
+
+
 MOE_RECIPES = (
-    RecipeSettings(
+    MoeRecipe(
         "Qwen3-235B-A22B",
         "H100-SXM5-80GB",
         ("FP8", "FP8-CS", "BF16"),
@@ -45,23 +69,9 @@ MOE_RECIPES = (
         "moe_token_dispatcher_type 'alltoall', moe_a2a_overlap True, "
         "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)",
     ),
-    RecipeSettings(
-        "GPT-OSS-120B",
-        "GB300",
-        ("MXFP8",),
-        (1, 1, 1, 16, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True},
-        f"{_GPT_OSS}gb300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config ({_FP8MX_FULL_ITER})",
-    ),
-    RecipeSettings(
-        "GPT-OSS-120B",
-        "GB200",
-        ("MXFP8",),
-        (1, 1, 1, 64, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True},
-        f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config ({_FP8MX_FULL_ITER})",
-    ),
-    RecipeSettings(
+    _gpt_oss_120b_fp8mx("gb300", 16),
+    _gpt_oss_120b_fp8mx("gb200", 64),
+    MoeRecipe(
         "GPT-OSS-120B",
         "GB200",
         ("BF16",),
@@ -70,7 +80,7 @@ MOE_RECIPES = (
         f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
         "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'",
     ),
-    RecipeSettings(
+    MoeRecipe(
         "GPT-OSS-120B",
         "B300",
         ("MXFP8", "BF16"),
@@ -85,8 +95,9 @@ MOE_RECIPES = (
 do, and GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
 
 
-def recipe_for(model: str, hardware: str, dtype: str, layout: tuple[int, ...]) -> RecipeSettings | None:
-    """The sourced recipe a row with this model, GPU, precision and layout ran, if one matches it exactly."""
+def recipe_for(model: str, hardware: str, dtype: str, parallelism: Mapping[str, Any]) -> MoeRecipe | None:
+    """The sourced recipe a row with this model, GPU, precision and parallelism ran, if one matches it exactly."""
+    layout = tuple(parallelism[k] for k in LAYOUT_KEYS)
     return next(
         (r for r in MOE_RECIPES if (r.model, r.hardware, r.layout) == (model, hardware, layout) and dtype in r.dtypes),
         None,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.fitting.moe_recipes import recipe_for
+from perfmodel.fitting.moe_recipes import RECIPES_CONTAINER, recipe_for
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -365,17 +365,19 @@ def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
 ) -> str | dict[str, Any]:
     """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
-    layout = tuple(parallelism[k] for k in ("tp", "pp", "vp", "ep", "mbs"))
-    found = recipe_for(row["model"], row["hardware"], row["dtype"], layout)
+    found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
     if found is None:
         return model
-    settings = ", ".join(f"{k} {v}" for k, v in found.settings.items())
-    assumptions.append(
-        f"{settings}: the recipe of this layout as of NeMo 26.08 ({found.source}); for {row['version_or_date']} "
-        "an assumption"
-    )
+    settings = ", ".join(f"{k} {v}" for k, v in found.model_settings.items())
+    if container_month(row["version_or_date"]) == container_month(RECIPES_CONTAINER):
+        assumptions.append(f"{settings}: this container's recipe of the layout ({found.source})")
+    else:
+        assumptions.append(
+            f"{settings}: the recipe of this layout as of {RECIPES_CONTAINER} ({found.source}); for "
+            f"{row['version_or_date']} an assumption"
+        )
     base = model if isinstance(model, dict) else {"base": model}
-    return base | found.settings
+    return {**base, **found.model_settings}
 
 
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
@@ -442,6 +444,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         "tp": _int(row["tp"], 1), "pp": _int(row["pp"], 1), "cp": _int(row["cp"], 1),
         "vp": _int(row["vp"], 1), "zero": _zero(row["fsdp_or_zero"]), "recompute": _recompute(row["recompute"]),
     }  # fmt: skip
+    if parallelism["pp"] == 1:
+        parallelism["vp"] = 1
     source = _source_label(row["source"])
     if row["model"] in MOE_MODELS:
         parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
@@ -449,9 +453,6 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
-    if parallelism["pp"] == 1:
-        parallelism["vp"] = 1
-    if row["model"] in MOE_MODELS:
         model = _with_recipe(row, model, parallelism, assumptions)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from perfmodel.errors import PerfmodelError, shown
 
@@ -25,21 +25,21 @@ LATEST = "latest"
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Evaluation cadence of a round: every `interval` samples (rounded up to whole steps when `whole_steps`, down
-    to at least one step when also `round_down`), the first floor(skip_per_sample * GBS + skip_fixed) evaluations
-    skipped, each a forward pass over `samples`."""
+    """Evaluation cadence of a round: every `interval` samples (to whole steps, see `whole_steps`), the first
+    floor(skip_per_sample * GBS + skip_fixed) evaluations skipped, each a forward pass over `samples`."""
 
     interval: int
     samples: int
-    whole_steps: bool = False
-    round_down: bool = False
+    whole_steps: Literal["up", "down"] | None = None
+    """How the interval becomes whole steps: 'up' (the first step boundary at or past it), 'down' (the last one
+    before it, at least one step: an `eval_interval` of floor(interval / GBS) steps), or None (not at all)."""
     skip_per_sample: float = 0.0
     skip_fixed: float = 0.0
 
     def interval_samples(self, gbs: int) -> float:
-        if not self.whole_steps:
+        if self.whole_steps is None:
             return float(self.interval)
-        steps = max(1, self.interval // gbs) if self.round_down else math.ceil(self.interval / gbs)
+        steps = max(1, self.interval // gbs) if self.whole_steps == "down" else math.ceil(self.interval / gbs)
         return steps * gbs
 
     def skipped(self, gbs: int) -> int:
@@ -225,25 +225,25 @@ _LLAMA_405B_MLPERF = {"base": "llama3.1-405b", "id": "llama3.1-405b-mlperf", "vo
 # a quarter of what 24,567 sequences priced (761 s of the 56.9 min Eos 512 x H100 v4.1 prediction).
 GPT3_EVAL_TOKENS = 11_590_004
 _GPT3_EVAL = Evaluation(interval=24576, samples=math.ceil(GPT3_EVAL_TOKENS / 2048))
-_LORA_EVAL = Evaluation(interval=384, samples=173, whole_steps=True, skip_per_sample=0.125, skip_fixed=2)
+_LORA_EVAL = Evaluation(interval=384, samples=173, whole_steps="up", skip_per_sample=0.125, skip_fixed=2)
 _LLAMA_405B_EVAL_V50 = Evaluation(interval=46080, samples=5760)
-_LLAMA_405B_EVAL_V51 = Evaluation(interval=18432, samples=5760, whole_steps=True, skip_per_sample=0.0026, skip_fixed=12)
-_LLAMA_8B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True)
+_LLAMA_405B_EVAL_V51 = Evaluation(interval=18432, samples=5760, whole_steps="up", skip_per_sample=0.0026, skip_fixed=12)
+_LLAMA_8B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps="up")
 # v6.0 MoE benchmarks (mlperf-logging 4.1.68, compliance_checker/training_6.0.0/closed_deepseekv3_671b.yaml and
 # closed_gpt_oss_20b.yaml): DeepSeek-V3 671B at sequence 4096, GBS >= 15360, 1024 evaluation samples, target log
 # perplexity 3.6; GPT-OSS-20B at sequence 8192, 1024 evaluation samples, target 3.34. The rules files do not state
 # the evaluation cadence. DeepSeek-V3's is read off its RCPs (rcp_checker/training_6.0.0): the converged sample
 # counts are whole steps at every reference batch (721,920 = 47 x 15,360; 770,048 = 47 x 16,384), so an evaluation
 # after every step (inferred; no recipe of megatron-bridge 0.6.2 is an MLPerf DeepSeek-V3 config).
-_DEEPSEEK_V3_EVAL = Evaluation(interval=1, samples=1024, whole_steps=True)
+_DEEPSEEK_V3_EVAL = Evaluation(interval=1, samples=1024, whole_steps="up")
 # GPT-OSS-20B's cadence is read off the GPT-OSS-20B performance recipes of megatron-bridge 0.6.2 (PyPI sdist,
-# 2026-09-18; the recipes as of NeMo 26.08), perf_recipes/gpt_oss/<gpu>/gpt_oss.py, which carry the MLPerf
-# configuration (eval_interval x GBS = 12,288 samples, eval_iters x GBS >= 1,024, the rules' AdamW eps 1e-5 and
-# weight decay 0.1, vocab 128,256): eval_interval 384 at GBS 32 (b300 gpt_oss_20b_pretrain_64gpu_b300_nvfp4_config),
-# 192 at GBS 64 (gb300 gpt_oss_20b_pretrain_512gpu_gb300_fp8mx_config) and 341 = floor(12,288 / 36) at GBS 36
-# (gb300 gpt_oss_20b_pretrain_72gpu_gb300_nvfp4_config): every 12,288 samples rounded down to whole steps. The RCPs
-# agree: converged counts are multiples of 12,288 at every reference batch (184,320 = 15 x 12,288 at GBS 16).
-_GPT_OSS_20B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps=True, round_down=True)
+# 2026-09-18; the recipes as of NeMo 26.08), perf_recipes/gpt_oss/<gpu>/gpt_oss.py, which carry the MLPerf configuration
+# (eval_interval x GBS: 12,288 samples in whole steps, eval_iters x GBS >= 1,024, the rules' AdamW eps 1e-5 and weight
+# decay 0.1, vocab 128,256): eval_interval 384 at GBS 32 (b300 gpt_oss_20b_pretrain_64gpu_b300_nvfp4_config), 192 at GBS
+# 64 (gb300 gpt_oss_20b_pretrain_512gpu_gb300_fp8mx_config) and 341 = floor(12,288 / 36) at GBS 36 (gb300
+# gpt_oss_20b_pretrain_72gpu_gb300_nvfp4_config): every 12,288 samples rounded down to whole steps. The RCPs agree:
+# converged counts are multiples of 12,288 at every reference batch (184,320 = 15 x 12,288 at GBS 16).
+_GPT_OSS_20B_EVAL = Evaluation(interval=12288, samples=1024, whole_steps="down")
 # The MLPerf GPT-OSS-20B is the zoo's shapes with the Llama 3 tokenizer's 128,256-token vocabulary and the flex
 # (HybridEP) dispatcher: megatron-bridge 0.6.2 perf_recipes/gpt_oss/common.py, _apply_gpt_oss_20b_common_configs
 # (`cfg.model.vocab_size = 128256`, `moe_token_dispatcher_type = "flex"`, `moe_flex_dispatcher_backend =

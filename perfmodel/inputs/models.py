@@ -346,7 +346,8 @@ MOE_MODELS = (
     # GPT-OSS: Megatron-Bridge 0.3.1 GPTOSSProvider20B / 120B (2880 wide, 64 heads of 64, 8 query groups, experts of
     # 2880 top-4, biases, learnable softmax sinks, every other layer a 128-token sliding window, vocab 201088). The
     # provider's dispatcher is 'alltoall' and its recipes (recipes/gpt_oss/gpt_oss.py) never apply the flex one;
-    # megatron-bridge 0.6.x's per-GPU FP8-MX and B300 perf recipes do (docs/moe_validation.md: not priced).
+    # megatron-bridge 0.6.x's per-GPU FP8-MX and B300 perf recipes do, and the bundled rows of their layouts run them
+    # (fitting.moe_recipes); the MLPerf GPT-OSS-20B runs flex too (inputs.mlperf).
     _moe(
         "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,

@@ -233,10 +233,11 @@ def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_sha
 
 
 def hides_behind_layer(md: ModelSpec) -> bool:
-    """Whether a MoE layer's EP exchange can run beside the layer's whole compute: with the flex dispatcher (which
-    overlap the tables' flex runs turned on is priced by the fitted share), or where the recipe overlaps the EP
-    communication of two micro-batches (`ModelSpec.ep_microbatch_overlap`: one micro-batch's all-to-alls beside the
-    other's compute, whatever the dispatcher)."""
+    """Whether a MoE layer's EP exchange can run beside the layer's whole compute rather than only its shared
+    experts': with the flex dispatcher (no bundled source says which overlap the tables' flex runs turned on, so the
+    fitted share prices it), or where the recipe overlaps the EP communication of two micro-batches
+    (`ModelSpec.ep_microbatch_overlap`: one micro-batch's all-to-alls beside the other's compute, whatever the
+    dispatcher)."""
     return md.dispatcher == "flex" or md.ep_microbatch_overlap
 
 
@@ -252,12 +253,12 @@ def exchange_windows(
     wait for their output: within a micro-batch only the shared experts, which `moe_shared_expert_overlap` runs
     between dispatch and combine, compute beside them. The other window, the EP-communication overlap of two
     micro-batches (`overlap_moe_expert_parallel_comm`), Megatron-Bridge 0.3.1 turns off unless a recipe sets it
-    (training/comm_overlap.py): GPT-OSS's recipe leaves it unset, with no shared experts (recipes/gpt_oss/gpt_oss.py;
-    of megatron-bridge 0.6.x's per-GPU GPT-OSS recipes, the FP8-MX and B300 ones move to flex and GB200's BF16 one
-    sets it: not priced, docs/moe_validation.md), Kimi-K2's sets it False and overlaps its shared expert
-    (recipes/kimi/kimi_k2.py), and Qwen3-235B-A22B's H100 recipe sets it with this dispatcher (megatron-bridge 0.6.2
-    perf_recipes/qwen/h100/qwen3_moe.py): there the window is the layer's compute (`hides_behind_layer`), as for the
-    flex dispatcher, at the fitted share."""
+    (training/comm_overlap.py): GPT-OSS's base recipe leaves it unset, with no shared experts
+    (recipes/gpt_oss/gpt_oss.py), and Kimi-K2's sets it False and overlaps its shared expert (recipes/kimi/kimi_k2.py).
+    Some per-GPU recipes of megatron-bridge 0.6.2 set it with this dispatcher (Qwen3-235B-A22B's on H100,
+    perf_recipes/qwen/h100/qwen3_moe.py; GPT-OSS-120B's BF16 one on GB200), and the bundled rows of their layouts run
+    them (fitting.moe_recipes): there the window is the layer's compute (`hides_behind_layer`), as for the flex
+    dispatcher, at the fitted share."""
     if hides_behind_layer(md):
         return layer_s
     forward, backward = shared_s

@@ -221,8 +221,9 @@ class _LayerTimes(NamedTuple):
     forward_attention: Number
     attention: Number
     shared_forward: Number = 0.0
-    """A MoE layer's shared experts, forward: per MoE layer, not blended with the dense layers (the window of the
-    'alltoall' dispatcher's exchange, `moe.exchange_windows`)."""
+    """A MoE layer's shared experts, forward: per MoE layer, not blended with the dense layers (the window of an
+    exchange that cannot hide behind the whole layer: the 'alltoall' dispatcher's without the EP overlap of two
+    micro-batches, `moe.exchange_windows`)."""
     shared_backward: Number = 0.0
     """Their backward, per MoE layer."""
 
@@ -857,8 +858,8 @@ def _expert_parallel(
     """Exposed EP (and expert-TP) communication of the mean layer: (forward, whole step); zero for dense models.
 
     Each pass's all-to-alls hide behind the compute that can run beside them (`moe.exchange_windows`: the pass's
-    compute for the flex dispatcher, the shared experts' for the 'alltoall' one), up to the `overlap_ep` share, or
-    `overlap_ep_scaleout` for an EP group across scale-up domains (`moe.ep_overlap`)."""
+    compute for the flex dispatcher or the EP overlap of two micro-batches, else the shared experts'), up to the
+    `overlap_ep` share, or `overlap_ep_scaleout` for an EP group across scale-up domains (`moe.ep_overlap`)."""
     md = ctx.model
     if not md.is_moe:
         return 0.0, 0.0
