@@ -187,3 +187,15 @@ def test_amd_mi300x_lora_rows_recompute_as_their_config() -> None:
         assert any("assumed for this partner" in a for a in runs[partner].assumptions)
     for other in ("mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch", "mlperf:v5.0/MangoBoost/MI300X-LLMBoost-GPUBoost-1node"):
         assert "recompute" not in runs[other].scenario["parallelism"]
+
+
+def test_only_narrows_the_excluded_rows_as_it_narrows_the_runs() -> None:
+    """`validate --only "Megatron-Bridge MoE"` listed all 199 bundled exclusions (A100 rows, TPUs, MLPerf duplicates)
+    under the 123 rows it validated; an exclusion is listed only where its id or reason contains the pattern."""
+    from perfmodel.fitting.runs import collect_runs
+
+    _, everything = collect_runs(None)
+    _, moe = collect_runs(None, only="Megatron-Bridge MoE")
+    _, mlperf = collect_runs(None, only="mlperf:")
+    assert len(everything) > len(mlperf) > 0 and not moe
+    assert all(e.id.startswith("mlperf:") for e in mlperf)

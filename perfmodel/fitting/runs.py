@@ -758,13 +758,17 @@ def select(runs: Iterable[MeasuredRun], pattern: str | None) -> list[MeasuredRun
     runs = list(runs)
     if pattern is None:
         return runs
-    chosen = [r for r in runs if any(pattern.lower() in s.lower() for s in (r.id, r.source, r.group))]
+    chosen = [r for r in runs if _contains(pattern, r.id, r.source, r.group)]
     if runs and not chosen:
         raise PerfmodelError(
             f"--only {pattern}: no run's id, source or accelerator/precision group contains it "
             f"(e.g. '{runs[0].source}' or '{runs[0].group}')"
         )
     return chosen
+
+
+def _contains(pattern: str, *fields: str) -> bool:
+    return any(pattern.lower() in field.lower() for field in fields)
 
 
 def collect_runs(
@@ -775,10 +779,11 @@ def collect_runs(
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs a validation or a fit takes, for the CLI and the API alike: a CSV's (`data`) and `extra` (read from
     MLPerf logs), with the bundled rows when `with_bundled` or when neither is given, kept by `only` (`select`); the
-    bundled exclusions come with the bundled rows."""
+    bundled exclusions come with the bundled rows, those whose id or reason contains `only` where it is given (the
+    others are not what was asked about)."""
     runs = [*(read_runs_csv(data) if data is not None else ()), *extra]
     excluded: tuple[Exclusion, ...] = ()
     if with_bundled or (data is None and not runs):
         bundled, excluded = bundled_runs()
         runs += bundled
-    return select(runs, only), list(excluded)
+    return select(runs, only), [e for e in excluded if only is None or _contains(only, e.id, e.reason)]
