@@ -133,7 +133,7 @@ CASES: list[Case] = [
          toml("gpu = 'h300'\n")),
     Case("unknown-system-in-file", ("predict", S), "{tmp}/s.toml: field 'system': unknown system 'dgx-z'; valid:",
          toml("system = 'dgx-z'\n")),
-    Case("model-shapes-disagree", ("predict", S), "model: hidden (4096) must be a multiple of heads (7)",
+    Case("model-shapes-disagree", ("predict", S), "s.toml: field 'model.heads': hidden (4096) must be a multiple",
          toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nheads = 7\n")),
     Case("unknown-benchmark-in-file", ("predict", S), "{tmp}/s.toml: unknown benchmark 'mlperf-foo'; valid:",
          toml("gpu = 'h100-sxm'\nbenchmark = 'mlperf-foo'\n")),
