@@ -15,3 +15,13 @@ def shown(text: object, limit: int = 40) -> str:
     value = str(text)
     clipped = value if len(value) <= limit else f"{value[: limit - 3]}... ({len(value):,} characters)"
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in clipped)
+
+
+class FieldError(PerfmodelError):
+    """A value of one field that its table's other fields rule out: `field` names it (dotted, as in a scenario),
+    `detail` says what is wrong and what is allowed, so that a caller can put the file or flag in front."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(f"field '{field}': {detail}")
+        self.field = field
+        self.detail = detail

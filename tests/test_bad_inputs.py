@@ -133,7 +133,7 @@ CASES: list[Case] = [
          toml("gpu = 'h300'\n")),
     Case("unknown-system-in-file", ("predict", S), "{tmp}/s.toml: field 'system': unknown system 'dgx-z'; valid:",
          toml("system = 'dgx-z'\n")),
-    Case("model-shapes-disagree", ("predict", S), "model: hidden (4096) must be a multiple of heads (7)",
+    Case("model-shapes-disagree", ("predict", S), "s.toml: field 'model.heads': hidden (4096) must be a multiple",
          toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nheads = 7\n")),
     Case("unknown-benchmark-in-file", ("predict", S), "{tmp}/s.toml: unknown benchmark 'mlperf-foo'; valid:",
          toml("gpu = 'h100-sxm'\nbenchmark = 'mlperf-foo'\n")),
@@ -202,6 +202,9 @@ CASES: list[Case] = [
     Case("rule-interleaving", layout(vp=2), "VP 2 (interleaving) needs PP > 1"),
     Case("rule-batch", layout(gbs=60, mbs=8), "GBS 60 must be divisible by MBS 8 x DP 8 = 64"),
     Case("rule-experts", layout(ep=8), "EP 8 needs a mixture-of-experts model; llama3.1-8b is dense"),
+    Case("rule-ep-divides-experts", layout(model="qwen3-30b-a3b", gpus=48, dp=48, ep=3, gbs=48),
+         "--ep: invalid layout TP1 PP1 VP1 CP1 DP48 EP3, MBS 1, GBS 48, seq 8192, recompute none, ZeRO-1: EP 3 must "
+         "divide the 128 experts of qwen3-30b-a3b; on 48 GPUs: EP 1, 2, 4, 8 or 16"),
     Case("rule-fsdp-with-pp", layout(pp=2, zero=3), "ZeRO-3/FSDP is not combined with pipeline parallelism (PP 2)"),
     Case("rule-recompute-mode", layout(recompute="some"), "Invalid value for '--recompute': 'some'"),
     Case("buy-and-rental-price", ("predict", "--buy", "--usd-per-gpu-hour", "2"),

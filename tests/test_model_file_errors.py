@@ -14,10 +14,14 @@ MOE = 'id = "my-moe"\nname = "My MoE"\nlayers = 8\nhidden = 1024\nffn = 4096\nhe
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [
-        ("experts = 16\ntop_k = 20\nmoe_ffn = 512\n", "model: experts (16) need moe_ffn and top_k between 1 and 16"),
-        ("top_k = 2\n", "model: top_k, shared_experts, moe_ffn and dense_layers need experts > 0"),
+        ("experts = 16\ntop_k = 20\nmoe_ffn = 512\n", "field 'top_k': top_k (20) must be between 1 and the 16 experts"),
+        ("experts = 16\ntop_k = 2\n",
+         "field 'moe_ffn': experts (16) need moe_ffn, the hidden width of one expert (>= 1)"),
+        ("top_k = 2\n", "field 'top_k': top_k needs experts > 0 (a dense model has no top_k)"),
         ("experts = 16\ntop_k = 2\nmoe_ffn = 512\ngroup_top_k = 2\n",
-         "model: expert_groups and group_top_k (at most expert_groups) go together"),
+         "field 'expert_groups': group_top_k (2) needs expert_groups > 0"),
+        ("experts = 16\ntop_k = 2\nmoe_ffn = 512\nexpert_groups = 4\ngroup_top_k = 5\n",
+         "field 'group_top_k': group_top_k (5) must be between 1 and expert_groups (4)"),
     ],
 )  # fmt: skip
 def test_shapes_that_disagree_name_the_model_file(tmp_path: Path, extra: str, problem: str) -> None:
@@ -29,3 +33,7 @@ def test_shapes_that_disagree_name_the_model_file(tmp_path: Path, extra: str, pr
     scenario = tmp_path / "run.toml"
     scenario.write_text('model = "my-moe.toml"\ngpu = "h100-sxm"\nn_gpus = 8\n')
     assert run_cli("predict", str(scenario)).err == f"error: {model}: {problem}\n"
+    inline = tmp_path / "inline.toml"  # the same shapes as the scenario's own [model] table: its field, dotted
+    inline.write_text('gpu = "h100-sxm"\nn_gpus = 8\n[model]\n' + MOE + extra)
+    dotted = problem.replace("field '", "field 'model.")
+    assert run_cli("predict", str(inline)).err == f"error: {inline}: {dotted}\n"

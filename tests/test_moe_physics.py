@@ -134,7 +134,10 @@ def test_tokens_per_expert_follow_the_layout() -> None:
 @pytest.mark.parametrize(
     ("layout", "says"),
     [
-        (Layout(1, 1, 1, 8, 1, 3, 1, 64, 4096, "none", 1), "EP 3 must divide the 8 experts"),
+        (
+            Layout(1, 1, 1, 8, 1, 3, 1, 64, 4096, "none", 1),
+            "EP 3 must divide the 8 experts of tiny-moe; on 8 GPUs: EP 1, 2, 4 or 8",
+        ),
         (Layout(1, 1, 1, 8, 1, 8, 1, 64, 4096, "none", 1, 2), "must divide the TP x CP x DP = 8"),
         (Layout(1, 1, 1, 8, 1, 1, 1, 64, 4096, "none", 1, 3), "expert TP 3 must divide the expert width 1024"),
     ],

@@ -7,10 +7,10 @@ import pytest
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import OPTION_FIELDS, Scenario
-from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, violations
+from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, divisors, violations
 from perfmodel.physics.step import evaluate
 from perfmodel.planning.predict import context_for, layout_vars
-from perfmodel.planning.search import Space, _smallest, blocks, divisors, gbs_choices, search
+from perfmodel.planning.search import Space, _smallest, blocks, gbs_choices, search
 
 
 def _one_by_one(ctx, n_gpus: int, gbs: int) -> list[tuple[Layout, float, bool]]:

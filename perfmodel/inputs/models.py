@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING
 from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs.record import bounded, input_fields, record
 
 MAX_LAYERS = 1_000
@@ -72,25 +72,56 @@ class ModelSpec:
     the embedding and the LM head with the main model."""
 
     def __post_init__(self) -> None:
-        """The shapes agree (a ValueError, which pydantic reports as a model's own check, when they do not)."""
+        """The shapes agree; when they do not, a FieldError (a ValueError, which pydantic reports as a model's own
+        check) names the one field to change and what it allows."""
         if not self.head_size and self.hidden % self.heads:
-            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}) or head_size given")
+            raise FieldError(
+                "heads", f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}) or head_size given"
+            )
         if self.heads % self.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
-        if self.attention == "mla" and not (self.kv_lora_rank and self.qk_nope_dim and self.v_head_dim):
-            raise ValueError("attention 'mla' needs kv_lora_rank, qk_nope_dim and v_head_dim")
-        if self.experts and not (0 < self.top_k <= self.experts and self.moe_ffn):
-            raise ValueError(f"experts ({self.experts}) need moe_ffn and top_k between 1 and {self.experts}")
-        if not self.experts and (self.top_k or self.shared_experts or self.dense_layers or self.moe_ffn):
-            raise ValueError("top_k, shared_experts, moe_ffn and dense_layers need experts > 0")
-        if self.dense_layers >= self.layers and self.experts:
-            raise ValueError(f"dense_layers ({self.dense_layers}) must leave MoE layers of the {self.layers}")
-        if bool(self.expert_groups) != bool(self.group_top_k) or self.group_top_k > self.expert_groups:
-            raise ValueError("expert_groups and group_top_k (at most expert_groups) go together")
-        if self.expert_groups and (not self.experts or self.experts % self.expert_groups):
-            raise ValueError(f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})")
-        if self.sliding_layers > self.layers or bool(self.sliding_layers) != bool(self.sliding_window):
-            raise ValueError("sliding_window and sliding_layers (at most layers) go together")
+            raise FieldError("kv_heads", f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        mla_missing = [n for n in ("kv_lora_rank", "qk_nope_dim", "v_head_dim") if not getattr(self, n)]
+        if self.attention == "mla" and mla_missing:
+            raise FieldError(mla_missing[0], "attention 'mla' needs kv_lora_rank, qk_nope_dim and v_head_dim above 0")
+        if self.experts:
+            self._check_experts()
+        else:
+            given = [
+                n
+                for n in ("top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k")
+                if getattr(self, n)
+            ]
+            if given:
+                raise FieldError(given[0], f"{given[0]} needs experts > 0 (a dense model has no {given[0]})")
+        if self.expert_groups and not 0 < self.group_top_k <= self.expert_groups:
+            raise FieldError(
+                "group_top_k",
+                f"group_top_k ({self.group_top_k}) must be between 1 and expert_groups ({self.expert_groups})",
+            )
+        if self.group_top_k and not self.expert_groups:
+            raise FieldError("expert_groups", f"group_top_k ({self.group_top_k}) needs expert_groups > 0")
+        if bool(self.sliding_layers) != bool(self.sliding_window) or self.sliding_layers > self.layers:
+            raise FieldError(
+                "sliding_layers" if self.sliding_window else "sliding_window",
+                f"sliding_window and sliding_layers go together, sliding_layers between 1 and the {self.layers} layers"
+                f" (got {self.sliding_window} and {self.sliding_layers})",
+            )
+
+    def _check_experts(self) -> None:
+        """A MoE model's expert fields, each refused on its own, saying what is allowed."""
+        if not self.moe_ffn:
+            raise FieldError("moe_ffn", f"experts ({self.experts}) need moe_ffn, the hidden width of one expert (>= 1)")
+        if not 0 < self.top_k <= self.experts:
+            raise FieldError("top_k", f"top_k ({self.top_k}) must be between 1 and the {self.experts} experts")
+        if self.dense_layers >= self.layers:
+            raise FieldError(
+                "dense_layers",
+                f"dense_layers ({self.dense_layers}) must be below layers ({self.layers}): MoE layers left",
+            )
+        if self.expert_groups and self.experts % self.expert_groups:
+            raise FieldError(
+                "expert_groups", f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -396,8 +427,8 @@ def model_spec(shapes: dict[str, Any]) -> ModelSpec:
     is missing or which shapes disagree, as pydantic would word it."""
     missing = next((f.name for f in input_fields(ModelSpec) if f.default is MISSING and f.name not in shapes), None)
     if missing is not None:
-        raise PerfmodelError(f"model: field '{missing}': Field required")
+        raise FieldError(f"model.{missing}", "Field required")
     try:
         return ModelSpec(**shapes)
-    except ValueError as exc:
-        raise PerfmodelError(f"model: {exc}") from None
+    except FieldError as exc:
+        raise FieldError(f"model.{exc.field}", exc.detail) from None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import FieldError, PerfmodelError
 from perfmodel.inputs import validated
 from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
@@ -341,6 +341,8 @@ def model_file(path: Path) -> dict[str, Any]:
     table = check_model_file(path, read_toml(path, "model"))
     try:
         table_spec(table)
+    except FieldError as exc:
+        raise PerfmodelError(f"{path}: field '{exc.field.removeprefix('model.')}': {exc.detail}") from None
     except PerfmodelError as exc:
         raise PerfmodelError(f"{path}: {exc}") from None
     return table
@@ -383,5 +385,7 @@ def _look_up(scenario: Scenario, located: Callable[..., PerfmodelError]) -> None
     for field, check in checks:
         try:
             check()
+        except FieldError as exc:
+            raise located(exc.field, exc.detail) from None
         except PerfmodelError as exc:
             raise located(field, str(exc), named=not str(exc).startswith(f"{field}:")) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _si, _usd
+from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
@@ -277,7 +277,17 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         )
     headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU BF16", "days"]
     headers.append("cost")
-    return _tabulate(out, [*headers, "error"])
+    return _tabulate(out, [*headers, "error"]) + _imbalance_note(rows)
+
+
+def _imbalance_note(rows: list[dict[str, Any]]) -> str:
+    """Under a sweep whose MoE rows price a moe_imbalance other than 1: the dense models it does not apply to (a
+    dense row records no imbalance; a sweep of dense models only has no row that shows the setting)."""
+    imbalances = sorted({r["moe.imbalance"] for r in rows if r.get("moe.imbalance") not in (None, 1.0)})
+    dense = list(dict.fromkeys(r["model"] for r in rows if not r["error"] and r.get("moe.dispatcher") is None))
+    if not imbalances or not dense:
+        return ""
+    return "\n\n" + dense_imbalance_note(imbalances, dense)
 
 
 def goal_table(report: Any) -> str:

@@ -111,6 +111,16 @@ def _usable(acc: Accelerator) -> str:
     return f" usable ({acc.hbm_gb.value:g} GiB HBM)"
 
 
+def dense_imbalance_note(imbalances: list[float], dense: list[str]) -> str:
+    """moe_imbalance given where dense models run: it is accepted (one scenario or sweep serves dense and MoE models
+    alike) and ignored for them, which the output says rather than leaving silent."""
+    given = ", ".join(f"{v:g}" for v in imbalances)
+    return (
+        f"Note: moe_imbalance {given} does not apply to {', '.join(dense)}: a dense model routes no tokens to experts "
+        "(it counts for mixture-of-experts models only)."
+    )
+
+
 def table(p: Prediction) -> str:
     d = p.to_dict()
     acc = p.hardware.accelerator
@@ -202,6 +212,8 @@ def table(p: Prediction) -> str:
                 else "comes from dense rows and is too narrow for this model."
             ),
         ]
+    if not p.model.is_moe and p.scenario.moe_imbalance != 1.0:
+        lines += ["", dense_imbalance_note([p.scenario.moe_imbalance], [p.model.id])]
     if not d["fits_in_memory"]:
         lines += [
             "",

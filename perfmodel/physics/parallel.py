@@ -9,6 +9,7 @@ one-line explanation for `predict`) and a whole search space at once (numpy arra
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -88,6 +89,20 @@ class Layout:
 
 
 Check = Callable[[LayoutNumbers, ModelSpec, int], Any]
+
+
+def divisors(n: int) -> list[int]:
+    """Every divisor of n, ascending; trial division up to sqrt(n), so that a global batch of a billion costs
+    milliseconds, not a minute."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def _expert_parallel_sizes(md: ModelSpec, n_gpus: int) -> str:
+    """The EP sizes that divide both the experts and the GPUs (EP divides a stage's ranks, which divide the GPUs),
+    as an error lists them: 'EP 1, 2, 4 or 8'."""
+    sizes = [str(d) for d in divisors(math.gcd(md.experts, n_gpus))]
+    return "EP " + (f"{', '.join(sizes[:-1])} or {sizes[-1]}" if len(sizes) > 1 else sizes[0])
 
 
 @dataclass(frozen=True)
@@ -170,7 +185,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         lambda v, md, n: (md.experts == 0) | (md.experts % v.ep == 0),
-        lambda v, md, n: f"EP {v.ep} must divide the {md.experts} experts of {md.id}",
+        lambda v, md, n: (
+            f"EP {v.ep} must divide the {md.experts} experts of {md.id}; on {n} GPUs: {_expert_parallel_sizes(md, n)}"
+        ),
         ("ep",),
     ),
     Rule(

@@ -19,6 +19,7 @@ from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.expert_exchange import ExpertExchange, expert_exchange
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
@@ -51,6 +52,8 @@ class Prediction:
     residuals of the out-of-sample protocol matching this question, and that protocol; None when uncalibrated."""
     goodput: goodput.Goodput | None = None
     """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
+    experts: ExpertExchange | None = None
+    """A MoE model's token exchange as the step priced it (physics/expert_exchange.py); None for a dense model."""
 
     @property
     def step_time_s(self) -> float:
@@ -140,8 +143,26 @@ class Prediction:
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN}
             | ({"ep_comm_exposed_s": float(st.ep_comm_exposed_s)} if self.model.is_moe else {}),
+            **self._experts_dict(),
             **self._goodput_dict(),
             **self._cost_dict(),
+        }
+
+    def _experts_dict(self) -> dict[str, Any]:
+        """A MoE model's dispatcher, EP overlap setting and share, and imbalance: what its exposed EP time
+        (breakdown.ep_comm_exposed_s) rests on; absent for a dense model, as that column is."""
+        e = self.experts
+        if e is None:
+            return {}
+        return {
+            "moe": {
+                "dispatcher": e.dispatcher,
+                "ep_microbatch_overlap": e.microbatch_overlap,
+                "ep_overlap_fraction": e.overlap,
+                "ep_overlap_parameter": e.overlap_name,
+                "ep_scaleup_domains": e.domains,
+                "imbalance": e.imbalance,
+            }
         }
 
     def _cost_dict(self) -> dict[str, Any]:
@@ -494,8 +515,9 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
         run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
+    experts = expert_exchange(ctx, layout) if ctx.model.is_moe else None
     return Prediction(
-        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability
+        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability, experts
     )
 
 

@@ -25,7 +25,16 @@ from typing import Any, TypeVar
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.bounded import Bounded
-from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, most_broken, valid
+from perfmodel.physics.parallel import (
+    RECOMPUTE_MODES,
+    RULES,
+    ZERO_STAGES,
+    Layout,
+    LayoutNumbers,
+    divisors,
+    most_broken,
+    valid,
+)
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.physics.step import (
     Context,
@@ -53,13 +62,6 @@ class Space:
     def choices(self, name: str, default: list[Any]) -> list[Any]:
         given = self.fixed.get(name)
         return [given] if given is not None else default
-
-
-def divisors(n: int) -> list[int]:
-    """Every divisor of n, ascending; trial division up to sqrt(n), so that a global batch of a billion costs
-    milliseconds, not a minute."""
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def gbs_choices(default_gbs: int) -> tuple[int, ...]:

@@ -200,16 +200,17 @@ def _expert_assumptions(row: ExportRow, section: str) -> list[Assumption]:
 
     p = row.prediction
     e = experts(p)
+    x = e.exchange
     zoo = "the zoo's model (perfmodel/inputs/models.py, with its source)"
     model = zoo if isinstance(p.scenario.model, str) else "scenario [model] table"
-    where = f"its all-to-alls span {e.domains} scale-up domains" if e.domains > 1 else "inside one scale-up domain"
+    where = f"its all-to-alls span {x.domains} scale-up domains" if x.domains > 1 else "inside one scale-up domain"
     return [
         Assumption(section, "experts", e.routing, "", model),
         Assumption(section, "expert layout", e.layout, "", _layout_source(p.layouts_searched)),
-        Assumption(section, "dispatcher", e.dispatcher, "", "the recipe's, as the zoo's model records it (perfmodel/"
+        Assumption(section, "dispatcher", x.dispatcher, "", "the recipe's, as the zoo's model records it (perfmodel/"
                    "inputs/models.py)" if model == zoo else f"{model} (default 'flex')"),
-        Assumption(section, e.overlap_name, e.overlap, "fraction", f"efficiency section above: {where}; {e.hidden}"),
-        Assumption(section, "moe_imbalance", e.imbalance, "", "scenario (default 1.0: the published rows are "
+        Assumption(section, x.overlap_name, x.overlap, "fraction", f"efficiency section above: {where}; {e.hidden}"),
+        Assumption(section, "moe_imbalance", x.imbalance, "", "scenario (default 1.0: the published rows are "
                    "force-balanced)"),
     ]  # fmt: skip
 
