@@ -207,3 +207,24 @@ def test_validate_and_calibrate_name_your_own_hardware(tmp_path: Path) -> None:
     out = tmp_path / "cal.json"
     fitted = run_cli("calibrate", "--hardware", str(ours), "--data", str(runs), "--out", str(out), "--no-cv")
     assert fitted.code == 0 and json.loads(out.read_text())["data"]["rows"] == ["ours-1", "ours-2"]
+
+
+def test_a_sweep_takes_hardware_files_and_hands_them_to_its_workers(tmp_path: Path) -> None:
+    """`sweep --hardware DIR`: a sweep over your own GPU beside a bundled one, on two worker processes; a worker
+    started by spawn or forkserver (Python 3.14's default) inherits no catalogue, so each adds its parent's."""
+    from perfmodel.inputs.hardware import get_accelerator
+    from perfmodel.planning.sweep import _use_catalogues
+
+    hardware = tmp_path / "hardware"
+    hardware.mkdir()
+    _write(hardware, "gpu.toml", NEW_GPU)
+    _write(hardware, "node.toml", NEW_NODE)
+    spec = _write(tmp_path, "s.toml", '[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-lowpower", "h100-sxm"]\n'
+                                      'precisions = ["fp8"]\nn_gpus = [64]\n')  # fmt: skip
+    result = run_cli("sweep", str(spec), "--hardware", str(hardware), "-j", "2", "--format", "json")
+    assert result.code == 0, result.err
+    assert sorted(row["accelerator"] for row in json.loads(result.out)) == ["h100-lowpower", "h100-sxm"]
+    catalogue.clear()
+    _use_catalogues((str(hardware),))
+    assert get_accelerator("h100-lowpower").power_w.value == 500
+    catalogue.clear()

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, FilePath, emit, progress, quiet_option
+from perfmodel.cli.options import FORMATS, FilePath, emit, hardware_option, progress, quiet_option
 
 
 @cli.command()
@@ -24,6 +24,7 @@ from perfmodel.cli.options import FORMATS, FilePath, emit, progress, quiet_optio
 @click.option("--out", type=FilePath(dir_okay=False), help="Write the rows to FILE.csv or FILE.json instead.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@hardware_option
 @quiet_option
 def sweep(
     sweep_file: str,

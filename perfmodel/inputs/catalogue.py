@@ -59,6 +59,12 @@ def add(path: str | Path, origin: str = "--hardware") -> None:
             raise
 
 
+def added() -> tuple[str, ...]:
+    """The catalogues added in this process, for another process to add (a sweep's workers: a spawned or forkserver
+    worker starts without them)."""
+    return tuple(map(str, _added))
+
+
 def clear() -> None:
     """Forget the catalogues added in this process (a notebook moving to another cluster; tests)."""
     _added.clear()

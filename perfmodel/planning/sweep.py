@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs import catalogue
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
 SWEEP_KEYS = ("base", *AXES, "whatifs", "set", "layouts")
@@ -222,10 +223,17 @@ def spread(
     return ((i, task(item)) for i, item in enumerate(items))
 
 
+def _use_catalogues(paths: tuple[str, ...]) -> None:
+    """A worker process's start: the user hardware catalogues its parent was given (--hardware)."""
+    for path in paths:
+        catalogue.add(path)
+
+
 def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+    workers = min(jobs, len(items))
+    with ProcessPoolExecutor(max_workers=workers, initializer=_use_catalogues, initargs=(catalogue.added(),)) as pool:
         futures = {pool.submit(task, item): i for i, item in enumerate(items)}
         for future in as_completed(futures):
             yield futures[future], future.result()
