@@ -33,11 +33,10 @@ def experts(p: Prediction) -> Experts:
     else:
         hidden = "not hidden (the 'alltoall' dispatcher overlaps shared experts only; this model has none)"
     shared = f" + {md.shared_experts} shared" if md.shared_experts else ""
-    edp = lo.tp * lo.cp * lo.dp // (lo.ep * lo.etp)
     local = md.experts // lo.ep
     return Experts(
         routing=f"{md.experts} routed, top-{md.top_k}{shared}, in {md.moe_layers} of {md.layers} layers",
-        layout=f"EP{lo.ep} x ETP{lo.etp} x expert DP{edp}, {local} expert{'s' * (local > 1)} per EP rank",
+        layout=f"EP{lo.ep} x ETP{lo.etp} x expert DP{lo.expert_dp}, {local} expert{'s' * (local > 1)} per EP rank",
         exchange=e,
         hidden=hidden,
     )
