@@ -1,5 +1,5 @@
 """What a mixture-of-experts prediction assumed about its experts, for the predict table and the export's
-Assumptions: routing, the folded expert layout, and the exchange the step priced (the prediction's `experts`:
+Assumptions: routing, the folded expert layout, and the exchange the step priced (the prediction's `expert_exchange`:
 dispatcher, where its all-to-alls run and the overlap share that applies)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class Experts:
 
 
 def experts(p: Prediction) -> Experts:
-    md, lo, e = p.model, p.layout, p.experts
+    md, lo, e = p.model, p.layout, p.expert_exchange
     assert e is not None, "a MoE model's prediction carries its exchange"
     if moe.hides_behind_layer(md):
         why = "the flex dispatcher" if md.dispatcher == "flex" else "the EP overlap of two micro-batches"

@@ -53,7 +53,7 @@ class Prediction:
     residuals of the out-of-sample protocol matching this question, and that protocol; None when uncalibrated."""
     goodput: goodput.Goodput | None = None
     """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
-    experts: ExpertExchange | None = None
+    expert_exchange: ExpertExchange | None = None
     """A MoE model's token exchange as the step priced it (physics/expert_exchange.py); None for a dense model."""
 
     @property
@@ -152,7 +152,7 @@ class Prediction:
     def _experts_dict(self) -> dict[str, Any]:
         """A MoE model's dispatcher, EP overlap setting and share, and imbalance: what its exposed EP time
         (breakdown.ep_comm_exposed_s) rests on; absent for a dense model, as that column is."""
-        e = self.experts
+        e = self.expert_exchange
         if e is None:
             return {}
         return {
@@ -516,13 +516,13 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
         run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
-    experts = None
+    exchange = None
     if ctx.model.is_moe:  # imported here: a dense prediction does not load it
         from perfmodel.physics.expert_exchange import expert_exchange
 
-        experts = expert_exchange(ctx, layout)
+        exchange = expert_exchange(ctx, layout)
     return Prediction(
-        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability, experts
+        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability, exchange
     )
 
 
