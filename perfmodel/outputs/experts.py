@@ -1,6 +1,6 @@
-"""What a mixture-of-experts prediction assumed about its experts, for the predict table and the export's
-Assumptions: routing, the folded expert layout, and the exchange the step priced (the prediction's `expert_exchange`:
-dispatcher, where its all-to-alls run and the overlap share that applies)."""
+"""What a mixture-of-experts prediction assumed about its experts, for the predict and explain tables' Experts line,
+explain's JSON and the export's Assumptions: routing, the folded expert layout, and the exchange the step priced
+(the prediction's `expert_exchange`: dispatcher, where its all-to-alls run and the overlap share that applies)."""
 
 from __future__ import annotations
 
@@ -43,15 +43,10 @@ def experts(p: Prediction) -> Experts:
 
 
 def experts_text(p: Prediction) -> str:
-    """The expert assumptions in one sentence (explain's JSON `experts`)."""
+    """The expert assumptions in one sentence: the predict and explain tables' line below the layout (which shows
+    neither ETP 1, expert DP, dispatcher nor overlap) and explain's JSON `experts`."""
     e = experts(p)
     x = e.exchange
     where = f"across {x.domains} scale-up domains (NICs)" if x.domains > 1 else "inside one scale-up domain"
     imbalance = f"; busiest rank {x.imbalance:g}x the mean tokens" if x.imbalance != 1 else ""
     return f"{e.routing}; {e.layout}; '{x.dispatcher}' dispatcher, all-to-all {where}, {e.hidden}{imbalance}"
-
-
-def experts_line(p: Prediction) -> str:
-    """The predict and explain tables' line below the layout, which shows neither ETP 1, expert DP, dispatcher nor
-    overlap."""
-    return f"Experts: {experts_text(p)}"
