@@ -49,3 +49,19 @@ def test_a_moe_run_lists_its_expert_assumptions(tmp_path: Path) -> None:
                    str(dense)).code == 0  # fmt: skip
     names = {a["name"] for a in json.loads(dense.read_text())["assumptions"] if a["section"].startswith("run: ")}
     assert not names & {"experts", "expert layout", "dispatcher", "overlap_ep", "moe_imbalance"}
+
+
+def test_a_model_table_s_dispatcher_names_where_it_comes_from(tmp_path: Path) -> None:
+    """A [model] table over GPT-OSS-120B runs the zoo model's 'alltoall' (its recipe's), not ModelSpec's default
+    'flex'; a table that sets the dispatcher is its source."""
+    sources = {}
+    for name, extra in (("base", ""), ("set", 'dispatcher = "flex"\n')):
+        scenario = tmp_path / f"{name}.toml"
+        scenario.write_text(f'gpu = "gb200"\nn_gpus = 64\n[model]\nbase = "gpt-oss-120b"\n{extra}')
+        out = tmp_path / f"{name}.json"
+        result = run_cli("export", "predict", str(scenario), "--ep", "8", "--gbs", "64", "--out", str(out))
+        assert result.code == 0, result.err
+        found = {a["name"]: a for a in json.loads(out.read_text())["assumptions"] if a["section"].startswith("run: ")}
+        sources[name] = (found["dispatcher"]["value"], found["dispatcher"]["source"])
+    assert sources["base"] == ("alltoall", "the recipe's, as the zoo's model records it (perfmodel/inputs/models.py)")
+    assert sources["set"] == ("flex", "scenario [model] table")

@@ -24,3 +24,12 @@ def test_predict_prints_a_small_run_in_kwh_and_a_large_one_in_mwh() -> None:
     assert " kWh (1,400 W per GPU" in energy and "0.0 MWh" not in small.out
     large = run_cli("predict")
     assert next(line for line in large.out.splitlines() if line.startswith("Energy")).split()[2] == "MWh"
+
+
+def test_a_plan_under_a_twentieth_of_a_mwh_does_not_read_zero() -> None:
+    """The MLPerf GPT-OSS-20B plan on GB300 (about 25 kWh) read 0.0 in the MWh column, as predict's '0.0 MWh' did."""
+    args = ("plan", "--benchmark", "mlperf-gpt-oss-20b", "--gpu", "gb300:nvfp4", "--deadline", "1h", "--quiet")
+    kwh = json.loads(run_cli(*args, "--format", "json").out)["candidates"][0]["energy_kwh"]
+    row = next(line for line in run_cli(*args).out.splitlines() if line.startswith("gb300-nvl72:nvfp4"))
+    cell = row.split("$")[1].split()[1]
+    assert kwh < 50 and abs(float(cell) - kwh / 1000) <= 0.05 * kwh / 1000, (cell, kwh)

@@ -67,11 +67,17 @@ def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+ONLY_HELP = (
+    "Only runs whose id, source or accelerator/precision group contains this text, and the excluded rows whose id "
+    "or reason does."
+)
+
+
 @cli.command()
 @click.argument("logs", nargs=-1, type=FilePath(dir_okay=False))
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
-@click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
+@click.option("--only", help=ONLY_HELP)
 @click.option("--calibration", help=CALIBRATION_HELP)
 @click.option(
     "--protocol",
@@ -132,7 +138,7 @@ def _validate_protocol(
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
 @click.option("--with-bundled", is_flag=True, help="Fit on the bundled rows as well as --data.")
-@click.option("--only", help="Only runs whose id, source or accelerator/precision group contains this text.")
+@click.option("--only", help=ONLY_HELP)
 @click.option("--out", required=True, type=FilePath(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option(

@@ -423,8 +423,9 @@ def get_model(model_id: str) -> ModelSpec:
 
 
 def model_spec(shapes: dict[str, Any]) -> ModelSpec:
-    """The model of checked shapes (a scenario's [model] table over a zoo entry's), or one line saying which shape
-    is missing or which shapes disagree, as pydantic would word it."""
+    """The model of checked shapes (a scenario's [model] table over a zoo entry's), or a FieldError naming the
+    scenario field ('model.top_k') that is missing ('Field required', as pydantic words it) or that the other shapes
+    rule out (ModelSpec's own check)."""
     missing = next((f.name for f in input_fields(ModelSpec) if f.default is MISSING and f.name not in shapes), None)
     if missing is not None:
         raise FieldError(f"model.{missing}", "Field required")

@@ -1,6 +1,6 @@
-"""What a mixture-of-experts prediction assumed about its experts, for the predict table and the export's
-Assumptions: routing, the folded expert layout, and the exchange the step priced (the prediction's `experts`:
-dispatcher, where its all-to-alls run and the overlap share that applies)."""
+"""What a mixture-of-experts prediction assumed about its experts, for the predict and explain tables' Experts line,
+explain's JSON and the export's Assumptions: routing, the folded expert layout, and the exchange the step priced
+(the prediction's `expert_exchange`: dispatcher, where its all-to-alls run and the overlap share that applies)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class Experts:
 
 
 def experts(p: Prediction) -> Experts:
-    md, lo, e = p.model, p.layout, p.experts
+    md, lo, e = p.model, p.layout, p.expert_exchange
     assert e is not None, "a MoE model's prediction carries its exchange"
     if moe.hides_behind_layer(md):
         why = "the flex dispatcher" if md.dispatcher == "flex" else "the EP overlap of two micro-batches"
@@ -33,26 +33,20 @@ def experts(p: Prediction) -> Experts:
     else:
         hidden = "not hidden (the 'alltoall' dispatcher overlaps shared experts only; this model has none)"
     shared = f" + {md.shared_experts} shared" if md.shared_experts else ""
-    edp = lo.tp * lo.cp * lo.dp // (lo.ep * lo.etp)
     local = md.experts // lo.ep
     return Experts(
         routing=f"{md.experts} routed, top-{md.top_k}{shared}, in {md.moe_layers} of {md.layers} layers",
-        layout=f"EP{lo.ep} x ETP{lo.etp} x expert DP{edp}, {local} expert{'s' * (local > 1)} per EP rank",
+        layout=f"EP{lo.ep} x ETP{lo.etp} x expert DP{lo.expert_dp}, {local} expert{'s' * (local > 1)} per EP rank",
         exchange=e,
         hidden=hidden,
     )
 
 
 def experts_text(p: Prediction) -> str:
-    """The expert assumptions in one sentence (explain's JSON `experts`)."""
+    """The expert assumptions in one sentence: the predict and explain tables' line below the layout (which shows
+    neither ETP 1, expert DP, dispatcher nor overlap) and explain's JSON `experts`."""
     e = experts(p)
     x = e.exchange
     where = f"across {x.domains} scale-up domains (NICs)" if x.domains > 1 else "inside one scale-up domain"
     imbalance = f"; busiest rank {x.imbalance:g}x the mean tokens" if x.imbalance != 1 else ""
     return f"{e.routing}; {e.layout}; '{x.dispatcher}' dispatcher, all-to-all {where}, {e.hidden}{imbalance}"
-
-
-def experts_line(p: Prediction) -> str:
-    """The predict and explain tables' line below the layout, which shows neither ETP 1, expert DP, dispatcher nor
-    overlap."""
-    return f"Experts: {experts_text(p)}"

@@ -550,8 +550,7 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group)
     notes = [group]
     if "experts" in trace:
-        edp = lo.tp * lo.cp * lo.dp // (lo.ep * lo.etp)
-        expert_group = f"routed experts over expert DP = {edp} ranks"
+        expert_group = f"routed experts over expert DP = {lo.expert_dp} ranks"
         experts = float(trace["experts"].most)
         extra, extra_used = _zero_formula(
             ctx, lo.zero, trace["edp_links"], float(trace["expert_trainable"]), experts, windows, "_E", expert_group

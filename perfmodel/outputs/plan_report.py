@@ -47,7 +47,14 @@ def _run_cells(p: Prediction) -> list[str]:
     d = p.to_dict()
     if p.run is None:
         return []
-    return [_duration(d["time_to_train_s"]), _usd(d["cost_usd"]), f"{d['energy_kwh'] / 1000:,.1f}"]
+    return [_duration(d["time_to_train_s"]), _usd(d["cost_usd"]), _mwh(d["energy_kwh"])]
+
+
+def _mwh(kwh: float) -> str:
+    """An energy cell of a MWh column: to 0.1 MWh, or to two significant digits where that would read 0.0 (an MLPerf
+    GPT-OSS-20B plan on 64 GB300s uses about 29 kWh)."""
+    mwh = kwh / 1000
+    return f"{mwh:,.1f}" if mwh >= 0.05 else f"{mwh:.2g}"
 
 
 RUN_HEADERS = ["time to train", "cost", "MWh"]
@@ -319,7 +326,7 @@ def goal_table(report: Any) -> str:
                 full_layout(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
-                f"{d['energy_kwh'] / 1000:,.1f}",
+                _mwh(d["energy_kwh"]),
                 goodput,
                 str(len(d["counts_tried"])),
                 d["binds"] if c.feasible else "over budget",

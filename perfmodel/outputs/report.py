@@ -133,9 +133,9 @@ def table(p: Prediction) -> str:
         f"Layout: {p.layout.describe()} ({chosen})",
     ]
     if p.model.is_moe:  # imported here: a dense predict does not load it
-        from perfmodel.outputs.experts import experts_line
+        from perfmodel.outputs.experts import experts_text
 
-        lines.append(experts_line(p))
+        lines.append(f"Experts: {experts_text(p)}")
     lines += [f"Inputs: {inputs_line(p)}", ""]
     band = "step_time_s_low" in d
 

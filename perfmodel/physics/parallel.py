@@ -69,6 +69,11 @@ class Layout:
         """Micro-batches each pipeline runs per step (gradient-accumulation steps without PP)."""
         return self.gbs // (self.mbs * self.dp)
 
+    @property
+    def expert_dp(self) -> int:
+        """Expert data-parallel ranks (MoE): a stage's TP x CP x DP ranks refolded as EP x ETP x expert DP."""
+        return self.tp * self.cp * self.dp // (self.ep * self.etp)
+
     def numbers(self) -> LayoutNumbers:
         mode = RECOMPUTE_MODES.index(self.recompute) if self.recompute in RECOMPUTE_MODES else -1
         lo = self

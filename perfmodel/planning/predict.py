@@ -19,15 +19,16 @@ from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.expert_exchange import ExpertExchange, expert_exchange
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
 from perfmodel.planning import goodput, tco
 from perfmodel.planning.training import Price, Run, training_run
 
-if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py) or leaves
-    # its layout open (planning/search.py); a prediction of a given layout (the default scenario) needs neither
+if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py), leaves its
+    # layout open (planning/search.py) or runs a MoE model (physics/expert_exchange.py); a prediction of a dense model
+    # at a given layout (the default scenario) needs none of them
     from perfmodel.inputs.mlperf import Benchmark, Score
+    from perfmodel.physics.expert_exchange import ExpertExchange
     from perfmodel.planning.search import Block, SearchResult, Space
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
@@ -52,7 +53,7 @@ class Prediction:
     residuals of the out-of-sample protocol matching this question, and that protocol; None when uncalibrated."""
     goodput: goodput.Goodput | None = None
     """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
-    experts: ExpertExchange | None = None
+    expert_exchange: ExpertExchange | None = None
     """A MoE model's token exchange as the step priced it (physics/expert_exchange.py); None for a dense model."""
 
     @property
@@ -151,7 +152,7 @@ class Prediction:
     def _experts_dict(self) -> dict[str, Any]:
         """A MoE model's dispatcher, EP overlap setting and share, and imbalance: what its exposed EP time
         (breakdown.ep_comm_exposed_s) rests on; absent for a dense model, as that column is."""
-        e = self.experts
+        e = self.expert_exchange
         if e is None:
             return {}
         return {
@@ -515,9 +516,13 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
         run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
-    experts = expert_exchange(ctx, layout) if ctx.model.is_moe else None
+    exchange = None
+    if ctx.model.is_moe:  # imported here: a dense prediction does not load it
+        from perfmodel.physics.expert_exchange import expert_exchange
+
+        exchange = expert_exchange(ctx, layout)
     return Prediction(
-        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability, experts
+        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability, exchange
     )
 
 

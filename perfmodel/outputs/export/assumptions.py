@@ -14,13 +14,16 @@ import re
 from dataclasses import asdict, dataclass, is_dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel.inputs.hardware import Sourced, SourcedFlag
-from perfmodel.inputs.record import input_fields
+from perfmodel.inputs.record import given, input_fields
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.planning import goodput, tco
+
+if TYPE_CHECKING:
+    from perfmodel.inputs.scenario import ModelOverride
 
 UNITS = (
     ("_tflops", "TFLOP/s (dense)"),
@@ -201,18 +204,28 @@ def _expert_assumptions(row: ExportRow, section: str) -> list[Assumption]:
     p = row.prediction
     e = experts(p)
     x = e.exchange
+    table = None if isinstance(p.scenario.model, str) else p.scenario.model
     zoo = "the zoo's model (perfmodel/inputs/models.py, with its source)"
-    model = zoo if isinstance(p.scenario.model, str) else "scenario [model] table"
+    model = zoo if table is None else "scenario [model] table"
     where = f"its all-to-alls span {x.domains} scale-up domains" if x.domains > 1 else "inside one scale-up domain"
     return [
         Assumption(section, "experts", e.routing, "", model),
         Assumption(section, "expert layout", e.layout, "", _layout_source(p.layouts_searched)),
-        Assumption(section, "dispatcher", x.dispatcher, "", "the recipe's, as the zoo's model records it (perfmodel/"
-                   "inputs/models.py)" if model == zoo else f"{model} (default 'flex')"),
+        Assumption(section, "dispatcher", x.dispatcher, "", _dispatcher_source(table)),
         Assumption(section, x.overlap_name, x.overlap, "fraction", f"efficiency section above: {where}; {e.hidden}"),
         Assumption(section, "moe_imbalance", x.imbalance, "", "scenario (default 1.0: the published rows are "
                    "force-balanced)"),
     ]  # fmt: skip
+
+
+def _dispatcher_source(table: ModelOverride | None) -> str:
+    """Where a MoE run's dispatcher comes from: the [model] table that gives it, else the zoo model it starts from (a
+    zoo id, or the table's `base`), else ModelSpec's default."""
+    if table is not None and "dispatcher" in given(table):
+        return "scenario [model] table"
+    if table is None or table.base:
+        return "the recipe's, as the zoo's model records it (perfmodel/inputs/models.py)"
+    return "scenario [model] table (default 'flex')"
 
 
 def _goodput_assumptions(row: ExportRow, section: str) -> list[Assumption]:
