@@ -502,12 +502,13 @@ def _expert_parallel_part(
     w_f = _q("w_EP_fwd", windows[0], "s", f"{beside} forward compute they can hide behind")
     w_b = _q("w_EP_bwd", windows[1], "s", "its backward (and recomputed) compute")
     crosses = float(ep_links.domains) > 1
+    where = "across NICs" if crosses else "inside the scale-up domain"
     eta = _q(
         "eta_EP",
         float(moe.ep_overlap(eff, ep_links)),
         "",
-        "share of that window really used for overlap (MoE stage of the fit; "
-        + ("overlap_ep_scaleout: across NICs)" if crosses else "overlap_ep: inside the scale-up domain)"),
+        f"share of that window really used for overlap (MoE stage of the fit; {moe.ep_overlap_parameter(ep_links)}: "
+        f"{where})",
     )
     with_mtp = md.mtp_layers and ("last" in rank or "only" in rank)
     e_mtp = _q("t_EP_MTP", trace["mtp_ep"] if with_mtp else 0.0, "s", "the MTP modules' exposed EP time on this rank")

@@ -36,6 +36,6 @@ def expert_exchange(ctx: Context, layout: Layout) -> ExpertExchange:
         microbatch_overlap=ctx.model.ep_microbatch_overlap,
         domains=domains,
         overlap=float(moe.ep_overlap(ctx.efficiency, links)),
-        overlap_name="overlap_ep_scaleout" if domains > 1 else "overlap_ep",
+        overlap_name=moe.ep_overlap_parameter(links),
         imbalance=ctx.imbalance,
     )

@@ -267,8 +267,13 @@ def exchange_windows(
 
 def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:
     """Share of the compute window the EP all-to-alls hide behind: `overlap_ep` inside one scale-up domain,
-    `overlap_ep_scaleout` for a group whose all-to-alls cross the NICs."""
+    `overlap_ep_scaleout` for a group whose all-to-alls cross the NICs (`ep_overlap_parameter` names which)."""
     return where(ep_links.domains > 1, eff.overlap_ep_scaleout, eff.overlap_ep)
+
+
+def ep_overlap_parameter(ep_links: GroupLinks) -> str:
+    """The efficiency field `ep_overlap` takes for one (scalar) layout, for the outputs that name it."""
+    return "overlap_ep_scaleout" if float(ep_links.domains) > 1 else "overlap_ep"
 
 
 def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
