@@ -150,15 +150,25 @@ class Scenario:
         return table_spec(as_dict(self.model, exclude_none=True))
 
     def default_gbs(self, capped: bool = True) -> int:
-        """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches: raised to the rules' minimum (a
-        multiple of the GPU count), lowered to the largest batch with a reference convergence point."""
+        """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches (`default_batch`)."""
+        return self.default_batch(capped)[0]
+
+    def default_batch(self, capped: bool = True) -> tuple[int, str]:
+        """The default global batch and why it is that: `token_default_gbs`, raised to an MLPerf benchmark's minimum
+        (a multiple of the GPU count) or lowered to its largest batch with a reference convergence point."""
         chosen = self.token_default_gbs(capped)
+        why = "~4M tokens per step, at most 16M"
         if self.benchmark:
             from perfmodel.inputs.mlperf import get_benchmark
 
             low, high = get_benchmark(self.benchmark).gbs_bounds()
-            chosen = min(chosen if chosen >= low else self.n_gpus * math.ceil(low / self.n_gpus), high)
-        return chosen
+            if chosen < low:
+                chosen = self.n_gpus * math.ceil(low / self.n_gpus)
+                why = f"{self.benchmark}'s minimum batch, {low:,}, as a multiple of the GPU count"
+            if chosen > high:
+                chosen = high
+                why = f"{self.benchmark}'s largest batch with a reference convergence point, {high:,}"
+        return chosen, why
 
     def token_default_gbs(self, capped: bool = True) -> int:
         """About 4M tokens per step as a multiple of the GPU count, unless that passes 16M tokens: then the largest

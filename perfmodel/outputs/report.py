@@ -53,19 +53,6 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:,.1f} min"
 
 
-def _default_batch_note(s: Any, gbs: int) -> str:
-    """Why the batch perfmodel chose is what it is: ~4M tokens, or an MLPerf benchmark's bound on what it scores."""
-    if s.benchmark:
-        from perfmodel.inputs.mlperf import get_benchmark
-
-        low, high = get_benchmark(s.benchmark).gbs_bounds()
-        if gbs == high < s.token_default_gbs():
-            return f" (default: {s.benchmark}'s largest batch with a reference convergence point, {high:,})"
-        if gbs >= low > s.token_default_gbs():
-            return f" (default: {s.benchmark}'s minimum batch, {low:,}, as a multiple of the GPU count)"
-    return " (default: ~4M tokens per step, at most 16M)"
-
-
 def inputs_line(p: Prediction) -> str:
     """The work, batch, price, PUE, software stack and release a prediction used, each marked where perfmodel chose
     it rather than the user: a planner must see the assumptions a number rests on."""
@@ -91,7 +78,7 @@ def inputs_line(p: Prediction) -> str:
     )
     return ", ".join([
         work,
-        batch + ("" if s.parallelism.gbs else _default_batch_note(s, p.layout.gbs)),
+        batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"),
         price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
         f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
