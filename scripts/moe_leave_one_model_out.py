@@ -31,6 +31,7 @@ from perfmodel.fitting.validation import (
     moe_model,
     newest_container,
     prepare_all,
+    zoo_model,
 )
 from perfmodel.physics import calibration
 from perfmodel.physics import parameters as table
@@ -263,7 +264,7 @@ def main(write: bool) -> int:
     items = prepare_all([r for r in runs if r.source.startswith(MOE_SOURCE)], dense_start, [])
     fitted_rows = moe_fit_rows(items)
     left_out = [i for i in items if moe_model(i) in MOE_NOT_FITTED]
-    fitted, section = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model, left_out)
+    fitted, section = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model, left_out, zoo_model)
     models = sorted({moe_model(i) for i in items})
     newest_rows = newest_container(items)
     summary, by_container = [], []

@@ -113,6 +113,9 @@ def test_perfmodel_calibrate_runs_the_moe_stage_and_its_file_reloads(tmp_path: P
     assert set(section["fit"]["parameters"]) >= set(MOE_SHARED)
     assert section["fit"]["rows"] == len(moe_fit_rows(prepare_all(moe_runs, calibration.UNCALIBRATED, [])))
     assert {k for k in fitted.parameters if table.stage_of(k) == "moe"} == set(section["fit"]["parameters"])
+    priced = section["fit"]["priced_rows"]
+    assert sorted(r["id"] for r in priced) == sorted(r.id for r in moe_runs) and all(r["fitted"] for r in priced)
+    assert {r["zoo_model"] for r in priced} == {"qwen3-30b-a3b", "mixtral-8x7b"}
     path = tmp_path / "calibration.json"
     path.write_text(fitted.to_json())
     loaded = Calibration.load(path)

@@ -251,12 +251,14 @@ def moe_stage(
     pricer: Pricer,
     start: Calibration,
     model_of: Callable[[Any], str],
-    not_fitted: Sequence[Any] = (),
+    not_fitted: Sequence[Any],
+    zoo_of: Callable[[Any], str],
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The MoE stage fitted on `items` over `start`'s dense values: its fitted entries, and the calibration file's
     'moe' section, with the in-sample residuals and leave-one-model-out ones (refit without a model, predict it);
     rows of models the stage does not fit (`not_fitted`) count as held out under the whole stage. The held-out
-    residuals give a MoE prediction's 80% interval."""
+    residuals give a MoE prediction's 80% interval; 'priced_rows' keeps each row's held-out throughput error with its
+    zoo model (`zoo_of`) and accelerator family, which a prediction of that model on that family reports."""
     fitted = fit_moe(items, pricer, start)
     extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
     held: dict[str, Residual] = {r.run_id: r for r in extra}
@@ -295,9 +297,27 @@ def moe_stage(
                 }
                 for r in fitted.residuals
             ],
+            "priced_rows": _priced_rows([*items, *not_fitted], held, zoo_of, {i.run.id for i in items}),
         },
     }
     return fitted.parameters, section
+
+
+def _priced_rows(
+    items: Sequence[Any], held: Mapping[str, Residual], zoo_of: Callable[[Any], str], fitted_ids: set[str]
+) -> list[dict[str, Any]]:
+    """Every MoE row the stage prices, fitted or not, with its zoo model, accelerator family and held-out
+    throughput error (predicted / measured tokens/s - 1, %: positive is too fast)."""
+    return [
+        {
+            "id": i.run.id,
+            "zoo_model": zoo_of(i),
+            "family": i.family,
+            "fitted": i.run.id in fitted_ids,
+            "held_out_throughput_error_pct": round((math.exp(-held[i.run.id].log_time_ratio) - 1) * 100, 3),
+        }
+        for i in items
+    ]
 
 
 def moe_efficiencies(start: Calibration, values: Mapping[str, float]) -> Callable[[Profile], Efficiency]:

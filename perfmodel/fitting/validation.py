@@ -457,7 +457,7 @@ def fit_calibration(
         say(f"MoE stage on the rows of every container of {len(moe_runs)} MoE runs")
         moe_items = prepare_all(moe_runs, start, unpredictable)
         left_out = [i for i in moe_items if moe_model(i) in MOE_NOT_FITTED]
-        values, section = cal.moe_stage(moe_fit_rows(moe_items), RunBatch, start, moe_model, left_out)
+        values, section = cal.moe_stage(moe_fit_rows(moe_items), RunBatch, start, moe_model, left_out, zoo_model)
         built = replace(built, parameters=built.parameters | values, provenance=built.provenance | {"moe": section})
     if not cross_validate:
         return built
@@ -473,6 +473,12 @@ def fit_calibration(
 def moe_model(item: PreparedRun) -> str:
     """The MoE model a bundled MoE row ran (its source names it)."""
     return item.run.source.removeprefix(f"{MOE_SOURCE}: ")
+
+
+def zoo_model(item: PreparedRun) -> str:
+    """The zoo model a bundled row ran: its scenario's model, or the zoo entry its [model] table starts from."""
+    model = item.run.scenario["model"]
+    return model if isinstance(model, str) else str(model["base"])
 
 
 def moe_fit_rows(items: Sequence[PreparedRun]) -> list[PreparedRun]:

@@ -130,6 +130,18 @@ FIELDS: tuple[Field, ...] = (
         "MoE: scale-up domains one EP group spans (1: all-to-alls on scale-up links)",
     ),
     Field("moe.imbalance", "ratio", "MoE: tokens of the busiest expert rank over the mean (moe_imbalance)"),
+    Field(
+        "moe.measured_rows",
+        "rows",
+        "MoE: bundled measured rows of this zoo model on this accelerator family in the calibration (absent: none)",
+    ),
+    Field(
+        "moe.measured_error_pct_median",
+        "%",
+        "MoE: median held-out throughput error of those rows (predicted / measured - 1; positive: too fast)",
+    ),
+    Field("moe.measured_error_pct_low", "%", "MoE: lowest held-out throughput error of those rows"),
+    Field("moe.measured_error_pct_high", "%", "MoE: highest held-out throughput error of those rows"),
     Field("goodput", "fraction", "share of wall time that trains (goodput model on)"),
     Field("reliability.job_mtbf_h", "h", "mean time between unexpected interruptions of the whole job"),
     Field("reliability.unexpected_per_day", "per day", "unexpected interruptions per day of the job"),

@@ -199,6 +199,8 @@ def table(p: Prediction) -> str:
                 else "comes from dense rows and is too narrow for this model."
             ),
         ]
+        if p.measured is not None:
+            lines.append(p.measured.note())
     if not p.model.is_moe and p.scenario.moe_imbalance != 1.0:
         lines += ["", dense_imbalance_note([p.scenario.moe_imbalance], [p.model.id])]
     if not d["fits_in_memory"]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # imported where they are used: a scenario that names a bench
     # at a given layout (the default scenario) needs none of them
     from perfmodel.inputs.mlperf import Benchmark, Score
     from perfmodel.physics.expert_exchange import ExpertExchange
+    from perfmodel.planning.measured_moe import MeasuredRows
     from perfmodel.planning.search import Block, SearchResult, Space
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
@@ -55,6 +56,9 @@ class Prediction:
     """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
     expert_exchange: ExpertExchange | None = None
     """A MoE model's token exchange as the step priced it (physics/expert_exchange.py); None for a dense model."""
+    measured: MeasuredRows | None = None
+    """How the calibration's bundled rows of this zoo model on this accelerator family read under the model
+    (planning/measured_moe.py); None for a dense model, uncalibrated, or without such rows."""
 
     @property
     def step_time_s(self) -> float:
@@ -164,6 +168,7 @@ class Prediction:
                 "ep_scaleup_domains": e.domains,
                 "imbalance": e.imbalance,
             }
+            | (self.measured.to_dict() if self.measured else {})
         }
 
     def _cost_dict(self) -> dict[str, Any]:
@@ -516,14 +521,17 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
         run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
-    exchange = None
-    if ctx.model.is_moe:  # imported here: a dense prediction does not load it
+    exchange, measured = None, None
+    if ctx.model.is_moe:  # imported here: a dense prediction does not load them
         from perfmodel.physics.expert_exchange import expert_exchange
+        from perfmodel.planning.measured_moe import measured_rows
 
         exchange = expert_exchange(ctx, layout)
-    return Prediction(
-        scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability, exchange
-    )
+        if calibrated:
+            family = ctx.hardware.accelerator.family
+            measured = measured_rows(calibration.resolve(scenario.calibration), scenario, family)
+    made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
+    return Prediction(*made, exchange, measured)
 
 
 def tokens_per_s(layout: Layout, step: StepResult) -> float:
