@@ -59,8 +59,8 @@ def test_gpt_oss_on_gb300_notes_its_blackwell_ultra_rows() -> None:
     assert table.code == 0
     note = (
         f"Note: {len(ids)} measured runs of gpt-oss-120b on Blackwell Ultra (bundled, held out of the fit) read "
-        f"median {median:+.0f}% ({min(errors):+.0f}% to {max(errors):+.0f}%) too fast under this model: "
-        "docs/moe_validation.md"
+        f"median {median:+.0f}% ({min(errors):+.0f}% to {max(errors):+.0f}%) too fast as perfmodel prices them "
+        "(each at its own recipe's settings): docs/moe_validation.md"
     )
     assert note in table.out.splitlines()
     record = json.loads(run_cli("predict", "--model", "gpt-oss-120b", "--gpu", "b300", "--format", "json").out)
@@ -82,7 +82,7 @@ def test_a_fitted_model_says_its_rows_were_left_out_and_the_sign_says_which_way(
     median = _median([r["held_out_throughput_error_pct"] for r in _fit()["priced_rows"] if r["id"] in ids])
     out = run_cli("predict", "--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--gpus", "64").out
     assert median < -0.5 and f"read median {median:+.0f}%" in out
-    assert "too slow under this model" in out
+    assert "too slow as perfmodel prices them" in out
 
 
 def test_no_note_without_rows_of_that_model_on_that_family_nor_for_a_dense_model() -> None:

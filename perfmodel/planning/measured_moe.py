@@ -1,4 +1,4 @@
-"""How the bundled MoE rows of a prediction's zoo model on its accelerator family measured under this model.
+"""How the bundled MoE rows of a prediction's zoo model on its accelerator family read as perfmodel prices them.
 
 The MoE interval (x0.87-x1.43 on a time) pools every MoE model; a model whose own rows on that GPU family read far
 off (GPT-OSS-120B on Blackwell: a cost the model lacks, docs/moe_validation.md) should say so in the prediction
@@ -54,7 +54,8 @@ class MeasuredRows:
         where = f"{runs} measured run{'s' if runs > 1 else ''} of {self.zoo_model} on {family_name(self.family)}"
         spread = f" ({min(self.errors_pct):+.0f}% to {max(self.errors_pct):+.0f}%)" if runs > 1 else ""
         read = f"read median {shown}{spread}" if runs > 1 else f"reads {shown}"
-        return f"Note: {where} (bundled, {held}) {read}{way} under this model: {DOC}"
+        priced = "as perfmodel prices them (each at its own recipe's settings)"
+        return f"Note: {where} (bundled, {held}) {read}{way} {priced}: {DOC}"
 
 
 def family_name(family: str) -> str:
