@@ -282,7 +282,7 @@ def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
     step_s = step.step_time_s
     rate = rates(lv.gbs, ctx.seq_len, n, step_s, ctx.model, scenario, ctx.hardware)
     tokens_per_s = rate.tokens_per_s
-    price = layout_free(scenario, ctx, n, calibrated=True)[0]
+    price = layout_free(scenario, ctx, n, calibrated=True).price
     figures: dict[str, Any] = {
         "step_time_s": step_s,
         "tokens_per_s": tokens_per_s,

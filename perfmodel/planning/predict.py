@@ -458,16 +458,23 @@ def for_layout(scenario: Scenario, layout: Layout) -> Scenario:
     return replaced(scenario, n_gpus=layout.n_gpus, parallelism=parallelism)
 
 
-def layout_free(
-    scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool
-) -> tuple[Price, calibration.Interval | None, goodput.Goodput | None]:
-    """The price, the time interval and the goodput of a prediction: they depend on the context, the GPU count and
-    the scenario's cost, goodput and calibration settings, not on the layout, so the context keeps them."""
+class LayoutFree(NamedTuple):
+    """What a prediction needs that depends on the context, the GPU count and the scenario's cost, goodput and
+    calibration settings, not on the layout, so the context keeps it."""
+
+    price: Price
+    interval: calibration.Interval | None
+    reliability: goodput.Goodput | None
+    measured: MeasuredRows | None
+    """How the calibration's bundled rows of this MoE zoo model on this accelerator family read (None: a dense
+    model, uncalibrated, or no such rows)."""
+
+
+def layout_free(scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool) -> LayoutFree:
+    """The price, time interval, goodput and measured MoE rows of a prediction (LayoutFree), kept by the context."""
     fitted = calibration.resolve(scenario.calibration)
     same, equal = (scenario, fitted), (n_gpus, calibrated)
-    made: tuple[Price, calibration.Interval | None, goodput.Goodput | None] | None = _repeated(
-        ctx.memo, _LAST_LAYOUT_FREE, same, equal
-    )
+    made: LayoutFree | None = _repeated(ctx.memo, _LAST_LAYOUT_FREE, same, equal)
     if made is None:
         made = _keep(ctx.memo, _LAST_LAYOUT_FREE, same, equal, _layout_free(scenario, ctx, n_gpus, calibrated, fitted))
     return made
@@ -475,7 +482,7 @@ def layout_free(
 
 def _layout_free(
     scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool, fitted: calibration.Calibration
-) -> tuple[Price, calibration.Interval | None, goodput.Goodput | None]:
+) -> LayoutFree:
     """`layout_free` itself, kept per cost, goodput and calibration settings."""
     try:
         key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput)
@@ -486,10 +493,16 @@ def _layout_free(
         return found[1]
     family = ctx.hardware.accelerator.family
     interval = fitted.interval_for(family, scenario.precision, n_gpus, ctx.model.is_moe) if calibrated else None
-    made = (
+    measured = None
+    if calibrated and ctx.model.is_moe:  # imported here: a dense prediction does not load it
+        from perfmodel.planning.measured_moe import measured_rows
+
+        measured = measured_rows(fitted, scenario, family)
+    made = LayoutFree(
         scenario_price(scenario, ctx.hardware),
         interval,
         goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus),
+        measured,
     )
     if key is not None:
         ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
@@ -507,7 +520,7 @@ def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     step = evaluate(ctx, _layout_vars_of(ctx, layout))
-    price, interval, reliability = layout_free(scenario, ctx, layout.n_gpus, calibrated)
+    price, interval, reliability, measured = layout_free(scenario, ctx, layout.n_gpus, calibrated)
     mlperf, run = None, None
     if scenario.benchmark:
         from perfmodel.inputs.mlperf import get_benchmark, score
@@ -521,15 +534,11 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
         run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
-    exchange, measured = None, None
-    if ctx.model.is_moe:  # imported here: a dense prediction does not load them
+    exchange = None
+    if ctx.model.is_moe:  # imported here: a dense prediction does not load it
         from perfmodel.physics.expert_exchange import expert_exchange
-        from perfmodel.planning.measured_moe import measured_rows
 
         exchange = expert_exchange(ctx, layout)
-        if calibrated:
-            family = ctx.hardware.accelerator.family
-            measured = measured_rows(calibration.resolve(scenario.calibration), scenario, family)
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured)
 
