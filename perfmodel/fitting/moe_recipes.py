@@ -1,6 +1,6 @@
 """The Megatron-Bridge performance recipe settings of bundled MoE rows that the model prices differently from its
-zoo entry: a row whose model, GPU and parallel layout match a sourced recipe exactly runs that recipe's dispatcher
-and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`).
+zoo entry: a row whose model, GPU, precision and parallel layout match a sourced recipe exactly runs that recipe's
+dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`).
 
 The recipes are megatron-bridge 0.6.x's per-GPU performance recipes (PyPI sdists 0.6.0 and 0.6.2, the latter
 uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08. The tables' rows of older containers ran the same layout;
