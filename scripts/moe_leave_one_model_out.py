@@ -348,7 +348,7 @@ def main(write: bool) -> int:
         kept = {k: v for k, v in document["parameters"].items() if table.stage_of(k) == "dense"}
         document["parameters"] = kept | fitted
         document["moe"] = section | {"created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-        calibration.BUNDLED.write_text(json.dumps(document, indent=1, allow_nan=False))
+        calibration.BUNDLED.write_text(calibration.dumps(document))
     return 0 if all(math.isfinite(r[6]) for r in summary) else 1
 
 

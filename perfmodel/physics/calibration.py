@@ -14,6 +14,7 @@ This module reads and checks such files; fitting one is perfmodel.fitting.calibr
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -118,8 +119,7 @@ class Calibration:
         return Interval(*fallback, FALLBACK_PROTOCOL) if fallback else None
 
     def to_json(self) -> str:
-        document = {"format": FORMAT, "parameters": self.parameters, **self.provenance}
-        return json.dumps(document, indent=1, allow_nan=False)
+        return dumps({"format": FORMAT, "parameters": self.parameters, **self.provenance})
 
     @classmethod
     def load(cls, path: str | Path, user: bool = True) -> Calibration:
@@ -262,6 +262,28 @@ def _check_values(
         low, high = bounds[name]
         if not in_range(value, low, high):
             raise PerfmodelError(f"{path}: {field}.{name} = {value!r}; allowed {low} to {high}")
+
+
+TABLES = ("rows", "held_out")
+"""The evidence section's tables: one list per row, written one row per line."""
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """A calibration document as its file's JSON: indented one space a level, the rows of the evidence section's
+    tables one per line (hundreds of rows of some twenty values: a line a row, not a line a value)."""
+    section = document.get("evidence")
+    if not isinstance(section, dict):
+        return json.dumps(document, indent=1, allow_nan=False)
+    rows: dict[str, str] = {}
+
+    def marked(table: list[Any]) -> list[str]:
+        keys = [f"\0{len(rows) + k}" for k in range(len(table))]
+        rows.update({json.dumps(k): json.dumps(r, allow_nan=False) for k, r in zip(keys, table, strict=True)})
+        return keys
+
+    tables = {name: marked(section[name]) for name in TABLES if isinstance(section.get(name), list)}
+    text = json.dumps(document | {"evidence": section | tables}, indent=1, allow_nan=False)
+    return re.sub(r'"\\u0000\d+"', lambda m: rows.get(m.group(0), m.group(0)), text)
 
 
 INTERVAL_FACTORS = (0.01, 100.0)
