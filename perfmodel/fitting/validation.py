@@ -429,9 +429,10 @@ def fit_calibration(
 ) -> Calibration:
     """Fit the efficiency parameters on `runs` (layouts fixed as predicted with the physical defaults), with
     leave-one-group-out cross-validation, the out-of-sample protocols whose residuals give prediction intervals,
-    and the provenance a calibration file carries."""
+    the provenance a calibration file carries, and the evidence a prediction compares itself with
+    (fitting/evidence.py)."""
     from perfmodel.fitting import calibrate as cal
-    from perfmodel.fitting import protocols
+    from perfmodel.fitting import evidence, protocols
 
     say = progress or (lambda _: None)
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
@@ -453,6 +454,7 @@ def fit_calibration(
     }
     built = cal.build(fitted, held_out, data)
     moe_runs = [r for r in runs if r.source.startswith(MOE_SOURCE)]
+    moe_items: list[PreparedRun] = []
     if moe_runs:
         say(f"MoE stage on the rows of every container of {len(moe_runs)} MoE runs")
         moe_items = prepare_all(moe_runs, start, unpredictable)
@@ -467,7 +469,8 @@ def fit_calibration(
             results[name] = protocols.evaluate(name, items, say)
         except PerfmodelError as exc:  # no fold in these runs (no MLPerf round to predict, say)
             say(f"{name}: skipped ({exc})")
-    return replace(built, provenance=built.provenance | protocols.provenance(results.values(), items))
+    found = protocols.provenance(results.values(), items) | {"evidence": evidence.section(items, moe_items, results)}
+    return replace(built, provenance=built.provenance | found)
 
 
 def moe_model(item: PreparedRun) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import Scenario
 from perfmodel.physics.calibration import Calibration
+from perfmodel.planning.evidence import family_name
 
 FIELD = "moe.fit.priced_rows"
 DOC = "docs/moe_validation.md"
@@ -56,11 +57,6 @@ class MeasuredRows:
         read = f"read median {shown}{spread}" if runs > 1 else f"reads {shown}"
         priced = "as perfmodel prices them (each at its own recipe's settings)"
         return f"Note: {where} (bundled, {held}) {read}{way} {priced}: {DOC}"
-
-
-def family_name(family: str) -> str:
-    """An accelerator family as prose: 'blackwell-ultra' -> 'Blackwell Ultra', 'cdna3' -> 'CDNA3'."""
-    return family.upper() if family.startswith("cdna") else family.replace("-", " ").title()
 
 
 def zoo_model(scenario: Scenario) -> str | None:
