@@ -29,7 +29,8 @@ def test_predict_on_16k_gpus_defaults_to_16m_tokens_per_step_and_prints_it() -> 
     d = json.loads(run_cli(*args, "--format", "json").out)
     assert d["parallelism"]["gbs"] * d["parallelism"]["seq_len"] == 16 * 2**20
     table = run_cli(*args).out
-    assert "16.78M tokens per step" in table.splitlines()[2] and "Warning: " not in table  # the Inputs line
+    assert "16.78M tokens per step" in table.splitlines()[2]  # the Inputs line
+    assert "beyond any published convergence data" not in table
 
 
 def test_a_batch_beyond_published_convergence_data_warns() -> None:

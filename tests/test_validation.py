@@ -91,11 +91,20 @@ def test_bundled_calibration_has_provenance() -> None:
     ],
 )
 def test_prediction_interval_names_its_protocol(scenario: dict[str, object], protocol: str) -> None:
-    from perfmodel.physics.calibration import bundled
+    """The interval is its protocol's, widened where the question goes beyond the measured runs (the searched layouts
+    here: planning/evidence.py) by the bundled powers, and only then."""
+    from perfmodel.physics.calibration import Interval, bundled
+    from perfmodel.planning import evidence
 
     base = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "fp8"}
     result = predict(checked_scenario(base | scenario)).to_dict()
     band = bundled().provenance["protocols"][protocol]["interval"]
     assert result["interval_protocol"] == protocol
-    assert result["step_time_s_low"] == pytest.approx(result["step_time_s"] * band["time_factor_low"])
-    assert result["step_time_s_high"] == pytest.approx(result["step_time_s"] * band["time_factor_high"])
+    found = result["evidence"]
+    powers = evidence.index(bundled()).widening  # type: ignore[union-attr]
+    beyond = found["beyond"].split("; ") if found["beyond"] else []
+    interval = Interval(band["time_factor_low"], band["time_factor_high"], protocol)
+    low, high, _ = evidence.widen(interval, beyond, found["ratio_to_best_measured"], powers)
+    assert (low, high) != (interval.low, interval.high) or found["widening"] == 1
+    assert result["step_time_s_low"] == pytest.approx(result["step_time_s"] * low)
+    assert result["step_time_s_high"] == pytest.approx(result["step_time_s"] * high)

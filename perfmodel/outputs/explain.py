@@ -42,6 +42,7 @@ from perfmodel.physics.workload import (
     layer_forward,
     recompute_forward,
 )
+from perfmodel.planning.evidence import Evidence
 from perfmodel.planning.predict import Prediction, context_for, layout_vars
 
 BOUNDS = ("compute", "memory bandwidth", "scale-up", "scale-out", "bubble", "overhead")
@@ -102,6 +103,8 @@ class Explanation:
     op_symbols: list[Quantity]
     experts: str = ""
     """A MoE model's expert assumptions, predict's Experts line (empty for a dense model)."""
+    evidence: Evidence | None = None
+    """How near the prediction is to the calibration's measured runs (planning/evidence.py), None without them."""
 
     @property
     def dominant(self) -> str:
@@ -628,5 +631,14 @@ def explain(p: Prediction) -> Explanation:
     assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])
     experts = experts_text(p) if p.model.is_moe else ""
     return Explanation(
-        title, p.layout.describe(), p.step_time_s, parts, bounds, rows, op_formulas, _op_symbols(ctx), experts
+        title,
+        p.layout.describe(),
+        p.step_time_s,
+        parts,
+        bounds,
+        rows,
+        op_formulas,
+        _op_symbols(ctx),
+        experts,
+        p.evidence,
     )

@@ -53,6 +53,8 @@ def text(e: Explanation, ops: bool = True) -> str:
     ]
     for index, part in enumerate(e.parts, start=1):
         lines += ["", *_part_text(index, part, e.step_time_s)]
+    if e.evidence is not None:
+        lines += ["", "How near the measured runs the calibration saw:", *(f"  {x}" for x in e.evidence.lines())]
     if ops:
         lines += ["", *_ops_text(e)]
     return "\n".join(lines)
@@ -119,6 +121,7 @@ def latex(e: Explanation) -> str:
             rf"&= {formula_text(part.formula, values, latex=True)} = {_latex_number(part.value)}\,\mathrm{{s}} \\[1ex]",
         ]
     lines[-1] = lines[-1].removesuffix(r" \\[1ex]")
+    lines += [f"% evidence: {latex_text(x)}" for x in (e.evidence.lines() if e.evidence else [])]
     lines += [r"\end{align*}", "", r"\begin{align*}"]
     ops = [rf"t_{{\text{{{name}}}}} &= {formula_text(f, latex=True)}" for name, f in e.op_formulas.items()]
     lines += [" \\\\\n".join(ops), r"\end{align*}"]
@@ -177,5 +180,6 @@ def to_json(e: Explanation) -> str:
         },
         "operation_constants": [quantity(q) for q in e.op_symbols],
         "operations": [vars(r) for r in e.ops],
+        **({"evidence": e.evidence.to_dict() | {"lines": e.evidence.lines()}} if e.evidence else {}),
     }
     return json.dumps(document, indent=2, allow_nan=False)

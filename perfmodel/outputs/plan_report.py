@@ -43,6 +43,25 @@ def _layout_words(dims: dict[str, Any], batch: bool = True) -> str:
     return f"{text} recompute-{recompute}" + (f" (first {layers} layers)" if layers else "")
 
 
+BEYOND = " *"
+"""The mark of a row beyond the measured runs the calibration saw (planning/evidence.py)."""
+
+
+def _marked(p: Prediction) -> str:
+    return BEYOND if p.evidence is not None and p.evidence.beyond else ""
+
+
+def beyond_note(predictions: list[Prediction]) -> list[str]:
+    """The footnote of the rows marked beyond the measured runs: on which axes, and where to read more."""
+    axes = dict.fromkeys(a for p in predictions if p.evidence is not None for a in p.evidence.beyond)
+    if not axes:
+        return []
+    return [
+        f"{BEYOND.strip()} beyond the measured runs the calibration saw ({', '.join(axes)}): its 80% interval is "
+        "widened where that widens it; perfmodel predict with the row's settings says how."
+    ]
+
+
 def _run_cells(p: Prediction) -> list[str]:
     d = p.to_dict()
     if p.run is None:
@@ -94,7 +113,8 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
             "Pareto front (no other layout is faster, cheaper and on fewer GPUs at once):",
             _search_rows(report.pareto, best, True, found.objective),
         ]
-    return "\n".join(lines)
+    note = beyond_note([*report.results, *(report.pareto if with_pareto else [])])
+    return "\n".join(lines + (["", *note] if note else []))
 
 
 def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, objective: str) -> str:
@@ -107,7 +127,7 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
             [str(i)]
             + ([f"{p.layout.n_gpus:,}"] if many else [])
             + [
-                layout_label(p),
+                layout_label(p) + _marked(p),
                 str(p.layout.mbs),
                 f"{p.layout.gbs:,}",
                 p.layout.recompute,
@@ -160,7 +180,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 p.hardware.system.id,
                 PRECISION_LABEL[p.scenario.precision],
                 f"{p.layout.n_gpus:,}",
-                full_layout(p),
+                full_layout(p) + _marked(p),
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
@@ -187,7 +207,8 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
-    return "\n".join([f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note])
+    lines = [f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note]
+    return "\n".join(lines + beyond_note(predictions))
 
 
 def _goodput_cell(record: dict[str, Any]) -> str:
@@ -323,7 +344,7 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                full_layout(p),
+                full_layout(p) + _marked(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
@@ -354,6 +375,8 @@ def goal_table(report: Any) -> str:
     else:
         lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
         lines.append(f"Fastest:  {_summary(fastest)}")
+    planned = [c.prediction for c in report.plans if c.prediction is not None]
+    notes += beyond_note(planned)
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
 

@@ -126,8 +126,10 @@ def table(p: Prediction) -> str:
     lines += [f"Inputs: {inputs_line(p)}", ""]
     band = "step_time_s_low" in d
 
+    widened = ", widened (below)" if p.evidence is not None and p.evidence.widened_by else ""
+
     def interval(key: str, show: Any) -> str:
-        source = f", {d['interval_protocol']} residuals" if band else ""
+        source = f", {d['interval_protocol']} residuals{widened}" if band else ""
         return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}{source})" if band else ""
 
     rows = [
@@ -201,6 +203,8 @@ def table(p: Prediction) -> str:
         ]
         if p.measured is not None:
             lines.append(p.measured.note())
+    if p.evidence is not None:
+        lines += ["", p.evidence.note(), *p.evidence.warning()]
     if not p.model.is_moe and p.scenario.moe_imbalance != 1.0:
         lines += ["", dense_imbalance_note([p.scenario.moe_imbalance], [p.model.id])]
     if not d["fits_in_memory"]:

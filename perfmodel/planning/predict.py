@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # imported where they are used: a scenario that names a bench
     # at a given layout (the default scenario) needs none of them
     from perfmodel.inputs.mlperf import Benchmark, Score
     from perfmodel.physics.expert_exchange import ExpertExchange
+    from perfmodel.planning.evidence import Evidence, Ground
     from perfmodel.planning.measured_moe import MeasuredRows
     from perfmodel.planning.search import Block, SearchResult, Space
 
@@ -51,7 +52,8 @@ class Prediction:
     mlperf: Score | None = None
     interval: calibration.Interval | None = None
     """Factors on a predicted time bounding the measured one with 80% probability, from the calibration's held-out
-    residuals of the out-of-sample protocol matching this question, and that protocol; None when uncalibrated."""
+    residuals of the out-of-sample protocol matching this question, and that protocol, widened where the question
+    goes beyond the measured runs (`evidence`); None when uncalibrated."""
     goodput: goodput.Goodput | None = None
     """Failures, checkpoints and restarts (planning/goodput.py), or None with the goodput model off."""
     expert_exchange: ExpertExchange | None = None
@@ -59,6 +61,9 @@ class Prediction:
     measured: MeasuredRows | None = None
     """How the calibration's bundled rows of this zoo model on this accelerator family read under the model
     (planning/measured_moe.py); None for a dense model, uncalibrated, or without such rows."""
+    evidence: Evidence | None = None
+    """How near the question is to the measured runs the calibration saw, and how its interval was widened beyond
+    them (planning/evidence.py); None uncalibrated or with a calibration file that records none."""
 
     @property
     def step_time_s(self) -> float:
@@ -145,6 +150,7 @@ class Prediction:
             "pue": self.scenario.cost.pue,
             "layouts_searched": self.layouts_searched,
             **self._interval_dict(),
+            **({"evidence": self.evidence.to_dict()} if self.evidence else {}),
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN}
             | ({"ep_comm_exposed_s": float(st.ep_comm_exposed_s)} if self.model.is_moe else {}),
@@ -468,10 +474,14 @@ class LayoutFree(NamedTuple):
     measured: MeasuredRows | None
     """How the calibration's bundled rows of this MoE zoo model on this accelerator family read (None: a dense
     model, uncalibrated, or no such rows)."""
+    ground: Ground | None
+    """What the calibration's measured runs say of the question before its layout is known (None: uncalibrated, no
+    interval, or a calibration file without evidence)."""
 
 
 def layout_free(scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool) -> LayoutFree:
-    """The price, time interval, goodput and measured MoE rows of a prediction (LayoutFree), kept by the context."""
+    """The price, time interval, goodput, measured MoE rows and measured ground of a prediction (LayoutFree), kept by
+    the context."""
     fitted = calibration.resolve(scenario.calibration)
     same, equal = (scenario, fitted), (n_gpus, calibrated)
     made: LayoutFree | None = _repeated(ctx.memo, _LAST_LAYOUT_FREE, same, equal)
@@ -503,10 +513,23 @@ def _layout_free(
         interval,
         goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus),
         measured,
+        _ground(fitted, scenario, ctx, n_gpus) if interval else None,
     )
     if key is not None:
         ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
     return made
+
+
+def _ground(fitted: calibration.Calibration, scenario: Scenario, ctx: Context, n_gpus: int) -> Ground | None:
+    """The question's measured ground in the calibration's evidence (planning/evidence.py), None without it."""
+    from perfmodel.planning import evidence
+
+    found = evidence.index(fitted)
+    if found is None:
+        return None
+    md, fmt = ctx.model, calibration.number_format(scenario.precision)
+    lora = scenario.lora_rank > 0
+    return evidence.ground(found, md.id, md.params / 1e9, md.is_moe, lora, ctx.hardware.accelerator.family, fmt, n_gpus)
 
 
 def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
@@ -520,7 +543,14 @@ def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     step = evaluate(ctx, _layout_vars_of(ctx, layout))
-    price, interval, reliability, measured = layout_free(scenario, ctx, layout.n_gpus, calibrated)
+    price, interval, reliability, measured, ground = layout_free(scenario, ctx, layout.n_gpus, calibrated)
+    evidence = None
+    if ground is not None and interval is not None:
+        flops = ctx.memo.get(("model flops per token", layout.seq_len))
+        if flops is None:
+            flops = ctx.memo["model flops per token", layout.seq_len] = ctx.model.model_flops_per_token(layout.seq_len)
+        evidence = ground.at(layout, tokens_per_s(layout, step) / layout.n_gpus * flops / 1e12, interval)
+        interval = evidence.interval
     mlperf, run = None, None
     if scenario.benchmark:
         from perfmodel.inputs.mlperf import get_benchmark, score
@@ -540,7 +570,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
 
         exchange = expert_exchange(ctx, layout)
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
-    return Prediction(*made, exchange, measured)
+    return Prediction(*made, exchange, measured, evidence)
 
 
 def tokens_per_s(layout: Layout, step: StepResult) -> float:
