@@ -14,6 +14,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+
+
+def median_us(fn: Callable[[], object], repeat: int) -> float:
+    """Median time of `repeat` calls of `fn`, in microseconds."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1e6
 
 
 def in_process(repeat: int) -> dict[str, float]:
@@ -29,23 +40,15 @@ def in_process(repeat: int) -> dict[str, float]:
     for _ in range(COMPILE_AFTER):  # a context priced this often runs its compiled step: time that, whatever --repeat
         evaluate(ctx, lv)
 
-    def median_us(fn) -> float:
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples) * 1e6
-
     def first_of_its_shard() -> None:
         ctx.memo.clear()  # what a layout pays when no layout with its TP, CP, MBS, EP and ETP was priced before
         ctx.shards.clear()
         evaluate(ctx, lv)
 
     return {
-        "step model (evaluate), us": median_us(lambda: evaluate(ctx, lv)),
-        "evaluate, context memo cleared first, us": median_us(first_of_its_shard),
-        "predict() incl. layout check and run cost, us": median_us(lambda: predict(scenario)),
+        "step model (evaluate), us": median_us(lambda: evaluate(ctx, lv), repeat),
+        "evaluate, context memo cleared first, us": median_us(first_of_its_shard, repeat),
+        "predict() incl. layout check and run cost, us": median_us(lambda: predict(scenario), repeat),
     }
 
 
