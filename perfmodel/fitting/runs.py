@@ -241,8 +241,9 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
 HARDWARE = {
     "H100-SXM5-80GB": "h100-sxm", "H100-80GB": "h100-sxm", "H200-SXM5-141GB": "h200-sxm",
     "A100-SXM4-80GB": "a100-sxm-80gb", "A100-80GB (1600Gbps RoCE)": "a100-sxm-80gb",
-    "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "GB300": "gb300",
-    "MI300X": "mi300x", "MI325X": "mi325x",
+    "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "B300-SXM-270GB": "b300",
+    "GB300": "gb300",
+    "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x",
 }  # fmt: skip
 MODELS = {
     "Llama3-8B": "llama3.1-8b", "Llama3.1-8B": "llama3.1-8b", "Llama3-70B": "llama3.1-70b",
@@ -272,9 +273,9 @@ NUMBER_FORMATS = {
 }  # fmt: skip
 """Number formats finer than the recipes (the `precision` protocol holds each out); the rest are bf16. FP8 without a
 qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf, current scaling ("FP8-CS") since."""
-ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06"}
-"""Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13 and
-2025-06-04)."""
+ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06", "v5.1": "2025-11"}
+"""Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13,
+2025-06-04 and 2025-11-12)."""
 COMPOSER_SOURCES = ("llm-foundry",)
 """Sources whose runs were made with MosaicML Composer (inputs/stacks.py 'composer'); the rest are Megatron."""
 OTHER_STACK = (
@@ -544,6 +545,13 @@ def _mlperf_id(row: dict[str, str]) -> str:
     return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
 
 
+MLPERF_BENCHMARKS = {
+    "gpt3": "mlperf-gpt3", "llama2_70b_lora": "mlperf-llama2-70b-lora", "llama31_405b": "mlperf-llama31-405b",
+    "llama31_8b": "mlperf-llama31-8b",
+}  # fmt: skip
+"""The benchmark ids of mlperf_training_llm.csv's `benchmark` column (mlperf-logging's names)."""
+
+
 def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str, str]]) -> MeasuredRun:
     """The row as a MeasuredRun; `spans`: round_releases of the bundled rows, for a row naming no container."""
     from perfmodel.inputs.hardware import get_accelerator
@@ -551,9 +559,7 @@ def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str
 
     if "deepspeed" in row["framework"].lower():
         raise Excluded(OTHER_STACK)
-    benchmark_id = {"gpt3": "mlperf-gpt3", "llama2_70b_lora": "mlperf-llama2-70b-lora"}.get(
-        row["benchmark"], "mlperf-llama31-405b"
-    )
+    benchmark_id = MLPERF_BENCHMARKS[row["benchmark"]]
     bench = get_benchmark(f"{benchmark_id}@{row['round']}")
     gpu = _accelerator(row["accelerator"])
     assumptions = []
