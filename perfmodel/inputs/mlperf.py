@@ -13,12 +13,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.precision import Recipe
 
 LATEST = "latest"
 
@@ -272,6 +273,16 @@ for _bench in (
     Benchmark("mlperf-gpt-oss-20b", "gpt_oss_20b", "v6.0", _GPT_OSS_20B_MLPERF, 8192, _GPT_OSS_20B_EVAL),
 ):
     BENCHMARKS.setdefault(_bench.id, {})[_bench.round] = _bench
+
+
+@cache
+def benchmark_recipe(recipe: Recipe) -> Recipe:
+    """The precision recipe as the MLPerf reference configurations run it: per-tensor FP8 with delayed scaling (the
+    scale from an amax history: NVIDIA's configs set FP8_AMAX_HISTORY / FP8_AMAX_ALGO in every round, and their v5.1
+    NVFP4 LoRA config heals to `HEALING_PRECISION=FP8_DS`, stack_notes.md), so no cast runs a separate amax pass,
+    whatever the release (efficiency.CURRENT_SCALING_RELEASE dates Megatron-Bridge's switch, not MLPerf's). Cached:
+    one object per recipe, so contexts built from it are shared."""
+    return replace(recipe, amax_passes=0) if recipe.delayed_scaling_capable else recipe
 
 
 def get_benchmark(spec: str) -> Benchmark:
