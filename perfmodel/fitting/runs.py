@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.moe_recipes import RECIPES_CONTAINER, recipe_for
+from perfmodel.fitting.scored import logged_work, result_folder
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -596,24 +597,30 @@ def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str
         "benchmark": bench.id + "@" + bench.round, "gpu": gpu, "n_gpus": int(row["n_accelerators"]),
         "precision": precision, "parallelism": {"gbs": int(row["gbs"])} | {k: v for k, v in layout.items() if v},
     }  # fmt: skip
+    samples, evaluations = scored_work(row)
     return MeasuredRun(
         f"mlperf:{_mlperf_id(row)}", f"MLPerf Training {row['round']}", scenario, "time_to_train_min",
         float(row["time_to_train_min"]), tuple(assumptions), f"{row['submitter']} {row['system']}",
         released=_mlperf_released(row), releases=releases,
         number_format=_number_format(row["precision"]) if row["precision"] else None,
-        samples=scored_samples(row),
+        samples=samples, evaluations=evaluations,
     )  # fmt: skip
 
 
-def scored_samples(row: dict[str, str]) -> float | None:
-    """The samples an MLPerf row's published score stands for: its runs' mean samples to converge, times the RCP
-    scaling factor the result summarizer applied (> 1 only for runs that converged faster than the reference
-    convergence points; mlperf_benchmarks.md, 'RCP normalisation'). A run that converged later is scored at its own
-    samples, which the RCP mean would under-count: GPT-3's FP8 rows are scored at 1.01-1.05 x the RCP mean, one
-    LoRA row at 1.86 x. The row's timed work is an input, like its layout; its time is what is predicted."""
+def scored_work(row: dict[str, str]) -> tuple[float | None, float | None]:
+    """The samples and evaluations an MLPerf row's published score stands for: those of the runs its olympic mean
+    keeps (fitting.scored, from the run logs; else the mean samples of all its runs and the round's cadence), times
+    the RCP scaling factor the result summarizer applied to their time (> 1 only for runs that converged faster than
+    the reference convergence points; mlperf_benchmarks.md, 'RCP normalisation'). A run that converged later is
+    scored at its own samples, which the RCP mean would under-count: GPT-3's FP8 rows are scored at 1.01-1.05 x the
+    RCP mean, one LoRA row at 1.86 x. The row's timed work is an input, like its layout; its time is predicted."""
+    factor = float(row["rcp_scaling_factor"] or 1.0)
+    logged = logged_work().get(result_folder(row["source"]))
+    if logged is not None:
+        return logged.samples * factor, logged.evaluations * factor
     if not row["samples_to_converge"]:
-        return None
-    return float(row["samples_to_converge"]) * float(row["rcp_scaling_factor"] or 1.0)
+        return None, None
+    return float(row["samples_to_converge"]) * factor, None
 
 
 AMD_MI300X_LORA_RECOMPUTE = "AMD's MI300X LoRA config recomputes the first 21 of 80 layers (ACG=full ACM=block ACL=21)"
