@@ -65,3 +65,21 @@ def test_mlperf_configs_run_fp8_with_delayed_scaling_in_every_release() -> None:
     mlperf = context_for(checked_scenario(flags | {"benchmark": "mlperf-llama31-8b@v5.1"}))
     plain = context_for(checked_scenario(flags | {"model": "llama3.1-8b"}))
     assert mlperf.recipe.amax_passes == 0 and plain.recipe.amax_passes == 1
+
+
+def test_mlperf_recipes_follow_their_configs() -> None:
+    """stack_notes.md: NVIDIA's Llama 3.1 405B FP4 config disables the Hadamard transform (NVTE_NVFP4_DISABLE_RHT=1);
+    NVIDIA's LoRA configs run FP8 attention (FP8_DPA=1, NVTE_FP8_DPA_BWD=1), AMD's do not (FP8_DPA=0)."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.planning.predict import context_for
+
+    def recipe(benchmark: str, gpu: str, precision: str):  # type: ignore[no-untyped-def]
+        scenario = {"benchmark": benchmark, "gpu": gpu, "n_gpus": 8, "precision": precision}
+        return context_for(checked_scenario(scenario | {"parallelism": {"gbs": 8}})).recipe
+
+    assert not recipe("mlperf-llama31-405b@v5.1", "gb300", "nvfp4").hadamard_wgrad
+    assert recipe("mlperf-llama31-8b@v5.1", "gb300", "nvfp4").hadamard_wgrad
+    assert recipe("mlperf-llama2-70b-lora@v5.1", "b200", "fp8").attention_format == "fp8"
+    assert recipe("mlperf-llama2-70b-lora@v5.1", "mi325x", "fp8").attention_format == "bf16"
+    assert recipe("mlperf-llama2-70b-lora@v5.1", "b200", "bf16").attention_format == "bf16"
+    assert recipe("mlperf-llama31-405b@v5.1", "gb200", "fp8").attention_format == "bf16"

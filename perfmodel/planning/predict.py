@@ -272,8 +272,13 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if scenario.benchmark:
         from perfmodel.inputs.mlperf import benchmark_recipe, get_benchmark
 
-        bench = get_benchmark(scenario.benchmark).id
-        recipe = benchmark_recipe(recipe)
+        benchmark = get_benchmark(scenario.benchmark)
+        bench, recipe = (
+            benchmark.id,
+            benchmark_recipe(
+                recipe, benchmark.nvfp4_hadamard, hw.accelerator.vendor in benchmark.fp8_attention_vendors
+            ),
+        )
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
