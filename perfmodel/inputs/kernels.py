@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GEMMS = "kernels_gemm.csv"
@@ -35,13 +36,19 @@ def _read(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+class FormatShare(NamedTuple):
+    ratio: float
+    """Median over the shapes measured in both of (share of the format's dense peak) / (BF16's of the BF16 peak)."""
+    part: str
+    """The hardware_specs id of the part measured."""
+
+
 @cache
-def format_shares() -> dict[tuple[str, str], float]:
+def format_shares() -> dict[tuple[str, str], FormatShare]:
     """A GEMM format's share of its dense peak over BF16's share of the BF16 peak, at the same shapes on the same
-    part, by (family, format): the median over the shapes measured in both. B300 (Blackwell Ultra) runs NVFP4 at
-    0.57 of BF16's share (4.9-5.3 PF of 13.5 PF against 1.44-1.50 of 2.25 PF: 1.7-1.9x FP8, not the datasheet's
-    3x); B200 (Blackwell) at 0.95 (5.4-5.5 PF of 9 PF at 6,144-8,192 squares): Blackwell Ultra's 1.5x FP4 peak does
-    not reach its GEMMs."""
+    part, by (family, format). B300 (Blackwell Ultra) runs NVFP4 at 0.57 of BF16's share (4.9-5.3 PF of 13.5 PF
+    against 1.44-1.50 of 2.25 PF: 1.7-1.9x FP8, not the datasheet's 3x); B200 (Blackwell) at 0.95 (5.4-5.5 PF of
+    9 PF at 6,144-8,192 squares): Blackwell Ultra's 1.5x FP4 peak does not reach its GEMMs."""
     from perfmodel.inputs.hardware import get_accelerator
 
     bf16: dict[tuple[str, ...], float] = {}
@@ -56,6 +63,8 @@ def format_shares() -> dict[tuple[str, str], float]:
         else:
             others.append((acc.family, fmt, where, share))
     ratios: dict[tuple[str, str], list[float]] = {}
+    parts: dict[tuple[str, str], str] = {}
     for family, fmt, shape, format_share in others:
         ratios.setdefault((family, fmt), []).append(format_share / bf16[shape])
-    return {key: statistics.median(values) for key, values in ratios.items()}
+        parts.setdefault((family, fmt), shape[0])
+    return {key: FormatShare(statistics.median(values), parts[key]) for key, values in ratios.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from perfmodel.inputs.hardware import Accelerator
+from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum
 from perfmodel.physics.efficiency import Efficiency
@@ -65,15 +65,19 @@ def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Nu
 
 
 def format_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
-    """A GEMM format's delivered share of its peak over BF16's on this part: measured at kernel level where the
-    bundled kernel rows hold the family and format (inputs.kernels.format_shares: Blackwell Ultra NVFP4 0.57,
-    Blackwell NVFP4 0.95), else the power assumption's ratio (`peak_power_share` of the format over BF16's)."""
+    """A GEMM format's delivered share of its peak over BF16's on this part. Where the bundled kernel rows measure
+    the family and format (inputs.kernels.format_shares: Blackwell Ultra NVFP4 0.57 of BF16's share, Blackwell NVFP4
+    0.95), the measured part's ratio; else the power assumption's (`peak_power_share` of the format over BF16's). A
+    part other than the one measured (a what-if, a sibling at another power) moves from the measured ratio as the
+    power assumption moves, so that more FLOP/s in one format never slows another's GEMMs."""
     if fmt == "bf16":
         return 1.0
+    power = peak_power_share(acc, eff, fmt) / peak_power_share(acc, eff, "bf16")
     measured = format_shares().get((acc.family, fmt)) if acc.family in MEASURED_FAMILIES else None
-    if measured is not None:
-        return measured
-    return peak_power_share(acc, eff, fmt) / peak_power_share(acc, eff, "bf16")
+    if measured is None:
+        return power
+    part = get_accelerator(measured.part)
+    return power * measured.ratio / (peak_power_share(part, eff, fmt) / peak_power_share(part, eff, "bf16"))
 
 
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
