@@ -5,9 +5,7 @@ from __future__ import annotations
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import emit
-
-CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
+from perfmodel.cli.options import CALIBRATION_HELP, emit
 
 
 @cli.command()

@@ -7,12 +7,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Command, FilePath, _degree, emit, hardware_option
+from perfmodel.cli.options import CALIBRATION_HELP, FORMATS, Command, FilePath, _degree, emit, hardware_option
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
-
-CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
 
 
 def _log_hardware(
