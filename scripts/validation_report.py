@@ -15,8 +15,8 @@ from tabulate import tabulate
 from perfmodel.fitting import evidence, protocols
 from perfmodel.fitting.calibrate import describe, interval
 from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
+from perfmodel.fitting.seed_ratios import seed_ratios
 from perfmodel.fitting.validation import Report, Row, validate
-from perfmodel.inputs.resources import data_dir
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.inputs.stacks import STACKS
 from perfmodel.outputs.report import parameter_figure
@@ -25,11 +25,6 @@ from perfmodel.planning import evidence as ev
 from perfmodel.planning.predict import predict
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-MLPERF_TARGETS = [
-    # (scenario, measured score in minutes, mlperf_training_llm.csv row)
-    ("mlperf-405b-h100-512.toml", 269.122, "v5.0 NVIDIA Eos-dfw (64x NVIDIA HGX H100)"),
-    ("mlperf-405b-gb200-512.toml", 121.757, "v5.0 NVIDIA Tyche (8x NVIDIA GB200 NVL72)"),
-]
 
 
 def _mape(rows: list) -> float:
@@ -40,25 +35,54 @@ def _pct(value: float | None) -> str:
     return "" if value is None else f"{value:+.1f}%"
 
 
-def _mlperf_section() -> list[str]:
-    rows, scores = [], []
-    for scenario, measured, source in MLPERF_TARGETS:
-        predicted = predict(load_scenario(data_dir("scenarios") / scenario)).to_dict()["time_to_train_min"]
-        scores.append((predicted, measured))
-        rows.append([source, f"{measured:.2f}", f"{predicted:.2f}", _pct((predicted / measured - 1) * 100)])
-    (h100, h100_measured), (gb200, gb200_measured) = scores
-    ratio, ratio_measured = h100 / gb200, h100_measured / gb200_measured
-    rows.append(["GB200 speed-up over H100", f"{ratio_measured:.2f}x", f"{ratio:.2f}x",
-                 _pct((ratio / ratio_measured - 1) * 100)])  # fmt: skip
+def _mlperf_section(calibration: cal.Calibration) -> list[str]:
+    result = seed_ratios(calibration)
+    runs = [
+        [r.seed.label, r.row.prepared.run.detail, f"{r.measured_min:.2f}", f"{r.predicted_min:.2f}",
+         _pct(r.row.error_pct)]
+        for r in result.runs
+    ]  # fmt: skip
+    ratios = [
+        [r.claim.name, r.claim.seed, f"{r.measured:.2f}x", f"{r.predicted:.2f}x", _pct(r.error_pct)]
+        for r in result.ratios
+    ]
     return [
-        "## MLPerf Training v5.0, Llama 3.1 405B at 512 GPUs",
+        "## MLPerf Training Llama 3.1 405B at 512 GPUs: the seed's ratios (`perfmodel ratios`)",
         "",
-        "The submitted layouts (scenarios/mlperf-405b-*-512.toml); the score is predicted at the RCP mean "
-        "convergence, with evaluations, as the result summarizer reports it.",
+        "Each result at its published layout and batch (scenarios/mlperf-405b-*-512*.toml), the work its score stands "
+        "for (the runs its olympic mean keeps, x its RCP factor) and its own release. Per dollar: the speed ratio "
+        "times the ratio of the bundled on-demand prices per GPU-hour (H100 $6.16, GB300 $13.13, an estimate).",
         "",
-        tabulate(rows, headers=["submission", "measured (min)", "predicted (min)", "error"], tablefmt="github"),
+        tabulate(runs, headers=["run", "submission", "measured (min)", "predicted (min)", "error"], tablefmt="github"),
+        "",
+        tabulate(ratios, headers=["ratio", "seed", "measured", "predicted", "error"], tablefmt="github"),
         "",
     ]
+
+
+def _forward_section(results: list[protocols.ProtocolResult]) -> list[str]:
+    """The forward protocol's folds by benchmark (or source) and accelerator: where predicting a new round misses."""
+    (forward,) = [r for r in results if r.protocol == "forward"]
+    groups: dict[tuple[str, str, str, str], list[float]] = {}
+    for row in forward.rows:
+        run = row.item.run
+        what = run.scenario.get("benchmark", run.source).split("@")[0]
+        groups.setdefault((row.fold, what, run.accelerator, run.format), []).append(row.error_pct)
+    table = [
+        [fold, what, gpu, fmt, len(errors), f"{sum(map(abs, errors)) / len(errors):.1f}%",
+         _pct(sum(errors) / len(errors))]
+        for (fold, what, gpu, fmt), errors in sorted(groups.items())
+    ]  # fmt: skip
+    return [
+        "### Forward protocol by fold, benchmark and accelerator",
+        "",
+        "Each round predicted from a fit on what was published before it (signed error on the MLPerf score: + is too "
+        "slow).",
+        "",
+        tabulate(table, headers=["fold", "benchmark", "GPU", "format", "rows", "MAPE", "mean signed error"],
+                 tablefmt="github"),
+        "",
+    ]  # fmt: skip
 
 
 def _time_error_pct(row: Row) -> float:
@@ -395,9 +419,10 @@ def main() -> None:
         f"x{band.get('time_factor_low', 1):.3f} to x{band.get('time_factor_high', 1):.3f}; from each protocol's, in "
         "the protocols table (predictions use the one matching their question).",
         "",
-        *_mlperf_section(),
+        *_mlperf_section(calibration),
         *(["![predicted vs measured](validation.png)", ""] if plotted else []),
         *_protocols_section(results),
+        *_forward_section(results),
         *_evidence_section(results),
         "## Error by group",
         "",

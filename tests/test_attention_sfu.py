@@ -68,3 +68,21 @@ def test_the_attention_factor_bound_holds_kernels_that_hide_their_exponentials()
     assert ratios["h100-sxm"] == pytest.approx(1 + 989.4 / (3.9 * 4 * 128), rel=1e-9)  # 4 x head dim per exponential
     assert max(ratios.values()) <= ATTENTION_FACTOR[1]
     assert ratios["gb200"] > 1.5  # the former bound, 1.5, could not hold GB200's
+
+
+def test_fp8_attention_backward_is_priced_at_the_bf16_rate() -> None:
+    """cuDNN SDPA, causal, head dim 128, 64/8 heads, seq 8192 (kernels attention.csv, NVIDIA/cudnn-frontend@3929da2ef4c1
+    benchmark/sdpa_benchmark_training/results, cuDNN 9.22): FP8 over BF16 forward 2,047/1,574 = 1.30x on GB200 and
+    2,897/1,856 = 1.56x on GB300, backward only 1,454/1,332 = 1.09x and 1,781/1,435 = 1.24x. The forward's MMAs run at
+    the FP8 rate; the backward's at BF16's, the nearer bound to a gain that small."""
+    from perfmodel.physics.workload import attention_backward
+
+    recipe = replace(RECIPES["fp8"], attention_format="fp8")
+    shard = Shard(get_model("llama3.1-70b"), recipe, 1, 1, 1, SEQ)
+    assert {op.fmt for op in attention_forward(shard)} == {"fp8"}
+    assert {op.fmt for op in attention_backward(shard)} == {"bf16"}
+    gb300 = get_accelerator("gb300")
+    forward_gain = attention_core_s(_forward(), gb300, DEFAULTS["blackwell-ultra"]) / attention_core_s(
+        _forward("fp8", "fp8"), gb300, DEFAULTS["blackwell-ultra"]
+    )
+    assert forward_gain == pytest.approx(2897 / 1856, rel=0.05)

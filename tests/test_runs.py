@@ -199,3 +199,43 @@ def test_only_narrows_the_excluded_rows_as_it_narrows_the_runs() -> None:
     _, mlperf = collect_runs(None, only="mlperf:")
     assert len(everything) > len(mlperf) > 0 and not moe
     assert all(e.id.startswith("mlperf:") for e in mlperf)
+
+
+def test_every_v51_row_is_priced_or_excluded_with_a_reason() -> None:
+    """mlperf_training_llm.csv holds 110 MLPerf Training v5.1 rows (63 LoRA, 39 Llama 3.1 8B, 8 Llama 3.1 405B):
+    each is a priced run or an exclusion that says why."""
+    from perfmodel.fitting.runs import ROUND_PUBLISHED, _mlperf_id, _read
+
+    rows = [r for r in _read("mlperf_training_llm.csv") if r["round"] == "v5.1"]
+    assert len(rows) == 110 and ROUND_PUBLISHED["v5.1"] == "2025-11"  # MLCommons published v5.1 on 2025-11-12
+    runs, excluded = bundled_runs()
+    priced = [r for r in runs if r.source == "MLPerf Training v5.1"]
+    left_out = [e for e in excluded if e.id.startswith("mlperf:v5.1/")]
+    assert len(priced) + len(left_out) == len(rows) and all(e.reason for e in left_out)
+    assert {f"mlperf:{_mlperf_id(r)}" for r in rows} == {r.id for r in priced} | {e.id for e in left_out}
+    benchmarks = {r.scenario["benchmark"] for r in priced}
+    assert benchmarks == {"mlperf-llama31-8b@v5.1", "mlperf-llama2-70b-lora@v5.1", "mlperf-llama31-405b@v5.1"}
+    reasons = {e.id: e.reason for e in left_out}
+    # v5.1 Nebius H200 n64/n128 (405B) repeat v5.0's logs: their notes name the v5.0 rows.
+    assert reasons["mlperf:v5.1/Nebius/nebius_h200_n64"].startswith("duplicate of v5.0/Nebius/")
+    assert "MI350X" in reasons["mlperf:v5.1/AMD/MI350X_EPYC_9575F_pytorch"]  # no datasheet in hardware_specs
+    # v5.1 NVIDIA Theia (8x GB300 NVL72), 512 GPUs, NVFP4, TP2 PP8 CP2 VP8, GBS 1152: 64.605 min.
+    (gb300,) = [
+        r
+        for r in priced
+        if r.id == "mlperf:v5.1/NVIDIA/theia_ngpu512_ngc25.09_nemo" and "405b" in r.scenario["benchmark"]
+    ]
+    assert (gb300.precision, gb300.measured, gb300.scenario["parallelism"]["tp"]) == ("nvfp4", 64.605, 2)
+
+
+def test_university_of_florida_rows_are_dated_by_their_round_and_family() -> None:
+    """University of Florida's v5.1 B200 rows run NVIDIA's NeMo recipes (their configs source b200_nemo/) but name
+    only 'PyTorch NVIDIA Release 25.09', which container_month does not read as a NeMo release (the column's PyTorch
+    names are often a template's); they are priced over the NeMo releases v5.1's Blackwell rows name: 25.09 alone."""
+    from perfmodel.fitting.runs import _read, container_month, round_releases
+
+    assert container_month("PyTorch NVIDIA Release 25.09") is None
+    spans = round_releases(_read("mlperf_training_llm.csv"))
+    assert spans[("v5.1", "blackwell")] == ("2025-09", "2025-09")
+    runs = {r.id: r for r in bundled_runs()[0]}
+    assert runs["mlperf:v5.1/University-of-Florida/hpg.dgxb200x8.n32"].releases == ("2025-09", "2025-09")

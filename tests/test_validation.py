@@ -81,13 +81,21 @@ def test_bundled_calibration_has_provenance() -> None:
     assert "llm-foundry" in calibration.provenance["data"]["sources"]  # fitted as the composer stack
 
 
+def test_a_family_without_rows_is_a_new_generation() -> None:
+    """Every bundled family has rows since MLPerf v5.1 (MI355X): a user's part of another family is predicted as a
+    new generation."""
+    from perfmodel.physics.calibration import bundled
+
+    assert bundled().protocol_for("a-new-family", "fp8", 8) == "generation"
+
+
 @pytest.mark.parametrize(
     ("scenario", "protocol"),
     [
         ({}, "forward"),  # Llama 3.1 70B on 1,024 H100 in FP8: Hopper FP8 rows reach 11,616 GPUs
-        ({"gpu": "gb300", "precision": "nvfp4", "n_gpus": 1024}, "precision"),  # no NVFP4 row on Blackwell Ultra
-        ({"gpu": "gb300", "n_gpus": 1024}, "scale"),  # Blackwell Ultra rows stop at 256 GPUs
-        ({"gpu": "mi355x", "n_gpus": 64}, "generation"),  # no CDNA4 row at all
+        ({"gpu": "gb300", "precision": "bf16", "n_gpus": 256}, "precision"),  # no BF16 row on Blackwell Ultra
+        ({"gpu": "gb300", "n_gpus": 1024}, "scale"),  # Blackwell Ultra rows stop at 512 GPUs (MLPerf v5.1)
+        ({"gpu": "mi355x", "n_gpus": 64}, "scale"),  # CDNA4's rows (MLPerf v5.1 MI355X) are 8-GPU runs
     ],
 )
 def test_prediction_interval_names_its_protocol(scenario: dict[str, object], protocol: str) -> None:

@@ -17,7 +17,8 @@ from perfmodel.errors import PerfmodelError, shown
 
 COMMANDS = {
     "calibrate": "validate", "compare": "compare", "explain": "explain", "export": "export", "hardware": "catalog",
-    "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "scenarios": "catalog",
+    "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "ratios": "ratios",
+    "scenarios": "catalog",
     "schema": "schema", "search": "search", "sensitivity": "whatif", "sweep": "sweep", "validate": "validate",
     "whatif": "whatif",
 }  # fmt: skip

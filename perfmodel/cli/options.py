@@ -81,6 +81,9 @@ class CountList(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
+
+
 def _use_hardware(ctx: click.Context, param: click.Parameter, paths: tuple[str, ...]) -> None:
     if not paths:  # the hardware module (and pydantic with it) is imported when the command needs it, not here
         return
@@ -193,9 +196,7 @@ def scenario_options(
         ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
         click.option("--benchmark", help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score."),
-        click.option(
-            "--calibration", help="Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
-        ),
+        click.option("--calibration", help=CALIBRATION_HELP),
         click.option(
             "--stack",
             type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed"]),

@@ -7,12 +7,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Command, FilePath, _degree, emit, hardware_option
+from perfmodel.cli.options import CALIBRATION_HELP, FORMATS, Command, FilePath, _degree, emit, hardware_option
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
-
-CALIBRATION_HELP = "Calibration JSON (perfmodel calibrate); 'none' for the uncalibrated defaults."
 
 
 def _log_hardware(
@@ -97,7 +95,7 @@ def validate(
 ) -> None:
     """Predict measured runs and report the error per row, per group and overall (MAPE).
 
-    With no arguments: every bundled measured row (MLPerf Training v4.0-v5.0 results, NVIDIA's Megatron-Bridge/NeMo
+    With no arguments: every bundled measured row (MLPerf Training v4.0-v5.1 results, NVIDIA's Megatron-Bridge/NeMo
     and DGX Cloud tables, the Megatron-LM papers, llm-foundry). --data adds a CSV in the documented column set;
     MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus since logs do not record the hardware.
     --protocol forward|generation|precision|scale predicts each row from a fit that never saw it (docs/validation.md).

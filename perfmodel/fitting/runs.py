@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.moe_recipes import RECIPES_CONTAINER, recipe_for
+from perfmodel.fitting.scored import logged_work, result_folder
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -241,8 +242,9 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
 HARDWARE = {
     "H100-SXM5-80GB": "h100-sxm", "H100-80GB": "h100-sxm", "H200-SXM5-141GB": "h200-sxm",
     "A100-SXM4-80GB": "a100-sxm-80gb", "A100-80GB (1600Gbps RoCE)": "a100-sxm-80gb",
-    "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "GB300": "gb300",
-    "MI300X": "mi300x", "MI325X": "mi325x",
+    "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "B300-SXM-270GB": "b300",
+    "GB300": "gb300",
+    "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x",
 }  # fmt: skip
 MODELS = {
     "Llama3-8B": "llama3.1-8b", "Llama3.1-8B": "llama3.1-8b", "Llama3-70B": "llama3.1-70b",
@@ -272,9 +274,9 @@ NUMBER_FORMATS = {
 }  # fmt: skip
 """Number formats finer than the recipes (the `precision` protocol holds each out); the rest are bf16. FP8 without a
 qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf, current scaling ("FP8-CS") since."""
-ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06"}
-"""Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13 and
-2025-06-04)."""
+ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06", "v5.1": "2025-11"}
+"""Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13,
+2025-06-04 and 2025-11-12)."""
 COMPOSER_SOURCES = ("llm-foundry",)
 """Sources whose runs were made with MosaicML Composer (inputs/stacks.py 'composer'); the rest are Megatron."""
 OTHER_STACK = (
@@ -544,6 +546,13 @@ def _mlperf_id(row: dict[str, str]) -> str:
     return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
 
 
+MLPERF_BENCHMARKS = {
+    "gpt3": "mlperf-gpt3", "llama2_70b_lora": "mlperf-llama2-70b-lora", "llama31_405b": "mlperf-llama31-405b",
+    "llama31_8b": "mlperf-llama31-8b",
+}  # fmt: skip
+"""The benchmark ids of mlperf_training_llm.csv's `benchmark` column (mlperf-logging's names)."""
+
+
 def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str, str]]) -> MeasuredRun:
     """The row as a MeasuredRun; `spans`: round_releases of the bundled rows, for a row naming no container."""
     from perfmodel.inputs.hardware import get_accelerator
@@ -551,9 +560,7 @@ def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str
 
     if "deepspeed" in row["framework"].lower():
         raise Excluded(OTHER_STACK)
-    benchmark_id = {"gpt3": "mlperf-gpt3", "llama2_70b_lora": "mlperf-llama2-70b-lora"}.get(
-        row["benchmark"], "mlperf-llama31-405b"
-    )
+    benchmark_id = MLPERF_BENCHMARKS[row["benchmark"]]
     bench = get_benchmark(f"{benchmark_id}@{row['round']}")
     gpu = _accelerator(row["accelerator"])
     assumptions = []
@@ -590,24 +597,30 @@ def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str
         "benchmark": bench.id + "@" + bench.round, "gpu": gpu, "n_gpus": int(row["n_accelerators"]),
         "precision": precision, "parallelism": {"gbs": int(row["gbs"])} | {k: v for k, v in layout.items() if v},
     }  # fmt: skip
+    samples, evaluations = scored_work(row)
     return MeasuredRun(
         f"mlperf:{_mlperf_id(row)}", f"MLPerf Training {row['round']}", scenario, "time_to_train_min",
         float(row["time_to_train_min"]), tuple(assumptions), f"{row['submitter']} {row['system']}",
         released=_mlperf_released(row), releases=releases,
         number_format=_number_format(row["precision"]) if row["precision"] else None,
-        samples=scored_samples(row),
+        samples=samples, evaluations=evaluations,
     )  # fmt: skip
 
 
-def scored_samples(row: dict[str, str]) -> float | None:
-    """The samples an MLPerf row's published score stands for: its runs' mean samples to converge, times the RCP
-    scaling factor the result summarizer applied (> 1 only for runs that converged faster than the reference
-    convergence points; mlperf_benchmarks.md, 'RCP normalisation'). A run that converged later is scored at its own
-    samples, which the RCP mean would under-count: GPT-3's FP8 rows are scored at 1.01-1.05 x the RCP mean, one
-    LoRA row at 1.86 x. The row's timed work is an input, like its layout; its time is what is predicted."""
+def scored_work(row: dict[str, str]) -> tuple[float | None, float | None]:
+    """The samples and evaluations an MLPerf row's published score stands for: those of the runs its olympic mean
+    keeps (fitting.scored, from the run logs; else the mean samples of all its runs and the round's cadence), times
+    the RCP scaling factor the result summarizer applied to their time (> 1 only for runs that converged faster than
+    the reference convergence points; mlperf_benchmarks.md, 'RCP normalisation'). A run that converged later is
+    scored at its own samples, which the RCP mean would under-count: GPT-3's FP8 rows are scored at 1.01-1.05 x the
+    RCP mean, one LoRA row at 1.86 x. The row's timed work is an input, like its layout; its time is predicted."""
+    factor = float(row["rcp_scaling_factor"] or 1.0)
+    logged = logged_work().get(result_folder(row["source"]))
+    if logged is not None:
+        return logged.samples * factor, logged.evaluations * factor
     if not row["samples_to_converge"]:
-        return None
-    return float(row["samples_to_converge"]) * float(row["rcp_scaling_factor"] or 1.0)
+        return None, None
+    return float(row["samples_to_converge"]) * factor, None
 
 
 AMD_MI300X_LORA_RECOMPUTE = "AMD's MI300X LoRA config recomputes the first 21 of 80 layers (ACG=full ACM=block ACL=21)"

@@ -13,12 +13,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.precision import Recipe
 
 LATEST = "latest"
 
@@ -61,6 +62,14 @@ class Benchmark:
     lora_rank: int = 0
     max_gbs: int | None = None
     min_gbs: int | None = None
+    nvfp4_hadamard: bool = True
+    """Whether the benchmark's NVFP4 config keeps the random Hadamard transform on the weight-gradient inputs
+    (Transformer Engine's default). NVIDIA's Llama 3.1 405B FP4 config disables it (NVTE_NVFP4_DISABLE_RHT=1,
+    stack_notes.md)."""
+    fp8_attention_vendors: tuple[str, ...] = ()
+    """Vendors whose configs of the benchmark run Transformer Engine's FP8 dot-product attention forward and
+    backward in a quantised recipe: NVIDIA's LoRA configs (FP8_DPA=1, NVTE_FP8_DPA_BWD=1; AMD's set FP8_DPA=0;
+    the 405B configs keep BF16 attention, NVTE_DPA_FP8_RECIPE="F16": stack_notes.md)."""
 
     @property
     def ruleset(self) -> str:
@@ -257,14 +266,31 @@ BENCHMARKS: dict[str, dict[str, Benchmark]] = {}
 for _bench in (
     *(Benchmark("mlperf-gpt3", "gpt3", r, "gpt3-175b", 2048, _GPT3_EVAL, rcp_tokens=True) for r in ("v4.0", "v4.1")),
     *(
-        Benchmark("mlperf-llama2-70b-lora", "llama2_70b_lora", r, "llama2-70b", 8192, _LORA_EVAL, lora_rank=16)
+        Benchmark(
+            "mlperf-llama2-70b-lora",
+            "llama2_70b_lora",
+            r,
+            "llama2-70b",
+            8192,
+            _LORA_EVAL,
+            lora_rank=16,
+            fp8_attention_vendors=("NVIDIA",),
+        )
         for r in ("v4.0", "v4.1", "v5.0", "v5.1", "v6.0")
     ),
     Benchmark(
         "mlperf-llama31-405b", "llama31_405b", "v5.0", _LLAMA_405B_MLPERF, 8192, _LLAMA_405B_EVAL_V50, max_gbs=9216
     ),
     *(
-        Benchmark("mlperf-llama31-405b", "llama31_405b", r, _LLAMA_405B_MLPERF, 8192, _LLAMA_405B_EVAL_V51)
+        Benchmark(
+            "mlperf-llama31-405b",
+            "llama31_405b",
+            r,
+            _LLAMA_405B_MLPERF,
+            8192,
+            _LLAMA_405B_EVAL_V51,
+            nvfp4_hadamard=False,
+        )
         for r in ("v5.1", "v6.0")
     ),
     *(Benchmark("mlperf-llama31-8b", "llama31_8b", r, "llama3.1-8b", 8192, _LLAMA_8B_EVAL) for r in ("v5.1", "v6.0")),
@@ -272,6 +298,22 @@ for _bench in (
     Benchmark("mlperf-gpt-oss-20b", "gpt_oss_20b", "v6.0", _GPT_OSS_20B_MLPERF, 8192, _GPT_OSS_20B_EVAL),
 ):
     BENCHMARKS.setdefault(_bench.id, {})[_bench.round] = _bench
+
+
+@cache
+def benchmark_recipe(recipe: Recipe, nvfp4_hadamard: bool = True, fp8_attention: bool = False) -> Recipe:
+    """The precision recipe as the MLPerf reference configurations run it: per-tensor FP8 with delayed scaling (the
+    scale from an amax history: NVIDIA's configs set FP8_AMAX_HISTORY / FP8_AMAX_ALGO in every round, and their v5.1
+    NVFP4 LoRA config heals to `HEALING_PRECISION=FP8_DS`, stack_notes.md), so no cast runs a separate amax pass,
+    whatever the release (efficiency.CURRENT_SCALING_RELEASE dates Megatron-Bridge's switch, not MLPerf's); NVFP4
+    without the Hadamard transform where the benchmark's config disables it (`Benchmark.nvfp4_hadamard`); with FP8
+    attention where the config sets it (`Benchmark.fp8_attention_vendors`). Cached: one object per recipe and
+    setting, so contexts built from it are shared."""
+    if recipe.delayed_scaling_capable:
+        recipe = replace(recipe, amax_passes=0)
+    if not nvfp4_hadamard and recipe.hadamard_wgrad:
+        recipe = replace(recipe, hadamard_wgrad=False)
+    return replace(recipe, attention_format="fp8") if fp8_attention and recipe.quantised else recipe
 
 
 def get_benchmark(spec: str) -> Benchmark:

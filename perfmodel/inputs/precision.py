@@ -49,9 +49,10 @@ class Recipe:
     """Transformer Engine's userbuffers overlap of TP collectives with the GEMMs. Off, only Megatron's async TP
     remains: the backward's input all-gathers and dgrad reduce-scatters hide behind the weight-gradient GEMMs."""
     attention_format: str = "bf16"
-    """Tensor-core input format of flash attention's QK^T and PV multiplies: 'fp8' where the run sets Transformer
-    Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1); the softmax
-    exponentials run on the SFU either way."""
+    """Tensor-core input format of flash attention's forward QK^T and PV multiplies: 'fp8' where the run sets
+    Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1); the
+    softmax exponentials run on the SFU either way, and the backward is priced at BF16's rate
+    (workload.attention_backward)."""
 
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead

@@ -128,6 +128,7 @@ class _SymbolicAccelerator:
         self.sfu_texp_per_s = None if acc.sfu_texp_per_s is None else _Figure(S("R_exp") / 1e12)
         self.power_reference = None  # P_fmt stands for the peak delivered at the sustained clock (clock_share)
         self.power_w = self.bf16_tflops = _Figure(1.0)  # eta_fmt holds the power share (compute.gemm_share)
+        self.family = ""  # and the format's measured share (compute.format_share)
 
     def peak_flops(self, fmt: str) -> sympy.Symbol:
         return S(f"P_{fmt}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from perfmodel.inputs.hardware import Accelerator
+from perfmodel.inputs.hardware import Accelerator, get_accelerator
+from perfmodel.inputs.kernels import MEASURED_FAMILIES, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.workload import Op
@@ -63,11 +64,28 @@ def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Nu
     return (w_per_tflops / PEAK_POWER_CENTRE_W_PER_TFLOPS) ** eff.peak_power_exponent
 
 
+def format_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
+    """A GEMM format's delivered share of its peak over BF16's on this part. Where the bundled kernel rows measure
+    the family and format (inputs.kernels.format_shares: Blackwell Ultra NVFP4 0.57 of BF16's share, Blackwell NVFP4
+    0.95), the measured part's ratio; else the power assumption's (`peak_power_share` of the format over BF16's). A
+    part other than the one measured (a what-if, a sibling at another power) moves from the measured ratio as the
+    power assumption moves, so that more FLOP/s in one format never slows another's GEMMs."""
+    if fmt == "bf16":
+        return 1.0
+    power = peak_power_share(acc, eff, fmt) / peak_power_share(acc, eff, "bf16")
+    measured = format_shares().get((acc.family, fmt)) if acc.family in MEASURED_FAMILIES else None
+    if measured is None:
+        return power
+    part = get_accelerator(measured.part)
+    return power * measured.ratio / (peak_power_share(part, eff, fmt) / peak_power_share(part, eff, "bf16"))
+
+
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part: its
-    vendor library's fitted share times the part's power share. Attention is not scaled: its kernel shares are
-    per-family measurements (efficiency.DEFAULTS), taken on the part itself."""
-    return eff.gemm(fmt) * peak_power_share(acc, eff, fmt)
+    vendor library's fitted share times the part's power share and the format's share over BF16's
+    (`format_share`). Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
+    taken on the part itself."""
+    return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
 
 
 def wave_efficiency(m: Number, n: Number, sms: float) -> Number:

@@ -262,9 +262,12 @@ def attention_forward(sh: Shard) -> list[Op]:
 
 
 def attention_backward(sh: Shard) -> list[Op]:
+    """The backward at BF16's tensor-core rate whatever the attention format: cuDNN's FP8 backward gains 1.09-1.26x
+    on Blackwell and loses on H200 (kernels/README.md), against the 1.3-1.5x its MMAs at the FP8 rate would give,
+    while its forward gains the 1.30-1.56x the model prices (GB200, GB300); BF16 is the nearer bound."""
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, fwd.fmt, fwd.m, 0, fwd.exps)
+        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps)
         for fwd in attention_forward(sh)
     ]
 

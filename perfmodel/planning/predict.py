@@ -274,13 +274,19 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if last is not None:
         return last
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
-    if scenario.lora_rank:
-        recipe = frozen_base_recipe(recipe)
     bench = None
     if scenario.benchmark:
-        from perfmodel.inputs.mlperf import get_benchmark
+        from perfmodel.inputs.mlperf import benchmark_recipe, get_benchmark
 
-        bench = get_benchmark(scenario.benchmark).id
+        benchmark = get_benchmark(scenario.benchmark)
+        bench, recipe = (
+            benchmark.id,
+            benchmark_recipe(
+                recipe, benchmark.nvfp4_hadamard, hw.accelerator.vendor in benchmark.fp8_attention_vendors
+            ),
+        )
+    if scenario.lora_rank:
+        recipe = frozen_base_recipe(recipe)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)

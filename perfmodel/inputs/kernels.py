@@ -1,0 +1,70 @@
+"""Measured kernels the model reads its per-format GEMM shares from, rather than fitting them to training rows.
+
+perfmodel/data/kernels_gemm.csv holds rows of ../shared/data/kernels/gemm.csv (every column kept: `source` and
+`locator` name the repository, commit, file and line each number was read from): GEMMs in several formats at the
+same shapes on the same part. TransformerEngine's gemm_profiling of a 5B layer on B300 (M = 15,872 tokens; the
+per-layer Fprop, Dgrad and Wgrad sums with pre-quantised inputs: kernel time only) and torchao PR 2427's B200 sweep
+of BF16 against NVFP4 (squares of 4,096 to 8,192).
+
+The mechanism is a ratio of two measurements on one part (a format's share of its peak over BF16's), so that what
+the part's datasheet and the fitted efficiencies already carry (its BF16 GEMM share of peak, its clock) is not
+counted twice. A family or format without rows keeps the model's assumption (compute.peak_power_share). Issue 27
+extends this file to every kernel class (attention, collectives, elementwise) with the same columns.
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+GEMMS = "kernels_gemm.csv"
+PARTS = {"B200": "b200", "B300": "b300"}
+"""The rows' `gpu` names, as hardware_specs ids."""
+MEASURED_FAMILIES = frozenset(("blackwell", "blackwell-ultra"))
+"""The families of PARTS (a test holds them equal): a prediction on another family never reads the file."""
+GEMM_FORMATS = {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
+"""A row's number format as the tensor-core input format whose dense peak it runs at (precision.Recipe.gemm_format)."""
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    import csv  # only a prediction on a measured family reads the rows
+
+    with (DATA / name).open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+class FormatShare(NamedTuple):
+    ratio: float
+    """Median over the shapes measured in both of (share of the format's dense peak) / (BF16's of the BF16 peak)."""
+    part: str
+    """The hardware_specs id of the part measured."""
+
+
+@cache
+def format_shares() -> dict[tuple[str, str], FormatShare]:
+    """A GEMM format's share of its dense peak over BF16's share of the BF16 peak, at the same shapes on the same
+    part, by (family, format). B300 (Blackwell Ultra) runs NVFP4 at 0.57 of BF16's share (4.9-5.3 PF of 13.5 PF
+    against 1.44-1.50 of 2.25 PF: 1.7-1.9x FP8, not the datasheet's 3x); B200 (Blackwell) at 0.95 (5.4-5.5 PF of
+    9 PF at 6,144-8,192 squares): Blackwell Ultra's 1.5x FP4 peak does not reach its GEMMs."""
+    from perfmodel.inputs.hardware import get_accelerator
+
+    bf16: dict[tuple[str, ...], float] = {}
+    others: list[tuple[str, str, tuple[str, ...], float]] = []
+    for row in _read(GEMMS):
+        acc = get_accelerator(PARTS[row["gpu"]])
+        fmt = GEMM_FORMATS[row["precision"]]
+        where = (acc.id, row["op"], row["m"], row["n"], row["k"])
+        share = float(row["tflops"]) * 1e12 / acc.peak_flops(fmt)
+        if fmt == "bf16":
+            bf16[where] = share
+        else:
+            others.append((acc.family, fmt, where, share))
+    ratios: dict[tuple[str, str], list[float]] = {}
+    parts: dict[tuple[str, str], str] = {}
+    for family, fmt, shape, format_share in others:
+        ratios.setdefault((family, fmt), []).append(format_share / bf16[shape])
+        parts.setdefault((family, fmt), shape[0])
+    return {key: FormatShare(statistics.median(values), parts[key]) for key, values in ratios.items()}
