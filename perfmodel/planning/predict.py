@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
@@ -268,6 +269,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if last is not None:
         return last
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
+    recipe = era_recipe(recipe, missing_features(scenario.stack, scenario.vintage))
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
     bench = None
@@ -277,7 +279,8 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         bench = get_benchmark(scenario.benchmark).id
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
-    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
+    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack,
+               scenario.vintage)  # fmt: skip
     try:
         key = (*map(id, parts), *numbers)
         found = _CONTEXTS.get(key)
@@ -406,7 +409,7 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     layout = given_full_layout(scenario)
     if layout is not None:
         if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
-            check(layout, ctx.model, n)
+            check(layout, ctx.model, n, ctx.rules)
             ctx.memo["valid layout", layout, n] = True
         return layout, 1
 
