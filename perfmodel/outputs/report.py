@@ -178,6 +178,8 @@ def table(p: Prediction) -> str:
         ]
     if p.goodput is not None:
         rows += goodput_rows(p)
+    if p.losses is not None:
+        rows += loss_rows(p)
     lines.append(columns.table(rows))
     step = d["step_time_s"]
     parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
@@ -274,6 +276,21 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
         f"{_energy(d['energy_kwh_with_failures'])}"
     )
     return [*rows, ["With failures", summary]]
+
+
+def loss_rows(p: Prediction) -> list[list[str]]:
+    """One line per real-world loss (planning/losses.py), then the run with all of them."""
+    lost, run = p.losses, p.run_with_losses
+    assert lost is not None and run is not None
+    base = lost.run.gpu_hours
+    rows = [
+        [f"Loss: {loss.name}", f"{loss.gpu_hours:,.0f} GPU-h (+{loss.gpu_hours / base:.1%}): {loss.detail}"]
+        for loss in lost.items
+    ]
+    summary = f"{_duration(run.time_s)}, {run.gpu_hours:,.0f} GPU-hours (+{lost.gpu_hours / base:.1%})"
+    if run.cost_usd is not None:
+        summary += f", {_usd(run.cost_usd)}"
+    return [*rows, ["With losses", f"{summary}, {_energy(run.energy_kwh)}"]]
 
 
 def to_json(records: Any) -> str:
