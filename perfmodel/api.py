@@ -49,7 +49,7 @@ class WorkloadOptions(TypedDict, total=False):
     tokens: float
     benchmark: str
     calibration: str
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed"]
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]
     vintage: str
     usd_per_gpu_hour: float
     pue: float

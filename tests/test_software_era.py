@@ -99,3 +99,13 @@ def test_a_2022_release_needs_more_memory_and_time_for_the_same_layout() -> None
 def test_without_a_vintage_nothing_changes() -> None:
     today = json.loads(run_cli("predict", "--format", "json").out)
     assert today["parallelism"]["vp"] == 5  # the default scenario's interleaved layout still runs
+
+
+def test_megatron_deepspeed_runs_megatrons_kernels_of_its_release_in_deepspeeds_pipeline() -> None:
+    # BLOOM's stack (campaigns.md section 12): no interleaving, ZeRO-1 with PP, and Megatron-LM's release trend.
+    layouts = _search(**BLOOM, stack="megatron-deepspeed", vintage="2022-03")
+    assert layouts and all(lo["vp"] == 1 and (lo["pp"] == 1 or lo["zero"] < 2) for lo in layouts)
+    layout = {"tp": 4, "pp": 12, "cp": 1, "vp": 1, "mbs": 1, "recompute": "full", "zero": 1, "seq_len": 2048}
+    old = {stack: perfmodel.predict(**BLOOM, **layout, stack=stack, vintage="2022-03").step_time_s
+           for stack in ("deepspeed", "megatron-deepspeed")}  # fmt: skip
+    assert old["megatron-deepspeed"] > old["deepspeed"]  # Megatron's fitted trend prices its 2022 kernels

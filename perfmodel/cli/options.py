@@ -198,7 +198,7 @@ def scenario_options(
         ),
         click.option(
             "--stack",
-            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed"]),
+            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]),
             help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's.",
         ),
         click.option(

@@ -74,26 +74,32 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "interleaved_pipeline",
         "interleaved 1F1B pipeline schedule (VP > 1)",
-        {"megatron": "2021-04", "deepspeed": None, "composer": None, "torchtitan": "2024-07"},
+        {
+            "megatron": "2021-04",
+            "deepspeed": None,
+            "megatron-deepspeed": None,
+            "composer": None,
+            "torchtitan": "2024-07",
+        },
         f"{_NARAYANAN} introduced the interleaved schedule; {_DEEPSPEED_PIPE}; {_COMPOSER_FSDP}; {_TORCHTITAN}",
     ),
     Feature(
         "sequence_parallel",
         "sequence parallelism with TP (norms and dropouts sharded over the TP ranks)",
-        {"megatron": "2022-05", "deepspeed": None},
+        {"megatron": "2022-05", "deepspeed": None, "megatron-deepspeed": None},
         f"{_KORTHIKANTI}; Megatron-DeepSpeed's pipeline runs of 2022 ran TP without it ({_DEEPSPEED_PIPE})",
     ),
     Feature(
         "selective_recompute",
         "selective activation recomputation",
-        {"megatron": "2022-05", "deepspeed": None, "composer": None},
+        {"megatron": "2022-05", "deepspeed": None, "megatron-deepspeed": None, "composer": None},
         f"{_KORTHIKANTI}; DeepSpeed and Composer checkpoint whole layers only (inputs/stacks.py, their plausible "
         "recompute settings)",
     ),
     Feature(
         "flash_attention",
         "FlashAttention (fused attention that never writes the scores to HBM)",
-        {"megatron": "2022-05", "deepspeed": "2022-05", "composer": "2022-05", "torchtitan": "2022-05"},
+        {stack: "2022-05" for stack in ("megatron", "deepspeed", "megatron-deepspeed", "composer", "torchtitan")},
         "Dao et al. 2022, 'FlashAttention' (arXiv 2205.14135, May 2022); LLaMA's xformers attention of 2022-12 uses "
         "its backward (Touvron et al. 2023, arXiv 2302.13971, section 2.4); BLOOM (2022-03) trained before it "
         "(whole_runs.csv: '2022 kernels: no flash attention')",
@@ -115,7 +121,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "sharded_pipeline",
         "ZeRO-2 or ZeRO-3 with pipeline parallelism",
-        {"deepspeed": None},
+        {"deepspeed": None, "megatron-deepspeed": None},
         _DEEPSPEED_PIPE,
     ),
     Feature(
@@ -127,14 +133,20 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "context_parallel",
         "context parallelism (CP > 1)",
-        {"megatron": "2024-03", "deepspeed": None, "composer": None, "torchtitan": "2024-07"},
+        {
+            "megatron": "2024-03",
+            "deepspeed": None,
+            "megatron-deepspeed": None,
+            "composer": None,
+            "torchtitan": "2024-07",
+        },
         "whole_runs_sources.md: NVIDIA NeMo's long-sequence table, container 24.03.01, the first release in the data "
         f"notes with CP; DeepSpeed and Composer have no ring-attention CP; {_TORCHTITAN}",
     ),
     Feature(
         "tp_comm_overlap",
         "TP communication overlap (Transformer Engine userbuffers)",
-        {"megatron": "2023-08", "deepspeed": None},
+        {"megatron": "2023-08", "deepspeed": None, "megatron-deepspeed": None},
         "Transformer Engine's userbuffers overlap in Megatron (NeMo 23.08, recalled); DeepSpeed has none "
         "(inputs/stacks.py)",
     ),

@@ -159,7 +159,7 @@ class Scenario:
     cost: Cost = Cost()
     goodput: Goodput = Goodput()
     losses: Losses = Losses()
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed"] = "megatron"
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
