@@ -416,6 +416,26 @@ def protocol_table(result: Any) -> str:
     ])  # fmt: skip
 
 
+def whole_runs_table(result: Any) -> str:
+    """The whole-runs protocol for people: each published run predicted by a loss fit that never saw it."""
+    from tabulate import tabulate
+
+    record = result.to_dict()
+    rows = [
+        [r["id"], r["detail"][:28], r["basis"], f"{r['measured']:,.0f}", f"{r['predicted']:,.0f}",
+         f"{r['error_pct']:+.1f}%", f"{r['held_out_straggler_share']:.3f}", r["layout"]]
+        for r in record["rows"]
+    ]  # fmt: skip
+    headers = ["run", "source", "basis", "GPU-h published", "GPU-h predicted", "error", "straggler share", "layout"]
+    return "\n".join([
+        tabulate(rows, headers=headers, disable_numparse=True), "",
+        f"Protocol {record['protocol']} ({record['definition']}): MAPE {record['mape_pct']:.1f}%, mean error "
+        f"{record['mean_error_pct']:+.1f}% over {len(rows)} runs (in sample: {record['in_sample_mape_pct']:.1f}%, "
+        f"{record['in_sample_mean_error_pct']:+.1f}% at a straggler share of {record['straggler_share']:.3f}).",
+        record["not_identified"],
+    ])  # fmt: skip
+
+
 def parameter_figure(value: float) -> str:
     """A parameter value: three decimals, or three significant figures for the small ones (seconds per expert)."""
     return f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.3g}"
