@@ -109,3 +109,23 @@ def test_megatron_deepspeed_runs_megatrons_kernels_of_its_release_in_deepspeeds_
     old = {stack: perfmodel.predict(**BLOOM, **layout, stack=stack, vintage="2022-03").step_time_s
            for stack in ("deepspeed", "megatron-deepspeed")}  # fmt: skip
     assert old["megatron-deepspeed"] > old["deepspeed"]  # Megatron's fitted trend prices its 2022 kernels
+
+
+def test_the_fused_kernel_trend_does_not_reprice_kernels_written_as_their_release_ran_them() -> None:
+    # The unfused softmax is already the 2022 kernel: the trend of fewer fused passes in older releases (fitted on
+    # today's op list) must not scale it again.
+    from dataclasses import replace
+
+    from perfmodel.inputs.hardware import get_accelerator
+    from perfmodel.physics.compute import op_time
+    from perfmodel.physics.efficiency import DEFAULTS
+
+    model = perfmodel.load_scenario(model="bloom-176b").model_spec()
+    unfused = era_recipe(RECIPES["bf16"], missing_features("megatron-deepspeed", "2022-03"))
+    softmax = next(op for op in attention_forward(Shard(model, unfused, 4, 1, 1, 2048)) if op.kind == "memory")
+    assert softmax.as_released
+    acc, eff = get_accelerator("a100-sxm-80gb"), DEFAULTS["ampere"]
+    older = replace(eff, fusion_gain_per_year=1.3, vintage_years=4.0)
+    assert op_time(softmax, acc, older) == pytest.approx(op_time(softmax, acc, eff))
+    norm = softmax._replace(as_released=False)
+    assert op_time(norm, acc, older) > op_time(norm, acc, eff)

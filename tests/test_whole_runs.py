@@ -18,10 +18,10 @@ from perfmodel.inputs.scenario import table_spec
 from perfmodel.physics import calibration
 from tests.conftest import run_cli
 
-LEAVE_ONE_OUT_MAPE_PCT = 11.5
+LEAVE_ONE_OUT_MAPE_PCT = 12.0
 LEAVE_ONE_OUT_MEAN_PCT = 5.0
-"""Issue 25's targets: leave one run out MAPE <= 12% (measured 10.7% with the bundled calibration of this branch, at a
-straggler share of 0.080) and a mean signed error within +/-5% (measured +0.7%)."""
+"""Issue 25's targets: leave one run out MAPE <= 12% (measured 11.4% with the bundled calibration of this branch, at a
+straggler share of 0.084) and a mean signed error within +/-5% (measured +0.7%)."""
 
 
 @cache

@@ -33,6 +33,9 @@ class Op(NamedTuple):
     amax_bytes: Number = 0
     """Bytes of `bytes` that a cast spends on its separate amax pass (per-tensor current scaling), which delayed
     scaling does not run (Efficiency.delayed_scaling)."""
+    as_released: bool = False
+    """A kernel written as the release that lacked a feature ran it (attention before FlashAttention): already its
+    era's passes, so the fused-kernel trend (Efficiency.fusion_gain_per_year) does not add more."""
 
 
 class Shard(NamedTuple):
@@ -112,6 +115,11 @@ def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0, fu
 
 def _mem(name: str, elements: Number, bytes_per_element: float) -> Op:
     return Op(name, "memory", 0, elements * bytes_per_element)
+
+
+def _era_mem(name: str, elements: Number, bytes_per_element: float) -> Op:
+    """A memory-bound kernel of a release that lacked a feature, priced as that release ran it (Op.as_released)."""
+    return Op(name, "memory", 0, elements * bytes_per_element, as_released=True)
 
 
 def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, column: bool) -> list[Op]:
@@ -289,7 +297,7 @@ def unfused_attention_forward(sh: Shard) -> list[Op]:
     flops, context_bytes = 2 * T * sh.seq_len * q, scores * BF16_BYTES + 2 * T * q * BF16_BYTES
     return [
         Op("attention.scores", "gemm", flops, qkv_bytes + scores * BF16_BYTES, m=rows, n=sh.seq_len),
-        _mem("attention.softmax", scores, 2 * BF16_BYTES),
+        _era_mem("attention.softmax", scores, 2 * BF16_BYTES),
         Op("attention.context", "gemm", flops, context_bytes, m=rows, n=md.head_dim),
     ]
 
@@ -303,7 +311,7 @@ def unfused_attention_backward(sh: Shard) -> list[Op]:
     rows, flops = T * md.heads / t, 4 * T * sh.seq_len * q
     return [
         Op("attention.context.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=sh.seq_len),
-        _mem("attention.softmax.bwd", scores, 3 * BF16_BYTES),
+        _era_mem("attention.softmax.bwd", scores, 3 * BF16_BYTES),
         Op("attention.scores.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=md.head_dim),
     ]
 
