@@ -111,3 +111,18 @@ def test_rsc_rates_are_the_a100_fleets_failure_rate() -> None:
     reliability = gp.Reliability.build(1e9, fleet="rsc")
     assert reliability.per_gpu_hour(loses_work=True) == pytest.approx(6.5e-3 / (8 * 24))
     assert reliability.per_gpu_hour(loses_work=False) == gp.Reliability().per_gpu_hour(loses_work=False)
+
+
+def test_a_calibrations_loss_stage_sets_the_straggler_share(tmp_path: Path) -> None:
+    from perfmodel.physics import calibration
+
+    document = json.loads(calibration.BUNDLED.read_text())
+    document["losses"] = {"parameters": {"straggler_share": 0.05}, "rows": ["a", "b", "c"]}
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(document))
+    d = perfmodel.predict(**RUN, **LAYOUT, calibration=str(path)).to_dict()
+    share = 0.05 * math.sqrt(math.log(256) / math.log(128))
+    assert d["losses"]["stragglers_gpu_hours"] == pytest.approx(share * d["gpu_hours"], rel=1e-12)
+    table = run_cli("predict", "--calibration", str(path), "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus",
+                    "256", "--tokens", "2T").out  # fmt: skip
+    assert "fitted on 3 published whole runs" in table
