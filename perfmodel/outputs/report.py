@@ -353,9 +353,11 @@ def validation_table(result: Any) -> str:
         ]
         lines += [tabulate(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"], disable_numparse=True), ""]
     cv = result.cv_mape_pct
+    whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
+    held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
     lines.append(
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
-        + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
+        + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
     )
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
     over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
