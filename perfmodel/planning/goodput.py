@@ -80,12 +80,11 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
     _llama3("unknown", 7, "NCCL watchdog timeouts 7"),
     _llama3("planned", 47, "automated maintenance (firmware upgrades) and operator-initiated changes", False),
 )
-"""Defaults: the Llama 3 paper's interruption counts over its GPU-hours. The project's data notes do not carry this
-table: the counts were transcribed from the paper itself (section 3.3.4, Table 5) and should be checked against it
-when the notes gain it. The table's own percentages put faulty GPUs
-at 30.1% of 419 (126), its counts at 148; the counts sum to 419, so the counts are used. Meta's HPCA 2025 paper
-("Revisiting Reliability in Large-Scale Machine Learning Research Clusters") is not in the project's data notes,
-so its rates are not used."""
+"""Defaults: the Llama 3 paper's interruption counts over its GPU-hours, transcribed from the paper itself (section
+3.3.4, Table 5); the data notes' campaigns.md section 1 carries the same counts. The table's own percentages put
+faulty GPUs at 30.1% of 419 (126), its counts at 148; the counts sum to 419, so the counts are used. Meta's HPCA
+2025 paper ("Revisiting Reliability in Large-Scale Machine Learning Research Clusters", campaigns.md section 14)
+gives the `rsc` rates (RSC_SOURCE)."""
 assert tuple(c.name for c in FAILURE_CLASSES) == CLASS_NAMES
 
 RSC_PER_NODE_DAY = 6.50e-3
