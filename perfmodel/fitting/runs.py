@@ -338,7 +338,17 @@ def _released(text: str) -> str | None:
     return container_month(text) or (f"{month.group(1)}-{month.group(2)}" if month else None)
 
 
+NOT_FITTED_HARDWARE = {
+    "A100-40GB (1600Gbps RoCE)": "A100 40GB (hardware_specs a100-40gb, for the whole runs): 7 of its 78 llm-foundry "
+    "rows' reported layouts exceed perfmodel's memory estimate by 1-5% (a runtime reserve and fragmentation sized on "
+    "80 GB parts), so its rows wait for the memory model to be checked on 40 GB parts",
+}
+"""Accelerators in hardware_specs whose bundled measured rows are left out, and why."""
+
+
 def _accelerator(text: str) -> str:
+    if text in NOT_FITTED_HARDWARE:
+        raise Excluded(NOT_FITTED_HARDWARE[text])
     if text not in HARDWARE:
         raise Excluded(f"accelerator '{text}' is not in hardware_specs")
     return HARDWARE[text]
