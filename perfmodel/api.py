@@ -49,15 +49,24 @@ class WorkloadOptions(TypedDict, total=False):
     tokens: float
     benchmark: str
     calibration: str
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed"]
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]
     vintage: str
     usd_per_gpu_hour: float
     pue: float
-    goodput: Literal["llama3", "none"]
+    goodput: Literal["llama3", "rsc", "none"]
     failure_scale: float
     checkpoint_gbps: float
     restart_s: float
     checkpoint_interval_s: float
+    losses: Literal["default", "none"]
+    straggler_share: float
+    startup_s: float
+    job_limit_h: float
+    ramp_tokens: float
+    ramp_start_gbs: int
+    eval_every_steps: int
+    eval_tokens: float
+    spare_gpus: int
     buy: bool | Literal["buy", "rent"]
     usd_per_system: float
     amortisation_years: float

@@ -78,7 +78,7 @@ def test_table_and_bad_targets() -> None:
     table = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpu", "dgx-b200:fp8", "--gpus", "8")
     assert table.code == 0 and "dgx-b200" in table.out and "speedup" in table.out
     bad = run_cli("compare", "--gpu", "h100-sxm", "--gpu", "h900")
-    assert bad.code == 2 and "unknown accelerator or system 'h900'; valid: a100-sxm-80gb" in bad.err
+    assert bad.code == 2 and "unknown accelerator or system 'h900'; valid: a100-40gb, a100-sxm-80gb" in bad.err
     bad = run_cli("compare", "--gpu", "h100-sxm:fp6")
     assert bad.code == 2 and "unknown precision 'fp6'" in bad.err
 

@@ -199,7 +199,7 @@ def scenario_options(
         click.option("--calibration", help=CALIBRATION_HELP),
         click.option(
             "--stack",
-            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed"]),
+            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]),
             help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's.",
         ),
         click.option(
@@ -211,8 +211,8 @@ def scenario_options(
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
         click.option(
             "--goodput",
-            type=click.Choice(["llama3", "none"]),
-            help="Failure rates: llama3 (the Llama 3 paper's, default) or none (a run that never fails).",
+            type=click.Choice(["llama3", "rsc", "none"]),
+            help="Failure rates: llama3 (the Llama 3 paper's, default), rsc (Meta's A100 RSC-1 cluster's) or none.",
         ),
         click.option("--failure-scale", type=PositiveFloat(), help="Multiply every failure rate (default 1)."),
         click.option(
@@ -226,6 +226,21 @@ def scenario_options(
             type=PositiveFloat(),
             help="Training time between checkpoints, s (default: the Young/Daly optimum).",
         ),
+        click.option(
+            "--losses", type=click.Choice(["default", "none"]), help="Real-world losses beside failures (none: off)."
+        ),
+        click.option(
+            "--straggler-share",
+            type=click.FloatRange(0, 1),
+            help="Step time lost to slow ranks at 128 GPUs (default: the calibration's fit).",
+        ),
+        click.option("--startup-s", type=click.FloatRange(min=0), help="Start-up per job, s (default 1,047)."),
+        click.option("--job-limit-h", type=PositiveFloat(), help="Scheduler time limit per job, h (default: none)."),
+        click.option("--ramp-tokens", type=Count(), help="Tokens of a batch ramp at the start (e.g. 20B)."),
+        click.option("--ramp-start-gbs", type=click.IntRange(min=1), help="Global batch the ramp starts from."),
+        click.option("--eval-every-steps", type=click.IntRange(min=1), help="Steps between in-loop evaluations."),
+        click.option("--eval-tokens", type=Count(), help="Tokens each evaluation runs forward (e.g. 50M)."),
+        click.option("--spare-gpus", type=click.IntRange(min=0), help="GPUs held in reserve for the job (default 0)."),
         click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
         click.option("--usd-per-system", type=PositiveFloat(), help="Purchase price of one node or rack (--buy)."),
         click.option("--amortisation-years", type=PositiveFloat(), help="Years to spread the purchase over (4)."),

@@ -79,8 +79,9 @@ ONLY_HELP = (
 @click.option("--calibration", help=CALIBRATION_HELP)
 @click.option(
     "--protocol",
-    type=click.Choice(["forward", "generation", "precision", "scale"]),
-    help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw.",
+    type=click.Choice(["forward", "generation", "precision", "scale", "whole-runs"]),
+    help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw "
+    "(whole-runs: leave one published whole run out of the loss fit; it takes --data and --calibration).",
 )
 @_log_options
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
@@ -122,11 +123,21 @@ def _validate_protocol(
     from perfmodel.fitting.protocols import run
     from perfmodel.outputs import report
 
+    say = (lambda m: click.echo(m, err=True)) if sys.stderr.isatty() else (lambda _: None)
+    if protocol == "whole-runs":
+        from perfmodel.fitting import whole_runs
+        from perfmodel.physics import calibration as calibrations
+
+        if logs:
+            raise PerfmodelError("--protocol whole-runs takes whole runs (--data or the bundled ones): drop LOGS")
+        chosen, _ = _runs(data, (), {}, only, bundled=False)
+        held = whole_runs.protocol(chosen, calibrations.resolve(calibration), say)
+        emit(held.to_dict() if fmt == "json" else held.to_dict()["rows"], fmt, lambda: report.whole_runs_table(held))
+        return
     if logs or data or calibration:
         flag = "LOGS" if logs else "--data" if data else "--calibration"
         raise PerfmodelError(f"--protocol refits on the bundled rows (their release dates and formats): drop {flag}")
     runs, excluded = _runs(None, (), {}, only, bundled=True)
-    say = (lambda m: click.echo(m, err=True)) if sys.stderr.isatty() else (lambda _: None)
     result = run(protocol, runs, excluded, say)
     records = result.to_dict() if fmt == "json" else result.to_dict()["rows"]
     emit(records, fmt, lambda: report.protocol_table(result))

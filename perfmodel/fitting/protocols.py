@@ -23,7 +23,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
 from perfmodel.fitting.runs import ROUND_PUBLISHED, Exclusion, MeasuredRun
-from perfmodel.fitting.validation import NOT_FITTED, PreparedRun, RunBatch, _formats, _profile, prepare_all
+from perfmodel.fitting.validation import PreparedRun, RunBatch, _formats, _profile, fitted_densely, prepare_all
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import UNCALIBRATED
 
@@ -252,7 +252,7 @@ def _named(fold: str) -> Callable[[Any], str]:
 def fitted_items(runs: Sequence[MeasuredRun], excluded: Sequence[Exclusion] = ()) -> list[PreparedRun]:
     """The rows calibration fits (the MoE rows are validated, not fitted), prepared with the physical defaults."""
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
-    return prepare_all([r for r in runs if r.source not in NOT_FITTED], UNCALIBRATED, unpredictable)
+    return prepare_all([r for r in runs if fitted_densely(r)], UNCALIBRATED, unpredictable)
 
 
 def run(

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from perfmodel.inputs.scenario import Scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min")
+METRICS = ("tokens_per_s_per_gpu", "step_time_s", "time_to_train_min", "gpu_hours")
 MEASURED_RANGE = (1e-6, 1e9)
 """A measured step time (s), time-to-train (min) or tokens/s per GPU: a microsecond to 30 years, or a millionth of a
 token to a billion tokens a second; outside it the ratio to a prediction overflows or means nothing."""
@@ -41,9 +41,13 @@ MAX_ROWS = 10_000
 """Each run is a prediction (a search where the layout is open): 10,000 runs are minutes of validation already."""
 LAYOUT_COLUMNS = ("tp", "pp", "cp", "vp", "ep", "etp", "mbs", "gbs", "zero")
 MODEL_COLUMNS = ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab")
+WHOLE_RUN_COLUMNS = ("tokens", "stack", "vintage", "model_shapes", "basis", "settings")
+"""Columns of a whole run (metric gpu_hours; fitting/whole_runs.py reads them): tokens trained, the stack and its
+release, `key=value;...` shapes of a [model] table, what the published figure counts (`wall` or `steady`) and
+`key=value;...` scenario settings (`losses.job_limit_h=100;goodput.rates=rsc`)."""
 CSV_COLUMNS = (
     "id", "source", "model", *MODEL_COLUMNS, "gpu", "system", "n_gpus", "precision", "seq_len", *LAYOUT_COLUMNS,
-    "recompute", "benchmark", "metric", "measured",
+    "recompute", "benchmark", "metric", "measured", *WHOLE_RUN_COLUMNS,
 )  # fmt: skip
 """The documented column set of `--data FILE.csv`. Required: model (or benchmark), gpu or system, n_gpus, precision,
 metric, measured. A blank recompute, zero or mbs column is the stack's setting (fitting.assumed: its default, else
@@ -74,6 +78,9 @@ class MeasuredRun:
     number_format: str | None = None
     """The number format as run (NUMBER_FORMATS), finer than `precision`: FP8 per-tensor and blockwise are both the
     fp8 recipe. None: the one the recipe implies."""
+    basis: str | None = None
+    """A whole run (metric gpu_hours): what its published GPU-hours count, 'wall' (the run as it went, failures and
+    losses included) or 'steady' (tokens over a measured steady throughput). None for other metrics."""
 
     @cached_property
     def checked(self) -> Scenario:
@@ -148,7 +155,7 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
                 raise PerfmodelError(
                     f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
                 )
-            runs = [_parse_row(path, number, row) for number, row in enumerate(rows, start=2)]
+            runs = [parse_row(path, number, row) for number, row in enumerate(rows, start=2)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
     if not runs:
@@ -172,12 +179,17 @@ def _number(path: Path, line: int, column: str, text: str, integer: bool) -> flo
     return value
 
 
-def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
+LONG_COLUMNS = ("source", "model_shapes", "settings")
+"""Columns that may hold more than a name: up to MAX_TEXT_CHARS."""
+
+
+def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
+    """The run of one CSV row (a dict by column), or one line naming the file, row and column."""
     cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
     if None in row:
         raise PerfmodelError(f"{path}, row {line}: more cells than columns")
     for column, text in cell.items():
-        problem = text_problem(text, MAX_TEXT_CHARS if column == "source" else MAX_NAME_CHARS)
+        problem = text_problem(text, MAX_TEXT_CHARS if column in LONG_COLUMNS else MAX_NAME_CHARS)
         if problem is not None:
             raise PerfmodelError(f"{path}, row {line}: column '{column}' {problem}")
     metric = cell.get("metric", "")
@@ -188,6 +200,8 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
             raise PerfmodelError(f"{path}, row {line}: column '{required}' is empty")
     if metric == "time_to_train_min" and not cell.get("benchmark"):
         raise PerfmodelError(f"{path}, row {line}: metric time_to_train_min needs a 'benchmark' (an MLPerf id)")
+    if metric == "gpu_hours" and not (cell.get("tokens") and (cell.get("model") or cell.get("model_shapes"))):
+        raise PerfmodelError(f"{path}, row {line}: metric gpu_hours (a whole run) needs 'tokens' and a model")
     scenario: dict[str, Any] = {
         "n_gpus": int(_number(path, line, "n_gpus", cell["n_gpus"], integer=True)),
         "precision": cell["precision"].lower(),
@@ -214,6 +228,10 @@ def _parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     run = MeasuredRun(
         cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured
     )
+    if metric == "gpu_hours":
+        from perfmodel.fitting.whole_runs import whole_run
+
+        run = whole_run(run, cell, f"{path}, row {line}")
     check_scenario(run, f"{path}, row {line}")
     return run
 
@@ -322,7 +340,17 @@ def _released(text: str) -> str | None:
     return container_month(text) or (f"{month.group(1)}-{month.group(2)}" if month else None)
 
 
+NOT_FITTED_HARDWARE = {
+    "A100-40GB (1600Gbps RoCE)": "A100 40GB (hardware_specs a100-40gb, for the whole runs): 7 of its 78 llm-foundry "
+    "rows' reported layouts exceed perfmodel's memory estimate by 1-5% (a runtime reserve and fragmentation sized on "
+    "80 GB parts), so its rows wait for the memory model to be checked on 40 GB parts",
+}
+"""Accelerators in hardware_specs whose bundled measured rows are left out, and why."""
+
+
 def _accelerator(text: str) -> str:
+    if text in NOT_FITTED_HARDWARE:
+        raise Excluded(NOT_FITTED_HARDWARE[text])
     if text not in HARDWARE:
         raise Excluded(f"accelerator '{text}' is not in hardware_specs")
     return HARDWARE[text]
@@ -745,7 +773,9 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
         else:
             take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row, spans))
     placed, unplaced = _at_published_layouts(runs)
-    return tuple(placed), tuple(excluded + unplaced)
+    from perfmodel.fitting.whole_runs import bundled_whole_runs
+
+    return (*placed, *bundled_whole_runs()), tuple(excluded + unplaced)
 
 
 @cache

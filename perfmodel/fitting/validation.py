@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.fitting import whole_runs
 from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled, settle
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import (
@@ -51,6 +52,9 @@ NOT_FITTED: dict[str, str] = {
     "overlap_ep_scaleout, grouped_gemm, moe_legacy_group_s; docs/moe_validation.md), with the dense parameters fixed"
     + (f"; {MOE_NOT_FITTED[name]}" if name in MOE_NOT_FITTED else "")
     for name in MOE_MODELS
+} | {
+    whole_runs.SOURCE: "not in the dense fit: whole runs fit only the calibration's loss stage (the straggler share; "
+    "scripts/whole_runs_leave_one_out.py), with the dense parameters fixed"
 }
 """Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
 
@@ -250,6 +254,8 @@ def prepare(
 ) -> PreparedRun:
     """The run's context and layout; `known`: the calibration's efficiencies by (family, stack, benchmark), worked
     out once for many runs (prepare_all) instead of once per run."""
+    if whole_runs.is_whole_run(run):
+        raise PerfmodelError(f"{run.id}: a whole run (metric gpu_hours) is priced by its prediction, not by one step")
     scenario = run.checked
     bench = get_benchmark(scenario.benchmark) if scenario.benchmark else None
     family = resolve(scenario.gpu, scenario.system).accelerator.family  # the family picks the efficiencies
@@ -384,15 +390,34 @@ def validate(runs: Sequence[MeasuredRun], calibration: Calibration, excluded: Se
     held = held_out_errors(calibration)
     rows = []
     unpredictable = [{"id": e.id, "reason": e.reason} for e in excluded]
-    batch = RunBatch(prepare_all(runs, calibration, unpredictable), every_range=True)
+    steps = [r for r in runs if not whole_runs.is_whole_run(r)]
+    batch = RunBatch(prepare_all(steps, calibration, unpredictable), every_range=True)
     for prepared, *metric in zip(batch.items, *batch.priced(), strict=True):
         predicted, low, high = (float(v) for v in metric)
         held_out = _held_out_metric_error(prepared.run, held.get(prepared.run.id))
         rows.append(Row(prepared, predicted, held_out, *((low, high) if prepared.range_members else (None, None))))
+    rows += _whole_run_rows([r for r in runs if whole_runs.is_whole_run(r)], calibration, unpredictable)
     if not rows:
         first = f"; {unpredictable[0]['id']}: {unpredictable[0]['reason']}" if unpredictable else ""
         raise PerfmodelError(f"nothing to validate: none of the {len(runs)} runs can be predicted{first}")
     return Report(rows, unpredictable, calibration)
+
+
+def _whole_run_rows(
+    runs: Sequence[MeasuredRun], calibration: Calibration, unpredictable: list[dict[str, str]]
+) -> list[Row]:
+    """Whole runs (fitting/whole_runs.py) at the calibration's straggler share, held out by its loss stage."""
+    share, held = whole_runs.fitted_share(calibration), whole_runs.held_out_errors(calibration)
+    rows = []
+    for run in runs:
+        try:
+            priced = whole_runs.price(run, calibration)
+        except PerfmodelError as exc:
+            unpredictable.append({"id": run.id, "reason": str(exc)})
+            continue
+        prepared = PreparedRun(run, priced.context, priced.prediction.layout, None)
+        rows.append(Row(prepared, priced.at(share), held.get(run.id)))
+    return rows
 
 
 def prepare_all(
@@ -437,7 +462,7 @@ def fit_calibration(
     say = progress or (lambda _: None)
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
     not_fitted = [{"id": r.id, "reason": NOT_FITTED[r.source]} for r in runs if r.source in NOT_FITTED]
-    items = prepare_all([r for r in runs if r.source not in NOT_FITTED], UNCALIBRATED, unpredictable)
+    items = prepare_all([r for r in runs if fitted_densely(r)], UNCALIBRATED, unpredictable)
     if not items:
         raise PerfmodelError("nothing to calibrate: none of the runs can be predicted")
     say(f"fitting on {len(items)} runs")
@@ -461,6 +486,10 @@ def fit_calibration(
         left_out = [i for i in moe_items if moe_model(i) in MOE_NOT_FITTED]
         values, section = cal.moe_stage(moe_fit_rows(moe_items), RunBatch, start, moe_model, left_out, zoo_model)
         built = replace(built, parameters=built.parameters | values, provenance=built.provenance | {"moe": section})
+    whole = [r for r in runs if whole_runs.is_whole_run(r)]
+    if len(whole) > 1:
+        say(f"loss stage on {len(whole)} whole runs")
+        built = replace(built, provenance=built.provenance | {"losses": whole_runs.stage(whole, built).section()})
     if not cross_validate:
         return built
     results = {}
@@ -471,6 +500,11 @@ def fit_calibration(
             say(f"{name}: skipped ({exc})")
     found = protocols.provenance(results.values(), items) | {"evidence": evidence.section(items, moe_items, results)}
     return replace(built, provenance=built.provenance | found)
+
+
+def fitted_densely(run: MeasuredRun) -> bool:
+    """Whether the dense fit takes the run: not a MoE row, not a whole run (each has its own stage)."""
+    return run.source not in NOT_FITTED and not whole_runs.is_whole_run(run)
 
 
 def moe_model(item: PreparedRun) -> str:

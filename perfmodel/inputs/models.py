@@ -397,6 +397,33 @@ MOE_MODELS = (
     ),
 )  # fmt: skip
 
+
+def _gelu(model_id: str, name: str, **shapes: Any) -> ModelSpec:
+    """A GELU, LayerNorm model with embeddings tied to the LM head and no position table (ALiBi or RoPE)."""
+    return ModelSpec(id=model_id, name=name, mlp="gelu", norm="layernorm", tied_embeddings=True, **shapes)
+
+
+WHOLE_RUN_MODELS = (
+    # LLaMA 1 (Touvron et al. 2023, arXiv 2302.13971, Table 2: dim/heads/layers; FFN 2/3 x 4h to a multiple of 256;
+    # vocabulary 32,000): whole_runs.csv's model_shapes. 7B and 13B have Llama 2's shapes.
+    _llama("llama1-7b", "LLaMA 7B", 32, 4096, 11008, 32, 32000, kv_heads=32),
+    _llama("llama1-13b", "LLaMA 13B", 40, 5120, 13824, 40, 32000, kv_heads=40),
+    _llama("llama1-33b", "LLaMA 33B", 60, 6656, 17920, 52, 32000, kv_heads=52),
+    _llama("llama1-65b", "LLaMA 65B", 80, 8192, 22016, 64, 32000, kv_heads=64),
+    # BLOOM-176B (arXiv 2211.05100, p.21: 70 layers, 14336 hidden, 112 heads, vocab 250,680; 4h GELU MLP, biases):
+    # its ALiBi has no parameters; the LayerNorm after its embedding (28,672 parameters) is left out.
+    _gelu(
+        "bloom-176b", "BLOOM 176B", layers=70, hidden=14336, ffn=57344, heads=112, kv_heads=112, vocab=250680, bias=True
+    ),
+    # Falcon-180B (its config as whole_runs_sources.md gives it: 80 layers, 14848 hidden, 232 heads, 8 KV, vocab
+    # 65024, no biases). Its parallel attention/MLP block is priced as the usual sequential one: the same GEMMs and
+    # FLOPs, but one TP all-reduce per layer instead of two is not modelled (TP communication is overstated).
+    _gelu("falcon-180b", "Falcon 180B", layers=80, hidden=14848, ffn=59392, heads=232, kv_heads=8, vocab=65024),
+    # MPT-7B (whole_runs.csv, the llm-foundry mpt-7b config: ALiBi, no biases, vocab 50,432).
+    _gelu("mpt-7b", "MPT-7B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32, vocab=50432),
+)
+"""Models of the published whole runs (whole_runs.csv) that the zoo had no shapes for."""
+
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
 # the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.
 ZOO: dict[str, ModelSpec] = {
@@ -411,6 +438,7 @@ ZOO: dict[str, ModelSpec] = {
         gpt("gpt3-5b", "GPT-3 5B", 24, 4096, 32, 50257, 2048),
         gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048),
         gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
+        *WHOLE_RUN_MODELS,
         *MOE_MODELS,
     )
 }

@@ -54,6 +54,14 @@ class Recipe:
     softmax exponentials run on the SFU either way, and the backward is priced at BF16's rate
     (workload.attention_backward)."""
 
+    flash_attention: bool = True
+    """Fused attention that keeps the scores on chip (FlashAttention and its successors); False: the scores and their
+    softmax go through HBM as a batched GEMM, a softmax kernel and another batched GEMM, and a layer keeps them for
+    the backward (inputs/features.py: before 2022-05)."""
+    sequence_parallel: bool = True
+    """Tensor parallelism with sequence parallelism (Korthikanti et al. 2022): norms, residuals and their saved inputs
+    sharded over the TP ranks; False: every TP rank runs and keeps them whole (inputs/features.py)."""
+
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
     (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""

@@ -100,8 +100,9 @@ FAILURE_CLASSES = ("gpu", "host", "network", "software", "maintenance", "unknown
 class Goodput:
     """The failure and checkpoint model of a run (planning/goodput.py); every key optional."""
 
-    rates: Literal["llama3", "none"] = "llama3"
-    """llama3: the Llama 3 paper's interruption rates; none: a run that never fails (no goodput keys)."""
+    rates: Literal["llama3", "rsc", "none"] = "llama3"
+    """llama3: the Llama 3 paper's interruption rates; rsc: Meta's RSC-1 A100 cluster's (Kokolis et al. 2025);
+    none: a run that never fails (no goodput keys)."""
     failure_scale: float = bounded(1.0, gt=0, le=1000, allow_inf_nan=False)
     failures_per_million_gpu_hours: dict[str, float] | None = bounded(
         None, items={"ge": 0, "le": 1e6, "allow_inf_nan": False}
@@ -109,6 +110,31 @@ class Goodput:
     storage_gb_per_s_per_node: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
     restart_s: float | None = bounded(None, ge=0, le=1e6, allow_inf_nan=False)
     checkpoint_interval_s: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
+    given: frozenset[str] | None = given_field()
+
+
+@record
+class Losses:
+    """The real-world losses of a run beside its failures (planning/losses.py); every key optional. A loss set to 0
+    is off; `model = "none"` turns them all off."""
+
+    model: Literal["default", "none"] = "default"
+    straggler_share: float | None = bounded(None, ge=0, le=1, allow_inf_nan=False)
+    """Share of step time lock-step ranks wait for slow ones over a whole run, at 128 GPUs (None: the calibration's
+    fitted value)."""
+    startup_s: float | None = bounded(None, ge=0, le=1e6, allow_inf_nan=False)
+    """Start-up of each job (initialisation, data loader, compilation), s (None: 1,047 s, MegaScale's)."""
+    job_limit_h: float | None = bounded(None, gt=0, le=1e6, allow_inf_nan=False)
+    """The scheduler's time limit per job, h: the run restarts (with its start-up) at each (None: no limit)."""
+    ramp_tokens: float = bounded(0.0, ge=0, le=1e18, allow_inf_nan=False)
+    """Tokens of a batch ramp at the start, from `ramp_start_gbs` linearly up to the run's global batch."""
+    ramp_start_gbs: int | None = bounded(None, ge=1, le=10**9)
+    eval_every_steps: int | None = bounded(None, ge=1, le=10**9)
+    """Steps between in-loop evaluations (None: none)."""
+    eval_tokens: float = bounded(0.0, ge=0, le=1e15, allow_inf_nan=False)
+    """Tokens each evaluation runs forward."""
+    spare_gpus: int = bounded(0, ge=0, le=MAX_GPUS)
+    """GPUs held in reserve beside the job's, paid for its whole wall time."""
     given: frozenset[str] | None = given_field()
 
 
@@ -132,7 +158,8 @@ class Scenario:
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
     goodput: Goodput = Goodput()
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed"] = "megatron"
+    losses: Losses = Losses()
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
@@ -228,6 +255,15 @@ OPTION_FIELDS: dict[str, str] = {
     "checkpoint_gbps": "goodput.storage_gb_per_s_per_node",
     "restart_s": "goodput.restart_s",
     "checkpoint_interval_s": "goodput.checkpoint_interval_s",
+    "losses": "losses.model",
+    "straggler_share": "losses.straggler_share",
+    "startup_s": "losses.startup_s",
+    "job_limit_h": "losses.job_limit_h",
+    "ramp_tokens": "losses.ramp_tokens",
+    "ramp_start_gbs": "losses.ramp_start_gbs",
+    "eval_every_steps": "losses.eval_every_steps",
+    "eval_tokens": "losses.eval_tokens",
+    "spare_gpus": "losses.spare_gpus",
     "buy": "cost.mode",
     "usd_per_system": "cost.usd_per_system",
     "amortisation_years": "cost.amortisation_years",

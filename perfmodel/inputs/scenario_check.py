@@ -22,6 +22,7 @@ from perfmodel.inputs.scenario import (
     TEXT_LIMITS,
     Cost,
     Goodput,
+    Losses,
     ModelOverride,
     Parallelism,
     Scenario,
@@ -116,6 +117,7 @@ PARALLELISM = model_of(
 )
 COST = model_of(Cost, _Strict)
 GOODPUT = model_of(Goodput, _Strict, {"_known_classes": _known_classes})
+LOSSES = model_of(Losses, _Strict)
 SCENARIO = model_of(
     Scenario,
     _Strict,

@@ -201,6 +201,18 @@ STACKS: dict[str, StackProfile] = {
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: train_micro_batch_size_per_gpu is set per run"),
         ),
     ),
+    "megatron-deepspeed": StackProfile(
+        "megatron-deepspeed",
+        "Megatron-DeepSpeed (BigScience's BLOOM, 2022): Megatron-LM's model code and kernels of its release in "
+        "DeepSpeed's pipeline engine with ZeRO-1 (no fit of its own: Megatron's, its release trend included)",
+        "Megatron-LM's (fused softmax before FlashAttention)",
+        SourcedFigure(1.0, "Megatron-LM's kernels: the reference the fitted attention efficiencies describe"),
+        attention_native=(),
+        tp_comm_overlap=False,
+        fp8=False,
+        release_trend=True,
+        layout_defaults=_MEGATRON_LAYOUT,
+    ),
 }
 STACK_NAMES = tuple(STACKS)
 DEFAULT_STACK = "megatron"

@@ -262,6 +262,7 @@ METRIC_LABELS = {
     "tokens_per_s_per_gpu": "tokens/s per GPU",
     "step_time_s": "step time (s)",
     "time_to_train_min": "MLPerf time to train (min)",
+    "gpu_hours": "whole-run GPU-hours",
 }
 
 

@@ -3,8 +3,9 @@
 `Prediction.to_record()` is the row: `predict --format csv`, `search`/`compare --format csv`, `sweep` (its rows and
 --out) and `export` (CSV, JSON and the workbook's key row) all carry its columns unrenamed, and may add their own
 after them (compare's ratios, sweep's `whatif` and `error`, export's editable inputs). Some columns appear only where
-they apply (an MoE model, an MLPerf benchmark, a calibration's interval, the goodput model, `--buy`); a column a
-prediction lacks is empty in a table of many. The README's schema table is `markdown_table()` (a test keeps it so).
+they apply (an MoE model, an MLPerf benchmark, a calibration's interval, the goodput model, the losses, `--buy`); a
+column a prediction lacks is empty in a table of many. The README's schema table is `markdown_table()` (a test keeps
+it so).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
 
 
 _FAILING = "expected with failures, checkpoints and restarts (goodput model)"
+_LOSING = "with failures and every loss (planning/losses.py; losses model on, a token budget)"
 
 FIELDS: tuple[Field, ...] = (
     Field("model", "", "model id (perfmodel models list)"),
@@ -185,6 +187,19 @@ FIELDS: tuple[Field, ...] = (
     Field("cost_usd_with_failures_low", "USD", f"cost at the low price {_FAILING}"),
     Field("cost_usd_with_failures_high", "USD", f"cost at the high price {_FAILING}"),
     Field("energy_kwh_with_failures", "kWh", f"energy {_FAILING}"),
+    Field("losses.failures_gpu_hours", "GPU-hours", "loss: lost work, restarts and checkpoint reads (goodput model)"),
+    Field("losses.checkpoints_gpu_hours", "GPU-hours", "loss: synchronous checkpoint writes (goodput model)"),
+    Field("losses.stragglers_gpu_hours", "GPU-hours", "loss: lock-step ranks waiting for slow ones over the run"),
+    Field("losses.startup_gpu_hours", "GPU-hours", "loss: start-up of each job (initialisation, loader, compiling)"),
+    Field("losses.ramp_gpu_hours", "GPU-hours", "loss: a batch ramp's tokens at their smaller batches (when set)"),
+    Field("losses.evaluation_gpu_hours", "GPU-hours", "loss: in-loop evaluations (when set)"),
+    Field("losses.spare_gpu_hours", "GPU-hours", "loss: GPUs held in reserve for the job's wall time (when set)"),
+    Field("losses.total_gpu_hours", "GPU-hours", "every loss above together"),
+    Field("time_to_train_with_losses_s", "s", f"time to train {_LOSING}"),
+    Field("time_to_train_with_losses_days", "days", f"time to train {_LOSING}"),
+    Field("gpu_hours_with_losses", "GPU-hours", f"GPU-hours {_LOSING}"),
+    Field("cost_usd_with_losses", "USD", f"cost {_LOSING}"),
+    Field("energy_kwh_with_losses", "kWh", f"energy {_LOSING}"),
     Field("cost_mode", "", "rent (price per GPU-hour) or buy (cost of owning, --buy)"),
     Field("tco.usd_per_system", "USD", "buy: purchase price of one node or rack"),
     Field("tco.usd_per_system_low", "USD", "buy: low end of the purchase price"),

@@ -180,6 +180,8 @@ def table(p: Prediction) -> str:
         ]
     if p.goodput is not None:
         rows += goodput_rows(p)
+    if p.losses is not None:
+        rows += loss_rows(p)
     lines.append(columns.table(rows))
     step = d["step_time_s"]
     parts = [[BREAKDOWN_LABELS[k], f"{v:,.3f}", f"{v / step:.1%}"] for k, v in d["breakdown"].items()]
@@ -280,6 +282,21 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
     return [*rows, ["With failures", summary]]
 
 
+def loss_rows(p: Prediction) -> list[list[str]]:
+    """One line per real-world loss (planning/losses.py), then the run with all of them."""
+    lost, run = p.losses, p.run_with_losses
+    assert lost is not None and run is not None
+    base = lost.run.gpu_hours
+    rows = [
+        [f"Loss: {loss.name}", f"{loss.gpu_hours:,.0f} GPU-h (+{loss.gpu_hours / base:.1%}): {loss.detail}"]
+        for loss in lost.items
+    ]
+    summary = f"{_duration(run.time_s)}, {run.gpu_hours:,.0f} GPU-hours (+{lost.gpu_hours / base:.1%})"
+    if run.cost_usd is not None:
+        summary += f", {_usd(run.cost_usd)}"
+    return [*rows, ["With losses", f"{summary}, {_energy(run.energy_kwh)}"]]
+
+
 def to_json(records: Any) -> str:
     """Strict JSON: a NaN or infinity fails with one line rather than printing what JSON parsers reject (the field
     is looked for only then: walking validate's 600 rows first cost a tenth of its JSON's time)."""
@@ -340,9 +357,11 @@ def validation_table(result: Any) -> str:
         ]
         lines += [tabulate(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"], disable_numparse=True), ""]
     cv = result.cv_mape_pct
+    whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
+    held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
     lines.append(
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
-        + ("" if cv is None else f"; held out (leave one accelerator x precision out) {cv:.1f}%")
+        + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
     )
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
     over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
@@ -400,6 +419,26 @@ def protocol_table(result: Any) -> str:
                  disable_numparse=True), "",
         f"Protocol {record['protocol']} ({record['definition']}): MAPE {record['mape_pct']:.1f}% over "
         f"{len(record['rows'])} rows, each predicted by a fit that never saw it",
+    ])  # fmt: skip
+
+
+def whole_runs_table(result: Any) -> str:
+    """The whole-runs protocol for people: each published run predicted by a loss fit that never saw it."""
+    from tabulate import tabulate
+
+    record = result.to_dict()
+    rows = [
+        [r["id"], r["detail"][:28], r["basis"], f"{r['measured']:,.0f}", f"{r['predicted']:,.0f}",
+         f"{r['error_pct']:+.1f}%", f"{r['held_out_straggler_share']:.3f}", r["layout"]]
+        for r in record["rows"]
+    ]  # fmt: skip
+    headers = ["run", "source", "basis", "GPU-h published", "GPU-h predicted", "error", "straggler share", "layout"]
+    return "\n".join([
+        tabulate(rows, headers=headers, disable_numparse=True), "",
+        f"Protocol {record['protocol']} ({record['definition']}): MAPE {record['mape_pct']:.1f}%, mean error "
+        f"{record['mean_error_pct']:+.1f}% over {len(rows)} runs (in sample: {record['in_sample_mape_pct']:.1f}%, "
+        f"{record['in_sample_mean_error_pct']:+.1f}% at a straggler share of {record['straggler_share']:.3f}).",
+        record["not_identified"],
     ])  # fmt: skip
 
 

@@ -139,7 +139,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
     r = Rates(acc, eff) if rates is None else rates
     memory_s = (op.bytes - op.amax_bytes * r.delayed_scaling) / r.memory_bytes_per_s
     if op.kind == "memory":
-        return memory_s * r.unfused_factor + r.overhead_s
+        return memory_s * (1.0 if op.as_released else r.unfused_factor) + r.overhead_s
     if op.kind == "gemm":
         _, gemm_rate = r.of_format(op.fmt)
         rate = gemm_rate * wave_efficiency(op.m, op.n, acc.sms.value)

@@ -37,8 +37,14 @@ class MemoryBreakdown(NamedTuple):
         return self.weights + self.gradients + self.optimizer + self.activations + self.runtime
 
 
-def activation_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str, frozen_base: bool = False) -> float:
+def activation_bytes_per_token(
+    model: ModelSpec, recipe: Recipe, recompute: str, frozen_base: bool = False, seq_len: int = 0
+) -> float:
     """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it).
+
+    Attention without flash attention (`recipe.flash_attention` off: releases before it) also keeps its scores:
+    Korthikanti et al. 2022's 5 a s / h term, 5 bytes per score (softmax output, dropout mask and output) for each of
+    the `seq_len` keys of each head, which selective recompute re-runs instead of keeping (MODELLING.md, Memory).
 
     A linear layer y = xW saves its input x only for the weight gradient dW = x^T dy; the input gradient
     dx = dy W^T needs W alone. A frozen base (LoRA, Hu et al. 2021, arXiv 2106.09685, section 4.1: W0 gets no
@@ -64,7 +70,25 @@ def activation_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str,
     if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
         qkv_input = h * BF16_BYTES if frozen_base else h * quantised_input  # the QKV adapter's input
         saved |= {"qkv_input": qkv_input, "fc1_input": h * wgrad_input, "fc2_input": f * wgrad_input}
+        if not recipe.flash_attention:
+            saved["attention_scores"] = UNFUSED_SCORE_BYTES * model.heads * seq_len
     return sum(saved.values())
+
+
+UNFUSED_SCORE_BYTES = 5.0
+"""Bytes an attention layer without flash attention keeps per score for its backward: the softmax output (2), the
+dropout mask (1) and the dropout output (2) (Korthikanti et al. 2022, arXiv 2205.05198, section 4.1: 5 a s^2 b)."""
+
+
+def replicated_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str) -> float:
+    """Of `activation_bytes_per_token`, what TP without sequence parallelism keeps whole on every TP rank: the layer
+    input (all a full recompute keeps), the two norms' inputs, and without recompute their outputs too, which feed
+    the column-parallel GEMMs (Korthikanti et al. 2022, section 4.2.2: the 10 s b h of 34 that TP alone does not
+    shard, less the dropout masks)."""
+    if recipe.sequence_parallel:
+        return 0.0
+    tensors = {"full": 1, "selective": 2, "none": 4}[recompute]
+    return tensors * model.hidden * BF16_BYTES
 
 
 def activations(
@@ -75,15 +99,21 @@ def activations(
     tp: Number,
     layers_in_flight: Number,
     frozen_base: bool = False,
+    seq_len: int = 0,
 ) -> Number:
-    """Activations held by one rank: `layers_in_flight` layer-micro-batches of `tokens` tokens each.
+    """Activations held by one rank: `layers_in_flight` layer-micro-batches of `tokens` tokens each (sequences of
+    `seq_len`: the scores attention without flash attention keeps grow with it).
 
     Full recompute also needs one layer's complete activations while it recomputes it.
     """
-    per_layer = activation_bytes_per_token(model, recipe, recompute, frozen_base) * tokens / tp
-    held = per_layer * layers_in_flight
+
+    def per_token(mode: str) -> Number:
+        kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len)
+        return (kept + (tp - 1) * replicated_bytes_per_token(model, recipe, mode)) * tokens / tp
+
+    held = per_token(recompute) * layers_in_flight
     if recompute == "full":
-        held = held + activation_bytes_per_token(model, recipe, "none", frozen_base) * tokens / tp
+        held = held + per_token("none")
     return held * (1 + FRAGMENTATION)
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, NamedTuple
 
 from perfmodel.errors import InfeasibleLayout
+from perfmodel.inputs.features import BY_NAME, missing_features
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
 
@@ -233,14 +235,43 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def valid(v: LayoutNumbers, model: ModelSpec, n_gpus: int) -> Any:
+FEATURE_CHECKS: dict[str, tuple[Check, str, tuple[str, ...]]] = {
+    "tensor_parallel": (lambda v, md, n: v.tp == 1, "TP {v.tp}", ("tp",)),
+    "pipeline": (lambda v, md, n: v.pp == 1, "PP {v.pp}", ("pp",)),
+    "interleaved_pipeline": (lambda v, md, n: v.vp == 1, "VP {v.vp}", ("vp",)),
+    "context_parallel": (lambda v, md, n: v.cp == 1, "CP {v.cp}", ("cp",)),
+    "selective_recompute": (lambda v, md, n: v.recompute != 1, "selective recompute", ("recompute",)),
+    "distributed_optimizer": (lambda v, md, n: v.zero != 1, "ZeRO-1", ("zero",)),
+    "gradient_sharding": (lambda v, md, n: v.zero != 2, "ZeRO-2", ("zero",)),
+    "sharded_pipeline": (lambda v, md, n: (v.pp == 1) | (v.zero < 2), "ZeRO-{v.zero} with PP {v.pp}", ("zero", "pp")),
+    "fsdp": (lambda v, md, n: v.zero != 3, "ZeRO-3", ("zero",)),
+}
+"""The layout a software feature makes possible (inputs/features.py), as a rule's check: what a release without it
+cannot run. Features that change kernels rather than layouts (flash attention, sequence parallelism, TP overlap) are
+not here: precision.era_recipe prices their absence."""
+
+
+@cache
+def feature_rules(stack: str, vintage: str | None) -> tuple[Rule, ...]:
+    """RULES and the rules of the features a run of `stack` at release `vintage` lacks (None: today's release)."""
+    missing = missing_features(stack, vintage)
+
+    def rule(name: str) -> Rule:
+        holds, asks, dims = FEATURE_CHECKS[name]
+        why = BY_NAME[name].why(stack, vintage)
+        return Rule(holds, lambda v, md, n: f"{asks.format(v=v)}: {why}", dims)
+
+    return RULES + tuple(rule(name) for name in FEATURE_CHECKS if name in missing)
+
+
+def valid(v: LayoutNumbers, model: ModelSpec, n_gpus: int, rules: tuple[Rule, ...] = RULES) -> Any:
     """True where a layout breaks no rule: a bool for ints, a broadcast boolean array for arrays.
 
     The rules' results are and-ed smallest first (`&` on booleans gives the same in any order): each rule depends on
     a few of a search block's axes, and in the rules' own order the first one over the micro-batch, recompute and
     ZeRO axes made every later `&` one over the whole block (a 405B block of 940,000 layouts: 6 ms against 3)."""
     ok: Any = True
-    for holds in sorted((rule.holds(v, model, n_gpus) for rule in RULES), key=_size):
+    for holds in sorted((rule.holds(v, model, n_gpus) for rule in rules), key=_size):
         ok = ok & holds
     return ok
 
@@ -249,32 +280,34 @@ def _size(held: Any) -> int:
     return getattr(held, "size", 1)
 
 
-def broken_rules(layout: Layout, model: ModelSpec, n_gpus: int) -> list[Rule]:
-    """Every rule the layout breaks, in RULES' order (empty when valid)."""
+def broken_rules(layout: Layout, model: ModelSpec, n_gpus: int, rules: tuple[Rule, ...] = RULES) -> list[Rule]:
+    """Every rule the layout breaks, in the rules' order (empty when valid)."""
     v = layout.numbers()
-    return [rule for rule in RULES if not rule.holds(v, model, n_gpus)]
+    return [rule for rule in rules if not rule.holds(v, model, n_gpus)]
 
 
-def violations(layout: Layout, model: ModelSpec, n_gpus: int) -> list[str]:
+def violations(layout: Layout, model: ModelSpec, n_gpus: int, rules: tuple[Rule, ...] = RULES) -> list[str]:
     """Every rule the layout breaks, each as a sentence naming the numbers involved (empty when valid)."""
     v = layout.numbers()
-    return [rule.explain(v, model, n_gpus) for rule in broken_rules(layout, model, n_gpus)]
+    return [rule.explain(v, model, n_gpus) for rule in broken_rules(layout, model, n_gpus, rules)]
 
 
-def most_broken(v: LayoutNumbers, model: ModelSpec, n_gpus: int, shape: tuple[int, ...]) -> tuple[str, float]:
+def most_broken(
+    v: LayoutNumbers, model: ModelSpec, n_gpus: int, shape: tuple[int, ...], rules: tuple[Rule, ...] = RULES
+) -> tuple[str, float]:
     """For a space of layouts (arrays broadcasting to `shape`): the rule broken by the most of them, explained on
     one example, and the share of the space that breaks it."""
     import numpy as np
 
-    broken = [np.broadcast_to(~np.asarray(rule.holds(v, model, n_gpus), dtype=bool), shape) for rule in RULES]
+    broken = [np.broadcast_to(~np.asarray(rule.holds(v, model, n_gpus), dtype=bool), shape) for rule in rules]
     counts = [int(b.sum()) for b in broken]
     worst = int(np.argmax(counts))
     index = np.unravel_index(int(np.argmax(broken[worst])), shape)
     example = LayoutNumbers(*(int(np.broadcast_to(x, shape)[index]) for x in v))
-    return RULES[worst].explain(example, model, n_gpus), counts[worst] / max(1, int(np.prod(shape)))
+    return rules[worst].explain(example, model, n_gpus), counts[worst] / max(1, int(np.prod(shape)))
 
 
-def check(layout: Layout, model: ModelSpec, n_gpus: int) -> None:
-    broken = violations(layout, model, n_gpus)
+def check(layout: Layout, model: ModelSpec, n_gpus: int, rules: tuple[Rule, ...] = RULES) -> None:
+    broken = violations(layout, model, n_gpus, rules)
     if broken:
         raise InfeasibleLayout(f"invalid layout {layout.describe()}: {'; '.join(broken)}")

@@ -23,6 +23,7 @@ from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.parallel import Rule, feature_rules
 from perfmodel.physics.schedule import (
     StageLayers,
     bubble_fraction,
@@ -92,6 +93,13 @@ class Context:
     """MoE: tokens on the busiest expert rank over the mean (1.0: balanced, as the published rows force)."""
     stack: str = "megatron"
     """The software stack (inputs/stacks.py) whose fitted parameters `efficiency` holds."""
+    vintage: str | None = None
+    """The stack's release (YYYY-MM; None: today's): which layouts it can run (inputs/features.py)."""
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The layout rules, with those of the features the stack's release lacks (parallel.feature_rules)."""
+        return feature_rules(self.stack, self.vintage)
 
     @cached_property
     def tiers(self) -> Tiers:
@@ -907,7 +915,7 @@ def _rank_memory(
     def saved(mode: str, layers: Number) -> Number:
         if md.is_moe:
             return moe.layer_activations(sh, rec, mode, layers)
-        return memory.activations(md, rec, mode, tokens, tp, layers, ctx.frozen_base)
+        return memory.activations(md, rec, mode, tokens, tp, layers, ctx.frozen_base, ctx.seq_len)
 
     def activations(layers: Number) -> Number:
         none, selective, full = (saved(mode, layers) for mode in ("none", "selective", "full"))

@@ -33,6 +33,9 @@ class Op(NamedTuple):
     amax_bytes: Number = 0
     """Bytes of `bytes` that a cast spends on its separate amax pass (per-tensor current scaling), which delayed
     scaling does not run (Efficiency.delayed_scaling)."""
+    as_released: bool = False
+    """A kernel written as the release that lacked a feature ran it (attention before FlashAttention): already its
+    era's passes, so the fused-kernel trend (Efficiency.fusion_gain_per_year) does not add more."""
 
 
 class Shard(NamedTuple):
@@ -52,6 +55,11 @@ class Shard(NamedTuple):
     @property
     def tokens(self) -> Number:
         return self.mbs * self.seq_len / self.cp
+
+    @property
+    def norm_tokens(self) -> Number:
+        """Tokens each TP rank's norms and residuals run on: T / tp with sequence parallelism, all T without."""
+        return self.tokens / self.tp if self.recipe.sequence_parallel else self.tokens
 
 
 def _gemm(name: str, m: Number, n: Number, k: Number, fmt: str, in_bytes: float) -> Op:
@@ -109,6 +117,11 @@ def _mem(name: str, elements: Number, bytes_per_element: float) -> Op:
     return Op(name, "memory", 0, elements * bytes_per_element)
 
 
+def _era_mem(name: str, elements: Number, bytes_per_element: float) -> Op:
+    """A memory-bound kernel of a release that lacked a feature, priced as that release ran it (Op.as_released)."""
+    return Op(name, "memory", 0, elements * bytes_per_element, as_released=True)
+
+
 def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, column: bool) -> list[Op]:
     """Cast of the input (quantised recipes) and the forward GEMM of one linear layer."""
     ops = []
@@ -139,18 +152,18 @@ def _rope_elements(sh: Shard) -> Number:
 
 def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     """Norm, projections, rotary embedding, attention and residual of one layer."""
-    t, T, h = sh.tp, sh.tokens, sh.model.hidden
+    T, h = sh.tokens, sh.model.hidden
     *projections, proj = (_linear_forward(sh, recipe, *shape) for shape in attention_shapes(sh))
     latent = sh.model.q_lora_rank + sh.model.kv_lora_rank
     latent_norms = [_mem("latent_norms", T * latent, 2 * BF16_BYTES)] if sh.model.attention == "mla" else []
     return [
-        _mem("norm1", T / t * h, 2 * BF16_BYTES),
+        _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *(op for ops in projections for op in ops),
         *latent_norms,
         _mem("rope", _rope_elements(sh), 2 * BF16_BYTES),
         *attention_forward(sh),
         *proj,
-        _mem("residual1", T / t * h, 3 * BF16_BYTES),
+        _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
 
 
@@ -170,11 +183,11 @@ def mlp_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _mlp_shapes(sh))
     act_bytes = activation_bytes(md, False)
     return [
-        _mem("norm2", T / t * h, 2 * BF16_BYTES),
+        _mem("norm2", sh.norm_tokens * h, 2 * BF16_BYTES),
         *fc1,
         _mem("activation", T * md.ffn / t, act_bytes),
         *fc2,
-        _mem("residual2", T / t * h, 3 * BF16_BYTES),
+        _mem("residual2", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
 
 
@@ -207,24 +220,25 @@ def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) 
     fc1, fc2 = _mlp_shapes(sh)
     act_bytes = activation_bytes(md, True)
     return [
-        _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
+        _mem("residual2.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
         *linear_backward(sh, recipe, fc2, frozen_weights, T),
         _mem("activation.bwd", T * md.ffn / t, act_bytes),
         *linear_backward(sh, recipe, fc1, frozen_weights, T),
-        _mem("norm2.bwd", T / t * h, 3 * BF16_BYTES),
-        _mem("residual1.bwd", T / t * h, 3 * BF16_BYTES),
+        _mem("norm2.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
+        _mem("residual1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
 
 
 def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
-    t, T, h = sh.tp, sh.tokens, sh.model.hidden
+    T, h = sh.tokens, sh.model.hidden
     proj, *projections = reversed(attention_shapes(sh))
     ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh)]
     for shape in projections:
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
         ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
-    return [*ops, _mem("rope.bwd", _rope_elements(sh), 2 * BF16_BYTES), _mem("norm1.bwd", T / t * h, 3 * BF16_BYTES)]
+    rope = _mem("rope.bwd", _rope_elements(sh), 2 * BF16_BYTES)
+    return [*ops, rope, _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
 
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
@@ -248,9 +262,12 @@ def attention_forward(sh: Shard) -> list[Op]:
 
     `m` carries the sequence length one kernel call sees: the whole sequence, or with context parallelism the
     seq_len / cp tokens (two load-balanced chunks) of each ring step. A model with sliding-window layers gets a
-    second kernel for their share of the layers: `mean_keys` keys per query, a window-long kernel.
+    second kernel for their share of the layers: `mean_keys` keys per query, a window-long kernel. Without flash
+    attention (a release before it), the unfused kernels of `unfused_attention_forward`.
     """
     md = sh.model
+    if not sh.recipe.flash_attention:
+        return unfused_attention_forward(sh)
     if not md.sliding_layers:
         return [_attention_op(sh, "attention", sh.seq_len / 2, 1.0, sh.seq_len / sh.cp)]
     window_share = md.sliding_layers / md.layers
@@ -261,10 +278,50 @@ def attention_forward(sh: Shard) -> list[Op]:
     ]
 
 
+def _scores(sh: Shard) -> Number:
+    """Attention scores one rank computes per layer and micro-batch without flash attention: every query against
+    every key of its sequence (the causal mask is applied to a full square), for heads / tp heads."""
+    return sh.tokens * sh.seq_len * sh.model.heads / sh.tp
+
+
+def unfused_attention_forward(sh: Shard) -> list[Op]:
+    """Attention as releases before FlashAttention ran it (Megatron-LM's core attention: Korthikanti et al. 2022,
+    Figure 4): a batched QK^T GEMM writing the scores to HBM, one fused scale-mask-softmax kernel reading them and
+    writing the probabilities (Megatron's scaled_upper_triang_masked_softmax), and a batched PV GEMM reading those.
+    The GEMMs run over the whole s x s square at GEMM efficiency: twice flash attention's causal FLOPs. Per layer on
+    one rank, BF16 (the attention format of every recipe then); dropout on the probabilities is not priced."""
+    md, t, T = sh.model, sh.tp, sh.tokens
+    scores, q = _scores(sh), md.q_dim / t
+    rows = T * md.heads / t  # the batched GEMMs' output rows, every head's stacked
+    qkv_bytes = T * (q + 2 * md.kv_dim / t) * BF16_BYTES
+    flops, context_bytes = 2 * T * sh.seq_len * q, scores * BF16_BYTES + 2 * T * q * BF16_BYTES
+    return [
+        Op("attention.scores", "gemm", flops, qkv_bytes + scores * BF16_BYTES, m=rows, n=sh.seq_len),
+        _era_mem("attention.softmax", scores, 2 * BF16_BYTES),
+        Op("attention.context", "gemm", flops, context_bytes, m=rows, n=md.head_dim),
+    ]
+
+
+def unfused_attention_backward(sh: Shard) -> list[Op]:
+    """The backward of `unfused_attention_forward`: the PV GEMM's two gradients (reading the probabilities, writing
+    their gradient), the softmax backward (reading probabilities and gradient, writing the scores' gradient) and the
+    QK^T GEMM's two gradients (each reading it): four GEMMs of the forward's size, none recomputing the scores."""
+    md, t, T = sh.model, sh.tp, sh.tokens
+    scores, q = _scores(sh), md.q_dim / t
+    rows, flops = T * md.heads / t, 4 * T * sh.seq_len * q
+    return [
+        Op("attention.context.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=sh.seq_len),
+        _era_mem("attention.softmax.bwd", scores, 3 * BF16_BYTES),
+        Op("attention.scores.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=md.head_dim),
+    ]
+
+
 def attention_backward(sh: Shard) -> list[Op]:
     """The backward at BF16's tensor-core rate whatever the attention format: cuDNN's FP8 backward gains 1.09-1.26x
     on Blackwell and loses on H200 (kernels/README.md), against the 1.3-1.5x its MMAs at the FP8 rate would give,
     while its forward gains the 1.30-1.56x the model prices (GB200, GB300); BF16 is the nearer bound."""
+    if not sh.recipe.flash_attention:
+        return unfused_attention_backward(sh)
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
         Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps)
@@ -273,11 +330,13 @@ def attention_backward(sh: Shard) -> list[Op]:
 
 
 SELECTIVE_RECOMPUTE = frozenset(
-    ("norm1", "norm2", "activation", "latent_norms", "q_up.cast", "q_up.fprop", "kv_up.cast", "kv_up.fprop")
-)
+    ("norm1", "norm2", "activation", "latent_norms", "q_up.cast", "q_up.fprop", "kv_up.cast", "kv_up.fprop",
+     "attention.scores", "attention.softmax", "attention.context")
+)  # fmt: skip
 """Forward operations selective recomputation re-runs: cheap, memory-bound, and their outputs are large; with MLA
 also the latent norms and the Q/KV up-projections, so that only the small latents are kept (DeepSeek-V3 report:
-"recompute RMSNorm and MLA up-projections", the recompute note of its row in measured_runs.csv)."""
+"recompute RMSNorm and MLA up-projections", the recompute note of its row in measured_runs.csv); without flash
+attention the core attention, whose scores it then need not keep (Korthikanti et al. 2022, section 5)."""
 
 
 def recompute_forward(sh: Shard, recipe: Recipe, mode: str) -> list[Op]:
@@ -301,7 +360,7 @@ def head_forward(sh: Shard) -> list[Op]:
     md, t, T = sh.model, sh.tp, sh.tokens
     vocab = padded_vocab(md, t) / t
     return [
-        _mem("final_norm", T / t * md.hidden, 2 * BF16_BYTES),
+        _mem("final_norm", sh.norm_tokens * md.hidden, 2 * BF16_BYTES),
         _gemm("lm_head.fprop", T, vocab, md.hidden, "bf16", BF16_BYTES),
         _mem("cross_entropy", T * vocab, BF16_BYTES + 2 * FP32_BYTES),
     ]
@@ -316,7 +375,7 @@ def head_backward(sh: Shard, frozen_weights: bool = False) -> list[Op]:
         _mem("cross_entropy.bwd", T * vocab, FP32_BYTES + BF16_BYTES),
         _gemm("lm_head.dgrad", T, md.hidden, vocab, "bf16", BF16_BYTES),
         *wgrad,
-        _mem("final_norm.bwd", T / t * md.hidden, 3 * BF16_BYTES),
+        _mem("final_norm.bwd", sh.norm_tokens * md.hidden, 3 * BF16_BYTES),
     ]
 
 

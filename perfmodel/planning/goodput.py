@@ -80,13 +80,28 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
     _llama3("unknown", 7, "NCCL watchdog timeouts 7"),
     _llama3("planned", 47, "automated maintenance (firmware upgrades) and operator-initiated changes", False),
 )
-"""Defaults: the Llama 3 paper's interruption counts over its GPU-hours. The project's data notes do not carry this
-table: the counts were transcribed from the paper itself (section 3.3.4, Table 5) and should be checked against it
-when the notes gain it. The table's own percentages put faulty GPUs
-at 30.1% of 419 (126), its counts at 148; the counts sum to 419, so the counts are used. Meta's HPCA 2025 paper
-("Revisiting Reliability in Large-Scale Machine Learning Research Clusters") is not in the project's data notes,
-so its rates are not used."""
+"""Defaults: the Llama 3 paper's interruption counts over its GPU-hours, transcribed from the paper itself (section
+3.3.4, Table 5); the data notes' campaigns.md section 1 carries the same counts. The table's own percentages put
+faulty GPUs at 30.1% of 419 (126), its counts at 148; the counts sum to 419, so the counts are used. Meta's HPCA
+2025 paper ("Revisiting Reliability in Large-Scale Machine Learning Research Clusters", campaigns.md section 14)
+gives the `rsc` rates (RSC_SOURCE)."""
 assert tuple(c.name for c in FAILURE_CLASSES) == CLASS_NAMES
+
+RSC_PER_NODE_DAY = 6.50e-3
+RSC_GPUS_PER_NODE = 8
+RSC_SOURCE = (
+    "sourced: Meta's RSC-1 A100 cluster (16K A100, where LLaMA and Llama 2 trained), 6.50 failures per 1,000 node-days "
+    "of 8-GPU nodes over 11 months (Kokolis et al., HPCA 2025, arXiv 2410.21680; campaigns.md section 14, secondary "
+    "summaries): the Llama 3 classes' unexpected rates scaled to that total, planned ones kept"
+)
+"""`rates = "rsc"`: the A100 fleet's failure rate, 1.7x Llama 3's unexpected rate per GPU-hour on H100."""
+
+
+def rsc_scale() -> float:
+    """What multiplies the Llama 3 classes' unexpected rates to give RSC-1's (33.9 per million GPU-hours)."""
+    rsc = RSC_PER_NODE_DAY / (RSC_GPUS_PER_NODE * 24.0) * 1e6
+    return rsc / sum(c.per_million_gpu_hours for c in FAILURE_CLASSES if c.loses_work)
+
 
 RESTART_S = 600.0
 RESTART_SOURCE = (
@@ -119,13 +134,21 @@ class Reliability:
         rates: Mapping[str, float] | None = None,
         restart_s: float | None = None,
         interval_s: float | None = None,
+        fleet: str = "llama3",
     ) -> Reliability:
-        """The defaults with a user's changes: every rate times `failure_scale`, `rates` per class replacing them."""
+        """The defaults of a `fleet` ('llama3', or 'rsc': its unexpected rates scaled to RSC_SOURCE's) with a user's
+        changes: every rate times `failure_scale`, `rates` per class replacing them."""
+
+        def default(c: FailureClass) -> FailureClass:
+            if fleet == "rsc" and c.loses_work:
+                return FailureClass(c.name, c.per_million_gpu_hours * rsc_scale(), True, "sourced", RSC_SOURCE)
+            return c
+
         classes = tuple(
             FailureClass(c.name, rates[c.name], c.loses_work, "given", "given by the user")
             if rates and c.name in rates
             else FailureClass(c.name, c.per_million_gpu_hours * failure_scale, c.loses_work, c.kind, c.source)
-            for c in FAILURE_CLASSES
+            for c in map(default, FAILURE_CLASSES)
         )
         restart = RESTART_S if restart_s is None else restart_s
         return cls(classes, storage_bytes_per_s_per_node, restart, interval_s)
@@ -261,7 +284,7 @@ def for_scenario(scenario: Scenario, hardware: Hardware, model: ModelSpec, n_gpu
     storage = given.storage_gb_per_s_per_node or hardware.system.storage_gb_per_s_per_node.value
     reliability = Reliability.build(
         storage * 1e9, given.failure_scale, given.failures_per_million_gpu_hours, given.restart_s,
-        given.checkpoint_interval_s,
+        given.checkpoint_interval_s, given.rates,
     )  # fmt: skip
     trainable = model.layers * model.lora_params_per_layer(scenario.lora_rank) if scenario.lora_rank else model.params
     state = checkpoint_bytes(model.params + (trainable if scenario.lora_rank else 0), trainable)

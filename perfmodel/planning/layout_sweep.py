@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, LayoutNumbers, valid
+from perfmodel.physics.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, LayoutNumbers, Rule, valid
 from perfmodel.physics.step import BREAKDOWN, LayoutVars
 from perfmodel.planning.batch import price_layouts
 from perfmodel.planning.predict import context_for, layout_free, rates
@@ -208,14 +208,14 @@ def _layout_numbers(chunk: Chunk, scenario: Any) -> Any:
     return LayoutNumbers(tp, pp, cp, dp, vp, ep, mbs, gbs, par.seq_len, rc, zero, etp)
 
 
-def _rule_errors(numbers: Any, invalid: Any, model: Any, n_gpus: int) -> list[str]:
+def _rule_errors(numbers: Any, invalid: Any, model: Any, n_gpus: int, rules: tuple[Rule, ...]) -> list[str]:
     """The error of each invalid layout: the rules it breaks, in the words `predict` uses for a given layout."""
 
     broken = np.stack([np.broadcast_to(~np.asarray(r.holds(numbers, model, n_gpus), bool), invalid.shape)
-                       for r in RULES])[:, invalid]  # fmt: skip
-    codes = (broken.astype(np.int64) << np.arange(len(RULES), dtype=np.int64)[:, None]).sum(axis=0)  # rules as bits
+                       for r in rules])[:, invalid]  # fmt: skip
+    codes = (broken.astype(np.int64) << np.arange(len(rules), dtype=np.int64)[:, None]).sum(axis=0)  # rules as bits
     patterns, which = np.unique(codes, return_inverse=True)
-    explains = [[rule.explain for i, rule in enumerate(RULES) if int(code) >> i & 1] for code in patterns]
+    explains = [[rule.explain for i, rule in enumerate(rules) if int(code) >> i & 1] for code in patterns]
     values = zip(*(np.broadcast_to(np.asarray(x), invalid.shape)[invalid].tolist() for x in numbers), strict=True)
     errors = []
     for one, pattern in zip(map(LayoutNumbers._make, values), which.reshape(-1).tolist(), strict=True):
@@ -232,7 +232,7 @@ def price_chunk(chunk: Chunk) -> Columns:
     scenario = chunk.point.scenario()
     ctx = context_for(scenario, hardware=point_hardware(chunk.point, scenario))
     numbers, n, count = _layout_numbers(chunk, scenario), scenario.n_gpus, chunk.stop - chunk.start
-    ok = np.broadcast_to(np.asarray(valid(numbers, ctx.model, n), bool), (count,))
+    ok = np.broadcast_to(np.asarray(valid(numbers, ctx.model, n, ctx.rules), bool), (count,))
     hw, md = ctx.hardware, ctx.model
     columns: Columns = {
         "model": [md.id] * count,
@@ -262,7 +262,7 @@ def price_chunk(chunk: Chunk) -> Columns:
     errors = np.full(count, None, dtype=object)
     if not ok.all():
         invalid = ~ok
-        errors[invalid] = _rule_errors(numbers, invalid, md, n)
+        errors[invalid] = _rule_errors(numbers, invalid, md, n, ctx.rules)
     if len(kept):
         need, capacity = np.asarray(figures["memory_per_gpu_gb"]), np.asarray(figures["memory_capacity_gb"])
         for k in np.flatnonzero(~np.asarray(figures["fits_in_memory"])):

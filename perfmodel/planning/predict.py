@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
@@ -21,7 +22,8 @@ from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
-from perfmodel.planning import goodput, tco
+from perfmodel.planning import goodput, losses, tco
+from perfmodel.planning.losses import Losses
 from perfmodel.planning.training import Price, Run, training_run
 
 if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py), leaves its
@@ -64,6 +66,9 @@ class Prediction:
     evidence: Evidence | None = None
     """How near the question is to the measured runs the calibration saw, and how its interval was widened beyond
     them (planning/evidence.py); None uncalibrated or with a calibration file that records none."""
+    losses: Losses | None = None
+    """The run's real-world losses beside failures (planning/losses.py); None without a token budget or with
+    `losses.model = "none"`."""
 
     @property
     def step_time_s(self) -> float:
@@ -156,6 +161,7 @@ class Prediction:
             | ({"ep_comm_exposed_s": float(st.ep_comm_exposed_s)} if self.model.is_moe else {}),
             **self._experts_dict(),
             **self._goodput_dict(),
+            **self._losses_dict(),
             **self._cost_dict(),
         }
 
@@ -197,6 +203,25 @@ class Prediction:
         if self.run is None or self.goodput is None:
             return None
         return goodput.with_failures(self.run, self.goodput)
+
+    @property
+    def run_with_losses(self) -> Run | None:
+        """The run with its failures and every loss (None without losses, or when it never ends)."""
+        return None if self.losses is None else self.losses.with_losses()
+
+    def _losses_dict(self) -> dict[str, Any]:
+        """New keys only: `losses.<name>_gpu_hours` and the `*_with_losses` family (failures and every loss)."""
+        if self.losses is None:
+            return {}
+        run = self.losses.with_losses()
+        return {
+            "losses": self.losses.to_dict(),
+            "time_to_train_with_losses_s": run.time_s,
+            "time_to_train_with_losses_days": run.time_s / 86400,
+            "gpu_hours_with_losses": run.gpu_hours,
+            "cost_usd_with_losses": run.cost_usd,
+            "energy_kwh_with_losses": run.energy_kwh,
+        }
 
     def _goodput_dict(self) -> dict[str, Any]:
         """New keys only: the failure-free ones above keep their meaning."""
@@ -274,6 +299,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if last is not None:
         return last
     recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
+    recipe = era_recipe(recipe, missing_features(scenario.stack, scenario.vintage))
     bench = None
     if scenario.benchmark:
         from perfmodel.inputs.mlperf import benchmark_recipe, get_benchmark
@@ -289,7 +315,8 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
-    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack)
+    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack,
+               scenario.vintage)  # fmt: skip
     try:
         key = (*map(id, parts), *numbers)
         found = _CONTEXTS.get(key)
@@ -418,7 +445,7 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     layout = given_full_layout(scenario)
     if layout is not None:
         if ("valid layout", layout, n) not in ctx.memo:  # the rules depend on the layout, model and count only
-            check(layout, ctx.model, n)
+            check(layout, ctx.model, n, ctx.rules)
             ctx.memo["valid layout", layout, n] = True
         return layout, 1
 
@@ -575,8 +602,23 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         from perfmodel.physics.expert_exchange import expert_exchange
 
         exchange = expert_exchange(ctx, layout)
+    lost = None
+    if run is not None and mlperf is None:
+        fitted = calibration.resolve(scenario.calibration) if calibrated else None
+        share = losses.straggler_share(scenario.losses, fitted)
+        lost = losses.losses(run, reliability, scenario.losses, layout.n_gpus, share, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
-    return Prediction(*made, exchange, measured, evidence)
+    return Prediction(*made, exchange, measured, evidence, lost)
+
+
+def run_steps(ctx: Context, layout: Layout, step: StepResult) -> losses.Steps:
+    """The run's steps as its ramp and evaluation losses price them: the layout at other global batches."""
+
+    def step_at(gbs: int) -> Any:
+        return evaluate(ctx, _layout_vars_of(ctx, replace(layout, gbs=gbs))).step_time_s
+
+    divisor = layout.dp * layout.mbs
+    return losses.Steps(step_at, layout.gbs, layout.seq_len, float(step.forward_only_s), divisor)
 
 
 def tokens_per_s(layout: Layout, step: StepResult) -> float:

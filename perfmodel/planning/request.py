@@ -17,7 +17,7 @@ from perfmodel.inputs.scenario import (
     scenario_file,
     with_overrides,
 )
-from perfmodel.physics.parallel import broken_rules, check
+from perfmodel.physics.parallel import broken_rules, check, feature_rules
 from perfmodel.planning.predict import given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
@@ -62,10 +62,11 @@ def check_given_layout(
     layout = given_full_layout(scenario)
     if layout is None:
         return
+    rules = feature_rules(scenario.stack, scenario.vintage)
     try:
-        check(layout, scenario.model_spec(), scenario.n_gpus)
+        check(layout, scenario.model_spec(), scenario.n_gpus, rules)
     except InfeasibleLayout as exc:
-        named = broken_rules(layout, scenario.model_spec(), scenario.n_gpus)[0].dims
+        named = broken_rules(layout, scenario.model_spec(), scenario.n_gpus, rules)[0].dims
         flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
         if flag is not None:
             raise InfeasibleLayout(f"{flag}: {exc}") from None

@@ -27,10 +27,10 @@ from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.parallel import (
     RECOMPUTE_MODES,
-    RULES,
     ZERO_STAGES,
     Layout,
     LayoutNumbers,
+    Rule,
     divisors,
     most_broken,
     valid,
@@ -200,7 +200,8 @@ def blocks(ctx: Context, space: Space) -> list[tuple[Block, Any]]:
     Kept for the last BLOCKS_KEPT spaces by what they depend on (the model, the scale-up domain, the sequence, the
     space): a sweep's points on other GPUs of the same domain, or with a what-if on the network, search the same
     blocks, and enumerating them and their rules is a fifth of a point's work. Blocks and masks are read-only."""
-    key = (ctx.model, ctx.hardware.ranks_per_domain, ctx.seq_len, space.points, tuple(sorted(space.fixed.items())))
+    fixed = tuple(sorted(space.fixed.items()))
+    key = (ctx.model, ctx.hardware.ranks_per_domain, ctx.seq_len, space.points, fixed, ctx.stack, ctx.vintage)
     found = _BLOCKS.get(key)
     if found is None:
         found = _BLOCKS.put(key, tuple(_enumerated(ctx, space)))
@@ -230,15 +231,15 @@ def _enumerated(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
             if not len(rows):
                 continue
             block = Block(n_gpus, gbs, ctx.seq_len, rows, mbs, rc, zero)
-            possible = _possible_rows(block, ctx.model)
+            possible = _possible_rows(block, ctx.model, ctx.rules)
             if not len(possible):  # every candidate breaks a rule: keep them all, so that the rules can say why
                 yield block, np.broadcast_to(np.False_, block.shape)
                 continue
             block = replace(block, rows=rows[possible])
-            yield block, np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus), block.shape)
+            yield block, np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus, ctx.rules), block.shape)
 
 
-def _possible_rows(block: Block, model: ModelSpec) -> Any:
+def _possible_rows(block: Block, model: ModelSpec, rules: tuple[Rule, ...]) -> Any:
     """Indices of the rows (tp, cp, pp, dp, vp, ep, etp) for which every rule holds for some micro-batch, recompute
     mode and ZeRO stage.
 
@@ -250,7 +251,7 @@ def _possible_rows(block: Block, model: ModelSpec) -> Any:
 
     kept = np.arange(len(block.rows))
     numbers = block.numbers()
-    for rule in RULES:
+    for rule in rules:
         holds = np.asarray(rule.holds(numbers, model, block.n_gpus), bool)
         if holds.ndim:
             left = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
@@ -595,7 +596,7 @@ def _smallest(values: Any, k: int) -> Any:
 def _no_valid_layout(ctx: Context, candidates: Sequence[tuple[Block, Any]]) -> str:
     """Why no candidate is valid: the rule the largest block breaks most, on an example."""
     block = max((b for b, _ in candidates), key=lambda b: b.shape[0] * b.shape[1] * b.shape[2] * b.shape[3])
-    reason, share = most_broken(block.numbers(), ctx.model, block.n_gpus, block.shape)
+    reason, share = most_broken(block.numbers(), ctx.model, block.n_gpus, block.shape, ctx.rules)
     total = sum(b.shape[0] * b.shape[1] * b.shape[2] * b.shape[3] for b, _ in candidates)
     return (
         f"no valid layout of {ctx.model.id} on {block.n_gpus:,} GPUs: all {total:,} candidates break a layout rule; "

@@ -1,0 +1,225 @@
+"""The real-world losses of a training run and their sum: what a whole run spends beyond its steady steps.
+
+The failure-free run (planning/training.Run) is tokens at the steady step time; goodput (planning/goodput.py) adds
+interruptions and checkpoint writes. Each loss here is a named mechanism with its source, priced in GPU-hours per
+prediction (so that the phases of a campaign sum them):
+
+- failures: lost work since the last checkpoint, restarts and checkpoint reads (the goodput model's, less its
+  checkpoint writes);
+- checkpoints: the goodput model's synchronous checkpoint writes (reported apart, counted once);
+- stragglers: lock-step ranks waiting for slow ones over a whole run: slow hosts until they are found, job-side
+  imbalance, thermal clock drift. The step model's own straggler wait (Efficiency.straggler_cv) is the per-step jitter
+  of the short benchmark runs it is fitted on; this is what a run of weeks adds to it. ByteDance measured 10.4% of
+  the GPU-hours of its >=128-GPU jobs wasted to stragglers (Lin et al., OSDI 2025, arXiv 2505.05713; campaigns.md
+  section 14); MegaScale single slow hosts ~10% slower; Llama 3 a diurnal 1-2%. It grows with the ranks in lock step
+  as the expected slowest of N does (sqrt(ln N), the step model's law), from its share at 128 GPUs;
+- startup: each job start's initialisation (MegaScale, arXiv 2402.15627, section 3.5: Megatron-LM's initialisation
+  1,047 s on 2,048 Ampere GPUs before their work), once and again at each scheduler time limit (BLOOM ~100 h, Lucie
+  20 h: campaigns.md sections 10 and 12); restarts after failures pay theirs in the goodput model;
+- ramp: a batch ramp at the start, its tokens priced at their smaller batches on the run's layout (an unfilled
+  pipeline's bubble, smaller GEMMs): BLOOM's ~20B tokens of "very inefficient run" (campaigns.md section 12);
+- evaluation: in-loop evaluations, forward passes over `eval_tokens` every `eval_every_steps` (OLMo every 1,000
+  steps, BLOOM none in the job: campaigns.md item 14; no source measures a share, so none by default);
+- spare: GPUs held in reserve for the whole wall time (BLOOM kept 32 of 416: campaigns.md section 12; none by
+  default).
+
+Data loading is in the step (its `other_s`). Losses that slow the steps (stragglers) are in a published steady
+throughput too; the others only in wall-clock figures (fitting/whole_runs.py compares each row on its basis).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel.inputs.scenario import Losses as LossSettings
+from perfmodel.physics.calibration import Calibration
+from perfmodel.planning.goodput import Goodput, with_failures
+from perfmodel.planning.training import SECONDS_PER_HOUR, Run
+
+NAMES = ("failures", "checkpoints", "stragglers", "startup", "ramp", "evaluation", "spare")
+STRAGGLER_PRIOR = 0.104
+STRAGGLER_PRIOR_SOURCE = (
+    "sourced prior: ByteDance's 10.4% of the GPU-hours of >=128-GPU jobs wasted to stragglers (Lin et al., OSDI "
+    "2025, arXiv 2505.05713; campaigns.md section 14)"
+)
+STRAGGLER_REFERENCE_GPUS = 128
+"""ByteDance's smallest jobs in that study: the share is stated there and scales as sqrt(ln N) from it."""
+STARTUP_S = 1047.0
+STARTUP_SOURCE = (
+    "sourced: Megatron-LM's initialisation, 1,047 s on 2,048 Ampere GPUs (MegaScale, Jiang et al., NSDI 2024, "
+    "arXiv 2402.15627, section 3.5; campaigns.md section 14)"
+)
+RAMP_POINTS = 4
+"""Points of a batch ramp priced (their midpoints): the step time is smooth in the batch, so four suffice."""
+
+
+@dataclass(frozen=True)
+class Loss:
+    name: str
+    gpu_hours: float
+    time_s: float
+    """Wall time it adds (none for spare GPUs, which add GPU-hours beside the job's)."""
+    slows_steps: bool
+    """Whether a published steady throughput (tokens over GPU-hours at the measured rate) holds it too."""
+    detail: str
+    """What it is made of, for the table's line."""
+    source: str
+
+
+@dataclass(frozen=True)
+class Losses:
+    """A run's losses, one per name in NAMES that applies, and the run with them."""
+
+    items: tuple[Loss, ...]
+    run: Run
+    """The failure-free run they are added to."""
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(loss.gpu_hours for loss in self.items)
+
+    def with_losses(self) -> Run:
+        """The run with failures and every loss: its time, GPU-hours, cost and energy (GPUs held and drawing power
+        while they wait, an estimate, as the goodput model takes them)."""
+        run, items = self.run, self.items
+        ratio = (run.gpu_hours + self.gpu_hours) / run.gpu_hours
+
+        def scaled(value: float | None) -> float | None:
+            return None if value is None else value * ratio
+
+        time_s = run.time_s + sum(loss.time_s for loss in items)
+        return Run(run.tokens, time_s, run.gpu_hours * ratio, scaled(run.cost_usd), scaled(run.cost_usd_low),
+                   scaled(run.cost_usd_high), run.energy_kwh * ratio)  # fmt: skip
+
+    def to_dict(self) -> dict[str, float]:
+        return {f"{loss.name}_gpu_hours": loss.gpu_hours for loss in self.items} | {"total_gpu_hours": self.gpu_hours}
+
+
+def straggler_share(settings: LossSettings, fitted: Calibration | None) -> tuple[float, str]:
+    """The straggler share at STRAGGLER_REFERENCE_GPUS and where it comes from: the scenario's, the calibration's
+    fit (its `losses` section, fitting/whole_runs.py), else the sourced prior."""
+    if settings.straggler_share is not None:
+        return settings.straggler_share, "given"
+    section = fitted.provenance.get("losses", {}) if fitted is not None else {}
+    value = section.get("parameters", {}).get("straggler_share")
+    if value is None:
+        return STRAGGLER_PRIOR, "the prior, ByteDance's 10.4% at 128 GPUs"
+    return float(value), f"fitted on {len(section.get('rows', []))} published whole runs"
+
+
+def straggler_scale(n_gpus: int) -> float:
+    """The straggler share of `n_gpus` ranks in lock step over its value at STRAGGLER_REFERENCE_GPUS."""
+    return math.sqrt(math.log(n_gpus) / math.log(STRAGGLER_REFERENCE_GPUS))
+
+
+def losses(
+    run: Run,
+    reliability: Goodput | None,
+    settings: LossSettings,
+    n_gpus: int,
+    straggler: tuple[float, str],
+    steps: Steps,
+) -> Losses | None:
+    """The run's losses (None with `losses.model = "none"`): `straggler` its share at 128 GPUs and its source,
+    `steps` the run's step prices at other batches (ramp) and forward passes (evaluation)."""
+    if settings.model == "none":
+        return None
+    gpus_h = n_gpus / SECONDS_PER_HOUR
+    items: list[Loss] = []
+
+    def add(
+        name: str, time_s: float, detail: str, source: str, slows: bool = False, gpu_hours: float | None = None
+    ) -> None:
+        hours = time_s * gpus_h if gpu_hours is None else gpu_hours
+        if hours > 0:
+            items.append(Loss(name, hours, time_s, slows, detail, source))
+
+    if reliability is not None:
+        _failures(run, reliability, add)
+    share = straggler[0] * straggler_scale(n_gpus)
+    detail = f"{share:.1%} of step time at {n_gpus:,} GPUs ({straggler[1]})"
+    add("stragglers", run.time_s * share, detail, straggler[1], slows=True)
+    lost_s = run.time_s / (reliability.goodput if reliability and reliability.goodput else 1.0) - run.time_s
+    starts = 1 + (int((run.time_s + lost_s) / 3600 / settings.job_limit_h) if settings.job_limit_h else 0)
+    startup_s = STARTUP_S if settings.startup_s is None else settings.startup_s
+    source = STARTUP_SOURCE if settings.startup_s is None else "given"
+    detail = f"{starts:,} job start{'s' * (starts > 1)} of {startup_s:,.0f} s"
+    add("startup", starts * startup_s, detail + (" (MegaScale's)" if settings.startup_s is None else ""), source)
+    if settings.ramp_tokens and settings.ramp_start_gbs:
+        ramp_s = steps.ramp_extra_s(settings.ramp_tokens, settings.ramp_start_gbs)
+        detail = f"{_tokens(settings.ramp_tokens)} tokens from a batch of {settings.ramp_start_gbs:,}"
+        add("ramp", ramp_s, detail, "given")
+    if settings.eval_every_steps and settings.eval_tokens:
+        evaluations = run.tokens / steps.tokens_per_step / settings.eval_every_steps
+        eval_s = evaluations * steps.forward_s(settings.eval_tokens)
+        detail = f"{evaluations:,.0f} evaluations of {_tokens(settings.eval_tokens)} tokens"
+        add("evaluation", eval_s, detail, "given")
+    if settings.spare_gpus:
+        wall_s = run.time_s + sum(loss.time_s for loss in items)
+        spare = settings.spare_gpus * wall_s / SECONDS_PER_HOUR
+        add("spare", 0.0, f"{settings.spare_gpus:,} GPUs in reserve", "given", gpu_hours=spare)
+    return Losses(tuple(items), run)
+
+
+def _tokens(count: float) -> str:
+    """A token count for a table line: 20B, 1.5T."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if count >= scale:
+            return f"{count / scale:,.3g}{suffix}"
+    return f"{count:,.0f}"
+
+
+def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
+    """The goodput model's loss, split: its checkpoint writes (every interval of training, and before each planned
+    interruption) and the rest (lost work, restarts, checkpoint reads)."""
+    failing = with_failures(run, reliability)
+    if failing is None:
+        return
+    interval = reliability.interval_s
+    planned = reliability.planned_per_s * failing.time_s
+    writes_s = (run.time_s / interval if interval else 0.0) + planned
+    checkpoint_s = writes_s * reliability.write_s
+    counts = reliability.interruptions(run.time_s)
+    unexpected = counts[1] if counts else 0.0
+    add("failures", failing.time_s - run.time_s - checkpoint_s, f"{unexpected:,.0f} unexpected interruptions",
+        "goodput model")  # fmt: skip
+    add("checkpoints", checkpoint_s, f"{writes_s:,.0f} writes of {reliability.write_s:,.1f} s", "goodput model")
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What the ramp and evaluation losses price: the step time at another global batch on the same layout, and
+    the forward pass of the run's batch."""
+
+    step_at: Callable[[int], Any]
+    """The step time at a global batch that `divisor` divides."""
+    gbs: int
+    seq_len: int
+    forward_only_s: float
+    """A forward pass over one global batch."""
+    divisor: int
+    """The layout's replicas x micro-batch: a ramp's batches are rounded down to multiples of it."""
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.gbs * self.seq_len
+
+    def per_sequence_s(self, gbs: float) -> float:
+        """Step time per sequence at a batch near `gbs` that the layout can run (at least one micro-batch a replica)."""
+        batch = max(self.divisor, int(gbs) // self.divisor * self.divisor)
+        return float(self.step_at(batch)) / batch
+
+    def ramp_extra_s(self, tokens: float, start_gbs: int) -> float:
+        """Time a linear batch ramp from `start_gbs` to the run's batch over `tokens` takes beyond those tokens at
+        the run's batch: RAMP_POINTS equal slices, each at its middle batch."""
+        full = self.per_sequence_s(self.gbs)
+        slices = (start_gbs + (self.gbs - start_gbs) * (k + 0.5) / RAMP_POINTS for k in range(RAMP_POINTS))
+        extra = sum(self.per_sequence_s(gbs) - full for gbs in slices) * tokens / RAMP_POINTS / self.seq_len
+        return max(extra, 0.0)
+
+    def forward_s(self, tokens: float) -> float:
+        """Forward passes over `tokens` at the run's batch."""
+        return tokens / self.tokens_per_step * self.forward_only_s
