@@ -33,7 +33,7 @@ def main(write: bool) -> int:
     if write:
         document = json.loads(calibration.BUNDLED.read_text())
         document["losses"] = result.section() | {"created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-        calibration.BUNDLED.write_text(json.dumps(document, indent=1, allow_nan=False))
+        calibration.BUNDLED.write_text(calibration.dumps(document))
     return 0
 
 
