@@ -31,6 +31,7 @@ from perfmodel.physics.step import (
     bucketed_exposed,
     dp_buckets,
     evaluate,
+    host_overhead_s,
     straggler_s,
 )
 from perfmodel.physics.workload import (
@@ -458,7 +459,10 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         )
     )
 
-    t_o = _q("t_step", eff.step_overhead_s, "s", "per-step work outside the model (data loader, logging, syncs)")
+    host = "data loader, logging, syncs"
+    if ctx.recipe.graph_captured:
+        host = "none: the whole iteration replays as one CUDA graph"
+    t_o = _q("t_step", host_overhead_s(ctx), "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
     t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")

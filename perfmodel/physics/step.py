@@ -736,12 +736,18 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         pp_comm_exposed_s=slower * pp_comm,
         dp_comm_exposed_s=slower * dp_comm,
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
-        other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
+        other_s=slower * (host_overhead_s(ctx) + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
         memory=peak_memory,
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
+
+
+def host_overhead_s(ctx: Context) -> float:
+    """The per-step work outside the model that the host runs (data loader, loss and grad-norm reductions, logging,
+    launches): `step_overhead_s`, none where the recipe replays the whole iteration as one CUDA graph."""
+    return 0.0 if ctx.recipe.graph_captured else ctx.efficiency.step_overhead_s
 
 
 def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]:
@@ -827,7 +833,7 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     mb_compute = where(equal(lv.pp, 1), single, least)
     compute_s = microbatches * mb_compute
     bubble_s = bubble_fraction(lv.pp, lv.vp, microbatches) * microbatches * mb_compute
-    other_s = eff.step_overhead_s + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
+    other_s = host_overhead_s(ctx) + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
     return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
 
 
