@@ -67,3 +67,16 @@ def test_explain_says_why_a_captured_step_has_no_host_work() -> None:
     part = next(p for p in explain(predict(load_scenario(None, _lora("gb200")))).parts if p.key == "other_s")
     (t_step,) = [q for q in part.quantities if str(q.symbol) == "t_step"]
     assert t_step.value == 0.0 and "one CUDA graph" in t_step.meaning
+
+
+def test_releases_before_the_v50_configs_pay_the_host_work() -> None:
+    """The whole-iteration graph is sourced from NVIDIA's v5.0 LoRA configs (NeMo 25.04, efficiency
+    .WARM_START_RELEASE); the v4.x runs' minutes grow with their samples run by run (mlperf_training_llm_runs.csv:
+    v4.1 NVIDIA Eos_n128's 10 runs, 12.8 min per 100k samples, intercept -15 s), as a per-step cost does."""
+    from perfmodel.physics.efficiency import WARM_START_RELEASE, release_age_years
+
+    ctx = context_for(load_scenario(None, _lora("h100-sxm", 8, 1)))
+    older = replace(ctx, efficiency=replace(ctx.efficiency, vintage_years=release_age_years(WARM_START_RELEASE) + 0.5))
+    at_release = replace(ctx, efficiency=replace(ctx.efficiency, vintage_years=release_age_years(WARM_START_RELEASE)))
+    assert float(host_overhead_s(older)) == ctx.efficiency.step_overhead_s > 0
+    assert float(host_overhead_s(at_release)) == 0.0

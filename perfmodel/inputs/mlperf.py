@@ -72,8 +72,8 @@ class Benchmark:
     the 405B configs keep BF16 attention, NVTE_DPA_FP8_RECIPE="F16": stack_notes.md)."""
     graph_captured_vendors: tuple[str, ...] = ()
     """Vendors whose configs of the benchmark capture the whole training iteration in one CUDA graph, so that no
-    per-step host work is left (precision.Recipe.graph_captured): NVIDIA's LoRA configs (MCORE_CUDA_GRAPH=1,
-    ON_DEVICE_CLIP_GRAD=1, stack_notes.md)."""
+    per-step host work is left (precision.Recipe.graph_captured), from efficiency.WARM_START_RELEASE on: NVIDIA's
+    LoRA configs (MCORE_CUDA_GRAPH=1, ON_DEVICE_CLIP_GRAD=1 in training_results_v5.0, stack_notes.md)."""
 
     @property
     def ruleset(self) -> str:

@@ -463,10 +463,11 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         )
     )
 
-    host = "data loader, logging, syncs"
+    host_s, host = float(host_overhead_s(ctx)), "data loader, logging, syncs"
     if ctx.recipe.graph_captured:
-        host = "none: the whole iteration replays as one CUDA graph"
-    t_o = _q("t_step", host_overhead_s(ctx), "s", f"per-step work outside the model ({host})")
+        captured = "none: the whole iteration replays as one CUDA graph"
+        host = captured if host_s == 0 else f"{host}; a release before the whole-iteration CUDA graph"
+    t_o = _q("t_step", host_s, "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
     t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")

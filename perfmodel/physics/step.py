@@ -22,7 +22,7 @@ from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum,
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
-from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
 from perfmodel.physics.parallel import Rule, feature_rules
 from perfmodel.physics.schedule import (
     StageLayers,
@@ -744,10 +744,14 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     )
 
 
-def host_overhead_s(ctx: Context) -> float:
+def host_overhead_s(ctx: Context) -> Number:
     """The per-step work outside the model that the host runs (data loader, loss and grad-norm reductions, logging,
-    launches): `step_overhead_s`, none where the recipe replays the whole iteration as one CUDA graph."""
-    return 0.0 if ctx.recipe.graph_captured else ctx.efficiency.step_overhead_s
+    launches): `step_overhead_s`, none where the recipe replays the whole iteration as one CUDA graph, from the
+    release whose configs do (efficiency.WARM_START_RELEASE, NVIDIA's v5.0 LoRA configs: stack_notes.md)."""
+    eff = ctx.efficiency
+    if not ctx.recipe.graph_captured:
+        return eff.step_overhead_s
+    return where(eff.released_before(WARM_START_RELEASE), eff.step_overhead_s, 0.0)
 
 
 def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]:
