@@ -42,8 +42,13 @@ def test_phases_without_a_total_each_give_their_tokens(tmp_path: Path) -> None:
 
 
 BAD = [
-    ("negative tokens", RAMP + MAIN.replace("\n", "\ntokens = -5\n", 1), "phase 'main': field 'tokens': ", "greater than 0"),
-    ("zero tokens", RAMP + MAIN + 'tokens = 0\n', "phase 'main': field 'tokens'", "greater than 0"),
+    (
+        "negative tokens",
+        RAMP + MAIN.replace("\n", "\ntokens = -5\n", 1),
+        "phase 'main': field 'tokens': ",
+        "greater than 0",
+    ),
+    ("zero tokens", RAMP + MAIN + "tokens = 0\n", "phase 'main': field 'tokens'", "greater than 0"),
     ("no GPUs", RAMP + MAIN + "n_gpus = 0\n", "phase 'main': field 'n_gpus'", "greater than or equal to 1"),
     ("no GPU share", RAMP + MAIN + "gpu_fraction = 0.001\n", "phase 'main': field 'gpu_fraction'", "no GPU at all"),
     ("zero share", RAMP + MAIN + "gpu_fraction = 0\n", "phase 'main': field 'gpu_fraction'", "greater than 0"),
@@ -51,7 +56,12 @@ BAD = [
     ("unknown key", RAMP + MAIN + "tokenz = 5\n", "phase 'main': field 'tokenz': unknown key", "allowed: name"),
     ("duplicate name", RAMP + RAMP.replace("1e11", "2e11"), "phase 'ramp': field 'name'", "phase[0] has that name"),
     ("reserved name", MAIN.replace("main", "total"), "phase 'total': field 'name'", "own row"),
-    ("batch twice", RAMP + MAIN + "gbs = 8\ntokens_per_step = 4e6\n", "phase 'main': gbs and tokens_per_step", "give one"),
+    (
+        "batch twice",
+        RAMP + MAIN + "gbs = 8\ntokens_per_step = 4e6\n",
+        "phase 'main': gbs and tokens_per_step",
+        "give one",
+    ),
     ("count twice", RAMP + MAIN + "n_gpus = 8\ngpu_fraction = 0.5\n", "phase 'main': n_gpus and gpu_fraction", ""),
     ("layout's batch", RAMP + MAIN + "parallelism = { gbs = 8 }\n", "phase 'main': parallelism.gbs", "own (gbs ="),
     ("bad layout value", RAMP + MAIN + "parallelism = { tp = 0 }\n", "phase 'main': field 'parallelism.tp'", ""),
@@ -89,7 +99,9 @@ def test_a_phase_without_tokens_needs_a_total(tmp_path: Path) -> None:
 
 
 def test_a_benchmark_is_no_campaign(tmp_path: Path) -> None:
-    text = 'gpu = "h100-sxm"\nn_gpus = 64\nbenchmark = "mlperf-llama31-8b"\n' + MAIN.replace("\n", "\ntokens = 1e9\n", 1)
+    text = 'gpu = "h100-sxm"\nn_gpus = 64\nbenchmark = "mlperf-llama31-8b"\n' + MAIN.replace(
+        "\n", "\ntokens = 1e9\n", 1
+    )
     result = run_cli("predict", str(_file(tmp_path, text)))
     assert result.code == 2 and "benchmark and [[phase]] exclude each other" in result.err
 

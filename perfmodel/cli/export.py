@@ -58,13 +58,19 @@ def prediction_label(prediction: Any) -> str:
 @scenario_options
 @export_options
 def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any) -> None:
-    """One prediction (the flags of `perfmodel predict`)."""
+    """One prediction (the flags of `perfmodel predict`); a campaign's: a row per phase and its total row."""
     from perfmodel.outputs.export import ExportRow, check_output
     from perfmodel.outputs.export import export as write
-    from perfmodel.planning.predict import predict
+    from perfmodel.planning.campaign import Campaign, predict_any
 
     check_output(out, force, (scenario, flags["calibration"]))
-    result = predict(load_from_flags(scenario, flags))
+    result = predict_any(load_from_flags(scenario, flags))
+    if isinstance(result, Campaign):
+        rows = [ExportRow(name, p, {"phase": name}) for name, p in result.phases.items()]
+        title = f"{result.model.id} campaign of {len(rows)} phases on {result.hardware.accelerator.id}"
+        write(rows, out, title=title, force=force, usd_per_kwh=usd_per_kwh, total=True)
+        click.echo(f"wrote {out}")
+        return
     label = prediction_label(result)
     write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
     click.echo(f"wrote {out}")
@@ -84,6 +90,7 @@ def export_compare(
 
     check_output(out, force, (scenario, flags["calibration"]))
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
+    _refuse_campaigns(predictions, "export compare")
     ratios = [{k: v for k, v in r.items() if k not in predictions[0].to_dict()} for r in with_ratios(predictions)]
     _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
 
@@ -139,6 +146,7 @@ def export_plan(
     check_output(out, force)
     report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
     planned = [c for c in report.plans if c.prediction is not None]
+    _refuse_campaigns([c.prediction for c in planned], "export plan")
     if not planned:
         raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
     keys = ("candidate", "feasible", "binds", "reason", "deadline_share", "budget_share")
@@ -179,6 +187,17 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
     _write(predictions, extras, out, force, usd_per_kwh, "sweep")
     if failed:
         click.echo(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
+
+
+def _refuse_campaigns(results: list[Any], command: str) -> None:
+    """A campaign's rows are its phases: only `export predict` lays them out (with the total row)."""
+    from perfmodel.planning.campaign import Campaign
+
+    if any(isinstance(r, Campaign) for r in results):
+        raise PerfmodelError(
+            f"{command} takes one-phase scenarios, not a campaign ([[phase]] tables): `export predict` writes a "
+            "campaign's phases and total; `compare` / `plan --format csv` give a campaign's totals per system"
+        )
 
 
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,

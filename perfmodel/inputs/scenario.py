@@ -498,6 +498,12 @@ def check_phases(scenario: Scenario) -> None:
         phase_tokens(scenario)
 
 
+def single_phase(scenario: Scenario, command: str, instead: str) -> None:
+    """One line for a command that does not take a campaign: why, and what to do `instead`."""
+    if scenario.phase:
+        raise PerfmodelError(f"{command} takes a one-phase scenario, not a campaign ([[phase]] tables): {instead}")
+
+
 def _look_up(scenario: Scenario, located: Callable[..., PerfmodelError]) -> None:
     """The scenario's model, GPU and system exist and agree; an error names the file or flag (`located`)."""
     checks: list[tuple[str, Any]] = [("model", scenario.model_spec)]  # here, so that an error names file or flag

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from perfmodel.inputs.scenario import flatten
+from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import compare, goodput, tco
+from perfmodel.planning.campaign import totals
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
@@ -730,8 +731,16 @@ def all_columns(rows: list[ExportRow]) -> list[Column]:
     return [*COLUMNS, *ratios, *record_columns(rows), *extra_columns(rows)]
 
 
-def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:
+def records(rows: list[ExportRow], usd_per_kwh: float, total: bool = False) -> list[dict[str, Any]]:
     """The table as flat dicts, one per row, what CSV and JSON hold: the one output schema's columns first, in its
-    order (outputs/record.py), then the export's own (label, editable inputs, electricity), then the command's."""
+    order (outputs/record.py), then the export's own (label, editable inputs, electricity), then the command's.
+    `total`: the rows are a campaign's phases, and its total row follows them (`total_row`)."""
     columns = all_columns(rows)
-    return record.table({c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows)
+    table = record.table({c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows)
+    return [*table, total_row(table)] if total else table
+
+
+def total_row(table: list[dict[str, Any]]) -> dict[str, Any]:
+    """A campaign's total row from its phases' rows: every column totalled by the campaign's one rule
+    (planning/campaign.py, total_rule), its label and phase 'total'."""
+    return totals(table) | {"label": TOTAL, "phase": TOTAL}

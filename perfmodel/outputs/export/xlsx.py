@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 from perfmodel.outputs.export.assumptions import Assumption, Citation
 from perfmodel.outputs.export.excel import excel_formula
 from perfmodel.outputs.export.table import OPTIONAL_INPUTS, Column, ExportRow, all_columns, scaling_bases
+from perfmodel.planning.campaign import total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
@@ -98,6 +99,12 @@ class _Grid:
 
     def default_cell(self, key: str) -> str:
         return f"$B${self.defaults[key]}"
+
+    def span(self, key: str, from_sheet: str) -> str:
+        """The cells of every result of column `key` (a campaign's phases, above its total row)."""
+        sheet, letter = self.position[key]
+        cells = f"${letter}${HEADER_ROW + 2}:${letter}${HEADER_ROW + 1 + self.n_rows}"
+        return cells if sheet == from_sheet else f"{sheet}!{cells}"
 
 
 def _symbols(columns: Sequence[Column]) -> dict[str, Any]:
@@ -196,10 +203,32 @@ def _page(ws: Any, one_page: bool = False) -> None:
     ws.repeat_rows(HEADER_ROW - 1, HEADER_ROW)
 
 
+def _total_formula(column: Column, grid: _Grid) -> str | None:
+    """A campaign's total of a column as a live formula over its phases' cells, by the campaign's rule
+    (planning/campaign.py, total_rule): a sum, a weighted mean, the largest, all true; empty when a phase's cell is
+    (a cost without a price). None: no formula (a value the phases share, or none where they differ)."""
+    rule, weight = total_rule(column.key)
+    here = SHEETS[column.sheet]
+    cells = grid.span(column.key, here)
+    complete = f"COUNT({cells})={grid.n_rows}"
+    if rule == "sum":
+        return f'=IF({complete},SUM({cells}),"")'
+    if rule == "max":
+        return f'=IF({complete},MAX({cells}),"")'
+    if rule == "all":
+        return f"=AND({cells})"
+    if rule == "mean" and weight in grid.position:
+        weights = grid.span(weight, here)
+        return f'=IF(AND({complete},COUNT({weights})={grid.n_rows}),SUMPRODUCT({cells},{weights})/SUM({weights}),"")'
+    return None
+
+
 def write_xlsx(
     handle: BinaryIO, rows: list[ExportRow], usd_per_kwh: float, found: list[Assumption], title: str,
-    citations: list[Citation] | None = None,
+    citations: list[Citation] | None = None, total: dict[str, Any] | None = None,
 ) -> None:  # fmt: skip
+    """The workbook of `rows`; `total`: the rows are a campaign's phases and this is its total row (its cells are
+    formulas over the phases' cells, `_total_formula`)."""
     import xlsxwriter
 
     columns = all_columns(rows)
@@ -220,10 +249,11 @@ def write_xlsx(
     inputs.write_string("A2", "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE)
     shared = [c for c in columns if c.shared_default]
     first_values = {c.key: c.value(rows[0], usd_per_kwh) for c in shared}
-    defaults = {c.key: HEADER_ROW + 2 + len(rows) + 2 + offset for offset, c in enumerate(shared)}
+    lines = len(rows) + (total is not None)  # result rows, the total row included
+    defaults = {c.key: HEADER_ROW + 2 + lines + 2 + offset for offset, c in enumerate(shared)}
     grid = _Grid(columns, len(rows), defaults, scaling_bases(rows))
     note = "Defaults: each result's cell above links here unless it differs"
-    inputs.write_string(HEADER_ROW + 2 + len(rows), 0, note, style(bold=True))
+    inputs.write_string(HEADER_ROW + 2 + lines, 0, note, style(bold=True))
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header)
@@ -263,16 +293,23 @@ def write_xlsx(
             if column.editable:
                 span = f"{letter}{HEADER_ROW + 2}:{letter}{HEADER_ROW + 1 + len(rows)}"
                 ws.data_validation(span, _validation(column))
+            if total is not None:
+                ref, value = f"{letter}{HEADER_ROW + 2 + len(rows)}", total.get(column.key)
+                formula = _total_formula(column, grid)
+                if formula is None:
+                    _put(ws, ref, value, style(with_unit(column), bold=True))
+                else:
+                    ws.write_formula(ref, formula, style(with_unit(column), bold=True), _cached(value))
         ws.set_column("A:A", 34)
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
-            for index, row in enumerate(rows):
-                ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, row.label)
+            for index, label in enumerate(values["label"] + ([total["label"]] if total else [])):
+                ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, label)
         ws.set_row(HEADER_ROW - 1, 45)
         _page(ws)
 
     _write_shares(sheets["Breakdown"], grid, values, style)
-    _write_summary(summary, columns, grid, values, title, style)
+    _write_summary(summary, columns, grid, values, title, style, total)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], style)
     wb.close()
@@ -323,8 +360,11 @@ def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _St
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
-                   style: _Styles) -> None:  # fmt: skip
-    """The figures to compare, each a link to its cell (so it follows every edit), on one landscape page."""
+                   style: _Styles, total: dict[str, Any] | None) -> None:  # fmt: skip
+    """The figures to compare, each a link to its cell (so it follows every edit), on one landscape page; a
+    campaign's total row last."""
+    if total is not None:
+        values = {key: [*found, total.get(key)] for key, found in values.items()}
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
