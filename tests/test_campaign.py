@@ -248,6 +248,7 @@ def test_export_writes_a_row_per_phase_and_a_live_total(campaign_file: Path, tmp
         (("whatif", "{file}", "--set", "nvlink_gbps=x2"), "whatif takes a one-phase scenario, not a campaign"),
         (("export", "compare", "{file}", "--gpu", "b200", "--out", "{tmp}/c.csv"), "export compare takes one-phase"),
         (("export", "plan", "{file}", "--gpu", "b200", "--deadline", "30d", "--out", "{tmp}/p.csv"), "export plan"),
+        (("plot", "compare", "{file}", "--gpu", "b200", "--out", "{tmp}/p.png"), "plot takes one-phase scenarios"),
     ],
 )
 def test_commands_that_take_no_campaign_say_why_and_what_instead(

@@ -17,6 +17,11 @@ from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_fl
 from perfmodel.cli.plan import plan_from_flags, plan_options
 from perfmodel.errors import PerfmodelError
 
+EXPORT_INSTEAD = (
+    "`export predict` writes a campaign's phases and total; `compare` / `plan --format csv` give a campaign's totals "
+    "per system"
+)
+
 
 def export_options(command: Command) -> Command:
     """--out, --force and --usd-per-kwh, shared by every export sub-command."""
@@ -90,7 +95,9 @@ def export_compare(
 
     check_output(out, force, (scenario, flags["calibration"]))
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
-    _refuse_campaigns(predictions, "export compare")
+    from perfmodel.planning.campaign import refuse_campaigns
+
+    refuse_campaigns(predictions, "export compare", EXPORT_INSTEAD)
     ratios = [{k: v for k, v in r.items() if k not in predictions[0].to_dict()} for r in with_ratios(predictions)]
     _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
 
@@ -146,7 +153,9 @@ def export_plan(
     check_output(out, force)
     report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
     planned = [c for c in report.plans if c.prediction is not None]
-    _refuse_campaigns([c.prediction for c in planned], "export plan")
+    from perfmodel.planning.campaign import refuse_campaigns
+
+    refuse_campaigns([c.prediction for c in planned], "export plan", EXPORT_INSTEAD)
     if not planned:
         raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
     keys = ("candidate", "feasible", "binds", "reason", "deadline_share", "budget_share")
@@ -187,17 +196,6 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
     _write(predictions, extras, out, force, usd_per_kwh, "sweep")
     if failed:
         click.echo(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
-
-
-def _refuse_campaigns(results: list[Any], command: str) -> None:
-    """A campaign's rows are its phases: only `export predict` lays them out (with the total row)."""
-    from perfmodel.planning.campaign import Campaign
-
-    if any(isinstance(r, Campaign) for r in results):
-        raise PerfmodelError(
-            f"{command} takes one-phase scenarios, not a campaign ([[phase]] tables): `export predict` writes a "
-            "campaign's phases and total; `compare` / `plan --format csv` give a campaign's totals per system"
-        )
 
 
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,

@@ -298,3 +298,10 @@ def chosen_phases(campaign: Campaign, name: str | None) -> dict[str, Prediction]
         known = ", ".join(campaign.phases)
         raise PerfmodelError(f"--phase {shown(name)}: the campaign has no such phase; its phases: {known}")
     return {name: campaign.phases[name]}
+
+
+def refuse_campaigns(results: Iterable[Any], command: str, instead: str) -> None:
+    """One line for a command whose rows are one-phase predictions, when a result is a campaign: why, and what to
+    do `instead`."""
+    if any(isinstance(r, Campaign) for r in results):
+        raise PerfmodelError(f"{command} takes one-phase scenarios, not a campaign ([[phase]] tables): {instead}")
