@@ -98,23 +98,17 @@ def in_process(repeat: int, folder: Path) -> None:
                   f"{ms / alone:5.2f}x its phases predicted one by one ({alone:.3f} ms)")  # fmt: skip
 
 
-def wall(repeat: int, command: list[str], env: dict[str, str]) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, env=env)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def end_to_end(repeat: int) -> None:
-    env = os.environ | {"PERFMODEL_CACHE_DIR": tempfile.mkdtemp()}
-    baseline = wall(repeat, [sys.executable, "-c", "pass"], env)
+    from bench_predict import wall  # this folder is the script's: its first import path
+
+    cache = tempfile.mkdtemp()
+    env = os.environ | {"PERFMODEL_CACHE_DIR": cache}
+    baseline = wall(repeat, [sys.executable, "-c", "pass"], cache)
     print(f"{'baseline: python -c pass, wall':66s} {baseline * 1e3:9.1f} ms")
     for name in ("default", "campaign-deepseek-v3", "campaign-llama3.1-405b"):
         command = [sys.executable, "-m", "perfmodel", "predict", name]
         subprocess.run(command, check=True, capture_output=True, env=env)  # fills the caches of checked files
-        seconds = wall(repeat, command, env)
+        seconds = wall(repeat, command, cache)
         print(f"{f'perfmodel predict {name}, wall':66s} {seconds * 1e3:9.1f} ms {seconds / baseline:8.1f}x baseline")
 
 

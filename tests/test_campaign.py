@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from test_campaign_inputs import BASE, LONG, MAIN, RAMP
 
 import perfmodel
 from perfmodel.inputs.record import replaced
@@ -17,29 +18,8 @@ from perfmodel.inputs.scenario import load_scenario
 from perfmodel.planning.campaign import Campaign, phase_scenarios, predict_campaign, total_rule
 from perfmodel.planning.predict import predict
 
-CAMPAIGN = """
-model = "llama3.1-8b"
-gpu = "h100-sxm"
-n_gpus = 64
-tokens = 1e12
-[parallelism]
-seq_len = 4096
-gbs = 1024
-[[phase]]
-name = "ramp"
-tokens = 1e11
-gbs = 256
-gpu_fraction = 0.5
-[[phase]]
-name = "main"
-[[phase]]
-name = "long"
-tokens = 5e10
-seq_len = 32768
-n_gpus = 32
-precision = "fp8"
-parallelism = { cp = 4 }
-"""
+CAMPAIGN = BASE + "gbs = 1024\n" + RAMP + MAIN + LONG + 'n_gpus = 32\nprecision = "fp8"\n'
+"""Llama 3.1 8B on 64 H100s: a ramp on half of them, the main phase, a long-context phase on 32 of its own, in FP8."""
 
 
 @pytest.fixture(scope="module")
