@@ -48,6 +48,7 @@ def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
 _FAILING = "expected with failures, checkpoints and restarts (goodput model)"
 
 FIELDS: tuple[Field, ...] = (
+    Field("phase", "", "a campaign's phase, or 'total' on its own row (campaigns only: README, Campaigns)"),
     Field("model", "", "model id (perfmodel models list)"),
     Field("accelerator", "", "accelerator id (perfmodel hardware list)"),
     Field("system", "", "system id: the node or rack the accelerators sit in"),
