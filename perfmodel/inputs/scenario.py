@@ -153,7 +153,8 @@ class Goodput:
 @record
 class Scenario:
     """One planning question: model, hardware, GPU count, precision, layout (what is left out is searched), the
-    work to train (tokens or an MLPerf benchmark), cost and calibration. A scenario TOML file has these keys."""
+    work to train (tokens or an MLPerf benchmark, or a campaign's phases), cost and calibration. A scenario TOML file
+    has these keys."""
 
     name: str | None = None
     description: str | None = None
