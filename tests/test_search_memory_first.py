@@ -116,6 +116,8 @@ def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 lv = block.layout_vars()
                 step = np.broadcast_to(evaluate(ctx, lv).step_time_s, block.shape)
                 assert (np.broadcast_to(step_floor(ctx, lv), block.shape)[mask] <= step[mask]).all()
+                without_recompute = step_floor(ctx, lv._replace(recompute=0.0))  # the search's floor of every mode
+                assert (np.broadcast_to(without_recompute, block.shape)[mask] <= step[mask]).all()
 
 
 def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,3 +137,27 @@ def test_unphysical_efficiencies_price_every_layout() -> None:
     assert floor_holds(ctx.efficiency)
     assert not floor_holds(replace(ctx.efficiency, overlap_tp=1.5))
     assert not floor_holds(replace(ctx.efficiency, step_overhead_s=-1.0))
+
+
+@pytest.mark.parametrize("seq_len", [4096, 16384, 65536])
+def test_bounded_best_layout_at_its_own_thresholds_is_the_exhaustive_one(
+    seq_len: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the search's own thresholds, on a long-context campaign's phases (70B on 1,024 H100 in FP8, 4M tokens per
+    step): the small block (no PP) is priced whole, its best leaves few layouts under it, and the pipelined block's
+    rows under that best are priced in one pass; the layout is still the exhaustive search's."""
+    spec = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "fp8"}
+    ctx = context_for(checked_scenario(spec | {"parallelism": {"seq_len": seq_len}}))
+    space = Space(((1024, 2**22 // seq_len),), {})
+    candidates = list(blocks(ctx, space))
+    passes: list[int] = []
+    price_best = search_module._price_best
+    monkeypatch.setattr(search_module, "_price_best", lambda *a: passes.append(1) or price_best(*a))
+    wholes: list[int] = []
+    price_whole = search_module._price_whole
+    monkeypatch.setattr(search_module, "_price_whole", lambda *a: wholes.append(1) or price_whole(*a))
+    monkeypatch.setattr(search_module, "_FLOORS", search_module.Bounded(search_module.FLOORS_KEPT))
+    found = search(ctx, space, candidates=candidates)
+    assert found.evaluated >= search_module.FILTER_FROM
+    assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+    assert (len(wholes), len(passes)) == (1, 1)

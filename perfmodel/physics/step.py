@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -331,7 +332,7 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
         return _shard_compute(ctx, sh)
     import numpy as np
 
-    if any(isinstance(v, np.ndarray) for v in vars(ctx.efficiency).values()):  # a fit's variants: another axis
+    if _has_variants(ctx.efficiency):
         return _shard_compute(ctx, sh)
     arrays = [np.asarray(x, dtype=float) for x in key]
     values, codes = [], np.zeros((), dtype=np.int64)
@@ -368,11 +369,11 @@ class _ShardTable:
     template: ShardCompute | None = None
     plain: list[bool] = field(default_factory=list)
 
-    def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
-        """The compute of each element, `index` giving each element's place in `shards`."""
+    def add(self, shards: list[tuple[float, ...]]) -> None:
+        """Price the shards not in the table yet, as one batch of arrays."""
         import numpy as np
 
-        new = [s for s in shards if s not in self.position]
+        new = list(itertools.filterfalse(self.position.__contains__, shards))
         if new:
             tp, cp, mbs, ep, etp = (np.array(c) for c in zip(*new, strict=True))
             priced = _shard_compute(self.context, self.shard._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
@@ -385,7 +386,13 @@ class _ShardTable:
                     column.append(value)
             for s in new:
                 self.position[s] = len(self.position)
-        at = np.array([self.position[s] for s in shards], dtype=np.int64)[index]
+
+    def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
+        """The compute of each element, `index` giving each element's place in `shards`."""
+        import numpy as np
+
+        self.add(shards)
+        at = np.fromiter(map(self.position.__getitem__, shards), np.int64, len(shards))[index]  # C-level lookups
         values = [
             column[0] if plain else (np.concatenate(column) if len(column) > 1 else column[0])[at]
             for column, plain in zip(self.fields, self.plain, strict=True)
@@ -399,6 +406,21 @@ class _ShardTable:
             dict(zip(template.head_backward, values[layers + forward : layers + forward + backward], strict=True)),
             values[-1],
         )
+
+
+def price_shards(ctx: Context, shards: list[tuple[float, ...]]) -> None:
+    """Price these (TP, CP, micro-batch, EP, ETP) shards into the context's table in one batch, ahead of the arrays
+    that will gather them (a search's blocks, each of which would otherwise price its new shards as a batch of its
+    own: the ~500 operations' fixed cost once per batch). The same numbers either way (`_ShardTable`)."""
+    if shards and not _has_variants(ctx.efficiency):
+        _shard_table(ctx, Shard(ctx.model, ctx.recipe, 1.0, 1.0, 1.0, ctx.seq_len, imbalance=ctx.imbalance)).add(shards)
+
+
+def _has_variants(eff: Efficiency) -> bool:
+    """Whether the efficiencies are arrays (a fit's variants): another axis, which a shard table does not keep."""
+    import numpy as np
+
+    return any(isinstance(v, np.ndarray) for v in vars(eff).values())
 
 
 def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
@@ -805,7 +827,9 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     times that least compute (deep pipelines with few micro-batches: the generations sweep prices a third fewer
     layouts in full, 1.68 M instead of 2.53 M); and other_s grows with the compute it is given (the straggler wait
     is a multiple of it), so this adds other_s at the floor's compute: for every N the wait would otherwise slip
-    through the floor (at cv 0.04 it is ~13% at 512)."""
+    through the floor (at cv 0.04 it is ~13% at 512). Every step of it grows with a layer's compute (sums, products
+    by numbers >= 0, minima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the
+    same layout with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)

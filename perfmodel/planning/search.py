@@ -16,6 +16,7 @@ is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from perfmodel.physics.step import (
     evaluate_times,
     floor_holds,
     memory_need,
+    price_shards,
     step_floor,
 )
 
@@ -137,6 +139,15 @@ class Block:
             if not kept.all():  # copies a 700,000-layout mask in ~1 ms, its fancy index np.ix_ in ~12 ms
                 mask = np.compress(kept, mask, axis=axis)
         return block, mask
+
+    def shards(self) -> set[tuple[float, ...]]:
+        """The block's distinct (TP, CP, micro-batch, EP, ETP) shards, as `step.price_shards` takes them."""
+        import numpy as np
+
+        columns = self.rows[:, [0, 1, 5, 6]]  # tp, cp, ep, etp: a few distinct ones in thousands of rows
+        codes = np.ravel_multi_index(columns.T, columns.max(axis=0) + 1)
+        rows = columns[np.unique(codes, return_index=True)[1]].astype(float).tolist()
+        return {(tp, cp, mbs, ep, etp) for tp, cp, ep, etp in rows for mbs in self.mbs.astype(float).tolist()}
 
     def layout(self, flat_index: int) -> Layout:
         import numpy as np
@@ -479,11 +490,13 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     """`search(ctx, space, candidates=candidates)`'s best layout by time and its count of valid layouts, pricing in
     full only the layouts whose lower bound (`step.step_floor`) does not exceed the best found so far.
 
-    The floor is priced per (row, micro-batch, recompute) cell, once per block; the rows with the lowest floors are
-    priced first (memory, then the step of those that fit), then every row with a cell at or under that best. A
-    layout left out has objective >= its floor > the best, so every layout at the best is priced; when the first
-    block to reach it has one such layout, it is the exhaustive search's answer, and when it has several (ties: e.g.
-    ZeRO stages without DP), that block is priced in full to break the tie exactly as `search` does.
+    A block of fewer than FILTER_FROM layouts is priced whole (as `search` does), first. In the others the floor is
+    priced per (row, micro-batch) cell, once per block; the rows with the lowest floors are priced first (memory,
+    then the step of those that fit), then every row with a cell at or under that best (in one pass when the blocks
+    priced whole leave fewer than FILTER_FROM layouts in cells at or under their best). A layout left out has
+    objective >= its floor > the best, so every layout at the best is priced; when the first block to reach it has
+    one such layout, it is the exhaustive search's answer, and when it has several (ties: e.g. ZeRO stages without
+    DP), that block is priced in full to break the tie exactly as `search` does.
     """
     import numpy as np
 
@@ -497,8 +510,14 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     row = np.concatenate([np.arange(len(r)) for r in rows])
     order = np.argsort(row_floor, kind="stable")
     best = [_Best() for _ in blocks_]
+    for index, (block, mask) in enumerate(blocks_):
+        if floors[index] is None:  # a small block: priced whole, at once (its floors would cost more than they save)
+            _price_whole(ctx, block, mask, best[index])
     first = max(1, int(FIRST_SHARE * len(order)))
-    for batch in (order[:first], order[first:]):
+    incumbent = min(b.value for b in best)
+    cells = [(f, b.shape[2] * b.shape[3]) for (b, _), f in zip(blocks_, floors, strict=True) if f is not None]
+    under = sum(np.count_nonzero(f <= incumbent) * layouts for f, layouts in cells)
+    for batch in (order,) if under < FILTER_FROM else (order[:first], order[first:]):
         incumbent = min(b.value for b in best)
         chosen = batch[row_floor[batch] <= incumbent]
         for index, (block, mask) in enumerate(blocks_):
@@ -521,38 +540,61 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
 def _floors(
     ctx: Context, candidates: Sequence[tuple[Block, Any]]
 ) -> tuple[list[tuple[Block, Any]], list[Any], list[Any]]:
-    """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch, recompute) cell and each
-    row's least floor over its valid cells.
+    """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch) cell and each row's least
+    floor over its valid cells (None and none for a block under FILTER_FROM layouts, which is priced whole); every
+    block's shards priced first, in one batch (`step.price_shards`).
 
-    The floor is the step's compute with the overheads that grow with it (`step.step_floor`): no link figure enters
-    it, so it is kept for the last FLOORS_KEPT searches by the context's shard memo (`Context.shards`: equal model,
-    compute figures, efficiencies, recipe, sequence) and the blocks searched
-    (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the network share
-    their floors."""
+    The floor is the step's compute with the overheads that grow with it (`step.step_floor`), priced without
+    recompute, which makes it the floor of every recompute mode (the floor grows with a layer's compute, which
+    recompute only adds to) at a third of the cells. No link figure enters it, so it is kept for the last
+    FLOORS_KEPT searches by the context's shard memo (`Context.shards`: equal model, compute figures, efficiencies,
+    recipe, sequence) and the blocks searched (by identity: `blocks` hands out the same objects for the same
+    space): a sweep's what-ifs on the network share their floors."""
     import numpy as np
 
     key = (id(ctx.shards), *map(id, (block for block, _ in candidates)))
     kept = _FLOORS.get(key)
     if kept is not None and kept[0] is ctx.shards and all(a is b for a, b in zip(kept[1], candidates, strict=True)):
         return kept[2]
-    blocks_, floors, rows = [], [], []
-    for block, mask in candidates:
-        if not mask.any():
+    blocks_ = [block.trimmed(mask) for block, mask in candidates if mask.any()]
+    price_shards(ctx, list(set().union(*(block.shards() for block, _ in blocks_))))
+    floors: list[Any] = []
+    rows: list[Any] = []
+    for block, mask in blocks_:
+        if math.prod(block.shape) < FILTER_FROM:
+            floors.append(None)
+            rows.append(np.empty(0))
             continue
-        block, mask = block.trimmed(mask)
         scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
-        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
-        rows.append(cells.min(axis=(1, 2, 3)))
-        blocks_.append((block, mask))
+        lv = block.layout_vars()._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
+        floor = np.broadcast_to(step_floor(ctx, lv) * scale, block.shape)[..., :1, :1]
+        rows.append(floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf))
         floors.append(floor)
     _FLOORS.put(key, (ctx.shards, list(candidates), (blocks_, floors, rows)))
     return blocks_, floors, rows
 
 
+def _any_cell(mask: Any) -> Any:
+    """`mask.any(axis=(2, 3), keepdims=True)`: whether a (row, micro-batch) cell has a valid layout, as an or of its
+    few (recompute, ZeRO) slices (numpy reduces short trailing axes some ten times slower)."""
+    import numpy as np
+
+    _, _, modes, stages = mask.shape
+    slices = (mask[:, :, r : r + 1, z : z + 1] for r in range(modes) for z in range(stages))
+    return functools.reduce(np.logical_or, slices)
+
+
 FLOORS_KEPT = 4
 """Searches whose floors `_floors` keeps, oldest dropped first (a sweep's what-ifs of one point come together)."""
 _FLOORS: Bounded[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = Bounded(FLOORS_KEPT)
+
+
+def _price_whole(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
+    """Price every layout of `mask` as `search` does (`_price`) and fold the best, with its ties, into `best`."""
+    priced = _price(ctx, block, mask, 1, "time")
+    if priced.top:
+        best.value, best.layout = priced.top[0].objective, priced.top[0].layout
+        best.ties = int((priced.objectives == best.value).sum())
 
 
 def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
