@@ -92,6 +92,9 @@ def test_the_totals_are_the_phases_sums_and_the_whole_runs_rates(campaign: Campa
         ("step_time_s", ("same", None)),
         ("usd_per_gpu_hour", ("same", None)),
         ("breakdown.compute_s", ("same", None)),
+        ("failures_per_million_gpu_hours", ("same", None)),  # a rate per GPU-hour, not GPU-hours
+        ("tokens_per_usd_low", ("mean", "cost_usd_low")),  # tokens over cost at each price
+        ("kwh_per_million_tokens", ("mean", "tokens_to_train")),
     ],
 )
 def test_one_rule_totals_every_column_by_its_name(key: str, rule: tuple[str, str | None]) -> None:

@@ -12,8 +12,8 @@ model adds is totalled without code here knowing it: whole-run quantities (time,
 interruptions, with their intervals, price ranges and `_with_failures` / `_with_losses` families) are summed; rates
 are averaged with the weight that makes them the whole run's (throughput per GPU and MFU over GPU-hours, so that
 they are the model FLOPs over the GPU time; cluster throughput over time; cost per token over tokens; goodput over
-wall time); the GPU count and memory per GPU are the largest any phase needs; anything else is the phases' common
-value, or empty where they differ.
+wall time; tokens per USD over cost, energy per token over tokens); the GPU count and memory per GPU are the largest
+any phase needs; anything else is the phases' common value, or empty where they differ.
 """
 
 from __future__ import annotations
@@ -49,10 +49,16 @@ WEIGHTED = {
     "mfu_of_precision": "gpu_hours",
     "goodput": "time_to_train_with_failures_s",
     "usd_per_million_tokens": "tokens_to_train",
+    "tokens_per_usd": "cost_usd",
+    "tokens_per_usd_low": "cost_usd_low",
+    "tokens_per_usd_high": "cost_usd_high",
+    "joules_per_token": "tokens_to_train",
+    "kwh_per_million_tokens": "tokens_to_train",
 }
 """Rates, each averaged over the phases with the whole-run quantity it is per (a column that begins with a key's
 name and `_`, such as `usd_per_million_tokens_with_failures`, takes its weight): the campaign's throughput is its
-tokens over its time, its MFU its model FLOPs over its GPU time."""
+tokens over its time, its MFU its model FLOPs over its GPU time, its tokens per USD its tokens over its cost (at
+each price), its energy per token its energy over its tokens."""
 LARGEST = frozenset(("n_gpus", "memory_per_gpu_gb", "memory_per_gpu_gib"))
 """What the cluster must hold: the most any phase needs."""
 EVERY = frozenset(("fits_in_memory",))
@@ -67,7 +73,7 @@ def total_rule(key: str) -> tuple[str, str | None]:
     family = next((name for name in WEIGHTED if key.startswith(f"{name}_")), None)
     if family is not None:
         return "mean", WEIGHTED[family]
-    if SUMMED.search(key):
+    if SUMMED.search(key) and "_per_" not in key:  # a rate per GPU-hour (interruptions) is no whole-run quantity
         return "sum", None
     if key in LARGEST:
         return "max", None
