@@ -229,8 +229,6 @@ def test_export_writes_a_row_per_phase_and_a_live_total(campaign_file: Path, tmp
         (("search", "{file}"), "search takes a one-phase scenario, not a campaign ([[phase]] tables): predict, "),
         (("sensitivity", "{file}"), "sensitivity takes a one-phase scenario, not a campaign"),
         (("whatif", "{file}", "--set", "nvlink_gbps=x2"), "whatif takes a one-phase scenario, not a campaign"),
-        (("export", "compare", "{file}", "--gpu", "b200", "--out", "{tmp}/c.csv"), "export compare takes one-phase"),
-        (("export", "plan", "{file}", "--gpu", "b200", "--deadline", "30d", "--out", "{tmp}/p.csv"), "export plan"),
         (("plot", "compare", "{file}", "--gpu", "b200", "--out", "{tmp}/p.png"), "plot takes one-phase scenarios"),
     ],
 )

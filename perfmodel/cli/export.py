@@ -17,11 +17,6 @@ from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_fl
 from perfmodel.cli.plan import plan_from_flags, plan_options
 from perfmodel.errors import PerfmodelError
 
-EXPORT_INSTEAD = (
-    "`export predict` writes a campaign's phases and total; `compare` / `plan --format csv` give a campaign's totals "
-    "per system"
-)
-
 
 def export_options(command: Command) -> Command:
     """--out, --force and --usd-per-kwh, shared by every export sub-command."""
@@ -52,9 +47,12 @@ def export() -> None:
 
 
 def prediction_label(prediction: Any) -> str:
-    """A short name for one result: model, GPUs, accelerator, precision."""
+    """A short name for one result: model, GPUs (a campaign's: the most its phases run on), accelerator,
+    precision (a campaign's: its top level's)."""
+    from perfmodel.planning.compare import gpu_count
+
     return (
-        f"{prediction.model.id} on {prediction.layout.n_gpus:,} x {prediction.hardware.accelerator.id} "
+        f"{prediction.model.id} on {gpu_count(prediction):,} x {prediction.hardware.accelerator.id} "
         f"{prediction.scenario.precision}"
     )
 
@@ -66,14 +64,14 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
     """One prediction (the flags of `perfmodel predict`); a campaign's: a row per phase and its total row."""
     from perfmodel.outputs.export import ExportRow, check_output
     from perfmodel.outputs.export import export as write
+    from perfmodel.outputs.export.table import campaign_lines
     from perfmodel.planning.campaign import Campaign, predict_any
 
     check_output(out, force, (scenario, flags["calibration"]))
     result = predict_any(load_from_flags(scenario, flags))
     if isinstance(result, Campaign):
-        rows = [ExportRow(name, p, {"phase": name}) for name, p in result.phases.items()]
-        title = f"{result.model.id} campaign of {len(rows)} phases on {result.hardware.accelerator.id}"
-        write(rows, out, title=title, force=force, usd_per_kwh=usd_per_kwh, total=True)
+        title = f"{result.model.id} campaign of {len(result.phases)} phases on {result.hardware.accelerator.id}"
+        write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
         click.echo(f"wrote {out}")
         return
     label = prediction_label(result)
@@ -89,15 +87,13 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
 def export_compare(
     scenario: str | None, relayout: bool, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any
 ) -> None:
-    """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first."""
+    """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first; a campaign's:
+    a row per system and phase, and per system a total row that carries the ratios of the campaigns' totals."""
     from perfmodel.outputs.export import check_output
     from perfmodel.planning.compare import with_ratios
 
     check_output(out, force, (scenario, flags["calibration"]))
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
-    from perfmodel.planning.campaign import refuse_campaigns
-
-    refuse_campaigns(predictions, "export compare", EXPORT_INSTEAD)
     ratios = [{k: v for k, v in r.items() if k not in predictions[0].to_dict()} for r in with_ratios(predictions)]
     _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
 
@@ -147,15 +143,12 @@ def export_plan(
     **flags: Any,
 ) -> None:
     """The plan of each candidate for a goal (the flags of `perfmodel plan`); candidates with no plan are left out
-    and said so."""
+    and said so. A campaign's plan: a row per phase, then its total row, which carries the verdict."""
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
     report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
     planned = [c for c in report.plans if c.prediction is not None]
-    from perfmodel.planning.campaign import refuse_campaigns
-
-    refuse_campaigns([c.prediction for c in planned], "export plan", EXPORT_INSTEAD)
     if not planned:
         raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
     keys = ("candidate", "feasible", "binds", "reason", "deadline_share", "budget_share")
@@ -198,14 +191,25 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
         click.echo(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
 
 
+EVERY_LINE = ("candidate",)
+"""Extra columns that name a campaign's group: on each of its lines (its phases' rows too), the others on its total."""
+
+
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,
            what: str) -> None:  # fmt: skip
-    from perfmodel.outputs.export import ExportRow
+    """One line per prediction, or a campaign's phases and total, with the command's `extras` (a campaign's on its
+    total row, but for the columns in EVERY_LINE)."""
+    from perfmodel.outputs.export import ExportRow, Line
     from perfmodel.outputs.export import export as write
+    from perfmodel.outputs.export.table import campaign_lines
+    from perfmodel.planning.campaign import Campaign
 
-    rows = [
-        ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra)
-        for p, extra in zip(predictions, extras, strict=True)
-    ]
-    write(rows, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
-    click.echo(f"wrote {len(rows)} results to {out}")
+    lines: list[Line] = []
+    for p, extra in zip(predictions, extras, strict=True):
+        if isinstance(p, Campaign):
+            every = {key: value for key, value in extra.items() if key in EVERY_LINE}
+            lines += campaign_lines(p, len(lines), prediction_label(p), extra, every)
+        else:
+            lines.append(ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra))
+    write(lines, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
+    click.echo(f"wrote {len(predictions)} results to {out}")

@@ -16,12 +16,12 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.cells import csv_rows
-from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
+from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, Line, TotalRow, export_rows, records
 from perfmodel.outputs.report import check_finite
 
 FORMATS = (".xlsx", ".csv", ".json")
 
-__all__ = ["FORMATS", "ExportRow", "check_output", "export"]
+__all__ = ["FORMATS", "ExportRow", "Line", "TotalRow", "check_output", "export"]
 
 
 def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> str:
@@ -31,21 +31,21 @@ def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = (
 
 
 def export(
-    rows: list[ExportRow],
+    lines: list[Line],
     path: Path,
     *,
     title: str,
     force: bool = False,
     usd_per_kwh: float | None = None,
-    total: bool = False,
 ) -> None:
-    """Write `rows` to `path` in the format its suffix names, all at once or not at all. `total`: the rows are a
-    campaign's phases, and its total row follows them (in the workbook, as live formulas over the phases' cells)."""
+    """Write `lines` to `path` in the format its suffix names, all at once or not at all: results, and campaigns'
+    total rows under their phases' (in the workbook, live formulas over the phases' cells)."""
     fmt = check_output(path, force)
+    rows = export_rows(lines)
     if not rows:
         raise PerfmodelError("nothing to export: no results")
     price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
-    table = records(rows, price, total)
+    table = records(lines, price)
     check_finite(table, "export")
     if fmt == "xlsx":
         from perfmodel.outputs.export.assumptions import assumptions, citations
@@ -54,7 +54,7 @@ def export(
         found = assumptions(rows, price, usd_per_kwh is not None)
 
         def write(handle: BinaryIO) -> None:
-            write_xlsx(handle, rows, price, found, title, citations(found), table[-1] if total else None)
+            write_xlsx(handle, lines, table, found, title, citations(found))
 
     else:
         data = _json(table, rows, price, usd_per_kwh is not None) if fmt == "json" else _csv(table)
