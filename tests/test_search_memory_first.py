@@ -12,7 +12,7 @@ import pytest
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import checked_scenario
-from perfmodel.physics.step import Context, evaluate, floor_holds, memory_need, step_floor
+from perfmodel.physics.step import Context, LayoutVars, evaluate, floor_holds, least_floor, memory_need, step_floor
 from perfmodel.planning import search as search_module
 from perfmodel.planning.predict import context_for
 from perfmodel.planning.search import (
@@ -89,11 +89,16 @@ def test_memory_first_search_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 assert best.step_time_s == min(s.min() for p, _, s in priced if p == point)
 
 
+@pytest.mark.parametrize("filter_from", [0, 2_000])
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bounded_best_layout_is_the_exhaustive_one(
+    name: str, filter_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """best_layout (branch and bound on step.step_floor) against search, which prices every fitting layout: the same
-    layout (ties included) and count, on random spaces; and the floor is under every valid layout's step."""
-    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # bound every space, however small
+    layout (ties included) and count, on random spaces, every block bounded (0) or the small ones priced whole first,
+    whose best lets step.least_floor rule rows out; the floor is under every valid layout's step, and least_floor
+    under the floor of every cell of its row."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", filter_from)
     spec = SCENARIOS[name]
     ctx = replace(context_for(checked_scenario(spec)))
     rng = np.random.default_rng(7 + len(name))
@@ -118,6 +123,10 @@ def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 assert (np.broadcast_to(step_floor(ctx, lv), block.shape)[mask] <= step[mask]).all()
                 without_recompute = step_floor(ctx, lv._replace(recompute=0.0))  # the search's floor of every mode
                 assert (np.broadcast_to(without_recompute, block.shape)[mask] <= step[mask]).all()
+                tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
+                rows = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
+                least = least_floor(ctx, rows, block.mbs).reshape(-1, 1, 1, 1)
+                assert (least <= np.broadcast_to(without_recompute, block.shape)).all()
 
 
 def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -847,6 +847,40 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
 
 
+FLOOR_MARGIN = 1e-6
+"""Relative slack `least_floor` leaves under the floors it bounds: far more than the rounding of either side (a few
+dozen operations, each within 1e-16 relative), far less than what tells layouts apart."""
+
+
+def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
+    """A lower bound, per layout of `lv` (one axis; its micro-batch and recompute are not read), on `step_floor`
+    without recompute (0.0) at every micro-batch size in `mbs`, for a search to drop the layouts it rules out before
+    it prices their floors: the layer's compute per sequence of each distinct shard, then a few operations per layout.
+
+    Why it holds: step_floor is vf x compute + vf x bubble + vf x other, with compute the m = gbs / (mbs x dp)
+    micro-batches' mb_compute; mb_compute >= L x layer (L: the fewest layers a pipeline rank holds, all of them
+    without PP; the embedding and the head only add) and layer >= mbs x q (q: the least layer compute per sequence
+    over `mbs`), so compute >= gbs / dp x L x q; the bubble is (pp - 1) / (vp x m) x m x mb_compute >= (pp - 1) / vp
+    x L x q (mbs >= 1); other is the step overhead and a straggler wait >= 0 (`floor_holds`). That is exact
+    arithmetic; in floating point each side is within rounding of it, which FLOOR_MARGIN covers."""
+    import numpy as np
+
+    md, eff = ctx.model, ctx.efficiency
+    tp, pp, cp, dp, vp, ep, etp = np.broadcast_arrays(lv.tp, lv.pp, lv.cp, lv.dp, lv.vp, lv.ep, lv.etp)
+    shards = np.stack([tp, cp, ep, etp]).astype(np.int64)  # whole numbers: a few distinct shards in many layouts
+    codes = np.ravel_multi_index(shards, shards.max(axis=1) + 1)
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    each = shards[:, first].astype(float)[:, :, None]
+    sizes = np.asarray(mbs, dtype=float)[None, :]
+    grid = LayoutVars(each[0], 1.0, each[1], 1.0, 1.0, sizes, lv.gbs, 0.0, 0.0, each[2], each[3])
+    sh, _, stages = _per_rank(ctx, grid)
+    per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
+    ranks = stage_layers(md.layers, pp, vp, md.mtp_layers)
+    layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
+    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + eff.step_overhead_s
+    return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
+
+
 def floor_holds(eff: Efficiency) -> bool:
     """Whether `step_floor` is a bound for these efficiencies: overlaps are shares of a window, overheads and the
     straggler spread are >= 0 (a calibration's bounds keep them so; a hand-made Efficiency may not)."""

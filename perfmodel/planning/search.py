@@ -20,7 +20,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
@@ -43,6 +43,7 @@ from perfmodel.physics.step import (
     evaluate,
     evaluate_times,
     floor_holds,
+    least_floor,
     memory_need,
     price_shards,
     step_floor,
@@ -491,39 +492,45 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     full only the layouts whose lower bound (`step.step_floor`) does not exceed the best found so far.
 
     A block of fewer than FILTER_FROM layouts is priced whole (as `search` does), first. In the others the floor is
-    priced per (row, micro-batch) cell, once per block; the rows with the lowest floors are priced first (memory,
-    then the step of those that fit), then every row with a cell at or under that best (in one pass when the blocks
-    priced whole leave fewer than FILTER_FROM layouts in cells at or under their best). A layout left out has
-    objective >= its floor > the best, so every layout at the best is priced; when the first block to reach it has
-    one such layout, it is the exhaustive search's answer, and when it has several (ties: e.g. ZeRO stages without
-    DP), that block is priced in full to break the tie exactly as `search` does.
+    priced per (row, micro-batch) cell of the rows a cheaper bound per row (`step.least_floor`) does not put above
+    that best (every row, without one); the rows with the lowest floors are priced first (memory, then the step of
+    those that fit), then every row with a cell at or under that best (in one pass when the blocks priced whole leave
+    fewer than FILTER_FROM layouts in cells at or under their best). A layout left out has objective >= its floor >
+    the best, so every layout at the best is priced; when the first block to reach it has one such layout, it is the
+    exhaustive search's answer, and when it has several (ties: e.g. ZeRO stages without DP), that block is priced in
+    full to break the tie exactly as `search` does.
     """
     import numpy as np
 
     if not floor_holds(ctx.efficiency) or sum(int(mask.sum()) for _, mask in candidates) < FILTER_FROM:
         found = search(ctx, space, sized=True, candidates=candidates)
         return found.best.layout, found.evaluated
-    blocks_, floors, rows = _floors(ctx, candidates)
+    prepared = _prepared(ctx, candidates)
+    blocks_ = prepared.blocks
     evaluated = sum(int(mask.sum()) for _, mask in blocks_)
-    row_floor = np.concatenate(rows)
-    owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
-    row = np.concatenate([np.arange(len(r)) for r in rows])
-    order = np.argsort(row_floor, kind="stable")
     best = [_Best() for _ in blocks_]
+    bounded = [math.prod(block.shape) >= FILTER_FROM for block, _ in blocks_]
     for index, (block, mask) in enumerate(blocks_):
-        if floors[index] is None:  # a small block: priced whole, at once (its floors would cost more than they save)
+        if not bounded[index]:  # a small block: priced whole, at once (its floors would cost more than they save)
             _price_whole(ctx, block, mask, best[index])
-    first = max(1, int(FIRST_SHARE * len(order)))
     incumbent = min(b.value for b in best)
-    cells = [(f, b.shape[2] * b.shape[3]) for (b, _), f in zip(blocks_, floors, strict=True) if f is not None]
-    under = sum(np.count_nonzero(f <= incumbent) * layouts for f, layouts in cells)
+    bounds = [_bounds(ctx, prepared, index, incumbent, on) for index, on in enumerate(bounded)]
+    rows, floors, row_floors = zip(*bounds, strict=True)
+    row_floor = np.concatenate(row_floors)
+    owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    at = np.concatenate([np.arange(len(r)) for r in rows])
+    order = np.argsort(row_floor, kind="stable")
+    first = max(1, int(FIRST_SHARE * sum(len(b.rows) for (b, _), on in zip(blocks_, bounded, strict=True) if on)))
+    cells = zip(blocks_, floors, strict=True)
+    under = sum(np.count_nonzero(f <= incumbent) * b.shape[2] * b.shape[3] for (b, _), f in cells)
     for batch in (order,) if under < FILTER_FROM else (order[:first], order[first:]):
         incumbent = min(b.value for b in best)
         chosen = batch[row_floor[batch] <= incumbent]
         for index, (block, mask) in enumerate(blocks_):
-            picked = np.sort(row[chosen[owner[chosen] == index]])
-            if len(picked):
-                within = mask[picked] & (floors[index][picked] <= incumbent)
+            places = np.sort(at[chosen[owner[chosen] == index]])
+            if len(places):
+                picked = rows[index][places]
+                within = mask[picked] & (floors[index][places] <= incumbent)
                 _price_best(ctx, replace(block, rows=block.rows[picked]), within, best[index])
     value = min(b.value for b in best)
     if value == math.inf:  # nothing fits: the exhaustive search says why
@@ -537,41 +544,78 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     return layout, evaluated
 
 
-def _floors(
-    ctx: Context, candidates: Sequence[tuple[Block, Any]]
-) -> tuple[list[tuple[Block, Any]], list[Any], list[Any]]:
-    """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch) cell and each row's least
-    floor over its valid cells (None and none for a block under FILTER_FROM layouts, which is priced whole); every
-    block's shards priced first, in one batch (`step.price_shards`).
+@dataclass
+class _Prepared:
+    """A search's trimmed blocks that have valid layouts (their shards priced), and what the searches on them have
+    priced of their floors: per block index, each row's bound (`step.least_floor`), and the floors of the rows
+    priced so far (NaN for the others)."""
 
-    The floor is the step's compute with the overheads that grow with it (`step.step_floor`), priced without
-    recompute, which makes it the floor of every recompute mode (the floor grows with a layer's compute, which
-    recompute only adds to) at a third of the cells. No link figure enters it, so it is kept for the last
-    FLOORS_KEPT searches by the context's shard memo (`Context.shards`: equal model, compute figures, efficiencies,
-    recipe, sequence) and the blocks searched (by identity: `blocks` hands out the same objects for the same
-    space): a sweep's what-ifs on the network share their floors."""
-    import numpy as np
+    blocks: list[tuple[Block, Any]]
+    bounds: dict[int, Any] = field(default_factory=dict)
+    floors: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
+
+def _prepared(ctx: Context, candidates: Sequence[tuple[Block, Any]]) -> _Prepared:
+    """The candidates trimmed, every block's shards priced first, in one batch (`step.price_shards`).
+
+    The bounds and floors kept with them read no link figure, so they are kept for the last FLOORS_KEPT searches by
+    the context's shard memo (`Context.shards`: equal model, compute figures, efficiencies, recipe, sequence) and the
+    blocks searched (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the
+    network share them."""
     key = (id(ctx.shards), *map(id, (block for block, _ in candidates)))
     kept = _FLOORS.get(key)
     if kept is not None and kept[0] is ctx.shards and all(a is b for a, b in zip(kept[1], candidates, strict=True)):
-        return kept[2]
-    blocks_ = [block.trimmed(mask) for block, mask in candidates if mask.any()]
-    price_shards(ctx, list(set().union(*(block.shards() for block, _ in blocks_))))
-    floors: list[Any] = []
-    rows: list[Any] = []
-    for block, mask in blocks_:
-        if math.prod(block.shape) < FILTER_FROM:
-            floors.append(None)
-            rows.append(np.empty(0))
-            continue
-        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-        lv = block.layout_vars()._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
-        floor = np.broadcast_to(step_floor(ctx, lv) * scale, block.shape)[..., :1, :1]
-        rows.append(floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf))
-        floors.append(floor)
-    _FLOORS.put(key, (ctx.shards, list(candidates), (blocks_, floors, rows)))
-    return blocks_, floors, rows
+        prepared: _Prepared = kept[2]
+        return prepared
+    prepared = _Prepared([block.trimmed(mask) for block, mask in candidates if mask.any()])
+    price_shards(ctx, list(set().union(*(block.shards() for block, _ in prepared.blocks))))
+    _FLOORS.put(key, (ctx.shards, list(candidates), prepared))
+    return prepared
+
+
+def _bounds(ctx: Context, prepared: _Prepared, index: int, incumbent: float, bounded: bool) -> tuple[Any, Any, Any]:
+    """The rows of block `index` that may hold a layout at or under `incumbent` (every row without one; none of a
+    block priced whole), the floor of each of their (row, micro-batch) cells and each row's least floor over its
+    valid cells, in objective units.
+
+    A cheap bound per row (`step.least_floor`) rules out rows before their floors are priced. The floor is the
+    step's compute with the overheads that grow with it (`step.step_floor`), priced without recompute, which makes
+    it the floor of every recompute mode (the floor grows with a layer's compute, which recompute only adds to) at a
+    third of the cells."""
+    import numpy as np
+
+    block, mask = prepared.blocks[index]
+    if not bounded:
+        return np.empty(0, dtype=np.int64), np.empty((0, 1, 1, 1)), np.empty(0)
+    scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+    rows = np.arange(len(block.rows))
+    if math.isfinite(incumbent):
+        if index not in prepared.bounds:
+            tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
+            layouts = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
+            prepared.bounds[index] = least_floor(ctx, layouts, block.mbs) * scale
+        rows = rows[prepared.bounds[index] <= incumbent]
+    if index not in prepared.floors:  # priced row by row, as the searches on these blocks need them
+        size = len(block.rows)
+        prepared.floors[index] = np.full((size, len(block.mbs), 1, 1), np.nan), np.full(size, np.nan)
+    floor, row_floor = prepared.floors[index]
+    missing = rows[np.isnan(row_floor[rows])]
+    if len(missing) and not np.isnan(row_floor).all():  # a second search that needs more: every row left, at once
+        missing = np.flatnonzero(np.isnan(row_floor))
+    if len(missing):
+        some = replace(block, rows=block.rows[missing])
+        floor[missing], row_floor[missing] = _cell_floors(ctx, some, mask[missing], scale)
+    return rows, floor[rows], row_floor[rows]
+
+
+def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float) -> tuple[Any, Any]:
+    """The floor of each (row, micro-batch) cell of `block`, in objective units, and each row's least over its valid
+    cells."""
+    import numpy as np
+
+    lv = block.layout_vars()._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
+    floor = np.broadcast_to(step_floor(ctx, lv) * scale, block.shape)[..., :1, :1]
+    return floor, floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf)
 
 
 def _any_cell(mask: Any) -> Any:
@@ -585,8 +629,9 @@ def _any_cell(mask: Any) -> Any:
 
 
 FLOORS_KEPT = 4
-"""Searches whose floors `_floors` keeps, oldest dropped first (a sweep's what-ifs of one point come together)."""
-_FLOORS: Bounded[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = Bounded(FLOORS_KEPT)
+"""Searches whose prepared blocks and floors `_prepared` keeps, oldest dropped first (a sweep's what-ifs of one
+point come together)."""
+_FLOORS: Bounded[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], _Prepared]] = Bounded(FLOORS_KEPT)
 
 
 def _price_whole(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
