@@ -376,7 +376,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     else:
         need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape), None
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
-    valid, whole = int(mask.sum()), 0 if step is None else math.prod(block.shape)
+    valid, whole = int(np.count_nonzero(mask)), 0 if step is None else math.prod(block.shape)
     if not fits.any():
         smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
         return _Priced(valid, 0, whole, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
@@ -502,12 +502,12 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     """
     import numpy as np
 
-    if not floor_holds(ctx.efficiency) or sum(int(mask.sum()) for _, mask in candidates) < FILTER_FROM:
+    evaluated = sum(int(np.count_nonzero(mask)) for _, mask in candidates)  # trimming drops no valid layout
+    if not floor_holds(ctx.efficiency) or evaluated < FILTER_FROM:
         found = search(ctx, space, sized=True, candidates=candidates)
         return found.best.layout, found.evaluated
     prepared = _prepared(ctx, candidates)
     blocks_ = prepared.blocks
-    evaluated = sum(int(mask.sum()) for _, mask in blocks_)
     best = [_Best() for _ in blocks_]
     bounded = [math.prod(block.shape) >= FILTER_FROM for block, _ in blocks_]
     for index, (block, mask) in enumerate(blocks_):
