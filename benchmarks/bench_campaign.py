@@ -1,7 +1,9 @@
 """Speed of a campaign: a six-phase run (batch ramp, main phase, three long-context stages, annealing) predicted in
-process with every layout given and with every layout searched, cold (each phase's context and search memo
-cleared first) and repeated, each as a ratio to one `predict()` of the same model and hardware and to its six phases
-predicted one by one, both measured in the same run; and `perfmodel predict` of the bundled campaigns, wall, as a
+process with every layout given and with every layout searched, cold (each phase's context memo and shard table and
+the search's blocks and floors cleared first) and repeated, each as a ratio to one `predict()` of the same model and
+hardware and to its six phases predicted one by one, both measured in the same run; the first prediction of the
+searched campaign in a fresh interpreter (its imports, hardware and calibration loaded first: what a new process pays
+on top of the cold figure is its heap's first pages); and `perfmodel predict` of the bundled campaigns, wall, as a
 ratio to `python -c pass`.
 
 Run: python benchmarks/bench_campaign.py [--repeat N]. Prints medians; not a test. Target (issue 25): a six-phase
@@ -64,6 +66,7 @@ def median_ms(fn: Callable[[], object], repeat: int, before: Callable[[], object
 
 def in_process(repeat: int, folder: Path) -> None:
     from perfmodel.inputs.scenario import load_scenario
+    from perfmodel.planning import search
     from perfmodel.planning.campaign import phase_scenarios, predict_campaign
     from perfmodel.planning.predict import context_for, predict
 
@@ -83,6 +86,8 @@ def in_process(repeat: int, folder: Path) -> None:
                 ctx = context_for(phase)
                 ctx.memo.clear()
                 ctx.shards.clear()
+            search._BLOCKS.clear()
+            search._FLOORS.clear()
 
         phases = [phase for _, phase in phase_scenarios(scenario)]
 
@@ -96,6 +101,33 @@ def in_process(repeat: int, folder: Path) -> None:
             ms = median_ms(lambda scenario=scenario: predict_campaign(scenario), repeat, before)
             print(f"{f'six-phase campaign, {label}, {how}':66s} {ms:9.3f} ms {ms / baseline:8.1f}x baseline, "
                   f"{ms / alone:5.2f}x its phases predicted one by one ({alone:.3f} ms)")  # fmt: skip
+
+
+def first_prediction(path: Path) -> None:
+    """Print the milliseconds of the first prediction of the campaign `path` in this (fresh) interpreter, once the
+    imports a search needs, the hardware and the calibration are loaded."""
+    import numpy  # noqa: F401  (imported by the first search otherwise)
+
+    import perfmodel.planning.search  # noqa: F401
+    from perfmodel.inputs.scenario import load_scenario
+    from perfmodel.planning.campaign import predict_campaign
+    from perfmodel.planning.predict import predict
+
+    predict(load_scenario(None))
+    scenario = load_scenario(path)
+    start = time.perf_counter()
+    predict_campaign(scenario)
+    print((time.perf_counter() - start) * 1e3)
+
+
+def fresh_process(repeat: int, folder: Path) -> None:
+    path = folder / "campaign-searched.toml"
+    path.write_text(campaign_text(False))
+    command = [sys.executable, __file__, "--first", str(path)]
+    samples = [float(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+               for _ in range(repeat)]  # fmt: skip
+    label = "six-phase campaign, searched layouts, first in a fresh process"
+    print(f"{label:66s} {statistics.median(samples):9.3f} ms")
 
 
 def end_to_end(repeat: int) -> None:
@@ -115,9 +147,14 @@ def end_to_end(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--first", type=Path, help=argparse.SUPPRESS)  # one fresh process's first prediction
     args = parser.parse_args()
+    if args.first:
+        first_prediction(args.first)
+        return
     with tempfile.TemporaryDirectory() as folder:
         in_process(args.repeat, Path(folder))
+        fresh_process(args.repeat, Path(folder))
     end_to_end(max(3, args.repeat // 3))
 
 
