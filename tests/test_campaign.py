@@ -133,6 +133,19 @@ def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file
     assert any(line.startswith("GPU-hours") for line in lines) and "long: sequences of 32.77k" in result.out
 
 
+def test_predict_prints_each_loss_summed_over_the_phases_and_the_campaign_with_them(
+    campaign_file: Path, campaign: Campaign
+) -> None:
+    """The losses a phase prices (planning/losses.py) sum into the campaign's lines, as its record sums them."""
+    out = run_cli("predict", str(campaign_file)).out
+    record = campaign.record
+    stragglers = sum(p.losses.to_dict()["stragglers_gpu_hours"] for p in campaign.phases.values() if p.losses)
+    assert record["losses.stragglers_gpu_hours"] == pytest.approx(stragglers)
+    assert f"Loss: stragglers       {stragglers:,.0f} GPU-h" in out
+    assert "With losses            " in out and f"{record['gpu_hours_with_losses']:,.0f} GPU-hours" in out
+    assert "Loss:" not in run_cli("predict", str(campaign_file), "--losses", "none").out
+
+
 def test_json_has_the_totals_on_top_and_a_prediction_per_phase(campaign_file: Path, campaign: Campaign) -> None:
     d = json.loads(run_cli("predict", str(campaign_file), "--format", "json").out)
     assert [p["phase"] for p in d["phases"]] == ["ramp", "main", "long"]

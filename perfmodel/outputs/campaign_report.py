@@ -89,7 +89,30 @@ def summary_rows(c: Campaign) -> list[list[str]]:
                 f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {failing.gpu_hours:,.0f} GPU-hours, "
                 f"{_usd(failing.cost_usd)}, {_energy(failing.energy_kwh)}",
             ])  # fmt: skip
-    return rows
+    return rows + loss_rows(c)
+
+
+def loss_rows(c: Campaign) -> list[list[str]]:
+    """The real-world losses summed over the phases, one line each as a prediction prints them, then the campaign
+    with all of them; none when the phases price no losses (`--losses none`)."""
+    d = c.record
+    lost = {k.removeprefix("losses."): v for k, v in d.items() if k.startswith("losses.") and v is not None}
+    if not lost or d.get("gpu_hours_with_losses") is None:
+        return []
+    base = d["gpu_hours"]
+    rows = []
+    for key, hours in lost.items():
+        if key == "total_gpu_hours":
+            continue
+        name = key.removesuffix("_gpu_hours")
+        phases = [n for n, p in c.phases.items() if p.losses and any(x.name == name for x in p.losses.items)]
+        where = "every phase" if len(phases) == len(c.phases) else ", ".join(phases)
+        rows.append([f"Loss: {name}", f"{hours:,.0f} GPU-h (+{hours / base:.1%}), summed over {where}"])
+    summary = f"{_duration(d['time_to_train_with_losses_s'])}, {d['gpu_hours_with_losses']:,.0f} GPU-hours "
+    summary += f"(+{lost['total_gpu_hours'] / base:.1%})"
+    if d.get("cost_usd_with_losses") is not None:
+        summary += f", {_usd(d['cost_usd_with_losses'])}"
+    return [*rows, ["With losses", f"{summary}, {_energy(d['energy_kwh_with_losses'])}"]]
 
 
 def notes(c: Campaign) -> list[str]:
