@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from perfmodel.api import calibrate, compare, load_scenario, plan, predict, search, validate
     from perfmodel.fitting.validation import Report as ValidationReport
     from perfmodel.inputs.scenario import Scenario
+    from perfmodel.planning.campaign import Campaign
     from perfmodel.planning.compare import Comparison
     from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
@@ -34,14 +35,16 @@ _LAZY = {
     "load_scenario": ("perfmodel.api", "load_scenario"),
     "Scenario": ("perfmodel.inputs.scenario", "Scenario"),
     "Prediction": ("perfmodel.planning.predict", "Prediction"),
+    "Campaign": ("perfmodel.planning.campaign", "Campaign"),
     "SearchReport": ("perfmodel.planning.predict", "SearchReport"),
     "Comparison": ("perfmodel.planning.compare", "Comparison"),
     "ValidationReport": ("perfmodel.fitting.validation", "Report"),
 }
 
 __all__ = [
-    "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario", "SearchReport",
-    "ValidationReport", "calibrate", "compare", "load_scenario", "plan", "predict", "search", "validate",
+    "Campaign", "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario",
+    "SearchReport", "ValidationReport", "calibrate", "compare", "load_scenario", "plan", "predict", "search",
+    "validate",
 ]  # fmt: skip
 
 

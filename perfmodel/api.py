@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.physics.calibration import Calibration
+    from perfmodel.planning.campaign import Campaign
     from perfmodel.planning.compare import Comparison
     from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
@@ -88,15 +89,17 @@ def load_scenario(scenario: ScenarioSource = None, **options: Unpack[ScenarioOpt
     return _request(scenario, dict(options), relayout=False)
 
 
-def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions]) -> Prediction:
+def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions]) -> Prediction | Campaign:
     """One prediction: step time and its breakdown, throughput, MFU, memory, time-to-train, cost and energy.
 
     `perfmodel.predict(model="llama3.1-405b", gpu="gb300", n_gpus=512, precision="nvfp4", tokens=15.6e12)`.
     Layout keywords left out (tp, pp, cp, vp, mbs, recompute, zero) are searched: the fastest layout that fits.
+    A campaign (a scenario with [[phase]] tables) gives a Campaign: `.phases` (a Prediction per phase, by name),
+    `.to_dict()` (the totals, and `phases`) and `.to_records()` (a row per phase and the total row).
     """
-    from perfmodel.planning.predict import predict as run
+    from perfmodel.planning.campaign import predict_any
 
-    return run(load_scenario(scenario, **options))
+    return predict_any(load_scenario(scenario, **options))
 
 
 def search(

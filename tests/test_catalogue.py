@@ -158,9 +158,10 @@ def test_bundled_scenarios_and_sweeps_by_name(tmp_path: Path, monkeypatch: pytes
     assert {"kind": "sweep", "name": "generations"} | {"description": listed[-1]["description"]} in listed
     assert {r["name"] for r in listed if r["kind"] == "scenario"} >= {"default", "mlperf-405b-h100-512"}
     unknown = run_cli("predict", "mlperf-405b")
-    assert unknown.code == 2 and "(bundled scenarios: default," in unknown.err
+    bundled = "(bundled scenarios: campaign-deepseek-v3, campaign-llama3.1-405b, default,"
+    assert unknown.code == 2 and bundled in unknown.err
     unknown_dotted = run_cli("predict", "llama3.1-8b-2node")
-    assert unknown_dotted.code == 2 and "(bundled scenarios: default," in unknown_dotted.err
+    assert unknown_dotted.code == 2 and bundled in unknown_dotted.err
 
 
 def test_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import openpyxl
 import pytest
 from conftest import run_cli
-from workbook import Cell, Recalculator, libreoffice, recompute_libreoffice
+from workbook import Cell, Recalculator, cells_by_key, libreoffice, recompute_libreoffice
 
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.outputs.export.table import COLUMNS
@@ -32,16 +32,7 @@ def _export(tmp_path: Path, name: str, *args: str) -> Path:
 
 
 def _cells(path: Path) -> dict[tuple[str, int], Cell]:
-    """(column key, result index) -> (sheet, cell), from the key row under each sheet's headings."""
-    book = openpyxl.load_workbook(path)
-    found = {}
-    for sheet in ("Inputs", "Results", "Breakdown"):
-        ws = book[sheet]
-        for cell in ws[5]:
-            if cell.value and cell.column > 1:
-                for index in range(ws.max_row - 5):
-                    found[(cell.value, index)] = (sheet, f"{cell.column_letter}{6 + index}")
-    return found
+    return cells_by_key(path, ("Inputs", "Results", "Breakdown"))
 
 
 def _defaults(path: Path) -> dict[str, Cell]:

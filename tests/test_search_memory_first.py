@@ -12,7 +12,7 @@ import pytest
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import checked_scenario
-from perfmodel.physics.step import Context, evaluate, floor_holds, memory_need, step_floor
+from perfmodel.physics.step import Context, LayoutVars, evaluate, floor_holds, least_floor, memory_need, step_floor
 from perfmodel.planning import search as search_module
 from perfmodel.planning.predict import context_for
 from perfmodel.planning.search import (
@@ -89,11 +89,16 @@ def test_memory_first_search_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 assert best.step_time_s == min(s.min() for p, _, s in priced if p == point)
 
 
+@pytest.mark.parametrize("filter_from", [0, 2_000])
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bounded_best_layout_is_the_exhaustive_one(
+    name: str, filter_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """best_layout (branch and bound on step.step_floor) against search, which prices every fitting layout: the same
-    layout (ties included) and count, on random spaces; and the floor is under every valid layout's step."""
-    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # bound every space, however small
+    layout (ties included) and count, on random spaces, every block bounded (0) or the small ones priced whole first,
+    whose best lets step.least_floor rule rows out; the floor is under every valid layout's step, and least_floor
+    under the floor of every cell of its row."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", filter_from)
     spec = SCENARIOS[name]
     ctx = replace(context_for(checked_scenario(spec)))
     rng = np.random.default_rng(7 + len(name))
@@ -116,6 +121,12 @@ def test_bounded_best_layout_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 lv = block.layout_vars()
                 step = np.broadcast_to(evaluate(ctx, lv).step_time_s, block.shape)
                 assert (np.broadcast_to(step_floor(ctx, lv), block.shape)[mask] <= step[mask]).all()
+                without_recompute = step_floor(ctx, lv._replace(recompute=0.0))  # the search's floor of every mode
+                assert (np.broadcast_to(without_recompute, block.shape)[mask] <= step[mask]).all()
+                tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
+                rows = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
+                least = least_floor(ctx, rows, block.mbs).reshape(-1, 1, 1, 1)
+                assert (least <= np.broadcast_to(without_recompute, block.shape)).all()
 
 
 def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,3 +146,27 @@ def test_unphysical_efficiencies_price_every_layout() -> None:
     assert floor_holds(ctx.efficiency)
     assert not floor_holds(replace(ctx.efficiency, overlap_tp=1.5))
     assert not floor_holds(replace(ctx.efficiency, step_overhead_s=-1.0))
+
+
+@pytest.mark.parametrize("seq_len", [4096, 16384, 65536])
+def test_bounded_best_layout_at_its_own_thresholds_is_the_exhaustive_one(
+    seq_len: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the search's own thresholds, on a long-context campaign's phases (70B on 1,024 H100 in FP8, 4M tokens per
+    step): the small block (no PP) is priced whole, its best leaves few layouts under it, and the pipelined block's
+    rows under that best are priced in one pass; the layout is still the exhaustive search's."""
+    spec = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "fp8"}
+    ctx = context_for(checked_scenario(spec | {"parallelism": {"seq_len": seq_len}}))
+    space = Space(((1024, 2**22 // seq_len),), {})
+    candidates = list(blocks(ctx, space))
+    passes: list[int] = []
+    price_best = search_module._price_best
+    monkeypatch.setattr(search_module, "_price_best", lambda *a: passes.append(1) or price_best(*a))
+    wholes: list[int] = []
+    price_whole = search_module._price_whole
+    monkeypatch.setattr(search_module, "_price_whole", lambda *a: wholes.append(1) or price_whole(*a))
+    monkeypatch.setattr(search_module, "_FLOORS", search_module.Bounded(search_module.FLOORS_KEPT))
+    found = search(ctx, space, candidates=candidates)
+    assert found.evaluated >= search_module.FILTER_FROM
+    assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+    assert (len(wholes), len(passes)) == (1, 1)

@@ -13,7 +13,7 @@ from typing import Any
 import openpyxl
 import pytest
 from conftest import run_cli
-from workbook import Cell, Recalculator, libreoffice, recompute_libreoffice
+from workbook import Cell, Recalculator, cells_by_key, libreoffice, recompute_libreoffice
 
 COMPARE = ("--model", "llama3.1-8b", "--gpu", "h100-sxm:fp8", "--gpu", "gb200:fp8", "--gpus", "64,128", "--tokens",
            "1T")  # fmt: skip
@@ -22,15 +22,8 @@ GB200_PRICE = 2.10
 
 
 def _cells(path: Path) -> dict[tuple[str, int], Cell]:
-    """(column key, result index) -> (sheet, cell), from the key row under each sheet's headings."""
-    book = openpyxl.load_workbook(path)
-    found = {}
-    for ws in book:
-        for cell in ws[5]:
-            if ws.title != "Summary" and isinstance(cell.value, str) and cell.column > 1:
-                for index in range(ws.max_row - 5):
-                    found[(cell.value, index)] = (ws.title, f"{cell.column_letter}{6 + index}")
-    return found
+    sheets = tuple(name for name in openpyxl.load_workbook(path).sheetnames if name != "Summary")
+    return cells_by_key(path, sheets)
 
 
 @pytest.fixture(scope="module")

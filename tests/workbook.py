@@ -11,6 +11,23 @@ from typing import Any
 Cell = tuple[str, str]  # (sheet name, "B6")
 
 
+def cells_by_key(
+    path: Path, sheets: tuple[str, ...] = ("Inputs", "Results", "Breakdown", "Details")
+) -> dict[tuple[str, int], Cell]:
+    """(column key, line index) -> (sheet, cell), from the key row under the `sheets`' headings."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(path)
+    found = {}
+    for sheet in sheets:
+        ws = book[sheet]
+        for cell in ws[5]:
+            if isinstance(cell.value, str) and cell.column > 1:
+                for index in range(ws.max_row - 5):
+                    found[(cell.value, index)] = (sheet, f"{cell.column_letter}{6 + index}")
+    return found
+
+
 class Recalculator:
     """A workbook loaded into the `formulas` engine once, recomputed for any set of changed input cells."""
 

@@ -40,7 +40,14 @@ def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags
     """
     from perfmodel.outputs import plan_report
     from perfmodel.planning import compare as comparing
+    from perfmodel.planning.campaign import Campaign
 
     predictions = compare_from_flags(scenario, relayout, quiet, flags)
     records = comparing.with_ratios(predictions)
+    if isinstance(predictions[0], Campaign):  # each row runs the whole campaign: its totals, its phases in JSON
+        from perfmodel.outputs.campaign_report import compare_table
+
+        rows = [comparing.totals_only(r) for r in records] if fmt == "csv" else records
+        emit(rows, fmt, lambda: compare_table(records, predictions))
+        return
     emit(records, fmt, lambda: plan_report.compare_table(records, predictions))

@@ -47,9 +47,12 @@ def export() -> None:
 
 
 def prediction_label(prediction: Any) -> str:
-    """A short name for one result: model, GPUs, accelerator, precision."""
+    """A short name for one result: model, GPUs (a campaign's: the most its phases run on), accelerator,
+    precision (a campaign's: its top level's)."""
+    from perfmodel.planning.compare import gpu_count
+
     return (
-        f"{prediction.model.id} on {prediction.layout.n_gpus:,} x {prediction.hardware.accelerator.id} "
+        f"{prediction.model.id} on {gpu_count(prediction):,} x {prediction.hardware.accelerator.id} "
         f"{prediction.scenario.precision}"
     )
 
@@ -58,13 +61,19 @@ def prediction_label(prediction: Any) -> str:
 @scenario_options
 @export_options
 def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any) -> None:
-    """One prediction (the flags of `perfmodel predict`)."""
+    """One prediction (the flags of `perfmodel predict`); a campaign's: a row per phase and its total row."""
     from perfmodel.outputs.export import ExportRow, check_output
     from perfmodel.outputs.export import export as write
-    from perfmodel.planning.predict import predict
+    from perfmodel.outputs.export.table import campaign_lines
+    from perfmodel.planning.campaign import Campaign, predict_any
 
     check_output(out, force, (scenario, flags["calibration"]))
-    result = predict(load_from_flags(scenario, flags))
+    result = predict_any(load_from_flags(scenario, flags))
+    if isinstance(result, Campaign):
+        title = f"{result.model.id} campaign of {len(result.phases)} phases on {result.hardware.accelerator.id}"
+        write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
+        click.echo(f"wrote {out}")
+        return
     label = prediction_label(result)
     write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
     click.echo(f"wrote {out}")
@@ -78,7 +87,8 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
 def export_compare(
     scenario: str | None, relayout: bool, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any
 ) -> None:
-    """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first."""
+    """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first; a campaign's:
+    a row per system and phase, and per system a total row that carries the ratios of the campaigns' totals."""
     from perfmodel.outputs.export import check_output
     from perfmodel.planning.compare import with_ratios
 
@@ -133,7 +143,7 @@ def export_plan(
     **flags: Any,
 ) -> None:
     """The plan of each candidate for a goal (the flags of `perfmodel plan`); candidates with no plan are left out
-    and said so."""
+    and said so. A campaign's plan: a row per phase, then its total row, which carries the verdict."""
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
@@ -181,14 +191,25 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
         click.echo(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
 
 
+EVERY_LINE = ("candidate",)
+"""Extra columns that name a campaign's group: on each of its lines (its phases' rows too), the others on its total."""
+
+
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,
            what: str) -> None:  # fmt: skip
-    from perfmodel.outputs.export import ExportRow
+    """One line per prediction, or a campaign's phases and total, with the command's `extras` (a campaign's on its
+    total row, but for the columns in EVERY_LINE)."""
+    from perfmodel.outputs.export import ExportRow, Line
     from perfmodel.outputs.export import export as write
+    from perfmodel.outputs.export.table import campaign_lines
+    from perfmodel.planning.campaign import Campaign
 
-    rows = [
-        ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra)
-        for p, extra in zip(predictions, extras, strict=True)
-    ]
-    write(rows, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
-    click.echo(f"wrote {len(rows)} results to {out}")
+    lines: list[Line] = []
+    for p, extra in zip(predictions, extras, strict=True):
+        if isinstance(p, Campaign):
+            every = {key: value for key, value in extra.items() if key in EVERY_LINE}
+            lines += campaign_lines(p, len(lines), prediction_label(p), extra, every)
+        else:
+            lines.append(ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra))
+    write(lines, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
+    click.echo(f"wrote {len(predictions)} results to {out}")

@@ -91,6 +91,6 @@ def plan(
 
     report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
     if fmt == "csv":
-        emit([c.to_dict() for c in report.plans], fmt)
+        emit(report.to_records(), fmt)
         return
     emit(report.to_dict(), fmt, lambda: plan_report.goal_table(report))

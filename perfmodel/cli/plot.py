@@ -62,7 +62,11 @@ def plot(
             "a validation plot needs --from FILE.json (the output of perfmodel validate --format json)"
         )
     else:
-        data = [p.to_dict() for p in compare_from_flags(scenario, relayout, quiet, flags)]
+        from perfmodel.planning.campaign import refuse_campaigns
+
+        results = compare_from_flags(scenario, relayout, quiet, flags)
+        refuse_campaigns(results, "plot", "a campaign's totals per system are `perfmodel compare --format json`")
+        data = [p.to_dict() for p in results]
     checked = (
         plotting.validation_report(data, source) if kind == "validation" else plotting.prediction_records(data, source)
     )

@@ -20,7 +20,12 @@ def predict(scenario: str | None, fmt: str, **flags: Any) -> None:
     chosen as the fastest layout that fits.
     """
     from perfmodel.outputs import report
-    from perfmodel.planning.predict import predict as run_prediction
+    from perfmodel.planning.campaign import Campaign, predict_any
 
-    result = run_prediction(load_from_flags(scenario, flags))
+    result = predict_any(load_from_flags(scenario, flags))
+    if isinstance(result, Campaign):
+        from perfmodel.outputs.campaign_report import campaign_table
+
+        emit(result.to_records() if fmt == "csv" else result.to_dict(), fmt, lambda: campaign_table(result))
+        return
     emit(result.to_dict(), fmt, lambda: report.table(result))

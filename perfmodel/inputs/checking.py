@@ -29,10 +29,19 @@ class Checked(BaseModel):
     @model_validator(mode="after")
     def _build_record(self) -> Checked:
         cls = _RECORDS[type(self)]
-        values = {name: value._record if type(value) in _RECORDS else value for name, value in self.__dict__.items()}
+        values = {name: _recorded(value) for name, value in self.__dict__.items()}
         made = cls(**values)
         self._record = with_given(made, frozenset(self.model_fields_set)) if hasattr(cls, GIVEN) else made
         return self
+
+
+def _recorded(value: Any) -> Any:
+    """A validated field's value for its record: a nested model as its record, a tuple of them as a tuple of records."""
+    if type(value) in _RECORDS:
+        return value._record
+    if isinstance(value, tuple) and value and type(value[0]) in _RECORDS:
+        return tuple(item._record for item in value)
+    return value
 
 
 _MODELS: dict[type, Any] = {}
@@ -84,4 +93,8 @@ def _translated(annotation: Any, base: type[Checked], items: dict[str, Any] | No
         return functools.reduce(operator.or_, (_translated(a, base, items) for a in args))
     if origin is dict and items is not None:
         return dict[args[0], Annotated[args[1], Field(**items)]]  # type: ignore[valid-type]
+    if origin is tuple and args and isinstance(args[0], type) and dataclasses.is_dataclass(args[0]):
+        # a list of tables ([[phase]]): TOML gives a list, which a strict tuple refuses; each table is still checked
+        # strictly by its own model
+        return Annotated[tuple[model_of(args[0], base), ...], Field(strict=False)]  # type: ignore[misc]
     return annotation

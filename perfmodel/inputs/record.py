@@ -120,8 +120,18 @@ def as_dict(item: Any, exclude_none: bool = False, exclude_unset: bool = False) 
         value = getattr(item, f.name)
         if (exclude_none and value is None) or (named is not None and f.name not in named):
             continue
-        out[f.name] = as_dict(value, exclude_none, exclude_unset) if dataclasses.is_dataclass(value) else value
+        out[f.name] = _plain(value, exclude_none, exclude_unset)
     return out
+
+
+def _plain(value: Any, exclude_none: bool, exclude_unset: bool) -> Any:
+    """A field's value as `as_dict` writes it: a record as a dict, a tuple of records (a campaign's phases) as a
+    list of dicts, anything else as it is."""
+    if dataclasses.is_dataclass(value):
+        return as_dict(value, exclude_none, exclude_unset)
+    if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+        return [as_dict(item, exclude_none, exclude_unset) for item in value]
+    return value
 
 
 def from_dict(cls: type[R], data: dict[str, Any]) -> R:
@@ -142,6 +152,10 @@ def _value(annotation: Any, value: Any) -> Any:
     if isinstance(value, dict):
         nested = next((a for a in arms if isinstance(a, type) and dataclasses.is_dataclass(a)), None)
         return from_dict(nested, value) if nested is not None else value
-    if isinstance(value, list) and any(typing.get_origin(a) is tuple for a in arms):
+    tuples = [a for a in arms if typing.get_origin(a) is tuple]
+    if isinstance(value, list) and tuples:
+        item = typing.get_args(tuples[0])[0]
+        if isinstance(item, type) and dataclasses.is_dataclass(item):  # a tuple of records: each read back as one
+            return tuple(from_dict(item, entry) for entry in value)
         return tuple(value)
     return value

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.errors import FieldError, PerfmodelError
+from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs import validated
 from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
@@ -92,6 +92,44 @@ class Cost:
             raise ValueError("buying (--buy, mode = 'buy') and a rental price (--usd-per-gpu-hour) exclude each other")
 
 
+Precision = Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
+TOTAL = "total"
+"""The name of a campaign's own row in its outputs (a phase cannot take it)."""
+
+
+@record
+class Phase:
+    """One stage of a campaign (a [[phase]] table): a batch or sequence ramp, the main phase, a long-context stage,
+    annealing. It sets what changes; what it leaves out it inherits from the scenario's top level."""
+
+    name: str
+    """How the outputs name the phase: unique within the campaign."""
+    tokens: float | None = bounded(None, gt=0)
+    """Tokens the phase trains; one phase may leave them out and take what the scenario's `tokens` total leaves."""
+    n_gpus: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """A GPU count of the phase's own, which `plan` and `compare --gpus` leave as it is."""
+    gpu_fraction: float | None = bounded(None, gt=0, le=1, allow_inf_nan=False)
+    """The phase's share of the scenario's n_gpus (to whole nodes): it follows the count plan and compare set, as a
+    phase that gives neither does with the whole count."""
+    precision: Precision | None = None
+    seq_len: int | None = bounded(None, ge=16, le=10_000_000)
+    gbs: int | None = bounded(None, ge=1, le=10**9)
+    """Global batch in sequences. Left out (with tokens_per_step), the phase keeps the scenario's batch in tokens
+    per step (its sequences at the phase's length), or takes the default batch when the scenario gives none."""
+    tokens_per_step: float | None = bounded(None, ge=16, le=1e12, allow_inf_nan=False)
+    """Global batch in tokens, as papers give it (16M): gbs is this over seq_len, to the nearest whole sequence."""
+    parallelism: Parallelism | None = None
+    """Layout dimensions that replace the scenario's (the sequence length and batch are the phase's own keys); a
+    dimension neither sets is searched for the phase."""
+    given: frozenset[str] | None = given_field()
+
+    def __post_init__(self) -> None:
+        """One batch and one GPU count (a ValueError, which pydantic reports as the phase's own check)."""
+        for first, second, what in (("gbs", "tokens_per_step", "batch"), ("n_gpus", "gpu_fraction", "GPU count")):
+            if getattr(self, first) is not None and getattr(self, second) is not None:
+                raise ValueError(f"{first} and {second} both give the phase's {what}: give one")
+
+
 FAILURE_CLASSES = ("gpu", "host", "network", "software", "maintenance", "unknown", "planned")
 """The component classes of the goodput model (planning/goodput.py holds their rates and sources)."""
 
@@ -141,7 +179,8 @@ class Losses:
 @record
 class Scenario:
     """One planning question: model, hardware, GPU count, precision, layout (what is left out is searched), the
-    work to train (tokens or an MLPerf benchmark), cost and calibration. A scenario TOML file has these keys."""
+    work to train (tokens or an MLPerf benchmark, or a campaign's phases), cost and calibration. A scenario TOML file
+    has these keys."""
 
     name: str | None = None
     description: str | None = None
@@ -149,7 +188,7 @@ class Scenario:
     gpu: str | None = None
     system: str | None = None
     n_gpus: int = bounded(8, ge=1, le=MAX_GPUS)
-    precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"] = "bf16"
+    precision: Precision = "bf16"
     tokens: float | None = bounded(None, gt=0)
     moe_imbalance: float = bounded(1.0, ge=1.0, le=64.0, allow_inf_nan=False)
     """MoE: tokens the busiest expert rank receives over the mean (1.0: balanced, as the published rows force)."""
@@ -169,6 +208,9 @@ class Scenario:
     benchmark: str | None = None
     """An MLPerf benchmark id (`mlperf-llama31-405b`, optionally `@v5.0`): it sets the model, sequence length and
     the work to train (samples to converge at the chosen GBS, plus evaluations) instead of `tokens`."""
+    phase: tuple[Phase, ...] = ()
+    """A campaign's stages ([[phase]] tables), in the order they run; none: one steady run. `tokens`, when given,
+    is their total."""
     given: frozenset[str] | None = given_field()
 
     def model_spec(self) -> ModelSpec:
@@ -352,11 +394,14 @@ def scenario_from(
 
     try:
         scenario = checked_scenario(raw)
+        check_phases(scenario)
     except ValidationError as exc:
         field, message = explain_error(exc)
         if field is None:  # the benchmark's check of the whole scenario
             raise located("benchmark", message, named=False) from None
-        raise located(field, message) from None
+        raise located(*in_phase(field, message, raw.get("phase"))) from None
+    except FieldError as exc:
+        raise located(*in_phase(exc.field, exc.detail, raw.get("phase"))) from None
     _look_up(scenario, located)
     return scenario
 
@@ -416,6 +461,84 @@ def _named_in(dotted: str, message: str) -> bool:
     return any(
         re.search(rf"(?<!\w)(?:--)?{re.escape(name)}(?![\w-])", message) for name in {leaf, leaf.replace("_", "-")}
     )
+
+
+PHASE_FIELD = re.compile(r"phase\[(\d+)\](?:\.(.+))?")
+TOKENS_TOLERANCE = 1e-6
+"""Relative difference between a campaign's `tokens` and its phases' sum that still counts as adding up."""
+
+
+def in_phase(field: str | None, message: str, phases: Any) -> tuple[str | None, str]:
+    """An error about `phase[2].tokens` as one that names the phase: (None, "phase 'main': field 'tokens': ..."),
+    for `located` to put the file in front; any other field as it is."""
+    match = PHASE_FIELD.fullmatch(field or "")
+    if match is None:
+        return field, message
+    index, inner = int(match.group(1)), match.group(2)
+    table = phases[index] if isinstance(phases, list | tuple) and index < len(phases) else None
+    name = table.get("name") if isinstance(table, dict) else getattr(table, "name", None)
+    label = f"phase '{shown(name)}'" if isinstance(name, str) else f"phase[{index}]"
+    return None, f"{label}: field '{inner}': {message}" if inner else f"{label}: {message}"
+
+
+def phase_tokens(scenario: Scenario) -> tuple[float, ...]:
+    """The tokens of each phase of a campaign: as given, and for the one phase that leaves them out, what the
+    scenario's `tokens` total leaves. A FieldError when they cannot be worked out or do not add up to the total."""
+    phases, total = scenario.phase, scenario.tokens
+    given_sum = math.fsum(p.tokens for p in phases if p.tokens is not None)
+    missing = [i for i, p in enumerate(phases) if p.tokens is None]
+    if len(missing) > 1:
+        raise FieldError(
+            f"phase[{missing[1]}].tokens",
+            f"give the phase's tokens: phase '{shown(phases[missing[0]].name)}' already leaves its tokens out, and "
+            "only one phase may (it takes what the scenario's tokens total leaves)",
+        )
+    if missing and total is None:
+        raise FieldError(
+            f"phase[{missing[0]}].tokens",
+            "give the phase's tokens, or the campaign's total as the scenario's `tokens` (this phase takes the rest)",
+        )
+    if missing:
+        rest = total - given_sum  # type: ignore[operator]
+        if rest <= TOKENS_TOLERANCE * total:  # type: ignore[operator]
+            raise FieldError(
+                "tokens",
+                f"the total of {total:.4g} tokens leaves none for phase '{shown(phases[missing[0]].name)}' (the "
+                f"other phases train {given_sum:.4g})",
+            )
+        return tuple(rest if p.tokens is None else p.tokens for p in phases)
+    if total is not None and abs(given_sum - total) > TOKENS_TOLERANCE * total:
+        raise FieldError(
+            "tokens",
+            f"the phases' tokens add up to {given_sum:.4g}, not the total of {total:.4g}: correct one of them, or "
+            "leave one phase's tokens out to take the rest",
+        )
+    return tuple(p.tokens for p in phases if p.tokens is not None)
+
+
+def check_phases(scenario: Scenario) -> None:
+    """A campaign's phases agree with each other and with the scenario: names unique (and not the total row's),
+    tokens that add up (phase_tokens), and at least one GPU in every phase's share of the scenario's count."""
+    seen: dict[str, int] = {}
+    for index, phase in enumerate(scenario.phase):
+        if phase.name == TOTAL:
+            raise FieldError(f"phase[{index}].name", f"'{TOTAL}' names the campaign's own row: name it otherwise")
+        if phase.name in seen:
+            raise FieldError(f"phase[{index}].name", f"phase[{seen[phase.name]}] has that name too: give each its own")
+        seen[phase.name] = index
+        if phase.gpu_fraction is not None and phase.gpu_fraction * scenario.n_gpus < 1:
+            raise FieldError(
+                f"phase[{index}].gpu_fraction",
+                f"{phase.gpu_fraction:g} of the campaign's {scenario.n_gpus:,} GPUs (n_gpus) is no GPU at all",
+            )
+    if scenario.phase:
+        phase_tokens(scenario)
+
+
+def single_phase(scenario: Scenario, command: str, instead: str) -> None:
+    """One line for a command that does not take a campaign: why, and what to do `instead`."""
+    if scenario.phase:
+        raise PerfmodelError(f"{command} takes a one-phase scenario, not a campaign ([[phase]] tables): {instead}")
 
 
 def _look_up(scenario: Scenario, located: Callable[..., PerfmodelError]) -> None:

@@ -25,6 +25,7 @@ from perfmodel.inputs.scenario import (
     Losses,
     ModelOverride,
     Parallelism,
+    Phase,
     Scenario,
 )
 from perfmodel.inputs.text import MAX_NAME_CHARS, check_text
@@ -79,6 +80,8 @@ def _apply_benchmark(cls: type, raw: Any) -> Any:
 
     bench = get_benchmark(str(raw["benchmark"]))
     par = dict(raw.get("parallelism") or {})
+    if raw.get("phase"):
+        raise ValueError(f"benchmark and [[phase]] exclude each other: {bench.id} is one run of its own work")
     if raw.get("tokens") is not None:
         raise ValueError(f"tokens and benchmark exclude each other: {bench.id} defines the work to train")
     if raw.get("model") not in (None, bench.model):
@@ -109,6 +112,16 @@ def _finite_tokens(cls: type, value: Any) -> Any:
     return value
 
 
+@model_validator(mode="before")
+def _phase_layout_only(cls: type, raw: Any) -> Any:
+    """A phase's [phase.parallelism] holds its layout; its sequence length and batch are the phase's own keys."""
+    layout = raw.get("parallelism") if isinstance(raw, dict) else None
+    for key in ("seq_len", "gbs"):
+        if isinstance(layout, dict) and key in layout:
+            raise ValueError(f"parallelism.{key}: a phase gives its {key} as a key of its own ({key} = ...)")
+    return raw
+
+
 MODEL_OVERRIDE = model_of(ModelOverride, _Strict)
 PARALLELISM = model_of(
     Parallelism,
@@ -118,6 +131,7 @@ PARALLELISM = model_of(
 COST = model_of(Cost, _Strict)
 GOODPUT = model_of(Goodput, _Strict, {"_known_classes": _known_classes})
 LOSSES = model_of(Losses, _Strict)
+PHASE = model_of(Phase, _Strict, {"_finite_tokens": _finite_tokens, "_phase_layout_only": _phase_layout_only})
 SCENARIO = model_of(
     Scenario,
     _Strict,

@@ -145,12 +145,22 @@ def _latex_number(value: float) -> str:
 
 
 def to_json(e: Explanation) -> str:
+    return dumps(document(e))
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Explanations as strict JSON."""
+    return json.dumps(document, indent=2, allow_nan=False)
+
+
+def document(e: Explanation) -> dict[str, Any]:
+    """The explanation as the JSON object `explain --format json` prints."""
     step, step_values = _step_equation(e)
 
     def quantity(q: Quantity) -> dict[str, Any]:
         return {"symbol": q.symbol.name, "value": q.value, "unit": q.unit, "meaning": q.meaning}
 
-    document = {
+    return {
         "title": e.title,
         "layout": e.layout,
         **({"experts": e.experts} if e.experts else {}),
@@ -182,4 +192,3 @@ def to_json(e: Explanation) -> str:
         "operations": [vars(r) for r in e.ops],
         **({"evidence": e.evidence.to_dict() | {"lines": e.evidence.lines()}} if e.evidence else {}),
     }
-    return json.dumps(document, indent=2, allow_nan=False)

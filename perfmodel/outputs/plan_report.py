@@ -6,6 +6,7 @@ from typing import Any
 
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note
+from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
@@ -336,6 +337,8 @@ def goal_table(report: Any) -> str:
             notes.append(f"{c.label}: {c.reason}")
             continue
         p = c.prediction
+        if isinstance(p, Campaign):
+            notes.append(f"{c.label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
         interval = (
             f"{_duration(d['time_to_train_days_low'] * 86400)} to {_duration(d['time_to_train_days_high'] * 86400)}"
@@ -344,7 +347,7 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                full_layout(p) + _marked(p),
+                f"{len(p.phases)} phases (below)" if isinstance(p, Campaign) else full_layout(p) + _marked(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
@@ -381,9 +384,16 @@ def goal_table(report: Any) -> str:
     return "\n".join(lines)
 
 
-def _tokens(p: Prediction) -> str:
+def _tokens(p: Result) -> str:
     assert p.run is not None
+    if isinstance(p, Campaign):
+        return f"a campaign of {len(p.phases)} phases, {_si(p.run.tokens)} tokens"
     return f"{_si(p.run.tokens)} tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
+
+
+def _phase_layouts(c: Campaign) -> str:
+    """Each phase's GPU count and layout, on one line."""
+    return "; ".join(f"{name} {p.layout.n_gpus:,} GPUs {full_layout(p)}" for name, p in c.phases.items())
 
 
 def _summary(c: Any) -> str:

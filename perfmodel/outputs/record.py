@@ -50,6 +50,7 @@ _FAILING = "expected with failures, checkpoints and restarts (goodput model)"
 _LOSING = "with failures and every loss (planning/losses.py; losses model on, a token budget)"
 
 FIELDS: tuple[Field, ...] = (
+    Field("phase", "", "a campaign's phase, or 'total' on its own row (campaigns only: README, Campaigns)"),
     Field("model", "", "model id (perfmodel models list)"),
     Field("accelerator", "", "accelerator id (perfmodel hardware list)"),
     Field("system", "", "system id: the node or rack the accelerators sit in"),

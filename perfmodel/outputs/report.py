@@ -66,6 +66,14 @@ def inputs_line(p: Prediction) -> str:
         else "no token budget (no time-to-train)"
     )
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
+    return ", ".join([
+        work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *run_assumptions(p)
+    ])  # fmt: skip
+
+
+def run_assumptions(p: Prediction) -> list[str]:
+    """The price, PUE, software stack and release of `inputs_line`, each marked where perfmodel chose it."""
+    s = p.scenario
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
     price_note = (
         ""
@@ -76,14 +84,12 @@ def inputs_line(p: Prediction) -> str:
         if p.price.usd_per_gpu_hour is None
         else " (on-demand default)"
     )
-    return ", ".join([
-        work,
-        batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"),
+    return [
         price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
         f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
-    ])  # fmt: skip
+    ]
 
 
 def _energy(kwh: float) -> str:

@@ -269,9 +269,15 @@ def valid(v: LayoutNumbers, model: ModelSpec, n_gpus: int, rules: tuple[Rule, ..
 
     The rules' results are and-ed smallest first (`&` on booleans gives the same in any order): each rule depends on
     a few of a search block's axes, and in the rules' own order the first one over the micro-batch, recompute and
-    ZeRO axes made every later `&` one over the whole block (a 405B block of 940,000 layouts: 6 ms against 3)."""
+    ZeRO axes made every later `&` one over the whole block (a 405B block of 940,000 layouts: 6 ms against 3); those
+    of one shape first (most rules read the rows alone), so that no `&` broadcasts before it must."""
+    shapes: dict[Any, Any] = {}
+    for rule in rules:
+        holds = rule.holds(v, model, n_gpus)
+        shape = getattr(holds, "shape", ())
+        shapes[shape] = shapes[shape] & holds if shape in shapes else holds
     ok: Any = True
-    for holds in sorted((rule.holds(v, model, n_gpus) for rule in rules), key=_size):
+    for holds in sorted(shapes.values(), key=_size):
         ok = ok & holds
     return ok
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -339,7 +340,7 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
         return _shard_compute(ctx, sh)
     import numpy as np
 
-    if any(isinstance(v, np.ndarray) for v in vars(ctx.efficiency).values()):  # a fit's variants: another axis
+    if _has_variants(ctx.efficiency):
         return _shard_compute(ctx, sh)
     arrays = [np.asarray(x, dtype=float) for x in key]
     values, codes = [], np.zeros((), dtype=np.int64)
@@ -376,11 +377,11 @@ class _ShardTable:
     template: ShardCompute | None = None
     plain: list[bool] = field(default_factory=list)
 
-    def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
-        """The compute of each element, `index` giving each element's place in `shards`."""
+    def add(self, shards: list[tuple[float, ...]]) -> None:
+        """Price the shards not in the table yet, as one batch of arrays."""
         import numpy as np
 
-        new = [s for s in shards if s not in self.position]
+        new = list(itertools.filterfalse(self.position.__contains__, shards))
         if new:
             tp, cp, mbs, ep, etp = (np.array(c) for c in zip(*new, strict=True))
             priced = _shard_compute(self.context, self.shard._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
@@ -393,7 +394,13 @@ class _ShardTable:
                     column.append(value)
             for s in new:
                 self.position[s] = len(self.position)
-        at = np.array([self.position[s] for s in shards], dtype=np.int64)[index]
+
+    def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
+        """The compute of each element, `index` giving each element's place in `shards`."""
+        import numpy as np
+
+        self.add(shards)
+        at = np.fromiter(map(self.position.__getitem__, shards), np.int64, len(shards))[index]  # C-level lookups
         values = [
             column[0] if plain else (np.concatenate(column) if len(column) > 1 else column[0])[at]
             for column, plain in zip(self.fields, self.plain, strict=True)
@@ -407,6 +414,21 @@ class _ShardTable:
             dict(zip(template.head_backward, values[layers + forward : layers + forward + backward], strict=True)),
             values[-1],
         )
+
+
+def price_shards(ctx: Context, shards: list[tuple[float, ...]]) -> None:
+    """Price these (TP, CP, micro-batch, EP, ETP) shards into the context's table in one batch, ahead of the arrays
+    that will gather them (a search's blocks, each of which would otherwise price its new shards as a batch of its
+    own: the ~500 operations' fixed cost once per batch). The same numbers either way (`_ShardTable`)."""
+    if shards and not _has_variants(ctx.efficiency):
+        _shard_table(ctx, Shard(ctx.model, ctx.recipe, 1.0, 1.0, 1.0, ctx.seq_len, imbalance=ctx.imbalance)).add(shards)
+
+
+def _has_variants(eff: Efficiency) -> bool:
+    """Whether the efficiencies are arrays (a fit's variants): another axis, which a shard table does not keep."""
+    import numpy as np
+
+    return any(isinstance(v, np.ndarray) for v in vars(eff).values())
 
 
 def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
@@ -823,7 +845,9 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     times that least compute (deep pipelines with few micro-batches: the generations sweep prices a third fewer
     layouts in full, 1.68 M instead of 2.53 M); and other_s grows with the compute it is given (the straggler wait
     is a multiple of it), so this adds other_s at the floor's compute: for every N the wait would otherwise slip
-    through the floor (at cv 0.04 it is ~13% at 512)."""
+    through the floor (at cv 0.04 it is ~13% at 512). Every step of it grows with a layer's compute (sums, products
+    by numbers >= 0, minima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the
+    same layout with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
@@ -839,6 +863,40 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     bubble_s = bubble_fraction(lv.pp, lv.vp, microbatches) * microbatches * mb_compute
     other_s = host_overhead_s(ctx) + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
     return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
+
+
+FLOOR_MARGIN = 1e-6
+"""Relative slack `least_floor` leaves under the floors it bounds: far more than the rounding of either side (a few
+dozen operations, each within 1e-16 relative), far less than what tells layouts apart."""
+
+
+def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
+    """A lower bound, per layout of `lv` (one axis; its micro-batch and recompute are not read), on `step_floor`
+    without recompute (0.0) at every micro-batch size in `mbs`, for a search to drop the layouts it rules out before
+    it prices their floors: the layer's compute per sequence of each distinct shard, then a few operations per layout.
+
+    Why it holds: step_floor is vf x compute + vf x bubble + vf x other, with compute the m = gbs / (mbs x dp)
+    micro-batches' mb_compute; mb_compute >= L x layer (L: the fewest layers a pipeline rank holds, all of them
+    without PP; the embedding and the head only add) and layer >= mbs x q (q: the least layer compute per sequence
+    over `mbs`), so compute >= gbs / dp x L x q; the bubble is (pp - 1) / (vp x m) x m x mb_compute >= (pp - 1) / vp
+    x L x q (mbs >= 1); other is the step overhead and a straggler wait >= 0 (`floor_holds`). That is exact
+    arithmetic; in floating point each side is within rounding of it, which FLOOR_MARGIN covers."""
+    import numpy as np
+
+    md, eff = ctx.model, ctx.efficiency
+    tp, pp, cp, dp, vp, ep, etp = np.broadcast_arrays(lv.tp, lv.pp, lv.cp, lv.dp, lv.vp, lv.ep, lv.etp)
+    shards = np.stack([tp, cp, ep, etp]).astype(np.int64)  # whole numbers: a few distinct shards in many layouts
+    codes = np.ravel_multi_index(shards, shards.max(axis=1) + 1)
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    each = shards[:, first].astype(float)[:, :, None]
+    sizes = np.asarray(mbs, dtype=float)[None, :]
+    grid = LayoutVars(each[0], 1.0, each[1], 1.0, 1.0, sizes, lv.gbs, 0.0, 0.0, each[2], each[3])
+    sh, _, stages = _per_rank(ctx, grid)
+    per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
+    ranks = stage_layers(md.layers, pp, vp, md.mtp_layers)
+    layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
+    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + eff.step_overhead_s
+    return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
 
 
 def floor_holds(eff: Efficiency) -> bool:

@@ -17,7 +17,7 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
-from perfmodel.planning.predict import Prediction, predict
+from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import ScenarioSource, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
 
@@ -103,30 +103,42 @@ def compare_request(
     return scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
 
 
-def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None = None) -> list[Prediction]:
+def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None = None) -> list[Result]:
+    """Each scenario predicted in full: a Prediction, or a Campaign of a scenario with phases."""
     predictions = []
     for i, scenario in enumerate(items, 1):
-        predictions.append(predict(scenario))
+        predictions.append(predict_any(scenario))
         if progress is not None:
             progress(i, len(items))
     return predictions
 
 
-def tokens_per_usd(p: Prediction, price: float | None) -> float | None:
+def gpu_count(p: Result) -> int:
+    """A result's GPU count: its layout's, or the most any phase of a campaign runs on."""
+    return p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
+
+
+def gpus_held(p: Result) -> float:
+    """The GPUs a result holds while it trains: its layout's count, or a campaign's over its time (its GPU-hours
+    over its hours), so that its tokens per dollar and energy per token are the whole run's."""
+    return p.mean_gpus if isinstance(p, Campaign) else p.layout.n_gpus
+
+
+def tokens_per_usd(p: Result, price: float | None) -> float | None:
     """Tokens one US dollar buys at `price` per GPU-hour (None without a price)."""
-    return None if price is None else p.tokens_per_s * SECONDS_PER_HOUR / (p.layout.n_gpus * price)
+    return None if price is None else p.tokens_per_s * SECONDS_PER_HOUR / (gpus_held(p) * price)
 
 
 def _over(value: float | None, first: float | None) -> float | None:
     return None if value is None or not first else value / first
 
 
-def joules_per_token(p: Prediction) -> float:
+def joules_per_token(p: Result) -> float:
     """Facility energy per trained token: GPUs x board power x PUE over throughput."""
-    return p.layout.n_gpus * p.hardware.accelerator.power_w.value * p.scenario.cost.pue / p.tokens_per_s
+    return gpus_held(p) * p.hardware.accelerator.power_w.value * p.scenario.cost.pue / p.tokens_per_s
 
 
-def scaling_bases(predictions: Sequence[Prediction]) -> list[int | None]:
+def scaling_bases(predictions: Sequence[Result]) -> list[int | None]:
     """Per prediction, the index of the one its scaling efficiency is relative to: the smallest GPU count of the
     same system, precision and model; None when that group has one size only."""
     groups: dict[tuple[str, str, str], list[int]] = {}
@@ -134,14 +146,14 @@ def scaling_bases(predictions: Sequence[Prediction]) -> list[int | None]:
         groups.setdefault((p.hardware.system.id, p.scenario.precision, p.model.id), []).append(index)
     bases: list[int | None] = [None] * len(predictions)
     for members in groups.values():
-        if len({predictions[i].layout.n_gpus for i in members}) > 1:
-            smallest = min(members, key=lambda i: predictions[i].layout.n_gpus)
+        if len({gpu_count(predictions[i]) for i in members}) > 1:
+            smallest = min(members, key=lambda i: gpu_count(predictions[i]))
             for i in members:
                 bases[i] = smallest
     return bases
 
 
-def with_ratios(predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
+def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
     """Each prediction's JSON object with its ratios to the first, and scaling efficiency within each system."""
     first = predictions[0]
     records = []
@@ -167,9 +179,9 @@ def with_ratios(predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The predictions of one comparison, first row the reference of every ratio."""
+    """The predictions of one comparison (or campaigns, each run whole), first row the reference of every ratio."""
 
-    predictions: list[Prediction]
+    predictions: list[Result]
 
     @cached_property
     def rows(self) -> list[dict[str, Any]]:
@@ -178,5 +190,11 @@ class Comparison:
         return with_ratios(self.predictions)
 
     def to_records(self) -> list[dict[str, Any]]:
-        """The rows as flat records (`breakdown.compute_s` columns), ready for pandas.DataFrame or a CSV writer."""
-        return [flatten(row) for row in self.rows]
+        """The rows as flat records (`breakdown.compute_s` columns), ready for pandas.DataFrame or a CSV writer; a
+        campaign's row is its totals (its phases are in `rows`)."""
+        return [flatten(totals_only(row)) for row in self.rows]
+
+
+def totals_only(row: dict[str, Any]) -> dict[str, Any]:
+    """A comparison row without a campaign's `phases` list: one flat row per system."""
+    return {key: value for key, value in row.items() if key != "phases"}

@@ -28,7 +28,8 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
+from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
+from perfmodel.planning.campaign import Campaign, Result, predict_campaign
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 
@@ -64,7 +65,7 @@ def counts(unit: int, max_gpus: int) -> list[int]:
     return sorted(unit * k for k in multiples if unit * k <= max_gpus)
 
 
-def wall_s(p: Prediction) -> float:
+def wall_s(p: Result) -> float:
     """Time to train with the expected failures (the failure-free time with the goodput model off)."""
     assert p.run is not None
     if p.goodput is None:
@@ -73,7 +74,7 @@ def wall_s(p: Prediction) -> float:
     return math.inf if failing is None else failing.time_s
 
 
-def cost_usd(p: Prediction) -> float | None:
+def cost_usd(p: Result) -> float | None:
     """Cost at the run's price, with the expected failures; None without a price (mi355x has no public one): a
     deadline is planned without it, a budget is not. Infinite, like `wall_s`, when failures stop the run from ever
     finishing: no budget buys it."""
@@ -84,7 +85,7 @@ def cost_usd(p: Prediction) -> float | None:
     return run.cost_usd
 
 
-def _budget_cost(p: Prediction) -> float:
+def _budget_cost(p: Result) -> float:
     cost = cost_usd(p)
     if cost is None:
         raise PerfmodelError(f"a budget needs a price: {p.price.source}")
@@ -93,23 +94,22 @@ def _budget_cost(p: Prediction) -> float:
 
 @dataclass
 class _Tries:
-    """Predictions of one candidate at the counts tried, memoised; None where no layout runs (with why)."""
+    """Predictions of one candidate at the counts tried (a campaign's, with the phases that follow its count at
+    each), memoised; None where no layout runs (with why)."""
 
     base: Scenario
     grid: list[int]
-    found: dict[int, Prediction | None] = field(default_factory=dict)
+    found: dict[int, Result | None] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
 
-    def at(self, index: int) -> Prediction | None:
+    def at(self, index: int) -> Result | None:
         n = self.grid[index]
         if n not in self.found:
             if len(self.found) >= MAX_TRIES:
                 raise PerfmodelError(f"plan: more than {MAX_TRIES} GPU counts tried for {self.base.gpu}; report this")
             scenario = replaced(self.base, n_gpus=n)
-            gbs = scenario.parallelism.gbs or scenario.default_gbs()
-            scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
             try:
-                self.found[n] = search_scenario(scenario, [n], top=1).results[0]
+                self.found[n] = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
             except PerfmodelError as exc:
                 self.found[n], self.why[n] = None, str(exc)
         return self.found[n]
@@ -129,10 +129,10 @@ class CandidatePlan:
 
     label: str
     granularity: int
-    prediction: Prediction | None
+    prediction: Result | None
     binds: str | None
     reason: str | None
-    tried: dict[int, Prediction | None]
+    tried: dict[int, Result | None]
     goal: Goal
 
     @property
@@ -155,9 +155,10 @@ class CandidatePlan:
         low, high = (p.interval.low, p.interval.high) if p.interval else (1.0, 1.0)
         failing = p.run_with_failures if p.goodput is not None else p.run
         assert failing is not None
+        planned = p.to_dict()
         return record | {
-            "n_gpus": p.layout.n_gpus,
-            "layout": p.layout.describe(),
+            "n_gpus": planned["n_gpus"],
+            "layout": p.describe() if isinstance(p, Campaign) else p.layout.describe(),
             "time_to_train_days": time_s / 86400,
             "time_to_train_days_low": time_s * low / 86400,
             "time_to_train_days_high": time_s * high / 86400,
@@ -172,11 +173,18 @@ class CandidatePlan:
             "gpu_hours": failing.gpu_hours,
             "gpu_hours_low": failing.gpu_hours * low,
             "gpu_hours_high": failing.gpu_hours * high,
-            "goodput": None if p.goodput is None else p.goodput.goodput,
+            "goodput": planned.get("goodput"),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
-            "plan": p.to_dict(),
+            "plan": planned,
         }
+
+
+def _searched(scenario: Scenario, n: int) -> Prediction:
+    """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count."""
+    gbs = scenario.parallelism.gbs or scenario.default_gbs()
+    scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
+    return search_scenario(scenario, [n], top=1).results[0]
 
 
 def _power_law_next(tries: _Tries, i: int, target_s: float, tried: Sequence[int]) -> int:
@@ -263,11 +271,14 @@ def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None,
     return fastest(*tried), "budget"
 
 
-def _scaling_reason(p: Prediction | None, why: str | None, at_max: bool) -> str:
+def _scaling_reason(p: Result | None, why: str | None, at_max: bool) -> str:
     if p is None:
         return why or "no layout runs"
-    lo = p.layout
     days = wall_s(p) / 86400
+    if isinstance(p, Campaign):
+        head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days:,.1f} days for the campaign"
+        return f"{head}: at --max-gpus / the largest count tried" if at_max else f"{head}: its phases stop scaling"
+    lo = p.layout
     head = f"even {lo.n_gpus:,} {p.hardware.accelerator.id} need {days:,.1f} days"
     if at_max:
         return f"{head}: at --max-gpus / the largest count tried"
@@ -306,10 +317,8 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
                                      and best == largest)  # fmt: skip
             return done(None, None, reason)
         if goal.budget_usd is not None and tries.cost(first) > goal.budget_usd:
-            p = tries.at(first)
-            assert p is not None
             reason = (
-                f"the fewest GPUs meeting the deadline, {p.layout.n_gpus:,}, cost ${tries.cost(first) / 1e6:,.2f}M, "
+                f"the fewest GPUs meeting the deadline, {grid[first]:,}, cost ${tries.cost(first) / 1e6:,.2f}M, "
                 f"over the budget of ${goal.budget_usd / 1e6:,.2f}M"
             )
             return done(first, None, reason)
@@ -326,8 +335,8 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
     return done(index, binds)
 
 
-def _check_step_cost(p: Prediction | None, budget: float) -> None:
-    if p is None or p.price.usd_per_gpu_hour is None:
+def _check_step_cost(p: Result | None, budget: float) -> None:
+    if not isinstance(p, Prediction) or p.price.usd_per_gpu_hour is None:  # a campaign has no one step
         return
     step_usd = p.step_time_s * p.layout.n_gpus * p.price.usd_per_gpu_hour / 3600
     if budget < step_usd:
@@ -344,9 +353,10 @@ def seed_count(base: Scenario, hw: Hardware, goal: Goal) -> int:
     model = base.model_spec()
     per_gpu = hw.accelerator.memory_bytes
     fits = math.ceil(2 * 16 * model.params / per_gpu)
-    if goal.deadline_s is None or base.tokens is None:
+    tokens = sum(phase_tokens(base)) if base.phase else base.tokens
+    if goal.deadline_s is None or tokens is None:
         return fits
-    flops = base.tokens * model.model_flops_per_token(base.parallelism.seq_len)
+    flops = tokens * model.model_flops_per_token(base.parallelism.seq_len)
     peak = hw.accelerator.peak_flops(get_recipe(base.precision, hw.accelerator).gemm_format)
     return max(fits, math.ceil(flops / (goal.deadline_s * peak * SEED_SHARE_OF_PEAK)))
 
@@ -379,8 +389,9 @@ class PlanReport:
         }
 
     def to_records(self) -> list[dict[str, Any]]:
-        """One flat record per candidate (the rows `plan --format csv` prints), ready for pandas.DataFrame."""
-        return [flatten(c.to_dict()) for c in self.plans]
+        """One flat record per candidate (the rows `plan --format csv` prints), ready for pandas.DataFrame; a
+        campaign's phases are in `to_dict` only."""
+        return [{k: v for k, v in flatten(c.to_dict()).items() if k != "plan.phases"} for c in self.plans]
 
 
 def plan(
@@ -393,8 +404,13 @@ def plan(
     start = time.perf_counter()
     plans = []
     for done, (label, scenario) in enumerate(bases, 1):
-        if scenario.tokens is None and scenario.benchmark is None:
+        if scenario.tokens is None and scenario.benchmark is None and not scenario.phase:
             raise PerfmodelError("plan needs the work to train: --tokens (e.g. 15T) or --benchmark")
+        if scenario.phase and all(phase.n_gpus is not None for phase in scenario.phase):
+            raise PerfmodelError(
+                "plan: every phase of the campaign gives its own n_gpus, so none follows the count plan seeks "
+                "(give a phase gpu_fraction, or leave its n_gpus out)"
+            )
         hw = resolve(scenario.gpu, scenario.system)
         plans.append(plan_candidate(scenario, label, goal, max_gpus or MAX_GPUS, seed_count(scenario, hw, goal)))
         if progress is not None:

@@ -15,7 +15,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import frozen_base_recipe, get_recipe
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Parallelism, Scenario, flatten
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
@@ -736,6 +736,12 @@ def search_scenario(
     """
     from perfmodel.planning.search import pareto_front, search
 
+    single_phase(
+        scenario,
+        "search",
+        "predict, compare and plan search the layout each phase leaves open; to rank one "
+        "phase's layouts, search a scenario of that phase alone",
+    )
     start = time.perf_counter()
     ctx = context_for(scenario, hardware=hardware)
     if objective == "cost" and (price := scenario_price(scenario, ctx.hardware)).usd_per_gpu_hour is None:

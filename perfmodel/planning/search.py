@@ -16,10 +16,11 @@ is free, the batches tried are of the form 2^k and 3 x 2^k between a quarter of 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
@@ -42,7 +43,9 @@ from perfmodel.physics.step import (
     evaluate,
     evaluate_times,
     floor_holds,
+    least_floor,
     memory_need,
+    price_shards,
     step_floor,
 )
 
@@ -137,6 +140,15 @@ class Block:
             if not kept.all():  # copies a 700,000-layout mask in ~1 ms, its fancy index np.ix_ in ~12 ms
                 mask = np.compress(kept, mask, axis=axis)
         return block, mask
+
+    def shards(self) -> set[tuple[float, ...]]:
+        """The block's distinct (TP, CP, micro-batch, EP, ETP) shards, as `step.price_shards` takes them."""
+        import numpy as np
+
+        columns = self.rows[:, [0, 1, 5, 6]]  # tp, cp, ep, etp: a few distinct ones in thousands of rows
+        codes = np.ravel_multi_index(columns.T, columns.max(axis=0) + 1)
+        rows = columns[np.unique(codes, return_index=True)[1]].astype(float).tolist()
+        return {(tp, cp, mbs, ep, etp) for tp, cp, ep, etp in rows for mbs in self.mbs.astype(float).tolist()}
 
     def layout(self, flat_index: int) -> Layout:
         import numpy as np
@@ -365,7 +377,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     else:
         need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape), None
     fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
-    valid, whole = int(mask.sum()), 0 if step is None else math.prod(block.shape)
+    valid, whole = int(np.count_nonzero(mask)), 0 if step is None else math.prod(block.shape)
     if not fits.any():
         smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
         return _Priced(valid, 0, whole, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
@@ -480,32 +492,46 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     """`search(ctx, space, candidates=candidates)`'s best layout by time and its count of valid layouts, pricing in
     full only the layouts whose lower bound (`step.step_floor`) does not exceed the best found so far.
 
-    The floor is priced per (row, micro-batch, recompute) cell, once per block; the rows with the lowest floors are
-    priced first (memory, then the step of those that fit), then every row with a cell at or under that best. A
-    layout left out has objective >= its floor > the best, so every layout at the best is priced; when the first
-    block to reach it has one such layout, it is the exhaustive search's answer, and when it has several (ties: e.g.
-    ZeRO stages without DP), that block is priced in full to break the tie exactly as `search` does.
+    A block of fewer than FILTER_FROM layouts is priced whole (as `search` does), first. In the others the floor is
+    priced per (row, micro-batch) cell of the rows a cheaper bound per row (`step.least_floor`) does not put above
+    that best (every row, without one); the rows with the lowest floors are priced first (memory, then the step of
+    those that fit), then every row with a cell at or under that best (in one pass when the blocks priced whole leave
+    fewer than FILTER_FROM layouts in cells at or under their best). A layout left out has objective >= its floor >
+    the best, so every layout at the best is priced; when the first block to reach it has one such layout, it is the
+    exhaustive search's answer, and when it has several (ties: e.g. ZeRO stages without DP), that block is priced in
+    full to break the tie exactly as `search` does.
     """
     import numpy as np
 
-    if not floor_holds(ctx.efficiency) or sum(int(mask.sum()) for _, mask in candidates) < FILTER_FROM:
+    evaluated = sum(int(np.count_nonzero(mask)) for _, mask in candidates)  # trimming drops no valid layout
+    if not floor_holds(ctx.efficiency) or evaluated < FILTER_FROM:
         found = search(ctx, space, sized=True, candidates=candidates)
         return found.best.layout, found.evaluated
-    blocks_, floors, rows = _floors(ctx, candidates)
-    evaluated = sum(int(mask.sum()) for _, mask in blocks_)
-    row_floor = np.concatenate(rows)
-    owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
-    row = np.concatenate([np.arange(len(r)) for r in rows])
-    order = np.argsort(row_floor, kind="stable")
+    prepared = _prepared(ctx, candidates)
+    blocks_ = prepared.blocks
     best = [_Best() for _ in blocks_]
-    first = max(1, int(FIRST_SHARE * len(order)))
-    for batch in (order[:first], order[first:]):
+    bounded = [math.prod(block.shape) >= FILTER_FROM for block, _ in blocks_]
+    for index, (block, mask) in enumerate(blocks_):
+        if not bounded[index]:  # a small block: priced whole, at once (its floors would cost more than they save)
+            _price_whole(ctx, block, mask, best[index])
+    incumbent = min(b.value for b in best)
+    bounds = [_bounds(ctx, prepared, index, incumbent, on) for index, on in enumerate(bounded)]
+    rows, floors, row_floors = zip(*bounds, strict=True)
+    row_floor = np.concatenate(row_floors)
+    owner = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    at = np.concatenate([np.arange(len(r)) for r in rows])
+    order = np.argsort(row_floor, kind="stable")
+    first = max(1, int(FIRST_SHARE * sum(len(b.rows) for (b, _), on in zip(blocks_, bounded, strict=True) if on)))
+    cells = zip(blocks_, floors, strict=True)
+    under = sum(np.count_nonzero(f <= incumbent) * b.shape[2] * b.shape[3] for (b, _), f in cells)
+    for batch in (order,) if under < FILTER_FROM else (order[:first], order[first:]):
         incumbent = min(b.value for b in best)
         chosen = batch[row_floor[batch] <= incumbent]
         for index, (block, mask) in enumerate(blocks_):
-            picked = np.sort(row[chosen[owner[chosen] == index]])
-            if len(picked):
-                within = mask[picked] & (floors[index][picked] <= incumbent)
+            places = np.sort(at[chosen[owner[chosen] == index]])
+            if len(places):
+                picked = rows[index][places]
+                within = mask[picked] & (floors[index][places] <= incumbent)
                 _price_best(ctx, replace(block, rows=block.rows[picked]), within, best[index])
     value = min(b.value for b in best)
     if value == math.inf:  # nothing fits: the exhaustive search says why
@@ -519,41 +545,102 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     return layout, evaluated
 
 
-def _floors(
-    ctx: Context, candidates: Sequence[tuple[Block, Any]]
-) -> tuple[list[tuple[Block, Any]], list[Any], list[Any]]:
-    """The trimmed blocks that have valid layouts, the floor of each (row, micro-batch, recompute) cell and each
-    row's least floor over its valid cells.
+@dataclass
+class _Prepared:
+    """A search's trimmed blocks that have valid layouts (their shards priced), and what the searches on them have
+    priced of their floors: per block index, each row's bound (`step.least_floor`), and the floors of the rows
+    priced so far (NaN for the others)."""
 
-    The floor is the step's compute with the overheads that grow with it (`step.step_floor`): no link figure enters
-    it, so it is kept for the last FLOORS_KEPT searches by the context's shard memo (`Context.shards`: equal model,
-    compute figures, efficiencies, recipe, sequence) and the blocks searched
-    (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the network share
-    their floors."""
-    import numpy as np
+    blocks: list[tuple[Block, Any]]
+    bounds: dict[int, Any] = field(default_factory=dict)
+    floors: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
+
+def _prepared(ctx: Context, candidates: Sequence[tuple[Block, Any]]) -> _Prepared:
+    """The candidates trimmed, every block's shards priced first, in one batch (`step.price_shards`).
+
+    The bounds and floors kept with them read no link figure, so they are kept for the last FLOORS_KEPT searches by
+    the context's shard memo (`Context.shards`: equal model, compute figures, efficiencies, recipe, sequence) and the
+    blocks searched (by identity: `blocks` hands out the same objects for the same space): a sweep's what-ifs on the
+    network share them."""
     key = (id(ctx.shards), *map(id, (block for block, _ in candidates)))
     kept = _FLOORS.get(key)
     if kept is not None and kept[0] is ctx.shards and all(a is b for a, b in zip(kept[1], candidates, strict=True)):
-        return kept[2]
-    blocks_, floors, rows = [], [], []
-    for block, mask in candidates:
-        if not mask.any():
-            continue
-        block, mask = block.trimmed(mask)
-        scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-        floor = np.broadcast_to(step_floor(ctx, block.layout_vars()) * scale, block.shape)[..., :1]
-        cells = np.where(mask.any(axis=3, keepdims=True), floor, np.inf)
-        rows.append(cells.min(axis=(1, 2, 3)))
-        blocks_.append((block, mask))
-        floors.append(floor)
-    _FLOORS.put(key, (ctx.shards, list(candidates), (blocks_, floors, rows)))
-    return blocks_, floors, rows
+        prepared: _Prepared = kept[2]
+        return prepared
+    prepared = _Prepared([block.trimmed(mask) for block, mask in candidates if mask.any()])
+    price_shards(ctx, list(set().union(*(block.shards() for block, _ in prepared.blocks))))
+    _FLOORS.put(key, (ctx.shards, list(candidates), prepared))
+    return prepared
+
+
+def _bounds(ctx: Context, prepared: _Prepared, index: int, incumbent: float, bounded: bool) -> tuple[Any, Any, Any]:
+    """The rows of block `index` that may hold a layout at or under `incumbent` (every row without one; none of a
+    block priced whole), the floor of each of their (row, micro-batch) cells and each row's least floor over its
+    valid cells, in objective units.
+
+    A cheap bound per row (`step.least_floor`) rules out rows before their floors are priced. The floor is the
+    step's compute with the overheads that grow with it (`step.step_floor`), priced without recompute, which makes
+    it the floor of every recompute mode (the floor grows with a layer's compute, which recompute only adds to) at a
+    third of the cells."""
+    import numpy as np
+
+    block, mask = prepared.blocks[index]
+    if not bounded:
+        return np.empty(0, dtype=np.int64), np.empty((0, 1, 1, 1)), np.empty(0)
+    scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+    rows = np.arange(len(block.rows))
+    if math.isfinite(incumbent):
+        if index not in prepared.bounds:
+            tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
+            layouts = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
+            prepared.bounds[index] = least_floor(ctx, layouts, block.mbs) * scale
+        rows = rows[prepared.bounds[index] <= incumbent]
+    if index not in prepared.floors:  # priced row by row, as the searches on these blocks need them
+        size = len(block.rows)
+        prepared.floors[index] = np.full((size, len(block.mbs), 1, 1), np.nan), np.full(size, np.nan)
+    floor, row_floor = prepared.floors[index]
+    missing = rows[np.isnan(row_floor[rows])]
+    if len(missing) and not np.isnan(row_floor).all():  # a second search that needs more: every row left, at once
+        missing = np.flatnonzero(np.isnan(row_floor))
+    if len(missing):
+        some = replace(block, rows=block.rows[missing])
+        floor[missing], row_floor[missing] = _cell_floors(ctx, some, mask[missing], scale)
+    return rows, floor[rows], row_floor[rows]
+
+
+def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float) -> tuple[Any, Any]:
+    """The floor of each (row, micro-batch) cell of `block`, in objective units, and each row's least over its valid
+    cells."""
+    import numpy as np
+
+    lv = block.layout_vars()._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
+    floor = np.broadcast_to(step_floor(ctx, lv) * scale, block.shape)[..., :1, :1]
+    return floor, floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf)
+
+
+def _any_cell(mask: Any) -> Any:
+    """`mask.any(axis=(2, 3), keepdims=True)`: whether a (row, micro-batch) cell has a valid layout, as an or of its
+    few (recompute, ZeRO) slices (numpy reduces short trailing axes some ten times slower)."""
+    import numpy as np
+
+    _, _, modes, stages = mask.shape
+    slices = (mask[:, :, r : r + 1, z : z + 1] for r in range(modes) for z in range(stages))
+    return functools.reduce(np.logical_or, slices)
 
 
 FLOORS_KEPT = 4
-"""Searches whose floors `_floors` keeps, oldest dropped first (a sweep's what-ifs of one point come together)."""
-_FLOORS: Bounded[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], Any]] = Bounded(FLOORS_KEPT)
+"""Searches whose prepared blocks and floors `_prepared` keeps, oldest dropped first (a sweep's what-ifs of one
+point come together)."""
+_FLOORS: Bounded[tuple[int, ...], tuple[Any, list[tuple[Block, Any]], _Prepared]] = Bounded(FLOORS_KEPT)
+
+
+def _price_whole(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
+    """Price every layout of `mask` as `search` does (`_price`) and fold the best, with its ties, into `best`."""
+    priced = _price(ctx, block, mask, 1, "time")
+    if priced.top:
+        best.value, best.layout = priced.top[0].objective, priced.top[0].layout
+        best.ties = int((priced.objectives == best.value).sum())
 
 
 def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.precision import get_recipe
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import Scenario, single_phase
 from perfmodel.planning.predict import Prediction, for_layout, predict
 from perfmodel.planning.whatif import Knob, Setting, apply, current, timing_knobs
 
@@ -69,6 +69,7 @@ def sensitivity(
             f"--step {step:g}: must be from {MIN_STEP:g} to below 1 (a relative change, e.g. 0.05); smaller steps "
             "vanish in floating-point rounding"
         )
+    single_phase(scenario, "sensitivity", "ask it of one phase's scenario (the step it differentiates is a phase's)")
     hw = resolve(scenario.gpu, scenario.system)
     baseline = predict(scenario, hardware=hw)
     fixed = for_layout(scenario, baseline.layout)

@@ -103,7 +103,7 @@ def load(path: str | Path) -> Any:
     point checked to be a valid scenario (one line naming the problem if not)."""
     from perfmodel.inputs.files import remember
     from perfmodel.inputs.resources import bundled_file
-    from perfmodel.inputs.scenario import flatten, read_toml
+    from perfmodel.inputs.scenario import flatten, read_toml, single_phase
     from perfmodel.planning import layout_sweep
     from perfmodel.planning.compare import Target, parse_target
     from perfmodel.planning.whatif import parse_setting
@@ -160,6 +160,7 @@ def load(path: str | Path) -> Any:
         point = Point(base, overrides, target.gpu, target.system, settings, origins)
         try:
             scenario = point.scenario()
+            single_phase(scenario, "a sweep", "sweep one-phase scenarios; compare or plan the campaign instead")
         except PerfmodelError as exc:
             raise PerfmodelError(f"{path}: {exc}") from None
         if scenario.calibration and scenario.calibration.lower() != "none":

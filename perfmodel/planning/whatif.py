@@ -24,7 +24,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import Hardware, SourcedPositive, resolve
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import Scenario, single_phase
 from perfmodel.planning.predict import Prediction, for_layout, predict
 
 FORMATS = ("bf16", "fp8", "fp4")
@@ -275,6 +275,7 @@ def timing_knobs(hw: Hardware, used_formats: Sequence[str]) -> list[Knob]:
 def cases(scenario: Scenario, settings: Sequence[Setting]) -> list[tuple[str, Prediction]]:
     """The scenario on its datasheet hardware, on the modified hardware with the same layout, and (when the
     scenario leaves layout dimensions open) on the modified hardware with the layout searched again."""
+    single_phase(scenario, "whatif", "ask it of one phase's scenario, or compare the campaign's systems with compare")
     base_hw = resolve(scenario.gpu, scenario.system)
     modified = apply(base_hw, settings)
     base = predict(scenario, hardware=base_hw)

@@ -10,18 +10,18 @@ import io
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.cells import csv_rows
-from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, records
+from perfmodel.outputs.export.table import DEFAULT_USD_PER_KWH, ExportRow, Line, TotalRow, export_rows, records
 from perfmodel.outputs.report import check_finite
 
 FORMATS = (".xlsx", ".csv", ".json")
 
-__all__ = ["FORMATS", "ExportRow", "check_output", "export"]
+__all__ = ["FORMATS", "ExportRow", "Line", "TotalRow", "check_output", "export"]
 
 
 def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = ()) -> str:
@@ -31,14 +31,22 @@ def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = (
 
 
 def export(
-    rows: list[ExportRow], path: Path, *, title: str, force: bool = False, usd_per_kwh: float | None = None
+    lines: list[Line],
+    path: Path,
+    *,
+    title: str,
+    force: bool = False,
+    usd_per_kwh: float | None = None,
 ) -> None:
-    """Write `rows` to `path` in the format its suffix names, all at once or not at all."""
+    """Write `lines` to `path` in the format its suffix names, all at once or not at all: results, and campaigns'
+    total rows under their phases' (in the workbook, live formulas over the phases' cells)."""
     fmt = check_output(path, force)
+    rows = export_rows(lines)
     if not rows:
         raise PerfmodelError("nothing to export: no results")
     price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
-    check_finite(records(rows, price), "export")
+    table = records(lines, price)
+    check_finite(table, "export")
     if fmt == "xlsx":
         from perfmodel.outputs.export.assumptions import assumptions, citations
         from perfmodel.outputs.export.xlsx import write_xlsx
@@ -46,10 +54,10 @@ def export(
         found = assumptions(rows, price, usd_per_kwh is not None)
 
         def write(handle: BinaryIO) -> None:
-            write_xlsx(handle, rows, price, found, title, citations(found))
+            write_xlsx(handle, lines, table, found, title, citations(found))
 
     else:
-        data = _json(rows, price, usd_per_kwh is not None) if fmt == "json" else _csv(rows, price)
+        data = _json(table, rows, price, usd_per_kwh is not None) if fmt == "json" else _csv(table)
 
         def write(handle: BinaryIO) -> None:
             handle.write(data.encode())
@@ -57,8 +65,7 @@ def export(
     write_atomic(path, write, force)
 
 
-def _csv(rows: list[ExportRow], usd_per_kwh: float) -> str:
-    table = records(rows, usd_per_kwh)
+def _csv(table: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(table[0]), lineterminator="\n")
     writer.writeheader()
@@ -66,12 +73,11 @@ def _csv(rows: list[ExportRow], usd_per_kwh: float) -> str:
     return out.getvalue()
 
 
-def _json(rows: list[ExportRow], usd_per_kwh: float, given: bool) -> str:
+def _json(table: list[dict[str, Any]], rows: list[ExportRow], usd_per_kwh: float, given: bool) -> str:
     from dataclasses import asdict
 
     from perfmodel.outputs.export.assumptions import assumptions, citations
 
-    table = records(rows, usd_per_kwh)
     found = assumptions(rows, usd_per_kwh, given)
     document = {
         "columns": list(table[0]),

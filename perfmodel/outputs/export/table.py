@@ -18,15 +18,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from perfmodel.inputs.scenario import flatten
+from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import compare, goodput, tco
+from perfmodel.planning.campaign import Campaign, Result, totals
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
 
-__all__ = ["DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "all_columns", "records"]
+__all__ = [
+    "DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "Line", "TotalRow", "all_columns",
+    "campaign_lines", "records",
+]  # fmt: skip
 
 OPTIONAL_INPUTS = (
     "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
@@ -59,6 +63,42 @@ class ExportRow:
 
 
 @dataclass(frozen=True)
+class TotalRow:
+    """A campaign's total row in an export, under its phases' rows (`phases`: their places among the export's
+    lines): each cell their total by the campaign's one rule (planning/campaign.py, total_rule), in the workbook a
+    live formula over their cells; `extra`: the columns the total carries beyond (compare's ratios, plan's verdict)."""
+
+    campaign: Campaign
+    label: str
+    phases: range
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+Line = ExportRow | TotalRow
+"""A line of an export: a result (a prediction, or a campaign's phase), or a campaign's total."""
+
+
+def campaign_lines(
+    campaign: Campaign,
+    start: int = 0,
+    label: str = "",
+    extra: Mapping[str, Any] | None = None,
+    every: Mapping[str, Any] | None = None,
+) -> list[Line]:
+    """A campaign as the lines of an export that begin at place `start`: a row per phase, then its total row, each
+    labelled by its phase (after `label`, when given: the system or candidate); `every`: columns of every line (a
+    plan's candidate), `extra`: of the total row only (compare's ratios)."""
+    every = every or {}
+
+    def named(phase: str) -> str:
+        return f"{label}: {phase}" if label else phase
+
+    rows: list[Line] = [ExportRow(named(name), p, {"phase": name, **every}) for name, p in campaign.phases.items()]
+    total = TotalRow(campaign, named(TOTAL), range(start, start + len(rows)), {**every, **(extra or {})})
+    return [*rows, total]
+
+
+@dataclass(frozen=True)
 class Column:
     key: str
     """Name in CSV/JSON, with its unit (`_s`, `_gb`, `_usd`, `_kwh`, ...)."""
@@ -75,6 +115,10 @@ class Column:
     """An input usually equal across rows: the workbook links each row's cell to one default cell."""
     blank_when_none: bool = False
     """A row without a value gets no formula either (scaling efficiency of a system compared at one size)."""
+    total: Callable[[Symbols], Any] | None = None
+    """A quantity of a campaign as a whole (compare's ratios): on its total row, this formula in the total row's own
+    cells (`first.KEY`: the first campaign's total row); its phases' rows are blank. None: the column's total is
+    its phases' by the campaign's rule."""
 
 
 def _run(s: Symbols) -> Run:
@@ -663,28 +707,53 @@ def _tokens_per_s(s: Symbols, prefix: str = "") -> Any:
     return s[f"{prefix}tokens_per_s_per_gpu"] * s[f"{prefix}n_gpus"]
 
 
+def _of_totals(key: str) -> Callable[[Symbols], Any]:
+    """A campaign's ratio to the first campaign's, of their totals of `key` (which follow their phases' cells)."""
+    return lambda s: s[key] / s[f"first.{key}"]
+
+
+def _scaling(s: Symbols) -> Any:
+    return s["tokens_per_s_per_gpu"] / s["base.tokens_per_s_per_gpu"]
+
+
 RATIO_COLUMNS: tuple[Column, ...] = (
     Column("speedup_vs_first", "Speedup vs first (throughput)", "results", _ratio("speedup_vs_first"),
-           _vs_first(_tokens_per_s), '0.00"x"'),
+           _vs_first(_tokens_per_s), '0.00"x"', total=_of_totals("tokens_per_s")),
     *(Column(f"perf_per_usd_vs_first{sfx}", f"Perf per USD vs first{label}", "results",
-             _ratio(f"perf_per_usd_vs_first{sfx}"), _vs_first(_tokens_per_usd(sfx)), '0.00"x"')
+             _ratio(f"perf_per_usd_vs_first{sfx}"), _vs_first(_tokens_per_usd(sfx)), '0.00"x"',
+             total=_of_totals(f"tokens_per_usd{sfx}"))
       for sfx, label in (("", ""), ("_low", ", both at low prices"), ("_high", ", both at high prices"))),
     Column("energy_per_token_vs_first", "Energy per token vs first", "results", _ratio("energy_per_token_vs_first"),
-           _vs_first(_joules_per_token), '0.00"x"'),
+           _vs_first(_joules_per_token), '0.00"x"', total=_of_totals("joules_per_token")),
     Column("scaling_efficiency", "Scaling efficiency (per-GPU throughput vs the system's smallest size)", "results",
-           _ratio("scaling_efficiency"), lambda s: s["tokens_per_s_per_gpu"] / s["base.tokens_per_s_per_gpu"],
-           "0.0%", blank_when_none=True),
+           _ratio("scaling_efficiency"), _scaling, "0.0%", blank_when_none=True, total=_scaling),
 )  # fmt: skip
-"""compare's ratios to the first row (and scaling efficiency to the smallest size of the row's system), live."""
+"""compare's ratios to the first row (and scaling efficiency to the smallest size of the row's system), live; of
+campaigns, on their total rows: the ratios of their totals (throughput, tokens per USD, energy per token)."""
 
 COLUMNS = (*COLUMNS, *INTERVAL_COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS, *VALUE_COLUMNS)
 BY_KEY = {column.key: column for column in (*COLUMNS, *RATIO_COLUMNS)}
 
 
-def scaling_bases(rows: list[ExportRow]) -> list[int]:
-    """Per row, the index of the row its scaling efficiency is relative to (itself when there is none)."""
-    bases = compare.scaling_bases([row.prediction for row in rows])
-    return [index if base is None else base for index, base in enumerate(bases)]
+def scaling_bases(lines: list[Line]) -> list[int]:
+    """Per line, the index of the line its scaling efficiency is relative to (itself when there is none): among
+    campaigns, the total row of the one at the system's smallest size."""
+    results: dict[int, Result] = {i: line.campaign for i, line in enumerate(lines) if isinstance(line, TotalRow)}
+    results = results or {i: line.prediction for i, line in enumerate(lines) if isinstance(line, ExportRow)}
+    at = list(results)
+    bases = dict(zip(at, compare.scaling_bases(list(results.values())), strict=True))
+    return [index if (base := bases.get(index)) is None else at[base] for index in range(len(lines))]
+
+
+def firsts(lines: list[Line]) -> list[int]:
+    """Per line, the index of the line its ratios are to: the first line, or among campaigns the first total row."""
+    first = next((index for index, line in enumerate(lines) if isinstance(line, TotalRow)), 0)
+    return [first] * len(lines)
+
+
+def export_rows(lines: list[Line]) -> list[ExportRow]:
+    """The lines that are results (predictions, or campaigns' phases), not totals."""
+    return [line for line in lines if isinstance(line, ExportRow)]
 
 
 def record_columns(rows: list[ExportRow]) -> list[Column]:
@@ -706,11 +775,12 @@ def _recorded(key: str) -> Callable[[ExportRow, float], Any]:
     return lambda row, _usd_per_kwh: row.record.get(key)
 
 
-def extra_columns(rows: list[ExportRow]) -> list[Column]:
+def extra_columns(lines: list[Line]) -> list[Column]:
     """Columns a command adds to its rows (e.g. compare's speedup_vs_first), in order of first appearance."""
     keys: dict[str, None] = {}
-    for row in rows:
-        keys |= dict.fromkeys(k for k in row.extra if k not in BY_KEY and k not in row.record)
+    for line in lines:
+        recorded = line.record if isinstance(line, ExportRow) else {}
+        keys |= dict.fromkeys(k for k in line.extra if k not in BY_KEY and k not in recorded)
     return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
 
 
@@ -723,15 +793,26 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
     return value
 
 
-def all_columns(rows: list[ExportRow]) -> list[Column]:
-    """Every column of an export of `rows`: the workbook's (with compare's ratios when the rows carry them), then
+def all_columns(lines: list[Line]) -> list[Column]:
+    """Every column of an export of `lines`: the workbook's (with compare's ratios when the lines carry them), then
     the rest of the record, then the command's own."""
-    ratios = list(RATIO_COLUMNS) if any("speedup_vs_first" in row.extra for row in rows) else []
-    return [*COLUMNS, *ratios, *record_columns(rows), *extra_columns(rows)]
+    ratios = list(RATIO_COLUMNS) if any("speedup_vs_first" in line.extra for line in lines) else []
+    return [*COLUMNS, *ratios, *record_columns(export_rows(lines)), *extra_columns(lines)]
 
 
-def records(rows: list[ExportRow], usd_per_kwh: float) -> list[dict[str, Any]]:
-    """The table as flat dicts, one per row, what CSV and JSON hold: the one output schema's columns first, in its
-    order (outputs/record.py), then the export's own (label, editable inputs, electricity), then the command's."""
-    columns = all_columns(rows)
-    return record.table({c.key: c.value(row, usd_per_kwh) for c in columns} for row in rows)
+def records(lines: list[Line], usd_per_kwh: float) -> list[dict[str, Any]]:
+    """The table as flat dicts, one per line, what CSV and JSON hold: the one output schema's columns first, in its
+    order (outputs/record.py), then the export's own (label, editable inputs, electricity), then the command's; a
+    campaign's total row under its phases' (`total_row`)."""
+    columns = all_columns(lines)
+    results = iter(record.table({c.key: c.value(row, usd_per_kwh) for c in columns} for row in export_rows(lines)))
+    table: list[dict[str, Any]] = []
+    for line in lines:
+        table.append(next(results) if isinstance(line, ExportRow) else total_row([table[i] for i in line.phases], line))
+    return table
+
+
+def total_row(phases: list[dict[str, Any]], line: TotalRow) -> dict[str, Any]:
+    """A campaign's total row from its phases' rows: every column totalled by the campaign's one rule
+    (planning/campaign.py, total_rule), its label, phase 'total' and the line's own columns."""
+    return totals(phases) | {"label": line.label, "phase": TOTAL} | dict(line.extra)

@@ -28,7 +28,17 @@ from typing import Any, BinaryIO
 
 from perfmodel.outputs.export.assumptions import Assumption, Citation
 from perfmodel.outputs.export.excel import excel_formula
-from perfmodel.outputs.export.table import OPTIONAL_INPUTS, Column, ExportRow, all_columns, scaling_bases
+from perfmodel.outputs.export.table import (
+    OPTIONAL_INPUTS,
+    Column,
+    ExportRow,
+    Line,
+    TotalRow,
+    all_columns,
+    firsts,
+    scaling_bases,
+)
+from perfmodel.planning.campaign import total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
@@ -65,9 +75,9 @@ def _letter(index: int) -> str:
 
 
 class _Grid:
-    """Where every (row, column key) lives: sheet, column letter and row number."""
+    """Where every (line, column key) lives: sheet, column letter and row number."""
 
-    def __init__(self, columns: Sequence[Column], n_rows: int, defaults: dict[str, int], bases: list[int]) -> None:
+    def __init__(self, columns: Sequence[Column], lines: list[Line], defaults: dict[str, int]) -> None:
         self.position: dict[str, tuple[str, str]] = {}
         per_sheet = {sheet: 1 for sheet in SHEETS}  # column A holds the result's label
         for column in columns:
@@ -76,9 +86,11 @@ class _Grid:
                 continue
             per_sheet[column.sheet] += 1
             self.position[column.key] = (SHEETS[column.sheet], _letter(per_sheet[column.sheet]))
-        self.n_rows = n_rows
+        self.lines = lines
         self.defaults = defaults  # shared-default key -> row of its cell on the Inputs sheet
-        self.bases = bases  # per row, the row its scaling efficiency is relative to
+        self.bases = scaling_bases(lines)  # per line, the line its scaling efficiency is relative to
+        self.firsts = firsts(lines)  # per line, the line its ratios are to
+        self.phases = {index for line in lines if isinstance(line, TotalRow) for index in line.phases}
 
     def cell(self, key: str, index: int, from_sheet: str, absolute: bool = False) -> str:
         sheet, letter = self.position[key]
@@ -92,12 +104,34 @@ class _Grid:
         found = {}
         for key in self.position:
             found[key] = self.cell(key, index, from_sheet)
-            found[f"first.{key}"] = self.cell(key, 0, from_sheet, absolute=True)
+            found[f"first.{key}"] = self.cell(key, self.firsts[index], from_sheet, absolute=True)
             found[f"base.{key}"] = self.cell(key, self.bases[index], from_sheet, absolute=True)
         return found
 
     def default_cell(self, key: str) -> str:
         return f"$B${self.defaults[key]}"
+
+    def span(self, key: str, phases: range, from_sheet: str) -> str:
+        """The cells of column `key` of a campaign's phases (the lines `phases`, above its total row)."""
+        sheet, letter = self.position[key]
+        cells = f"${letter}${HEADER_ROW + 2 + phases.start}:${letter}${HEADER_ROW + 1 + phases.stop}"
+        return cells if sheet == from_sheet else f"{sheet}!{cells}"
+
+    def look(self, index: int) -> dict[str, Any]:
+        """How line `index` stands out: a campaign's total row in bold."""
+        return {"bold": True} if isinstance(self.lines[index], TotalRow) else {}
+
+    def results(self) -> list[range]:
+        """The runs of consecutive result lines (every line but a campaign's total row), as ranges of lines."""
+        runs: list[range] = []
+        for index, line in enumerate(self.lines):
+            if isinstance(line, TotalRow):
+                continue
+            if runs and runs[-1].stop == index:
+                runs[-1] = range(runs[-1].start, index + 1)
+            else:
+                runs.append(range(index, index + 1))
+        return runs
 
 
 def _symbols(columns: Sequence[Column]) -> dict[str, Any]:
@@ -162,6 +196,10 @@ def _put(ws: Any, ref: str, value: Any, style: Any) -> None:
         ws.write_string(ref, str(value), style)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _cached(value: Any) -> Any:
     """A formula's stored result: perfmodel's number, or the empty text its IF gives without an input."""
     return "" if value is None else value
@@ -196,13 +234,46 @@ def _page(ws: Any, one_page: bool = False) -> None:
     ws.repeat_rows(HEADER_ROW - 1, HEADER_ROW)
 
 
+def _total_formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: int, numeric: bool) -> str | None:
+    """A campaign's total of a column (its total row is line `index`) as a live formula: a quantity of the whole
+    campaign (`Column.total`, compare's ratios) on the total row's own cells; else over its phases' cells, by the
+    campaign's rule (planning/campaign.py, total_rule): a sum, a weighted mean, the largest, all true, or the value
+    every phase has (`numeric` ones: empty where they differ, so that an edited price shows); empty when a cell it
+    needs is (a cost without a price). None: no formula (a text the phases share, or none where they differ)."""
+    here = SHEETS[column.sheet]
+    if column.total is not None:
+        expr = column.total(symbols)
+        own = grid.cells(index, here)
+        checks = ",".join(f"N({own[name]})>0" for name in sorted(s.name for s in expr.free_symbols))
+        return f'=IF(AND({checks}),{excel_formula(expr, own)[1:]},"")'
+    line = grid.lines[index]
+    assert isinstance(line, TotalRow)
+    rule, weight = total_rule(column.key)
+    cells, n = grid.span(column.key, line.phases, here), len(line.phases)
+    complete = f"COUNT({cells})={n}"
+    if rule == "sum":
+        return f'=IF({complete},SUM({cells}),"")'
+    if rule == "max":
+        return f'=IF({complete},MAX({cells}),"")'
+    if rule == "all":
+        return f"=AND({cells})"
+    if rule == "mean" and weight in grid.position:
+        weights = grid.span(weight, line.phases, here)
+        return f'=IF(AND({complete},COUNT({weights})={n}),SUMPRODUCT({cells},{weights})/SUM({weights}),"")'
+    if rule == "same" and numeric:
+        return f'=IF(AND({complete},MIN({cells})=MAX({cells})),MIN({cells}),"")'
+    return None
+
+
 def write_xlsx(
-    handle: BinaryIO, rows: list[ExportRow], usd_per_kwh: float, found: list[Assumption], title: str,
+    handle: BinaryIO, lines: list[Line], table: list[dict[str, Any]], found: list[Assumption], title: str,
     citations: list[Citation] | None = None,
 ) -> None:  # fmt: skip
+    """The workbook of `lines` (their values: `table`, the export's records); a campaign's total row's cells are
+    formulas over its phases' cells (`_total_formula`)."""
     import xlsxwriter
 
-    columns = all_columns(rows)
+    columns = all_columns(lines)
     symbols = _symbols(columns)
     buffer = io.BytesIO()
     options = {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False}
@@ -219,11 +290,12 @@ def write_xlsx(
     inputs.write_string("A1", f"Inputs: {title}", big)
     inputs.write_string("A2", "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE)
     shared = [c for c in columns if c.shared_default]
-    first_values = {c.key: c.value(rows[0], usd_per_kwh) for c in shared}
-    defaults = {c.key: HEADER_ROW + 2 + len(rows) + 2 + offset for offset, c in enumerate(shared)}
-    grid = _Grid(columns, len(rows), defaults, scaling_bases(rows))
+    first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
+    first_values = {c.key: first[c.key] for c in shared}
+    defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
+    grid = _Grid(columns, lines, defaults)
     note = "Defaults: each result's cell above links here unless it differs"
-    inputs.write_string(HEADER_ROW + 2 + len(rows), 0, note, style(bold=True))
+    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True))
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header)
@@ -231,7 +303,8 @@ def write_xlsx(
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
 
-    values: dict[str, list[Any]] = {c.key: [c.value(row, usd_per_kwh) for row in rows] for c in columns}
+    values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
+    phases = grid.phases
     for sheet_key, sheet_name in SHEETS.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
@@ -252,22 +325,32 @@ def write_xlsx(
             if column.formula is None and not column.editable and column.key != "label":
                 looks |= {"italic": True, "font_color": "#808080"}
             cell_style = style(with_unit(column), **looks)
-            for index, value in enumerate(values[column.key]):
+            numeric = all(_is_number(values[column.key][index]) for index in phases)
+            for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
-                if column.formula is not None and not (column.blank_when_none and value is None):
+                if isinstance(line, TotalRow):
+                    blank = column.blank_when_none and value is None
+                    formula = None if blank else _total_formula(column, symbols, grid, index, numeric)
+                    if formula is None:
+                        _put(ws, ref, value, style(with_unit(column), bold=True))
+                    else:
+                        ws.write_formula(ref, formula, style(with_unit(column), bold=True), _cached(value))
+                elif column.total is not None and index in phases:  # a campaign's quantity: on its total row
+                    _put(ws, ref, None, cell_style)
+                elif column.formula is not None and not (column.blank_when_none and value is None):
                     ws.write_formula(ref, _formula(column, symbols, grid, index), cell_style, _cached(value))
                 elif column.shared_default and value == first_values[column.key]:
                     ws.write_formula(ref, "=" + grid.default_cell(column.key), cell_style, _cached(value))
                 else:
                     _put(ws, ref, value, cell_style)
             if column.editable:
-                span = f"{letter}{HEADER_ROW + 2}:{letter}{HEADER_ROW + 1 + len(rows)}"
-                ws.data_validation(span, _validation(column))
+                for run in grid.results():
+                    span = f"{letter}{HEADER_ROW + 2 + run.start}:{letter}{HEADER_ROW + 1 + run.stop}"
+                    ws.data_validation(span, _validation(column))
         ws.set_column("A:A", 34)
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
-            for index, row in enumerate(rows):
-                ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, row.label)
+            _write_labels(ws, grid, values["label"], style)
         ws.set_row(HEADER_ROW - 1, 45)
         _page(ws)
 
@@ -316,15 +399,24 @@ def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _St
         name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
         ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top"))
         ws.set_column(f"{letter}:{letter}", 12)
-        for index in range(grid.n_rows):
+        for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
 
 
+def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles) -> None:
+    """Column A of a sheet other than Results: each line's label, linked to the Results sheet's."""
+    for index, label in enumerate(labels):
+        look = grid.look(index)
+        ref = f"A{HEADER_ROW + 2 + index}"
+        ws.write_formula(ref, f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None, label)
+
+
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
                    style: _Styles) -> None:  # fmt: skip
-    """The figures to compare, each a link to its cell (so it follows every edit), on one landscape page."""
+    """The figures to compare, each a link to its cell (so it follows every edit), on one landscape page; a
+    campaign's total row under its phases'."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
@@ -338,14 +430,17 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         ws.set_column(f"{letter}:{letter}", min(16.0, _width(column, values[column.key])))
         for index, value in enumerate(values[column.key]):
             ref = grid.cell(column.key, index, "Summary")
+            if column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row only
+                continue
             if column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
                 missing = "no price" if column.key == "usd_per_gpu_hour" else ""
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:
                 link, cached = "=" + ref, _cached(value)
-            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(with_unit(column)), cached)
-    for index, label in enumerate(values["label"]):
-        ws.write_formula(f"A{HEADER_ROW + 2 + index}", f"=Results!A{HEADER_ROW + 2 + index}", None, label)
+            ws.write_formula(
+                f"{letter}{HEADER_ROW + 2 + index}", link, style(with_unit(column), **grid.look(index)), cached
+            )
+    _write_labels(ws, grid, values["label"], style)
     ws.set_row(HEADER_ROW - 1, 60)
     ws.freeze_panes(HEADER_ROW + 1, 1)
     _page(ws, one_page=True)

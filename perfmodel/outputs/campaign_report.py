@@ -1,0 +1,188 @@
+"""Tables for people of a campaign: a line per phase and the total, then the run's totals as a prediction's summary
+reads; and a comparison of systems that each run the whole campaign."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfmodel.inputs.precision import RECIPES
+from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, TOTAL
+from perfmodel.outputs import columns
+from perfmodel.outputs.plan_report import PRECISION_LABEL, full_layout
+from perfmodel.outputs.record import price_basis
+from perfmodel.outputs.report import _duration, _energy, _si, _usd, run_assumptions
+from perfmodel.planning.campaign import Campaign
+
+LONG_CONTEXT = 32_768
+"""Sequence length from which a phase's attention is priced too cheaply by today's model (issue 26)."""
+PHASE_HEADERS = ["phase", "GPUs", "prec.", "layout", "seq", "batch (tokens)", "tokens", "step s", "days",
+                 "GPU-hours", "cost"]  # fmt: skip
+RIGHT = ("GPUs", "seq", "batch (tokens)", "tokens", "step s", "days", "GPU-hours", "cost")
+
+
+def phase_rows(c: Campaign) -> list[list[str]]:
+    """A line per phase (its layout starred where it was searched) and the total line."""
+    rows = []
+    for name, p in c.phases.items():
+        lo, run = p.layout, p.run
+        assert run is not None  # every phase has its tokens
+        rows.append([
+            name, f"{lo.n_gpus:,}", PRECISION_LABEL[p.scenario.precision],
+            full_layout(p, batch=False) + (" *" if p.layouts_searched > 1 else "") + ("" if p.step.fits else " (!)"),
+            f"{lo.seq_len:,}", f"{lo.gbs:,} ({_si(lo.gbs * lo.seq_len)})", _si(run.tokens), f"{p.step_time_s:,.3f}",
+            f"{run.time_s / 86400:,.1f}", f"{run.gpu_hours:,.0f}", _usd(run.cost_usd),
+        ])  # fmt: skip
+    run = c.run
+    rows.append([TOTAL, f"{c.n_gpus:,}", "", "", "", "", _si(run.tokens), "", f"{run.time_s / 86400:,.1f}",
+                 f"{run.gpu_hours:,.0f}", _usd(run.cost_usd)])  # fmt: skip
+    return rows
+
+
+def _interval(d: dict[str, Any], key: str, show: Any) -> str:
+    if d.get(f"{key}_low") is None:
+        return ""
+    protocol = d.get("interval_protocol") or "per-phase"
+    return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}, {protocol} residuals)"
+
+
+def summary_rows(c: Campaign) -> list[list[str]]:
+    """The campaign's totals, as a prediction's summary shows a run's."""
+    d = c.record
+    cost = _usd(d["cost_usd"])
+    if d["usd_per_gpu_hour"] is not None:
+        cost += f" at ${d['usd_per_gpu_hour']:,.2f}/GPU-h" + _interval(d, "cost_usd_interval", _usd)
+        if d["cost_usd_low"] != d["cost_usd_high"]:
+            cost += f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])})"
+    else:
+        cost += f" ({c.price.source})"
+    precision = d["precision"]
+    gemm = RECIPES[precision].gemm_format.upper() if precision is not None else None
+    peak = "each phase's dense GEMM peak" if gemm is None else f"dense {gemm} peak"
+    mfu = f"{d['mfu_of_precision']:.1%} of {peak}"
+    if gemm != "BF16":
+        mfu += f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"
+    rows = [
+        ["Tokens to train", _si(d["tokens_to_train"])],
+        ["Time to train", _duration(d["time_to_train_s"]) + _interval(d, "time_to_train_s", _duration)],
+        ["GPU-hours", f"{d['gpu_hours']:,.0f}" + _interval(d, "gpu_hours", lambda v: f"{v:,.0f}")],
+        ["Cost", cost],
+    ]
+    if d.get("usd_per_million_tokens") is not None:
+        rows.append(["Cost per 1M tokens", f"${d['usd_per_million_tokens']:,.3f}"])
+    rows += [
+        ["Energy", _energy(d["energy_kwh"]) + _interval(d, "energy_kwh", _energy)],
+        ["Throughput", f"{d['tokens_per_s']:,.0f} tokens/s ({d['tokens_per_s_per_gpu']:,.0f} per GPU), whole run"],
+        ["Model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:,.1f} (model FLOPs over GPU time)"],
+        ["MFU", mfu + ", over the campaign's GPU time"],
+    ]
+    if d.get("goodput") is not None:
+        low, high = (f"{f(p.goodput.goodput for p in c.phases.values() if p.goodput):.1%}" for f in (min, max))
+        spread = "" if low == high else f" (phases {low} to {high})"
+        rows.append(["Goodput", f"{d['goodput']:.1%} of wall time trains{spread}"])
+        failing = c.run_with_failures
+        if failing is None:
+            rows.append(["With failures", "never finishes: a phase's interruptions come faster than it recovers"])
+        else:
+            rows.append([
+                "With failures",
+                f"{_duration(failing.time_s)}, {d['expected_interruptions']:,.0f} interruptions "
+                f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {failing.gpu_hours:,.0f} GPU-hours, "
+                f"{_usd(failing.cost_usd)}, {_energy(failing.energy_kwh)}",
+            ])  # fmt: skip
+    return rows + loss_rows(c)
+
+
+def loss_rows(c: Campaign) -> list[list[str]]:
+    """The real-world losses summed over the phases, one line each as a prediction prints them, then the campaign
+    with all of them; none when the phases price no losses (`--losses none`)."""
+    d = c.record
+    lost = {k.removeprefix("losses."): v for k, v in d.items() if k.startswith("losses.") and v is not None}
+    if not lost or d.get("gpu_hours_with_losses") is None:
+        return []
+    base = d["gpu_hours"]
+    rows = []
+    for key, hours in lost.items():
+        if key == "total_gpu_hours":
+            continue
+        name = key.removesuffix("_gpu_hours")
+        phases = [n for n, p in c.phases.items() if p.losses and any(x.name == name for x in p.losses.items)]
+        where = "every phase" if len(phases) == len(c.phases) else ", ".join(phases)
+        rows.append([f"Loss: {name}", f"{hours:,.0f} GPU-h (+{hours / base:.1%}), summed over {where}"])
+    summary = f"{_duration(d['time_to_train_with_losses_s'])}, {d['gpu_hours_with_losses']:,.0f} GPU-hours "
+    summary += f"(+{lost['total_gpu_hours'] / base:.1%})"
+    if d.get("cost_usd_with_losses") is not None:
+        summary += f", {_usd(d['cost_usd_with_losses'])}"
+    return [*rows, ["With losses", f"{summary}, {_energy(d['energy_kwh_with_losses'])}"]]
+
+
+def notes(c: Campaign) -> list[str]:
+    """What a planner must know about some phases: searched layouts, memory, batches and sequences beyond the data."""
+    lines = []
+    if any(p.layouts_searched > 1 for p in c.phases.values()):
+        lines.append("* searched: the fastest layout that fits the phase's GPUs, batch and sequence length.")
+    for name, p in c.phases.items():
+        if not p.step.fits:
+            lines.append(
+                f"(!) {name}: this layout needs {float(p.step.memory.total) / 2**30:,.1f} GiB per GPU of "
+                f"{p.step.hbm_bytes / 2**30:,.1f} GiB; try more PP/TP/CP, recompute, or a higher ZeRO stage."
+            )
+    big = [name for name, p in c.phases.items() if p.layout.gbs * p.layout.seq_len > TOKENS_PER_STEP_PUBLISHED]
+    if big:
+        lines.append(
+            f"Warning: {', '.join(big)}: more tokens per step than any published convergence data we know "
+            f"({_si(TOKENS_PER_STEP_PUBLISHED)}); more tokens may be needed to reach the same loss."
+        )
+    long = [name for name, p in c.phases.items() if p.layout.seq_len >= LONG_CONTEXT]
+    if long:
+        lines.append(
+            f"Note: {', '.join(long)}: sequences of {_si(LONG_CONTEXT)} tokens and more are priced with today's "
+            "attention model, which prices long sequences too cheaply (issue 26): expect these phases to cost more."
+        )
+    return lines
+
+
+def campaign_table(c: Campaign) -> str:
+    """`perfmodel predict` of a campaign."""
+    acc, precisions = c.hardware.accelerator, {p.scenario.precision for p in c.phases.values()}
+    shown = ", ".join(PRECISION_LABEL[p] for p in sorted(precisions))
+    lines = [
+        f"{c.model.name} campaign of {len(c.phases)} phases on up to {c.n_gpus:,} x {acc.name} "
+        f"({c.hardware.system.id}), {shown}",
+        f"Inputs: {_si(c.run.tokens)} tokens, " + ", ".join(run_assumptions(c.first)),
+        "",
+        columns.table(phase_rows(c), PHASE_HEADERS, [("right" if h in RIGHT else "left") for h in PHASE_HEADERS]),
+        "",
+        columns.table(summary_rows(c)),
+    ]
+    found = notes(c)
+    return "\n".join(lines + (["", *found] if found else []))
+
+
+def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str:
+    """`perfmodel compare` of a campaign: each system runs the whole campaign; totals per row, ratios to the first."""
+    first = results[0]
+    with_goodput = first.goodput is not None
+    rows = []
+    for record, c in zip(records, results, strict=True):
+        failing = c.run_with_failures
+        rows.append(
+            [c.hardware.system.id, PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
+             f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s),
+             f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
+            + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s)})"] if with_goodput
+               else [])
+            + [f"{record['speedup_vs_first']:,.2f}x", _ratio(record["perf_per_usd_vs_first"])]
+        )  # fmt: skip
+    headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh"]
+               + (["goodput (time with failures)"] if with_goodput else []) + ["speedup", "perf/$"])  # fmt: skip
+    align = ["left", "left"] + ["right"] * (len(headers) - 2)
+    note = (
+        f"Each row runs the whole campaign ({len(first.phases)} phases; phases with a GPU count of their own keep it). "
+        "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
+        f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
+    )
+    return "\n".join([f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note])
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.2f}x"

@@ -1,0 +1,269 @@
+"""A campaign predicted whole: each phase a full prediction, the totals by one rule, every command that takes one."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from test_campaign_inputs import BASE, LONG, MAIN, RAMP
+
+import perfmodel
+from perfmodel.inputs.record import replaced
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.planning.campaign import Campaign, phase_scenarios, predict_campaign, total_rule
+from perfmodel.planning.predict import predict
+
+CAMPAIGN = BASE + "gbs = 1024\n" + RAMP + MAIN + LONG + 'n_gpus = 32\nprecision = "fp8"\n'
+"""Llama 3.1 8B on 64 H100s: a ramp on half of them, the main phase, a long-context phase on 32 of its own, in FP8."""
+
+
+@pytest.fixture(scope="module")
+def campaign_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("campaign") / "campaign.toml"
+    path.write_text(CAMPAIGN)
+    return path
+
+
+@pytest.fixture(scope="module")
+def campaign(campaign_file: Path) -> Campaign:
+    result = perfmodel.predict(campaign_file)
+    assert isinstance(result, Campaign)
+    return result
+
+
+def test_a_phase_inherits_what_it_does_not_set(campaign_file: Path) -> None:
+    phases = dict(phase_scenarios(load_scenario(campaign_file)))
+    ramp, main, long = phases["ramp"], phases["main"], phases["long"]
+    assert (ramp.n_gpus, ramp.parallelism.gbs, ramp.parallelism.seq_len, ramp.precision) == (32, 256, 4096, "bf16")
+    assert (main.n_gpus, main.parallelism.gbs, main.tokens) == (64, 1024, 1e12 - 1e11 - 5e10)
+    # a longer sequence keeps the batch in tokens per step: 1,024 x 4,096 = 128 x 32,768
+    assert (long.parallelism.gbs, long.parallelism.cp, long.precision, long.n_gpus) == (128, 4, "fp8", 32)
+    assert all(not s.phase for s in phases.values())
+
+
+def test_a_share_of_the_gpus_is_whole_nodes_and_follows_the_count(campaign_file: Path) -> None:
+    scenario = load_scenario(campaign_file, {"n_gpus": 200})  # half is 100 GPUs: 12.5 nodes of 8
+    phases = dict(phase_scenarios(scenario))
+    assert phases["ramp"].n_gpus == 96 and phases["main"].n_gpus == 200 and phases["long"].n_gpus == 32
+
+
+def test_each_phase_is_the_full_prediction_of_its_scenario(campaign_file: Path, campaign: Campaign) -> None:
+    for name, scenario in phase_scenarios(load_scenario(campaign_file)):
+        assert campaign.phases[name].to_dict() == predict(scenario).to_dict()
+
+
+def test_the_totals_are_the_phases_sums_and_the_whole_runs_rates(campaign: Campaign) -> None:
+    d, phases = campaign.to_dict(), [p.to_dict() for p in campaign.phases.values()]
+    for key in ("tokens_to_train", "time_to_train_s", "gpu_hours", "cost_usd", "cost_usd_low", "energy_kwh",
+                "gpu_hours_with_failures", "cost_usd_with_failures_high", "time_to_train_with_failures_days",
+                "expected_interruptions", "gpu_hours_high"):  # fmt: skip
+        assert d[key] == pytest.approx(math.fsum(p[key] for p in phases), rel=1e-12), key
+    assert d["tokens_per_s"] == pytest.approx(d["tokens_to_train"] / d["time_to_train_s"], rel=1e-12)
+    gpu_s = d["gpu_hours"] * 3600
+    assert d["tokens_per_s_per_gpu"] == pytest.approx(d["tokens_to_train"] / gpu_s, rel=1e-12)
+    model_flops = math.fsum(
+        p.run.tokens * p.model.model_flops_per_token(p.layout.seq_len)  # type: ignore[union-attr]
+        for p in campaign.phases.values()
+    )
+    peak = campaign.hardware.accelerator.peak_flops("bf16")
+    assert d["mfu_bf16"] == pytest.approx(model_flops / (gpu_s * peak), rel=1e-9)
+    assert d["usd_per_million_tokens"] == pytest.approx(d["cost_usd"] / d["tokens_to_train"] * 1e6, rel=1e-12)
+    assert d["goodput"] == pytest.approx(d["time_to_train_s"] / d["time_to_train_with_failures_s"], rel=1e-12)
+    assert d["n_gpus"] == 64 and d["precision"] is None and d["step_time_s"] is None  # the phases differ
+    assert d["model"] == "llama3.1-8b" and d["fits_in_memory"] is all(p["fits_in_memory"] for p in phases)
+
+
+@pytest.mark.parametrize(
+    ("key", "rule"),
+    [
+        ("gpu_hours_with_losses", ("sum", None)),  # a family another part of the model may add
+        ("cost_usd_with_losses_low", ("sum", None)),
+        ("time_to_train_with_losses_days", ("sum", None)),
+        ("losses.stragglers_gpu_hours", ("sum", None)),
+        ("electricity_cost_usd", ("sum", None)),
+        ("usd_per_million_tokens_with_losses", ("mean", "tokens_to_train")),
+        ("mfu_of_precision", ("mean", "gpu_hours")),
+        ("memory_per_gpu_gib", ("max", None)),
+        ("step_time_s", ("same", None)),
+        ("usd_per_gpu_hour", ("same", None)),
+        ("breakdown.compute_s", ("same", None)),
+        ("failures_per_million_gpu_hours", ("same", None)),  # a rate per GPU-hour, not GPU-hours
+        ("tokens_per_usd_low", ("mean", "cost_usd_low")),  # tokens over cost at each price
+        ("kwh_per_million_tokens", ("mean", "tokens_to_train")),
+    ],
+)
+def test_one_rule_totals_every_column_by_its_name(key: str, rule: tuple[str, str | None]) -> None:
+    assert total_rule(key) == rule
+
+
+def test_one_phase_that_sets_nothing_is_the_scenario_itself(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.toml"
+    plain.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 16\ntokens = 1e11\n')
+    single = tmp_path / "single.toml"
+    single.write_text(plain.read_text() + '[[phase]]\nname = "all"\n')
+    alone, one = perfmodel.predict(plain), perfmodel.predict(single)
+    assert isinstance(one, Campaign) and not isinstance(alone, Campaign)
+    assert one.phases["all"].to_dict() == alone.to_dict()
+    for key, value in alone.to_record().items():
+        assert one.record[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+
+
+def test_a_scenario_without_phases_prints_what_a_prediction_prints() -> None:
+    """The CLI's campaign dispatch leaves every one-phase scenario's output as the prediction's own."""
+    from perfmodel.outputs.report import table
+
+    for name in ("default", "llama3.1-8b-1node", "mlperf-405b-h100-512"):
+        direct = predict(load_scenario(name))
+        assert run_cli("predict", name, "--format", "json").out == json.dumps(direct.to_dict(), indent=2) + "\n"
+        assert run_cli("predict", name).out == table(direct) + "\n"
+
+
+def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file: Path) -> None:
+    result = run_cli("predict", str(campaign_file))
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].startswith("Llama 3.1 8B campaign of 3 phases on up to 64 x NVIDIA H100")
+    rows = [line.split()[0] for line in lines[5:9]]
+    assert rows == ["ramp", "main", "long", "total"]
+    assert any(line.startswith("GPU-hours") for line in lines) and "long: sequences of 32.77k" in result.out
+
+
+def test_predict_prints_each_loss_summed_over_the_phases_and_the_campaign_with_them(
+    campaign_file: Path, campaign: Campaign
+) -> None:
+    """The losses a phase prices (planning/losses.py) sum into the campaign's lines, as its record sums them."""
+    out = run_cli("predict", str(campaign_file)).out
+    record = campaign.record
+    stragglers = sum(p.losses.to_dict()["stragglers_gpu_hours"] for p in campaign.phases.values() if p.losses)
+    assert record["losses.stragglers_gpu_hours"] == pytest.approx(stragglers)
+    assert f"Loss: stragglers       {stragglers:,.0f} GPU-h" in out
+    assert "With losses            " in out and f"{record['gpu_hours_with_losses']:,.0f} GPU-hours" in out
+    assert "Loss:" not in run_cli("predict", str(campaign_file), "--losses", "none").out
+
+
+def test_json_has_the_totals_on_top_and_a_prediction_per_phase(campaign_file: Path, campaign: Campaign) -> None:
+    d = json.loads(run_cli("predict", str(campaign_file), "--format", "json").out)
+    assert [p["phase"] for p in d["phases"]] == ["ramp", "main", "long"]
+    one = campaign.phases["main"].to_dict()
+    assert set(d) - {"phases"} == set(one) and list(d["phases"][1]) == ["phase", *one]
+    assert d["gpu_hours"] == campaign.run.gpu_hours
+
+
+def test_csv_has_a_phase_column_and_a_total_row(campaign_file: Path) -> None:
+    rows = list(csv.DictReader(io.StringIO(run_cli("predict", str(campaign_file), "--format", "csv").out)))
+    assert [r["phase"] for r in rows] == ["ramp", "main", "long", "total"]
+    assert float(rows[3]["gpu_hours"]) == pytest.approx(sum(float(r["gpu_hours"]) for r in rows[:3]), rel=1e-12)
+    assert next(iter(rows[0])) == "phase" and rows[3]["step_time_s"] == ""
+
+
+def test_compare_runs_the_whole_campaign_on_each_system(campaign_file: Path) -> None:
+    args = ("compare", str(campaign_file), "--gpu", "h100-sxm", "--gpu", "b200", "--gpus", "64,128")
+    rows = json.loads(run_cli(*args, "--format", "json").out)
+    assert [(r["system"], r["n_gpus"]) for r in rows] == [("dgx-h100", 64), ("dgx-h100", 128), ("dgx-b200", 64),
+                                                          ("dgx-b200", 128)]  # fmt: skip
+    assert [p["n_gpus"] for p in rows[1]["phases"]] == [64, 128, 32]  # the share follows, the fixed count stays
+    first = rows[0]
+    for r in rows:
+        assert r["speedup_vs_first"] == pytest.approx(r["tokens_per_s"] / first["tokens_per_s"], rel=1e-12)
+        per_usd = r["tokens_to_train"] / r["cost_usd"]
+        assert r["tokens_per_usd"] == pytest.approx(per_usd, rel=1e-12)
+        assert r["perf_per_usd_vs_first"] == pytest.approx(per_usd / (first["tokens_to_train"] / first["cost_usd"]))
+    table = run_cli(*args)
+    assert table.code == 0 and "Each row runs the whole campaign (3 phases" in table.out
+    flat = list(csv.DictReader(io.StringIO(run_cli(*args, "--format", "csv").out)))
+    assert len(flat) == 4 and "phases" not in flat[0]
+
+
+def test_plan_seeks_the_campaigns_count(campaign_file: Path) -> None:
+    report = perfmodel.plan(campaign_file, gpu="h100-sxm", deadline_s=30 * 86400)
+    plan = report.plans[0]
+    assert plan.feasible and isinstance(plan.prediction, Campaign)
+    days = plan.to_dict()["time_to_train_days"]
+    assert days <= 30
+    n = plan.to_dict()["n_gpus"]
+    smaller = predict_campaign(replaced(load_scenario(campaign_file), n_gpus=n - 8))
+    assert smaller.run_with_failures is not None and smaller.run_with_failures.time_s > 30 * 86400
+    assert plan.prediction.phases["long"].layout.n_gpus == 32  # its own count stays
+    assert "plan.phases" not in report.to_records()[0]
+
+
+def test_plan_refuses_a_campaign_whose_phases_all_fix_their_count(tmp_path: Path) -> None:
+    path = tmp_path / "fixed.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\n[[phase]]\nname = "a"\ntokens = 1e9\nn_gpus = 8\n')
+    result = run_cli("plan", str(path), "--gpu", "h100-sxm", "--deadline", "30d")
+    assert result.code == 2 and "every phase of the campaign gives its own n_gpus" in result.err
+
+
+def test_explain_each_phase_or_the_one_named(campaign_file: Path) -> None:
+    every = run_cli("explain", str(campaign_file), "--no-ops")
+    assert every.code == 0 and [line for line in every.out.splitlines() if line.startswith("== phase")] == [
+        "== phase ramp", "== phase main", "== phase long"]  # fmt: skip
+    one = json.loads(run_cli("explain", str(campaign_file), "--phase", "long", "--format", "json").out)
+    assert [p["phase"] for p in one["phases"]] == ["long"] and "CP4" in one["phases"][0]["layout"]
+    unknown = run_cli("explain", str(campaign_file), "--phase", "lon")
+    assert unknown.code == 2 and unknown.err == "error: --phase lon: the campaign has no such phase; its phases: " \
+        "ramp, main, long\n"  # fmt: skip
+
+
+def test_export_writes_a_row_per_phase_and_a_live_total(campaign_file: Path, tmp_path: Path) -> None:
+    import openpyxl
+    from workbook import Recalculator
+
+    for suffix in ("xlsx", "json", "csv"):
+        result = run_cli("export", "predict", str(campaign_file), "--out", str(tmp_path / f"c.{suffix}"))
+        assert result.code == 0, result.err
+    rows = json.loads((tmp_path / "c.json").read_text())["rows"]
+    assert [r["phase"] for r in rows] == ["ramp", "main", "long", "total"]
+    assert [r["phase"] for r in csv.DictReader((tmp_path / "c.csv").open())] == ["ramp", "main", "long", "total"]
+    book = openpyxl.load_workbook(tmp_path / "c.xlsx")
+    cells = {cell.value: (ws.title, cell.column_letter) for ws in book if ws.title != "Summary" for cell in ws[5]
+             if isinstance(cell.value, str)}  # fmt: skip
+    engine = Recalculator(tmp_path / "c.xlsx")
+    before = engine()
+    for key in ("gpu_hours", "cost_usd", "energy_kwh", "time_to_train_days", "gpu_hours_with_failures",
+                "tokens_per_s_per_gpu", "mfu", "goodput", "n_gpus", "usd_per_million_tokens"):  # fmt: skip
+        sheet, letter = cells[key]
+        for index, row in enumerate(rows):
+            assert before[(sheet, f"{letter}{6 + index}")] == pytest.approx(row[key], rel=1e-9), (key, index)
+    price, cost = cells["usd_per_gpu_hour"], cells["cost_usd"]
+    after = engine({(price[0], f"{price[1]}7"): 2.0})  # the main phase at $2 per GPU-hour
+    expected = rows[0]["cost_usd"] + rows[1]["gpu_hours"] * 2.0 + rows[2]["cost_usd"]
+    assert after[(cost[0], f"{cost[1]}9")] == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("search", "{file}"), "search takes a one-phase scenario, not a campaign ([[phase]] tables): predict, "),
+        (("sensitivity", "{file}"), "sensitivity takes a one-phase scenario, not a campaign"),
+        (("whatif", "{file}", "--set", "nvlink_gbps=x2"), "whatif takes a one-phase scenario, not a campaign"),
+        (("plot", "compare", "{file}", "--gpu", "b200", "--out", "{tmp}/p.png"), "plot takes one-phase scenarios"),
+    ],
+)
+def test_commands_that_take_no_campaign_say_why_and_what_instead(
+    campaign_file: Path, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    result = run_cli(*(arg.replace("{file}", str(campaign_file)).replace("{tmp}", str(tmp_path)) for arg in args))
+    assert result.code == 2 and result.out == "" and message in result.err and result.err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_sweep_of_a_campaign_says_why(campaign_file: Path, tmp_path: Path) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'[sweep]\nbase = "{campaign_file}"\nn_gpus = [64, 128]\n')
+    result = run_cli("sweep", str(sweep))
+    assert result.code == 2 and "a sweep takes a one-phase scenario, not a campaign" in result.err
+
+
+def test_the_api_gives_phases_a_dict_and_records(campaign_file: Path, campaign: Campaign) -> None:
+    import pandas
+
+    assert list(campaign.phases) == ["ramp", "main", "long"]
+    frame = pandas.DataFrame(campaign.to_records())
+    assert list(frame["phase"]) == ["ramp", "main", "long", "total"]
+    assert campaign.to_dict()["phases"][0]["phase"] == "ramp"
