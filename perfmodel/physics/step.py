@@ -879,7 +879,8 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     micro-batches' mb_compute; mb_compute >= L x layer (L: the fewest layers a pipeline rank holds, all of them
     without PP; the embedding and the head only add) and layer >= mbs x q (q: the least layer compute per sequence
     over `mbs`), so compute >= gbs / dp x L x q; the bubble is (pp - 1) / (vp x m) x m x mb_compute >= (pp - 1) / vp
-    x L x q (mbs >= 1); other is the step overhead and a straggler wait >= 0 (`floor_holds`). That is exact
+    x L x q (mbs >= 1); other is the host's step overhead (`host_overhead_s`: none for a graph-captured step) and a
+    straggler wait >= 0 (`floor_holds`). That is exact
     arithmetic; in floating point each side is within rounding of it, which FLOOR_MARGIN covers."""
     import numpy as np
 
@@ -895,7 +896,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
     ranks = stage_layers(md.layers, pp, vp, md.mtp_layers)
     layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
-    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + eff.step_overhead_s
+    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + host_overhead_s(ctx)
     return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
 
 
