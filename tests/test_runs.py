@@ -239,3 +239,26 @@ def test_university_of_florida_rows_are_dated_by_their_round_and_family() -> Non
     assert spans[("v5.1", "blackwell")] == ("2025-09", "2025-09")
     runs = {r.id: r for r in bundled_runs()[0]}
     assert runs["mlperf:v5.1/University-of-Florida/hpg.dgxb200x8.n32"].releases == ("2025-09", "2025-09")
+
+
+def test_a_row_naming_no_precision_where_its_round_ran_several_is_excluded() -> None:
+    """mlperf_training_llm.csv, v5.1: the Llama 3.1 8B rows on 8 B200 that name no precision (Lenovo, Nebius,
+    Oracle, Supermicro; Dell's notes list both config_DGXB200_1x8x2xtp1pp1cp1_8b.sh and its _fp4.sh twin) score
+    84.4-86.7 min at 174,490-178,176 samples, where University of Florida's FP8 row at the same TP1 MBS2 GBS16 layout
+    scores 93.687 min at 159,744: priced as FP8 they read 23-27% too slow. The round's Blackwell rows of both
+    benchmarks name FP8 and NVFP4, so such a row's format is unknown; AMD's v5.1 8B rows name none either, but no
+    CDNA4 row names a precision other than the one assumed, so they stay (FP8)."""
+    from perfmodel.fitting.runs import _read, round_precisions
+
+    named = round_precisions(_read("mlperf_training_llm.csv"))
+    assert named[("v5.1", "llama31_8b", "blackwell")] == {"FP8", "NVFP4"}
+    assert ("v5.1", "llama31_8b", "cdna4") not in named
+    runs, excluded = bundled_runs()
+    reasons = {e.id: e.reason for e in excluded}
+    assert "FP8, NVFP4" in reasons["mlperf:v5.1/Lenovo/SR680aV3-8xB200_SXM_180GB"]
+    assert "FP8, NVFP4" in reasons["mlperf:v5.1/Wiwynn/1xKinabalux18x4GB200"]  # LoRA on GB200 NVL72
+    ambiguous = [e for e in excluded if e.reason.startswith("precision not reported")]
+    assert len(ambiguous) == 22 and all(e.id.startswith("mlperf:v5.1/") for e in ambiguous)
+    amd_id = "mlperf:v5.1/AMD/MI355X_EPYC_9575F_pytorch"
+    amd = next(r for r in runs if r.id == amd_id and "8b" in r.scenario["benchmark"])
+    assert amd.precision == "fp8" and any("precision not reported" in a for a in amd.assumptions)

@@ -29,6 +29,7 @@ SCENARIOS = {
     "dense 405b, few fit": {"model": "llama3.1-405b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8"},
     "dense 8b, most fit": {"model": "llama3.1-8b", "gpu": "gb200", "n_gpus": 64, "precision": "nvfp4"},
     "lora": {"model": "llama2-7b", "gpu": "h200-sxm", "n_gpus": 16, "precision": "bf16", "lora_rank": 16},
+    "graph-captured lora": {"benchmark": "mlperf-llama2-70b-lora", "gpu": "gb200", "n_gpus": 72, "precision": "fp8"},
     "moe with mtp": {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8"},
     "moe": {"model": "mixtral-8x7b", "gpu": "mi355x", "n_gpus": 64, "precision": "bf16"},
 }

@@ -81,6 +81,22 @@ def test_bundled_calibration_has_provenance() -> None:
     assert "llm-foundry" in calibration.provenance["data"]["sources"]  # fitted as the composer stack
 
 
+# The bundled calibration of 2026-12-06 (perfmodel calibrate): in-sample 4.7% over 569 dense rows, leave one
+# accelerator x precision group out 7.0%; out-of-sample protocols forward 9.1%, generation 9.9%, precision 8.3%,
+# scale 5.5%. A change that worsens one by more than half a point fails here.
+ACCURACY_PCT = {"in_sample": 5.2, "cv": 7.5, "forward": 9.6, "generation": 10.4, "precision": 8.8, "scale": 6.0}
+
+
+def test_the_bundled_calibration_holds_its_accuracy() -> None:
+    from perfmodel.physics.calibration import bundled
+
+    provenance = bundled().provenance
+    fit = provenance["fit"]
+    assert fit["in_sample_mape_pct"] <= ACCURACY_PCT["in_sample"] and fit["cv_mape_pct"] <= ACCURACY_PCT["cv"]
+    for protocol in ("forward", "generation", "precision", "scale"):
+        assert provenance["protocols"][protocol]["mape_pct"] <= ACCURACY_PCT[protocol], protocol
+
+
 def test_a_family_without_rows_is_a_new_generation() -> None:
     """Every bundled family has rows since MLPerf v5.1 (MI355X): a user's part of another family is predicted as a
     new generation."""

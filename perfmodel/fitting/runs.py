@@ -569,6 +569,21 @@ def round_releases(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str], tupl
     return {key: (min(months), max(months)) for key, months in named.items()}
 
 
+def round_precisions(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str, str], set[str]]:
+    """The precisions an MLPerf round's rows of a benchmark on an accelerator family name, by (round, benchmark,
+    family): a row naming none could have run any of them. v5.1 Blackwell's LoRA and Llama 3.1 8B rows name FP8 and
+    NVFP4 (NVIDIA's 8-GPU configs are `*_fp4.sh`, and Dell's and Supermicro's implementation folders hold both a
+    `config_DGXB200_1x8x2xtp1pp1cp1_8b.sh` and its `_fp4.sh` twin: mlperf_training_llm.csv notes)."""
+    from perfmodel.inputs.hardware import get_accelerator
+
+    named: dict[tuple[str, str, str], set[str]] = {}
+    for row in rows:
+        if row["precision"] and row["accelerator"] in HARDWARE:
+            family = get_accelerator(HARDWARE[row["accelerator"]]).family
+            named.setdefault((row["round"], row["benchmark"], family), set()).add(row["precision"].upper())
+    return named
+
+
 def _mlperf_id(row: dict[str, str]) -> str:
     match = re.search(r"training_results_(v[\d.]+):([^/]+)/results/([^/]+)/", row["source"])
     return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
@@ -581,8 +596,13 @@ MLPERF_BENCHMARKS = {
 """The benchmark ids of mlperf_training_llm.csv's `benchmark` column (mlperf-logging's names)."""
 
 
-def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str, str]]) -> MeasuredRun:
-    """The row as a MeasuredRun; `spans`: round_releases of the bundled rows, for a row naming no container."""
+def _from_mlperf_row(
+    row: dict[str, str],
+    spans: dict[tuple[str, str], tuple[str, str]],
+    precisions: dict[tuple[str, str, str], set[str]],
+) -> MeasuredRun:
+    """The row as a MeasuredRun; `spans`: round_releases of the bundled rows, for a row naming no container;
+    `precisions`: round_precisions, for a row naming no precision."""
     from perfmodel.inputs.hardware import get_accelerator
     from perfmodel.inputs.mlperf import get_benchmark
 
@@ -595,6 +615,9 @@ def _from_mlperf_row(row: dict[str, str], spans: dict[tuple[str, str], tuple[str
     if row["precision"]:
         precision = _precision(row["precision"])
     else:
+        named = precisions.get((row["round"], row["benchmark"], get_accelerator(gpu).family), set())
+        if len(named) > 1:
+            raise Excluded(AMBIGUOUS_PRECISION.format(", ".join(sorted(named))))
         precision = "fp8" if "fp8" in get_accelerator(gpu).precisions else "bf16"
         assumptions.append(f"precision not reported; {precision.upper()} assumed (the reference implementation's)")
     if not row["gbs"] or not row["time_to_train_min"]:
@@ -651,6 +674,11 @@ def scored_work(row: dict[str, str]) -> tuple[float | None, float | None]:
     return float(row["samples_to_converge"]) * factor, None
 
 
+AMBIGUOUS_PRECISION = (
+    "precision not reported, and its round's rows of this benchmark on this accelerator family ran {}: priced at "
+    "either, the row would test a guess (the Llama 3.1 8B rows on 8 B200 naming none train 1.2x the samples a "
+    "minute of University of Florida's FP8 row at the same layout)"
+)
 AMD_MI300X_LORA_RECOMPUTE = "AMD's MI300X LoRA config recomputes the first 21 of 80 layers (ACG=full ACM=block ACL=21)"
 _AMD_MI300X_LORA_PARTNER = (21, AMD_MI300X_LORA_RECOMPUTE + "; assumed for this partner's config of the same name")
 CONFIG_RECOMPUTE = {
@@ -766,12 +794,12 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
         take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
     mlperf_rows = _read("mlperf_training_llm.csv")
     duplicates = _duplicates(mlperf_rows)
-    spans = round_releases(mlperf_rows)
+    spans, precisions = round_releases(mlperf_rows), round_precisions(mlperf_rows)
     for i, row in enumerate(mlperf_rows):
         if i in duplicates:
             excluded.append(Exclusion(f"mlperf:{_mlperf_id(row)}", duplicates[i]))
         else:
-            take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row, spans))
+            take(f"mlperf:{_mlperf_id(row)}", lambda row=row: _from_mlperf_row(row, spans, precisions))
     placed, unplaced = _at_published_layouts(runs)
     from perfmodel.fitting.whole_runs import bundled_whole_runs
 

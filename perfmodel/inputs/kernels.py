@@ -8,8 +8,13 @@ of BF16 against NVFP4 (squares of 4,096 to 8,192).
 
 The mechanism is a ratio of two measurements on one part (a format's share of its peak over BF16's), so that what
 the part's datasheet and the fitted efficiencies already carry (its BF16 GEMM share of peak, its clock) is not
-counted twice. A family or format without rows keeps the model's assumption (compute.peak_power_share). Issue 27
-extends this file to every kernel class (attention, collectives, elementwise) with the same columns.
+counted twice. A family or format without rows keeps the model's assumption (compute.peak_power_share).
+
+perfmodel/data/kernels_attention.csv holds rows of ../shared/data/kernels/attention.csv (every column kept): fused
+causal attention, head dim 128, forward and backward, BF16 and FP8, 1k to 32k tokens, each part's newest library
+measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X), from which
+physics.attention_kernels fits the families' attention shares. Issue 27 extends these files to every kernel class
+(collectives, elementwise) with the same columns.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from typing import NamedTuple
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GEMMS = "kernels_gemm.csv"
+ATTENTIONS = "kernels_attention.csv"
+ATTENTION_PARTS = {"H200": "h200-sxm", "B200": "b200", "GB200": "gb200", "GB300": "gb300", "MI355X": "mi355x"}
+"""The attention rows' `gpu` names, as hardware_specs ids."""
 PARTS = {"B200": "b200", "B300": "b300"}
 """The rows' `gpu` names, as hardware_specs ids."""
 MEASURED_FAMILIES = frozenset(("blackwell", "blackwell-ultra"))
@@ -68,3 +76,41 @@ def format_shares() -> dict[tuple[str, str], FormatShare]:
         ratios.setdefault((family, fmt), []).append(format_share / bf16[shape])
         parts.setdefault((family, fmt), shape[0])
     return {key: FormatShare(statistics.median(values), parts[key]) for key, values in ratios.items()}
+
+
+class AttentionKernel(NamedTuple):
+    """One measured fused-attention call: `batch` sequences of `seq` tokens, causal, `heads` query heads."""
+
+    part: str
+    """The hardware_specs id of the part measured."""
+    backward: bool
+    fmt: str
+    """The row's precision: 'bf16' or 'fp8' (its QK^T and PV multiplies)."""
+    batch: int
+    seq: int
+    heads: int
+    head_dim: int
+    time_s: float
+    where: str
+    """The row's source and locator."""
+
+
+@cache
+def attention_kernels() -> tuple[AttentionKernel, ...]:
+    """The bundled attention rows (read by the fit of physics.attention_kernels and its tests, not by a prediction:
+    efficiency.DEFAULTS carries the fitted shares)."""
+    return tuple(_attention_kernel(row) for row in _read(ATTENTIONS))
+
+
+def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
+    return AttentionKernel(
+        part=ATTENTION_PARTS[row["gpu"]],
+        backward=row["pass"] == "bwd",  # noqa: S105 (a column name, not a password)
+        fmt=row["precision"],
+        batch=int(row["batch"]),
+        seq=int(row["seq_q"]),
+        heads=int(row["heads_q"]),
+        head_dim=int(row["head_dim_qk"]),
+        time_s=float(row["time_us"]) * 1e-6,
+        where=f"{row['source']} {row['locator']}",
+    )

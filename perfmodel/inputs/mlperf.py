@@ -70,6 +70,10 @@ class Benchmark:
     """Vendors whose configs of the benchmark run Transformer Engine's FP8 dot-product attention forward and
     backward in a quantised recipe: NVIDIA's LoRA configs (FP8_DPA=1, NVTE_FP8_DPA_BWD=1; AMD's set FP8_DPA=0;
     the 405B configs keep BF16 attention, NVTE_DPA_FP8_RECIPE="F16": stack_notes.md)."""
+    graph_captured_vendors: tuple[str, ...] = ()
+    """Vendors whose configs of the benchmark capture the whole training iteration in one CUDA graph, so that no
+    per-step host work is left (precision.Recipe.graph_captured), from efficiency.WARM_START_RELEASE on: NVIDIA's
+    LoRA configs (MCORE_CUDA_GRAPH=1, ON_DEVICE_CLIP_GRAD=1 in training_results_v5.0, stack_notes.md)."""
 
     @property
     def ruleset(self) -> str:
@@ -275,6 +279,7 @@ for _bench in (
             _LORA_EVAL,
             lora_rank=16,
             fp8_attention_vendors=("NVIDIA",),
+            graph_captured_vendors=("NVIDIA",),
         )
         for r in ("v4.0", "v4.1", "v5.0", "v5.1", "v6.0")
     ),
@@ -301,18 +306,23 @@ for _bench in (
 
 
 @cache
-def benchmark_recipe(recipe: Recipe, nvfp4_hadamard: bool = True, fp8_attention: bool = False) -> Recipe:
+def benchmark_recipe(
+    recipe: Recipe, nvfp4_hadamard: bool = True, fp8_attention: bool = False, graph_captured: bool = False
+) -> Recipe:
     """The precision recipe as the MLPerf reference configurations run it: per-tensor FP8 with delayed scaling (the
     scale from an amax history: NVIDIA's configs set FP8_AMAX_HISTORY / FP8_AMAX_ALGO in every round, and their v5.1
     NVFP4 LoRA config heals to `HEALING_PRECISION=FP8_DS`, stack_notes.md), so no cast runs a separate amax pass,
     whatever the release (efficiency.CURRENT_SCALING_RELEASE dates Megatron-Bridge's switch, not MLPerf's); NVFP4
     without the Hadamard transform where the benchmark's config disables it (`Benchmark.nvfp4_hadamard`); with FP8
-    attention where the config sets it (`Benchmark.fp8_attention_vendors`). Cached: one object per recipe and
-    setting, so contexts built from it are shared."""
+    attention where the config sets it (`Benchmark.fp8_attention_vendors`); the whole iteration in one CUDA graph
+    where the config captures it (`Benchmark.graph_captured_vendors`). Cached: one object per recipe and setting, so
+    contexts built from it are shared."""
     if recipe.delayed_scaling_capable:
         recipe = replace(recipe, amax_passes=0)
     if not nvfp4_hadamard and recipe.hadamard_wgrad:
         recipe = replace(recipe, hadamard_wgrad=False)
+    if graph_captured:
+        recipe = replace(recipe, graph_captured=True)
     return replace(recipe, attention_format="fp8") if fp8_attention and recipe.quantised else recipe
 
 

@@ -65,6 +65,11 @@ class Recipe:
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
     (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""
+    graph_captured: bool = False
+    """Whether the run captures its whole training iteration (forward, backward, optimizer, gradient clipping) in
+    one CUDA graph, replayed each step: no per-step host work remains (`Efficiency.step_overhead_s` is not paid from
+    the release whose configs do so, physics.step.host_overhead_s). NVIDIA's MLPerf LoRA configs
+    (MCORE_CUDA_GRAPH=1, ON_DEVICE_CLIP_GRAD=1; stack_notes.md; inputs.mlperf.Benchmark.graph_captured_vendors)."""
     weight_transposed_in_backward: bool = False
     """A frozen base's dgrad reads a K-major copy of each weight that the backward makes from the one stored FP8 copy
     (a byte transpose: per-tensor scaling), layer by layer, instead of a second copy held for the whole step

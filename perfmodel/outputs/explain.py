@@ -22,6 +22,7 @@ from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_share, grouped_efficiency, op_time, wave_efficiency
+from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
 from perfmodel.physics.step import (
@@ -31,6 +32,7 @@ from perfmodel.physics.step import (
     bucketed_exposed,
     dp_buckets,
     evaluate,
+    host_overhead_s,
     straggler_s,
 )
 from perfmodel.physics.workload import (
@@ -135,7 +137,10 @@ class _SymbolicAccelerator:
 
 
 class _SymbolicEfficiency:
-    def __init__(self, unfused: bool) -> None:
+    def __init__(self, unfused: bool, eff: Efficiency) -> None:
+        self.attention_fwd_half_tokens = eff.attention_fwd_half_tokens  # numbers: the length curve of the kernels
+        self.attention_bwd_half_tokens = eff.attention_bwd_half_tokens
+        self.attention_fp8_ratio = eff.attention_fp8_ratio
         self.memory = S("eta_mem")
         self.unfused_factor = S("f_unfused") if unfused else 1  # a release older than the reference vintage
         self.kernel_overhead_us = S("kappa") * 1e6
@@ -174,7 +179,7 @@ def _op_formula(op: Op, ctx: Context) -> Any:
     """compute.op_time on symbols; a GEMM's wave-quantisation efficiency (a number there) becomes the symbol w."""
     symbolic = op._replace(flops=S("F") if op.flops else 0, bytes=S("B"), exps=S("E") if op.exps else 0)
     unfused = float(ctx.efficiency.unfused_factor) != 1
-    acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency(unfused)
+    acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency(unfused, ctx.efficiency)
     formula = tidy(op_time(symbolic, acc, eff))  # type: ignore[arg-type]
     tiled = op.kind in ("gemm", "grouped_gemm")
     return formula.xreplace({f: 1 / S("w") for f in formula.atoms(sympy.Float)}) if tiled else formula
@@ -458,7 +463,11 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         )
     )
 
-    t_o = _q("t_step", eff.step_overhead_s, "s", "per-step work outside the model (data loader, logging, syncs)")
+    host_s, host = float(host_overhead_s(ctx)), "data loader, logging, syncs"
+    if ctx.recipe.graph_captured:
+        captured = "none: the whole iteration replays as one CUDA graph"
+        host = captured if host_s == 0 else f"{host}; a release before the whole-iteration CUDA graph"
+    t_o = _q("t_step", host_s, "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
     t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")

@@ -17,11 +17,6 @@ from perfmodel.physics.algebra import Number, ceil, maximum
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.workload import Op
 
-ATTENTION_HALF_SPEED_TOKENS = 512.0
-"""Sequence length at which a flash-attention kernel runs at half its long-sequence speed: per-tile prologue,
-epilogue and the causal diagonal are amortised over the keys a tile visits. FlashAttention-3 (Shah et al. 2024,
-H100, head dim 128) rises from roughly half its 16k-token throughput at 512 tokens to ~95% at 8k, which a
-length / (length + 512) curve follows."""
 CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
 """Sustained GEMM clock against board power, f ~ P^0.63, from the one sourced same-silicon pair: AMD ROCm blog
 "Measuring Max-Achievable FLOPs - Part 2" (rocm-blogs), median BF16 GEMM clock MI300X (750 W) 1,207 MHz, MI325X
@@ -158,10 +153,15 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | N
     max: within a tile the exponentials wait for S = QK^T and the PV multiply waits for them (FlashAttention-3,
     Shah et al. 2024, section 3: ping-pong and intra-warpgroup pipelining hide only part of the 3.9 TFLOP/s of
     exponentials behind the 989 TFLOP/s of MMAs on H100), so FP8 attention speeds up only the MMA term (its FP8
-    forward is ~1.5-1.6x BF16, not 2x). A part without a sourced SFU figure prices the MMAs alone."""
+    forward is ~1.5-1.6x BF16, not 2x). A part without a sourced SFU figure prices the MMAs alone. The kernel's
+    share falls for short sequences (a CP chunk) as length / (length + half tokens), both per pass and, where
+    kernels measure the family, fitted to them (efficiency.KERNEL_ATTENTION)."""
     backward = op.name.endswith(".bwd")
-    length_share = op.m / (op.m + ATTENTION_HALF_SPEED_TOKENS)
-    attention_eff = (eff.attention_bwd if backward else eff.attention_fwd) * length_share
+    if backward:
+        attention_eff = eff.attention_bwd * op.m / (op.m + eff.attention_bwd_half_tokens)
+    else:
+        fp8 = eff.attention_fp8_ratio if op.fmt == "fp8" else 1.0
+        attention_eff = eff.attention_fwd * fp8 * op.m / (op.m + eff.attention_fwd_half_tokens)
     peak, _ = (Rates(acc, eff) if rates is None else rates).of_format(op.fmt)
     mma_s = op.flops / peak
     exp_s = 0.0 if acc.sfu_texp_per_s is None else op.exps / (acc.sfu_texp_per_s.value * 1e12)

@@ -43,6 +43,12 @@ priced steps and evaluations by a roughly constant 20-75 s, while their 8-GPU ro
 switch is read off those rows and the v5.0 logs, not a release note: an assumption, labelled."""
 
 
+ATTENTION_HALF_SPEED_TOKENS = 512.0
+"""Sequence length at which a flash-attention kernel runs at half its long-sequence speed, where no kernel rows
+measure the family: FlashAttention-3 (Shah et al. 2024, H100, head dim 128) rises from roughly half its 16k-token
+throughput at 512 tokens to ~95% at 8k, which a length / (length + 512) curve follows."""
+
+
 @dataclass(frozen=True)
 class Efficiency:
     gemm_bf16: float
@@ -123,6 +129,14 @@ class Efficiency:
     read off the rows, not a fitted share: an assumption, labelled."""
     vintage_years: float = 0.0
     """Years the priced software release is older than REFERENCE_VINTAGE."""
+    attention_fwd_half_tokens: float = ATTENTION_HALF_SPEED_TOKENS
+    """Tokens per sequence (per kernel call: a CP chunk) at which flash attention's forward runs at half its
+    long-sequence share, `attention_fwd`: per-tile prologue and epilogue, the causal diagonal and the last wave are
+    amortised over the keys a tile visits (compute.attention_core_s)."""
+    attention_bwd_half_tokens: float = ATTENTION_HALF_SPEED_TOKENS
+    attention_fp8_ratio: float = 1.0
+    """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
+    same share; its exponentials and softmax rescaling do not speed up either way)."""
 
     def released_before(self, release: str) -> Number:
         """Whether the priced release is older than `release` (YYYY-MM; the margin absorbs the float rounding of
@@ -195,13 +209,32 @@ _CDNA = replace(
     overlap_tp=0.40,
 )
 
+# Flash attention where kernel rows measure the family (perfmodel/data/kernels_attention.csv: cuDNN on H200, B200,
+# GB200, GB300; AITER on MI355X), fitted by physics.attention_kernels.fit and rounded; tests/test_attention_kernels.py
+# holds the two equal. (share, half tokens) of the BF16 forward and backward, and the FP8 forward's ratio.
+_KERNEL_ATTENTION = {
+    "hopper": (1.080, 941.0, 0.751, 1337.0, 0.986),
+    "blackwell": (1.499, 1573.0, 0.860, 2073.0, 0.867),
+    "blackwell-ultra": (1.282, 1522.0, 0.755, 2270.0, 0.890),
+    "cdna4": (0.555, 1416.0, 0.521, 2199.0, 1.0),
+}
+
+
+def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
+    fwd, fwd_half, bwd, bwd_half, fp8 = _KERNEL_ATTENTION[family]
+    return replace(eff, attention_fwd=fwd, attention_fwd_half_tokens=fwd_half, attention_bwd=bwd,
+                   attention_bwd_half_tokens=bwd_half, attention_fp8_ratio=fp8)  # fmt: skip
+
+
+KERNEL_ATTENTION = frozenset(_KERNEL_ATTENTION)
+"""Families whose attention efficiencies come from measured kernels, not from a fit to training rows."""
 DEFAULTS: dict[str, Efficiency] = {
     "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=0.58, attention_bwd=0.45),
-    "hopper": replace(_HOPPER, moe_group_loop=1.0),
-    "blackwell": _BLACKWELL,
-    "blackwell-ultra": replace(_BLACKWELL, gemm_fp4=0.55),
+    "hopper": _measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"),
+    "blackwell": _measured_attention(_BLACKWELL, "blackwell"),
+    "blackwell-ultra": _measured_attention(replace(_BLACKWELL, gemm_fp4=0.55), "blackwell-ultra"),
     "cdna3": _CDNA,
-    "cdna4": _CDNA,
+    "cdna4": _measured_attention(_CDNA, "cdna4"),
 }
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from perfmodel.inputs.stacks import FA2_BEST, STACKS
-from perfmodel.physics.efficiency import DEFAULTS, Efficiency
+from perfmodel.physics.efficiency import DEFAULTS, KERNEL_ATTENTION, Efficiency
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
 Stage = Literal["dense", "moe"]
@@ -119,19 +119,28 @@ def _stack_attention(stack: str) -> float:
     return STACKS[stack].attention_speed.value
 
 
+def _attention_unmeasured(profile: Profile) -> bool:
+    """Whether the family's attention is fitted to training rows: it has no kernel rows (efficiency.KERNEL_ATTENTION,
+    whose families take their shares from the measured kernels instead)."""
+    return profile.family not in KERNEL_ATTENTION
+
+
 def _fa3_class(profile: Profile) -> bool:
     """Whether the family's best attention kernel is cuDNN fused attention / FlashAttention-3 (Hopper on), which the
-    vendor's attention factor describes; Ampere's best is FlashAttention-2 (inputs/stacks.py FA2_BEST), priced at its
-    own defaults (Dao 2023) times its generation factor."""
-    return profile.family not in FA2_BEST
+    vendor's attention factor describes, and no kernel rows measure it; Ampere's best is FlashAttention-2
+    (inputs/stacks.py FA2_BEST), priced at its own defaults (Dao 2023) times its generation factor."""
+    return profile.family not in FA2_BEST and _attention_unmeasured(profile)
 
 
 ATTENTION_FACTOR = (0.5, 2.0)
-"""Bounds of the vendor attention factor on the families' kernel shares (efficiency.DEFAULTS: measured MMA FLOPs over
-time). The model prices an attention op as (MMA time + exponential time) / efficiency (compute.attention_core_s), so a
-kernel that hides its exponentials behind its MMAs at share s fits efficiency s x (1 + exp_s / mma_s): at head dim
-128 (512 MMA flops per exponential) that is 1 + 989 / (3.9 x 512) = 1.50 on H100 and 1 + 2,500 / (5.0 x 512) = 1.98
-on GB200 (hardware_specs sfu_texp_per_s), hence an upper bound of 2, not 1.5."""
+"""Bounds of the vendor attention factor on the shares of families without kernel rows (efficiency.DEFAULTS: MMA
+FLOPs over time). The model prices an attention op as (MMA time + exponential time) / efficiency
+(compute.attention_core_s), so a kernel that hides its exponentials behind its MMAs at share s fits efficiency
+s x (1 + exp_s / mma_s): at head dim 128 (512 MMA flops per exponential) that is 1 + 989 / (3.9 x 512) = 1.50 on H100
+and 1 + 2,500 / (5.0 x 512) = 1.98 on GB200 (hardware_specs sfu_texp_per_s), hence an upper bound of 2, not 1.5.
+Fitted to training rows, the NVIDIA factor sat at that bound; the families with kernel rows (Hopper, Blackwell,
+Blackwell Ultra, CDNA4) now take their shares from the kernels (physics.attention_kernels), and the factor acts only
+where none exist."""
 
 
 def _attention_not_native(profile: Profile) -> bool:
@@ -160,6 +169,10 @@ def _release_series(profile: Profile) -> bool:
     return STACKS[profile.stack].release_trend
 
 
+FP4_FITTED_VENDORS = ("amd",)
+"""Vendors whose FP4 format factor the fit moves: not NVIDIA's, whose FP4 GEMM share is measured on both its FP4
+families (inputs.kernels.format_shares: B200 and B300), so that the fit cannot carry Blackwell Ultra's FP4 GEMMs
+past TransformerEngine's measured rates to absorb a cost elsewhere (it put them 14% above)."""
 GENERATION = (0.6, 1.6)
 
 
@@ -182,8 +195,9 @@ TABLE: tuple[Parameter, ...] = (
             factor=True,
             needs=fmt,
             relative_to="gemm_bf16",
+            only=only,
         )
-        for fmt in ("fp8", "fp4")
+        for fmt, only in (("fp8", None), ("fp4", FP4_FITTED_VENDORS))
     ),
     _generation(
         "gemm_generation",
@@ -197,11 +211,18 @@ TABLE: tuple[Parameter, ...] = (
         "vendor",
         ATTENTION_FACTOR,
         0.3,
-        "rows of families whose best kernel is cuDNN/FlashAttention-3 (scales those kernels; not Ampere's FA2)",
+        "rows of families whose best kernel is cuDNN/FlashAttention-3 and no kernel rows measure (scales those "
+        "kernels; not Ampere's FA2)",
         applies=_fa3_class,
     ),
-    _generation(
-        "attention_generation", "attention", 0.15, "the family's rows: its attention kernels against its vendor's"
+    replace(
+        _generation(
+            "attention_generation",
+            "attention",
+            0.15,
+            "the family's rows, where no kernel rows measure it: its attention kernels against its vendor's",
+        ),
+        applies=_attention_unmeasured,
     ),
     Parameter(
         "peak_power_exponent",

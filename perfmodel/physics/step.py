@@ -23,7 +23,7 @@ from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum,
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
 from perfmodel.physics.compute import ops_time, times_by
-from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
 from perfmodel.physics.parallel import Rule, feature_rules
 from perfmodel.physics.schedule import (
     StageLayers,
@@ -758,12 +758,22 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         pp_comm_exposed_s=slower * pp_comm,
         dp_comm_exposed_s=slower * dp_comm,
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
-        other_s=slower * (eff.step_overhead_s + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
+        other_s=slower * (host_overhead_s(ctx) + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
         forward_only_s=slower * forward_only,
         memory=peak_memory,
         hbm_bytes=acc.memory_bytes,
         ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
     )
+
+
+def host_overhead_s(ctx: Context) -> Number:
+    """The per-step work outside the model that the host runs (data loader, loss and grad-norm reductions, logging,
+    launches): `step_overhead_s`, none where the recipe replays the whole iteration as one CUDA graph, from the
+    release whose configs do (efficiency.WARM_START_RELEASE, NVIDIA's v5.0 LoRA configs: stack_notes.md)."""
+    eff = ctx.efficiency
+    if not ctx.recipe.graph_captured:
+        return eff.step_overhead_s
+    return where(eff.released_before(WARM_START_RELEASE), eff.step_overhead_s, 0.0)
 
 
 def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]:
@@ -851,7 +861,7 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     mb_compute = where(equal(lv.pp, 1), single, least)
     compute_s = microbatches * mb_compute
     bubble_s = bubble_fraction(lv.pp, lv.vp, microbatches) * microbatches * mb_compute
-    other_s = eff.step_overhead_s + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
+    other_s = host_overhead_s(ctx) + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
     return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
 
 
@@ -869,7 +879,8 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     micro-batches' mb_compute; mb_compute >= L x layer (L: the fewest layers a pipeline rank holds, all of them
     without PP; the embedding and the head only add) and layer >= mbs x q (q: the least layer compute per sequence
     over `mbs`), so compute >= gbs / dp x L x q; the bubble is (pp - 1) / (vp x m) x m x mb_compute >= (pp - 1) / vp
-    x L x q (mbs >= 1); other is the step overhead and a straggler wait >= 0 (`floor_holds`). That is exact
+    x L x q (mbs >= 1); other is the host's step overhead (`host_overhead_s`: none for a graph-captured step) and a
+    straggler wait >= 0 (`floor_holds`). That is exact
     arithmetic; in floating point each side is within rounding of it, which FLOOR_MARGIN covers."""
     import numpy as np
 
@@ -885,7 +896,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
     ranks = stage_layers(md.layers, pp, vp, md.mtp_layers)
     layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
-    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + eff.step_overhead_s
+    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + host_overhead_s(ctx)
     return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
 
 

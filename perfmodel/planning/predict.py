@@ -308,7 +308,10 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         bench, recipe = (
             benchmark.id,
             benchmark_recipe(
-                recipe, benchmark.nvfp4_hadamard, hw.accelerator.vendor in benchmark.fp8_attention_vendors
+                recipe,
+                benchmark.nvfp4_hadamard,
+                hw.accelerator.vendor in benchmark.fp8_attention_vendors,
+                hw.accelerator.vendor in benchmark.graph_captured_vendors,
             ),
         )
     if scenario.lora_rank:
