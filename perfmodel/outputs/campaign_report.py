@@ -17,6 +17,7 @@ LONG_CONTEXT = 32_768
 """Sequence length from which a phase's attention is priced too cheaply by today's model (issue 26)."""
 PHASE_HEADERS = ["phase", "GPUs", "prec.", "layout", "seq", "batch (tokens)", "tokens", "step s", "days",
                  "GPU-hours", "cost"]  # fmt: skip
+NEVER_FINISHES = "never finishes: a phase's interruptions come faster than it recovers"
 RIGHT = ("GPUs", "seq", "batch (tokens)", "tokens", "step s", "days", "GPU-hours", "cost")
 
 
@@ -81,7 +82,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
         rows.append(["Goodput", f"{d['goodput']:.1%} of wall time trains{spread}"])
         failing = c.run_with_failures
         if failing is None:
-            rows.append(["With failures", "never finishes: a phase's interruptions come faster than it recovers"])
+            rows.append(["With failures", NEVER_FINISHES])
         else:
             rows.append([
                 "With failures",
@@ -97,7 +98,7 @@ def loss_rows(c: Campaign) -> list[list[str]]:
     with all of them; none when the phases price no losses (`--losses none`)."""
     d = c.record
     lost = {k.removeprefix("losses."): v for k, v in d.items() if k.startswith("losses.") and v is not None}
-    if not lost or d.get("gpu_hours_with_losses") is None:
+    if not lost:
         return []
     base = d["gpu_hours"]
     rows = []
@@ -108,6 +109,8 @@ def loss_rows(c: Campaign) -> list[list[str]]:
         phases = [n for n, p in c.phases.items() if p.losses and any(x.name == name for x in p.losses.items)]
         where = "every phase" if len(phases) == len(c.phases) else ", ".join(phases)
         rows.append([f"Loss: {name}", f"{hours:,.0f} GPU-h (+{hours / base:.1%}), summed over {where}"])
+    if d.get("gpu_hours_with_losses") is None:  # a phase never finishes
+        return [*rows, ["With losses", NEVER_FINISHES]]
     summary = f"{_duration(d['time_to_train_with_losses_s'])}, {d['gpu_hours_with_losses']:,.0f} GPU-hours "
     summary += f"(+{lost['total_gpu_hours'] / base:.1%})"
     if d.get("cost_usd_with_losses") is not None:
