@@ -184,10 +184,13 @@ def test_plan_seeks_the_campaigns_count(campaign_file: Path) -> None:
     plan = report.plans[0]
     assert plan.feasible and isinstance(plan.prediction, Campaign)
     days = plan.to_dict()["time_to_train_days"]
-    assert days <= 30
+    assert days <= 30 and plan.to_dict()["goal_basis"] == "with losses"
+    assert plan.prediction.run_with_losses is not None
+    assert days == pytest.approx(plan.prediction.run_with_losses.time_s / 86400, rel=1e-12)
+    assert days * 86400 == pytest.approx(plan.prediction.record["time_to_train_with_losses_s"], rel=1e-12)
     n = plan.to_dict()["n_gpus"]
     smaller = predict_campaign(replaced(load_scenario(campaign_file), n_gpus=n - 8))
-    assert smaller.run_with_failures is not None and smaller.run_with_failures.time_s > 30 * 86400
+    assert smaller.run_with_losses is not None and smaller.run_with_losses.time_s > 30 * 86400
     assert plan.prediction.phases["long"].layout.n_gpus == 32  # its own count stays
     assert "plan.phases" not in report.to_records()[0]
 

@@ -7,6 +7,7 @@ from typing import Any
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note
 from perfmodel.planning.campaign import Campaign, Result
+from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
@@ -369,7 +370,9 @@ def goal_table(report: Any) -> str:
         "counts tried",
         "binds",
     ]
-    lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
+    bases = {c.goal_basis for c in report.plans} - {None}
+    basis = GOAL_BASES[bases.pop()] if len(bases) == 1 else "times and costs on each candidate's basis (goal_basis)"
+    lines = [f"{work}, {' and '.join(wanted)}; {basis}", ""]
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
     lines.append("")
@@ -382,6 +385,15 @@ def goal_table(report: Any) -> str:
     notes += beyond_note(planned)
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
+
+
+GOAL_BASES = {
+    WITH_LOSSES: "times and costs with losses (failures, checkpoints, stragglers, start-up and any other set: "
+    "perfmodel predict lists each)",
+    WITH_FAILURES: "times and costs include expected failures",
+    FAILURE_FREE: "times and costs failure-free (goodput model off)",
+}
+"""What a plan's times and costs are, by its goal basis (planning/plan.py, goal_basis)."""
 
 
 def _tokens(p: Result) -> str:

@@ -248,6 +248,12 @@ class Campaign:
         return None if any(r is None for r in runs) else _summed(runs)  # type: ignore[arg-type]
 
     @cached_property
+    def run_with_losses(self) -> Run | None:
+        """The totals with each phase's losses (None without the losses model, or when a phase never finishes)."""
+        runs = [p.run_with_losses for p in self.phases.values()]
+        return None if any(r is None for r in runs) else _summed(runs)  # type: ignore[arg-type]
+
+    @cached_property
     def interval(self) -> Interval | None:
         """The factors on the campaign's time that its phases' intervals give together (their time-weighted mean:
         each phase's bound moved as far, the cautious reading); None when a phase has none."""
