@@ -195,6 +195,29 @@ def test_plan_seeks_the_campaigns_count(campaign_file: Path) -> None:
     assert "plan.phases" not in report.to_records()[0]
 
 
+def test_tables_mark_the_phases_beyond_the_measured_runs(campaign_file: Path) -> None:
+    """On 4,096 H100s the ramp and main phases of 8B go beyond the calibration's runs (scale band, layout class):
+    predict marks their lines and names the axes in planning/evidence.py's words under the table (JSON had them,
+    the table none); compare and plan mark the campaign's row (plan's table failed on a campaign)."""
+    wide = perfmodel.predict(campaign_file, n_gpus=4096)
+    assert isinstance(wide, Campaign)
+    beyond = {name: p.evidence for name, p in wide.phases.items() if p.evidence is not None and p.evidence.beyond}
+    assert set(beyond) == {"ramp", "main"}
+    lines = run_cli("predict", str(campaign_file), "--gpus", "4096").out.splitlines()
+    marked = [line.split()[0] for line in lines if line.split()[1:2] == ["[e]"]]
+    assert marked == ["ramp", "main"]
+    head = next(i for i, line in enumerate(lines) if line.startswith("[e] beyond the measured runs"))
+    note = lines[head + 1 :]
+    for name, evidence in beyond.items():
+        line = next(line for line in note if name in line.split(":")[0])
+        assert all(evidence.axis_text(axis) in line for axis in evidence.beyond), line
+    assert "[e]" not in run_cli("predict", str(campaign_file)).out  # on 64 GPUs: within the evidence
+    compared = run_cli("compare", str(campaign_file), "--gpu", "h100-sxm", "--gpus", "64,4096").out
+    assert "dgx-h100 *" in compared and "* beyond the measured runs the calibration saw (scale band" in compared
+    planned = run_cli("plan", str(campaign_file), "--gpu", "h100-sxm", "--deadline", "30d", "--quiet")
+    assert planned.code == 0 and "3 phases (below)" in planned.out, planned.err
+
+
 def test_plan_refuses_a_campaign_whose_phases_all_fix_their_count(tmp_path: Path) -> None:
     path = tmp_path / "fixed.toml"
     path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\n[[phase]]\nname = "a"\ntokens = 1e9\nn_gpus = 8\n')

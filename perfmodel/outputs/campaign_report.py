@@ -8,15 +8,19 @@ from typing import Any
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, TOTAL
 from perfmodel.outputs import columns
-from perfmodel.outputs.plan_report import PRECISION_LABEL, full_layout
+from perfmodel.outputs.plan_report import PRECISION_LABEL, beyond_mark, beyond_note, full_layout, predictions
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _energy, _si, _usd, run_assumptions
 from perfmodel.planning.campaign import Campaign
+from perfmodel.planning.evidence import DOC
 
 LONG_CONTEXT = 32_768
 """Sequence length from which a phase's attention is priced too cheaply by today's model (issue 26)."""
 PHASE_HEADERS = ["phase", "GPUs", "prec.", "layout", "seq", "batch (tokens)", "tokens", "step s", "days",
                  "GPU-hours", "cost"]  # fmt: skip
+BEYOND_PHASE = " [e]"
+"""The mark of a phase beyond the measured runs the calibration saw (planning/evidence.py); `*` marks a searched
+layout here."""
 NEVER_FINISHES = "never finishes: a phase's interruptions come faster than it recovers"
 RIGHT = ("GPUs", "seq", "batch (tokens)", "tokens", "step s", "days", "GPU-hours", "cost")
 
@@ -28,7 +32,8 @@ def phase_rows(c: Campaign) -> list[list[str]]:
         lo, run = p.layout, p.run
         assert run is not None  # every phase has its tokens
         rows.append([
-            name, f"{lo.n_gpus:,}", PRECISION_LABEL[p.scenario.precision],
+            name + (BEYOND_PHASE if p.evidence is not None and p.evidence.beyond else ""), f"{lo.n_gpus:,}",
+            PRECISION_LABEL[p.scenario.precision],
             full_layout(p, batch=False) + (" *" if p.layouts_searched > 1 else "") + ("" if p.step.fits else " (!)"),
             f"{lo.seq_len:,}", f"{lo.gbs:,} ({_si(lo.gbs * lo.seq_len)})", _si(run.tokens), f"{p.step_time_s:,.3f}",
             f"{run.time_s / 86400:,.1f}", f"{run.gpu_hours:,.0f}", _usd(run.cost_usd),
@@ -141,7 +146,25 @@ def notes(c: Campaign) -> list[str]:
             f"Note: {', '.join(long)}: sequences of {_si(LONG_CONTEXT)} tokens and more are priced with today's "
             "attention model, which prices long sequences too cheaply (issue 26): expect these phases to cost more."
         )
-    return lines
+    return lines + evidence_notes(c)
+
+
+def evidence_notes(c: Campaign) -> list[str]:
+    """The phases beyond the measured runs the calibration saw: a line naming the axes in planning/evidence.py's
+    words and how much wider that made the interval, shared by the phases it is true of."""
+    found: dict[str, list[str]] = {}
+    for name, p in c.phases.items():
+        e = p.evidence
+        if e is not None and e.beyond:
+            text = "; ".join(e.axis_text(axis) for axis in e.beyond)
+            text += f" (80% interval {e.widening:.2f}x as wide)" if e.widened_by else ""
+            found.setdefault(text, []).append(name)
+    if not found:
+        return []
+    head = (
+        f"{BEYOND_PHASE.strip()} beyond the measured runs the calibration saw ({DOC}; explain --phase NAME shows it):"
+    )
+    return [head, *(f"  {', '.join(names)}: {text}" for text, names in found.items())]
 
 
 def campaign_table(c: Campaign) -> str:
@@ -169,7 +192,7 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
     for record, c in zip(records, results, strict=True):
         failing = c.run_with_failures
         rows.append(
-            [c.hardware.system.id, PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
+            [c.hardware.system.id + beyond_mark(c), PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
              f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s),
              f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
             + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s)})"] if with_goodput
@@ -184,7 +207,8 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
     )
-    return "\n".join([f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note])
+    lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note]
+    return "\n".join(lines + beyond_note(predictions(results)))
 
 
 def _ratio(value: float | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.outputs.record import price_basis
@@ -49,8 +50,14 @@ BEYOND = " *"
 """The mark of a row beyond the measured runs the calibration saw (planning/evidence.py)."""
 
 
-def _marked(p: Prediction) -> str:
-    return BEYOND if p.evidence is not None and p.evidence.beyond else ""
+def predictions(results: Iterable[Result]) -> list[Prediction]:
+    """Each result's predictions: itself, or a campaign's phases."""
+    return [q for p in results for q in (p.phases.values() if isinstance(p, Campaign) else (p,))]
+
+
+def beyond_mark(p: Result) -> str:
+    """The mark of a row beyond the measured runs: a prediction's, or a campaign's of which a phase is."""
+    return BEYOND if any(q.evidence is not None and q.evidence.beyond for q in predictions([p])) else ""
 
 
 def beyond_note(predictions: list[Prediction]) -> list[str]:
@@ -129,7 +136,7 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
             [str(i)]
             + ([f"{p.layout.n_gpus:,}"] if many else [])
             + [
-                layout_label(p) + _marked(p),
+                layout_label(p) + beyond_mark(p),
                 str(p.layout.mbs),
                 f"{p.layout.gbs:,}",
                 p.layout.recompute,
@@ -182,7 +189,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 p.hardware.system.id,
                 PRECISION_LABEL[p.scenario.precision],
                 f"{p.layout.n_gpus:,}",
-                full_layout(p) + _marked(p),
+                full_layout(p) + beyond_mark(p),
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
@@ -348,7 +355,7 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                f"{len(p.phases)} phases (below)" if isinstance(p, Campaign) else full_layout(p) + _marked(p),
+                (f"{len(p.phases)} phases (below)" if isinstance(p, Campaign) else full_layout(p)) + beyond_mark(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
@@ -382,7 +389,7 @@ def goal_table(report: Any) -> str:
         lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     planned = [c.prediction for c in report.plans if c.prediction is not None]
-    notes += beyond_note(planned)
+    notes += beyond_note(predictions(planned))
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
 
