@@ -175,6 +175,8 @@ def test_compare_runs_the_whole_campaign_on_each_system(campaign_file: Path) -> 
         assert r["perf_per_usd_vs_first"] == pytest.approx(per_usd / (first["tokens_to_train"] / first["cost_usd"]))
     table = run_cli(*args)
     assert table.code == 0 and "Each row runs the whole campaign (3 phases" in table.out
+    days = rows[0]["time_to_train_with_losses_s"] / 86400
+    assert "time with losses" in table.out and f"{days:,.1f} days" in table.out.splitlines()[4]
     flat = list(csv.DictReader(io.StringIO(run_cli(*args, "--format", "csv").out)))
     assert len(flat) == 4 and "phases" not in flat[0]
 

@@ -8,7 +8,17 @@ from typing import Any
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, TOTAL
 from perfmodel.outputs import columns
-from perfmodel.outputs.plan_report import PRECISION_LABEL, beyond_mark, beyond_note, full_layout, predictions
+from perfmodel.outputs.plan_report import (
+    LOSS_HEADERS,
+    LOSSES_NOTE,
+    PRECISION_LABEL,
+    beyond_mark,
+    beyond_note,
+    full_layout,
+    loss_cells,
+    predictions,
+    with_losses,
+)
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _energy, _si, _usd, run_assumptions
 from perfmodel.planning.campaign import Campaign
@@ -187,7 +197,7 @@ def campaign_table(c: Campaign) -> str:
 def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str:
     """`perfmodel compare` of a campaign: each system runs the whole campaign; totals per row, ratios to the first."""
     first = results[0]
-    with_goodput = first.goodput is not None
+    with_goodput, lossy = first.goodput is not None, with_losses(records)
     rows = []
     for record, c in zip(records, results, strict=True):
         failing = c.run_with_failures
@@ -197,16 +207,18 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
              f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
             + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s)})"] if with_goodput
                else [])
+            + (loss_cells(record) if lossy else [])
             + [f"{record['speedup_vs_first']:,.2f}x", _ratio(record["perf_per_usd_vs_first"])]
         )  # fmt: skip
     headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh"]
-               + (["goodput (time with failures)"] if with_goodput else []) + ["speedup", "perf/$"])  # fmt: skip
+               + (["goodput (time with failures)"] if with_goodput else []) + (LOSS_HEADERS if lossy else [])
+               + ["speedup", "perf/$"])  # fmt: skip
     align = ["left", "left"] + ["right"] * (len(headers) - 2)
     note = (
         f"Each row runs the whole campaign ({len(first.phases)} phases; phases with a GPU count of their own keep it). "
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
-    )
+    ) + (LOSSES_NOTE if lossy else "")
     lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note]
     return "\n".join(lines + beyond_note(predictions(results)))
 

@@ -180,7 +180,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     first = predictions[0]
     with_run = first.run is not None
     scaling = any(r["scaling_efficiency"] is not None for r in records)  # a system at several counts
-    with_goodput = first.goodput is not None
+    with_goodput, lossy = first.goodput is not None, with_losses(records)
     rows = []
     for record, p in zip(records, predictions, strict=True):
         low, high = record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]
@@ -196,6 +196,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
             ]
             + (_run_cells(p) if with_run else [])
             + ([_goodput_cell(record)] if with_goodput else [])
+            + (loss_cells(record) if lossy else [])
             + ([_share(record["scaling_efficiency"])] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
@@ -206,6 +207,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
         ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
         + (RUN_HEADERS if with_run else [])
         + (["goodput (time with failures)" if with_run else "goodput"] if with_goodput else [])
+        + (LOSS_HEADERS if lossy else [])
         + (["scaling eff."] if scaling else [])
         + ["speedup", "perf/$ (low-high price)"]
     )
@@ -216,6 +218,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
+    note += LOSSES_NOTE if lossy else ""
     lines = [f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note]
     return "\n".join(lines + beyond_note(predictions))
 
@@ -225,6 +228,26 @@ def _goodput_cell(record: dict[str, Any]) -> str:
     four hours read '(0.2)' days)."""
     seconds = record.get("time_to_train_with_failures_s")
     return f"{record['goodput']:.1%}" + ("" if seconds is None else f" ({_duration(seconds)})")
+
+
+LOSS_HEADERS = ["time with losses", "cost with losses"]
+LOSSES_NOTE = (
+    " With losses: the run with failures, checkpoints, stragglers, start-up and any other loss set (perfmodel "
+    "predict lists each); perf/$ is of the failure-free runs."
+)
+
+
+def with_losses(records: list[dict[str, Any]]) -> bool:
+    """Whether a comparison's rows price real-world losses (the losses model on, a token budget)."""
+    return any("time_to_train_with_losses_s" in r for r in records)
+
+
+def loss_cells(record: dict[str, Any]) -> list[str]:
+    """A comparison row's time and cost with losses ('never' when failures stop it from finishing)."""
+    if "time_to_train_with_losses_s" not in record:
+        return ["n/a", "n/a"]
+    seconds = record["time_to_train_with_losses_s"]
+    return ["never", "-"] if seconds is None else [_duration(seconds), _usd(record["cost_usd_with_losses"])]
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
