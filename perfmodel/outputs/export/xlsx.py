@@ -51,12 +51,13 @@ GPU_COUNT_NOTE = (
 )
 SUMMARY = (
     "n_gpus", "usd_per_gpu_hour", "precision", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory",
-    "time_to_train_days", "time_to_train_with_failures_days", "cost_usd", "usd_per_million_tokens", "tokens_per_usd",
+    "time_to_train_days", "time_to_train_with_failures_days", "time_to_train_with_losses_days", "cost_usd",
+    "cost_usd_with_losses", "usd_per_million_tokens", "tokens_per_usd",
     "kwh_per_million_tokens", "speedup_vs_first", "perf_per_usd_vs_first", "energy_per_token_vs_first",
 )  # fmt: skip
 """The Summary's columns, those of them the export has."""
 AT_LEAST_ZERO = ("failures_per_million_gpu_hours", "planned_per_million_gpu_hours", "restart_s",
-                 "facility_usd_per_kw_month")  # fmt: skip
+                 "facility_usd_per_kw_month", "straggler_share", "startup_s")  # fmt: skip
 """Inputs that may be zero; every other input must be positive (utilisation at most 1, GPU counts whole)."""
 UNITS = (
     ("per_million_gpu_hours", ""), ("tokens_per_s_per_gpu", " tok/s"), ("tokens_per_s", " tok/s"),
