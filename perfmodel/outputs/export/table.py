@@ -2,8 +2,9 @@
 
 Every column says where it lives in the workbook (Inputs, Results or Breakdown sheet), how to read its value from a
 prediction, and, for derived quantities, its formula. Formulas are sympy expressions in the other columns' symbols,
-built by the model's own functions (`training.training_run` for time, GPU-hours, cost and energy), so the spreadsheet's
-live formulas are the model's arithmetic, not a second copy of it. CSV, JSON and XLSX all come from this one table.
+built by the model's own functions (`training.training_run` for time, GPU-hours, cost and energy; goodput.py's and
+losses.py's for the run with failures and with losses), so the spreadsheet's live formulas are the model's arithmetic,
+not a second copy of it. CSV, JSON and XLSX all come from this one table.
 
 Editing the GPU count: the workbook keeps each result's modelled throughput per GPU and scales the cluster around it
 (more or fewer data-parallel replicas at the same per-GPU speed). Time-to-train changes inversely with the GPU count;

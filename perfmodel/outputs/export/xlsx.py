@@ -4,8 +4,9 @@ Assumptions and the Sources they cite.
 Sheets:
 - Summary: the figures a procurement reader compares, one row per result, linked to Results; one landscape page.
 - Inputs: per result, the GPU count, price per GPU-hour (with its low-high range), tokens to train, PUE and
-  electricity price; tokens, PUE and electricity also have one default cell that every row links to. Every input
-  cell refuses a number out of range (data validation).
+  electricity price, the goodput model's and the losses' inputs; tokens, PUE, electricity and the losses' inputs
+  also have one default cell that every row links to. Every input cell refuses a number out of range (data
+  validation).
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
 - Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
 - Details: the rest of each prediction's record (outputs/record.py), values under their schema names.
