@@ -83,6 +83,7 @@ class Losses:
     startup_s: float = STARTUP_S
     """One job start."""
     job_starts: int = 1
+    """The first, and one more at each scheduler time limit."""
 
     @property
     def gpu_hours(self) -> float:
