@@ -154,8 +154,8 @@ def plan(
     **options: Unpack[WorkloadOptions],
 ) -> PlanReport:
     """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
-    `benchmark`) within `deadline_s` and/or `budget_usd`, failures included, with the cheapest and fastest plans
-    (`perfmodel plan --deadline 30d --budget 40e6`)."""
+    `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
+    (planning.plan.goal_basis), with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6`)."""
     from perfmodel.planning import plan as planning
 
     targets = [gpu] if isinstance(gpu, str) else list(gpu)

@@ -175,6 +175,8 @@ def test_compare_runs_the_whole_campaign_on_each_system(campaign_file: Path) -> 
         assert r["perf_per_usd_vs_first"] == pytest.approx(per_usd / (first["tokens_to_train"] / first["cost_usd"]))
     table = run_cli(*args)
     assert table.code == 0 and "Each row runs the whole campaign (3 phases" in table.out
+    days = rows[0]["time_to_train_with_losses_s"] / 86400
+    assert "time with losses" in table.out and f"{days:,.1f} days" in table.out.splitlines()[4]
     flat = list(csv.DictReader(io.StringIO(run_cli(*args, "--format", "csv").out)))
     assert len(flat) == 4 and "phases" not in flat[0]
 
@@ -184,12 +186,38 @@ def test_plan_seeks_the_campaigns_count(campaign_file: Path) -> None:
     plan = report.plans[0]
     assert plan.feasible and isinstance(plan.prediction, Campaign)
     days = plan.to_dict()["time_to_train_days"]
-    assert days <= 30
+    assert days <= 30 and plan.to_dict()["goal_basis"] == "with losses"
+    assert plan.prediction.run_with_losses is not None
+    assert days == pytest.approx(plan.prediction.run_with_losses.time_s / 86400, rel=1e-12)
+    assert days * 86400 == pytest.approx(plan.prediction.record["time_to_train_with_losses_s"], rel=1e-12)
     n = plan.to_dict()["n_gpus"]
     smaller = predict_campaign(replaced(load_scenario(campaign_file), n_gpus=n - 8))
-    assert smaller.run_with_failures is not None and smaller.run_with_failures.time_s > 30 * 86400
+    assert smaller.run_with_losses is not None and smaller.run_with_losses.time_s > 30 * 86400
     assert plan.prediction.phases["long"].layout.n_gpus == 32  # its own count stays
     assert "plan.phases" not in report.to_records()[0]
+
+
+def test_tables_mark_the_phases_beyond_the_measured_runs(campaign_file: Path) -> None:
+    """On 4,096 H100s the ramp and main phases of 8B go beyond the calibration's runs (scale band, layout class):
+    predict marks their lines and names the axes in planning/evidence.py's words under the table (JSON had them,
+    the table none); compare and plan mark the campaign's row (plan's table failed on a campaign)."""
+    wide = perfmodel.predict(campaign_file, n_gpus=4096)
+    assert isinstance(wide, Campaign)
+    beyond = {name: p.evidence for name, p in wide.phases.items() if p.evidence is not None and p.evidence.beyond}
+    assert set(beyond) == {"ramp", "main"}
+    lines = run_cli("predict", str(campaign_file), "--gpus", "4096").out.splitlines()
+    marked = [line.split()[0] for line in lines if line.split()[1:2] == ["[e]"]]
+    assert marked == ["ramp", "main"]
+    head = next(i for i, line in enumerate(lines) if line.startswith("[e] beyond the measured runs"))
+    note = lines[head + 1 :]
+    for name, evidence in beyond.items():
+        line = next(line for line in note if name in line.split(":")[0])
+        assert all(evidence.axis_text(axis) in line for axis in evidence.beyond), line
+    assert "[e]" not in run_cli("predict", str(campaign_file)).out  # on 64 GPUs: within the evidence
+    compared = run_cli("compare", str(campaign_file), "--gpu", "h100-sxm", "--gpus", "64,4096").out
+    assert "dgx-h100 *" in compared and "* beyond the measured runs the calibration saw (scale band" in compared
+    planned = run_cli("plan", str(campaign_file), "--gpu", "h100-sxm", "--deadline", "30d", "--quiet")
+    assert planned.code == 0 and "3 phases (below)" in planned.out, planned.err
 
 
 def test_plan_refuses_a_campaign_whose_phases_all_fix_their_count(tmp_path: Path) -> None:

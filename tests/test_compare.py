@@ -112,6 +112,21 @@ def test_the_goodput_column_gives_the_time_with_failures_in_the_time_to_train_un
     assert re.search(r"\d+\.\d% \(\d+\.\d hours\)", row), row
 
 
+def test_the_time_and_cost_with_losses_stand_beside_the_failure_free_ones() -> None:
+    """With the losses model on, each row shows its time and cost with every loss (the record's *_with_losses);
+    perf/$ stays the failure-free runs', and says so. With --losses none the columns are not there."""
+    args = ("compare", *WORKLOAD, "--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--gpus", "64")
+    lines = run_cli(*args).out.splitlines()
+    header, rows = lines[2], lines[4:6]
+    assert "time with losses" in header and "cost with losses" in header
+    for line, record in zip(rows, _compare("--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--gpus", "64"), strict=True):
+        days = record["time_to_train_with_losses_s"] / 86400
+        assert f"{days:,.1f} days" in line and f"${record['cost_usd_with_losses'] / 1e3:,.2f}k" in line, line
+        assert record["cost_usd_with_losses"] > record["cost_usd_with_failures"] > record["cost_usd"]
+    assert "perf/$ is of the failure-free runs" in "\n".join(lines)
+    assert "with losses" not in run_cli(*args, "--losses", "none").out
+
+
 @pytest.mark.parametrize(
     ("flags", "basis"),
     [

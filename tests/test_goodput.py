@@ -128,7 +128,9 @@ def test_a_job_that_never_gets_ahead_of_its_failures_never_finishes() -> None:
     args = ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "1000000", "--failure-scale", "1000")
     d = json.loads(run_cli(*args, "--format", "json").out)
     assert d["goodput"] == 0 and d["time_to_train_with_failures_s"] is None
-    assert "never finishes" in run_cli(*args).out
+    assert d["time_to_train_with_losses_s"] is None and d["cost_usd_with_losses"] is None  # nor with its losses
+    out = run_cli(*args).out
+    assert "With failures          never finishes" in out and "With losses            never finishes" in out
 
 
 GOODPUT_EXAMPLES = settings(max_examples=30, deadline=None)

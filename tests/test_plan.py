@@ -39,7 +39,8 @@ def test_deadline_gives_the_fewest_gpus_on_the_grid_that_meet_it() -> None:
     assert c["feasible"] and c["binds"] == "deadline" and c["n_gpus"] % 8 == 0
     assert c["time_to_train_days"] <= 3 and c["deadline_share"] == pytest.approx(c["time_to_train_days"] / 3)
     assert c["time_to_train_days_low"] < c["time_to_train_days"] < c["time_to_train_days_high"]
-    assert c["plan"]["time_to_train_with_failures_days"] == pytest.approx(c["time_to_train_days"])
+    assert c["goal_basis"] == "with losses"
+    assert c["plan"]["time_to_train_with_losses_days"] == pytest.approx(c["time_to_train_days"])
     grid = planning.counts(8, 1_000_000)
     fewer = grid[grid.index(c["n_gpus"]) - 1]
     scenario = replaced(_base("h100-sxm"), n_gpus=fewer)
@@ -47,6 +48,42 @@ def test_deadline_gives_the_fewest_gpus_on_the_grid_that_meet_it() -> None:
     below = search_scenario(scenario, [fewer], top=1).results[0]
     assert planning.wall_s(below) > 3 * 86400  # one step down the grid misses the deadline
     assert d["cheapest"] == d["fastest"] == "dgx-h100:fp8"
+
+
+def test_a_deadline_met_with_failures_but_not_with_losses_takes_more_gpus() -> None:
+    """The losses (stragglers, start-up, ...) are part of the run a deadline must hold: a deadline that the fewest
+    GPUs meet with failures alone (--losses none) is missed there once the losses count, so more GPUs are planned."""
+    failing = _plan("--gpu", "h100-sxm:fp8", "--deadline", "3d", "--losses", "none")["candidates"][0]
+    assert failing["goal_basis"] == "with failures"
+    assert failing["time_to_train_days"] == pytest.approx(failing["plan"]["time_to_train_with_failures_days"])
+    deadline = failing["time_to_train_days"]
+    (c,) = _plan("--gpu", "h100-sxm:fp8", "--deadline", f"{deadline!r}d")["candidates"]
+    assert c["n_gpus"] > failing["n_gpus"] and c["time_to_train_days"] <= deadline
+    assert c["time_to_train_days"] == pytest.approx(c["plan"]["time_to_train_with_losses_days"])
+    assert c["cost_usd"] == pytest.approx(c["plan"]["cost_usd_with_losses"])
+    assert c["gpu_hours"] == pytest.approx(c["plan"]["gpu_hours_with_losses"])
+    assert c["deadline_share"] == pytest.approx(c["time_to_train_days"] / deadline)
+    scenario = replaced(_base("h100-sxm"), n_gpus=failing["n_gpus"])
+    scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=scenario.default_gbs()))  # fmt: skip
+    there = search_scenario(scenario, [failing["n_gpus"]], top=1).results[0]
+    assert planning.goal_run(there).time_s > deadline * 86400 >= there.run_with_failures.time_s  # type: ignore[union-attr]
+    over = _plan("--gpu", "h100-sxm:fp8", "--deadline", f"{deadline!r}d", "--budget", str(failing["cost_usd"] * 1.01))
+    reason = over["candidates"][0]["reason"]
+    assert "with losses, over the budget" in reason, reason
+
+
+def test_each_model_turned_off_moves_the_basis_down() -> None:
+    """--losses none plans with failures, --goodput none too failure-free; the table names the basis."""
+    free = _plan("--gpu", "h100-sxm:fp8", "--deadline", "3d", "--losses", "none", "--goodput", "none")
+    (c,) = free["candidates"]
+    assert c["goal_basis"] == "failure-free" and c["time_to_train_days"] == c["plan"]["time_to_train_days"]
+    tables = {
+        words: run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--deadline", "3d", *flags, "--quiet").out
+        for words, flags in (("with losses (failures,", ()), ("include expected failures", ("--losses", "none")),
+                             ("failure-free", ("--losses", "none", "--goodput", "none")))
+    }  # fmt: skip
+    for words, table in tables.items():
+        assert words in table.splitlines()[0], table
 
 
 def test_counts_respect_the_system_granularity() -> None:
@@ -81,6 +118,7 @@ def test_an_unreachable_deadline_says_where_scaling_stops() -> None:
     (c,) = d["candidates"]
     assert not c["feasible"] and c["n_gpus"] is None
     assert c["reason"].startswith("even ") and "scaling stops at DP=" in c["reason"]
+    assert " days with losses: scaling stops" in c["reason"]
     assert d["cheapest"] is None and d["fastest"] is None
     capped = _plan("--gpu", "h100-sxm:fp8", "--deadline", "1h", "--max-gpus", "64")["candidates"][0]
     assert "even 64 h100-sxm need" in capped["reason"] and "--max-gpus" in capped["reason"]
@@ -152,7 +190,8 @@ def test_export_plan(tmp_path: Path, suffix: str) -> None:
         return
     rows = json.loads(out.read_text())["rows"] if suffix == "json" else list(csv.DictReader(out.open()))
     assert [r["candidate"] for r in rows] == ["dgx-h100:fp8", "dgx-b200:fp8"]
-    assert all(float(r["time_to_train_with_failures_days"]) <= 3 for r in rows)
+    assert all(float(r["time_to_train_with_losses_days"]) <= 3 for r in rows)
+    assert {r["goal_basis"] for r in rows} == {"with losses"}
     assert {r["binds"] for r in rows} == {"deadline"}
 
 

@@ -44,8 +44,10 @@ class Deadline(click.ParamType):
 def plan_options(command: Command) -> Command:
     """The flags of `perfmodel plan` besides the scenario's (also taken by `export plan`)."""
     options = [
-        click.option("--deadline", type=Deadline(), help="Train within this wall time, with failures: 720h, 30d, 4w."),
-        click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures included."),
+        click.option(
+            "--deadline", type=Deadline(), help="Train within this wall time, with failures and losses: 720h, 30d, 4w."
+        ),
+        click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures and losses in."),
         click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
         quiet_option,
     ]
@@ -83,9 +85,10 @@ def plan(
     """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]], repeated) that meet the goal.
 
     Give the work (--tokens or --benchmark) and a goal: --deadline, --budget or both. With a deadline, each
-    candidate gets the fewest GPUs (whole nodes or racks) whose time to train, failures included, meets it; with a
-    budget alone, the fastest plan within it. The layout is searched at each count tried. Ends with the cheapest and
-    the fastest feasible plans; a goal no count meets says why.
+    candidate gets the fewest GPUs (whole nodes or racks) whose time to train meets it; with a budget alone, the
+    fastest plan within it. Times and costs count every real-world loss (failures, checkpoints, stragglers, start-up,
+    ...); with --losses none the failures only, with --goodput none as well none. The layout is searched at each
+    count tried. Ends with the cheapest and the fastest feasible plans; a goal no count meets says why.
     """
     from perfmodel.outputs import plan_report
 

@@ -8,15 +8,30 @@ from typing import Any
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, TOTAL
 from perfmodel.outputs import columns
-from perfmodel.outputs.plan_report import PRECISION_LABEL, full_layout
+from perfmodel.outputs.plan_report import (
+    LOSS_HEADERS,
+    LOSSES_NOTE,
+    PRECISION_LABEL,
+    beyond_mark,
+    beyond_note,
+    full_layout,
+    loss_cells,
+    predictions,
+    with_losses,
+)
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _energy, _si, _usd, run_assumptions
 from perfmodel.planning.campaign import Campaign
+from perfmodel.planning.evidence import DOC
 
 LONG_CONTEXT = 32_768
 """Sequence length from which a phase's attention is priced too cheaply by today's model (issue 26)."""
 PHASE_HEADERS = ["phase", "GPUs", "prec.", "layout", "seq", "batch (tokens)", "tokens", "step s", "days",
                  "GPU-hours", "cost"]  # fmt: skip
+BEYOND_PHASE = " [e]"
+"""The mark of a phase beyond the measured runs the calibration saw (planning/evidence.py); `*` marks a searched
+layout here."""
+NEVER_FINISHES = "never finishes: a phase's interruptions come faster than it recovers"
 RIGHT = ("GPUs", "seq", "batch (tokens)", "tokens", "step s", "days", "GPU-hours", "cost")
 
 
@@ -27,7 +42,8 @@ def phase_rows(c: Campaign) -> list[list[str]]:
         lo, run = p.layout, p.run
         assert run is not None  # every phase has its tokens
         rows.append([
-            name, f"{lo.n_gpus:,}", PRECISION_LABEL[p.scenario.precision],
+            name + (BEYOND_PHASE if p.evidence is not None and p.evidence.beyond else ""), f"{lo.n_gpus:,}",
+            PRECISION_LABEL[p.scenario.precision],
             full_layout(p, batch=False) + (" *" if p.layouts_searched > 1 else "") + ("" if p.step.fits else " (!)"),
             f"{lo.seq_len:,}", f"{lo.gbs:,} ({_si(lo.gbs * lo.seq_len)})", _si(run.tokens), f"{p.step_time_s:,.3f}",
             f"{run.time_s / 86400:,.1f}", f"{run.gpu_hours:,.0f}", _usd(run.cost_usd),
@@ -81,7 +97,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
         rows.append(["Goodput", f"{d['goodput']:.1%} of wall time trains{spread}"])
         failing = c.run_with_failures
         if failing is None:
-            rows.append(["With failures", "never finishes: a phase's interruptions come faster than it recovers"])
+            rows.append(["With failures", NEVER_FINISHES])
         else:
             rows.append([
                 "With failures",
@@ -97,7 +113,7 @@ def loss_rows(c: Campaign) -> list[list[str]]:
     with all of them; none when the phases price no losses (`--losses none`)."""
     d = c.record
     lost = {k.removeprefix("losses."): v for k, v in d.items() if k.startswith("losses.") and v is not None}
-    if not lost or d.get("gpu_hours_with_losses") is None:
+    if not lost:
         return []
     base = d["gpu_hours"]
     rows = []
@@ -108,6 +124,8 @@ def loss_rows(c: Campaign) -> list[list[str]]:
         phases = [n for n, p in c.phases.items() if p.losses and any(x.name == name for x in p.losses.items)]
         where = "every phase" if len(phases) == len(c.phases) else ", ".join(phases)
         rows.append([f"Loss: {name}", f"{hours:,.0f} GPU-h (+{hours / base:.1%}), summed over {where}"])
+    if d.get("gpu_hours_with_losses") is None:  # a phase never finishes
+        return [*rows, ["With losses", NEVER_FINISHES]]
     summary = f"{_duration(d['time_to_train_with_losses_s'])}, {d['gpu_hours_with_losses']:,.0f} GPU-hours "
     summary += f"(+{lost['total_gpu_hours'] / base:.1%})"
     if d.get("cost_usd_with_losses") is not None:
@@ -138,7 +156,25 @@ def notes(c: Campaign) -> list[str]:
             f"Note: {', '.join(long)}: sequences of {_si(LONG_CONTEXT)} tokens and more are priced with today's "
             "attention model, which prices long sequences too cheaply (issue 26): expect these phases to cost more."
         )
-    return lines
+    return lines + evidence_notes(c)
+
+
+def evidence_notes(c: Campaign) -> list[str]:
+    """The phases beyond the measured runs the calibration saw: a line naming the axes in planning/evidence.py's
+    words and how much wider that made the interval, shared by the phases it is true of."""
+    found: dict[str, list[str]] = {}
+    for name, p in c.phases.items():
+        e = p.evidence
+        if e is not None and e.beyond:
+            text = "; ".join(e.axis_text(axis) for axis in e.beyond)
+            text += f" (80% interval {e.widening:.2f}x as wide)" if e.widened_by else ""
+            found.setdefault(text, []).append(name)
+    if not found:
+        return []
+    head = (
+        f"{BEYOND_PHASE.strip()} beyond the measured runs the calibration saw ({DOC}; explain --phase NAME shows it):"
+    )
+    return [head, *(f"  {', '.join(names)}: {text}" for text, names in found.items())]
 
 
 def campaign_table(c: Campaign) -> str:
@@ -161,27 +197,30 @@ def campaign_table(c: Campaign) -> str:
 def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str:
     """`perfmodel compare` of a campaign: each system runs the whole campaign; totals per row, ratios to the first."""
     first = results[0]
-    with_goodput = first.goodput is not None
+    with_goodput, lossy = first.goodput is not None, with_losses(records)
     rows = []
     for record, c in zip(records, results, strict=True):
         failing = c.run_with_failures
         rows.append(
-            [c.hardware.system.id, PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
+            [c.hardware.system.id + beyond_mark(c), PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
              f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s),
              f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
             + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s)})"] if with_goodput
                else [])
+            + (loss_cells(record) if lossy else [])
             + [f"{record['speedup_vs_first']:,.2f}x", _ratio(record["perf_per_usd_vs_first"])]
         )  # fmt: skip
     headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh"]
-               + (["goodput (time with failures)"] if with_goodput else []) + ["speedup", "perf/$"])  # fmt: skip
+               + (["goodput (time with failures)"] if with_goodput else []) + (LOSS_HEADERS if lossy else [])
+               + ["speedup", "perf/$"])  # fmt: skip
     align = ["left", "left"] + ["right"] * (len(headers) - 2)
     note = (
         f"Each row runs the whole campaign ({len(first.phases)} phases; phases with a GPU count of their own keep it). "
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
-    )
-    return "\n".join([f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note])
+    ) + (LOSSES_NOTE if lossy else "")
+    lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note]
+    return "\n".join(lines + beyond_note(predictions(results)))
 
 
 def _ratio(value: float | None) -> str:

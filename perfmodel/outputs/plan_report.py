@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note
 from perfmodel.planning.campaign import Campaign, Result
+from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
@@ -48,8 +50,14 @@ BEYOND = " *"
 """The mark of a row beyond the measured runs the calibration saw (planning/evidence.py)."""
 
 
-def _marked(p: Prediction) -> str:
-    return BEYOND if p.evidence is not None and p.evidence.beyond else ""
+def predictions(results: Iterable[Result]) -> list[Prediction]:
+    """Each result's predictions: itself, or a campaign's phases."""
+    return [q for p in results for q in (p.phases.values() if isinstance(p, Campaign) else (p,))]
+
+
+def beyond_mark(p: Result) -> str:
+    """The mark of a row beyond the measured runs: a prediction's, or a campaign's of which a phase is."""
+    return BEYOND if any(q.evidence is not None and q.evidence.beyond for q in predictions([p])) else ""
 
 
 def beyond_note(predictions: list[Prediction]) -> list[str]:
@@ -128,7 +136,7 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
             [str(i)]
             + ([f"{p.layout.n_gpus:,}"] if many else [])
             + [
-                layout_label(p) + _marked(p),
+                layout_label(p) + beyond_mark(p),
                 str(p.layout.mbs),
                 f"{p.layout.gbs:,}",
                 p.layout.recompute,
@@ -172,7 +180,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     first = predictions[0]
     with_run = first.run is not None
     scaling = any(r["scaling_efficiency"] is not None for r in records)  # a system at several counts
-    with_goodput = first.goodput is not None
+    with_goodput, lossy = first.goodput is not None, with_losses(records)
     rows = []
     for record, p in zip(records, predictions, strict=True):
         low, high = record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]
@@ -181,13 +189,14 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 p.hardware.system.id,
                 PRECISION_LABEL[p.scenario.precision],
                 f"{p.layout.n_gpus:,}",
-                full_layout(p) + _marked(p),
+                full_layout(p) + beyond_mark(p),
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
             ]
             + (_run_cells(p) if with_run else [])
             + ([_goodput_cell(record)] if with_goodput else [])
+            + (loss_cells(record) if lossy else [])
             + ([_share(record["scaling_efficiency"])] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
@@ -198,6 +207,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
         ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
         + (RUN_HEADERS if with_run else [])
         + (["goodput (time with failures)" if with_run else "goodput"] if with_goodput else [])
+        + (LOSS_HEADERS if lossy else [])
         + (["scaling eff."] if scaling else [])
         + ["speedup", "perf/$ (low-high price)"]
     )
@@ -208,6 +218,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
+    note += LOSSES_NOTE if lossy else ""
     lines = [f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note]
     return "\n".join(lines + beyond_note(predictions))
 
@@ -217,6 +228,26 @@ def _goodput_cell(record: dict[str, Any]) -> str:
     four hours read '(0.2)' days)."""
     seconds = record.get("time_to_train_with_failures_s")
     return f"{record['goodput']:.1%}" + ("" if seconds is None else f" ({_duration(seconds)})")
+
+
+LOSS_HEADERS = ["time with losses", "cost with losses"]
+LOSSES_NOTE = (
+    " With losses: the run with failures, checkpoints, stragglers, start-up and any other loss set (perfmodel "
+    "predict lists each); perf/$ is of the failure-free runs."
+)
+
+
+def with_losses(records: list[dict[str, Any]]) -> bool:
+    """Whether a comparison's rows price real-world losses (the losses model on, a token budget)."""
+    return any("time_to_train_with_losses_s" in r for r in records)
+
+
+def loss_cells(record: dict[str, Any]) -> list[str]:
+    """A comparison row's time and cost with losses ('never' when failures stop it from finishing)."""
+    if "time_to_train_with_losses_s" not in record:
+        return ["n/a", "n/a"]
+    seconds = record["time_to_train_with_losses_s"]
+    return ["never", "-"] if seconds is None else [_duration(seconds), _usd(record["cost_usd_with_losses"])]
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
@@ -347,7 +378,7 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                f"{len(p.phases)} phases (below)" if isinstance(p, Campaign) else full_layout(p) + _marked(p),
+                (f"{len(p.phases)} phases (below)" if isinstance(p, Campaign) else full_layout(p)) + beyond_mark(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
@@ -369,7 +400,9 @@ def goal_table(report: Any) -> str:
         "counts tried",
         "binds",
     ]
-    lines = [f"{work}, {' and '.join(wanted)}; times and costs include expected failures", ""]
+    bases = {c.goal_basis for c in report.plans} - {None}
+    basis = GOAL_BASES[bases.pop()] if len(bases) == 1 else "times and costs on each candidate's basis (goal_basis)"
+    lines = [f"{work}, {' and '.join(wanted)}; {basis}", ""]
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
     lines.append("")
@@ -379,9 +412,18 @@ def goal_table(report: Any) -> str:
         lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     planned = [c.prediction for c in report.plans if c.prediction is not None]
-    notes += beyond_note(planned)
+    notes += beyond_note(predictions(planned))
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
+
+
+GOAL_BASES = {
+    WITH_LOSSES: "times and costs with losses (failures, checkpoints, stragglers, start-up and any other set: "
+    "perfmodel predict lists each)",
+    WITH_FAILURES: "times and costs include expected failures",
+    FAILURE_FREE: "times and costs failure-free (goodput model off)",
+}
+"""What a plan's times and costs are, by its goal basis (planning/plan.py, goal_basis)."""
 
 
 def _tokens(p: Result) -> str:

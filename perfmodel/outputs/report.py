@@ -263,6 +263,9 @@ def _cost_rows(p: Prediction, d: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+NEVER_FINISHES = "never finishes: interruptions come faster than the job recovers"
+
+
 def goodput_rows(p: Prediction) -> list[list[str]]:
     """Goodput and, with a run, the run as it is expected to go with failures."""
     g, d = p.goodput, p.to_dict()
@@ -279,7 +282,7 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
     if p.run is None:
         return rows
     if d["time_to_train_with_failures_s"] is None:
-        return [*rows, ["With failures", "never finishes: interruptions come faster than the job recovers"]]
+        return [*rows, ["With failures", NEVER_FINISHES]]
     summary = (
         f"{_duration(d['time_to_train_with_failures_s'])}, {d['expected_interruptions']:,.0f} interruptions "
         f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {_usd(d['cost_usd_with_failures'])}, "
@@ -291,12 +294,14 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
 def loss_rows(p: Prediction) -> list[list[str]]:
     """One line per real-world loss (planning/losses.py), then the run with all of them."""
     lost, run = p.losses, p.run_with_losses
-    assert lost is not None and run is not None
+    assert lost is not None
     base = lost.run.gpu_hours
     rows = [
         [f"Loss: {loss.name}", f"{loss.gpu_hours:,.0f} GPU-h (+{loss.gpu_hours / base:.1%}): {loss.detail}"]
         for loss in lost.items
     ]
+    if run is None:
+        return [*rows, ["With losses", NEVER_FINISHES]]
     summary = f"{_duration(run.time_s)}, {run.gpu_hours:,.0f} GPU-hours (+{lost.gpu_hours / base:.1%})"
     if run.cost_usd is not None:
         summary += f", {_usd(run.cost_usd)}"

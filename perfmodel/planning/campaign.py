@@ -36,7 +36,7 @@ from perfmodel.planning.training import SECONDS_PER_HOUR, Price, Run
 
 SUMMED = re.compile(
     r"(?:^|[._])(?:tokens_to_train|time_to_train|gpu_hours|cost_usd|energy_kwh|expected_(?:unexpected_)?interruptions"
-    r"|layouts_searched)(?:_|$)"
+    r"|layouts_searched|checkpoint_writes|job_starts)(?:_|$)"
 )
 """Whole-run quantities, by a word of their column's name: the campaign's is the phases' sum (`cost_usd_low`,
 `gpu_hours_with_failures`, `time_to_train_with_losses_days` and `losses.stragglers_gpu_hours` alike)."""
@@ -245,6 +245,12 @@ class Campaign:
     def run_with_failures(self) -> Run | None:
         """The totals with each phase's expected interruptions (None when one never finishes)."""
         runs = [p.run_with_failures if p.goodput is not None else p.run for p in self.phases.values()]
+        return None if any(r is None for r in runs) else _summed(runs)  # type: ignore[arg-type]
+
+    @cached_property
+    def run_with_losses(self) -> Run | None:
+        """The totals with each phase's losses (None without the losses model, or when a phase never finishes)."""
+        runs = [p.run_with_losses for p in self.phases.values()]
         return None if any(r is None for r in runs) else _summed(runs)  # type: ignore[arg-type]
 
     @cached_property

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfmodel.inputs.scenario import Losses as LossSettings
+from perfmodel.physics.algebra import Number, log2, sqrt
 from perfmodel.physics.calibration import Calibration
 from perfmodel.planning.goodput import Goodput, with_failures
 from perfmodel.planning.training import SECONDS_PER_HOUR, Run
@@ -71,28 +72,26 @@ class Loss:
 
 @dataclass(frozen=True)
 class Losses:
-    """A run's losses, one per name in NAMES that applies, and the run with them."""
+    """A run's losses, one per name in NAMES that applies, the run with them, and what the stragglers and start-up
+    were priced from (the workbook's inputs: outputs/export)."""
 
     items: tuple[Loss, ...]
     run: Run
     """The failure-free run they are added to."""
+    straggler_share: float = STRAGGLER_PRIOR
+    """The straggler share at STRAGGLER_REFERENCE_GPUS."""
+    startup_s: float = STARTUP_S
+    """One job start."""
+    job_starts: int = 1
+    """The first, and one more at each scheduler time limit."""
 
     @property
     def gpu_hours(self) -> float:
         return sum(loss.gpu_hours for loss in self.items)
 
     def with_losses(self) -> Run:
-        """The run with failures and every loss: its time, GPU-hours, cost and energy (GPUs held and drawing power
-        while they wait, an estimate, as the goodput model takes them)."""
-        run, items = self.run, self.items
-        ratio = (run.gpu_hours + self.gpu_hours) / run.gpu_hours
-
-        def scaled(value: float | None) -> float | None:
-            return None if value is None else value * ratio
-
-        time_s = run.time_s + sum(loss.time_s for loss in items)
-        return Run(run.tokens, time_s, run.gpu_hours * ratio, scaled(run.cost_usd), scaled(run.cost_usd_low),
-                   scaled(run.cost_usd_high), run.energy_kwh * ratio)  # fmt: skip
+        """The run with failures and every loss."""
+        return run_with_losses(self.run, self.gpu_hours, sum(loss.time_s for loss in self.items))
 
     def to_dict(self) -> dict[str, float]:
         return {f"{loss.name}_gpu_hours": loss.gpu_hours for loss in self.items} | {"total_gpu_hours": self.gpu_hours}
@@ -110,9 +109,38 @@ def straggler_share(settings: LossSettings, fitted: Calibration | None) -> tuple
     return float(value), f"fitted on {len(section.get('rows', []))} published whole runs"
 
 
-def straggler_scale(n_gpus: int) -> float:
-    """The straggler share of `n_gpus` ranks in lock step over its value at STRAGGLER_REFERENCE_GPUS."""
-    return math.sqrt(math.log(n_gpus) / math.log(STRAGGLER_REFERENCE_GPUS))
+def straggler_scale(n_gpus: Number) -> Number:
+    """The straggler share of `n_gpus` ranks in lock step over its value at STRAGGLER_REFERENCE_GPUS, as the
+    expected slowest of N grows: sqrt(ln N / ln 128). Plain arithmetic: the workbook evaluates it on its cells."""
+    return sqrt(log2(n_gpus) / math.log2(STRAGGLER_REFERENCE_GPUS))
+
+
+def loss_gpu_hours(time_s: Number, n_gpus: Number) -> Number:
+    """GPU-hours of a loss of `time_s` of the job's wall time on `n_gpus`."""
+    return time_s * (n_gpus / SECONDS_PER_HOUR)
+
+
+def failure_split(train_s: Number, wall_s: Number, interval_s: Number, planned_per_s: Number,
+                  write_s: Number) -> tuple[Number, Number, Number]:  # fmt: skip
+    """The goodput model's loss of `train_s` of training taking `wall_s`, split: (checkpoint writes, their time,
+    the rest: lost work, restarts and checkpoint reads). A write every `interval_s` of training (infinite: none) and
+    one before each planned interruption. Plain arithmetic: the workbook evaluates it on its cells."""
+    writes = train_s / interval_s + planned_per_s * wall_s
+    checkpoint_s = writes * write_s
+    return writes, checkpoint_s, wall_s - train_s - checkpoint_s
+
+
+def run_with_losses(run: Run, gpu_hours: Number, time_s: Number) -> Run:
+    """`run` with losses of `gpu_hours` that add `time_s` to its wall time: its GPU-hours, cost and energy grow as
+    its GPU-hours do (GPUs held and drawing power while they wait, an estimate, as the goodput model takes them).
+    Plain arithmetic: the workbook evaluates it on its cells."""
+    ratio = (run.gpu_hours + gpu_hours) / run.gpu_hours
+
+    def scaled(value: Number | None) -> Number | None:
+        return None if value is None else value * ratio
+
+    return Run(run.tokens, run.time_s + time_s, run.gpu_hours * ratio, scaled(run.cost_usd), scaled(run.cost_usd_low),
+               scaled(run.cost_usd_high), run.energy_kwh * ratio)  # fmt: skip
 
 
 def losses(
@@ -127,13 +155,12 @@ def losses(
     `steps` the run's step prices at other batches (ramp) and forward passes (evaluation)."""
     if settings.model == "none":
         return None
-    gpus_h = n_gpus / SECONDS_PER_HOUR
     items: list[Loss] = []
 
     def add(
         name: str, time_s: float, detail: str, source: str, slows: bool = False, gpu_hours: float | None = None
     ) -> None:
-        hours = time_s * gpus_h if gpu_hours is None else gpu_hours
+        hours = loss_gpu_hours(time_s, n_gpus) if gpu_hours is None else gpu_hours
         if hours > 0:
             items.append(Loss(name, hours, time_s, slows, detail, source))
 
@@ -161,7 +188,7 @@ def losses(
         wall_s = run.time_s + sum(loss.time_s for loss in items)
         spare = settings.spare_gpus * wall_s / SECONDS_PER_HOUR
         add("spare", 0.0, f"{settings.spare_gpus:,} GPUs in reserve", "given", gpu_hours=spare)
-    return Losses(tuple(items), run)
+    return Losses(tuple(items), run, straggler[0], startup_s, starts)
 
 
 def _tokens(count: float) -> str:
@@ -178,15 +205,13 @@ def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
     failing = with_failures(run, reliability)
     if failing is None:
         return
-    interval = reliability.interval_s
-    planned = reliability.planned_per_s * failing.time_s
-    writes_s = (run.time_s / interval if interval else 0.0) + planned
-    checkpoint_s = writes_s * reliability.write_s
+    interval = reliability.interval_s or math.inf  # 0: no unexpected failures, so no periodic checkpoint
+    writes, checkpoint_s, rest_s = failure_split(run.time_s, failing.time_s, interval, reliability.planned_per_s,
+                                                 reliability.write_s)  # fmt: skip
     counts = reliability.interruptions(run.time_s)
     unexpected = counts[1] if counts else 0.0
-    add("failures", failing.time_s - run.time_s - checkpoint_s, f"{unexpected:,.0f} unexpected interruptions",
-        "goodput model")  # fmt: skip
-    add("checkpoints", checkpoint_s, f"{writes_s:,.0f} writes of {reliability.write_s:,.1f} s", "goodput model")
+    add("failures", rest_s, f"{unexpected:,.0f} unexpected interruptions", "goodput model")
+    add("checkpoints", checkpoint_s, f"{writes:,.0f} writes of {reliability.write_s:,.1f} s", "goodput model")
 
 
 @dataclass(frozen=True)

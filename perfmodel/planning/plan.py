@@ -4,8 +4,9 @@ A candidate is a system (or accelerator) and a precision. Its GPU counts are who
 (8 GPUs on a DGX) or, on an NVL72, the GPUs of a rack a job fills (64, as the hardware file says), in steps of
 m x 2^k units with m in 4..7 (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... units: at most 25% apart). At each
 count tried, the layout is searched (`predict.search_scenario`, vectorised over every layout) at one global batch:
-the given one, or the default for that count; time and cost are the run's with its expected failures when the
-goodput model is on.
+the given one, or the default for that count. Time and cost are the run's on the goal's basis (`goal_basis`): with
+every real-world loss (planning/losses.py: failures, checkpoints, stragglers, start-up and those the scenario sets),
+else, with the losses model off, with the expected failures of the goodput model, else failure-free.
 
 Deadline: the fewest counts whose time meets it, assuming time does not rise with the count: a power-law step
 from each count tried predicts the next (time ~ count^-a, a from the last two tries), then the counts between the
@@ -32,6 +33,7 @@ from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
+from perfmodel.planning.training import Run
 
 SCALING_GAIN = 0.01
 """A count whose time is not at least 1% below a smaller count's: scaling has stopped."""
@@ -65,24 +67,39 @@ def counts(unit: int, max_gpus: int) -> list[int]:
     return sorted(unit * k for k in multiples if unit * k <= max_gpus)
 
 
-def wall_s(p: Result) -> float:
-    """Time to train with the expected failures (the failure-free time with the goodput model off)."""
+WITH_LOSSES, WITH_FAILURES, FAILURE_FREE = "with losses", "with failures", "failure-free"
+
+
+def goal_basis(p: Result) -> str:
+    """Which run a goal is checked against: the run with every real-world loss (failures among them) where the
+    losses model prices them, else with the expected failures where the goodput model is on, else failure-free."""
+    phases = p.phases.values() if isinstance(p, Campaign) else (p,)
+    if all(phase.losses is not None for phase in phases):
+        return WITH_LOSSES
+    return FAILURE_FREE if p.goodput is None else WITH_FAILURES
+
+
+def goal_run(p: Result) -> Run | None:
+    """The run on the goal's basis; None when failures stop it from ever finishing."""
     assert p.run is not None
-    if p.goodput is None:
-        return p.run.time_s
-    failing = p.run_with_failures
-    return math.inf if failing is None else failing.time_s
+    basis = goal_basis(p)
+    if basis == WITH_LOSSES:
+        return p.run_with_losses
+    return p.run_with_failures if basis == WITH_FAILURES else p.run
+
+
+def wall_s(p: Result) -> float:
+    """Time to train on the goal's basis; infinite when failures stop the run from ever finishing."""
+    run = goal_run(p)
+    return math.inf if run is None else run.time_s
 
 
 def cost_usd(p: Result) -> float | None:
-    """Cost at the run's price, with the expected failures; None without a price (mi355x has no public one): a
-    deadline is planned without it, a budget is not. Infinite, like `wall_s`, when failures stop the run from ever
-    finishing: no budget buys it."""
-    assert p.run is not None
-    run = p.run_with_failures if p.goodput is not None else p.run
-    if run is None:
-        return math.inf
-    return run.cost_usd
+    """Cost at the run's price on the goal's basis; None without a price (mi355x has no public one): a deadline is
+    planned without it, a budget is not. Infinite, like `wall_s`, when failures stop the run from ever finishing:
+    no budget buys it."""
+    run = goal_run(p)
+    return math.inf if run is None else run.cost_usd
 
 
 def _budget_cost(p: Result) -> float:
@@ -139,6 +156,11 @@ class CandidatePlan:
     def feasible(self) -> bool:
         return self.reason is None and self.prediction is not None
 
+    @property
+    def goal_basis(self) -> str | None:
+        """The run its times and costs are (`goal_basis`), from any count tried; None when none ran."""
+        return next((goal_basis(p) for p in (self.prediction, *self.tried.values()) if p is not None), None)
+
     def to_dict(self) -> dict[str, Any]:
         p = self.prediction
         record: dict[str, Any] = {
@@ -148,13 +170,14 @@ class CandidatePlan:
             "reason": self.reason,
             "granularity_gpus": self.granularity,
             "counts_tried": sorted(self.tried),
+            "goal_basis": self.goal_basis,
         }
         if p is None:
             return record | {"n_gpus": None, "plan": None}
         time_s, cost = wall_s(p), cost_usd(p)
         low, high = (p.interval.low, p.interval.high) if p.interval else (1.0, 1.0)
-        failing = p.run_with_failures if p.goodput is not None else p.run
-        assert failing is not None
+        run = goal_run(p)
+        assert run is not None
         planned = p.to_dict()
         return record | {
             "n_gpus": planned["n_gpus"],
@@ -163,16 +186,16 @@ class CandidatePlan:
             "time_to_train_days_low": time_s * low / 86400,
             "time_to_train_days_high": time_s * high / 86400,
             "cost_usd": cost,
-            "cost_usd_low": failing.cost_usd_low,
-            "cost_usd_high": failing.cost_usd_high,
+            "cost_usd_low": run.cost_usd_low,
+            "cost_usd_high": run.cost_usd_high,
             "cost_usd_interval_low": None if cost is None else cost * low,
             "cost_usd_interval_high": None if cost is None else cost * high,
-            "energy_kwh": failing.energy_kwh,
-            "energy_kwh_low": failing.energy_kwh * low,
-            "energy_kwh_high": failing.energy_kwh * high,
-            "gpu_hours": failing.gpu_hours,
-            "gpu_hours_low": failing.gpu_hours * low,
-            "gpu_hours_high": failing.gpu_hours * high,
+            "energy_kwh": run.energy_kwh,
+            "energy_kwh_low": run.energy_kwh * low,
+            "energy_kwh_high": run.energy_kwh * high,
+            "gpu_hours": run.gpu_hours,
+            "gpu_hours_low": run.gpu_hours * low,
+            "gpu_hours_high": run.gpu_hours * high,
             "goodput": planned.get("goodput"),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
@@ -274,12 +297,12 @@ def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None,
 def _scaling_reason(p: Result | None, why: str | None, at_max: bool) -> str:
     if p is None:
         return why or "no layout runs"
-    days = wall_s(p) / 86400
+    days = f"{wall_s(p) / 86400:,.1f} days {goal_basis(p)}"
     if isinstance(p, Campaign):
-        head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days:,.1f} days for the campaign"
+        head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days} for the campaign"
         return f"{head}: at --max-gpus / the largest count tried" if at_max else f"{head}: its phases stop scaling"
     lo = p.layout
-    head = f"even {lo.n_gpus:,} {p.hardware.accelerator.id} need {days:,.1f} days"
+    head = f"even {lo.n_gpus:,} {p.hardware.accelerator.id} need {days}"
     if at_max:
         return f"{head}: at --max-gpus / the largest count tried"
     return (
@@ -318,7 +341,7 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
             return done(None, None, reason)
         if goal.budget_usd is not None and tries.cost(first) > goal.budget_usd:
             reason = (
-                f"the fewest GPUs meeting the deadline, {grid[first]:,}, cost ${tries.cost(first) / 1e6:,.2f}M, "
+                f"the fewest GPUs meeting the deadline, {grid[first]:,}, cost {_cost_text(tries, first)}, "
                 f"over the budget of ${goal.budget_usd / 1e6:,.2f}M"
             )
             return done(first, None, reason)
@@ -329,10 +352,16 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
         runs = [n for n in sorted(tries.found) if tries.found[n] is not None]
         if not runs:
             return done(None, None, next(iter(tries.why.values()), "no layout runs"))
-        fewest = grid.index(runs[0])
-        reason = f"even {runs[0]:,} GPUs (the fewest tried that fit) cost ${tries.cost(fewest) / 1e6:,.2f}M"
+        reason = f"even {runs[0]:,} GPUs (the fewest tried that fit) cost {_cost_text(tries, grid.index(runs[0]))}"
         return done(None, None, reason)
     return done(index, binds)
+
+
+def _cost_text(tries: _Tries, index: int) -> str:
+    """The cost at a count tried, in millions, and its basis: '$41.20M with losses'."""
+    p = tries.at(index)
+    assert p is not None
+    return f"${tries.cost(index) / 1e6:,.2f}M {goal_basis(p)}"
 
 
 def _check_step_cost(p: Result | None, budget: float) -> None:

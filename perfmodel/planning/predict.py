@@ -206,21 +206,25 @@ class Prediction:
 
     @property
     def run_with_losses(self) -> Run | None:
-        """The run with its failures and every loss (None without losses, or when it never ends)."""
-        return None if self.losses is None else self.losses.with_losses()
+        """The run with its failures and every loss (None without losses, or when failures stop it from ever
+        finishing: the losses then price no failures, and their sum would be a run that ends)."""
+        if self.losses is None or (self.goodput is not None and self.goodput.goodput == 0):
+            return None
+        return self.losses.with_losses()
 
     def _losses_dict(self) -> dict[str, Any]:
-        """New keys only: `losses.<name>_gpu_hours` and the `*_with_losses` family (failures and every loss)."""
+        """New keys only: `losses.<name>_gpu_hours` and the `*_with_losses` family (failures and every loss; null
+        when the run never finishes)."""
         if self.losses is None:
             return {}
-        run = self.losses.with_losses()
+        run = self.run_with_losses
         return {
             "losses": self.losses.to_dict(),
-            "time_to_train_with_losses_s": run.time_s,
-            "time_to_train_with_losses_days": run.time_s / 86400,
-            "gpu_hours_with_losses": run.gpu_hours,
-            "cost_usd_with_losses": run.cost_usd,
-            "energy_kwh_with_losses": run.energy_kwh,
+            "time_to_train_with_losses_s": run.time_s if run else None,
+            "time_to_train_with_losses_days": run.time_s / 86400 if run else None,
+            "gpu_hours_with_losses": run.gpu_hours if run else None,
+            "cost_usd_with_losses": run.cost_usd if run else None,
+            "energy_kwh_with_losses": run.energy_kwh if run else None,
         }
 
     def _goodput_dict(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from perfmodel.inputs.hardware import Sourced, SourcedFlag
 from perfmodel.inputs.record import given, input_fields
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.planning import goodput, tco
+from perfmodel.planning import goodput, losses, tco
 
 if TYPE_CHECKING:
     from perfmodel.inputs.scenario import ModelOverride
@@ -194,7 +194,7 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
             "scenario (default 0: not given)",
         ),
     ]
-    return found + _goodput_assumptions(row, section)
+    return found + _goodput_assumptions(row, section) + _loss_assumptions(row, section)
 
 
 def _expert_assumptions(row: ExportRow, section: str) -> list[Assumption]:
@@ -252,6 +252,23 @@ def _goodput_assumptions(row: ExportRow, section: str) -> list[Assumption]:
             "given" if g.interval_given else "Daly's optimum (planning/goodput.py)",
         ),
     ]
+
+
+def _loss_assumptions(row: ExportRow, section: str) -> list[Assumption]:
+    """What the real-world losses were priced from, and each loss with what it is made of and its source."""
+    lost = row.prediction.losses
+    if lost is None:
+        return []
+    sources = {loss.name: loss.source for loss in lost.items}
+    settings = row.prediction.scenario.losses
+    startup = "given" if settings.startup_s is not None else losses.STARTUP_SOURCE
+    straggler = sources.get("stragglers", "given")
+    return [
+        Assumption(section, "straggler_share", lost.straggler_share, "fraction of step time at 128 GPUs", straggler),
+        Assumption(section, "startup_s", lost.startup_s, "s per job start", startup),
+        *(Assumption(section, f"losses.{loss.name}_gpu_hours", loss.gpu_hours, "GPU-hours",
+                     loss.detail + ("" if loss.source in loss.detail else f"; {loss.source}")) for loss in lost.items),
+    ]  # fmt: skip
 
 
 def _layout_source(searched: int) -> str:

@@ -29,6 +29,9 @@ class ExcelPrinter(StrPrinter):
     def _print_exp(self, expr: Any) -> str:
         return f"EXP({self._print(expr.args[0])})"
 
+    def _print_log(self, expr: Any) -> str:
+        return f"LN({self._print(expr.args[0])})"
+
     def _print_ceiling(self, expr: Any) -> str:
         return f"CEILING({self._print(expr.args[0])},1)"
 

@@ -2,8 +2,9 @@
 
 Every column says where it lives in the workbook (Inputs, Results or Breakdown sheet), how to read its value from a
 prediction, and, for derived quantities, its formula. Formulas are sympy expressions in the other columns' symbols,
-built by the model's own functions (`training.training_run` for time, GPU-hours, cost and energy), so the spreadsheet's
-live formulas are the model's arithmetic, not a second copy of it. CSV, JSON and XLSX all come from this one table.
+built by the model's own functions (`training.training_run` for time, GPU-hours, cost and energy; goodput.py's and
+losses.py's for the run with failures and with losses), so the spreadsheet's live formulas are the model's arithmetic,
+not a second copy of it. CSV, JSON and XLSX all come from this one table.
 
 Editing the GPU count: the workbook keeps each result's modelled throughput per GPU and scales the cluster around it
 (more or fewer data-parallel replicas at the same per-GPU speed). Time-to-train changes inversely with the GPU count;
@@ -13,6 +14,7 @@ it): for an exact answer at another size, export again with --gpus.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,8 +23,9 @@ from typing import Any, Literal
 from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
-from perfmodel.planning import compare, goodput, tco
+from perfmodel.planning import compare, goodput, losses, tco
 from perfmodel.planning.campaign import Campaign, Result, totals
+from perfmodel.planning.losses import Losses
 from perfmodel.planning.predict import Prediction
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
@@ -35,9 +38,11 @@ __all__ = [
 OPTIONAL_INPUTS = (
     "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
     "usd_per_system", "failures_per_million_gpu_hours", "interval_factor_low", "interval_factor_high",
+    "time_to_train_s", "time_to_train_with_failures_s", "gpu_hours", "cost_usd", "cost_usd_low", "cost_usd_high",
+    "energy_kwh",
 )  # fmt: skip
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
-ends): formulas that need them show empty."""
+ends), and the results empty without them that the loss formulas read: formulas that need them show empty."""
 
 Sheet = Literal["inputs", "results", "breakdown", "details"]
 Symbols = Mapping[str, Any]  # column key -> sympy Symbol
@@ -404,13 +409,17 @@ def _write_time(s: Symbols) -> Any:
     )
 
 
+def _planned_per_s(s: Symbols) -> Any:
+    """Planned interruptions per second of the job."""
+    return s["planned_per_million_gpu_hours"] * s["n_gpus"] / (1e6 * goodput.SECONDS_PER_HOUR)
+
+
 def _goodput_formula(s: Symbols) -> Any:
     """The goodput model's own arithmetic on the cells: Daly's wall time at the (editable) checkpoint interval."""
     write = _write_time(s)
     restart = s["restart_s"] + write
     stretch = goodput.wall_per_train(_mtbf(s), write, restart, s["checkpoint_interval_s"])
-    planned_per_s = s["planned_per_million_gpu_hours"] * s["n_gpus"] / (1e6 * goodput.SECONDS_PER_HOUR)
-    return goodput.goodput_ratio(stretch, planned_per_s, restart, write)
+    return goodput.goodput_ratio(stretch, _planned_per_s(s), restart, write)
 
 
 def _per_million(g: Any, p: Any, planned: bool = False) -> float:
@@ -515,6 +524,124 @@ GOODPUT_COLUMNS: tuple[Column, ...] = (
            lambda row, _k: row.data.get("usd_per_million_tokens_with_failures"),
            lambda s: _run(s).cost_usd / s["goodput"] / s["tokens_to_train"] * 1e6, "0.000"),
 )  # fmt: skip
+
+
+def _lost(read: Callable[[Losses], Any]) -> Callable[[ExportRow, float], Any]:
+    """A figure of the row's real-world losses (None with the losses model off)."""
+
+    def value(row: ExportRow, _usd_per_kwh: float) -> Any:
+        found = row.prediction.losses
+        return None if found is None else read(found)
+
+    return value
+
+
+def _loss(name: str) -> Callable[[ExportRow, float], Any]:
+    """The GPU-hours of the row's loss `name` (None where it has none)."""
+    return _lost(lambda found: next((loss.gpu_hours for loss in found.items if loss.name == name), None))
+
+
+def _share_here(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    """The straggler share at the row's GPU count, as the losses priced it."""
+    found = row.prediction.losses
+    return None if found is None else found.straggler_share * losses.straggler_scale(row.prediction.layout.n_gpus)
+
+
+def _writes(row: ExportRow, _usd_per_kwh: float) -> float | None:
+    """The checkpoint writes the goodput model's loss counts (None with it off, or a run that never ends)."""
+    p, failing = row.prediction, row.prediction.run_with_failures
+    if p.goodput is None or p.run is None or failing is None or p.losses is None:
+        return None
+    g = p.goodput
+    return float(losses.failure_split(p.run.time_s, failing.time_s, g.interval_s or math.inf, g.planned_per_s,
+                                      g.write_s)[0])  # fmt: skip
+
+
+def _split(part: int) -> Callable[[Symbols], Any]:
+    """losses.failure_split on the cells: 0 the checkpoint writes, 1 their time, 2 the rest of the failures' time."""
+
+    def formula(s: Symbols) -> Any:
+        train_s, wall_s = s["time_to_train_s"], s["time_to_train_with_failures_s"]
+        split = losses.failure_split(
+            train_s, wall_s, s["checkpoint_interval_s"], _planned_per_s(s), s["checkpoint_write_s"]
+        )
+        return split[part]
+
+    return formula
+
+
+def _lost_hours(time_s: Callable[[Symbols], Any]) -> Callable[[Symbols], Any]:
+    """The GPU-hours of a loss of `time_s` of wall time on the row's GPUs."""
+    return lambda s: losses.loss_gpu_hours(time_s(s), s["n_gpus"])
+
+
+def _number(cell: Any) -> Any:
+    """Excel's N(): the cell's number, 0 where it is empty (a loss the row does not have) or empty text."""
+    import sympy
+
+    return sympy.Function("N")(cell)
+
+
+def _with_losses(s: Symbols) -> Run:
+    """losses.run_with_losses on the cells: the run with every loss, each adding its GPU-hours over the row's GPUs
+    to the wall time but spare GPUs (held beside the job)."""
+    run = Run(s["tokens_to_train"], s["time_to_train_s"], s["gpu_hours"], s["cost_usd"], s["cost_usd_low"],
+              s["cost_usd_high"], s["energy_kwh"])  # fmt: skip
+    lost = s["losses.total_gpu_hours"]
+    spare = _number(s["losses.spare_gpu_hours"]) if "losses.spare_gpu_hours" in s else 0
+    return losses.run_with_losses(run, lost, (lost - spare) * SECONDS_PER_HOUR / s["n_gpus"])
+
+
+VALUED_LOSSES = {
+    "ramp": "Loss: batch ramp (GPU-hours; perfmodel's, priced at the ramp's batches)",
+    "evaluation": "Loss: in-loop evaluations (GPU-hours; perfmodel's, priced as forward passes)",
+    "spare": "Loss: spare GPUs held (GPU-hours; perfmodel's, over its wall time)",
+}
+"""Losses the step model prices at other batches, or over the wall time with every other loss: values, which an edit
+does not move; a column only where a row has the loss."""
+
+LOSS_COLUMNS: tuple[Column, ...] = (
+    Column("straggler_share", "Stragglers: share of step time at 128 GPUs", "inputs",
+           _lost(lambda found: found.straggler_share), None, "0.0%", True, True),
+    Column("startup_s", "Start-up per job (s)", "inputs", _lost(lambda found: found.startup_s), None, "#,##0", True,
+           True),
+    Column("straggler_share_at_n_gpus", "Stragglers: share of step time at these GPUs", "results",
+           _share_here,
+           lambda s: s["straggler_share"] * losses.straggler_scale(s["n_gpus"]), "0.0%", blank_when_none=True),
+    Column("losses.stragglers_gpu_hours", "Loss: stragglers (GPU-hours)", "results", _loss("stragglers"),
+           _lost_hours(lambda s: s["time_to_train_s"] * s["straggler_share_at_n_gpus"]), "#,##0",
+           blank_when_none=True),
+    Column("job_starts", "Job starts (perfmodel's count)", "results",
+           _lost(lambda found: found.job_starts), None, "#,##0", blank_when_none=True),
+    Column("losses.startup_gpu_hours", "Loss: start-up (GPU-hours)", "results", _loss("startup"),
+           _lost_hours(lambda s: s["job_starts"] * s["startup_s"]), "#,##0", blank_when_none=True),
+    Column("checkpoint_writes", "Checkpoint writes over the run", "results", _writes, _split(0), "#,##0",
+           blank_when_none=True),
+    Column("losses.checkpoints_gpu_hours", "Loss: checkpoint writes (GPU-hours)", "results", _loss("checkpoints"),
+           _lost_hours(_split(1)), "#,##0", blank_when_none=True),
+    Column("losses.failures_gpu_hours", "Loss: failures: lost work, restarts, checkpoint reads (GPU-hours)",
+           "results", _loss("failures"), _lost_hours(_split(2)), "#,##0", blank_when_none=True),
+    *(Column(f"losses.{name}_gpu_hours", header, "results", _loss(name), None, "#,##0", blank_when_none=True)
+      for name, header in VALUED_LOSSES.items()),
+    Column("losses.total_gpu_hours", "Losses together (GPU-hours)", "results", _lost(lambda found: found.gpu_hours),
+           lambda s: sum(_number(s[key]) for name in losses.NAMES if (key := f"losses.{name}_gpu_hours") in s), "#,##0",
+           blank_when_none=True),
+    Column("time_to_train_with_losses_s", "Time to train with losses (s)", "results",
+           _d("time_to_train_with_losses_s"), lambda s: _with_losses(s).time_s, "#,##0", blank_when_none=True),
+    Column("time_to_train_with_losses_days", "Time to train with losses (days)", "results",
+           _d("time_to_train_with_losses_days"), lambda s: _with_losses(s).time_s / 86400, "#,##0.00",
+           blank_when_none=True),
+    Column("gpu_hours_with_losses", "GPU-hours with losses", "results", _d("gpu_hours_with_losses"),
+           lambda s: _with_losses(s).gpu_hours, "#,##0", blank_when_none=True),
+    Column("cost_usd_with_losses", "Cost with losses (USD)", "results", _d("cost_usd_with_losses"),
+           lambda s: _with_losses(s).cost_usd, "$#,##0", blank_when_none=True),
+    Column("energy_kwh_with_losses", "Energy with losses (kWh)", "results", _d("energy_kwh_with_losses"),
+           lambda s: _with_losses(s).energy_kwh, "#,##0", blank_when_none=True),
+)  # fmt: skip
+"""The real-world losses (planning/losses.py) as live formulas where they are closed forms of the sheet's cells:
+stragglers (a share of the step time at 128 GPUs, growing with the GPU count), start-up (per job start), the goodput
+model's checkpoint writes and failures; the ramp, evaluations and spare GPUs as perfmodel's values; their sum and the
+`*_with_losses` run. Only in an export whose rows price losses."""
 
 
 def _ownership(row: ExportRow) -> Any:
@@ -732,7 +859,7 @@ RATIO_COLUMNS: tuple[Column, ...] = (
 campaigns, on their total rows: the ratios of their totals (throughput, tokens per USD, energy per token)."""
 
 COLUMNS = (*COLUMNS, *INTERVAL_COLUMNS, *GOODPUT_COLUMNS, *TCO_COLUMNS, *VALUE_COLUMNS)
-BY_KEY = {column.key: column for column in (*COLUMNS, *RATIO_COLUMNS)}
+BY_KEY = {column.key: column for column in (*COLUMNS, *LOSS_COLUMNS, *RATIO_COLUMNS)}
 
 
 def scaling_bases(lines: list[Line]) -> list[int]:
@@ -793,11 +920,19 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
     return value
 
 
+def _has(column: Column, row: ExportRow) -> bool:
+    """Whether a loss column belongs in an export with `row`: the row prices losses (and, for a valued loss, has
+    it)."""
+    valued = column.key.removeprefix("losses.").removesuffix("_gpu_hours") in VALUED_LOSSES
+    return row.prediction.losses is not None and (not valued or column.value(row, 0.0) is not None)
+
+
 def all_columns(lines: list[Line]) -> list[Column]:
-    """Every column of an export of `lines`: the workbook's (with compare's ratios when the lines carry them), then
-    the rest of the record, then the command's own."""
+    """Every column of an export of `lines`: the workbook's (with the losses when the rows price them, compare's
+    ratios when the lines carry them), then the rest of the record, then the command's own."""
+    lossy = [column for column in LOSS_COLUMNS if any(_has(column, row) for row in export_rows(lines))]
     ratios = list(RATIO_COLUMNS) if any("speedup_vs_first" in line.extra for line in lines) else []
-    return [*COLUMNS, *ratios, *record_columns(export_rows(lines)), *extra_columns(lines)]
+    return [*COLUMNS, *lossy, *ratios, *record_columns(export_rows(lines)), *extra_columns(lines)]
 
 
 def records(lines: list[Line], usd_per_kwh: float) -> list[dict[str, Any]]:

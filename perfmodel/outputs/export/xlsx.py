@@ -4,8 +4,9 @@ Assumptions and the Sources they cite.
 Sheets:
 - Summary: the figures a procurement reader compares, one row per result, linked to Results; one landscape page.
 - Inputs: per result, the GPU count, price per GPU-hour (with its low-high range), tokens to train, PUE and
-  electricity price; tokens, PUE and electricity also have one default cell that every row links to. Every input
-  cell refuses a number out of range (data validation).
+  electricity price, the goodput model's and the losses' inputs; tokens, PUE, electricity and the losses' inputs
+  also have one default cell that every row links to. Every input cell refuses a number out of range (data
+  validation).
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
 - Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
 - Details: the rest of each prediction's record (outputs/record.py), values under their schema names.
@@ -51,12 +52,13 @@ GPU_COUNT_NOTE = (
 )
 SUMMARY = (
     "n_gpus", "usd_per_gpu_hour", "precision", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory",
-    "time_to_train_days", "time_to_train_with_failures_days", "cost_usd", "usd_per_million_tokens", "tokens_per_usd",
+    "time_to_train_days", "time_to_train_with_failures_days", "time_to_train_with_losses_days", "cost_usd",
+    "cost_usd_with_losses", "usd_per_million_tokens", "tokens_per_usd",
     "kwh_per_million_tokens", "speedup_vs_first", "perf_per_usd_vs_first", "energy_per_token_vs_first",
 )  # fmt: skip
 """The Summary's columns, those of them the export has."""
 AT_LEAST_ZERO = ("failures_per_million_gpu_hours", "planned_per_million_gpu_hours", "restart_s",
-                 "facility_usd_per_kw_month")  # fmt: skip
+                 "facility_usd_per_kw_month", "straggler_share", "startup_s")  # fmt: skip
 """Inputs that may be zero; every other input must be positive (utilisation at most 1, GPU counts whole)."""
 UNITS = (
     ("per_million_gpu_hours", ""), ("tokens_per_s_per_gpu", " tok/s"), ("tokens_per_s", " tok/s"),
