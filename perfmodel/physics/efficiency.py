@@ -259,8 +259,16 @@ def released_attention(eff: Efficiency, family: str) -> tuple[Number, ...]:
 
 KERNEL_ATTENTION = frozenset(ATTENTION_RELEASES)
 """Families whose attention efficiencies come from measured kernels, not from a fit to training rows."""
+AMPERE_FA2 = (0.91, 0.64)
+"""FlashAttention-2's forward and backward shares on A100 (no kernel rows measure Ampere), in the model's convention
+(compute.attention_core_s: MMA plus exponential time over the kernel's time): its forward at 73% of the BF16 MMA peak,
+the top of Dao 2023's 50-73% (arXiv 2307.08691, abstract), x (1 + 312 TFLOP/s / (2.44 T exp/s x 512 MMA FLOPs per
+exponential)) = 1.25; its backward at 0.8x the forward's TFLOP/s (cuDNN's measured 0.76-0.86 on Hopper and Blackwell,
+../shared/data/kernels/README.md), 58% of peak, x 1.10 (2.5x the MMA FLOPs per exponential). The former 0.58 and 0.45
+predate the exponentials' term (a fraction of peak), and Ampere's fitted generation factor raised them 1.43x once
+llm-foundry's attention code had a factor of its own (parameters.ATTENTION_IMPL); it now fits 0.98."""
 DEFAULTS: dict[str, Efficiency] = {
-    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=0.58, attention_bwd=0.45),
+    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=AMPERE_FA2[0], attention_bwd=AMPERE_FA2[1]),
     "hopper": _measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"),
     "blackwell": _measured_attention(_BLACKWELL, "blackwell"),
     "blackwell-ultra": _measured_attention(replace(_BLACKWELL, gemm_fp4=0.55), "blackwell-ultra"),
