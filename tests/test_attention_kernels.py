@@ -4,18 +4,24 @@ the bundled defaults are the fit of the bundled rows, and the model prices each 
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import attention_kernels
 from perfmodel.physics import parameters as table
-from perfmodel.physics.attention_kernels import fit, kernel_op, predicted_s
-from perfmodel.physics.efficiency import DEFAULTS, KERNEL_ATTENTION
+from perfmodel.physics.attention_kernels import fit_releases, kernel_op, predicted_s
+from perfmodel.physics.efficiency import (
+    ATTENTION_FIELDS,
+    ATTENTION_RELEASES,
+    DEFAULTS,
+    KERNEL_ATTENTION,
+    release_age_years,
+    released_attention,
+)
 from perfmodel.physics.parameters import Profile
-
-FIELDS = ("attention_fwd", "attention_fwd_half_tokens", "attention_bwd", "attention_bwd_half_tokens",
-          "attention_fp8_ratio")  # fmt: skip
 
 
 def _errors() -> dict[tuple[str, bool, str], list[float]]:
@@ -28,25 +34,55 @@ def _errors() -> dict[tuple[str, bool, str], list[float]]:
 
 
 def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows() -> None:
-    fitted = fit(attention_kernels(), DEFAULTS["hopper"])
+    fitted = fit_releases(attention_kernels(), DEFAULTS["hopper"])
     assert set(fitted) == KERNEL_ATTENTION == {"hopper", "blackwell", "blackwell-ultra", "cdna4"}
-    for family, values in fitted.items():
-        defaults = [getattr(DEFAULTS[family], name) for name in FIELDS]
-        assert defaults == pytest.approx(list(values), rel=2e-3), family
+    for family, releases in fitted.items():
+        assert [r for r, _ in releases] == [r for r, _ in ATTENTION_RELEASES[family]], family
+        for (_, values), (_, bundled) in zip(releases, ATTENTION_RELEASES[family], strict=True):
+            assert list(bundled) == pytest.approx(list(values), rel=2e-3), family
+        defaults = [getattr(DEFAULTS[family], name) for name in ATTENTION_FIELDS]
+        assert defaults == pytest.approx(list(releases[-1][1]), rel=2e-3), family
+
+
+def test_blackwell_attention_before_ngc_25_09_runs_at_b200s_cudnn_9_10_rates() -> None:
+    """kernels_attention.csv, NVIDIA/cudnn-frontend@9793df569ce4 and @0b1577c8c834 artifacts
+    sdpa_fp8_benchmark_results_NVIDIA_B200.csv (NGC pytorch 25.06, cuDNN 9.10.2; 25.09, cuDNN 9.13.1), causal BF16
+    forward, 128/8 heads, head dim 128: 346.4 -> 561.3 TFLOP/s at 1,024 tokens, 1,248.3 -> 1,384.2 at 8,192. A row of
+    NeMo 25.04 (MLPerf v5.0) is priced with 25.06's kernels (held back: no older release is measured), one of 25.09
+    on with today's; other families have one release."""
+    b200 = [r for r in attention_kernels() if r.part == "b200" and r.fmt == "bf16" and not r.backward]
+    speed = {(r.release, r.seq): kernel_op(r).flops / r.time_s for r in b200}
+    model = {(r.release, r.seq): kernel_op(r).flops / predicted_s(r, DEFAULTS["blackwell"]) for r in b200}
+    for seq, measured in ((1024, 561.3 / 346.4), (8192, 1384.2 / 1248.3)):
+        assert speed["2025-09", seq] / speed["2025-06", seq] == pytest.approx(measured, rel=0.01)
+        assert model["2025-09", seq] / model["2025-06", seq] == pytest.approx(measured, rel=0.25)
+    eff = DEFAULTS["blackwell"]
+    at = {month: released_attention(replace(eff, vintage_years=release_age_years(month)), "blackwell")
+          for month in ("2025-04", "2025-06", "2025-08", "2025-09", "2026-08")}  # fmt: skip
+    assert at["2025-04"] == at["2025-06"] == at["2025-08"] != at["2025-09"] == at["2026-08"]
+    assert at["2026-08"] == tuple(getattr(eff, name) for name in ATTENTION_FIELDS)
+    years = np.array([release_age_years(m) for m in ("2025-04", "2025-09")])
+    batched = released_attention(replace(eff, vintage_years=years), "blackwell")
+    assert [tuple(float(v[i]) for v in batched) for i in range(2)] == [at["2025-04"], at["2025-09"]]
+    hopper = DEFAULTS["hopper"]
+    assert released_attention(replace(hopper, vintage_years=release_age_years("2023-01")), "hopper") == tuple(
+        getattr(hopper, name) for name in ATTENTION_FIELDS
+    )
 
 
 def test_every_row_names_its_source_and_the_model_prices_it_near_its_time() -> None:
     """Per family and pass, mean absolute error of the model's time against the measured one with the bundled
-    shares: BF16 within 7% (the rows the shares are fitted on; 0.9-7.0% measured), the FP8 forward within 10% (1.5%
-    on H200 to 9.4% on B200 and GB200 together); the FP8 backward, priced at BF16's rate and share, within 20%
-    (11.9-19.5%: H200's cuDNN 9.19 FP8 backward is slower than its BF16 one, Blackwell's faster)."""
+    shares, each row at its own release: BF16 within 8% (the rows the shares are fitted on; 0.9-7.4% measured, the
+    most on Blackwell, whose B200 rows the GB200-weighted pool prices 3-16% fast in both releases), the FP8 forward
+    within 12% (1.5% on H200 to 11.5% on Blackwell); the FP8 backward, priced at BF16's rate and share, within 20%
+    (11.3-19.5%: H200's cuDNN 9.19 FP8 backward is slower than its BF16 one, Blackwell's faster)."""
     rows = attention_kernels()
-    assert len(rows) == 150 and all(
+    assert len(rows) == 174 and all(
         "@" in row.where and (" line " in row.where or " key " in row.where) for row in rows
     )
     for (family, backward, fmt), errors in _errors().items():
         mape = statistics.mean(abs(e) for e in errors) * 100
-        bound = 7.0 if fmt == "bf16" else (20.0 if backward else 10.0)
+        bound = 8.0 if fmt == "bf16" else (20.0 if backward else 12.0)
         assert mape < bound, (family, backward, fmt, mape)
 
 

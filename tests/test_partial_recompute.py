@@ -127,14 +127,14 @@ def test_settle_takes_the_fewest_block_layers_that_fit() -> None:
 
 
 def test_amds_mi325x_row_is_priced_at_the_default_and_mi300x_at_a_stack_choice() -> None:
-    # mlperf_training_llm.csv, v5.0 llama2_70b_lora, AMD MI325X_EPYC_9575F_pytorch and MangoBoost
-    # MI300X-LLMBoost-GPUBoost-1node (8 GPUs, FP8, TP1 PP1 CP1, recompute and sharding unreported): the MI325X
+    # mlperf_training_llm.csv, v5.0 llama2_70b_lora, AMD MI325X_EPYC_9575F_pytorch, and v5.1 Krai
+    # PowerEdge-XE9680-MI300X-192GB_n1_v5.1 (8 GPUs, FP8, TP1 PP1 CP1, recompute and sharding unreported): the MI325X
     # recomputes none (stack_notes.md); on the MI300X no recompute does not fit, so the row is priced at the stack's
     # least memory-saving setting that fits, with ZeRO-1 kept. AMD's own MI300X row runs its config's recompute
     # (21 of 80 layers, ACL=21: runs.CONFIG_RECOMPUTE), with only the sharding left to the stack.
     runs = {r.id: r for r in bundled_runs()[0]}
     mi325x = prepare(runs["mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch"], UNCALIBRATED)
-    mi300x = prepare(runs["mlperf:v5.0/MangoBoost/MI300X-LLMBoost-GPUBoost-1node"], UNCALIBRATED)
+    mi300x = prepare(runs["mlperf:v5.1/Krai/PowerEdge-XE9680-MI300X-192GB_n1_v5.1"], UNCALIBRATED)
     amd_mi300x = prepare(runs["mlperf:v5.0/AMD/MI300X_EPYC_9575F_pytorch"], UNCALIBRATED)
     assert (mi325x.basis, mi325x.layout.recompute, mi325x.layout.zero) == ("stack default", "none", 1)
     assert mi300x.basis == "stack choice" and mi300x.layout.recompute != "none" and mi300x.layout.zero == 1

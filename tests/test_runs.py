@@ -178,15 +178,30 @@ def test_mlperf_row_naming_no_container_spans_its_round_and_family_releases() ->
 def test_amd_mi300x_lora_rows_recompute_as_their_config() -> None:
     # stack_notes.md: AMD's MI300X LoRA config (training_results_v5.0 AMD/benchmarks/llama2_70b_lora/implementations/
     # MI300X_EPYC_9575F_pytorch/config_MI300X_1x8x1.sh) recomputes 21 of 80 layers, ACG=full ACM=block ACL=21; its
-    # MI325X config recomputes none; MangoBoost's MI300X rows run LLMBoost, not AMD's implementation.
+    # MI325X config recomputes none; Krai's v5.1 MI300X rows name no config of AMD's.
     runs = {r.id: r for r in bundled_runs()[0]}
     mi300x = runs["mlperf:v5.0/AMD/MI300X_EPYC_9575F_pytorch"].scenario["parallelism"]
     assert (mi300x["recompute"], mi300x["recompute_layers"]) == ("full", 21)
     for partner in ("mlperf:v5.0/Dell/1xXE9680x8MI300X", "mlperf:v5.0/Oracle/1xBM.GPU.MI300X.8"):
         assert runs[partner].scenario["parallelism"]["recompute_layers"] == 21
         assert any("assumed for this partner" in a for a in runs[partner].assumptions)
-    for other in ("mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch", "mlperf:v5.0/MangoBoost/MI300X-LLMBoost-GPUBoost-1node"):
+    for other in (
+        "mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch",
+        "mlperf:v5.1/Krai/PowerEdge-XE9680-MI300X-192GB_n1_v5.1",
+    ):
         assert "recompute" not in runs[other].scenario["parallelism"]
+
+
+def test_every_llmboost_row_is_left_out_as_another_stack() -> None:
+    # mlperf_training_llm.csv: MangoBoost's LoRA rows name the framework 'LLMBoost 1.1.0' (v5.0) or 'LLMBoost 1.2.0'
+    # (v5.1, one with 'and ROCm 7.0.1'): MangoBoost's own stack, whatever their GPU count or accelerator.
+    from perfmodel.fitting.runs import LLMBOOST_STACK, _mlperf_id, _read
+
+    llmboost = {_mlperf_id(row) for row in _read("mlperf_training_llm.csv") if "LLMBoost" in row["framework"]}
+    runs, excluded = bundled_runs()
+    assert len(llmboost) == 8
+    assert {e.id for e in excluded if e.reason == LLMBOOST_STACK} == {f"mlperf:{i}" for i in llmboost}
+    assert not any("MangoBoost" in r.id for r in runs)
 
 
 def test_only_narrows_the_excluded_rows_as_it_narrows_the_runs() -> None:

@@ -11,14 +11,19 @@ the part's datasheet and the fitted efficiencies already carry (its BF16 GEMM sh
 counted twice. A family or format without rows keeps the model's assumption (compute.peak_power_share).
 
 perfmodel/data/kernels_attention.csv holds rows of ../shared/data/kernels/attention.csv (every column kept): fused
-causal attention, head dim 128, forward and backward, BF16 and FP8, 1k to 32k tokens, each part's newest library
-measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X), from which
-physics.attention_kernels fits the families' attention shares. Issue 27 extends these files to every kernel class
-(collectives, elementwise) with the same columns.
+causal attention, head dim 128, forward and backward, BF16 and FP8, 1k to 32k tokens: each part's newest library
+measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X) and B200's older
+NGC 25.06 (cuDNN 9.10.2) with the same benchmark file, from which physics.attention_kernels fits the families'
+attention shares by release. GB300's NGC 25.09 rows (cuDNN 9.13.1: 11-70% slower forward at 1-8k tokens than 25.11's)
+are not bundled: NVIDIA's v5.1 GB300 and GB200 submissions ran one container (ngc25.09) at one LoRA layout (CP8 at 72
+GPUs), whose GB300/GB200 time ratio the model prices within 0.1% with both at today's kernels and 9% off with GB300's
+at 25.09's, so the MLPerf container did not run them (which cuDNN it carried is not public). Issue 27 extends these
+files to every kernel class (collectives, elementwise) with the same columns.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from functools import cache
 from pathlib import Path
@@ -93,6 +98,9 @@ class AttentionKernel(NamedTuple):
     time_s: float
     where: str
     """The row's source and locator."""
+    release: str | None
+    """YYYY-MM of the NGC container the row ran ('NGC pytorch 25.06' in its `software`), or None where the row names
+    none (a cuDNN or ROCm build alone)."""
 
 
 @cache
@@ -113,4 +121,13 @@ def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
         head_dim=int(row["head_dim_qk"]),
         time_s=float(row["time_us"]) * 1e-6,
         where=f"{row['source']} {row['locator']}",
+        release=_ngc_release(row["software"]),
     )
+
+
+NGC_CONTAINER = re.compile(r"NGC pytorch (\d\d)\.(\d\d)")
+
+
+def _ngc_release(software: str) -> str | None:
+    found = NGC_CONTAINER.search(software)
+    return f"20{found.group(1)}-{found.group(2)}" if found else None

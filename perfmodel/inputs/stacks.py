@@ -4,7 +4,7 @@ The measured rows come from different stacks: NVIDIA's NeMo/Megatron-Bridge (Meg
 cuDNN fused attention, userbuffers TP overlap), MosaicML's Composer (llm-foundry: PyTorch FSDP, FlashAttention-2 or
 Triton attention), torchtitan (PyTorch FSDP2 + async TP, SDPA attention) and DeepSpeed (ZeRO). A profile holds the
 facts a prediction needs; calibration fits the few stack-specific parameters where a stack has rows
-(physics/parameters.py: attention_stack, step_overhead_s, overlap_dp).
+(physics/parameters.py: attention_impl, step_overhead_s, overlap_dp).
 """
 
 from __future__ import annotations
@@ -70,7 +70,10 @@ class StackProfile:
 _FA2_ON_H100 = SourcedFigure(
     0.5,
     "FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, abstract and section 4.1): FlashAttention-2 reaches "
-    "~35% of H100 BF16 peak, FlashAttention-3 up to 75% and 1.5-2.0x FlashAttention-2's forward speed",
+    "~35% of H100 BF16 peak, FlashAttention-3 up to 75% and 1.5-2.0x FlashAttention-2's forward speed; "
+    "NVIDIA/cudnn-frontend@91b7532 benchmark/benchmark_results.csv (Hopper at a locked 1,980 MHz, NGC 24.12): "
+    "PyTorch SDPA's FA2 backend runs the causal forward at 0.48-0.54 and the backward at 0.56-0.63 of cuDNN's "
+    "TFLOP/s at 4k-64k tokens (../shared/data/kernels/attention.csv)",
 )
 FA2_BEST = ("ampere",)
 """FlashAttention-2 is Ampere's fastest attention: it reaches 50-73% of A100 BF16 peak (Dao 2023, arXiv 2307.08691,

@@ -8,6 +8,11 @@ at its half length. The FP8 backward is priced at BF16's rate and share (workloa
 a check, not a fit. efficiency.DEFAULTS carries the rounded results; tests/test_attention_kernels.py holds them
 equal and reports each row's error. Before this, one attention factor per vendor was fitted to training rows, and it
 sat at its bound absorbing costs the rows had and the model lacked.
+
+A family's kernels are fitted by release (`fit_releases`): the newest, every part at its newest release pooled, is
+efficiency.DEFAULTS; an older release measured on one of its parts (B200 at NGC 25.06, cuDNN 9.10.2, against 25.09's
+9.13.1) carries that part's change to the whole family, and prices rows of older software
+(efficiency.released_attention).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import NamedTuple
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import AttentionKernel
 from perfmodel.physics.compute import attention_core_s
-from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.efficiency import Efficiency, release_age_years
 from perfmodel.physics.workload import ATTENTION_BWD_FLOP_RATIO, Op
 
 
@@ -81,6 +86,46 @@ def fit(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, Fitted]:
     return fitted
 
 
+def at_release(rows: Iterable[AttentionKernel], release: str | None) -> list[AttentionKernel]:
+    """The rows of each part at its newest release at or before `release` (None: its newest), and the rows naming
+    no release; a part measured only later is left out."""
+    rows = list(rows)
+    chosen: dict[str, str] = {}
+    for row in rows:
+        if row.release is not None and (release is None or row.release <= release):
+            chosen[row.part] = max(chosen.get(row.part, row.release), row.release)
+    return [row for row in rows if row.release is None or row.release == chosen.get(row.part)]
+
+
+def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, tuple[tuple[str | None, Fitted], ...]]:
+    """Each family's attention by release, oldest first: its newest (every part at its newest release, pooled;
+    release None where no part names two) and, before it, each older release of the part measured at several, as
+    that part's change to its newest applied to the family's (shares and half-speed lengths each scaled by the
+    part's ratio): a library release changes the kernels of every part of the family alike."""
+    rows = list(rows)
+    found: dict[str, tuple[tuple[str | None, Fitted], ...]] = {}
+    for family in sorted({get_accelerator(row.part).family for row in rows}):
+        own = [row for row in rows if get_accelerator(row.part).family == family]
+        newest = fit(at_release(own, None), eff)[family]
+        releases = {
+            part: sorted({r.release for r in own if r.part == part and r.release}) for part in {r.part for r in own}
+        }
+        stepped = {part: named for part, named in releases.items() if len(named) > 1}
+        if len(stepped) > 1:
+            raise ValueError(f"{family}: releases measured on several parts ({', '.join(sorted(stepped))})")
+        steps: list[tuple[str | None, Fitted]] = [(None, newest)]
+        for part, named in stepped.items():
+            on_part = [row for row in own if row.part == part]
+            part_newest = fit(at_release(on_part, None), eff)[family]
+            older = [fit(at_release(on_part, release), eff)[family] for release in named[:-1]]
+            scaled = [Fitted(*(f * o / n for f, o, n in zip(newest, old, part_newest, strict=True))) for old in older]
+            steps = [*zip(named[:-1], scaled, strict=True), (named[-1], newest)]
+        found[family] = tuple(steps)
+    return found
+
+
 def predicted_s(row: AttentionKernel, eff: Efficiency) -> float:
-    """The model's time of a measured call with these efficiencies."""
-    return float(attention_core_s(kernel_op(row), get_accelerator(row.part), eff))
+    """The model's time of a measured call with these efficiencies, at the row's own release
+    (efficiency.released_attention)."""
+    released = eff if row.release is None else replace(eff, vintage_years=release_age_years(row.release))
+    return float(attention_core_s(kernel_op(row), get_accelerator(row.part), released))

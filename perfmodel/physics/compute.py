@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum
-from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.efficiency import Efficiency, released_attention
 from perfmodel.physics.workload import Op
 
 CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
@@ -118,6 +118,7 @@ class Rates:
         self.overhead_s = eff.kernel_overhead_us * 1e-6
         self.unfused_factor = eff.unfused_factor
         self.legacy_group_s = eff.legacy_group_s
+        self.attention = released_attention(eff, acc.family)
         self._formats: dict[str, tuple[Number, Number]] = {}
 
     def of_format(self, fmt: str) -> tuple[Number, Number]:
@@ -155,14 +156,15 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | N
     exponentials behind the 989 TFLOP/s of MMAs on H100), so FP8 attention speeds up only the MMA term (its FP8
     forward is ~1.5-1.6x BF16, not 2x). A part without a sourced SFU figure prices the MMAs alone. The kernel's
     share falls for short sequences (a CP chunk) as length / (length + half tokens), both per pass and, where
-    kernels measure the family, fitted to them (efficiency.KERNEL_ATTENTION)."""
-    backward = op.name.endswith(".bwd")
-    if backward:
-        attention_eff = eff.attention_bwd * op.m / (op.m + eff.attention_bwd_half_tokens)
+    kernels measure the family, fitted to them, release by release (efficiency.released_attention)."""
+    r = Rates(acc, eff) if rates is None else rates
+    fwd, fwd_half, bwd, bwd_half, fp8_ratio = r.attention
+    if op.name.endswith(".bwd"):
+        attention_eff = bwd * op.m / (op.m + bwd_half)
     else:
-        fp8 = eff.attention_fp8_ratio if op.fmt == "fp8" else 1.0
-        attention_eff = eff.attention_fwd * fp8 * op.m / (op.m + eff.attention_fwd_half_tokens)
-    peak, _ = (Rates(acc, eff) if rates is None else rates).of_format(op.fmt)
+        fp8 = fp8_ratio if op.fmt == "fp8" else 1.0
+        attention_eff = fwd * fp8 * op.m / (op.m + fwd_half)
+    peak, _ = r.of_format(op.fmt)
     mma_s = op.flops / peak
     exp_s = 0.0 if acc.sfu_texp_per_s is None else op.exps / (acc.sfu_texp_per_s.value * 1e12)
     return (mma_s + exp_s) / attention_eff

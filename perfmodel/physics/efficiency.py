@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from functools import cache
+from itertools import pairwise
 
 from perfmodel.physics.algebra import Number, where
 
@@ -209,27 +210,65 @@ _CDNA = replace(
     overlap_tp=0.40,
 )
 
-# Flash attention where kernel rows measure the family (perfmodel/data/kernels_attention.csv: cuDNN on H200, B200,
-# GB200, GB300; AITER on MI355X), fitted by physics.attention_kernels.fit and rounded; tests/test_attention_kernels.py
-# holds the two equal. (share, half tokens) of the BF16 forward and backward, and the FP8 forward's ratio.
-_KERNEL_ATTENTION = {
-    "hopper": (1.080, 941.0, 0.751, 1337.0, 0.986),
-    "blackwell": (1.499, 1573.0, 0.860, 2073.0, 0.867),
-    "blackwell-ultra": (1.282, 1522.0, 0.755, 2270.0, 0.890),
-    "cdna4": (0.555, 1416.0, 0.521, 2199.0, 1.0),
+ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] = {
+    "hopper": ((None, (1.080, 941.0, 0.751, 1337.0, 0.986)),),
+    "blackwell": (
+        ("2025-06", (1.537, 2902.0, 0.883, 2528.0, 0.875)),
+        ("2025-09", (1.499, 1573.0, 0.860, 2073.0, 0.867)),
+    ),
+    "blackwell-ultra": ((None, (1.282, 1522.0, 0.755, 2270.0, 0.890)),),
+    "cdna4": ((None, (0.555, 1416.0, 0.521, 2199.0, 1.0)),),
 }
+"""Flash attention where kernel rows measure the family (perfmodel/data/kernels_attention.csv: cuDNN on H200, B200,
+GB200, GB300; AITER on MI355X), fitted by release by physics.attention_kernels.fit_releases and rounded
+(tests/test_attention_kernels.py holds the two equal): per family, oldest first, (the NGC release from which the
+kernels ran, None where one release covers all; (share, half tokens) of the BF16 forward and backward, and the FP8
+forward's ratio)."""
+ATTENTION_FIELDS = ("attention_fwd", "attention_fwd_half_tokens", "attention_bwd", "attention_bwd_half_tokens",
+                    "attention_fp8_ratio")  # fmt: skip
+"""The efficiency fields a kernel fit sets, in ATTENTION_RELEASES's order."""
+_SHARES = (True, False, True, False, True)
+"""Which of ATTENTION_FIELDS are shares (an older release's scales the priced one) rather than token counts."""
 
 
 def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
-    fwd, fwd_half, bwd, bwd_half, fp8 = _KERNEL_ATTENTION[family]
-    return replace(eff, attention_fwd=fwd, attention_fwd_half_tokens=fwd_half, attention_bwd=bwd,
-                   attention_bwd_half_tokens=bwd_half, attention_fp8_ratio=fp8)  # fmt: skip
+    _, newest = ATTENTION_RELEASES[family][-1]
+    return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
 
 
-KERNEL_ATTENTION = frozenset(_KERNEL_ATTENTION)
+def released_attention(eff: Efficiency, family: str) -> tuple[Number, ...]:
+    """ATTENTION_FIELDS at the priced release (`vintage_years`): the family's kernels of the newest release measured
+    at or before it, held at the oldest measured before that (never extrapolated). The efficiency's own values are
+    the newest release's (with any fitted factor); an older release scales their shares by its kernels' over the
+    newest's and takes its half-speed lengths. A row or prediction is dated by its NeMo/NGC container month, taken to
+    carry the cuDNN of that month's NGC PyTorch container (the kernel rows name theirs; an assumption, labelled). On
+    Blackwell, cuDNN 9.10.2 (NGC 25.06) ran B200's causal forward at 1-8k tokens 11-62% slower than 9.13.1 (25.09),
+    and MLPerf v5.0's NeMo 25.04 rows are priced with it."""
+    values: tuple[Number, ...] = tuple(getattr(eff, name) for name in ATTENTION_FIELDS)
+    releases = ATTENTION_RELEASES.get(family, ())
+    if len(releases) < 2:
+        return values
+    _, newest = releases[-1]
+    priced = values
+    for (_, older), (later, _) in reversed(list(pairwise(releases))):  # newest first: the oldest test decides last
+        before = eff.released_before(str(later))
+        now = tuple(v * o / n if share else o for v, o, n, share in zip(values, older, newest, _SHARES, strict=True))
+        priced = tuple(where(before, o, p) for o, p in zip(now, priced, strict=True))
+    return priced
+
+
+KERNEL_ATTENTION = frozenset(ATTENTION_RELEASES)
 """Families whose attention efficiencies come from measured kernels, not from a fit to training rows."""
+AMPERE_FA2 = (0.91, 0.64)
+"""FlashAttention-2's forward and backward shares on A100 (no kernel rows measure Ampere), in the model's convention
+(compute.attention_core_s: MMA plus exponential time over the kernel's time): its forward at 73% of the BF16 MMA peak,
+the top of Dao 2023's 50-73% (arXiv 2307.08691, abstract), x (1 + 312 TFLOP/s / (2.44 T exp/s x 512 MMA FLOPs per
+exponential)) = 1.25; its backward at 0.8x the forward's TFLOP/s (cuDNN's measured 0.76-0.86 on Hopper and Blackwell,
+../shared/data/kernels/README.md), 58% of peak, x 1.10 (2.5x the MMA FLOPs per exponential). The former 0.58 and 0.45
+predate the exponentials' term (a fraction of peak), and Ampere's fitted generation factor raised them 1.43x once
+llm-foundry's attention code had a factor of its own (parameters.ATTENTION_IMPL); it now fits 0.98."""
 DEFAULTS: dict[str, Efficiency] = {
-    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=0.58, attention_bwd=0.45),
+    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=AMPERE_FA2[0], attention_bwd=AMPERE_FA2[1]),
     "hopper": _measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"),
     "blackwell": _measured_attention(_BLACKWELL, "blackwell"),
     "blackwell-ultra": _measured_attention(replace(_BLACKWELL, gemm_fp4=0.55), "blackwell-ultra"),

@@ -143,6 +143,16 @@ Blackwell Ultra, CDNA4) now take their shares from the kernels (physics.attentio
 where none exist."""
 
 
+ATTENTION_IMPL = (0.3, 1.5)
+"""Bounds of a stack's attention-code factor (prior 1: the kernel it calls runs as measured). llm-foundry's MPT rows
+(measured_runs.csv, its README of 2024-01) lose throughput with sequence length on A100 and H100 alike, more than
+FlashAttention-2's kernels do (8 GPUs, 2k to 65k tokens): one factor for the stack's attention code on every family,
+on top of `attention_stack` (its kernel against the family's best, a measured figure: FA2 at half of cuDNN's speed
+on Hopper), so that either family's rows inform the other's. Before, a stack factor fitted against cuDNN on Hopper
+(0.28) and Ampere's attention generation factor (0.79) absorbed it family by family, and a held-out family's
+llm-foundry rows read 15-20% fast."""
+
+
 def _attention_not_native(profile: Profile) -> bool:
     """A stack's attention factor acts only where its kernel is slower than the family's best (FlashAttention-2 is
     Ampere's best kernel, half of Hopper's: inputs/stacks.py)."""
@@ -301,11 +311,23 @@ TABLE: tuple[Parameter, ...] = (
         "stack",
         (0.2, 1.5),
         0.3,
-        "rows of the stack where its attention kernel is not the family's best: it against cuDNN/FlashAttention-3",
+        "not fitted: where the stack's attention kernel is not the family's best, its measured speed against "
+        "cuDNN/FlashAttention-3 (the stack profile's figure: FlashAttention-2 at half of it on Hopper)",
         factor=True,
         factor_default=_stack_attention,
-        only=("composer",),
+        only=(),
         applies=_attention_not_native,
+    ),
+    Parameter(
+        "attention_impl",
+        "attention",
+        "stack",
+        ATTENTION_IMPL,
+        0.3,
+        "rows of the stack on every family: its own attention code against the kernel it calls (llm-foundry's MPT "
+        "attention with ALiBi biases, against FlashAttention-2)",
+        factor=True,
+        only=("composer",),
     ),
     Parameter(
         "step_overhead_s",
