@@ -52,6 +52,18 @@ def test_a_share_of_the_gpus_is_whole_nodes_and_follows_the_count(campaign_file:
     assert phases["ramp"].n_gpus == 96 and phases["main"].n_gpus == 200 and phases["long"].n_gpus == 32
 
 
+def test_a_losses_batch_ramp_is_the_first_phases_alone(tmp_path: Path) -> None:
+    # the run starts once: a [losses] ramp priced in every phase would pay it once per phase
+    path = tmp_path / "ramped.toml"
+    path.write_text(CAMPAIGN.replace(RAMP, "[losses]\nramp_tokens = 20e9\nramp_start_gbs = 64\n" + RAMP, 1))
+    scenario = load_scenario(path)
+    ramps = {name: s.losses.ramp_tokens for name, s in phase_scenarios(scenario)}
+    assert ramps == {"ramp": 20e9, "main": 0.0, "long": 0.0}
+    lost = {name: p.to_dict()["losses"] for name, p in predict_campaign(scenario).phases.items()}
+    assert lost["ramp"]["ramp_gpu_hours"] > 0
+    assert "ramp_gpu_hours" not in lost["main"] and "ramp_gpu_hours" not in lost["long"]
+
+
 def test_each_phase_is_the_full_prediction_of_its_scenario(campaign_file: Path, campaign: Campaign) -> None:
     for name, scenario in phase_scenarios(load_scenario(campaign_file)):
         assert campaign.phases[name].to_dict() == predict(scenario).to_dict()

@@ -147,19 +147,22 @@ def phase_gbs(scenario: Scenario, phase: Phase, seq_len: int) -> int | None:
     return None if tokens_per_step is None else max(1, round(tokens_per_step / seq_len))
 
 
-def phase_scenario(scenario: Scenario, phase: Phase, tokens: float) -> Scenario:
-    """The scenario a phase is predicted as: the campaign's top level with what the phase sets."""
+def phase_scenario(scenario: Scenario, phase: Phase, tokens: float, first: bool = True) -> Scenario:
+    """The scenario a phase is predicted as: the campaign's top level with what the phase sets. A batch ramp of
+    the top level's [losses] (ramp_tokens) is the run's start: the `first` phase's alone, not every phase's."""
     seq_len = phase.seq_len or scenario.parallelism.seq_len
     own = {name: getattr(phase.parallelism, name) for name in given(phase.parallelism)} if phase.parallelism else {}
     if "recompute" in own and "recompute_layers" not in own:  # a phase's own recompute mode replaces a partial one
         own["recompute_layers"] = None
     layout = replaced(scenario.parallelism, **own, seq_len=seq_len, gbs=phase_gbs(scenario, phase, seq_len))
+    ramp = scenario.losses.ramp_tokens
     return replaced(
         scenario,
         n_gpus=phase_gpus(scenario, phase),
         precision=phase.precision or scenario.precision,
         tokens=tokens,
         parallelism=layout,
+        losses=scenario.losses if first or not ramp else replaced(scenario.losses, ramp_tokens=0.0),
         phase=(),
     )
 
@@ -167,7 +170,10 @@ def phase_scenario(scenario: Scenario, phase: Phase, tokens: float) -> Scenario:
 def phase_scenarios(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """Each phase's name and scenario, in the order they run."""
     tokens = phase_tokens(scenario)
-    return [(p.name, phase_scenario(scenario, p, t)) for p, t in zip(scenario.phase, tokens, strict=True)]
+    return [
+        (p.name, phase_scenario(scenario, p, t, first=i == 0))
+        for i, (p, t) in enumerate(zip(scenario.phase, tokens, strict=True))
+    ]
 
 
 @dataclass(frozen=True)
