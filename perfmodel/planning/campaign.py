@@ -82,9 +82,19 @@ def total_rule(key: str) -> tuple[str, str | None]:
     return "same", None
 
 
+def incurred(key: str) -> bool:
+    """Whether `key` is a loss's column: a run's losses table lists only the losses it incurs, so that a phase
+    without the column (or with it empty in a table of many) incurred none of it, and the campaign's total is the
+    other phases' sum (a ramp is the first phase's alone); any other summed column empty in a phase (a cost without
+    a price) leaves the total empty."""
+    return key.startswith("losses.")
+
+
 def total(key: str, values: Sequence[Any], weights: Sequence[Any] | None = None) -> Any:
     """The campaign's value of column `key` from its phases' `values` (and, for a mean, their `weights`)."""
     rule, _ = total_rule(key)
+    if rule == "sum" and incurred(key):
+        values = [0 if v is None else v for v in values]
     if rule == "same":
         first = values[0]
         return first if all(v == first for v in values) else None
@@ -155,14 +165,16 @@ def phase_scenario(scenario: Scenario, phase: Phase, tokens: float, first: bool 
     if "recompute" in own and "recompute_layers" not in own:  # a phase's own recompute mode replaces a partial one
         own["recompute_layers"] = None
     layout = replaced(scenario.parallelism, **own, seq_len=seq_len, gbs=phase_gbs(scenario, phase, seq_len))
-    ramp = scenario.losses.ramp_tokens
+    losses = scenario.losses
+    if not first and losses.ramp_tokens:
+        losses = replaced(losses, ramp_tokens=0.0, ramp_start_gbs=None)
     return replaced(
         scenario,
         n_gpus=phase_gpus(scenario, phase),
         precision=phase.precision or scenario.precision,
         tokens=tokens,
         parallelism=layout,
-        losses=scenario.losses if first or not ramp else replaced(scenario.losses, ramp_tokens=0.0),
+        losses=losses,
         phase=(),
     )
 
