@@ -126,3 +126,21 @@ def test_a_calibrations_loss_stage_sets_the_straggler_share(tmp_path: Path) -> N
     table = run_cli("predict", "--calibration", str(path), "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus",
                     "256", "--tokens", "2T").out  # fmt: skip
     assert "fitted on 3 published whole runs" in table
+
+
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ("ramp_tokens = 20e9\n", "ramp_tokens needs ramp_start_gbs"),
+        ("ramp_start_gbs = 64\n", "ramp_start_gbs needs ramp_tokens"),
+        ("eval_tokens = 10e6\n", "eval_tokens needs eval_every_steps"),
+        ("eval_every_steps = 500\n", "eval_every_steps needs eval_tokens"),
+    ],
+)
+def test_half_a_ramp_or_an_evaluation_is_refused_not_ignored(tmp_path: Path, table: str, named: str) -> None:
+    # either half alone priced nothing and said nothing
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\ntokens = 1e12\n[losses]\n' + table)
+    bad = run_cli("predict", str(scenario))
+    assert bad.code == 2 and bad.out == "" and len(bad.err.strip().splitlines()) == 1
+    assert "s.toml: field 'losses': " + named in bad.err
