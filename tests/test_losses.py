@@ -144,3 +144,18 @@ def test_half_a_ramp_or_an_evaluation_is_refused_not_ignored(tmp_path: Path, tab
     bad = run_cli("predict", str(scenario))
     assert bad.code == 2 and bad.out == "" and len(bad.err.strip().splitlines()) == 1
     assert "s.toml: field 'losses': " + named in bad.err
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"ramp_tokens": 3e12, "ramp_start_gbs": 64}, "losses.ramp_tokens: a ramp of 3e+12 tokens is longer"),
+        ({"ramp_tokens": 1e9, "ramp_start_gbs": 512}, "losses.ramp_start_gbs: the ramp starts at 512 sequences"),
+        ({"job_limit_h": 0.1}, "losses.job_limit_h: a job of 0.1 h ends before its start-up of 1,047 s"),
+    ],
+)
+def test_a_loss_setting_the_run_makes_impossible_is_one_line(changes: dict[str, float], named: str) -> None:
+    # a ramp longer than the run, or not below its batch of 512, and a job limit within one start-up
+    with pytest.raises(perfmodel.PerfmodelError) as error:
+        _predict(**changes)
+    assert str(error.value).startswith(named) and "allowed: " in str(error.value)
