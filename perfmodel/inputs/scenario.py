@@ -486,7 +486,7 @@ def in_phase(field: str | None, message: str, phases: Any) -> tuple[str | None, 
     index, inner = int(match.group(1)), match.group(2)
     table = phases[index] if isinstance(phases, list | tuple) and index < len(phases) else None
     name = table.get("name") if isinstance(table, dict) else getattr(table, "name", None)
-    label = f"phase '{shown(name)}'" if isinstance(name, str) else f"phase[{index}]"
+    label = f"phase '{shown(name)}'" if isinstance(name, str) and name.strip() else f"phase[{index}]"
     return None, f"{label}: field '{inner}': {message}" if inner else f"{label}: {message}"
 
 
