@@ -10,7 +10,7 @@ import pytest
 
 import perfmodel
 from perfmodel.planning import goodput as gp
-from perfmodel.planning.losses import STARTUP_S, STRAGGLER_PRIOR, straggler_scale
+from perfmodel.planning.losses import STARTUP_S, STRAGGLER_PRIOR, expected, straggler_scale
 from tests.conftest import run_cli
 
 RUN = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8", "tokens": 2e12, "gbs": 512}
@@ -159,3 +159,12 @@ def test_a_loss_setting_the_run_makes_impossible_is_one_line(changes: dict[str, 
     with pytest.raises(perfmodel.PerfmodelError) as error:
         _predict(**changes)
     assert str(error.value).startswith(named) and "allowed: " in str(error.value)
+
+
+def test_a_fraction_of_an_interruption_is_not_printed_as_none() -> None:
+    # 100B tokens on 64 H100 expect a few hundredths of an interruption: the table said "0 unexpected" beside the
+    # GPU-hours lost to them
+    table = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1e11").out
+    failures = next(line for line in table.splitlines() if line.startswith("Loss: failures"))
+    assert " 0 unexpected" not in failures and "0.0" in failures.split(":", 2)[2]
+    assert expected(0.48) == "0.48" and expected(9.4) == "9.4" and expected(53.2) == "53" and expected(0) == "0"

@@ -213,6 +213,12 @@ def _check(settings: LossSettings, run: Run, steps: Steps, startup_s: float) -> 
         )
 
 
+def expected(count: float) -> str:
+    """An expected count for a table line: whole from 10 on, else two significant digits, so that a run expecting
+    half an interruption does not read as none beside the GPU-hours it loses to it."""
+    return f"{count:,.0f}" if count >= 10 else f"{count:.2g}"
+
+
 def _tokens(count: float) -> str:
     """A token count for a table line: 20B, 1.5T."""
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
@@ -232,7 +238,7 @@ def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
                                                  reliability.write_s)  # fmt: skip
     counts = reliability.interruptions(run.time_s)
     unexpected = counts[1] if counts else 0.0
-    add("failures", rest_s, f"{unexpected:,.0f} unexpected interruptions", "goodput model")
+    add("failures", rest_s, f"{expected(unexpected)} unexpected interruptions", "goodput model")
     add("checkpoints", checkpoint_s, f"{writes:,.0f} writes of {reliability.write_s:,.1f} s", "goodput model")
 
 
