@@ -89,6 +89,8 @@ def test_validate_lists_the_whole_runs_as_their_own_group() -> None:
     record = json.loads(result.out)
     assert len(record["rows"]) == 10 and {r["metric"] for r in record["rows"]} == {"gpu_hours"}
     assert list(record["groups"]["source"]) == ["Whole runs"]
+    # the excluded rows listed are those the filter asks about: not the A100 40GB rows whose reason said "whole runs"
+    assert record["excluded"] == []
 
 
 def test_the_whole_runs_protocol_reports_mape_and_mean_signed_error() -> None:

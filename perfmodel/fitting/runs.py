@@ -346,7 +346,7 @@ def _released(text: str) -> str | None:
 
 
 NOT_FITTED_HARDWARE = {
-    "A100-40GB (1600Gbps RoCE)": "A100 40GB (hardware_specs a100-40gb, for the whole runs): 7 of its 78 llm-foundry "
+    "A100-40GB (1600Gbps RoCE)": "A100 40GB (a100-40gb in hardware_specs): 7 of its 78 llm-foundry "
     "rows' reported layouts exceed perfmodel's memory estimate by 1-5% (a runtime reserve and fragmentation sized on "
     "80 GB parts), so its rows wait for the memory model to be checked on 40 GB parts",
 }
