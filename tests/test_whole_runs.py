@@ -134,6 +134,11 @@ def test_a_users_whole_run_is_read_validated_and_held_out(tmp_path: Path) -> Non
         (("200e9", "lots"), "column 'tokens' is 'lots', not a number"),
         (("200e9", ""), "metric gpu_hours (a whole run) needs 'tokens' and a model"),
         (("goodput.rates=rsc", "losses.spare_gpus=-1"), "losses.spare_gpus"),
+        # a throughput row ignored them: it was priced on megatron's newest release, whatever its stack and vintage
+        (
+            ("gpu_hours,30000,200e9", "tokens_per_s_per_gpu,3000,"),
+            "column 'stack' is read for a whole run (metric gpu_hours) only",
+        ),
     ],
 )
 def test_a_bad_whole_run_row_is_one_line(tmp_path: Path, change: tuple[str, str], says: str) -> None:

@@ -202,6 +202,12 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
         raise PerfmodelError(f"{path}, row {line}: metric time_to_train_min needs a 'benchmark' (an MLPerf id)")
     if metric == "gpu_hours" and not (cell.get("tokens") and (cell.get("model") or cell.get("model_shapes"))):
         raise PerfmodelError(f"{path}, row {line}: metric gpu_hours (a whole run) needs 'tokens' and a model")
+    unread = next((c for c in WHOLE_RUN_COLUMNS if cell.get(c)), None) if metric != "gpu_hours" else None
+    if unread is not None:  # only a whole run reads them: ignored, a row would be priced as it did not run
+        raise PerfmodelError(
+            f"{path}, row {line}: column '{unread}' is read for a whole run (metric gpu_hours) only; leave it empty "
+            f"on a {metric} row"
+        )
     scenario: dict[str, Any] = {
         "n_gpus": int(_number(path, line, "n_gpus", cell["n_gpus"], integer=True)),
         "precision": cell["precision"].lower(),
