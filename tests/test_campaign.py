@@ -8,9 +8,11 @@ import json
 import math
 from pathlib import Path
 
+import openpyxl
 import pytest
 from conftest import run_cli
 from test_campaign_inputs import BASE, LONG, MAIN, RAMP
+from workbook import cells_by_key
 
 import perfmodel
 from perfmodel.inputs.record import replaced
@@ -50,6 +52,30 @@ def test_a_share_of_the_gpus_is_whole_nodes_and_follows_the_count(campaign_file:
     scenario = load_scenario(campaign_file, {"n_gpus": 200})  # half is 100 GPUs: 12.5 nodes of 8
     phases = dict(phase_scenarios(scenario))
     assert phases["ramp"].n_gpus == 96 and phases["main"].n_gpus == 200 and phases["long"].n_gpus == 32
+
+
+def test_a_losses_batch_ramp_is_the_first_phases_alone(tmp_path: Path) -> None:
+    # the run starts once: a [losses] ramp priced in every phase would pay it once per phase
+    path = tmp_path / "ramped.toml"
+    path.write_text(CAMPAIGN.replace(RAMP, "[losses]\nramp_tokens = 20e9\nramp_start_gbs = 64\n" + RAMP, 1))
+    scenario = load_scenario(path)
+    ramps = {name: s.losses.ramp_tokens for name, s in phase_scenarios(scenario)}
+    assert ramps == {"ramp": 20e9, "main": 0.0, "long": 0.0}
+    campaign = predict_campaign(scenario)
+    lost = {name: p.to_dict()["losses"] for name, p in campaign.phases.items()}
+    assert lost["ramp"]["ramp_gpu_hours"] > 0
+    assert "ramp_gpu_hours" not in lost["main"] and "ramp_gpu_hours" not in lost["long"]
+    # a loss the other phases do not incur is none of theirs in the total, not an unknown total
+    assert campaign.to_dict()["losses"]["ramp_gpu_hours"] == lost["ramp"]["ramp_gpu_hours"]
+    assert "Loss: ramp" in run_cli("predict", str(path)).out
+    exported = tmp_path / "ramped.csv"
+    assert run_cli("export", "predict", str(path), "--out", str(exported)).code == 0
+    rows = {row["phase"]: row for row in csv.DictReader(io.StringIO(exported.read_text()))}
+    assert float(rows["total"]["losses.ramp_gpu_hours"]) == pytest.approx(lost["ramp"]["ramp_gpu_hours"])
+    book = tmp_path / "ramped.xlsx"
+    assert run_cli("export", "predict", str(path), "--out", str(book)).code == 0
+    sheet, cell = cells_by_key(book)[("losses.ramp_gpu_hours", 3)]  # the total row, under the three phases
+    assert openpyxl.load_workbook(book)[sheet][cell].value.startswith("=SUM(")  # empty phase cells add nothing
 
 
 def test_each_phase_is_the_full_prediction_of_its_scenario(campaign_file: Path, campaign: Campaign) -> None:

@@ -66,6 +66,7 @@ BAD = [
     ("layout's batch", RAMP + MAIN + "parallelism = { gbs = 8 }\n", "phase 'main': parallelism.gbs", "own (gbs ="),
     ("bad layout value", RAMP + MAIN + "parallelism = { tp = 0 }\n", "phase 'main': field 'parallelism.tp'", ""),
     ("no name", "[[phase]]\ntokens = 1e12\n", "phase[0]: field 'name'", "required"),
+    ("blank name", "[[phase]]\nname = ' '\ntokens = 1e12\n", "phase[0]: field 'name'", "one visible character"),
     ("two without tokens", MAIN + MAIN.replace("main", "more"), "phase 'more': field 'tokens'", "only one phase"),
     ("phase as a table", "[phase]\nname = 'x'\n", "field 'phase'", ""),
 ]

@@ -10,7 +10,7 @@ import pytest
 
 import perfmodel
 from perfmodel.planning import goodput as gp
-from perfmodel.planning.losses import STARTUP_S, STRAGGLER_PRIOR, straggler_scale
+from perfmodel.planning.losses import STARTUP_S, STRAGGLER_PRIOR, expected, straggler_scale
 from tests.conftest import run_cli
 
 RUN = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 256, "precision": "fp8", "tokens": 2e12, "gbs": 512}
@@ -126,3 +126,45 @@ def test_a_calibrations_loss_stage_sets_the_straggler_share(tmp_path: Path) -> N
     table = run_cli("predict", "--calibration", str(path), "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus",
                     "256", "--tokens", "2T").out  # fmt: skip
     assert "fitted on 3 published whole runs" in table
+
+
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ("ramp_tokens = 20e9\n", "ramp_tokens needs ramp_start_gbs"),
+        ("ramp_start_gbs = 64\n", "ramp_start_gbs needs ramp_tokens"),
+        ("eval_tokens = 10e6\n", "eval_tokens needs eval_every_steps"),
+        ("eval_every_steps = 500\n", "eval_every_steps needs eval_tokens"),
+    ],
+)
+def test_half_a_ramp_or_an_evaluation_is_refused_not_ignored(tmp_path: Path, table: str, named: str) -> None:
+    # either half alone priced nothing and said nothing
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\ntokens = 1e12\n[losses]\n' + table)
+    bad = run_cli("predict", str(scenario))
+    assert bad.code == 2 and bad.out == "" and len(bad.err.strip().splitlines()) == 1
+    assert "s.toml: field 'losses': " + named in bad.err
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"ramp_tokens": 3e12, "ramp_start_gbs": 64}, "losses.ramp_tokens: a ramp of 3e+12 tokens is longer"),
+        ({"ramp_tokens": 1e9, "ramp_start_gbs": 512}, "losses.ramp_start_gbs: the ramp starts at 512 sequences"),
+        ({"job_limit_h": 0.1}, "losses.job_limit_h: a job of 0.1 h ends before its start-up of 1,047 s"),
+    ],
+)
+def test_a_loss_setting_the_run_makes_impossible_is_one_line(changes: dict[str, float], named: str) -> None:
+    # a ramp longer than the run, or not below its batch of 512, and a job limit within one start-up
+    with pytest.raises(perfmodel.PerfmodelError) as error:
+        _predict(**changes)
+    assert str(error.value).startswith(named) and "allowed: " in str(error.value)
+
+
+def test_a_fraction_of_an_interruption_is_not_printed_as_none() -> None:
+    # 100B tokens on 64 H100 expect a few hundredths of an interruption: the table said "0 unexpected" beside the
+    # GPU-hours lost to them
+    table = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1e11").out
+    failures = next(line for line in table.splitlines() if line.startswith("Loss: failures"))
+    assert " 0 unexpected" not in failures and "0.0" in failures.split(":", 2)[2]
+    assert expected(0.48) == "0.48" and expected(9.4) == "9.4" and expected(53.2) == "53" and expected(0) == "0"

@@ -89,6 +89,8 @@ def test_validate_lists_the_whole_runs_as_their_own_group() -> None:
     record = json.loads(result.out)
     assert len(record["rows"]) == 10 and {r["metric"] for r in record["rows"]} == {"gpu_hours"}
     assert list(record["groups"]["source"]) == ["Whole runs"]
+    # the excluded rows listed are those the filter asks about: not the A100 40GB rows whose reason said "whole runs"
+    assert record["excluded"] == []
 
 
 def test_the_whole_runs_protocol_reports_mape_and_mean_signed_error() -> None:
@@ -132,6 +134,11 @@ def test_a_users_whole_run_is_read_validated_and_held_out(tmp_path: Path) -> Non
         (("200e9", "lots"), "column 'tokens' is 'lots', not a number"),
         (("200e9", ""), "metric gpu_hours (a whole run) needs 'tokens' and a model"),
         (("goodput.rates=rsc", "losses.spare_gpus=-1"), "losses.spare_gpus"),
+        # a throughput row ignored them: it was priced on megatron's newest release, whatever its stack and vintage
+        (
+            ("gpu_hours,30000,200e9", "tokens_per_s_per_gpu,3000,"),
+            "column 'stack' is read for a whole run (metric gpu_hours) only",
+        ),
     ],
 )
 def test_a_bad_whole_run_row_is_one_line(tmp_path: Path, change: tuple[str, str], says: str) -> None:

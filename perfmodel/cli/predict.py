@@ -19,13 +19,16 @@ def predict(scenario: str | None, fmt: str, **flags: Any) -> None:
     With no arguments it runs scenarios/default.toml. Flags override the file; a parallel dimension left out is
     chosen as the fastest layout that fits.
     """
-    from perfmodel.outputs import report
-    from perfmodel.planning.campaign import Campaign, predict_any
-
-    result = predict_any(load_from_flags(scenario, flags))
-    if isinstance(result, Campaign):
+    question = load_from_flags(scenario, flags)
+    if question.phase:  # the campaign modules only for a campaign: they are most of what a plain start imports anew
         from perfmodel.outputs.campaign_report import campaign_table
+        from perfmodel.planning.campaign import predict_campaign
 
-        emit(result.to_records() if fmt == "csv" else result.to_dict(), fmt, lambda: campaign_table(result))
+        campaign = predict_campaign(question)
+        emit(campaign.to_records() if fmt == "csv" else campaign.to_dict(), fmt, lambda: campaign_table(campaign))
         return
+    from perfmodel.outputs import report
+    from perfmodel.planning.predict import predict as run_prediction
+
+    result = run_prediction(question)
     emit(result.to_dict(), fmt, lambda: report.table(result))

@@ -202,6 +202,12 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
         raise PerfmodelError(f"{path}, row {line}: metric time_to_train_min needs a 'benchmark' (an MLPerf id)")
     if metric == "gpu_hours" and not (cell.get("tokens") and (cell.get("model") or cell.get("model_shapes"))):
         raise PerfmodelError(f"{path}, row {line}: metric gpu_hours (a whole run) needs 'tokens' and a model")
+    unread = next((c for c in WHOLE_RUN_COLUMNS if cell.get(c)), None) if metric != "gpu_hours" else None
+    if unread is not None:  # only a whole run reads them: ignored, a row would be priced as it did not run
+        raise PerfmodelError(
+            f"{path}, row {line}: column '{unread}' is read for a whole run (metric gpu_hours) only; leave it empty "
+            f"on a {metric} row"
+        )
     scenario: dict[str, Any] = {
         "n_gpus": int(_number(path, line, "n_gpus", cell["n_gpus"], integer=True)),
         "precision": cell["precision"].lower(),
@@ -346,7 +352,7 @@ def _released(text: str) -> str | None:
 
 
 NOT_FITTED_HARDWARE = {
-    "A100-40GB (1600Gbps RoCE)": "A100 40GB (hardware_specs a100-40gb, for the whole runs): 7 of its 78 llm-foundry "
+    "A100-40GB (1600Gbps RoCE)": "A100 40GB (a100-40gb in hardware_specs): 7 of its 78 llm-foundry "
     "rows' reported layouts exceed perfmodel's memory estimate by 1-5% (a runtime reserve and fragmentation sized on "
     "80 GB parts), so its rows wait for the memory model to be checked on 40 GB parts",
 }

@@ -24,7 +24,6 @@ files to every kernel class (collectives, elementwise) with the same columns.
 from __future__ import annotations
 
 import re
-import statistics
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
@@ -62,6 +61,8 @@ def format_shares() -> dict[tuple[str, str], FormatShare]:
     part, by (family, format). B300 (Blackwell Ultra) runs NVFP4 at 0.57 of BF16's share (4.9-5.3 PF of 13.5 PF
     against 1.44-1.50 of 2.25 PF: 1.7-1.9x FP8, not the datasheet's 3x); B200 (Blackwell) at 0.95 (5.4-5.5 PF of
     9 PF at 6,144-8,192 squares): Blackwell Ultra's 1.5x FP4 peak does not reach its GEMMs."""
+    import statistics  # here: statistics pulls in fractions and decimal, ~3 ms of every CLI start that never asks
+
     from perfmodel.inputs.hardware import get_accelerator
 
     bf16: dict[tuple[str, ...], float] = {}

@@ -175,6 +175,15 @@ class Losses:
     """GPUs held in reserve beside the job's, paid for its whole wall time."""
     given: frozenset[str] | None = given_field()
 
+    def __post_init__(self) -> None:
+        """A ramp needs its tokens and its first batch, an evaluation its cadence and its tokens (a ValueError,
+        which pydantic reports as the table's own check): either half alone would price nothing and say nothing."""
+        for first, second in (("ramp_tokens", "ramp_start_gbs"), ("eval_every_steps", "eval_tokens")):
+            has_first, has_second = bool(getattr(self, first)), bool(getattr(self, second))
+            if has_first != has_second:
+                given, missing = (first, second) if has_first else (second, first)
+                raise ValueError(f"{given} needs {missing} too (one without the other prices nothing)")
+
 
 @record
 class Scenario:
@@ -477,7 +486,7 @@ def in_phase(field: str | None, message: str, phases: Any) -> tuple[str | None, 
     index, inner = int(match.group(1)), match.group(2)
     table = phases[index] if isinstance(phases, list | tuple) and index < len(phases) else None
     name = table.get("name") if isinstance(table, dict) else getattr(table, "name", None)
-    label = f"phase '{shown(name)}'" if isinstance(name, str) else f"phase[{index}]"
+    label = f"phase '{shown(name)}'" if isinstance(name, str) and name.strip() else f"phase[{index}]"
     return None, f"{label}: field '{inner}': {message}" if inner else f"{label}: {message}"
 
 

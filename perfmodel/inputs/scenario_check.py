@@ -122,6 +122,14 @@ def _phase_layout_only(cls: type, raw: Any) -> Any:
     return raw
 
 
+@field_validator("name")
+def _visible_name(cls: type, value: str) -> str:
+    """A phase's name labels its row in every output: a blank one would be a row without a label."""
+    if not value.strip():
+        raise ValueError("must name the phase with at least one visible character (it labels the phase's row)")
+    return value
+
+
 MODEL_OVERRIDE = model_of(ModelOverride, _Strict)
 PARALLELISM = model_of(
     Parallelism,
@@ -131,7 +139,11 @@ PARALLELISM = model_of(
 COST = model_of(Cost, _Strict)
 GOODPUT = model_of(Goodput, _Strict, {"_known_classes": _known_classes})
 LOSSES = model_of(Losses, _Strict)
-PHASE = model_of(Phase, _Strict, {"_finite_tokens": _finite_tokens, "_phase_layout_only": _phase_layout_only})
+PHASE = model_of(
+    Phase,
+    _Strict,
+    {"_finite_tokens": _finite_tokens, "_phase_layout_only": _phase_layout_only, "_visible_name": _visible_name},
+)
 SCENARIO = model_of(
     Scenario,
     _Strict,

@@ -23,6 +23,7 @@ from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _energy, _si, _usd, run_assumptions
 from perfmodel.planning.campaign import Campaign
 from perfmodel.planning.evidence import DOC
+from perfmodel.planning.losses import expected
 
 LONG_CONTEXT = 32_768
 """Sequence length from which a phase's attention is priced too cheaply by today's model (issue 26)."""
@@ -101,8 +102,8 @@ def summary_rows(c: Campaign) -> list[list[str]]:
         else:
             rows.append([
                 "With failures",
-                f"{_duration(failing.time_s)}, {d['expected_interruptions']:,.0f} interruptions "
-                f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {failing.gpu_hours:,.0f} GPU-hours, "
+                f"{_duration(failing.time_s)}, {expected(d['expected_interruptions'])} interruptions "
+                f"({expected(d['expected_unexpected_interruptions'])} unexpected), {failing.gpu_hours:,.0f} GPU-hours, "
                 f"{_usd(failing.cost_usd)}, {_energy(failing.energy_kwh)}",
             ])  # fmt: skip
     return rows + loss_rows(c)

@@ -14,6 +14,7 @@ from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
+from perfmodel.planning.losses import expected
 from perfmodel.planning.predict import Prediction
 
 LISTED_EXCLUSIONS = 10
@@ -284,8 +285,8 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
     if d["time_to_train_with_failures_s"] is None:
         return [*rows, ["With failures", NEVER_FINISHES]]
     summary = (
-        f"{_duration(d['time_to_train_with_failures_s'])}, {d['expected_interruptions']:,.0f} interruptions "
-        f"({d['expected_unexpected_interruptions']:,.0f} unexpected), {_usd(d['cost_usd_with_failures'])}, "
+        f"{_duration(d['time_to_train_with_failures_s'])}, {expected(d['expected_interruptions'])} interruptions "
+        f"({expected(d['expected_unexpected_interruptions'])} unexpected), {_usd(d['cost_usd_with_failures'])}, "
         f"{_energy(d['energy_kwh_with_failures'])}"
     )
     return [*rows, ["With failures", summary]]

@@ -82,9 +82,19 @@ def total_rule(key: str) -> tuple[str, str | None]:
     return "same", None
 
 
+def incurred(key: str) -> bool:
+    """Whether `key` is a loss's column: a run's losses table lists only the losses it incurs, so that a phase
+    without the column (or with it empty in a table of many) incurred none of it, and the campaign's total is the
+    other phases' sum (a ramp is the first phase's alone); any other summed column empty in a phase (a cost without
+    a price) leaves the total empty."""
+    return key.startswith("losses.")
+
+
 def total(key: str, values: Sequence[Any], weights: Sequence[Any] | None = None) -> Any:
     """The campaign's value of column `key` from its phases' `values` (and, for a mean, their `weights`)."""
     rule, _ = total_rule(key)
+    if rule == "sum" and incurred(key):
+        values = [0 if v is None else v for v in values]
     if rule == "same":
         first = values[0]
         return first if all(v == first for v in values) else None
@@ -147,19 +157,24 @@ def phase_gbs(scenario: Scenario, phase: Phase, seq_len: int) -> int | None:
     return None if tokens_per_step is None else max(1, round(tokens_per_step / seq_len))
 
 
-def phase_scenario(scenario: Scenario, phase: Phase, tokens: float) -> Scenario:
-    """The scenario a phase is predicted as: the campaign's top level with what the phase sets."""
+def phase_scenario(scenario: Scenario, phase: Phase, tokens: float, first: bool = True) -> Scenario:
+    """The scenario a phase is predicted as: the campaign's top level with what the phase sets. A batch ramp of
+    the top level's [losses] (ramp_tokens) is the run's start: the `first` phase's alone, not every phase's."""
     seq_len = phase.seq_len or scenario.parallelism.seq_len
     own = {name: getattr(phase.parallelism, name) for name in given(phase.parallelism)} if phase.parallelism else {}
     if "recompute" in own and "recompute_layers" not in own:  # a phase's own recompute mode replaces a partial one
         own["recompute_layers"] = None
     layout = replaced(scenario.parallelism, **own, seq_len=seq_len, gbs=phase_gbs(scenario, phase, seq_len))
+    losses = scenario.losses
+    if not first and losses.ramp_tokens:
+        losses = replaced(losses, ramp_tokens=0.0, ramp_start_gbs=None)
     return replaced(
         scenario,
         n_gpus=phase_gpus(scenario, phase),
         precision=phase.precision or scenario.precision,
         tokens=tokens,
         parallelism=layout,
+        losses=losses,
         phase=(),
     )
 
@@ -167,7 +182,10 @@ def phase_scenario(scenario: Scenario, phase: Phase, tokens: float) -> Scenario:
 def phase_scenarios(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """Each phase's name and scenario, in the order they run."""
     tokens = phase_tokens(scenario)
-    return [(p.name, phase_scenario(scenario, p, t)) for p, t in zip(scenario.phase, tokens, strict=True)]
+    return [
+        (p.name, phase_scenario(scenario, p, t, first=i == 0))
+        for i, (p, t) in enumerate(zip(scenario.phase, tokens, strict=True))
+    ]
 
 
 @dataclass(frozen=True)

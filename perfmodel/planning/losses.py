@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import Losses as LossSettings
 from perfmodel.physics.algebra import Number, log2, sqrt
 from perfmodel.physics.calibration import Calibration
@@ -155,6 +156,8 @@ def losses(
     `steps` the run's step prices at other batches (ramp) and forward passes (evaluation)."""
     if settings.model == "none":
         return None
+    startup_s = STARTUP_S if settings.startup_s is None else settings.startup_s
+    _check(settings, run, steps, startup_s)
     items: list[Loss] = []
 
     def add(
@@ -171,7 +174,6 @@ def losses(
     add("stragglers", run.time_s * share, detail, straggler[1], slows=True)
     lost_s = run.time_s / (reliability.goodput if reliability and reliability.goodput else 1.0) - run.time_s
     starts = 1 + (int((run.time_s + lost_s) / 3600 / settings.job_limit_h) if settings.job_limit_h else 0)
-    startup_s = STARTUP_S if settings.startup_s is None else settings.startup_s
     source = STARTUP_SOURCE if settings.startup_s is None else "given"
     detail = f"{starts:,} job start{'s' * (starts > 1)} of {startup_s:,.0f} s"
     add("startup", starts * startup_s, detail + (" (MegaScale's)" if settings.startup_s is None else ""), source)
@@ -189,6 +191,32 @@ def losses(
         spare = settings.spare_gpus * wall_s / SECONDS_PER_HOUR
         add("spare", 0.0, f"{settings.spare_gpus:,} GPUs in reserve", "given", gpu_hours=spare)
     return Losses(tuple(items), run, straggler[0], startup_s, starts)
+
+
+def _check(settings: LossSettings, run: Run, steps: Steps, startup_s: float) -> None:
+    """Settings that only this run shows to be impossible, each one line naming its field: a ramp longer than the
+    run or starting at or above its batch, a job time limit within one start-up."""
+    if settings.ramp_tokens > run.tokens:
+        raise PerfmodelError(
+            f"losses.ramp_tokens: a ramp of {settings.ramp_tokens:.4g} tokens is longer than the run's "
+            f"{run.tokens:.4g}; allowed: at most the run's tokens"
+        )
+    if settings.ramp_tokens and settings.ramp_start_gbs is not None and settings.ramp_start_gbs >= steps.gbs:
+        raise PerfmodelError(
+            f"losses.ramp_start_gbs: the ramp starts at {settings.ramp_start_gbs:,} sequences, not below the run's "
+            f"global batch of {steps.gbs:,}; allowed: a smaller batch than the run's"
+        )
+    if settings.job_limit_h is not None and settings.job_limit_h * SECONDS_PER_HOUR <= startup_s:
+        raise PerfmodelError(
+            f"losses.job_limit_h: a job of {settings.job_limit_h:g} h ends before its start-up of {startup_s:,.0f} s "
+            "(losses.startup_s) does; allowed: a limit longer than the start-up"
+        )
+
+
+def expected(count: float) -> str:
+    """An expected count for a table line: whole from 10 on, else two significant digits, so that a run expecting
+    half an interruption does not read as none beside the GPU-hours it loses to it."""
+    return f"{count:,.0f}" if count >= 10 else f"{count:.2g}"
 
 
 def _tokens(count: float) -> str:
@@ -210,7 +238,7 @@ def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
                                                  reliability.write_s)  # fmt: skip
     counts = reliability.interruptions(run.time_s)
     unexpected = counts[1] if counts else 0.0
-    add("failures", rest_s, f"{unexpected:,.0f} unexpected interruptions", "goodput model")
+    add("failures", rest_s, f"{expected(unexpected)} unexpected interruptions", "goodput model")
     add("checkpoints", checkpoint_s, f"{writes:,.0f} writes of {reliability.write_s:,.1f} s", "goodput model")
 
 

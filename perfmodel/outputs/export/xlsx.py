@@ -39,7 +39,7 @@ from perfmodel.outputs.export.table import (
     firsts,
     scaling_bases,
 )
-from perfmodel.planning.campaign import total_rule
+from perfmodel.planning.campaign import incurred, total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
@@ -253,6 +253,8 @@ def _total_formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: 
     rule, weight = total_rule(column.key)
     cells, n = grid.span(column.key, line.phases, here), len(line.phases)
     complete = f"COUNT({cells})={n}"
+    if rule == "sum" and incurred(column.key):  # a phase's empty loss cell: a loss it does not incur
+        return f"=SUM({cells})"
     if rule == "sum":
         return f'=IF({complete},SUM({cells}),"")'
     if rule == "max":
