@@ -8,7 +8,7 @@ import pytest
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, PARTS, format_shares
 from perfmodel.physics.calibration import bundled
-from perfmodel.physics.compute import format_share, op_time
+from perfmodel.physics.compute import format_share, measured_share, op_time
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.workload import Op
 
@@ -17,6 +17,9 @@ from perfmodel.physics.workload import Op
 # 15872x16384x4096), per-layer sums of Fprop, Dgrad and Wgrad with pre-quantised inputs, TFLOP/s:
 B300_BF16 = (1504, 1441, 1447)
 B300_NVFP4 = (5096, 4897, 5304)
+B300_FP8_CURRENT = (2961, 2744, 2749)  # per-tensor current scaling
+B300_MXFP8 = (2702, 2666, 2663)
+B300_FP8_DELAYED = (2501, 2328, 2265)  # per-tensor delayed scaling: not read (inputs.kernels.DELAYED_SCALING)
 LAYER = ((15872, 12288, 4096), (15872, 4096, 4096), (15872, 16384, 4096), (15872, 4096, 16384))
 
 
@@ -31,6 +34,25 @@ def test_blackwell_ultra_fp4_reaches_a_smaller_share_of_its_peak_than_blackwell_
     assert ("hopper", "fp8") not in shares  # no same-shape pair: the power assumption stays
     h100 = get_accelerator("h100-sxm")
     assert format_share(h100, DEFAULTS["hopper"], "fp8") == pytest.approx(1.0, rel=1e-3)
+
+
+def test_fp8_share_is_the_current_scaling_and_mxfp8_gemms_on_every_part_with_those_tensor_cores() -> None:
+    """B300's FP8 share is the median of its per-tensor current-scaling and MXFP8 layer GEMMs (4.5 PF dense against
+    BF16's 2.25), 0.94; the delayed-scaling rows, 12-16% slower on the same shapes, are not read. B200 and GB200,
+    whose BF16/FP8 tensor cores are Blackwell Ultra's (their power_reference), run FP8 at the same share; their FP4
+    keeps B200's own measurement."""
+
+    def shares(rows: tuple[int, ...]) -> list[float]:
+        return [f / 4500 / (b / 2250) for f, b in zip(rows, B300_BF16, strict=True)]
+
+    fp8, delayed = shares(B300_FP8_CURRENT) + shares(B300_MXFP8), shares(B300_FP8_DELAYED)
+    assert format_shares()[("blackwell-ultra", "fp8")].ratio == pytest.approx(statistics.median(fp8), rel=1e-9)
+    assert statistics.median(fp8) == pytest.approx(0.937, abs=0.005)
+    assert max(delayed) < min(fp8)
+    for part in ("b200", "gb200", "b300", "gb300"):
+        assert measured_share(get_accelerator(part), "fp8") == format_shares()[("blackwell-ultra", "fp8")]
+    for part in ("b200", "gb200"):
+        assert measured_share(get_accelerator(part), "fp4") == format_shares()[("blackwell", "fp4")]
 
 
 def test_the_measured_families_are_those_of_the_measured_parts() -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
-from perfmodel.inputs.kernels import MEASURED_FAMILIES, format_shares
+from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum
 from perfmodel.physics.efficiency import Efficiency, released_attention
 from perfmodel.physics.workload import Op
@@ -61,18 +62,36 @@ def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Nu
 
 def format_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """A GEMM format's delivered share of its peak over BF16's on this part. Where the bundled kernel rows measure
-    the family and format (inputs.kernels.format_shares: Blackwell Ultra NVFP4 0.57 of BF16's share, Blackwell NVFP4
-    0.95), the measured part's ratio; else the power assumption's (`peak_power_share` of the format over BF16's). A
-    part other than the one measured (a what-if, a sibling at another power) moves from the measured ratio as the
-    power assumption moves, so that more FLOP/s in one format never slows another's GEMMs."""
+    its tensor cores in that format (`measured_share`: Blackwell Ultra NVFP4 0.57 of BF16's share, Blackwell NVFP4
+    0.95, both families' FP8 0.94), the measured part's ratio; else the power assumption's (`peak_power_share` of
+    the format over BF16's). A part other than the one measured (a what-if, a sibling at another power) moves from
+    the measured ratio as the power assumption moves, so that more FLOP/s in one format never slows another's GEMMs."""
     if fmt == "bf16":
         return 1.0
     power = peak_power_share(acc, eff, fmt) / peak_power_share(acc, eff, "bf16")
-    measured = format_shares().get((acc.family, fmt)) if acc.family in MEASURED_FAMILIES else None
+    measured = measured_share(acc, fmt)
     if measured is None:
         return power
     part = get_accelerator(measured.part)
     return power * measured.ratio / (peak_power_share(part, eff, fmt) / peak_power_share(part, eff, "bf16"))
+
+
+@lru_cache(maxsize=256)  # per distinct part: a what-if sweep makes many
+def measured_share(acc: Accelerator, fmt: str) -> FormatShare | None:
+    """The kernel-measured share of `fmt` on this part's tensor cores: its family's, else that of the GEMM silicon
+    its `power_reference` names, where the format's peak over BF16's is the same on both parts. Every Blackwell part
+    names GB300's BF16/FP8 silicon (hardware_specs: Blackwell Ultra keeps Blackwell's BF16 and FP8 tensor cores), so
+    B200 and GB200 run FP8 at the share measured on B300; their FP4, at two thirds of Blackwell Ultra's peak ratio,
+    runs on other cores and keeps B200's own measurement."""
+    if acc.family not in MEASURED_FAMILIES:
+        return None
+    shares = format_shares()
+    own = shares.get((acc.family, fmt))
+    if own is not None or acc.power_reference is None:
+        return own
+    silicon = get_accelerator(acc.power_reference.id)
+    same_cores = acc.peak_flops(fmt) / acc.peak_flops("bf16") == silicon.peak_flops(fmt) / silicon.peak_flops("bf16")
+    return shares.get((silicon.family, fmt)) if same_cores else None
 
 
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
