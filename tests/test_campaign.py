@@ -137,6 +137,7 @@ def test_one_phase_that_sets_nothing_is_the_scenario_itself(tmp_path: Path) -> N
     assert one.phases["all"].to_dict() == alone.to_dict()
     for key, value in alone.to_record().items():
         assert one.record[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+    assert "Llama 3.1 8B campaign of 1 phase on up to 16 x" in run_cli("predict", str(single)).out
 
 
 def test_a_scenario_without_phases_prints_what_a_prediction_prints() -> None:
@@ -204,7 +205,11 @@ def test_compare_runs_the_whole_campaign_on_each_system(campaign_file: Path) -> 
     days = rows[0]["time_to_train_with_losses_s"] / 86400
     assert "time with losses" in table.out and f"{days:,.1f} days" in table.out.splitlines()[4]
     flat = list(csv.DictReader(io.StringIO(run_cli(*args, "--format", "csv").out)))
-    assert len(flat) == 4 and "phases" not in flat[0]
+    assert [r["phase"] for r in flat] == ["ramp", "main", "long", "total"] * 4  # one schema: predict's csv rows
+    totals = [r for r in flat if r["phase"] == "total"]
+    assert [float(r["gpu_hours"]) for r in totals] == pytest.approx([r["gpu_hours"] for r in rows], rel=1e-12)
+    assert all(r["speedup_vs_first"] == "" for r in flat if r["phase"] != "total")  # ratios compare whole runs
+    assert float(totals[3]["speedup_vs_first"]) == pytest.approx(rows[3]["speedup_vs_first"], rel=1e-12)
 
 
 def test_plan_seeks_the_campaigns_count(campaign_file: Path) -> None:

@@ -47,7 +47,7 @@ def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags
     if isinstance(predictions[0], Campaign):  # each row runs the whole campaign: its totals, its phases in JSON
         from perfmodel.outputs.campaign_report import compare_table
 
-        rows = [comparing.totals_only(r) for r in records] if fmt == "csv" else records
+        rows = [flat for r in records for flat in comparing.flat_rows(r)] if fmt == "csv" else records
         emit(rows, fmt, lambda: compare_table(records, predictions))
         return
     emit(records, fmt, lambda: plan_report.compare_table(records, predictions))

@@ -65,12 +65,14 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
     from perfmodel.outputs.export import ExportRow, check_output
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
+    from perfmodel.outputs.report import phases_counted
     from perfmodel.planning.campaign import Campaign, predict_any
 
     check_output(out, force, (scenario, flags["calibration"]))
     result = predict_any(load_from_flags(scenario, flags))
     if isinstance(result, Campaign):
-        title = f"{result.model.id} campaign of {len(result.phases)} phases on {result.hardware.accelerator.id}"
+        phases = phases_counted(len(result.phases))
+        title = f"{result.model.id} campaign of {phases} on {result.hardware.accelerator.id}"
         write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
         click.echo(f"wrote {out}")
         return

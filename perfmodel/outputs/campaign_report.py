@@ -20,7 +20,7 @@ from perfmodel.outputs.plan_report import (
     with_losses,
 )
 from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _energy, _si, _usd, run_assumptions
+from perfmodel.outputs.report import _duration, _energy, _si, _usd, phases_counted, run_assumptions
 from perfmodel.planning.campaign import Campaign
 from perfmodel.planning.evidence import DOC
 from perfmodel.planning.losses import expected
@@ -183,7 +183,7 @@ def campaign_table(c: Campaign) -> str:
     acc, precisions = c.hardware.accelerator, {p.scenario.precision for p in c.phases.values()}
     shown = ", ".join(PRECISION_LABEL[p] for p in sorted(precisions))
     lines = [
-        f"{c.model.name} campaign of {len(c.phases)} phases on up to {c.n_gpus:,} x {acc.name} "
+        f"{c.model.name} campaign of {phases_counted(len(c.phases))} on up to {c.n_gpus:,} x {acc.name} "
         f"({c.hardware.system.id}), {shown}",
         f"Inputs: {_si(c.run.tokens)} tokens, " + ", ".join(run_assumptions(c.first)),
         "",
@@ -216,7 +216,8 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
                + ["speedup", "perf/$"])  # fmt: skip
     align = ["left", "left"] + ["right"] * (len(headers) - 2)
     note = (
-        f"Each row runs the whole campaign ({len(first.phases)} phases; phases with a GPU count of their own keep it). "
+        f"Each row runs the whole campaign ({phases_counted(len(first.phases))}; phases with a GPU count of their own "
+        "keep it). "
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
     ) + (LOSSES_NOTE if lossy else "")

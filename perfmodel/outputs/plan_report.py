@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note
+from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note, phases_counted
 from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
@@ -378,7 +378,8 @@ def goal_table(report: Any) -> str:
             [
                 c.label,
                 f"{d['n_gpus']:,}",
-                (f"{len(p.phases)} phases (below)" if isinstance(p, Campaign) else full_layout(p)) + beyond_mark(p),
+                (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
+                + beyond_mark(p),
                 f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
@@ -429,7 +430,7 @@ GOAL_BASES = {
 def _tokens(p: Result) -> str:
     assert p.run is not None
     if isinstance(p, Campaign):
-        return f"a campaign of {len(p.phases)} phases, {_si(p.run.tokens)} tokens"
+        return f"a campaign of {phases_counted(len(p.phases))}, {_si(p.run.tokens)} tokens"
     return f"{_si(p.run.tokens)} tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
 
 

@@ -93,6 +93,11 @@ def run_assumptions(p: Prediction) -> list[str]:
     ]
 
 
+def phases_counted(count: int) -> str:
+    """'1 phase', '3 phases': a campaign's phases as its tables count them."""
+    return f"{count} phase{'' if count == 1 else 's'}"
+
+
 def _energy(kwh: float) -> str:
     """Energy in MWh, or in kWh below one MWh: an MLPerf-sized run (28.7 kWh on 72 GB300s) read '0.0 MWh'."""
     return f"{kwh / 1000:,.1f} MWh" if kwh >= 1000 else f"{kwh:,.1f} kWh"

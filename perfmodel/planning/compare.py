@@ -16,7 +16,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten
+from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import ScenarioSource, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
@@ -191,10 +191,15 @@ class Comparison:
 
     def to_records(self) -> list[dict[str, Any]]:
         """The rows as flat records (`breakdown.compute_s` columns), ready for pandas.DataFrame or a CSV writer; a
-        campaign's row is its totals (its phases are in `rows`)."""
-        return [flatten(totals_only(row)) for row in self.rows]
+        campaign's rows are its phases and its total (`flat_rows`)."""
+        return [record for row in self.rows for record in flat_rows(row)]
 
 
-def totals_only(row: dict[str, Any]) -> dict[str, Any]:
-    """A comparison row without a campaign's `phases` list: one flat row per system."""
-    return {key: value for key, value in row.items() if key != "phases"}
+def flat_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A comparison row as the flat records of the one output schema: itself, or for a campaign a record per phase
+    (`phase` first, no ratios: they compare whole campaigns) and the total record carrying the ratios, as
+    `predict --format csv` of a campaign and `export compare` write them."""
+    if "phases" not in row:
+        return [flatten(row)]
+    total = {"phase": TOTAL} | flatten({key: value for key, value in row.items() if key != "phases"})
+    return [flatten(phase) for phase in row["phases"]] + [total]
