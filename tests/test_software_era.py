@@ -129,3 +129,12 @@ def test_the_fused_kernel_trend_does_not_reprice_kernels_written_as_their_releas
     assert op_time(softmax, acc, older) == pytest.approx(op_time(softmax, acc, eff))
     norm = softmax._replace(as_released=False)
     assert op_time(norm, acc, older) > op_time(norm, acc, eff)
+
+
+def test_a_release_after_the_calibrations_newest_is_refused_not_extrapolated() -> None:
+    """The fitted software trend says how past releases sped up; a future vintage would extrapolate it (a 70B step
+    3x faster at 2099-12), so it is one line naming the newest release fitted."""
+    refused = run_cli("predict", "--vintage", "2099-12")
+    assert refused.code == 2 and refused.out == "" and len(refused.err.strip().splitlines()) == 1
+    assert "vintage 2099-12: after the newest release this calibration fitted" in refused.err
+    assert run_cli("predict", "--vintage", "2024-07").code == 0

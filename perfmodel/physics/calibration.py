@@ -80,6 +80,11 @@ class Calibration:
         reference = self.provenance.get("data", {}).get("vintage", {}).get("reference")
         if vintage is None or reference is None:
             return eff
+        if vintage > reference:  # the fitted trend says how releases sped up, not how future ones will
+            raise PerfmodelError(
+                f"vintage {vintage}: after the newest release this calibration fitted ({reference}); software gains "
+                "are not extrapolated forward: leave vintage out to price the newest release"
+            )
         return replace(eff, vintage_years=years_between(vintage, reference))
 
     @property
