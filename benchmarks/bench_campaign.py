@@ -66,7 +66,7 @@ def median_ms(fn: Callable[[], object], repeat: int, before: Callable[[], object
 
 def in_process(repeat: int, folder: Path) -> None:
     from perfmodel.inputs.scenario import load_scenario
-    from perfmodel.planning import search
+    from perfmodel.planning import evidence, search
     from perfmodel.planning.campaign import phase_scenarios, predict_campaign
     from perfmodel.planning.predict import context_for, predict
 
@@ -88,6 +88,7 @@ def in_process(repeat: int, folder: Path) -> None:
                 ctx.shards.clear()
             search._BLOCKS.clear()
             search._FLOORS.clear()
+            evidence.GROUNDS.clear()
 
         phases = [phase for _, phase in phase_scenarios(scenario)]
 

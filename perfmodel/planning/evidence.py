@@ -208,19 +208,43 @@ class Widening(NamedTuple):
     high: float
 
 
+class Keys(NamedTuple):
+    """A row with the keys `_nearest` ranks it by, worked out once per index rather than once per question."""
+
+    row: Row
+    model: str
+    model_class: str
+    format: str
+    scale_band: str
+    log_n: float
+    age: int
+    """The rank of its release, newest 0 (rows of one release share it; a row without one is the oldest)."""
+    layout_class: str
+
+
 class Index(NamedTuple):
     """A calibration's evidence rows, by accelerator family, and its widening powers (`make_index`)."""
 
     rows: tuple[Row, ...]
     widening: dict[str, Widening]
     by_family: dict[str, list[Row]]
+    keys: tuple[Keys, ...]
+    keys_by_family: dict[str, list[Keys]]
 
 
 def make_index(rows: Sequence[Row], widening: dict[str, Widening]) -> Index:
+    releases = sorted({r.released or "" for r in rows}, reverse=True)
+    age = {release: rank for rank, release in enumerate(releases)}
     by_family: dict[str, list[Row]] = {}
-    for row in rows:
-        by_family.setdefault(row.family, []).append(row)
-    return Index(tuple(rows), widening, by_family)
+    keys_by_family: dict[str, list[Keys]] = {}
+    keys = []
+    for r in rows:
+        key = Keys(r, r.model, r.model_class, r.format, r.scale_band, math.log(r.n_gpus), age[r.released or ""],
+                   r.layout_class)  # fmt: skip
+        keys.append(key)
+        by_family.setdefault(r.family, []).append(r)
+        keys_by_family.setdefault(r.family, []).append(key)
+    return Index(tuple(rows), widening, by_family, tuple(keys), keys_by_family)
 
 
 class Ground(NamedTuple):
@@ -260,7 +284,23 @@ def ground(
     index: Index, model: str, params_b: float, moe: bool, lora: bool, family: str, fmt: str, n_gpus: int
 ) -> Ground:
     """What the evidence says of a question before its layout is known (Ground); `fmt` its number format
-    (physics.calibration.number_format of its precision)."""
+    (physics.calibration.number_format of its precision). Kept per question (GROUNDS), whatever the context asking:
+    a campaign's phases, a sweep's sequence lengths and a plan's batches ask the same one."""
+    question = (id(index), model, params_b, moe, lora, family, fmt, n_gpus)
+    kept = GROUNDS.get(question)
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    return GROUNDS.put(question, (index, _ground(index, model, params_b, moe, lora, family, fmt, n_gpus)))[1]
+
+
+GROUNDS: Bounded[tuple[Any, ...], tuple[Index, Ground]] = Bounded(256)
+"""Grounds by question, kept with their index (an id is unique only while its object lives)."""
+
+
+def _ground(
+    index: Index, model: str, params_b: float, moe: bool, lora: bool, family: str, fmt: str, n_gpus: int
+) -> Ground:
+    """`ground` itself."""
     cls, band = model_class(params_b, moe, lora), scale_band(n_gpus)
     on_family = index.by_family.get(family, [])
     mine = [r for r in on_family if r.model_class == cls]
@@ -272,12 +312,13 @@ def ground(
         beyond, layouts = (FAMILY,), None
     same = [r for r in mine if r.model == model and r.format == fmt and r.model_tflops_per_gpu is not None]
     best = max(same, key=lambda r: r.model_tflops_per_gpu or 0.0, default=None)
-    nearest, by_layout = _nearest(on_family or index.rows, model, cls, fmt, band, n_gpus)
+    keys = index.keys_by_family.get(family) or index.keys
+    nearest, by_layout = _nearest(keys, model, cls, fmt, band, n_gpus)
     return Ground(index.widening, cls, band, family, fmt, moe, beyond, layouts, best, nearest, by_layout)
 
 
 def _nearest(
-    rows: Sequence[Row], model: str, cls: str, fmt: str, band: str, n_gpus: int
+    keys: Sequence[Keys], model: str, cls: str, fmt: str, band: str, n_gpus: int
 ) -> tuple[Row | None, dict[str, Row]]:
     """The nearest row: of the question's model, else of its model class, else any (on its family where it has
     rows); then of its format, of the layout class asked (`Ground.at`), of its scale band, of the nearest GPU
@@ -285,19 +326,19 @@ def _nearest(
     rows tied with it on model and format."""
     log_n = math.log(n_gpus)
 
-    def tier(r: Row) -> tuple[bool, bool, bool]:
-        return r.model != model, r.model_class != cls, r.format != fmt
+    def tier(k: Keys) -> tuple[bool, bool, bool]:
+        return k.model != model, k.model_class != cls, k.format != fmt
 
-    newest_first = sorted(rows, key=lambda r: r.released or "", reverse=True)
-    ranked = sorted(newest_first, key=lambda r: (*tier(r), r.scale_band != band, abs(math.log(r.n_gpus) - log_n)))
+    ranked = sorted(keys, key=lambda k: (*tier(k), k.scale_band != band, abs(k.log_n - log_n), k.age))
     if not ranked:
         return None, {}
     by_layout: dict[str, Row] = {}
-    for r in ranked:
-        if tier(r) != tier(ranked[0]):
+    first = tier(ranked[0])
+    for k in ranked:
+        if tier(k) != first:
             break
-        by_layout.setdefault(r.layout_class, r)
-    return ranked[0], by_layout
+        by_layout.setdefault(k.layout_class, k.row)
+    return ranked[0].row, by_layout
 
 
 def widen(
