@@ -12,13 +12,16 @@ counted twice. A family or format without rows keeps the model's assumption (com
 
 perfmodel/data/kernels_attention.csv holds rows of ../shared/data/kernels/attention.csv (every column kept): fused
 causal attention, head dim 128, forward and backward, BF16 and FP8, 1k to 32k tokens: each part's newest library
-measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X) and B200's older
-NGC 25.06 (cuDNN 9.10.2) with the same benchmark file, from which physics.attention_kernels fits the families'
-attention shares by release. GB300's NGC 25.09 rows (cuDNN 9.13.1: 11-70% slower forward at 1-8k tokens than 25.11's)
-are not bundled: NVIDIA's v5.1 GB300 and GB200 submissions ran one container (ngc25.09) at one LoRA layout (CP8 at 72
-GPUs), whose GB300/GB200 time ratio the model prices within 0.1% with both at today's kernels and 9% off with GB300's
-at 25.09's, so the MLPerf container did not run them (which cuDNN it carried is not public). Issue 27 extends these
-files to every kernel class (collectives, elementwise) with the same columns.
+measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X) and B200's older NGC
+25.06 (cuDNN 9.10.2) with the same benchmark file, from which physics.attention_kernels fits the families' attention
+shares by release; and FlashAttention-2 on Hopper (PyTorch SDPA's flash backend in NGC 24.12, causal, 4k to 64k tokens;
+cudnn-frontend's benchmark_results.csv, which prints TFLOP/s only: `time_us` is derived from them by its causal_half
+convention, as each row's notes say), the kernel Megatron ran on Hopper before cuDNN's. GB300's NGC 25.09 rows (cuDNN
+9.13.1: 11-70% slower forward at 1-8k tokens than 25.11's) are not bundled: NVIDIA's v5.1 GB300 and GB200 submissions
+ran one container (ngc25.09) at one LoRA layout (CP8 at 72 GPUs), whose GB300/GB200 time ratio the model prices within
+0.1% with both at today's kernels and 9% off with GB300's at 25.09's, so the MLPerf container did not run them (which
+cuDNN it carried is not public). Issue 27 extends these files to every kernel class (collectives, elementwise) with the
+same columns.
 """
 
 from __future__ import annotations
@@ -111,6 +114,9 @@ class AttentionKernel(NamedTuple):
     release: str | None
     """YYYY-MM of the NGC container the row ran ('NGC pytorch 25.06' in its `software`), or None where the row names
     none (a cuDNN or ROCm build alone)."""
+    flash_attn_2: bool = False
+    """Whether the row measures FlashAttention-2 (PyTorch SDPA's flash backend) rather than the vendor's fused kernel
+    (cuDNN, AITER): the kernel older releases ran (efficiency.FLASH_ATTN_2_UNTIL), fitted on its own."""
 
 
 @cache
@@ -132,6 +138,7 @@ def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
         time_s=float(row["time_us"]) * 1e-6,
         where=f"{row['source']} {row['locator']}",
         release=_ngc_release(row["software"]),
+        flash_attn_2="FA2" in row["kernel_backend"],
     )
 
 

@@ -9,9 +9,10 @@ a check, not a fit. efficiency.DEFAULTS carries the rounded results; tests/test_
 equal and reports each row's error. Before this, one attention factor per vendor was fitted to training rows, and it
 sat at its bound absorbing costs the rows had and the model lacked.
 
-A family's kernels are fitted by release (`fit_releases`): the newest, every part at its newest release pooled, is
-efficiency.DEFAULTS; an older release measured on one of its parts (B200 at NGC 25.06, cuDNN 9.10.2, against 25.09's
-9.13.1) carries that part's change to the whole family, and prices rows of older software
+FlashAttention-2's rows (Hopper) are fitted alike, on their own: the kernel of Hopper releases up to
+efficiency.FLASH_ATTN_2_UNTIL. A family's kernels are fitted by release (`fit_releases`): the newest, every part at its
+newest release pooled, is efficiency.DEFAULTS; an older release measured on one of its parts (B200 at NGC 25.06, cuDNN
+9.10.2, against 25.09's 9.13.1) carries that part's change to the whole family, and prices rows of older software
 (efficiency.released_attention).
 """
 
@@ -24,7 +25,7 @@ from typing import NamedTuple
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import AttentionKernel
 from perfmodel.physics.compute import attention_core_s
-from perfmodel.physics.efficiency import Efficiency, release_age_years
+from perfmodel.physics.efficiency import CUDNN_ATTENTION_FROM, FLASH_ATTN_2_UNTIL, Efficiency, release_age_years
 from perfmodel.physics.workload import ATTENTION_BWD_FLOP_RATIO, Op
 
 
@@ -101,8 +102,11 @@ def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, 
     """Each family's attention by release, oldest first: its newest (every part at its newest release, pooled;
     release None where no part names two) and, before it, each older release of the part measured at several, as
     that part's change to its newest applied to the family's (shares and half-speed lengths each scaled by the
-    part's ratio): a library release changes the kernels of every part of the family alike."""
+    part's ratio): a library release changes the kernels of every part of the family alike. A family with
+    FlashAttention-2 rows runs them, fitted on their own, up to FLASH_ATTN_2_UNTIL and its fused kernel after."""
     rows = list(rows)
+    older_kernel = fit([row for row in rows if row.flash_attn_2], eff)
+    rows = [row for row in rows if not row.flash_attn_2]
     found: dict[str, tuple[tuple[str | None, Fitted], ...]] = {}
     for family in sorted({get_accelerator(row.part).family for row in rows}):
         own = [row for row in rows if get_accelerator(row.part).family == family]
@@ -120,12 +124,17 @@ def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, 
             older = [fit(at_release(on_part, release), eff)[family] for release in named[:-1]]
             scaled = [Fitted(*(f * o / n for f, o, n in zip(newest, old, part_newest, strict=True))) for old in older]
             steps = [*zip(named[:-1], scaled, strict=True), (named[-1], newest)]
+        if family in older_kernel:
+            if len(steps) > 1:
+                raise ValueError(f"{family}: FlashAttention-2 rows and fused-kernel releases both measured")
+            steps = [(FLASH_ATTN_2_UNTIL, older_kernel[family]), (CUDNN_ATTENTION_FROM, newest)]
         found[family] = tuple(steps)
     return found
 
 
 def predicted_s(row: AttentionKernel, eff: Efficiency) -> float:
     """The model's time of a measured call with these efficiencies, at the row's own release
-    (efficiency.released_attention)."""
-    released = eff if row.release is None else replace(eff, vintage_years=release_age_years(row.release))
+    (efficiency.released_attention): a FlashAttention-2 row's is the last that ran it."""
+    release = FLASH_ATTN_2_UNTIL if row.flash_attn_2 else row.release
+    released = eff if release is None else replace(eff, vintage_years=release_age_years(release))
     return float(attention_core_s(kernel_op(row), get_accelerator(row.part), released))

@@ -44,6 +44,18 @@ priced steps and evaluations by a roughly constant 20-75 s, while their 8-GPU ro
 switch is read off those rows and the v5.0 logs, not a release note: an assumption, labelled."""
 
 
+FLASH_ATTN_2_UNTIL = "2024-03"
+"""The last release whose Hopper attention ran FlashAttention-2's kernels (the flash-attn package behind
+TransformerEngine's DotProductAttention), priced at its rows measured on H200 (perfmodel/data/kernels_attention.csv:
+PyTorch SDPA's flash backend, NGC 24.12: about half cuDNN's forward rate and 0.6x its backward at 4k-64k tokens).
+CUDNN_ATTENTION_FROM is the first priced with cuDNN's fused kernel. NVIDIA's long-sequence table of NeMo 24.03
+(perfmodel/data/long_sequence.csv: Llama 2 7B, 16k to 1M tokens) runs at FlashAttention-2's rate, 1.5-1.7x slower than
+cuDNN's at 128k-1M, and llm-foundry's flash-attn rows of 2024-01 fitted their attention at 0.55 of cuDNN's
+(parameters.ATTENTION_IMPL); MLPerf v4.0's NeMo 24.04 rows run at cuDNN's (they are priced 3-16% slow already, and
+their LoRA runs cuDNN's FP8 attention, which FlashAttention-2 does not have). The switch is read off those rows, not a
+release note: an assumption, labelled."""
+CUDNN_ATTENTION_FROM = "2024-04"
+
 ATTENTION_HALF_SPEED_TOKENS = 512.0
 """Sequence length at which a flash-attention kernel runs at half its long-sequence speed, where no kernel rows
 measure the family: FlashAttention-3 (Shah et al. 2024, H100, head dim 128) rises from roughly half its 16k-token
@@ -138,6 +150,10 @@ class Efficiency:
     attention_fp8_ratio: float = 1.0
     """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
     same share; its exponentials and softmax rescaling do not speed up either way)."""
+    kernel_releases: float = 1.0
+    """1 where the stack calls the family's fused attention kernel, whose measured releases (ATTENTION_RELEASES) price
+    an older release's attention; 0 where it runs a kernel of its own (FlashAttention-2 under llm-foundry or
+    torchtitan on Hopper), priced by its stack factor (parameters `attention_stack`) whatever the release."""
 
     def released_before(self, release: str) -> Number:
         """Whether the priced release is older than `release` (YYYY-MM; the margin absorbs the float rounding of
@@ -211,7 +227,10 @@ _CDNA = replace(
 )
 
 ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] = {
-    "hopper": ((None, (1.080, 941.0, 0.751, 1337.0, 0.986)),),
+    "hopper": (
+        (FLASH_ATTN_2_UNTIL, (0.523, 674.0, 0.400, 1469.0, 1.0)),
+        (CUDNN_ATTENTION_FROM, (1.080, 941.0, 0.751, 1337.0, 0.986)),
+    ),
     "blackwell": (
         ("2025-06", (1.537, 2902.0, 0.883, 2528.0, 0.875)),
         ("2025-09", (1.499, 1573.0, 0.860, 2073.0, 0.867)),
@@ -220,10 +239,10 @@ ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] 
     "cdna4": ((None, (0.555, 1416.0, 0.521, 2199.0, 1.0)),),
 }
 """Flash attention where kernel rows measure the family (perfmodel/data/kernels_attention.csv: cuDNN on H200, B200,
-GB200, GB300; AITER on MI355X), fitted by release by physics.attention_kernels.fit_releases and rounded
-(tests/test_attention_kernels.py holds the two equal): per family, oldest first, (the NGC release from which the
-kernels ran, None where one release covers all; (share, half tokens) of the BF16 forward and backward, and the FP8
-forward's ratio)."""
+GB200, GB300; AITER on MI355X; FlashAttention-2 on H200), fitted by release by physics.attention_kernels.fit_releases
+and rounded (tests/test_attention_kernels.py holds the two equal): per family, oldest first, (the NGC release from which
+the kernels ran, the last that ran FlashAttention-2 for Hopper's first, None where one release covers all; (share, half
+tokens) of the BF16 forward and backward, and the FP8 forward's ratio)."""
 ATTENTION_FIELDS = ("attention_fwd", "attention_fwd_half_tokens", "attention_bwd", "attention_bwd_half_tokens",
                     "attention_fp8_ratio")  # fmt: skip
 """The efficiency fields a kernel fit sets, in ATTENTION_RELEASES's order."""
@@ -246,7 +265,7 @@ def released_attention(eff: Efficiency, family: str) -> tuple[Number, ...]:
     and MLPerf v5.0's NeMo 25.04 rows are priced with it."""
     values: tuple[Number, ...] = tuple(getattr(eff, name) for name in ATTENTION_FIELDS)
     releases = ATTENTION_RELEASES.get(family, ())
-    if len(releases) < 2:
+    if len(releases) < 2 or not eff.kernel_releases:
         return values
     _, newest = releases[-1]
     priced = values

@@ -456,6 +456,8 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             resolved[target] = resolved[source]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
+    if _stack_attention(profile.stack) < 1.0:
+        resolved["kernel_releases"] = 0.0
     if _graph_captured(profile):
         resolved |= {"run_overhead_s": 0.0, "first_steps": 0.0}
     elif profile.benchmark is not None:
