@@ -46,6 +46,7 @@ class WorkloadOptions(TypedDict, total=False):
     seq_len: int
     recompute: Literal["none", "selective", "full"]
     recompute_layers: int
+    cp_comm: Literal["p2p", "all_gather", "a2a"]
     zero: Literal[0, 1, 2, 3]
     tokens: float
     benchmark: str

@@ -194,6 +194,12 @@ def scenario_options(
         click.option(
             "--zero", type=click.IntRange(0, 3), help="0 plain DP, 1 distributed optimizer, 2 +grads, 3 FSDP."
         ),
+        click.option(
+            "--cp-comm",
+            type=click.Choice(["p2p", "all_gather", "a2a"]),
+            help="Context parallelism's exchange: p2p ring (Megatron's default), all_gather (Llama 3, torchtitan) "
+            "or a2a (Ulysses: heads split over CP).",
+        ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
         click.option("--benchmark", help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score."),
         click.option("--calibration", help=CALIBRATION_HELP),

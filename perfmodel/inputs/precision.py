@@ -62,6 +62,13 @@ class Recipe:
     """Tensor parallelism with sequence parallelism (Korthikanti et al. 2022): norms, residuals and their saved inputs
     sharded over the TP ranks; False: every TP rank runs and keeps them whole (inputs/features.py)."""
 
+    cp_comm: str = "p2p"
+    """How context parallelism exchanges keys and values (Megatron-Core's `cp_comm_type`, CP_COMM): 'p2p', the ring
+    that passes each rank's K and V chunk along in CP - 1 steps behind the attention of the chunk in hand;
+    'all_gather', K and V gathered whole before the attention (Llama 3's, torchtitan's default) and their gradients
+    reduce-scattered after; 'a2a', DeepSpeed-Ulysses's all-to-alls that trade the sequence split for a head split
+    (Q, K, V in, the output back; each rank then runs whole-sequence attention on heads / CP heads)."""
+
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
     (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""
@@ -139,6 +146,17 @@ def frozen_base_recipe(recipe: Recipe) -> Recipe:
     return replace(
         recipe, copies=1, weight_bytes=recipe.weight_bytes - recipe.element_bytes, weight_transposed_in_backward=True
     )
+
+
+CP_COMMS = ("p2p", "all_gather", "a2a")
+"""Context parallelism's exchanges (Recipe.cp_comm), by Megatron-Core's names."""
+
+
+@cache
+def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
+    """The recipe with context parallelism exchanging as `cp_comm` does. Cached: one object per recipe and exchange,
+    so contexts built from it are shared (planning.predict.context_for keys them by identity)."""
+    return recipe if recipe.cp_comm == cp_comm else replace(recipe, cp_comm=cp_comm)
 
 
 def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:

@@ -70,6 +70,8 @@ class Parallelism:
     their activations (Megatron's recompute_method=block, recompute_num_layers=k); implies recompute 'full'. None:
     every layer that recomputes does."""
     zero: Literal[0, 1, 2, 3] | None = None
+    cp_comm: Literal["p2p", "all_gather", "a2a"] | None = None
+    """Context parallelism's exchange (precision.Recipe.cp_comm); None: the stack's (Megatron's ring, 'p2p')."""
     given: frozenset[str] | None = given_field()
 
 
@@ -294,6 +296,7 @@ OPTION_FIELDS: dict[str, str] = {
     "recompute": "parallelism.recompute",
     "recompute_layers": "parallelism.recompute_layers",
     "zero": "parallelism.zero",
+    "cp_comm": "parallelism.cp_comm",
     "tokens": "tokens",
     "benchmark": "benchmark",
     "calibration": "calibration",

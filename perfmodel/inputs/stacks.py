@@ -62,6 +62,10 @@ class StackProfile:
     stack's trend would be Megatron's gains borrowed, and its gap to Megatron would be read as software age."""
     layout_defaults: tuple[LayoutDefault, ...] = ()
     """The stack's setting of each layout dimension a row may leave unreported (fitting.assumed uses them)."""
+    cp_comm: str = "p2p"
+    """The stack's context-parallel exchange (precision.Recipe.cp_comm): Megatron-Core's `cp_comm_type` defaults to
+    'p2p' (the ring); torchtitan's `context_parallel_rotate_method` to 'allgather' (recalled from the public code,
+    not a stored copy)."""
 
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
@@ -180,6 +184,7 @@ STACKS: dict[str, StackProfile] = {
             LayoutDefault("zero", 3, (3,), f"torchtitan shards with FSDP2 (fully_shard: ZeRO-3) ({_RECALLED})"),
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: local_batch_size is set per job"),
         ),
+        cp_comm="all_gather",
     ),
     "deepspeed": StackProfile(
         "deepspeed",

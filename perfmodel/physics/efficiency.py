@@ -265,7 +265,7 @@ def released_attention(eff: Efficiency, family: str) -> tuple[Number, ...]:
     and MLPerf v5.0's NeMo 25.04 rows are priced with it."""
     values: tuple[Number, ...] = tuple(getattr(eff, name) for name in ATTENTION_FIELDS)
     releases = ATTENTION_RELEASES.get(family, ())
-    if len(releases) < 2 or not eff.kernel_releases:
+    if len(releases) < 2:
         return values
     _, newest = releases[-1]
     priced = values
@@ -273,7 +273,7 @@ def released_attention(eff: Efficiency, family: str) -> tuple[Number, ...]:
         before = eff.released_before(str(later))
         now = tuple(v * o / n if share else o for v, o, n, share in zip(values, older, newest, _SHARES, strict=True))
         priced = tuple(where(before, o, p) for o, p in zip(now, priced, strict=True))
-    return priced
+    return tuple(where(eff.kernel_releases > 0.5, p, v) for p, v in zip(priced, values, strict=True))
 
 
 KERNEL_ATTENTION = frozenset(ATTENTION_RELEASES)

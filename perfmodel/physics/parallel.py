@@ -235,6 +235,17 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+HEAD_SPLIT_RULE = Rule(
+    lambda v, md, n: (md.heads % (v.tp * v.cp) == 0) & (md.kv_heads % (v.tp * v.cp) == 0),
+    lambda v, md, n: (
+        f"CP {v.cp} with the all-to-all exchange (cp_comm 'a2a') splits heads: TP x CP = {v.tp * v.cp} must divide "
+        f"the {md.heads} attention heads and the {md.kv_heads} KV heads"
+    ),
+    ("cp", "tp"),
+)
+"""Ulysses's all-to-all (precision.Recipe.cp_comm 'a2a') gives each rank heads / (TP x CP) whole heads."""
+
+
 FEATURE_CHECKS: dict[str, tuple[Check, str, tuple[str, ...]]] = {
     "tensor_parallel": (lambda v, md, n: v.tp == 1, "TP {v.tp}", ("tp",)),
     "pipeline": (lambda v, md, n: v.pp == 1, "PP {v.pp}", ("pp",)),

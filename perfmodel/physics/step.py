@@ -21,10 +21,18 @@ from perfmodel.inputs.record import replaced
 from perfmodel.physics import memory, moe
 from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
 from perfmodel.physics.bounded import Bounded
-from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter, send_recv
+from perfmodel.physics.collectives import (
+    GroupLinks,
+    all_gather,
+    all_reduce,
+    all_to_all,
+    group_links,
+    reduce_scatter,
+    send_recv,
+)
 from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
-from perfmodel.physics.parallel import Rule, feature_rules
+from perfmodel.physics.parallel import HEAD_SPLIT_RULE, Rule, feature_rules
 from perfmodel.physics.schedule import (
     StageLayers,
     bubble_fraction,
@@ -99,8 +107,10 @@ class Context:
 
     @property
     def rules(self) -> tuple[Rule, ...]:
-        """The layout rules, with those of the features the stack's release lacks (parallel.feature_rules)."""
-        return feature_rules(self.stack, self.vintage)
+        """The layout rules, with those of the features the stack's release lacks (parallel.feature_rules) and, for
+        Ulysses's all-to-all, its head split."""
+        rules = feature_rules(self.stack, self.vintage)
+        return (*rules, HEAD_SPLIT_RULE) if self.recipe.cp_comm == "a2a" else rules
 
     @cached_property
     def tiers(self) -> Tiers:
@@ -488,10 +498,22 @@ def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Num
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
-    """CP ring: cp-1 steps of this rank's K and V forward; K, V and their gradients backward (and the forward's
-    again in the layers a full recompute re-runs)."""
-    kv_step = send_recv(sh.tokens * 2 * ctx.model.kv_dim / sh.tp * BF16_BYTES, links)
-    forward = (sh.cp - 1) * kv_step
+    """CP's exchange per layer (Recipe.cp_comm), the forward's again in the layers a full recompute re-runs.
+
+    Ring ('p2p'): cp-1 steps passing this rank's K and V forward; K, V and their gradients backward. 'all_gather':
+    the whole sequence's K and V gathered forward, gathered again backward and their gradients reduce-scattered
+    (the same bytes per rank as the ring, in collectives). 'a2a' (Ulysses): Q, K and V all-to-all'd from a sequence
+    split to a head split and the output back, forward; their gradients the same way backward."""
+    md = ctx.model
+    kv = sh.tokens * 2 * md.kv_dim / sh.tp * BF16_BYTES
+    if ctx.recipe.cp_comm == "all_gather":
+        forward = all_gather(kv * sh.cp, links)
+        return _Comm(forward, forward + all_gather(kv * sh.cp, links) + reduce_scatter(kv * sh.cp, links)
+                     + recomputed(full_share, forward))  # fmt: skip
+    if ctx.recipe.cp_comm == "a2a":
+        forward = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links)
+        return _Comm(forward, 2 * forward + recomputed(full_share, forward))
+    forward = (sh.cp - 1) * send_recv(kv, links)
     return _Comm(forward, 3 * forward + recomputed(full_share, forward))
 
 
@@ -652,14 +674,15 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     # behind forward and backward (with a full recompute's forward) behind backward. A recipe without userbuffers
     # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
     # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula).
-    userbuffers = rec.tp_comm_overlap
+    # Only the ring's steps hide behind attention: a gather or an all-to-all must finish before the attention it feeds.
+    userbuffers, ring = rec.tp_comm_overlap, rec.cp_comm == "p2p"
     windows = _Windows(
         tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
         tp_backward=lt.backward_gemm + recomputed(full, lt.forward_gemm)
         if userbuffers
         else minimum(tp_comm.async_backward, lt.wgrad_gemm),
-        cp_forward=lt.forward_attention,
-        cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention),
+        cp_forward=lt.forward_attention if ring else 0.0 * cp,
+        cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
     tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
     tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)

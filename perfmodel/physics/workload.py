@@ -261,19 +261,21 @@ def attention_forward(sh: Shard) -> list[Op]:
     """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads.
 
     `m` carries the sequence length one kernel call sees: the whole sequence, or with context parallelism the
-    seq_len / cp tokens (two load-balanced chunks) of each ring step. A model with sliding-window layers gets a
+    seq_len / cp tokens (two load-balanced chunks) of each ring step (the whole sequence again, on heads / cp heads,
+    after Ulysses's all-to-all: Recipe.cp_comm 'a2a'). A model with sliding-window layers gets a
     second kernel for their share of the layers: `mean_keys` keys per query, a window-long kernel. Without flash
     attention (a release before it), the unfused kernels of `unfused_attention_forward`.
     """
     md = sh.model
     if not sh.recipe.flash_attention:
         return unfused_attention_forward(sh)
+    length = sh.seq_len if sh.recipe.cp_comm == "a2a" else sh.seq_len / sh.cp
     if not md.sliding_layers:
-        return [_attention_op(sh, "attention", sh.seq_len / 2, 1.0, sh.seq_len / sh.cp)]
+        return [_attention_op(sh, "attention", sh.seq_len / 2, 1.0, length)]
     window_share = md.sliding_layers / md.layers
-    window = minimum(md.sliding_window, sh.seq_len / sh.cp)
+    window = minimum(md.sliding_window, length)
     return [
-        _attention_op(sh, "attention", sh.seq_len / 2, 1 - window_share, sh.seq_len / sh.cp),
+        _attention_op(sh, "attention", sh.seq_len / 2, 1 - window_share, length),
         _attention_op(sh, "attention.window", md.mean_keys(sh.seq_len), window_share, window),
     ]
 

@@ -1,0 +1,88 @@
+"""Context parallelism's three exchanges (precision.Recipe.cp_comm): their bytes against hand counts, what each
+hides, the head split Ulysses needs, and a million-token layout that fits only with CP and recompute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import perfmodel
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.precision import cp_comm_recipe, get_recipe
+from perfmodel.physics.collectives import NCCL_CALL_LATENCY_S, GroupLinks
+from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.step import Context, _context_parallel
+from perfmodel.physics.workload import Shard
+
+GB_PER_S = 1e9
+
+
+def _comm(mode: str, cp: int = 4, tp: int = 1) -> tuple[float, float]:
+    """(forward, whole layer) seconds of Llama 2 7B's CP exchange at 32,768 tokens, one micro-batch, over links of
+    1 GB/s with no latency inside one domain."""
+    hw, md = resolve("h100-sxm"), get_model("llama2-7b")
+    recipe = cp_comm_recipe(get_recipe("bf16", hw.accelerator), mode)
+    ctx = Context(md, hw, recipe, DEFAULTS["hopper"], 32768)
+    links = GroupLinks(cp, cp, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0)
+    comm = _context_parallel(ctx, Shard(md, recipe, tp, cp, 1, 32768), links, 0.0)
+    return float(comm.forward), float(comm.layer)
+
+
+def test_each_exchange_moves_the_bytes_counted_by_hand() -> None:
+    """Llama 2 7B (32 heads of 128, no GQA: K and V are 4,096 wide each), CP 4: a rank holds 8,192 tokens, its K and
+    V chunk 8,192 x 2 x 4,096 x 2 bytes = 134.2 MB. Ring: 3 steps of one chunk forward, K, V and their gradients
+    (3x) over the layer. All-gather: the same 3 chunks arrive per rank (3/4 of the 4-chunk tensor), gathered again
+    backward and the gradients reduce-scattered, each call with NCCL's fixed latency. Ulysses: Q, K, V and the output
+    (4 x 8,192 x 4,096 x 2 bytes = 268.4 MB per rank) all-to-all'd, 3/4 of it leaving the rank, and the same again
+    backward."""
+    chunk = 8192 * 2 * 4096 * 2 / GB_PER_S
+    assert _comm("p2p") == pytest.approx((3 * chunk, 9 * chunk))
+    gathered = 3 * chunk + NCCL_CALL_LATENCY_S
+    assert _comm("all_gather") == pytest.approx((gathered, 3 * gathered))
+    a2a = 0.75 * 4 * 8192 * 4096 * 2 / GB_PER_S
+    assert _comm("a2a") == pytest.approx((a2a, 2 * a2a))
+    assert _comm("p2p", cp=1) == (0.0, 0.0)
+
+
+def _long(**options: Any) -> perfmodel.Prediction:
+    """Llama 2 7B, 128k tokens, on 128 H100s at TP4 CP4 (NVIDIA's long-sequence row of 128k, NeMo 24.03)."""
+    found = perfmodel.predict(model="llama2-7b", gpu="h100-sxm", n_gpus=128, precision="fp8", seq_len=131072, tp=4,
+                              pp=1, cp=4, gbs=32, mbs=1, recompute="none", zero=1, **options)  # fmt: skip
+    assert isinstance(found, perfmodel.Prediction)
+    return found
+
+
+def test_only_the_ring_hides_behind_attention_and_the_default_is_the_stacks() -> None:
+    ring, gathered, ulysses = (_long(cp_comm=mode) for mode in ("p2p", "all_gather", "a2a"))
+    assert _long().step.step_time_s == ring.step.step_time_s  # Megatron's default: the ring
+    exposed = {p.step.cp_comm_exposed_s for p in (ring, gathered, ulysses)}
+    assert ring.step.cp_comm_exposed_s == min(exposed)
+    assert ring.step.step_time_s < gathered.step.step_time_s
+    torchtitan = _long(stack="torchtitan")
+    assert torchtitan.scenario.parallelism.cp_comm is None  # its stack's default, all-gather, priced
+    assert torchtitan.step.cp_comm_exposed_s > ring.step.cp_comm_exposed_s
+
+
+def test_ulysses_needs_tp_x_cp_to_divide_the_heads() -> None:
+    """Llama 3.1 8B has 32 query heads and 8 KV heads: TP 8 x CP 8 = 64 divides neither."""
+    with pytest.raises(PerfmodelError, match="TP x CP = 64 must divide the 32 attention heads and the 8 KV heads"):
+        perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=64, seq_len=131072, tp=8, cp=8, cp_comm="a2a")
+    ulysses = perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=64, seq_len=131072, cp_comm="a2a")
+    assert isinstance(ulysses, perfmodel.Prediction)
+    layout = ulysses.layout
+    assert 8 % (layout.tp * layout.cp) == 0
+
+
+def test_a_million_tokens_of_llama3_8b_on_32_h100s_fit_only_with_cp_and_full_recompute() -> None:
+    """1,048,576-token sequences on 32 H100 80GB: without CP the smallest layout needs 125 GiB, without a full
+    recompute 131 GiB (selective); the search finds CP 4 with a full recompute at 78 GiB."""
+    fit = perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=32, seq_len=1048576, gbs=2)
+    assert isinstance(fit, perfmodel.Prediction)
+    assert fit.layout.cp > 1 and fit.layout.recompute == "full"
+    forbidden: dict[str, Any]
+    for forbidden in ({"cp": 1}, {"recompute": "selective"}, {"recompute": "none"}):
+        with pytest.raises(PerfmodelError, match="no layout fits in memory"):
+            perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=32, seq_len=1048576, gbs=2, **forbidden)
