@@ -134,10 +134,10 @@ def test_a_users_whole_run_is_read_validated_and_held_out(tmp_path: Path) -> Non
         (("200e9", "lots"), "column 'tokens' is 'lots', not a number"),
         (("200e9", ""), "metric gpu_hours (a whole run) needs 'tokens' and a model"),
         (("goodput.rates=rsc", "losses.spare_gpus=-1"), "losses.spare_gpus"),
-        # a throughput row ignored them: it was priced on megatron's newest release, whatever its stack and vintage
+        # a throughput row would ignore them (its stack and vintage it reads: the release it is priced at)
         (
             ("gpu_hours,30000,200e9", "tokens_per_s_per_gpu,3000,"),
-            "column 'stack' is read for a whole run (metric gpu_hours) only",
+            "column 'model_shapes' is read for a whole run (metric gpu_hours) only",
         ),
     ],
 )

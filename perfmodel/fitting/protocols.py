@@ -22,12 +22,12 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
-from perfmodel.fitting.runs import ROUND_PUBLISHED, Exclusion, MeasuredRun
+from perfmodel.fitting.runs import LONG_SEQUENCE_SOURCE, ROUND_PUBLISHED, Exclusion, MeasuredRun
 from perfmodel.fitting.validation import PreparedRun, RunBatch, _formats, _profile, fitted_densely, prepare_all
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import UNCALIBRATED
 
-PROTOCOLS = ("forward", "generation", "precision", "scale")
+PROTOCOLS = ("forward", "generation", "precision", "scale", "length")
 FIRST_FORWARD_ROUND = "v4.1"
 SCALE_TRAIN_MAX_GPUS = 256
 SCALE_BUCKETS = ((724, "257-724 GPUs (~512)"), (2896, "725-2,896 GPUs (~1,024-2,048)"), (None, "2,897+ GPUs (~4,096+)"))
@@ -36,6 +36,7 @@ DEFINITIONS = {
     "generation": "leave one accelerator generation out: fit on the others, predict it",
     "precision": "leave one number format out: fit on the others, predict it",
     "scale": f"fit on runs of at most {SCALE_TRAIN_MAX_GPUS} GPUs, predict the larger ones (by bucket)",
+    "length": "leave one sequence length of the long-sequence table out: fit on the other rows, predict it",
 }
 
 
@@ -92,6 +93,22 @@ def _scale(items: Sequence[PreparedRun]) -> list[Fold]:
     ]
 
 
+def length_name(seq_len: int) -> str:
+    """A fold of the length protocol: the sequence length as the long-sequence table writes it (4K ... 1024K)."""
+    return f"{seq_len // 1024}K" if seq_len % 1024 == 0 else str(seq_len)
+
+
+def _length(items: Sequence[PreparedRun]) -> list[Fold]:
+    def held(item: PreparedRun, seq_len: int) -> bool:
+        return item.run.source == LONG_SEQUENCE_SOURCE and item.context.seq_len == seq_len
+
+    lengths = sorted({i.context.seq_len for i in items if i.run.source == LONG_SEQUENCE_SOURCE})
+    return [
+        Fold(length_name(seq), [i for i in items if not held(i, seq)], [i for i in items if held(i, seq)])
+        for seq in lengths
+    ]
+
+
 def folds(protocol: str, items: Sequence[PreparedRun]) -> list[Fold]:
     """The protocol's folds over prepared runs: what each fit trains on and what it predicts."""
     if protocol == "forward":
@@ -102,6 +119,8 @@ def folds(protocol: str, items: Sequence[PreparedRun]) -> list[Fold]:
         return _leave_one_out(items, lambda i: i.run.format)
     if protocol == "scale":
         return _scale(items)
+    if protocol == "length":
+        return _length(items)
     raise PerfmodelError(f"--protocol {protocol}: unknown; valid: {', '.join(PROTOCOLS)}")
 
 

@@ -45,6 +45,9 @@ WHOLE_RUN_COLUMNS = ("tokens", "stack", "vintage", "model_shapes", "basis", "set
 """Columns of a whole run (metric gpu_hours; fitting/whole_runs.py reads them): tokens trained, the stack and its
 release, `key=value;...` shapes of a [model] table, what the published figure counts (`wall` or `steady`) and
 `key=value;...` scenario settings (`losses.job_limit_h=100;goodput.rates=rsc`)."""
+RELEASE_COLUMNS = ("stack", "vintage")
+"""What software ran a row of any metric: a step measured on an older release is priced at that release."""
+WHOLE_RUN_ONLY = tuple(c for c in WHOLE_RUN_COLUMNS if c not in RELEASE_COLUMNS)
 CSV_COLUMNS = (
     "id", "source", "model", *MODEL_COLUMNS, "gpu", "system", "n_gpus", "precision", "seq_len", *LAYOUT_COLUMNS,
     "recompute", "benchmark", "metric", "measured", *WHOLE_RUN_COLUMNS,
@@ -202,7 +205,7 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
         raise PerfmodelError(f"{path}, row {line}: metric time_to_train_min needs a 'benchmark' (an MLPerf id)")
     if metric == "gpu_hours" and not (cell.get("tokens") and (cell.get("model") or cell.get("model_shapes"))):
         raise PerfmodelError(f"{path}, row {line}: metric gpu_hours (a whole run) needs 'tokens' and a model")
-    unread = next((c for c in WHOLE_RUN_COLUMNS if cell.get(c)), None) if metric != "gpu_hours" else None
+    unread = next((c for c in WHOLE_RUN_ONLY if cell.get(c)), None) if metric != "gpu_hours" else None
     if unread is not None:  # only a whole run reads them: ignored, a row would be priced as it did not run
         raise PerfmodelError(
             f"{path}, row {line}: column '{unread}' is read for a whole run (metric gpu_hours) only; leave it empty "
@@ -230,16 +233,29 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     if cell.get("recompute"):
         parallelism["recompute"] = cell["recompute"]
     scenario["parallelism"] = parallelism
+    for column in RELEASE_COLUMNS:
+        if cell.get(column):
+            scenario[column] = cell[column]
     measured = _number(path, line, "measured", cell["measured"], integer=False)
     run = MeasuredRun(
-        cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured
-    )
+        cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured,
+        detail=cell.get("vintage", ""), released=scenario.get("vintage"),
+    )  # fmt: skip
     if metric == "gpu_hours":
         from perfmodel.fitting.whole_runs import whole_run
 
         run = whole_run(run, cell, f"{path}, row {line}")
     check_scenario(run, f"{path}, row {line}")
     return run
+
+
+BUNDLED_COLUMNS = {"accelerator": "gpu"}
+"""The data notes' column names that differ from the runs CSV's (whole_runs.csv, long_sequence.csv)."""
+
+
+def runs_csv_cells(row: dict[str, str]) -> dict[str, str]:
+    """A data-notes row (whole_runs.csv's column set) under the runs CSV's names, without its sources and notes."""
+    return {BUNDLED_COLUMNS.get(k, k): v for k, v in row.items() if BUNDLED_COLUMNS.get(k, k) in CSV_COLUMNS}
 
 
 def check_scenario(run: MeasuredRun, where: str) -> None:
@@ -517,6 +533,21 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         row["version_or_date"], released=_released(row["version_or_date"]) or _last_changed(row["source"]),
         number_format=_number_format(row["dtype"]),
     )  # fmt: skip
+
+
+LONG_SEQUENCE = "long_sequence.csv"
+LONG_SEQUENCE_SOURCE = "NeMo long sequences"
+"""Source of NVIDIA NeMo's context-parallel table (Llama 2 7B on H100 in FP8, 4K to 1M tokens, CP up to 32): its own
+group in validate, and the rows the `length` protocol holds out."""
+LONG_SEQUENCE_DERIVED = "tokens/s derived from the published TFLOP/s by NeMo's FLOP formula then (full attention)"
+
+
+def _from_long_sequence_row(number: int, row: dict[str, str]) -> MeasuredRun:
+    """A row of the context-parallel table, priced at its container's release (its `vintage` column); MBS,
+    recompute and ZeRO are not published, so they are the stack's setting."""
+    run = parse_row(DATA / LONG_SEQUENCE, number, runs_csv_cells(row))
+    detail, assumptions = row["version_or_date"], (LONG_SEQUENCE_DERIVED,)
+    return replace(run, source=LONG_SEQUENCE_SOURCE, detail=detail, assumptions=assumptions)
 
 
 LAST_CHANGE = re.compile(r"last change (\d{4})-(\d{2})-\d{2}")
@@ -805,6 +836,8 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
 
     for number, row in enumerate(_read("measured_runs.csv"), start=2):
         take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
+    for number, row in enumerate(_read(LONG_SEQUENCE), start=2):
+        take(row["id"], lambda row=row, number=number: _from_long_sequence_row(number, row))
     mlperf_rows = _read("mlperf_training_llm.csv")
     duplicates = _duplicates(mlperf_rows)
     spans, precisions = round_releases(mlperf_rows), round_precisions(mlperf_rows)

@@ -24,7 +24,7 @@ from functools import cache
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.fitting.runs import DATA, MeasuredRun, parse_row
+from perfmodel.fitting.runs import DATA, MeasuredRun, parse_row, runs_csv_cells
 from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.record import replaced
 from perfmodel.physics.calibration import Calibration
@@ -51,16 +51,13 @@ NOT_IDENTIFIED = (
 
 
 def whole_run(run: MeasuredRun, cell: dict[str, str], where: str) -> MeasuredRun:
-    """A runs-CSV row of metric gpu_hours as a whole run: its tokens, stack, release, model shapes, basis and
-    settings in the scenario; a bad cell is one line naming `where` and the column."""
+    """A runs-CSV row of metric gpu_hours as a whole run: its tokens, model shapes, basis and settings in the
+    scenario (parse_row reads its stack and release); a bad cell is one line naming `where` and the column."""
     scenario = dict(run.scenario)
     try:
         scenario["tokens"] = float(cell["tokens"])
     except ValueError:
         raise PerfmodelError(f"{where}: column 'tokens' is '{cell['tokens']}', not a number") from None
-    for column in ("stack", "vintage"):
-        if cell.get(column):
-            scenario[column] = cell[column]
     if cell.get("model_shapes"):
         if cell.get("model") in ZOO:
             raise PerfmodelError(
@@ -107,22 +104,18 @@ def _typed(text: str) -> Any:
 
 
 BUNDLED = "whole_runs.csv"
-BUNDLED_COLUMNS = {"accelerator": "gpu"}
-"""The bundled file's columns under the runs CSV's names (the rest of its columns are its sources and notes)."""
 
 
 @cache
 def bundled_whole_runs() -> tuple[MeasuredRun, ...]:
     """The published whole runs bundled with perfmodel (perfmodel/data/whole_runs.csv, a copy of the data notes'
     with each row's basis and sourced settings added; its perfmodel_notes column says why)."""
-    from perfmodel.fitting.runs import CSV_COLUMNS
-
     path = DATA / BUNDLED
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     runs = []
     for line, row in enumerate(rows, start=2):
-        cell = {BUNDLED_COLUMNS.get(k, k): v for k, v in row.items() if BUNDLED_COLUMNS.get(k, k) in CSV_COLUMNS}
+        cell = runs_csv_cells(row)
         if cell["model"] in ZOO:
             cell["model_shapes"] = ""  # the zoo holds the row's shapes (a test checks they agree)
         if cell["system"] and cell["system"] not in _systems():

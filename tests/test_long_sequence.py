@@ -1,0 +1,141 @@
+"""NVIDIA NeMo's context-parallel table as bundled measured runs: priced at its release, fitted, held out by length.
+
+Every figure below is a row of perfmodel/data/long_sequence.csv (rows nemo-longseq-llama2-7b-h100-fp8-4k to -1024k):
+NVIDIA/NeMo docs/source/performance/performance_long_sequence.md at commit a2c4cc8ee6, section 'LLAMA2-7B (FP8) -
+H100', the 'With CP' TFLOPS/GPU column (NeMo 24.03.01 container), converted to tokens/s/GPU as its derivation column
+says. Issue 26's targets on them: leave one length out, each row within 10% and MAPE <= 8%.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.fitting import protocols
+from perfmodel.fitting.runs import LONG_SEQUENCE_SOURCE, bundled_runs, container_month, read_runs_csv
+from perfmodel.fitting.validation import fitted_densely, validate
+from perfmodel.physics.calibration import bundled
+
+LENGTHS = ("4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1024K")
+TARGET_ROW_PCT = 10.0
+TARGET_MAPE_PCT = 8.0
+# TODO(coordinator, after the physics and the refit): set each limit to what the final calibration reaches (+0.5
+# point) and drop the xfail marks of the rows it brings within TARGET_ROW_PCT (strict: an XPASS fails the suite).
+IN_SAMPLE_MAPE_LIMIT_PCT = 25.5
+"""validate's MAPE over the nine rows with the bundled calibration: 25.0% on 2026-12-06's calibration, which never
+saw them (4K -17.0%, 8K +1.6%, 16K -0.2%, 32K +15.0%, 64K +25.8%, 128K +35.2%, 256K +42.0%, 512K +41.0%, 1M
++47.2%: the stack's default settings, recompute none, ZeRO-1, MBS 1)."""
+LENGTH_PROTOCOL_LIMIT_PCT = {"mape": 17.5, "row": 27.5}
+"""The length protocol on today's physics (refit per fold from the defaults, 2026-12 tree): MAPE 17.0%, worst row
+128K +27.3% (4K -17.0%, 8K +1.7%, 16K -0.4%, 32K +14.4%, 64K +25.3%, 256K +27.0%, 512K +18.7%, 1M +21.4%)."""
+BEYOND_TARGET = {"4K", "32K", "64K", "128K", "256K", "512K", "1024K"}
+"""Rows today's physics prices more than TARGET_ROW_PCT off with the bundled calibration (IN_SAMPLE_MAPE_LIMIT_PCT)."""
+
+
+def _long_rows() -> list:
+    runs, _ = bundled_runs()
+    return [r for r in runs if r.source == LONG_SEQUENCE_SOURCE]
+
+
+def test_the_nine_rows_are_bundled_at_their_containers_release_and_fitted() -> None:
+    rows = _long_rows()
+    assert [protocols.length_name(r.scenario["parallelism"]["seq_len"]) for r in rows] == list(LENGTHS)
+    for run in rows:
+        assert run.released == container_month(run.detail) == "2024-03" and run.scenario["vintage"] == "2024-03"
+        assert run.metric == "tokens_per_s_per_gpu" and run.precision == "fp8" and run.accelerator == "h100-sxm"
+        assert fitted_densely(run)
+        par = run.scenario["parallelism"]
+        assert par["tp"] * par["pp"] * par["cp"] * (run.n_gpus // (par["tp"] * par["pp"] * par["cp"])) == run.n_gpus
+        assert not {"mbs", "recompute", "zero"} & set(par)  # not published: the stack's setting
+
+
+def test_validate_only_longseq_prints_the_nine_rows_at_2024_03() -> None:
+    result = run_cli("validate", "--only", "longseq", "--format", "json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert len(report["rows"]) == 9 and set(report["groups"]["source"]) == {LONG_SEQUENCE_SOURCE}
+    assert all(r["detail"] == "NeMo 24.03.01 framework container" for r in report["rows"])
+
+
+@pytest.fixture(scope="module")
+def in_sample() -> dict[str, float]:
+    rows = _long_rows()
+    report = validate(rows, bundled())
+    return {protocols.length_name(r.prepared.context.seq_len): r.error_pct for r in report.rows}
+
+
+def test_the_long_rows_hold_their_in_sample_accuracy(in_sample: dict[str, float]) -> None:
+    assert sum(map(abs, in_sample.values())) / len(in_sample) <= IN_SAMPLE_MAPE_LIMIT_PCT
+
+
+@pytest.mark.parametrize(
+    "length",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="beyond issue 26's 10% today"))
+        if n in BEYOND_TARGET
+        else n
+        for n in LENGTHS
+    ],
+)
+def test_each_long_row_within_the_issue_target(in_sample: dict[str, float], length: str) -> None:
+    assert abs(in_sample[length]) <= TARGET_ROW_PCT
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=KeyError,
+    reason="the bundled calibration predates the length protocol: the coordinator's refit records it (then drop it)",
+)
+def test_the_length_protocol_holds_its_accuracy() -> None:
+    recorded = bundled().provenance["protocols"]["length"]
+    assert [f["name"] for f in recorded["folds"]] == list(LENGTHS)
+    assert recorded["mape_pct"] <= LENGTH_PROTOCOL_LIMIT_PCT["mape"]
+    assert all(fold["mape_pct"] <= LENGTH_PROTOCOL_LIMIT_PCT["row"] for fold in recorded["folds"])  # one row each
+
+
+def test_each_length_fold_holds_out_only_the_table_rows_of_its_length() -> None:
+    runs, _ = bundled_runs()
+    items = protocols.fitted_items([r for r in runs if r.source in (LONG_SEQUENCE_SOURCE, "llm-foundry")])
+    folds = protocols.folds("length", items)
+    assert [f.name for f in folds] == list(LENGTHS)  # by length, not by name
+    for fold in folds:
+        (held,) = fold.test
+        assert held.run.source == LONG_SEQUENCE_SOURCE and protocols.length_name(held.context.seq_len) == fold.name
+        assert len(fold.train) == len(items) - 1 and held not in fold.train
+
+
+def test_validate_protocol_length_on_the_table_alone() -> None:
+    # Each fold fits on the other eight rows only: the JSON contract, not the accuracy (the full protocol is held
+    # by the calibration's record above).
+    result = run_cli("validate", "--protocol", "length", "--only", "longseq", "--format", "json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["protocol"] == "length" and [f["name"] for f in report["folds"]] == list(LENGTHS)
+    assert [r["fold"] for r in report["rows"]] == list(LENGTHS) and all(f["train_rows"] == 8 for f in report["folds"])
+
+
+RUN_AT = (
+    "id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured,stack,vintage\n"
+    "then,llama3.1-70b,h100-sxm,64,fp8,8192,128,1,4,8,1,5,1,none,tokens_per_s_per_gpu,1602,megatron,{}\n"
+)
+
+
+def test_a_users_throughput_row_is_priced_at_its_release(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    predicted = {}
+    for vintage in ("2024-03", ""):
+        path.write_text(RUN_AT.format(vintage))
+        (run,) = read_runs_csv(path)
+        assert run.released == (vintage or None) and run.scenario.get("vintage") == (vintage or None)
+        (row,) = validate([run], bundled()).rows
+        predicted[vintage] = row.predicted
+    assert predicted["2024-03"] < predicted[""]  # the software trend: an older release is slower
+
+
+def test_a_bad_release_on_a_throughput_row_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text(RUN_AT.format("March"))
+    result = run_cli("validate", "--data", str(path))
+    assert result.code == 2 and result.out == "" and len(result.err.strip().splitlines()) == 1
+    assert f"{path}, row 2: field 'vintage'" in result.err
