@@ -44,6 +44,9 @@ class WorkloadOptions(TypedDict, total=False):
     mbs: int
     gbs: int
     seq_len: int
+    doc_len: int
+    lora_rank: int
+    lora_modules: Literal["attention", "mlp", "all-linear"]
     recompute: Literal["none", "selective", "full"]
     recompute_layers: int
     zero: Literal[0, 1, 2, 3]
