@@ -44,6 +44,9 @@ class WorkloadOptions(TypedDict, total=False):
     mbs: int
     gbs: int
     seq_len: int
+    doc_len: int
+    lora_rank: int
+    lora_modules: Literal["attention", "mlp", "all-linear"]
     recompute: Literal["none", "selective", "full"]
     recompute_layers: int
     cp_comm: Literal["p2p", "all_gather", "a2a"]

@@ -8,7 +8,7 @@ from perfmodel.inputs.scenario import Scenario
 from perfmodel.physics.compute import ops_time
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.step import evaluate
-from perfmodel.physics.workload import Shard, head_backward, layer_backward
+from perfmodel.physics.workload import Shard, head_backward, layer_backward, layer_forward
 from perfmodel.planning.predict import context_for, layout_vars
 
 
@@ -73,4 +73,10 @@ def test_lora_keeps_only_adapter_gradients_and_optimizer_state() -> None:
     transposes = [op for op in layer_backward(sh, full_ctx.recipe, True) if op.name.endswith("weight_transpose")]
     assert len(transposes) == 4  # qkv, proj, fc1, fc2
     per_microbatch -= ops_time(transposes, acc, eff) * 80
+    # ... and less the adapters' own GEMMs (two forward, four backward per adapted layer, BF16).
+    adapted = sh._replace(lora_rank=16, adapters=lora_ctx.adapters)
+    ops = layer_forward(adapted, lora_ctx.recipe) + layer_backward(adapted, lora_ctx.recipe, True)
+    adapter_ops = [op for op in ops if ".lora_" in op.name]
+    assert len(adapter_ops) == 12  # qkv and proj
+    per_microbatch -= ops_time(adapter_ops, acc, eff) * 80
     assert full.compute_s - lora.compute_s == pytest.approx(8 * per_microbatch, rel=1e-9)

@@ -184,6 +184,17 @@ def scenario_options(
         _degree("--mbs", "Micro-batch size in sequences."),
         _degree("--gbs", "Global batch size in sequences."),
         click.option("--seq-len", type=click.IntRange(min=16, max=10_000_000), help="Sequence length in tokens."),
+        click.option(
+            "--doc-len",
+            type=click.IntRange(min=1, max=10_000_000),
+            help="Documents of N tokens packed into each sequence: attention per document (document masking).",
+        ),
+        click.option("--lora-rank", type=click.IntRange(min=1, max=65536), help="Fine-tune LoRA adapters of rank R."),
+        click.option(
+            "--lora-modules",
+            type=click.Choice(["attention", "mlp", "all-linear"]),
+            help="Linear layers LoRA adapts (default attention: QKV and output projections).",
+        ),
         click.option("--recompute", type=click.Choice(["none", "selective", "full"])),
         click.option(
             "--recompute-layers",

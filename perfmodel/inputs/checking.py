@@ -15,7 +15,7 @@ import typing
 from types import UnionType
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, create_model, model_validator
 
 from perfmodel.inputs.record import GIVEN, as_dict, input_fields, with_given
 
@@ -97,4 +97,6 @@ def _translated(annotation: Any, base: type[Checked], items: dict[str, Any] | No
         # a list of tables ([[phase]]): TOML gives a list, which a strict tuple refuses; each table is still checked
         # strictly by its own model
         return Annotated[tuple[model_of(args[0], base), ...], Field(strict=False)]  # type: ignore[misc]
+    if origin is tuple and args and args[-1] is Ellipsis:  # a list of numbers: the list as a tuple, each item strict
+        return Annotated[tuple[Annotated[args[0], Strict()], ...], Field(strict=False)]  # type: ignore[valid-type]
     return annotation

@@ -6,6 +6,8 @@ from dataclasses import MISSING
 from typing import Any, Literal
 
 from perfmodel.errors import FieldError, PerfmodelError, shown
+from perfmodel.inputs.documents import Packing
+from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.record import bounded, input_fields, record
 
 MAX_LAYERS = 1_000
@@ -162,16 +164,30 @@ class ModelSpec:
         return 2 * self.moe_ffn if self.mlp == "swiglu" else self.moe_ffn
 
     @property
+    def attention_linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """The attention's linear layers as (input width, output width), by the names workload.py gives them."""
+        h, q = self.hidden, self.q_dim
+        if self.attention != "mla":
+            return {"qkv": (h, q + 2 * self.kv_dim), "proj": (q, h)}
+        queries = (
+            {"q_down": (h, self.q_lora_rank), "q_up": (self.q_lora_rank, q)} if self.q_lora_rank else {"q_proj": (h, q)}
+        )
+        kv_up = self.heads * (self.qk_nope_dim + self.v_head_dim)
+        return queries | {
+            "kv_down": (h, self.kv_lora_rank + self.qk_rope_dim),
+            "kv_up": (self.kv_lora_rank, kv_up),
+            "proj": (self.heads * self.v_head_dim, h),
+        }
+
+    @property
+    def mlp_linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """A dense MLP's linear layers: fc1 (gate and up fused for SwiGLU) and fc2."""
+        return {"fc1": (self.hidden, self.mlp_in_width), "fc2": (self.ffn, self.hidden)}
+
+    @property
     def attention_linear_params(self) -> int:
         """Weights of the attention projections (the GEMMs), without biases or norms."""
-        h, q = self.hidden, self.q_dim
-        if self.attention == "mla":
-            q_proj = self.q_lora_rank * (h + q) if self.q_lora_rank else h * q
-            kv_proj = h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank * self.heads * (
-                self.qk_nope_dim + self.v_head_dim
-            )
-            return q_proj + kv_proj + self.heads * self.v_head_dim * h
-        return h * (q + 2 * self.kv_dim) + q * h
+        return sum(k * n for k, n in self.attention_linear_shapes.values())
 
     @property
     def attention_params_per_layer(self) -> int:
@@ -238,9 +254,11 @@ class ModelSpec:
     def lm_head_params(self) -> int:
         return 0 if self.tied_embeddings else self.vocab * self.hidden
 
-    def lora_params_per_layer(self, rank: int) -> int:
-        """LoRA adapters of rank r on the QKV and output projections: A (d_in x r) and B (r x d_out) each."""
-        return rank * (self.hidden + self.hidden + 2 * self.kv_dim) + rank * (self.hidden + self.hidden)
+    def lora_params_per_layer(self, rank: int, modules: str = "attention") -> int:
+        """LoRA adapters of rank r on each adapted linear layer (lora.LORA_MODULES): A (d_in x r) and B (r x d_out),
+        one pair per layer as Megatron-Bridge fuses them (QKV one layer, gate and up one fc1)."""
+        shapes = self.attention_linear_shapes | self.mlp_linear_shapes
+        return sum(rank * (k + n) for name, (k, n) in shapes.items() if name in adapted_layers(modules))
 
     @property
     def main_params(self) -> int:
@@ -296,18 +314,24 @@ class ModelSpec:
         window = min(self.sliding_window, seq_len)
         return window - window * window / (2 * seq_len)
 
-    def model_flops_per_token(self, seq_len: int) -> float:
+    def model_flops_per_token(self, seq_len: int, packed: Packing | None = None) -> float:
         """Training FLOPs per token: 6 x active matmul parameters + causal attention, no recomputation.
 
         The convention of NVIDIA's published model TFLOP/s (Megatron-Bridge flop_utils) and of the Llama 3 paper's
         MFU: attention scores and context cost 2 x 2 x s x d_model per token per layer in the forward pass, halved
         by the causal mask, and three times that for forward + backward. MoE models count the active parameters
         (router, top_k and shared experts), MTP modules included; sliding-window layers attend `mean_keys` keys.
+        Packed documents (`packed`, document masking) count the keys of each query's own document: the pairs the
+        mask removes are no work, so that MFU stays a share of work done.
         """
         full_layers = self.layers + self.mtp_layers - self.sliding_layers
-        attention: float = 3 * full_layers * seq_len * self.attention_widths
+        if packed is None:
+            attention: float = 3 * full_layers * seq_len * self.attention_widths
+        else:
+            attention = 6 * full_layers * packed.keys * self.attention_widths
         if self.sliding_layers:
-            attention = attention + 6 * self.sliding_layers * self.mean_keys(seq_len) * self.attention_widths
+            keys = self.mean_keys(seq_len) if packed is None else packed.window_keys(self.sliding_window)
+            attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
         return 6 * self.matmul_params + attention
 
 

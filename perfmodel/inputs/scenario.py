@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs import validated
+from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
@@ -204,7 +205,12 @@ class Scenario:
     moe_imbalance: float = bounded(1.0, ge=1.0, le=64.0, allow_inf_nan=False)
     """MoE: tokens the busiest expert rank receives over the mean (1.0: balanced, as the published rows force)."""
     lora_rank: int = bounded(0, ge=0, le=65536)
-    """0: full training; r > 0: LoRA adapters of rank r on the attention projections, base model frozen."""
+    """0: full training; r > 0: LoRA adapters of rank r on the `lora_modules` linear layers, base model frozen."""
+    lora_modules: Literal["attention", "mlp", "all-linear"] = "attention"
+    """The linear layers LoRA adapts: 'attention' (QKV and output projections, as the MLPerf llama2_70b_lora
+    benchmark), 'mlp' (fc1 and fc2) or 'all-linear' (both: Megatron-Bridge's default)."""
+    documents: Documents = Documents()
+    """The documents packed into each sequence: attention is priced over documents (document masking)."""
     parallelism: Parallelism = Parallelism()
     cost: Cost = Cost()
     goodput: Goodput = Goodput()
@@ -298,6 +304,9 @@ OPTION_FIELDS: dict[str, str] = {
     "zero": "parallelism.zero",
     "cp_comm": "parallelism.cp_comm",
     "tokens": "tokens",
+    "doc_len": "documents.length",
+    "lora_rank": "lora_rank",
+    "lora_modules": "lora_modules",
     "benchmark": "benchmark",
     "calibration": "calibration",
     "stack": "stack",
@@ -407,6 +416,7 @@ def scenario_from(
     try:
         scenario = checked_scenario(raw)
         check_phases(scenario)
+        check_documents(scenario)
     except ValidationError as exc:
         field, message = explain_error(exc)
         if field is None:  # the benchmark's check of the whole scenario
@@ -415,6 +425,10 @@ def scenario_from(
     except FieldError as exc:
         raise located(*in_phase(exc.field, exc.detail, raw.get("phase"))) from None
     _look_up(scenario, located)
+    try:
+        check_lora(scenario)
+    except FieldError as exc:
+        raise located(exc.field, exc.detail) from None
     return scenario
 
 
@@ -545,6 +559,33 @@ def check_phases(scenario: Scenario) -> None:
             )
     if scenario.phase:
         phase_tokens(scenario)
+
+
+def check_documents(scenario: Scenario) -> None:
+    """Documents of one length fit the packed sequence of every phase (a histogram's longer ones are split)."""
+    length = scenario.documents.length
+    for seq_len in {scenario.parallelism.seq_len, *(p.seq_len for p in scenario.phase if p.seq_len)}:
+        if length is not None and length > seq_len:
+            raise FieldError(
+                "documents.length",
+                f"documents of {length:,} tokens do not fit a packed sequence of {seq_len:,} (seq_len); give a "
+                "histogram (lengths, shares) to have long documents split at the sequence boundary",
+            )
+
+
+def check_lora(scenario: Scenario) -> None:
+    """LoRA adapts what the model has: no MLP adapters on a MoE model's experts, a rank within the layer width."""
+    if not scenario.lora_rank:
+        return
+    model = scenario.model_spec()
+    if model.is_moe and scenario.lora_modules != "attention":
+        raise FieldError(
+            "lora_modules",
+            f"LoRA on a MoE model's experts is not modelled ({model.id}): only 'attention' (adapters on the "
+            "attention projections, experts frozen)",
+        )
+    if scenario.lora_rank > model.hidden:
+        raise FieldError("lora_rank", f"rank {scenario.lora_rank:,} is above the layer width ({model.hidden:,})")
 
 
 def single_phase(scenario: Scenario, command: str, instead: str) -> None:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.checking import Checked, check, model_of
+from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
     MAX_TOKENS,
@@ -87,6 +88,8 @@ def _apply_benchmark(cls: type, raw: Any) -> Any:
     if raw.get("model") not in (None, bench.model):
         trains = bench.model if isinstance(bench.model, str) else bench.model.get("id", bench.model.get("base"))
         raise ValueError(f"model: {bench.id} trains {trains}; leave the model out")
+    if bench.lora_rank and raw.get("lora_modules") not in (None, "attention"):
+        raise ValueError(f"lora_modules: {bench.id} adapts the attention projections only (qkv_proj, o_proj)")
     if par.get("seq_len") not in (None, bench.seq_len):
         raise ValueError(f"parallelism.seq_len: {bench.id} uses sequences of {bench.seq_len} tokens")
     return raw | {
@@ -139,6 +142,7 @@ PARALLELISM = model_of(
 COST = model_of(Cost, _Strict)
 GOODPUT = model_of(Goodput, _Strict, {"_known_classes": _known_classes})
 LOSSES = model_of(Losses, _Strict)
+DOCUMENTS = model_of(Documents, _Strict)
 PHASE = model_of(
     Phase,
     _Strict,

@@ -107,6 +107,8 @@ class Explanation:
     """A MoE model's expert assumptions, predict's Experts line (empty for a dense model)."""
     evidence: Evidence | None = None
     """How near the prediction is to the calibration's measured runs (planning/evidence.py), None without them."""
+    workload: tuple[str, ...] = ()
+    """What the layer's work is, where it is not plain pre-training: packed documents, LoRA adapters."""
 
     @property
     def dominant(self) -> str:
@@ -651,4 +653,26 @@ def explain(p: Prediction) -> Explanation:
         _op_symbols(ctx),
         experts,
         p.evidence,
+        workload_lines(p, ctx),
     )
+
+
+def workload_lines(p: Prediction, ctx: Context) -> tuple[str, ...]:
+    """'Attention: ...' when packed documents price it, 'LoRA: ...' when the base is frozen."""
+    lines = []
+    seq_len = p.layout.seq_len
+    if ctx.packing is not None:
+        lines.append(
+            f"Attention: {p.scenario.documents.label} packed in {seq_len:,}-token sequences, document masking: "
+            f"{ctx.packing.keys:,.0f} keys per query (not the sequence's {seq_len / 2:,.0f}), kernels over "
+            f"{ctx.packing.length:,.0f}-token documents; MLP and projections over every token"
+        )
+    if ctx.lora_rank:
+        md = ctx.model
+        adapters = md.lora_params_per_layer(ctx.lora_rank, ctx.lora_modules)
+        layers = [name for name in md.attention_linear_shapes | md.mlp_linear_shapes if name in ctx.adapters]
+        lines.append(
+            f"LoRA: rank {ctx.lora_rank} on {ctx.lora_modules} ({', '.join(layers)}), "
+            f"{adapters:,} adapter parameters per layer train; the base is frozen (no weight gradients)"
+        )
+    return tuple(lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from perfmodel.inputs.lora import ATTENTION_LAYERS
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
@@ -38,7 +39,13 @@ class MemoryBreakdown(NamedTuple):
 
 
 def activation_bytes_per_token(
-    model: ModelSpec, recipe: Recipe, recompute: str, frozen_base: bool = False, seq_len: int = 0
+    model: ModelSpec,
+    recipe: Recipe,
+    recompute: str,
+    frozen_base: bool = False,
+    seq_len: int = 0,
+    adapters: frozenset[str] = ATTENTION_LAYERS,
+    lora_rank: int = 0,
 ) -> float:
     """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it).
 
@@ -48,18 +55,24 @@ def activation_bytes_per_token(
 
     A linear layer y = xW saves its input x only for the weight gradient dW = x^T dy; the input gradient
     dx = dy W^T needs W alone. A frozen base (LoRA, Hu et al. 2021, arXiv 2106.09685, section 4.1: W0 gets no
-    gradient) therefore saves no quantised GEMM inputs: the MLP's fc1 and fc2 (no adapters there, as the MLPerf
-    llama2_70b_lora benchmark trains adapters on the attention projections only) keep nothing, and the QKV and output
-    projections keep only their adapters' BF16 inputs (the norm output; flash attention's output, which it saves
-    anyway). Autograd and Transformer Engine's linear layers save the input only when the weight needs a gradient
-    (PyTorch's generated autograd saves an operand only if the other one requires grad; TE's Linear/LayerNormLinear
-    `backward_needs_input = weight.requires_grad`; recalled from the public code, not a stored copy).
+    gradient) therefore saves no quantised GEMM inputs: a layer without an adapter (the MLP's fc1 and fc2 when only
+    the attention is adapted, as in the MLPerf llama2_70b_lora benchmark) keeps nothing, and an adapted layer keeps
+    its adapter's BF16 input (the norm output for QKV and fc1; flash attention's output, which it saves anyway, for
+    the output projection; the activation's output for fc2, which selective recompute re-runs) and the rank-r
+    hidden x A that B's weight gradient reads (`adapters`, `lora_rank`). Autograd and Transformer Engine's linear
+    layers save the input only when the weight needs a gradient (PyTorch's generated autograd saves an operand only
+    if the other one requires grad; TE's Linear/LayerNormLinear `backward_needs_input = weight.requires_grad`;
+    recalled from the public code, not a stored copy).
     """
     h, kv, f = model.hidden, model.kv_dim, model.ffn
     quantised_input = recipe.element_bytes if recipe.quantised else BF16_BYTES
     if recompute == "full":
         return h * BF16_BYTES  # only the layer input is kept
     wgrad_input = 0.0 if frozen_base else quantised_input  # the quantised copy only dW reads
+
+    def kept_input(name: str, width: int, base: float) -> float:  # what the layer's dW, or its adapter's dA, reads
+        return width * BF16_BYTES if frozen_base and name in adapters else width * base
+
     saved = {
         "norm1_input": h * BF16_BYTES,
         "qkv_output": (h + 2 * kv) * BF16_BYTES,
@@ -67,14 +80,21 @@ def activation_bytes_per_token(
         "norm2_input": h * BF16_BYTES,
         "fc1_output": model.mlp_in_width * BF16_BYTES,
     }
+    if frozen_base and lora_rank:
+        saved["lora_hidden"] = len(adapters & ADAPTED_GQA) * lora_rank * BF16_BYTES
     if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
-        qkv_input = h * BF16_BYTES if frozen_base else h * quantised_input  # the QKV adapter's input
-        saved |= {"qkv_input": qkv_input, "fc1_input": h * wgrad_input, "fc2_input": f * wgrad_input}
+        saved |= {
+            "qkv_input": kept_input("qkv", h, quantised_input),
+            "fc1_input": kept_input("fc1", h, wgrad_input),
+            "fc2_input": kept_input("fc2", f, wgrad_input),
+        }
         if not recipe.flash_attention:
             saved["attention_scores"] = UNFUSED_SCORE_BYTES * model.heads * seq_len
     return sum(saved.values())
 
 
+ADAPTED_GQA = frozenset(("qkv", "proj", "fc1", "fc2"))
+"""The linear layers of a GQA layer, whose inputs this accounting follows."""
 UNFUSED_SCORE_BYTES = 5.0
 """Bytes an attention layer without flash attention keeps per score for its backward: the softmax output (2), the
 dropout mask (1) and the dropout output (2) (Korthikanti et al. 2022, arXiv 2205.05198, section 4.1: 5 a s^2 b)."""
@@ -100,6 +120,8 @@ def activations(
     layers_in_flight: Number,
     frozen_base: bool = False,
     seq_len: int = 0,
+    adapters: frozenset[str] = ATTENTION_LAYERS,
+    lora_rank: int = 0,
 ) -> Number:
     """Activations held by one rank: `layers_in_flight` layer-micro-batches of `tokens` tokens each (sequences of
     `seq_len`: the scores attention without flash attention keeps grow with it).
@@ -108,7 +130,7 @@ def activations(
     """
 
     def per_token(mode: str) -> Number:
-        kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len)
+        kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len, adapters, lora_rank)
         return (kept + (tp - 1) * replicated_bytes_per_token(model, recipe, mode)) * tokens / tp
 
     held = per_token(recompute) * layers_in_flight

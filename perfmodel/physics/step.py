@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
+from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.hardware import Hardware
+from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.inputs.record import replaced
@@ -96,14 +98,28 @@ class Context:
     efficiency: Efficiency
     seq_len: int
     lora_rank: int = 0
-    """0: full training. r > 0: the base model is frozen and only rank-r LoRA adapters on the attention
-    projections train (no weight-gradient GEMMs, gradients or optimizer state for the base weights)."""
+    """0: full training. r > 0: the base model is frozen and only rank-r LoRA adapters on the `lora_modules`
+    linear layers train (no weight-gradient GEMMs, gradients or optimizer state for the base weights)."""
     imbalance: float = 1.0
     """MoE: tokens on the busiest expert rank over the mean (1.0: balanced, as the published rows force)."""
     stack: str = "megatron"
     """The software stack (inputs/stacks.py) whose fitted parameters `efficiency` holds."""
     vintage: str | None = None
     """The stack's release (YYYY-MM; None: today's): which layouts it can run (inputs/features.py)."""
+    lora_modules: str = "attention"
+    """The linear layers LoRA adapts (inputs/lora.py)."""
+    packing: Packing | None = None
+    """Document masking of packed sequences at `seq_len` (inputs/documents.py); None: one causal sequence."""
+
+    @property
+    def adapters(self) -> frozenset[str]:
+        """The linear layers carrying LoRA adapters: none in full training."""
+        return adapted_layers(self.lora_modules) if self.lora_rank else frozenset()
+
+    def shard(self, tp: Number, cp: Number, mbs: Number, ep: Number = 1.0, etp: Number = 1.0) -> Shard:
+        """One rank's slice of a micro-batch in this context."""
+        extra = (self.packing, self.lora_rank, self.adapters)
+        return Shard(self.model, self.recipe, tp, cp, mbs, self.seq_len, ep, etp, self.imbalance, *extra)
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -130,7 +146,8 @@ class Context:
         imbalance, whatever its system and its accelerator's links and prices (a sweep's what-if on the network,
         validation's rows on other clusters)."""
         compute_part = replaced(self.hardware.accelerator, **_NOT_COMPUTE)
-        key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank, self.imbalance)
+        key = (self.model, compute_part, self.efficiency, self.recipe, self.seq_len, self.lora_rank, self.imbalance,
+               self.lora_modules, self.packing)  # fmt: skip
         try:
             found = _SHARDS.get(key)
         except TypeError:  # efficiencies with array fields (a fit's variants): this context's own
@@ -431,7 +448,7 @@ def price_shards(ctx: Context, shards: list[tuple[float, ...]]) -> None:
     that will gather them (a search's blocks, each of which would otherwise price its new shards as a batch of its
     own: the ~500 operations' fixed cost once per batch). The same numbers either way (`_ShardTable`)."""
     if shards and not _has_variants(ctx.efficiency):
-        _shard_table(ctx, Shard(ctx.model, ctx.recipe, 1.0, 1.0, 1.0, ctx.seq_len, imbalance=ctx.imbalance)).add(shards)
+        _shard_table(ctx, ctx.shard(1.0, 1.0, 1.0)).add(shards)
 
 
 def _has_variants(eff: Efficiency) -> bool:
@@ -563,7 +580,7 @@ def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Numb
     """Parameters that get gradients and optimizer state: all of them, or only the LoRA adapters."""
     if not ctx.frozen_base:
         return params
-    return layers * ctx.model.lora_params_per_layer(ctx.lora_rank) / tp
+    return layers * ctx.model.lora_params_per_layer(ctx.lora_rank, ctx.lora_modules) / tp
 
 
 def _data_parallel(
@@ -803,7 +820,7 @@ def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]
     """What every entry point (`evaluate`, `step_floor`, `memory_need`) prices a rank from: its shard of each layer,
     its micro-batches per step and its pipeline stage's layers."""
     md = ctx.model
-    sh = Shard(md, ctx.recipe, lv.tp, lv.cp, lv.mbs, ctx.seq_len, lv.ep, lv.etp, ctx.imbalance)
+    sh = ctx.shard(lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     return sh, lv.gbs / (lv.mbs * lv.dp), stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
 
 
@@ -1007,7 +1024,9 @@ def _rank_memory(
     def saved(mode: str, layers: Number) -> Number:
         if md.is_moe:
             return moe.layer_activations(sh, rec, mode, layers)
-        return memory.activations(md, rec, mode, tokens, tp, layers, ctx.frozen_base, ctx.seq_len)
+        return memory.activations(
+            md, rec, mode, tokens, tp, layers, ctx.frozen_base, ctx.seq_len, ctx.adapters, ctx.lora_rank
+        )
 
     def activations(layers: Number) -> Number:
         none, selective, full = (saved(mode, layers) for mode in ("none", "selective", "full"))

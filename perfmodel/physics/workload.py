@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, equal, minimum, where
@@ -51,6 +52,11 @@ class Shard(NamedTuple):
     ep: Number = 1.0
     etp: Number = 1.0
     imbalance: float = 1.0
+    packing: Packing | None = None
+    """Document masking of packed sequences (inputs/documents.py); None: one causal sequence of seq_len tokens."""
+    lora_rank: int = 0
+    adapters: frozenset[str] = frozenset()
+    """The linear layers that carry rank-`lora_rank` LoRA adapters (inputs/lora.py)."""
 
     @property
     def tokens(self) -> Number:
@@ -138,7 +144,32 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
             fused = where(equal(sh.tp, 1), 1.0, 0.0)
         ops.append(_cast(f"{name}.cast", rows * k, recipe, fused=fused))
     ops.append(_gemm(f"{name}.fprop", sh.tokens, n, k, recipe.gemm_format, recipe.element_bytes))
+    if name in sh.adapters:
+        ops += _adapter_forward(sh, name, k, n)
     return ops
+
+
+def _adapter_forward(sh: Shard, name: str, k: Number, n: Number) -> list[Op]:
+    """A LoRA adapter beside a frozen linear layer, in BF16 (Hu et al. 2021, arXiv 2106.09685): the input down to
+    rank r (A), back up to the layer's output (B), sharded as the layer it adapts (k and n as this rank holds
+    them)."""
+    r = sh.lora_rank
+    return [
+        _gemm(f"{name}.lora_a.fprop", sh.tokens, r, k, "bf16", BF16_BYTES),
+        _gemm(f"{name}.lora_b.fprop", sh.tokens, n, r, "bf16", BF16_BYTES),
+    ]
+
+
+def _adapter_backward(sh: Shard, name: str, k: Number, n: Number, rows: Number) -> list[Op]:
+    """The adapter's backward: the gradient through B to the rank-r hidden, B's weight gradient, A's, and the
+    gradient through A added to the input's (the frozen base's dgrad is needed all the same)."""
+    r = sh.lora_rank
+    return [
+        _gemm(f"{name}.lora_b.dgrad", rows, r, n, "bf16", BF16_BYTES),
+        _gemm(f"{name}.lora_b.wgrad", r, n, rows, "bf16", BF16_BYTES),
+        _gemm(f"{name}.lora_a.dgrad", rows, k, r, "bf16", BF16_BYTES),
+        _gemm(f"{name}.lora_a.wgrad", k, r, rows, "bf16", BF16_BYTES),
+    ]
 
 
 def _rope_elements(sh: Shard) -> Number:
@@ -211,6 +242,8 @@ def linear_backward(
     ops.append(_gemm(f"{name}.dgrad", rows, k, n, fmt, in_bytes))
     if not frozen_weights:
         ops.append(_gemm(f"{name}.wgrad", k, n, rows, fmt, in_bytes))
+    if name in sh.adapters:
+        ops += _adapter_backward(sh, name, k, n, rows)
     return ops
 
 
@@ -258,25 +291,29 @@ def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length
 
 
 def attention_forward(sh: Shard) -> list[Op]:
-    """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads.
+    """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads; with packed
+    documents (`sh.packing`, document masking) against the keys of their own document.
 
-    `m` carries the sequence length one kernel call sees: the whole sequence, or with context parallelism the
-    seq_len / cp tokens (two load-balanced chunks) of each ring step (the whole sequence again, on heads / cp heads,
-    after Ulysses's all-to-all: Recipe.cp_comm 'a2a'). A model with sliding-window layers gets a
-    second kernel for their share of the layers: `mean_keys` keys per query, a window-long kernel. Without flash
-    attention (a release before it), the unfused kernels of `unfused_attention_forward`.
+    `m` carries the sequence length one kernel call sees: the whole sequence (or the typical document, `length`),
+    or with context parallelism its 1/cp (two load-balanced chunks of each sequence, of each document in THD) of
+    each ring step (the whole again, on heads / cp heads, after Ulysses's all-to-all: Recipe.cp_comm 'a2a'). A model
+    with sliding-window layers gets a second kernel for their share of the layers: `mean_keys` keys per query, a
+    window-long kernel. Without flash attention (a release before it), the unfused kernels of
+    `unfused_attention_forward`, over the whole square whatever the documents.
     """
-    md = sh.model
+    md, packed = sh.model, sh.packing
     if not sh.recipe.flash_attention:
         return unfused_attention_forward(sh)
-    length = sh.seq_len if sh.recipe.cp_comm == "a2a" else sh.seq_len / sh.cp
+    keys, length = (sh.seq_len / 2, sh.seq_len) if packed is None else (packed.keys, packed.length)
+    split = 1 if sh.recipe.cp_comm == "a2a" else sh.cp  # Ulysses: whole sequences on heads / cp heads
     if not md.sliding_layers:
-        return [_attention_op(sh, "attention", sh.seq_len / 2, 1.0, length)]
+        return [_attention_op(sh, "attention", keys, 1.0, length / split)]
     window_share = md.sliding_layers / md.layers
-    window = minimum(md.sliding_window, length)
+    window = minimum(md.sliding_window, length / split)
+    window_keys = md.mean_keys(sh.seq_len) if packed is None else packed.window_keys(md.sliding_window)
     return [
-        _attention_op(sh, "attention", sh.seq_len / 2, 1 - window_share, length),
-        _attention_op(sh, "attention.window", md.mean_keys(sh.seq_len), window_share, window),
+        _attention_op(sh, "attention", keys, 1 - window_share, length / split),
+        _attention_op(sh, "attention.window", window_keys, window_share, window),
     ]
 
 

@@ -286,7 +286,8 @@ def for_scenario(scenario: Scenario, hardware: Hardware, model: ModelSpec, n_gpu
         storage * 1e9, given.failure_scale, given.failures_per_million_gpu_hours, given.restart_s,
         given.checkpoint_interval_s, given.rates,
     )  # fmt: skip
-    trainable = model.layers * model.lora_params_per_layer(scenario.lora_rank) if scenario.lora_rank else model.params
+    adapters = model.lora_params_per_layer(scenario.lora_rank, scenario.lora_modules)
+    trainable = model.layers * adapters if scenario.lora_rank else model.params
     state = checkpoint_bytes(model.params + (trainable if scenario.lora_rank else 0), trainable)
     return goodput(n_gpus, int(hardware.system.gpus_per_node.value), state, reliability)
 

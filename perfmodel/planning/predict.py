@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.documents import packing
 from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
@@ -103,6 +104,12 @@ class Prediction:
         """Model FLOP/s over the dense peak of the format the quantised GEMMs use."""
         return self._rates.mfu_of_precision
 
+    @property
+    def attention_keys_per_query(self) -> float:
+        """Keys a query of a full-attention layer attends on average: s/2, or fewer with packed documents."""
+        packed = packing(self.scenario.documents, self.layout.seq_len)
+        return self.layout.seq_len / 2 if packed is None else packed.keys
+
     def to_dict(self) -> dict[str, Any]:
         lo, st, run, mem = self.layout, self.step, self.run, self.step.memory
         return {
@@ -111,6 +118,10 @@ class Prediction:
             "system": self.hardware.system.id,
             "n_gpus": lo.n_gpus,
             "precision": self.scenario.precision,
+            "documents": self.scenario.documents.label,
+            "attention_keys_per_query": self.attention_keys_per_query,
+            "lora_rank": self.scenario.lora_rank,
+            "lora_modules": self.scenario.lora_modules if self.scenario.lora_rank else None,
             "parallelism": {
                 "tp": lo.tp,
                 "pp": lo.pp,
@@ -323,8 +334,9 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     recipe = cp_comm_recipe(recipe, scenario.parallelism.cp_comm or get_stack(scenario.stack).cp_comm)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
-    numbers = (eff, scenario.parallelism.seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack,
-               scenario.vintage)  # fmt: skip
+    seq_len = scenario.parallelism.seq_len
+    numbers = (eff, seq_len, scenario.lora_rank, scenario.moe_imbalance, scenario.stack, scenario.vintage,
+               scenario.lora_modules, packing(scenario.documents, seq_len))  # fmt: skip
     try:
         key = (*map(id, parts), *numbers)
         found = _CONTEXTS.get(key)
@@ -589,7 +601,8 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if ground is not None and interval is not None:
         flops = ctx.memo.get(("model flops per token", layout.seq_len))
         if flops is None:
-            flops = ctx.memo["model flops per token", layout.seq_len] = ctx.model.model_flops_per_token(layout.seq_len)
+            flops = ctx.model.model_flops_per_token(layout.seq_len, ctx.packing)
+            ctx.memo["model flops per token", layout.seq_len] = flops
         evidence = ground.at(layout, tokens_per_s(layout, step) / layout.n_gpus * flops / 1e12, interval)
         interval = evidence.interval
     mlperf, run = None, None
@@ -644,6 +657,11 @@ class Rates(NamedTuple):
     mfu_of_precision: Any
 
 
+def model_flops_per_token(model: ModelSpec, scenario: Scenario, seq_len: int) -> float:
+    """The model FLOPs of a token of the scenario's packed documents at `seq_len` (ModelSpec.model_flops_per_token)."""
+    return model.model_flops_per_token(seq_len, packing(scenario.documents, seq_len))
+
+
 def rates(
     gbs: Any, seq_len: int, n_gpus: int, step_time_s: Any, model: ModelSpec, scenario: Scenario, hardware: Hardware
 ) -> Rates:
@@ -652,7 +670,7 @@ def rates(
     format the quantised GEMMs use."""
     tokens = gbs * seq_len / step_time_s
     per_gpu = tokens / n_gpus
-    tflops = per_gpu * model.model_flops_per_token(seq_len) / 1e12
+    tflops = per_gpu * model_flops_per_token(model, scenario, seq_len) / 1e12
     acc = hardware.accelerator
     gemm = get_recipe(scenario.precision, acc).gemm_format
     return Rates(tokens, per_gpu, tflops, tflops * 1e12 / acc.peak_flops("bf16"), tflops * 1e12 / acc.peak_flops(gemm))

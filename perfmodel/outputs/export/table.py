@@ -26,7 +26,7 @@ from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import compare, goodput, losses, tco
 from perfmodel.planning.campaign import Campaign, Result, totals
 from perfmodel.planning.losses import Losses
-from perfmodel.planning.predict import Prediction
+from perfmodel.planning.predict import Prediction, model_flops_per_token
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
 
@@ -253,7 +253,9 @@ COLUMNS: tuple[Column, ...] = (
         "model_flops_per_token",
         "Model FLOPs per token",
         "results",
-        lambda row, _k: row.prediction.model.model_flops_per_token(row.prediction.layout.seq_len),
+        lambda row, _k: model_flops_per_token(
+            row.prediction.model, row.prediction.scenario, row.prediction.layout.seq_len
+        ),
         None,
         "0.000E+00",
     ),
