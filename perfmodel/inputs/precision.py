@@ -62,6 +62,11 @@ class Recipe:
     """Tensor parallelism with sequence parallelism (Korthikanti et al. 2022): norms, residuals and their saved inputs
     sharded over the TP ranks; False: every TP rank runs and keeps them whole (inputs/features.py)."""
 
+    fused_lora: bool = False
+    """LoRA adapters fused into the frozen layer they adapt: no kernels of their own (their FLOPs are a fraction of a
+    percent of the layer's), none of an unfused adapter's six passes over a token x width tensor per adapted layer.
+    NVIDIA's and AMD's MLPerf llama2_70b_lora rows leave no room for those passes (inputs/mlperf.benchmark_recipe);
+    Megatron-Bridge's LoRALinear, which runs the adapter beside the wrapped layer, pays them."""
     cp_comm: str = "p2p"
     """How context parallelism exchanges keys and values (Megatron-Core's `cp_comm_type`, CP_COMM): 'p2p', the ring
     that passes each rank's K and V chunk along in CP - 1 steps behind the attention of the chunk in hand;

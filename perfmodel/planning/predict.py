@@ -327,6 +327,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
                 benchmark.nvfp4_hadamard,
                 hw.accelerator.vendor in benchmark.fp8_attention_vendors,
                 hw.accelerator.vendor in benchmark.graph_captured_vendors,
+                benchmark.lora_rank > 0,
             ),
         )
     if scenario.lora_rank:
