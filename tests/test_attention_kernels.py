@@ -12,12 +12,13 @@ import pytest
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import attention_kernels
 from perfmodel.physics import parameters as table
-from perfmodel.physics.attention_kernels import fit_releases, kernel_op, predicted_s
+from perfmodel.physics.attention_kernels import fit_flash_attn_2, fit_releases, kernel_op, predicted_s
 from perfmodel.physics.efficiency import (
     ATTENTION_FIELDS,
     ATTENTION_RELEASES,
     DEFAULTS,
     KERNEL_ATTENTION,
+    RING_FLASH_ATTN_2,
     release_age_years,
     released_attention,
 )
@@ -64,29 +65,39 @@ def test_blackwell_attention_before_ngc_25_09_runs_at_b200s_cudnn_9_10_rates() -
     years = np.array([release_age_years(m) for m in ("2025-04", "2025-09")])
     batched = released_attention(replace(eff, vintage_years=years), "blackwell")
     assert [tuple(float(v[i]) for v in batched) for i in range(2)] == [at["2025-04"], at["2025-09"]]
+    hopper = DEFAULTS["hopper"]
+    assert released_attention(replace(hopper, vintage_years=release_age_years("2023-01")), "hopper") == tuple(
+        getattr(hopper, name) for name in ATTENTION_FIELDS
+    )
 
 
-def test_hopper_attention_up_to_nemo_24_03_runs_at_flashattention_2s_measured_rates() -> None:
+def test_hopper_ring_steps_up_to_nemo_24_03_run_at_flashattention_2s_measured_rates() -> None:
     """kernels_attention.csv, NVIDIA/cudnn-frontend@91b7532f3386 benchmark/benchmark_results.csv lines 7-11 (NGC
     pytorch 24.12, Hopper at a locked 1,980 MHz), causal BF16, 16 heads of 128: PyTorch SDPA's FlashAttention-2 backend
     runs the forward at 296.5-345.6 TFLOP/s and the backward at 245.2-324.0 from 4k to 64k tokens, against cuDNN 9.19's
-    688 and 581 at 32k on H200 (the newest rows). Megatron's Hopper attention of releases up to
-    efficiency.FLASH_ATTN_2_UNTIL runs at FlashAttention-2's fitted rates, from CUDNN_ATTENTION_FROM at cuDNN's; a
-    stack with a kernel of its own (llm-foundry: FlashAttention-2 already, its stack factor) never takes the step."""
+    688 and 581 at 32k on H200 (the newest rows). A context-parallel ring step of a release up to
+    efficiency.FLASH_ATTN_2_UNTIL runs at FlashAttention-2's fitted rates, from CUDNN_RING_FROM at cuDNN's; attention
+    outside a ring always at cuDNN's; a stack with a kernel of its own (llm-foundry: FlashAttention-2 already, its
+    stack factor) never takes a kernel release step."""
     fa2 = [r for r in attention_kernels() if r.flash_attn_2]
     assert len(fa2) == 10 and {r.part for r in fa2} == {"h200-sxm"}
+    assert list(fit_flash_attn_2(attention_kernels(), DEFAULTS["hopper"])) == list(RING_FLASH_ATTN_2) == ["hopper"]
+    fitted = fit_flash_attn_2(attention_kernels(), DEFAULTS["hopper"])["hopper"]
+    assert list(RING_FLASH_ATTN_2["hopper"]) == pytest.approx(list(fitted), rel=2e-3)
     hopper = DEFAULTS["hopper"]
     fa2_speed = [kernel_op(r).flops / r.time_s / 1e12 for r in fa2 if not r.backward]
     assert min(fa2_speed) == pytest.approx(296.5, rel=1e-3) and max(fa2_speed) == pytest.approx(345.6, rel=1e-3)
-    older, newer = ("2023-01", "2024-03"), ("2024-04", "2026-08")
-    at = {m: released_attention(replace(hopper, vintage_years=release_age_years(m)), "hopper") for m in older + newer}
-    assert at["2023-01"] == at["2024-03"] == ATTENTION_RELEASES["hopper"][0][1]
-    assert at["2024-04"] == at["2026-08"] == tuple(getattr(hopper, name) for name in ATTENTION_FIELDS)
-    assert at["2024-03"][0] / at["2024-04"][0] == pytest.approx(0.48, abs=0.02)  # forward share: about half
-    for row in fa2:  # each priced at the last release that ran FlashAttention-2, within 8% of its measured time
+    today = tuple(getattr(hopper, name) for name in ATTENTION_FIELDS)
+    months = ("2023-01", "2024-03", "2024-04", "2026-08")
+    ring = {m: released_attention(replace(hopper, vintage_years=release_age_years(m)), "hopper", 1.0) for m in months}
+    plain = {m: released_attention(replace(hopper, vintage_years=release_age_years(m)), "hopper") for m in months}
+    assert ring["2023-01"] == ring["2024-03"] == RING_FLASH_ATTN_2["hopper"]
+    assert ring["2024-04"] == ring["2026-08"] == today and set(plain.values()) == {today}
+    assert ring["2024-03"][0] / ring["2024-04"][0] == pytest.approx(0.48, abs=0.02)  # forward share: about half
+    for row in fa2:  # each priced as a ring step of the last release that ran FlashAttention-2, within 8%
         assert predicted_s(row, hopper) == pytest.approx(row.time_s, rel=0.08), (row.seq, row.backward)
     own_kernel = replace(hopper, kernel_releases=0.0, vintage_years=release_age_years("2024-01"))
-    assert released_attention(own_kernel, "hopper") == at["2026-08"]
+    assert released_attention(own_kernel, "hopper", 1.0) == today
 
 
 def test_every_row_names_its_source_and_the_model_prices_it_near_its_time() -> None:

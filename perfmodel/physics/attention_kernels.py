@@ -9,11 +9,11 @@ a check, not a fit. efficiency.DEFAULTS carries the rounded results; tests/test_
 equal and reports each row's error. Before this, one attention factor per vendor was fitted to training rows, and it
 sat at its bound absorbing costs the rows had and the model lacked.
 
-FlashAttention-2's rows (Hopper) are fitted alike, on their own: the kernel of Hopper releases up to
-efficiency.FLASH_ATTN_2_UNTIL. A family's kernels are fitted by release (`fit_releases`): the newest, every part at its
-newest release pooled, is efficiency.DEFAULTS; an older release measured on one of its parts (B200 at NGC 25.06, cuDNN
-9.10.2, against 25.09's 9.13.1) carries that part's change to the whole family, and prices rows of older software
-(efficiency.released_attention).
+FlashAttention-2's rows (Hopper) are fitted alike, on their own (`fit_flash_attn_2`): the kernel of Hopper's
+context-parallel ring steps up to efficiency.FLASH_ATTN_2_UNTIL. A family's kernels are fitted by release
+(`fit_releases`): the newest, every part at its newest release pooled, is efficiency.DEFAULTS; an older release measured
+on one of its parts (B200 at NGC 25.06, cuDNN 9.10.2, against 25.09's 9.13.1) carries that part's change to the whole
+family, and prices rows of older software (efficiency.released_attention).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import NamedTuple
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import AttentionKernel
 from perfmodel.physics.compute import attention_core_s
-from perfmodel.physics.efficiency import CUDNN_ATTENTION_FROM, FLASH_ATTN_2_UNTIL, Efficiency, release_age_years
+from perfmodel.physics.efficiency import FLASH_ATTN_2_UNTIL, Efficiency, release_age_years
 from perfmodel.physics.workload import ATTENTION_BWD_FLOP_RATIO, Op
 
 
@@ -41,12 +41,14 @@ class Fitted(NamedTuple):
 
 def kernel_op(row: AttentionKernel) -> Op:
     """The model's attention operation for a measured call: causal, each query against half the keys on average
-    (workload._attention_op's counts for one layer of `heads` heads of `head_dim`)."""
+    (workload._attention_op's counts for one layer of `heads` heads of `head_dim`); a FlashAttention-2 row's is a
+    ring step's, the kernel that ran it."""
     queries = row.batch * row.seq
     exps = queries * row.seq / 2 * row.heads
     flops = exps * 4 * row.head_dim * (ATTENTION_BWD_FLOP_RATIO if row.backward else 1.0)
     fmt = "bf16" if row.backward else row.fmt
-    return Op("attention.bwd" if row.backward else "attention", "attention", flops, 0.0, fmt, m=row.seq, exps=exps)
+    name, ring = "attention.bwd" if row.backward else "attention", 1.0 if row.flash_attn_2 else 0.0
+    return Op(name, "attention", flops, 0.0, fmt, m=row.seq, exps=exps, ring=ring)
 
 
 def _core_s(row: AttentionKernel, eff: Efficiency) -> float:
@@ -102,10 +104,9 @@ def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, 
     """Each family's attention by release, oldest first: its newest (every part at its newest release, pooled;
     release None where no part names two) and, before it, each older release of the part measured at several, as
     that part's change to its newest applied to the family's (shares and half-speed lengths each scaled by the
-    part's ratio): a library release changes the kernels of every part of the family alike. A family with
-    FlashAttention-2 rows runs them, fitted on their own, up to FLASH_ATTN_2_UNTIL and its fused kernel after."""
+    part's ratio): a library release changes the kernels of every part of the family alike. FlashAttention-2's rows
+    are left to `fit_flash_attn_2`."""
     rows = list(rows)
-    older_kernel = fit([row for row in rows if row.flash_attn_2], eff)
     rows = [row for row in rows if not row.flash_attn_2]
     found: dict[str, tuple[tuple[str | None, Fitted], ...]] = {}
     for family in sorted({get_accelerator(row.part).family for row in rows}):
@@ -124,12 +125,14 @@ def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, 
             older = [fit(at_release(on_part, release), eff)[family] for release in named[:-1]]
             scaled = [Fitted(*(f * o / n for f, o, n in zip(newest, old, part_newest, strict=True))) for old in older]
             steps = [*zip(named[:-1], scaled, strict=True), (named[-1], newest)]
-        if family in older_kernel:
-            if len(steps) > 1:
-                raise ValueError(f"{family}: FlashAttention-2 rows and fused-kernel releases both measured")
-            steps = [(FLASH_ATTN_2_UNTIL, older_kernel[family]), (CUDNN_ATTENTION_FROM, newest)]
         found[family] = tuple(steps)
     return found
+
+
+def fit_flash_attn_2(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, Fitted]:
+    """FlashAttention-2 per family with rows of it, fitted on its own rows: what a context-parallel ring step ran up
+    to efficiency.FLASH_ATTN_2_UNTIL (efficiency.RING_FLASH_ATTN_2 carries the result)."""
+    return fit([row for row in rows if row.flash_attn_2], eff)
 
 
 def predicted_s(row: AttentionKernel, eff: Efficiency) -> float:

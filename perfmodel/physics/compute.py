@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
-from perfmodel.physics.algebra import Number, ceil, maximum
+from perfmodel.physics.algebra import Number, ceil, maximum, where
 from perfmodel.physics.efficiency import Efficiency, released_attention
 from perfmodel.physics.workload import Op
 
@@ -138,6 +138,7 @@ class Rates:
         self.unfused_factor = eff.unfused_factor
         self.legacy_group_s = eff.legacy_group_s
         self.attention = released_attention(eff, acc.family)
+        self.ring_attention = released_attention(eff, acc.family, ring=1.0)
         self._formats: dict[str, tuple[Number, Number]] = {}
 
     def of_format(self, fmt: str) -> tuple[Number, Number]:
@@ -175,9 +176,11 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | N
     exponentials behind the 989 TFLOP/s of MMAs on H100), so FP8 attention speeds up only the MMA term (its FP8
     forward is ~1.5-1.6x BF16, not 2x). A part without a sourced SFU figure prices the MMAs alone. The kernel's
     share falls for short sequences (a CP chunk) as length / (length + half tokens), both per pass and, where
-    kernels measure the family, fitted to them, release by release (efficiency.released_attention)."""
+    kernels measure the family, fitted to them, release by release (efficiency.released_attention; a CP ring step,
+    `Op.ring`, by the kernel its release ran in the ring)."""
     r = Rates(acc, eff) if rates is None else rates
-    fwd, fwd_half, bwd, bwd_half, fp8_ratio = r.attention
+    fields = zip(r.ring_attention, r.attention, strict=True)
+    fwd, fwd_half, bwd, bwd_half, fp8_ratio = (where(op.ring > 0.5, ring, plain) for ring, plain in fields)
     if op.name.endswith(".bwd"):
         attention_eff = bwd * op.m / (op.m + bwd_half)
     else:

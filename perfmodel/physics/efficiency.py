@@ -45,16 +45,17 @@ switch is read off those rows and the v5.0 logs, not a release note: an assumpti
 
 
 FLASH_ATTN_2_UNTIL = "2024-03"
-"""The last release whose Hopper attention ran FlashAttention-2's kernels (the flash-attn package behind
-TransformerEngine's DotProductAttention), priced at its rows measured on H200 (perfmodel/data/kernels_attention.csv:
-PyTorch SDPA's flash backend, NGC 24.12: about half cuDNN's forward rate and 0.6x its backward at 4k-64k tokens).
-CUDNN_ATTENTION_FROM is the first priced with cuDNN's fused kernel. NVIDIA's long-sequence table of NeMo 24.03
-(perfmodel/data/long_sequence.csv: Llama 2 7B, 16k to 1M tokens) runs at FlashAttention-2's rate, 1.5-1.7x slower than
-cuDNN's at 128k-1M, and llm-foundry's flash-attn rows of 2024-01 fitted their attention at 0.55 of cuDNN's
-(parameters.ATTENTION_IMPL); MLPerf v4.0's NeMo 24.04 rows run at cuDNN's (they are priced 3-16% slow already, and
-their LoRA runs cuDNN's FP8 attention, which FlashAttention-2 does not have). The switch is read off those rows, not a
-release note: an assumption, labelled."""
-CUDNN_ATTENTION_FROM = "2024-04"
+"""The last release whose context-parallel ring ran FlashAttention-2's kernels on Hopper: TransformerEngine's first
+context parallelism (attn_forward_func_with_cp) called the flash-attn package's forward and backward for each ring
+step, while DotProductAttention without CP already preferred cuDNN's fused attention on Hopper (recalled from the
+public code, not a stored copy). Priced at its rows measured on H200 (perfmodel/data/kernels_attention.csv: PyTorch
+SDPA's flash backend, NGC 24.12: about half cuDNN's forward rate and 0.6x its backward at 4k-64k tokens;
+RING_FLASH_ATTN_2). NVIDIA's long-sequence table of NeMo 24.03 (perfmodel/data/long_sequence.csv, Llama 2 7B) agrees:
+its CP rows (32k-1M tokens) run at FlashAttention-2's rate, 1.5-1.7x slower than cuDNN's, its CP-1 rows at 4k and 8k
+at cuDNN's (FlashAttention-2 there would price them 14% slow), as NeMo 24.07's Llama 3.1 8B rows do. CUDNN_RING_FROM,
+the first release priced with cuDNN's kernel in the ring, is read off the rows: MLPerf v4.0's NeMo 24.04 LoRA rows run
+CP 2 with cuDNN's FP8 attention, which FlashAttention-2 does not have. An assumption, labelled."""
+CUDNN_RING_FROM = "2024-04"
 
 ATTENTION_HALF_SPEED_TOKENS = 512.0
 """Sequence length at which a flash-attention kernel runs at half its long-sequence speed, where no kernel rows
@@ -227,10 +228,7 @@ _CDNA = replace(
 )
 
 ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] = {
-    "hopper": (
-        (FLASH_ATTN_2_UNTIL, (0.523, 674.0, 0.400, 1469.0, 1.0)),
-        (CUDNN_ATTENTION_FROM, (1.080, 941.0, 0.751, 1337.0, 0.986)),
-    ),
+    "hopper": ((None, (1.080, 941.0, 0.751, 1337.0, 0.986)),),
     "blackwell": (
         ("2025-06", (1.537, 2902.0, 0.883, 2528.0, 0.875)),
         ("2025-09", (1.499, 1573.0, 0.860, 2073.0, 0.867)),
@@ -239,10 +237,13 @@ ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] 
     "cdna4": ((None, (0.555, 1416.0, 0.521, 2199.0, 1.0)),),
 }
 """Flash attention where kernel rows measure the family (perfmodel/data/kernels_attention.csv: cuDNN on H200, B200,
-GB200, GB300; AITER on MI355X; FlashAttention-2 on H200), fitted by release by physics.attention_kernels.fit_releases
-and rounded (tests/test_attention_kernels.py holds the two equal): per family, oldest first, (the NGC release from which
-the kernels ran, the last that ran FlashAttention-2 for Hopper's first, None where one release covers all; (share, half
-tokens) of the BF16 forward and backward, and the FP8 forward's ratio)."""
+GB200, GB300; AITER on MI355X), fitted by release by physics.attention_kernels.fit_releases and rounded
+(tests/test_attention_kernels.py holds the two equal): per family, oldest first, (the NGC release from which the
+kernels ran, None where one release covers all; (share, half tokens) of the BF16 forward and backward, and the FP8
+forward's ratio)."""
+RING_FLASH_ATTN_2: dict[str, tuple[float, ...]] = {"hopper": (0.523, 674.0, 0.400, 1469.0, 1.0)}
+"""FlashAttention-2's ATTENTION_FIELDS where kernel rows measure it (H200: physics.attention_kernels.fit_flash_attn_2,
+rounded; the test holds the two equal): what a context-parallel ring step ran up to FLASH_ATTN_2_UNTIL."""
 ATTENTION_FIELDS = ("attention_fwd", "attention_fwd_half_tokens", "attention_bwd", "attention_bwd_half_tokens",
                     "attention_fp8_ratio")  # fmt: skip
 """The efficiency fields a kernel fit sets, in ATTENTION_RELEASES's order."""
@@ -255,25 +256,40 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
 
 
-def released_attention(eff: Efficiency, family: str) -> tuple[Number, ...]:
+def released_attention(eff: Efficiency, family: str, ring: Number = 0.0) -> tuple[Number, ...]:
     """ATTENTION_FIELDS at the priced release (`vintage_years`): the family's kernels of the newest release measured
     at or before it, held at the oldest measured before that (never extrapolated). The efficiency's own values are
     the newest release's (with any fitted factor); an older release scales their shares by its kernels' over the
     newest's and takes its half-speed lengths. A row or prediction is dated by its NeMo/NGC container month, taken to
     carry the cuDNN of that month's NGC PyTorch container (the kernel rows name theirs; an assumption, labelled). On
     Blackwell, cuDNN 9.10.2 (NGC 25.06) ran B200's causal forward at 1-8k tokens 11-62% slower than 9.13.1 (25.09),
-    and MLPerf v5.0's NeMo 25.04 rows are priced with it."""
+    and MLPerf v5.0's NeMo 25.04 rows are priced with it. `ring` is 1 for a context-parallel ring step, which ran
+    FlashAttention-2 up to FLASH_ATTN_2_UNTIL where kernels measure it (RING_FLASH_ATTN_2)."""
     values: tuple[Number, ...] = tuple(getattr(eff, name) for name in ATTENTION_FIELDS)
     releases = ATTENTION_RELEASES.get(family, ())
-    if len(releases) < 2:
+    if len(releases) < 2 and family not in RING_FLASH_ATTN_2:
         return values
     _, newest = releases[-1]
     priced = values
     for (_, older), (later, _) in reversed(list(pairwise(releases))):  # newest first: the oldest test decides last
-        before = eff.released_before(str(later))
-        now = tuple(v * o / n if share else o for v, o, n, share in zip(values, older, newest, _SHARES, strict=True))
-        priced = tuple(where(before, o, p) for o, p in zip(now, priced, strict=True))
+        priced = _older(values, newest, older, priced, eff.released_before(str(later)))
+    if family in RING_FLASH_ATTN_2:  # a ring step of a release before cuDNN's kernel ran in the ring
+        ring_before = where(ring > 0.5, eff.released_before(CUDNN_RING_FROM), False)
+        priced = _older(values, newest, RING_FLASH_ATTN_2[family], priced, ring_before)
     return tuple(where(eff.kernel_releases > 0.5, p, v) for p, v in zip(priced, values, strict=True))
+
+
+def _older(
+    values: tuple[Number, ...],
+    newest: tuple[float, ...],
+    older: tuple[float, ...],
+    priced: tuple[Number, ...],
+    before: Number,
+) -> tuple[Number, ...]:
+    """`priced`, or where `before` holds an older kernel's fields: its shares scaled from the newest's to the priced
+    values (which carry any fitted factor), its half-speed lengths as measured."""
+    now = tuple(v * o / n if share else o for v, o, n, share in zip(values, older, newest, _SHARES, strict=True))
+    return tuple(where(before, o, p) for o, p in zip(now, priced, strict=True))
 
 
 KERNEL_ATTENTION = frozenset(ATTENTION_RELEASES)

@@ -37,6 +37,9 @@ class Op(NamedTuple):
     as_released: bool = False
     """A kernel written as the release that lacked a feature ran it (attention before FlashAttention): already its
     era's passes, so the fused-kernel trend (Efficiency.fusion_gain_per_year) does not add more."""
+    ring: Number = 0.0
+    """1 for attention run as context-parallel ring steps (CP > 1 with the 'p2p' exchange): the kernel its release
+    ran there (efficiency.FLASH_ATTN_2_UNTIL), else 0."""
 
 
 class Shard(NamedTuple):
@@ -293,7 +296,8 @@ def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length
     k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
     fmt = sh.recipe.attention_format
-    return Op(name, "attention", flops, io, fmt, m=length, exps=T * keys * md.heads / t * layer_share)
+    ring = where(sh.cp > 1, 1.0, 0.0) if sh.recipe.cp_comm == "p2p" else 0.0
+    return Op(name, "attention", flops, io, fmt, m=length, exps=T * keys * md.heads / t * layer_share, ring=ring)
 
 
 def attention_forward(sh: Shard) -> list[Op]:
@@ -369,7 +373,7 @@ def attention_backward(sh: Shard) -> list[Op]:
         return unfused_attention_backward(sh)
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps)
+        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps, ring=fwd.ring)
         for fwd in attention_forward(sh)
     ]
 
