@@ -36,7 +36,7 @@ DEFINITIONS = {
     "generation": "leave one accelerator generation out: fit on the others, predict it",
     "precision": "leave one number format out: fit on the others, predict it",
     "scale": f"fit on runs of at most {SCALE_TRAIN_MAX_GPUS} GPUs, predict the larger ones (by bucket)",
-    "length": "leave one sequence length of the long-sequence table out: fit on the other rows, predict it",
+    "length": "each length of the long-sequence table predicted by the fit on every fitted row (none of the table's)",
 }
 
 
@@ -99,14 +99,25 @@ def length_name(seq_len: int) -> str:
 
 
 def _length(items: Sequence[PreparedRun]) -> list[Fold]:
-    def held(item: PreparedRun, seq_len: int) -> bool:
-        return item.run.source == LONG_SEQUENCE_SOURCE and item.context.seq_len == seq_len
+    """A fold per length of the long-sequence table, each trained on every row but the table's (one fit for all)."""
+    table = [i for i in items if i.run.source == LONG_SEQUENCE_SOURCE]
+    train = [i for i in items if i.run.source != LONG_SEQUENCE_SOURCE]
+    lengths = sorted({i.context.seq_len for i in table})
+    return [Fold(length_name(seq), train, [i for i in table if i.context.seq_len == seq]) for seq in lengths]
 
-    lengths = sorted({i.context.seq_len for i in items if i.run.source == LONG_SEQUENCE_SOURCE})
-    return [
-        Fold(length_name(seq), [i for i in items if not held(i, seq)], [i for i in items if held(i, seq)])
-        for seq in lengths
-    ]
+
+VALIDATION_ONLY = {"length": LONG_SEQUENCE_SOURCE}
+"""Protocols whose test rows no fit takes (validation.NOT_FITTED): their folds predict that source's rows."""
+
+
+def with_tested(
+    protocol: str, items: Sequence[PreparedRun], runs: Sequence[MeasuredRun], unpredictable: list[dict[str, str]]
+) -> list[PreparedRun]:
+    """The fitted rows, and for a protocol of VALIDATION_ONLY the rows of its source it predicts."""
+    source = VALIDATION_ONLY.get(protocol)
+    if source is None:
+        return list(items)
+    return [*items, *prepare_all([r for r in runs if r.source == source], UNCALIBRATED, unpredictable)]
 
 
 def folds(protocol: str, items: Sequence[PreparedRun]) -> list[Fold]:
@@ -285,4 +296,5 @@ def run(
     items = fitted_items(runs, excluded)
     if not items:
         raise PerfmodelError(f"--protocol {protocol}: none of the selected rows is one calibration fits")
-    return evaluate(protocol, items, progress)
+    unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
+    return evaluate(protocol, with_tested(protocol, items, runs, unpredictable), progress)

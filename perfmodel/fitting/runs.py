@@ -540,14 +540,19 @@ LONG_SEQUENCE_SOURCE = "NeMo long sequences"
 """Source of NVIDIA NeMo's context-parallel table (Llama 2 7B on H100 in FP8, 4K to 1M tokens, CP up to 32): its own
 group in validate, and the rows the `length` protocol holds out."""
 LONG_SEQUENCE_DERIVED = "tokens/s derived from the published TFLOP/s by NeMo's FLOP formula then (full attention)"
+LONG_SEQUENCE_MBS = (
+    "MBS 1 (not published): one sequence of 4K-1M tokens per micro-batch, as NeMo's Llama 2 recipes set "
+    "micro_batch_size=1 (recalled from the public code, not a stored copy)"
+)
 
 
 def _from_long_sequence_row(number: int, row: dict[str, str]) -> MeasuredRun:
-    """A row of the context-parallel table, priced at its container's release (its `vintage` column); MBS,
-    recompute and ZeRO are not published, so they are the stack's setting."""
+    """A row of the context-parallel table, priced at its container's release (its `vintage` column), one sequence
+    per micro-batch; recompute and ZeRO are not published, so they are the stack's setting."""
     run = parse_row(DATA / LONG_SEQUENCE, number, runs_csv_cells(row))
-    detail, assumptions = row["version_or_date"], (LONG_SEQUENCE_DERIVED,)
-    return replace(run, source=LONG_SEQUENCE_SOURCE, detail=detail, assumptions=assumptions)
+    scenario = run.scenario | {"parallelism": run.scenario["parallelism"] | {"mbs": 1}}
+    detail, assumptions = row["version_or_date"], (LONG_SEQUENCE_DERIVED, LONG_SEQUENCE_MBS)
+    return replace(run, source=LONG_SEQUENCE_SOURCE, detail=detail, scenario=scenario, assumptions=assumptions)
 
 
 LAST_CHANGE = re.compile(r"last change (\d{4})-(\d{2})-\d{2}")
