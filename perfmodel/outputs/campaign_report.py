@@ -26,7 +26,8 @@ from perfmodel.planning.evidence import DOC
 from perfmodel.planning.losses import expected
 
 LONG_CONTEXT = 32_768
-"""Sequence length from which a phase's attention is priced too cheaply by today's model (issue 26)."""
+"""Sequence length from which a phase runs where the only measured rows are an older release's (NeMo's long-sequence
+table, perfmodel/data/long_sequence.csv: 32K-1M tokens with CP, NeMo 24.03)."""
 PHASE_HEADERS = ["phase", "GPUs", "prec.", "layout", "seq", "batch (tokens)", "tokens", "step s", "days",
                  "GPU-hours", "cost"]  # fmt: skip
 BEYOND_PHASE = " [e]"
@@ -154,8 +155,9 @@ def notes(c: Campaign) -> list[str]:
     long = [name for name, p in c.phases.items() if p.layout.seq_len >= LONG_CONTEXT]
     if long:
         lines.append(
-            f"Note: {', '.join(long)}: sequences of {_si(LONG_CONTEXT)} tokens and more are priced with today's "
-            "attention model, which prices long sequences too cheaply (issue 26): expect these phases to cost more."
+            f"Note: {', '.join(long)}: sequences of {_si(LONG_CONTEXT)} tokens and more: the only measured runs there "
+            "(NeMo 24.03's long-sequence table, Llama 2 7B, 32K-1M tokens with CP) are priced 8-10% slow; none "
+            "measures today's releases at these lengths."
         )
     return lines + evidence_notes(c)
 

@@ -63,6 +63,7 @@ FIELDS: tuple[Field, ...] = (
     Field("parallelism.tp", "ranks", "tensor-parallel size"),
     Field("parallelism.pp", "stages", "pipeline-parallel stages"),
     Field("parallelism.cp", "ranks", "context-parallel size"),
+    Field("parallelism.cp_comm", "", "context parallelism's exchange: p2p (ring), all_gather or a2a (Ulysses)"),
     Field("parallelism.dp", "replicas", "data-parallel replicas"),
     Field("parallelism.vp", "stages per rank", "virtual pipeline stages per pipeline rank"),
     Field("parallelism.ep", "ranks", "expert-parallel size (1 for a dense model)"),

@@ -126,6 +126,7 @@ class Prediction:
                 "tp": lo.tp,
                 "pp": lo.pp,
                 "cp": lo.cp,
+                "cp_comm": self.scenario.parallelism.cp_comm or get_stack(self.scenario.stack).cp_comm,
                 "dp": lo.dp,
                 "vp": lo.vp,
                 "ep": lo.ep,
