@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
@@ -86,3 +87,18 @@ def test_a_million_tokens_of_llama3_8b_on_32_h100s_fit_only_with_cp_and_full_rec
     for forbidden in ({"cp": 1}, {"recompute": "selective"}, {"recompute": "none"}):
         with pytest.raises(PerfmodelError, match="no layout fits in memory"):
             perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=32, seq_len=1048576, gbs=2, **forbidden)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--seq-len", "64"), "--seq-len: 64 tokens is shorter than gpt-oss-20b's sliding window of 128"),
+        (("--seq-len", "8196", "--tp", "1", "--cp", "4", "--pp", "1"), "divisible by 2 x CP x TP = 8"),
+    ],
+)
+def test_impossible_long_context_inputs_are_one_line(args: tuple[str, ...], message: str) -> None:
+    """A window longer than the sequence, a CP that does not split it into 2 x CP load-balanced chunks: one line
+    naming the flag, exit 2 (a document longer than the packed sequence: tests/test_documents_lora.py)."""
+    result = run_cli("predict", "--model", "gpt-oss-20b", "--gpu", "b200", "--gpus", "8", *args)
+    assert result.code == 2 and result.out == "" and message in result.err
+    assert len(result.err.strip().splitlines()) == 1

@@ -417,6 +417,7 @@ def scenario_from(
         scenario = checked_scenario(raw)
         check_phases(scenario)
         check_documents(scenario)
+        check_window(scenario)
     except ValidationError as exc:
         field, message = explain_error(exc)
         if field is None:  # the benchmark's check of the whole scenario
@@ -570,6 +571,19 @@ def check_documents(scenario: Scenario) -> None:
                 "documents.length",
                 f"documents of {length:,} tokens do not fit a packed sequence of {seq_len:,} (seq_len); give a "
                 "histogram (lengths, shares) to have long documents split at the sequence boundary",
+            )
+
+
+def check_window(scenario: Scenario) -> None:
+    """A sliding window no longer than any phase's sequence: a longer one would be whole-sequence attention priced
+    under a window's name."""
+    model = scenario.model_spec()
+    for seq_len in sorted({scenario.parallelism.seq_len, *(p.seq_len for p in scenario.phase if p.seq_len)}):
+        if model.sliding_window > seq_len:
+            raise FieldError(
+                "parallelism.seq_len",
+                f"{seq_len:,} tokens is shorter than {model.id}'s sliding window of {model.sliding_window:,}: its "
+                "windowed layers would attend the whole sequence; use a sequence at least as long as the window",
             )
 
 
