@@ -102,3 +102,13 @@ def test_impossible_long_context_inputs_are_one_line(args: tuple[str, ...], mess
     result = run_cli("predict", "--model", "gpt-oss-20b", "--gpu", "b200", "--gpus", "8", *args)
     assert result.code == 2 and result.out == "" and message in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def test_the_inputs_line_says_what_priced_the_attention() -> None:
+    """A planner sees the exchange (and whether perfmodel chose it) and the documents the attention was priced over."""
+    base = ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--seq-len", "131072")
+    chosen = run_cli(*base, "--cp", "8", "--tp", "4", "--doc-len", "8192")
+    assert chosen.code == 0, chosen.err
+    assert "attention over documents of 8,192 tokens, CP exchange p2p (the stack's)" in chosen.out
+    given = run_cli(*base, "--cp", "8", "--tp", "4", "--cp-comm", "all_gather")
+    assert given.code == 0 and "CP exchange all_gather," in given.out and "attention over" not in given.out

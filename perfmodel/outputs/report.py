@@ -12,6 +12,7 @@ from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
+from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.losses import expected
@@ -68,8 +69,20 @@ def inputs_line(p: Prediction) -> str:
     )
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
     return ", ".join([
-        work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *run_assumptions(p)
+        work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *_attention_inputs(p),
+        *run_assumptions(p),
     ])  # fmt: skip
+
+
+def _attention_inputs(p: Prediction) -> list[str]:
+    """What priced the attention where it is not whole sequences on one rank: packed documents, CP's exchange."""
+    s, found = p.scenario, []
+    if s.documents.histogram is not None:
+        found.append(f"attention over {s.documents.label}")
+    if p.layout.cp > 1:
+        exchange = s.parallelism.cp_comm or get_stack(s.stack).cp_comm
+        found.append(f"CP exchange {exchange}" + ("" if s.parallelism.cp_comm else " (the stack's)"))
+    return found
 
 
 def run_assumptions(p: Prediction) -> list[str]:
