@@ -9,14 +9,13 @@ Run: python benchmarks/bench_long_context.py [--repeat N] [--profile]. Pins itse
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_search import CHAIN_OPS, numpy_chain
+from bench_search import pinned_chain
 
 SEQ_LEN = 131_072
 GBS = 128
@@ -81,10 +80,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="Profile the 8B on 1,024 H100 search.")
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    chain = numpy_chain(args.repeat)
-    print(f"{f'flat numpy chain, {CHAIN_OPS} ops per layout, layouts/s':55s} {chain:12,.0f}")
+    chain = pinned_chain(args.repeat)
     in_process(args.repeat, chain)
     if args.profile:
         profile()

@@ -107,14 +107,20 @@ def end_to_end(repeat: int, chain: float) -> None:
     print(f"{'perfmodel search 405B/512 H100: wall incl. start, s':55s} {wall:9.3f}")
 
 
+def pinned_chain(repeat: int) -> float:
+    """Pin this process to one core and print and return the yardstick: the flat numpy chain's layouts/s."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    chain = numpy_chain(repeat)
+    print(f"{f'flat numpy chain, {CHAIN_OPS} ops per layout, layouts/s':55s} {chain:12,.0f}")
+    return chain
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    chain = numpy_chain(args.repeat)
-    print(f"{f'flat numpy chain, {CHAIN_OPS} ops per layout, layouts/s':55s} {chain:12,.0f}")
+    chain = pinned_chain(args.repeat)
     in_process(args.repeat, chain)
     end_to_end(args.repeat, chain)
 
