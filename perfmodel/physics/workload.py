@@ -40,6 +40,11 @@ class Op(NamedTuple):
     ring: Number = 0.0
     """1 for attention run as context-parallel ring steps (CP > 1 with the 'p2p' exchange): the kernel its release
     ran there (efficiency.FLASH_ATTN_2_UNTIL), else 0."""
+    diagonal: Number = 1.0
+    """Share of an attention's work in causal kernels of length `m`: all of it, or a context-parallel ring's diagonal
+    step (1 / cp); the rest, the ring's off-diagonal steps, runs non-causal kernels of `off_diagonal_m` tokens
+    (efficiency.NON_CAUSAL_ATTENTION)."""
+    off_diagonal_m: Number = 0
 
 
 class Shard(NamedTuple):
