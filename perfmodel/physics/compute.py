@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
@@ -140,10 +140,13 @@ class Rates:
         self.attention = released_attention(eff, acc.family)
         self.ring_attention = released_attention(eff, acc.family, ring=1.0)
         self.non_causal = acc.family in NON_CAUSAL_ATTENTION
-        if self.non_causal:
-            self.non_causal_attention = released_attention(eff, acc.family, causal=False)
-            self.ring_non_causal_attention = released_attention(eff, acc.family, ring=1.0, causal=False)
         self._formats: dict[str, tuple[Number, Number]] = {}
+
+    @cached_property
+    def non_causal_attention(self) -> tuple[tuple[Number, ...], tuple[Number, ...]]:
+        """The non-causal kernel's fields (a ring step's, a plain call's): worked out only for a ring's steps."""
+        eff, family = self.eff, self.acc.family
+        return released_attention(eff, family, 1.0, causal=False), released_attention(eff, family, causal=False)
 
     def of_format(self, fmt: str) -> tuple[Number, Number]:
         """(the datasheet peak of `fmt` at the sustained clock, a large GEMM's rate in it)."""
@@ -192,8 +195,7 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | N
     causal_s = (mma_s + exp_s) / _attention_share(op, op.m, r.ring_attention, r.attention)
     if not r.non_causal or (isinstance(op.diagonal, float) and op.diagonal == 1.0):
         return causal_s
-    non_causal = r.ring_non_causal_attention, r.non_causal_attention
-    off_s = (mma_s + exp_s) / _attention_share(op, op.off_diagonal_m, *non_causal)
+    off_s = (mma_s + exp_s) / _attention_share(op, op.off_diagonal_m, *r.non_causal_attention)
     return op.diagonal * causal_s + (1 - op.diagonal) * off_s
 
 
