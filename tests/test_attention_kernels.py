@@ -12,25 +12,27 @@ import pytest
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import attention_kernels
 from perfmodel.physics import parameters as table
-from perfmodel.physics.attention_kernels import fit_flash_attn_2, fit_releases, kernel_op, predicted_s
+from perfmodel.physics.attention_kernels import fit_flash_attn_2, fit_non_causal, fit_releases, kernel_op, predicted_s
 from perfmodel.physics.efficiency import (
     ATTENTION_FIELDS,
     ATTENTION_RELEASES,
     DEFAULTS,
     KERNEL_ATTENTION,
+    NON_CAUSAL_ATTENTION,
     RING_FLASH_ATTN_2,
+    RING_FLASH_ATTN_2_NON_CAUSAL,
     release_age_years,
     released_attention,
 )
 from perfmodel.physics.parameters import Profile
 
 
-def _errors() -> dict[tuple[str, bool, str], list[float]]:
-    found: dict[tuple[str, bool, str], list[float]] = {}
+def _errors() -> dict[tuple[str, bool, str, bool], list[float]]:
+    found: dict[tuple[str, bool, str, bool], list[float]] = {}
     for row in attention_kernels():
         family = get_accelerator(row.part).family
         error = predicted_s(row, DEFAULTS[family]) / row.time_s - 1
-        found.setdefault((family, row.backward, row.fmt), []).append(error)
+        found.setdefault((family, row.backward, row.fmt, row.causal), []).append(error)
     return found
 
 
@@ -79,7 +81,7 @@ def test_hopper_ring_steps_up_to_nemo_24_03_run_at_flashattention_2s_measured_ra
     efficiency.FLASH_ATTN_2_UNTIL runs at FlashAttention-2's fitted rates, from CUDNN_RING_FROM at cuDNN's; attention
     outside a ring always at cuDNN's; a stack with a kernel of its own (llm-foundry: FlashAttention-2 already, its
     stack factor) never takes a kernel release step."""
-    fa2 = [r for r in attention_kernels() if r.flash_attn_2]
+    fa2 = [r for r in attention_kernels() if r.flash_attn_2 and r.causal]
     assert len(fa2) == 10 and {r.part for r in fa2} == {"h200-sxm"}
     assert list(fit_flash_attn_2(attention_kernels(), DEFAULTS["hopper"])) == list(RING_FLASH_ATTN_2) == ["hopper"]
     fitted = fit_flash_attn_2(attention_kernels(), DEFAULTS["hopper"])["hopper"]
@@ -105,12 +107,13 @@ def test_every_row_names_its_source_and_the_model_prices_it_near_its_time() -> N
     shares, each row at its own release: BF16 within 8% (the rows the shares are fitted on; 0.9-7.4% measured, the
     most on Blackwell, whose B200 rows the GB200-weighted pool prices 3-16% fast in both releases), the FP8 forward
     within 12% (1.5% on H200 to 11.5% on Blackwell); the FP8 backward, priced at BF16's rate and share, within 20%
-    (11.3-19.5%: H200's cuDNN 9.19 FP8 backward is slower than its BF16 one, Blackwell's faster)."""
+    (11.3-19.5%: H200's cuDNN 9.19 FP8 backward is slower than its BF16 one, Blackwell's faster). Non-causal rows
+    alike, with their own fit (0.5-3.8% BF16, 3.0% FP8 forward, 8.9% FP8 backward)."""
     rows = attention_kernels()
-    assert len(rows) == 184 and all(
+    assert len(rows) == 224 and all(
         "@" in row.where and (" line " in row.where or " key " in row.where) for row in rows
     )
-    for (family, backward, fmt), errors in _errors().items():
+    for (family, backward, fmt, _), errors in _errors().items():
         mape = statistics.mean(abs(e) for e in errors) * 100
         bound = 8.0 if fmt == "bf16" else (20.0 if backward else 12.0)
         assert mape < bound, (family, backward, fmt, mape)
@@ -137,3 +140,39 @@ def test_measured_families_fit_no_attention_factor_to_training_rows() -> None:
     assert "attention_generation@ampere" in {e.key for e in table.entries_for(Profile("ampere"))}
     measured = table.efficiency({"attention@nvidia": 2.0, "attention_generation@hopper": 1.5}, Profile("hopper"))
     assert measured.attention_fwd == DEFAULTS["hopper"].attention_fwd  # an older file's factors do not act on it
+
+
+def test_non_causal_kernels_are_their_own_fit_and_price_their_rows() -> None:
+    """kernels_attention.csv's non-causal rows, each from the file and run of causal rows: NVIDIA/cudnn-frontend
+    @3929da2ef4c1 sdpa_benchmark_training/results/h200_919_only_cudnn llama3.1 (cuDNN 9.19, mask=no_mask, 2k-32k
+    tokens); @91b7532f3386 benchmark_results.csv lines 2-6 (PyTorch SDPA's FlashAttention-2, NGC 24.12: forward
+    356.2-364.0 TFLOP/s, backward 290.5-330.1, 4k-64k tokens); HazyResearch/HipKittens@f09e9685c4c6
+    mi355x_mha_*_non_causal.json (AITER). The bundled constants equal the fit, and every BF16 row is priced within
+    8%. Per FLOP, cuDNN's non-causal forward is 1.31x its causal one at 2k tokens and 1.01x at 32k (the diagonal
+    tiles and the causal imbalance amortised over longer rows): its half-speed lengths a quarter of the causal's."""
+    rows = attention_kernels()
+    vendor, flash = fit_non_causal(rows, DEFAULTS["hopper"])
+    assert set(vendor) == set(NON_CAUSAL_ATTENTION) == {"hopper", "cdna4"}
+    assert list(flash) == list(RING_FLASH_ATTN_2_NON_CAUSAL) == ["hopper"]
+    for family, values in vendor.items():
+        assert list(NON_CAUSAL_ATTENTION[family]) == pytest.approx(list(values), rel=2e-3, abs=0.5), family
+    assert list(RING_FLASH_ATTN_2_NON_CAUSAL["hopper"]) == pytest.approx(list(flash["hopper"]), rel=2e-3, abs=0.5)
+    fa2 = [r for r in rows if r.flash_attn_2 and not r.causal and not r.backward]
+    fa2_forward = [kernel_op(r).flops / r.time_s / 1e12 for r in fa2]
+    assert min(fa2_forward) == pytest.approx(356.15, rel=1e-3) and max(fa2_forward) == pytest.approx(364.03, rel=1e-3)
+    assert NON_CAUSAL_ATTENTION["hopper"][1] < ATTENTION_RELEASES["hopper"][-1][1][1] / 3
+    for (family, backward, fmt, causal), errors in _errors().items():
+        if not causal and fmt == "bf16":
+            assert max(abs(e) for e in errors) < 0.08, (family, backward)
+
+
+def test_a_ring_prices_its_off_diagonal_steps_at_the_non_causal_kernel() -> None:
+    """released_attention's non-causal fields: the measured non-causal kernel at the newest release, FlashAttention-2's
+    in a ring step up to FLASH_ATTN_2_UNTIL; a family without non-causal rows keeps its causal fields."""
+    hopper = DEFAULTS["hopper"]
+    assert released_attention(hopper, "hopper", causal=False) == pytest.approx(NON_CAUSAL_ATTENTION["hopper"])
+    old = replace(hopper, vintage_years=release_age_years("2024-03"))
+    assert released_attention(old, "hopper", 1.0, causal=False) == pytest.approx(RING_FLASH_ATTN_2_NON_CAUSAL["hopper"])
+    blackwell = DEFAULTS["blackwell"]
+    ring = released_attention(blackwell, "blackwell", 1.0)
+    assert released_attention(blackwell, "blackwell", 1.0, causal=False) == ring

@@ -4,9 +4,13 @@ import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.models import get_model
-from perfmodel.inputs.precision import RECIPES, get_recipe
+from perfmodel.inputs.precision import RECIPES, cp_comm_recipe, get_recipe
+from perfmodel.physics.compute import op_time
+from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.workload import (
     Shard,
+    attention_backward,
+    attention_forward,
     head_forward,
     layer_backward,
     layer_forward,
@@ -41,6 +45,27 @@ def test_causal_attention_flops(tp: int, cp: int) -> None:
     backward = _flops(layer_backward(sh, RECIPES["bf16"]), "attention")
     assert forward == pytest.approx(4 * SEQ * SEQ * MODEL.hidden / 2 / (tp * cp))
     assert backward == pytest.approx(2.5 * forward)
+
+
+@pytest.mark.parametrize("cp", [2, 4, 16])
+def test_a_ring_splits_its_attention_into_the_diagonal_and_off_diagonal_steps_with_the_same_work(cp: int) -> None:
+    """A 'p2p' ring's attention: 1 / cp of the work in the causal diagonal step at seq / cp tokens, the rest in
+    non-causal steps priced at seq / (2 cp); FLOPs, exponentials and bytes exactly those of the causal kernel that
+    all-gather CP runs. At 32k tokens Hopper's off-diagonal steps run the faster non-causal kernel (at 32k-token
+    chunks cuDNN 9.19's two kernels run alike: kernels_attention.csv); Blackwell, without non-causal rows, prices
+    the ring as before."""
+    p2p, gather = (cp_comm_recipe(RECIPES["bf16"], comm) for comm in ("p2p", "all_gather"))
+    for ops in (attention_forward, attention_backward):
+        (ring,), (whole,) = ops(Shard(MODEL, p2p, 2, cp, 1, SEQ * 4)), ops(Shard(MODEL, gather, 2, cp, 1, SEQ * 4))
+        assert (ring.flops, ring.exps, ring.bytes, ring.m) == (whole.flops, whole.exps, whole.bytes, whole.m)
+        assert (ring.diagonal, ring.off_diagonal_m, ring.ring) == (1 / cp, SEQ * 4 / cp / 2, 1.0)
+        assert (whole.diagonal, whole.ring) == (1.0, 0.0)
+        causal = ring._replace(diagonal=1.0)
+        h100, b200 = get_accelerator("h100-sxm"), get_accelerator("b200")
+        assert op_time(ring, h100, DEFAULTS["hopper"]) < op_time(causal, h100, DEFAULTS["hopper"])
+        assert op_time(ring, b200, DEFAULTS["blackwell"]) == pytest.approx(op_time(causal, b200, DEFAULTS["blackwell"]))
+    (single,) = attention_forward(Shard(MODEL, p2p, 2, 1, 1, SEQ))
+    assert (single.diagonal, single.ring) == (1.0, 0.0)
 
 
 def test_frozen_weights_skip_weight_gradients() -> None:

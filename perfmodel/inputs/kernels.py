@@ -16,7 +16,10 @@ measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300;
 25.06 (cuDNN 9.10.2) with the same benchmark file, from which physics.attention_kernels fits the families' attention
 shares by release; and FlashAttention-2 on Hopper (PyTorch SDPA's flash backend in NGC 24.12, causal, 4k to 64k tokens;
 cudnn-frontend's benchmark_results.csv, which prints TFLOP/s only: `time_us` is derived from them by its causal_half
-convention, as each row's notes say), the kernel Megatron ran on Hopper before cuDNN's. GB300's NGC 25.09 rows (cuDNN
+convention, as each row's notes say), the kernel Megatron ran on Hopper before cuDNN's. The non-causal rows of the
+same files and runs (H200 cuDNN 9.19 and FlashAttention-2, MI355X AITER; a non-causal row's FLOPs not halved) price a
+context-parallel ring's off-diagonal steps; Blackwell's non-causal rows are of other cuDNN releases than its causal
+ones, and are not bundled. GB300's NGC 25.09 rows (cuDNN
 9.13.1: 11-70% slower forward at 1-8k tokens than 25.11's) are not bundled: NVIDIA's v5.1 GB300 and GB200 submissions
 ran one container (ngc25.09) at one LoRA layout (CP8 at 72 GPUs), whose GB300/GB200 time ratio the model prices within
 0.1% with both at today's kernels and 9% off with GB300's at 25.09's, so the MLPerf container did not run them (which
@@ -97,7 +100,7 @@ def format_shares() -> dict[tuple[str, str], FormatShare]:
 
 
 class AttentionKernel(NamedTuple):
-    """One measured fused-attention call: `batch` sequences of `seq` tokens, causal, `heads` query heads."""
+    """One measured fused-attention call: `batch` sequences of `seq` tokens, `heads` query heads."""
 
     part: str
     """The hardware_specs id of the part measured."""
@@ -117,6 +120,9 @@ class AttentionKernel(NamedTuple):
     flash_attn_2: bool = False
     """Whether the row measures FlashAttention-2 (PyTorch SDPA's flash backend) rather than the vendor's fused kernel
     (cuDNN, AITER): the kernel older releases ran (efficiency.FLASH_ATTN_2_UNTIL), fitted on its own."""
+    causal: bool = True
+    """Whether the call is causal; a non-causal one (every query against every key) is the kernel of a context-parallel
+    ring's off-diagonal steps (efficiency.NON_CAUSAL_ATTENTION), fitted on its own."""
 
 
 @cache
@@ -139,6 +145,7 @@ def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
         where=f"{row['source']} {row['locator']}",
         release=_ngc_release(row["software"]),
         flash_attn_2="FA2" in row["kernel_backend"],
+        causal=row["causal"] == "True",
     )
 
 

@@ -40,33 +40,39 @@ class Fitted(NamedTuple):
 
 
 def kernel_op(row: AttentionKernel) -> Op:
-    """The model's attention operation for a measured call: causal, each query against half the keys on average
-    (workload._attention_op's counts for one layer of `heads` heads of `head_dim`); a FlashAttention-2 row's is a
-    ring step's, the kernel that ran it."""
+    """The model's attention operation for a measured call (workload._attention_op's counts for one layer of `heads`
+    heads of `head_dim`): causal, each query against half the keys on average; a non-causal call against all of them,
+    as a ring's off-diagonal steps; a FlashAttention-2 row's is a ring step's, the kernel that ran it."""
     queries = row.batch * row.seq
-    exps = queries * row.seq / 2 * row.heads
+    exps = queries * row.seq / (2 if row.causal else 1) * row.heads
     flops = exps * 4 * row.head_dim * (ATTENTION_BWD_FLOP_RATIO if row.backward else 1.0)
     fmt = "bf16" if row.backward else row.fmt
     name, ring = "attention.bwd" if row.backward else "attention", 1.0 if row.flash_attn_2 else 0.0
-    return Op(name, "attention", flops, 0.0, fmt, m=row.seq, exps=exps, ring=ring)
+    diagonal = 1.0 if row.causal else 0.0
+    return Op(name, "attention", flops, 0.0, fmt, m=row.seq, exps=exps, ring=ring, diagonal=diagonal,
+              off_diagonal_m=row.seq)  # fmt: skip
 
 
 def _core_s(row: AttentionKernel, eff: Efficiency) -> float:
-    """The call's MMA and exponential time at share 1 and no length penalty."""
+    """The call's MMA and exponential time at share 1 and no length penalty (priced as a causal kernel's: at share 1
+    the two are the same work at the same rate)."""
     whole = replace(eff, attention_fwd=1.0, attention_bwd=1.0, attention_fp8_ratio=1.0, attention_fwd_half_tokens=0.0,
                     attention_bwd_half_tokens=0.0)  # fmt: skip
-    return float(attention_core_s(kernel_op(row), get_accelerator(row.part), whole))
+    return float(attention_core_s(kernel_op(row)._replace(diagonal=1.0), get_accelerator(row.part), whole))
 
 
 def _linear(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """(a, b) minimising the relative error of a + b x against y over (x, y) points."""
+    """(a, b) minimising the relative error of a + b x against y over (x, y) points, b >= 0: a kernel does not run
+    faster for being shorter (FlashAttention-2's non-causal forward measures flat, 356-364 TFLOP/s from 4k to 64k
+    tokens, where the free fit's b is slightly negative), so a negative b is fitted as a alone."""
     sxx = sum(x * x / (y * y) for x, y in points)
     sx = sum(x / (y * y) for x, y in points)
     s1 = sum(1 / (y * y) for _, y in points)
     tx = sum(x / y for x, y in points)
     t1 = sum(1 / y for _, y in points)
     det = s1 * sxx - sx * sx
-    return (t1 * sxx - tx * sx) / det, (s1 * tx - sx * t1) / det
+    a, b = (t1 * sxx - tx * sx) / det, (s1 * tx - sx * t1) / det
+    return (a, b) if b >= 0 else (t1 / s1, 0.0)
 
 
 def fit(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, Fitted]:
@@ -105,9 +111,8 @@ def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, 
     release None where no part names two) and, before it, each older release of the part measured at several, as
     that part's change to its newest applied to the family's (shares and half-speed lengths each scaled by the
     part's ratio): a library release changes the kernels of every part of the family alike. FlashAttention-2's rows
-    are left to `fit_flash_attn_2`."""
-    rows = list(rows)
-    rows = [row for row in rows if not row.flash_attn_2]
+    are left to `fit_flash_attn_2`, the non-causal ones to `fit_non_causal`."""
+    rows = [row for row in rows if row.causal and not row.flash_attn_2]
     found: dict[str, tuple[tuple[str | None, Fitted], ...]] = {}
     for family in sorted({get_accelerator(row.part).family for row in rows}):
         own = [row for row in rows if get_accelerator(row.part).family == family]
@@ -130,9 +135,16 @@ def fit_releases(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, 
 
 
 def fit_flash_attn_2(rows: Iterable[AttentionKernel], eff: Efficiency) -> dict[str, Fitted]:
-    """FlashAttention-2 per family with rows of it, fitted on its own rows: what a context-parallel ring step ran up
-    to efficiency.FLASH_ATTN_2_UNTIL (efficiency.RING_FLASH_ATTN_2 carries the result)."""
-    return fit([row for row in rows if row.flash_attn_2], eff)
+    """FlashAttention-2 per family with rows of it, fitted on its own causal rows: what a context-parallel ring step
+    ran up to efficiency.FLASH_ATTN_2_UNTIL (efficiency.RING_FLASH_ATTN_2 carries the result)."""
+    return fit([row for row in rows if row.flash_attn_2 and row.causal], eff)
+
+
+def fit_non_causal(rows: Iterable[AttentionKernel], eff: Efficiency) -> tuple[dict[str, Fitted], dict[str, Fitted]]:
+    """Non-causal kernels per family with rows of them, the vendor's (efficiency.NON_CAUSAL_ATTENTION) and
+    FlashAttention-2's (RING_FLASH_ATTN_2_NON_CAUSAL), each fitted on its own rows: a ring's off-diagonal steps."""
+    rows = [row for row in rows if not row.causal]
+    return fit([r for r in rows if not r.flash_attn_2], eff), fit([r for r in rows if r.flash_attn_2], eff)
 
 
 def predicted_s(row: AttentionKernel, eff: Efficiency) -> float:

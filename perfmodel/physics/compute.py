@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum, where
-from perfmodel.physics.efficiency import Efficiency, released_attention
+from perfmodel.physics.efficiency import NON_CAUSAL_ATTENTION, Efficiency, released_attention
 from perfmodel.physics.workload import Op
 
 CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
@@ -139,7 +139,14 @@ class Rates:
         self.legacy_group_s = eff.legacy_group_s
         self.attention = released_attention(eff, acc.family)
         self.ring_attention = released_attention(eff, acc.family, ring=1.0)
+        self.non_causal = acc.family in NON_CAUSAL_ATTENTION
         self._formats: dict[str, tuple[Number, Number]] = {}
+
+    @cached_property
+    def non_causal_attention(self) -> tuple[tuple[Number, ...], tuple[Number, ...]]:
+        """The non-causal kernel's fields (a ring step's, a plain call's): worked out only for a ring's steps."""
+        eff, family = self.eff, self.acc.family
+        return released_attention(eff, family, 1.0, causal=False), released_attention(eff, family, causal=False)
 
     def of_format(self, fmt: str) -> tuple[Number, Number]:
         """(the datasheet peak of `fmt` at the sustained clock, a large GEMM's rate in it)."""
@@ -177,19 +184,30 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | N
     forward is ~1.5-1.6x BF16, not 2x). A part without a sourced SFU figure prices the MMAs alone. The kernel's
     share falls for short sequences (a CP chunk) as length / (length + half tokens), both per pass and, where
     kernels measure the family, fitted to them, release by release (efficiency.released_attention; a CP ring step,
-    `Op.ring`, by the kernel its release ran in the ring)."""
+    `Op.ring`, by the kernel its release ran in the ring). A ring's off-diagonal steps (all but `Op.diagonal` of the
+    work) run the non-causal kernel at `Op.off_diagonal_m` tokens where kernels measure it; elsewhere the whole ring
+    is priced as one causal kernel at `m`, as before (the causal fields at the shorter length would count the
+    diagonal's cost the off-diagonal steps do not pay)."""
     r = Rates(acc, eff) if rates is None else rates
-    fields = zip(r.ring_attention, r.attention, strict=True)
-    fwd, fwd_half, bwd, bwd_half, fp8_ratio = (where(op.ring > 0.5, ring, plain) for ring, plain in fields)
-    if op.name.endswith(".bwd"):
-        attention_eff = bwd * op.m / (op.m + bwd_half)
-    else:
-        fp8 = fp8_ratio if op.fmt == "fp8" else 1.0
-        attention_eff = fwd * fp8 * op.m / (op.m + fwd_half)
     peak, _ = r.of_format(op.fmt)
     mma_s = op.flops / peak
     exp_s = 0.0 if acc.sfu_texp_per_s is None else op.exps / (acc.sfu_texp_per_s.value * 1e12)
-    return (mma_s + exp_s) / attention_eff
+    causal_s = (mma_s + exp_s) / _attention_share(op, op.m, r.ring_attention, r.attention)
+    if not r.non_causal or (isinstance(op.diagonal, float) and op.diagonal == 1.0):
+        return causal_s
+    off_s = (mma_s + exp_s) / _attention_share(op, op.off_diagonal_m, *r.non_causal_attention)
+    return op.diagonal * causal_s + (1 - op.diagonal) * off_s
+
+
+def _attention_share(op: Op, length: Number, ring: tuple[Number, ...], plain: tuple[Number, ...]) -> Number:
+    """The kernel's achieved share of the MMA and exponential rate at `length` tokens: its pass's share (with the FP8
+    forward's ratio) x length / (length + half tokens), from the ring's fields in a ring step, else the plain ones."""
+    fields = zip(ring, plain, strict=True)
+    fwd, fwd_half, bwd, bwd_half, fp8_ratio = (where(op.ring > 0.5, on, off) for on, off in fields)
+    if op.name.endswith(".bwd"):
+        return bwd * length / (length + bwd_half)
+    fp8 = fp8_ratio if op.fmt == "fp8" else 1.0
+    return fwd * fp8 * length / (length + fwd_half)
 
 
 def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:

@@ -244,6 +244,17 @@ forward's ratio)."""
 RING_FLASH_ATTN_2: dict[str, tuple[float, ...]] = {"hopper": (0.523, 674.0, 0.400, 1469.0, 1.0)}
 """FlashAttention-2's ATTENTION_FIELDS where kernel rows measure it (H200: physics.attention_kernels.fit_flash_attn_2,
 rounded; the test holds the two equal): what a context-parallel ring step ran up to FLASH_ATTN_2_UNTIL."""
+NON_CAUSAL_ATTENTION: dict[str, tuple[float, ...]] = {
+    "hopper": (1.069, 231.0, 0.738, 396.0, 0.978),
+    "cdna4": (0.527, 556.0, 0.531, 1218.0, 1.0),
+}
+"""Non-causal attention's ATTENTION_FIELDS where kernel rows measure it at the newest release (H200's cuDNN 9.19 and
+MI355X's AITER, the files and runs of the causal rows: physics.attention_kernels.fit_non_causal, rounded; the test
+holds the two equal): the kernel of a context-parallel ring's off-diagonal steps (workload.Op.diagonal), which has no
+diagonal tiles and no causal load imbalance. Other families price those steps at the causal kernel's rates."""
+RING_FLASH_ATTN_2_NON_CAUSAL: dict[str, tuple[float, ...]] = {"hopper": (0.545, 0.0, 0.398, 561.0, 1.0)}
+"""FlashAttention-2's non-causal ATTENTION_FIELDS (H200, the causal rows' file: attention_kernels.fit_non_causal,
+rounded): a ring's off-diagonal steps up to FLASH_ATTN_2_UNTIL."""
 ATTENTION_FIELDS = ("attention_fwd", "attention_fwd_half_tokens", "attention_bwd", "attention_bwd_half_tokens",
                     "attention_fp8_ratio")  # fmt: skip
 """The efficiency fields a kernel fit sets, in ATTENTION_RELEASES's order."""
@@ -256,7 +267,7 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
 
 
-def released_attention(eff: Efficiency, family: str, ring: Number = 0.0) -> tuple[Number, ...]:
+def released_attention(eff: Efficiency, family: str, ring: Number = 0.0, causal: bool = True) -> tuple[Number, ...]:
     """ATTENTION_FIELDS at the priced release (`vintage_years`): the family's kernels of the newest release measured
     at or before it, held at the oldest measured before that (never extrapolated). The efficiency's own values are
     the newest release's (with any fitted factor); an older release scales their shares by its kernels' over the
@@ -264,19 +275,33 @@ def released_attention(eff: Efficiency, family: str, ring: Number = 0.0) -> tupl
     carry the cuDNN of that month's NGC PyTorch container (the kernel rows name theirs; an assumption, labelled). On
     Blackwell, cuDNN 9.10.2 (NGC 25.06) ran B200's causal forward at 1-8k tokens 11-62% slower than 9.13.1 (25.09),
     and MLPerf v5.0's NeMo 25.04 rows are priced with it. `ring` is 1 for a context-parallel ring step, which ran
-    FlashAttention-2 up to FLASH_ATTN_2_UNTIL where kernels measure it (RING_FLASH_ATTN_2)."""
+    FlashAttention-2 up to FLASH_ATTN_2_UNTIL where kernels measure it (RING_FLASH_ATTN_2). `causal` False: the
+    non-causal kernel of the same release and library, each field scaled by its measured non-causal over causal
+    value (NON_CAUSAL_ATTENTION, RING_FLASH_ATTN_2_NON_CAUSAL) where kernels measure both."""
     values: tuple[Number, ...] = tuple(getattr(eff, name) for name in ATTENTION_FIELDS)
     releases = ATTENTION_RELEASES.get(family, ())
-    if len(releases) < 2 and family not in RING_FLASH_ATTN_2:
+    non_causal = not causal and family in NON_CAUSAL_ATTENTION
+    if len(releases) < 2 and family not in RING_FLASH_ATTN_2 and not non_causal:
         return values
     _, newest = releases[-1]
     priced = values
     for (_, older), (later, _) in reversed(list(pairwise(releases))):  # newest first: the oldest test decides last
         priced = _older(values, newest, older, priced, eff.released_before(str(later)))
+    ring_before: Number = False
     if family in RING_FLASH_ATTN_2:  # a ring step of a release before cuDNN's kernel ran in the ring
         ring_before = where(ring > 0.5, eff.released_before(CUDNN_RING_FROM), False)
         priced = _older(values, newest, RING_FLASH_ATTN_2[family], priced, ring_before)
+    if non_causal:
+        scale: tuple[Number, ...] = _ratios(NON_CAUSAL_ATTENTION[family], newest)
+        if family in RING_FLASH_ATTN_2_NON_CAUSAL:
+            flash = _ratios(RING_FLASH_ATTN_2_NON_CAUSAL[family], RING_FLASH_ATTN_2[family])
+            scale = tuple(where(ring_before, f, c) for f, c in zip(flash, scale, strict=True))
+        priced = tuple(p * r for p, r in zip(priced, scale, strict=True))
     return tuple(where(eff.kernel_releases > 0.5, p, v) for p, v in zip(priced, values, strict=True))
+
+
+def _ratios(non_causal: tuple[float, ...], causal: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(n / c for n, c in zip(non_causal, causal, strict=True))
 
 
 def _older(

@@ -40,6 +40,11 @@ class Op(NamedTuple):
     ring: Number = 0.0
     """1 for attention run as context-parallel ring steps (CP > 1 with the 'p2p' exchange): the kernel its release
     ran there (efficiency.FLASH_ATTN_2_UNTIL), else 0."""
+    diagonal: Number = 1.0
+    """Share of an attention's work in causal kernels of length `m`: all of it, or a context-parallel ring's diagonal
+    step (1 / cp); the rest, the ring's off-diagonal steps, runs non-causal kernels of `off_diagonal_m` tokens
+    (efficiency.NON_CAUSAL_ATTENTION)."""
+    off_diagonal_m: Number = 0
 
 
 class Shard(NamedTuple):
@@ -288,16 +293,29 @@ def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> l
     return mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
 
 
-def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length: Number) -> Op:
-    """Flash attention over `layer_share` of the layers, each query against `keys` keys on average."""
+def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length: Number, steps: bool = False) -> Op:
+    """Flash attention over `layer_share` of the layers, each query against `keys` keys on average.
+
+    `steps` (not a sliding window's kernel): as a 'p2p' ring runs it (TransformerEngine's attn_forward_func_with_cp),
+    each sequence in 2 x cp chunks, rank r holding chunks r and 2cp-1-r. Step 0, the causal block of its own two
+    chunks (kernel length `length`), is 1 / cp of its work; steps 1 to cp-1 meet keys wholly below the diagonal:
+    non-causal kernels of equal work, both local query chunks against one chunk of keys or the later query chunk
+    against both. The exchange lock-steps the ranks, and in every step some rank runs the first kind, each query
+    against length / 2 keys: the length the off-diagonal kernels are priced at, the slower of the two (per-tile work
+    amortised over fewer keys)."""
     md, t, T = sh.model, sh.tp, sh.tokens
     flops = 2 * T * keys * md.attention_widths / t * layer_share
     v_dim = md.heads * md.v_head_dim if md.attention == "mla" else md.kv_dim
     k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
-    fmt = sh.recipe.attention_format
-    ring = where(sh.cp > 1, 1.0, 0.0) if sh.recipe.cp_comm == "p2p" else 0.0
-    return Op(name, "attention", flops, io, fmt, m=length, exps=T * keys * md.heads / t * layer_share, ring=ring)
+    fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
+    if sh.recipe.cp_comm != "p2p":
+        return Op(name, "attention", flops, io, fmt, m=length, exps=exps)
+    ring = where(sh.cp > 1, 1.0, 0.0)
+    if not steps:
+        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring)
+    return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, diagonal=1 / sh.cp,
+              off_diagonal_m=length / 2)  # fmt: skip
 
 
 def attention_forward(sh: Shard) -> list[Op]:
@@ -317,12 +335,12 @@ def attention_forward(sh: Shard) -> list[Op]:
     keys, length = (sh.seq_len / 2, sh.seq_len) if packed is None else (packed.keys, packed.length)
     split = 1 if sh.recipe.cp_comm == "a2a" else sh.cp  # Ulysses: whole sequences on heads / cp heads
     if not md.sliding_layers:
-        return [_attention_op(sh, "attention", keys, 1.0, length / split)]
+        return [_attention_op(sh, "attention", keys, 1.0, length / split, steps=True)]
     window_share = md.sliding_layers / md.layers
     window = minimum(md.sliding_window, length / split)
     window_keys = md.mean_keys(sh.seq_len) if packed is None else packed.window_keys(md.sliding_window)
     return [
-        _attention_op(sh, "attention", keys, 1 - window_share, length / split),
+        _attention_op(sh, "attention", keys, 1 - window_share, length / split, steps=True),
         _attention_op(sh, "attention.window", window_keys, window_share, window),
     ]
 
@@ -373,7 +391,7 @@ def attention_backward(sh: Shard) -> list[Op]:
         return unfused_attention_backward(sh)
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        Op(f"{fwd.name}.bwd", "attention", flops * fwd.flops, 2 * fwd.bytes, "bf16", fwd.m, 0, fwd.exps, ring=fwd.ring)
+        fwd._replace(name=f"{fwd.name}.bwd", flops=flops * fwd.flops, bytes=2 * fwd.bytes, fmt="bf16")
         for fwd in attention_forward(sh)
     ]
 
