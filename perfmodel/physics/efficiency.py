@@ -13,6 +13,7 @@ from functools import cache
 from itertools import pairwise
 
 from perfmodel.physics.algebra import Number, where
+from perfmodel.physics.bounded import Bounded
 
 REFERENCE_VINTAGE = "2026-08"
 """The software release the efficiencies describe at `vintage_years` 0: the newest release month among the bundled
@@ -267,7 +268,22 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
 
 
+RELEASED_KEPT = 256
+"""Efficiencies whose released attention fields `released_attention` keeps: a prediction's few, a fit's many."""
+_RELEASED: Bounded[tuple[object, ...], tuple[Number, ...]] = Bounded(RELEASED_KEPT)
+
+
 def released_attention(eff: Efficiency, family: str, ring: Number = 0.0, causal: bool = True) -> tuple[Number, ...]:
+    """`attention_at_release`, worked out once per efficiency of plain numbers (every batch of operations asks)."""
+    try:
+        key = (eff, family, ring, causal)
+        found = _RELEASED.get(key)
+    except TypeError:  # array fields (a fit's variants): worked out each time
+        return attention_at_release(eff, family, ring, causal)
+    return found if found is not None else _RELEASED.put(key, attention_at_release(eff, family, ring, causal))
+
+
+def attention_at_release(eff: Efficiency, family: str, ring: Number = 0.0, causal: bool = True) -> tuple[Number, ...]:
     """ATTENTION_FIELDS at the priced release (`vintage_years`): the family's kernels of the newest release measured
     at or before it, held at the oldest measured before that (never extrapolated). The efficiency's own values are
     the newest release's (with any fitted factor); an older release scales their shares by its kernels' over the
