@@ -379,6 +379,18 @@ class Report:
         return [flatten(row.to_dict()) for row in self.rows]
 
 
+def accuracy(report: Report) -> dict[str, Any]:
+    """What a calibration stores of its validation for the accuracy gate (tests/test_accuracy_gate.py): MAPE over
+    every row and per group (the report's groupings and the accelerator x precision group), so that a change to the
+    model that makes any of them worse with the same calibration fails the suite."""
+    groups = {g: {name: figures["mape_pct"] for name, figures in by.items()} for g, by in report.groups().items()}
+    crossed: dict[str, list[float]] = {}
+    for row in report.rows:
+        crossed.setdefault(row.prepared.run.group, []).append(abs(row.error_pct))
+    groups["accelerator_precision"] = {name: sum(errors) / len(errors) for name, errors in sorted(crossed.items())}
+    return {"rows": len(report.rows), "mape_pct": report.mape_pct, "groups": groups}
+
+
 def _mean_abs(values: Sequence[float | None]) -> float | None:
     known = [abs(v) for v in values if v is not None]
     return sum(known) / len(known) if known else None
@@ -447,7 +459,7 @@ def _held_out_metric_error(run: MeasuredRun, time_error_pct: float | None) -> fl
     return time_error_pct
 
 
-__all__ = ["Report", "Row", "RunBatch", "mape", "prepare", "validate"]
+__all__ = ["Report", "Row", "RunBatch", "accuracy", "mape", "prepare", "validate"]
 
 
 def fit_calibration(
@@ -494,6 +506,8 @@ def fit_calibration(
     if len(whole) > 1:
         say(f"loss stage on {len(whole)} whole runs")
         built = replace(built, provenance=built.provenance | {"losses": whole_runs.stage(whole, built).section()})
+    validated = {"validation": accuracy(validate(runs, built, excluded))}
+    built = replace(built, provenance=built.provenance | validated)
     if not cross_validate:
         return built
     results = {}
