@@ -168,6 +168,8 @@ class FoldResult:
     fold: Fold
     rows: list[HeldOut]
     fitted_families: list[str]
+    parameters: dict[str, float]
+    """The fold's fitted values: with them the accuracy gate re-prices its test rows without refitting."""
 
     @property
     def mape_pct(self) -> float:
@@ -230,10 +232,22 @@ def evaluate(
         key = frozenset(i.run.id for i in fold.train)
         if key not in fits:
             fits[key] = cal.fit(fold.train, RunBatch, _profile, _formats).parameters if fold.train else {}
-        residuals = cal.predict(fits[key], fold.test, RunBatch, _profile, _named(fold.name))
-        rows = [HeldOut(i, fold.name, r) for i, r in zip(fold.test, residuals, strict=True)]
-        results.append(FoldResult(fold, rows, _fitted_families(fits[key])))
+        results.append(_held_out(fold, fits[key]))
     return ProtocolResult(protocol, results)
+
+
+def repriced(protocol: str, items: Sequence[PreparedRun], stored: Sequence[dict[str, Any]]) -> ProtocolResult:
+    """The protocol's held-out rows priced by the model as it is now with each fold's stored fitted values (a
+    calibration's `protocols.P.folds`), without refitting: what the accuracy gate checks where refits take long."""
+    values = {fold["name"]: fold["parameters"] for fold in stored}
+    return ProtocolResult(protocol, [_held_out(fold, values[fold.name]) for fold in folds(protocol, items)])
+
+
+def _held_out(fold: Fold, values: dict[str, float]) -> FoldResult:
+    """The fold's test rows predicted with a fit's values."""
+    residuals = cal.predict(values, fold.test, RunBatch, _profile, _named(fold.name))
+    rows = [HeldOut(i, fold.name, r) for i, r in zip(fold.test, residuals, strict=True)]
+    return FoldResult(fold, rows, _fitted_families(values), values)
 
 
 def provenance(results: Iterable[ProtocolResult], items: Sequence[PreparedRun]) -> dict[str, Any]:
@@ -261,7 +275,7 @@ def provenance(results: Iterable[ProtocolResult], items: Sequence[PreparedRun]) 
 
 def _fold_summary(fold: FoldResult) -> dict[str, Any]:
     record = fold.to_dict()
-    return {k: record[k] for k in ("name", "train_rows", "test_rows", "mape_pct")}
+    return {k: record[k] for k in ("name", "train_rows", "test_rows", "mape_pct")} | {"parameters": fold.parameters}
 
 
 def _fitted_families(values: dict[str, float]) -> list[str]:
