@@ -24,6 +24,9 @@ from perfmodel.physics.calibration import bundled
 
 GATE_POINTS = 0.5
 """How far (percentage points of MAPE) a live figure may rise above the stored one before the suite fails."""
+ROW_POINTS = 1.0
+"""How far (percentage points) one row's absolute error may grow: a cost left out of one kind of run (ZeRO-0's
+all-reduce, the optimizer of a few-GPU run) moves few rows, too few to move a group by GATE_POINTS."""
 STORED = bundled().provenance
 GROUPINGS = sorted(STORED["validation"]["groups"])
 PROTOCOLS = sorted(STORED["protocols"])
@@ -67,6 +70,18 @@ def test_the_mape_of_every_group_holds(live: dict[str, Any], grouping: str) -> N
         f"{name}: {now[name]:.2f}% > {mape:.2f}% stored" for name, mape in stored.items() if _worse(now[name], mape)
     ]
     assert not worse, f"{grouping} MAPE rose more than {GATE_POINTS} point: " + "; ".join(worse)
+
+
+def test_no_row_is_much_worse(live: dict[str, Any]) -> None:
+    stored = STORED["validation"]["row_errors_pct"]
+    assert [row_id for row_id, _ in live["row_errors_pct"]] == [row_id for row_id, _ in stored]
+    worse = sorted(
+        (abs(now) - abs(then), row_id, then, now)
+        for (row_id, then), (_, now) in zip(stored, live["row_errors_pct"], strict=True)
+        if abs(now) > abs(then) + ROW_POINTS
+    )
+    shown = "; ".join(f"{row_id}: {then:+.1f}% -> {now:+.1f}%" for _, row_id, then, now in worse[::-1][:5])
+    assert not worse, f"{len(worse)} rows' error grew more than {ROW_POINTS} point: {shown}"
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

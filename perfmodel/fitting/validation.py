@@ -381,14 +381,16 @@ class Report:
 
 def accuracy(report: Report) -> dict[str, Any]:
     """What a calibration stores of its validation for the accuracy gate (tests/test_accuracy_gate.py): MAPE over
-    every row and per group (the report's groupings and the accelerator x precision group), so that a change to the
-    model that makes any of them worse with the same calibration fails the suite."""
+    every row and per group (the report's groupings and the accelerator x precision group) and each row's error (in
+    the report's order: an MLPerf system's id names each of its benchmarks), so that a change to the model that makes
+    any of them worse with the same calibration fails the suite."""
     groups = {g: {name: figures["mape_pct"] for name, figures in by.items()} for g, by in report.groups().items()}
     crossed: dict[str, list[float]] = {}
     for row in report.rows:
         crossed.setdefault(row.prepared.run.group, []).append(abs(row.error_pct))
     groups["accelerator_precision"] = {name: sum(errors) / len(errors) for name, errors in sorted(crossed.items())}
-    return {"rows": len(report.rows), "mape_pct": report.mape_pct, "groups": groups}
+    errors = [[row.prepared.run.id, row.error_pct] for row in report.rows]
+    return {"rows": len(report.rows), "mape_pct": report.mape_pct, "groups": groups, "row_errors_pct": errors}
 
 
 def _mean_abs(values: Sequence[float | None]) -> float | None:
