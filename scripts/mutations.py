@@ -6,8 +6,9 @@ folder, checks that the chosen tests pass there unchanged, then applies each mut
 the copy (its own import path and cache folder) and reports which tests failed. The tree itself is never touched.
 
 The tests run are TESTS: the accuracy gate (live validation and protocols against the figures stored with the
-calibration), the stored-accuracy limits and the live predictions compared with cited measured figures. It exits 1
-when a mutation survives (no test fails), 2 when a mutation does not apply or the unmutated copy fails.
+calibration), the stored-accuracy limits, the live predictions compared with cited measured figures, and the closed
+forms of the collectives and the pipeline schedule (costs too small in any bundled row for its error to show them).
+It exits 1 when a mutation survives (no test fails), 2 when a mutation does not apply or the unmutated copy fails.
 
     python scripts/mutations.py              # every mutation, the gate as the suite runs it (~12 minutes)
     python scripts/mutations.py --fast       # without the protocol refits (their stored fits still priced; ~4 min)
@@ -35,6 +36,8 @@ TESTS = (
     "tests/test_long_sequence.py",
     "tests/test_seed_ratios.py",
     "tests/test_attention_kernels.py",
+    "tests/test_collectives.py",  # closed forms of what few rows see: ZeRO-0's all-reduce, pipeline fill sends
+    "tests/test_schedule.py",
 )
 SLOW = "test_every_protocol_holds_refitted"
 """The protocol refits (25 s per run, 75 s with --every-refit): --fast leaves them out."""
