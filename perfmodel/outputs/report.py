@@ -501,6 +501,12 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
             f"held-out MAPE {fit['cv_mape_pct']:.1f}% (leave one accelerator x precision group out); "
             f"80% interval on a predicted time: x{band['time_factor_low']:.3f} to x{band['time_factor_high']:.3f}"
         )
+    validated = fitted.provenance.get("validation")
+    if validated:
+        lines.append(
+            f"validation MAPE {validated['mape_pct']:.1f}% over {validated['rows']} runs, as `perfmodel validate` "
+            "scores them; kept per group and per row for the accuracy gate (tests/test_accuracy_gate.py)"
+        )
     for name, result in fitted.provenance.get("protocols", {}).items():
         band = result["interval"]
         lines.append(
