@@ -21,6 +21,7 @@ from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
+from perfmodel.inputs.stacks import get_stack
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
 MAX_GPUS = 1_000_000
@@ -234,6 +235,11 @@ class Scenario:
         if isinstance(self.model, str):
             return get_model(self.model)
         return table_spec(as_dict(self.model, exclude_none=True))
+
+    @property
+    def cp_exchange(self) -> str:
+        """Context parallelism's exchange as priced: the scenario's `cp_comm`, else its stack's."""
+        return self.parallelism.cp_comm or get_stack(self.stack).cp_comm
 
     def default_gbs(self, capped: bool = True) -> int:
         """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches (`default_batch`)."""

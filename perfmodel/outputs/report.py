@@ -12,7 +12,6 @@ from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
-from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.losses import expected
@@ -80,8 +79,7 @@ def _attention_inputs(p: Prediction) -> list[str]:
     if s.documents.histogram is not None:
         found.append(f"attention over {s.documents.label}")
     if p.layout.cp > 1:
-        exchange = s.parallelism.cp_comm or get_stack(s.stack).cp_comm
-        found.append(f"CP exchange {exchange}" + ("" if s.parallelism.cp_comm else " (the stack's)"))
+        found.append(f"CP exchange {s.cp_exchange}" + ("" if s.parallelism.cp_comm else " (the stack's)"))
     return found
 
 

@@ -523,15 +523,13 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
     split to a head split and the output back, forward; their gradients the same way backward."""
     md = ctx.model
     kv = sh.tokens * 2 * md.kv_dim / sh.tp * BF16_BYTES
-    if ctx.recipe.cp_comm == "all_gather":
-        forward = all_gather(kv * sh.cp, links)
-        return _Comm(forward, forward + all_gather(kv * sh.cp, links) + reduce_scatter(kv * sh.cp, links)
-                     + recomputed(full_share, forward))  # fmt: skip
-    if ctx.recipe.cp_comm == "a2a":
-        forward = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links)
-        return _Comm(forward, 2 * forward + recomputed(full_share, forward))
-    forward = (sh.cp - 1) * send_recv(kv, links)
-    return _Comm(forward, 3 * forward + recomputed(full_share, forward))
+    if ctx.recipe.cp_comm == "all_gather":  # a reduce-scatter costs what the all-gather of its output does
+        forward, passes = all_gather(kv * sh.cp, links), 3
+    elif ctx.recipe.cp_comm == "a2a":
+        forward, passes = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links), 2
+    else:
+        forward, passes = (sh.cp - 1) * send_recv(kv, links), 3
+    return _Comm(forward, passes * forward + recomputed(full_share, forward))
 
 
 class _RankParams(NamedTuple):

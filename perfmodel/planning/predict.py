@@ -126,7 +126,7 @@ class Prediction:
                 "tp": lo.tp,
                 "pp": lo.pp,
                 "cp": lo.cp,
-                "cp_comm": self.scenario.parallelism.cp_comm or get_stack(self.scenario.stack).cp_comm,
+                "cp_comm": self.scenario.cp_exchange,
                 "dp": lo.dp,
                 "vp": lo.vp,
                 "ep": lo.ep,
@@ -333,7 +333,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         )
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
-    recipe = cp_comm_recipe(recipe, scenario.parallelism.cp_comm or get_stack(scenario.stack).cp_comm)
+    recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     seq_len = scenario.parallelism.seq_len
