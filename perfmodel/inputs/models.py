@@ -314,7 +314,9 @@ class ModelSpec:
         window = min(self.sliding_window, seq_len)
         return window - window * window / (2 * seq_len)
 
-    def model_flops_per_token(self, seq_len: int, packed: Packing | None = None) -> float:
+    def model_flops_per_token(
+        self, seq_len: int, packed: Packing | None = None, lora_rank: int = 0, lora_modules: str = "attention"
+    ) -> float:
         """Training FLOPs per token: 6 x active matmul parameters + causal attention, no recomputation.
 
         The convention of NVIDIA's published model TFLOP/s (Megatron-Bridge flop_utils) and of the Llama 3 paper's
@@ -322,7 +324,9 @@ class ModelSpec:
         by the causal mask, and three times that for forward + backward. MoE models count the active parameters
         (router, top_k and shared experts), MTP modules included; sliding-window layers attend `mean_keys` keys.
         Packed documents (`packed`, document masking) count the keys of each query's own document: the pairs the
-        mask removes are no work, so that MFU stays a share of work done.
+        mask removes are no work, so that MFU stays a share of work done. A LoRA fine-tune (`lora_rank`) takes no
+        weight gradients of its frozen base: 4 FLOPs per matmul parameter, not 6, and 6 per adapter parameter
+        (mlperf_benchmarks.md on llama2_70b_lora: "a 6·N·D model over-counts by roughly 1/3").
         """
         full_layers = self.layers + self.mtp_layers - self.sliding_layers
         if packed is None:
@@ -332,7 +336,10 @@ class ModelSpec:
         if self.sliding_layers:
             keys = self.mean_keys(seq_len) if packed is None else packed.window_keys(self.sliding_window)
             attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
-        return 6 * self.matmul_params + attention
+        if not lora_rank:
+            return 6 * self.matmul_params + attention
+        adapters = self.layers * self.lora_params_per_layer(lora_rank, lora_modules)
+        return 4 * self.matmul_params + 6 * adapters + attention
 
 
 def _llama(

@@ -660,15 +660,10 @@ class Rates(NamedTuple):
 
 
 def model_flops_per_token(model: ModelSpec, scenario: Scenario, seq_len: int) -> float:
-    """The model FLOPs of a token of the scenario's packed documents at `seq_len` (ModelSpec.model_flops_per_token).
-    A LoRA fine-tune's frozen base takes no weight gradients: 4 FLOPs per matmul parameter, not 6, and 6 per adapter
-    parameter (mlperf_benchmarks.md on llama2_70b_lora: "a 6·N·D model over-counts by roughly 1/3"), so that its MFU
-    is a share of work done: 6·N had NVIDIA's 8 x H100 LoRA run at 131% of the dense BF16 peak."""
-    flops = model.model_flops_per_token(seq_len, packing(scenario.documents, seq_len))
-    if not scenario.lora_rank:
-        return flops
-    adapters = model.layers * model.lora_params_per_layer(scenario.lora_rank, scenario.lora_modules)
-    return flops - 2 * model.matmul_params + 6 * adapters
+    """The model FLOPs of a token of the scenario's packed documents at `seq_len`, of its LoRA fine-tune where it is
+    one (ModelSpec.model_flops_per_token: 6·N had NVIDIA's 8 x H100 LoRA run at 131% of the dense BF16 peak)."""
+    packed = packing(scenario.documents, seq_len)
+    return model.model_flops_per_token(seq_len, packed, scenario.lora_rank, scenario.lora_modules)
 
 
 def rates(
