@@ -65,9 +65,12 @@ from perfmodel.physics.workload import (
 
 T = TypeVar("T")
 
-OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES + BF16_BYTES + 2 * BF16_BYTES
-"""Adam step per parameter: read master, m, v (FP32), write them back, read the BF16 gradient twice (norm, step),
-write the BF16 weight."""
+OPTIMIZER_BYTES_PER_PARAM = 4 * FP32_BYTES + 4 * FP32_BYTES + 2 * BF16_BYTES + BF16_BYTES
+"""Adam step per parameter under Megatron's distributed optimizer, 38 bytes: read master, m, v and the FP32 main
+gradient (16), write master, m, v and that main gradient, cast from the BF16 one (16), read the BF16 gradient for the
+cast and for the grad norm (4), write the BF16 weight (2). The gradients kept between steps are BF16 (memory.py); the
+FP32 main gradient is the optimizer's own copy (`_copy_model_grads_to_main_grads`, recalled from the public code,
+not a stored copy: labelled)."""
 OPTIMIZER_KERNELS = 8
 """Multi-tensor-apply launches of the optimizer step, grad-norm and zeroing."""
 COMPILE_AFTER = 64
