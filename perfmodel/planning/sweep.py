@@ -24,6 +24,7 @@ crossed with every combination of the given layouts, priced as arrays, up to 1,0
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -231,13 +232,22 @@ def _use_catalogues(paths: tuple[str, ...]) -> None:
 
 
 def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    """`spread` on worker processes, stopped (not waited for) when the caller stops: an error, Ctrl-C, or SIGTERM
+    and SIGHUP turned into SystemExit (outputs/signals.py) end the workers and drop the points not yet priced."""
+    import multiprocessing
 
-    workers = min(jobs, len(items))
-    with ProcessPoolExecutor(max_workers=workers, initializer=_use_catalogues, initargs=(catalogue.added(),)) as pool:
-        futures = {pool.submit(task, item): i for i, item in enumerate(items)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+    pool = multiprocessing.Pool(min(jobs, len(items)), initializer=_use_catalogues, initargs=(catalogue.added(),))
+    try:
+        yield from pool.imap_unordered(functools.partial(_indexed, task), enumerate(items))
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _indexed(task: Callable[[T], R], item: tuple[int, T]) -> tuple[int, R]:
+    """A worker's job: one item's result with the item's index (results come back as they finish)."""
+    return item[0], task(item[1])
 
 
 def _on_ray(task: Callable[[T], R], items: Sequence[T], address: str | None) -> Iterator[tuple[int, R]]:
