@@ -16,6 +16,7 @@ from typing import Annotated, Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.record import price_basis
@@ -345,16 +346,28 @@ DRAW: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _metadata(fmt: str) -> dict[str, Any] | None:
+    """The image's date: SOURCE_DATE_EPOCH's, or none (matplotlib would write the current time into a PDF or SVG),
+    so that the same plot gives the same bytes. PNG carries no date."""
+    date = source_date()
+    if fmt == "pdf":
+        return {"CreationDate": date}
+    if fmt == "svg":
+        return {"Date": date.strftime("%Y-%m-%dT%H:%M:%SZ") if date else None}
+    return None
+
+
 def save(figure: Any, path: Path, force: bool) -> None:
     """Write the figure atomically in the format the suffix names."""
     fmt = check_output(path, force)
+    metadata = _metadata(fmt)
 
     def write(handle: BinaryIO) -> None:
         import matplotlib
 
         image = io.BytesIO()  # drawn in memory: a full disk fails in one plain write, not inside matplotlib
         with matplotlib.rc_context({"svg.hashsalt": "perfmodel"}):  # fixed SVG ids: the same plot, the same bytes
-            figure.savefig(image, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
+            figure.savefig(image, format=fmt, dpi=150, metadata=metadata)
         handle.write(image.getvalue())
 
     try:
