@@ -33,3 +33,43 @@ def test_a_deleted_working_folder_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "error: the working folder no longer exists (deleted?); cd to a folder that exists\n"
+
+
+LAYOUT = ("--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--mbs", "1", "--gbs", "64")
+
+
+def test_home_a_file_gives_no_matplotlib_warnings(tmp_path: Path) -> None:
+    """matplotlib cannot make ~/.config/matplotlib under a HOME that is a file: it works in a temporary folder and
+    says so on stderr, which perfmodel's user can do nothing about."""
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    out = tmp_path / "p.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfmodel", "plot", "breakdown", "--model", "llama3.1-8b", *LAYOUT, "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=env | {"HOME": str(home)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" and proc.stdout == f"wrote {out}\n"
+
+
+def _dollar_scenario(tmp_path: Path, model_id: str) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(f"gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nid = '{model_id}'\n")
+    return path
+
+
+def test_dollars_and_tex_in_labels_are_drawn_as_typed(tmp_path: Path) -> None:
+    """A model id with `$...$` reaches the plot's title: matplotlib would parse it as mathtext (an unknown macro is
+    a traceback) or, under a matplotlibrc with text.usetex, hand it to LaTeX."""
+    config = tmp_path / "mpl"
+    config.mkdir()
+    (config / "matplotlibrc").write_text("text.usetex: True\n")
+    for model_id in (r"cost $\undefinedmacro{1}$ x", "price $5 vs $6", r"$\input{/etc/passwd}$"):
+        scenario = _dollar_scenario(tmp_path, model_id)
+        out = tmp_path / "p.svg"
+        proc = _perfmodel("plot", "breakdown", str(scenario), *LAYOUT, "--out", str(out), "--force",
+                          MPLCONFIGDIR=str(config))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
+        assert f"Where the step time goes: {model_id}".encode() in out.read_bytes()  # the SVG's text, as typed

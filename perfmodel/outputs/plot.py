@@ -8,6 +8,7 @@ matplotlib is an optional extra: pip install 'perfmodel[plot]'.
 from __future__ import annotations
 
 import io
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -133,7 +134,15 @@ def bar_label(r: Record, many_sizes: bool) -> str:
     return series_label(r) + (f"\n{r['n_gpus']:,} GPUs" if many_sizes else "")
 
 
+PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
+"""Labels are plain text: a `$` in a model id or a price, or TeX in a name, is drawn as typed, never parsed as
+mathtext (an unknown macro stops the plot) or passed to LaTeX, whatever a user's matplotlibrc says."""
+
+
 def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple[Any, Any]:
+    # matplotlib logs a warning to stderr, at import, when its config folder cannot be made (HOME a file, a
+    # read-only home): it falls back to a temporary one, so the warning says nothing a perfmodel user can act on.
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     try:
         import matplotlib
     except ImportError:
@@ -141,6 +150,8 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    plt.rcParams.update(PLAIN_TEXT)
 
     fig, axes = plt.subplots(1, columns, figsize=(width, height), layout="constrained")
     return fig, axes
