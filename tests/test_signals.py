@@ -4,11 +4,13 @@ a partial one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,16 +44,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_a_signal_to_a_sweep_ends_its_workers(tmp_path: Path, signum: int) -> None:
-    """A sweep of 120 points on two workers, ended while they work: every worker is gone within a few seconds,
-    the sweep exits without writing its --out file and leaves no temporary file."""
+@contextlib.contextmanager
+def _sweep_on_two_workers(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], set[int]]]:
+    """A sweep of 120 points on two workers, running: its process and its workers' ids (killed at the end)."""
     sweep = tmp_path / "big.toml"
     sweep.write_text(SWEEP)
-    out = tmp_path / "rows.csv"
-    command = [sys.executable, "-m", "perfmodel", "sweep", str(sweep), "--jobs", "2", "--quiet", "--out", str(out)]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = [sys.executable, "-m", "perfmodel", "sweep", str(sweep), "--jobs", "2", "--quiet", *args]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()
@@ -59,6 +58,18 @@ def test_a_signal_to_a_sweep_ends_its_workers(tmp_path: Path, signum: int) -> No
             time.sleep(0.1)
             workers = _children(proc.pid)
         assert len(workers) == 2, "the sweep never started its two workers"
+        yield proc, workers
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_to_a_sweep_ends_its_workers(tmp_path: Path, signum: int) -> None:
+    """Ended while its workers price points: every worker is gone within a few seconds, the sweep exits without
+    writing its --out file and leaves no temporary file."""
+    with _sweep_on_two_workers(tmp_path, "--out", str(tmp_path / "rows.csv")) as (proc, workers):
         time.sleep(0.5)  # the workers are pricing points
         proc.send_signal(signum)
         proc.wait(timeout=30)
@@ -66,11 +77,19 @@ def test_a_signal_to_a_sweep_ends_its_workers(tmp_path: Path, signum: int) -> No
         while any(map(_alive, workers)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(map(_alive, workers)), f"workers {workers} outlived their sweep"
-    finally:
-        proc.kill()
-        proc.wait()
     assert proc.returncode != 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.toml"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_a_killed_worker_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    """The out-of-memory killer ends one worker: the sweep stops with one line, its other worker ended too."""
+    with _sweep_on_two_workers(tmp_path, "--format", "csv") as (proc, workers):
+        os.kill(min(workers), signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.startswith("error: a worker process ended before its points were priced") and err.count("\n") == 1
+    assert not any(map(_alive, workers))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])

@@ -24,16 +24,18 @@ crossed with every combination of the given layouts, priced as arrays, up to 1,0
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs import catalogue
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
 SWEEP_KEYS = ("base", *AXES, "whatifs", "set", "layouts")
@@ -232,22 +234,36 @@ def _use_catalogues(paths: tuple[str, ...]) -> None:
 
 
 def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
-    """`spread` on worker processes, stopped (not waited for) when the caller stops: an error, Ctrl-C, or SIGTERM
-    and SIGHUP turned into SystemExit (outputs/signals.py) end the workers and drop the points not yet priced."""
-    import multiprocessing
+    """`spread` on worker processes. When the caller stops (an error, Ctrl-C, or SIGTERM and SIGHUP turned into
+    SystemExit by outputs/signals.py) the workers are ended at once and the points not yet priced dropped; a worker
+    that dies (killed, out of memory) is one line."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
-    pool = multiprocessing.Pool(min(jobs, len(items)), initializer=_use_catalogues, initargs=(catalogue.added(),))
+    workers = min(jobs, len(items))
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_use_catalogues, initargs=(catalogue.added(),))
     try:
-        yield from pool.imap_unordered(functools.partial(_indexed, task), enumerate(items))
-        pool.close()
+        futures = {pool.submit(task, item): i for i, item in enumerate(items)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    except BrokenProcessPool:
+        raise PerfmodelError(
+            "a worker process ended before its points were priced (killed, or out of memory?); try fewer --jobs"
+        ) from None
     finally:
-        pool.terminate()
-        pool.join()
+        _stop(pool)
 
 
-def _indexed(task: Callable[[T], R], item: tuple[int, T]) -> tuple[int, R]:
-    """A worker's job: one item's result with the item's index (results come back as they finish)."""
-    return item[0], task(item[1])
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Drop the points not started and end the workers now. ProcessPoolExecutor's shutdown (and its `with` block)
+    waits for every queued point, and it has no public way to end its processes before Python 3.14's
+    terminate_workers: its process table it is."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
 
 
 def _on_ray(task: Callable[[T], R], items: Sequence[T], address: str | None) -> Iterator[tuple[int, R]]:
