@@ -51,6 +51,8 @@ LATEX = r"EVIL\textbackslash{}x1b]0;pwned"
         (("explain", "--gpu", "evil-gpu", *FLAGS), SHOWN),
         (("explain", "--gpu", "evil-gpu", *FLAGS, "--format", "latex"), LATEX),
         (("whatif", "--gpu", "evil-gpu", *FLAGS, "--set", "nic_gbps=x2"), SHOWN),
+        (("predict", "--gpu", "evil-gpu", *FLAGS, "--format", "csv"), "evil-box"),
+        (("sweep", "{tmp}/sweep.toml", "--jobs", "1", "--format", "csv"), "evil-box"),
         (("hardware", "list"), SHOWN),
         (("hardware", "show", "evil-gpu"), SHOWN),
         (("hardware", "show", "evil-box"), SHOWN),
@@ -58,7 +60,8 @@ LATEX = r"EVIL\textbackslash{}x1b]0;pwned"
     ids=lambda a: " ".join(a[:3]) if isinstance(a, tuple) else "",
 )
 def test_a_hostile_hardware_name_is_shown_escaped(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
-    result = run_cli(*args, "--hardware", _hardware(tmp_path))
+    (tmp_path / "sweep.toml").write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["evil-gpu"]\nn_gpus = [64]\n')
+    result = run_cli(*(arg.replace("{tmp}", str(tmp_path)) for arg in args), "--hardware", _hardware(tmp_path))
     assert result.code == 0, result.err
     _only_layout_characters(result.out)
     assert expected in result.out
@@ -100,3 +103,11 @@ def test_visible_escapes_every_non_printable_character_and_keeps_what_it_is_told
         c = chr(code)
         if not c.isprintable() and not 0xD800 <= code <= 0xDFFF:
             assert visible(c).isprintable() and visible(c).isascii(), hex(code)
+
+
+def test_csv_text_cells_are_visible_and_never_formulas() -> None:
+    from perfmodel.outputs.cells import csv_cell
+
+    assert csv_cell("EVIL\u001b[2J\nforged") == r"EVIL\x1b[2J\nforged"
+    assert csv_cell("\t=cmd\u0007") == r"'\t=cmd\x07"
+    assert csv_cell("=1+1") == "'=1+1" and csv_cell("漢字 ok") == "漢字 ok" and csv_cell(1.5) == 1.5
