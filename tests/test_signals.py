@@ -65,10 +65,10 @@ def _sweep_on_two_workers(tmp_path: Path, *args: str) -> Iterator[tuple[subproce
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL])
 def test_a_signal_to_a_sweep_ends_its_workers(tmp_path: Path, signum: int) -> None:
-    """Ended while its workers price points: every worker is gone within a few seconds, the sweep exits without
-    writing its --out file and leaves no temporary file."""
+    """Ended while its workers price points: every worker is gone within a few seconds (killed outright, SIGKILL,
+    too), the sweep exits without writing its --out file and leaves no temporary file."""
     with _sweep_on_two_workers(tmp_path, "--out", str(tmp_path / "rows.csv")) as (proc, workers):
         time.sleep(0.5)  # the workers are pricing points
         proc.send_signal(signum)

@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,10 +230,33 @@ def spread(
     return ((i, task(item)) for i, item in enumerate(items))
 
 
-def _use_catalogues(paths: tuple[str, ...]) -> None:
-    """A worker process's start: the user hardware catalogues its parent was given (--hardware)."""
+def _start_worker(parent: int, paths: tuple[str, ...]) -> None:
+    """A worker process's start: it ends with its parent, and takes the user hardware catalogues its parent was
+    given (--hardware)."""
+    _end_with(parent)
     for path in paths:
         catalogue.add(path)
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal Linux sends a process when its parent ends."""
+
+
+def _end_with(parent: int) -> None:
+    """SIGTERM and SIGHUP end this worker (the handler a forked worker inherits from the CLI, outputs/signals.py,
+    raises SystemExit, which the pool catches as the point's error and goes on to the next), and SIGTERM comes
+    when `parent` ends, however it ends: a parent killed outright (SIGKILL, the out-of-memory killer) cannot stop
+    its workers itself, and they would wait for points forever. Linux only, the last."""
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(number) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+            signal.signal(number, signal.SIG_DFL)
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent ended before the request was made
+        raise SystemExit(128 + signal.SIGTERM)
 
 
 def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
@@ -240,8 +266,8 @@ def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iter
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    workers = min(jobs, len(items))
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_use_catalogues, initargs=(catalogue.added(),))
+    start = (os.getpid(), catalogue.added())
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_start_worker, initargs=start)
     try:
         futures = {pool.submit(task, item): i for i, item in enumerate(items)}
         for future in as_completed(futures):
