@@ -26,6 +26,8 @@ WRITERS = {
     "export.csv": ("export", "predict", *LAYOUT),
     "export.json": ("export", "compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200"),
     "export.xlsx": ("export", "predict", *LAYOUT),
+    "search.json": ("export", "search", "--model", "llama3.1-8b", "--gpus", "64", "--top", "3"),
+    "plan.csv": ("export", "plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--deadline", "30d"),
     "plot.png": ("plot", "breakdown", *LAYOUT),
     "plot.svg": ("plot", "breakdown", *LAYOUT),
     "plot.pdf": ("plot", "breakdown", *LAYOUT),
