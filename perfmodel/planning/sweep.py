@@ -16,7 +16,8 @@ A sweep file is TOML with one [sweep] table:
 Every list is optional (the base scenario's value is used). Each point is a scenario built by `load_scenario` and
 predicted with `predict` (its layout searched where open). A point that cannot run (the model does not fit, the GPU
 lacks the precision) becomes a row with its `error`; a malformed sweep file stops everything with one line.
-Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), each a plain-data `Point`.
+Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), each a plain-data `Point`
+(planning/workers.py).
 
 A [sweep.layouts] table of layout axes makes the file a layouts sweep (planning/layout_sweep.py): every point above
 crossed with every combination of the given layouts, priced as arrays, up to 1,000,000 points.
@@ -26,19 +27,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import signal
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs import catalogue
-
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+from perfmodel.planning.workers import spread
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
 SWEEP_KEYS = ("base", *AXES, "whatifs", "set", "layouts")
@@ -46,8 +41,6 @@ MAX_POINTS = 10_000
 """Checking a point takes ~0.5 ms and predicting one 0.05-2 s: 10,000 points are minutes to hours of work; a bigger
 cross product is more likely a mistake than a plan, and is refused before any point is built. A layouts sweep, priced
 as arrays, takes up to layout_sweep.MAX_LAYOUT_POINTS."""
-T = TypeVar("T")
-R = TypeVar("R")
 IDENTITY = ("model", "accelerator", "system", "precision", "n_gpus")
 """What a row that cannot run still says about its point."""
 
@@ -217,97 +210,3 @@ def run(
         if progress is not None:
             progress(done, len(points))
     return [row for row in rows if row is not None]
-
-
-def spread(
-    task: Callable[[T], R], items: Sequence[T], jobs: int = 1, executor: str = "local", address: str | None = None
-) -> Iterator[tuple[int, R]]:
-    """(index, task(item)) for every item, as they finish: in this process, on `jobs` processes, or as Ray tasks."""
-    if executor == "ray":
-        return _on_ray(task, items, address)
-    if jobs > 1 and len(items) > 1:
-        return _on_processes(task, items, jobs)
-    return ((i, task(item)) for i, item in enumerate(items))
-
-
-def _start_worker(parent: int, paths: tuple[str, ...]) -> None:
-    """A worker process's start: it ends with its parent, and takes the user hardware catalogues its parent was
-    given (--hardware)."""
-    _end_with(parent)
-    for path in paths:
-        catalogue.add(path)
-
-
-PR_SET_PDEATHSIG = 1
-"""prctl(2): the signal Linux sends a process when its parent ends."""
-
-
-def _end_with(parent: int) -> None:
-    """SIGTERM and SIGHUP end this worker (the handler a forked worker inherits from the CLI, outputs/signals.py,
-    raises SystemExit, which the pool catches as the point's error and goes on to the next), and SIGTERM comes
-    when `parent` ends, however it ends: a parent killed outright (SIGKILL, the out-of-memory killer) cannot stop
-    its workers itself, and they would wait for points forever. Linux only, the last."""
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(number) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
-            signal.signal(number, signal.SIG_DFL)
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the parent ended before the request was made
-        raise SystemExit(128 + signal.SIGTERM)
-
-
-def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
-    """`spread` on worker processes. When the caller stops (an error, Ctrl-C, or SIGTERM and SIGHUP turned into
-    SystemExit by outputs/signals.py) the workers are ended at once and the points not yet priced dropped; a worker
-    that dies (killed, out of memory) is one line."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    start = (os.getpid(), catalogue.added())
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_start_worker, initargs=start)
-    try:
-        futures = {pool.submit(task, item): i for i, item in enumerate(items)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-    except BrokenProcessPool:
-        raise PerfmodelError(
-            "a worker process ended before its points were priced (killed, or out of memory?); try fewer --jobs"
-        ) from None
-    finally:
-        _stop(pool)
-
-
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """Drop the points not started and end the workers now. ProcessPoolExecutor's shutdown (and its `with` block)
-    waits for every queued point, and it has no public way to end its processes before Python 3.14's
-    terminate_workers: its process table it is."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join()
-
-
-def _on_ray(task: Callable[[T], R], items: Sequence[T], address: str | None) -> Iterator[tuple[int, R]]:
-    """Ray tasks on the cluster at `address` (a local one when None); perfmodel must be importable on its nodes."""
-    try:
-        import ray
-    except ImportError:
-        raise PerfmodelError("--executor ray needs Ray: pip install 'perfmodel[ray]'") from None
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        remote = ray.remote(task)
-        pending = {remote.remote(item): i for i, item in enumerate(items)}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                yield pending.pop(ref), ray.get(ref)
-    finally:
-        if started:
-            ray.shutdown()
