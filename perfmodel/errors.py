@@ -9,12 +9,21 @@ class InfeasibleLayout(PerfmodelError):
     """A parallel layout that breaks a validity rule (the message names the rule)."""
 
 
+def visible(text: str, keep: str = "") -> str:
+    """`text` with every non-printable character but those in `keep` written as Python writes it in a string
+    literal (ESC as \\x1b, a newline as \\n, U+2028 as \\u2028): user text (a hardware name, a log's system, a file
+    name) never retitles or clears the terminal, nor starts a line of its own in a table or an error. Every text
+    output goes through it: errors (`shown`), table cells (outputs/columns.py), the text the CLI prints."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def shown(text: object, limit: int = 40) -> str:
-    """User text as an error line shows it: non-printable characters escaped (a NUL or newline never reaches the
-    terminal), and at most `limit` characters, so that a 10 MB id is not echoed whole."""
+    """User text as an error line shows it: `visible`, and at most `limit` characters, so that a 10 MB id is not
+    echoed whole."""
     value = str(text)
-    clipped = value if len(value) <= limit else f"{value[: limit - 3]}... ({len(value):,} characters)"
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in clipped)
+    return visible(value if len(value) <= limit else f"{value[: limit - 3]}... ({len(value):,} characters)")
 
 
 class FieldError(PerfmodelError):

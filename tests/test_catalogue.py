@@ -214,7 +214,7 @@ def test_a_sweep_takes_hardware_files_and_hands_them_to_its_workers(tmp_path: Pa
     """`sweep --hardware DIR`: a sweep over your own GPU beside a bundled one, on two worker processes; a worker
     started by spawn or forkserver (Python 3.14's default) inherits no catalogue, so each adds its parent's."""
     from perfmodel.inputs.hardware import get_accelerator
-    from perfmodel.planning.sweep import _use_catalogues
+    from perfmodel.planning.workers import _use_catalogues
 
     hardware = tmp_path / "hardware"
     hardware.mkdir()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import io
 import os
 import sys
 
@@ -47,11 +48,16 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every user error into one line on stderr and exit code 2."""
     from perfmodel.inputs.files import forget_reads
+    from perfmodel.outputs.signals import exit_on_signals
 
     forget_reads()
+    if sys.stdout is None:  # started with standard output closed: printing is an error, writing --out is not
+        sys.stdout = ClosedOutput()
     try:
-        code = cli.main(args=argv, prog_name="perfmodel", standalone_mode=False)
-        sys.stdout.flush()  # here, so that a full disk or closed pipe on stdout is an error like any other
+        _check_working_folder()
+        with exit_on_signals():
+            code = cli.main(args=argv, prog_name="perfmodel", standalone_mode=False)
+            sys.stdout.flush()  # here, so that a full disk or closed pipe on stdout is an error like any other
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRORS:
             raise
@@ -71,8 +77,23 @@ def main(argv: list[str] | None = None) -> None:
 
 
 MAX_ERROR_CHARS = 2000
-OUTPUT_ERRORS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE))
-"""Errors of writing the output (stdout on a full disk or a closed pipe): one line, not a traceback."""
+OUTPUT_ERRORS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE, errno.EBADF))
+"""Errors of writing the output (stdout on a full disk, a closed pipe or closed): one line, not a traceback."""
+
+
+class ClosedOutput(io.TextIOBase):
+    """Standard output when the process started without one (`perfmodel predict >&-`): writing is an error."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _check_working_folder() -> None:
+    """One line when the working folder has been deleted, before a relative path fails somewhere deep."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise PerfmodelError("the working folder no longer exists (deleted?); cd to a folder that exists") from None
 
 
 def _silence_stdout() -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import hardware_option
+from perfmodel.cli.options import hardware_option, say
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,9 +40,8 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     if fmt == "json":
         click.echo(to_json(record))
         return
-    from tabulate import tabulate
-
     from perfmodel.inputs.scenario import flatten
+    from perfmodel.outputs.columns import tabulated
 
     def shown(value: Any) -> str:  # TOML spelling; tabulate would read the strings "True"/"False" as booleans
         return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
@@ -55,7 +54,7 @@ def hardware_show(entry_id: str, fmt: str) -> None:
         else:
             rows[key] = [shown(value), ""]
     table = [[k, *v] for k, v in rows.items()]
-    click.echo(tabulate(table, headers=["field", "value", "source"], maxcolwidths=[None, 40, 70]))
+    say(tabulated(table, headers=["field", "value", "source"], maxcolwidths=[None, 40, 70]))
 
 
 @hardware.command("list")
@@ -63,10 +62,9 @@ def hardware_show(entry_id: str, fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def hardware_list(fmt: str) -> None:
     """Accelerators and systems, with their datasheet figures."""
-    from tabulate import tabulate
-
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.record import as_dict
+    from perfmodel.outputs.columns import tabulated
 
     if fmt == "json":
         from perfmodel.outputs.report import to_json
@@ -101,8 +99,8 @@ def hardware_list(fmt: str) -> None:
         ]
         for a in accelerators().values()
     ]
-    click.echo(
-        tabulate(
+    say(
+        tabulated(
             acc_rows,
             headers=[
                 "accelerator",
@@ -124,13 +122,13 @@ def hardware_list(fmt: str) -> None:
         [s.id, s.name, s.accelerator, value(s.gpus_per_node), s.fabric.name, value(s.fabric.oversubscription, ".1f")]
         for s in systems().values()
     ]
-    click.echo(
+    say(
         "\n"
-        + tabulate(
+        + tabulated(
             sys_rows, headers=["system", "name", "accelerator", "GPUs/node", "scale-out fabric", "oversubscription"]
         )
     )
-    click.echo(
+    say(
         "\nDense peaks; HBM in GiB (binary, as vendors' '80 GB' means); scale-up GB/s per GPU in both directions, as "
         "datasheets and whatif's nvlink_gbps quote it (the files hold one direction); NIC in Gb/s (bits). "
         "perfmodel hardware show ID gives every figure's source."
@@ -158,13 +156,15 @@ def models_list(fmt: str) -> None:
 
         click.echo(to_json([{"id": r.pop("id"), **r} for r in records]))
         return
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     rows = [
         [m.id, m.name, f"{m.params:,}", m.layers, m.hidden, m.ffn, m.heads, m.kv_heads, m.vocab] for m in ZOO.values()
     ]
-    click.echo(
-        tabulate(rows, headers=["model", "name", "parameters", "layers", "hidden", "ffn", "heads", "kv heads", "vocab"])
+    say(
+        tabulated(
+            rows, headers=["model", "name", "parameters", "layers", "hidden", "ffn", "heads", "kv heads", "vocab"]
+        )
     )
     experts = [
         [m.id, f"{m.main_params:,}", f"{m.active_params:,}", m.experts, m.top_k, m.shared_experts, m.moe_ffn,
@@ -174,9 +174,9 @@ def models_list(fmt: str) -> None:
     ]  # fmt: skip
     headers = ["model", "main parameters", "active per token", "experts", "top-k", "shared", "expert ffn",
                "dense layers", "MTP", "attention", "dispatcher"]  # fmt: skip
-    click.echo(
+    say(
         "\nMixture-of-experts models (parameters above include MTP modules; main: without them; active: what one "
-        "token touches in the main model, embedding and LM head included):\n" + tabulate(experts, headers=headers)
+        "token touches in the main model, embedding and LM head included):\n" + tabulated(experts, headers=headers)
     )
 
 
@@ -203,10 +203,10 @@ def scenarios_list(fmt: str) -> None:
 
         click.echo(to_json(records))
         return
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     rows = [[r["kind"], r["name"], r["description"]] for r in records]
-    click.echo(tabulate(rows, headers=["kind", "name", "description"], maxcolwidths=[None, None, 90]))
+    say(tabulated(rows, headers=["kind", "name", "description"], maxcolwidths=[None, None, 90]))
 
 
 def _first_sentence(path: Path) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import load_from_flags, scenario_options
+from perfmodel.cli.options import load_from_flags, say, scenario_options
 
 
 @cli.command()
@@ -34,9 +34,9 @@ def explain(scenario: str | None, fmt: str, ops: bool, phase: str | None, **flag
         if fmt == "json":
             click.echo(explain_report.to_json(explanation))
         elif fmt == "latex":
-            click.echo(explain_report.latex(explanation))
+            say(explain_report.latex(explanation))
         else:
-            click.echo(explain_report.text(explanation, ops))
+            say(explain_report.text(explanation, ops))
         return
     explained = {name: build(p) for name, p in chosen_phases(result, phase).items()}
     if fmt == "json":
@@ -45,4 +45,4 @@ def explain(scenario: str | None, fmt: str, ops: bool, phase: str | None, **flag
         return
     marker = "%" if fmt == "latex" else "=="
     show = explain_report.latex if fmt == "latex" else lambda e: explain_report.text(e, ops)
-    click.echo("\n\n".join(f"{marker} phase {name}\n{show(e)}" for name, e in explained.items()))
+    say("\n\n".join(f"{marker} phase {name}\n{show(e)}" for name, e in explained.items()))

@@ -13,7 +13,7 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_flags, quiet_option, scenario_options
+from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_flags, quiet_option, say, scenario_options
 from perfmodel.cli.plan import plan_from_flags, plan_options
 from perfmodel.errors import PerfmodelError
 
@@ -74,11 +74,11 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
         phases = phases_counted(len(result.phases))
         title = f"{result.model.id} campaign of {phases} on {result.hardware.accelerator.id}"
         write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
-        click.echo(f"wrote {out}")
+        say(f"wrote {out}")
         return
     label = prediction_label(result)
     write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
-    click.echo(f"wrote {out}")
+    say(f"wrote {out}")
 
 
 @export.command("compare")
@@ -158,7 +158,7 @@ def export_plan(
     _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
     if len(planned) < len(report.plans):
         left = [f"{c.label} ({c.reason})" for c in report.plans if c.prediction is None]
-        click.echo(f"no plan, not in {out}: {'; '.join(left)}")
+        say(f"no plan, not in {out}: {'; '.join(left)}")
 
 
 @export.command("sweep")
@@ -190,7 +190,7 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
         raise PerfmodelError(f"{sweep_file}: no point of the sweep can run (perfmodel sweep says why for each)")
     _write(predictions, extras, out, force, usd_per_kwh, "sweep")
     if failed:
-        click.echo(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
+        say(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
 
 
 EVERY_LINE = ("candidate",)
@@ -214,4 +214,4 @@ def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, forc
         else:
             lines.append(ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra))
     write(lines, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
-    click.echo(f"wrote {len(predictions)} results to {out}")
+    say(f"wrote {len(predictions)} results to {out}")

@@ -10,6 +10,8 @@ from typing import Any, TypeVar, overload
 
 import click
 
+from perfmodel.errors import visible
+
 FORMATS = click.Choice(["table", "json", "csv"])
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
@@ -332,4 +334,10 @@ def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None
         click.echo(report.to_csv(rows), nl=False)
     else:
         assert table is not None
-        click.echo(table())
+        say(table())
+
+
+def say(text: str, err: bool = False) -> None:
+    """Print `text` for people (a table, a message): `visible` (errors.py), its line breaks kept, so that user text
+    in it cannot drive the terminal."""
+    click.echo(visible(text, keep="\n"), err=err)

@@ -10,7 +10,7 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import FilePath, quiet_option, scenario_options
+from perfmodel.cli.options import FilePath, quiet_option, say, scenario_options
 from perfmodel.errors import PerfmodelError
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
@@ -72,7 +72,7 @@ def plot(
     )
     figure = plotting.DRAW[kind](checked)
     plotting.save(figure, out, force)
-    click.echo(f"wrote {out}")
+    say(f"wrote {out}")
 
 
 def _read(source: Path) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, FilePath, emit, hardware_option, progress, quiet_option
+from perfmodel.cli.options import FORMATS, FilePath, emit, hardware_option, progress, quiet_option, say
 
 
 @cli.command()
@@ -75,9 +75,9 @@ def sweep(
         write_atomic(target, lambda handle: handle.write(text.encode()), force)
     failed = sum(1 for r in rows if r["error"])
     if failed:
-        click.echo(f"{failed} of {len(rows)} points could not run (see the error column)", err=True)
+        say(f"{failed} of {len(rows)} points could not run (see the error column)", err=True)
     if target:
-        click.echo(f"wrote {len(rows)} rows to {out}", err=True)
+        say(f"wrote {len(rows)} rows to {out}", err=True)
         return
     emit(rows, fmt, lambda: plan_report.sweep_table(rows))
 
@@ -111,13 +111,13 @@ def _layouts(
     elif fmt == "table":
         rows = [row for columns in layout_sweep.run(sweep, jobs, executor, address) for row in _rows(columns)]
         failed = sum(1 for r in rows if r["error"])
-        click.echo(plan_report.sweep_table(rows))
+        say(plan_report.sweep_table(rows))
     else:
         write_rows(sys.stdout)
     if failed:
-        click.echo(f"{failed:,} of {sweep.size:,} points could not run or do not fit (see the error column)", err=True)
+        say(f"{failed:,} of {sweep.size:,} points could not run or do not fit (see the error column)", err=True)
     if target:
-        click.echo(f"wrote {sweep.size:,} rows to {target}", err=True)
+        say(f"wrote {sweep.size:,} rows to {target}", err=True)
 
 
 def _rows(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:

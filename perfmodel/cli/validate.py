@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import CALIBRATION_HELP, FORMATS, Command, FilePath, _degree, emit, hardware_option
+from perfmodel.cli.options import CALIBRATION_HELP, FORMATS, Command, FilePath, _degree, emit, hardware_option, say
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
@@ -126,7 +126,7 @@ def _validate_protocol(
     from perfmodel.fitting.protocols import run
     from perfmodel.outputs import report
 
-    say = (lambda m: click.echo(m, err=True)) if sys.stderr.isatty() else (lambda _: None)
+    note = (lambda m: say(m, err=True)) if sys.stderr.isatty() else (lambda _: None)
     if protocol == "whole-runs":
         from perfmodel.fitting import whole_runs
         from perfmodel.physics import calibration as calibrations
@@ -134,14 +134,14 @@ def _validate_protocol(
         if logs:
             raise PerfmodelError("--protocol whole-runs takes whole runs (--data or the bundled ones): drop LOGS")
         chosen, _ = _runs(data, (), {}, only, bundled=False)
-        held = whole_runs.protocol(chosen, calibrations.resolve(calibration), say)
+        held = whole_runs.protocol(chosen, calibrations.resolve(calibration), note)
         emit(held.to_dict() if fmt == "json" else held.to_dict()["rows"], fmt, lambda: report.whole_runs_table(held))
         return
     if logs or data or calibration:
         flag = "LOGS" if logs else "--data" if data else "--calibration"
         raise PerfmodelError(f"--protocol refits on the bundled rows (their release dates and formats): drop {flag}")
     runs, excluded = _runs(None, (), {}, only, bundled=True)
-    result = run(protocol, runs, excluded, say)
+    result = run(protocol, runs, excluded, note)
     records = result.to_dict() if fmt == "json" else result.to_dict()["rows"]
     emit(records, fmt, lambda: report.protocol_table(result))
 
@@ -176,6 +176,6 @@ def calibrate(
     check_target(Path(out), force, (data,))
     runs, excluded = _runs(data, (), {}, only, bundled=with_bundled)
     show = not quiet and sys.stderr.isatty()
-    fitted = fit_calibration(runs, excluded, cv, (lambda m: click.echo(m, err=True)) if show else None)
+    fitted = fit_calibration(runs, excluded, cv, (lambda m: say(m, err=True)) if show else None)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted, calibrations.UNCALIBRATED))

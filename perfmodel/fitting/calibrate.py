@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.environment import source_date
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
@@ -399,10 +400,11 @@ def mape(residuals: Sequence[Residual]) -> float:
 
 
 def build(fit_result: FitResult, held_out: Sequence[Residual], data: dict[str, Any]) -> Calibration:
-    """A Calibration with its provenance: the data, the date, in-sample and held-out residuals, the interval."""
+    """A Calibration with its provenance: the data, the date (SOURCE_DATE_EPOCH's when set), in-sample and
+    held-out residuals, the interval."""
     held = {r.run_id: r for r in held_out}
     provenance = {
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": (source_date() or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "data": data,
         "fit": {
             "method": "scipy.optimize.least_squares, soft-L1 loss on log(predicted/measured), each table "

@@ -18,9 +18,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.files import parse_toml, read_text
 from perfmodel.inputs.resources import data_dir, user_folder
+from perfmodel.inputs.text import text_problem
 
 KINDS = ("accelerators", "systems")
 PATH_VARIABLE = "PERFMODEL_PATH"
@@ -135,6 +136,9 @@ def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
     entry_id = raw.get("id")
     if not isinstance(entry_id, str) or not entry_id:
         raise PerfmodelError(f"{path}: field 'id' is required: the name commands use for this entry (--gpu, --system)")
+    problem = text_problem(entry_id)
+    if problem is not None:
+        raise PerfmodelError(f"{path}: field 'id' {problem} (got '{shown(entry_id)}')")
     base_id = raw.pop("base", None)
     if base_id is None:
         return Entry("systems" if "accelerator" in raw else "accelerators", entry_id, path, raw, bundled=False)

@@ -85,7 +85,8 @@ def _field(f: dataclasses.Field[Any], annotation: Any, base: type[Checked]) -> t
 
 
 def _translated(annotation: Any, base: type[Checked], items: dict[str, Any] | None = None) -> Any:
-    """An annotation with each record class in it replaced by its model, and `items` limits on a dict's values."""
+    """An annotation with each record class in it replaced by its model, and `items` limits on a dict's values or a
+    list's numbers."""
     if dataclasses.is_dataclass(annotation):
         return model_of(annotation, base)  # type: ignore[arg-type]
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -98,5 +99,6 @@ def _translated(annotation: Any, base: type[Checked], items: dict[str, Any] | No
         # strictly by its own model
         return Annotated[tuple[model_of(args[0], base), ...], Field(strict=False)]  # type: ignore[misc]
     if origin is tuple and args and args[-1] is Ellipsis:  # a list of numbers: the list as a tuple, each item strict
-        return Annotated[tuple[Annotated[args[0], Strict()], ...], Field(strict=False)]  # type: ignore[valid-type]
+        item = Annotated[args[0], Strict(), Field(**(items or {}))]  # type: ignore[valid-type]
+        return Annotated[tuple[item, ...], Field(strict=False)]
     return annotation

@@ -21,6 +21,10 @@ as long as the sequence (pre-training on long web documents: every query sees s/
 default). No public document-length histogram of a fine-tuning data set is carried here yet, so no SFT profile
 is bundled: give the histogram of your own data (`lengths` and `shares`)."""
 SHARE_TOLERANCE = 1e-6
+MAX_LENGTH = 10_000_000
+"""A document's length in tokens, as the sequence length's limit (a longer one is split at the sequence anyway)."""
+MAX_BINS = 10_000
+"""A histogram's lengths: attention is priced per length, and a data set's histogram has tens to hundreds of bins."""
 
 
 @record
@@ -30,11 +34,11 @@ class Documents:
 
     profile: str | None = None
     """A named profile: 'pretrain' (documents at least as long as the sequence; the default)."""
-    length: int | None = bounded(None, ge=1, le=10_000_000)
+    length: int | None = bounded(None, ge=1, le=MAX_LENGTH)
     """Every document this many tokens (at most the sequence length): short documents packed whole."""
-    lengths: tuple[int, ...] = ()
+    lengths: tuple[int, ...] = bounded((), max_length=MAX_BINS, items={"le": MAX_LENGTH})
     """A histogram's document lengths in tokens; a length above the sequence is split at the sequence boundary."""
-    shares: tuple[float, ...] = ()
+    shares: tuple[float, ...] = bounded((), max_length=MAX_BINS)
     """The share of documents (not of tokens) at each of `lengths`; they sum to 1."""
     given: frozenset[str] | None = given_field()
 

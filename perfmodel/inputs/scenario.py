@@ -26,6 +26,9 @@ from perfmodel.inputs.text import MAX_TEXT_CHARS
 
 MAX_GPUS = 1_000_000
 MAX_TOKENS = 1e18
+MAX_PHASES = 100
+"""A campaign's stages: published ones have a handful (batch ramp, main run, long-context stages, annealing); each
+is predicted (its layout searched), ~10 ms or more, and a campaign of thousands is a mistake rather than a plan."""
 TOKENS_PER_STEP_TARGET = 4 * 2**20
 """Default global batch: about 4M tokens per step (Llama 3's first stage), rounded to a multiple of the GPU count."""
 TOKENS_PER_STEP_CAP = 16 * 2**20
@@ -226,7 +229,7 @@ class Scenario:
     benchmark: str | None = None
     """An MLPerf benchmark id (`mlperf-llama31-405b`, optionally `@v5.0`): it sets the model, sequence length and
     the work to train (samples to converge at the chosen GBS, plus evaluations) instead of `tokens`."""
-    phase: tuple[Phase, ...] = ()
+    phase: tuple[Phase, ...] = bounded((), max_length=MAX_PHASES)
     """A campaign's stages ([[phase]] tables), in the order they run; none: one steady run. `tokens`, when given,
     is their total."""
     given: frozenset[str] | None = given_field()

@@ -201,6 +201,8 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         return field, f"unknown key; allowed: {', '.join(parent.model_fields) if parent else ''}"
     if err["type"] in ("model_type", "dict_type"):
         return field, f"must be a table{_shown(err.get('input'))}"
+    if err["type"] == "too_long":
+        return field, f"has {err['ctx']['actual_length']:,} entries; at most {err['ctx']['max_length']:,}"
     if err["type"] == "literal_error":
         return field, err["msg"].replace("Input should be", "must be")
     return field, err["msg"].removeprefix("Value error, ") + _shown(err.get("input"))
@@ -235,6 +237,8 @@ def _shown(value: Any) -> str:
     """' (got VALUE)' for a plain value, short: a 300-digit integer is shown as 1e+300."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return f" (got {value!r})" if isinstance(value, bool) else ""
+    if isinstance(value, int) and value.bit_length() > 128:  # beyond float range, or str()'s 4,300-digit limit
+        return f" (got an integer of {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits or so)"
     text = repr(value)
     if len(text) > 40:
         text = f"{float(value):.3g}" if isinstance(value, int | float) else repr(value[:37] + "...")

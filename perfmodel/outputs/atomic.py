@@ -4,22 +4,21 @@ A reader (or a planner's spreadsheet program) never sees half a file, a failed e
 existing file is only replaced when the caller says so, and never when it is a file the same command reads (its
 scenario, calibration, measured runs or --from results), whatever path, symbolic link or hard link names it.
 The temporary file comes from `tempfile` (a random name, created exclusively, so never through a planted link) and
-is removed on SIGTERM as on Ctrl-C.
+is removed on SIGTERM and SIGHUP as on Ctrl-C (outputs/signals.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.files import check_path, read_by_this_command
+from perfmodel.outputs.signals import exit_on_signals
 
 
 def check_target(
@@ -92,10 +91,11 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object], force: bool = 
     """Call `write` on a temporary file next to `path`, then move it into place.
 
     Without `force` the final step is a hard link, which fails if `path` appeared in the meantime, so an existing
-    file is never replaced. On any error, and on SIGTERM, the temporary file is removed and nothing is left behind.
+    file is never replaced. On any error, and on SIGTERM, SIGHUP or Ctrl-C, the temporary file is removed and
+    nothing is left behind.
     """
     check_target(path, force)
-    with _terminate_as_exit():
+    with exit_on_signals():
         try:
             fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         except OSError as exc:
@@ -120,24 +120,6 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object], force: bool = 
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-
-
-@contextlib.contextmanager
-def _terminate_as_exit() -> Iterator[None]:
-    """SIGTERM as SystemExit(143) while a file is being written, so that the cleanup above runs as it does on
-    Ctrl-C (Python's default for SIGTERM ends the process at once, leaving the temporary file)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _link_without_replacing(tmp: Path, path: Path) -> None:

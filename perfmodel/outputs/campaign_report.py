@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfmodel.errors import visible
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, TOTAL
 from perfmodel.outputs import columns
@@ -185,7 +186,7 @@ def campaign_table(c: Campaign) -> str:
     acc, precisions = c.hardware.accelerator, {p.scenario.precision for p in c.phases.values()}
     shown = ", ".join(PRECISION_LABEL[p] for p in sorted(precisions))
     lines = [
-        f"{c.model.name} campaign of {phases_counted(len(c.phases))} on up to {c.n_gpus:,} x {acc.name} "
+        f"{c.model.name} campaign of {phases_counted(len(c.phases))} on up to {c.n_gpus:,} x {visible(acc.name)} "
         f"({c.hardware.system.id}), {shown}",
         f"Inputs: {_si(c.run.tokens)} tokens, " + ", ".join(run_assumptions(c.first)),
         "",

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfmodel.errors import visible
+
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: Any) -> Any:
-    """`value` as a CSV cell: formula-like text quoted with a leading "'", anything else as it is."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
-    return value
+    """`value` as a CSV cell: text `visible` (a CSV printed on a terminal cannot drive it) and, formula-like,
+    quoted with a leading "'"; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    text = visible(value)
+    return "'" + text if value.startswith(FORMULA_PREFIXES) else text
 
 
 def csv_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

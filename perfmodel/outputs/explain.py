@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy
 
+from perfmodel.errors import visible
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
@@ -637,7 +638,7 @@ def explain(p: Prediction) -> Explanation:
         for bound, seconds in part.bounds.items():
             bounds[bound] += seconds
     title = (  # the precision as predict's and compare's headings print it (FP8, not fp8)
-        f"{p.model.name} on {p.layout.n_gpus:,} x {p.hardware.accelerator.name} ({p.hardware.system.id}), "
+        f"{p.model.name} on {p.layout.n_gpus:,} x {visible(p.hardware.accelerator.name)} ({p.hardware.system.id}), "
         + p.scenario.precision.upper()
     )
     assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])

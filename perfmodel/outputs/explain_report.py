@@ -79,7 +79,7 @@ def _part_text(index: int, part: Part, step_s: float) -> list[str]:
 
 
 def _ops_text(e: Explanation) -> list[str]:
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     lines = ["Operations of one transformer layer, one micro-batch, on one GPU; each takes its roofline time:"]
     width = max(len(name) for name in e.op_formulas)
@@ -101,7 +101,7 @@ def _ops_text(e: Explanation) -> list[str]:
         for r in e.ops
     ]
     headers = ["phase", "operation", "kind", "format", "GFLOP", "MB", "w", "time (us)", "bound"]
-    lines += ["", tabulate(rows, headers=headers, disable_numparse=True, colalign=("left",) * 4 + ("right",) * 4)]
+    lines += ["", tabulated(rows, headers=headers, disable_numparse=True, colalign=("left",) * 4 + ("right",) * 4)]
     return lines
 
 

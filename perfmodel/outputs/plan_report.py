@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from perfmodel.errors import visible
 from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note, phases_counted
 from perfmodel.planning.campaign import Campaign, Result
@@ -16,10 +17,10 @@ PRECISION_LABEL = {"bf16": "BF16", "fp8": "FP8", "mxfp8": "MXFP8", "nvfp4": "NVF
 
 
 def _tabulate(rows: list[list[str]], headers: list[str]) -> str:
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     align = ["left" if h in LEFT_ALIGNED else "right" for h in headers]
-    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
+    return tabulated(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
 
 
 def layout_label(p: Prediction) -> str:
@@ -91,7 +92,7 @@ RUN_HEADERS = ["time to train", "cost", "MWh"]
 def heading(p: Prediction, n_gpus: str | None = None) -> str:
     count = n_gpus or f"{p.layout.n_gpus:,}"
     return (
-        f"{p.model.name} on {count} x {p.hardware.accelerator.name} ({p.hardware.system.id}), "
+        f"{p.model.name} on {count} x {visible(p.hardware.accelerator.name)} ({p.hardware.system.id}), "
         f"{PRECISION_LABEL[p.scenario.precision]}, seq {p.layout.seq_len:,}"
     )
 

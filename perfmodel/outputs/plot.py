@@ -8,6 +8,7 @@ matplotlib is an optional extra: pip install 'perfmodel[plot]'.
 from __future__ import annotations
 
 import io
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Annotated, Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.record import price_basis
@@ -132,7 +134,15 @@ def bar_label(r: Record, many_sizes: bool) -> str:
     return series_label(r) + (f"\n{r['n_gpus']:,} GPUs" if many_sizes else "")
 
 
+PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
+"""Labels are plain text: a `$` in a model id or a price, or TeX in a name, is drawn as typed, never parsed as
+mathtext (an unknown macro stops the plot) or passed to LaTeX, whatever a user's matplotlibrc says."""
+
+
 def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple[Any, Any]:
+    # matplotlib logs a warning to stderr, at import, when its config folder cannot be made (HOME a file, a
+    # read-only home): it falls back to a temporary one, so the warning says nothing a perfmodel user can act on.
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     try:
         import matplotlib
     except ImportError:
@@ -140,6 +150,8 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    plt.rcParams.update(PLAIN_TEXT)
 
     fig, axes = plt.subplots(1, columns, figsize=(width, height), layout="constrained")
     return fig, axes
@@ -345,16 +357,28 @@ DRAW: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _metadata(fmt: str) -> dict[str, Any] | None:
+    """The image's date: SOURCE_DATE_EPOCH's, or none (matplotlib would write the current time into a PDF or SVG),
+    so that the same plot gives the same bytes. PNG carries no date."""
+    date = source_date()
+    if fmt == "pdf":
+        return {"CreationDate": date}
+    if fmt == "svg":
+        return {"Date": date.strftime("%Y-%m-%dT%H:%M:%SZ") if date else None}
+    return None
+
+
 def save(figure: Any, path: Path, force: bool) -> None:
     """Write the figure atomically in the format the suffix names."""
     fmt = check_output(path, force)
+    metadata = _metadata(fmt)
 
     def write(handle: BinaryIO) -> None:
         import matplotlib
 
         image = io.BytesIO()  # drawn in memory: a full disk fails in one plain write, not inside matplotlib
         with matplotlib.rc_context({"svg.hashsalt": "perfmodel"}):  # fixed SVG ids: the same plot, the same bytes
-            figure.savefig(image, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
+            figure.savefig(image, format=fmt, dpi=150, metadata=metadata)
         handle.write(image.getvalue())
 
     try:

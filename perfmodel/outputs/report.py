@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
@@ -139,7 +139,7 @@ def table(p: Prediction) -> str:
     chosen = "given" if p.layouts_searched == 1 else f"fastest that fits of {p.layouts_searched:,} valid layouts"
     fits = "fits" if d["fits_in_memory"] else "DOES NOT FIT"
     lines = [
-        f"{p.model.name} on {p.layout.n_gpus:,} x {acc.name} ({p.hardware.system.id}), {fmt}",
+        f"{p.model.name} on {p.layout.n_gpus:,} x {visible(acc.name)} ({p.hardware.system.id}), {fmt}",
         f"Layout: {p.layout.describe()} ({chosen})",
     ]
     if p.model.is_moe:  # imported here: a dense predict does not load it
@@ -367,7 +367,7 @@ def _basis(record: dict[str, Any]) -> str:
 
 def validation_table(result: Any) -> str:
     """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded."""
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     rows = [
         [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
@@ -377,13 +377,13 @@ def validation_table(result: Any) -> str:
     ]  # fmt: skip
     headers = ["source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
                "held out", "layout"]  # fmt: skip
-    lines = [tabulate(rows, headers=headers, disable_numparse=True), ""]
+    lines = [tabulated(rows, headers=headers, disable_numparse=True), ""]
     for grouping, groups in result.groups().items():
         table = [
             [name, g["rows"], f"{g['mape_pct']:.1f}%", "" if g["cv_mape_pct"] is None else f"{g['cv_mape_pct']:.1f}%"]
             for name, g in groups.items()
         ]
-        lines += [tabulate(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"], disable_numparse=True), ""]
+        lines += [tabulated(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"], disable_numparse=True), ""]
     cv = result.cv_mape_pct
     whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
@@ -428,7 +428,7 @@ def _exclusions(excluded: list[dict[str, str]], where: str) -> list[str]:
 
 def protocol_table(result: Any) -> str:
     """An out-of-sample protocol for people: every held-out row, MAPE per fold, and overall."""
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     record = result.to_dict()
     rows = [
@@ -442,8 +442,8 @@ def protocol_table(result: Any) -> str:
         for f in record["folds"]
     ]
     return "\n".join([
-        tabulate(rows, headers=headers, disable_numparse=True), "",
-        tabulate(folds, headers=["fold", "train rows", "test rows", "MAPE", "held-out families at defaults"],
+        tabulated(rows, headers=headers, disable_numparse=True), "",
+        tabulated(folds, headers=["fold", "train rows", "test rows", "MAPE", "held-out families at defaults"],
                  disable_numparse=True), "",
         f"Protocol {record['protocol']} ({record['definition']}): MAPE {record['mape_pct']:.1f}% over "
         f"{len(record['rows'])} rows, each predicted by a fit that never saw it",
@@ -452,7 +452,7 @@ def protocol_table(result: Any) -> str:
 
 def whole_runs_table(result: Any) -> str:
     """The whole-runs protocol for people: each published run predicted by a loss fit that never saw it."""
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     record = result.to_dict()
     rows = [
@@ -462,7 +462,7 @@ def whole_runs_table(result: Any) -> str:
     ]  # fmt: skip
     headers = ["run", "source", "basis", "GPU-h published", "GPU-h predicted", "error", "straggler share", "layout"]
     return "\n".join([
-        tabulate(rows, headers=headers, disable_numparse=True), "",
+        tabulated(rows, headers=headers, disable_numparse=True), "",
         f"Protocol {record['protocol']} ({record['definition']}): MAPE {record['mape_pct']:.1f}%, mean error "
         f"{record['mean_error_pct']:+.1f}% over {len(rows)} runs (in sample: {record['in_sample_mape_pct']:.1f}%, "
         f"{record['in_sample_mean_error_pct']:+.1f}% at a straggler share of {record['straggler_share']:.3f}).",
@@ -477,9 +477,8 @@ def parameter_figure(value: float) -> str:
 
 def calibration_table(fitted: Any, baseline: Any) -> str:
     """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
-    from tabulate import tabulate
-
     from perfmodel.fitting.calibrate import describe
+    from perfmodel.outputs.columns import tabulated
 
     records = describe(fitted.parameters)
     rows = [
@@ -489,7 +488,7 @@ def calibration_table(fitted: Any, baseline: Any) -> str:
     ]  # fmt: skip
     fit = fitted.provenance["fit"]
     headers = ["parameter", "scope", "default", "fitted", "range", ""]
-    lines = [tabulate(rows, headers=headers, disable_numparse=True), ""]
+    lines = [tabulated(rows, headers=headers, disable_numparse=True), ""]
     bound = [r["key"] for r in records if r["at_bound"]]
     lines.append(f"{len(records)} parameters; at a bound: {', '.join(bound) or 'none'}")
     lines.append(f"in-sample MAPE {fit['in_sample_mape_pct']:.1f}% over {fit['rows']} runs")

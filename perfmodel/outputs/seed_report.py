@@ -8,7 +8,7 @@ from typing import Any
 def seed_ratios_table(result: Any) -> str:
     """The four 512-GPU runs (measured, predicted, source row) and the seed's ratios (its figure, measured,
     predicted)."""
-    from tabulate import tabulate
+    from perfmodel.outputs.columns import tabulated
 
     runs = [
         [r["run"], r["layout"], f"{r['measured_min']:.2f}", f"{r['predicted_min']:.2f}", f"{r['error_pct']:+.1f}%",
@@ -24,9 +24,9 @@ def seed_ratios_table(result: Any) -> str:
         [
             "MLPerf Training Llama 3.1 405B on 512 GPUs: each result priced at its published layout and batch, the "
             "work its score stands for and its own release",
-            tabulate(runs, headers=heads, disable_numparse=True),
+            tabulated(runs, headers=heads, disable_numparse=True),
             "",
-            tabulate(ratios, headers=["ratio", "seed", "measured", "predicted", "error"], disable_numparse=True),
+            tabulated(ratios, headers=["ratio", "seed", "measured", "predicted", "error"], disable_numparse=True),
             "",
             "Per dollar: the speed ratio times the ratio of the accelerators' bundled on-demand prices per GPU-hour "
             "(`perfmodel hardware show ID`; GB300's is an estimate, GB200's list price x 1.25).",

@@ -43,8 +43,9 @@ from perfmodel.physics.parallel import RECOMPUTE_MODES, ZERO_STAGES, Layout, Lay
 from perfmodel.physics.step import BREAKDOWN, LayoutVars
 from perfmodel.planning.batch import price_layouts
 from perfmodel.planning.predict import context_for, layout_free, rates
-from perfmodel.planning.sweep import MAX_POINTS, Point, point_hardware, spread
+from perfmodel.planning.sweep import MAX_POINTS, Point, point_hardware
 from perfmodel.planning.training import training_run
+from perfmodel.planning.workers import spread
 
 LAYOUT_AXES = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "gbs", "recompute", "zero")
 REQUIRED = ("tp", "pp", "cp", "vp", "mbs", "recompute", "zero")

@@ -16,7 +16,8 @@ A sweep file is TOML with one [sweep] table:
 Every list is optional (the base scenario's value is used). Each point is a scenario built by `load_scenario` and
 predicted with `predict` (its layout searched where open). A point that cannot run (the model does not fit, the GPU
 lacks the precision) becomes a row with its `error`; a malformed sweep file stops everything with one line.
-Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), each a plain-data `Point`.
+Points run in parallel processes (`jobs`) or as Ray tasks (`executor="ray"`), each a plain-data `Point`
+(planning/workers.py).
 
 A [sweep.layouts] table of layout axes makes the file a layouts sweep (planning/layout_sweep.py): every point above
 crossed with every combination of the given layouts, priced as arrays, up to 1,000,000 points.
@@ -26,13 +27,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs import catalogue
+from perfmodel.planning.workers import spread
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
 SWEEP_KEYS = ("base", *AXES, "whatifs", "set", "layouts")
@@ -40,8 +41,6 @@ MAX_POINTS = 10_000
 """Checking a point takes ~0.5 ms and predicting one 0.05-2 s: 10,000 points are minutes to hours of work; a bigger
 cross product is more likely a mistake than a plan, and is refused before any point is built. A layouts sweep, priced
 as arrays, takes up to layout_sweep.MAX_LAYOUT_POINTS."""
-T = TypeVar("T")
-R = TypeVar("R")
 IDENTITY = ("model", "accelerator", "system", "precision", "n_gpus")
 """What a row that cannot run still says about its point."""
 
@@ -211,51 +210,3 @@ def run(
         if progress is not None:
             progress(done, len(points))
     return [row for row in rows if row is not None]
-
-
-def spread(
-    task: Callable[[T], R], items: Sequence[T], jobs: int = 1, executor: str = "local", address: str | None = None
-) -> Iterator[tuple[int, R]]:
-    """(index, task(item)) for every item, as they finish: in this process, on `jobs` processes, or as Ray tasks."""
-    if executor == "ray":
-        return _on_ray(task, items, address)
-    if jobs > 1 and len(items) > 1:
-        return _on_processes(task, items, jobs)
-    return ((i, task(item)) for i, item in enumerate(items))
-
-
-def _use_catalogues(paths: tuple[str, ...]) -> None:
-    """A worker process's start: the user hardware catalogues its parent was given (--hardware)."""
-    for path in paths:
-        catalogue.add(path)
-
-
-def _on_processes(task: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[tuple[int, R]]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    workers = min(jobs, len(items))
-    with ProcessPoolExecutor(max_workers=workers, initializer=_use_catalogues, initargs=(catalogue.added(),)) as pool:
-        futures = {pool.submit(task, item): i for i, item in enumerate(items)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-
-
-def _on_ray(task: Callable[[T], R], items: Sequence[T], address: str | None) -> Iterator[tuple[int, R]]:
-    """Ray tasks on the cluster at `address` (a local one when None); perfmodel must be importable on its nodes."""
-    try:
-        import ray
-    except ImportError:
-        raise PerfmodelError("--executor ray needs Ray: pip install 'perfmodel[ray]'") from None
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        remote = ray.remote(task)
-        pending = {remote.remote(item): i for i, item in enumerate(items)}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                yield pending.pop(ref), ray.get(ref)
-    finally:
-        if started:
-            ray.shutdown()

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import datetime
 import io
-import os
 import zipfile
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
+from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.export.assumptions import Assumption, Citation
 from perfmodel.outputs.export.excel import excel_formula
 from perfmodel.outputs.export.table import (
@@ -372,13 +372,12 @@ input gives the same bytes (reproducible-builds.org's SOURCE_DATE_EPOCH sets ano
 
 
 def timestamp() -> datetime.datetime:
-    """SOURCE_DATE_EPOCH (seconds since 1970, UTC) when set and valid, else DEFAULT_TIMESTAMP; never before 1980,
-    the first time a zip member can carry."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if not epoch.isdigit():
+    """SOURCE_DATE_EPOCH (inputs/environment.py) when set, else DEFAULT_TIMESTAMP; never before 1980, the first
+    time a zip member can carry."""
+    stamp = source_date()
+    if stamp is None:
         return DEFAULT_TIMESTAMP
-    utc = datetime.datetime.fromtimestamp(min(int(epoch), 253402300799), tz=datetime.UTC)
-    return max(utc.replace(tzinfo=None), datetime.datetime(1980, 1, 1))
+    return max(stamp.replace(tzinfo=None), datetime.datetime(1980, 1, 1))
 
 
 def _restamped(book: bytes) -> bytes:
