@@ -8,9 +8,12 @@ entry is an input like any other: one that cannot be trusted is ignored, derived
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from perfmodel.inputs.resources import user_folder
 
@@ -38,6 +41,12 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
     except OSError:
         return None
     return data if len(data) <= max_bytes else None
+
+
+def digest(key: str, payload: Any) -> str:
+    """What an entry stores beside its `payload` and checks on read: a hash of the payload bound to the entry's key,
+    so that an edited figure (a peak scaled, a count rewritten, a number turned to text) is caught."""
+    return hashlib.sha256(f"{key}:{json.dumps(payload, sort_keys=True)}".encode()).hexdigest()
 
 
 def _private(st: os.stat_result) -> bool:
