@@ -82,6 +82,12 @@ def check_path(path: str | Path, label: str) -> str:
     return text
 
 
+def beside(source: str | Path, named: str) -> str:
+    """A path that the file `source` names, as the working folder reaches it: a relative one is relative to the file's
+    own folder, so that the file answers the same from any folder (a scenario's calibration, a sweep's base)."""
+    return named if Path(named).is_absolute() else str(Path(source).parent / named)
+
+
 def read_bytes(path: str | Path, kind: str, label: str | None = None, user: bool = True) -> bytes:
     """The content of the `kind` input file at `path` (a key of SIZE_LIMITS), or one line saying why it cannot be
     read: missing, not a regular file, too big, unreadable. `label` names the file in errors (default: the path);
