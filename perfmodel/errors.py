@@ -17,6 +17,17 @@ def shown(text: object, limit: int = 40) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in clipped)
 
 
+def shown_value(value: object, limit: int = 60) -> str:
+    """A value as an error line shows it (`n_gpus=...`): its repr, clipped (errors.shown), and an integer too long
+    to print (Python refuses more than 4,300 digits) by its size alone."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"
+    try:
+        return shown(repr(value), limit)
+    except ValueError:  # such an integer inside a list
+        return f"<a {type(value).__name__}>"
+
+
 class FieldError(PerfmodelError):
     """A value of one field that its table's other fields rule out: `field` names it (dotted, as in a scenario),
     `detail` says what is wrong and what is allowed, so that a caller can put the file or flag in front."""

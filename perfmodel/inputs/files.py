@@ -34,6 +34,8 @@ SIZE_LIMITS = {
 MLPerf Llama 3.1 405B result log a few MB)."""
 MAX_DEPTH = 32
 """Nesting of tables/arrays (TOML) and objects/arrays (JSON): perfmodel's own files nest at most 5 deep."""
+TOO_LONG_INTEGER = "an integer of more than 4,300 digits; a number must be at most 1e308"
+"""What a file holding an integer Python refuses to read (sys.get_int_max_str_digits) is told."""
 MAX_PATH_CHARS = 4096
 
 _READ: dict[tuple[int, int], str] = {}
@@ -172,3 +174,5 @@ def parse_toml(source: Path, text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+    except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise PerfmodelError(f"{source}: {TOO_LONG_INTEGER}") from None
