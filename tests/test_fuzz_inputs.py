@@ -1,4 +1,5 @@
-"""Fuzzing the two text formats users write by hand: scenario TOML and measured-runs CSV.
+"""Fuzzing every reader of a user's file: scenario, campaign, model and sweep TOML, measured-runs and whole-run CSV,
+calibration JSON and MLPerf result logs; and the Python API's keywords (tests/test_fuzz_api.py).
 
 Each example is random bytes or a valid file mutated the way files go wrong (a slice deleted or repeated, a hostile
 fragment inserted: brackets, quotes, NUL and escape characters, formula prefixes, NaN, 1e308, deep nesting). Whatever
@@ -62,7 +63,11 @@ FRAGMENTS = [
     "[" * 3000 + "]" * 3000, "{a = " * 1500 + "1" + "}" * 1500, "1e30", "9" * 40, "true", "tp = 3",
     "n_gpus = 1000000", "layers = 10000", "\n[parallelism]\n", "\n[model]\n",
     "base = 'llama3.1-405b'\n", "calibration = '/dev/zero'\n", "gpu = 'h300'\n", "x" * 300, "\u00e9", "\ufeff",
+    "1" * 400, "-" + "9" * 400, "1" * 5000, "1e400", "[" + "1" * 400 + "]", '{"a": ' + "1" * 400 + "}", "null", "[]",
+    "{}", '"x"', "\"\\u0000\"",
 ]  # fmt: skip
+"""Hostile values: structure, quoting, control characters, formula prefixes, numbers at or beyond float range and
+beyond Python's 4,300-digit integer limit, JSON values of the wrong type."""
 
 
 @st.composite
@@ -75,11 +80,11 @@ def mutated(draw: st.DrawFn, base: str) -> bytes:
         start = draw(st.integers(0, len(text)))
         end = draw(st.integers(start, min(len(text), start + 40)))
         kind = draw(st.sampled_from(("insert", "delete", "replace", "repeat", "value", "cell")))
-        values = [m.end() for m in re.finditer(r"= ", text)]
+        values = [m.end() for m in re.finditer(r"= |: ", text)]  # a TOML or JSON value
         cells = [m.end() for m in re.finditer(r"[,\n]", text)]
-        if kind == "value" and values:  # a TOML value replaced by a fragment
+        if kind == "value" and values:  # a value replaced by a fragment, up to the line's end or the next comma
             at = draw(st.sampled_from(values))
-            line_end = text.find("\n", at) % (len(text) + 1)
+            line_end = min(i for i in (text.find("\n", at), text.find(",", at), len(text)) if i >= 0)
             text = text[:at] + draw(st.sampled_from(FRAGMENTS)) + text[line_end:]
         elif kind == "cell" and cells:  # a CSV cell (or TOML line) begins with formula-like or control text
             at = draw(st.sampled_from(cells))
@@ -140,3 +145,106 @@ def test_any_runs_csv_is_answered_or_refused_in_one_line(folder: Path, data: byt
     path = folder / "r.csv"
     path.write_bytes(data)
     _answered_or_refused(["validate", "--data", str(path), "--calibration", "none"], fmt)
+
+
+CAMPAIGN = (
+    SCENARIO.replace("gbs = 64\n", "")
+    + """
+[[phase]]
+name = "ramp"
+tokens = 1e11
+seq_len = 4096
+gbs = 32
+
+[[phase]]
+name = "main"
+"""
+)
+MODEL = """base = "llama3.1-8b"
+layers = 16
+hidden = 4096
+heads = 32
+kv_heads = 8
+"""
+SWEEP = """[sweep]
+base = "base.toml"
+models = ["llama3.1-8b"]
+gpus = ["h100-sxm"]
+precisions = ["bf16"]
+n_gpus = [8]
+whatifs = [{}, { nvlink_gbps = "x2" }]
+[sweep.set]
+tokens = 1e12
+calibration = "none"
+"""
+WHOLE_RUNS = """id,source,model,model_shapes,gpu,n_gpus,precision,seq_len,gbs,tokens,metric,measured,basis,settings
+w1,paper,my-7b,base=llama2-7b;layers=16,a100-sxm-80gb,64,bf16,2048,512,1e10,gpu_hours,2000,wall,parallelism.pp=1
+"""
+
+
+@FUZZ
+@given(data=mutated(CAMPAIGN), fmt=st.sampled_from(("json", "csv")))
+def test_any_campaign_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    path = folder / "c.toml"
+    path.write_bytes(data)
+    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
+
+
+@FUZZ
+@given(data=mutated(MODEL), fmt=st.sampled_from(("json", "csv")))
+def test_any_model_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    (folder / "m.toml").write_bytes(data)
+    path = folder / "with-model.toml"
+    path.write_text(SCENARIO.replace('model = "llama3.1-8b"', 'model = "m.toml"'))
+    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
+
+
+@FUZZ
+@given(data=mutated(SWEEP), fmt=st.sampled_from(("json", "csv")))
+def test_any_sweep_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    (folder / "base.toml").write_text(SCENARIO)
+    path = folder / "w.toml"
+    path.write_bytes(data)
+    _answered_or_refused(["sweep", str(path), "--jobs", "1"], fmt)
+
+
+@FUZZ
+@given(data=mutated(WHOLE_RUNS), fmt=st.sampled_from(("json", "csv")))
+def test_any_whole_run_csv_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    path = folder / "w.csv"
+    path.write_bytes(data)
+    _answered_or_refused(["validate", "--data", str(path), "--calibration", "none"], fmt)
+
+
+def _calibration() -> str:
+    """The bundled calibration, less its evidence rows (a mutation should land on what a prediction reads)."""
+    from perfmodel.physics.calibration import BUNDLED
+
+    document = json.loads(BUNDLED.read_text())
+    document.pop("evidence", None)
+    document["data"].pop("rows", None)
+    return json.dumps(document, indent=1)
+
+
+@FUZZ
+@given(data=mutated(_calibration()), fmt=st.sampled_from(("json", "csv")))
+def test_any_calibration_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    path = folder / "cal.json"
+    path.write_bytes(data)
+    _answered_or_refused(["predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--calibration",
+                          str(path)], fmt)  # fmt: skip
+
+
+def _mllog() -> str:
+    from test_mllog import _complete
+
+    return "some framework chatter\n" + "\n".join(_complete()) + "\n"
+
+
+@FUZZ
+@given(data=mutated(_mllog()), fmt=st.sampled_from(("json", "csv")))
+def test_any_mlperf_log_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
+    path = folder / "result_0.txt"
+    path.write_bytes(data)
+    flags = ["--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--tp", "4", "--pp", "1", "--cp", "1"]
+    _answered_or_refused(["validate", str(path), *flags, "--calibration", "none"], fmt)
