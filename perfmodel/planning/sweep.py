@@ -9,7 +9,7 @@ A sweep file is TOML with one [sweep] table:
     precisions = ["fp8", "bf16"]
     n_gpus = [512, 1024]
     whatifs = [{}, { nvlink_gbps = "x2" }, { hbm_tbps = "x1.5", nic_gbps = 800 }]
-    [sweep.set]                           # optional scenario keys for every point, e.g. tokens, parallelism.gbs
+    [sweep.set]                           # optional scenario keys for every point (files relative to this file)
     tokens = 15e12
     parallelism = { seq_len = 8192 }
 
