@@ -126,27 +126,6 @@ def _is_number(text: str) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("fuzz")
-
-
-@FUZZ
-@given(data=mutated(SCENARIO), fmt=st.sampled_from(("json", "csv")))
-def test_any_scenario_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "s.toml"
-    path.write_bytes(data)
-    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
-
-
-@FUZZ
-@given(data=mutated(RUNS), fmt=st.sampled_from(("json", "csv")))
-def test_any_runs_csv_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "r.csv"
-    path.write_bytes(data)
-    _answered_or_refused(["validate", "--data", str(path), "--calibration", "none"], fmt)
-
-
 CAMPAIGN = (
     SCENARIO.replace("gbs = 64\n", "")
     + """
@@ -182,40 +161,6 @@ w1,paper,my-7b,base=llama2-7b;layers=16,a100-sxm-80gb,64,bf16,2048,512,1e10,gpu_
 """
 
 
-@FUZZ
-@given(data=mutated(CAMPAIGN), fmt=st.sampled_from(("json", "csv")))
-def test_any_campaign_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "c.toml"
-    path.write_bytes(data)
-    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
-
-
-@FUZZ
-@given(data=mutated(MODEL), fmt=st.sampled_from(("json", "csv")))
-def test_any_model_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    (folder / "m.toml").write_bytes(data)
-    path = folder / "with-model.toml"
-    path.write_text(SCENARIO.replace('model = "llama3.1-8b"', 'model = "m.toml"'))
-    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
-
-
-@FUZZ
-@given(data=mutated(SWEEP), fmt=st.sampled_from(("json", "csv")))
-def test_any_sweep_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    (folder / "base.toml").write_text(SCENARIO)
-    path = folder / "w.toml"
-    path.write_bytes(data)
-    _answered_or_refused(["sweep", str(path), "--jobs", "1"], fmt)
-
-
-@FUZZ
-@given(data=mutated(WHOLE_RUNS), fmt=st.sampled_from(("json", "csv")))
-def test_any_whole_run_csv_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "w.csv"
-    path.write_bytes(data)
-    _answered_or_refused(["validate", "--data", str(path), "--calibration", "none"], fmt)
-
-
 def _calibration() -> str:
     """The bundled calibration, less its evidence rows (a mutation should land on what a prediction reads)."""
     from perfmodel.physics.calibration import BUNDLED
@@ -226,25 +171,42 @@ def _calibration() -> str:
     return json.dumps(document, indent=1)
 
 
-@FUZZ
-@given(data=mutated(_calibration()), fmt=st.sampled_from(("json", "csv")))
-def test_any_calibration_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "cal.json"
-    path.write_bytes(data)
-    _answered_or_refused(["predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--calibration",
-                          str(path)], fmt)  # fmt: skip
-
-
 def _mllog() -> str:
     from test_mllog import _complete
 
     return "some framework chatter\n" + "\n".join(_complete()) + "\n"
 
 
+NO_CALIBRATION = ("--calibration", "none")
+LOG_FLAGS = ("--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--tp", "4", "--pp", "1", "--cp", "1")
+FILES = {
+    "scenario": (SCENARIO, "s.toml", ("predict", "{path}", *NO_CALIBRATION)),
+    "campaign": (CAMPAIGN, "c.toml", ("predict", "{path}", *NO_CALIBRATION)),
+    "model": (MODEL, "m.toml", ("predict", "{folder}/with-model.toml", *NO_CALIBRATION)),
+    "sweep": (SWEEP, "w.toml", ("sweep", "{path}", "--jobs", "1")),
+    "runs-csv": (RUNS, "r.csv", ("validate", "--data", "{path}", *NO_CALIBRATION)),
+    "whole-run-csv": (WHOLE_RUNS, "w.csv", ("validate", "--data", "{path}", *NO_CALIBRATION)),
+    "calibration": (_calibration(), "cal.json", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus",
+                                                 "8", "--calibration", "{path}")),
+    "mlperf-log": (_mllog(), "result_0.txt", ("validate", "{path}", *LOG_FLAGS, *NO_CALIBRATION)),
+}  # fmt: skip
+"""Each reader: the valid file that is mutated, its name, and the command that reads it."""
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fuzzing folder, with the files the fuzzed ones name: a sweep's base and a scenario naming the model file."""
+    made = tmp_path_factory.mktemp("fuzz")
+    (made / "base.toml").write_text(SCENARIO)
+    (made / "with-model.toml").write_text(SCENARIO.replace('model = "llama3.1-8b"', 'model = "m.toml"'))
+    return made
+
+
+@pytest.mark.parametrize("kind", list(FILES))
 @FUZZ
-@given(data=mutated(_mllog()), fmt=st.sampled_from(("json", "csv")))
-def test_any_mlperf_log_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "result_0.txt"
-    path.write_bytes(data)
-    flags = ["--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--tp", "4", "--pp", "1", "--cp", "1"]
-    _answered_or_refused(["validate", str(path), *flags, "--calibration", "none"], fmt)
+@given(data=st.data(), fmt=st.sampled_from(("json", "csv")))
+def test_any_file_is_answered_or_refused_in_one_line(folder: Path, kind: str, data: st.DataObject, fmt: str) -> None:
+    base, name, command = FILES[kind]
+    path = folder / name
+    path.write_bytes(data.draw(mutated(base)))
+    _answered_or_refused([arg.format(path=path, folder=folder) for arg in command], fmt)
