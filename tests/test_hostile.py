@@ -138,7 +138,7 @@ def _edit(path: Path, change: Any, redigest: bool = False) -> None:
     entry = json.loads(path.read_text())
     change(entry["tiers"])
     if redigest:
-        entry["digest"] = digest(entry["key"], entry["tiers"])
+        entry["digest"] = digest(path.parent, entry["key"], entry["tiers"])
     path.write_text(json.dumps(entry))
 
 

@@ -42,7 +42,9 @@ def cached(kind: str, text: str, cls: type[R], check: Callable[[], R]) -> R:
     checked = check()
     checked_tables = tables(checked)
     write_atomic(
-        directory, path, json.dumps({"key": key, "digest": digest(key, checked_tables), "tables": checked_tables})
+        directory,
+        path,
+        json.dumps({"key": key, "digest": digest(directory, key, checked_tables), "tables": checked_tables}),
     )
     return checked
 
@@ -63,7 +65,7 @@ def _read(path: Path, key: str, cls: type[R]) -> R | None:
         entry = json.loads(data)
         if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tables"), dict):
             return None
-        if entry.get("digest") != digest(key, entry["tables"]):
+        if entry.get("digest") != digest(path.parent, key, entry["tables"]):
             return None
         return from_dict(cls, entry["tables"])
     except (ValueError, TypeError, KeyError, RecursionError):  # not JSON, or tables this code did not write

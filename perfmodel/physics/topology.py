@@ -193,7 +193,7 @@ def _read_entry(path: Path, key: str, hw: Hardware) -> Tiers | None:
         entry = json.loads(data)
         if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tiers"), dict):
             return None
-        if entry.get("digest") != digest(key, entry["tiers"]):
+        if entry.get("digest") != digest(path.parent, key, entry["tiers"]):
             return None
         checked = _checked(entry["tiers"])
     except (ValueError, RecursionError):
@@ -238,5 +238,5 @@ def tiers(hw: Hardware) -> Tiers:
         return cached
     derived = derive_tiers(hw)
     payload = asdict(derived)
-    write_atomic(directory, path, json.dumps({"key": key, "digest": digest(key, payload), "tiers": payload}))
+    write_atomic(directory, path, json.dumps({"key": key, "digest": digest(directory, key, payload), "tiers": payload}))
     return derived
