@@ -143,6 +143,7 @@ def compare(
     ratios to the first row: speedup, perf per dollar, energy per token, scaling efficiency (`perfmodel compare`)."""
     from perfmodel.planning import compare as comparing
 
+    _check_source(scenario)
     targets = arguments.texts("gpu", gpu)
     arguments.flag("relayout", relayout)
     given = dict(options)
@@ -166,6 +167,7 @@ def plan(
     from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
 
+    _check_source(scenario)
     targets = arguments.texts("gpu", gpu)
     arguments.number("deadline_s", deadline_s, 0, arguments.MAX_FIGURE, optional=True, above=True)
     arguments.number("budget_usd", budget_usd, 0, arguments.MAX_FIGURE, optional=True, above=True)
@@ -232,13 +234,19 @@ def calibrate(
 
 
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
-    from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.request import load_request
+
+    _check_source(scenario)
+    _use_hardware(options)
+    return load_request(scenario, options, _origins(options), relayout)
+
+
+def _check_source(scenario: ScenarioSource) -> None:
+    """A scenario argument: a Scenario object, or a path (None: the default scenario)."""
+    from perfmodel.inputs.scenario import Scenario
 
     if not isinstance(scenario, Scenario):
         arguments.path("scenario", scenario)
-    _use_hardware(options)
-    return load_request(scenario, options, _origins(options), relayout)
 
 
 def _use_hardware(options: dict[str, Any]) -> None:

@@ -75,11 +75,11 @@ def test_any_scenario_keyword_is_answered_or_refused(keyword: str, value: Any) -
 
 CALLS: dict[str, tuple[str, Callable[..., Any], dict[str, Any]]] = {
     "search": ("perfmodel.planning.predict.search_scenario", perfmodel.search,
-               {"n_gpus": 8, "top": 3, "objective": "time", "relayout": False}),
+               {"scenario": None, "n_gpus": 8, "top": 3, "objective": "time", "relayout": False}),
     "compare": ("perfmodel.planning.compare.compare_request", perfmodel.compare,
-                {"gpu": "h100-sxm", "n_gpus": 8, "relayout": False}),
+                {"scenario": None, "gpu": "h100-sxm", "n_gpus": 8, "relayout": False}),
     "plan": ("perfmodel.planning.plan.plan_request", perfmodel.plan,
-             {"gpu": "h100-sxm", "deadline_s": 1e6, "budget_usd": 1e6, "max_gpus": 64}),
+             {"scenario": None, "gpu": "h100-sxm", "deadline_s": 1e6, "budget_usd": 1e6, "max_gpus": 64}),
     "validate": ("perfmodel.fitting.runs.collect_runs", perfmodel.validate,
                  {"data": None, "only": None, "calibration": None, "hardware": None}),
     "calibrate": ("perfmodel.outputs.atomic.check_target", perfmodel.calibrate,
@@ -95,11 +95,9 @@ CALLS: dict[str, tuple[str, Callable[..., Any], dict[str, Any]]] = {
 def test_any_argument_of_a_function_is_honoured_or_refused(data: st.DataObject, name: str, value: Any) -> None:
     target, function, valid = CALLS[name]
     argument = data.draw(st.sampled_from(sorted(valid)))
-    arguments = valid | {argument: value}
-    scenario = arguments.pop("scenario", None)
     with mock.patch(target, side_effect=Reached):
         try:
-            function(scenario, **arguments) if name == "load_scenario" else function(**arguments)
+            function(**(valid | {argument: value}))
         except Reached:
             event(f"accepted: {name}({argument}=...)")
         except PerfmodelError as exc:

@@ -44,6 +44,8 @@ API_CALLS: dict[str, Callable[[], Any]] = {
     "compare gpu [3]": lambda: perfmodel.compare(gpu=[3]),  # type: ignore[list-item]
     "predict scenario number": lambda: perfmodel.predict(3),  # type: ignore[arg-type]
     "predict scenario NUL": lambda: perfmodel.predict("a\0b.toml"),
+    "compare scenario number": lambda: perfmodel.compare(3),  # type: ignore[arg-type]
+    "plan scenario NUL": lambda: perfmodel.plan("a\0b.toml", deadline_s=1e7),
     "predict hardware number": lambda: perfmodel.predict(hardware=3),  # type: ignore[arg-type]
     "predict hardware [None]": lambda: perfmodel.predict(hardware=[None]),  # type: ignore[list-item]
     "predict tokens big": lambda: perfmodel.predict(tokens=BIG),
