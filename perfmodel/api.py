@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown_value
+from perfmodel.inputs import arguments
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
@@ -122,8 +123,9 @@ def search(
     """
     from perfmodel.planning.predict import search_scenario
 
-    _check_choice("top", top, range(1, 10_001))
-    _check_choice("objective", objective, ("time", "cost"))
+    arguments.number("top", top, 1, 10_000, whole=True)
+    arguments.one_of("objective", objective, ("time", "cost"))
+    arguments.flag("relayout", relayout)
     counts = _counts(n_gpus)
     given = dict(options) | {"n_gpus": counts[0] if counts else None}
     return search_scenario(_request(scenario, given, relayout), counts, top, objective)
@@ -141,7 +143,9 @@ def compare(
     ratios to the first row: speedup, perf per dollar, energy per token, scaling efficiency (`perfmodel compare`)."""
     from perfmodel.planning import compare as comparing
 
-    targets = [gpu] if isinstance(gpu, str) else list(gpu)
+    _check_source(scenario)
+    targets = arguments.texts("gpu", gpu)
+    arguments.flag("relayout", relayout)
     given = dict(options)
     _use_hardware(given)
     items = comparing.compare_request(scenario, given, _origins(given), targets, _counts(n_gpus), relayout)
@@ -160,9 +164,14 @@ def plan(
     """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
     `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
     (planning.plan.goal_basis), with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6`)."""
+    from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
 
-    targets = [gpu] if isinstance(gpu, str) else list(gpu)
+    _check_source(scenario)
+    targets = arguments.texts("gpu", gpu)
+    arguments.number("deadline_s", deadline_s, 0, arguments.MAX_FIGURE, optional=True, above=True)
+    arguments.number("budget_usd", budget_usd, 0, arguments.MAX_FIGURE, optional=True, above=True)
+    arguments.number("max_gpus", max_gpus, 1, MAX_GPUS, whole=True, optional=True)
     given = dict(options)
     _use_hardware(given)
     goal = planning.Goal(deadline_s, budget_usd)
@@ -185,6 +194,9 @@ def validate(
     from perfmodel.physics import calibration as calibrations
 
     _use_hardware({"hardware": hardware})
+    arguments.path("data", data)
+    arguments.text("only", only)
+    arguments.path("calibration", calibration)
     runs, excluded = collect_runs(data, only=only)
     return run(runs, calibrations.resolve(calibration), excluded)
 
@@ -209,7 +221,11 @@ def calibrate(
     from perfmodel.outputs.atomic import check_target, write_atomic
 
     _use_hardware({"hardware": hardware})
-    target = Path(out)
+    arguments.path("data", data)
+    arguments.text("only", only)
+    for name, value in (("with_bundled", with_bundled), ("cv", cv), ("force", force)):
+        arguments.flag(name, value)
+    target = Path(arguments.path("out", out, required=True))
     check_target(target, force, (data,), named=f"out={str(out)!r}", force_flag="force=True")
     runs, excluded = collect_runs(data, only=only, with_bundled=with_bundled)
     fitted = fit_calibration(runs, excluded, cv)
@@ -220,39 +236,37 @@ def calibrate(
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
     from perfmodel.planning.request import load_request
 
+    _check_source(scenario)
     _use_hardware(options)
     return load_request(scenario, options, _origins(options), relayout)
+
+
+def _check_source(scenario: ScenarioSource) -> None:
+    """A scenario argument: a Scenario object, or a path (None: the default scenario)."""
+    from perfmodel.inputs.scenario import Scenario
+
+    if not isinstance(scenario, Scenario):
+        arguments.path("scenario", scenario)
 
 
 def _use_hardware(options: dict[str, Any]) -> None:
     """Register the `hardware` keyword's catalogues (popped from `options`), as --hardware does."""
     from perfmodel.inputs.hardware import add_catalogue
 
-    given = options.pop("hardware", None)
-    for path in [given] if isinstance(given, str | Path) else given or []:
+    for path in arguments.paths("hardware", options.pop("hardware", None)):
         add_catalogue(path, origin="hardware=")
 
 
 def _origins(options: dict[str, Any]) -> dict[str, str]:
     """Where each keyword's value came from, as error lines name it: `n_gpus=0`."""
-    return {key: f"{key}={value!r}" for key, value in options.items()}
+    return {key: f"{key}={shown_value(value)}" for key, value in options.items()}
 
 
 def _counts(n_gpus: int | Sequence[int] | None) -> list[int] | None:
     from perfmodel.planning.request import gpu_counts
 
-    if n_gpus is None:
-        return None
-    values = [n_gpus] if isinstance(n_gpus, int) else n_gpus
-    if isinstance(n_gpus, bool | str) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise PerfmodelError(f"n_gpus={n_gpus!r}: must be a whole number of GPUs or a list of them")
+    counts = arguments.counts("n_gpus", n_gpus)
     try:
-        return gpu_counts(values)
+        return None if counts is None else gpu_counts(counts)
     except PerfmodelError as exc:
-        raise PerfmodelError(f"n_gpus={n_gpus!r}: {exc}") from None
-
-
-def _check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    if isinstance(value, bool) or value not in allowed:
-        shown = f"{allowed[0]} to {allowed[-1]}" if isinstance(allowed, range) else ", ".join(map(str, allowed))
-        raise PerfmodelError(f"{name}={value!r}: allowed {shown}")
+        raise arguments.refused("n_gpus", n_gpus, str(exc)) from None

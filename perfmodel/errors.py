@@ -1,5 +1,7 @@
 """User-facing errors: one line, naming the file/field/flag and what is allowed. The CLI prints them and exits 2."""
 
+import math
+
 
 class PerfmodelError(ValueError):
     """A problem with the user's input or request, explained in one line."""
@@ -24,6 +26,17 @@ def shown(text: object, limit: int = 40) -> str:
     echoed whole."""
     value = str(text)
     return visible(value if len(value) <= limit else f"{value[: limit - 3]}... ({len(value):,} characters)")
+
+
+def shown_value(value: object, limit: int = 60) -> str:
+    """A value as an error line shows it (`n_gpus=...`): its repr, clipped (errors.shown), and an integer too long
+    to print (Python refuses more than 4,300 digits) by its size alone."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<an integer of about {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits>"
+    try:
+        return shown(repr(value), limit)
+    except ValueError:  # such an integer inside a list
+        return f"<a {type(value).__name__}>"
 
 
 class FieldError(PerfmodelError):

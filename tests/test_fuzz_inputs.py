@@ -1,4 +1,5 @@
-"""Fuzzing the two text formats users write by hand: scenario TOML and measured-runs CSV.
+"""Fuzzing every reader of a user's file: scenario, campaign, model and sweep TOML, measured-runs and whole-run CSV,
+calibration JSON and MLPerf result logs; and the Python API's keywords (tests/test_fuzz_api.py).
 
 Each example is random bytes or a valid file mutated the way files go wrong (a slice deleted or repeated, a hostile
 fragment inserted: brackets, quotes, NUL and escape characters, formula prefixes, NaN, 1e308, deep nesting). Whatever
@@ -16,6 +17,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli
@@ -62,7 +64,11 @@ FRAGMENTS = [
     "[" * 3000 + "]" * 3000, "{a = " * 1500 + "1" + "}" * 1500, "1e30", "9" * 40, "true", "tp = 3",
     "n_gpus = 1000000", "layers = 10000", "\n[parallelism]\n", "\n[model]\n",
     "base = 'llama3.1-405b'\n", "calibration = '/dev/zero'\n", "gpu = 'h300'\n", "x" * 300, "\u00e9", "\ufeff",
+    "1" * 400, "-" + "9" * 400, "1" * 5000, "1e400", "[" + "1" * 400 + "]", '{"a": ' + "1" * 400 + "}", "null", "[]",
+    "{}", '"x"', "\"\\u0000\"",
 ]  # fmt: skip
+"""Hostile values: structure, quoting, control characters, formula prefixes, numbers at or beyond float range and
+beyond Python's 4,300-digit integer limit, JSON values of the wrong type."""
 
 
 @st.composite
@@ -75,11 +81,11 @@ def mutated(draw: st.DrawFn, base: str) -> bytes:
         start = draw(st.integers(0, len(text)))
         end = draw(st.integers(start, min(len(text), start + 40)))
         kind = draw(st.sampled_from(("insert", "delete", "replace", "repeat", "value", "cell")))
-        values = [m.end() for m in re.finditer(r"= ", text)]
+        values = [m.end() for m in re.finditer(r"= |: ", text)]  # a TOML or JSON value
         cells = [m.end() for m in re.finditer(r"[,\n]", text)]
-        if kind == "value" and values:  # a TOML value replaced by a fragment
+        if kind == "value" and values:  # a value replaced by a fragment, up to the line's end or the next comma
             at = draw(st.sampled_from(values))
-            line_end = text.find("\n", at) % (len(text) + 1)
+            line_end = min(i for i in (text.find("\n", at), text.find(",", at), len(text)) if i >= 0)
             text = text[:at] + draw(st.sampled_from(FRAGMENTS)) + text[line_end:]
         elif kind == "cell" and cells:  # a CSV cell (or TOML line) begins with formula-like or control text
             at = draw(st.sampled_from(cells))
@@ -121,22 +127,95 @@ def _is_number(text: str) -> bool:
     return True
 
 
+CAMPAIGN = (
+    SCENARIO.replace("gbs = 64\n", "")
+    + """
+[[phase]]
+name = "ramp"
+tokens = 1e11
+seq_len = 4096
+gbs = 32
+
+[[phase]]
+name = "main"
+"""
+)
+MODEL = """base = "llama3.1-8b"
+layers = 16
+hidden = 4096
+heads = 32
+kv_heads = 8
+"""
+SWEEP = """[sweep]
+base = "base.toml"
+models = ["llama3.1-8b"]
+gpus = ["h100-sxm"]
+precisions = ["bf16"]
+n_gpus = [8]
+whatifs = [{}, { nvlink_gbps = "x2" }]
+[sweep.set]
+tokens = 1e12
+calibration = "none"
+"""
+WHOLE_RUNS = """id,source,model,model_shapes,gpu,n_gpus,precision,seq_len,gbs,tokens,metric,measured,basis,settings
+w1,paper,my-7b,base=llama2-7b;layers=16,a100-sxm-80gb,64,bf16,2048,512,1e10,gpu_hours,2000,wall,parallelism.pp=1
+"""
+
+
+def _calibration() -> str:
+    """The bundled calibration less its evidence and data rows, its lists of tables cut to three: every section a
+    prediction reads in a few kB, so that a mutation lands on one (the whole file is 700 kB of rows and folds)."""
+    from perfmodel.physics.calibration import BUNDLED
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            return [cut(v) for v in value[:3]]
+        return value
+
+    document = json.loads(BUNDLED.read_text())
+    document.pop("evidence")
+    document["data"].pop("rows")
+    return json.dumps(cut(document), indent=1)
+
+
+def _mllog() -> str:
+    from test_mllog import _complete
+
+    return "some framework chatter\n" + "\n".join(_complete()) + "\n"
+
+
+NO_CALIBRATION = ("--calibration", "none")
+LOG_FLAGS = ("--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--tp", "4", "--pp", "1", "--cp", "1")
+FILES = {
+    "scenario": (SCENARIO, "s.toml", ("predict", "{path}", *NO_CALIBRATION)),
+    "campaign": (CAMPAIGN, "c.toml", ("predict", "{path}", *NO_CALIBRATION)),
+    "model": (MODEL, "m.toml", ("predict", "{folder}/with-model.toml", *NO_CALIBRATION)),
+    "sweep": (SWEEP, "w.toml", ("sweep", "{path}", "--jobs", "1")),
+    "runs-csv": (RUNS, "r.csv", ("validate", "--data", "{path}", *NO_CALIBRATION)),
+    "whole-run-csv": (WHOLE_RUNS, "w.csv", ("validate", "--data", "{path}", *NO_CALIBRATION)),
+    "calibration": (_calibration(), "cal.json", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus",
+                                                 "8", "--calibration", "{path}")),
+    "mlperf-log": (_mllog(), "result_0.txt", ("validate", "{path}", *LOG_FLAGS, *NO_CALIBRATION)),
+}  # fmt: skip
+"""Each reader: the valid file that is mutated, its name, and the command that reads it."""
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("fuzz")
+    """The fuzzing folder, with the files the fuzzed ones name: a sweep's base and a scenario naming the model file."""
+    made = tmp_path_factory.mktemp("fuzz")
+    (made / "base.toml").write_text(SCENARIO)
+    (made / "with-model.toml").write_text(SCENARIO.replace('model = "llama3.1-8b"', 'model = "m.toml"'))
+    return made
 
 
+@pytest.mark.parametrize("kind", list(FILES))
 @FUZZ
-@given(data=mutated(SCENARIO), fmt=st.sampled_from(("json", "csv")))
-def test_any_scenario_file_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "s.toml"
-    path.write_bytes(data)
-    _answered_or_refused(["predict", str(path), "--calibration", "none"], fmt)
-
-
-@FUZZ
-@given(data=mutated(RUNS), fmt=st.sampled_from(("json", "csv")))
-def test_any_runs_csv_is_answered_or_refused_in_one_line(folder: Path, data: bytes, fmt: str) -> None:
-    path = folder / "r.csv"
-    path.write_bytes(data)
-    _answered_or_refused(["validate", "--data", str(path), "--calibration", "none"], fmt)
+@given(data=st.data(), fmt=st.sampled_from(("json", "csv")))
+def test_any_file_is_answered_or_refused_in_one_line(folder: Path, kind: str, data: st.DataObject, fmt: str) -> None:
+    base, name, command = FILES[kind]
+    path = folder / name
+    path.write_bytes(data.draw(mutated(base)))
+    _answered_or_refused([arg.format(path=path, folder=folder) for arg in command], fmt)

@@ -133,12 +133,12 @@ def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path, 
 
 
 def _edit(path: Path, change: Any, redigest: bool = False) -> None:
-    from perfmodel.physics import topology
+    from perfmodel.inputs.diskcache import digest
 
     entry = json.loads(path.read_text())
     change(entry["tiers"])
     if redigest:
-        entry["digest"] = topology._digest(entry["key"], entry["tiers"])
+        entry["digest"] = digest(path.parent, entry["key"], entry["tiers"])
     path.write_text(json.dumps(entry))
 
 

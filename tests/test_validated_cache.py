@@ -3,6 +3,7 @@ tabulate (its table is printed by outputs/columns.py) or numpy (an MLPerf benchm
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -129,3 +130,67 @@ def test_every_zoo_model_passes_the_checks_of_a_model_file() -> None:
     model = model_of(ModelSpec)
     for spec in ZOO.values():
         assert check(model, as_dict(spec)) == spec
+
+
+def _scale_first_figure(tables: dict[str, Any]) -> bool:
+    """Double the first number found (a peak, a bandwidth, a GPU count): a plausible edit."""
+    for key, value in tables.items():
+        if isinstance(value, int | float) and not isinstance(value, bool) and value:
+            tables[key] = value * 2
+            return True
+        if isinstance(value, dict) and _scale_first_figure(value):
+            return True
+    return False
+
+
+def _figure_as_text(tables: dict[str, Any]) -> bool:
+    for key, value in tables.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            tables[key] = str(value)
+            return True
+        if isinstance(value, dict) and _figure_as_text(value):
+            return True
+    return False
+
+
+EDITS = {
+    "figure-scaled": _scale_first_figure,
+    "n_gpus-rewritten": lambda tables: "n_gpus" in tables and bool(tables.update(n_gpus=tables["n_gpus"] * 4) or 1),
+    "figure-as-text": _figure_as_text,
+    "figure-removed": lambda tables: bool(tables.pop(sorted(tables)[-1], None) is not None),
+    "digest-dropped": lambda tables: True,
+    "digest-worked-out-again": _scale_first_figure,  # by hand, from the entry's format: the folder's key is not known
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edited_entry_changes_no_answer(tmp_path: Path, edit: str) -> None:
+    """Issue 30 class 1: every checked-*.json entry edited (its digest left as it was, or dropped) is caught on read
+    and checked again: the prediction is the one of a clean cache, and the entry is rewritten whole."""
+    clean, _ = _run(tmp_path, "predict", "--format", "json")
+    edited = 0
+    for path in tmp_path.glob("checked-*.json"):
+        entry = json.loads(path.read_text())
+        if EDITS[edit](entry["tables"]):
+            if edit == "digest-dropped":
+                entry.pop("digest", None)
+            if edit == "digest-worked-out-again":
+                text = f"{entry['key']}:{json.dumps(entry['tables'], sort_keys=True)}"
+                entry["digest"] = hashlib.sha256(text.encode()).hexdigest()
+            path.write_text(json.dumps(entry))
+            edited += 1
+    assert edited
+    again, imported = _run(tmp_path, "predict", "--format", "json")
+    assert again == clean and imported == ["pydantic"]  # the edited entries were checked again
+    third, imported = _run(tmp_path, "predict", "--format", "json")
+    assert third == clean and imported == []  # ...and rewritten as they should be
+
+
+def test_an_entry_of_another_input_under_its_name_is_not_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An entry copied over another's file (a plausible tables and digest, but for another text) is not trusted."""
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    validated.cached("scenario", "a = 1", _Text, lambda: _Text(text="one"))
+    validated.cached("scenario", "a = 2", _Text, lambda: _Text(text="two"))
+    first, second = sorted(tmp_path.glob("checked-*.json"), key=lambda p: "two" in p.read_text())
+    first.write_text(second.read_text())
+    assert validated.cached("scenario", "a = 1", _Text, lambda: _Text(text="one")) == _Text(text="one")

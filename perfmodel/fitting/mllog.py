@@ -39,13 +39,17 @@ def read_log(path: str | Path, hardware: dict[str, Any], round_name: str | None 
     checked = _checked_lines(path, text)
     try:
         lines, errors = parse_generator(checked)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:  # OverflowError: a time beyond float range
         raise PerfmodelError(f"{path}: not an MLPerf result log ({type(exc).__name__}: {exc})") from None
     if errors:
         text, message = errors[0]
         raise PerfmodelError(f"{path}: unparsable :::MLLOG line '{text[:60]}' ({message})")
     events: dict[str, list[Any]] = {}
     for line in lines:
+        if not isinstance(line.key, str):
+            raise PerfmodelError(
+                f"{path}: line {line.lineno + 1}: the event's key is {shown(repr(line.key))}; it must be text"
+            )
         events.setdefault(line.key, []).append(line)
 
     def one(key: str) -> Any:

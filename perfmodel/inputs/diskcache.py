@@ -8,11 +8,20 @@ entry is an input like any other: one that cannot be trusted is ignored, derived
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
+import json
 import os
+import re
 import stat
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from perfmodel.inputs.resources import user_folder
+
+MAC_KEY_FILE = "mac-key"
+"""The file of the folder's own key, with which every entry's digest is worked out (digest)."""
 
 
 def cache_dir() -> Path | None:
@@ -38,6 +47,27 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
     except OSError:
         return None
     return data if len(data) <= max_bytes else None
+
+
+def digest(directory: Path, key: str, payload: Any) -> str:
+    """What an entry stores beside its `payload` and checks on read: a hash of the payload bound to the entry's key,
+    keyed by the folder's own secret (an HMAC), so that an edited figure (a peak scaled, a count rewritten, a number
+    turned to text) is caught even when the edit's digest was worked out again from the entry's format."""
+    text = f"{key}:{json.dumps(payload, sort_keys=True)}".encode()
+    return hmac.new(_mac_key(directory), text, hashlib.sha256).hexdigest()
+
+
+@cache
+def _mac_key(directory: Path) -> bytes:
+    """The cache folder's key: 32 random bytes kept in it (private, as every entry), made on first use. Two processes
+    that make one at once each write entries the other then derives again: a cost once, never a wrong answer."""
+    path = directory / MAC_KEY_FILE
+    found = read_private(path, 64)
+    if found is not None and re.fullmatch(rb"[0-9a-f]{64}", found):
+        return bytes.fromhex(found.decode())
+    fresh = os.urandom(32)
+    write_atomic(directory, path, fresh.hex())
+    return fresh
 
 
 def _private(st: os.stat_result) -> bool:

@@ -34,6 +34,8 @@ SIZE_LIMITS = {
 MLPerf Llama 3.1 405B result log a few MB)."""
 MAX_DEPTH = 32
 """Nesting of tables/arrays (TOML) and objects/arrays (JSON): perfmodel's own files nest at most 5 deep."""
+TOO_LONG_INTEGER = "an integer of more than 4,300 digits; a number must be at most 1e308"
+"""What a file holding an integer Python refuses to read (sys.get_int_max_str_digits) is told."""
 MAX_PATH_CHARS = 4096
 
 _READ: dict[tuple[int, int], str] = {}
@@ -80,6 +82,12 @@ def check_path(path: str | Path, label: str) -> str:
     if not text.isprintable():
         raise PerfmodelError(f"{label}: the file name contains a control character")
     return text
+
+
+def beside(source: str | Path, named: str) -> str:
+    """A path that the file `source` names, as the working folder reaches it: a relative one is relative to the file's
+    own folder, so that the file answers the same from any folder (a scenario's calibration, a sweep's base)."""
+    return named if Path(named).is_absolute() else str(Path(source).parent / named)
 
 
 def read_bytes(path: str | Path, kind: str, label: str | None = None, user: bool = True) -> bytes:
@@ -166,3 +174,5 @@ def parse_toml(source: Path, text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+    except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise PerfmodelError(f"{source}: {TOO_LONG_INTEGER}") from None

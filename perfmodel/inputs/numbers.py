@@ -12,9 +12,12 @@ from typing import TypeGuard
 
 def in_range(value: object, low: float, high: float) -> TypeGuard[float]:
     """`value` is a finite int or float (a JSON/CSV/TOML number; booleans excluded) with low <= value <= high."""
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
-    )
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and low <= value <= high
+    except OverflowError:  # an integer beyond float range (a JSON number of 400 digits)
+        return False
 
 
 def allowed(low: float, high: float) -> str:

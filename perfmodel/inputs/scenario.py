@@ -16,7 +16,7 @@ from typing import Any, Literal
 from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs import validated
 from perfmodel.inputs.documents import Documents
-from perfmodel.inputs.files import MAX_PATH_CHARS, parse_toml, read_text
+from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
@@ -409,6 +409,8 @@ def scenario_from(
     if isinstance(named, str) and named.endswith(".toml"):  # a model file: relative to the scenario file's folder
         folder = Path.cwd() if overrides.pop("model", None) else Path(source).parent
         raw["model"] = model_file(folder / named)
+    if "calibration" in raw:  # the file's own; a flag's stays relative to the working folder
+        raw["calibration"] = calibration_beside(source, raw["calibration"])
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         table = raw
@@ -440,6 +442,14 @@ def scenario_from(
     except FieldError as exc:
         raise located(exc.field, exc.detail) from None
     return scenario
+
+
+def calibration_beside(source: str | Path, calibration: Any) -> Any:
+    """A calibration that the file `source` names, relative to that file (files.beside); 'none' stays as it is, and
+    what is no path is left for the checks to refuse."""
+    if isinstance(calibration, str) and calibration.lower() not in ("", "none"):
+        return beside(source, calibration)
+    return calibration
 
 
 def checked_scenario(raw: dict[str, Any]) -> Scenario:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.scenario import (
@@ -238,7 +238,7 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return f" (got {value!r})" if isinstance(value, bool) else ""
     if isinstance(value, int) and value.bit_length() > 128:  # beyond float range, or str()'s 4,300-digit limit
-        return f" (got an integer of {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits or so)"
+        return f" (got {shown_value(value)})"
     text = repr(value)
     if len(text) > 40:
         text = f"{float(value):.3g}" if isinstance(value, int | float) else repr(value[:37] + "...")

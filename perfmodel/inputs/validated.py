@@ -3,7 +3,10 @@
 A bundled hardware or scenario file is checked by pydantic the first time it is read (importing pydantic costs more
 than a prediction), and its checked tables are written to the cache folder (inputs/diskcache.py) under a digest of
 the file's text and of the code that defines and checks records (every module of perfmodel/inputs): a changed file
-or a changed check is a new key, checked again. An entry that cannot be trusted or read is ignored and rewritten.
+or a changed check is a new key, checked again. The entry holds that whole digest and one of its tables bound to it,
+both verified on read: an edited entry (a peak scaled, `n_gpus` rewritten, a figure turned to text or removed), like
+one that cannot be trusted or read, is ignored, checked again and rewritten, so that the cache never changes an
+answer.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from perfmodel.inputs.diskcache import cache_dir, read_private, write_atomic
+from perfmodel.inputs.diskcache import cache_dir, digest, read_private, write_atomic
 from perfmodel.inputs.record import GIVEN, as_dict, from_dict
 
 R = TypeVar("R")
@@ -31,13 +34,18 @@ def cached(kind: str, text: str, cls: type[R], check: Callable[[], R]) -> R:
     directory = cache_dir()
     if directory is None:
         return check()
-    key = hashlib.sha256(f"{code_version()}:{kind}:{text}".encode()).hexdigest()[:32]
-    path = directory / f"checked-{key}.json"
-    found = _read(path, key)
+    key = hashlib.sha256(f"{code_version()}:{kind}:{text}".encode()).hexdigest()
+    path = directory / f"checked-{key[:32]}.json"
+    found = _read(path, key, cls)
     if found is not None:
-        return from_dict(cls, found)
+        return found
     checked = check()
-    write_atomic(directory, path, json.dumps({"key": key, "tables": tables(checked)}))
+    checked_tables = tables(checked)
+    write_atomic(
+        directory,
+        path,
+        json.dumps({"key": key, "digest": digest(directory, key, checked_tables), "tables": checked_tables}),
+    )
     return checked
 
 
@@ -47,17 +55,21 @@ def tables(item: Any) -> dict[str, Any]:
     return as_dict(item, exclude_unset=hasattr(type(item), GIVEN))
 
 
-def _read(path: Path, key: str) -> dict[str, Any] | None:
+def _read(path: Path, key: str, cls: type[R]) -> R | None:
+    """The record of the entry at `path` when it is the one written for `key` (the input's text and the code's
+    version) and its tables are the ones written (their digest), else None."""
     data = read_private(path, MAX_ENTRY_BYTES)
     if data is None:
         return None
     try:
         entry = json.loads(data)
-    except (ValueError, RecursionError):
+        if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tables"), dict):
+            return None
+        if entry.get("digest") != digest(path.parent, key, entry["tables"]):
+            return None
+        return from_dict(cls, entry["tables"])
+    except (ValueError, TypeError, KeyError, RecursionError):  # not JSON, or tables this code did not write
         return None
-    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tables"), dict):
-        return None
-    return entry["tables"]
 
 
 @cache

@@ -20,9 +20,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.files import check_depth, read_text, remember
+from perfmodel.errors import PerfmodelError, shown_value
+from perfmodel.inputs.files import TOO_LONG_INTEGER, check_depth, read_text, remember
 from perfmodel.inputs.numbers import allowed, in_range
+from perfmodel.inputs.scenario import RELEASE_MONTH
 from perfmodel.physics import parameters as table
 from perfmodel.physics.efficiency import DEFAULTS, Efficiency, years_between
 
@@ -137,6 +138,8 @@ class Calibration:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PerfmodelError(f"{path}: not a calibration JSON file ({exc})") from None
+        except ValueError:  # an integer Python will not read
+            raise PerfmodelError(f"{path}: {TOO_LONG_INTEGER}") from None
         if not isinstance(raw, dict) or raw.get("format") not in (FORMAT, FORMAT_V1):
             raise PerfmodelError(f"{path}: field 'format' must be '{FORMAT}' (write one with perfmodel calibrate)")
         parameters = raw.get("parameters")
@@ -149,6 +152,7 @@ class Calibration:
             values = _v2_parameters(path, parameters)
         _check_provenance(path, raw)
         values = _legacy_moe(path, raw.get("moe")) | values
+        _check_sections(path, raw)
         provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
         return cls(values, provenance, str(path), by_family)
 
@@ -163,7 +167,7 @@ def _v2_parameters(path: Path, parameters: dict[str, Any]) -> dict[str, float]:
             )
         low, high = item.parameter.bounds
         if not in_range(value, low, high):
-            raise PerfmodelError(f"{path}: parameters.{key} = {value!r}; allowed {low} to {high}")
+            raise PerfmodelError(f"{path}: parameters.{key} = {shown_value(value)}; allowed {low} to {high}")
     return dict(parameters)
 
 
@@ -242,6 +246,31 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
             )
 
 
+SECTIONS = (
+    "data", "data.vintage", "fit", "interval", "moe", "moe.fit", "losses", "losses.parameters", "losses.fit",
+    "validation", "protocols", "coverage", "evidence",
+)  # fmt: skip
+"""The provenance sections predictions and reports read into: each a table when present."""
+
+
+def _check_sections(path: Path, raw: dict[str, Any]) -> None:
+    """Each section a table, and the figures read from them of their kind: the reference release a YYYY-MM month,
+    the fitted straggler share a fraction."""
+    for dotted in SECTIONS:
+        *parents, name = dotted.split(".")
+        table = raw
+        for parent in parents:
+            table = table.get(parent) or {}
+        if table.get(name) is not None and not isinstance(table[name], dict):
+            raise PerfmodelError(f"{path}: field '{dotted}' must be a table")
+    reference = raw.get("data", {}).get("vintage", {}).get("reference")
+    if reference is not None and not (isinstance(reference, str) and re.fullmatch(RELEASE_MONTH, reference)):
+        raise PerfmodelError(f"{path}: field 'data.vintage.reference' must be a release month, YYYY-MM")
+    share = raw.get("losses", {}).get("parameters", {}).get("straggler_share")
+    if share is not None and not in_range(share, 0.0, 1.0):
+        raise PerfmodelError(f"{path}: field 'losses.parameters.straggler_share' must be {allowed(0.0, 1.0)}")
+
+
 def _legacy_moe(path: Path, moe: object) -> dict[str, float]:
     """The MoE stage's values of a file written before they were table entries (field 'moe.parameters'), checked
     against the table; {} for newer files. (They carry no scope, like the shared entries they now are.)"""
@@ -266,7 +295,7 @@ def _check_values(
             raise PerfmodelError(f"{path}: {field}: unknown '{name}'; valid: {', '.join(names)}")
         low, high = bounds[name]
         if not in_range(value, low, high):
-            raise PerfmodelError(f"{path}: {field}.{name} = {value!r}; allowed {low} to {high}")
+            raise PerfmodelError(f"{path}: {field}.{name} = {shown_value(value)}; allowed {low} to {high}")
 
 
 TABLES = ("rows", "held_out")

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.inputs.diskcache import cache_dir, read_private, write_atomic
+from perfmodel.inputs.diskcache import cache_dir, digest, read_private, write_atomic
 from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.numbers import in_range
 from perfmodel.inputs.record import as_dict
@@ -181,10 +181,6 @@ def _link(raw: Any) -> Link | None:
     return Link(bandwidth, latency) if valid else None
 
 
-def _digest(key: str, payload: dict[str, Any]) -> str:
-    return hashlib.sha256(f"{key}:{json.dumps(payload, sort_keys=True)}".encode()).hexdigest()
-
-
 def _read_entry(path: Path, key: str, hw: Hardware) -> Tiers | None:
     """The cached tiers at `path` when they can be trusted, else None (they are derived again and rewritten).
 
@@ -197,7 +193,7 @@ def _read_entry(path: Path, key: str, hw: Hardware) -> Tiers | None:
         entry = json.loads(data)
         if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("tiers"), dict):
             return None
-        if entry.get("digest") != _digest(key, entry["tiers"]):
+        if entry.get("digest") != digest(path.parent, key, entry["tiers"]):
             return None
         checked = _checked(entry["tiers"])
     except (ValueError, RecursionError):
@@ -242,5 +238,5 @@ def tiers(hw: Hardware) -> Tiers:
         return cached
     derived = derive_tiers(hw)
     payload = asdict(derived)
-    write_atomic(directory, path, json.dumps({"key": key, "digest": _digest(key, payload), "tiers": payload}))
+    write_atomic(directory, path, json.dumps({"key": key, "digest": digest(directory, key, payload), "tiers": payload}))
     return derived

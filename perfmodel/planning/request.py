@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import InfeasibleLayout, PerfmodelError
+from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import (
     MAX_GPUS,
@@ -79,7 +79,7 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
     counts: list[int] = []
     for count in values:
         if not 1 <= count <= MAX_GPUS:
-            raise PerfmodelError(f"{count} must be between 1 and {MAX_GPUS:,} GPUs")
+            raise PerfmodelError(f"{shown_value(count)} must be between 1 and {MAX_GPUS:,} GPUs")
         if count not in counts:
             counts.append(count)
     if len(counts) > MAX_GPU_COUNTS:

@@ -9,7 +9,7 @@ A sweep file is TOML with one [sweep] table:
     precisions = ["fp8", "bf16"]
     n_gpus = [512, 1024]
     whatifs = [{}, { nvlink_gbps = "x2" }, { hbm_tbps = "x1.5", nic_gbps = 800 }]
-    [sweep.set]                           # optional scenario keys for every point, e.g. tokens, parallelism.gbs
+    [sweep.set]                           # optional scenario keys for every point (files relative to this file)
     tokens = 15e12
     parallelism = { seq_len = 8192 }
 
@@ -100,9 +100,9 @@ def load_points(path: str | Path) -> list[Point]:
 def load(path: str | Path) -> Any:
     """A sweep file's points, or its LayoutSweep (planning.layout_sweep) when it has a [sweep.layouts] table; every
     point checked to be a valid scenario (one line naming the problem if not)."""
-    from perfmodel.inputs.files import remember
+    from perfmodel.inputs.files import check_path, remember
     from perfmodel.inputs.resources import bundled_file
-    from perfmodel.inputs.scenario import flatten, read_toml, single_phase
+    from perfmodel.inputs.scenario import calibration_beside, flatten, read_toml, single_phase
     from perfmodel.planning import layout_sweep
     from perfmodel.planning.compare import Target, parse_target
     from perfmodel.planning.whatif import parse_setting
@@ -117,8 +117,13 @@ def load(path: str | Path) -> Any:
         raise PerfmodelError(f"{path}: field 'sweep.{unknown[0]}': unknown key; allowed: {', '.join(SWEEP_KEYS)}")
     if not isinstance(sweep.get("base", ""), str) or not isinstance(sweep.get("set", {}), dict):
         raise PerfmodelError(f"{path}: 'sweep.base' must be a file name and [sweep.set] a table of scenario keys")
-    base = str((path.parent / sweep["base"]).resolve()) if sweep.get("base") else None
+    named = check_path(sweep["base"], f"{path}: field 'sweep.base'") if sweep.get("base") else None
+    base = str((path.parent / named).resolve()) if named else None
     common = flatten(sweep.get("set", {}))
+    if "calibration" in common:  # relative to this file, as its base is
+        common["calibration"] = calibration_beside(path, common["calibration"])
+    if "model" in common:
+        common["model"] = _model_file(common["model"], path)
     whatifs = []
     for entry in _list(sweep, "whatifs", path):
         if entry is not None and not isinstance(entry, dict):
