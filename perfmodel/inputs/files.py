@@ -14,6 +14,7 @@ import errno
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,7 @@ def parse_toml(source: Path, text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+    except ValueError:  # Python's limit on converting long digit strings
+        raise PerfmodelError(
+            f"{source}: an integer of more than {sys.get_int_max_str_digits():,} digits; numbers are far shorter"
+        ) from None
