@@ -26,7 +26,9 @@ GPU = 'id = "ours-gpu"\nbase = "{base}"\ndefault_system = "ours-node"\n'
 NODE = 'id = "ours-node"\nbase = "{base}"\naccelerator = "ours-gpu"\n'
 WORKLOAD = ("--model", "llama3.1-8b", "--gpus", "64", "--gbs", "128", "--format", "json")
 TIME_LIMIT_S = 10.0
-"""The bad-input time limit of tests/test_bad_inputs.py: a refusal comes before any work."""
+"""The bad-input time limit of tests/test_bad_inputs.py, in CPU seconds (the issue's measure: a 100,000-GPU domain
+ran past 12 s of CPU), so that a loaded machine does not fail it: a refusal comes before any work, and the largest
+domain allowed (576 GPUs) derives its network tiers in about 4 s."""
 
 
 def figure(name: str, value: str) -> str:
@@ -91,9 +93,9 @@ CASES = [
 def test_a_hardware_file_that_breaks_arithmetic_is_one_line(
     tmp_path: Path, gpu: str, node: str, mesh: bool, message: str
 ) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     result = run_cli("predict", *_files(tmp_path, gpu, node, mesh), "--system", "ours-node", *WORKLOAD)
-    assert time.perf_counter() - start < TIME_LIMIT_S
+    assert time.process_time() - start < TIME_LIMIT_S
     assert result.code == 2 and result.out == "", result.err
     assert result.err == f"error: {tmp_path}/{message.format(dir=tmp_path)}\n"
 
@@ -119,9 +121,9 @@ def test_the_api_refuses_it_with_the_same_line(tmp_path: Path, gpu: str, node: s
     ids=["switch-576", "mesh-64", "fast-compute-slow-memory", "slow-compute-fast-memory", "slow-network", "wide-leaf"],
 )
 def test_figures_at_the_limits_answer_with_finite_numbers(tmp_path: Path, gpu: str, node: str, mesh: bool) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     result = run_cli("predict", *_files(tmp_path, gpu, node, mesh), "--system", "ours-node", *WORKLOAD)
-    assert time.perf_counter() - start < TIME_LIMIT_S
+    assert time.process_time() - start < TIME_LIMIT_S
     assert result.code == 0, result.err
     row = json.loads(result.out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON output"))
     assert row["step_time_s"] > 0 and all(math.isfinite(n) for n in json_numbers(row))
@@ -129,9 +131,9 @@ def test_figures_at_the_limits_answer_with_finite_numbers(tmp_path: Path, gpu: s
 
 def test_a_what_if_cannot_grow_a_mesh_past_its_limit() -> None:
     """A full mesh's graph grows with the square of its size: domain_gpus=576 on MI300X ran for minutes."""
-    start = time.perf_counter()
+    start = time.process_time()
     result = run_cli("whatif", "--model", "llama3.1-8b", "--gpu", "mi300x", "--gpus", "64", "--set", "domain_gpus=576")
-    assert time.perf_counter() - start < TIME_LIMIT_S
+    assert time.process_time() - start < TIME_LIMIT_S
     assert result.code == 2 and result.out == ""
     assert result.err == "error: --set domain_gpus=576: mi300x-8 is a full mesh; allowed on a mesh: 1 to 64 GPUs\n"
 
