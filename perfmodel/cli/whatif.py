@@ -44,7 +44,7 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
       scaleup_latency_us, nic_latency_us, switch_latency_us, collective_step_us
       power_w                              board W: energy, and the GEMMs' share of peak (W per peak FLOP/s)
       usd_per_gpu_hour                     cost only
-    Each takes values about 100x beyond today's parts either way (domain_gpus up to 576).
+    Each takes values about 100x beyond today's parts either way (domain_gpus up to 576, 64 on a full mesh).
     Example: perfmodel whatif --gpu h100-sxm --gpus 64 --set nvlink_gbps=1800 --set hbm_tbps=x1.5
     """
     from perfmodel.outputs import plan_report

@@ -18,6 +18,12 @@ from perfmodel.inputs.files import parse_toml
 from perfmodel.inputs.record import bounded, record
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
+MAX_DOMAIN_GPUS = 576
+"""GPUs in a scale-up domain, a node or a job's share of a domain, at most: the network graph has a node per GPU of a
+domain and one max-flow per group size, so the domain sizes the work (576: the largest domain announced)."""
+MAX_MESH_GPUS = 64
+"""A full mesh (xGMI) of more GPUs would need more links per GPU than any part has (7 on MI300X), and its graph
+grows with the square of its size: derived in seconds at 64 GPUs, minutes at 576."""
 Family = Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4"]
 
 
@@ -29,7 +35,9 @@ class Sourced:
 
 @record
 class SourcedPositive(Sourced):
-    value: float = bounded(gt=0, allow_inf_nan=False)
+    """A positive figure, a TOML number (not text, not true/false), within its field's range (README, limits)."""
+
+    value: float = bounded(gt=0, allow_inf_nan=False, strict=True)
 
 
 @record
@@ -55,7 +63,7 @@ class Accelerator:
     name: str
     vendor: str
     family: Family
-    year: int
+    year: int = bounded(strict=True)
     default_system: str
     precisions: tuple[str, ...]
     bf16_tflops: SourcedPositive
@@ -210,10 +218,14 @@ def add_catalogue(path: str | Path, origin: str = "--hardware") -> None:
     """Use a user's hardware file or folder (README "Your own hardware"): every entry in it is validated now, so a
     mistake is one line naming its file and field before any work."""
     catalogue.add(path, origin)
-    for kind, found in catalogue.entries().items():
-        for entry in found.values():
+    found = catalogue.entries()
+    for kind, entries in found.items():
+        for entry in entries.values():
             if not entry.bundled:
                 _get(kind, entry.id)
+    for entry in found["systems"].values():
+        if not entry.bundled and get_system(entry.id).accelerator in found["accelerators"]:
+            resolve(system=entry.id)
 
 
 def get_accelerator(accelerator_id: str) -> Accelerator:
@@ -250,4 +262,23 @@ def _resolve_in(gpu: str | None, system: str | None, _catalogues: tuple[str, ...
     if gpu is not None and gpu != chosen.accelerator:
         get_accelerator(gpu)  # an unknown id is reported first
         raise PerfmodelError(f"gpu {gpu} does not match system {system}, which has {chosen.accelerator} GPUs")
-    return Hardware(system=chosen, accelerator=get_accelerator(chosen.accelerator))
+    hardware = Hardware(system=chosen, accelerator=get_accelerator(chosen.accelerator))
+    _check_pair(hardware)
+    return hardware
+
+
+def _check_pair(hw: Hardware) -> None:
+    """What a system and its accelerator rule out together, in one line naming the file of the figure to change."""
+    found = catalogue.entries()
+    system_path, acc_path = found["systems"][hw.system.id].path, found["accelerators"][hw.accelerator.id].path
+    ranks, domain = hw.system.ranks_per_domain, hw.domain_gpus
+    if ranks is not None and ranks.value > domain:
+        raise PerfmodelError(
+            f"{system_path}: field 'ranks_per_domain.value': {ranks.value:g} GPUs, more than the {domain} of a "
+            f"scale-up domain of {hw.accelerator.id} ({acc_path}); allowed: a whole number from 1 to {domain}"
+        )
+    if hw.system.scaleup_kind == "mesh" and domain > MAX_MESH_GPUS:
+        raise PerfmodelError(
+            f"{acc_path}: field 'scaleup_domain_gpus.value': {domain} GPUs in a full mesh (system {hw.system.id} has "
+            f"scaleup_kind 'mesh'); allowed on a mesh: a whole number from 1 to {MAX_MESH_GPUS}"
+        )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs.hardware import Hardware, SourcedPositive, resolve
+from perfmodel.inputs.hardware import MAX_DOMAIN_GPUS, MAX_MESH_GPUS, Hardware, SourcedPositive, resolve
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario, single_phase
 from perfmodel.planning.predict import Prediction, for_layout, predict
@@ -76,7 +76,7 @@ KNOBS: dict[str, Knob] = {
             "GPUs per scale-up domain",
             "accelerator",
             "scaleup_domain_gpus",
-            (1, 576),
+            (1, MAX_DOMAIN_GPUS),
             whole=True,
         ),
         Knob("nic_gbps", "Gb/s", "scale-out bandwidth per NIC", "accelerator", "nic_gbit_per_s", (1, 100_000)),
@@ -218,6 +218,10 @@ def _apply_one(hw: Hardware, setting: Setting) -> Hardware:
     if knob.whole:
         value = float(max(1, round(value)))
     _check_allowed(setting, value, before)
+    if knob.name == "domain_gpus" and hw.system.scaleup_kind == "mesh" and value > MAX_MESH_GPUS:
+        raise PerfmodelError(
+            f"--set {setting.text}: {hw.system.id} is a full mesh; allowed on a mesh: 1 to {MAX_MESH_GPUS} GPUs"
+        )
     ratio = value / before if before else 1.0
     source = (
         f"what-if --set {setting.text} (datasheet: {before:g} {knob.unit})" if before else f"what-if {setting.text}"
