@@ -58,6 +58,12 @@ the first release priced with cuDNN's kernel in the ring, is read off the rows: 
 CP 2 with cuDNN's FP8 attention, which FlashAttention-2 does not have. An assumption, labelled."""
 CUDNN_RING_FROM = "2024-04"
 
+BAND_TILE_TOKENS = 128.0
+"""Keys a sliding-window kernel computes per query beyond those in its window: it runs whole key tiles along the
+diagonal band, and a 128-wide query tile against a window of W keys touches W + 128 of them (tiles of 128 keys:
+FlashAttention-2 and -3's and cuDNN's at head dims up to 128). An assumption, labelled: cuDNN's tile sizes are not
+published; the fitted `attention_band_*` terms absorb a different one."""
+
 ATTENTION_HALF_SPEED_TOKENS = 512.0
 """Sequence length at which a flash-attention kernel runs at half its long-sequence speed, where no kernel rows
 measure the family: FlashAttention-3 (Shah et al. 2024, H100, head dim 128) rises from roughly half its 16k-token
@@ -152,6 +158,20 @@ class Efficiency:
     attention_fp8_ratio: float = 1.0
     """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
     same share; its exponentials and softmax rescaling do not speed up either way)."""
+    attention_band_fwd: float = 0.555
+    """A sliding-window kernel's fixed work per query beyond the whole tiles of its band (BAND_TILE_TOKENS), in
+    key-equivalents per `attention_fwd_half_tokens`: a query tile visits two or three key tiles, not thousands, so
+    its prologue and epilogue are amortised over little (compute.attention_core_s). Fitted to the windowed kernels
+    with the family's causal shares (physics.attention_kernels.fit_band), one value for every family."""
+    attention_band_bwd: float = 0.291
+    """The same for the backward, per `attention_bwd_half_tokens`."""
+    attention_fp8_bwd_ps: float = 0.0
+    """Flash attention's FP8 backward (per-tensor scales) where kernels measure it (FP8_ATTENTION_BACKWARD): its
+    multiplies run at the FP8 peak and it spends this many picoseconds per score element beyond them and the softmax,
+    at the kernel's share: quantising P and dS to FP8 for the dV and dQ/dK multiplies. Per score element, so per
+    FLOP it doubles when the head dim halves (compute.attention_core_s)."""
+    attention_mxfp8_bwd_ps: float = 0.0
+    """The same for MXFP8 (a scale per 32 elements: a block amax, not one per tensor)."""
     kernel_releases: float = 1.0
     """1 where the stack calls the family's fused attention kernel, whose measured releases (ATTENTION_RELEASES) price
     an older release's attention; 0 where it runs a kernel of its own (FlashAttention-2 under llm-foundry or
@@ -263,9 +283,24 @@ _SHARES = (True, False, True, False, True)
 """Which of ATTENTION_FIELDS are shares (an older release's scales the priced one) rather than token counts."""
 
 
+FP8_ATTENTION_BACKWARD: dict[str, tuple[float, float]] = {
+    "blackwell": (0.183, 0.229),
+    "blackwell-ultra": (0.160, 0.213),
+}
+"""(attention_fp8_bwd_ps, attention_mxfp8_bwd_ps) by family where FP8 backward kernels measure it and one term per
+score element prices them (perfmodel/data/kernels_attention.csv: cuDNN on B200, GB200, GB300, head dims 64 and 128;
+physics.attention_kernels.fit_fp8_backward, rounded; the test holds the two equal). Elsewhere an FP8 backward is
+priced at BF16's rate, Hopper included, where it reads 17% fast (H200's cuDNN 9.19 FP8 backward is slower than its
+BF16 one): fitted alike, its causal rows want 0.89 ps per element and its non-causal ones 0.66, and either, priced
+in the MLPerf LoRA rows' FP8 attention on H100, moves the refitted long-sequence protocol a point worse (7.4% to
+8.5%), a cost that other fitted parameters absorb today and that wants its own look."""
+
+
 def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     _, newest = ATTENTION_RELEASES[family][-1]
-    return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
+    fp8, mxfp8 = FP8_ATTENTION_BACKWARD.get(family, (0.0, 0.0))
+    fields = dict(zip(ATTENTION_FIELDS, newest, strict=True))
+    return replace(eff, **fields, attention_fp8_bwd_ps=fp8, attention_mxfp8_bwd_ps=mxfp8)
 
 
 RELEASED_KEPT = 256

@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
-from perfmodel.physics.algebra import Number, equal, minimum, where
+from perfmodel.physics.algebra import Number, equal, where
 
 FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
@@ -45,6 +45,9 @@ class Op(NamedTuple):
     step (1 / cp); the rest, the ring's off-diagonal steps, runs non-causal kernels of `off_diagonal_m` tokens
     (efficiency.NON_CAUSAL_ATTENTION)."""
     off_diagonal_m: Number = 0
+    band: bool = False
+    """A sliding window's attention: its keys lie in a band along the diagonal, `m` keys per query, and the kernel
+    computes whole tiles of it (compute.attention_core_s)."""
 
 
 class Shard(NamedTuple):
@@ -293,7 +296,9 @@ def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> l
     return mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
 
 
-def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length: Number, steps: bool = False) -> Op:
+def _attention_op(
+    sh: Shard, name: str, keys: Number, layer_share: float, length: Number, steps: bool = False, band: bool = False
+) -> Op:
     """Flash attention over `layer_share` of the layers, each query against `keys` keys on average.
 
     `steps` (not a sliding window's kernel): as a 'p2p' ring runs it (TransformerEngine's attn_forward_func_with_cp),
@@ -310,10 +315,10 @@ def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
     fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
     if sh.recipe.cp_comm != "p2p":
-        return Op(name, "attention", flops, io, fmt, m=length, exps=exps)
+        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, band=band)
     ring = where(sh.cp > 1, 1.0, 0.0)
     if not steps:
-        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring)
+        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, band=band)
     return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, diagonal=1 / sh.cp,
               off_diagonal_m=length / 2)  # fmt: skip
 
@@ -325,8 +330,8 @@ def attention_forward(sh: Shard) -> list[Op]:
     `m` carries the sequence length one kernel call sees: the whole sequence (or the typical document, `length`),
     or with context parallelism its 1/cp (two load-balanced chunks of each sequence, of each document in THD) of
     each ring step (the whole again, on heads / cp heads, after Ulysses's all-to-all: Recipe.cp_comm 'a2a'). A model
-    with sliding-window layers gets a second kernel for their share of the layers: `mean_keys` keys per query, a
-    window-long kernel. Without flash attention (a release before it), the unfused kernels of
+    with sliding-window layers gets a second kernel for their share of the layers: `mean_keys` keys per query along
+    a band (`Op.band`). Without flash attention (a release before it), the unfused kernels of
     `unfused_attention_forward`, over the whole square whatever the documents.
     """
     md, packed = sh.model, sh.packing
@@ -337,11 +342,10 @@ def attention_forward(sh: Shard) -> list[Op]:
     if not md.sliding_layers:
         return [_attention_op(sh, "attention", keys, 1.0, length / split, steps=True)]
     window_share = md.sliding_layers / md.layers
-    window = minimum(md.sliding_window, length / split)
     window_keys = md.mean_keys(sh.seq_len) if packed is None else packed.window_keys(md.sliding_window)
     return [
         _attention_op(sh, "attention", keys, 1 - window_share, length / split, steps=True),
-        _attention_op(sh, "attention.window", window_keys, window_share, window),
+        _attention_op(sh, "attention.window", window_keys, window_share, window_keys, band=True),
     ]
 
 
@@ -384,14 +388,14 @@ def unfused_attention_backward(sh: Shard) -> list[Op]:
 
 
 def attention_backward(sh: Shard) -> list[Op]:
-    """The backward at BF16's tensor-core rate whatever the attention format: cuDNN's FP8 backward gains 1.09-1.26x
-    on Blackwell and loses on H200 (kernels/README.md), against the 1.3-1.5x its MMAs at the FP8 rate would give,
-    while its forward gains the 1.30-1.56x the model prices (GB200, GB300); BF16 is the nearer bound."""
+    """The backward of each forward kernel, in the attention format: an FP8 backward's multiplies run at the FP8 rate
+    and it quantises P and dS on the way (compute.attention_core_s), which is why cuDNN's gains only 1.09-1.26x on
+    Blackwell at head dim 128, loses on H200, and loses at head dim 64 (kernels/README.md)."""
     if not sh.recipe.flash_attention:
         return unfused_attention_backward(sh)
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        fwd._replace(name=f"{fwd.name}.bwd", flops=flops * fwd.flops, bytes=2 * fwd.bytes, fmt="bf16")
+        fwd._replace(name=f"{fwd.name}.bwd", flops=flops * fwd.flops, bytes=2 * fwd.bytes)
         for fwd in attention_forward(sh)
     ]
 
