@@ -153,6 +153,7 @@ class _SymbolicEfficiency:
         self.grouped_gemm = S("eta_grouped")
         self.legacy_group_s = S("t_group")
         self.delayed_scaling = S("d_delayed")
+        self.before_eager_rope = float(eff.before_eager_rope)
         self.peak_power_exponent = 0
 
     def gemm(self, fmt: str) -> sympy.Symbol:

@@ -139,6 +139,7 @@ class Rates:
     def __init__(self, acc: Accelerator, eff: Efficiency) -> None:
         self.acc, self.eff = acc, eff
         self.delayed_scaling = eff.delayed_scaling
+        self.before_eager_rope = eff.before_eager_rope
         self.memory_bytes_per_s = acc.hbm_bytes_per_s * eff.memory
         self.overhead_s = eff.kernel_overhead_us * 1e-6
         self.unfused_factor = eff.unfused_factor
@@ -166,7 +167,9 @@ class Rates:
 def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:
     """Time of `op`; `rates`: those of `acc` and `eff`, when a batch of operations keeps them."""
     r = Rates(acc, eff) if rates is None else rates
-    memory_s = (op.bytes - op.amax_bytes * r.delayed_scaling) / r.memory_bytes_per_s
+    memory_s = (
+        op.bytes - op.amax_bytes * r.delayed_scaling - op.eager_bytes * r.before_eager_rope
+    ) / r.memory_bytes_per_s
     if op.kind == "memory":
         return memory_s * (1.0 if op.as_released else r.unfused_factor) + r.overhead_s
     if op.kind == "gemm":

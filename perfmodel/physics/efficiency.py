@@ -35,6 +35,14 @@ fp8_amax_compute_algo 'max'; its performance scripts' `--fp8_recipe` default 'ds
 FP8_AMAX_HISTORY / FP8_AMAX_ALGO), so the cast kernel records the amax on the way and no separate amax pass over the
 BF16 tensor runs. Recalled from the public NeMo and MLPerf code, not from a stored copy: labelled."""
 
+EAGER_YARN_ROPE_RELEASE = "2026-02"
+"""The first release whose rotary embedding runs eagerly for YaRN with an attention scaling other than 1
+(ModelSpec.yarn_mscale; GPT-OSS): Megatron-Core's rope_utils.apply_rotary_pos_emb warns "mscale=... is not supported
+by TE's fused RoPE. Using unfused implementation" and runs _apply_rotary_pos_emb_bshd (core_v0.18.0 L250, L279-285;
+first in core_v0.16.0, commit 987395813b "Fixes for gpt-oss (#2038)", 2025-11-22; core_v0.15.0 took the fused path
+and ignored mscale). NeMo 26.02 is the first container the notes date it to (../shared/data/gpt_oss_blackwell_notes.md
+2.4); Megatron-Bridge patches the factor to exactly 1 for non-YaRN models, so they keep the fused kernel."""
+
 WARM_START_RELEASE = "2025-04"
 """The first release whose graph-captured MLPerf runs (parameters.GRAPH_CAPTURED) warm up and capture their CUDA
 graphs before run_start: NeMo 25.04, the container of NVIDIA's v5.0 LoRA configs (training_results_v5.0
@@ -181,6 +189,12 @@ class Efficiency:
         """Whether the priced release is older than `release` (YYYY-MM; the margin absorbs the float rounding of
         the years: that release itself is not older); the release switches' one test."""
         return self.vintage_years > release_age_years(release) + 1e-6
+
+    @property
+    def before_eager_rope(self) -> Number:
+        """1 where the priced release is older than EAGER_YARN_ROPE_RELEASE (a YaRN model's rotary embedding still
+        fused), else 0: the share of an eager fallback's bytes (`Op.eager_bytes`) it does not move."""
+        return where(self.released_before(EAGER_YARN_ROPE_RELEASE), 1.0, 0.0)
 
     @property
     def delayed_scaling(self) -> Number:

@@ -34,6 +34,9 @@ class Op(NamedTuple):
     amax_bytes: Number = 0
     """Bytes of `bytes` that a cast spends on its separate amax pass (per-tensor current scaling), which delayed
     scaling does not run (Efficiency.delayed_scaling)."""
+    eager_bytes: Number = 0
+    """Bytes of `bytes` an eager fallback moves beyond the fused kernel's (YaRN's rotary embedding from
+    efficiency.EAGER_YARN_ROPE_RELEASE): a release before the fallback does not move them."""
     as_released: bool = False
     """A kernel written as the release that lacked a feature ran it (attention before FlashAttention): already its
     era's passes, so the fused-kernel trend (Efficiency.fusion_gain_per_year) does not add more."""
@@ -189,6 +192,22 @@ def _adapter_backward(sh: Shard, name: str, k: Number, n: Number, rows: Number) 
     ]
 
 
+YARN_ROPE_PASSES = (12, 10)
+"""Passes over Q and K of Megatron-Core's eager rotary embedding (_apply_rotary_pos_emb_bshd, core_v0.18.0 L92-126),
+forward and backward: t x cos, a negation and a torch.cat for rotate-half, x sin, an add, the final torch.cat, and
+their gradients, each a read or a write of the tensor, against the fused kernel's read and write
+(../shared/data/gpt_oss_blackwell_notes.md 2.4: a reading of eager PyTorch autograd, +-30% by its own account)."""
+
+
+def _rope(sh: Shard, backward: bool) -> Op:
+    """Rotary embedding of Q and K: TE's fused kernel reads and writes them once; a YaRN model with an attention
+    scaling other than 1 runs Megatron-Core's eager path from efficiency.EAGER_YARN_ROPE_RELEASE (`Op.eager_bytes`)."""
+    elements = _rope_elements(sh)
+    fused = elements * 2 * BF16_BYTES
+    eager = elements * (YARN_ROPE_PASSES[backward] - 2) * BF16_BYTES if sh.model.yarn_mscale != 1 else 0.0
+    return Op("rope.bwd" if backward else "rope", "memory", 0, fused + eager, eager_bytes=eager)
+
+
 def _rope_elements(sh: Shard) -> Number:
     """Elements rotary embedding touches: Q and K (GQA), the rope part of each query head and the shared rope key
     (MLA)."""
@@ -208,7 +227,7 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *(op for ops in projections for op in ops),
         *latent_norms,
-        _mem("rope", _rope_elements(sh), 2 * BF16_BYTES),
+        _rope(sh, backward=False),
         *attention_forward(sh),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
@@ -287,8 +306,7 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
         ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
-    rope = _mem("rope.bwd", _rope_elements(sh), 2 * BF16_BYTES)
-    return [*ops, rope, _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
+    return [*ops, _rope(sh, backward=True), _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
 
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
