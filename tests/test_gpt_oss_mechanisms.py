@@ -67,3 +67,24 @@ def test_expert_biases_pay_their_gradients() -> None:
     assert _op(ops, "expert_fc2.dbias").bytes == pytest.approx(rows * 2880 * 4)
     assert _op(ops, "expert_fc1.dbias").bytes == pytest.approx(rows * 2 * 2880 * 2)
     assert not [op for op in moe_block_backward(_shard("qwen3-30b-a3b"), RECIPES["mxfp8"]) if "dbias" in op.name]
+
+
+def test_the_fp8_mx_recipes_run_the_lm_head_in_mxfp8() -> None:
+    """Megatron-Bridge perf_recipes/gpt_oss/common.py L28 (snapshot 067f987df), _apply_gpt_oss_120b_full_iter_fp8mx_
+    configs: fp8_output_proj = True, the LM head in MXFP8 (Megatron-Core 0.18 is_mxfp8_output_proj_active); the
+    bundled GB300/GB200 FP8-MX rows run it (fitting.moe_recipes). Its GEMMs then run at the FP8 rate with their casts,
+    where every other recipe keeps the head in BF16; a BF16 run of the same model has nothing to quantise."""
+    from perfmodel.physics.workload import head_backward, head_forward
+
+    md = replace(get_model("gpt-oss-120b"), fp8_output_proj=True)
+    for model, recipe, fmt in (
+        (md, "mxfp8", "fp8"),
+        (get_model("gpt-oss-120b"), "mxfp8", "bf16"),
+        (md, "bf16", "bf16"),
+    ):
+        sh = Shard(model, RECIPES[recipe], 1, 1, 4, 4096, ep=16)
+        ops = head_forward(sh) + head_backward(sh)
+        gemms = [op for op in ops if op.kind == "gemm"]
+        assert [op.name for op in gemms] == ["lm_head.fprop", "lm_head.dgrad", "lm_head.wgrad"]
+        assert {op.fmt for op in gemms} == {fmt}
+        assert any(op.name == "lm_head.cast" for op in ops) == (fmt == "fp8")

@@ -74,6 +74,10 @@ class ModelSpec:
     """Whether the recipe overlaps one micro-batch's EP all-to-alls with another's compute (Megatron-Bridge's
     overlap_moe_expert_parallel_comm, off unless a recipe sets it: training/comm_overlap.py): the exchange then has
     the layer's compute to hide behind whichever dispatcher moves it (`moe.exchange_windows`)."""
+    fp8_output_proj: bool = False
+    """Whether the recipe runs the LM head in its quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
+    0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise the
+    head stays in BF16 in every recipe."""
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""

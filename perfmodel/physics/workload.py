@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple
 
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.physics.algebra import Number, equal, where
 
 FP32_BYTES = 4.0
@@ -444,26 +444,32 @@ def padded_vocab(model: ModelSpec, tp: Number) -> Number:
     return ceil(model.vocab / (128 * tp)) * 128 * tp
 
 
+def _head_shape(sh: Shard) -> tuple[tuple[str, Number, Number, bool], Recipe]:
+    """The LM head as a column-parallel linear layer on one TP rank, and the recipe it runs in: BF16 unless the
+    model's recipe quantises it (`ModelSpec.fp8_output_proj`)."""
+    md = sh.model
+    quantised = md.fp8_output_proj and sh.recipe.quantised
+    return ("lm_head", md.hidden, padded_vocab(md, sh.tp) / sh.tp, True), sh.recipe if quantised else RECIPES["bf16"]
+
+
 def head_forward(sh: Shard) -> list[Op]:
-    """Final norm, LM head (BF16 in every recipe) and vocab-parallel cross-entropy on the last pipeline stage."""
-    md, t, T = sh.model, sh.tp, sh.tokens
-    vocab = padded_vocab(md, t) / t
+    """Final norm, LM head and vocab-parallel cross-entropy on the last pipeline stage."""
+    md, T = sh.model, sh.tokens
+    shape, recipe = _head_shape(sh)
     return [
         _mem("final_norm", sh.norm_tokens * md.hidden, 2 * BF16_BYTES),
-        _gemm("lm_head.fprop", T, vocab, md.hidden, "bf16", BF16_BYTES),
-        _mem("cross_entropy", T * vocab, BF16_BYTES + 2 * FP32_BYTES),
+        *_linear_forward(sh, recipe, *shape),
+        _mem("cross_entropy", T * shape[2], BF16_BYTES + 2 * FP32_BYTES),
     ]
 
 
 def head_backward(sh: Shard, frozen_weights: bool = False) -> list[Op]:
     """Backward of the head; a frozen LM head (LoRA) needs no weight gradient."""
-    md, t, T = sh.model, sh.tp, sh.tokens
-    vocab = padded_vocab(md, t) / t
-    wgrad = [] if frozen_weights else [_gemm("lm_head.wgrad", md.hidden, vocab, T, "bf16", BF16_BYTES)]
+    md, T = sh.model, sh.tokens
+    shape, recipe = _head_shape(sh)
     return [
-        _mem("cross_entropy.bwd", T * vocab, FP32_BYTES + BF16_BYTES),
-        _gemm("lm_head.dgrad", T, md.hidden, vocab, "bf16", BF16_BYTES),
-        *wgrad,
+        _mem("cross_entropy.bwd", T * shape[2], FP32_BYTES + BF16_BYTES),
+        *linear_backward(sh, recipe, shape, frozen_weights, T),
         _mem("final_norm.bwd", sh.norm_tokens * md.hidden, 3 * BF16_BYTES),
     ]
 
