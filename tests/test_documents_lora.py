@@ -54,7 +54,8 @@ def test_documents_longer_than_the_sequence_are_split_at_its_boundary() -> None:
 def test_documents_compose_with_a_sliding_window_and_context_parallelism() -> None:
     """gpt-oss's 128-token window over 1,024-token documents: a document of l > W tokens costs W l - W^2/2 pairs
     (hand count: (128 x 1,024 - 128^2/2) / 1,024 = 120 keys per query); CP splits each document's tokens and the
-    kernel's length over the ranks, keys per query unchanged."""
+    causal kernel's length over the ranks, keys per query unchanged; the window's kernel is a band of 120 keys per
+    query either way (Op.band)."""
     md = get_model("gpt-oss-20b")
     packed = packing(Documents(length=1024), 8192)
     assert packed is not None and packed.window_keys(128) == 120.0
@@ -64,7 +65,7 @@ def test_documents_compose_with_a_sliding_window_and_context_parallelism() -> No
     (flops_w, _, m_w), (flops_4, _, m_4) = _attention(one)["attention.window"], _attention(four)["attention.window"]
     assert flops_w == pytest.approx(2 * 8192 * 120 * md.attention_widths * window_share)
     assert flops_4 == pytest.approx(flops_w / 4)
-    assert (m_w, _attention(four)["attention"][2]) == (128, 1024 / 4) and m_4 == 128
+    assert (m_w, _attention(four)["attention"][2]) == (120, 1024 / 4) and m_4 == 120
 
 
 @pytest.mark.parametrize(

@@ -106,15 +106,19 @@ FP8, TP2 PP8 VP4 EP32 MBS1 (measured_runs.csv rows 94, 137, 179, 215 and 245).""
 
 
 GPT_OSS_RECIPE_ROWS = {
-    **{row: {"dispatcher": "flex", "ep_microbatch_overlap": True} for row in (6, 7, 22, 23, 44, 45)},
+    **{
+        row: {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True}
+        for row in (6, 7, 22, 23, 44, 45)
+    },
     **{row: {"ep_microbatch_overlap": True} for row in (81, 125, 167, 202)},
     **{row: {"dispatcher": "flex"} for row in (46, 82, 126, 168)},
 }
-"""megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/: the GB300 (EP16) and GB200 (EP64) FP8-MX
-120B recipes apply common.py's _apply_gpt_oss_120b_full_iter_fp8mx_configs (moe_token_dispatcher_type 'flex',
-overlap_moe_expert_parallel_comm True): rows 6, 7, 22, 23, 44, 45; GB200's BF16 one sets the overlap and keeps
-'alltoall' (rows 81, 125, 167, 202); B300's (EP8) set 'flex' without the overlap (rows 46, 82, 126, 168). Rows of
-other layouts (25.11's, B300/B200 EP64) and GPUs whose recipes keep the provider's settings match none."""
+"""megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/: the GB300 (EP16) and GB200 (EP64) FP8-MX 120B
+recipes apply common.py's _apply_gpt_oss_120b_full_iter_fp8mx_configs (moe_token_dispatcher_type 'flex',
+overlap_moe_expert_parallel_comm True, fp8_output_proj True: the LM head in MXFP8): rows 6, 7, 22, 23, 44, 45; GB200's
+BF16 one sets the overlap and keeps 'alltoall' (rows 81, 125, 167, 202); B300's (EP8) set 'flex' without the overlap
+(rows 46, 82, 126, 168). Rows of other layouts (25.11's, B300/B200 EP64) and GPUs whose recipes keep the provider's
+settings match none."""
 
 
 @pytest.mark.parametrize(("row", "settings"), GPT_OSS_RECIPE_ROWS.items())

@@ -41,7 +41,9 @@ class MoeRecipe:
 _GPT_OSS = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/"
 _FP8MX_FULL_ITER = (
     "common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs: moe_token_dispatcher_type 'flex' on HybridEP, "
-    "CommOverlapConfig overlap_moe_expert_parallel_comm True"
+    "CommOverlapConfig overlap_moe_expert_parallel_comm True, fp8_output_proj True (Megatron-Bridge snapshot "
+    "067f987df perf_recipes/gpt_oss/common.py L28: the LM head in MXFP8, Megatron-Core 0.18's "
+    "is_mxfp8_output_proj_active)"
 )
 
 
@@ -52,7 +54,7 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
         gpu.upper(),
         ("MXFP8",),
         (1, 1, 1, ep, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True},
+        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True},
         f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER})",
     )
 

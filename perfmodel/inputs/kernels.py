@@ -14,17 +14,20 @@ perfmodel/data/kernels_attention.csv holds rows of ../shared/data/kernels/attent
 causal attention, head dim 128, forward and backward, BF16 and FP8, 1k to 32k tokens: each part's newest library
 measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X) and B200's older NGC
 25.06 (cuDNN 9.10.2) with the same benchmark file, from which physics.attention_kernels fits the families' attention
-shares by release; and FlashAttention-2 on Hopper (PyTorch SDPA's flash backend in NGC 24.12, causal, 4k to 64k tokens;
-cudnn-frontend's benchmark_results.csv, which prints TFLOP/s only: `time_us` is derived from them by its causal_half
-convention, as each row's notes say), the kernel Megatron ran on Hopper before cuDNN's. The non-causal rows of the
-same files and runs (H200 cuDNN 9.19 and FlashAttention-2, MI355X AITER; a non-causal row's FLOPs not halved) price a
-context-parallel ring's off-diagonal steps; Blackwell's non-causal rows are of other cuDNN releases than its causal
-ones, and are not bundled. GB300's NGC 25.09 rows (cuDNN
-9.13.1: 11-70% slower forward at 1-8k tokens than 25.11's) are not bundled: NVIDIA's v5.1 GB300 and GB200 submissions
-ran one container (ngc25.09) at one LoRA layout (CP8 at 72 GPUs), whose GB300/GB200 time ratio the model prices within
-0.1% with both at today's kernels and 9% off with GB300's at 25.09's, so the MLPerf container did not run them (which
-cuDNN it carried is not public). Issue 27 extends these files to every kernel class (collectives, elementwise) with the
-same columns.
+shares by release (the `reference` rows); and FlashAttention-2 on Hopper (PyTorch SDPA's flash backend in NGC 24.12,
+causal, 4k to 64k tokens; cudnn-frontend's benchmark_results.csv, which prints TFLOP/s only: `time_us` is derived from
+them by its causal_half convention, as each row's notes say), the kernel Megatron ran on Hopper before cuDNN's. The
+non-causal rows of the same files and runs (H200 cuDNN 9.19 and FlashAttention-2, MI355X AITER; a non-causal row's FLOPs
+not halved) price a context-parallel ring's off-diagonal steps; Blackwell's non-causal rows are of other cuDNN releases
+than its causal ones, and are not bundled. GB300's NGC 25.09 rows (cuDNN 9.13.1: 11-70% slower forward at 1-8k tokens
+than 25.11's) are not bundled: NVIDIA's v5.1 GB300 and GB200 submissions ran one container (ngc25.09) at one LoRA layout
+(CP8 at 72 GPUs), whose GB300/GB200 time ratio the model prices within 0.1% with both at today's kernels and 9% off with
+GB300's at 25.09's, so the MLPerf container did not run them (which cuDNN it carried is not public). The causal rows of
+other shapes from cudnn-frontend's sdpa_benchmark_training results (cuDNN 9.19 and 9.22, 2026; H200, GB200, GB300) check
+how the model carries those shares to them and fit what the shares cannot carry: GPT-OSS's head dim 64 with windows of
+128 and 1,024 (the band), DeepSeek-V3's and Kimi's 192/128, Qwen3.5's 256, and MXFP8 at 64, 128 and 192 (the FP8
+backward's quantising). Issue 27 extends these files to every kernel class (collectives, elementwise) with the same
+columns.
 """
 
 from __future__ import annotations
@@ -106,7 +109,8 @@ class AttentionKernel(NamedTuple):
     """The hardware_specs id of the part measured."""
     backward: bool
     fmt: str
-    """The row's precision: 'bf16' or 'fp8' (its QK^T and PV multiplies)."""
+    """The row's precision: 'bf16', 'fp8' (per-tensor scales) or 'mxfp8' (32-element blocks), its QK^T and PV
+    multiplies'."""
     batch: int
     seq: int
     heads: int
@@ -123,6 +127,18 @@ class AttentionKernel(NamedTuple):
     causal: bool = True
     """Whether the call is causal; a non-causal one (every query against every key) is the kernel of a context-parallel
     ring's off-diagonal steps (efficiency.NON_CAUSAL_ATTENTION), fitted on its own."""
+    head_dim_v: int = 128
+    """The value head dim (the context multiply's width): 128 beside a query/key head dim of 192 in MLA's shapes."""
+    window: int = 0
+    """The sliding window, tokens looked back; 0 for none. Not the row's `window` for a cudnn-frontend FP8 or MXFP8
+    backward (`BAND_DROPPED`)."""
+
+    @property
+    def reference(self) -> bool:
+        """Whether the call is of the shape the per-family shares are fitted on (physics.attention_kernels): head dim
+        128, no window, BF16 or per-tensor FP8. The others (head dims 64, 192 and 256, windows, MXFP8) check how the
+        model carries those shares to other shapes, and fit the band and the FP8 backward's terms."""
+        return self.head_dim == self.head_dim_v == 128 and not self.window and self.fmt != "mxfp8"
 
 
 @cache
@@ -146,7 +162,20 @@ def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
         release=_ngc_release(row["software"]),
         flash_attn_2="FA2" in row["kernel_backend"],
         causal=row["causal"] == "True",
+        head_dim_v=int(row["head_dim_v"]),
+        window=0 if _band_dropped(row) else int(row["window"] or 0),
     )
+
+
+BAND_DROPPED = "benchmark/sdpa_benchmark_training"
+"""cudnn-frontend's SDPA training benchmark, whose driver passes the window to the forward (sdpa_fp8, sdpa_mxfp8) and to
+the BF16 backward but not to `sdpa_fp8_backward` and `sdpa_mxfp8_backward` (benchmark_single_sdpa.py L696-719,
+L805-827, state of 2026-05-08: `use_causal_mask` alone; ../shared/data/gpt_oss_blackwell_notes.md 2.2): its FP8 and
+MXFP8 backward rows with a window are full causal backwards, and grow 4x per doubling of the sequence as one does."""
+
+
+def _band_dropped(row: dict[str, str]) -> bool:
+    return BAND_DROPPED in row["source"] and row["pass"] == "bwd" and row["precision"] != "bf16"  # noqa: S105
 
 
 NGC_CONTAINER = re.compile(r"NGC pytorch (\d\d)\.(\d\d)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING
 from typing import Any, Literal
 
@@ -48,6 +49,10 @@ class ModelSpec:
     sliding_layers: int = bounded(0, ge=0, le=10_000)
     attention_sinks: bool = False
     """A learned softmax sink logit per head (GPT-OSS): `heads` parameters per layer, no GEMM."""
+    yarn_mscale: float = bounded(1.0, ge=0.0, le=100.0)
+    """YaRN's attention scaling of the rotated query and key (0.1 ln(factor) + 1 without yarn_mscale set: GPT-OSS's
+    factor 32 gives 1.347; 1 for plain RoPE). Megatron-Core runs its rotary embedding eagerly, not in TE's fused
+    kernel, when it is not 1 (workload.yarn_rope_bytes)."""
     experts: int = bounded(0, ge=0, le=100_000)
     """Routed experts per MoE layer (0 = dense model)."""
     top_k: int = bounded(0, ge=0, le=100_000)
@@ -69,6 +74,10 @@ class ModelSpec:
     """Whether the recipe overlaps one micro-batch's EP all-to-alls with another's compute (Megatron-Bridge's
     overlap_moe_expert_parallel_comm, off unless a recipe sets it: training/comm_overlap.py): the exchange then has
     the layer's compute to hide behind whichever dispatcher moves it (`moe.exchange_windows`)."""
+    fp8_output_proj: bool = False
+    """Whether the recipe runs the LM head in its quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
+    0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise the
+    head stays in BF16 in every recipe."""
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
@@ -370,7 +379,13 @@ def gpt(model_id: str, name: str, layers: int, hidden: int, heads: int, vocab: i
     )
 
 
-def _moe(model_id: str, name: str, **shapes: int | bool | str) -> ModelSpec:
+GPT_OSS_YARN_MSCALE = round(0.1 * math.log(32) + 1, 3)
+"""GPT-OSS's YaRN attention scaling: Megatron-Bridge's gpt_oss_bridge.py (snapshot 067f987df, L94-100) sets YaRN
+factor 32 with yarn_mscale None, which Megatron-Core's yarn_rotary_pos_embedding.py (core_v0.18.0 L252-255) turns
+into 0.1 ln(32) + 1 (../shared/data/gpt_oss_blackwell_notes.md 2.4)."""
+
+
+def _moe(model_id: str, name: str, **shapes: float | bool | str) -> ModelSpec:
     """A SwiGLU, RMSNorm, RoPE mixture-of-experts model with untied embeddings."""
     return ModelSpec(id=model_id, name=name, **shapes)  # type: ignore[arg-type]
 
@@ -413,12 +428,12 @@ MOE_MODELS = (
     _moe(
         "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,
-        moe_ffn=2880, dispatcher="alltoall",
+        moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE,
     ),
     _moe(
         "gpt-oss-120b", "GPT-OSS-120B", layers=36, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=18, experts=128, top_k=4,
-        moe_ffn=2880, dispatcher="alltoall",
+        moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE,
     ),
     # Mixtral 8x7B: transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1). Mixtral 8x22B is left
     # out: its shapes are in none of the sources bundled with the measured data.

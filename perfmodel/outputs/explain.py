@@ -144,6 +144,8 @@ class _SymbolicEfficiency:
         self.attention_fwd_half_tokens = eff.attention_fwd_half_tokens  # numbers: the length curve of the kernels
         self.attention_bwd_half_tokens = eff.attention_bwd_half_tokens
         self.attention_fp8_ratio = eff.attention_fp8_ratio
+        self.attention_band_fwd, self.attention_band_bwd = eff.attention_band_fwd, eff.attention_band_bwd
+        self.attention_fp8_bwd_ps, self.attention_mxfp8_bwd_ps = eff.attention_fp8_bwd_ps, eff.attention_mxfp8_bwd_ps
         self.memory = S("eta_mem")
         self.unfused_factor = S("f_unfused") if unfused else 1  # a release older than the reference vintage
         self.kernel_overhead_us = S("kappa") * 1e6
@@ -152,6 +154,7 @@ class _SymbolicEfficiency:
         self.grouped_gemm = S("eta_grouped")
         self.legacy_group_s = S("t_group")
         self.delayed_scaling = S("d_delayed")
+        self.before_eager_rope = float(eff.before_eager_rope)
         self.peak_power_exponent = 0
 
     def gemm(self, fmt: str) -> sympy.Symbol:

@@ -15,7 +15,13 @@ from functools import cached_property, lru_cache
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum, where
-from perfmodel.physics.efficiency import NON_CAUSAL_ATTENTION, Efficiency, released_attention
+from perfmodel.physics.efficiency import (
+    BAND_TILE_TOKENS,
+    FP8_ATTENTION_BACKWARD,
+    NON_CAUSAL_ATTENTION,
+    Efficiency,
+    released_attention,
+)
 from perfmodel.physics.workload import Op
 
 CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
@@ -133,6 +139,7 @@ class Rates:
     def __init__(self, acc: Accelerator, eff: Efficiency) -> None:
         self.acc, self.eff = acc, eff
         self.delayed_scaling = eff.delayed_scaling
+        self.before_eager_rope = eff.before_eager_rope
         self.memory_bytes_per_s = acc.hbm_bytes_per_s * eff.memory
         self.overhead_s = eff.kernel_overhead_us * 1e-6
         self.unfused_factor = eff.unfused_factor
@@ -160,7 +167,9 @@ class Rates:
 def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:
     """Time of `op`; `rates`: those of `acc` and `eff`, when a batch of operations keeps them."""
     r = Rates(acc, eff) if rates is None else rates
-    memory_s = (op.bytes - op.amax_bytes * r.delayed_scaling) / r.memory_bytes_per_s
+    memory_s = (
+        op.bytes - op.amax_bytes * r.delayed_scaling - op.eager_bytes * r.before_eager_rope
+    ) / r.memory_bytes_per_s
     if op.kind == "memory":
         return memory_s * (1.0 if op.as_released else r.unfused_factor) + r.overhead_s
     if op.kind == "gemm":
@@ -187,27 +196,48 @@ def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | N
     `Op.ring`, by the kernel its release ran in the ring). A ring's off-diagonal steps (all but `Op.diagonal` of the
     work) run the non-causal kernel at `Op.off_diagonal_m` tokens where kernels measure it; elsewhere the whole ring
     is priced as one causal kernel at `m`, as before (the causal fields at the shorter length would count the
-    diagonal's cost the off-diagonal steps do not pay)."""
+    diagonal's cost the off-diagonal steps do not pay). An FP8 backward, where kernels measure it, runs its multiplies
+    at the FP8 peak and quantises P and dS per score element (`Efficiency.attention_fp8_bwd_ps`); elsewhere it is
+    priced at BF16's rate."""
     r = Rates(acc, eff) if rates is None else rates
-    peak, _ = r.of_format(op.fmt)
+    backward = op.name.endswith(".bwd")
+    fp8 = op.fmt in FP8_ATTENTION and (not backward or acc.family in FP8_ATTENTION_BACKWARD)
+    peak, _ = r.of_format("fp8" if fp8 else "bf16")
     mma_s = op.flops / peak
     exp_s = 0.0 if acc.sfu_texp_per_s is None else op.exps / (acc.sfu_texp_per_s.value * 1e12)
-    causal_s = (mma_s + exp_s) / _attention_share(op, op.m, r.ring_attention, r.attention)
+    if backward and fp8:  # quantising P and dS, per score element
+        exp_s = exp_s + op.exps * _fp8_backward_ps(eff, op.fmt) * 1e-12
+    causal_s = (mma_s + exp_s) / _attention_share(op, op.m, r.ring_attention, r.attention, eff)
     if not r.non_causal or (isinstance(op.diagonal, float) and op.diagonal == 1.0):
         return causal_s
-    off_s = (mma_s + exp_s) / _attention_share(op, op.off_diagonal_m, *r.non_causal_attention)
+    off_s = (mma_s + exp_s) / _attention_share(op, op.off_diagonal_m, *r.non_causal_attention, eff)
     return op.diagonal * causal_s + (1 - op.diagonal) * off_s
 
 
-def _attention_share(op: Op, length: Number, ring: tuple[Number, ...], plain: tuple[Number, ...]) -> Number:
+FP8_ATTENTION = ("fp8", "mxfp8")
+"""Attention formats whose multiplies run at the FP8 peak: per-tensor scales and MXFP8's 32-element blocks."""
+
+
+def _fp8_backward_ps(eff: Efficiency, fmt: str) -> float:
+    return eff.attention_mxfp8_bwd_ps if fmt == "mxfp8" else eff.attention_fp8_bwd_ps
+
+
+def _attention_share(
+    op: Op, length: Number, ring: tuple[Number, ...], plain: tuple[Number, ...], eff: Efficiency
+) -> Number:
     """The kernel's achieved share of the MMA and exponential rate at `length` tokens: its pass's share (with the FP8
-    forward's ratio) x length / (length + half tokens), from the ring's fields in a ring step, else the plain ones."""
+    forward's ratio) x length / (length + half tokens), from the ring's fields in a ring step, else the plain ones.
+    A sliding window's kernel (`Op.band`; `length` its keys per query) computes whole tiles along its band and pays
+    its fixed work per query over them: length / (length + BAND_TILE_TOKENS + its share of the half tokens)."""
     fields = zip(ring, plain, strict=True)
     fwd, fwd_half, bwd, bwd_half, fp8_ratio = (where(op.ring > 0.5, on, off) for on, off in fields)
     if op.name.endswith(".bwd"):
-        return bwd * length / (length + bwd_half)
-    fp8 = fp8_ratio if op.fmt == "fp8" else 1.0
-    return fwd * fp8 * length / (length + fwd_half)
+        share, half, band = bwd, bwd_half, eff.attention_band_bwd
+    else:
+        share, half, band = fwd * (fp8_ratio if op.fmt in FP8_ATTENTION else 1.0), fwd_half, eff.attention_band_fwd
+    if op.band:
+        return share * length / (length + BAND_TILE_TOKENS + band * half)
+    return share * length / (length + half)
 
 
 def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:

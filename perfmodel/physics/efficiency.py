@@ -35,6 +35,14 @@ fp8_amax_compute_algo 'max'; its performance scripts' `--fp8_recipe` default 'ds
 FP8_AMAX_HISTORY / FP8_AMAX_ALGO), so the cast kernel records the amax on the way and no separate amax pass over the
 BF16 tensor runs. Recalled from the public NeMo and MLPerf code, not from a stored copy: labelled."""
 
+EAGER_YARN_ROPE_RELEASE = "2026-02"
+"""The first release whose rotary embedding runs eagerly for YaRN with an attention scaling other than 1
+(ModelSpec.yarn_mscale; GPT-OSS): Megatron-Core's rope_utils.apply_rotary_pos_emb warns "mscale=... is not supported
+by TE's fused RoPE. Using unfused implementation" and runs _apply_rotary_pos_emb_bshd (core_v0.18.0 L250, L279-285;
+first in core_v0.16.0, commit 987395813b "Fixes for gpt-oss (#2038)", 2025-11-22; core_v0.15.0 took the fused path
+and ignored mscale). NeMo 26.02 is the first container the notes date it to (../shared/data/gpt_oss_blackwell_notes.md
+2.4); Megatron-Bridge patches the factor to exactly 1 for non-YaRN models, so they keep the fused kernel."""
+
 WARM_START_RELEASE = "2025-04"
 """The first release whose graph-captured MLPerf runs (parameters.GRAPH_CAPTURED) warm up and capture their CUDA
 graphs before run_start: NeMo 25.04, the container of NVIDIA's v5.0 LoRA configs (training_results_v5.0
@@ -57,6 +65,12 @@ at cuDNN's (FlashAttention-2 there would price them 14% slow), as NeMo 24.07's L
 the first release priced with cuDNN's kernel in the ring, is read off the rows: MLPerf v4.0's NeMo 24.04 LoRA rows run
 CP 2 with cuDNN's FP8 attention, which FlashAttention-2 does not have. An assumption, labelled."""
 CUDNN_RING_FROM = "2024-04"
+
+BAND_TILE_TOKENS = 128.0
+"""Keys a sliding-window kernel computes per query beyond those in its window: it runs whole key tiles along the
+diagonal band, and a 128-wide query tile against a window of W keys touches W + 128 of them (tiles of 128 keys:
+FlashAttention-2 and -3's and cuDNN's at head dims up to 128). An assumption, labelled: cuDNN's tile sizes are not
+published; the fitted `attention_band_*` terms absorb a different one."""
 
 ATTENTION_HALF_SPEED_TOKENS = 512.0
 """Sequence length at which a flash-attention kernel runs at half its long-sequence speed, where no kernel rows
@@ -152,6 +166,20 @@ class Efficiency:
     attention_fp8_ratio: float = 1.0
     """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
     same share; its exponentials and softmax rescaling do not speed up either way)."""
+    attention_band_fwd: float = 0.555
+    """A sliding-window kernel's fixed work per query beyond the whole tiles of its band (BAND_TILE_TOKENS), in
+    key-equivalents per `attention_fwd_half_tokens`: a query tile visits two or three key tiles, not thousands, so
+    its prologue and epilogue are amortised over little (compute.attention_core_s). Fitted to the windowed kernels
+    with the family's causal shares (physics.attention_kernels.fit_band), one value for every family."""
+    attention_band_bwd: float = 0.291
+    """The same for the backward, per `attention_bwd_half_tokens`."""
+    attention_fp8_bwd_ps: float = 0.0
+    """Flash attention's FP8 backward (per-tensor scales) where kernels measure it (FP8_ATTENTION_BACKWARD): its
+    multiplies run at the FP8 peak and it spends this many picoseconds per score element beyond them and the softmax,
+    at the kernel's share: quantising P and dS to FP8 for the dV and dQ/dK multiplies. Per score element, so per
+    FLOP it doubles when the head dim halves (compute.attention_core_s)."""
+    attention_mxfp8_bwd_ps: float = 0.0
+    """The same for MXFP8 (a scale per 32 elements: a block amax, not one per tensor)."""
     kernel_releases: float = 1.0
     """1 where the stack calls the family's fused attention kernel, whose measured releases (ATTENTION_RELEASES) price
     an older release's attention; 0 where it runs a kernel of its own (FlashAttention-2 under llm-foundry or
@@ -161,6 +189,12 @@ class Efficiency:
         """Whether the priced release is older than `release` (YYYY-MM; the margin absorbs the float rounding of
         the years: that release itself is not older); the release switches' one test."""
         return self.vintage_years > release_age_years(release) + 1e-6
+
+    @property
+    def before_eager_rope(self) -> Number:
+        """1 where the priced release is older than EAGER_YARN_ROPE_RELEASE (a YaRN model's rotary embedding still
+        fused), else 0: the share of an eager fallback's bytes (`Op.eager_bytes`) it does not move."""
+        return where(self.released_before(EAGER_YARN_ROPE_RELEASE), 1.0, 0.0)
 
     @property
     def delayed_scaling(self) -> Number:
@@ -263,9 +297,24 @@ _SHARES = (True, False, True, False, True)
 """Which of ATTENTION_FIELDS are shares (an older release's scales the priced one) rather than token counts."""
 
 
+FP8_ATTENTION_BACKWARD: dict[str, tuple[float, float]] = {
+    "blackwell": (0.183, 0.229),
+    "blackwell-ultra": (0.160, 0.213),
+}
+"""(attention_fp8_bwd_ps, attention_mxfp8_bwd_ps) by family where FP8 backward kernels measure it and one term per
+score element prices them (perfmodel/data/kernels_attention.csv: cuDNN on B200, GB200, GB300, head dims 64 and 128;
+physics.attention_kernels.fit_fp8_backward, rounded; the test holds the two equal). Elsewhere an FP8 backward is
+priced at BF16's rate, Hopper included, where it reads 17% fast (H200's cuDNN 9.19 FP8 backward is slower than its
+BF16 one): fitted alike, its causal rows want 0.89 ps per element and its non-causal ones 0.66, and either, priced
+in the MLPerf LoRA rows' FP8 attention on H100, moves the refitted long-sequence protocol a point worse (7.4% to
+8.5%), a cost that other fitted parameters absorb today and that wants its own look."""
+
+
 def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     _, newest = ATTENTION_RELEASES[family][-1]
-    return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
+    fp8, mxfp8 = FP8_ATTENTION_BACKWARD.get(family, (0.0, 0.0))
+    fields = dict(zip(ATTENTION_FIELDS, newest, strict=True))
+    return replace(eff, **fields, attention_fp8_bwd_ps=fp8, attention_mxfp8_bwd_ps=mxfp8)
 
 
 RELEASED_KEPT = 256

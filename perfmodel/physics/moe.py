@@ -158,6 +158,8 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         ]
         if name == "expert_fc2":
             ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))
+    if md.bias:
+        ops += _expert_bias_backward(sh)
     return [
         *ops,
         _mem("permute.bwd", copies * h, (1 + md.top_k) * BF16_BYTES),
@@ -166,6 +168,22 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         _gemm("router.wgrad", h, md.experts, copies, "bf16", BF16_BYTES),
         _mem("norm2.bwd", T / t * h, 3 * BF16_BYTES),
         _mem("residual1.bwd", T / t * h, 3 * BF16_BYTES),
+    ]
+
+
+def _expert_bias_backward(sh: Shard) -> list[Op]:
+    """The experts' bias gradients (GPT-OSS), at the least any stack pays: fc1's dbias, a column sum that reads its
+    output gradient once (cuDNN's fused dGeGLU generates it at +12% of that kernel: cudnn-frontend PR #322, 155.6
+    against 139.0 us); fc2's bias, scaled by the router probabilities, whose gradient and the probabilities' are a
+    pass of their own that reads and writes the rows (TransformerEngine grouped_mlp.py L1893-1950, scale_bias: the
+    Triton compute_grouped_dbias_dscales pass instead of the fused bgrad_group_quantize). Megatron-Core's eager
+    per-expert fc2 bias loop (experts.py _apply_bias: BF16 rows, and every row before core 0.18) makes about 12 such
+    passes: not priced (../shared/data/gpt_oss_blackwell_notes.md 2.5, 2.7)."""
+    (_, _, fc1_width), _ = _expert_shapes(sh)
+    rows = routed_tokens(sh)
+    return [
+        _mem("expert_fc2.dbias", rows * sh.model.hidden, 2 * BF16_BYTES),
+        _mem("expert_fc1.dbias", rows * fc1_width, BF16_BYTES),
     ]
 
 

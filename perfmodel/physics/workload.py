@@ -12,8 +12,8 @@ from typing import Literal, NamedTuple
 
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, Recipe
-from perfmodel.physics.algebra import Number, equal, minimum, where
+from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
+from perfmodel.physics.algebra import Number, equal, where
 
 FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
@@ -34,6 +34,9 @@ class Op(NamedTuple):
     amax_bytes: Number = 0
     """Bytes of `bytes` that a cast spends on its separate amax pass (per-tensor current scaling), which delayed
     scaling does not run (Efficiency.delayed_scaling)."""
+    eager_bytes: Number = 0
+    """Bytes of `bytes` an eager fallback moves beyond the fused kernel's (YaRN's rotary embedding from
+    efficiency.EAGER_YARN_ROPE_RELEASE): a release before the fallback does not move them."""
     as_released: bool = False
     """A kernel written as the release that lacked a feature ran it (attention before FlashAttention): already its
     era's passes, so the fused-kernel trend (Efficiency.fusion_gain_per_year) does not add more."""
@@ -45,6 +48,9 @@ class Op(NamedTuple):
     step (1 / cp); the rest, the ring's off-diagonal steps, runs non-causal kernels of `off_diagonal_m` tokens
     (efficiency.NON_CAUSAL_ATTENTION)."""
     off_diagonal_m: Number = 0
+    band: bool = False
+    """A sliding window's attention: its keys lie in a band along the diagonal, `m` keys per query, and the kernel
+    computes whole tiles of it (compute.attention_core_s)."""
 
 
 class Shard(NamedTuple):
@@ -186,6 +192,22 @@ def _adapter_backward(sh: Shard, name: str, k: Number, n: Number, rows: Number) 
     ]
 
 
+YARN_ROPE_PASSES = (12, 10)
+"""Passes over Q and K of Megatron-Core's eager rotary embedding (_apply_rotary_pos_emb_bshd, core_v0.18.0 L92-126),
+forward and backward: t x cos, a negation and a torch.cat for rotate-half, x sin, an add, the final torch.cat, and
+their gradients, each a read or a write of the tensor, against the fused kernel's read and write
+(../shared/data/gpt_oss_blackwell_notes.md 2.4: a reading of eager PyTorch autograd, +-30% by its own account)."""
+
+
+def _rope(sh: Shard, backward: bool) -> Op:
+    """Rotary embedding of Q and K: TE's fused kernel reads and writes them once; a YaRN model with an attention
+    scaling other than 1 runs Megatron-Core's eager path from efficiency.EAGER_YARN_ROPE_RELEASE (`Op.eager_bytes`)."""
+    elements = _rope_elements(sh)
+    fused = elements * 2 * BF16_BYTES
+    eager = elements * (YARN_ROPE_PASSES[backward] - 2) * BF16_BYTES if sh.model.yarn_mscale != 1 else 0.0
+    return Op("rope.bwd" if backward else "rope", "memory", 0, fused + eager, eager_bytes=eager)
+
+
 def _rope_elements(sh: Shard) -> Number:
     """Elements rotary embedding touches: Q and K (GQA), the rope part of each query head and the shared rope key
     (MLA)."""
@@ -205,7 +227,7 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *(op for ops in projections for op in ops),
         *latent_norms,
-        _mem("rope", _rope_elements(sh), 2 * BF16_BYTES),
+        _rope(sh, backward=False),
         *attention_forward(sh),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
@@ -284,8 +306,7 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
         ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
-    rope = _mem("rope.bwd", _rope_elements(sh), 2 * BF16_BYTES)
-    return [*ops, rope, _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
+    return [*ops, _rope(sh, backward=True), _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
 
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
@@ -293,7 +314,9 @@ def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> l
     return mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
 
 
-def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length: Number, steps: bool = False) -> Op:
+def _attention_op(
+    sh: Shard, name: str, keys: Number, layer_share: float, length: Number, steps: bool = False, band: bool = False
+) -> Op:
     """Flash attention over `layer_share` of the layers, each query against `keys` keys on average.
 
     `steps` (not a sliding window's kernel): as a 'p2p' ring runs it (TransformerEngine's attn_forward_func_with_cp),
@@ -310,10 +333,10 @@ def _attention_op(sh: Shard, name: str, keys: Number, layer_share: float, length
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
     fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
     if sh.recipe.cp_comm != "p2p":
-        return Op(name, "attention", flops, io, fmt, m=length, exps=exps)
+        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, band=band)
     ring = where(sh.cp > 1, 1.0, 0.0)
     if not steps:
-        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring)
+        return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, band=band)
     return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, diagonal=1 / sh.cp,
               off_diagonal_m=length / 2)  # fmt: skip
 
@@ -325,8 +348,8 @@ def attention_forward(sh: Shard) -> list[Op]:
     `m` carries the sequence length one kernel call sees: the whole sequence (or the typical document, `length`),
     or with context parallelism its 1/cp (two load-balanced chunks of each sequence, of each document in THD) of
     each ring step (the whole again, on heads / cp heads, after Ulysses's all-to-all: Recipe.cp_comm 'a2a'). A model
-    with sliding-window layers gets a second kernel for their share of the layers: `mean_keys` keys per query, a
-    window-long kernel. Without flash attention (a release before it), the unfused kernels of
+    with sliding-window layers gets a second kernel for their share of the layers: `mean_keys` keys per query along
+    a band (`Op.band`). Without flash attention (a release before it), the unfused kernels of
     `unfused_attention_forward`, over the whole square whatever the documents.
     """
     md, packed = sh.model, sh.packing
@@ -337,11 +360,10 @@ def attention_forward(sh: Shard) -> list[Op]:
     if not md.sliding_layers:
         return [_attention_op(sh, "attention", keys, 1.0, length / split, steps=True)]
     window_share = md.sliding_layers / md.layers
-    window = minimum(md.sliding_window, length / split)
     window_keys = md.mean_keys(sh.seq_len) if packed is None else packed.window_keys(md.sliding_window)
     return [
         _attention_op(sh, "attention", keys, 1 - window_share, length / split, steps=True),
-        _attention_op(sh, "attention.window", window_keys, window_share, window),
+        _attention_op(sh, "attention.window", window_keys, window_share, window_keys, band=True),
     ]
 
 
@@ -384,14 +406,14 @@ def unfused_attention_backward(sh: Shard) -> list[Op]:
 
 
 def attention_backward(sh: Shard) -> list[Op]:
-    """The backward at BF16's tensor-core rate whatever the attention format: cuDNN's FP8 backward gains 1.09-1.26x
-    on Blackwell and loses on H200 (kernels/README.md), against the 1.3-1.5x its MMAs at the FP8 rate would give,
-    while its forward gains the 1.30-1.56x the model prices (GB200, GB300); BF16 is the nearer bound."""
+    """The backward of each forward kernel, in the attention format: an FP8 backward's multiplies run at the FP8 rate
+    and it quantises P and dS on the way (compute.attention_core_s), which is why cuDNN's gains only 1.09-1.26x on
+    Blackwell at head dim 128, loses on H200, and loses at head dim 64 (kernels/README.md)."""
     if not sh.recipe.flash_attention:
         return unfused_attention_backward(sh)
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
-        fwd._replace(name=f"{fwd.name}.bwd", flops=flops * fwd.flops, bytes=2 * fwd.bytes, fmt="bf16")
+        fwd._replace(name=f"{fwd.name}.bwd", flops=flops * fwd.flops, bytes=2 * fwd.bytes)
         for fwd in attention_forward(sh)
     ]
 
@@ -422,26 +444,32 @@ def padded_vocab(model: ModelSpec, tp: Number) -> Number:
     return ceil(model.vocab / (128 * tp)) * 128 * tp
 
 
+def _head_shape(sh: Shard) -> tuple[tuple[str, Number, Number, bool], Recipe]:
+    """The LM head as a column-parallel linear layer on one TP rank, and the recipe it runs in: BF16 unless the
+    model's recipe quantises it (`ModelSpec.fp8_output_proj`)."""
+    md = sh.model
+    quantised = md.fp8_output_proj and sh.recipe.quantised
+    return ("lm_head", md.hidden, padded_vocab(md, sh.tp) / sh.tp, True), sh.recipe if quantised else RECIPES["bf16"]
+
+
 def head_forward(sh: Shard) -> list[Op]:
-    """Final norm, LM head (BF16 in every recipe) and vocab-parallel cross-entropy on the last pipeline stage."""
-    md, t, T = sh.model, sh.tp, sh.tokens
-    vocab = padded_vocab(md, t) / t
+    """Final norm, LM head and vocab-parallel cross-entropy on the last pipeline stage."""
+    md, T = sh.model, sh.tokens
+    shape, recipe = _head_shape(sh)
     return [
         _mem("final_norm", sh.norm_tokens * md.hidden, 2 * BF16_BYTES),
-        _gemm("lm_head.fprop", T, vocab, md.hidden, "bf16", BF16_BYTES),
-        _mem("cross_entropy", T * vocab, BF16_BYTES + 2 * FP32_BYTES),
+        *_linear_forward(sh, recipe, *shape),
+        _mem("cross_entropy", T * shape[2], BF16_BYTES + 2 * FP32_BYTES),
     ]
 
 
 def head_backward(sh: Shard, frozen_weights: bool = False) -> list[Op]:
     """Backward of the head; a frozen LM head (LoRA) needs no weight gradient."""
-    md, t, T = sh.model, sh.tp, sh.tokens
-    vocab = padded_vocab(md, t) / t
-    wgrad = [] if frozen_weights else [_gemm("lm_head.wgrad", md.hidden, vocab, T, "bf16", BF16_BYTES)]
+    md, T = sh.model, sh.tokens
+    shape, recipe = _head_shape(sh)
     return [
-        _mem("cross_entropy.bwd", T * vocab, FP32_BYTES + BF16_BYTES),
-        _gemm("lm_head.dgrad", T, md.hidden, vocab, "bf16", BF16_BYTES),
-        *wgrad,
+        _mem("cross_entropy.bwd", T * shape[2], FP32_BYTES + BF16_BYTES),
+        *linear_backward(sh, recipe, shape, frozen_weights, T),
         _mem("final_norm.bwd", sh.norm_tokens * md.hidden, 3 * BF16_BYTES),
     ]
 
