@@ -93,7 +93,7 @@ def test_round_trip(tmp_path: Path) -> None:
     path.write_text(original.to_json())
     loaded = cal.Calibration.load(path)
     assert loaded.parameters == original.parameters and loaded.provenance["fit"] == {"rows": 3}
-    assert loaded.efficiency("hopper").gemm_fp8 == 0.55  # FP8 at BF16's fitted share (ratio at its prior, 1)
+    assert loaded.efficiency("ampere").gemm_fp8 == 0.55  # FP8 at BF16's fitted share (ratio at its prior, 1)
     assert loaded.efficiency("hopper").attention_fwd == DEFAULTS["hopper"].attention_fwd
 
 

@@ -9,25 +9,31 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as fitting
 from perfmodel.physics import calibration as cal
 from perfmodel.physics import parameters as table
-from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.efficiency import DEFAULTS, KERNEL_GEMM
 from perfmodel.physics.parameters import Profile
 
 
 def test_a_shared_entry_sets_every_family_and_a_vendor_entry_only_its_own() -> None:
-    values = {"scaleout": 0.61, "gemm_bf16@nvidia": 0.5}
+    """The vendor GEMM share acts only on its families that no kernel rows measure (Ampere, Blackwell Ultra); the
+    measured ones take their kernels' shares, scaled by the one shared `gemm_sustained`."""
+    values = {"scaleout": 0.61, "gemm_bf16@nvidia": 0.5, "gemm_sustained": 0.8}
     for family in DEFAULTS:
         eff = table.efficiency(values, Profile(family))
         assert eff.scaleout == 0.61
-        expected = 0.5 if table.VENDORS[family] == "nvidia" else DEFAULTS[family].gemm_bf16
-        assert eff.gemm_bf16 == expected
+        if family in KERNEL_GEMM:
+            expected = DEFAULTS[family].gemm_bf16 * 0.8
+        else:
+            expected = 0.5 if table.VENDORS[family] == "nvidia" else DEFAULTS[family].gemm_bf16
+        assert eff.gemm_bf16 == pytest.approx(expected), family
 
 
 def test_generation_and_stack_factors_multiply_the_base() -> None:
-    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation@hopper": 1.1, "attention@nvidia": 0.8}
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation@ampere": 1.1, "attention@nvidia": 0.8}
+    ampere = table.efficiency(values, Profile("ampere"))
+    assert ampere.gemm_bf16 == pytest.approx(0.66)
+    assert ampere.gemm_fp8 == pytest.approx(0.66)  # one generation factor for every format
+    assert table.efficiency(values, Profile("blackwell-ultra")).gemm_bf16 == pytest.approx(0.6)  # no factor of its own
     hopper = table.efficiency(values, Profile("hopper"))
-    assert hopper.gemm_bf16 == pytest.approx(0.66)
-    assert hopper.gemm_fp8 == pytest.approx(0.66)  # one generation factor for every format
-    assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == pytest.approx(0.6)  # no factor of its own
     composer = table.efficiency(values, Profile("hopper", "composer"))
     speed = table.STACKS["composer"].attention_speed.value
     assert composer.attention_fwd == pytest.approx(hopper.attention_fwd * speed)
@@ -35,14 +41,17 @@ def test_generation_and_stack_factors_multiply_the_base() -> None:
 
 def test_a_lower_precision_format_runs_at_bf16s_fitted_share_times_its_ratio() -> None:
     # FORMAT_SHARE: same clock per format (MI300X FP8/BF16 GEMM clocks 1,230/1,207 MHz), so FP8 = BF16 x ratio.
-    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@blackwell": 0.8}
-    blackwell = table.efficiency(values, Profile("blackwell"))
-    assert blackwell.gemm_fp8 == pytest.approx(0.6 * 0.9 * 0.8)
-    assert blackwell.gemm_fp4 == pytest.approx(0.6 * 1.0 * 0.8)  # its ratio at the prior centre, 1
-    # Without a fitted BF16 share (AMD here), the ratio multiplies the format's own physical default.
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@blackwell-ultra": 0.8}
+    ultra = table.efficiency(values, Profile("blackwell-ultra"))
+    assert ultra.gemm_fp8 == pytest.approx(0.6 * 0.9 * 0.8)
+    assert ultra.gemm_fp4 == pytest.approx(0.6 * 1.0 * 0.8)  # its ratio at the prior centre, 1
+    # A family whose kernels measure BF16 alone: the ratio multiplies the kernels' BF16 share.
     cdna3 = table.efficiency({"gemm_format_fp8@amd": 0.9}, Profile("cdna3"))
-    assert cdna3.gemm_fp8 == pytest.approx(DEFAULTS["cdna3"].gemm_fp8 * 0.9)
+    assert cdna3.gemm_fp8 == pytest.approx(DEFAULTS["cdna3"].gemm_bf16 * 0.9)
     assert cdna3.gemm_bf16 == DEFAULTS["cdna3"].gemm_bf16
+    # Blackwell's kernels measure FP8 too: no format factor acts there.
+    blackwell = table.efficiency(values, Profile("blackwell"))
+    assert blackwell.gemm_fp8 == DEFAULTS["blackwell"].gemm_fp8
 
 
 def test_the_vendor_attention_factor_skips_ampere_whose_best_kernel_is_flashattention_2() -> None:
@@ -84,7 +93,7 @@ def test_v2_files_round_trip_and_v1_files_still_read(tmp_path: Path) -> None:
     path.write_text(cal.Calibration({"gemm_bf16@nvidia": 0.55}, {"created": "now"}).to_json())
     loaded = cal.Calibration.load(path)
     assert json.loads(path.read_text())["format"] == "perfmodel-calibration/2"
-    assert loaded.efficiency("hopper").gemm_fp8 == 0.55 and loaded.efficiency("cdna3").gemm_fp8 != 0.55
+    assert loaded.efficiency("ampere").gemm_fp8 == 0.55 and loaded.efficiency("cdna3").gemm_fp8 != 0.55
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"format": "perfmodel-calibration/1", "parameters": {"hopper": {"gemm_fp8": 0.5}}}))
     assert cal.Calibration.load(old).efficiency("hopper").gemm_fp8 == 0.5

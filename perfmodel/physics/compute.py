@@ -1,9 +1,10 @@
 """Time of one operation on one GPU: a roofline with achieved, not peak, rates.
 
-time = max(FLOPs / (peak x efficiency x wave quantisation), bytes / (HBM x efficiency)) + a fixed per-kernel overhead;
+time = max(FLOPs / (peak x efficiency x shape share), bytes / (HBM x efficiency)) + a fixed per-kernel overhead;
 attention's compute is its MMAs plus its softmax exponentials at the SFU rate (`attention_core_s`).
-Wave quantisation: a GEMM runs in waves of output tiles, one tile per SM; a partly filled last wave wastes the rest.
-cuBLAS picks among tile shapes, so the best of a few common ones is taken.
+A dense GEMM's shape share (`gemm_shape_share`: tile padding, the tiles' occupancy of the SMs, K depth) is fitted to
+measured kernels (physics.gemm_kernels); a grouped GEMM runs in waves of output tiles, one tile per SM, a partly
+filled last wave wasting the rest, the best of a few common tile shapes taken (`grouped_efficiency`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,14 @@ from functools import cached_property, lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
-from perfmodel.physics.algebra import Number, ceil, maximum, where
-from perfmodel.physics.efficiency import NON_CAUSAL_ATTENTION, Efficiency, released_attention
+from perfmodel.physics.algebra import Number, ceil, maximum, minimum, where
+from perfmodel.physics.efficiency import (
+    GEMM_KERNELS,
+    KERNEL_GEMM,
+    NON_CAUSAL_ATTENTION,
+    Efficiency,
+    released_attention,
+)
 from perfmodel.physics.workload import Op
 
 CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
@@ -30,6 +37,16 @@ BF16_OPS_PER_OP = {"bf16": 1.0, "fp8": 0.5, "fp4": 0.25}
 halving of the operand width (parameters.FORMAT_SHARE), at about the same energy per clock."""
 TILES = ((128, 256), (256, 128), (128, 128))
 TILE_SIDES = (128, 256)
+GEMM_TILE = 128
+"""Side of the output tile a dense GEMM's shape share counts (`gemm_shape_share`)."""
+GEMM_SATURATION = 4096
+"""The dimension from which a dense GEMM runs at its family's share of peak: the sweeps' largest (OpenXLA's tables
+stop at 4,096), and beyond it the best-shape rows are flat (B200 BF16 1,410-1,553 TFLOP/s from 4,096 to 16,384
+cubed, HipKittens and torchao PR 2427; H100 794 at 2,048 x 2,048 x 13,312 in MAMF against 780 at 4,096 cubed in
+OpenXLA's table: perfmodel/data/kernels_gemm_shapes.csv), where the ramps would extrapolate past the plateau."""
+SATURATED_TILES = (GEMM_SATURATION / GEMM_TILE) ** 2
+GEMM_REFERENCE = {"hopper": "h100-sxm", "blackwell": "b200", "cdna3": "mi300x", "cdna4": "mi355x"}
+"""The part of each kernel-measured family whose datasheet its GEMM share is read against (`gemm_share`)."""
 
 
 def clock_share(acc: Accelerator) -> float:
@@ -95,22 +112,36 @@ def measured_share(acc: Accelerator, fmt: str) -> FormatShare | None:
 
 
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
-    """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part: its
-    vendor library's fitted share times the part's power share and the format's share over BF16's
-    (`format_share`). Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
-    taken on the part itself."""
-    return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
+    """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part.
+    Where kernel rows measure the family (efficiency.KERNEL_GEMM), its measured share in each format they measure
+    (efficiency.GEMM_KERNELS, scaled by the fitted kernel-to-training factor), and BF16's times `format_share` in
+    another; a part at other board watts per peak FLOP/s than GEMM_REFERENCE's (a what-if, your own hardware) moves
+    from it as `peak_power_share` says (every bundled part of a family has its reference's). Elsewhere its vendor
+    library's fitted share times the part's power share and `format_share`. Attention is not scaled: its kernel
+    shares are per-family measurements (efficiency.DEFAULTS), taken on the part itself."""
+    if acc.family not in KERNEL_GEMM:
+        return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
+    reference = get_accelerator(GEMM_REFERENCE[acc.family])
+    power = peak_power_share(acc, eff, "bf16") / peak_power_share(reference, eff, "bf16")
+    measured = fmt == "bf16" or (fmt == "fp8" and GEMM_KERNELS[acc.family][1] is not None)
+    return eff.gemm(fmt) * power * (1.0 if measured else format_share(acc, eff, fmt))
 
 
-def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
-    """Fraction of SM-slots doing useful work over all waves, for the best tile shape."""
-    m_tiles = {size: ceil(m / size) for size in TILE_SIDES}
-    n_tiles = {size: ceil(n / size) for size in TILE_SIDES}
-    best: Number = 0.0
-    for tile_m, tile_n in TILES:
-        tiles = m_tiles[tile_m] * n_tiles[tile_n]
-        best = maximum(best, tiles / (ceil(tiles / sms) * sms))
-    return best
+def gemm_shape_share(m: Number, n: Number, k: Number, eff: Efficiency, sms: float) -> Number:
+    """Share of a large GEMM's rate that an m x n x k GEMM reaches, in closed form (numpy arrays flow through): its
+    useful share of 128 x 128 output tiles (a dimension not a multiple of 128 pads its last tile) times two ramps
+    fitted to measured kernels (physics.gemm_kernels), each 1 from GEMM_SATURATION on: the tiles' occupancy of the
+    SMs, tiles / (tiles + `gemm_tiles_half` x SMs), and the depth K / (K + `gemm_depth_half`). Libraries pick smaller
+    tiles, split K or stream K for a small grid, so measured speed rises smoothly with the tiles, not in whole waves."""
+    m_tiles, n_tiles = ceil(m / GEMM_TILE), ceil(n / GEMM_TILE)
+    tiles = m_tiles * n_tiles
+    padding = m * n / (tiles * GEMM_TILE * GEMM_TILE)
+    return padding * _ramp(tiles, eff.gemm_tiles_half * sms, SATURATED_TILES) * _ramp(k, eff.gemm_depth_half)
+
+
+def _ramp(x: Number, half: Number, saturation: float = GEMM_SATURATION) -> Number:
+    """x / (x + half), scaled to reach 1 at `saturation` and held there."""
+    return minimum(1.0, x / (x + half) * (saturation + half) / saturation)
 
 
 def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float) -> Number:
@@ -165,7 +196,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         return memory_s * (1.0 if op.as_released else r.unfused_factor) + r.overhead_s
     if op.kind == "gemm":
         _, gemm_rate = r.of_format(op.fmt)
-        rate = gemm_rate * wave_efficiency(op.m, op.n, acc.sms.value)
+        rate = gemm_rate * gemm_shape_share(op.m, op.n, op.k, eff, acc.sms.value)
         return maximum(op.flops / rate, memory_s) + r.overhead_s
     if op.kind == "grouped_gemm":
         _, gemm_rate = r.of_format(op.fmt)

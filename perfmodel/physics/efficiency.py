@@ -149,6 +149,13 @@ class Efficiency:
     long-sequence share, `attention_fwd`: per-tile prologue and epilogue, the causal diagonal and the last wave are
     amortised over the keys a tile visits (compute.attention_core_s)."""
     attention_bwd_half_tokens: float = ATTENTION_HALF_SPEED_TOKENS
+    gemm_tiles_half: float = 0.0
+    """128 x 128 output tiles per SM at which a GEMM runs at half its share of peak: a grid of few tiles leaves SMs
+    idle or splits K, which the libraries' heuristics smooth over rather than quantise in whole waves
+    (compute.gemm_shape_share; GEMM_KERNELS)."""
+    gemm_depth_half: float = 0.0
+    """Reduction depth K at which a GEMM runs at half its share of peak: each output tile's prologue (loading the
+    first K slices) and epilogue (writing C) are amortised over K (compute.gemm_shape_share)."""
     attention_fp8_ratio: float = 1.0
     """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
     same share; its exponentials and softmax rescaling do not speed up either way)."""
@@ -268,6 +275,40 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     return replace(eff, **dict(zip(ATTENTION_FIELDS, newest, strict=True)))
 
 
+GEMM_KERNELS: dict[str, tuple[float, float | None, float, float]] = {
+    "hopper": (0.897, None, 0.206, 222.3),
+    "blackwell": (0.846, 0.763, 0.309, 354.1),
+    "cdna3": (0.620, None, 0.253, 280.6),
+    "cdna4": (0.621, None, 0.253, 280.6),
+}
+"""Dense GEMMs where kernel rows measure the family (perfmodel/data/kernels_gemm_shapes.csv), fitted by
+physics.gemm_kernels.fit and rounded (tests/test_gemm_kernels.py holds the two equal): (BF16 share of the BF16 peak
+at the sustained clock, FP8's of the FP8 peak or None where fewer than GEMM_MIN_ROWS rows measure it, tiles per SM
+at half speed, K at half speed). Kernel rows run at free clocks, a training step at its power-capped sustained
+clock: the training fit scales these shares by one shared factor (parameters `gemm_sustained`), not per family."""
+GEMM_MIN_ROWS = 10
+"""Fewest rows of a family and format that fit its share: fewer are a check, not a fit (Hopper's two FP8 rows)."""
+GEMM_SILICON = {"blackwell-ultra": "blackwell", "ampere": "hopper"}
+"""A family without GEMM rows enough to fit, and the measured family whose shape (tiles, K) prices its GEMMs; its
+share stays fitted to its training rows (parameters `gemm_generation`). Blackwell Ultra runs Blackwell's BF16 and FP8
+tensor cores (hardware_specs), yet not at Blackwell's share of its own datasheet peak: B300's MAMF best shape (1,769
+TFLOP/s) and TransformerEngine's 5B layer (1.44-1.50 PF) run 22-25% below Blackwell's fitted share of B300's peak
+at its clock, so its share is not read off B200's kernels. Ampere's two MAMF rows are a check alike."""
+KERNEL_GEMM = frozenset(GEMM_KERNELS)
+"""Families whose GEMM shares come from measured kernels, not from a fit to training rows."""
+
+
+def _measured_gemm(eff: Efficiency, family: str) -> Efficiency:
+    """`eff` with the GEMM fields its family's kernels measure (a format they do not measure starts at BF16's share:
+    a ratio, compute.format_share, prices it); a family without, with its GEMM_SILICON's shape alone."""
+    measured = GEMM_KERNELS[GEMM_SILICON.get(family, family)]
+    bf16, fp8, tiles_half, depth_half = measured
+    shape = {"gemm_tiles_half": tiles_half, "gemm_depth_half": depth_half}
+    if family not in KERNEL_GEMM:
+        return replace(eff, **shape)
+    return replace(eff, gemm_bf16=bf16, gemm_fp8=fp8 or bf16, gemm_fp4=bf16, **shape)
+
+
 RELEASED_KEPT = 256
 """Efficiencies whose released attention fields `released_attention` keeps: a prediction's few, a fit's many."""
 _RELEASED: Bounded[tuple[object, ...], tuple[Number, ...]] = Bounded(RELEASED_KEPT)
@@ -344,12 +385,14 @@ exponential)) = 1.25; its backward at 0.8x the forward's TFLOP/s (cuDNN's measur
 predate the exponentials' term (a fraction of peak), and Ampere's fitted generation factor raised them 1.43x once
 llm-foundry's attention code had a factor of its own (parameters.ATTENTION_IMPL); it now fits 0.98."""
 DEFAULTS: dict[str, Efficiency] = {
-    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=AMPERE_FA2[0], attention_bwd=AMPERE_FA2[1]),
-    "hopper": _measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"),
-    "blackwell": _measured_attention(_BLACKWELL, "blackwell"),
-    "blackwell-ultra": _measured_attention(replace(_BLACKWELL, gemm_fp4=0.55), "blackwell-ultra"),
-    "cdna3": _CDNA,
-    "cdna4": _measured_attention(_CDNA, "cdna4"),
+    "ampere": _measured_gemm(
+        replace(_HOPPER, gemm_bf16=0.80, attention_fwd=AMPERE_FA2[0], attention_bwd=AMPERE_FA2[1]), "ampere"
+    ),
+    "hopper": _measured_gemm(_measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"), "hopper"),
+    "blackwell": _measured_gemm(_measured_attention(_BLACKWELL, "blackwell"), "blackwell"),
+    "blackwell-ultra": _measured_gemm(_measured_attention(_BLACKWELL, "blackwell-ultra"), "blackwell-ultra"),
+    "cdna3": _measured_gemm(_CDNA, "cdna3"),
+    "cdna4": _measured_gemm(_measured_attention(_CDNA, "cdna4"), "cdna4"),
 }
 
 
