@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
-from perfmodel.inputs.kernels import gemm_kernels
+from perfmodel.inputs.kernels import GemmKernel, gemm_kernels
 from perfmodel.physics.compute import GEMM_SATURATION, gemm_shape_share, op_time
 from perfmodel.physics.efficiency import DEFAULTS, GEMM_KERNELS, KERNEL_GEMM, Efficiency
 from perfmodel.physics.gemm_kernels import (
@@ -35,7 +35,8 @@ def _mape(values: list[float]) -> float:
 
 
 def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows(fitted: dict[str, Fitted]) -> None:
-    assert set(fitted) == set(GEMM_KERNELS) == KERNEL_GEMM == {"hopper", "blackwell", "cdna3", "cdna4"}
+    assert set(fitted) == set(GEMM_KERNELS) == {"hopper", "blackwell", "cdna3", "cdna4"}
+    assert {*GEMM_KERNELS, "blackwell-ultra"} == KERNEL_GEMM  # Blackwell's tensor cores (efficiency.GEMM_SILICON)
     for name, values in fitted.items():
         bf16, fp8, tiles_half, depth_half = GEMM_KERNELS[name]
         assert (fp8 is None) == (values.fp8 is None), name
@@ -46,48 +47,52 @@ def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows(fitted: dict[str, F
 
 
 def test_the_fitted_rows_are_priced_within_the_fits_error(fitted: dict[str, Fitted]) -> None:
-    """In-sample: 548 rows (OpenXLA's H100 and B200 tables, the vendor libraries' squares and best shapes), MAPE 6.1%;
-    per part and format, H100 BF16 3.8% (126 rows), B200 BF16 7.7% (143: its 1,024-cubed rows spread 164-423 TFLOP/s
-    across three sources at one shape), B200 FP8 5.8% (256), MI300X BF16 4.1% (3), MI325X 4.8% (7), MI355X 19.2% (11:
+    """In-sample: 548 rows (OpenXLA's H100 and B200 tables, the vendor libraries' squares and best shapes), MAPE 7.4%;
+    per part and format, H100 BF16 6.5% (126 rows), B200 BF16 7.3% (143: its 1,024-cubed rows spread 164-423 TFLOP/s
+    across three sources at one shape), B200 FP8 7.3% (256), MI300X BF16 4.7% (3), MI325X 7.9% (7), MI355X 18.5% (11:
     hipBLASLt's 1,024-cubed GEMM at 57 TFLOP/s through torch.matmul and 168 through hipblaslt-bench, HipKittens'
     analysis JSON; the AMD families' fitted latency sits at its 20 us bound for it, a kernel-stage value the
-    training model does not use)."""
+    training model does not use). The 31 rows of 4,096 and more in every dimension, which training GEMMs are: 4.8%."""
     rows = [r for r in fitted_rows(gemm_kernels()) if family(r) in fitted]
     rows = [r for r in rows if r.fmt == "bf16" or fitted[family(r)].fp8 is not None]
     assert len(rows) == 548
     errs = errors(rows, fitted)
-    assert _mape(errs) < 6.6
+    assert _mape(errs) < 7.9
     by: dict[tuple[str, str], list[float]] = {}
     for row, err in zip(rows, errs, strict=True):
         by.setdefault((row.part, row.fmt), []).append(err)
-    assert _mape(by["h100-sxm", "bf16"]) < 4.3
-    assert _mape(by["b200", "bf16"]) < 8.2
-    assert _mape(by["b200", "fp8"]) < 6.3
-    assert _mape(by["mi325x", "bf16"]) < 5.3
+    assert _mape(by["h100-sxm", "bf16"]) < 7.0
+    assert _mape(by["b200", "bf16"]) < 7.9
+    assert _mape(by["b200", "fp8"]) < 7.8
+    assert _mape(by["mi325x", "bf16"]) < 8.4
+    large = [err for row, err in zip(rows, errs, strict=True) if min(row.m, row.n, row.k) >= GEMM_SATURATION]
+    assert len(large) == 31 and _mape(large) < 5.3
 
 
 def test_a_family_left_out_is_priced_from_the_others_within_fifteen_percent() -> None:
     """Leave one family out: its rows priced with its vendor's other family's share and shape (AMD's shape is
     NVIDIA's: too few AMD rows to fit one) and its own datasheet peak, SMs and sustained clock. MAPE over all rows
-    12.8%; Blackwell 11.5% (priced from Hopper, 11% slow), Hopper 15.7% (from Blackwell, 16% fast: Blackwell's
-    share of peak is lower), CDNA3 4.0% and CDNA4 26.6% on their 12 and 18 hipBLASLt rows (BF16 and FP8)."""
+    9.7%; Blackwell 9.0% (priced from Hopper, 6% slow), Hopper 10.2% (from Blackwell, 9% fast), CDNA3 5.9% and CDNA4
+    25.6% (15% slow: CDNA3's share of MI355X's doubled peak) on their 12 and 18 hipBLASLt rows (BF16 and FP8)."""
     held_out = leave_one_out(gemm_kernels())
     everything = [e for errs in held_out.values() for e in errs]
-    assert _mape(everything) < 13.3
-    assert _mape(held_out["blackwell"]) < 12.0
-    assert _mape(held_out["hopper"]) < 16.2
-    assert _mape(held_out["cdna3"]) < 4.5
+    assert _mape(everything) < 10.2
+    assert _mape(held_out["blackwell"]) < 9.5
+    assert _mape(held_out["hopper"]) < 10.7
+    assert _mape(held_out["cdna3"]) < 6.4
 
 
-def test_blackwell_loses_more_than_hopper_at_small_m() -> None:
+def test_blackwell_loses_more_than_hopper_at_small_m(fitted: dict[str, Fitted]) -> None:
     """OpenXLA's tables (kernels_gemm_shapes.csv, ROCm/xla@dc6603221683 default_matmul_perf_table.txtpb) at
     n = k = 4,096: H100 BF16 418 TFLOP/s at m = 256 against 780 at 4,096 (0.54), B200 651 against 1,417 (0.46).
-    The fitted shapes keep the order and each ratio within 0.05."""
+    The fitted shapes keep the order (0.58 and 0.51) and each ratio within 0.06."""
+    ratios = {}
     for part, measured in (("h100-sxm", 418 / 780), ("b200", 651 / 1417)):
         rows = {r.m: r for r in gemm_kernels() if r.part == part and r.fmt == "bf16" and r.xla and r.n == r.k == 4096}
-        eff = DEFAULTS[get_accelerator(part).family]
-        ratio = predicted_s(rows[4096], _own(eff)) / 16 / predicted_s(rows[256], _own(eff))
-        assert ratio == pytest.approx(measured, abs=0.05), part
+        own = fitted[get_accelerator(part).family]
+        ratios[part] = predicted_s(rows[4096], own) / 16 / predicted_s(rows[256], own)
+        assert ratios[part] == pytest.approx(measured, abs=0.06), part
+    assert ratios["b200"] < ratios["h100-sxm"] - 0.05
 
 
 def _own(eff: Efficiency) -> Fitted:
@@ -114,6 +119,18 @@ def test_large_gemms_run_at_the_familys_share_and_arrays_flow_through() -> None:
     shares = gemm_shape_share(sizes, sizes, sizes, eff, sms)
     assert list(shares) == pytest.approx([float(gemm_shape_share(s, s, s, eff, sms)) for s in sizes])
     assert shares[0] < shares[1] < shares[2]
+
+
+def test_blackwell_ultra_runs_blackwells_kernels_at_its_own_peak_and_clock() -> None:
+    """TransformerEngine's 5B layer on B300 (kernels_gemm.csv, NVIDIA/TransformerEngine@d0067d0da6cb
+    gemm_profiling.rst line 144: four pre-quantised BF16 Fprop GEMMs of M = 15,872, 6.39 TFLOP in 4,250 us, 1,504
+    TFLOP/s; Dgrad and Wgrad 1,447-1,500) priced with Blackwell's fitted share and shape on B300's datasheet peak
+    and clock: 1,583, 5% fast (its MAMF best shape, 1,769, is faster still)."""
+    shapes = ((15872, 12288, 4096), (15872, 4096, 4096), (15872, 16384, 4096), (15872, 4096, 16384))
+    acc, eff = get_accelerator("b300"), DEFAULTS["blackwell-ultra"]
+    ops = [kernel_op(GemmKernel("b300", "bf16", m, n, k, 1.0, "")) for m, n, k in shapes]
+    seconds = sum(float(op_time(op, acc, eff)) for op in ops)
+    assert sum(op.flops for op in ops) / seconds / 1e12 == pytest.approx(1504, rel=0.06)
 
 
 def test_a_kernel_row_is_priced_by_the_models_own_op_time() -> None:

@@ -14,8 +14,8 @@ from perfmodel.physics.parameters import Profile
 
 
 def test_a_shared_entry_sets_every_family_and_a_vendor_entry_only_its_own() -> None:
-    """The vendor GEMM share acts only on its families that no kernel rows measure (Ampere, Blackwell Ultra); the
-    measured ones take their kernels' shares, scaled by the one shared `gemm_sustained`."""
+    """The vendor GEMM share acts only on its families that no kernel rows measure (Ampere); the measured ones take
+    their kernels' shares, scaled by the one shared `gemm_sustained`."""
     values = {"scaleout": 0.61, "gemm_bf16@nvidia": 0.5, "gemm_sustained": 0.8}
     for family in DEFAULTS:
         eff = table.efficiency(values, Profile(family))
@@ -32,7 +32,7 @@ def test_generation_and_stack_factors_multiply_the_base() -> None:
     ampere = table.efficiency(values, Profile("ampere"))
     assert ampere.gemm_bf16 == pytest.approx(0.66)
     assert ampere.gemm_fp8 == pytest.approx(0.66)  # one generation factor for every format
-    assert table.efficiency(values, Profile("blackwell-ultra")).gemm_bf16 == pytest.approx(0.6)  # no factor of its own
+    assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == DEFAULTS["blackwell"].gemm_bf16  # kernels
     hopper = table.efficiency(values, Profile("hopper"))
     composer = table.efficiency(values, Profile("hopper", "composer"))
     speed = table.STACKS["composer"].attention_speed.value
@@ -41,10 +41,10 @@ def test_generation_and_stack_factors_multiply_the_base() -> None:
 
 def test_a_lower_precision_format_runs_at_bf16s_fitted_share_times_its_ratio() -> None:
     # FORMAT_SHARE: same clock per format (MI300X FP8/BF16 GEMM clocks 1,230/1,207 MHz), so FP8 = BF16 x ratio.
-    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@blackwell-ultra": 0.8}
-    ultra = table.efficiency(values, Profile("blackwell-ultra"))
-    assert ultra.gemm_fp8 == pytest.approx(0.6 * 0.9 * 0.8)
-    assert ultra.gemm_fp4 == pytest.approx(0.6 * 1.0 * 0.8)  # its ratio at the prior centre, 1
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@ampere": 0.8}
+    ampere = table.efficiency(values, Profile("ampere"))
+    assert ampere.gemm_fp8 == pytest.approx(0.6 * 0.9 * 0.8)
+    assert ampere.gemm_fp4 == pytest.approx(0.6 * 1.0 * 0.8)  # its ratio at the prior centre, 1
     # A family whose kernels measure BF16 alone: the ratio multiplies the kernels' BF16 share.
     cdna3 = table.efficiency({"gemm_format_fp8@amd": 0.9}, Profile("cdna3"))
     assert cdna3.gemm_fp8 == pytest.approx(DEFAULTS["cdna3"].gemm_bf16 * 0.9)

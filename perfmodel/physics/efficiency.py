@@ -276,10 +276,10 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
 
 
 GEMM_KERNELS: dict[str, tuple[float, float | None, float, float]] = {
-    "hopper": (0.897, None, 0.206, 222.3),
-    "blackwell": (0.846, 0.763, 0.309, 354.1),
-    "cdna3": (0.620, None, 0.253, 280.6),
-    "cdna4": (0.621, None, 0.253, 280.6),
+    "hopper": (0.790, None, 0.072, 185.1),
+    "blackwell": (0.740, 0.714, 0.107, 216.9),
+    "cdna3": (0.614, None, 0.088, 200.4),
+    "cdna4": (0.615, None, 0.088, 200.4),
 }
 """Dense GEMMs where kernel rows measure the family (perfmodel/data/kernels_gemm_shapes.csv), fitted by
 physics.gemm_kernels.fit and rounded (tests/test_gemm_kernels.py holds the two equal): (BF16 share of the BF16 peak
@@ -289,20 +289,26 @@ clock: the training fit scales these shares by one shared factor (parameters `ge
 GEMM_MIN_ROWS = 10
 """Fewest rows of a family and format that fit its share: fewer are a check, not a fit (Hopper's two FP8 rows)."""
 GEMM_SILICON = {"blackwell-ultra": "blackwell", "ampere": "hopper"}
-"""A family without GEMM rows enough to fit, and the measured family whose shape (tiles, K) prices its GEMMs; its
-share stays fitted to its training rows (parameters `gemm_generation`). Blackwell Ultra runs Blackwell's BF16 and FP8
-tensor cores (hardware_specs), yet not at Blackwell's share of its own datasheet peak: B300's MAMF best shape (1,769
-TFLOP/s) and TransformerEngine's 5B layer (1.44-1.50 PF) run 22-25% below Blackwell's fitted share of B300's peak
-at its clock, so its share is not read off B200's kernels. Ampere's two MAMF rows are a check alike."""
-KERNEL_GEMM = frozenset(GEMM_KERNELS)
-"""Families whose GEMM shares come from measured kernels, not from a fit to training rows."""
+"""A family without GEMM rows enough to fit, and the measured family whose kernels price it. Blackwell Ultra runs
+Blackwell's BF16 and FP8 tensor cores (hardware_specs: every Blackwell part names GB300's silicon as its power
+reference): Blackwell's share and shape, at B300's and GB300's own peaks and clocks, price TransformerEngine's 5B
+layer on B300 at 1,583 TFLOP/s against the measured 1,447-1,504 (kernels_gemm.csv), 5-9% fast. Ampere is not Hopper's
+silicon: it takes Hopper's shape (tiles, K) and keeps a BF16 share fitted to its training rows (parameters
+`gemm_generation`); its two MAMF rows are a check."""
+KERNEL_GEMM = frozenset(GEMM_KERNELS) | {"blackwell-ultra"}
+"""Families whose GEMM shares come from measured kernels (their own, or GEMM_SILICON's), not from a fit to training
+rows."""
+
+
+def fp8_gemm_measured(family: str) -> bool:
+    """Whether kernel rows fit the family's FP8 GEMM share (its own, or its GEMM_SILICON's)."""
+    return family in KERNEL_GEMM and GEMM_KERNELS[GEMM_SILICON.get(family, family)][1] is not None
 
 
 def _measured_gemm(eff: Efficiency, family: str) -> Efficiency:
     """`eff` with the GEMM fields its family's kernels measure (a format they do not measure starts at BF16's share:
     a ratio, compute.format_share, prices it); a family without, with its GEMM_SILICON's shape alone."""
-    measured = GEMM_KERNELS[GEMM_SILICON.get(family, family)]
-    bf16, fp8, tiles_half, depth_half = measured
+    bf16, fp8, tiles_half, depth_half = GEMM_KERNELS[GEMM_SILICON.get(family, family)]
     shape = {"gemm_tiles_half": tiles_half, "gemm_depth_half": depth_half}
     if family not in KERNEL_GEMM:
         return replace(eff, **shape)

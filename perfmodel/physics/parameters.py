@@ -25,10 +25,10 @@ from typing import Literal, NamedTuple
 from perfmodel.inputs.stacks import FA2_BEST, STACKS
 from perfmodel.physics.efficiency import (
     DEFAULTS,
-    GEMM_KERNELS,
     KERNEL_ATTENTION,
     KERNEL_GEMM,
     Efficiency,
+    fp8_gemm_measured,
 )
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
@@ -211,8 +211,8 @@ def _gemm_measured(profile: Profile) -> bool:
 
 def _fp8_unmeasured(profile: Profile) -> bool:
     """Whether the family's FP8 GEMM share over BF16's is fitted to training rows: no kernel rows fit its FP8
-    (efficiency.GEMM_KERNELS: Blackwell's measure it)."""
-    return profile.family not in KERNEL_GEMM or GEMM_KERNELS[profile.family][1] is None
+    (efficiency.GEMM_KERNELS: Blackwell's measure it, and Blackwell Ultra runs Blackwell's FP8 tensor cores)."""
+    return not fp8_gemm_measured(profile.family)
 
 
 GEMM_SUSTAINED = (0.6, 1.3)
