@@ -11,8 +11,8 @@ import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import GemmKernel, gemm_kernels
-from perfmodel.physics.compute import GEMM_SATURATION, gemm_shape_share, op_time
-from perfmodel.physics.efficiency import DEFAULTS, GEMM_KERNELS, KERNEL_GEMM, Efficiency
+from perfmodel.physics.compute import GEMM_SATURATION, gemm_shape_share, gemm_share, op_time
+from perfmodel.physics.efficiency import DEFAULTS, GEMM_KERNELS, GEMM_SILICON, KERNEL_GEMM, Efficiency
 from perfmodel.physics.gemm_kernels import (
     Fitted,
     errors,
@@ -36,7 +36,7 @@ def _mape(values: list[float]) -> float:
 
 def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows(fitted: dict[str, Fitted]) -> None:
     assert set(fitted) == set(GEMM_KERNELS) == {"hopper", "blackwell", "cdna3", "cdna4"}
-    assert {*GEMM_KERNELS, "blackwell-ultra"} == KERNEL_GEMM  # Blackwell's tensor cores (efficiency.GEMM_SILICON)
+    assert {*GEMM_KERNELS, *GEMM_SILICON} == KERNEL_GEMM == set(DEFAULTS)  # every family: its kernels or another's
     for name, values in fitted.items():
         bf16, fp8, tiles_half, depth_half = GEMM_KERNELS[name]
         assert (fp8 is None) == (values.fp8 is None), name
@@ -137,3 +137,20 @@ def test_a_kernel_row_is_priced_by_the_models_own_op_time() -> None:
     row = next(r for r in gemm_kernels() if r.part == "h100-sxm" and r.m == r.n == r.k == 4096)
     acc, eff = get_accelerator(row.part), DEFAULTS["hopper"]
     assert predicted_s(row, _own(eff)) == pytest.approx(float(op_time(kernel_op(row), acc, eff)))
+
+
+def test_ampere_runs_hoppers_kernels_moved_by_the_power_assumption() -> None:
+    """A100's GEMMs at Hopper's fitted share and shape, carried to A100's datasheet by peak_power_share (A100 1.28 W
+    per peak TFLOP/s against H100's 0.71): its MAMF best shape (kernels_gemm_shapes.csv, stas00/ml-engineering
+    @744d01e18b79 compute/accelerator/README.md line 351: 1,024 x 10,240 x 5,120 at 271.2 TFLOP/s) priced at 291,
+    7% fast before the training fit's generation factor (parameters `gemm_generation@ampere`)."""
+    acc, eff = get_accelerator("a100-sxm-80gb"), DEFAULTS["ampere"]
+    (row,) = [r for r in gemm_kernels() if r.part == "a100-sxm-80gb" and (r.m, r.n, r.k) == (1024, 10240, 5120)]
+    assert (eff.gemm_bf16, eff.gemm_tiles_half, eff.gemm_depth_half) == (
+        DEFAULTS["hopper"].gemm_bf16,
+        DEFAULTS["hopper"].gemm_tiles_half,
+        DEFAULTS["hopper"].gemm_depth_half,
+    )
+    assert gemm_share(acc, eff, "bf16") > gemm_share(get_accelerator("h100-sxm"), DEFAULTS["hopper"], "bf16")
+    tflops = kernel_op(row).flops / float(op_time(kernel_op(row), acc, eff)) / 1e12
+    assert tflops == pytest.approx(271.2, rel=0.09)

@@ -46,13 +46,15 @@ cubed, HipKittens and torchao PR 2427; H100 794 at 2,048 x 2,048 x 13,312 in MAM
 OpenXLA's table: perfmodel/data/kernels_gemm_shapes.csv), where the ramps would extrapolate past the plateau."""
 SATURATED_TILES = (GEMM_SATURATION / GEMM_TILE) ** 2
 GEMM_REFERENCE = {
+    "ampere": "h100-sxm",
     "hopper": "h100-sxm",
     "blackwell": "b200",
     "blackwell-ultra": "b300",
     "cdna3": "mi300x",
     "cdna4": "mi355x",
 }
-"""The part of each kernel-measured family whose datasheet its GEMM share is read against (`gemm_share`)."""
+"""The part of each kernel-measured family whose datasheet its GEMM share is read against (`gemm_share`): Ampere's is
+Hopper's, whose kernels price it (efficiency.GEMM_SILICON)."""
 
 
 def clock_share(acc: Accelerator) -> float:
@@ -121,16 +123,21 @@ def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part.
     Where kernel rows measure the family (efficiency.KERNEL_GEMM), its measured share in each format they measure
     (efficiency.GEMM_KERNELS, scaled by the fitted kernel-to-training factor), and BF16's times `format_share` in
-    another; a part at other board watts per peak FLOP/s than GEMM_REFERENCE's (a what-if, your own hardware) moves
-    from it as `peak_power_share` says (every bundled part of a family has its reference's). Elsewhere its vendor
-    library's fitted share times the part's power share and `format_share`. Attention is not scaled: its kernel
-    shares are per-family measurements (efficiency.DEFAULTS), taken on the part itself."""
+    another (FP4's over FP8's where they measure FP8: both ratios come from the same benchmarks, so FP4 and FP8 rest
+    on one basis); a part at other board watts per peak FLOP/s than GEMM_REFERENCE's (Ampere against Hopper, a
+    what-if, your own hardware) moves from it as `peak_power_share` says. Elsewhere its vendor library's fitted share
+    times the part's power share and `format_share`. Attention is not scaled: its kernel shares are per-family
+    measurements (efficiency.DEFAULTS), taken on the part itself."""
     if acc.family not in KERNEL_GEMM:
         return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
     reference = get_accelerator(GEMM_REFERENCE[acc.family])
     power = peak_power_share(acc, eff, "bf16") / peak_power_share(reference, eff, "bf16")
-    measured = fmt == "bf16" or (fmt == "fp8" and fp8_gemm_measured(acc.family))
-    return eff.gemm(fmt) * power * (1.0 if measured else format_share(acc, eff, fmt))
+    fp8 = fp8_gemm_measured(acc.family)
+    if fmt == "bf16" or (fmt == "fp8" and fp8):
+        return eff.gemm(fmt) * power
+    if fmt == "fp4" and fp8:
+        return eff.gemm("fp8") * power * format_share(acc, eff, "fp4") / format_share(acc, eff, "fp8")
+    return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
 
 
 def gemm_shape_share(m: Number, n: Number, k: Number, eff: Efficiency, sms: float) -> Number:

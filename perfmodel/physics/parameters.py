@@ -25,6 +25,7 @@ from typing import Literal, NamedTuple
 from perfmodel.inputs.stacks import FA2_BEST, STACKS
 from perfmodel.physics.efficiency import (
     DEFAULTS,
+    GEMM_OTHER_SILICON,
     KERNEL_ATTENTION,
     KERNEL_GEMM,
     Efficiency,
@@ -209,6 +210,12 @@ def _gemm_measured(profile: Profile) -> bool:
     return not _gemm_unmeasured(profile)
 
 
+def _gemm_own_silicon_unmeasured(profile: Profile) -> bool:
+    """Whether no kernel rows measure the family's own tensor cores: its GEMM share is fitted to its rows, or carried
+    from another generation's kernels (efficiency.GEMM_OTHER_SILICON), which its rows correct."""
+    return _gemm_unmeasured(profile) or profile.family in GEMM_OTHER_SILICON
+
+
 def _fp8_unmeasured(profile: Profile) -> bool:
     """Whether the family's FP8 GEMM share over BF16's is fitted to training rows: no kernel rows fit its FP8
     (efficiency.GEMM_KERNELS: Blackwell's measure it, and Blackwell Ultra runs Blackwell's FP8 tensor cores)."""
@@ -263,9 +270,9 @@ TABLE: tuple[Parameter, ...] = (
             "gemm_generation",
             "gemm",
             0.1,
-            "the family's rows, every format, where no kernel rows measure it: its tensor cores against its vendor's",
+            "the family's rows, every format, where no kernel rows measure its tensor cores: against its vendor's",
         ),
-        applies=_gemm_unmeasured,
+        applies=_gemm_own_silicon_unmeasured,
     ),
     Parameter(
         "attention",
