@@ -16,13 +16,7 @@ from functools import cached_property, lru_cache
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum, minimum, where
-from perfmodel.physics.efficiency import (
-    KERNEL_GEMM,
-    NON_CAUSAL_ATTENTION,
-    Efficiency,
-    fp8_gemm_measured,
-    released_attention,
-)
+from perfmodel.physics.efficiency import KERNEL_GEMM, NON_CAUSAL_ATTENTION, Efficiency, released_attention
 from perfmodel.physics.workload import Op
 
 CLOCK_POWER_EXPONENT = math.log(1207 / 1447) / math.log(750 / 1000)
@@ -121,22 +115,16 @@ def measured_share(acc: Accelerator, fmt: str) -> FormatShare | None:
 
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part.
-    Where kernel rows measure the family (efficiency.KERNEL_GEMM), its measured share in each format they measure
-    (efficiency.GEMM_KERNELS, scaled by the fitted kernel-to-training factor), and BF16's times `format_share` in
-    another (FP4's over FP8's where they measure FP8: both ratios come from the same benchmarks, so FP4 and FP8 rest
-    on one basis); a part at other board watts per peak FLOP/s than GEMM_REFERENCE's (Ampere against Hopper, a
-    what-if, your own hardware) moves from it as `peak_power_share` says. Elsewhere its vendor library's fitted share
-    times the part's power share and `format_share`. Attention is not scaled: its kernel shares are per-family
-    measurements (efficiency.DEFAULTS), taken on the part itself."""
+    Where kernel rows measure the family (efficiency.KERNEL_GEMM), its measured BF16 share (efficiency.GEMM_KERNELS,
+    scaled by the fitted kernel-to-training factor) times `format_share`, one basis for every format; a part at other
+    board watts per peak FLOP/s than GEMM_REFERENCE's (Ampere against Hopper, a what-if, your own hardware) moves
+    from it as `peak_power_share` says. Elsewhere its vendor library's fitted share times the part's power share and
+    `format_share`. Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
+    taken on the part itself."""
     if acc.family not in KERNEL_GEMM:
         return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
     reference = get_accelerator(GEMM_REFERENCE[acc.family])
     power = peak_power_share(acc, eff, "bf16") / peak_power_share(reference, eff, "bf16")
-    fp8 = fp8_gemm_measured(acc.family)
-    if fmt == "bf16" or (fmt == "fp8" and fp8):
-        return eff.gemm(fmt) * power
-    if fmt == "fp4" and fp8:
-        return eff.gemm("fp8") * power * format_share(acc, eff, "fp4") / format_share(acc, eff, "fp8")
     return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
 
 

@@ -277,15 +277,20 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
 
 GEMM_KERNELS: dict[str, tuple[float, float | None, float, float]] = {
     "hopper": (0.790, None, 0.072, 185.1),
-    "blackwell": (0.740, 0.714, 0.107, 216.9),
+    "blackwell": (0.740, 0.762, 0.107, 216.9),
     "cdna3": (0.614, None, 0.088, 200.4),
     "cdna4": (0.615, None, 0.088, 200.4),
 }
 """Dense GEMMs where kernel rows measure the family (perfmodel/data/kernels_gemm_shapes.csv), fitted by
 physics.gemm_kernels.fit and rounded (tests/test_gemm_kernels.py holds the two equal): (BF16 share of the BF16 peak
-at the sustained clock, FP8's of the FP8 peak or None where fewer than GEMM_MIN_ROWS rows measure it, tiles per SM
-at half speed, K at half speed). Kernel rows run at free clocks, a training step at its power-capped sustained
-clock: the training fit scales these shares by one shared factor (parameters `gemm_sustained`), not per family."""
+at the sustained clock, the FP8 share that times compute.format_share prices the FP8 rows, or None where fewer than
+GEMM_MIN_ROWS rows measure it, tiles per SM at half speed, K at half speed). Kernel rows run at free clocks, a
+training step at its power-capped sustained clock: the training fit scales these shares by one shared factor
+(parameters `gemm_sustained`), not per family. FP8 and FP4 are priced at BF16's share times format_share
+(TransformerEngine's profiling of one layer in each format, its scaling included: kernels_gemm.csv), so the FP8
+share is a check: OpenXLA's raw FP8 rows run 3% faster over BF16 than that ratio says (0.762 against 0.740). Priced
+from them instead, GB200's FP8 rows ran fast (held out 2.6% fast against 0.0%) and NVFP4 over FP8 came out 5% low
+(tests/test_seed_ratios.py): two formats on two bases."""
 GEMM_MIN_ROWS = 10
 """Fewest rows of a family and format that fit its share: fewer are a check, not a fit (Hopper's two FP8 rows)."""
 GEMM_SILICON = {"blackwell-ultra": "blackwell", "ampere": "hopper"}
@@ -305,19 +310,13 @@ KERNEL_GEMM = frozenset(GEMM_KERNELS) | frozenset(GEMM_SILICON)
 rows."""
 
 
-def fp8_gemm_measured(family: str) -> bool:
-    """Whether kernel rows fit the family's FP8 GEMM share (its own, or its GEMM_SILICON's)."""
-    return family in KERNEL_GEMM and GEMM_KERNELS[GEMM_SILICON.get(family, family)][1] is not None
-
-
 def _measured_gemm(eff: Efficiency, family: str) -> Efficiency:
-    """`eff` with the GEMM fields its family's kernels measure (a format they do not measure starts at BF16's share:
-    a ratio, compute.format_share, prices it); a family without, with its GEMM_SILICON's shape alone."""
-    bf16, fp8, tiles_half, depth_half = GEMM_KERNELS[GEMM_SILICON.get(family, family)]
-    shape = {"gemm_tiles_half": tiles_half, "gemm_depth_half": depth_half}
-    if family not in KERNEL_GEMM:
-        return replace(eff, **shape)
-    return replace(eff, gemm_bf16=bf16, gemm_fp8=fp8 or bf16, gemm_fp4=bf16, **shape)
+    """`eff` with the GEMM share and shape its family's kernels (or its GEMM_SILICON's) measure, every format at
+    BF16's share: a ratio, compute.format_share, prices FP8 and FP4 on it (GEMM_KERNELS' FP8 share is a check)."""
+    bf16, _, tiles_half, depth_half = GEMM_KERNELS[GEMM_SILICON.get(family, family)]
+    return replace(
+        eff, gemm_bf16=bf16, gemm_fp8=bf16, gemm_fp4=bf16, gemm_tiles_half=tiles_half, gemm_depth_half=depth_half
+    )
 
 
 RELEASED_KEPT = 256

@@ -29,7 +29,6 @@ from perfmodel.physics.efficiency import (
     KERNEL_ATTENTION,
     KERNEL_GEMM,
     Efficiency,
-    fp8_gemm_measured,
 )
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
@@ -216,12 +215,6 @@ def _gemm_own_silicon_unmeasured(profile: Profile) -> bool:
     return _gemm_unmeasured(profile) or profile.family in GEMM_OTHER_SILICON
 
 
-def _fp8_unmeasured(profile: Profile) -> bool:
-    """Whether the family's FP8 GEMM share over BF16's is fitted to training rows: no kernel rows fit its FP8
-    (efficiency.GEMM_KERNELS: Blackwell's measure it, and Blackwell Ultra runs Blackwell's FP8 tensor cores)."""
-    return not fp8_gemm_measured(profile.family)
-
-
 GEMM_SUSTAINED = (0.6, 1.3)
 """Bounds of a training step's dense GEMM rate over the measured kernels' at the same shape (prior 1): kernel rows
 run short loops at free clocks, a training step for hours at its power-capped sustained clock, with other kernels and
@@ -261,7 +254,6 @@ TABLE: tuple[Parameter, ...] = (
             needs=fmt,
             relative_to="gemm_bf16",
             only=only,
-            applies=_fp8_unmeasured if fmt == "fp8" else None,
         )
         for fmt, only in (("fp8", None), ("fp4", FP4_FITTED_VENDORS))
     ),
