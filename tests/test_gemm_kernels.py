@@ -11,7 +11,7 @@ import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import GemmKernel, gemm_kernels
-from perfmodel.physics.compute import GEMM_SATURATION, gemm_shape_share, gemm_share, op_time
+from perfmodel.physics.compute import GEMM_SATURATION, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import DEFAULTS, GEMM_KERNELS, GEMM_SILICON, KERNEL_GEMM, Efficiency
 from perfmodel.physics.gemm_kernels import (
     Fitted,
@@ -49,39 +49,40 @@ def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows(fitted: dict[str, F
 
 
 def test_the_fitted_rows_are_priced_within_the_fits_error(fitted: dict[str, Fitted]) -> None:
-    """In-sample: 548 rows (OpenXLA's H100 and B200 tables, the vendor libraries' squares and best shapes), MAPE 7.4%;
-    per part and format, H100 BF16 6.5% (126 rows), B200 BF16 7.3% (143: its 1,024-cubed rows spread 164-423 TFLOP/s
-    across three sources at one shape), B200 FP8 7.3% (256), MI300X BF16 4.7% (3), MI325X 7.9% (7), MI355X 18.5% (11:
+    """In-sample: 548 rows (OpenXLA's H100 and B200 tables, the vendor libraries' squares and best shapes), MAPE 7.7%;
+    per part and format, H100 BF16 6.6% (126 rows), B200 BF16 8.1% (143: its 1,024-cubed rows spread 164-423 TFLOP/s
+    across three sources at one shape), B200 FP8 7.6% (256), MI300X BF16 3.0% (3), MI325X 10.1% (7), MI355X 18.5% (11:
     hipBLASLt's 1,024-cubed GEMM at 57 TFLOP/s through torch.matmul and 168 through hipblaslt-bench, HipKittens'
     analysis JSON; the AMD families' fitted latency sits at its 20 us bound for it, a kernel-stage value the
-    training model does not use). The 31 rows of 4,096 and more in every dimension, which training GEMMs are: 4.8%."""
+    training model does not use). The 31 rows of 4,096 and more in every dimension, which training GEMMs are: 5.3%.
+    (7.4% and 4.8% before the tail wave, compute.gemm_shape_share, which the training rows need.)"""
     rows = [r for r in fitted_rows(gemm_kernels()) if family(r) in fitted]
     rows = [r for r in rows if r.fmt == "bf16" or fitted[family(r)].fp8 is not None]
     assert len(rows) == 548
     errs = errors(rows, fitted)
-    assert _mape(errs) < 7.9
+    assert _mape(errs) < 8.0
     by: dict[tuple[str, str], list[float]] = {}
     for row, err in zip(rows, errs, strict=True):
         by.setdefault((row.part, row.fmt), []).append(err)
     assert _mape(by["h100-sxm", "bf16"]) < 7.0
-    assert _mape(by["b200", "bf16"]) < 7.9
-    assert _mape(by["b200", "fp8"]) < 7.8
-    assert _mape(by["mi325x", "bf16"]) < 8.4
+    assert _mape(by["b200", "bf16"]) < 8.4
+    assert _mape(by["b200", "fp8"]) < 7.9
+    assert _mape(by["mi325x", "bf16"]) < 10.4
     large = [err for row, err in zip(rows, errs, strict=True) if min(row.m, row.n, row.k) >= GEMM_SATURATION]
-    assert len(large) == 31 and _mape(large) < 5.3
+    assert len(large) == 31 and _mape(large) < 5.6
 
 
 def test_a_family_left_out_is_priced_from_the_others_within_fifteen_percent() -> None:
     """Leave one family out: its rows priced with its vendor's other family's share and shape (AMD's shape is
     NVIDIA's: too few AMD rows to fit one) and its own datasheet peak, SMs and sustained clock. MAPE over all rows
-    9.7%; Blackwell 9.0% (priced from Hopper, 6% slow), Hopper 10.2% (from Blackwell, 9% fast), CDNA3 5.9% and CDNA4
-    25.6% (15% slow: CDNA3's share of MI355X's doubled peak) on their 12 and 18 hipBLASLt rows (BF16 and FP8)."""
+    9.3%; Blackwell 8.6%, Hopper 9.1%, CDNA3 12.2% and CDNA4 24.3% (CDNA3's share of MI355X's doubled peak) on their
+    12 and 18 hipBLASLt rows (BF16 and FP8). Before the tail wave 9.7%: Blackwell 9.0%, Hopper 10.2%, CDNA3 5.9%."""
     held_out = leave_one_out(gemm_kernels())
     everything = [e for errs in held_out.values() for e in errs]
-    assert _mape(everything) < 10.2
-    assert _mape(held_out["blackwell"]) < 9.5
-    assert _mape(held_out["hopper"]) < 10.7
-    assert _mape(held_out["cdna3"]) < 6.4
+    assert _mape(everything) < 9.6
+    assert _mape(held_out["blackwell"]) < 9.0
+    assert _mape(held_out["hopper"]) < 9.5
+    assert _mape(held_out["cdna3"]) < 12.5
 
 
 def test_blackwell_loses_more_than_hopper_at_small_m(fitted: dict[str, Fitted]) -> None:
@@ -112,11 +113,14 @@ def test_a_dimension_not_a_multiple_of_the_tile_pays_for_its_padding() -> None:
 
 
 def test_large_gemms_run_at_the_familys_share_and_arrays_flow_through() -> None:
-    """From GEMM_SATURATION on in every dimension the shape share is 1; below, it falls with the tiles and with K;
-    numpy arrays give the elementwise values (the vectorised layout search)."""
+    """From GEMM_SATURATION on in every dimension the shape share is the grid's tail wave alone (1,024 output tiles
+    on 132 SMs: 0.97); below, it falls with the tiles and with K; numpy arrays give the elementwise values (the
+    vectorised layout search)."""
     eff, sms = DEFAULTS["hopper"], 132.0
-    assert gemm_shape_share(GEMM_SATURATION, GEMM_SATURATION, GEMM_SATURATION, eff, sms) == pytest.approx(1.0)
-    assert gemm_shape_share(16384, 16384, 16384, eff, sms) == pytest.approx(1.0)
+    for side in (GEMM_SATURATION, 16384):
+        tail = grouped_efficiency(side, side, 1, sms)
+        assert gemm_shape_share(side, side, side, eff, sms) == pytest.approx(tail)
+    assert float(grouped_efficiency(GEMM_SATURATION, GEMM_SATURATION, 1, sms)) == pytest.approx(1024 / 1056)
     sizes = np.array([256.0, 1024.0, 4096.0])
     shares = gemm_shape_share(sizes, sizes, sizes, eff, sms)
     assert list(shares) == pytest.approx([float(gemm_shape_share(s, s, s, eff, sms)) for s in sizes])
@@ -127,12 +131,13 @@ def test_blackwell_ultra_runs_blackwells_kernels_at_its_own_peak_and_clock() -> 
     """TransformerEngine's 5B layer on B300 (kernels_gemm.csv, NVIDIA/TransformerEngine@d0067d0da6cb
     gemm_profiling.rst line 144: four pre-quantised BF16 Fprop GEMMs of M = 15,872, 6.39 TFLOP in 4,250 us, 1,504
     TFLOP/s; Dgrad and Wgrad 1,447-1,500) priced with Blackwell's fitted share and shape on B300's datasheet peak
-    and clock: 1,583, 5% fast (its MAMF best shape, 1,769, is faster still)."""
+    and clock: 1,669, 11% fast (5% before the tail wave raised Blackwell's fitted share from 0.740 to 0.786; its MAMF
+    best shape, 1,769, is faster still)."""
     shapes = ((15872, 12288, 4096), (15872, 4096, 4096), (15872, 16384, 4096), (15872, 4096, 16384))
     acc, eff = get_accelerator("b300"), DEFAULTS["blackwell-ultra"]
     ops = [kernel_op(GemmKernel("b300", "bf16", m, n, k, 1.0, "")) for m, n, k in shapes]
     seconds = sum(float(op_time(op, acc, eff)) for op in ops)
-    assert sum(op.flops for op in ops) / seconds / 1e12 == pytest.approx(1504, rel=0.06)
+    assert sum(op.flops for op in ops) / seconds / 1e12 == pytest.approx(1504, rel=0.12)
 
 
 def test_a_kernel_row_is_priced_by_the_models_own_op_time() -> None:

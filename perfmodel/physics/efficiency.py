@@ -276,10 +276,10 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
 
 
 GEMM_KERNELS: dict[str, tuple[float, float | None, float, float]] = {
-    "hopper": (0.790, None, 0.072, 185.1),
-    "blackwell": (0.740, 0.762, 0.107, 216.9),
-    "cdna3": (0.614, None, 0.088, 200.4),
-    "cdna4": (0.615, None, 0.088, 200.4),
+    "hopper": (0.806, None, 0.073, 181.1),
+    "blackwell": (0.786, 0.825, 0.111, 202.3),
+    "cdna3": (0.631, None, 0.090, 191.4),
+    "cdna4": (0.615, None, 0.090, 191.4),
 }
 """Dense GEMMs where kernel rows measure the family (perfmodel/data/kernels_gemm_shapes.csv), fitted by
 physics.gemm_kernels.fit and rounded (tests/test_gemm_kernels.py holds the two equal): (BF16 share of the BF16 peak
