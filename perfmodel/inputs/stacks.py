@@ -71,6 +71,9 @@ class StackProfile:
     'p2p' (the ring); torchtitan's `context_parallel_rotate_method` to 'allgather' (recalled from the public code,
     not a stored copy)."""
 
+    dp_overlap: str = "ZeRO's collectives overlapped with compute (the shared overlap_dp)"
+    """How the stack hides its data-parallel/FSDP collectives behind compute (`explain` names it)."""
+
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
 
@@ -156,6 +159,8 @@ STACKS: dict[str, StackProfile] = {
         fp8=True,
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
+        dp_overlap="Megatron-Core DDP's gradient buckets reduced during the backward (overlap_grad_reduce) and "
+        "parameters gathered during the forward (overlap_param_gather)",
     ),
     "composer": StackProfile(
         "composer",
@@ -169,6 +174,7 @@ STACKS: dict[str, StackProfile] = {
         # (composer/core/precision.py; recalled from the public code, not a stored copy).
         fp8_delayed_scaling=True,
         layout_defaults=_COMPOSER_LAYOUT,
+        dp_overlap="PyTorch FSDP's prefetched all-gathers and backward reduce-scatters (its own fitted overlap_dp)",
     ),
     "torchtitan": StackProfile(
         "torchtitan",
@@ -212,6 +218,8 @@ STACKS: dict[str, StackProfile] = {
             ),
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: train_micro_batch_size_per_gpu is set per run"),
         ),
+        dp_overlap="DeepSpeed's bucketed gradient reduction during the backward (overlap_comm) and ZeRO-3's "
+        "parameter prefetch (priced at the shared overlap_dp: no rows of its own)",
     ),
     "megatron-deepspeed": StackProfile(
         "megatron-deepspeed",
@@ -261,6 +269,8 @@ STACKS: dict[str, StackProfile] = {
             LayoutDefault("mbs", None, (1, 2, 4), "no default: per_device_batch_size is set per run"),
         ),
         cp_comm="all_gather",
+        dp_overlap="XLA's latency-hiding scheduler runs the FSDP all-gathers and reduce-scatters asynchronously "
+        "behind the layers' compute (priced at the shared overlap_dp: no rows to fit one of its own)",
     ),
 }
 STACK_NAMES = tuple(STACKS)
