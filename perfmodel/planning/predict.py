@@ -137,6 +137,7 @@ class Prediction:
                 "recompute": lo.recompute,
                 **({"recompute_layers": lo.recompute_layers} if lo.recompute_layers else {}),
                 "zero": lo.zero,
+                **({"shard_group": self.shard_group} if self.shard_group else {}),
             },
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
@@ -296,6 +297,12 @@ class Prediction:
             "eval_time_s": self.mlperf.eval_s,
             "run_overhead_s": self.mlperf.overhead_s,
         }
+
+    @property
+    def shard_group(self) -> int | None:
+        """The DP x CP ranks ZeRO-3 shards over with hybrid sharding (None: no hybrid sharding in this layout)."""
+        group, lo = self.scenario.parallelism.shard_group, self.layout
+        return group if group and lo.zero == 3 and group < lo.dp * lo.cp else None
 
     @property
     def benchmark(self) -> Benchmark:
