@@ -768,9 +768,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
     shards = _shards(rec, lv)
     dp_links = _links(ctx, shards, tp)
-    sync_windows = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
-    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, *sync_windows)
-    replicas_s = 0.0
+    sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
+    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
+    replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
         replicas_s = all_reduce(trainable * memory.GRAD_BYTES / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
