@@ -125,7 +125,7 @@ def _stacks_section(report: Report, results: list[protocols.ProtocolResult]) -> 
     """A section per software stack the measured steps ran: its profile, its rows' error with the bundled
     calibration and held out by the `stack` protocol (a fit on the other stacks' rows)."""
     (stack,) = [r for r in results if r.protocol == "stack"]
-    held = {row.item.run.id: row.error_pct for row in stack.rows}
+    held = {id(row.item.run): row.error_pct for row in stack.rows}  # by run: an MLPerf id may name two benchmarks
     steps = [r for r in report.rows if not whole_runs.is_whole_run(r.prepared.run)]
     lines = [
         "## Stacks: leave one stack out",
@@ -140,7 +140,7 @@ def _stacks_section(report: Report, results: list[protocols.ProtocolResult]) -> 
     ]
     for name in sorted({r.prepared.context.stack for r in steps}):
         rows = [r for r in steps if r.prepared.context.stack == name]
-        out = [held[r.prepared.run.id] for r in rows if r.prepared.run.id in held]
+        out = [held[id(r.prepared.run)] for r in rows if id(r.prepared.run) in held]
         lines += [
             f"### {name}",
             "",
@@ -155,7 +155,7 @@ def _stacks_section(report: Report, results: list[protocols.ProtocolResult]) -> 
                 [r.prepared.run.id, r.prepared.run.n_gpus, r.prepared.run.precision, r.prepared.layout.describe(),
                  r.prepared.run.scenario["parallelism"].get("shard_group", ""),
                  f"{r.prepared.run.measured:,.4g}", f"{r.predicted:,.4g}", _pct(r.error_pct),
-                 _pct(held.get(r.prepared.run.id))]
+                 _pct(held.get(id(r.prepared.run)))]
                 for r in rows
             ]  # fmt: skip
             headers = ["row", "GPUs", "precision", "layout", "FSDP group", "measured", "predicted", "error", "held out"]
