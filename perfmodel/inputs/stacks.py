@@ -269,6 +269,8 @@ STACKS: dict[str, StackProfile] = {
             ),
             LayoutDefault("mbs", None, (1, 2, 4), "no default: per_device_batch_size is set per run"),
         ),
+        # MaxText's context parallelism on GPU all-gathers K and V over the context mesh axis before the cuDNN
+        # attention (recalled from the public code, not a stored copy; its bundled rows run CP 1).
         cp_comm="all_gather",
         dp_overlap="XLA's latency-hiding scheduler runs the FSDP all-gathers and reduce-scatters asynchronously "
         "behind the layers' compute (priced at the shared overlap_dp: no rows to fit one of its own)",
