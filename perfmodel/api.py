@@ -51,11 +51,12 @@ class WorkloadOptions(TypedDict, total=False):
     recompute: Literal["none", "selective", "full"]
     recompute_layers: int
     cp_comm: Literal["p2p", "all_gather", "a2a"]
+    shard_group: int
     zero: Literal[0, 1, 2, 3]
     tokens: float
     benchmark: str
     calibration: str
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]
     vintage: str
     usd_per_gpu_hour: float
     pue: float

@@ -213,13 +213,19 @@ def scenario_options(
             help="Context parallelism's exchange: p2p ring (Megatron's default), all_gather (Llama 3, torchtitan) "
             "or a2a (Ulysses: heads split over CP).",
         ),
+        click.option(
+            "--shard-group",
+            type=click.IntRange(min=1),
+            help="Hybrid sharding with --zero 3: shard over groups of N DP ranks, replicate across them (MaxText's "
+            "FSDP x DP, FSDP's HYBRID_SHARD); default: over every DP rank.",
+        ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
         click.option("--benchmark", help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score."),
         click.option("--calibration", help=CALIBRATION_HELP),
         click.option(
             "--stack",
-            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]),
-            help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's.",
+            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]),
+            help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's, maxtext JAX's.",
         ),
         click.option(
             "--vintage",

@@ -79,10 +79,10 @@ ONLY_HELP = (
 @click.option("--calibration", help=CALIBRATION_HELP)
 @click.option(
     "--protocol",
-    type=click.Choice(["forward", "generation", "precision", "scale", "length", "whole-runs"]),
+    type=click.Choice(["forward", "generation", "precision", "scale", "length", "stack", "whole-runs"]),
     help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw "
-    "(length: leave one sequence length of the long-sequence table out; whole-runs: leave one published whole run "
-    "out of the loss fit; it takes --data and --calibration).",
+    "(length: leave one sequence length of the long-sequence table out; stack: leave one software stack out; "
+    "whole-runs: leave one published whole run out of the loss fit; it takes --data and --calibration).",
 )
 @_log_options
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
@@ -98,10 +98,10 @@ def validate(
     """Predict measured runs and report the error per row, per group and overall (MAPE).
 
     With no arguments: every bundled measured row (MLPerf Training v4.0-v5.1 results, NVIDIA's Megatron-Bridge/NeMo
-    and DGX Cloud tables, NeMo's long-sequence table, the Megatron-LM papers, llm-foundry). --data adds a CSV in the
-    documented column set; MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus since logs do not record the
-    hardware.
-    --protocol forward|generation|precision|scale|length predicts each row from a fit that never saw it
+    and DGX Cloud tables, NeMo's long-sequence table, the Megatron-LM papers, llm-foundry, NVIDIA's MaxText table).
+    --data adds a CSV in the documented column set; MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus
+    since logs do not record the hardware.
+    --protocol forward|generation|precision|scale|length|stack predicts each row from a fit that never saw it
     (docs/validation.md).
     """
     from perfmodel.fitting.validation import validate as run_validation

@@ -555,6 +555,34 @@ def _from_long_sequence_row(number: int, row: dict[str, str]) -> MeasuredRun:
     return replace(run, source=LONG_SEQUENCE_SOURCE, detail=detail, scenario=scenario, assumptions=assumptions)
 
 
+MAXTEXT = "maxtext_runs.csv"
+MAXTEXT_SOURCE = "MaxText (JAX)"
+"""Source of NVIDIA's DGX Cloud MaxText table (Llama 2 70B on H100, BF16 and FP8, 64-2,048 GPUs): its own group in
+validate, predicted with the shared fitted values and no parameter of its own (six rows: issue 27 lets none inform
+a fit of its own), and the stack the `stack` protocol's maxtext fold holds out."""
+MAXTEXT_FSDP = {64: 64, 512: 128, 2048: 128}
+"""The FSDP group of each bundled MaxText row by GPU count, the rest data-parallel across groups: the table's headers
+('Throughput on 512x H100 GPUs (FSDP=128 GBS=1024)'; NVIDIA/dgxc-benchmarking v24.11.1 maxtext/README_70b.md)."""
+MAXTEXT_RELEASE = re.compile(r"maxtext-(\d{4})-(\d{2})-\d{2}")
+"""The container's date in its tag ('ghcr.io/nvidia/jax:maxtext-2024-12-09'): the row's release."""
+
+
+def _from_maxtext_row(number: int, row: dict[str, str]) -> MeasuredRun:
+    """A row of the MaxText table: hybrid FSDP over its group (MAXTEXT_FSDP), released with its container."""
+    run = parse_row(DATA / MAXTEXT, number, runs_csv_cells(row))
+    group = MAXTEXT_FSDP.get(run.n_gpus)
+    if group is None:
+        raise Excluded(f"no FSDP group published for {run.n_gpus} GPUs (MAXTEXT_FSDP)")
+    scenario = run.scenario | {"parallelism": run.scenario["parallelism"] | {"shard_group": group}}
+    found = MAXTEXT_RELEASE.search(row["version_or_date"])
+    released = f"{found.group(1)}-{found.group(2)}" if found else None
+    assumption = f"FSDP over {group} GPUs, data-parallel across {run.n_gpus // group} groups (the table's header)"
+    return replace(
+        run, source=MAXTEXT_SOURCE, detail=row["version_or_date"], scenario=scenario, released=released,
+        assumptions=(assumption,),
+    )  # fmt: skip
+
+
 LAST_CHANGE = re.compile(r"last change (\d{4})-(\d{2})-\d{2}")
 """A source's note of when its table last changed ('mosaicml/llm-foundry ... README.md (last change 2024-01-06,
 #838)', measured_runs_sources.md): its numbers are no newer than that."""
@@ -843,6 +871,8 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
         take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
     for number, row in enumerate(_read(LONG_SEQUENCE), start=2):
         take(row["id"], lambda row=row, number=number: _from_long_sequence_row(number, row))
+    for number, row in enumerate(_read(MAXTEXT), start=2):
+        take(row["id"], lambda row=row, number=number: _from_maxtext_row(number, row))
     mlperf_rows = _read("mlperf_training_llm.csv")
     duplicates = _duplicates(mlperf_rows)
     spans, precisions = round_releases(mlperf_rows), round_precisions(mlperf_rows)

@@ -19,6 +19,7 @@ from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import (
     LONG_SEQUENCE_SOURCE,
+    MAXTEXT_SOURCE,
     MOE_MODELS,
     MOE_SOURCE,
     MeasuredRun,
@@ -56,6 +57,9 @@ NOT_FITTED: dict[str, str] = {
 } | {
     whole_runs.SOURCE: "not in the dense fit: whole runs fit only the calibration's loss stage (the straggler share; "
     "scripts/whole_runs_leave_one_out.py), with the dense parameters fixed",
+    MAXTEXT_SOURCE: "not in the dense fit: MaxText's six rows (one model, one release) may not inform a parameter "
+    "of their own (issue 27: none informed by fewer than ten rows), and fitted into the shared ones they would move "
+    "Megatron's; predicted with the shared values and the maxtext profile's mechanisms (the stack protocol)",
     LONG_SEQUENCE_SOURCE: "not in the dense fit: NVIDIA's long-sequence table (one model, one release) is validation "
     "only, every length predicted by a fit that saw none of them (the length protocol); fitted, its nine rows moved "
     "shared parameters (the straggler spread halved, the HBM share +8%) and every other protocol 0.1-0.4 points worse",

@@ -73,6 +73,9 @@ class Recipe:
     'all_gather', K and V gathered whole before the attention (Llama 3's, torchtitan's default) and their gradients
     reduce-scattered after; 'a2a', DeepSpeed-Ulysses's all-to-alls that trade the sequence split for a head split
     (Q, K, V in, the output back; each rank then runs whole-sequence attention on heads / CP heads)."""
+    shard_group: int = 0
+    """Hybrid sharding: ZeRO-3 shards over groups of this many DP x CP ranks and replicates across the groups
+    (MaxText's ICI x DCN FSDP with outer data parallelism, FSDP's HYBRID_SHARD); 0: over every DP x CP rank."""
 
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
@@ -162,6 +165,12 @@ def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
     """The recipe with context parallelism exchanging as `cp_comm` does. Cached: one object per recipe and exchange,
     so contexts built from it are shared (planning.predict.context_for keys them by identity)."""
     return recipe if recipe.cp_comm == cp_comm else replace(recipe, cp_comm=cp_comm)
+
+
+@cache
+def shard_group_recipe(recipe: Recipe, shard_group: int) -> Recipe:
+    """The recipe sharding ZeRO-3 over groups of `shard_group` ranks (0: all). Cached, as cp_comm_recipe."""
+    return recipe if recipe.shard_group == shard_group else replace(recipe, shard_group=shard_group)
 
 
 def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:

@@ -77,6 +77,9 @@ class Parallelism:
     zero: Literal[0, 1, 2, 3] | None = None
     cp_comm: Literal["p2p", "all_gather", "a2a"] | None = None
     """Context parallelism's exchange (precision.Recipe.cp_comm); None: the stack's (Megatron's ring, 'p2p')."""
+    shard_group: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Hybrid sharding with ZeRO-3: shard over groups of this many DP x CP ranks, replicate across the groups
+    (MaxText's ICI x DCN FSDP with outer DP; precision.Recipe.shard_group). None: shard over every DP x CP rank."""
     given: frozenset[str] | None = given_field()
 
 
@@ -219,7 +222,7 @@ class Scenario:
     cost: Cost = Cost()
     goodput: Goodput = Goodput()
     losses: Losses = Losses()
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"] = "megatron"
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
@@ -312,6 +315,7 @@ OPTION_FIELDS: dict[str, str] = {
     "recompute_layers": "parallelism.recompute_layers",
     "zero": "parallelism.zero",
     "cp_comm": "parallelism.cp_comm",
+    "shard_group": "parallelism.shard_group",
     "tokens": "tokens",
     "doc_len": "documents.length",
     "lora_rank": "lora_rank",

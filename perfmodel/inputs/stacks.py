@@ -2,7 +2,8 @@
 
 The measured rows come from different stacks: NVIDIA's NeMo/Megatron-Bridge (Megatron-Core + Transformer Engine,
 cuDNN fused attention, userbuffers TP overlap), MosaicML's Composer (llm-foundry: PyTorch FSDP, FlashAttention-2 or
-Triton attention), torchtitan (PyTorch FSDP2 + async TP, SDPA attention) and DeepSpeed (ZeRO). A profile holds the
+Triton attention), torchtitan (PyTorch FSDP2 + async TP, SDPA attention), DeepSpeed (ZeRO) and MaxText (JAX/XLA:
+hybrid FSDP, cuDNN flash attention through Transformer Engine). A profile holds the
 facts a prediction needs; calibration fits the few stack-specific parameters where a stack has rows
 (physics/parameters.py: attention_impl, step_overhead_s, overlap_dp).
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.precision import Recipe
+from perfmodel.inputs.precision import BF16_BYTES, Recipe
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class StackProfile:
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
     Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
+    fp8_weight_gather: bool = True
+    """Whether the stack's ZeRO/FSDP all-gathers weights already cast to FP8 (Megatron's fp8 parameter gather);
+    False: it gathers BF16 weights and quantises them inside each FP8 GEMM (Flax's fp8 dot_general)."""
     release_trend: bool = False
     """Whether the fitted software trend (`software_gain_per_year`) prices the stack's releases: only where the data
     hold a series of the stack's releases (Megatron: NeMo/Megatron-Bridge containers 2024-04 to 2026-08) is the trend
@@ -66,6 +70,9 @@ class StackProfile:
     """The stack's context-parallel exchange (precision.Recipe.cp_comm): Megatron-Core's `cp_comm_type` defaults to
     'p2p' (the ring); torchtitan's `context_parallel_rotate_method` to 'allgather' (recalled from the public code,
     not a stored copy)."""
+
+    dp_overlap: str = "ZeRO's collectives overlapped with compute (the shared overlap_dp)"
+    """How the stack hides its data-parallel/FSDP collectives behind compute (`explain` names it)."""
 
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
@@ -152,6 +159,8 @@ STACKS: dict[str, StackProfile] = {
         fp8=True,
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
+        dp_overlap="Megatron-Core DDP's gradient buckets reduced during the backward (overlap_grad_reduce) and "
+        "parameters gathered during the forward (overlap_param_gather)",
     ),
     "composer": StackProfile(
         "composer",
@@ -165,6 +174,7 @@ STACKS: dict[str, StackProfile] = {
         # (composer/core/precision.py; recalled from the public code, not a stored copy).
         fp8_delayed_scaling=True,
         layout_defaults=_COMPOSER_LAYOUT,
+        dp_overlap="PyTorch FSDP's prefetched all-gathers and backward reduce-scatters (its own fitted overlap_dp)",
     ),
     "torchtitan": StackProfile(
         "torchtitan",
@@ -189,7 +199,8 @@ STACKS: dict[str, StackProfile] = {
     "deepspeed": StackProfile(
         "deepspeed",
         "Microsoft DeepSpeed ZeRO (its bundled rows are excluded: 3-5x slower than Megatron on the same hardware, "
-        "so no fit; priced at its profile's figures)",
+        "so no fit; priced at its profile's figures, its per-step overhead and DP overlap at the shared values: "
+        "an assumption, no source sizes them)",
         "FlashAttention-2",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
@@ -208,6 +219,8 @@ STACKS: dict[str, StackProfile] = {
             ),
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: train_micro_batch_size_per_gpu is set per run"),
         ),
+        dp_overlap="DeepSpeed's bucketed gradient reduction during the backward (overlap_comm) and ZeRO-3's "
+        "parameter prefetch (priced at the shared overlap_dp: no rows of its own)",
     ),
     "megatron-deepspeed": StackProfile(
         "megatron-deepspeed",
@@ -220,6 +233,47 @@ STACKS: dict[str, StackProfile] = {
         fp8=False,
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
+    ),
+    "maxtext": StackProfile(
+        "maxtext",
+        "Google's MaxText on JAX/XLA (NVIDIA's GPU container): hybrid FSDP (ICI x DCN FSDP, outer DP), XLA's "
+        "latency-hiding scheduler overlapping its collectives with compute, no TP or pipeline in its GPU recipes "
+        "(no fit of its own: priced with the shared fitted values)",
+        "cuDNN fused flash attention through Transformer Engine's JAX bindings",
+        SourcedFigure(
+            1.0,
+            "MaxText's GPU recipes set attention=cudnn_flash_te (TE's cuDNN fused attention, the kernel Megatron's "
+            f"figures describe) in the ghcr.io/nvidia/jax:maxtext containers of 2024 ({_RECALLED})",
+        ),
+        attention_native=(),
+        tp_comm_overlap=False,
+        fp8=True,
+        # MaxText's quantization=fp8 is Flax's fp8 dot_general (Fp8DotGeneralOp): delayed scaling from an amax
+        # history kept with the parameters, no amax pass before each cast (recalled from the public code, 2024).
+        fp8_delayed_scaling=True,
+        fp8_weight_gather=False,
+        layout_defaults=(
+            LayoutDefault(
+                "recompute",
+                "full",
+                ("full", "selective"),
+                f"MaxText's base.yml sets remat_policy 'full' (rematerialise each decoder layer) ({_RECALLED}); its "
+                "other policies (save_dot_except_mlp, ...) keep some GEMM outputs: a selective recompute",
+            ),
+            LayoutDefault(
+                "zero",
+                3,
+                (3,),
+                "MaxText shards parameters, gradients and optimizer state together over its fsdp mesh axes (ZeRO-3; "
+                f"the data axes replicate them all) ({_RECALLED})",
+            ),
+            LayoutDefault("mbs", None, (1, 2, 4), "no default: per_device_batch_size is set per run"),
+        ),
+        # MaxText's context parallelism on GPU all-gathers K and V over the context mesh axis before the cuDNN
+        # attention (recalled from the public code, not a stored copy; its bundled rows run CP 1).
+        cp_comm="all_gather",
+        dp_overlap="XLA's latency-hiding scheduler runs the FSDP all-gathers and reduce-scatters asynchronously "
+        "behind the layers' compute (priced at the shared overlap_dp: no rows to fit one of its own)",
     ),
 }
 STACK_NAMES = tuple(STACKS)
@@ -235,11 +289,13 @@ def get_stack(name: str) -> StackProfile:
 @cache
 def stack_recipe(recipe: Recipe, stack: StackProfile) -> Recipe:
     """The precision recipe as the stack runs it: without TP overlap where the stack has none, without the amax pass
-    where its FP8 is delayed scaling; a quantised recipe
+    where its FP8 is delayed scaling, gathering BF16 weights where it quantises inside the GEMM; a quantised recipe
     on a stack without FP8 support is refused. Cached: one object per recipe and stack, so contexts built from it
     are shared (planning.predict.context_for keys them by identity)."""
     if recipe.quantised and not stack.fp8:
         raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
     if stack.fp8_delayed_scaling and recipe.delayed_scaling_capable:
         recipe = replace(recipe, amax_passes=0)
+    if not stack.fp8_weight_gather and recipe.quantised:
+        recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
     return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

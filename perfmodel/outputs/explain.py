@@ -18,6 +18,7 @@ from typing import Any
 import sympy
 
 from perfmodel.errors import visible
+from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
@@ -485,7 +486,25 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     parts.append(Part("other_s", "Other", step.other_s, t_o.symbol + wait, used_o, {"overhead": step.other_s}))
     if ctx.model.is_moe:
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
+    for part in parts:
+        part.notes += stack_notes(ctx).get(part.key, [])
     return parts
+
+
+def stack_notes(ctx: Context) -> dict[str, list[str]]:
+    """The stack mechanism behind each part a stack changes (inputs/stacks.py), by part key."""
+    stack, recipe = get_stack(ctx.stack), ctx.recipe
+    kernels = f"{stack.name} stack: attention by {stack.attention_kernel}"
+    if recipe.quantised and stack.fp8_delayed_scaling:
+        kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
+    if recipe.quantised and not stack.fp8_weight_gather:
+        kernels += ", BF16 weights gathered and quantised inside each GEMM"
+    overlap = "userbuffers overlap with the GEMMs" if recipe.tp_comm_overlap else "no userbuffers overlap"
+    return {
+        "compute_s": [kernels],
+        "tp_comm_exposed_s": [f"{stack.name} stack: TP collectives with {overlap}"],
+        "dp_comm_exposed_s": [f"{stack.name} stack: {stack.dp_overlap}"],
+    }
 
 
 def _recompute_text(lo: Layout, trace: dict[str, Any]) -> str:
@@ -570,7 +589,9 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     trainable = float(trace["trainable"])
     weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
-    formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group)
+    if links.size < lo.dp * lo.cp:
+        group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
+    formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"])
     notes = [group]
     if "experts" in trace:
         expert_group = f"routed experts over expert DP = {lo.expert_dp} ranks"
@@ -599,8 +620,10 @@ def _zero_formula(
     windows: tuple[Quantity, ...],
     suffix: str,
     group: str,
+    replicas_s: float = 0.0,
 ) -> tuple[Any, list[Quantity]]:
-    """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses."""
+    """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
+    with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`)."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
     grads = trainable * memory.GRAD_BYTES
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
@@ -629,7 +652,11 @@ def _zero_formula(
     formula = N.symbol * (
         exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
     )
-    return formula, [N, ag_w, rs, f_mb, b_mb, eta]
+    if not ctx.recipe.shard_group:
+        return formula, [N, ag_w, rs, f_mb, b_mb, eta]
+    ar = _q(f"t_AR_groups{suffix}", replicas_s, "s", "all-reduce of this rank's gradient shard across the groups")
+    formula = formula + bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol)
+    return formula, [N, ag_w, rs, f_mb, b_mb, eta, ar, n_b, b_sync, hb]
 
 
 def explain(p: Prediction) -> Explanation:

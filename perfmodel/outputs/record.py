@@ -65,6 +65,7 @@ FIELDS: tuple[Field, ...] = (
     Field("parallelism.cp", "ranks", "context-parallel size"),
     Field("parallelism.cp_comm", "", "context parallelism's exchange: p2p (ring), all_gather or a2a (Ulysses)"),
     Field("parallelism.dp", "replicas", "data-parallel replicas"),
+    Field("parallelism.shard_group", "ranks", "hybrid sharding: the DP x CP ranks ZeRO-3 shards over (when set)"),
     Field("parallelism.vp", "stages per rank", "virtual pipeline stages per pipeline rank"),
     Field("parallelism.ep", "ranks", "expert-parallel size (1 for a dense model)"),
     Field("parallelism.etp", "ranks", "expert tensor-parallel size (MoE only)"),

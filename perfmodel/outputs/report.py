@@ -69,6 +69,7 @@ def inputs_line(p: Prediction) -> str:
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
     return ", ".join([
         work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *_attention_inputs(p),
+        *([f"hybrid sharding: ZeRO-3 within groups of {p.shard_group} DP ranks"] if p.shard_group else []),
         *run_assumptions(p),
     ])  # fmt: skip
 

@@ -572,6 +572,14 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     return held, _RankParams(first_e, last_e, most_e)
 
 
+def _shards(recipe: Recipe, lv: LayoutVars) -> Number:
+    """The DP x CP ranks over which a rank's ZeRO shards are spread: all of them, or with hybrid sharding
+    (`Recipe.shard_group`, ZeRO-3 only) the group's, never more than there are."""
+    if not recipe.shard_group:
+        return lv.dp * lv.cp
+    return where(lv.zero >= 3, minimum(recipe.shard_group, lv.dp * lv.cp), lv.dp * lv.cp)
+
+
 def _expert_dp(lv: LayoutVars) -> Number:
     """Expert data-parallel ranks: the stage's TP x CP x DP ranks refolded as ETP x EP x EDP."""
     return lv.tp * lv.cp * lv.dp / (lv.ep * lv.etp)
@@ -596,8 +604,9 @@ def _data_parallel(
     bubble: Number,
     sync_forward: Number,
     sync_backward: Number,
+    replicas_s: Number = 0.0,
 ) -> Number:
-    """Exposed DP communication by ZeRO stage, over DP x CP ranks.
+    """Exposed DP communication by ZeRO stage, over DP x CP ranks (`links`: the ranks a shard spans).
 
     ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
     updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble),
@@ -606,6 +615,8 @@ def _data_parallel(
     chunk syncs as soon as its passes end, so the windows `sync_forward`/`sync_backward` span min(pp, m) micro-batch
     passes of the other chunks (`schedule.chunk_sync_window`);
     ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
+    Hybrid sharding (ZeRO-3 within a group of `links.size` ranks, replicated across groups) also all-reduces each
+    rank's gradient shard across the replicas once a step (`replicas_s`), behind the last backward like ZeRO-0's.
     """
     overlap = ctx.efficiency.overlap_dp
     buckets = dp_buckets(trainable, links.size)
@@ -621,7 +632,7 @@ def _data_parallel(
     zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
     zero3 = microbatches * (
         exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
-    )
+    ) + bucketed_exposed(replicas_s, buckets, step_backward, overlap)
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
 
 
@@ -755,13 +766,18 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     params, experts = _held_params(md, lv, stages)
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
-    dp_links = _links(ctx, dp * cp, tp)
-    sync_windows = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
-    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, *sync_windows)
-    dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp)
+    shards = _shards(rec, lv)
+    dp_links = _links(ctx, shards, tp)
+    sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
+    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
+    replicas_s: Number = 0.0
+    if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
+        replicas_s = all_reduce(trainable * memory.GRAD_BYTES / shards, _links(ctx, dp * cp / shards, tp * shards),
+                                ctx.tiers)  # fmt: skip
+    dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
-    step_params = where(zero >= 1, trainable / (dp * cp), trainable)
+    step_params = where(zero >= 1, trainable / shards, trainable)
     if experts is not None:  # routed-expert gradients reduce over expert DP, at a stride of EP x ETP
         expert_trainable = 0.0 if ctx.frozen_base else experts.most
         edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
@@ -780,7 +796,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
-            p2p=p2p, dp_links=dp_links, params=params, trainable=trainable, step_params=step_params,
+            p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, params=params, trainable=trainable,
+            step_params=step_params,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
@@ -1037,7 +1054,7 @@ def _rank_memory(
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held
-        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, lv.dp * lv.cp)
+        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, _shards(rec, lv))
         if md.is_moe:
             trained = 0.0 * expert if ctx.frozen_base else expert
             shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv))

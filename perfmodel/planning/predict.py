@@ -14,7 +14,7 @@ from perfmodel.inputs.documents import packing
 from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe
+from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe, shard_group_recipe
 from perfmodel.inputs.record import as_dict, replaced
 from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
@@ -137,6 +137,7 @@ class Prediction:
                 "recompute": lo.recompute,
                 **({"recompute_layers": lo.recompute_layers} if lo.recompute_layers else {}),
                 "zero": lo.zero,
+                **({"shard_group": self.shard_group} if self.shard_group else {}),
             },
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
@@ -298,6 +299,12 @@ class Prediction:
         }
 
     @property
+    def shard_group(self) -> int | None:
+        """The DP x CP ranks ZeRO-3 shards over with hybrid sharding (None: no hybrid sharding in this layout)."""
+        group, lo = self.scenario.parallelism.shard_group, self.layout
+        return group if group and lo.zero == 3 and group < lo.dp * lo.cp else None
+
+    @property
     def benchmark(self) -> Benchmark:
         from perfmodel.inputs.mlperf import get_benchmark
 
@@ -334,6 +341,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
+    recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     seq_len = scenario.parallelism.seq_len
