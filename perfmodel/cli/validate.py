@@ -113,8 +113,21 @@ def validate(
         return
     runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False)
     result = run_validation(runs, calibrations.resolve(calibration), excluded)
-    records = result.to_dict() if fmt == "json" else [r.to_dict() for r in result.rows]
-    emit(records, fmt, lambda: report.validation_table(result))
+    given = calibration is not None and calibration.lower() != "none"
+    before = run_validation(runs, calibrations.bundled(), excluded) if given else None
+    full = _with_before(result.to_dict(), before)
+    records = full if fmt == "json" else full["rows"]
+    emit(records, fmt, lambda: report.validation_table(result, before))
+
+
+def _with_before(records: dict[str, Any], before: Any) -> dict[str, Any]:
+    """A validation's JSON with each row's error under the bundled calibration (`before`: its report, None when the
+    bundled calibration is the one validated)."""
+    if before is None:
+        return records
+    earlier = {row.prepared.run.id: row.error_pct for row in before.rows}
+    rows = [r | {"error_before_pct": earlier.get(r["id"])} for r in records["rows"]]
+    return records | {"rows": rows, "mape_before_pct": before.mape_pct, "calibration_before": before.calibration.source}
 
 
 def _validate_protocol(
@@ -149,7 +162,17 @@ def _validate_protocol(
 @cli.command()
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
-@click.option("--with-bundled", is_flag=True, help="Fit on the bundled rows as well as --data.")
+@click.option(
+    "--with-bundled",
+    is_flag=True,
+    help="With --data: fit on the bundled rows of your rows' accelerator families as well, each of your rows "
+    "weighing as much as all the bundled rows of its family together.",
+)
+@click.option(
+    "--everywhere",
+    is_flag=True,
+    help="With --data: apply the fitted values to every accelerator family, not only to your rows' families.",
+)
 @click.option("--only", help=ONLY_HELP)
 @click.option("--out", required=True, type=FilePath(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
@@ -162,20 +185,49 @@ def _validate_protocol(
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(
-    data: str | None, with_bundled: bool, only: str | None, out: str, force: bool, cv: bool, quiet: bool, fmt: str
+    data: str | None,
+    with_bundled: bool,
+    everywhere: bool,
+    only: str | None,
+    out: str,
+    force: bool,
+    cv: bool,
+    quiet: bool,
+    fmt: str,
 ) -> None:
-    """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error."""
+    """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error.
+
+    With --data: the bundled calibration, with only the parameters your rows identify refitted on them, for your
+    rows' accelerator families only (README: "Your own measured runs").
+    """
     import sys
     from pathlib import Path
 
-    from perfmodel.fitting.validation import fit_calibration
-    from perfmodel.outputs import report
+    from perfmodel.errors import PerfmodelError
     from perfmodel.outputs.atomic import check_target, write_atomic
-    from perfmodel.physics import calibration as calibrations
 
     check_target(Path(out), force, (data,))
-    runs, excluded = _runs(data, (), {}, only, bundled=with_bundled)
+    if (with_bundled or everywhere) and not data:
+        raise PerfmodelError(f"{'--with-bundled' if with_bundled else '--everywhere'} applies to your rows: add --data")
     show = not quiet and sys.stderr.isatty()
-    fitted = fit_calibration(runs, excluded, cv, (lambda m: say(m, err=True)) if show else None)
+    progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
+    if data:
+        from perfmodel.fitting import user
+        from perfmodel.fitting.runs import bundled_runs
+        from perfmodel.outputs.user_calibration import user_calibration_table
+        from perfmodel.physics.calibration import bundled
+
+        runs, excluded = _runs(data, (), {}, only, bundled=False)
+        theirs = bundled_runs()[0] if with_bundled else ()
+        fitted = user.calibrate(runs, excluded, bundled(), theirs, everywhere, progress)
+        write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
+        emit(fitted.provenance["user"], fmt, lambda: user_calibration_table(fitted))
+        return
+    from perfmodel.fitting.validation import fit_calibration
+    from perfmodel.outputs import report
+    from perfmodel.physics import calibration as calibrations
+
+    runs, excluded = _runs(None, (), {}, only, bundled=True)
+    fitted = fit_calibration(runs, excluded, cv, progress if show else None)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted, calibrations.UNCALIBRATED))

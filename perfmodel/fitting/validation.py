@@ -399,8 +399,10 @@ def _mean_abs(values: Sequence[float | None]) -> float | None:
 
 
 def held_out_errors(calibration: Calibration) -> dict[str, float]:
-    """Held-out error of every run the calibration was cross-validated on, by run id."""
-    residuals = calibration.provenance.get("fit", {}).get("residuals", [])
+    """Held-out error of every run the calibration was cross-validated on (a user calibration's rows: each left out
+    of its fit), by run id."""
+    residuals = [*calibration.provenance.get("fit", {}).get("residuals", []),
+                 *calibration.provenance.get("user", {}).get("residuals", [])]  # fmt: skip
     return {r["id"]: r["held_out_error_pct"] for r in residuals if r.get("held_out_error_pct") is not None}
 
 
