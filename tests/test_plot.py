@@ -39,7 +39,8 @@ def test_scaling_draws_time_and_efficiency_per_system(records: list[dict[str, An
     time_ax, eff_ax = fig.axes
     assert time_ax.get_ylabel() == "time to train (days)" and time_ax.get_xlabel() == "GPUs"
     assert eff_ax.get_ylabel() == "scaling efficiency (%)"
-    assert _legend(eff_ax) == ["h100-sxm fp8", "b200 fp8"]
+    legend = _legend(eff_ax)
+    assert [t.split(":")[0] for t in legend] == ["NVIDIA H100 SXM 80GB FP8", "NVIDIA B200 (HGX B200) FP8"]
     h100 = [r for r in records if r["accelerator"] == "h100-sxm"]
     line = time_ax.get_lines()[0]
     assert list(line.get_xdata()) == list(COUNTS)
@@ -47,7 +48,51 @@ def test_scaling_draws_time_and_efficiency_per_system(records: list[dict[str, An
     efficiency = eff_ax.get_lines()[0].get_ydata()
     assert efficiency[0] == pytest.approx(100)  # float rounding of t0 x n0 / (t x n)
     assert efficiency[2] == pytest.approx(100 * h100[2]["tokens_per_s_per_gpu"] / h100[0]["tokens_per_s_per_gpu"])
-    assert "llama3.1-8b" in fig.get_suptitle()
+    assert "Llama 3.1 8B" in fig.get_suptitle()  # names, not ids
+    assert legend[0].endswith(f"{efficiency[2]:.1f}% at 256")
+
+
+def test_no_two_labels_overlap(records: list[dict[str, Any]]) -> None:
+    """Two lines ending at the same efficiency (BF16 relabelled as a copy of FP8) once printed their end labels on
+    top of each other."""
+    from matplotlib.text import Text
+
+    twins = records + [r | {"precision": "bf16"} for r in records if r["accelerator"] == "h100-sxm"]
+    fig = plot.scaling(twins)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    overlapping = [(a, b) for k, a in enumerate(boxes) for b in boxes[k + 1 :] if a.overlaps(b)]
+    assert not overlapping
+
+
+@pytest.mark.parametrize("command", ["compare", "search", "plan", "sweep", "export"])
+def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> None:
+    flags = {"compare": ["compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus", "64"],
+             "search": ["search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64"],
+             "plan": ["plan", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--tokens", "1T",
+                      "--deadline", "30d"],
+             "sweep": ["sweep", str(Path(__file__).parents[1] / "sweeps" / "generations.toml")],
+             "export": ["export", "compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus",
+                        "64", "--out", str(tmp_path / "e.json")]}[command]  # fmt: skip
+    result = run_cli(*flags, *([] if command == "export" else ["--format", "json"]))
+    assert result.code == 0, result.err
+    saved = tmp_path / "e.json"
+    if command != "export":
+        saved.write_text(result.out)
+    kind = "scaling" if command == "sweep" else "breakdown"
+    drawn = run_cli("plot", kind, "--from", str(saved), "--out", str(tmp_path / "p.png"))
+    if command == "sweep":  # several models and what-ifs per GPU count on one line: refused, with what to do
+        assert drawn.code == 2 and "several at one count" in drawn.err and "plot a subset" in drawn.err
+    else:
+        assert drawn.code == 0, drawn.err
+
+
+def test_from_validate_json_names_the_plot_that_draws_it(tmp_path: Path) -> None:
+    saved = tmp_path / "v.json"
+    saved.write_text(json.dumps({"rows": [{"measured": 1.0, "predicted": 1.1}], "mape_pct": 10.0}))
+    drawn = run_cli("plot", "compare", "--from", str(saved), "--out", str(tmp_path / "p.png"))
+    assert drawn.code == 2 and "this is validate's JSON: draw it with `perfmodel plot validation`" in drawn.err
 
 
 def test_breakdown_stacks_the_parts_to_the_step_time(records: list[dict[str, Any]]) -> None:

@@ -37,16 +37,43 @@ PART_LABELS = {
 Record = Mapping[str, Any]
 
 
+ACCEPTED = (
+    "the JSON of predict, compare, search, plan or sweep (--format json), or of export predict|compare|search|sweep "
+    "(FILE.json)"
+)
+
+
 def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
-    """Prediction records from a predict object, a compare list or a search {results: [...]}, each checked to have
-    the fields the plots read, with the right types; one line naming the result and the field otherwise."""
+    """Prediction records from any JSON perfmodel writes of predictions (ACCEPTED): a predict object, a compare or
+    sweep list, a search {results}, a plan {candidates} (each feasible candidate's plan), an export {columns, rows}
+    (its rows' dotted columns nested again), each checked to have the fields the plots read, with the right types;
+    one line naming the result and the field otherwise, and for validate's JSON the plot that draws it."""
+    if isinstance(data, dict) and "mape_pct" in data and isinstance(data.get("rows"), list):
+        raise PerfmodelError(f"--from {source}: this is validate's JSON: draw it with `perfmodel plot validation`")
     if isinstance(data, dict):
-        data = data.get("results", [data])
+        plans = [c.get("plan") for c in data.get("candidates", []) if isinstance(c, dict)]
+        found = data.get("results", data.get("rows", [p for p in plans if p] if "candidates" in data else [data]))
+        data = found
     if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
-        raise PerfmodelError(f"--from {source}: expected perfmodel prediction JSON (an object or a list of them)")
+        raise PerfmodelError(f"--from {source}: expected {ACCEPTED}")
+    data = [_nested(r) for r in data]
     for index, record in enumerate(data, 1):
         _checked(_PredictionRecord, record, f"--from {source}: result {index}")
     return data
+
+
+def _nested(record: dict[str, Any]) -> dict[str, Any]:
+    """A flat record's dotted columns ('breakdown.compute_s', as export and sweep write them) nested again."""
+    found: dict[str, Any] = {}
+    for key, value in record.items():
+        *parents, name = key.split(".")
+        table = found
+        for parent in parents:
+            table = table.setdefault(parent, {})
+            if not isinstance(table, dict):
+                return record
+        table[name] = value
+    return found
 
 
 def validation_report(data: Any, source: Path | None) -> dict[str, Any]:
@@ -126,12 +153,31 @@ def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = (
 
 
 def series_label(r: Record) -> str:
-    """One system and precision: 'h100-sxm fp8'."""
-    return f"{r['accelerator']} {r['precision']}"
+    """One accelerator and precision by name: 'NVIDIA H100 SXM 80GB FP8' (the id where the catalogue lacks it)."""
+    return f"{accelerator_name(r['accelerator'])} {r['precision'].upper()}"
+
+
+def accelerator_name(accelerator: str) -> str:
+    from perfmodel.inputs.hardware import get_accelerator
+
+    try:
+        return get_accelerator(accelerator).name
+    except PerfmodelError:  # a file of the user's not loaded now (--from a saved result)
+        return accelerator
+
+
+def model_name(model: str) -> str:
+    from perfmodel.inputs.models import get_model
+
+    try:
+        return get_model(model).name
+    except PerfmodelError:  # the user's own model
+        return model
 
 
 def bar_label(r: Record, many_sizes: bool) -> str:
-    return series_label(r) + (f"\n{r['n_gpus']:,} GPUs" if many_sizes else "")
+    name = f"{accelerator_name(r['accelerator'])}\n{r['precision'].upper()}"  # a bar is narrow: two lines
+    return name + (f", {r['n_gpus']:,} GPUs" if many_sizes else "")
 
 
 PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
@@ -158,7 +204,7 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 
 
 def _model_title(records: Sequence[Record]) -> str:
-    models = sorted({r["model"] for r in records})
+    models = sorted({model_name(r["model"]) for r in records})
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
     budget = f", {only / 1e12:g}T tokens" if only is not None else ""
@@ -169,8 +215,16 @@ def scaling(records: Sequence[Record]) -> Any:
     """Time-to-train (or throughput without a token budget) and scaling efficiency against GPU count, one line per
     system and precision. Efficiency is throughput per GPU relative to the line's smallest GPU count."""
     groups: dict[str, list[Record]] = {}
+    many_models = len({r["model"] for r in records}) > 1
     for r in records:
-        groups.setdefault(series_label(r), []).append(r)
+        label = series_label(r)
+        groups.setdefault(f"{model_name(r['model'])}, {label}" if many_models else label, []).append(r)
+    for label, group in groups.items():
+        if len({r["n_gpus"] for r in group}) < len(group):
+            raise PerfmodelError(
+                f"a scaling plot draws one result per GPU count on a line; {label} has several at one count (other "
+                "settings differ): plot a subset"
+            )
     if all(len({r["n_gpus"] for r in group}) < 2 for group in groups.values()):
         raise PerfmodelError("a scaling plot needs at least two GPU counts: pass --gpus as a list (256,512,1024)")
     with_time = all(r.get("time_to_train_days") is not None for r in records)
@@ -182,9 +236,8 @@ def scaling(records: Sequence[Record]) -> Any:
         left.plot(counts, values, marker="o", label=label)
         base = group[0]["tokens_per_s_per_gpu"]
         efficiency = [100 * r["tokens_per_s_per_gpu"] / base for r in group]
-        right.plot(counts, efficiency, marker="o", label=label)
-        right.annotate(f"{efficiency[-1]:.1f}%", (counts[-1], efficiency[-1]), textcoords="offset points",
-                       xytext=(-8, -14), ha="right", fontsize=8)  # fmt: skip
+        # The end value in the legend: labels beside lines that end close together print over each other.
+        right.plot(counts, efficiency, marker="o", label=f"{label}: {efficiency[-1]:.1f}% at {counts[-1]:,}")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("GPUs")
@@ -201,7 +254,7 @@ def scaling(records: Sequence[Record]) -> Any:
     right.axhline(100, color="grey", linewidth=0.8)
     # From 0: a 1.4% dip on a 98.6-100% axis reads like a cliff; super-linear scaling (memory) still shows.
     right.set_ylim(0, max(105.0, *(line.get_ydata().max() * 1.05 for line in right.get_lines()[:-1])))
-    right.legend(title="system, precision")
+    right.legend(title="at the most GPUs", fontsize="small")
     fig.suptitle(f"Scaling: {_model_title(records)}")
     return fig
 
@@ -232,6 +285,11 @@ def compare(records: Sequence[Record]) -> Any:
     """Time-to-train and cost (with the low-high price range) per system, with the speedup over the first."""
     if any(r.get("time_to_train_days") is None for r in records):
         raise PerfmodelError("a compare plot needs a token budget: pass --tokens (e.g. 15T) or use a scenario with one")
+    if len(records) > MAX_BARS:
+        raise PerfmodelError(
+            f"a compare plot draws at most {MAX_BARS} results side by side ({len(records)} given): a sweep's are drawn "
+            "by `perfmodel plot scaling`, or compare fewer systems"
+        )
     many_sizes = len({r["n_gpus"] for r in records}) > 1
     labels = [bar_label(r, many_sizes) for r in records]
     fig, (left, right) = _figure(max(10.0, 2.4 * len(records) + 4), 5.5, columns=2)
@@ -269,6 +327,9 @@ def compare(records: Sequence[Record]) -> Any:
     fig.suptitle(f"Comparison: {_model_title(records)}")
     return fig
 
+
+MAX_BARS = 12
+"""Bars a compare plot draws legibly side by side (labels of two lines each)."""
 
 METRIC_LABELS = {
     "tokens_per_s_per_gpu": "tokens/s per GPU",
