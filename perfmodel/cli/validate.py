@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import CALIBRATION_HELP, FORMATS, Command, FilePath, _degree, emit, hardware_option, say
+from perfmodel.cli.options import (
+    CALIBRATION_HELP,
+    FORMATS,
+    Command,
+    FilePath,
+    _degree,
+    complete_ids,
+    emit,
+    hardware_option,
+    say,
+)
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
@@ -41,8 +51,14 @@ def _runs(
 
 def _log_options(command: Command) -> Command:
     options = [
-        click.option("--gpu", help="For MLPerf logs: the accelerator that ran them."),
-        click.option("--system", help="For MLPerf logs: the system that ran them."),
+        click.option(
+            "--gpu",
+            help="For MLPerf logs: the accelerator that ran them.",
+            shell_complete=complete_ids(("accelerators",)),
+        ),
+        click.option(
+            "--system", help="For MLPerf logs: the system that ran them.", shell_complete=complete_ids(("systems",))
+        ),
         click.option("--gpus", type=click.IntRange(min=1), help="For MLPerf logs: the number of accelerators."),
         click.option("--precision", default="fp8", show_default=True, help="For MLPerf logs: the precision."),
         _degree("--tp", "For MLPerf logs: tensor-parallel size (else searched)."),
