@@ -14,14 +14,8 @@ from perfmodel.physics.calibration import Calibration
 # a cluster on which the bundled model is optimistic. Rows (line numbers of measured_runs.csv): 241 Llama3-70B 64 GPUs
 # 1,602 tokens/s/GPU, 242 Llama3.1-405B 1,024 GPUs 292, 240 Llama3-8B 8 GPUs 14,451 (Megatron-Bridge
 # performance-summary-archive.md, NeMo 25.11), 278 Llama2-7B 8 GPUs 16,934, 280 Llama2-70B 64 GPUs 1,728 (NeMo
-# performance_summary.md, 24.07).
-ROWS = """id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured
-u1,llama3.1-70b,h100-sxm,64,fp8,8192,128,1,4,8,1,5,1,none,tokens_per_s_per_gpu,1393
-u2,llama3.1-405b,h100-sxm,1024,fp8,8192,512,1,8,8,2,8,1,none,tokens_per_s_per_gpu,254
-u3,llama3.1-8b,h100-sxm,8,fp8,8192,128,1,1,1,1,1,,,tokens_per_s_per_gpu,12566
-u4,llama2-7b,h100-sxm,8,fp8,4096,128,1,1,1,1,1,1,,tokens_per_s_per_gpu,14725
-u5,llama2-70b,h100-sxm,64,fp8,4096,128,1,4,4,1,20,1,,tokens_per_s_per_gpu,1503
-"""
+# performance_summary.md, 24.07). Columns: README, 'Measured runs CSV'.
+ROWS = (Path(__file__).parent / "user_runs.csv").read_text()
 STEP = re.compile(r"Step time\s+([\d.]+) s \(80% interval ([\d.]+) s to ([\d.]+) s")
 
 

@@ -219,31 +219,20 @@ def calibrate(
     import sys
     from pathlib import Path
 
-    from perfmodel.errors import PerfmodelError
+    from perfmodel.fitting.user import calibration_from
     from perfmodel.outputs.atomic import check_target, write_atomic
 
     check_target(Path(out), force, (data,))
-    if (with_bundled or everywhere) and not data:
-        raise PerfmodelError(f"{'--with-bundled' if with_bundled else '--everywhere'} applies to your rows: add --data")
     show = not quiet and sys.stderr.isatty()
     progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
-    if data:
-        from perfmodel.fitting import user
-        from perfmodel.fitting.runs import bundled_runs
+    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress)
+    write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
+    if "user" in fitted.provenance:
         from perfmodel.outputs.user_calibration import user_calibration_table
-        from perfmodel.physics.calibration import bundled
 
-        runs, excluded = _runs(data, (), {}, only, bundled=False)
-        theirs = bundled_runs()[0] if with_bundled else ()
-        fitted = user.calibrate(runs, excluded, bundled(), theirs, everywhere, progress)
-        write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
         emit(fitted.provenance["user"], fmt, lambda: user_calibration_table(fitted))
         return
-    from perfmodel.fitting.validation import fit_calibration
     from perfmodel.outputs import report
     from perfmodel.physics import calibration as calibrations
 
-    runs, excluded = _runs(None, (), {}, only, bundled=True)
-    fitted = fit_calibration(runs, excluded, cv, progress if show else None)
-    write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted, calibrations.UNCALIBRATED))

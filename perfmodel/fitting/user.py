@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
@@ -27,6 +29,7 @@ from perfmodel.fitting import calibrate as cal
 from perfmodel.fitting import evidence
 from perfmodel.fitting.runs import MeasuredRun
 from perfmodel.fitting.validation import PreparedRun, RunBatch, _formats, _group, _profile, fitted_densely, prepare_all
+from perfmodel.inputs.environment import source_date
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import Calibration
 
@@ -40,6 +43,7 @@ it is confounded with them: the rows cannot tell the two apart."""
 PRIOR_SIGMA = 1.0
 """Spread of the fitted parameters' priors on log(value / bundled value): wide, so that the rows decide (the
 parameters fitted are those they identify; the bundled fit's own priors, ~0.2, would hold them half-way)."""
+NOT_FITTED = "not fitted: a whole run (metric gpu_hours) informs the loss stage, which a user calibration keeps"
 WEIGHT_RULE = "each of your rows weighs as much as all the bundled rows of its accelerator family together"
 
 
@@ -114,6 +118,7 @@ def calibrate(
     """`base` refitted on the user's `runs` (and the `bundled` rows of their families, weighted: WEIGHT_RULE), as
     the module says."""
     unpredictable: list[dict[str, str]] = [{"id": e.id, "reason": e.reason} for e in excluded]
+    unpredictable += [{"id": r.id, "reason": NOT_FITTED} for r in runs if not fitted_densely(r)]
     mine = prepare_all([r for r in runs if fitted_densely(r)], base, unpredictable)
     if len(mine) < ROWS_PER_PARAMETER:
         raise PerfmodelError(
@@ -124,6 +129,9 @@ def calibrate(
     theirs = [i for i in prepare_all([r for r in bundled if fitted_densely(r)], base, []) if i.family in families]
     keys = [e.key for e in cal.free_entries(mine, _profile, _formats)]
     choice = choose(effects(mine, base, keys), len(mine))
+    if not choice.fitted:
+        why = "; ".join(f"{k}: {v}" for k, v in choice.kept.items())
+        raise PerfmodelError(f"your rows identify no parameter to fit ({why}): the bundled calibration stands")
     progress(f"fitting {', '.join(choice.fitted)} on {len(mine)} rows of {', '.join(families)}")
     weight = {f: max(1.0, float(sum(i.family == f for i in theirs))) for f in families}
     items = [*mine, *theirs]
@@ -171,9 +179,35 @@ def calibrate(
         "excluded": unpredictable,
     }
     rows = base.provenance.get("evidence", {}).get("rows", [])
-    provenance = base.provenance | {"user": section}
+    created = (source_date() or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    section["base"] = {"source": base.source, "created": base.provenance.get("created")}
+    provenance = base.provenance | {"created": created, "user": section}
     if "evidence" in base.provenance:
         provenance["evidence"] = base.provenance["evidence"] | {"rows": rows + [evidence.row(i) for i in mine]}
     if everywhere:
         return replace(base, parameters=base.parameters | fitted, provenance=provenance, source="fitted")
     return replace(base, provenance=provenance, source="fitted", scoped={f: dict(fitted) for f in families})
+
+
+def calibration_from(
+    data: str | Path | None,
+    only: str | None = None,
+    with_bundled: bool = False,
+    everywhere: bool = False,
+    cross_validate: bool = True,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Calibration:
+    """What `perfmodel calibrate` (and the API's) writes: with `data` (a runs CSV), the user calibration of its rows
+    over the bundled one; without, the bundled fit refitted on the bundled rows (`cross_validate`: with its held-out
+    errors and protocol intervals)."""
+    from perfmodel.fitting.runs import bundled_runs, collect_runs
+    from perfmodel.fitting.validation import fit_calibration
+    from perfmodel.physics.calibration import bundled
+
+    if (with_bundled or everywhere) and data is None:
+        flag = "with-bundled" if with_bundled else "everywhere"
+        raise PerfmodelError(f"{flag} applies to your rows: give a runs CSV (--data)")
+    runs, excluded = collect_runs(data, only=only, with_bundled=data is None)
+    if data is None:
+        return fit_calibration(runs, excluded, cross_validate, progress)
+    return calibrate(runs, excluded, bundled(), bundled_runs()[0] if with_bundled else (), everywhere, progress)

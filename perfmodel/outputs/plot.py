@@ -63,17 +63,14 @@ def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
 
 
 def _nested(record: dict[str, Any]) -> dict[str, Any]:
-    """A flat record's dotted columns ('breakdown.compute_s', as export and sweep write them) nested again."""
-    found: dict[str, Any] = {}
-    for key, value in record.items():
-        *parents, name = key.split(".")
-        table = found
-        for parent in parents:
-            table = table.setdefault(parent, {})
-            if not isinstance(table, dict):
-                return record
-        table[name] = value
-    return found
+    """A flat record's dotted columns ('breakdown.compute_s', as export and sweep write them) nested again; one whose
+    keys clash ('a' and 'a.b') as it is, for its check to name the field."""
+    from perfmodel.planning.campaign import nested
+
+    try:
+        return nested(record)
+    except (AttributeError, TypeError):
+        return record
 
 
 def validation_report(data: Any, source: Path | None) -> dict[str, Any]:

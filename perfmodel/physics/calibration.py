@@ -39,7 +39,7 @@ V1_BOUNDS = {
 
 
 FALLBACK_PROTOCOL = "leave-one-group-out"
-USER_PROTOCOL = "your rows, leave one out"
+USER_PROTOCOL = "leave-one-of-your-rows-out"
 """Where the interval of a family a user calibration fitted comes from: each of the user's rows predicted by a fit
 without it (fitting/user.py)."""
 MOE_PROTOCOL = "leave-one-moe-model-out"
@@ -83,7 +83,7 @@ class Calibration:
         (YYYY-MM; default: the reference vintage, the newest release in the fitted data)."""
         if self.by_family:
             return table.apply(DEFAULTS[family], self.by_family.get(family, {}) | self.parameters)
-        values = self.parameters | self.scoped.get(family, {})
+        values = self.parameters | self.scoped[family] if family in self.scoped else self.parameters
         eff = table.efficiency(values, table.Profile(family, stack, benchmark))
         reference = self.provenance.get("data", {}).get("vintage", {}).get("reference")
         if vintage is None or reference is None:
@@ -255,6 +255,9 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
     user = raw.get("user")
     if isinstance(user, dict) or raw.get("scoped"):
         _check_band(path, "user.interval", user.get("interval") if isinstance(user, dict) else None)
+        families = user.get("families") if isinstance(user, dict) else None
+        if not (isinstance(families, list) and all(isinstance(f, str) for f in families)):
+            raise PerfmodelError(f"{path}: field 'user.families' must list the accelerator families the fit covers")
     _check_protocols(path, raw)
     fit = raw.get("fit")
     if fit is None:
