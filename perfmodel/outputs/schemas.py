@@ -11,7 +11,6 @@ between two numbers (usable HBM at most HBM, heads a multiple of KV heads) and i
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 KINDS = ("scenario", "hardware", "model", "runs")
@@ -61,26 +60,14 @@ def _number(field: dict[str, Any]) -> dict[str, Any]:
 def _describe(document: dict[str, Any], classes: dict[str | None, tuple[type, ...]]) -> None:
     """Each property of a table (None: the document's own, else its $def of that name) described by the docstring of
     its field in the table's record classes."""
+    from perfmodel.inputs import record
+
     for name, records in classes.items():
         table = document if name is None else document["$defs"][name]
         for cls in records:
-            for field, text in field_docs(cls).items():
+            for field, text in record.field_docs(cls).items():
                 if field in table.get("properties", {}):
                     table["properties"][field].setdefault("description", text)
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """A record class's attribute docstrings (the string under a field), by field name."""
-    import ast
-    import inspect
-
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    found = {}
-    for field, note in itertools.pairwise(body):
-        text = note.value.value if isinstance(note, ast.Expr) and isinstance(note.value, ast.Constant) else None
-        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(text, str):
-            found[field.target.id] = " ".join(inspect.cleandoc(text).split())
-    return found
 
 
 def _hardware() -> dict[str, Any]:
