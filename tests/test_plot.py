@@ -52,13 +52,17 @@ def test_scaling_draws_time_and_efficiency_per_system(records: list[dict[str, An
     assert legend[0].endswith(f"{efficiency[2]:.1f}% at 256")
 
 
-def test_no_two_labels_overlap(records: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize("kind", ["scaling", "breakdown", "compare"])
+def test_no_two_labels_overlap(records: list[dict[str, Any]], kind: str) -> None:
     """Two lines ending at the same efficiency (BF16 relabelled as a copy of FP8) once printed their end labels on
-    top of each other."""
+    top of each other; bars named by their accelerators' names, GB300's "NVIDIA GB300 (GB300 NVL72)" among them, must
+    not print theirs into one another."""
     from matplotlib.text import Text
 
     twins = records + [r | {"precision": "bf16"} for r in records if r["accelerator"] == "h100-sxm"]
-    fig = plot.scaling(twins)
+    if kind != "scaling":
+        twins = [r | {"accelerator": gpu} for r, gpu in zip(twins, ["gb300", "h100-sxm", "mi355x"] * 3, strict=False)]
+    fig = plot.DRAW[kind](twins)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]

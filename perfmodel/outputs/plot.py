@@ -172,9 +172,19 @@ def model_name(model: str) -> str:
         return model
 
 
+BAR_LABEL_CHARS = 14
+"""Characters per line of a bar's label: a bar's slot (BAR_SLOT_IN) holds about this many at the tick font size."""
+BAR_SLOT_IN = 1.6
+"""Inches of figure width per bar of a breakdown (per bar and panel of a compare plot: 2 x 1.2)."""
+
+
 def bar_label(r: Record, many_sizes: bool) -> str:
-    name = f"{accelerator_name(r['accelerator'])}\n{r['precision'].upper()}"  # a bar is narrow: two lines
-    return name + (f", {r['n_gpus']:,} GPUs" if many_sizes else "")
+    """The accelerator's name, wrapped to the bar's width, over its precision (and GPU count): 'NVIDIA H100\nSXM
+    80GB\nFP8'."""
+    import textwrap
+
+    lines = [*textwrap.wrap(accelerator_name(r["accelerator"]), BAR_LABEL_CHARS), r["precision"].upper()]
+    return "\n".join(lines + ([f"{r['n_gpus']:,} GPUs"] if many_sizes else []))
 
 
 PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
@@ -259,7 +269,7 @@ def scaling(records: Sequence[Record]) -> Any:
 def breakdown(records: Sequence[Record]) -> Any:
     """Stacked bars of where the step time goes, one bar per result."""
     many_sizes = len({r["n_gpus"] for r in records}) > 1
-    fig, ax = _figure(max(6.0, 1.6 * len(records) + 4), 5.5)
+    fig, ax = _figure(max(6.0, BAR_SLOT_IN * len(records) + 4), 5.5)
     labels = [bar_label(r, many_sizes) for r in records]
     bottoms = [0.0] * len(records)
     colors = _palette(len(PART_LABELS))
@@ -267,10 +277,11 @@ def breakdown(records: Sequence[Record]) -> Any:
         heights = [r["breakdown"][part] for r in records]
         if not any(heights):
             continue
-        ax.bar(labels, heights, bottom=bottoms, label=label, color=color)
+        ax.bar(range(len(records)), heights, bottom=bottoms, label=label, color=color)
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, total in enumerate(bottoms):
         ax.annotate(f"{total:.2f} s", (x, total), ha="center", va="bottom", fontsize=9)
+    _bar_ticks(ax, labels)
     ax.set_ylabel("step time (s)")
     ax.set_ylim(0, max(bottoms) * 1.12)
     ax.legend(title="part of the step", loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -289,9 +300,9 @@ def compare(records: Sequence[Record]) -> Any:
         )
     many_sizes = len({r["n_gpus"] for r in records}) > 1
     labels = [bar_label(r, many_sizes) for r in records]
-    fig, (left, right) = _figure(max(10.0, 2.4 * len(records) + 4), 5.5, columns=2)
+    fig, (left, right) = _figure(max(10.0, 1.5 * BAR_SLOT_IN * len(records) + 4), 5.5, columns=2)
     days = [r["time_to_train_days"] for r in records]
-    bars = left.bar(labels, days, color=_palette(len(records)))
+    bars = left.bar(range(len(records)), days, color=_palette(len(records)))
     first = records[0]["tokens_per_s"]
     for bar, r in zip(bars, records, strict=True):
         speedup = r["tokens_per_s"] / first
@@ -310,7 +321,7 @@ def compare(records: Sequence[Record]) -> Any:
         max(0.0, (r.get("cost_usd_high") or r.get("cost_usd") or 0) / 1e6 - c)
         for c, r in zip(costs, records, strict=True)
     ]
-    bars = right.bar(labels, costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
+    bars = right.bar(range(len(records)), costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
     for bar, r, c in zip(bars, records, costs, strict=True):
         text = f"${c:,.1f}M" if r.get("cost_usd") is not None else "no price"
         right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
@@ -320,9 +331,15 @@ def compare(records: Sequence[Record]) -> Any:
     if not priced:
         right.text(0.5, 0.5, "no prices known", transform=right.transAxes, ha="center")
     for ax in (left, right):
+        _bar_ticks(ax, labels)
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Comparison: {_model_title(records)}")
     return fig
+
+
+def _bar_ticks(ax: Any, labels: Sequence[str]) -> None:
+    """One tick per bar at its position: bars placed by their labels would stack two results of one label."""
+    ax.set_xticks(range(len(labels)), labels)
 
 
 MAX_BARS = 12
