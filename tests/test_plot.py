@@ -70,7 +70,7 @@ def test_no_two_labels_overlap(records: list[dict[str, Any]], kind: str) -> None
     assert not overlapping
 
 
-@pytest.mark.parametrize("command", ["compare", "search", "plan", "sweep", "export"])
+@pytest.mark.parametrize("command", ["compare", "search", "plan", "sweep", "export", "whatif", "sensitivity"])
 def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> None:
     flags = {"compare": ["compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus", "64"],
              "search": ["search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64"],
@@ -78,7 +78,9 @@ def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> 
                       "--deadline", "30d"],
              "sweep": ["sweep", str(Path(__file__).parents[1] / "sweeps" / "generations.toml")],
              "export": ["export", "compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus",
-                        "64", "--out", str(tmp_path / "e.json")]}[command]  # fmt: skip
+                        "64", "--out", str(tmp_path / "e.json")],
+             "whatif": ["whatif", "--model", "llama3.1-8b", "--gpus", "64", "--set", "nic_gbps=x2"],
+             "sensitivity": ["sensitivity", "--model", "llama3.1-8b", "--gpus", "64"]}[command]  # fmt: skip
     result = run_cli(*flags, *([] if command == "export" else ["--format", "json"]))
     assert result.code == 0, result.err
     saved = tmp_path / "e.json"
@@ -92,11 +94,19 @@ def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> 
         assert drawn.code == 0, drawn.err
 
 
-def test_from_validate_json_names_the_plot_that_draws_it(tmp_path: Path) -> None:
-    saved = tmp_path / "v.json"
-    saved.write_text(json.dumps({"rows": [{"measured": 1.0, "predicted": 1.1}], "mape_pct": 10.0}))
-    drawn = run_cli("plot", "compare", "--from", str(saved), "--out", str(tmp_path / "p.png"))
-    assert drawn.code == 2 and "this is validate's JSON: draw it with `perfmodel plot validation`" in drawn.err
+@pytest.mark.parametrize(
+    ("command", "advice"),
+    [
+        (["validate", "--only", "Training v5.0"], "validate's JSON (or a protocol's): draw it with `perfmodel plot"),
+        (["explain", "--model", "llama3.1-8b", "--gpus", "8"], "explain's JSON (one prediction's formulas): plot"),
+        (["predict", "campaign-llama3.1-405b"], "a campaign's totals have no one step to draw"),
+    ],
+)  # fmt: skip
+def test_from_json_without_predictions_says_what_to_do(tmp_path: Path, command: list[str], advice: str) -> None:
+    saved = tmp_path / "saved.json"
+    saved.write_text(run_cli(*command, "--format", "json").out)
+    drawn = run_cli("plot", "breakdown", "--from", str(saved), "--out", str(tmp_path / "p.png"))
+    assert drawn.code == 2 and advice in drawn.err
 
 
 def test_breakdown_stacks_the_parts_to_the_step_time(records: list[dict[str, Any]]) -> None:

@@ -37,29 +37,51 @@ PART_LABELS = {
 Record = Mapping[str, Any]
 
 
+NOT_PLOTTED = (
+    (("rows", "mape_pct"), "validate's JSON (or a protocol's): draw it with `perfmodel plot validation`"),
+    (("step_formula",), "explain's JSON (one prediction's formulas): plot the prediction from predict's JSON"),
+    (("runs", "ratios"), "ratios' JSON (published ratios against predicted ones): it holds no prediction records"),
+)
+"""JSON perfmodel writes that holds no predictions to draw, by keys it has, with what to do instead."""
 ACCEPTED = (
-    "the JSON of predict, compare, search, plan or sweep (--format json), or of export predict|compare|search|sweep "
-    "(FILE.json)"
+    "the JSON of predict, compare, search, plan, sweep or sensitivity (--format json; sensitivity: its baseline), or "
+    "of export predict|compare|search|sweep (FILE.json)"
 )
 
 
 def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
-    """Prediction records from any JSON perfmodel writes of predictions (ACCEPTED): a predict object, a compare or
-    sweep list, a search {results}, a plan {candidates} (each feasible candidate's plan), an export {columns, rows}
-    (its rows' dotted columns nested again), each checked to have the fields the plots read, with the right types;
-    one line naming the result and the field otherwise, and for validate's JSON the plot that draws it."""
-    if isinstance(data, dict) and "mape_pct" in data and isinstance(data.get("rows"), list):
-        raise PerfmodelError(f"--from {source}: this is validate's JSON: draw it with `perfmodel plot validation`")
+    """Prediction records from any JSON perfmodel writes of predictions (ACCEPTED), each checked to have the fields
+    the plots read, with the right types; one line naming the result and the field otherwise, and for JSON that holds
+    no predictions (NOT_PLOTTED, a campaign's) what to do instead."""
     if isinstance(data, dict):
-        plans = [c.get("plan") for c in data.get("candidates", []) if isinstance(c, dict)]
-        found = data.get("results", data.get("rows", [p for p in plans if p] if "candidates" in data else [data]))
-        data = found
+        advice = next((text for keys, text in NOT_PLOTTED if set(keys) <= set(data)), None)
+        if advice:
+            raise PerfmodelError(f"--from {source}: this is {advice}")
+        data = _records_of(data, source)
     if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
         raise PerfmodelError(f"--from {source}: expected {ACCEPTED}")
+    if any("phases" in r for r in data):
+        raise PerfmodelError(
+            f"--from {source}: a campaign's totals have no one step to draw: plot a phase's scenario, or compare "
+            "campaigns with `perfmodel compare`"
+        )
     data = [_nested(r) for r in data]
     for index, record in enumerate(data, 1):
         _checked(_PredictionRecord, record, f"--from {source}: result {index}")
     return data
+
+
+def _records_of(document: dict[str, Any], source: Path | None) -> Any:
+    """The predictions a JSON object holds: a plan's feasible candidates' plans, sensitivity's baseline, a search's
+    results, an export's rows (dotted columns: `_nested`), or the object itself (predict's)."""
+    if "candidates" in document:
+        plans = [c["plan"] for c in document["candidates"] if isinstance(c, dict) and c.get("plan")]
+        if not plans:
+            raise PerfmodelError(f"--from {source}: this plan has no feasible candidate to draw")
+        return plans
+    if "baseline" in document:
+        return [document["baseline"]]
+    return document.get("results", document.get("rows", [document]))
 
 
 def _nested(record: dict[str, Any]) -> dict[str, Any]:
@@ -268,6 +290,7 @@ def scaling(records: Sequence[Record]) -> Any:
 
 def breakdown(records: Sequence[Record]) -> Any:
     """Stacked bars of where the step time goes, one bar per result."""
+    _check_bars(records, "breakdown")
     many_sizes = len({r["n_gpus"] for r in records}) > 1
     fig, ax = _figure(max(6.0, BAR_SLOT_IN * len(records) + 4), 5.5)
     labels = [bar_label(r, many_sizes) for r in records]
@@ -293,11 +316,7 @@ def compare(records: Sequence[Record]) -> Any:
     """Time-to-train and cost (with the low-high price range) per system, with the speedup over the first."""
     if any(r.get("time_to_train_days") is None for r in records):
         raise PerfmodelError("a compare plot needs a token budget: pass --tokens (e.g. 15T) or use a scenario with one")
-    if len(records) > MAX_BARS:
-        raise PerfmodelError(
-            f"a compare plot draws at most {MAX_BARS} results side by side ({len(records)} given): a sweep's are drawn "
-            "by `perfmodel plot scaling`, or compare fewer systems"
-        )
+    _check_bars(records, "compare")
     many_sizes = len({r["n_gpus"] for r in records}) > 1
     labels = [bar_label(r, many_sizes) for r in records]
     fig, (left, right) = _figure(max(10.0, 1.5 * BAR_SLOT_IN * len(records) + 4), 5.5, columns=2)
@@ -335,6 +354,14 @@ def compare(records: Sequence[Record]) -> Any:
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Comparison: {_model_title(records)}")
     return fig
+
+
+def _check_bars(records: Sequence[Record], kind: str) -> None:
+    if len(records) > MAX_BARS:
+        raise PerfmodelError(
+            f"a {kind} plot draws at most {MAX_BARS} results side by side ({len(records)} given): a sweep's are drawn "
+            "by `perfmodel plot scaling`, or draw fewer results"
+        )
 
 
 def _bar_ticks(ax: Any, labels: Sequence[str]) -> None:
