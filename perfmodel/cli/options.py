@@ -95,18 +95,6 @@ def _use_hardware(ctx: click.Context, param: click.Parameter, paths: tuple[str, 
         add_catalogue(path)
 
 
-hardware_option = click.option(
-    "--hardware",
-    multiple=True,
-    metavar="FILE|DIR",
-    expose_value=False,
-    is_eager=True,
-    callback=_use_hardware,
-    help="Your own accelerator/system TOML file or folder (README 'Your own hardware'); repeatable.",
-)
-"""Read before the other options, so that --gpu and --system can name the entries it adds."""
-
-
 def complete_ids(
     kinds: tuple[str, ...], files: bool = False
 ) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
@@ -138,6 +126,7 @@ def _ids(kind: str) -> list[str]:
         "benchmarks": lambda: [*BENCHMARKS, *(f"{b}@{r}" for b, rounds in BENCHMARKS.items() for r in rounds)],
         "scenarios": lambda: bundled_names("scenarios"),
         "sweeps": lambda: bundled_names("sweeps"),
+        "calibration": lambda: ["none"],
     }
     return known[kind]()
 
@@ -154,6 +143,23 @@ def _precisions(incomplete: str) -> list[str]:
         return []
     head = f"{entry}:{done}," if done else f"{entry}:"
     return [head + p for p in accelerator.precisions if p.startswith(last) and p not in done.split(",")]
+
+
+hardware_option = click.option(
+    "--hardware",
+    multiple=True,
+    metavar="FILE|DIR",
+    expose_value=False,
+    is_eager=True,
+    callback=_use_hardware,
+    shell_complete=complete_ids((), files=True),
+    help="Your own accelerator/system TOML file or folder (README 'Your own hardware'); repeatable.",
+)
+"""Read before the other options, so that --gpu and --system can name the entries it adds."""
+
+calibration_option = click.option(
+    "--calibration", help=CALIBRATION_HELP, shell_complete=complete_ids(("calibration",), files=True)
+)
 
 
 def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
@@ -207,7 +213,9 @@ def scenario_options(
         ),
         hardware_option,
         click.option(
-            "--model", help="Model id (perfmodel models list) or FILE.toml.", shell_complete=complete_ids(("models",))
+            "--model",
+            help="Model id (perfmodel models list) or FILE.toml.",
+            shell_complete=complete_ids(("models",), files=True),
         ),
         gpu,
         click.option(
@@ -258,7 +266,7 @@ def scenario_options(
             shell_complete=complete_ids(("benchmarks",)),
             help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score.",
         ),
-        click.option("--calibration", help=CALIBRATION_HELP),
+        calibration_option,
         click.option(
             "--stack",
             type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]),

@@ -8,11 +8,11 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.options import (
-    CALIBRATION_HELP,
     FORMATS,
     Command,
     FilePath,
     _degree,
+    calibration_option,
     complete_ids,
     emit,
     hardware_option,
@@ -92,7 +92,7 @@ ONLY_HELP = (
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
 @click.option("--only", help=ONLY_HELP)
-@click.option("--calibration", help=CALIBRATION_HELP)
+@calibration_option
 @click.option(
     "--protocol",
     type=click.Choice(["forward", "generation", "precision", "scale", "length", "whole-runs"]),
