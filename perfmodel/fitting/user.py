@@ -30,6 +30,7 @@ from perfmodel.fitting import evidence
 from perfmodel.fitting.runs import MeasuredRun
 from perfmodel.fitting.validation import PreparedRun, RunBatch, _formats, _group, _profile, fitted_densely, prepare_all
 from perfmodel.inputs.environment import source_date
+from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import Calibration
 
@@ -126,7 +127,8 @@ def calibrate(
             "fits: add rows, or compare your runs with `perfmodel validate --data`"
         )
     families = sorted({i.family for i in mine})
-    theirs = [i for i in prepare_all([r for r in bundled if fitted_densely(r)], base, []) if i.family in families]
+    same = [r for r in bundled if fitted_densely(r) and get_accelerator(r.accelerator).family in families]
+    theirs = prepare_all(same, base, [])
     keys = [e.key for e in cal.free_entries(mine, _profile, _formats)]
     choice = choose(effects(mine, base, keys), len(mine))
     if not choice.fitted:
@@ -137,18 +139,19 @@ def calibrate(
     items = [*mine, *theirs]
     weights = [weight[i.family] for i in mine] + [1.0] * len(theirs)
 
-    def fit(rows: Sequence[PreparedRun], row_weights: Sequence[float]) -> dict[str, float]:
-        return cal.fit(rows, RunBatch, _profile, _formats, base, prior_sigma=PRIOR_SIGMA, fixed=base.parameters,
+    def fit(rows: Sequence[PreparedRun], row_weights: Sequence[float], start: Calibration) -> dict[str, float]:
+        return cal.fit(rows, RunBatch, _profile, _formats, start, prior_sigma=PRIOR_SIGMA, fixed=base.parameters,
                        only=choice.fitted, centre=base.parameters, weights=row_weights).parameters  # fmt: skip
 
-    fitted = fit(items, weights)
+    fitted = fit(items, weights, base)
+    near = replace(base, parameters=base.parameters | fitted)  # where each fit without one row starts: fewer steps
     before = cal.predict(base.parameters, mine, RunBatch, _profile, _group)
     after = cal.predict(base.parameters | fitted, mine, RunBatch, _profile, _group)
     held: list[cal.Residual] = []
     for k, item in enumerate(mine):
         progress(f"leaving out {item.run.id} ({k + 1}/{len(mine)})")
         rest = [i for i in items if i is not item]
-        values = fit(rest, [w for i, w in zip(items, weights, strict=True) if i is not item])
+        values = fit(rest, [w for i, w in zip(items, weights, strict=True) if i is not item], near)
         held += cal.predict(base.parameters | values, [item], RunBatch, _profile, _group)
     section = {
         "method": "fitting/user.py: the bundled calibration, with the parameters your rows identify refitted on "
