@@ -90,6 +90,7 @@ def test_with_bundled_the_users_rows_decide_their_cluster(runs: Path) -> None:
 def test_validate_shows_each_row_before_and_after(runs: Path, fitted: tuple[Path, str]) -> None:
     table = run_cli("validate", "--data", str(runs), "--calibration", str(fitted[0])).out
     assert "error before" in table and re.search(r"Before it \(calibration: .*calibration.json\): MAPE", table)
+    assert "; held out (each of your rows left out of its fit) " in table
     records = json.loads(run_cli("validate", "--data", str(runs), "--calibration", str(fitted[0]), "--format",
                                  "json").out)  # fmt: skip
     assert records["mape_before_pct"] > 3 * records["mape_pct"]

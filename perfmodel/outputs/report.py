@@ -390,6 +390,7 @@ def validation_table(result: Any, before: Any = None) -> str:
     cv = result.cv_mape_pct
     whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
+    held = "each of your rows left out of its fit" if "user" in result.calibration.provenance else held
     lines.append(
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
         + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
