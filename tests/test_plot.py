@@ -52,22 +52,45 @@ def test_scaling_draws_time_and_efficiency_per_system(records: list[dict[str, An
     assert legend[0].endswith(f"{efficiency[2]:.1f}% at 256")
 
 
+def _labels_fit(fig: Any) -> None:
+    """No two of the figure's texts overlap, and each lies inside the figure, as drawn (tick labels of ticks inside
+    their axis's view: matplotlib keeps the others, undrawn)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ticks, drawn = set(), []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks |= {id(tick.label1), id(tick.label2)}
+                drawn += [tick.label1, tick.label2] if low <= tick.get_loc() <= high else []
+    texts = drawn + [t for t in fig.findobj(Text) if id(t) not in ticks]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
+    assert not [(a, b) for k, (a, one) in enumerate(boxes) for b, other in boxes[k + 1 :] if one.overlaps(other)]
+    edge = fig.bbox
+    assert not [t for t, b in boxes if b.x0 < edge.x0 or b.x1 > edge.x1 or b.y0 < edge.y0 or b.y1 > edge.y1]
+
+
 @pytest.mark.parametrize("kind", ["scaling", "breakdown", "compare"])
 def test_no_two_labels_overlap(records: list[dict[str, Any]], kind: str) -> None:
     """Two lines ending at the same efficiency (BF16 relabelled as a copy of FP8) once printed their end labels on
     top of each other; bars named by their accelerators' names, GB300's "NVIDIA GB300 (GB300 NVL72)" among them, must
     not print theirs into one another."""
-    from matplotlib.text import Text
-
     twins = records + [r | {"precision": "bf16"} for r in records if r["accelerator"] == "h100-sxm"]
     if kind != "scaling":
         twins = [r | {"accelerator": gpu} for r, gpu in zip(twins, ["gb300", "h100-sxm", "mi355x"] * 3, strict=False)]
-    fig = plot.DRAW[kind](twins)
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    overlapping = [(a, b) for k, a in enumerate(boxes) for b in boxes[k + 1 :] if a.overlaps(b)]
-    assert not overlapping
+    _labels_fit(plot.DRAW[kind](twins))
+
+
+def test_the_validation_plots_labels_neither_overlap_nor_leave_the_figure() -> None:
+    """Its legend beside the panel ran into the figure's title; names as long as GB200's must fit below it."""
+    rows = [{"accelerator": gpu, "metric": "time_to_train_min", "measured": m, "predicted": m * 1.05}
+            for gpu in ("b200", "gb200", "h100-sxm", "h200-sxm", "mi300x", "mi325x") for m in (2.0, 20.0)]  # fmt: skip
+    fig = plot.validation({"rows": rows, "mape_pct": 5.0})
+    _labels_fit(fig)
+    assert "NVIDIA GB200 (GB200 NVL72)" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 @pytest.mark.parametrize("command", ["compare", "search", "plan", "sweep", "export", "whatif", "sensitivity"])
@@ -165,7 +188,7 @@ def test_validation_plots_one_panel_per_metric() -> None:
     points = [tuple(xy) for c in throughput.collections for xy in c.get_offsets()]
     assert (1602.0, 1572.0) in points and (300.0, 330.0) in points and (54.9, 53.8) not in points
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend[:2] == ["b200", "h100-sxm"] and "predicted = measured" in legend
+    assert legend[:2] == ["NVIDIA B200 (HGX B200)", "NVIDIA H100 SXM 80GB"] and "predicted = measured" in legend
 
 
 def test_scaling_efficiency_axis_starts_at_zero(records: list[dict[str, Any]]) -> None:

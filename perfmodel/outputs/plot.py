@@ -369,6 +369,8 @@ def _bar_ticks(ax: Any, labels: Sequence[str]) -> None:
     ax.set_xticks(range(len(labels)), labels)
 
 
+LEGEND_CHARS_PER_IN = 14
+"""Characters of an 8-point legend entry per inch of width, with room to spare (the widest are about 16)."""
 MAX_BARS = 12
 """Bars a compare plot draws legibly side by side (labels of two lines each)."""
 
@@ -414,7 +416,12 @@ def validation(report: Record) -> Any:
     for ax in fig.axes:
         legend |= {name: handle for handle, name in zip(*ax.get_legend_handles_labels(), strict=True)}
     names = [n for n in labels if n in legend] + [n for n in legend if n not in labels]  # runs first, then lines
-    fig.legend([legend[n] for n in names], names, title=group_key, loc="outside right upper", fontsize=8)
+    shown = [accelerator_name(n) if group_key == "accelerator" and n in labels else n for n in names]
+    # Below the panels: beside them, the legend ran into the figure's title.
+    column_in = max(map(len, shown)) / LEGEND_CHARS_PER_IN + 0.6  # the text and its marker
+    columns = max(1, min(len(names), int(fig.get_figwidth() / column_in)))
+    fig.legend([legend[n] for n in names], shown, title=group_key, loc="outside lower center", fontsize=8,
+               ncols=columns)  # fmt: skip
     mape = report.get("mape_pct")
     overall = f", MAPE {mape:.1f}% overall" if mape is not None else ""
     fig.suptitle(f"Predicted vs measured: {len(rows)} runs{overall}", fontsize="x-large")
