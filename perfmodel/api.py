@@ -207,29 +207,29 @@ def calibrate(
     *,
     out: str | Path,
     with_bundled: bool = False,
+    everywhere: bool = False,
     only: str | None = None,
     cv: bool = True,
     force: bool = False,
     hardware: str | Path | Sequence[str | Path] | None = None,
 ) -> Calibration:
-    """Fit the calibration's parameters on measured runs and write it to `out` (`perfmodel calibrate`), for
-    `calibration=out` in the other functions: the runs of a CSV (`data`), with the bundled ones when `with_bundled`
-    (only those without `data`); `only` and `hardware` as for `validate`; `cv` adds the held-out error and the
-    intervals. Written whole or not at all, over an existing file only with `force`. Its `.provenance` is the
-    `--format json` object (rows, in-sample and held-out MAPE, parameters at a bound, rows left out and why)."""
-    from perfmodel.fitting.runs import collect_runs
-    from perfmodel.fitting.validation import fit_calibration
+    """Fit a calibration on measured runs and write it to `out` (`perfmodel calibrate`), for `calibration=out` in
+    the other functions. With a CSV (`data`): the bundled calibration with only the parameters its rows identify
+    refitted on them, for their accelerator families only (`everywhere`: for all), with the bundled rows of those
+    families when `with_bundled` (its `.provenance["user"]` is the `--format json` object); without: the bundled fit
+    on the bundled rows (`cv` adds the held-out error and the intervals). `only` and `hardware` as for `validate`.
+    Written whole or not at all, over an existing file only with `force`."""
+    from perfmodel.fitting.user import calibration_from
     from perfmodel.outputs.atomic import check_target, write_atomic
 
     _use_hardware({"hardware": hardware})
     arguments.path("data", data)
     arguments.text("only", only)
-    for name, value in (("with_bundled", with_bundled), ("cv", cv), ("force", force)):
+    for name, value in (("with_bundled", with_bundled), ("everywhere", everywhere), ("cv", cv), ("force", force)):
         arguments.flag(name, value)
     target = Path(arguments.path("out", out, required=True))
     check_target(target, force, (data,), named=f"out={str(out)!r}", force_flag="force=True")
-    runs, excluded = collect_runs(data, only=only, with_bundled=with_bundled)
-    fitted = fit_calibration(runs, excluded, cv)
+    fitted = calibration_from(data, only, with_bundled, everywhere, cv)
     write_atomic(target, lambda handle: handle.write(fitted.to_json().encode()), force)
     return fitted
 

@@ -174,8 +174,20 @@ def test_shell_completion_offers_ids() -> None:
 
     assert complete("perfmodel predict --gpu h1") == ["h100-sxm"]
     assert complete("perfmodel compare --gpu gb3") == ["gb300", "gb300-nvl72"]
-    assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b"]
+    assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b", "llama3.1-4"]  # and FILE.toml
     assert complete("perfmodel predict --precision nv") == ["nvfp4"]
+    # Every id kind (issue 29): hardware show, precisions after ID: (and after a comma), bundled scenarios and sweeps
+    # by name (with files: 'file,' items), MLPerf benchmarks with their rounds.
+    assert complete("perfmodel hardware show gb3") == ["gb300", "gb300-nvl72"]
+    assert complete("perfmodel compare --gpu h100-sxm:") == ["h100-sxm:bf16", "h100-sxm:fp8"]
+    assert complete("perfmodel plan --gpu gb300-nvl72:fp8,nv") == ["gb300-nvl72:fp8,nvfp4"]
+    assert complete("perfmodel predict mlperf-405b-h1") == ["mlperf-405b-h100-512", "mlperf-405b-h1"]
+    assert complete("perfmodel sweep gen") == ["generations", "gen"]
+    assert complete("perfmodel predict --calibration n") == ["none", "n"]
+    assert complete("perfmodel predict --hardware ou") == ["ou"]  # a file or folder
+    assert complete("perfmodel predict --benchmark mlperf-llama31-8") == [
+        "mlperf-llama31-8b", "mlperf-llama31-8b@v5.1", "mlperf-llama31-8b@v6.0"
+    ]  # fmt: skip
 
 
 def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:

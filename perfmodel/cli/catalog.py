@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import hardware_option, say
+from perfmodel.cli.options import complete_ids, hardware_option, say
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -19,7 +19,7 @@ def hardware() -> None:
 
 
 @hardware.command("show")
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_ids(("accelerators", "systems")))
 @hardware_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def hardware_show(entry_id: str, fmt: str) -> None:

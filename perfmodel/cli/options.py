@@ -95,6 +95,56 @@ def _use_hardware(ctx: click.Context, param: click.Parameter, paths: tuple[str, 
         add_catalogue(path)
 
 
+def complete_ids(
+    kinds: tuple[str, ...], files: bool = False
+) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
+    """Shell completion of ids (README 'Shell completion'): models, accelerators, systems (user files' too), MLPerf
+    benchmarks (with their rounds), bundled scenarios or sweeps; the precisions an accelerator or system supports after
+    `ID:` (and after each comma of `ID:PRECISION,...`); file names too where a file is taken (`files`)."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        if ":" in incomplete and {"accelerators", "systems"} & set(kinds):
+            return list(_precisions(incomplete))
+        found = [CompletionItem(i) for kind in kinds for i in _ids(kind) if i.startswith(incomplete)]
+        return found + ([CompletionItem(incomplete, type="file")] if files else [])
+
+    return complete
+
+
+def _ids(kind: str) -> list[str]:
+    from perfmodel.inputs.hardware import accelerators, systems
+    from perfmodel.inputs.mlperf import BENCHMARKS
+    from perfmodel.inputs.models import ZOO
+    from perfmodel.inputs.resources import bundled_names
+
+    known = {
+        "models": lambda: list(ZOO),
+        "accelerators": lambda: list(accelerators()),
+        "systems": lambda: list(systems()),
+        "benchmarks": lambda: [*BENCHMARKS, *(f"{b}@{r}" for b, rounds in BENCHMARKS.items() for r in rounds)],
+        "scenarios": lambda: bundled_names("scenarios"),
+        "sweeps": lambda: bundled_names("sweeps"),
+        "calibration": lambda: ["none"],
+    }
+    return known[kind]()
+
+
+def _precisions(incomplete: str) -> list[str]:
+    """`ID:PRECISION,...` with the last precision completed among those the accelerator (or system's) supports."""
+    from perfmodel.inputs.hardware import accelerators, systems
+
+    entry, _, chosen = incomplete.partition(":")
+    done, _, last = chosen.rpartition(",")
+    system = systems().get(entry)
+    accelerator = accelerators().get(system.accelerator if system else entry)
+    if accelerator is None:
+        return []
+    head = f"{entry}:{done}," if done else f"{entry}:"
+    return [head + p for p in accelerator.precisions if p.startswith(last) and p not in done.split(",")]
+
+
 hardware_option = click.option(
     "--hardware",
     multiple=True,
@@ -102,26 +152,14 @@ hardware_option = click.option(
     expose_value=False,
     is_eager=True,
     callback=_use_hardware,
+    shell_complete=complete_ids((), files=True),
     help="Your own accelerator/system TOML file or folder (README 'Your own hardware'); repeatable.",
 )
 """Read before the other options, so that --gpu and --system can name the entries it adds."""
 
-
-def _complete(kinds: tuple[str, ...]) -> Callable[[click.Context, click.Parameter, str], list[str]]:
-    """Shell completion of ids (README 'Shell completion'): models, accelerators and/or systems, user files too."""
-
-    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-        from perfmodel.inputs.hardware import accelerators, systems
-        from perfmodel.inputs.models import ZOO
-
-        known = {
-            "models": lambda: list(ZOO),
-            "accelerators": lambda: list(accelerators()),
-            "systems": lambda: list(systems()),
-        }
-        return [i for kind in kinds for i in known[kind]() if i.startswith(incomplete)]
-
-    return complete
+calibration_option = click.option(
+    "--calibration", help=CALIBRATION_HELP, shell_complete=complete_ids(("calibration",), files=True)
+)
 
 
 def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
@@ -152,13 +190,13 @@ def scenario_options(
             multiple=True,
             metavar="ID[:PRECISION]",
             help="Accelerator or system id, optionally with a precision (h100-sxm:fp8); repeat to compare.",
-            shell_complete=_complete(("accelerators", "systems")),
+            shell_complete=complete_ids(("accelerators", "systems")),
         )
         if many_systems
         else click.option(
             "--gpu",
             help="Accelerator id (perfmodel hardware list); picks its usual system.",
-            shell_complete=_complete(("accelerators",)),
+            shell_complete=complete_ids(("accelerators",)),
         )
     )
     gpus = (
@@ -167,13 +205,22 @@ def scenario_options(
         else click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs.")
     )
     options = [
-        click.argument("scenario", required=False, type=FilePath(dir_okay=False)),
+        click.argument(
+            "scenario",
+            required=False,
+            type=FilePath(dir_okay=False),
+            shell_complete=complete_ids(("scenarios",), files=True),
+        ),
         hardware_option,
         click.option(
-            "--model", help="Model id (perfmodel models list) or FILE.toml.", shell_complete=_complete(("models",))
+            "--model",
+            help="Model id (perfmodel models list) or FILE.toml.",
+            shell_complete=complete_ids(("models",), files=True),
         ),
         gpu,
-        click.option("--system", help="System id (perfmodel hardware list).", shell_complete=_complete(("systems",))),
+        click.option(
+            "--system", help="System id (perfmodel hardware list).", shell_complete=complete_ids(("systems",))
+        ),
         gpus,
         click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
@@ -220,8 +267,12 @@ def scenario_options(
             "FSDP x DP, FSDP's HYBRID_SHARD); default: over every DP rank.",
         ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
-        click.option("--benchmark", help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score."),
-        click.option("--calibration", help=CALIBRATION_HELP),
+        click.option(
+            "--benchmark",
+            shell_complete=complete_ids(("benchmarks",)),
+            help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score.",
+        ),
+        calibration_option,
         click.option(
             "--stack",
             type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]),

@@ -403,8 +403,10 @@ def _mean_abs(values: Sequence[float | None]) -> float | None:
 
 
 def held_out_errors(calibration: Calibration) -> dict[str, float]:
-    """Held-out error of every run the calibration was cross-validated on, by run id."""
-    residuals = calibration.provenance.get("fit", {}).get("residuals", [])
+    """Held-out error of every run the calibration was cross-validated on, by run id; of a user calibration, its own
+    rows' only (each left out of its fit): the bundled fit's held-out errors are of values it may have changed."""
+    user = calibration.provenance.get("user")
+    residuals = user["residuals"] if user else calibration.provenance.get("fit", {}).get("residuals", [])
     return {r["id"]: r["held_out_error_pct"] for r in residuals if r.get("held_out_error_pct") is not None}
 
 

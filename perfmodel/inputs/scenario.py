@@ -53,28 +53,41 @@ class ModelOverride:
     """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
 
     base: str | None = None
+    """A zoo id to start from (perfmodel models list); the other keys replace its shapes."""
     given: frozenset[str] | None = given_field()
 
 
 @record
 class Parallelism:
     tp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Tensor-parallel size (with sequence parallelism); left out: searched."""
     pp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Pipeline-parallel stages; left out: searched."""
     cp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Context-parallel size; left out: searched."""
     vp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Virtual pipeline stages per rank (interleaving); left out: searched."""
     ep: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Expert-parallel size (MoE models only); left out: searched."""
     etp: int | None = bounded(None, ge=1, le=MAX_GPUS)
     """Expert tensor-parallel size (MoE models): the experts' TP, separate from the attention's."""
     dp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Data-parallel size; left out: the GPU count over TP x PP x CP."""
     mbs: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Micro-batch size in sequences; left out: searched."""
     gbs: int | None = bounded(None, ge=1, le=10**9)
+    """Global batch size in sequences; left out: about 4M tokens per step (at most 16M)."""
     seq_len: int = bounded(8192, ge=16, le=10_000_000)
+    """Sequence length in tokens."""
     recompute: Literal["none", "selective", "full"] | None = None
+    """Activation recompute: none, selective (attention's core) or full; left out: searched."""
     recompute_layers: int | None = bounded(None, ge=1, le=MAX_GPUS)
     """Partial (block) recompute: only the first k layers of each pipeline chunk recompute in full, the others keep
     their activations (Megatron's recompute_method=block, recompute_num_layers=k); implies recompute 'full'. None:
     every layer that recomputes does."""
     zero: Literal[0, 1, 2, 3] | None = None
+    """0 plain data parallel, 1 distributed optimizer (Megatron's default), 2 also gradients, 3 FSDP; left out:
+    searched."""
     cp_comm: Literal["p2p", "all_gather", "a2a"] | None = None
     """Context parallelism's exchange (precision.Recipe.cp_comm); None: the stack's (Megatron's ring, 'p2p')."""
     shard_group: int | None = bounded(None, ge=1, le=MAX_GPUS)
@@ -86,14 +99,21 @@ class Parallelism:
 @record
 class Cost:
     usd_per_gpu_hour: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
+    """Rental price per GPU-hour, USD; left out: the accelerator's on-demand price."""
     pue: float = bounded(1.2, ge=1.0, le=5.0, allow_inf_nan=False)
+    """Power usage effectiveness: the facility's energy over the IT equipment's."""
     mode: Literal["rent", "buy"] = "rent"
     """rent: the price per GPU-hour; buy: the cost of owning the systems (planning/tco.py)."""
     usd_per_system: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
+    """buy: the price of one system, USD; left out: the system file's."""
     amortisation_years: float = bounded(4.0, gt=0, le=30, allow_inf_nan=False)
+    """buy: the years the systems' price is spread over."""
     utilisation: float = bounded(0.8, gt=0, le=1, allow_inf_nan=False)
+    """buy: the share of those years the systems train (their price is spread over those hours)."""
     usd_per_kwh: float = bounded(0.08, gt=0, le=10, allow_inf_nan=False)
+    """buy: the electricity price, USD per kWh."""
     facility_usd_per_kw_month: float = bounded(0.0, ge=0, le=100_000, allow_inf_nan=False)
+    """buy: the data centre's space and power provision, USD per kW of IT power per month."""
     given: frozenset[str] | None = given_field()
 
     def __post_init__(self) -> None:
@@ -122,7 +142,9 @@ class Phase:
     """The phase's share of the scenario's n_gpus (to whole nodes): it follows the count plan and compare set, as a
     phase that gives neither does with the whole count."""
     precision: Precision | None = None
+    """The phase's precision recipe; left out: the scenario's."""
     seq_len: int | None = bounded(None, ge=16, le=10_000_000)
+    """The phase's sequence length in tokens; left out: the scenario's."""
     gbs: int | None = bounded(None, ge=1, le=10**9)
     """Global batch in sequences. Left out (with tokens_per_step), the phase keeps the scenario's batch in tokens
     per step (its sequences at the phase's length), or takes the default batch when the scenario gives none."""
@@ -152,12 +174,18 @@ class Goodput:
     """llama3: the Llama 3 paper's interruption rates; rsc: Meta's RSC-1 A100 cluster's (Kokolis et al. 2025);
     none: a run that never fails (no goodput keys)."""
     failure_scale: float = bounded(1.0, gt=0, le=1000, allow_inf_nan=False)
+    """Every interruption rate times this (2: twice as many failures)."""
     failures_per_million_gpu_hours: dict[str, float] | None = bounded(
         None, items={"ge": 0, "le": 1e6, "allow_inf_nan": False}
     )
+    """Interruptions per million GPU-hours by component class (gpu, host, network, software, maintenance, unknown,
+    planned), replacing those of `rates`."""
     storage_gb_per_s_per_node: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
+    """Checkpoint storage bandwidth per node, GB/s (write and read); left out: the system file's."""
     restart_s: float | None = bounded(None, ge=0, le=1e6, allow_inf_nan=False)
+    """Seconds to detect an interruption and restart, before reading the checkpoint back; left out: 600."""
     checkpoint_interval_s: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
+    """Training seconds between checkpoints; left out: Daly's optimum."""
     given: frozenset[str] | None = given_field()
 
 
@@ -167,6 +195,7 @@ class Losses:
     is off; `model = "none"` turns them all off."""
 
     model: Literal["default", "none"] = "default"
+    """default: each loss priced; none: every loss off."""
     straggler_share: float | None = bounded(None, ge=0, le=1, allow_inf_nan=False)
     """Share of step time lock-step ranks wait for slow ones over a whole run, at 128 GPUs (None: the calibration's
     fitted value)."""
@@ -177,6 +206,7 @@ class Losses:
     ramp_tokens: float = bounded(0.0, ge=0, le=1e18, allow_inf_nan=False)
     """Tokens of a batch ramp at the start, from `ramp_start_gbs` linearly up to the run's global batch."""
     ramp_start_gbs: int | None = bounded(None, ge=1, le=10**9)
+    """The global batch (sequences) a batch ramp starts from."""
     eval_every_steps: int | None = bounded(None, ge=1, le=10**9)
     """Steps between in-loop evaluations (None: none)."""
     eval_tokens: float = bounded(0.0, ge=0, le=1e15, allow_inf_nan=False)
@@ -202,13 +232,23 @@ class Scenario:
     has these keys."""
 
     name: str | None = None
+    """A short name for the scenario in outputs."""
     description: str | None = None
+    """What the scenario is for, in words."""
     model: str | ModelOverride = "llama3.1-70b"
+    """A zoo id (perfmodel models list), a model TOML file (relative to this file), or a [model] table: a zoo id as
+    `base` and the shapes that differ."""
     gpu: str | None = None
+    """Accelerator id (perfmodel hardware list, or a --hardware file's); it picks its usual system unless `system` is
+    given."""
     system: str | None = None
+    """System id: the node and network the accelerators are in (perfmodel hardware list)."""
     n_gpus: int = bounded(8, ge=1, le=MAX_GPUS)
+    """Number of GPUs the job uses."""
     precision: Precision = "bf16"
+    """Training precision recipe (bf16, fp8, mxfp8, nvfp4, mxfp4): the accelerator must support it."""
     tokens: float | None = bounded(None, gt=0)
+    """Tokens to train on (15e12), for time to train, cost and energy; at most 1e18."""
     moe_imbalance: float = bounded(1.0, ge=1.0, le=64.0, allow_inf_nan=False)
     """MoE: tokens the busiest expert rank receives over the mean (1.0: balanced, as the published rows force)."""
     lora_rank: int = bounded(0, ge=0, le=65536)
@@ -219,9 +259,13 @@ class Scenario:
     documents: Documents = Documents()
     """The documents packed into each sequence: attention is priced over documents (document masking)."""
     parallelism: Parallelism = Parallelism()
+    """The layout ([parallelism] table); a dimension left out is searched."""
     cost: Cost = Cost()
+    """What a GPU-hour costs ([cost] table): rented (the accelerator's on-demand price by default) or bought."""
     goodput: Goodput = Goodput()
+    """Failures, restarts and checkpoints ([goodput] table)."""
     losses: Losses = Losses()
+    """Losses beside failures ([losses] table): stragglers, start-up, job limits, batch ramps, evaluations, spares."""
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")

@@ -366,18 +366,21 @@ def _basis(record: dict[str, Any]) -> str:
     return f"{'/'.join(record['layout_assumed'])} at {record['layout_basis']} ({_measure(low)}..{_measure(high)})"
 
 
-def validation_table(result: Any) -> str:
-    """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded."""
+def validation_table(result: Any, before: Any = None) -> str:
+    """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded; with `before`
+    (the bundled calibration's report, when another is given), each row's error and the MAPE before it."""
     from perfmodel.outputs.columns import tabulated
 
+    earlier = {row.prepared.run.id: row.error_pct for row in before.rows} if before else {}
     rows = [
         [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
          _measure(r['measured']), _measure(r['predicted']), f"{r['error_pct']:+.1f}%",
          "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%", _basis(r)]
+        + ([f"{earlier[r['id']]:+.1f}%" if r["id"] in earlier else ""] if before else [])
         for r in (row.to_dict() for row in result.rows)
     ]  # fmt: skip
     headers = ["source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
-               "held out", "layout"]  # fmt: skip
+               "held out", "layout"] + (["error before"] if before else [])  # fmt: skip
     lines = [tabulated(rows, headers=headers, disable_numparse=True), ""]
     for grouping, groups in result.groups().items():
         table = [
@@ -388,10 +391,14 @@ def validation_table(result: Any) -> str:
     cv = result.cv_mape_pct
     whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
+    held = "each of your rows left out of its fit" if "user" in result.calibration.provenance else held
     lines.append(
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
         + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
     )
+    if before:
+        lines.append(f"Before it (calibration: {before.calibration.source}): MAPE {before.mape_pct:.1f}% over "
+                     f"{len(before.rows)} runs")  # fmt: skip
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
     over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
     if over:
