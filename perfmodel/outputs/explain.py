@@ -373,8 +373,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
     c_b = _q("c_TP_bwd", tp_comm.layer - tp_comm.forward, "s", "the same for its backward (and recompute)")
     if ctx.recipe.tp_comm_overlap:
-        w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
+        how = "torchtitan's async TP" if ctx.stack == "torchtitan" else "userbuffers TP overlap"
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"the forward GEMM time they can hide behind ({how})")
         w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
+    elif not ctx.recipe.tp_backward_overlap:
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.stack}'s vanilla TP (--no-async-tp)")
+        w_b = _q("w_TP_bwd", windows.tp_backward, "s", "none: its collectives run on the compute stream")
     else:
         w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.recipe.id} runs without userbuffers TP overlap")
         w_b = _q("w_TP_bwd", windows.tp_backward, "s",

@@ -691,14 +691,17 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
     # behind forward and backward (with a full recompute's forward) behind backward. A recipe without userbuffers
     # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
-    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula).
+    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula); a
+    # recipe without that backward overlap either (torchtitan's vanilla TP) exposes them all.
     # Only the ring's steps hide behind attention: a gather or an all-to-all must finish before the attention it feeds.
     userbuffers, ring = rec.tp_comm_overlap, rec.cp_comm == "p2p"
     windows = _Windows(
         tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
         tp_backward=lt.backward_gemm + recomputed(full, lt.forward_gemm)
         if userbuffers
-        else minimum(tp_comm.async_backward, lt.wgrad_gemm),
+        else minimum(tp_comm.async_backward, lt.wgrad_gemm)
+        if rec.tp_backward_overlap
+        else 0.0 * tp,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
