@@ -87,7 +87,8 @@ SYSTEMS = {
     "jean-zay-a100": ("a100-sxm-80gb", 8, 50, "switch", None),
     # section 2 'H100': DGX H100 8x ConnectX-7 400 Gb/s (S2); MODELLING.md 'Units': one NIC per GPU on DGX H100.
     "dgx-h100": ("h100-sxm", 8, 400, "switch", None),
-    # stacks_sources.md 'torchtitan': 'Each host has 8 NVIDIA H100 GPUs fully connected with NVLink', '400 Gb/s per GPU'.
+    # stacks_sources.md 'torchtitan': 'Each host has 8 NVIDIA H100 GPUs fully connected with NVLink', '400 Gb/s per
+    # GPU'.
     "grand-teton": ("h100-grand-teton", 8, 400, "switch", None),
     # section 2 'H200': 18x NVLink 4 on NVSwitch (S23), scale-out typically 8x 400 Gb/s.
     "dgx-h200": ("h200-sxm", 8, 400, "switch", None),

@@ -285,6 +285,7 @@ HARDWARE = {
     "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "B300-SXM-270GB": "b300",
     "GB300": "gb300",
     "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x",
+    "H100-SXM 96GB HBM2e @500W (Grand Teton)": "h100-grand-teton",
 }  # fmt: skip
 MODELS = {
     "Llama3-8B": "llama3.1-8b", "Llama3.1-8B": "llama3.1-8b", "Llama3-70B": "llama3.1-70b",
@@ -306,11 +307,12 @@ MPT_VOCAB = 50368
 PRECISIONS = {
     "fp8": "fp8", "fp8-cs": "fp8", "fp8-cs (per-tensor current scaling)": "fp8", "amp_fp8": "fp8",
     "fp8-blockwise": "fp8", "mxfp8": "mxfp8", "nvfp4": "nvfp4", "bf16": "bf16", "amp_bf16": "bf16",
-    "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16",
+    "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16", "fp8 tensorwise": "fp8", "fp8 rowwise": "fp8",
 }  # fmt: skip
 NUMBER_FORMATS = {
     "fp8": "fp8-tensor", "fp8-cs": "fp8-tensor", "fp8-cs (per-tensor current scaling)": "fp8-tensor",
     "amp_fp8": "fp8-tensor", "fp8-blockwise": "fp8-blockwise", "mxfp8": "mxfp8", "nvfp4": "nvfp4",
+    "fp8 tensorwise": "fp8-tensor", "fp8 rowwise": "fp8-rowwise",
 }  # fmt: skip
 """Number formats finer than the recipes (the `precision` protocol holds each out); the rest are bf16. FP8 without a
 qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf, current scaling ("FP8-CS") since."""
@@ -449,7 +451,7 @@ def _zero(text: str) -> int | None:
     text = text.lower().strip()
     if not text:
         return None  # not reported: the stack's setting (fitting.assumed)
-    if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"megatron-fsdp \([1-9]", text):
+    if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"(megatron-fsdp|fsdp2) \([1-9]", text):
         return 3
     if "shard_grad_op" in text:
         return 2
@@ -553,6 +555,26 @@ def _from_long_sequence_row(number: int, row: dict[str, str]) -> MeasuredRun:
     scenario = run.scenario | {"parallelism": run.scenario["parallelism"] | {"mbs": 1}}
     detail, assumptions = row["version_or_date"], (LONG_SEQUENCE_DERIVED, LONG_SEQUENCE_MBS)
     return replace(run, source=LONG_SEQUENCE_SOURCE, detail=detail, scenario=scenario, assumptions=assumptions)
+
+
+TORCHTITAN = "torchtitan_runs.csv"
+TORCHTITAN_SOURCE = "torchtitan"
+"""Source of torchtitan's async-TP and FP8 benchmark (Llama 3.1 8B and 70B on Grand Teton H100s): its own group in
+validate, priced on the torchtitan stack at each row's knobs."""
+
+
+def _from_torchtitan_row(number: int, row: dict[str, str]) -> MeasuredRun:
+    """A row of torchtitan's benchmark: the measured-runs columns, on the torchtitan stack with the knobs its notes
+    and dtype name (async or vanilla TP, torch.compile on, the FP8 scaling recipe)."""
+    run = _from_measured_row(number, row)
+    knobs: dict[str, bool | str] = {
+        "async_tp": row["notes"].startswith("async TP"),
+        "compile": "torch.compile" in row["notes"],
+    }
+    if run.scenario["precision"] == "fp8":
+        knobs["fp8_recipe"] = row["dtype"].split()[-1].lower()
+    scenario = run.scenario | {"stack": "torchtitan", **knobs}
+    return replace(run, id=f"{TORCHTITAN}:{number}", source=TORCHTITAN_SOURCE, scenario=scenario)
 
 
 LAST_CHANGE = re.compile(r"last change (\d{4})-(\d{2})-\d{2}")
@@ -841,6 +863,8 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
 
     for number, row in enumerate(_read("measured_runs.csv"), start=2):
         take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
+    for number, row in enumerate(_read(TORCHTITAN), start=2):
+        take(f"{TORCHTITAN}:{number}", lambda row=row, number=number: _from_torchtitan_row(number, row))
     for number, row in enumerate(_read(LONG_SEQUENCE), start=2):
         take(row["id"], lambda row=row, number=number: _from_long_sequence_row(number, row))
     mlperf_rows = _read("mlperf_training_llm.csv")
