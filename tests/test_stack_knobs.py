@@ -12,6 +12,7 @@ import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.precision import BF16_BYTES, get_recipe
 from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
+from perfmodel.physics.collectives import all_gather
 from perfmodel.physics.schedule import exposed
 from perfmodel.physics.step import evaluate
 from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_forward
@@ -20,6 +21,7 @@ from perfmodel.planning.predict import context_for, layout_vars
 TITAN_8B = {
     "model": "llama3.1-8b", "gpu": "h100-grand-teton", "n_gpus": 64, "seq_len": 8192, "tp": 8, "pp": 1, "cp": 1,
     "mbs": 12, "gbs": 96, "zero": 3, "recompute": "selective", "stack": "torchtitan", "calibration": "none",
+    "precision": "bf16",
 }  # fmt: skip
 """torchtitan's Llama 3.1 8B layout (torchtitan_runs.csv rows 8-13: TP 8, FSDP2 over 8, local batch 12)."""
 
@@ -120,3 +122,23 @@ def test_explain_names_the_stack_mechanism_behind_the_tp_term() -> None:
                       "--precision", "bf16")  # fmt: skip
     assert vanilla.code == 0, vanilla.err
     assert "torchtitan's vanilla TP (--no-async-tp)" in vanilla.out
+
+
+def test_torchtitans_selective_recompute_reruns_every_second_matmul_and_its_all_gathers() -> None:
+    """Per-op SAC (precision.Recipe.per_op_sac) re-runs the layer's forward but for attention and the matmuls its
+    policy keeps: of wq, wk, wv, wo, w1, w3, w2 it re-runs wk, wo and w3, (1,024 + 4,096 + 14,336) / (2 x 4,096 +
+    2 x 1,024 + 3 x 14,336) = 36.5% of Llama 3.1 8B's forward GEMM FLOPs; and the forward's two all-gathers again."""
+    from perfmodel.physics.step import sac_recomputed_gemm_share
+
+    titan = _predict(async_tp=False)
+    trace = _trace(titan)
+    layer = trace["layer"]
+    assert sac_recomputed_gemm_share(titan.model) == pytest.approx(19456 / 53248)
+    by_hand = layer.forward - layer.forward_attention - (1 - 19456 / 53248) * layer.forward_gemm
+    assert float(trace["recompute_s"]) == pytest.approx(float(by_hand))
+    assert 0 < float(by_hand) < float(layer.forward)
+    full = _trace(_predict(async_tp=False, recompute="full"))
+    assert float(full["recompute_s"]) == pytest.approx(float(layer.forward))
+    none = _trace(_predict(async_tp=False, recompute="none"))
+    gather_in = all_gather(trace["shard"].tokens * titan.model.hidden * BF16_BYTES, trace["tp_links"])
+    assert float(trace["tp_comm"].layer - none["tp_comm"].layer) == pytest.approx(2 * float(gather_in))

@@ -58,6 +58,13 @@ class Recipe:
     """The elementwise kernels as eager PyTorch runs them (torchtitan without torch.compile): rotary embedding and
     the SwiGLU product as separate kernels with their intermediates in HBM (workload.EAGER_PASSES), where Transformer
     Engine's fused kernels and torch.compile's Inductor fusion read and write each tensor once."""
+    per_op_sac: bool = False
+    """Selective recompute as torchtitan's per-op selective activation checkpointing runs it (activation_checkpoint
+    mode 'selective', 'op'): the whole block's forward re-runs in the backward except the ops whose outputs its
+    policy saves (SDPA, reduce-scatters, and every other matmul: 'Saves output of all compute ops, except every second
+    mm'; torchtitan/models/llama3/infra/parallelize.py, recalled from the public code, not a stored copy), so every
+    second matmul, the norms, rotary embedding, activation and the TP all-gathers feeding recomputed matmuls run
+    again (step.sac_recomputed_gemm_share); False: Megatron's selective recompute of the attention core alone."""
     fp8_scaling: str = "tensorwise"
     """FP8 scaling granularity: 'tensorwise' (one scale per tensor: Transformer Engine's per-tensor scaling, torchao's
     tensorwise recipe) or 'rowwise' (torchao: one scale per row of each GEMM operand along its reduction axis)."""

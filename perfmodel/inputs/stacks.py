@@ -73,6 +73,9 @@ class StackProfile:
     knob (Megatron overlaps TP through `tp_comm_overlap`, its userbuffers)."""
     compile: bool | None = None
     """The stack's torch.compile knob at its shipped default; None: no such knob (its fused kernels are its own)."""
+    per_op_sac: bool = False
+    """Whether the stack's selective recompute is per-op selective activation checkpointing (precision.Recipe
+    .per_op_sac: torchtitan's), not Megatron's recompute of the attention core."""
     fp8_recipes: tuple[str, ...] = ()
     """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
     Transformer Engine's per-tensor scaling, no knob."""
@@ -201,6 +204,7 @@ STACKS: dict[str, StackProfile] = {
         async_tp=False,
         compile=False,
         fp8_recipes=FP8_RECIPES,
+        per_op_sac=True,
     ),
     "deepspeed": StackProfile(
         "deepspeed",
@@ -295,6 +299,8 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = rowwise_recipe(recipe)
     if knobs.compile is False:
         recipe = replace(recipe, eager_elementwise=True)
+    if stack.per_op_sac:
+        recipe = replace(recipe, per_op_sac=True)
     if knobs.async_tp is not None:
         overlap = knobs.async_tp and recipe.tp_comm_overlap
         return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap)
