@@ -142,3 +142,11 @@ def test_torchtitans_selective_recompute_reruns_every_second_matmul_and_its_all_
     none = _trace(_predict(async_tp=False, recompute="none"))
     gather_in = all_gather(trace["shard"].tokens * titan.model.hidden * BF16_BYTES, trace["tp_links"])
     assert float(trace["tp_comm"].layer - none["tp_comm"].layer) == pytest.approx(2 * float(gather_in))
+
+
+def test_the_inputs_line_names_the_knobs_as_run() -> None:
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp", "8",
+                     "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--stack", "torchtitan", "--precision",
+                     "fp8", "--compile", "--calibration", "none")  # fmt: skip
+    assert result.code == 0, result.err
+    assert "torchtitan stack (vanilla TP (default), torch.compile, FP8 tensorwise (default))" in result.out
