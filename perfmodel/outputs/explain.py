@@ -34,6 +34,7 @@ from perfmodel.physics.step import (
     dp_buckets,
     evaluate,
     host_overhead_s,
+    sac_recomputed_gemm_share,
     straggler_s,
 )
 from perfmodel.physics.workload import (
@@ -351,7 +352,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
 
     t_f = _q("t_fwd", layer.forward, "s", "forward of one layer, one micro-batch (operations below)")
     t_b = _q("t_bwd", layer.backward, "s", "backward of one layer (data and weight gradients)")
-    t_r = _q("t_rc", trace["recompute_s"], "s", f"recomputation in the backward pass ({_recompute_text(lo, trace)})")
+    t_r = _q("t_rc", trace["recompute_s"], "s",
+             f"recomputation in the backward pass ({_recompute_text(ctx, lo, trace)})")  # fmt: skip
     t_e = _q("t_edge", edge, "s", "embedding and/or LM head + loss on this rank, one micro-batch")
     formula = N.symbol * (L.symbol * (t_f.symbol + t_b.symbol + t_r.symbol) + t_e.symbol)
     shares = _compute_shares(rows, kernel_s)
@@ -492,8 +494,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     return parts
 
 
-def _recompute_text(lo: Layout, trace: dict[str, Any]) -> str:
-    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average."""
+def _recompute_text(ctx: Context, lo: Layout, trace: dict[str, Any]) -> str:
+    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average;
+    for per-op selective checkpointing (torchtitan's selective), what its policy keeps."""
+    if lo.recompute == "selective" and ctx.recipe.per_op_sac:
+        share = sac_recomputed_gemm_share(ctx.model)
+        return f"per-op selective: the forward but attention and the matmuls kept, {share:.1%} of its GEMM FLOPs re-run"
     if not lo.recompute_layers:
         return f"recompute {lo.recompute}"
     per_chunk = float(trace["stages"].per_chunk)
