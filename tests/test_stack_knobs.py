@@ -3,6 +3,7 @@ at the stack's shipped default, what each changes counted by hand, and the refus
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,9 +99,9 @@ def test_each_knob_defaults_to_the_stacks_shipped_setting() -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--async-tp"], "--async-tp / async_tp: stack 'megatron' has no such knob; stacks that have it: torchtitan"),
-        (["--no-compile", "--stack", "composer"], "--compile / compile: stack 'composer' has no such knob"),
-        (["--fp8-recipe", "rowwise", "--stack", "megatron"], "--fp8-recipe / fp8_recipe: stack 'megatron'"),
+        (["--async-tp"], "--async-tp: stack 'megatron' has no such knob; stacks that have it: torchtitan"),
+        (["--no-compile", "--stack", "composer"], "--compile: stack 'composer' has no such knob"),
+        (["--fp8-recipe", "rowwise", "--stack", "megatron"], "--fp8-recipe: stack 'megatron' has no such knob"),
         (["--stack", "torchtitan", "--precision", "bf16", "--fp8-recipe", "rowwise"], "it needs --precision fp8"),
     ],
 )
@@ -109,6 +110,17 @@ def test_a_knob_the_stack_cannot_run_is_a_one_line_error(flags: list[str], messa
     assert result.code == 2 and result.out == ""
     assert message in result.err
     assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
+
+
+def test_a_scenario_file_names_itself_and_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text('model = "llama3.1-8b"\nstack = "composer"\nasync_tp = false\n')
+    result = run_cli("predict", str(path))
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"error: {path}: field 'async_tp': stack 'composer' has no such knob; stacks that have it: torchtitan "
+        "(got False)"
+    )
 
 
 def test_the_api_refuses_too() -> None:

@@ -273,13 +273,19 @@ def stack_knobs(
     shipped = Knobs(stack.async_tp, stack.compile, next(iter(stack.fp8_recipes), None))
     given: dict[str, Any] = {"async_tp": async_tp, "compile": compile, "fp8_recipe": fp8_recipe}
     for name, value in given.items():
-        if value is not None and getattr(shipped, name) is None:
-            others = [s.name for s in STACKS.values() if getattr(s, name, None) not in (None, ())] or ["none"]
-            raise PerfmodelError(
-                f"{KNOB_FLAGS[name]} / {name}: stack '{stack.name}' has no such knob; stacks that have it: "
-                f"{', '.join(others)}"
-            )
+        problem = knob_problem(stack, name) if value is not None else None
+        if problem is not None:
+            raise PerfmodelError(f"{KNOB_FLAGS[name]} / {name}: {problem}")
     return replace(shipped, **{name: value for name, value in given.items() if value is not None})
+
+
+def knob_problem(stack: StackProfile, name: str) -> str | None:
+    """Why `stack` cannot take the knob `name` (a Knobs field), naming the stacks that have it; None if it can."""
+    knob = "fp8_recipes" if name == "fp8_recipe" else name
+    if getattr(stack, knob) not in (None, ()):
+        return None
+    others = [s.name for s in STACKS.values() if getattr(s, knob) not in (None, ())] or ["none"]
+    return f"stack '{stack.name}' has no such knob; stacks that have it: {', '.join(others)}"
 
 
 @cache
