@@ -11,6 +11,7 @@ from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.runs import read_runs_csv
 from perfmodel.inputs.precision import BF16_BYTES, get_recipe
 from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
 from perfmodel.physics.collectives import all_gather
@@ -163,3 +164,20 @@ def test_the_inputs_line_names_the_knobs_as_run() -> None:
                      "fp8", "--compile", "--calibration", "none")  # fmt: skip
     assert result.code == 0, result.err
     assert "torchtitan stack (vanilla TP (default), torch.compile, FP8 tensorwise (default))" in result.out
+
+
+def test_a_runs_csv_row_names_the_knobs_it_ran_with(tmp_path: Path) -> None:
+    """A user's runs CSV carries async_tp, compile and fp8_recipe: the row is priced at them, and a bad value or a
+    knob its stack lacks is one line naming the file, row and column."""
+    header = "model,gpu,n_gpus,precision,seq_len,tp,pp,cp,mbs,gbs,zero,recompute,metric,measured,stack,async_tp,compile"
+    row = "llama3.1-8b,h100-grand-teton,64,bf16,8192,8,1,1,12,96,3,selective,tokens_per_s_per_gpu,4809.4,torchtitan"
+    path = tmp_path / "runs.csv"
+    path.write_text(f"{header}\n{row},true,True\n{row},false,true\n")
+    async_row, vanilla_row = (r.scenario for r in read_runs_csv(path))
+    assert (async_row["async_tp"], async_row["compile"], vanilla_row["async_tp"]) == (True, True, False)
+    path.write_text(f"{header}\n{row},yes,true\n")
+    with pytest.raises(PerfmodelError, match=r"row 2: column 'async_tp' is 'yes'; it must be true or false"):
+        read_runs_csv(path)
+    path.write_text(f"{header}\n{row.replace('torchtitan', 'megatron')},true,\n")
+    with pytest.raises(PerfmodelError, match=r"row 2: field 'async_tp': stack 'megatron' has no such knob"):
+        read_runs_csv(path)

@@ -47,10 +47,13 @@ release, `key=value;...` shapes of a [model] table, what the published figure co
 `key=value;...` scenario settings (`losses.job_limit_h=100;goodput.rates=rsc`)."""
 RELEASE_COLUMNS = ("stack", "vintage")
 """What software ran a row of any metric: a step measured on an older release is priced at that release."""
+KNOB_COLUMNS = ("async_tp", "compile", "fp8_recipe")
+"""The stack's knobs a row ran with (inputs/stacks.py; blank: the stack's default): async_tp and compile true or
+false, fp8_recipe tensorwise or rowwise."""
 WHOLE_RUN_ONLY = tuple(c for c in WHOLE_RUN_COLUMNS if c not in RELEASE_COLUMNS)
 CSV_COLUMNS = (
     "id", "source", "model", *MODEL_COLUMNS, "gpu", "system", "n_gpus", "precision", "seq_len", *LAYOUT_COLUMNS,
-    "recompute", "benchmark", "metric", "measured", *WHOLE_RUN_COLUMNS,
+    "recompute", "benchmark", "metric", "measured", *WHOLE_RUN_COLUMNS, *KNOB_COLUMNS,
 )  # fmt: skip
 """The documented column set of `--data FILE.csv`. Required: model (or benchmark), gpu or system, n_gpus, precision,
 metric, measured. A blank recompute, zero or mbs column is the stack's setting (fitting.assumed: its default, else
@@ -186,6 +189,12 @@ LONG_COLUMNS = ("source", "model_shapes", "settings")
 """Columns that may hold more than a name: up to MAX_TEXT_CHARS."""
 
 
+def _flag(path: Path, line: int, column: str, text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be true or false")
+    return text.lower() == "true"
+
+
 def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     """The run of one CSV row (a dict by column), or one line naming the file, row and column."""
     cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
@@ -236,6 +245,9 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     for column in RELEASE_COLUMNS:
         if cell.get(column):
             scenario[column] = cell[column]
+    for column in KNOB_COLUMNS:
+        if cell.get(column):
+            scenario[column] = cell[column] if column == "fp8_recipe" else _flag(path, line, column, cell[column])
     measured = _number(path, line, "measured", cell["measured"], integer=False)
     run = MeasuredRun(
         cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured,

@@ -64,6 +64,9 @@ def _runs() -> dict[str, Any]:
         "recompute": {"enum": ["none", "selective", "full"]},
         "metric": {"enum": list(METRICS)},
         "measured": {"type": "number", "exclusiveMinimum": 0},
+        "async_tp": {"type": "boolean"},
+        "compile": {"type": "boolean"},
+        "fp8_recipe": {"enum": ["tensorwise", "rowwise"]},
     }
     return {
         "title": "perfmodel measured run (one CSV row)",
