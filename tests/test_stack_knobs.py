@@ -90,8 +90,9 @@ def test_rowwise_fp8_gathers_bf16_weights_where_tensorwise_gathers_fp8() -> None
 
 def test_each_knob_defaults_to_the_stacks_shipped_setting() -> None:
     """torchtitan's JobConfig: async TP off, compile off, tensorwise FP8; Megatron has none of these knobs."""
-    knobs = _predict().to_dict()["stack_knobs"]
-    assert knobs == {"async_tp": False, "compile": False, "fp8_recipe": "tensorwise"}
+    assert _predict(precision="fp8").to_dict()["stack_knobs"] == {"async_tp": False, "compile": False,
+                                                                  "fp8_recipe": "tensorwise"}  # fmt: skip
+    assert _predict().to_dict()["stack_knobs"]["fp8_recipe"] is None  # BF16: no FP8 recipe
     megatron = perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, calibration="none", tp=1, pp=1)
     assert isinstance(megatron, perfmodel.Prediction)
     assert megatron.to_dict()["stack_knobs"] == {"async_tp": None, "compile": None, "fp8_recipe": None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -254,13 +255,15 @@ class Scenario:
 
     @property
     def knobs(self) -> Knobs:
-        """The stack's knobs as this scenario runs them (inputs/stacks.py stack_knobs): an FP8 recipe needs FP8."""
+        """The stack's knobs as this scenario runs them (inputs/stacks.py stack_knobs): an FP8 recipe needs FP8, and
+        without it there is none."""
         if self.fp8_recipe is not None and self.precision != "fp8":
             raise PerfmodelError(
                 f"--fp8-recipe / fp8_recipe: '{self.fp8_recipe}' scales FP8 GEMMs; it needs --precision fp8, not "
                 f"{self.precision}"
             )
-        return stack_knobs(get_stack(self.stack), self.async_tp, self.compile, self.fp8_recipe)
+        knobs = stack_knobs(get_stack(self.stack), self.async_tp, self.compile, self.fp8_recipe)
+        return knobs if self.precision == "fp8" else replace(knobs, fp8_recipe=None)
 
     def default_gbs(self, capped: bool = True) -> int:
         """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches (`default_batch`)."""

@@ -81,7 +81,7 @@ FIELDS: tuple[Field, ...] = (
     Field("stack", "", "software stack the prediction priced (megatron, composer, torchtitan, ...)"),
     Field("stack_knobs.async_tp", "", "torchtitan's async TP on (true) or vanilla TP (false); empty: no such knob"),
     Field("stack_knobs.compile", "", "torch.compile fusion (true) or eager elementwise kernels (false); empty: none"),
-    Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob"),
+    Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob, or no FP8"),
     Field("step_time_s", "s", "time of one optimizer step"),
     Field("tokens_per_s", "tokens/s", "cluster throughput"),
     Field("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
