@@ -57,6 +57,9 @@ class WorkloadOptions(TypedDict, total=False):
     benchmark: str
     calibration: str
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]
+    async_tp: bool
+    compile: bool
+    fp8_recipe: Literal["tensorwise", "rowwise"]
     vintage: str
     usd_per_gpu_hour: float
     pue: float

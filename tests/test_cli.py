@@ -172,7 +172,7 @@ def test_shell_completion_offers_ids() -> None:
         done = subprocess.run([sys.executable, "-m", "perfmodel"], env=env, capture_output=True, text=True, timeout=60)
         return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
 
-    assert complete("perfmodel predict --gpu h1") == ["h100-sxm"]
+    assert complete("perfmodel predict --gpu h1") == ["h100-grand-teton", "h100-sxm"]
     assert complete("perfmodel compare --gpu gb3") == ["gb300", "gb300-nvl72"]
     assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b", "llama3.1-4"]  # and FILE.toml
     assert complete("perfmodel predict --precision nv") == ["nvfp4"]

@@ -22,7 +22,9 @@ def test_llm_foundry_rows_run_on_the_composer_stack() -> None:
     runs, _ = bundled_runs()
     stacks = {r.source: r.scenario.get("stack", "megatron") for r in runs if r.metric != "gpu_hours"}
     assert stacks["llm-foundry"] == "composer" and stacks[MAXTEXT_SOURCE] == "maxtext"
-    assert {s for source, s in stacks.items() if source not in ("llm-foundry", MAXTEXT_SOURCE)} == {"megatron"}
+    assert stacks["torchtitan"] == "torchtitan"
+    others = {s for source, s in stacks.items() if source not in ("llm-foundry", MAXTEXT_SOURCE, "torchtitan")}
+    assert others == {"megatron"}
 
 
 def test_a_stack_without_tp_overlap_or_fp8_changes_the_recipe() -> None:

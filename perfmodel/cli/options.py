@@ -279,6 +279,23 @@ def scenario_options(
             help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's, maxtext JAX's.",
         ),
         click.option(
+            "--async-tp/--no-async-tp",
+            default=None,
+            help="torchtitan's async TP (TP collectives overlapped with the GEMMs) or vanilla TP (default: the "
+            "stack's, off).",
+        ),
+        click.option(
+            "--compile/--no-compile",
+            default=None,
+            help="torch.compile fusion of the elementwise kernels, or eager (torchtitan; default: the stack's, off).",
+        ),
+        click.option(
+            "--fp8-recipe",
+            type=click.Choice(["tensorwise", "rowwise"]),
+            help="torchao FP8 scaling with --precision fp8 (torchtitan; default tensorwise, with float8 FSDP "
+            "all-gather).",
+        ),
+        click.option(
             "--vintage",
             metavar="YYYY-MM",
             help="Software release to predict for (default: the newest release in the calibration's data).",

@@ -25,7 +25,14 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
-from perfmodel.fitting.runs import LONG_SEQUENCE_SOURCE, MAXTEXT_SOURCE, ROUND_PUBLISHED, Exclusion, MeasuredRun
+from perfmodel.fitting.runs import (
+    LONG_SEQUENCE_SOURCE,
+    MAXTEXT_SOURCE,
+    ROUND_PUBLISHED,
+    TORCHTITAN_SOURCE,
+    Exclusion,
+    MeasuredRun,
+)
 from perfmodel.fitting.validation import PreparedRun, RunBatch, _formats, _profile, fitted_densely, prepare_all
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import UNCALIBRATED
@@ -122,7 +129,7 @@ def _stack(items: Sequence[PreparedRun]) -> list[Fold]:
     ]
 
 
-VALIDATION_ONLY = {"length": (LONG_SEQUENCE_SOURCE,), "stack": (MAXTEXT_SOURCE,)}
+VALIDATION_ONLY = {"length": (LONG_SEQUENCE_SOURCE,), "stack": (MAXTEXT_SOURCE, TORCHTITAN_SOURCE)}
 """Protocols whose test rows include sources no fit takes (validation.NOT_FITTED): their folds predict those
 sources' rows too."""
 

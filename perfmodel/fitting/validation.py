@@ -22,6 +22,7 @@ from perfmodel.fitting.runs import (
     MAXTEXT_SOURCE,
     MOE_MODELS,
     MOE_SOURCE,
+    TORCHTITAN_SOURCE,
     MeasuredRun,
     reference_vintage,
     release_years,
@@ -63,6 +64,9 @@ NOT_FITTED: dict[str, str] = {
     LONG_SEQUENCE_SOURCE: "not in the dense fit: NVIDIA's long-sequence table (one model, one release) is validation "
     "only, every length predicted by a fit that saw none of them (the length protocol); fitted, its nine rows moved "
     "shared parameters (the straggler spread halved, the HBM share +8%) and every other protocol 0.1-0.4 points worse",
+    TORCHTITAN_SOURCE: "not in the dense fit: torchtitan's benchmark is validation only, every row predicted by a fit "
+    "that saw none of them; fitted, its four rowwise-FP8 rows (+37-76%: their slower H100 GEMMs are not priced) moved "
+    "shared parameters, every protocol 0.3-2.8 points worse and Megatron's rows with them (2026-12-06 refit)",
 }
 """Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
 

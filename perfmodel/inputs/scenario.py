@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
-from perfmodel.inputs.stacks import get_stack
+from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
 MAX_GPUS = 1_000_000
@@ -268,6 +269,14 @@ class Scenario:
     """Losses beside failures ([losses] table): stragglers, start-up, job limits, batch ramps, evaluations, spares."""
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
+    async_tp: bool | None = None
+    """torchtitan's async TP: TP collectives decomposed and overlapped with the GEMMs (false: vanilla TP, every one
+    exposed); None: the stack's default. A stack without the knob refuses it (inputs/stacks.py stack_knobs)."""
+    compile: bool | None = None
+    """torch.compile's fusion of the elementwise kernels (false: eager PyTorch); None: the stack's default."""
+    fp8_recipe: Literal["tensorwise", "rowwise"] | None = None
+    """torchao's FP8 scaling with --precision fp8: tensorwise (with float8 all-gather of FSDP weights) or rowwise;
+    None: the stack's default."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
@@ -290,6 +299,18 @@ class Scenario:
     def cp_exchange(self) -> str:
         """Context parallelism's exchange as priced: the scenario's `cp_comm`, else its stack's."""
         return self.parallelism.cp_comm or get_stack(self.stack).cp_comm
+
+    @property
+    def knobs(self) -> Knobs:
+        """The stack's knobs as this scenario runs them (inputs/stacks.py stack_knobs): an FP8 recipe needs FP8, and
+        without it there is none."""
+        if self.fp8_recipe is not None and self.precision != "fp8":
+            raise PerfmodelError(
+                f"--fp8-recipe / fp8_recipe: '{self.fp8_recipe}' scales FP8 GEMMs; it needs --precision fp8, not "
+                f"{self.precision}"
+            )
+        knobs = stack_knobs(get_stack(self.stack), self.async_tp, self.compile, self.fp8_recipe)
+        return knobs if self.precision == "fp8" else replace(knobs, fp8_recipe=None)
 
     def default_gbs(self, capped: bool = True) -> int:
         """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches (`default_batch`)."""
@@ -367,6 +388,9 @@ OPTION_FIELDS: dict[str, str] = {
     "benchmark": "benchmark",
     "calibration": "calibration",
     "stack": "stack",
+    "async_tp": "async_tp",
+    "compile": "compile",
+    "fp8_recipe": "fp8_recipe",
     "vintage": "vintage",
     "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
     "pue": "cost.pue",

@@ -29,6 +29,7 @@ from perfmodel.inputs.scenario import (
     Phase,
     Scenario,
 )
+from perfmodel.inputs.stacks import DEFAULT_STACK, KNOB_FLAGS, STACKS, knob_problem
 from perfmodel.inputs.text import MAX_NAME_CHARS, check_text
 
 
@@ -99,6 +100,16 @@ def _apply_benchmark(cls: type, raw: Any) -> Any:
     }
 
 
+@field_validator(*KNOB_FLAGS, mode="before")
+def _stack_has_knob(cls: type, value: Any, info: ValidationInfo) -> Any:
+    """A knob (async_tp, compile, fp8_recipe) only on a stack that has it (inputs/stacks.py knob_problem)."""
+    stack = STACKS.get(info.data.get("stack", DEFAULT_STACK))
+    problem = knob_problem(stack, str(info.field_name)) if value is not None and stack is not None else None
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 @field_validator("vintage", mode="before")
 def _release_month(cls: type, value: Any) -> Any:
     if isinstance(value, str) and not re.fullmatch(RELEASE_MONTH, value):
@@ -151,7 +162,8 @@ PHASE = model_of(
 SCENARIO = model_of(
     Scenario,
     _Strict,
-    {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens},
+    {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens}
+    | {"_stack_has_knob": _stack_has_knob},
 )
 """The models, nested ones first (a record's model is built once, with the validators given when it is)."""
 

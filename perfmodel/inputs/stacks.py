@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, rowwise_recipe
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,17 @@ class StackProfile:
 
     dp_overlap: str = "ZeRO's collectives overlapped with compute (the shared overlap_dp)"
     """How the stack hides its data-parallel/FSDP collectives behind compute (`explain` names it)."""
+    async_tp: bool | None = None
+    """The stack's async-TP knob at its shipped default (torchtitan's `enable_async_tensor_parallel`); None: no such
+    knob (Megatron overlaps TP through `tp_comm_overlap`, its userbuffers)."""
+    compile: bool | None = None
+    """The stack's torch.compile knob at its shipped default; None: no such knob (its fused kernels are its own)."""
+    per_op_sac: bool = False
+    """Whether the stack's selective recompute is per-op selective activation checkpointing (precision.Recipe
+    .per_op_sac: torchtitan's), not Megatron's recompute of the attention core."""
+    fp8_recipes: tuple[str, ...] = ()
+    """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
+    Transformer Engine's per-tensor scaling, no knob."""
 
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
@@ -195,6 +207,13 @@ STACKS: dict[str, StackProfile] = {
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: local_batch_size is set per job"),
         ),
         cp_comm="all_gather",
+        # torchtitan's JobConfig defaults: parallelism.enable_async_tensor_parallel = False, compile.enable = False,
+        # float8 recipe_name None = tensorwise (torchtitan/config/job_config.py; recalled from the public code, not a
+        # stored copy). The benchmark rows turn compile on and vary the other two (torchtitan_runs.csv).
+        async_tp=False,
+        compile=False,
+        fp8_recipes=FP8_RECIPES,
+        per_op_sac=True,
     ),
     "deepspeed": StackProfile(
         "deepspeed",
@@ -286,16 +305,65 @@ def get_stack(name: str) -> StackProfile:
     return STACKS[name]
 
 
+@dataclass(frozen=True)
+class Knobs:
+    """A stack's knobs as a run sets them (None: the stack has no such knob)."""
+
+    async_tp: bool | None
+    compile: bool | None
+    fp8_recipe: str | None
+
+
+KNOB_FLAGS = {"async_tp": "--async-tp", "compile": "--compile", "fp8_recipe": "--fp8-recipe"}
+"""The flag of each knob (its scenario key is the field's name), for the one-line refusals."""
+
+
+def stack_knobs(
+    stack: StackProfile, async_tp: bool | None = None, compile: bool | None = None, fp8_recipe: str | None = None
+) -> Knobs:
+    """The knobs of a run on `stack`: each given one, else the stack's shipped default. A knob the stack does not
+    have is refused, naming the stacks that have it."""
+    shipped = Knobs(stack.async_tp, stack.compile, next(iter(stack.fp8_recipes), None))
+    given: dict[str, Any] = {"async_tp": async_tp, "compile": compile, "fp8_recipe": fp8_recipe}
+    for name, value in given.items():
+        problem = knob_problem(stack, name) if value is not None else None
+        if problem is not None:
+            raise PerfmodelError(f"{KNOB_FLAGS[name]} / {name}: {problem}")
+    return replace(shipped, **{name: value for name, value in given.items() if value is not None})
+
+
+def knob_problem(stack: StackProfile, name: str) -> str | None:
+    """Why `stack` cannot take the knob `name` (a Knobs field), naming the stacks that have it; None if it can."""
+    knob = "fp8_recipes" if name == "fp8_recipe" else name
+    if getattr(stack, knob) not in (None, ()):
+        return None
+    others = [s.name for s in STACKS.values() if getattr(s, knob) not in (None, ())] or ["none"]
+    return f"stack '{stack.name}' has no such knob; stacks that have it: {', '.join(others)}"
+
+
 @cache
-def stack_recipe(recipe: Recipe, stack: StackProfile) -> Recipe:
-    """The precision recipe as the stack runs it: without TP overlap where the stack has none, without the amax pass
-    where its FP8 is delayed scaling, gathering BF16 weights where it quantises inside the GEMM; a quantised recipe
-    on a stack without FP8 support is refused. Cached: one object per recipe and stack, so contexts built from it
-    are shared (planning.predict.context_for keys them by identity)."""
+def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None) -> Recipe:
+    """The precision recipe as the stack runs it with its knobs (`stack_knobs`; None: its shipped defaults): without
+    TP overlap where the stack has none (vanilla TP: not even Megatron's backward overlap), with async TP's overlap
+    where the knob is on, eager elementwise kernels without torch.compile, torchao's rowwise FP8 where chosen,
+    without the amax pass where its FP8 is delayed scaling, gathering BF16 weights where it quantises inside
+    the GEMM; a quantised recipe on a stack without FP8 support is
+    refused. Cached: one object per recipe, stack and knobs, so contexts built from it are shared
+    (planning.predict.context_for keys them by identity)."""
+    knobs = knobs or stack_knobs(stack)
     if recipe.quantised and not stack.fp8:
         raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
     if stack.fp8_delayed_scaling and recipe.delayed_scaling_capable:
         recipe = replace(recipe, amax_passes=0)
     if not stack.fp8_weight_gather and recipe.quantised:
         recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
+    if knobs.fp8_recipe == "rowwise" and recipe.quantised:
+        recipe = rowwise_recipe(recipe)
+    if knobs.compile is False:
+        recipe = replace(recipe, eager_elementwise=True)
+    if stack.per_op_sac:
+        recipe = replace(recipe, per_op_sac=True)
+    if knobs.async_tp is not None:
+        overlap = knobs.async_tp and recipe.tp_comm_overlap
+        return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap)
     return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

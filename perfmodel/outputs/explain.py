@@ -35,6 +35,7 @@ from perfmodel.physics.step import (
     dp_buckets,
     evaluate,
     host_overhead_s,
+    sac_recomputed_gemm_share,
     straggler_s,
 )
 from perfmodel.physics.workload import (
@@ -352,7 +353,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
 
     t_f = _q("t_fwd", layer.forward, "s", "forward of one layer, one micro-batch (operations below)")
     t_b = _q("t_bwd", layer.backward, "s", "backward of one layer (data and weight gradients)")
-    t_r = _q("t_rc", trace["recompute_s"], "s", f"recomputation in the backward pass ({_recompute_text(lo, trace)})")
+    t_r = _q("t_rc", trace["recompute_s"], "s",
+             f"recomputation in the backward pass ({_recompute_text(ctx, lo, trace)})")  # fmt: skip
     t_e = _q("t_edge", edge, "s", "embedding and/or LM head + loss on this rank, one micro-batch")
     formula = N.symbol * (L.symbol * (t_f.symbol + t_b.symbol + t_r.symbol) + t_e.symbol)
     shares = _compute_shares(rows, kernel_s)
@@ -374,8 +376,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
     c_b = _q("c_TP_bwd", tp_comm.layer - tp_comm.forward, "s", "the same for its backward (and recompute)")
     if ctx.recipe.tp_comm_overlap:
-        w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
+        how = "torchtitan's async TP" if ctx.stack == "torchtitan" else "userbuffers TP overlap"
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"the forward GEMM time they can hide behind ({how})")
         w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
+    elif not ctx.recipe.tp_backward_overlap:
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.stack}'s vanilla TP (--no-async-tp)")
+        w_b = _q("w_TP_bwd", windows.tp_backward, "s", "none: its collectives run on the compute stream")
     else:
         w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.recipe.id} runs without userbuffers TP overlap")
         w_b = _q("w_TP_bwd", windows.tp_backward, "s",
@@ -499,7 +505,8 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
         kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
     if recipe.quantised and not stack.fp8_weight_gather:
         kernels += ", BF16 weights gathered and quantised inside each GEMM"
-    overlap = "userbuffers overlap with the GEMMs" if recipe.tp_comm_overlap else "no userbuffers overlap"
+    mechanism = "async TP" if stack.async_tp is not None else "userbuffers"
+    overlap = f"{mechanism} overlap with the GEMMs" if recipe.tp_comm_overlap else f"no {mechanism} overlap"
     return {
         "compute_s": [kernels],
         "tp_comm_exposed_s": [f"{stack.name} stack: TP collectives with {overlap}"],
@@ -507,8 +514,12 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
     }
 
 
-def _recompute_text(lo: Layout, trace: dict[str, Any]) -> str:
-    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average."""
+def _recompute_text(ctx: Context, lo: Layout, trace: dict[str, Any]) -> str:
+    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average;
+    for per-op selective checkpointing (torchtitan's selective), what its policy keeps."""
+    if lo.recompute == "selective" and ctx.recipe.per_op_sac:
+        share = sac_recomputed_gemm_share(ctx.model)
+        return f"per-op selective: the forward but attention and the matmuls kept, {share:.1%} of its GEMM FLOPs re-run"
     if not lo.recompute_layers:
         return f"recompute {lo.recompute}"
     per_chunk = float(trace["stages"].per_chunk)

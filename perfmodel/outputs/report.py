@@ -11,7 +11,7 @@ from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
-from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
+from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, Scenario, flatten
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.losses import expected
@@ -100,9 +100,22 @@ def run_assumptions(p: Prediction) -> list[str]:
     return [
         price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
-        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
+        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)") + _knobs(s),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ]
+
+
+def _knobs(s: Scenario) -> str:
+    """The stack's knobs as run, each marked where it is the stack's default: ' (vanilla TP, eager (default))'."""
+    knobs, chosen = s.knobs, given(s)
+    words = {
+        "async_tp": "async TP" if knobs.async_tp else "vanilla TP",
+        "compile": "torch.compile" if knobs.compile else "eager",
+        "fp8_recipe": f"FP8 {knobs.fp8_recipe}" if s.precision == "fp8" else None,
+    }
+    shown = [w + ("" if name in chosen else " (default)") for name, w in words.items()
+             if w is not None and getattr(knobs, name) is not None]  # fmt: skip
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 def phases_counted(count: int) -> str:

@@ -140,6 +140,9 @@ def _runs() -> dict[str, Any]:
         "vintage": {"type": "string", "pattern": f"^{RELEASE_MONTH}$"},
         "basis": {"enum": ["wall", "steady"]},
         "tokens": {"type": "number", "exclusiveMinimum": 0},
+        "async_tp": {"type": "boolean"},
+        "compile": {"type": "boolean"},
+        "fp8_recipe": {"enum": ["tensorwise", "rowwise"]},
     }
     whole_run = {"properties": {"metric": {"const": "gpu_hours"}}, "required": ["metric"]}
     return {

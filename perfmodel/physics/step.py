@@ -502,11 +502,15 @@ class _Comm(NamedTuple):
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
 
 
-def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> tuple[_Comm, Number]:
+def _tensor_parallel(
+    ctx: Context, sh: Shard, links: GroupLinks, full_share: Number, selective: Number = 0.0
+) -> tuple[_Comm, Number]:
     """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
     2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward, the forward's again in the
-    layers a full recompute re-runs; a MoE layer's experts have their own exchange (moe.tp_blocks_per_layer). Also
-    returns one all-gather + reduce-scatter pair in BF16, what the LM head needs."""
+    layers a full recompute re-runs, and the forward's all-gathers again under per-op selective checkpointing
+    (`selective` 1; its policy saves reduce-scatters, not all-gathers: precision.Recipe.per_op_sac); a MoE layer's
+    experts have their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in
+    BF16, what the LM head needs."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
     gather = all_gather(activation * BF16_BYTES, links)
@@ -514,6 +518,8 @@ def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Num
     blocks = moe.tp_blocks_per_layer(ctx.model)
     forward = blocks * (gather_in + scatter)
     layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
+    if ctx.recipe.per_op_sac:
+        layer = layer + selective * blocks * gather_in
     return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
 
 
@@ -697,19 +703,22 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     lt = compute.layer
 
     tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
-    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
+    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full, equal(lv.recompute, 1))
     cp_comm = _context_parallel(ctx, sh, cp_links, full)
     # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
     # behind forward and backward (with a full recompute's forward) behind backward. A recipe without userbuffers
     # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
-    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula).
+    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula); a
+    # recipe without that backward overlap either (torchtitan's vanilla TP) exposes them all.
     # Only the ring's steps hide behind attention: a gather or an all-to-all must finish before the attention it feeds.
     userbuffers, ring = rec.tp_comm_overlap, rec.cp_comm == "p2p"
     windows = _Windows(
         tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
         tp_backward=lt.backward_gemm + recomputed(full, lt.forward_gemm)
         if userbuffers
-        else minimum(tp_comm.async_backward, lt.wgrad_gemm),
+        else minimum(tp_comm.async_backward, lt.wgrad_gemm)
+        if rec.tp_backward_overlap
+        else 0.0 * tp,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
@@ -870,8 +879,25 @@ def _shard_layer(
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
-    recompute_s = where(selective, lt.selective, recomputed(full, lt.forward))
+    recompute_s = where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
+
+
+def sac_recomputed_gemm_share(md: ModelSpec) -> float:
+    """Share of a dense layer's forward GEMM FLOPs that per-op selective checkpointing re-runs (precision.Recipe
+    .per_op_sac): of its seven matmuls in order (wq, wk, wv, wo, w1, w3, w2), the policy saves the odd ones and
+    re-runs wk, wo and w3: (kv + h + ffn) / (2 h + 2 kv + 3 ffn), by FLOPs (Llama 3.1 8B: 36.5%)."""
+    h, kv, ffn = md.hidden, md.kv_dim, md.ffn
+    return (kv + h + ffn) / (2 * h + 2 * kv + 3 * ffn)
+
+
+def _selective_s(ctx: Context, lt: _LayerTimes) -> Number:
+    """The backward's recompute under selective recompute: Megatron's attention core (`_LayerTimes.selective`),
+    or per-op SAC's forward less what its policy saves (attention and the matmuls it keeps)."""
+    if not ctx.recipe.per_op_sac:
+        return lt.selective
+    saved_gemm = (1 - sac_recomputed_gemm_share(ctx.model)) * lt.forward_gemm
+    return lt.forward - lt.forward_attention - saved_gemm
 
 
 def _head_compute(md: ModelSpec, compute: ShardCompute, layer_compute: Number) -> Number:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -139,6 +139,8 @@ class Prediction:
                 "zero": lo.zero,
                 **({"shard_group": self.shard_group} if self.shard_group else {}),
             },
+            "stack": self.scenario.stack,
+            "stack_knobs": asdict(self.scenario.knobs),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
             "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
@@ -321,7 +323,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     last: Context | None = _repeated(_LAST_CONTEXT, "context", inputs)
     if last is not None:
         return last
-    recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
+    recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack), scenario.knobs)
     recipe = era_recipe(recipe, missing_features(scenario.stack, scenario.vintage))
     bench = None
     if scenario.benchmark:
