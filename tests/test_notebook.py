@@ -1,0 +1,41 @@
+"""The Python API in a notebook (issue 29, item 6): short reprs and HTML tables of results and comparisons that say
+what was asked, `perfmodel.__version__`, type information shipped (py.typed), token counts written as people write
+them ("15T") in keywords and scenario files, and the default scenario read once per process, not once per call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import perfmodel
+
+QUESTION: dict[str, Any] = {"model": "llama3.1-405b", "gpu": "gb300", "n_gpus": 512, "precision": "nvfp4"}
+LAYOUT: dict[str, Any] = {"tp": 2, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "recompute": "none", "zero": 3}
+
+
+def test_tokens_are_read_as_people_write_them_in_keywords(tmp_path: Path) -> None:
+    written = perfmodel.predict(**QUESTION, **LAYOUT, tokens="15.6T")
+    assert (
+        written.to_record()["tokens_to_train"]
+        == perfmodel.predict(**QUESTION, **LAYOUT, tokens=15.6e12).to_record()["tokens_to_train"]
+    )
+    scenario = perfmodel.load_scenario(tokens="1,000,000,000", ramp_tokens="20B", ramp_start_gbs=64, eval_tokens="5M",
+                                       eval_every_steps=100)  # fmt: skip
+    assert (scenario.tokens, scenario.losses.ramp_tokens, scenario.losses.eval_tokens) == (1e9, 2e10, 5e6)
+    with pytest.raises(perfmodel.PerfmodelError, match=r"^tokens='15X': not a number of tokens \(examples: 15T"):
+        perfmodel.predict(tokens="15X")
+
+
+def test_tokens_are_read_as_people_write_them_in_scenario_files(tmp_path: Path) -> None:
+    path = tmp_path / "campaign.toml"
+    path.write_text(
+        'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\ntokens = "2T"\n'
+        '[[phase]]\nname = "a"\ntokens = "1.5T"\n[[phase]]\nname = "b"\ntokens_per_step = "8M"\n'
+    )
+    scenario = perfmodel.load_scenario(path)
+    assert scenario.tokens == 2e12 and scenario.phase[0].tokens == 1.5e12 and scenario.phase[1].tokens_per_step == 8e6
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\ntokens = "lots"\n')
+    with pytest.raises(perfmodel.PerfmodelError, match=r"field 'tokens': not a number of tokens"):
+        perfmodel.load_scenario(path)
