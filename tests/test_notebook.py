@@ -10,9 +10,19 @@ from typing import Any
 import pytest
 
 import perfmodel
+from perfmodel.inputs import scenario as scenarios
 
 QUESTION: dict[str, Any] = {"model": "llama3.1-405b", "gpu": "gb300", "n_gpus": 512, "precision": "nvfp4"}
 LAYOUT: dict[str, Any] = {"tp": 2, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "recompute": "none", "zero": 3}
+
+
+def test_overrides_drop_the_default_scenarios_own_name_and_description() -> None:
+    default = perfmodel.load_scenario()
+    assert default.description is not None and "70B" in default.description  # the default's own question
+    for override in ({"model": "llama3.1-405b"}, {"gpu": "gb300"}, {"tokens": "2T"}, {"precision": "bf16"}):
+        changed = perfmodel.load_scenario(**override)
+        assert changed.name is None and changed.description is None, override
+    assert perfmodel.load_scenario(pue=1.3).description == default.description  # the question is the same
 
 
 def test_tokens_are_read_as_people_write_them_in_keywords(tmp_path: Path) -> None:
@@ -39,3 +49,25 @@ def test_tokens_are_read_as_people_write_them_in_scenario_files(tmp_path: Path) 
     path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\ntokens = "lots"\n')
     with pytest.raises(perfmodel.PerfmodelError, match=r"field 'tokens': not a number of tokens"):
         perfmodel.load_scenario(path)
+
+
+def test_the_default_scenario_is_read_once_and_a_question_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API asks the default scenario on every call: its file is parsed once per process (and version of the
+    file), and a question asked again is not checked again."""
+    reads = []
+    read_toml = scenarios.read_toml
+    monkeypatch.setattr(scenarios, "read_toml", lambda *args: reads.append(args) or read_toml(*args))
+    scenarios._bundled_tables.cache_clear()
+    scenarios._LOADED.clear()
+    first = perfmodel.load_scenario(**QUESTION, **LAYOUT)
+    assert perfmodel.load_scenario(**QUESTION, **LAYOUT) is first  # a record: immutable, so shared
+    for n_gpus in (64, 128, 256):
+        perfmodel.predict(**QUESTION | {"n_gpus": n_gpus}, **LAYOUT)
+    assert len(reads) == 1
+
+
+def test_an_override_never_reaches_the_parsed_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parsed tables are shared: a call's overrides (nested ones too) must not be seen by the next call."""
+    assert perfmodel.load_scenario(cp=2, pue=1.5).parallelism.cp == 2
+    plain = perfmodel.load_scenario(precision="bf16")
+    assert (plain.parallelism.cp, plain.parallelism.tp, plain.cost.pue) == (1, 4, 1.2)
