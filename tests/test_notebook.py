@@ -4,6 +4,9 @@ them ("15T") in keywords and scenario files, and the default scenario read once 
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.resources
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,36 @@ QUESTION: dict[str, Any] = {"model": "llama3.1-405b", "gpu": "gb300", "n_gpus": 
 LAYOUT: dict[str, Any] = {"tp": 2, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "recompute": "none", "zero": 3}
 
 
+def test_a_prediction_shows_itself_in_one_line_of_what_was_asked() -> None:
+    """The issue's case: `p` printed 8,610 characters whose scenario read "Llama 3.1 70B ... 1,024 x H100"."""
+    p = perfmodel.predict(**QUESTION, tokens=15.6e12)
+    shown = repr(p)
+    assert shown == str(p) and "\n" not in shown and len(shown) < 300, shown
+    assert shown.startswith("<Prediction llama3.1-405b on 512 x gb300 (gb300-nvl72) nvfp4, TP") and "15.6T" in shown
+    assert f"{p.step_time_s:.3f} s" in shown and "70B" not in shown and "H100" not in shown
+    table = p._repr_html_()
+    assert table.startswith("<table>") and table.count("<tr>") == 2 and "llama3.1-405b on 512 x gb300" in table
+
+
+def test_a_comparison_and_a_campaign_show_a_line_per_result() -> None:
+    c = perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm", "gb200"], n_gpus=64, tokens="1T")
+    lines = repr(c).splitlines()
+    assert lines[0] == "<Comparison of 2 results" and len(lines) == 3
+    assert "h100-sxm" in lines[1] and "speedup 1.00x" in lines[1] and "gb200" in lines[2]
+    assert c._repr_html_().count("<tr>") == 3  # the heading and a row per result
+    campaign = perfmodel.predict("campaign-llama3.1-405b")
+    assert isinstance(campaign, perfmodel.Campaign)
+    shown = repr(campaign).splitlines()
+    assert len(shown) == 1 + len(campaign.phases) + 1 and shown[-1].lstrip().startswith("total: ")
+
+
+def test_html_escapes_what_it_shows() -> None:
+    from perfmodel.planning import views
+
+    record = perfmodel.predict(**QUESTION, **LAYOUT).to_record() | {"phase": "<b>&"}
+    assert "<b>&" not in views.table("Prediction", [record]) and "&lt;b&gt;&amp;" in views.table("Prediction", [record])
+
+
 def test_overrides_drop_the_default_scenarios_own_name_and_description() -> None:
     default = perfmodel.load_scenario()
     assert default.description is not None and "70B" in default.description  # the default's own question
@@ -23,6 +56,18 @@ def test_overrides_drop_the_default_scenarios_own_name_and_description() -> None
         changed = perfmodel.load_scenario(**override)
         assert changed.name is None and changed.description is None, override
     assert perfmodel.load_scenario(pue=1.3).description == default.description  # the question is the same
+
+
+def test_version_is_the_installed_distributions() -> None:
+    assert perfmodel.__version__ == importlib.metadata.version("perfmodel")
+    assert "__version__" in dir(perfmodel)
+
+
+def test_type_information_ships_with_the_package() -> None:
+    """PEP 561: a py.typed file in the package, which the wheel (all of perfmodel/) carries."""
+    assert importlib.resources.files("perfmodel").joinpath("py.typed").is_file()
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["perfmodel"]
 
 
 def test_tokens_are_read_as_people_write_them_in_keywords(tmp_path: Path) -> None:
