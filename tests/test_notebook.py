@@ -96,6 +96,18 @@ def test_tokens_are_read_as_people_write_them_in_scenario_files(tmp_path: Path) 
         perfmodel.load_scenario(path)
 
 
+def test_the_scenario_schema_takes_the_counts_the_checks_take() -> None:
+    """An editor checking a scenario file against schemas/scenario.schema.json accepts `tokens = "15T"` too."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from perfmodel.outputs.schemas import schema
+
+    validator = jsonschema.Draft202012Validator(schema("scenario"))
+    for tokens in ("15T", "2.5e12", "1,000,000", 15e12):
+        assert validator.is_valid({"tokens": tokens, "losses": {"ramp_tokens": "20B"}}), tokens
+    for tokens in ("lots", "15 T tokens", -1):
+        assert not validator.is_valid({"tokens": tokens}), tokens
+
+
 def test_the_default_scenario_is_read_once_and_a_question_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The API asks the default scenario on every call: its file is parsed once per process (and version of the
     file), and a question asked again is not checked again."""

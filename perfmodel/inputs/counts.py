@@ -5,6 +5,8 @@ from __future__ import annotations
 
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 EXAMPLES = "15T, 2.5e12, 1,000,000"
+PATTERN = r"^\s*[0-9][0-9,_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?\s*[KkMmBbGgTtPp]?\s*$"
+"""The text of a count as a JSON Schema pattern (what `count` reads, less the spellings of infinity and NaN)."""
 
 
 def count(text: str) -> float:
