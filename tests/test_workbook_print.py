@@ -20,6 +20,8 @@ from perfmodel.outputs.export import printing
 
 PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu", "b300", "--deadline", "60d")
 COMPARE = ("export", "compare", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpu", "gb300", "--gpu", "b200")
+CAMPAIGN = ("export", "predict", "campaign-llama3.1-405b")
+"""Phases of 40M to 6T tokens and costs of hundreds of dollars to tens of millions, in one Summary."""
 SMALLEST_PT = 7.0
 """The smallest type a procurement reader is asked to read on paper."""
 DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
@@ -29,9 +31,9 @@ DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
 def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("print")
     found = {}
-    for name, args in (("plan", PLAN), ("compare", COMPARE)):
+    for name, args in (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN)):
         found[name] = folder / f"{name}.xlsx"
-        result = run_cli(*args, "-q", "--out", str(found[name]))
+        result = run_cli(*args, "--out", str(found[name]))
         assert result.code == 0, result.err
     return found
 
@@ -105,19 +107,23 @@ def _reference(folder: Path) -> Path:
 def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_path: Path) -> None:
     soffice = libreoffice()
     assert soffice is not None
-    sources = [_reference(tmp_path), books["plan"], books["compare"]]
+    sources = [_reference(tmp_path), *books.values()]
     subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources)],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     per_point = _pdf_words(tmp_path / "reference.pdf")[0][0][1] / 11
-    for name, results in (("plan", 2), ("compare", 3)):
+    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1)):
         pages = _pdf_words(tmp_path / f"{name}.pdf")
         for number, words in enumerate(pages, start=1):
             smallest = min(height for _, height in words) / per_point
             assert smallest >= SMALLEST_PT, f"{name}.pdf page {number}: {smallest:.1f} pt"
             assert not [word for word, _ in words if "###" in word], f"{name}.pdf page {number}: ###"
-        summary = [words for words in pages if words[2][0] == "Summary"]  # the header: title (two words), sheet
+        inputs = next(number for number, words in enumerate(pages) if "Inputs:" in [word for word, _ in words])
+        summary = pages[:inputs]  # the first sheet's pages, before the one that begins the Inputs sheet
         assert len(summary) == 1, f"{name}: the Summary prints on {len(summary)} pages"
         printed = [word for word, _ in summary[0]]
         assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden
-        assert printed.count("Yes") == results  # fits in memory: Yes, not 1
-        assert "Batch:" in printed and printed.count("Price,") == results
+        assert printed.count("Yes") == rows  # fits in memory: Yes, not 1
+        assert "Batch:" in printed and printed.count("Price,") == systems
+    campaign = [word for word, _ in _pdf_words(tmp_path / "campaign.pdf")[0]]
+    assert {"252.0M", "2.9T", "133.3B", "40.0M", "15.6T"} <= set(campaign)  # each phase's tokens in its own unit
+    assert "0.0T" not in campaign and "$0.0M" not in campaign

@@ -38,6 +38,7 @@ def shown(value: Any, number_format: str = "General") -> str:
         return "Yes" if value else "No"
     if not isinstance(value, int | float):
         return str(value)
+    number_format = _section(value, number_format)
     literal = "".join(re.findall(r'"([^"]*)"', number_format))
     core = re.sub(r'"[^"]*"', "", number_format)
     if core == "General":
@@ -49,6 +50,17 @@ def shown(value: Any, number_format: str = "General") -> str:
     decimals = core.split(".", 1)[1].count("0") if "." in core else 0
     number = value * 100 if percent else value
     return literal + f"{number:{',' if ',' in core else ''}.{decimals}f}" + ("%" if percent else "")
+
+
+def _section(value: float, number_format: str) -> str:
+    """The section of a conditional number format (`[>=1000]...;...`) that shows `value`, its condition dropped."""
+    for section in number_format.split(";"):
+        condition = re.match(r"\[>=([0-9.eE+]+)\]", section)
+        if condition is None:
+            return section
+        if value >= float(condition.group(1)):
+            return section[condition.end() :]
+    return number_format
 
 
 def width(header: str, texts: Iterable[str], narrowest: float = 6.0) -> float:
@@ -111,10 +123,13 @@ def _field(text: str) -> str:
     return text.replace("&", "&&")[:200]
 
 
-def compact(values: Iterable[Any]) -> str:
-    """A count's number format in thousands, millions, billions or trillions, by its largest value (15.6T)."""
-    largest = max((abs(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)), default=0)
-    for power, letter in ((4, "T"), (3, "B"), (2, "M"), (1, "K")):
-        if largest >= 1000**power:
-            return f'#,##0.0{"," * power}"{letter}"'
-    return "#,##0"
+def compact(prefix: str = "", smallest: int = 2) -> str:
+    """A number format that shows a count in the largest of trillions, billions and millions it reaches, or for a
+    `smallest` of 1, in millions, thousands or whole (15.6T, 252.0M; with prefix `"$"`: $55.2M, $2.2K, $604),
+    each cell by its own value: two conditions, the most a format holds."""
+    letters = {4: "T", 3: "B", 2: "M", 1: "K", 0: ""}
+    sections = []
+    for power in range(smallest + 2, smallest - 1, -1):
+        fmt = f'{prefix}#,##0{".0" if power else ""}{"," * power}"{letters[power]}"'.replace('""', "")
+        sections.append(f"[>={1000**power}]{fmt}" if power > smallest else fmt)
+    return ";".join(sections)

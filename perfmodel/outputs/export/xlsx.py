@@ -228,8 +228,8 @@ def _number_format(column: Column, values: Sequence[Any], unit: bool = True) -> 
     if unit:
         return with_unit(column)
     if column.key == "tokens_to_train":
-        return printing.compact(values)
-    return '"$"' + printing.compact(values) if column.number_format == "$#,##0" else column.number_format
+        return printing.compact()
+    return printing.compact('"$"', smallest=0) if column.number_format == "$#,##0" else column.number_format
 
 
 def _width(column: Column, values: Sequence[Any], number_format: str | None = None) -> float:
@@ -540,7 +540,7 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
         ((gbs, seq),) = batches
         sentences.append(f"Batch: {gbs:,} sequences of {seq:,} tokens ({gbs * seq:,} tokens per step), every result.")
     else:
-        sentences.append("Batch: each result's own (tokens per step above; sequences and their length in its label).")
+        sentences.append("Batch: each result's own, on Results (global batch, sequence length, tokens per step).")
     deadline, budget = _one(values.get("deadline_days")), _one(values.get("budget_usd"))
     if deadline is not None or budget is not None:
         within = [
