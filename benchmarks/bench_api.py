@@ -10,22 +10,11 @@ Run: python benchmarks/bench_api.py [--repeat N]. Prints medians; not a test.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
+
+from bench_predict import median_us
 
 QUESTION = {"model": "llama3.1-405b", "gpu": "gb300", "n_gpus": 512, "precision": "nvfp4", "tokens": 15.6e12}
 LAYOUT = {"tp": 2, "pp": 1, "cp": 1, "vp": 1, "mbs": 1, "recompute": "none", "zero": 3}
-
-
-def median_us(fn: Callable[[], object], repeat: int) -> float:
-    """Median time of `repeat` calls of `fn`, in microseconds."""
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1e6
 
 
 def loop() -> int:
