@@ -30,12 +30,14 @@ def test_a_prediction_shows_itself_in_one_line_of_what_was_asked() -> None:
     assert table.startswith("<table>") and table.count("<tr>") == 2 and "llama3.1-405b on 512 x gb300" in table
 
 
-def test_a_comparison_and_a_campaign_show_a_line_per_result() -> None:
+def test_a_comparison_a_search_and_a_campaign_show_a_line_per_result() -> None:
     c = perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm", "gb200"], n_gpus=64, tokens="1T")
     lines = repr(c).splitlines()
     assert lines[0] == "<Comparison of 2 results" and len(lines) == 3
     assert "h100-sxm" in lines[1] and "speedup 1.00x" in lines[1] and "gb200" in lines[2]
     assert c._repr_html_().count("<tr>") == 3  # the heading and a row per result
+    search = perfmodel.search(model="llama3.1-8b", gpu="h100-sxm", n_gpus=64, top=3)
+    assert repr(search).splitlines()[0] == "<SearchReport of 3 results" and search._repr_html_().count("<tr>") == 4
     campaign = perfmodel.predict("campaign-llama3.1-405b")
     assert isinstance(campaign, perfmodel.Campaign)
     shown = repr(campaign).splitlines()

@@ -690,8 +690,8 @@ def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: 
     return prediction_for(scenario, ctx, layout, searched, calibrated=efficiency is None)
 
 
-@dataclass(frozen=True)
-class SearchReport:
+@dataclass(frozen=True, repr=False)
+class SearchReport(Shown):
     """The best layouts of a scenario as full predictions, best first, and what the search covered."""
 
     results: list[Prediction]
@@ -714,6 +714,9 @@ class SearchReport:
     def to_records(self) -> list[dict[str, Any]]:
         """The ranked layouts as flat records, best first (the rows `search --format csv` prints)."""
         return [p.to_record() for p in self.results]
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return self.to_records()
 
 
 def _refuse_partial_search(scenario: Scenario) -> None:

@@ -46,15 +46,23 @@ LAYOUT = ("tp", "pp", "cp", "vp", "ep", "dp")
 
 
 def label(record: dict[str, Any]) -> str:
-    """What a result is: `phase: model on N x accelerator (system) precision, TP2 PP1 ...`."""
+    """What a result is: `phase: model on N x accelerator (system) precision, TP2 PP1 ..., MBS 1, GBS 512, ZeRO 3`
+    (and the recompute when there is one)."""
     layout = " ".join(
         f"{dim.upper()}{record[key]}"
         for dim in LAYOUT
         if record.get(key := f"parallelism.{dim}") and (dim != "ep" or record[key] > 1)
     )
+    batch = ", ".join(
+        f"{name} {record[key]}"
+        for name, key in (("MBS", "parallelism.mbs"), ("GBS", "parallelism.gbs"), ("ZeRO", "parallelism.zero"))
+        if record.get(key) is not None
+    )
+    if record.get("parallelism.recompute") not in (None, "none"):
+        batch += f", recompute {record['parallelism.recompute']}"
     phase = f"{record['phase']}: " if record.get("phase") else ""
     hardware = f"{record['accelerator']} ({record['system']})" if record.get("system") else str(record["accelerator"])
-    return f"{phase}{record['model']} on {record['n_gpus']:,} x {hardware} {record['precision']}, {layout}"
+    return f"{phase}{record['model']} on {record['n_gpus']:,} x {hardware} {record['precision']}, {layout}, {batch}"
 
 
 def _figures(record: dict[str, Any]) -> list[tuple[str, str]]:
