@@ -72,6 +72,23 @@ def test_true_and_false_print_as_yes_and_no(books: dict[str, Path]) -> None:
         assert book[name].cell(6, column).number_format == printing.YES_NO, name
 
 
+def test_widths_come_from_the_text_a_cell_shows() -> None:
+    """A column is as wide as its widest value as its number format shows it (no `###`): units, separators and each
+    cell's own thousands, millions, ... in the Summary's counts."""
+    tokens, usd = printing.compact(), printing.compact('"$"', smallest=0)
+    assert [printing.shown(v, tokens) for v in (15.6e12, 2.87e12, 252e6, 133.3e9)] == [
+        "15.6T",
+        "2.9T",
+        "252.0M",
+        "133.3B",
+    ]
+    assert [printing.shown(v, usd) for v in (55.2e6, 2234, 604)] == ["$55.2M", "$2.2K", "$604"]
+    assert printing.shown(13.13, '"$"0.00"/GPU-h"') == "$13.13/GPU-h" and printing.shown(0.294, "0.0%") == "29.4%"
+    assert printing.shown(15e12, '#,##0" tokens"') == "15,000,000,000,000 tokens"
+    assert printing.width("Tokens to train", ["15,000,000,000,000 tokens"]) >= len("15,000,000,000,000 tokens")
+    assert printing.width("Price source", ["x" * 200]) == printing.WIDEST_TEXT + 1  # a longer text wraps
+
+
 def _column(ws: Worksheet, key: str) -> list[object]:
     """The results' values (row 6 down to the first row without a label) in the column whose key (row 5) is `key`."""
     column, row, found = next(c.column for c in ws[5] if c.value == key), 6, []

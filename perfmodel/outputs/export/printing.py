@@ -30,26 +30,29 @@ LINE_PT = 15
 
 
 def shown(value: Any, number_format: str = "General") -> str:
-    """The text a cell shows for `value` under `number_format` (as many characters; a `%`, thousands separators,
-    fixed decimals and the quoted unit or currency text are honoured)."""
+    """The text a cell shows for `value` under `number_format`: the currency or unit text quoted before and after
+    the digits, thousands separators, fixed decimals, a `%`, each comma after the digits a thousand (a General or
+    other format: the number's shortest form, as wide)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "Yes" if value else "No"
     if not isinstance(value, int | float):
         return str(value)
-    number_format = _section(value, number_format)
-    literal = "".join(re.findall(r'"([^"]*)"', number_format))
-    core = re.sub(r'"[^"]*"', "", number_format)
-    if core == "General":
-        return literal + f"{value:.10g}"
-    literal += "$" * core.count("$")
-    scaled = core.rstrip(",")  # each comma after the digits: in thousands
-    value /= 1000 ** (len(core) - len(scaled))
-    core, percent = scaled, "%" in scaled
-    decimals = core.split(".", 1)[1].count("0") if "." in core else 0
+    parts = NUMBER_FORMAT.fullmatch(_section(value, number_format))
+    if parts is None:
+        return f"{value:.10g}"
+    before, digits, after = (part.replace('"', "") for part in parts.groups())
+    scaled = digits.rstrip(",")
+    value /= 1000 ** (len(digits) - len(scaled))
+    percent = scaled.endswith("%")
+    decimals = scaled.split(".", 1)[1].count("0") if "." in scaled else 0
     number = value * 100 if percent else value
-    return literal + f"{number:{',' if ',' in core else ''}.{decimals}f}" + ("%" if percent else "")
+    return f"{before}{number:{',' if ',' in scaled else ''}.{decimals}f}{'%' if percent else ''}{after}"
+
+
+NUMBER_FORMAT = re.compile(r'((?:"[^"]*"|\$)*)([#0,.%]+)((?:"[^"]*")*)')
+"""A number format as workbooks here write them: quoted text or `$`, the digits' placeholders, quoted text."""
 
 
 def _section(value: float, number_format: str) -> str:
@@ -124,9 +127,9 @@ def _field(text: str) -> str:
 
 
 def compact(prefix: str = "", smallest: int = 2) -> str:
-    """A number format that shows a count in the largest of trillions, billions and millions it reaches, or for a
-    `smallest` of 1, in millions, thousands or whole (15.6T, 252.0M; with prefix `"$"`: $55.2M, $2.2K, $604),
-    each cell by its own value: two conditions, the most a format holds."""
+    """A number format that shows each cell's count in the largest of three units it reaches, the last a power
+    `smallest` of a thousand: trillions, billions or millions by default (15.6T, 252.0M), millions, thousands or
+    whole for 0 (with prefix `"$"`: $55.2M, $2.2K, $604). Two conditions: the most a number format holds."""
     letters = {4: "T", 3: "B", 2: "M", 1: "K", 0: ""}
     sections = []
     for power in range(smallest + 2, smallest - 1, -1):
