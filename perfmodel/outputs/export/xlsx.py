@@ -508,7 +508,9 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
             ref = grid.cell(column.key, index, "Summary")
             if column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row only
                 continue
-            if column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
+            if fmt == printing.YES_NO:  # as text: Excel shows a true/false cell TRUE whatever its format
+                link, cached = f'=IF(ISBLANK({ref}),"",IF({ref},"Yes","No"))', printing.shown(value)
+            elif column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
                 missing = "no price" if column.key == "usd_per_gpu_hour" else ""
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:
