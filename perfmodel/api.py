@@ -53,7 +53,7 @@ class WorkloadOptions(TypedDict, total=False):
     cp_comm: Literal["p2p", "all_gather", "a2a"]
     shard_group: int
     zero: Literal[0, 1, 2, 3]
-    tokens: float
+    tokens: float | str
     benchmark: str
     calibration: str
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]
@@ -72,10 +72,10 @@ class WorkloadOptions(TypedDict, total=False):
     straggler_share: float
     startup_s: float
     job_limit_h: float
-    ramp_tokens: float
+    ramp_tokens: float | str
     ramp_start_gbs: int
     eval_every_steps: int
-    eval_tokens: float
+    eval_tokens: float | str
     spare_gpus: int
     buy: bool | Literal["buy", "rent"]
     usd_per_system: float

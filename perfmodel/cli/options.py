@@ -11,11 +11,11 @@ from typing import Any, TypeVar, overload
 import click
 
 from perfmodel.errors import visible
+from perfmodel.inputs.counts import EXAMPLES, count
 
 FORMATS = click.Choice(["table", "json", "csv"])
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
-SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 
 
 class FilePath(click.Path):
@@ -36,12 +36,10 @@ class Count(click.ParamType):
         if isinstance(value, int | float):
             number = float(value)
         else:
-            text = str(value).strip().replace(",", "").replace("_", "")
-            scale = SUFFIXES.get(text[-1:].upper(), 1.0) if text else 1.0
             try:
-                number = float(text[:-1] if scale != 1.0 else text) * scale
+                number = count(str(value))
             except ValueError:
-                self.fail(f"'{value}' is not a number (examples: 15T, 2.5e12, 1000000)", param, ctx)
+                self.fail(f"'{value}' is not a number (examples: {EXAMPLES})", param, ctx)
         if not math.isfinite(number) or number <= 0:
             self.fail(f"'{value}' must be a positive finite number", param, ctx)
         return number

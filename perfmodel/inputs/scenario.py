@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -346,6 +347,9 @@ class Scenario:
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
 WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
+DESCRIBED_KEYS = (*WORKLOAD_KEYS, "precision", "tokens")
+"""What the default scenario's name and description state ("Llama 3.1 70B, 15T tokens, 1,024 x H100 SXM (DGX H100),
+FP8"): overriding one drops them, so that no result reads as another question's."""
 
 
 def read_toml(source: Path, kind: str) -> dict[str, Any]:
@@ -431,9 +435,62 @@ def load_scenario(
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
     source = scenario_file(path)
-    if source.absolute().parent == data_dir("scenarios") and all(value is None for value in (overrides or {}).values()):
+    if source.absolute().parent != data_dir("scenarios"):
+        return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+    if all(value is None for value in (overrides or {}).values()):
         return _bundled(source)
-    return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+    version = _version(source)
+    key = _request_key(source, version, overrides or {})
+    found = _LOADED.get(key) if key is not None else None
+    if found is None:
+        raw = _copied(_bundled_tables(source, *version))
+        found = scenario_from(raw, str(source), overrides, origins, default=path is None)
+        if key is not None:
+            if len(_LOADED) >= MAX_LOADED:
+                del _LOADED[next(iter(_LOADED))]
+            _LOADED[key] = found
+    return found
+
+
+_LOADED: dict[tuple[Any, ...], Scenario] = {}
+"""Bundled scenarios with overrides as checked before (records are immutable: one can be shared), so that asking
+the Python API the same question again checks nothing again (the oldest dropped past MAX_LOADED)."""
+MAX_LOADED = 256
+
+
+def _request_key(source: Path, version: tuple[int, int], overrides: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What a bundled scenario with `overrides` depends on; None where that is more than the overrides' values: a
+    model file (it is read relative to the working folder), or a value that cannot be a key."""
+    given = tuple(sorted((k, v) for k, v in overrides.items() if v is not None))
+    if any(isinstance(v, str) and v.endswith(".toml") for _, v in given):
+        return None
+    try:
+        hash(given)
+    except TypeError:
+        return None
+    return (source, version, given)
+
+
+def _version(source: Path) -> tuple[int, int]:
+    """What tells an edited file from the one read before: its modification time and size."""
+    st = source.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@cache
+def _bundled_tables(source: Path, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    """A bundled scenario file's tables, read and parsed once per process and version of the file (the Python API
+    asks the default scenario once per call): `_copied` before use, as scenario_from edits them."""
+    return read_toml(source, "scenario")
+
+
+def _copied(tables: Any) -> Any:
+    """TOML tables copied through their nested tables and arrays (their values are immutable)."""
+    if isinstance(tables, dict):
+        return {key: _copied(value) for key, value in tables.items()}
+    if isinstance(tables, list):
+        return [_copied(value) for value in tables]
+    return tables
 
 
 def scenario_file(path: str | Path | None) -> Path:
@@ -469,6 +526,8 @@ def scenario_from(
     """The scenario of `raw` tables (read from `source`) with overrides applied; `default`: `raw` is the built-in
     default scenario, whose layout is dropped when the overrides change the workload (see load_scenario)."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if default and any(key in overrides for key in DESCRIBED_KEYS):  # the default's name and description are its own
+        raw = {k: v for k, v in raw.items() if k not in ("name", "description")}
     if default and any(key in overrides for key in WORKLOAD_KEYS):
         layout = raw.get("parallelism", {})
         raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfmodel.inputs.counts import PATTERN
+
 KINDS = ("scenario", "hardware", "model", "runs")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
+COUNTED = ("tokens", "tokens_per_step", "ramp_tokens", "eval_tokens")
+"""A scenario's token counts: a number, or the text of one (`"15T"`)."""
+NUMBER_KEYS = ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 def schema(kind: str) -> dict[str, Any]:
@@ -29,7 +34,7 @@ def _scenario() -> dict[str, Any]:
     from perfmodel.inputs.models import ModelSpec
     from perfmodel.inputs.scenario_check import SCENARIO
 
-    document = SCENARIO.model_json_schema() | {"title": "perfmodel scenario (TOML)"}
+    document = _counts_as_text(SCENARIO.model_json_schema()) | {"title": "perfmodel scenario (TOML)"}
     tables = (records.Parallelism, records.Cost, records.Goodput, records.Losses, records.Phase, Documents)
     classes = {None: (records.Scenario,), "ModelOverride": (records.ModelOverride, ModelSpec)}
     _describe(document, classes | {cls.__name__: (cls,) for cls in tables})
@@ -38,6 +43,21 @@ def _scenario() -> dict[str, Any]:
     document["$defs"]["Parallelism"]["if"] = {"required": ["recompute_layers"]}
     document["$defs"]["Parallelism"]["then"] = {"properties": {"recompute": {"const": "full"}}}
     return document
+
+
+def _counts_as_text(document: Any) -> Any:
+    """`document` with each token count (COUNTED) also taking the text a person writes, `"15T"` (inputs/counts.py:
+    the checks read it so), beside its number."""
+    if isinstance(document, list):
+        return [_counts_as_text(item) for item in document]
+    if not isinstance(document, dict):
+        return document
+    found = {key: _counts_as_text(value) for key, value in document.items()}
+    for name, field in (found.get("properties") or {}).items():
+        if name in COUNTED:
+            numbers = field.pop("anyOf", None) or [{k: field.pop(k) for k in list(field) if k in NUMBER_KEYS}]
+            field["anyOf"] = [*numbers, {"type": "string", "pattern": PATTERN}]
+    return found
 
 
 def _model() -> dict[str, Any]:

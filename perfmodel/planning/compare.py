@@ -20,6 +20,7 @@ from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import ScenarioSource, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
+from perfmodel.planning.views import Shown
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,8 @@ def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
     return records
 
 
-@dataclass(frozen=True)
-class Comparison:
+@dataclass(frozen=True, repr=False)
+class Comparison(Shown):
     """The predictions of one comparison (or campaigns, each run whole), first row the reference of every ratio."""
 
     predictions: list[Result]
@@ -193,6 +194,9 @@ class Comparison:
         """The rows as flat records (`breakdown.compute_s` columns), ready for pandas.DataFrame or a CSV writer; a
         campaign's rows are its phases and its total (`flat_rows`)."""
         return [record for row in self.rows for record in flat_rows(row)]
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return self.to_records()
 
 
 def flat_rows(row: dict[str, Any]) -> list[dict[str, Any]]:

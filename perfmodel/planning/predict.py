@@ -26,6 +26,7 @@ from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, e
 from perfmodel.planning import goodput, losses, tco
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.training import Price, Run, training_run
+from perfmodel.planning.views import Shown
 
 if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py), leaves its
     # layout open (planning/search.py) or runs a MoE model (physics/expert_exchange.py); a prediction of a dense model
@@ -39,8 +40,8 @@ if TYPE_CHECKING:  # imported where they are used: a scenario that names a bench
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
 
 
-@dataclass(frozen=True)
-class Prediction:
+@dataclass(frozen=True, repr=False)
+class Prediction(Shown):
     """The answer to one scenario: its layout, the step (time, breakdown, memory), the run it prices (tokens or an
     MLPerf benchmark), and the derived figures as properties; `to_dict()` is `perfmodel predict --format json`."""
 
@@ -70,6 +71,9 @@ class Prediction:
     losses: Losses | None = None
     """The run's real-world losses beside failures (planning/losses.py); None without a token budget or with
     `losses.model = "none"`."""
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return [self.to_record()]
 
     @property
     def step_time_s(self) -> float:
@@ -696,8 +700,8 @@ def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: 
     return prediction_for(scenario, ctx, layout, searched, calibrated=efficiency is None)
 
 
-@dataclass(frozen=True)
-class SearchReport:
+@dataclass(frozen=True, repr=False)
+class SearchReport(Shown):
     """The best layouts of a scenario as full predictions, best first, and what the search covered."""
 
     results: list[Prediction]
@@ -720,6 +724,9 @@ class SearchReport:
     def to_records(self) -> list[dict[str, Any]]:
         """The ranked layouts as flat records, best first (the rows `search --format csv` prints)."""
         return [p.to_record() for p in self.results]
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return self.to_records()
 
 
 def _refuse_partial_search(scenario: Scenario) -> None:
