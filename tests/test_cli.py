@@ -231,7 +231,7 @@ zero = 0
     [
         ((), "{file}: field 'parallelism.tp': invalid layout TP3 "),  # the file set TP
         (("--tp", "8", "--gbs", "100"), "--gbs: invalid layout TP8 "),  # the flag set the batch the rule names
-        (("--gpus", "62"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
+        (("--gpus", "56"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
     ],
 )
 def test_layout_rule_error_names_the_flag_or_file_field_that_set_it(

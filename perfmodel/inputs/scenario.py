@@ -19,7 +19,7 @@ from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
+from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.stacks import get_stack
 from perfmodel.inputs.text import MAX_TEXT_CHARS
@@ -360,8 +360,24 @@ def load_scenario(
     """
     source = scenario_file(path)
     if source.absolute().parent == data_dir("scenarios") and all(value is None for value in (overrides or {}).values()):
-        return _bundled(source)
-    return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+        loaded = _bundled(source)
+    else:
+        loaded = scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+    if path is None and loaded.tokens is not None and (overrides or {}).get("tokens") is None:
+        loaded = replaced(loaded)  # a copy: the cached bundled scenario stays unmarked
+        object.__setattr__(loaded, FROM_DEFAULT, frozenset({"tokens"}))
+    return loaded
+
+
+FROM_DEFAULT = "_from_default"
+"""The attribute of a scenario naming the fields the built-in default scenario supplied (not an input field)."""
+
+
+def from_default(scenario: Scenario) -> frozenset[str]:
+    """The fields the built-in default scenario gave a question that did not: its 15T tokens (Llama 3 70B's budget)
+    answer a 405B question too, and a report marks them "(default)". Copies made with `replaced` keep the mark."""
+    marked: frozenset[str] = getattr(scenario, FROM_DEFAULT, frozenset())
+    return marked
 
 
 def scenario_file(path: str | Path | None) -> Path:

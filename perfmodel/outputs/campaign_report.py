@@ -18,6 +18,7 @@ from perfmodel.outputs.plan_report import (
     full_layout,
     loss_cells,
     predictions,
+    table_unit,
     with_losses,
 )
 from perfmodel.outputs.record import price_basis
@@ -202,16 +203,17 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
     """`perfmodel compare` of a campaign: each system runs the whole campaign; totals per row, ratios to the first."""
     first = results[0]
     with_goodput, lossy = first.goodput is not None, with_losses(records)
+    unit = table_unit(records)
     rows = []
     for record, c in zip(records, results, strict=True):
         failing = c.run_with_failures
         rows.append(
             [c.hardware.system.id + beyond_mark(c), PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
-             f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s),
+             f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s, unit),
              f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
-            + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s)})"] if with_goodput
+            + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s, unit)})"] if with_goodput
                else [])
-            + (loss_cells(record) if lossy else [])
+            + (loss_cells(record, unit) if lossy else [])
             + [f"{record['speedup_vs_first']:,.2f}x", _ratio(record["perf_per_usd_vs_first"])]
         )  # fmt: skip
     headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh"]

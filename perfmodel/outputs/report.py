@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
-from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
+from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, Scenario, flatten, from_default
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.losses import expected
@@ -46,12 +47,26 @@ def _usd(value: float | None) -> str:
     return "$" + _si(value).replace("B", "bn")
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:,.1f} days"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:,.1f} hours"
-    return f"{seconds / 60:,.1f} min"
+DURATION_UNITS = {"days": 86400.0, "hours": 3600.0, "min": 60.0}
+
+
+def duration_unit(seconds: float) -> str:
+    """The unit a duration reads best in: days from two days, hours from two hours, else minutes."""
+    return "days" if seconds >= 2 * 86400 else "hours" if seconds >= 2 * 3600 else "min"
+
+
+def column_unit(seconds: Iterable[float | None]) -> str | None:
+    """One unit for a table's durations (no '3.7 hours' above '107.1 min'): the longest one's, so that no figure
+    runs to six digits; None when there is none."""
+    known = [s for s in seconds if s is not None]
+    return duration_unit(max(known)) if known else None
+
+
+def _duration(seconds: float, unit: str | None = None) -> str:
+    """A duration in `unit` (default: the one it reads best in); below 1 to two significant digits, not 0.0."""
+    unit = unit or duration_unit(seconds)
+    value = seconds / DURATION_UNITS[unit]
+    return f"{value:,.1f} {unit}" if value >= 1 or value == 0 else f"{value:.2g} {unit}"
 
 
 def inputs_line(p: Prediction) -> str:
@@ -62,7 +77,7 @@ def inputs_line(p: Prediction) -> str:
     work = (
         f"{s.benchmark} (work set by the benchmark)"
         if s.benchmark
-        else f"{_si(s.tokens)} tokens"
+        else tokens_text(s)
         if s.tokens is not None
         else "no token budget (no time-to-train)"
     )
@@ -71,6 +86,12 @@ def inputs_line(p: Prediction) -> str:
         work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *_attention_inputs(p),
         *run_assumptions(p),
     ])  # fmt: skip
+
+
+def tokens_text(s: Scenario) -> str:
+    """A scenario's token budget, marked "(default)" where the default scenario gave it, not the user."""
+    assert s.tokens is not None
+    return f"{_si(s.tokens)} tokens" + (" (default)" if "tokens" in from_default(s) else "")
 
 
 def _attention_inputs(p: Prediction) -> list[str]:

@@ -3,7 +3,8 @@
 Each target is `ID[:PRECISION]` (an accelerator id picks its usual system; a system id works too). Every row is a
 full prediction (its layout searched where the scenario leaves dimensions open) with ratios added:
 speedup_vs_first (throughput), perf_per_usd_vs_first (tokens per dollar; _low/_high with both systems at the low,
-resp. high end of their price quotes), energy per token, and scaling efficiency across GPU counts.
+resp. high end of their price quotes; _min/_max with each price anywhere in its range, the ratio's whole range),
+energy per token, and scaling efficiency across GPU counts.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
-from perfmodel.planning.request import ScenarioSource, load_request
+from perfmodel.planning.request import ScenarioSource, check_whole_nodes, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
 
 
@@ -100,7 +101,10 @@ def compare_request(
     first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
-    return scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
+    made = scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
+    for scenario in made:
+        check_whole_nodes(scenario, origins.get("n_gpus", "n_gpus"))
+    return made
 
 
 def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None = None) -> list[Result]:
@@ -167,6 +171,7 @@ def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
             record[f"perf_per_usd_vs_first{suffix}"] = _over(
                 tokens_per_usd(p, price), tokens_per_usd(first, first_prices[suffix])
             )
+        record.update(_perf_per_usd_range(p, first, record))
         record["joules_per_token"] = joules_per_token(p)
         record["kwh_per_million_tokens"] = joules_per_token(p) * 1e6 / JOULES_PER_KWH
         record["energy_per_token_vs_first"] = joules_per_token(p) / joules_per_token(first)
@@ -175,6 +180,20 @@ def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
         )
         records.append(record)
     return records
+
+
+def _perf_per_usd_range(p: Result, first: Result, record: dict[str, Any]) -> dict[str, float | None]:
+    """perf_per_usd_vs_first's range with each price anywhere in its low-high range: independent prices for two
+    GPUs, one price moving for both rows of one GPU (then the ratios at both low and both high bound it)."""
+    if p.hardware.accelerator.id == first.hardware.accelerator.id and p.price == first.price:
+        ends = [record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]]
+        if None in ends:
+            return {"perf_per_usd_vs_first_min": None, "perf_per_usd_vs_first_max": None}
+        return {"perf_per_usd_vs_first_min": min(ends), "perf_per_usd_vs_first_max": max(ends)}
+    return {
+        "perf_per_usd_vs_first_min": _over(tokens_per_usd(p, p.price.high), tokens_per_usd(first, first.price.low)),
+        "perf_per_usd_vs_first_max": _over(tokens_per_usd(p, p.price.low), tokens_per_usd(first, first.price.high)),
+    }
 
 
 @dataclass(frozen=True)

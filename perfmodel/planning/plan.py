@@ -464,6 +464,10 @@ def plan_request(
     from perfmodel.planning.compare import parse_target, scenarios
     from perfmodel.planning.request import load_request
 
+    if options.get("n_gpus") is not None:
+        raise PerfmodelError(
+            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give --max-gpus"
+        )
     parsed = [
         parse_target(f"{ident}:{precision}" if precision else ident)
         for spec in targets

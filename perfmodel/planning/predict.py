@@ -616,6 +616,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
+        check_one_step(scenario.tokens, layout)
         tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
@@ -632,6 +633,16 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         lost = losses.losses(run, reliability, scenario.losses, layout.n_gpus, share, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured, evidence, lost)
+
+
+def check_one_step(tokens: float, layout: Layout) -> None:
+    """A token budget trains at least one global batch: `--tokens 15` priced a run of a 2-millionth of a step."""
+    per_step = layout.gbs * layout.seq_len
+    if tokens < per_step:
+        raise PerfmodelError(
+            f"tokens (--tokens): {tokens:,.6g} is less than one global batch step, GBS {layout.gbs:,} x seq "
+            f"{layout.seq_len:,} = {per_step / 1e6:,.2f}M tokens; allowed: at least {per_step:,} (e.g. 15T)"
+        )
 
 
 def run_steps(ctx: Context, layout: Layout, step: StepResult) -> losses.Steps:
