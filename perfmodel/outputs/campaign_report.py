@@ -22,7 +22,7 @@ from perfmodel.outputs.plan_report import (
     with_losses,
 )
 from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _energy, _si, _usd, phases_counted, run_assumptions
+from perfmodel.outputs.report import _duration, _energy, _si, _usd, bf16_ratio, phases_counted, run_assumptions
 from perfmodel.planning.campaign import Campaign
 from perfmodel.planning.evidence import DOC
 from perfmodel.planning.losses import expected
@@ -80,7 +80,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
     peak = "each phase's dense GEMM peak" if gemm is None else f"dense {gemm} peak"
     mfu = f"{d['mfu_of_precision']:.1%} of {peak}"
     if gemm != "BF16":
-        mfu += f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"
+        mfu += f" ({bf16_ratio(d['mfu_bf16'])})"
     rows = [
         ["Tokens to train", _si(d["tokens_to_train"])],
         ["Time to train", _duration(d["time_to_train_s"]) + _interval(d, "time_to_train_s", _duration)],

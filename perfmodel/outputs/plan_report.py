@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.errors import visible
-from perfmodel.outputs.record import price_basis
+from perfmodel.outputs.record import price_basis, price_cell
 from perfmodel.outputs.report import (
     _duration,
     _si,
@@ -78,6 +78,18 @@ def beyond_note(predictions: list[Prediction]) -> list[str]:
         f"{BEYOND.strip()} beyond the measured runs the calibration saw ({', '.join(axes)}): its 80% interval is "
         "widened where that widens it; perfmodel predict with the row's settings says how."
     ]
+
+
+def price_notes(results: Iterable[Result]) -> list[str]:
+    """The footnote of a table's prices: each GPU's price basis in one line (a verdict may rest on an estimate)."""
+    lines = dict.fromkeys(
+        f"{p.hardware.accelerator.id}: {p.price.basis_line}" for p in results if p.price.usd_per_gpu_hour is not None
+    )
+    return [f"$/GPU-h: {'; '.join(lines)}."] if lines else []
+
+
+def _price(p: Result) -> str:
+    return price_cell(p.price.usd_per_gpu_hour, p.price.basis)
 
 
 def _run_cells(p: Prediction, unit: str | None = None) -> list[str]:
@@ -219,6 +231,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
+                _price(p),
             ]
             + (_run_cells(p, unit) if with_run else [])
             + ([_goodput_cell(record, unit)] if with_goodput else [])
@@ -230,7 +243,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
             ]
         )
     headers = (
-        ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
+        ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU", "$/GPU-h"]
         + (RUN_HEADERS if with_run else [])
         + (["goodput (time with failures)" if with_run else "goodput"] if with_goodput else [])
         + (LOSS_HEADERS if lossy else [])
@@ -246,7 +259,7 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
     note += LOSSES_NOTE if lossy else ""
     heading_line = f"{first.model.name}, seq {first.layout.seq_len:,}{work_suffix(first)}"
-    lines = [heading_line, "", _tabulate(rows, headers), "", note]
+    lines = [heading_line, "", _tabulate(rows, headers), "", note, *price_notes(predictions)]
     return "\n".join(lines + beyond_note(predictions))
 
 
@@ -348,7 +361,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
         layout = _sweep_layout(r)
         if r["error"]:
-            out.append([*head, layout, "-", "-", "-", "-", "-", r["error"]])
+            out.append([*head, layout, "-", "-", "-", "-", "-", "-", "-", r["error"]])
             continue
         days = "n/a" if r["time_to_train_days"] is None else f"{r['time_to_train_days']:,.1f}"
         out.append(
@@ -357,14 +370,28 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
                 layout,
                 f"{r['step_time_s']:,.3f}",
                 f"{r['tokens_per_s_per_gpu']:,.0f}",
-                f"{r['mfu']:.1%}",
+                f"{r['mfu_of_precision']:.1%}",
+                f"{r['mfu_bf16']:.2f}x",
                 days,
+                price_cell(r["usd_per_gpu_hour"], r.get("price_basis")),
                 "no price" if r["usd_per_gpu_hour"] is None else _usd(r["cost_usd"]),
                 "",
             ]
         )
-    headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU BF16", "days"]
-    headers.append("cost")
+    headers = [
+        "model",
+        "system",
+        "prec.",
+        "GPUs",
+        "what-if",
+        "layout",
+        "step s",
+        "tok/s/GPU",
+        "MFU",
+        "x BF16 peak",
+        "days",
+    ]
+    headers += ["$/GPU-h", "cost"]
     return _tabulate(out, [*headers, "error"]) + _imbalance_note(rows)
 
 
@@ -394,7 +421,7 @@ def goal_table(report: Any) -> str:
     for c in report.plans:
         d = c.to_dict()
         if c.prediction is None:
-            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "infeasible"])
+            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "-", "infeasible"])
             notes.append(f"{c.label}: {c.reason}")
             continue
         p = c.prediction
@@ -410,6 +437,7 @@ def goal_table(report: Any) -> str:
                 (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
                 + beyond_mark(p),
                 f"{_duration(d['time_to_train_days'] * 86400, unit)} ({interval})",
+                _price(p),
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
                 goodput,
@@ -424,6 +452,7 @@ def goal_table(report: Any) -> str:
         "GPUs",
         "layout",
         "time to train (80% interval)",
+        "$/GPU-h",
         "cost",
         "MWh",
         "goodput",
@@ -439,10 +468,11 @@ def goal_table(report: Any) -> str:
     if fastest is None:
         lines.append("No candidate meets the goal.")
     else:
-        lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
+        verdict = "n/a (no plan has a price)" if cheapest is None else _summary(cheapest) + _estimated(report)
+        lines.append(f"Cheapest: {verdict}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     planned = [c.prediction for c in report.plans if c.prediction is not None]
-    notes += beyond_note(predictions(planned))
+    notes += price_notes(planned) + beyond_note(predictions(planned))
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
 
@@ -466,6 +496,15 @@ def _tokens(p: Result) -> str:
 def _phase_layouts(c: Campaign) -> str:
     """Each phase's GPU count and layout, on one line."""
     return "; ".join(f"{name} {p.layout.n_gpus:,} GPUs {full_layout(p)}" for name, p in c.phases.items())
+
+
+def _estimated(report: Any) -> str:
+    """The caveat of a cheapest verdict that rests on an estimated price: which feasible plans' prices are."""
+    estimated = [c for c in report.feasible() if c.prediction.price.basis == "estimate"]
+    if not estimated:
+        return ""
+    named = ", ".join(f"{c.label} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated)
+    return f" (rests on an estimated price: {named}; quote it with --gpu 'ID:$PRICE')"
 
 
 def _summary(c: Any) -> str:

@@ -100,6 +100,8 @@ FIELDS: tuple[Field, ...] = (
     Field("usd_per_gpu_hour_low", "USD/GPU-hour", "low end of the price's public range"),
     Field("usd_per_gpu_hour_high", "USD/GPU-hour", "high end of the price's public range"),
     Field("price_source", "", "where the price comes from, or why there is none (then every cost column is empty)"),
+    Field("price_basis", "", "list (published on-demand), estimate (derived), quoted (yours), owned (--buy) or none"),
+    Field("price_note", "", "the price's basis in one line (a table's price footnote)"),
     Field("cost_usd", "USD", "gpu_hours x usd_per_gpu_hour"),
     Field("cost_usd_low", "USD", "gpu_hours x usd_per_gpu_hour_low"),
     Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
@@ -249,12 +251,29 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+PRICE_MARKS = {"list": "list", "estimate": "est.", "quoted": "quote", "owned": "owned"}
+"""A price's basis as a table cell marks it beside the figure."""
+PRICE_PHRASES = {
+    "list": "at on-demand list price",
+    "estimate": "at estimated price",
+    "quoted": "at the quoted price",
+    "owned": "of owning",
+    "none": "(no price)",
+}
+
+
+def price_cell(usd_per_gpu_hour: float | None, basis: str | None) -> str:
+    """A '$/GPU-h' cell: '13.13 est.', '6.16 list', '9.50 quote', or 'none' without a price."""
+    if usd_per_gpu_hour is None:
+        return "none"
+    return f"{usd_per_gpu_hour:,.2f} {PRICE_MARKS.get(str(basis), str(basis))}"
+
+
 def price_basis(records: Iterable[Mapping[str, Any]]) -> str:
-    """What rows' costs price, from their price_source: 'at on-demand price', 'at the given price' or 'of owning'
-    (--buy), or 'at the rows' prices' when they differ; a cost labelled on-demand must be one."""
-    bases = {
-        "of owning" if source.startswith("owned:") else "at the given price" if source == "given by the user" else
-        "at on-demand price"
-        for source in (str(r.get("price_source") or "") for r in records)
-    }  # fmt: skip
-    return bases.pop() if len(bases) == 1 else "at the rows' prices"
+    """What rows' costs price, from their price_basis: 'at on-demand list price', 'at estimated price', 'at the
+    quoted price' or 'of owning' (--buy), or 'at each row's price' when they differ; a cost labelled list must be
+    one, and one resting on an estimate says so."""
+    bases = {str(r.get("price_basis") or "none") for r in records} - {"none"}
+    if not bases:
+        return PRICE_PHRASES["none"]
+    return PRICE_PHRASES[bases.pop()] if len(bases) == 1 else "at each row's price (list, estimate or quote)"

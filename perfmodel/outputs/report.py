@@ -88,6 +88,12 @@ def inputs_line(p: Prediction) -> str:
     ])  # fmt: skip
 
 
+def bf16_ratio(mfu_bf16: float) -> str:
+    """The other MFU convention, named and as a ratio: model FLOP/s over the dense BF16 peak, which NVIDIA's and the
+    Llama 3 paper's MFU divide by; below BF16 it exceeds 1 (GB300 NVFP4 1.77x), so it is never a percentage."""
+    return f"model FLOP/s {mfu_bf16:.2f}x the dense BF16 peak, the MFU basis of NVIDIA and the Llama 3 paper"
+
+
 def tokens_text(s: Scenario) -> str:
     """A scenario's token budget, marked "(default)" where the default scenario gave it, not the user."""
     assert s.tokens is not None
@@ -109,13 +115,13 @@ def run_assumptions(p: Prediction) -> list[str]:
     s = p.scenario
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
     price_note = (
-        ""
-        if s.cost.usd_per_gpu_hour
-        else " (owned, see Owning)"
+        " (owned, see Owning)"
         if s.cost.mode == "buy"
         else f" ({p.price.source})"
         if p.price.usd_per_gpu_hour is None
-        else " (on-demand default)"
+        else f" ({p.price.basis_line})"
+        if s.cost.usd_per_gpu_hour
+        else f" ({p.price.basis_line}; the GPU's default)"
     )
     return [
         price + price_note,
@@ -183,7 +189,7 @@ def table(p: Prediction) -> str:
         [
             "MFU",
             f"{d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak"
-            + ("" if gemm_fmt == "BF16" else f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"),
+            + ("" if gemm_fmt == "BF16" else f" ({bf16_ratio(d['mfu_bf16'])})"),
         ],
         [
             "Memory per GPU",

@@ -9,6 +9,7 @@ energy per token, and scaling efficiency across GPU counts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,12 +31,43 @@ class Target:
     precision: str | None
     n_gpus: int | None = None
     """A row's own GPU count (`@N`), which the --gpus list does not replace."""
+    usd_per_gpu_hour: float | None = None
+    """A row's own quoted price (`:$PRICE`), which replaces its GPU's list price or estimate."""
+
+    @property
+    def accelerator(self) -> str:
+        """The accelerator id the target runs on (a system's own)."""
+        return self.gpu or systems()[str(self.system)].accelerator
+
+
+MAX_USD_PER_GPU_HOUR = 10_000.0
+"""The most a quote may be (the scenario's cost.usd_per_gpu_hour limit)."""
+QUOTE_SYNTAX = "--gpu 'ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50'; single quotes keep the shell off the $)"
+
+
+def split_quote(spec: str) -> tuple[str, float | None]:
+    """A target without its trailing `:$PRICE` quote, and the quote (None when it has none)."""
+    core, sign, text = spec.strip().partition(":$")
+    if not sign:
+        return core, None
+    try:
+        price = float(text)
+    except ValueError:
+        price = math.nan
+    if not 0 < price <= MAX_USD_PER_GPU_HOUR:  # NaN too
+        raise PerfmodelError(
+            f"--gpu {shown(spec)}: '${shown(text)}' must be a price per GPU-hour above 0 and at most "
+            f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {QUOTE_SYNTAX}"
+        )
+    return core, price
 
 
 def parse_target(spec: str) -> Target:
-    """`ID[:PRECISION][@N_GPUS]`: an accelerator or system id, optionally with a precision and its own GPU count
-    (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)."""
-    core, at, count = spec.strip().partition("@")
+    """`ID[:PRECISION][@N_GPUS][:$PRICE]`: an accelerator or system id, optionally with a precision, its own GPU
+    count (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)
+    and its own quoted price per GPU-hour (`gb300:nvfp4:$9.50`)."""
+    unquoted, quote = split_quote(spec)
+    core, at, count = unquoted.partition("@")
     n_gpus = None
     if at:
         n_gpus = int(count) if count.isdigit() else 0
@@ -50,9 +82,9 @@ def parse_target(spec: str) -> Target:
         )
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
-        return Target(ident, None, precision or None, n_gpus)
+        return Target(ident, None, precision or None, n_gpus, quote)
     if ident in known_systems:
-        return Target(None, ident, precision or None, n_gpus)
+        return Target(None, ident, precision or None, n_gpus, quote)
     valid = ", ".join([*known_accelerators, *known_systems])
     raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
 
@@ -78,10 +110,28 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
     """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
+        cost = base.cost
+        if target.usd_per_gpu_hour is not None:
+            if cost.mode == "buy":
+                raise PerfmodelError(f"--gpu {target.accelerator}: a quote is a rental price; --buy prices owning")
+            cost = replaced(cost, usd_per_gpu_hour=target.usd_per_gpu_hour)
         for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
-            update = {"gpu": target.gpu, "system": target.system, "n_gpus": n}
+            update = {"gpu": target.gpu, "system": target.system, "n_gpus": n, "cost": cost}
             out.append(replaced(base, **update | {"precision": target.precision or base.precision}))
     return out
+
+
+def check_one_price(targets: Sequence[Target], options: dict[str, Any], origins: dict[str, str]) -> None:
+    """One price given for candidates of different GPUs would price them all alike: the error says how to quote
+    each (a candidate's own quote is its price)."""
+    unquoted = sorted({t.accelerator for t in targets if t.usd_per_gpu_hour is None})
+    if options.get("usd_per_gpu_hour") is None or len({t.accelerator for t in targets}) < 2 or not unquoted:
+        return
+    example = " ".join(f"--gpu '{gpu}:$PRICE'" for gpu in unquoted)
+    raise PerfmodelError(
+        f"{origins.get('usd_per_gpu_hour', 'usd_per_gpu_hour')}: one price for candidates on different GPUs "
+        f"({', '.join(sorted({t.accelerator for t in targets}))}); quote each instead: {example}"
+    )
 
 
 def compare_request(
@@ -97,6 +147,7 @@ def compare_request(
     hardware, is dropped as it is for a prediction on new hardware."""
     check_size(len(targets), len(gpu_counts or []))
     parsed = [parse_target(spec) for spec in targets]
+    check_one_price(parsed, options, origins)
     first = parsed[0] if parsed else None
     first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}

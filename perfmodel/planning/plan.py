@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
@@ -461,7 +461,7 @@ def plan_request(
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
-    from perfmodel.planning.compare import parse_target, scenarios
+    from perfmodel.planning.compare import check_one_price, parse_target, scenarios, split_quote
     from perfmodel.planning.request import load_request
 
     if options.get("n_gpus") is not None:
@@ -469,14 +469,16 @@ def plan_request(
             f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give --max-gpus"
         )
     parsed = [
-        parse_target(f"{ident}:{precision}" if precision else ident)
+        replace(parse_target(f"{ident}:{precision}" if precision else ident), usd_per_gpu_hour=quote)
         for spec in targets
-        for ident, _, precisions in [spec.strip().partition(":")]
+        for unquoted, quote in [split_quote(spec)]
+        for ident, _, precisions in [unquoted.partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
-    counted = next((spec for spec, target in zip(targets, parsed, strict=False) if target.n_gpus), None)
+    counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
         raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
+    check_one_price(parsed, options, origins)
     first = parsed[0] if parsed else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)

@@ -160,6 +160,8 @@ class Prediction:
             "usd_per_gpu_hour_low": self.price.low,
             "usd_per_gpu_hour_high": self.price.high,
             "price_source": self.price.source,
+            "price_basis": self.price.basis,
+            "price_note": self.price.note,
             "cost_usd": run.cost_usd if run else None,
             "cost_usd_low": run.cost_usd_low if run else None,
             "cost_usd_high": run.cost_usd_high if run else None,

@@ -161,6 +161,9 @@ def load(path: str | Path) -> Any:
                 target = parse_target(str(gpu))
             except PerfmodelError as exc:
                 raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
+        if target.usd_per_gpu_hour is not None:  # the point's own quote
+            overrides["cost.usd_per_gpu_hour"] = target.usd_per_gpu_hour
+            origins["cost.usd_per_gpu_hour"] = "sweep.gpus"
         point = Point(base, overrides, target.gpu, target.system, settings, origins)
         try:
             scenario = point.scenario()
