@@ -18,6 +18,7 @@ from perfmodel.outputs.plan_report import (
     full_layout,
     loss_cells,
     predictions,
+    price_notes,
     table_unit,
     with_losses,
 )
@@ -226,7 +227,7 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
     ) + (LOSSES_NOTE if lossy else "")
-    lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note]
+    lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note, *price_notes(results)]
     return "\n".join(lines + beyond_note(predictions(results)))
 
 

@@ -158,7 +158,9 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
             "Pareto front (no other layout is faster, cheaper and on fewer GPUs at once):",
             _search_rows(report.pareto, best, True, found.objective),
         ]
-    note = beyond_note([*report.results, *(report.pareto if with_pareto else [])])
+    note = (price_notes([best]) if best.run is not None else []) + beyond_note(
+        [*report.results, *(report.pareto if with_pareto else [])]
+    )
     return "\n".join(lines + (["", *note] if note else []))
 
 
