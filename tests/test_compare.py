@@ -133,7 +133,7 @@ def test_the_time_and_cost_with_losses_stand_beside_the_failure_free_ones() -> N
         (("--gpu", "h100-sxm", "--gpu", "b200"), "cost at on-demand list price"),
         (("--gpu", "h100-sxm", "--gpu", "b200", "--buy"), "cost of owning"),
         (("--gpu", "h100-sxm:$3", "--gpu", "b200:$4"), "cost at the quoted price"),
-        (("--gpu", "h100-sxm", "--gpu", "b300"), "cost at each row's price (list, estimate or quote)"),
+        (("--gpu", "h100-sxm", "--gpu", "b300"), "cost at each row's own price"),
     ],
 )
 def test_the_note_names_the_price_the_perf_per_dollar_uses(flags: tuple[str, ...], basis: str) -> None:

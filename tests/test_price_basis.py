@@ -125,3 +125,20 @@ def test_an_accelerator_file_alone_carries_a_quote(tmp_path: Path) -> None:
     assert (row["accelerator"], row["system"], row["usd_per_gpu_hour"], row["price_basis"]) == (
         "our-h100", "dgx-h100", 3.1, "quoted",
     )  # fmt: skip
+
+
+def test_the_compare_plot_marks_each_bars_price_basis() -> None:
+    """The compare plot's cost bars never said 'estimate'."""
+    from perfmodel.inputs.scenario import load_scenario
+    from perfmodel.outputs import plot
+    from perfmodel.planning.predict import predict
+
+    rows = [
+        predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": gpu, "n_gpus": 64, "tokens": 1e12})).to_dict()
+        for gpu in ("gb300", "h100-sxm")
+    ]
+    cost_ax = plot.compare(rows).axes[1]
+    labels = [text.get_text() for text in cost_ax.texts]
+    assert any("$13.13/GPU-h est." in label for label in labels), labels
+    assert any("$6.16/GPU-h list" in label for label in labels), labels
+    assert "at each row's own price" in cost_ax.get_title()

@@ -82,9 +82,13 @@ def beyond_note(predictions: list[Prediction]) -> list[str]:
 
 def price_notes(results: Iterable[Result]) -> list[str]:
     """The footnote of a table's prices: each GPU's price basis in one line (a verdict may rest on an estimate)."""
-    lines = dict.fromkeys(
-        f"{p.hardware.accelerator.id}: {p.price.basis_line}" for p in results if p.price.usd_per_gpu_hour is not None
+    return _price_footnote(
+        (p.hardware.accelerator.id, p.price.basis_line) for p in results if p.price.usd_per_gpu_hour is not None
     )
+
+
+def _price_footnote(bases: Iterable[tuple[str, str]]) -> list[str]:
+    lines = dict.fromkeys(f"{gpu}: {line}" for gpu, line in bases)
     return [f"$/GPU-h: {'; '.join(lines)}."] if lines else []
 
 
@@ -394,7 +398,18 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         "days",
     ]
     headers += ["$/GPU-h", "cost"]
-    return _tabulate(out, [*headers, "error"]) + _imbalance_note(rows)
+    priced = [r for r in rows if not r["error"] and r.get("usd_per_gpu_hour") is not None]
+    notes = [
+        SWEEP_MFU_NOTE,
+        *_price_footnote((r["accelerator"], f"{r['price_basis']}: {r['price_note']}") for r in priced),
+    ]
+    return _tabulate(out, [*headers, "error"]) + "\n\n" + "\n".join(notes) + _imbalance_note(rows)
+
+
+SWEEP_MFU_NOTE = (
+    "MFU: model FLOP/s over the dense peak of each row's GEMM format; x BF16 peak: model FLOP/s over the dense BF16 "
+    "peak (the MFU basis of NVIDIA and the Llama 3 paper, above 1 below BF16)."
+)
 
 
 def _imbalance_note(rows: list[dict[str, Any]]) -> str:

@@ -20,7 +20,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
-from perfmodel.outputs.record import price_basis, price_cell
+from perfmodel.outputs.record import PRICE_MARKS, price_basis
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 FORMATS = (".png", ".svg", ".pdf")
@@ -257,7 +257,7 @@ def compare(records: Sequence[Record]) -> Any:
     ]
     bars = right.bar(labels, costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
     for bar, r, c in zip(bars, records, costs, strict=True):
-        text = "no price" if r.get("cost_usd") is None else f"${c:,.1f}M\n${price_cell(*_price_of(r))}/GPU-h"
+        text = "no price" if r.get("cost_usd") is None else f"${c:,.1f}M\n{_price_label(r)}"
         right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
                        ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
     right.set_ylabel("cost (million USD)")
@@ -270,9 +270,9 @@ def compare(records: Sequence[Record]) -> Any:
     return fig
 
 
-def _price_of(r: Record) -> tuple[float | None, str | None]:
-    """A row's price and its basis, as its cost bar names them ('$13.13 est./GPU-h')."""
-    return r.get("usd_per_gpu_hour"), r.get("price_basis")
+def _price_label(r: Record) -> str:
+    """A row's price and its basis, as its cost bar names them ('$13.13/GPU-h est.')."""
+    return f"${r['usd_per_gpu_hour']:,.2f}/GPU-h {PRICE_MARKS.get(str(r.get('price_basis')), '')}".rstrip()
 
 
 METRIC_LABELS = {

@@ -276,4 +276,4 @@ def price_basis(records: Iterable[Mapping[str, Any]]) -> str:
     bases = {str(r.get("price_basis") or "none") for r in records} - {"none"}
     if not bases:
         return PRICE_PHRASES["none"]
-    return PRICE_PHRASES[bases.pop()] if len(bases) == 1 else "at each row's price (list, estimate or quote)"
+    return PRICE_PHRASES[bases.pop()] if len(bases) == 1 else "at each row's own price"

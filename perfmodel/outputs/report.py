@@ -200,7 +200,7 @@ def table(p: Prediction) -> str:
         price = d["usd_per_gpu_hour"]
         cost = _usd(d["cost_usd"])
         if price is not None:
-            cost += f" at ${price:,.2f}/GPU-h" + interval("cost_usd_interval", _usd)
+            cost += f" at ${price:,.2f}/GPU-h {p.price.basis}" + interval("cost_usd_interval", _usd)
             if d["cost_usd_low"] != d["cost_usd_high"]:
                 cost += (
                     f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
@@ -216,8 +216,9 @@ def table(p: Prediction) -> str:
                     f"{p.layout.gbs}), {d['evaluations']:.1f} evaluations ({d['eval_time_s'] / 60:,.1f} min)",
                 ]
             )
+        marked = " (default)" if "tokens" in from_default(p.scenario) else ""
         rows += [
-            ["Tokens to train", _si(d["tokens_to_train"])],
+            ["Tokens to train", _si(d["tokens_to_train"]) + marked],
             ["Time to train", _duration(d["time_to_train_s"]) + interval("time_to_train_s", _duration)],
             ["GPU-hours", f"{d['gpu_hours']:,.0f}" + interval("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
