@@ -127,8 +127,8 @@ def test_an_accelerator_file_alone_carries_a_quote(tmp_path: Path) -> None:
     )  # fmt: skip
 
 
-def test_the_compare_plot_marks_each_bars_price_basis() -> None:
-    """The compare plot's cost bars never said 'estimate'."""
+def test_the_compare_plot_marks_prices_and_default_tokens() -> None:
+    """The compare plot's cost bars never said 'estimate', nor its title that 15T tokens were a default."""
     from perfmodel.inputs.scenario import load_scenario
     from perfmodel.outputs import plot
     from perfmodel.planning.predict import predict
@@ -142,3 +142,5 @@ def test_the_compare_plot_marks_each_bars_price_basis() -> None:
     assert any("$13.13/GPU-h est." in label for label in labels), labels
     assert any("$6.16/GPU-h list" in label for label in labels), labels
     assert "at each row's own price" in cost_ax.get_title()
+    default = predict(load_scenario(None, {"model": "llama3.1-8b", "gpus": None})).to_dict()  # the default's 15T
+    assert plot.compare([default]).texts[0].get_text().endswith("15T tokens (default)")

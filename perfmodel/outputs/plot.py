@@ -162,6 +162,8 @@ def _model_title(records: Sequence[Record]) -> str:
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
     budget = f", {only / 1e12:g}T tokens" if only is not None else ""
+    if budget and all(r.get("tokens_from_default") for r in records):
+        budget += " (default)"
     return ", ".join(models) + budget
 
 

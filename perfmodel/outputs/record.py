@@ -92,6 +92,7 @@ FIELDS: tuple[Field, ...] = (
     Field("fits_in_memory", "true/false", "memory_per_gpu_gb is within memory_capacity_gb"),
     *(Field(f"memory_gb.{part}", "GB (1e9 B)", f"per GPU: {what}") for part, what in _MEMORY.items()),
     Field("tokens_to_train", "tokens", "the training run's tokens (empty without a budget)"),
+    Field("tokens_from_default", "true/false", "tokens_to_train is the default scenario's budget, not the question's"),
     Field("time_to_train_s", "s", "time to train, failure-free (empty without tokens or a benchmark)"),
     Field("time_to_train_min", "min", "time_to_train_s in minutes"),
     Field("time_to_train_days", "days", "time_to_train_s in days"),

@@ -16,7 +16,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, single_phase
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
@@ -152,6 +152,7 @@ class Prediction:
             "fits_in_memory": bool(st.fits),
             "memory_gb": {k: float(v) / 1e9 for k, v in mem._asdict().items()},
             "tokens_to_train": run.tokens if run else None,
+            "tokens_from_default": "tokens" in from_default(self.scenario),
             "time_to_train_s": run.time_s if run else None,
             "time_to_train_min": run.time_s / 60 if run else None,
             "time_to_train_days": run.time_s / 86400 if run else None,
