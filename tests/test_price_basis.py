@@ -144,3 +144,15 @@ def test_the_compare_plot_marks_prices_and_default_tokens() -> None:
     assert "at each row's own price" in cost_ax.get_title()
     default = predict(load_scenario(None, {"model": "llama3.1-8b", "gpus": None})).to_dict()  # the default's 15T
     assert plot.compare([default]).texts[0].get_text().endswith("15T tokens (default)")
+
+
+def test_a_what_if_price_is_a_quote() -> None:
+    """whatif --set usd_per_gpu_hour ended in a traceback once prices carried a basis."""
+    result = run_cli(
+        "whatif", "--model", "llama3.1-8b", "--gpus", "64", "--tokens", "1T", "--set", "usd_per_gpu_hour=x0.5",
+        "--format", "json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    base, *changed = json.loads(result.out)  # the baseline, then the what-if at the same and at the best layout
+    assert [row["price_basis"] for row in (base, *changed)] == ["list", "quoted", "quoted"]
+    assert changed[0]["usd_per_gpu_hour"] == pytest.approx(base["usd_per_gpu_hour"] / 2)
