@@ -69,6 +69,13 @@ def test_plans_cheapest_verdict_says_when_it_rests_on_an_estimate() -> None:
     ).out  # fmt: skip
     cheapest = next(line for line in out.splitlines() if line.startswith("Cheapest:"))
     assert "estimate" in cheapest and "gb300" in cheapest, out
+    plan = json.loads(
+        run_cli(
+            "plan", "--model", "llama3.1-8b", "--gpu", "gb300:fp8", "--gpu", "h100-sxm:fp8", "--tokens", "1T",
+            "--deadline", "30d", "--format", "json",
+        ).out
+    )  # fmt: skip
+    assert plan["cheapest_rests_on_estimates"] == ["gb300-nvl72:fp8"]
 
 
 def test_a_quote_per_candidate_on_the_command_line() -> None:

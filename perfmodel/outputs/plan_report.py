@@ -517,7 +517,7 @@ def _phase_layouts(c: Campaign) -> str:
 
 def _estimated(report: Any) -> str:
     """The caveat of a cheapest verdict that rests on an estimated price: which feasible plans' prices are."""
-    estimated = [c for c in report.feasible() if c.prediction.price.basis == "estimate"]
+    estimated = report.estimated()
     if not estimated:
         return ""
     named = ", ".join(f"{c.label} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated)

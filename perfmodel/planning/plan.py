@@ -407,12 +407,17 @@ class PlanReport:
     def fastest(self) -> CandidatePlan | None:
         return min(self.feasible(), key=lambda c: wall_s(c.prediction), default=None)  # type: ignore[arg-type]
 
+    def estimated(self) -> list[CandidatePlan]:
+        """The feasible plans priced at an estimate (GB300's GB200 list x 1.25): the cheapest verdict rests on them."""
+        return [c for c in self.feasible() if c.prediction is not None and c.prediction.price.basis == "estimate"]
+
     def to_dict(self) -> dict[str, Any]:
         cheapest, fastest = self.cheapest(), self.fastest()
         return {
             "goal": self.goal.to_dict(),
             "candidates": [c.to_dict() for c in self.plans],
             "cheapest": None if cheapest is None else cheapest.label,
+            "cheapest_rests_on_estimates": [c.label for c in self.estimated()],
             "fastest": None if fastest is None else fastest.label,
             "elapsed_s": self.elapsed_s,
         }
