@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from tests.conftest import run_cli
 
@@ -92,3 +93,10 @@ def test_tokens_are_in_every_header() -> None:
     assert "15.00T tokens (default)" in run_cli("search").out.splitlines()[0]
     assert "15.00T tokens (default)" in run_cli("compare", "--gpu", "h100-sxm", "--gpu", "h200-sxm").out.splitlines()[0]
     assert "2.00T tokens" in run_cli("plan", "--tokens", "2T", "--deadline", "90d").out.splitlines()[0]
+
+
+def test_a_sweep_of_partial_nodes_is_refused(tmp_path: Path) -> None:
+    sweep = tmp_path / "partial.toml"
+    sweep.write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm"]\nn_gpus = [64, 1020]\n')
+    err = _one_line_error(run_cli("sweep", str(sweep)), "sweep.n_gpus", "1,016")
+    assert err.startswith(f"error: {sweep}: ")

@@ -105,6 +105,7 @@ def load(path: str | Path) -> Any:
     from perfmodel.inputs.scenario import calibration_beside, flatten, read_toml, single_phase
     from perfmodel.planning import layout_sweep
     from perfmodel.planning.compare import Target, parse_target
+    from perfmodel.planning.request import check_whole_nodes
     from perfmodel.planning.whatif import parse_setting
 
     path = bundled_file(path, "sweeps")
@@ -168,6 +169,8 @@ def load(path: str | Path) -> Any:
         try:
             scenario = point.scenario()
             single_phase(scenario, "a sweep", "sweep one-phase scenarios; compare or plan the campaign instead")
+            if n_gpus is not None:
+                check_whole_nodes(scenario, "sweep.n_gpus")
         except PerfmodelError as exc:
             raise PerfmodelError(f"{path}: {exc}") from None
         if scenario.calibration and scenario.calibration.lower() != "none":
