@@ -163,3 +163,15 @@ def test_a_what_if_price_is_a_quote() -> None:
     base, *changed = json.loads(result.out)  # the baseline, then the what-if at the same and at the best layout
     assert [row["price_basis"] for row in (base, *changed)] == ["list", "quoted", "quoted"]
     assert changed[0]["usd_per_gpu_hour"] == pytest.approx(base["usd_per_gpu_hour"] / 2)
+
+
+def test_a_scenario_files_one_price_for_several_gpus_says_how_to_quote_each(tmp_path: Path) -> None:
+    path = tmp_path / "priced.toml"
+    path.write_text(
+        'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\ntokens = 1e12\n[cost]\nusd_per_gpu_hour = 2.5\n'
+    )
+    result = run_cli("plan", str(path), "--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8", "--deadline", "30d")
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert f"{path}: field 'cost.usd_per_gpu_hour'" in result.err and "--gpu 'b200:$PRICE'" in result.err
+    quoted = run_cli("plan", str(path), "--gpu", "h100-sxm:fp8", "--gpu", "b200:fp8:$4", "--deadline", "30d")
+    assert quoted.code == 0, quoted.err  # the file's price is H100's, the quote B200's

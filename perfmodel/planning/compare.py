@@ -18,7 +18,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten
+from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten, scenario_file
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import ScenarioSource, check_whole_nodes, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
@@ -121,16 +121,21 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
     return out
 
 
-def check_one_price(targets: Sequence[Target], options: dict[str, Any], origins: dict[str, str]) -> None:
-    """One price given for candidates of different GPUs would price them all alike: the error says how to quote
-    each (a candidate's own quote is its price)."""
+def check_one_price(
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """One price (a flag's or the scenario file's) for candidates on different GPUs would price them all alike: the
+    error says how to quote each. A candidate's own quote is its price, and the one price may serve one GPU."""
     unquoted = sorted({t.accelerator for t in targets if t.usd_per_gpu_hour is None})
-    if options.get("usd_per_gpu_hour") is None or len({t.accelerator for t in targets}) < 2 or not unquoted:
+    if base.cost.usd_per_gpu_hour is None or len(unquoted) < 2:
         return
+    field = "scenario: field" if isinstance(source, Scenario) else f"{scenario_file(source)}: field"
+    where = origins.get("usd_per_gpu_hour", "usd_per_gpu_hour")
+    if options.get("usd_per_gpu_hour") is None:
+        where = f"{field} 'cost.usd_per_gpu_hour'"
     example = " ".join(f"--gpu '{gpu}:$PRICE'" for gpu in unquoted)
     raise PerfmodelError(
-        f"{origins.get('usd_per_gpu_hour', 'usd_per_gpu_hour')}: one price for candidates on different GPUs "
-        f"({', '.join(sorted({t.accelerator for t in targets}))}); quote each instead: {example}"
+        f"{where}: one price for candidates on different GPUs ({', '.join(unquoted)}); quote each instead: {example}"
     )
 
 
@@ -147,12 +152,13 @@ def compare_request(
     hardware, is dropped as it is for a prediction on new hardware."""
     check_size(len(targets), len(gpu_counts or []))
     parsed = [parse_target(spec) for spec in targets]
-    check_one_price(parsed, options, origins)
     first = parsed[0] if parsed else None
     first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
-    made = scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
+    base = load_request(source, options, origins, relayout)
+    check_one_price(parsed, base, source, options, origins)
+    made = scenarios(base, parsed, gpu_counts)
     for scenario in made:
         check_whole_nodes(scenario, origins.get("n_gpus", "n_gpus"))
     return made

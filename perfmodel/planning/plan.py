@@ -483,11 +483,11 @@ def plan_request(
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
         raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
-    check_one_price(parsed, options, origins)
     first = parsed[0] if parsed else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
+    check_one_price(parsed, base, source, options, origins)
     bases = [(_label(s), s) for s in scenarios(base, parsed, None)]
     return plan(bases, goal, max_gpus, progress)
 
