@@ -202,10 +202,10 @@ def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
 @pytest.mark.parametrize(
     ("flags", "note"),
     [
-        ((), "$6.16/GPU-h (on-demand default)"),
+        ((), "$6.16/GPU-h (list: CoreWeave on-demand list, HGX H100, Feb 2026; the GPU's default)"),
         (("--buy",), "/GPU-h (owned, see Owning)"),
         (("--gpu", "mi355x", "--gpus", "64"), "no price (no public price for mi355x; pass --usd-per-gpu-hour)"),
-        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h, "),
+        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h (quoted: given for this run), "),
     ],
 )
 def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...], note: str) -> None:
@@ -214,7 +214,7 @@ def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...],
     assert result.code == 0, result.err
     inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
     assert note in inputs
-    assert ("on-demand default" in inputs) == (not flags)
+    assert ("GPU's default" in inputs) == (not flags)
 
 
 def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:
@@ -243,7 +243,7 @@ zero = 0
     [
         ((), "{file}: field 'parallelism.tp': invalid layout TP3 "),  # the file set TP
         (("--tp", "8", "--gbs", "100"), "--gbs: invalid layout TP8 "),  # the flag set the batch the rule names
-        (("--gpus", "62"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
+        (("--gpus", "56"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
     ],
 )
 def test_layout_rule_error_names_the_flag_or_file_field_that_set_it(

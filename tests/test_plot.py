@@ -155,7 +155,7 @@ def test_compare_shows_time_cost_and_speedup(records: list[dict[str, Any]]) -> N
     assert cost_ax.get_ylabel() == "cost (million USD)"
 
 
-@pytest.mark.parametrize(("cost", "basis"), [({}, "at on-demand price"), ({"cost.mode": "buy"}, "of owning")])
+@pytest.mark.parametrize(("cost", "basis"), [({}, "at on-demand list price"), ({"cost.mode": "buy"}, "of owning")])
 def test_the_cost_panel_names_its_price_and_fits_in_the_figure(cost: dict[str, str], basis: str) -> None:
     """The cost title said 'on-demand' for the cost of owning too, and ran past the image's right edge."""
     pair = [

@@ -65,6 +65,7 @@ def hardware_list(fmt: str) -> None:
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.record import as_dict
     from perfmodel.outputs.columns import tabulated
+    from perfmodel.outputs.record import price_cell
 
     if fmt == "json":
         from perfmodel.outputs.report import to_json
@@ -95,7 +96,7 @@ def hardware_list(fmt: str) -> None:
             value(a.scaleup_domain_gpus),
             value(a.nic_gbit_per_s),
             value(a.power_w),
-            value(a.usd_per_gpu_hour, ".2f"),
+            "-" if a.usd_per_gpu_hour is None else price_cell(a.usd_per_gpu_hour.value, a.usd_per_gpu_hour.basis),
         ]
         for a in accelerators().values()
     ]

@@ -186,8 +186,9 @@ def scenario_options(
             "--gpu",
             "gpu",
             multiple=True,
-            metavar="ID[:PRECISION]",
-            help="Accelerator or system id, optionally with a precision (h100-sxm:fp8); repeat to compare.",
+            metavar="ID[:PRECISION][:$PRICE]",
+            help="Accelerator or system id, optionally with a precision and your quoted price per GPU-hour "
+            "('gb300:nvfp4:$9.50', in single quotes); repeat to compare.",
             shell_complete=complete_ids(("accelerators", "systems")),
         )
         if many_systems

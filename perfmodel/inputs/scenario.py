@@ -21,7 +21,7 @@ from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
+from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
@@ -436,20 +436,31 @@ def load_scenario(
     """
     source = scenario_file(path)
     if source.absolute().parent != data_dir("scenarios"):
-        return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+        loaded = scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+        return _marked(loaded, path, overrides)
     if all(value is None for value in (overrides or {}).values()):
-        return _bundled(source)
+        return _marked(_bundled(source), path, overrides)
     version = _version(source)
     key = _request_key(source, version, overrides or {})
     found = _LOADED.get(key) if key is not None else None
     if found is None:
         raw = _copied(_bundled_tables(source, *version))
-        found = scenario_from(raw, str(source), overrides, origins, default=path is None)
+        found = _marked(scenario_from(raw, str(source), overrides, origins, default=path is None), path, overrides)
         if key is not None:
             if len(_LOADED) >= MAX_LOADED:
                 del _LOADED[next(iter(_LOADED))]
             _LOADED[key] = found
     return found
+
+
+def _marked(loaded: Scenario, path: str | Path | None, overrides: dict[str, Any] | None) -> Scenario:
+    """`loaded`, or a copy marked where the built-in default scenario gave it its tokens (`from_default`): the
+    cached bundled scenario stays unmarked."""
+    if path is not None or loaded.tokens is None or (overrides or {}).get("tokens") is not None:
+        return loaded
+    marked = replaced(loaded)
+    object.__setattr__(marked, FROM_DEFAULT, frozenset({"tokens"}))
+    return marked
 
 
 _LOADED: dict[tuple[Any, ...], Scenario] = {}
@@ -491,6 +502,17 @@ def _copied(tables: Any) -> Any:
     if isinstance(tables, list):
         return [_copied(value) for value in tables]
     return tables
+
+
+FROM_DEFAULT = "_from_default"
+"""The attribute of a scenario naming the fields the built-in default scenario supplied (not an input field)."""
+
+
+def from_default(scenario: Scenario) -> frozenset[str]:
+    """The fields the built-in default scenario gave a question that did not: its 15T tokens (Llama 3 70B's budget)
+    answer a 405B question too, and a report marks them "(default)". Copies made with `replaced` keep the mark."""
+    marked: frozenset[str] = getattr(scenario, FROM_DEFAULT, frozenset())
+    return marked
 
 
 def scenario_file(path: str | Path | None) -> Path:

@@ -20,7 +20,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
-from perfmodel.outputs.record import price_basis
+from perfmodel.outputs.record import PRICE_MARKS, price_basis
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 FORMATS = (".png", ".svg", ".pdf")
@@ -237,6 +237,8 @@ def _model_title(records: Sequence[Record]) -> str:
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
     budget = f", {only / 1e12:g}T tokens" if only is not None else ""
+    if budget and all(r.get("tokens_from_default") for r in records):
+        budget += " (default)"
     return ", ".join(models) + budget
 
 
@@ -342,7 +344,7 @@ def compare(records: Sequence[Record]) -> Any:
     ]
     bars = right.bar(range(len(records)), costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
     for bar, r, c in zip(bars, records, costs, strict=True):
-        text = f"${c:,.1f}M" if r.get("cost_usd") is not None else "no price"
+        text = "no price" if r.get("cost_usd") is None else f"${c:,.1f}M\n{_price_label(r)}"
         right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
                        ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
     right.set_ylabel("cost (million USD)")
@@ -373,6 +375,12 @@ LEGEND_CHARS_PER_IN = 14
 """Characters of an 8-point legend entry per inch of width, with room to spare (the widest are about 16)."""
 MAX_BARS = 12
 """Bars a compare plot draws legibly side by side (labels of two lines each)."""
+
+
+def _price_label(r: Record) -> str:
+    """A row's price and its basis, as its cost bar names them ('$13.13/GPU-h est.')."""
+    return f"${r['usd_per_gpu_hour']:,.2f}/GPU-h {PRICE_MARKS.get(str(r.get('price_basis')), '')}".rstrip()
+
 
 METRIC_LABELS = {
     "tokens_per_s_per_gpu": "tokens/s per GPU",

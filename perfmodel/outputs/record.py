@@ -97,6 +97,7 @@ FIELDS: tuple[Field, ...] = (
     Field("fits_in_memory", "true/false", "memory_per_gpu_gb is within memory_capacity_gb"),
     *(Field(f"memory_gb.{part}", "GB (1e9 B)", f"per GPU: {what}") for part, what in _MEMORY.items()),
     Field("tokens_to_train", "tokens", "the training run's tokens (empty without a budget)"),
+    Field("tokens_from_default", "true/false", "tokens_to_train is the default scenario's budget, not the question's"),
     Field("time_to_train_s", "s", "time to train, failure-free (empty without tokens or a benchmark)"),
     Field("time_to_train_min", "min", "time_to_train_s in minutes"),
     Field("time_to_train_days", "days", "time_to_train_s in days"),
@@ -105,6 +106,8 @@ FIELDS: tuple[Field, ...] = (
     Field("usd_per_gpu_hour_low", "USD/GPU-hour", "low end of the price's public range"),
     Field("usd_per_gpu_hour_high", "USD/GPU-hour", "high end of the price's public range"),
     Field("price_source", "", "where the price comes from, or why there is none (then every cost column is empty)"),
+    Field("price_basis", "", "list (published on-demand), estimate (derived), quoted (yours), owned (--buy) or none"),
+    Field("price_note", "", "the price's basis in one line (a table's price footnote)"),
     Field("cost_usd", "USD", "gpu_hours x usd_per_gpu_hour"),
     Field("cost_usd_low", "USD", "gpu_hours x usd_per_gpu_hour_low"),
     Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
@@ -254,12 +257,29 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+PRICE_MARKS = {"list": "list", "estimate": "est.", "quoted": "quote", "owned": "owned"}
+"""A price's basis as a table cell marks it beside the figure."""
+PRICE_PHRASES = {
+    "list": "at on-demand list price",
+    "estimate": "at estimated price",
+    "quoted": "at the quoted price",
+    "owned": "of owning",
+    "none": "(no price)",
+}
+
+
+def price_cell(usd_per_gpu_hour: float | None, basis: str | None) -> str:
+    """A '$/GPU-h' cell: '13.13 est.', '6.16 list', '9.50 quote', or 'none' without a price."""
+    if usd_per_gpu_hour is None:
+        return "none"
+    return f"{usd_per_gpu_hour:,.2f} {PRICE_MARKS.get(str(basis), str(basis))}"
+
+
 def price_basis(records: Iterable[Mapping[str, Any]]) -> str:
-    """What rows' costs price, from their price_source: 'at on-demand price', 'at the given price' or 'of owning'
-    (--buy), or 'at the rows' prices' when they differ; a cost labelled on-demand must be one."""
-    bases = {
-        "of owning" if source.startswith("owned:") else "at the given price" if source == "given by the user" else
-        "at on-demand price"
-        for source in (str(r.get("price_source") or "") for r in records)
-    }  # fmt: skip
-    return bases.pop() if len(bases) == 1 else "at the rows' prices"
+    """What rows' costs price, from their price_basis: 'at on-demand list price', 'at estimated price', 'at the
+    quoted price' or 'of owning' (--buy), or 'at each row's price' when they differ; a cost labelled list must be
+    one, and one resting on an estimate says so."""
+    bases = {str(r.get("price_basis") or "none") for r in records} - {"none"}
+    if not bases:
+        return PRICE_PHRASES["none"]
+    return PRICE_PHRASES[bases.pop()] if len(bases) == 1 else "at each row's own price"

@@ -16,7 +16,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe, shard_group_recipe
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, single_phase
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
@@ -159,6 +159,7 @@ class Prediction(Shown):
             "fits_in_memory": bool(st.fits),
             "memory_gb": {k: float(v) / 1e9 for k, v in mem._asdict().items()},
             "tokens_to_train": run.tokens if run else None,
+            "tokens_from_default": "tokens" in from_default(self.scenario),
             "time_to_train_s": run.time_s if run else None,
             "time_to_train_min": run.time_s / 60 if run else None,
             "time_to_train_days": run.time_s / 86400 if run else None,
@@ -167,6 +168,8 @@ class Prediction(Shown):
             "usd_per_gpu_hour_low": self.price.low,
             "usd_per_gpu_hour_high": self.price.high,
             "price_source": self.price.source,
+            "price_basis": self.price.basis,
+            "price_note": self.price.note,
             "cost_usd": run.cost_usd if run else None,
             "cost_usd_low": run.cost_usd_low if run else None,
             "cost_usd_high": run.cost_usd_high if run else None,
@@ -630,6 +633,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
+        check_one_step(scenario.tokens, layout)
         tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
@@ -646,6 +650,16 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         lost = losses.losses(run, reliability, scenario.losses, layout.n_gpus, share, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured, evidence, lost)
+
+
+def check_one_step(tokens: float, layout: Layout) -> None:
+    """A token budget trains at least one global batch: `--tokens 15` priced a run of a 2-millionth of a step."""
+    per_step = layout.gbs * layout.seq_len
+    if tokens < per_step:
+        raise PerfmodelError(
+            f"tokens (--tokens): {tokens:,.6g} is less than one global batch step, GBS {layout.gbs:,} x seq "
+            f"{layout.seq_len:,} = {per_step / 1e6:,.2f}M tokens; allowed: at least {per_step:,} (e.g. 15T)"
+        )
 
 
 def run_steps(ctx: Context, layout: Layout, step: StepResult) -> losses.Steps:

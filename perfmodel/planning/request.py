@@ -46,6 +46,8 @@ def load_request(
         loaded = with_overrides(source, overrides, where)
     else:
         loaded = load_scenario(source, overrides, where)
+    if options.get("n_gpus") is not None:
+        check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     if not relayout:
         return loaded
     opened = without_layout(loaded)
@@ -85,3 +87,18 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
     if len(counts) > MAX_GPU_COUNTS:
         raise PerfmodelError(f"{len(counts)} GPU counts; at most {MAX_GPU_COUNTS} (each is a full search)")
     return counts
+
+
+def check_whole_nodes(scenario: Scenario, origin: str) -> None:
+    """A GPU count beyond one node fills whole nodes (`--gpus 1020` on 8-GPU nodes priced 127.5 of them); the
+    error gives the nearest whole counts. Part of one node is a job of its own (a 4-GPU fine-tune)."""
+    from perfmodel.inputs.hardware import resolve
+
+    hw = resolve(scenario.gpu, scenario.system)
+    node, n = int(hw.system.gpus_per_node.value), scenario.n_gpus
+    if n > node and n % node:
+        below, above = n // node * node, (n // node + 1) * node
+        raise PerfmodelError(
+            f"{origin}: {n:,} GPUs is {n / node:,.1f} {hw.system.id} nodes of {node} GPUs each; allowed: whole "
+            f"nodes, such as {below:,} or {above:,}"
+        )

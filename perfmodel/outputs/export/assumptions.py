@@ -163,11 +163,12 @@ def efficiency_assumptions(section: str, efficiency: Efficiency, source: str, mo
 def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool) -> list[Assumption]:
     p = row.prediction
     section = f"run: {row.label}"
+    price_source = f"{p.price.basis}: {p.price.source}"
     found = [
         Assumption(section, "model", p.model.id, "", f"{p.model.name}, {p.model.params:,} parameters"),
         Assumption(section, "precision recipe", p.scenario.precision, "", "perfmodel/inputs/precision.py"),
         Assumption(section, "layout", p.layout.describe(), "", _layout_source(p.layouts_searched)),
-        Assumption(section, "usd_per_gpu_hour", p.price.usd_per_gpu_hour, "USD per GPU-hour", p.price.source),
+        Assumption(section, "usd_per_gpu_hour", p.price.usd_per_gpu_hour, "USD per GPU-hour", price_source),
         Assumption(section, "pue", p.scenario.cost.pue, "", "scenario (perfmodel's default: 1.2)"),
         Assumption(
             section,

@@ -53,10 +53,10 @@ GPU_COUNT_NOTE = (
     "the layout at the new size; for that, export again with --gpus."
 )
 SUMMARY = (
-    "n_gpus", "usd_per_gpu_hour", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory",
-    "time_to_train_days", "time_to_train_with_losses_days", "cost_usd", "cost_usd_with_losses",
-    "usd_per_million_tokens", "kwh_per_million_tokens", "speedup_vs_first", "perf_per_usd_vs_first",
-    "energy_per_token_vs_first",
+    "n_gpus", "usd_per_gpu_hour", "price_basis", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu",
+    "mfu_of_precision", "fits_in_memory", "time_to_train_days", "time_to_train_with_losses_days", "cost_usd",
+    "cost_usd_with_losses", "usd_per_million_tokens", "kwh_per_million_tokens", "speedup_vs_first",
+    "perf_per_usd_vs_first", "energy_per_token_vs_first",
 )  # fmt: skip
 """The Summary's columns, those of them the export has: what a procurement reader compares, one page wide at
 legible type (printing.py), so plain numbers with their units in the headings. The precision and batch are in each
