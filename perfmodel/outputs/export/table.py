@@ -301,7 +301,7 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "mfu_of_precision",
-        "MFU (of the dense peak of the GEMMs' format)",
+        "MFU (of its format's dense peak)",
         "results",
         _d("mfu_of_precision"),
         lambda s: s["model_tflops_per_gpu"] / s["gemm_dense_peak_tflops"],

@@ -53,7 +53,7 @@ GPU_COUNT_NOTE = (
     "the layout at the new size; for that, export again with --gpus."
 )
 SUMMARY = (
-    "n_gpus", "usd_per_gpu_hour", "price_basis", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu",
+    "n_gpus", "usd_per_gpu_hour", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu",
     "mfu_of_precision", "fits_in_memory", "time_to_train_days", "time_to_train_with_losses_days", "cost_usd",
     "cost_usd_with_losses", "usd_per_million_tokens", "kwh_per_million_tokens", "speedup_vs_first",
     "perf_per_usd_vs_first", "energy_per_token_vs_first",
