@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -153,14 +154,22 @@ def _stacks_section(report: Report, results: list[protocols.ProtocolResult]) -> 
         if len(rows) <= STACK_ROWS_LISTED:
             table = [
                 [r.prepared.run.id, r.prepared.run.n_gpus, r.prepared.run.precision, r.prepared.layout.describe(),
-                 r.prepared.run.scenario["parallelism"].get("shard_group", ""),
+                 r.prepared.run.scenario["parallelism"].get("shard_group", ""), _knobs(r.prepared.run.scenario),
                  f"{r.prepared.run.measured:,.4g}", f"{r.predicted:,.4g}", _pct(r.error_pct),
                  _pct(held.get(id(r.prepared.run)))]
                 for r in rows
             ]  # fmt: skip
-            headers = ["row", "GPUs", "precision", "layout", "FSDP group", "measured", "predicted", "error", "held out"]
+            headers = ["row", "GPUs", "precision", "layout", "FSDP group", "knobs", "measured", "predicted", "error"]
+            headers.append("held out")
             lines += [tabulate(table, headers=headers, tablefmt="github"), ""]
     return lines
+
+
+def _knobs(scenario: dict[str, Any]) -> str:
+    """The stack knobs a row ran with, as its variant is named (torchtitan's 'async TP, compiled, rowwise')."""
+    tp = {True: "async TP", False: "vanilla TP"}.get(scenario.get("async_tp"), "")
+    compiled = {True: "compiled", False: "eager"}.get(scenario.get("compile"), "")
+    return ", ".join(part for part in (tp, compiled, scenario.get("fp8_recipe") or "") if part)
 
 
 def _time_error_pct(row: Row) -> float:

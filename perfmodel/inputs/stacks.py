@@ -190,7 +190,8 @@ STACKS: dict[str, StackProfile] = {
     ),
     "torchtitan": StackProfile(
         "torchtitan",
-        "PyTorch torchtitan: FSDP2 + async TP (no rows in the bundled data: priced at its profile's figures)",
+        "PyTorch torchtitan: FSDP2, vanilla or async TP, torch.compile, torchao FP8 (its 12 bundled rows are "
+        "validation only: priced at its profile's figures and the shared fitted values)",
         "PyTorch SDPA (FlashAttention-2 backend)",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
@@ -214,6 +215,8 @@ STACKS: dict[str, StackProfile] = {
         compile=False,
         fp8_recipes=FP8_RECIPES,
         per_op_sac=True,
+        dp_overlap="FSDP2's all-gathers prefetched a layer ahead and its reduce-scatters during the backward (priced "
+        "at the shared overlap_dp: its rows are validation only)",
     ),
     "deepspeed": StackProfile(
         "deepspeed",
