@@ -10,6 +10,7 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
@@ -238,11 +239,59 @@ def calibrate(
 
 
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
+    """The scenario a question asks for, checked; a question asked before is answered from `_ASKED`."""
     from perfmodel.planning.request import load_request
 
     _check_source(scenario)
-    _use_hardware(options)
-    return load_request(scenario, options, _origins(options), relayout)
+    key = _asked_key(scenario, options, relayout)
+    found = _ASKED.get(key) if key is not None else None
+    if found is None:
+        _use_hardware(options)
+        found = load_request(scenario, options, _origins(options), relayout)
+        if key is not None:
+            if len(_ASKED) >= MAX_ASKED:
+                del _ASKED[next(iter(_ASKED))]
+            _ASKED[key] = found
+    return found
+
+
+_ASKED: dict[tuple[Any, ...], Scenario] = {}
+"""Questions asked before and the scenario each was checked into (records are immutable: one can be shared), so that
+a notebook asking the same question again pays the model's time, not the checks' (the oldest dropped past
+MAX_ASKED)."""
+MAX_ASKED = 256
+
+
+def _asked_key(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> tuple[Any, ...] | None:
+    """All a question's scenario depends on: the arguments, the scenario file's version (modification time and size,
+    so an edited file is read again), the working folder (a relative path's meaning) and the hardware catalogues in
+    force. None where that is more: a Scenario object, hardware or model files, or a value that cannot be a key."""
+    import os
+
+    from perfmodel.inputs import catalogue
+    from perfmodel.inputs.scenario import Scenario, scenario_file
+
+    given = tuple(sorted((k, v) for k, v in options.items() if v is not None))
+    if isinstance(scenario, Scenario) or any(k == "hardware" or _is_file(v) for k, v in given):
+        return None
+    try:
+        hash(given)
+        stat = os.stat(_default_file() if scenario is None else scenario_file(scenario))
+    except (TypeError, OSError, PerfmodelError):
+        return None
+    return (str(scenario), given, relayout, stat.st_mtime_ns, stat.st_size, os.getcwd(), catalogue.version())
+
+
+def _is_file(value: Any) -> bool:
+    """A keyword naming a file (a model TOML), whose contents the question depends on too."""
+    return isinstance(value, str) and value.endswith(".toml")
+
+
+@cache
+def _default_file() -> Path:
+    from perfmodel.inputs.scenario import scenario_file
+
+    return scenario_file(None)
 
 
 def _check_source(scenario: ScenarioSource) -> None:

@@ -117,12 +117,22 @@ def test_the_default_scenario_is_read_once_and_a_question_checked_once(monkeypat
     read_toml = scenarios.read_toml
     monkeypatch.setattr(scenarios, "read_toml", lambda *args: reads.append(args) or read_toml(*args))
     scenarios._bundled_tables.cache_clear()
-    scenarios._LOADED.clear()
+    perfmodel.api._ASKED.clear()
     first = perfmodel.load_scenario(**QUESTION, **LAYOUT)
     assert perfmodel.load_scenario(**QUESTION, **LAYOUT) is first  # a record: immutable, so shared
     for n_gpus in (64, 128, 256):
         perfmodel.predict(**QUESTION | {"n_gpus": n_gpus}, **LAYOUT)
     assert len(reads) == 1
+
+
+def test_a_question_on_an_edited_file_is_checked_again(tmp_path: Path) -> None:
+    """The questions asked before are keyed by the scenario file's version: an edit is read, not answered from
+    memory."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n')
+    assert perfmodel.load_scenario(path, precision="bf16").n_gpus == 8
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 16\n')
+    assert perfmodel.load_scenario(path, precision="bf16").n_gpus == 16
 
 
 def test_an_override_never_reaches_the_parsed_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -440,17 +440,8 @@ def load_scenario(
         return _marked(loaded, path, overrides)
     if all(value is None for value in (overrides or {}).values()):
         return _marked(_bundled(source), path, overrides)
-    version = _version(source)
-    key = _request_key(source, version, overrides or {})
-    found = _LOADED.get(key) if key is not None else None
-    if found is None:
-        raw = _copied(_bundled_tables(source, *version))
-        found = _marked(scenario_from(raw, str(source), overrides, origins, default=path is None), path, overrides)
-        if key is not None:
-            if len(_LOADED) >= MAX_LOADED:
-                del _LOADED[next(iter(_LOADED))]
-            _LOADED[key] = found
-    return found
+    tables = _copied(_bundled_tables(source, *_version(source)))
+    return _marked(scenario_from(tables, str(source), overrides, origins, default=path is None), path, overrides)
 
 
 def _marked(loaded: Scenario, path: str | Path | None, overrides: dict[str, Any] | None) -> Scenario:
@@ -461,25 +452,6 @@ def _marked(loaded: Scenario, path: str | Path | None, overrides: dict[str, Any]
     marked = replaced(loaded)
     object.__setattr__(marked, FROM_DEFAULT, frozenset({"tokens"}))
     return marked
-
-
-_LOADED: dict[tuple[Any, ...], Scenario] = {}
-"""Bundled scenarios with overrides as checked before (records are immutable: one can be shared), so that asking
-the Python API the same question again checks nothing again (the oldest dropped past MAX_LOADED)."""
-MAX_LOADED = 256
-
-
-def _request_key(source: Path, version: tuple[int, int], overrides: dict[str, Any]) -> tuple[Any, ...] | None:
-    """What a bundled scenario with `overrides` depends on; None where that is more than the overrides' values: a
-    model file (it is read relative to the working folder), or a value that cannot be a key."""
-    given = tuple(sorted((k, v) for k, v in overrides.items() if v is not None))
-    if any(isinstance(v, str) and v.endswith(".toml") for _, v in given):
-        return None
-    try:
-        hash(given)
-    except TypeError:
-        return None
-    return (source, version, given)
 
 
 def _version(source: Path) -> tuple[int, int]:
