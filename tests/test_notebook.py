@@ -44,6 +44,15 @@ def test_a_comparison_a_search_and_a_campaign_show_a_line_per_result() -> None:
     assert len(shown) == 1 + len(campaign.phases) + 1 and shown[-1].lstrip().startswith("total: ")
 
 
+def test_a_plan_shows_a_line_per_feasible_plan() -> None:
+    """A PlanReport printed its goal and every candidate's tried predictions as dataclass fields."""
+    plan = perfmodel.plan(model="llama3.1-8b", gpu=["h100-sxm", "gb200"], deadline_s=30 * 86400, tokens="1T")
+    lines = repr(plan).splitlines()
+    assert lines[0] == f"<PlanReport of {len(plan.feasible())} results" and len(lines) == 1 + len(plan.feasible())
+    assert "h100-sxm" in lines[1] and "gb200" in lines[2] and len(repr(plan)) < 800
+    assert plan._repr_html_().count("<tr>") == 1 + len(plan.feasible())
+
+
 def test_html_escapes_what_it_shows() -> None:
     from perfmodel.planning import views
 

@@ -34,6 +34,7 @@ from perfmodel.planning.campaign import Campaign, Result, predict_campaign
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
+from perfmodel.planning.views import Shown
 
 SCALING_GAIN = 0.01
 """A count whose time is not at least 1% below a smaller count's: scaling has stopped."""
@@ -390,11 +391,16 @@ def seed_count(base: Scenario, hw: Hardware, goal: Goal) -> int:
     return max(fits, math.ceil(flops / (goal.deadline_s * peak * SEED_SHARE_OF_PEAK)))
 
 
-@dataclass(frozen=True)
-class PlanReport:
+@dataclass(frozen=True, repr=False)
+class PlanReport(Shown):
+    """Every candidate's plan for one goal; shown short, a line per feasible plan (`to_dict` has them all)."""
+
     goal: Goal
     plans: list[CandidatePlan]
     elapsed_s: float
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return [record for c in self.feasible() for record in c.prediction._shown()]  # type: ignore[union-attr]
 
     def feasible(self) -> list[CandidatePlan]:
         return [c for c in self.plans if c.feasible]
