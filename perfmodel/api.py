@@ -171,6 +171,7 @@ def plan(
     (planning.plan.goal_basis), with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6`)."""
     from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
+    from perfmodel.planning.request import check_keywords
 
     _check_source(scenario)
     targets = arguments.texts("gpu", gpu)
@@ -179,6 +180,7 @@ def plan(
     arguments.number("max_gpus", max_gpus, 1, MAX_GPUS, whole=True, optional=True)
     given = dict(options)
     _use_hardware(given)
+    check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
     goal = planning.Goal(deadline_s, budget_usd)
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 

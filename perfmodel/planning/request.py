@@ -33,9 +33,7 @@ def load_request(
     """`source` with `options` (keyword -> value, None: not given) applied; `origins` names where each came from
     (`--tp`, `tp=3`) for error lines. `relayout` leaves the scenario's own layout open (keeping its global batch and
     sequence length) so that it is searched; options still fix their dimension."""
-    unknown = sorted(set(options) - set(OPTION_FIELDS))
-    if unknown:
-        raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
+    check_keywords(options)
     if options.get("recompute_layers") is not None and options.get("recompute") is None:
         options = options | {"recompute": "full"}  # a partial recompute is a full one: it replaces the file's mode
     if isinstance(options.get("buy"), bool):  # buy=True reads as the --buy flag; False as renting
@@ -53,6 +51,13 @@ def load_request(
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+def check_keywords(options: dict[str, Any]) -> None:
+    """Every keyword is a scenario option (OPTION_FIELDS): a misspelt one is refused, not ignored."""
+    unknown = sorted(set(options) - set(OPTION_FIELDS))
+    if unknown:
+        raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
 
 
 def check_given_layout(
