@@ -95,3 +95,16 @@ def test_validate_shows_each_row_before_and_after(runs: Path, fitted: tuple[Path
                                  "json").out)  # fmt: skip
     assert records["mape_before_pct"] > 3 * records["mape_pct"]
     assert all(abs(r["error_pct"]) < abs(r["error_before_pct"]) for r in records["rows"])
+
+
+def test_the_workbook_names_what_the_users_rows_refitted(fitted: tuple[Path, str]) -> None:
+    """The Assumptions sheet cited the bundled fit alone for a family the user's rows refitted."""
+    openpyxl = pytest.importorskip("openpyxl")
+    book = fitted[0].parent / "book.xlsx"
+    args = ("--calibration", str(fitted[0]), "--out", str(book), "--force")
+    assert run_cli("export", "predict", "--gpu", "h100-sxm", *args).code == 0
+    texts = [str(c.value) for row in openpyxl.load_workbook(book)["Assumptions"].iter_rows() for c in row if c.value]
+    assert any("your 5 measured rows refitted gemm_sustained" in t for t in texts)
+    assert run_cli("export", "predict", "--gpu", "gb300", *args).code == 0
+    texts = [str(c.value) for row in openpyxl.load_workbook(book)["Assumptions"].iter_rows() for c in row if c.value]
+    assert not any("your 5 measured rows" in t for t in texts)  # Blackwell Ultra: none of the rows' families
