@@ -1,5 +1,6 @@
 """`perfmodel launch`: every emitted option is one the stack's cited release has (perfmodel/data/launch_options.csv,
-read from Megatron-Bridge 0.3.1 / Megatron-Core 0.16.1 and torchtitan 0.2.0 by scripts/launch_options.py), the
+read from megatron-core 0.17.1 (Megatron-LM's parser), Megatron-Bridge 0.3.1 / Megatron-Core 0.16.1 and torchtitan
+0.2.0 by scripts/launch_options.py), the
 config carries the predicted layout, and a layout the stack cannot run is refused naming the setting."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def _named(stack: str, options: dict[str, object]) -> set[str]:
 
 
 @pytest.mark.parametrize(("stack", "layout", "run"), [("megatron-bridge", *c) for c in BRIDGE_CASES]
+                         + [("megatron-lm", *c) for c in BRIDGE_CASES]
                          + [("torchtitan", *c) for c in TITAN_CASES])  # fmt: skip
 def test_every_emitted_option_is_in_the_stacks_cited_release(stack: str, layout: Layout, run: Run) -> None:
     emitted = _named(stack, launch(stack, layout, run, "note").options)
@@ -56,6 +58,8 @@ def test_every_emitted_option_is_in_the_stacks_cited_release(stack: str, layout:
 
 def test_an_option_the_stack_lacks_fails_the_check() -> None:
     assert "model.tensor_model_parallel_size" in known_options("megatron-bridge")
+    assert {"--tensor-model-parallel-size", "--bf16", "--fp8-format"} <= known_options("megatron-lm")
+    assert "--fp8" not in known_options("megatron-lm")  # TransformerConfig.fp8's flag is --fp8-format
     assert "model.tensor_parallel_degree" not in known_options("megatron-bridge")  # torchtitan's name
     assert "parallelism.tensor_model_parallel_size" not in known_options("torchtitan")
 
@@ -75,6 +79,23 @@ def test_megatron_bridge_overrides_carry_the_layout() -> None:
     assert lines["ddp.use_distributed_optimizer"] == "true"
     assert lines["mixed_precision"] == "bf16_with_fp8_current_scaling_mixed"
     assert "# perfmodel decides the layout" in text and "tokenizer" in text
+
+
+def test_megatron_lm_arguments_carry_the_layout() -> None:
+    layout = replace(BASE, zero=3, recompute="selective")
+    text = launch("megatron-lm", layout, _run("nvfp4", "a2a"), "note").text
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert all(line.endswith(" \\") for line in lines[:-1]) and not lines[-1].endswith("\\")
+    args = " ".join(line.removesuffix(" \\") for line in lines).split()
+    value = {
+        flag: args[i + 1]
+        for i, flag in enumerate(args[:-1])
+        if flag.startswith("--") and not args[i + 1].startswith("--")
+    }
+    assert value["--tensor-model-parallel-size"] == "4" and value["--num-virtual-stages-per-pipeline-rank"] == "2"
+    assert value["--cp-comm-type"] == "a2a" and value["--recompute-granularity"] == "selective"
+    assert value["--data-parallel-sharding-strategy"] == "optim_grads_params" and "--use-megatron-fsdp" in args
+    assert value["--fp4-format"] == "e2m1" and "--use-distributed-optimizer" not in args and "--bf16" in args
 
 
 def test_torchtitan_toml_parses_and_carries_the_layout() -> None:
@@ -107,6 +128,7 @@ def test_torchtitan_without_pipeline_runs_one_micro_batch_per_forward() -> None:
         ("torchtitan", replace(BASE, zero=3), _run("nvfp4", "a2a"), "--precision nvfp4"),
         ("torchtitan", replace(BASE, zero=3, pp=3, vp=1), _run(cp_comm="a2a"), "--pp 3 --vp 1"),
         ("megatron-bridge", BASE, _run("mxfp4"), "--precision mxfp4"),
+        ("megatron-lm", BASE, _run("mxfp4"), "--precision mxfp4"),
     ],
 )
 def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
@@ -117,9 +139,11 @@ def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
 
 
 def test_a_stack_without_a_launch_config_is_refused() -> None:
-    with pytest.raises(PerfmodelError, match="--stack: 'nemo' has no launch config; valid: megatron-bridge, torch"):
+    with pytest.raises(
+        PerfmodelError, match="--stack: 'nemo' has no launch config; valid: megatron-lm, megatron-bridge, torch"
+    ):
         launch("nemo", BASE, _run(), "note")
-    with pytest.raises(PerfmodelError, match="stack='nemo': allowed megatron-bridge, torchtitan"):
+    with pytest.raises(PerfmodelError, match="stack='nemo': allowed megatron-lm, megatron-bridge, torchtitan"):
         perfmodel.launch("nemo")  # type: ignore[arg-type]
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -15,12 +16,13 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.steplog import MAX_LINE_BYTES, read_step_log, read_steps
 
 LOGS = Path(__file__).parent / "data" / "logs"
-MEGATRON, TITAN = LOGS / "megatron_bridge.log", LOGS / "torchtitan.log"
+MEGATRON, MEGATRON_LM, TITAN = LOGS / "megatron_bridge.log", LOGS / "megatron_lm.log", LOGS / "torchtitan.log"
 WORKLOAD = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "bf16", "--seq-len", "8192")
 
 
-def test_megatron_log_skips_warm_up_flags_the_slow_interval_and_counts_the_cut_line() -> None:
-    log = read_steps(MEGATRON)
+@pytest.mark.parametrize("path", [MEGATRON, MEGATRON_LM])
+def test_megatron_log_skips_warm_up_flags_the_slow_interval_and_counts_the_cut_line(path: Path) -> None:
+    log = read_steps(path)
     assert log.format.stack == "megatron" and log.gbs == 64
     assert log.warmup == (10,) and log.steps == tuple(range(20, 101, 10))
     assert log.median == 6301.5  # write_fixtures.MEGATRON_MS without its first interval
@@ -91,6 +93,24 @@ def _validated(log: Path, flags: list[str]) -> dict[str, object]:
     assert result.code == 0, result.err
     (row,) = json.loads(result.out)["rows"]
     return dict(row)
+
+
+def test_round_trip_megatron_lm() -> None:
+    launched = run_cli("launch", "--stack", "megatron-lm", *WORKLOAD, "--gbs", "64")
+    assert launched.code == 0, launched.err
+    args = " ".join(line.removesuffix(" \\") for line in launched.out.splitlines() if not line.startswith("#"))
+    given = dict(re.findall(r"(--[a-z0-9-]+) ([^- ][^ ]*)", args))
+    zero = 1 if "--use-distributed-optimizer" in args else {"optim_grads": 2, "optim_grads_params": 3}.get(
+        given.get("--data-parallel-sharding-strategy", ""), 0)  # fmt: skip
+    flags = [
+        "--tp", given["--tensor-model-parallel-size"], "--pp", given["--pipeline-model-parallel-size"],
+        "--cp", given["--context-parallel-size"], "--mbs", given["--micro-batch-size"],
+        "--vp", given.get("--num-virtual-stages-per-pipeline-rank", "1"),
+        "--recompute", given.get("--recompute-granularity", "none"), "--zero", str(zero),
+    ]  # fmt: skip
+    row = _validated(MEGATRON_LM, flags)
+    assert str(row["layout"]) in launched.out.splitlines()[0]
+    assert row["measured"] == pytest.approx(6.3015)
 
 
 def test_round_trip_megatron_bridge() -> None:

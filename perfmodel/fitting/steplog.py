@@ -1,9 +1,10 @@
 """Training logs as measured runs: the steady step time a Megatron or torchtitan run printed, read line by line.
 
 Formats, from the stacks' logging code of the versions `perfmodel launch` cites:
-- Megatron-Bridge 0.3.1, megatron/bridge/training/utils/train_utils.py `training_log` (the line Megatron-LM's
-  training.py prints too): `[date] iteration {:8d}/{:8d} | consumed samples: ... | elapsed time per iteration (ms):
-  {:.1f} | ... | global batch size: {:5d} | ...`, every `log_interval` iterations, the mean over that interval.
+- Megatron-Bridge 0.3.1, megatron/bridge/training/utils/train_utils.py `training_log`, and Megatron-LM's
+  megatron/training/training.py `training_log` (as megatron-core 0.17.1's sdist ships it; its date has
+  microseconds): `[date] iteration {:8d}/{:8d} | consumed samples: ... | elapsed time per iteration (ms): {:.1f} |
+  ... | global batch size: {:5d} | ...`, every `log_interval` iterations, the mean over that interval.
 - torchtitan 0.2.0, torchtitan/components/metrics.py `MetricsProcessor.log`: `step: {step:2}  loss: ...  grad_norm:
   ...  memory: {:5.2f}GiB({:.2f}%)  tps: {round(tps):,}  tflops: ...  mfu: {:.2f}%`, tps being tokens per second per
   device, with ANSI colours when on a terminal, behind the logger's and torchrun's `[rankN]:` prefixes.

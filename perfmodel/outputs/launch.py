@@ -5,9 +5,11 @@ to perfmodel/data/launch_options.csv; tests check every emitted name against it)
 - megatron-bridge: Megatron-Bridge 0.3.1 (its ConfigContainer sections, mixed-precision recipe names) over
   Megatron-Core 0.16.1 (TransformerConfig, DistributedDataParallelConfig, OptimizerConfig), as the `key=value`
   overrides its `parse_hydra_overrides` (megatron/bridge/training/utils/omegaconf_utils.py) applies to a recipe.
+- megatron-lm: Megatron-LM's `pretrain_gpt.py` arguments as megatron-core 0.17.1's sdist ships its parser
+  (megatron/training/arguments.py: its add_argument calls and the flags ArgumentGroupFactory makes of
+  TransformerConfig, TrainingConfig and DistributedInitConfig), one a line.
 - torchtitan: torchtitan 0.2.0, a job TOML (torchtitan/config/job_config.py JobConfig; `--job.config_file`).
-Megatron-LM's own `pretrain_gpt.py` arguments (megatron/training/arguments.py) are in no published package, so
-perfmodel does not emit them. A layout the stack cannot run is refused with one line naming the setting.
+A layout the stack cannot run is refused with one line naming the setting.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from perfmodel.inputs.stacks import Knobs
 from perfmodel.physics.parallel import Layout
 from perfmodel.planning.predict import Prediction
 
-PROFILES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan"}
+PROFILES = {"megatron-lm": "megatron", "megatron-bridge": "megatron", "torchtitan": "torchtitan"}
 """Each stack perfmodel emits a config for, and the stack profile (inputs/stacks.py) its prediction uses."""
 NOT_DECIDED = (
     "perfmodel decides the layout, batch, recompute, sharding and precision only; set the rest yourself: data paths "
@@ -35,8 +37,16 @@ BRIDGE_PRECISION = {
     "nvfp4": "bf16_with_nvfp4_mixed",
 }
 """perfmodel precision -> Megatron-Bridge mixed-precision recipe (mixed_precision.py's registered names)."""
-BRIDGE_SHARDING = {0: "no_shard", 1: "optim", 2: "optim_grads", 3: "optim_grads_params"}
-"""--zero -> Megatron-Core DistributedDataParallelConfig.data_parallel_sharding_strategy (Megatron-FSDP's)."""
+MEGATRON_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+"""--zero 2|3 -> Megatron-FSDP's data_parallel_sharding_strategy (Megatron-Core's DDP config, Megatron-LM's flag)."""
+MEGATRON_LM_PRECISION: dict[str, dict[str, object]] = {
+    "bf16": {},
+    "fp8": {"--fp8-format": "hybrid", "--fp8-recipe": "tensorwise"},
+    "mxfp8": {"--fp8-format": "e4m3", "--fp8-recipe": "mxfp8"},
+    "nvfp4": {"--fp4-format": "e2m1", "--fp4-recipe": "nvfp4"},
+}
+"""perfmodel precision -> Megatron-LM's TransformerConfig flags beside --bf16 (fp8 as current per-tensor scaling,
+the release perfmodel prices; TransformerConfig.fp8_recipe, fp4_recipe)."""
 TITAN_CP = {"all_gather": "allgather", "a2a": "alltoall"}
 """perfmodel's CP exchange -> torchtitan's context_parallel_rotate_method (it has no p2p ring)."""
 
@@ -71,9 +81,13 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     """The config of `stack` for `layout` and `run`; `note` (the prediction in a line) heads the file."""
     if stack not in PROFILES:
         raise PerfmodelError(f"--stack: '{stack}' has no launch config; valid: {', '.join(PROFILES)}")
-    options = (_bridge if stack == "megatron-bridge" else _titan)(layout, run)
+    options = {"megatron-lm": _megatron_lm, "megatron-bridge": _bridge, "torchtitan": _titan}[stack](layout, run)
     header = [f"# {note}", f"# {NOT_DECIDED}."]
-    if stack == "megatron-bridge":
+    if stack == "megatron-lm":
+        flags = [f"{key}" if value is True else f"{key} {value}" for key, value in options.items()]
+        body = [f"{flag} \\" for flag in flags[:-1]] + flags[-1:]
+        header.append("# Megatron-LM pretrain_gpt.py arguments (megatron-core 0.17.1's parser), one a line")
+    elif stack == "megatron-bridge":
         body = [f"{key}={_bridge_value(value)}" for key, value in options.items()]
         header.append("# Megatron-Bridge 0.3.1 recipe overrides (key=value, one per line; pass them after the recipe)")
     else:
@@ -129,13 +143,42 @@ def _bridge(layout: Layout, run: Run) -> dict[str, object]:
     if lo.recompute == "full":
         options["model.recompute_method"] = "block" if lo.recompute_layers else "uniform"
         options["model.recompute_num_layers"] = lo.recompute_layers or 1
-    if lo.zero in (2, 3):  # Megatron-FSDP: its sharding strategy covers gradients (2) and parameters (3) too
+    if lo.zero in MEGATRON_SHARDING:  # Megatron-FSDP: its sharding covers gradients (2) and parameters (3) too
         options |= {
             "ddp.use_megatron_fsdp": True,
             "dist.use_megatron_fsdp": True,
-            "ddp.data_parallel_sharding_strategy": BRIDGE_SHARDING[lo.zero],
+            "ddp.data_parallel_sharding_strategy": MEGATRON_SHARDING[lo.zero],
         }
     return options
+
+
+def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
+    if run.precision not in MEGATRON_LM_PRECISION:
+        raise _refuse(f"--precision {run.precision}", "megatron-lm", "no such --fp8-recipe or --fp4-recipe in 0.17.1")
+    lo = layout
+    options: dict[str, object] = {
+        "--tensor-model-parallel-size": lo.tp,
+        "--pipeline-model-parallel-size": lo.pp,
+        "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 else None,
+        "--context-parallel-size": lo.cp,
+        "--cp-comm-type": run.cp_comm if lo.cp > 1 else None,
+        "--sequence-parallel": lo.tp > 1,
+        "--tp-comm-overlap": lo.tp > 1,
+        "--expert-model-parallel-size": lo.ep,
+        "--expert-tensor-parallel-size": lo.etp,
+        "--micro-batch-size": lo.mbs,
+        "--global-batch-size": lo.gbs,
+        "--seq-length": lo.seq_len,
+        "--recompute-granularity": lo.recompute if lo.recompute != "none" else None,
+        "--use-distributed-optimizer": lo.zero == 1,
+        "--use-megatron-fsdp": lo.zero in MEGATRON_SHARDING,
+        "--data-parallel-sharding-strategy": MEGATRON_SHARDING.get(lo.zero),
+        "--bf16": True,
+    } | MEGATRON_LM_PRECISION[run.precision]
+    if lo.recompute == "full":
+        options |= {"--recompute-method": "block" if lo.recompute_layers else "uniform",
+                    "--recompute-num-layers": lo.recompute_layers or 1}  # fmt: skip
+    return {key: value for key, value in options.items() if value is not None and value is not False}
 
 
 def _titan(layout: Layout, run: Run) -> dict[str, object]:

@@ -1,9 +1,11 @@
-"""Write the two training-log fixtures in the stacks' exact line formats (python tests/data/logs/write_fixtures.py).
+"""Write the training-log fixtures in the stacks' exact line formats (python tests/data/logs/write_fixtures.py).
 
 megatron_bridge.log: Megatron-Bridge 0.3.1 megatron/bridge/training/utils/train_utils.py `training_log` (log_interval
-10, log_throughput on), with start-up lines, a non-UTF-8 byte and a line cut short. torchtitan.log: torchtitan 0.2.0
-torchtitan/components/metrics.py `MetricsProcessor.log` (colours on), two ranks interleaved behind torchrun's
-`[rankN]:` prefix, with a cut line. Each has a slow first interval (warm-up) and one slow step (an outlier).
+10, log_throughput on), with start-up lines, a non-UTF-8 byte and a line cut short; megatron_lm.log: the same from
+Megatron-LM's megatron/training/training.py `training_log` (megatron-core 0.17.1's sdist), whose date has
+microseconds. torchtitan.log: torchtitan 0.2.0 torchtitan/components/metrics.py `MetricsProcessor.log` (colours
+on), two ranks interleaved behind torchrun's `[rankN]:` prefix, with a cut line. Each has a slow first interval
+(warm-up) and one slow step (an outlier).
 """
 
 # ruff: noqa: UP032 (the stack's own str.format calls, copied verbatim)
@@ -16,7 +18,7 @@ MEGATRON_MS = [13512.6, 6322.8, 6301.5, 6298.2, 6305.9, 6300.7, 6299.9, 9850.3, 
 TITAN_TPS = {1: 1200, 10: 8410, 20: 8452, 30: 8449, 40: 8461, 50: 8455, 60: 8450, 70: 3100, 80: 8458, 90: 8451}
 
 
-def megatron() -> bytes:
+def megatron(date: str) -> bytes:
     lines = [
         b"[2026-03-02 10:00:00] building GPT model ...",
         b"> number of parameters on (tensor, pipeline) model parallel rank (0, 0): 8030261248",
@@ -25,7 +27,7 @@ def megatron() -> bytes:
     consumed = 0
     for k, elapsed_ms in enumerate(MEGATRON_MS):
         consumed += 10 * 64
-        s = f" [2026-03-02 10:{k:02d}:00]"
+        s = f" [{date.format(k)}]"
         s += " iteration {:8d}/{:8d} |".format(10 * (k + 1), 100)
         s += " consumed samples: {:12d} |".format(consumed)
         s += " elapsed time per iteration (ms): {:.1f} |".format(elapsed_ms)
@@ -61,5 +63,6 @@ def torchtitan() -> bytes:
 
 
 if __name__ == "__main__":
-    (HERE / "megatron_bridge.log").write_bytes(megatron())
+    (HERE / "megatron_bridge.log").write_bytes(megatron("2026-03-02 10:{:02d}:00"))
+    (HERE / "megatron_lm.log").write_bytes(megatron("2026-03-02 10:{:02d}:00.123456"))
     (HERE / "torchtitan.log").write_bytes(torchtitan())
