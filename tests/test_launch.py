@@ -98,6 +98,15 @@ def test_megatron_lm_arguments_carry_the_layout() -> None:
     assert value["--fp4-format"] == "e2m1" and "--use-distributed-optimizer" not in args and "--bf16" in args
 
 
+@pytest.mark.parametrize("stack", ["megatron-lm", "megatron-bridge"])
+def test_an_uneven_pipeline_counts_the_embedding_and_the_loss_as_layers(stack: str) -> None:
+    """82 = 80 layers + embedding + loss splits into PP 41 x VP 2 chunks (physics/schedule.stage_layers)."""
+    uneven = launch(stack, replace(BASE, pp=41, vp=2), _run(), "note").options
+    even = launch(stack, BASE, _run(), "note").options
+    names = {"--account-for-embedding-in-pipeline-split", "model.account_for_embedding_in_pipeline_split"}
+    assert names & set(uneven) and not names & set(even)
+
+
 def test_torchtitan_toml_parses_and_carries_the_layout() -> None:
     layout = replace(BASE, zero=3, mbs=2)
     config = tomllib.loads(launch("torchtitan", layout, _run("fp8", "all_gather", TITAN_KNOBS), "note").text)
@@ -129,6 +138,8 @@ def test_torchtitan_without_pipeline_runs_one_micro_batch_per_forward() -> None:
         ("torchtitan", replace(BASE, zero=3, pp=3, vp=1), _run(cp_comm="a2a"), "--pp 3 --vp 1"),
         ("megatron-bridge", BASE, _run("mxfp4"), "--precision mxfp4"),
         ("megatron-lm", BASE, _run("mxfp4"), "--precision mxfp4"),
+        ("megatron-lm", replace(BASE, pp=3, vp=1), _run(), "--pp 3 --vp 1"),  # 80 + 2 layers over 3 chunks
+        ("megatron-bridge", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
     ],
 )
 def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(

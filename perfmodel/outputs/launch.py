@@ -22,6 +22,7 @@ from importlib.resources import files
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.stacks import Knobs
 from perfmodel.physics.parallel import Layout
+from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.planning.predict import Prediction
 
 PROFILES = {"megatron-lm": "megatron", "megatron-bridge": "megatron", "torchtitan": "torchtitan"}
@@ -120,6 +121,7 @@ def _bridge(layout: Layout, run: Run) -> dict[str, object]:
     if run.precision not in BRIDGE_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-bridge", "no such mixed-precision recipe in 0.3.1")
     lo = layout
+    uneven = _uneven_split(layout, run, "megatron-bridge")
     options: dict[str, object] = {
         "model.tensor_model_parallel_size": lo.tp,
         "model.pipeline_model_parallel_size": lo.pp,
@@ -136,6 +138,11 @@ def _bridge(layout: Layout, run: Run) -> dict[str, object]:
         "ddp.use_distributed_optimizer": lo.zero == 1,
         "optimizer.use_distributed_optimizer": lo.zero == 1,
     }
+    if uneven:
+        options |= {
+            "model.account_for_embedding_in_pipeline_split": True,
+            "model.account_for_loss_in_pipeline_split": True,
+        }
     if lo.cp > 1:
         options["model.cp_comm_type"] = run.cp_comm
     if lo.recompute != "none":
@@ -152,14 +159,31 @@ def _bridge(layout: Layout, run: Run) -> dict[str, object]:
     return options
 
 
+def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
+    """Whether Megatron must count the embedding and the loss as a layer each to split the layers over PP x VP
+    chunks (as physics/schedule.stage_layers prices an uneven split); a split it cannot make is refused."""
+    chunks = layout.pp * layout.vp
+    if run.n_layers % chunks == 0:
+        return False
+    if (run.n_layers + UNEVEN_EXTRA_UNITS) % chunks:
+        raise _refuse(
+            f"--pp {layout.pp} --vp {layout.vp}", stack,
+            f"{run.n_layers} layers, with the embedding and the loss counted as one each, do not split into "
+            f"{chunks} equal chunks",
+        )  # fmt: skip
+    return True
+
+
 def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
     if run.precision not in MEGATRON_LM_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-lm", "no such --fp8-recipe or --fp4-recipe in 0.17.1")
-    lo = layout
+    lo, uneven = layout, _uneven_split(layout, run, "megatron-lm")
     options: dict[str, object] = {
         "--tensor-model-parallel-size": lo.tp,
         "--pipeline-model-parallel-size": lo.pp,
         "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 else None,
+        "--account-for-embedding-in-pipeline-split": uneven,
+        "--account-for-loss-in-pipeline-split": uneven,
         "--context-parallel-size": lo.cp,
         "--cp-comm-type": run.cp_comm if lo.cp > 1 else None,
         "--sequence-parallel": lo.tp > 1,
