@@ -81,6 +81,17 @@ def test_megatron_bridge_overrides_carry_the_layout() -> None:
     assert "# perfmodel decides the layout" in text and "tokenizer" in text
 
 
+def test_a_moe_model_gets_its_dispatcher_and_a_campaign_is_refused() -> None:
+    moe = Run("bf16", "p2p", MEGATRON_KNOBS, n_layers=80, dispatcher="flex")
+    assert launch("megatron-lm", BASE, moe, "n").options["--moe-token-dispatcher-type"] == "flex"
+    bridge = launch("megatron-bridge", BASE, moe, "n").options
+    assert bridge["model.moe_token_dispatcher_type"] == moe.dispatcher
+    assert "--moe-token-dispatcher-type" not in launch("megatron-lm", BASE, _run(), "n").options
+    campaign = Path(perfmodel.__file__).parent.parent / "scenarios" / "campaign-llama3.1-405b.toml"
+    refused = run_cli("launch", str(campaign), "--stack", "megatron-lm")
+    assert refused.code == 2 and "launch takes one steady run, not a campaign of" in refused.err
+
+
 def test_megatron_lm_arguments_carry_the_layout() -> None:
     layout = replace(BASE, zero=3, recompute="selective")
     text = launch("megatron-lm", layout, _run("nvfp4", "a2a"), "note").text

@@ -76,6 +76,9 @@ class Run:
     cp_comm: str
     knobs: Knobs
     n_layers: int
+    dispatcher: str | None = None
+    """A MoE model's token dispatcher as priced (ModelSpec.dispatcher: Megatron-Core's moe_token_dispatcher_type);
+    None for a dense model."""
 
 
 def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
@@ -109,7 +112,14 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
         f"perfmodel: {prediction.model.id} on {lo.n_gpus} x {prediction.hardware.accelerator.id}, "
         f"{scenario.precision}: {lo.describe()}; predicted step {prediction.step_time_s:.3f} s"
     )
-    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, prediction.model.layers)
+    if scenario.phase:
+        raise PerfmodelError(
+            f"launch takes one steady run, not a campaign of {len(scenario.phase)} phases: launch each phase's "
+            "layout with its own flags"
+        )
+    model = prediction.model
+    dispatcher = model.dispatcher if model.experts else None
+    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher)
     return launch(stack, lo, run, note)
 
 
@@ -138,6 +148,8 @@ def _bridge(layout: Layout, run: Run) -> dict[str, object]:
         "ddp.use_distributed_optimizer": lo.zero == 1,
         "optimizer.use_distributed_optimizer": lo.zero == 1,
     }
+    if run.dispatcher:
+        options["model.moe_token_dispatcher_type"] = run.dispatcher
     if uneven:
         options |= {
             "model.account_for_embedding_in_pipeline_split": True,
@@ -190,6 +202,7 @@ def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
         "--tp-comm-overlap": lo.tp > 1,
         "--expert-model-parallel-size": lo.ep,
         "--expert-tensor-parallel-size": lo.etp,
+        "--moe-token-dispatcher-type": run.dispatcher,
         "--micro-batch-size": lo.mbs,
         "--global-batch-size": lo.gbs,
         "--seq-length": lo.seq_len,
