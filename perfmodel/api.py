@@ -20,6 +20,7 @@ from perfmodel.inputs import arguments
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
     from perfmodel.inputs.scenario import Scenario
+    from perfmodel.outputs.launch import Launch
     from perfmodel.physics.calibration import Calibration
     from perfmodel.planning.campaign import Campaign
     from perfmodel.planning.compare import Comparison
@@ -110,6 +111,28 @@ def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions])
     from perfmodel.planning.campaign import predict_any
 
     return predict_any(load_scenario(scenario, **options))
+
+
+def launch(
+    stack: Literal["megatron-lm", "megatron-bridge", "torchtitan"],
+    /,
+    scenario: ScenarioSource = None,
+    **options: Unpack[ScenarioOptions],
+) -> Launch:
+    """The stack's own config for the predicted layout (`perfmodel launch`): `.text` (the file), `.options`.
+
+    `perfmodel.launch("torchtitan", model="llama3.1-8b", gpu="h100-sxm", n_gpus=16)`. The prediction is made with
+    the stack's profile (a `stack=` keyword naming another profile is refused); a layout the stack cannot run is
+    refused naming the setting.
+    """
+    from perfmodel.outputs.launch import PROFILES, for_prediction
+    from perfmodel.planning.predict import predict as run_prediction
+
+    arguments.one_of("stack", stack, tuple(PROFILES))
+    profile = options.setdefault("stack", PROFILES[stack])  # type: ignore[typeddict-item]
+    if profile != PROFILES[stack]:
+        raise PerfmodelError(f"stack={profile!r}: launch on {stack} predicts with stack '{PROFILES[stack]}'")
+    return for_prediction(run_prediction(load_scenario(scenario, **options)), stack)
 
 
 def search(

@@ -18,7 +18,7 @@ from perfmodel.errors import PerfmodelError, shown
 
 COMMANDS = {
     "calibrate": "validate", "compare": "compare", "explain": "explain", "export": "export", "hardware": "catalog",
-    "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "ratios": "ratios",
+    "launch": "launch", "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "ratios": "ratios",
     "scenarios": "catalog",
     "schema": "schema", "search": "search", "sensitivity": "whatif", "sweep": "sweep", "validate": "validate",
     "whatif": "whatif",

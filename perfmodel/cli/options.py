@@ -6,7 +6,7 @@ import contextlib
 import math
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import click
 
@@ -16,6 +16,8 @@ from perfmodel.inputs.counts import EXAMPLES, count
 FORMATS = click.Choice(["table", "json", "csv"])
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+"""A click option (or argument) decorator."""
 
 
 class FilePath(click.Path):
@@ -169,17 +171,24 @@ FLAG_NAMES = {"n_gpus": "gpus"}
 
 
 @overload
-def scenario_options(command: Command, *, many_gpus: bool = ..., many_systems: bool = ...) -> Command: ...
+def scenario_options(
+    command: Command, *, many_gpus: bool = ..., many_systems: bool = ..., stack: Decorator | None = ...
+) -> Command: ...
 @overload
 def scenario_options(
-    command: None = None, *, many_gpus: bool = ..., many_systems: bool = ...
+    command: None = None, *, many_gpus: bool = ..., many_systems: bool = ..., stack: Decorator | None = ...
 ) -> Callable[[Command], Command]: ...
 def scenario_options(
-    command: Command | None = None, *, many_gpus: bool = False, many_systems: bool = False
+    command: Command | None = None,
+    *,
+    many_gpus: bool = False,
+    many_systems: bool = False,
+    stack: Decorator | None = None,
 ) -> Command | Callable[[Command], Command]:
     """The flags shared by every command that takes a scenario; they override the scenario file.
 
-    `many_gpus`: --gpus takes a list of counts. `many_systems`: --gpu is repeated, each ID[:PRECISION].
+    `many_gpus`: --gpus takes a list of counts. `many_systems`: --gpu is repeated, each ID[:PRECISION]. `stack`:
+    the command's own --stack option in place of the stack profile's (`perfmodel launch` names target stacks).
     """
     gpu = (
         click.option(
@@ -203,7 +212,7 @@ def scenario_options(
         if many_gpus
         else click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs.")
     )
-    options = [
+    options: list[Decorator] = [
         click.argument(
             "scenario",
             required=False,
@@ -272,7 +281,8 @@ def scenario_options(
             help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score.",
         ),
         calibration_option,
-        click.option(
+        stack
+        or click.option(
             "--stack",
             type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]),
             help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's, maxtext JAX's.",
@@ -344,9 +354,10 @@ def scenario_options(
     ]
 
     def decorate(target: Command) -> Command:
+        decorated: Any = target
         for option in reversed(options):
-            target = option(target)
-        return target
+            decorated = option(decorated)
+        return cast(Command, decorated)
 
     return decorate(command) if command is not None else decorate
 

@@ -24,29 +24,48 @@ if TYPE_CHECKING:
 
 
 def _log_hardware(
-    gpu: str | None, system: str | None, gpus: int | None, precision: str, layout: dict[str, Any]
+    gpu: str | None, system: str | None, gpus: int | None, precision: str, layout: dict[str, Any], kind: str
 ) -> dict[str, Any]:
     from perfmodel.errors import PerfmodelError
 
     if gpus is None or (gpu is None and system is None):
-        raise PerfmodelError("MLPerf logs do not say what ran them: pass --gpu (or --system) and --gpus")
+        raise PerfmodelError(f"{kind} logs do not say what ran them: pass --gpu (or --system) and --gpus")
     hardware = {"n_gpus": gpus, "precision": precision, "parallelism": {k: v for k, v in layout.items() if v}}
     return hardware | ({"gpu": gpu} if gpu else {}) | ({"system": system} if system else {})
 
 
 def _runs(
-    data: str | None, logs: tuple[str, ...], log_flags: dict[str, Any], only: str | None, bundled: bool
+    data: str | None,
+    logs: tuple[str, ...],
+    log_flags: dict[str, Any],
+    only: str | None,
+    bundled: bool,
+    step_logs: tuple[str, ...] = (),
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
-    """The runs asked for (a CSV, logs, the bundled rows) and the bundled exclusions when those are used."""
+    """The runs asked for (a CSV, MLPerf logs, training logs, the bundled rows) and the bundled exclusions when those
+    are used."""
     from perfmodel.fitting.mllog import read_log
     from perfmodel.fitting.runs import collect_runs
 
     read: list[MeasuredRun] = []
-    if logs:
-        round_name = log_flags.pop("round")
-        hardware = _log_hardware(**log_flags)
+    if logs or step_logs:
+        round_name, step = log_flags.pop("round"), log_flags.pop("step")
+        hardware = _log_hardware(**log_flags, kind="MLPerf" if logs else "training")
         read = [read_log(path, hardware, round_name) for path in logs]
+        read += _step_runs(step_logs, hardware, step)
     return collect_runs(data or None, read, only, bundled)
+
+
+def _step_runs(paths: tuple[str, ...], hardware: dict[str, Any], step: dict[str, Any]) -> list[MeasuredRun]:
+    """Training logs (--logs) as runs of `step["model"]` on the hardware and layout the flags give."""
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.fitting.steplog import read_step_log
+
+    if paths and step["model"] is None:
+        raise PerfmodelError("--logs: training logs do not say which model ran: pass --model")
+    parallelism = hardware.get("parallelism", {}) | {k: v for k, v in step["layout"].items() if v is not None}
+    scenario = hardware | {"model": step["model"], "parallelism": parallelism}
+    return [read_step_log(path, scenario, step["warmup_steps"]) for path in paths]
 
 
 def _log_options(command: Command) -> Command:
@@ -67,6 +86,25 @@ def _log_options(command: Command) -> Command:
         _degree("--vp", "For MLPerf logs: virtual stages (else searched)."),
         _degree("--mbs", "For MLPerf logs: micro-batch size (else searched)."),
         click.option("--round", "round_", help="For MLPerf logs: the round whose rules apply (default: the latest)."),
+        click.option(
+            "--logs",
+            "step_logs",
+            multiple=True,
+            type=FilePath(dir_okay=False),
+            help="A Megatron(-Bridge) or torchtitan training log (iteration/step lines); repeatable. With --model, "
+            "--gpu/--system, --gpus and the layout flags (--gbs: Megatron logs give it).",
+        ),
+        click.option("--model", help="For --logs: the model that ran (perfmodel models list)."),
+        _degree("--gbs", "For --logs: global batch size in sequences."),
+        click.option("--seq-len", type=click.IntRange(min=16), help="For --logs: sequence length (default 8192)."),
+        _degree("--ep", "For --logs: expert-parallel size (else searched)."),
+        click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="For --logs."),
+        click.option("--zero", type=click.IntRange(0, 3), help="For --logs: sharding (else searched)."),
+        click.option(
+            "--warmup-steps",
+            type=click.IntRange(min=0),
+            help="For --logs: skip logged steps up to this one (default: the first tenth of those logged).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -75,9 +113,14 @@ def _log_options(command: Command) -> Command:
 
 def _split_log_flags(flags: dict[str, Any]) -> dict[str, Any]:
     layout = {k: flags.pop(k) for k in ("tp", "pp", "cp", "vp", "mbs")}
+    step = {
+        "model": flags.pop("model"),
+        "warmup_steps": flags.pop("warmup_steps"),
+        "layout": {k: flags.pop(k) for k in ("gbs", "seq_len", "ep", "recompute", "zero")},
+    }
     return {
         "gpu": flags.pop("gpu"), "system": flags.pop("system"), "gpus": flags.pop("gpus"),
-        "precision": flags.pop("precision"), "layout": layout, "round": flags.pop("round_"),
+        "precision": flags.pop("precision"), "layout": layout, "round": flags.pop("round_"), "step": step,
     }  # fmt: skip
 
 
@@ -125,9 +168,10 @@ def validate(
     from perfmodel.physics import calibration as calibrations
 
     if protocol:
-        _validate_protocol(protocol, logs, data, only, calibration, fmt)
+        _validate_protocol(protocol, logs + flags["step_logs"], data, only, calibration, fmt)
         return
-    runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False)
+    step_logs = flags.pop("step_logs")
+    runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False, step_logs=step_logs)
     result = run_validation(runs, calibrations.resolve(calibration), excluded)
     given = calibration is not None and calibration.lower() != "none"
     before = run_validation(runs, calibrations.bundled(), excluded) if given else None

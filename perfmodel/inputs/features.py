@@ -112,17 +112,20 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "distributed_optimizer",
         "distributed optimizer (ZeRO-1)",
-        {"megatron": "2022-07", "composer": None, "maxtext": None},
+        {"megatron": "2022-07", "composer": None, "maxtext": None, "torchtitan": None},
         "Megatron-LM's --use-distributed-optimizer, 2022-07 (recalled); DeepSpeed has had ZeRO-1 since its first "
         "release (Rajbhandari et al. 2019, arXiv 1910.02054); FSDP shards gradients with the optimizer state "
-        f"(SHARD_GRAD_OP, FULL_SHARD) or nothing (inputs/stacks.py); {_MAXTEXT_MESH}",
+        f"(SHARD_GRAD_OP, FULL_SHARD) or nothing (inputs/stacks.py); {_MAXTEXT_MESH}; torchtitan 0.2.0's "
+        "parallelism options shard with FSDP2 (data_parallel_shard_degree) or replicate, no optimizer-only mode "
+        "(torchtitan/config/job_config.py Parallelism)",
     ),
     Feature(
         "gradient_sharding",
         "ZeRO-2 (gradients reduce-scattered per micro-batch and sharded)",
-        {"megatron": "2025-04", "maxtext": None},
+        {"megatron": "2025-04", "maxtext": None, "torchtitan": None},
         f"Megatron's distributed optimizer keeps whole gradient buffers; {_MEGATRON_FSDP} (its optim_grads mode); "
-        f"{_MAXTEXT_MESH}",
+        f"{_MAXTEXT_MESH}; torchtitan's FSDP2 shards parameters too (fsdp_reshard_after_forward 'never' keeps them "
+        "gathered between forward and backward only, still all-gathered each step; job_config.py Parallelism)",
     ),
     Feature(
         "sharded_pipeline",

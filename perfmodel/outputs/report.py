@@ -440,6 +440,8 @@ def validation_table(result: Any, before: Any = None) -> str:
     if before:
         lines.append(f"Before it (calibration: {before.calibration.source}): MAPE {before.mape_pct:.1f}% over "
                      f"{len(before.rows)} runs")  # fmt: skip
+    lines += [f"{run.id}: {run.assumptions[0]}" for run in (row.prepared.run for row in result.rows)
+              if run.id.startswith("log:") and run.assumptions]  # training logs: the steps used  # fmt: skip
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
     over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
     if over:

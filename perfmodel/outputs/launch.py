@@ -1,0 +1,290 @@
+"""The training stack's own configuration for a predicted layout (`perfmodel launch`).
+
+Option names are the stacks' own, read from their published packages (scripts/launch_options.py writes the list
+to perfmodel/data/launch_options.csv; tests check every emitted name against it):
+- megatron-bridge: Megatron-Bridge 0.3.1 (its ConfigContainer sections, mixed-precision recipe names) over
+  Megatron-Core 0.16.1 (TransformerConfig, DistributedDataParallelConfig, OptimizerConfig), as the `key=value`
+  overrides its `parse_hydra_overrides` (megatron/bridge/training/utils/omegaconf_utils.py) applies to a recipe.
+- megatron-lm: Megatron-LM's `pretrain_gpt.py` arguments as megatron-core 0.17.1's sdist ships its parser
+  (megatron/training/arguments.py: its add_argument calls and the flags ArgumentGroupFactory makes of
+  TransformerConfig, TrainingConfig and DistributedInitConfig), one a line.
+- torchtitan: torchtitan 0.2.0, a job TOML (torchtitan/config/job_config.py JobConfig; `--job.config_file`).
+A layout the stack cannot run is refused with one line naming the setting.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.stacks import Knobs
+from perfmodel.physics.parallel import Layout
+from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
+from perfmodel.planning.predict import Prediction
+
+PROFILES = {"megatron-lm": "megatron", "megatron-bridge": "megatron", "torchtitan": "torchtitan"}
+"""Each stack perfmodel emits a config for, and the stack profile (inputs/stacks.py) its prediction uses."""
+NOT_DECIDED = (
+    "perfmodel decides the layout, batch, recompute, sharding and precision only; set the rest yourself: data paths "
+    "and blend, tokenizer, checkpoint and log folders, model definition, optimizer and schedule, iterations"
+)
+BRIDGE_PRECISION = {
+    "bf16": "bf16_mixed",
+    "fp8": "bf16_with_fp8_current_scaling_mixed",
+    "mxfp8": "bf16_with_mxfp8_mixed",
+    "nvfp4": "bf16_with_nvfp4_mixed",
+}
+"""perfmodel precision -> Megatron-Bridge mixed-precision recipe (mixed_precision.py's registered names)."""
+MEGATRON_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+"""--zero 2|3 -> Megatron-FSDP's data_parallel_sharding_strategy (Megatron-Core's DDP config, Megatron-LM's flag)."""
+MEGATRON_LM_PRECISION: dict[str, dict[str, object]] = {
+    "bf16": {},
+    "fp8": {"--fp8-format": "hybrid", "--fp8-recipe": "tensorwise"},
+    "mxfp8": {"--fp8-format": "e4m3", "--fp8-recipe": "mxfp8"},
+    "nvfp4": {"--fp4-format": "e2m1", "--fp4-recipe": "nvfp4"},
+}
+"""perfmodel precision -> Megatron-LM's TransformerConfig flags beside --bf16 (fp8 as current per-tensor scaling,
+the release perfmodel prices; TransformerConfig.fp8_recipe, fp4_recipe)."""
+TITAN_CP = {"all_gather": "allgather", "a2a": "alltoall"}
+"""perfmodel's CP exchange -> torchtitan's context_parallel_rotate_method (it has no p2p ring)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What `perfmodel launch` writes: the options as the stack names them and the text of the file."""
+
+    stack: str
+    options: dict[str, object]
+    text: str
+
+
+@cache
+def known_options(stack: str) -> frozenset[str]:
+    """The option names read from the stack's published source (perfmodel/data/launch_options.csv)."""
+    with files("perfmodel.data").joinpath("launch_options.csv").open(encoding="utf-8") as handle:
+        return frozenset(row["option"] for row in csv.DictReader(handle) if row["stack"] == stack)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the config sets beside the layout, as the prediction priced it."""
+
+    precision: str
+    cp_comm: str
+    knobs: Knobs
+    n_layers: int
+    dispatcher: str | None = None
+    """A MoE model's token dispatcher as priced (ModelSpec.dispatcher: Megatron-Core's moe_token_dispatcher_type);
+    None for a dense model."""
+
+
+def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
+    """The config of `stack` for `layout` and `run`; `note` (the prediction in a line) heads the file."""
+    if stack not in PROFILES:
+        raise PerfmodelError(f"--stack: '{stack}' has no launch config; valid: {', '.join(PROFILES)}")
+    options = {"megatron-lm": _megatron_lm, "megatron-bridge": _bridge, "torchtitan": _titan}[stack](layout, run)
+    header = [f"# {note}", f"# {NOT_DECIDED}."]
+    if stack == "megatron-lm":
+        flags = [f"{key}" if value is True else f"{key} {value}" for key, value in options.items()]
+        body = [f"{flag} \\" for flag in flags[:-1]] + flags[-1:]
+        header.append("# Megatron-LM pretrain_gpt.py arguments (megatron-core 0.17.1's parser), one a line")
+    elif stack == "megatron-bridge":
+        body = [f"{key}={_bridge_value(value)}" for key, value in options.items()]
+        header.append("# Megatron-Bridge 0.3.1 recipe overrides (key=value, one per line; pass them after the recipe)")
+    else:
+        body = _toml(options)
+        header.append("# torchtitan 0.2.0 job config (--job.config_file); merge with your model's own job TOML")
+    return Launch(stack, options, "\n".join([*header, *body]) + "\n")
+
+
+def for_prediction(prediction: Prediction, stack: str) -> Launch:
+    """The stack's config for a prediction's layout, headed by the prediction in a line."""
+    lo, scenario = prediction.layout, prediction.scenario
+    if PROFILES.get(stack, scenario.stack) != scenario.stack:
+        raise PerfmodelError(
+            f"--stack {stack}: the prediction is for the {scenario.stack} stack; predict with stack "
+            f"'{PROFILES[stack]}' to launch on {stack}"
+        )
+    note = (
+        f"perfmodel: {prediction.model.id} on {lo.n_gpus} x {prediction.hardware.accelerator.id}, "
+        f"{scenario.precision}: {lo.describe()}; predicted step {prediction.step_time_s:.3f} s"
+    )
+    if scenario.phase:
+        raise PerfmodelError(
+            f"launch takes one steady run, not a campaign of {len(scenario.phase)} phases: launch each phase's "
+            "layout with its own flags"
+        )
+    model = prediction.model
+    dispatcher = model.dispatcher if model.experts else None
+    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher)
+    return launch(stack, lo, run, note)
+
+
+def _refuse(setting: str, stack: str, why: str) -> PerfmodelError:
+    return PerfmodelError(f"{setting}: {stack} cannot run it ({why})")
+
+
+def _bridge(layout: Layout, run: Run) -> dict[str, object]:
+    if run.precision not in BRIDGE_PRECISION:
+        raise _refuse(f"--precision {run.precision}", "megatron-bridge", "no such mixed-precision recipe in 0.3.1")
+    lo = layout
+    uneven = _uneven_split(layout, run, "megatron-bridge")
+    options: dict[str, object] = {
+        "model.tensor_model_parallel_size": lo.tp,
+        "model.pipeline_model_parallel_size": lo.pp,
+        "model.virtual_pipeline_model_parallel_size": lo.vp if lo.vp > 1 else None,
+        "model.context_parallel_size": lo.cp,
+        "model.sequence_parallel": lo.tp > 1,
+        "model.expert_model_parallel_size": lo.ep,
+        "model.expert_tensor_parallel_size": lo.etp,
+        "model.seq_length": lo.seq_len,
+        "train.micro_batch_size": lo.mbs,
+        "train.global_batch_size": lo.gbs,
+        "mixed_precision": BRIDGE_PRECISION[run.precision],
+        "comm_overlap.tp_comm_overlap": lo.tp > 1,
+        "ddp.use_distributed_optimizer": lo.zero == 1,
+        "optimizer.use_distributed_optimizer": lo.zero == 1,
+    }
+    if run.dispatcher:
+        options["model.moe_token_dispatcher_type"] = run.dispatcher
+    if uneven:
+        options |= {
+            "model.account_for_embedding_in_pipeline_split": True,
+            "model.account_for_loss_in_pipeline_split": True,
+        }
+    if lo.cp > 1:
+        options["model.cp_comm_type"] = run.cp_comm
+    if lo.recompute != "none":
+        options["model.recompute_granularity"] = lo.recompute
+    if lo.recompute == "full":
+        options["model.recompute_method"] = "block" if lo.recompute_layers else "uniform"
+        options["model.recompute_num_layers"] = lo.recompute_layers or 1
+    if lo.zero in MEGATRON_SHARDING:  # Megatron-FSDP: its sharding covers gradients (2) and parameters (3) too
+        options |= {
+            "ddp.use_megatron_fsdp": True,
+            "dist.use_megatron_fsdp": True,
+            "ddp.data_parallel_sharding_strategy": MEGATRON_SHARDING[lo.zero],
+        }
+    return options
+
+
+def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
+    """Whether Megatron must count the embedding and the loss as a layer each to split the layers over PP x VP
+    chunks (as physics/schedule.stage_layers prices an uneven split); a split it cannot make is refused."""
+    chunks = layout.pp * layout.vp
+    if run.n_layers % chunks == 0:
+        return False
+    if (run.n_layers + UNEVEN_EXTRA_UNITS) % chunks:
+        raise _refuse(
+            f"--pp {layout.pp} --vp {layout.vp}", stack,
+            f"{run.n_layers} layers, with the embedding and the loss counted as one each, do not split into "
+            f"{chunks} equal chunks",
+        )  # fmt: skip
+    return True
+
+
+def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
+    if run.precision not in MEGATRON_LM_PRECISION:
+        raise _refuse(f"--precision {run.precision}", "megatron-lm", "no such --fp8-recipe or --fp4-recipe in 0.17.1")
+    lo, uneven = layout, _uneven_split(layout, run, "megatron-lm")
+    options: dict[str, object] = {
+        "--tensor-model-parallel-size": lo.tp,
+        "--pipeline-model-parallel-size": lo.pp,
+        "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 else None,
+        "--account-for-embedding-in-pipeline-split": uneven,
+        "--account-for-loss-in-pipeline-split": uneven,
+        "--context-parallel-size": lo.cp,
+        "--cp-comm-type": run.cp_comm if lo.cp > 1 else None,
+        "--sequence-parallel": lo.tp > 1,
+        "--tp-comm-overlap": lo.tp > 1,
+        "--expert-model-parallel-size": lo.ep,
+        "--expert-tensor-parallel-size": lo.etp,
+        "--moe-token-dispatcher-type": run.dispatcher,
+        "--micro-batch-size": lo.mbs,
+        "--global-batch-size": lo.gbs,
+        "--seq-length": lo.seq_len,
+        "--recompute-granularity": lo.recompute if lo.recompute != "none" else None,
+        "--use-distributed-optimizer": lo.zero == 1,
+        "--use-megatron-fsdp": lo.zero in MEGATRON_SHARDING,
+        "--data-parallel-sharding-strategy": MEGATRON_SHARDING.get(lo.zero),
+        "--bf16": True,
+    } | MEGATRON_LM_PRECISION[run.precision]
+    if lo.recompute == "full":
+        options |= {"--recompute-method": "block" if lo.recompute_layers else "uniform",
+                    "--recompute-num-layers": lo.recompute_layers or 1}  # fmt: skip
+    return {key: value for key, value in options.items() if value is not None and value is not False}
+
+
+def _titan(layout: Layout, run: Run) -> dict[str, object]:
+    lo, precision, n_layers = layout, run.precision, run.n_layers
+    if lo.zero in (1, 2):
+        raise _refuse(f"--zero {lo.zero}", "torchtitan", "it shards with FSDP2 (--zero 3) or replicates (--zero 0)")
+    if lo.cp > 1 and run.cp_comm not in TITAN_CP:
+        raise _refuse(f"--cp-comm {run.cp_comm}", "torchtitan", "its rotate methods: allgather, alltoall")
+    if lo.recompute_layers:
+        raise _refuse("--recompute-layers", "torchtitan", "activation_checkpoint recomputes every layer or none")
+    if precision not in ("bf16", "fp8", "mxfp8"):
+        raise _refuse(f"--precision {precision}", "torchtitan", "0.2.0 converts linears to float8 or mxfp8 only")
+    if lo.pp > 1 and n_layers % (lo.pp * lo.vp):
+        raise _refuse(f"--pp {lo.pp} --vp {lo.vp}", "torchtitan", f"{n_layers} layers do not split evenly into stages")
+    options: dict[str, object] = {
+        # local_batch_size is what one DP rank runs per optimizer step's forward: one micro-batch without PP (the
+        # rest is gradient accumulation, global over local x DP), the whole pipeline's micro-batches with it
+        # (torchtitan/train.py gradient_accumulation_steps; distributed/pipeline_parallel.py n_microbatches)
+        "training.local_batch_size": lo.gbs // lo.dp if lo.pp > 1 else lo.mbs,
+        "training.global_batch_size": lo.gbs,
+        "training.seq_len": lo.seq_len,
+        "parallelism.data_parallel_replicate_degree": lo.dp if lo.zero == 0 else 1,
+        "parallelism.data_parallel_shard_degree": lo.dp if lo.zero == 3 else 1,
+        "parallelism.tensor_parallel_degree": lo.tp,
+        "parallelism.enable_async_tensor_parallel": bool(run.knobs.async_tp) and lo.tp > 1,
+        "parallelism.pipeline_parallel_degree": lo.pp,
+        "parallelism.context_parallel_degree": lo.cp,
+        "parallelism.expert_parallel_degree": lo.ep,
+        "parallelism.expert_tensor_parallel_degree": lo.etp,
+        "activation_checkpoint.mode": lo.recompute,
+        "compile.enable": bool(run.knobs.compile),
+    }
+    if lo.pp > 1:
+        options |= {
+            "parallelism.pipeline_parallel_schedule": "Interleaved1F1B" if lo.vp > 1 else "1F1B",
+            "parallelism.pipeline_parallel_layers_per_stage": n_layers // (lo.pp * lo.vp),
+            "parallelism.pipeline_parallel_microbatch_size": lo.mbs,
+        }
+    if lo.cp > 1:
+        options["parallelism.context_parallel_rotate_method"] = TITAN_CP[run.cp_comm]
+    if precision == "fp8":
+        recipe = run.knobs.fp8_recipe or "tensorwise"
+        options |= {"model.converters": ["quantize.linear.float8"], "quantize.linear.float8.recipe_name": recipe}
+        if recipe == "tensorwise" and lo.zero == 3:  # as priced: FSDP gathers the weights already cast to FP8
+            options |= {
+                "quantize.linear.float8.enable_fsdp_float8_all_gather": True,
+                "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp": True,
+            }
+    elif precision == "mxfp8":
+        options |= {"model.converters": ["quantize.linear.mx"], "quantize.linear.mx.recipe_name": "mxfp8_cublas"}
+    return options
+
+
+def _bridge_value(value: object) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _toml(options: dict[str, object]) -> list[str]:
+    """Dotted options as TOML tables, in the order first named."""
+    tables: dict[str, list[str]] = {}
+    for key, value in options.items():
+        table, _, name = key.rpartition(".")
+        tables.setdefault(table, []).append(f"{name} = {_toml_value(value)}")
+    return [line for table, lines in tables.items() for line in ("", f"[{table}]", *lines)]
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return f'"{value}"' if isinstance(value, str) else str(value)

@@ -1,0 +1,68 @@
+"""Write the training-log fixtures in the stacks' exact line formats (python tests/data/logs/write_fixtures.py).
+
+megatron_bridge.log: Megatron-Bridge 0.3.1 megatron/bridge/training/utils/train_utils.py `training_log` (log_interval
+10, log_throughput on), with start-up lines, a non-UTF-8 byte and a line cut short; megatron_lm.log: the same from
+Megatron-LM's megatron/training/training.py `training_log` (megatron-core 0.17.1's sdist), whose date has
+microseconds. torchtitan.log: torchtitan 0.2.0 torchtitan/components/metrics.py `MetricsProcessor.log` (colours
+on), two ranks interleaved behind torchrun's `[rankN]:` prefix, with a cut line. Each has a slow first interval
+(warm-up) and one slow step (an outlier).
+"""
+
+# ruff: noqa: UP032 (the stack's own str.format calls, copied verbatim)
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).parent
+MEGATRON_MS = [13512.6, 6322.8, 6301.5, 6298.2, 6305.9, 6300.7, 6299.9, 9850.3, 6302.4, 6301.1]
+TITAN_TPS = {1: 1200, 10: 8410, 20: 8452, 30: 8449, 40: 8461, 50: 8455, 60: 8450, 70: 3100, 80: 8458, 90: 8451}
+
+
+def megatron(date: str) -> bytes:
+    lines = [
+        b"[2026-03-02 10:00:00] building GPT model ...",
+        b"> number of parameters on (tensor, pipeline) model parallel rank (0, 0): 8030261248",
+        b"WARNING: a non-UTF-8 byte \xff follows",
+    ]
+    consumed = 0
+    for k, elapsed_ms in enumerate(MEGATRON_MS):
+        consumed += 10 * 64
+        s = f" [{date.format(k)}]"
+        s += " iteration {:8d}/{:8d} |".format(10 * (k + 1), 100)
+        s += " consumed samples: {:12d} |".format(consumed)
+        s += " elapsed time per iteration (ms): {:.1f} |".format(elapsed_ms)
+        s += f" throughput per GPU (TFLOP/s/GPU): {431.2:.1f} |"
+        s += f" learning rate: {3e-4:.6E} |"
+        s += f" global batch size: {64:5d} |"
+        s += " {}: {:.6E} |".format("lm loss", 2.5 - k * 0.01)
+        s += f" loss scale: {1.0:.1f} |"
+        s += f" grad norm: {1.234:.3f} |"
+        s += " number of skipped iterations: {:3d} |".format(0)
+        s += " number of nan iterations: {:3d} |".format(0)
+        lines.append(s.encode())
+        if k == 4:
+            lines.append(s[:70].encode())  # cut short, as a killed writer leaves it
+    return b"\n".join(lines) + b"\n"
+
+
+def torchtitan() -> bytes:
+    red, green, orange, turquoise, blue, cyan, magenta, reset = (f"\033[{c}m" for c in (31, 32, 33, 36, 34, 36, 35, 39))
+    out = ["[rank0]:[titan] 2026-03-02 10:00:00,000 - root - INFO - Training starts at step 1"]
+    for step, tps_rank0 in TITAN_TPS.items():
+        for rank in (0, 1):
+            tps = tps_rank0 - 3 * rank
+            tflops = tps * 6 * 8.03e9 / 1e12
+            line = (
+                f"{red}step: {step:2}  {green}loss: {2.3456:7.4f}  {orange}grad_norm: {0.9876:7.4f}  "
+                f"{turquoise}memory: {61.23:5.2f}GiB({64.45:.2f}%)  {blue}tps: {round(tps):,}  "
+                f"{cyan}tflops: {tflops:,.2f}  {magenta}mfu: {tflops / 989 * 100:.2f}%{reset}"
+            )
+            out.append(f"[rank{rank}]:[titan] 2026-03-02 10:00:{step % 60:02d},000 - root - INFO - {line}")
+    out.append(f"[rank1]:[titan] 2026-03-02 10:01:40,000 - root - INFO - {red}step: 100  {green}loss:  2.34")
+    return ("\n".join(out) + "\n").encode()
+
+
+if __name__ == "__main__":
+    (HERE / "megatron_bridge.log").write_bytes(megatron("2026-03-02 10:{:02d}:00"))
+    (HERE / "megatron_lm.log").write_bytes(megatron("2026-03-02 10:{:02d}:00.123456"))
+    (HERE / "torchtitan.log").write_bytes(torchtitan())

@@ -1,0 +1,190 @@
+"""`perfmodel launch`: every emitted option is one the stack's cited release has (perfmodel/data/launch_options.csv,
+read from megatron-core 0.17.1 (Megatron-LM's parser), Megatron-Bridge 0.3.1 / Megatron-Core 0.16.1 and torchtitan
+0.2.0 by scripts/launch_options.py), the
+config carries the predicted layout, and a layout the stack cannot run is refused naming the setting."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+import perfmodel
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.stacks import Knobs
+from perfmodel.outputs.launch import Run, known_options, launch
+from perfmodel.physics.parallel import Layout
+
+BASE = Layout(tp=4, pp=4, cp=2, dp=2, vp=2, ep=1, mbs=1, gbs=64, seq_len=8192, recompute="full", zero=1)
+TITAN_KNOBS = Knobs(async_tp=True, compile=True, fp8_recipe="tensorwise")
+MEGATRON_KNOBS = Knobs(async_tp=None, compile=None, fp8_recipe=None)
+
+
+def _run(precision: str = "bf16", cp_comm: str = "p2p", knobs: Knobs = MEGATRON_KNOBS) -> Run:
+    return Run(precision, cp_comm, knobs, n_layers=80)
+
+
+BRIDGE_CASES = [
+    (BASE, _run()),
+    (replace(BASE, vp=1, cp=1, recompute="none", zero=0), _run("fp8")),
+    (replace(BASE, recompute="full", recompute_layers=3, zero=2), _run("mxfp8", "a2a")),
+    (replace(BASE, recompute="selective", zero=3, ep=4), _run("nvfp4", "all_gather")),
+]
+TITAN_CASES = [
+    (replace(BASE, zero=3), _run("fp8", "all_gather", TITAN_KNOBS)),
+    (replace(BASE, zero=0, pp=1, vp=1, cp=1, dp=16), _run("mxfp8", "a2a", TITAN_KNOBS)),
+    (
+        replace(BASE, zero=3, recompute="selective"),
+        _run("fp8", "all_gather", replace(TITAN_KNOBS, fp8_recipe="rowwise")),
+    ),
+]
+
+
+def _named(stack: str, options: dict[str, object]) -> set[str]:
+    """The option names as the stack's source defines them (a mixed-precision recipe is a registered name)."""
+    return {f"{key}={value}" if key == "mixed_precision" else key for key, value in options.items()}
+
+
+@pytest.mark.parametrize(("stack", "layout", "run"), [("megatron-bridge", *c) for c in BRIDGE_CASES]
+                         + [("megatron-lm", *c) for c in BRIDGE_CASES]
+                         + [("torchtitan", *c) for c in TITAN_CASES])  # fmt: skip
+def test_every_emitted_option_is_in_the_stacks_cited_release(stack: str, layout: Layout, run: Run) -> None:
+    emitted = _named(stack, launch(stack, layout, run, "note").options)
+    assert emitted - known_options(stack) == set()
+
+
+def test_an_option_the_stack_lacks_fails_the_check() -> None:
+    assert "model.tensor_model_parallel_size" in known_options("megatron-bridge")
+    assert {"--tensor-model-parallel-size", "--bf16", "--fp8-format"} <= known_options("megatron-lm")
+    assert "--fp8" not in known_options("megatron-lm")  # TransformerConfig.fp8's flag is --fp8-format
+    assert "model.tensor_parallel_degree" not in known_options("megatron-bridge")  # torchtitan's name
+    assert "parallelism.tensor_model_parallel_size" not in known_options("torchtitan")
+
+
+def test_megatron_bridge_overrides_carry_the_layout() -> None:
+    layout = replace(BASE, recompute_layers=5)
+    text = launch("megatron-bridge", layout, _run("fp8"), "note").text
+    lines = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert lines["model.tensor_model_parallel_size"] == "4"
+    assert lines["model.pipeline_model_parallel_size"] == "4"
+    assert lines["model.virtual_pipeline_model_parallel_size"] == "2"
+    assert lines["model.context_parallel_size"] == "2"
+    assert lines["model.cp_comm_type"] == "p2p"
+    assert lines["model.recompute_method"] == "block"
+    assert lines["model.recompute_num_layers"] == "5"
+    assert lines["train.global_batch_size"] == "64"
+    assert lines["ddp.use_distributed_optimizer"] == "true"
+    assert lines["mixed_precision"] == "bf16_with_fp8_current_scaling_mixed"
+    assert "# perfmodel decides the layout" in text and "tokenizer" in text
+
+
+def test_a_moe_model_gets_its_dispatcher_and_a_campaign_is_refused() -> None:
+    moe = Run("bf16", "p2p", MEGATRON_KNOBS, n_layers=80, dispatcher="flex")
+    assert launch("megatron-lm", BASE, moe, "n").options["--moe-token-dispatcher-type"] == "flex"
+    bridge = launch("megatron-bridge", BASE, moe, "n").options
+    assert bridge["model.moe_token_dispatcher_type"] == moe.dispatcher
+    assert "--moe-token-dispatcher-type" not in launch("megatron-lm", BASE, _run(), "n").options
+    campaign = Path(perfmodel.__file__).parent.parent / "scenarios" / "campaign-llama3.1-405b.toml"
+    refused = run_cli("launch", str(campaign), "--stack", "megatron-lm")
+    assert refused.code == 2 and "launch takes one steady run, not a campaign of" in refused.err
+
+
+def test_megatron_lm_arguments_carry_the_layout() -> None:
+    layout = replace(BASE, zero=3, recompute="selective")
+    text = launch("megatron-lm", layout, _run("nvfp4", "a2a"), "note").text
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert all(line.endswith(" \\") for line in lines[:-1]) and not lines[-1].endswith("\\")
+    args = " ".join(line.removesuffix(" \\") for line in lines).split()
+    value = {
+        flag: args[i + 1]
+        for i, flag in enumerate(args[:-1])
+        if flag.startswith("--") and not args[i + 1].startswith("--")
+    }
+    assert value["--tensor-model-parallel-size"] == "4" and value["--num-virtual-stages-per-pipeline-rank"] == "2"
+    assert value["--cp-comm-type"] == "a2a" and value["--recompute-granularity"] == "selective"
+    assert value["--data-parallel-sharding-strategy"] == "optim_grads_params" and "--use-megatron-fsdp" in args
+    assert value["--fp4-format"] == "e2m1" and "--use-distributed-optimizer" not in args and "--bf16" in args
+
+
+@pytest.mark.parametrize("stack", ["megatron-lm", "megatron-bridge"])
+def test_an_uneven_pipeline_counts_the_embedding_and_the_loss_as_layers(stack: str) -> None:
+    """82 = 80 layers + embedding + loss splits into PP 41 x VP 2 chunks (physics/schedule.stage_layers)."""
+    uneven = launch(stack, replace(BASE, pp=41, vp=2), _run(), "note").options
+    even = launch(stack, BASE, _run(), "note").options
+    names = {"--account-for-embedding-in-pipeline-split", "model.account_for_embedding_in_pipeline_split"}
+    assert names & set(uneven) and not names & set(even)
+
+
+def test_torchtitan_toml_parses_and_carries_the_layout() -> None:
+    layout = replace(BASE, zero=3, mbs=2)
+    config = tomllib.loads(launch("torchtitan", layout, _run("fp8", "all_gather", TITAN_KNOBS), "note").text)
+    par = config["parallelism"]
+    assert (par["tensor_parallel_degree"], par["pipeline_parallel_degree"], par["context_parallel_degree"]) == (4, 4, 2)
+    assert par["data_parallel_shard_degree"] == 2 and par["data_parallel_replicate_degree"] == 1
+    assert par["pipeline_parallel_schedule"] == "Interleaved1F1B"
+    assert par["pipeline_parallel_layers_per_stage"] == 80 // (4 * 2)
+    assert par["pipeline_parallel_microbatch_size"] == 2
+    assert config["training"]["local_batch_size"] == 64 // 2  # the pipeline's micro-batches per DP rank
+    assert config["activation_checkpoint"]["mode"] == "full"
+    assert config["quantize"]["linear"]["float8"]["recipe_name"] == "tensorwise"
+
+
+def test_torchtitan_without_pipeline_runs_one_micro_batch_per_forward() -> None:
+    layout = replace(BASE, zero=3, pp=1, vp=1, mbs=2, dp=8)
+    config = tomllib.loads(launch("torchtitan", layout, _run(knobs=TITAN_KNOBS, cp_comm="all_gather"), "n").text)
+    assert config["training"]["local_batch_size"] == 2  # global 64 over 2 x 8: 4 accumulation steps
+
+
+@pytest.mark.parametrize(
+    ("stack", "layout", "run", "setting"),
+    [
+        ("torchtitan", replace(BASE, zero=1), _run(cp_comm="all_gather"), "--zero 1"),
+        ("torchtitan", replace(BASE, zero=2), _run(cp_comm="all_gather"), "--zero 2"),
+        ("torchtitan", replace(BASE, zero=3), _run(cp_comm="p2p"), "--cp-comm p2p"),
+        ("torchtitan", replace(BASE, zero=3, recompute_layers=2), _run(cp_comm="a2a"), "--recompute-layers"),
+        ("torchtitan", replace(BASE, zero=3), _run("nvfp4", "a2a"), "--precision nvfp4"),
+        ("torchtitan", replace(BASE, zero=3, pp=3, vp=1), _run(cp_comm="a2a"), "--pp 3 --vp 1"),
+        ("megatron-bridge", BASE, _run("mxfp4"), "--precision mxfp4"),
+        ("megatron-lm", BASE, _run("mxfp4"), "--precision mxfp4"),
+        ("megatron-lm", replace(BASE, pp=3, vp=1), _run(), "--pp 3 --vp 1"),  # 80 + 2 layers over 3 chunks
+        ("megatron-bridge", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
+    ],
+)
+def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
+    stack: str, layout: Layout, run: Run, setting: str
+) -> None:
+    with pytest.raises(PerfmodelError, match=rf"^{setting}: {stack} cannot run it \("):
+        launch(stack, layout, run, "note")
+
+
+def test_a_stack_without_a_launch_config_is_refused() -> None:
+    with pytest.raises(
+        PerfmodelError, match="--stack: 'nemo' has no launch config; valid: megatron-lm, megatron-bridge, torch"
+    ):
+        launch("nemo", BASE, _run(), "note")
+    with pytest.raises(PerfmodelError, match="stack='nemo': allowed megatron-lm, megatron-bridge, torchtitan"):
+        perfmodel.launch("nemo")  # type: ignore[arg-type]
+
+
+def test_the_api_predicts_with_the_stacks_profile() -> None:
+    config = perfmodel.launch("torchtitan", model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, precision="bf16")
+    assert config.options["parallelism.data_parallel_shard_degree"] in (1, 2, 4, 8)  # searched: FSDP2, no ZeRO-1
+    with pytest.raises(PerfmodelError, match="launch on torchtitan predicts with stack 'torchtitan'"):
+        perfmodel.launch("torchtitan", model="llama3.1-8b", stack="megatron")
+
+
+def test_cli_prints_the_config_and_refuses_in_one_line(tmp_path: Path) -> None:
+    args = ("launch", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "bf16")
+    shown = run_cli(*args, "--stack", "megatron-bridge", "--tp", "2", "--pp", "1", "--cp", "1", "--vp", "1")
+    assert shown.code == 0 and "model.tensor_model_parallel_size=2" in shown.out
+    refused = run_cli(*args, "--stack", "torchtitan", "--tp", "2", "--cp", "2", "--cp-comm", "p2p")
+    assert refused.code == 2 and refused.out == ""
+    assert refused.err == "error: --cp-comm p2p: torchtitan cannot run it (its rotate methods: allgather, alltoall)\n"
+    out = tmp_path / "job.toml"
+    written = run_cli(*args, "--stack", "torchtitan", "--out", str(out))
+    assert written.code == 0 and written.out == "" and "[parallelism]" in out.read_text()
+    again = run_cli(*args, "--stack", "torchtitan", "--out", str(out))
+    assert again.code == 2 and "file exists; pass --force" in again.err

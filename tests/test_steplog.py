@@ -1,0 +1,151 @@
+"""`perfmodel validate --logs`: Megatron-Bridge 0.3.1 and torchtitan 0.2.0 training logs read back as measured runs
+(fixtures written in the stacks' exact line formats by tests/data/logs/write_fixtures.py), and the round trip from
+`perfmodel launch`'s config to a log of that config and back to the same layout."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.steplog import MAX_LINE_BYTES, read_step_log, read_steps
+
+LOGS = Path(__file__).parent / "data" / "logs"
+MEGATRON, MEGATRON_LM, TITAN = LOGS / "megatron_bridge.log", LOGS / "megatron_lm.log", LOGS / "torchtitan.log"
+WORKLOAD = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "bf16", "--seq-len", "8192")
+
+
+@pytest.mark.parametrize("path", [MEGATRON, MEGATRON_LM])
+def test_megatron_log_skips_warm_up_flags_the_slow_interval_and_counts_the_cut_line(path: Path) -> None:
+    log = read_steps(path)
+    assert log.format.stack == "megatron" and log.gbs == 64
+    assert log.warmup == (10,) and log.steps == tuple(range(20, 101, 10))
+    assert log.median == 6301.5  # write_fixtures.MEGATRON_MS without its first interval
+    assert log.outliers == (80,)  # 9850.3 ms, 56% over the median
+    assert log.skipped_lines == 1  # the line cut short; start-up lines and a non-UTF-8 byte are not iteration lines
+    assert "steps 20-100 used (9 of 10 logged), warm-up 10 skipped" in log.summary()
+
+
+def test_torchtitan_log_strips_colours_and_takes_the_slowest_rank_of_each_step() -> None:
+    log = read_steps(TITAN)
+    assert log.format.metric == "tokens_per_s_per_gpu" and log.gbs is None
+    assert log.warmup == (1,) and log.outliers == (70,)
+    assert log.median == 8448.0  # rank 1 logs 3 tokens/s fewer than rank 0 at every step: the median of rank 1's
+    assert log.skipped_lines == 1
+
+
+def test_warm_up_steps_can_be_named(tmp_path: Path) -> None:
+    assert read_steps(MEGATRON, warmup_steps=50).steps == (60, 70, 80, 90, 100)
+    with pytest.raises(PerfmodelError, match="all 10 logged steps are warm-up \\(up to step 100\\); log more steps"):
+        read_steps(MEGATRON, warmup_steps=100)
+
+
+def test_a_log_without_iteration_lines_is_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"starting\n\xff\xfe garbage\n" + b"x" * (3 * MAX_LINE_BYTES) + b"\n")
+    with pytest.raises(PerfmodelError, match=r"empty.log: no iteration lines \(Megatron or torchtitan"):
+        read_steps(empty)
+    with pytest.raises(PerfmodelError, match=r"missing\.log: no such log file"):
+        read_steps(tmp_path / "missing.log")
+    with pytest.raises(PerfmodelError, match="not a regular file"):
+        read_steps(tmp_path)
+
+
+def test_an_over_long_line_is_skipped_and_counted_not_held(tmp_path: Path) -> None:
+    log = tmp_path / "long.log"
+    log.write_bytes(MEGATRON.read_bytes() + b"y" * (2 * MAX_LINE_BYTES + 5) + b"\n")
+    assert read_steps(log).skipped_lines == 2
+
+
+def test_the_logged_global_batch_must_agree_with_the_flags() -> None:
+    scenario = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "precision": "bf16"}
+    with pytest.raises(PerfmodelError, match="the log's global batch size is 64, not --gbs 128"):
+        read_step_log(MEGATRON, scenario | {"parallelism": {"gbs": 128}})
+    with pytest.raises(PerfmodelError, match="a torchtitan log does not say its global batch: pass --gbs"):
+        read_step_log(TITAN, scenario)
+    run = read_step_log(MEGATRON, scenario)
+    assert run.scenario["parallelism"]["gbs"] == 64 and run.scenario["stack"] == "megatron"
+    assert run.metric == "step_time_s" and run.measured == pytest.approx(6.3015)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--logs", str(MEGATRON), "--gpu", "h100-sxm", "--gpus", "8"), "--logs: training logs do not say which model"),
+        (("--logs", str(MEGATRON), "--model", "llama3.1-8b"), "training logs do not say what ran them: pass --gpu"),
+        (("--logs", str(TITAN), *WORKLOAD), "torchtitan.log: a torchtitan log does not say its global batch"),
+        (("--logs", str(LOGS / "write_fixtures.py"), *WORKLOAD), "write_fixtures.py: no iteration lines"),
+    ],
+)
+def test_cli_refusals_are_one_line(args: tuple[str, ...], message: str) -> None:
+    result = run_cli("validate", *args)
+    assert result.code == 2 and result.out == ""
+    assert result.err.startswith("error: ") and message in result.err and result.err.count("\n") == 1
+
+
+def _validated(log: Path, flags: list[str]) -> dict[str, object]:
+    result = run_cli("validate", "--logs", str(log), *WORKLOAD, *flags, "--format", "json")
+    assert result.code == 0, result.err
+    (row,) = json.loads(result.out)["rows"]
+    return dict(row)
+
+
+def test_round_trip_megatron_lm() -> None:
+    launched = run_cli("launch", "--stack", "megatron-lm", *WORKLOAD, "--gbs", "64")
+    assert launched.code == 0, launched.err
+    args = " ".join(line.removesuffix(" \\") for line in launched.out.splitlines() if not line.startswith("#"))
+    given = dict(re.findall(r"(--[a-z0-9-]+) ([^- ][^ ]*)", args))
+    zero = 1 if "--use-distributed-optimizer" in args else {"optim_grads": 2, "optim_grads_params": 3}.get(
+        given.get("--data-parallel-sharding-strategy", ""), 0)  # fmt: skip
+    flags = [
+        "--tp", given["--tensor-model-parallel-size"], "--pp", given["--pipeline-model-parallel-size"],
+        "--cp", given["--context-parallel-size"], "--mbs", given["--micro-batch-size"],
+        "--vp", given.get("--num-virtual-stages-per-pipeline-rank", "1"),
+        "--recompute", given.get("--recompute-granularity", "none"), "--zero", str(zero),
+    ]  # fmt: skip
+    row = _validated(MEGATRON_LM, flags)
+    assert str(row["layout"]) in launched.out.splitlines()[0]
+    assert row["measured"] == pytest.approx(6.3015)
+
+
+def test_round_trip_megatron_bridge() -> None:
+    launched = run_cli("launch", "--stack", "megatron-bridge", *WORKLOAD, "--gbs", "64")
+    assert launched.code == 0, launched.err
+    overrides = dict(line.split("=", 1) for line in launched.out.splitlines() if not line.startswith("#"))
+    sharding = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+    zero = sharding[overrides.get("ddp.data_parallel_sharding_strategy", "no_shard")]
+    zero = 1 if overrides["ddp.use_distributed_optimizer"] == "true" else zero
+    flags = [
+        "--tp", overrides["model.tensor_model_parallel_size"], "--pp", overrides["model.pipeline_model_parallel_size"],
+        "--cp", overrides["model.context_parallel_size"], "--mbs", overrides["train.micro_batch_size"],
+        "--vp", {"null": "1"}.get(v := overrides["model.virtual_pipeline_model_parallel_size"], v),
+        "--recompute", overrides.get("model.recompute_granularity", "none"), "--zero", str(zero),
+    ]  # fmt: skip
+    row = _validated(MEGATRON, flags)  # the log's own global batch (64): no --gbs
+    assert str(row["layout"]) in launched.out.splitlines()[0]  # the same layout, described the same way
+    assert row["layout_basis"] == "reported" and row["measured"] == pytest.approx(6.3015)
+    predicted = float(launched.out.splitlines()[0].rsplit("predicted step ", 1)[1].removesuffix(" s"))
+    assert row["predicted"] == pytest.approx(predicted, abs=5e-4)  # validate prices what launch predicted
+
+
+def test_round_trip_torchtitan() -> None:
+    launched = run_cli("launch", "--stack", "torchtitan", *WORKLOAD, "--gbs", "64")
+    assert launched.code == 0, launched.err
+    config = tomllib.loads(launched.out)
+    par, training = config["parallelism"], config["training"]
+    dp = par["data_parallel_shard_degree"] * par["data_parallel_replicate_degree"]
+    micro = par.get("pipeline_parallel_microbatch_size", training["local_batch_size"])
+    flags = [
+        "--tp", par["tensor_parallel_degree"], "--pp", par["pipeline_parallel_degree"],
+        "--cp", par["context_parallel_degree"], "--mbs", micro, "--gbs", training["global_batch_size"],
+        "--recompute", config["activation_checkpoint"]["mode"],
+        "--zero", 3 if par["data_parallel_shard_degree"] == dp else 0,
+    ]  # fmt: skip
+    row = _validated(TITAN, [str(f) for f in flags])
+    assert str(row["layout"]) in launched.out.splitlines()[0]
+    assert row["metric"] == "tokens_per_s_per_gpu" and row["measured"] == 8448.0
