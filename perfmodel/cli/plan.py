@@ -48,6 +48,13 @@ def plan_options(command: Command) -> Command:
             "--deadline", type=Deadline(), help="Train within this wall time, with failures and losses: 720h, 30d, 4w."
         ),
         click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures and losses in."),
+        click.option(
+            "--confidence",
+            type=float,
+            default=0.5,
+            show_default=True,
+            help="Meet the deadline and the budget with this probability (0.5: on the point estimate; 0.9: at P90).",
+        ),
         click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
         quiet_option,
     ]
@@ -57,8 +64,8 @@ def plan_options(command: Command) -> Command:
 
 
 def plan_from_flags(
-    scenario: str | None, deadline: float | None, budget: float | None, max_gpus: int | None, quiet: bool,
-    flags: dict[str, Any],
+    scenario: str | None, deadline: float | None, budget: float | None, confidence: float, max_gpus: int | None,
+    quiet: bool, flags: dict[str, Any],
 ) -> Any:  # fmt: skip
     """The PlanReport `perfmodel plan` makes for these flags."""
     from perfmodel.planning import plan as planning
@@ -66,7 +73,7 @@ def plan_from_flags(
     targets = flags.pop("gpu")
     with progress("Planning", quiet) as update:
         options, origins = scenario_flags(flags)
-        goal = planning.Goal(deadline, budget)
+        goal = planning.Goal(deadline, budget, confidence)
         return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
 
 
@@ -77,6 +84,7 @@ def plan(
     scenario: str | None,
     deadline: float | None,
     budget: float | None,
+    confidence: float,
     max_gpus: int | None,
     fmt: str,
     quiet: bool,
@@ -92,7 +100,7 @@ def plan(
     """
     from perfmodel.outputs import plan_report
 
-    report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
+    report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags)
     if fmt == "csv":
         emit(report.to_records(), fmt)
         return
