@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
@@ -12,33 +11,13 @@ from perfmodel.cli.options import (
     FORMATS,
     Command,
     Count,
+    Deadline,
     emit,
     progress,
     quiet_option,
     scenario_flags,
     scenario_options,
 )
-
-UNITS_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
-
-
-class Deadline(click.ParamType):
-    """A duration with its unit: 720h, 30d, 4.5w."""
-
-    name = "DURATION"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        text = str(value).strip().lower()
-        unit = text[-1:]
-        if unit not in UNITS_S:
-            self.fail(f"'{value}' needs a unit: h, d or w (examples: 720h, 30d, 4w)", param, ctx)
-        try:
-            number = float(text[:-1])
-        except ValueError:
-            self.fail(f"'{value}' is not a number of hours, days or weeks (examples: 720h, 30d, 4w)", param, ctx)
-        if not math.isfinite(number) or number <= 0:
-            self.fail(f"'{value}' must be a positive finite duration", param, ctx)
-        return number * UNITS_S[unit]
 
 
 def plan_options(command: Command) -> Command:

@@ -512,6 +512,15 @@ def _confidence(confidence: float) -> str:
     return f", each with probability at least {confidence:.4g}"
 
 
+def deadline_line(record: dict[str, Any]) -> str:
+    """`predict --deadline`'s line: the probability of training within the deadline, and how it is read."""
+    within = f"{_duration(record['deadline_days'] * 86400)}, {record['deadline_basis']}"
+    return (
+        f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval read as a "
+        "two-piece log-normal around the point; README, 'Plans at a confidence')"
+    )
+
+
 def _chance_header(goal: dict[str, Any], key: str) -> str:
     """'P(meet 60.0 days)', 'P(within $60.00M)'."""
     return (
