@@ -163,7 +163,17 @@ def export_plan(
     planned = [c for c in report.plans if c.prediction is not None]
     if not planned:
         raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
-    keys = ("candidate", "feasible", "binds", "reason", "goal_basis", "deadline_share", "budget_share")
+    keys = (
+        "candidate",
+        "feasible",
+        "binds",
+        "reason",
+        "goal_basis",
+        "deadline_share",
+        "budget_share",
+        "p_meet_deadline",
+        "p_within_budget",
+    )
     extras = [{key: c.to_dict()[key] for key in keys} | report.goal.to_dict() for c in planned]
     _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
     if len(planned) < len(report.plans):
