@@ -8,7 +8,8 @@ the point: log(measured / predicted) is normal with the spread log(high) / z(0.9
 -log(low) / z(0.9) below it, so the 10% and 90% quantiles are the interval's ends exactly, the median is the point,
 and an interval that does not reach beyond 1 on a side says nothing is measured there. Without an interval (an
 uncalibrated prediction) the time is the point. Failures enter at their expected count (the goal's basis,
-planning/plan.py `goal_basis`): their spread is left out. Cost is proportional to time at the plan's price (the
+planning/plan.py `goal_basis`): their Poisson spread, left out, is a few tenths of a percent of a long run's time
+(README, "Plans at a confidence"). Cost is proportional to time at the plan's price (the
 price is chosen, not drawn: its range is shown, not a probability).
 """
 
