@@ -15,6 +15,7 @@ import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics.calibration import BUNDLED, Interval
 from perfmodel.planning import confidence as chance
+from perfmodel.planning.plan import p_within
 
 SMALL = ("--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8")
 BIG = ("--model", "llama3.1-405b", "--tokens", "15.6T", "--gpu", "gb300:nvfp4")
@@ -120,3 +121,18 @@ def test_predict_deadline_gives_the_probability_of_finishing() -> None:
     assert 0.9 < later < 1
     table = run_cli(*args, "--deadline", f"{point * 1.2}d").out
     assert f"with losses): {later:.2f}" in table
+
+
+@given(st.floats(0.5, 2.0), st.floats(0.5, 2.0))
+def test_the_probability_rises_with_the_deadline(a: float, b: float) -> None:
+    interval, (near, far) = _forward(), sorted((a, b))
+    assert chance.probability_within(interval, near) <= chance.probability_within(interval, far)
+
+
+def test_the_probability_rises_with_the_gpus() -> None:
+    """405B on GB300 NVFP4 within 53 days, on the counts plan tries: the interval widens beyond the measured scale
+    bands, but never by more than the time falls."""
+    work = {"model": "llama3.1-405b", "gpu": "gb300", "precision": "nvfp4", "tokens": 15.6e12, "gbs": 2048}
+    counts = (1792, 2560, 3072, 3584, 4096, 6144)
+    chances = [p_within(perfmodel.predict(n_gpus=n, **work), 53 * 86400) for n in counts]  # type: ignore[arg-type]
+    assert chances == sorted(chances) and chances[0] < 0.01 and chances[-1] > 0.99
