@@ -186,14 +186,17 @@ def plan(
     gpu: str | Sequence[str] = (),
     deadline_s: float | None = None,
     budget_usd: float | None = None,
+    confidence: float = 0.5,
     max_gpus: int | None = None,
     **options: Unpack[WorkloadOptions],
 ) -> PlanReport:
     """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
     `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
-    (planning.plan.goal_basis), with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6`)."""
+    (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
+    with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`)."""
     from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
+    from perfmodel.planning.confidence import check as confidence_check
     from perfmodel.planning.request import check_keywords
 
     _check_source(scenario)
@@ -204,7 +207,7 @@ def plan(
     given = dict(options)
     _use_hardware(given)
     check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
-    goal = planning.Goal(deadline_s, budget_usd)
+    goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"))
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
 

@@ -146,6 +146,7 @@ def export_plan(
     scenario: str | None,
     deadline: float | None,
     budget: float | None,
+    confidence: float,
     max_gpus: int | None,
     quiet: bool,
     out: Path,
@@ -158,11 +159,21 @@ def export_plan(
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
-    report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
+    report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags)
     planned = [c for c in report.plans if c.prediction is not None]
     if not planned:
         raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
-    keys = ("candidate", "feasible", "binds", "reason", "goal_basis", "deadline_share", "budget_share")
+    keys = (
+        "candidate",
+        "feasible",
+        "binds",
+        "reason",
+        "goal_basis",
+        "deadline_share",
+        "budget_share",
+        "p_meet_deadline",
+        "p_within_budget",
+    )
     extras = [{key: c.to_dict()[key] for key in keys} | report.goal.to_dict() for c in planned]
     _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
     if len(planned) < len(report.plans):

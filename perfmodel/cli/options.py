@@ -425,3 +425,25 @@ def say(text: str, err: bool = False) -> None:
     """Print `text` for people (a table, a message): `visible` (errors.py), its line breaks kept, so that user text
     in it cannot drive the terminal."""
     click.echo(visible(text, keep="\n"), err=err)
+
+
+UNITS_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+class Deadline(click.ParamType):
+    """A duration with its unit: 720h, 30d, 4.5w."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        text = str(value).strip().lower()
+        unit = text[-1:]
+        if unit not in UNITS_S:
+            self.fail(f"'{value}' needs a unit: h, d or w (examples: 720h, 30d, 4w)", param, ctx)
+        try:
+            number = float(text[:-1])
+        except ValueError:
+            self.fail(f"'{value}' is not a number of hours, days or weeks (examples: 720h, 30d, 4w)", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"'{value}' must be a positive finite duration", param, ctx)
+        return number * UNITS_S[unit]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
@@ -12,33 +11,13 @@ from perfmodel.cli.options import (
     FORMATS,
     Command,
     Count,
+    Deadline,
     emit,
     progress,
     quiet_option,
     scenario_flags,
     scenario_options,
 )
-
-UNITS_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
-
-
-class Deadline(click.ParamType):
-    """A duration with its unit: 720h, 30d, 4.5w."""
-
-    name = "DURATION"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        text = str(value).strip().lower()
-        unit = text[-1:]
-        if unit not in UNITS_S:
-            self.fail(f"'{value}' needs a unit: h, d or w (examples: 720h, 30d, 4w)", param, ctx)
-        try:
-            number = float(text[:-1])
-        except ValueError:
-            self.fail(f"'{value}' is not a number of hours, days or weeks (examples: 720h, 30d, 4w)", param, ctx)
-        if not math.isfinite(number) or number <= 0:
-            self.fail(f"'{value}' must be a positive finite duration", param, ctx)
-        return number * UNITS_S[unit]
 
 
 def plan_options(command: Command) -> Command:
@@ -48,6 +27,13 @@ def plan_options(command: Command) -> Command:
             "--deadline", type=Deadline(), help="Train within this wall time, with failures and losses: 720h, 30d, 4w."
         ),
         click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures and losses in."),
+        click.option(
+            "--confidence",
+            type=float,
+            default=0.5,
+            show_default=True,
+            help="Meet the deadline and the budget with this probability (0.5: on the point estimate; 0.9: at P90).",
+        ),
         click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
         quiet_option,
     ]
@@ -57,8 +43,8 @@ def plan_options(command: Command) -> Command:
 
 
 def plan_from_flags(
-    scenario: str | None, deadline: float | None, budget: float | None, max_gpus: int | None, quiet: bool,
-    flags: dict[str, Any],
+    scenario: str | None, deadline: float | None, budget: float | None, confidence: float, max_gpus: int | None,
+    quiet: bool, flags: dict[str, Any],
 ) -> Any:  # fmt: skip
     """The PlanReport `perfmodel plan` makes for these flags."""
     from perfmodel.planning import plan as planning
@@ -66,7 +52,7 @@ def plan_from_flags(
     targets = flags.pop("gpu")
     with progress("Planning", quiet) as update:
         options, origins = scenario_flags(flags)
-        goal = planning.Goal(deadline, budget)
+        goal = planning.Goal(deadline, budget, confidence)
         return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
 
 
@@ -77,6 +63,7 @@ def plan(
     scenario: str | None,
     deadline: float | None,
     budget: float | None,
+    confidence: float,
     max_gpus: int | None,
     fmt: str,
     quiet: bool,
@@ -92,7 +79,7 @@ def plan(
     """
     from perfmodel.outputs import plan_report
 
-    report = plan_from_flags(scenario, deadline, budget, max_gpus, quiet, flags)
+    report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags)
     if fmt == "csv":
         emit(report.to_records(), fmt)
         return

@@ -7,13 +7,16 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, emit, load_from_flags, scenario_options
+from perfmodel.cli.options import FORMATS, Deadline, emit, load_from_flags, scenario_options
 
 
 @cli.command()
 @scenario_options
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-def predict(scenario: str | None, fmt: str, **flags: Any) -> None:
+@click.option(
+    "--deadline", type=Deadline(), help="Also give the probability of training within this wall time: 720h, 30d, 4w."
+)
+def predict(scenario: str | None, fmt: str, deadline: float | None, **flags: Any) -> None:
     """Predict step time, throughput, memory, time-to-train and cost for one scenario.
 
     With no arguments it runs scenarios/default.toml. Flags override the file; a parallel dimension left out is
@@ -25,10 +28,33 @@ def predict(scenario: str | None, fmt: str, **flags: Any) -> None:
         from perfmodel.planning.campaign import predict_campaign
 
         campaign = predict_campaign(question)
-        emit(campaign.to_records() if fmt == "csv" else campaign.to_dict(), fmt, lambda: campaign_table(campaign))
+        if deadline is not None and fmt != "table":
+            raise click.UsageError(
+                "--deadline on a campaign: only with --format table (its JSON and CSV are per phase)"
+            )
+        emit(campaign.to_records() if fmt == "csv" else campaign.to_dict(), fmt,
+             lambda: campaign_table(campaign) + _deadline_text(campaign, deadline))  # fmt: skip
         return
     from perfmodel.outputs import report
     from perfmodel.planning.predict import predict as run_prediction
 
     result = run_prediction(question)
-    emit(result.to_dict(), fmt, lambda: report.table(result))
+    record = result.to_dict() | ({} if deadline is None else deadline_record(result, deadline))
+    emit(record, fmt, lambda: report.table(result) + _deadline_text(result, deadline))
+
+
+def deadline_record(result: Any, deadline_s: float) -> dict[str, Any]:
+    """The keys `predict --deadline` adds: the deadline and the probability of training within it."""
+    from perfmodel.planning.plan import goal_basis, p_within
+
+    return {"deadline_days": deadline_s / 86400, "deadline_basis": goal_basis(result),
+            "p_finish_within_deadline": p_within(result, deadline_s)}  # fmt: skip
+
+
+def _deadline_text(result: Any, deadline_s: float | None) -> str:
+    """The line under the table: 'P(finish within 60.0 days, with losses): 0.93 ...'."""
+    if deadline_s is None:
+        return ""
+    from perfmodel.outputs.plan_report import deadline_line
+
+    return "\n\n" + deadline_line(deadline_record(result, deadline_s))

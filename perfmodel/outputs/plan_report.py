@@ -17,6 +17,7 @@ from perfmodel.outputs.report import (
     tokens_text,
 )
 from perfmodel.planning.campaign import Campaign, Result
+from perfmodel.planning.confidence import MEDIAN
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 
@@ -434,11 +435,13 @@ def goal_table(report: Any) -> str:
     work = f"{p0.model.name}, {_tokens(p0)}"
     planned_days = [c.to_dict()["time_to_train_days"] for c in report.plans if c.prediction is not None]
     unit = column_unit(days * 86400 for days in planned_days)
+    chances = [key for key in ("p_meet_deadline", "p_within_budget") if goal[GOAL_OF[key]] is not None]
+    quantile = [] if goal["confidence"] == MEDIAN else ["time_to_train_days_at_confidence", "cost_usd_at_confidence"]
     rows, notes = [], []
     for c in report.plans:
         d = c.to_dict()
         if c.prediction is None:
-            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "-", "infeasible"])
+            rows.append([c.label, *["-"] * (8 + len(quantile + chances)), "infeasible"])
             notes.append(f"{c.label}: {c.reason}")
             continue
         p = c.prediction
@@ -458,6 +461,8 @@ def goal_table(report: Any) -> str:
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
                 goodput,
+                *(_at_confidence(d, key, unit) for key in quantile),
+                *("n/a" if d[key] is None else f"{d[key]:.2f}" for key in chances),
                 str(len(d["counts_tried"])),
                 d["binds"] if c.feasible else "over budget",
             ]
@@ -473,12 +478,14 @@ def goal_table(report: Any) -> str:
         "cost",
         "MWh",
         "goodput",
+        *(f"{'time' if key.startswith('time') else 'cost'} at P{100 * goal['confidence']:.4g}" for key in quantile),
+        *(_chance_header(goal, key) for key in chances),
         "counts tried",
         "binds",
     ]
     bases = {c.goal_basis for c in report.plans} - {None}
     basis = GOAL_BASES[bases.pop()] if len(bases) == 1 else "times and costs on each candidate's basis (goal_basis)"
-    lines = [f"{work}, {' and '.join(wanted)}; {basis}", ""]
+    lines = [f"{work}, {' and '.join(wanted)}{_confidence(goal['confidence'])}; {basis}", ""]
     lines.append(_tabulate(rows, headers))
     cheapest, fastest = report.cheapest(), report.fastest()
     lines.append("")
@@ -492,6 +499,42 @@ def goal_table(report: Any) -> str:
     notes += price_notes(planned) + beyond_note(predictions(planned))
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
+
+
+GOAL_OF = {"p_meet_deadline": "deadline_s", "p_within_budget": "budget_usd"}
+"""The goal each probability column is of."""
+
+
+def _confidence(confidence: float) -> str:
+    """How the goal is checked: on the point (the median), or at a confidence."""
+    if confidence == MEDIAN:
+        return " on the point estimate (probability 0.5 each; --confidence to ask more)"
+    return f", each with probability at least {confidence:.4g}"
+
+
+def deadline_line(record: dict[str, Any]) -> str:
+    """`predict --deadline`'s line: the probability of training within the deadline, and how it is read."""
+    within = f"{_duration(record['deadline_days'] * 86400)}, {record['deadline_basis']}"
+    return (
+        f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval read as a "
+        "two-piece log-normal around the point; README, 'Plans at a confidence')"
+    )
+
+
+def _chance_header(goal: dict[str, Any], key: str) -> str:
+    """'P(meet 60.0 days)', 'P(within $60.00M)'."""
+    return (
+        f"P(meet {_duration(goal['deadline_s'])})"
+        if key == "p_meet_deadline"
+        else f"P(within {_usd(goal['budget_usd'])})"
+    )
+
+
+def _at_confidence(d: dict[str, Any], key: str, unit: str | None) -> str:
+    """A plan's time or cost at the goal's confidence, as its table cell."""
+    if d[key] is None:
+        return "n/a"
+    return _duration(d[key] * 86400, unit) if key.startswith("time") else _usd(d[key])
 
 
 GOAL_BASES = {
@@ -525,5 +568,8 @@ def _estimated(report: Any) -> str:
 
 
 def _summary(c: Any) -> str:
-    d = c.to_dict()
-    return f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"
+    """'gb300-nvl72:nvfp4 on 3,584 GPUs, 45.3 days, $50.80M, P(meet 53.0 days) 0.99'."""
+    d, goal = c.to_dict(), c.goal.to_dict()
+    chances = "".join(f", {_chance_header(goal, key)} {d[key]:.2f}" for key in GOAL_OF if d[key] is not None)
+    what = f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"
+    return what + chances

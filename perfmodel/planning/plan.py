@@ -30,6 +30,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
+from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
@@ -47,14 +48,18 @@ SEED_SHARE_OF_PEAK = 1 / 3
 class Goal:
     deadline_s: float | None = None
     budget_usd: float | None = None
+    confidence: float = chance.MEDIAN
+    """The probability with which the plan must meet the deadline and the budget (planning/confidence.py)."""
 
     def __post_init__(self) -> None:
         if self.deadline_s is None and self.budget_usd is None:
             raise PerfmodelError("plan needs a goal: --deadline (e.g. 30d) and/or --budget (USD, e.g. 40e6)")
+        chance.check(self.confidence)
 
     def to_dict(self) -> dict[str, Any]:
         days = None if self.deadline_s is None else self.deadline_s / 86400
-        return {"deadline_s": self.deadline_s, "deadline_days": days, "budget_usd": self.budget_usd}
+        return {"deadline_s": self.deadline_s, "deadline_days": days, "budget_usd": self.budget_usd,
+                "confidence": self.confidence}  # fmt: skip
 
 
 def granularity(hw: Hardware) -> int:
@@ -110,6 +115,17 @@ def _budget_cost(p: Result) -> float:
     return cost
 
 
+def p_within(p: Result, deadline_s: float) -> float:
+    """The probability that the run on the goal's basis finishes within `deadline_s` (planning/confidence.py)."""
+    return chance.probability_within(p.interval, deadline_s / wall_s(p))
+
+
+def p_affordable(p: Result, budget_usd: float) -> float | None:
+    """The probability that the run on the goal's basis costs at most `budget_usd` at its price (None: no price)."""
+    cost = cost_usd(p)
+    return None if cost is None else chance.probability_within(p.interval, budget_usd / cost)
+
+
 @dataclass
 class _Tries:
     """Predictions of one candidate at the counts tried (a campaign's, with the phases that follow its count at
@@ -117,6 +133,8 @@ class _Tries:
 
     base: Scenario
     grid: list[int]
+    confidence: float = chance.MEDIAN
+    """Times and costs are their quantiles at this probability."""
     found: dict[int, Result | None] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
 
@@ -134,11 +152,11 @@ class _Tries:
 
     def time(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else wall_s(p)
+        return math.inf if p is None else wall_s(p) * chance.time_factor(p.interval, self.confidence)
 
     def cost(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else _budget_cost(p)
+        return math.inf if p is None else _budget_cost(p) * chance.time_factor(p.interval, self.confidence)
 
 
 @dataclass(frozen=True)
@@ -200,7 +218,19 @@ class CandidatePlan:
             "goodput": planned.get("goodput"),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
+            **self._chances(p),
             "plan": planned,
+        }
+
+    def _chances(self, p: Result) -> dict[str, Any]:
+        """The time and cost at the goal's confidence, and the probabilities of meeting the deadline and the budget
+        (planning/confidence.py); None where the goal has no deadline or budget, or the plan no price."""
+        goal, factor, cost = self.goal, chance.time_factor(p.interval, self.goal.confidence), cost_usd(p)
+        return {
+            "time_to_train_days_at_confidence": wall_s(p) * factor / 86400,
+            "cost_usd_at_confidence": None if cost is None else cost * factor,
+            "p_meet_deadline": None if goal.deadline_s is None else p_within(p, goal.deadline_s),
+            "p_within_budget": None if goal.budget_usd is None else p_affordable(p, goal.budget_usd),
         }
 
 
@@ -295,10 +325,11 @@ def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None,
     return fastest(*tried), "budget"
 
 
-def _scaling_reason(p: Result | None, why: str | None, at_max: bool) -> str:
+def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float) -> str:
     if p is None:
         return why or "no layout runs"
-    days = f"{wall_s(p) / 86400:,.1f} days {goal_basis(p)}"
+    time_s = wall_s(p) * chance.time_factor(p.interval, confidence)
+    days = f"{time_s / 86400:,.1f} days {goal_basis(p)}{chance.at(confidence)}"
     if isinstance(p, Campaign):
         head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days} for the campaign"
         return f"{head}: at --max-gpus / the largest count tried" if at_max else f"{head}: its phases stop scaling"
@@ -319,7 +350,7 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
     grid = counts(unit, max_gpus)
     if not grid:
         raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
-    tries = _Tries(base, grid)
+    tries = _Tries(base, grid, goal.confidence)
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
@@ -337,8 +368,8 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
             largest = max((k for k in range(len(grid)) if grid[k] in tries.found), default=0)
             best = min((k for k in range(len(grid)) if grid[k] in tries.found), key=tries.time, default=largest)
             p = tries.at(best)
-            reason = _scaling_reason(p, tries.why.get(grid[best]), at_max=largest == len(grid) - 1 and p is not None
-                                     and best == largest)  # fmt: skip
+            reason = _scaling_reason(p, tries.why.get(grid[best]), largest == len(grid) - 1 and p is not None
+                                     and best == largest, goal.confidence)  # fmt: skip
             return done(None, None, reason)
         if goal.budget_usd is not None and tries.cost(first) > goal.budget_usd:
             reason = (
@@ -362,7 +393,7 @@ def _cost_text(tries: _Tries, index: int) -> str:
     """The cost at a count tried, in millions, and its basis: '$41.20M with losses'."""
     p = tries.at(index)
     assert p is not None
-    return f"${tries.cost(index) / 1e6:,.2f}M {goal_basis(p)}"
+    return f"${tries.cost(index) / 1e6:,.2f}M {goal_basis(p)}{chance.at(tries.confidence)}"
 
 
 def _check_step_cost(p: Result | None, budget: float) -> None:
