@@ -24,11 +24,30 @@ from perfmodel.physics.algebra import Number, ceil, floor, log2, lookup, maximum
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.topology import Tiers
 
-NCCL_CALL_LATENCY_S = 8.4e-6
-"""Fixed latency of one NCCL collective call on top of its per-step latencies: NCCL's own cost model
-(src/graph/tuning.cc, `baseLat`, ring algorithm with the Simple protocol that large collectives use: 8.4 us) for
-the kernel launch, channel set-up and the closing synchronisation. Thousands of TP collectives per step, and DP
-buckets at hundreds of ranks, each pay it: short steps across many ranks are latency-bound, not bandwidth-bound."""
+NCCL_CALL_LATENCY_S = 17.2e-6
+"""Fixed latency of one collective call on top of its per-step latencies: kernel launch, channel set-up and the
+closing synchronisation, fitted to measured collectives (physics.collective_kernels; NCCL's own cost model,
+src/graph/tuning.cc `baseLat`, says 8.4 us for a ring with the Simple protocol, recalled, not stored; the measured
+8-GPU floor is 30-45 us through XLA and torch.distributed, 6-17 us in rccl-tests). Thousands of TP collectives per
+step, and DP buckets at hundreds of ranks, each pay it: short steps across many ranks are latency-bound."""
+SCALEUP_STEP_LATENCY_S = 0.0
+"""Software latency of one ring step inside a scale-up domain on top of its two link hops, fitted to measured
+collectives (physics.collective_kernels): none beyond the hops (GB200 NVL72's all-gather floor grows 1.4 us per
+rank, 17 us at 4 ranks to 95 us at 64: the two 0.7 us hops). The system file's `collective_step_us` stays the step
+cost across NICs, which no bundled row measures."""
+HALF_BANDWIDTH_BYTES = 16.0e6
+"""Message size at which a collective's data moves at half its bus bandwidth, on top of its latencies, fitted to
+measured collectives (physics.collective_kernels) with RAMP_EXPONENT: NCCL fills a pipeline of chunks per channel
+before the links run at speed, and uses fewer channels for smaller calls (8-GPU NVLink and xGMI reach half their peak
+bus bandwidth at 8-64 MiB, NVL72's 64-rank groups at 128-150 MiB: kernels README)."""
+RAMP_EXPONENT = 0.726
+"""How slowly the bus bandwidth approaches its peak: data time x (1 + (HALF_BANDWIDTH_BYTES / bytes)^exponent),
+fitted with it. Below 1 a ramp's cost grows with the message (GB200's 64-rank all-reduce spends 114 us over its
+bandwidth time at 16 MiB, 300 us at 256 MiB), as a fixed pipeline-fill latency (exponent 1) does not."""
+IN_SWITCH_SHARE = 0.659
+"""Share of a ring's scale-up rate an in-switch (NVLink SHARP) all-reduce reaches, fitted to measured collectives
+(physics.collective_kernels): nccl-tests measures H200's NVLS all-reduce at a bus bandwidth of 482 GB/s against the
+ring's 367 (1.3x, not the 1.75x of moving the data once instead of twice at the ring's rate)."""
 
 
 class GroupLinks(NamedTuple):
@@ -43,6 +62,10 @@ class GroupLinks(NamedTuple):
     intra_latency_s: Number
     inter_bytes_per_s: Number
     inter_latency_s: Number
+    call_latency_s: float = NCCL_CALL_LATENCY_S
+    half_bandwidth_bytes: float = HALF_BANDWIDTH_BYTES
+    in_switch_share: float = IN_SWITCH_SHARE
+    ramp_exponent: float = RAMP_EXPONENT
 
 
 def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> GroupLinks:
@@ -57,10 +80,15 @@ def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> 
         domains=domains,
         intra_bytes_per_s=lookup(tiers.scaleup_by_members, per_domain) * eff.scaleup,
         pair_bytes_per_s=tiers.scaleup_bytes_per_s(2) * eff.scaleup,
-        intra_latency_s=tiers.scaleup_latency_s + tiers.step_latency_s,
+        intra_latency_s=tiers.scaleup_latency_s + SCALEUP_STEP_LATENCY_S,
         inter_bytes_per_s=inter * eff.scaleout,
         inter_latency_s=inter_latency + tiers.step_latency_s,
     )
+
+
+def _ramp(size_bytes: Number, g: GroupLinks) -> Number:
+    """How much longer a call's data takes than at full bus bandwidth (HALF_BANDWIDTH_BYTES, RAMP_EXPONENT)."""
+    return 1.0 + (g.half_bandwidth_bytes / maximum(size_bytes, 1.0)) ** g.ramp_exponent
 
 
 def _ring_data(ranks: Number, size_bytes: Number, bytes_per_s: Number) -> Number:
@@ -76,12 +104,12 @@ def reduce_scatter(size_bytes: Number, g: GroupLinks) -> Number:
     latency = (g.per_domain - 1) * g.intra_latency_s + (g.domains - 1) * g.inter_latency_s
     intra = _ring_data(g.per_domain, size_bytes, g.intra_bytes_per_s)
     inter = _ring_data(g.domains, size_bytes / g.per_domain, g.inter_bytes_per_s)
-    return _call_latency(g) + latency + maximum(intra, inter)
+    return _call_latency(g) + latency + maximum(intra, inter) * _ramp(size_bytes, g)
 
 
 def _call_latency(g: GroupLinks) -> Number:
     """NCCL's fixed cost of one collective call; a group of one rank calls nothing."""
-    return where(g.size > 1, NCCL_CALL_LATENCY_S, 0.0)
+    return where(g.size > 1, g.call_latency_s, 0.0)
 
 
 all_gather = reduce_scatter
@@ -98,7 +126,7 @@ def all_reduce(size_bytes: Number, g: GroupLinks, tiers: Tiers) -> Number:
     inside, across = k > 1, d > 1
     intra_options = [(2 * (k - 1) * g.intra_latency_s, 2 * _ring_data(k, size_bytes, g.intra_bytes_per_s))]
     if tiers.scaleup_in_network_reduction:
-        in_switch = size_bytes / maximum(g.intra_bytes_per_s, 1.0)
+        in_switch = size_bytes / maximum(g.intra_bytes_per_s * g.in_switch_share, 1.0)
         intra_options.append((where(inside, 2 * g.intra_latency_s, 0.0), where(inside, in_switch, 0.0)))
     share = size_bytes / k
     once, twice = share / g.inter_bytes_per_s, 2 * share / g.inter_bytes_per_s
@@ -110,6 +138,8 @@ def all_reduce(size_bytes: Number, g: GroupLinks, tiers: Tiers) -> Number:
         inter_options.append((where(across, 2 * g.inter_latency_s, 0.0), where(across, once, 0.0)))
     intra_latency, intra_data = _fastest(intra_options)
     inter_latency, inter_data = _fastest(inter_options)
+    ramp = _ramp(size_bytes, g)
+    intra_data, inter_data = intra_data * ramp, inter_data * ramp
     return _call_latency(g) + intra_latency + inter_latency + maximum(intra_data, inter_data)
 
 
@@ -127,7 +157,8 @@ def all_to_all(size_bytes: Number, g: GroupLinks) -> Number:
     n = g.size
     intra = (g.per_domain - 1) / n * size_bytes / maximum(g.intra_bytes_per_s, 1.0)
     inter = (n - g.per_domain) / n * size_bytes / g.inter_bytes_per_s
-    return (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s) + maximum(intra, inter)
+    latency = (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s)
+    return _call_latency(g) + latency + maximum(intra, inter) * _ramp(size_bytes, g)
 
 
 def token_all_to_all(token_bytes: Number, copies: float, g: GroupLinks, missed: Number | None = None) -> Number:
@@ -139,14 +170,15 @@ def token_all_to_all(token_bytes: Number, copies: float, g: GroupLinks, missed: 
     limits its domains (moe.domain_missed), so each rank's NIC carries (D - 1)(1 - missed) x token_bytes instead of
     copies x (D - 1)/D x token_bytes (top-8 over 4 nodes: 2.7 sends per token instead of 6). Its scale-up links
     carry the copies for its own domain's other ranks and fan out the ones it receives for them. Inside one domain
-    this is the plain all-to-all."""
+    this is the plain all-to-all (its call latency and ramp on the rank's `copies` x token_bytes)."""
     n, k, d = g.size, g.per_domain, g.domains
     local = (k - 1) / n * copies * token_bytes
     forwarded = (n - k) / n * copies * token_bytes * (k - 1) / k
     remote_domains = (d - 1) * (1 - ((1 - 1 / d) ** copies if missed is None else missed))
     intra = (local + forwarded) / maximum(g.intra_bytes_per_s, 1.0)
     inter = remote_domains * token_bytes / g.inter_bytes_per_s
-    return (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s) + maximum(intra, inter)
+    latency = (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s)
+    return _call_latency(g) + latency + maximum(intra, inter) * _ramp(copies * token_bytes, g)
 
 
 def send_recv(size_bytes: Number, g: GroupLinks) -> Number:
@@ -154,4 +186,4 @@ def send_recv(size_bytes: Number, g: GroupLinks) -> Number:
     crosses = g.domains > 1
     bw = where(crosses, g.inter_bytes_per_s, g.pair_bytes_per_s)
     latency = where(crosses, g.inter_latency_s, g.intra_latency_s)
-    return latency + size_bytes / maximum(bw, 1.0)
+    return _call_latency(g) + latency + size_bytes / maximum(bw, 1.0) * _ramp(size_bytes, g)
