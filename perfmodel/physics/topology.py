@@ -53,7 +53,8 @@ class Tiers:
     scaleup_in_network_reduction: bool
     scaleout_in_network_reduction: bool
     step_latency_s: float
-    """Software cost of one collective step (NCCL/RCCL kernel synchronisation)."""
+    """Software cost of one collective step across NICs (NCCL/RCCL kernel synchronisation, proxy thread); inside a
+    domain the measured collectives fit none beyond the link hops (collectives.SCALEUP_STEP_LATENCY_S)."""
 
     def scaleup_bytes_per_s(self, members: int) -> float:
         """0 for a group larger than the domain (a domain of one GPU has no pair): it has no scale-up path."""
