@@ -45,16 +45,18 @@ def test_the_bundled_values_are_the_fit_of_the_bundled_rows() -> None:
         assert DEFAULTS[family].scaleup == KERNEL_SCALEUP[generation]
     assert today.call_latency_s == pytest.approx(found.call_latency_s, rel=3e-3)
     assert today.step_latency_s == pytest.approx(found.step_latency_s, abs=1e-8)  # at its bound, 0
-    assert today.half_bandwidth_bytes == pytest.approx(found.half_bandwidth_bytes, rel=3e-3)
+    assert today.half_bandwidth_s == pytest.approx(found.half_bandwidth_s, rel=3e-3)
     assert today.in_switch_share == pytest.approx(found.in_switch_share, rel=3e-3)
     assert today.ramp_exponent == pytest.approx(found.ramp_exponent, rel=3e-3)
+    assert today.mesh_half_bandwidth_s == pytest.approx(found.mesh_half_bandwidth_s, rel=3e-3)
+    assert today.xla_runtime_s == pytest.approx(found.xla_runtime_s, rel=3e-3)
 
 
 def test_every_row_names_its_source_and_the_fitted_rows_are_priced_within_their_measured_error() -> None:
-    """The all-reduce, all-gather and reduce-scatter rows of 8 MiB and more (1,188): MAPE 14.3%, each (op, system)
-    within 30% (8.4% A100 all-reduce to 28.9% MI300X all-reduce, whose XLA gfx942 and rccl-tests rows disagree: 0.62
-    and 0.71 of the xGMI links at 1 GiB). Those of 1-8 MiB (330, fitted too): 44% (+19% on average: slow; H100,
-    GB200/GB300 all-gather and reduce-scatter 40-60% slow, MI300X's 50-67% fast)."""
+    """The all-reduce, all-gather and reduce-scatter rows of 8 MiB and more (1,188): MAPE 10.9%, each (op, system)
+    within 20% (1.9% H200 reduce-scatter to 17.8% H100 reduce-scatter). Those of 1-8 MiB (330, fitted too): 24.8%
+    (+8% on average: slow; GB200/GB300 and H100 all-gather and reduce-scatter 28-34% slow, their all-reduces 17-18%
+    fast; A100, B200 and H200 all-reduces 16-20% fast; MI300X and MI355X within 20%)."""
     rows = collective_kernels()
     assert len(rows) == 3863 and all("@" in row.where and (" line" in row.where or "rccl-tests" in row.where)
                                      for row in rows)  # fmt: skip
@@ -62,19 +64,20 @@ def test_every_row_names_its_source_and_the_fitted_rows_are_priced_within_their_
     large = [row for row in fitted if row.message_bytes >= 8 * MIB]
     small = [row for row in fitted if row.message_bytes < 8 * MIB]
     assert len(fitted) == 1518 and len(large) == 1188 and FIT_MIN_BYTES == MIB
-    assert _mape([e for _, e in errors(large)]) < 14.5
-    assert _mape([e for _, e in errors(small)]) < 45.0
+    assert _mape([e for _, e in errors(large)]) < 11.0
+    assert _mape([e for _, e in errors(small)]) < 25.0
     for (op, system), values in _by(large, lambda r: (r.op, r.system)).items():
-        assert _mape(values) < 30.0, (op, system, _mape(values))
+        assert _mape(values) < 20.0, (op, system, _mape(values))
 
 
 def test_a_system_left_out_is_priced_from_the_others_fit() -> None:
     """Each system's fitted rows priced by a fit on the other systems' rows (its link generation's efficiency from
-    another system of that generation, else the median): 10.9% (A100, median efficiency) to 32.7% (MI300X)."""
+    another system of that generation, else the median; an XLA ROCm table's runtime floor read from its own calls of
+    64 KiB and less): 9.4% (A100, median efficiency) to 21.0% (H200)."""
     found = leave_one_system_out(collective_kernels())
     assert len(found) == 8
-    bounds = {"dgx-a100": 12, "dgx-b200": 16, "dgx-h100": 32, "dgx-h200": 16, "gb200-nvl72": 20,
-              "gb300-nvl72": 21, "mi300x-8": 34, "mi355x-8": 34}  # fmt: skip
+    bounds = {"dgx-a100": 10, "dgx-b200": 16, "dgx-h100": 20, "dgx-h200": 22, "gb200-nvl72": 18,
+              "gb300-nvl72": 18, "mi300x-8": 15, "mi355x-8": 16}  # fmt: skip
     for system, values in found.items():
         assert _mape(values) < bounds[system], (system, _mape(values))
 
@@ -83,34 +86,35 @@ def test_h100_all_reduce_of_512_mib_is_no_longer_priced_38_percent_fast() -> Non
     """ROCm/xla@dc6603221683 default_collective_perf_table.txtpb line 9646 (kernels_collectives.csv): 8x H100,
     all-reduce of 536,870,912 bytes (f32) in one group of 8, 2,431.62 us. The model priced it at NVLink SHARP's
     full link rate (1.5 ms, 38% fast); XLA runs a ring, which the model now prices at the fitted NVLink 4 efficiency
-    and ramp: 2.73 ms, 12% slow (the H100 all-reduce rows of 8 MiB and more average -1%)."""
+    and ramp: 2.77 ms, 14% slow (the H100 all-reduce rows of 8 MiB and more average -3%)."""
     (row,) = [r for r in collective_kernels() if r.where.endswith("line 9646 (entries block)")]
     assert (row.system, row.op, row.ranks, row.message_bytes) == ("dgx-h100", "all_reduce", 8, 536870912)
     assert row.time_s == pytest.approx(2431.62e-6)
-    assert predicted_s(row) / row.time_s - 1 == pytest.approx(0.12, abs=0.02)
+    assert predicted_s(row) / row.time_s - 1 == pytest.approx(0.14, abs=0.02)
 
 
 def test_in_switch_all_reduce_runs_at_the_measured_share_of_the_ring() -> None:
     """kernels_collectives.csv, stas00/ml-engineering@744d01e18b79 nccl-tests on 8x H200 at 16 GiB: all-reduce bus
     bandwidth 480.0 GB/s with NVLS, 367.2 GB/s ring (lines 978-979), a ratio of 1.31; 8x B200 (AWS, 8 GiB): 838.0
-    against 682.2 (line 941), 1.23. The model's ratio is 1.75 x the fitted in-switch share (0.659): 1.15."""
+    against 682.2 (line 941), 1.23. The model's ratio is 1.75 x the fitted in-switch share (0.622): 1.09, 12-17% short
+    of the two (the share is fitted mostly on the NVL72 XLA rows, where the model picks NVLS or the ring per call)."""
     at = {r.where.rsplit(" ", 1)[1]: r for r in collective_kernels() if r.system == "dgx-h200" and r.op == "all_reduce"}
     h200_nvls, h200_ring = at["978"], at["979"]
     assert (h200_nvls.in_switch, h200_ring.in_switch) == (True, False)
     assert h200_ring.time_s / h200_nvls.time_s == pytest.approx(480.0 / 367.2, rel=0.02)
     model = predicted_s(h200_ring) / predicted_s(h200_nvls)
     assert model == pytest.approx(2 * 7 / 8 * collectives.IN_SWITCH_SHARE, rel=0.01)
-    assert 1.1 < model < 1.31
+    assert 1.05 < model < 1.31
 
 
 def test_unfitted_ops_and_small_messages_are_reported_not_hidden() -> None:
-    """All-to-all and permute rows of 8 MiB and more are priced, not fitted: all-to-all 9.6-26.8% MAPE per system
-    (B200 22% fast), the permute (one send/recv per rank) 34-43% fast on NVIDIA, 36-64% slow on AMD's mesh. Below
-    1 MiB, where the XLA rows carry XLA's runtime overhead (kernels README), the fitted ops are priced 18% slow on
-    NVIDIA and 29% fast on AMD on average (MAPE 39% and 82%)."""
+    """All-to-all and permute rows of 8 MiB and more are priced, not fitted: all-to-all 5.7-17.9% MAPE per system
+    (B200 16% fast), the permute (one send/recv per rank) 32-42% fast on NVIDIA, 11-23% slow on AMD's mesh. Below
+    1 MiB, where the XLA rows carry XLA's runtime overhead (kernels README), the fitted ops are priced 19% fast on
+    NVIDIA and 7% slow on AMD on average (MAPE 29% and 27%)."""
     rows = collective_kernels()
     large = [r for r in rows if r.message_bytes >= 8 * MIB]
     a2a = _by([r for r in large if r.op == "all_to_all"], lambda r: r.system)
-    assert max(_mape(v) for v in a2a.values()) < 27.0
+    assert max(_mape(v) for v in a2a.values()) < 19.0
     permute = _by([r for r in large if r.op == "collective_permute"], lambda r: r.system)
-    assert max(_mape(v) for v in permute.values()) < 66.0
+    assert max(_mape(v) for v in permute.values()) < 43.0

@@ -27,7 +27,7 @@ def _comm(mode: str, cp: int = 4, tp: int = 1) -> tuple[float, float]:
     hw, md = resolve("h100-sxm"), get_model("llama2-7b")
     recipe = cp_comm_recipe(get_recipe("bf16", hw.accelerator), mode)
     ctx = Context(md, hw, recipe, DEFAULTS["hopper"], 32768)
-    links = GroupLinks(cp, cp, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0, half_bandwidth_bytes=0.0)
+    links = GroupLinks(cp, cp, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0, half_bandwidth_s=0.0)
     comm = _context_parallel(ctx, Shard(md, recipe, tp, cp, 1, 32768), links, 0.0)
     return float(comm.forward), float(comm.layer)
 

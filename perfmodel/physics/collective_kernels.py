@@ -1,7 +1,7 @@
 """Collectives' bus efficiency, latencies and message-size ramp, fitted to measured collectives rather than assumed.
 
 physics.collectives prices a collective as call latency + ring-step latencies + data / (link x scale-up efficiency)
-x (1 + (half-bandwidth bytes / message bytes)^exponent), an in-switch (NVLink SHARP) all-reduce at a share of the
+x (1 + (half-rate time / data time)^exponent), an in-switch (NVLink SHARP) all-reduce at a share of the
 ring's rate.
 Before this fit the efficiency (0.80 NVIDIA, 0.70 AMD), the latencies and the in-switch rate were estimates and there
 was no ramp: an 8x H100 all-reduce of 512 MiB priced 38% fast against XLA's measured 2,432 us (NVLS at the full link
@@ -14,8 +14,10 @@ The rows are perfmodel/data/kernels_collectives.csv (inputs.kernels.collective_k
 and more (the calls a training step makes: TP activations, DP buckets, FSDP layers; smaller XLA calls carry XLA's
 runtime overhead, 55-370 us on ROCm by the kernels README) and fits, by least squares on log time with each (system,
 op, benchmark) weighted alike: the scale-up efficiency per link generation, the call latency, the scale-up step
-latency, the ramp's half-bandwidth bytes and exponent, and the in-switch share. All-to-all and permute rows are
-priced, not fitted.
+latency, the ramp's half-rate time through a switch (NCCL) and on a mesh (RCCL), its exponent, and the in-switch
+share. XLA's ROCm tables add their runtime's floor to every call, which is read from each table's own calls of
+RUNTIME_MAX_BYTES and less, not fitted, and which no prediction pays. All-to-all and permute rows are priced, not
+fitted.
 efficiency.DEFAULTS and collectives' constants carry the rounded results; tests/test_collective_kernels.py holds them
 equal and reports each row's error and the leave-one-system-out error.
 """
@@ -33,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from perfmodel.inputs.hardware import resolve
-from perfmodel.inputs.kernels import CollectiveKernel
+from perfmodel.inputs.kernels import CollectiveKernel, collective_kernels
 from perfmodel.physics import collectives
 from perfmodel.physics.efficiency import DEFAULTS, SCALEUP_LINKS
 from perfmodel.physics.topology import Tiers, tiers
@@ -43,6 +45,9 @@ FIT_MIN_BYTES = 2**20
 """The smallest message fitted (1 MiB, a TP all-gather of 128 tokens x 4,096 in BF16): below it the XLA tables
 measure their runtime's overhead more than the library's (kernels README); those rows are priced and reported, not
 fitted."""
+RUNTIME_MAX_BYTES = 2**16
+"""The calls (64 KiB and less) from which an XLA table's runtime floor on ROCm is read: the library moves their data in
+a few microseconds."""
 
 
 class Fitted(NamedTuple):
@@ -51,16 +56,40 @@ class Fitted(NamedTuple):
     scaleup: dict[str, float]
     call_latency_s: float
     step_latency_s: float
-    half_bandwidth_bytes: float
+    half_bandwidth_s: float
     in_switch_share: float
     ramp_exponent: float
+    mesh_half_bandwidth_s: float
+    xla_runtime_s: dict[str, float]
+    """OpenXLA's own runtime cost per collective on ROCm, by system: its gfx942 and gfx950 tables carry it on every
+    call (a 190-250 us floor at 0.25-4 MiB on 8 MI300X, where rccl-tests measures 20-60 us; the kernels README says
+    55-370 us). Read from each table's own calls of RUNTIME_MAX_BYTES and less (their median time over the library's
+    price), so that its larger rows price RCCL's ramp rather than XLA's overhead; no prediction pays it. NVIDIA's
+    tables show none beyond the NCCL call latency fitted on them."""
 
 
+@cache
 def bundled() -> Fitted:
-    """What the model uses today (efficiency.DEFAULTS and physics.collectives' constants)."""
+    """What the model uses today (efficiency.DEFAULTS and physics.collectives' constants), with the XLA tables'
+    runtime floors read from the bundled rows."""
     scaleup = {SCALEUP_LINKS[family]: DEFAULTS[family].scaleup for family in SCALEUP_LINKS}
-    return Fitted(scaleup, collectives.NCCL_CALL_LATENCY_S, collectives.SCALEUP_STEP_LATENCY_S,
-                  collectives.HALF_BANDWIDTH_BYTES, collectives.IN_SWITCH_SHARE, collectives.RAMP_EXPONENT)  # fmt: skip
+    library = Fitted(scaleup, collectives.NCCL_CALL_LATENCY_S, collectives.SCALEUP_STEP_LATENCY_S,
+                     collectives.HALF_BANDWIDTH_S, collectives.IN_SWITCH_SHARE, collectives.RAMP_EXPONENT,
+                     collectives.MESH_HALF_BANDWIDTH_S, {})  # fmt: skip
+    return with_runtime(collective_kernels(), library)
+
+
+def _on_xla_rocm(row: CollectiveKernel) -> bool:
+    return row.benchmark == "xla" and _system(row)[1].scaleup_mesh
+
+
+def with_runtime(rows: Iterable[CollectiveKernel], fitted: Fitted) -> Fitted:
+    """`fitted` with each XLA ROCm table's runtime floor read from its calls of RUNTIME_MAX_BYTES and less."""
+    gaps: dict[str, list[float]] = {}
+    for row in rows:
+        if _on_xla_rocm(row) and row.op in FIT_OPS and row.message_bytes <= RUNTIME_MAX_BYTES:
+            gaps.setdefault(row.system, []).append(row.time_s - _library_s(row, fitted))
+    return fitted._replace(xla_runtime_s={system: max(0.0, float(np.median(gap))) for system, gap in gaps.items()})
 
 
 @cache
@@ -74,14 +103,21 @@ def _system(row: CollectiveKernel) -> tuple[str, Tiers]:
 
 
 def predicted_s(row: CollectiveKernel, fitted: Fitted | None = None) -> float:
-    """The model's time of a measured collective (with today's values, or with `fitted`)."""
+    """The model's time of a measured collective (with today's values, or with `fitted`): the library's, and on ROCm
+    the XLA runtime's floor where an XLA table measured it."""
     values = fitted or bundled()
+    runtime_s = values.xla_runtime_s.get(row.system, 0.0) if _on_xla_rocm(row) else 0.0
+    return runtime_s + _library_s(row, values)
+
+
+def _library_s(row: CollectiveKernel, values: Fitted) -> float:
+    """The collective library's time of a measured call."""
     family, found = _system(row)
     eff = replace(DEFAULTS[family], scaleup=values.scaleup[SCALEUP_LINKS[family]])
     links = collectives.group_links(found, eff, float(row.ranks), 1.0)._replace(
         intra_latency_s=found.scaleup_latency_s + values.step_latency_s,
         call_latency_s=values.call_latency_s,
-        half_bandwidth_bytes=values.half_bandwidth_bytes,
+        half_bandwidth_s=values.mesh_half_bandwidth_s if found.scaleup_mesh else values.half_bandwidth_s,
         in_switch_share=values.in_switch_share,
         ramp_exponent=values.ramp_exponent,
     )
@@ -105,7 +141,9 @@ def fit(rows: Iterable[CollectiveKernel], generations: Sequence[str] | None = No
     carry the rest)."""
     from scipy.optimize import least_squares
 
+    rows = tuple(rows)
     chosen = fitted_rows(rows)
+    floors = [row for row in rows if _on_xla_rocm(row)]
     present = sorted({SCALEUP_LINKS[_system(row)[0]] for row in chosen})
     groups = Counter((row.system, row.op, row.benchmark) for row in chosen)
     weights = np.array([1 / math.sqrt(groups[row.system, row.op, row.benchmark]) for row in chosen])
@@ -113,16 +151,17 @@ def fit(rows: Iterable[CollectiveKernel], generations: Sequence[str] | None = No
 
     def unpack(x: NDArray[np.float64]) -> Fitted:
         scaleup = dict(zip(present, (float(v) for v in x[: len(present)]), strict=True))
-        call_us, step_us, half_mib, share, power = (float(v) for v in x[len(present) :])
-        return Fitted(scaleup, call_us * 1e-6, step_us * 1e-6, half_mib * 2**20, share, power)
+        call_us, step_us, half_us, share, power, mesh_half_us = (float(v) for v in x[len(present) :])
+        library = Fitted(scaleup, call_us * 1e-6, step_us * 1e-6, half_us * 1e-6, share, power, mesh_half_us * 1e-6, {})
+        return with_runtime(floors, library)
 
     def residuals(x: NDArray[np.float64], /) -> NDArray[np.float64]:
         values = unpack(x)
         return weights * np.log(np.array([predicted_s(row, values) for row in chosen]) / measured)
 
-    start = [0.8] * len(present) + [10.0, 1.0, 4.0, 0.8, 0.7]
-    lower = [0.3] * len(present) + [0.0, 0.0, 0.0, 0.3, 0.2]
-    upper = [1.0] * len(present) + [100.0, 10.0, 512.0, 1.0, 1.0]
+    start = [0.8] * len(present) + [10.0, 1.0, 20.0, 0.8, 0.7, 20.0]
+    lower = [0.3] * len(present) + [0.0, 0.0, 0.0, 0.3, 0.2, 0.0]
+    upper = [1.0] * len(present) + [100.0, 10.0, 500.0, 1.0, 1.0, 500.0]
     found = unpack(least_squares(residuals, start, bounds=(lower, upper)).x)
     median = float(np.median(list(found.scaleup.values())))
     every = generations or sorted(set(SCALEUP_LINKS.values()))
@@ -140,7 +179,7 @@ def leave_one_system_out(rows: Sequence[CollectiveKernel]) -> dict[str, list[flo
     the others'; the latencies, ramp and in-switch share are the others'."""
     found: dict[str, list[float]] = {}
     for system in sorted({row.system for row in fitted_rows(rows)}):
-        others = fit([row for row in rows if row.system != system])
+        others = with_runtime(rows, fit([row for row in rows if row.system != system]))
         held = [row for row in fitted_rows(rows) if row.system == system]
         found[system] = [error for _, error in errors(held, others)]
     return found

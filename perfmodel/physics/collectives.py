@@ -24,7 +24,7 @@ from perfmodel.physics.algebra import Number, ceil, floor, log2, lookup, maximum
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.topology import Tiers
 
-NCCL_CALL_LATENCY_S = 17.2e-6
+NCCL_CALL_LATENCY_S = 8.20e-6
 """Fixed latency of one collective call on top of its per-step latencies: kernel launch, channel set-up and the
 closing synchronisation, fitted to measured collectives (physics.collective_kernels; NCCL's own cost model,
 src/graph/tuning.cc `baseLat`, says 8.4 us for a ring with the Simple protocol, recalled, not stored; the measured
@@ -35,16 +35,25 @@ SCALEUP_STEP_LATENCY_S = 0.0
 collectives (physics.collective_kernels): none beyond the hops (GB200 NVL72's all-gather floor grows 1.4 us per
 rank, 17 us at 4 ranks to 95 us at 64: the two 0.7 us hops). The system file's `collective_step_us` stays the step
 cost across NICs, which no bundled row measures."""
-HALF_BANDWIDTH_BYTES = 16.0e6
-"""Message size at which a collective's data moves at half its bus bandwidth, on top of its latencies, fitted to
-measured collectives (physics.collective_kernels) with RAMP_EXPONENT: NCCL fills a pipeline of chunks per channel
-before the links run at speed, and uses fewer channels for smaller calls (8-GPU NVLink and xGMI reach half their peak
-bus bandwidth at 8-64 MiB, NVL72's 64-rank groups at 128-150 MiB: kernels README)."""
-RAMP_EXPONENT = 0.726
-"""How slowly the bus bandwidth approaches its peak: data time x (1 + (HALF_BANDWIDTH_BYTES / bytes)^exponent),
-fitted with it. Below 1 a ramp's cost grows with the message (GB200's 64-rank all-reduce spends 114 us over its
-bandwidth time at 16 MiB, 300 us at 256 MiB), as a fixed pipeline-fill latency (exponent 1) does not."""
-IN_SWITCH_SHARE = 0.659
+HALF_BANDWIDTH_S = 55.1e-6
+"""Data time (at full bus bandwidth) of a call whose data moves at half that bandwidth through a switch (NCCL on
+NVLink), fitted to measured collectives (physics.collective_kernels) with RAMP_EXPONENT: NCCL fills a pipeline of
+chunks per channel before the links run at speed, and uses fewer channels for smaller calls. A time, not a size: the
+fill is paid in time, so a call bound by a slower link (a NIC at a tenth of NVLink's rate) reaches its bus bandwidth
+at a tenth of the bytes (8-GPU NVLink reaches half its peak at 8-64 MiB, NVL72's 64-rank groups at 128-150 MiB:
+kernels README). Fitted in bytes instead, the ramp priced NIC-bound DP buckets as slowly as NVLink's, and the
+calibration pinned the NIC efficiency at its bound to pay for it."""
+RAMP_EXPONENT = 0.594
+"""How slowly the bus bandwidth approaches its peak: data time x (1 + (HALF_BANDWIDTH_S / data time)^exponent),
+fitted with it. Below 1 a ramp's cost grows with the message, as a fixed pipeline-fill latency (exponent 1) does
+not."""
+MESH_HALF_BANDWIDTH_S = 2.29e-6
+"""The same on a mesh of peer links (RCCL on xGMI), fitted on its own rows: RCCL drives each peer link with its own
+channels, and once each XLA ROCm table's runtime floor is priced (physics.collective_kernels: 64 us on gfx950, 182 us
+on gfx942; the kernels README says 55-370 us) its 1 MiB-1 GiB calls are near their latencies plus their data at one
+bus rate. Fitted jointly with NVLink's, the ramp took XLA's floor for RCCL's and priced NCCL's 1-8 MiB all-gathers
+and reduce-scatters 40-60% slow."""
+IN_SWITCH_SHARE = 0.622
 """Share of a ring's scale-up rate an in-switch (NVLink SHARP) all-reduce reaches, fitted to measured collectives
 (physics.collective_kernels): nccl-tests measures H200's NVLS all-reduce at a bus bandwidth of 482 GB/s against the
 ring's 367 (1.3x, not the 1.75x of moving the data once instead of twice at the ring's rate)."""
@@ -63,7 +72,8 @@ class GroupLinks(NamedTuple):
     inter_bytes_per_s: Number
     inter_latency_s: Number
     call_latency_s: float = NCCL_CALL_LATENCY_S
-    half_bandwidth_bytes: float = HALF_BANDWIDTH_BYTES
+    half_bandwidth_s: float = HALF_BANDWIDTH_S
+    """The ramp's half-rate data time: HALF_BANDWIDTH_S through a switch, MESH_HALF_BANDWIDTH_S on a mesh."""
     in_switch_share: float = IN_SWITCH_SHARE
     ramp_exponent: float = RAMP_EXPONENT
 
@@ -83,12 +93,13 @@ def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> 
         intra_latency_s=tiers.scaleup_latency_s + SCALEUP_STEP_LATENCY_S,
         inter_bytes_per_s=inter * eff.scaleout,
         inter_latency_s=inter_latency + tiers.step_latency_s,
+        half_bandwidth_s=MESH_HALF_BANDWIDTH_S if tiers.scaleup_mesh else HALF_BANDWIDTH_S,
     )
 
 
-def _ramp(size_bytes: Number, g: GroupLinks) -> Number:
-    """How much longer a call's data takes than at full bus bandwidth (HALF_BANDWIDTH_BYTES, RAMP_EXPONENT)."""
-    return 1.0 + (g.half_bandwidth_bytes / maximum(size_bytes, 1.0)) ** g.ramp_exponent
+def _ramped(data_s: Number, g: GroupLinks) -> Number:
+    """A call's data time at full bus bandwidth stretched by its ramp (the group's scale-up kind's)."""
+    return data_s * (1.0 + (g.half_bandwidth_s / maximum(data_s, 1e-12)) ** g.ramp_exponent)
 
 
 def _ring_data(ranks: Number, size_bytes: Number, bytes_per_s: Number) -> Number:
@@ -104,7 +115,7 @@ def reduce_scatter(size_bytes: Number, g: GroupLinks) -> Number:
     latency = (g.per_domain - 1) * g.intra_latency_s + (g.domains - 1) * g.inter_latency_s
     intra = _ring_data(g.per_domain, size_bytes, g.intra_bytes_per_s)
     inter = _ring_data(g.domains, size_bytes / g.per_domain, g.inter_bytes_per_s)
-    return _call_latency(g) + latency + maximum(intra, inter) * _ramp(size_bytes, g)
+    return _call_latency(g) + latency + _ramped(maximum(intra, inter), g)
 
 
 def _call_latency(g: GroupLinks) -> Number:
@@ -138,9 +149,7 @@ def all_reduce(size_bytes: Number, g: GroupLinks, tiers: Tiers) -> Number:
         inter_options.append((where(across, 2 * g.inter_latency_s, 0.0), where(across, once, 0.0)))
     intra_latency, intra_data = _fastest(intra_options)
     inter_latency, inter_data = _fastest(inter_options)
-    ramp = _ramp(size_bytes, g)
-    intra_data, inter_data = intra_data * ramp, inter_data * ramp
-    return _call_latency(g) + intra_latency + inter_latency + maximum(intra_data, inter_data)
+    return _call_latency(g) + intra_latency + inter_latency + _ramped(maximum(intra_data, inter_data), g)
 
 
 def _fastest(options: list[tuple[Number, Number]]) -> tuple[Number, Number]:
@@ -158,7 +167,7 @@ def all_to_all(size_bytes: Number, g: GroupLinks) -> Number:
     intra = (g.per_domain - 1) / n * size_bytes / maximum(g.intra_bytes_per_s, 1.0)
     inter = (n - g.per_domain) / n * size_bytes / g.inter_bytes_per_s
     latency = (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s)
-    return _call_latency(g) + latency + maximum(intra, inter) * _ramp(size_bytes, g)
+    return _call_latency(g) + latency + _ramped(maximum(intra, inter), g)
 
 
 def token_all_to_all(token_bytes: Number, copies: float, g: GroupLinks, missed: Number | None = None) -> Number:
@@ -178,7 +187,7 @@ def token_all_to_all(token_bytes: Number, copies: float, g: GroupLinks, missed: 
     intra = (local + forwarded) / maximum(g.intra_bytes_per_s, 1.0)
     inter = remote_domains * token_bytes / g.inter_bytes_per_s
     latency = (n - 1) * minimum(g.intra_latency_s, g.inter_latency_s)
-    return _call_latency(g) + latency + maximum(intra, inter) * _ramp(copies * token_bytes, g)
+    return _call_latency(g) + latency + _ramped(maximum(intra, inter), g)
 
 
 def send_recv(size_bytes: Number, g: GroupLinks) -> Number:
@@ -186,4 +195,4 @@ def send_recv(size_bytes: Number, g: GroupLinks) -> Number:
     crosses = g.domains > 1
     bw = where(crosses, g.inter_bytes_per_s, g.pair_bytes_per_s)
     latency = where(crosses, g.inter_latency_s, g.intra_latency_s)
-    return _call_latency(g) + latency + size_bytes / maximum(bw, 1.0) * _ramp(size_bytes, g)
+    return _call_latency(g) + latency + _ramped(size_bytes / maximum(bw, 1.0), g)
