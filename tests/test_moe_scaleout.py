@@ -47,7 +47,7 @@ def test_gpt_oss_dispatch_over_eight_b300_nodes_is_the_plain_all_to_all_at_the_n
     sent = 4 * 4096 * 4 * 2880 * 2
     assert 56 / 64 * sent / 100e9 == pytest.approx(3.30e-3, rel=0.01)
     bound = 56 / 64 * sent / (100e9 * eff.scaleout)
-    data = bound * (1 + (HALF_BANDWIDTH_S / bound) ** RAMP_EXPONENT)  # 1.08x at 3.7 ms
+    data = bound * (1 + (HALF_BANDWIDTH_S / bound) ** RAMP_EXPONENT)  # 1.05x at 3.7 ms
     one = links.call_latency_s + 63 * min(links.intra_latency_s, links.inter_latency_s) + data
     sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 64, 1, 1.0)
     forward, _ = moe.expert_comm(sh, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)

@@ -24,7 +24,7 @@ from perfmodel.physics.algebra import Number, ceil, floor, log2, lookup, maximum
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.topology import Tiers
 
-NCCL_CALL_LATENCY_S = 8.20e-6
+NCCL_CALL_LATENCY_S = 7.52e-6
 """Fixed latency of one collective call on top of its per-step latencies: kernel launch, channel set-up and the
 closing synchronisation, fitted to measured collectives (physics.collective_kernels; NCCL's own cost model,
 src/graph/tuning.cc `baseLat`, says 8.4 us for a ring with the Simple protocol, recalled, not stored; the measured
@@ -35,7 +35,7 @@ SCALEUP_STEP_LATENCY_S = 0.0
 collectives (physics.collective_kernels): none beyond the hops (GB200 NVL72's all-gather floor grows 1.4 us per
 rank, 17 us at 4 ranks to 95 us at 64: the two 0.7 us hops). The system file's `collective_step_us` stays the step
 cost across NICs, which no bundled row measures."""
-HALF_BANDWIDTH_S = 55.1e-6
+HALF_BANDWIDTH_S = 32.9e-6
 """Data time (at full bus bandwidth) of a call whose data moves at half that bandwidth through a switch (NCCL on
 NVLink), fitted to measured collectives (physics.collective_kernels) with RAMP_EXPONENT: NCCL fills a pipeline of
 chunks per channel before the links run at speed, and uses fewer channels for smaller calls. A time, not a size: the
@@ -43,17 +43,22 @@ fill is paid in time, so a call bound by a slower link (a NIC at a tenth of NVLi
 at a tenth of the bytes (8-GPU NVLink reaches half its peak at 8-64 MiB, NVL72's 64-rank groups at 128-150 MiB:
 kernels README). Fitted in bytes instead, the ramp priced NIC-bound DP buckets as slowly as NVLink's, and the
 calibration pinned the NIC efficiency at its bound to pay for it."""
-RAMP_EXPONENT = 0.594
+ALL_REDUCE_HALF_BANDWIDTH_S = 82.7e-6
+"""The same for an all-reduce through a switch, fitted with it: NCCL's all-reduce kernel loads, adds and stores every
+chunk in the SMs at each step of its reduce-scatter half before its all-gather half runs, so its pipeline reaches
+speed over 2.5x the time an all-gather's copies do. One half-rate time for both priced GB200's 8-rank all-gathers
+and reduce-scatters 44% slow at 8-64 MiB (the TP calls of a step) and its all-reduces 10% fast."""
+RAMP_EXPONENT = 0.644
 """How slowly the bus bandwidth approaches its peak: data time x (1 + (HALF_BANDWIDTH_S / data time)^exponent),
 fitted with it. Below 1 a ramp's cost grows with the message, as a fixed pipeline-fill latency (exponent 1) does
 not."""
-MESH_HALF_BANDWIDTH_S = 2.29e-6
+MESH_HALF_BANDWIDTH_S = 3.05e-6
 """The same on a mesh of peer links (RCCL on xGMI), fitted on its own rows: RCCL drives each peer link with its own
 channels, and once each XLA ROCm table's runtime floor is priced (physics.collective_kernels: 64 us on gfx950, 182 us
 on gfx942; the kernels README says 55-370 us) its 1 MiB-1 GiB calls are near their latencies plus their data at one
 bus rate. Fitted jointly with NVLink's, the ramp took XLA's floor for RCCL's and priced NCCL's 1-8 MiB all-gathers
 and reduce-scatters 40-60% slow."""
-IN_SWITCH_SHARE = 0.622
+IN_SWITCH_SHARE = 0.706
 """Share of a ring's scale-up rate an in-switch (NVLink SHARP) all-reduce reaches, fitted to measured collectives
 (physics.collective_kernels): nccl-tests measures H200's NVLS all-reduce at a bus bandwidth of 482 GB/s against the
 ring's 367 (1.3x, not the 1.75x of moving the data once instead of twice at the ring's rate)."""
@@ -74,6 +79,8 @@ class GroupLinks(NamedTuple):
     call_latency_s: float = NCCL_CALL_LATENCY_S
     half_bandwidth_s: float = HALF_BANDWIDTH_S
     """The ramp's half-rate data time: HALF_BANDWIDTH_S through a switch, MESH_HALF_BANDWIDTH_S on a mesh."""
+    all_reduce_half_bandwidth_s: float = ALL_REDUCE_HALF_BANDWIDTH_S
+    """An all-reduce's: ALL_REDUCE_HALF_BANDWIDTH_S through a switch, MESH_HALF_BANDWIDTH_S on a mesh."""
     in_switch_share: float = IN_SWITCH_SHARE
     ramp_exponent: float = RAMP_EXPONENT
 
@@ -94,12 +101,14 @@ def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> 
         inter_bytes_per_s=inter * eff.scaleout,
         inter_latency_s=inter_latency + tiers.step_latency_s,
         half_bandwidth_s=MESH_HALF_BANDWIDTH_S if tiers.scaleup_mesh else HALF_BANDWIDTH_S,
+        all_reduce_half_bandwidth_s=MESH_HALF_BANDWIDTH_S if tiers.scaleup_mesh else ALL_REDUCE_HALF_BANDWIDTH_S,
     )
 
 
-def _ramped(data_s: Number, g: GroupLinks) -> Number:
-    """A call's data time at full bus bandwidth stretched by its ramp (the group's scale-up kind's)."""
-    return data_s * (1.0 + (g.half_bandwidth_s / maximum(data_s, 1e-12)) ** g.ramp_exponent)
+def _ramped(data_s: Number, g: GroupLinks, half_s: float | None = None) -> Number:
+    """A call's data time at full bus bandwidth stretched by its ramp (the group's, unless `half_s` is given)."""
+    half = g.half_bandwidth_s if half_s is None else half_s
+    return data_s * (1.0 + (half / maximum(data_s, 1e-12)) ** g.ramp_exponent)
 
 
 def _ring_data(ranks: Number, size_bytes: Number, bytes_per_s: Number) -> Number:
@@ -149,7 +158,8 @@ def all_reduce(size_bytes: Number, g: GroupLinks, tiers: Tiers) -> Number:
         inter_options.append((where(across, 2 * g.inter_latency_s, 0.0), where(across, once, 0.0)))
     intra_latency, intra_data = _fastest(intra_options)
     inter_latency, inter_data = _fastest(inter_options)
-    return _call_latency(g) + intra_latency + inter_latency + _ramped(maximum(intra_data, inter_data), g)
+    data = _ramped(maximum(intra_data, inter_data), g, g.all_reduce_half_bandwidth_s)
+    return _call_latency(g) + intra_latency + inter_latency + data
 
 
 def _fastest(options: list[tuple[Number, Number]]) -> tuple[Number, Number]:
