@@ -119,9 +119,9 @@ MUTATIONS = (
         "recompute_s = 0.0 * where(selective, lt.selective, recomputed(full, lt.forward))",
     ),
     Mutation(
-        "wave quantisation off",
+        "GEMM shape share off (tiles, occupancy, depth)",
         "perfmodel/physics/compute.py",
-        "rate = gemm_rate * wave_efficiency(op.m, op.n, acc.sms.value)",
+        "rate = gemm_rate * gemm_shape_share(op.m, op.n, op.k, eff, acc.sms.value)",
         "rate = gemm_rate",
     ),
     Mutation(

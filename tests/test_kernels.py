@@ -62,7 +62,7 @@ def test_the_measured_families_are_those_of_the_measured_parts() -> None:
 def _layer_tflops(gpu: str, fmt: str) -> float:
     acc = get_accelerator(gpu)
     eff = bundled().efficiency(acc.family, "megatron", None, None)
-    ops = [Op("gemm", "gemm", 2 * m * n * k, 0, fmt, m, n) for m, n, k in LAYER]
+    ops = [Op("gemm", "gemm", 2 * m * n * k, 0, fmt, m, n, k=k) for m, n, k in LAYER]
     return sum(op.flops for op in ops) / sum(op_time(op, acc, eff) for op in ops) / 1e12
 
 

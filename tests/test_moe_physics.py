@@ -269,7 +269,7 @@ def test_the_legacy_grouped_gemm_cost_is_paid_per_local_expert_only_before_the_g
     assert release_age_years(GROUPED_KERNEL_RELEASE) == pytest.approx(2 / 12)  # 26.06, two months before 26.08
     acc = resolve("gb200").accelerator
     grouped = Op("expert_fc1.fprop", "grouped_gemm", 2 * 16 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536, groups=16)
-    dense = Op("fc1.fprop", "gemm", 2 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536)
+    dense = Op("fc1.fprop", "gemm", 2 * 4096 * 1536 * 2048, 1e8, "bf16", 4096, 1536, k=2048)
     at = {years: replace(base, vintage_years=years, moe_legacy_group_s=1e-4) for years in (0.0, 2 / 12, 4 / 12)}
     assert op_time(grouped, acc, at[2 / 12]) == op_time(grouped, acc, at[0.0])  # 26.06: the grouped kernel
     assert op_time(grouped, acc, at[4 / 12]) - op_time(grouped, acc, at[0.0]) == pytest.approx(16 * 1e-4)

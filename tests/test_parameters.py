@@ -9,25 +9,28 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as fitting
 from perfmodel.physics import calibration as cal
 from perfmodel.physics import parameters as table
-from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.efficiency import DEFAULTS, KERNEL_GEMM
 from perfmodel.physics.parameters import Profile
 
 
 def test_a_shared_entry_sets_every_family_and_a_vendor_entry_only_its_own() -> None:
-    values = {"scaleout": 0.61, "gemm_bf16@nvidia": 0.5}
+    """Every family's GEMMs are kernel-measured (its own, or efficiency.GEMM_SILICON's): they take their kernels'
+    shares, scaled by the one shared `gemm_sustained`, and an older file's vendor share prices none of them."""
+    values = {"scaleout": 0.61, "gemm_bf16@nvidia": 0.5, "gemm_sustained": 0.8}
+    assert set(DEFAULTS) == KERNEL_GEMM
     for family in DEFAULTS:
         eff = table.efficiency(values, Profile(family))
         assert eff.scaleout == 0.61
-        expected = 0.5 if table.VENDORS[family] == "nvidia" else DEFAULTS[family].gemm_bf16
-        assert eff.gemm_bf16 == expected
+        assert eff.gemm_bf16 == pytest.approx(DEFAULTS[family].gemm_bf16 * 0.8), family
 
 
 def test_generation_and_stack_factors_multiply_the_base() -> None:
-    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation@hopper": 1.1, "attention@nvidia": 0.8}
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_generation@ampere": 1.1, "attention@nvidia": 0.8}
+    ampere = table.efficiency(values, Profile("ampere"))  # Hopper's kernels, its own generation factor
+    assert ampere.gemm_bf16 == pytest.approx(DEFAULTS["ampere"].gemm_bf16 * 1.1)
+    assert ampere.gemm_fp8 == pytest.approx(DEFAULTS["ampere"].gemm_fp8 * 1.1)  # one factor for every format
+    assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == DEFAULTS["blackwell"].gemm_bf16  # kernels
     hopper = table.efficiency(values, Profile("hopper"))
-    assert hopper.gemm_bf16 == pytest.approx(0.66)
-    assert hopper.gemm_fp8 == pytest.approx(0.66)  # one generation factor for every format
-    assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == pytest.approx(0.6)  # no factor of its own
     composer = table.efficiency(values, Profile("hopper", "composer"))
     speed = table.STACKS["composer"].attention_speed.value
     assert composer.attention_fwd == pytest.approx(hopper.attention_fwd * speed)
@@ -35,14 +38,17 @@ def test_generation_and_stack_factors_multiply_the_base() -> None:
 
 def test_a_lower_precision_format_runs_at_bf16s_fitted_share_times_its_ratio() -> None:
     # FORMAT_SHARE: same clock per format (MI300X FP8/BF16 GEMM clocks 1,230/1,207 MHz), so FP8 = BF16 x ratio.
-    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@blackwell": 0.8}
-    blackwell = table.efficiency(values, Profile("blackwell"))
-    assert blackwell.gemm_fp8 == pytest.approx(0.6 * 0.9 * 0.8)
-    assert blackwell.gemm_fp4 == pytest.approx(0.6 * 1.0 * 0.8)  # its ratio at the prior centre, 1
-    # Without a fitted BF16 share (AMD here), the ratio multiplies the format's own physical default.
+    values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@ampere": 0.8}
+    ampere, bf16 = table.efficiency(values, Profile("ampere")), DEFAULTS["ampere"].gemm_bf16
+    assert ampere.gemm_fp8 == pytest.approx(bf16 * 0.9 * 0.8)
+    assert ampere.gemm_fp4 == pytest.approx(bf16 * 1.0 * 0.8)  # its ratio at the prior centre, 1
+    # A family whose kernels measure BF16 alone: the ratio multiplies the kernels' BF16 share.
     cdna3 = table.efficiency({"gemm_format_fp8@amd": 0.9}, Profile("cdna3"))
-    assert cdna3.gemm_fp8 == pytest.approx(DEFAULTS["cdna3"].gemm_fp8 * 0.9)
+    assert cdna3.gemm_fp8 == pytest.approx(DEFAULTS["cdna3"].gemm_bf16 * 0.9)
     assert cdna3.gemm_bf16 == DEFAULTS["cdna3"].gemm_bf16
+    # Blackwell's kernels measure FP8 too, a check: FP8 is priced on BF16's share there as well (one basis).
+    blackwell = table.efficiency(values, Profile("blackwell"))
+    assert blackwell.gemm_fp8 == pytest.approx(DEFAULTS["blackwell"].gemm_bf16 * 0.9)
 
 
 def test_the_vendor_attention_factor_skips_ampere_whose_best_kernel_is_flashattention_2() -> None:
@@ -81,10 +87,11 @@ def test_at_bound_and_describe() -> None:
 
 def test_v2_files_round_trip_and_v1_files_still_read(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
-    path.write_text(cal.Calibration({"gemm_bf16@nvidia": 0.55}, {"created": "now"}).to_json())
+    path.write_text(cal.Calibration({"gemm_format_fp8@nvidia": 0.9}, {"created": "now"}).to_json())
     loaded = cal.Calibration.load(path)
     assert json.loads(path.read_text())["format"] == "perfmodel-calibration/2"
-    assert loaded.efficiency("hopper").gemm_fp8 == 0.55 and loaded.efficiency("cdna3").gemm_fp8 != 0.55
+    assert loaded.efficiency("hopper").gemm_fp8 == pytest.approx(0.9 * DEFAULTS["hopper"].gemm_fp8)
+    assert loaded.efficiency("cdna3").gemm_fp8 == DEFAULTS["cdna3"].gemm_fp8
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"format": "perfmodel-calibration/1", "parameters": {"hopper": {"gemm_fp8": 0.5}}}))
     assert cal.Calibration.load(old).efficiency("hopper").gemm_fp8 == 0.5

@@ -40,7 +40,7 @@ def test_at_its_upper_bound_the_law_is_the_measured_same_silicon_clock_ratio() -
 
 def test_a_compute_bound_gemm_takes_the_share_and_nothing_else() -> None:
     # 8192^3 BF16 GEMM: whole waves are not needed; the share divides the rate, so time scales by its inverse.
-    op = Op("gemm", "gemm", flops=2 * 8192**3, bytes=3 * 2 * 8192**2, m=8192, n=8192, fmt="bf16")
+    op = Op("gemm", "gemm", flops=2 * 8192**3, bytes=3 * 2 * 8192**2, m=8192, n=8192, k=8192, fmt="bf16")
     a100 = get_accelerator("a100-sxm-80gb")
     flat, powered = (replace(DEFAULTS["ampere"], peak_power_exponent=x, kernel_overhead_us=0.0) for x in (0.0, 0.3))
     assert op_time(op, a100, flat) / op_time(op, a100, powered) == pytest.approx(peak_power_share(a100, powered))

@@ -89,7 +89,7 @@ def test_an_older_release_moves_more_bytes_in_its_memory_bound_kernels() -> None
     norm = Op("norm", "memory", 0, 1e9)
     streaming = 1e9 / (acc.hbm_bytes_per_s * eff.memory)
     assert op_time(norm, acc, eff) == pytest.approx(streaming * 1.3**2 + eff.kernel_overhead_us * 1e-6)
-    gemm = Op("fc1", "gemm", 2 * 8192**3, 3 * 8192**2 * 2, "bf16", 8192, 8192)
+    gemm = Op("fc1", "gemm", 2 * 8192**3, 3 * 8192**2 * 2, "bf16", 8192, 8192, k=8192)
     assert op_time(gemm, acc, eff) == op_time(gemm, acc, replace(eff, vintage_years=0.0))
 
 

@@ -108,6 +108,70 @@ def format_shares() -> dict[tuple[str, str], FormatShare]:
     return {key: FormatShare(statistics.median(values), parts[key]) for key, values in ratios.items()}
 
 
+GEMM_SHAPES = "kernels_gemm_shapes.csv"
+SHAPE_PARTS = {
+    "A100": "a100-sxm-80gb",
+    "H100": "h100-sxm",
+    "H200": "h200-sxm",
+    "B200": "b200",
+    "B300": "b300",
+    "GB200": "gb200",
+    "MI300X": "mi300x",
+    "MI325X": "mi325x",
+    "MI355X": "mi355x",
+    "MI300X/MI325X": "mi300x",
+    "MI350X/MI355X": "mi355x",
+}
+"""The shape rows' `gpu` names, as hardware_specs ids. OpenXLA's tables name only the architecture: gfx942 is read as
+MI300X (its best BF16 GEMM, 583 TFLOP/s at 4,096 cubed, is below MI300X's own 668-709 in ml-engineering's MAMF table
+and the ROCm blog, where MI325X reaches 785-843), gfx950 as MI355X (the part perfmodel bundles; MI350X is the same
+silicon at a lower power). Both labels are assumptions, as the rows' `gpu` column says."""
+
+
+class GemmKernel(NamedTuple):
+    """One measured dense GEMM, C[m, n] = A[m, k] B[k, n], by the vendor's library (cuBLAS/cuBLASLt, hipBLASLt)."""
+
+    part: str
+    """The hardware_specs id of the part measured (SHAPE_PARTS)."""
+    fmt: str
+    """'bf16' or 'fp8' (per-tensor scaled e4m3, or e4m3 x e5m2)."""
+    m: int
+    n: int
+    k: int
+    time_s: float
+    """2 m n k / the row's TFLOP/s (every source states TFLOP/s; not all state a time)."""
+    where: str
+    """The row's source and locator."""
+    xla: bool = False
+    """Whether OpenXLA's autotuned tables measured it (XLA's own lowering: the vendor library or Triton)."""
+
+
+@cache
+def gemm_kernels() -> tuple[GemmKernel, ...]:
+    """The bundled dense GEMM rows of perfmodel/data/kernels_gemm_shapes.csv: every single (not batched or grouped)
+    BF16 and FP8 GEMM of ../shared/data/kernels/gemm.csv on a bundled part run by the vendor's library (OpenXLA's
+    autotuned tables: H100, B200, gfx942, gfx950 at m, n, k of 256 to 4,096; ml-engineering's MAMF best shapes;
+    the ROCm blog's hipblaslt-bench; HipKittens' and torchao PR 2427's cuBLAS and hipBLASLt baselines), every column
+    kept. Left out: TransformerEngine's per-layer sums (format_shares reads them), and kernels other than the
+    vendor's (HipKittens, AITER, Triton, Composable Kernel, CUTLASS, hand-written): training stacks call the vendor
+    library. Read by the fit of physics.gemm_kernels and its tests, not by a prediction."""
+    return tuple(_gemm_kernel(row) for row in _read(GEMM_SHAPES))
+
+
+def _gemm_kernel(row: dict[str, str]) -> GemmKernel:
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    return GemmKernel(
+        part=SHAPE_PARTS[row["gpu"]],
+        fmt=row["precision"],
+        m=m,
+        n=n,
+        k=k,
+        time_s=2 * m * n * k / (float(row["tflops"]) * 1e12),
+        where=f"{row['source']} {row['locator']}",
+        xla=row["library_kernel"].startswith("XLA"),
+    )
+
+
 class AttentionKernel(NamedTuple):
     """One measured fused-attention call: `batch` sequences of `seq` tokens, `heads` query heads."""
 

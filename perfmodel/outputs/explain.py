@@ -22,7 +22,7 @@ from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
-from perfmodel.physics.compute import Rates, clock_share, gemm_share, grouped_efficiency, op_time, wave_efficiency
+from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
@@ -146,6 +146,8 @@ class _SymbolicEfficiency:
         self.attention_fp8_ratio = eff.attention_fp8_ratio
         self.attention_band_fwd, self.attention_band_bwd = eff.attention_band_fwd, eff.attention_band_bwd
         self.attention_fp8_bwd_ps, self.attention_mxfp8_bwd_ps = eff.attention_fp8_bwd_ps, eff.attention_mxfp8_bwd_ps
+        self.gemm_tiles_half = eff.gemm_tiles_half  # numbers: the shape curve of the GEMM kernels
+        self.gemm_depth_half = eff.gemm_depth_half
         self.memory = S("eta_mem")
         self.unfused_factor = S("f_unfused") if unfused else 1  # a release older than the reference vintage
         self.kernel_overhead_us = S("kappa") * 1e6
@@ -182,7 +184,7 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
 
 
 def _op_formula(op: Op, ctx: Context) -> Any:
-    """compute.op_time on symbols; a GEMM's wave-quantisation efficiency (a number there) becomes the symbol w."""
+    """compute.op_time on symbols; a GEMM's shape share (a number there) becomes the symbol w."""
     symbolic = op._replace(flops=S("F") if op.flops else 0, bytes=S("B"), exps=S("E") if op.exps else 0)
     unfused = float(ctx.efficiency.unfused_factor) != 1
     acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency(unfused, ctx.efficiency)
@@ -192,11 +194,12 @@ def _op_formula(op: Op, ctx: Context) -> Any:
 
 
 def _tile_efficiency(op: Op, ctx: Context) -> float:
-    """Wave quantisation of a GEMM, tile padding and waves of a grouped GEMM; 1 for other operations."""
+    """A GEMM's shape share (tiles, occupancy, depth), tile padding and waves of a grouped GEMM; 1 for other
+    operations."""
     sms = ctx.hardware.accelerator.sms.value
     if op.kind == "grouped_gemm":
         return float(grouped_efficiency(op.m, op.n, op.groups, sms))
-    return float(wave_efficiency(op.m, op.n, sms)) if op.kind == "gemm" else 1.0
+    return float(gemm_shape_share(op.m, op.n, op.k, ctx.efficiency, sms)) if op.kind == "gemm" else 1.0
 
 
 def _bound_of(formula: Any, values: dict[sympy.Symbol, float]) -> str:

@@ -1,9 +1,10 @@
 """Time of one operation on one GPU: a roofline with achieved, not peak, rates.
 
-time = max(FLOPs / (peak x efficiency x wave quantisation), bytes / (HBM x efficiency)) + a fixed per-kernel overhead;
+time = max(FLOPs / (peak x efficiency x shape share), bytes / (HBM x efficiency)) + a fixed per-kernel overhead;
 attention's compute is its MMAs plus its softmax exponentials at the SFU rate (`attention_core_s`).
-Wave quantisation: a GEMM runs in waves of output tiles, one tile per SM; a partly filled last wave wastes the rest.
-cuBLAS picks among tile shapes, so the best of a few common ones is taken.
+A dense GEMM's shape share (`gemm_shape_share`: tile padding, the tiles' occupancy of the SMs, K depth) is fitted to
+measured kernels (physics.gemm_kernels); a grouped GEMM runs in waves of output tiles, one tile per SM, a partly
+filled last wave wasting the rest, the best of a few common tile shapes taken (`grouped_efficiency`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from functools import cached_property, lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
-from perfmodel.physics.algebra import Number, ceil, maximum, where
+from perfmodel.physics.algebra import Number, ceil, maximum, minimum, where
 from perfmodel.physics.efficiency import (
     BAND_TILE_TOKENS,
     FP8_ATTENTION_BACKWARD,
+    KERNEL_GEMM,
     NON_CAUSAL_ATTENTION,
     Efficiency,
     released_attention,
@@ -36,6 +38,24 @@ BF16_OPS_PER_OP = {"bf16": 1.0, "fp8": 0.5, "fp4": 0.25}
 halving of the operand width (parameters.FORMAT_SHARE), at about the same energy per clock."""
 TILES = ((128, 256), (256, 128), (128, 128))
 TILE_SIDES = (128, 256)
+GEMM_TILE = 128
+"""Side of the output tile a dense GEMM's shape share counts (`gemm_shape_share`)."""
+GEMM_SATURATION = 4096
+"""The dimension from which a dense GEMM runs at its family's share of peak: the sweeps' largest (OpenXLA's tables
+stop at 4,096), and beyond it the best-shape rows are flat (B200 BF16 1,410-1,553 TFLOP/s from 4,096 to 16,384
+cubed, HipKittens and torchao PR 2427; H100 794 at 2,048 x 2,048 x 13,312 in MAMF against 780 at 4,096 cubed in
+OpenXLA's table: perfmodel/data/kernels_gemm_shapes.csv), where the ramps would extrapolate past the plateau."""
+SATURATED_TILES = (GEMM_SATURATION / GEMM_TILE) ** 2
+GEMM_REFERENCE = {
+    "ampere": "h100-sxm",
+    "hopper": "h100-sxm",
+    "blackwell": "b200",
+    "blackwell-ultra": "b300",
+    "cdna3": "mi300x",
+    "cdna4": "mi355x",
+}
+"""The part of each kernel-measured family whose datasheet its GEMM share is read against (`gemm_share`): Ampere's is
+Hopper's, whose kernels price it (efficiency.GEMM_SILICON)."""
 
 
 def clock_share(acc: Accelerator) -> float:
@@ -101,22 +121,41 @@ def measured_share(acc: Accelerator, fmt: str) -> FormatShare | None:
 
 
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
-    """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part: its
-    vendor library's fitted share times the part's power share and the format's share over BF16's
-    (`format_share`). Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
+    """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part.
+    Where kernel rows measure the family (efficiency.KERNEL_GEMM), its measured BF16 share (efficiency.GEMM_KERNELS,
+    scaled by the fitted kernel-to-training factor) times `format_share`, one basis for every format; a part at other
+    board watts per peak FLOP/s than GEMM_REFERENCE's (Ampere against Hopper, a what-if, your own hardware) moves
+    from it as `peak_power_share` says. Elsewhere its vendor library's fitted share times the part's power share and
+    `format_share`. Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
     taken on the part itself."""
-    return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
+    if acc.family not in KERNEL_GEMM:
+        return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
+    reference = get_accelerator(GEMM_REFERENCE[acc.family])
+    power = peak_power_share(acc, eff, "bf16") / peak_power_share(reference, eff, "bf16")
+    return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
 
 
-def wave_efficiency(m: Number, n: Number, sms: float) -> Number:
-    """Fraction of SM-slots doing useful work over all waves, for the best tile shape."""
-    m_tiles = {size: ceil(m / size) for size in TILE_SIDES}
-    n_tiles = {size: ceil(n / size) for size in TILE_SIDES}
-    best: Number = 0.0
-    for tile_m, tile_n in TILES:
-        tiles = m_tiles[tile_m] * n_tiles[tile_n]
-        best = maximum(best, tiles / (ceil(tiles / sms) * sms))
-    return best
+def gemm_shape_share(m: Number, n: Number, k: Number, eff: Efficiency, sms: float) -> Number:
+    """Share of a large GEMM's rate that an m x n x k GEMM reaches, in closed form (numpy arrays flow through): a
+    grid of at least one wave of 128 x 128 output tiles pays its padded tiles and its tail wave (`grouped_efficiency`
+    with one group), a smaller grid its padding alone; times two ramps fitted to measured kernels
+    (physics.gemm_kernels), each 1 from GEMM_SATURATION on: the tiles' occupancy of the SMs against
+    `gemm_tiles_half` x SMs, and the depth K against `gemm_depth_half` (`_ramp`). Libraries pick smaller tiles, split
+    K or stream K for a small grid, so measured speed rises smoothly there, not in whole waves; a grid of several
+    waves cannot hide a partly filled last one. Without the tail wave a training step's large GEMMs all ran at the
+    plateau, and the fit took the gap up in the straggler spread and the software trend (the length protocol 9.0%
+    against 7.4% with it; the kernel rows price 7.4% against 7.7% with it)."""
+    tiles = ceil(m / GEMM_TILE) * ceil(n / GEMM_TILE)
+    padding = m * n / (tiles * GEMM_TILE * GEMM_TILE)
+    waves = where(tiles >= sms, grouped_efficiency(m, n, 1, sms), padding)
+    return waves * _ramp(tiles, eff.gemm_tiles_half * sms, SATURATED_TILES) * _ramp(k, eff.gemm_depth_half)
+
+
+def _ramp(x: Number, half: Number, saturation: float = GEMM_SATURATION) -> Number:
+    """x^2 / (x^2 + half^2), scaled to reach 1 at `saturation` and held there. Second order: the rows rise to their
+    plateau faster than x / (x + half) allows, which prices the 4,096-cubed rows 10-13% fast and a family left out
+    at 12.8% MAPE, against 9.7% (9.3% with the tail wave; physics.gemm_kernels.leave_one_out)."""
+    return minimum(1.0, x * x / (x * x + half * half) * (saturation**2 + half * half) / saturation**2)
 
 
 def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float) -> Number:
@@ -174,7 +213,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         return memory_s * (1.0 if op.as_released else r.unfused_factor) + r.overhead_s
     if op.kind == "gemm":
         _, gemm_rate = r.of_format(op.fmt)
-        rate = gemm_rate * wave_efficiency(op.m, op.n, acc.sms.value)
+        rate = gemm_rate * gemm_shape_share(op.m, op.n, op.k, eff, acc.sms.value)
         return maximum(op.flops / rate, memory_s) + r.overhead_s
     if op.kind == "grouped_gemm":
         _, gemm_rate = r.of_format(op.fmt)

@@ -163,6 +163,13 @@ class Efficiency:
     long-sequence share, `attention_fwd`: per-tile prologue and epilogue, the causal diagonal and the last wave are
     amortised over the keys a tile visits (compute.attention_core_s)."""
     attention_bwd_half_tokens: float = ATTENTION_HALF_SPEED_TOKENS
+    gemm_tiles_half: float = 0.0
+    """128 x 128 output tiles per SM at which a GEMM runs at half its share of peak: a grid of few tiles leaves SMs
+    idle or splits K, which the libraries' heuristics smooth over rather than quantise in whole waves
+    (compute.gemm_shape_share; GEMM_KERNELS)."""
+    gemm_depth_half: float = 0.0
+    """Reduction depth K at which a GEMM runs at half its share of peak: each output tile's prologue (loading the
+    first K slices) and epilogue (writing C) are amortised over K (compute.gemm_shape_share)."""
     attention_fp8_ratio: float = 1.0
     """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
     same share; its exponentials and softmax rescaling do not speed up either way)."""
@@ -317,6 +324,50 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
     return replace(eff, **fields, attention_fp8_bwd_ps=fp8, attention_mxfp8_bwd_ps=mxfp8)
 
 
+GEMM_KERNELS: dict[str, tuple[float, float | None, float, float]] = {
+    "hopper": (0.806, None, 0.073, 181.1),
+    "blackwell": (0.786, 0.825, 0.111, 202.3),
+    "cdna3": (0.631, None, 0.090, 191.4),
+    "cdna4": (0.615, None, 0.090, 191.4),
+}
+"""Dense GEMMs where kernel rows measure the family (perfmodel/data/kernels_gemm_shapes.csv), fitted by
+physics.gemm_kernels.fit and rounded (tests/test_gemm_kernels.py holds the two equal): (BF16 share of the BF16 peak
+at the sustained clock, the FP8 share that times compute.format_share prices the FP8 rows, or None where fewer than
+GEMM_MIN_ROWS rows measure it, tiles per SM at half speed, K at half speed). Kernel rows run at free clocks, a
+training step at its power-capped sustained clock: the training fit scales these shares by one shared factor
+(parameters `gemm_sustained`), not per family. FP8 and FP4 are priced at BF16's share times format_share
+(TransformerEngine's profiling of one layer in each format, its scaling included: kernels_gemm.csv), so the FP8
+share is a check: OpenXLA's raw FP8 rows run 3% faster over BF16 than that ratio says (0.762 against 0.740). Priced
+from them instead, GB200's FP8 rows ran fast (held out 2.6% fast against 0.0%) and NVFP4 over FP8 came out 5% low
+(tests/test_seed_ratios.py): two formats on two bases."""
+GEMM_MIN_ROWS = 10
+"""Fewest rows of a family and format that fit its share: fewer are a check, not a fit (Hopper's two FP8 rows)."""
+GEMM_SILICON = {"blackwell-ultra": "blackwell", "ampere": "hopper"}
+"""A family without GEMM rows enough to fit, and the measured family whose kernels price it. Blackwell Ultra runs
+Blackwell's BF16 and FP8 tensor cores (hardware_specs: every Blackwell part names GB300's silicon as its power
+reference): Blackwell's share and shape, at B300's and GB300's own peaks and clocks, price TransformerEngine's 5B
+layer on B300 at 1,583 TFLOP/s against the measured 1,447-1,504 (kernels_gemm.csv), 5-9% fast. Ampere is not Hopper's
+silicon: it takes Hopper's share and shape, moved to A100's datasheet by the power assumption
+(compute.gemm_share), and a generation factor fitted to its rows (GEMM_OTHER_SILICON); its MAMF row is a check. A
+BF16 share of its own, fitted to Ampere's rows alone, was the only vendor share left with rows: holding A100 80GB's
+out left it to A100 40GB's few rows (leave-one-group-out 11.0% on A100 80GB against 6.8%)."""
+GEMM_OTHER_SILICON = frozenset({"ampere"})
+"""GEMM_SILICON's families on another generation's tensor cores: the power assumption carries the kernels' share to
+them, and their rows fit a generation factor on it (parameters `gemm_generation`)."""
+KERNEL_GEMM = frozenset(GEMM_KERNELS) | frozenset(GEMM_SILICON)
+"""Families whose GEMM shares come from measured kernels (their own, or GEMM_SILICON's), not from a fit to training
+rows."""
+
+
+def _measured_gemm(eff: Efficiency, family: str) -> Efficiency:
+    """`eff` with the GEMM share and shape its family's kernels (or its GEMM_SILICON's) measure, every format at
+    BF16's share: a ratio, compute.format_share, prices FP8 and FP4 on it (GEMM_KERNELS' FP8 share is a check)."""
+    bf16, _, tiles_half, depth_half = GEMM_KERNELS[GEMM_SILICON.get(family, family)]
+    return replace(
+        eff, gemm_bf16=bf16, gemm_fp8=bf16, gemm_fp4=bf16, gemm_tiles_half=tiles_half, gemm_depth_half=depth_half
+    )
+
+
 RELEASED_KEPT = 256
 """Efficiencies whose released attention fields `released_attention` keeps: a prediction's few, a fit's many."""
 _RELEASED: Bounded[tuple[object, ...], tuple[Number, ...]] = Bounded(RELEASED_KEPT)
@@ -393,12 +444,14 @@ exponential)) = 1.25; its backward at 0.8x the forward's TFLOP/s (cuDNN's measur
 predate the exponentials' term (a fraction of peak), and Ampere's fitted generation factor raised them 1.43x once
 llm-foundry's attention code had a factor of its own (parameters.ATTENTION_IMPL); it now fits 0.98."""
 DEFAULTS: dict[str, Efficiency] = {
-    "ampere": replace(_HOPPER, gemm_bf16=0.80, attention_fwd=AMPERE_FA2[0], attention_bwd=AMPERE_FA2[1]),
-    "hopper": _measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"),
-    "blackwell": _measured_attention(_BLACKWELL, "blackwell"),
-    "blackwell-ultra": _measured_attention(replace(_BLACKWELL, gemm_fp4=0.55), "blackwell-ultra"),
-    "cdna3": _CDNA,
-    "cdna4": _measured_attention(_CDNA, "cdna4"),
+    "ampere": _measured_gemm(
+        replace(_HOPPER, gemm_bf16=0.80, attention_fwd=AMPERE_FA2[0], attention_bwd=AMPERE_FA2[1]), "ampere"
+    ),
+    "hopper": _measured_gemm(_measured_attention(replace(_HOPPER, moe_group_loop=1.0), "hopper"), "hopper"),
+    "blackwell": _measured_gemm(_measured_attention(_BLACKWELL, "blackwell"), "blackwell"),
+    "blackwell-ultra": _measured_gemm(_measured_attention(_BLACKWELL, "blackwell-ultra"), "blackwell-ultra"),
+    "cdna3": _measured_gemm(_CDNA, "cdna3"),
+    "cdna4": _measured_gemm(_measured_attention(_CDNA, "cdna4"), "cdna4"),
 }
 SCALEUP_LINKS = {
     "ampere": "NVLink 3",

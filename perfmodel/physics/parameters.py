@@ -23,7 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from perfmodel.inputs.stacks import FA2_BEST, STACKS
-from perfmodel.physics.efficiency import DEFAULTS, KERNEL_ATTENTION, Efficiency
+from perfmodel.physics.efficiency import (
+    DEFAULTS,
+    GEMM_OTHER_SILICON,
+    KERNEL_ATTENTION,
+    KERNEL_GEMM,
+    Efficiency,
+)
 
 Scope = Literal["shared", "vendor", "family", "stack", "benchmark"]
 Stage = Literal["dense", "moe"]
@@ -93,6 +99,7 @@ class Parameter:
         if self.factor:
             return self.factor_default(scope_value) if self.factor_default else 1.0
         families = [f for f in DEFAULTS if self.scope != "vendor" or VENDORS[f] == scope_value]
+        families = [f for f in families if self.applies is None or self.applies(Profile(f))] or families
         if self.scope == "family":
             families = [scope_value]
         defaults = [d for d in (_field(DEFAULTS[f], self.target) for f in families) if d > 0]
@@ -192,8 +199,49 @@ def _generation(name: str, target: str, prior_sigma: float, informed_by: str, ne
     return Parameter(name, target, "family", GENERATION, prior_sigma, informed_by, factor=True, needs=needs)
 
 
+def _gemm_unmeasured(profile: Profile) -> bool:
+    """Whether the family's GEMM share is fitted to training rows: no kernel rows measure it (efficiency.KERNEL_GEMM,
+    whose families take their shares and shapes from the measured kernels instead)."""
+    return profile.family not in KERNEL_GEMM
+
+
+def _gemm_measured(profile: Profile) -> bool:
+    return not _gemm_unmeasured(profile)
+
+
+def _gemm_own_silicon_unmeasured(profile: Profile) -> bool:
+    """Whether no kernel rows measure the family's own tensor cores: its GEMM share is fitted to its rows, or carried
+    from another generation's kernels (efficiency.GEMM_OTHER_SILICON), which its rows correct."""
+    return _gemm_unmeasured(profile) or profile.family in GEMM_OTHER_SILICON
+
+
+GEMM_SUSTAINED = (0.6, 1.3)
+"""Bounds of a training step's dense GEMM rate over the measured kernels' at the same shape (prior 1): kernel rows
+run short loops at free clocks, a training step for hours at its power-capped sustained clock, with other kernels and
+communication sharing the SMs and the power. One factor for every family with kernel rows, so that the families'
+differences come from their kernels and datasheets, not from a factor per family fitted to a few training rows."""
+
+
 TABLE: tuple[Parameter, ...] = (
-    Parameter("gemm_bf16", "gemm_bf16", "vendor", (0.35, 0.85), 0.3, "every row (BF16 GEMMs run in every recipe)"),
+    Parameter(
+        "gemm_bf16",
+        "gemm_bf16",
+        "vendor",
+        (0.35, 0.85),
+        0.3,
+        "rows of families without GEMM kernel rows (BF16 GEMMs run in every recipe)",
+        applies=_gemm_unmeasured,
+    ),
+    Parameter(
+        "gemm_sustained",
+        "gemm",
+        "shared",
+        GEMM_SUSTAINED,
+        0.2,
+        "rows of families whose GEMMs kernel rows measure: their sustained rate over the kernels'",
+        factor=True,
+        applies=_gemm_measured,
+    ),
     *(
         Parameter(
             f"gemm_format_{fmt}",
@@ -209,11 +257,14 @@ TABLE: tuple[Parameter, ...] = (
         )
         for fmt, only in (("fp8", None), ("fp4", FP4_FITTED_VENDORS))
     ),
-    _generation(
-        "gemm_generation",
-        "gemm",
-        0.1,
-        "the family's rows, every format: its tensor cores against its vendor's library mean",
+    replace(
+        _generation(
+            "gemm_generation",
+            "gemm",
+            0.1,
+            "the family's rows, every format, where no kernel rows measure its tensor cores: against its vendor's",
+        ),
+        applies=_gemm_own_silicon_unmeasured,
     ),
     Parameter(
         "attention",

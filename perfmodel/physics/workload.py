@@ -51,6 +51,8 @@ class Op(NamedTuple):
     band: bool = False
     """A sliding window's attention: its keys lie in a band along the diagonal, `m` keys per query, and the kernel
     computes whole tiles of it (compute.attention_core_s)."""
+    k: Number = 0
+    """A GEMM's reduction depth (C[m, n] = A[m, k] B[k, n]): its depth ramp (compute.gemm_shape_share)."""
 
 
 class Shard(NamedTuple):
@@ -83,7 +85,7 @@ class Shard(NamedTuple):
 
 
 def _gemm(name: str, m: Number, n: Number, k: Number, fmt: str, in_bytes: float) -> Op:
-    return Op(name, "gemm", 2 * m * n * k, (m * k + k * n) * in_bytes + m * n * BF16_BYTES, fmt, m, n)
+    return Op(name, "gemm", 2 * m * n * k, (m * k + k * n) * in_bytes + m * n * BF16_BYTES, fmt, m, n, k=k)
 
 
 def attention_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
@@ -385,9 +387,9 @@ def unfused_attention_forward(sh: Shard) -> list[Op]:
     qkv_bytes = T * (q + 2 * md.kv_dim / t) * BF16_BYTES
     flops, context_bytes = 2 * T * sh.seq_len * q, scores * BF16_BYTES + 2 * T * q * BF16_BYTES
     return [
-        Op("attention.scores", "gemm", flops, qkv_bytes + scores * BF16_BYTES, m=rows, n=sh.seq_len),
+        Op("attention.scores", "gemm", flops, qkv_bytes + scores * BF16_BYTES, m=rows, n=sh.seq_len, k=md.head_dim),
         _era_mem("attention.softmax", scores, 2 * BF16_BYTES),
-        Op("attention.context", "gemm", flops, context_bytes, m=rows, n=md.head_dim),
+        Op("attention.context", "gemm", flops, context_bytes, m=rows, n=md.head_dim, k=sh.seq_len),
     ]
 
 
@@ -399,9 +401,9 @@ def unfused_attention_backward(sh: Shard) -> list[Op]:
     scores, q = _scores(sh), md.q_dim / t
     rows, flops = T * md.heads / t, 4 * T * sh.seq_len * q
     return [
-        Op("attention.context.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=sh.seq_len),
+        Op("attention.context.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=sh.seq_len, k=md.head_dim),
         _era_mem("attention.softmax.bwd", scores, 3 * BF16_BYTES),
-        Op("attention.scores.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=md.head_dim),
+        Op("attention.scores.bwd", "gemm", flops, 2 * scores * BF16_BYTES, m=rows, n=md.head_dim, k=sh.seq_len),
     ]
 
 
