@@ -17,12 +17,12 @@ SCENARIO = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ncalibration = "
 
 @pytest.fixture
 def folders(tmp_path: Path) -> tuple[Path, Path]:
-    """A project folder (sub/) with its scenario and its own calibration (a slower BF16 GEMM), and a working folder
+    """A project folder (sub/) with its scenario and its own calibration (slower GEMMs), and a working folder
     holding the bundled calibration under the same name."""
     project = tmp_path / "sub"
     project.mkdir()
     fitted = json.loads(BUNDLED.read_text())
-    fitted["parameters"]["gemm_bf16@nvidia"] *= 0.8
+    fitted["parameters"]["gemm_sustained"] *= 0.8
     (project / "cal.json").write_text(json.dumps(fitted))
     (tmp_path / "cal.json").write_text(BUNDLED.read_text())
     (project / "scenario.toml").write_text(SCENARIO)
