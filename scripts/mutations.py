@@ -97,14 +97,14 @@ MUTATIONS = (
     Mutation(
         "optimizer reads of master, m and v not counted",
         "perfmodel/physics/step.py",
-        "OPTIMIZER_BYTES_PER_PARAM = 5 * FP32_BYTES + 3 * FP32_BYTES",
-        "OPTIMIZER_BYTES_PER_PARAM = 2 * FP32_BYTES + 3 * FP32_BYTES",
+        "OPTIMIZER_BYTES_PER_PARAM = 4 * FP32_BYTES + 4 * FP32_BYTES",
+        "OPTIMIZER_BYTES_PER_PARAM = 1 * FP32_BYTES + 4 * FP32_BYTES",
     ),
     Mutation(
         "CP ring volume doubled",
         "perfmodel/physics/step.py",
-        "forward = (sh.cp - 1) * send_recv(kv, links)",
-        "forward = 2 * (sh.cp - 1) * send_recv(kv, links)",
+        "forward, passes = (sh.cp - 1) * send_recv(kv, links), 3",
+        "forward, passes = 2 * (sh.cp - 1) * send_recv(kv, links), 3",
     ),
     Mutation(
         "DP communication fully overlapped",
@@ -127,7 +127,7 @@ MUTATIONS = (
     Mutation(
         "LM head forward GEMM dropped",
         "perfmodel/physics/workload.py",
-        '        _gemm("lm_head.fprop", T, vocab, md.hidden, "bf16", BF16_BYTES),\n',
+        "        *_linear_forward(sh, recipe, *shape),\n",
         "",
     ),
     Mutation(

@@ -27,9 +27,10 @@ IN_SAMPLE_MAPE_LIMIT_PCT = 7.8
 recompute none, ZeRO-1, MBS 1; the CP rows' ring steps at FlashAttention-2's measured rates,
 efficiency.FLASH_ATTN_2_UNTIL, their off-diagonal steps at its non-causal kernel's). Before the ring's causal split
 8.0% (32K -8.6% to 512K -10.5%); before issue 26's physics: 25.0%, +15% to +47% from 32K on."""
-LENGTH_PROTOCOL_LIMIT_PCT = {"mape": 7.8, "row": 14.0}
+LENGTH_PROTOCOL_LIMIT_PCT = {"mape": 7.8, "row": 15.2}
 """The length protocol as the bundled calibration records it: the same figures (the table is validation only, so
-every length is predicted by a fit that saw none), worst row 16K +13.6%."""
+every length is predicted by a fit that saw none), worst row 16K +14.7% (+13.6% before the GEMM kernel stage, which
+took the protocol from 7.75% to 7.67%)."""
 BEYOND_TARGET = {"16K"}
 """Rows today's physics prices more than TARGET_ROW_PCT off: 16K +13.6% (CP 1 at cuDNN's rate; FlashAttention-2's
 would price it -11%)."""

@@ -22,12 +22,16 @@ MEASURED = {
     "GB300 NVFP4 (v5.1)": 64.605,  # v5.1 NVIDIA Theia (8x NVIDIA GB300 NVL72), NVFP4, TP2 PP8 CP2 VP8, GBS 1152
 }
 TOLERANCE_PCT = {
-    "GB200 NVFP4 / H100 FP8": 3.5,  # +2.4% with the 2026-12-06 calibration (+2.5% physics3, +1.5% before)
-    "GB200 NVFP4 / GB200 FP8": 2.0,  # -0.7% (-2.6%)
-    "GB300 NVFP4 / GB200 FP8": 3.0,  # -2.2% (-0.5%)
-    "GB300 NVFP4 / H100 FP8": 2.0,  # +0.7% (+0.9%, +3.7%; +7.4% before the FP4 kernels), the issue's target is 5%
-    "GB300 NVFP4 / H100 FP8, per dollar": 2.0,  # the same ratio x the bundled prices ($6.16 / $13.13)
+    "GB200 NVFP4 / H100 FP8": 4.5,  # +3.9% with GEMMs from the kernel stage (+2.4% before it, +2.5% physics3)
+    "GB200 NVFP4 / GB200 FP8": 2.5,  # -1.8% (-0.7%, -2.6%)
+    "GB300 NVFP4 / GB200 FP8": 4.5,  # -3.5% (-2.2%, -0.5%)
+    "GB300 NVFP4 / H100 FP8": 3.0,  # +2.1% (+0.7%, +0.9%, +3.7%; +7.4% before the FP4 kernels)
+    "GB300 NVFP4 / H100 FP8, per dollar": 3.0,  # the same ratio x the bundled prices ($6.16 / $13.13)
 }
+"""Each ratio's error, about a point above today's, and every one within issue 25's target of 5%: the kernel stage
+(every run priced from measured GEMM shapes with one shared training factor, no per-family GEMM factor) moved each
+run by at most 1.5 points, H100 FP8 +1.8% -> +2.9%, GB200 FP8 -1.2% -> -2.7%, GB200 NVFP4 -0.5% -> -0.9%, GB300 NVFP4
++1.1% -> +0.8%."""
 
 
 @pytest.fixture(scope="module")

@@ -128,10 +128,9 @@ def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     from it as `peak_power_share` says. Elsewhere its vendor library's fitted share times the part's power share and
     `format_share`. Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
     taken on the part itself."""
-    if acc.family not in KERNEL_GEMM:
-        return eff.gemm(fmt) * peak_power_share(acc, eff, "bf16") * format_share(acc, eff, fmt)
-    reference = get_accelerator(GEMM_REFERENCE[acc.family])
-    power = peak_power_share(acc, eff, "bf16") / peak_power_share(reference, eff, "bf16")
+    power = peak_power_share(acc, eff, "bf16")
+    if acc.family in KERNEL_GEMM:
+        power = power / peak_power_share(get_accelerator(GEMM_REFERENCE[acc.family]), eff, "bf16")
     return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
 
 

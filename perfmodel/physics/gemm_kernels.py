@@ -14,9 +14,9 @@ without rows (efficiency.GEMM_SILICON).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from statistics import geometric_mean
 from typing import NamedTuple
 
 import numpy as np
@@ -142,11 +142,6 @@ def fit(rows: Iterable[GemmKernel]) -> dict[str, Fitted]:
     return dict(sorted((shaped | rest).items()))
 
 
-def _geomean(values: Iterable[float]) -> float:
-    values = list(values)
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
 def peer_fit(fits: dict[str, Fitted], held_out: str) -> Fitted:
     """A family's GEMMs from the other families' fits: its vendor's others (all others where it has none), each
     field their geometric mean (FP8 where any measures it; the half-speed points floored at 1 to take the log)."""
@@ -155,11 +150,11 @@ def peer_fit(fits: dict[str, Fitted], held_out: str) -> Fitted:
     peers = peers or [f for name, f in fits.items() if name != held_out]
     fp8 = [p.fp8 for p in peers if p.fp8 is not None]
     return Fitted(
-        _geomean(p.bf16 for p in peers),
-        _geomean(fp8) if fp8 else None,
-        _geomean(max(p.tiles_half, 1e-3) for p in peers),
-        _geomean(max(p.depth_half, 1.0) for p in peers),
-        _geomean(max(p.latency_us, 0.1) for p in peers),
+        geometric_mean(p.bf16 for p in peers),
+        geometric_mean(fp8) if fp8 else None,
+        geometric_mean(max(p.tiles_half, 1e-3) for p in peers),
+        geometric_mean(max(p.depth_half, 1.0) for p in peers),
+        geometric_mean(max(p.latency_us, 0.1) for p in peers),
     )
 
 
