@@ -43,12 +43,17 @@ _LAZY = {
 
 __all__ = [
     "Campaign", "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario",
-    "SearchReport", "ValidationReport", "calibrate", "compare", "load_scenario", "plan", "predict", "search",
-    "validate",
+    "SearchReport", "ValidationReport", "__version__", "calibrate", "compare", "load_scenario", "plan", "predict",
+    "search", "validate",
 ]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, read on first use (importlib.metadata is not free)
+        from importlib.metadata import version
+
+        globals()[name] = version("perfmodel")
+        return globals()[name]
     if name not in _LAZY:
         raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
     module, attribute = _LAZY[name]
@@ -58,4 +63,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})  # a lazy name once loaded is in both
+    return sorted({*globals(), *_LAZY, "__version__"})  # a lazy name once loaded is in both

@@ -10,6 +10,7 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
@@ -51,11 +52,15 @@ class WorkloadOptions(TypedDict, total=False):
     recompute: Literal["none", "selective", "full"]
     recompute_layers: int
     cp_comm: Literal["p2p", "all_gather", "a2a"]
+    shard_group: int
     zero: Literal[0, 1, 2, 3]
-    tokens: float
+    tokens: float | str
     benchmark: str
     calibration: str
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]
+    async_tp: bool
+    compile: bool
+    fp8_recipe: Literal["tensorwise", "rowwise"]
     vintage: str
     usd_per_gpu_hour: float
     pue: float
@@ -68,10 +73,10 @@ class WorkloadOptions(TypedDict, total=False):
     straggler_share: float
     startup_s: float
     job_limit_h: float
-    ramp_tokens: float
+    ramp_tokens: float | str
     ramp_start_gbs: int
     eval_every_steps: int
-    eval_tokens: float
+    eval_tokens: float | str
     spare_gpus: int
     buy: bool | Literal["buy", "rent"]
     usd_per_system: float
@@ -166,6 +171,7 @@ def plan(
     (planning.plan.goal_basis), with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6`)."""
     from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
+    from perfmodel.planning.request import check_keywords
 
     _check_source(scenario)
     targets = arguments.texts("gpu", gpu)
@@ -174,6 +180,7 @@ def plan(
     arguments.number("max_gpus", max_gpus, 1, MAX_GPUS, whole=True, optional=True)
     given = dict(options)
     _use_hardware(given)
+    check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
     goal = planning.Goal(deadline_s, budget_usd)
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
@@ -206,39 +213,87 @@ def calibrate(
     *,
     out: str | Path,
     with_bundled: bool = False,
+    everywhere: bool = False,
     only: str | None = None,
     cv: bool = True,
     force: bool = False,
     hardware: str | Path | Sequence[str | Path] | None = None,
 ) -> Calibration:
-    """Fit the calibration's parameters on measured runs and write it to `out` (`perfmodel calibrate`), for
-    `calibration=out` in the other functions: the runs of a CSV (`data`), with the bundled ones when `with_bundled`
-    (only those without `data`); `only` and `hardware` as for `validate`; `cv` adds the held-out error and the
-    intervals. Written whole or not at all, over an existing file only with `force`. Its `.provenance` is the
-    `--format json` object (rows, in-sample and held-out MAPE, parameters at a bound, rows left out and why)."""
-    from perfmodel.fitting.runs import collect_runs
-    from perfmodel.fitting.validation import fit_calibration
+    """Fit a calibration on measured runs and write it to `out` (`perfmodel calibrate`), for `calibration=out` in
+    the other functions. With a CSV (`data`): the bundled calibration with only the parameters its rows identify
+    refitted on them, for their accelerator families only (`everywhere`: for all), with the bundled rows of those
+    families when `with_bundled` (its `.provenance["user"]` is the `--format json` object); without: the bundled fit
+    on the bundled rows (`cv` adds the held-out error and the intervals). `only` and `hardware` as for `validate`.
+    Written whole or not at all, over an existing file only with `force`."""
+    from perfmodel.fitting.user import calibration_from
     from perfmodel.outputs.atomic import check_target, write_atomic
 
     _use_hardware({"hardware": hardware})
     arguments.path("data", data)
     arguments.text("only", only)
-    for name, value in (("with_bundled", with_bundled), ("cv", cv), ("force", force)):
+    for name, value in (("with_bundled", with_bundled), ("everywhere", everywhere), ("cv", cv), ("force", force)):
         arguments.flag(name, value)
     target = Path(arguments.path("out", out, required=True))
     check_target(target, force, (data,), named=f"out={str(out)!r}", force_flag="force=True")
-    runs, excluded = collect_runs(data, only=only, with_bundled=with_bundled)
-    fitted = fit_calibration(runs, excluded, cv)
+    fitted = calibration_from(data, only, with_bundled, everywhere, cv)
     write_atomic(target, lambda handle: handle.write(fitted.to_json().encode()), force)
     return fitted
 
 
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
+    """The scenario a question asks for, checked; a question asked before is answered from `_ASKED`."""
     from perfmodel.planning.request import load_request
 
     _check_source(scenario)
-    _use_hardware(options)
-    return load_request(scenario, options, _origins(options), relayout)
+    key = _asked_key(scenario, options, relayout)
+    found = _ASKED.get(key) if key is not None else None
+    if found is None:
+        _use_hardware(options)
+        found = load_request(scenario, options, _origins(options), relayout)
+        if key is not None:
+            if len(_ASKED) >= MAX_ASKED:
+                del _ASKED[next(iter(_ASKED))]
+            _ASKED[key] = found
+    return found
+
+
+_ASKED: dict[tuple[Any, ...], Scenario] = {}
+"""Questions asked before and the scenario each was checked into (records are immutable: one can be shared), so that
+a notebook asking the same question again pays the model's time, not the checks' (the oldest dropped past
+MAX_ASKED)."""
+MAX_ASKED = 256
+
+
+def _asked_key(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> tuple[Any, ...] | None:
+    """All a question's scenario depends on: the arguments, the scenario file's version (modification time and size,
+    so an edited file is read again), the working folder (a relative path's meaning) and the hardware catalogues in
+    force. None where that is more: a Scenario object, hardware or model files, or a value that cannot be a key."""
+    import os
+
+    from perfmodel.inputs import catalogue
+    from perfmodel.inputs.scenario import Scenario, scenario_file
+
+    given = tuple(sorted((k, v) for k, v in options.items() if v is not None))
+    if isinstance(scenario, Scenario) or any(k == "hardware" or _is_file(v) for k, v in given):
+        return None
+    try:
+        hash(given)
+        stat = os.stat(_default_file() if scenario is None else scenario_file(scenario))
+    except (TypeError, OSError, PerfmodelError):
+        return None
+    return (str(scenario), given, relayout, stat.st_mtime_ns, stat.st_size, os.getcwd(), catalogue.version())
+
+
+def _is_file(value: Any) -> bool:
+    """A keyword naming a file (a model TOML), whose contents the question depends on too."""
+    return isinstance(value, str) and value.endswith(".toml")
+
+
+@cache
+def _default_file() -> Path:
+    from perfmodel.inputs.scenario import scenario_file
+
+    return scenario_file(None)
 
 
 def _check_source(scenario: ScenarioSource) -> None:

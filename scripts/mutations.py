@@ -115,8 +115,8 @@ MUTATIONS = (
     Mutation(
         "recompute not priced",
         "perfmodel/physics/step.py",
-        "recompute_s = where(selective, lt.selective, recomputed(full, lt.forward))",
-        "recompute_s = 0.0 * where(selective, lt.selective, recomputed(full, lt.forward))",
+        "recompute_s = where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
+        "recompute_s = 0.0 * where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
     ),
     Mutation(
         "GEMM shape share off (tiles, occupancy, depth)",

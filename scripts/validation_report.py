@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -115,6 +116,60 @@ def _length_section(report: Report, results: list[protocols.ProtocolResult]) -> 
                                  "held out"], tablefmt="github"),
         "",
     ]  # fmt: skip
+
+
+STACK_ROWS_LISTED = 20
+"""A stack with at most this many rows has each listed in its section (the others' are under 'Every row')."""
+
+
+def _stacks_section(report: Report, results: list[protocols.ProtocolResult]) -> list[str]:
+    """A section per software stack the measured steps ran: its profile, its rows' error with the bundled
+    calibration and held out by the `stack` protocol (a fit on the other stacks' rows)."""
+    (stack,) = [r for r in results if r.protocol == "stack"]
+    held = {id(row.item.run): row.error_pct for row in stack.rows}  # by run: an MLPerf id may name two benchmarks
+    steps = [r for r in report.rows if not whole_runs.is_whole_run(r.prepared.run)]
+    lines = [
+        "## Stacks: leave one stack out",
+        "",
+        "Each stack's step rows with the bundled calibration and held out by the `stack` protocol (`perfmodel "
+        "validate --protocol stack`: the fold of a stack fits on the other stacks' fitted rows, from the physical "
+        "defaults, and predicts the stack's rows; rows no fit takes, MaxText's, are predicted by the fit on every "
+        f"fitted row). Protocol MAPE {stack.mape_pct:.1f}% over {len(stack.rows)} rows. Errors are on each row's "
+        "metric: + on a step time is too slow, on tokens/s too fast. MaxText's table also publishes MFU, which checks "
+        "perfmodel's FLOP count: it differs by full against causal attention alone (tests/test_stack_profiles.py).",
+        "",
+    ]
+    for name in sorted({r.prepared.context.stack for r in steps}):
+        rows = [r for r in steps if r.prepared.context.stack == name]
+        out = [held[id(r.prepared.run)] for r in rows if id(r.prepared.run) in held]
+        lines += [
+            f"### {name}",
+            "",
+            f"{STACKS[name].description}. Attention: {STACKS[name].attention_kernel}; DP/FSDP overlap: "
+            f"{STACKS[name].dp_overlap}. {len(rows)} rows, MAPE {_mape(rows):.1f}% with the bundled calibration"
+            + (f", held out {sum(map(abs, out)) / len(out):.1f}% over {len(out)}" if out else ", none held out")
+            + ".",
+            "",
+        ]
+        if len(rows) <= STACK_ROWS_LISTED:
+            table = [
+                [r.prepared.run.id, r.prepared.run.n_gpus, r.prepared.run.precision, r.prepared.layout.describe(),
+                 r.prepared.run.scenario["parallelism"].get("shard_group", ""), _knobs(r.prepared.run.scenario),
+                 f"{r.prepared.run.measured:,.4g}", f"{r.predicted:,.4g}", _pct(r.error_pct),
+                 _pct(held.get(id(r.prepared.run)))]
+                for r in rows
+            ]  # fmt: skip
+            headers = ["row", "GPUs", "precision", "layout", "FSDP group", "knobs", "measured", "predicted", "error"]
+            headers.append("held out")
+            lines += [tabulate(table, headers=headers, tablefmt="github"), ""]
+    return lines
+
+
+def _knobs(scenario: dict[str, Any]) -> str:
+    """The stack knobs a row ran with, as its variant is named (torchtitan's 'async TP, compiled, rowwise')."""
+    tp = {True: "async TP", False: "vanilla TP"}.get(scenario.get("async_tp"), "")
+    compiled = {True: "compiled", False: "eager"}.get(scenario.get("compile"), "")
+    return ", ".join(part for part in (tp, compiled, scenario.get("fp8_recipe") or "") if part)
 
 
 def _time_error_pct(row: Row) -> float:
@@ -526,6 +581,7 @@ def main() -> None:
         *_protocols_section(results),
         *_forward_section(results),
         *_length_section(report, results),
+        *_stacks_section(report, results),
         *_evidence_section(results),
         *_whole_runs_section(whole),
         "## Error by group",

@@ -116,22 +116,14 @@ def test_search_compare_and_validate_equal_the_cli() -> None:
     _same_as_cli(validation.to_dict(), "validate", "--only", "Training v5.0")
 
 
-RUNS = (
-    "id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured\n"
-    "a,llama3.1-8b,h100-sxm,8,fp8,8192,64,1,1,1,1,1,1,none,tokens_per_s_per_gpu,13000\n"
-    "b,llama3.1-8b,h100-sxm,16,fp8,8192,64,1,1,1,1,1,1,none,tokens_per_s_per_gpu,12500\n"
-)
-
-
 def test_calibrate_writes_what_the_cli_writes_and_predict_uses_it(tmp_path: Path) -> None:
     """A notebook fits on its own runs without a shell: the same file as `perfmodel calibrate`, used by name."""
-    runs = tmp_path / "runs.csv"
-    runs.write_text(RUNS)
+    runs = Path(__file__).parent / "user_runs.csv"  # five rows: a user calibration fits one parameter per five
     fitted = perfmodel.calibrate(runs, out=tmp_path / "api.json", cv=False)
     assert run_cli("calibrate", "--data", str(runs), "--out", str(tmp_path / "cli.json"), "--no-cv").code == 0
     api, cli = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("api", "cli"))
-    assert api["parameters"] == cli["parameters"] and api["data"]["rows"] == ["a", "b"]
-    assert fitted.provenance["fit"] == api["fit"]
+    assert api["scoped"] == cli["scoped"] and api["user"]["rows"] == ["u1", "u2", "u3", "u4", "u5"]
+    assert fitted.provenance["user"] == api["user"]
     flags = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "precision": "fp8", "gbs": 64, "seq_len": 8192}
     ours = perfmodel.predict(**flags, calibration=str(tmp_path / "api.json"))
     assert ours.step_time_s != perfmodel.predict(**flags).step_time_s
@@ -183,6 +175,7 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
         (lambda: perfmodel.predict(n_gpus=0), r"^n_gpus=0: "),
         (lambda: perfmodel.predict(model="llama3.1-450b"), r"^model='llama3.1-450b': unknown model"),
         (lambda: perfmodel.predict(gpus=8), r"^unknown keyword 'gpus'; valid: model, gpu"),
+        (lambda: perfmodel.plan(deadline_days=30), r"^unknown keyword 'deadline_days'; valid: model, gpu"),
         (lambda: perfmodel.predict(tp=True), r"^tp=True: "),
         (lambda: perfmodel.search(n_gpus=[8, 0]), r"^n_gpus=\[8, 0\]: 0 must be between 1 and 1,000,000 GPUs"),
         (lambda: perfmodel.search(n_gpus="8"), r"^n_gpus='8': allowed a whole number of GPUs"),

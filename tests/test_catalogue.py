@@ -187,6 +187,9 @@ RUNS_ON_OURS = """\
 id,source,model,system,n_gpus,precision,seq_len,tp,pp,cp,vp,mbs,gbs,zero,recompute,metric,measured
 ours-1,our log,llama3.1-8b,ours-h100,16,bf16,8192,1,1,1,1,1,128,1,none,tokens_per_s_per_gpu,9000
 ours-2,our log,llama3.1-8b,ours-h100,32,bf16,8192,1,1,1,1,1,128,1,none,tokens_per_s_per_gpu,8800
+ours-3,our log,llama3.1-8b,ours-h100,64,bf16,8192,1,1,1,1,1,128,1,none,tokens_per_s_per_gpu,8700
+ours-4,our log,llama3.1-8b,ours-h100,128,bf16,8192,1,1,1,1,1,256,1,none,tokens_per_s_per_gpu,8600
+ours-5,our log,llama3.1-8b,ours-h100,256,bf16,8192,1,1,1,1,1,512,1,none,tokens_per_s_per_gpu,8500
 """
 
 
@@ -208,7 +211,8 @@ def test_validate_and_calibrate_name_your_own_hardware(tmp_path: Path) -> None:
     catalogue.clear()
     out = tmp_path / "cal.json"
     fitted = run_cli("calibrate", "--hardware", str(ours), "--data", str(runs), "--out", str(out), "--no-cv")
-    assert fitted.code == 0 and json.loads(out.read_text())["data"]["rows"] == ["ours-1", "ours-2"]
+    assert fitted.code == 0, fitted.err
+    assert json.loads(out.read_text())["user"]["rows"] == [f"ours-{k}" for k in range(1, 6)]
 
 
 def test_a_sweep_takes_hardware_files_and_hands_them_to_its_workers(tmp_path: Path) -> None:

@@ -172,10 +172,22 @@ def test_shell_completion_offers_ids() -> None:
         done = subprocess.run([sys.executable, "-m", "perfmodel"], env=env, capture_output=True, text=True, timeout=60)
         return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
 
-    assert complete("perfmodel predict --gpu h1") == ["h100-sxm"]
+    assert complete("perfmodel predict --gpu h1") == ["h100-grand-teton", "h100-sxm"]
     assert complete("perfmodel compare --gpu gb3") == ["gb300", "gb300-nvl72"]
-    assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b"]
+    assert complete("perfmodel predict --model llama3.1-4") == ["llama3.1-405b", "llama3.1-4"]  # and FILE.toml
     assert complete("perfmodel predict --precision nv") == ["nvfp4"]
+    # Every id kind (issue 29): hardware show, precisions after ID: (and after a comma), bundled scenarios and sweeps
+    # by name (with files: 'file,' items), MLPerf benchmarks with their rounds.
+    assert complete("perfmodel hardware show gb3") == ["gb300", "gb300-nvl72"]
+    assert complete("perfmodel compare --gpu h100-sxm:") == ["h100-sxm:bf16", "h100-sxm:fp8"]
+    assert complete("perfmodel plan --gpu gb300-nvl72:fp8,nv") == ["gb300-nvl72:fp8,nvfp4"]
+    assert complete("perfmodel predict mlperf-405b-h1") == ["mlperf-405b-h100-512", "mlperf-405b-h1"]
+    assert complete("perfmodel sweep gen") == ["generations", "gen"]
+    assert complete("perfmodel predict --calibration n") == ["none", "n"]
+    assert complete("perfmodel predict --hardware ou") == ["ou"]  # a file or folder
+    assert complete("perfmodel predict --benchmark mlperf-llama31-8") == [
+        "mlperf-llama31-8b", "mlperf-llama31-8b@v5.1", "mlperf-llama31-8b@v6.0"
+    ]  # fmt: skip
 
 
 def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
@@ -190,10 +202,10 @@ def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
 @pytest.mark.parametrize(
     ("flags", "note"),
     [
-        ((), "$6.16/GPU-h (on-demand default)"),
+        ((), "$6.16/GPU-h (list: CoreWeave on-demand list, HGX H100, Feb 2026; the GPU's default)"),
         (("--buy",), "/GPU-h (owned, see Owning)"),
         (("--gpu", "mi355x", "--gpus", "64"), "no price (no public price for mi355x; pass --usd-per-gpu-hour)"),
-        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h, "),
+        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h (quoted: given for this run), "),
     ],
 )
 def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...], note: str) -> None:
@@ -202,7 +214,7 @@ def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...],
     assert result.code == 0, result.err
     inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
     assert note in inputs
-    assert ("on-demand default" in inputs) == (not flags)
+    assert ("GPU's default" in inputs) == (not flags)
 
 
 def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:
@@ -231,7 +243,7 @@ zero = 0
     [
         ((), "{file}: field 'parallelism.tp': invalid layout TP3 "),  # the file set TP
         (("--tp", "8", "--gbs", "100"), "--gbs: invalid layout TP8 "),  # the flag set the batch the rule names
-        (("--gpus", "62"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
+        (("--gpus", "56"), "--gpus: invalid layout TP3 "),  # the file's TP, the flag's GPU count: the flag
     ],
 )
 def test_layout_rule_error_names_the_flag_or_file_field_that_set_it(

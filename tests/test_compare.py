@@ -130,14 +130,15 @@ def test_the_time_and_cost_with_losses_stand_beside_the_failure_free_ones() -> N
 @pytest.mark.parametrize(
     ("flags", "basis"),
     [
-        ((), "cost at on-demand price"),
-        (("--buy",), "cost of owning"),
-        (("--usd-per-gpu-hour", "3"), "cost at the given"),
+        (("--gpu", "h100-sxm", "--gpu", "b200"), "cost at on-demand list price"),
+        (("--gpu", "h100-sxm", "--gpu", "b200", "--buy"), "cost of owning"),
+        (("--gpu", "h100-sxm:$3", "--gpu", "b200:$4"), "cost at the quoted price"),
+        (("--gpu", "h100-sxm", "--gpu", "b300"), "cost at each row's own price"),
     ],
 )
 def test_the_note_names_the_price_the_perf_per_dollar_uses(flags: tuple[str, ...], basis: str) -> None:
-    """It said 'at on-demand prices' with --buy and with a given price too."""
-    result = run_cli("compare", *WORKLOAD, "--gpu", "h100-sxm", "--gpu", "b200", "--gpus", "64", *flags)
+    """It said 'at on-demand prices' with --buy and with a given price too, and for an estimated price."""
+    result = run_cli("compare", *WORKLOAD, "--gpus", "64", *flags)
     assert result.code == 0, result.err
     assert f"perf/$: tokens per dollar over the first row's, {basis}" in result.out
 

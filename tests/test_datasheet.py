@@ -36,6 +36,10 @@ DATASHEETS = {
     # accelerators.csv row 'NVIDIA H200 SXM 141GB'; section 2 'H200': H100 compute, 141 GB HBM3e at 4.8 TB/s (S1),
     # TGP 700 W and '18x 4th Gen NVLink, 900GB/s' (S23 MLPerf system JSON), 8x 400 Gb/s.
     "h200-sxm": (989.4, 1978.9, None, 141, None, 4.8, 450, 8, 400, 700),
+    # stacks_sources.md 'torchtitan' (torchtitan benchmarks/llama3_h100_202412_torchtitan.md, 'Hardware'): Grand
+    # Teton's H100 'equipped with 96GB HBM2e with 2.4 TB/sec', 'the default 500W power limit', 8 GPUs 'fully
+    # connected with NVLink', 'backend RDMA network with 400 Gb/s per GPU'; peaks and links the H100 SXM's.
+    "h100-grand-teton": (989.4, 1978.9, None, 96, None, 2.4, 450, 8, 400, 500),
     # No H800 datasheet in the data: compute, memory and power as H100 SXM (measured_runs_sources.md 'DeepSeek-V3'
     # reads 385 TFLOP/s as ~39% of H100's BF16 dense peak); measured_runs.csv row 339 'H800 (NVLink 400GB/s, IB
     # 8x400G)' (bidirectional: 200 per direction); campaigns.md section 2 (DeepSeek-V3 section 3.1: 8 GPUs per node
@@ -83,6 +87,9 @@ SYSTEMS = {
     "jean-zay-a100": ("a100-sxm-80gb", 8, 50, "switch", None),
     # section 2 'H100': DGX H100 8x ConnectX-7 400 Gb/s (S2); MODELLING.md 'Units': one NIC per GPU on DGX H100.
     "dgx-h100": ("h100-sxm", 8, 400, "switch", None),
+    # stacks_sources.md 'torchtitan': 'Each host has 8 NVIDIA H100 GPUs fully connected with NVLink', '400 Gb/s per
+    # GPU'.
+    "grand-teton": ("h100-grand-teton", 8, 400, "switch", None),
     # section 2 'H200': 18x NVLink 4 on NVSwitch (S23), scale-out typically 8x 400 Gb/s.
     "dgx-h200": ("h200-sxm", 8, 400, "switch", None),
     # campaigns.md section 2, DeepSeek-V3 report sections 3.1 and 3.2.2: 8 GPUs per node, IB 50 GB/s per GPU.

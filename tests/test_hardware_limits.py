@@ -143,7 +143,7 @@ def _figures(cls: type, prefix: str = "") -> Iterator[str]:
     hints = typing.get_type_hints(cls)
     for f in input_fields(cls):
         for arm in typing.get_args(hints[f.name]) or (hints[f.name],):
-            if arm is SourcedPositive:
+            if isinstance(arm, type) and issubclass(arm, SourcedPositive):  # a price too (PriceFigure)
                 yield prefix + f.name
             elif dataclasses.is_dataclass(arm) and "value" not in {g.name for g in dataclasses.fields(arm)}:
                 yield from _figures(arm, f"{prefix}{f.name}.")  # type: ignore[arg-type]

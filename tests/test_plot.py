@@ -39,7 +39,8 @@ def test_scaling_draws_time_and_efficiency_per_system(records: list[dict[str, An
     time_ax, eff_ax = fig.axes
     assert time_ax.get_ylabel() == "time to train (days)" and time_ax.get_xlabel() == "GPUs"
     assert eff_ax.get_ylabel() == "scaling efficiency (%)"
-    assert _legend(eff_ax) == ["h100-sxm fp8", "b200 fp8"]
+    legend = _legend(eff_ax)
+    assert [t.split(":")[0] for t in legend] == ["NVIDIA H100 SXM 80GB FP8", "NVIDIA B200 (HGX B200) FP8"]
     h100 = [r for r in records if r["accelerator"] == "h100-sxm"]
     line = time_ax.get_lines()[0]
     assert list(line.get_xdata()) == list(COUNTS)
@@ -47,7 +48,88 @@ def test_scaling_draws_time_and_efficiency_per_system(records: list[dict[str, An
     efficiency = eff_ax.get_lines()[0].get_ydata()
     assert efficiency[0] == pytest.approx(100)  # float rounding of t0 x n0 / (t x n)
     assert efficiency[2] == pytest.approx(100 * h100[2]["tokens_per_s_per_gpu"] / h100[0]["tokens_per_s_per_gpu"])
-    assert "llama3.1-8b" in fig.get_suptitle()
+    assert "Llama 3.1 8B" in fig.get_suptitle()  # names, not ids
+    assert legend[0].endswith(f"{efficiency[2]:.1f}% at 256")
+
+
+def _labels_fit(fig: Any) -> None:
+    """No two of the figure's texts overlap, and each lies inside the figure, as drawn (tick labels of ticks inside
+    their axis's view: matplotlib keeps the others, undrawn)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ticks, drawn = set(), []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks |= {id(tick.label1), id(tick.label2)}
+                drawn += [tick.label1, tick.label2] if low <= tick.get_loc() <= high else []
+    texts = drawn + [t for t in fig.findobj(Text) if id(t) not in ticks]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
+    assert not [(a, b) for k, (a, one) in enumerate(boxes) for b, other in boxes[k + 1 :] if one.overlaps(other)]
+    edge = fig.bbox
+    assert not [t for t, b in boxes if b.x0 < edge.x0 or b.x1 > edge.x1 or b.y0 < edge.y0 or b.y1 > edge.y1]
+
+
+@pytest.mark.parametrize("kind", ["scaling", "breakdown", "compare"])
+def test_no_two_labels_overlap(records: list[dict[str, Any]], kind: str) -> None:
+    """Two lines ending at the same efficiency (BF16 relabelled as a copy of FP8) once printed their end labels on
+    top of each other; bars named by their accelerators' names, GB300's "NVIDIA GB300 (GB300 NVL72)" among them, must
+    not print theirs into one another."""
+    twins = records + [r | {"precision": "bf16"} for r in records if r["accelerator"] == "h100-sxm"]
+    if kind != "scaling":
+        twins = [r | {"accelerator": gpu} for r, gpu in zip(twins, ["gb300", "h100-sxm", "mi355x"] * 3, strict=False)]
+    _labels_fit(plot.DRAW[kind](twins))
+
+
+def test_the_validation_plots_labels_neither_overlap_nor_leave_the_figure() -> None:
+    """Its legend beside the panel ran into the figure's title; names as long as GB200's must fit below it."""
+    rows = [{"accelerator": gpu, "metric": "time_to_train_min", "measured": m, "predicted": m * 1.05}
+            for gpu in ("b200", "gb200", "h100-sxm", "h200-sxm", "mi300x", "mi325x") for m in (2.0, 20.0)]  # fmt: skip
+    fig = plot.validation({"rows": rows, "mape_pct": 5.0})
+    _labels_fit(fig)
+    assert "NVIDIA GB200 (GB200 NVL72)" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+@pytest.mark.parametrize("command", ["compare", "search", "plan", "sweep", "export", "whatif", "sensitivity"])
+def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> None:
+    flags = {"compare": ["compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus", "64"],
+             "search": ["search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64"],
+             "plan": ["plan", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--tokens", "1T",
+                      "--deadline", "30d"],
+             "sweep": ["sweep", str(Path(__file__).parents[1] / "sweeps" / "generations.toml")],
+             "export": ["export", "compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus",
+                        "64", "--out", str(tmp_path / "e.json")],
+             "whatif": ["whatif", "--model", "llama3.1-8b", "--gpus", "64", "--set", "nic_gbps=x2"],
+             "sensitivity": ["sensitivity", "--model", "llama3.1-8b", "--gpus", "64"]}[command]  # fmt: skip
+    result = run_cli(*flags, *([] if command == "export" else ["--format", "json"]))
+    assert result.code == 0, result.err
+    saved = tmp_path / "e.json"
+    if command != "export":
+        saved.write_text(result.out)
+    kind = "scaling" if command == "sweep" else "breakdown"
+    drawn = run_cli("plot", kind, "--from", str(saved), "--out", str(tmp_path / "p.png"))
+    if command == "sweep":  # several models and what-ifs per GPU count on one line: refused, with what to do
+        assert drawn.code == 2 and "several at one count" in drawn.err and "plot a subset" in drawn.err
+    else:
+        assert drawn.code == 0, drawn.err
+
+
+@pytest.mark.parametrize(
+    ("command", "advice"),
+    [
+        (["validate", "--only", "Training v5.0"], "validate's JSON (or a protocol's): draw it with `perfmodel plot"),
+        (["explain", "--model", "llama3.1-8b", "--gpus", "8"], "explain's JSON (one prediction's formulas): plot"),
+        (["predict", "campaign-llama3.1-405b"], "a campaign's totals have no one step to draw"),
+    ],
+)  # fmt: skip
+def test_from_json_without_predictions_says_what_to_do(tmp_path: Path, command: list[str], advice: str) -> None:
+    saved = tmp_path / "saved.json"
+    saved.write_text(run_cli(*command, "--format", "json").out)
+    drawn = run_cli("plot", "breakdown", "--from", str(saved), "--out", str(tmp_path / "p.png"))
+    assert drawn.code == 2 and advice in drawn.err
 
 
 def test_breakdown_stacks_the_parts_to_the_step_time(records: list[dict[str, Any]]) -> None:
@@ -73,7 +155,7 @@ def test_compare_shows_time_cost_and_speedup(records: list[dict[str, Any]]) -> N
     assert cost_ax.get_ylabel() == "cost (million USD)"
 
 
-@pytest.mark.parametrize(("cost", "basis"), [({}, "at on-demand price"), ({"cost.mode": "buy"}, "of owning")])
+@pytest.mark.parametrize(("cost", "basis"), [({}, "at on-demand list price"), ({"cost.mode": "buy"}, "of owning")])
 def test_the_cost_panel_names_its_price_and_fits_in_the_figure(cost: dict[str, str], basis: str) -> None:
     """The cost title said 'on-demand' for the cost of owning too, and ran past the image's right edge."""
     pair = [
@@ -106,7 +188,7 @@ def test_validation_plots_one_panel_per_metric() -> None:
     points = [tuple(xy) for c in throughput.collections for xy in c.get_offsets()]
     assert (1602.0, 1572.0) in points and (300.0, 330.0) in points and (54.9, 53.8) not in points
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend[:2] == ["b200", "h100-sxm"] and "predicted = measured" in legend
+    assert legend[:2] == ["NVIDIA B200 (HGX B200)", "NVIDIA H100 SXM 80GB"] and "predicted = measured" in legend
 
 
 def test_scaling_efficiency_axis_starts_at_zero(records: list[dict[str, Any]]) -> None:

@@ -12,11 +12,7 @@ from conftest import run_cli
 
 LAYOUT = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1",
           "--vp", "1", "--mbs", "1", "--gbs", "64", "--recompute", "none", "--zero", "1")  # fmt: skip
-RUNS = (
-    "id,model,gpu,n_gpus,precision,seq_len,gbs,mbs,tp,pp,cp,vp,zero,recompute,metric,measured\n"
-    "a,llama3.1-8b,h100-sxm,8,fp8,8192,64,1,1,1,1,1,1,none,tokens_per_s_per_gpu,13000\n"
-    "b,llama3.1-8b,h100-sxm,16,fp8,8192,64,1,1,1,1,1,1,none,tokens_per_s_per_gpu,12500\n"
-)
+RUNS = (Path(__file__).parent / "user_runs.csv").read_text()  # a user calibration fits one parameter per 5 rows
 SWEEP = '[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm", "b200"]\nn_gpus = [8, 16]\n'
 SWEEP_LAYOUTS = (
     SWEEP + "[sweep.set]\nparallelism = { pp = 1, cp = 1, vp = 1, mbs = 1, gbs = 64, recompute = 'none', zero = 1 }\n"

@@ -1,5 +1,5 @@
 """The workbook a procurement reader gets: perf/$ and every other derived column follow an edited price, numbers are
-stored with the formulas for readers without a formula engine, a one-page Summary, validated inputs with units,
+stored with the formulas for readers without a formula engine, a Summary one page wide, validated inputs with units,
 the 80% interval as formulas, public sources and no path of the machine that wrote it."""
 
 from __future__ import annotations
@@ -93,17 +93,19 @@ def test_readers_without_a_formula_engine_see_the_numbers(exported: tuple[Path, 
     assert list(results["time_to_train_s"]) == [r["time_to_train_s"] for r in rows]
 
 
-def test_summary_prints_on_one_landscape_page(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_summary_prints_one_landscape_page_wide(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+    """The Summary first, one A4 landscape page wide (as many tall as its rows need), its cells links; every other
+    sheet landscape too (tests/test_workbook_print.py measures the printed type)."""
     path, _ = exported
     book = openpyxl.load_workbook(path)
     summary = book["Summary"]
     assert book.sheetnames[0] == "Summary"
     assert summary.page_setup.orientation == "landscape" and summary.sheet_properties.pageSetUpPr.fitToPage
-    assert summary.page_setup.fitToHeight in (None, 1) and summary.page_setup.fitToWidth in (None, 1)  # 1 by default
+    assert summary.page_setup.fitToWidth in (None, 1) and summary.page_setup.fitToHeight == 0  # 1 wide by default
     assert all(str(c.value).startswith("=") for c in summary[6][1:] if c.value is not None)  # links, so they follow
     for name in ("Inputs", "Results", "Breakdown", "Details", "Assumptions"):
         ws = book[name]
-        assert ws.page_setup.orientation == "landscape" and ws.page_setup.fitToWidth in (None, 1), name
+        assert ws.page_setup.orientation == "landscape" and ws.page_setup.paperSize == 9, name
 
 
 def test_inputs_are_validated_and_carry_units(exported: tuple[Path, list[dict[str, Any]]]) -> None:

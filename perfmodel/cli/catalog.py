@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import hardware_option, say
+from perfmodel.cli.options import complete_ids, hardware_option, say
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -19,7 +19,7 @@ def hardware() -> None:
 
 
 @hardware.command("show")
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_ids(("accelerators", "systems")))
 @hardware_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def hardware_show(entry_id: str, fmt: str) -> None:
@@ -65,6 +65,7 @@ def hardware_list(fmt: str) -> None:
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.record import as_dict
     from perfmodel.outputs.columns import tabulated
+    from perfmodel.outputs.record import price_cell
 
     if fmt == "json":
         from perfmodel.outputs.report import to_json
@@ -95,7 +96,7 @@ def hardware_list(fmt: str) -> None:
             value(a.scaleup_domain_gpus),
             value(a.nic_gbit_per_s),
             value(a.power_w),
-            value(a.usd_per_gpu_hour, ".2f"),
+            "-" if a.usd_per_gpu_hour is None else price_cell(a.usd_per_gpu_hour.value, a.usd_per_gpu_hour.basis),
         ]
         for a in accelerators().values()
     ]

@@ -32,10 +32,10 @@ def compare_from_flags(scenario: str | None, relayout: bool, quiet: bool, flags:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @quiet_option
 def compare(scenario: str | None, relayout: bool, fmt: str, quiet: bool, **flags: Any) -> None:
-    """Compare systems (--gpu ID[:PRECISION], repeated) and cluster sizes (--gpus 256,512,1024) on one workload.
+    """Compare systems (--gpu ID[:PRECISION][@N][:$PRICE], repeated) and cluster sizes (--gpus 256,512,1024).
 
     Each row is a full prediction; layout dimensions the scenario leaves open are searched per row. Ratios are to
-    the first row: speedup (throughput), perf per dollar (tokens per USD, at on-demand and at low/high prices) and
+    the first row: speedup (throughput), perf per dollar (tokens per USD at each row's price, in brackets its range) and
     energy per token; with several sizes, scaling efficiency (tokens/s per GPU over the system's smallest size).
     """
     from perfmodel.outputs import plan_report

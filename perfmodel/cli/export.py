@@ -13,7 +13,16 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import Command, FilePath, PositiveFloat, load_from_flags, quiet_option, say, scenario_options
+from perfmodel.cli.options import (
+    Command,
+    FilePath,
+    PositiveFloat,
+    complete_ids,
+    load_from_flags,
+    quiet_option,
+    say,
+    scenario_options,
+)
 from perfmodel.cli.plan import plan_from_flags, plan_options
 from perfmodel.errors import PerfmodelError
 
@@ -162,7 +171,7 @@ def export_plan(
 
 
 @export.command("sweep")
-@click.argument("sweep_file", type=FilePath(dir_okay=False))
+@click.argument("sweep_file", type=FilePath(dir_okay=False), shell_complete=complete_ids(("sweeps",), files=True))
 @quiet_option
 @export_options
 def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_kwh: float | None) -> None:

@@ -11,11 +11,11 @@ from typing import Any, TypeVar, overload
 import click
 
 from perfmodel.errors import visible
+from perfmodel.inputs.counts import EXAMPLES, count
 
 FORMATS = click.Choice(["table", "json", "csv"])
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
-SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 
 
 class FilePath(click.Path):
@@ -36,12 +36,10 @@ class Count(click.ParamType):
         if isinstance(value, int | float):
             number = float(value)
         else:
-            text = str(value).strip().replace(",", "").replace("_", "")
-            scale = SUFFIXES.get(text[-1:].upper(), 1.0) if text else 1.0
             try:
-                number = float(text[:-1] if scale != 1.0 else text) * scale
+                number = count(str(value))
             except ValueError:
-                self.fail(f"'{value}' is not a number (examples: 15T, 2.5e12, 1000000)", param, ctx)
+                self.fail(f"'{value}' is not a number (examples: {EXAMPLES})", param, ctx)
         if not math.isfinite(number) or number <= 0:
             self.fail(f"'{value}' must be a positive finite number", param, ctx)
         return number
@@ -95,6 +93,56 @@ def _use_hardware(ctx: click.Context, param: click.Parameter, paths: tuple[str, 
         add_catalogue(path)
 
 
+def complete_ids(
+    kinds: tuple[str, ...], files: bool = False
+) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
+    """Shell completion of ids (README 'Shell completion'): models, accelerators, systems (user files' too), MLPerf
+    benchmarks (with their rounds), bundled scenarios or sweeps; the precisions an accelerator or system supports after
+    `ID:` (and after each comma of `ID:PRECISION,...`); file names too where a file is taken (`files`)."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        if ":" in incomplete and {"accelerators", "systems"} & set(kinds):
+            return list(_precisions(incomplete))
+        found = [CompletionItem(i) for kind in kinds for i in _ids(kind) if i.startswith(incomplete)]
+        return found + ([CompletionItem(incomplete, type="file")] if files else [])
+
+    return complete
+
+
+def _ids(kind: str) -> list[str]:
+    from perfmodel.inputs.hardware import accelerators, systems
+    from perfmodel.inputs.mlperf import BENCHMARKS
+    from perfmodel.inputs.models import ZOO
+    from perfmodel.inputs.resources import bundled_names
+
+    known = {
+        "models": lambda: list(ZOO),
+        "accelerators": lambda: list(accelerators()),
+        "systems": lambda: list(systems()),
+        "benchmarks": lambda: [*BENCHMARKS, *(f"{b}@{r}" for b, rounds in BENCHMARKS.items() for r in rounds)],
+        "scenarios": lambda: bundled_names("scenarios"),
+        "sweeps": lambda: bundled_names("sweeps"),
+        "calibration": lambda: ["none"],
+    }
+    return known[kind]()
+
+
+def _precisions(incomplete: str) -> list[str]:
+    """`ID:PRECISION,...` with the last precision completed among those the accelerator (or system's) supports."""
+    from perfmodel.inputs.hardware import accelerators, systems
+
+    entry, _, chosen = incomplete.partition(":")
+    done, _, last = chosen.rpartition(",")
+    system = systems().get(entry)
+    accelerator = accelerators().get(system.accelerator if system else entry)
+    if accelerator is None:
+        return []
+    head = f"{entry}:{done}," if done else f"{entry}:"
+    return [head + p for p in accelerator.precisions if p.startswith(last) and p not in done.split(",")]
+
+
 hardware_option = click.option(
     "--hardware",
     multiple=True,
@@ -102,26 +150,14 @@ hardware_option = click.option(
     expose_value=False,
     is_eager=True,
     callback=_use_hardware,
+    shell_complete=complete_ids((), files=True),
     help="Your own accelerator/system TOML file or folder (README 'Your own hardware'); repeatable.",
 )
 """Read before the other options, so that --gpu and --system can name the entries it adds."""
 
-
-def _complete(kinds: tuple[str, ...]) -> Callable[[click.Context, click.Parameter, str], list[str]]:
-    """Shell completion of ids (README 'Shell completion'): models, accelerators and/or systems, user files too."""
-
-    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-        from perfmodel.inputs.hardware import accelerators, systems
-        from perfmodel.inputs.models import ZOO
-
-        known = {
-            "models": lambda: list(ZOO),
-            "accelerators": lambda: list(accelerators()),
-            "systems": lambda: list(systems()),
-        }
-        return [i for kind in kinds for i in known[kind]() if i.startswith(incomplete)]
-
-    return complete
+calibration_option = click.option(
+    "--calibration", help=CALIBRATION_HELP, shell_complete=complete_ids(("calibration",), files=True)
+)
 
 
 def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
@@ -150,15 +186,16 @@ def scenario_options(
             "--gpu",
             "gpu",
             multiple=True,
-            metavar="ID[:PRECISION]",
-            help="Accelerator or system id, optionally with a precision (h100-sxm:fp8); repeat to compare.",
-            shell_complete=_complete(("accelerators", "systems")),
+            metavar="ID[:PRECISION][:$PRICE]",
+            help="Accelerator or system id, optionally with a precision and your quoted price per GPU-hour "
+            "('gb300:nvfp4:$9.50', in single quotes); repeat to compare.",
+            shell_complete=complete_ids(("accelerators", "systems")),
         )
         if many_systems
         else click.option(
             "--gpu",
             help="Accelerator id (perfmodel hardware list); picks its usual system.",
-            shell_complete=_complete(("accelerators",)),
+            shell_complete=complete_ids(("accelerators",)),
         )
     )
     gpus = (
@@ -167,13 +204,22 @@ def scenario_options(
         else click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs.")
     )
     options = [
-        click.argument("scenario", required=False, type=FilePath(dir_okay=False)),
+        click.argument(
+            "scenario",
+            required=False,
+            type=FilePath(dir_okay=False),
+            shell_complete=complete_ids(("scenarios",), files=True),
+        ),
         hardware_option,
         click.option(
-            "--model", help="Model id (perfmodel models list) or FILE.toml.", shell_complete=_complete(("models",))
+            "--model",
+            help="Model id (perfmodel models list) or FILE.toml.",
+            shell_complete=complete_ids(("models",), files=True),
         ),
         gpu,
-        click.option("--system", help="System id (perfmodel hardware list).", shell_complete=_complete(("systems",))),
+        click.option(
+            "--system", help="System id (perfmodel hardware list).", shell_complete=complete_ids(("systems",))
+        ),
         gpus,
         click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
@@ -213,13 +259,40 @@ def scenario_options(
             help="Context parallelism's exchange: p2p ring (Megatron's default), all_gather (Llama 3, torchtitan) "
             "or a2a (Ulysses: heads split over CP).",
         ),
+        click.option(
+            "--shard-group",
+            type=click.IntRange(min=1),
+            help="Hybrid sharding with --zero 3: shard over groups of N DP ranks, replicate across them (MaxText's "
+            "FSDP x DP, FSDP's HYBRID_SHARD); default: over every DP rank.",
+        ),
         click.option("--tokens", type=Count(), help="Tokens to train on (e.g. 15T) for time-to-train and cost."),
-        click.option("--benchmark", help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score."),
-        click.option("--calibration", help=CALIBRATION_HELP),
+        click.option(
+            "--benchmark",
+            shell_complete=complete_ids(("benchmarks",)),
+            help="MLPerf benchmark (e.g. mlperf-llama31-405b or ...@v5.0): predict its score.",
+        ),
+        calibration_option,
         click.option(
             "--stack",
-            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"]),
-            help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's.",
+            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]),
+            help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's, maxtext JAX's.",
+        ),
+        click.option(
+            "--async-tp/--no-async-tp",
+            default=None,
+            help="torchtitan's async TP (TP collectives overlapped with the GEMMs) or vanilla TP (default: the "
+            "stack's, off).",
+        ),
+        click.option(
+            "--compile/--no-compile",
+            default=None,
+            help="torch.compile fusion of the elementwise kernels, or eager (torchtitan; default: the stack's, off).",
+        ),
+        click.option(
+            "--fp8-recipe",
+            type=click.Choice(["tensorwise", "rowwise"]),
+            help="torchao FP8 scaling with --precision fp8 (torchtitan; default tensorwise, with float8 FSDP "
+            "all-gather).",
         ),
         click.option(
             "--vintage",

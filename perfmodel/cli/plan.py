@@ -82,7 +82,7 @@ def plan(
     quiet: bool,
     **flags: Any,
 ) -> None:
-    """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]], repeated) that meet the goal.
+    """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]][:$PRICE], repeated) meeting the goal.
 
     Give the work (--tokens or --benchmark) and a goal: --deadline, --budget or both. With a deadline, each
     candidate gets the fewest GPUs (whole nodes or racks) whose time to train meets it; with a budget alone, the

@@ -25,7 +25,8 @@ KINDS = ("scaling", "breakdown", "compare", "validation")
     "--from",
     "source",
     type=FilePath(dir_okay=False, path_type=Path),
-    help="Plot saved results: the JSON of predict/compare/search, or of validate for a validation plot.",
+    help="Plot saved results: the JSON of predict/compare/search/plan/sweep/whatif/sensitivity or of export "
+    "(FILE.json), or of validate for a validation plot.",
 )
 @click.option("--out", required=True, type=FilePath(path_type=Path), help="Image file: .png or .svg.")
 @click.option("--force", is_flag=True, help="Overwrite the image if it exists.")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import CALIBRATION_HELP, emit
+from perfmodel.cli.options import calibration_option, emit
 
 
 @cli.command()
-@click.option("--calibration", help=CALIBRATION_HELP)
+@calibration_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def ratios(calibration: str | None, fmt: str) -> None:
     """The seed's headline: Llama 3.1 405B on 512 H100 FP8, GB200 FP8, GB200 NVFP4 and GB300 NVFP4 (MLPerf Training

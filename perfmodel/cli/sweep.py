@@ -11,11 +11,11 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, FilePath, emit, hardware_option, progress, quiet_option, say
+from perfmodel.cli.options import FORMATS, FilePath, complete_ids, emit, hardware_option, progress, quiet_option, say
 
 
 @cli.command()
-@click.argument("sweep_file", type=FilePath(dir_okay=False))
+@click.argument("sweep_file", type=FilePath(dir_okay=False), shell_complete=complete_ids(("sweeps",), files=True))
 @click.option(
     "--jobs", "-j", type=click.IntRange(1, 1024), default=None, help="Worker processes (default: every core)."
 )

@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import CALIBRATION_HELP, FORMATS, Command, FilePath, _degree, emit, hardware_option, say
+from perfmodel.cli.options import (
+    FORMATS,
+    Command,
+    FilePath,
+    _degree,
+    calibration_option,
+    complete_ids,
+    emit,
+    hardware_option,
+    say,
+)
 
 if TYPE_CHECKING:
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
@@ -41,8 +51,14 @@ def _runs(
 
 def _log_options(command: Command) -> Command:
     options = [
-        click.option("--gpu", help="For MLPerf logs: the accelerator that ran them."),
-        click.option("--system", help="For MLPerf logs: the system that ran them."),
+        click.option(
+            "--gpu",
+            help="For MLPerf logs: the accelerator that ran them.",
+            shell_complete=complete_ids(("accelerators",)),
+        ),
+        click.option(
+            "--system", help="For MLPerf logs: the system that ran them.", shell_complete=complete_ids(("systems",))
+        ),
         click.option("--gpus", type=click.IntRange(min=1), help="For MLPerf logs: the number of accelerators."),
         click.option("--precision", default="fp8", show_default=True, help="For MLPerf logs: the precision."),
         _degree("--tp", "For MLPerf logs: tensor-parallel size (else searched)."),
@@ -76,13 +92,13 @@ ONLY_HELP = (
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs (README: 'Measured runs CSV').")
 @click.option("--only", help=ONLY_HELP)
-@click.option("--calibration", help=CALIBRATION_HELP)
+@calibration_option
 @click.option(
     "--protocol",
-    type=click.Choice(["forward", "generation", "precision", "scale", "length", "whole-runs"]),
+    type=click.Choice(["forward", "generation", "precision", "scale", "length", "stack", "whole-runs"]),
     help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw "
-    "(length: leave one sequence length of the long-sequence table out; whole-runs: leave one published whole run "
-    "out of the loss fit; it takes --data and --calibration).",
+    "(length: leave one sequence length of the long-sequence table out; stack: leave one software stack out; "
+    "whole-runs: leave one published whole run out of the loss fit; it takes --data and --calibration).",
 )
 @_log_options
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
@@ -98,10 +114,10 @@ def validate(
     """Predict measured runs and report the error per row, per group and overall (MAPE).
 
     With no arguments: every bundled measured row (MLPerf Training v4.0-v5.1 results, NVIDIA's Megatron-Bridge/NeMo
-    and DGX Cloud tables, NeMo's long-sequence table, the Megatron-LM papers, llm-foundry). --data adds a CSV in the
-    documented column set; MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus since logs do not record the
-    hardware.
-    --protocol forward|generation|precision|scale|length predicts each row from a fit that never saw it
+    and DGX Cloud tables, NeMo's long-sequence table, the Megatron-LM papers, llm-foundry, NVIDIA's MaxText table).
+    --data adds a CSV in the documented column set; MLPerf result logs (:::MLLOG) need --gpu/--system and --gpus
+    since logs do not record the hardware.
+    --protocol forward|generation|precision|scale|length|stack predicts each row from a fit that never saw it
     (docs/validation.md).
     """
     from perfmodel.fitting.validation import validate as run_validation
@@ -113,8 +129,21 @@ def validate(
         return
     runs, excluded = _runs(data, logs, _split_log_flags(flags), only, bundled=False)
     result = run_validation(runs, calibrations.resolve(calibration), excluded)
-    records = result.to_dict() if fmt == "json" else [r.to_dict() for r in result.rows]
-    emit(records, fmt, lambda: report.validation_table(result))
+    given = calibration is not None and calibration.lower() != "none"
+    before = run_validation(runs, calibrations.bundled(), excluded) if given else None
+    full = _with_before(result.to_dict(), before)
+    records = full if fmt == "json" else full["rows"]
+    emit(records, fmt, lambda: report.validation_table(result, before))
+
+
+def _with_before(records: dict[str, Any], before: Any) -> dict[str, Any]:
+    """A validation's JSON with each row's error under the bundled calibration (`before`: its report, None when the
+    bundled calibration is the one validated)."""
+    if before is None:
+        return records
+    earlier = {row.prepared.run.id: row.error_pct for row in before.rows}
+    rows = [r | {"error_before_pct": earlier.get(r["id"])} for r in records["rows"]]
+    return records | {"rows": rows, "mape_before_pct": before.mape_pct, "calibration_before": before.calibration.source}
 
 
 def _validate_protocol(
@@ -149,7 +178,17 @@ def _validate_protocol(
 @cli.command()
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
-@click.option("--with-bundled", is_flag=True, help="Fit on the bundled rows as well as --data.")
+@click.option(
+    "--with-bundled",
+    is_flag=True,
+    help="With --data: fit on the bundled rows of your rows' accelerator families as well, each of your rows "
+    "weighing as much as all the bundled rows of its family together.",
+)
+@click.option(
+    "--everywhere",
+    is_flag=True,
+    help="With --data: apply the fitted values to every accelerator family, not only to your rows' families.",
+)
 @click.option("--only", help=ONLY_HELP)
 @click.option("--out", required=True, type=FilePath(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
@@ -162,20 +201,38 @@ def _validate_protocol(
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(
-    data: str | None, with_bundled: bool, only: str | None, out: str, force: bool, cv: bool, quiet: bool, fmt: str
+    data: str | None,
+    with_bundled: bool,
+    everywhere: bool,
+    only: str | None,
+    out: str,
+    force: bool,
+    cv: bool,
+    quiet: bool,
+    fmt: str,
 ) -> None:
-    """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error."""
+    """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error.
+
+    With --data: the bundled calibration, with only the parameters your rows identify refitted on them, for your
+    rows' accelerator families only (README: "Your own measured runs").
+    """
     import sys
     from pathlib import Path
 
-    from perfmodel.fitting.validation import fit_calibration
-    from perfmodel.outputs import report
+    from perfmodel.fitting.user import calibration_from
     from perfmodel.outputs.atomic import check_target, write_atomic
-    from perfmodel.physics import calibration as calibrations
 
     check_target(Path(out), force, (data,))
-    runs, excluded = _runs(data, (), {}, only, bundled=with_bundled)
     show = not quiet and sys.stderr.isatty()
-    fitted = fit_calibration(runs, excluded, cv, (lambda m: say(m, err=True)) if show else None)
+    progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
+    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
+    if "user" in fitted.provenance:
+        from perfmodel.outputs.user_calibration import user_calibration_table
+
+        emit(fitted.provenance["user"], fmt, lambda: user_calibration_table(fitted))
+        return
+    from perfmodel.outputs import report
+    from perfmodel.physics import calibration as calibrations
+
     emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted, calibrations.UNCALIBRATED))

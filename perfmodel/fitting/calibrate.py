@@ -13,7 +13,7 @@ planner should expect on hardware it was not fitted on, and an 80% prediction in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -120,10 +120,15 @@ def fit(
     prior_sigma: float | None = None,
     stage: Stage = "dense",
     fixed: Mapping[str, float] | None = None,
+    only: Collection[str] | None = None,
+    centre: Mapping[str, float] | None = None,
+    weights: Sequence[float] | None = None,
 ) -> FitResult:
     """Fit the free table entries of `stage` on `items` (robust least squares on log error), with the entries in
     `fixed` held at their values (the MoE stage holds the dense fit's); `prior_sigma` replaces every parameter's own
-    prior spread when given.
+    prior spread when given. A user calibration (fitting/user.py) fits `only` the entries its rows identify, with
+    their priors centred on the bundled values (`centre`, else each entry's physical default), and `weights` per
+    row (a row's term of the loss counts as that many rows').
 
     The runs are priced as one batch (one array call per context) that also yields the Jacobian: runs of one
     (family, stack) depend only on the entries of their profiles, so variant k of that pair perturbs its k-th
@@ -133,7 +138,7 @@ def fit(
     import numpy as np
     from scipy.optimize import least_squares
 
-    entries = free_entries(items, profile_of, formats_of, stage)
+    entries = [e for e in free_entries(items, profile_of, formats_of, stage) if only is None or e.key in only]
     held = dict(fixed or {})
     if not entries:
         raise PerfmodelError("nothing to calibrate: no runs")
@@ -143,7 +148,7 @@ def fit(
     lower = np.array([math.log(e.parameter.bounds[0]) for e in entries])
     upper = np.array([math.log(e.parameter.bounds[1]) for e in entries])
     x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
-    prior = np.array([math.log(e.default) for e in entries])
+    prior = np.array([math.log((centre or {}).get(e.key, e.default)) for e in entries])
     sigma = np.array([prior_sigma or e.parameter.prior_sigma for e in entries])
     batch = pricer(items)
     profiles = [_profile(profile_of, i) for i in items]
@@ -157,7 +162,7 @@ def fit(
         mine = {item.key for item in table.entries_for(p)}
         known = columns.setdefault(name, [])
         known += [col for col, key in enumerate(keys) if key in mine and col not in known]
-    prior_scale = sigma * math.sqrt(max(len(items), 1))
+    prior_scale = sigma * math.sqrt(max(sum(weights) if weights is not None else len(items), 1))
 
     def values(x: Any) -> dict[str, float]:
         return {key: float(math.exp(v)) for key, v in zip(keys, x, strict=True)}
@@ -212,13 +217,13 @@ def fit(
         x0,
         jac=jacobian,
         bounds=(lower, upper),
-        loss="soft_l1",
+        loss="soft_l1" if weights is None else _weighted_soft_l1([*weights, *[1.0] * len(entries)]),
         f_scale=0.1,
         x_scale=1.0,
         max_nfev=100,
         ftol=FIT_TOLERANCE,
         xtol=FIT_TOLERANCE,
-        tr_solver="lsmr",
+        tr_solver="lsmr" if len(entries) > 1 else "exact",  # lsmr's 2-D subspace step fails on one variable
     )
     fitted = values(solution.x)
     ratios = batch.log_time_ratios(efficiencies_of(held | fitted))
@@ -230,6 +235,20 @@ def fit(
         ],
         at_bound(fitted),
     )
+
+
+def _weighted_soft_l1(weights: Sequence[float]) -> Any:
+    """scipy's soft-L1 loss with each residual's term times its weight: a weight on the loss, not on the residual
+    (which the L1-like tail would count by its square root only)."""
+    import numpy as np
+
+    weight = np.array(weights)
+
+    def loss(z: Any) -> Any:
+        root = np.sqrt(1 + z)
+        return weight * np.array([2 * (root - 1), 1 / root, -0.5 / root**3])
+
+    return loss
 
 
 def dense_values(calibration: Calibration) -> dict[str, float]:

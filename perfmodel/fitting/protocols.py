@@ -8,6 +8,9 @@
 - precision: leave one number format out (BF16, FP8 per-tensor, FP8 blockwise, MXFP8, NVFP4 where present).
 - scale: fit on runs of at most 256 GPUs, predict the larger ones, reported by bucket (about 512, 1,024-2,048 and
   4,096+ GPUs; bucket edges at the geometric midpoints 724 and 2,896).
+- length: each length of NeMo's long-sequence table, predicted by the fit on every fitted row (none of the table's).
+- stack: leave one software stack out (issue 28): fit on the other stacks' fitted rows, predict the stack's rows
+  (MaxText's, which no fit takes, are predicted by the fit on every fitted row).
 Every fit starts from the physical defaults, not from a fit on all rows, and layouts the data leave open are chosen
 with the defaults too, so no test row informs its own prediction. The held-out residuals are what prediction
 intervals are drawn from (calibrate.interval).
@@ -22,12 +25,19 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
-from perfmodel.fitting.runs import LONG_SEQUENCE_SOURCE, ROUND_PUBLISHED, Exclusion, MeasuredRun
+from perfmodel.fitting.runs import (
+    LONG_SEQUENCE_SOURCE,
+    MAXTEXT_SOURCE,
+    ROUND_PUBLISHED,
+    TORCHTITAN_SOURCE,
+    Exclusion,
+    MeasuredRun,
+)
 from perfmodel.fitting.validation import PreparedRun, RunBatch, _formats, _profile, fitted_densely, prepare_all
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import UNCALIBRATED
 
-PROTOCOLS = ("forward", "generation", "precision", "scale", "length")
+PROTOCOLS = ("forward", "generation", "precision", "scale", "length", "stack")
 FIRST_FORWARD_ROUND = "v4.1"
 SCALE_TRAIN_MAX_GPUS = 256
 SCALE_BUCKETS = ((724, "257-724 GPUs (~512)"), (2896, "725-2,896 GPUs (~1,024-2,048)"), (None, "2,897+ GPUs (~4,096+)"))
@@ -37,6 +47,7 @@ DEFINITIONS = {
     "precision": "leave one number format out: fit on the others, predict it",
     "scale": f"fit on runs of at most {SCALE_TRAIN_MAX_GPUS} GPUs, predict the larger ones (by bucket)",
     "length": "each length of the long-sequence table predicted by the fit on every fitted row (none of the table's)",
+    "stack": "leave one software stack out: fit on the other stacks' rows, predict its rows",
 }
 
 
@@ -106,18 +117,31 @@ def _length(items: Sequence[PreparedRun]) -> list[Fold]:
     return [Fold(length_name(seq), train, [i for i in table if i.context.seq_len == seq]) for seq in lengths]
 
 
-VALIDATION_ONLY = {"length": LONG_SEQUENCE_SOURCE}
-"""Protocols whose test rows no fit takes (validation.NOT_FITTED): their folds predict that source's rows."""
+def _stack(items: Sequence[PreparedRun]) -> list[Fold]:
+    """A fold per software stack (the stack each row ran): trained on the other stacks' fitted rows, never on rows
+    of VALIDATION_ONLY's sources (which no fit takes), testing every row of the stack."""
+    tested_only = set(VALIDATION_ONLY["stack"])
+    fitted = [i for i in items if i.run.source not in tested_only]
+    stacks = sorted({i.context.stack for i in items})
+    return [
+        Fold(name, [i for i in fitted if i.context.stack != name], [i for i in items if i.context.stack == name])
+        for name in stacks
+    ]
+
+
+VALIDATION_ONLY = {"length": (LONG_SEQUENCE_SOURCE,), "stack": (MAXTEXT_SOURCE, TORCHTITAN_SOURCE)}
+"""Protocols whose test rows include sources no fit takes (validation.NOT_FITTED): their folds predict those
+sources' rows too."""
 
 
 def with_tested(
     protocol: str, items: Sequence[PreparedRun], runs: Sequence[MeasuredRun], unpredictable: list[dict[str, str]]
 ) -> list[PreparedRun]:
-    """The fitted rows, and for a protocol of VALIDATION_ONLY the rows of its source it predicts."""
-    source = VALIDATION_ONLY.get(protocol)
-    if source is None:
+    """The fitted rows, and for a protocol of VALIDATION_ONLY the rows of its sources it predicts."""
+    sources = VALIDATION_ONLY.get(protocol, ())
+    if not sources:
         return list(items)
-    return [*items, *prepare_all([r for r in runs if r.source == source], UNCALIBRATED, unpredictable)]
+    return [*items, *prepare_all([r for r in runs if r.source in sources], UNCALIBRATED, unpredictable)]
 
 
 def folds(protocol: str, items: Sequence[PreparedRun]) -> list[Fold]:
@@ -132,6 +156,8 @@ def folds(protocol: str, items: Sequence[PreparedRun]) -> list[Fold]:
         return _scale(items)
     if protocol == "length":
         return _length(items)
+    if protocol == "stack":
+        return _stack(items)
     raise PerfmodelError(f"--protocol {protocol}: unknown; valid: {', '.join(PROTOCOLS)}")
 
 

@@ -47,10 +47,13 @@ release, `key=value;...` shapes of a [model] table, what the published figure co
 `key=value;...` scenario settings (`losses.job_limit_h=100;goodput.rates=rsc`)."""
 RELEASE_COLUMNS = ("stack", "vintage")
 """What software ran a row of any metric: a step measured on an older release is priced at that release."""
+KNOB_COLUMNS = ("async_tp", "compile", "fp8_recipe")
+"""The stack's knobs a row ran with (inputs/stacks.py; blank: the stack's default): async_tp and compile true or
+false, fp8_recipe tensorwise or rowwise."""
 WHOLE_RUN_ONLY = tuple(c for c in WHOLE_RUN_COLUMNS if c not in RELEASE_COLUMNS)
 CSV_COLUMNS = (
     "id", "source", "model", *MODEL_COLUMNS, "gpu", "system", "n_gpus", "precision", "seq_len", *LAYOUT_COLUMNS,
-    "recompute", "benchmark", "metric", "measured", *WHOLE_RUN_COLUMNS,
+    "recompute", "benchmark", "metric", "measured", *WHOLE_RUN_COLUMNS, *KNOB_COLUMNS,
 )  # fmt: skip
 """The documented column set of `--data FILE.csv`. Required: model (or benchmark), gpu or system, n_gpus, precision,
 metric, measured. A blank recompute, zero or mbs column is the stack's setting (fitting.assumed: its default, else
@@ -186,6 +189,12 @@ LONG_COLUMNS = ("source", "model_shapes", "settings")
 """Columns that may hold more than a name: up to MAX_TEXT_CHARS."""
 
 
+def _flag(path: Path, line: int, column: str, text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be true or false")
+    return text.lower() == "true"
+
+
 def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     """The run of one CSV row (a dict by column), or one line naming the file, row and column."""
     cell = {k: (v or "").strip() for k, v in row.items() if k is not None}
@@ -236,6 +245,9 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
     for column in RELEASE_COLUMNS:
         if cell.get(column):
             scenario[column] = cell[column]
+    for column in KNOB_COLUMNS:
+        if cell.get(column):
+            scenario[column] = cell[column] if column == "fp8_recipe" else _flag(path, line, column, cell[column])
     measured = _number(path, line, "measured", cell["measured"], integer=False)
     run = MeasuredRun(
         cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured,
@@ -285,6 +297,7 @@ HARDWARE = {
     "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "B300-SXM-270GB": "b300",
     "GB300": "gb300",
     "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x",
+    "H100-SXM 96GB HBM2e @500W (Grand Teton)": "h100-grand-teton",
 }  # fmt: skip
 MODELS = {
     "Llama3-8B": "llama3.1-8b", "Llama3.1-8B": "llama3.1-8b", "Llama3-70B": "llama3.1-70b",
@@ -306,11 +319,12 @@ MPT_VOCAB = 50368
 PRECISIONS = {
     "fp8": "fp8", "fp8-cs": "fp8", "fp8-cs (per-tensor current scaling)": "fp8", "amp_fp8": "fp8",
     "fp8-blockwise": "fp8", "mxfp8": "mxfp8", "nvfp4": "nvfp4", "bf16": "bf16", "amp_bf16": "bf16",
-    "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16",
+    "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16", "fp8 tensorwise": "fp8", "fp8 rowwise": "fp8",
 }  # fmt: skip
 NUMBER_FORMATS = {
     "fp8": "fp8-tensor", "fp8-cs": "fp8-tensor", "fp8-cs (per-tensor current scaling)": "fp8-tensor",
     "amp_fp8": "fp8-tensor", "fp8-blockwise": "fp8-blockwise", "mxfp8": "mxfp8", "nvfp4": "nvfp4",
+    "fp8 tensorwise": "fp8-tensor", "fp8 rowwise": "fp8-rowwise",
 }  # fmt: skip
 """Number formats finer than the recipes (the `precision` protocol holds each out); the rest are bf16. FP8 without a
 qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf, current scaling ("FP8-CS") since."""
@@ -449,7 +463,7 @@ def _zero(text: str) -> int | None:
     text = text.lower().strip()
     if not text:
         return None  # not reported: the stack's setting (fitting.assumed)
-    if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"megatron-fsdp \([1-9]", text):
+    if "zero-3" in text or "full_shard" in text or text == "fsdp" or re.search(r"(megatron-fsdp|fsdp2) \([1-9]", text):
         return 3
     if "shard_grad_op" in text:
         return 2
@@ -553,6 +567,54 @@ def _from_long_sequence_row(number: int, row: dict[str, str]) -> MeasuredRun:
     scenario = run.scenario | {"parallelism": run.scenario["parallelism"] | {"mbs": 1}}
     detail, assumptions = row["version_or_date"], (LONG_SEQUENCE_DERIVED, LONG_SEQUENCE_MBS)
     return replace(run, source=LONG_SEQUENCE_SOURCE, detail=detail, scenario=scenario, assumptions=assumptions)
+
+
+MAXTEXT = "maxtext_runs.csv"
+MAXTEXT_SOURCE = "MaxText (JAX)"
+"""Source of NVIDIA's DGX Cloud MaxText table (Llama 2 70B on H100, BF16 and FP8, 64-2,048 GPUs): its own group in
+validate, predicted with the shared fitted values and no parameter of its own (six rows: issue 27 lets none inform
+a fit of its own), and the stack the `stack` protocol's maxtext fold holds out."""
+MAXTEXT_FSDP = {64: 64, 512: 128, 2048: 128}
+"""The FSDP group of each bundled MaxText row by GPU count, the rest data-parallel across groups: the table's headers
+('Throughput on 512x H100 GPUs (FSDP=128 GBS=1024)'; NVIDIA/dgxc-benchmarking v24.11.1 maxtext/README_70b.md)."""
+MAXTEXT_RELEASE = re.compile(r"maxtext-(\d{4})-(\d{2})-\d{2}")
+"""The container's date in its tag ('ghcr.io/nvidia/jax:maxtext-2024-12-09'): the row's release."""
+
+
+def _from_maxtext_row(number: int, row: dict[str, str]) -> MeasuredRun:
+    """A row of the MaxText table: hybrid FSDP over its group (MAXTEXT_FSDP), released with its container."""
+    run = parse_row(DATA / MAXTEXT, number, runs_csv_cells(row))
+    group = MAXTEXT_FSDP.get(run.n_gpus)
+    if group is None:
+        raise Excluded(f"no FSDP group published for {run.n_gpus} GPUs (MAXTEXT_FSDP)")
+    scenario = run.scenario | {"parallelism": run.scenario["parallelism"] | {"shard_group": group}}
+    found = MAXTEXT_RELEASE.search(row["version_or_date"])
+    released = f"{found.group(1)}-{found.group(2)}" if found else None
+    assumption = f"FSDP over {group} GPUs, data-parallel across {run.n_gpus // group} groups (the table's header)"
+    return replace(
+        run, source=MAXTEXT_SOURCE, detail=row["version_or_date"], scenario=scenario, released=released,
+        assumptions=(assumption,),
+    )  # fmt: skip
+
+
+TORCHTITAN = "torchtitan_runs.csv"
+TORCHTITAN_SOURCE = "torchtitan"
+"""Source of torchtitan's async-TP and FP8 benchmark (Llama 3.1 8B and 70B on Grand Teton H100s): its own group in
+validate, priced on the torchtitan stack at each row's knobs."""
+
+
+def _from_torchtitan_row(number: int, row: dict[str, str]) -> MeasuredRun:
+    """A row of torchtitan's benchmark: the measured-runs columns, on the torchtitan stack with the knobs its notes
+    and dtype name (async or vanilla TP, torch.compile on, the FP8 scaling recipe)."""
+    run = _from_measured_row(number, row)
+    knobs: dict[str, bool | str] = {
+        "async_tp": row["notes"].startswith("async TP"),
+        "compile": "torch.compile" in row["notes"],
+    }
+    if run.scenario["precision"] == "fp8":
+        knobs["fp8_recipe"] = row["dtype"].split()[-1].lower()
+    scenario = run.scenario | {"stack": "torchtitan", **knobs}
+    return replace(run, id=f"{TORCHTITAN}:{number}", source=TORCHTITAN_SOURCE, scenario=scenario)
 
 
 LAST_CHANGE = re.compile(r"last change (\d{4})-(\d{2})-\d{2}")
@@ -841,8 +903,12 @@ def bundled_runs() -> tuple[tuple[MeasuredRun, ...], tuple[Exclusion, ...]]:
 
     for number, row in enumerate(_read("measured_runs.csv"), start=2):
         take(f"measured_runs.csv:{number}", lambda row=row, number=number: _from_measured_row(number, row))
+    for number, row in enumerate(_read(TORCHTITAN), start=2):
+        take(f"{TORCHTITAN}:{number}", lambda row=row, number=number: _from_torchtitan_row(number, row))
     for number, row in enumerate(_read(LONG_SEQUENCE), start=2):
         take(row["id"], lambda row=row, number=number: _from_long_sequence_row(number, row))
+    for number, row in enumerate(_read(MAXTEXT), start=2):
+        take(row["id"], lambda row=row, number=number: _from_maxtext_row(number, row))
     mlperf_rows = _read("mlperf_training_llm.csv")
     duplicates = _duplicates(mlperf_rows)
     spans, precisions = round_releases(mlperf_rows), round_precisions(mlperf_rows)

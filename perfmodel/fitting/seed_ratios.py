@@ -65,6 +65,7 @@ class PricedRun:
     row: Row
     usd_per_gpu_hour: float
     price_source: str
+    price_basis: str
 
     @property
     def measured_min(self) -> float:
@@ -82,6 +83,7 @@ class PricedRun:
             "precision": run.precision, "layout": _layout(self.row),
             "measured_min": self.measured_min, "predicted_min": self.predicted_min, "error_pct": self.row.error_pct,
             "usd_per_gpu_hour": self.usd_per_gpu_hour, "price_source": self.price_source,
+            "price_basis": self.price_basis,
         }  # fmt: skip
 
 
@@ -141,7 +143,7 @@ def seed_ratios(calibration: Calibration) -> SeedRatios:
         price = get_accelerator(row.prepared.run.accelerator).usd_per_gpu_hour
         if price is None:
             raise PerfmodelError(f"{row.prepared.run.accelerator} has no bundled on-demand price")
-        priced[seed.label] = PricedRun(seed, row, price.value, price.source)
+        priced[seed.label] = PricedRun(seed, row, price.value, price.source, price.basis)
     return SeedRatios(list(priced.values()), [_ratio(claim, priced) for claim in CLAIMS], calibration.source)
 
 

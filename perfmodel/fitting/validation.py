@@ -19,8 +19,10 @@ from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import (
     LONG_SEQUENCE_SOURCE,
+    MAXTEXT_SOURCE,
     MOE_MODELS,
     MOE_SOURCE,
+    TORCHTITAN_SOURCE,
     MeasuredRun,
     reference_vintage,
     release_years,
@@ -56,9 +58,15 @@ NOT_FITTED: dict[str, str] = {
 } | {
     whole_runs.SOURCE: "not in the dense fit: whole runs fit only the calibration's loss stage (the straggler share; "
     "scripts/whole_runs_leave_one_out.py), with the dense parameters fixed",
+    MAXTEXT_SOURCE: "not in the dense fit: MaxText's six rows (one model, one release) may not inform a parameter "
+    "of their own (issue 27: none informed by fewer than ten rows), and fitted into the shared ones they would move "
+    "Megatron's; predicted with the shared values and the maxtext profile's mechanisms (the stack protocol)",
     LONG_SEQUENCE_SOURCE: "not in the dense fit: NVIDIA's long-sequence table (one model, one release) is validation "
     "only, every length predicted by a fit that saw none of them (the length protocol); fitted, its nine rows moved "
     "shared parameters (the straggler spread halved, the HBM share +8%) and every other protocol 0.1-0.4 points worse",
+    TORCHTITAN_SOURCE: "not in the dense fit: torchtitan's benchmark is validation only, every row predicted by a fit "
+    "that saw none of them; fitted, its four rowwise-FP8 rows (+37-76%: their slower H100 GEMMs are not priced) moved "
+    "shared parameters, every protocol 0.3-2.8 points worse and Megatron's rows with them (2026-12-06 refit)",
 }
 """Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
 
@@ -399,8 +407,10 @@ def _mean_abs(values: Sequence[float | None]) -> float | None:
 
 
 def held_out_errors(calibration: Calibration) -> dict[str, float]:
-    """Held-out error of every run the calibration was cross-validated on, by run id."""
-    residuals = calibration.provenance.get("fit", {}).get("residuals", [])
+    """Held-out error of every run the calibration was cross-validated on, by run id; of a user calibration, its own
+    rows' only (each left out of its fit): the bundled fit's held-out errors are of values it may have changed."""
+    user = calibration.provenance.get("user")
+    residuals = user["residuals"] if user else calibration.provenance.get("fit", {}).get("residuals", [])
     return {r["id"]: r["held_out_error_pct"] for r in residuals if r.get("held_out_error_pct") is not None}
 
 

@@ -108,10 +108,15 @@ def raw_tables(entry: Entry) -> dict[str, Any]:
     return _read(entry.path, user=False) if entry.bundled else entry.raw
 
 
+SHIPPED_USER_FILES = "examples"
+"""hardware_specs/examples/: user-format files (`base =` a bundled entry) that perfmodel ships and always reads,
+for hardware its bundled measured rows ran on (Meta's Grand Teton H100 at 500 W: torchtitan's rows)."""
+
+
 def _user_files() -> list[Path]:
     config = _user_config_folder()
     listed = [Path(p) for p in os.environ.get(PATH_VARIABLE, "").split(os.pathsep) if p]
-    files: list[Path] = []
+    files: list[Path] = sorted((data_dir("hardware_specs") / SHIPPED_USER_FILES).glob("*.toml"))
     for location in [*listed, *([config] if config.is_dir() else []), *_added]:
         if location.is_dir():
             found = sorted(location.glob("*.toml")) + sorted(location.glob("*/*.toml"))

@@ -57,6 +57,11 @@ _DEEPSPEED_PIPE = (
 )
 _MEGATRON_FSDP = "measured_runs.csv: Megatron-Bridge's first Megatron-FSDP rows are of the NeMo 25.04 container"
 _TORCHTITAN = "torchtitan's first public release (2024-04) and PyTorch 2.4's pipelining schedules (2024-07), recalled"
+_MAXTEXT_MESH = (
+    "MaxText shards by mesh axes (base.yml: data, fsdp, tensor, ... over ICI and DCN): the fsdp axes shard parameters, "
+    "gradients and optimizer state together (ZeRO-3), the data axes replicate all three (ZeRO-0); no mode shards the "
+    "optimizer state or gradients alone (recalled from the public code of 2024, not a stored copy)"
+)
 
 FEATURES: tuple[Feature, ...] = (
     Feature(
@@ -107,16 +112,17 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "distributed_optimizer",
         "distributed optimizer (ZeRO-1)",
-        {"megatron": "2022-07", "composer": None},
+        {"megatron": "2022-07", "composer": None, "maxtext": None},
         "Megatron-LM's --use-distributed-optimizer, 2022-07 (recalled); DeepSpeed has had ZeRO-1 since its first "
         "release (Rajbhandari et al. 2019, arXiv 1910.02054); FSDP shards gradients with the optimizer state "
-        "(SHARD_GRAD_OP, FULL_SHARD) or nothing (inputs/stacks.py)",
+        f"(SHARD_GRAD_OP, FULL_SHARD) or nothing (inputs/stacks.py); {_MAXTEXT_MESH}",
     ),
     Feature(
         "gradient_sharding",
         "ZeRO-2 (gradients reduce-scattered per micro-batch and sharded)",
-        {"megatron": "2025-04"},
-        f"Megatron's distributed optimizer keeps whole gradient buffers; {_MEGATRON_FSDP} (its optim_grads mode)",
+        {"megatron": "2025-04", "maxtext": None},
+        f"Megatron's distributed optimizer keeps whole gradient buffers; {_MEGATRON_FSDP} (its optim_grads mode); "
+        f"{_MAXTEXT_MESH}",
     ),
     Feature(
         "sharded_pipeline",
@@ -146,9 +152,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "tp_comm_overlap",
         "TP communication overlap (Transformer Engine userbuffers)",
-        {"megatron": "2023-08", "deepspeed": None, "megatron-deepspeed": None},
+        {"megatron": "2023-08", "deepspeed": None, "megatron-deepspeed": None, "maxtext": None},
         "Transformer Engine's userbuffers overlap in Megatron (NeMo 23.08, recalled); DeepSpeed has none "
-        "(inputs/stacks.py)",
+        "(inputs/stacks.py); MaxText's TP collectives are XLA's, not Transformer Engine's userbuffers",
     ),
 )
 BY_NAME = {f.name: f for f in FEATURES}

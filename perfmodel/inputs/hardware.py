@@ -15,7 +15,7 @@ from typing import Any, Literal
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue, validated
 from perfmodel.inputs.files import parse_toml
-from perfmodel.inputs.record import bounded, record
+from perfmodel.inputs.record import bounded, record, replaced
 
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 MAX_DOMAIN_GPUS = 576
@@ -38,6 +38,19 @@ class SourcedPositive(Sourced):
     """A positive figure, a TOML number (not text, not true/false), within its field's range (README, limits)."""
 
     value: float = bounded(gt=0, allow_inf_nan=False, strict=True)
+
+
+PriceBasis = Literal["list", "estimate", "quoted"]
+
+
+@record
+class PriceFigure(SourcedPositive):
+    """A price per GPU-hour and its basis, which every output shows beside it: 'list' (a published on-demand
+    price), 'estimate' (derived, e.g. GB300 = GB200's list price x 1.25) or 'quoted' (a price the user was offered:
+    the default in the user's own file). `note` gives the basis in one line for tables; `source` in full."""
+
+    basis: PriceBasis = "quoted"
+    note: str | None = bounded(None, min_length=3, max_length=80, pattern=r"^[^\n]*$")
 
 
 @record
@@ -83,7 +96,7 @@ class Accelerator:
     gemm_clock_mhz: SourcedPositive | None = None
     """Median clock of dense BF16 GEMMs at the board power cap, where measured."""
     power_reference: PowerReference | None = None
-    usd_per_gpu_hour: SourcedPositive | None = None
+    usd_per_gpu_hour: PriceFigure | None = None
     usd_per_gpu_hour_low: SourcedPositive | None = None
     usd_per_gpu_hour_high: SourcedPositive | None = None
 
@@ -252,6 +265,7 @@ def resolve(gpu: str | None = None, system: str | None = None) -> Hardware:
 @cache
 def _resolve_in(gpu: str | None, system: str | None, _catalogues: tuple[str, ...]) -> Hardware:
     """`resolve`, once per set of user catalogues in force (a Hardware is frozen: every prediction can share it)."""
+    follows = system is None
     if system is None:
         if gpu is None:
             raise PerfmodelError(
@@ -259,6 +273,8 @@ def _resolve_in(gpu: str | None, system: str | None, _catalogues: tuple[str, ...
             )
         system = get_accelerator(gpu).default_system
     chosen = get_system(system)
+    if follows and gpu != chosen.accelerator and not catalogue.entries()["accelerators"][str(gpu)].bundled:
+        chosen = replaced(chosen, accelerator=gpu)  # a user's accelerator file alone: its default system follows it
     if gpu is not None and gpu != chosen.accelerator:
         get_accelerator(gpu)  # an unknown id is reported first
         raise PerfmodelError(f"gpu {gpu} does not match system {system}, which has {chosen.accelerator} GPUs")

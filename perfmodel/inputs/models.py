@@ -21,17 +21,29 @@ class ModelSpec:
     """Shapes of a decoder-only transformer. Counts follow the Hugging Face checkpoints exactly."""
 
     id: str = "custom"
+    """The model's id in outputs."""
     name: str = "custom model"
+    """The model's name in outputs."""
     layers: int = bounded(ge=1, le=MAX_LAYERS)
+    """Transformer layers."""
     hidden: int = bounded(ge=1, le=1_000_000)
+    """Hidden (model) width."""
     ffn: int = bounded(ge=1, le=10_000_000)
+    """Hidden width of the dense MLP."""
     heads: int = bounded(ge=1, le=100_000)
+    """Attention (query) heads."""
     kv_heads: int = bounded(ge=1, le=100_000)
+    """Key/value heads (grouped-query attention); heads must be a multiple of them."""
     vocab: int = bounded(ge=1, le=100_000_000)
+    """Vocabulary size."""
     tied_embeddings: bool = False
+    """Whether the LM head shares the input embedding's weights."""
     mlp: Literal["swiglu", "gelu"] = "swiglu"
+    """The MLP: swiglu (three matrices) or gelu (two)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    """The normalisation layers."""
     bias: bool = False
+    """Whether the linear layers have biases."""
     learned_positions: int = bounded(0, ge=0, le=10_000_000, description="rows of a learned position table (0 = RoPE)")
     head_size: int = bounded(0, ge=0, le=100_000, description="per-head width (0 = hidden / heads)")
     qk_norm: bool = False
@@ -41,12 +53,17 @@ class ModelSpec:
     q_lora_rank: int = bounded(0, ge=0, le=1_000_000)
     """MLA: rank of the query down-projection (0 = a full-rank query projection)."""
     kv_lora_rank: int = bounded(0, ge=0, le=1_000_000)
+    """MLA: rank of the compressed key/value projection."""
     qk_nope_dim: int = bounded(0, ge=0, le=100_000)
+    """MLA: per-head query/key width without rotary embedding."""
     qk_rope_dim: int = bounded(0, ge=0, le=100_000)
+    """MLA: per-head query/key width with rotary embedding."""
     v_head_dim: int = bounded(0, ge=0, le=100_000)
+    """MLA: per-head value width."""
     sliding_window: int = bounded(0, ge=0, le=100_000_000)
     """Keys a query of a sliding-window layer sees (0 = no sliding-window layers)."""
     sliding_layers: int = bounded(0, ge=0, le=10_000)
+    """Layers with sliding-window attention (of `sliding_window` keys)."""
     attention_sinks: bool = False
     """A learned softmax sink logit per head (GPT-OSS): `heads` parameters per layer, no GEMM."""
     yarn_mscale: float = bounded(1.0, ge=0.0, le=100.0)
@@ -56,7 +73,9 @@ class ModelSpec:
     experts: int = bounded(0, ge=0, le=100_000)
     """Routed experts per MoE layer (0 = dense model)."""
     top_k: int = bounded(0, ge=0, le=100_000)
+    """Routed experts each token goes to (MoE models)."""
     shared_experts: int = bounded(0, ge=0, le=1_000)
+    """Experts every token goes to beside its routed ones (MoE models)."""
     moe_ffn: int = bounded(0, ge=0, le=10_000_000)
     """Hidden width of one expert's MLP."""
     dense_layers: int = bounded(0, ge=0, le=10_000)
@@ -66,6 +85,7 @@ class ModelSpec:
     split into this many groups of consecutive experts, a token picks `group_top_k` of them and its top_k experts
     among theirs (0: no groups)."""
     group_top_k: int = bounded(0, ge=0, le=100_000)
+    """Expert groups a token picks under group-limited routing (`expert_groups`)."""
     dispatcher: Literal["flex", "alltoall"] = "flex"
     """How the stack's recipe moves tokens to their experts: 'flex' (DeepEP/HybridEP, hierarchical: a token crosses
     the NICs once per remote scale-up domain holding one of its experts) or 'alltoall' (NCCL all-to-all: every copy

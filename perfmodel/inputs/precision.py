@@ -46,8 +46,28 @@ class Recipe:
     """Bytes per parameter of model weights held on the GPU: the primary copy (FP8 itself when parameters are
     gathered in FP8, else BF16) plus the quantised copies the GEMMs read (row- and column-wise)."""
     tp_comm_overlap: bool = True
-    """Transformer Engine's userbuffers overlap of TP collectives with the GEMMs. Off, only Megatron's async TP
-    remains: the backward's input all-gathers and dgrad reduce-scatters hide behind the weight-gradient GEMMs."""
+    """Transformer Engine's userbuffers overlap of TP collectives with the GEMMs, or torchtitan's async TP (the
+    collectives decomposed into per-chunk sends run under the GEMMs they feed: torch.distributed's
+    _micro_pipeline_tp pass). Off, only Megatron's async TP remains: the backward's input all-gathers and dgrad
+    reduce-scatters hide behind the weight-gradient GEMMs (`tp_backward_overlap`)."""
+    tp_backward_overlap: bool = True
+    """Megatron-Core's backward overlap without userbuffers (its async all-gather/reduce-scatter beside the Wgrad
+    GEMM). False: torchtitan's vanilla TP, whose DTensor collectives run on the compute stream before and after the
+    GEMMs, so that every TP collective is on the critical path."""
+    eager_elementwise: bool = False
+    """The elementwise kernels as eager PyTorch runs them (torchtitan without torch.compile): rotary embedding and
+    the SwiGLU product as separate kernels with their intermediates in HBM (workload.EAGER_PASSES), where Transformer
+    Engine's fused kernels and torch.compile's Inductor fusion read and write each tensor once."""
+    per_op_sac: bool = False
+    """Selective recompute as torchtitan's per-op selective activation checkpointing runs it (activation_checkpoint
+    mode 'selective', 'op'): the whole block's forward re-runs in the backward except the ops whose outputs its
+    policy saves (SDPA, reduce-scatters, and every other matmul: 'Saves output of all compute ops, except every second
+    mm'; torchtitan/models/llama3/infra/parallelize.py, recalled from the public code, not a stored copy), so every
+    second matmul, the norms, rotary embedding, activation and the TP all-gathers feeding recomputed matmuls run
+    again (step.sac_recomputed_gemm_share); False: Megatron's selective recompute of the attention core alone."""
+    fp8_scaling: str = "tensorwise"
+    """FP8 scaling granularity: 'tensorwise' (one scale per tensor: Transformer Engine's per-tensor scaling, torchao's
+    tensorwise recipe) or 'rowwise' (torchao: one scale per row of each GEMM operand along its reduction axis)."""
     attention_format: str = "bf16"
     """Tensor-core input format of flash attention's forward QK^T and PV multiplies: 'fp8' where the run sets
     Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1); the
@@ -73,6 +93,9 @@ class Recipe:
     'all_gather', K and V gathered whole before the attention (Llama 3's, torchtitan's default) and their gradients
     reduce-scattered after; 'a2a', DeepSpeed-Ulysses's all-to-alls that trade the sequence split for a head split
     (Q, K, V in, the output back; each rank then runs whole-sequence attention on heads / CP heads)."""
+    shard_group: int = 0
+    """Hybrid sharding: ZeRO-3 shards over groups of this many DP x CP ranks and replicates across the groups
+    (MaxText's ICI x DCN FSDP with outer data parallelism, FSDP's HYBRID_SHARD); 0: over every DP x CP rank."""
 
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
@@ -153,6 +176,23 @@ def frozen_base_recipe(recipe: Recipe) -> Recipe:
     )
 
 
+FP8_RECIPES = ("tensorwise", "rowwise")
+"""torchao's float8 training recipes a stack knob can choose (Float8LinearRecipeName; MXFP8 is `--precision
+mxfp8`)."""
+
+
+@cache
+def rowwise_recipe(recipe: Recipe) -> Recipe:
+    """Per-tensor FP8 as torchao's rowwise recipe runs it: each GEMM operand scaled per row along its reduction axis
+    (the same reads and writes as tensorwise: an amax reduction, then the cast, into a copy per GEMM direction), but
+    FSDP2 gathers the BF16 weights and each rank casts its gathered copy, since float8 all-gather is implemented for
+    tensorwise scaling only (torchao `enable_fsdp_float8_all_gather`; recalled from the public code, not a stored
+    copy). Cached: one object per recipe (planning.predict.context_for keys contexts by identity)."""
+    if not recipe.delayed_scaling_capable:
+        raise PerfmodelError(f"rowwise FP8 scaling applies to --precision fp8, not {recipe.id}")
+    return replace(recipe, fp8_scaling="rowwise", param_gather_bytes=BF16_BYTES)
+
+
 CP_COMMS = ("p2p", "all_gather", "a2a")
 """Context parallelism's exchanges (Recipe.cp_comm), by Megatron-Core's names."""
 
@@ -162,6 +202,12 @@ def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
     """The recipe with context parallelism exchanging as `cp_comm` does. Cached: one object per recipe and exchange,
     so contexts built from it are shared (planning.predict.context_for keys them by identity)."""
     return recipe if recipe.cp_comm == cp_comm else replace(recipe, cp_comm=cp_comm)
+
+
+@cache
+def shard_group_recipe(recipe: Recipe, shard_group: int) -> Recipe:
+    """The recipe sharding ZeRO-3 over groups of `shard_group` ranks (0: all). Cached, as cp_comm_recipe."""
+    return recipe if recipe.shard_group == shard_group else replace(recipe, shard_group=shard_group)
 
 
 def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:

@@ -159,3 +159,17 @@ def _value(annotation: Any, value: Any) -> Any:
             return tuple(from_dict(item, entry) for entry in value)
         return tuple(value)
     return value
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """A record class's attribute docstrings (the string under a field), by field name."""
+    import ast
+    import itertools
+
+    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
+    found = {}
+    for field, note in itertools.pairwise(body):
+        text = note.value.value if isinstance(note, ast.Expr) and isinstance(note.value, ast.Constant) else None
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(text, str):
+            found[field.target.id] = " ".join(inspect.cleandoc(text).split())
+    return found

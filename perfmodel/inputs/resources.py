@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -26,6 +27,7 @@ def bundled_names(folder: str) -> list[str]:
     return sorted(p.stem for p in data_dir(folder).glob("*.toml"))
 
 
+@cache
 def data_dir(name: str) -> Path:
     """`hardware_specs`, `scenarios` or another top-level data folder shipped with perfmodel."""
     bundled = _PACKAGE / "_bundled" / name

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,9 +21,9 @@ from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record
+from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
-from perfmodel.inputs.stacks import get_stack
+from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
 MAX_GPUS = 1_000_000
@@ -53,44 +55,67 @@ class ModelOverride:
     """A model given in the scenario: a zoo id to start from (`base`), and/or shapes that replace its own."""
 
     base: str | None = None
+    """A zoo id to start from (perfmodel models list); the other keys replace its shapes."""
     given: frozenset[str] | None = given_field()
 
 
 @record
 class Parallelism:
     tp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Tensor-parallel size (with sequence parallelism); left out: searched."""
     pp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Pipeline-parallel stages; left out: searched."""
     cp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Context-parallel size; left out: searched."""
     vp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Virtual pipeline stages per rank (interleaving); left out: searched."""
     ep: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Expert-parallel size (MoE models only); left out: searched."""
     etp: int | None = bounded(None, ge=1, le=MAX_GPUS)
     """Expert tensor-parallel size (MoE models): the experts' TP, separate from the attention's."""
     dp: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Data-parallel size; left out: the GPU count over TP x PP x CP."""
     mbs: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Micro-batch size in sequences; left out: searched."""
     gbs: int | None = bounded(None, ge=1, le=10**9)
+    """Global batch size in sequences; left out: about 4M tokens per step (at most 16M)."""
     seq_len: int = bounded(8192, ge=16, le=10_000_000)
+    """Sequence length in tokens."""
     recompute: Literal["none", "selective", "full"] | None = None
+    """Activation recompute: none, selective (attention's core) or full; left out: searched."""
     recompute_layers: int | None = bounded(None, ge=1, le=MAX_GPUS)
     """Partial (block) recompute: only the first k layers of each pipeline chunk recompute in full, the others keep
     their activations (Megatron's recompute_method=block, recompute_num_layers=k); implies recompute 'full'. None:
     every layer that recomputes does."""
     zero: Literal[0, 1, 2, 3] | None = None
+    """0 plain data parallel, 1 distributed optimizer (Megatron's default), 2 also gradients, 3 FSDP; left out:
+    searched."""
     cp_comm: Literal["p2p", "all_gather", "a2a"] | None = None
     """Context parallelism's exchange (precision.Recipe.cp_comm); None: the stack's (Megatron's ring, 'p2p')."""
+    shard_group: int | None = bounded(None, ge=1, le=MAX_GPUS)
+    """Hybrid sharding with ZeRO-3: shard over groups of this many DP x CP ranks, replicate across the groups
+    (MaxText's ICI x DCN FSDP with outer DP; precision.Recipe.shard_group). None: shard over every DP x CP rank."""
     given: frozenset[str] | None = given_field()
 
 
 @record
 class Cost:
     usd_per_gpu_hour: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
+    """Rental price per GPU-hour, USD; left out: the accelerator's on-demand price."""
     pue: float = bounded(1.2, ge=1.0, le=5.0, allow_inf_nan=False)
+    """Power usage effectiveness: the facility's energy over the IT equipment's."""
     mode: Literal["rent", "buy"] = "rent"
     """rent: the price per GPU-hour; buy: the cost of owning the systems (planning/tco.py)."""
     usd_per_system: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
+    """buy: the price of one system, USD; left out: the system file's."""
     amortisation_years: float = bounded(4.0, gt=0, le=30, allow_inf_nan=False)
+    """buy: the years the systems' price is spread over."""
     utilisation: float = bounded(0.8, gt=0, le=1, allow_inf_nan=False)
+    """buy: the share of those years the systems train (their price is spread over those hours)."""
     usd_per_kwh: float = bounded(0.08, gt=0, le=10, allow_inf_nan=False)
+    """buy: the electricity price, USD per kWh."""
     facility_usd_per_kw_month: float = bounded(0.0, ge=0, le=100_000, allow_inf_nan=False)
+    """buy: the data centre's space and power provision, USD per kW of IT power per month."""
     given: frozenset[str] | None = given_field()
 
     def __post_init__(self) -> None:
@@ -119,7 +144,9 @@ class Phase:
     """The phase's share of the scenario's n_gpus (to whole nodes): it follows the count plan and compare set, as a
     phase that gives neither does with the whole count."""
     precision: Precision | None = None
+    """The phase's precision recipe; left out: the scenario's."""
     seq_len: int | None = bounded(None, ge=16, le=10_000_000)
+    """The phase's sequence length in tokens; left out: the scenario's."""
     gbs: int | None = bounded(None, ge=1, le=10**9)
     """Global batch in sequences. Left out (with tokens_per_step), the phase keeps the scenario's batch in tokens
     per step (its sequences at the phase's length), or takes the default batch when the scenario gives none."""
@@ -149,12 +176,18 @@ class Goodput:
     """llama3: the Llama 3 paper's interruption rates; rsc: Meta's RSC-1 A100 cluster's (Kokolis et al. 2025);
     none: a run that never fails (no goodput keys)."""
     failure_scale: float = bounded(1.0, gt=0, le=1000, allow_inf_nan=False)
+    """Every interruption rate times this (2: twice as many failures)."""
     failures_per_million_gpu_hours: dict[str, float] | None = bounded(
         None, items={"ge": 0, "le": 1e6, "allow_inf_nan": False}
     )
+    """Interruptions per million GPU-hours by component class (gpu, host, network, software, maintenance, unknown,
+    planned), replacing those of `rates`."""
     storage_gb_per_s_per_node: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
+    """Checkpoint storage bandwidth per node, GB/s (write and read); left out: the system file's."""
     restart_s: float | None = bounded(None, ge=0, le=1e6, allow_inf_nan=False)
+    """Seconds to detect an interruption and restart, before reading the checkpoint back; left out: 600."""
     checkpoint_interval_s: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
+    """Training seconds between checkpoints; left out: Daly's optimum."""
     given: frozenset[str] | None = given_field()
 
 
@@ -164,6 +197,7 @@ class Losses:
     is off; `model = "none"` turns them all off."""
 
     model: Literal["default", "none"] = "default"
+    """default: each loss priced; none: every loss off."""
     straggler_share: float | None = bounded(None, ge=0, le=1, allow_inf_nan=False)
     """Share of step time lock-step ranks wait for slow ones over a whole run, at 128 GPUs (None: the calibration's
     fitted value)."""
@@ -174,6 +208,7 @@ class Losses:
     ramp_tokens: float = bounded(0.0, ge=0, le=1e18, allow_inf_nan=False)
     """Tokens of a batch ramp at the start, from `ramp_start_gbs` linearly up to the run's global batch."""
     ramp_start_gbs: int | None = bounded(None, ge=1, le=10**9)
+    """The global batch (sequences) a batch ramp starts from."""
     eval_every_steps: int | None = bounded(None, ge=1, le=10**9)
     """Steps between in-loop evaluations (None: none)."""
     eval_tokens: float = bounded(0.0, ge=0, le=1e15, allow_inf_nan=False)
@@ -199,13 +234,23 @@ class Scenario:
     has these keys."""
 
     name: str | None = None
+    """A short name for the scenario in outputs."""
     description: str | None = None
+    """What the scenario is for, in words."""
     model: str | ModelOverride = "llama3.1-70b"
+    """A zoo id (perfmodel models list), a model TOML file (relative to this file), or a [model] table: a zoo id as
+    `base` and the shapes that differ."""
     gpu: str | None = None
+    """Accelerator id (perfmodel hardware list, or a --hardware file's); it picks its usual system unless `system` is
+    given."""
     system: str | None = None
+    """System id: the node and network the accelerators are in (perfmodel hardware list)."""
     n_gpus: int = bounded(8, ge=1, le=MAX_GPUS)
+    """Number of GPUs the job uses."""
     precision: Precision = "bf16"
+    """Training precision recipe (bf16, fp8, mxfp8, nvfp4, mxfp4): the accelerator must support it."""
     tokens: float | None = bounded(None, gt=0)
+    """Tokens to train on (15e12), for time to train, cost and energy; at most 1e18."""
     moe_imbalance: float = bounded(1.0, ge=1.0, le=64.0, allow_inf_nan=False)
     """MoE: tokens the busiest expert rank receives over the mean (1.0: balanced, as the published rows force)."""
     lora_rank: int = bounded(0, ge=0, le=65536)
@@ -216,11 +261,23 @@ class Scenario:
     documents: Documents = Documents()
     """The documents packed into each sequence: attention is priced over documents (document masking)."""
     parallelism: Parallelism = Parallelism()
+    """The layout ([parallelism] table); a dimension left out is searched."""
     cost: Cost = Cost()
+    """What a GPU-hour costs ([cost] table): rented (the accelerator's on-demand price by default) or bought."""
     goodput: Goodput = Goodput()
+    """Failures, restarts and checkpoints ([goodput] table)."""
     losses: Losses = Losses()
-    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed"] = "megatron"
+    """Losses beside failures ([losses] table): stragglers, start-up, job limits, batch ramps, evaluations, spares."""
+    stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"] = "megatron"
     """The software stack (inputs/stacks.py): its attention kernel, TP overlap, FP8 support and fitted overheads."""
+    async_tp: bool | None = None
+    """torchtitan's async TP: TP collectives decomposed and overlapped with the GEMMs (false: vanilla TP, every one
+    exposed); None: the stack's default. A stack without the knob refuses it (inputs/stacks.py stack_knobs)."""
+    compile: bool | None = None
+    """torch.compile's fusion of the elementwise kernels (false: eager PyTorch); None: the stack's default."""
+    fp8_recipe: Literal["tensorwise", "rowwise"] | None = None
+    """torchao's FP8 scaling with --precision fp8: tensorwise (with float8 all-gather of FSDP weights) or rowwise;
+    None: the stack's default."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
@@ -243,6 +300,18 @@ class Scenario:
     def cp_exchange(self) -> str:
         """Context parallelism's exchange as priced: the scenario's `cp_comm`, else its stack's."""
         return self.parallelism.cp_comm or get_stack(self.stack).cp_comm
+
+    @property
+    def knobs(self) -> Knobs:
+        """The stack's knobs as this scenario runs them (inputs/stacks.py stack_knobs): an FP8 recipe needs FP8, and
+        without it there is none."""
+        if self.fp8_recipe is not None and self.precision != "fp8":
+            raise PerfmodelError(
+                f"--fp8-recipe / fp8_recipe: '{self.fp8_recipe}' scales FP8 GEMMs; it needs --precision fp8, not "
+                f"{self.precision}"
+            )
+        knobs = stack_knobs(get_stack(self.stack), self.async_tp, self.compile, self.fp8_recipe)
+        return knobs if self.precision == "fp8" else replace(knobs, fp8_recipe=None)
 
     def default_gbs(self, capped: bool = True) -> int:
         """`token_default_gbs`, kept within an MLPerf benchmark's scorable batches (`default_batch`)."""
@@ -278,6 +347,9 @@ class Scenario:
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "vp", "ep", "etp", "dp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
 WORKLOAD_KEYS = ("model", "gpu", "system", "n_gpus", "benchmark")
+DESCRIBED_KEYS = (*WORKLOAD_KEYS, "precision", "tokens")
+"""What the default scenario's name and description state ("Llama 3.1 70B, 15T tokens, 1,024 x H100 SXM (DGX H100),
+FP8"): overriding one drops them, so that no result reads as another question's."""
 
 
 def read_toml(source: Path, kind: str) -> dict[str, Any]:
@@ -312,6 +384,7 @@ OPTION_FIELDS: dict[str, str] = {
     "recompute_layers": "parallelism.recompute_layers",
     "zero": "parallelism.zero",
     "cp_comm": "parallelism.cp_comm",
+    "shard_group": "parallelism.shard_group",
     "tokens": "tokens",
     "doc_len": "documents.length",
     "lora_rank": "lora_rank",
@@ -319,6 +392,9 @@ OPTION_FIELDS: dict[str, str] = {
     "benchmark": "benchmark",
     "calibration": "calibration",
     "stack": "stack",
+    "async_tp": "async_tp",
+    "compile": "compile",
+    "fp8_recipe": "fp8_recipe",
     "vintage": "vintage",
     "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
     "pue": "cost.pue",
@@ -359,9 +435,56 @@ def load_scenario(
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
     source = scenario_file(path)
-    if source.absolute().parent == data_dir("scenarios") and all(value is None for value in (overrides or {}).values()):
-        return _bundled(source)
-    return scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+    if source.absolute().parent != data_dir("scenarios"):
+        loaded = scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
+        return _marked(loaded, path, overrides)
+    if all(value is None for value in (overrides or {}).values()):
+        return _marked(_bundled(source), path, overrides)
+    tables = _copied(_bundled_tables(source, *_version(source)))
+    return _marked(scenario_from(tables, str(source), overrides, origins, default=path is None), path, overrides)
+
+
+def _marked(loaded: Scenario, path: str | Path | None, overrides: dict[str, Any] | None) -> Scenario:
+    """`loaded`, or a copy marked where the built-in default scenario gave it its tokens (`from_default`): the
+    cached bundled scenario stays unmarked."""
+    if path is not None or loaded.tokens is None or (overrides or {}).get("tokens") is not None:
+        return loaded
+    marked = replaced(loaded)
+    object.__setattr__(marked, FROM_DEFAULT, frozenset({"tokens"}))
+    return marked
+
+
+def _version(source: Path) -> tuple[int, int]:
+    """What tells an edited file from the one read before: its modification time and size."""
+    st = source.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@cache
+def _bundled_tables(source: Path, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    """A bundled scenario file's tables, read and parsed once per process and version of the file (the Python API
+    asks the default scenario once per call): `_copied` before use, as scenario_from edits them."""
+    return read_toml(source, "scenario")
+
+
+def _copied(tables: Any) -> Any:
+    """TOML tables copied through their nested tables and arrays (their values are immutable)."""
+    if isinstance(tables, dict):
+        return {key: _copied(value) for key, value in tables.items()}
+    if isinstance(tables, list):
+        return [_copied(value) for value in tables]
+    return tables
+
+
+FROM_DEFAULT = "_from_default"
+"""The attribute of a scenario naming the fields the built-in default scenario supplied (not an input field)."""
+
+
+def from_default(scenario: Scenario) -> frozenset[str]:
+    """The fields the built-in default scenario gave a question that did not: its 15T tokens (Llama 3 70B's budget)
+    answer a 405B question too, and a report marks them "(default)". Copies made with `replaced` keep the mark."""
+    marked: frozenset[str] = getattr(scenario, FROM_DEFAULT, frozenset())
+    return marked
 
 
 def scenario_file(path: str | Path | None) -> Path:
@@ -397,6 +520,8 @@ def scenario_from(
     """The scenario of `raw` tables (read from `source`) with overrides applied; `default`: `raw` is the built-in
     default scenario, whose layout is dropped when the overrides change the workload (see load_scenario)."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if default and any(key in overrides for key in DESCRIBED_KEYS):  # the default's name and description are its own
+        raw = {k: v for k, v in raw.items() if k not in ("name", "description")}
     if default and any(key in overrides for key in WORKLOAD_KEYS):
         layout = raw.get("parallelism", {})
         raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}

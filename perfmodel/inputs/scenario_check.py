@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs.checking import Checked, check, model_of
+from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
@@ -29,6 +30,7 @@ from perfmodel.inputs.scenario import (
     Phase,
     Scenario,
 )
+from perfmodel.inputs.stacks import DEFAULT_STACK, KNOB_FLAGS, STACKS, knob_problem
 from perfmodel.inputs.text import MAX_NAME_CHARS, check_text
 
 
@@ -99,6 +101,16 @@ def _apply_benchmark(cls: type, raw: Any) -> Any:
     }
 
 
+@field_validator(*KNOB_FLAGS, mode="before")
+def _stack_has_knob(cls: type, value: Any, info: ValidationInfo) -> Any:
+    """A knob (async_tp, compile, fp8_recipe) only on a stack that has it (inputs/stacks.py knob_problem)."""
+    stack = STACKS.get(info.data.get("stack", DEFAULT_STACK))
+    problem = knob_problem(stack, str(info.field_name)) if value is not None and stack is not None else None
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 @field_validator("vintage", mode="before")
 def _release_month(cls: type, value: Any) -> Any:
     if isinstance(value, str) and not re.fullmatch(RELEASE_MONTH, value):
@@ -106,8 +118,19 @@ def _release_month(cls: type, value: Any) -> Any:
     return value
 
 
+def _written(value: Any) -> Any:
+    """A count of tokens written as people write it (`"15T"`, `"2.5e12"`, `"1,000,000"`) as its number."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return count(value)
+    except ValueError:
+        raise ValueError(f"not a number of tokens (examples: {EXAMPLES})") from None
+
+
 @field_validator("tokens", mode="before")
 def _finite_tokens(cls: type, value: Any) -> Any:
+    value = _written(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("must be a finite number of tokens")
     if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_TOKENS:
@@ -141,17 +164,23 @@ PARALLELISM = model_of(
 )
 COST = model_of(Cost, _Strict)
 GOODPUT = model_of(Goodput, _Strict, {"_known_classes": _known_classes})
-LOSSES = model_of(Losses, _Strict)
+LOSSES = model_of(Losses, _Strict, {"_written": field_validator("ramp_tokens", "eval_tokens", mode="before")(_written)})
 DOCUMENTS = model_of(Documents, _Strict)
 PHASE = model_of(
     Phase,
     _Strict,
-    {"_finite_tokens": _finite_tokens, "_phase_layout_only": _phase_layout_only, "_visible_name": _visible_name},
+    {
+        "_finite_tokens": _finite_tokens,
+        "_phase_layout_only": _phase_layout_only,
+        "_visible_name": _visible_name,
+        "_written": field_validator("tokens_per_step", mode="before")(_written),
+    },
 )
 SCENARIO = model_of(
     Scenario,
     _Strict,
-    {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens},
+    {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens}
+    | {"_stack_has_knob": _stack_has_knob},
 )
 """The models, nested ones first (a record's model is built once, with the validators given when it is)."""
 

@@ -2,7 +2,8 @@
 
 The measured rows come from different stacks: NVIDIA's NeMo/Megatron-Bridge (Megatron-Core + Transformer Engine,
 cuDNN fused attention, userbuffers TP overlap), MosaicML's Composer (llm-foundry: PyTorch FSDP, FlashAttention-2 or
-Triton attention), torchtitan (PyTorch FSDP2 + async TP, SDPA attention) and DeepSpeed (ZeRO). A profile holds the
+Triton attention), torchtitan (PyTorch FSDP2 + async TP, SDPA attention), DeepSpeed (ZeRO) and MaxText (JAX/XLA:
+hybrid FSDP, cuDNN flash attention through Transformer Engine). A profile holds the
 facts a prediction needs; calibration fits the few stack-specific parameters where a stack has rows
 (physics/parameters.py: attention_impl, step_overhead_s, overlap_dp).
 """
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.precision import Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, rowwise_recipe
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,9 @@ class StackProfile:
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
     Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
+    fp8_weight_gather: bool = True
+    """Whether the stack's ZeRO/FSDP all-gathers weights already cast to FP8 (Megatron's fp8 parameter gather);
+    False: it gathers BF16 weights and quantises them inside each FP8 GEMM (Flax's fp8 dot_general)."""
     release_trend: bool = False
     """Whether the fitted software trend (`software_gain_per_year`) prices the stack's releases: only where the data
     hold a series of the stack's releases (Megatron: NeMo/Megatron-Bridge containers 2024-04 to 2026-08) is the trend
@@ -66,6 +71,20 @@ class StackProfile:
     """The stack's context-parallel exchange (precision.Recipe.cp_comm): Megatron-Core's `cp_comm_type` defaults to
     'p2p' (the ring); torchtitan's `context_parallel_rotate_method` to 'allgather' (recalled from the public code,
     not a stored copy)."""
+
+    dp_overlap: str = "ZeRO's collectives overlapped with compute (the shared overlap_dp)"
+    """How the stack hides its data-parallel/FSDP collectives behind compute (`explain` names it)."""
+    async_tp: bool | None = None
+    """The stack's async-TP knob at its shipped default (torchtitan's `enable_async_tensor_parallel`); None: no such
+    knob (Megatron overlaps TP through `tp_comm_overlap`, its userbuffers)."""
+    compile: bool | None = None
+    """The stack's torch.compile knob at its shipped default; None: no such knob (its fused kernels are its own)."""
+    per_op_sac: bool = False
+    """Whether the stack's selective recompute is per-op selective activation checkpointing (precision.Recipe
+    .per_op_sac: torchtitan's), not Megatron's recompute of the attention core."""
+    fp8_recipes: tuple[str, ...] = ()
+    """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
+    Transformer Engine's per-tensor scaling, no knob."""
 
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
@@ -152,6 +171,8 @@ STACKS: dict[str, StackProfile] = {
         fp8=True,
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
+        dp_overlap="Megatron-Core DDP's gradient buckets reduced during the backward (overlap_grad_reduce) and "
+        "parameters gathered during the forward (overlap_param_gather)",
     ),
     "composer": StackProfile(
         "composer",
@@ -165,10 +186,12 @@ STACKS: dict[str, StackProfile] = {
         # (composer/core/precision.py; recalled from the public code, not a stored copy).
         fp8_delayed_scaling=True,
         layout_defaults=_COMPOSER_LAYOUT,
+        dp_overlap="PyTorch FSDP's prefetched all-gathers and backward reduce-scatters (its own fitted overlap_dp)",
     ),
     "torchtitan": StackProfile(
         "torchtitan",
-        "PyTorch torchtitan: FSDP2 + async TP (no rows in the bundled data: priced at its profile's figures)",
+        "PyTorch torchtitan: FSDP2, vanilla or async TP, torch.compile, torchao FP8 (its 12 bundled rows are "
+        "validation only: priced at its profile's figures and the shared fitted values)",
         "PyTorch SDPA (FlashAttention-2 backend)",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
@@ -185,11 +208,21 @@ STACKS: dict[str, StackProfile] = {
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: local_batch_size is set per job"),
         ),
         cp_comm="all_gather",
+        # torchtitan's JobConfig defaults: parallelism.enable_async_tensor_parallel = False, compile.enable = False,
+        # float8 recipe_name None = tensorwise (torchtitan/config/job_config.py; recalled from the public code, not a
+        # stored copy). The benchmark rows turn compile on and vary the other two (torchtitan_runs.csv).
+        async_tp=False,
+        compile=False,
+        fp8_recipes=FP8_RECIPES,
+        per_op_sac=True,
+        dp_overlap="FSDP2's all-gathers prefetched a layer ahead and its reduce-scatters during the backward (priced "
+        "at the shared overlap_dp: its rows are validation only)",
     ),
     "deepspeed": StackProfile(
         "deepspeed",
         "Microsoft DeepSpeed ZeRO (its bundled rows are excluded: 3-5x slower than Megatron on the same hardware, "
-        "so no fit; priced at its profile's figures)",
+        "so no fit; priced at its profile's figures, its per-step overhead and DP overlap at the shared values: "
+        "an assumption, no source sizes them)",
         "FlashAttention-2",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
@@ -208,6 +241,8 @@ STACKS: dict[str, StackProfile] = {
             ),
             LayoutDefault("mbs", None, (1, 2, 4, 8), "no default: train_micro_batch_size_per_gpu is set per run"),
         ),
+        dp_overlap="DeepSpeed's bucketed gradient reduction during the backward (overlap_comm) and ZeRO-3's "
+        "parameter prefetch (priced at the shared overlap_dp: no rows of its own)",
     ),
     "megatron-deepspeed": StackProfile(
         "megatron-deepspeed",
@@ -221,6 +256,47 @@ STACKS: dict[str, StackProfile] = {
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
     ),
+    "maxtext": StackProfile(
+        "maxtext",
+        "Google's MaxText on JAX/XLA (NVIDIA's GPU container): hybrid FSDP (ICI x DCN FSDP, outer DP), XLA's "
+        "latency-hiding scheduler overlapping its collectives with compute, no TP or pipeline in its GPU recipes "
+        "(no fit of its own: priced with the shared fitted values)",
+        "cuDNN fused flash attention through Transformer Engine's JAX bindings",
+        SourcedFigure(
+            1.0,
+            "MaxText's GPU recipes set attention=cudnn_flash_te (TE's cuDNN fused attention, the kernel Megatron's "
+            f"figures describe) in the ghcr.io/nvidia/jax:maxtext containers of 2024 ({_RECALLED})",
+        ),
+        attention_native=(),
+        tp_comm_overlap=False,
+        fp8=True,
+        # MaxText's quantization=fp8 is Flax's fp8 dot_general (Fp8DotGeneralOp): delayed scaling from an amax
+        # history kept with the parameters, no amax pass before each cast (recalled from the public code, 2024).
+        fp8_delayed_scaling=True,
+        fp8_weight_gather=False,
+        layout_defaults=(
+            LayoutDefault(
+                "recompute",
+                "full",
+                ("full", "selective"),
+                f"MaxText's base.yml sets remat_policy 'full' (rematerialise each decoder layer) ({_RECALLED}); its "
+                "other policies (save_dot_except_mlp, ...) keep some GEMM outputs: a selective recompute",
+            ),
+            LayoutDefault(
+                "zero",
+                3,
+                (3,),
+                "MaxText shards parameters, gradients and optimizer state together over its fsdp mesh axes (ZeRO-3; "
+                f"the data axes replicate them all) ({_RECALLED})",
+            ),
+            LayoutDefault("mbs", None, (1, 2, 4), "no default: per_device_batch_size is set per run"),
+        ),
+        # MaxText's context parallelism on GPU all-gathers K and V over the context mesh axis before the cuDNN
+        # attention (recalled from the public code, not a stored copy; its bundled rows run CP 1).
+        cp_comm="all_gather",
+        dp_overlap="XLA's latency-hiding scheduler runs the FSDP all-gathers and reduce-scatters asynchronously "
+        "behind the layers' compute (priced at the shared overlap_dp: no rows to fit one of its own)",
+    ),
 }
 STACK_NAMES = tuple(STACKS)
 DEFAULT_STACK = "megatron"
@@ -232,14 +308,65 @@ def get_stack(name: str) -> StackProfile:
     return STACKS[name]
 
 
+@dataclass(frozen=True)
+class Knobs:
+    """A stack's knobs as a run sets them (None: the stack has no such knob)."""
+
+    async_tp: bool | None
+    compile: bool | None
+    fp8_recipe: str | None
+
+
+KNOB_FLAGS = {"async_tp": "--async-tp", "compile": "--compile", "fp8_recipe": "--fp8-recipe"}
+"""The flag of each knob (its scenario key is the field's name), for the one-line refusals."""
+
+
+def stack_knobs(
+    stack: StackProfile, async_tp: bool | None = None, compile: bool | None = None, fp8_recipe: str | None = None
+) -> Knobs:
+    """The knobs of a run on `stack`: each given one, else the stack's shipped default. A knob the stack does not
+    have is refused, naming the stacks that have it."""
+    shipped = Knobs(stack.async_tp, stack.compile, next(iter(stack.fp8_recipes), None))
+    given: dict[str, Any] = {"async_tp": async_tp, "compile": compile, "fp8_recipe": fp8_recipe}
+    for name, value in given.items():
+        problem = knob_problem(stack, name) if value is not None else None
+        if problem is not None:
+            raise PerfmodelError(f"{KNOB_FLAGS[name]} / {name}: {problem}")
+    return replace(shipped, **{name: value for name, value in given.items() if value is not None})
+
+
+def knob_problem(stack: StackProfile, name: str) -> str | None:
+    """Why `stack` cannot take the knob `name` (a Knobs field), naming the stacks that have it; None if it can."""
+    knob = "fp8_recipes" if name == "fp8_recipe" else name
+    if getattr(stack, knob) not in (None, ()):
+        return None
+    others = [s.name for s in STACKS.values() if getattr(s, knob) not in (None, ())] or ["none"]
+    return f"stack '{stack.name}' has no such knob; stacks that have it: {', '.join(others)}"
+
+
 @cache
-def stack_recipe(recipe: Recipe, stack: StackProfile) -> Recipe:
-    """The precision recipe as the stack runs it: without TP overlap where the stack has none, without the amax pass
-    where its FP8 is delayed scaling; a quantised recipe
-    on a stack without FP8 support is refused. Cached: one object per recipe and stack, so contexts built from it
-    are shared (planning.predict.context_for keys them by identity)."""
+def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None) -> Recipe:
+    """The precision recipe as the stack runs it with its knobs (`stack_knobs`; None: its shipped defaults): without
+    TP overlap where the stack has none (vanilla TP: not even Megatron's backward overlap), with async TP's overlap
+    where the knob is on, eager elementwise kernels without torch.compile, torchao's rowwise FP8 where chosen,
+    without the amax pass where its FP8 is delayed scaling, gathering BF16 weights where it quantises inside
+    the GEMM; a quantised recipe on a stack without FP8 support is
+    refused. Cached: one object per recipe, stack and knobs, so contexts built from it are shared
+    (planning.predict.context_for keys them by identity)."""
+    knobs = knobs or stack_knobs(stack)
     if recipe.quantised and not stack.fp8:
         raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
     if stack.fp8_delayed_scaling and recipe.delayed_scaling_capable:
         recipe = replace(recipe, amax_passes=0)
+    if not stack.fp8_weight_gather and recipe.quantised:
+        recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
+    if knobs.fp8_recipe == "rowwise" and recipe.quantised:
+        recipe = rowwise_recipe(recipe)
+    if knobs.compile is False:
+        recipe = replace(recipe, eager_elementwise=True)
+    if stack.per_op_sac:
+        recipe = replace(recipe, per_op_sac=True)
+    if knobs.async_tp is not None:
+        overlap = knobs.async_tp and recipe.tp_comm_overlap
+        return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap)
     return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

@@ -18,10 +18,12 @@ from perfmodel.outputs.plan_report import (
     full_layout,
     loss_cells,
     predictions,
+    price_notes,
+    table_unit,
     with_losses,
 )
 from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _energy, _si, _usd, phases_counted, run_assumptions
+from perfmodel.outputs.report import _duration, _energy, _si, _usd, bf16_ratio, phases_counted, run_assumptions
 from perfmodel.planning.campaign import Campaign
 from perfmodel.planning.evidence import DOC
 from perfmodel.planning.losses import expected
@@ -79,7 +81,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
     peak = "each phase's dense GEMM peak" if gemm is None else f"dense {gemm} peak"
     mfu = f"{d['mfu_of_precision']:.1%} of {peak}"
     if gemm != "BF16":
-        mfu += f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"
+        mfu += f" ({bf16_ratio(d['mfu_bf16'])})"
     rows = [
         ["Tokens to train", _si(d["tokens_to_train"])],
         ["Time to train", _duration(d["time_to_train_s"]) + _interval(d, "time_to_train_s", _duration)],
@@ -202,16 +204,17 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
     """`perfmodel compare` of a campaign: each system runs the whole campaign; totals per row, ratios to the first."""
     first = results[0]
     with_goodput, lossy = first.goodput is not None, with_losses(records)
+    unit = table_unit(records)
     rows = []
     for record, c in zip(records, results, strict=True):
         failing = c.run_with_failures
         rows.append(
             [c.hardware.system.id + beyond_mark(c), PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
-             f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s),
+             f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s, unit),
              f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
-            + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s)})"] if with_goodput
+            + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s, unit)})"] if with_goodput
                else [])
-            + (loss_cells(record) if lossy else [])
+            + (loss_cells(record, unit) if lossy else [])
             + [f"{record['speedup_vs_first']:,.2f}x", _ratio(record["perf_per_usd_vs_first"])]
         )  # fmt: skip
     headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh"]
@@ -224,7 +227,7 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
     ) + (LOSSES_NOTE if lossy else "")
-    lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note]
+    lines = [f"{first.model.name} campaign", "", columns.table(rows, headers, align), "", note, *price_notes(results)]
     return "\n".join(lines + beyond_note(predictions(results)))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import sympy
 
 from perfmodel.errors import visible
+from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import memory, moe
@@ -34,6 +35,7 @@ from perfmodel.physics.step import (
     dp_buckets,
     evaluate,
     host_overhead_s,
+    sac_recomputed_gemm_share,
     straggler_s,
 )
 from perfmodel.physics.workload import (
@@ -351,7 +353,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
 
     t_f = _q("t_fwd", layer.forward, "s", "forward of one layer, one micro-batch (operations below)")
     t_b = _q("t_bwd", layer.backward, "s", "backward of one layer (data and weight gradients)")
-    t_r = _q("t_rc", trace["recompute_s"], "s", f"recomputation in the backward pass ({_recompute_text(lo, trace)})")
+    t_r = _q("t_rc", trace["recompute_s"], "s",
+             f"recomputation in the backward pass ({_recompute_text(ctx, lo, trace)})")  # fmt: skip
     t_e = _q("t_edge", edge, "s", "embedding and/or LM head + loss on this rank, one micro-batch")
     formula = N.symbol * (L.symbol * (t_f.symbol + t_b.symbol + t_r.symbol) + t_e.symbol)
     shares = _compute_shares(rows, kernel_s)
@@ -373,8 +376,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
     c_b = _q("c_TP_bwd", tp_comm.layer - tp_comm.forward, "s", "the same for its backward (and recompute)")
     if ctx.recipe.tp_comm_overlap:
-        w_f = _q("w_TP_fwd", windows.tp_forward, "s", "the forward GEMM time they can hide behind")
+        how = "torchtitan's async TP" if ctx.stack == "torchtitan" else "userbuffers TP overlap"
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"the forward GEMM time they can hide behind ({how})")
         w_b = _q("w_TP_bwd", windows.tp_backward, "s", "the backward (and recomputed) GEMM time")
+    elif not ctx.recipe.tp_backward_overlap:
+        w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.stack}'s vanilla TP (--no-async-tp)")
+        w_b = _q("w_TP_bwd", windows.tp_backward, "s", "none: its collectives run on the compute stream")
     else:
         w_f = _q("w_TP_fwd", windows.tp_forward, "s", f"none: {ctx.recipe.id} runs without userbuffers TP overlap")
         w_b = _q("w_TP_bwd", windows.tp_backward, "s",
@@ -485,11 +492,34 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     parts.append(Part("other_s", "Other", step.other_s, t_o.symbol + wait, used_o, {"overhead": step.other_s}))
     if ctx.model.is_moe:
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
+    for part in parts:
+        part.notes += stack_notes(ctx).get(part.key, [])
     return parts
 
 
-def _recompute_text(lo: Layout, trace: dict[str, Any]) -> str:
-    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average."""
+def stack_notes(ctx: Context) -> dict[str, list[str]]:
+    """The stack mechanism behind each part a stack changes (inputs/stacks.py), by part key."""
+    stack, recipe = get_stack(ctx.stack), ctx.recipe
+    kernels = f"{stack.name} stack: attention by {stack.attention_kernel}"
+    if recipe.quantised and stack.fp8_delayed_scaling:
+        kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
+    if recipe.quantised and not stack.fp8_weight_gather:
+        kernels += ", BF16 weights gathered and quantised inside each GEMM"
+    mechanism = "async TP" if stack.async_tp is not None else "userbuffers"
+    overlap = f"{mechanism} overlap with the GEMMs" if recipe.tp_comm_overlap else f"no {mechanism} overlap"
+    return {
+        "compute_s": [kernels],
+        "tp_comm_exposed_s": [f"{stack.name} stack: TP collectives with {overlap}"],
+        "dp_comm_exposed_s": [f"{stack.name} stack: {stack.dp_overlap}"],
+    }
+
+
+def _recompute_text(ctx: Context, lo: Layout, trace: dict[str, Any]) -> str:
+    """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average;
+    for per-op selective checkpointing (torchtitan's selective), what its policy keeps."""
+    if lo.recompute == "selective" and ctx.recipe.per_op_sac:
+        share = sac_recomputed_gemm_share(ctx.model)
+        return f"per-op selective: the forward but attention and the matmuls kept, {share:.1%} of its GEMM FLOPs re-run"
     if not lo.recompute_layers:
         return f"recompute {lo.recompute}"
     per_chunk = float(trace["stages"].per_chunk)
@@ -570,7 +600,9 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     trainable = float(trace["trainable"])
     weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
-    formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group)
+    if links.size < lo.dp * lo.cp:
+        group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
+    formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"])
     notes = [group]
     if "experts" in trace:
         expert_group = f"routed experts over expert DP = {lo.expert_dp} ranks"
@@ -599,8 +631,10 @@ def _zero_formula(
     windows: tuple[Quantity, ...],
     suffix: str,
     group: str,
+    replicas_s: float = 0.0,
 ) -> tuple[Any, list[Quantity]]:
-    """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses."""
+    """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
+    with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`)."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
     grads = trainable * memory.GRAD_BYTES
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
@@ -629,7 +663,11 @@ def _zero_formula(
     formula = N.symbol * (
         exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
     )
-    return formula, [N, ag_w, rs, f_mb, b_mb, eta]
+    if not ctx.recipe.shard_group:
+        return formula, [N, ag_w, rs, f_mb, b_mb, eta]
+    ar = _q(f"t_AR_groups{suffix}", replicas_s, "s", "all-reduce of this rank's gradient shard across the groups")
+    formula = formula + bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol)
+    return formula, [N, ag_w, rs, f_mb, b_mb, eta, ar, n_b, b_sync, hb]
 
 
 def explain(p: Prediction) -> Explanation:

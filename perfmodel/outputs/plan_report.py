@@ -6,8 +6,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.errors import visible
-from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _si, _usd, dense_imbalance_note, phases_counted
+from perfmodel.outputs.record import price_basis, price_cell
+from perfmodel.outputs.report import (
+    _duration,
+    _si,
+    _usd,
+    column_unit,
+    dense_imbalance_note,
+    phases_counted,
+    tokens_text,
+)
 from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
@@ -72,11 +80,36 @@ def beyond_note(predictions: list[Prediction]) -> list[str]:
     ]
 
 
-def _run_cells(p: Prediction) -> list[str]:
+def price_notes(results: Iterable[Result]) -> list[str]:
+    """The footnote of a table's prices: each GPU's price basis in one line (a verdict may rest on an estimate)."""
+    return _price_footnote(
+        (p.hardware.accelerator.id, p.price.basis_line) for p in results if p.price.usd_per_gpu_hour is not None
+    )
+
+
+def _price_footnote(bases: Iterable[tuple[str, str]]) -> list[str]:
+    lines = dict.fromkeys(f"{gpu}: {line}" for gpu, line in bases)
+    return [f"$/GPU-h: {'; '.join(lines)}."] if lines else []
+
+
+def _price(p: Result) -> str:
+    return price_cell(p.price.usd_per_gpu_hour, p.price.basis)
+
+
+def _run_cells(p: Prediction, unit: str | None = None) -> list[str]:
     d = p.to_dict()
     if p.run is None:
         return []
-    return [_duration(d["time_to_train_s"]), _usd(d["cost_usd"]), _mwh(d["energy_kwh"])]
+    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"])]
+
+
+TIME_KEYS = ("time_to_train_s", "time_to_train_with_failures_s", "time_to_train_with_losses_s")
+"""The durations a row of a table of runs shows, all in the table's one unit (`column_unit`)."""
+
+
+def table_unit(records: Iterable[dict[str, Any]]) -> str | None:
+    """The one unit of the durations of a table's rows."""
+    return column_unit(r.get(key) for r in records for key in TIME_KEYS)
 
 
 def _mwh(kwh: float) -> str:
@@ -93,8 +126,14 @@ def heading(p: Prediction, n_gpus: str | None = None) -> str:
     count = n_gpus or f"{p.layout.n_gpus:,}"
     return (
         f"{p.model.name} on {count} x {visible(p.hardware.accelerator.name)} ({p.hardware.system.id}), "
-        f"{PRECISION_LABEL[p.scenario.precision]}, seq {p.layout.seq_len:,}"
+        f"{PRECISION_LABEL[p.scenario.precision]}, seq {p.layout.seq_len:,}{work_suffix(p)}"
     )
+
+
+def work_suffix(p: Result) -> str:
+    """', 15.00T tokens' (marked where a default) or ', mlperf-...' for a table's heading; '' without work."""
+    s = p.scenario
+    return f", {s.benchmark}" if s.benchmark else f", {tokens_text(s)}" if s.tokens is not None else ""
 
 
 def _counted(n: int, noun: str) -> str:
@@ -123,12 +162,15 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
             "Pareto front (no other layout is faster, cheaper and on fewer GPUs at once):",
             _search_rows(report.pareto, best, True, found.objective),
         ]
-    note = beyond_note([*report.results, *(report.pareto if with_pareto else [])])
+    note = (price_notes([best]) if best.run is not None else []) + beyond_note(
+        [*report.results, *(report.pareto if with_pareto else [])]
+    )
     return "\n".join(lines + (["", *note] if note else []))
 
 
 def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, objective: str) -> str:
     with_run = best.run is not None
+    unit = table_unit(p.to_dict() for p in predictions)
     rows = []
     for i, p in enumerate(predictions, 1):
         d = p.to_dict()
@@ -148,7 +190,7 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
                 f"{d['memory_per_gpu_gib']:,.1f}",
                 "best" if i == 1 and p is best else f"{slower:+.1%}",
             ]
-            + (_run_cells(p) if with_run else [])
+            + (_run_cells(p, unit) if with_run else [])
         )
     headers = (
         ["#"]
@@ -169,8 +211,8 @@ def _ratio(value: float | None) -> str:
 
 
 def _price_range(low: float | None, high: float | None) -> str:
-    """The perf/$ ratio at both systems' low and high prices, when they differ as printed (two systems at the same
-    prices give the same ratio at both, up to rounding: "(1.01-1.01)" said nothing)."""
+    """The perf/$ ratio's range with each system's price anywhere in its low-high range, when its ends differ as
+    printed (two systems at one quoted price each give one ratio: "(1.01-1.01)" said nothing)."""
     if low is None or high is None or f"{low:,.2f}" == f"{high:,.2f}":
         return ""
     return f" ({low:,.2f}-{high:,.2f})"
@@ -182,9 +224,10 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
     with_run = first.run is not None
     scaling = any(r["scaling_efficiency"] is not None for r in records)  # a system at several counts
     with_goodput, lossy = first.goodput is not None, with_losses(records)
+    unit = table_unit(records)
     rows = []
     for record, p in zip(records, predictions, strict=True):
-        low, high = record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]
+        low, high = record["perf_per_usd_vs_first_min"], record["perf_per_usd_vs_first_max"]
         rows.append(
             [
                 p.hardware.system.id,
@@ -194,10 +237,11 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
                 f"{record['step_time_s']:,.3f}",
                 f"{record['tokens_per_s_per_gpu']:,.0f}",
                 f"{record['mfu_of_precision']:.1%}",
+                _price(p),
             ]
-            + (_run_cells(p) if with_run else [])
-            + ([_goodput_cell(record)] if with_goodput else [])
-            + (loss_cells(record) if lossy else [])
+            + (_run_cells(p, unit) if with_run else [])
+            + ([_goodput_cell(record, unit)] if with_goodput else [])
+            + (loss_cells(record, unit) if lossy else [])
             + ([_share(record["scaling_efficiency"])] if scaling else [])
             + [
                 _ratio(record["speedup_vs_first"]),
@@ -205,30 +249,31 @@ def compare_table(records: list[dict[str, Any]], predictions: list[Prediction]) 
             ]
         )
     headers = (
-        ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU"]
+        ["system", "prec.", "GPUs", "layout", "step s", "tok/s/GPU", "MFU", "$/GPU-h"]
         + (RUN_HEADERS if with_run else [])
         + (["goodput (time with failures)" if with_run else "goodput"] if with_goodput else [])
         + (LOSS_HEADERS if lossy else [])
         + (["scaling eff."] if scaling else [])
-        + ["speedup", "perf/$ (low-high price)"]
+        + ["speedup", "perf/$ (range)"]
     )
     note = (
         "MFU: model FLOP/s over the dense peak of each row's own precision. speedup: throughput over the first row's; "
-        f"perf/$: tokens per dollar over the first row's, cost {price_basis(records)} (in brackets: both at their low, "
-        "both at their high quotes)."
+        f"perf/$: tokens per dollar over the first row's, cost {price_basis(records)} (in brackets: its range with "
+        "each price anywhere between its low and high quote)."
     )
     if scaling:
         note += " Scaling efficiency: tokens/s per GPU over the same system's smallest count."
     note += LOSSES_NOTE if lossy else ""
-    lines = [f"{first.model.name}, seq {first.layout.seq_len:,}", "", _tabulate(rows, headers), "", note]
+    heading_line = f"{first.model.name}, seq {first.layout.seq_len:,}{work_suffix(first)}"
+    lines = [heading_line, "", _tabulate(rows, headers), "", note, *price_notes(predictions)]
     return "\n".join(lines + beyond_note(predictions))
 
 
-def _goodput_cell(record: dict[str, Any]) -> str:
+def _goodput_cell(record: dict[str, Any], unit: str | None = None) -> str:
     """The goodput and the time to train with failures in the unit of the time-to-train column (an MLPerf run's
     four hours read '(0.2)' days)."""
     seconds = record.get("time_to_train_with_failures_s")
-    return f"{record['goodput']:.1%}" + ("" if seconds is None else f" ({_duration(seconds)})")
+    return f"{record['goodput']:.1%}" + ("" if seconds is None else f" ({_duration(seconds, unit)})")
 
 
 LOSS_HEADERS = ["time with losses", "cost with losses"]
@@ -243,12 +288,12 @@ def with_losses(records: list[dict[str, Any]]) -> bool:
     return any("time_to_train_with_losses_s" in r for r in records)
 
 
-def loss_cells(record: dict[str, Any]) -> list[str]:
+def loss_cells(record: dict[str, Any], unit: str | None = None) -> list[str]:
     """A comparison row's time and cost with losses ('never' when failures stop it from finishing)."""
     if "time_to_train_with_losses_s" not in record:
         return ["n/a", "n/a"]
     seconds = record["time_to_train_with_losses_s"]
-    return ["never", "-"] if seconds is None else [_duration(seconds), _usd(record["cost_usd_with_losses"])]
+    return ["never", "-"] if seconds is None else [_duration(seconds, unit), _usd(record["cost_usd_with_losses"])]
 
 
 def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Prediction]]) -> str:
@@ -258,6 +303,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
         f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g}" for name, c in changed.items()
     )
     with_run = base.run is not None
+    unit = table_unit(records)
     rows = [
         [
             label,
@@ -266,7 +312,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
             f"{r['tokens_per_s_per_gpu']:,.0f}",
         ]
         + [f"{r['mfu_of_precision']:.1%}", f"{r['memory_per_gpu_gib']:,.1f}" + ("" if r["fits_in_memory"] else " (!)")]
-        + (_run_cells(p) if with_run else [])
+        + (_run_cells(p, unit) if with_run else [])
         + [_ratio(r["speedup_vs_first"])]
         for (label, p), r in zip(cases, records, strict=True)
     ]
@@ -321,7 +367,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
         layout = _sweep_layout(r)
         if r["error"]:
-            out.append([*head, layout, "-", "-", "-", "-", "-", r["error"]])
+            out.append([*head, layout, "-", "-", "-", "-", "-", "-", "-", r["error"]])
             continue
         days = "n/a" if r["time_to_train_days"] is None else f"{r['time_to_train_days']:,.1f}"
         out.append(
@@ -330,15 +376,40 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
                 layout,
                 f"{r['step_time_s']:,.3f}",
                 f"{r['tokens_per_s_per_gpu']:,.0f}",
-                f"{r['mfu']:.1%}",
+                f"{r['mfu_of_precision']:.1%}",
+                f"{r['mfu_bf16']:.2f}x",
                 days,
+                price_cell(r["usd_per_gpu_hour"], r.get("price_basis")),
                 "no price" if r["usd_per_gpu_hour"] is None else _usd(r["cost_usd"]),
                 "",
             ]
         )
-    headers = ["model", "system", "prec.", "GPUs", "what-if", "layout", "step s", "tok/s/GPU", "MFU BF16", "days"]
-    headers.append("cost")
-    return _tabulate(out, [*headers, "error"]) + _imbalance_note(rows)
+    headers = [
+        "model",
+        "system",
+        "prec.",
+        "GPUs",
+        "what-if",
+        "layout",
+        "step s",
+        "tok/s/GPU",
+        "MFU",
+        "x BF16 peak",
+        "days",
+    ]
+    headers += ["$/GPU-h", "cost"]
+    priced = [r for r in rows if not r["error"] and r.get("usd_per_gpu_hour") is not None]
+    notes = [
+        SWEEP_MFU_NOTE,
+        *_price_footnote((r["accelerator"], f"{r['price_basis']}: {r['price_note']}") for r in priced),
+    ]
+    return _tabulate(out, [*headers, "error"]) + "\n\n" + "\n".join(notes) + _imbalance_note(rows)
+
+
+SWEEP_MFU_NOTE = (
+    "MFU: model FLOP/s over the dense peak of each row's GEMM format; x BF16 peak: model FLOP/s over the dense BF16 "
+    "peak (the MFU basis of NVIDIA and the Llama 3 paper, above 1 below BF16)."
+)
 
 
 def _imbalance_note(rows: list[dict[str, Any]]) -> str:
@@ -361,27 +432,29 @@ def goal_table(report: Any) -> str:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
     p0 = next(p for c in report.plans for p in (c.prediction, *c.tried.values()) if p is not None)
     work = f"{p0.model.name}, {_tokens(p0)}"
+    planned_days = [c.to_dict()["time_to_train_days"] for c in report.plans if c.prediction is not None]
+    unit = column_unit(days * 86400 for days in planned_days)
     rows, notes = [], []
     for c in report.plans:
         d = c.to_dict()
         if c.prediction is None:
-            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "infeasible"])
+            rows.append([c.label, "-", "-", "-", "-", "-", "-", "-", "-", "infeasible"])
             notes.append(f"{c.label}: {c.reason}")
             continue
         p = c.prediction
         if isinstance(p, Campaign):
             notes.append(f"{c.label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
-        interval = (
-            f"{_duration(d['time_to_train_days_low'] * 86400)} to {_duration(d['time_to_train_days_high'] * 86400)}"
-        )
+        low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("low", "high"))
+        interval = f"{low} to {high}"
         rows.append(
             [
                 c.label,
                 f"{d['n_gpus']:,}",
                 (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
                 + beyond_mark(p),
-                f"{_duration(d['time_to_train_days'] * 86400)} ({interval})",
+                f"{_duration(d['time_to_train_days'] * 86400, unit)} ({interval})",
+                _price(p),
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
                 goodput,
@@ -396,6 +469,7 @@ def goal_table(report: Any) -> str:
         "GPUs",
         "layout",
         "time to train (80% interval)",
+        "$/GPU-h",
         "cost",
         "MWh",
         "goodput",
@@ -411,10 +485,11 @@ def goal_table(report: Any) -> str:
     if fastest is None:
         lines.append("No candidate meets the goal.")
     else:
-        lines.append(f"Cheapest: {'n/a (no plan has a price)' if cheapest is None else _summary(cheapest)}")
+        verdict = "n/a (no plan has a price)" if cheapest is None else _summary(cheapest) + _estimated(report)
+        lines.append(f"Cheapest: {verdict}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     planned = [c.prediction for c in report.plans if c.prediction is not None]
-    notes += beyond_note(predictions(planned))
+    notes += price_notes(planned) + beyond_note(predictions(planned))
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
 
@@ -432,12 +507,21 @@ def _tokens(p: Result) -> str:
     assert p.run is not None
     if isinstance(p, Campaign):
         return f"a campaign of {phases_counted(len(p.phases))}, {_si(p.run.tokens)} tokens"
-    return f"{_si(p.run.tokens)} tokens" + (f" ({p.scenario.benchmark})" if p.mlperf else "")
+    return f"{_si(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
 
 
 def _phase_layouts(c: Campaign) -> str:
     """Each phase's GPU count and layout, on one line."""
     return "; ".join(f"{name} {p.layout.n_gpus:,} GPUs {full_layout(p)}" for name, p in c.phases.items())
+
+
+def _estimated(report: Any) -> str:
+    """The caveat of a cheapest verdict that rests on an estimated price: which feasible plans' prices are."""
+    estimated = report.estimated()
+    if not estimated:
+        return ""
+    named = ", ".join(f"{c.label} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated)
+    return f" (rests on an estimated price: {named}; quote it with --gpu 'ID:$PRICE')"
 
 
 def _summary(c: Any) -> str:

@@ -20,7 +20,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
-from perfmodel.outputs.record import price_basis
+from perfmodel.outputs.record import PRICE_MARKS, price_basis
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 FORMATS = (".png", ".svg", ".pdf")
@@ -37,16 +37,62 @@ PART_LABELS = {
 Record = Mapping[str, Any]
 
 
+NOT_PLOTTED = (
+    (("rows", "mape_pct"), "validate's JSON (or a protocol's): draw it with `perfmodel plot validation`"),
+    (("step_formula",), "explain's JSON (one prediction's formulas): plot the prediction from predict's JSON"),
+    (("runs", "ratios"), "ratios' JSON (published ratios against predicted ones): it holds no prediction records"),
+)
+"""JSON perfmodel writes that holds no predictions to draw, by keys it has, with what to do instead."""
+ACCEPTED = (
+    "the JSON of predict, compare, search, plan, sweep or sensitivity (--format json; sensitivity: its baseline), or "
+    "of export predict|compare|search|sweep (FILE.json)"
+)
+
+
 def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
-    """Prediction records from a predict object, a compare list or a search {results: [...]}, each checked to have
-    the fields the plots read, with the right types; one line naming the result and the field otherwise."""
+    """Prediction records from any JSON perfmodel writes of predictions (ACCEPTED), each checked to have the fields
+    the plots read, with the right types; one line naming the result and the field otherwise, and for JSON that holds
+    no predictions (NOT_PLOTTED, a campaign's) what to do instead."""
     if isinstance(data, dict):
-        data = data.get("results", [data])
+        advice = next((text for keys, text in NOT_PLOTTED if set(keys) <= set(data)), None)
+        if advice:
+            raise PerfmodelError(f"--from {source}: this is {advice}")
+        data = _records_of(data, source)
     if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
-        raise PerfmodelError(f"--from {source}: expected perfmodel prediction JSON (an object or a list of them)")
+        raise PerfmodelError(f"--from {source}: expected {ACCEPTED}")
+    if any("phases" in r for r in data):
+        raise PerfmodelError(
+            f"--from {source}: a campaign's totals have no one step to draw: plot a phase's scenario, or compare "
+            "campaigns with `perfmodel compare`"
+        )
+    data = [_nested(r) for r in data]
     for index, record in enumerate(data, 1):
         _checked(_PredictionRecord, record, f"--from {source}: result {index}")
     return data
+
+
+def _records_of(document: dict[str, Any], source: Path | None) -> Any:
+    """The predictions a JSON object holds: a plan's feasible candidates' plans, sensitivity's baseline, a search's
+    results, an export's rows (dotted columns: `_nested`), or the object itself (predict's)."""
+    if "candidates" in document:
+        plans = [c["plan"] for c in document["candidates"] if isinstance(c, dict) and c.get("plan")]
+        if not plans:
+            raise PerfmodelError(f"--from {source}: this plan has no feasible candidate to draw")
+        return plans
+    if "baseline" in document:
+        return [document["baseline"]]
+    return document.get("results", document.get("rows", [document]))
+
+
+def _nested(record: dict[str, Any]) -> dict[str, Any]:
+    """A flat record's dotted columns ('breakdown.compute_s', as export and sweep write them) nested again; one whose
+    keys clash ('a' and 'a.b') as it is, for its check to name the field."""
+    from perfmodel.planning.campaign import nested
+
+    try:
+        return nested(record)
+    except (AttributeError, TypeError):
+        return record
 
 
 def validation_report(data: Any, source: Path | None) -> dict[str, Any]:
@@ -126,12 +172,41 @@ def check_output(path: Path, force: bool, reads: Iterable[str | Path | None] = (
 
 
 def series_label(r: Record) -> str:
-    """One system and precision: 'h100-sxm fp8'."""
-    return f"{r['accelerator']} {r['precision']}"
+    """One accelerator and precision by name: 'NVIDIA H100 SXM 80GB FP8' (the id where the catalogue lacks it)."""
+    return f"{accelerator_name(r['accelerator'])} {r['precision'].upper()}"
+
+
+def accelerator_name(accelerator: str) -> str:
+    from perfmodel.inputs.hardware import get_accelerator
+
+    try:
+        return get_accelerator(accelerator).name
+    except PerfmodelError:  # a file of the user's not loaded now (--from a saved result)
+        return accelerator
+
+
+def model_name(model: str) -> str:
+    from perfmodel.inputs.models import get_model
+
+    try:
+        return get_model(model).name
+    except PerfmodelError:  # the user's own model
+        return model
+
+
+BAR_LABEL_CHARS = 14
+"""Characters per line of a bar's label: a bar's slot (BAR_SLOT_IN) holds about this many at the tick font size."""
+BAR_SLOT_IN = 1.6
+"""Inches of figure width per bar of a breakdown (per bar and panel of a compare plot: 2 x 1.2)."""
 
 
 def bar_label(r: Record, many_sizes: bool) -> str:
-    return series_label(r) + (f"\n{r['n_gpus']:,} GPUs" if many_sizes else "")
+    """The accelerator's name, wrapped to the bar's width, over its precision (and GPU count): 'NVIDIA H100\nSXM
+    80GB\nFP8'."""
+    import textwrap
+
+    lines = [*textwrap.wrap(accelerator_name(r["accelerator"]), BAR_LABEL_CHARS), r["precision"].upper()]
+    return "\n".join(lines + ([f"{r['n_gpus']:,} GPUs"] if many_sizes else []))
 
 
 PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
@@ -158,10 +233,12 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 
 
 def _model_title(records: Sequence[Record]) -> str:
-    models = sorted({r["model"] for r in records})
+    models = sorted({model_name(r["model"]) for r in records})
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
     budget = f", {only / 1e12:g}T tokens" if only is not None else ""
+    if budget and all(r.get("tokens_from_default") for r in records):
+        budget += " (default)"
     return ", ".join(models) + budget
 
 
@@ -169,8 +246,16 @@ def scaling(records: Sequence[Record]) -> Any:
     """Time-to-train (or throughput without a token budget) and scaling efficiency against GPU count, one line per
     system and precision. Efficiency is throughput per GPU relative to the line's smallest GPU count."""
     groups: dict[str, list[Record]] = {}
+    many_models = len({r["model"] for r in records}) > 1
     for r in records:
-        groups.setdefault(series_label(r), []).append(r)
+        label = series_label(r)
+        groups.setdefault(f"{model_name(r['model'])}, {label}" if many_models else label, []).append(r)
+    for label, group in groups.items():
+        if len({r["n_gpus"] for r in group}) < len(group):
+            raise PerfmodelError(
+                f"a scaling plot draws one result per GPU count on a line; {label} has several at one count (other "
+                "settings differ): plot a subset"
+            )
     if all(len({r["n_gpus"] for r in group}) < 2 for group in groups.values()):
         raise PerfmodelError("a scaling plot needs at least two GPU counts: pass --gpus as a list (256,512,1024)")
     with_time = all(r.get("time_to_train_days") is not None for r in records)
@@ -182,9 +267,8 @@ def scaling(records: Sequence[Record]) -> Any:
         left.plot(counts, values, marker="o", label=label)
         base = group[0]["tokens_per_s_per_gpu"]
         efficiency = [100 * r["tokens_per_s_per_gpu"] / base for r in group]
-        right.plot(counts, efficiency, marker="o", label=label)
-        right.annotate(f"{efficiency[-1]:.1f}%", (counts[-1], efficiency[-1]), textcoords="offset points",
-                       xytext=(-8, -14), ha="right", fontsize=8)  # fmt: skip
+        # The end value in the legend: labels beside lines that end close together print over each other.
+        right.plot(counts, efficiency, marker="o", label=f"{label}: {efficiency[-1]:.1f}% at {counts[-1]:,}")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("GPUs")
@@ -201,15 +285,16 @@ def scaling(records: Sequence[Record]) -> Any:
     right.axhline(100, color="grey", linewidth=0.8)
     # From 0: a 1.4% dip on a 98.6-100% axis reads like a cliff; super-linear scaling (memory) still shows.
     right.set_ylim(0, max(105.0, *(line.get_ydata().max() * 1.05 for line in right.get_lines()[:-1])))
-    right.legend(title="system, precision")
+    right.legend(title="at the most GPUs", fontsize="small")
     fig.suptitle(f"Scaling: {_model_title(records)}")
     return fig
 
 
 def breakdown(records: Sequence[Record]) -> Any:
     """Stacked bars of where the step time goes, one bar per result."""
+    _check_bars(records, "breakdown")
     many_sizes = len({r["n_gpus"] for r in records}) > 1
-    fig, ax = _figure(max(6.0, 1.6 * len(records) + 4), 5.5)
+    fig, ax = _figure(max(6.0, BAR_SLOT_IN * len(records) + 4), 5.5)
     labels = [bar_label(r, many_sizes) for r in records]
     bottoms = [0.0] * len(records)
     colors = _palette(len(PART_LABELS))
@@ -217,10 +302,11 @@ def breakdown(records: Sequence[Record]) -> Any:
         heights = [r["breakdown"][part] for r in records]
         if not any(heights):
             continue
-        ax.bar(labels, heights, bottom=bottoms, label=label, color=color)
+        ax.bar(range(len(records)), heights, bottom=bottoms, label=label, color=color)
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, total in enumerate(bottoms):
         ax.annotate(f"{total:.2f} s", (x, total), ha="center", va="bottom", fontsize=9)
+    _bar_ticks(ax, labels)
     ax.set_ylabel("step time (s)")
     ax.set_ylim(0, max(bottoms) * 1.12)
     ax.legend(title="part of the step", loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -232,11 +318,12 @@ def compare(records: Sequence[Record]) -> Any:
     """Time-to-train and cost (with the low-high price range) per system, with the speedup over the first."""
     if any(r.get("time_to_train_days") is None for r in records):
         raise PerfmodelError("a compare plot needs a token budget: pass --tokens (e.g. 15T) or use a scenario with one")
+    _check_bars(records, "compare")
     many_sizes = len({r["n_gpus"] for r in records}) > 1
     labels = [bar_label(r, many_sizes) for r in records]
-    fig, (left, right) = _figure(max(10.0, 2.4 * len(records) + 4), 5.5, columns=2)
+    fig, (left, right) = _figure(max(10.0, 1.5 * BAR_SLOT_IN * len(records) + 4), 5.5, columns=2)
     days = [r["time_to_train_days"] for r in records]
-    bars = left.bar(labels, days, color=_palette(len(records)))
+    bars = left.bar(range(len(records)), days, color=_palette(len(records)))
     first = records[0]["tokens_per_s"]
     for bar, r in zip(bars, records, strict=True):
         speedup = r["tokens_per_s"] / first
@@ -255,9 +342,9 @@ def compare(records: Sequence[Record]) -> Any:
         max(0.0, (r.get("cost_usd_high") or r.get("cost_usd") or 0) / 1e6 - c)
         for c, r in zip(costs, records, strict=True)
     ]
-    bars = right.bar(labels, costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
+    bars = right.bar(range(len(records)), costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
     for bar, r, c in zip(bars, records, costs, strict=True):
-        text = f"${c:,.1f}M" if r.get("cost_usd") is not None else "no price"
+        text = "no price" if r.get("cost_usd") is None else f"${c:,.1f}M\n{_price_label(r)}"
         right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
                        ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
     right.set_ylabel("cost (million USD)")
@@ -265,9 +352,34 @@ def compare(records: Sequence[Record]) -> Any:
     if not priced:
         right.text(0.5, 0.5, "no prices known", transform=right.transAxes, ha="center")
     for ax in (left, right):
+        _bar_ticks(ax, labels)
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Comparison: {_model_title(records)}")
     return fig
+
+
+def _check_bars(records: Sequence[Record], kind: str) -> None:
+    if len(records) > MAX_BARS:
+        raise PerfmodelError(
+            f"a {kind} plot draws at most {MAX_BARS} results side by side ({len(records)} given): a sweep's are drawn "
+            "by `perfmodel plot scaling`, or draw fewer results"
+        )
+
+
+def _bar_ticks(ax: Any, labels: Sequence[str]) -> None:
+    """One tick per bar at its position: bars placed by their labels would stack two results of one label."""
+    ax.set_xticks(range(len(labels)), labels)
+
+
+LEGEND_CHARS_PER_IN = 14
+"""Characters of an 8-point legend entry per inch of width, with room to spare (the widest are about 16)."""
+MAX_BARS = 12
+"""Bars a compare plot draws legibly side by side (labels of two lines each)."""
+
+
+def _price_label(r: Record) -> str:
+    """A row's price and its basis, as its cost bar names them ('$13.13/GPU-h est.')."""
+    return f"${r['usd_per_gpu_hour']:,.2f}/GPU-h {PRICE_MARKS.get(str(r.get('price_basis')), '')}".rstrip()
 
 
 METRIC_LABELS = {
@@ -312,7 +424,12 @@ def validation(report: Record) -> Any:
     for ax in fig.axes:
         legend |= {name: handle for handle, name in zip(*ax.get_legend_handles_labels(), strict=True)}
     names = [n for n in labels if n in legend] + [n for n in legend if n not in labels]  # runs first, then lines
-    fig.legend([legend[n] for n in names], names, title=group_key, loc="outside right upper", fontsize=8)
+    shown = [accelerator_name(n) if group_key == "accelerator" and n in labels else n for n in names]
+    # Below the panels: beside them, the legend ran into the figure's title.
+    column_in = max(map(len, shown)) / LEGEND_CHARS_PER_IN + 0.6  # the text and its marker
+    columns = max(1, min(len(names), int(fig.get_figwidth() / column_in)))
+    fig.legend([legend[n] for n in names], shown, title=group_key, loc="outside lower center", fontsize=8,
+               ncols=columns)  # fmt: skip
     mape = report.get("mape_pct")
     overall = f", MAPE {mape:.1f}% overall" if mape is not None else ""
     fig.suptitle(f"Predicted vs measured: {len(rows)} runs{overall}", fontsize="x-large")

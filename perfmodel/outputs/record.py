@@ -65,6 +65,7 @@ FIELDS: tuple[Field, ...] = (
     Field("parallelism.cp", "ranks", "context-parallel size"),
     Field("parallelism.cp_comm", "", "context parallelism's exchange: p2p (ring), all_gather or a2a (Ulysses)"),
     Field("parallelism.dp", "replicas", "data-parallel replicas"),
+    Field("parallelism.shard_group", "ranks", "hybrid sharding: the DP x CP ranks ZeRO-3 shards over (when set)"),
     Field("parallelism.vp", "stages per rank", "virtual pipeline stages per pipeline rank"),
     Field("parallelism.ep", "ranks", "expert-parallel size (1 for a dense model)"),
     Field("parallelism.etp", "ranks", "expert tensor-parallel size (MoE only)"),
@@ -78,6 +79,10 @@ FIELDS: tuple[Field, ...] = (
         "partial (block) recompute: only the first k layers of each pipeline chunk recompute in full (only when set)",
     ),
     Field("parallelism.zero", "stage", "ZeRO stage (0 plain DP, 1 distributed optimizer, 2 gradients, 3 weights)"),
+    Field("stack", "", "software stack the prediction priced (megatron, composer, torchtitan, ...)"),
+    Field("stack_knobs.async_tp", "", "torchtitan's async TP on (true) or vanilla TP (false); empty: no such knob"),
+    Field("stack_knobs.compile", "", "torch.compile fusion (true) or eager elementwise kernels (false); empty: none"),
+    Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob, or no FP8"),
     Field("step_time_s", "s", "time of one optimizer step"),
     Field("tokens_per_s", "tokens/s", "cluster throughput"),
     Field("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
@@ -92,6 +97,7 @@ FIELDS: tuple[Field, ...] = (
     Field("fits_in_memory", "true/false", "memory_per_gpu_gb is within memory_capacity_gb"),
     *(Field(f"memory_gb.{part}", "GB (1e9 B)", f"per GPU: {what}") for part, what in _MEMORY.items()),
     Field("tokens_to_train", "tokens", "the training run's tokens (empty without a budget)"),
+    Field("tokens_from_default", "true/false", "tokens_to_train is the default scenario's budget, not the question's"),
     Field("time_to_train_s", "s", "time to train, failure-free (empty without tokens or a benchmark)"),
     Field("time_to_train_min", "min", "time_to_train_s in minutes"),
     Field("time_to_train_days", "days", "time_to_train_s in days"),
@@ -100,6 +106,8 @@ FIELDS: tuple[Field, ...] = (
     Field("usd_per_gpu_hour_low", "USD/GPU-hour", "low end of the price's public range"),
     Field("usd_per_gpu_hour_high", "USD/GPU-hour", "high end of the price's public range"),
     Field("price_source", "", "where the price comes from, or why there is none (then every cost column is empty)"),
+    Field("price_basis", "", "list (published on-demand), estimate (derived), quoted (yours), owned (--buy) or none"),
+    Field("price_note", "", "the price's basis in one line (a table's price footnote)"),
     Field("cost_usd", "USD", "gpu_hours x usd_per_gpu_hour"),
     Field("cost_usd_low", "USD", "gpu_hours x usd_per_gpu_hour_low"),
     Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
@@ -249,12 +257,29 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+PRICE_MARKS = {"list": "list", "estimate": "est.", "quoted": "quote", "owned": "owned"}
+"""A price's basis as a table cell marks it beside the figure."""
+PRICE_PHRASES = {
+    "list": "at on-demand list price",
+    "estimate": "at estimated price",
+    "quoted": "at the quoted price",
+    "owned": "of owning",
+    "none": "(no price)",
+}
+
+
+def price_cell(usd_per_gpu_hour: float | None, basis: str | None) -> str:
+    """A '$/GPU-h' cell: '13.13 est.', '6.16 list', '9.50 quote', or 'none' without a price."""
+    if usd_per_gpu_hour is None:
+        return "none"
+    return f"{usd_per_gpu_hour:,.2f} {PRICE_MARKS.get(str(basis), str(basis))}"
+
+
 def price_basis(records: Iterable[Mapping[str, Any]]) -> str:
-    """What rows' costs price, from their price_source: 'at on-demand price', 'at the given price' or 'of owning'
-    (--buy), or 'at the rows' prices' when they differ; a cost labelled on-demand must be one."""
-    bases = {
-        "of owning" if source.startswith("owned:") else "at the given price" if source == "given by the user" else
-        "at on-demand price"
-        for source in (str(r.get("price_source") or "") for r in records)
-    }  # fmt: skip
-    return bases.pop() if len(bases) == 1 else "at the rows' prices"
+    """What rows' costs price, from their price_basis: 'at on-demand list price', 'at estimated price', 'at the
+    quoted price' or 'of owning' (--buy), or 'at each row's price' when they differ; a cost labelled list must be
+    one, and one resting on an estimate says so."""
+    bases = {str(r.get("price_basis") or "none") for r in records} - {"none"}
+    if not bases:
+        return PRICE_PHRASES["none"]
+    return PRICE_PHRASES[bases.pop()] if len(bases) == 1 else "at each row's own price"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
-from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, flatten
+from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, Scenario, flatten, from_default
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.losses import expected
@@ -46,12 +47,26 @@ def _usd(value: float | None) -> str:
     return "$" + _si(value).replace("B", "bn")
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:,.1f} days"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:,.1f} hours"
-    return f"{seconds / 60:,.1f} min"
+DURATION_UNITS = {"days": 86400.0, "hours": 3600.0, "min": 60.0}
+
+
+def duration_unit(seconds: float) -> str:
+    """The unit a duration reads best in: days from two days, hours from two hours, else minutes."""
+    return "days" if seconds >= 2 * 86400 else "hours" if seconds >= 2 * 3600 else "min"
+
+
+def column_unit(seconds: Iterable[float | None]) -> str | None:
+    """One unit for a table's durations (no '3.7 hours' above '107.1 min'): the longest one's, so that no figure
+    runs to six digits; None when there is none."""
+    known = [s for s in seconds if s is not None]
+    return duration_unit(max(known)) if known else None
+
+
+def _duration(seconds: float, unit: str | None = None) -> str:
+    """A duration in `unit` (default: the one it reads best in); below 1 to two significant digits, not 0.0."""
+    unit = unit or duration_unit(seconds)
+    value = seconds / DURATION_UNITS[unit]
+    return f"{value:,.1f} {unit}" if value >= 1 or value == 0 else f"{value:.2g} {unit}"
 
 
 def inputs_line(p: Prediction) -> str:
@@ -62,15 +77,28 @@ def inputs_line(p: Prediction) -> str:
     work = (
         f"{s.benchmark} (work set by the benchmark)"
         if s.benchmark
-        else f"{_si(s.tokens)} tokens"
+        else tokens_text(s)
         if s.tokens is not None
         else "no token budget (no time-to-train)"
     )
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
     return ", ".join([
         work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *_attention_inputs(p),
+        *([f"hybrid sharding: ZeRO-3 within groups of {p.shard_group} DP ranks"] if p.shard_group else []),
         *run_assumptions(p),
     ])  # fmt: skip
+
+
+def bf16_ratio(mfu_bf16: float) -> str:
+    """The other MFU convention, named and as a ratio: model FLOP/s over the dense BF16 peak, which NVIDIA's and the
+    Llama 3 paper's MFU divide by; below BF16 it exceeds 1 (GB300 NVFP4 1.77x), so it is never a percentage."""
+    return f"model FLOP/s {mfu_bf16:.2f}x the dense BF16 peak, the MFU basis of NVIDIA and the Llama 3 paper"
+
+
+def tokens_text(s: Scenario) -> str:
+    """A scenario's token budget, marked "(default)" where the default scenario gave it, not the user."""
+    assert s.tokens is not None
+    return f"{_si(s.tokens)} tokens" + (" (default)" if "tokens" in from_default(s) else "")
 
 
 def _attention_inputs(p: Prediction) -> list[str]:
@@ -88,20 +116,33 @@ def run_assumptions(p: Prediction) -> list[str]:
     s = p.scenario
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
     price_note = (
-        ""
-        if s.cost.usd_per_gpu_hour
-        else " (owned, see Owning)"
+        " (owned, see Owning)"
         if s.cost.mode == "buy"
         else f" ({p.price.source})"
         if p.price.usd_per_gpu_hour is None
-        else " (on-demand default)"
+        else f" ({p.price.basis_line})"
+        if s.cost.usd_per_gpu_hour
+        else f" ({p.price.basis_line}; the GPU's default)"
     )
     return [
         price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
-        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)"),
+        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)") + _knobs(s),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ]
+
+
+def _knobs(s: Scenario) -> str:
+    """The stack's knobs as run, each marked where it is the stack's default: ' (vanilla TP, eager (default))'."""
+    knobs, chosen = s.knobs, given(s)
+    words = {
+        "async_tp": "async TP" if knobs.async_tp else "vanilla TP",
+        "compile": "torch.compile" if knobs.compile else "eager",
+        "fp8_recipe": f"FP8 {knobs.fp8_recipe}" if s.precision == "fp8" else None,
+    }
+    shown = [w + ("" if name in chosen else " (default)") for name, w in words.items()
+             if w is not None and getattr(knobs, name) is not None]  # fmt: skip
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 def phases_counted(count: int) -> str:
@@ -162,7 +203,7 @@ def table(p: Prediction) -> str:
         [
             "MFU",
             f"{d['mfu_of_precision']:.1%} of dense {gemm_fmt} peak"
-            + ("" if gemm_fmt == "BF16" else f" ({d['mfu_bf16']:.1%} of dense BF16 peak, NVIDIA's convention)"),
+            + ("" if gemm_fmt == "BF16" else f" ({bf16_ratio(d['mfu_bf16'])})"),
         ],
         [
             "Memory per GPU",
@@ -173,7 +214,7 @@ def table(p: Prediction) -> str:
         price = d["usd_per_gpu_hour"]
         cost = _usd(d["cost_usd"])
         if price is not None:
-            cost += f" at ${price:,.2f}/GPU-h" + interval("cost_usd_interval", _usd)
+            cost += f" at ${price:,.2f}/GPU-h {p.price.basis}" + interval("cost_usd_interval", _usd)
             if d["cost_usd_low"] != d["cost_usd_high"]:
                 cost += (
                     f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
@@ -189,8 +230,9 @@ def table(p: Prediction) -> str:
                     f"{p.layout.gbs}), {d['evaluations']:.1f} evaluations ({d['eval_time_s'] / 60:,.1f} min)",
                 ]
             )
+        marked = " (default)" if "tokens" in from_default(p.scenario) else ""
         rows += [
-            ["Tokens to train", _si(d["tokens_to_train"])],
+            ["Tokens to train", _si(d["tokens_to_train"]) + marked],
             ["Time to train", _duration(d["time_to_train_s"]) + interval("time_to_train_s", _duration)],
             ["GPU-hours", f"{d['gpu_hours']:,.0f}" + interval("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
@@ -365,18 +407,21 @@ def _basis(record: dict[str, Any]) -> str:
     return f"{'/'.join(record['layout_assumed'])} at {record['layout_basis']} ({_measure(low)}..{_measure(high)})"
 
 
-def validation_table(result: Any) -> str:
-    """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded."""
+def validation_table(result: Any, before: Any = None) -> str:
+    """Per-row measured vs predicted, MAPE per group, overall and held out, and what was excluded; with `before`
+    (the bundled calibration's report, when another is given), each row's error and the MAPE before it."""
     from perfmodel.outputs.columns import tabulated
 
+    earlier = {row.prepared.run.id: row.error_pct for row in before.rows} if before else {}
     rows = [
         [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
          _measure(r['measured']), _measure(r['predicted']), f"{r['error_pct']:+.1f}%",
          "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%", _basis(r)]
+        + ([f"{earlier[r['id']]:+.1f}%" if r["id"] in earlier else ""] if before else [])
         for r in (row.to_dict() for row in result.rows)
     ]  # fmt: skip
     headers = ["source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
-               "held out", "layout"]  # fmt: skip
+               "held out", "layout"] + (["error before"] if before else [])  # fmt: skip
     lines = [tabulated(rows, headers=headers, disable_numparse=True), ""]
     for grouping, groups in result.groups().items():
         table = [
@@ -387,10 +432,14 @@ def validation_table(result: Any) -> str:
     cv = result.cv_mape_pct
     whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
+    held = "each of your rows left out of its fit" if "user" in result.calibration.provenance else held
     lines.append(
         f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
         + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
     )
+    if before:
+        lines.append(f"Before it (calibration: {before.calibration.source}): MAPE {before.mape_pct:.1f}% over "
+                     f"{len(before.rows)} runs")  # fmt: skip
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
     over = [(row.prepared.run.id, gib) for row in result.rows if (gib := row.prepared.over_memory_gib)]
     if over:

@@ -9,10 +9,11 @@ def seed_ratios_table(result: Any) -> str:
     """The four 512-GPU runs (measured, predicted, source row) and the seed's ratios (its figure, measured,
     predicted)."""
     from perfmodel.outputs.columns import tabulated
+    from perfmodel.outputs.record import price_cell
 
     runs = [
         [r["run"], r["layout"], f"{r['measured_min']:.2f}", f"{r['predicted_min']:.2f}", f"{r['error_pct']:+.1f}%",
-         f"${r['usd_per_gpu_hour']:.2f}", r["source_row"]]
+         price_cell(r["usd_per_gpu_hour"], r["price_basis"]), r["source_row"]]
         for r in (run.to_dict() for run in result.runs)
     ]  # fmt: skip
     ratios = [
@@ -28,8 +29,8 @@ def seed_ratios_table(result: Any) -> str:
             "",
             tabulated(ratios, headers=["ratio", "seed", "measured", "predicted", "error"], disable_numparse=True),
             "",
-            "Per dollar: the speed ratio times the ratio of the accelerators' bundled on-demand prices per GPU-hour "
-            "(`perfmodel hardware show ID`; GB300's is an estimate, GB200's list price x 1.25).",
+            "Per dollar: the speed ratio times the ratio of the accelerators' bundled prices per GPU-hour (`perfmodel "
+            "hardware show ID`): H100's a list price, GB300's an estimate (GB200's list price x 1.25).",
             f"Calibration: {result.calibration}. Scenarios with these layouts: scenarios/mlperf-405b-*.toml.",
         ]
     )

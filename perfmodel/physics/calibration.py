@@ -39,6 +39,9 @@ V1_BOUNDS = {
 
 
 FALLBACK_PROTOCOL = "leave-one-group-out"
+USER_PROTOCOL = "leave-one-of-your-rows-out"
+"""Where the interval of a family a user calibration fitted comes from: each of the user's rows predicted by a fit
+without it (fitting/user.py)."""
 MOE_PROTOCOL = "leave-one-moe-model-out"
 """Where a MoE model's interval comes from: the MoE stage's residuals of each model predicted by a stage fitted
 without it (and of the models it does not fit, predicted by the whole stage)."""
@@ -69,6 +72,9 @@ class Calibration:
     source: str = "bundled"
     by_family: dict[str, dict[str, float]] = field(default_factory=dict)
     """A format /1 file's per-family values (empty for /2 files)."""
+    scoped: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Values that hold for some accelerator families only, over `parameters` (a user calibration's: fitting/user.py
+    fits a user's rows for their own families and leaves every other family's predictions as they were)."""
 
     def efficiency(
         self, family: str, stack: str = "megatron", benchmark: str | None = None, vintage: str | None = None
@@ -77,7 +83,8 @@ class Calibration:
         (YYYY-MM; default: the reference vintage, the newest release in the fitted data)."""
         if self.by_family:
             return table.apply(DEFAULTS[family], self.by_family.get(family, {}) | self.parameters)
-        eff = table.efficiency(self.parameters, table.Profile(family, stack, benchmark))
+        values = self.parameters | self.scoped[family] if family in self.scoped else self.parameters
+        eff = table.efficiency(values, table.Profile(family, stack, benchmark))
         reference = self.provenance.get("data", {}).get("vintage", {}).get("reference")
         if vintage is None or reference is None:
             return eff
@@ -113,19 +120,24 @@ class Calibration:
     def interval_for(self, family: str, precision: str, n_gpus: int, moe: bool = False) -> Interval | None:
         """The 80% interval for a question, from the residuals of its protocol (protocol_for), else of
         leave-one-group-out; for a MoE model, from the MoE stage's leave-one-model-out residuals where the file has
-        them (dense rows' residuals are too narrow for it); None when uncalibrated."""
+        them (dense rows' residuals are too narrow for it); on a family a user calibration fitted, from its rows
+        each predicted by a fit without it (USER_PROTOCOL); None when uncalibrated. Always around the point."""
         band = self.provenance.get("moe", {}).get("fit", {}).get("interval") if moe else None
         if band:
-            return Interval(band["time_factor_low"], band["time_factor_high"], MOE_PROTOCOL)
+            return around_point(band, MOE_PROTOCOL)
+        user = self.provenance.get("user", {})
+        if family in self.scoped or (user.get("applied_to") == "every family" and family in user.get("families", [])):
+            return around_point(user["interval"], USER_PROTOCOL)
         protocol = self.protocol_for(family, precision, n_gpus)
         band = self.provenance.get("protocols", {}).get(protocol, {}).get("interval") if protocol else None
         if band:
-            return Interval(band["time_factor_low"], band["time_factor_high"], str(protocol))
-        fallback = self.interval
-        return Interval(*fallback, FALLBACK_PROTOCOL) if fallback else None
+            return around_point(band, str(protocol))
+        band = self.provenance.get("interval")
+        return around_point(band, FALLBACK_PROTOCOL) if band else None
 
     def to_json(self) -> str:
-        return dumps({"format": FORMAT, "parameters": self.parameters, **self.provenance})
+        scoped = {"scoped": self.scoped} if self.scoped else {}
+        return dumps({"format": FORMAT, "parameters": self.parameters, **scoped, **self.provenance})
 
     @classmethod
     def load(cls, path: str | Path, user: bool = True) -> Calibration:
@@ -150,11 +162,30 @@ class Calibration:
             by_family = _v1_parameters(path, parameters)
         else:
             values = _v2_parameters(path, parameters)
+        scoped = _scoped(path, raw.get("scoped", {}))
         _check_provenance(path, raw)
         values = _legacy_moe(path, raw.get("moe")) | values
         _check_sections(path, raw)
-        provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters")}
-        return cls(values, provenance, str(path), by_family)
+        provenance = {k: v for k, v in raw.items() if k not in ("format", "parameters", "scoped")}
+        return cls(values, provenance, str(path), by_family, scoped)
+
+
+def around_point(band: dict[str, float], protocol: str) -> Interval:
+    """An interval's factors, widened to hold 1: residuals all on one side say the point is biased there, and an
+    interval that leaves out its own point reads as a contradiction (it once did, on a calibration whose interval came
+    from another fit's residuals: issue 29)."""
+    return Interval(min(band["time_factor_low"], 1.0), max(band["time_factor_high"], 1.0), protocol)
+
+
+def _scoped(path: Path, scoped: object) -> dict[str, dict[str, float]]:
+    """Field 'scoped': family -> table values for that family only, each a known entry within its bounds."""
+    if not isinstance(scoped, dict) or not all(isinstance(v, dict) for v in scoped.values()):
+        raise PerfmodelError(f"{path}: field 'scoped' must map accelerator families to parameter values")
+    for family, values in scoped.items():
+        if family not in DEFAULTS:
+            raise PerfmodelError(f"{path}: field 'scoped': unknown family '{family}'; valid: {', '.join(DEFAULTS)}")
+        _v2_parameters(path, values)
+    return scoped
 
 
 def _v2_parameters(path: Path, parameters: dict[str, Any]) -> dict[str, float]:
@@ -221,6 +252,12 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
     and the fit's summary and held-out residuals."""
     if raw.get("interval") is not None:
         _check_band(path, "interval", raw["interval"])
+    user = raw.get("user")
+    if isinstance(user, dict) or raw.get("scoped"):
+        _check_band(path, "user.interval", user.get("interval") if isinstance(user, dict) else None)
+        families = user.get("families") if isinstance(user, dict) else None
+        if not (isinstance(families, list) and all(isinstance(f, str) for f in families)):
+            raise PerfmodelError(f"{path}: field 'user.families' must list the accelerator families the fit covers")
     _check_protocols(path, raw)
     fit = raw.get("fit")
     if fit is None:
@@ -248,7 +285,7 @@ def _check_provenance(path: Path, raw: dict[str, Any]) -> None:
 
 SECTIONS = (
     "data", "data.vintage", "fit", "interval", "moe", "moe.fit", "losses", "losses.parameters", "losses.fit",
-    "validation", "protocols", "coverage", "evidence",
+    "validation", "protocols", "coverage", "evidence", "user",
 )  # fmt: skip
 """The provenance sections predictions and reports read into: each a table when present."""
 

@@ -502,11 +502,15 @@ class _Comm(NamedTuple):
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
 
 
-def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> tuple[_Comm, Number]:
+def _tensor_parallel(
+    ctx: Context, sh: Shard, links: GroupLinks, full_share: Number, selective: Number = 0.0
+) -> tuple[_Comm, Number]:
     """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
     2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward, the forward's again in the
-    layers a full recompute re-runs; a MoE layer's experts have their own exchange (moe.tp_blocks_per_layer). Also
-    returns one all-gather + reduce-scatter pair in BF16, what the LM head needs."""
+    layers a full recompute re-runs, and the forward's all-gathers again under per-op selective checkpointing
+    (`selective` 1; its policy saves reduce-scatters, not all-gathers: precision.Recipe.per_op_sac); a MoE layer's
+    experts have their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in
+    BF16, what the LM head needs."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
     gather = all_gather(activation * BF16_BYTES, links)
@@ -514,6 +518,8 @@ def _tensor_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Num
     blocks = moe.tp_blocks_per_layer(ctx.model)
     forward = blocks * (gather_in + scatter)
     layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
+    if ctx.recipe.per_op_sac:
+        layer = layer + selective * blocks * gather_in
     return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
 
 
@@ -572,6 +578,14 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     return held, _RankParams(first_e, last_e, most_e)
 
 
+def _shards(recipe: Recipe, lv: LayoutVars) -> Number:
+    """The DP x CP ranks over which a rank's ZeRO shards are spread: all of them, or with hybrid sharding
+    (`Recipe.shard_group`, ZeRO-3 only) the group's, never more than there are."""
+    if not recipe.shard_group:
+        return lv.dp * lv.cp
+    return where(lv.zero >= 3, minimum(recipe.shard_group, lv.dp * lv.cp), lv.dp * lv.cp)
+
+
 def _expert_dp(lv: LayoutVars) -> Number:
     """Expert data-parallel ranks: the stage's TP x CP x DP ranks refolded as ETP x EP x EDP."""
     return lv.tp * lv.cp * lv.dp / (lv.ep * lv.etp)
@@ -596,8 +610,9 @@ def _data_parallel(
     bubble: Number,
     sync_forward: Number,
     sync_backward: Number,
+    replicas_s: Number = 0.0,
 ) -> Number:
-    """Exposed DP communication by ZeRO stage, over DP x CP ranks.
+    """Exposed DP communication by ZeRO stage, over DP x CP ranks (`links`: the ranks a shard spans).
 
     ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
     updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble),
@@ -606,6 +621,8 @@ def _data_parallel(
     chunk syncs as soon as its passes end, so the windows `sync_forward`/`sync_backward` span min(pp, m) micro-batch
     passes of the other chunks (`schedule.chunk_sync_window`);
     ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
+    Hybrid sharding (ZeRO-3 within a group of `links.size` ranks, replicated across groups) also all-reduces each
+    rank's gradient shard across the replicas once a step (`replicas_s`), behind the last backward like ZeRO-0's.
     """
     overlap = ctx.efficiency.overlap_dp
     buckets = dp_buckets(trainable, links.size)
@@ -621,7 +638,7 @@ def _data_parallel(
     zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
     zero3 = microbatches * (
         exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
-    )
+    ) + bucketed_exposed(replicas_s, buckets, step_backward, overlap)
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
 
 
@@ -686,19 +703,22 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     lt = compute.layer
 
     tp_links, cp_links = _links(ctx, tp, 1), _links(ctx, cp, tp)
-    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full)
+    tp_comm, head_tp = _tensor_parallel(ctx, sh, tp_links, full, equal(lv.recompute, 1))
     cp_comm = _context_parallel(ctx, sh, cp_links, full)
     # Each pass's collectives hide behind that pass's kernels: TP behind the GEMMs, CP behind attention, forward
     # behind forward and backward (with a full recompute's forward) behind backward. A recipe without userbuffers
     # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
-    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula).
+    # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula); a
+    # recipe without that backward overlap either (torchtitan's vanilla TP) exposes them all.
     # Only the ring's steps hide behind attention: a gather or an all-to-all must finish before the attention it feeds.
     userbuffers, ring = rec.tp_comm_overlap, rec.cp_comm == "p2p"
     windows = _Windows(
         tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
         tp_backward=lt.backward_gemm + recomputed(full, lt.forward_gemm)
         if userbuffers
-        else minimum(tp_comm.async_backward, lt.wgrad_gemm),
+        else minimum(tp_comm.async_backward, lt.wgrad_gemm)
+        if rec.tp_backward_overlap
+        else 0.0 * tp,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
@@ -755,13 +775,18 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     params, experts = _held_params(md, lv, stages)
     expert_most = 0.0 if experts is None else experts.most
     trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
-    dp_links = _links(ctx, dp * cp, tp)
-    sync_windows = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
-    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, *sync_windows)
-    dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp)
+    shards = _shards(rec, lv)
+    dp_links = _links(ctx, shards, tp)
+    sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
+    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
+    replicas_s: Number = 0.0
+    if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
+        replicas_s = all_reduce(trainable * memory.GRAD_BYTES / shards, _links(ctx, dp * cp / shards, tp * shards),
+                                ctx.tiers)  # fmt: skip
+    dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
-    step_params = where(zero >= 1, trainable / (dp * cp), trainable)
+    step_params = where(zero >= 1, trainable / shards, trainable)
     if experts is not None:  # routed-expert gradients reduce over expert DP, at a stride of EP x ETP
         expert_trainable = 0.0 if ctx.frozen_base else experts.most
         edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
@@ -780,7 +805,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
-            p2p=p2p, dp_links=dp_links, params=params, trainable=trainable, step_params=step_params,
+            p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, params=params, trainable=trainable,
+            step_params=step_params,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
@@ -853,8 +879,25 @@ def _shard_layer(
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
-    recompute_s = where(selective, lt.selective, recomputed(full, lt.forward))
+    recompute_s = where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
+
+
+def sac_recomputed_gemm_share(md: ModelSpec) -> float:
+    """Share of a dense layer's forward GEMM FLOPs that per-op selective checkpointing re-runs (precision.Recipe
+    .per_op_sac): of its seven matmuls in order (wq, wk, wv, wo, w1, w3, w2), the policy saves the odd ones and
+    re-runs wk, wo and w3: (kv + h + ffn) / (2 h + 2 kv + 3 ffn), by FLOPs (Llama 3.1 8B: 36.5%)."""
+    h, kv, ffn = md.hidden, md.kv_dim, md.ffn
+    return (kv + h + ffn) / (2 * h + 2 * kv + 3 * ffn)
+
+
+def _selective_s(ctx: Context, lt: _LayerTimes) -> Number:
+    """The backward's recompute under selective recompute: Megatron's attention core (`_LayerTimes.selective`),
+    or per-op SAC's forward less what its policy saves (attention and the matmuls it keeps)."""
+    if not ctx.recipe.per_op_sac:
+        return lt.selective
+    saved_gemm = (1 - sac_recomputed_gemm_share(ctx.model)) * lt.forward_gemm
+    return lt.forward - lt.forward_attention - saved_gemm
 
 
 def _head_compute(md: ModelSpec, compute: ShardCompute, layer_compute: Number) -> Number:
@@ -1037,7 +1080,7 @@ def _rank_memory(
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held
-        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, lv.dp * lv.cp)
+        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, _shards(rec, lv))
         if md.is_moe:
             trained = 0.0 * expert if ctx.frozen_base else expert
             shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv))

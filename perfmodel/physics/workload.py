@@ -201,13 +201,27 @@ their gradients, each a read or a write of the tensor, against the fused kernel'
 (../shared/data/gpt_oss_blackwell_notes.md 2.4: a reading of eager PyTorch autograd, +-30% by its own account)."""
 
 
+EAGER_ROPE_BYTES = 20.0
+"""Bytes per element of Q and K that torchtitan's rotary embedding moves in eager PyTorch, forward and backward
+alike (apply_rotary_emb: a BF16 -> FP32 copy, the complex multiply by freqs_cis in FP32 and the FP32 -> BF16 copy,
+each a read and a write: 2 + 4, 4 + 4, 4 + 2; recalled from the public code, not a stored copy), against the fused
+kernel's 4 (torch.compile fuses the three into one read and one write)."""
+EAGER_SWIGLU_BYTES = (10.0, 18.0)
+"""Bytes per output element of eager PyTorch's SwiGLU, silu(fc1_gate) * fc1_up, forward and backward: silu reads and
+writes (4), the product reads two and writes one (6); backward, the product's two gradients (6 each, the silu output
+saved) and silu's (reading the gradient and its input, writing one: 6), against the fused kernel's 6 and 10
+(`activation_bytes`)."""
+
+
 def _rope(sh: Shard, backward: bool) -> Op:
     """Rotary embedding of Q and K: TE's fused kernel reads and writes them once; a YaRN model with an attention
-    scaling other than 1 runs Megatron-Core's eager path from efficiency.EAGER_YARN_ROPE_RELEASE (`Op.eager_bytes`)."""
+    scaling other than 1 runs Megatron-Core's eager path from efficiency.EAGER_YARN_ROPE_RELEASE (`Op.eager_bytes`);
+    torchtitan without torch.compile its eager FP32 complex multiply (EAGER_ROPE_BYTES)."""
     elements = _rope_elements(sh)
     fused = elements * 2 * BF16_BYTES
     eager = elements * (YARN_ROPE_PASSES[backward] - 2) * BF16_BYTES if sh.model.yarn_mscale != 1 else 0.0
-    return Op("rope.bwd" if backward else "rope", "memory", 0, fused + eager, eager_bytes=eager)
+    uncompiled = elements * (EAGER_ROPE_BYTES - 2 * BF16_BYTES) if sh.recipe.eager_elementwise else 0.0
+    return Op("rope.bwd" if backward else "rope", "memory", 0, fused + eager + uncompiled, eager_bytes=eager)
 
 
 def _rope_elements(sh: Shard) -> Number:
@@ -236,12 +250,12 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     ]
 
 
-def activation_bytes(md: ModelSpec, backward: bool) -> float:
+def activation_bytes(md: ModelSpec, backward: bool, eager: bool = False) -> float:
     """BF16 bytes an MLP activation moves per output element: SwiGLU reads its two inputs and writes one (backward:
-    reads them and the incoming gradient, writes two gradients); a plain activation reads one, writes one (backward:
-    three)."""
+    reads them and the incoming gradient, writes two gradients), or, as `eager` PyTorch runs it, EAGER_SWIGLU_BYTES;
+    a plain activation reads one, writes one (backward: three)."""
     if md.mlp == "swiglu":
-        return (5 if backward else 3) * BF16_BYTES
+        return EAGER_SWIGLU_BYTES[backward] if eager else (5 if backward else 3) * BF16_BYTES
     return (3 if backward else 2) * BF16_BYTES
 
 
@@ -250,7 +264,7 @@ def mlp_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     md, t, T = sh.model, sh.tp, sh.tokens
     h = md.hidden
     fc1, fc2 = (_linear_forward(sh, recipe, *shape) for shape in _mlp_shapes(sh))
-    act_bytes = activation_bytes(md, False)
+    act_bytes = activation_bytes(md, False, sh.recipe.eager_elementwise)
     return [
         _mem("norm2", sh.norm_tokens * h, 2 * BF16_BYTES),
         *fc1,
@@ -289,7 +303,7 @@ def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) 
     md, t, T = sh.model, sh.tp, sh.tokens
     h = md.hidden
     fc1, fc2 = _mlp_shapes(sh)
-    act_bytes = activation_bytes(md, True)
+    act_bytes = activation_bytes(md, True, sh.recipe.eager_elementwise)
     return [
         _mem("residual2.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
         *linear_backward(sh, recipe, fc2, frozen_weights, T),

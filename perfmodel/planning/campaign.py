@@ -33,6 +33,7 @@ from perfmodel.inputs.scenario import TOTAL, Phase, Scenario, phase_tokens
 from perfmodel.physics.calibration import Interval
 from perfmodel.planning.predict import Prediction, predict
 from perfmodel.planning.training import SECONDS_PER_HOUR, Price, Run
+from perfmodel.planning.views import Shown
 
 SUMMED = re.compile(
     r"(?:^|[._])(?:tokens_to_train|time_to_train|gpu_hours|cost_usd|energy_kwh|expected_(?:unexpected_)?interruptions"
@@ -188,8 +189,8 @@ def phase_scenarios(scenario: Scenario) -> list[tuple[str, Scenario]]:
     ]
 
 
-@dataclass(frozen=True)
-class Campaign:
+@dataclass(frozen=True, repr=False)
+class Campaign(Shown):
     """The prediction of a campaign: each phase's full Prediction, by name in the order they run, and the run's
     totals (`to_dict()` is `perfmodel predict --format json`: the totals at the top level, the phases under
     `phases`, each with its name under `phase`)."""
@@ -212,6 +213,9 @@ class Campaign:
     def to_records(self) -> list[dict[str, Any]]:
         """One flat row per phase and the total row, each with its `phase` first (`--format csv`)."""
         return [{"phase": name} | p.to_record() for name, p in self.phases.items()] + [self.to_record()]
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return self.to_records()
 
     @property
     def first(self) -> Prediction:

@@ -3,11 +3,13 @@
 Each target is `ID[:PRECISION]` (an accelerator id picks its usual system; a system id works too). Every row is a
 full prediction (its layout searched where the scenario leaves dimensions open) with ratios added:
 speedup_vs_first (throughput), perf_per_usd_vs_first (tokens per dollar; _low/_high with both systems at the low,
-resp. high end of their price quotes), energy per token, and scaling efficiency across GPU counts.
+resp. high end of their price quotes; _min/_max with each price anywhere in its range, the ratio's whole range),
+energy per token, and scaling efficiency across GPU counts.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,10 +18,11 @@ from typing import Any
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten
+from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten, scenario_file
 from perfmodel.planning.campaign import Campaign, Result, predict_any
-from perfmodel.planning.request import ScenarioSource, load_request
+from perfmodel.planning.request import ScenarioSource, check_whole_nodes, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
+from perfmodel.planning.views import Shown
 
 
 @dataclass(frozen=True)
@@ -29,12 +32,43 @@ class Target:
     precision: str | None
     n_gpus: int | None = None
     """A row's own GPU count (`@N`), which the --gpus list does not replace."""
+    usd_per_gpu_hour: float | None = None
+    """A row's own quoted price (`:$PRICE`), which replaces its GPU's list price or estimate."""
+
+    @property
+    def accelerator(self) -> str:
+        """The accelerator id the target runs on (a system's own)."""
+        return self.gpu or systems()[str(self.system)].accelerator
+
+
+MAX_USD_PER_GPU_HOUR = 10_000.0
+"""The most a quote may be (the scenario's cost.usd_per_gpu_hour limit)."""
+QUOTE_SYNTAX = "--gpu 'ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50'; single quotes keep the shell off the $)"
+
+
+def split_quote(spec: str) -> tuple[str, float | None]:
+    """A target without its trailing `:$PRICE` quote, and the quote (None when it has none)."""
+    core, sign, text = spec.strip().partition(":$")
+    if not sign:
+        return core, None
+    try:
+        price = float(text)
+    except ValueError:
+        price = math.nan
+    if not 0 < price <= MAX_USD_PER_GPU_HOUR:  # NaN too
+        raise PerfmodelError(
+            f"--gpu {shown(spec)}: '${shown(text)}' must be a price per GPU-hour above 0 and at most "
+            f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {QUOTE_SYNTAX}"
+        )
+    return core, price
 
 
 def parse_target(spec: str) -> Target:
-    """`ID[:PRECISION][@N_GPUS]`: an accelerator or system id, optionally with a precision and its own GPU count
-    (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)."""
-    core, at, count = spec.strip().partition("@")
+    """`ID[:PRECISION][@N_GPUS][:$PRICE]`: an accelerator or system id, optionally with a precision, its own GPU
+    count (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)
+    and its own quoted price per GPU-hour (`gb300:nvfp4:$9.50`)."""
+    unquoted, quote = split_quote(spec)
+    core, at, count = unquoted.partition("@")
     n_gpus = None
     if at:
         n_gpus = int(count) if count.isdigit() else 0
@@ -49,9 +83,9 @@ def parse_target(spec: str) -> Target:
         )
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
-        return Target(ident, None, precision or None, n_gpus)
+        return Target(ident, None, precision or None, n_gpus, quote)
     if ident in known_systems:
-        return Target(None, ident, precision or None, n_gpus)
+        return Target(None, ident, precision or None, n_gpus, quote)
     valid = ", ".join([*known_accelerators, *known_systems])
     raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
 
@@ -77,10 +111,33 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
     """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
+        cost = base.cost
+        if target.usd_per_gpu_hour is not None:
+            if cost.mode == "buy":
+                raise PerfmodelError(f"--gpu {target.accelerator}: a quote is a rental price; --buy prices owning")
+            cost = replaced(cost, usd_per_gpu_hour=target.usd_per_gpu_hour)
         for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
-            update = {"gpu": target.gpu, "system": target.system, "n_gpus": n}
+            update = {"gpu": target.gpu, "system": target.system, "n_gpus": n, "cost": cost}
             out.append(replaced(base, **update | {"precision": target.precision or base.precision}))
     return out
+
+
+def check_one_price(
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """One price (a flag's or the scenario file's) for candidates on different GPUs would price them all alike: the
+    error says how to quote each. A candidate's own quote is its price, and the one price may serve one GPU."""
+    unquoted = sorted({t.accelerator for t in targets if t.usd_per_gpu_hour is None})
+    if base.cost.usd_per_gpu_hour is None or len(unquoted) < 2:
+        return
+    field = "scenario: field" if isinstance(source, Scenario) else f"{scenario_file(source)}: field"
+    where = origins.get("usd_per_gpu_hour", "usd_per_gpu_hour")
+    if options.get("usd_per_gpu_hour") is None:
+        where = f"{field} 'cost.usd_per_gpu_hour'"
+    example = " ".join(f"--gpu '{gpu}:$PRICE'" for gpu in unquoted)
+    raise PerfmodelError(
+        f"{where}: one price for candidates on different GPUs ({', '.join(unquoted)}); quote each instead: {example}"
+    )
 
 
 def compare_request(
@@ -100,7 +157,12 @@ def compare_request(
     first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
-    return scenarios(load_request(source, options, origins, relayout), parsed, gpu_counts)
+    base = load_request(source, options, origins, relayout)
+    check_one_price(parsed, base, source, options, origins)
+    made = scenarios(base, parsed, gpu_counts)
+    for scenario in made:
+        check_whole_nodes(scenario, origins.get("n_gpus", "n_gpus"))
+    return made
 
 
 def run(items: Sequence[Scenario], progress: Callable[[int, int], None] | None = None) -> list[Result]:
@@ -167,6 +229,7 @@ def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
             record[f"perf_per_usd_vs_first{suffix}"] = _over(
                 tokens_per_usd(p, price), tokens_per_usd(first, first_prices[suffix])
             )
+        record.update(_perf_per_usd_range(p, first, record))
         record["joules_per_token"] = joules_per_token(p)
         record["kwh_per_million_tokens"] = joules_per_token(p) * 1e6 / JOULES_PER_KWH
         record["energy_per_token_vs_first"] = joules_per_token(p) / joules_per_token(first)
@@ -177,8 +240,22 @@ def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
     return records
 
 
-@dataclass(frozen=True)
-class Comparison:
+def _perf_per_usd_range(p: Result, first: Result, record: dict[str, Any]) -> dict[str, float | None]:
+    """perf_per_usd_vs_first's range with each price anywhere in its low-high range: independent prices for two
+    GPUs, one price moving for both rows of one GPU (then the ratios at both low and both high bound it)."""
+    if p.hardware.accelerator.id == first.hardware.accelerator.id and p.price == first.price:
+        ends = [record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]]
+        if None in ends:
+            return {"perf_per_usd_vs_first_min": None, "perf_per_usd_vs_first_max": None}
+        return {"perf_per_usd_vs_first_min": min(ends), "perf_per_usd_vs_first_max": max(ends)}
+    return {
+        "perf_per_usd_vs_first_min": _over(tokens_per_usd(p, p.price.high), tokens_per_usd(first, first.price.low)),
+        "perf_per_usd_vs_first_max": _over(tokens_per_usd(p, p.price.low), tokens_per_usd(first, first.price.high)),
+    }
+
+
+@dataclass(frozen=True, repr=False)
+class Comparison(Shown):
     """The predictions of one comparison (or campaigns, each run whole), first row the reference of every ratio."""
 
     predictions: list[Result]
@@ -193,6 +270,9 @@ class Comparison:
         """The rows as flat records (`breakdown.compute_s` columns), ready for pandas.DataFrame or a CSV writer; a
         campaign's rows are its phases and its total (`flat_rows`)."""
         return [record for row in self.rows for record in flat_rows(row)]
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return self.to_records()
 
 
 def flat_rows(row: dict[str, Any]) -> list[dict[str, Any]]:

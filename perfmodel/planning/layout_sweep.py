@@ -309,7 +309,8 @@ def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
         }
     rows = len(step_s)
     constant = {"usd_per_gpu_hour": price.usd_per_gpu_hour, "usd_per_gpu_hour_low": price.low,
-                "usd_per_gpu_hour_high": price.high, "price_source": price.source}  # fmt: skip
+                "usd_per_gpu_hour_high": price.high, "price_source": price.source, "price_basis": price.basis,
+                "price_note": price.note}  # fmt: skip
     figures |= {k: [v] * rows for k, v in constant.items()}
     if scenario.tokens is not None:
         costs = {"cost_usd": run.cost_usd, "cost_usd_low": run.cost_usd_low, "cost_usd_high": run.cost_usd_high}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
@@ -34,6 +34,7 @@ from perfmodel.planning.campaign import Campaign, Result, predict_campaign
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
+from perfmodel.planning.views import Shown
 
 SCALING_GAIN = 0.01
 """A count whose time is not at least 1% below a smaller count's: scaling has stopped."""
@@ -390,11 +391,16 @@ def seed_count(base: Scenario, hw: Hardware, goal: Goal) -> int:
     return max(fits, math.ceil(flops / (goal.deadline_s * peak * SEED_SHARE_OF_PEAK)))
 
 
-@dataclass(frozen=True)
-class PlanReport:
+@dataclass(frozen=True, repr=False)
+class PlanReport(Shown):
+    """Every candidate's plan for one goal; shown short, a line per feasible plan (`to_dict` has them all)."""
+
     goal: Goal
     plans: list[CandidatePlan]
     elapsed_s: float
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return [record for c in self.feasible() for record in c.prediction._shown()]  # type: ignore[union-attr]
 
     def feasible(self) -> list[CandidatePlan]:
         return [c for c in self.plans if c.feasible]
@@ -407,12 +413,17 @@ class PlanReport:
     def fastest(self) -> CandidatePlan | None:
         return min(self.feasible(), key=lambda c: wall_s(c.prediction), default=None)  # type: ignore[arg-type]
 
+    def estimated(self) -> list[CandidatePlan]:
+        """The feasible plans priced at an estimate (GB300's GB200 list x 1.25): the cheapest verdict rests on them."""
+        return [c for c in self.feasible() if c.prediction is not None and c.prediction.price.basis == "estimate"]
+
     def to_dict(self) -> dict[str, Any]:
         cheapest, fastest = self.cheapest(), self.fastest()
         return {
             "goal": self.goal.to_dict(),
             "candidates": [c.to_dict() for c in self.plans],
             "cheapest": None if cheapest is None else cheapest.label,
+            "cheapest_rests_on_estimates": [c.label for c in self.estimated()],
             "fastest": None if fastest is None else fastest.label,
             "elapsed_s": self.elapsed_s,
         }
@@ -461,22 +472,28 @@ def plan_request(
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
-    from perfmodel.planning.compare import parse_target, scenarios
+    from perfmodel.planning.compare import check_one_price, parse_target, scenarios, split_quote
     from perfmodel.planning.request import load_request
 
+    if options.get("n_gpus") is not None:
+        raise PerfmodelError(
+            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give --max-gpus"
+        )
     parsed = [
-        parse_target(f"{ident}:{precision}" if precision else ident)
+        replace(parse_target(f"{ident}:{precision}" if precision else ident), usd_per_gpu_hour=quote)
         for spec in targets
-        for ident, _, precisions in [spec.strip().partition(":")]
+        for unquoted, quote in [split_quote(spec)]
+        for ident, _, precisions in [unquoted.partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
-    counted = next((spec for spec, target in zip(targets, parsed, strict=False) if target.n_gpus), None)
+    counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
         raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
     first = parsed[0] if parsed else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
+    check_one_price(parsed, base, source, options, origins)
     bases = [(_label(s), s) for s in scenarios(base, parsed, None)]
     return plan(bases, goal, max_gpus, progress)
 

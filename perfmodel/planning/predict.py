@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -14,9 +14,9 @@ from perfmodel.inputs.documents import packing
 from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe
+from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe, shard_group_recipe
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, single_phase
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
@@ -26,6 +26,7 @@ from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, e
 from perfmodel.planning import goodput, losses, tco
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.training import Price, Run, training_run
+from perfmodel.planning.views import Shown
 
 if TYPE_CHECKING:  # imported where they are used: a scenario that names a benchmark (inputs/mlperf.py), leaves its
     # layout open (planning/search.py) or runs a MoE model (physics/expert_exchange.py); a prediction of a dense model
@@ -39,8 +40,8 @@ if TYPE_CHECKING:  # imported where they are used: a scenario that names a bench
 LAYOUT_FIELDS = ("tp", "pp", "cp", "dp", "vp", "ep", "etp", "mbs", "recompute", "zero", "recompute_layers")
 
 
-@dataclass(frozen=True)
-class Prediction:
+@dataclass(frozen=True, repr=False)
+class Prediction(Shown):
     """The answer to one scenario: its layout, the step (time, breakdown, memory), the run it prices (tokens or an
     MLPerf benchmark), and the derived figures as properties; `to_dict()` is `perfmodel predict --format json`."""
 
@@ -70,6 +71,9 @@ class Prediction:
     losses: Losses | None = None
     """The run's real-world losses beside failures (planning/losses.py); None without a token budget or with
     `losses.model = "none"`."""
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return [self.to_record()]
 
     @property
     def step_time_s(self) -> float:
@@ -137,7 +141,10 @@ class Prediction:
                 "recompute": lo.recompute,
                 **({"recompute_layers": lo.recompute_layers} if lo.recompute_layers else {}),
                 "zero": lo.zero,
+                **({"shard_group": self.shard_group} if self.shard_group else {}),
             },
+            "stack": self.scenario.stack,
+            "stack_knobs": asdict(self.scenario.knobs),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
             "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
@@ -152,6 +159,7 @@ class Prediction:
             "fits_in_memory": bool(st.fits),
             "memory_gb": {k: float(v) / 1e9 for k, v in mem._asdict().items()},
             "tokens_to_train": run.tokens if run else None,
+            "tokens_from_default": "tokens" in from_default(self.scenario),
             "time_to_train_s": run.time_s if run else None,
             "time_to_train_min": run.time_s / 60 if run else None,
             "time_to_train_days": run.time_s / 86400 if run else None,
@@ -160,6 +168,8 @@ class Prediction:
             "usd_per_gpu_hour_low": self.price.low,
             "usd_per_gpu_hour_high": self.price.high,
             "price_source": self.price.source,
+            "price_basis": self.price.basis,
+            "price_note": self.price.note,
             "cost_usd": run.cost_usd if run else None,
             "cost_usd_low": run.cost_usd_low if run else None,
             "cost_usd_high": run.cost_usd_high if run else None,
@@ -298,6 +308,12 @@ class Prediction:
         }
 
     @property
+    def shard_group(self) -> int | None:
+        """The DP x CP ranks ZeRO-3 shards over with hybrid sharding (None: no hybrid sharding in this layout)."""
+        group, lo = self.scenario.parallelism.shard_group, self.layout
+        return group if group and lo.zero == 3 and group < lo.dp * lo.cp else None
+
+    @property
     def benchmark(self) -> Benchmark:
         from perfmodel.inputs.mlperf import get_benchmark
 
@@ -314,7 +330,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     last: Context | None = _repeated(_LAST_CONTEXT, "context", inputs)
     if last is not None:
         return last
-    recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack))
+    recipe = stack_recipe(get_recipe(scenario.precision, hw.accelerator), get_stack(scenario.stack), scenario.knobs)
     recipe = era_recipe(recipe, missing_features(scenario.stack, scenario.vintage))
     bench = None
     if scenario.benchmark:
@@ -334,6 +350,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     if scenario.lora_rank:
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
+    recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     seq_len = scenario.parallelism.seq_len
@@ -616,6 +633,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         mlperf = score(bench, layout.gbs, step_s, eval_batch_s, overhead_s=ctx.efficiency.timed_overhead_s(step_s))
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
+        check_one_step(scenario.tokens, layout)
         tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.accelerator.power_w.value
@@ -632,6 +650,16 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         lost = losses.losses(run, reliability, scenario.losses, layout.n_gpus, share, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured, evidence, lost)
+
+
+def check_one_step(tokens: float, layout: Layout) -> None:
+    """A token budget trains at least one global batch: `--tokens 15` priced a run of a 2-millionth of a step."""
+    per_step = layout.gbs * layout.seq_len
+    if tokens < per_step:
+        raise PerfmodelError(
+            f"tokens (--tokens): {tokens:,.6g} is less than one global batch step, GBS {layout.gbs:,} x seq "
+            f"{layout.seq_len:,} = {per_step / 1e6:,.2f}M tokens; allowed: at least {per_step:,} (e.g. 15T)"
+        )
 
 
 def run_steps(ctx: Context, layout: Layout, step: StepResult) -> losses.Steps:
@@ -686,8 +714,8 @@ def predict(scenario: Scenario, efficiency: Efficiency | None = None, hardware: 
     return prediction_for(scenario, ctx, layout, searched, calibrated=efficiency is None)
 
 
-@dataclass(frozen=True)
-class SearchReport:
+@dataclass(frozen=True, repr=False)
+class SearchReport(Shown):
     """The best layouts of a scenario as full predictions, best first, and what the search covered."""
 
     results: list[Prediction]
@@ -710,6 +738,9 @@ class SearchReport:
     def to_records(self) -> list[dict[str, Any]]:
         """The ranked layouts as flat records, best first (the rows `search --format csv` prints)."""
         return [p.to_record() for p in self.results]
+
+    def _shown(self) -> list[dict[str, Any]]:
+        return self.to_records()
 
 
 def _refuse_partial_search(scenario: Scenario) -> None:

@@ -33,9 +33,7 @@ def load_request(
     """`source` with `options` (keyword -> value, None: not given) applied; `origins` names where each came from
     (`--tp`, `tp=3`) for error lines. `relayout` leaves the scenario's own layout open (keeping its global batch and
     sequence length) so that it is searched; options still fix their dimension."""
-    unknown = sorted(set(options) - set(OPTION_FIELDS))
-    if unknown:
-        raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
+    check_keywords(options)
     if options.get("recompute_layers") is not None and options.get("recompute") is None:
         options = options | {"recompute": "full"}  # a partial recompute is a full one: it replaces the file's mode
     if isinstance(options.get("buy"), bool):  # buy=True reads as the --buy flag; False as renting
@@ -46,11 +44,20 @@ def load_request(
         loaded = with_overrides(source, overrides, where)
     else:
         loaded = load_scenario(source, overrides, where)
+    if options.get("n_gpus") is not None:
+        check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     if not relayout:
         return loaded
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+def check_keywords(options: dict[str, Any]) -> None:
+    """Every keyword is a scenario option (OPTION_FIELDS): a misspelt one is refused, not ignored."""
+    unknown = sorted(set(options) - set(OPTION_FIELDS))
+    if unknown:
+        raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
 
 
 def check_given_layout(
@@ -85,3 +92,18 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
     if len(counts) > MAX_GPU_COUNTS:
         raise PerfmodelError(f"{len(counts)} GPU counts; at most {MAX_GPU_COUNTS} (each is a full search)")
     return counts
+
+
+def check_whole_nodes(scenario: Scenario, origin: str) -> None:
+    """A GPU count beyond one node fills whole nodes (`--gpus 1020` on 8-GPU nodes priced 127.5 of them); the
+    error gives the nearest whole counts. Part of one node is a job of its own (a 4-GPU fine-tune)."""
+    from perfmodel.inputs.hardware import resolve
+
+    hw = resolve(scenario.gpu, scenario.system)
+    node, n = int(hw.system.gpus_per_node.value), scenario.n_gpus
+    if n > node and n % node:
+        below, above = n // node * node, (n // node + 1) * node
+        raise PerfmodelError(
+            f"{origin}: {n:,} GPUs is {n / node:,.1f} {hw.system.id} nodes of {node} GPUs each; allowed: whole "
+            f"nodes, such as {below:,} or {above:,}"
+        )

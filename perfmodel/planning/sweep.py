@@ -105,6 +105,7 @@ def load(path: str | Path) -> Any:
     from perfmodel.inputs.scenario import calibration_beside, flatten, read_toml, single_phase
     from perfmodel.planning import layout_sweep
     from perfmodel.planning.compare import Target, parse_target
+    from perfmodel.planning.request import check_whole_nodes
     from perfmodel.planning.whatif import parse_setting
 
     path = bundled_file(path, "sweeps")
@@ -161,10 +162,15 @@ def load(path: str | Path) -> Any:
                 target = parse_target(str(gpu))
             except PerfmodelError as exc:
                 raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
+        if target.usd_per_gpu_hour is not None:  # the point's own quote
+            overrides["cost.usd_per_gpu_hour"] = target.usd_per_gpu_hour
+            origins["cost.usd_per_gpu_hour"] = "sweep.gpus"
         point = Point(base, overrides, target.gpu, target.system, settings, origins)
         try:
             scenario = point.scenario()
             single_phase(scenario, "a sweep", "sweep one-phase scenarios; compare or plan the campaign instead")
+            if n_gpus is not None:
+                check_whole_nodes(scenario, "sweep.n_gpus")
         except PerfmodelError as exc:
             raise PerfmodelError(f"{path}: {exc}") from None
         if scenario.calibration and scenario.calibration.lower() != "none":

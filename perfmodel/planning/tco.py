@@ -64,6 +64,8 @@ class Ownership:
             self.per_gpu_hour(self.usd_per_system_low),
             self.per_gpu_hour(self.usd_per_system_high),
             f"owned: {self.source}, over {self.cost.amortisation_years:g} years at {self.cost.utilisation:.0%}",
+            "owned",
+            f"purchase over {self.cost.amortisation_years:g} years at {self.cost.utilisation:.0%}, power, facility",
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,17 +17,28 @@ class Price:
     low: float | None
     high: float | None
     source: str
+    basis: str = "quoted"
+    """'list' (published on-demand), 'estimate' (derived), 'quoted' (the user's), 'owned' (--buy) or 'none'."""
+    note: str = ""
+    """The basis in one line, as tables show it beside the price."""
 
     @classmethod
     def for_run(cls, acc: Accelerator, given: float | None) -> Price:
-        """The user's price when given, else the accelerator's on-demand price and its low-high range."""
+        """The user's price when given, else the accelerator's own (list, estimate or a user file's quote) and its
+        low-high range."""
         if given is not None:
-            return cls(given, given, given, "given by the user")
-        if acc.usd_per_gpu_hour is None:
-            return cls(None, None, None, f"no public price for {acc.id}; pass --usd-per-gpu-hour")
-        low = acc.usd_per_gpu_hour_low or acc.usd_per_gpu_hour
-        high = acc.usd_per_gpu_hour_high or acc.usd_per_gpu_hour
-        return cls(acc.usd_per_gpu_hour.value, low.value, high.value, acc.usd_per_gpu_hour.source)
+            return cls(given, given, given, "given by the user", "quoted", "given for this run")
+        figure = acc.usd_per_gpu_hour
+        if figure is None:
+            return cls(None, None, None, f"no public price for {acc.id}; pass --usd-per-gpu-hour", "none")
+        low = acc.usd_per_gpu_hour_low or figure
+        high = acc.usd_per_gpu_hour_high or figure
+        return cls(figure.value, low.value, high.value, figure.source, figure.basis, figure.note or figure.source)
+
+    @property
+    def basis_line(self) -> str:
+        """'estimate: GB200's CoreWeave list price x 1.25 ...': the basis and its note, one line."""
+        return f"{self.basis}: {self.note}" if self.note else self.basis
 
 
 class Run(NamedTuple):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs.hardware import MAX_DOMAIN_GPUS, MAX_MESH_GPUS, Hardware, SourcedPositive, resolve
+from perfmodel.inputs.hardware import MAX_DOMAIN_GPUS, MAX_MESH_GPUS, Hardware, PriceFigure, SourcedPositive, resolve
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario, single_phase
 from perfmodel.planning.predict import Prediction, for_layout, predict
@@ -240,7 +240,9 @@ def _apply_one(hw: Hardware, setting: Setting) -> Hardware:
         reference = acc.power_reference
         scaled = figure(reference.bf16_tflops.value * ratio)
         updates["power_reference"] = replaced(reference, bf16_tflops=scaled)
-    if knob.name == "usd_per_gpu_hour":
+    if knob.name == "usd_per_gpu_hour":  # a price the user sets is their quote
+        note = f"what-if --set {setting.text}"
+        updates[knob.field] = PriceFigure(value=value / knob.scale, source=source, basis="quoted", note=note)
         for field in ("usd_per_gpu_hour_low", "usd_per_gpu_hour_high"):
             low_or_high = getattr(acc, field)
             updates[field] = figure(low_or_high.value * ratio if setting.multiplier and low_or_high else value)

@@ -163,11 +163,12 @@ def efficiency_assumptions(section: str, efficiency: Efficiency, source: str, mo
 def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool) -> list[Assumption]:
     p = row.prediction
     section = f"run: {row.label}"
+    price_source = f"{p.price.basis}: {p.price.source}"
     found = [
         Assumption(section, "model", p.model.id, "", f"{p.model.name}, {p.model.params:,} parameters"),
         Assumption(section, "precision recipe", p.scenario.precision, "", "perfmodel/inputs/precision.py"),
         Assumption(section, "layout", p.layout.describe(), "", _layout_source(p.layouts_searched)),
-        Assumption(section, "usd_per_gpu_hour", p.price.usd_per_gpu_hour, "USD per GPU-hour", p.price.source),
+        Assumption(section, "usd_per_gpu_hour", p.price.usd_per_gpu_hour, "USD per GPU-hour", price_source),
         Assumption(section, "pue", p.scenario.cost.pue, "", "scenario (perfmodel's default: 1.2)"),
         Assumption(
             section,
@@ -304,6 +305,7 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
                 else f"perfmodel/physics/efficiency.py defaults for the {hw.accelerator.family} family "
                 "(not fitted to runs)"
             )
+            source = _user_fit(fitted.provenance.get("user"), hw.accelerator.family) + source
             moe_fit = fitted.provenance.get("moe", {}).get("fit", {})
             moe_source = (
                 f"{calibration_name(fitted.source)}, MoE stage ({moe_fit.get('rows', 0)} MoE rows, in-sample MAPE "
@@ -316,3 +318,16 @@ def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bo
     for row in rows:
         found += run_assumptions(row, usd_per_kwh, given_usd_per_kwh)
     return [replace(a, source=public(a.source)) for a in found]
+
+
+def _user_fit(user: dict[str, Any] | None, family: str) -> str:
+    """What a user calibration (fitting/user.py) refitted for `family`, ahead of the fit it started from: empty where
+    it has none, or fitted other families only."""
+    if not user or (user["applied_to"] != "every family" and family not in user["families"]):
+        return ""
+    refitted = ", ".join(user["fitted"]) or "nothing"
+    return (
+        f"your {len(user['rows'])} measured rows refitted {refitted} (MAPE on them {user['mape_before_pct']:.1f}% "
+        f"before, {user['mape_after_pct']:.1f}% after, {user['leave_one_out_mape_pct']:.1f}% left out one at a "
+        "time), over: "
+    )

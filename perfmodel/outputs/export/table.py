@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
@@ -124,6 +125,21 @@ class Column:
     """A quantity of a campaign as a whole (compare's ratios): on its total row, this formula in the total row's own
     cells (`first.KEY`: the first campaign's total row); its phases' rows are blank. None: the column's total is
     its phases' by the campaign's rule."""
+
+
+RATIO_FORMAT = '0.00"x"'
+"""A ratio that may exceed 1 where a percentage above 100% would read as more than the whole (MFU over a peak the
+run does not use)."""
+
+
+def _over_bf16_peak(s: Symbols) -> Any:
+    return s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"]
+
+
+def _gemm_format(row: ExportRow) -> str:
+    """The tensor-core format a row's GEMMs run in ('bf16', 'fp8' or 'fp4'), whose dense peak its MFU divides by."""
+    p = row.prediction
+    return get_recipe(p.scenario.precision, p.hardware.accelerator).gemm_format
 
 
 def _run(s: Symbols) -> Run:
@@ -276,20 +292,27 @@ COLUMNS: tuple[Column, ...] = (
         "0.0",
     ),
     Column(
-        "mfu",
-        "MFU (of dense BF16 peak)",
+        "gemm_dense_peak_tflops",
+        "Dense peak of the GEMMs' format (TFLOP/s)",
         "results",
-        _d("mfu"),
-        lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
-        "0.0%",
+        lambda row, _k: row.prediction.hardware.accelerator.peak_flops(_gemm_format(row)) / 1e12,
+        None,
+        "0.0",
     ),
     Column(
-        "mfu_bf16",
-        "MFU of dense BF16 peak (same as mfu)",
+        "mfu_of_precision",
+        "MFU (of its format's dense peak)",
         "results",
-        _d("mfu_bf16"),
-        lambda s: s["model_tflops_per_gpu"] / s["bf16_dense_peak_tflops"],
+        _d("mfu_of_precision"),
+        lambda s: s["model_tflops_per_gpu"] / s["gemm_dense_peak_tflops"],
         "0.0%",
+    ),
+    *(
+        Column(key, header, "results", _d(key), _over_bf16_peak, RATIO_FORMAT)
+        for key, header in (
+            ("mfu", "Model FLOP/s over dense BF16 peak (x; NVIDIA's MFU basis, above 1 below BF16)"),
+            ("mfu_bf16", "Model FLOP/s over dense BF16 peak (x; same as mfu)"),
+        )
     ),
     *(
         Column(f"{name}_gib", f"{header} (GiB)", "results", _d(f"{name}_gib"), _in_gib(f"{name}_gb"), "0.0")
@@ -317,6 +340,8 @@ COLUMNS: tuple[Column, ...] = (
         True,
     ),
     Column("price_source", "Price source (why a cost is empty)", "inputs", _d("price_source")),
+    Column("price_basis", "Price basis as exported: list, estimate, quoted, owned", "inputs", _d("price_basis")),
+    Column("price_note", "Price basis in one line", "inputs", _d("price_note")),
     Column("tokens_to_train", "Tokens to train", "inputs", _d("tokens_to_train"), None, "#,##0", True, True),
     Column("pue", "PUE", "inputs", _d("pue"), None, "0.00", True, True),
     Column("usd_per_kwh", "Electricity (USD/kWh)", "inputs", lambda _row, k: k, None, "0.000", True, True),

@@ -1,8 +1,9 @@
-"""The planner's workbook: a one-page Summary, Inputs to edit, Results and Breakdown as live formulas, Details,
+"""The planner's workbook: a Summary one page wide, Inputs to edit, Results and Breakdown as live formulas, Details,
 Assumptions and the Sources they cite.
 
 Sheets:
-- Summary: the figures a procurement reader compares, one row per result, linked to Results; one landscape page.
+- Summary: the figures a procurement reader compares, one row per result, linked to Results, and what they rest on
+  (batch, goal, price bases); one landscape page wide. How every sheet prints: printing.py.
 - Inputs: per result, the GPU count, price per GPU-hour (with its low-high range), tokens to train, PUE and
   electricity price, the goodput model's and the losses' inputs; tokens, PUE, electricity and the losses' inputs
   also have one default cell that every row links to. Every input cell refuses a number out of range (data
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from perfmodel.inputs.environment import source_date
+from perfmodel.outputs.export import printing
 from perfmodel.outputs.export.assumptions import Assumption, Citation
 from perfmodel.outputs.export.excel import excel_formula
 from perfmodel.outputs.export.table import (
@@ -51,12 +53,15 @@ GPU_COUNT_NOTE = (
     "the layout at the new size; for that, export again with --gpus."
 )
 SUMMARY = (
-    "n_gpus", "usd_per_gpu_hour", "precision", "step_time_s", "tokens_per_s_per_gpu", "mfu", "fits_in_memory",
-    "time_to_train_days", "time_to_train_with_failures_days", "time_to_train_with_losses_days", "cost_usd",
-    "cost_usd_with_losses", "usd_per_million_tokens", "tokens_per_usd",
-    "kwh_per_million_tokens", "speedup_vs_first", "perf_per_usd_vs_first", "energy_per_token_vs_first",
+    "n_gpus", "usd_per_gpu_hour", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu",
+    "mfu_of_precision", "fits_in_memory", "time_to_train_days", "time_to_train_with_losses_days", "cost_usd",
+    "cost_usd_with_losses", "usd_per_million_tokens", "kwh_per_million_tokens", "speedup_vs_first",
+    "perf_per_usd_vs_first", "energy_per_token_vs_first",
 )  # fmt: skip
-"""The Summary's columns, those of them the export has."""
+"""The Summary's columns, those of them the export has: what a procurement reader compares, one page wide at
+legible type (printing.py), so plain numbers with their units in the headings. The precision and batch are in each
+label (the batch under the table too); the time and cost with failures only, and tokens per USD (a million over
+the cost per million tokens), are on Results."""
 AT_LEAST_ZERO = ("failures_per_million_gpu_hours", "planned_per_million_gpu_hours", "restart_s",
                  "facility_usd_per_kw_month", "straggler_share", "startup_s")  # fmt: skip
 """Inputs that may be zero; every other input must be positive (utilisation at most 1, GPU counts whole)."""
@@ -74,6 +79,13 @@ def _letter(index: int) -> str:
     from xlsxwriter.utility import xl_col_to_name
 
     return str(xl_col_to_name(index - 1))
+
+
+def _index(letter: str) -> int:
+    """The column number (A: 1) of a letter."""
+    from xlsxwriter.utility import xl_cell_to_rowcol
+
+    return int(xl_cell_to_rowcol(f"{letter}1")[1]) + 1
 
 
 class _Grid:
@@ -207,12 +219,58 @@ def _cached(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _width(column: Column, values: Sequence[Any]) -> float:
-    """Wide enough for the heading (wrapped on up to three lines) and every number as formatted, never `###`."""
-    longest = max((len(f"{v:,.2f}") for v in values if isinstance(v, int | float) and not isinstance(v, bool)),
-                  default=0)  # fmt: skip
-    unit = len(with_unit(column)) - len(column.number_format)
-    return max(11.0, min(28.0, len(column.header) * 0.4 + 2), longest + unit + 2)
+def _number_format(column: Column, values: Sequence[Any], unit: bool = True) -> str:
+    """The column's number format, with its unit unless `unit` is false; Yes/No for a column of true/false values;
+    without the unit, tokens to train and costs in thousands, millions, ... (15.0T, $69.4M)."""
+    flags = [v for v in values if v is not None]
+    if flags and all(isinstance(v, bool) for v in flags):
+        return printing.YES_NO
+    if unit:
+        return with_unit(column)
+    if column.key == "tokens_to_train":
+        return printing.compact()
+    return printing.compact('"$"', smallest=0) if column.number_format == "$#,##0" else column.number_format
+
+
+def _width(column: Column, values: Sequence[Any], number_format: str | None = None) -> float:
+    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`."""
+    shown_as = number_format or _number_format(column, values)
+    return printing.width(column.header, (printing.shown(v, shown_as) for v in values))
+
+
+def _wraps(values: Sequence[Any]) -> dict[str, Any]:
+    """A text column's look: wrapped when some text is longer than the column may be wide."""
+    return {"text_wrap": True} if any(len(str(v)) > printing.WIDEST_TEXT for v in values) else {}
+
+
+def _ordered(widths: dict[str, float]) -> list[float]:
+    """A sheet's column widths by letter as a list from column A (a column not set: Excel's default width)."""
+    return [widths.get(_letter(i), 8.43) for i in range(1, 1 + max(map(_index, widths)))]
+
+
+def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any) -> None:
+    """A sentence across the columns of the sheet's first printed page (row `row`, 0-based), wrapped to fit."""
+    last = printing.on_first_page(widths) - 1
+    ws.merge_range(row, 0, row, last, text, look)
+    ws.set_row(row, printing.LINE_PT * printing.lines(text, sum(widths[: last + 1])))
+
+
+def _lines(texts: Sequence[Any], chars: float) -> list[int]:
+    """Lines each text wraps onto in a column `chars` wide."""
+    return [printing.lines(str(text), chars) for text in texts]
+
+
+def _heights(ws: Any, lines: Sequence[int], first: int = HEADER_ROW + 1) -> None:
+    """Rows from `first` (0-based; the results' by default) as tall as their most wrapped cell: neither LibreOffice
+    nor Excel fits them on opening."""
+    for index, count in enumerate(lines):
+        if count > 1:
+            ws.set_row(first + index, printing.LINE_PT * count)
+
+
+def _heading_height(headers: Sequence[tuple[str, float]]) -> float:
+    """Points for a heading row whose headings (text, column width) wrap word by word."""
+    return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in headers)
 
 
 def _validation(column: Column) -> dict[str, Any]:
@@ -226,14 +284,6 @@ def _validation(column: Column) -> dict[str, Any]:
         rule["criteria"] = ">="
     message = {">": "a positive number", ">=": f"a number of at least {rule.get('value')}", "between": "0 to 1"}
     return rule | {"error_title": column.header[:32], "error_message": f"Enter {message[rule['criteria']]}."}
-
-
-def _page(ws: Any, one_page: bool = False) -> None:
-    """Landscape A4, one page wide (and tall, for the Summary), the headings repeated on each page."""
-    ws.set_landscape()
-    ws.set_paper(9)
-    ws.fit_to_pages(1, 1 if one_page else 0)
-    ws.repeat_rows(HEADER_ROW - 1, HEADER_ROW)
 
 
 def _total_formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: int, numeric: bool) -> str | None:
@@ -292,8 +342,8 @@ def write_xlsx(
 
     # Inputs: the shared defaults under the rows, one per result above.
     inputs.write_string("A1", f"Inputs: {title}", big)
-    inputs.write_string("A2", "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE)
     shared = [c for c in columns if c.shared_default]
+    label_width = printing.width("Result", [line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
@@ -302,13 +352,17 @@ def write_xlsx(
     inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True))
     for column in shared:
         r = defaults[column.key]
-        inputs.write_string(f"A{r}", column.header)
+        inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
+        inputs.set_row(r - 1, printing.LINE_PT * printing.lines(column.header, label_width))
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
 
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
     phases = grid.phases
+    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in SHEETS.values()}
+    tall = {name: _lines(values["label"], label_width) for name in SHEETS.values()}  # lines per result's row
+    widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
     for sheet_key, sheet_name in SHEETS.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
@@ -324,11 +378,15 @@ def write_xlsx(
             _, letter = grid.position[column.key]
             ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
-            ws.set_column(f"{letter}:{letter}", _width(column, values[column.key]))
+            fmt = _number_format(column, values[column.key])
+            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
+            if _wraps(values[column.key]):
+                wrapped = _lines([printing.shown(v, fmt) for v in values[column.key]], widths[sheet_name][letter])
+                tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
             looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
             if column.formula is None and not column.editable and column.key != "label":
                 looks |= {"italic": True, "font_color": "#808080"}
-            cell_style = style(with_unit(column), **looks)
+            cell_style = style(fmt, **looks, **_wraps(values[column.key]))
             numeric = all(_is_number(values[column.key][index]) for index in phases)
             for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
@@ -336,9 +394,9 @@ def write_xlsx(
                     blank = column.blank_when_none and value is None
                     formula = None if blank else _total_formula(column, symbols, grid, index, numeric)
                     if formula is None:
-                        _put(ws, ref, value, style(with_unit(column), bold=True))
+                        _put(ws, ref, value, style(fmt, bold=True))
                     else:
-                        ws.write_formula(ref, formula, style(with_unit(column), bold=True), _cached(value))
+                        ws.write_formula(ref, formula, style(fmt, bold=True), _cached(value))
                 elif column.total is not None and index in phases:  # a campaign's quantity: on its total row
                     _put(ws, ref, None, cell_style)
                 elif column.formula is not None and not (column.blank_when_none and value is None):
@@ -351,17 +409,25 @@ def write_xlsx(
                 for run in grid.results():
                     span = f"{letter}{HEADER_ROW + 2 + run.start}:{letter}{HEADER_ROW + 1 + run.stop}"
                     ws.data_validation(span, _validation(column))
-        ws.set_column("A:A", 34)
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        ws.set_row(HEADER_ROW - 1, 45)
-        _page(ws)
+        ws.set_row(HEADER_ROW - 1, _heading_height([(c.header, widths[sheet_name][grid.position[c.key][1]])
+                                                    for c in here]))  # fmt: skip
+        ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
 
-    _write_shares(sheets["Breakdown"], grid, values, style)
+    widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, values, style)
+    for name, sheet_widths in widths.items():
+        ws = sheets[name]
+        for letter, chars in sheet_widths.items():
+            ws.set_column(f"{letter}:{letter}", chars)
+        printing.set_up(ws, _ordered(sheet_widths), title, (HEADER_ROW - 1, HEADER_ROW))
+        _heights(ws, tall[name])
+    edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
+    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"))
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
-    _write_sources(wb.add_worksheet("Sources"), citations or [], style)
+    _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
     wb.close()
     handle.write(_restamped(buffer.getvalue()))
 
@@ -393,82 +459,146 @@ def _restamped(book: bytes) -> bytes:
     return fixed.getvalue()
 
 
-def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _Styles) -> None:
-    """Each part's share of the step time, right of the parts: formulas, so they follow edited parts too."""
+def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _Styles) -> dict[str, float]:
+    """Each part's share of the step time, right of the parts: formulas, so they follow edited parts too; the
+    widths of their columns, by letter."""
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
     start = 1 + sum(1 for sheet, _ in grid.position.values() if sheet == "Breakdown") + 2
+    widths = {}
     for offset, key in enumerate(parts):
         letter = _letter(start + offset)
         name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
         ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top"))
-        ws.set_column(f"{letter}:{letter}", 12)
+        widths[letter] = printing.width(name, ["100.0%"])
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
+    return widths
 
 
 def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles) -> None:
     """Column A of a sheet other than Results: each line's label, linked to the Results sheet's."""
+    wrap = _wraps(labels)
     for index, label in enumerate(labels):
-        look = grid.look(index)
+        look = grid.look(index) | wrap
         ref = f"A{HEADER_ROW + 2 + index}"
         ws.write_formula(ref, f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None, label)
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
                    style: _Styles) -> None:  # fmt: skip
-    """The figures to compare, each a link to its cell (so it follows every edit), on one landscape page; a
-    campaign's total row under its phases'."""
+    """The figures to compare, each a link to its cell (so it follows every edit), one landscape page wide; a
+    campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`)."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
+    heading = style(bold=True, text_wrap=True, valign="top")
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
-    ws.write_string(f"A{HEADER_ROW}", "Result", style(bold=True, text_wrap=True, valign="top"))
-    ws.set_column("A:A", 40)
+    ws.write_string(f"A{HEADER_ROW}", "Result", heading)
+    widths = [printing.width("Result", values["label"])]
     for offset, column in enumerate(shown, start=2):
         letter = _letter(offset)
-        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(bold=True, text_wrap=True, valign="top"))
+        fmt = _number_format(column, values[column.key], unit=False)
+        ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
-        ws.set_column(f"{letter}:{letter}", min(16.0, _width(column, values[column.key])))
+        said = ["no price"] if column.key == "usd_per_gpu_hour" else []
+        widths.append(_width(column, [*values[column.key], *said], fmt))
         for index, value in enumerate(values[column.key]):
             ref = grid.cell(column.key, index, "Summary")
             if column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row only
                 continue
-            if column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
+            if fmt == printing.YES_NO:  # as text: Excel shows a true/false cell TRUE whatever its format
+                link, cached = f'=IF(ISBLANK({ref}),"",IF({ref},"Yes","No"))', printing.shown(value)
+            elif column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
                 missing = "no price" if column.key == "usd_per_gpu_hour" else ""
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:
                 link, cached = "=" + ref, _cached(value)
-            ws.write_formula(
-                f"{letter}{HEADER_ROW + 2 + index}", link, style(with_unit(column), **grid.look(index)), cached
-            )
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index)), cached)
     _write_labels(ws, grid, values["label"], style)
-    ws.set_row(HEADER_ROW - 1, 60)
+    _heights(ws, _lines(values["label"], widths[0]))
+    for col, chars in enumerate(widths):
+        ws.set_column(col, col, chars)
+    ws.set_row(
+        HEADER_ROW - 1,
+        _heading_height([("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]),
+    )
+    ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
     ws.freeze_panes(HEADER_ROW + 1, 1)
-    _page(ws, one_page=True)
+    row = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
+    ws.write_string(row, 0, "Basis of these figures", style(bold=True))
+    for offset, text in enumerate(_basis(values), start=1):
+        _note(ws, row + offset, text, widths, style(text_wrap=True, valign="top"))
+    printing.set_up(ws, widths, title, (HEADER_ROW - 1, HEADER_ROW))
+
+
+def _basis(values: dict[str, list[Any]]) -> list[str]:
+    """What the Summary's figures rest on, one sentence each: the batch, the plan's goal and every price basis."""
+    sentences = []
+    batches = {(gbs, seq) for gbs, seq in zip(values["parallelism.gbs"], values["parallelism.seq_len"], strict=True)
+               if gbs is not None}  # fmt: skip
+    if len(batches) == 1:
+        ((gbs, seq),) = batches
+        sentences.append(f"Batch: {gbs:,} sequences of {seq:,} tokens ({gbs * seq:,} tokens per step), every result.")
+    else:
+        sentences.append("Batch: each result's own, on Results (global batch, sequence length, tokens per step).")
+    deadline, budget = _one(values.get("deadline_days")), _one(values.get("budget_usd"))
+    if deadline is not None or budget is not None:
+        within = [
+            f"{deadline:g} days" if deadline is not None else "",
+            f"USD {budget:,.0f}" if budget is not None else "",
+        ]
+        basis = _one(values.get("goal_basis")) or "as planned"
+        sentences.append(
+            f"Goal: each candidate's fewest GPUs that train within {' and '.join(w for w in within if w)} ({basis})."
+        )
+    prices = dict.fromkeys(zip(values["system"], values["price_source"], strict=True))
+    for system, source in prices:
+        if system is not None and source:
+            sentences.append(f"Price, {system}: {source}")
+    return sentences
+
+
+def _one(column: list[Any] | None) -> Any:
+    """The value every line of a column shares (None when the column is missing or they differ)."""
+    found = {value for value in column or [] if value is not None}
+    return found.pop() if len(found) == 1 else None
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
     ws.write_string("A1", f"Assumptions: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Every figure the results rest on, with its source; keys such as S1: the Sources sheet.")
-    for col, (head, width) in enumerate((("Section", 28), ("Name", 32), ("Value", 16), ("Unit", 18), ("Source", 100))):
+    heads = ("Section", "Name", "Value", "Unit", "Source")
+    texts = [[printing.shown(v) for v in (a.section, a.name, a.value, a.unit, a.source)] for a in found]
+    # At most 24, 26, 12 (a General number shows fewer decimals in a narrower column) and 16 characters, then the
+    # sources, wrapped at 80: one page wide at legible type.
+    widths = [min(printing.width(head, [row[col] for row in texts]), most)
+              for col, (head, most) in enumerate(zip(heads, (24, 26, 12, 16, 0), strict=True))]  # fmt: skip
+    widths[-1] = 80.0
+    for col, (head, chars) in enumerate(zip(heads, widths, strict=True)):
         ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
-        ws.set_column(col, col, width)
+        ws.set_column(col, col, chars)
+    wrapped = style(text_wrap=True, valign="top")
     for index, a in enumerate(found):
         for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source)):
-            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, None)
+            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, wrapped)
+    _heights(ws, [max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True)) for row in texts],
+             first=HEADER_ROW)  # fmt: skip
     ws.freeze_panes(HEADER_ROW, 0)
-    _page(ws)
+    printing.set_up(ws, widths, title, (HEADER_ROW - 1, HEADER_ROW - 1))
 
 
-def _write_sources(ws: Any, citations: list[Citation], style: _Styles) -> None:
+def _write_sources(ws: Any, citations: list[Citation], title: str, style: _Styles) -> None:
     """The public documents behind the keys the Assumptions cite."""
     ws.write_string("A1", "Sources: the public documents the Assumptions cite", style(bold=True, font_size=13))
-    for col, (head, width) in enumerate((("Key", 8), ("Document", 150))):
+    widths = (6.0, 3 * printing.WIDEST_TEXT)
+    for col, (head, chars) in enumerate(zip(("Key", "Document"), widths, strict=True)):
         ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
-        ws.set_column(col, col, width)
+        ws.set_column(col, col, chars)
+    wrapped = style(text_wrap=True, valign="top")
     for index, citation in enumerate(citations):
-        ws.write_string(HEADER_ROW + index, 0, citation.key)
-        ws.write_string(HEADER_ROW + index, 1, citation.document)
-    _page(ws)
+        ws.write_string(HEADER_ROW + index, 0, citation.key, wrapped)
+        ws.write_string(HEADER_ROW + index, 1, citation.document, wrapped)
+    _heights(ws, [printing.lines(c.document, widths[1]) for c in citations], first=HEADER_ROW)
+    printing.set_up(ws, widths, title, (HEADER_ROW - 1, HEADER_ROW - 1))

@@ -1,0 +1,138 @@
+"""How the workbook prints: column widths from what the cells show (never `###`, never a cut heading word), and
+each sheet's page setup, at a scale whose type stays legible on paper.
+
+A sheet narrow enough to fit one landscape A4 page wide at SMALLEST_SCALE or more is fitted to one page wide (as
+many tall as its rows need); a wider one (Results has about 90 columns) prints at SMALLEST_SCALE across as many
+pages as it needs, left to right, each with the results' labels (column A) and the headings repeated, so that every
+page reads on its own. Every page carries the workbook's title, the sheet, the date printed and its page number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+A4 = 9
+"""XlsxWriter's paper code for A4."""
+A4_LANDSCAPE_WIDTH_PT = 841.89
+SIDE_MARGIN_IN = 0.4
+PRINTABLE_WIDTH_PT = A4_LANDSCAPE_WIDTH_PT - 2 * 72 * SIDE_MARGIN_IN
+SMALLEST_SCALE = 65
+"""Percent: the default 11-pt type prints at 7.2 pt, the smallest a procurement reader is asked to read."""
+YES_NO = '"Yes";"Yes";"No"'
+"""A true/false cell's number format: it prints Yes or No (LibreOffice; Excel shows TRUE/FALSE), never 1 or 0."""
+WIDEST_TEXT = 28
+"""Characters: a longer text column wraps its cells at this width."""
+LINE_PT = 15
+"""Height of one line of the default 11-pt type."""
+
+
+def shown(value: Any, number_format: str = "General") -> str:
+    """The text a cell shows for `value` under `number_format`: the currency or unit text quoted before and after
+    the digits, thousands separators, fixed decimals, a `%`, each comma after the digits a thousand (a General or
+    other format: the number's shortest form, as wide)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if not isinstance(value, int | float):
+        return str(value)
+    parts = NUMBER_FORMAT.fullmatch(_section(value, number_format))
+    if parts is None:
+        return f"{value:.10g}"
+    before, digits, after = (part.replace('"', "") for part in parts.groups())
+    scaled = digits.rstrip(",")
+    value /= 1000 ** (len(digits) - len(scaled))
+    percent = scaled.endswith("%")
+    decimals = scaled.split(".", 1)[1].count("0") if "." in scaled else 0
+    number = value * 100 if percent else value
+    return f"{before}{number:{',' if ',' in scaled else ''}.{decimals}f}{'%' if percent else ''}{after}"
+
+
+NUMBER_FORMAT = re.compile(r'((?:"[^"]*"|\$)*)([#0,.%]+)((?:"[^"]*")*)')
+"""A number format as workbooks here write them: quoted text or `$`, the digits' placeholders, quoted text."""
+
+
+def _section(value: float, number_format: str) -> str:
+    """The section of a conditional number format (`[>=1000]...;...`) that shows `value`, its condition dropped."""
+    for section in number_format.split(";"):
+        condition = re.match(r"\[>=([0-9.eE+]+)\]", section)
+        if condition is None:
+            return section
+        if value >= float(condition.group(1)):
+            return section[condition.end() :]
+    return number_format
+
+
+def width(header: str, texts: Iterable[str], narrowest: float = 6.0) -> float:
+    """Characters wide enough for every text (up to WIDEST_TEXT, then it wraps) and for the heading's longest word,
+    the heading wrapping on up to four lines."""
+    longest = max((len(text) for text in texts), default=0)
+    word = max((len(part) for part in header.split()), default=0)
+    return max(narrowest, min(float(longest), WIDEST_TEXT) + 1, word + 1, len(header) / 4 + 1)
+
+
+def lines(text: str, chars: float) -> int:
+    """Lines that `text` wraps onto in a column `chars` wide, word by word: a line holds about 1.2 characters of
+    text per character of width (the width counts digits, wider than the average letter), less two to be safe."""
+    count, used, room = 1, 0, 1.2 * chars - 2
+    for word in text.split():
+        if used and used + 1 + len(word) > room:
+            count, used = count + 1, len(word)
+        else:
+            used += len(word) + (1 if used else 0)
+    return count
+
+
+def points(chars: float) -> float:
+    """A column's printed width in points: Excel's pixels for the default font (7 per character, plus 5), which
+    LibreOffice prints a point each (Excel prints them at 96 dpi, narrower: LibreOffice's is the wider page)."""
+    return float(math.trunc(chars * 7 + 5))
+
+
+def on_first_page(widths: Sequence[float]) -> int:
+    """How many columns, from A, the first printed page holds (at least one)."""
+    room, used = 100 * PRINTABLE_WIDTH_PT / SMALLEST_SCALE, 0.0
+    for count, chars in enumerate(widths):
+        used += points(chars)
+        if used > room:
+            return max(count, 1)
+    return len(widths)
+
+
+def set_up(ws: Any, widths: Sequence[float], title: str, heading_rows: tuple[int, int] | None) -> None:
+    """Landscape A4; one page wide when the columns (`widths`, in characters, column A first) fit at SMALLEST_SCALE
+    or more, else SMALLEST_SCALE across pages with column A repeated; `heading_rows` (first, last; 0-based)
+    repeated on every page; the title, sheet, date printed and page number in the header and footer."""
+    ws.set_landscape()
+    ws.set_paper(A4)
+    ws.set_margins(left=SIDE_MARGIN_IN, right=SIDE_MARGIN_IN, top=0.75, bottom=0.6)
+    ws.set_header(f"&L&B{_field(title)}&R&A", {"margin": 0.3})
+    ws.set_footer("&LPrinted &D&Rpage &P of &N", {"margin": 0.3})
+    if heading_rows is not None:
+        ws.repeat_rows(*heading_rows)
+    if 100 * PRINTABLE_WIDTH_PT / sum(points(w) for w in widths) >= SMALLEST_SCALE:
+        ws.fit_to_pages(1, 0)
+    else:
+        ws.set_print_scale(SMALLEST_SCALE)
+        ws.repeat_columns(0, 0)
+        ws.print_across()
+
+
+def _field(text: str) -> str:
+    """Text for a header or footer: `&` doubled (a single one starts a code), within the 255 characters allowed."""
+    return text.replace("&", "&&")[:200]
+
+
+def compact(prefix: str = "", smallest: int = 2) -> str:
+    """A number format that shows each cell's count in the largest of three units it reaches, the last a power
+    `smallest` of a thousand: trillions, billions or millions by default (15.6T, 252.0M), millions, thousands or
+    whole for 0 (with prefix `"$"`: $55.2M, $2.2K, $604). Two conditions: the most a number format holds."""
+    letters = {4: "T", 3: "B", 2: "M", 1: "K", 0: ""}
+    sections = []
+    for power in range(smallest + 2, smallest - 1, -1):
+        fmt = f'{prefix}#,##0{".0" if power else ""}{"," * power}"{letters[power]}"'.replace('""', "")
+        sections.append(f"[>={1000**power}]{fmt}" if power > smallest else fmt)
+    return ";".join(sections)

@@ -1,0 +1,184 @@
+"""A stack's knobs (inputs/stacks.py stack_knobs): torchtitan's async TP, torch.compile and torchao FP8 recipe, each
+at the stack's shipped default, what each changes counted by hand, and the refusals where a stack has no such knob."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+import perfmodel
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.runs import read_runs_csv
+from perfmodel.inputs.precision import BF16_BYTES, get_recipe
+from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
+from perfmodel.physics.collectives import all_gather
+from perfmodel.physics.schedule import exposed
+from perfmodel.physics.step import evaluate
+from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_forward
+from perfmodel.planning.predict import context_for, layout_vars
+
+TITAN_8B = {
+    "model": "llama3.1-8b", "gpu": "h100-grand-teton", "n_gpus": 64, "seq_len": 8192, "tp": 8, "pp": 1, "cp": 1,
+    "mbs": 12, "gbs": 96, "zero": 3, "recompute": "selective", "stack": "torchtitan", "calibration": "none",
+    "precision": "bf16",
+}  # fmt: skip
+"""torchtitan's Llama 3.1 8B layout (torchtitan_runs.csv rows 8-13: TP 8, FSDP2 over 8, local batch 12)."""
+
+
+def _predict(**options: Any) -> perfmodel.Prediction:
+    found = perfmodel.predict(**(TITAN_8B | options))
+    assert isinstance(found, perfmodel.Prediction)
+    return found
+
+
+def _trace(prediction: perfmodel.Prediction) -> dict[str, Any]:
+    trace: dict[str, Any] = {}
+    evaluate(context_for(prediction.scenario), layout_vars(prediction.layout), trace)
+    return trace
+
+
+def test_vanilla_tp_exposes_what_async_tp_hides_behind_the_gemms() -> None:
+    """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives.
+    Async TP hides them behind the GEMMs of the same pass, up to the GEMM time: exposed = c - eta min(c, GEMMs),
+    forward and backward. Same compute either way."""
+    vanilla, overlapped = _predict(async_tp=False), _predict(async_tp=True)
+    assert vanilla.scenario.knobs.async_tp is False and overlapped.scenario.knobs.async_tp is True
+    t_vanilla, t_async = _trace(vanilla), _trace(overlapped)
+    comm, layer = t_async["tp_comm"], t_async["layer"]
+    assert float(t_vanilla["tp_exposed"]) == pytest.approx(float(comm.layer))
+    eta = context_for(overlapped.scenario).efficiency.overlap_tp
+    backward_gemm = float(layer.backward_gemm)  # selective recompute re-runs no GEMM
+    by_hand = exposed(float(comm.forward), float(layer.forward_gemm), eta) + exposed(
+        float(comm.layer - comm.forward), backward_gemm, eta
+    )
+    assert float(t_async["tp_exposed"]) == pytest.approx(by_hand)
+    assert float(t_async["tp_exposed"]) < float(t_vanilla["tp_exposed"])
+    assert overlapped.step.compute_s == vanilla.step.compute_s
+
+
+def test_eager_pays_the_rope_and_swiglu_passes_that_compile_fuses() -> None:
+    """Without torch.compile, one layer's forward moves 16 more bytes per element of Q and K (EAGER_ROPE_BYTES 20
+    against the fused kernel's 4) and 4 more per SwiGLU output (10 against 6)."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    stack, recipe = get_stack("torchtitan"), get_recipe("bf16", acc)
+    md = perfmodel.predict(**TITAN_8B).model
+
+    def forward_bytes(compile: bool) -> float:
+        rec = stack_recipe(recipe, stack, stack_knobs(stack, compile=compile))
+        shard = Shard(md, rec, 8, 1, 12, 8192)
+        return sum(float(op.bytes) for op in layer_forward(shard, rec) if op.kind == "memory")
+
+    tokens = 12 * 8192
+    rope = tokens * (md.q_dim + md.kv_dim) / 8 * (EAGER_ROPE_BYTES - 2 * BF16_BYTES)
+    swiglu = tokens * md.ffn / 8 * (EAGER_SWIGLU_BYTES[0] - 3 * BF16_BYTES)
+    assert forward_bytes(False) - forward_bytes(True) == pytest.approx(rope + swiglu)
+    assert _predict(compile=False).step.compute_s > _predict(compile=True).step.compute_s
+
+
+def test_rowwise_fp8_gathers_bf16_weights_where_tensorwise_gathers_fp8() -> None:
+    """torchao's float8 all-gather of FSDP2 weights is tensorwise-only: rowwise gathers 2 bytes per parameter."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    stack, fp8 = get_stack("torchtitan"), get_recipe("fp8", acc)
+    tensorwise = stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe="tensorwise"))
+    rowwise = stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe="rowwise"))
+    assert (tensorwise.param_gather_bytes, rowwise.param_gather_bytes) == (1.0, BF16_BYTES)
+    assert rowwise.fp8_scaling == "rowwise" and tensorwise.fp8_scaling == "tensorwise"
+
+
+def test_each_knob_defaults_to_the_stacks_shipped_setting() -> None:
+    """torchtitan's JobConfig: async TP off, compile off, tensorwise FP8; Megatron has none of these knobs."""
+    assert _predict(precision="fp8").to_dict()["stack_knobs"] == {"async_tp": False, "compile": False,
+                                                                  "fp8_recipe": "tensorwise"}  # fmt: skip
+    assert _predict().to_dict()["stack_knobs"]["fp8_recipe"] is None  # BF16: no FP8 recipe
+    megatron = perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, calibration="none", tp=1, pp=1)
+    assert isinstance(megatron, perfmodel.Prediction)
+    assert megatron.to_dict()["stack_knobs"] == {"async_tp": None, "compile": None, "fp8_recipe": None}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--async-tp"], "--async-tp: stack 'megatron' has no such knob; stacks that have it: torchtitan"),
+        (["--no-compile", "--stack", "composer"], "--compile: stack 'composer' has no such knob"),
+        (["--fp8-recipe", "rowwise", "--stack", "megatron"], "--fp8-recipe: stack 'megatron' has no such knob"),
+        (["--stack", "torchtitan", "--precision", "bf16", "--fp8-recipe", "rowwise"], "it needs --precision fp8"),
+    ],
+)
+def test_a_knob_the_stack_cannot_run_is_a_one_line_error(flags: list[str], message: str) -> None:
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", *flags)
+    assert result.code == 2 and result.out == ""
+    assert message in result.err
+    assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
+
+
+def test_a_scenario_file_names_itself_and_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text('model = "llama3.1-8b"\nstack = "composer"\nasync_tp = false\n')
+    result = run_cli("predict", str(path))
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"error: {path}: field 'async_tp': stack 'composer' has no such knob; stacks that have it: torchtitan "
+        "(got False)"
+    )
+
+
+def test_the_api_refuses_too() -> None:
+    with pytest.raises(PerfmodelError, match="stack 'megatron' has no such knob"):
+        perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, async_tp=True)
+
+
+def test_explain_names_the_stack_mechanism_behind_the_tp_term() -> None:
+    vanilla = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp", "8",
+                      "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--zero", "3", "--stack", "torchtitan",
+                      "--precision", "bf16", "--recompute", "selective")  # fmt: skip
+    assert vanilla.code == 0, vanilla.err
+    assert "torchtitan's vanilla TP (--no-async-tp)" in vanilla.out
+    assert "per-op selective: the forward but attention and the matmuls kept, 36.5% of its GEMM FLOPs" in vanilla.out
+
+
+def test_torchtitans_selective_recompute_reruns_every_second_matmul_and_its_all_gathers() -> None:
+    """Per-op SAC (precision.Recipe.per_op_sac) re-runs the layer's forward but for attention and the matmuls its
+    policy keeps: of wq, wk, wv, wo, w1, w3, w2 it re-runs wk, wo and w3, (1,024 + 4,096 + 14,336) / (2 x 4,096 +
+    2 x 1,024 + 3 x 14,336) = 36.5% of Llama 3.1 8B's forward GEMM FLOPs; and the forward's two all-gathers again."""
+    from perfmodel.physics.step import sac_recomputed_gemm_share
+
+    titan = _predict(async_tp=False)
+    trace = _trace(titan)
+    layer = trace["layer"]
+    assert sac_recomputed_gemm_share(titan.model) == pytest.approx(19456 / 53248)
+    by_hand = layer.forward - layer.forward_attention - (1 - 19456 / 53248) * layer.forward_gemm
+    assert float(trace["recompute_s"]) == pytest.approx(float(by_hand))
+    assert 0 < float(by_hand) < float(layer.forward)
+    full = _trace(_predict(async_tp=False, recompute="full"))
+    assert float(full["recompute_s"]) == pytest.approx(float(layer.forward))
+    none = _trace(_predict(async_tp=False, recompute="none"))
+    gather_in = all_gather(trace["shard"].tokens * titan.model.hidden * BF16_BYTES, trace["tp_links"])
+    assert float(trace["tp_comm"].layer - none["tp_comm"].layer) == pytest.approx(2 * float(gather_in))
+
+
+def test_the_inputs_line_names_the_knobs_as_run() -> None:
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp", "8",
+                     "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--stack", "torchtitan", "--precision",
+                     "fp8", "--compile", "--calibration", "none")  # fmt: skip
+    assert result.code == 0, result.err
+    assert "torchtitan stack (vanilla TP (default), torch.compile, FP8 tensorwise (default))" in result.out
+
+
+def test_a_runs_csv_row_names_the_knobs_it_ran_with(tmp_path: Path) -> None:
+    """A user's runs CSV carries async_tp, compile and fp8_recipe: the row is priced at them, and a bad value or a
+    knob its stack lacks is one line naming the file, row and column."""
+    header = "model,gpu,n_gpus,precision,seq_len,tp,pp,cp,mbs,gbs,zero,recompute,metric,measured,stack,async_tp,compile"
+    row = "llama3.1-8b,h100-grand-teton,64,bf16,8192,8,1,1,12,96,3,selective,tokens_per_s_per_gpu,4809.4,torchtitan"
+    path = tmp_path / "runs.csv"
+    path.write_text(f"{header}\n{row},true,True\n{row},false,true\n")
+    async_row, vanilla_row = (r.scenario for r in read_runs_csv(path))
+    assert (async_row["async_tp"], async_row["compile"], vanilla_row["async_tp"]) == (True, True, False)
+    path.write_text(f"{header}\n{row},yes,true\n")
+    with pytest.raises(PerfmodelError, match=r"row 2: column 'async_tp' is 'yes'; it must be true or false"):
+        read_runs_csv(path)
+    path.write_text(f"{header}\n{row.replace('torchtitan', 'megatron')},true,\n")
+    with pytest.raises(PerfmodelError, match=r"row 2: field 'async_tp': stack 'megatron' has no such knob"):
+        read_runs_csv(path)

@@ -1,0 +1,68 @@
+"""torchtitan's published async-TP and FP8 benchmark (perfmodel/data/torchtitan_runs.csv, from pytorch/torchtitan
+benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md): the rows are bundled on the torchtitan stack at their knobs,
+and the model's ratios between variants of one layout follow the measured ones (issue 28: within 5 points)."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.fitting.runs import TORCHTITAN, bundled_runs
+from perfmodel.fitting.validation import validate
+from perfmodel.physics.calibration import bundled
+
+RATIO_POINTS = 5.0
+"""Issue 28's target: a ratio of two variants within 5 percentage points of the measured ratio."""
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[int, tuple[float, float]]:
+    """(measured, predicted) tokens/s per GPU by CSV line."""
+    runs = [r for r in bundled_runs()[0] if r.id.startswith(TORCHTITAN)]
+    report = validate(runs, bundled())
+    return {int(r.prepared.run.id.split(":")[1]): (r.prepared.run.measured, r.predicted) for r in report.rows}
+
+
+def _ratio_miss_points(rows: dict[int, tuple[float, float]], first: int, second: int) -> float:
+    """How far (points) the predicted ratio of two lines' throughputs is from the measured one."""
+    measured = rows[first][0] / rows[second][0]
+    return abs(rows[first][1] / rows[second][1] - measured) * 100
+
+
+def test_the_twelve_rows_run_on_grand_teton_at_their_knobs() -> None:
+    runs = {int(r.id.split(":")[1]): r for r in bundled_runs()[0] if r.id.startswith(TORCHTITAN)}
+    assert sorted(runs) == list(range(2, 14))
+    assert {r.scenario["gpu"] for r in runs.values()} == {"h100-grand-teton"}
+    # Line 2: '70B ... BF16 ... vanilla TP; torch.compile'; line 7: '70B ... FP8 rowwise ... async TP'.
+    assert (runs[2].scenario["async_tp"], runs[2].scenario["compile"]) == (False, True)
+    assert (runs[7].scenario["async_tp"], runs[7].scenario["fp8_recipe"]) == (True, "rowwise")
+    assert runs[2].scenario["parallelism"]["zero"] == 3 and runs[8].scenario["parallelism"]["recompute"] == "selective"
+
+
+# (vanilla line, async line) of each variant: 70B BF16 and FP8 tensorwise, 8B the same.
+VANILLA_ASYNC = [(2, 3), (4, 5), (8, 9), (10, 11)]
+
+
+@pytest.mark.parametrize(("vanilla", "overlapped"), VANILLA_ASYNC)
+def test_vanilla_over_async_tp_follows_the_measured_ratio(
+    rows: dict[int, tuple[float, float]], vanilla: int, overlapped: int
+) -> None:
+    """torchtitan_runs.csv lines 2-5 and 8-11: async TP measured 3-16% faster than vanilla TP on the same layout."""
+    assert _ratio_miss_points(rows, vanilla, overlapped) <= RATIO_POINTS
+
+
+# (tensorwise, rowwise) at 70B and 8B, vanilla and async TP. The rowwise rows' own vanilla/async ratios (lines 6-7,
+# 12-13) are not gated: their GEMMs, priced faster than measured, leave the TP collectives less to hide behind.
+ROWWISE_RATIOS = [(4, 6), (5, 7), (10, 12), (11, 13)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="rowwise-scaled FP8 GEMMs on H100 are not priced slower than tensorwise ones: kernels/ has no H100 "
+    "rowwise GEMM, and a factor fitted to the 4 rowwise rows would break issue 27's ten-row rule",
+)
+@pytest.mark.parametrize(("first", "second"), ROWWISE_RATIOS)
+def test_tensorwise_over_rowwise_follows_the_measured_ratio(
+    rows: dict[int, tuple[float, float]], first: int, second: int
+) -> None:
+    """torchtitan_runs.csv lines 4-7 and 10-13: rowwise FP8 measured 1.35-1.51x slower than tensorwise."""
+    assert _ratio_miss_points(rows, first, second) <= RATIO_POINTS

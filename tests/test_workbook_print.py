@@ -1,0 +1,148 @@
+"""The workbook prints (issue 29, item 4): every sheet landscape A4 with the headings and the title, sheet, date and
+page on every page, type at least 7 pt on paper, no `###`, Yes/No for true/false, the key row hidden, and a Summary
+one page wide that states the tokens, the batch, the plan's goal and every price basis. LibreOffice prints it to PDF
+and `pdftotext -bbox` measures the type (skipped, and said so, where either is missing)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import openpyxl
+import pytest
+from conftest import run_cli
+from openpyxl.worksheet.worksheet import Worksheet
+from workbook import libreoffice
+
+from perfmodel.outputs.export import printing
+
+PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu", "b300", "--deadline", "60d")
+COMPARE = ("export", "compare", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpu", "gb300", "--gpu", "b200")
+CAMPAIGN = ("export", "predict", "campaign-llama3.1-405b")
+"""Phases of 40M to 6T tokens and costs of hundreds of dollars to tens of millions, in one Summary."""
+SMALLEST_PT = 7.0
+"""The smallest type a procurement reader is asked to read on paper."""
+DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
+
+
+@pytest.fixture(scope="module")
+def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("print")
+    found = {}
+    for name, args in (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN)):
+        found[name] = folder / f"{name}.xlsx"
+        result = run_cli(*args, "--out", str(found[name]))
+        assert result.code == 0, result.err
+    return found
+
+
+def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
+    book = openpyxl.load_workbook(books["compare"])
+    for ws in book:
+        assert ws.page_setup.orientation == "landscape" and ws.page_setup.paperSize == 9, ws.title
+        header, footer = ws.oddHeader, ws.oddFooter
+        assert "llama3.1-405b: comparison" in str(header.left.text), ws.title
+        assert header.right.text == "&A" and "&D" in str(footer.left.text) and "&P of &N" in str(footer.right.text)
+        assert ws.print_title_rows in ("$4:$5", "$4:$4"), ws.title  # the headings on every page
+    for name in DATA_SHEETS:
+        assert book[name].row_dimensions[5].hidden, name  # the keys: for programs, not printed
+
+
+def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> None:
+    """Tokens, batch, the plan's goal and each price's basis (the Inputs sheet's price source, per system)."""
+    plan = openpyxl.load_workbook(books["plan"])
+    summary = plan["Summary"]
+    keys = [c.value for c in summary[5]]
+    assert "tokens_to_train" in keys
+    texts = [str(c.value) for row in summary.iter_rows(min_row=6) for c in row if isinstance(c.value, str)]
+    assert any(t.startswith("Batch: 2,048 sequences of 8,192 tokens") for t in texts), texts
+    assert any(t.startswith("Goal: ") and "60 days" in t for t in texts), texts
+    sources = dict(zip(_column(plan["Results"], "system"), _column(plan["Inputs"], "price_source"), strict=True))
+    for system in ("gb300-nvl72", "dgx-b300"):
+        said = next(t for t in texts if t.startswith(f"Price, {system}: "))
+        assert said.removeprefix(f"Price, {system}: ") == sources[system]
+
+
+def test_true_and_false_print_as_yes_and_no(books: dict[str, Path]) -> None:
+    """On Results a Yes/No number format (LibreOffice honours it; Excel shows TRUE), on the Summary the words."""
+    book, values = openpyxl.load_workbook(books["compare"]), openpyxl.load_workbook(books["compare"], data_only=True)
+    results = next(c.column for c in book["Results"][5] if c.value == "fits_in_memory")
+    assert book["Results"].cell(6, results).number_format == printing.YES_NO
+    summary = next(c.column for c in book["Summary"][5] if c.value == "fits_in_memory")
+    assert '"Yes","No"' in book["Summary"].cell(6, summary).value and values["Summary"].cell(6, summary).value == "Yes"
+
+
+def test_widths_come_from_the_text_a_cell_shows() -> None:
+    """A column is as wide as its widest value as its number format shows it (no `###`): units, separators and each
+    cell's own thousands, millions, ... in the Summary's counts."""
+    tokens, usd = printing.compact(), printing.compact('"$"', smallest=0)
+    assert [printing.shown(v, tokens) for v in (15.6e12, 2.87e12, 252e6, 133.3e9)] == [
+        "15.6T",
+        "2.9T",
+        "252.0M",
+        "133.3B",
+    ]
+    assert [printing.shown(v, usd) for v in (55.2e6, 2234, 604)] == ["$55.2M", "$2.2K", "$604"]
+    assert printing.shown(13.13, '"$"0.00"/GPU-h"') == "$13.13/GPU-h" and printing.shown(0.294, "0.0%") == "29.4%"
+    assert printing.shown(15e12, '#,##0" tokens"') == "15,000,000,000,000 tokens"
+    assert printing.width("Tokens to train", ["15,000,000,000,000 tokens"]) >= len("15,000,000,000,000 tokens")
+    assert printing.width("Price source", ["x" * 200]) == printing.WIDEST_TEXT + 1  # a longer text wraps
+
+
+def _column(ws: Worksheet, key: str) -> list[object]:
+    """The results' values (row 6 down to the first row without a label) in the column whose key (row 5) is `key`."""
+    column, row, found = next(c.column for c in ws[5] if c.value == key), 6, []
+    while ws.cell(row, 1).value:
+        found.append(ws.cell(row, column).value)
+        row += 1
+    return found
+
+
+def _pdf_words(pdf: Path) -> list[list[tuple[str, float]]]:
+    """Each page's words with their heights in points, as `pdftotext -bbox` measures them."""
+    text = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pattern = re.compile(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>')
+    return [
+        [(word, float(y1) - float(y0)) for y0, y1, word in pattern.findall(page)] for page in text.split("<page ")[1:]
+    ]
+
+
+def _reference(folder: Path) -> Path:
+    """A workbook of 11-pt type printed at 100%: its word height is what 11 pt measures (fonts differ by machine)."""
+    import xlsxwriter
+
+    path = folder / "reference.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    wb.add_worksheet().write_string("A1", "Reference")
+    wb.close()
+    return path
+
+
+@pytest.mark.skipif(
+    libreoffice() is None or shutil.which("pdftotext") is None, reason="LibreOffice or pdftotext missing"
+)
+def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_path: Path) -> None:
+    soffice = libreoffice()
+    assert soffice is not None
+    sources = [_reference(tmp_path), *books.values()]
+    subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources)],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    per_point = _pdf_words(tmp_path / "reference.pdf")[0][0][1] / 11
+    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1)):
+        pages = _pdf_words(tmp_path / f"{name}.pdf")
+        for number, words in enumerate(pages, start=1):
+            smallest = min(height for _, height in words) / per_point
+            assert smallest >= SMALLEST_PT, f"{name}.pdf page {number}: {smallest:.1f} pt"
+            assert not [word for word, _ in words if "###" in word], f"{name}.pdf page {number}: ###"
+        inputs = next(number for number, words in enumerate(pages) if "Inputs:" in [word for word, _ in words])
+        summary = pages[:inputs]  # the first sheet's pages, before the one that begins the Inputs sheet
+        assert len(summary) == 1, f"{name}: the Summary prints on {len(summary)} pages"
+        printed = [word for word, _ in summary[0]]
+        assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden
+        assert printed.count("Yes") == rows  # fits in memory: Yes, not 1
+        assert "Batch:" in printed and printed.count("Price,") == systems
+    campaign = [word for word, _ in _pdf_words(tmp_path / "campaign.pdf")[0]]
+    assert {"252.0M", "2.9T", "133.3B", "40.0M", "15.6T"} <= set(campaign)  # each phase's tokens in its own unit
+    assert "0.0T" not in campaign and "$0.0M" not in campaign
