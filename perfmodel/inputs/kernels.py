@@ -124,7 +124,7 @@ hipBLASLt runs FP8 at 0.90 of BF16's share on CDNA3 (MI300X 1,273 of 2,615 TFLOP
 1,519 against 843) and at 1.04 on CDNA4 (MI355X 3,293 of 5,033 against 1,579 of 2,517). Fitted instead (one AMD
 FP8 factor, prior 1), the share traded against `gemm_sustained`: with BF16's rows held out only their product is
 identified, and the fit priced BF16 4-7% fast (the precision protocol's BF16 fold 8.6% with the measured
-collectives, 6.9% with these shares)."""
+collectives, 6.8% with these shares)."""
 
 
 def bench_format_shares() -> dict[tuple[str, str], FormatShare]:
