@@ -46,6 +46,7 @@ def test_the_bundled_values_are_the_fit_of_the_bundled_rows() -> None:
     assert today.call_latency_s == pytest.approx(found.call_latency_s, rel=3e-3)
     assert today.step_latency_s == pytest.approx(found.step_latency_s, abs=1e-8)  # at its bound, 0
     assert today.half_bandwidth_s == pytest.approx(found.half_bandwidth_s, rel=3e-3)
+    assert today.rack_half_bandwidth_s == pytest.approx(found.rack_half_bandwidth_s, rel=3e-3)
     assert today.in_switch_share == pytest.approx(found.in_switch_share, rel=3e-3)
     assert today.ramp_exponent == pytest.approx(found.ramp_exponent, rel=3e-3)
     assert today.mesh_half_bandwidth_s == pytest.approx(found.mesh_half_bandwidth_s, rel=3e-3)
@@ -53,10 +54,11 @@ def test_the_bundled_values_are_the_fit_of_the_bundled_rows() -> None:
 
 
 def test_every_row_names_its_source_and_the_fitted_rows_are_priced_within_their_measured_error() -> None:
-    """The all-reduce, all-gather and reduce-scatter rows of 8 MiB and more (1,188): MAPE 9.5%, each (op, system)
-    within 18% (H100 all-reduce the worst). Those of 1-8 MiB (330, fitted too): 21.7% (+9% on average: slow;
-    GB200/GB300 all-gathers and reduce-scatters 23-25% slow on average, H100's 14%, B200's 18% fast, H100's
-    all-reduces 32% slow; MI300X and MI355X within 20%)."""
+    """The all-reduce, all-gather and reduce-scatter rows of 8 MiB and more (1,188): MAPE 8.9% (9.5% with one
+    switch ramp for baseboards and NVL72 racks), each (op, system) within 18% (H100 all-reduce the worst). Those of
+    1-8 MiB (330, fitted too): 18.2% (21.7%; GB200/GB300 all-gathers 12-14% slow on average and reduce-scatters 4%,
+    against 23-25%; H100's 20-28% slow, B200's 10-11% fast, H100's all-reduces 31% slow; MI300X and MI355X within
+    31%)."""
     rows = collective_kernels()
     assert len(rows) == 3863 and all("@" in row.where and (" line" in row.where or "rccl-tests" in row.where)
                                      for row in rows)  # fmt: skip
@@ -64,8 +66,8 @@ def test_every_row_names_its_source_and_the_fitted_rows_are_priced_within_their_
     large = [row for row in fitted if row.message_bytes >= 8 * MIB]
     small = [row for row in fitted if row.message_bytes < 8 * MIB]
     assert len(fitted) == 1518 and len(large) == 1188 and FIT_MIN_BYTES == MIB
-    assert _mape([e for _, e in errors(large)]) < 10.0
-    assert _mape([e for _, e in errors(small)]) < 22.0
+    assert _mape([e for _, e in errors(large)]) < 9.5
+    assert _mape([e for _, e in errors(small)]) < 19.0
     for (op, system), values in _by(large, lambda r: (r.op, r.system)).items():
         assert _mape(values) < 20.0, (op, system, _mape(values))
 
@@ -73,10 +75,11 @@ def test_every_row_names_its_source_and_the_fitted_rows_are_priced_within_their_
 def test_a_system_left_out_is_priced_from_the_others_fit() -> None:
     """Each system's fitted rows priced by a fit on the other systems' rows (its link generation's efficiency from
     another system of that generation, else the median; an XLA ROCm table's runtime floor read from its own calls of
-    64 KiB and less): 8.6% (A100, median efficiency) to 17.4% (H100)."""
+    64 KiB and less): 8.7% (A100, median efficiency) to 22.6% (H100: its baseboard ramp then comes from B200, H200
+    and A100 alone, 17.4% while NVL72's faster ramp was the same parameter)."""
     found = leave_one_system_out(collective_kernels())
     assert len(found) == 8
-    bounds = {"dgx-a100": 9.5, "dgx-b200": 16, "dgx-h100": 18.5, "dgx-h200": 16, "gb200-nvl72": 16,
+    bounds = {"dgx-a100": 9.5, "dgx-b200": 16, "dgx-h100": 23, "dgx-h200": 16, "gb200-nvl72": 16,
               "gb300-nvl72": 16, "mi300x-8": 15, "mi355x-8": 15}  # fmt: skip
     for system, values in found.items():
         assert _mape(values) < bounds[system], (system, _mape(values))

@@ -130,7 +130,7 @@ def test_all_to_all_bottleneck_is_the_nic_share() -> None:
 
 
 def test_every_collective_call_pays_its_base_latency_and_ramp() -> None:
-    """A call costs its fixed latency (7.5 us, fitted to measured collectives: physics.collective_kernels) however
+    """A call costs its fixed latency (7.1 us, fitted to measured collectives: physics.collective_kernels) however
     small the message, and its data runs slower the smaller it is: n calls of S/n cost (n-1) x (base + ring-step
     latencies) more than one call of S, and their data more again."""
     g = group_links(H100, EFF, 64, 8)  # one rank per node, 64 nodes
@@ -140,4 +140,4 @@ def test_every_collective_call_pays_its_base_latency_and_ramp() -> None:
     split = 10 * reduce_scatter(S / 10, g)
     assert split == pytest.approx(reduce_scatter(S, g) + 9 * (CALL + steps) + 10 * _ramped(data / 10) - _ramped(data))
     # The ramp is paid in time: 5.6 ms of NIC data runs 1.03x its bus bandwidth's time, a tenth of it 1.15x
-    assert _ramped(data / 10) / (data / 10) / (_ramped(data) / data) == pytest.approx(1.12, abs=0.01)
+    assert _ramped(data / 10) / (data / 10) / (_ramped(data) / data) == pytest.approx(1.15, abs=0.01)

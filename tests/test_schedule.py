@@ -73,7 +73,7 @@ def test_pipeline_fill_and_drain_sends_are_on_the_critical_path() -> None:
     size = 8192 * 4096 * 2
     data_s = size / (450e9 * efficiency.scaleup)
     ramp = 1 + (HALF_BANDWIDTH_S / data_s) ** RAMP_EXPONENT
-    assert ramp == pytest.approx(1.33, abs=0.01)
+    assert ramp == pytest.approx(1.41, abs=0.01)  # an 8-GPU baseboard's ramp (45 us half-rate time)
     send_s = NCCL_CALL_LATENCY_S + data_s * ramp
     for pp in (2, 4):
         step = evaluate(ctx, layout_vars(Layout(1, pp, 1, 1, 1, 1, 1, 16, 8192, "none", 1)))

@@ -67,6 +67,8 @@ class Fitted(NamedTuple):
     55-370 us). Read from each table's own calls of RUNTIME_MAX_BYTES and less (their median time over the library's
     price), so that its larger rows price RCCL's ramp rather than XLA's overhead; no prediction pays it. NVIDIA's
     tables show none beyond the NCCL call latency fitted on them."""
+    rack_half_bandwidth_s: float = collectives.RACK_HALF_BANDWIDTH_S
+    """The ramp's half-rate time on a rack-scale switched domain (collectives.RACK_HALF_BANDWIDTH_S)."""
 
 
 @cache
@@ -76,7 +78,8 @@ def bundled() -> Fitted:
     scaleup = {SCALEUP_LINKS[family]: DEFAULTS[family].scaleup for family in SCALEUP_LINKS}
     library = Fitted(scaleup, collectives.NCCL_CALL_LATENCY_S, collectives.SCALEUP_STEP_LATENCY_S,
                      collectives.HALF_BANDWIDTH_S, collectives.IN_SWITCH_SHARE, collectives.RAMP_EXPONENT,
-                     collectives.MESH_HALF_BANDWIDTH_S, collectives.ALL_REDUCE_HALF_BANDWIDTH_S, {})  # fmt: skip
+                     collectives.MESH_HALF_BANDWIDTH_S, collectives.ALL_REDUCE_HALF_BANDWIDTH_S, {},
+                     collectives.RACK_HALF_BANDWIDTH_S)  # fmt: skip
     return with_runtime(collective_kernels(), library)
 
 
@@ -118,7 +121,9 @@ def _library_s(row: CollectiveKernel, values: Fitted) -> float:
     links = collectives.group_links(found, eff, float(row.ranks), 1.0)._replace(
         intra_latency_s=found.scaleup_latency_s + values.step_latency_s,
         call_latency_s=values.call_latency_s,
-        half_bandwidth_s=values.mesh_half_bandwidth_s if found.scaleup_mesh else values.half_bandwidth_s,
+        half_bandwidth_s=collectives.switch_half_bandwidth_s(
+            found, values.mesh_half_bandwidth_s, values.rack_half_bandwidth_s, values.half_bandwidth_s
+        ),
         all_reduce_half_bandwidth_s=(
             values.mesh_half_bandwidth_s if found.scaleup_mesh else values.all_reduce_half_bandwidth_s
         ),
@@ -155,18 +160,18 @@ def fit(rows: Iterable[CollectiveKernel], generations: Sequence[str] | None = No
 
     def unpack(x: NDArray[np.float64]) -> Fitted:
         scaleup = dict(zip(present, (float(v) for v in x[: len(present)]), strict=True))
-        call_us, step_us, half_us, share, power, mesh_us, reduce_us = (float(v) for v in x[len(present) :])
+        call_us, step_us, half_us, share, power, mesh_us, reduce_us, rack_us = (float(v) for v in x[len(present) :])
         library = Fitted(scaleup, call_us * 1e-6, step_us * 1e-6, half_us * 1e-6, share, power, mesh_us * 1e-6,
-                         reduce_us * 1e-6, {})  # fmt: skip
+                         reduce_us * 1e-6, {}, rack_us * 1e-6)  # fmt: skip
         return with_runtime(floors, library)
 
     def residuals(x: NDArray[np.float64], /) -> NDArray[np.float64]:
         values = unpack(x)
         return weights * np.log(np.array([predicted_s(row, values) for row in chosen]) / measured)
 
-    start = [0.8] * len(present) + [10.0, 1.0, 20.0, 0.8, 0.7, 20.0, 20.0]
-    lower = [0.3] * len(present) + [0.0, 0.0, 0.0, 0.3, 0.2, 0.0, 0.0]
-    upper = [1.0] * len(present) + [100.0, 10.0, 500.0, 1.0, 1.0, 500.0, 500.0]
+    start = [0.8] * len(present) + [10.0, 1.0, 20.0, 0.8, 0.7, 20.0, 20.0, 20.0]
+    lower = [0.3] * len(present) + [0.0, 0.0, 0.0, 0.3, 0.2, 0.0, 0.0, 0.0]
+    upper = [1.0] * len(present) + [100.0, 10.0, 500.0, 1.0, 1.0, 500.0, 500.0, 500.0]
     found = unpack(least_squares(residuals, start, bounds=(lower, upper)).x)
     median = float(np.median(list(found.scaleup.values())))
     every = generations or sorted(set(SCALEUP_LINKS.values()))

@@ -39,6 +39,10 @@ class Link:
     latency_s: float
 
 
+BASEBOARD_RANKS = 8
+"""GPUs on one HGX/DGX baseboard's NVSwitch domain; a switched domain of more is rack-scale (Tiers.scaleup_rack)."""
+
+
 @dataclass(frozen=True)
 class Tiers:
     scaleup_by_members: tuple[float, ...]
@@ -58,6 +62,12 @@ class Tiers:
     step_latency_s: float
     """Software cost of one collective step across NICs (NCCL/RCCL kernel synchronisation, proxy thread); inside a
     domain the measured collectives fit none beyond the link hops (collectives.SCALEUP_STEP_LATENCY_S)."""
+
+    @property
+    def scaleup_rack(self) -> bool:
+        """A switched domain beyond one baseboard's 8 GPUs (NVL72's NVLink switch trays): its all-gathers and
+        reduce-scatters ramp to their bus bandwidth sooner (collectives.RACK_HALF_BANDWIDTH_S)."""
+        return not self.scaleup_mesh and self.ranks_per_domain > BASEBOARD_RANKS
 
     def scaleup_bytes_per_s(self, members: int) -> float:
         """0 for a group larger than the domain (a domain of one GPU has no pair): it has no scale-up path."""
