@@ -23,11 +23,11 @@ GB_PER_S = 1e9
 
 def _comm(mode: str, cp: int = 4, tp: int = 1) -> tuple[float, float]:
     """(forward, whole layer) seconds of Llama 2 7B's CP exchange at 32,768 tokens, one micro-batch, over links of
-    1 GB/s with no latency inside one domain."""
+    1 GB/s with no latency inside one domain and no message-size ramp: each call pays NCCL's fixed latency alone."""
     hw, md = resolve("h100-sxm"), get_model("llama2-7b")
     recipe = cp_comm_recipe(get_recipe("bf16", hw.accelerator), mode)
     ctx = Context(md, hw, recipe, DEFAULTS["hopper"], 32768)
-    links = GroupLinks(cp, cp, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0)
+    links = GroupLinks(cp, cp, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0, half_bandwidth_s=0.0)
     comm = _context_parallel(ctx, Shard(md, recipe, tp, cp, 1, 32768), links, 0.0)
     return float(comm.forward), float(comm.layer)
 
@@ -35,15 +35,16 @@ def _comm(mode: str, cp: int = 4, tp: int = 1) -> tuple[float, float]:
 def test_each_exchange_moves_the_bytes_counted_by_hand() -> None:
     """Llama 2 7B (32 heads of 128, no GQA: K and V are 4,096 wide each), CP 4: a rank holds 8,192 tokens, its K and
     V chunk 8,192 x 2 x 4,096 x 2 bytes = 134.2 MB. Ring: 3 steps of one chunk forward, K, V and their gradients
-    (3x) over the layer. All-gather: the same 3 chunks arrive per rank (3/4 of the 4-chunk tensor), gathered again
-    backward and the gradients reduce-scattered, each call with NCCL's fixed latency. Ulysses: Q, K, V and the output
-    (4 x 8,192 x 4,096 x 2 bytes = 268.4 MB per rank) all-to-all'd, 3/4 of it leaving the rank, and the same again
-    backward."""
+    (3x) over the layer, each step a call. All-gather: the same 3 chunks arrive per rank (3/4 of the 4-chunk tensor),
+    gathered again backward and the gradients reduce-scattered. Ulysses: Q, K, V and the output (4 x 8,192 x 4,096 x
+    2 bytes = 268.4 MB per rank) all-to-all'd, 3/4 of it leaving the rank, and the same again backward. Each call pays
+    NCCL's fixed latency."""
     chunk = 8192 * 2 * 4096 * 2 / GB_PER_S
-    assert _comm("p2p") == pytest.approx((3 * chunk, 9 * chunk))
+    step = chunk + NCCL_CALL_LATENCY_S
+    assert _comm("p2p") == pytest.approx((3 * step, 9 * step))
     gathered = 3 * chunk + NCCL_CALL_LATENCY_S
     assert _comm("all_gather") == pytest.approx((gathered, 3 * gathered))
-    a2a = 0.75 * 4 * 8192 * 4096 * 2 / GB_PER_S
+    a2a = 0.75 * 4 * 8192 * 4096 * 2 / GB_PER_S + NCCL_CALL_LATENCY_S
     assert _comm("a2a") == pytest.approx((a2a, 2 * a2a))
     assert _comm("p2p", cp=1) == (0.0, 0.0)
 

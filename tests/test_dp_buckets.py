@@ -5,7 +5,13 @@ import math
 import pytest
 
 from perfmodel.inputs.hardware import resolve
-from perfmodel.physics.collectives import NCCL_CALL_LATENCY_S, group_links, reduce_scatter
+from perfmodel.physics.collectives import (
+    HALF_BANDWIDTH_S,
+    NCCL_CALL_LATENCY_S,
+    RAMP_EXPONENT,
+    group_links,
+    reduce_scatter,
+)
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.step import bucketed_exposed, dp_buckets
 from perfmodel.physics.topology import tiers
@@ -26,7 +32,9 @@ def test_each_bucket_pays_the_ring_latency_across_nodes() -> None:
     size, buckets = 4e9, 10
     alpha = NCCL_CALL_LATENCY_S + (g.per_domain - 1) * g.intra_latency_s + (g.domains - 1) * g.inter_latency_s
     bucketed = buckets * reduce_scatter(size / buckets, g)
-    assert bucketed == pytest.approx(reduce_scatter(size, g) + (buckets - 1) * alpha, rel=1e-9)
+    data = (g.domains - 1) / g.domains * size / g.inter_bytes_per_s  # one rank per node: the NIC hop is the bound
+    ramps = [1 + (HALF_BANDWIDTH_S / s) ** RAMP_EXPONENT for s in (data / buckets, data)]
+    assert bucketed == pytest.approx(reduce_scatter(size, g) + (buckets - 1) * alpha + data * (ramps[0] - ramps[1]))
     assert alpha > 1e-3  # 511 ring steps of NIC latency: at hundreds of ranks latency, not bandwidth, dominates
 
 

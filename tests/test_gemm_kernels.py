@@ -75,14 +75,17 @@ def test_the_fitted_rows_are_priced_within_the_fits_error(fitted: dict[str, Fitt
 def test_a_family_left_out_is_priced_from_the_others_within_fifteen_percent() -> None:
     """Leave one family out: its rows priced with its vendor's other family's share and shape (AMD's shape is
     NVIDIA's: too few AMD rows to fit one) and its own datasheet peak, SMs and sustained clock. MAPE over all rows
-    9.3%; Blackwell 8.6%, Hopper 9.1%, CDNA3 12.2% and CDNA4 24.3% (CDNA3's share of MI355X's doubled peak) on their
-    12 and 18 hipBLASLt rows (BF16 and FP8). Before the tail wave 9.7%: Blackwell 9.0%, Hopper 10.2%, CDNA3 5.9%."""
+    9.3%; Blackwell 8.6%, Hopper 9.1%, CDNA3 14.6% and CDNA4 23.1% (CDNA3's share of MI355X's doubled peak) on their
+    12 and 18 hipBLASLt rows (BF16 and FP8). CDNA3 was 12.2% (CDNA4 24.3%) with FP8 at BF16's share: its two FP8
+    rows now run at hipblaslt-bench's 0.90 of it (inputs.kernels.BENCH_FORMAT_SHARES) on CDNA4's BF16 share, which
+    prices them 43% slow, as it prices MI300X's BF16 rows slow. Before the tail wave 9.7%: Blackwell 9.0%, Hopper
+    10.2%, CDNA3 5.9%."""
     held_out = leave_one_out(gemm_kernels())
     everything = [e for errs in held_out.values() for e in errs]
     assert _mape(everything) < 9.6
     assert _mape(held_out["blackwell"]) < 9.0
     assert _mape(held_out["hopper"]) < 9.5
-    assert _mape(held_out["cdna3"]) < 12.5
+    assert _mape(held_out["cdna3"]) < 15.0
 
 
 def test_blackwell_loses_more_than_hopper_at_small_m(fitted: dict[str, Fitted]) -> None:

@@ -6,10 +6,11 @@ import statistics
 import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
-from perfmodel.inputs.kernels import MEASURED_FAMILIES, PARTS, format_shares
+from perfmodel.inputs.kernels import BENCH_FORMAT_SHARES, MEASURED_FAMILIES, PARTS, bench_format_shares, format_shares
 from perfmodel.physics.calibration import bundled
 from perfmodel.physics.compute import format_share, measured_share, op_time
 from perfmodel.physics.efficiency import DEFAULTS
+from perfmodel.physics.parameters import TABLE, Entry
 from perfmodel.physics.workload import Op
 
 # kernels_gemm.csv, NVIDIA/TransformerEngine@d0067d0da6cb docs/examples/gemm_profiling/gemm_profiling.rst lines
@@ -53,6 +54,28 @@ def test_fp8_share_is_the_current_scaling_and_mxfp8_gemms_on_every_part_with_tho
         assert measured_share(get_accelerator(part), "fp8") == format_shares()[("blackwell-ultra", "fp8")]
     for part in ("b200", "gb200"):
         assert measured_share(get_accelerator(part), "fp4") == format_shares()[("blackwell", "fp4")]
+
+
+def test_amd_fp8_runs_at_hipblaslt_benchs_measured_share_of_bf16s_and_the_fit_does_not_move_it() -> None:
+    """hipblaslt-bench at each format's best shape (kernels_gemm_shapes.csv): ROCm/rocm-blogs@8e011952aebc
+    measuring-max-achievable-flops-part2, MI300X BF16 709.3 TFLOP/s (its printed run) and FP8 1,273 against 1,307.4
+    and 2,614.9 dense, MI325X 843 and 1,519; HazyResearch/HipKittens@f09e9685c4c6 analysis/bf16_gemm/plot.py and
+    fp8_gemm/mi350x/mi355x_fp8_gemm.json, MI355X at 16,384 cubed, BF16 1,579.2 TFLOP/s and FP8 3,293.2 (2,670.96 us),
+    against 2,516.6 and 5,033.2 dense."""
+    mi300x, mi325x = (1273 / 2614.9) / (709.258 / 1307.4), (1519 / 2614.9) / (843 / 1307.4)
+    mi355x = (3293.2 / 5033.2) / (1579.2 / 2516.6)
+    measured = bench_format_shares()
+    assert measured[("cdna3", "fp8")].ratio == pytest.approx(statistics.median((mi300x, mi325x)), rel=1e-9)
+    assert measured[("cdna4", "fp8")].ratio == pytest.approx(mi355x, rel=1e-9)
+    assert set(measured) == set(BENCH_FORMAT_SHARES)
+    for key, share in measured.items():
+        assert BENCH_FORMAT_SHARES[key].ratio == pytest.approx(share.ratio, abs=5e-4)
+        assert BENCH_FORMAT_SHARES[key].part == share.part
+    for part, family in (("mi300x", "cdna3"), ("mi325x", "cdna3"), ("mi355x", "cdna4")):
+        acc = get_accelerator(part)
+        assert format_share(acc, DEFAULTS[family], "fp8") == pytest.approx(BENCH_FORMAT_SHARES[family, "fp8"].ratio)
+    fp8 = next(p for p in TABLE if p.name == "gemm_format_fp8")
+    assert not Entry(fp8, "amd").fittable and Entry(fp8, "nvidia").fittable
 
 
 def test_the_measured_families_are_those_of_the_measured_parts() -> None:

@@ -13,7 +13,7 @@ from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import replaced
 from perfmodel.physics import moe
-from perfmodel.physics.collectives import all_to_all, group_links
+from perfmodel.physics.collectives import HALF_BANDWIDTH_S, RAMP_EXPONENT, all_to_all, group_links
 from perfmodel.physics.compute import grouped_efficiency, op_time
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.parallel import Layout, check
@@ -27,6 +27,11 @@ TINY = ModelSpec(
 )
 
 
+def _ramped(data_s: float) -> float:
+    """A call's data time at full bus bandwidth stretched by its ramp (collectives.HALF_BANDWIDTH_S)."""
+    return data_s * (1 + (HALF_BANDWIDTH_S / data_s) ** RAMP_EXPONENT)
+
+
 def _ctx(model: ModelSpec, system: str = "dgx-h100", precision: str = "bf16", imbalance: float = 1.0) -> Context:
     hw = resolve(None, system)
     eff = DEFAULTS[hw.accelerator.family]
@@ -38,7 +43,7 @@ def test_all_to_all_inside_an_nvlink_domain_is_its_closed_form() -> None:
     ctx = _ctx(TINY)
     links = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0)
     size = 64e6
-    expected = 7 * links.intra_latency_s + 7 / 8 * size / links.intra_bytes_per_s
+    expected = links.call_latency_s + 7 * links.intra_latency_s + _ramped(7 / 8 * size / links.intra_bytes_per_s)
     assert links.domains == 1
     assert all_to_all(size, links) == pytest.approx(expected)
 
@@ -53,7 +58,7 @@ def test_all_to_all_across_nics_is_bound_by_the_share_leaving_the_node() -> None
     inter = 8 / 16 * size / links.inter_bytes_per_s
     latency = 15 * min(links.intra_latency_s, links.inter_latency_s)
     assert links.domains == 2 and inter > intra
-    assert all_to_all(size, links) == pytest.approx(latency + max(intra, inter))
+    assert all_to_all(size, links) == pytest.approx(links.call_latency_s + latency + _ramped(max(intra, inter)))
 
 
 def test_dispatch_moves_bf16_hidden_states_whatever_the_recipe() -> None:
@@ -235,7 +240,8 @@ def test_token_all_to_all_across_nodes_sends_each_token_once_per_remote_node() -
     inter = 3 * (1 - 0.75**8) * token / links.inter_bytes_per_s
     intra = (7 / 32 + 24 / 32 * 7 / 8) * 8 * token / links.intra_bytes_per_s
     latency = 31 * min(links.intra_latency_s, links.inter_latency_s)
-    assert token_all_to_all(token, 8.0, links) == pytest.approx(latency + max(intra, inter))
+    expected = links.call_latency_s + latency + _ramped(max(intra, inter))
+    assert token_all_to_all(token, 8.0, links) == pytest.approx(expected)
     inside = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0)
     assert token_all_to_all(token, 8.0, inside) == pytest.approx(all_to_all(8 * token, inside))
 

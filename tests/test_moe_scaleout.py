@@ -14,7 +14,7 @@ from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import replaced
 from perfmodel.physics import moe
-from perfmodel.physics.collectives import group_links
+from perfmodel.physics.collectives import HALF_BANDWIDTH_S, RAMP_EXPONENT, group_links
 from perfmodel.physics.compute import ops_time
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.parallel import Layout
@@ -46,7 +46,9 @@ def test_gpt_oss_dispatch_over_eight_b300_nodes_is_the_plain_all_to_all_at_the_n
     assert links.inter_bytes_per_s == pytest.approx(800e9 / 8 * eff.scaleout)
     sent = 4 * 4096 * 4 * 2880 * 2
     assert 56 / 64 * sent / 100e9 == pytest.approx(3.30e-3, rel=0.01)
-    one = 63 * min(links.intra_latency_s, links.inter_latency_s) + 56 / 64 * sent / (100e9 * eff.scaleout)
+    bound = 56 / 64 * sent / (100e9 * eff.scaleout)
+    data = bound * (1 + (HALF_BANDWIDTH_S / bound) ** RAMP_EXPONENT)  # 1.05x at 3.7 ms
+    one = links.call_latency_s + 63 * min(links.intra_latency_s, links.inter_latency_s) + data
     sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, 64, 1, 1.0)
     forward, _ = moe.expert_comm(sh, links, group_links(ctx.tiers, eff, 1.0, 1.0), False)
     assert forward == pytest.approx(2 * one)

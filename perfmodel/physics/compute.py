@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from functools import cached_property, lru_cache
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
-from perfmodel.inputs.kernels import MEASURED_FAMILIES, FormatShare, format_shares
+from perfmodel.inputs.kernels import BENCH_FORMAT_SHARES, MEASURED_FAMILIES, FormatShare, format_shares
 from perfmodel.physics.algebra import Number, ceil, maximum, minimum, where
 from perfmodel.physics.efficiency import (
     BAND_TILE_TOKENS,
@@ -89,9 +89,10 @@ def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Nu
 def format_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """A GEMM format's delivered share of its peak over BF16's on this part. Where the bundled kernel rows measure
     its tensor cores in that format (`measured_share`: Blackwell Ultra NVFP4 0.57 of BF16's share, Blackwell NVFP4
-    0.95, both families' FP8 0.94), the measured part's ratio; else the power assumption's (`peak_power_share` of
-    the format over BF16's). A part other than the one measured (a what-if, a sibling at another power) moves from
-    the measured ratio as the power assumption moves, so that more FLOP/s in one format never slows another's GEMMs."""
+    0.95, both families' FP8 0.94; CDNA3 FP8 0.90, CDNA4 1.04), the measured part's ratio; else the power
+    assumption's (`peak_power_share` of the format over BF16's). A part other than the one measured (a what-if, a
+    sibling at another power) moves from the measured ratio as the power assumption moves, so that more FLOP/s in one
+    format never slows another's GEMMs."""
     if fmt == "bf16":
         return 1.0
     power = peak_power_share(acc, eff, fmt) / peak_power_share(acc, eff, "bf16")
@@ -108,9 +109,10 @@ def measured_share(acc: Accelerator, fmt: str) -> FormatShare | None:
     its `power_reference` names, where the format's peak over BF16's is the same on both parts. Every Blackwell part
     names GB300's BF16/FP8 silicon (hardware_specs: Blackwell Ultra keeps Blackwell's BF16 and FP8 tensor cores), so
     B200 and GB200 run FP8 at the share measured on B300; their FP4, at two thirds of Blackwell Ultra's peak ratio,
-    runs on other cores and keeps B200's own measurement."""
+    runs on other cores and keeps B200's own measurement. CDNA3's and CDNA4's FP8, which no layer rows measure, is
+    hipblaslt-bench's (inputs.kernels.BENCH_FORMAT_SHARES)."""
     if acc.family not in MEASURED_FAMILIES:
-        return None
+        return BENCH_FORMAT_SHARES.get((acc.family, fmt))
     shares = format_shares()
     own = shares.get((acc.family, fmt))
     if own is not None or acc.power_reference is None:

@@ -453,6 +453,20 @@ DEFAULTS: dict[str, Efficiency] = {
     "cdna3": _measured_gemm(_CDNA, "cdna3"),
     "cdna4": _measured_gemm(_measured_attention(_CDNA, "cdna4"), "cdna4"),
 }
+SCALEUP_LINKS = {
+    "ampere": "NVLink 3",
+    "hopper": "NVLink 4",
+    "blackwell": "NVLink 5",
+    "blackwell-ultra": "NVLink 5",
+    "cdna3": "xGMI 3",
+    "cdna4": "xGMI 4",
+}
+"""Each family's scale-up link generation (Blackwell and Blackwell Ultra share NVLink 5 and its switches)."""
+KERNEL_SCALEUP = {"NVLink 3": 0.777, "NVLink 4": 0.821, "NVLink 5": 0.724, "xGMI 3": 0.696, "xGMI 4": 0.831}
+"""Scale-up bus efficiency per link generation, fitted to measured collectives (perfmodel/data/kernels_collectives.csv:
+physics.collective_kernels.fit, rounded; tests/test_collective_kernels.py holds the two equal), in DEFAULTS. Before:
+0.80 on NVIDIA and 0.70 on AMD, estimates."""
+DEFAULTS = {family: replace(eff, scaleup=KERNEL_SCALEUP[SCALEUP_LINKS[family]]) for family, eff in DEFAULTS.items()}
 
 
 def years_between(older: str, newer: str) -> float:

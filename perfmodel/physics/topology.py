@@ -39,6 +39,10 @@ class Link:
     latency_s: float
 
 
+BASEBOARD_RANKS = 8
+"""GPUs on one HGX/DGX baseboard's NVSwitch domain; a switched domain of more is rack-scale (Tiers.scaleup_rack)."""
+
+
 @dataclass(frozen=True)
 class Tiers:
     scaleup_by_members: tuple[float, ...]
@@ -52,8 +56,18 @@ class Tiers:
     ranks_per_domain: int
     scaleup_in_network_reduction: bool
     scaleout_in_network_reduction: bool
+    scaleup_mesh: bool
+    """Peer links between every pair of GPUs (AMD's xGMI, driven by RCCL) rather than a switch (NVLink, NCCL): its
+    collectives ramp to their bus bandwidth differently (collectives.MESH_HALF_BANDWIDTH_S)."""
     step_latency_s: float
-    """Software cost of one collective step (NCCL/RCCL kernel synchronisation)."""
+    """Software cost of one collective step across NICs (NCCL/RCCL kernel synchronisation, proxy thread); inside a
+    domain the measured collectives fit none beyond the link hops (collectives.SCALEUP_STEP_LATENCY_S)."""
+
+    @property
+    def scaleup_rack(self) -> bool:
+        """A switched domain beyond one baseboard's 8 GPUs (NVL72's NVLink switch trays): its all-gathers and
+        reduce-scatters ramp to their bus bandwidth sooner (collectives.RACK_HALF_BANDWIDTH_S)."""
+        return not self.scaleup_mesh and self.ranks_per_domain > BASEBOARD_RANKS
 
     def scaleup_bytes_per_s(self, members: int) -> float:
         """0 for a group larger than the domain (a domain of one GPU has no pair): it has no scale-up path."""
@@ -140,6 +154,7 @@ def derive_tiers(hw: Hardware) -> Tiers:
         ranks_per_domain=ranks,
         scaleup_in_network_reduction=hw.system.scaleup_in_network_reduction.value,
         scaleout_in_network_reduction=hw.system.fabric.in_network_reduction.value,
+        scaleup_mesh=hw.system.scaleup_kind == "mesh",
         step_latency_s=hw.system.latency.collective_step_us.value * US,
     )
 
@@ -159,7 +174,7 @@ def _checked(raw: dict[str, Any]) -> Tiers | None:
     members = raw["scaleup_by_members"]
     leaf, spine = _link(raw["across_leaf"]), _link(raw["across_spine"])
     counts = (raw["domains_per_leaf"], raw["ranks_per_domain"])
-    flags = (raw["scaleup_in_network_reduction"], raw["scaleout_in_network_reduction"])
+    flags = (raw["scaleup_in_network_reduction"], raw["scaleout_in_network_reduction"], raw["scaleup_mesh"])
     valid = (
         isinstance(members, list)
         and all(in_range(m, 0, 1e15) for m in members)

@@ -109,7 +109,7 @@ KNOBS: dict[str, Knob] = {
         Knob(
             "collective_step_us",
             "us",
-            "NCCL/RCCL software cost per collective step",
+            "NCCL/RCCL software cost per collective step across NICs",
             "latency",
             "collective_step_us",
             (0.001, 100_000),

@@ -1,0 +1,45 @@
+"""Speed of the collective kernel stage: reading the bundled rows, one fit (physics.collective_kernels.fit) and the
+leave-one-system-out error, and one row's price.
+
+Run: python benchmarks/bench_collective_kernels.py [--repeat N]. Prints medians; not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+
+def median_s(fn: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    repeat = parser.parse_args().repeat
+
+    from perfmodel.inputs.kernels import collective_kernels
+    from perfmodel.physics.collective_kernels import fit, leave_one_system_out, predicted_s
+
+    read = median_s(lambda: collective_kernels.__wrapped__(), repeat)
+    rows = collective_kernels()
+    predicted_s(rows[0])  # warm the hardware and topology caches
+    one = median_s(lambda: predicted_s(rows[0]), 200 * repeat)
+    fitted = median_s(lambda: fit(rows), repeat)
+    held_out = median_s(lambda: leave_one_system_out(rows), 1)
+    print(f"read {len(rows):,} rows, ms                      {read * 1e3:8.1f}")
+    print(f"price one row, us                              {one * 1e6:8.1f}")
+    print(f"fit, s                                         {fitted:8.2f}")
+    print(f"leave-one-system-out (8 fits), s               {held_out:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
