@@ -55,8 +55,8 @@ MUTATIONS = (
     Mutation(
         "all-reduce moves its data twice",
         "perfmodel/physics/collectives.py",
-        "return _call_latency(g) + intra_latency + inter_latency + maximum(intra_data, inter_data)",
-        "return _call_latency(g) + intra_latency + inter_latency + 2 * maximum(intra_data, inter_data)",
+        "data = _ramped(maximum(intra_data, inter_data), g, g.all_reduce_half_bandwidth_s)",
+        "data = _ramped(2 * maximum(intra_data, inter_data), g, g.all_reduce_half_bandwidth_s)",
     ),
     Mutation(
         "no pipeline bubble",

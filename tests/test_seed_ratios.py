@@ -23,8 +23,8 @@ MEASURED = {
 }
 TOLERANCE_PCT = {
     "GB200 NVFP4 / H100 FP8": 4.5,  # +3.9% with GEMMs from the kernel stage (+2.4% before it, +2.5% physics3)
-    "GB200 NVFP4 / GB200 FP8": 2.5,  # -1.8% (-0.7%, -2.6%)
-    "GB300 NVFP4 / GB200 FP8": 4.5,  # -3.5% (-2.2%, -0.5%)
+    "GB200 NVFP4 / GB200 FP8": 5.0,  # -4.6% with measured collectives (-1.8%, -0.7%, -2.6%): issue 25's 5%
+    "GB300 NVFP4 / GB200 FP8": 5.0,  # -4.9% with measured collectives (-3.5%, -2.2%, -0.5%): issue 25's 5%
     "GB300 NVFP4 / H100 FP8": 3.0,  # +2.1% (+0.7%, +0.9%, +3.7%; +7.4% before the FP4 kernels)
     "GB300 NVFP4 / H100 FP8, per dollar": 3.0,  # the same ratio x the bundled prices ($6.16 / $13.13)
 }
