@@ -7,18 +7,8 @@ Run: python benchmarks/bench_collective_kernels.py [--repeat N]. Prints medians;
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
-
-def median_s(fn: Callable[[], object], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+from bench_predict import median_us
 
 
 def main() -> None:
@@ -29,12 +19,12 @@ def main() -> None:
     from perfmodel.inputs.kernels import collective_kernels
     from perfmodel.physics.collective_kernels import fit, leave_one_system_out, predicted_s
 
-    read = median_s(lambda: collective_kernels.__wrapped__(), repeat)
+    read = median_us(lambda: collective_kernels.__wrapped__(), repeat) / 1e6
     rows = collective_kernels()
     predicted_s(rows[0])  # warm the hardware and topology caches
-    one = median_s(lambda: predicted_s(rows[0]), 200 * repeat)
-    fitted = median_s(lambda: fit(rows), repeat)
-    held_out = median_s(lambda: leave_one_system_out(rows), 1)
+    one = median_us(lambda: predicted_s(rows[0]), 200 * repeat) / 1e6
+    fitted = median_us(lambda: fit(rows), repeat) / 1e6
+    held_out = median_us(lambda: leave_one_system_out(rows), 1) / 1e6
     print(f"read {len(rows):,} rows, ms                      {read * 1e3:8.1f}")
     print(f"price one row, us                              {one * 1e6:8.1f}")
     print(f"fit, s                                         {fitted:8.2f}")

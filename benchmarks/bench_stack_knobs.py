@@ -7,10 +7,9 @@
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
+
+from bench_predict import median_us
 
 import perfmodel
 from perfmodel.planning import predict as predicting
@@ -27,15 +26,6 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-def _median_ms(call: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
-
-
 def _cold(options: dict[str, Any]) -> None:
     predicting._CONTEXTS.clear()
     predicting._LAST_CONTEXT.clear()
@@ -50,8 +40,8 @@ def main() -> None:
     for name, knobs in CASES.items():
         options = LAYOUT | knobs
         perfmodel.predict(**options)
-        rows.append((name, _median_ms(lambda o=options: perfmodel.predict(**o), repeat),
-                     _median_ms(lambda o=options: _cold(o), max(5, repeat // 10))))  # fmt: skip
+        rows.append((name, median_us(lambda o=options: perfmodel.predict(**o), repeat) / 1e3,
+                     median_us(lambda o=options: _cold(o), max(5, repeat // 10)) / 1e3))  # fmt: skip
     base_warm, base_cold = rows[0][1], rows[0][2]
     print(f"{'case':42} {'warm ms':>9} {'ratio':>6} {'cold ms':>9} {'ratio':>6}")
     for name, warm, cold in rows:

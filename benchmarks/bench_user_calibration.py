@@ -11,27 +11,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+
+from bench_predict import median_us
 
 ROWS = Path(__file__).resolve().parents[1] / "tests" / "user_runs.csv"
 """tests/test_user_calibration.py's rows: five H100 rows of measured_runs.csv, each time x1.15."""
 
 
-def seconds(fn: Callable[[], object], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def alternating(first: Callable[[], object], second: Callable[[], object], repeat: int) -> tuple[float, float, float]:
     """Median times of `first` and `second` run in turn, and the median of their ratios pair by pair."""
-    pairs = [(seconds(first, 1), seconds(second, 1)) for _ in range(repeat)]
+    pairs = [(median_us(first, 1) / 1e6, median_us(second, 1) / 1e6) for _ in range(repeat)]
     return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
             statistics.median(a / b for a, b in pairs))  # fmt: skip
 
@@ -51,8 +43,8 @@ def main() -> None:
     runs = read_runs_csv(ROWS)
     theirs = bundled_runs()[0]
     fitted = user.calibrate(runs, [], bundled())
-    alone = seconds(lambda: user.calibrate(runs, [], bundled()), 3)
-    together = seconds(lambda: user.calibrate(runs, [], bundled(), theirs), 3)
+    alone = median_us(lambda: user.calibrate(runs, [], bundled()), 3) / 1e6
+    together = median_us(lambda: user.calibrate(runs, [], bundled(), theirs), 3) / 1e6
     print(f"calibrate 5 rows: {alone:.2f} s; with the bundled rows of their family: {together:.2f} s (median of 3)")
     (folder / "cal.json").write_text(fitted.to_json())
     (folder / "bundled.json").write_text(bundled().to_json())
