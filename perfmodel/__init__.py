@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.errors import InfeasibleLayout, PerfmodelError
 
 if TYPE_CHECKING:
-    from perfmodel.api import calibrate, compare, launch, load_scenario, plan, predict, search, validate
+    from perfmodel.api import calibrate, compare, frame, launch, load_scenario, plan, predict, search, validate
     from perfmodel.fitting.validation import Report as ValidationReport
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.campaign import Campaign
@@ -32,6 +32,7 @@ _LAZY = {
     "calibrate": ("perfmodel.api", "calibrate"),
     "plan": ("perfmodel.api", "plan"),
     "launch": ("perfmodel.api", "launch"),
+    "frame": ("perfmodel.api", "frame"),
     "PlanReport": ("perfmodel.planning.plan", "PlanReport"),
     "load_scenario": ("perfmodel.api", "load_scenario"),
     "Scenario": ("perfmodel.inputs.scenario", "Scenario"),
@@ -44,8 +45,8 @@ _LAZY = {
 
 __all__ = [
     "Campaign", "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario",
-    "SearchReport", "ValidationReport", "__version__", "calibrate", "compare", "launch", "load_scenario", "plan",
-    "predict", "search", "validate",
+    "SearchReport", "ValidationReport", "__version__", "calibrate", "compare", "frame", "launch", "load_scenario",
+    "plan", "predict", "search", "validate",
 ]  # fmt: skip
 
 

@@ -266,6 +266,18 @@ def calibrate(
     return fitted
 
 
+def frame(result: Any) -> Any:
+    """Any result's rows (`.to_records()`, or a prediction's `.to_record()`) as a pandas DataFrame whose columns have
+    their own dtypes (numbers, text, flags), also a column every row leaves empty, which `pandas.DataFrame(records)`
+    makes `object`."""
+    from perfmodel.outputs.record import frame as typed
+
+    rows = getattr(result, "to_records", None)
+    if rows is None and not hasattr(result, "to_record"):
+        raise PerfmodelError(f"frame() takes a perfmodel result (a prediction...), not {type(result).__name__}")
+    return typed(rows() if rows is not None else [result.to_record()])
+
+
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
     """The scenario a question asks for, checked; a question asked before is answered from `_ASKED`."""
     from perfmodel.planning.request import load_request

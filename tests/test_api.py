@@ -235,3 +235,31 @@ def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "time_to_train.png").stat().st_size > 10_000
     assert "error: model='llama3.1-450b': unknown model" in done.stdout
     assert "gb300" in done.stdout and "speedup_vs_first" in done.stdout
+
+
+def test_frame_gives_every_column_its_dtype() -> None:
+    """`perfmodel.frame` types a column every row leaves empty by its unit (pandas alone makes it `object`), and the
+    others by their values; a non-result is refused with one line."""
+    pandas = pytest.importorskip("pandas")
+    comparison = perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm", "b200"], n_gpus=8, gbs=64, tokens=1e12)
+    assert pandas.DataFrame(comparison.to_records())["lora_modules"].dtype == object  # what frame() fixes
+    frame = perfmodel.frame(comparison)
+    assert list(frame.columns) == list(pandas.DataFrame(comparison.to_records()).columns)
+    expected = {
+        "lora_modules": "string", "stack_knobs.async_tp": "boolean", "scaling_efficiency": "Float64",
+        "n_gpus": "Int64", "step_time_s": "Float64", "fits_in_memory": "boolean", "accelerator": "string",
+    }  # fmt: skip
+    assert {column: str(frame[column].dtype) for column in expected} == expected
+    assert frame.loc[1, "speedup_vs_first"] == pytest.approx(comparison.rows[1]["speedup_vs_first"])
+    one = perfmodel.frame(comparison.predictions[0])
+    assert len(one) == 1 and not (one.dtypes == object).any()
+    with pytest.raises(perfmodel.PerfmodelError, match="^frame\\(\\) takes a perfmodel result"):
+        perfmodel.frame({"step_time_s": 1.0})
+
+
+def test_views_mark_the_default_scenarios_tokens() -> None:
+    """The default scenario's 15T tokens answer any question that gives none; a comparison's repr says so, as the
+    CLI's tables do, and not for tokens the question gave."""
+    assert "tokens 15T (default)," in repr(perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm"], n_gpus=8, gbs=64))
+    given = perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm"], n_gpus=8, gbs=64, tokens="1T")
+    assert "tokens 1T," in repr(given) and "(default)" not in repr(given)

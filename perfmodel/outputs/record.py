@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from perfmodel.errors import PerfmodelError
+
 
 class Field(NamedTuple):
     name: str
@@ -58,7 +60,7 @@ FIELDS: tuple[Field, ...] = (
     Field("precision", "", "precision recipe (bf16, fp8, mxfp8, nvfp4, mxfp4)"),
     Field("documents", "", "what priced attention: 'pretrain' (whole sequences), documents of one length, a histogram"),
     Field("attention_keys_per_query", "keys", "mean keys per full-attention query: s/2, less with documents"),
-    Field("lora_rank", "", "LoRA adapter rank (0: full training)"),
+    Field("lora_rank", "rank", "LoRA adapter rank (0: full training)"),
     Field("lora_modules", "", "linear layers LoRA adapts: attention, mlp or all-linear (LoRA only)"),
     Field("parallelism.tp", "ranks", "tensor-parallel size"),
     Field("parallelism.pp", "stages", "pipeline-parallel stages"),
@@ -80,8 +82,8 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field("parallelism.zero", "stage", "ZeRO stage (0 plain DP, 1 distributed optimizer, 2 gradients, 3 weights)"),
     Field("stack", "", "software stack the prediction priced (megatron, composer, torchtitan, ...)"),
-    Field("stack_knobs.async_tp", "", "torchtitan's async TP on (true) or vanilla TP (false); empty: no such knob"),
-    Field("stack_knobs.compile", "", "torch.compile fusion (true) or eager elementwise kernels (false); empty: none"),
+    Field("stack_knobs.async_tp", "true/false", "torchtitan's async TP (true) or vanilla TP (false); empty: none"),
+    Field("stack_knobs.compile", "true/false", "torch.compile fusion (true) or eager elementwise (false); empty: none"),
     Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob, or no FP8"),
     Field("step_time_s", "s", "time of one optimizer step"),
     Field("tokens_per_s", "tokens/s", "cluster throughput"),
@@ -248,6 +250,31 @@ def table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = list(rows)
     keys = header(rows)
     return [{key: row.get(key) for key in keys} for row in rows]
+
+
+TEXT_UNIT, FLAG_UNIT = "", "true/false"
+"""The units of the columns that are not numbers: text (an id, a name, a note) and flags."""
+_UNITS = {field.name: field.unit for field in FIELDS} | {
+    # the columns compare and plan add that every row of a table may leave empty
+    "scaling_efficiency": "fraction", "budget_share": "fraction", "p_within_budget": "fraction",
+    "p_meet_deadline": "fraction", "deadline_share": "fraction", "reason": TEXT_UNIT, "binds": TEXT_UNIT,
+}  # fmt: skip
+
+
+def frame(records: Iterable[Mapping[str, Any]]) -> Any:
+    """Records as a pandas DataFrame of nullable dtypes (`convert_dtypes`: Int64, Float64, boolean, string), a
+    column of the schema that every row leaves empty (a LoRA column of full-training runs) typed by its unit (text,
+    flag or number) where pandas alone would make it `object`. pandas stays optional: the error says how to get it."""
+    try:
+        import pandas
+    except ImportError:
+        raise PerfmodelError("a DataFrame needs pandas: pip install pandas (or use .to_records())") from None
+    data = pandas.DataFrame.from_records(table(records)).convert_dtypes()
+    for column in data.columns[data.isna().all()]:
+        if (unit := _UNITS.get(column.removeprefix("plan."))) is not None:  # plan's rows nest the prediction
+            kind = "string" if unit == TEXT_UNIT else "boolean" if unit == FLAG_UNIT else "Float64"
+            data[column] = data[column].astype(kind)
+    return data
 
 
 def markdown_table() -> str:

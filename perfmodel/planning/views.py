@@ -66,7 +66,12 @@ def label(record: dict[str, Any]) -> str:
 
 
 def _figures(record: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(name, show(record[key])) for key, name, show in FIGURES if record.get(key) is not None]
+    """The figures a record has, as they read; tokens the question did not give (the default scenario's 15T) are
+    marked "(default)", as the CLI's tables mark them."""
+    shown = [(name, show(record[key])) for key, name, show in FIGURES if record.get(key) is not None]
+    if record.get("tokens_from_default"):
+        shown = [(name, f"{value} (default)" if name == "tokens" else value) for name, value in shown]
+    return shown
 
 
 def text(kind: str, records: Sequence[dict[str, Any]]) -> str:
