@@ -24,13 +24,18 @@ if TYPE_CHECKING:
 
 
 def _log_hardware(
-    gpu: str | None, system: str | None, gpus: int | None, precision: str, layout: dict[str, Any], kind: str
+    gpu: str | None, system: str | None, gpus: int | None, precision: str | None, layout: dict[str, Any], kind: str
 ) -> dict[str, Any]:
+    """The hardware and layout flags of logs: MLPerf logs say none of it; training logs may say the GPU count, the
+    precision and the layout (Megatron-LM's printed arguments), never the accelerator."""
     from perfmodel.errors import PerfmodelError
 
-    if gpus is None or (gpu is None and system is None):
-        raise PerfmodelError(f"{kind} logs do not say what ran them: pass --gpu (or --system) and --gpus")
-    hardware = {"n_gpus": gpus, "precision": precision, "parallelism": {k: v for k, v in layout.items() if v}}
+    if (gpu is None and system is None) or (gpus is None and kind == "MLPerf"):
+        need = "--gpu (or --system)" + (" and --gpus" if kind == "MLPerf" else "")
+        raise PerfmodelError(f"{kind} logs do not say what ran them: pass {need}")
+    hardware: dict[str, Any] = {"parallelism": {k: v for k, v in layout.items() if v}}
+    hardware |= {"n_gpus": gpus} if gpus else {}
+    hardware |= {"precision": precision or "fp8"} if precision or kind == "MLPerf" else {}
     return hardware | ({"gpu": gpu} if gpu else {}) | ({"system": system} if system else {})
 
 
@@ -44,16 +49,20 @@ def _runs(
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs asked for (a CSV, MLPerf logs, training logs, the bundled rows) and the bundled exclusions when those
     are used."""
-    from perfmodel.fitting.mllog import read_log
     from perfmodel.fitting.runs import collect_runs
 
-    read: list[MeasuredRun] = []
-    if logs or step_logs:
-        round_name, step = log_flags.pop("round"), log_flags.pop("step")
-        hardware = _log_hardware(**log_flags, kind="MLPerf" if logs else "training")
-        read = [read_log(path, hardware, round_name) for path in logs]
-        read += _step_runs(step_logs, hardware, step)
-    return collect_runs(data or None, read, only, bundled)
+    return collect_runs(data or None, _read_logs(logs, step_logs, log_flags), only, bundled)
+
+
+def _read_logs(logs: tuple[str, ...], step_logs: tuple[str, ...], log_flags: dict[str, Any]) -> list[MeasuredRun]:
+    """MLPerf result logs and training logs as runs, on the hardware and layout the flags give."""
+    from perfmodel.fitting.mllog import read_log
+
+    if not logs and not step_logs:
+        return []
+    round_name, step = log_flags.pop("round"), log_flags.pop("step")
+    hardware = _log_hardware(**log_flags, kind="MLPerf" if logs else "training")
+    return [read_log(path, hardware, round_name) for path in logs] + _step_runs(step_logs, hardware, step)
 
 
 def _step_runs(paths: tuple[str, ...], hardware: dict[str, Any], step: dict[str, Any]) -> list[MeasuredRun]:
@@ -79,7 +88,7 @@ def _log_options(command: Command) -> Command:
             "--system", help="For MLPerf logs: the system that ran them.", shell_complete=complete_ids(("systems",))
         ),
         click.option("--gpus", type=click.IntRange(min=1), help="For MLPerf logs: the number of accelerators."),
-        click.option("--precision", default="fp8", show_default=True, help="For MLPerf logs: the precision."),
+        click.option("--precision", help="The precision (default: what a training log says, else fp8)."),
         _degree("--tp", "For MLPerf logs: tensor-parallel size (else searched)."),
         _degree("--pp", "For MLPerf logs: pipeline stages (else searched)."),
         _degree("--cp", "For MLPerf logs: context-parallel size (else searched)."),
@@ -90,9 +99,10 @@ def _log_options(command: Command) -> Command:
             "--logs",
             "step_logs",
             multiple=True,
-            type=FilePath(dir_okay=False),
-            help="A Megatron(-Bridge) or torchtitan training log (iteration/step lines); repeatable. With --model, "
-            "--gpu/--system, --gpus and the layout flags (--gbs: Megatron logs give it).",
+            type=FilePath(),
+            help="A Megatron(-Bridge) or torchtitan training log (iteration/step lines), or a folder of one run's "
+            "per-rank logs (merged: the slowest rank per step); repeatable, a run each. With --model, --gpu/--system, "
+            "--gpus and the layout flags (--gbs: Megatron logs give it).",
         ),
         click.option("--model", help="For --logs: the model that ran (perfmodel models list)."),
         _degree("--gbs", "For --logs: global batch size in sequences."),
@@ -220,6 +230,7 @@ def _validate_protocol(
 
 
 @cli.command()
+@click.argument("logs", nargs=-1, type=FilePath(dir_okay=False))
 @hardware_option
 @click.option("--data", type=FilePath(dir_okay=False), help="CSV of measured runs to fit on (default: bundled).")
 @click.option(
@@ -243,8 +254,10 @@ def _validate_protocol(
     help="Held-out error: leave-one-group-out cross-validation and the four out-of-sample protocols (intervals).",
 )
 @click.option("--quiet", is_flag=True, help="No progress messages.")
+@_log_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(
+    logs: tuple[str, ...],
     data: str | None,
     with_bundled: bool,
     everywhere: bool,
@@ -254,11 +267,13 @@ def calibrate(
     cv: bool,
     quiet: bool,
     fmt: str,
+    **flags: Any,
 ) -> None:
     """Fit the efficiency parameters to measured runs; report in-sample and held-out (cross-validated) error.
 
-    With --data: the bundled calibration, with only the parameters your rows identify refitted on them, for your
-    rows' accelerator families only (README: "Your own measured runs").
+    With --data, training logs (--logs) or MLPerf result logs: the bundled calibration, with only the parameters
+    your runs identify refitted on them, for your runs' accelerator families only (README: "Your own measured
+    runs"). Logs need --gpu/--system and --gpus, and --model for training logs, as in `validate`.
     """
     import sys
     from pathlib import Path
@@ -266,10 +281,12 @@ def calibrate(
     from perfmodel.fitting.user import calibration_from
     from perfmodel.outputs.atomic import check_target, write_atomic
 
-    check_target(Path(out), force, (data,))
+    step_logs = flags.pop("step_logs")
+    check_target(Path(out), force, (data, *logs, *step_logs))
+    read = _read_logs(logs, step_logs, _split_log_flags(flags))
     show = not quiet and sys.stderr.isatty()
     progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
-    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress)
+    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress, read)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     if "user" in fitted.provenance:
         from perfmodel.outputs.user_calibration import user_calibration_table

@@ -7,9 +7,11 @@ Formats, from the stacks' logging code of the versions `perfmodel launch` cites:
   ... | global batch size: {:5d} | ...`, every `log_interval` iterations, the mean over that interval.
 - torchtitan 0.2.0, torchtitan/components/metrics.py `MetricsProcessor.log`: `step: {step:2}  loss: ...  grad_norm:
   ...  memory: {:5.2f}GiB({:.2f}%)  tps: {round(tps):,}  tflops: ...  mfu: {:.2f}%`, tps being tokens per second per
-  device, with ANSI colours when on a terminal, behind the logger's and torchrun's `[rankN]:` prefixes.
+  device, with ANSI colours when on a terminal, behind the logger's and torchrun's `[rankN]:` prefixes; its
+  `log_validation` lines (`validate step: {step:2}  loss: ...`, L478) are not training steps and are passed over.
 The log does not say which model, hardware or layout ran it (the Megatron line gives the global batch): that comes
-from the caller, as a scenario. Memory stays bounded: one line at a time, one number per logged step.
+from the caller, as a scenario. Memory stays bounded: one line at a time, 16 bytes per logged step. A folder is one
+run's per-rank logs (torchrun's --log-dir writes one file per rank), merged step by step.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import os
 import re
 import stat
 import statistics
-from collections.abc import Iterator
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,22 @@ _MEGATRON = re.compile(
     rb"(?:.*?global batch size:\s*(\d+)\s*\|)?"
 )
 _TITAN = re.compile(rb"step:\s*(\d+)\s+loss:.*?tps:\s*([0-9,]+)\s")
+_ARGUMENT = re.compile(rb"\s(\w+) \.+ (\S.*?)\s*$")
+ARGUMENTS_START, ARGUMENTS_END = b"------------------------ arguments ---", b"-- end of arguments ---"
+"""Megatron-LM's `_print_args("arguments", args)` (megatron/training/arguments.py L1626-1642 of megatron-core
+0.17.1's sdist): rank 0 prints every argument after validation between these lines, as `  {arg} {dots} {value}`."""
+LAYOUT_ARGUMENTS = {
+    "tensor_model_parallel_size": "tp", "pipeline_model_parallel_size": "pp", "context_parallel_size": "cp",
+    "virtual_pipeline_model_parallel_size": "vp", "expert_model_parallel_size": "ep",
+    "expert_tensor_parallel_size": "etp", "micro_batch_size": "mbs", "global_batch_size": "gbs",
+    "seq_length": "seq_len",
+}  # fmt: skip
+"""Megatron-LM's arguments (TransformerConfig / ModelParallelConfig fields, training arguments) that are a layout
+dimension of perfmodel's, as printed after validation (the virtual pipeline size is derived there, None for 1)."""
+_KEPT_ARGUMENTS = frozenset(LAYOUT_ARGUMENTS) | {
+    "world_size", "recompute_granularity", "use_distributed_optimizer", "use_megatron_fsdp",
+    "data_parallel_sharding_strategy", "bf16", "fp8", "fp8_recipe", "fp4", "fp4_recipe",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -57,11 +77,13 @@ class Format:
     """The MeasuredRun metric the line's number gives, after `scale`."""
     scale: float
     unit: str
+    ignore: bytes = b""
+    """Bytes of lines that hold the marker but are not iteration lines (torchtitan's validation steps)."""
 
 
 FORMATS = (
     Format("megatron", b"] iteration ", _MEGATRON, "step_time_s", 1e-3, "ms"),
-    Format("torchtitan", b"step: ", _TITAN, "tokens_per_s_per_gpu", 1.0, "tokens/s/GPU"),
+    Format("torchtitan", b"step: ", _TITAN, "tokens_per_s_per_gpu", 1.0, "tokens/s/GPU", b"validate step: "),
 )
 
 
@@ -71,9 +93,9 @@ class StepLog:
 
     path: str
     format: Format
-    steps: tuple[int, ...]
+    steps: Sequence[int]
     """The logged steps used (after the warm-up), ascending."""
-    values: tuple[float, ...]
+    values: Sequence[float]
     """The line's number at each used step, in the log's unit (ms per iteration; tokens/s per GPU)."""
     warmup: tuple[int, ...]
     """The logged steps skipped as warm-up."""
@@ -83,6 +105,33 @@ class StepLog:
     """Lines that held the format's marker but did not parse (truncated, interleaved) or were over-long."""
     gbs: int | None
     """Megatron's logged global batch size (the last one logged), None for torchtitan."""
+    files: int = 1
+    """Log files read: more than one for a folder of per-rank logs."""
+    arguments: tuple[tuple[str, str], ...] = ()
+    """The Megatron-LM arguments the log printed that perfmodel reads (_KEPT_ARGUMENTS), as printed."""
+
+    def header(self) -> dict[str, Any]:
+        """What the log's printed arguments say of the run, as scenario fields: n_gpus, precision and the layout."""
+        given = dict(self.arguments)
+        if not given:
+            return {}
+        number = {key: int(value) for key, value in given.items() if value.isdigit()}
+        layout = {name: number[key] for key, name in LAYOUT_ARGUMENTS.items() if key in number}
+        if "virtual_pipeline_model_parallel_size" in given:
+            layout["vp"] = number.get("virtual_pipeline_model_parallel_size", 1)  # None: no interleaving
+        if "recompute_granularity" in given:
+            layout["recompute"] = {"None": "none"}.get(given["recompute_granularity"], given["recompute_granularity"])
+        if "use_megatron_fsdp" in given or "use_distributed_optimizer" in given:
+            sharding = {"optim_grads": 2, "optim_grads_params": 3}
+            fsdp = given.get("use_megatron_fsdp") == "True"
+            layout["zero"] = sharding.get(given.get("data_parallel_sharding_strategy", ""), 0) if fsdp else int(
+                given.get("use_distributed_optimizer") == "True")  # fmt: skip
+        found: dict[str, Any] = {"parallelism": layout}
+        if "world_size" in number:
+            found["n_gpus"] = number["world_size"]
+        if (precision := _precision(given)) is not None:
+            found["precision"] = precision
+        return found
 
     @property
     def median(self) -> float:
@@ -100,8 +149,9 @@ class StepLog:
         """One line: which steps were used, median, spread, outliers and skipped lines."""
         low, high = self.spread
         unit = self.format.unit
+        merged = f" ({self.files:,} rank files merged, the slowest rank per step)" if self.files > 1 else ""
         text = (
-            f"{self.format.stack} log: steps {self.steps[0]}-{self.steps[-1]} used ({len(self.steps)} of "
+            f"{self.format.stack} log{merged}: steps {self.steps[0]}-{self.steps[-1]} used ({len(self.steps)} of "
             f"{len(self.steps) + len(self.warmup)} logged), "
             f"warm-up {_steps(self.warmup)} skipped; median {self.median:,.1f} {unit}, p10-p90 {low:,.1f}-{high:,.1f}"
         )
@@ -115,48 +165,96 @@ def _steps(steps: tuple[int, ...]) -> str:
     return (shown_steps + f" and {len(steps) - 10} more" if len(steps) > 10 else shown_steps) or "none"
 
 
+MAX_LOG_FILES = 100_000
+"""Files a log folder may hold: one per rank of the largest runs (torchrun's --log-dir writes a folder per rank)."""
+
+
+class _Steps:
+    """Each logged step's number, the slowest rank's where several ranks log one step: two flat arrays kept in step
+    order (16 bytes a step, not a dict entry's ~100), appended to while the log runs forward, which it almost always
+    does; a step seen before (another rank's line, another rank's file) is found by bisection."""
+
+    def __init__(self, slowest: Callable[[float, float], float]) -> None:
+        self.steps, self.values, self.slowest = array("q"), array("d"), slowest
+
+    def add(self, step: int, value: float) -> None:
+        if not self.steps or step > self.steps[-1]:
+            self.steps.append(step)
+            self.values.append(value)
+            return
+        at = bisect_left(self.steps, step)
+        if self.steps[at] == step:
+            self.values[at] = self.slowest(self.values[at], value)
+        else:
+            self.steps.insert(at, step)
+            self.values.insert(at, value)
+
+
 def read_steps(path: str | Path, warmup_steps: int | None = None) -> StepLog:
-    """The steady steps of a Megatron or torchtitan log (the first format with an iteration line decides).
-    `warmup_steps`: skip logged steps up to this one; None: the first WARMUP_SHARE of them. A log with no iteration
-    line, or none after the warm-up, is one line naming the file."""
+    """The steady steps of a Megatron or torchtitan log (the first format with an iteration line decides); a folder
+    is one run's per-rank logs (every file in it, at any depth), merged step by step, the slowest rank's number the
+    step's. `warmup_steps`: skip logged steps up to this one; None: the first WARMUP_SHARE of them. A log with no
+    iteration line, or none after the warm-up, is one line naming the file."""
     where = shown(path, 200)
-    found: dict[int, float] = {}
+    files = _files(path, where)
+    found: _Steps | None = None
     chosen: Format | None = None
     skipped = 0
     gbs: int | None = None
-    for line in _lines(path, where):
+    arguments: dict[str, str] = {}
+    in_arguments = False
+    for line in (line for file in files for line in _lines(file, shown(file, 200))):
         if line is None:
             skipped += 1
             continue
+        if in_arguments or ARGUMENTS_START in line:
+            in_arguments = ARGUMENTS_END not in line
+            if (argument := _ARGUMENT.search(line)) and (name := argument[1].decode()) in _KEPT_ARGUMENTS:
+                arguments[name] = argument[2].decode(errors="replace")
+            continue
         fmt = chosen or next((f for f in FORMATS if f.marker in line), None)
-        if fmt is None or fmt.marker not in line:
+        if fmt is None or fmt.marker not in line or (fmt.ignore and fmt.ignore in line):
             continue
         match = fmt.pattern.search(_ANSI.sub(b"", line))
         if match is None:
             skipped += 1
             continue
-        chosen = fmt
-        step, value = int(match[1]), float(match[2].replace(b",", b""))
-        previous = found.get(step)  # a step several ranks logged: the slowest rank's number is the step's
-        found[step] = value if previous is None else (max if fmt.metric == "step_time_s" else min)(previous, value)
+        if found is None:
+            chosen, found = fmt, _Steps(max if fmt.metric == "step_time_s" else min)
+        found.add(int(match[1]), float(match[2].replace(b",", b"")))
         if fmt.stack == "megatron" and match[3]:
             gbs = int(match[3])
-    if chosen is None or not found:
+    if chosen is None or found is None:
         names = " or ".join(f"'{f.marker.decode()}'" for f in FORMATS)
         raise PerfmodelError(f"{where}: no iteration lines (Megatron or torchtitan: a line with {names})")
-    steps = sorted(found)
+    steps = found.steps
     cut = warmup_steps if warmup_steps is not None else steps[max(1, round(len(steps) * WARMUP_SHARE)) - 1]
-    used = [s for s in steps if s > cut]
-    if not used:
+    first = bisect_right(steps, cut)
+    if first == len(steps):
         raise PerfmodelError(f"{where}: all {len(steps)} logged steps are warm-up (up to step {cut}); log more steps")
-    values = [found[s] for s in used]
+    used, values = steps[first:], found.values[first:]
     return StepLog(
-        str(path), chosen, tuple(used), tuple(values), tuple(s for s in steps if s <= cut),
-        _outliers(used, values), skipped, gbs,
+        str(path), chosen, used, values, tuple(steps[:first]),
+        _outliers(used, values), skipped, gbs, len(files), tuple(sorted(arguments.items())),
     )  # fmt: skip
 
 
-def _outliers(steps: list[int], values: list[float]) -> tuple[int, ...]:
+def _files(path: str | Path, where: str) -> list[str]:
+    """The log file, or every regular file under a folder of per-rank logs (in name order), at most MAX_LOG_FILES."""
+    text = check_path(path, where)
+    try:
+        if not os.path.isdir(text):
+            return [text]
+        found = sorted(str(p) for p in Path(text).rglob("*") if p.is_file() and not p.is_symlink())
+    except OSError as exc:
+        raise PerfmodelError(f"{where}: cannot read log folder ({exc.strerror or exc})") from None
+    if not found or len(found) > MAX_LOG_FILES:
+        held = f"{len(found):,}"
+        raise PerfmodelError(f"{where}: a log folder holds 1 to {MAX_LOG_FILES:,} files (a log per rank), not {held}")
+    return found
+
+
+def _outliers(steps: Sequence[int], values: Sequence[float]) -> tuple[int, ...]:
     """Steps far from the median both robustly (OUTLIER_Z) and in share (OUTLIER_SHARE)."""
     middle = statistics.median(values)
     robust_sd = 1.4826 * statistics.median(abs(v - middle) for v in values)
@@ -167,12 +265,20 @@ def _outliers(steps: list[int], values: list[float]) -> tuple[int, ...]:
     )
 
 
-def _lines(path: str | Path, where: str) -> Iterator[bytes | None]:
+def _precision(given: dict[str, str]) -> str | None:
+    """perfmodel's precision from Megatron-LM's printed fp4/fp8 format and recipe (None when neither is printed)."""
+    if given.get("fp4", "None") != "None":
+        return given.get("fp4_recipe", "nvfp4") if given.get("fp4_recipe") in ("nvfp4", None) else None
+    if given.get("fp8", "None") != "None":
+        return "mxfp8" if given.get("fp8_recipe") == "mxfp8" else "fp8"
+    return "bf16" if given.get("bf16") == "True" else None
+
+
+def _lines(text: str, where: str) -> Iterator[bytes | None]:
     """The file's lines as bytes, None for each over-long one (read past in chunks, never held whole)."""
-    text = check_path(path, where)
     try:
         if not stat.S_ISREG(os.stat(text).st_mode):
-            raise PerfmodelError(f"{where}: not a regular file; give a log file")
+            raise PerfmodelError(f"{where}: not a regular file; give a log file or a folder of per-rank logs")
         handle = open(text, "rb")  # noqa: SIM115 (closed below, after the generator is drained)
     except FileNotFoundError:
         raise PerfmodelError(f"{where}: no such log file") from None
@@ -188,21 +294,47 @@ def _lines(path: str | Path, where: str) -> Iterator[bytes | None]:
             yield line
 
 
+FLAG_NAMES = {"n_gpus": "--gpus", "seq_len": "--seq-len"}
+"""The CLI flag of a scenario field whose name differs (the others are `--{field}`)."""
+
+
 def read_step_log(path: str | Path, scenario: dict[str, Any], warmup_steps: int | None = None) -> MeasuredRun:
     """A training log as a measured run: its median steady step, priced as `scenario` (model, hardware, layout: what
-    the log does not say) on the log's stack; Megatron's logged global batch fills or checks the scenario's."""
+    the log does not say) on the log's stack. What the log says of the run (Megatron's global batch on every
+    iteration line; Megatron-LM's printed arguments: GPU count, precision, layout) fills the scenario or, where the
+    caller gave it too, must agree: a disagreement is one line naming both."""
     log = read_steps(path, warmup_steps)
+    where = shown(path, 200)
+    said = log.header()
+    if log.gbs is not None:
+        said.setdefault("parallelism", {})["gbs"] = log.gbs
+    full = scenario | {"stack": log.format.stack}
+    for key, value in said.items():
+        if key != "parallelism":
+            full[key] = _agreed(where, key, value, scenario.get(key))
     parallelism = dict(scenario.get("parallelism") or {})
-    given = parallelism.get("gbs")
-    if log.gbs is not None and given is not None and given != log.gbs:
-        raise PerfmodelError(f"{shown(path, 200)}: the log's global batch size is {log.gbs}, not --gbs {given}")
-    if log.gbs is None and given is None:
-        raise PerfmodelError(f"{shown(path, 200)}: a {log.format.stack} log does not say its global batch: pass --gbs")
-    parallelism["gbs"] = given or log.gbs
-    full = scenario | {"stack": log.format.stack, "parallelism": parallelism}
+    for key, value in said.get("parallelism", {}).items():
+        parallelism[key] = _agreed(where, key, value, parallelism.get(key))
+    full["parallelism"] = parallelism
+    missing = next((key for key in ("n_gpus", "gbs") if (parallelism if key == "gbs" else full).get(key) is None), None)
+    if missing is not None:
+        what = {"n_gpus": "GPU count", "gbs": "global batch"}[missing]
+        raise PerfmodelError(f"{where}: a {log.format.stack} log does not say its {what}: pass {_flag(missing)}")
+    full.setdefault("precision", "fp8")
     run = MeasuredRun(
         f"log:{Path(path).name}", f"{log.format.stack} log", full, log.format.metric,
         log.median * log.format.scale, (log.summary(),), str(path),
     )  # fmt: skip
     check_scenario(run, str(path))
     return run
+
+
+def _flag(key: str) -> str:
+    return FLAG_NAMES.get(key, f"--{key.replace('_', '-')}")
+
+
+def _agreed(where: str, key: str, logged: Any, given: Any) -> Any:
+    """The log's value of a scenario field, which the caller's (a flag) may repeat but not contradict."""
+    if given is not None and given != logged:
+        raise PerfmodelError(f"{where}: the log says {_flag(key)} {logged}, not {given} as given")
+    return logged

@@ -124,7 +124,7 @@ def calibrate(
     if len(mine) < ROWS_PER_PARAMETER:
         raise PerfmodelError(
             f"{len(mine)} of your rows can be fitted; a calibration needs {ROWS_PER_PARAMETER} rows per parameter it "
-            "fits: add rows, or compare your runs with `perfmodel validate --data`"
+            "fits: add rows, or compare your runs with `perfmodel validate` (--data or --logs)"
         )
     families = sorted({i.family for i in mine})
     same = [r for r in bundled if fitted_densely(r) and get_accelerator(r.accelerator).family in families]
@@ -199,18 +199,20 @@ def calibration_from(
     everywhere: bool = False,
     cross_validate: bool = True,
     progress: Callable[[str], None] = lambda _: None,
+    logged: Sequence[MeasuredRun] = (),
 ) -> Calibration:
-    """What `perfmodel calibrate` (and the API's) writes: with `data` (a runs CSV), the user calibration of its rows
-    over the bundled one; without, the bundled fit refitted on the bundled rows (`cross_validate`: with its held-out
-    errors and protocol intervals)."""
+    """What `perfmodel calibrate` (and the API's) writes: with `data` (a runs CSV) or `logged` runs (read from
+    training or MLPerf logs), the user calibration of those rows over the bundled one; with neither, the bundled fit
+    refitted on the bundled rows (`cross_validate`: with its held-out errors and protocol intervals)."""
     from perfmodel.fitting.runs import bundled_runs, collect_runs
     from perfmodel.fitting.validation import fit_calibration
     from perfmodel.physics.calibration import bundled
 
-    if (with_bundled or everywhere) and data is None:
+    own = data is not None or bool(logged)
+    if (with_bundled or everywhere) and not own:
         flag = "with-bundled" if with_bundled else "everywhere"
-        raise PerfmodelError(f"{flag} applies to your rows: give a runs CSV (--data)")
-    runs, excluded = collect_runs(data, only=only, with_bundled=data is None)
-    if data is None:
+        raise PerfmodelError(f"{flag} applies to your rows: give a runs CSV (--data) or logs")
+    runs, excluded = collect_runs(data, logged, only=only, with_bundled=not own)
+    if not own:
         return fit_calibration(runs, excluded, cross_validate, progress)
     return calibrate(runs, excluded, bundled(), bundled_runs()[0] if with_bundled else (), everywhere, progress)

@@ -36,8 +36,8 @@ def user_calibration_table(fitted: Any) -> str:
         f"80% interval on a predicted time on {families}: x{low:.3f} to x{high:.3f} ({USER_PROTOCOL}); every other "
         "family keeps the bundled intervals"
         + (" (and, with --everywhere, the fitted values)" if user["applied_to"] == "every family" else ""),
-        "(errors of the predicted time; `perfmodel validate --data ... --calibration FILE` shows each row before "
-        "and after)",
+        "(errors of the predicted time; `perfmodel validate --data|--logs ... --calibration FILE` shows each row "
+        "before and after)",
     ]
     lines += _exclusions(user["excluded"], "the calibration file's user.excluded lists each")
     return "\n".join(lines)

@@ -18,22 +18,36 @@ MEGATRON_MS = [13512.6, 6322.8, 6301.5, 6298.2, 6305.9, 6300.7, 6299.9, 9850.3, 
 TITAN_TPS = {1: 1200, 10: 8410, 20: 8452, 30: 8449, 40: 8461, 50: 8455, 60: 8450, 70: 3100, 80: 8458, 90: 8451}
 
 
-def megatron(date: str) -> bytes:
+def arguments(args: dict[str, object]) -> list[bytes]:
+    """Megatron-LM's `_print_args("arguments", args)` as rank 0 prints it after validation (megatron/training/
+    arguments.py L1631-1642 of megatron-core 0.17.1's sdist): one `  {arg} {dots} {value}` line per argument, sorted
+    case-blind, between two rules."""
+    str_list = ["  {} {} {}".format(arg, "." * (48 - len(arg)), value) for arg, value in args.items()]
+    lines = ["------------------------ arguments ------------------------"]
+    lines += sorted(str_list, key=lambda x: x.lower())
+    lines.append("-------------------- end of arguments ---------------------")
+    return [line.encode() for line in lines]
+
+
+def megatron(date: str, header: list[bytes] | None = None, gbs: int = 64, scale: float = 1.0) -> bytes:
+    """The iteration lines (of global batch `gbs`, MEGATRON_MS x `scale`) after `header` (a Megatron-LM arguments
+    block, say)."""
     lines = [
+        *(header or []),
         b"[2026-03-02 10:00:00] building GPT model ...",
         b"> number of parameters on (tensor, pipeline) model parallel rank (0, 0): 8030261248",
         b"WARNING: a non-UTF-8 byte \xff follows",
     ]
     consumed = 0
-    for k, elapsed_ms in enumerate(MEGATRON_MS):
-        consumed += 10 * 64
+    for k, elapsed_ms in enumerate(ms * scale for ms in MEGATRON_MS):
+        consumed += 10 * gbs
         s = f" [{date.format(k)}]"
         s += " iteration {:8d}/{:8d} |".format(10 * (k + 1), 100)
         s += " consumed samples: {:12d} |".format(consumed)
         s += " elapsed time per iteration (ms): {:.1f} |".format(elapsed_ms)
         s += f" throughput per GPU (TFLOP/s/GPU): {431.2:.1f} |"
         s += f" learning rate: {3e-4:.6E} |"
-        s += f" global batch size: {64:5d} |"
+        s += f" global batch size: {gbs:5d} |"
         s += " {}: {:.6E} |".format("lm loss", 2.5 - k * 0.01)
         s += f" loss scale: {1.0:.1f} |"
         s += f" grad norm: {1.234:.3f} |"
