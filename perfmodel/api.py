@@ -114,7 +114,7 @@ def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions])
 
 
 def launch(
-    stack: Literal["megatron-lm", "megatron-bridge", "torchtitan"],
+    stack: Literal["megatron-lm", "megatron-bridge", "nemo", "torchtitan"],
     /,
     scenario: ScenarioSource = None,
     **options: Unpack[ScenarioOptions],

@@ -2,7 +2,8 @@
 published source (never a run-time dependency).
 
 Usage: unpack the packages into one folder, then
-    pip download --no-deps --only-binary :all: megatron-bridge==0.3.1 torchtitan==0.2.0 -d SRC   (unzip each wheel)
+    pip download --no-deps --only-binary :all: megatron-bridge==0.3.1 torchtitan==0.2.0 nemo-toolkit==2.7.3 -d SRC
+    (unzip each wheel: megatron-bridge into SRC/mb, torchtitan into SRC/tt2, nemo-toolkit into SRC/nemo2)
     curl the sdists megatron_core-0.16.1.tar.gz (what megatron-bridge 0.3.1 requires: >=0.15,<0.17) and
     megatron_core-0.17.1.tar.gz (the first whose sdist carries Megatron-LM's megatron/training) from PyPI into SRC
     and untar them
@@ -31,6 +32,15 @@ MLM_FACTORIES = {
 }
 """The dataclasses Megatron-LM's arguments.py turns into flags (ArgumentGroupFactory), with their bases' files."""
 BRIDGE = "mb/megatron/bridge"
+NEMO = "nemo2/nemo"
+"""nemo-toolkit 2.7.3, the last release with NeMo 2's LLM collection (3.0 moved it to Megatron-Bridge)."""
+NEMO_INITS = [
+    ("trainer.strategy", f"{NEMO}/lightning/pytorch/strategies/megatron_strategy.py", "MegatronStrategy"),
+    ("trainer.plugins", f"{NEMO}/lightning/pytorch/plugins/mixed_precision.py", "MegatronMixedPrecision"),
+    ("data", f"{NEMO}/collections/llm/gpt/data/mock.py", "MockDataModule"),
+]
+"""NeMo 2's classes whose constructor arguments a recipe's `nemo llm pretrain` overrides set (recipes build them with
+run.Config(cls, ...)): the strategy, the precision plugin, the data module."""
 TORCHTITAN = "tt2/torchtitan/config/job_config.py"
 SECTIONS = {
     "megatron-bridge": [
@@ -42,6 +52,14 @@ SECTIONS = {
         ("optimizer", f"{MEGATRON_CORE}/optimizer/optimizer_config.py", "OptimizerConfig"),
         ("dist", f"{BRIDGE}/training/config.py", "DistributedInitConfig"),
         ("comm_overlap", f"{BRIDGE}/training/comm_overlap.py", "CommOverlapConfig"),
+    ],
+    "nemo": [
+        ("trainer.strategy.ddp", f"{MEGATRON_CORE}/distributed/distributed_data_parallel_config.py",
+         "DistributedDataParallelConfig"),
+        ("model.config", f"{MEGATRON_CORE}/model_parallel_config.py", "ModelParallelConfig"),
+        ("model.config", f"{MEGATRON_CORE}/transformer/transformer_config.py", "TransformerConfig"),
+        ("model.config", f"{NEMO}/collections/llm/gpt/model/base.py", "GPTConfig"),
+        ("optim.config", f"{MEGATRON_CORE}/optimizer/optimizer_config.py", "OptimizerConfig"),
     ],
     "torchtitan": [
         (section, TORCHTITAN, cls)
@@ -59,6 +77,14 @@ def fields(path: Path, name: str) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
     return [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+
+
+def init_parameters(path: Path, name: str) -> list[str]:
+    """The keyword parameters of class `name`'s __init__ in `path` (not self)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    return [a.arg for a in (*init.args.args, *init.args.kwonlyargs) if a.arg != "self"]
 
 
 def _call_name(node: ast.expr) -> str:
@@ -136,10 +162,14 @@ def main(source: Path) -> None:
     for stack, sections in SECTIONS.items():
         for section, file, cls in sections:
             version = "megatron-core 0.16.1" if MEGATRON_CORE in file else (
-                "megatron-bridge 0.3.1" if BRIDGE in file else "torchtitan 0.2.0")  # fmt: skip
+                "megatron-bridge 0.3.1" if BRIDGE in file else "nemo-toolkit 2.7.3" if NEMO in file
+                else "torchtitan 0.2.0")  # fmt: skip
             where = f"{version} {file.split('/', 1)[1]} {cls}"
             for name in fields(source / file, cls):
                 out.writerow([stack, f"{section}.{name}", where])
+    for section, file, cls in NEMO_INITS:
+        for name in init_parameters(source / file, cls):
+            out.writerow(["nemo", f"{section}.{name}", f"nemo-toolkit 2.7.3 {file.split('/', 1)[1]} {cls}.__init__"])
     for flag, where in megatron_lm_flags(source):
         out.writerow(["megatron-lm", flag, where])
     recipes = f"{BRIDGE}/training/mixed_precision.py"

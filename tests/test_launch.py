@@ -50,6 +50,7 @@ def _named(stack: str, options: dict[str, object]) -> set[str]:
 
 @pytest.mark.parametrize(("stack", "layout", "run"), [("megatron-bridge", *c) for c in BRIDGE_CASES]
                          + [("megatron-lm", *c) for c in BRIDGE_CASES]
+                         + [("nemo", *c) for c in BRIDGE_CASES]
                          + [("torchtitan", *c) for c in TITAN_CASES])  # fmt: skip
 def test_every_emitted_option_is_in_the_stacks_cited_release(stack: str, layout: Layout, run: Run) -> None:
     emitted = _named(stack, launch(stack, layout, run, "note").options)
@@ -151,6 +152,8 @@ def test_torchtitan_without_pipeline_runs_one_micro_batch_per_forward() -> None:
         ("megatron-lm", BASE, _run("mxfp4"), "--precision mxfp4"),
         ("megatron-lm", replace(BASE, pp=3, vp=1), _run(), "--pp 3 --vp 1"),  # 80 + 2 layers over 3 chunks
         ("megatron-bridge", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
+        ("nemo", BASE, _run("mxfp4"), "--precision mxfp4"),
+        ("nemo", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
     ],
 )
 def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
@@ -162,11 +165,28 @@ def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
 
 def test_a_stack_without_a_launch_config_is_refused() -> None:
     with pytest.raises(
-        PerfmodelError, match="--stack: 'nemo' has no launch config; valid: megatron-lm, megatron-bridge, torch"
+        PerfmodelError, match="--stack: 'maxtext' has no launch config; valid: megatron-lm, megatron-bridge, nemo, t"
     ):
-        launch("nemo", BASE, _run(), "note")
-    with pytest.raises(PerfmodelError, match="stack='nemo': allowed megatron-lm, megatron-bridge, torchtitan"):
-        perfmodel.launch("nemo")  # type: ignore[arg-type]
+        launch("maxtext", BASE, _run(), "note")
+    with pytest.raises(PerfmodelError, match="stack='maxtext': allowed megatron-lm, megatron-bridge, nemo, torchtitan"):
+        perfmodel.launch("maxtext")  # type: ignore[arg-type]
+
+
+def test_nemo_overrides_name_the_strategy_plugin_and_data_module() -> None:
+    """NeMo 2 sets what Megatron-Bridge sets, under the recipe's MegatronStrategy, MegatronMixedPrecision plugin and
+    data module; Megatron-FSDP through the strategy's fsdp, which saves fsdp_dtensor checkpoints only."""
+    options = launch("nemo", replace(BASE, zero=3), _run("fp8", "a2a"), "note").options
+    expected = {
+        "trainer.strategy.tensor_model_parallel_size": 4, "data.global_batch_size": 64,
+        "trainer.strategy.virtual_pipeline_model_parallel_size": 2, "model.config.recompute_granularity": "full",
+        "trainer.plugins.fp8_recipe": "tensorwise", "trainer.strategy.fsdp": "megatron",
+        "trainer.strategy.ddp.data_parallel_sharding_strategy": "optim_grads_params",
+        "model.config.cp_comm_type": "a2a",
+    }  # fmt: skip
+    assert {key: options[key] for key in expected} == expected
+    assert not any(key.startswith(("train.", "mixed_precision", "comm_overlap", "dist.")) for key in options)
+    text = launch("nemo", BASE, _run("nvfp4"), "note").text
+    assert "nemo llm pretrain --factory RECIPE" in text and "trainer.plugins.fp4=e2m1" in text.splitlines()
 
 
 def test_the_api_predicts_with_the_stacks_profile() -> None:

@@ -19,6 +19,7 @@ from perfmodel.fitting.steplog import MAX_LINE_BYTES, read_step_log, read_steps
 
 LOGS = Path(__file__).parent / "data" / "logs"
 MEGATRON, MEGATRON_LM, TITAN = LOGS / "megatron_bridge.log", LOGS / "megatron_lm.log", LOGS / "torchtitan.log"
+NEMO = LOGS / "nemo2.log"
 WORKLOAD = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "bf16", "--seq-len", "8192")
 
 
@@ -50,7 +51,7 @@ def test_warm_up_steps_can_be_named(tmp_path: Path) -> None:
 def test_a_log_without_iteration_lines_is_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"starting\n\xff\xfe garbage\n" + b"x" * (3 * MAX_LINE_BYTES) + b"\n")
-    with pytest.raises(PerfmodelError, match=r"empty.log: no iteration lines \(Megatron or torchtitan"):
+    with pytest.raises(PerfmodelError, match=r"empty.log: no iteration lines \(Megatron, NeMo 2 or torchtitan"):
         read_steps(empty)
     with pytest.raises(PerfmodelError, match=r"missing\.log: no such log file"):
         read_steps(tmp_path / "missing.log")
@@ -219,6 +220,27 @@ def test_round_trip_megatron_bridge() -> None:
     assert row["layout_basis"] == "reported" and row["measured"] == pytest.approx(6.3015)
     predicted = float(launched.out.splitlines()[0].rsplit("predicted step ", 1)[1].removesuffix(" s"))
     assert row["predicted"] == pytest.approx(predicted, abs=5e-4)  # validate prices what launch predicted
+
+
+def test_round_trip_nemo() -> None:
+    """NeMo 2's overrides give the layout; its ProgressPrinter log (seconds, `{:.4}`) reads back to the same run."""
+    launched = run_cli("launch", "--stack", "nemo", *WORKLOAD, "--gbs", "64")
+    assert launched.code == 0, launched.err
+    overrides = dict(line.split("=", 1) for line in launched.out.splitlines() if not line.startswith("#"))
+    strategy = {key.removeprefix("trainer.strategy."): v for key, v in overrides.items() if key.startswith("trainer.s")}
+    sharding = {"optim_grads": 2, "optim_grads_params": 3}.get(strategy.get("ddp.data_parallel_sharding_strategy", ""))
+    zero = sharding or (1 if strategy["ddp.use_distributed_optimizer"] == "true" else 0)
+    flags = [
+        "--tp", strategy["tensor_model_parallel_size"], "--pp", strategy["pipeline_model_parallel_size"],
+        "--cp", strategy["context_parallel_size"], "--mbs", overrides["data.micro_batch_size"],
+        "--vp", {"null": "1"}.get(v := strategy["virtual_pipeline_model_parallel_size"], v),
+        "--recompute", overrides.get("model.config.recompute_granularity", "none"), "--zero", str(zero),
+    ]  # fmt: skip
+    log = read_steps(NEMO)
+    assert log.format.name == "NeMo 2" and log.gbs == 64 and log.skipped_lines == 1
+    assert log.median == 6.301 and log.outliers == (79,)  # 4 significant digits; iteration n-1: counted from 0
+    row = _validated(NEMO, flags)
+    assert str(row["layout"]) in launched.out.splitlines()[0] and row["measured"] == pytest.approx(6.301)
 
 
 def test_round_trip_torchtitan() -> None:

@@ -9,13 +9,13 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.options import FilePath, load_from_flags, say, scenario_options
 
-STACKS = ("megatron-lm", "megatron-bridge", "torchtitan")
+STACKS = ("megatron-lm", "megatron-bridge", "nemo", "torchtitan")
 target_stack = click.option(
     "--stack",
     type=click.Choice(STACKS),
     required=True,
-    help="The stack to launch with: megatron-lm (pretrain_gpt.py arguments), megatron-bridge (recipe overrides) or "
-    "torchtitan (a job TOML).",
+    help="The stack to launch with: megatron-lm (pretrain_gpt.py arguments), megatron-bridge (recipe overrides), "
+    "nemo (NeMo 2 recipe overrides) or torchtitan (a job TOML).",
 )
 
 

@@ -1,10 +1,14 @@
-"""Training logs as measured runs: the steady step time a Megatron or torchtitan run printed, read line by line.
+"""Training logs as measured runs: the steady step time a Megatron, NeMo 2 or torchtitan run printed, line by line.
 
 Formats, from the stacks' logging code of the versions `perfmodel launch` cites:
 - Megatron-Bridge 0.3.1, megatron/bridge/training/utils/train_utils.py `training_log`, and Megatron-LM's
   megatron/training/training.py `training_log` (as megatron-core 0.17.1's sdist ships it; its date has
   microseconds): `[date] iteration {:8d}/{:8d} | consumed samples: ... | elapsed time per iteration (ms): {:.1f} |
   ... | global batch size: {:5d} | ...`, every `log_interval` iterations, the mean over that interval.
+- NeMo 2 (nemo-toolkit 2.7.3), nemo/lightning/pytorch/callbacks/progress_printer.py `ProgressPrinter`:
+  `Training epoch {e}, iteration {n}/{total} | {metric}: {value} | ...`, each metric averaged over the log interval,
+  an integral float printed as an int and the others `{:.4}`; the recipes' TimingCallback logs `train_step_timing in
+  s` (seconds) and the data sampler `global_batch_size`.
 - torchtitan 0.2.0, torchtitan/components/metrics.py `MetricsProcessor.log`: `step: {step:2}  loss: ...  grad_norm:
   ...  memory: {:5.2f}GiB({:.2f}%)  tps: {round(tps):,}  tflops: ...  mfu: {:.2f}%`, tps being tokens per second per
   device, with ANSI colours when on a terminal, behind the logger's and torchrun's `[rankN]:` prefixes; its
@@ -43,10 +47,8 @@ OUTLIER_SHARE = 0.05
 """... and more than this share of it: steady steps of a healthy run sit within a few tenths of a percent, so the
 z-score alone would flag noise."""
 _ANSI = re.compile(rb"\x1b\[[0-9;]*m")
-_MEGATRON = re.compile(
-    rb"iteration\s+(\d+)/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.]+)\s*\|"
-    rb"(?:.*?global batch size:\s*(\d+)\s*\|)?"
-)
+_MEGATRON = re.compile(rb"iteration\s+(\d+)/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.]+)\s*\|")
+_NEMO = re.compile(rb"epoch \d+, iteration (\d+)/\d+ \|.*?\| train_step_timing in s: ([0-9.]+)")
 _TITAN = re.compile(rb"step:\s*(\d+)\s+loss:.*?tps:\s*([0-9,]+)\s")
 _ARGUMENT = re.compile(rb"\s(\w+) \.+ (\S.*?)\s*$")
 ARGUMENTS_START, ARGUMENTS_END = b"------------------------ arguments ---", b"-- end of arguments ---"
@@ -68,6 +70,8 @@ _KEPT_ARGUMENTS = frozenset(LAYOUT_ARGUMENTS) | {
 
 @dataclass(frozen=True)
 class Format:
+    name: str
+    """The log's stack as a reader knows it."""
     stack: str
     """The stack profile (inputs/stacks.py) the run is priced with."""
     marker: bytes
@@ -77,14 +81,20 @@ class Format:
     """The MeasuredRun metric the line's number gives, after `scale`."""
     scale: float
     unit: str
+    batch: re.Pattern[bytes] | None = None
+    """The global batch size an iteration line prints (Megatron's, NeMo's), if it does."""
     ignore: bytes = b""
     """Bytes of lines that hold the marker but are not iteration lines (torchtitan's validation steps)."""
 
 
 FORMATS = (
-    Format("megatron", b"] iteration ", _MEGATRON, "step_time_s", 1e-3, "ms"),
-    Format("torchtitan", b"step: ", _TITAN, "tokens_per_s_per_gpu", 1.0, "tokens/s/GPU", b"validate step: "),
-)
+    Format("megatron", "megatron", b"] iteration ", _MEGATRON, "step_time_s", 1e-3, "ms",
+           re.compile(rb"global batch size:\s*(\d+)\s*\|")),
+    Format("NeMo 2", "megatron", b", iteration ", _NEMO, "step_time_s", 1.0, "s",
+           re.compile(rb"\| global_batch_size: (\d+)")),
+    Format("torchtitan", "torchtitan", b"step: ", _TITAN, "tokens_per_s_per_gpu", 1.0, "tokens/s/GPU",
+           ignore=b"validate step: "),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ class StepLog:
         if not given:
             return {}
         number = {key: int(value) for key, value in given.items() if value.isdigit()}
-        layout = {name: number[key] for key, name in LAYOUT_ARGUMENTS.items() if key in number}
+        layout: dict[str, Any] = {name: number[key] for key, name in LAYOUT_ARGUMENTS.items() if key in number}
         if "virtual_pipeline_model_parallel_size" in given:
             layout["vp"] = number.get("virtual_pipeline_model_parallel_size", 1)  # None: no interleaving
         if "recompute_granularity" in given:
@@ -151,7 +161,7 @@ class StepLog:
         unit = self.format.unit
         merged = f" ({self.files:,} rank files merged, the slowest rank per step)" if self.files > 1 else ""
         text = (
-            f"{self.format.stack} log{merged}: steps {self.steps[0]}-{self.steps[-1]} used ({len(self.steps)} of "
+            f"{self.format.name} log{merged}: steps {self.steps[0]}-{self.steps[-1]} used ({len(self.steps)} of "
             f"{len(self.steps) + len(self.warmup)} logged), "
             f"warm-up {_steps(self.warmup)} skipped; median {self.median:,.1f} {unit}, p10-p90 {low:,.1f}-{high:,.1f}"
         )
@@ -191,10 +201,10 @@ class _Steps:
 
 
 def read_steps(path: str | Path, warmup_steps: int | None = None) -> StepLog:
-    """The steady steps of a Megatron or torchtitan log (the first format with an iteration line decides); a folder
-    is one run's per-rank logs (every file in it, at any depth), merged step by step, the slowest rank's number the
-    step's. `warmup_steps`: skip logged steps up to this one; None: the first WARMUP_SHARE of them. A log with no
-    iteration line, or none after the warm-up, is one line naming the file."""
+    """The steady steps of a Megatron, NeMo 2 or torchtitan log (the first format with an iteration line decides);
+    a folder is one run's per-rank logs (every file in it, at any depth), merged step by step, the slowest rank's
+    number the step's. `warmup_steps`: skip logged steps up to this one; None: the first WARMUP_SHARE of them. A log
+    with no iteration line, or none after the warm-up, is one line naming the file."""
     where = shown(path, 200)
     files = _files(path, where)
     found: _Steps | None = None
@@ -222,11 +232,11 @@ def read_steps(path: str | Path, warmup_steps: int | None = None) -> StepLog:
         if found is None:
             chosen, found = fmt, _Steps(max if fmt.metric == "step_time_s" else min)
         found.add(int(match[1]), float(match[2].replace(b",", b"")))
-        if fmt.stack == "megatron" and match[3]:
-            gbs = int(match[3])
+        if fmt.batch is not None and (batch := fmt.batch.search(line)):
+            gbs = int(batch[1])
     if chosen is None or found is None:
         names = " or ".join(f"'{f.marker.decode()}'" for f in FORMATS)
-        raise PerfmodelError(f"{where}: no iteration lines (Megatron or torchtitan: a line with {names})")
+        raise PerfmodelError(f"{where}: no iteration lines (Megatron, NeMo 2 or torchtitan: a line with {names})")
     steps = found.steps
     cut = warmup_steps if warmup_steps is not None else steps[max(1, round(len(steps) * WARMUP_SHARE)) - 1]
     first = bisect_right(steps, cut)
@@ -319,10 +329,10 @@ def read_step_log(path: str | Path, scenario: dict[str, Any], warmup_steps: int 
     missing = next((key for key in ("n_gpus", "gbs") if (parallelism if key == "gbs" else full).get(key) is None), None)
     if missing is not None:
         what = {"n_gpus": "GPU count", "gbs": "global batch"}[missing]
-        raise PerfmodelError(f"{where}: a {log.format.stack} log does not say its {what}: pass {_flag(missing)}")
+        raise PerfmodelError(f"{where}: a {log.format.name} log does not say its {what}: pass {_flag(missing)}")
     full.setdefault("precision", "fp8")
     run = MeasuredRun(
-        f"log:{Path(path).name}", f"{log.format.stack} log", full, log.format.metric,
+        f"log:{Path(path).name}", f"{log.format.name} log", full, log.format.metric,
         log.median * log.format.scale, (log.summary(),), str(path),
     )  # fmt: skip
     check_scenario(run, str(path))

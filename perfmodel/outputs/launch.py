@@ -8,6 +8,10 @@ to perfmodel/data/launch_options.csv; tests check every emitted name against it)
 - megatron-lm: Megatron-LM's `pretrain_gpt.py` arguments as megatron-core 0.17.1's sdist ships its parser
   (megatron/training/arguments.py: its add_argument calls and the flags ArgumentGroupFactory makes of
   TransformerConfig, TrainingConfig and DistributedInitConfig), one a line.
+- nemo: NeMo 2 (nemo-toolkit 2.7.3, the last release with its LLM collection), the `key=value` overrides
+  `nemo llm pretrain --factory RECIPE` takes: the constructor arguments of the recipe's MegatronStrategy
+  (trainer.strategy), MegatronMixedPrecision (trainer.plugins) and data module (data), and the Megatron-Core 0.16.1
+  configs under them (model.config, optim.config, trainer.strategy.ddp).
 - torchtitan: torchtitan 0.2.0, a job TOML (torchtitan/config/job_config.py JobConfig; `--job.config_file`).
 A layout the stack cannot run is refused with one line naming the setting.
 """
@@ -15,7 +19,7 @@ A layout the stack cannot run is refused with one line naming the setting.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 
@@ -25,7 +29,7 @@ from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.planning.predict import Prediction
 
-PROFILES = {"megatron-lm": "megatron", "megatron-bridge": "megatron", "torchtitan": "torchtitan"}
+PROFILES = {"megatron-lm": "megatron", "megatron-bridge": "megatron", "nemo": "megatron", "torchtitan": "torchtitan"}
 """Each stack perfmodel emits a config for, and the stack profile (inputs/stacks.py) its prediction uses."""
 NOT_DECIDED = (
     "perfmodel decides the layout, batch, recompute, sharding and precision only; set the rest yourself: data paths "
@@ -48,6 +52,32 @@ MEGATRON_LM_PRECISION: dict[str, dict[str, object]] = {
 }
 """perfmodel precision -> Megatron-LM's TransformerConfig flags beside --bf16 (fp8 as current per-tensor scaling,
 the release perfmodel prices; TransformerConfig.fp8_recipe, fp4_recipe)."""
+NEMO_KEYS = {
+    "model.seq_length": "model.config.seq_length",
+    "train.micro_batch_size": "data.micro_batch_size",
+    "train.global_batch_size": "data.global_batch_size",
+    "optimizer.use_distributed_optimizer": "optim.config.use_distributed_optimizer",
+    "ddp.use_distributed_optimizer": "trainer.strategy.ddp.use_distributed_optimizer",
+    "ddp.use_megatron_fsdp": "trainer.strategy.ddp.use_megatron_fsdp",
+    "ddp.data_parallel_sharding_strategy": "trainer.strategy.ddp.data_parallel_sharding_strategy",
+    "mixed_precision": None, "comm_overlap.tp_comm_overlap": None, "dist.use_megatron_fsdp": None,
+}  # fmt: skip
+"""A Megatron-Bridge override's NeMo 2 name where it is not the strategy's (model.X_size, sequence_parallel, the
+pipeline split's account_for_*: trainer.strategy.X) or the model config's (model.X: model.config.X); None where
+NeMo sets it otherwise (precision: NEMO_PRECISION; TP overlap: the recipe's MegatronCommOverlapCallback; FSDP: the
+strategy's fsdp)."""
+NEMO_STRATEGY = ("_parallel_size", "sequence_parallel", "_in_pipeline_split")
+NEMO_PRECISION: dict[str, dict[str, object]] = {
+    "bf16": {},
+    "fp8": {"trainer.plugins.fp8": "hybrid", "trainer.plugins.fp8_recipe": "tensorwise",
+            "trainer.plugins.fp8_param_gather": True},
+    "mxfp8": {"trainer.plugins.fp8": "e4m3", "trainer.plugins.fp8_recipe": "mxfp8",
+              "trainer.plugins.fp8_param_gather": True},
+    "nvfp4": {"trainer.plugins.fp4": "e2m1", "trainer.plugins.fp4_recipe": "nvfp4"},
+}  # fmt: skip
+"""perfmodel precision -> the fields of the recipe's bf16_mixed() MegatronMixedPrecision plugin, as NeMo's own
+bf16_with_fp8_current_scaling_mixed / bf16_with_mxfp8_mixed set them (recipes/precision/mixed_precision.py; not CLI
+factories, so the fields are set one by one), and its fp4 fields for NVFP4."""
 TITAN_CP = {"all_gather": "allgather", "a2a": "alltoall"}
 """perfmodel's CP exchange -> torchtitan's context_parallel_rotate_method (it has no p2p ring)."""
 
@@ -85,7 +115,8 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     """The config of `stack` for `layout` and `run`; `note` (the prediction in a line) heads the file."""
     if stack not in PROFILES:
         raise PerfmodelError(f"--stack: '{stack}' has no launch config; valid: {', '.join(PROFILES)}")
-    options = {"megatron-lm": _megatron_lm, "megatron-bridge": _bridge, "torchtitan": _titan}[stack](layout, run)
+    build = {"megatron-lm": _megatron_lm, "megatron-bridge": _bridge, "nemo": _nemo, "torchtitan": _titan}[stack]
+    options = build(layout, run)
     header = [f"# {note}", f"# {NOT_DECIDED}."]
     if stack == "megatron-lm":
         flags = [f"{key}" if value is True else f"{key} {value}" for key, value in options.items()]
@@ -94,6 +125,13 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     elif stack == "megatron-bridge":
         body = [f"{key}={_bridge_value(value)}" for key, value in options.items()]
         header.append("# Megatron-Bridge 0.3.1 recipe overrides (key=value, one per line; pass them after the recipe)")
+    elif stack == "nemo":
+        body = [f"{key}={_bridge_value(value)}" for key, value in options.items()]
+        header += [
+            "# NeMo 2 (nemo-toolkit 2.7.3) overrides of a pretrain recipe, one a line: nemo llm pretrain --factory "
+            "RECIPE key=value ...",
+            "# TP communication overlap (priced) comes from the recipe's MegatronCommOverlapCallback: keep it",
+        ]
     else:
         body = _toml(options)
         header.append("# torchtitan 0.2.0 job config (--job.config_file); merge with your model's own job TOML")
@@ -127,11 +165,11 @@ def _refuse(setting: str, stack: str, why: str) -> PerfmodelError:
     return PerfmodelError(f"{setting}: {stack} cannot run it ({why})")
 
 
-def _bridge(layout: Layout, run: Run) -> dict[str, object]:
+def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[str, object]:
     if run.precision not in BRIDGE_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-bridge", "no such mixed-precision recipe in 0.3.1")
     lo = layout
-    uneven = _uneven_split(layout, run, "megatron-bridge")
+    uneven = _uneven_split(layout, run, stack)
     options: dict[str, object] = {
         "model.tensor_model_parallel_size": lo.tp,
         "model.pipeline_model_parallel_size": lo.pp,
@@ -169,6 +207,26 @@ def _bridge(layout: Layout, run: Run) -> dict[str, object]:
             "ddp.data_parallel_sharding_strategy": MEGATRON_SHARDING[lo.zero],
         }
     return options
+
+
+def _nemo(layout: Layout, run: Run) -> dict[str, object]:
+    """NeMo 2's names for what Megatron-Bridge's overrides set (both configure Megatron-Core), the precision as the
+    plugin's fields, and Megatron-FSDP through the strategy's fsdp (which saves fsdp_dtensor checkpoints only)."""
+    if run.precision not in NEMO_PRECISION:
+        raise _refuse(f"--precision {run.precision}", "nemo", "no such MegatronMixedPrecision fp4/fp8 in 2.7.3")
+    bridge = _bridge(layout, replace(run, precision="bf16"), "nemo")
+    options: dict[str, object] = {}
+    for key, value in bridge.items():
+        name = key.removeprefix("model.")
+        named = NEMO_KEYS.get(
+            key, f"trainer.strategy.{name}" if name.endswith(NEMO_STRATEGY) else f"model.config.{name}"
+        )
+        if named is not None:
+            options[named] = value
+    options["data.seq_length"] = layout.seq_len
+    if layout.zero in MEGATRON_SHARDING:
+        options |= {"trainer.strategy.fsdp": "megatron", "trainer.strategy.save_ckpt_format": "fsdp_dtensor"}
+    return options | NEMO_PRECISION[run.precision]
 
 
 def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:

@@ -4,7 +4,8 @@ megatron_bridge.log: Megatron-Bridge 0.3.1 megatron/bridge/training/utils/train_
 10, log_throughput on), with start-up lines, a non-UTF-8 byte and a line cut short; megatron_lm.log: the same from
 Megatron-LM's megatron/training/training.py `training_log` (megatron-core 0.17.1's sdist), whose date has
 microseconds. torchtitan.log: torchtitan 0.2.0 torchtitan/components/metrics.py `MetricsProcessor.log` (colours
-on), two ranks interleaved behind torchrun's `[rankN]:` prefix, with a cut line. Each has a slow first interval
+on), two ranks interleaved behind torchrun's `[rankN]:` prefix, with a cut line. nemo2.log: NeMo 2's
+ProgressPrinter (nemo-toolkit 2.7.3). Each has a slow first interval
 (warm-up) and one slow step (an outlier).
 """
 
@@ -59,6 +60,27 @@ def megatron(date: str, header: list[bytes] | None = None, gbs: int = 64, scale:
     return b"\n".join(lines) + b"\n"
 
 
+def nemo(gbs: int = 64) -> bytes:
+    """NeMo 2's ProgressPrinter lines (nemo-toolkit 2.7.3 nemo/lightning/pytorch/callbacks/progress_printer.py
+    `on_train_batch_end` and `format_string`: an integral float printed as an int, the others `{:.4}`), the metrics
+    the recipes log (TimingCallback's `train_step_timing in s`, the data sampler's `global_batch_size`), log interval
+    10, MEGATRON_MS in seconds; a validation line and a line cut short among them."""
+    lines = [b"[NeMo I 2026-03-02 10:00:00 nemo_logging:393] Experiments will be logged at /results/llama"]
+    total = 100
+    for k, elapsed_ms in enumerate(MEGATRON_MS):
+        n = 10 * (k + 1)
+        metrics = {"lr": 3e-4, "global_batch_size": float(gbs), "global_step": float(n - 1),
+                   "reduced_train_loss": 2.5 - k * 0.01, "train_step_timing in s": elapsed_ms / 1000,
+                   "consumed_samples": float(n * gbs)}  # fmt: skip
+        log_string = "Training" + f" epoch {0}, iteration {n - 1}/{total - 1}"
+        for metric, val in metrics.items():
+            log_string += f" | {metric}: {int(val)}" if val.is_integer() else f" | {metric}: {val:.4}"
+        lines.append(log_string.encode())
+        if k == 4:
+            lines += [b"Validation: iteration 1/10", log_string[:60].encode()]
+    return b"\n".join(lines) + b"\n"
+
+
 def torchtitan() -> bytes:
     red, green, orange, turquoise, blue, cyan, magenta, reset = (f"\033[{c}m" for c in (31, 32, 33, 36, 34, 36, 35, 39))
     out = ["[rank0]:[titan] 2026-03-02 10:00:00,000 - root - INFO - Training starts at step 1"]
@@ -80,3 +102,4 @@ if __name__ == "__main__":
     (HERE / "megatron_bridge.log").write_bytes(megatron("2026-03-02 10:{:02d}:00"))
     (HERE / "megatron_lm.log").write_bytes(megatron("2026-03-02 10:{:02d}:00.123456"))
     (HERE / "torchtitan.log").write_bytes(torchtitan())
+    (HERE / "nemo2.log").write_bytes(nemo())
