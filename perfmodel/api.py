@@ -125,14 +125,13 @@ def launch(
     the stack's profile (a `stack=` keyword naming another profile is refused); a layout the stack cannot run is
     refused naming the setting.
     """
-    from perfmodel.outputs.launch import PROFILES, for_prediction
-    from perfmodel.planning.predict import predict as run_prediction
+    from perfmodel.outputs.launch import PROFILES, for_scenario
 
     arguments.one_of("stack", stack, tuple(PROFILES))
     profile = options.setdefault("stack", PROFILES[stack])  # type: ignore[typeddict-item]
     if profile != PROFILES[stack]:
         raise PerfmodelError(f"stack={profile!r}: launch on {stack} predicts with stack '{PROFILES[stack]}'")
-    return for_prediction(run_prediction(load_scenario(scenario, **options)), stack)
+    return for_scenario(load_scenario(scenario, **options), stack)
 
 
 def search(

@@ -24,7 +24,7 @@ target_stack = click.option(
 @click.option("--out", type=FilePath(dir_okay=False), help="Write the config to this file instead of printing it.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 def launch(scenario: str | None, out: str | None, force: bool, **flags: Any) -> None:
-    """Print the stack's own config for the predicted layout (searched where not given).
+    """Print the stack's own config for the predicted layout (where not given, the fastest the stack can run).
 
     The prediction is made for the stack (its profile: attention kernel, TP overlap, FP8 support); a layout or
     precision the stack cannot run is refused with one line naming the setting.
@@ -32,14 +32,13 @@ def launch(scenario: str | None, out: str | None, force: bool, **flags: Any) -> 
     from pathlib import Path
 
     from perfmodel.outputs.atomic import check_target, write_atomic
-    from perfmodel.outputs.launch import PROFILES, for_prediction
-    from perfmodel.planning.predict import predict as run_prediction
+    from perfmodel.outputs.launch import PROFILES, for_scenario
 
     stack = flags["stack"]
     if out:
         check_target(Path(out), force, (scenario,))
     flags["stack"] = PROFILES[stack]
-    config = for_prediction(run_prediction(load_from_flags(scenario, flags)), stack)
+    config = for_scenario(load_from_flags(scenario, flags), stack)
     if out:
         write_atomic(Path(out), lambda handle: handle.write(config.text.encode()), force)
     else:

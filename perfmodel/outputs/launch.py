@@ -24,6 +24,7 @@ from functools import cache
 from importlib.resources import files
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.scenario import Scenario
 from perfmodel.inputs.stacks import Knobs
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
@@ -150,15 +151,45 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
         f"perfmodel: {prediction.model.id} on {lo.n_gpus} x {prediction.hardware.accelerator.id}, "
         f"{scenario.precision}: {lo.describe()}; predicted step {prediction.step_time_s:.3f} s"
     )
+    _one_run(scenario)
+    model = prediction.model
+    dispatcher = model.dispatcher if model.experts else None
+    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher)
+    return launch(stack, lo, run, note)
+
+
+SEARCHED_LAYOUTS = 50
+"""The best searched layouts `launch` tries, fastest first, for one the stack can run (perfmodel prices some layouts a
+stack cannot split or configure: an uneven pipeline split Megatron cannot make, a ZeRO stage torchtitan lacks)."""
+
+
+def for_scenario(scenario: Scenario, stack: str) -> Launch:
+    """The stack's config for the scenario's layout when it gives every dimension (refused, naming the setting, when
+    the stack cannot run it); else for the fastest searched layout the stack can run. A refusal every searched layout
+    meets (a precision or CP exchange the stack lacks) is that one line."""
+    from perfmodel.planning.predict import given_full_layout, predict, search_scenario
+
+    _one_run(scenario)
+    if given_full_layout(scenario) is not None:
+        return for_prediction(predict(scenario), stack)
+    refusals: dict[str, None] = {}
+    for prediction in search_scenario(scenario, top=SEARCHED_LAYOUTS).results:
+        try:
+            return for_prediction(prediction, stack)
+        except PerfmodelError as exc:
+            refusals[str(exc)] = None
+    first = next(iter(refusals))
+    if len(refusals) == 1:
+        raise PerfmodelError(first)
+    raise PerfmodelError(f"none of the {SEARCHED_LAYOUTS} fastest layouts runs on {stack}; the fastest: {first}")
+
+
+def _one_run(scenario: Scenario) -> None:
     if scenario.phase:
         raise PerfmodelError(
             f"launch takes one steady run, not a campaign of {len(scenario.phase)} phases: launch each phase's "
             "layout with its own flags"
         )
-    model = prediction.model
-    dispatcher = model.dispatcher if model.experts else None
-    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher)
-    return launch(stack, lo, run, note)
 
 
 def _refuse(setting: str, stack: str, why: str) -> PerfmodelError:
