@@ -5,6 +5,7 @@ config carries the predicted layout, and a layout the stack cannot run is refuse
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -221,3 +222,34 @@ def test_a_searched_layout_is_the_fastest_the_stack_can_run() -> None:
     assert 80 % chunks == 0 or (80 + 2) % chunks == 0
     with pytest.raises(PerfmodelError, match=r"^--pp 4 --vp 7: megatron-lm cannot run it"):
         perfmodel.launch("megatron-lm", **question, tp=2, pp=4, vp=7, cp=2, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
+
+
+def test_a_saved_prediction_launches_as_predicted(tmp_path: Path) -> None:
+    """search's JSON, row 2: the same layout and step as that row; plan's and compare's rows too; a flag beside --from,
+    a campaign, a row past the end and another stack's prediction are one line each."""
+    question = ["--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8", "--gbs", "128"]
+    saved = tmp_path / "search.json"
+    saved.write_text(run_cli("search", *question, "--top", "3", "--format", "json").out)
+    second = json.loads(saved.read_text())["results"][1]
+    launched = run_cli("launch", "--stack", "megatron-bridge", "--from", str(saved), "--row", "2")
+    assert launched.code == 0, launched.err
+    head = launched.out.splitlines()[0]
+    assert f"predicted step {second['step_time_s']:.3f} s" in head
+    assert f"TP{second['parallelism']['tp']} PP{second['parallelism']['pp']} VP{second['parallelism']['vp']} " in head
+    plan = tmp_path / "plan.json"
+    plan.write_text(run_cli("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "--tokens", "1T",
+                            "--deadline", "30d", "--format", "json").out)  # fmt: skip
+    assert "x b200, fp8" in run_cli("launch", "--stack", "nemo", "--from", str(plan), "--row", "2").out.splitlines()[0]
+    campaign = tmp_path / "campaign.json"
+    campaign.write_text(run_cli("predict", "campaign-llama3.1-405b", "--format", "json").out)
+    refusals = {
+        ("--from", str(saved), "--tp", "2"): f"--from {saved}: the saved prediction gives the question and layout; "
+        "drop --tp",
+        ("--from", str(saved), "--row", "4"): f"--row 4: {saved} holds 3 prediction(s)",
+        ("--from", str(campaign)): f"--from {campaign}: a campaign has no one layout",
+    }
+    for args, message in refusals.items():
+        refused = run_cli("launch", "--stack", "megatron-lm", *args)
+        assert refused.code == 2 and refused.err.startswith(f"error: {message}") and refused.err.count("\n") == 1
+    other = run_cli("launch", "--stack", "torchtitan", "--from", str(saved))
+    assert "was predicted for the megatron stack; torchtitan launches torchtitan's predictions" in other.err

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 import click
 
-from perfmodel.errors import visible
+from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.counts import EXAMPLES, count
 
 FORMATS = click.Choice(["table", "json", "csv"])
@@ -447,3 +449,16 @@ class Deadline(click.ParamType):
         if not math.isfinite(number) or number <= 0:
             self.fail(f"'{value}' must be a positive finite duration", param, ctx)
         return number * UNITS_S[unit]
+
+
+def read_results(source: Path) -> Any:
+    """A JSON perfmodel wrote (`--from FILE`), parsed; one line naming the file when it is not JSON."""
+    from perfmodel.inputs.files import check_depth, read_text
+
+    label = f"--from {source}"
+    text = read_text(source, "results JSON", label)
+    check_depth(text, label)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PerfmodelError(f"--from {source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import FilePath, quiet_option, say, scenario_options
+from perfmodel.cli.options import FilePath, quiet_option, read_results, say, scenario_options
 from perfmodel.errors import PerfmodelError
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
@@ -57,7 +56,7 @@ def plot(
                 f"--from {source}: plots saved results as they are; {', '.join(given)} would be ignored: drop "
                 "them, or drop --from to predict with them"
             )
-        data = _read(source)
+        data = read_results(source)
     elif kind == "validation":
         raise PerfmodelError(
             "a validation plot needs --from FILE.json (the output of perfmodel validate --format json)"
@@ -74,15 +73,3 @@ def plot(
     figure = plotting.DRAW[kind](checked)
     plotting.save(figure, out, force)
     say(f"wrote {out}")
-
-
-def _read(source: Path) -> Any:
-    from perfmodel.inputs.files import check_depth, read_text
-
-    label = f"--from {source}"
-    text = read_text(source, "results JSON", label)
-    check_depth(text, label)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PerfmodelError(f"--from {source}: not valid JSON (line {exc.lineno}: {exc.msg})") from None

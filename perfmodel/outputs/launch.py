@@ -22,6 +22,8 @@ import csv
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
+from typing import Any
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import Scenario
@@ -156,6 +158,35 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     dispatcher = model.dispatcher if model.experts else None
     run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher)
     return launch(stack, lo, run, note)
+
+
+SAVED_FIELDS = ("model", "system", "n_gpus", "precision", "stack", "lora_rank", "lora_modules")
+SAVED_LAYOUT = ("tp", "pp", "cp", "vp", "ep", "etp", "mbs", "gbs", "seq_len", "recompute", "recompute_layers", "zero",
+                "cp_comm", "shard_group")  # fmt: skip
+"""What a saved prediction's JSON says of its question and layout, under the keyword names of a question."""
+
+
+def saved_question(document: Any, source: str, row: int) -> dict[str, Any]:
+    """The question of one prediction (`row`, from 1) of a JSON perfmodel wrote (predict's, search's best first,
+    compare's, plan's feasible candidates, export's), as keywords: its model, hardware, count, precision, stack and
+    its knobs, and its whole layout; one line naming the file otherwise."""
+    from perfmodel.outputs.plot import nested_record, records_of
+
+    records = records_of(document, Path(source)) if isinstance(document, dict) else document
+    if not isinstance(records, list) or not records or not all(isinstance(r, dict) for r in records):
+        raise PerfmodelError(f"--from {source}: expected the JSON of predict, search, compare, plan or export")
+    if not 1 <= row <= len(records):
+        raise PerfmodelError(f"--row {row}: {source} holds {len(records)} prediction(s)")
+    record = nested_record(records[row - 1])
+    if "phases" in record:
+        raise PerfmodelError(f"--from {source}: a campaign has no one layout; launch each phase with its own flags")
+    layout = record.get("parallelism")
+    if not isinstance(layout, dict) or not record.get("accelerator") or not record.get("model"):
+        raise PerfmodelError(f"--from {source}: result {row} has no model, accelerator and parallelism to launch")
+    question = {key: record[key] for key in SAVED_FIELDS if record.get(key) is not None}
+    question |= {key: layout[key] for key in SAVED_LAYOUT if layout.get(key) is not None}
+    question |= {key: value for key, value in (record.get("stack_knobs") or {}).items() if value is not None}
+    return question | {"gpu": record["accelerator"]}
 
 
 SEARCHED_LAYOUTS = 50

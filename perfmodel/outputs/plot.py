@@ -57,7 +57,7 @@ def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
         advice = next((text for keys, text in NOT_PLOTTED if set(keys) <= set(data)), None)
         if advice:
             raise PerfmodelError(f"--from {source}: this is {advice}")
-        data = _records_of(data, source)
+        data = records_of(data, source)
     if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
         raise PerfmodelError(f"--from {source}: expected {ACCEPTED}")
     if any("phases" in r for r in data):
@@ -65,26 +65,26 @@ def prediction_records(data: Any, source: Path | None) -> list[dict[str, Any]]:
             f"--from {source}: a campaign's totals have no one step to draw: plot a phase's scenario, or compare "
             "campaigns with `perfmodel compare`"
         )
-    data = [_nested(r) for r in data]
+    data = [nested_record(r) for r in data]
     for index, record in enumerate(data, 1):
         _checked(_PredictionRecord, record, f"--from {source}: result {index}")
     return data
 
 
-def _records_of(document: dict[str, Any], source: Path | None) -> Any:
+def records_of(document: dict[str, Any], source: Path | None) -> Any:
     """The predictions a JSON object holds: a plan's feasible candidates' plans, sensitivity's baseline, a search's
-    results, an export's rows (dotted columns: `_nested`), or the object itself (predict's)."""
+    results, an export's rows (dotted columns: `nested_record`), or the object itself (predict's)."""
     if "candidates" in document:
         plans = [c["plan"] for c in document["candidates"] if isinstance(c, dict) and c.get("plan")]
         if not plans:
-            raise PerfmodelError(f"--from {source}: this plan has no feasible candidate to draw")
+            raise PerfmodelError(f"--from {source}: this plan has no feasible candidate")
         return plans
     if "baseline" in document:
         return [document["baseline"]]
     return document.get("results", document.get("rows", [document]))
 
 
-def _nested(record: dict[str, Any]) -> dict[str, Any]:
+def nested_record(record: dict[str, Any]) -> dict[str, Any]:
     """A flat record's dotted columns ('breakdown.compute_s', as export and sweep write them) nested again; one whose
     keys clash ('a' and 'a.b') as it is, for its check to name the field."""
     from perfmodel.planning.campaign import nested
