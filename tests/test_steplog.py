@@ -42,6 +42,19 @@ def test_torchtitan_log_strips_colours_and_takes_the_slowest_rank_of_each_step()
     assert log.skipped_lines == 1
 
 
+@pytest.mark.parametrize("path", [MEGATRON, MEGATRON_LM, TITAN])
+def test_the_logged_peak_memory_is_read_and_set_beside_the_models(path: Path) -> None:
+    """Megatron-LM's MiB, Megatron-Bridge's 1e9-byte GB and torchtitan's GiB all read as GiB (the fixtures: 61.5 and
+    61.23 GiB); validate's JSON row sets it beside the memory the model prices for the layout."""
+    expected = 61.23 if path == TITAN else 61.5
+    assert read_steps(path).memory_gib == pytest.approx(expected, abs=1e-3)
+    row = _validated(path, ["--gbs", "64", "--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--mbs", "1",
+                            "--recompute", "selective", "--zero", "3"])  # fmt: skip
+    assert row["measured_memory_gib"] == pytest.approx(expected, abs=1e-3)
+    assert 10 < row["predicted_memory_gib"] < 80  # 8B sharded over 8 GPUs: weights, states and activations
+    assert f"peak memory {expected:.1f} GiB reserved" in row["assumptions"][0]
+
+
 def test_warm_up_steps_can_be_named(tmp_path: Path) -> None:
     assert tuple(read_steps(MEGATRON, warmup_steps=50).steps) == (60, 70, 80, 90, 100)
     with pytest.raises(PerfmodelError, match="all 10 logged steps are warm-up \\(up to step 100\\); log more steps"):

@@ -87,6 +87,9 @@ class MeasuredRun:
     basis: str | None = None
     """A whole run (metric gpu_hours): what its published GPU-hours count, 'wall' (the run as it went, failures and
     losses included) or 'steady' (tokens over a measured steady throughput). None for other metrics."""
+    memory_gib: float | None = None
+    """A training log's peak memory per GPU (GiB, the allocator's peak reservation as the stack logs it), shown beside
+    the model's; None where the source gives none."""
 
     @cached_property
     def checked(self) -> Scenario:

@@ -50,6 +50,17 @@ _ANSI = re.compile(rb"\x1b\[[0-9;]*m")
 _MEGATRON = re.compile(rb"iteration\s+(\d+)/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.]+)\s*\|")
 _NEMO = re.compile(rb"epoch \d+, iteration (\d+)/\d+ \|.*?\| train_step_timing in s: ([0-9.]+)")
 _TITAN = re.compile(rb"step:\s*(\d+)\s+loss:.*?tps:\s*([0-9,]+)\s")
+_MEMORY_REPORT = b") memory ("
+_MEMORY = (
+    (b"memory (MB) |", re.compile(rb"\| max reserved: ([0-9.]+)"), 2**20),
+    (b"memory (GB) |", re.compile(rb"\| peak_reserved_mem: ([0-9.]+)"), 1e9),
+)
+"""Peak reserved memory in Megatron's memory reports (marker, pattern, bytes per unit), lines of their own after
+`_MEMORY_REPORT`: Megatron-LM's report_memory (megatron/training/utils.py L281-293 of megatron-core 0.17.1: `[Rank r]
+(after n iterations) memory (MB) | ... | max reserved: X`, MiB) and Megatron-Bridge 0.3.1's (train_utils.py
+L736-745, `memory (GB) | ... | peak_reserved_mem: X`, 1e9 bytes)."""
+_TITAN_MEMORY = re.compile(rb"memory:\s*([0-9.]+)GiB")
+"""torchtitan 0.2.0's step line carries the peak: `memory: {max_reserved_gib:5.2f}GiB(...)` (metrics.py L444)."""
 _ARGUMENT = re.compile(rb"\s(\w+) \.+ (\S.*?)\s*$")
 ARGUMENTS_START, ARGUMENTS_END = b"------------------------ arguments ---", b"-- end of arguments ---"
 """Megatron-LM's `_print_args("arguments", args)` (megatron/training/arguments.py L1626-1642 of megatron-core
@@ -83,6 +94,8 @@ class Format:
     unit: str
     batch: re.Pattern[bytes] | None = None
     """The global batch size an iteration line prints (Megatron's, NeMo's), if it does."""
+    memory: re.Pattern[bytes] | None = None
+    """The peak reserved memory (GiB) an iteration line prints (torchtitan's), if it does."""
     ignore: bytes = b""
     """Bytes of lines that hold the marker but are not iteration lines (torchtitan's validation steps)."""
 
@@ -93,7 +106,7 @@ FORMATS = (
     Format("NeMo 2", "megatron", b", iteration ", _NEMO, "step_time_s", 1.0, "s",
            re.compile(rb"\| global_batch_size: (\d+)")),
     Format("torchtitan", "torchtitan", b"step: ", _TITAN, "tokens_per_s_per_gpu", 1.0, "tokens/s/GPU",
-           ignore=b"validate step: "),
+           memory=_TITAN_MEMORY, ignore=b"validate step: "),
 )  # fmt: skip
 
 
@@ -117,6 +130,8 @@ class StepLog:
     """Megatron's logged global batch size (the last one logged), None for torchtitan."""
     files: int = 1
     """Log files read: more than one for a folder of per-rank logs."""
+    memory_gib: float | None = None
+    """The largest peak reserved memory any rank logged (GiB); None when the log reports none."""
     arguments: tuple[tuple[str, str], ...] = ()
     """The Megatron-LM arguments the log printed that perfmodel reads (_KEPT_ARGUMENTS), as printed."""
 
@@ -165,6 +180,8 @@ class StepLog:
             f"{len(self.steps) + len(self.warmup)} logged), "
             f"warm-up {_steps(self.warmup)} skipped; median {self.median:,.1f} {unit}, p10-p90 {low:,.1f}-{high:,.1f}"
         )
+        if self.memory_gib is not None:
+            text += f"; peak memory {self.memory_gib:,.1f} GiB reserved"
         if self.outliers:
             text += f"; outliers (stragglers, recompilation?) at steps {_steps(self.outliers)}"
         return text + (f"; unparsable lines skipped: {self.skipped_lines:,}" if self.skipped_lines else "")
@@ -213,9 +230,13 @@ def read_steps(path: str | Path, warmup_steps: int | None = None) -> StepLog:
     gbs: int | None = None
     arguments: dict[str, str] = {}
     in_arguments = False
+    memory = 0.0  # the largest peak seen (GiB); none logged while 0
     for line in (line for file in files for line in _lines(file, shown(file, 200))):
         if line is None:
             skipped += 1
+            continue
+        if _MEMORY_REPORT in line:
+            memory = max(memory, *_reported_gib(line))
             continue
         if in_arguments or ARGUMENTS_START in line:
             in_arguments = ARGUMENTS_END not in line
@@ -225,10 +246,13 @@ def read_steps(path: str | Path, warmup_steps: int | None = None) -> StepLog:
         fmt = chosen or next((f for f in FORMATS if f.marker in line), None)
         if fmt is None or fmt.marker not in line or (fmt.ignore and fmt.ignore in line):
             continue
-        match = fmt.pattern.search(_ANSI.sub(b"", line))
+        plain = _ANSI.sub(b"", line)
+        match = fmt.pattern.search(plain)
         if match is None:
             skipped += 1
             continue
+        if fmt.memory is not None and (peak := fmt.memory.search(plain)):
+            memory = max(memory, float(peak[1]))
         if found is None:
             chosen, found = fmt, _Steps(max if fmt.metric == "step_time_s" else min)
         found.add(int(match[1]), float(match[2].replace(b",", b"")))
@@ -245,7 +269,7 @@ def read_steps(path: str | Path, warmup_steps: int | None = None) -> StepLog:
     used, values = steps[first:], found.values[first:]
     return StepLog(
         str(path), chosen, used, values, tuple(steps[:first]),
-        _outliers(used, values), skipped, gbs, len(files), tuple(sorted(arguments.items())),
+        _outliers(used, values), skipped, gbs, len(files), memory or None, tuple(sorted(arguments.items())),
     )  # fmt: skip
 
 
@@ -273,6 +297,12 @@ def _outliers(steps: Sequence[int], values: Sequence[float]) -> tuple[int, ...]:
         for s, v in zip(steps, values, strict=True)
         if abs(v - middle) > OUTLIER_SHARE * middle and abs(v - middle) > OUTLIER_Z * robust_sd
     )
+
+
+def _reported_gib(line: bytes) -> list[float]:
+    """The peak reserved memory (GiB) of a Megatron memory report line (0 when it is cut or of another kind)."""
+    return [0.0] + [float(peak[1]) * unit / 2**30 for marker, pattern, unit in _MEMORY
+                    if marker in line and (peak := pattern.search(line))]  # fmt: skip
 
 
 def _precision(given: dict[str, str]) -> str | None:
@@ -333,7 +363,7 @@ def read_step_log(path: str | Path, scenario: dict[str, Any], warmup_steps: int 
     full.setdefault("precision", "fp8")
     run = MeasuredRun(
         f"log:{Path(path).name}", f"{log.format.name} log", full, log.format.metric,
-        log.median * log.format.scale, (log.summary(),), str(path),
+        log.median * log.format.scale, (log.summary(),), str(path), memory_gib=log.memory_gib,
     )  # fmt: skip
     check_scenario(run, str(path))
     return run

@@ -104,12 +104,16 @@ class PreparedRun:
         return tuple(itertools.product(self.members if layout_range else (self.layout,), release_years(self.run)))
 
     @property
+    def memory_gib(self) -> float:
+        """The memory per GPU the row's layout needs, as the model prices it (GiB)."""
+        return float(memory_need(self.context, layout_vars(self.layout))) / 2**30
+
+    @property
     def over_memory_gib(self) -> tuple[float, float] | None:
         """(needed, held) GiB per GPU when the row's layout exceeds the memory estimate, else None: a run that ran
         fit, so such a row's layout columns (or its measured value) are suspect. No bundled row is one."""
-        held = self.context.hardware.accelerator.memory_bytes
-        need = float(memory_need(self.context, layout_vars(self.layout)))
-        return (need / 2**30, held / 2**30) if need > held else None
+        need, held = self.memory_gib, self.context.hardware.accelerator.memory_bytes / 2**30
+        return (need, held) if need > held else None
 
     @property
     def basis(self) -> str:
@@ -338,7 +342,11 @@ class Row:
             "predicted_low": self.low,
             "predicted_high": self.high,
             "range_error_pct": self.range_error_pct,
-        }
+        } | (
+            {"measured_memory_gib": run.memory_gib, "predicted_memory_gib": self.prepared.memory_gib}
+            if run.memory_gib is not None
+            else {}
+        )
 
 
 @dataclass(frozen=True)

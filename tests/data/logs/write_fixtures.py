@@ -30,9 +30,25 @@ def arguments(args: dict[str, object]) -> list[bytes]:
     return [line.encode() for line in lines]
 
 
-def megatron(date: str, header: list[bytes] | None = None, gbs: int = 64, scale: float = 1.0) -> bytes:
+MEMORY_LM = (
+    "[Rank 0] (after 10 iterations) memory (MB) | allocated: {:.2f} | max allocated: {:.2f} | reserved: {:.2f} | "
+    "max reserved: {:.2f}".format(41234.56, 60123.45, 61000.00, 62976.00)
+)
+"""Megatron-LM's report_memory after the first logged interval (megatron/training/utils.py L281-293, megatron-core
+0.17.1): MiB; the peak reserved 62,976 MiB = 61.5 GiB."""
+MEMORY_BRIDGE = (
+    "[Rank 0] (after 10 iterations) memory (GB) | current_allocated_mem: 43.237 | peak_allocated_mem: 63.044 | "
+    "current_reserved_mem: 63.963 | peak_reserved_mem: 66.035 | alloc_retries: 0"
+)
+"""Megatron-Bridge 0.3.1's memory report (training/utils/train_utils.py L736-745, report_memory's default keys, GB of
+1e9 bytes at 5 significant digits): the peak reserved 66.035e9 B = 61.5 GiB."""
+
+
+def megatron(
+    date: str, header: list[bytes] | None = None, gbs: int = 64, scale: float = 1.0, memory: str = ""
+) -> bytes:
     """The iteration lines (of global batch `gbs`, MEGATRON_MS x `scale`) after `header` (a Megatron-LM arguments
-    block, say)."""
+    block, say), with a `memory` report after the first."""
     lines = [
         *(header or []),
         b"[2026-03-02 10:00:00] building GPT model ...",
@@ -55,6 +71,8 @@ def megatron(date: str, header: list[bytes] | None = None, gbs: int = 64, scale:
         s += " number of skipped iterations: {:3d} |".format(0)
         s += " number of nan iterations: {:3d} |".format(0)
         lines.append(s.encode())
+        if k == 0 and memory:
+            lines.append(memory.encode())
         if k == 4:
             lines.append(s[:70].encode())  # cut short, as a killed writer leaves it
     return b"\n".join(lines) + b"\n"
@@ -99,7 +117,7 @@ def torchtitan() -> bytes:
 
 
 if __name__ == "__main__":
-    (HERE / "megatron_bridge.log").write_bytes(megatron("2026-03-02 10:{:02d}:00"))
-    (HERE / "megatron_lm.log").write_bytes(megatron("2026-03-02 10:{:02d}:00.123456"))
+    (HERE / "megatron_bridge.log").write_bytes(megatron("2026-03-02 10:{:02d}:00", memory=MEMORY_BRIDGE))
+    (HERE / "megatron_lm.log").write_bytes(megatron("2026-03-02 10:{:02d}:00.123456", memory=MEMORY_LM))
     (HERE / "torchtitan.log").write_bytes(torchtitan())
     (HERE / "nemo2.log").write_bytes(nemo())
