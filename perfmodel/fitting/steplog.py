@@ -23,13 +23,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-import statistics
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.runs import MeasuredRun, check_scenario
@@ -160,15 +161,14 @@ class StepLog:
 
     @property
     def median(self) -> float:
-        return statistics.median(self.values)
+        return float(np.median(self.values))
 
     @property
     def spread(self) -> tuple[float, float]:
-        """The 10th and 90th percentiles of the used steps (both the median with fewer than two)."""
-        if len(self.values) < 2:
-            return self.median, self.median
-        deciles = statistics.quantiles(self.values, n=10, method="inclusive")
-        return deciles[0], deciles[-1]
+        """The 10th and 90th percentiles of the used steps, interpolated between them (statistics.quantiles'
+        'inclusive' method)."""
+        low, high = np.percentile(self.values, [10, 90])
+        return float(low), float(high)
 
     def summary(self) -> str:
         """One line: which steps were used, median, spread, outliers and skipped lines."""
@@ -290,13 +290,11 @@ def _files(path: str | Path, where: str) -> list[str]:
 
 def _outliers(steps: Sequence[int], values: Sequence[float]) -> tuple[int, ...]:
     """Steps far from the median both robustly (OUTLIER_Z) and in share (OUTLIER_SHARE)."""
-    middle = statistics.median(values)
-    robust_sd = 1.4826 * statistics.median(abs(v - middle) for v in values)
-    return tuple(
-        s
-        for s, v in zip(steps, values, strict=True)
-        if abs(v - middle) > OUTLIER_SHARE * middle and abs(v - middle) > OUTLIER_Z * robust_sd
-    )
+    numbers = np.asarray(values)  # an array('d') is read in place, not copied into Python floats
+    middle = np.median(numbers)
+    off = np.abs(numbers - middle)
+    flagged = (off > OUTLIER_SHARE * middle) & (off > OUTLIER_Z * 1.4826 * np.median(off))
+    return tuple(int(steps[int(k)]) for k in np.flatnonzero(flagged))
 
 
 def _reported_gib(line: bytes) -> list[float]:
