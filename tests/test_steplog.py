@@ -215,45 +215,47 @@ def test_calibrate_reads_logs_of_several_layouts(tmp_path: Path) -> None:
     assert after["mape_pct"] < before["mape_pct"] / 3
 
 
-def test_round_trip_megatron_bridge() -> None:
-    launched = run_cli("launch", "--stack", "megatron-bridge", *WORKLOAD, "--gbs", "64")
-    assert launched.code == 0, launched.err
-    overrides = dict(line.split("=", 1) for line in launched.out.splitlines() if not line.startswith("#"))
-    sharding = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
-    zero = sharding[overrides.get("ddp.data_parallel_sharding_strategy", "no_shard")]
-    zero = 1 if overrides["ddp.use_distributed_optimizer"] == "true" else zero
-    flags = [
-        "--tp", overrides["model.tensor_model_parallel_size"], "--pp", overrides["model.pipeline_model_parallel_size"],
-        "--cp", overrides["model.context_parallel_size"], "--mbs", overrides["train.micro_batch_size"],
-        "--vp", {"null": "1"}.get(v := overrides["model.virtual_pipeline_model_parallel_size"], v),
-        "--recompute", overrides.get("model.recompute_granularity", "none"), "--zero", str(zero),
+def _core_flags(overrides: dict[str, str], parallel: str, ddp: str, config: str, batch: str) -> list[str]:
+    """The layout flags of Megatron-Core settings as a stack names them: the parallel sizes under `parallel`, the DDP
+    config under `ddp`, recompute under `config`, the micro-batch under `batch`."""
+    sharding = {"optim_grads": 2, "optim_grads_params": 3}.get(
+        overrides.get(f"{ddp}ddp.data_parallel_sharding_strategy", "")
+    )
+    zero = sharding or (1 if overrides[f"{ddp}ddp.use_distributed_optimizer"] == "true" else 0)
+    return [
+        "--tp", overrides[f"{parallel}tensor_model_parallel_size"],
+        "--pp", overrides[f"{parallel}pipeline_model_parallel_size"],
+        "--cp", overrides[f"{parallel}context_parallel_size"], "--mbs", overrides[f"{batch}micro_batch_size"],
+        "--vp", {"null": "1"}.get(v := overrides[f"{parallel}virtual_pipeline_model_parallel_size"], v),
+        "--recompute", overrides.get(f"{config}recompute_granularity", "none"), "--zero", str(zero),
     ]  # fmt: skip
+
+
+def _overrides(stack: str) -> tuple[str, dict[str, str]]:
+    launched = run_cli("launch", "--stack", stack, *WORKLOAD, "--gbs", "64")
+    assert launched.code == 0, launched.err
+    return launched.out, dict(line.split("=", 1) for line in launched.out.splitlines() if not line.startswith("#"))
+
+
+def test_round_trip_megatron_bridge() -> None:
+    text, overrides = _overrides("megatron-bridge")
+    flags = _core_flags(overrides, "model.", "", "model.", "train.")
     row = _validated(MEGATRON, flags)  # the log's own global batch (64): no --gbs
-    assert str(row["layout"]) in launched.out.splitlines()[0]  # the same layout, described the same way
+    assert str(row["layout"]) in text.splitlines()[0]  # the same layout, described the same way
     assert row["layout_basis"] == "reported" and row["measured"] == pytest.approx(6.3015)
-    predicted = float(launched.out.splitlines()[0].rsplit("predicted step ", 1)[1].removesuffix(" s"))
+    predicted = float(text.splitlines()[0].rsplit("predicted step ", 1)[1].removesuffix(" s"))
     assert row["predicted"] == pytest.approx(predicted, abs=5e-4)  # validate prices what launch predicted
 
 
 def test_round_trip_nemo() -> None:
     """NeMo 2's overrides give the layout; its ProgressPrinter log (seconds, `{:.4}`) reads back to the same run."""
-    launched = run_cli("launch", "--stack", "nemo", *WORKLOAD, "--gbs", "64")
-    assert launched.code == 0, launched.err
-    overrides = dict(line.split("=", 1) for line in launched.out.splitlines() if not line.startswith("#"))
-    strategy = {key.removeprefix("trainer.strategy."): v for key, v in overrides.items() if key.startswith("trainer.s")}
-    sharding = {"optim_grads": 2, "optim_grads_params": 3}.get(strategy.get("ddp.data_parallel_sharding_strategy", ""))
-    zero = sharding or (1 if strategy["ddp.use_distributed_optimizer"] == "true" else 0)
-    flags = [
-        "--tp", strategy["tensor_model_parallel_size"], "--pp", strategy["pipeline_model_parallel_size"],
-        "--cp", strategy["context_parallel_size"], "--mbs", overrides["data.micro_batch_size"],
-        "--vp", {"null": "1"}.get(v := strategy["virtual_pipeline_model_parallel_size"], v),
-        "--recompute", overrides.get("model.config.recompute_granularity", "none"), "--zero", str(zero),
-    ]  # fmt: skip
+    text, overrides = _overrides("nemo")
+    flags = _core_flags(overrides, "trainer.strategy.", "trainer.strategy.", "model.config.", "data.")
     log = read_steps(NEMO)
     assert log.format.name == "NeMo 2" and log.gbs == 64 and log.skipped_lines == 1
     assert log.median == 6.301 and log.outliers == (79,)  # 4 significant digits; iteration n-1: counted from 0
     row = _validated(NEMO, flags)
-    assert str(row["layout"]) in launched.out.splitlines()[0] and row["measured"] == pytest.approx(6.301)
+    assert str(row["layout"]) in text.splitlines()[0] and row["measured"] == pytest.approx(6.301)
 
 
 def test_round_trip_torchtitan() -> None:
