@@ -89,7 +89,7 @@ def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
     """pydantic's first complaint as one line naming the keyword: the keywords themselves are checked by the API,
     so this is an unknown keyword, a malformed upload or a body that is not a JSON object."""
     first = exc.errors()[0]
-    where = [str(part) for part in first["loc"] if part != "body"]
+    where = [] if first["type"] == "json_invalid" else [str(part) for part in first["loc"] if part != "body"]
     field = where[0] if where else None
     if first["type"] == "extra_forbidden":
         valid = ", ".join(name for name in _valid(request.url.path))
