@@ -40,6 +40,8 @@ function usd(x) {
   const scaled = [[1e9, "B"], [1e6, "M"], [1e3, "k"]].find(([size]) => Math.abs(x) >= size);
   return scaled ? `$${number(x / scaled[0], 3)}${scaled[1]}` : `$${number(x, 3)}`;
 }
+const tokens = (n) => (n >= 1e12 ? `${number(n / 1e12)}T` : n >= 1e9 ? `${number(n / 1e9)}B` : number(n));
+const chance = (p) => (p === null || p === undefined ? "–" : p < 0.01 ? "< 0.01" : p > 0.99 ? "> 0.99" : p.toFixed(2));
 const percent = (x) => (x === null || x === undefined ? "–" : `${number(100 * x, 3)}%`);
 const days = (seconds) => (seconds === null || seconds === undefined ? null : seconds / 86400);
 
@@ -162,16 +164,17 @@ function cell(value, text, key, low, high) {
   const td = element("td", text);
   if (key) {
     td.dataset.key = key;
-    td.dataset.value = String(value);
+    td.dataset.value = JSON.stringify(value); // the JSON answer's own value, for the tests and for copying
   }
   if (low !== undefined && high !== undefined && low !== null && high !== null) td.append(element("span", `${low} – ${high}`, { class: "range" }));
   return td;
 }
 
-function table(headings, rows, className) {
-  const made = element("table", null, className ? { class: className } : {});
+// A table of `headings` over `rows`; the headings in `text` head columns of text, aligned left.
+function table(headings, rows, text = []) {
+  const made = element("table");
   const head = element("tr");
-  for (const heading of headings) head.append(element("th", heading));
+  for (const heading of headings) head.append(element("th", heading, text.includes(heading) ? { class: "text" } : {}));
   const thead = element("thead");
   thead.append(head);
   made.append(thead);
@@ -232,7 +235,7 @@ function breakdown(p) {
 }
 
 function describe(p) {
-  return `${p.model} on ${number(p.n_gpus, 7)} × ${p.accelerator} (${p.system}), ${p.precision}`;
+  return `${p.model} on ${number(p.n_gpus, 7)} × ${p.accelerator} (${p.system}), ${p.precision}, ${tokens(p.tokens_to_train)} tokens`;
 }
 
 function drawPredict(p) {
@@ -244,11 +247,13 @@ function drawPredict(p) {
 }
 
 function drawCompare(rows) {
-  $("#title").textContent = `${rows[0].model}: ${rows.length} systems and sizes, ratios to the first row`;
+  const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
+  const sizes = new Set(rows.map((p) => p.n_gpus)).size;
+  $("#title").textContent = `${rows[0].model}, ${tokens(rows[0].tokens_to_train)} tokens: ${systems} systems × ${sizes} sizes, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", `TP${p.parallelism.tp} PP${p.parallelism.pp} CP${p.parallelism.cp} DP${p.parallelism.dp}`),
+    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", `TP${p.parallelism.tp} PP${p.parallelism.pp} CP${p.parallelism.cp} DP${p.parallelism.dp}`, { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
       cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high)),
@@ -256,7 +261,7 @@ function drawCompare(rows) {
     return tr;
   });
   const wide = element("div", null, { class: "wide" });
-  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "Days (80% range)", "Cost (80% range)", "Speed-up", "Perf/$"], body));
+  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "Days (80% range)", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
   $("#tables").replaceChildren(wide);
 }
 
@@ -266,19 +271,41 @@ function drawPlan(report) {
   $("#title").textContent = `Plan: train ${parts.filter(Boolean).join(" and ")}, with probability ${goal.confidence}`;
   const verdict = $("#verdict");
   verdict.replaceChildren();
-  if (report.cheapest) verdict.append(element("span", "Feasible. ", { class: "yes" }), `Cheapest: ${report.cheapest}; fastest: ${report.fastest}.`);
+  if (report.cheapest) verdict.append(element("span", "Feasible. ", { class: "yes" }), `Cheapest: ${report.cheapest}; fastest: ${report.fastest}. Days and costs count failures and the other losses of a real run.`);
   else verdict.append(element("span", "No candidate meets the goal.", { class: "no" }));
+  const atConfidence = goal.confidence !== 0.5;
+  const at = `at P${number(100 * goal.confidence, 2)}`;
   const body = report.candidates.map((c) => {
     const tr = element("tr", null, c.feasible ? {} : { class: "infeasible" });
-    tr.append(element("td", c.candidate), element("td", c.feasible ? "meets the goal" : c.reason || "no plan"),
-      cell(c.n_gpus, number(c.n_gpus, 7), "n_gpus"), cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)),
-      cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_low), usd(c.cost_usd_high)),
-      cell(c.p_meet_deadline, c.p_meet_deadline === null ? "–" : number(c.p_meet_deadline, 2), "p_meet_deadline"), element("td", c.layout || ""));
+    const name = element("td", c.candidate);
+    if (c.layout) name.append(element("div", c.layout, { class: "note" }));
+    tr.append(name, element("td", c.feasible ? "meets the goal" : c.reason || "no plan", { class: "text" }),
+      cell(c.n_gpus, number(c.n_gpus, 7), "n_gpus"),
+      cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
+    if (atConfidence) tr.append(cell(c.time_to_train_days_at_confidence, number(c.time_to_train_days_at_confidence), "time_to_train_days_at_confidence"));
+    tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_low), usd(c.cost_usd_high)));
+    if (atConfidence) tr.append(cell(c.cost_usd_at_confidence, usd(c.cost_usd_at_confidence), "cost_usd_at_confidence"));
+    tr.append(cell(c.p_meet_deadline, chance(c.p_meet_deadline), "p_meet_deadline"),
+      cell(c.p_within_budget, chance(c.p_within_budget), "p_within_budget"));
     return tr;
   });
+  const headings = ["Candidate and layout", "Verdict", "GPUs", "Days (80% range)", ...(atConfidence ? [`Days ${at}`] : []),
+    "Cost (80% range)", ...(atConfidence ? [`Cost ${at}`] : []), "P(deadline)", "P(budget)"];
   const wide = element("div", null, { class: "wide" });
-  wide.append(table(["Candidate", "Verdict", "GPUs", "Days with losses (80% range)", "Cost (80% range)", "P(deadline)", "Layout"], body));
+  wide.append(table(headings, body, ["Verdict"]));
   $("#tables").replaceChildren(wide);
+}
+
+// Round values (1, 2, 5 times a power of ten) between `low` and `high`, for a logarithmic axis.
+function ticks(low, high) {
+  const found = [];
+  for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high)); power += 1) {
+    for (const step of [1, 2, 5]) {
+      const value = step * 10 ** power;
+      if (value >= low && value <= high) found.push(value);
+    }
+  }
+  return found.length ? found : [low, high];
 }
 
 // Time to train against GPU count, one line per system and precision, the 80% range as a band: drawn for answers
@@ -304,7 +331,7 @@ function scalingChart(rows) {
   for (const n of [...new Set(all)].sort((a, b) => a - b)) {
     svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, number(n, 7)));
   }
-  for (const d of [Math.min(...values), Math.sqrt(Math.min(...values) * Math.max(...values)), Math.max(...values)]) {
+  for (const d of ticks(Math.min(...values), Math.max(...values))) {
     svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
       svgElement("text", { x: left - 6, y: y(d) + 4, "text-anchor": "end" }, number(d, 3)));
   }
