@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from fastapi.testclient import TestClient
 
 import perfmodel
@@ -50,20 +49,16 @@ def client() -> TestClient:
     return TestClient(app)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfmodel", *args], capture_output=True, text=True, check=False)
-
-
 def cli_json(*args: str) -> Any:
-    done = cli(*args, "--format", "json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    done = run_cli(*args, "--format", "json")
+    assert done.code == 0, done.err
+    return json.loads(done.out)
 
 
 def cli_error(*args: str) -> str:
-    done = cli(*args)
-    assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
-    return done.stderr.removeprefix("error: ").strip()
+    done = run_cli(*args)
+    assert done.code == 2 and done.err.startswith("error: "), done.err
+    return done.err.removeprefix("error: ").strip()
 
 
 def without_clock(document: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +217,7 @@ def test_exports_are_the_cli_exports(client: TestClient, tmp_path: Path, questio
         assert response.status_code == 200
         assert response.headers["content-disposition"] == f'attachment; filename="perfmodel-{question}.{fmt}"'
         out = tmp_path / f"cli.{fmt}"
-        assert cli("export", question, *flags, "--out", str(out)).returncode == 0
+        assert run_cli("export", question, *flags, "--out", str(out)).code == 0
         assert response.content == out.read_bytes()
 
 

@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,10 @@ def answer(question: str, keywords: dict[str, Any], use: Callable[[Any], Any]) -
     model_file, hardware_files = given.pop("model_file", None), given.pop("hardware_files", [])
     _check_no_paths(given)
     _check_bounds(question, given, hardware_files)
-    with ENGINE, tempfile.TemporaryDirectory(prefix="perfmodel-serve-") as folder:
+    uploads = model_file is not None or bool(hardware_files)
+    with ENGINE, ExitStack() as stack:
+        catalogue.clear()  # this request sees the bundled hardware, the server's own ($PERFMODEL_PATH), its uploads
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="perfmodel-serve-")) if uploads else ""
         saved: dict[str, tuple[str, str]] = {}  # path written -> (the upload's name, its field)
         if model_file is not None:
             if "model" in given:
@@ -68,7 +72,7 @@ def answer(question: str, keywords: dict[str, Any], use: Callable[[Any], Any]) -
         except PerfmodelError as exc:
             raise _refused(str(exc), saved) from None
         finally:
-            catalogue.clear()  # the next request starts with the bundled hardware only
+            catalogue.clear()
 
 
 def _check_no_paths(given: dict[str, Any]) -> None:
