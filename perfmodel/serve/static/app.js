@@ -12,7 +12,7 @@ const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
 const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
 const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files" };
 let question = "predict";
-let asked = null; // the last request body, for the downloads
+let asked = null; // the question answered on the page and its request body, for the downloads
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -55,6 +55,8 @@ function showQuestion(chosen) {
     part.hidden = !part.dataset.for.split(" ").includes(chosen);
   }
   $("#hint").textContent = HINTS[chosen];
+  if (asked && asked.question !== chosen) $("#result").hidden = true;
+  $("#error").hidden = true;
 }
 
 function shown(input) {
@@ -65,18 +67,24 @@ function listOf(text) {
   return text.split(/[\s,]+/).filter((part) => part !== "");
 }
 
+// A number typed as text stays text when it is not one, so that the API refuses it with its own message.
+const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number(text) : text);
+
+// The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here.
 function keywords() {
   const body = {};
   for (const input of $("#question").querySelectorAll("[name]")) {
+    if (!shown(input)) continue;
+    if (input.validity && input.validity.badInput) throw { error: `${input.name}: not a number`, field: input.name };
     const value = input.value.trim();
-    if (value === "" || !shown(input)) continue;
+    if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
     else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value);
     else if (name === "n_gpus") {
-      const counts = listOf(value).map(Number);
-      body.n_gpus = question === "compare" && counts.length > 1 ? counts : counts[0];
-    } else if (WHOLE.includes(name) || NUMBER.includes(name)) body[name] = Number(value);
+      const counts = listOf(value).map(numeric);
+      body.n_gpus = counts.length > 1 ? counts : counts[0];
+    } else if (WHOLE.includes(name) || NUMBER.includes(name)) body[name] = numeric(value);
     else body[name] = value;
   }
   return body;
@@ -121,19 +129,20 @@ async function run(event) {
   $("#share").href = link;
   $("#share").hidden = false;
   const started = performance.now();
-  let response, answer;
+  let response, answer, body;
   try {
-    asked = await uploads(keywords());
+    body = await uploads(keywords());
     response = await fetch(`/api/${question}`, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(asked),
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     });
     answer = await response.json();
   } catch (error) {
-    answer = { error: `no answer from the server (${error.message})`, field: null };
+    answer = error.error ? error : { error: `no answer from the server (${error.message})`, field: null };
   } finally {
     $("#run").disabled = false;
   }
   if (!response || !response.ok) return refused(answer);
+  asked = { question, body };
   draw(answer);
   $("#status").textContent = `answered in ${number((performance.now() - started) / 1000, 2)} s`;
 }
@@ -149,11 +158,11 @@ function refused(answer) {
 }
 
 async function download(format) {
-  const response = await fetch(`/api/export/${question}?format=${format}`, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(asked),
+  const response = await fetch(`/api/export/${asked.question}?format=${format}`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(asked.body),
   });
   if (!response.ok) return refused(await response.json());
-  const link = element("a", null, { href: URL.createObjectURL(await response.blob()), download: `perfmodel-${question}.${format}` });
+  const link = element("a", null, { href: URL.createObjectURL(await response.blob()), download: `perfmodel-${asked.question}.${format}` });
   document.body.append(link);
   link.click();
   link.remove();
