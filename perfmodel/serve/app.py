@@ -2,12 +2,14 @@
 OpenAPI description (/openapi.json).
 
 FastAPI because its request models are pydantic's (perfmodel's own validation library), which gives the OpenAPI
-description from the same models the requests are checked with; uvicorn serves it (`perfmodel serve`).
+description from the same models the requests are checked with; uvicorn serves it (`perfmodel serve`). The work is
+done in worker processes (workers.py), each stopped past the wall-time bound.
 """
 
 from __future__ import annotations
 
-import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -19,10 +21,9 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from perfmodel.cli.export import write_comparison, write_plan, write_prediction
-from perfmodel.outputs.report import to_json
 from perfmodel.serve import work
 from perfmodel.serve.schemas import CompareRequest, PlanRequest, PredictRequest
+from perfmodel.serve.workers import POOL
 
 STATIC = Path(__file__).parent / "static"
 FORMATS = {"csv": "text/csv", "json": "application/json",
@@ -67,7 +68,15 @@ class BodyLimit:
         await self.app(scope, receive, send)
 
 
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """The workers start with the server, not at the first requests."""
+    POOL.start()
+    yield
+
+
 app = FastAPI(
+    lifespan=lifespan,
     title="perfmodel",
     summary="Time, cost and energy of LLM training on GPU clusters: the CLI's questions over HTTP.",
     description="Request bodies are the Python API's keywords (README 'Python API'); responses are the documents "
@@ -108,8 +117,7 @@ def _valid(path: str) -> list[str]:
 
 def _document(question: str, body: BaseModel) -> Response:
     """The CLI's `--format json` document of the question, as its own text."""
-    shown = {"predict": lambda r: r.to_dict(), "compare": lambda r: r.rows, "plan": lambda r: r.to_dict()}
-    text = work.answer(question, body.model_dump(exclude_unset=True), lambda r: to_json(shown[question](r)))
+    text = POOL.ask(question, body.model_dump(exclude_unset=True))
     return Response(text, media_type="application/json")
 
 
@@ -135,17 +143,9 @@ def plan(body: PlanRequest) -> Response:  # type: ignore[valid-type]
 
 
 def _export(question: str, body: BaseModel, fmt: str) -> Response:
-    """The file `perfmodel export QUESTION --out FILE.fmt` writes, written in a folder of the server's own."""
-    with tempfile.TemporaryDirectory(prefix="perfmodel-export-") as folder:
-        out = Path(folder) / f"perfmodel-{question}.{fmt}"
-        writers = {
-            "predict": lambda r: write_prediction(r, out, False, None),
-            "compare": lambda r: write_comparison(r.predictions, out, False, None),
-            "plan": lambda r: write_plan(r, out, False, None),
-        }
-        work.answer(question, body.model_dump(exclude_unset=True), writers[question])
-        content = out.read_bytes()
-    headers = {"Content-Disposition": f'attachment; filename="{out.name}"'}
+    """The file `perfmodel export QUESTION --out FILE.fmt` writes."""
+    content = POOL.ask(question, body.model_dump(exclude_unset=True), fmt)
+    headers = {"Content-Disposition": f'attachment; filename="perfmodel-{question}.{fmt}"'}
     return Response(content, media_type=FORMATS[fmt], headers=headers)
 
 
@@ -183,20 +183,19 @@ def _catalogue() -> dict[str, Any]:
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.models import ZOO
 
-    with work.ENGINE:
-        chips = accelerators()
-        return {
-            "models": list(ZOO),
-            "accelerators": {i: list(a.precisions) for i, a in chips.items()},
-            "systems": {i: list(chips[s.accelerator].precisions) for i, s in systems().items()},
-            "limits": {
-                "upload_bytes": work.MAX_UPLOAD_BYTES,
-                "hardware_files": work.MAX_HARDWARE_FILES,
-                "compare_rows": work.MAX_ROWS,
-                "plan_candidates": work.MAX_CANDIDATES,
-                "request_s": work.MAX_REQUEST_S,
-            },
-        }
+    chips = accelerators()
+    return {
+        "models": list(ZOO),
+        "accelerators": {i: list(a.precisions) for i, a in chips.items()},
+        "systems": {i: list(chips[s.accelerator].precisions) for i, s in systems().items()},
+        "limits": {
+            "upload_bytes": work.MAX_UPLOAD_BYTES,
+            "hardware_files": work.MAX_HARDWARE_FILES,
+            "compare_rows": work.MAX_ROWS,
+            "plan_candidates": work.MAX_CANDIDATES,
+            "request_s": work.MAX_REQUEST_S,
+        },
+    }
 
 
 @app.get("/", include_in_schema=False)

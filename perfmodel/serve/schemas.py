@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, 
 
 from perfmodel import api
 
-FILE_KEYWORDS = ("scenario", "hardware", "calibration", "progress", "return")
+FILE_KEYWORDS = ("scenario", "hardware", "calibration")
 """Keywords a request cannot give: paths on the server's disk (uploads replace the model and hardware files; the
-bundled calibration is used) and the progress callback (the server's own)."""
+bundled calibration is used)."""
 
 
 ONLY_TYPED = ("ScenarioSource", "Prediction", "Campaign", "Comparison", "PlanReport")

@@ -1,24 +1,25 @@
-"""One request's work: its uploads written where the server chooses, its bounds checked, the Python API asked, and
-its errors turned into the CLI's one line with the keyword it names.
+"""One request's work, in a worker process (workers.py): its uploads written where the server chooses, its bounds
+checked, the Python API asked, and the answer made as the CLI makes it (the `--format json` text, or the file of
+`perfmodel export`); an error is the CLI's one line with the keyword it names.
 
-The hardware catalogue is the process's (README 'Your own hardware'), so requests take turns at the model (ENGINE):
-one request's uploaded hardware is never seen by another, and the model is CPU-bound under the GIL anyway.
+A worker answers one request at a time, and the hardware catalogue is the process's (README 'Your own hardware'), so
+each request sees only its own uploaded hardware.
 """
 
 from __future__ import annotations
 
 import re
 import tempfile
-import threading
-import time
+import traceback
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from perfmodel import api
+from perfmodel.cli.export import write_comparison, write_plan, write_prediction
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue
+from perfmodel.outputs.report import to_json
 
 MAX_UPLOAD_BYTES = 64 * 1024
 """One uploaded file (the bundled model and hardware files are under 8 KiB)."""
@@ -30,10 +31,9 @@ MAX_ROWS = 16
 MAX_CANDIDATES = 8
 """Candidates of one plan: systems x precisions."""
 MAX_REQUEST_S = 30.0
-"""Wall time of one comparison or plan, checked between its rows and the counts it tries."""
+"""Wall time of one request's work: past it the worker is stopped (workers.py)."""
 
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.toml")
-ENGINE = threading.Lock()
 
 
 class Refused(Exception):
@@ -45,19 +45,43 @@ class Refused(Exception):
 
 
 QUESTIONS: dict[str, Callable[..., Any]] = {"predict": api.predict, "compare": api.compare, "plan": api.plan}
+DOCUMENTS: dict[str, Callable[[Any], Any]] = {
+    "predict": lambda result: result.to_dict(),
+    "compare": lambda comparison: comparison.rows,
+    "plan": lambda report: report.to_dict(),
+}
+"""What `perfmodel QUESTION --format json` prints of the Python API's result."""
+EXPORTS: dict[str, Callable[[Any, Path], str]] = {
+    "predict": lambda result, out: write_prediction(result, out, False, None),
+    "compare": lambda comparison, out: write_comparison(comparison.predictions, out, False, None),
+    "plan": lambda report, out: write_plan(report, out, False, None),
+}
+"""What `perfmodel export QUESTION --out FILE` writes of the result."""
+
+Reply = tuple[Any, ...]
+"""A worker's reply: ("answer", text or bytes), ("refused", status, message, field) or ("failed", traceback)."""
 
 
-def answer(question: str, keywords: dict[str, Any], use: Callable[[Any], Any]) -> Any:
-    """`use(result)` of the Python API's `question` asked with `keywords` (a request body, uploads included), within
-    the server's bounds; every refusal is a `Refused`."""
+def reply(question: str, keywords: dict[str, Any], fmt: str | None) -> Reply:
+    """The reply to a request (`fmt`: the export's format, None for the JSON document), in plain values that pass
+    between processes."""
+    try:
+        return ("answer", answer(question, keywords, fmt))
+    except Refused as refusal:
+        return ("refused", refusal.status, refusal.message, refusal.field)
+    except Exception:  # a bug, not the user's mistake: the server answers 500 with it in its log
+        return ("failed", traceback.format_exc())
+
+
+def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | bytes:
+    """The Python API's `question` asked with `keywords` (a request body, uploads included): its `--format json`
+    text, or its export as `fmt`; every refusal is a `Refused`."""
     given = {key: value for key, value in keywords.items() if value is not None}
     model_file, hardware_files = given.pop("model_file", None), given.pop("hardware_files", [])
     _check_no_paths(given)
     _check_bounds(question, given, hardware_files)
-    uploads = model_file is not None or bool(hardware_files)
-    with ENGINE, ExitStack() as stack:
+    with tempfile.TemporaryDirectory(prefix="perfmodel-serve-") as folder:
         catalogue.clear()  # this request sees the bundled hardware, the server's own ($PERFMODEL_PATH), its uploads
-        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="perfmodel-serve-")) if uploads else ""
         saved: dict[str, tuple[str, str]] = {}  # path written -> (the upload's name, its field)
         if model_file is not None:
             if "model" in given:
@@ -65,10 +89,13 @@ def answer(question: str, keywords: dict[str, Any], use: Callable[[Any], Any]) -
             given["model"] = _saved(Path(folder) / "model", model_file, "model_file", saved)
         if hardware_files:
             given["hardware"] = [_saved(Path(folder) / "hardware", f, "hardware_files", saved) for f in hardware_files]
-        if question != "predict":
-            given["progress"] = _clock(time.monotonic() + MAX_REQUEST_S)
         try:
-            return use(QUESTIONS[question](**given))
+            result = QUESTIONS[question](**given)
+            if fmt is None:
+                return to_json(DOCUMENTS[question](result))
+            out = Path(folder) / f"perfmodel-{question}.{fmt}"
+            EXPORTS[question](result, out)
+            return out.read_bytes()
         except PerfmodelError as exc:
             raise _refused(str(exc), saved) from None
         finally:
@@ -131,19 +158,6 @@ def _saved(folder: Path, upload: dict[str, Any], field: str, saved: dict[str, tu
     path.write_text(text, encoding="utf-8")
     saved[str(path)] = (name, field)
     return str(path)
-
-
-def _clock(deadline: float) -> Callable[[int, int], None]:
-    """A progress callback that stops the work past `deadline` (time.monotonic)."""
-
-    def check(done: int, total: int) -> None:
-        if time.monotonic() > deadline:
-            raise Refused(
-                422, f"stopped after {MAX_REQUEST_S:g} s, this server's bound on one request ({done} of {total} done): "
-                "ask for fewer systems, counts or precisions, or run the CLI",
-            )  # fmt: skip
-
-    return check
 
 
 FLAG_KEYWORDS = {"gpus": "n_gpus", "deadline": "deadline_s", "budget": "budget_usd"}
