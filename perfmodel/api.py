@@ -9,7 +9,7 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
@@ -165,12 +165,10 @@ def compare(
     gpu: str | Sequence[str] = (),
     n_gpus: int | Sequence[int] | None = None,
     relayout: bool = False,
-    progress: Callable[[int, int], None] | None = None,
     **options: Unpack[WorkloadOptions],
 ) -> Comparison:
     """The same workload on each `gpu` ("ID[:PRECISION]", an accelerator or system id) and each GPU count, with
-    ratios to the first row: speedup, perf per dollar, energy per token, scaling efficiency (`perfmodel compare`).
-    `progress(done, total)` is called after each row (a progress bar; an exception it raises stops the work)."""
+    ratios to the first row: speedup, perf per dollar, energy per token, scaling efficiency (`perfmodel compare`)."""
     from perfmodel.planning import compare as comparing
 
     _check_source(scenario)
@@ -179,7 +177,7 @@ def compare(
     given = dict(options)
     _use_hardware(given)
     items = comparing.compare_request(scenario, given, _origins(given), targets, _counts(n_gpus), relayout)
-    return comparing.Comparison(comparing.run(items, progress))
+    return comparing.Comparison(comparing.run(items))
 
 
 def plan(
@@ -190,14 +188,12 @@ def plan(
     budget_usd: float | None = None,
     confidence: float = 0.5,
     max_gpus: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
     **options: Unpack[WorkloadOptions],
 ) -> PlanReport:
     """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
     `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
     (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
-    with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`).
-    `progress(done, total)` is called as the candidates' counts are tried, as for `compare`."""
+    with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`)."""
     from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
     from perfmodel.planning.confidence import check as confidence_check
@@ -212,7 +208,7 @@ def plan(
     _use_hardware(given)
     check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
     goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"))
-    return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus, progress)
+    return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
 
 def validate(
