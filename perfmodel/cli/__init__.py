@@ -20,8 +20,8 @@ COMMANDS = {
     "calibrate": "validate", "compare": "compare", "explain": "explain", "export": "export", "hardware": "catalog",
     "launch": "launch", "models": "catalog", "plan": "plan", "plot": "plot", "predict": "predict", "ratios": "ratios",
     "scenarios": "catalog",
-    "schema": "schema", "search": "search", "sensitivity": "whatif", "sweep": "sweep", "validate": "validate",
-    "whatif": "whatif",
+    "schema": "schema", "search": "search", "sensitivity": "whatif", "serve": "serve", "sweep": "sweep",
+    "validate": "validate", "whatif": "whatif",
 }  # fmt: skip
 """Each command and the module of perfmodel.cli that defines it (and registers it on `cli` when imported)."""
 

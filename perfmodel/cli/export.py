@@ -71,23 +71,29 @@ def prediction_label(prediction: Any) -> str:
 @export_options
 def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: float | None, **flags: Any) -> None:
     """One prediction (the flags of `perfmodel predict`); a campaign's: a row per phase and its total row."""
-    from perfmodel.outputs.export import ExportRow, check_output
+    from perfmodel.outputs.export import check_output
+    from perfmodel.planning.campaign import predict_any
+
+    check_output(out, force, (scenario, flags["calibration"]))
+    say(write_prediction(predict_any(load_from_flags(scenario, flags)), out, force, usd_per_kwh))
+
+
+def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
+    """Write one prediction's export (a campaign's: a row per phase and its total row); returns what was written."""
+    from perfmodel.outputs.export import ExportRow
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
     from perfmodel.outputs.report import phases_counted
-    from perfmodel.planning.campaign import Campaign, predict_any
+    from perfmodel.planning.campaign import Campaign
 
-    check_output(out, force, (scenario, flags["calibration"]))
-    result = predict_any(load_from_flags(scenario, flags))
     if isinstance(result, Campaign):
         phases = phases_counted(len(result.phases))
         title = f"{result.model.id} campaign of {phases} on {result.hardware.accelerator.id}"
         write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
-        say(f"wrote {out}")
-        return
+        return f"wrote {out}"
     label = prediction_label(result)
     write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
-    say(f"wrote {out}")
+    return f"wrote {out}"
 
 
 @export.command("compare")
@@ -101,12 +107,17 @@ def export_compare(
     """Several systems and GPU counts (the flags of `perfmodel compare`), with the ratios to the first; a campaign's:
     a row per system and phase, and per system a total row that carries the ratios of the campaigns' totals."""
     from perfmodel.outputs.export import check_output
-    from perfmodel.planning.compare import with_ratios
 
     check_output(out, force, (scenario, flags["calibration"]))
-    predictions = compare_from_flags(scenario, relayout, quiet, flags)
+    say(write_comparison(compare_from_flags(scenario, relayout, quiet, flags), out, force, usd_per_kwh))
+
+
+def write_comparison(predictions: list[Any], out: Path, force: bool, usd_per_kwh: float | None) -> str:
+    """Write a comparison's export: each row with its ratios to the first; returns what was written."""
+    from perfmodel.planning.compare import with_ratios
+
     ratios = [{k: v for k, v in r.items() if k not in predictions[0].to_dict()} for r in with_ratios(predictions)]
-    _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
+    return _write(predictions, ratios, out, force, usd_per_kwh, "comparison")
 
 
 @export.command("search")
@@ -136,7 +147,7 @@ def export_search(
     with progress("Pricing layouts", quiet) as update:
         report = search_scenario(load_from_flags(scenario, flags, own_count=False), counts, top, objective, update)
     ranks = [{"rank": i} for i in range(1, len(report.results) + 1)]
-    _write(report.results, ranks, out, force, usd_per_kwh, f"best layouts by {objective}")
+    say(_write(report.results, ranks, out, force, usd_per_kwh, f"best layouts by {objective}"))
 
 
 @export.command("plan")
@@ -159,7 +170,13 @@ def export_plan(
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
-    report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags)
+    say(write_plan(plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags), out, force,
+                   usd_per_kwh))  # fmt: skip
+
+
+def write_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
+    """Write the plan of each candidate that has one (with its verdict); returns what was written, and the
+    candidates left out with their reasons."""
     planned = [c for c in report.plans if c.prediction is not None]
     if not planned:
         raise PerfmodelError(f"no candidate has a plan: {'; '.join(f'{c.label}: {c.reason}' for c in report.plans)}")
@@ -175,10 +192,11 @@ def export_plan(
         "p_within_budget",
     )
     extras = [{key: c.to_dict()[key] for key in keys} | report.goal.to_dict() for c in planned]
-    _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
+    written = _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
     if len(planned) < len(report.plans):
         left = [f"{c.label} ({c.reason})" for c in report.plans if c.prediction is None]
-        say(f"no plan, not in {out}: {'; '.join(left)}")
+        written += f"\nno plan, not in {out}: {'; '.join(left)}"
+    return written
 
 
 @export.command("sweep")
@@ -208,7 +226,7 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
             update(done, len(points))
     if not predictions:
         raise PerfmodelError(f"{sweep_file}: no point of the sweep can run (perfmodel sweep says why for each)")
-    _write(predictions, extras, out, force, usd_per_kwh, "sweep")
+    say(_write(predictions, extras, out, force, usd_per_kwh, "sweep"))
     if failed:
         say(f"{failed} of {len(points)} points could not run and are not in {out}; perfmodel sweep says why")
 
@@ -218,9 +236,9 @@ EVERY_LINE = ("candidate",)
 
 
 def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, force: bool, usd_per_kwh: float | None,
-           what: str) -> None:  # fmt: skip
+           what: str) -> str:  # fmt: skip
     """One line per prediction, or a campaign's phases and total, with the command's `extras` (a campaign's on its
-    total row, but for the columns in EVERY_LINE)."""
+    total row, but for the columns in EVERY_LINE); returns what was written."""
     from perfmodel.outputs.export import ExportRow, Line
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
@@ -234,4 +252,4 @@ def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, forc
         else:
             lines.append(ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra))
     write(lines, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
-    say(f"wrote {len(predictions)} results to {out}")
+    return f"wrote {len(predictions)} results to {out}"

@@ -1,0 +1,394 @@
+// perfmodel's planner page: builds the Python API's keywords from the form, asks the JSON API, draws the answer.
+// Every piece of text from the user or the server is inserted with textContent (never innerHTML).
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+const HINTS = {
+  predict: "One prediction: step time and its breakdown, throughput, memory, time to train, cost and energy.",
+  compare: "The same workload on several systems and GPU counts (e.g. h100-sxm, b200:fp8 at 256,512,1024).",
+  plan: "The fewest GPUs of each candidate that train the tokens within the deadline and/or budget, losses included.",
+};
+const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
+const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
+const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files" };
+let question = "predict";
+let asked = null; // the question answered on the page and its request body, for the downloads
+
+const $ = (selector) => document.querySelector(selector);
+
+function element(tag, text, attributes = {}) {
+  const made = document.createElement(tag);
+  if (text !== undefined && text !== null) made.textContent = String(text);
+  for (const [name, value] of Object.entries(attributes)) made.setAttribute(name, value);
+  return made;
+}
+
+function svgElement(tag, attributes, text) {
+  const made = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) made.setAttribute(name, value);
+  if (text !== undefined) made.textContent = String(text);
+  return made;
+}
+
+// ---- numbers as a capacity planner reads them
+function number(x, digits = 3) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  return Number(x).toLocaleString("en-US", { maximumSignificantDigits: digits });
+}
+function usd(x) {
+  if (x === null || x === undefined) return "–";
+  const scaled = [[1e9, "B"], [1e6, "M"], [1e3, "k"]].find(([size]) => Math.abs(x) >= size);
+  return scaled ? `$${number(x / scaled[0], 3)}${scaled[1]}` : `$${number(x, 3)}`;
+}
+const tokens = (n) => (n >= 1e12 ? `${number(n / 1e12)}T` : n >= 1e9 ? `${number(n / 1e9)}B` : number(n));
+const chance = (p) => (p === null || p === undefined ? "–" : p < 0.01 ? "< 0.01" : p > 0.99 ? "> 0.99" : p.toFixed(2));
+const percent = (x) => (x === null || x === undefined ? "–" : `${number(100 * x, 3)}%`);
+const days = (seconds) => (seconds === null || seconds === undefined ? null : seconds / 86400);
+
+// ---- the form
+function showQuestion(chosen) {
+  question = chosen;
+  for (const button of document.querySelectorAll("#questions button")) {
+    button.classList.toggle("chosen", button.dataset.question === chosen);
+  }
+  for (const part of document.querySelectorAll("[data-for]")) {
+    part.hidden = !part.dataset.for.split(" ").includes(chosen);
+  }
+  $("#hint").textContent = HINTS[chosen];
+  if (asked && asked.question !== chosen) $("#result").hidden = true;
+  $("#error").hidden = true;
+}
+
+function shown(input) {
+  return !input.closest("[hidden]");
+}
+
+function listOf(text) {
+  return text.split(/[\s,]+/).filter((part) => part !== "");
+}
+
+// A number typed as text stays text when it is not one, so that the API refuses it with its own message.
+const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number(text) : text);
+
+// The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here.
+function keywords() {
+  const body = {};
+  for (const input of $("#question").querySelectorAll("[name]")) {
+    if (!shown(input)) continue;
+    if (input.validity && input.validity.badInput) throw { error: `${input.name}: not a number`, field: input.name };
+    const value = input.value.trim();
+    if (value === "") continue;
+    const name = input.name;
+    if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
+    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value);
+    else if (name === "n_gpus") {
+      const counts = listOf(value).map(numeric);
+      body.n_gpus = counts.length > 1 ? counts : counts[0];
+    } else if (WHOLE.includes(name) || NUMBER.includes(name)) body[name] = numeric(value);
+    else body[name] = value;
+  }
+  return body;
+}
+
+async function uploads(body) {
+  const model = $("#model_file").files[0];
+  if (model) {
+    delete body.model;
+    body.model_file = { name: model.name, text: await model.text() };
+  }
+  const hardware = [...$("#hardware_files").files];
+  if (hardware.length) body.hardware_files = await Promise.all(hardware.map(async (f) => ({ name: f.name, text: await f.text() })));
+  return body;
+}
+
+function shareLink() {
+  const params = new URLSearchParams({ q: question });
+  for (const input of $("#question").querySelectorAll("[name]")) {
+    if (input.value.trim() !== "" && shown(input)) params.set(input.name, input.value.trim());
+  }
+  return `${location.pathname}?${params}`;
+}
+
+function refill(params) {
+  if (params.has("q") && HINTS[params.get("q")]) showQuestion(params.get("q"));
+  for (const input of $("#question").querySelectorAll("[name]")) {
+    if (params.has(input.name)) input.value = params.get(input.name);
+    else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
+  }
+}
+
+// ---- asking the API
+async function run(event) {
+  if (event) event.preventDefault();
+  for (const wrong of document.querySelectorAll(".wrong")) wrong.classList.remove("wrong");
+  $("#error").hidden = true;
+  $("#run").disabled = true;
+  $("#status").textContent = question === "plan" ? "Planning…" : "Predicting…";
+  const link = shareLink();
+  history.replaceState(null, "", link);
+  $("#share").href = link;
+  $("#share").hidden = false;
+  const started = performance.now();
+  let response, answer, body;
+  try {
+    body = await uploads(keywords());
+    response = await fetch(`/api/${question}`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+    answer = await response.json();
+  } catch (error) {
+    answer = error.error ? error : { error: `no answer from the server (${error.message})`, field: null };
+  } finally {
+    $("#run").disabled = false;
+  }
+  if (!response || !response.ok) return refused(answer);
+  asked = { question, body };
+  draw(answer);
+  $("#status").textContent = `answered in ${number((performance.now() - started) / 1000, 2)} s`;
+}
+
+function refused(answer) {
+  $("#status").textContent = "";
+  $("#result").hidden = true;
+  $("#error").textContent = `error: ${answer.error}`;
+  $("#error").hidden = false;
+  const name = INPUT_OF[answer.field] || answer.field;
+  const input = name && (document.getElementById(name) || $("#question").querySelector(`[name="${CSS.escape(name)}"]`));
+  if (input) input.classList.add("wrong");
+}
+
+async function download(format) {
+  const response = await fetch(`/api/export/${asked.question}?format=${format}`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(asked.body),
+  });
+  if (!response.ok) return refused(await response.json());
+  const link = element("a", null, { href: URL.createObjectURL(await response.blob()), download: `perfmodel-${asked.question}.${format}` });
+  document.body.append(link);
+  link.click();
+  link.remove();
+}
+
+// ---- drawing the answer
+function cell(value, text, key, low, high) {
+  const td = element("td", text);
+  if (key) {
+    td.dataset.key = key;
+    td.dataset.value = JSON.stringify(value); // the JSON answer's own value, for the tests and for copying
+  }
+  if (low !== undefined && high !== undefined && low !== null && high !== null) td.append(element("span", `${low} – ${high}`, { class: "range" }));
+  return td;
+}
+
+// A table of `headings` over `rows`; the headings in `text` head columns of text, aligned left.
+function table(headings, rows, text = []) {
+  const made = element("table");
+  const head = element("tr");
+  for (const heading of headings) head.append(element("th", heading, text.includes(heading) ? { class: "text" } : {}));
+  const thead = element("thead");
+  thead.append(head);
+  made.append(thead);
+  const body = element("tbody");
+  for (const row of rows) body.append(row);
+  made.append(body);
+  return made;
+}
+
+function row(label, ...cells) {
+  const tr = element("tr");
+  tr.append(element("td", label), ...cells);
+  return tr;
+}
+
+function layout(p) {
+  const l = p.parallelism;
+  return `TP${l.tp} PP${l.pp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
+}
+
+function summary(p) {
+  const lowDays = days(p.time_to_train_s_low), highDays = days(p.time_to_train_s_high);
+  return table(["Prediction", "value (80% range)"], [
+    row("Step time, s", cell(p.step_time_s, number(p.step_time_s), "step_time_s", number(p.step_time_s_low), number(p.step_time_s_high))),
+    row("Tokens per second", cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s")),
+    row("MFU (of the precision's dense peak)", cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision")),
+    row("Memory per GPU, GB", cell(p.memory_per_gpu_gb, `${number(p.memory_per_gpu_gb)} of ${number(p.memory_capacity_gb)}`, "memory_per_gpu_gb")),
+    row("Time to train, days", cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(lowDays), number(highDays))),
+    row("… with failures and losses, days", cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days")),
+    row("GPU-hours", cell(p.gpu_hours, number(p.gpu_hours), "gpu_hours", number(p.gpu_hours_low), number(p.gpu_hours_high))),
+    row(`Cost at ${usd(p.usd_per_gpu_hour)}/GPU-hour`, cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high))),
+    row("Energy, MWh", cell(p.energy_kwh, number(p.energy_kwh / 1000), "energy_kwh")),
+  ]);
+}
+
+const PARTS = [["compute_s", "compute", "#1f5fa8"], ["tp_comm_exposed_s", "TP comm.", "#6c8ebf"], ["cp_comm_exposed_s", "CP comm.", "#8fb3de"],
+  ["pp_bubble_s", "pipeline bubble", "#d9822b"], ["pp_comm_exposed_s", "PP comm.", "#e8b07a"], ["dp_comm_exposed_s", "DP comm.", "#5b9e6f"],
+  ["optimizer_s", "optimizer", "#9b6cb0"], ["other_s", "other", "#9aa5b1"]];
+
+function breakdown(p) {
+  const step = PARTS.reduce((sum, [key]) => sum + (p.breakdown[key] || 0), 0);
+  const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name]) =>
+    row(name, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step))));
+  const box = element("div");
+  box.append(table(["Step time breakdown", "s", "share"], rows));
+  const width = 420, bar = svgElement("svg", { width, height: 30, role: "img", "aria-label": "step time breakdown" });
+  let x = 0;
+  for (const [key, name, colour] of PARTS) {
+    const share = (p.breakdown[key] || 0) / step;
+    if (share <= 0) continue;
+    const rect = svgElement("rect", { x, y: 4, width: share * width, height: 22, fill: colour });
+    rect.append(svgElement("title", {}, `${name}: ${percent(share)}`));
+    bar.append(rect);
+    x += share * width;
+  }
+  box.append(bar);
+  return box;
+}
+
+function describe(p) {
+  return `${p.model} on ${number(p.n_gpus, 7)} × ${p.accelerator} (${p.system}), ${p.precision}, ${tokens(p.tokens_to_train)} tokens`;
+}
+
+function drawPredict(p) {
+  $("#title").textContent = describe(p);
+  $("#verdict").textContent = `Layout: ${layout(p)}${p.fits_in_memory ? "" : " — does not fit in memory"}`;
+  const tables = element("div", null, { class: "tables" });
+  tables.append(summary(p), breakdown(p));
+  $("#tables").replaceChildren(tables);
+}
+
+function drawCompare(rows) {
+  const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
+  const sizes = new Set(rows.map((p) => p.n_gpus)).size;
+  $("#title").textContent = `${rows[0].model}, ${tokens(rows[0].tokens_to_train)} tokens: ${systems} systems × ${sizes} sizes, ratios to the first row`;
+  $("#verdict").textContent = "";
+  const body = rows.map((p) => {
+    const tr = element("tr");
+    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", `TP${p.parallelism.tp} PP${p.parallelism.pp} CP${p.parallelism.cp} DP${p.parallelism.dp}`, { class: "text" }),
+      cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
+      cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
+      cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high)),
+      cell(p.speedup_vs_first, `${number(p.speedup_vs_first)}×`, "speedup_vs_first"), cell(p.perf_per_usd_vs_first, `${number(p.perf_per_usd_vs_first)}×`, "perf_per_usd_vs_first"));
+    return tr;
+  });
+  const wide = element("div", null, { class: "wide" });
+  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "Days (80% range)", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
+  $("#tables").replaceChildren(wide);
+}
+
+function drawPlan(report) {
+  const goal = report.goal;
+  const parts = [goal.deadline_days !== null ? `within ${number(goal.deadline_days)} days` : null, goal.budget_usd !== null ? `within ${usd(goal.budget_usd)}` : null];
+  $("#title").textContent = `Plan: train ${parts.filter(Boolean).join(" and ")}, with probability ${goal.confidence}`;
+  const verdict = $("#verdict");
+  verdict.replaceChildren();
+  if (report.cheapest) verdict.append(element("span", "Feasible. ", { class: "yes" }), `Cheapest: ${report.cheapest}; fastest: ${report.fastest}. Days and costs count failures and the other losses of a real run.`);
+  else verdict.append(element("span", "No candidate meets the goal.", { class: "no" }));
+  const atConfidence = goal.confidence !== 0.5;
+  const at = `at P${number(100 * goal.confidence, 2)}`;
+  const body = report.candidates.map((c) => {
+    const tr = element("tr", null, c.feasible ? {} : { class: "infeasible" });
+    const name = element("td", c.candidate);
+    if (c.layout) name.append(element("div", c.layout, { class: "note" }));
+    tr.append(name, element("td", c.feasible ? "meets the goal" : c.reason || "no plan", { class: "text" }),
+      cell(c.n_gpus, number(c.n_gpus, 7), "n_gpus"),
+      cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
+    if (atConfidence) tr.append(cell(c.time_to_train_days_at_confidence, number(c.time_to_train_days_at_confidence), "time_to_train_days_at_confidence"));
+    tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_low), usd(c.cost_usd_high)));
+    if (atConfidence) tr.append(cell(c.cost_usd_at_confidence, usd(c.cost_usd_at_confidence), "cost_usd_at_confidence"));
+    tr.append(cell(c.p_meet_deadline, chance(c.p_meet_deadline), "p_meet_deadline"),
+      cell(c.p_within_budget, chance(c.p_within_budget), "p_within_budget"));
+    return tr;
+  });
+  const headings = ["Candidate and layout", "Verdict", "GPUs", "Days (80% range)", ...(atConfidence ? [`Days ${at}`] : []),
+    "Cost (80% range)", ...(atConfidence ? [`Cost ${at}`] : []), "P(deadline)", "P(budget)"];
+  const wide = element("div", null, { class: "wide" });
+  wide.append(table(headings, body, ["Verdict"]));
+  $("#tables").replaceChildren(wide);
+}
+
+// Round values (1, 2, 5 times a power of ten) between `low` and `high`, for a logarithmic axis.
+function ticks(low, high) {
+  const found = [];
+  for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high)); power += 1) {
+    for (const step of [1, 2, 5]) {
+      const value = step * 10 ** power;
+      if (value >= low && value <= high) found.push(value);
+    }
+  }
+  return found.length ? found : [low, high];
+}
+
+// Time to train against GPU count, one line per system and precision, the 80% range as a band: drawn for answers
+// with several counts of a system (a comparison over sizes).
+function scalingChart(rows) {
+  const series = new Map();
+  for (const p of rows) {
+    const name = `${p.system} ${p.precision}`;
+    if (!series.has(name)) series.set(name, []);
+    series.get(name).push([p.n_gpus, days(p.time_to_train_s), days(p.time_to_train_s_low), days(p.time_to_train_s_high)]);
+  }
+  if (![...series.values()].some((points) => points.length > 1)) return null;
+  const width = 640, height = 300, left = 64, right = 170, top = 16, bottom = 44;
+  const all = rows.flatMap((p) => [p.n_gpus]);
+  const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
+  const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
+  const [y0, y1] = [Math.log10(Math.min(...values)), Math.log10(Math.max(...values))];
+  const x = (n) => left + ((Math.log2(n) - x0) / (x1 - x0 || 1)) * (width - left - right);
+  const y = (d) => top + (1 - (Math.log10(d) - y0) / (y1 - y0 || 1)) * (height - top - bottom);
+  const svg = svgElement("svg", { width, height, role: "img", "aria-label": "time to train against GPU count" });
+  svg.append(svgElement("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, class: "axis" }),
+    svgElement("line", { x1: left, y1: top, x2: left, y2: height - bottom, class: "axis" }));
+  for (const n of [...new Set(all)].sort((a, b) => a - b)) {
+    svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, number(n, 7)));
+  }
+  for (const d of ticks(Math.min(...values), Math.max(...values))) {
+    svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
+      svgElement("text", { x: left - 6, y: y(d) + 4, "text-anchor": "end" }, number(d, 3)));
+  }
+  svg.append(svgElement("text", { x: (left + width - right) / 2, y: height - 8, "text-anchor": "middle" }, "GPUs"),
+    svgElement("text", { x: 14, y: top + (height - top - bottom) / 2, transform: `rotate(-90 14 ${top + (height - top - bottom) / 2})`, "text-anchor": "middle" }, "days to train"));
+  const colours = ["#1f5fa8", "#d9822b", "#5b9e6f", "#9b6cb0", "#a8321f", "#6c8ebf", "#8c6d31", "#9aa5b1"];
+  [...series.entries()].forEach(([name, points], i) => {
+    const colour = colours[i % colours.length];
+    points.sort((a, b) => a[0] - b[0]);
+    const band = [...points.map(([n, , lo]) => `${x(n)},${y(lo)}`), ...points.reverse().map(([n, , , hi]) => `${x(n)},${y(hi)}`)];
+    points.reverse();
+    svg.append(svgElement("polygon", { points: band.join(" "), fill: colour, opacity: 0.15 }),
+      svgElement("polyline", { points: points.map(([n, d]) => `${x(n)},${y(d)}`).join(" "), fill: "none", stroke: colour, "stroke-width": 2 }));
+    for (const [n, d] of points) svg.append(svgElement("circle", { cx: x(n), cy: y(d), r: 3, fill: colour }));
+    svg.append(svgElement("rect", { x: width - right + 14, y: top + 18 * i, width: 12, height: 12, fill: colour }),
+      svgElement("text", { x: width - right + 32, y: top + 18 * i + 10 }, name));
+  });
+  const box = element("div");
+  box.append(element("h3", "Scaling: days to train (80% range shaded)"), svg);
+  return box;
+}
+
+function draw(answer) {
+  if (question === "predict") drawPredict(answer);
+  else if (question === "compare") drawCompare(answer);
+  else drawPlan(answer);
+  const chart = question === "compare" ? scalingChart(answer) : null;
+  $("#chart").replaceChildren(...(chart ? [chart] : []));
+  $("#result").hidden = false;
+}
+
+// ---- start
+async function start() {
+  const known = await (await fetch("/api/catalogue")).json();
+  const models = $("#model");
+  for (const id of known.models) models.append(element("option", id, { value: id }));
+  models.value = "llama3.1-70b";
+  const systems = $("#systems");
+  for (const id of [...Object.keys(known.accelerators), ...Object.keys(known.systems)]) systems.append(element("option", null, { value: id }));
+  for (const button of document.querySelectorAll("#questions button")) button.addEventListener("click", () => showQuestion(button.dataset.question));
+  for (const button of document.querySelectorAll("[data-format]")) button.addEventListener("click", () => download(button.dataset.format));
+  $("#question").addEventListener("submit", run);
+  const params = new URLSearchParams(location.search);
+  showQuestion("predict");
+  if (params.has("q")) {
+    refill(params);
+    run();
+  }
+}
+
+start();

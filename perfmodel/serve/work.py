@@ -1,0 +1,175 @@
+"""One request's work, in a worker process (workers.py): its uploads written where the server chooses, its bounds
+checked, the Python API asked, and the answer made as the CLI makes it (the `--format json` text, or the file of
+`perfmodel export`); an error is the CLI's one line with the keyword it names.
+
+A worker answers one request at a time, and the hardware catalogue is the process's (README 'Your own hardware'), so
+each request sees only its own uploaded hardware.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from perfmodel import api
+from perfmodel.cli.export import write_comparison, write_plan, write_prediction
+from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs import catalogue
+from perfmodel.outputs.report import to_json
+
+MAX_UPLOAD_BYTES = 64 * 1024
+"""One uploaded file (the bundled model and hardware files are under 8 KiB)."""
+MAX_HARDWARE_FILES = 8
+MAX_BODY_BYTES = 1024 * 1024
+"""A whole request body: the uploads at their limit and the keywords."""
+MAX_ROWS = 16
+"""Rows of one comparison: systems x GPU counts."""
+MAX_CANDIDATES = 8
+"""Candidates of one plan: systems x precisions."""
+MAX_REQUEST_S = 30.0
+"""Wall time of one request's work: past it the worker is stopped (workers.py)."""
+
+UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.toml")
+
+
+class Refused(Exception):
+    """A request the server does not answer: the HTTP status, the one-line message and the keyword at fault."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+QUESTIONS: dict[str, Callable[..., Any]] = {"predict": api.predict, "compare": api.compare, "plan": api.plan}
+DOCUMENTS: dict[str, Callable[[Any], Any]] = {
+    "predict": lambda result: result.to_dict(),
+    "compare": lambda comparison: comparison.rows,
+    "plan": lambda report: report.to_dict(),
+}
+"""What `perfmodel QUESTION --format json` prints of the Python API's result."""
+EXPORTS: dict[str, Callable[[Any, Path], str]] = {
+    "predict": lambda result, out: write_prediction(result, out, False, None),
+    "compare": lambda comparison, out: write_comparison(comparison.predictions, out, False, None),
+    "plan": lambda report, out: write_plan(report, out, False, None),
+}
+"""What `perfmodel export QUESTION --out FILE` writes of the result."""
+
+Reply = tuple[Any, ...]
+"""A worker's reply: ("answer", text or bytes), ("refused", status, message, field) or ("failed", traceback)."""
+
+
+def reply(question: str, keywords: dict[str, Any], fmt: str | None) -> Reply:
+    """The reply to a request (`fmt`: the export's format, None for the JSON document), in plain values that pass
+    between processes."""
+    try:
+        return ("answer", answer(question, keywords, fmt))
+    except Refused as refusal:
+        return ("refused", refusal.status, refusal.message, refusal.field)
+    except Exception:  # a bug, not the user's mistake: the server answers 500 with it in its log
+        return ("failed", traceback.format_exc())
+
+
+def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | bytes:
+    """The Python API's `question` asked with `keywords` (a request body, uploads included): its `--format json`
+    text, or its export as `fmt`; every refusal is a `Refused`."""
+    given = {key: value for key, value in keywords.items() if value is not None}
+    model_file, hardware_files = given.pop("model_file", None), given.pop("hardware_files", [])
+    _check_no_paths(given)
+    _check_bounds(question, given, hardware_files)
+    with tempfile.TemporaryDirectory(prefix="perfmodel-serve-") as folder:
+        catalogue.clear()  # this request sees the bundled hardware, the server's own ($PERFMODEL_PATH), its uploads
+        saved: dict[str, tuple[str, str]] = {}  # path written -> (the upload's name, its field)
+        if model_file is not None:
+            if "model" in given:
+                raise Refused(422, "model and model_file: give one (a zoo id, or a model file)", "model_file")
+            given["model"] = _saved(Path(folder) / "model", model_file, "model_file", saved)
+        if hardware_files:
+            given["hardware"] = [_saved(Path(folder) / "hardware", f, "hardware_files", saved) for f in hardware_files]
+        try:
+            result = QUESTIONS[question](**given)
+            if fmt is None:
+                return to_json(DOCUMENTS[question](result))
+            out = Path(folder) / f"perfmodel-{question}.{fmt}"
+            EXPORTS[question](result, out)
+            return out.read_bytes()
+        except PerfmodelError as exc:
+            raise _refused(str(exc), saved) from None
+        finally:
+            catalogue.clear()
+
+
+def _check_no_paths(given: dict[str, Any]) -> None:
+    """No keyword names a file on the server: a file comes as an upload."""
+    for key, value in given.items():
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and ("/" in text or "\\" in text or text.lower().endswith(".toml")):
+                raise Refused(
+                    422, f"{key}={shown(text)!r}: a path; the server takes no paths: upload the file instead", key
+                )
+
+
+def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any]) -> None:
+    """The work one request may ask for: refused at once past a bound, naming it."""
+    if len(hardware_files) > MAX_HARDWARE_FILES:
+        raise Refused(
+            422, f"hardware_files: {len(hardware_files)} files; this server takes at most {MAX_HARDWARE_FILES}",
+            "hardware_files",
+        )  # fmt: skip
+    targets = given.get("gpu")
+    targets = [targets] if isinstance(targets, str) else targets if isinstance(targets, list) else []
+    if question == "compare":
+        counts = given.get("n_gpus")
+        rows = len(targets) * (len(counts) if isinstance(counts, list) else 1)
+        if rows > MAX_ROWS:
+            raise Refused(
+                422, f"gpu x n_gpus: {rows} rows; this server compares at most {MAX_ROWS} (systems x GPU counts) in "
+                "one request", "gpu",
+            )  # fmt: skip
+    if question == "plan":
+        candidates = sum(len(str(t).split(":")[1].split(",")) if ":" in str(t) else 1 for t in targets)
+        if candidates > MAX_CANDIDATES:
+            raise Refused(
+                422, f"gpu: {candidates} candidates; this server plans at most {MAX_CANDIDATES} (systems x precisions) "
+                "in one request", "gpu",
+            )  # fmt: skip
+
+
+def _saved(folder: Path, upload: dict[str, Any], field: str, saved: dict[str, tuple[str, str]]) -> str:
+    """An upload written under the request's own folder, by a name checked to be a plain file name."""
+    name, text = upload["name"], upload["text"]
+    if not UPLOAD_NAME.fullmatch(name):
+        raise Refused(
+            422, f"{field}: file name {shown(name)!r}: allowed letters, digits, '.', '_' and '-', ending in .toml",
+            field,
+        )  # fmt: skip
+    size = len(text.encode())
+    if size > MAX_UPLOAD_BYTES:
+        raise Refused(
+            413, f"{field}: {name} is {size:,} bytes; this server takes files up to {MAX_UPLOAD_BYTES:,}", field
+        )
+    path = folder / name
+    if path.exists():
+        raise Refused(422, f"{field}: two files named {name}", field)
+    folder.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    saved[str(path)] = (name, field)
+    return str(path)
+
+
+FLAG_KEYWORDS = {"gpus": "n_gpus", "deadline": "deadline_s", "budget": "budget_usd"}
+"""Flags the API's messages name (`--gpu zzz: unknown ...`) and their keywords."""
+
+
+def _refused(message: str, saved: dict[str, tuple[str, str]]) -> Refused:
+    """The API's error as the server's: the keyword it names, or the upload, by the upload's own name."""
+    found = re.match(r"(\w+)=", message) or re.match(r"--([\w-]+)", message)
+    field = found and found.group(1).replace("-", "_")
+    field = FLAG_KEYWORDS.get(field, field) if field else None
+    for path, (name, upload) in saved.items():
+        if path in message:
+            message, field = message.replace(path, name), upload
+    return Refused(422, message, field)

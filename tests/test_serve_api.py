@@ -1,0 +1,279 @@
+"""perfmodel serve's JSON API: every endpoint answers what the CLI prints for the same question, every refusal is a
+4xx `{error, field}` with the CLI's one line, the bounds hold, and 20 requests at once are all answered."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+from fastapi.testclient import TestClient
+
+import perfmodel
+from perfmodel.serve import work, workers
+from perfmodel.serve.app import app
+
+PREDICT = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 64, "tokens": "1T"}
+PREDICT_FLAGS = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T"]
+COMPARE = {"model": "llama3.1-8b", "gpu": ["h100-sxm", "b200:fp8"], "n_gpus": [64, 128], "tokens": "1T"}
+COMPARE_FLAGS = [
+    "--model",
+    "llama3.1-8b",
+    "--gpu",
+    "h100-sxm",
+    "--gpu",
+    "b200:fp8",
+    "--gpus",
+    "64,128",
+    "--tokens",
+    "1T",
+]
+PLAN = {
+    "model": "llama3.1-8b",
+    "gpu": ["h100-sxm", "b200"],
+    "tokens": "2T",
+    "deadline_s": 20 * 86400,
+    "confidence": 0.8,
+}
+PLAN_FLAGS = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "--tokens", "2T", "--deadline", "20d",
+              "--confidence", "0.8"]  # fmt: skip
+MODEL_FILE = 'id = "my-8b"\nbase = "llama3.1-8b"\nlayers = 16\n'
+HARDWARE_FILE = 'id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n'
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(app)
+
+
+def cli_json(*args: str) -> Any:
+    done = run_cli(*args, "--format", "json")
+    assert done.code == 0, done.err
+    return json.loads(done.out)
+
+
+def cli_error(*args: str) -> str:
+    done = run_cli(*args)
+    assert done.code == 2 and done.err.startswith("error: "), done.err
+    return done.err.removeprefix("error: ").strip()
+
+
+def without_clock(document: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in document.items() if key != "elapsed_s"}
+
+
+def test_predict_answers_the_cli_json(client: TestClient) -> None:
+    response = client.post("/api/predict", json=PREDICT)
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    assert response.json() == cli_json("predict", *PREDICT_FLAGS)
+
+
+def test_compare_answers_the_cli_json(client: TestClient) -> None:
+    response = client.post("/api/compare", json=COMPARE)
+    assert response.status_code == 200
+    rows = response.json()
+    assert rows == cli_json("compare", *COMPARE_FLAGS)
+    assert [(r["system"], r["n_gpus"]) for r in rows] == [("dgx-h100", 64), ("dgx-h100", 128), ("dgx-b200", 64),
+                                                          ("dgx-b200", 128)]  # fmt: skip
+
+
+def test_plan_answers_the_cli_json(client: TestClient) -> None:
+    response = client.post("/api/plan", json=PLAN)
+    assert response.status_code == 200
+    document = response.json()
+    assert without_clock(document) == without_clock(cli_json("plan", *PLAN_FLAGS))
+    assert document["goal"]["confidence"] == 0.8 and document["cheapest"] is not None
+
+
+def test_uploaded_model_and_hardware_answer_as_the_files_do(client: TestClient, tmp_path: Path) -> None:
+    (tmp_path / "my-8b.toml").write_text(MODEL_FILE)
+    (tmp_path / "ours-h100.toml").write_text(HARDWARE_FILE)
+    body = {"model_file": {"name": "my-8b.toml", "text": MODEL_FILE}, "system": "ours-h100", "n_gpus": 64,
+            "hardware_files": [{"name": "ours-h100.toml", "text": HARDWARE_FILE}]}  # fmt: skip
+    response = client.post("/api/predict", json=body)
+    assert response.status_code == 200, response.text
+    flags = ["--model", str(tmp_path / "my-8b.toml"), "--hardware", str(tmp_path / "ours-h100.toml")]
+    assert response.json() == cli_json("predict", *flags, "--system", "ours-h100", "--gpus", "64")
+    assert (response.json()["model"], response.json()["system"]) == ("my-8b", "ours-h100")
+    # the upload was this request's only: the next one does not know the system
+    after = client.post("/api/predict", json={"system": "ours-h100", "n_gpus": 64})
+    assert after.status_code == 422 and after.json()["field"] == "system"
+
+
+def refusal(client: TestClient, path: str, body: Any, status: int = 422) -> dict[str, Any]:
+    response = client.post(path, json=body)
+    assert response.status_code == status, response.text
+    found = response.json()
+    assert set(found) == {"error", "field"} and "\n" not in found["error"]
+    return found
+
+
+def test_a_bad_keyword_is_refused_with_the_api_line(client: TestClient) -> None:
+    for body, field in [({"model": "nope"}, "model"), ({"n_gpus": 0}, "n_gpus"), ({"n_gpus": "abc"}, "n_gpus"),
+                        ({"tokens": "lots"}, "tokens"), ({"precision": "fp3"}, "precision")]:  # fmt: skip
+        with pytest.raises(perfmodel.PerfmodelError) as raised:
+            perfmodel.predict(**body)
+        assert refusal(client, "/api/predict", body) == {"error": str(raised.value), "field": field}
+    with pytest.raises(perfmodel.PerfmodelError) as raised:
+        perfmodel.plan(gpu="h100-sxm", tokens="1T")
+    assert refusal(client, "/api/plan", {"gpu": "h100-sxm", "tokens": "1T"})["error"] == str(raised.value)
+    assert refusal(client, "/api/compare", {"gpu": ["zzz"]})["field"] == "gpu"
+
+
+def test_an_infeasible_question_is_explained(client: TestClient) -> None:
+    found = refusal(client, "/api/predict", {"model": "llama3.1-405b", "gpu": "h100-sxm", "n_gpus": 8})
+    assert found["error"].startswith("no layout fits in memory")
+
+
+def test_unknown_and_file_keywords_are_refused(client: TestClient) -> None:
+    for keyword in ("foo", "scenario", "calibration", "hardware"):
+        found = refusal(client, "/api/predict", {keyword: "x"})
+        assert found == {"error": found["error"], "field": keyword}
+        assert found["error"].startswith(f"unknown keyword '{keyword}'; valid: model_file, hardware_files, model")
+    assert refusal(client, "/api/plan", {"n_gpus": 8})["error"].startswith("unknown keyword 'n_gpus'")
+    assert refusal(client, "/api/predict", [1, 2])["error"].startswith("request body: ")
+    malformed = client.post("/api/predict", content=b"{not json", headers={"content-type": "application/json"})
+    assert malformed.status_code == 422 and malformed.json()["error"].startswith("request body: ")
+
+
+def test_no_path_is_taken_from_a_request(client: TestClient) -> None:
+    for body, field in [({"model": "/etc/passwd"}, "model"), ({"model": "llama.toml"}, "model"),
+                        ({"gpu": "..\\gpu"}, "gpu"), ({"benchmark": "a/b"}, "benchmark")]:  # fmt: skip
+        found = refusal(client, "/api/predict", body)
+        assert found["field"] == field and "the server takes no paths" in found["error"]
+    for name in ("../x.toml", "x.txt", "", ".hidden.toml", "a/b.toml"):
+        found = refusal(client, "/api/predict", {"model_file": {"name": name, "text": MODEL_FILE}})
+        assert found["field"] == "model_file" and "file name" in found["error"]
+
+
+def test_a_bad_field_in_an_upload_is_the_cli_line_with_the_file_name(client: TestClient, tmp_path: Path) -> None:
+    bad_model = MODEL_FILE.replace("layers = 16", "layers = -3")
+    (tmp_path / "bad.toml").write_text(bad_model)
+    expected = cli_error("predict", "--model", str(tmp_path / "bad.toml")).replace(f"{tmp_path}/", "")
+    found = refusal(client, "/api/predict", {"model_file": {"name": "bad.toml", "text": bad_model}})
+    assert found == {"error": expected, "field": "model_file"}
+    assert found["error"].startswith("bad.toml: field 'layers'")
+    bad_hardware = HARDWARE_FILE + "memory_gb = 7\n"
+    (tmp_path / "ours.toml").write_text(bad_hardware)
+    expected = cli_error("predict", "--hardware", str(tmp_path / "ours.toml")).replace(f"{tmp_path}/", "")
+    found = refusal(client, "/api/predict", {"hardware_files": [{"name": "ours.toml", "text": bad_hardware}]})
+    assert found == {"error": expected, "field": "hardware_files"}
+    assert "memory_gb" in found["error"]
+    both = {"model": "llama3.1-8b", "model_file": {"name": "m.toml", "text": MODEL_FILE}}
+    assert refusal(client, "/api/predict", both)["field"] == "model_file"
+
+
+def test_sizes_are_bounded(client: TestClient) -> None:
+    big = "# padding\n" * (work.MAX_UPLOAD_BYTES // 10 + 1)
+    found = refusal(client, "/api/predict", {"model_file": {"name": "big.toml", "text": big}}, 413)
+    assert found["field"] == "model_file" and f"{work.MAX_UPLOAD_BYTES:,}" in found["error"]
+    files = [{"name": f"h{i}.toml", "text": HARDWARE_FILE} for i in range(work.MAX_HARDWARE_FILES + 1)]
+    assert refusal(client, "/api/predict", {"hardware_files": files})["field"] == "hardware_files"
+    body = json.dumps({"model": "x" * work.MAX_BODY_BYTES}).encode()
+    response = client.post("/api/predict", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 413 and response.json()["error"].startswith("request body: ")
+    chunked = client.post("/api/predict", content=iter([b"{}"]), headers={"content-type": "application/json"})
+    assert chunked.status_code == 411
+
+
+def test_work_is_bounded(client: TestClient) -> None:
+    rows = {"gpu": ["h100-sxm", "b200"], "n_gpus": list(range(64, 64 * (work.MAX_ROWS // 2 + 2), 64))}
+    found = refusal(client, "/api/compare", rows)
+    assert found["field"] == "gpu" and f"at most {work.MAX_ROWS}" in found["error"]
+    candidates = {"gpu": ["h100-sxm:bf16,fp8", "b200:bf16,fp8,nvfp4", "gb200:bf16,fp8,nvfp4,mxfp8"], "deadline_s": 1e6}
+    found = refusal(client, "/api/plan", candidates)
+    assert found["field"] == "gpu" and f"at most {work.MAX_CANDIDATES}" in found["error"]
+
+
+def test_a_request_past_the_wall_time_is_stopped(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeepSeek-V3 on 16,384 GB300 with every layout dimension open searches for about a minute on one core: the
+    worker is stopped at the bound, and the next request is answered by a new one."""
+    for _ in range(workers.WORKERS):  # every worker started and warm: the bound then times the question alone
+        assert client.post("/api/predict", json=PREDICT).status_code == 200
+    monkeypatch.setattr(work, "MAX_REQUEST_S", 3.0)
+    started = time.monotonic()
+    found = refusal(client, "/api/predict", {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 16384})
+    assert time.monotonic() - started < 15
+    assert found == {"error": found["error"], "field": None}
+    assert found["error"].startswith("stopped after 3 s, this server's bound on one request's work")
+    assert client.post("/api/predict", json=PREDICT).json() == cli_json("predict", *PREDICT_FLAGS)
+
+
+def test_twenty_requests_at_once_are_all_answered(client: TestClient) -> None:
+    """Twenty requests at once, one of them with its own hardware file: each gets its own answer."""
+    counts = [8 * (i + 1) for i in range(19)]
+    alone = {n: client.post("/api/predict", json=PREDICT | {"n_gpus": n}).json() for n in counts}
+    uploaded = {"system": "ours-h100", "n_gpus": 64, "hardware_files": [{"name": "ours.toml", "text": HARDWARE_FILE}]}
+
+    def ask(body: dict[str, Any]) -> Any:
+        return client.post("/api/predict", json=body)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(ask, [PREDICT | {"n_gpus": n} for n in counts] + [uploaded]))
+    assert [a.status_code for a in answers] == [200] * 20
+    assert [a.json() for a in answers[:-1]] == [alone[n] for n in counts]
+    assert answers[-1].json()["system"] == "ours-h100"
+
+
+@pytest.mark.parametrize(("question", "body", "flags"), [("predict", PREDICT, PREDICT_FLAGS),
+                         ("compare", COMPARE, COMPARE_FLAGS)])  # fmt: skip
+def test_exports_are_the_cli_exports(client: TestClient, tmp_path: Path, question: str, body: Any,
+                                     flags: list[str]) -> None:  # fmt: skip
+    for fmt in ("csv", "json"):
+        response = client.post(f"/api/export/{question}?format={fmt}", json=body)
+        assert response.status_code == 200
+        assert response.headers["content-disposition"] == f'attachment; filename="perfmodel-{question}.{fmt}"'
+        out = tmp_path / f"cli.{fmt}"
+        assert run_cli("export", question, *flags, "--out", str(out)).code == 0
+        assert response.content == out.read_bytes()
+
+
+def test_the_plan_workbook_downloads(client: TestClient, tmp_path: Path) -> None:
+    import openpyxl
+
+    response = client.post("/api/export/plan?format=xlsx", json=PLAN)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/vnd.openxml")
+    (tmp_path / "plan.xlsx").write_bytes(response.content)
+    sheets = openpyxl.load_workbook(tmp_path / "plan.xlsx").sheetnames
+    assert len(sheets) >= 2
+    assert client.post("/api/export/plan?format=pdf", json=PLAN).status_code == 422
+
+
+def test_openapi_lists_the_endpoints_and_the_api_keywords(client: TestClient) -> None:
+    described = client.get("/openapi.json").json()
+    assert {"/api/predict", "/api/compare", "/api/plan"} <= set(described["paths"])
+    for path in ("/api/predict", "/api/compare", "/api/plan"):
+        assert {"200", "422", "413"} <= set(described["paths"][path]["post"]["responses"])
+    schemas = described["components"]["schemas"]
+    assert {"n_gpus", "model_file", "hardware_files", "tokens"} <= set(schemas["PredictRequest"]["properties"])
+    assert {"deadline_s", "budget_usd", "confidence", "max_gpus"} <= set(schemas["PlanRequest"]["properties"])
+    assert "n_gpus" not in schemas["PlanRequest"]["properties"]
+    precision = schemas["PredictRequest"]["properties"]["precision"]["anyOf"][0]["enum"]
+    assert precision == ["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
+    assert client.get("/docs").status_code == 404  # FastAPI's docs page would load its scripts from a CDN
+
+
+def test_the_page_and_its_files_are_served(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
+    script = client.get("/static/app.js").text
+    assert not [part for part in (".innerHTML", ".outerHTML", "insertAdjacentHTML", "document.write") if part in script]
+    assert "http" not in script.replace("http://www.w3.org/2000/svg", "")  # nothing loaded from elsewhere
+    known = client.get("/api/catalogue").json()
+    assert "llama3.1-405b" in known["models"] and "nvfp4" in known["accelerators"]["gb300"]
+    assert known["limits"]["upload_bytes"] == work.MAX_UPLOAD_BYTES
+
+
+def test_the_command_refuses_an_address_in_use() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        message = cli_error("serve", "--port", str(port))
+    assert message.startswith(f"--host 127.0.0.1 --port {port}: cannot listen there")

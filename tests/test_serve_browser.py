@@ -1,0 +1,132 @@
+"""perfmodel serve's page in a real headless browser (Debian's chromium and chromedriver, driven by selenium): fill
+the form, get the answer, check its numbers are the CLI's JSON, download the workbook, reopen the shared link.
+Skipped, saying why, where no chromium is installed (.ci/run installs it where it can)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("serve_screenshot", ROOT / "scripts" / "serve_screenshot.py")
+assert _spec is not None and _spec.loader is not None
+helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(helpers)
+
+pytestmark = pytest.mark.skipif(helpers.missing() is not None, reason=f"browser tests skipped: {helpers.missing()}")
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with helpers.serving() as base:
+        yield base
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> Iterator[Any]:
+    with helpers.browser(tmp_path) as started:
+        yield started
+
+
+def cli_json(*args: str) -> Any:
+    done = subprocess.run([sys.executable, "-m", "perfmodel", *args, "--format", "json"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def answered(driver: Any) -> dict[str, list[Any]]:
+    """The numbers the page shows, by JSON key (a value per row), once its answer is in (each cell carries the value
+    it shows)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 60).until(
+        lambda d: d.find_element(By.ID, "result").is_displayed() or d.find_element(By.ID, "error").is_displayed()
+    )
+    assert not driver.find_element(By.ID, "error").is_displayed(), driver.find_element(By.ID, "error").text
+    cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key]")
+    shown: dict[str, list[Any]] = {}
+    for c in cells:
+        shown.setdefault(c.get_attribute("data-key"), []).append(json.loads(c.get_attribute("data-value")))
+    return shown
+
+
+def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url: str, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option[value='llama3.1-8b']"))
+    Select(driver.find_element(By.ID, "model")).select_by_value("llama3.1-8b")
+    for name, value in (("gpu", "h100-sxm"), ("n_gpus", "64"), ("tokens", "1T")):
+        field = driver.find_element(By.NAME, name)
+        field.clear()
+        field.send_keys(value)
+    driver.find_element(By.ID, "run").click()
+    shown = answered(driver)
+    expected = cli_json("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T")
+    for key in ("step_time_s", "tokens_per_s", "time_to_train_days", "cost_usd", "mfu_of_precision",
+                "breakdown.compute_s", "breakdown.dp_comm_exposed_s"):  # fmt: skip
+        found = expected
+        for part in key.split("."):
+            found = found[part]
+        assert shown[key] == [found], key
+    assert driver.find_element(By.ID, "title").text == "llama3.1-8b on 64 \u00d7 h100-sxm (dgx-h100), fp8, 1T tokens"
+
+    driver.find_element(By.CSS_SELECTOR, "[data-format=xlsx]").click()
+    workbook = tmp_path / "perfmodel-predict.xlsx"
+    deadline = time.monotonic() + 30
+    while not workbook.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    import openpyxl
+
+    assert openpyxl.load_workbook(workbook).sheetnames
+
+    link = driver.find_element(By.ID, "share").get_attribute("href")
+    assert "q=predict" in link and "model=llama3.1-8b" in link and "n_gpus=64" in link
+    driver.get("about:blank")
+    driver.get(link)
+    assert answered(driver) == shown
+    assert driver.find_element(By.NAME, "n_gpus").get_attribute("value") == "64"
+
+
+def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=2T&gpu=h100-sxm,b200&deadline_days=20&confidence=0.8")
+    shown = answered(driver)
+    expected = cli_json("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "--tokens", "2T",
+                        "--deadline", "20d", "--confidence", "0.8")  # fmt: skip
+    assert shown["n_gpus"] == [c["n_gpus"] for c in expected["candidates"]]
+    for key in ("time_to_train_days", "cost_usd", "p_meet_deadline", "p_within_budget"):
+        assert shown[key] == [c[key] for c in expected["candidates"]], key
+    assert driver.find_element(By.ID, "verdict").text.startswith("Feasible. Cheapest: " + expected["cheapest"])
+
+
+def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=compare&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200:fp8&n_gpus=64,128")
+    answered(driver)
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#tables tbody tr")) == 4
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#chart svg polyline")) == 2
+
+
+def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=<b id=injected>x</b>&n_gpus=8")
+
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert "<b id=injected>x</b>" in driver.find_element(By.ID, "error").text
+    assert not driver.find_elements(By.ID, "injected")
+    assert "wrong" in driver.find_element(By.NAME, "gpu").get_attribute("class")
