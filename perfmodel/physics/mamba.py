@@ -16,7 +16,7 @@ from __future__ import annotations
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number
-from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _linear_forward, _mem, linear_backward
+from perfmodel.physics.workload import Op, Shard, _linear_forward, _mem, linear_backward
 
 SSD_BWD_PASSES = 3.0
 """The SSD backward's work in forward scans: it keeps neither the chunk states nor C B^T, so it re-runs the forward's
@@ -37,12 +37,18 @@ def _scan_flops(sh: Shard) -> Number:
 
 
 def _scan_bytes(sh: Shard) -> Number:
-    """The scan reads x, B, C (the conv's output) and dt, writes y, and writes and reads its FP32 chunk states
-    (heads x head dim x state per chunk)."""
+    """HBM bytes of the scan's forward kernels, each reading its inputs and writing its outputs (mamba_ssm
+    ssd_combined.py _mamba_chunk_scan_combined_fwd; recalled from the public code, not a stored copy), per token and
+    TP rank, with I the inner width, G N the groups' state, H heads, Q the chunk:
+    _chunk_cumsum_fwd reads dt, writes dA's cumulative sum and dt in FP32 (10 H); _chunk_state_fwd reads B, x, dt
+    and dA, writes the chunk states in FP32 (2 G N + 2 I + 8 H + 4 I N / Q); _state_passing_fwd reads them, writes
+    BF16 (6 I N / Q); _bmm_chunk_fwd reads C and B, writes C B^T in FP32 (4 G N + 4 G Q); _chunk_scan_fwd reads
+    C B^T, x, dt, dA, C and the states, writes y (4 G Q + 4 I + 8 H + 2 G N + 2 I N / Q)."""
     md, T, t = sh.model, sh.tokens, sh.tp
-    streams = (2 * md.mamba_inner + md.mamba_bc_width + md.mamba_heads) * T / t * BF16_BYTES
-    states = T / md.mamba_chunk * md.mamba_inner * md.mamba_state / t * 2 * FP32_BYTES
-    return streams + states
+    inner, heads, chunk = md.mamba_inner, md.mamba_heads, md.mamba_chunk
+    group_state, group_chunk = md.mamba_groups * md.mamba_state, md.mamba_groups * min(chunk, sh.seq_len)
+    per_token = 26 * heads + 8 * group_state + 6 * inner + 8 * group_chunk + 12 * inner * md.mamba_state / chunk
+    return per_token * T / t
 
 
 def _scan_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
