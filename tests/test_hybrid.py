@@ -220,3 +220,21 @@ def test_a_bad_pattern_in_a_model_file_is_one_line_with_exit_code_2(tmp_path: Pa
     result = run_cli("predict", "--model", str(model), "--gpu", "h100-sxm", "--gpus", "8")
     assert (result.code, result.out) == (2, "")
     assert result.err.count("\n") == 1 and "hybrid_pattern" in result.err and "'Q'" in result.err
+
+
+def test_nemotron_keeps_its_first_and_last_layer_in_bf16_under_fp8() -> None:
+    """NemotronHModelProvider sets first_last_layers_bf16 (megatron-bridge 0.3.1), one layer at each end by
+    TransformerConfig's defaults: 2 of Nemotron 3 Nano's 52 layers run at BF16 speed in an FP8 recipe."""
+    import perfmodel
+    from perfmodel.physics import step
+    from perfmodel.planning.predict import context_for
+
+    md = ZOO["nemotron-3-nano-30b-a3b"]
+    assert md.bf16_edge_layers == 1
+    ctx = context_for(perfmodel.load_scenario(model=md.id, gpu="h100-sxm", n_gpus=8, precision="fp8", seq_len=8192))
+    sh = ctx.shard(1.0, 1.0, 1.0, 8.0, 1.0)
+    quantised = step._layer_times(ctx, sh, ctx.recipe)
+    bf16 = step._layer_times(ctx, sh, RECIPES["bf16"])
+    mixed = step._mixed_layer_times(ctx, sh)
+    assert mixed.forward == pytest.approx(50 / 52 * quantised.forward + 2 / 52 * bf16.forward)
+    assert bf16.forward > quantised.forward

@@ -114,6 +114,10 @@ class ModelSpec:
     """Width of the causal depthwise conv1d (d_conv)."""
     mamba_chunk: int = bounded(128, ge=1, le=100_000)
     """Chunk length of the SSD scan (chunk_size: Dao and Gu 2024, arXiv 2405.21060, section 6)."""
+    bf16_edge_layers: int = bounded(0, ge=0, le=MAX_LAYERS)
+    """Layers at each end that a quantised recipe runs in BF16 (Megatron's first_last_layers_bf16, with
+    num_layers_at_start_in_bf16 and num_layers_at_end_in_bf16 at this count: megatron-core 0.16.1
+    transformer_config.py L486-495, applied per layer by get_fp8_context, ssm/mamba_block.py L122)."""
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
@@ -600,9 +604,12 @@ NEMOTRON_3_NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
 def _hybrid(model_id: str, name: str, **shapes: Any) -> ModelSpec:
     """A Nemotron-H-style hybrid (Megatron-Bridge 0.3.1 NemotronHModelProvider, models/nemotronh/
     nemotron_h_provider.py): squared-ReLU MLPs and experts, RMSNorm, no position embedding, no biases, untied
-    embeddings, 8 query groups, Mamba-2 heads of 64 in 8 groups; vocabulary 131,072 (transformers 5.25
+    embeddings, 8 query groups, Mamba-2 heads of 64 in 8 groups, the first and last layer in BF16 under FP8
+    (first_last_layers_bf16, TransformerConfig's one layer at each end); vocabulary 131,072 (transformers 5.25
     NemotronHConfig's default, its docstring's checkpoint nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16)."""
-    defaults: dict[str, Any] = {"kv_heads": 8, "vocab": 131072, "mlp": "squared_relu", "mamba_head_dim": 64}
+    defaults: dict[str, Any] = {
+        "kv_heads": 8, "vocab": 131072, "mlp": "squared_relu", "mamba_head_dim": 64, "bf16_edge_layers": 1,
+    }  # fmt: skip
     return ModelSpec(id=model_id, name=name, **(defaults | shapes))
 
 

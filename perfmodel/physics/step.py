@@ -361,11 +361,20 @@ def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTime
 def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
     """Average layer of the recipe: the share it keeps in BF16 (NVFP4's first and last layers) runs at BF16 speed."""
     quantised = _layer_times(ctx, sh, ctx.recipe)
-    bf16_share = ctx.recipe.bf16_layer_fraction(ctx.model.layers)
+    bf16_share = _bf16_share(ctx.recipe, ctx.model)
     if bf16_share == 0:
         return quantised
     bf16 = _layer_times(ctx, sh, RECIPES["bf16"])
     return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
+
+
+def _bf16_share(recipe: Recipe, md: ModelSpec) -> float:
+    """Share of the layers a quantised recipe keeps in BF16: its own first and last layers (NVFP4's), or the
+    model's where it keeps more (ModelSpec.bf16_edge_layers)."""
+    edges = md.bf16_edge_layers
+    if not edges or not recipe.quantised:
+        return recipe.bf16_layer_fraction(md.layers)
+    return min(1.0, (max(recipe.bf16_first_layers, edges) + max(recipe.bf16_last_layers, edges)) / md.layers)
 
 
 class ShardCompute(NamedTuple):
