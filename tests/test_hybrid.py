@@ -212,6 +212,23 @@ def test_context_parallel_on_a_hybrid_prices_the_mamba_all_to_alls() -> None:
     two = perfmodel.predict(**base, tp=2, pp=1, cp=2, seq_len=32768).to_dict()["breakdown"]
     assert one["cp_comm_exposed_s"] == 0
     assert two["cp_comm_exposed_s"] > 0
+    # the Mamba layers' all-to-alls are exposed whole: at least their share of the step's exchange
+    from perfmodel.inputs.models import ZOO as zoo
+    from perfmodel.physics import step
+    from perfmodel.planning.predict import context_for
+
+    md = zoo["nemotron-h-8b"]
+    ctx = context_for(perfmodel.load_scenario(**base, tp=2, pp=1, cp=2, seq_len=32768))
+    sh = ctx.shard(2.0, 2.0, 1.0)
+    comm = step._context_parallel(ctx, sh, step._links(ctx, 2.0, 2.0), 0.0)
+    a2a = (
+        md.hybrid_pattern.count("M")
+        / md.layers
+        * step.all_to_all(mamba.context_parallel_bytes(sh), step._links(ctx, 2.0, 2.0))
+    )
+    assert comm.blocking_forward == pytest.approx(a2a) and comm.blocking_layer == pytest.approx(2 * a2a)
+    microbatches = 32 / (16 / (2 * 2))  # GBS over DP 4
+    assert two["cp_comm_exposed_s"] >= microbatches * md.layers * 2 * a2a * 0.999  # forward and backward
 
 
 def test_a_bad_pattern_in_a_model_file_is_one_line_with_exit_code_2(tmp_path: Path) -> None:

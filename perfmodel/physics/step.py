@@ -534,6 +534,10 @@ class _Comm(NamedTuple):
     layer: Number
     async_backward: Number = 0.0
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
+    blocking_forward: Number = 0.0
+    """The part of `forward` no compute can hide: a Mamba layer's CP all-to-alls, which its conv and scan wait for."""
+    blocking_layer: Number = 0.0
+    """The same part of `layer`."""
 
 
 def _tensor_parallel(
@@ -566,8 +570,8 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
     split to a head split and the output back, forward; their gradients the same way backward.
 
     A hybrid pattern's mean layer: the attention layers' exchange by their share, and each Mamba layer's all-to-alls
-    (mamba.context_parallel_bytes; forward, and the same again for the gradients backward) by theirs; MLP and MoE
-    layers exchange nothing over CP."""
+    (mamba.context_parallel_bytes; forward, and the same again for the gradients backward) by theirs, which no
+    compute hides (`_Comm.blocking_forward`); MLP and MoE layers exchange nothing over CP."""
     forward, passes = _attention_exchange(ctx, sh, links)
     md = ctx.model
     if md.hybrid_pattern:
@@ -576,7 +580,9 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
         attention_share, mamba_share = kinds["*"] / md.layers, kinds["M"] / md.layers
         layer = attention_share * passes * forward + mamba_share * 2 * a2a
         forward = attention_share * forward + mamba_share * a2a
-        return _Comm(forward, layer + recomputed(full_share, forward))
+        blocking = mamba_share * a2a
+        layer = layer + recomputed(full_share, forward)
+        return _Comm(forward, layer, 0.0, blocking, 2 * blocking + recomputed(full_share, blocking))
     return _Comm(forward, passes * forward + recomputed(full_share, forward))
 
 
@@ -775,8 +781,10 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     )
     tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
     tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
-    cp_fwd = exposed(cp_comm.forward, windows.cp_forward, eff.overlap_cp)
-    cp_bwd = exposed(cp_comm.layer - cp_comm.forward, windows.cp_backward, eff.overlap_cp)
+    cp_fwd = exposed(cp_comm.forward - cp_comm.blocking_forward, windows.cp_forward, eff.overlap_cp)
+    cp_fwd = cp_fwd + cp_comm.blocking_forward
+    blocking_bwd = cp_comm.blocking_layer - cp_comm.blocking_forward
+    cp_bwd = exposed(cp_comm.layer - cp_comm.forward - blocking_bwd, windows.cp_backward, eff.overlap_cp) + blocking_bwd
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
 
