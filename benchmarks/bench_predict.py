@@ -45,10 +45,19 @@ def in_process(repeat: int) -> dict[str, float]:
         ctx.shards.clear()
         evaluate(ctx, lv)
 
+    hybrid = load_scenario(
+        None, {"model": "nemotron-3-nano-30b-a3b", "gpu": "gb300", "n_gpus": 8, "precision": "mxfp8"}
+    )
+    hybrid_ctx = context_for(hybrid)
+    hybrid_lv = layout_vars(choose_layout(hybrid, hybrid_ctx)[0])
+    for _ in range(COMPILE_AFTER + 1):
+        evaluate(hybrid_ctx, hybrid_lv)
     return {
         "step model (evaluate), us": median_us(lambda: evaluate(ctx, lv), repeat),
         "evaluate, context memo cleared first, us": median_us(first_of_its_shard, repeat),
         "predict() incl. layout check and run cost, us": median_us(lambda: predict(scenario), repeat),
+        "step model (evaluate), hybrid Nemotron 3 Nano, us": median_us(lambda: evaluate(hybrid_ctx, hybrid_lv), repeat),
+        "predict(), hybrid Nemotron 3 Nano, us": median_us(lambda: predict(hybrid), repeat),
     }
 
 

@@ -23,6 +23,10 @@ CASES = {
     "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": (
         "deepseek-v3", "gb300", 256, "mxfp8", 4096, None,
     ),
+    "Nemotron-H 56B (hybrid Mamba), 512 H100, FP8, GBS 1024": ("nemotron-h-56b", "h100-sxm", 512, "fp8", 1024, None),
+    "Nemotron 3 Nano (hybrid Mamba MoE), 64 GB300, MXFP8, GBS 512": (
+        "nemotron-3-nano-30b-a3b", "gb300", 64, "mxfp8", 512, None,
+    ),
 }  # fmt: skip
 CLI = [
     *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),

@@ -227,6 +227,18 @@ NOTES = [
     "  and GPT-OSS is the one model whose Blackwell rows the data price on the 'alltoall' dispatcher (though its",
     "  26.06.01 rows, 22 and 23, run their FP8-MX recipes' HybridEP, above); which of its paths ran slowly",
     "  (dispatcher, sinks, clamped GLU, biases) no bundled source says (rows 80-83, 124-127, 166-169, 22-23).",
+    "- **Nemotron-3-Nano-30B-A3B** (hybrid: 23 Mamba-2, 6 attention and 23 MoE layers; left out of the stage's fit,",
+    "  whose shared entries would absorb what the Mamba layers' pricing misses: no kernel rows measure the SSD",
+    "  scan). Its H100 rows read 6-11% slow, its Blackwell rows 5-26% fast before NeMo 26.06 (GB300 and B300",
+    "  +22-26%, GB200 and B200 +5-10%) and 40-53% fast from it: its rows did not move at 26.06 (GB300 37,888 ->",
+    "  39,749 tokens/s/GPU; every SwiGLU MoE model's got 18-56% faster), so the model's grouped expert kernel",
+    "  release, which drops `moe_legacy_group_s` there, does not describe its squared-ReLU experts. Priced as if its",
+    "  experts kept the per-expert cost in every release (`Efficiency.moe_group_loop`, as Hopper), its 26.06-26.08",
+    "  rows read +19-23% (GB300, B300) and +4-12% (GB200) instead; not applied, as nothing but these rows says so",
+    "  (measured before the scan's kernel bytes were priced, which moved GB200's 4 points). What is left on",
+    "  Blackwell, about 15-20 points beyond Qwen3-30B-A3B's residual on the same parts, is most likely the SSD",
+    "  scan's Triton kernels running further below Blackwell's tensor-core peak than the GEMM-shape model allows",
+    "  (priced at 10% of BF16 peak on GB300 now); kernel measurements of mamba_ssm's scan would settle it.",
 ]
 
 

@@ -103,8 +103,8 @@ MUTATIONS = (
     Mutation(
         "CP ring volume doubled",
         "perfmodel/physics/step.py",
-        "forward, passes = (sh.cp - 1) * send_recv(kv, links), 3",
-        "forward, passes = 2 * (sh.cp - 1) * send_recv(kv, links), 3",
+        "return (sh.cp - 1) * send_recv(kv, links), 3",
+        "return 2 * (sh.cp - 1) * send_recv(kv, links), 3",
     ),
     Mutation(
         "DP communication fully overlapped",

@@ -86,11 +86,18 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
     sources = {r.source for r in runs if r.source.startswith(MOE_SOURCE)}
     assert sources == {
         f"{MOE_SOURCE}: {m}"
-        for m in ("DeepSeek-V3", "Qwen3-30B-A3B", "Qwen3-235B-A22B", "GPT-OSS-120B", "Mixtral-8x7B")
+        for m in (
+            "DeepSeek-V3",
+            "Qwen3-30B-A3B",
+            "Qwen3-235B-A22B",
+            "GPT-OSS-120B",
+            "Mixtral-8x7B",
+            "Nemotron-3-Nano-30B-A3B",
+        )
     }
     assert sources <= set(NOT_FITTED)
     reasons = " ".join(e.reason for e in excluded)
-    for why in ("token-dropping", "Muon", "hybrid Mamba", "none of the sources"):
+    for why in ("token-dropping", "Muon", "a hybrid model whose config", "none of the sources"):
         assert why in reasons
     moe = [r for r in runs if r.source.startswith(MOE_SOURCE)]
     assert all(r.scenario["parallelism"]["ep"] >= 1 and r.scenario["parallelism"]["etp"] == 1 for r in moe)

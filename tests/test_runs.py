@@ -89,7 +89,7 @@ def test_bundled_rows_and_their_exclusions() -> None:
     assert {r.source for r in runs} >= {"Megatron-Bridge", "DGX Cloud recipes", "MLPerf Training v5.0", "llm-foundry",
                                          "Narayanan et al. 2021", "Korthikanti et al. 2022"}  # fmt: skip
     reasons = " ".join(e.reason for e in excluded)
-    assert "hybrid Mamba" in reasons and "not in hardware_specs" in reasons and "duplicate of" in reasons
+    assert "a hybrid model whose config" in reasons and "not in hardware_specs" in reasons and "duplicate of" in reasons
     # mlperf_training_llm.csv: the smc-ac-power/smc-dc-power rows repeat smc's logs (their notes say so).
     dropped = {e.id for e in excluded if e.reason.startswith("duplicate")}
     assert "mlperf:v4.0/smc-dc-power/64xSMC-H100-SXM-80GB" in dropped

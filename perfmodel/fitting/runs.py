@@ -347,11 +347,13 @@ LLMBOOST_STACK = (
 )
 NO_SHAPES = re.compile(r"DeepSeek-V4|Mixtral-8x22B|Llama4")
 """MoE models whose shapes are in none of the sources the zoo's shapes come from."""
-HYBRID = re.compile(r"Nemotron-3")
-"""Hybrid Mamba/attention models: perfmodel has no Mamba layer."""
+HYBRID = re.compile(r"Nemotron-3-(Super|Ultra)|Nemotron-3\.5")
+"""Hybrid Mamba/attention models whose configs are in no source reachable here: Megatron-Bridge 0.3.1's providers
+(models/nemotronh/nemotron_h_provider.py) and transformers 5.25's NemotronHConfig give Nemotron 3 Nano only."""
 MOE_MODELS = {
     "DeepSeek-V3": "deepseek-v3", "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Kimi-K2": "kimi-k2",
+    "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b",
 }  # fmt: skip
 MOE_SOURCE = "Megatron-Bridge MoE"
 """Source label prefix of the bundled MoE rows (one group per model in `validate`)."""
@@ -405,7 +407,7 @@ def _measured_model(row: dict[str, str]) -> str | dict[str, Any]:
     if NO_SHAPES.search(name):
         raise Excluded(f"{name}: its shapes are in none of the sources the model zoo is built from")
     if HYBRID.search(name):
-        raise Excluded(f"{name}: a hybrid Mamba/attention model; perfmodel has no Mamba layer")
+        raise Excluded(f"{name}: a hybrid model whose config is in none of the sources the model zoo is built from")
     if name in MOE_MODELS:
         return _moe_model(name, row["notes"])
     proxy = re.fullmatch(r"Llama3\.1-405B \((\d+)-layer proxy\)", name)

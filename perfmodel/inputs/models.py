@@ -7,6 +7,7 @@ from dataclasses import MISSING
 from typing import Any, Literal
 
 from perfmodel.errors import FieldError, PerfmodelError, shown
+from perfmodel.inputs import hybrid
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.record import bounded, input_fields, record
@@ -38,8 +39,8 @@ class ModelSpec:
     """Vocabulary size."""
     tied_embeddings: bool = False
     """Whether the LM head shares the input embedding's weights."""
-    mlp: Literal["swiglu", "gelu"] = "swiglu"
-    """The MLP: swiglu (three matrices) or gelu (two)."""
+    mlp: Literal["swiglu", "gelu", "squared_relu"] = "swiglu"
+    """The MLP: swiglu (three matrices), gelu or squared_relu (two)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     """The normalisation layers."""
     bias: bool = False
@@ -98,6 +99,25 @@ class ModelSpec:
     """Whether the recipe runs the LM head in its quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
     0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise the
     head stays in BF16 in every recipe."""
+    hybrid_pattern: str = bounded("", max_length=MAX_LAYERS)
+    """Megatron's hybrid_override_pattern (inputs/hybrid.py): 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE, one
+    character per layer ('' = every layer attention and MLP, a transformer)."""
+    mamba_heads: int = bounded(0, ge=0, le=100_000)
+    """Mamba-2 heads of an 'M' layer (Megatron's mamba_num_heads); its inner width is mamba_heads x mamba_head_dim."""
+    mamba_head_dim: int = bounded(64, ge=1, le=100_000)
+    """Channels per Mamba-2 head (mamba_head_dim)."""
+    mamba_groups: int = bounded(8, ge=1, le=100_000)
+    """B and C groups of a Mamba-2 layer (mamba_num_groups); heads must be a multiple of them."""
+    mamba_state: int = bounded(128, ge=1, le=100_000)
+    """State size per head channel (mamba_state_dim)."""
+    mamba_conv: int = bounded(4, ge=1, le=1_000)
+    """Width of the causal depthwise conv1d (d_conv)."""
+    mamba_chunk: int = bounded(128, ge=1, le=100_000)
+    """Chunk length of the SSD scan (chunk_size: Dao and Gu 2024, arXiv 2405.21060, section 6)."""
+    bf16_edge_layers: int = bounded(0, ge=0, le=MAX_LAYERS)
+    """Layers at each end that a quantised recipe runs in BF16 (Megatron's first_last_layers_bf16, with
+    num_layers_at_start_in_bf16 and num_layers_at_end_in_bf16 at this count: megatron-core 0.16.1
+    transformer_config.py L486-495, applied per layer by get_fp8_context, ssm/mamba_block.py L122)."""
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
@@ -114,6 +134,8 @@ class ModelSpec:
         mla_missing = [n for n in ("kv_lora_rank", "qk_nope_dim", "v_head_dim") if not getattr(self, n)]
         if self.attention == "mla" and mla_missing:
             raise FieldError(mla_missing[0], "attention 'mla' needs kv_lora_rank, qk_nope_dim and v_head_dim above 0")
+        if self.hybrid_pattern or self.mamba_heads:
+            self._check_hybrid()
         if self.experts:
             self._check_experts()
         else:
@@ -137,6 +159,29 @@ class ModelSpec:
                 f"sliding_window and sliding_layers go together, sliding_layers between 1 and the {self.layers} layers"
                 f" (got {self.sliding_window} and {self.sliding_layers})",
             )
+
+    def _check_hybrid(self) -> None:
+        """A hybrid model's pattern and Mamba-2 shapes, each refused on its own, saying what is allowed; features the
+        physics does not price on a hybrid model are refused by name."""
+        problem = hybrid.pattern_problem(self.hybrid_pattern, self.layers) if self.hybrid_pattern else None
+        if problem:
+            raise FieldError("hybrid_pattern", f"'{shown(self.hybrid_pattern)}' {problem}")
+        kinds = hybrid.counts(self.hybrid_pattern)
+        if bool(kinds["M"]) != bool(self.mamba_heads):
+            raise FieldError(
+                "mamba_heads", f"mamba_heads ({self.mamba_heads}) must be above 0 exactly when hybrid_pattern has 'M'"
+            )
+        if self.mamba_heads % self.mamba_groups:
+            raise FieldError(
+                "mamba_groups",
+                f"mamba_heads ({self.mamba_heads}) must be a multiple of mamba_groups ({self.mamba_groups})",
+            )
+        if bool(kinds["E"]) != bool(self.experts):
+            raise FieldError("experts", f"experts ({self.experts}) must be above 0 exactly when hybrid_pattern has 'E'")
+        unpriced = ("dense_layers", "sliding_layers", "mtp_layers")
+        given = next((n for n in unpriced if getattr(self, n)), None)
+        if given:
+            raise FieldError(given, f"{given} is not priced on a hybrid_pattern model (the pattern places every layer)")
 
     def _check_experts(self) -> None:
         """A MoE model's expert fields, each refused on its own, saying what is allowed."""
@@ -176,6 +221,8 @@ class ModelSpec:
 
     @property
     def moe_layers(self) -> int:
+        if self.hybrid_pattern:
+            return self.hybrid_pattern.count("E")
         return self.layers - self.dense_layers if self.is_moe else 0
 
     @property
@@ -270,6 +317,56 @@ class ModelSpec:
         return self.moe_layer_params - self.routed_expert_params_per_layer
 
     @property
+    def mamba_inner(self) -> int:
+        """Inner width of a Mamba-2 layer: heads x head dim (x, z and the scan's output are this wide)."""
+        return self.mamba_heads * self.mamba_head_dim
+
+    @property
+    def mamba_bc_width(self) -> int:
+        """Width of B and C together: a state of mamba_state per group, for each."""
+        return 2 * self.mamba_groups * self.mamba_state
+
+    @property
+    def mamba_linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """A Mamba-2 layer's linear layers: in_proj to z, x, B, C and dt (one per head) fused, and out_proj
+        (megatron-core 0.16.1 ssm/mamba_mixer.py L268-279 and L367-379)."""
+        in_width = 2 * self.mamba_inner + self.mamba_bc_width + self.mamba_heads
+        return {"in_proj": (self.hidden, in_width), "out_proj": (self.mamba_inner, self.hidden)}
+
+    @property
+    def mamba_params(self) -> int:
+        """A Mamba-2 mixer: in_proj and out_proj, the conv1d over x, B and C with its bias, dt_bias, A_log and D per
+        head, and the gated RMSNorm's weight over the inner width (mamba_mixer.py L292-363: D per head, the default
+        D_has_hdim=False)."""
+        linear = sum(k * n for k, n in self.mamba_linear_shapes.values())
+        conv = (self.mamba_inner + self.mamba_bc_width) * (self.mamba_conv + 1)
+        return linear + conv + 3 * self.mamba_heads + self.mamba_inner
+
+    @property
+    def hybrid_layer_params(self) -> dict[str, int]:
+        """One layer of each pattern kind with its pre-norm: Mamba-2, attention, dense MLP, MoE (all its experts)."""
+        return {
+            "M": self.mamba_params + self.norm_params,
+            "*": self.attention_params_per_layer + self.norm_params,
+            "-": self.mlp_params_per_layer + self.norm_params,
+            "E": self.moe_layer_params - self.attention_params_per_layer - self.norm_params,
+        }
+
+    @property
+    def layer_stack_params(self) -> int:
+        """Every layer of the main model (embedding, final norm and LM head apart)."""
+        if self.hybrid_pattern:
+            per_kind = self.hybrid_layer_params
+            return sum(per_kind[c] for c in self.hybrid_pattern)
+        return self.dense_layer_count * self.params_per_layer + self.moe_layers * self.moe_layer_params
+
+    @property
+    def mean_layer_dense_params(self) -> float:
+        """A hybrid model's mean layer without its routed experts (sharded as a dense layer's weights are)."""
+        routed = self.moe_layers * self.routed_expert_params_per_layer
+        return (self.layer_stack_params - routed) / self.layers
+
+    @property
     def mtp_params(self) -> int:
         """All MTP modules: two input norms, the 2h -> h projection, one layer and a final norm each."""
         layer = self.moe_layer_params if self.is_moe else self.params_per_layer
@@ -292,8 +389,7 @@ class ModelSpec:
     @property
     def main_params(self) -> int:
         """The model without its MTP modules (the figure model cards quote, e.g. DeepSeek-V3's 671B)."""
-        layers = self.dense_layer_count * self.params_per_layer + self.moe_layers * self.moe_layer_params
-        return layers + self.embedding_params + self.norm_params + self.lm_head_params
+        return self.layer_stack_params + self.embedding_params + self.norm_params + self.lm_head_params
 
     @property
     def params(self) -> int:
@@ -306,6 +402,8 @@ class ModelSpec:
         the router with top_k routed and the shared experts (equal to `main_params` for a dense model)."""
         if not self.is_moe:
             return self.main_params
+        if self.hybrid_pattern:
+            return self.main_params - self.moe_layers * (self.experts - self.top_k) * self.expert_params
         router_attention_norms = self.moe_layer_dense_params - self.shared_experts * self.expert_params
         moe = self.moe_layers * (router_attention_norms + (self.top_k + self.shared_experts) * self.expert_params)
         layers = self.dense_layer_count * self.params_per_layer + moe
@@ -324,6 +422,10 @@ class ModelSpec:
         router and the active experts) plus the LM head (not the lookup); MTP modules add their layer, their
         projection and one more pass through the LM head."""
         attention, dense_mlp = self.attention_linear_params, self.hidden * (self.mlp_in_width + self.ffn)
+        if self.hybrid_pattern:
+            mamba = sum(k * n for k, n in self.mamba_linear_shapes.values())
+            per_kind = {"M": mamba, "*": attention, "-": dense_mlp, "E": self.moe_active_linear_params}
+            return sum(per_kind[c] for c in self.hybrid_pattern) + self.vocab * self.hidden
         layers = self.dense_layer_count * (attention + dense_mlp) + self.moe_layers * (
             attention + self.moe_active_linear_params
         )
@@ -343,6 +445,29 @@ class ModelSpec:
         window = min(self.sliding_window, seq_len)
         return window - window * window / (2 * seq_len)
 
+    def ssd_flops_per_token(self, seq_len: int) -> float:
+        """Forward FLOPs per token of one Mamba-2 layer's chunked SSD scan (Dao and Gu 2024, arXiv 2405.21060,
+        section 6, the block decomposition of the semiseparable matrix into chunks of Q): the diagonal blocks' C B^T
+        per group (2 Q N per group) and their masked product with x (2 Q per inner channel), the chunk states B^T x
+        (2 N per inner channel) and the output from the states passed in, C h (2 N per inner channel). The causal
+        mask halves the diagonal blocks' work (Q / 2 keys on average, as attention's convention); the state passing
+        between chunks (2 N per channel per chunk, not per token) is left out."""
+        q = min(self.mamba_chunk, seq_len) / 2
+        return (
+            2 * q * (self.mamba_groups * self.mamba_state + self.mamba_inner) + 4 * self.mamba_state * self.mamba_inner
+        )
+
+    def hybrid_kind_flops_per_token(self, seq_len: int) -> dict[str, float]:
+        """Forward FLOPs per token of one layer of each pattern kind: its GEMMs (a MoE layer's router and active
+        experts), and attention's causal scores and context or Mamba's SSD scan."""
+        h = self.hidden
+        return {
+            "M": 2 * sum(k * n for k, n in self.mamba_linear_shapes.values()) + self.ssd_flops_per_token(seq_len),
+            "*": 2 * self.attention_linear_params + seq_len * self.attention_widths,
+            "-": 2 * h * (self.mlp_in_width + self.ffn),
+            "E": 2 * self.moe_active_linear_params,
+        }
+
     def model_flops_per_token(
         self, seq_len: int, packed: Packing | None = None, lora_rank: int = 0, lora_modules: str = "attention"
     ) -> float:
@@ -358,6 +483,8 @@ class ModelSpec:
         (mlperf_benchmarks.md on llama2_70b_lora: "a 6·N·D model over-counts by roughly 1/3").
         """
         full_layers = self.layers + self.mtp_layers - self.sliding_layers
+        if self.hybrid_pattern:  # attention in the '*' layers only; the SSD scan in the 'M' layers
+            full_layers = self.hybrid_pattern.count("*")
         if packed is None:
             attention: float = 3 * full_layers * seq_len * self.attention_widths
         else:
@@ -365,6 +492,8 @@ class ModelSpec:
         if self.sliding_layers:
             keys = self.mean_keys(seq_len) if packed is None else packed.window_keys(self.sliding_window)
             attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
+        if self.mamba_heads:
+            attention = attention + 3 * self.hybrid_pattern.count("M") * self.ssd_flops_per_token(seq_len)
         if not lora_rank:
             return 6 * self.matmul_params + attention
         adapters = self.layers * self.lora_params_per_layer(lora_rank, lora_modules)
@@ -464,6 +593,48 @@ MOE_MODELS = (
 )  # fmt: skip
 
 
+NEMOTRON_H_8B_PATTERN = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+NEMOTRON_H_56B_PATTERN = (
+    "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-"
+    "M-M-M-M-M-"
+)
+NEMOTRON_3_NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+
+
+def _hybrid(model_id: str, name: str, **shapes: Any) -> ModelSpec:
+    """A Nemotron-H-style hybrid (Megatron-Bridge 0.3.1 NemotronHModelProvider, models/nemotronh/
+    nemotron_h_provider.py): squared-ReLU MLPs and experts, RMSNorm, no position embedding, no biases, untied
+    embeddings, 8 query groups, Mamba-2 heads of 64 in 8 groups, the first and last layer in BF16 under FP8
+    (first_last_layers_bf16, TransformerConfig's one layer at each end); vocabulary 131,072 (transformers 5.25
+    NemotronHConfig's default, its docstring's checkpoint nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16)."""
+    defaults: dict[str, Any] = {
+        "kv_heads": 8, "vocab": 131072, "mlp": "squared_relu", "mamba_head_dim": 64, "bf16_edge_layers": 1,
+    }  # fmt: skip
+    return ModelSpec(id=model_id, name=name, **(defaults | shapes))
+
+
+HYBRID_MODELS = (
+    # NemotronHModelProvider8B / 56B: 52 and 118 layers of the pattern, 4096 and 8192 wide, Mamba-2 with 128 and 256
+    # heads and states of 128 and 256, MLP 21504 and 32768, 32 and 64 attention heads (head dim 128).
+    _hybrid(
+        "nemotron-h-8b", "Nemotron-H 8B", layers=52, hidden=4096, ffn=21504, heads=32,
+        hybrid_pattern=NEMOTRON_H_8B_PATTERN, mamba_heads=128, mamba_state=128,
+    ),
+    _hybrid(
+        "nemotron-h-56b", "Nemotron-H 56B", layers=118, hidden=8192, ffn=32768, heads=64,
+        hybrid_pattern=NEMOTRON_H_56B_PATTERN, mamba_heads=256, mamba_state=256,
+    ),
+    # Nemotron3NanoProvider: 2688 wide, 32 heads of 128 in 2 query groups, Mamba-2 64 heads of 64 with states of 128,
+    # 128 experts of 1856 top-6 and a shared expert of 3712 (two of 1856: the same weights and FLOPs), one routing
+    # group; its dispatcher 'alltoall' (NemotronHModelProvider.moe_token_dispatcher_type).
+    _hybrid(
+        "nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B", layers=52, hidden=2688, ffn=1856, heads=32, kv_heads=2,
+        head_size=128, hybrid_pattern=NEMOTRON_3_NANO_PATTERN, mamba_heads=64, mamba_state=128, experts=128, top_k=6,
+        shared_experts=2, moe_ffn=1856, dispatcher="alltoall",
+    ),
+)  # fmt: skip
+
+
 def _gelu(model_id: str, name: str, **shapes: Any) -> ModelSpec:
     """A GELU, LayerNorm model with embeddings tied to the LM head and no position table (ALiBi or RoPE)."""
     return ModelSpec(id=model_id, name=name, mlp="gelu", norm="layernorm", tied_embeddings=True, **shapes)
@@ -506,6 +677,7 @@ ZOO: dict[str, ModelSpec] = {
         gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
         *WHOLE_RUN_MODELS,
         *MOE_MODELS,
+        *HYBRID_MODELS,
     )
 }
 

@@ -12,16 +12,18 @@ Security: expressions are built from `sympy.Symbol` objects only; no user-suppli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
 
 from perfmodel.errors import visible
+from perfmodel.inputs import hybrid
 from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
-from perfmodel.physics import memory, moe
+from perfmodel.physics import mamba, memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import Efficiency
@@ -45,6 +47,8 @@ from perfmodel.physics.workload import (
     attention_block_forward,
     layer_backward,
     layer_forward,
+    mlp_block_backward,
+    mlp_block_forward,
     recompute_forward,
 )
 from perfmodel.planning.evidence import Evidence
@@ -234,6 +238,8 @@ def _phases(ctx: Context, trace: dict[str, Any], recompute: str) -> list[tuple[s
         ("backward", layer_backward(sh, rec, ctx.frozen_base)),
         ("recompute", recompute_forward(sh, rec, recompute)),
     ]
+    if ctx.model.hybrid_pattern:
+        return _hybrid_phases(ctx, sh, recompute)
     if not ctx.model.is_moe:
         return dense
     forward = attention_block_forward(sh, rec) + moe.moe_block_forward(sh, rec)
@@ -244,6 +250,26 @@ def _phases(ctx: Context, trace: dict[str, Any], recompute: str) -> list[tuple[s
         ("MoE recompute", redone.get(recompute, [])),
     ]
     return moe_phases + ([(f"dense {name}", ops) for name, ops in dense] if ctx.model.dense_layers else [])
+
+
+def _hybrid_phases(ctx: Context, sh: Any, recompute: str) -> list[tuple[str, list[Op]]]:
+    """The operations of one layer of each kind a hybrid pattern has (the step prices them by their shares)."""
+    rec, frozen = ctx.recipe, ctx.frozen_base
+    blocks: dict[str, tuple[str, Callable[[], list[Op]], Callable[[], list[Op]]]] = {
+        "M": ("Mamba", lambda: mamba.mamba_block_forward(sh, rec), lambda: mamba.mamba_block_backward(sh, rec, frozen)),
+        "*": ("attention", lambda: attention_block_forward(sh, rec), lambda: attention_block_backward(sh, rec, frozen)),
+        "-": ("MLP", lambda: mlp_block_forward(sh, rec), lambda: mlp_block_backward(sh, rec, frozen)),
+        "E": ("MoE", lambda: moe.moe_block_forward(sh, rec), lambda: moe.moe_block_backward(sh, rec)),
+    }
+    phases = []
+    for kind, count in hybrid.counts(ctx.model.hybrid_pattern).items():
+        if count:
+            name, forward_ops, backward_ops = blocks[kind]
+            forward = forward_ops()
+            redone = {"full": forward, "selective": [op for op in forward if op.name in SELECTIVE_RECOMPUTE]}
+            phases += [(f"{name} forward", forward), (f"{name} backward", backward_ops())]
+            phases.append((f"{name} recompute", redone.get(recompute, [])))
+    return phases
 
 
 def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:

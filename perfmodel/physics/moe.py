@@ -18,8 +18,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.physics import mamba
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
@@ -194,6 +196,8 @@ def tp_blocks_per_layer(md: ModelSpec) -> float:
     moves them over EP, and over expert TP with its own gather (expert_comm), not over the attention's TP."""
     moe_share = md.moe_layers / md.layers if md.is_moe else 0.0
     moe_blocks = 2.0 if md.shared_experts else 1.0
+    if md.hybrid_pattern:  # one block per layer: Mamba, attention or MLP; a MoE layer its shared experts only
+        return (1 - moe_share) + moe_share * (moe_blocks - 1)
     return (1 - moe_share) * 2.0 + moe_share * moe_blocks
 
 
@@ -345,6 +349,9 @@ def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_fligh
     def mean_layer(mode: str) -> Number:
         attention = _attention_saved_per_token(md, recipe, mode) * per_rank
         dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
+        if md.hybrid_pattern:
+            moe = _block_saved(sh, recipe, mode) if md.is_moe else 0.0
+            return hybrid_mean_saved(md, recipe, mode, per_rank, attention, dense, moe)
         return attention + (1 - share) * dense + share * _block_saved(sh, recipe, mode)
 
     if recompute == "full":
@@ -352,6 +359,17 @@ def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_fligh
     else:
         held = mean_layer(recompute) * layers_in_flight
     return held * (1 + FRAGMENTATION)
+
+
+def hybrid_mean_saved(
+    md: ModelSpec, recipe: Recipe, mode: str, per_rank: Number, attention: Number, dense: Number, moe: Number
+) -> Number:
+    """What a hybrid pattern's mean layer keeps for backward on one rank: each kind's block by its share (an 'M'
+    layer's is mamba.saved_per_token; `attention`, `dense` and `moe` are the other kinds' blocks on this rank)."""
+    kinds = hybrid.counts(md.hybrid_pattern)
+    mamba_layer = mamba.saved_per_token(md, recipe, mode) * per_rank
+    held = kinds["M"] * mamba_layer + kinds["*"] * attention + kinds["-"] * dense + kinds["E"] * moe
+    return held / md.layers
 
 
 def expert_params_per_layer(model: ModelSpec, ep: Number, etp: Number) -> Number:

@@ -123,6 +123,41 @@ class Rule:
     dims: tuple[str, ...]
 
 
+HYBRID_RULES: tuple[Rule, ...] = (
+    Rule(
+        lambda v, md, n: (md.mamba_heads % v.tp == 0) & (md.mamba_groups % v.tp == 0),
+        lambda v, md, n: (
+            f"TP {v.tp} must divide the {md.mamba_heads} Mamba heads and {md.mamba_groups} groups (Megatron-Core's "
+            "MambaMixer splits both: megatron-core 0.16.1 ssm/mamba_mixer.py L250, L258)"
+        ),
+        ("tp",),
+    ),
+    Rule(
+        lambda v, md, n: (
+            (md.mamba_heads == 0)
+            | (
+                (md.mamba_heads % (v.tp * v.cp) == 0)
+                & ((md.mamba_groups % (v.tp * v.cp) == 0) | ((v.tp * v.cp) % md.mamba_groups == 0))
+            )
+        ),
+        lambda v, md, n: (
+            f"TP {v.tp} x CP {v.cp} must divide the {md.mamba_heads} Mamba heads, and divide or be a multiple of its "
+            f"{md.mamba_groups} groups (CP splits them: megatron-core 0.16.1 ssm/mamba_context_parallel.py L99-125)"
+        ),
+        ("tp", "cp"),
+    ),
+    Rule(
+        lambda v, md, n: (md.hybrid_pattern == "") | (v.vp == 1),
+        lambda v, md, n: (
+            f"VP {v.vp}: Megatron-Core runs hybrid models without interleaving (megatron-core 0.16.1 "
+            "ssm/mamba_block.py L173-176); use VP 1"
+        ),
+        ("vp",),
+    ),
+)
+"""Hybrid (Mamba-2) layouts, as Megatron-Core's MambaMixer and MambaStack accept them."""
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         lambda v, md, n: n % (v.tp * v.pp * v.cp) == 0,
@@ -232,6 +267,7 @@ RULES: tuple[Rule, ...] = (
         lambda v, md, n: f"ZeRO stage {v.zero} must be one of 0, 1, 2, 3",
         ("zero",),
     ),
+    *HYBRID_RULES,
 )
 
 

@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
+from perfmodel.inputs import hybrid
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.inputs.record import replaced
-from perfmodel.physics import memory, moe
-from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, maximum, minimum, sqrt, where
+from perfmodel.physics import mamba, memory, moe
+from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, lookup, maximum, minimum, sqrt, where
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import (
     GroupLinks,
@@ -36,6 +37,7 @@ from perfmodel.physics.compute import ops_time, times_by
 from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
 from perfmodel.physics.parallel import HEAD_SPLIT_RULE, Rule, feature_rules
 from perfmodel.physics.schedule import (
+    UNEVEN_EXTRA_UNITS,
     StageLayers,
     bubble_fraction,
     chunk_sync_window,
@@ -291,6 +293,8 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
     """One layer's times; for a MoE model the mean over its dense and MoE layers: their attention once, then the
     dense MLP and the MoE block by their shares (every field is a sum over operations, so the mean is exact)."""
     md = ctx.model
+    if md.hybrid_pattern:
+        return _hybrid_layer_times(ctx, sh, recipe)
     if not md.is_moe:
         return _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
     attention = _times_of(
@@ -303,6 +307,27 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
         mean = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
         block = mean._replace(shared_forward=block.shared_forward, shared_backward=block.shared_backward)
     return _LayerTimes(*(a + b for a, b in zip(attention, block, strict=True)))
+
+
+def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
+    """The mean layer of a hybrid pattern: each kind's block (its norm, mixer or MLP, residual) by its share of the
+    layers; a MoE layer's shared experts stay per MoE layer (`_LayerTimes.shared_forward`)."""
+    md, frozen = ctx.model, ctx.frozen_base
+    blocks: dict[str, tuple[Callable[..., list[Op]], Callable[..., list[Op]]]] = {
+        "M": (mamba.mamba_block_forward, lambda s, r: mamba.mamba_block_backward(s, r, frozen)),
+        "*": (attention_block_forward, lambda s, r: attention_block_backward(s, r, frozen)),
+        "-": (mlp_block_forward, lambda s, r: mlp_block_backward(s, r, frozen)),
+        "E": (moe.moe_block_forward, moe.moe_block_backward),
+    }
+    mean: list[Number] = [0.0] * len(_LayerTimes._fields)
+    shared: tuple[Number, Number] = (0.0, 0.0)
+    for kind, count in hybrid.counts(md.hybrid_pattern).items():
+        if count:
+            forward, backward = blocks[kind]
+            times = _times_of(ctx, forward(sh, recipe), backward(sh, recipe))
+            mean = [m + count / md.layers * x for m, x in zip(mean, times, strict=True)]
+            shared = (times.shared_forward, times.shared_backward) if kind == "E" else shared
+    return _LayerTimes(*mean)._replace(shared_forward=shared[0], shared_backward=shared[1])
 
 
 def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTimes:
@@ -336,11 +361,20 @@ def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTime
 def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
     """Average layer of the recipe: the share it keeps in BF16 (NVFP4's first and last layers) runs at BF16 speed."""
     quantised = _layer_times(ctx, sh, ctx.recipe)
-    bf16_share = ctx.recipe.bf16_layer_fraction(ctx.model.layers)
+    bf16_share = _bf16_share(ctx.recipe, ctx.model)
     if bf16_share == 0:
         return quantised
     bf16 = _layer_times(ctx, sh, RECIPES["bf16"])
     return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
+
+
+def _bf16_share(recipe: Recipe, md: ModelSpec) -> float:
+    """Share of the layers a quantised recipe keeps in BF16: its own first and last layers (NVFP4's), or the
+    model's where it keeps more (ModelSpec.bf16_edge_layers)."""
+    edges = md.bf16_edge_layers
+    if not edges or not recipe.quantised:
+        return recipe.bf16_layer_fraction(md.layers)
+    return min(1.0, (max(recipe.bf16_first_layers, edges) + max(recipe.bf16_last_layers, edges)) / md.layers)
 
 
 class ShardCompute(NamedTuple):
@@ -500,6 +534,10 @@ class _Comm(NamedTuple):
     layer: Number
     async_backward: Number = 0.0
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
+    blocking_forward: Number = 0.0
+    """The part of `forward` no compute can hide: a Mamba layer's CP all-to-alls, which its conv and scan wait for."""
+    blocking_layer: Number = 0.0
+    """The same part of `layer`."""
 
 
 def _tensor_parallel(
@@ -529,16 +567,34 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
     Ring ('p2p'): cp-1 steps passing this rank's K and V forward; K, V and their gradients backward. 'all_gather':
     the whole sequence's K and V gathered forward, gathered again backward and their gradients reduce-scattered
     (the same bytes per rank as the ring, in collectives). 'a2a' (Ulysses): Q, K and V all-to-all'd from a sequence
-    split to a head split and the output back, forward; their gradients the same way backward."""
+    split to a head split and the output back, forward; their gradients the same way backward.
+
+    A hybrid pattern's mean layer: the attention layers' exchange by their share, and each Mamba layer's all-to-alls
+    (mamba.context_parallel_bytes; forward, and the same again for the gradients backward) by theirs, which no
+    compute hides (`_Comm.blocking_forward`); MLP and MoE layers exchange nothing over CP."""
+    forward, passes = _attention_exchange(ctx, sh, links)
+    md = ctx.model
+    if md.hybrid_pattern:
+        kinds = hybrid.counts(md.hybrid_pattern)
+        a2a = all_to_all(mamba.context_parallel_bytes(sh), links)
+        attention_share, mamba_share = kinds["*"] / md.layers, kinds["M"] / md.layers
+        layer = attention_share * passes * forward + mamba_share * 2 * a2a
+        forward = attention_share * forward + mamba_share * a2a
+        blocking = mamba_share * a2a
+        layer = layer + recomputed(full_share, forward)
+        return _Comm(forward, layer, 0.0, blocking, 2 * blocking + recomputed(full_share, blocking))
+    return _Comm(forward, passes * forward + recomputed(full_share, forward))
+
+
+def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, int]:
+    """One attention layer's forward CP exchange, and the passes of it a step makes (`_context_parallel`)."""
     md = ctx.model
     kv = sh.tokens * 2 * md.kv_dim / sh.tp * BF16_BYTES
     if ctx.recipe.cp_comm == "all_gather":  # a reduce-scatter costs what the all-gather of its output does
-        forward, passes = all_gather(kv * sh.cp, links), 3
-    elif ctx.recipe.cp_comm == "a2a":
-        forward, passes = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links), 2
-    else:
-        forward, passes = (sh.cp - 1) * send_recv(kv, links), 3
-    return _Comm(forward, passes * forward + recomputed(full_share, forward))
+        return all_gather(kv * sh.cp, links), 3
+    if ctx.recipe.cp_comm == "a2a":
+        return all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links), 2
+    return (sh.cp - 1) * send_recv(kv, links), 3
 
 
 class _RankParams(NamedTuple):
@@ -550,7 +606,7 @@ class _RankParams(NamedTuple):
 
 
 def _rank_params(md: ModelSpec, tp: Number, pp: Number, stages: StageLayers) -> _RankParams:
-    layer = md.params_per_layer / tp
+    layer = (md.mean_layer_dense_params if md.hybrid_pattern else md.params_per_layer) / tp
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
     single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params
     first = where(equal(pp, 1), single, stages.first * layer + vocab_rows)
@@ -564,7 +620,8 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     tp, pp = lv.tp, lv.pp
     share = md.moe_layers / md.layers
     experts = share * moe.expert_params_per_layer(md, lv.ep, lv.etp)
-    layer = ((1 - share) * md.params_per_layer + share * md.moe_layer_dense_params) / tp + experts
+    dense = (1 - share) * md.params_per_layer + share * md.moe_layer_dense_params
+    layer = (md.mean_layer_dense_params if md.hybrid_pattern else dense) / tp + experts
     mtp_experts = md.mtp_layers * moe.expert_params_per_layer(md, lv.ep, lv.etp)
     mtp = (md.mtp_params - md.mtp_layers * md.routed_expert_params_per_layer) / tp + mtp_experts
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
@@ -724,8 +781,10 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     )
     tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
     tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
-    cp_fwd = exposed(cp_comm.forward, windows.cp_forward, eff.overlap_cp)
-    cp_bwd = exposed(cp_comm.layer - cp_comm.forward, windows.cp_backward, eff.overlap_cp)
+    cp_fwd = exposed(cp_comm.forward - cp_comm.blocking_forward, windows.cp_forward, eff.overlap_cp)
+    cp_fwd = cp_fwd + cp_comm.blocking_forward
+    blocking_bwd = cp_comm.blocking_layer - cp_comm.blocking_forward
+    cp_bwd = exposed(cp_comm.layer - cp_comm.forward - blocking_bwd, windows.cp_backward, eff.overlap_cp) + blocking_bwd
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
 
@@ -846,9 +905,21 @@ def host_overhead_s(ctx: Context) -> Number:
 def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]:
     """What every entry point (`evaluate`, `step_floor`, `memory_need`) prices a rank from: its shard of each layer,
     its micro-batches per step and its pipeline stage's layers."""
-    md = ctx.model
     sh = ctx.shard(lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
-    return sh, lv.gbs / (lv.mbs * lv.dp), stage_layers(md.layers, lv.pp, lv.vp, md.mtp_layers)
+    return sh, lv.gbs / (lv.mbs * lv.dp), _stages(ctx, lv.pp, lv.vp)
+
+
+def _stages(ctx: Context, pp: Number, vp: Number) -> StageLayers:
+    """The pipeline ranks' layers; a hybrid pattern's in mean-layer units, its stages holding consecutive positions
+    of kinds that cost unequally (hybrid.stage_layer_equivalents, weighed by each kind's forward FLOPs per token;
+    Megatron-Core runs hybrid models without interleaving: the VP rule)."""
+    md = ctx.model
+    stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
+    if not md.hybrid_pattern:
+        return stages
+    weights = md.hybrid_kind_flops_per_token(ctx.seq_len)
+    first, last, interior = hybrid.stage_layer_equivalents(md.hybrid_pattern, weights, md.layers + UNEVEN_EXTRA_UNITS)
+    return stages._replace(first=lookup(first, pp), last=lookup(last, pp), interior=lookup(interior, pp))
 
 
 def full_recompute_share(lv: LayoutVars, stages: StageLayers) -> Number:
@@ -978,7 +1049,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     grid = LayoutVars(each[0], 1.0, each[1], 1.0, 1.0, sizes, lv.gbs, 0.0, 0.0, each[2], each[3])
     sh, _, stages = _per_rank(ctx, grid)
     per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
-    ranks = stage_layers(md.layers, pp, vp, md.mtp_layers)
+    ranks = _stages(ctx, pp, vp)
     layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
     bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + host_overhead_s(ctx)
     return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
@@ -1066,7 +1137,7 @@ def _rank_memory(
     block_share = None if every_layer(lv.recompute_layers) else full_recompute_share(lv, stages)
 
     def saved(mode: str, layers: Number) -> Number:
-        if md.is_moe:
+        if md.is_moe or md.hybrid_pattern:
             return moe.layer_activations(sh, rec, mode, layers)
         return memory.activations(
             md, rec, mode, tokens, tp, layers, ctx.frozen_base, ctx.seq_len, ctx.adapters, ctx.lora_rank

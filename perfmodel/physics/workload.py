@@ -116,7 +116,7 @@ def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     return [("fc1", md.hidden, md.mlp_in_width / t, True), ("fc2", md.ffn / t, md.hidden, False)]
 
 
-NORM_FED = frozenset(("qkv", "q_proj", "q_down", "kv_down", "fc1"))
+NORM_FED = frozenset(("qkv", "q_proj", "q_down", "kv_down", "fc1", "in_proj"))
 """Linear layers whose input is a norm's output: Transformer Engine's LayerNormLinear / LayerNormMLP fuse the cast."""
 ACTIVATION_FED = frozenset(("fc2",))
 """Linear layers whose input is the MLP activation: TE's activation kernels emit the quantised copies."""

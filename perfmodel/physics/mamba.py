@@ -1,0 +1,115 @@
+"""The Mamba-2 (SSD) layer on one GPU: its operations with FLOPs and bytes, what it saves for the backward, and
+what context parallelism exchanges for it.
+
+Megatron-Core's MambaMixer (megatron-core 0.16.1 ssm/mamba_mixer.py): in_proj, a TE LayerNormColumnParallelLinear
+(the layer's pre-norm fused), projects to z, x, B, C and dt; a causal depthwise conv1d runs over x, B and C; the
+chunked SSD scan (Dao and Gu 2024, arXiv 2405.21060, section 6; mamba_ssm's mamba_split_conv1d_scan_combined,
+mamba_mixer.py L659) mixes the sequence; a gated RMSNorm (norm(y) x silu(z)) and the row-parallel out_proj follow.
+TP splits heads and groups (L247-259: `nheads % tp == 0`, `ngroups % tp == 0`), so every width below is divided by
+tp; sequence parallelism gathers the input and reduce-scatters the output as an attention block does. CP runs
+all-to-alls from a sequence split to a head split before the conv and the scan and back after them
+(ssm/mamba_context_parallel.py L133-204).
+"""
+
+from __future__ import annotations
+
+from perfmodel.inputs.models import ModelSpec
+from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.physics.algebra import Number
+from perfmodel.physics.workload import Op, Shard, _linear_forward, _mem, linear_backward
+
+SSD_BWD_PASSES = 3.0
+"""The SSD backward's work in forward scans: it keeps neither the chunk states nor C B^T, so it re-runs the forward's
+kernels (cumsum, chunk states, state passing, C B^T), then takes two gradient products for each forward product,
+each kernel reading its inputs from HBM again (mamba_ssm ssd_combined.py _mamba_chunk_scan_combined_bwd; recalled
+from the public code, not a stored copy)."""
+
+
+def _shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
+    """(name, k_in, n_out, column_parallel) of the mixer's two linear layers on one TP rank."""
+    (_, in_width), (inner, h) = sh.model.mamba_linear_shapes.values()
+    return [("in_proj", h, in_width / sh.tp, True), ("out_proj", inner / sh.tp, h, False)]
+
+
+def _scan_flops(sh: Shard) -> Number:
+    """The SSD scan's forward FLOPs on one rank (ModelSpec.ssd_flops_per_token: heads and groups split over tp)."""
+    return sh.tokens * sh.model.ssd_flops_per_token(sh.seq_len) / sh.tp
+
+
+def _scan_bytes(sh: Shard) -> Number:
+    """HBM bytes of the scan's forward kernels, each reading its inputs and writing its outputs (mamba_ssm
+    ssd_combined.py _mamba_chunk_scan_combined_fwd; recalled from the public code, not a stored copy), per token and
+    TP rank, with I the inner width, G N the groups' state, H heads, Q the chunk:
+    _chunk_cumsum_fwd reads dt, writes dA's cumulative sum and dt in FP32 (10 H); _chunk_state_fwd reads B, x, dt
+    and dA, writes the chunk states in FP32 (2 G N + 2 I + 8 H + 4 I N / Q); _state_passing_fwd reads them, writes
+    BF16 (6 I N / Q); _bmm_chunk_fwd reads C and B, writes C B^T in FP32 (4 G N + 4 G Q); _chunk_scan_fwd reads
+    C B^T, x, dt, dA, C and the states, writes y (4 G Q + 4 I + 8 H + 2 G N + 2 I N / Q)."""
+    md, T, t = sh.model, sh.tokens, sh.tp
+    inner, heads, chunk = md.mamba_inner, md.mamba_heads, md.mamba_chunk
+    group_state, group_chunk = md.mamba_groups * md.mamba_state, md.mamba_groups * min(chunk, sh.seq_len)
+    per_token = 26 * heads + 8 * group_state + 6 * inner + 8 * group_chunk + 12 * inner * md.mamba_state / chunk
+    return per_token * T / t
+
+
+def _scan_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
+    """The chunked scan as a batched BF16 GEMM (its products are tensor-core matmuls of chunk x head-dim tiles):
+    every head's tokens stacked as rows, head-dim columns, a chunk deep."""
+    md = sh.model
+    rows = sh.tokens * md.mamba_heads / sh.tp
+    return Op(name, "gemm", flops, bytes_moved, "bf16", rows, md.mamba_head_dim, k=md.mamba_chunk)
+
+
+def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
+    """Norm, in_proj, conv1d, SSD scan, gated RMSNorm, out_proj and residual of one 'M' layer."""
+    md, T, t = sh.model, sh.tokens, sh.tp
+    h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
+    in_proj, out_proj = (_linear_forward(sh, recipe, *shape) for shape in _shapes(sh))
+    return [
+        _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
+        *in_proj,
+        _mem("conv1d", T * conv_channels, 2 * BF16_BYTES),
+        _scan_op(sh, "ssd_scan", _scan_flops(sh), _scan_bytes(sh)),
+        _mem("gated_norm", T * md.mamba_inner / t, 3 * BF16_BYTES),
+        *out_proj,
+        _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
+    ]
+
+
+def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
+    """The backward of `mamba_block_forward`: each linear layer's dgrad and wgrad, the gated norm's (reads y, z and
+    the gradient, writes two), the scan's (SSD_BWD_PASSES), the conv's (reads input and gradient, writes one)."""
+    md, T, t = sh.model, sh.tokens, sh.tp
+    h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
+    in_proj, out_proj = _shapes(sh)
+    return [
+        _mem("residual1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
+        *linear_backward(sh, recipe, out_proj, frozen_weights, T),
+        _mem("gated_norm.bwd", T * md.mamba_inner / t, 5 * BF16_BYTES),
+        _scan_op(sh, "ssd_scan.bwd", SSD_BWD_PASSES * _scan_flops(sh), SSD_BWD_PASSES * _scan_bytes(sh)),
+        _mem("conv1d.bwd", T * conv_channels, 3 * BF16_BYTES),
+        *linear_backward(sh, recipe, in_proj, frozen_weights, T),
+        _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
+    ]
+
+
+def saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) -> float:
+    """Bytes one 'M' layer keeps for its backward per token, before the TP split (as
+    memory.activation_bytes_per_token): the norm input, in_proj's output (z, x, B, C, dt, which the fused scan
+    kernel saves and recomputes the conv from), the scan output y and the out_proj input (with its quantised copy);
+    without recompute also in_proj's quantised input. Selective recompute (Megatron's core attention) does not touch
+    a Mamba layer; full recompute keeps the layer input."""
+    if recompute == "full":
+        return md.hidden * BF16_BYTES
+    q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
+    in_width = md.mamba_linear_shapes["in_proj"][1]
+    saved = (md.hidden + in_width + 2 * md.mamba_inner) * BF16_BYTES
+    saved += md.mamba_inner * q_in if recipe.quantised else 0.0
+    return saved + (md.hidden * q_in if recompute == "none" else 0.0)
+
+
+def context_parallel_bytes(sh: Shard) -> Number:
+    """Bytes one rank sends through the all-to-alls of one 'M' layer's forward under CP: z, x, B, C and dt from the
+    sequence split to the head split, y back (mamba_context_parallel.py pre_conv_ssm / post_conv_ssm, L133-204)."""
+    md = sh.model
+    in_width = md.mamba_linear_shapes["in_proj"][1]
+    return sh.tokens * (in_width + md.mamba_inner) / sh.tp * BF16_BYTES
