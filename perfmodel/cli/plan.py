@@ -12,6 +12,7 @@ from perfmodel.cli.options import (
     Command,
     Count,
     Deadline,
+    PositiveFloat,
     emit,
     progress,
     quiet_option,
@@ -35,6 +36,11 @@ def plan_options(command: Command) -> Command:
             help="Meet the deadline and the budget with this probability (0.5: on the point estimate; 0.9: at P90).",
         ),
         click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
+        click.option(
+            "--power-mw",
+            type=PositiveFloat(),
+            help="Site power, MW at the wall with PUE: no plan draws more (whole systems, board + host + network).",
+        ),
         quiet_option,
     ]
     for option in reversed(options):
@@ -49,10 +55,10 @@ def plan_from_flags(
     """The PlanReport `perfmodel plan` makes for these flags."""
     from perfmodel.planning import plan as planning
 
-    targets = flags.pop("gpu")
+    targets, power_mw = flags.pop("gpu"), flags.pop("power_mw")
     with progress("Planning", quiet) as update:
         options, origins = scenario_flags(flags)
-        goal = planning.Goal(deadline, budget, confidence)
+        goal = planning.Goal(deadline, budget, confidence, power_mw)
         return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
 
 

@@ -63,7 +63,7 @@ def _interval(d: dict[str, Any], key: str, show: Any) -> str:
     if d.get(f"{key}_low") is None:
         return ""
     protocol = d.get("interval_protocol") or "per-phase"
-    return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}, {protocol} residuals)"
+    return f" (80% interval P10 {show(d[key + '_low'])} to P90 {show(d[key + '_high'])}, {protocol} residuals)"
 
 
 def summary_rows(c: Campaign) -> list[list[str]]:

@@ -431,6 +431,8 @@ def goal_table(report: Any) -> str:
         wanted.append(f"within {_duration(goal['deadline_s'])}")
     if goal["budget_usd"] is not None:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
+    if goal["power_mw"] is not None:
+        wanted.append(f"in at most {goal['power_mw']:,.4g} MW at the wall")
     p0 = next(p for c in report.plans for p in (c.prediction, *c.tried.values()) if p is not None)
     work = f"{p0.model.name}, {_tokens(p0)}"
     planned_days = [c.to_dict()["time_to_train_days"] for c in report.plans if c.prediction is not None]
@@ -441,7 +443,7 @@ def goal_table(report: Any) -> str:
     for c in report.plans:
         d = c.to_dict()
         if c.prediction is None:
-            rows.append([c.label, *["-"] * (8 + len(quantile + chances)), "infeasible"])
+            rows.append([c.label, *["-"] * (10 + len(quantile + chances)), "infeasible"])
             notes.append(f"{c.label}: {c.reason}")
             continue
         p = c.prediction
@@ -460,6 +462,8 @@ def goal_table(report: Any) -> str:
                 _price(p),
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
+                f"{d['power_mw']:,.1f}",
+                f"{d['co2e_t']:,.0f}",
                 goodput,
                 *(_at_confidence(d, key, unit) for key in quantile),
                 *("n/a" if d[key] is None else f"{d[key]:.2f}" for key in chances),
@@ -473,10 +477,12 @@ def goal_table(report: Any) -> str:
         "system",
         "GPUs",
         "layout",
-        "time to train (80% interval)",
+        "time to train P50 (P10 to P90)",
         "$/GPU-h",
         "cost",
         "MWh",
+        "MW",
+        "tCO2e",
         "goodput",
         *(f"{'time' if key.startswith('time') else 'cost'} at P{100 * goal['confidence']:.4g}" for key in quantile),
         *(_chance_header(goal, key) for key in chances),

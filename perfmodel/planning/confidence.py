@@ -40,6 +40,17 @@ def at(confidence: float) -> str:
     return "" if confidence == MEDIAN else f" at P{100 * confidence:.4g}"
 
 
+QUANTILES = {"p10": 0.1, "p50": MEDIAN, "p90": 0.9}
+"""The quantiles every output gives (`_p10`, `_p50`, `_p90`): P10 and P90 the 80% interval's ends, P50 the point."""
+
+
+def quantiles(interval: Interval | None, figures: dict[str, float | None]) -> dict[str, float | None]:
+    """`NAME_p10`, `NAME_p50`, `NAME_p90` of each figure proportional to a run's time (GPU-hours, cost at a price,
+    energy, carbon): the figure times the time's factor at that probability; P50 is the figure itself, exactly."""
+    return {f"{name}_{key}": None if value is None else value * time_factor(interval, q)
+            for name, value in figures.items() for key, q in QUANTILES.items()}  # fmt: skip
+
+
 def time_factor(interval: Interval | None, confidence: float) -> float:
     """The factor on a predicted time that the measured one stays under with probability `confidence`."""
     if interval is None or confidence == MEDIAN:

@@ -380,9 +380,9 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "power_w_per_gpu",
-        "GPU board power (W)",
+        "Power per GPU at the wall before PUE (W): board, host share, network",
         "results",
-        lambda row, _k: row.prediction.hardware.accelerator.power_w.value,
+        lambda row, _k: row.prediction.hardware.it_power_w_per_gpu,
         None,
         "#,##0",
     ),
@@ -683,7 +683,7 @@ def _owned_rate(row: ExportRow, usd_per_kwh: float) -> float | None:
     c = p.scenario.cost
     return tco.owned_usd_per_gpu_hour(
         owned.usd_per_system, owned.gpus_per_system, c.amortisation_years, c.utilisation,
-        p.hardware.accelerator.power_w.value, c.pue, usd_per_kwh, c.facility_usd_per_kw_month,
+        p.hardware.it_power_w_per_gpu, c.pue, usd_per_kwh, c.facility_usd_per_kw_month,
     )  # fmt: skip
 
 
@@ -825,7 +825,7 @@ def _tokens_per_usd(suffix: str) -> Callable[..., Any]:
 
 
 def _joules_per_token(s: Symbols, prefix: str = "") -> Any:
-    """compare.py's joules_per_token on the cells: board power x PUE over the throughput per GPU."""
+    """compare.py's joules_per_token on the cells: power at the wall x PUE over the throughput per GPU."""
     return s[f"{prefix}power_w_per_gpu"] * s[f"{prefix}pue"] / s[f"{prefix}tokens_per_s_per_gpu"]
 
 
