@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
+import openpyxl
 import pytest
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workbook import Recalculator, cells_by_key
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
@@ -143,8 +146,40 @@ def test_the_power_cap_binds_a_budget_plan_and_is_shown() -> None:
     free = _json(*args)["candidates"][0]
     capped = _json(*args, "--power-mw", "2")
     (c,) = capped["candidates"]
-    assert capped["goal"]["power_mw"] == 2.0 and c["binds"] == "power-mw"
+    assert capped["goal"]["power_cap_mw"] == 2.0 and c["binds"] == "power-mw"
     assert c["power_mw"] <= 2 < free["power_mw"] and c["n_gpus"] < free["n_gpus"]
     table = run_cli(*args, "--power-mw", "2").out
     assert "in at most 2 MW at the wall" in table and f"{c['power_mw']:,.1f}" in table
     assert math.isclose(c["co2e_t"], carbon.operational_t(c["energy_kwh"], 367.0))
+
+
+def test_the_workbook_prices_carbon_and_quantiles_live(tmp_path: Path) -> None:
+    """Carbon and P10/P50/P90 are formulas on the cells: a planner's grid recomputes as perfmodel would."""
+    out = tmp_path / "carbon.xlsx"
+    assert run_cli("export", "predict", *SMALL, "--out", str(out)).code == 0
+    cells = cells_by_key(out, ("Inputs", "Results"))
+    ws = openpyxl.load_workbook(out)["Inputs"]
+    grid = next(("Inputs", row[1].coordinate) for row in ws.iter_rows(min_row=7) if row[2].value == "grid_gco2_per_kwh")
+    france = _json("predict", *SMALL, "--grid-gco2-per-kwh", "france")
+    values = Recalculator(out)({grid: 32.0})
+    for key in ("co2e_t", "co2e_t_p10", "co2e_t_p50", "co2e_t_p90", "co2e_embodied_t"):
+        assert values[cells[(key, 0)]] == pytest.approx(france[key], rel=1e-9), key
+    assert values[cells[("time_to_train_days_p90", 0)]] == pytest.approx(france["time_to_train_days_p90"], rel=1e-9)
+
+
+def test_the_plan_workbook_carries_the_probabilities_and_their_method(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    args = ("--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d")
+    assert run_cli("export", "plan", *args, "--confidence", "0.8", "--power-mw", "1", "--out", str(out)).code == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    (c,) = _json("plan", *args, "--confidence", "0.8", "--power-mw", "1", "--quiet")["candidates"]
+    for key in ("p_deadline", "power_mw"):
+        assert row[key] == c[key], key
+    assert (
+        row["co2e_t"] == c["plan"]["co2e_t"] < c["co2e_t"]
+    )  # the rows failure-free, as predict's; the plan's with losses
+    assert row["confidence"] == 0.8 and row["power_cap_mw"] == 1 and row["power_mw"] <= 1
+    book = tmp_path / "plan.xlsx"
+    assert run_cli("export", "plan", *args, "--confidence", "0.8", "--out", str(book)).code == 0
+    summary = " ".join(str(v) for r in openpyxl.load_workbook(book)["Summary"].iter_rows(values_only=True) for v in r)
+    assert "p_deadline and p_budget are values, not formulas" in summary

@@ -173,6 +173,9 @@ def export_plan(
         "budget_share",
         "p_meet_deadline",
         "p_within_budget",
+        "p_deadline",
+        "p_budget",
+        "power_mw",
     )
     extras = [{key: c.to_dict()[key] for key in keys} | report.goal.to_dict() for c in planned]
     _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")

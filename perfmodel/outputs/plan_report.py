@@ -101,7 +101,12 @@ def _run_cells(p: Prediction, unit: str | None = None) -> list[str]:
     d = p.to_dict()
     if p.run is None:
         return []
-    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"])]
+    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"]), _tonnes(d["co2e_t"])]
+
+
+def _tonnes(co2e_t: float) -> str:
+    """Operational tCO2e, to 0.1 t below 100 t, whole tonnes above."""
+    return f"{co2e_t:,.1f}" if co2e_t < 100 else f"{co2e_t:,.0f}"
 
 
 TIME_KEYS = ("time_to_train_s", "time_to_train_with_failures_s", "time_to_train_with_losses_s")
@@ -120,7 +125,7 @@ def _mwh(kwh: float) -> str:
     return f"{mwh:,.1f}" if mwh >= 0.05 else f"{mwh:.2g}"
 
 
-RUN_HEADERS = ["time to train", "cost", "MWh"]
+RUN_HEADERS = ["time to train", "cost", "MWh", "tCO2e"]
 
 
 def heading(p: Prediction, n_gpus: str | None = None) -> str:
@@ -431,8 +436,8 @@ def goal_table(report: Any) -> str:
         wanted.append(f"within {_duration(goal['deadline_s'])}")
     if goal["budget_usd"] is not None:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
-    if goal["power_mw"] is not None:
-        wanted.append(f"in at most {goal['power_mw']:,.4g} MW at the wall")
+    if goal["power_cap_mw"] is not None:
+        wanted.append(f"in at most {goal['power_cap_mw']:,.4g} MW at the wall")
     p0 = next(p for c in report.plans for p in (c.prediction, *c.tried.values()) if p is not None)
     work = f"{p0.model.name}, {_tokens(p0)}"
     planned_days = [c.to_dict()["time_to_train_days"] for c in report.plans if c.prediction is not None]
@@ -463,7 +468,7 @@ def goal_table(report: Any) -> str:
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
                 f"{d['power_mw']:,.1f}",
-                f"{d['co2e_t']:,.0f}",
+                _tonnes(d["co2e_t"]),
                 goodput,
                 *(_at_confidence(d, key, unit) for key in quantile),
                 *("n/a" if d[key] is None else f"{d[key]:.2f}" for key in chances),

@@ -65,7 +65,7 @@ class Goal:
     def to_dict(self) -> dict[str, Any]:
         days = None if self.deadline_s is None else self.deadline_s / 86400
         return {"deadline_s": self.deadline_s, "deadline_days": days, "budget_usd": self.budget_usd,
-                "confidence": self.confidence, "power_mw": self.power_mw}  # fmt: skip
+                "confidence": self.confidence, "power_cap_mw": self.power_mw}  # fmt: skip
 
 
 def granularity(hw: Hardware) -> int:
