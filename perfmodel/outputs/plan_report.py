@@ -584,3 +584,47 @@ def _summary(c: Any) -> str:
     chances = "".join(f", {_chance_header(goal, key)} {d[key]:.2f}" for key in GOAL_OF if d[key] is not None)
     what = f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"
     return what + chances
+
+
+def fleet_table(report: Any) -> str:
+    """`perfmodel plan --fleet`: per system type the cheapest mix of owned pools and offers meeting the goal."""
+    goal = report.goal.to_dict()
+    rows, notes = [], []
+    for plan in report.plans:
+        if not plan.feasible:
+            rows.append([plan.system, *["-"] * 9])
+            notes.append(f"{plan.system}: {plan.reason}")
+            continue
+        d = plan.to_dict()
+        owned = ", ".join(f"{s['gpus']:,} {s['name']}" + (f" ({s['site']})" if s["site"] else "")
+                          for s in d["sources"] if s["kind"] == "owned")  # fmt: skip
+        offered = ", ".join(f"{s['gpus']:,} {s['name']} ({s['kind']}, {s['lead_time_days']:g} d)"
+                            for s in d["sources"] if s["kind"] != "owned")  # fmt: skip
+        days = [_duration(d[f"time_to_train_days_{q}"] * 86400) for q in ("p50", "p10", "p90")]
+        rows.append(
+            [
+                plan.system,
+                f"{d['n_gpus']:,}",
+                owned or "-",
+                offered or "-",
+                f"{d['start_after_days']:g} days",
+                f"{days[0]} ({days[1]} to {days[2]})",
+                f"{d['p_deadline']:.2f}",
+                _usd(d["cost_usd_owned"]),
+                _usd(d["cost_usd_rented"] + d["cost_usd_bought"]),
+                _usd(d["cost_usd"]),
+            ]
+        )
+    headers = ["system", "GPUs", "owned used", "rent / buy", "starts after", "time to train P50 (P10 to P90)",
+               f"P(meet {_duration(goal['deadline_s'])})", "cost owned", "cost rent/buy", "cost"]  # fmt: skip
+    wanted = f"within {_duration(goal['deadline_s'])}"
+    if goal["budget_usd"] is not None:
+        wanted += f" for at most {_usd(goal['budget_usd'])}"
+    head = f"Fleet plan: the cheapest mix per system type {wanted}{_confidence(goal['confidence'])}"
+    lines = [f"{head}; times with losses (failures, checkpoints, stragglers, start-up); an offer's lead time delays "
+             "the start", ""]  # fmt: skip
+    lines.append(_tabulate(rows, headers))
+    cheapest = report.cheapest()
+    lines += ["", "No system type meets the goal." if cheapest is None else f"Cheapest: {cheapest.system}, "
+              f"{_usd(cheapest.cost_usd())}"]  # fmt: skip
+    return "\n".join(lines + (["", *notes] if notes else []) + ["", f"Planned in {report.elapsed_s:.2f} s."])

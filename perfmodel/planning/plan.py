@@ -552,6 +552,13 @@ def plan_request(
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
+    return plan(candidate_bases(source, options, origins, targets), goal, max_gpus, progress)
+
+
+def candidate_bases(
+    source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
+) -> list[tuple[str, Scenario]]:
+    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
     from perfmodel.planning.compare import check_one_price, parse_target, scenarios, split_quote
     from perfmodel.planning.request import load_request
 
@@ -574,8 +581,7 @@ def plan_request(
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
     check_one_price(parsed, base, source, options, origins)
-    bases = [(_label(s), s) for s in scenarios(base, parsed, None)]
-    return plan(bases, goal, max_gpus, progress)
+    return [(_label(s), s) for s in scenarios(base, parsed, None)]
 
 
 def _label(scenario: Scenario) -> str:
