@@ -97,6 +97,8 @@ def test_with_no_spread_or_any_the_median_is_the_point_exactly(band: tuple[float
     q = chance.quantiles(interval, {"x": value})
     assert q["x_p50"] == value
     assert q["x_p10"] <= q["x_p50"] <= q["x_p90"]
+    for key, level in (("x_p10", 0.1), ("x_p90", 0.9)):  # the distribution's own quantiles
+        assert q[key] == pytest.approx(value * chance.time_factor(interval, level), rel=1e-9)
     if interval is None:
         assert q["x_p10"] == q["x_p90"] == value
 
