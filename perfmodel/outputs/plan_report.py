@@ -15,6 +15,7 @@ from perfmodel.outputs.report import (
     dense_imbalance_note,
     phases_counted,
     tokens_text,
+    tonnes,
 )
 from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.confidence import MEDIAN
@@ -101,12 +102,7 @@ def _run_cells(p: Prediction, unit: str | None = None) -> list[str]:
     d = p.to_dict()
     if p.run is None:
         return []
-    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"]), _tonnes(d["co2e_t"])]
-
-
-def _tonnes(co2e_t: float) -> str:
-    """Operational tCO2e, to 0.1 t below 100 t, whole tonnes above."""
-    return f"{co2e_t:,.1f}" if co2e_t < 100 else f"{co2e_t:,.0f}"
+    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"]), tonnes(d["co2e_t"])]
 
 
 TIME_KEYS = ("time_to_train_s", "time_to_train_with_failures_s", "time_to_train_with_losses_s")
@@ -468,7 +464,7 @@ def goal_table(report: Any) -> str:
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
                 f"{d['power_mw']:,.1f}",
-                _tonnes(d["co2e_t"]),
+                tonnes(d["co2e_t"]),
                 goodput,
                 *(_at_confidence(d, key, unit) for key in quantile),
                 *("n/a" if d[key] is None else f"{d[key]:.2f}" for key in chances),

@@ -162,11 +162,16 @@ def _wall_power(p: Prediction) -> str:
     return f"{p.hardware.it_power_w_per_gpu:,.0f} W per GPU at the wall ({parts})"
 
 
+def tonnes(co2e_t: float) -> str:
+    """tCO2e to two decimals below 10 t, one below 100 t, whole tonnes above."""
+    return f"{co2e_t:,.2f}" if co2e_t < 10 else f"{co2e_t:,.1f}" if co2e_t < 100 else f"{co2e_t:,.0f}"
+
+
 def carbon_text(d: dict[str, Any]) -> str:
     """'1.07 tCO2e operational at 367 gCO2e/kWh + 0.02 t embodied (estimate)': a run's carbon, one line."""
     return (
-        f"{d['co2e_t']:,.2f} tCO2e operational at {d['grid_gco2_per_kwh']:,.0f} gCO2e/kWh"
-        f" + {d['co2e_embodied_t']:,.2f} t embodied (estimate; README, Carbon)"
+        f"{tonnes(d['co2e_t'])} tCO2e operational at {d['grid_gco2_per_kwh']:,.0f} gCO2e/kWh"
+        f" + {tonnes(d['co2e_embodied_t'])} t embodied (estimate; README, Power and carbon)"
     )
 
 
