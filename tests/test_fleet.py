@@ -118,3 +118,14 @@ def test_the_fleet_schema_is_shipped_and_checks_a_file() -> None:
     validator = jsonschema.Draft202012Validator(schema)
     assert validator.is_valid({"pool": [{"name": "a", "system": "dgx-h100", "gpus": 8}]})
     assert not validator.is_valid({"pool": [{"name": "a", "system": "dgx-h100", "gpus": 8, "colour": 1}]})
+
+
+def test_a_budget_is_checked_on_the_mix_at_the_confidence(tmp_path: Path) -> None:
+    path = _write(tmp_path, _pool(64, 1.0) + OFFERS)
+    args = ("plan", *WORK, "--deadline", "1d", "--confidence", "0.8", "--fleet", str(path), "--format", "json", "-q")
+    (d,) = json.loads(run_cli(*args).out)["fleet_plans"]
+    assert d["cost_usd_owned"] == pytest.approx(64 * d["plan"]["gpu_hours"] / d["n_gpus"] * 1.0, rel=1e-12)
+    enough = json.loads(run_cli(*args, "--budget", str(d["cost_usd_at_confidence"] * 1.01)).out)["fleet_plans"][0]
+    assert enough["feasible"] and enough["p_budget"] >= 0.8
+    short = json.loads(run_cli(*args, "--budget", str(d["cost_usd_at_confidence"] * 0.5)).out)["fleet_plans"][0]
+    assert not short["feasible"] and "over budget" in short["reason"]
