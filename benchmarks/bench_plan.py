@@ -1,4 +1,5 @@
-"""Speed of `perfmodel plan`: three candidate systems on a 405B workload, in process and end to end.
+"""Speed of `perfmodel plan`: three candidate systems on a 405B workload, in process and end to end, at the point,
+at P90 (--confidence 0.9), within a site power cap, and over a fleet (--fleet).
 
 Run: python benchmarks/bench_plan.py [--repeat N]. Pins itself to one CPU core. Prints medians (wall and CPU time:
 on a shared machine the wall time includes waiting for the core) and the searches each candidate needed; not a
@@ -17,8 +18,38 @@ import time
 
 CANDIDATES = (("gb300", "nvfp4"), ("h100-sxm", "fp8"), ("b200", "fp8"))
 DEADLINES_D = (30, 60, 120)
-GOALS = ((None, 0.5), (100e6, 0.5), (100e6, 0.9))
-"""Budget and confidence with each deadline: on the point estimate, and at P90 (plan --confidence 0.9)."""
+GOALS = ((None, 0.5, None), (100e6, 0.5, None), (100e6, 0.9, None), (None, 0.9, None), (None, 0.9, 20.0))
+"""Budget, confidence and site power (MW) with each deadline: on the point estimate, at P90 (plan --confidence 0.9),
+and at P90 within 20 MW (--power-mw 20)."""
+FLEET = """
+[[pool]]
+name = "hall-a"
+system = "dgx-h100"
+gpus = 4096
+[[pool]]
+name = "hall-b"
+system = "gb300-nvl72"
+gpus = 1024
+usd_per_gpu_hour = 4.0
+[[offer]]
+name = "rent-b200"
+system = "dgx-b200"
+usd_per_gpu_hour = 5.0
+max_gpus = 8192
+lead_time_days = 14
+[[offer]]
+name = "rent-h100"
+system = "dgx-h100"
+usd_per_gpu_hour = 2.5
+max_gpus = 16384
+lead_time_days = 7
+[[offer]]
+name = "buy-gb300"
+system = "gb300-nvl72"
+usd_per_system = 4.35e6
+lead_time_days = 45
+"""
+"""A fleet of the three systems: owned pools, rentals and a purchase, each with its lead time."""
 
 
 def in_process(repeat: int) -> None:
@@ -36,10 +67,10 @@ def in_process(repeat: int) -> None:
     planning.plan(bases(), planning.Goal(30 * 86400))  # warm: imports, topology tiers
     print(f"{'goal':36s} {'median s':>9s} {'CPU s':>7s}  GPUs (searches) per candidate")
     for days in DEADLINES_D:
-        for budget, confidence in GOALS:
+        for budget, confidence, power_mw in GOALS:
             samples, cpu, report = [], [], None
             for _ in range(repeat):
-                goal = planning.Goal(days * 86400, budget, confidence)
+                goal = planning.Goal(days * 86400, budget, confidence, power_mw)
                 start, start_cpu = time.perf_counter(), time.process_time()
                 report = planning.plan(bases(), goal)  # type: ignore[arg-type]
                 samples.append(time.perf_counter() - start)
@@ -51,12 +82,41 @@ def in_process(repeat: int) -> None:
             )
             label = f"deadline {days}d" + ("" if budget is None else " + budget $100M")
             label += "" if confidence == 0.5 else f" at P{100 * confidence:.0f}"
+            label += "" if power_mw is None else f" in {power_mw:g} MW"
             print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
+    fleet_plans(repeat)
 
 
-def end_to_end(repeat: int) -> None:
+def fleet_plans(repeat: int) -> None:
+    """plan --fleet: the three system types of FLEET, 60 days at P90."""
+    from pathlib import Path
+
+    from perfmodel.inputs.fleet import load_fleet
+    from perfmodel.planning import fleet as fleets
+    from perfmodel.planning import plan as planning
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "fleet.toml")
+        path.write_text(FLEET)
+        fleet = load_fleet(path)
+    options = {"model": "llama3.1-405b", "tokens": 15e12}
+    bases = planning.candidate_bases(None, options, {}, fleets.fleet_systems(fleet))
+    goal = planning.Goal(60 * 86400, confidence=0.9)
+    samples, cpu, report = [], [], None
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        report = fleets.plan_fleet(bases, goal, fleet, None)
+        samples.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    assert report is not None
+    found = ", ".join(f"{p.system} {p.to_dict().get('n_gpus', '-')}" for p in report.plans)
+    label = "fleet, 60d at P90 (3 system types)"
+    print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
+
+
+def end_to_end(repeat: int, confidence: float) -> None:
     args = [sys.executable, "-m", "perfmodel", "plan", "--model", "llama3.1-405b", "--tokens", "15T",
-            "--deadline", "30d", "--format", "json", "--quiet"]  # fmt: skip
+            "--deadline", "30d", "--confidence", str(confidence), "--format", "json", "--quiet"]  # fmt: skip
     for gpu, precision in CANDIDATES:
         args += ["--gpu", f"{gpu}:{precision}"]
     env = os.environ | {"PERFMODEL_CACHE_DIR": tempfile.mkdtemp()}
@@ -66,7 +126,8 @@ def end_to_end(repeat: int) -> None:
         start = time.perf_counter()
         subprocess.run(args, check=True, capture_output=True, env=env)
         samples.append(time.perf_counter() - start)
-    print(f"{'perfmodel plan, 3 candidates, 405B, 30d (CLI)':45s} {statistics.median(samples):9.3f} s wall")
+    label = f"perfmodel plan, 3 candidates, 405B, 30d, --confidence {confidence:g} (CLI)"
+    print(f"{label:64s} {statistics.median(samples):9.3f} s wall")
 
 
 def main() -> None:
@@ -76,7 +137,8 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     in_process(repeat)
-    end_to_end(repeat)
+    for confidence in (0.5, 0.9):
+        end_to_end(repeat, confidence)
 
 
 if __name__ == "__main__":

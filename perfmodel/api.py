@@ -187,12 +187,14 @@ def plan(
     budget_usd: float | None = None,
     confidence: float = 0.5,
     max_gpus: int | None = None,
+    power_mw: float | None = None,
     **options: Unpack[WorkloadOptions],
 ) -> PlanReport:
     """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
     `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
     (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
-    with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`)."""
+    with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`); no plan
+    draws more than `power_mw` at the wall (`--power-mw`)."""
     from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
     from perfmodel.planning.confidence import check as confidence_check
@@ -203,10 +205,11 @@ def plan(
     arguments.number("deadline_s", deadline_s, 0, arguments.MAX_FIGURE, optional=True, above=True)
     arguments.number("budget_usd", budget_usd, 0, arguments.MAX_FIGURE, optional=True, above=True)
     arguments.number("max_gpus", max_gpus, 1, MAX_GPUS, whole=True, optional=True)
+    arguments.number("power_mw", power_mw, 0, arguments.MAX_FIGURE, optional=True, above=True)
     given = dict(options)
     _use_hardware(given)
     check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
-    goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"))
+    goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
 
 

@@ -105,7 +105,7 @@ def test_edited_gpu_count_keeps_throughput_per_gpu(workbook: Path, engine: Recal
     after = engine({cells[("n_gpus", 0)]: 256})
     per_gpu = before[cells[("tokens_per_s_per_gpu", 0)]]
     p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8"}))
-    run = training_run(2e12, 2e12 / (per_gpu * 256), 256, p.price, p.hardware.accelerator.power_w.value, 1.2)
+    run = training_run(2e12, 2e12 / (per_gpu * 256), 256, p.price, p.hardware.it_power_w_per_gpu, 1.2)
     assert after[cells[("time_to_train_s", 0)]] == pytest.approx(run.time_s, rel=REL)
     assert after[cells[("time_to_train_s", 0)]] == pytest.approx(before[cells[("time_to_train_s", 0)]] / 4, rel=REL)
     for key in ("gpu_hours", "cost_usd", "energy_kwh"):
@@ -188,7 +188,7 @@ def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
 
     p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tokens": 1e11}))
     price = Price(None, None, None, "no public price")
-    run = training_run(1e11, 1e11 / p.tokens_per_s, 8, price, p.hardware.accelerator.power_w.value, 1.2)
+    run = training_run(1e11, 1e11 / p.tokens_per_s, 8, price, p.hardware.it_power_w_per_gpu, 1.2)
     unpriced = dataclasses.replace(p, price=price, run=run)
     out = tmp_path / "unpriced.xlsx"
     export([ExportRow("unpriced", unpriced)], out, title="unpriced")

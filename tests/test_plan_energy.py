@@ -21,7 +21,7 @@ def test_predict_prints_a_small_run_in_kwh_and_a_large_one_in_mwh() -> None:
     """72 GB300s for the ~14-minute MLPerf GPT-OSS-20B run use tens of kWh, which one-decimal MWh printed as 0.0."""
     small = run_cli("predict", "mlperf-gpt-oss-20b-gb300-72-nvfp4")
     energy = next(line for line in small.out.splitlines() if line.startswith("Energy"))
-    assert " kWh (1,400 W per GPU" in energy and "0.0 MWh" not in small.out
+    assert " kWh (1,965 W per GPU at the wall (board 1,400" in energy and "0.0 MWh" not in small.out
     large = run_cli("predict")
     assert next(line for line in large.out.splitlines() if line.startswith("Energy")).split()[2] == "MWh"
 

@@ -13,7 +13,7 @@ from conftest import run_cli
 jsonschema = pytest.importorskip("jsonschema")
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("scenario", "hardware", "model", "runs")
+KINDS = ("scenario", "hardware", "model", "runs", "fleet")
 
 
 def _schema(kind: str) -> dict:

@@ -22,12 +22,17 @@ def _predict(*args: str) -> dict:
     return json.loads(result.out)
 
 
+WALL_KW = (700 + 575 + 90) / 1000
+"""A DGX H100's power per GPU at the wall before PUE: board, host share (10.2 kW less 8 x 700 W, per GPU), network
+(hardware_specs/systems/dgx-h100.toml and inputs/hardware.py's default)."""
+
+
 def test_owning_a_dgx_h100() -> None:
     d = _predict("--buy")
     system = get_system("dgx-h100")
     assert system.usd_per_system is not None and "estimate" in system.usd_per_system.source
     capex = 375_000 / 8 / (4 * 8760 * 0.8)  # mid price / GPUs / hours trained in 4 years at 80%
-    power = 0.700 * 1.2 * 0.08  # kW x PUE x USD/kWh
+    power = WALL_KW * 1.2 * 0.08  # kW x PUE x USD/kWh
     assert d["cost_mode"] == "buy" and d["usd_per_gpu_hour"] == pytest.approx(capex + power, rel=1e-12)
     assert d["usd_per_gpu_hour_low"] == pytest.approx(300_000 / 8 / (4 * 8760 * 0.8) + power, rel=1e-12)
     assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * d["usd_per_gpu_hour"], rel=1e-12)
@@ -43,9 +48,9 @@ def test_the_parameters_of_owning() -> None:
     assert _predict("--buy", "--utilisation", "0.4")["usd_per_gpu_hour"] > base
     assert _predict("--buy", "--amortisation-years", "6")["usd_per_gpu_hour"] < base
     facility = _predict("--buy", "--facility-usd-per-kw-month", "150")
-    assert facility["tco"]["facility_usd_per_gpu_hour"] == pytest.approx(150 * 12 * 0.7 / (8760 * 0.8))
+    assert facility["tco"]["facility_usd_per_gpu_hour"] == pytest.approx(150 * 12 * WALL_KW / (8760 * 0.8))
     given = _predict("--buy", "--usd-per-system", "800000", "--electricity-usd-per-kwh", "0.2")
-    assert given["usd_per_gpu_hour"] == pytest.approx(800_000 / 8 / (4 * 8760 * 0.8) + 0.7 * 1.2 * 0.2)
+    assert given["usd_per_gpu_hour"] == pytest.approx(800_000 / 8 / (4 * 8760 * 0.8) + WALL_KW * 1.2 * 0.2)
     assert given["usd_per_gpu_hour_low"] == given["usd_per_gpu_hour_high"]
 
 

@@ -16,7 +16,7 @@ from perfmodel.physics.calibration import Calibration
 # performance-summary-archive.md, NeMo 25.11), 278 Llama2-7B 8 GPUs 16,934, 280 Llama2-70B 64 GPUs 1,728 (NeMo
 # performance_summary.md, 24.07). Columns: README, 'Measured runs CSV'.
 ROWS = (Path(__file__).parent / "user_runs.csv").read_text()
-STEP = re.compile(r"Step time\s+([\d.]+) s \(80% interval ([\d.]+) s to ([\d.]+) s")
+STEP = re.compile(r"Step time\s+([\d.]+) s \(80% interval P10 ([\d.]+) s to P90 ([\d.]+) s")
 
 
 @pytest.fixture(scope="module")

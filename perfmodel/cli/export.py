@@ -190,6 +190,9 @@ def write_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -
         "budget_share",
         "p_meet_deadline",
         "p_within_budget",
+        "p_deadline",
+        "p_budget",
+        "power_mw",
     )
     extras = [{key: c.to_dict()[key] for key in keys} | report.goal.to_dict() for c in planned]
     written = _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")

@@ -62,6 +62,21 @@ class PositiveFloat(click.ParamType):
         return number
 
 
+class GridIntensity(click.ParamType):
+    """A grid's carbon intensity: gCO2e per kWh, or a named grid (inputs/grids.py)."""
+
+    name = "G|REGION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from perfmodel.errors import PerfmodelError
+        from perfmodel.inputs.grids import intensity
+
+        try:
+            return value if isinstance(value, float) else intensity(str(value))
+        except PerfmodelError as exc:
+            self.fail(str(exc).removeprefix("--grid-gco2-per-kwh "), param, ctx)
+
+
 class CountList(click.ParamType):
     """GPU counts: one number or a comma-separated list (256,512,1024), at most MAX_GPU_COUNTS of them."""
 
@@ -313,6 +328,11 @@ def scenario_options(
         ),
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
+        click.option(
+            "--grid-gco2-per-kwh",
+            type=GridIntensity(),
+            help="Grid carbon intensity, gCO2e/kWh, or a grid: us (default), world, france (README, Carbon).",
+        ),
         click.option(
             "--goodput",
             type=click.Choice(["llama3", "rsc", "none"]),

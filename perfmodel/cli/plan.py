@@ -12,6 +12,8 @@ from perfmodel.cli.options import (
     Command,
     Count,
     Deadline,
+    FilePath,
+    PositiveFloat,
     emit,
     progress,
     quiet_option,
@@ -35,6 +37,11 @@ def plan_options(command: Command) -> Command:
             help="Meet the deadline and the budget with this probability (0.5: on the point estimate; 0.9: at P90).",
         ),
         click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
+        click.option(
+            "--power-mw",
+            type=PositiveFloat(),
+            help="Site power, MW at the wall with PUE: no plan draws more (whole systems, board + host + network).",
+        ),
         quiet_option,
     ]
     for option in reversed(options):
@@ -49,15 +56,39 @@ def plan_from_flags(
     """The PlanReport `perfmodel plan` makes for these flags."""
     from perfmodel.planning import plan as planning
 
-    targets = flags.pop("gpu")
+    targets, power_mw = flags.pop("gpu"), flags.pop("power_mw")
     with progress("Planning", quiet) as update:
         options, origins = scenario_flags(flags)
-        goal = planning.Goal(deadline, budget, confidence)
+        goal = planning.Goal(deadline, budget, confidence, power_mw)
         return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
+
+
+def _plan_fleet(
+    fleet_file: str, scenario: str | None, deadline: float | None, budget: float | None, confidence: float,
+    max_gpus: int | None, quiet: bool, flags: dict[str, Any],
+) -> Any:  # fmt: skip
+    """The FleetReport of `plan --fleet`: each system type of the fleet (or of --gpu) planned over it."""
+    from perfmodel.inputs.fleet import load_fleet
+    from perfmodel.planning import fleet as fleets
+    from perfmodel.planning import plan as planning
+
+    fleet = load_fleet(fleet_file)
+    targets, power_mw = flags.pop("gpu") or fleets.fleet_systems(fleet), flags.pop("power_mw")
+    with progress("Planning", quiet):
+        options, origins = scenario_flags(flags)
+        goal = planning.Goal(deadline, budget, confidence, power_mw)
+        bases = planning.candidate_bases(scenario, options, origins, targets)
+        return fleets.plan_fleet(bases, goal, fleet, max_gpus)
 
 
 @cli.command()
 @plan_options
+@click.option(
+    "--fleet",
+    "fleet_file",
+    type=FilePath(dir_okay=False),
+    help="Owned pools and offers (TOML; perfmodel schema fleet): the cheapest mix per system type of the fleet.",
+)
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 def plan(
     scenario: str | None,
@@ -65,6 +96,7 @@ def plan(
     budget: float | None,
     confidence: float,
     max_gpus: int | None,
+    fleet_file: str | None,
     fmt: str,
     quiet: bool,
     **flags: Any,
@@ -79,6 +111,13 @@ def plan(
     """
     from perfmodel.outputs import plan_report
 
+    if fleet_file is not None:
+        fleet_report = _plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
+        if fmt == "csv":
+            emit(fleet_report.to_records(), fmt)
+            return
+        emit(fleet_report.to_dict(), fmt, lambda: plan_report.fleet_table(fleet_report))
+        return
     report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags)
     if fmt == "csv":
         emit(report.to_records(), fmt)

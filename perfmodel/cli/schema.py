@@ -6,13 +6,13 @@ import click
 
 from perfmodel.cli import cli
 
-KINDS = ("scenario", "hardware", "model", "runs")
+KINDS = ("scenario", "hardware", "model", "runs", "fleet")
 
 
 @cli.command()
 @click.argument("kind", type=click.Choice(KINDS))
 def schema(kind: str) -> None:
-    """Print the JSON Schema of a scenario, hardware, model or measured-runs (one CSV row) file.
+    """Print the JSON Schema of a scenario, hardware, model, measured-runs (one CSV row) or fleet file.
 
     The repository ships them in schemas/ (e.g. for the Even Better TOML editor extension:
     `#:schema ./schemas/scenario.schema.json` as a scenario file's first line).

@@ -25,6 +25,7 @@ SIZE_LIMITS = {
     "sweep": 1 * MIB,
     "model": 1 * MIB,
     "hardware": 1 * MIB,
+    "fleet": 1 * MIB,
     "calibration": 16 * MIB,
     "runs CSV": 16 * MIB,
     "log": 64 * MIB,

@@ -146,6 +146,24 @@ DEFAULT_STORAGE = SourcedPositive(
     ),
 )
 """Checkpoint write and read bandwidth per node, GB/s, where a system file gives none."""
+DEFAULT_HOST_W = SourcedPositive(
+    value=575.0,
+    source=(
+        "estimate: no system power in the project's data notes for this system; the DGX H100's share (NVIDIA DGX "
+        "H100 datasheet, 10.2 kW max, less 8 x 700 W of GPU boards, per GPU)"
+    ),
+)
+"""The system's power beside its GPU boards (CPUs, memory, NICs, fans, NVLink switches) per GPU, W, where a system
+file gives none."""
+DEFAULT_NETWORK_W = SourcedPositive(
+    value=90.0,
+    source=(
+        "estimate: a non-blocking two-tier fat tree takes 3 switch ports per GPU (leaf down, leaf up, spine); a "
+        "64-port 400G switch (NVIDIA Quantum-2 QM9700 datasheet: 1,720 W max with active modules) is ~27 W a port, "
+        "81 W, plus the NIC-side transceiver (~9 W)"
+    ),
+)
+"""The scale-out fabric's switches and optics per GPU, W, where a system file gives none."""
 
 
 @record
@@ -166,6 +184,10 @@ class System:
     usd_per_system_low: SourcedPositive | None = None
     usd_per_system_high: SourcedPositive | None = None
     """Purchase price of one system (a node, or an NVL72 rack) with its range, for the cost of owning it."""
+    host_w_per_gpu: SourcedPositive = DEFAULT_HOST_W
+    """Power beside the GPU boards (CPUs, memory, NICs, fans, switch trays) per GPU at full load, W."""
+    network_w_per_gpu: SourcedPositive = DEFAULT_NETWORK_W
+    """The scale-out fabric's switches and optics per GPU, W."""
 
 
 @record
@@ -185,6 +207,13 @@ class Hardware:
         if self.system.ranks_per_domain is not None:
             return self.ranks_per_domain
         return int(self.system.gpus_per_node.value)
+
+    @property
+    def it_power_w_per_gpu(self) -> float:
+        """Power per GPU at the wall before the facility's PUE: its board, its share of the host and of the
+        scale-out network (the board alone leaves out a third of what a cluster draws)."""
+        s = self.system
+        return self.accelerator.power_w.value + s.host_w_per_gpu.value + s.network_w_per_gpu.value
 
     @property
     def ranks_per_domain(self) -> int:

@@ -19,6 +19,8 @@ from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs import validated
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
+from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
+from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record, replaced
@@ -116,6 +118,8 @@ class Cost:
     """buy: the electricity price, USD per kWh."""
     facility_usd_per_kw_month: float = bounded(0.0, ge=0, le=100_000, allow_inf_nan=False)
     """buy: the data centre's space and power provision, USD per kW of IT power per month."""
+    grid_gco2_per_kwh: float = bounded(GRIDS[DEFAULT_GRID].g_co2e_per_kwh, ge=0, le=MAX_G_PER_KWH, allow_inf_nan=False)
+    """The grid's carbon intensity, gCO2e per kWh (inputs/grids.py; default: the US average)."""
     given: frozenset[str] | None = given_field()
 
     def __post_init__(self) -> None:
@@ -398,6 +402,7 @@ OPTION_FIELDS: dict[str, str] = {
     "vintage": "vintage",
     "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
     "pue": "cost.pue",
+    "grid_gco2_per_kwh": "cost.grid_gco2_per_kwh",
     "goodput": "goodput.rates",
     "failure_scale": "goodput.failure_scale",
     "checkpoint_gbps": "goodput.storage_gb_per_s_per_node",

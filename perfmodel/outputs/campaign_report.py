@@ -23,7 +23,17 @@ from perfmodel.outputs.plan_report import (
     with_losses,
 )
 from perfmodel.outputs.record import price_basis
-from perfmodel.outputs.report import _duration, _energy, _si, _usd, bf16_ratio, phases_counted, run_assumptions
+from perfmodel.outputs.report import (
+    _duration,
+    _energy,
+    _si,
+    _usd,
+    bf16_ratio,
+    carbon_text,
+    phases_counted,
+    run_assumptions,
+    tonnes,
+)
 from perfmodel.planning.campaign import Campaign
 from perfmodel.planning.evidence import DOC
 from perfmodel.planning.losses import expected
@@ -63,7 +73,7 @@ def _interval(d: dict[str, Any], key: str, show: Any) -> str:
     if d.get(f"{key}_low") is None:
         return ""
     protocol = d.get("interval_protocol") or "per-phase"
-    return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}, {protocol} residuals)"
+    return f" (80% interval P10 {show(d[key + '_low'])} to P90 {show(d[key + '_high'])}, {protocol} residuals)"
 
 
 def summary_rows(c: Campaign) -> list[list[str]]:
@@ -92,6 +102,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
         rows.append(["Cost per 1M tokens", f"${d['usd_per_million_tokens']:,.3f}"])
     rows += [
         ["Energy", _energy(d["energy_kwh"]) + _interval(d, "energy_kwh", _energy)],
+        ["Carbon", carbon_text(d)],
         ["Throughput", f"{d['tokens_per_s']:,.0f} tokens/s ({d['tokens_per_s_per_gpu']:,.0f} per GPU), whole run"],
         ["Model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:,.1f} (model FLOPs over GPU time)"],
         ["MFU", mfu + ", over the campaign's GPU time"],
@@ -211,13 +222,14 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
         rows.append(
             [c.hardware.system.id + beyond_mark(c), PRECISION_LABEL[c.scenario.precision], f"{c.n_gpus:,}",
              f"{c.tokens_per_s_per_gpu:,.0f}", f"{record['mfu_of_precision']:.1%}", _duration(c.run.time_s, unit),
-             f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}"]
+             f"{c.run.gpu_hours:,.0f}", _usd(c.run.cost_usd), f"{c.run.energy_kwh / 1000:,.1f}",
+             tonnes(record["co2e_t"])]
             + ([f"{c.goodput:.1%} ({'never' if failing is None else _duration(failing.time_s, unit)})"] if with_goodput
                else [])
             + (loss_cells(record, unit) if lossy else [])
             + [f"{record['speedup_vs_first']:,.2f}x", _ratio(record["perf_per_usd_vs_first"])]
         )  # fmt: skip
-    headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh"]
+    headers = (["system", "prec.", "GPUs", "tok/s/GPU", "MFU", "time to train", "GPU-hours", "cost", "MWh", "tCO2e"]
                + (["goodput (time with failures)"] if with_goodput else []) + (LOSS_HEADERS if lossy else [])
                + ["speedup", "perf/$"])  # fmt: skip
     align = ["left", "left"] + ["right"] * (len(headers) - 2)

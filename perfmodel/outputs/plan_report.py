@@ -15,6 +15,7 @@ from perfmodel.outputs.report import (
     dense_imbalance_note,
     phases_counted,
     tokens_text,
+    tonnes,
 )
 from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.confidence import MEDIAN
@@ -101,7 +102,7 @@ def _run_cells(p: Prediction, unit: str | None = None) -> list[str]:
     d = p.to_dict()
     if p.run is None:
         return []
-    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"])]
+    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"]), tonnes(d["co2e_t"])]
 
 
 TIME_KEYS = ("time_to_train_s", "time_to_train_with_failures_s", "time_to_train_with_losses_s")
@@ -120,7 +121,7 @@ def _mwh(kwh: float) -> str:
     return f"{mwh:,.1f}" if mwh >= 0.05 else f"{mwh:.2g}"
 
 
-RUN_HEADERS = ["time to train", "cost", "MWh"]
+RUN_HEADERS = ["time to train", "cost", "MWh", "tCO2e"]
 
 
 def heading(p: Prediction, n_gpus: str | None = None) -> str:
@@ -431,6 +432,8 @@ def goal_table(report: Any) -> str:
         wanted.append(f"within {_duration(goal['deadline_s'])}")
     if goal["budget_usd"] is not None:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
+    if goal["power_cap_mw"] is not None:
+        wanted.append(f"in at most {goal['power_cap_mw']:,.4g} MW at the wall")
     p0 = next(p for c in report.plans for p in (c.prediction, *c.tried.values()) if p is not None)
     work = f"{p0.model.name}, {_tokens(p0)}"
     planned_days = [c.to_dict()["time_to_train_days"] for c in report.plans if c.prediction is not None]
@@ -441,7 +444,7 @@ def goal_table(report: Any) -> str:
     for c in report.plans:
         d = c.to_dict()
         if c.prediction is None:
-            rows.append([c.label, *["-"] * (8 + len(quantile + chances)), "infeasible"])
+            rows.append([c.label, *["-"] * (10 + len(quantile + chances)), "infeasible"])
             notes.append(f"{c.label}: {c.reason}")
             continue
         p = c.prediction
@@ -460,6 +463,8 @@ def goal_table(report: Any) -> str:
                 _price(p),
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
+                f"{d['power_mw']:,.1f}",
+                tonnes(d["co2e_t"]),
                 goodput,
                 *(_at_confidence(d, key, unit) for key in quantile),
                 *("n/a" if d[key] is None else f"{d[key]:.2f}" for key in chances),
@@ -473,10 +478,12 @@ def goal_table(report: Any) -> str:
         "system",
         "GPUs",
         "layout",
-        "time to train (80% interval)",
+        "time to train P50 (P10 to P90)",
         "$/GPU-h",
         "cost",
         "MWh",
+        "MW",
+        "tCO2e",
         "goodput",
         *(f"{'time' if key.startswith('time') else 'cost'} at P{100 * goal['confidence']:.4g}" for key in quantile),
         *(_chance_header(goal, key) for key in chances),
@@ -573,3 +580,47 @@ def _summary(c: Any) -> str:
     chances = "".join(f", {_chance_header(goal, key)} {d[key]:.2f}" for key in GOAL_OF if d[key] is not None)
     what = f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"
     return what + chances
+
+
+def fleet_table(report: Any) -> str:
+    """`perfmodel plan --fleet`: per system type the cheapest mix of owned pools and offers meeting the goal."""
+    goal = report.goal.to_dict()
+    rows, notes = [], []
+    for plan in report.plans:
+        if not plan.feasible:
+            rows.append([plan.system, *["-"] * 9])
+            notes.append(f"{plan.system}: {plan.reason}")
+            continue
+        d = plan.to_dict()
+        owned = ", ".join(f"{s['gpus']:,} {s['name']}" + (f" ({s['site']})" if s["site"] else "")
+                          for s in d["sources"] if s["kind"] == "owned")  # fmt: skip
+        offered = ", ".join(f"{s['gpus']:,} {s['name']} ({s['kind']}, {s['lead_time_days']:g} d)"
+                            for s in d["sources"] if s["kind"] != "owned")  # fmt: skip
+        days = [_duration(d[f"time_to_train_days_{q}"] * 86400) for q in ("p50", "p10", "p90")]
+        rows.append(
+            [
+                plan.system,
+                f"{d['n_gpus']:,}",
+                owned or "-",
+                offered or "-",
+                f"{d['start_after_days']:g} days",
+                f"{days[0]} ({days[1]} to {days[2]})",
+                f"{d['p_deadline']:.2f}",
+                _usd(d["cost_usd_owned"]),
+                _usd(d["cost_usd_rented"] + d["cost_usd_bought"]),
+                _usd(d["cost_usd"]),
+            ]
+        )
+    headers = ["system", "GPUs", "owned used", "rent / buy", "starts after", "time to train P50 (P10 to P90)",
+               f"P(meet {_duration(goal['deadline_s'])})", "cost owned", "cost rent/buy", "cost"]  # fmt: skip
+    wanted = f"within {_duration(goal['deadline_s'])}"
+    if goal["budget_usd"] is not None:
+        wanted += f" for at most {_usd(goal['budget_usd'])}"
+    head = f"Fleet plan: the cheapest mix per system type {wanted}{_confidence(goal['confidence'])}"
+    lines = [f"{head}; times with losses (failures, checkpoints, stragglers, start-up); an offer's lead time delays "
+             "the start", ""]  # fmt: skip
+    lines.append(_tabulate(rows, headers))
+    cheapest = report.cheapest()
+    lines += ["", "No system type meets the goal." if cheapest is None else f"Cheapest: {cheapest.system}, "
+              f"{_usd(cheapest.cost_usd())}"]  # fmt: skip
+    return "\n".join(lines + (["", *notes] if notes else []) + ["", f"Planned in {report.elapsed_s:.2f} s."])

@@ -48,6 +48,13 @@ def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
     return Field(f"{name}_low", unit, f"{meaning}, low end"), Field(f"{name}_high", unit, f"{meaning}, high end")
 
 
+def _quantiles(name: str, unit: str, what: str = "") -> tuple[Field, ...]:
+    """P10, P50 and P90 of a quantity (planning/confidence.py): the 80% interval's ends and the point."""
+    ends = {"p10": "the 80% interval's low end", "p50": "the point", "p90": "the 80% interval's high end"}
+    return tuple(Field(f"{name}_{q}", unit, f"{what or name}, {q.upper()}: {end} (the point without an interval)")
+                 for q, end in ends.items())  # fmt: skip
+
+
 _FAILING = "expected with failures, checkpoints and restarts (goodput model)"
 _LOSING = "with failures and every loss (planning/losses.py; losses model on, a token budget)"
 
@@ -113,8 +120,12 @@ FIELDS: tuple[Field, ...] = (
     Field("cost_usd", "USD", "gpu_hours x usd_per_gpu_hour"),
     Field("cost_usd_low", "USD", "gpu_hours x usd_per_gpu_hour_low"),
     Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
-    Field("energy_kwh", "kWh", "facility energy: GPUs x board power x PUE x time"),
+    Field("energy_kwh", "kWh", "facility energy: GPUs x power_w_per_gpu_at_wall x PUE x time"),
     Field("pue", "ratio", "facility power usage effectiveness"),
+    Field("power_w_per_gpu_at_wall", "W", "power per GPU before PUE: board, host share, network (hardware_specs)"),
+    Field("grid_gco2_per_kwh", "gCO2e/kWh", "the grid's carbon intensity (--grid-gco2-per-kwh; default: US average)"),
+    Field("co2e_t", "tCO2e", "operational carbon: energy_kwh x grid_gco2_per_kwh"),
+    Field("co2e_embodied_t", "tCO2e", "embodied carbon, the run's share by GPU-hours (estimate: planning/carbon.py)"),
     Field("layouts_searched", "layouts", "valid layouts the search considered to choose this one (1: given)"),
     *_bounds("step_time_s", "s"),
     *_bounds("time_to_train_s", "s"),
@@ -123,6 +134,12 @@ FIELDS: tuple[Field, ...] = (
     *_bounds("gpu_hours", "GPU-hours"),
     *_bounds("energy_kwh", "kWh"),
     *_bounds("cost_usd_interval", "USD", "cost_usd at usd_per_gpu_hour"),
+    *_quantiles("time_to_train_s", "s"),
+    *_quantiles("time_to_train_days", "days"),
+    *_quantiles("gpu_hours", "GPU-hours"),
+    *_quantiles("cost_usd", "USD", "cost_usd at usd_per_gpu_hour"),
+    *_quantiles("energy_kwh", "kWh"),
+    *_quantiles("co2e_t", "tCO2e", "operational carbon"),
     Field("evidence.nearest_row", "", "id of the nearest measured run the calibration saw (as validate lists it)"),
     Field("evidence.nearest", "", "that run: model, GPUs, format, layout, source and measured throughput"),
     Field("evidence.model_class", "", "model class: dense and its size decade (LoRA: fine-tuning), or MoE"),

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, visible
+from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
@@ -112,7 +113,7 @@ def _attention_inputs(p: Prediction) -> list[str]:
 
 
 def run_assumptions(p: Prediction) -> list[str]:
-    """The price, PUE, software stack and release of `inputs_line`, each marked where perfmodel chose it."""
+    """The price, PUE, grid, software stack and release of `inputs_line`, each marked where perfmodel chose it."""
     s = p.scenario
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
     price_note = (
@@ -127,6 +128,8 @@ def run_assumptions(p: Prediction) -> list[str]:
     return [
         price + price_note,
         f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
+        f"grid {s.cost.grid_gco2_per_kwh:,.0f} gCO2e/kWh"
+        + ("" if "grid_gco2_per_kwh" in given(s.cost) else f" (default: {DEFAULT_GRID})"),
         f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)") + _knobs(s),
         f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
     ]
@@ -148,6 +151,28 @@ def _knobs(s: Scenario) -> str:
 def phases_counted(count: int) -> str:
     """'1 phase', '3 phases': a campaign's phases as its tables count them."""
     return f"{count} phase{'' if count == 1 else 's'}"
+
+
+def _wall_power(p: Prediction) -> str:
+    """'1,365 W per GPU at the wall (board 700, host 575, network 90)': what the energy counts."""
+    s = p.hardware.system
+    parts = f"board {p.hardware.accelerator.power_w.value:,.0f}, host {s.host_w_per_gpu.value:,.0f}, network " + (
+        f"{s.network_w_per_gpu.value:,.0f}"
+    )
+    return f"{p.hardware.it_power_w_per_gpu:,.0f} W per GPU at the wall ({parts})"
+
+
+def tonnes(co2e_t: float) -> str:
+    """tCO2e to two decimals below 10 t, one below 100 t, whole tonnes above."""
+    return f"{co2e_t:,.2f}" if co2e_t < 10 else f"{co2e_t:,.1f}" if co2e_t < 100 else f"{co2e_t:,.0f}"
+
+
+def carbon_text(d: dict[str, Any]) -> str:
+    """'1.07 tCO2e operational at 367 gCO2e/kWh + 0.02 t embodied (estimate)': a run's carbon, one line."""
+    return (
+        f"{tonnes(d['co2e_t'])} tCO2e operational at {d['grid_gco2_per_kwh']:,.0f} gCO2e/kWh"
+        f" + {tonnes(d['co2e_embodied_t'])} t embodied (estimate; README, Power and carbon)"
+    )
 
 
 def _energy(kwh: float) -> str:
@@ -194,7 +219,7 @@ def table(p: Prediction) -> str:
 
     def interval(key: str, show: Any) -> str:
         source = f", {d['interval_protocol']} residuals{widened}" if band else ""
-        return f" (80% interval {show(d[key + '_low'])} to {show(d[key + '_high'])}{source})" if band else ""
+        return f" (80% interval P10 {show(d[key + '_low'])} to P90 {show(d[key + '_high'])}{source})" if band else ""
 
     rows = [
         ["Step time", f"{d['step_time_s']:,.3f} s" + interval("step_time_s", lambda v: f"{v:,.2f} s")],
@@ -239,9 +264,9 @@ def table(p: Prediction) -> str:
             *_cost_rows(p, d),
             [
                 "Energy",
-                f"{_energy(d['energy_kwh'])} ({acc.power_w.value:,.0f} W per GPU x PUE {d['pue']})"
-                + interval("energy_kwh", _energy),
+                f"{_energy(d['energy_kwh'])} ({_wall_power(p)} x PUE {d['pue']})" + interval("energy_kwh", _energy),
             ],
+            ["Carbon", carbon_text(d)],
         ]
     if p.goodput is not None:
         rows += goodput_rows(p)

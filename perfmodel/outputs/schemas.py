@@ -15,7 +15,7 @@ from typing import Any
 
 from perfmodel.inputs.counts import PATTERN
 
-KINDS = ("scenario", "hardware", "model", "runs")
+KINDS = ("scenario", "hardware", "model", "runs", "fleet")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 COUNTED = ("tokens", "tokens_per_step", "ramp_tokens", "eval_tokens")
 """A scenario's token counts: a number, or the text of one (`"15T"`)."""
@@ -24,7 +24,7 @@ NUMBER_KEYS = ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaxim
 
 def schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of one input file kind (KINDS)."""
-    document = {"scenario": _scenario, "hardware": _hardware, "model": _model, "runs": _runs}[kind]()
+    document = {"scenario": _scenario, "hardware": _hardware, "model": _model, "runs": _runs, "fleet": _fleet}[kind]()
     return {"$schema": DIALECT, "$id": f"perfmodel/{kind}.schema.json", **document}
 
 
@@ -58,6 +58,20 @@ def _counts_as_text(document: Any) -> Any:
             numbers = field.pop("anyOf", None) or [{k: field.pop(k) for k in list(field) if k in NUMBER_KEYS}]
             field["anyOf"] = [*numbers, {"type": "string", "pattern": PATTERN}]
     return found
+
+
+def _fleet() -> dict[str, Any]:
+    """A fleet file (`plan --fleet`): owned pools and offers (inputs/fleet.py)."""
+    from perfmodel.inputs.checking import model_of
+    from perfmodel.inputs.fleet import Fleet, Offer, Pool
+
+    described = "Owned GPU pools and offers to rent or buy, for `perfmodel plan --fleet` (give usd_per_gpu_hour or "
+    document = model_of(Fleet).model_json_schema() | {
+        "title": "perfmodel fleet (TOML)",
+        "description": described + "usd_per_system per offer).",
+    }
+    _describe(document, {"Pool": (Pool,), "Offer": (Offer,)})
+    return document
 
 
 def _model() -> dict[str, Any]:

@@ -37,7 +37,7 @@ from perfmodel.planning.views import Shown
 
 SUMMED = re.compile(
     r"(?:^|[._])(?:tokens_to_train|time_to_train|gpu_hours|cost_usd|energy_kwh|expected_(?:unexpected_)?interruptions"
-    r"|layouts_searched|checkpoint_writes|job_starts)(?:_|$)"
+    r"|layouts_searched|checkpoint_writes|job_starts|co2e)(?:_|$)"
 )
 """Whole-run quantities, by a word of their column's name: the campaign's is the phases' sum (`cost_usd_low`,
 `gpu_hours_with_failures`, `time_to_train_with_losses_days` and `losses.stragglers_gpu_hours` alike)."""

@@ -196,8 +196,8 @@ def _over(value: float | None, first: float | None) -> float | None:
 
 
 def joules_per_token(p: Result) -> float:
-    """Facility energy per trained token: GPUs x board power x PUE over throughput."""
-    return gpus_held(p) * p.hardware.accelerator.power_w.value * p.scenario.cost.pue / p.tokens_per_s
+    """Facility energy per trained token: GPUs x power at the wall (board, host, network) x PUE over throughput."""
+    return gpus_held(p) * p.hardware.it_power_w_per_gpu * p.scenario.cost.pue / p.tokens_per_s
 
 
 def scaling_bases(predictions: Sequence[Result]) -> list[int | None]:

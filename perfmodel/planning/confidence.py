@@ -16,16 +16,27 @@ price is chosen, not drawn: its range is shown, not a probability).
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
+from functools import cache
+from typing import TYPE_CHECKING
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics.calibration import Interval
 
+if TYPE_CHECKING:
+    from statistics import NormalDist
+
 MEDIAN = 0.5
 """The default confidence: the point estimate, as plans were checked before confidences."""
-_NORMAL = NormalDist()
-Z_END = _NORMAL.inv_cdf(0.9)
-"""The standard normal quantile at the 80% interval's high end (its low end is at -Z_END)."""
+
+
+@cache
+def _normal() -> tuple[NormalDist, float]:
+    """The standard normal and its quantile at the 80% interval's high end (the low end is at minus it); statistics
+    is imported here: a prediction's P10/P50/P90 need it not, and `perfmodel predict` starts without it."""
+    from statistics import NormalDist
+
+    normal = NormalDist()
+    return normal, normal.inv_cdf(0.9)
 
 
 def check(confidence: float, where: str = "--confidence") -> float:
@@ -40,11 +51,21 @@ def at(confidence: float) -> str:
     return "" if confidence == MEDIAN else f" at P{100 * confidence:.4g}"
 
 
+def quantiles(interval: Interval | None, figures: dict[str, float | None]) -> dict[str, float | None]:
+    """`NAME_p10`, `NAME_p50`, `NAME_p90` of each figure proportional to a run's time (GPU-hours, cost at a price,
+    energy, carbon): the figure times the interval's low end, itself (exactly), times its high end, which are the
+    distribution's 10%, 50% and 90% quantiles (`time_factor` at 0.1, 0.5, 0.9); all three the figure without one."""
+    low, high = (1.0, 1.0) if interval is None else (interval.low, interval.high)
+    return {f"{name}_{key}": None if value is None else value * factor for name, value in figures.items()
+            for key, factor in (("p10", low), ("p50", 1.0), ("p90", high))}  # fmt: skip
+
+
 def time_factor(interval: Interval | None, confidence: float) -> float:
     """The factor on a predicted time that the measured one stays under with probability `confidence`."""
     if interval is None or confidence == MEDIAN:
         return 1.0
-    z = _NORMAL.inv_cdf(confidence) / Z_END
+    normal, z_end = _normal()
+    z = normal.inv_cdf(confidence) / z_end
     return interval.high**z if z > 0 else interval.low ** (-z)
 
 
@@ -58,4 +79,5 @@ def probability_within(interval: Interval | None, ratio: float) -> float:
     end = 1.0 if interval is None else interval.high if ratio >= 1 else interval.low
     if end == 1.0:
         return 1.0 if ratio >= 1 else 0.0
-    return _NORMAL.cdf(Z_END * math.log(ratio) / abs(math.log(end)))
+    normal, z_end = _normal()
+    return normal.cdf(z_end * math.log(ratio) / abs(math.log(end)))

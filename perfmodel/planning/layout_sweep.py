@@ -279,7 +279,7 @@ def price_chunk(chunk: Chunk) -> Columns:
 def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
     """The prediction record's priced columns (Prediction.to_dict, up to the run's cost) for priced layouts."""
 
-    acc, n = ctx.hardware.accelerator, scenario.n_gpus
+    n = scenario.n_gpus
     step_s = step.step_time_s
     rate = rates(lv.gbs, ctx.seq_len, n, step_s, ctx.model, scenario, ctx.hardware)
     tokens_per_s = rate.tokens_per_s
@@ -298,8 +298,8 @@ def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
     }
     figures |= {f"memory_gb.{k}": v / 1e9 for k, v in step.memory._asdict().items()}
     if scenario.tokens is not None:
-        run = training_run(scenario.tokens, scenario.tokens / tokens_per_s, n, price, acc.power_w.value,
-                           scenario.cost.pue)  # fmt: skip
+        run = training_run(scenario.tokens, scenario.tokens / tokens_per_s, n, price,
+                           ctx.hardware.it_power_w_per_gpu, scenario.cost.pue)  # fmt: skip
         figures |= {
             "tokens_to_train": [run.tokens] * len(step_s),
             "time_to_train_s": run.time_s,

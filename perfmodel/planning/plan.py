@@ -30,6 +30,7 @@ from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
+from perfmodel.planning import carbon
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
 from perfmodel.planning.predict import Prediction, search_scenario
@@ -50,16 +51,21 @@ class Goal:
     budget_usd: float | None = None
     confidence: float = chance.MEDIAN
     """The probability with which the plan must meet the deadline and the budget (planning/confidence.py)."""
+    power_mw: float | None = None
+    """The site's power, MW at the wall (PUE in): no plan draws more (`power_mw`)."""
 
     def __post_init__(self) -> None:
         if self.deadline_s is None and self.budget_usd is None:
             raise PerfmodelError("plan needs a goal: --deadline (e.g. 30d) and/or --budget (USD, e.g. 40e6)")
         chance.check(self.confidence)
+        cap = self.power_mw
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < math.inf):
+            raise PerfmodelError(f"--power-mw {cap!r}: allowed a positive number of megawatts (e.g. 20)")
 
     def to_dict(self) -> dict[str, Any]:
         days = None if self.deadline_s is None else self.deadline_s / 86400
         return {"deadline_s": self.deadline_s, "deadline_days": days, "budget_usd": self.budget_usd,
-                "confidence": self.confidence}  # fmt: skip
+                "confidence": self.confidence, "power_cap_mw": self.power_mw}  # fmt: skip
 
 
 def granularity(hw: Hardware) -> int:
@@ -106,6 +112,30 @@ def cost_usd(p: Result) -> float | None:
     no budget buys it."""
     run = goal_run(p)
     return math.inf if run is None else run.cost_usd
+
+
+def _system_mw(hw: Hardware, pue: float) -> float:
+    """One system's power at the wall x PUE, MW: every GPU it holds (an NVL72 rack's 72, of which a job fills 64)."""
+    powered = hw.domain_gpus if hw.system.ranks_per_domain is not None else hw.job_gpus_per_system
+    return powered * hw.it_power_w_per_gpu * pue / 1e6
+
+
+def power_mw(p: Result) -> float:
+    """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE."""
+    n = p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
+    return math.ceil(n / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
+
+
+def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float) -> int:
+    """The most GPUs a job may take within `cap_mw`: whole systems, each at the wall x PUE (`power_mw`)."""
+    system_mw = _system_mw(hw, pue)
+    systems = math.floor(cap_mw / system_mw)
+    if systems < 1:
+        raise PerfmodelError(
+            f"--power-mw {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
+            f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
+        )
+    return systems * hw.job_gpus_per_system
 
 
 def _budget_cost(p: Result) -> float:
@@ -198,6 +228,9 @@ class CandidatePlan:
         run = goal_run(p)
         assert run is not None
         planned = p.to_dict()
+        co2e_t = carbon.operational_t(run.energy_kwh, p.scenario.cost.grid_gco2_per_kwh)
+        figures = {"time_to_train_days": time_s / 86400, "cost_usd": cost, "energy_kwh": run.energy_kwh,
+                   "gpu_hours": run.gpu_hours, "co2e_t": co2e_t}  # fmt: skip
         return record | {
             "n_gpus": planned["n_gpus"],
             "layout": p.describe() if isinstance(p, Campaign) else p.layout.describe(),
@@ -216,6 +249,10 @@ class CandidatePlan:
             "gpu_hours_low": run.gpu_hours * low,
             "gpu_hours_high": run.gpu_hours * high,
             "goodput": planned.get("goodput"),
+            "power_mw": power_mw(p),
+            "co2e_t": co2e_t,
+            "co2e_embodied_t": carbon.embodied_t(run.gpu_hours),
+            **chance.quantiles(p.interval, figures),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             **self._chances(p),
@@ -226,11 +263,15 @@ class CandidatePlan:
         """The time and cost at the goal's confidence, and the probabilities of meeting the deadline and the budget
         (planning/confidence.py); None where the goal has no deadline or budget, or the plan no price."""
         goal, factor, cost = self.goal, chance.time_factor(p.interval, self.goal.confidence), cost_usd(p)
+        deadline = None if goal.deadline_s is None else p_within(p, goal.deadline_s)
+        budget = None if goal.budget_usd is None else p_affordable(p, goal.budget_usd)
         return {
             "time_to_train_days_at_confidence": wall_s(p) * factor / 86400,
             "cost_usd_at_confidence": None if cost is None else cost * factor,
-            "p_meet_deadline": None if goal.deadline_s is None else p_within(p, goal.deadline_s),
-            "p_within_budget": None if goal.budget_usd is None else p_affordable(p, goal.budget_usd),
+            "p_meet_deadline": deadline,
+            "p_within_budget": budget,
+            "p_deadline": deadline,
+            "p_budget": budget,
         }
 
 
@@ -325,26 +366,29 @@ def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None,
     return fastest(*tried), "budget"
 
 
-def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float) -> str:
+def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float, ceiling: str) -> str:
     if p is None:
         return why or "no layout runs"
     time_s = wall_s(p) * chance.time_factor(p.interval, confidence)
     days = f"{time_s / 86400:,.1f} days {goal_basis(p)}{chance.at(confidence)}"
     if isinstance(p, Campaign):
         head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days} for the campaign"
-        return f"{head}: at --max-gpus / the largest count tried" if at_max else f"{head}: its phases stop scaling"
+        return f"{head}: at {ceiling} / the largest count tried" if at_max else f"{head}: its phases stop scaling"
     lo = p.layout
     head = f"even {lo.n_gpus:,} {p.hardware.accelerator.id} need {days}"
     if at_max:
-        return f"{head}: at --max-gpus / the largest count tried"
+        return f"{head}: at {ceiling} / the largest count tried"
     return (
         f"{head}: scaling stops at DP={lo.dp:,} (TP{lo.tp} PP{lo.pp} CP{lo.cp}; a global batch of {lo.gbs:,} "
         f"sequences, {lo.gbs * lo.seq_len / 1e6:,.1f}M tokens per step, and MBS {lo.mbs})"
     )
 
 
-def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int) -> CandidatePlan:
-    """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open)."""
+def plan_candidate(
+    base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus"
+) -> CandidatePlan:
+    """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open); `ceiling`
+    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs)."""
     hw = resolve(base.gpu, base.system)
     unit = granularity(hw)
     grid = counts(unit, max_gpus)
@@ -369,7 +413,7 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
             best = min((k for k in range(len(grid)) if grid[k] in tries.found), key=tries.time, default=largest)
             p = tries.at(best)
             reason = _scaling_reason(p, tries.why.get(grid[best]), largest == len(grid) - 1 and p is not None
-                                     and best == largest, goal.confidence)  # fmt: skip
+                                     and best == largest, goal.confidence, ceiling)  # fmt: skip
             return done(None, None, reason)
         if goal.budget_usd is not None and tries.cost(first) > goal.budget_usd:
             reason = (
@@ -380,6 +424,8 @@ def plan_candidate(base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n
         return done(first, "deadline")
     assert goal.budget_usd is not None
     index, binds = _within_budget(tries, seed, goal.budget_usd)
+    if binds == "max-gpus" and ceiling != "--max-gpus":
+        binds = "power-mw"
     if index is None:
         runs = [n for n in sorted(tries.found) if tries.found[n] is not None]
         if not runs:
@@ -483,7 +529,10 @@ def plan(
                 "(give a phase gpu_fraction, or leave its n_gpus out)"
             )
         hw = resolve(scenario.gpu, scenario.system)
-        plans.append(plan_candidate(scenario, label, goal, max_gpus or MAX_GPUS, seed_count(scenario, hw, goal)))
+        limit, ceiling = max_gpus or MAX_GPUS, "--max-gpus"
+        if goal.power_mw is not None and (powered := power_cap_gpus(hw, goal.power_mw, scenario.cost.pue)) < limit:
+            limit, ceiling = powered, f"--power-mw {goal.power_mw:g} ({powered:,} GPUs)"
+        plans.append(plan_candidate(scenario, label, goal, limit, seed_count(scenario, hw, goal), ceiling))
         if progress is not None:
             progress(done, len(bases))
     if not any(p is not None for c in plans for p in c.tried.values()):  # nothing to plan with: bad input
@@ -503,6 +552,13 @@ def plan_request(
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
+    return plan(candidate_bases(source, options, origins, targets), goal, max_gpus, progress)
+
+
+def candidate_bases(
+    source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
+) -> list[tuple[str, Scenario]]:
+    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
     from perfmodel.planning.compare import check_one_price, parse_target, scenarios, split_quote
     from perfmodel.planning.request import load_request
 
@@ -525,8 +581,7 @@ def plan_request(
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
     check_one_price(parsed, base, source, options, origins)
-    bases = [(_label(s), s) for s in scenarios(base, parsed, None)]
-    return plan(bases, goal, max_gpus, progress)
+    return [(_label(s), s) for s in scenarios(base, parsed, None)]
 
 
 def _label(scenario: Scenario) -> str:

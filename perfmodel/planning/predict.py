@@ -23,7 +23,8 @@ from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
-from perfmodel.planning import goodput, losses, tco
+from perfmodel.planning import carbon, goodput, losses, tco
+from perfmodel.planning import confidence as chance
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.training import Price, Run, training_run
 from perfmodel.planning.views import Shown
@@ -175,8 +176,10 @@ class Prediction(Shown):
             "cost_usd_high": run.cost_usd_high if run else None,
             "energy_kwh": run.energy_kwh if run else None,
             "pue": self.scenario.cost.pue,
+            **self._carbon_dict(),
             "layouts_searched": self.layouts_searched,
             **self._interval_dict(),
+            **self._quantile_dict(),
             **({"evidence": self.evidence.to_dict()} if self.evidence else {}),
             **self._mlperf_dict(),
             "breakdown": {name: float(getattr(st, name)) for name in BREAKDOWN}
@@ -294,6 +297,27 @@ class Prediction(Shown):
         quantities = {"gpu_hours": run.gpu_hours, "energy_kwh": run.energy_kwh, "cost_usd_interval": run.cost_usd}
         return {f"{name}_{side}": None if value is None else value * factor for name, value in quantities.items()
                 for side, factor in (("low", low), ("high", high))}  # fmt: skip
+
+    def _carbon_dict(self) -> dict[str, Any]:
+        """The grid's intensity and the run's operational and embodied tCO2e (planning/carbon.py)."""
+        grid, run = self.scenario.cost.grid_gco2_per_kwh, self.run
+        return {
+            "power_w_per_gpu_at_wall": self.hardware.it_power_w_per_gpu,
+            "grid_gco2_per_kwh": grid,
+            "co2e_t": None if run is None else carbon.operational_t(run.energy_kwh, grid),
+            "co2e_embodied_t": None if run is None else carbon.embodied_t(run.gpu_hours),
+        }
+
+    def _quantile_dict(self) -> dict[str, Any]:
+        """P10, P50 and P90 of the run's time, GPU-hours, cost, energy and operational carbon (confidence.py): the
+        80% interval's ends and the point; all three the point without an interval."""
+        run = self.run
+        if run is None:
+            return {}
+        figures = {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
+                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh,
+                   "co2e_t": carbon.operational_t(run.energy_kwh, self.scenario.cost.grid_gco2_per_kwh)}  # fmt: skip
+        return chance.quantiles(self.interval, figures)
 
     def _mlperf_dict(self) -> dict[str, Any]:
         if self.mlperf is None:
@@ -636,7 +660,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         check_one_step(scenario.tokens, layout)
         tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
     if mlperf is not None or scenario.tokens is not None:
-        power_w = ctx.hardware.accelerator.power_w.value
+        power_w = ctx.hardware.it_power_w_per_gpu
         run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
     exchange = None
     if ctx.model.is_moe:  # imported here: a dense prediction does not load it

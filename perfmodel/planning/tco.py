@@ -2,9 +2,9 @@
 
 The purchase price of a system is spread over the hours it trains in its life (amortisation years x 8,760 h x
 utilisation) and over the GPUs a job uses of it (8 of a DGX, 64 of an NVL72 rack: the 8 spare GPUs are paid for
-too); the GPUs' board power x PUE is paid at the electricity price while they train; a facility (colocation) price
-per kW of board power and month is paid whether they train or not. The formula is plain arithmetic so that the
-exported workbook evaluates this same function on its cells.
+too); the GPUs' power at the wall (board, host share, network) x PUE is paid at the electricity price while
+they train; a facility (colocation) price per kW of that power and month is paid whether they train or not. The
+formula is plain arithmetic so that the exported workbook evaluates this same function on its cells.
 """
 
 from __future__ import annotations
@@ -97,14 +97,14 @@ def ownership(hw: Hardware, cost: Cost) -> Ownership | None:
     if cost.usd_per_system is not None:
         given = cost.usd_per_system
         return Ownership(given, given, given, "given by the user", hw.job_gpus_per_system, cost,
-                         hw.accelerator.power_w.value)  # fmt: skip
+                         hw.it_power_w_per_gpu)  # fmt: skip
     system = hw.system
     if system.usd_per_system is None:
         return None
     low = system.usd_per_system_low or system.usd_per_system
     high = system.usd_per_system_high or system.usd_per_system
     return Ownership(system.usd_per_system.value, low.value, high.value, system.usd_per_system.source,
-                     hw.job_gpus_per_system, cost, hw.accelerator.power_w.value)  # fmt: skip
+                     hw.job_gpus_per_system, cost, hw.it_power_w_per_gpu)  # fmt: skip
 
 
 def buy_price(hw: Hardware, cost: Cost) -> Price:

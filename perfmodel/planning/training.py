@@ -55,7 +55,8 @@ class Run(NamedTuple):
 
 
 def training_run(tokens: float, time_s: float, n_gpus: int, price: Price, power_w: float, pue: float) -> Run:
-    """A run of `tokens` taking `time_s` on `n_gpus`. Energy counts the GPUs' board power times the facility PUE."""
+    """A run of `tokens` taking `time_s` on `n_gpus`. Energy counts the power per GPU at the wall (`power_w`:
+    board, host share, network) times the facility PUE."""
     gpu_hours = n_gpus * time_s / SECONDS_PER_HOUR
 
     def cost(rate: float | None) -> float | None:

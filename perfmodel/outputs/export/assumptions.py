@@ -16,11 +16,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfmodel.inputs import grids
 from perfmodel.inputs.hardware import Sourced, SourcedFlag
 from perfmodel.inputs.record import given, input_fields
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.planning import goodput, losses, tco
+from perfmodel.planning import carbon, goodput, losses, tco
 
 if TYPE_CHECKING:
     from perfmodel.inputs.scenario import ModelOverride
@@ -170,6 +171,20 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
         Assumption(section, "layout", p.layout.describe(), "", _layout_source(p.layouts_searched)),
         Assumption(section, "usd_per_gpu_hour", p.price.usd_per_gpu_hour, "USD per GPU-hour", price_source),
         Assumption(section, "pue", p.scenario.cost.pue, "", "scenario (perfmodel's default: 1.2)"),
+        Assumption(
+            section,
+            "grid_gco2_per_kwh",
+            p.scenario.cost.grid_gco2_per_kwh,
+            "gCO2e/kWh",
+            grids.source(p.scenario.cost.grid_gco2_per_kwh),
+        ),
+        Assumption(
+            section,
+            "embodied_gco2e_per_gpu_hour",
+            carbon.EMBODIED_G_PER_GPU_HOUR,
+            "gCO2e per GPU-hour",
+            carbon.EMBODIED_SOURCE,
+        ),
         Assumption(
             section,
             "usd_per_kwh",

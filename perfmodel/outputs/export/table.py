@@ -24,7 +24,7 @@ from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
-from perfmodel.planning import compare, goodput, losses, tco
+from perfmodel.planning import carbon, compare, goodput, losses, tco
 from perfmodel.planning.campaign import Campaign, Result, totals
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.predict import Prediction, model_flops_per_token
@@ -345,6 +345,26 @@ COLUMNS: tuple[Column, ...] = (
     Column("tokens_to_train", "Tokens to train", "inputs", _d("tokens_to_train"), None, "#,##0", True, True),
     Column("pue", "PUE", "inputs", _d("pue"), None, "0.00", True, True),
     Column("usd_per_kwh", "Electricity (USD/kWh)", "inputs", lambda _row, k: k, None, "0.000", True, True),
+    Column(
+        "grid_gco2_per_kwh",
+        "Grid carbon intensity (gCO2e/kWh)",
+        "inputs",
+        _d("grid_gco2_per_kwh"),
+        None,
+        "#,##0",
+        True,
+        True,
+    ),
+    Column(
+        "embodied_gco2e_per_gpu_hour",
+        "Embodied carbon (gCO2e per GPU-hour; estimate, see Assumptions)",
+        "inputs",
+        lambda _row, _k: carbon.EMBODIED_G_PER_GPU_HOUR,
+        None,
+        "0.0",
+        True,
+        True,
+    ),
     # The run: live formulas on the inputs and the per-step results.
     Column(
         "tokens_per_s",
@@ -380,9 +400,9 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "power_w_per_gpu",
-        "GPU board power (W)",
+        "Power per GPU at the wall before PUE (W): board, host share, network",
         "results",
-        lambda row, _k: row.prediction.hardware.accelerator.power_w.value,
+        lambda row, _k: row.prediction.hardware.it_power_w_per_gpu,
         None,
         "#,##0",
     ),
@@ -394,6 +414,22 @@ COLUMNS: tuple[Column, ...] = (
         _electricity,
         lambda s: electricity_cost_usd(_run(s).energy_kwh, s["usd_per_kwh"]),
         "$#,##0",
+    ),
+    Column(
+        "co2e_t",
+        "Operational carbon (tCO2e)",
+        "results",
+        _d("co2e_t"),
+        lambda s: carbon.operational_t(_run(s).energy_kwh, s["grid_gco2_per_kwh"]),
+        "#,##0.0",
+    ),
+    Column(
+        "co2e_embodied_t",
+        "Embodied carbon (tCO2e; estimate)",
+        "results",
+        _d("co2e_embodied_t"),
+        lambda s: carbon.embodied_t(_run(s).gpu_hours, s["embodied_gco2e_per_gpu_hour"]),
+        "#,##0.0",
     ),
 )
 
@@ -683,7 +719,7 @@ def _owned_rate(row: ExportRow, usd_per_kwh: float) -> float | None:
     c = p.scenario.cost
     return tco.owned_usd_per_gpu_hour(
         owned.usd_per_system, owned.gpus_per_system, c.amortisation_years, c.utilisation,
-        p.hardware.accelerator.power_w.value, c.pue, usd_per_kwh, c.facility_usd_per_kw_month,
+        p.hardware.it_power_w_per_gpu, c.pue, usd_per_kwh, c.facility_usd_per_kw_month,
     )  # fmt: skip
 
 
@@ -788,17 +824,31 @@ def _factor(side: str) -> Callable[[ExportRow, float], Any]:
     return read
 
 
+def _data(name: str) -> Callable[[ExportRow, float], Any]:
+    """A row's value of `name` as perfmodel computed it, empty where the row has none (no interval, no run)."""
+    return lambda row, _k: row.data.get(name)
+
+
 def _bounds(key: str, header: str, formula: Callable[[Symbols], Any], number_format: str) -> list[Column]:
     """A quantity's 80% interval as live formulas: the quantity times the calibration's factor on a time."""
 
     def bound(side: str) -> Callable[[Symbols], Any]:
         return lambda s: formula(s) * s[f"interval_factor_{side}"]
 
-    def recorded(name: str) -> Callable[[ExportRow, float], Any]:
-        return lambda row, _k: row.data.get(name)
-
-    return [Column(f"{key}_{side}", f"{header}, 80% interval {side}", "results", recorded(f"{key}_{side}"),
+    return [Column(f"{key}_{side}", f"{header}, 80% interval {side}", "results", _data(f"{key}_{side}"),
                    bound(side), number_format) for side in ("low", "high")]  # fmt: skip
+
+
+def _quantiles(key: str, header: str, formula: Callable[[Symbols], Any], number_format: str) -> list[Column]:
+    """A quantity's P10, P50 and P90 as live formulas (planning/confidence.py): the quantity times the interval's
+    low factor, itself, times its high factor."""
+    factors = {"p10": "interval_factor_low", "p50": None, "p90": "interval_factor_high"}
+
+    def at(factor: str | None) -> Callable[[Symbols], Any]:
+        return formula if factor is None else lambda s: formula(s) * s[factor]
+
+    return [Column(f"{key}_{q}", f"{header}, {q.upper()}", "results", _data(f"{key}_{q}"), at(factor),
+                   number_format) for q, factor in factors.items()]  # fmt: skip
 
 
 INTERVAL_COLUMNS: tuple[Column, ...] = (
@@ -812,6 +862,17 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
     *_bounds("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
     *_bounds("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
     *_bounds("cost_usd_interval", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
+    *_quantiles("time_to_train_s", "Time to train (s)", lambda s: _run(s).time_s, "#,##0"),
+    *_quantiles("time_to_train_days", "Time to train (days)", _time(86400.0), "#,##0.00"),
+    *_quantiles("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
+    *_quantiles("cost_usd", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
+    *_quantiles("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
+    *_quantiles(
+        "co2e_t",
+        "Operational carbon (tCO2e)",
+        lambda s: carbon.operational_t(_run(s).energy_kwh, s["grid_gco2_per_kwh"]),
+        "#,##0.0",
+    ),
 )
 
 
@@ -825,7 +886,7 @@ def _tokens_per_usd(suffix: str) -> Callable[..., Any]:
 
 
 def _joules_per_token(s: Symbols, prefix: str = "") -> Any:
-    """compare.py's joules_per_token on the cells: board power x PUE over the throughput per GPU."""
+    """compare.py's joules_per_token on the cells: power at the wall x PUE over the throughput per GPU."""
     return s[f"{prefix}power_w_per_gpu"] * s[f"{prefix}pue"] / s[f"{prefix}tokens_per_s_per_gpu"]
 
 

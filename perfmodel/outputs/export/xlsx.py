@@ -66,6 +66,8 @@ AT_LEAST_ZERO = ("failures_per_million_gpu_hours", "planned_per_million_gpu_hour
                  "facility_usd_per_kw_month", "straggler_share", "startup_s")  # fmt: skip
 """Inputs that may be zero; every other input must be positive (utilisation at most 1, GPU counts whole)."""
 UNITS = (
+    ("gco2_per_kwh", " gCO2e/kWh"), ("gco2e_per_gpu_hour", " gCO2e/GPU-h"), ("co2e_t", " tCO2e"),
+    ("co2e_embodied_t", " tCO2e"), ("power_mw", " MW"),
     ("per_million_gpu_hours", ""), ("tokens_per_s_per_gpu", " tok/s"), ("tokens_per_s", " tok/s"),
     ("tokens_to_train", " tokens"), ("_kwh", " kWh"),
     ("gpu_hours", " GPU-h"), ("_days", " days"), ("_min", " min"), ("_s", " s"), ("_gib", " GiB"), ("_gb", " GB"),
@@ -188,7 +190,8 @@ class _Styles:
 def with_unit(column: Column) -> str:
     """The column's number format with its unit after the number (`0.000" s"`), so that a cell reads whole."""
     fmt, key = column.number_format, column.key.removesuffix("_low").removesuffix("_high")
-    if key.endswith("per_gpu_hour"):
+    key = key.removesuffix("_p10").removesuffix("_p50").removesuffix("_p90")
+    if key.endswith("usd_per_gpu_hour"):
         return f'"$"{fmt}"/GPU-h"'
     if key == "usd_per_kwh":
         return f'"$"{fmt}"/kWh"'
@@ -552,6 +555,11 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
         basis = _one(values.get("goal_basis")) or "as planned"
         sentences.append(
             f"Goal: each candidate's fewest GPUs that train within {' and '.join(w for w in within if w)} ({basis})."
+        )
+        sentences.append(
+            "p_deadline and p_budget are values, not formulas: the time read as a two-piece log-normal whose P10 and "
+            "P90 are the 80% interval's ends and whose median is the point (perfmodel planning/confidence.py); "
+            "P10/P50/P90 on Results are live (the quantity times the interval's factors)."
         )
     prices = dict.fromkeys(zip(values["system"], values["price_source"], strict=True))
     for system, source in prices:

@@ -1,0 +1,103 @@
+"""A fleet file (`plan --fleet FLEET.toml`): the GPUs you own, in pools, and the capacity you may rent or buy, in
+offers; `perfmodel schema fleet` prints its JSON Schema.
+
+```toml
+[[pool]]                        # GPUs you own
+name = "hall-a"
+system = "dgx-h100"
+gpus = 2048
+site = "Hall A"
+usd_per_gpu_hour = 0.0          # the owned cost basis: amortisation per GPU-hour, 0 for zero marginal cost
+
+[[offer]]                       # capacity to rent (usd_per_gpu_hour) or to buy (usd_per_system)
+name = "neocloud-gb300"
+system = "gb300-nvl72"
+usd_per_gpu_hour = 10.50
+max_gpus = 4096                 # availability cap
+lead_time_days = 30             # until the capacity is there: the job starts after it
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.files import parse_toml, read_text
+from perfmodel.inputs.record import bounded, record
+from perfmodel.inputs.scenario import MAX_GPUS
+
+
+@record
+class Pool:
+    """GPUs you own, of one system, at one site."""
+
+    name: str = bounded(min_length=1, max_length=64)
+    system: str = bounded(min_length=1, max_length=64)
+    """A system id (perfmodel hardware list): a job runs on one system type."""
+    gpus: int = bounded(ge=1, le=MAX_GPUS)
+    site: str = bounded("", max_length=64)
+    usd_per_gpu_hour: float = bounded(0.0, ge=0, le=10_000, allow_inf_nan=False)
+    """The owned cost basis: amortisation (and power) per GPU-hour, or 0 where using them costs nothing more."""
+
+
+@record
+class Offer:
+    """Capacity to rent per GPU-hour or to buy per system, up to a cap, after a lead time."""
+
+    name: str = bounded(min_length=1, max_length=64)
+    system: str = bounded(min_length=1, max_length=64)
+    usd_per_gpu_hour: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
+    """Rent: the price per GPU-hour."""
+    usd_per_system: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
+    """Buy: the price of one system, spread over its life as `--buy` does (planning/tco.py)."""
+    max_gpus: int = bounded(MAX_GPUS, ge=1, le=MAX_GPUS)
+    """The most GPUs the offer has."""
+    lead_time_days: float = bounded(0.0, ge=0, le=3650, allow_inf_nan=False)
+    """Days until the capacity is there: a plan that uses it starts after them."""
+
+
+@record
+class Fleet:
+    pool: tuple[Pool, ...] = bounded((), max_length=100)
+    offer: tuple[Offer, ...] = bounded((), max_length=100)
+
+
+def everything(fleet: Fleet) -> list[Pool | Offer]:
+    """The pools, then the offers."""
+    return [*fleet.pool, *fleet.offer]
+
+
+def load_fleet(path: str | Path) -> Fleet:
+    """The fleet of a TOML file, or one line naming the file, the field and what is allowed."""
+    from pydantic import ValidationError
+
+    from perfmodel.inputs.checking import check, model_of
+    from perfmodel.inputs.hardware import get_system
+
+    where = shown(path, 200)
+    raw = parse_toml(Path(path), read_text(path, "fleet"))
+    try:
+        fleet: Fleet = check(model_of(Fleet), raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise PerfmodelError(f"{where}: field '{field}': {err['msg']}, not {shown(repr(err['input']), 80)}") from None
+    if not fleet.pool and not fleet.offer:
+        raise PerfmodelError(f"{where}: no [[pool]] and no [[offer]]: allowed a fleet of at least one of them")
+    names = [source.name for source in everything(fleet)]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise PerfmodelError(f"{where}: field 'name': {twice!r} names two pools or offers; allowed: one each")
+    for kind, sources in (("pool", list[Pool | Offer](fleet.pool)), ("offer", list[Pool | Offer](fleet.offer))):
+        for index, source in enumerate(sources):
+            try:
+                get_system(source.system)
+            except PerfmodelError as exc:
+                raise PerfmodelError(f"{where}: field '{kind}.{index}.system': {exc}") from None
+    for index, offer in enumerate(fleet.offer):
+        if (offer.usd_per_gpu_hour is None) == (offer.usd_per_system is None):
+            raise PerfmodelError(
+                f"{where}: field 'offer.{index}': give usd_per_gpu_hour (rent) or usd_per_system (buy), one of them"
+            )
+    return fleet

@@ -1,0 +1,238 @@
+"""Plans over a fleet (`plan --fleet`): for each system type of the fleet, the cheapest mix of owned pools and
+offers that trains the work by the deadline at the goal's confidence.
+
+One job runs on one system type. Its sources are the pools of that system (no lead time) and its offers (each after
+its lead time), each at a cost per GPU-hour: a pool's owned basis, an offer's rental price, or a bought system's
+price spread over its life as `--buy` does (planning/tco.py). A plan that uses offers up to lead time L starts after
+L, so it has the deadline less L: for each such L (0 and every offer's), the fewest GPUs meeting that deadline from
+the sources there by then (plan.plan_candidate, capped at their capacity and the site's power) are filled cheapest
+first, and the cheapest of these plans is the answer. Owning more GPUs adds a source to every L, so it never raises
+a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.fleet import Fleet, everything
+from perfmodel.inputs.hardware import Hardware, resolve
+from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
+from perfmodel.planning import confidence as chance
+from perfmodel.planning import tco
+from perfmodel.planning.plan import CandidatePlan, Goal, goal_run, p_within, plan_candidate, power_cap_gpus, seed_count
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where GPUs of one system come from: an owned pool or an offer, whole units of its system up to its cap."""
+
+    name: str
+    kind: str
+    """'owned' (a pool), 'rent' or 'buy' (an offer)."""
+    system: str
+    site: str
+    gpus: int
+    usd_per_gpu_hour: float
+    lead_time_days: float
+
+
+def sources(fleet: Fleet, cost: Cost) -> dict[str, list[Source]]:
+    """The fleet's sources by system id, each cap in whole units of its system, cheapest first."""
+    found: dict[str, list[Source]] = {}
+    for pool in fleet.pool:
+        hw = resolve(system=pool.system)
+        found.setdefault(pool.system, []).append(
+            Source(pool.name, "owned", pool.system, pool.site, _whole(pool.gpus, hw), pool.usd_per_gpu_hour, 0.0)
+        )
+    for offer in fleet.offer:
+        hw = resolve(system=offer.system)
+        rate = offer.usd_per_gpu_hour
+        if rate is None:
+            assert offer.usd_per_system is not None
+            owning = tco.Ownership(offer.usd_per_system, offer.usd_per_system, offer.usd_per_system, offer.name,
+                                   hw.job_gpus_per_system, cost, hw.it_power_w_per_gpu)  # fmt: skip
+            rate = owning.per_gpu_hour(offer.usd_per_system)
+        kind = "rent" if offer.usd_per_gpu_hour is not None else "buy"
+        found.setdefault(offer.system, []).append(
+            Source(offer.name, kind, offer.system, "", _whole(offer.max_gpus, hw), rate, offer.lead_time_days)
+        )
+    return {system: sorted(s, key=lambda x: (x.usd_per_gpu_hour, x.lead_time_days)) for system, s in found.items()}
+
+
+def _whole(gpus: int, hw: Hardware) -> int:
+    unit = hw.job_gpus_per_system
+    return gpus // unit * unit
+
+
+def fill(n_gpus: int, available: Sequence[Source]) -> list[tuple[Source, int]]:
+    """`n_gpus` taken from `available` cheapest first (they are sorted so)."""
+    taken, left = [], n_gpus
+    for source in available:
+        if left <= 0:
+            break
+        take = min(left, source.gpus)
+        if take:
+            taken.append((source, take))
+            left -= take
+    assert left == 0, f"{n_gpus} GPUs is more than the sources hold"
+    return taken
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """One system type's cheapest plan over the fleet (None when no mix meets the goal, with why)."""
+
+    system: str
+    candidate: CandidatePlan | None
+    taken: list[tuple[Source, int]]
+    start_after_days: float
+    goal: Goal
+    reason: str | None
+
+    @property
+    def feasible(self) -> bool:
+        return self.candidate is not None and self.candidate.feasible and self.reason is None
+
+    def gpu_hours_per_gpu(self) -> float:
+        """Each GPU's hours over the run on the goal's basis (the run's GPU-hours over its GPUs)."""
+        assert self.candidate is not None and self.candidate.prediction is not None
+        run = goal_run(self.candidate.prediction)
+        assert run is not None
+        return run.gpu_hours / sum(n for _, n in self.taken)
+
+    def cost_usd(self) -> float:
+        """The mix's cost at the point: each source's GPUs x the run's hours x its rate."""
+        hours = self.gpu_hours_per_gpu()
+        return sum(n * hours * source.usd_per_gpu_hour for source, n in self.taken)
+
+    def to_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"system": self.system, "feasible": self.feasible, "reason": self.reason}
+        if not self.feasible:
+            return record
+        assert self.candidate is not None and self.candidate.prediction is not None
+        p, hours = self.candidate.prediction, self.gpu_hours_per_gpu()
+        deadline_s = self.goal.deadline_s
+        assert deadline_s is not None
+        cost, factor = self.cost_usd(), chance.time_factor(p.interval, self.goal.confidence)
+        split = {kind: sum(n * hours * s.usd_per_gpu_hour for s, n in self.taken if s.kind == kind)
+                 for kind in ("owned", "rent", "buy")}  # fmt: skip
+        planned = self.candidate.to_dict()
+        budget = self.goal.budget_usd
+        return record | {
+            "n_gpus": planned["n_gpus"],
+            "start_after_days": self.start_after_days,
+            "time_to_train_days": planned["time_to_train_days"],
+            "time_to_train_days_p10": planned["time_to_train_days_p10"],
+            "time_to_train_days_p50": planned["time_to_train_days_p50"],
+            "time_to_train_days_p90": planned["time_to_train_days_p90"],
+            "finish_days": self.start_after_days + planned["time_to_train_days"],
+            "p_deadline": p_within(p, deadline_s - self.start_after_days * DAY_S),
+            "owned_gpus": sum(n for s, n in self.taken if s.kind == "owned"),
+            "offered_gpus": sum(n for s, n in self.taken if s.kind != "owned"),
+            "sources": [_used(s, n, hours) for s, n in self.taken],
+            "cost_usd": cost,
+            "cost_usd_owned": split["owned"],
+            "cost_usd_rented": split["rent"],
+            "cost_usd_bought": split["buy"],
+            "cost_usd_at_confidence": cost * factor,
+            "p_budget": None if budget is None else _p_budget(p.interval, budget, cost),
+            "power_mw": planned["power_mw"],
+            "co2e_t": planned["co2e_t"],
+            "plan": planned,
+        }
+
+
+def _used(source: Source, gpus: int, hours: float) -> dict[str, Any]:
+    """A source's share of a plan: its GPUs, rate, lead time and cost over the run's hours."""
+    return {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
+            "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
+            "cost_usd": gpus * hours * source.usd_per_gpu_hour}  # fmt: skip
+
+
+def _p_budget(interval: Any, budget: float, cost: float) -> float:
+    return 1.0 if cost == 0 else chance.probability_within(interval, budget / cost)
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    goal: Goal
+    plans: list[FleetPlan]
+    elapsed_s: float
+
+    def cheapest(self) -> FleetPlan | None:
+        return min((p for p in self.plans if p.feasible), key=FleetPlan.cost_usd, default=None)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat record per system type (`plan --fleet --format csv`): the mix as its split, each source's GPUs
+        as `gpus.NAME`; the full plan in `to_dict` only."""
+        return [
+            {k: v for k, v in d.items() if k not in ("sources", "plan")}
+            | {f"gpus.{s['name']}": s["gpus"] for s in d.get("sources", [])}
+            for d in (p.to_dict() for p in self.plans)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        cheapest = self.cheapest()
+        return {
+            "goal": self.goal.to_dict(),
+            "fleet_plans": [p.to_dict() for p in self.plans],
+            "cheapest": None if cheapest is None else cheapest.system,
+            "elapsed_s": self.elapsed_s,
+        }
+
+
+def plan_fleet(bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None) -> FleetReport:
+    """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system)."""
+    if goal.deadline_s is None:
+        raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
+    start = time.perf_counter()
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS) for label, scenario in bases]
+    return FleetReport(goal, plans, time.perf_counter() - start)
+
+
+def _plan_system(label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int) -> FleetPlan:
+    hw = resolve(base.gpu, base.system)
+    system = hw.system.id
+    available = sources(fleet, base.cost).get(system, [])
+    assert goal.deadline_s is not None
+    best: FleetPlan | None = None
+    why = f"no pool or offer of {system}"
+    for lead in sorted({0.0, *(s.lead_time_days for s in available)}):
+        there = [s for s in available if s.lead_time_days <= lead]
+        capacity = sum(s.gpus for s in there)
+        if capacity == 0:
+            continue
+        deadline_s = goal.deadline_s - lead * DAY_S
+        if deadline_s <= 0:
+            why = f"the offers' lead time of {lead:g} days leaves no time before the deadline"
+            continue
+        limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs there by day {lead:g}"
+        if goal.power_mw is not None:
+            limit = min(limit, power_cap_gpus(hw, goal.power_mw, base.cost.pue))
+        local = replace(goal, deadline_s=deadline_s, budget_usd=None)
+        candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling)
+        if not candidate.feasible or candidate.prediction is None:
+            why = candidate.reason or why
+            continue
+        taken = fill(candidate.to_dict()["n_gpus"], there)
+        found = FleetPlan(system, candidate, taken, lead, goal, None)
+        if goal.budget_usd is not None:
+            factor = chance.time_factor(candidate.prediction.interval, goal.confidence)
+            if found.cost_usd() * factor > goal.budget_usd:
+                why = f"the cheapest mix by day {lead:g} costs ${found.cost_usd() * factor / 1e6:,.2f}M, over budget"
+                continue
+        if best is None or found.cost_usd() < best.cost_usd():
+            best = found
+    return best or FleetPlan(system, None, [], math.nan, goal, why)
+
+
+def fleet_systems(fleet: Fleet) -> list[str]:
+    """The system ids of the fleet, pools first, in file order."""
+    return list(dict.fromkeys(source.system for source in everything(fleet)))
