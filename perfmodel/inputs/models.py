@@ -16,6 +16,13 @@ MAX_LAYERS = 1_000
 a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper is refused."""
 
 
+MOE_ONLY = (
+    "top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k", "capacity_factor",
+    "pad_to_capacity",
+)  # fmt: skip
+"""ModelSpec fields a dense model must leave at 0."""
+
+
 @record
 class ModelSpec:
     """Shapes of a decoder-only transformer. Counts follow the Hugging Face checkpoints exactly."""
@@ -38,8 +45,9 @@ class ModelSpec:
     """Vocabulary size."""
     tied_embeddings: bool = False
     """Whether the LM head shares the input embedding's weights."""
-    mlp: Literal["swiglu", "gelu"] = "swiglu"
-    """The MLP: swiglu (three matrices) or gelu (two)."""
+    mlp: Literal["swiglu", "geglu", "gelu", "squared_relu"] = "swiglu"
+    """The MLP: gated, three matrices (swiglu; geglu, Gemma's gated GELU), or plain, two (gelu; squared_relu,
+    Nemotron-4's relu(x)^2)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     """The normalisation layers."""
     bias: bool = False
@@ -101,6 +109,19 @@ class ModelSpec:
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
+    parallel_block: bool = False
+    """Attention and MLP side by side on the same input, their outputs added to one residual (GPT-J, PaLM, Falcon):
+    one TP all-gather in and one reduce-scatter out per layer instead of two of each. Dense models only."""
+    layer_norms: int = bounded(2, ge=1, le=4)
+    """Normalisation layers per transformer layer: 2 (pre-norm attention and MLP; Falcon-40B/180B's ln_attn and
+    ln_mlp), 1 (a parallel block's shared input norm: GPT-J, PaLM) or 4 (Gemma 2/3's pre- and post-norms)."""
+    capacity_factor: float = bounded(0.0, ge=0.0, le=1_000.0)
+    """MoE token dropping (Megatron's moe_expert_capacity_factor): an expert takes at most this many times its
+    balanced share of the token copies and drops the rest (0: dropless)."""
+    pad_to_capacity: bool = False
+    """Token dropping pads every expert's input up to its capacity (Megatron's moe_pad_expert_input_to_capacity, on
+    in Megatron-Bridge's apply_moe_token_drop): the experts and the all-to-all move capacity_factor x the balanced
+    load whatever the routing."""
 
     def __post_init__(self) -> None:
         """The shapes agree; when they do not, a FieldError (a ValueError, which pydantic reports as a model's own
@@ -117,11 +138,7 @@ class ModelSpec:
         if self.experts:
             self._check_experts()
         else:
-            given = [
-                n
-                for n in ("top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k")
-                if getattr(self, n)
-            ]
+            given = [n for n in MOE_ONLY if getattr(self, n)]
             if given:
                 raise FieldError(given[0], f"{given[0]} needs experts > 0 (a dense model has no {given[0]})")
         if self.expert_groups and not 0 < self.group_top_k <= self.expert_groups:
@@ -137,6 +154,16 @@ class ModelSpec:
                 f"sliding_window and sliding_layers go together, sliding_layers between 1 and the {self.layers} layers"
                 f" (got {self.sliding_window} and {self.sliding_layers})",
             )
+        self._check_blocks()
+
+    def _check_blocks(self) -> None:
+        """Block shapes the physics prices: a parallel block without experts, one norm only in a parallel block."""
+        if self.parallel_block and self.is_moe:
+            raise FieldError("parallel_block", "parallel_block is priced for dense models only (experts must be 0)")
+        if self.layer_norms != 2 and self.is_moe:
+            raise FieldError("layer_norms", "layer_norms other than 2 is priced for dense models only (experts 0)")
+        if self.layer_norms == 1 and not self.parallel_block:
+            raise FieldError("layer_norms", "layer_norms 1 (one shared norm) needs parallel_block = true")
 
     def _check_experts(self) -> None:
         """A MoE model's expert fields, each refused on its own, saying what is allowed."""
@@ -153,6 +180,14 @@ class ModelSpec:
             raise FieldError(
                 "expert_groups", f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})"
             )
+        if (self.capacity_factor or self.pad_to_capacity) and self.dispatcher != "alltoall":
+            raise FieldError(
+                "capacity_factor",
+                "token dropping (capacity_factor, pad_to_capacity) runs with dispatcher 'alltoall' only"
+                " (Megatron-Bridge's apply_moe_token_drop asserts it)",
+            )
+        if self.pad_to_capacity and not self.capacity_factor:
+            raise FieldError("pad_to_capacity", "pad_to_capacity needs capacity_factor > 0 (the capacity padded to)")
 
     @property
     def head_dim(self) -> int:
@@ -183,14 +218,19 @@ class ModelSpec:
         return self.layers - self.moe_layers
 
     @property
+    def gated_mlp(self) -> bool:
+        """Whether the MLP is gated (SwiGLU, GeGLU): gate and up projections, their product the activation."""
+        return self.mlp in ("swiglu", "geglu")
+
+    @property
     def mlp_in_width(self) -> int:
-        """Output width of the first MLP GEMM: gate and up fused for SwiGLU."""
-        return 2 * self.ffn if self.mlp == "swiglu" else self.ffn
+        """Output width of the first MLP GEMM: gate and up fused for a gated MLP."""
+        return 2 * self.ffn if self.gated_mlp else self.ffn
 
     @property
     def expert_in_width(self) -> int:
-        """Output width of an expert's first GEMM (gate and up fused for SwiGLU)."""
-        return 2 * self.moe_ffn if self.mlp == "swiglu" else self.moe_ffn
+        """Output width of an expert's first GEMM (gate and up fused for a gated MLP)."""
+        return 2 * self.moe_ffn if self.gated_mlp else self.moe_ffn
 
     @property
     def attention_linear_shapes(self) -> dict[str, tuple[int, int]]:
@@ -255,14 +295,14 @@ class ModelSpec:
 
     @property
     def params_per_layer(self) -> int:
-        """A dense layer: attention, MLP, two norms."""
-        return self.attention_params_per_layer + self.mlp_params_per_layer + 2 * self.norm_params
+        """A dense layer: attention, MLP, `layer_norms` norms."""
+        return self.attention_params_per_layer + self.mlp_params_per_layer + self.layer_norms * self.norm_params
 
     @property
     def moe_layer_params(self) -> int:
-        """A MoE layer: attention, router, routed and shared experts, two norms."""
+        """A MoE layer: attention, router, routed and shared experts, `layer_norms` norms."""
         experts = self.routed_expert_params_per_layer + self.shared_experts * self.expert_params
-        return self.attention_params_per_layer + self.router_params + experts + 2 * self.norm_params
+        return self.attention_params_per_layer + self.router_params + experts + self.layer_norms * self.norm_params
 
     @property
     def moe_layer_dense_params(self) -> int:
@@ -482,13 +522,50 @@ WHOLE_RUN_MODELS = (
         "bloom-176b", "BLOOM 176B", layers=70, hidden=14336, ffn=57344, heads=112, kv_heads=112, vocab=250680, bias=True
     ),
     # Falcon-180B (its config as whole_runs_sources.md gives it: 80 layers, 14848 hidden, 232 heads, 8 KV, vocab
-    # 65024, no biases). Its parallel attention/MLP block is priced as the usual sequential one: the same GEMMs and
-    # FLOPs, but one TP all-reduce per layer instead of two is not modelled (TP communication is overstated).
-    _gelu("falcon-180b", "Falcon 180B", layers=80, hidden=14848, ffn=59392, heads=232, kv_heads=8, vocab=65024),
+    # 65024, no biases): a parallel attention/MLP block with two LayerNorms on its input (transformers 5.25
+    # FalconConfig new_decoder_architecture, modeling_falcon.py L368-381: ln_attn and ln_mlp).
+    _gelu(
+        "falcon-180b",
+        "Falcon 180B",
+        layers=80,
+        hidden=14848,
+        ffn=59392,
+        heads=232,
+        kv_heads=8,
+        vocab=65024,
+        parallel_block=True,
+    ),
     # MPT-7B (whole_runs.csv, the llm-foundry mpt-7b config: ALiBi, no biases, vocab 50,432).
     _gelu("mpt-7b", "MPT-7B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32, vocab=50432),
 )
 """Models of the published whole runs (whole_runs.csv) that the zoo had no shapes for."""
+
+ARCHITECTURE_MODELS = (
+    # Nemotron-4: Megatron-Bridge 0.3.1 Nemotron4ModelProvider15B / 340B (nemotron_provider.py L33-146: squared-ReLU
+    # MLP, LayerNorm, no linear biases, untied embeddings, RoPE on half the head) and transformers 5.25
+    # NemotronConfig (vocab 256000, head_dim hidden / heads).
+    ModelSpec(
+        id="nemotron4-15b", name="Nemotron-4 15B", layers=32, hidden=6144, ffn=24576, heads=48, kv_heads=8,
+        vocab=256000, mlp="squared_relu", norm="layernorm",
+    ),
+    ModelSpec(
+        id="nemotron4-340b", name="Nemotron-4 340B", layers=96, hidden=18432, ffn=73728, heads=96, kv_heads=8,
+        vocab=256000, mlp="squared_relu", norm="layernorm",
+    ),
+    # Gemma 3 27B (its language model): Megatron-Bridge 0.3.1 Gemma3ModelProvider27B and Gemma3ModelProvider
+    # (gemma3_provider.py L55-207: 62 layers, 5376 wide, 32 heads of 128, 16 query groups, gated GELU of 21504,
+    # RMSNorm before and after each block, QK norm, tied embeddings, five 1024-token sliding-window layers to one
+    # global one: 52 of 62, vocab 262208).
+    ModelSpec(
+        id="gemma3-27b", name="Gemma 3 27B", layers=62, hidden=5376, ffn=21504, heads=32, kv_heads=16,
+        head_size=128, vocab=262208, tied_embeddings=True, mlp="geglu", qk_norm=True, layer_norms=4,
+        sliding_window=1024, sliding_layers=52,
+    ),
+)  # fmt: skip
+"""Models of issue 32's architecture features (squared-ReLU MLPs, pre- and post-norms) with their published
+configs. StarCoder2 15B, Llama 4 and DeepSeek-V3.2 are left out: StarCoder2 15B's shapes are in no reachable source
+(transformers' Starcoder2Config defaults are the 3B's), Llama 4 needs MoE layer interleaving and chunked attention,
+DeepSeek-V3.2 the DSA indexer, none of which is priced yet."""
 
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
 # the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.
@@ -505,6 +582,7 @@ ZOO: dict[str, ModelSpec] = {
         gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048),
         gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
         *WHOLE_RUN_MODELS,
+        *ARCHITECTURE_MODELS,
         *MOE_MODELS,
     )
 }

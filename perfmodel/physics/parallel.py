@@ -140,8 +140,11 @@ RULES: tuple[Rule, ...] = (
         ("tp",),
     ),
     Rule(
-        lambda v, md, n: md.kv_heads % v.tp == 0,
-        lambda v, md, n: f"TP {v.tp} must divide the {md.kv_heads} KV heads (query groups)",
+        lambda v, md, n: (md.kv_heads % v.tp == 0) | ((v.tp % md.kv_heads == 0) & ((2 * md.kv_dim) % v.tp == 0)),
+        lambda v, md, n: (
+            f"TP {v.tp} must divide the {md.kv_heads} KV heads (query groups) or be a multiple of them (Megatron-Core "
+            f"then replicates each KV head over TP / {md.kv_heads} ranks)"
+        ),
         ("tp",),
     ),
     Rule(

@@ -55,6 +55,7 @@ from perfmodel.physics.workload import (
     embedding_ops,
     head_backward,
     head_forward,
+    kv_width,
     layer_backward,
     layer_forward,
     mlp_block_backward,
@@ -500,6 +501,9 @@ class _Comm(NamedTuple):
     layer: Number
     async_backward: Number = 0.0
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
+    regroup: Number = 0.0
+    """Of `layer`, the KV-head regrouping when TP exceeds the KV heads (`kv_regroup`): exposed, no window hides it."""
+    regroup_forward: Number = 0.0
 
 
 def _tensor_parallel(
@@ -520,7 +524,18 @@ def _tensor_parallel(
     layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
     if ctx.recipe.per_op_sac:
         layer = layer + selective * blocks * gather_in
-    return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
+    regroup_forward = kv_regroup(ctx.model, sh.tokens, sh.tp, links)
+    regroup = 2 * regroup_forward + recomputed(full_share, regroup_forward)
+    return _Comm(forward, layer, blocks * (gather_in + scatter), regroup, regroup_forward), gather + scatter
+
+
+def kv_regroup(md: ModelSpec, tokens: Number, tp: Number, links: GroupLinks) -> Number:
+    """The all-gather of the QKV projection's output over TP (its backward a reduce-scatter of the same size) that
+    Megatron-Core runs when TP exceeds the KV heads, so that each rank can take its group's query heads and its
+    replicated K and V head (workload.kv_width): a plain NCCL collective in the attention module, which waits for
+    it, not a userbuffers overlap. None (0) when TP divides the KV heads."""
+    qkv = tokens * (md.q_dim + 2 * md.kv_dim) * BF16_BYTES
+    return where(tp > md.kv_heads, all_gather(qkv, links), 0.0)
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
@@ -531,7 +546,7 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
     (the same bytes per rank as the ring, in collectives). 'a2a' (Ulysses): Q, K and V all-to-all'd from a sequence
     split to a head split and the output back, forward; their gradients the same way backward."""
     md = ctx.model
-    kv = sh.tokens * 2 * md.kv_dim / sh.tp * BF16_BYTES
+    kv = sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
     if ctx.recipe.cp_comm == "all_gather":  # a reduce-scatter costs what the all-gather of its output does
         forward, passes = all_gather(kv * sh.cp, links), 3
     elif ctx.recipe.cp_comm == "a2a":
@@ -722,8 +737,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
-    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
+    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp) + tp_comm.regroup_forward
     tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
+    tp_bwd = tp_bwd + tp_comm.regroup - tp_comm.regroup_forward
     cp_fwd = exposed(cp_comm.forward, windows.cp_forward, eff.overlap_cp)
     cp_bwd = exposed(cp_comm.layer - cp_comm.forward, windows.cp_backward, eff.overlap_cp)
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd

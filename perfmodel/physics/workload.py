@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
-from perfmodel.physics.algebra import Number, equal, where
+from perfmodel.physics.algebra import Number, equal, maximum, where
 
 FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
@@ -109,6 +109,18 @@ def attention_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
             ("proj", md.heads * md.v_head_dim / t, md.hidden, False),
         ]
     return [("qkv", md.hidden, (md.q_dim + 2 * md.kv_dim) / t, True), ("proj", md.q_dim / t, md.hidden, False)]
+
+
+def kv_width(md: ModelSpec, tp: Number) -> Number:
+    """Width of the K (or V) heads across a TP group, each rank's times tp: kv_dim, or tp x head_dim when TP exceeds
+    the KV heads, which Megatron-Core then replicates. Megatron-Core 0.16.1 (megatron/core/transformer/attention.py
+    L289-300, L1398-1416): the QKV projection stays split evenly over TP (no weight is replicated), its output is
+    all-gathered over TP and each rank keeps its group's slice, one whole K and V head (and heads / tp query heads)
+    each; the gather's backward is a reduce-scatter (tensor_parallel/mappings.py L380-397). TP must be a multiple
+    or a divisor of the KV heads (transformer_config.py L936-944)."""
+    if md.attention == "mla":
+        return md.kv_dim
+    return maximum(md.kv_heads, tp) * md.head_dim
 
 
 def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
@@ -230,7 +242,7 @@ def _rope_elements(sh: Shard) -> Number:
     md = sh.model
     if md.attention == "mla":
         return sh.tokens * (md.heads * md.qk_rope_dim / sh.tp + md.qk_rope_dim)
-    return sh.tokens * (md.q_dim + md.kv_dim) / sh.tp
+    return sh.tokens * (md.q_dim + kv_width(md, sh.tp)) / sh.tp
 
 
 def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
@@ -254,7 +266,7 @@ def activation_bytes(md: ModelSpec, backward: bool, eager: bool = False) -> floa
     """BF16 bytes an MLP activation moves per output element: SwiGLU reads its two inputs and writes one (backward:
     reads them and the incoming gradient, writes two gradients), or, as `eager` PyTorch runs it, EAGER_SWIGLU_BYTES;
     a plain activation reads one, writes one (backward: three)."""
-    if md.mlp == "swiglu":
+    if md.gated_mlp:
         return EAGER_SWIGLU_BYTES[backward] if eager else (5 if backward else 3) * BF16_BYTES
     return (3 if backward else 2) * BF16_BYTES
 
@@ -275,7 +287,23 @@ def mlp_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
 
 
 def layer_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    return attention_block_forward(sh, recipe) + mlp_block_forward(sh, recipe)
+    return _block_norms(sh, attention_block_forward(sh, recipe) + mlp_block_forward(sh, recipe), backward=False)
+
+
+def _block_norms(sh: Shard, ops: list[Op], backward: bool) -> list[Op]:
+    """A dense layer's norms and residuals as its block shape has them (the usual two pre-norm blocks unchanged).
+
+    A parallel block (`ModelSpec.parallel_block`) adds attention's and the MLP's outputs to the input in one
+    residual: no separate first residual, the one left reads one more tensor; with one shared norm
+    (`layer_norms` 1) no second norm either. Norms beyond two (Gemma's post-norms on each block's output) are
+    passes of their own over the block outputs."""
+    md, suffix = sh.model, ".bwd" if backward else ""
+    if not md.parallel_block and md.layer_norms == 2:
+        return ops
+    dropped = {"residual1" if md.parallel_block else "", "norm2" if md.layer_norms == 1 else ""}
+    kept = [op for op in ops if op.name.removesuffix(".bwd") not in dropped]
+    passes = (3 if backward else 2) * max(md.layer_norms - 2, 0) + (1 if md.parallel_block else 0)
+    return [*kept, _mem(f"block_norms{suffix}", sh.norm_tokens * md.hidden, passes * BF16_BYTES)]
 
 
 def linear_backward(
@@ -327,7 +355,8 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     """Backward of one layer; `frozen_weights` (LoRA fine-tuning) skips the weight-gradient GEMMs."""
-    return mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
+    ops = mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
+    return _block_norms(sh, ops, backward=True)
 
 
 def _attention_op(
@@ -344,8 +373,8 @@ def _attention_op(
     amortised over fewer keys)."""
     md, t, T = sh.model, sh.tp, sh.tokens
     flops = 2 * T * keys * md.attention_widths / t * layer_share
-    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else md.kv_dim
-    k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
+    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else kv_width(md, t)
+    k_dim = md.q_dim if md.attention == "mla" else kv_width(md, t)
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
     fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
     if sh.recipe.cp_comm != "p2p":
@@ -398,7 +427,7 @@ def unfused_attention_forward(sh: Shard) -> list[Op]:
     md, t, T = sh.model, sh.tp, sh.tokens
     scores, q = _scores(sh), md.q_dim / t
     rows = T * md.heads / t  # the batched GEMMs' output rows, every head's stacked
-    qkv_bytes = T * (q + 2 * md.kv_dim / t) * BF16_BYTES
+    qkv_bytes = T * (q + 2 * kv_width(md, t) / t) * BF16_BYTES
     flops, context_bytes = 2 * T * sh.seq_len * q, scores * BF16_BYTES + 2 * T * q * BF16_BYTES
     return [
         Op("attention.scores", "gemm", flops, qkv_bytes + scores * BF16_BYTES, m=rows, n=sh.seq_len, k=md.head_dim),
