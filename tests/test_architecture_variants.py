@@ -205,3 +205,59 @@ def test_dense_feature_combinations_are_refused(shapes: dict[str, object], field
     with pytest.raises(FieldError) as caught:
         replaced(ZOO["llama3.1-8b"], **shapes)
     assert caught.value.field == field
+
+
+def test_deepseek_v32_counts_the_indexer_of_each_layer() -> None:
+    """transformers 5.25 DeepseekV32Config and DeepseekV32Indexer (modeling_deepseek_v32.py L171-174): wq_b
+    (1536 x 64 x 128), wk (7168 x 128), weights_proj (7168 x 64) and the key's LayerNorm (128, with bias) on each of
+    the 61 layers, over DeepSeek-V3's 671,026,404,352 main parameters (its model card; tests/test_moe_models.py)."""
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 7168 * 64 + 2 * 128
+    v32, v3 = ZOO["deepseek-v3.2"], ZOO["deepseek-v3"]
+    assert v32.main_params == 671_026_404_352 + 61 * indexer == 671_877_929_216
+    assert v32.active_params - v3.active_params == 61 * indexer
+
+
+def test_sparse_attention_flops_against_the_closed_form() -> None:
+    """Per token and layer: attention over min(position, k) keys, k - k^2 / 2s on average (s >= k), at MLA's
+    2 x (q + v) widths; the indexer's scores over every causal key, 2 x heads x dim x s / 2; three times both for
+    forward and backward, and 6 x the indexer's weights (Megatron-Bridge flop_utils' convention for the rest)."""
+    v32, v3 = ZOO["deepseek-v3.2"], ZOO["deepseek-v3"]
+    s, k = 4096, 2048
+    layers = v32.layers + v32.mtp_layers
+    keys = k - k * k / (2 * s)
+    attention = 3 * layers * (2 * keys * v32.attention_widths + 2 * 64 * 128 * s / 2)
+    indexer = (1536 * 64 * 128 + 7168 * 128 + 7168 * 64) * layers
+    dense_attention = 3 * layers * s * v3.attention_widths
+    expected = v3.model_flops_per_token(s) - dense_attention + 6 * indexer + attention
+    assert v32.model_flops_per_token(s) == pytest.approx(expected, rel=1e-12)
+    assert v32.sparse_keys(1024) == 1024 / 2  # shorter than k: every causal key
+
+
+def test_sparse_attention_ops_on_one_rank() -> None:
+    """The indexer runs on all T tokens of every TP rank (dsa.py L557-559 gathers its inputs); the attention kernel
+    sees sparse_keys keys per query on heads / tp heads."""
+    v32 = ZOO["deepseek-v3.2"]
+    T, t = 4096, 2
+    sh = Shard(v32, BF16, t, 1, 1, T)
+    ops = {op.name: op for op in layer_forward(sh, BF16)}
+    assert ops["indexer.scores"].flops == 2 * T * (T / 2) * 64 * 128
+    assert ops["index_q.fprop"].flops == 2 * T * 1536 * 64 * 128
+    assert ops["attention"].flops == pytest.approx(2 * T * v32.sparse_keys(T) * v32.attention_widths / t)
+    assert memory.indexer_bytes_per_token(v32) == (64 * 128 + 128 + 64) * BF16_BYTES
+    backward = {op.name: op for op in layer_backward(sh, BF16)}
+    assert backward["indexer.scores.bwd"].flops == 2 * ops["indexer.scores"].flops
+    assert "index_q.dgrad" not in backward  # its inputs are detached
+
+
+def test_sparse_attention_is_refused_where_it_is_not_priced() -> None:
+    v32 = ZOO["deepseek-v3.2"]
+    layout = Layout(tp=1, pp=1, cp=2, dp=4, vp=1, ep=8, mbs=1, gbs=64, seq_len=4096, recompute="none", zero=1)
+    assert "CP 2 is not priced with sparse attention (the model's index_topk 2048)" in violations(layout, v32, 8)
+    for shapes, field in (
+        ({"attention": "gqa"}, "index_topk"),
+        ({"index_heads": 0}, "index_heads"),
+        ({"sliding_window": 128, "sliding_layers": 2}, "index_topk"),
+    ):
+        with pytest.raises(FieldError) as caught:
+            replaced(v32, **shapes)
+        assert caught.value.field == field

@@ -122,6 +122,13 @@ class ModelSpec:
     """Token dropping pads every expert's input up to its capacity (Megatron's moe_pad_expert_input_to_capacity, on
     in Megatron-Bridge's apply_moe_token_drop): the experts and the all-to-all move capacity_factor x the balanced
     load whatever the routing."""
+    index_topk: int = bounded(0, ge=0, le=10_000_000)
+    """DeepSeek Sparse Attention (DSA, DeepSeek-V3.2; MLA only): each query attends the `index_topk` keys a
+    lightning indexer picks among all its causal keys (0: dense attention)."""
+    index_heads: int = bounded(0, ge=0, le=10_000)
+    """DSA: the indexer's heads (its query projection from the MLA query latent, one shared key head)."""
+    index_head_dim: int = bounded(0, ge=0, le=10_000)
+    """DSA: the width of each indexer head."""
 
     def __post_init__(self) -> None:
         """The shapes agree; when they do not, a FieldError (a ValueError, which pydantic reports as a model's own
@@ -157,7 +164,17 @@ class ModelSpec:
         self._check_blocks()
 
     def _check_blocks(self) -> None:
-        """Block shapes the physics prices: a parallel block without experts, one norm only in a parallel block."""
+        """Block shapes the physics prices: a parallel block without experts, one norm only in a parallel block, the
+        DSA indexer on MLA's query latent and not beside sliding windows."""
+        if self.index_topk and not (self.attention == "mla" and self.q_lora_rank):
+            raise FieldError("index_topk", "sparse attention (index_topk) needs attention 'mla' with q_lora_rank > 0")
+        if bool(self.index_topk) != bool(self.index_heads and self.index_head_dim):
+            raise FieldError(
+                "index_heads" if self.index_topk else "index_topk",
+                "index_topk, index_heads and index_head_dim go together (all above 0, or all 0)",
+            )
+        if self.index_topk and self.sliding_layers:
+            raise FieldError("index_topk", "sparse attention (index_topk) is not priced beside sliding_window layers")
         if self.parallel_block and self.is_moe:
             raise FieldError("parallel_block", "parallel_block is priced for dense models only (experts must be 0)")
         if self.layer_norms != 2 and self.is_moe:
@@ -259,9 +276,28 @@ class ModelSpec:
         return sum(k * n for k, n in self.attention_linear_shapes.values())
 
     @property
+    def indexer_linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """The DSA indexer's linear layers (transformers 5.25 DeepseekV32Indexer, modeling_deepseek_v32.py L171-174):
+        its queries from MLA's query latent, one shared key and the per-head weights from the layer input."""
+        if not self.index_topk:
+            return {}
+        width = self.index_heads * self.index_head_dim
+        return {
+            "index_q": (self.q_lora_rank, width),
+            "index_k": (self.hidden, self.index_head_dim),
+            "index_weights": (self.hidden, self.index_heads),
+        }
+
+    @property
+    def indexer_params(self) -> int:
+        """The indexer's weights and its key's LayerNorm (weight and bias)."""
+        linear = sum(k * n for k, n in self.indexer_linear_shapes.values())
+        return linear + (2 * self.index_head_dim if self.index_topk else 0)
+
+    @property
     def attention_params_per_layer(self) -> int:
-        if self.attention == "mla":  # the latent norms of the compressed Q and KV
-            return self.attention_linear_params + self.q_lora_rank + self.kv_lora_rank
+        if self.attention == "mla":  # the latent norms of the compressed Q and KV, and any DSA indexer
+            return self.attention_linear_params + self.q_lora_rank + self.kv_lora_rank + self.indexer_params
         biases = (self.q_dim + 2 * self.kv_dim) + self.hidden if self.bias else 0
         norms = 2 * self.head_dim if self.qk_norm else 0
         return self.attention_linear_params + biases + norms + (self.heads if self.attention_sinks else 0)
@@ -363,7 +399,8 @@ class ModelSpec:
         """Parameters that take part in GEMMs per token: every linear layer a token goes through (for MoE layers the
         router and the active experts) plus the LM head (not the lookup); MTP modules add their layer, their
         projection and one more pass through the LM head."""
-        attention, dense_mlp = self.attention_linear_params, self.hidden * (self.mlp_in_width + self.ffn)
+        indexer = sum(k * n for k, n in self.indexer_linear_shapes.values())
+        attention, dense_mlp = self.attention_linear_params + indexer, self.hidden * (self.mlp_in_width + self.ffn)
         layers = self.dense_layer_count * (attention + dense_mlp) + self.moe_layers * (
             attention + self.moe_active_linear_params
         )
@@ -382,6 +419,12 @@ class ModelSpec:
         """Keys a query of a sliding-window layer attends on average: W - W^2 / 2s (s/2 when the window is s)."""
         window = min(self.sliding_window, seq_len)
         return window - window * window / (2 * seq_len)
+
+    def sparse_keys(self, seq_len: int) -> float:
+        """Keys a DSA query attends on average: min(position, index_topk), k - k^2 / 2s (`mean_keys` with a window of
+        k: a causal query before position k has fewer keys than k to pick)."""
+        k = min(self.index_topk, seq_len)
+        return k - k * k / (2 * seq_len)
 
     def model_flops_per_token(
         self, seq_len: int, packed: Packing | None = None, lora_rank: int = 0, lora_modules: str = "attention"
@@ -405,6 +448,11 @@ class ModelSpec:
         if self.sliding_layers:
             keys = self.mean_keys(seq_len) if packed is None else packed.window_keys(self.sliding_window)
             attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
+        if self.index_topk:  # DSA: attention over the picked keys, the indexer's scores over every causal key
+            causal = seq_len / 2 if packed is None else packed.keys
+            keys = self.sparse_keys(seq_len) if packed is None else min(packed.keys, self.sparse_keys(seq_len))
+            scores = 2 * self.index_heads * self.index_head_dim * causal
+            attention = 3 * full_layers * (2 * keys * self.attention_widths + scores)
         if not lora_rank:
             return 6 * self.matmul_params + attention
         adapters = self.layers * self.lora_params_per_layer(lora_rank, lora_modules)
@@ -462,6 +510,15 @@ MOE_MODELS = (
         "deepseek-v3", "DeepSeek-V3 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
         vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
         mtp_layers=1, expert_groups=8, group_top_k=4, **_MLA,
+    ),
+    # DeepSeek-V3.2: transformers 5.25 DeepseekV32Config (configuration_deepseek_v32.py L83-121: DeepSeek-V3's shapes
+    # and routing, and DSA: an indexer of 64 heads of 128 picking 2048 keys per query). The config leaves the MTP
+    # modules out; one, as DeepSeek-V3 whose checkpoint V3.2 continues training, is an assumption. The recipe's
+    # dispatcher is DeepSeek-V3's (Megatron-Bridge 0.3.1 has no V3.2 recipe).
+    _moe(
+        "deepseek-v3.2", "DeepSeek-V3.2 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
+        vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
+        mtp_layers=1, expert_groups=8, group_top_k=4, index_topk=2048, index_heads=64, index_head_dim=128, **_MLA,
     ),
     # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense,
     # one routing group; its recipe keeps the provider's 'alltoall' dispatcher).
@@ -563,9 +620,9 @@ ARCHITECTURE_MODELS = (
     ),
 )  # fmt: skip
 """Models of issue 32's architecture features (squared-ReLU MLPs, pre- and post-norms) with their published
-configs. StarCoder2 15B, Llama 4 and DeepSeek-V3.2 are left out: StarCoder2 15B's shapes are in no reachable source
-(transformers' Starcoder2Config defaults are the 3B's), Llama 4 needs MoE layer interleaving and chunked attention,
-DeepSeek-V3.2 the DSA indexer, none of which is priced yet."""
+configs (DeepSeek-V3.2's sparse attention is among MOE_MODELS). StarCoder2 15B and Llama 4 are left out: StarCoder2
+15B's shapes are in no reachable source (transformers' Starcoder2Config defaults are the 3B's), Llama 4 needs MoE
+layer interleaving and chunked attention, which are not priced yet."""
 
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
 # the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.

@@ -127,6 +127,14 @@ def replicated_kv_bytes_per_token(model: ModelSpec, tp: Number) -> Number:
     return 2 * (kv_width(model, tp) - model.kv_dim) * BF16_BYTES
 
 
+def indexer_bytes_per_token(model: ModelSpec) -> float:
+    """What a DSA indexer keeps per token for its backward on every TP rank (it runs on all tokens: workload
+    .indexer_forward): its queries, its key and its head weights, in BF16 (a fused kernel recomputes the scores)."""
+    if not model.index_topk:
+        return 0.0
+    return (model.index_heads * model.index_head_dim + model.index_head_dim + model.index_heads) * BF16_BYTES
+
+
 def activations(
     model: ModelSpec,
     recipe: Recipe,
@@ -147,7 +155,8 @@ def activations(
 
     def per_token(mode: str) -> Number:
         kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len, adapters, lora_rank)
-        kept = kept + (replicated_kv_bytes_per_token(model, tp) if mode != "full" else 0.0)
+        if mode != "full":  # the replicated KV heads (tp shares) and the indexer (whole on every TP rank)
+            kept = kept + replicated_kv_bytes_per_token(model, tp) + tp * indexer_bytes_per_token(model)
         return (kept + (tp - 1) * replicated_bytes_per_token(model, recipe, mode)) * tokens / tp
 
     held = per_token(recompute) * layers_in_flight

@@ -23,7 +23,7 @@ from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.memory import FRAGMENTATION, replicated_kv_bytes_per_token
+from perfmodel.physics.memory import FRAGMENTATION, indexer_bytes_per_token, replicated_kv_bytes_per_token
 from perfmodel.physics.workload import (
     FP32_BYTES,
     Op,
@@ -358,6 +358,7 @@ def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_fligh
 
     def mean_layer(mode: str) -> Number:
         attention = (_attention_saved_per_token(md, recipe, mode) + replicated_kv_bytes_per_token(md, sh.tp)) * per_rank
+        attention = attention + indexer_bytes_per_token(md) * sh.tokens  # whole on every TP rank
         dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
         return attention + (1 - share) * dense + share * _block_saved(sh, recipe, mode)
 

@@ -166,6 +166,11 @@ RULES: tuple[Rule, ...] = (
         ("cp", "tp"),
     ),
     Rule(
+        lambda v, md, n: (v.cp == 1) | (md.index_topk == 0),
+        lambda v, md, n: f"CP {v.cp} is not priced with sparse attention (the model's index_topk {md.index_topk})",
+        ("cp",),
+    ),
+    Rule(
         lambda v, md, n: v.pp * v.vp <= md.layers + UNEVEN_EXTRA_UNITS,
         lambda v, md, n: (
             f"PP {v.pp} x VP {v.vp} = {v.pp * v.vp} stages exceed the {md.layers} layers "

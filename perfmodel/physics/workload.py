@@ -245,8 +245,58 @@ def _rope_elements(sh: Shard) -> Number:
     return sh.tokens * (md.q_dim + kv_width(md, sh.tp)) / sh.tp
 
 
+def _causal_keys(sh: Shard) -> Number:
+    """Keys a query sees on average under the causal (and any document) mask."""
+    return sh.seq_len / 2 if sh.packing is None else sh.packing.keys
+
+
+def _sparse_keys(sh: Shard) -> Number:
+    """Keys a DSA query attends on average (ModelSpec.sparse_keys), no more than its document holds."""
+    keys = sh.model.sparse_keys(sh.seq_len)
+    return keys if sh.packing is None else min(keys, sh.packing.keys)
+
+
+def indexer_forward(sh: Shard) -> list[Op]:
+    """DeepSeek Sparse Attention's lightning indexer on one rank (none without it). Megatron-Core gathers its inputs
+    from the sequence-parallel region (megatron-core 0.16.1 transformer/experimental_attention_variant/dsa.py
+    L557-559), so every TP rank runs it on all T tokens: its three projections, its scores (index_heads queries of
+    index_head_dim per token against the one key head of every causal key, ReLU'd and summed over the heads by the
+    weights), the top-k over the FP32 logits (written, then read), and the KL loss's target, the main attention's
+    scores over the picked keys (dsa.py L796-820; detached, forward only).
+
+    Priced as fused kernels (DeepSeek's fp8_index and sparse FlashMLA), not as Megatron-Core 0.16.1's experimental
+    reference, which materialises every head's s x s scores in FP32 (dsa.py L474-516, L638-688): a Megatron-Core
+    run of that release is slower than this."""
+    md, T = sh.model, sh.tokens
+    if not md.index_topk:
+        return []
+    causal, heads_d = _causal_keys(sh), md.index_heads * md.index_head_dim
+    ops = [_gemm(f"{name}.fprop", T, n, k, "bf16", BF16_BYTES) for name, (k, n) in md.indexer_linear_shapes.items()]
+    scores_io = (T * heads_d + T * md.index_head_dim) * BF16_BYTES + T * sh.seq_len * FP32_BYTES
+    kl_rows, qk = T * md.heads / sh.tp, md.qk_nope_dim + md.qk_rope_dim
+    return [
+        *ops,
+        Op("indexer.scores", "gemm", 2 * T * causal * heads_d, scores_io, m=T * md.index_heads, n=causal,
+           k=md.index_head_dim),
+        _mem("indexer.topk", T * sh.seq_len, FP32_BYTES),
+        Op("indexer.kl", "gemm", 2 * kl_rows * _sparse_keys(sh) * qk, kl_rows * (qk + _sparse_keys(sh)) * BF16_BYTES,
+           m=kl_rows, n=_sparse_keys(sh), k=qk),
+    ]  # fmt: skip
+
+
+def indexer_backward(sh: Shard) -> list[Op]:
+    """The indexer's backward, from the KL loss alone (its inputs are detached: dsa.py L762-763): the scores' two
+    gradients (queries and keys), then its projections' weight gradients; no input gradient reaches the layer."""
+    md, T = sh.model, sh.tokens
+    if not md.index_topk:
+        return []
+    scores = next(op for op in indexer_forward(sh) if op.name == "indexer.scores")
+    wgrads = [_gemm(f"{name}.wgrad", k, n, T, "bf16", BF16_BYTES) for name, (k, n) in md.indexer_linear_shapes.items()]
+    return [scores._replace(name="indexer.scores.bwd", flops=2 * scores.flops, bytes=2 * scores.bytes), *wgrads]
+
+
 def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    """Norm, projections, rotary embedding, attention and residual of one layer."""
+    """Norm, projections, rotary embedding, any DSA indexer, attention and residual of one layer."""
     T, h = sh.tokens, sh.model.hidden
     *projections, proj = (_linear_forward(sh, recipe, *shape) for shape in attention_shapes(sh))
     latent = sh.model.q_lora_rank + sh.model.kv_lora_rank
@@ -256,6 +306,7 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         *(op for ops in projections for op in ops),
         *latent_norms,
         _rope(sh, backward=False),
+        *indexer_forward(sh),
         *attention_forward(sh),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
@@ -345,7 +396,7 @@ def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) 
 def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     T, h = sh.tokens, sh.model.hidden
     proj, *projections = reversed(attention_shapes(sh))
-    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh)]
+    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh), *indexer_backward(sh)]
     for shape in projections:
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
@@ -402,6 +453,8 @@ def attention_forward(sh: Shard) -> list[Op]:
         return unfused_attention_forward(sh)
     keys, length = (sh.seq_len / 2, sh.seq_len) if packed is None else (packed.keys, packed.length)
     split = 1 if sh.recipe.cp_comm == "a2a" else sh.cp  # Ulysses: whole sequences on heads / cp heads
+    if md.index_topk:  # DSA: each query against its picked keys (CP refused: parallel.py)
+        return [_attention_op(sh, "attention", _sparse_keys(sh), 1.0, min(md.index_topk, sh.seq_len))]
     if not md.sliding_layers:
         return [_attention_op(sh, "attention", keys, 1.0, length / split, steps=True)]
     window_share = md.sliding_layers / md.layers
