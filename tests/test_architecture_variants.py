@@ -261,3 +261,44 @@ def test_sparse_attention_is_refused_where_it_is_not_priced() -> None:
         with pytest.raises(FieldError) as caught:
             replaced(v32, **shapes)
         assert caught.value.field == field
+
+
+def test_llama4_counts_from_megatron_bridge_providers() -> None:
+    """Megatron-Bridge 0.3.1 Llama4Experts16ModelProvider / Llama4Experts128ModelProvider (llama_provider.py
+    L323-383). Per MoE layer: Q and O of 5120 x 5120, K and V of 5120 x 1024, a router of E x 5120, E routed and one
+    shared SwiGLU expert of 3 x 5120 x 8192, two RMSNorms; Maverick's other 24 layers a dense SwiGLU of 16384;
+    untied 202048-row embedding and head. Meta's model cards give 17B active for both and 400B total for Maverick
+    (Scout's 109B total is not reached by its language model's 107.77B: not confirmed from a reachable source)."""
+    attention, expert, norms, embeddings = (
+        2 * 5120 * 5120 + 2 * 5120 * 1024,
+        3 * 5120 * 8192,
+        2 * 5120,
+        2 * 202048 * 5120,
+    )
+    scout, maverick = ZOO["llama4-scout"], ZOO["llama4-maverick"]
+    assert scout.params == 48 * (attention + 16 * 5120 + 17 * expert + norms) + embeddings + 5120 == 107_769_861_120
+    moe_layer = attention + 128 * 5120 + 129 * expert + norms
+    dense_layer = attention + 3 * 5120 * 16384 + norms
+    assert maverick.params == 24 * (moe_layer + dense_layer) + embeddings + 5120 == 400_711_848_960
+    assert (maverick.moe_layers, maverick.dense_layer_count) == (24, 24)
+    assert (
+        round(maverick.params / 1e9) == 401
+        and round(scout.active_params / 1e9) == round(maverick.active_params / 1e9) == 17
+    )
+
+
+def test_interleaved_moe_layers_are_priced_by_their_share() -> None:
+    """Maverick's mean layer is half a dense MLP and half a MoE block: its TP blocks per layer (attention, then the
+    dense MLP or the shared expert: two either way) and its model FLOPs (6 x the active matmul weights)."""
+    maverick = ZOO["llama4-maverick"]
+    assert moe.tp_blocks_per_layer(maverick) == 2.0
+    attention = 2 * 5120 * 5120 + 2 * 5120 * 1024
+    matmul = 24 * (attention + 128 * 5120 + 2 * 3 * 5120 * 8192) + 24 * (attention + 3 * 5120 * 16384)
+    s = 8192
+    assert maverick.model_flops_per_token(s) == 6 * (matmul + 202048 * 5120) + 3 * 48 * s * maverick.attention_widths
+    with pytest.raises(FieldError) as caught:
+        replaced(maverick, moe_layer_interval=49)
+    assert caught.value.field == "moe_layer_interval"
+    with pytest.raises(FieldError) as caught:
+        replaced(ZOO["llama3.1-8b"], moe_layer_interval=2)
+    assert caught.value.field == "moe_layer_interval"

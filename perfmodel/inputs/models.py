@@ -129,6 +129,9 @@ class ModelSpec:
     """DSA: the indexer's heads (its query projection from the MLA query latent, one shared key head)."""
     index_head_dim: int = bounded(0, ge=0, le=10_000)
     """DSA: the width of each indexer head."""
+    moe_layer_interval: int = bounded(1, ge=1, le=1_000)
+    """MoE models: of the layers after `dense_layers`, every this-many-th has experts and the others a dense MLP of
+    width `ffn` (Megatron's moe_layer_freq; Llama 4 Maverick's [0, 1] * 24 is 2; 1: every one)."""
 
     def __post_init__(self) -> None:
         """The shapes agree; when they do not, a FieldError (a ValueError, which pydantic reports as a model's own
@@ -146,8 +149,9 @@ class ModelSpec:
             self._check_experts()
         else:
             given = [n for n in MOE_ONLY if getattr(self, n)]
-            if given:
-                raise FieldError(given[0], f"{given[0]} needs experts > 0 (a dense model has no {given[0]})")
+            if given or self.moe_layer_interval != 1:
+                name = given[0] if given else "moe_layer_interval"
+                raise FieldError(name, f"{name} needs experts > 0 (a dense model has no {name})")
         if self.expert_groups and not 0 < self.group_top_k <= self.expert_groups:
             raise FieldError(
                 "group_top_k",
@@ -193,6 +197,12 @@ class ModelSpec:
                 "dense_layers",
                 f"dense_layers ({self.dense_layers}) must be below layers ({self.layers}): MoE layers left",
             )
+        if not self.moe_layers:
+            raise FieldError(
+                "moe_layer_interval",
+                f"moe_layer_interval ({self.moe_layer_interval}) leaves no MoE layer in the"
+                f" {self.layers - self.dense_layers} layers after the dense ones",
+            )
         if self.expert_groups and self.experts % self.expert_groups:
             raise FieldError(
                 "expert_groups", f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})"
@@ -228,7 +238,7 @@ class ModelSpec:
 
     @property
     def moe_layers(self) -> int:
-        return self.layers - self.dense_layers if self.is_moe else 0
+        return (self.layers - self.dense_layers) // self.moe_layer_interval if self.is_moe else 0
 
     @property
     def dense_layer_count(self) -> int:
@@ -520,6 +530,21 @@ MOE_MODELS = (
         vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
         mtp_layers=1, expert_groups=8, group_top_k=4, index_topk=2048, index_heads=64, index_head_dim=128, **_MLA,
     ),
+    # Llama 4: Megatron-Bridge 0.3.1 Llama4Experts16ModelProvider (Scout) / Llama4Experts128ModelProvider (Maverick)
+    # over Llama4ModelProvider (llama_provider.py L323-383: 48 layers, 5120 wide, 40 heads, 8 query groups, dense
+    # FFN 16384, experts of 8192 top-1 and a shared one of 8192, 'alltoall' dispatcher, untied vocab 202048;
+    # Maverick's moe_layer_freq [0, 1] * 24: every other layer MoE) and transformers 5.25 Llama4TextConfig
+    # (head_dim 128; the QK norm is an L2 norm without weights). Chunked attention (8192-token chunks in three of
+    # four layers) is priced as full causal attention: the same below 8192 tokens, more work above.
+    _moe(
+        "llama4-scout", "Llama 4 Scout 17B-16E", layers=48, hidden=5120, ffn=16384, heads=40, kv_heads=8,
+        vocab=202048, experts=16, top_k=1, shared_experts=1, moe_ffn=8192, dispatcher="alltoall",
+    ),
+    _moe(
+        "llama4-maverick", "Llama 4 Maverick 17B-128E", layers=48, hidden=5120, ffn=16384, heads=40, kv_heads=8,
+        vocab=202048, experts=128, top_k=1, shared_experts=1, moe_ffn=8192, moe_layer_interval=2,
+        dispatcher="alltoall",
+    ),
     # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense,
     # one routing group; its recipe keeps the provider's 'alltoall' dispatcher).
     _moe(
@@ -620,9 +645,8 @@ ARCHITECTURE_MODELS = (
     ),
 )  # fmt: skip
 """Models of issue 32's architecture features (squared-ReLU MLPs, pre- and post-norms) with their published
-configs (DeepSeek-V3.2's sparse attention is among MOE_MODELS). StarCoder2 15B and Llama 4 are left out: StarCoder2
-15B's shapes are in no reachable source (transformers' Starcoder2Config defaults are the 3B's), Llama 4 needs MoE
-layer interleaving and chunked attention, which are not priced yet."""
+configs (DeepSeek-V3.2's sparse attention and Llama 4's interleaved MoE layers are among MOE_MODELS). StarCoder2 15B
+is left out: its shapes are in no reachable source (transformers' Starcoder2Config defaults are the 3B's)."""
 
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
 # the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.

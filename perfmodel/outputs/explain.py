@@ -243,7 +243,7 @@ def _phases(ctx: Context, trace: dict[str, Any], recompute: str) -> list[tuple[s
         ("MoE backward", moe.moe_block_backward(sh, rec) + attention_block_backward(sh, rec, ctx.frozen_base)),
         ("MoE recompute", redone.get(recompute, [])),
     ]
-    return moe_phases + ([(f"dense {name}", ops) for name, ops in dense] if ctx.model.dense_layers else [])
+    return moe_phases + ([(f"dense {name}", ops) for name, ops in dense] if ctx.model.dense_layer_count else [])
 
 
 def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[list[OpRow], dict[str, Any]]:

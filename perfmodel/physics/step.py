@@ -298,7 +298,7 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
         ctx, attention_block_forward(sh, recipe), attention_block_backward(sh, recipe, ctx.frozen_base)
     )
     block = _times_of(ctx, moe.moe_block_forward(sh, recipe), moe.moe_block_backward(sh, recipe))
-    if md.dense_layers:
+    if md.dense_layer_count:
         share = md.moe_layers / md.layers
         mlp = _times_of(ctx, mlp_block_forward(sh, recipe), mlp_block_backward(sh, recipe, ctx.frozen_base))
         mean = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
