@@ -524,9 +524,22 @@ def _tensor_parallel(
     layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
     if ctx.recipe.per_op_sac:
         layer = layer + selective * blocks * gather_in
+    comm = _Comm(forward, layer, blocks * (gather_in + scatter))
+    if not _may_exceed(sh.tp, ctx.model.kv_heads):
+        return comm, gather + scatter
     regroup_forward = kv_regroup(ctx.model, sh.tokens, sh.tp, links)
     regroup = 2 * regroup_forward + recomputed(full_share, regroup_forward)
-    return _Comm(forward, layer, blocks * (gather_in + scatter), regroup, regroup_forward), gather + scatter
+    return comm._replace(regroup=regroup, regroup_forward=regroup_forward), gather + scatter
+
+
+def _may_exceed(tp: Number, kv_heads: int) -> bool:
+    """Whether some TP size of these layouts (a number, an array, or a symbol or traced value: unknown) exceeds the
+    KV heads: the search's spaces of models whose KV heads no TP candidate exceeds skip the regrouping's arrays."""
+    if isinstance(tp, float | int):
+        return tp > kv_heads
+    import numpy as np
+
+    return bool(tp.max() > kv_heads) if isinstance(tp, np.ndarray) else True
 
 
 def kv_regroup(md: ModelSpec, tokens: Number, tp: Number, links: GroupLinks) -> Number:
