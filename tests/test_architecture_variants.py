@@ -4,7 +4,10 @@ them (exact parameter counts from the cited configs), and the feature combinatio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from conftest import run_cli
 
 from perfmodel.errors import FieldError
 from perfmodel.inputs.hardware import resolve
@@ -41,6 +44,19 @@ def test_tp_may_be_a_multiple_of_the_kv_heads_but_not_neither() -> None:
         "TP 8 must divide the 12 KV heads (query groups) or be a multiple of them (Megatron-Core then replicates "
         "each KV head over TP / 12 ranks)"
     ]
+
+
+def test_multi_query_attention_at_tp_4_is_predicted_and_explained(tmp_path: Path) -> None:
+    """Issue 32's example, refused before ("TP 4 must divide the 1 KV heads"): one KV head at TP 4 is priced, and
+    explain names the regrouping."""
+    model = tmp_path / "mqa.toml"
+    model.write_text("base = 'llama3.1-8b'\nkv_heads = 1\n", encoding="utf-8")
+    flags = ("--model", str(model), "--gpu", "h100-sxm", "--gpus", "8", "--tp", "4", "--pp", "1", "--cp", "1")
+    flags += ("--vp", "1", "--mbs", "1", "--gbs", "64", "--recompute", "none", "--zero", "1")
+    predicted = run_cli("predict", *flags)
+    assert predicted.code == 0 and "Layout: TP4 PP1" in predicted.out
+    explained = run_cli("explain", *flags)
+    assert explained.code == 0 and "c_TP_kv" in explained.out and "TP 4 exceeds the 1 KV heads" in explained.out
 
 
 def test_replicated_kv_heads_cost_attention_io_and_memory_not_gemm_flops() -> None:
