@@ -539,7 +539,7 @@ def _may_exceed(tp: Number, kv_heads: int) -> bool:
         return tp > kv_heads
     import numpy as np
 
-    return bool(tp.max() > kv_heads) if isinstance(tp, np.ndarray) else True
+    return bool((tp > kv_heads).any()) if isinstance(tp, np.ndarray) else True  # none for an empty array
 
 
 def kv_regroup(md: ModelSpec, tokens: Number, tp: Number, links: GroupLinks) -> Number:
