@@ -20,6 +20,7 @@ CASES = {
     "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": ("llama3.1-405b", "h100-sxm", 512, "fp8", 1152, 32000),
     "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": ("llama3.1-405b", "gb200", 512, "fp8", 896, 32000),
     "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": ("llama3.1-8b", "h100-sxm", 8, "bf16", 1024, None),
+    "Falcon-180B (parallel block), 256 H100, BF16, GBS 2048": ("falcon-180b", "h100-sxm", 256, "bf16", 2048, None),
     "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": (
         "deepseek-v3", "gb300", 256, "mxfp8", 4096, None,
     ),

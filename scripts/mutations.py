@@ -139,7 +139,7 @@ MUTATIONS = (
     Mutation(
         "SwiGLU gate GEMM dropped",
         "perfmodel/inputs/models.py",
-        'return 2 * self.ffn if self.mlp == "swiglu" else self.ffn',
+        "return 2 * self.ffn if self.gated_mlp else self.ffn",
         "return self.ffn",
     ),
     Mutation(

@@ -194,7 +194,8 @@ CASES: list[Case] = [
     Case("rule-model-parallel-divides-gpus", layout(tp=3, gpus=8), "TP 3 x PP 1 x CP 1 = 3 does not divide the 8 GPUs"),
     Case("rule-product-equals-gpus", layout(dp=3), "TP x PP x CP x DP = 3 must equal the 8 GPUs"),
     Case("rule-heads", layout(tp=3, gpus=3, gbs=3), "TP 3 must divide the 32 attention heads"),
-    Case("rule-kv-heads", layout(tp=16, gpus=16), "TP 16 must divide the 8 KV heads (query groups)"),
+    Case("rule-kv-heads", (*layout(tp=8, model=None), S), "TP 8 must divide the 12 KV heads (query groups) or be a "
+         "multiple of them", toml("[model]\nbase = 'llama3.1-8b'\nheads = 48\nkv_heads = 12\nhead_size = 128\n")),
     Case("rule-ffn", (*layout(tp=2, model=None), S), "TP 2 must divide the FFN width 14335",
          toml("[model]\nbase = 'llama3.1-8b'\nffn = 14335\n")),
     Case("rule-sequence", layout(tp=4, seq_len=8190), "TP 4 must divide the sequence length 8190"),

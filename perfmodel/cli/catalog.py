@@ -169,7 +169,7 @@ def models_list(fmt: str) -> None:
     )
     experts = [
         [m.id, f"{m.main_params:,}", f"{m.active_params:,}", m.experts, m.top_k, m.shared_experts, m.moe_ffn,
-         m.dense_layers, m.mtp_layers, m.attention, m.dispatcher]
+         m.dense_layers, m.mtp_layers, f"{m.attention}+dsa" if m.index_topk else m.attention, m.dispatcher]
         for m in ZOO.values()
         if m.is_moe
     ]  # fmt: skip

@@ -17,6 +17,13 @@ MAX_LAYERS = 1_000
 a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper is refused."""
 
 
+MOE_ONLY = (
+    "top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k", "capacity_factor",
+    "pad_to_capacity",
+)  # fmt: skip
+"""ModelSpec fields a dense model must leave at 0."""
+
+
 @record
 class ModelSpec:
     """Shapes of a decoder-only transformer. Counts follow the Hugging Face checkpoints exactly."""
@@ -39,8 +46,9 @@ class ModelSpec:
     """Vocabulary size."""
     tied_embeddings: bool = False
     """Whether the LM head shares the input embedding's weights."""
-    mlp: Literal["swiglu", "gelu", "squared_relu"] = "swiglu"
-    """The MLP: swiglu (three matrices), gelu or squared_relu (two)."""
+    mlp: Literal["swiglu", "geglu", "gelu", "squared_relu"] = "swiglu"
+    """The MLP: gated, three matrices (swiglu; geglu, Gemma's gated GELU), or plain, two (gelu; squared_relu,
+    Nemotron-4's relu(x)^2)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     """The normalisation layers."""
     bias: bool = False
@@ -121,6 +129,29 @@ class ModelSpec:
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
+    parallel_block: bool = False
+    """Attention and MLP side by side on the same input, their outputs added to one residual (GPT-J, PaLM, Falcon):
+    one TP all-gather in and one reduce-scatter out per layer instead of two of each. Dense models only."""
+    layer_norms: int = bounded(2, ge=1, le=4)
+    """Normalisation layers per transformer layer: 2 (pre-norm attention and MLP; Falcon-40B/180B's ln_attn and
+    ln_mlp), 1 (a parallel block's shared input norm: GPT-J, PaLM) or 4 (Gemma 2/3's pre- and post-norms)."""
+    capacity_factor: float = bounded(0.0, ge=0.0, le=1_000.0)
+    """MoE token dropping (Megatron's moe_expert_capacity_factor): an expert takes at most this many times its
+    balanced share of the token copies and drops the rest (0: dropless)."""
+    pad_to_capacity: bool = False
+    """Token dropping pads every expert's input up to its capacity (Megatron's moe_pad_expert_input_to_capacity, on
+    in Megatron-Bridge's apply_moe_token_drop): the experts and the all-to-all move capacity_factor x the balanced
+    load whatever the routing."""
+    index_topk: int = bounded(0, ge=0, le=10_000_000)
+    """DeepSeek Sparse Attention (DSA, DeepSeek-V3.2; MLA only): each query attends the `index_topk` keys a
+    lightning indexer picks among all its causal keys (0: dense attention)."""
+    index_heads: int = bounded(0, ge=0, le=10_000)
+    """DSA: the indexer's heads (its query projection from the MLA query latent, one shared key head)."""
+    index_head_dim: int = bounded(0, ge=0, le=10_000)
+    """DSA: the width of each indexer head."""
+    moe_layer_interval: int = bounded(1, ge=1, le=1_000)
+    """MoE models: of the layers after `dense_layers`, every this-many-th has experts and the others a dense MLP of
+    width `ffn` (Megatron's moe_layer_freq; Llama 4 Maverick's [0, 1] * 24 is 2; 1: every one)."""
 
     def __post_init__(self) -> None:
         """The shapes agree; when they do not, a FieldError (a ValueError, which pydantic reports as a model's own
@@ -139,13 +170,10 @@ class ModelSpec:
         if self.experts:
             self._check_experts()
         else:
-            given = [
-                n
-                for n in ("top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k")
-                if getattr(self, n)
-            ]
-            if given:
-                raise FieldError(given[0], f"{given[0]} needs experts > 0 (a dense model has no {given[0]})")
+            given = [n for n in MOE_ONLY if getattr(self, n)]
+            if given or self.moe_layer_interval != 1:
+                name = given[0] if given else "moe_layer_interval"
+                raise FieldError(name, f"{name} needs experts > 0 (a dense model has no {name})")
         if self.expert_groups and not 0 < self.group_top_k <= self.expert_groups:
             raise FieldError(
                 "group_top_k",
@@ -159,6 +187,26 @@ class ModelSpec:
                 f"sliding_window and sliding_layers go together, sliding_layers between 1 and the {self.layers} layers"
                 f" (got {self.sliding_window} and {self.sliding_layers})",
             )
+        self._check_blocks()
+
+    def _check_blocks(self) -> None:
+        """Block shapes the physics prices: a parallel block without experts, one norm only in a parallel block, the
+        DSA indexer on MLA's query latent and not beside sliding windows."""
+        if self.index_topk and not (self.attention == "mla" and self.q_lora_rank):
+            raise FieldError("index_topk", "sparse attention (index_topk) needs attention 'mla' with q_lora_rank > 0")
+        if bool(self.index_topk) != bool(self.index_heads and self.index_head_dim):
+            raise FieldError(
+                "index_heads" if self.index_topk else "index_topk",
+                "index_topk, index_heads and index_head_dim go together (all above 0, or all 0)",
+            )
+        if self.index_topk and self.sliding_layers:
+            raise FieldError("index_topk", "sparse attention (index_topk) is not priced beside sliding_window layers")
+        if self.parallel_block and self.is_moe:
+            raise FieldError("parallel_block", "parallel_block is priced for dense models only (experts must be 0)")
+        if self.layer_norms != 2 and self.is_moe:
+            raise FieldError("layer_norms", "layer_norms other than 2 is priced for dense models only (experts 0)")
+        if self.layer_norms == 1 and not self.parallel_block:
+            raise FieldError("layer_norms", "layer_norms 1 (one shared norm) needs parallel_block = true")
 
     def _check_hybrid(self) -> None:
         """A hybrid model's pattern and Mamba-2 shapes, each refused on its own, saying what is allowed; features the
@@ -178,8 +226,10 @@ class ModelSpec:
             )
         if bool(kinds["E"]) != bool(self.experts):
             raise FieldError("experts", f"experts ({self.experts}) must be above 0 exactly when hybrid_pattern has 'E'")
-        unpriced = ("dense_layers", "sliding_layers", "mtp_layers")
+        unpriced = ("dense_layers", "sliding_layers", "mtp_layers", "parallel_block", "index_topk", "capacity_factor")
         given = next((n for n in unpriced if getattr(self, n)), None)
+        given = given or ("moe_layer_interval" if self.moe_layer_interval != 1 else None)
+        given = given or ("layer_norms" if self.layer_norms != 2 else None)
         if given:
             raise FieldError(given, f"{given} is not priced on a hybrid_pattern model (the pattern places every layer)")
 
@@ -194,10 +244,24 @@ class ModelSpec:
                 "dense_layers",
                 f"dense_layers ({self.dense_layers}) must be below layers ({self.layers}): MoE layers left",
             )
+        if not self.moe_layers:
+            raise FieldError(
+                "moe_layer_interval",
+                f"moe_layer_interval ({self.moe_layer_interval}) leaves no MoE layer in the"
+                f" {self.layers - self.dense_layers} layers after the dense ones",
+            )
         if self.expert_groups and self.experts % self.expert_groups:
             raise FieldError(
                 "expert_groups", f"expert_groups ({self.expert_groups}) must divide experts ({self.experts})"
             )
+        if (self.capacity_factor or self.pad_to_capacity) and self.dispatcher != "alltoall":
+            raise FieldError(
+                "capacity_factor",
+                "token dropping (capacity_factor, pad_to_capacity) runs with dispatcher 'alltoall' only"
+                " (Megatron-Bridge's apply_moe_token_drop asserts it)",
+            )
+        if self.pad_to_capacity and not self.capacity_factor:
+            raise FieldError("pad_to_capacity", "pad_to_capacity needs capacity_factor > 0 (the capacity padded to)")
 
     @property
     def head_dim(self) -> int:
@@ -223,21 +287,26 @@ class ModelSpec:
     def moe_layers(self) -> int:
         if self.hybrid_pattern:
             return self.hybrid_pattern.count("E")
-        return self.layers - self.dense_layers if self.is_moe else 0
+        return (self.layers - self.dense_layers) // self.moe_layer_interval if self.is_moe else 0
 
     @property
     def dense_layer_count(self) -> int:
         return self.layers - self.moe_layers
 
     @property
+    def gated_mlp(self) -> bool:
+        """Whether the MLP is gated (SwiGLU, GeGLU): gate and up projections, their product the activation."""
+        return self.mlp in ("swiglu", "geglu")
+
+    @property
     def mlp_in_width(self) -> int:
-        """Output width of the first MLP GEMM: gate and up fused for SwiGLU."""
-        return 2 * self.ffn if self.mlp == "swiglu" else self.ffn
+        """Output width of the first MLP GEMM: gate and up fused for a gated MLP."""
+        return 2 * self.ffn if self.gated_mlp else self.ffn
 
     @property
     def expert_in_width(self) -> int:
-        """Output width of an expert's first GEMM (gate and up fused for SwiGLU)."""
-        return 2 * self.moe_ffn if self.mlp == "swiglu" else self.moe_ffn
+        """Output width of an expert's first GEMM (gate and up fused for a gated MLP)."""
+        return 2 * self.moe_ffn if self.gated_mlp else self.moe_ffn
 
     @property
     def attention_linear_shapes(self) -> dict[str, tuple[int, int]]:
@@ -266,9 +335,28 @@ class ModelSpec:
         return sum(k * n for k, n in self.attention_linear_shapes.values())
 
     @property
+    def indexer_linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """The DSA indexer's linear layers (transformers 5.25 DeepseekV32Indexer, modeling_deepseek_v32.py L171-174):
+        its queries from MLA's query latent, one shared key and the per-head weights from the layer input."""
+        if not self.index_topk:
+            return {}
+        width = self.index_heads * self.index_head_dim
+        return {
+            "index_q": (self.q_lora_rank, width),
+            "index_k": (self.hidden, self.index_head_dim),
+            "index_weights": (self.hidden, self.index_heads),
+        }
+
+    @property
+    def indexer_params(self) -> int:
+        """The indexer's weights and its key's LayerNorm (weight and bias)."""
+        linear = sum(k * n for k, n in self.indexer_linear_shapes.values())
+        return linear + (2 * self.index_head_dim if self.index_topk else 0)
+
+    @property
     def attention_params_per_layer(self) -> int:
-        if self.attention == "mla":  # the latent norms of the compressed Q and KV
-            return self.attention_linear_params + self.q_lora_rank + self.kv_lora_rank
+        if self.attention == "mla":  # the latent norms of the compressed Q and KV, and any DSA indexer
+            return self.attention_linear_params + self.q_lora_rank + self.kv_lora_rank + self.indexer_params
         biases = (self.q_dim + 2 * self.kv_dim) + self.hidden if self.bias else 0
         norms = 2 * self.head_dim if self.qk_norm else 0
         return self.attention_linear_params + biases + norms + (self.heads if self.attention_sinks else 0)
@@ -302,14 +390,14 @@ class ModelSpec:
 
     @property
     def params_per_layer(self) -> int:
-        """A dense layer: attention, MLP, two norms."""
-        return self.attention_params_per_layer + self.mlp_params_per_layer + 2 * self.norm_params
+        """A dense layer: attention, MLP, `layer_norms` norms."""
+        return self.attention_params_per_layer + self.mlp_params_per_layer + self.layer_norms * self.norm_params
 
     @property
     def moe_layer_params(self) -> int:
-        """A MoE layer: attention, router, routed and shared experts, two norms."""
+        """A MoE layer: attention, router, routed and shared experts, `layer_norms` norms."""
         experts = self.routed_expert_params_per_layer + self.shared_experts * self.expert_params
-        return self.attention_params_per_layer + self.router_params + experts + 2 * self.norm_params
+        return self.attention_params_per_layer + self.router_params + experts + self.layer_norms * self.norm_params
 
     @property
     def moe_layer_dense_params(self) -> int:
@@ -421,7 +509,8 @@ class ModelSpec:
         """Parameters that take part in GEMMs per token: every linear layer a token goes through (for MoE layers the
         router and the active experts) plus the LM head (not the lookup); MTP modules add their layer, their
         projection and one more pass through the LM head."""
-        attention, dense_mlp = self.attention_linear_params, self.hidden * (self.mlp_in_width + self.ffn)
+        indexer = sum(k * n for k, n in self.indexer_linear_shapes.values())
+        attention, dense_mlp = self.attention_linear_params + indexer, self.hidden * (self.mlp_in_width + self.ffn)
         if self.hybrid_pattern:
             mamba = sum(k * n for k, n in self.mamba_linear_shapes.values())
             per_kind = {"M": mamba, "*": attention, "-": dense_mlp, "E": self.moe_active_linear_params}
@@ -468,6 +557,12 @@ class ModelSpec:
             "E": 2 * self.moe_active_linear_params,
         }
 
+    def sparse_keys(self, seq_len: int) -> float:
+        """Keys a DSA query attends on average: min(position, index_topk), k - k^2 / 2s (`mean_keys` with a window of
+        k: a causal query before position k has fewer keys than k to pick)."""
+        k = min(self.index_topk, seq_len)
+        return k - k * k / (2 * seq_len)
+
     def model_flops_per_token(
         self, seq_len: int, packed: Packing | None = None, lora_rank: int = 0, lora_modules: str = "attention"
     ) -> float:
@@ -494,6 +589,11 @@ class ModelSpec:
             attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
         if self.mamba_heads:
             attention = attention + 3 * self.hybrid_pattern.count("M") * self.ssd_flops_per_token(seq_len)
+        if self.index_topk:  # DSA: attention over the picked keys, the indexer's scores over every causal key
+            causal = seq_len / 2 if packed is None else packed.keys
+            keys = self.sparse_keys(seq_len) if packed is None else min(packed.keys, self.sparse_keys(seq_len))
+            scores = 2 * self.index_heads * self.index_head_dim * causal
+            attention = 3 * full_layers * (2 * keys * self.attention_widths + scores)
         if not lora_rank:
             return 6 * self.matmul_params + attention
         adapters = self.layers * self.lora_params_per_layer(lora_rank, lora_modules)
@@ -551,6 +651,30 @@ MOE_MODELS = (
         "deepseek-v3", "DeepSeek-V3 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
         vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
         mtp_layers=1, expert_groups=8, group_top_k=4, **_MLA,
+    ),
+    # DeepSeek-V3.2: transformers 5.25 DeepseekV32Config (configuration_deepseek_v32.py L83-121: DeepSeek-V3's shapes
+    # and routing, and DSA: an indexer of 64 heads of 128 picking 2048 keys per query). The config leaves the MTP
+    # modules out; one, as DeepSeek-V3 whose checkpoint V3.2 continues training, is an assumption. The recipe's
+    # dispatcher is DeepSeek-V3's (Megatron-Bridge 0.3.1 has no V3.2 recipe).
+    _moe(
+        "deepseek-v3.2", "DeepSeek-V3.2 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
+        vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
+        mtp_layers=1, expert_groups=8, group_top_k=4, index_topk=2048, index_heads=64, index_head_dim=128, **_MLA,
+    ),
+    # Llama 4: Megatron-Bridge 0.3.1 Llama4Experts16ModelProvider (Scout) / Llama4Experts128ModelProvider (Maverick)
+    # over Llama4ModelProvider (llama_provider.py L323-383: 48 layers, 5120 wide, 40 heads, 8 query groups, dense
+    # FFN 16384, experts of 8192 top-1 and a shared one of 8192, 'alltoall' dispatcher, untied vocab 202048;
+    # Maverick's moe_layer_freq [0, 1] * 24: every other layer MoE) and transformers 5.25 Llama4TextConfig
+    # (head_dim 128; the QK norm is an L2 norm without weights). Chunked attention (8192-token chunks in three of
+    # four layers) is priced as full causal attention: the same below 8192 tokens, more work above.
+    _moe(
+        "llama4-scout", "Llama 4 Scout 17B-16E", layers=48, hidden=5120, ffn=16384, heads=40, kv_heads=8,
+        vocab=202048, experts=16, top_k=1, shared_experts=1, moe_ffn=8192, dispatcher="alltoall",
+    ),
+    _moe(
+        "llama4-maverick", "Llama 4 Maverick 17B-128E", layers=48, hidden=5120, ffn=16384, heads=40, kv_heads=8,
+        vocab=202048, experts=128, top_k=1, shared_experts=1, moe_ffn=8192, moe_layer_interval=2,
+        dispatcher="alltoall",
     ),
     # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense,
     # one routing group; its recipe keeps the provider's 'alltoall' dispatcher).
@@ -653,13 +777,49 @@ WHOLE_RUN_MODELS = (
         "bloom-176b", "BLOOM 176B", layers=70, hidden=14336, ffn=57344, heads=112, kv_heads=112, vocab=250680, bias=True
     ),
     # Falcon-180B (its config as whole_runs_sources.md gives it: 80 layers, 14848 hidden, 232 heads, 8 KV, vocab
-    # 65024, no biases). Its parallel attention/MLP block is priced as the usual sequential one: the same GEMMs and
-    # FLOPs, but one TP all-reduce per layer instead of two is not modelled (TP communication is overstated).
-    _gelu("falcon-180b", "Falcon 180B", layers=80, hidden=14848, ffn=59392, heads=232, kv_heads=8, vocab=65024),
+    # 65024, no biases): a parallel attention/MLP block with two LayerNorms on its input (transformers 5.25
+    # FalconConfig new_decoder_architecture, modeling_falcon.py L368-381: ln_attn and ln_mlp).
+    _gelu(
+        "falcon-180b",
+        "Falcon 180B",
+        layers=80,
+        hidden=14848,
+        ffn=59392,
+        heads=232,
+        kv_heads=8,
+        vocab=65024,
+        parallel_block=True,
+    ),
     # MPT-7B (whole_runs.csv, the llm-foundry mpt-7b config: ALiBi, no biases, vocab 50,432).
     _gelu("mpt-7b", "MPT-7B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32, vocab=50432),
 )
 """Models of the published whole runs (whole_runs.csv) that the zoo had no shapes for."""
+
+ARCHITECTURE_MODELS = (
+    # Nemotron-4: Megatron-Bridge 0.3.1 Nemotron4ModelProvider15B / 340B (nemotron_provider.py L33-146: squared-ReLU
+    # MLP, LayerNorm, no linear biases, untied embeddings, RoPE on half the head) and transformers 5.25
+    # NemotronConfig (vocab 256000, head_dim hidden / heads).
+    ModelSpec(
+        id="nemotron4-15b", name="Nemotron-4 15B", layers=32, hidden=6144, ffn=24576, heads=48, kv_heads=8,
+        vocab=256000, mlp="squared_relu", norm="layernorm",
+    ),
+    ModelSpec(
+        id="nemotron4-340b", name="Nemotron-4 340B", layers=96, hidden=18432, ffn=73728, heads=96, kv_heads=8,
+        vocab=256000, mlp="squared_relu", norm="layernorm",
+    ),
+    # Gemma 3 27B (its language model): Megatron-Bridge 0.3.1 Gemma3ModelProvider27B and Gemma3ModelProvider
+    # (gemma3_provider.py L55-207: 62 layers, 5376 wide, 32 heads of 128, 16 query groups, gated GELU of 21504,
+    # RMSNorm before and after each block, QK norm, tied embeddings, five 1024-token sliding-window layers to one
+    # global one: 52 of 62, vocab 262208).
+    ModelSpec(
+        id="gemma3-27b", name="Gemma 3 27B", layers=62, hidden=5376, ffn=21504, heads=32, kv_heads=16,
+        head_size=128, vocab=262208, tied_embeddings=True, mlp="geglu", qk_norm=True, layer_norms=4,
+        sliding_window=1024, sliding_layers=52,
+    ),
+)  # fmt: skip
+"""Models of issue 32's architecture features (squared-ReLU MLPs, pre- and post-norms) with their published
+configs (DeepSeek-V3.2's sparse attention and Llama 4's interleaved MoE layers are among MOE_MODELS). StarCoder2 15B
+is left out: its shapes are in no reachable source (transformers' Starcoder2Config defaults are the 3B's)."""
 
 # Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
 # the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.
@@ -676,6 +836,7 @@ ZOO: dict[str, ModelSpec] = {
         gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048),
         gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
         *WHOLE_RUN_MODELS,
+        *ARCHITECTURE_MODELS,
         *MOE_MODELS,
         *HYBRID_MODELS,
     )

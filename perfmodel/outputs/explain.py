@@ -249,7 +249,7 @@ def _phases(ctx: Context, trace: dict[str, Any], recompute: str) -> list[tuple[s
         ("MoE backward", moe.moe_block_backward(sh, rec) + attention_block_backward(sh, rec, ctx.frozen_base)),
         ("MoE recompute", redone.get(recompute, [])),
     ]
-    return moe_phases + ([(f"dense {name}", ops) for name, ops in dense] if ctx.model.dense_layers else [])
+    return moe_phases + ([(f"dense {name}", ops) for name, ops in dense] if ctx.model.dense_layer_count else [])
 
 
 def _hybrid_phases(ctx: Context, sh: Any, recompute: str) -> list[tuple[str, list[Op]]]:
@@ -416,6 +416,12 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     eta = _q("eta_TP", eff.overlap_tp, "", "share of that window really used for overlap")
     e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
     per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
+    tp_quantities = [N, L, c_f, c_b, w_f, w_b, eta, e_tp]
+    if float(tp_comm.regroup) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
+        c_kv = _q("c_TP_kv", tp_comm.regroup, "s",
+                  f"TP {lo.tp} exceeds the {ctx.model.kv_heads} KV heads: each rank holds a replicated K and V head; "
+                  "the QKV output's all-gather (backward: reduce-scatter) that regroups them, exposed")  # fmt: skip
+        per_layer, tp_quantities = per_layer + c_kv.symbol, [*tp_quantities, c_kv]
     formula = N.symbol * (L.symbol * per_layer + e_tp.symbol)
     size = trace["shard"].tokens * ctx.model.hidden * 2.0
     parts.append(
@@ -424,7 +430,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
             "Tensor-parallel communication, exposed",
             step.tp_comm_exposed_s,
             formula,
-            [N, L, c_f, c_b, w_f, w_b, eta, e_tp],
+            tp_quantities,
             _scaled(_link_shares(trace["tp_links"], size), step.tp_comm_exposed_s),
         )
     )

@@ -16,7 +16,7 @@ from perfmodel.inputs.lora import ATTENTION_LAYERS
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
-from perfmodel.physics.workload import FP32_BYTES
+from perfmodel.physics.workload import FP32_BYTES, kv_width
 
 GRAD_BYTES = BF16_BYTES
 OPTIMIZER_BYTES = 3 * FP32_BYTES
@@ -90,7 +90,17 @@ def activation_bytes_per_token(
         }
         if not recipe.flash_attention:
             saved["attention_scores"] = UNFUSED_SCORE_BYTES * model.heads * seq_len
-    return sum(saved.values())
+    return sum(_block_shape(model, saved).values())
+
+
+def _block_shape(model: ModelSpec, saved: dict[str, float]) -> dict[str, float]:
+    """What a layer saves as its block shape has it: a parallel block's MLP norm reads the input attention's norm
+    kept, and with one shared norm the MLP's input is attention's too; norms beyond two (Gemma's post-norms) keep
+    their inputs, the blocks' outputs."""
+    if model.parallel_block:
+        saved = {k: v for k, v in saved.items() if k != "norm2_input" and (model.layer_norms > 1 or k != "fc1_input")}
+    extra_norms = max(model.layer_norms - 2, 0)
+    return saved | {"post_norm_inputs": extra_norms * model.hidden * BF16_BYTES} if extra_norms else saved
 
 
 ADAPTED_GQA = frozenset(("qkv", "proj", "fc1", "fc2"))
@@ -109,6 +119,20 @@ def replicated_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str)
         return 0.0
     tensors = {"full": 1, "selective": 2, "none": 4}[recompute]
     return tensors * model.hidden * BF16_BYTES
+
+
+def replicated_kv_bytes_per_token(model: ModelSpec, tp: Number) -> Number:
+    """What a layer keeps beyond `activation_bytes_per_token` when TP exceeds the KV heads, before dividing by tp:
+    the replicated K and V heads each rank saves for attention's backward (workload.kv_width), 0 otherwise."""
+    return 2 * (kv_width(model, tp) - model.kv_dim) * BF16_BYTES
+
+
+def indexer_bytes_per_token(model: ModelSpec) -> float:
+    """What a DSA indexer keeps per token for its backward on every TP rank (it runs on all tokens: workload
+    .indexer_forward): its queries, its key and its head weights, in BF16 (a fused kernel recomputes the scores)."""
+    if not model.index_topk:
+        return 0.0
+    return (model.index_heads * model.index_head_dim + model.index_head_dim + model.index_heads) * BF16_BYTES
 
 
 def activations(
@@ -131,6 +155,8 @@ def activations(
 
     def per_token(mode: str) -> Number:
         kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len, adapters, lora_rank)
+        if mode != "full":  # the replicated KV heads (tp shares) and the indexer (whole on every TP rank)
+            kept = kept + replicated_kv_bytes_per_token(model, tp) + tp * indexer_bytes_per_token(model)
         return (kept + (tp - 1) * replicated_bytes_per_token(model, recipe, mode)) * tokens / tp
 
     held = per_token(recompute) * layers_in_flight

@@ -25,7 +25,7 @@ from perfmodel.physics import mamba
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.memory import FRAGMENTATION
+from perfmodel.physics.memory import FRAGMENTATION, indexer_bytes_per_token, replicated_kv_bytes_per_token
 from perfmodel.physics.workload import (
     FP32_BYTES,
     Op,
@@ -48,9 +48,19 @@ def tokens_in(sh: Shard) -> Number:
     return sh.tokens / sh.tp
 
 
+def load(sh: Shard) -> float:
+    """Token copies the busiest expert rank takes over the balanced share: the router's imbalance, capped at the
+    capacity factor when the model drops tokens, or the capacity itself when it pads every expert to it
+    (ModelSpec.capacity_factor, pad_to_capacity; Megatron-Bridge training/utils/moe_token_drop.py L25-72)."""
+    md = sh.model
+    if not md.capacity_factor:
+        return sh.imbalance
+    return md.capacity_factor if md.pad_to_capacity else min(sh.imbalance, md.capacity_factor)
+
+
 def routed_tokens(sh: Shard) -> Number:
     """Token copies the busiest rank's local experts process."""
-    return tokens_in(sh) * sh.model.top_k * sh.etp * sh.imbalance
+    return tokens_in(sh) * sh.model.top_k * sh.etp * load(sh)
 
 
 def tokens_per_expert(sh: Shard) -> Number:
@@ -73,7 +83,7 @@ def _shared_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     """The shared experts: one dense MLP of width shared_experts x moe_ffn on the attention's TP ranks."""
     md = sh.model
     width = md.shared_experts * md.moe_ffn
-    in_width = 2 * width if md.mlp == "swiglu" else width
+    in_width = 2 * width if md.gated_mlp else width
     return [("shared_fc1", md.hidden, in_width / sh.tp, True), ("shared_fc2", width / sh.tp, md.hidden, False)]
 
 
@@ -193,7 +203,11 @@ def tp_blocks_per_layer(md: ModelSpec) -> float:
     """Sequence-parallel TP blocks (an all-gather in, a reduce-scatter out) of the mean layer: attention and the
     dense MLP in a dense layer; in a MoE layer attention, and the shared experts when it has them (a TP-sharded MLP
     on the attention's ranks). The routed experts take the T/tp tokens of each rank as they are: the dispatcher
-    moves them over EP, and over expert TP with its own gather (expert_comm), not over the attention's TP."""
+    moves them over EP, and over expert TP with its own gather (expert_comm), not over the attention's TP. A
+    parallel block (dense models only) is one TP block: attention and MLP share the gathered input, and their
+    partial outputs add up before one reduce-scatter."""
+    if md.parallel_block:
+        return 1.0
     moe_share = md.moe_layers / md.layers if md.is_moe else 0.0
     moe_blocks = 2.0 if md.shared_experts else 1.0
     if md.hybrid_pattern:  # one block per layer: Mamba, attention or MLP; a MoE layer its shared experts only
@@ -244,7 +258,7 @@ def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_sha
     Returns (forward, forward + backward (+ recompute)) for one MoE layer.
     """
     md = sh.model
-    token_bytes = tokens_in(sh) * md.hidden * sh.imbalance * BF16_BYTES
+    token_bytes = tokens_in(sh) * md.hidden * load(sh) * BF16_BYTES
     if md.dispatcher == "alltoall":
         exchange = all_to_all(token_bytes * md.top_k, ep_links)
     else:
@@ -347,7 +361,8 @@ def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_fligh
     share = md.moe_layers / md.layers
 
     def mean_layer(mode: str) -> Number:
-        attention = _attention_saved_per_token(md, recipe, mode) * per_rank
+        attention = (_attention_saved_per_token(md, recipe, mode) + replicated_kv_bytes_per_token(md, sh.tp)) * per_rank
+        attention = attention + indexer_bytes_per_token(md) * sh.tokens  # whole on every TP rank
         dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
         if md.hybrid_pattern:
             moe = _block_saved(sh, recipe, mode) if md.is_moe else 0.0

@@ -175,8 +175,11 @@ RULES: tuple[Rule, ...] = (
         ("tp",),
     ),
     Rule(
-        lambda v, md, n: md.kv_heads % v.tp == 0,
-        lambda v, md, n: f"TP {v.tp} must divide the {md.kv_heads} KV heads (query groups)",
+        lambda v, md, n: (md.kv_heads % v.tp == 0) | ((v.tp % md.kv_heads == 0) & ((2 * md.kv_dim) % v.tp == 0)),
+        lambda v, md, n: (
+            f"TP {v.tp} must divide the {md.kv_heads} KV heads (query groups) or be a multiple of them (Megatron-Core "
+            f"then replicates each KV head over TP / {md.kv_heads} ranks)"
+        ),
         ("tp",),
     ),
     Rule(
@@ -196,6 +199,11 @@ RULES: tuple[Rule, ...] = (
             f"{2 * v.cp * v.tp} (load-balanced causal chunks)"
         ),
         ("cp", "tp"),
+    ),
+    Rule(
+        lambda v, md, n: (v.cp == 1) | (md.index_topk == 0),
+        lambda v, md, n: f"CP {v.cp} is not priced with sparse attention (the model's index_topk {md.index_topk})",
+        ("cp",),
     ),
     Rule(
         lambda v, md, n: v.pp * v.vp <= md.layers + UNEVEN_EXTRA_UNITS,

@@ -57,6 +57,7 @@ from perfmodel.physics.workload import (
     embedding_ops,
     head_backward,
     head_forward,
+    kv_width,
     layer_backward,
     layer_forward,
     mlp_block_backward,
@@ -301,7 +302,7 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
         ctx, attention_block_forward(sh, recipe), attention_block_backward(sh, recipe, ctx.frozen_base)
     )
     block = _times_of(ctx, moe.moe_block_forward(sh, recipe), moe.moe_block_backward(sh, recipe))
-    if md.dense_layers:
+    if md.dense_layer_count:
         share = md.moe_layers / md.layers
         mlp = _times_of(ctx, mlp_block_forward(sh, recipe), mlp_block_backward(sh, recipe, ctx.frozen_base))
         mean = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
@@ -538,6 +539,9 @@ class _Comm(NamedTuple):
     """The part of `forward` no compute can hide: a Mamba layer's CP all-to-alls, which its conv and scan wait for."""
     blocking_layer: Number = 0.0
     """The same part of `layer`."""
+    regroup: Number = 0.0
+    """Of `layer`, the KV-head regrouping when TP exceeds the KV heads (`kv_regroup`): exposed, no window hides it."""
+    regroup_forward: Number = 0.0
 
 
 def _tensor_parallel(
@@ -558,7 +562,31 @@ def _tensor_parallel(
     layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
     if ctx.recipe.per_op_sac:
         layer = layer + selective * blocks * gather_in
-    return _Comm(forward, layer, blocks * (gather_in + scatter)), gather + scatter
+    comm = _Comm(forward, layer, blocks * (gather_in + scatter))
+    if not _may_exceed(sh.tp, ctx.model.kv_heads):
+        return comm, gather + scatter
+    regroup_forward = kv_regroup(ctx.model, sh.tokens, sh.tp, links)
+    regroup = 2 * regroup_forward + recomputed(full_share, regroup_forward)
+    return comm._replace(regroup=regroup, regroup_forward=regroup_forward), gather + scatter
+
+
+def _may_exceed(tp: Number, kv_heads: int) -> bool:
+    """Whether some TP size of these layouts (a number, an array, or a symbol or traced value: unknown) exceeds the
+    KV heads: the search's spaces of models whose KV heads no TP candidate exceeds skip the regrouping's arrays."""
+    if isinstance(tp, float | int):
+        return tp > kv_heads
+    import numpy as np
+
+    return bool((tp > kv_heads).any()) if isinstance(tp, np.ndarray) else True  # none for an empty array
+
+
+def kv_regroup(md: ModelSpec, tokens: Number, tp: Number, links: GroupLinks) -> Number:
+    """The all-gather of the QKV projection's output over TP (its backward a reduce-scatter of the same size) that
+    Megatron-Core runs when TP exceeds the KV heads, so that each rank can take its group's query heads and its
+    replicated K and V head (workload.kv_width): a plain NCCL collective in the attention module, which waits for
+    it, not a userbuffers overlap. None (0) when TP divides the KV heads."""
+    qkv = tokens * (md.q_dim + 2 * md.kv_dim) * BF16_BYTES
+    return where(tp > md.kv_heads, all_gather(qkv, links), 0.0)
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
@@ -589,7 +617,7 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
 def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, int]:
     """One attention layer's forward CP exchange, and the passes of it a step makes (`_context_parallel`)."""
     md = ctx.model
-    kv = sh.tokens * 2 * md.kv_dim / sh.tp * BF16_BYTES
+    kv = sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
     if ctx.recipe.cp_comm == "all_gather":  # a reduce-scatter costs what the all-gather of its output does
         return all_gather(kv * sh.cp, links), 3
     if ctx.recipe.cp_comm == "a2a":
@@ -779,8 +807,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
-    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp)
+    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp) + tp_comm.regroup_forward
     tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
+    tp_bwd = tp_bwd + tp_comm.regroup - tp_comm.regroup_forward
     cp_fwd = exposed(cp_comm.forward - cp_comm.blocking_forward, windows.cp_forward, eff.overlap_cp)
     cp_fwd = cp_fwd + cp_comm.blocking_forward
     blocking_bwd = cp_comm.blocking_layer - cp_comm.blocking_forward

@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
-from perfmodel.physics.algebra import Number, equal, where
+from perfmodel.physics.algebra import Number, equal, maximum, where
 
 FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
@@ -109,6 +109,18 @@ def attention_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
             ("proj", md.heads * md.v_head_dim / t, md.hidden, False),
         ]
     return [("qkv", md.hidden, (md.q_dim + 2 * md.kv_dim) / t, True), ("proj", md.q_dim / t, md.hidden, False)]
+
+
+def kv_width(md: ModelSpec, tp: Number) -> Number:
+    """Width of the K (or V) heads across a TP group, each rank's times tp: kv_dim, or tp x head_dim when TP exceeds
+    the KV heads, which Megatron-Core then replicates. Megatron-Core 0.16.1 (megatron/core/transformer/attention.py
+    L289-300, L1398-1416): the QKV projection stays split evenly over TP (no weight is replicated), its output is
+    all-gathered over TP and each rank keeps its group's slice, one whole K and V head (and heads / tp query heads)
+    each; the gather's backward is a reduce-scatter (tensor_parallel/mappings.py L380-397). TP must be a multiple
+    or a divisor of the KV heads (transformer_config.py L936-944)."""
+    if md.attention == "mla":
+        return md.kv_dim
+    return maximum(md.kv_heads, tp) * md.head_dim
 
 
 def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
@@ -230,11 +242,61 @@ def _rope_elements(sh: Shard) -> Number:
     md = sh.model
     if md.attention == "mla":
         return sh.tokens * (md.heads * md.qk_rope_dim / sh.tp + md.qk_rope_dim)
-    return sh.tokens * (md.q_dim + md.kv_dim) / sh.tp
+    return sh.tokens * (md.q_dim + kv_width(md, sh.tp)) / sh.tp
+
+
+def _causal_keys(sh: Shard) -> Number:
+    """Keys a query sees on average under the causal (and any document) mask."""
+    return sh.seq_len / 2 if sh.packing is None else sh.packing.keys
+
+
+def _sparse_keys(sh: Shard) -> Number:
+    """Keys a DSA query attends on average (ModelSpec.sparse_keys), no more than its document holds."""
+    keys = sh.model.sparse_keys(sh.seq_len)
+    return keys if sh.packing is None else min(keys, sh.packing.keys)
+
+
+def indexer_forward(sh: Shard) -> list[Op]:
+    """DeepSeek Sparse Attention's lightning indexer on one rank (none without it). Megatron-Core gathers its inputs
+    from the sequence-parallel region (megatron-core 0.16.1 transformer/experimental_attention_variant/dsa.py
+    L557-559), so every TP rank runs it on all T tokens: its three projections, its scores (index_heads queries of
+    index_head_dim per token against the one key head of every causal key, ReLU'd and summed over the heads by the
+    weights), the top-k over the FP32 logits (written, then read), and the KL loss's target, the main attention's
+    scores over the picked keys (dsa.py L796-820; detached, forward only).
+
+    Priced as fused kernels (DeepSeek's fp8_index and sparse FlashMLA), not as Megatron-Core 0.16.1's experimental
+    reference, which materialises every head's s x s scores in FP32 (dsa.py L474-516, L638-688): a Megatron-Core
+    run of that release is slower than this."""
+    md, T = sh.model, sh.tokens
+    if not md.index_topk:
+        return []
+    causal, heads_d = _causal_keys(sh), md.index_heads * md.index_head_dim
+    ops = [_gemm(f"{name}.fprop", T, n, k, "bf16", BF16_BYTES) for name, (k, n) in md.indexer_linear_shapes.items()]
+    scores_io = (T * heads_d + T * md.index_head_dim) * BF16_BYTES + T * sh.seq_len * FP32_BYTES
+    kl_rows, qk = T * md.heads / sh.tp, md.qk_nope_dim + md.qk_rope_dim
+    return [
+        *ops,
+        Op("indexer.scores", "gemm", 2 * T * causal * heads_d, scores_io, m=T * md.index_heads, n=causal,
+           k=md.index_head_dim),
+        _mem("indexer.topk", T * sh.seq_len, FP32_BYTES),
+        Op("indexer.kl", "gemm", 2 * kl_rows * _sparse_keys(sh) * qk, kl_rows * (qk + _sparse_keys(sh)) * BF16_BYTES,
+           m=kl_rows, n=_sparse_keys(sh), k=qk),
+    ]  # fmt: skip
+
+
+def indexer_backward(sh: Shard) -> list[Op]:
+    """The indexer's backward, from the KL loss alone (its inputs are detached: dsa.py L762-763): the scores' two
+    gradients (queries and keys), then its projections' weight gradients; no input gradient reaches the layer."""
+    md, T = sh.model, sh.tokens
+    if not md.index_topk:
+        return []
+    scores = next(op for op in indexer_forward(sh) if op.name == "indexer.scores")
+    wgrads = [_gemm(f"{name}.wgrad", k, n, T, "bf16", BF16_BYTES) for name, (k, n) in md.indexer_linear_shapes.items()]
+    return [scores._replace(name="indexer.scores.bwd", flops=2 * scores.flops, bytes=2 * scores.bytes), *wgrads]
 
 
 def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    """Norm, projections, rotary embedding, attention and residual of one layer."""
+    """Norm, projections, rotary embedding, any DSA indexer, attention and residual of one layer."""
     T, h = sh.tokens, sh.model.hidden
     *projections, proj = (_linear_forward(sh, recipe, *shape) for shape in attention_shapes(sh))
     latent = sh.model.q_lora_rank + sh.model.kv_lora_rank
@@ -244,6 +306,7 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         *(op for ops in projections for op in ops),
         *latent_norms,
         _rope(sh, backward=False),
+        *indexer_forward(sh),
         *attention_forward(sh),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
@@ -254,7 +317,7 @@ def activation_bytes(md: ModelSpec, backward: bool, eager: bool = False) -> floa
     """BF16 bytes an MLP activation moves per output element: SwiGLU reads its two inputs and writes one (backward:
     reads them and the incoming gradient, writes two gradients), or, as `eager` PyTorch runs it, EAGER_SWIGLU_BYTES;
     a plain activation reads one, writes one (backward: three)."""
-    if md.mlp == "swiglu":
+    if md.gated_mlp:
         return EAGER_SWIGLU_BYTES[backward] if eager else (5 if backward else 3) * BF16_BYTES
     return (3 if backward else 2) * BF16_BYTES
 
@@ -275,7 +338,23 @@ def mlp_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
 
 
 def layer_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    return attention_block_forward(sh, recipe) + mlp_block_forward(sh, recipe)
+    return _block_norms(sh, attention_block_forward(sh, recipe) + mlp_block_forward(sh, recipe), backward=False)
+
+
+def _block_norms(sh: Shard, ops: list[Op], backward: bool) -> list[Op]:
+    """A dense layer's norms and residuals as its block shape has them (the usual two pre-norm blocks unchanged).
+
+    A parallel block (`ModelSpec.parallel_block`) adds attention's and the MLP's outputs to the input in one
+    residual: no separate first residual, the one left reads one more tensor; with one shared norm
+    (`layer_norms` 1) no second norm either. Norms beyond two (Gemma's post-norms on each block's output) are
+    passes of their own over the block outputs."""
+    md, suffix = sh.model, ".bwd" if backward else ""
+    if not md.parallel_block and md.layer_norms == 2:
+        return ops
+    dropped = {"residual1" if md.parallel_block else "", "norm2" if md.layer_norms == 1 else ""}
+    kept = [op for op in ops if op.name.removesuffix(".bwd") not in dropped]
+    passes = (3 if backward else 2) * max(md.layer_norms - 2, 0) + (1 if md.parallel_block else 0)
+    return [*kept, _mem(f"block_norms{suffix}", sh.norm_tokens * md.hidden, passes * BF16_BYTES)]
 
 
 def linear_backward(
@@ -317,7 +396,7 @@ def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) 
 def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     T, h = sh.tokens, sh.model.hidden
     proj, *projections = reversed(attention_shapes(sh))
-    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh)]
+    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh), *indexer_backward(sh)]
     for shape in projections:
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
@@ -327,7 +406,8 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     """Backward of one layer; `frozen_weights` (LoRA fine-tuning) skips the weight-gradient GEMMs."""
-    return mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
+    ops = mlp_block_backward(sh, recipe, frozen_weights) + attention_block_backward(sh, recipe, frozen_weights)
+    return _block_norms(sh, ops, backward=True)
 
 
 def _attention_op(
@@ -344,8 +424,8 @@ def _attention_op(
     amortised over fewer keys)."""
     md, t, T = sh.model, sh.tp, sh.tokens
     flops = 2 * T * keys * md.attention_widths / t * layer_share
-    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else md.kv_dim
-    k_dim = md.q_dim if md.attention == "mla" else md.kv_dim
+    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else kv_width(md, t)
+    k_dim = md.q_dim if md.attention == "mla" else kv_width(md, t)
     io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
     fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
     if sh.recipe.cp_comm != "p2p":
@@ -373,6 +453,8 @@ def attention_forward(sh: Shard) -> list[Op]:
         return unfused_attention_forward(sh)
     keys, length = (sh.seq_len / 2, sh.seq_len) if packed is None else (packed.keys, packed.length)
     split = 1 if sh.recipe.cp_comm == "a2a" else sh.cp  # Ulysses: whole sequences on heads / cp heads
+    if md.index_topk:  # DSA: each query against its picked keys (CP refused: parallel.py)
+        return [_attention_op(sh, "attention", _sparse_keys(sh), 1.0, min(md.index_topk, sh.seq_len))]
     if not md.sliding_layers:
         return [_attention_op(sh, "attention", keys, 1.0, length / split, steps=True)]
     window_share = md.sliding_layers / md.layers
@@ -398,7 +480,7 @@ def unfused_attention_forward(sh: Shard) -> list[Op]:
     md, t, T = sh.model, sh.tp, sh.tokens
     scores, q = _scores(sh), md.q_dim / t
     rows = T * md.heads / t  # the batched GEMMs' output rows, every head's stacked
-    qkv_bytes = T * (q + 2 * md.kv_dim / t) * BF16_BYTES
+    qkv_bytes = T * (q + 2 * kv_width(md, t) / t) * BF16_BYTES
     flops, context_bytes = 2 * T * sh.seq_len * q, scores * BF16_BYTES + 2 * T * q * BF16_BYTES
     return [
         Op("attention.scores", "gemm", flops, qkv_bytes + scores * BF16_BYTES, m=rows, n=sh.seq_len, k=md.head_dim),
