@@ -180,8 +180,8 @@ def test_a_pipelined_hybrid_prices_its_slowest_stage() -> None:
         ({"mamba_groups": 3}, "mamba_groups"),
         ({"hybrid_pattern": "ME" * 26}, "experts"),
         ({"mtp_layers": 1}, "mtp_layers"),
-        ({"parallel_block": True}, "parallel_block"),  # issue 32's other block features are priced on patterns-free
-        ({"layer_norms": 4}, "layer_norms"),  # models only
+        ({"parallel_block": True}, "parallel_block"),  # issue 32's other block features: priced on models
+        ({"layer_norms": 4}, "layer_norms"),  # without a pattern only
     ],
 )
 def test_a_hybrid_model_the_physics_cannot_price_is_refused_by_field(change: dict[str, object], field: str) -> None:
