@@ -523,9 +523,11 @@ def fit_calibration(
     if not cross_validate:
         return built
     results = {}
+    fits = {tuple(item.run.id for item in items): fitted.parameters}  # folds on every row: the fit above
     for name in protocols.PROTOCOLS:
         try:
-            results[name] = protocols.evaluate(name, protocols.with_tested(name, items, runs, unpredictable), say)
+            tested = protocols.with_tested(name, items, runs, unpredictable)
+            results[name] = protocols.evaluate(name, tested, say, fits)
         except PerfmodelError as exc:  # no fold in these runs (no MLPerf round to predict, say)
             say(f"{name}: skipped ({exc})")
     found = protocols.provenance(results.values(), items) | {"evidence": evidence.section(items, moe_items, results)}
