@@ -261,7 +261,7 @@ def evaluate(
         raise PerfmodelError(f"--protocol {protocol}: no rows to hold out among the {len(items)} selected")
     for number, fold in enumerate(plan, start=1):
         progress(f"{protocol} {number}/{len(plan)}: {fold.name} ({len(fold.train)} train, {len(fold.test)} test)")
-        key = tuple(i.run.id for i in fold.train)
+        key = cal.run_ids(fold.train)
         if key not in fits:
             fits[key] = cal.fit(fold.train, RunBatch, _profile, _formats).parameters if fold.train else {}
         results.append(_held_out(fold, fits[key]))
