@@ -10,6 +10,7 @@ filled last wave wasting the rest, the best of a few common tile shapes taken (`
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
@@ -336,13 +337,13 @@ def batched(ops: Iterable[Op]) -> Batched:
     one kind, format and release other than attention are stacked into one operation whose fields hold theirs along
     a new first axis: `op_time` is element-wise, so each gets the same numbers as alone, and a shard's ~15 GEMMs
     cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced one at a time, as before."""
-    import numpy as np
-
     ops = tuple(ops)
+    numpy = sys.modules.get("numpy")  # not imported: no operation holds an array (and a prediction never imports it)
+    array = numpy.ndarray if numpy is not None else ()
     alone: list[tuple[tuple[int, ...], Op]] = []
     batches: dict[tuple[str, str, bool], list[int]] = {}
     for index, op in enumerate(ops):
-        if op.kind != "attention" and isinstance(op.bytes, np.ndarray):
+        if op.kind != "attention" and isinstance(op.bytes, array):
             batches.setdefault((op.kind, op.fmt, op.as_released), []).append(index)
         else:
             alone.append(((index,), op))
