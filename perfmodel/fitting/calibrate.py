@@ -422,14 +422,15 @@ def fit_each(
     """The fitted values of each (training rows, start) job, several at once on forked worker processes, one per
     processor this process may use: calibration's folds are independent fits, and a fit gives the same numbers in
     any process (what a worker gets and returns is an index and the values; it inherits the rows). One at a time
-    where fork is not available or one processor is."""
+    where one processor is, and off Linux (macOS's system libraries, its BLAS among them, are not safe to fork)."""
     import multiprocessing
     import os
+    import sys
     from concurrent.futures import ProcessPoolExecutor
 
-    processors = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    processors = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     workers = min(len(jobs), processors)
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if workers < 2 or not sys.platform.startswith("linux"):
         return [fit(train, pricer, profile_of, formats_of, start).parameters for train, start in jobs]
     _FORKED_JOBS[:] = [(train, start, pricer, profile_of, formats_of) for train, start in jobs]
     try:
