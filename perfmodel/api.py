@@ -9,13 +9,14 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from perfmodel.errors import PerfmodelError, shown_value
-from perfmodel.inputs import arguments
+from perfmodel.inputs import arguments, catalogue
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
@@ -110,7 +111,7 @@ def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions])
     """
     from perfmodel.planning.campaign import predict_any
 
-    return predict_any(load_scenario(scenario, **options))
+    return predict_any(_request(scenario, dict(options), relayout=False))
 
 
 def launch(
@@ -308,25 +309,39 @@ def _asked_key(scenario: ScenarioSource, options: dict[str, Any], relayout: bool
     """All a question's scenario depends on: the arguments, the scenario file's version (modification time and size,
     so an edited file is read again), the working folder (a relative path's meaning) and the hardware catalogues in
     force. None where that is more: a Scenario object, hardware or model files, or a value that cannot be a key."""
-    import os
-
-    from perfmodel.inputs import catalogue
-    from perfmodel.inputs.scenario import Scenario, scenario_file
-
-    given = tuple(sorted((k, v) for k, v in options.items() if v is not None))
-    if isinstance(scenario, Scenario) or any(k == "hardware" or _is_file(v) for k, v in given):
+    if scenario is not None and not isinstance(scenario, str | Path):  # a Scenario object (_check_source)
         return None
     try:
-        hash(given)
-        stat = os.stat(_default_file() if scenario is None else scenario_file(scenario))
-    except (TypeError, OSError, PerfmodelError):
+        given = _given(tuple(options.items()))
+    except TypeError:  # a value that cannot be a key (a list)
+        return None
+    if given is None:
+        return None
+    try:
+        stat = os.stat(_default_file() if scenario is None else _scenario_file(scenario))
+    except (OSError, PerfmodelError):
         return None
     return (str(scenario), given, relayout, stat.st_mtime_ns, stat.st_size, os.getcwd(), catalogue.version())
+
+
+@lru_cache(maxsize=MAX_ASKED)
+def _given(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...] | None:
+    """A question's keywords as a key, in a fixed order, those left None dropped; None where one names hardware or
+    a file, whose contents the question depends on too. Remembered by the keywords as given: a notebook asks the
+    same question in the same words again, and sorting and scanning them cost as much as the rest of the key."""
+    given = tuple(sorted((k, v) for k, v in options if v is not None))
+    return None if any(k == "hardware" or _is_file(v) for k, v in given) else given
 
 
 def _is_file(value: Any) -> bool:
     """A keyword naming a file (a model TOML), whose contents the question depends on too."""
     return isinstance(value, str) and value.endswith(".toml")
+
+
+def _scenario_file(scenario: str | Path) -> Path:
+    from perfmodel.inputs.scenario import scenario_file
+
+    return scenario_file(scenario)
 
 
 @cache

@@ -153,3 +153,23 @@ def test_resolve() -> None:
     assert cal.resolve("none") is cal.UNCALIBRATED
     with pytest.raises(PerfmodelError, match="no such calibration file"):
         cal.resolve("/nonexistent/cal.json")
+
+
+def test_fits_made_together_on_forked_workers_are_the_fits_made_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """calibrate.fit_each (calibration's cross-validation and protocol folds) on two worker processes gives each
+    job exactly the values `fit` gives it in this process, in the jobs' order."""
+    items = _synthetic_items()
+    jobs = [(items[:5], None), (items[2:], cal.Calibration({"memory": 0.75}, {}, "start")), (items[1:7], None)]
+    alone = [fitting.fit(train, RunBatch, _profile, _formats, start).parameters for train, start in jobs]
+    monkeypatch.setattr("os.sched_getaffinity", lambda _: {0, 1}, raising=False)
+    assert fitting.fit_each(jobs, RunBatch, _profile, _formats) == alone
+
+
+def test_cross_validation_takes_the_folds_fits_made_already(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fold whose fit `fits` holds (by its training rows' ids in order) is not refitted, and is predicted with it."""
+    items = _synthetic_items()
+    folds = fitting.leave_one_group_out(items, _group)
+    made = {fitting.run_ids(t): fitting.fit(t, RunBatch, _profile, _formats).parameters for _, t, _ in folds}
+    expected = fitting.cross_validate(items, RunBatch, _profile, _formats, _group)
+    monkeypatch.setattr(fitting, "fit", lambda *a, **k: pytest.fail("refitted a fold made already"))
+    assert fitting.cross_validate(items, RunBatch, _profile, _formats, _group, fits=made) == expected

@@ -69,3 +69,18 @@ def test_validate_protocol_json_on_a_subset() -> None:
 def test_protocol_refuses_other_data(tmp_path: Path) -> None:
     result = run_cli("validate", "--protocol", "scale", "--data", str(tmp_path / "x.csv"))
     assert result.code == 2 and "--protocol refits on the bundled rows" in result.err and result.out == ""
+
+
+def test_folds_on_rows_fitted_already_take_that_fit(items: list[PreparedRun], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The length protocol's folds train on every fitted row, in order: calibration's own fit, handed over by their
+    ids (`fits`), is used as it is, not made again, and kept for the next protocol under the same key."""
+    from perfmodel.fitting import calibrate as cal
+
+    runs, _ = bundled_runs()
+    tested = protocols.with_tested("length", items, runs[::3], [])
+    made = {"memory": 0.7}
+    fits = {cal.run_ids(items): made}
+    monkeypatch.setattr(cal, "fit", lambda *a, **k: pytest.fail("refitted the rows fitted already"))
+    result = protocols.evaluate("length", tested, fits=fits)
+    assert result.folds and all(fold.parameters is made for fold in result.folds)
+    assert list(fits) == [cal.run_ids(items)]

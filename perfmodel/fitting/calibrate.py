@@ -386,17 +386,69 @@ def cross_validate(
     group_of: Callable[[Any], str],
     progress: Callable[[str], None] = lambda _: None,
     start: Calibration | None = None,
+    fits: Mapping[tuple[str, ...], dict[str, float]] | None = None,
 ) -> list[Residual]:
-    """Leave one group (accelerator x precision) out: refit without it, predict it. Returns held-out residuals."""
+    """Leave one group (accelerator x precision) out: refit without it, predict it. Returns held-out residuals.
+    `fits`: those of the folds' training rows made already (by their ids in order, from `start`: `fit_each`)."""
     held_out: list[Residual] = []
-    groups = sorted({group_of(i) for i in items})
-    for number, group in enumerate(groups, start=1):
-        progress(f"cross-validation {number}/{len(groups)}: holding out {group}")
-        train = [i for i in items if group_of(i) != group]
-        test = [i for i in items if group_of(i) == group]
-        values = fit(train, pricer, profile_of, formats_of, start).parameters if train else {}
-        held_out += predict(values, test, pricer, profile_of, group_of)
+    folds = leave_one_group_out(items, group_of)
+    for number, (group, train, test) in enumerate(folds, start=1):
+        progress(f"cross-validation {number}/{len(folds)}: holding out {group}")
+        made = (fits or {}).get(run_ids(train))
+        values = made if made is not None else fit(train, pricer, profile_of, formats_of, start).parameters
+        held_out += predict(values if train else {}, test, pricer, profile_of, group_of)
     return held_out
+
+
+def leave_one_group_out(items: Sequence[Any], group_of: Callable[[Any], str]) -> list[tuple[str, list[Any], list[Any]]]:
+    """Cross-validation's folds: (group, the other groups' rows, the group's rows), by group."""
+    return [
+        (group, [i for i in items if group_of(i) != group], [i for i in items if group_of(i) == group])
+        for group in sorted({group_of(i) for i in items})
+    ]
+
+
+def run_ids(items: Sequence[Any]) -> tuple[str, ...]:
+    """Prepared runs' ids in order: what names a fit's training rows (the same rows in the same order, the same fit)."""
+    return tuple(i.run.id for i in items)
+
+
+def fit_each(
+    jobs: Sequence[tuple[Sequence[Any], Calibration | None]],
+    pricer: Pricer,
+    profile_of: ProfileOf,
+    formats_of: Callable[[Any], set[str]],
+) -> list[dict[str, float]]:
+    """The fitted values of each (training rows, start) job, several at once on forked worker processes, one per
+    processor this process may use: calibration's folds are independent fits, and a fit gives the same numbers in
+    any process (what a worker gets and returns is an index and the values; it inherits the rows). One at a time
+    where one processor is, and off Linux (macOS's system libraries, its BLAS among them, are not safe to fork)."""
+    import multiprocessing
+    import os
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    processors = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    workers = min(len(jobs), processors)
+    if workers < 2 or not sys.platform.startswith("linux"):
+        return [fit(train, pricer, profile_of, formats_of, start).parameters for train, start in jobs]
+    _FORKED_JOBS[:] = [(train, start, pricer, profile_of, formats_of) for train, start in jobs]
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            largest_first = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][0]))
+            done = dict(zip(largest_first, pool.map(_fit_forked_job, largest_first), strict=True))
+    finally:
+        _FORKED_JOBS.clear()
+    return [done[k] for k in range(len(jobs))]
+
+
+_FORKED_JOBS: list[tuple[Sequence[Any], Calibration | None, Pricer, ProfileOf, Callable[[Any], set[str]]]] = []
+"""`fit_each`'s jobs while its workers run: forked, they inherit them."""
+
+
+def _fit_forked_job(index: int) -> dict[str, float]:
+    train, start, pricer, profile_of, formats_of = _FORKED_JOBS[index]
+    return fit(train, pricer, profile_of, formats_of, start).parameters
 
 
 def interval(held_out: Sequence[Residual]) -> dict[str, float]:

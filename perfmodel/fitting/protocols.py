@@ -245,17 +245,23 @@ def _mape(rows: Sequence[HeldOut]) -> float:
 
 
 def evaluate(
-    protocol: str, items: Sequence[PreparedRun], progress: Callable[[str], None] = lambda _: None
+    protocol: str,
+    items: Sequence[PreparedRun],
+    progress: Callable[[str], None] = lambda _: None,
+    fits: dict[tuple[str, ...], dict[str, float]] | None = None,
 ) -> ProtocolResult:
-    """Fit each fold on its training rows (from the physical defaults) and predict its test rows."""
+    """Fit each fold on its training rows (from the physical defaults) and predict its test rows. `fits`: fits from
+    the physical defaults by their training rows' ids in order, shared by folds and protocols that train on the same
+    rows (the length and stack protocols' folds on every fitted row are calibration's own fit): the same rows in the
+    same order give the same fit, so it is made once."""
     results = []
-    fits: dict[frozenset[str], dict[str, float]] = {}  # folds that share a training set share its fit
+    fits = {} if fits is None else fits
     plan = folds(protocol, items)
     if not plan:
         raise PerfmodelError(f"--protocol {protocol}: no rows to hold out among the {len(items)} selected")
     for number, fold in enumerate(plan, start=1):
         progress(f"{protocol} {number}/{len(plan)}: {fold.name} ({len(fold.train)} train, {len(fold.test)} test)")
-        key = frozenset(i.run.id for i in fold.train)
+        key = cal.run_ids(fold.train)
         if key not in fits:
             fits[key] = cal.fit(fold.train, RunBatch, _profile, _formats).parameters if fold.train else {}
         results.append(_held_out(fold, fits[key]))

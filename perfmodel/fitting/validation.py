@@ -506,8 +506,14 @@ def fit_calibration(
     say(f"fitting on {len(items)} runs")
     fitted = cal.fit(items, RunBatch, _profile, _formats)
     start = Calibration(fitted.parameters, {}, "fit")
-    cv = cal.cross_validate if cross_validate else None
-    held_out = cv(items, RunBatch, _profile, _formats, _group, say, start) if cv else []
+    fits = {cal.run_ids(items): fitted.parameters}  # protocol folds on every row: the fit above
+    tested_unpredictable: list[dict[str, str]] = []  # reported with the protocols, below, as before
+    tested: dict[str, list[PreparedRun]] = {}
+    held_out: list[cal.Residual] = []
+    if cross_validate:
+        tested = {name: protocols.with_tested(name, items, runs, tested_unpredictable) for name in protocols.PROTOCOLS}
+        cv_fits = _fit_folds(items, tested, start, fits, say)
+        held_out = cal.cross_validate(items, RunBatch, _profile, _formats, _group, say, start, cv_fits)
     data = {
         "vintage": {"reference": reference_vintage(), "unknown_release": "rows without a release month count as it"},
         "rows": [item.run.id for item in items],
@@ -532,14 +538,41 @@ def fit_calibration(
     built = replace(built, provenance=built.provenance | validated)
     if not cross_validate:
         return built
+    unpredictable += tested_unpredictable
     results = {}
     for name in protocols.PROTOCOLS:
         try:
-            results[name] = protocols.evaluate(name, protocols.with_tested(name, items, runs, unpredictable), say)
+            results[name] = protocols.evaluate(name, tested[name], say, fits)
         except PerfmodelError as exc:  # no fold in these runs (no MLPerf round to predict, say)
             say(f"{name}: skipped ({exc})")
     found = protocols.provenance(results.values(), items) | {"evidence": evidence.section(items, moe_items, results)}
     return replace(built, provenance=built.provenance | found)
+
+
+def _fit_folds(
+    items: Sequence[PreparedRun],
+    tested: dict[str, list[PreparedRun]],
+    start: Calibration,
+    fits: dict[tuple[str, ...], dict[str, float]],
+    say: Callable[[str], None],
+) -> dict[tuple[str, ...], dict[str, float]]:
+    """Every fold's fit at once (calibrate.fit_each): cross-validation's from `start`, returned, and the protocols'
+    from the physical defaults, added to `fits`; each by its training rows' ids in order."""
+    from perfmodel.fitting import calibrate as cal
+    from perfmodel.fitting import protocols
+
+    cv_trains = [train for _, train, _ in cal.leave_one_group_out(items, _group) if train]
+    protocol_trains = {
+        cal.run_ids(fold.train): fold.train
+        for name, rows in tested.items()
+        for fold in protocols.folds(name, rows)
+        if fold.train and cal.run_ids(fold.train) not in fits
+    }
+    say(f"fitting {len(cv_trains)} cross-validation and {len(protocol_trains)} protocol folds")
+    jobs = [(train, start) for train in cv_trains] + [(train, None) for train in protocol_trains.values()]
+    values = cal.fit_each(jobs, RunBatch, _profile, _formats)
+    fits |= dict(zip(protocol_trains, values[len(cv_trains) :], strict=True))
+    return {cal.run_ids(train): found for train, found in zip(cv_trains, values[: len(cv_trains)], strict=True)}
 
 
 def fitted_densely(run: MeasuredRun) -> bool:

@@ -10,12 +10,15 @@ filled last wave wasting the rest, the best of a few common tile shapes taken (`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property, lru_cache
+from typing import Any, NamedTuple
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import BENCH_FORMAT_SHARES, MEASURED_FAMILIES, FormatShare, format_shares
-from perfmodel.physics.algebra import Number, ceil, maximum, minimum, where
+from perfmodel.physics.algebra import PLAIN, Number, ceil, maximum, minimum, where
+from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import (
     BAND_TILE_TOKENS,
     FP8_ATTENTION_BACKWARD,
@@ -146,10 +149,29 @@ def gemm_shape_share(m: Number, n: Number, k: Number, eff: Efficiency, sms: floa
     waves cannot hide a partly filled last one. Without the tail wave a training step's large GEMMs all ran at the
     plateau, and the fit took the gap up in the straggler spread and the software trend (the length protocol 9.0%
     against 7.4% with it; the kernel rows price 7.4% against 7.7% with it)."""
+    tiles, waves = _grid(m, n, sms)
+    return waves * _ramp(tiles, eff.gemm_tiles_half * sms, SATURATED_TILES) * _ramp(k, eff.gemm_depth_half)
+
+
+GRIDS_KEPT = 4096
+"""Output grids (`_grid`) of numpy arrays kept, oldest dropped first: a fit's rows have ~1,000 stacked GEMMs."""
+_GRIDS: Bounded[tuple[Any, ...], tuple[Number, Number]] = Bounded(GRIDS_KEPT)
+
+
+def _grid(m: Number, n: Number, sms: float) -> tuple[Number, Number]:
+    """An m x n output's 128 x 128 tiles, and the useful share of the tile slots it occupies (its waves where the
+    grid fills the SMs at least once, else its padding alone). The shape's alone, not the efficiencies': for numpy
+    arrays, remembered by their values (a fit prices the same rows' GEMMs ~400 times, ~75 numpy calls each)."""
+    key = None
+    if type(m).__module__ == "numpy" and type(n).__module__ == "numpy":
+        key = (m.shape, m.dtype.str, m.tobytes(), n.shape, n.dtype.str, n.tobytes(), sms)
+        found = _GRIDS.get(key)
+        if found is not None:
+            return found
     tiles = ceil(m / GEMM_TILE) * ceil(n / GEMM_TILE)
     padding = m * n / (tiles * GEMM_TILE * GEMM_TILE)
-    waves = where(tiles >= sms, grouped_efficiency(m, n, 1, sms), padding)
-    return waves * _ramp(tiles, eff.gemm_tiles_half * sms, SATURATED_TILES) * _ramp(k, eff.gemm_depth_half)
+    grid = tiles, where(tiles >= sms, grouped_efficiency(m, n, 1, sms), padding)
+    return grid if key is None else _GRIDS.put(key, grid)
 
 
 def _ramp(x: Number, half: Number, saturation: float = GEMM_SATURATION) -> Number:
@@ -282,22 +304,83 @@ def _attention_share(
 
 def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:
     """Summed time of the operations `keep` selects (all by default)."""
-    total: Number = 0.0
-    rates = Rates(acc, eff)
-    for op in ops:
-        if keep(op):
-            total = total + op_time(op, acc, eff, rates)
-    return total
+    return times_by([op for op in ops if keep(op)], Rates(acc, eff))["total"]
 
 
-def times_by(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, **groups: Callable[[Op], bool]) -> dict[str, Number]:
-    """Time of all `ops` under 'total' and of the subsets each named predicate selects, pricing every op once."""
+def times_by(ops: Iterable[Op] | Batched, rates: Rates, **groups: Callable[[Op], bool]) -> dict[str, Number]:
+    """Time of all `ops` under 'total' and of the subsets each named predicate selects, pricing every op once
+    (`op_times`) at `rates` (a shard's passes share one: `Rates` of array efficiencies costs many numpy calls)."""
+    plan = ops if isinstance(ops, Batched) else batched(ops)
     sums: dict[str, Number] = {"total": 0.0} | dict.fromkeys(groups, 0.0)
-    rates = Rates(acc, eff)
-    for op in ops:
-        seconds = op_time(op, acc, eff, rates)
+    for op, seconds in zip(plan.ops, op_times(plan, rates), strict=True):
         sums["total"] = sums["total"] + seconds
         for name, keep in groups.items():
             if keep(op):
                 sums[name] = sums[name] + seconds
     return sums
+
+
+class Batched(NamedTuple):
+    """Operations arranged for pricing (`batched`, `op_times`)."""
+
+    ops: tuple[Op, ...]
+    priced: tuple[tuple[tuple[int, ...], Op], ...]
+    """(positions in `ops`, the operation priced for them): one operation, or several stacked into one."""
+
+
+STACKED_FIELDS = ("flops", "bytes", "amax_bytes", "eager_bytes", "m", "n", "k", "groups")
+"""The numeric fields `op_time` reads of a GEMM, grouped GEMM or memory operation (what `batched` stacks)."""
+
+
+def batched(ops: Iterable[Op]) -> Batched:
+    """`ops` arranged for `op_times`. Where operations hold numpy arrays (a search's shards, a fit's rows), those of
+    one kind, format and release other than attention are stacked into one operation whose fields hold theirs along
+    a new first axis: `op_time` is element-wise, so each gets the same numbers as alone, and a shard's ~15 GEMMs
+    cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced one at a time, as before."""
+    ops = tuple(ops)
+    numpy = sys.modules.get("numpy")  # not imported: no operation holds an array (and a prediction never imports it)
+    array = numpy.ndarray if numpy is not None else ()
+    alone: list[tuple[tuple[int, ...], Op]] = []
+    batches: dict[tuple[str, str, bool], list[int]] = {}
+    for index, op in enumerate(ops):
+        if op.kind != "attention" and isinstance(op.bytes, array):
+            batches.setdefault((op.kind, op.fmt, op.as_released), []).append(index)
+        else:
+            alone.append(((index,), op))
+    stacked = [
+        (tuple(members), _stacked([ops[i] for i in members]) if len(members) > 1 else ops[members[0]])
+        for members in batches.values()
+    ]
+    return Batched(ops, (*alone, *stacked))
+
+
+def op_times(plan: Batched, rates: Rates) -> list[Number]:
+    """`op_time` of each of the plan's operations, in order."""
+    acc, eff = rates.acc, rates.eff
+    times: list[Number] = [0.0] * len(plan.ops)
+    for positions, op in plan.priced:
+        seconds = op_time(op, acc, eff, rates)
+        if len(positions) == 1:
+            times[positions[0]] = seconds
+            continue
+        for row, index in enumerate(positions):
+            times[index] = seconds[row]
+    return times
+
+
+def _stacked(ops: Sequence[Op]) -> Op:
+    """One operation whose STACKED_FIELDS hold those of `ops` along a new first axis, each broadcast to their common
+    shape (a field equal in every operation stays as it is)."""
+    import numpy as np
+
+    columns = {name: [getattr(op, name) for op in ops] for name in STACKED_FIELDS}
+    varying = {
+        name: values for name, values in columns.items() if not all(type(v) in PLAIN and v == values[0] for v in values)
+    }
+    shape = np.broadcast_shapes(*(np.shape(v) for values in varying.values() for v in values))
+    fields: dict[str, Any] = {}
+    for name, values in varying.items():
+        column = fields[name] = np.empty((len(values), *shape))
+        for row, value in enumerate(values):
+            column[row] = value
+    return ops[0]._replace(**fields)

@@ -33,7 +33,7 @@ from perfmodel.physics.collectives import (
     reduce_scatter,
     send_recv,
 )
-from perfmodel.physics.compute import ops_time, times_by
+from perfmodel.physics.compute import Batched, Rates, batched, times_by
 from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
 from perfmodel.physics.parallel import HEAD_SPLIT_RULE, Rule, feature_rules
 from perfmodel.physics.schedule import (
@@ -290,61 +290,61 @@ def _recomputed_selectively(op: Op) -> bool:
     return op.name in SELECTIVE_RECOMPUTE
 
 
-def _layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
+def _layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -> _LayerTimes:
     """One layer's times; for a MoE model the mean over its dense and MoE layers: their attention once, then the
     dense MLP and the MoE block by their shares (every field is a sum over operations, so the mean is exact)."""
     md = ctx.model
     if md.hybrid_pattern:
-        return _hybrid_layer_times(ctx, sh, recipe)
+        return _hybrid_layer_times(ctx, sh, recipe, rates)
     if not md.is_moe:
-        return _times_of(ctx, layer_forward(sh, recipe), layer_backward(sh, recipe, ctx.frozen_base))
+        return _times_of(rates, _ops(layer_forward, sh, recipe), _ops(layer_backward, sh, recipe, ctx.frozen_base))
     attention = _times_of(
-        ctx, attention_block_forward(sh, recipe), attention_block_backward(sh, recipe, ctx.frozen_base)
+        rates, _ops(attention_block_forward, sh, recipe), _ops(attention_block_backward, sh, recipe, ctx.frozen_base)
     )
-    block = _times_of(ctx, moe.moe_block_forward(sh, recipe), moe.moe_block_backward(sh, recipe))
+    block = _times_of(rates, _ops(moe.moe_block_forward, sh, recipe), _ops(moe.moe_block_backward, sh, recipe))
     if md.dense_layer_count:
         share = md.moe_layers / md.layers
-        mlp = _times_of(ctx, mlp_block_forward(sh, recipe), mlp_block_backward(sh, recipe, ctx.frozen_base))
+        mlp = _times_of(
+            rates, _ops(mlp_block_forward, sh, recipe), _ops(mlp_block_backward, sh, recipe, ctx.frozen_base)
+        )
         mean = _LayerTimes(*((1 - share) * d + share * m for d, m in zip(mlp, block, strict=True)))
         block = mean._replace(shared_forward=block.shared_forward, shared_backward=block.shared_backward)
     return _LayerTimes(*(a + b for a, b in zip(attention, block, strict=True)))
 
 
-def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe) -> _LayerTimes:
+def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -> _LayerTimes:
     """The mean layer of a hybrid pattern: each kind's block (its norm, mixer or MLP, residual) by its share of the
     layers; a MoE layer's shared experts stay per MoE layer (`_LayerTimes.shared_forward`)."""
     md, frozen = ctx.model, ctx.frozen_base
-    blocks: dict[str, tuple[Callable[..., list[Op]], Callable[..., list[Op]]]] = {
-        "M": (mamba.mamba_block_forward, lambda s, r: mamba.mamba_block_backward(s, r, frozen)),
-        "*": (attention_block_forward, lambda s, r: attention_block_backward(s, r, frozen)),
-        "-": (mlp_block_forward, lambda s, r: mlp_block_backward(s, r, frozen)),
-        "E": (moe.moe_block_forward, moe.moe_block_backward),
+    blocks: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {  # (builder, its arguments after the recipe)
+        "M": ((mamba.mamba_block_forward,), (mamba.mamba_block_backward, frozen)),
+        "*": ((attention_block_forward,), (attention_block_backward, frozen)),
+        "-": ((mlp_block_forward,), (mlp_block_backward, frozen)),
+        "E": ((moe.moe_block_forward,), (moe.moe_block_backward,)),
     }
     mean: list[Number] = [0.0] * len(_LayerTimes._fields)
     shared: tuple[Number, Number] = (0.0, 0.0)
     for kind, count in hybrid.counts(md.hybrid_pattern).items():
         if count:
-            forward, backward = blocks[kind]
-            times = _times_of(ctx, forward(sh, recipe), backward(sh, recipe))
+            (forward, *forward_args), (backward, *backward_args) = blocks[kind]
+            times = _times_of(
+                rates, _ops(forward, sh, recipe, *forward_args), _ops(backward, sh, recipe, *backward_args)
+            )
             mean = [m + count / md.layers * x for m, x in zip(mean, times, strict=True)]
             shared = (times.shared_forward, times.shared_backward) if kind == "E" else shared
     return _LayerTimes(*mean)._replace(shared_forward=shared[0], shared_backward=shared[1])
 
 
-def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTimes:
-    acc, eff = ctx.hardware.accelerator, ctx.efficiency
+def _times_of(rates: Rates, forward: Batched, backward: Batched) -> _LayerTimes:
     fwd = times_by(
         forward,
-        acc,
-        eff,
+        rates,
         gemm=_is_gemm,
         attention=_is_attention,
         selective=_recomputed_selectively,
         shared=_is_shared_expert,
     )
-    bwd = times_by(
-        backward, acc, eff, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention, shared=_is_shared_expert
-    )
+    bwd = times_by(backward, rates, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention, shared=_is_shared_expert)
     return _LayerTimes(
         forward=fwd["total"],
         backward=bwd["total"],
@@ -359,13 +359,13 @@ def _times_of(ctx: Context, forward: list[Op], backward: list[Op]) -> _LayerTime
     )
 
 
-def _mixed_layer_times(ctx: Context, sh: Shard) -> _LayerTimes:
+def _mixed_layer_times(ctx: Context, sh: Shard, rates: Rates) -> _LayerTimes:
     """Average layer of the recipe: the share it keeps in BF16 (NVFP4's first and last layers) runs at BF16 speed."""
-    quantised = _layer_times(ctx, sh, ctx.recipe)
+    quantised = _layer_times(ctx, sh, ctx.recipe, rates)
     bf16_share = _bf16_share(ctx.recipe, ctx.model)
     if bf16_share == 0:
         return quantised
-    bf16 = _layer_times(ctx, sh, RECIPES["bf16"])
+    bf16 = _layer_times(ctx, sh, RECIPES["bf16"], rates)
     return _LayerTimes(*((1 - bf16_share) * q + bf16_share * b for q, b in zip(quantised, bf16, strict=True)))
 
 
@@ -388,13 +388,32 @@ class ShardCompute(NamedTuple):
 
 
 def _shard_compute(ctx: Context, sh: Shard) -> ShardCompute:
-    acc, eff = ctx.hardware.accelerator, ctx.efficiency
+    rates = Rates(ctx.hardware.accelerator, ctx.efficiency)  # once for the shard's passes
     return ShardCompute(
-        layer=_mixed_layer_times(ctx, sh),
-        head_forward=times_by(head_forward(sh), acc, eff, gemm=_is_gemm),
-        head_backward=times_by(head_backward(sh, ctx.frozen_base), acc, eff, gemm=_is_gemm),
-        embedding=ops_time(embedding_ops(sh), acc, eff),
+        layer=_mixed_layer_times(ctx, sh, rates),
+        head_forward=times_by(_ops(head_forward, sh), rates, gemm=_is_gemm),
+        head_backward=times_by(_ops(head_backward, sh, ctx.frozen_base), rates, gemm=_is_gemm),
+        embedding=times_by(_ops(embedding_ops, sh), rates)["total"],
     )
+
+
+OPS_KEPT = 8192
+"""Batched operations (`_ops`) kept, oldest dropped first: a fit's rows have ~2,000 passes, each fold's a few more."""
+_OPS: Bounded[tuple[Any, ...], Batched] = Bounded(OPS_KEPT)
+
+
+def _ops(build: Callable[..., list[Op]], sh: Shard, *args: Any) -> Batched:
+    """`build(sh, *args)`'s operations, batched for pricing (compute.batched); where the shard's dimensions are
+    numpy arrays, remembered by their values: the operations and their stacking depend on the shard alone, not on
+    the efficiencies, and a fit prices each row's shard under new efficiencies ~400 times. Plain numbers have the
+    shard memo (`Context.shards`); symbols and traced values are built every time."""
+    dims = (sh.tp, sh.cp, sh.mbs, sh.ep, sh.etp)
+    if not any(type(x).__module__ == "numpy" for x in dims):
+        return batched(build(sh, *args))
+    values = [(x.shape, x.dtype.str, x.tobytes()) if type(x).__module__ == "numpy" else x for x in dims]
+    key = (build, args, sh._replace(tp=values[0], cp=values[1], mbs=values[2], ep=values[3], etp=values[4]))
+    found = _OPS.get(key)
+    return found if found is not None else _OPS.put(key, batched(build(sh, *args)))
 
 
 def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardCompute:
