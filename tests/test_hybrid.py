@@ -159,6 +159,7 @@ def test_a_pipelined_hybrid_prices_its_slowest_stage() -> None:
     stage, so the step's stages, FLOP-weighed, are not 13 layers each, and the busiest interior one is dearer."""
     import perfmodel
     from perfmodel.physics import step
+    from perfmodel.physics.compute import Rates
     from perfmodel.planning.predict import context_for
 
     md = ZOO["nemotron-3-nano-30b-a3b"]
@@ -246,14 +247,15 @@ def test_nemotron_keeps_its_first_and_last_layer_in_bf16_under_fp8() -> None:
     TransformerConfig's defaults: 2 of Nemotron 3 Nano's 52 layers run at BF16 speed in an FP8 recipe."""
     import perfmodel
     from perfmodel.physics import step
+    from perfmodel.physics.compute import Rates
     from perfmodel.planning.predict import context_for
 
     md = ZOO["nemotron-3-nano-30b-a3b"]
     assert md.bf16_edge_layers == 1
     ctx = context_for(perfmodel.load_scenario(model=md.id, gpu="h100-sxm", n_gpus=8, precision="fp8", seq_len=8192))
-    sh = ctx.shard(1.0, 1.0, 1.0, 8.0, 1.0)
-    quantised = step._layer_times(ctx, sh, ctx.recipe)
-    bf16 = step._layer_times(ctx, sh, RECIPES["bf16"])
-    mixed = step._mixed_layer_times(ctx, sh)
+    sh, rates = ctx.shard(1.0, 1.0, 1.0, 8.0, 1.0), Rates(ctx.hardware.accelerator, ctx.efficiency)
+    quantised = step._layer_times(ctx, sh, ctx.recipe, rates)
+    bf16 = step._layer_times(ctx, sh, RECIPES["bf16"], rates)
+    mixed = step._mixed_layer_times(ctx, sh, rates)
     assert mixed.forward == pytest.approx(50 / 52 * quantised.forward + 2 / 52 * bf16.forward)
     assert bf16.forward > quantised.forward
