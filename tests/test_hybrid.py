@@ -159,7 +159,6 @@ def test_a_pipelined_hybrid_prices_its_slowest_stage() -> None:
     stage, so the step's stages, FLOP-weighed, are not 13 layers each, and the busiest interior one is dearer."""
     import perfmodel
     from perfmodel.physics import step
-    from perfmodel.physics.compute import Rates
     from perfmodel.planning.predict import context_for
 
     md = ZOO["nemotron-3-nano-30b-a3b"]
