@@ -2,7 +2,10 @@
 
 A pattern is Megatron's `hybrid_override_pattern` (megatron-core 0.16.1 ssm/mamba_hybrid_layer_allocation.py;
 transformers 5.25 NemotronHConfig._pattern_to_list): one character per layer, `M` a Mamba-2 mixer, `*` self-attention,
-`-` a dense MLP, `E` a mixture-of-experts MLP, each with its own pre-norm and residual. A hybrid model's layers are
+`-` a dense MLP, `E` a mixture-of-experts MLP, each with its own pre-norm and residual. `G`, a Gated DeltaNet
+linear-attention mixer (Qwen3-Next), is perfmodel's own: megatron-core 0.16.1's pattern symbols stop at those four
+(mamba_hybrid_layer_allocation.py L25-32) and it places Gated DeltaNet by `linear_attention_freq` in a GPT model
+instead (transformer_config.py L275), which a pattern writes as `GEGEGE*E...`. A hybrid model's layers are
 priced by kind and summed; a pipeline stage holds consecutive pattern positions (megatron-core 0.16.1
 ssm/mamba_block.py L214-219: `num_layers // pp` layers from `pp_rank x that`), so stages of unequal mix cost
 unequally and the slowest sets the step (`stage_layer_equivalents`).
@@ -14,7 +17,7 @@ from collections.abc import Mapping
 from functools import cache
 from itertools import pairwise
 
-KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+KINDS = {"M": "mamba", "G": "gated_deltanet", "*": "attention", "-": "mlp", "E": "moe"}
 """Pattern characters and the layer kind each stands for."""
 
 
@@ -30,7 +33,7 @@ def pattern_problem(pattern: str, layers: int) -> str | None:
 
 
 def counts(pattern: str) -> dict[str, int]:
-    """Layers of each kind ('M', '*', '-', 'E')."""
+    """Layers of each kind ('M', 'G', '*', '-', 'E')."""
     return {c: pattern.count(c) for c in KINDS}
 
 

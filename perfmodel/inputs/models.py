@@ -122,6 +122,24 @@ class ModelSpec:
     """Width of the causal depthwise conv1d (d_conv)."""
     mamba_chunk: int = bounded(128, ge=1, le=100_000)
     """Chunk length of the SSD scan (chunk_size: Dao and Gu 2024, arXiv 2405.21060, section 6)."""
+    gdn_key_heads: int = bounded(0, ge=0, le=100_000)
+    """Query and key heads of a Gated DeltaNet 'G' layer (Megatron's linear_num_key_heads; 0: no 'G' layers)."""
+    gdn_value_heads: int = bounded(0, ge=0, le=100_000)
+    """Value heads of a 'G' layer (linear_num_value_heads), a multiple of the key heads, which repeat to match."""
+    gdn_key_head_dim: int = bounded(128, ge=1, le=100_000)
+    """Width of a 'G' layer's query and key heads (linear_key_head_dim)."""
+    gdn_value_head_dim: int = bounded(128, ge=1, le=100_000)
+    """Width of a 'G' layer's value heads (linear_value_head_dim): the recurrent state per head is key x value."""
+    gdn_conv: int = bounded(4, ge=1, le=1_000)
+    """Width of a 'G' layer's causal depthwise conv1d over q, k and v (linear_conv_kernel_dim)."""
+    gdn_chunk: int = bounded(64, ge=1, le=100_000)
+    """Chunk length of the chunked delta rule (the fla kernels' chunk_gated_delta_rule: 64)."""
+    attention_output_gate: bool = False
+    """Gated attention (Qwen3-Next): the QKV projection also makes a gate of the query's width, and the attention
+    output is multiplied by its sigmoid (megatron-core 0.16.1 transformer/attention.py L1218-1222, L1264-1266)."""
+    shared_expert_gate: bool = False
+    """A sigmoid gate on the shared experts' output, a hidden x 1 linear layer per MoE layer (Qwen2-MoE, Qwen3-Next:
+    Megatron's moe_shared_expert_gate)."""
     bf16_edge_layers: int = bounded(0, ge=0, le=MAX_LAYERS)
     """Layers at each end that a quantised recipe runs in BF16 (Megatron's first_last_layers_bf16, with
     num_layers_at_start_in_bf16 and num_layers_at_end_in_bf16 at this count: megatron-core 0.16.1
@@ -165,7 +183,7 @@ class ModelSpec:
         mla_missing = [n for n in ("kv_lora_rank", "qk_nope_dim", "v_head_dim") if not getattr(self, n)]
         if self.attention == "mla" and mla_missing:
             raise FieldError(mla_missing[0], "attention 'mla' needs kv_lora_rank, qk_nope_dim and v_head_dim above 0")
-        if self.hybrid_pattern or self.mamba_heads:
+        if self.hybrid_pattern or self.mamba_heads or self.gdn_value_heads:
             self._check_hybrid()
         if self.experts:
             self._check_experts()
@@ -224,6 +242,17 @@ class ModelSpec:
                 "mamba_groups",
                 f"mamba_heads ({self.mamba_heads}) must be a multiple of mamba_groups ({self.mamba_groups})",
             )
+        if bool(kinds["G"]) != bool(self.gdn_value_heads):
+            raise FieldError(
+                "gdn_value_heads",
+                f"gdn_value_heads ({self.gdn_value_heads}) must be above 0 exactly when hybrid_pattern has 'G'",
+            )
+        if kinds["G"] and (not self.gdn_key_heads or self.gdn_value_heads % self.gdn_key_heads):
+            raise FieldError(
+                "gdn_key_heads",
+                f"gdn_key_heads ({self.gdn_key_heads}) must be above 0 and divide gdn_value_heads"
+                f" ({self.gdn_value_heads})",
+            )
         if bool(kinds["E"]) != bool(self.experts):
             raise FieldError("experts", f"experts ({self.experts}) must be above 0 exactly when hybrid_pattern has 'E'")
         unpriced = ("dense_layers", "sliding_layers", "mtp_layers", "parallel_block", "index_topk", "capacity_factor")
@@ -260,6 +289,8 @@ class ModelSpec:
                 "token dropping (capacity_factor, pad_to_capacity) runs with dispatcher 'alltoall' only"
                 " (Megatron-Bridge's apply_moe_token_drop asserts it)",
             )
+        if self.shared_expert_gate and not self.shared_experts:
+            raise FieldError("shared_expert_gate", "shared_expert_gate needs shared_experts > 0 (the output it gates)")
         if self.pad_to_capacity and not self.capacity_factor:
             raise FieldError("pad_to_capacity", "pad_to_capacity needs capacity_factor > 0 (the capacity padded to)")
 
@@ -309,11 +340,17 @@ class ModelSpec:
         return 2 * self.moe_ffn if self.gated_mlp else self.moe_ffn
 
     @property
+    def qkv_width(self) -> int:
+        """Output width of the fused QKV projection (GQA): the queries, keys and values, and any output gate (one
+        value per query channel, attention_output_gate)."""
+        return self.q_dim * (2 if self.attention_output_gate else 1) + 2 * self.kv_dim
+
+    @property
     def attention_linear_shapes(self) -> dict[str, tuple[int, int]]:
         """The attention's linear layers as (input width, output width), by the names workload.py gives them."""
         h, q = self.hidden, self.q_dim
         if self.attention != "mla":
-            return {"qkv": (h, q + 2 * self.kv_dim), "proj": (q, h)}
+            return {"qkv": (h, self.qkv_width), "proj": (q, h)}
         queries = (
             {"q_down": (h, self.q_lora_rank), "q_up": (self.q_lora_rank, q)} if self.q_lora_rank else {"q_proj": (h, q)}
         )
@@ -357,7 +394,7 @@ class ModelSpec:
     def attention_params_per_layer(self) -> int:
         if self.attention == "mla":  # the latent norms of the compressed Q and KV, and any DSA indexer
             return self.attention_linear_params + self.q_lora_rank + self.kv_lora_rank + self.indexer_params
-        biases = (self.q_dim + 2 * self.kv_dim) + self.hidden if self.bias else 0
+        biases = self.qkv_width + self.hidden if self.bias else 0
         norms = 2 * self.head_dim if self.qk_norm else 0
         return self.attention_linear_params + biases + norms + (self.heads if self.attention_sinks else 0)
 
@@ -376,7 +413,9 @@ class ModelSpec:
 
     @property
     def router_params(self) -> int:
-        return self.experts * self.hidden + (self.experts if self.bias else 0)
+        """The router, and the shared experts' gate when there is one (a GEMM of one column)."""
+        gate = self.hidden if self.shared_expert_gate else 0
+        return self.experts * self.hidden + (self.experts if self.bias else 0) + gate
 
     @property
     def routed_expert_params_per_layer(self) -> int:
@@ -431,10 +470,40 @@ class ModelSpec:
         return linear + conv + 3 * self.mamba_heads + self.mamba_inner
 
     @property
+    def gdn_key_width(self) -> int:
+        """Width of a Gated DeltaNet layer's queries (and of its keys): key heads x key head dim."""
+        return self.gdn_key_heads * self.gdn_key_head_dim
+
+    @property
+    def gdn_value_width(self) -> int:
+        """Width of a Gated DeltaNet layer's values (and of its output gate z and its output)."""
+        return self.gdn_value_heads * self.gdn_value_head_dim
+
+    @property
+    def gdn_linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """A Gated DeltaNet layer's linear layers: in_proj to q, k, v, the output gate z, beta and alpha (one each per
+        value head) fused, and out_proj (megatron-core 0.16.1 ssm/gated_delta_net.py L138-158, L209-220;
+        transformers 5.25 Qwen3NextGatedDeltaNet splits in_proj into in_proj_qkvz and in_proj_ba,
+        modeling_qwen3_next.py L671-674)."""
+        in_width = 2 * self.gdn_key_width + 2 * self.gdn_value_width + 2 * self.gdn_value_heads
+        return {"in_proj": (self.hidden, in_width), "out_proj": (self.gdn_value_width, self.hidden)}
+
+    @property
+    def gdn_params(self) -> int:
+        """A Gated DeltaNet mixer: in_proj and out_proj, the conv1d over q, k and v without bias, dt_bias and A_log
+        per value head, and the gated RMSNorm's weight over one value head, shared by all (gated_delta_net.py
+        L160-207; modeling_qwen3_next.py L659-685)."""
+        linear = sum(k * n for k, n in self.gdn_linear_shapes.values())
+        conv = (2 * self.gdn_key_width + self.gdn_value_width) * self.gdn_conv
+        return linear + conv + 2 * self.gdn_value_heads + self.gdn_value_head_dim
+
+    @property
     def hybrid_layer_params(self) -> dict[str, int]:
-        """One layer of each pattern kind with its pre-norm: Mamba-2, attention, dense MLP, MoE (all its experts)."""
+        """One layer of each pattern kind with its pre-norm: Mamba-2, Gated DeltaNet, attention, dense MLP, MoE (all
+        its experts)."""
         return {
             "M": self.mamba_params + self.norm_params,
+            "G": self.gdn_params + self.norm_params,
             "*": self.attention_params_per_layer + self.norm_params,
             "-": self.mlp_params_per_layer + self.norm_params,
             "E": self.moe_layer_params - self.attention_params_per_layer - self.norm_params,
@@ -499,9 +568,13 @@ class ModelSpec:
 
     @property
     def moe_active_linear_params(self) -> int:
-        """GEMM weights one token goes through in a MoE layer's MLP: router, top_k routed and the shared experts."""
-        return self.experts * self.hidden + (self.top_k + self.shared_experts) * self.hidden * (
-            self.expert_in_width + self.moe_ffn
+        """GEMM weights one token goes through in a MoE layer's MLP: router (with any shared-expert gate), top_k routed
+        and the shared experts."""
+        gate = self.hidden if self.shared_expert_gate else 0
+        return (
+            self.experts * self.hidden
+            + gate
+            + (self.top_k + self.shared_experts) * self.hidden * (self.expert_in_width + self.moe_ffn)
         )
 
     @property
@@ -513,7 +586,8 @@ class ModelSpec:
         attention, dense_mlp = self.attention_linear_params + indexer, self.hidden * (self.mlp_in_width + self.ffn)
         if self.hybrid_pattern:
             mamba = sum(k * n for k, n in self.mamba_linear_shapes.values())
-            per_kind = {"M": mamba, "*": attention, "-": dense_mlp, "E": self.moe_active_linear_params}
+            gdn = sum(k * n for k, n in self.gdn_linear_shapes.values())
+            per_kind = {"M": mamba, "G": gdn, "*": attention, "-": dense_mlp, "E": self.moe_active_linear_params}
             return sum(per_kind[c] for c in self.hybrid_pattern) + self.vocab * self.hidden
         layers = self.dense_layer_count * (attention + dense_mlp) + self.moe_layers * (
             attention + self.moe_active_linear_params
@@ -546,12 +620,25 @@ class ModelSpec:
             2 * q * (self.mamba_groups * self.mamba_state + self.mamba_inner) + 4 * self.mamba_state * self.mamba_inner
         )
 
+    def gdn_flops_per_token(self, seq_len: int) -> float:
+        """Forward FLOPs per token of one Gated DeltaNet layer's chunked delta rule (Yang, Kautz and Hatamizadeh
+        2024, arXiv 2412.06464, section 3.3: the WY representation over chunks of C; the fla kernels of
+        chunk_gated_delta_rule_fwd, recalled from the public code, not a stored copy), per value head with key width
+        K and value width V, the queries and keys repeated to every value head: the chunk's beta K K^T (C K), the
+        inverse of its unit lower-triangular (I + A) (C^2 / 3), W and U from it (C K + C V), the state passing, each
+        chunk's new values U - W S and the state update S + K^T V (4 K V), and the output: Q S from the state passed
+        in (2 K V) and the masked Q K^T and its product with the new values (C K + C V). Every within-chunk product
+        is masked causal, counted at half (Q / 2 keys, as attention's and the SSD scan's convention)."""
+        c, k, v = min(self.gdn_chunk, seq_len), self.gdn_key_head_dim, self.gdn_value_head_dim
+        return self.gdn_value_heads * (3 * c * k + 2 * c * v + 6 * k * v + c * c / 3)
+
     def hybrid_kind_flops_per_token(self, seq_len: int) -> dict[str, float]:
         """Forward FLOPs per token of one layer of each pattern kind: its GEMMs (a MoE layer's router and active
-        experts), and attention's causal scores and context or Mamba's SSD scan."""
+        experts), and attention's causal scores and context, Mamba's SSD scan or Gated DeltaNet's delta rule."""
         h = self.hidden
         return {
             "M": 2 * sum(k * n for k, n in self.mamba_linear_shapes.values()) + self.ssd_flops_per_token(seq_len),
+            "G": 2 * sum(k * n for k, n in self.gdn_linear_shapes.values()) + self.gdn_flops_per_token(seq_len),
             "*": 2 * self.attention_linear_params + seq_len * self.attention_widths,
             "-": 2 * h * (self.mlp_in_width + self.ffn),
             "E": 2 * self.moe_active_linear_params,
@@ -589,6 +676,8 @@ class ModelSpec:
             attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
         if self.mamba_heads:
             attention = attention + 3 * self.hybrid_pattern.count("M") * self.ssd_flops_per_token(seq_len)
+        if self.gdn_value_heads:
+            attention = attention + 3 * self.hybrid_pattern.count("G") * self.gdn_flops_per_token(seq_len)
         if self.index_topk:  # DSA: attention over the picked keys, the indexer's scores over every causal key
             causal = seq_len / 2 if packed is None else packed.keys
             keys = self.sparse_keys(seq_len) if packed is None else min(packed.keys, self.sparse_keys(seq_len))
@@ -723,6 +812,10 @@ NEMOTRON_H_56B_PATTERN = (
     "M-M-M-M-M-"
 )
 NEMOTRON_3_NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+QWEN3_NEXT_PATTERN = "GEGEGE*E" * 12
+"""Qwen3-Next's 48 layers as 96 pattern positions, each layer a mixer and a MoE MLP: Gated DeltaNet in three of four,
+gated attention in every fourth (transformers 5.25 configuration_qwen3_next.py L123-129: full_attention_interval 4;
+Megatron-Bridge 0.3.1 qwen_provider.py L458: linear_attention_freq 4)."""
 
 
 def _hybrid(model_id: str, name: str, **shapes: Any) -> ModelSpec:
@@ -755,6 +848,21 @@ HYBRID_MODELS = (
         "nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B", layers=52, hidden=2688, ffn=1856, heads=32, kv_heads=2,
         head_size=128, hybrid_pattern=NEMOTRON_3_NANO_PATTERN, mamba_heads=64, mamba_state=128, experts=128, top_k=6,
         shared_experts=2, moe_ffn=1856, dispatcher="alltoall",
+    ),
+    # Qwen3-Next-80B-A3B: transformers 5.25 Qwen3NextConfig's defaults, whose docstring names the checkpoint
+    # (configuration_qwen3_next.py L23, L50, L88-118: 48 layers, 2048 wide, 16 heads of 256 in 2 query groups, 512
+    # experts of 512 top-10 and a shared expert of 512, every layer MoE, vocab 151936 untied; Gated DeltaNet of 16
+    # key heads and 32 value heads of 128, conv 4), agreeing with Megatron-Bridge 0.3.1 Qwen3NextModelProvider80B_A3B
+    # (qwen_provider.py L434-482: gated attention, the shared expert's gate, QK norm from Qwen3MoEModelProvider). Its
+    # RMSNorms are zero-centred (the same parameters); the checkpoint's MTP module, which transformers skips
+    # (modeling_qwen3_next.py L1034) and the provider leaves unset, is left out. The dense width (5632 in the
+    # config's defaults, 5120 in the provider) is unused: every layer is MoE. The pretraining recipe applies the flex
+    # dispatcher (DeepEP: recipes/qwen/qwen3_next.py L66-68, L140).
+    ModelSpec(
+        id="qwen3-next-80b-a3b", name="Qwen3-Next-80B-A3B", layers=96, hidden=2048, ffn=5120, heads=16, kv_heads=2,
+        head_size=256, qk_norm=True, attention_output_gate=True, vocab=151936, hybrid_pattern=QWEN3_NEXT_PATTERN,
+        gdn_key_heads=16, gdn_value_heads=32, experts=512, top_k=10, shared_experts=1, moe_ffn=512,
+        shared_expert_gate=True,
     ),
 )  # fmt: skip
 

@@ -23,7 +23,7 @@ from perfmodel.inputs import hybrid
 from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
-from perfmodel.physics import mamba, memory, moe
+from perfmodel.physics import deltanet, mamba, memory, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import Efficiency
@@ -257,6 +257,11 @@ def _hybrid_phases(ctx: Context, sh: Any, recompute: str) -> list[tuple[str, lis
     rec, frozen = ctx.recipe, ctx.frozen_base
     blocks: dict[str, tuple[str, Callable[[], list[Op]], Callable[[], list[Op]]]] = {
         "M": ("Mamba", lambda: mamba.mamba_block_forward(sh, rec), lambda: mamba.mamba_block_backward(sh, rec, frozen)),
+        "G": (
+            "Gated DeltaNet",
+            lambda: deltanet.gdn_block_forward(sh, rec),
+            lambda: deltanet.gdn_block_backward(sh, rec, frozen),
+        ),
         "*": ("attention", lambda: attention_block_forward(sh, rec), lambda: attention_block_backward(sh, rec, frozen)),
         "-": ("MLP", lambda: mlp_block_forward(sh, rec), lambda: mlp_block_backward(sh, rec, frozen)),
         "E": ("MoE", lambda: moe.moe_block_forward(sh, rec), lambda: moe.moe_block_backward(sh, rec)),

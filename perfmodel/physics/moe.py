@@ -21,7 +21,7 @@ from typing import NamedTuple
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
-from perfmodel.physics import mamba
+from perfmodel.physics import deltanet, mamba
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
@@ -210,7 +210,7 @@ def tp_blocks_per_layer(md: ModelSpec) -> float:
         return 1.0
     moe_share = md.moe_layers / md.layers if md.is_moe else 0.0
     moe_blocks = 2.0 if md.shared_experts else 1.0
-    if md.hybrid_pattern:  # one block per layer: Mamba, attention or MLP; a MoE layer its shared experts only
+    if md.hybrid_pattern:  # one block per layer: Mamba, DeltaNet, attention or MLP; a MoE layer its shared experts
         return (1 - moe_share) + moe_share * (moe_blocks - 1)
     return (1 - moe_share) * 2.0 + moe_share * moe_blocks
 
@@ -343,7 +343,7 @@ def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) ->
         latents = md.q_lora_rank + md.kv_lora_rank + md.qk_rope_dim
         qkv = latents if recompute == "selective" else 2 * md.q_dim + out
     else:
-        qkv, out = md.q_dim + 2 * md.kv_dim, md.q_dim
+        qkv, out = md.qkv_width, md.q_dim
     saved = (md.hidden + qkv + out) * BF16_BYTES + (out * q_in if recipe.quantised else 0.0)
     return saved + (md.hidden * q_in if recompute == "none" else 0.0)
 
@@ -380,10 +380,13 @@ def hybrid_mean_saved(
     md: ModelSpec, recipe: Recipe, mode: str, per_rank: Number, attention: Number, dense: Number, moe: Number
 ) -> Number:
     """What a hybrid pattern's mean layer keeps for backward on one rank: each kind's block by its share (an 'M'
-    layer's is mamba.saved_per_token; `attention`, `dense` and `moe` are the other kinds' blocks on this rank)."""
+    layer's is mamba.saved_per_token, a 'G' layer's deltanet.saved_per_token; `attention`, `dense` and `moe` are
+    the other kinds' blocks on this rank)."""
     kinds = hybrid.counts(md.hybrid_pattern)
     mamba_layer = mamba.saved_per_token(md, recipe, mode) * per_rank
-    held = kinds["M"] * mamba_layer + kinds["*"] * attention + kinds["-"] * dense + kinds["E"] * moe
+    gdn_layer = deltanet.saved_per_token(md, recipe, mode) * per_rank
+    mixers = kinds["M"] * mamba_layer + kinds["G"] * gdn_layer + kinds["*"] * attention
+    held = mixers + kinds["-"] * dense + kinds["E"] * moe
     return held / md.layers
 
 

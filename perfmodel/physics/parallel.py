@@ -147,6 +147,22 @@ HYBRID_RULES: tuple[Rule, ...] = (
         ("tp", "cp"),
     ),
     Rule(
+        lambda v, md, n: (md.gdn_key_heads % v.tp == 0) & (md.gdn_value_heads % v.tp == 0),
+        lambda v, md, n: (
+            f"TP {v.tp} must divide the {md.gdn_key_heads} Gated DeltaNet key heads and {md.gdn_value_heads} value "
+            "heads (Megatron-Core splits both: megatron-core 0.16.1 transformer_config.py L975-980)"
+        ),
+        ("tp",),
+    ),
+    Rule(
+        lambda v, md, n: (md.gdn_value_heads == 0) | (v.cp == 1),
+        lambda v, md, n: (
+            f"CP {v.cp}: Megatron-Core's Gated DeltaNet does not support context parallelism (megatron-core 0.16.1 "
+            "transformer_config.py L983-986); use CP 1"
+        ),
+        ("cp",),
+    ),
+    Rule(
         lambda v, md, n: (md.hybrid_pattern == "") | (v.vp == 1),
         lambda v, md, n: (
             f"VP {v.vp}: Megatron-Core runs hybrid models without interleaving (megatron-core 0.16.1 "
@@ -155,7 +171,8 @@ HYBRID_RULES: tuple[Rule, ...] = (
         ("vp",),
     ),
 )
-"""Hybrid (Mamba-2) layouts, as Megatron-Core's MambaMixer and MambaStack accept them."""
+"""Hybrid (Mamba-2, Gated DeltaNet) layouts, as Megatron-Core's MambaMixer, GatedDeltaNet and MambaStack accept
+them."""
 
 
 RULES: tuple[Rule, ...] = (

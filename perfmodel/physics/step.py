@@ -21,7 +21,7 @@ from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
 from perfmodel.inputs.record import replaced
-from perfmodel.physics import mamba, memory, moe
+from perfmodel.physics import deltanet, mamba, memory, moe
 from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, lookup, maximum, minimum, sqrt, where
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.collectives import (
@@ -318,6 +318,7 @@ def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -
     md, frozen = ctx.model, ctx.frozen_base
     blocks: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {  # (builder, its arguments after the recipe)
         "M": ((mamba.mamba_block_forward,), (mamba.mamba_block_backward, frozen)),
+        "G": ((deltanet.gdn_block_forward,), (deltanet.gdn_block_backward, frozen)),
         "*": ((attention_block_forward,), (attention_block_backward, frozen)),
         "-": ((mlp_block_forward,), (mlp_block_backward, frozen)),
         "E": ((moe.moe_block_forward,), (moe.moe_block_backward,)),
@@ -604,7 +605,7 @@ def kv_regroup(md: ModelSpec, tokens: Number, tp: Number, links: GroupLinks) -> 
     Megatron-Core runs when TP exceeds the KV heads, so that each rank can take its group's query heads and its
     replicated K and V head (workload.kv_width): a plain NCCL collective in the attention module, which waits for
     it, not a userbuffers overlap. None (0) when TP divides the KV heads."""
-    qkv = tokens * (md.q_dim + 2 * md.kv_dim) * BF16_BYTES
+    qkv = tokens * md.qkv_width * BF16_BYTES
     return where(tp > md.kv_heads, all_gather(qkv, links), 0.0)
 
 

@@ -108,7 +108,7 @@ def attention_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
             ("kv_up", md.kv_lora_rank, kv_up, True),
             ("proj", md.heads * md.v_head_dim / t, md.hidden, False),
         ]
-    return [("qkv", md.hidden, (md.q_dim + 2 * md.kv_dim) / t, True), ("proj", md.q_dim / t, md.hidden, False)]
+    return [("qkv", md.hidden, md.qkv_width / t, True), ("proj", md.q_dim / t, md.hidden, False)]
 
 
 def kv_width(md: ModelSpec, tp: Number) -> Number:
@@ -308,9 +308,19 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _rope(sh, backward=False),
         *indexer_forward(sh),
         *attention_forward(sh),
+        *_output_gate(sh, backward=False),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
+
+
+def _output_gate(sh: Shard, backward: bool) -> list[Op]:
+    """Gated attention's output x sigmoid(gate) (attention_output_gate; none without it): reads the output and the
+    gate, writes one (backward: reads them and the gradient, writes two)."""
+    if not sh.model.attention_output_gate:
+        return []
+    name, accesses = ("output_gate.bwd", 5) if backward else ("output_gate", 3)
+    return [_mem(name, sh.tokens * sh.model.q_dim / sh.tp, accesses * BF16_BYTES)]
 
 
 def activation_bytes(md: ModelSpec, backward: bool, eager: bool = False) -> float:
@@ -396,7 +406,8 @@ def mlp_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) 
 def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     T, h = sh.tokens, sh.model.hidden
     proj, *projections = reversed(attention_shapes(sh))
-    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *attention_backward(sh), *indexer_backward(sh)]
+    ops = [*linear_backward(sh, recipe, proj, frozen_weights, T), *_output_gate(sh, backward=True)]
+    ops += [*attention_backward(sh), *indexer_backward(sh)]
     for shape in projections:
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
