@@ -24,6 +24,14 @@ usd_per_gpu_hour = 2.5
 max_gpus = 1024
 lead_time_days = 0.25
 """
+BOUGHT = """
+[[offer]]
+name = "buy-b200"
+system = "dgx-b200"
+usd_per_system = 400000
+max_gpus = 512
+lead_time_days = 0.1
+"""
 
 
 def _pool(gpus: int, rate: float = 0.0) -> str:
@@ -129,3 +137,54 @@ def test_a_budget_is_checked_on_the_mix_at_the_confidence(tmp_path: Path) -> Non
     assert enough["feasible"] and enough["p_budget"] >= 0.8
     short = json.loads(run_cli(*args, "--budget", str(d["cost_usd_at_confidence"] * 0.5)).out)["fleet_plans"][0]
     assert not short["feasible"] and "over budget" in short["reason"]
+
+
+def test_the_fleet_plan_is_exported_with_its_mix(tmp_path: Path) -> None:
+    """`export plan --fleet`: a row per system type's mix, its sources' GPUs, rates and costs and the split, as the
+    plan's JSON has them."""
+    path = _write(tmp_path, _pool(64, 1.0) + OFFERS + BOUGHT)
+    args = (*WORK, "--deadline", "1d", "--fleet", str(path))
+    plans = {d["system"]: d for d in json.loads(run_cli("plan", *args, "--format", "json", "-q").out)["fleet_plans"]}
+    out = tmp_path / "fleet.json"
+    assert run_cli("export", "plan", *args, "--out", str(out), "-q").code == 0
+    rows = {row["candidate"]: row for row in json.loads(out.read_text())["rows"]}
+    assert set(rows) == set(plans) == {"dgx-h100", "dgx-b200"}
+    for system, row in rows.items():
+        d = plans[system]
+        for source in d["sources"]:
+            for key in ("kind", "gpus", "usd_per_gpu_hour", "cost_usd"):
+                assert row[f"mix.{source['name']}.{key}"] == source[key], (system, key)
+        for key in ("cost_usd", "cost_usd_owned", "cost_usd_rented", "cost_usd_bought", "start_after_days",
+                    "finish_days", "p_deadline"):  # fmt: skip
+            assert row[f"mix_{key}"] == d[key], (system, key)
+        assert row["owned_gpus"] + row["offered_gpus"] == row["n_gpus"] == d["n_gpus"]
+    assert rows["dgx-h100"]["mix.buy-b200.gpus"] is None and rows["dgx-b200"]["mix_cost_usd_bought"] > 0
+
+
+def test_the_workbook_prices_the_mix_live(tmp_path: Path) -> None:
+    """Each source's cost is GPUs x the run's hours x its rate as a formula: a planner's new rate moves the split
+    and the mix's cost as perfmodel would price them; the method of the values is stated on the Summary."""
+    import openpyxl
+    from workbook import Recalculator, cells_by_key
+
+    path = _write(tmp_path, _pool(64, 1.0) + OFFERS)
+    book = tmp_path / "fleet.xlsx"
+    args = (*WORK, "--deadline", "1d", "--fleet", str(path))
+    assert run_cli("export", "plan", *args, "--out", str(book), "-q").code == 0
+    cells = cells_by_key(book, ("Results",))
+    values = Recalculator(book)({cells[("mix.neocloud.usd_per_gpu_hour", 0)]: 5.0})
+    (d,) = json.loads(run_cli("plan", *args, "--format", "json", "-q").out)["fleet_plans"]
+    owned, rented = d["sources"]
+    assert values[cells[("mix_cost_usd_owned", 0)]] == pytest.approx(owned["cost_usd"], rel=1e-9)
+    assert values[cells[("mix_cost_usd_rented", 0)]] == pytest.approx(2 * rented["cost_usd"], rel=1e-9)
+    assert values[cells[("mix_cost_usd", 0)]] == pytest.approx(owned["cost_usd"] + 2 * rented["cost_usd"], rel=1e-9)
+    assert values[cells[("mix_finish_days", 0)]] == pytest.approx(d["finish_days"], rel=1e-9)
+    summary = " ".join(str(v) for r in openpyxl.load_workbook(book)["Summary"].iter_rows(values_only=True) for v in r)
+    assert "a source's cost is its GPUs x the time on the goal's basis x its rate, live" in summary
+
+
+def test_an_export_of_a_fleet_no_system_meets_says_why(tmp_path: Path) -> None:
+    path = _write(tmp_path, OFFERS.replace("lead_time_days = 0.25", "lead_time_days = 30"))
+    out = tmp_path / "none.csv"
+    result = run_cli("export", "plan", *WORK, "--deadline", "2d", "--fleet", str(path), "--out", str(out), "-q")
+    assert result.code == 2 and "dgx-h100: the offers' lead time of 30 days" in result.err and not out.exists()

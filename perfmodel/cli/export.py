@@ -23,7 +23,7 @@ from perfmodel.cli.options import (
     say,
     scenario_options,
 )
-from perfmodel.cli.plan import plan_from_flags, plan_options
+from perfmodel.cli.plan import plan_fleet, plan_from_flags, plan_options
 from perfmodel.errors import PerfmodelError
 
 
@@ -159,6 +159,7 @@ def export_plan(
     budget: float | None,
     confidence: float,
     max_gpus: int | None,
+    fleet_file: str | None,
     quiet: bool,
     out: Path,
     force: bool,
@@ -166,10 +167,15 @@ def export_plan(
     **flags: Any,
 ) -> None:
     """The plan of each candidate for a goal (the flags of `perfmodel plan`); candidates with no plan are left out
-    and said so. A campaign's plan: a row per phase, then its total row, which carries the verdict."""
+    and said so. A campaign's plan: a row per phase, then its total row, which carries the verdict. With --fleet,
+    each system type's cheapest mix: its GPUs per pool and offer, start and cost split (live in the workbook)."""
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
+    if fleet_file is not None:
+        fleet_report = plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
+        say(write_fleet_plan(fleet_report, out, force, usd_per_kwh))
+        return
     say(write_plan(plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags), out, force,
                    usd_per_kwh))  # fmt: skip
 
@@ -198,6 +204,22 @@ def write_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -
     written = _write([c.prediction for c in planned], extras, out, force, usd_per_kwh, "plan")
     if len(planned) < len(report.plans):
         left = [f"{c.label} ({c.reason})" for c in report.plans if c.prediction is None]
+        written += f"\nno plan, not in {out}: {'; '.join(left)}"
+    return written
+
+
+def write_fleet_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
+    """Write each system type's cheapest mix over the fleet (its plan's prediction with the mix as `mix.*`
+    columns); returns what was written, and the system types with no mix with their reasons."""
+    from perfmodel.outputs.export.table import mix_extra
+
+    planned = [p for p in report.plans if p.feasible]
+    if not planned:
+        raise PerfmodelError(f"no system type has a plan: {'; '.join(f'{p.system}: {p.reason}' for p in report.plans)}")
+    extras = [mix_extra(p.to_dict()) | report.goal.to_dict() for p in planned]
+    written = _write([p.candidate.prediction for p in planned], extras, out, force, usd_per_kwh, "fleet plan")
+    if len(planned) < len(report.plans):
+        left = [f"{p.system} ({p.reason})" for p in report.plans if not p.feasible]
         written += f"\nno plan, not in {out}: {'; '.join(left)}"
     return written
 

@@ -42,6 +42,12 @@ def plan_options(command: Command) -> Command:
             type=PositiveFloat(),
             help="Site power, MW at the wall with PUE: no plan draws more (whole systems, board + host + network).",
         ),
+        click.option(
+            "--fleet",
+            "fleet_file",
+            type=FilePath(dir_okay=False),
+            help="Owned pools and offers (TOML; perfmodel schema fleet): the cheapest mix per system type of it.",
+        ),
         quiet_option,
     ]
     for option in reversed(options):
@@ -63,7 +69,7 @@ def plan_from_flags(
         return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
 
 
-def _plan_fleet(
+def plan_fleet(
     fleet_file: str, scenario: str | None, deadline: float | None, budget: float | None, confidence: float,
     max_gpus: int | None, quiet: bool, flags: dict[str, Any],
 ) -> Any:  # fmt: skip
@@ -83,12 +89,6 @@ def _plan_fleet(
 
 @cli.command()
 @plan_options
-@click.option(
-    "--fleet",
-    "fleet_file",
-    type=FilePath(dir_okay=False),
-    help="Owned pools and offers (TOML; perfmodel schema fleet): the cheapest mix per system type of the fleet.",
-)
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 def plan(
     scenario: str | None,
@@ -112,7 +112,7 @@ def plan(
     from perfmodel.outputs import plan_report
 
     if fleet_file is not None:
-        fleet_report = _plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
+        fleet_report = plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
         if fmt == "csv":
             emit(fleet_report.to_records(), fmt)
             return

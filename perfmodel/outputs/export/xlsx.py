@@ -561,6 +561,12 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
             "P90 are the 80% interval's ends and whose median is the point (perfmodel planning/confidence.py); "
             "P10/P50/P90 on Results are live (the quantity times the interval's factors)."
         )
+    if "mix_cost_usd" in values:
+        sentences.append(
+            "Fleet: each system type's cheapest mix of owned pools and offers meeting the goal (planning/fleet.py); "
+            "a source's cost is its GPUs x the time on the goal's basis x its rate, live; the mix's cost at the "
+            "confidence is a value: its cost times the interval's factor at the confidence (planning/confidence.py)."
+        )
     prices = dict.fromkeys(zip(values["system"], values["price_source"], strict=True))
     for system, source in prices:
         if system is not None and source:
