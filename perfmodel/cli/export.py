@@ -210,18 +210,30 @@ def write_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -
 
 def write_fleet_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
     """Write each system type's cheapest mix over the fleet (its plan's prediction with the mix as `mix.*`
-    columns); returns what was written, and the system types with no mix with their reasons."""
+    columns), or of a fleet file with [[job]]s each job's chosen mix (with its `job`); returns what was written,
+    and what has no mix with its reasons."""
     from perfmodel.outputs.export.table import mix_extra
 
-    planned = [p for p in report.plans if p.feasible]
+    if hasattr(report, "jobs"):  # jobs sharing the fleet: each job's chosen mix
+        rows = [({"job": job.name}, job.chosen or _no_mix(job.report), job.report.goal) for job in report.jobs]
+    else:
+        rows = [({}, plan, report.goal) for plan in report.plans]
+    planned = [(own, plan, goal) for own, plan, goal in rows if plan.feasible]
+    left = [f"{own.get('job', plan.system)} ({plan.reason})" for own, plan, _ in rows if not plan.feasible]
     if not planned:
-        raise PerfmodelError(f"no system type has a plan: {'; '.join(f'{p.system}: {p.reason}' for p in report.plans)}")
-    extras = [mix_extra(p.to_dict()) | report.goal.to_dict() for p in planned]
-    written = _write([p.candidate.prediction for p in planned], extras, out, force, usd_per_kwh, "fleet plan")
-    if len(planned) < len(report.plans):
-        left = [f"{p.system} ({p.reason})" for p in report.plans if not p.feasible]
-        written += f"\nno plan, not in {out}: {'; '.join(left)}"
-    return written
+        raise PerfmodelError(f"no plan meets the goal: {'; '.join(left)}")
+    extras = [own | mix_extra(plan.to_dict()) | goal.to_dict() for own, plan, goal in planned]
+    written = _write([plan.candidate.prediction for _, plan, _ in planned], extras, out, force, usd_per_kwh,
+                     "fleet plan")  # fmt: skip
+    return written + (f"\nno plan, not in {out}: {'; '.join(left)}" if left else "")
+
+
+def _no_mix(report: Any) -> Any:
+    """A job's infeasible plan that says why: its system types' reasons together."""
+    from dataclasses import replace
+
+    reasons = "; ".join(f"{plan.system}: {plan.reason}" for plan in report.plans)
+    return replace(report.plans[0], candidate=None, reason=reasons)
 
 
 @export.command("sweep")
