@@ -189,7 +189,8 @@ def test_an_export_of_a_fleet_no_system_meets_says_why(tmp_path: Path) -> None:
     path = _write(tmp_path, OFFERS.replace("lead_time_days = 0.25", "lead_time_days = 30"))
     out = tmp_path / "none.csv"
     result = run_cli("export", "plan", *WORK, "--deadline", "2d", "--fleet", str(path), "--out", str(out), "-q")
-    assert result.code == 2 and "no plan meets the goal: dgx-h100 (the offers' lead time of 30 days" in result.err and not out.exists()
+    assert result.code == 2 and not out.exists()
+    assert "no plan meets the goal: dgx-h100 (the offers' lead time of 30 days" in result.err
 
 
 def _job(name: str, days: float, tokens: str = "100B") -> str:
