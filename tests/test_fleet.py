@@ -290,3 +290,20 @@ def test_an_export_of_jobs_gives_each_jobs_chosen_mix(tmp_path: Path) -> None:
         (chosen,) = plans[name]["fleet_plans"]
         assert row["n_gpus"] == chosen["n_gpus"] and row["mix_cost_usd"] == chosen["cost_usd"]
     assert sum(row["mix.hall-a.gpus"] or 0 for row in rows.values()) <= 128
+
+
+def test_a_campaigns_mix_is_on_its_total_row(tmp_path: Path) -> None:
+    """A campaign's mix is the whole run's: its total row carries it (values), its phases' rows leave it blank."""
+    import openpyxl
+    from workbook import cells_by_key
+
+    path = _write(tmp_path, _pool(4096).replace("hall-a", "hall") + OFFERS.replace("1024", "16384"))
+    args = ("scenarios/campaign-llama3.1-405b.toml", "--deadline", "120d", "--fleet", str(path), "-q")
+    (d,) = json.loads(run_cli("plan", *args, "--format", "json").out)["fleet_plans"]
+    book = tmp_path / "campaign.xlsx"
+    assert run_cli("export", "plan", *args, "--out", str(book)).code == 0
+    cells, ws = cells_by_key(book, ("Results",)), openpyxl.load_workbook(book)["Results"]
+    phases = sum(1 for key, _ in cells if key == "mix_cost_usd")
+    value = [ws[cells[("mix_cost_usd", index)][1]].value for index in range(phases)]
+    assert value[:-1] == [None] * (phases - 1) and d["cost_usd"] > 0
+    assert value[-1] == pytest.approx(d["cost_usd"], rel=1e-12)

@@ -1039,7 +1039,8 @@ def mix_extra(plan: Mapping[str, Any]) -> dict[str, Any]:
 def mix_columns(lines: list[Line]) -> list[Column]:
     """A fleet plan's mix (`mix_extra`), live where it is arithmetic: each source's cost its GPUs x the run's hours
     on the goal's basis x its rate, the split and the mix's cost their sums, the finish the start plus the time; the
-    probabilities are values (planning/confidence.py's method, as on a plan's rows)."""
+    probabilities are values (planning/confidence.py's method, as on a plan's rows). A campaign's mix is on its
+    total row, as values."""
     from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 
     extras = [line.extra for line in lines if "mix_cost_usd" in line.extra]
@@ -1076,13 +1077,13 @@ def mix_columns(lines: list[Line]) -> list[Column]:
     used = set(kinds.values())
     columns += [
         Column(f"mix_{key}", f"Cost, {key.removeprefix('cost_usd_')} (USD)", "results", _extra(f"mix_{key}"),
-               live(split(kind)) if kind in used else None, "$#,##0")
+               live(split(kind)) if kind in used else None, "$#,##0", blank_when_none=True)
         for kind, key in MIX_SPLIT.items()
     ]  # fmt: skip
     return [
         *columns,
         Column("mix_cost_usd", "Cost of the mix (USD)", "results", _extra("mix_cost_usd"),
-               live(lambda s: sum(s[f"mix_{key}"] for key in MIX_SPLIT.values())), "$#,##0"),
+               live(lambda s: sum(s[f"mix_{key}"] for key in MIX_SPLIT.values())), "$#,##0", blank_when_none=True),
         Column("mix_cost_usd_at_confidence", "Cost of the mix at the confidence (USD, value)", "results",
                _extra("mix_cost_usd_at_confidence"), None, "$#,##0"),
         Column("mix_p_deadline", "P(meet the deadline), value", "results", _extra("mix_p_deadline"), None, "0.00"),
@@ -1090,7 +1091,7 @@ def mix_columns(lines: list[Line]) -> list[Column]:
         Column("mix_start_after_days", "Starts after (days: the offers' lead time)", "results",
                _extra("mix_start_after_days"), None, "0.00"),
         Column("mix_finish_days", "Finishes after (days)", "results", _extra("mix_finish_days"),
-               live(lambda s: s["mix_start_after_days"] + s[time_key] / 86400), "0.00"),
+               live(lambda s: s["mix_start_after_days"] + s[time_key] / 86400), "0.00", blank_when_none=True),
     ]  # fmt: skip
 
 

@@ -395,7 +395,10 @@ def write_xlsx(
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
                 if isinstance(line, TotalRow):
                     blank = column.blank_when_none and value is None
-                    formula = None if blank else _total_formula(column, symbols, grid, index, numeric)
+                    own = column.total is None and value is not None and all(values[column.key][i] is None
+                                                                              for i in line.phases)  # fmt: skip
+                    # own: the command's value on the total row alone (a plan's mix), not a total of its phases
+                    formula = None if blank or own else _total_formula(column, symbols, grid, index, numeric)
                     if formula is None:
                         _put(ws, ref, value, style(fmt, bold=True))
                     else:
