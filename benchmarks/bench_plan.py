@@ -1,5 +1,5 @@
 """Speed of `perfmodel plan`: three candidate systems on a 405B workload, in process and end to end, at the point,
-at P90 (--confidence 0.9), within a site power cap, and over a fleet (--fleet).
+at P90 (--confidence 0.9), within a site power cap, over a fleet (--fleet) and three jobs sharing it ([[job]]s).
 
 Run: python benchmarks/bench_plan.py [--repeat N]. Pins itself to one CPU core. Prints medians (wall and CPU time:
 on a shared machine the wall time includes waiting for the core) and the searches each candidate needed; not a
@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 CANDIDATES = (("gb300", "nvfp4"), ("h100-sxm", "fp8"), ("b200", "fp8"))
 DEADLINES_D = (30, 60, 120)
@@ -111,6 +112,35 @@ def fleet_plans(repeat: int) -> None:
     assert report is not None
     found = ", ".join(f"{p.system} {p.to_dict().get('n_gpus', '-')}" for p in report.plans)
     label = "fleet, 60d at P90 (3 system types)"
+    print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
+    shared_jobs(repeat, fleet, bases)
+
+
+JOBS = (("405b-15t", 15e12, 60), ("405b-5t", 5e12, 30), ("405b-2t", 2e12, 45))
+"""Three jobs sharing FLEET (name, tokens, deadline in days): 405B at 15T, 5T and 2T tokens."""
+
+
+def shared_jobs(repeat: int, fleet: Any, bases: list[tuple[str, Any]]) -> None:
+    """plan --fleet of a file with JOBS as [[job]]s: the three planned together, tightest deadline first, at P90."""
+    from dataclasses import replace
+
+    from perfmodel.planning import fleet_jobs
+    from perfmodel.planning import plan as planning
+
+    jobs = [
+        fleet_jobs.Job(name, [(label, replace(scenario, tokens=tokens)) for label, scenario in bases],
+                       planning.Goal(days * 86400, confidence=0.9))
+        for name, tokens, days in JOBS
+    ]  # fmt: skip
+    samples, cpu, report = [], [], None
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        report = fleet_jobs.plan_jobs(jobs, fleet, None)
+        samples.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    assert report is not None
+    found = ", ".join(f"{job.name} {job.chosen.system if job.chosen else '-'}" for job in report.jobs)
+    label = "3 jobs sharing the fleet, at P90"
     print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
 
 

@@ -23,7 +23,7 @@ from perfmodel.cli.options import (
     say,
     scenario_options,
 )
-from perfmodel.cli.plan import plan_from_flags, plan_options
+from perfmodel.cli.plan import plan_fleet, plan_from_flags, plan_options
 from perfmodel.errors import PerfmodelError
 
 
@@ -159,6 +159,7 @@ def export_plan(
     budget: float | None,
     confidence: float,
     max_gpus: int | None,
+    fleet_file: str | None,
     quiet: bool,
     out: Path,
     force: bool,
@@ -166,10 +167,15 @@ def export_plan(
     **flags: Any,
 ) -> None:
     """The plan of each candidate for a goal (the flags of `perfmodel plan`); candidates with no plan are left out
-    and said so. A campaign's plan: a row per phase, then its total row, which carries the verdict."""
+    and said so. A campaign's plan: a row per phase, then its total row, which carries the verdict. With --fleet,
+    each system type's cheapest mix: its GPUs per pool and offer, start and cost split (live in the workbook)."""
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
+    if fleet_file is not None:
+        fleet_report = plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
+        say(write_fleet_plan(fleet_report, out, force, usd_per_kwh))
+        return
     say(write_plan(plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags), out, force,
                    usd_per_kwh))  # fmt: skip
 
@@ -200,6 +206,34 @@ def write_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -
         left = [f"{c.label} ({c.reason})" for c in report.plans if c.prediction is None]
         written += f"\nno plan, not in {out}: {'; '.join(left)}"
     return written
+
+
+def write_fleet_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
+    """Write each system type's cheapest mix over the fleet (its plan's prediction with the mix as `mix.*`
+    columns), or of a fleet file with [[job]]s each job's chosen mix (with its `job`); returns what was written,
+    and what has no mix with its reasons."""
+    from perfmodel.outputs.export.table import mix_extra
+
+    if hasattr(report, "jobs"):  # jobs sharing the fleet: each job's chosen mix
+        rows = [({"job": job.name}, job.chosen or _no_mix(job.report), job.report.goal) for job in report.jobs]
+    else:
+        rows = [({}, plan, report.goal) for plan in report.plans]
+    planned = [(own, plan, goal) for own, plan, goal in rows if plan.feasible]
+    left = [f"{own.get('job', plan.system)} ({plan.reason})" for own, plan, _ in rows if not plan.feasible]
+    if not planned:
+        raise PerfmodelError(f"no plan meets the goal: {'; '.join(left)}")
+    extras = [own | mix_extra(plan.to_dict()) | goal.to_dict() for own, plan, goal in planned]
+    written = _write([plan.candidate.prediction for _, plan, _ in planned], extras, out, force, usd_per_kwh,
+                     "fleet plan")  # fmt: skip
+    return written + (f"\nno plan, not in {out}: {'; '.join(left)}" if left else "")
+
+
+def _no_mix(report: Any) -> Any:
+    """A job's infeasible plan that says why: its system types' reasons together."""
+    from dataclasses import replace
+
+    reasons = "; ".join(f"{plan.system}: {plan.reason}" for plan in report.plans)
+    return replace(report.plans[0], candidate=None, reason=reasons)
 
 
 @export.command("sweep")

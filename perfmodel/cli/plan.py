@@ -20,6 +20,7 @@ from perfmodel.cli.options import (
     scenario_flags,
     scenario_options,
 )
+from perfmodel.errors import PerfmodelError, shown
 
 
 def plan_options(command: Command) -> Command:
@@ -42,6 +43,12 @@ def plan_options(command: Command) -> Command:
             type=PositiveFloat(),
             help="Site power, MW at the wall with PUE: no plan draws more (whole systems, board + host + network).",
         ),
+        click.option(
+            "--fleet",
+            "fleet_file",
+            type=FilePath(dir_okay=False),
+            help="Owned pools and offers (TOML; perfmodel schema fleet): the cheapest mix per system type of it.",
+        ),
         quiet_option,
     ]
     for option in reversed(options):
@@ -63,19 +70,27 @@ def plan_from_flags(
         return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
 
 
-def _plan_fleet(
+def plan_fleet(
     fleet_file: str, scenario: str | None, deadline: float | None, budget: float | None, confidence: float,
     max_gpus: int | None, quiet: bool, flags: dict[str, Any],
 ) -> Any:  # fmt: skip
-    """The FleetReport of `plan --fleet`: each system type of the fleet (or of --gpu) planned over it."""
+    """The FleetReport of `plan --fleet`: each system type of the fleet (or of --gpu) planned over it; of a fleet
+    file with [[job]]s, the SharedReport of its jobs planned together."""
     from perfmodel.inputs.fleet import load_fleet
     from perfmodel.planning import fleet as fleets
+    from perfmodel.planning import fleet_jobs
     from perfmodel.planning import plan as planning
 
     fleet = load_fleet(fleet_file)
     targets, power_mw = flags.pop("gpu") or fleets.fleet_systems(fleet), flags.pop("power_mw")
+    if fleet.job and (deadline is not None or budget is not None):
+        raise PerfmodelError(f"{shown(fleet_file, 200)} has [[job]]s, each with its own deadline_days and "
+                             "budget_usd: drop --deadline and --budget")  # fmt: skip
     with progress("Planning", quiet):
         options, origins = scenario_flags(flags)
+        if fleet.job:
+            jobs = fleet_jobs.jobs_of(fleet, fleet_file, scenario, options, origins, targets, confidence, power_mw)
+            return fleet_jobs.plan_jobs(jobs, fleet, max_gpus)
         goal = planning.Goal(deadline, budget, confidence, power_mw)
         bases = planning.candidate_bases(scenario, options, origins, targets)
         return fleets.plan_fleet(bases, goal, fleet, max_gpus)
@@ -83,12 +98,6 @@ def _plan_fleet(
 
 @cli.command()
 @plan_options
-@click.option(
-    "--fleet",
-    "fleet_file",
-    type=FilePath(dir_okay=False),
-    help="Owned pools and offers (TOML; perfmodel schema fleet): the cheapest mix per system type of the fleet.",
-)
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 def plan(
     scenario: str | None,
@@ -112,11 +121,12 @@ def plan(
     from perfmodel.outputs import plan_report
 
     if fleet_file is not None:
-        fleet_report = _plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
+        fleet_report = plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
         if fmt == "csv":
             emit(fleet_report.to_records(), fmt)
             return
-        emit(fleet_report.to_dict(), fmt, lambda: plan_report.fleet_table(fleet_report))
+        table = plan_report.jobs_table if hasattr(fleet_report, "jobs") else plan_report.fleet_table
+        emit(fleet_report.to_dict(), fmt, lambda: table(fleet_report))
         return
     report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags)
     if fmt == "csv":

@@ -15,14 +15,25 @@ system = "gb300-nvl72"
 usd_per_gpu_hour = 10.50
 max_gpus = 4096                 # availability cap
 lead_time_days = 30             # until the capacity is there: the job starts after it
+
+[[job]]                         # several jobs share the fleet (optional: else the command line's one job)
+name = "pretrain"
+scenario = "pretrain.toml"      # its work: a scenario file (relative to this file) and/or model and tokens
+deadline_days = 60
+budget_usd = 40e6               # optional
 ```
+
+A job runs on one system at one site (a pool's `site`; an offer without one joins any site) unless
+`span_sites = true` (top level) lets one job take pools of several sites.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.files import parse_toml, read_text
 from perfmodel.inputs.record import bounded, record
 from perfmodel.inputs.scenario import MAX_GPUS
@@ -49,6 +60,8 @@ class Offer:
     system: str = bounded(min_length=1, max_length=64)
     usd_per_gpu_hour: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
     """Rent: the price per GPU-hour."""
+    site: str = bounded("", max_length=64)
+    """Where the capacity is ("": delivered to whichever site the job runs at)."""
     usd_per_system: float | None = bounded(None, gt=0, le=1e9, allow_inf_nan=False)
     """Buy: the price of one system, spread over its life as `--buy` does (planning/tco.py)."""
     max_gpus: int = bounded(MAX_GPUS, ge=1, le=MAX_GPUS)
@@ -58,9 +71,26 @@ class Offer:
 
 
 @record
+class Job:
+    """One job sharing the fleet: its work and its own goal."""
+
+    name: str = bounded(min_length=1, max_length=64)
+    deadline_days: float = bounded(gt=0, le=3650, allow_inf_nan=False)
+    scenario: str = bounded("", max_length=4096)
+    """A scenario file, relative to the fleet file ("": the command line's scenario)."""
+    model: str = bounded("", max_length=64)
+    tokens: float | str | None = bounded(None)
+    """Tokens to train: a number or its text (15T)."""
+    budget_usd: float | None = bounded(None, gt=0, le=1e12, allow_inf_nan=False)
+
+
+@record
 class Fleet:
     pool: tuple[Pool, ...] = bounded((), max_length=100)
     offer: tuple[Offer, ...] = bounded((), max_length=100)
+    job: tuple[Job, ...] = bounded((), max_length=100)
+    span_sites: bool = False
+    """Whether one job may take pools of several sites (their network between sites is not priced)."""
 
 
 def everything(fleet: Fleet) -> list[Pool | Offer]:
@@ -85,10 +115,11 @@ def load_fleet(path: str | Path) -> Fleet:
         raise PerfmodelError(f"{where}: field '{field}': {err['msg']}, not {shown(repr(err['input']), 80)}") from None
     if not fleet.pool and not fleet.offer:
         raise PerfmodelError(f"{where}: no [[pool]] and no [[offer]]: allowed a fleet of at least one of them")
-    names = [source.name for source in everything(fleet)]
-    twice = next((name for name in names if names.count(name) > 1), None)
-    if twice is not None:
-        raise PerfmodelError(f"{where}: field 'name': {twice!r} names two pools or offers; allowed: one each")
+    for names, what in (([source.name for source in everything(fleet)], "pools or offers"),
+                        ([job.name for job in fleet.job], "jobs")):  # fmt: skip
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise PerfmodelError(f"{where}: field 'name': {twice!r} names two {what}; allowed: one each")
     for kind, sources in (("pool", list[Pool | Offer](fleet.pool)), ("offer", list[Pool | Offer](fleet.offer))):
         for index, source in enumerate(sources):
             try:
@@ -100,4 +131,19 @@ def load_fleet(path: str | Path) -> Fleet:
             raise PerfmodelError(
                 f"{where}: field 'offer.{index}': give usd_per_gpu_hour (rent) or usd_per_system (buy), one of them"
             )
+    for index, job in enumerate(fleet.job):
+        tokens = job_tokens(job)
+        if tokens is not None and not 0 < tokens < math.inf:
+            raise PerfmodelError(f"{where}: field 'job.{index}.tokens': allowed a positive count such as {EXAMPLES}, "
+                                 f"not {shown(repr(job.tokens), 80)}")  # fmt: skip
     return fleet
+
+
+def job_tokens(job: Job) -> float | None:
+    """A job's tokens as a number (NaN where its text writes none)."""
+    if not isinstance(job.tokens, str):
+        return job.tokens
+    try:
+        return count(job.tokens)
+    except ValueError:
+        return math.nan

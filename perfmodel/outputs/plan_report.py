@@ -582,8 +582,9 @@ def _summary(c: Any) -> str:
     return what + chances
 
 
-def fleet_table(report: Any) -> str:
-    """`perfmodel plan --fleet`: per system type the cheapest mix of owned pools and offers meeting the goal."""
+def fleet_table(report: Any, timed: bool = True) -> str:
+    """`perfmodel plan --fleet`: per system type the cheapest mix of owned pools and offers meeting the goal
+    (`timed`: ending with the time planning took)."""
     goal = report.goal.to_dict()
     rows, notes = [], []
     for plan in report.plans:
@@ -623,4 +624,27 @@ def fleet_table(report: Any) -> str:
     cheapest = report.cheapest()
     lines += ["", "No system type meets the goal." if cheapest is None else f"Cheapest: {cheapest.system}, "
               f"{_usd(cheapest.cost_usd())}"]  # fmt: skip
-    return "\n".join(lines + (["", *notes] if notes else []) + ["", f"Planned in {report.elapsed_s:.2f} s."])
+    timing = ["", f"Planned in {report.elapsed_s:.2f} s."] if timed else []
+    return "\n".join(lines + (["", *notes] if notes else []) + timing)
+
+
+def jobs_table(report: Any) -> str:
+    """`perfmodel plan --fleet` of a file with [[job]]s: each job's mixes over what the jobs planned before it
+    left, then the fleet's use per pool and offer."""
+    from perfmodel.planning.fleet_jobs import ORDER
+
+    jobs = f"{len(report.jobs)} jobs" if len(report.jobs) > 1 else "1 job"
+    parts = [f"{jobs} sharing the fleet, planned {ORDER}: each over what the jobs before it left"]
+    for job in report.jobs:
+        parts += ["", f"Job {job.name} (planned {_ordinal(job.turn)}): " + fleet_table(job.report, timed=False)]
+    names = [job.name for job in report.jobs]
+    rows = [[u["name"], u["kind"], u["system"], u["site"] or "-", f"{u['gpus']:,}",
+             *(f"{u['used'][n]:,}" if n in u["used"] else "-" for n in names), f"{u['left']:,}"]
+            for u in report.use()]  # fmt: skip
+    parts += ["", "Fleet use (GPUs):", _tabulate(rows, ["pool or offer", "kind", "system", "site", "GPUs", *names,
+                                                        "left"])]  # fmt: skip
+    return "\n".join([*parts, "", f"Planned in {report.elapsed_s:.2f} s."])
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 < 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"

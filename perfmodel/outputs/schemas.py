@@ -63,14 +63,15 @@ def _counts_as_text(document: Any) -> Any:
 def _fleet() -> dict[str, Any]:
     """A fleet file (`plan --fleet`): owned pools and offers (inputs/fleet.py)."""
     from perfmodel.inputs.checking import model_of
-    from perfmodel.inputs.fleet import Fleet, Offer, Pool
+    from perfmodel.inputs.fleet import Fleet, Job, Offer, Pool
 
-    described = "Owned GPU pools and offers to rent or buy, for `perfmodel plan --fleet` (give usd_per_gpu_hour or "
+    described = "Owned GPU pools, offers to rent or buy, and jobs sharing them, for `perfmodel plan --fleet` (give "
+    described += "usd_per_gpu_hour or "
     document = model_of(Fleet).model_json_schema() | {
         "title": "perfmodel fleet (TOML)",
         "description": described + "usd_per_system per offer).",
     }
-    _describe(document, {"Pool": (Pool,), "Offer": (Offer,)})
+    _describe(document, {None: (Fleet,), "Pool": (Pool,), "Offer": (Offer,), "Job": (Job,)})
     return document
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,13 +43,16 @@ class Source:
     lead_time_days: float
 
 
-def sources(fleet: Fleet, cost: Cost) -> dict[str, list[Source]]:
-    """The fleet's sources by system id, each cap in whole units of its system, cheapest first."""
+def sources(fleet: Fleet, cost: Cost, used: Mapping[str, int] | None = None) -> dict[str, list[Source]]:
+    """The fleet's sources by system id, each cap in whole units of its system less what `used` takes (GPUs by
+    source name: other jobs'), cheapest first."""
     found: dict[str, list[Source]] = {}
+    used = used or {}
     for pool in fleet.pool:
         hw = resolve(system=pool.system)
+        left = _whole(pool.gpus, hw) - used.get(pool.name, 0)
         found.setdefault(pool.system, []).append(
-            Source(pool.name, "owned", pool.system, pool.site, _whole(pool.gpus, hw), pool.usd_per_gpu_hour, 0.0)
+            Source(pool.name, "owned", pool.system, pool.site, left, pool.usd_per_gpu_hour, 0.0)
         )
     for offer in fleet.offer:
         hw = resolve(system=offer.system)
@@ -60,8 +63,9 @@ def sources(fleet: Fleet, cost: Cost) -> dict[str, list[Source]]:
                                    hw.job_gpus_per_system, cost, hw.it_power_w_per_gpu)  # fmt: skip
             rate = owning.per_gpu_hour(offer.usd_per_system)
         kind = "rent" if offer.usd_per_gpu_hour is not None else "buy"
+        left = _whole(offer.max_gpus, hw) - used.get(offer.name, 0)
         found.setdefault(offer.system, []).append(
-            Source(offer.name, kind, offer.system, "", _whole(offer.max_gpus, hw), rate, offer.lead_time_days)
+            Source(offer.name, kind, offer.system, offer.site, left, rate, offer.lead_time_days)
         )
     return {system: sorted(s, key=lambda x: (x.usd_per_gpu_hour, x.lead_time_days)) for system, s in found.items()}
 
@@ -188,32 +192,51 @@ class FleetReport:
         }
 
 
-def plan_fleet(bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None) -> FleetReport:
-    """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system)."""
+def plan_fleet(
+    bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None,
+    used: Mapping[str, int] | None = None,
+) -> FleetReport:  # fmt: skip
+    """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), from
+    what `used` (GPUs by source name, other jobs') leaves."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
     start = time.perf_counter()
-    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS) for label, scenario in bases]
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used) for label, scenario in bases]
     return FleetReport(goal, plans, time.perf_counter() - start)
 
 
-def _plan_system(label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int) -> FleetPlan:
+def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Source]]]:
+    """The groups of sources one job may take together: each site's with the offers of no site, or all of them
+    where the fleet lets a job span sites (or has at most one site)."""
+    named = list(dict.fromkeys(s.site for s in available if s.site))
+    if span or len(named) <= 1:
+        return [(" and ".join(named), list(available))]
+    return [(site, [s for s in available if s.site in (site, "")]) for site in named]
+
+
+def _plan_system(
+    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int] | None
+) -> FleetPlan:
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
-    available = sources(fleet, base.cost).get(system, [])
+    available = sources(fleet, base.cost, used).get(system, [])
     assert goal.deadline_s is not None
     best: FleetPlan | None = None
     why = f"no pool or offer of {system}"
-    for lead in sorted({0.0, *(s.lead_time_days for s in available)}):
-        there = [s for s in available if s.lead_time_days <= lead]
+    leads = sorted({0.0, *(s.lead_time_days for s in available)})
+    for lead, (site, group) in ((lead, group) for lead in leads for group in sites(available, fleet.span_sites)):
+        there = [s for s in group if s.lead_time_days <= lead]
         capacity = sum(s.gpus for s in there)
         if capacity == 0:
+            by_others = any((used or {}).get(s.name) for s in group if s.lead_time_days <= lead)
+            why = f"the fleet's {system} GPUs there by day {lead:g} are taken by other jobs" if by_others else why
             continue
         deadline_s = goal.deadline_s - lead * DAY_S
         if deadline_s <= 0:
             why = f"the offers' lead time of {lead:g} days leaves no time before the deadline"
             continue
-        limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs there by day {lead:g}"
+        at = f" at {site}" if site else ""
+        limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
         if goal.power_mw is not None:
             limit = min(limit, power_cap_gpus(hw, goal.power_mw, base.cost.pue))
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)

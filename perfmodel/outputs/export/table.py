@@ -15,7 +15,7 @@ it): for an exact answer at another size, export again with --gpus.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -990,12 +990,14 @@ def _recorded(key: str) -> Callable[[ExportRow, float], Any]:
     return lambda row, _usd_per_kwh: row.record.get(key)
 
 
-def extra_columns(lines: list[Line]) -> list[Column]:
-    """Columns a command adds to its rows (e.g. compare's speedup_vs_first), in order of first appearance."""
+def extra_columns(lines: list[Line], own: Sequence[Column] = ()) -> list[Column]:
+    """Columns a command adds to its rows (e.g. compare's speedup_vs_first), in order of first appearance; those
+    with a column of their own (`own`: a fleet plan's mix) are left to it."""
     keys: dict[str, None] = {}
+    taken = {column.key for column in own}
     for line in lines:
         recorded = line.record if isinstance(line, ExportRow) else {}
-        keys |= dict.fromkeys(k for k in line.extra if k not in BY_KEY and k not in recorded)
+        keys |= dict.fromkeys(k for k in line.extra if k not in BY_KEY and k not in recorded and k not in taken)
     return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
 
 
@@ -1006,6 +1008,91 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
         return row.extra.get(key)
 
     return value
+
+
+MIX_SPLIT = {"owned": "cost_usd_owned", "rent": "cost_usd_rented", "buy": "cost_usd_bought"}
+"""A fleet plan's cost split: each kind of source's share's key in the plan, `mix_` before it in an export."""
+MIX_SOURCE = ("kind", "gpus", "usd_per_gpu_hour", "cost_usd")
+MIX_KEPT = ("reason", "owned_gpus", "offered_gpus")
+
+
+def mix_extra(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """A feasible fleet plan's record (planning/fleet.py, FleetPlan.to_dict) as an export's columns: each source's
+    kind, GPUs, rate and cost as `mix.NAME.*`, the split, and the mix's start, finish and cost as `mix_*` (the
+    prediction's own `cost_usd` is at the scenario's price, not the mix's)."""
+    sources = {f"mix.{s['name']}.{key}": s[key] for s in plan["sources"] for key in MIX_SOURCE}
+    kept = {key: plan[key] for key in MIX_KEPT} | {f"mix_{key}": plan[key] for key in ("p_deadline", "p_budget")}
+    return (
+        {"candidate": plan["system"], "goal_basis": plan["plan"]["goal_basis"]}
+        | kept
+        | sources
+        | {
+            "mix_start_after_days": plan["start_after_days"],
+            "mix_finish_days": plan["finish_days"],
+            **{f"mix_{key}": plan[key] for key in MIX_SPLIT.values()},
+            "mix_cost_usd": plan["cost_usd"],
+            "mix_cost_usd_at_confidence": plan["cost_usd_at_confidence"],
+        }
+    )
+
+
+def mix_columns(lines: list[Line]) -> list[Column]:
+    """A fleet plan's mix (`mix_extra`), live where it is arithmetic: each source's cost its GPUs x the run's hours
+    on the goal's basis x its rate, the split and the mix's cost their sums, the finish the start plus the time; the
+    probabilities are values (planning/confidence.py's method, as on a plan's rows). A campaign's mix is on its
+    total row, as values."""
+    from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
+
+    extras = [line.extra for line in lines if "mix_cost_usd" in line.extra]
+    if not extras:
+        return []
+    bases = {extra["goal_basis"] for extra in extras}
+    time_key = {WITH_LOSSES: "time_to_train_with_losses_s", WITH_FAILURES: "time_to_train_with_failures_s",
+                FAILURE_FREE: "time_to_train_s"}[bases.pop()] if len(bases) == 1 else ""  # fmt: skip
+    kinds = {key[4:-5]: value for extra in extras for key, value in extra.items() if key.startswith("mix.")
+             and key.endswith(".kind")}  # fmt: skip
+
+    def live(formula: Callable[[Symbols], Any]) -> Callable[[Symbols], Any] | None:
+        return formula if time_key else None  # rows on different bases: values only
+
+    def cost(name: str) -> Callable[[Symbols], Any]:
+        return lambda s: s[f"mix.{name}.gpus"] * s[time_key] / SECONDS_PER_HOUR * s[f"mix.{name}.usd_per_gpu_hour"]
+
+    def split(kind: str) -> Callable[[Symbols], Any]:
+        return lambda s: sum(s[f"mix.{name}.cost_usd"] for name, of in kinds.items() if of == kind)
+
+    columns = [
+        Column("owned_gpus", "Owned GPUs used", "results", _extra("owned_gpus"), None, "#,##0"),
+        Column("offered_gpus", "GPUs rented or bought", "results", _extra("offered_gpus"), None, "#,##0"),
+    ]
+    for name in kinds:
+        columns += [
+            Column(f"mix.{name}.kind", f"{name}: owned, rent or buy", "results", _extra(f"mix.{name}.kind")),
+            Column(f"mix.{name}.gpus", f"{name}: GPUs", "results", _extra(f"mix.{name}.gpus"), None, "#,##0"),
+            Column(f"mix.{name}.usd_per_gpu_hour", f"{name}: USD per GPU-hour", "results",
+                   _extra(f"mix.{name}.usd_per_gpu_hour"), None, "0.00"),
+            Column(f"mix.{name}.cost_usd", f"{name}: cost (USD)", "results", _extra(f"mix.{name}.cost_usd"),
+                   live(cost(name)), "$#,##0", blank_when_none=True),
+        ]  # fmt: skip
+    used = set(kinds.values())
+    columns += [
+        Column(f"mix_{key}", f"Cost, {key.removeprefix('cost_usd_')} (USD)", "results", _extra(f"mix_{key}"),
+               live(split(kind)) if kind in used else None, "$#,##0", blank_when_none=True)
+        for kind, key in MIX_SPLIT.items()
+    ]  # fmt: skip
+    return [
+        *columns,
+        Column("mix_cost_usd", "Cost of the mix (USD)", "results", _extra("mix_cost_usd"),
+               live(lambda s: sum(s[f"mix_{key}"] for key in MIX_SPLIT.values())), "$#,##0", blank_when_none=True),
+        Column("mix_cost_usd_at_confidence", "Cost of the mix at the confidence (USD, value)", "results",
+               _extra("mix_cost_usd_at_confidence"), None, "$#,##0"),
+        Column("mix_p_deadline", "P(meet the deadline), value", "results", _extra("mix_p_deadline"), None, "0.00"),
+        Column("mix_p_budget", "P(within the budget), value", "results", _extra("mix_p_budget"), None, "0.00"),
+        Column("mix_start_after_days", "Starts after (days: the offers' lead time)", "results",
+               _extra("mix_start_after_days"), None, "0.00"),
+        Column("mix_finish_days", "Finishes after (days)", "results", _extra("mix_finish_days"),
+               live(lambda s: s["mix_start_after_days"] + s[time_key] / 86400), "0.00", blank_when_none=True),
+    ]  # fmt: skip
 
 
 def _has(column: Column, row: ExportRow) -> bool:
@@ -1020,7 +1107,8 @@ def all_columns(lines: list[Line]) -> list[Column]:
     ratios when the lines carry them), then the rest of the record, then the command's own."""
     lossy = [column for column in LOSS_COLUMNS if any(_has(column, row) for row in export_rows(lines))]
     ratios = list(RATIO_COLUMNS) if any("speedup_vs_first" in line.extra for line in lines) else []
-    return [*COLUMNS, *lossy, *ratios, *record_columns(export_rows(lines)), *extra_columns(lines)]
+    mix = mix_columns(lines)
+    return [*COLUMNS, *lossy, *ratios, *mix, *record_columns(export_rows(lines)), *extra_columns(lines, mix)]
 
 
 def records(lines: list[Line], usd_per_kwh: float) -> list[dict[str, Any]]:

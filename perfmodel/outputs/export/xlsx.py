@@ -395,7 +395,10 @@ def write_xlsx(
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
                 if isinstance(line, TotalRow):
                     blank = column.blank_when_none and value is None
-                    formula = None if blank else _total_formula(column, symbols, grid, index, numeric)
+                    own = column.total is None and value is not None and all(values[column.key][i] is None
+                                                                              for i in line.phases)  # fmt: skip
+                    # own: the command's value on the total row alone (a plan's mix), not a total of its phases
+                    formula = None if blank or own else _total_formula(column, symbols, grid, index, numeric)
                     if formula is None:
                         _put(ws, ref, value, style(fmt, bold=True))
                     else:
@@ -560,6 +563,12 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
             "p_deadline and p_budget are values, not formulas: the time read as a two-piece log-normal whose P10 and "
             "P90 are the 80% interval's ends and whose median is the point (perfmodel planning/confidence.py); "
             "P10/P50/P90 on Results are live (the quantity times the interval's factors)."
+        )
+    if "mix_cost_usd" in values:
+        sentences.append(
+            "Fleet: each system type's cheapest mix of owned pools and offers meeting the goal (planning/fleet.py); "
+            "a source's cost is its GPUs x the time on the goal's basis x its rate, live; the mix's cost at the "
+            "confidence is a value: its cost times the interval's factor at the confidence (planning/confidence.py)."
         )
     prices = dict.fromkeys(zip(values["system"], values["price_source"], strict=True))
     for system, source in prices:
