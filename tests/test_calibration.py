@@ -165,6 +165,18 @@ def test_fits_made_together_on_forked_workers_are_the_fits_made_one_at_a_time(mo
     assert fitting.fit_each(jobs, RunBatch, _profile, _formats) == alone
 
 
+def test_fits_solved_in_lockstep_in_one_process_are_the_fits_made_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On one processor fit_each solves its jobs in lockstep, every fit's variants priced in one call over the union
+    of their rows (different rows, starts and widths): each job still gets exactly `fit`'s values."""
+    items = _synthetic_items()
+    jobs = [(items[:5], None), (items[2:], cal.Calibration({"memory": 0.75}, {}, "start")), (items[1:7], None)]
+    alone = [fitting.fit(train, RunBatch, _profile, _formats, start).parameters for train, start in jobs]
+    monkeypatch.setattr("os.sched_getaffinity", lambda _: {0}, raising=False)
+    assert fitting.fit_each(jobs, RunBatch, _profile, _formats) == alone
+
+
 def test_cross_validation_takes_the_folds_fits_made_already(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fold whose fit `fits` holds (by its training rows' ids in order) is not refitted, and is predicted with it."""
     items = _synthetic_items()

@@ -111,6 +111,14 @@ def _stack(variants: Sequence[Efficiency]) -> Efficiency:
     return Efficiency(**columns)
 
 
+def _joined(parts: Sequence[Efficiency]) -> Efficiency:
+    """Stacked efficiencies (`_stack`) one after another: their variants as one array per field."""
+    import numpy as np
+
+    columns: dict[str, Any] = {f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Efficiency)}
+    return Efficiency(**columns)
+
+
 def fit(
     items: Sequence[Any],
     pricer: Pricer,
@@ -135,106 +143,222 @@ def fit(
     entry, and the same call prices every run under its base and perturbed efficiencies (forward differences on log
     parameters). The trust-region steps are solved with LSMR, not an SVD: on a busy 2-core machine multithreaded
     BLAS made the SVD of this small Jacobian cost more than pricing the runs."""
-    import numpy as np
-    from scipy.optimize import least_squares
-
-    entries = [e for e in free_entries(items, profile_of, formats_of, stage) if only is None or e.key in only]
-    held = dict(fixed or {})
-    if not entries:
-        raise PerfmodelError("nothing to calibrate: no runs")
-    keys = [e.key for e in entries]
-    start = start or UNCALIBRATED
-    x0 = np.array([math.log(start.parameters.get(e.key, e.default)) for e in entries])
-    lower = np.array([math.log(e.parameter.bounds[0]) for e in entries])
-    upper = np.array([math.log(e.parameter.bounds[1]) for e in entries])
-    x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
-    prior = np.array([math.log((centre or {}).get(e.key, e.default)) for e in entries])
-    sigma = np.array([prior_sigma or e.parameter.prior_sigma for e in entries])
+    problem = _Problem(items, profile_of, formats_of, start, prior_sigma, stage, fixed, only, centre, weights)
     batch = pricer(items)
-    profiles = [_profile(profile_of, i) for i in items]
-    pair = np.array([f"{p.family}/{p.stack}" for p in profiles])
-    # Columns that move each (family, stack)'s runs: its profiles' entries, MLPerf overheads of each benchmark.
-    columns: dict[str, list[int]] = {}
-    variant_profiles: dict[str, set[Profile]] = {}
-    for p in profiles:
-        name = f"{p.family}/{p.stack}"
-        variant_profiles.setdefault(name, set()).update({p, p._replace(benchmark=None)})
-        mine = {item.key for item in table.entries_for(p)}
-        known = columns.setdefault(name, [])
-        known += [col for col, key in enumerate(keys) if key in mine and col not in known]
-    prior_scale = sigma * math.sqrt(max(sum(weights) if weights is not None else len(items), 1))
-
-    def values(x: Any) -> dict[str, float]:
-        return {key: float(math.exp(v)) for key, v in zip(keys, x, strict=True)}
-
-    def in_force(x: Any) -> dict[str, float]:
-        return held | values(x)
-
-    def priced(x: Any) -> tuple[Any, Any]:
-        """Residuals and Jacobian at x from one batched call: every run under its base efficiencies (variant 0) and
-        with each entry of its (family, stack) moved by a finite-difference step (variant k)."""
-        step = DIFF_STEP * np.maximum(1.0, np.abs(x))
-        step = np.where(x + step > upper, -step, step)
-        width = 1 + max(len(cols) for cols in columns.values())
-        stacked: dict[Profile, Efficiency] = {}
-        for name, cols in columns.items():
-            moved_values = []
-            for col in [None, *cols] + [None] * (width - 1 - len(cols)):
-                moved = x.copy()
-                if col is not None:
-                    moved[col] += step[col]
-                moved_values.append(in_force(moved))
-            for p in variant_profiles[name]:
-                stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
-        ratios = batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True)
-        jac = np.zeros((len(items) + len(entries), len(entries)))
-        for name, cols in columns.items():
-            mine = pair == name
-            for k, col in enumerate(cols, start=1):
-                jac[: len(items)][mine, col] = (ratios[mine, k] - ratios[mine, 0]) / step[col]
-        jac[len(items) :] = np.diag(1 / prior_scale)
-        return np.concatenate([ratios[:, 0], (x - prior) / prior_scale]), jac
-
-    # The solver asks for the residuals at a point, then (if it accepts it) the Jacobian there: a variant pass
-    # costs about what a plain one does (numpy's per-call overhead dominates), so both come from one.
-    last: dict[bytes, tuple[Any, Any]] = {}
-
-    def at(x: Any) -> tuple[Any, Any]:
-        key = x.tobytes()
-        if key not in last:
-            last.clear()
-            last[key] = priced(x)
-        return last[key]
-
-    def residuals(x: Any) -> Any:
-        return at(x)[0]
-
-    def jacobian(x: Any) -> Any:
-        return at(x)[1]
-
-    solution = least_squares(
-        residuals,
-        x0,
-        jac=jacobian,
-        bounds=(lower, upper),
-        loss="soft_l1" if weights is None else _weighted_soft_l1([*weights, *[1.0] * len(entries)]),
-        f_scale=0.1,
-        x_scale=1.0,
-        max_nfev=100,
-        ftol=FIT_TOLERANCE,
-        xtol=FIT_TOLERANCE,
-        tr_solver="lsmr" if len(entries) > 1 else "exact",  # lsmr's 2-D subspace step fails on one variable
-    )
-    fitted = values(solution.x)
-    ratios = batch.log_time_ratios(efficiencies_of(held | fitted))
+    fitted = problem.solve(lambda stacked: batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True))
+    ratios = batch.log_time_ratios(efficiencies_of(problem.held | fitted))
     return FitResult(
         fitted,
         [
             Residual(item.run.id, item.run.group, p.family, float(r))
-            for item, p, r in zip(items, profiles, ratios, strict=True)
+            for item, p, r in zip(items, problem.profiles, ratios, strict=True)
         ],
         at_bound(fitted),
     )
+
+
+StackedPricer = Callable[[dict[Profile, Efficiency]], Any]
+"""Efficiencies per profile, each field an array over a fit's variants -> the loss's log ratios, (runs, variants)."""
+
+
+class _Problem:
+    """One fit's free entries, start, bounds, priors and Jacobian columns (see `fit`); `solve` runs the solver with
+    any pricing of its variants, alone (`fit`) or beside other fits' in one call (`_lockstep_values`)."""
+
+    def __init__(
+        self,
+        items: Sequence[Any],
+        profile_of: ProfileOf,
+        formats_of: Callable[[Any], set[str]],
+        start: Calibration | None = None,
+        prior_sigma: float | None = None,
+        stage: Stage = "dense",
+        fixed: Mapping[str, float] | None = None,
+        only: Collection[str] | None = None,
+        centre: Mapping[str, float] | None = None,
+        weights: Sequence[float] | None = None,
+    ) -> None:
+        import numpy as np
+
+        self.items = items
+        self.entries = [e for e in free_entries(items, profile_of, formats_of, stage) if only is None or e.key in only]
+        self.held = dict(fixed or {})
+        if not self.entries:
+            raise PerfmodelError("nothing to calibrate: no runs")
+        self.keys = [e.key for e in self.entries]
+        start = start or UNCALIBRATED
+        self.lower = np.array([math.log(e.parameter.bounds[0]) for e in self.entries])
+        self.upper = np.array([math.log(e.parameter.bounds[1]) for e in self.entries])
+        x0 = np.array([math.log(start.parameters.get(e.key, e.default)) for e in self.entries])
+        self.x0 = np.clip(x0, self.lower + 1e-9, self.upper - 1e-9)
+        self.prior = np.array([math.log((centre or {}).get(e.key, e.default)) for e in self.entries])
+        sigma = np.array([prior_sigma or e.parameter.prior_sigma for e in self.entries])
+        self.weights = weights
+        self.profiles = [_profile(profile_of, i) for i in items]
+        self.pair = np.array([f"{p.family}/{p.stack}" for p in self.profiles])
+        # Columns that move each (family, stack)'s runs: its profiles' entries, MLPerf overheads of each benchmark.
+        self.columns: dict[str, list[int]] = {}
+        self.variant_profiles: dict[str, set[Profile]] = {}
+        for p in self.profiles:
+            name = f"{p.family}/{p.stack}"
+            self.variant_profiles.setdefault(name, set()).update({p, p._replace(benchmark=None)})
+            mine = {item.key for item in table.entries_for(p)}
+            known = self.columns.setdefault(name, [])
+            known += [col for col, key in enumerate(self.keys) if key in mine and col not in known]
+        self.width = 1 + max(len(cols) for cols in self.columns.values())
+        """Variants per pricing: every run's base efficiencies and one moved entry of its (family, stack) each."""
+        self.prior_scale = sigma * math.sqrt(max(sum(weights) if weights is not None else len(items), 1))
+
+    def values(self, x: Any) -> dict[str, float]:
+        return {key: float(math.exp(v)) for key, v in zip(self.keys, x, strict=True)}
+
+    def solve(self, price: StackedPricer) -> dict[str, float]:
+        """The fitted values, each residual and Jacobian from one pricing of `self.width` variants by `price`."""
+        import numpy as np
+        from scipy.optimize import least_squares
+
+        items, entries, columns, upper = self.items, self.entries, self.columns, self.upper
+
+        def priced(x: Any) -> tuple[Any, Any]:
+            """Residuals and Jacobian at x from one batched call: every run under its base efficiencies (variant 0)
+            and with each entry of its (family, stack) moved by a finite-difference step (variant k)."""
+            step = DIFF_STEP * np.maximum(1.0, np.abs(x))
+            step = np.where(x + step > upper, -step, step)
+            stacked: dict[Profile, Efficiency] = {}
+            for name, cols in columns.items():
+                moved_values = []
+                for col in [None, *cols] + [None] * (self.width - 1 - len(cols)):
+                    moved = x.copy()
+                    if col is not None:
+                        moved[col] += step[col]
+                    moved_values.append(self.held | self.values(moved))
+                for p in self.variant_profiles[name]:
+                    stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
+            ratios = price(stacked)
+            jac = np.zeros((len(items) + len(entries), len(entries)))
+            for name, cols in columns.items():
+                mine = self.pair == name
+                for k, col in enumerate(cols, start=1):
+                    jac[: len(items)][mine, col] = (ratios[mine, k] - ratios[mine, 0]) / step[col]
+            jac[len(items) :] = np.diag(1 / self.prior_scale)
+            return np.concatenate([ratios[:, 0], (x - self.prior) / self.prior_scale]), jac
+
+        # The solver asks for the residuals at a point, then (if it accepts it) the Jacobian there: a variant pass
+        # costs about what a plain one does (numpy's per-call overhead dominates), so both come from one.
+        last: dict[bytes, tuple[Any, Any]] = {}
+
+        def at(x: Any) -> tuple[Any, Any]:
+            key = x.tobytes()
+            if key not in last:
+                last.clear()
+                last[key] = priced(x)
+            return last[key]
+
+        def residuals(x: Any) -> Any:
+            return at(x)[0]
+
+        def jacobian(x: Any) -> Any:
+            return at(x)[1]
+
+        weights = self.weights
+        solution = least_squares(
+            residuals,
+            self.x0,
+            jac=jacobian,
+            bounds=(self.lower, upper),
+            loss="soft_l1" if weights is None else _weighted_soft_l1([*weights, *[1.0] * len(entries)]),
+            f_scale=0.1,
+            x_scale=1.0,
+            max_nfev=100,
+            ftol=FIT_TOLERANCE,
+            xtol=FIT_TOLERANCE,
+            tr_solver="lsmr" if len(entries) > 1 else "exact",  # lsmr's 2-D subspace step fails on one variable
+        )
+        return self.values(solution.x)
+
+
+def _lockstep_values(problems: Sequence[_Problem], pricer: Pricer) -> list[dict[str, float]]:
+    """The fitted values of several fits solved in lockstep: each solver runs on its own thread and, when every fit
+    still running waits for a pricing, one call prices all of their variants over the union of their rows (an array
+    call costs about the same for one fit's variants as for thirty: numpy's per-call overhead dominates). Each row's
+    figures are computed element by element, so a fit gets the numbers it gets alone (tests/test_calibration.py)."""
+    import threading
+
+    import numpy as np
+
+    union: dict[int, Any] = {}
+    for problem in problems:
+        for item in problem.items:
+            union.setdefault(id(item), item)
+    position = {key: k for k, key in enumerate(union)}
+    rows = [np.array([position[id(item)] for item in problem.items]) for problem in problems]
+    batch = pricer(list(union.values()))
+    profiles = sorted({p for problem in problems for ps in problem.variant_profiles.values() for p in ps}, key=str)
+    fillers: dict[tuple[Profile, int], Efficiency] = {}  # a profile a fit lacks: its rows are not that fit's
+
+    def filler(profile: Profile, width: int) -> Efficiency:
+        if (profile, width) not in fillers:
+            fillers[profile, width] = _stack([table.efficiency({}, profile)] * width)
+        return fillers[profile, width]
+
+    turn = threading.Condition()
+    waiting: dict[int, dict[Profile, Efficiency]] = {}
+    answers: dict[int, Any] = {}
+    running = set(range(len(problems)))
+
+    def price_waiting() -> None:
+        """With `turn` held, once every running fit waits: price all their variants in one call."""
+        order = sorted(waiting)
+        try:
+            combined = {
+                p: _joined([waiting[k].get(p) or filler(p, problems[k].width) for k in order]) for p in profiles
+            }
+            ratios = batch.log_time_ratios(combined.__getitem__, variants=True, loss=True)
+            offsets = np.cumsum([0, *(problems[k].width for k in order)])
+            for k, offset in zip(order, offsets, strict=False):
+                answers[k] = ratios[rows[k], offset : offset + problems[k].width]
+        except Exception as exc:  # every waiting fit fails with it, none waits forever
+            answers.update(dict.fromkeys(order, exc))
+        waiting.clear()
+        turn.notify_all()
+
+    def price(k: int, stacked: dict[Profile, Efficiency]) -> Any:
+        with turn:
+            waiting[k] = stacked
+            if len(waiting) == len(running):
+                price_waiting()
+            while k not in answers:
+                turn.wait()
+            found = answers.pop(k)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    results: dict[int, dict[str, float] | BaseException] = {}
+
+    def solve(k: int) -> None:
+        try:
+            results[k] = problems[k].solve(lambda stacked: price(k, stacked))
+        except BaseException as exc:
+            results[k] = exc
+        finally:
+            with turn:
+                running.discard(k)
+                if waiting and len(waiting) == len(running):
+                    price_waiting()
+
+    threads = [threading.Thread(target=solve, args=(k,)) for k in range(len(problems))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    values = []
+    for k in range(len(problems)):
+        found = results[k]
+        if isinstance(found, BaseException):
+            raise found
+        values.append(found)
+    return values
 
 
 def _weighted_soft_l1(weights: Sequence[float]) -> Any:
@@ -419,36 +543,44 @@ def fit_each(
     profile_of: ProfileOf,
     formats_of: Callable[[Any], set[str]],
 ) -> list[dict[str, float]]:
-    """The fitted values of each (training rows, start) job, several at once on forked worker processes, one per
-    processor this process may use: calibration's folds are independent fits, and a fit gives the same numbers in
-    any process (what a worker gets and returns is an index and the values; it inherits the rows). One at a time
-    where one processor is, and off Linux (macOS's system libraries, its BLAS among them, are not safe to fork)."""
+    """The fitted values of each (training rows, start) job: calibration's folds are independent fits, solved in
+    lockstep (`_lockstep_values`), their share split between forked worker processes, one per processor this process
+    may use; a fit gives the same numbers in any process and beside any other fits (what a worker gets and returns
+    is an index and the values; it inherits the rows). In this process where one processor is, and off Linux
+    (macOS's system libraries, its BLAS among them, are not safe to fork)."""
     import multiprocessing
     import os
     import sys
     from concurrent.futures import ProcessPoolExecutor
 
+    problems = [_Problem(train, profile_of, formats_of, start) for train, start in jobs]
     processors = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     workers = min(len(jobs), processors)
     if workers < 2 or not sys.platform.startswith("linux"):
-        return [fit(train, pricer, profile_of, formats_of, start).parameters for train, start in jobs]
-    _FORKED_JOBS[:] = [(train, start, pricer, profile_of, formats_of) for train, start in jobs]
+        return _lockstep_values(problems, pricer)
+    largest_first = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][0]))
+    shares = [largest_first[w::workers] for w in range(workers)]
+    _FORKED_JOBS[:] = [([problems[k] for k in share], pricer) for share in shares]
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            largest_first = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][0]))
-            done = dict(zip(largest_first, pool.map(_fit_forked_job, largest_first), strict=True))
+            found = list(pool.map(_fit_forked_share, range(workers)))
     finally:
         _FORKED_JOBS.clear()
+    done = {
+        k: values
+        for share, share_values in zip(shares, found, strict=True)
+        for k, values in zip(share, share_values, strict=True)
+    }
     return [done[k] for k in range(len(jobs))]
 
 
-_FORKED_JOBS: list[tuple[Sequence[Any], Calibration | None, Pricer, ProfileOf, Callable[[Any], set[str]]]] = []
-"""`fit_each`'s jobs while its workers run: forked, they inherit them."""
+_FORKED_JOBS: list[tuple[list[_Problem], Pricer]] = []
+"""`fit_each`'s shares of fits while its workers run: forked, they inherit them."""
 
 
-def _fit_forked_job(index: int) -> dict[str, float]:
-    train, start, pricer, profile_of, formats_of = _FORKED_JOBS[index]
-    return fit(train, pricer, profile_of, formats_of, start).parameters
+def _fit_forked_share(index: int) -> list[dict[str, float]]:
+    problems, pricer = _FORKED_JOBS[index]
+    return _lockstep_values(problems, pricer)
 
 
 def interval(held_out: Sequence[Residual]) -> dict[str, float]:
