@@ -146,15 +146,17 @@ def fit(
     problem = _Problem(items, profile_of, formats_of, start, prior_sigma, stage, fixed, only, centre, weights)
     batch = pricer(items)
     fitted = problem.solve(lambda stacked: batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True))
+    return _result(problem, batch, fitted)
+
+
+def _result(problem: _Problem, batch: PricedRuns, fitted: dict[str, float]) -> FitResult:
+    """A fit's values with the in-sample residuals of its rows (`batch`: the same rows, priced together)."""
     ratios = batch.log_time_ratios(efficiencies_of(problem.held | fitted))
-    return FitResult(
-        fitted,
-        [
-            Residual(item.run.id, item.run.group, p.family, float(r))
-            for item, p, r in zip(items, problem.profiles, ratios, strict=True)
-        ],
-        at_bound(fitted),
-    )
+    residuals = [
+        Residual(item.run.id, item.run.group, p.family, float(r))
+        for item, p, r in zip(problem.items, problem.profiles, ratios, strict=True)
+    ]
+    return FitResult(fitted, residuals, at_bound(fitted))
 
 
 StackedPricer = Callable[[dict[Profile, Efficiency]], Any]
@@ -386,8 +388,13 @@ def fit_moe(
     """The MoE stage: fit the table's MoE entries (stage 'moe') on MoE runs with every dense entry held at `start`'s
     value, so that no dense prediction can change; each entry's own prior, bounds and scope (the dense fit's
     solver and loss), starting from the priors."""
+    return fit(items, pricer, profile_of, *_moe_setting(start))
+
+
+def _moe_setting(start: Calibration) -> tuple[Callable[[Any], set[str]], Calibration, None, Stage, dict[str, float]]:
+    """The MoE stage's formats, start, prior spread, stage and fixed values (`fit`'s arguments after the profiles)."""
     dense = dense_values(start)
-    return fit(items, pricer, profile_of, lambda _: set(), Calibration(dense, {}), stage="moe", fixed=dense)
+    return lambda _: set(), Calibration(dense, {}), None, "moe", dense
 
 
 def moe_stage(
@@ -403,14 +410,17 @@ def moe_stage(
     rows of models the stage does not fit (`not_fitted`) count as held out under the whole stage. The held-out
     residuals give a MoE prediction's 80% interval; 'priced_rows' keeps each row's held-out throughput error with its
     zoo model (`zoo_of`) and accelerator family, which a prediction of that model on that family reports."""
-    fitted = fit_moe(items, pricer, start)
+    models = sorted({model_of(i) for i in [*items, *not_fitted]})
+    trains = {model: [i for i in items if model_of(i) != model] for model in models}
+    setting = _moe_setting(start)
+    problems = [_Problem(train, _item_profile, *setting) for train in [items, *(t for t in trains.values() if t)]]
+    solved = iter(_lockstep_values(problems, pricer))  # the stage's fit and each model's left out, together
+    fitted = _result(problems[0], pricer(items), next(solved))
     extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
     held: dict[str, Residual] = {r.run_id: r for r in extra}
-    models = sorted({model_of(i) for i in [*items, *not_fitted]})
-    for model in models:
-        train = [i for i in items if model_of(i) != model]
+    for model, train in trains.items():
         test = [i for i in items if model_of(i) == model]
-        values = fit_moe(train, pricer, start).parameters if train else {}
+        values = next(solved) if train else {}
         ratios = pricer(test).log_time_ratios(moe_efficiencies(start, values))
         held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
 
