@@ -523,7 +523,7 @@ def cross_validate(
     fits: Mapping[tuple[str, ...], dict[str, float]] | None = None,
 ) -> list[Residual]:
     """Leave one group (accelerator x precision) out: refit without it, predict it. Returns held-out residuals.
-    `fits`: those of the folds' training rows made already (by their ids in order, from `start`: `fit_each`)."""
+    `fits`: those of the folds' training rows made already (by their ids in order, from `start`: `fit_together`)."""
     held_out: list[Residual] = []
     folds = leave_one_group_out(items, group_of)
     for number, (group, train, test) in enumerate(folds, start=1):
@@ -547,50 +547,60 @@ def run_ids(items: Sequence[Any]) -> tuple[str, ...]:
     return tuple(i.run.id for i in items)
 
 
-def fit_each(
+def fit_together(
     jobs: Sequence[tuple[Sequence[Any], Calibration | None]],
     pricer: Pricer,
     profile_of: ProfileOf,
     formats_of: Callable[[Any], set[str]],
 ) -> list[dict[str, float]]:
-    """The fitted values of each (training rows, start) job: calibration's folds are independent fits, solved in
-    lockstep (`_lockstep_values`), their share split between forked worker processes, one per processor this process
-    may use; a fit gives the same numbers in any process and beside any other fits (what a worker gets and returns
-    is an index and the values; it inherits the rows). In this process where one processor is, and off Linux
-    (macOS's system libraries, its BLAS among them, are not safe to fork)."""
+    """The fitted values of each (training rows, start) job, solved in lockstep in this process (`_lockstep_values`):
+    calibration's folds are independent fits, and a fit gives the same numbers beside any other fits."""
+    return _lockstep_values([_Problem(train, profile_of, formats_of, start) for train, start in jobs], pricer)
+
+
+def start_fits(
+    jobs: Sequence[tuple[Sequence[Any], Calibration | None]],
+    pricer: Pricer,
+    profile_of: ProfileOf,
+    formats_of: Callable[[Any], set[str]],
+) -> Callable[[], list[dict[str, float]]]:
+    """`fit_together` on a forked worker process while this one goes on (calibration's protocol folds beside its
+    fit and cross-validation); the call returned waits for the values. A fit gives the same numbers in any process
+    (the worker inherits the rows and returns the values). Where this process may use one processor only, or off
+    Linux (macOS's system libraries, its BLAS among them, are not safe to fork), the fits are made in this process
+    when the values are asked for."""
     import multiprocessing
     import os
     import sys
     from concurrent.futures import ProcessPoolExecutor
 
-    problems = [_Problem(train, profile_of, formats_of, start) for train, start in jobs]
     processors = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    workers = min(len(jobs), processors)
-    if workers < 2 or not sys.platform.startswith("linux"):
-        return _lockstep_values(problems, pricer)
-    largest_first = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][0]))
-    shares = [largest_first[w::workers] for w in range(workers)]
-    _FORKED_JOBS[:] = [([problems[k] for k in share], pricer) for share in shares]
+    if processors < 2 or not sys.platform.startswith("linux"):
+        return lambda: fit_together(jobs, pricer, profile_of, formats_of)
+    _FORKED_JOBS[:] = [(jobs, pricer, profile_of, formats_of)]
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            found = list(pool.map(_fit_forked_share, range(workers)))
+        future = pool.submit(_fit_forked_jobs)
     finally:
-        _FORKED_JOBS.clear()
-    done = {
-        k: values
-        for share, share_values in zip(shares, found, strict=True)
-        for k, values in zip(share, share_values, strict=True)
-    }
-    return [done[k] for k in range(len(jobs))]
+        _FORKED_JOBS.clear()  # the worker is forked at the submission: it has them
+
+    def values() -> list[dict[str, float]]:
+        try:
+            return future.result()
+        finally:
+            pool.shutdown()
+
+    return values
 
 
-_FORKED_JOBS: list[tuple[list[_Problem], Pricer]] = []
-"""`fit_each`'s shares of fits while its workers run: forked, they inherit them."""
+_FORKED_JOBS: list[
+    tuple[Sequence[tuple[Sequence[Any], Calibration | None]], Pricer, ProfileOf, Callable[[Any], set[str]]]
+] = []
+"""`start_fits`'s jobs while its worker is forked: it inherits them."""
 
 
-def _fit_forked_share(index: int) -> list[dict[str, float]]:
-    problems, pricer = _FORKED_JOBS[index]
-    return _lockstep_values(problems, pricer)
+def _fit_forked_jobs() -> list[dict[str, float]]:
+    return fit_together(*_FORKED_JOBS[0])
 
 
 def interval(held_out: Sequence[Residual]) -> dict[str, float]:
