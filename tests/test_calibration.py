@@ -155,14 +155,27 @@ def test_resolve() -> None:
         cal.resolve("/nonexistent/cal.json")
 
 
-def test_fits_made_together_on_forked_workers_are_the_fits_made_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """calibrate.fit_each (calibration's cross-validation and protocol folds) on two worker processes gives each
-    job exactly the values `fit` gives it in this process, in the jobs' order."""
+def test_fits_made_together_on_a_forked_worker_are_the_fits_made_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """calibrate.start_fits (calibration's protocol folds) on a worker process gives each job exactly the values
+    `fit` gives it in this process, in the jobs' order."""
     items = _synthetic_items()
     jobs = [(items[:5], None), (items[2:], cal.Calibration({"memory": 0.75}, {}, "start")), (items[1:7], None)]
     alone = [fitting.fit(train, RunBatch, _profile, _formats, start).parameters for train, start in jobs]
     monkeypatch.setattr("os.sched_getaffinity", lambda _: {0, 1}, raising=False)
-    assert fitting.fit_each(jobs, RunBatch, _profile, _formats) == alone
+    assert fitting.start_fits(jobs, RunBatch, _profile, _formats)() == alone
+
+
+def test_fits_solved_in_lockstep_in_one_process_are_the_fits_made_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On one processor start_fits solves its jobs in this process, in lockstep: every fit's variants priced in one
+    call over the union of their rows (different rows, starts and widths); each job still gets exactly `fit`'s
+    values."""
+    items = _synthetic_items()
+    jobs = [(items[:5], None), (items[2:], cal.Calibration({"memory": 0.75}, {}, "start")), (items[1:7], None)]
+    alone = [fitting.fit(train, RunBatch, _profile, _formats, start).parameters for train, start in jobs]
+    monkeypatch.setattr("os.sched_getaffinity", lambda _: {0}, raising=False)
+    assert fitting.start_fits(jobs, RunBatch, _profile, _formats)() == alone
 
 
 def test_cross_validation_takes_the_folds_fits_made_already(monkeypatch: pytest.MonkeyPatch) -> None:

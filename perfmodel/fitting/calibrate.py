@@ -111,6 +111,14 @@ def _stack(variants: Sequence[Efficiency]) -> Efficiency:
     return Efficiency(**columns)
 
 
+def _joined(parts: Sequence[Efficiency]) -> Efficiency:
+    """Stacked efficiencies (`_stack`) one after another: their variants as one array per field."""
+    import numpy as np
+
+    columns: dict[str, Any] = {f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Efficiency)}
+    return Efficiency(**columns)
+
+
 def fit(
     items: Sequence[Any],
     pricer: Pricer,
@@ -135,106 +143,224 @@ def fit(
     entry, and the same call prices every run under its base and perturbed efficiencies (forward differences on log
     parameters). The trust-region steps are solved with LSMR, not an SVD: on a busy 2-core machine multithreaded
     BLAS made the SVD of this small Jacobian cost more than pricing the runs."""
-    import numpy as np
-    from scipy.optimize import least_squares
-
-    entries = [e for e in free_entries(items, profile_of, formats_of, stage) if only is None or e.key in only]
-    held = dict(fixed or {})
-    if not entries:
-        raise PerfmodelError("nothing to calibrate: no runs")
-    keys = [e.key for e in entries]
-    start = start or UNCALIBRATED
-    x0 = np.array([math.log(start.parameters.get(e.key, e.default)) for e in entries])
-    lower = np.array([math.log(e.parameter.bounds[0]) for e in entries])
-    upper = np.array([math.log(e.parameter.bounds[1]) for e in entries])
-    x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
-    prior = np.array([math.log((centre or {}).get(e.key, e.default)) for e in entries])
-    sigma = np.array([prior_sigma or e.parameter.prior_sigma for e in entries])
+    problem = _Problem(items, profile_of, formats_of, start, prior_sigma, stage, fixed, only, centre, weights)
     batch = pricer(items)
-    profiles = [_profile(profile_of, i) for i in items]
-    pair = np.array([f"{p.family}/{p.stack}" for p in profiles])
-    # Columns that move each (family, stack)'s runs: its profiles' entries, MLPerf overheads of each benchmark.
-    columns: dict[str, list[int]] = {}
-    variant_profiles: dict[str, set[Profile]] = {}
-    for p in profiles:
-        name = f"{p.family}/{p.stack}"
-        variant_profiles.setdefault(name, set()).update({p, p._replace(benchmark=None)})
-        mine = {item.key for item in table.entries_for(p)}
-        known = columns.setdefault(name, [])
-        known += [col for col, key in enumerate(keys) if key in mine and col not in known]
-    prior_scale = sigma * math.sqrt(max(sum(weights) if weights is not None else len(items), 1))
+    fitted = problem.solve(lambda stacked: batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True))
+    return _result(problem, batch, fitted)
 
-    def values(x: Any) -> dict[str, float]:
-        return {key: float(math.exp(v)) for key, v in zip(keys, x, strict=True)}
 
-    def in_force(x: Any) -> dict[str, float]:
-        return held | values(x)
+def _result(problem: _Problem, batch: PricedRuns, fitted: dict[str, float]) -> FitResult:
+    """A fit's values with the in-sample residuals of its rows (`batch`: the same rows, priced together)."""
+    ratios = batch.log_time_ratios(efficiencies_of(problem.held | fitted))
+    residuals = [
+        Residual(item.run.id, item.run.group, p.family, float(r))
+        for item, p, r in zip(problem.items, problem.profiles, ratios, strict=True)
+    ]
+    return FitResult(fitted, residuals, at_bound(fitted))
 
-    def priced(x: Any) -> tuple[Any, Any]:
-        """Residuals and Jacobian at x from one batched call: every run under its base efficiencies (variant 0) and
-        with each entry of its (family, stack) moved by a finite-difference step (variant k)."""
-        step = DIFF_STEP * np.maximum(1.0, np.abs(x))
-        step = np.where(x + step > upper, -step, step)
-        width = 1 + max(len(cols) for cols in columns.values())
-        stacked: dict[Profile, Efficiency] = {}
-        for name, cols in columns.items():
-            moved_values = []
-            for col in [None, *cols] + [None] * (width - 1 - len(cols)):
-                moved = x.copy()
-                if col is not None:
-                    moved[col] += step[col]
-                moved_values.append(in_force(moved))
-            for p in variant_profiles[name]:
-                stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
-        ratios = batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True)
-        jac = np.zeros((len(items) + len(entries), len(entries)))
-        for name, cols in columns.items():
-            mine = pair == name
-            for k, col in enumerate(cols, start=1):
-                jac[: len(items)][mine, col] = (ratios[mine, k] - ratios[mine, 0]) / step[col]
-        jac[len(items) :] = np.diag(1 / prior_scale)
-        return np.concatenate([ratios[:, 0], (x - prior) / prior_scale]), jac
 
-    # The solver asks for the residuals at a point, then (if it accepts it) the Jacobian there: a variant pass
-    # costs about what a plain one does (numpy's per-call overhead dominates), so both come from one.
-    last: dict[bytes, tuple[Any, Any]] = {}
+StackedPricer = Callable[[dict[Profile, Efficiency]], Any]
+"""Efficiencies per profile, each field an array over a fit's variants -> the loss's log ratios, (runs, variants)."""
 
-    def at(x: Any) -> tuple[Any, Any]:
-        key = x.tobytes()
-        if key not in last:
-            last.clear()
-            last[key] = priced(x)
-        return last[key]
 
-    def residuals(x: Any) -> Any:
-        return at(x)[0]
+class _Problem:
+    """One fit's free entries, start, bounds, priors and Jacobian columns (see `fit`); `solve` runs the solver with
+    any pricing of its variants, alone (`fit`) or beside other fits' in one call (`_lockstep_values`)."""
 
-    def jacobian(x: Any) -> Any:
-        return at(x)[1]
+    def __init__(
+        self,
+        items: Sequence[Any],
+        profile_of: ProfileOf,
+        formats_of: Callable[[Any], set[str]],
+        start: Calibration | None = None,
+        prior_sigma: float | None = None,
+        stage: Stage = "dense",
+        fixed: Mapping[str, float] | None = None,
+        only: Collection[str] | None = None,
+        centre: Mapping[str, float] | None = None,
+        weights: Sequence[float] | None = None,
+    ) -> None:
+        import numpy as np
 
-    solution = least_squares(
-        residuals,
-        x0,
-        jac=jacobian,
-        bounds=(lower, upper),
-        loss="soft_l1" if weights is None else _weighted_soft_l1([*weights, *[1.0] * len(entries)]),
-        f_scale=0.1,
-        x_scale=1.0,
-        max_nfev=100,
-        ftol=FIT_TOLERANCE,
-        xtol=FIT_TOLERANCE,
-        tr_solver="lsmr" if len(entries) > 1 else "exact",  # lsmr's 2-D subspace step fails on one variable
-    )
-    fitted = values(solution.x)
-    ratios = batch.log_time_ratios(efficiencies_of(held | fitted))
-    return FitResult(
-        fitted,
-        [
-            Residual(item.run.id, item.run.group, p.family, float(r))
-            for item, p, r in zip(items, profiles, ratios, strict=True)
-        ],
-        at_bound(fitted),
-    )
+        self.items = items
+        self.entries = [e for e in free_entries(items, profile_of, formats_of, stage) if only is None or e.key in only]
+        self.held = dict(fixed or {})
+        if not self.entries:
+            raise PerfmodelError("nothing to calibrate: no runs")
+        self.keys = [e.key for e in self.entries]
+        start = start or UNCALIBRATED
+        self.lower = np.array([math.log(e.parameter.bounds[0]) for e in self.entries])
+        self.upper = np.array([math.log(e.parameter.bounds[1]) for e in self.entries])
+        x0 = np.array([math.log(start.parameters.get(e.key, e.default)) for e in self.entries])
+        self.x0 = np.clip(x0, self.lower + 1e-9, self.upper - 1e-9)
+        self.prior = np.array([math.log((centre or {}).get(e.key, e.default)) for e in self.entries])
+        sigma = np.array([prior_sigma or e.parameter.prior_sigma for e in self.entries])
+        self.weights = weights
+        self.profiles = [_profile(profile_of, i) for i in items]
+        self.pair = np.array([f"{p.family}/{p.stack}" for p in self.profiles])
+        # Columns that move each (family, stack)'s runs: its profiles' entries, MLPerf overheads of each benchmark.
+        self.columns: dict[str, list[int]] = {}
+        self.variant_profiles: dict[str, set[Profile]] = {}
+        for p in self.profiles:
+            name = f"{p.family}/{p.stack}"
+            self.variant_profiles.setdefault(name, set()).update({p, p._replace(benchmark=None)})
+            mine = {item.key for item in table.entries_for(p)}
+            known = self.columns.setdefault(name, [])
+            known += [col for col, key in enumerate(self.keys) if key in mine and col not in known]
+        self.width = 1 + max(len(cols) for cols in self.columns.values())
+        """Variants per pricing: every run's base efficiencies and one moved entry of its (family, stack) each."""
+        self.prior_scale = sigma * math.sqrt(max(sum(weights) if weights is not None else len(items), 1))
+
+    def values(self, x: Any) -> dict[str, float]:
+        return {key: float(math.exp(v)) for key, v in zip(self.keys, x, strict=True)}
+
+    def solve(self, price: StackedPricer) -> dict[str, float]:
+        """The fitted values, each residual and Jacobian from one pricing of `self.width` variants by `price`."""
+        import numpy as np
+        from scipy.optimize import least_squares
+
+        items, entries, columns, upper = self.items, self.entries, self.columns, self.upper
+
+        def priced(x: Any) -> tuple[Any, Any]:
+            """Residuals and Jacobian at x from one batched call: every run under its base efficiencies (variant 0)
+            and with each entry of its (family, stack) moved by a finite-difference step (variant k)."""
+            step = DIFF_STEP * np.maximum(1.0, np.abs(x))
+            step = np.where(x + step > upper, -step, step)
+            stacked: dict[Profile, Efficiency] = {}
+            for name, cols in columns.items():
+                moved_values = []
+                for col in [None, *cols] + [None] * (self.width - 1 - len(cols)):
+                    moved = x.copy()
+                    if col is not None:
+                        moved[col] += step[col]
+                    moved_values.append(self.held | self.values(moved))
+                for p in self.variant_profiles[name]:
+                    stacked[p] = _stack([table.efficiency(v, p) for v in moved_values])
+            ratios = price(stacked)
+            jac = np.zeros((len(items) + len(entries), len(entries)))
+            for name, cols in columns.items():
+                mine = self.pair == name
+                for k, col in enumerate(cols, start=1):
+                    jac[: len(items)][mine, col] = (ratios[mine, k] - ratios[mine, 0]) / step[col]
+            jac[len(items) :] = np.diag(1 / self.prior_scale)
+            return np.concatenate([ratios[:, 0], (x - self.prior) / self.prior_scale]), jac
+
+        # The solver asks for the residuals at a point, then (if it accepts it) the Jacobian there: a variant pass
+        # costs about what a plain one does (numpy's per-call overhead dominates), so both come from one.
+        last: dict[bytes, tuple[Any, Any]] = {}
+
+        def at(x: Any) -> tuple[Any, Any]:
+            key = x.tobytes()
+            if key not in last:
+                last.clear()
+                last[key] = priced(x)
+            return last[key]
+
+        def residuals(x: Any) -> Any:
+            return at(x)[0]
+
+        def jacobian(x: Any) -> Any:
+            return at(x)[1]
+
+        weights = self.weights
+        solution = least_squares(
+            residuals,
+            self.x0,
+            jac=jacobian,
+            bounds=(self.lower, upper),
+            loss="soft_l1" if weights is None else _weighted_soft_l1([*weights, *[1.0] * len(entries)]),
+            f_scale=0.1,
+            x_scale=1.0,
+            max_nfev=100,
+            ftol=FIT_TOLERANCE,
+            xtol=FIT_TOLERANCE,
+            tr_solver="lsmr" if len(entries) > 1 else "exact",  # lsmr's 2-D subspace step fails on one variable
+        )
+        return self.values(solution.x)
+
+
+def _lockstep_values(problems: Sequence[_Problem], pricer: Pricer) -> list[dict[str, float]]:
+    """The fitted values of several fits solved in lockstep: each solver runs on its own thread and, when every fit
+    still running waits for a pricing, one call prices all of their variants over the union of their rows (an array
+    call costs about the same for one fit's variants as for thirty: numpy's per-call overhead dominates). Each row's
+    figures are computed element by element, so a fit gets the numbers it gets alone (tests/test_calibration.py)."""
+    import threading
+
+    import numpy as np
+
+    union: dict[int, Any] = {}
+    for problem in problems:
+        for item in problem.items:
+            union.setdefault(id(item), item)
+    position = {key: k for k, key in enumerate(union)}
+    rows = [np.array([position[id(item)] for item in problem.items]) for problem in problems]
+    batch = pricer(list(union.values()))
+    profiles = sorted({p for problem in problems for ps in problem.variant_profiles.values() for p in ps}, key=str)
+    fillers: dict[tuple[Profile, int], Efficiency] = {}  # a profile a fit lacks: its rows are not that fit's
+
+    def filler(profile: Profile, width: int) -> Efficiency:
+        if (profile, width) not in fillers:
+            fillers[profile, width] = _stack([table.efficiency({}, profile)] * width)
+        return fillers[profile, width]
+
+    turn = threading.Condition()
+    waiting: dict[int, dict[Profile, Efficiency]] = {}
+    answers: dict[int, Any] = {}
+    running = set(range(len(problems)))
+
+    def price_waiting() -> None:
+        """With `turn` held, once every running fit waits: price all their variants in one call."""
+        order = sorted(waiting)
+        try:
+            combined = {
+                p: _joined([waiting[k].get(p) or filler(p, problems[k].width) for k in order]) for p in profiles
+            }
+            ratios = batch.log_time_ratios(combined.__getitem__, variants=True, loss=True)
+            offsets = np.cumsum([0, *(problems[k].width for k in order)])
+            for k, offset in zip(order, offsets, strict=False):
+                answers[k] = ratios[rows[k], offset : offset + problems[k].width]
+        except Exception as exc:  # every waiting fit fails with it, none waits forever
+            answers.update(dict.fromkeys(order, exc))
+        waiting.clear()
+        turn.notify_all()
+
+    def price(k: int, stacked: dict[Profile, Efficiency]) -> Any:
+        with turn:
+            waiting[k] = stacked
+            if len(waiting) == len(running):
+                price_waiting()
+            while k not in answers:
+                turn.wait()
+            found = answers.pop(k)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    results: dict[int, dict[str, float] | BaseException] = {}
+
+    def solve(k: int) -> None:
+        try:
+            results[k] = problems[k].solve(lambda stacked: price(k, stacked))
+        except BaseException as exc:
+            results[k] = exc
+        finally:
+            with turn:
+                running.discard(k)
+                if waiting and len(waiting) == len(running):
+                    price_waiting()
+
+    threads = [threading.Thread(target=solve, args=(k,)) for k in range(len(problems))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    values = []
+    for k in range(len(problems)):
+        found = results[k]
+        if isinstance(found, BaseException):
+            raise found
+        values.append(found)
+    return values
 
 
 def _weighted_soft_l1(weights: Sequence[float]) -> Any:
@@ -262,8 +388,13 @@ def fit_moe(
     """The MoE stage: fit the table's MoE entries (stage 'moe') on MoE runs with every dense entry held at `start`'s
     value, so that no dense prediction can change; each entry's own prior, bounds and scope (the dense fit's
     solver and loss), starting from the priors."""
+    return fit(items, pricer, profile_of, *_moe_setting(start))
+
+
+def _moe_setting(start: Calibration) -> tuple[Callable[[Any], set[str]], Calibration, None, Stage, dict[str, float]]:
+    """The MoE stage's formats, start, prior spread, stage and fixed values (`fit`'s arguments after the profiles)."""
     dense = dense_values(start)
-    return fit(items, pricer, profile_of, lambda _: set(), Calibration(dense, {}), stage="moe", fixed=dense)
+    return lambda _: set(), Calibration(dense, {}), None, "moe", dense
 
 
 def moe_stage(
@@ -279,14 +410,17 @@ def moe_stage(
     rows of models the stage does not fit (`not_fitted`) count as held out under the whole stage. The held-out
     residuals give a MoE prediction's 80% interval; 'priced_rows' keeps each row's held-out throughput error with its
     zoo model (`zoo_of`) and accelerator family, which a prediction of that model on that family reports."""
-    fitted = fit_moe(items, pricer, start)
+    models = sorted({model_of(i) for i in [*items, *not_fitted]})
+    trains = {model: [i for i in items if model_of(i) != model] for model in models}
+    setting = _moe_setting(start)
+    problems = [_Problem(train, _item_profile, *setting) for train in [items, *(t for t in trains.values() if t)]]
+    solved = iter(_lockstep_values(problems, pricer))  # the stage's fit and each model's left out, together
+    fitted = _result(problems[0], pricer(items), next(solved))
     extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
     held: dict[str, Residual] = {r.run_id: r for r in extra}
-    models = sorted({model_of(i) for i in [*items, *not_fitted]})
-    for model in models:
-        train = [i for i in items if model_of(i) != model]
+    for model, train in trains.items():
         test = [i for i in items if model_of(i) == model]
-        values = fit_moe(train, pricer, start).parameters if train else {}
+        values = next(solved) if train else {}
         ratios = pricer(test).log_time_ratios(moe_efficiencies(start, values))
         held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
 
@@ -389,7 +523,7 @@ def cross_validate(
     fits: Mapping[tuple[str, ...], dict[str, float]] | None = None,
 ) -> list[Residual]:
     """Leave one group (accelerator x precision) out: refit without it, predict it. Returns held-out residuals.
-    `fits`: those of the folds' training rows made already (by their ids in order, from `start`: `fit_each`)."""
+    `fits`: those of the folds' training rows made already (by their ids in order, from `start`: `fit_together`)."""
     held_out: list[Residual] = []
     folds = leave_one_group_out(items, group_of)
     for number, (group, train, test) in enumerate(folds, start=1):
@@ -413,42 +547,60 @@ def run_ids(items: Sequence[Any]) -> tuple[str, ...]:
     return tuple(i.run.id for i in items)
 
 
-def fit_each(
+def fit_together(
     jobs: Sequence[tuple[Sequence[Any], Calibration | None]],
     pricer: Pricer,
     profile_of: ProfileOf,
     formats_of: Callable[[Any], set[str]],
 ) -> list[dict[str, float]]:
-    """The fitted values of each (training rows, start) job, several at once on forked worker processes, one per
-    processor this process may use: calibration's folds are independent fits, and a fit gives the same numbers in
-    any process (what a worker gets and returns is an index and the values; it inherits the rows). One at a time
-    where one processor is, and off Linux (macOS's system libraries, its BLAS among them, are not safe to fork)."""
+    """The fitted values of each (training rows, start) job, solved in lockstep in this process (`_lockstep_values`):
+    calibration's folds are independent fits, and a fit gives the same numbers beside any other fits."""
+    return _lockstep_values([_Problem(train, profile_of, formats_of, start) for train, start in jobs], pricer)
+
+
+def start_fits(
+    jobs: Sequence[tuple[Sequence[Any], Calibration | None]],
+    pricer: Pricer,
+    profile_of: ProfileOf,
+    formats_of: Callable[[Any], set[str]],
+) -> Callable[[], list[dict[str, float]]]:
+    """`fit_together` on a forked worker process while this one goes on (calibration's protocol folds beside its
+    fit and cross-validation); the call returned waits for the values. A fit gives the same numbers in any process
+    (the worker inherits the rows and returns the values). Where this process may use one processor only, or off
+    Linux (macOS's system libraries, its BLAS among them, are not safe to fork), the fits are made in this process
+    when the values are asked for."""
     import multiprocessing
     import os
     import sys
     from concurrent.futures import ProcessPoolExecutor
 
     processors = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    workers = min(len(jobs), processors)
-    if workers < 2 or not sys.platform.startswith("linux"):
-        return [fit(train, pricer, profile_of, formats_of, start).parameters for train, start in jobs]
-    _FORKED_JOBS[:] = [(train, start, pricer, profile_of, formats_of) for train, start in jobs]
+    if processors < 2 or not sys.platform.startswith("linux"):
+        return lambda: fit_together(jobs, pricer, profile_of, formats_of)
+    _FORKED_JOBS[:] = [(jobs, pricer, profile_of, formats_of)]
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            largest_first = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][0]))
-            done = dict(zip(largest_first, pool.map(_fit_forked_job, largest_first), strict=True))
+        future = pool.submit(_fit_forked_jobs)
     finally:
-        _FORKED_JOBS.clear()
-    return [done[k] for k in range(len(jobs))]
+        _FORKED_JOBS.clear()  # the worker is forked at the submission: it has them
+
+    def values() -> list[dict[str, float]]:
+        try:
+            return future.result()
+        finally:
+            pool.shutdown()
+
+    return values
 
 
-_FORKED_JOBS: list[tuple[Sequence[Any], Calibration | None, Pricer, ProfileOf, Callable[[Any], set[str]]]] = []
-"""`fit_each`'s jobs while its workers run: forked, they inherit them."""
+_FORKED_JOBS: list[
+    tuple[Sequence[tuple[Sequence[Any], Calibration | None]], Pricer, ProfileOf, Callable[[Any], set[str]]]
+] = []
+"""`start_fits`'s jobs while its worker is forked: it inherits them."""
 
 
-def _fit_forked_job(index: int) -> dict[str, float]:
-    train, start, pricer, profile_of, formats_of = _FORKED_JOBS[index]
-    return fit(train, pricer, profile_of, formats_of, start).parameters
+def _fit_forked_jobs() -> list[dict[str, float]]:
+    return fit_together(*_FORKED_JOBS[0])
 
 
 def interval(held_out: Sequence[Residual]) -> dict[str, float]:

@@ -503,16 +503,23 @@ def fit_calibration(
     items = prepare_all([r for r in runs if fitted_densely(r)], UNCALIBRATED, unpredictable)
     if not items:
         raise PerfmodelError("nothing to calibrate: none of the runs can be predicted")
-    say(f"fitting on {len(items)} runs")
-    fitted = cal.fit(items, RunBatch, _profile, _formats)
-    start = Calibration(fitted.parameters, {}, "fit")
-    fits = {cal.run_ids(items): fitted.parameters}  # protocol folds on every row: the fit above
     tested_unpredictable: list[dict[str, str]] = []  # reported with the protocols, below, as before
     tested: dict[str, list[PreparedRun]] = {}
     held_out: list[cal.Residual] = []
     if cross_validate:
         tested = {name: protocols.with_tested(name, items, runs, tested_unpredictable) for name in protocols.PROTOCOLS}
-        cv_fits = _fit_folds(items, tested, start, fits, say)
+        protocol_trains = _protocol_trains(items, tested)
+        say(f"fitting {len(protocol_trains)} protocol folds beside the fit on {len(items)} runs")
+        protocol_fits = cal.start_fits([(t, None) for t in protocol_trains.values()], RunBatch, _profile, _formats)
+    say(f"fitting on {len(items)} runs")
+    fitted = cal.fit(items, RunBatch, _profile, _formats)
+    start = Calibration(fitted.parameters, {}, "fit")
+    fits = {cal.run_ids(items): fitted.parameters}  # protocol folds on every row: the fit above
+    if cross_validate:
+        cv_trains = [train for _, train, _ in cal.leave_one_group_out(items, _group) if train]
+        say(f"fitting {len(cv_trains)} cross-validation folds")
+        cv_values = cal.fit_together([(train, start) for train in cv_trains], RunBatch, _profile, _formats)
+        cv_fits = {cal.run_ids(train): values for train, values in zip(cv_trains, cv_values, strict=True)}
         held_out = cal.cross_validate(items, RunBatch, _profile, _formats, _group, say, start, cv_fits)
     data = {
         "vintage": {"reference": reference_vintage(), "unknown_release": "rows without a release month count as it"},
@@ -539,6 +546,7 @@ def fit_calibration(
     if not cross_validate:
         return built
     unpredictable += tested_unpredictable
+    fits |= dict(zip(protocol_trains, protocol_fits(), strict=True))
     results = {}
     for name in protocols.PROTOCOLS:
         try:
@@ -549,30 +557,19 @@ def fit_calibration(
     return replace(built, provenance=built.provenance | found)
 
 
-def _fit_folds(
-    items: Sequence[PreparedRun],
-    tested: dict[str, list[PreparedRun]],
-    start: Calibration,
-    fits: dict[tuple[str, ...], dict[str, float]],
-    say: Callable[[str], None],
-) -> dict[tuple[str, ...], dict[str, float]]:
-    """Every fold's fit at once (calibrate.fit_each): cross-validation's from `start`, returned, and the protocols'
-    from the physical defaults, added to `fits`; each by its training rows' ids in order."""
+def _protocol_trains(
+    items: Sequence[PreparedRun], tested: dict[str, list[PreparedRun]]
+) -> dict[tuple[str, ...], list[PreparedRun]]:
+    """The protocols' folds' training rows by their ids in order, each once, but for every fitted row (the fit's)."""
     from perfmodel.fitting import calibrate as cal
     from perfmodel.fitting import protocols
 
-    cv_trains = [train for _, train, _ in cal.leave_one_group_out(items, _group) if train]
-    protocol_trains = {
-        cal.run_ids(fold.train): fold.train
-        for name, rows in tested.items()
-        for fold in protocols.folds(name, rows)
-        if fold.train and cal.run_ids(fold.train) not in fits
-    }
-    say(f"fitting {len(cv_trains)} cross-validation and {len(protocol_trains)} protocol folds")
-    jobs = [(train, start) for train in cv_trains] + [(train, None) for train in protocol_trains.values()]
-    values = cal.fit_each(jobs, RunBatch, _profile, _formats)
-    fits |= dict(zip(protocol_trains, values[len(cv_trains) :], strict=True))
-    return {cal.run_ids(train): found for train, found in zip(cv_trains, values[: len(cv_trains)], strict=True)}
+    trains: dict[tuple[str, ...], list[PreparedRun]] = {}
+    for name, rows in tested.items():
+        for fold in protocols.folds(name, rows):
+            if fold.train and cal.run_ids(fold.train) != cal.run_ids(items):
+                trains.setdefault(cal.run_ids(fold.train), fold.train)
+    return trains
 
 
 def fitted_densely(run: MeasuredRun) -> bool:
