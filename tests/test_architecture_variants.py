@@ -89,8 +89,8 @@ def test_replicated_kv_heads_add_the_qkv_regroup_to_tp_communication() -> None:
     assert kv_regroup(ZOO["llama3.1-8b"], T, 8.0, links) == 0
     trace: dict = {}
     evaluate(ctx, layout_vars(_layout(8)), trace)
-    assert trace["tp_comm"].regroup == pytest.approx(2 * gather)
-    assert trace["tp_comm"].regroup_forward == pytest.approx(gather)
+    assert trace["tp_comm"].exposed_layer == pytest.approx(2 * gather)
+    assert trace["tp_comm"].exposed_forward == pytest.approx(gather)
     with_regroup = evaluate(ctx, layout_vars(_layout(8))).tp_comm_exposed_s
     without = evaluate(_ctx(replaced(FEW_KV, kv_heads=8)), layout_vars(_layout(8))).tp_comm_exposed_s
     assert with_regroup > without

@@ -228,7 +228,7 @@ def test_context_parallel_on_a_hybrid_prices_the_mamba_all_to_alls() -> None:
         / md.layers
         * step.all_to_all(mamba.context_parallel_bytes(sh), step._links(ctx, 2.0, 2.0))
     )
-    assert comm.blocking_forward == pytest.approx(a2a) and comm.blocking_layer == pytest.approx(2 * a2a)
+    assert comm.exposed_forward == pytest.approx(a2a) and comm.exposed_layer == pytest.approx(2 * a2a)
     microbatches = 32 / (16 / (2 * 2))  # GBS over DP 4
     assert two["cp_comm_exposed_s"] >= microbatches * md.layers * 2 * a2a * 0.999  # forward and backward
 

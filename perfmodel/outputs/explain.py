@@ -422,8 +422,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
     per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
     tp_quantities = [N, L, c_f, c_b, w_f, w_b, eta, e_tp]
-    if float(tp_comm.regroup) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
-        c_kv = _q("c_TP_kv", tp_comm.regroup, "s",
+    if float(tp_comm.exposed_layer) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
+        c_kv = _q("c_TP_kv", tp_comm.exposed_layer, "s",
                   f"TP {lo.tp} exceeds the {ctx.model.kv_heads} KV heads: each rank holds a replicated K and V head; "
                   "the QKV output's all-gather (backward: reduce-scatter) that regroups them, exposed")  # fmt: skip
         per_layer, tp_quantities = per_layer + c_kv.symbol, [*tp_quantities, c_kv]
@@ -440,12 +440,18 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         )
     )
 
-    c_f = _q("c_CP_fwd", cp_comm.forward, "s", f"CP ring exchange of K and V in one layer's forward, CP = {lo.cp}")
+    c_f = _q("c_CP_fwd", cp_comm.forward, "s", f"CP exchange of K and V in one layer's forward, CP = {lo.cp}")
     c_b = _q("c_CP_bwd", cp_comm.layer - cp_comm.forward, "s", "K, V and their gradients in its backward")
     w_f = _q("w_CP_fwd", windows.cp_forward, "s", "the forward attention time it can hide behind")
     w_b = _q("w_CP_bwd", windows.cp_backward, "s", "the backward (and recomputed) attention time")
     eta = _q("eta_CP", eff.overlap_cp, "", "share of that window really used for overlap")
     per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
+    cp_quantities = [N, L, c_f, c_b, w_f, w_b, eta]
+    if float(cp_comm.exposed_layer) > 0:  # a hybrid model's Mamba layers: their CP all-to-alls hide behind nothing
+        c_m = _q("c_CP_mamba", cp_comm.exposed_layer, "s",
+                 "the Mamba layers' CP all-to-alls (forward and gradients), which their conv and scan wait for, "
+                 "exposed; by their share of the layers")  # fmt: skip
+        per_layer, cp_quantities = per_layer + c_m.symbol, [*cp_quantities, c_m]
     formula = N.symbol * L.symbol * per_layer
     parts.append(
         Part(
@@ -453,7 +459,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
             "Context-parallel communication, exposed",
             step.cp_comm_exposed_s,
             formula,
-            [N, L, c_f, c_b, w_f, w_b, eta],
+            cp_quantities,
             _scaled(_link_shares(trace["cp_links"], size), step.cp_comm_exposed_s),
         )
     )

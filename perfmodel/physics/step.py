@@ -555,13 +555,11 @@ class _Comm(NamedTuple):
     layer: Number
     async_backward: Number = 0.0
     """The part of the backward that async TP overlaps without userbuffers: input all-gathers, dgrad reduce-scatters."""
-    blocking_forward: Number = 0.0
-    """The part of `forward` no compute can hide: a Mamba layer's CP all-to-alls, which its conv and scan wait for."""
-    blocking_layer: Number = 0.0
-    """The same part of `layer`."""
-    regroup: Number = 0.0
-    """Of `layer`, the KV-head regrouping when TP exceeds the KV heads (`kv_regroup`): exposed, no window hides it."""
-    regroup_forward: Number = 0.0
+    exposed_forward: Number = 0.0
+    """Forward communication beside `forward` that no compute hides: the KV-head regrouping when TP exceeds the KV
+    heads (`kv_regroup`), a Mamba layer's CP all-to-alls (its conv and scan wait for them)."""
+    exposed_layer: Number = 0.0
+    """The same beside `layer`: the step's share, forward and backward."""
 
 
 def _tensor_parallel(
@@ -587,7 +585,7 @@ def _tensor_parallel(
         return comm, gather + scatter
     regroup_forward = kv_regroup(ctx.model, sh.tokens, sh.tp, links)
     regroup = 2 * regroup_forward + recomputed(full_share, regroup_forward)
-    return comm._replace(regroup=regroup, regroup_forward=regroup_forward), gather + scatter
+    return comm._replace(exposed_forward=regroup_forward, exposed_layer=regroup), gather + scatter
 
 
 def _may_exceed(tp: Number, kv_heads: int) -> bool:
@@ -609,6 +607,16 @@ def kv_regroup(md: ModelSpec, tokens: Number, tp: Number, links: GroupLinks) -> 
     return where(tp > md.kv_heads, all_gather(qkv, links), 0.0)
 
 
+def _exposed_comm(
+    comm: _Comm, forward_window: Number, backward_window: Number, overlap: Number
+) -> tuple[Number, Number]:
+    """A layer's communication left exposed, forward and backward: what its windows of compute do not hide, and
+    what nothing hides (`_Comm.exposed_forward`, `exposed_layer`)."""
+    forward = exposed(comm.forward, forward_window, overlap) + comm.exposed_forward
+    backward = exposed(comm.layer - comm.forward, backward_window, overlap) + comm.exposed_layer - comm.exposed_forward
+    return forward, backward
+
+
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
     """CP's exchange per layer (Recipe.cp_comm), the forward's again in the layers a full recompute re-runs.
 
@@ -619,17 +627,14 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
 
     A hybrid pattern's mean layer: the attention layers' exchange by their share, and each Mamba layer's all-to-alls
     (mamba.context_parallel_bytes; forward, and the same again for the gradients backward) by theirs, which no
-    compute hides (`_Comm.blocking_forward`); MLP and MoE layers exchange nothing over CP."""
+    compute hides (`_Comm.exposed_forward`); MLP and MoE layers exchange nothing over CP."""
     forward, passes = _attention_exchange(ctx, sh, links)
     md = ctx.model
     if md.hybrid_pattern:
         kinds = hybrid.counts(md.hybrid_pattern)
         a2a = all_to_all(mamba.context_parallel_bytes(sh), links)
-        attention_share, mamba_share = kinds["*"] / md.layers, kinds["M"] / md.layers
-        layer = attention_share * passes * forward + mamba_share * 2 * a2a
-        forward = attention_share * forward + mamba_share * a2a
-        blocking = mamba_share * a2a
-        layer = layer + recomputed(full_share, forward)
+        forward, blocking = kinds["*"] / md.layers * forward, kinds["M"] / md.layers * a2a
+        layer = passes * forward + recomputed(full_share, forward)
         return _Comm(forward, layer, 0.0, blocking, 2 * blocking + recomputed(full_share, blocking))
     return _Comm(forward, passes * forward + recomputed(full_share, forward))
 
@@ -827,13 +832,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
-    tp_fwd = exposed(tp_comm.forward, windows.tp_forward, eff.overlap_tp) + tp_comm.regroup_forward
-    tp_bwd = exposed(tp_comm.layer - tp_comm.forward, windows.tp_backward, eff.overlap_tp)
-    tp_bwd = tp_bwd + tp_comm.regroup - tp_comm.regroup_forward
-    cp_fwd = exposed(cp_comm.forward - cp_comm.blocking_forward, windows.cp_forward, eff.overlap_cp)
-    cp_fwd = cp_fwd + cp_comm.blocking_forward
-    blocking_bwd = cp_comm.blocking_layer - cp_comm.blocking_forward
-    cp_bwd = exposed(cp_comm.layer - cp_comm.forward - blocking_bwd, windows.cp_backward, eff.overlap_cp) + blocking_bwd
+    tp_fwd, tp_bwd = _exposed_comm(tp_comm, windows.tp_forward, windows.tp_backward, eff.overlap_tp)
+    cp_fwd, cp_bwd = _exposed_comm(cp_comm, windows.cp_forward, windows.cp_backward, eff.overlap_cp)
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
 
