@@ -46,6 +46,14 @@ def test_tp_may_be_a_multiple_of_the_kv_heads_but_not_neither() -> None:
     ]
 
 
+def test_a_model_without_mamba_layers_is_not_held_to_their_rules() -> None:
+    """The Mamba rules (heads and groups split over TP) concern Mamba layers only: Llama 3.1 8B at TP 16 (a multiple
+    of its 8 KV heads) and Llama 2 7B at TP 16 (its 32 heads) are valid, as Megatron-Core runs them."""
+    wide = Layout(tp=16, pp=1, cp=1, dp=4, vp=1, ep=1, mbs=1, gbs=64, seq_len=4096, recompute="none", zero=1)
+    assert violations(wide, ZOO["llama3.1-8b"], 64) == []
+    assert violations(wide, ZOO["llama2-7b"], 64) == []
+
+
 def test_multi_query_attention_at_tp_4_is_predicted_and_explained(tmp_path: Path) -> None:
     """Issue 32's example, refused before ("TP 4 must divide the 1 KV heads"): one KV head at TP 4 is priced, and
     explain names the regrouping."""

@@ -125,7 +125,7 @@ class Rule:
 
 HYBRID_RULES: tuple[Rule, ...] = (
     Rule(
-        lambda v, md, n: (md.mamba_heads % v.tp == 0) & (md.mamba_groups % v.tp == 0),
+        lambda v, md, n: (md.mamba_heads == 0) | ((md.mamba_heads % v.tp == 0) & (md.mamba_groups % v.tp == 0)),
         lambda v, md, n: (
             f"TP {v.tp} must divide the {md.mamba_heads} Mamba heads and {md.mamba_groups} groups (Megatron-Core's "
             "MambaMixer splits both: megatron-core 0.16.1 ssm/mamba_mixer.py L250, L258)"
