@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 CANDIDATES = (("gb300", "nvfp4"), ("h100-sxm", "fp8"), ("b200", "fp8"))
@@ -53,6 +54,17 @@ lead_time_days = 45
 """A fleet of the three systems: owned pools, rentals and a purchase, each with its lead time."""
 
 
+def timed(label: str, repeat: int, work: Callable[[], Any], found: Callable[[Any], str]) -> None:
+    """Run `work` `repeat` times; print the label, median wall and CPU seconds, and what the last answer found."""
+    samples, cpu, report = [], [], None
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        report = work()
+        samples.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found(report)}")
+
+
 def in_process(repeat: int) -> None:
     from perfmodel.inputs.scenario import load_scenario
     from perfmodel.planning import plan as planning
@@ -69,22 +81,17 @@ def in_process(repeat: int) -> None:
     print(f"{'goal':36s} {'median s':>9s} {'CPU s':>7s}  GPUs (searches) per candidate")
     for days in DEADLINES_D:
         for budget, confidence, power_mw in GOALS:
-            samples, cpu, report = [], [], None
-            for _ in range(repeat):
-                goal = planning.Goal(days * 86400, budget, confidence, power_mw)
-                start, start_cpu = time.perf_counter(), time.process_time()
-                report = planning.plan(bases(), goal)  # type: ignore[arg-type]
-                samples.append(time.perf_counter() - start)
-                cpu.append(time.process_time() - start_cpu)
-            assert report is not None
-            found = ", ".join(
-                f"{c.label} {c.prediction.layout.n_gpus if c.prediction else '-'} ({len(c.tried)})"
-                for c in report.plans
-            )
+            goal = planning.Goal(days * 86400, budget, confidence, power_mw)
             label = f"deadline {days}d" + ("" if budget is None else " + budget $100M")
             label += "" if confidence == 0.5 else f" at P{100 * confidence:.0f}"
             label += "" if power_mw is None else f" in {power_mw:g} MW"
-            print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
+            timed(
+                label, repeat, lambda goal=goal: planning.plan(bases(), goal),  # type: ignore[arg-type]
+                lambda report: ", ".join(
+                    f"{c.label} {c.prediction.layout.n_gpus if c.prediction else '-'} ({len(c.tried)})"
+                    for c in report.plans
+                ),
+            )  # fmt: skip
     fleet_plans(repeat)
 
 
@@ -103,16 +110,12 @@ def fleet_plans(repeat: int) -> None:
     options = {"model": "llama3.1-405b", "tokens": 15e12}
     bases = planning.candidate_bases(None, options, {}, fleets.fleet_systems(fleet))
     goal = planning.Goal(60 * 86400, confidence=0.9)
-    samples, cpu, report = [], [], None
-    for _ in range(repeat):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        report = fleets.plan_fleet(bases, goal, fleet, None)
-        samples.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    assert report is not None
-    found = ", ".join(f"{p.system} {p.to_dict().get('n_gpus', '-')}" for p in report.plans)
-    label = "fleet, 60d at P90 (3 system types)"
-    print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
+    timed(
+        "fleet, 60d at P90 (3 system types)",
+        repeat,
+        lambda: fleets.plan_fleet(bases, goal, fleet, None),
+        lambda report: ", ".join(f"{p.system} {p.to_dict().get('n_gpus', '-')}" for p in report.plans),
+    )
     shared_jobs(repeat, fleet, bases)
 
 
@@ -132,16 +135,12 @@ def shared_jobs(repeat: int, fleet: Any, bases: list[tuple[str, Any]]) -> None:
                        planning.Goal(days * 86400, confidence=0.9))
         for name, tokens, days in JOBS
     ]  # fmt: skip
-    samples, cpu, report = [], [], None
-    for _ in range(repeat):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        report = fleet_jobs.plan_jobs(jobs, fleet, None)
-        samples.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    assert report is not None
-    found = ", ".join(f"{job.name} {job.chosen.system if job.chosen else '-'}" for job in report.jobs)
-    label = "3 jobs sharing the fleet, at P90"
-    print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found}")
+    timed(
+        "3 jobs sharing the fleet, at P90",
+        repeat,
+        lambda: fleet_jobs.plan_jobs(jobs, fleet, None),
+        lambda report: ", ".join(f"{job.name} {job.chosen.system if job.chosen else '-'}" for job in report.jobs),
+    )
 
 
 def end_to_end(repeat: int, confidence: float) -> None:
