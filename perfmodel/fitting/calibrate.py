@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.environment import source_date
@@ -119,18 +119,24 @@ def _joined(parts: Sequence[Efficiency]) -> Efficiency:
     return Efficiency(**columns)
 
 
+class FitOptions(TypedDict, total=False):
+    """How a fit departs from the bundled dense fit's defaults (see `fit`)."""
+
+    prior_sigma: float | None
+    stage: Stage
+    fixed: Mapping[str, float] | None
+    only: Collection[str] | None
+    centre: Mapping[str, float] | None
+    weights: Sequence[float] | None
+
+
 def fit(
     items: Sequence[Any],
     pricer: Pricer,
     profile_of: ProfileOf,
     formats_of: Callable[[Any], set[str]],
     start: Calibration | None = None,
-    prior_sigma: float | None = None,
-    stage: Stage = "dense",
-    fixed: Mapping[str, float] | None = None,
-    only: Collection[str] | None = None,
-    centre: Mapping[str, float] | None = None,
-    weights: Sequence[float] | None = None,
+    **options: Unpack[FitOptions],
 ) -> FitResult:
     """Fit the free table entries of `stage` on `items` (robust least squares on log error), with the entries in
     `fixed` held at their values (the MoE stage holds the dense fit's); `prior_sigma` replaces every parameter's own
@@ -143,7 +149,7 @@ def fit(
     entry, and the same call prices every run under its base and perturbed efficiencies (forward differences on log
     parameters). The trust-region steps are solved with LSMR, not an SVD: on a busy 2-core machine multithreaded
     BLAS made the SVD of this small Jacobian cost more than pricing the runs."""
-    problem = _Problem(items, profile_of, formats_of, start, prior_sigma, stage, fixed, only, centre, weights)
+    problem = _Problem(items, profile_of, formats_of, start, **options)
     batch = pricer(items)
     fitted = problem.solve(lambda stacked: batch.log_time_ratios(stacked.__getitem__, variants=True, loss=True))
     return _result(problem, batch, fitted)
@@ -173,15 +179,13 @@ class _Problem:
         profile_of: ProfileOf,
         formats_of: Callable[[Any], set[str]],
         start: Calibration | None = None,
-        prior_sigma: float | None = None,
-        stage: Stage = "dense",
-        fixed: Mapping[str, float] | None = None,
-        only: Collection[str] | None = None,
-        centre: Mapping[str, float] | None = None,
-        weights: Sequence[float] | None = None,
+        **options: Unpack[FitOptions],
     ) -> None:
         import numpy as np
 
+        only, centre, weights = options.get("only"), options.get("centre"), options.get("weights")
+        prior_sigma, stage = options.get("prior_sigma"), options.get("stage", "dense")
+        fixed = options.get("fixed")
         self.items = items
         self.entries = [e for e in free_entries(items, profile_of, formats_of, stage) if only is None or e.key in only]
         self.held = dict(fixed or {})
@@ -388,13 +392,14 @@ def fit_moe(
     """The MoE stage: fit the table's MoE entries (stage 'moe') on MoE runs with every dense entry held at `start`'s
     value, so that no dense prediction can change; each entry's own prior, bounds and scope (the dense fit's
     solver and loss), starting from the priors."""
-    return fit(items, pricer, profile_of, *_moe_setting(start))
+    formats_of, moe_start, options = _moe_setting(start)
+    return fit(items, pricer, profile_of, formats_of, moe_start, **options)
 
 
-def _moe_setting(start: Calibration) -> tuple[Callable[[Any], set[str]], Calibration, None, Stage, dict[str, float]]:
-    """The MoE stage's formats, start, prior spread, stage and fixed values (`fit`'s arguments after the profiles)."""
+def _moe_setting(start: Calibration) -> tuple[Callable[[Any], set[str]], Calibration, FitOptions]:
+    """The MoE stage's formats, start and options (`fit`'s arguments after the profiles): the dense values held."""
     dense = dense_values(start)
-    return lambda _: set(), Calibration(dense, {}), None, "moe", dense
+    return lambda _: set(), Calibration(dense, {}), {"stage": "moe", "fixed": dense}
 
 
 def moe_stage(
@@ -412,8 +417,9 @@ def moe_stage(
     zoo model (`zoo_of`) and accelerator family, which a prediction of that model on that family reports."""
     models = sorted({model_of(i) for i in [*items, *not_fitted]})
     trains = {model: [i for i in items if model_of(i) != model] for model in models}
-    setting = _moe_setting(start)
-    problems = [_Problem(train, _item_profile, *setting) for train in [items, *(t for t in trains.values() if t)]]
+    formats_of, moe_start, options = _moe_setting(start)
+    trained = [items, *(t for t in trains.values() if t)]
+    problems = [_Problem(train, _item_profile, formats_of, moe_start, **options) for train in trained]
     solved = iter(_lockstep_values(problems, pricer))  # the stage's fit and each model's left out, together
     fitted = _result(problems[0], pricer(items), next(solved))
     extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
