@@ -130,3 +130,15 @@ def test_nvfp4_as_run_keeps_no_bf16_layers_and_no_userbuffers_overlap() -> None:
     assert exposed(backward, windows.tp_backward, overlap) == pytest.approx(backward - hidden_async)
     with_userbuffers = replace(ctx, recipe=replace(nvfp4, tp_comm_overlap=True))
     assert float(evaluate(with_userbuffers, layout).tp_comm_exposed_s) < float(evaluate(ctx, layout).tp_comm_exposed_s)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "rotated"),
+    [("llama3.1-70b", True), ("nemotron-h-8b", False), ("nemotron-3-nano-30b-a3b", False), ("gpt3-175b", False)],
+)
+def test_rotary_embedding_only_where_attention_rotates_queries_and_keys(model_id: str, rotated: bool) -> None:
+    """Nemotron-H's attention has no position embedding (Megatron-Bridge 0.3.1 MambaModelProvider
+    position_embedding_type "none", mamba_provider.py L102); GPT-3's positions are learned, added to the embeddings."""
+    sh = Shard(get_model(model_id), RECIPES["bf16"], 1, 1, 1, 2048)
+    ops = layer_forward(sh, RECIPES["bf16"]) + layer_backward(sh, RECIPES["bf16"])
+    assert sorted(op.name for op in ops if op.name.startswith("rope")) == (["rope", "rope.bwd"] if rotated else [])

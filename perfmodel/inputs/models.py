@@ -54,6 +54,10 @@ class ModelSpec:
     bias: bool = False
     """Whether the linear layers have biases."""
     learned_positions: int = bounded(0, ge=0, le=10_000_000, description="rows of a learned position table (0 = RoPE)")
+    rotary: bool = True
+    """Whether attention rotates its queries and keys (RoPE) where no learned positions do; False: attention has no
+    position embedding (Nemotron-H, whose Mamba layers carry position: Megatron-Bridge 0.3.1 MambaModelProvider
+    `position_embedding_type = "none"`, models/mamba/mamba_provider.py L102)."""
     head_size: int = bounded(0, ge=0, le=100_000, description="per-head width (0 = hidden / heads)")
     qk_norm: bool = False
     """RMSNorm on each query and key head (Qwen3): head_size weights each."""
@@ -826,6 +830,7 @@ def _hybrid(model_id: str, name: str, **shapes: Any) -> ModelSpec:
     NemotronHConfig's default, its docstring's checkpoint nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16)."""
     defaults: dict[str, Any] = {
         "kv_heads": 8, "vocab": 131072, "mlp": "squared_relu", "mamba_head_dim": 64, "bf16_edge_layers": 1,
+        "rotary": False,
     }  # fmt: skip
     return ModelSpec(id=model_id, name=name, **(defaults | shapes))
 

@@ -225,15 +225,18 @@ saved) and silu's (reading the gradient and its input, writing one: 6), against 
 (`activation_bytes`)."""
 
 
-def _rope(sh: Shard, backward: bool) -> Op:
+def _rope(sh: Shard, backward: bool) -> list[Op]:
     """Rotary embedding of Q and K: TE's fused kernel reads and writes them once; a YaRN model with an attention
     scaling other than 1 runs Megatron-Core's eager path from efficiency.EAGER_YARN_ROPE_RELEASE (`Op.eager_bytes`);
-    torchtitan without torch.compile its eager FP32 complex multiply (EAGER_ROPE_BYTES)."""
+    torchtitan without torch.compile its eager FP32 complex multiply (EAGER_ROPE_BYTES). None where attention has no
+    rotary embedding (learned positions, added once to the embeddings; ModelSpec.rotary False)."""
+    if sh.model.learned_positions or not sh.model.rotary:
+        return []
     elements = _rope_elements(sh)
     fused = elements * 2 * BF16_BYTES
     eager = elements * (YARN_ROPE_PASSES[backward] - 2) * BF16_BYTES if sh.model.yarn_mscale != 1 else 0.0
     uncompiled = elements * (EAGER_ROPE_BYTES - 2 * BF16_BYTES) if sh.recipe.eager_elementwise else 0.0
-    return Op("rope.bwd" if backward else "rope", "memory", 0, fused + eager + uncompiled, eager_bytes=eager)
+    return [Op("rope.bwd" if backward else "rope", "memory", 0, fused + eager + uncompiled, eager_bytes=eager)]
 
 
 def _rope_elements(sh: Shard) -> Number:
@@ -305,7 +308,7 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *(op for ops in projections for op in ops),
         *latent_norms,
-        _rope(sh, backward=False),
+        *_rope(sh, backward=False),
         *indexer_forward(sh),
         *attention_forward(sh),
         *_output_gate(sh, backward=False),
@@ -412,7 +415,7 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
         ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
-    return [*ops, _rope(sh, backward=True), _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
+    return [*ops, *_rope(sh, backward=True), _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
 
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
