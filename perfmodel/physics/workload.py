@@ -241,7 +241,10 @@ def _rope(sh: Shard, backward: bool) -> list[Op]:
 
 def _rope_elements(sh: Shard) -> Number:
     """Elements rotary embedding touches: Q and K (GQA), the rope part of each query head and the shared rope key
-    (MLA)."""
+    (MLA). A partial rotary embedding (Megatron's rotary_percent: Qwen3-Next 0.25, Nemotron-4 0.5) moves the same
+    bytes: TE's fused kernel reads every head's full width and writes a full-width output, rotating only the first d2
+    elements (transformer_engine_torch 2.8.0 sdist, common/include/transformer_engine/fused_rope.h,
+    nvte_fused_rope_forward: input and output of width d, freqs of width d2)."""
     md = sh.model
     if md.attention == "mla":
         return sh.tokens * (md.heads * md.qk_rope_dim / sh.tp + md.qk_rope_dim)
