@@ -205,6 +205,20 @@ def test_zoo_parameter_counts_from_the_cited_configs() -> None:
 
 
 @pytest.mark.parametrize(
+    ("model_id", "tflops_per_gpu", "tokens_per_s_per_gpu"), [("nemotron3-8b", 643, 12507), ("nemotron3-22b", 562, 4312)]
+)
+def test_nemotron3_shapes_give_the_flops_nemo_published(
+    model_id: str, tflops_per_gpu: float, tokens_per_s_per_gpu: float
+) -> None:
+    """NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 8e3d65dcfe, "24.07 perf numbers"), rows
+    Nemotron-8B and Nemotron-22B on 64 H100 (measured_runs.csv rows 281-282): model TFLOP/s over tokens/s, with NeMo's
+    full (non-causal) attention term, is the FLOPs a token of the zoo's shapes and a 256,000-token vocabulary."""
+    model, seq = ZOO[model_id], 4096
+    full_attention = model.model_flops_per_token(seq) + 3 * model.layers * seq * model.attention_widths
+    assert full_attention == pytest.approx(tflops_per_gpu * 1e12 / tokens_per_s_per_gpu, rel=0.005)
+
+
+@pytest.mark.parametrize(
     ("shapes", "field", "allowed"),
     [
         ({"parallel_block": True}, "parallel_block", "dense models only"),

@@ -307,6 +307,7 @@ MODELS = {
     "Llama3.1-70B": "llama3.1-70b", "Llama3.1-405B": "llama3.1-405b", "Llama2-7B": "llama2-7b",
     "Llama2-13B": "llama2-13b", "Llama2-70B": "llama2-70b", "GPT3-5B": "gpt3-5b", "GPT3-20B": "gpt3-20b",
     "GPT3-175B": "gpt3-175b", "Nemotron-4-15B": "nemotron4-15b", "Nemotron-4-340B": "nemotron4-340b",
+    "Nemotron-8B": "nemotron3-8b", "Nemotron-22B": "nemotron3-22b",
 }  # fmt: skip
 MEGATRON_GPT_SHAPES = {"GPT-174.6B": (12288, 96, 96), "GPT-529.6B": (20480, 105, 128), "GPT-530B": (20480, 105, 128)}
 """Models of Narayanan 2021 Table 2 / Korthikanti 2022 named without shapes: the shapes their Table 1 rows give."""

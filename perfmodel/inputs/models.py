@@ -909,6 +909,20 @@ WHOLE_RUN_MODELS = (
 """Models of the published whole runs (whole_runs.csv) that the zoo had no shapes for."""
 
 ARCHITECTURE_MODELS = (
+    # Nemotron-3 8B / 22B: Megatron-Bridge 0.3.1 Nemotron3ModelProvider8B / 22B (nemotron_provider.py L87-116: 32 and
+    # 40 layers, 4096 and 6144 wide, MLP of 16384 and 24576, 32 and 48 heads, num_query_groups None: multi-head) over
+    # NemotronModelProvider (L33-68: squared ReLU, LayerNorm, no linear biases, untied embeddings, RoPE on half the
+    # head). Vocabulary 256,000 as Nemotron-4's: NeMo 24.07's performance table (measured_runs.csv rows 281-282)
+    # gives 643 / 12,507 and 562 / 4,312 TFLOP/s per tokens/s, 51.41 and 130.3 GFLOP a token, which these shapes
+    # reproduce with it (tests/test_architecture_variants.py).
+    ModelSpec(
+        id="nemotron3-8b", name="Nemotron-3 8B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32,
+        vocab=256000, mlp="squared_relu", norm="layernorm",
+    ),
+    ModelSpec(
+        id="nemotron3-22b", name="Nemotron-3 22B", layers=40, hidden=6144, ffn=24576, heads=48, kv_heads=48,
+        vocab=256000, mlp="squared_relu", norm="layernorm",
+    ),
     # Nemotron-4: Megatron-Bridge 0.3.1 Nemotron4ModelProvider15B / 340B (nemotron_provider.py L33-146: squared-ReLU
     # MLP, LayerNorm, no linear biases, untied embeddings, RoPE on half the head) and transformers 5.25
     # NemotronConfig (vocab 256000, head_dim hidden / heads).
