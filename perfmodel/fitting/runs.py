@@ -346,7 +346,7 @@ LLMBOOST_STACK = (
     "ROCm PyTorch reference whose kernels and overlap perfmodel's AMD profile describes; no public description of "
     "it to price a profile of its own from"
 )
-NO_SHAPES = re.compile(r"DeepSeek-V4|Mixtral-8x22B|Llama4")
+NO_SHAPES = re.compile(r"DeepSeek-V4|Mixtral-8x22B")
 """MoE models whose shapes are in none of the sources the zoo's shapes come from."""
 HYBRID = re.compile(r"Nemotron-3-(Super|Ultra)|Nemotron-3\.5")
 """Hybrid Mamba/attention models whose configs are in no source reachable here: Megatron-Bridge 0.3.1's providers
@@ -354,7 +354,7 @@ HYBRID = re.compile(r"Nemotron-3-(Super|Ultra)|Nemotron-3\.5")
 MOE_MODELS = {
     "DeepSeek-V3": "deepseek-v3", "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Kimi-K2": "kimi-k2",
-    "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b",
+    "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b", "Llama4-Scout (LLM only)": "llama4-scout",
 }  # fmt: skip
 MOE_SOURCE = "Megatron-Bridge MoE"
 """Source label prefix of the bundled MoE rows (one group per model in `validate`)."""
