@@ -451,7 +451,7 @@ def goal_table(report: Any) -> str:
         if isinstance(p, Campaign):
             notes.append(f"{c.label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
-        low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("low", "high"))
+        low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("p10", "p90"))
         interval = f"{low} to {high}"
         rows.append(
             [
@@ -523,8 +523,8 @@ def deadline_line(record: dict[str, Any]) -> str:
     """`predict --deadline`'s line: the probability of training within the deadline, and how it is read."""
     within = f"{_duration(record['deadline_days'] * 86400)}, {record['deadline_basis']}"
     return (
-        f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval read as a "
-        "two-piece log-normal around the point; README, 'Plans at a confidence')"
+        f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval, run-to-run "
+        "variability and random failures around the point; README, 'Plans at a confidence')"
     )
 
 

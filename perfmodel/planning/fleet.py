@@ -22,9 +22,18 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.fleet import Fleet, everything
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
-from perfmodel.planning import confidence as chance
 from perfmodel.planning import tco
-from perfmodel.planning.plan import CandidatePlan, Goal, goal_run, p_within, plan_candidate, power_cap_gpus, seed_count
+from perfmodel.planning.plan import (
+    CandidatePlan,
+    Goal,
+    goal_run,
+    p_cost_within,
+    p_within,
+    plan_candidate,
+    power_cap_gpus,
+    seed_count,
+    time_factor,
+)  # fmt: skip
 
 DAY_S = 86400.0
 
@@ -124,7 +133,7 @@ class FleetPlan:
         p, hours = self.candidate.prediction, self.gpu_hours_per_gpu()
         deadline_s = self.goal.deadline_s
         assert deadline_s is not None
-        cost, factor = self.cost_usd(), chance.time_factor(p.interval, self.goal.confidence)
+        cost, factor = self.cost_usd(), time_factor(p, self.goal.confidence)
         split = {kind: sum(n * hours * s.usd_per_gpu_hour for s, n in self.taken if s.kind == kind)
                  for kind in ("owned", "rent", "buy")}  # fmt: skip
         planned = self.candidate.to_dict()
@@ -146,7 +155,7 @@ class FleetPlan:
             "cost_usd_rented": split["rent"],
             "cost_usd_bought": split["buy"],
             "cost_usd_at_confidence": cost * factor,
-            "p_budget": None if budget is None else _p_budget(p.interval, budget, cost),
+            "p_budget": None if budget is None else p_cost_within(p, budget, cost),
             "power_mw": planned["power_mw"],
             "co2e_t": planned["co2e_t"],
             "plan": planned,
@@ -158,10 +167,6 @@ def _used(source: Source, gpus: int, hours: float) -> dict[str, Any]:
     return {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
             "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
             "cost_usd": gpus * hours * source.usd_per_gpu_hour}  # fmt: skip
-
-
-def _p_budget(interval: Any, budget: float, cost: float) -> float:
-    return 1.0 if cost == 0 else chance.probability_within(interval, budget / cost)
 
 
 @dataclass(frozen=True)
@@ -247,7 +252,7 @@ def _plan_system(
         taken = fill(candidate.to_dict()["n_gpus"], there)
         found = FleetPlan(system, candidate, taken, lead, goal, None)
         if goal.budget_usd is not None:
-            factor = chance.time_factor(candidate.prediction.interval, goal.confidence)
+            factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:
                 why = f"the cheapest mix by day {lead:g} costs ${found.cost_usd() * factor / 1e6:,.2f}M, over budget"
                 continue

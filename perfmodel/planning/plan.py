@@ -33,9 +33,11 @@ from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
 from perfmodel.planning import carbon
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
+from perfmodel.planning.losses import failure_loss
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
+from perfmodel.planning.variability import run_to_run_sd
 from perfmodel.planning.views import Shown
 
 SCALING_GAIN = 0.01
@@ -145,15 +147,40 @@ def _budget_cost(p: Result) -> float:
     return cost
 
 
+def spread(p: Result) -> chance.Spread:
+    """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the measured
+    run-to-run variability and, on a basis with failures, its expected interruptions (every phase's), each costing
+    the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
+    count = lost_s = 0.0
+    if goal_basis(p) != FAILURE_FREE:
+        for phase in p.phases.values() if isinstance(p, Campaign) else (p,):
+            loss = None if phase.run is None or phase.goodput is None else failure_loss(phase.run, phase.goodput)
+            if loss is not None:
+                count, lost_s = count + loss.interruptions, lost_s + loss.rest_s
+    time_s = wall_s(p)
+    share = lost_s / count / time_s if count and math.isfinite(time_s) else 0.0
+    return chance.Spread(p.interval, run_to_run_sd(), count, share)
+
+
+def time_factor(p: Result, confidence: float) -> float:
+    """The factor on the run's time (and cost) on the goal's basis at `confidence`."""
+    return chance.spread_factor(spread(p), confidence)
+
+
 def p_within(p: Result, deadline_s: float) -> float:
     """The probability that the run on the goal's basis finishes within `deadline_s` (planning/confidence.py)."""
-    return chance.probability_within(p.interval, deadline_s / wall_s(p))
+    return chance.spread_within(spread(p), deadline_s / wall_s(p))
 
 
 def p_affordable(p: Result, budget_usd: float) -> float | None:
     """The probability that the run on the goal's basis costs at most `budget_usd` at its price (None: no price)."""
     cost = cost_usd(p)
-    return None if cost is None else chance.probability_within(p.interval, budget_usd / cost)
+    return None if cost is None else p_cost_within(p, budget_usd, cost)
+
+
+def p_cost_within(p: Result, budget_usd: float, cost: float) -> float:
+    """The probability that a cost of `cost` at the point, proportional to the run's time, stays within the budget."""
+    return 1.0 if cost == 0 else chance.spread_within(spread(p), budget_usd / cost)
 
 
 @dataclass
@@ -182,11 +209,11 @@ class _Tries:
 
     def time(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else wall_s(p) * chance.time_factor(p.interval, self.confidence)
+        return math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
 
     def cost(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else _budget_cost(p) * chance.time_factor(p.interval, self.confidence)
+        return math.inf if p is None else _budget_cost(p) * time_factor(p, self.confidence)
 
 
 @dataclass(frozen=True)
@@ -252,7 +279,7 @@ class CandidatePlan:
             "power_mw": power_mw(p),
             "co2e_t": co2e_t,
             "co2e_embodied_t": carbon.embodied_t(run.gpu_hours),
-            **chance.quantiles(p.interval, figures),
+            **chance.spread_quantiles(spread(p), figures),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             **self._chances(p),
@@ -262,7 +289,7 @@ class CandidatePlan:
     def _chances(self, p: Result) -> dict[str, Any]:
         """The time and cost at the goal's confidence, and the probabilities of meeting the deadline and the budget
         (planning/confidence.py); None where the goal has no deadline or budget, or the plan no price."""
-        goal, factor, cost = self.goal, chance.time_factor(p.interval, self.goal.confidence), cost_usd(p)
+        goal, factor, cost = self.goal, time_factor(p, self.goal.confidence), cost_usd(p)
         deadline = None if goal.deadline_s is None else p_within(p, goal.deadline_s)
         budget = None if goal.budget_usd is None else p_affordable(p, goal.budget_usd)
         return {
@@ -369,7 +396,7 @@ def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None,
 def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float, ceiling: str) -> str:
     if p is None:
         return why or "no layout runs"
-    time_s = wall_s(p) * chance.time_factor(p.interval, confidence)
+    time_s = wall_s(p) * time_factor(p, confidence)
     days = f"{time_s / 86400:,.1f} days {goal_basis(p)}{chance.at(confidence)}"
     if isinstance(p, Campaign):
         head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days} for the campaign"
