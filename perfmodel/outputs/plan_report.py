@@ -643,6 +643,11 @@ def jobs_table(report: Any) -> str:
             for u in report.use()]  # fmt: skip
     parts += ["", "Fleet use (GPUs):", _tabulate(rows, ["pool or offer", "kind", "system", "site", "GPUs", *names,
                                                         "left"])]  # fmt: skip
+    if power := report.power_use():
+        rows = [[u["site"] or "-", f"{u['cap_mw']:g}", *(f"{u['used_mw'][n]:,.2f}" if n in u["used_mw"] else "-"
+                 for n in names), f"{u['left_mw']:,.2f}"] for u in power]  # fmt: skip
+        parts += ["", "Site power (MW at the wall; the jobs at a site share its cap):",
+                  _tabulate(rows, ["site", "cap", *names, "left"])]  # fmt: skip
     return "\n".join([*parts, "", f"Planned in {report.elapsed_s:.2f} s."])
 
 

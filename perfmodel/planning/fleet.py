@@ -1,13 +1,16 @@
-"""Plans over a fleet (`plan --fleet`): for each system type of the fleet, the cheapest mix of owned pools and
-offers that trains the work by the deadline at the goal's confidence.
+"""Plans over a fleet (`plan --fleet`): for each system type of the fleet, the cheapest mix of owned pools and offers
+that trains the work by the deadline at the goal's confidence.
 
 One job runs on one system type. Its sources are the pools of that system (no lead time) and its offers (each after
 its lead time), each at a cost per GPU-hour: a pool's owned basis, an offer's rental price, or a bought system's
 price spread over its life as `--buy` does (planning/tco.py). A plan that uses offers up to lead time L starts after
 L, so it has the deadline less L: for each such L (0 and every offer's), the fewest GPUs meeting that deadline from
-the sources there by then (plan.plan_candidate, capped at their capacity and the site's power) are filled cheapest
-first, and the cheapest of these plans is the answer. Owning more GPUs adds a source to every L, so it never raises
-a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
+the sources there by then (plan.plan_candidate, capped at their capacity and the power the site has left) are filled
+cheapest first, and the cheapest of these plans is the answer. The power cap (`--power-mw`) is each site's: the jobs
+at one site share it (planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a
+named site is a site of its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source
+to every L, so it never raises a plan's cost. A budget is checked on the mix's cost, with its probability
+(planning/confidence.py).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from perfmodel.planning.plan import (
     CandidatePlan,
     Goal,
     goal_run,
+    gpus_within,
     p_cost_within,
     p_within,
     plan_candidate,
@@ -108,6 +112,8 @@ class FleetPlan:
     start_after_days: float
     goal: Goal
     reason: str | None
+    site: str = ""
+    """The site it runs at ("" where its sources name none; every site where the fleet lets a job span them)."""
 
     @property
     def feasible(self) -> bool:
@@ -140,6 +146,7 @@ class FleetPlan:
         budget = self.goal.budget_usd
         return record | {
             "n_gpus": planned["n_gpus"],
+            "site": self.site,
             "start_after_days": self.start_after_days,
             "time_to_train_days": planned["time_to_train_days"],
             "time_to_train_days_p10": planned["time_to_train_days_p10"],
@@ -199,15 +206,21 @@ class FleetReport:
 
 def plan_fleet(
     bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None,
-    used: Mapping[str, int] | None = None,
+    used: Mapping[str, int] | None = None, powered: Mapping[str, float] | None = None,
 ) -> FleetReport:  # fmt: skip
     """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), from
-    what `used` (GPUs by source name, other jobs') leaves."""
+    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
     start = time.perf_counter()
-    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used) for label, scenario in bases]
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {})
+             for label, scenario in bases]  # fmt: skip
     return FleetReport(goal, plans, time.perf_counter() - start)
+
+
+def power_site(fleet: Fleet, site: str) -> str:
+    """Whose power cap a plan at `site` draws on: the site's, or the whole fleet's ("") where jobs may span sites."""
+    return "" if fleet.span_sites else site
 
 
 def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Source]]]:
@@ -220,8 +233,9 @@ def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Sourc
 
 
 def _plan_system(
-    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int] | None
-) -> FleetPlan:
+    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int],
+    powered: Mapping[str, float],
+) -> FleetPlan:  # fmt: skip
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
     available = sources(fleet, base.cost, used).get(system, [])
@@ -233,7 +247,7 @@ def _plan_system(
         there = [s for s in group if s.lead_time_days <= lead]
         capacity = sum(s.gpus for s in there)
         if capacity == 0:
-            by_others = any((used or {}).get(s.name) for s in group if s.lead_time_days <= lead)
+            by_others = any(used.get(s.name) for s in group if s.lead_time_days <= lead)
             why = f"the fleet's {system} GPUs there by day {lead:g} are taken by other jobs" if by_others else why
             continue
         deadline_s = goal.deadline_s - lead * DAY_S
@@ -243,14 +257,23 @@ def _plan_system(
         at = f" at {site}" if site else ""
         limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
         if goal.power_mw is not None:
-            limit = min(limit, power_cap_gpus(hw, goal.power_mw, base.cost.pue))
+            power_cap_gpus(hw, goal.power_mw, base.cost.pue)  # a cap below one system is refused
+            left_mw = goal.power_mw - powered.get(power_site(fleet, site), 0.0)
+            powered_gpus = gpus_within(hw, left_mw, base.cost.pue)
+            if powered_gpus == 0:
+                why = (
+                    f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {goal.power_mw:g} MW left"
+                )
+                continue
+            if powered_gpus < limit:
+                limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of --power-mw {goal.power_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
         candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling)
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
             continue
         taken = fill(candidate.to_dict()["n_gpus"], there)
-        found = FleetPlan(system, candidate, taken, lead, goal, None)
+        found = FleetPlan(system, candidate, taken, lead, goal, None, site)
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:

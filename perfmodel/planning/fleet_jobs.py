@@ -7,21 +7,23 @@ search would price every split of every pool between the jobs, each a layout sea
 system), so it is left out. The jobs run at the same time: a GPU one job takes is not another's for the horizon
 (using a pool one after the other is not planned). A job added never lowers another's cost: it either comes after
 it (no effect) or takes capacity before it (less left, never a cheaper mix: planning/fleet.py fills cheapest first).
+A site's power cap (`--power-mw`) is shared the same way: each job draws on what the jobs before it at that site left
+(planning/fleet.py `power_site`), so the jobs at a site together never draw more than its cap.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import shown
 from perfmodel.inputs.fleet import Fleet, job_tokens
 from perfmodel.inputs.scenario import Cost, Scenario
-from perfmodel.planning.fleet import DAY_S, FleetPlan, FleetReport, Source, plan_fleet, sources
-from perfmodel.planning.plan import Goal, candidate_bases
+from perfmodel.planning.fleet import DAY_S, FleetPlan, FleetReport, Source, plan_fleet, power_site, sources
+from perfmodel.planning.plan import Goal, candidate_bases, power_mw
 from perfmodel.planning.request import ScenarioSource
 
 ORDER = "tightest deadline first"
@@ -61,6 +63,10 @@ class SharedReport:
     capacity: list[Source]
     """Every pool and offer at its whole capacity."""
     elapsed_s: float
+    power_cap_mw: float | None = None
+    """Each site's power cap (`--power-mw`), shared by the jobs there."""
+    powered: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The power each job's chosen mix draws, MW at the wall, by `power_site`, then by job name."""
 
     def used(self) -> dict[str, dict[str, int]]:
         """GPUs each job's chosen mix takes, by source name, then job name."""
@@ -77,9 +83,18 @@ class SharedReport:
                  "used": used[s.name], "left": s.gpus - sum(used[s.name].values())}
                 for s in self.capacity]  # fmt: skip
 
+    def power_use(self) -> list[dict[str, Any]]:
+        """The power each site's jobs draw together (MW at the wall), each job's and what is left of the cap; none
+        without a cap. Site "" is the sources of no named site, or the whole fleet where jobs span sites."""
+        cap = self.power_cap_mw
+        if cap is None:
+            return []
+        return [{"site": site, "cap_mw": cap, "used_mw": jobs, "left_mw": cap - sum(jobs.values())}
+                for site, jobs in self.powered.items()]  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         return {"order": ORDER, "jobs": [job.to_dict() for job in self.jobs], "fleet_use": self.use(),
-                "elapsed_s": self.elapsed_s}  # fmt: skip
+                "power_use": self.power_use(), "elapsed_s": self.elapsed_s}  # fmt: skip
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat record per job and system type (`--format csv`)."""
@@ -87,19 +102,26 @@ class SharedReport:
 
 
 def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> SharedReport:
-    """Each job's cheapest mix per system type, the tightest deadline first, over what the jobs before it left."""
+    """Each job's cheapest mix per system type, the tightest deadline first, over the GPUs and the site power the
+    jobs before it left."""
     start = time.perf_counter()
     used: dict[str, int] = {}
+    powered: dict[str, dict[str, float]] = {}
     planned: dict[str, JobPlan] = {}
     order = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0)
     for turn, job in enumerate(order, 1):
-        report = plan_fleet(job.bases, job.goal, fleet, max_gpus, used)
+        drawn = {site: sum(jobs.values()) for site, jobs in powered.items()}
+        report = plan_fleet(job.bases, job.goal, fleet, max_gpus, used, drawn)
         planned[job.name] = JobPlan(job.name, report, turn)
         chosen = report.cheapest()
         for source, gpus in chosen.taken if chosen else []:
             used[source.name] = used.get(source.name, 0) + gpus
+        if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
+            site = power_site(fleet, chosen.site)
+            powered.setdefault(site, {})[job.name] = power_mw(chosen.candidate.prediction)
     capacity = [source for found in sources(fleet, Cost()).values() for source in found]
-    return SharedReport([planned[job.name] for job in jobs], capacity, time.perf_counter() - start)
+    cap = next((job.goal.power_mw for job in jobs), None)
+    return SharedReport([planned[job.name] for job in jobs], capacity, time.perf_counter() - start, cap, powered)
 
 
 def jobs_of(

@@ -128,16 +128,21 @@ def power_mw(p: Result) -> float:
     return math.ceil(n / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
 
 
+def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
+    """The most GPUs a job may take within `cap_mw`: whole systems, each at the wall x PUE (`power_mw`); 0 below
+    one system."""
+    return max(math.floor(cap_mw / _system_mw(hw, pue)), 0) * hw.job_gpus_per_system
+
+
 def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float) -> int:
-    """The most GPUs a job may take within `cap_mw`: whole systems, each at the wall x PUE (`power_mw`)."""
+    """`gpus_within` a site's cap, which must hold one system (a one-line error names it)."""
     system_mw = _system_mw(hw, pue)
-    systems = math.floor(cap_mw / system_mw)
-    if systems < 1:
+    if gpus_within(hw, cap_mw, pue) < 1:
         raise PerfmodelError(
             f"--power-mw {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
             f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
         )
-    return systems * hw.job_gpus_per_system
+    return gpus_within(hw, cap_mw, pue)
 
 
 def _budget_cost(p: Result) -> float:
