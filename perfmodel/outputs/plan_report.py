@@ -631,10 +631,11 @@ def fleet_table(report: Any, timed: bool = True) -> str:
 def jobs_table(report: Any) -> str:
     """`perfmodel plan --fleet` of a file with [[job]]s: each job's mixes over what the jobs planned before it
     left, then the fleet's use per pool and offer."""
-    from perfmodel.planning.fleet_jobs import ORDER
-
     jobs = f"{len(report.jobs)} jobs" if len(report.jobs) > 1 else "1 job"
-    parts = [f"{jobs} sharing the fleet, planned {ORDER}: each over what the jobs before it left"]
+    parts = [f"{jobs} sharing the fleet, each over what the jobs planned before it left, in {report.order}"]
+    if report.orders_tried > 1:
+        parts[0] += (f" ({report.orders_tried} orders: {_usd(report.cost_usd())} in all; the tightest deadline first "
+                     f"would cost {_usd(report.greedy_cost_usd)})")  # fmt: skip
     for job in report.jobs:
         parts += ["", f"Job {job.name} (planned {_ordinal(job.turn)}): " + fleet_table(job.report, timed=False)]
     names = [job.name for job in report.jobs]

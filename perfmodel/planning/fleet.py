@@ -29,7 +29,9 @@ from perfmodel.planning import tco
 from perfmodel.planning.plan import (
     CandidatePlan,
     Goal,
+    Tried,
     goal_run,
+    gpus_of,
     gpus_within,
     p_cost_within,
     p_within,
@@ -206,14 +208,16 @@ class FleetReport:
 
 def plan_fleet(
     bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None,
-    used: Mapping[str, int] | None = None, powered: Mapping[str, float] | None = None,
+    used: Mapping[str, int] | None = None, powered: Mapping[str, float] | None = None, tried: Tried | None = None,
 ) -> FleetReport:  # fmt: skip
     """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), from
-    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave."""
+    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave; `tried`: predictions
+    other plans made (plan.Tried), shared here by every lead time and site."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
     start = time.perf_counter()
-    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {})
+    tried = {} if tried is None else tried
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {}, tried)
              for label, scenario in bases]  # fmt: skip
     return FleetReport(goal, plans, time.perf_counter() - start)
 
@@ -234,7 +238,7 @@ def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Sourc
 
 def _plan_system(
     label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int],
-    powered: Mapping[str, float],
+    powered: Mapping[str, float], tried: Tried,
 ) -> FleetPlan:  # fmt: skip
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
@@ -268,11 +272,11 @@ def _plan_system(
             if powered_gpus < limit:
                 limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of --power-mw {goal.power_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
-        candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling)
+        candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling, tried)
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
             continue
-        taken = fill(candidate.to_dict()["n_gpus"], there)
+        taken = fill(gpus_of(candidate.prediction), there)
         found = FleetPlan(system, candidate, taken, lead, goal, None, site)
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)

@@ -1,21 +1,25 @@
 """Several jobs sharing one fleet (a fleet file's [[job]]s): each job's cheapest mix, no GPU counted twice.
 
-The jobs are planned one at a time, the tightest deadline first (file order among equal deadlines), each over what
-the jobs before it left: earliest-deadline-first, the order a planner would hand out the fleet. It is greedy, not
-the cheapest total: a looser job might have used an owned pool for less than the tighter one it went to. An exact
-search would price every split of every pool between the jobs, each a layout search (a second or so per job and
-system), so it is left out. The jobs run at the same time: a GPU one job takes is not another's for the horizon
-(using a pool one after the other is not planned). A job added never lowers another's cost: it either comes after
-it (no effect) or takes capacity before it (less left, never a cheaper mix: planning/fleet.py fills cheapest first).
-A site's power cap (`--power-mw`) is shared the same way: each job draws on what the jobs before it at that site left
-(planning/fleet.py `power_site`), so the jobs at a site together never draw more than its cap.
+The jobs are planned one at a time, each over what the jobs before it left. The order matters: a looser job may use
+an owned pool for more GPU-hours than the tighter one it would go to. Up to MAX_ORDERED jobs every order is planned
+(a job's plans over one leftover, and every prediction, shared between orders) and the one serving the most jobs for
+the least total cost is kept, so the answer is never dearer than the greedy one, which is among them; beyond that
+the tightest deadline goes first (file order among equal deadlines), the order a planner would hand out the fleet,
+and the report says so. Each job's mix is still its own cheapest over what it finds: an exact split of every pool
+between the jobs (a layout search per split) is not searched. The jobs run at the same time: a GPU one job takes is
+not another's for the horizon (using a pool one after the other is not planned). A job added never lowers another's
+cost: whatever the order, a job finds at most the whole fleet, and less capacity never gives a cheaper mix
+(planning/fleet.py fills cheapest first). A site's power cap (`--power-mw`) is shared the same way: each job draws on
+what the jobs before it at that site left (planning/fleet.py `power_site`), so the jobs at a site together never
+draw more than its cap.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +27,14 @@ from perfmodel.errors import shown
 from perfmodel.inputs.fleet import Fleet, job_tokens
 from perfmodel.inputs.scenario import Cost, Scenario
 from perfmodel.planning.fleet import DAY_S, FleetPlan, FleetReport, Source, plan_fleet, power_site, sources
-from perfmodel.planning.plan import Goal, candidate_bases, power_mw
+from perfmodel.planning.plan import Goal, Tried, candidate_bases, power_mw
 from perfmodel.planning.request import ScenarioSource
 
-ORDER = "tightest deadline first"
+GREEDY = "tightest deadline first"
+ORDERED = "the order serving the most jobs for the least total cost, of every order tried"
+MAX_ORDERED = 6
+"""Up to this many jobs every order is tried (720 orders of 6, 1,956 job plans at most, sharing their predictions);
+beyond it the jobs are planned greedily, the tightest deadline first."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,15 @@ class SharedReport:
     """Each site's power cap (`--power-mw`), shared by the jobs there."""
     powered: dict[str, dict[str, float]] = field(default_factory=dict)
     """The power each job's chosen mix draws, MW at the wall, by `power_site`, then by job name."""
+    order: str = GREEDY
+    """How the order the jobs were planned in (their `turn`) was chosen."""
+    orders_tried: int = 1
+    greedy_cost_usd: float = 0.0
+    """The chosen mixes' total cost had the jobs been planned the tightest deadline first."""
+
+    def cost_usd(self) -> float:
+        """The chosen mixes' total cost."""
+        return sum(job.chosen.cost_usd() for job in self.jobs if job.chosen is not None)
 
     def used(self) -> dict[str, dict[str, int]]:
         """GPUs each job's chosen mix takes, by source name, then job name."""
@@ -93,35 +110,76 @@ class SharedReport:
                 for site, jobs in self.powered.items()]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": ORDER, "jobs": [job.to_dict() for job in self.jobs], "fleet_use": self.use(),
-                "power_use": self.power_use(), "elapsed_s": self.elapsed_s}  # fmt: skip
+        return {"order": self.order, "orders_tried": self.orders_tried, "cost_usd": self.cost_usd(),
+                "greedy_cost_usd": self.greedy_cost_usd, "jobs": [job.to_dict() for job in self.jobs],
+                "fleet_use": self.use(), "power_use": self.power_use(), "elapsed_s": self.elapsed_s}  # fmt: skip
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat record per job and system type (`--format csv`)."""
         return [{"job": job.name, "turn": job.turn} | record for job in self.jobs for record in job.report.to_records()]
 
 
-def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> SharedReport:
-    """Each job's cheapest mix per system type, the tightest deadline first, over the GPUs and the site power the
-    jobs before it left."""
-    start = time.perf_counter()
-    used: dict[str, int] = {}
-    powered: dict[str, dict[str, float]] = {}
-    planned: dict[str, JobPlan] = {}
-    order = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0)
-    for turn, job in enumerate(order, 1):
-        drawn = {site: sum(jobs.values()) for site, jobs in powered.items()}
-        report = plan_fleet(job.bases, job.goal, fleet, max_gpus, used, drawn)
-        planned[job.name] = JobPlan(job.name, report, turn)
+_Reports = dict[tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, float], ...]], FleetReport]
+
+
+@dataclass(frozen=True)
+class _State:
+    """The jobs planned so far, in their turns, and what they take: GPUs by source, power by site then job."""
+
+    planned: tuple[JobPlan, ...] = ()
+    used: Mapping[str, int] = field(default_factory=dict)
+    powered: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def then(self, job: Job, fleet: Fleet, max_gpus: int | None, tried: Tried, reports: _Reports) -> _State:
+        """This state with `job` planned next, over what it leaves (`reports`: the job's plans over each leftover
+        already planned, which other orders reach too)."""
+        drawn = {site: sum(jobs.values()) for site, jobs in self.powered.items()}
+        left = (job.name, tuple(sorted(self.used.items())), tuple(sorted(drawn.items())))
+        if left not in reports:
+            reports[left] = plan_fleet(job.bases, job.goal, fleet, max_gpus, self.used, drawn, tried)
+        report = reports[left]
+        used, powered = dict(self.used), {site: dict(jobs) for site, jobs in self.powered.items()}
         chosen = report.cheapest()
         for source, gpus in chosen.taken if chosen else []:
             used[source.name] = used.get(source.name, 0) + gpus
         if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
-            site = power_site(fleet, chosen.site)
-            powered.setdefault(site, {})[job.name] = power_mw(chosen.candidate.prediction)
+            powered.setdefault(power_site(fleet, chosen.site), {})[job.name] = power_mw(chosen.candidate.prediction)
+        return _State((*self.planned, JobPlan(job.name, report, len(self.planned) + 1)), used, powered)
+
+    def score(self) -> tuple[int, float]:
+        """What the best order minimises: the jobs no mix serves, then the total cost of the chosen mixes."""
+        chosen = [job.chosen for job in self.planned]
+        return sum(c is None for c in chosen), sum(c.cost_usd() for c in chosen if c is not None)
+
+
+def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> SharedReport:
+    """Each job's cheapest mix per system type over the GPUs and the site power the jobs before it left, in the
+    order that serves the most jobs for the least total cost: every order up to MAX_ORDERED jobs (the plans of a
+    common first few shared), else the tightest deadline first."""
+    start = time.perf_counter()
+    greedy = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0)
+    orders = permutations(greedy) if len(jobs) <= MAX_ORDERED else iter([tuple(greedy)])
+    states: dict[tuple[str, ...], _State] = {(): _State()}
+    tried: Tried = {}
+    reports: _Reports = {}
+    best: _State | None = None
+    count = 0
+    for order in orders:
+        count += 1
+        names = tuple(job.name for job in order)
+        for turn in range(1, len(order) + 1):
+            if names[:turn] not in states:
+                states[names[:turn]] = states[names[: turn - 1]].then(order[turn - 1], fleet, max_gpus, tried, reports)
+        if best is None or states[names].score() < best.score():
+            best = states[names]
+    assert best is not None
+    greedy_cost = states[tuple(job.name for job in greedy)].score()[1]
+    how = f"{GREEDY} (greedy: more than {MAX_ORDERED} jobs)" if count == 1 and len(jobs) > 1 else ORDERED
+    by_name = {plan.name: plan for plan in best.planned}
     capacity = [source for found in sources(fleet, Cost()).values() for source in found]
     cap = next((job.goal.power_mw for job in jobs), None)
-    return SharedReport([planned[job.name] for job in jobs], capacity, time.perf_counter() - start, cap, powered)
+    return SharedReport([by_name[job.name] for job in jobs], capacity, time.perf_counter() - start, cap,
+                        {site: dict(j) for site, j in best.powered.items()}, how, count, greedy_cost)  # fmt: skip
 
 
 def jobs_of(

@@ -122,10 +122,14 @@ def _system_mw(hw: Hardware, pue: float) -> float:
     return powered * hw.it_power_w_per_gpu * pue / 1e6
 
 
+def gpus_of(p: Result) -> int:
+    """The GPUs a plan takes (a campaign's most, its first phase's)."""
+    return p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
+
+
 def power_mw(p: Result) -> float:
     """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE."""
-    n = p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
-    return math.ceil(n / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
+    return math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
 
 
 def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
@@ -188,6 +192,11 @@ def p_cost_within(p: Result, budget_usd: float, cost: float) -> float:
     return 1.0 if cost == 0 else chance.spread_within(spread(p), budget_usd / cost)
 
 
+Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None]]
+"""Predictions already made, by scenario and count (None, with why, where no layout runs): plans that try the same
+counts of the same work (a fleet's lead times and sites, its jobs in every order) share them."""
+
+
 @dataclass
 class _Tries:
     """Predictions of one candidate at the counts tried (a campaign's, with the phases that follow its count at
@@ -199,17 +208,23 @@ class _Tries:
     """Times and costs are their quantiles at this probability."""
     found: dict[int, Result | None] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    shared: Tried = field(default_factory=dict)
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
         if n not in self.found:
             if len(self.found) >= MAX_TRIES:
                 raise PerfmodelError(f"plan: more than {MAX_TRIES} GPU counts tried for {self.base.gpu}; report this")
-            scenario = replaced(self.base, n_gpus=n)
-            try:
-                self.found[n] = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
-            except PerfmodelError as exc:
-                self.found[n], self.why[n] = None, str(exc)
+            if (self.base, n) not in self.shared:
+                scenario = replaced(self.base, n_gpus=n)
+                try:
+                    made = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
+                    self.shared[self.base, n] = made, None
+                except PerfmodelError as exc:
+                    self.shared[self.base, n] = None, str(exc)
+            self.found[n], why = self.shared[self.base, n]
+            if why is not None:
+                self.why[n] = why
         return self.found[n]
 
     def time(self, index: int) -> float:
@@ -417,16 +432,17 @@ def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence:
 
 
 def plan_candidate(
-    base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus"
-) -> CandidatePlan:
+    base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus",
+    tried: Tried | None = None,
+) -> CandidatePlan:  # fmt: skip
     """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open); `ceiling`
-    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs)."""
+    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made."""
     hw = resolve(base.gpu, base.system)
     unit = granularity(hw)
     grid = counts(unit, max_gpus)
     if not grid:
         raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
-    tries = _Tries(base, grid, goal.confidence)
+    tries = _Tries(base, grid, goal.confidence, shared={} if tried is None else tried)
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
