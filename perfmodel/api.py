@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from perfmodel.physics.calibration import Calibration
     from perfmodel.planning.campaign import Campaign
     from perfmodel.planning.compare import Comparison
+    from perfmodel.planning.fleet import FleetReport
+    from perfmodel.planning.fleet_jobs import SharedReport
     from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
     from perfmodel.planning.request import ScenarioSource
@@ -212,6 +214,42 @@ def plan(
     check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
     goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
     return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
+
+
+def plan_fleet(
+    fleet: str | Path,
+    scenario: ScenarioSource = None,
+    *,
+    gpu: str | Sequence[str] = (),
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    confidence: float = 0.5,
+    max_gpus: int | None = None,
+    power_mw: float | None = None,
+    **options: Unpack[WorkloadOptions],
+) -> FleetReport | SharedReport:
+    """The cheapest mix of the owned pools and offers of the fleet file `fleet` per system type (of the fleet, or
+    each `gpu`) that trains the work within `deadline_s` at `confidence`, as `perfmodel plan --fleet`: a
+    FleetReport, or, for a file with [[job]]s (each its own deadline and budget: `deadline_s` and `budget_usd` are
+    refused), a SharedReport of its jobs planned together. `.to_dict()` is `plan --fleet --format json`'s object,
+    `.to_records()` its CSV rows."""
+    from perfmodel.inputs.scenario import MAX_GPUS
+    from perfmodel.planning.confidence import check as confidence_check
+    from perfmodel.planning.fleet_jobs import fleet_request
+    from perfmodel.planning.request import check_keywords
+
+    arguments.path("fleet", fleet, required=True)
+    _check_source(scenario)
+    targets = arguments.texts("gpu", gpu)
+    arguments.number("deadline_s", deadline_s, 0, arguments.MAX_FIGURE, optional=True, above=True)
+    arguments.number("budget_usd", budget_usd, 0, arguments.MAX_FIGURE, optional=True, above=True)
+    arguments.number("max_gpus", max_gpus, 1, MAX_GPUS, whole=True, optional=True)
+    arguments.number("power_mw", power_mw, 0, arguments.MAX_FIGURE, optional=True, above=True)
+    given = dict(options)
+    _use_hardware(given)
+    check_keywords(given)
+    goal = (deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
+    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, ("deadline_s", "budget_usd"))
 
 
 def validate(

@@ -23,10 +23,19 @@ from itertools import permutations
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import shown
-from perfmodel.inputs.fleet import Fleet, job_tokens
+from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.fleet import Fleet, job_tokens, load_fleet
 from perfmodel.inputs.scenario import Cost, Scenario
-from perfmodel.planning.fleet import DAY_S, FleetPlan, FleetReport, Source, plan_fleet, power_site, sources
+from perfmodel.planning.fleet import (
+    DAY_S,
+    FleetPlan,
+    FleetReport,
+    Source,
+    fleet_systems,
+    plan_fleet,
+    power_site,
+    sources,
+)  # fmt: skip
 from perfmodel.planning.plan import Goal, Tried, candidate_bases, power_mw
 from perfmodel.planning.request import ScenarioSource
 
@@ -198,3 +207,24 @@ def jobs_of(
         bases = candidate_bases(source, dict(options) | given, origins | named, targets)
         found.append(Job(job.name, bases, Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)))
     return found
+
+
+def fleet_request(
+    path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
+    targets: Sequence[str], goal: tuple[float | None, float | None, float, float | None], max_gpus: int | None,
+    named: tuple[str, str] = ("--deadline", "--budget"),
+) -> FleetReport | SharedReport:  # fmt: skip
+    """`plan --fleet`: each system type of the fleet file at `path` (or `targets`) planned over it for the goal
+    (deadline_s, budget_usd, confidence, power_mw); of a file with [[job]]s, its jobs planned together, each for its
+    own deadline and budget (a goal's deadline or budget, `named` as the caller names them, is refused)."""
+    fleet = load_fleet(path)
+    deadline_s, budget_usd, confidence, power_mw = goal
+    targets = list(targets) or fleet_systems(fleet)
+    if fleet.job:
+        if deadline_s is not None or budget_usd is not None:
+            raise PerfmodelError(f"{shown(path, 200)} has [[job]]s, each with its own deadline_days and budget_usd: "
+                                 f"drop {named[0]} and {named[1]}")  # fmt: skip
+        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw)
+        return plan_jobs(jobs, fleet, max_gpus)
+    bases = candidate_bases(scenario, options, origins, targets)
+    return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)
