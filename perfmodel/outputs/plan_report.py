@@ -604,7 +604,7 @@ def fleet_table(report: Any, timed: bool = True) -> str:
                 f"{d['n_gpus']:,}",
                 owned or "-",
                 offered or "-",
-                f"{d['start_after_days']:g} days",
+                f"{d['start_after_days']:.3g} days",
                 f"{days[0]} ({days[1]} to {days[2]})",
                 f"{d['p_deadline']:.2f}",
                 _usd(d["cost_usd_owned"]),

@@ -39,6 +39,7 @@ from perfmodel.planning.plan import (
     power_cap_gpus,
     seed_count,
     time_factor,
+    wall_s,
 )  # fmt: skip
 
 DAY_S = 86400.0
@@ -120,6 +121,12 @@ class FleetPlan:
     @property
     def feasible(self) -> bool:
         return self.candidate is not None and self.candidate.feasible and self.reason is None
+
+    def window_days(self) -> tuple[float, float]:
+        """When it holds its GPUs, days from now: its start, and its finish at the goal's confidence."""
+        assert self.candidate is not None and self.candidate.prediction is not None
+        p = self.candidate.prediction
+        return self.start_after_days, self.start_after_days + wall_s(p) * time_factor(p, self.goal.confidence) / DAY_S
 
     def gpu_hours_per_gpu(self) -> float:
         """Each GPU's hours over the run on the goal's basis (the run's GPU-hours over its GPUs)."""
@@ -209,16 +216,18 @@ class FleetReport:
 def plan_fleet(
     bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None,
     used: Mapping[str, int] | None = None, powered: Mapping[str, float] | None = None, tried: Tried | None = None,
+    start_days: float = 0.0,
 ) -> FleetReport:  # fmt: skip
     """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), from
-    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave; `tried`: predictions
-    other plans made (plan.Tried), shared here by every lead time and site."""
+    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave, starting no earlier
+    than `start_days`; `tried`: predictions other plans made (plan.Tried), shared here by every lead time and
+    site."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
     start = time.perf_counter()
     tried = {} if tried is None else tried
-    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {}, tried)
-             for label, scenario in bases]  # fmt: skip
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {}, tried,
+                          start_days) for label, scenario in bases]  # fmt: skip
     return FleetReport(goal, plans, time.perf_counter() - start)
 
 
@@ -238,7 +247,7 @@ def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Sourc
 
 def _plan_system(
     label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int],
-    powered: Mapping[str, float], tried: Tried,
+    powered: Mapping[str, float], tried: Tried, start_days: float,
 ) -> FleetPlan:  # fmt: skip
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
@@ -254,9 +263,11 @@ def _plan_system(
             by_others = any(used.get(s.name) for s in group if s.lead_time_days <= lead)
             why = f"the fleet's {system} GPUs there by day {lead:g} are taken by other jobs" if by_others else why
             continue
-        deadline_s = goal.deadline_s - lead * DAY_S
+        begin = max(lead, start_days)
+        deadline_s = goal.deadline_s - begin * DAY_S
         if deadline_s <= 0:
-            why = f"the offers' lead time of {lead:g} days leaves no time before the deadline"
+            late = f"the offers' lead time of {lead:g} days" if lead >= start_days else f"a start on day {begin:g}"
+            why = f"{late} leaves no time before the deadline"
             continue
         at = f" at {site}" if site else ""
         limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
@@ -277,7 +288,7 @@ def _plan_system(
             why = candidate.reason or why
             continue
         taken = fill(gpus_of(candidate.prediction), there)
-        found = FleetPlan(system, candidate, taken, lead, goal, None, site)
+        found = FleetPlan(system, candidate, taken, begin, goal, None, site)
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:
@@ -286,6 +297,12 @@ def _plan_system(
         if best is None or found.cost_usd() < best.cost_usd():
             best = found
     return best or FleetPlan(system, None, [], math.nan, goal, why)
+
+
+def unplanned(bases: Sequence[tuple[str, Scenario]], goal: Goal, reason: str) -> FleetReport:
+    """A report of no plan for any system type, for `reason`."""
+    plans = [FleetPlan(resolve(s.gpu, s.system).system.id, None, [], math.nan, goal, reason) for _, s in bases]
+    return FleetReport(goal, plans, 0.0)
 
 
 def fleet_systems(fleet: Fleet) -> list[str]:

@@ -6,19 +6,21 @@ an owned pool for more GPU-hours than the tighter one it would go to. Up to MAX_
 the least total cost is kept, so the answer is never dearer than the greedy one, which is among them; beyond that
 the tightest deadline goes first (file order among equal deadlines), the order a planner would hand out the fleet,
 and the report says so. Each job's mix is still its own cheapest over what it finds: an exact split of every pool
-between the jobs (a layout search per split) is not searched. The jobs run at the same time: a GPU one job takes is
-not another's for the horizon (using a pool one after the other is not planned). A job added never lowers another's
-cost: whatever the order, a job finds at most the whole fleet, and less capacity never gives a cheaper mix
-(planning/fleet.py fills cheapest first). A site's power cap (`--power-mw`) is shared the same way: each job draws on
-what the jobs before it at that site left (planning/fleet.py `power_site`), so the jobs at a site together never
-draw more than its cap.
+between the jobs (a layout search per split) is not searched. A job holds its mix's GPUs from its start to its
+finish at the goal's confidence; it starts at day 0, or at its `start_days`, or when the job it runs `after`
+finishes (the later), once its offers' lead times have passed. A job planned later finds taken what the jobs before
+it hold at any moment of its window, its start to its deadline, so jobs one after another reuse the same GPUs and
+jobs at the same time never share one. A job added never lowers another's cost: whatever the order, a job finds at
+most the whole fleet, and less capacity never gives a cheaper mix (planning/fleet.py fills cheapest first). A site's
+power cap (`--power-mw`) is shared the same way (planning/fleet.py `power_site`), so the jobs at a site never draw
+more than its cap at once.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from perfmodel.planning.fleet import (
     plan_fleet,
     power_site,
     sources,
+    unplanned,
 )  # fmt: skip
 from perfmodel.planning.plan import Goal, Tried, candidate_bases, power_mw
 from perfmodel.planning.request import ScenarioSource
@@ -48,11 +51,14 @@ beyond it the jobs are planned greedily, the tightest deadline first."""
 
 @dataclass(frozen=True)
 class Job:
-    """A job to plan: its name, its candidates (label, scenario on each system type) and its goal."""
+    """A job to plan: its name, its candidates (label, scenario on each system type), its goal and when it may start
+    (not before `start_days`, nor before the job it runs `after` finishes)."""
 
     name: str
     bases: Sequence[tuple[str, Scenario]]
     goal: Goal
+    start_days: float = 0.0
+    after: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,28 @@ class JobPlan:
 
 
 @dataclass(frozen=True)
+class Held:
+    """What a planned job's chosen mix holds from its start to its finish (at the goal's confidence), in days from
+    now: GPUs by source name, and power at its `power_site`."""
+
+    job: str
+    start_days: float
+    finish_days: float
+    gpus: tuple[tuple[str, int], ...]
+    site: str
+    power_mw: float
+
+    def overlaps(self, start_days: float, end_days: float) -> bool:
+        return self.start_days < end_days and start_days < self.finish_days
+
+
+def peak(amounts: Sequence[tuple[Held, float]]) -> float:
+    """The most of the amounts held at once (at some holding's start, where the most begins)."""
+    return max((sum(x for h, x in amounts if h.start_days <= t.start_days < h.finish_days) for t, _ in amounts),
+               default=0.0)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class SharedReport:
     jobs: list[JobPlan]
     """In the file's order."""
@@ -81,9 +109,9 @@ class SharedReport:
     """Every pool and offer at its whole capacity."""
     elapsed_s: float
     power_cap_mw: float | None = None
-    """Each site's power cap (`--power-mw`), shared by the jobs there."""
-    powered: dict[str, dict[str, float]] = field(default_factory=dict)
-    """The power each job's chosen mix draws, MW at the wall, by `power_site`, then by job name."""
+    """Each site's power cap (`--power-mw`), shared by the jobs there at the same time."""
+    held: tuple[Held, ...] = ()
+    """What each job's chosen mix holds, and when."""
     order: str = GREEDY
     """How the order the jobs were planned in (their `turn`) was chosen."""
     orders_tried: int = 1
@@ -94,29 +122,33 @@ class SharedReport:
         """The chosen mixes' total cost."""
         return sum(job.chosen.cost_usd() for job in self.jobs if job.chosen is not None)
 
-    def used(self) -> dict[str, dict[str, int]]:
-        """GPUs each job's chosen mix takes, by source name, then job name."""
-        found: dict[str, dict[str, int]] = {source.name: {} for source in self.capacity}
-        for job in self.jobs:
-            for source, gpus in job.chosen.taken if job.chosen else []:
-                found[source.name][job.name] = gpus
+    def use(self) -> list[dict[str, Any]]:
+        """The fleet's use per pool and offer: its GPUs, each job's share, the most held at once (jobs one after
+        another may each take the same GPUs) and what that leaves."""
+        found = []
+        for s in self.capacity:
+            on = [h for h in self.held if dict(h.gpus).get(s.name)]
+            most = int(peak([(h, dict(h.gpus)[s.name]) for h in on]))
+            source = {"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus}
+            found.append(
+                source | {"used": {h.job: dict(h.gpus)[s.name] for h in on}, "peak": most, "left": s.gpus - most}
+            )
         return found
 
-    def use(self) -> list[dict[str, Any]]:
-        """The fleet's use per pool and offer: its GPUs, each job's share and what is left."""
-        used = self.used()
-        return [{"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus,
-                 "used": used[s.name], "left": s.gpus - sum(used[s.name].values())}
-                for s in self.capacity]  # fmt: skip
-
     def power_use(self) -> list[dict[str, Any]]:
-        """The power each site's jobs draw together (MW at the wall), each job's and what is left of the cap; none
-        without a cap. Site "" is the sources of no named site, or the whole fleet where jobs span sites."""
+        """The power each site's jobs draw (MW at the wall), each job's, the most at once and what that leaves of
+        the cap; none without a cap. Site "" is the sources of no named site, or the whole fleet where jobs span
+        sites."""
         cap = self.power_cap_mw
         if cap is None:
             return []
-        return [{"site": site, "cap_mw": cap, "used_mw": jobs, "left_mw": cap - sum(jobs.values())}
-                for site, jobs in self.powered.items()]  # fmt: skip
+        found = []
+        for site in dict.fromkeys(h.site for h in self.held):
+            there = [h for h in self.held if h.site == site]
+            most = peak([(h, h.power_mw) for h in there])
+            found.append({"site": site, "cap_mw": cap, "used_mw": {h.job: h.power_mw for h in there},
+                          "peak_mw": most, "left_mw": cap - most})  # fmt: skip
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {"order": self.order, "orders_tried": self.orders_tried, "cost_usd": self.cost_usd(),
@@ -128,32 +160,45 @@ class SharedReport:
         return [{"job": job.name, "turn": job.turn} | record for job in self.jobs for record in job.report.to_records()]
 
 
-_Reports = dict[tuple[str, tuple[tuple[str, int], ...], tuple[tuple[str, float], ...]], FleetReport]
+_Reports = dict[tuple[str, float, tuple[tuple[str, int], ...], tuple[tuple[str, float], ...]], FleetReport]
 
 
 @dataclass(frozen=True)
 class _State:
-    """The jobs planned so far, in their turns, and what they take: GPUs by source, power by site then job."""
+    """The jobs planned so far, in their turns, and what their chosen mixes hold."""
 
     planned: tuple[JobPlan, ...] = ()
-    used: Mapping[str, int] = field(default_factory=dict)
-    powered: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    held: tuple[Held, ...] = ()
 
     def then(self, job: Job, fleet: Fleet, max_gpus: int | None, tried: Tried, reports: _Reports) -> _State:
-        """This state with `job` planned next, over what it leaves (`reports`: the job's plans over each leftover
-        already planned, which other orders reach too)."""
-        drawn = {site: sum(jobs.values()) for site, jobs in self.powered.items()}
-        left = (job.name, tuple(sorted(self.used.items())), tuple(sorted(drawn.items())))
+        """This state with `job` planned next, over what the jobs whose holdings overlap its window (its start to its
+        deadline) leave (`reports`: the job's plans over each leftover already planned, which other orders reach)."""
+        turn = len(self.planned) + 1
+        start = job.start_days
+        if job.after:
+            before = next((h for h in self.held if h.job == job.after), None)
+            if before is None:
+                report = unplanned(job.bases, job.goal, f"it runs after {job.after!r}, which no mix serves")
+                return _State((*self.planned, JobPlan(job.name, report, turn)), self.held)
+            start = max(start, before.finish_days)
+        assert job.goal.deadline_s is not None
+        overlapping = [h for h in self.held if h.overlaps(start, job.goal.deadline_s / DAY_S)]
+        used: dict[str, int] = {}
+        drawn: dict[str, float] = {}
+        for h in overlapping:
+            for name, gpus in h.gpus:
+                used[name] = used.get(name, 0) + gpus
+            drawn[h.site] = drawn.get(h.site, 0.0) + h.power_mw
+        left = (job.name, start, tuple(sorted(used.items())), tuple(sorted(drawn.items())))
         if left not in reports:
-            reports[left] = plan_fleet(job.bases, job.goal, fleet, max_gpus, self.used, drawn, tried)
+            reports[left] = plan_fleet(job.bases, job.goal, fleet, max_gpus, used, drawn, tried, start)
         report = reports[left]
-        used, powered = dict(self.used), {site: dict(jobs) for site, jobs in self.powered.items()}
-        chosen = report.cheapest()
-        for source, gpus in chosen.taken if chosen else []:
-            used[source.name] = used.get(source.name, 0) + gpus
+        chosen, held = report.cheapest(), self.held
         if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
-            powered.setdefault(power_site(fleet, chosen.site), {})[job.name] = power_mw(chosen.candidate.prediction)
-        return _State((*self.planned, JobPlan(job.name, report, len(self.planned) + 1)), used, powered)
+            taken = tuple((source.name, gpus) for source, gpus in chosen.taken)
+            mw = power_mw(chosen.candidate.prediction)
+            held = (*held, Held(job.name, *chosen.window_days(), taken, power_site(fleet, chosen.site), mw))
+        return _State((*self.planned, JobPlan(job.name, report, turn)), held)
 
     def score(self) -> tuple[int, float]:
         """What the best order minimises: the jobs no mix serves, then the total cost of the chosen mixes."""
@@ -161,13 +206,36 @@ class _State:
         return sum(c is None for c in chosen), sum(c.cost_usd() for c in chosen if c is not None)
 
 
+def _in_turn(order: Sequence[Job]) -> bool:
+    """Whether every job comes after the job it runs after."""
+    seen: set[str] = set()
+    for job in order:
+        if job.after and job.after not in seen:
+            return False
+        seen.add(job.name)
+    return True
+
+
+def greedy_order(jobs: Sequence[Job]) -> list[Job]:
+    """The tightest deadline first (file order among equal ones), each job after the one it runs after."""
+    waiting, order = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0), list[Job]()
+    while waiting:
+        placed = {job.name for job in order}
+        ready = next(job for job in waiting if not job.after or job.after in placed)
+        order.append(ready)
+        waiting.remove(ready)
+    return order
+
+
 def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> SharedReport:
-    """Each job's cheapest mix per system type over the GPUs and the site power the jobs before it left, in the
-    order that serves the most jobs for the least total cost: every order up to MAX_ORDERED jobs (the plans of a
-    common first few shared), else the tightest deadline first."""
+    """Each job's cheapest mix per system type over the GPUs and the site power the jobs before it left for its
+    window, in the order that serves the most jobs for the least total cost: every order up to MAX_ORDERED jobs
+    (each job after the one it runs after; the plans of a common first few shared), else the tightest deadline
+    first."""
     start = time.perf_counter()
-    greedy = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0)
-    orders = permutations(greedy) if len(jobs) <= MAX_ORDERED else iter([tuple(greedy)])
+    greedy = greedy_order(jobs)
+    everyone = len(jobs) <= MAX_ORDERED
+    orders = (order for order in permutations(greedy) if _in_turn(order)) if everyone else iter([tuple(greedy)])
     states: dict[tuple[str, ...], _State] = {(): _State()}
     tried: Tried = {}
     reports: _Reports = {}
@@ -183,12 +251,12 @@ def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> Shared
             best = states[names]
     assert best is not None
     greedy_cost = states[tuple(job.name for job in greedy)].score()[1]
-    how = f"{GREEDY} (greedy: more than {MAX_ORDERED} jobs)" if count == 1 and len(jobs) > 1 else ORDERED
+    how = GREEDY if len(jobs) == 1 else ORDERED if everyone else f"{GREEDY} (greedy: more than {MAX_ORDERED} jobs)"
     by_name = {plan.name: plan for plan in best.planned}
     capacity = [source for found in sources(fleet, Cost()).values() for source in found]
     cap = next((job.goal.power_mw for job in jobs), None)
-    return SharedReport([by_name[job.name] for job in jobs], capacity, time.perf_counter() - start, cap,
-                        {site: dict(j) for site, j in best.powered.items()}, how, count, greedy_cost)  # fmt: skip
+    return SharedReport([by_name[job.name] for job in jobs], capacity, time.perf_counter() - start, cap, best.held,
+                        how, count, greedy_cost)  # fmt: skip
 
 
 def jobs_of(
@@ -205,7 +273,8 @@ def jobs_of(
         given = {key: value for key, value in own.items() if value}
         source = where / job.scenario if job.scenario else scenario
         bases = candidate_bases(source, dict(options) | given, origins | named, targets)
-        found.append(Job(job.name, bases, Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)))
+        goal = Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)
+        found.append(Job(job.name, bases, goal, job.start_days, job.after))
     return found
 
 
