@@ -10,7 +10,7 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
@@ -198,22 +198,12 @@ def plan(
     (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
     with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`); no plan
     draws more than `power_mw` at the wall (`--power-mw`)."""
-    from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
-    from perfmodel.planning.confidence import check as confidence_check
-    from perfmodel.planning.request import check_keywords
 
-    _check_source(scenario)
-    targets = arguments.texts("gpu", gpu)
-    arguments.number("deadline_s", deadline_s, 0, arguments.MAX_FIGURE, optional=True, above=True)
-    arguments.number("budget_usd", budget_usd, 0, arguments.MAX_FIGURE, optional=True, above=True)
-    arguments.number("max_gpus", max_gpus, 1, MAX_GPUS, whole=True, optional=True)
-    arguments.number("power_mw", power_mw, 0, arguments.MAX_FIGURE, optional=True, above=True)
-    given = dict(options)
-    _use_hardware(given)
-    check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
-    goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
-    return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
+    targets, given, goal = _goal_arguments(
+        scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
+    )
+    return planning.plan_request(scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus)
 
 
 def plan_fleet(
@@ -233,12 +223,26 @@ def plan_fleet(
     FleetReport, or, for a file with [[job]]s (each its own deadline and budget: `deadline_s` and `budget_usd` are
     refused), a SharedReport of its jobs planned together. `.to_dict()` is `plan --fleet --format json`'s object,
     `.to_records()` its CSV rows."""
-    from perfmodel.inputs.scenario import MAX_GPUS
-    from perfmodel.planning.confidence import check as confidence_check
     from perfmodel.planning.fleet_jobs import fleet_request
-    from perfmodel.planning.request import check_keywords
 
     arguments.path("fleet", fleet, required=True)
+    targets, given, goal = _goal_arguments(
+        scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
+    )
+    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, ("deadline_s", "budget_usd"))
+
+
+def _goal_arguments(
+    scenario: ScenarioSource, gpu: str | Sequence[str], deadline_s: float | None, budget_usd: float | None,
+    confidence: float, max_gpus: int | None, power_mw: float | None, options: Mapping[str, Any],
+) -> tuple[list[str], dict[str, Any], tuple[float | None, float | None, float, float | None]]:  # fmt: skip
+    """A plan's own arguments checked (the targets, the keywords with hardware registered, and the goal: deadline,
+    budget, confidence, power), before the goal is: plan(deadline_days=30) is a misspelt keyword, not a missing
+    goal."""
+    from perfmodel.inputs.scenario import MAX_GPUS
+    from perfmodel.planning.confidence import check as confidence_check
+    from perfmodel.planning.request import check_keywords
+
     _check_source(scenario)
     targets = arguments.texts("gpu", gpu)
     arguments.number("deadline_s", deadline_s, 0, arguments.MAX_FIGURE, optional=True, above=True)
@@ -248,8 +252,7 @@ def plan_fleet(
     given = dict(options)
     _use_hardware(given)
     check_keywords(given)
-    goal = (deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
-    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, ("deadline_s", "budget_usd"))
+    return targets, given, (deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
 
 
 def validate(

@@ -9,24 +9,12 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
+from fleet_files import NEOCLOUD
 
 import perfmodel
 from perfmodel.outputs.report import to_json
 
-FLEET = """
-[[pool]]
-name = "hall-a"
-system = "dgx-h100"
-gpus = 64
-site = "Hall A"
-
-[[offer]]
-name = "neocloud"
-system = "dgx-h100"
-usd_per_gpu_hour = 2.5
-max_gpus = 1024
-lead_time_days = 0.25
-"""
+FLEET = '[[pool]]\nname = "hall-a"\nsystem = "dgx-h100"\ngpus = 64\nsite = "Hall A"\n' + NEOCLOUD
 JOBS = """
 [[job]]
 name = "tight"

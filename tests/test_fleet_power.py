@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from fleet_files import NEOCLOUD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,14 +18,7 @@ from perfmodel.inputs.fleet import Fleet, load_fleet
 from perfmodel.planning import fleet_jobs
 from perfmodel.planning.plan import Goal, candidate_bases
 
-OFFER = """
-[[offer]]
-name = "neocloud"
-system = "dgx-h100"
-usd_per_gpu_hour = 2.5
-max_gpus = 1024
-lead_time_days = 0.25
-"""
+OFFER = NEOCLOUD
 
 
 def _pool(name: str, site: str, gpus: int) -> str:
