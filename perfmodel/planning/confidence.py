@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics.calibration import Interval
 
 if TYPE_CHECKING:
     from statistics import NormalDist
+
+    import numpy as np
 
 SAMPLES = 20_001
 """Monte-Carlo draws per prediction (odd: the median is one draw, so the P50 is the point exactly)."""
@@ -118,7 +118,10 @@ class Spread:
 @cache
 def _draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The fixed draws every spread is sampled from: a standard normal for the model's error and one for run-to-run
-    variability, a uniform for the interruptions."""
+    variability, a uniform for the interruptions. numpy is imported here: a prediction of a given layout is priced
+    without it (tests/test_fast_path.py)."""
+    import numpy as np
+
     rng = np.random.default_rng(SEED)
     return rng.standard_normal(SAMPLES), rng.standard_normal(SAMPLES), rng.random(SAMPLES)
 
@@ -126,6 +129,8 @@ def _draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _poisson(mean: float, uniform: np.ndarray) -> np.ndarray:
     """Poisson counts of `mean` at the quantiles `uniform` (the inverse of its distribution, to 12 standard
     deviations above the mean)."""
+    import numpy as np
+
     top = int(mean + 12 * math.sqrt(mean) + 12)
     k = np.arange(top + 1, dtype=float)
     log_factorial = np.concatenate(([0.0], np.cumsum(np.log(k[1:]))))
@@ -136,6 +141,8 @@ def _poisson(mean: float, uniform: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=256)
 def _factors(spread: Spread) -> np.ndarray:
     """The sampled factors on the point, sorted, their median 1."""
+    import numpy as np
+
     z_model, z_run, uniform = _draws()
     low, high = (1.0, 1.0) if spread.interval is None else (spread.interval.low, spread.interval.high)
     z_end = _normal()[1]
@@ -159,6 +166,8 @@ def spread_within(spread: Spread, ratio: float) -> float:
     """The probability that the measured time is at most `ratio` times the predicted one."""
     if spread.closed or ratio <= 0 or math.isinf(ratio):
         return probability_within(spread.interval, ratio)
+    import numpy as np
+
     return float(np.searchsorted(_factors(spread), ratio, side="right")) / SAMPLES
 
 

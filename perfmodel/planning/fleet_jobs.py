@@ -18,6 +18,7 @@ more than its cap at once.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,14 +92,22 @@ class Held:
     site: str
     power_mw: float
 
-    def overlaps(self, start_days: float, end_days: float) -> bool:
-        return self.start_days < end_days and start_days < self.finish_days
 
-
-def peak(amounts: Sequence[tuple[Held, float]]) -> float:
-    """The most of the amounts held at once (at some holding's start, where the most begins)."""
-    return max((sum(x for h, x in amounts if h.start_days <= t.start_days < h.finish_days) for t, _ in amounts),
-               default=0.0)  # fmt: skip
+def most_held(
+    held: Sequence[Held], start_days: float = 0.0, end_days: float = math.inf
+) -> tuple[dict[str, int], dict[str, float]]:
+    """The most GPUs of each source, and the most power at each site, that `held` holds at once between `start_days`
+    and `end_days` (what is held changes as holdings start and finish: the most is at the window's start or at a
+    holding's start within it)."""
+    gpus: dict[str, int] = {}
+    power: dict[str, float] = {}
+    for moment in [start_days, *(h.start_days for h in held if start_days < h.start_days < end_days)]:
+        now = [h for h in held if h.start_days <= moment < h.finish_days]
+        for name in {name for h in now for name, _ in h.gpus}:
+            gpus[name] = max(gpus.get(name, 0), sum(dict(h.gpus).get(name, 0) for h in now))
+        for site in {h.site for h in now}:
+            power[site] = max(power.get(site, 0.0), sum(h.power_mw for h in now if h.site == site))
+    return gpus, power
 
 
 @dataclass(frozen=True)
@@ -125,14 +134,12 @@ class SharedReport:
     def use(self) -> list[dict[str, Any]]:
         """The fleet's use per pool and offer: its GPUs, each job's share, the most held at once (jobs one after
         another may each take the same GPUs) and what that leaves."""
-        found = []
+        found, most = [], most_held(self.held)[0]
         for s in self.capacity:
             on = [h for h in self.held if dict(h.gpus).get(s.name)]
-            most = int(peak([(h, dict(h.gpus)[s.name]) for h in on]))
             source = {"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus}
-            found.append(
-                source | {"used": {h.job: dict(h.gpus)[s.name] for h in on}, "peak": most, "left": s.gpus - most}
-            )
+            held = {h.job: dict(h.gpus)[s.name] for h in on}
+            found.append(source | {"used": held, "peak": most.get(s.name, 0), "left": s.gpus - most.get(s.name, 0)})
         return found
 
     def power_use(self) -> list[dict[str, Any]]:
@@ -142,13 +149,9 @@ class SharedReport:
         cap = self.power_cap_mw
         if cap is None:
             return []
-        found = []
-        for site in dict.fromkeys(h.site for h in self.held):
-            there = [h for h in self.held if h.site == site]
-            most = peak([(h, h.power_mw) for h in there])
-            found.append({"site": site, "cap_mw": cap, "used_mw": {h.job: h.power_mw for h in there},
-                          "peak_mw": most, "left_mw": cap - most})  # fmt: skip
-        return found
+        most, sites = most_held(self.held)[1], dict.fromkeys(h.site for h in self.held)
+        return [{"site": site, "cap_mw": cap, "used_mw": {h.job: h.power_mw for h in self.held if h.site == site},
+                 "peak_mw": most[site], "left_mw": cap - most[site]} for site in sites]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {"order": self.order, "orders_tried": self.orders_tried, "cost_usd": self.cost_usd(),
@@ -182,13 +185,7 @@ class _State:
                 return _State((*self.planned, JobPlan(job.name, report, turn)), self.held)
             start = max(start, before.finish_days)
         assert job.goal.deadline_s is not None
-        overlapping = [h for h in self.held if h.overlaps(start, job.goal.deadline_s / DAY_S)]
-        used: dict[str, int] = {}
-        drawn: dict[str, float] = {}
-        for h in overlapping:
-            for name, gpus in h.gpus:
-                used[name] = used.get(name, 0) + gpus
-            drawn[h.site] = drawn.get(h.site, 0.0) + h.power_mw
+        used, drawn = most_held(self.held, start, job.goal.deadline_s / DAY_S)
         left = (job.name, start, tuple(sorted(used.items())), tuple(sorted(drawn.items())))
         if left not in reports:
             reports[left] = plan_fleet(job.bases, job.goal, fleet, max_gpus, used, drawn, tried, start)
