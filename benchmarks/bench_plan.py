@@ -121,26 +121,33 @@ def fleet_plans(repeat: int) -> None:
 
 JOBS = (("405b-15t", 15e12, 60), ("405b-5t", 5e12, 30), ("405b-2t", 2e12, 45))
 """Three jobs sharing FLEET (name, tokens, deadline in days): 405B at 15T, 5T and 2T tokens."""
+MORE_JOBS = (*JOBS, ("405b-8t", 8e12, 90), ("405b-3t", 3e12, 20), ("405b-1t", 1e12, 15))
+"""Six jobs: every order of them is tried (720)."""
 
 
 def shared_jobs(repeat: int, fleet: Any, bases: list[tuple[str, Any]]) -> None:
-    """plan --fleet of a file with JOBS as [[job]]s: the three planned together, tightest deadline first, at P90."""
+    """plan --fleet of a file with JOBS (then MORE_JOBS) as [[job]]s, planned together in every order, at P90."""
     from dataclasses import replace
 
     from perfmodel.planning import fleet_jobs
     from perfmodel.planning import plan as planning
 
-    jobs = [
-        fleet_jobs.Job(name, [(label, replace(scenario, tokens=tokens)) for label, scenario in bases],
-                       planning.Goal(days * 86400, confidence=0.9))
-        for name, tokens, days in JOBS
-    ]  # fmt: skip
-    timed(
-        "3 jobs sharing the fleet, at P90",
-        repeat,
-        lambda: fleet_jobs.plan_jobs(jobs, fleet, None),
-        lambda report: ", ".join(f"{job.name} {job.chosen.system if job.chosen else '-'}" for job in report.jobs),
-    )
+    for listed in (JOBS, MORE_JOBS):
+        jobs = [
+            fleet_jobs.Job(name, [(label, replace(scenario, tokens=tokens)) for label, scenario in bases],
+                           planning.Goal(days * 86400, confidence=0.9))
+            for name, tokens, days in listed
+        ]  # fmt: skip
+        timed(
+            f"{len(jobs)} jobs sharing the fleet, at P90",
+            repeat,
+            lambda jobs=jobs: fleet_jobs.plan_jobs(jobs, fleet, None),  # type: ignore[misc]
+            lambda report: (
+                f"{report.orders_tried} orders, ${report.cost_usd() / 1e6:,.1f}M (greedy "
+                f"${report.greedy_cost_usd / 1e6:,.1f}M): "
+                + ", ".join(f"{job.name} {job.chosen.system if job.chosen else '-'}" for job in report.jobs)
+            ),
+        )
 
 
 def end_to_end(repeat: int, confidence: float) -> None:

@@ -16,7 +16,18 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.errors import InfeasibleLayout, PerfmodelError
 
 if TYPE_CHECKING:
-    from perfmodel.api import calibrate, compare, frame, launch, load_scenario, plan, predict, search, validate
+    from perfmodel.api import (
+        calibrate,
+        compare,
+        frame,
+        launch,
+        load_scenario,
+        plan,
+        plan_fleet,
+        predict,
+        search,
+        validate,
+    )  # fmt: skip
     from perfmodel.fitting.validation import Report as ValidationReport
     from perfmodel.inputs.scenario import Scenario
     from perfmodel.planning.campaign import Campaign
@@ -31,6 +42,7 @@ _LAZY = {
     "validate": ("perfmodel.api", "validate"),
     "calibrate": ("perfmodel.api", "calibrate"),
     "plan": ("perfmodel.api", "plan"),
+    "plan_fleet": ("perfmodel.api", "plan_fleet"),
     "launch": ("perfmodel.api", "launch"),
     "frame": ("perfmodel.api", "frame"),
     "PlanReport": ("perfmodel.planning.plan", "PlanReport"),
@@ -46,7 +58,7 @@ _LAZY = {
 __all__ = [
     "Campaign", "Comparison", "InfeasibleLayout", "PerfmodelError", "PlanReport", "Prediction", "Scenario",
     "SearchReport", "ValidationReport", "__version__", "calibrate", "compare", "frame", "launch", "load_scenario",
-    "plan", "predict", "search", "validate",
+    "plan", "plan_fleet", "predict", "search", "validate",
 ]  # fmt: skip
 
 

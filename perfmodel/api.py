@@ -10,7 +10,7 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from perfmodel.physics.calibration import Calibration
     from perfmodel.planning.campaign import Campaign
     from perfmodel.planning.compare import Comparison
+    from perfmodel.planning.fleet import FleetReport
+    from perfmodel.planning.fleet_jobs import SharedReport
     from perfmodel.planning.plan import PlanReport
     from perfmodel.planning.predict import Prediction, SearchReport
     from perfmodel.planning.request import ScenarioSource
@@ -196,8 +198,48 @@ def plan(
     (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
     with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`); no plan
     draws more than `power_mw` at the wall (`--power-mw`)."""
-    from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning import plan as planning
+
+    targets, given, goal = _goal_arguments(
+        scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
+    )
+    return planning.plan_request(scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus)
+
+
+def plan_fleet(
+    fleet: str | Path,
+    scenario: ScenarioSource = None,
+    *,
+    gpu: str | Sequence[str] = (),
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    confidence: float = 0.5,
+    max_gpus: int | None = None,
+    power_mw: float | None = None,
+    **options: Unpack[WorkloadOptions],
+) -> FleetReport | SharedReport:
+    """The cheapest mix of the owned pools and offers of the fleet file `fleet` per system type (of the fleet, or
+    each `gpu`) that trains the work within `deadline_s` at `confidence`, as `perfmodel plan --fleet`: a
+    FleetReport, or, for a file with [[job]]s (each its own deadline and budget: `deadline_s` and `budget_usd` are
+    refused), a SharedReport of its jobs planned together. `.to_dict()` is `plan --fleet --format json`'s object,
+    `.to_records()` its CSV rows."""
+    from perfmodel.planning.fleet_jobs import fleet_request
+
+    arguments.path("fleet", fleet, required=True)
+    targets, given, goal = _goal_arguments(
+        scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
+    )
+    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, ("deadline_s", "budget_usd"))
+
+
+def _goal_arguments(
+    scenario: ScenarioSource, gpu: str | Sequence[str], deadline_s: float | None, budget_usd: float | None,
+    confidence: float, max_gpus: int | None, power_mw: float | None, options: Mapping[str, Any],
+) -> tuple[list[str], dict[str, Any], tuple[float | None, float | None, float, float | None]]:  # fmt: skip
+    """A plan's own arguments checked (the targets, the keywords with hardware registered, and the goal: deadline,
+    budget, confidence, power), before the goal is: plan(deadline_days=30) is a misspelt keyword, not a missing
+    goal."""
+    from perfmodel.inputs.scenario import MAX_GPUS
     from perfmodel.planning.confidence import check as confidence_check
     from perfmodel.planning.request import check_keywords
 
@@ -209,9 +251,8 @@ def plan(
     arguments.number("power_mw", power_mw, 0, arguments.MAX_FIGURE, optional=True, above=True)
     given = dict(options)
     _use_hardware(given)
-    check_keywords(given)  # before the goal: plan(deadline_days=30) is a misspelt keyword, not a missing goal
-    goal = planning.Goal(deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
-    return planning.plan_request(scenario, given, _origins(given), targets, goal, max_gpus)
+    check_keywords(given)
+    return targets, given, (deadline_s, budget_usd, confidence_check(confidence, "confidence"), power_mw)
 
 
 def validate(

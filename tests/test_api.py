@@ -19,8 +19,8 @@ from perfmodel.outputs.report import to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = (
-    "predict", "search", "compare", "plan", "validate", "calibrate", "load_scenario", "Scenario", "Prediction",
-    "SearchReport", "Comparison", "PlanReport", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
+    "predict", "search", "compare", "plan", "plan_fleet", "validate", "calibrate", "load_scenario", "Scenario",
+    "Prediction", "SearchReport", "Comparison", "PlanReport", "ValidationReport", "PerfmodelError", "InfeasibleLayout",
 )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from fleet_files import NEOCLOUD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,14 +19,7 @@ from perfmodel.planning import fleet_jobs
 from perfmodel.planning.plan import Goal, candidate_bases
 
 WORK = ("--model", "llama3.1-8b", "--tokens", "100B")
-OFFERS = """
-[[offer]]
-name = "neocloud"
-system = "dgx-h100"
-usd_per_gpu_hour = 2.5
-max_gpus = 1024
-lead_time_days = 0.25
-"""
+OFFERS = NEOCLOUD
 BOUGHT = """
 [[offer]]
 name = "buy-b200"

@@ -73,7 +73,9 @@ def test_gb300_405b_at_p90_needs_more_gpus_than_on_the_point() -> None:
     assert point["time_to_train_days"] <= 53 < point["time_to_train_days_high"]
     assert 0.5 <= point["p_meet_deadline"] < 0.9
     assert sure["n_gpus"] > point["n_gpus"]
-    assert sure["time_to_train_days_high"] == pytest.approx(sure["time_to_train_days_at_confidence"])
+    # the P90 is the interval's high end widened by run-to-run variability and the failures' Poisson spread
+    assert sure["time_to_train_days_p90"] == pytest.approx(sure["time_to_train_days_at_confidence"], rel=1e-12)
+    assert sure["time_to_train_days_high"] < sure["time_to_train_days_at_confidence"]
     assert sure["time_to_train_days_at_confidence"] <= 53 and sure["p_meet_deadline"] >= 0.9
     table = run_cli("plan", *BIG, "--deadline", "53d", "--confidence", "0.9", "--quiet").out
     assert "within 53.0 days, each with probability at least 0.9;" in table
@@ -116,7 +118,7 @@ def test_predict_deadline_gives_the_probability_of_finishing() -> None:
     args = ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "100B")
     point = _json(*args)["time_to_train_with_losses_days"]
     at_point = _json(*args, "--deadline", f"{point * 24}h")
-    assert at_point["p_finish_within_deadline"] == pytest.approx(0.5, abs=1e-6)
+    assert at_point["p_finish_within_deadline"] == pytest.approx(0.5, abs=1 / chance.SAMPLES)  # one draw
     later = _json(*args, "--deadline", f"{point * 1.2}d")["p_finish_within_deadline"]
     assert 0.9 < later < 1
     table = run_cli(*args, "--deadline", f"{point * 1.2}d").out

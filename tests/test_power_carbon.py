@@ -84,7 +84,9 @@ def test_quantiles_are_the_interval_ends_and_the_point() -> None:
     (c,) = _json("plan", "--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d",
                  "--quiet")["candidates"]  # fmt: skip
     assert c["time_to_train_days_p50"] == c["time_to_train_days"] and c["cost_usd_p50"] == c["cost_usd"]
-    assert c["time_to_train_days_p90"] == pytest.approx(c["time_to_train_days_high"], rel=1e-9)
+    # a plan's run on its goal basis spreads wider than the interval: run-to-run variability and random failures
+    assert c["time_to_train_days_p10"] < c["time_to_train_days"]
+    assert c["time_to_train_days"] < c["time_to_train_days_high"] < c["time_to_train_days_p90"]
     assert c["p_deadline"] == c["p_meet_deadline"] and c["p_budget"] is None
 
 

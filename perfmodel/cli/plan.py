@@ -20,7 +20,6 @@ from perfmodel.cli.options import (
     scenario_flags,
     scenario_options,
 )
-from perfmodel.errors import PerfmodelError, shown
 
 
 def plan_options(command: Command) -> Command:
@@ -76,24 +75,13 @@ def plan_fleet(
 ) -> Any:  # fmt: skip
     """The FleetReport of `plan --fleet`: each system type of the fleet (or of --gpu) planned over it; of a fleet
     file with [[job]]s, the SharedReport of its jobs planned together."""
-    from perfmodel.inputs.fleet import load_fleet
-    from perfmodel.planning import fleet as fleets
-    from perfmodel.planning import fleet_jobs
-    from perfmodel.planning import plan as planning
+    from perfmodel.planning.fleet_jobs import fleet_request
 
-    fleet = load_fleet(fleet_file)
-    targets, power_mw = flags.pop("gpu") or fleets.fleet_systems(fleet), flags.pop("power_mw")
-    if fleet.job and (deadline is not None or budget is not None):
-        raise PerfmodelError(f"{shown(fleet_file, 200)} has [[job]]s, each with its own deadline_days and "
-                             "budget_usd: drop --deadline and --budget")  # fmt: skip
+    targets, power_mw = flags.pop("gpu") or [], flags.pop("power_mw")
     with progress("Planning", quiet):
         options, origins = scenario_flags(flags)
-        if fleet.job:
-            jobs = fleet_jobs.jobs_of(fleet, fleet_file, scenario, options, origins, targets, confidence, power_mw)
-            return fleet_jobs.plan_jobs(jobs, fleet, max_gpus)
-        goal = planning.Goal(deadline, budget, confidence, power_mw)
-        bases = planning.candidate_bases(scenario, options, origins, targets)
-        return fleets.plan_fleet(bases, goal, fleet, max_gpus)
+        return fleet_request(fleet_file, scenario, options, origins, targets, (deadline, budget, confidence, power_mw),
+                             max_gpus)  # fmt: skip
 
 
 @cli.command()

@@ -21,6 +21,14 @@ name = "pretrain"
 scenario = "pretrain.toml"      # its work: a scenario file (relative to this file) and/or model and tokens
 deadline_days = 60
 budget_usd = 40e6               # optional
+
+[[job]]
+name = "finetune"
+model = "llama3.1-8b"
+tokens = "100B"
+deadline_days = 90              # days from now, as every job's
+after = "pretrain"              # optional: starts when pretrain finishes (at the plan's confidence), so it may
+start_days = 30                 #   reuse its GPUs; or not before this day (both: the later)
 ```
 
 A job runs on one system at one site (a pool's `site`; an offer without one joins any site) unless
@@ -82,6 +90,10 @@ class Job:
     tokens: float | str | None = bounded(None)
     """Tokens to train: a number or its text (15T)."""
     budget_usd: float | None = bounded(None, gt=0, le=1e12, allow_inf_nan=False)
+    start_days: float = bounded(0.0, ge=0, le=3650, allow_inf_nan=False)
+    """Days from now before which it cannot start (its data, its code): GPUs that jobs before it free are its."""
+    after: str = bounded("", max_length=64)
+    """The job it runs after ("": none): it starts when that one finishes, at the plan's confidence."""
 
 
 @record
@@ -131,12 +143,34 @@ def load_fleet(path: str | Path) -> Fleet:
             raise PerfmodelError(
                 f"{where}: field 'offer.{index}': give usd_per_gpu_hour (rent) or usd_per_system (buy), one of them"
             )
+    names = [job.name for job in fleet.job]
     for index, job in enumerate(fleet.job):
+        if job.after and (job.after not in names or job.after == job.name):
+            allowed = ", ".join(repr(name) for name in names if name != job.name) or "none"
+            raise PerfmodelError(f"{where}: field 'job.{index}.after': {job.after!r} is not another job; allowed "
+                                 f"one of {allowed}")  # fmt: skip
+        if job.start_days >= job.deadline_days:
+            raise PerfmodelError(f"{where}: field 'job.{index}.start_days': {job.start_days:g} leaves no time before "
+                                 f"its deadline_days {job.deadline_days:g}; allowed fewer days")  # fmt: skip
         tokens = job_tokens(job)
         if tokens is not None and not 0 < tokens < math.inf:
             raise PerfmodelError(f"{where}: field 'job.{index}.tokens': allowed a positive count such as {EXAMPLES}, "
                                  f"not {shown(repr(job.tokens), 80)}")  # fmt: skip
+    _check_chains(fleet, where)
     return fleet
+
+
+def _check_chains(fleet: Fleet, where: str) -> None:
+    """A job's `after` chain ends: a job cannot run after itself by way of others."""
+    after = {job.name: job.after for job in fleet.job}
+    for index, job in enumerate(fleet.job):
+        seen, name = [job.name], job.after
+        while name:
+            if name in seen:
+                raise PerfmodelError(f"{where}: field 'job.{index}.after': {' -> '.join([*seen, name])} runs in a "
+                                     "circle; allowed a chain that ends")  # fmt: skip
+            seen.append(name)
+            name = after[name]
 
 
 def job_tokens(job: Job) -> float | None:

@@ -451,7 +451,7 @@ def goal_table(report: Any) -> str:
         if isinstance(p, Campaign):
             notes.append(f"{c.label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
-        low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("low", "high"))
+        low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("p10", "p90"))
         interval = f"{low} to {high}"
         rows.append(
             [
@@ -523,8 +523,8 @@ def deadline_line(record: dict[str, Any]) -> str:
     """`predict --deadline`'s line: the probability of training within the deadline, and how it is read."""
     within = f"{_duration(record['deadline_days'] * 86400)}, {record['deadline_basis']}"
     return (
-        f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval read as a "
-        "two-piece log-normal around the point; README, 'Plans at a confidence')"
+        f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval, run-to-run "
+        "variability and random failures around the point; README, 'Plans at a confidence')"
     )
 
 
@@ -604,7 +604,7 @@ def fleet_table(report: Any, timed: bool = True) -> str:
                 f"{d['n_gpus']:,}",
                 owned or "-",
                 offered or "-",
-                f"{d['start_after_days']:g} days",
+                f"{d['start_after_days']:.3g} days",
                 f"{days[0]} ({days[1]} to {days[2]})",
                 f"{d['p_deadline']:.2f}",
                 _usd(d["cost_usd_owned"]),
@@ -631,10 +631,11 @@ def fleet_table(report: Any, timed: bool = True) -> str:
 def jobs_table(report: Any) -> str:
     """`perfmodel plan --fleet` of a file with [[job]]s: each job's mixes over what the jobs planned before it
     left, then the fleet's use per pool and offer."""
-    from perfmodel.planning.fleet_jobs import ORDER
-
     jobs = f"{len(report.jobs)} jobs" if len(report.jobs) > 1 else "1 job"
-    parts = [f"{jobs} sharing the fleet, planned {ORDER}: each over what the jobs before it left"]
+    parts = [f"{jobs} sharing the fleet, each over what the jobs planned before it left, in {report.order}"]
+    if report.orders_tried > 1:
+        parts[0] += (f" ({report.orders_tried} orders: {_usd(report.cost_usd())} in all; the tightest deadline first "
+                     f"would cost {_usd(report.greedy_cost_usd)})")  # fmt: skip
     for job in report.jobs:
         parts += ["", f"Job {job.name} (planned {_ordinal(job.turn)}): " + fleet_table(job.report, timed=False)]
     names = [job.name for job in report.jobs]
@@ -643,6 +644,11 @@ def jobs_table(report: Any) -> str:
             for u in report.use()]  # fmt: skip
     parts += ["", "Fleet use (GPUs):", _tabulate(rows, ["pool or offer", "kind", "system", "site", "GPUs", *names,
                                                         "left"])]  # fmt: skip
+    if power := report.power_use():
+        rows = [[u["site"] or "-", f"{u['cap_mw']:g}", *(f"{u['used_mw'][n]:,.2f}" if n in u["used_mw"] else "-"
+                 for n in names), f"{u['left_mw']:,.2f}"] for u in power]  # fmt: skip
+        parts += ["", "Site power (MW at the wall; the jobs at a site share its cap):",
+                  _tabulate(rows, ["site", "cap", *names, "left"])]  # fmt: skip
     return "\n".join([*parts, "", f"Planned in {report.elapsed_s:.2f} s."])
 
 

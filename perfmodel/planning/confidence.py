@@ -1,22 +1,32 @@
-"""A prediction's time to train as a distribution, read from its 80% interval: quantiles and the probability of
-finishing by a deadline.
+"""A prediction's time to train as a distribution: quantiles and the probability of finishing by a deadline.
 
-The calibration keeps, per out-of-sample protocol, the 10% and 90% quantiles of its held-out residuals as factors on
-a predicted time (fitting/calibrate.py `interval`), widened beyond the evidence (planning/evidence.py); not the
-residuals themselves. Between and beyond them the measured time is read as a two-piece log-normal with its median at
-the point: log(measured / predicted) is normal with the spread log(high) / z(0.9) above the point and
--log(low) / z(0.9) below it, so the 10% and 90% quantiles are the interval's ends exactly, the median is the point,
-and an interval that does not reach beyond 1 on a side says nothing is measured there. Without an interval (an
-uncalibrated prediction) the time is the point. Failures enter at their expected count (the goal's basis,
-planning/plan.py `goal_basis`): their Poisson spread, left out, is a few tenths of a percent of a long run's time
-(README, "Plans at a confidence"). Cost is proportional to time at the plan's price (the
-price is chosen, not drawn: its range is shown, not a probability).
+The model's own error is read from the prediction's 80% interval. The calibration keeps, per out-of-sample protocol,
+the 10% and 90% quantiles of its held-out residuals as factors on a predicted time (fitting/calibrate.py
+`interval`), widened beyond the evidence (planning/evidence.py); not the residuals themselves. Between and beyond
+them the measured time is read as a two-piece log-normal with its median at the point: log(measured / predicted) is
+normal with the spread log(high) / z(0.9) above the point and -log(low) / z(0.9) below it, so the 10% and 90%
+quantiles are the interval's ends exactly, the median is the point, and an interval that does not reach beyond 1 on
+a side says nothing is measured there (`time_factor`, `probability_within`, `quantiles`: the closed form). Without
+an interval (an uncalibrated prediction) that error is nil.
+
+A plan's time (`Spread`) adds two sources the interval does not hold: run-to-run variability (a log-normal of the
+spread measured between MLPerf runs of one submission, planning/variability.py) and the random count of
+interruptions (the goodput model's expected count as a Poisson count, each costing the mean of what the goodput
+model's loss of lost work, restarts and checkpoint reads gives one). They are combined by Monte-Carlo:
+SAMPLES draws from a fixed seed, the same draws for every prediction (so a probability moves smoothly with the GPUs
+and the deadline, and every answer is reproducible), the interruptions drawn by inverting their Poisson
+distribution; the sampled factors are divided by their median, so the P50 is the point exactly, as the interval's
+reading has it (centring moves the draws by the gap between the interruptions' median count and their mean, less
+than one interruption's cost: beside a run of days, a fraction of a percent). With
+neither source the closed form answers. Cost is proportional to time at the plan's price (the price is chosen, not
+drawn: its range is shown, not a probability).
 """
 
 from __future__ import annotations
 
 import math
-from functools import cache
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from perfmodel.errors import PerfmodelError
@@ -25,6 +35,11 @@ from perfmodel.physics.calibration import Interval
 if TYPE_CHECKING:
     from statistics import NormalDist
 
+    import numpy as np
+
+SAMPLES = 20_001
+"""Monte-Carlo draws per prediction (odd: the median is one draw, so the P50 is the point exactly)."""
+SEED = 31
 MEDIAN = 0.5
 """The default confidence: the point estimate, as plans were checked before confidences."""
 
@@ -81,3 +96,86 @@ def probability_within(interval: Interval | None, ratio: float) -> float:
         return 1.0 if ratio >= 1 else 0.0
     normal, z_end = _normal()
     return normal.cdf(z_end * math.log(ratio) / abs(math.log(end)))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What a run's time to train varies by, as factors on its point: the model's error (its 80% interval), the
+    run-to-run variability (a log standard deviation) and the interruptions (their expected count, and what each
+    costs as a share of the point's time)."""
+
+    interval: Interval | None = None
+    run_sd: float = 0.0
+    interruptions: float = 0.0
+    interruption_share: float = 0.0
+
+    @property
+    def closed(self) -> bool:
+        """Whether the interval alone spreads the time (the closed form answers)."""
+        return self.run_sd == 0 and (self.interruptions == 0 or self.interruption_share == 0)
+
+
+@cache
+def _draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fixed draws every spread is sampled from: a standard normal for the model's error and one for run-to-run
+    variability, a uniform for the interruptions. numpy is imported here: a prediction of a given layout is priced
+    without it (tests/test_fast_path.py)."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    return rng.standard_normal(SAMPLES), rng.standard_normal(SAMPLES), rng.random(SAMPLES)
+
+
+def _poisson(mean: float, uniform: np.ndarray) -> np.ndarray:
+    """Poisson counts of `mean` at the quantiles `uniform` (the inverse of its distribution, to 12 standard
+    deviations above the mean)."""
+    import numpy as np
+
+    top = int(mean + 12 * math.sqrt(mean) + 12)
+    k = np.arange(top + 1, dtype=float)
+    log_factorial = np.concatenate(([0.0], np.cumsum(np.log(k[1:]))))
+    cdf = np.cumsum(np.exp(k * math.log(mean) - mean - log_factorial))
+    return np.minimum(np.searchsorted(cdf, uniform, side="right"), top).astype(float)
+
+
+@lru_cache(maxsize=256)
+def _factors(spread: Spread) -> np.ndarray:
+    """The sampled factors on the point, sorted, their median 1."""
+    import numpy as np
+
+    z_model, z_run, uniform = _draws()
+    low, high = (1.0, 1.0) if spread.interval is None else (spread.interval.low, spread.interval.high)
+    z_end = _normal()[1]
+    log_factor = np.where(z_model > 0, z_model * math.log(high), -z_model * math.log(low)) / z_end
+    factors = np.exp(log_factor + spread.run_sd * z_run)
+    if spread.interruptions > 0:
+        counts = _poisson(spread.interruptions, uniform)
+        factors *= 1 + spread.interruption_share * (counts - spread.interruptions)
+    factors.sort()
+    return factors / factors[SAMPLES // 2]
+
+
+def spread_factor(spread: Spread, confidence: float) -> float:
+    """The factor on a predicted time that the measured one stays under with probability `confidence`."""
+    if confidence == MEDIAN or spread.closed:
+        return time_factor(spread.interval, confidence)
+    return float(_factors(spread)[min(int(confidence * SAMPLES), SAMPLES - 1)])
+
+
+def spread_within(spread: Spread, ratio: float) -> float:
+    """The probability that the measured time is at most `ratio` times the predicted one."""
+    if spread.closed or ratio <= 0 or math.isinf(ratio):
+        return probability_within(spread.interval, ratio)
+    import numpy as np
+
+    return float(np.searchsorted(_factors(spread), ratio, side="right")) / SAMPLES
+
+
+def spread_quantiles(spread: Spread, figures: dict[str, float | None]) -> dict[str, float | None]:
+    """`NAME_p10`, `NAME_p50`, `NAME_p90` of each figure proportional to a run's time under `spread` (the P50 the
+    figure itself)."""
+    if spread.closed:
+        return quantiles(spread.interval, figures)
+    factors = {key: spread_factor(spread, q) for key, q in (("p10", 0.1), ("p50", MEDIAN), ("p90", 0.9))}
+    return {f"{name}_{key}": None if value is None else value * factor
+            for name, value in figures.items() for key, factor in factors.items()}  # fmt: skip

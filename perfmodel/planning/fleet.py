@@ -1,13 +1,16 @@
-"""Plans over a fleet (`plan --fleet`): for each system type of the fleet, the cheapest mix of owned pools and
-offers that trains the work by the deadline at the goal's confidence.
+"""Plans over a fleet (`plan --fleet`): for each system type of the fleet, the cheapest mix of owned pools and offers
+that trains the work by the deadline at the goal's confidence.
 
 One job runs on one system type. Its sources are the pools of that system (no lead time) and its offers (each after
 its lead time), each at a cost per GPU-hour: a pool's owned basis, an offer's rental price, or a bought system's
 price spread over its life as `--buy` does (planning/tco.py). A plan that uses offers up to lead time L starts after
 L, so it has the deadline less L: for each such L (0 and every offer's), the fewest GPUs meeting that deadline from
-the sources there by then (plan.plan_candidate, capped at their capacity and the site's power) are filled cheapest
-first, and the cheapest of these plans is the answer. Owning more GPUs adds a source to every L, so it never raises
-a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
+the sources there by then (plan.plan_candidate, capped at their capacity and the power the site has left) are filled
+cheapest first, and the cheapest of these plans is the answer. The power cap (`--power-mw`) is each site's: the jobs
+at one site share it (planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a
+named site is a site of its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source
+to every L, so it never raises a plan's cost. A budget is checked on the mix's cost, with its probability
+(planning/confidence.py).
 """
 
 from __future__ import annotations
@@ -22,9 +25,22 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.fleet import Fleet, everything
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
-from perfmodel.planning import confidence as chance
 from perfmodel.planning import tco
-from perfmodel.planning.plan import CandidatePlan, Goal, goal_run, p_within, plan_candidate, power_cap_gpus, seed_count
+from perfmodel.planning.plan import (
+    CandidatePlan,
+    Goal,
+    Tried,
+    goal_run,
+    gpus_of,
+    gpus_within,
+    p_cost_within,
+    p_within,
+    plan_candidate,
+    power_cap_gpus,
+    seed_count,
+    time_factor,
+    wall_s,
+)  # fmt: skip
 
 DAY_S = 86400.0
 
@@ -99,10 +115,18 @@ class FleetPlan:
     start_after_days: float
     goal: Goal
     reason: str | None
+    site: str = ""
+    """The site it runs at ("" where its sources name none; every site where the fleet lets a job span them)."""
 
     @property
     def feasible(self) -> bool:
         return self.candidate is not None and self.candidate.feasible and self.reason is None
+
+    def window_days(self) -> tuple[float, float]:
+        """When it holds its GPUs, days from now: its start, and its finish at the goal's confidence."""
+        assert self.candidate is not None and self.candidate.prediction is not None
+        p = self.candidate.prediction
+        return self.start_after_days, self.start_after_days + wall_s(p) * time_factor(p, self.goal.confidence) / DAY_S
 
     def gpu_hours_per_gpu(self) -> float:
         """Each GPU's hours over the run on the goal's basis (the run's GPU-hours over its GPUs)."""
@@ -124,13 +148,14 @@ class FleetPlan:
         p, hours = self.candidate.prediction, self.gpu_hours_per_gpu()
         deadline_s = self.goal.deadline_s
         assert deadline_s is not None
-        cost, factor = self.cost_usd(), chance.time_factor(p.interval, self.goal.confidence)
+        cost, factor = self.cost_usd(), time_factor(p, self.goal.confidence)
         split = {kind: sum(n * hours * s.usd_per_gpu_hour for s, n in self.taken if s.kind == kind)
                  for kind in ("owned", "rent", "buy")}  # fmt: skip
         planned = self.candidate.to_dict()
         budget = self.goal.budget_usd
         return record | {
             "n_gpus": planned["n_gpus"],
+            "site": self.site,
             "start_after_days": self.start_after_days,
             "time_to_train_days": planned["time_to_train_days"],
             "time_to_train_days_p10": planned["time_to_train_days_p10"],
@@ -146,7 +171,7 @@ class FleetPlan:
             "cost_usd_rented": split["rent"],
             "cost_usd_bought": split["buy"],
             "cost_usd_at_confidence": cost * factor,
-            "p_budget": None if budget is None else _p_budget(p.interval, budget, cost),
+            "p_budget": None if budget is None else p_cost_within(p, budget, cost),
             "power_mw": planned["power_mw"],
             "co2e_t": planned["co2e_t"],
             "plan": planned,
@@ -158,10 +183,6 @@ def _used(source: Source, gpus: int, hours: float) -> dict[str, Any]:
     return {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
             "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
             "cost_usd": gpus * hours * source.usd_per_gpu_hour}  # fmt: skip
-
-
-def _p_budget(interval: Any, budget: float, cost: float) -> float:
-    return 1.0 if cost == 0 else chance.probability_within(interval, budget / cost)
 
 
 @dataclass(frozen=True)
@@ -194,15 +215,25 @@ class FleetReport:
 
 def plan_fleet(
     bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None,
-    used: Mapping[str, int] | None = None,
+    used: Mapping[str, int] | None = None, powered: Mapping[str, float] | None = None, tried: Tried | None = None,
+    start_days: float = 0.0,
 ) -> FleetReport:  # fmt: skip
     """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), from
-    what `used` (GPUs by source name, other jobs') leaves."""
+    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave, starting no earlier
+    than `start_days`; `tried`: predictions other plans made (plan.Tried), shared here by every lead time and
+    site."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
     start = time.perf_counter()
-    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used) for label, scenario in bases]
+    tried = {} if tried is None else tried
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {}, tried,
+                          start_days) for label, scenario in bases]  # fmt: skip
     return FleetReport(goal, plans, time.perf_counter() - start)
+
+
+def power_site(fleet: Fleet, site: str) -> str:
+    """Whose power cap a plan at `site` draws on: the site's, or the whole fleet's ("") where jobs may span sites."""
+    return "" if fleet.span_sites else site
 
 
 def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Source]]]:
@@ -215,8 +246,9 @@ def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Sourc
 
 
 def _plan_system(
-    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int] | None
-) -> FleetPlan:
+    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int],
+    powered: Mapping[str, float], tried: Tried, start_days: float,
+) -> FleetPlan:  # fmt: skip
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
     available = sources(fleet, base.cost, used).get(system, [])
@@ -228,32 +260,49 @@ def _plan_system(
         there = [s for s in group if s.lead_time_days <= lead]
         capacity = sum(s.gpus for s in there)
         if capacity == 0:
-            by_others = any((used or {}).get(s.name) for s in group if s.lead_time_days <= lead)
+            by_others = any(used.get(s.name) for s in group if s.lead_time_days <= lead)
             why = f"the fleet's {system} GPUs there by day {lead:g} are taken by other jobs" if by_others else why
             continue
-        deadline_s = goal.deadline_s - lead * DAY_S
+        begin = max(lead, start_days)
+        deadline_s = goal.deadline_s - begin * DAY_S
         if deadline_s <= 0:
-            why = f"the offers' lead time of {lead:g} days leaves no time before the deadline"
+            late = f"the offers' lead time of {lead:g} days" if lead >= start_days else f"a start on day {begin:g}"
+            why = f"{late} leaves no time before the deadline"
             continue
         at = f" at {site}" if site else ""
         limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
         if goal.power_mw is not None:
-            limit = min(limit, power_cap_gpus(hw, goal.power_mw, base.cost.pue))
+            power_cap_gpus(hw, goal.power_mw, base.cost.pue)  # a cap below one system is refused
+            left_mw = goal.power_mw - powered.get(power_site(fleet, site), 0.0)
+            powered_gpus = gpus_within(hw, left_mw, base.cost.pue)
+            if powered_gpus == 0:
+                why = (
+                    f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {goal.power_mw:g} MW left"
+                )
+                continue
+            if powered_gpus < limit:
+                limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of --power-mw {goal.power_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
-        candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling)
+        candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling, tried)
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
             continue
-        taken = fill(candidate.to_dict()["n_gpus"], there)
-        found = FleetPlan(system, candidate, taken, lead, goal, None)
+        taken = fill(gpus_of(candidate.prediction), there)
+        found = FleetPlan(system, candidate, taken, begin, goal, None, site)
         if goal.budget_usd is not None:
-            factor = chance.time_factor(candidate.prediction.interval, goal.confidence)
+            factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:
                 why = f"the cheapest mix by day {lead:g} costs ${found.cost_usd() * factor / 1e6:,.2f}M, over budget"
                 continue
         if best is None or found.cost_usd() < best.cost_usd():
             best = found
     return best or FleetPlan(system, None, [], math.nan, goal, why)
+
+
+def unplanned(bases: Sequence[tuple[str, Scenario]], goal: Goal, reason: str) -> FleetReport:
+    """A report of no plan for any system type, for `reason`."""
+    plans = [FleetPlan(resolve(s.gpu, s.system).system.id, None, [], math.nan, goal, reason) for _, s in bases]
+    return FleetReport(goal, plans, 0.0)
 
 
 def fleet_systems(fleet: Fleet) -> list[str]:

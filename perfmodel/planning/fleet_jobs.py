@@ -1,39 +1,65 @@
 """Several jobs sharing one fleet (a fleet file's [[job]]s): each job's cheapest mix, no GPU counted twice.
 
-The jobs are planned one at a time, the tightest deadline first (file order among equal deadlines), each over what
-the jobs before it left: earliest-deadline-first, the order a planner would hand out the fleet. It is greedy, not
-the cheapest total: a looser job might have used an owned pool for less than the tighter one it went to. An exact
-search would price every split of every pool between the jobs, each a layout search (a second or so per job and
-system), so it is left out. The jobs run at the same time: a GPU one job takes is not another's for the horizon
-(using a pool one after the other is not planned). A job added never lowers another's cost: it either comes after
-it (no effect) or takes capacity before it (less left, never a cheaper mix: planning/fleet.py fills cheapest first).
+The jobs are planned one at a time, each over what the jobs before it left. The order matters: a looser job may use
+an owned pool for more GPU-hours than the tighter one it would go to. Up to MAX_ORDERED jobs every order is planned
+(a job's plans over one leftover, and every prediction, shared between orders) and the one serving the most jobs for
+the least total cost is kept, so the answer is never dearer than the greedy one, which is among them; beyond that
+the tightest deadline goes first (file order among equal deadlines), the order a planner would hand out the fleet,
+and the report says so. Each job's mix is still its own cheapest over what it finds: an exact split of every pool
+between the jobs (a layout search per split) is not searched. A job holds its mix's GPUs from its start to its
+finish at the goal's confidence; it starts at day 0, or at its `start_days`, or when the job it runs `after`
+finishes (the later), once its offers' lead times have passed. A job planned later finds taken what the jobs before
+it hold at any moment of its window, its start to its deadline, so jobs one after another reuse the same GPUs and
+jobs at the same time never share one. A job added never lowers another's cost: whatever the order, a job finds at
+most the whole fleet, and less capacity never gives a cheaper mix (planning/fleet.py fills cheapest first). A site's
+power cap (`--power-mw`) is shared the same way (planning/fleet.py `power_site`), so the jobs at a site never draw
+more than its cap at once.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import shown
-from perfmodel.inputs.fleet import Fleet, job_tokens
+from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.fleet import Fleet, job_tokens, load_fleet
 from perfmodel.inputs.scenario import Cost, Scenario
-from perfmodel.planning.fleet import DAY_S, FleetPlan, FleetReport, Source, plan_fleet, sources
-from perfmodel.planning.plan import Goal, candidate_bases
+from perfmodel.planning.fleet import (
+    DAY_S,
+    FleetPlan,
+    FleetReport,
+    Source,
+    fleet_systems,
+    plan_fleet,
+    power_site,
+    sources,
+    unplanned,
+)  # fmt: skip
+from perfmodel.planning.plan import Goal, Tried, candidate_bases, power_mw
 from perfmodel.planning.request import ScenarioSource
 
-ORDER = "tightest deadline first"
+GREEDY = "tightest deadline first"
+ORDERED = "the order serving the most jobs for the least total cost, of every order tried"
+MAX_ORDERED = 6
+"""Up to this many jobs every order is tried (720 orders of 6, 1,956 job plans at most, sharing their predictions);
+beyond it the jobs are planned greedily, the tightest deadline first."""
 
 
 @dataclass(frozen=True)
 class Job:
-    """A job to plan: its name, its candidates (label, scenario on each system type) and its goal."""
+    """A job to plan: its name, its candidates (label, scenario on each system type), its goal and when it may start
+    (not before `start_days`, nor before the job it runs `after` finishes)."""
 
     name: str
     bases: Sequence[tuple[str, Scenario]]
     goal: Goal
+    start_days: float = 0.0
+    after: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,51 +81,179 @@ class JobPlan:
 
 
 @dataclass(frozen=True)
+class Held:
+    """What a planned job's chosen mix holds from its start to its finish (at the goal's confidence), in days from
+    now: GPUs by source name, and power at its `power_site`."""
+
+    job: str
+    start_days: float
+    finish_days: float
+    gpus: tuple[tuple[str, int], ...]
+    site: str
+    power_mw: float
+
+
+def most_held(
+    held: Sequence[Held], start_days: float = 0.0, end_days: float = math.inf
+) -> tuple[dict[str, int], dict[str, float]]:
+    """The most GPUs of each source, and the most power at each site, that `held` holds at once between `start_days`
+    and `end_days` (what is held changes as holdings start and finish: the most is at the window's start or at a
+    holding's start within it)."""
+    gpus: dict[str, int] = {}
+    power: dict[str, float] = {}
+    for moment in [start_days, *(h.start_days for h in held if start_days < h.start_days < end_days)]:
+        now = [h for h in held if h.start_days <= moment < h.finish_days]
+        for name in {name for h in now for name, _ in h.gpus}:
+            gpus[name] = max(gpus.get(name, 0), sum(dict(h.gpus).get(name, 0) for h in now))
+        for site in {h.site for h in now}:
+            power[site] = max(power.get(site, 0.0), sum(h.power_mw for h in now if h.site == site))
+    return gpus, power
+
+
+@dataclass(frozen=True)
 class SharedReport:
     jobs: list[JobPlan]
     """In the file's order."""
     capacity: list[Source]
     """Every pool and offer at its whole capacity."""
     elapsed_s: float
+    power_cap_mw: float | None = None
+    """Each site's power cap (`--power-mw`), shared by the jobs there at the same time."""
+    held: tuple[Held, ...] = ()
+    """What each job's chosen mix holds, and when."""
+    order: str = GREEDY
+    """How the order the jobs were planned in (their `turn`) was chosen."""
+    orders_tried: int = 1
+    greedy_cost_usd: float = 0.0
+    """The chosen mixes' total cost had the jobs been planned the tightest deadline first."""
 
-    def used(self) -> dict[str, dict[str, int]]:
-        """GPUs each job's chosen mix takes, by source name, then job name."""
-        found: dict[str, dict[str, int]] = {source.name: {} for source in self.capacity}
-        for job in self.jobs:
-            for source, gpus in job.chosen.taken if job.chosen else []:
-                found[source.name][job.name] = gpus
-        return found
+    def cost_usd(self) -> float:
+        """The chosen mixes' total cost."""
+        return sum(job.chosen.cost_usd() for job in self.jobs if job.chosen is not None)
 
     def use(self) -> list[dict[str, Any]]:
-        """The fleet's use per pool and offer: its GPUs, each job's share and what is left."""
-        used = self.used()
-        return [{"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus,
-                 "used": used[s.name], "left": s.gpus - sum(used[s.name].values())}
-                for s in self.capacity]  # fmt: skip
+        """The fleet's use per pool and offer: its GPUs, each job's share, the most held at once (jobs one after
+        another may each take the same GPUs) and what that leaves."""
+        found, most = [], most_held(self.held)[0]
+        for s in self.capacity:
+            on = [h for h in self.held if dict(h.gpus).get(s.name)]
+            source = {"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus}
+            held = {h.job: dict(h.gpus)[s.name] for h in on}
+            found.append(source | {"used": held, "peak": most.get(s.name, 0), "left": s.gpus - most.get(s.name, 0)})
+        return found
+
+    def power_use(self) -> list[dict[str, Any]]:
+        """The power each site's jobs draw (MW at the wall), each job's, the most at once and what that leaves of
+        the cap; none without a cap. Site "" is the sources of no named site, or the whole fleet where jobs span
+        sites."""
+        cap = self.power_cap_mw
+        if cap is None:
+            return []
+        most, sites = most_held(self.held)[1], dict.fromkeys(h.site for h in self.held)
+        return [{"site": site, "cap_mw": cap, "used_mw": {h.job: h.power_mw for h in self.held if h.site == site},
+                 "peak_mw": most[site], "left_mw": cap - most[site]} for site in sites]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": ORDER, "jobs": [job.to_dict() for job in self.jobs], "fleet_use": self.use(),
-                "elapsed_s": self.elapsed_s}  # fmt: skip
+        return {"order": self.order, "orders_tried": self.orders_tried, "cost_usd": self.cost_usd(),
+                "greedy_cost_usd": self.greedy_cost_usd, "jobs": [job.to_dict() for job in self.jobs],
+                "fleet_use": self.use(), "power_use": self.power_use(), "elapsed_s": self.elapsed_s}  # fmt: skip
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat record per job and system type (`--format csv`)."""
         return [{"job": job.name, "turn": job.turn} | record for job in self.jobs for record in job.report.to_records()]
 
 
+_Reports = dict[tuple[str, float, tuple[tuple[str, int], ...], tuple[tuple[str, float], ...]], FleetReport]
+
+
+@dataclass(frozen=True)
+class _State:
+    """The jobs planned so far, in their turns, and what their chosen mixes hold."""
+
+    planned: tuple[JobPlan, ...] = ()
+    held: tuple[Held, ...] = ()
+
+    def then(self, job: Job, fleet: Fleet, max_gpus: int | None, tried: Tried, reports: _Reports) -> _State:
+        """This state with `job` planned next, over what the jobs whose holdings overlap its window (its start to its
+        deadline) leave (`reports`: the job's plans over each leftover already planned, which other orders reach)."""
+        turn = len(self.planned) + 1
+        start = job.start_days
+        if job.after:
+            before = next((h for h in self.held if h.job == job.after), None)
+            if before is None:
+                report = unplanned(job.bases, job.goal, f"it runs after {job.after!r}, which no mix serves")
+                return _State((*self.planned, JobPlan(job.name, report, turn)), self.held)
+            start = max(start, before.finish_days)
+        assert job.goal.deadline_s is not None
+        used, drawn = most_held(self.held, start, job.goal.deadline_s / DAY_S)
+        left = (job.name, start, tuple(sorted(used.items())), tuple(sorted(drawn.items())))
+        if left not in reports:
+            reports[left] = plan_fleet(job.bases, job.goal, fleet, max_gpus, used, drawn, tried, start)
+        report = reports[left]
+        chosen, held = report.cheapest(), self.held
+        if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
+            taken = tuple((source.name, gpus) for source, gpus in chosen.taken)
+            mw = power_mw(chosen.candidate.prediction)
+            held = (*held, Held(job.name, *chosen.window_days(), taken, power_site(fleet, chosen.site), mw))
+        return _State((*self.planned, JobPlan(job.name, report, turn)), held)
+
+    def score(self) -> tuple[int, float]:
+        """What the best order minimises: the jobs no mix serves, then the total cost of the chosen mixes."""
+        chosen = [job.chosen for job in self.planned]
+        return sum(c is None for c in chosen), sum(c.cost_usd() for c in chosen if c is not None)
+
+
+def _in_turn(order: Sequence[Job]) -> bool:
+    """Whether every job comes after the job it runs after."""
+    seen: set[str] = set()
+    for job in order:
+        if job.after and job.after not in seen:
+            return False
+        seen.add(job.name)
+    return True
+
+
+def greedy_order(jobs: Sequence[Job]) -> list[Job]:
+    """The tightest deadline first (file order among equal ones), each job after the one it runs after."""
+    waiting, order = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0), list[Job]()
+    while waiting:
+        placed = {job.name for job in order}
+        ready = next(job for job in waiting if not job.after or job.after in placed)
+        order.append(ready)
+        waiting.remove(ready)
+    return order
+
+
 def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> SharedReport:
-    """Each job's cheapest mix per system type, the tightest deadline first, over what the jobs before it left."""
+    """Each job's cheapest mix per system type over the GPUs and the site power the jobs before it left for its
+    window, in the order that serves the most jobs for the least total cost: every order up to MAX_ORDERED jobs
+    (each job after the one it runs after; the plans of a common first few shared), else the tightest deadline
+    first."""
     start = time.perf_counter()
-    used: dict[str, int] = {}
-    planned: dict[str, JobPlan] = {}
-    order = sorted(jobs, key=lambda job: job.goal.deadline_s or 0.0)
-    for turn, job in enumerate(order, 1):
-        report = plan_fleet(job.bases, job.goal, fleet, max_gpus, used)
-        planned[job.name] = JobPlan(job.name, report, turn)
-        chosen = report.cheapest()
-        for source, gpus in chosen.taken if chosen else []:
-            used[source.name] = used.get(source.name, 0) + gpus
+    greedy = greedy_order(jobs)
+    everyone = len(jobs) <= MAX_ORDERED
+    orders = (order for order in permutations(greedy) if _in_turn(order)) if everyone else iter([tuple(greedy)])
+    states: dict[tuple[str, ...], _State] = {(): _State()}
+    tried: Tried = {}
+    reports: _Reports = {}
+    best: _State | None = None
+    count = 0
+    for order in orders:
+        count += 1
+        names = tuple(job.name for job in order)
+        for turn in range(1, len(order) + 1):
+            if names[:turn] not in states:
+                states[names[:turn]] = states[names[: turn - 1]].then(order[turn - 1], fleet, max_gpus, tried, reports)
+        if best is None or states[names].score() < best.score():
+            best = states[names]
+    assert best is not None
+    greedy_cost = states[tuple(job.name for job in greedy)].score()[1]
+    how = GREEDY if len(jobs) == 1 else ORDERED if everyone else f"{GREEDY} (greedy: more than {MAX_ORDERED} jobs)"
+    by_name = {plan.name: plan for plan in best.planned}
     capacity = [source for found in sources(fleet, Cost()).values() for source in found]
-    return SharedReport([planned[job.name] for job in jobs], capacity, time.perf_counter() - start)
+    cap = next((job.goal.power_mw for job in jobs), None)
+    return SharedReport([by_name[job.name] for job in jobs], capacity, time.perf_counter() - start, cap, best.held,
+                        how, count, greedy_cost)  # fmt: skip
 
 
 def jobs_of(
@@ -116,5 +270,27 @@ def jobs_of(
         given = {key: value for key, value in own.items() if value}
         source = where / job.scenario if job.scenario else scenario
         bases = candidate_bases(source, dict(options) | given, origins | named, targets)
-        found.append(Job(job.name, bases, Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)))
+        goal = Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)
+        found.append(Job(job.name, bases, goal, job.start_days, job.after))
     return found
+
+
+def fleet_request(
+    path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
+    targets: Sequence[str], goal: tuple[float | None, float | None, float, float | None], max_gpus: int | None,
+    named: tuple[str, str] = ("--deadline", "--budget"),
+) -> FleetReport | SharedReport:  # fmt: skip
+    """`plan --fleet`: each system type of the fleet file at `path` (or `targets`) planned over it for the goal
+    (deadline_s, budget_usd, confidence, power_mw); of a file with [[job]]s, its jobs planned together, each for its
+    own deadline and budget (a goal's deadline or budget, `named` as the caller names them, is refused)."""
+    fleet = load_fleet(path)
+    deadline_s, budget_usd, confidence, power_mw = goal
+    targets = list(targets) or fleet_systems(fleet)
+    if fleet.job:
+        if deadline_s is not None or budget_usd is not None:
+            raise PerfmodelError(f"{shown(path, 200)} has [[job]]s, each with its own deadline_days and budget_usd: "
+                                 f"drop {named[0]} and {named[1]}")  # fmt: skip
+        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw)
+        return plan_jobs(jobs, fleet, max_gpus)
+    bases = candidate_bases(scenario, options, origins, targets)
+    return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import Losses as LossSettings
@@ -227,19 +227,39 @@ def _tokens(count: float) -> str:
     return f"{count:,.0f}"
 
 
-def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
-    """The goodput model's loss, split: its checkpoint writes (every interval of training, and before each planned
-    interruption) and the rest (lost work, restarts, checkpoint reads)."""
+class FailureLoss(NamedTuple):
+    """The goodput model's expected loss of one run, split as `failure_split` does, with its interruptions."""
+
+    writes: float
+    checkpoint_s: float
+    rest_s: float
+    """Lost work, restarts and checkpoint reads: what the interruptions themselves cost."""
+    interruptions: float
+    """Expected interruptions, planned and unexpected: each pays a restart."""
+    unexpected: float
+
+
+def failure_loss(run: Run, reliability: Goodput) -> FailureLoss | None:
+    """The goodput model's expected loss of `run`; None when failures stop it from ever finishing."""
     failing = with_failures(run, reliability)
-    if failing is None:
-        return
+    counts = reliability.interruptions(run.time_s)
+    if failing is None or counts is None:
+        return None
     interval = reliability.interval_s or math.inf  # 0: no unexpected failures, so no periodic checkpoint
     writes, checkpoint_s, rest_s = failure_split(run.time_s, failing.time_s, interval, reliability.planned_per_s,
                                                  reliability.write_s)  # fmt: skip
-    counts = reliability.interruptions(run.time_s)
-    unexpected = counts[1] if counts else 0.0
-    add("failures", rest_s, f"{expected(unexpected)} unexpected interruptions", "goodput model")
-    add("checkpoints", checkpoint_s, f"{writes:,.0f} writes of {reliability.write_s:,.1f} s", "goodput model")
+    return FailureLoss(writes, checkpoint_s, rest_s, *counts)
+
+
+def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
+    """The goodput model's loss, split: its checkpoint writes (every interval of training, and before each planned
+    interruption) and the rest (lost work, restarts, checkpoint reads)."""
+    loss = failure_loss(run, reliability)
+    if loss is None:
+        return
+    add("failures", loss.rest_s, f"{expected(loss.unexpected)} unexpected interruptions", "goodput model")
+    add("checkpoints", loss.checkpoint_s, f"{loss.writes:,.0f} writes of {reliability.write_s:,.1f} s",
+        "goodput model")  # fmt: skip
 
 
 @dataclass(frozen=True)

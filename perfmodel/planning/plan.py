@@ -33,9 +33,11 @@ from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
 from perfmodel.planning import carbon
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
+from perfmodel.planning.losses import failure_loss
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
+from perfmodel.planning.variability import run_to_run_sd
 from perfmodel.planning.views import Shown
 
 SCALING_GAIN = 0.01
@@ -120,22 +122,31 @@ def _system_mw(hw: Hardware, pue: float) -> float:
     return powered * hw.it_power_w_per_gpu * pue / 1e6
 
 
+def gpus_of(p: Result) -> int:
+    """The GPUs a plan takes (a campaign's most, its first phase's)."""
+    return p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
+
+
 def power_mw(p: Result) -> float:
     """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE."""
-    n = p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
-    return math.ceil(n / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
+    return math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
+
+
+def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
+    """The most GPUs a job may take within `cap_mw`: whole systems, each at the wall x PUE (`power_mw`); 0 below
+    one system."""
+    return max(math.floor(cap_mw / _system_mw(hw, pue)), 0) * hw.job_gpus_per_system
 
 
 def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float) -> int:
-    """The most GPUs a job may take within `cap_mw`: whole systems, each at the wall x PUE (`power_mw`)."""
+    """`gpus_within` a site's cap, which must hold one system (a one-line error names it)."""
     system_mw = _system_mw(hw, pue)
-    systems = math.floor(cap_mw / system_mw)
-    if systems < 1:
+    if gpus_within(hw, cap_mw, pue) < 1:
         raise PerfmodelError(
             f"--power-mw {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
             f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
         )
-    return systems * hw.job_gpus_per_system
+    return gpus_within(hw, cap_mw, pue)
 
 
 def _budget_cost(p: Result) -> float:
@@ -145,15 +156,45 @@ def _budget_cost(p: Result) -> float:
     return cost
 
 
+def spread(p: Result) -> chance.Spread:
+    """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the measured
+    run-to-run variability and, on a basis with failures, its expected interruptions (every phase's), each costing
+    the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
+    count = lost_s = 0.0
+    if goal_basis(p) != FAILURE_FREE:
+        for phase in p.phases.values() if isinstance(p, Campaign) else (p,):
+            loss = None if phase.run is None or phase.goodput is None else failure_loss(phase.run, phase.goodput)
+            if loss is not None:
+                count, lost_s = count + loss.interruptions, lost_s + loss.rest_s
+    time_s = wall_s(p)
+    share = lost_s / count / time_s if count and math.isfinite(time_s) else 0.0
+    return chance.Spread(p.interval, run_to_run_sd(), count, share)
+
+
+def time_factor(p: Result, confidence: float) -> float:
+    """The factor on the run's time (and cost) on the goal's basis at `confidence`."""
+    return chance.spread_factor(spread(p), confidence)
+
+
 def p_within(p: Result, deadline_s: float) -> float:
     """The probability that the run on the goal's basis finishes within `deadline_s` (planning/confidence.py)."""
-    return chance.probability_within(p.interval, deadline_s / wall_s(p))
+    return chance.spread_within(spread(p), deadline_s / wall_s(p))
 
 
 def p_affordable(p: Result, budget_usd: float) -> float | None:
     """The probability that the run on the goal's basis costs at most `budget_usd` at its price (None: no price)."""
     cost = cost_usd(p)
-    return None if cost is None else chance.probability_within(p.interval, budget_usd / cost)
+    return None if cost is None else p_cost_within(p, budget_usd, cost)
+
+
+def p_cost_within(p: Result, budget_usd: float, cost: float) -> float:
+    """The probability that a cost of `cost` at the point, proportional to the run's time, stays within the budget."""
+    return 1.0 if cost == 0 else chance.spread_within(spread(p), budget_usd / cost)
+
+
+Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None]]
+"""Predictions already made, by scenario and count (None, with why, where no layout runs): plans that try the same
+counts of the same work (a fleet's lead times and sites, its jobs in every order) share them."""
 
 
 @dataclass
@@ -167,26 +208,32 @@ class _Tries:
     """Times and costs are their quantiles at this probability."""
     found: dict[int, Result | None] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    shared: Tried = field(default_factory=dict)
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
         if n not in self.found:
             if len(self.found) >= MAX_TRIES:
                 raise PerfmodelError(f"plan: more than {MAX_TRIES} GPU counts tried for {self.base.gpu}; report this")
-            scenario = replaced(self.base, n_gpus=n)
-            try:
-                self.found[n] = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
-            except PerfmodelError as exc:
-                self.found[n], self.why[n] = None, str(exc)
+            if (self.base, n) not in self.shared:
+                scenario = replaced(self.base, n_gpus=n)
+                try:
+                    made = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
+                    self.shared[self.base, n] = made, None
+                except PerfmodelError as exc:
+                    self.shared[self.base, n] = None, str(exc)
+            self.found[n], why = self.shared[self.base, n]
+            if why is not None:
+                self.why[n] = why
         return self.found[n]
 
     def time(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else wall_s(p) * chance.time_factor(p.interval, self.confidence)
+        return math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
 
     def cost(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else _budget_cost(p) * chance.time_factor(p.interval, self.confidence)
+        return math.inf if p is None else _budget_cost(p) * time_factor(p, self.confidence)
 
 
 @dataclass(frozen=True)
@@ -252,7 +299,7 @@ class CandidatePlan:
             "power_mw": power_mw(p),
             "co2e_t": co2e_t,
             "co2e_embodied_t": carbon.embodied_t(run.gpu_hours),
-            **chance.quantiles(p.interval, figures),
+            **chance.spread_quantiles(spread(p), figures),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             **self._chances(p),
@@ -262,7 +309,7 @@ class CandidatePlan:
     def _chances(self, p: Result) -> dict[str, Any]:
         """The time and cost at the goal's confidence, and the probabilities of meeting the deadline and the budget
         (planning/confidence.py); None where the goal has no deadline or budget, or the plan no price."""
-        goal, factor, cost = self.goal, chance.time_factor(p.interval, self.goal.confidence), cost_usd(p)
+        goal, factor, cost = self.goal, time_factor(p, self.goal.confidence), cost_usd(p)
         deadline = None if goal.deadline_s is None else p_within(p, goal.deadline_s)
         budget = None if goal.budget_usd is None else p_affordable(p, goal.budget_usd)
         return {
@@ -369,7 +416,7 @@ def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None,
 def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float, ceiling: str) -> str:
     if p is None:
         return why or "no layout runs"
-    time_s = wall_s(p) * chance.time_factor(p.interval, confidence)
+    time_s = wall_s(p) * time_factor(p, confidence)
     days = f"{time_s / 86400:,.1f} days {goal_basis(p)}{chance.at(confidence)}"
     if isinstance(p, Campaign):
         head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days} for the campaign"
@@ -385,16 +432,17 @@ def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence:
 
 
 def plan_candidate(
-    base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus"
-) -> CandidatePlan:
+    base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus",
+    tried: Tried | None = None,
+) -> CandidatePlan:  # fmt: skip
     """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open); `ceiling`
-    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs)."""
+    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made."""
     hw = resolve(base.gpu, base.system)
     unit = granularity(hw)
     grid = counts(unit, max_gpus)
     if not grid:
         raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
-    tries = _Tries(base, grid, goal.confidence)
+    tries = _Tries(base, grid, goal.confidence, shared={} if tried is None else tried)
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:

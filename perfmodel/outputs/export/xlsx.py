@@ -560,15 +560,16 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
             f"Goal: each candidate's fewest GPUs that train within {' and '.join(w for w in within if w)} ({basis})."
         )
         sentences.append(
-            "p_deadline and p_budget are values, not formulas: the time read as a two-piece log-normal whose P10 and "
-            "P90 are the 80% interval's ends and whose median is the point (perfmodel planning/confidence.py); "
+            "p_deadline and p_budget are values, not formulas: 20,001 seeded draws of the time, the 80% interval "
+            "read as a two-piece log-normal around the point, times run-to-run variability measured between MLPerf "
+            "runs and the interruptions as a Poisson count, median the point (perfmodel planning/confidence.py); "
             "P10/P50/P90 on Results are live (the quantity times the interval's factors)."
         )
     if "mix_cost_usd" in values:
         sentences.append(
             "Fleet: each system type's cheapest mix of owned pools and offers meeting the goal (planning/fleet.py); "
             "a source's cost is its GPUs x the time on the goal's basis x its rate, live; the mix's cost at the "
-            "confidence is a value: its cost times the interval's factor at the confidence (planning/confidence.py)."
+            "confidence is a value: its cost times the time's factor at the confidence (planning/confidence.py)."
         )
     prices = dict.fromkeys(zip(values["system"], values["price_source"], strict=True))
     for system, source in prices:
