@@ -248,10 +248,9 @@ def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
     add("checkpoints", checkpoint_s, "goodput model", "{:,.0f} writes of {:,.1f} s", writes, reliability.write_s)
 
 
-@dataclass(frozen=True)
-class Steps:
+class Steps(NamedTuple):
     """What the ramp and evaluation losses price: the step time at another global batch on the same layout, and
-    the forward pass of the run's batch."""
+    the forward pass of the run's batch (a NamedTuple: one is made per prediction)."""
 
     step_at: Callable[[int], Any]
     """The step time at a global batch that `divisor` divides."""

@@ -639,14 +639,15 @@ def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     step = evaluate(ctx, _layout_vars_of(ctx, layout))
-    price, interval, reliability, measured, ground = layout_free(scenario, ctx, layout.n_gpus, calibrated)
+    n_gpus, rate = layout.n_gpus, tokens_per_s(layout, step)
+    price, interval, reliability, measured, ground = layout_free(scenario, ctx, n_gpus, calibrated)
     evidence = None
     if ground is not None and interval is not None:
         flops = ctx.memo.get(("model flops per token", layout.seq_len))
         if flops is None:
             flops = ctx.model.model_flops_per_token(layout.seq_len, ctx.packing)
             ctx.memo["model flops per token", layout.seq_len] = flops
-        evidence = ground.at(layout, tokens_per_s(layout, step) / layout.n_gpus * flops / 1e12, interval)
+        evidence = ground.at(layout, rate / n_gpus * flops / 1e12, interval)
         interval = evidence.interval
     mlperf, run = None, None
     if scenario.benchmark:
@@ -658,10 +659,10 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
         check_one_step(scenario.tokens, layout)
-        tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
+        tokens, time_s = scenario.tokens, scenario.tokens / rate
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.it_power_w_per_gpu
-        run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
+        run = training_run(tokens, time_s, n_gpus, price, power_w, scenario.cost.pue)
     exchange = None
     if ctx.model.is_moe:  # imported here: a dense prediction does not load it
         from perfmodel.physics.expert_exchange import expert_exchange
@@ -671,7 +672,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     if run is not None and mlperf is None:
         fitted = calibration.resolve(scenario.calibration) if calibrated else None
         share = losses.straggler_share(scenario.losses, fitted)
-        lost = losses.losses(run, reliability, scenario.losses, layout.n_gpus, share, run_steps(ctx, layout, step))
+        lost = losses.losses(run, reliability, scenario.losses, n_gpus, share, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured, evidence, lost)
 
