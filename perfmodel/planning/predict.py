@@ -298,13 +298,19 @@ class Prediction(Shown):
         return {f"{name}_{side}": None if value is None else value * factor for name, value in quantities.items()
                 for side, factor in (("low", low), ("high", high))}  # fmt: skip
 
+    @cached_property
+    def co2e_t(self) -> float | None:
+        """The run's operational tCO2e at the grid's intensity (planning/carbon.py); None without a run."""
+        run = self.run
+        return None if run is None else carbon.operational_t(run.energy_kwh, self.scenario.cost.grid_gco2_per_kwh)
+
     def _carbon_dict(self) -> dict[str, Any]:
         """The grid's intensity and the run's operational and embodied tCO2e (planning/carbon.py)."""
-        grid, run = self.scenario.cost.grid_gco2_per_kwh, self.run
+        run = self.run
         return {
             "power_w_per_gpu_at_wall": self.hardware.it_power_w_per_gpu,
-            "grid_gco2_per_kwh": grid,
-            "co2e_t": None if run is None else carbon.operational_t(run.energy_kwh, grid),
+            "grid_gco2_per_kwh": self.scenario.cost.grid_gco2_per_kwh,
+            "co2e_t": self.co2e_t,
             "co2e_embodied_t": None if run is None else carbon.embodied_t(run.gpu_hours),
         }
 
@@ -315,8 +321,7 @@ class Prediction(Shown):
         if run is None:
             return {}
         figures = {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
-                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh,
-                   "co2e_t": carbon.operational_t(run.energy_kwh, self.scenario.cost.grid_gco2_per_kwh)}  # fmt: skip
+                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
         return chance.quantiles(self.interval, figures)
 
     def _mlperf_dict(self) -> dict[str, Any]:
