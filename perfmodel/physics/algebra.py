@@ -163,6 +163,8 @@ def sqrt(a: Number) -> Number:
 
 def lookup(table: tuple[float, ...], index: Number) -> Number:
     """table[index] for an integer-valued index (float or array)."""
+    if type(index) in PLAIN:
+        return table[int(index)]
     kind = _kind(index)
     if kind == "numpy":
         import numpy as np
