@@ -578,11 +578,13 @@ class LayoutFree(NamedTuple):
     ground: Ground | None
     """What the calibration's measured runs say of the question before its layout is known (None: uncalibrated, no
     interval, or a calibration file without evidence)."""
+    straggler: tuple[float, str]
+    """The losses' straggler share at 128 GPUs and its source (losses.straggler_share)."""
 
 
 def layout_free(scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool) -> LayoutFree:
-    """The price, time interval, goodput, measured MoE rows and measured ground of a prediction (LayoutFree), kept by
-    the context."""
+    """The price, time interval, goodput, measured MoE rows, measured ground and straggler share of a prediction
+    (LayoutFree), kept by the context."""
     fitted = calibration.resolve(scenario.calibration)
     same, equal = (scenario, fitted), (n_gpus, calibrated)
     made: LayoutFree | None = _repeated(ctx.memo, _LAST_LAYOUT_FREE, same, equal)
@@ -596,7 +598,8 @@ def _layout_free(
 ) -> LayoutFree:
     """`layout_free` itself, kept per cost, goodput and calibration settings."""
     try:
-        key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput)
+        key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput,
+               scenario.losses)  # fmt: skip
         found = ctx.memo.get(key)
     except TypeError:  # goodput settings with their own failure rates (a dict) are not kept
         key, found = None, None
@@ -615,6 +618,7 @@ def _layout_free(
         goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus),
         measured,
         _ground(fitted, scenario, ctx, n_gpus) if interval else None,
+        losses.straggler_share(scenario.losses, fitted if calibrated else None),
     )
     if key is not None:
         ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
@@ -645,7 +649,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     step = evaluate(ctx, _layout_vars_of(ctx, layout))
     n_gpus, rate = layout.n_gpus, tokens_per_s(layout, step)
-    price, interval, reliability, measured, ground = layout_free(scenario, ctx, n_gpus, calibrated)
+    price, interval, reliability, measured, ground, straggler = layout_free(scenario, ctx, n_gpus, calibrated)
     evidence = None
     if ground is not None and interval is not None:
         flops = ctx.memo.get(("model flops per token", layout.seq_len))
@@ -675,9 +679,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         exchange = expert_exchange(ctx, layout)
     lost = None
     if run is not None and mlperf is None:
-        fitted = calibration.resolve(scenario.calibration) if calibrated else None
-        share = losses.straggler_share(scenario.losses, fitted)
-        lost = losses.losses(run, reliability, scenario.losses, n_gpus, share, run_steps(ctx, layout, step))
+        lost = losses.losses(run, reliability, scenario.losses, n_gpus, straggler, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured, evidence, lost)
 
