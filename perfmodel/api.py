@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
+from perfmodel.inputs.scenario import Scenario, scenario_file
+from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
+from perfmodel.planning.request import load_request
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
-    from perfmodel.inputs.scenario import Scenario
     from perfmodel.outputs.launch import Launch
     from perfmodel.physics.calibration import Calibration
     from perfmodel.planning.campaign import Campaign
@@ -111,8 +113,6 @@ def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions])
     A campaign (a scenario with [[phase]] tables) gives a Campaign: `.phases` (a Prediction per phase, by name),
     `.to_dict()` (the totals, and `phases`) and `.to_records()` (a row per phase and the total row).
     """
-    from perfmodel.planning.campaign import predict_any
-
     return predict_any(_request(scenario, dict(options), relayout=False))
 
 
@@ -324,8 +324,6 @@ def frame(result: Any) -> Any:
 
 def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
     """The scenario a question asks for, checked; a question asked before is answered from `_ASKED`."""
-    from perfmodel.planning.request import load_request
-
     _check_source(scenario)
     key = _asked_key(scenario, options, relayout)
     found = _ASKED.get(key) if key is not None else None
@@ -359,7 +357,7 @@ def _asked_key(scenario: ScenarioSource, options: dict[str, Any], relayout: bool
     if given is None:
         return None
     try:
-        stat = os.stat(_default_file() if scenario is None else _scenario_file(scenario))
+        stat = os.stat(_default_file() if scenario is None else scenario_file(scenario))
     except (OSError, PerfmodelError):
         return None
     return (str(scenario), given, relayout, stat.st_mtime_ns, stat.st_size, os.getcwd(), catalogue.version())
@@ -379,23 +377,13 @@ def _is_file(value: Any) -> bool:
     return isinstance(value, str) and value.endswith(".toml")
 
 
-def _scenario_file(scenario: str | Path) -> Path:
-    from perfmodel.inputs.scenario import scenario_file
-
-    return scenario_file(scenario)
-
-
 @cache
 def _default_file() -> Path:
-    from perfmodel.inputs.scenario import scenario_file
-
     return scenario_file(None)
 
 
 def _check_source(scenario: ScenarioSource) -> None:
     """A scenario argument: a Scenario object, or a path (None: the default scenario)."""
-    from perfmodel.inputs.scenario import Scenario
-
     if not isinstance(scenario, Scenario):
         arguments.path("scenario", scenario)
 

@@ -145,6 +145,19 @@ def test_tracing_replays_operations_and_refuses_branches() -> None:
         compile_traced(lambda a: float(a), ("a",))
 
 
+def test_the_program_skips_operations_that_leave_a_float_unchanged_and_no_other() -> None:
+    def formula(a: float) -> tuple[float, ...]:
+        """Neutral: a - 0.0, a * 1.0, 1.0 * a, a / 1.0, a - 0. Not: a + 0.0 and a - -0.0 (-0.0 becomes 0.0), a bool
+        times 1.0 (a float, not the bool), 0.0 - a, 1.0 - a."""
+        return (a - 0.0) * 1.0 / 1.0 - 0, 1.0 * a, a + 0.0, a - -0.0, (a > 1) * 1.0, 0.0 - a, 1.0 - a
+
+    compiled = compile_traced(formula, ("a",))
+    for a in (-0.0, 0.0, 1.5, -2.25, float("inf"), float("-inf")):
+        assert repr(compiled(a)) == repr(formula(a))
+    source = compiled.source
+    assert "return (a, a, (a + (0.0)), (a - (-0.0)), ((a > (1.0)) * (1.0)), ((0.0) - a), ((1.0) - a),)" in source
+
+
 def test_contexts_are_shared_by_equal_inputs_only() -> None:
     """Repeated predictions share a context (its tiers, memo and compiled step); any input that differs does not."""
     s = checked_scenario(SCENARIOS["dense fp8"] | {"tokens": 1e12})

@@ -127,6 +127,8 @@ def where(condition: Number, if_true: Number, if_false: Number) -> Number:
 
 def _elementwise(a: Number, scalar: Any, name: str) -> Number:
     """`scalar(a)` for a float, numpy's `name` for an array, sympy's `name` for a symbol."""
+    if type(a) in PLAIN:  # the hot path of a single prediction
+        return scalar(a)
     kind = _kind(a)
     if kind == "float":
         return scalar(a)
@@ -142,6 +144,8 @@ def _elementwise(a: Number, scalar: Any, name: str) -> Number:
 
 
 def log2(a: Number) -> Number:
+    if type(a) in PLAIN:
+        return math.log2(a)
     if _kind(a) == "sympy":
         import sympy
 
@@ -159,6 +163,8 @@ def sqrt(a: Number) -> Number:
 
 def lookup(table: tuple[float, ...], index: Number) -> Number:
     """table[index] for an integer-valued index (float or array)."""
+    if type(index) in PLAIN:
+        return table[int(index)]
     kind = _kind(index)
     if kind == "numpy":
         import numpy as np

@@ -4,9 +4,9 @@
 Python calls (the helpers, the NamedTuples, the memo), not in its ~1,300 operations. Called once with `Traced`
 stand-ins for its layout variables, it records every operation that depends on them, in order, as one line of
 Python; everything else (the context's rates, tiers and op lists) is computed during that call and enters the
-program as constants. The compiled program performs the same float operations in the same order as the formula, so
-it returns the same numbers to the last bit, and a change to the formulas changes the program with them: nothing
-is restated here.
+program as constants. The compiled program performs the same float operations in the same order as the formula
+(less those that give a float back unchanged, _NEUTRAL), so it returns the same numbers to the last bit, and a
+change to the formulas changes the program with them: nothing is restated here.
 
 Tracing refuses (`Untraceable`) what a flat program cannot replay: a Python `if`, `float()` or `int()` on a traced
 value. The branch-free rule of the physics forbids those, so a refusal means the scalar path is used as it is.
@@ -76,6 +76,21 @@ class _Program:
         return found
 
 
+_NEUTRAL = {("-", False): 0.0, ("*", False): 1.0, ("*", True): 1.0, ("/", False): 1.0}
+"""(operator, whether the number is on its left) -> the number that gives a float back unchanged to the last bit:
+x - 0.0, x * 1.0, 1.0 * x, x / 1.0 (not x + 0.0, which turns -0.0 into 0.0). The formulas write many (a term
+absent from this model, a factor left at 1.0); the program skips them, which changes no number."""
+
+
+def _neutral(self: Traced, other: Any, symbol: str, left: bool) -> bool:
+    """Whether `other` (a plain number) leaves the float `self` unchanged under `symbol` (_NEUTRAL)."""
+    neutral = _NEUTRAL.get((symbol, left))
+    return (
+        neutral is not None and self.floating and type(other) in (int, float) and other == neutral
+        and math.copysign(1.0, other) > 0
+    )  # fmt: skip
+
+
 def _binary(symbol: str) -> tuple[Callable[[Traced, Any], Traced], Callable[[Traced, Any], Traced]]:
     arithmetic = symbol in _WIDENING and symbol[0] not in "<>=!"
 
@@ -85,10 +100,14 @@ def _binary(symbol: str) -> tuple[Callable[[Traced, Any], Traced], Callable[[Tra
         return program.emit(text, self.plain and program.plain(other), floating)
 
     def forward(self: Traced, other: Any) -> Traced:
+        if _neutral(self, other, symbol, left=False):
+            return self
         operand = self.program.operand(other, self.floating and symbol in _WIDENING)
         return result(self, other, f"{self.name} {symbol} {operand}")
 
     def reflected(self: Traced, other: Any) -> Traced:
+        if _neutral(self, other, symbol, left=True):
+            return self
         operand = self.program.operand(other, self.floating and symbol in _WIDENING)
         return result(self, other, f"{operand} {symbol} {self.name}")
 

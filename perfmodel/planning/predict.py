@@ -298,13 +298,19 @@ class Prediction(Shown):
         return {f"{name}_{side}": None if value is None else value * factor for name, value in quantities.items()
                 for side, factor in (("low", low), ("high", high))}  # fmt: skip
 
+    @cached_property
+    def co2e_t(self) -> float | None:
+        """The run's operational tCO2e at the grid's intensity (planning/carbon.py); None without a run."""
+        run = self.run
+        return None if run is None else carbon.operational_t(run.energy_kwh, self.scenario.cost.grid_gco2_per_kwh)
+
     def _carbon_dict(self) -> dict[str, Any]:
         """The grid's intensity and the run's operational and embodied tCO2e (planning/carbon.py)."""
-        grid, run = self.scenario.cost.grid_gco2_per_kwh, self.run
+        run = self.run
         return {
             "power_w_per_gpu_at_wall": self.hardware.it_power_w_per_gpu,
-            "grid_gco2_per_kwh": grid,
-            "co2e_t": None if run is None else carbon.operational_t(run.energy_kwh, grid),
+            "grid_gco2_per_kwh": self.scenario.cost.grid_gco2_per_kwh,
+            "co2e_t": self.co2e_t,
             "co2e_embodied_t": None if run is None else carbon.embodied_t(run.gpu_hours),
         }
 
@@ -315,8 +321,7 @@ class Prediction(Shown):
         if run is None:
             return {}
         figures = {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
-                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh,
-                   "co2e_t": carbon.operational_t(run.energy_kwh, self.scenario.cost.grid_gco2_per_kwh)}  # fmt: skip
+                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
         return chance.quantiles(self.interval, figures)
 
     def _mlperf_dict(self) -> dict[str, Any]:
@@ -573,11 +578,13 @@ class LayoutFree(NamedTuple):
     ground: Ground | None
     """What the calibration's measured runs say of the question before its layout is known (None: uncalibrated, no
     interval, or a calibration file without evidence)."""
+    straggler: tuple[float, str]
+    """The losses' straggler share at 128 GPUs and its source (losses.straggler_share)."""
 
 
 def layout_free(scenario: Scenario, ctx: Context, n_gpus: int, calibrated: bool) -> LayoutFree:
-    """The price, time interval, goodput, measured MoE rows and measured ground of a prediction (LayoutFree), kept by
-    the context."""
+    """The price, time interval, goodput, measured MoE rows, measured ground and straggler share of a prediction
+    (LayoutFree), kept by the context."""
     fitted = calibration.resolve(scenario.calibration)
     same, equal = (scenario, fitted), (n_gpus, calibrated)
     made: LayoutFree | None = _repeated(ctx.memo, _LAST_LAYOUT_FREE, same, equal)
@@ -591,7 +598,8 @@ def _layout_free(
 ) -> LayoutFree:
     """`layout_free` itself, kept per cost, goodput and calibration settings."""
     try:
-        key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput)
+        key = ("layout free", n_gpus, calibrated, id(fitted), scenario.precision, scenario.cost, scenario.goodput,
+               scenario.losses)  # fmt: skip
         found = ctx.memo.get(key)
     except TypeError:  # goodput settings with their own failure rates (a dict) are not kept
         key, found = None, None
@@ -610,6 +618,7 @@ def _layout_free(
         goodput.for_scenario(scenario, ctx.hardware, ctx.model, n_gpus),
         measured,
         _ground(fitted, scenario, ctx, n_gpus) if interval else None,
+        losses.straggler_share(scenario.losses, fitted if calibrated else None),
     )
     if key is not None:
         ctx.memo[key] = fitted, made  # the calibration kept with its id, which is unique only while it lives
@@ -639,14 +648,15 @@ def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:
     """The Prediction of one layout: step time, throughput, and the run (tokens or MLPerf benchmark) when set."""
     step = evaluate(ctx, _layout_vars_of(ctx, layout))
-    price, interval, reliability, measured, ground = layout_free(scenario, ctx, layout.n_gpus, calibrated)
+    n_gpus, rate = layout.n_gpus, tokens_per_s(layout, step)
+    price, interval, reliability, measured, ground, straggler = layout_free(scenario, ctx, n_gpus, calibrated)
     evidence = None
     if ground is not None and interval is not None:
         flops = ctx.memo.get(("model flops per token", layout.seq_len))
         if flops is None:
             flops = ctx.model.model_flops_per_token(layout.seq_len, ctx.packing)
             ctx.memo["model flops per token", layout.seq_len] = flops
-        evidence = ground.at(layout, tokens_per_s(layout, step) / layout.n_gpus * flops / 1e12, interval)
+        evidence = ground.at(layout, rate / n_gpus * flops / 1e12, interval)
         interval = evidence.interval
     mlperf, run = None, None
     if scenario.benchmark:
@@ -658,10 +668,10 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         tokens, time_s = mlperf.samples * layout.seq_len, mlperf.time_s
     elif scenario.tokens is not None:
         check_one_step(scenario.tokens, layout)
-        tokens, time_s = scenario.tokens, scenario.tokens / tokens_per_s(layout, step)
+        tokens, time_s = scenario.tokens, scenario.tokens / rate
     if mlperf is not None or scenario.tokens is not None:
         power_w = ctx.hardware.it_power_w_per_gpu
-        run = training_run(tokens, time_s, layout.n_gpus, price, power_w, scenario.cost.pue)
+        run = training_run(tokens, time_s, n_gpus, price, power_w, scenario.cost.pue)
     exchange = None
     if ctx.model.is_moe:  # imported here: a dense prediction does not load it
         from perfmodel.physics.expert_exchange import expert_exchange
@@ -669,9 +679,7 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
         exchange = expert_exchange(ctx, layout)
     lost = None
     if run is not None and mlperf is None:
-        fitted = calibration.resolve(scenario.calibration) if calibrated else None
-        share = losses.straggler_share(scenario.losses, fitted)
-        lost = losses.losses(run, reliability, scenario.losses, layout.n_gpus, share, run_steps(ctx, layout, step))
+        lost = losses.losses(run, reliability, scenario.losses, n_gpus, straggler, run_steps(ctx, layout, step))
     made = (scenario, ctx.model, ctx.hardware, layout, step, price, run, searched, mlperf, interval, reliability)
     return Prediction(*made, exchange, measured, evidence, lost)
 

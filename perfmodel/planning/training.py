@@ -62,12 +62,5 @@ def training_run(tokens: float, time_s: float, n_gpus: int, price: Price, power_
     def cost(rate: float | None) -> float | None:
         return None if rate is None else gpu_hours * rate
 
-    return Run(
-        tokens=tokens,
-        time_s=time_s,
-        gpu_hours=gpu_hours,
-        cost_usd=cost(price.usd_per_gpu_hour),
-        cost_usd_low=cost(price.low),
-        cost_usd_high=cost(price.high),
-        energy_kwh=n_gpus * power_w * time_s * pue / JOULES_PER_KWH,
-    )
+    return Run(tokens, time_s, gpu_hours, cost(price.usd_per_gpu_hour), cost(price.low), cost(price.high),
+               n_gpus * power_w * time_s * pue / JOULES_PER_KWH)  # fmt: skip
