@@ -36,7 +36,8 @@ took the protocol from 7.75% to 7.67%). Refitted with NGC 24.12's kernels: 6.43%
 BEYOND_TARGET = {"16K"}
 """Rows today's physics prices more than TARGET_ROW_PCT off: 16K +11.3% refitted (+10.0% with the bundled fit: at
 the limit, so the mark is not strict). Its attention, CP 1 at NGC 24.12's cuDNN rates, would have to run 1.3x slower
-to close it (FlashAttention-2's rates price the row -11%): the 2024-03 release's, which no kernel rows measure."""
+to close it (FlashAttention-2's rates price it about -9%, and 4K and 8K -12%): the 2024-03 release's, which no
+kernel rows measure."""
 
 
 def _long_rows() -> list:
