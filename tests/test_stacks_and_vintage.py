@@ -73,9 +73,10 @@ def test_an_older_vintage_is_slower_by_the_fitted_trend() -> None:
     scenario |= {"tp": 1, "pp": 1, "cp": 1, "mbs": 1, "gbs": 64}
     now = perfmodel.predict(**scenario)
     assert perfmodel.predict(**scenario, vintage=reference).step.step_time_s == pytest.approx(now.step.step_time_s)
-    # With no fusion trend the whole step scales by gain**years; with one, its memory-bound kernels slow further.
+    # With no fusion trend the whole step scales by gain**years; with one, its memory-bound kernels slow further. The
+    # attention kernels of its release (Hopper's NGC 24.12 cuDNN: tests/test_attention_kernels.py) stay today's.
     years = years_between("2024-06", reference)
-    older = replace(calibration.efficiency("hopper", vintage="2024-06"), fusion_gain_per_year=1.0)
+    older = replace(calibration.efficiency("hopper", vintage="2024-06"), fusion_gain_per_year=1.0, kernel_releases=0.0)
     at = perfmodel.load_scenario(**scenario)
     step = {g: planned(at, replace(older, fusion_gain_per_year=g)).step.step_time_s for g in (1.0, 1.2)}
     today = planned(at, replace(older, vintage_years=0.0)).step.step_time_s

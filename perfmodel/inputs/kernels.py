@@ -233,8 +233,8 @@ class AttentionKernel(NamedTuple):
     where: str
     """The row's source and locator."""
     release: str | None
-    """YYYY-MM of the NGC container the row ran ('NGC pytorch 25.06' in its `software`), or None where the row names
-    none (a cuDNN or ROCm build alone)."""
+    """YYYY-MM of the NGC container the row ran ('NGC pytorch 25.06' in its `software`), the month a build was measured
+    where UNCONTAINED_RELEASES dates it, or None where the row names none (a cuDNN or ROCm build alone)."""
     flash_attn_2: bool = False
     """Whether the row measures FlashAttention-2 (PyTorch SDPA's flash backend) rather than the vendor's fused kernel
     (cuDNN, AITER): the kernel older releases ran (efficiency.FLASH_ATTN_2_UNTIL), fitted on its own."""
@@ -273,7 +273,7 @@ def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
         head_dim=int(row["head_dim_qk"]),
         time_s=float(row["time_us"]) * 1e-6,
         where=f"{row['source']} {row['locator']}",
-        release=_ngc_release(row["software"]),
+        release=_ngc_release(row["software"]) or UNCONTAINED_RELEASES.get((row["gpu"], row["software"])),
         flash_attn_2="FA2" in row["kernel_backend"],
         causal=row["causal"] == "True",
         head_dim_v=int(row["head_dim_v"]),
@@ -293,6 +293,14 @@ def _band_dropped(row: dict[str, str]) -> bool:
 
 
 NGC_CONTAINER = re.compile(r"NGC pytorch (\d\d)\.(\d\d)")
+
+
+UNCONTAINED_RELEASES = {("H200", "cudnn-frontend 1.19.0, cuDNN backend 91901"): "2026-02"}
+"""The release of rows that name a cuDNN build but no NGC container, on a part whose other rows name one (so the two
+are ordered and priced by release: physics.attention_kernels.fit_releases): H200's cuDNN 9.19.1 rows, measured on
+2026-02-27 (their results file, llama3.1_20260227_034703.csv), after its NGC 24.12 container's. The month they were
+measured, not a container's: a release before it is priced with the older rows' kernels (never a newer kernel carried
+back). An assumption, labelled."""
 
 
 def _ngc_release(software: str) -> str | None:

@@ -270,7 +270,7 @@ _CDNA = replace(
 )
 
 ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] = {
-    "hopper": ((None, (1.080, 941.0, 0.751, 1337.0, 0.986)),),
+    "hopper": (("2024-12", (0.974, 149.0, 0.620, 725.0, 1.005)), ("2026-02", (1.080, 941.0, 0.751, 1337.0, 0.986))),
     "blackwell": (
         ("2025-06", (1.537, 2902.0, 0.883, 2528.0, 0.875)),
         ("2025-09", (1.499, 1573.0, 0.860, 2073.0, 0.867)),
@@ -282,7 +282,10 @@ ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] 
 GB200, GB300; AITER on MI355X), fitted by release by physics.attention_kernels.fit_releases and rounded
 (tests/test_attention_kernels.py holds the two equal): per family, oldest first, (the NGC release from which the
 kernels ran, None where one release covers all; (share, half tokens) of the BF16 forward and backward, and the FP8
-forward's ratio)."""
+forward's ratio). Hopper's older release is cuDNN's in the NGC 24.12 container (cudnn-frontend's benchmark_results.csv,
+the file of the FlashAttention-2 rows, 16 heads of 128): at 16k tokens its causal backward 489 TFLOP/s against cuDNN
+9.19.1's 579 and its forward 650 against 673, so a Hopper row of a release before 2026-02 (NeMo 24.03's long-sequence
+table, Llama 2 7B at 16k tokens without CP: its attention 14% slower) runs those kernels, the oldest measured."""
 RING_FLASH_ATTN_2: dict[str, tuple[float, ...]] = {"hopper": (0.523, 674.0, 0.400, 1469.0, 1.0)}
 """FlashAttention-2's ATTENTION_FIELDS where kernel rows measure it (H200: physics.attention_kernels.fit_flash_attn_2,
 rounded; the test holds the two equal): what a context-parallel ring step ran up to FLASH_ATTN_2_UNTIL."""
