@@ -46,6 +46,12 @@ _FP8MX_FULL_ITER = (
     "is_mxfp8_output_proj_active)"
 )
 
+_FUSED_MLP = {
+    gpu: "use_transformer_engine_op_fuser True (common.py L42) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 "
+    f"({gpu}/gpt_oss.py L{line}, ../shared/data/gpt_oss_blackwell_notes.md 2.5): TransformerEngine's fused grouped MLP"
+    for gpu, line in (("gb300", 251), ("gb200", 261))
+}
+
 
 def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
     """A GB300/GB200 FP8-MX GPT-OSS-120B recipe: both apply the same full-iteration settings, at their own EP."""
@@ -54,8 +60,9 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
         gpu.upper(),
         ("MXFP8",),
         (1, 1, 1, ep, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True},
-        f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER})",
+        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True, "fused_grouped_mlp": True},
+        f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
+        f"{_FUSED_MLP[gpu]})",
     )
 
 
