@@ -133,3 +133,42 @@ def test_the_eager_expert_bias_loop_outside_the_fused_mlp() -> None:
     assert _op(moe_block_backward(fused, recipe), "expert_fc2.dbias").bytes == pytest.approx(2 * pass_bytes)
     qwen = moe_block_forward(_shard("qwen3-30b-a3b"), recipe)
     assert not [op for op in qwen if "bias" in op.name]
+
+
+def test_fp8_attention_runs_in_the_recipes_format() -> None:
+    """Megatron-Bridge's fp8_dot_product_attention (gpt_oss/common.py L44, qwen/common.py L55): TransformerEngine 2.16
+    runs MXFP8 attention under the MXFP8 recipe on sm100 (../shared/data/gpt_oss_blackwell_notes.md 2.1), per-tensor
+    FP8 under FP8; a BF16 run has nothing to quantise, and a run without the setting keeps BF16 attention."""
+    from perfmodel.inputs.precision import fp8_attention_recipe
+
+    assert fp8_attention_recipe(RECIPES["mxfp8"], True).attention_format == "mxfp8"
+    assert fp8_attention_recipe(RECIPES["fp8"], True).attention_format == "fp8"
+    assert fp8_attention_recipe(RECIPES["bf16"], True) is RECIPES["bf16"]
+    assert fp8_attention_recipe(RECIPES["mxfp8"], False) is RECIPES["mxfp8"]
+    assert fp8_attention_recipe(RECIPES["mxfp8"], True) is fp8_attention_recipe(RECIPES["mxfp8"], True)  # shared
+
+
+def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
+    """cudnn-frontend benchmark/sdpa_benchmark_training/results/gpt_oss/gb300/gpt_oss_20260424_100022.csv line 36 and
+    gb200/gpt_oss_20260424_100011.csv (perfmodel/data/kernels_attention.csv): GPT-OSS's preset (batch 2 x 128 heads,
+    d 64: one 16,384-token micro-batch's 64 query heads x 4) at 4,096 tokens, MXFP8 backward 1,871 us on GB300 and
+    2,080 us on GB200, a full causal backward (the driver drops the window: kernels.BAND_DROPPED). The recipe's
+    full-attention layers (half of them: `attention.bwd` is their mean over the layers) price within 10% of it, and
+    slower than the BF16 backward they were priced at before fp8_attention; the forward runs faster."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.planning.predict import context_for
+
+    for gpu, measured_us in (("gb300", 1871), ("gb200", 2080)):
+        model = {"base": "gpt-oss-120b", "fp8_attention": True, "fused_grouped_mlp": True}
+        parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 16}
+        ctx = context_for(checked_scenario({"model": model, "gpu": gpu, "n_gpus": 64, "precision": "mxfp8",
+                                            "parallelism": parallelism}))  # fmt: skip
+        assert ctx.recipe.attention_format == "mxfp8"
+        acc, eff = ctx.hardware.accelerator, ctx.efficiency
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=16)
+        bwd = _op(attention_block_backward(sh, ctx.recipe), "attention.bwd")
+        fwd = _op(attention_block_forward(sh, ctx.recipe), "attention")
+        full_layer_us = 2 * float(op_time(bwd, acc, eff)) * 1e6
+        assert full_layer_us == pytest.approx(measured_us, rel=0.10), gpu
+        assert op_time(bwd, acc, eff) > op_time(bwd._replace(fmt="bf16"), acc, eff)
+        assert op_time(fwd, acc, eff) < op_time(fwd._replace(fmt="bf16"), acc, eff)

@@ -442,10 +442,11 @@ def _with_recipe(
 ) -> str | dict[str, Any]:
     """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
     found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
-    if found is None:
+    month = container_month(row["version_or_date"])
+    if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
         return model
     settings = ", ".join(f"{k} {v}" for k, v in found.model_settings.items())
-    if container_month(row["version_or_date"]) == container_month(RECIPES_CONTAINER):
+    if month == container_month(RECIPES_CONTAINER):
         assumptions.append(f"{settings}: this container's recipe of the layout ({found.source})")
     else:
         assumptions.append(

@@ -107,6 +107,10 @@ class ModelSpec:
     """Whether the recipe runs the LM head in its quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
     0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise the
     head stays in BF16 in every recipe."""
+    fp8_attention: bool = False
+    """Whether the recipe runs TransformerEngine's FP8 dot-product attention (Megatron-Bridge's
+    fp8_dot_product_attention: the GB300/GB200 FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3), forward and
+    backward in the recipe's quantised format (precision.fp8_attention_recipe); otherwise attention stays in BF16."""
     fused_grouped_mlp: bool = False
     """Whether the recipe runs the experts as TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8
     on Blackwell only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the
