@@ -51,12 +51,14 @@ def test_gpt_oss_hopper_row_within_tolerance() -> None:
     """Megatron-Bridge performance summary (archive), NeMo 26.04.01 container, row 84: GPT-OSS-120B on 64 H100s, BF16,
     TP1 PP4 EP8 MBS1 GBS1280, 5,824 tokens/s/GPU. Its rows stay out of the MoE stage's fit
     (validation.MOE_NOT_FITTED), so this is a held-out prediction; its H100 recipe keeps the provider's 'alltoall'
-    dispatcher without EP overlap (megatron-bridge 0.6.2 perf_recipes/gpt_oss/h100/gpt_oss.py). It reads slow, -11.0%
-    before the experts' eager fc2-bias loop it runs (moe.EAGER_BIAS_PASSES, BF16 without the fused MLP) was priced and
-    -12.9% after: the gate is the row's error then, 13%."""
+    dispatcher without EP overlap and recomputes the norms and the experts' activation (megatron-bridge 0.6.2
+    perf_recipes/gpt_oss/h100/gpt_oss.py L39-40: recompute_modules ['layernorm', 'moe_act']). It reads slow: -11.0%
+    before the experts' eager fc2-bias loop it runs (moe.EAGER_BIAS_PASSES, BF16 without the fused MLP) and that
+    recompute were priced, -13.6% after; the gate is the row's error then, 14%."""
     run = _run("84")
     assert "gpt-oss-120b" in str(run.scenario["model"]) and run.scenario["parallelism"]["pp"] == 4
-    assert -0.13 < _error("84") < 0
+    assert run.scenario["parallelism"]["recompute"] == "selective"
+    assert -0.14 < _error("84") < 0
 
 
 BLACKWELL_GAP = "GPT-OSS-120B on Blackwell misses a cost the model lacks (docs/moe_validation.md)"
@@ -220,3 +222,17 @@ def test_a_recipe_is_an_assumption_only_for_older_containers() -> None:
     them, while 26.06's rows 44 and 45 of the same layouts are priced under them by assumption."""
     notes = {n: next(a for a in _run(str(n)).assumptions if "gpt_oss_120b_pretrain" in a) for n in (6, 7, 44, 45)}
     assert {n: "an assumption" in note for n, note in notes.items()} == {6: False, 7: False, 44: True, 45: True}
+
+
+@pytest.mark.parametrize("row", ["81", "83", "84", "125", "127", "128", "167", "169", "170", "202", "205", "237"])
+def test_gpt_oss_rows_recompute_as_their_recipe(row: str) -> None:
+    """megatron-bridge 0.6.2 perf_recipes/gpt_oss/: the GB200 BF16 (EP64 MBS4, gb200/gpt_oss.py L196-197), B200 (EP8
+    MBS4, b200/gpt_oss.py L39-40, L75-76) and H100 (PP4 EP8 MBS1, h100/gpt_oss.py L39-40) recipes set
+    recompute_granularity 'selective' with recompute_modules ['layernorm', 'moe_act']: the model's selective recompute
+    (the norms and the activation, workload.SELECTIVE_RECOMPUTE), where the tables leave recompute out. The GB300
+    recipes and the GB200 FP8-MX one (recompute_modules [], L241-242) recompute nothing: the stack's default."""
+    run = _run(row)
+    assert run.scenario["parallelism"]["recompute"] == "selective"
+    assert any("recompute_modules ['layernorm', 'moe_act']" in a for a in run.assumptions)
+    for newest in ("6", "7"):
+        assert _run(newest).scenario["parallelism"].get("recompute") is None

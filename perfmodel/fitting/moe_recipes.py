@@ -36,6 +36,10 @@ class MoeRecipe:
     """ModelSpec fields the recipe sets otherwise than the zoo entry."""
     source: str
     """Where the recipe says so: the sdist, file, config function and the lines that set `model_settings`."""
+    recompute: str | None = None
+    """The recompute the recipe sets, in the model's terms, for rows that leave it out: 'selective' for Megatron's
+    recompute_modules ['layernorm', 'moe_act'] (the norms and the experts' activation re-run in the backward:
+    workload.SELECTIVE_RECOMPUTE, with flash attention); None: the stack's default."""
     since: str = ""
     """The first container whose software runs `model_settings` ('': every container with the layout's rows): rows of
     older containers keep the zoo entry's settings."""
@@ -55,6 +59,7 @@ _FUSED_MLP = {
     "MLP; fp8_dot_product_attention True (common.py L44): MXFP8 attention"
     for gpu, line in (("gb300", 251), ("gb200", 261))
 }
+_LAYERNORM_MOE_ACT = "recompute_granularity 'selective', recompute_modules ['layernorm', 'moe_act']"
 _FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
 """What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention
 and the fused grouped MLP."""
@@ -113,7 +118,29 @@ MOE_RECIPES = (
         (1, 1, 1, 64, 4),
         {"ep_microbatch_overlap": True},
         f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
-        "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'",
+        "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'; "
+        f"{_LAYERNORM_MOE_ACT} (L196-197)",
+        recompute="selective",
+    ),
+    MoeRecipe(
+        "GPT-OSS-120B",
+        "B200",
+        ("BF16", "MXFP8"),
+        (1, 1, 1, 8, 4),
+        {},
+        f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
+        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
+        recompute="selective",
+    ),
+    MoeRecipe(
+        "GPT-OSS-120B",
+        "H100-SXM5-80GB",
+        ("BF16", "FP8", "FP8-CS"),
+        (1, 4, 1, 8, 1),
+        {},
+        f"{_GPT_OSS}h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_config: "
+        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
+        recompute="selective",
     ),
     _qwen3_fp8mx("Qwen3-30B-A3B", "gb300", (1, 1, 1, 8, 8), "qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"),
     _qwen3_fp8mx("Qwen3-30B-A3B", "gb200", (1, 1, 1, 8, 4), "qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"),

@@ -445,7 +445,9 @@ def _with_recipe(
     month = container_month(row["version_or_date"])
     if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
         return model
-    settings = ", ".join(f"{k} {v}" for k, v in found.model_settings.items())
+    recompute = {"recompute": found.recompute} if found.recompute and parallelism["recompute"] is None else {}
+    parallelism |= recompute
+    settings = ", ".join(f"{k} {v}" for k, v in {**found.model_settings, **recompute}.items())
     if month == container_month(RECIPES_CONTAINER):
         assumptions.append(f"{settings}: this container's recipe of the layout ({found.source})")
     else:
@@ -453,6 +455,8 @@ def _with_recipe(
             f"{settings}: the recipe of this layout as of {RECIPES_CONTAINER} ({found.source}); for "
             f"{row['version_or_date']} an assumption"
         )
+    if not found.model_settings:
+        return model
     base = model if isinstance(model, dict) else {"base": model}
     return {**base, **found.model_settings}
 
