@@ -174,21 +174,23 @@ QWEN3_FULL_ITERATION_ROWS = {
     27: "qwen3-235b-a22b",
     47: "qwen3-30b-a3b",
     48: "qwen3-30b-a3b",
+    49: "qwen3-30b-a3b",
     51: "qwen3-235b-a22b",
     52: "qwen3-235b-a22b",
 }
-"""megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/gb300/qwen3_moe.py and gb200/qwen3_moe.py: the
-FP8-MX configs of Qwen3-30B-A3B (EP8, MBS 8 on GB300, 4 on GB200) and Qwen3-235B-A22B (GB300 PP4 VP12 EP32 MBS2,
-GB200 PP8 VP3 EP32 MBS1) call qwen/common.py _enable_hybridep_full_iteration_mxfp8 (L36-60: use_transformer_engine_op_
-fuser True, fp8_dot_product_attention True) and set NVTE_CUTEDSL_FUSED_GROUPED_MLP=1. The GB300/GB200 MXFP8 rows of
-those layouts from NeMo 26.06 on (TransformerEngine 2.16, the first with MXFP8 attention) run them."""
+"""megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/{gb300,gb200,b300,b200}/qwen3_moe.py: the FP8-MX
+configs of Qwen3-30B-A3B (EP8, MBS 8 on GB300 and B300, 4 on GB200 and B200) and Qwen3-235B-A22B (GB300 PP4 VP12
+EP32 MBS2, GB200 PP8 VP3 EP32 MBS1, B300/B200 256-GPU PP8 VP3 EP8) call qwen/common.py
+_enable_hybridep_full_iteration_mxfp8 (L36-60: use_transformer_engine_op_fuser True, fp8_dot_product_attention True)
+and set NVTE_CUTEDSL_FUSED_GROUPED_MLP=1. The MXFP8 rows of those layouts from NeMo 26.06 on (TransformerEngine 2.16,
+the first with MXFP8 attention) run them."""
 
 
 @pytest.mark.parametrize(("row", "model"), QWEN3_FULL_ITERATION_ROWS.items())
 def test_qwen3_full_iteration_rows_run_mxfp8_attention_and_the_fused_mlp(row: int, model: str) -> None:
     run = _run(str(row))
     assert run.scenario["model"] == {"base": model, "fp8_attention": True, "fused_grouped_mlp": True}
-    assert run.scenario["precision"] == "mxfp8" and run.scenario["gpu"] in ("gb300", "gb200")
+    assert run.scenario["precision"] == "mxfp8" and run.scenario["gpu"] in ("gb300", "gb200", "b300")
 
 
 def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:

@@ -70,7 +70,7 @@ container at a full-iteration recipe's layout ran neither it nor the op fuser's 
 
 
 def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> MoeRecipe:
-    """A GB300/GB200 FP8-MX Qwen3 recipe: qwen/common.py _enable_hybridep_full_iteration_mxfp8 (L36-60)."""
+    """A Blackwell FP8-MX Qwen3 recipe: qwen/common.py _enable_hybridep_full_iteration_mxfp8 (L36-60)."""
     return MoeRecipe(
         model,
         gpu.upper(),
@@ -144,6 +144,10 @@ MOE_RECIPES = (
     ),
     _qwen3_fp8mx("Qwen3-30B-A3B", "gb300", (1, 1, 1, 8, 8), "qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"),
     _qwen3_fp8mx("Qwen3-30B-A3B", "gb200", (1, 1, 1, 8, 4), "qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-30B-A3B", "b300", (1, 1, 1, 8, 8), "qwen3_30b_a3b_pretrain_8gpu_b300_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-30B-A3B", "b200", (1, 1, 1, 8, 4), "qwen3_30b_a3b_pretrain_8gpu_b200_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-235B-A22B", "b300", (1, 8, 3, 8, 2), "qwen3_235b_a22b_pretrain_256gpu_b300_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-235B-A22B", "b200", (1, 8, 3, 8, 1), "qwen3_235b_a22b_pretrain_256gpu_b200_fp8mx_config"),
     _qwen3_fp8mx(
         "Qwen3-235B-A22B", "gb300", (1, 4, 12, 32, 2), "qwen3_235b_a22b_pretrain_64gpu_gb300_fp8mx_config and _256gpu_"
     ),
@@ -162,7 +166,7 @@ MOE_RECIPES = (
 )
 """Only rows whose settings move the prediction, every one found: the Blackwell recipes of Qwen3 and DeepSeek-V3
 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as the zoo entries already
-do but for Qwen3's GB300/GB200 FP8-MX ones' MXFP8 attention and fused grouped MLP, and GPT-OSS-120B's GB300 BF16,
+do but for Qwen3's FP8-MX ones' MXFP8 attention and fused grouped MLP, and GPT-OSS-120B's GB300 BF16,
 B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
 
 
