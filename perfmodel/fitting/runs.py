@@ -440,7 +440,8 @@ def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
 def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
 ) -> str | dict[str, Any]:
-    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
+    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes); the recipe's
+    recompute goes into `parallelism` where the row leaves it out."""
     found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
     month = container_month(row["version_or_date"])
     if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
