@@ -11,7 +11,7 @@ import pytest
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.models import get_model
 from perfmodel.inputs.precision import RECIPES
-from perfmodel.physics.compute import op_time
+from perfmodel.physics.compute import grouped_efficiency, op_time
 from perfmodel.physics.efficiency import DEFAULTS, release_age_years
 from perfmodel.physics.moe import moe_block_backward
 from perfmodel.physics.workload import Op, Shard, attention_block_backward, attention_block_forward
@@ -64,7 +64,7 @@ def test_expert_biases_pay_their_gradients() -> None:
     sh = _shard("gpt-oss-120b")
     ops = moe_block_backward(sh, RECIPES["mxfp8"])
     rows = TOKENS * 4  # top-4, force-balanced
-    assert _op(ops, "expert_fc2.dbias").bytes == pytest.approx(rows * 2880 * 4)
+    assert _op(ops, "expert_fc2.dbias").bytes == pytest.approx(rows * 2880 * 2 * 6)  # the eager loop (below)
     assert _op(ops, "expert_fc1.dbias").bytes == pytest.approx(rows * 2 * 2880 * 2)
     assert not [op for op in moe_block_backward(_shard("qwen3-30b-a3b"), RECIPES["mxfp8"]) if "dbias" in op.name]
 
@@ -88,3 +88,87 @@ def test_the_fp8_mx_recipes_run_the_lm_head_in_mxfp8() -> None:
         assert [op.name for op in gemms] == ["lm_head.fprop", "lm_head.dgrad", "lm_head.wgrad"]
         assert {op.fmt for op in gemms} == {fmt}
         assert any(op.name == "lm_head.cast" for op in ops) == (fmt == "fp8")
+
+
+def test_the_fused_grouped_mlp_pads_every_grouped_gemm_to_256_wide_tiles() -> None:
+    """cudnn-frontend grouped_gemm_glu/api.py L124, L506-507 and grouped_gemm_dglu/api.py L130, L541-542 fix the MMA
+    n tile at 256 (m at 128 or 256): GPT-OSS-120B's fc2 output width 2,880 pads to 12 tiles, 3,072 columns, where
+    128-wide tiles need 23, 2,944 columns. At EP16 a rank's 8 local experts take its 16,384 x 4 routed copies,
+    8,192 rows each, so the useful share is the n padding times the last wave's fill over the 152 SMs of a GB300,
+    best with 128-row tiles: 8 x 64 x 12 = 6,144 tiles in 41 waves of 152 (6,232 slots; 256-row tiles: 3,072 tiles
+    in 21 waves, 3,192 slots)."""
+    from perfmodel.physics.moe import moe_block_forward
+
+    recipe = RECIPES["mxfp8"]
+    fused = Shard(replace(get_model("gpt-oss-120b"), fused_grouped_mlp=True), recipe, 1, 1, 4, 4096, ep=16)
+    fc2 = _op(moe_block_forward(fused, recipe), "expert_fc2.fprop")
+    plain = _op(moe_block_forward(_shard("gpt-oss-120b"), recipe), "expert_fc2.fprop")
+    assert (fc2.tile_n, plain.tile_n, fc2.n, fc2.m) == (256, 0, 2880, 8192)
+    gb300 = get_accelerator("gb300")
+    assert gb300.sms.value == 152
+    assert float(grouped_efficiency(fc2.m, fc2.n, fc2.groups, 152, fc2.tile_n)) == pytest.approx(
+        2880 / 3072 * 6144 / (41 * 152)
+    )
+    assert op_time(fc2, gb300, DEFAULTS["blackwell-ultra"]) > op_time(plain, gb300, DEFAULTS["blackwell-ultra"])
+    bf16 = Shard(fused.model, RECIPES["bf16"], 1, 1, 4, 4096, ep=16)  # cuDNN's fused MLP is MXFP8 alone
+    assert _op(moe_block_forward(bf16, RECIPES["bf16"]), "expert_fc2.fprop").tile_n == 0
+
+
+def test_the_eager_expert_bias_loop_outside_the_fused_mlp() -> None:
+    """Megatron-Core's experts.py _apply_bias (core_v0.17.0 L251-267, core_v0.18.0 L296-313) adds each expert's fc2
+    bias times its router probability in an eager loop, torch.cat([t + b * p, ...]): 6 passes over the routed rows x
+    hidden forward, 6 backward where the fused MLP's scaled-bias pass makes 2 (TransformerEngine grouped_mlp.py
+    L1893-1950). GPT-OSS-120B's 65,536 routed rows x 2,880 in BF16 are 377 MB a pass: 4.5 GB for the loop's 12, the
+    notes' figure (../shared/data/gpt_oss_blackwell_notes.md 2.7). Qwen3's experts have no bias."""
+    from perfmodel.physics.moe import moe_block_forward
+
+    pass_bytes = TOKENS * 4 * 2880 * 2
+    eager = _shard("gpt-oss-120b")
+    fused = eager._replace(model=replace(eager.model, fused_grouped_mlp=True))
+    recipe = RECIPES["mxfp8"]
+    assert _op(moe_block_forward(eager, recipe), "expert_fc2.bias").bytes == pytest.approx(6 * pass_bytes)
+    assert _op(moe_block_backward(eager, recipe), "expert_fc2.dbias").bytes == pytest.approx(6 * pass_bytes)
+    assert (6 + 6) * pass_bytes / 1e9 == pytest.approx(4.5, abs=0.05)
+    assert not [op for op in moe_block_forward(fused, recipe) if op.name == "expert_fc2.bias"]
+    assert _op(moe_block_backward(fused, recipe), "expert_fc2.dbias").bytes == pytest.approx(2 * pass_bytes)
+    qwen = moe_block_forward(_shard("qwen3-30b-a3b"), recipe)
+    assert not [op for op in qwen if "bias" in op.name]
+
+
+def test_fp8_attention_runs_in_the_recipes_format() -> None:
+    """Megatron-Bridge's fp8_dot_product_attention (gpt_oss/common.py L44, qwen/common.py L55): TransformerEngine 2.16
+    runs MXFP8 attention under the MXFP8 recipe on sm100 (../shared/data/gpt_oss_blackwell_notes.md 2.1), per-tensor
+    FP8 under FP8; a BF16 run has nothing to quantise, and a run without the setting keeps BF16 attention."""
+    from perfmodel.inputs.precision import fp8_attention_recipe
+
+    assert fp8_attention_recipe(RECIPES["mxfp8"], True).attention_format == "mxfp8"
+    assert fp8_attention_recipe(RECIPES["fp8"], True).attention_format == "fp8"
+    assert fp8_attention_recipe(RECIPES["bf16"], True) is RECIPES["bf16"]
+    assert fp8_attention_recipe(RECIPES["mxfp8"], False) is RECIPES["mxfp8"]
+    assert fp8_attention_recipe(RECIPES["mxfp8"], True) is fp8_attention_recipe(RECIPES["mxfp8"], True)  # shared
+
+
+def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
+    """cudnn-frontend benchmark/sdpa_benchmark_training/results/gpt_oss/gb300/gpt_oss_20260424_100022.csv line 36 and
+    gb200/gpt_oss_20260424_100011.csv (perfmodel/data/kernels_attention.csv): GPT-OSS's preset (batch 2 x 128 heads,
+    d 64: one 16,384-token micro-batch's 64 query heads x 4) at 4,096 tokens, MXFP8 backward 1,871 us on GB300 and
+    2,080 us on GB200, a full causal backward (the driver drops the window: kernels.BAND_DROPPED). The recipe's
+    full-attention layers (half of them: `attention.bwd` is their mean over the layers) price within 10% of it, and
+    slower than the BF16 backward they were priced at before fp8_attention; the forward runs faster."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.planning.predict import context_for
+
+    for gpu, measured_us in (("gb300", 1871), ("gb200", 2080)):
+        model = {"base": "gpt-oss-120b", "fp8_attention": True, "fused_grouped_mlp": True}
+        parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 16}
+        ctx = context_for(checked_scenario({"model": model, "gpu": gpu, "n_gpus": 64, "precision": "mxfp8",
+                                            "parallelism": parallelism}))  # fmt: skip
+        assert ctx.recipe.attention_format == "mxfp8"
+        acc, eff = ctx.hardware.accelerator, ctx.efficiency
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=16)
+        bwd = _op(attention_block_backward(sh, ctx.recipe), "attention.bwd")
+        fwd = _op(attention_block_forward(sh, ctx.recipe), "attention")
+        full_layer_us = 2 * float(op_time(bwd, acc, eff)) * 1e6
+        assert full_layer_us == pytest.approx(measured_us, rel=0.10), gpu
+        assert op_time(bwd, acc, eff) > op_time(bwd._replace(fmt="bf16"), acc, eff)
+        assert op_time(fwd, acc, eff) < op_time(fwd._replace(fmt="bf16"), acc, eff)

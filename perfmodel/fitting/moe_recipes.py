@@ -36,6 +36,13 @@ class MoeRecipe:
     """ModelSpec fields the recipe sets otherwise than the zoo entry."""
     source: str
     """Where the recipe says so: the sdist, file, config function and the lines that set `model_settings`."""
+    recompute: str | None = None
+    """The recompute the recipe sets, in the model's terms, for rows that leave it out: 'selective' for Megatron's
+    recompute_modules ['layernorm', 'moe_act'] (the norms and the experts' activation re-run in the backward:
+    workload.SELECTIVE_RECOMPUTE, with flash attention); None: the stack's default."""
+    since: str = ""
+    """The first container whose software runs `model_settings` ('': every container with the layout's rows): rows of
+    older containers keep the zoo entry's settings."""
 
 
 _GPT_OSS = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/gpt_oss/"
@@ -46,6 +53,36 @@ _FP8MX_FULL_ITER = (
     "is_mxfp8_output_proj_active)"
 )
 
+_FUSED_MLP = {
+    gpu: "use_transformer_engine_op_fuser True (common.py L42) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 "
+    f"({gpu}/gpt_oss.py L{line}, ../shared/data/gpt_oss_blackwell_notes.md 2.5): TransformerEngine's fused grouped "
+    "MLP; fp8_dot_product_attention True (common.py L44): MXFP8 attention"
+    for gpu, line in (("gb300", 251), ("gb200", 261))
+}
+_LAYERNORM_MOE_ACT = "recompute_granularity 'selective', recompute_modules ['layernorm', 'moe_act']"
+_FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
+"""What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention
+and the fused grouped MLP."""
+MXFP8_ATTENTION_CONTAINER = "NeMo 26.06"
+"""The first container with MXFP8 attention (TransformerEngine 2.16, PR #2719 of 2026-04-21; NeMo 26.06 ships TE 2.16:
+Megatron-Bridge docs/releases/software-versions.md, ../shared/data/gpt_oss_blackwell_notes.md 2.1): a row of an older
+container at a full-iteration recipe's layout ran neither it nor the op fuser's grouped MLP (Megatron-Core 0.18)."""
+
+
+def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> MoeRecipe:
+    """A Blackwell FP8-MX Qwen3 recipe: qwen/common.py _enable_hybridep_full_iteration_mxfp8 (L36-60)."""
+    return MoeRecipe(
+        model,
+        gpu.upper(),
+        ("MXFP8",),
+        layout,
+        _FULL_ITERATION_MXFP8,
+        f"megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/{gpu}/qwen3_moe.py {config}: "
+        "_enable_hybridep_full_iteration_mxfp8 (qwen/common.py L36-60: use_transformer_engine_op_fuser True, "
+        "fp8_dot_product_attention True) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",
+        since=MXFP8_ATTENTION_CONTAINER,
+    )
+
 
 def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
     """A GB300/GB200 FP8-MX GPT-OSS-120B recipe: both apply the same full-iteration settings, at their own EP."""
@@ -54,8 +91,9 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
         gpu.upper(),
         ("MXFP8",),
         (1, 1, 1, ep, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True},
-        f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER})",
+        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
+        f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
+        f"{_FUSED_MLP[gpu]})",
     )
 
 
@@ -80,7 +118,41 @@ MOE_RECIPES = (
         (1, 1, 1, 64, 4),
         {"ep_microbatch_overlap": True},
         f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
-        "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'",
+        "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'; "
+        f"{_LAYERNORM_MOE_ACT} (L196-197)",
+        recompute="selective",
+    ),
+    MoeRecipe(
+        "GPT-OSS-120B",
+        "B200",
+        ("BF16", "MXFP8"),
+        (1, 1, 1, 8, 4),
+        {},
+        f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
+        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
+        recompute="selective",
+    ),
+    MoeRecipe(
+        "GPT-OSS-120B",
+        "H100-SXM5-80GB",
+        ("BF16", "FP8", "FP8-CS"),
+        (1, 4, 1, 8, 1),
+        {},
+        f"{_GPT_OSS}h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_config: "
+        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
+        recompute="selective",
+    ),
+    _qwen3_fp8mx("Qwen3-30B-A3B", "gb300", (1, 1, 1, 8, 8), "qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-30B-A3B", "gb200", (1, 1, 1, 8, 4), "qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-30B-A3B", "b300", (1, 1, 1, 8, 8), "qwen3_30b_a3b_pretrain_8gpu_b300_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-30B-A3B", "b200", (1, 1, 1, 8, 4), "qwen3_30b_a3b_pretrain_8gpu_b200_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-235B-A22B", "b300", (1, 8, 3, 8, 2), "qwen3_235b_a22b_pretrain_256gpu_b300_fp8mx_config"),
+    _qwen3_fp8mx("Qwen3-235B-A22B", "b200", (1, 8, 3, 8, 1), "qwen3_235b_a22b_pretrain_256gpu_b200_fp8mx_config"),
+    _qwen3_fp8mx(
+        "Qwen3-235B-A22B", "gb300", (1, 4, 12, 32, 2), "qwen3_235b_a22b_pretrain_64gpu_gb300_fp8mx_config and _256gpu_"
+    ),
+    _qwen3_fp8mx(
+        "Qwen3-235B-A22B", "gb200", (1, 8, 3, 32, 1), "qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config and _256gpu_"
     ),
     MoeRecipe(
         "GPT-OSS-120B",
@@ -94,7 +166,8 @@ MOE_RECIPES = (
 )
 """Only rows whose settings move the prediction, every one found: the Blackwell recipes of Qwen3 and DeepSeek-V3
 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as the zoo entries already
-do, and GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
+do but for Qwen3's FP8-MX ones' MXFP8 attention and fused grouped MLP, and GPT-OSS-120B's GB300 BF16,
+B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
 
 
 def recipe_for(model: str, hardware: str, dtype: str, parallelism: Mapping[str, Any]) -> MoeRecipe | None:

@@ -441,18 +441,24 @@ def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
 def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
 ) -> str | dict[str, Any]:
-    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes)."""
+    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes); the recipe's
+    recompute goes into `parallelism` where the row leaves it out."""
     found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
-    if found is None:
+    month = container_month(row["version_or_date"])
+    if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
         return model
-    settings = ", ".join(f"{k} {v}" for k, v in found.model_settings.items())
-    if container_month(row["version_or_date"]) == container_month(RECIPES_CONTAINER):
+    recompute = {"recompute": found.recompute} if found.recompute and parallelism["recompute"] is None else {}
+    parallelism |= recompute
+    settings = ", ".join(f"{k} {v}" for k, v in {**found.model_settings, **recompute}.items())
+    if month == container_month(RECIPES_CONTAINER):
         assumptions.append(f"{settings}: this container's recipe of the layout ({found.source})")
     else:
         assumptions.append(
             f"{settings}: the recipe of this layout as of {RECIPES_CONTAINER} ({found.source}); for "
             f"{row['version_or_date']} an assumption"
         )
+    if not found.model_settings:
+        return model
     base = model if isinstance(model, dict) else {"base": model}
     return {**base, **found.model_settings}
 

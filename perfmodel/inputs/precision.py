@@ -69,10 +69,10 @@ class Recipe:
     """FP8 scaling granularity: 'tensorwise' (one scale per tensor: Transformer Engine's per-tensor scaling, torchao's
     tensorwise recipe) or 'rowwise' (torchao: one scale per row of each GEMM operand along its reduction axis)."""
     attention_format: str = "bf16"
-    """Tensor-core input format of flash attention's forward QK^T and PV multiplies: 'fp8' where the run sets
-    Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1); the
-    softmax exponentials run on the SFU either way, and the backward is priced at BF16's rate
-    (workload.attention_backward)."""
+    """Tensor-core input format of flash attention's QK^T and PV multiplies: 'fp8' or 'mxfp8' where the run sets
+    Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1;
+    fp8_attention_recipe); the softmax exponentials run on the SFU either way, and the backward runs at the FP8 rate
+    where kernels measure it, else BF16's (compute.attention_core_s)."""
 
     flash_attention: bool = True
     """Fused attention that keeps the scores on chip (FlashAttention and its successors); False: the scores and their
@@ -202,6 +202,17 @@ def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
     """The recipe with context parallelism exchanging as `cp_comm` does. Cached: one object per recipe and exchange,
     so contexts built from it are shared (planning.predict.context_for keys them by identity)."""
     return recipe if recipe.cp_comm == cp_comm else replace(recipe, cp_comm=cp_comm)
+
+
+@cache
+def fp8_attention_recipe(recipe: Recipe, fp8_attention: bool) -> Recipe:
+    """The recipe running flash attention in its quantised format where the run sets TransformerEngine's FP8
+    dot-product attention (ModelSpec.fp8_attention): MXFP8 attention under the MXFP8 recipe (TransformerEngine 2.16,
+    sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1), per-tensor FP8 under the others; a BF16
+    recipe has nothing to quantise. Cached, as cp_comm_recipe."""
+    if not fp8_attention or not recipe.quantised:
+        return recipe
+    return replace(recipe, attention_format="mxfp8" if recipe.id == "mxfp8" else "fp8")
 
 
 @cache

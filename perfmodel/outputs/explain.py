@@ -204,7 +204,7 @@ def _tile_efficiency(op: Op, ctx: Context) -> float:
     operations."""
     sms = ctx.hardware.accelerator.sms.value
     if op.kind == "grouped_gemm":
-        return float(grouped_efficiency(op.m, op.n, op.groups, sms))
+        return float(grouped_efficiency(op.m, op.n, op.groups, sms, op.tile_n))
     return float(gemm_shape_share(op.m, op.n, op.k, ctx.efficiency, sms)) if op.kind == "gemm" else 1.0
 
 

@@ -181,11 +181,12 @@ def _ramp(x: Number, half: Number, saturation: float = GEMM_SATURATION) -> Numbe
     return minimum(1.0, x * x / (x * x + half * half) * (saturation**2 + half * half) / saturation**2)
 
 
-def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float) -> Number:
+def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float, fixed_n: int = 0) -> Number:
     """Useful share of a grouped GEMM's tile slots: `groups` GEMMs of m x n each pad m and n to whole tiles (a
-    16-token expert fills an eighth of a 128-row tile), and all their tiles share the waves."""
+    16-token expert fills an eighth of a 128-row tile), and all their tiles share the waves. A kernel that fixes its
+    tile's width (`fixed_n`, Op.tile_n) takes the best of TILE_SIDES rows at that width."""
     best: Number = 0.0
-    for tile_m, tile_n in TILES:
+    for tile_m, tile_n in TILES if not fixed_n else tuple((side, fixed_n) for side in TILE_SIDES):
         m_tiles, n_tiles = ceil(m / tile_m), ceil(n / tile_n)
         tiles = groups * m_tiles * n_tiles
         padding = m / (m_tiles * tile_m) * n / (n_tiles * tile_n)
@@ -240,7 +241,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         return maximum(op.flops / rate, memory_s) + r.overhead_s
     if op.kind == "grouped_gemm":
         _, gemm_rate = r.of_format(op.fmt)
-        tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value)
+        tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value, op.tile_n)
         rate = gemm_rate * eff.grouped_gemm * tiles
         return maximum(op.flops / rate, memory_s) + r.overhead_s + op.groups * r.legacy_group_s
     return maximum(attention_core_s(op, acc, eff, r), memory_s) + r.overhead_s
@@ -334,17 +335,18 @@ STACKED_FIELDS = ("flops", "bytes", "amax_bytes", "eager_bytes", "m", "n", "k", 
 
 def batched(ops: Iterable[Op]) -> Batched:
     """`ops` arranged for `op_times`. Where operations hold numpy arrays (a search's shards, a fit's rows), those of
-    one kind, format and release other than attention are stacked into one operation whose fields hold theirs along
-    a new first axis: `op_time` is element-wise, so each gets the same numbers as alone, and a shard's ~15 GEMMs
-    cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced one at a time, as before."""
+    one kind, format, release and tile width other than attention are stacked into one operation whose fields hold
+    theirs along a new first axis: `op_time` is element-wise, so each gets the same numbers as alone, and a shard's
+    ~15 GEMMs cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced one at a time, as
+    before."""
     ops = tuple(ops)
     numpy = sys.modules.get("numpy")  # not imported: no operation holds an array (and a prediction never imports it)
     array = numpy.ndarray if numpy is not None else ()
     alone: list[tuple[tuple[int, ...], Op]] = []
-    batches: dict[tuple[str, str, bool], list[int]] = {}
+    batches: dict[tuple[str, str, bool, int], list[int]] = {}
     for index, op in enumerate(ops):
         if op.kind != "attention" and isinstance(op.bytes, array):
-            batches.setdefault((op.kind, op.fmt, op.as_released), []).append(index)
+            batches.setdefault((op.kind, op.fmt, op.as_released, op.tile_n), []).append(index)
         else:
             alone.append(((index,), op))
     stacked = [

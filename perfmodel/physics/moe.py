@@ -41,6 +41,18 @@ from perfmodel.physics.workload import (
 
 ROUTER_BYTES = 3 * FP32_BYTES
 """Top-k over the router logits: read the FP32 logits, write the scores and the routing map."""
+FUSED_MLP_TILE_N = 256
+"""The MMA tile width of cuDNN's fused grouped GEMMs (cudnn-frontend python/cudnn/grouped_gemm/grouped_gemm_glu/api.py
+L124 and L506-507, grouped_gemm_dglu/api.py L130 and L541-542: n tiles of 256, m tiles of 128 or 256;
+../shared/data/gpt_oss_blackwell_notes.md 2.5): GPT-OSS's 2,880 pads to 3,072 and its 5,760 to 5,888, where
+Megatron-Core's grouped GEMM picks 128-wide tiles; Qwen3's and DeepSeek-V3's widths are multiples of 256."""
+EAGER_BIAS_PASSES = (6, 6)
+"""Passes over the routed rows x hidden of Megatron-Core's eager per-expert fc2 bias, forward and backward
+(experts.py _apply_bias, core_v0.17.0 L251-267 and core_v0.18.0 L296-313: torch.cat([t + b * p, ...]) over the local
+experts, b the bias, p the router probability; ../shared/data/gpt_oss_blackwell_notes.md 2.7: about 12 passes, 4.5
+GB for GPT-OSS-120B's 16,384-token micro-batch, a reading of eager autograd, +-30%). Forward: b * p written, t and it
+read and their sum written, the concatenation read and written; backward: the probabilities' gradient and the bias's,
+each a product of the output gradient written and read back by its sum, and the gradient read for it."""
 
 
 def tokens_in(sh: Shard) -> Number:
@@ -68,10 +80,18 @@ def tokens_per_expert(sh: Shard) -> Number:
     return routed_tokens(sh) / (sh.model.experts / sh.ep)
 
 
-def _grouped(name: str, groups: Number, m: Number, n: Number, k: Number, fmt: str, in_bytes: float) -> Op:
+def _grouped(
+    name: str, groups: Number, m: Number, n: Number, k: Number, fmt: str, in_bytes: float, tile_n: int = 0
+) -> Op:
     """`groups` GEMMs of m x n x k in one kernel: every group reads its own weights."""
     moved = (groups * m * k + groups * k * n) * in_bytes + groups * m * n * BF16_BYTES
-    return Op(name, "grouped_gemm", 2 * groups * m * n * k, moved, fmt, m, n, groups=groups)
+    return Op(name, "grouped_gemm", 2 * groups * m * n * k, moved, fmt, m, n, groups=groups, tile_n=tile_n)
+
+
+def fused_mlp(sh: Shard, recipe: Recipe) -> bool:
+    """Whether the experts run TransformerEngine's fused grouped MLP (ModelSpec.fused_grouped_mlp): cuDNN's kernels
+    take MXFP8 alone, so another format keeps Megatron-Core's grouped GEMM."""
+    return sh.model.fused_grouped_mlp and recipe.id == "mxfp8"
 
 
 def _expert_shapes(sh: Shard) -> list[tuple[str, Number, Number]]:
@@ -130,6 +150,8 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     act_bytes = activation_bytes(md, False)
+    fused = fused_mlp(sh, recipe)
+    tile_n = FUSED_MLP_TILE_N if fused else 0
     ops = [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
         _gemm("router.fprop", copies, md.experts, h, "bf16", BF16_BYTES),
@@ -139,9 +161,11 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     for name, k, n in _expert_shapes(sh):
         if recipe.quantised:
             ops.append(_cast(f"{name}.cast", rows * k, recipe))
-        ops.append(_grouped(f"{name}.fprop", local, m, n, k, fmt, in_bytes))
+        ops.append(_grouped(f"{name}.fprop", local, m, n, k, fmt, in_bytes, tile_n))
         if name == "expert_fc1":
             ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
+    if md.bias and not fused:
+        ops.append(_mem("expert_fc2.bias", rows * h, EAGER_BIAS_PASSES[0] * BF16_BYTES))
     return [
         *ops,
         *_shared_forward(sh, recipe),
@@ -156,6 +180,8 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     act_bytes = activation_bytes(md, True)
+    fused = fused_mlp(sh, recipe)
+    tile_n = FUSED_MLP_TILE_N if fused else 0
     ops = [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
         _mem("unpermute.bwd", rows * h, 2 * BF16_BYTES),
@@ -165,13 +191,13 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         if recipe.quantised:
             ops += [_cast(f"{name}.grad_cast", rows * n, recipe), _cast(f"{name}.input_cast", rows * k, recipe)]
         ops += [
-            _grouped(f"{name}.dgrad", local, m, k, n, fmt, in_bytes),
-            _grouped(f"{name}.wgrad", local, k, n, m, fmt, in_bytes),
+            _grouped(f"{name}.dgrad", local, m, k, n, fmt, in_bytes, tile_n),
+            _grouped(f"{name}.wgrad", local, k, n, m, fmt, in_bytes, tile_n),
         ]
         if name == "expert_fc2":
             ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))
     if md.bias:
-        ops += _expert_bias_backward(sh)
+        ops += _expert_bias_backward(sh, fused)
     return [
         *ops,
         _mem("permute.bwd", copies * h, (1 + md.top_k) * BF16_BYTES),
@@ -183,18 +209,18 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     ]
 
 
-def _expert_bias_backward(sh: Shard) -> list[Op]:
-    """The experts' bias gradients (GPT-OSS), at the least any stack pays: fc1's dbias, a column sum that reads its
-    output gradient once (cuDNN's fused dGeGLU generates it at +12% of that kernel: cudnn-frontend PR #322, 155.6
-    against 139.0 us); fc2's bias, scaled by the router probabilities, whose gradient and the probabilities' are a
-    pass of their own that reads and writes the rows (TransformerEngine grouped_mlp.py L1893-1950, scale_bias: the
-    Triton compute_grouped_dbias_dscales pass instead of the fused bgrad_group_quantize). Megatron-Core's eager
-    per-expert fc2 bias loop (experts.py _apply_bias: BF16 rows, and every row before core 0.18) makes about 12 such
-    passes: not priced (../shared/data/gpt_oss_blackwell_notes.md 2.5, 2.7)."""
+def _expert_bias_backward(sh: Shard, fused: bool) -> list[Op]:
+    """The experts' bias gradients (GPT-OSS): fc1's dbias, a column sum that reads its output gradient once (cuDNN's
+    fused dGeGLU generates it at +12% of that kernel: cudnn-frontend PR #322, 155.6 against 139.0 us); fc2's bias,
+    scaled by the router probabilities: in the fused grouped MLP its gradient and the probabilities' are a pass of
+    their own that reads and writes the rows (TransformerEngine grouped_mlp.py L1893-1950, scale_bias: the Triton
+    compute_grouped_dbias_dscales pass instead of the fused bgrad_group_quantize), elsewhere the backward of
+    Megatron-Core's eager per-expert loop (EAGER_BIAS_PASSES; ../shared/data/gpt_oss_blackwell_notes.md 2.5, 2.7)."""
     (_, _, fc1_width), _ = _expert_shapes(sh)
     rows = routed_tokens(sh)
+    fc2_passes = 2 if fused else EAGER_BIAS_PASSES[1]
     return [
-        _mem("expert_fc2.dbias", rows * sh.model.hidden, 2 * BF16_BYTES),
+        _mem("expert_fc2.dbias", rows * sh.model.hidden, fc2_passes * BF16_BYTES),
         _mem("expert_fc1.dbias", rows * fc1_width, BF16_BYTES),
     ]
 

@@ -53,6 +53,9 @@ class Op(NamedTuple):
     computes whole tiles of it (compute.attention_core_s)."""
     k: Number = 0
     """A GEMM's reduction depth (C[m, n] = A[m, k] B[k, n]): its depth ramp (compute.gemm_shape_share)."""
+    tile_n: int = 0
+    """A grouped kernel whose MMA tile is `tile_n` wide in n (cuDNN's fused grouped MLP: moe.FUSED_MLP_TILE_N); 0: the
+    best of compute.TILES."""
 
 
 class Shard(NamedTuple):

@@ -14,7 +14,13 @@ from perfmodel.inputs.documents import packing
 from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import cp_comm_recipe, frozen_base_recipe, get_recipe, shard_group_recipe
+from perfmodel.inputs.precision import (
+    cp_comm_recipe,
+    fp8_attention_recipe,
+    frozen_base_recipe,
+    get_recipe,
+    shard_group_recipe,
+)
 from perfmodel.inputs.record import as_dict, replaced
 from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
@@ -380,6 +386,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
+    recipe = fp8_attention_recipe(recipe, md.fp8_attention)
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     seq_len = scenario.parallelism.seq_len
