@@ -88,6 +88,28 @@ def test_rowwise_fp8_gathers_bf16_weights_where_tensorwise_gathers_fp8() -> None
     assert rowwise.fp8_scaling == "rowwise" and tensorwise.fp8_scaling == "tensorwise"
 
 
+def test_torchao_pays_the_amax_pass_in_every_release() -> None:
+    """torchao's float8 has dynamic scaling alone (a max(abs(x)) before each cast): no bytes of a torchtitan cast
+    are an amax pass that a release before Megatron's switch from delayed scaling (efficiency
+    .CURRENT_SCALING_RELEASE, 2025-09) skips, where Megatron's are, so a torchtitan row of 2025-06 computes as long
+    as today's (the stack has no release trend)."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    md, fp8 = perfmodel.predict(**TITAN_8B).model, get_recipe("fp8", acc)
+
+    def amax_bytes(stack_name: str) -> float:
+        stack = get_stack(stack_name)
+        rec = stack_recipe(fp8, stack, stack_knobs(stack))
+        return sum(float(op.amax_bytes) for op in layer_forward(Shard(md, rec, 8, 1, 1, 8192), rec))
+
+    # Megatron's forward casts, 2 B of amax read per element: the QKV and fc1 inputs' T / 8 rows before the FP8
+    # gather (h wide), the output projection's and fc2's inputs on all T rows (q_dim / 8 and ffn / 8 wide).
+    tokens, h = 8192, md.hidden
+    assert amax_bytes("megatron") == pytest.approx(tokens * (2 * h + md.q_dim + md.ffn) / 8 * 2)
+    assert amax_bytes("torchtitan") == 0.0
+    titan = [_predict(precision="fp8", vintage=v, calibration=None).step.compute_s for v in ("2025-06", "2026-08")]
+    assert titan[0] == pytest.approx(titan[1])
+
+
 def test_each_knob_defaults_to_the_stacks_shipped_setting() -> None:
     """torchtitan's JobConfig: async TP off, compile off, tensorwise FP8; Megatron has none of these knobs."""
     assert _predict(precision="fp8").to_dict()["stack_knobs"] == {"async_tp": False, "compile": False,
@@ -137,6 +159,14 @@ def test_explain_names_the_stack_mechanism_behind_the_tp_term() -> None:
     assert vanilla.code == 0, vanilla.err
     assert "torchtitan's vanilla TP (--no-async-tp)" in vanilla.out
     assert "per-op selective: the forward but attention and the matmuls kept, 36.5% of its GEMM FLOPs" in vanilla.out
+
+
+def test_explain_names_torchaos_dynamic_scaling() -> None:
+    tensorwise = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp",
+                         "8", "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--zero", "3", "--stack",
+                         "torchtitan", "--precision", "fp8", "--recompute", "selective")  # fmt: skip
+    assert tensorwise.code == 0, tensorwise.err
+    assert "(FP8 scaled from each tensor's current amax in every release (torchao's dynamic scaling))" in tensorwise.out
 
 
 def test_torchtitans_selective_recompute_reruns_every_second_matmul_and_its_all_gathers() -> None:

@@ -100,6 +100,11 @@ class Recipe:
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
     (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""
+    current_scaling: bool = False
+    """Whether the stack scales every cast from the tensor's current amax whatever the release, so that a release
+    before efficiency.CURRENT_SCALING_RELEASE (Megatron's switch from delayed scaling) still pays the amax pass:
+    torchao's float8 training has dynamic scaling alone (torchao 0.11.0 config.py: ScalingType DYNAMIC or DISABLED;
+    float8_utils.py tensor_to_amax, a max(abs(x)) reduction before each cast)."""
     graph_captured: bool = False
     """Whether the run captures its whole training iteration (forward, backward, optimizer, gradient clipping) in
     one CUDA graph, replayed each step: no per-step host work remains (`Efficiency.step_overhead_s` is not paid from

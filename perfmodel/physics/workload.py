@@ -143,7 +143,8 @@ def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0, fu
     per_element = (recipe.amax_passes + 1 + extra_passes) * BF16_BYTES + (
         recipe.copies + extra_passes
     ) * recipe.element_bytes
-    amax_bytes = elements * recipe.amax_passes * BF16_BYTES if recipe.delayed_scaling_capable else 0.0
+    skippable = recipe.delayed_scaling_capable and not recipe.current_scaling
+    amax_bytes = elements * recipe.amax_passes * BF16_BYTES if skippable else 0.0
     return Op(name, "memory", 0, elements * (per_element - fused * BF16_BYTES), amax_bytes=amax_bytes)
 
 
