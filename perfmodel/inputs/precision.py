@@ -188,14 +188,20 @@ mxfp8`)."""
 
 @cache
 def rowwise_recipe(recipe: Recipe) -> Recipe:
-    """Per-tensor FP8 as torchao's rowwise recipe runs it: each GEMM operand scaled per row along its reduction axis
-    (the same reads and writes as tensorwise: an amax reduction, then the cast, into a copy per GEMM direction), but
-    FSDP2 gathers the BF16 weights and each rank casts its gathered copy, since float8 all-gather is implemented for
-    tensorwise scaling only (torchao `enable_fsdp_float8_all_gather`; recalled from the public code, not a stored
-    copy). Cached: one object per recipe (planning.predict.context_for keys contexts by identity)."""
+    """Per-tensor FP8 as torchao 0.11's rowwise recipe (Float8LinearRecipeName.ROWWISE: every operand AXISWISE-scaled,
+    E4M3 throughout; torchao/float8/config.py) runs under torchtitan. Each operand is scaled along the reduction axis
+    of the GEMM that reads it, which differs between the forward and the backward GEMMs, so a cast writes one copy
+    (`copies` 1) and the backward casts the input, the weight and the output gradient again from BF16 along the other
+    axis (workload.ROWWISE_BACKWARD_CASTS; float8_linear.py matmul_with_hp_or_float8_args.backward). The float8
+    collectives are tensorwise-only: FSDP2 gathers BF16 weights (torchao `enable_fsdp_float8_all_gather`) and TP
+    gathers BF16 activations and gradients, each rank casting all T gathered rows (torchtitan parallelize.py: 'For
+    rowwise recipes, we use regular TP and all-gather happens in high precision', recalled from the public code, not a
+    stored copy; torchao 0.11.0 float8_tensor_parallel.py: Float8ColwiseParallel 'currently assumes tensorwise
+    scaling'). Cached: one object per recipe
+    (planning.predict.context_for keys contexts by identity)."""
     if not recipe.delayed_scaling_capable:
         raise PerfmodelError(f"rowwise FP8 scaling applies to --precision fp8, not {recipe.id}")
-    return replace(recipe, fp8_scaling="rowwise", param_gather_bytes=BF16_BYTES)
+    return replace(recipe, fp8_scaling="rowwise", copies=1, param_gather_bytes=BF16_BYTES, tp_gather_bytes=BF16_BYTES)
 
 
 CP_COMMS = ("p2p", "all_gather", "a2a")

@@ -553,6 +553,12 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
     compute, tp = [kernels], [f"{stack.name} stack: TP collectives with {overlap}"]
     if recipe.quantised and recipe.current_scaling:
         compute.append("FP8 scaled from each tensor's current amax in every release (torchao's dynamic scaling)")
+    if recipe.quantised and recipe.fp8_scaling == "rowwise":
+        compute.append(
+            "FP8 rowwise (torchao): weights cast per GEMM, each operand cast again along its other axis in the "
+            "backward and each backward GEMM's output rescaled (ops *.weight_cast, *_recast, *_rescale)"
+        )
+        tp.append("FP8 rowwise: activations gathered in BF16 (torchao's float8 TP is tensorwise-only)")
     return {
         "compute_s": compute,
         "tp_comm_exposed_s": tp,
