@@ -50,6 +50,12 @@ class Recipe:
     collectives decomposed into per-chunk sends run under the GEMMs they feed: torch.distributed's
     _micro_pipeline_tp pass). Off, only Megatron's async TP remains: the backward's input all-gathers and dgrad
     reduce-scatters hide behind the weight-gradient GEMMs (`tp_backward_overlap`)."""
+    tp_decomposed: bool = False
+    """torchtitan's async TP: PyTorch's micro-pipeline TP pass (torch._inductor micro_pipeline_tp:
+    fused_all_gather_matmul, fused_matmul_reduce_scatter) splits each collective into per-rank chunks run under the
+    matmul that consumes or produces it (Wang et al. 2023, ASPLOS, 'Overlap Communication with Dependent Computation
+    via Decomposition'; recalled from the public code, not a stored copy), so a collective hides behind its own
+    GEMM, not behind the layer's (step._decomposed_hiding); userbuffers' windows are the pass's GEMMs."""
     tp_backward_overlap: bool = True
     """Megatron-Core's backward overlap without userbuffers (its async all-gather/reduce-scatter beside the Wgrad
     GEMM). False: torchtitan's vanilla TP, whose DTensor collectives run on the compute stream before and after the

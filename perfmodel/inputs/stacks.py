@@ -375,5 +375,5 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, per_op_sac=True)
     if knobs.async_tp is not None:
         overlap = knobs.async_tp and recipe.tp_comm_overlap
-        return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap)
+        return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap, tp_decomposed=overlap)
     return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

@@ -422,6 +422,15 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
     per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
     tp_quantities = [N, L, c_f, c_b, w_f, w_b, eta, e_tp]
+    if trace["tp_hidden"] is not None:  # async TP decomposes each collective under its own GEMMs (step.decomposes)
+        h_f = _q("h_TP_fwd", trace["tp_hidden"][0], "s",
+                 "what async TP can hide of them: each collective up to its own GEMMs, sum of min(c, g) (input "
+                 "all-gathers under QKV and fc1, reduce-scatters under proj and fc2)")  # fmt: skip
+        h_b = _q("h_TP_bwd", trace["tp_hidden"][1], "s",
+                 "the same backward: gradient all-gathers under the proj and fc2 dgrad, reduce-scatters under the "
+                 "QKV and fc1 dgrad, input all-gathers under their wgrad, the recomputed forward's")  # fmt: skip
+        per_layer = c_f.symbol + c_b.symbol - eta.symbol * (h_f.symbol + h_b.symbol)
+        tp_quantities = [N, L, c_f, c_b, h_f, h_b, eta, e_tp]
     if float(tp_comm.exposed_layer) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
         c_kv = _q("c_TP_kv", tp_comm.exposed_layer, "s",
                   f"TP {lo.tp} exceeds the {ctx.model.kv_heads} KV heads: each rank holds a replicated K and V head; "
