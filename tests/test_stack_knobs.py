@@ -247,6 +247,13 @@ def test_explain_names_torchaos_fp8_mechanisms_and_shows_their_operations() -> N
     assert rowwise.code == 0, rowwise.err
     assert "each operand cast again along its other axis in the backward" in rowwise.out
     assert "activations gathered in BF16 (torchao's float8 TP is tensorwise-only)" in rowwise.out
+    overlapped = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp", "8",
+                         "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--zero", "3", "--stack", "torchtitan",
+                         "--precision", "fp8", "--recompute", "selective", "--async-tp")  # fmt: skip
+    assert "(torchtitan stack: TP collectives with async TP: each collective decomposed under the GEMMs it feeds" in (
+        overlapped.out
+    )
+    assert "h_TP_fwd" in overlapped.out and "h_TP_bwd" in overlapped.out
     for op in ("fc2.weight_cast", "fc2.grad_recast", "fc2.input_recast", "fc2.dgrad_rescale", "fc2.wgrad_rescale"):
         assert f"backward   {op}" in rowwise.out or f"forward    {op}" in rowwise.out
 

@@ -559,6 +559,8 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
         kernels += ", BF16 weights gathered and quantised inside each GEMM"
     mechanism = "async TP" if stack.async_tp is not None else "userbuffers"
     overlap = f"{mechanism} overlap with the GEMMs" if recipe.tp_comm_overlap else f"no {mechanism} overlap"
+    if recipe.tp_decomposed:
+        overlap = "async TP: each collective decomposed under the GEMMs it feeds or drains"
     compute, tp = [kernels], [f"{stack.name} stack: TP collectives with {overlap}"]
     if recipe.quantised and recipe.current_scaling:
         compute.append("FP8 scaled from each tensor's current amax in every release (torchao's dynamic scaling)")
