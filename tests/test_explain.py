@@ -17,7 +17,8 @@ from perfmodel.planning.predict import predict
 
 def _layout(**kw: Any) -> dict[str, Any]:
     base = {"parallelism.recompute": "none", "parallelism.zero": 1, "parallelism.mbs": 1, "parallelism.cp": 1}
-    return base | {k if "." in k or k in ("model", "gpu", "n_gpus", "precision") else f"parallelism.{k}": v
+    top = ("model", "gpu", "n_gpus", "precision", "stack", "async_tp", "compile", "fp8_recipe")
+    return base | {k if "." in k or k in top else f"parallelism.{k}": v
                    for k, v in kw.items()}  # fmt: skip
 
 
@@ -85,6 +86,23 @@ CASES = {
     ),
     "gpt-oss-120b-zero3": _layout(
         model="gpt-oss-120b", gpu="h100-sxm", n_gpus=32, tp=1, pp=1, vp=1, ep=8, gbs=64, zero=3, mbs=2
+    ),
+    "torchtitan-70b-async-tp-rowwise": _layout(
+        model="llama3.1-70b",
+        gpu="h100-grand-teton",
+        n_gpus=256,
+        precision="fp8",
+        tp=8,
+        pp=1,
+        vp=1,
+        gbs=512,
+        mbs=16,
+        zero=3,
+        recompute="full",
+        stack="torchtitan",
+        async_tp=True,
+        compile=True,
+        fp8_recipe="rowwise",
     ),
 }
 

@@ -14,10 +14,11 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import read_runs_csv
 from perfmodel.inputs.precision import BF16_BYTES, get_recipe
 from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
-from perfmodel.physics.collectives import all_gather
-from perfmodel.physics.schedule import exposed
+from perfmodel.physics.collectives import all_gather, reduce_scatter
+from perfmodel.physics.compute import Rates, batched, op_times
+from perfmodel.physics.memory import activation_bytes_per_token
 from perfmodel.physics.step import evaluate
-from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_forward
+from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_backward, layer_forward
 from perfmodel.planning.predict import context_for, layout_vars
 
 TITAN_8B = {
@@ -40,21 +41,31 @@ def _trace(prediction: perfmodel.Prediction) -> dict[str, Any]:
     return trace
 
 
-def test_vanilla_tp_exposes_what_async_tp_hides_behind_the_gemms() -> None:
+def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemms() -> None:
     """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives.
-    Async TP hides them behind the GEMMs of the same pass, up to the GEMM time: exposed = c - eta min(c, GEMMs),
-    forward and backward. Same compute either way."""
+    Async TP decomposes each collective under the GEMMs it feeds or drains, up to their time: exposed = c - eta sum
+    min(c_i, g_i), by hand for Llama 3.1 8B's two TP blocks (QKV/proj, fc1/fc2) under per-op selective recompute,
+    whose re-gathered inputs hide under the matmuls it re-runs (wk, w3: 36.5% of the forward GEMM FLOPs, priced as
+    that share of the column-parallel fprop). Same compute either way."""
     vanilla, overlapped = _predict(async_tp=False), _predict(async_tp=True)
     assert vanilla.scenario.knobs.async_tp is False and overlapped.scenario.knobs.async_tp is True
     t_vanilla, t_async = _trace(vanilla), _trace(overlapped)
-    comm, layer = t_async["tp_comm"], t_async["layer"]
+    comm, sh, links = t_async["tp_comm"], t_async["shard"], t_async["tp_links"]
     assert float(t_vanilla["tp_exposed"]) == pytest.approx(float(comm.layer))
-    eta = context_for(overlapped.scenario).efficiency.overlap_tp
-    backward_gemm = float(layer.backward_gemm)  # selective recompute re-runs no GEMM
-    by_hand = exposed(float(comm.forward), float(layer.forward_gemm), eta) + exposed(
-        float(comm.layer - comm.forward), backward_gemm, eta
-    )
-    assert float(t_async["tp_exposed"]) == pytest.approx(by_hand)
+    ctx = context_for(overlapped.scenario)
+    rates = Rates(ctx.hardware.accelerator, ctx.efficiency)
+    ops = [*layer_forward(sh, ctx.recipe), *layer_backward(sh, ctx.recipe)]
+    g = {op.name: float(t) for op, t in zip(ops, op_times(batched(ops), rates), strict=True) if op.kind == "gemm"}
+    activation = sh.tokens * perfmodel.predict(**TITAN_8B).model.hidden * BF16_BYTES
+    gather, scatter = float(all_gather(activation, links)), float(reduce_scatter(activation, links))
+    assert float(comm.forward) == pytest.approx(2 * (gather + scatter))
+    hidden = 0.0
+    for column, row in (("qkv", "proj"), ("fc1", "fc2")):
+        hidden += min(gather, g[f"{column}.fprop"]) + min(scatter, g[f"{row}.fprop"])  # forward
+        hidden += min(gather, g[f"{row}.dgrad"]) + min(scatter, g[f"{column}.dgrad"])  # gradients
+        hidden += min(gather, g[f"{column}.wgrad"]) + min(gather, 0.365 * g[f"{column}.fprop"])  # input again
+    eta = ctx.efficiency.overlap_tp
+    assert float(t_async["tp_exposed"]) == pytest.approx(float(comm.layer) - eta * hidden, rel=2e-3)
     assert float(t_async["tp_exposed"]) < float(t_vanilla["tp_exposed"])
     assert overlapped.step.compute_s == vanilla.step.compute_s
 
@@ -86,6 +97,88 @@ def test_rowwise_fp8_gathers_bf16_weights_where_tensorwise_gathers_fp8() -> None
     rowwise = stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe="rowwise"))
     assert (tensorwise.param_gather_bytes, rowwise.param_gather_bytes) == (1.0, BF16_BYTES)
     assert rowwise.fp8_scaling == "rowwise" and tensorwise.fp8_scaling == "tensorwise"
+
+
+def _linear_ops(recipe_name: str, name: str) -> dict[str, float]:
+    """Bytes of each memory operation of one linear layer of Llama 3.1 8B at TP 8, one sequence of 8,192 tokens, on
+    the torchtitan stack with this FP8 recipe: forward and backward."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    stack = get_stack("torchtitan")
+    rec = stack_recipe(get_recipe("fp8", acc), stack, stack_knobs(stack, fp8_recipe=recipe_name))
+    shard = Shard(perfmodel.predict(**TITAN_8B).model, rec, 8, 1, 1, 8192)
+    ops = [*layer_forward(shard, rec), *layer_backward(shard, rec)]
+    return {op.name: float(op.bytes) for op in ops if op.name.startswith(f"{name}.") and op.kind == "memory"}
+
+
+def test_rowwise_fp8_casts_each_operand_along_both_axes_from_bf16_gathered_rows() -> None:
+    """torchao 0.11.0's rowwise recipe on torchtitan's regular (BF16) TP, by hand for the QKV projection of Llama 3.1
+    8B at TP 8 (k = 4,096 in, n = (4,096 + 2 x 1,024) / 8 = 768 out, T = 8,192 tokens): a cast is an amax read
+    (2 B), a read (2 B) and one FP8 copy (1 B), 5 B per element, on all T gathered rows; the backward casts the
+    weight, the output gradient and the saved input again along the other axis and rescales each GEMM's BF16
+    output (a read and a write, 4 B). Tensorwise casts T / 8 rows before its FP8 gather, fused into the norm (an
+    amax read and two copies: 4 B), and the gradient once into both copies (6 B); nothing else."""
+    tokens, k, n = 8192, 4096, 768
+    assert _linear_ops("rowwise", "qkv") == pytest.approx(
+        {
+            "qkv.cast": tokens * k * 5,
+            "qkv.weight_cast": k * n * 5,
+            "qkv.grad_cast": tokens * n * 5,
+            "qkv.weight_recast": k * n * 5,
+            "qkv.dgrad_rescale": tokens * k * 4,
+            "qkv.grad_recast": tokens * n * 5,
+            "qkv.input_recast": tokens * k * 5,
+            "qkv.wgrad_rescale": k * n * 4,
+        }
+    )
+    assert _linear_ops("tensorwise", "qkv") == pytest.approx(
+        {"qkv.cast": tokens / 8 * k * 4, "qkv.grad_cast": tokens * n * 6}
+    )
+
+
+def test_rowwise_fp8_keeps_the_bf16_inputs_its_backward_casts_again() -> None:
+    """Per token, without recompute, a tensorwise layer keeps the FP8 copies (1 B) of the QKV, fc1 and fc2 inputs and
+    of the attention output beside its BF16 one; a rowwise layer keeps the BF16 inputs (2 B), the attention output
+    once: h + ffn bytes more (Llama 3.1 8B: 4,096 + 14,336)."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    md, stack, fp8 = perfmodel.predict(**TITAN_8B).model, get_stack("torchtitan"), get_recipe("fp8", acc)
+    kept = [
+        activation_bytes_per_token(md, stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe=r)), "none")
+        for r in ("tensorwise", "rowwise")
+    ]
+    assert kept[1] - kept[0] == pytest.approx(md.hidden + md.ffn)
+
+
+def test_rowwise_fp8_gathers_bf16_activations_over_tp() -> None:
+    """torchtitan runs its float8 TP (activations gathered in FP8) for tensorwise only: rowwise gathers BF16, so
+    each layer's exposed TP time (vanilla TP: all of it) grows by the input all-gathers' second byte."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    stack, fp8 = get_stack("torchtitan"), get_recipe("fp8", acc)
+    recipes = [stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe=r)) for r in ("tensorwise", "rowwise")]
+    assert [r.tp_gather_bytes for r in recipes] == [1.0, BF16_BYTES]
+    tensorwise, rowwise = (_trace(_predict(precision="fp8", fp8_recipe=r)) for r in ("tensorwise", "rowwise"))
+    assert float(rowwise["tp_exposed"]) > float(tensorwise["tp_exposed"])
+
+
+def test_torchao_pays_the_amax_pass_in_every_release() -> None:
+    """torchao's float8 has dynamic scaling alone (a max(abs(x)) before each cast): no bytes of a torchtitan cast
+    are an amax pass that a release before Megatron's switch from delayed scaling (efficiency
+    .CURRENT_SCALING_RELEASE, 2025-09) skips, where Megatron's are, so a torchtitan row of 2025-06 computes as long
+    as today's (the stack has no release trend)."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    md, fp8 = perfmodel.predict(**TITAN_8B).model, get_recipe("fp8", acc)
+
+    def amax_bytes(stack_name: str) -> float:
+        stack = get_stack(stack_name)
+        rec = stack_recipe(fp8, stack, stack_knobs(stack))
+        return sum(float(op.amax_bytes) for op in layer_forward(Shard(md, rec, 8, 1, 1, 8192), rec))
+
+    # Megatron's forward casts, 2 B of amax read per element: the QKV and fc1 inputs' T / 8 rows before the FP8
+    # gather (h wide), the output projection's and fc2's inputs on all T rows (q_dim / 8 and ffn / 8 wide).
+    tokens, h = 8192, md.hidden
+    assert amax_bytes("megatron") == pytest.approx(tokens * (2 * h + md.q_dim + md.ffn) / 8 * 2)
+    assert amax_bytes("torchtitan") == 0.0
+    titan = [_predict(precision="fp8", vintage=v, calibration=None).step.compute_s for v in ("2025-06", "2026-08")]
+    assert titan[0] == pytest.approx(titan[1])
 
 
 def test_each_knob_defaults_to_the_stacks_shipped_setting() -> None:
@@ -137,6 +230,32 @@ def test_explain_names_the_stack_mechanism_behind_the_tp_term() -> None:
     assert vanilla.code == 0, vanilla.err
     assert "torchtitan's vanilla TP (--no-async-tp)" in vanilla.out
     assert "per-op selective: the forward but attention and the matmuls kept, 36.5% of its GEMM FLOPs" in vanilla.out
+
+
+def test_explain_names_torchaos_dynamic_scaling() -> None:
+    tensorwise = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp",
+                         "8", "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--zero", "3", "--stack",
+                         "torchtitan", "--precision", "fp8", "--recompute", "selective")  # fmt: skip
+    assert tensorwise.code == 0, tensorwise.err
+    assert "(FP8 scaled from each tensor's current amax in every release (torchao's dynamic scaling))" in tensorwise.out
+
+
+def test_explain_names_torchaos_fp8_mechanisms_and_shows_their_operations() -> None:
+    rowwise = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp", "8",
+                      "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--zero", "3", "--stack", "torchtitan",
+                      "--precision", "fp8", "--recompute", "selective", "--fp8-recipe", "rowwise")  # fmt: skip
+    assert rowwise.code == 0, rowwise.err
+    assert "each operand cast again along its other axis in the backward" in rowwise.out
+    assert "activations gathered in BF16 (torchao's float8 TP is tensorwise-only)" in rowwise.out
+    overlapped = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-grand-teton", "--gpus", "64", "--tp", "8",
+                         "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--zero", "3", "--stack", "torchtitan",
+                         "--precision", "fp8", "--recompute", "selective", "--async-tp")  # fmt: skip
+    assert "(torchtitan stack: TP collectives with async TP: each collective decomposed under the GEMMs it feeds" in (
+        overlapped.out
+    )
+    assert "h_TP_fwd" in overlapped.out and "h_TP_bwd" in overlapped.out
+    for op in ("fc2.weight_cast", "fc2.grad_recast", "fc2.input_recast", "fc2.dgrad_rescale", "fc2.wgrad_rescale"):
+        assert f"backward   {op}" in rowwise.out or f"forward    {op}" in rowwise.out
 
 
 def test_torchtitans_selective_recompute_reruns_every_second_matmul_and_its_all_gathers() -> None:

@@ -50,6 +50,12 @@ class Recipe:
     collectives decomposed into per-chunk sends run under the GEMMs they feed: torch.distributed's
     _micro_pipeline_tp pass). Off, only Megatron's async TP remains: the backward's input all-gathers and dgrad
     reduce-scatters hide behind the weight-gradient GEMMs (`tp_backward_overlap`)."""
+    tp_decomposed: bool = False
+    """torchtitan's async TP: PyTorch's micro-pipeline TP pass (torch._inductor micro_pipeline_tp:
+    fused_all_gather_matmul, fused_matmul_reduce_scatter) splits each collective into per-rank chunks run under the
+    matmul that consumes or produces it (Wang et al. 2023, ASPLOS, 'Overlap Communication with Dependent Computation
+    via Decomposition'; recalled from the public code, not a stored copy), so a collective hides behind its own
+    GEMM, not behind the layer's (step._decomposed_hiding); userbuffers' windows are the pass's GEMMs."""
     tp_backward_overlap: bool = True
     """Megatron-Core's backward overlap without userbuffers (its async all-gather/reduce-scatter beside the Wgrad
     GEMM). False: torchtitan's vanilla TP, whose DTensor collectives run on the compute stream before and after the
@@ -100,6 +106,11 @@ class Recipe:
     delayed_scaling_capable: bool = False
     """Whether the recipe's amax pass is the per-tensor scale that delayed scaling takes from an amax history instead
     (FP8 per-tensor; not NVFP4, whose FP32 tensor scale NVIDIA's recipes compute from the current amax)."""
+    current_scaling: bool = False
+    """Whether the stack scales every cast from the tensor's current amax whatever the release, so that a release
+    before efficiency.CURRENT_SCALING_RELEASE (Megatron's switch from delayed scaling) still pays the amax pass:
+    torchao's float8 training has dynamic scaling alone (torchao 0.11.0 config.py: ScalingType DYNAMIC or DISABLED;
+    float8_utils.py tensor_to_amax, a max(abs(x)) reduction before each cast)."""
     graph_captured: bool = False
     """Whether the run captures its whole training iteration (forward, backward, optimizer, gradient clipping) in
     one CUDA graph, replayed each step: no per-step host work remains (`Efficiency.step_overhead_s` is not paid from
@@ -183,14 +194,20 @@ mxfp8`)."""
 
 @cache
 def rowwise_recipe(recipe: Recipe) -> Recipe:
-    """Per-tensor FP8 as torchao's rowwise recipe runs it: each GEMM operand scaled per row along its reduction axis
-    (the same reads and writes as tensorwise: an amax reduction, then the cast, into a copy per GEMM direction), but
-    FSDP2 gathers the BF16 weights and each rank casts its gathered copy, since float8 all-gather is implemented for
-    tensorwise scaling only (torchao `enable_fsdp_float8_all_gather`; recalled from the public code, not a stored
-    copy). Cached: one object per recipe (planning.predict.context_for keys contexts by identity)."""
+    """Per-tensor FP8 as torchao 0.11's rowwise recipe (Float8LinearRecipeName.ROWWISE: every operand AXISWISE-scaled,
+    E4M3 throughout; torchao/float8/config.py) runs under torchtitan. Each operand is scaled along the reduction axis
+    of the GEMM that reads it, which differs between the forward and the backward GEMMs, so a cast writes one copy
+    (`copies` 1) and the backward casts the input, the weight and the output gradient again from BF16 along the other
+    axis (workload.ROWWISE_BACKWARD_CASTS; float8_linear.py matmul_with_hp_or_float8_args.backward). The float8
+    collectives are tensorwise-only: FSDP2 gathers BF16 weights (torchao `enable_fsdp_float8_all_gather`) and TP
+    gathers BF16 activations and gradients, each rank casting all T gathered rows (torchtitan parallelize.py: 'For
+    rowwise recipes, we use regular TP and all-gather happens in high precision', recalled from the public code, not a
+    stored copy; torchao 0.11.0 float8_tensor_parallel.py: Float8ColwiseParallel 'currently assumes tensorwise
+    scaling'). Cached: one object per recipe
+    (planning.predict.context_for keys contexts by identity)."""
     if not recipe.delayed_scaling_capable:
         raise PerfmodelError(f"rowwise FP8 scaling applies to --precision fp8, not {recipe.id}")
-    return replace(recipe, fp8_scaling="rowwise", param_gather_bytes=BF16_BYTES)
+    return replace(recipe, fp8_scaling="rowwise", copies=1, param_gather_bytes=BF16_BYTES, tp_gather_bytes=BF16_BYTES)
 
 
 CP_COMMS = ("p2p", "all_gather", "a2a")

@@ -57,6 +57,9 @@ class StackProfile:
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
     Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
+    fp8_current_scaling: bool = False
+    """Whether the stack's FP8 scales from the current amax in every release (precision.Recipe.current_scaling:
+    torchao's dynamic scaling), where Megatron's follows its release (efficiency.CURRENT_SCALING_RELEASE)."""
     fp8_weight_gather: bool = True
     """Whether the stack's ZeRO/FSDP all-gathers weights already cast to FP8 (Megatron's fp8 parameter gather);
     False: it gathers BF16 weights and quantises them inside each FP8 GEMM (Flax's fp8 dot_general)."""
@@ -214,6 +217,7 @@ STACKS: dict[str, StackProfile] = {
         async_tp=False,
         compile=False,
         fp8_recipes=FP8_RECIPES,
+        fp8_current_scaling=True,
         per_op_sac=True,
         dp_overlap="FSDP2's all-gathers prefetched a layer ahead and its reduce-scatters during the backward (priced "
         "at the shared overlap_dp: its rows are validation only)",
@@ -349,7 +353,8 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
     """The precision recipe as the stack runs it with its knobs (`stack_knobs`; None: its shipped defaults): without
     TP overlap where the stack has none (vanilla TP: not even Megatron's backward overlap), with async TP's overlap
     where the knob is on, eager elementwise kernels without torch.compile, torchao's rowwise FP8 where chosen,
-    without the amax pass where its FP8 is delayed scaling, gathering BF16 weights where it quantises inside
+    without the amax pass where its FP8 is delayed scaling and with it in every release where its FP8 is current
+    scaling alone, gathering BF16 weights where it quantises inside
     the GEMM; a quantised recipe on a stack without FP8 support is
     refused. Cached: one object per recipe, stack and knobs, so contexts built from it are shared
     (planning.predict.context_for keys them by identity)."""
@@ -358,6 +363,8 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
     if stack.fp8_delayed_scaling and recipe.delayed_scaling_capable:
         recipe = replace(recipe, amax_passes=0)
+    if stack.fp8_current_scaling and recipe.delayed_scaling_capable:
+        recipe = replace(recipe, current_scaling=True)
     if not stack.fp8_weight_gather and recipe.quantised:
         recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
     if knobs.fp8_recipe == "rowwise" and recipe.quantised:
@@ -368,5 +375,5 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, per_op_sac=True)
     if knobs.async_tp is not None:
         overlap = knobs.async_tp and recipe.tp_comm_overlap
-        return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap)
+        return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap, tp_decomposed=overlap)
     return recipe if stack.tp_comm_overlap else replace(recipe, tp_comm_overlap=False)

@@ -422,6 +422,15 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     e_tp = _q("t_TP_edge", edge_tp, "s", "LM head's exposed TP communication on this rank")
     per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
     tp_quantities = [N, L, c_f, c_b, w_f, w_b, eta, e_tp]
+    if trace["tp_hidden"] is not None:  # async TP decomposes each collective under its own GEMMs (step.decomposes)
+        h_f = _q("h_TP_fwd", trace["tp_hidden"][0], "s",
+                 "what async TP can hide of them: each collective up to its own GEMMs, sum of min(c, g) (input "
+                 "all-gathers under QKV and fc1, reduce-scatters under proj and fc2)")  # fmt: skip
+        h_b = _q("h_TP_bwd", trace["tp_hidden"][1], "s",
+                 "the same backward: gradient all-gathers under the proj and fc2 dgrad, reduce-scatters under the "
+                 "QKV and fc1 dgrad, input all-gathers under their wgrad, the recomputed forward's")  # fmt: skip
+        per_layer = c_f.symbol + c_b.symbol - eta.symbol * (h_f.symbol + h_b.symbol)
+        tp_quantities = [N, L, c_f, c_b, h_f, h_b, eta, e_tp]
     if float(tp_comm.exposed_layer) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
         c_kv = _q("c_TP_kv", tp_comm.exposed_layer, "s",
                   f"TP {lo.tp} exceeds the {ctx.model.kv_heads} KV heads: each rank holds a replicated K and V head; "
@@ -550,9 +559,20 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
         kernels += ", BF16 weights gathered and quantised inside each GEMM"
     mechanism = "async TP" if stack.async_tp is not None else "userbuffers"
     overlap = f"{mechanism} overlap with the GEMMs" if recipe.tp_comm_overlap else f"no {mechanism} overlap"
+    if recipe.tp_decomposed:
+        overlap = "async TP: each collective decomposed under the GEMMs it feeds or drains"
+    compute, tp = [kernels], [f"{stack.name} stack: TP collectives with {overlap}"]
+    if recipe.quantised and recipe.current_scaling:
+        compute.append("FP8 scaled from each tensor's current amax in every release (torchao's dynamic scaling)")
+    if recipe.quantised and recipe.fp8_scaling == "rowwise":
+        compute.append(
+            "FP8 rowwise (torchao): weights cast per GEMM, each operand cast again along its other axis in the "
+            "backward and each backward GEMM's output rescaled (ops *.weight_cast, *_recast, *_rescale)"
+        )
+        tp.append("FP8 rowwise: activations gathered in BF16 (torchao's float8 TP is tensorwise-only)")
     return {
-        "compute_s": [kernels],
-        "tp_comm_exposed_s": [f"{stack.name} stack: TP collectives with {overlap}"],
+        "compute_s": compute,
+        "tp_comm_exposed_s": tp,
         "dp_comm_exposed_s": [f"{stack.name} stack: {stack.dp_overlap}"],
     }
 

@@ -308,13 +308,18 @@ def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callabl
     return times_by([op for op in ops if keep(op)], Rates(acc, eff))["total"]
 
 
-def times_by(ops: Iterable[Op] | Batched, rates: Rates, **groups: Callable[[Op], bool]) -> dict[str, Number]:
-    """Time of all `ops` under 'total' and of the subsets each named predicate selects, pricing every op once
-    (`op_times`) at `rates` (a shard's passes share one: `Rates` of array efficiencies costs many numpy calls)."""
+def times_by(
+    ops: Iterable[Op] | Batched, rates: Rates, named: frozenset[str] = frozenset(), **groups: Callable[[Op], bool]
+) -> dict[str, Number]:
+    """Time of all `ops` under 'total', of the subsets each named predicate selects and of the operations `named`
+    names (under their names), pricing every op once (`op_times`) at `rates` (a shard's passes share one: `Rates`
+    of array efficiencies costs many numpy calls)."""
     plan = ops if isinstance(ops, Batched) else batched(ops)
-    sums: dict[str, Number] = {"total": 0.0} | dict.fromkeys(groups, 0.0)
+    sums: dict[str, Number] = {"total": 0.0} | dict.fromkeys(groups, 0.0) | dict.fromkeys(named, 0.0)
     for op, seconds in zip(plan.ops, op_times(plan, rates), strict=True):
         sums["total"] = sums["total"] + seconds
+        if op.name in named:
+            sums[op.name] = sums[op.name] + seconds
         for name, keep in groups.items():
             if keep(op):
                 sums[name] = sums[name] + seconds

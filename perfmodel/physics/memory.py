@@ -65,7 +65,10 @@ def activation_bytes_per_token(
     recalled from the public code, not a stored copy).
     """
     h, kv, f = model.hidden, model.kv_dim, model.ffn
-    quantised_input = recipe.element_bytes if recipe.quantised else BF16_BYTES
+    # torchao's rowwise recipe keeps the BF16 input, which the backward casts again along the token axis (precision
+    # .rowwise_recipe); the other recipes keep the quantised copy dW reads.
+    quantised = recipe.quantised and recipe.fp8_scaling != "rowwise"
+    quantised_input = recipe.element_bytes if quantised else BF16_BYTES
     if recompute == "full":
         return h * BF16_BYTES  # only the layer input is kept
     wgrad_input = 0.0 if frozen_base else quantised_input  # the quantised copy only dW reads
@@ -76,7 +79,7 @@ def activation_bytes_per_token(
     saved = {
         "norm1_input": h * BF16_BYTES,
         "qkv_output": (h + 2 * kv) * BF16_BYTES,
-        "attention_output": h * BF16_BYTES + (h * wgrad_input if recipe.quantised else 0),
+        "attention_output": h * BF16_BYTES + (h * wgrad_input if quantised else 0),
         "norm2_input": h * BF16_BYTES,
         "fc1_output": model.mlp_in_width * BF16_BYTES,
     }

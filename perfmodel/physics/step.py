@@ -268,6 +268,19 @@ class _LayerTimes(NamedTuple):
     micro-batches, `moe.exchange_windows`)."""
     shared_backward: Number = 0.0
     """Their backward, per MoE layer."""
+    qkv_fprop: Number = 0.0
+    """The GEMMs of a dense layer's TP blocks (DECOMPOSED_BLOCKS), each under which async TP decomposes a collective
+    (`_decomposed_hiding`): the column-parallel layers' fprop, dgrad and wgrad, the row-parallel ones' fprop and
+    dgrad."""
+    qkv_dgrad: Number = 0.0
+    qkv_wgrad: Number = 0.0
+    proj_fprop: Number = 0.0
+    proj_dgrad: Number = 0.0
+    fc1_fprop: Number = 0.0
+    fc1_dgrad: Number = 0.0
+    fc1_wgrad: Number = 0.0
+    fc2_fprop: Number = 0.0
+    fc2_dgrad: Number = 0.0
 
 
 def _is_gemm(op: Op) -> bool:
@@ -336,16 +349,30 @@ def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -
     return _LayerTimes(*mean)._replace(shared_forward=shared[0], shared_backward=shared[1])
 
 
+DECOMPOSED_BLOCKS = (("qkv", "proj"), ("fc1", "fc2"))
+"""A dense layer's TP blocks as (column-parallel, row-parallel) linear layers: the GEMMs async TP decomposes each
+block's collectives under."""
+_DECOMPOSED_FORWARD = frozenset(f"{linear}.fprop" for block in DECOMPOSED_BLOCKS for linear in block)
+_DECOMPOSED_BACKWARD = frozenset(
+    f"{linear}.{gemm}" for column, row in DECOMPOSED_BLOCKS for linear, gemm in
+    ((column, "dgrad"), (column, "wgrad"), (row, "dgrad"))
+)  # fmt: skip
+
+
 def _times_of(rates: Rates, forward: Batched, backward: Batched) -> _LayerTimes:
     fwd = times_by(
         forward,
         rates,
+        _DECOMPOSED_FORWARD,
         gemm=_is_gemm,
         attention=_is_attention,
         selective=_recomputed_selectively,
         shared=_is_shared_expert,
     )
-    bwd = times_by(backward, rates, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention, shared=_is_shared_expert)
+    bwd = times_by(
+        backward, rates, _DECOMPOSED_BACKWARD, gemm=_is_gemm, wgrad=_is_wgrad, attention=_is_attention,
+        shared=_is_shared_expert,
+    )  # fmt: skip
     return _LayerTimes(
         forward=fwd["total"],
         backward=bwd["total"],
@@ -357,6 +384,8 @@ def _times_of(rates: Rates, forward: Batched, backward: Batched) -> _LayerTimes:
         attention=fwd["attention"] + bwd["attention"],
         shared_forward=fwd["shared"],
         shared_backward=bwd["shared"],
+        **{name.replace(".", "_"): fwd[name] for name in _DECOMPOSED_FORWARD},
+        **{name.replace(".", "_"): bwd[name] for name in _DECOMPOSED_BACKWARD},
     )
 
 
@@ -571,10 +600,7 @@ def _tensor_parallel(
     (`selective` 1; its policy saves reduce-scatters, not all-gathers: precision.Recipe.per_op_sac); a MoE layer's
     experts have their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in
     BF16, what the LM head needs."""
-    activation = sh.tokens * ctx.model.hidden
-    gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
-    gather = all_gather(activation * BF16_BYTES, links)
-    scatter = reduce_scatter(activation * BF16_BYTES, links)
+    gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
     blocks = moe.tp_blocks_per_layer(ctx.model)
     forward = blocks * (gather_in + scatter)
     layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
@@ -586,6 +612,48 @@ def _tensor_parallel(
     regroup_forward = kv_regroup(ctx.model, sh.tokens, sh.tp, links)
     regroup = 2 * regroup_forward + recomputed(full_share, regroup_forward)
     return comm._replace(exposed_forward=regroup_forward, exposed_layer=regroup), gather + scatter
+
+
+def _tp_collectives(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, Number, Number]:
+    """One TP block's collectives over a token x hidden activation: the all-gather feeding a column-parallel layer
+    (in the recipe's gather format), the BF16 all-gather of an output gradient and a BF16 reduce-scatter."""
+    activation = sh.tokens * ctx.model.hidden
+    gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
+    gather = all_gather(activation * BF16_BYTES, links)
+    scatter = reduce_scatter(activation * BF16_BYTES, links)
+    return gather_in, gather, scatter
+
+
+def decomposes(ctx: Context) -> bool:
+    """Whether TP's collectives hide behind their own GEMMs (precision.Recipe.tp_decomposed): a dense GQA layer's;
+    other layers keep the whole pass as their window."""
+    md = ctx.model
+    return ctx.recipe.tp_decomposed and not (md.is_moe or md.hybrid_pattern or md.attention == "mla")
+
+
+def _decomposed_hiding(
+    ctx: Context, sh: Shard, links: GroupLinks, lt: _LayerTimes, full_share: Number, selective: Number
+) -> tuple[Number, Number]:
+    """The communication async TP's decomposition can hide in one layer, forward and backward: each collective up to
+    the time of the GEMMs it runs under, sum of min(c, g) (`exposed` takes the overlap share of it). Per TP block:
+    forward, the input all-gather under the column-parallel fprop and the reduce-scatter under the row-parallel
+    one; backward, the output gradient's all-gather under the row-parallel dgrad, the input gradient's
+    reduce-scatter under the column-parallel dgrad and the input all-gathered again under its wgrad; a full
+    recompute's forward again; per-op selective recompute's all-gather under the matmuls it re-runs."""
+    gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
+    rerun = sac_recomputed_gemm_share(ctx.model) if ctx.recipe.per_op_sac else 0.0
+    forward, backward = 0.0 * sh.tp, 0.0 * sh.tp
+    for column, row in DECOMPOSED_BLOCKS:
+        g = {name: getattr(lt, f"{linear}_{name}") for linear, name in
+             ((column, "fprop"), (column, "dgrad"), (column, "wgrad"))}  # fmt: skip
+        row_fprop, row_dgrad = getattr(lt, f"{row}_fprop"), getattr(lt, f"{row}_dgrad")
+        block_forward = minimum(gather_in, g["fprop"]) + minimum(scatter, row_fprop)
+        forward = forward + block_forward
+        backward = (
+            backward + minimum(gather, row_dgrad) + minimum(scatter, g["dgrad"]) + minimum(gather_in, g["wgrad"])
+            + recomputed(full_share, block_forward) + selective * minimum(gather_in, rerun * g["fprop"])
+        )  # fmt: skip
+    return forward, backward
 
 
 def _may_exceed(tp: Number, kv_heads: int) -> bool:
@@ -833,6 +901,12 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
     )
     tp_fwd, tp_bwd = _exposed_comm(tp_comm, windows.tp_forward, windows.tp_backward, eff.overlap_tp)
+    tp_hidden = None
+    if decomposes(ctx):  # async TP: each collective behind its own GEMMs, not the pass's
+        tp_hidden = _decomposed_hiding(ctx, sh, tp_links, lt, full, equal(lv.recompute, 1))
+        tp_fwd = tp_comm.forward - eff.overlap_tp * tp_hidden[0] + tp_comm.exposed_forward
+        tp_bwd = tp_comm.layer - tp_comm.forward - eff.overlap_tp * tp_hidden[1] + tp_comm.exposed_layer
+        tp_bwd = tp_bwd - tp_comm.exposed_forward
     cp_fwd, cp_bwd = _exposed_comm(cp_comm, windows.cp_forward, windows.cp_backward, eff.overlap_cp)
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
@@ -909,7 +983,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     if trace is not None:
         trace.update(
             shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, recompute_share=full, stages=stages,
-            tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_exposed=tp_exposed,
+            tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_hidden=tp_hidden, tp_exposed=tp_exposed,
             cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,

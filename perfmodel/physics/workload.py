@@ -146,8 +146,46 @@ def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0, fu
     per_element = (recipe.amax_passes + 1 + extra_passes) * BF16_BYTES + (
         recipe.copies + extra_passes
     ) * recipe.element_bytes
-    amax_bytes = elements * recipe.amax_passes * BF16_BYTES if recipe.delayed_scaling_capable else 0.0
+    skippable = recipe.delayed_scaling_capable and not recipe.current_scaling
+    amax_bytes = elements * recipe.amax_passes * BF16_BYTES if skippable else 0.0
     return Op(name, "memory", 0, elements * (per_element - fused * BF16_BYTES), amax_bytes=amax_bytes)
+
+
+ROWWISE_RESCALE_BYTES = 2 * BF16_BYTES
+"""Bytes per output element of the pass that applies rowwise scales to a backward GEMM's BF16 output (a read and a
+write): torchao 0.11.0 runs the dgrad and wgrad GEMMs without fast accumulation (Float8LinearConfig
+gemm_config_grad_input / gemm_config_grad_weight: use_fast_accum False), and then, since 'the rowwise CUTLASS-based
+kernel is so slow without fast-accum', calls the tensorwise cuBLAS kernel with unit scales and multiplies the output
+by the outer product of the two operands' inverse scales afterwards (float8_ops.py addmm_float8_unwrapped, 'hoping
+Inductor will be able to fuse it': one pointwise kernel under torch.compile)."""
+
+
+def _rowwise_forward(name: str, k: Number, n: Number, recipe: Recipe) -> list[Op]:
+    """torchao's rowwise recipe casts the BF16 weight per GEMM, each micro-batch: no float8 weight comes from FSDP2's
+    all-gather (precision.rowwise_recipe)."""
+    return [_cast(f"{name}.weight_cast", k * n, recipe)] if recipe.fp8_scaling == "rowwise" else []
+
+
+def _rowwise_backward(name: str, k: Number, n: Number, rows: Number, recipe: Recipe, frozen: bool) -> list[Op]:
+    """What torchao's rowwise recipe adds to a linear layer's backward (torchao 0.11.0 float8_linear.py,
+    matmul_with_hp_or_float8_args.backward): the weight cast again along its other axis for dgrad; for wgrad the
+    output gradient cast again along the token axis and the saved BF16 input likewise (a cast along the row axis
+    cannot serve a GEMM that reduces over the rows); each backward GEMM's output rescaled (ROWWISE_RESCALE_BYTES).
+    Tensorwise casts each tensor once into both layouts (`Recipe.copies` 2) and rescales in the GEMM."""
+    if recipe.fp8_scaling != "rowwise":
+        return []
+    ops = [
+        _cast(f"{name}.weight_recast", k * n, recipe),
+        _mem(f"{name}.dgrad_rescale", rows * k, ROWWISE_RESCALE_BYTES),
+    ]
+    if frozen:
+        return ops
+    return [
+        *ops,
+        _cast(f"{name}.grad_recast", rows * n, recipe),
+        _cast(f"{name}.input_recast", rows * k, recipe),
+        _mem(f"{name}.wgrad_rescale", k * n, ROWWISE_RESCALE_BYTES),
+    ]
 
 
 def _mem(name: str, elements: Number, bytes_per_element: float) -> Op:
@@ -174,6 +212,7 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
         elif name in NORM_FED:
             fused = where(equal(sh.tp, 1), 1.0, 0.0)
         ops.append(_cast(f"{name}.cast", rows * k, recipe, fused=fused))
+        ops += _rowwise_forward(name, k, n, recipe)
     ops.append(_gemm(f"{name}.fprop", sh.tokens, n, k, recipe.gemm_format, recipe.element_bytes))
     if name in sh.adapters:
         ops += _adapter_forward(sh, name, k, n)
@@ -389,6 +428,8 @@ def linear_backward(
             ops.append(_cast(f"{name}.input_hadamard", rows * k, recipe, extra_passes=0))
     if frozen_weights and recipe.weight_transposed_in_backward:  # precision.frozen_base_recipe: read and write k x n
         ops.append(_mem(f"{name}.weight_transpose", k * n, 2 * in_bytes))
+    if recipe.quantised:
+        ops += _rowwise_backward(name, k, n, rows, recipe, frozen_weights)
     ops.append(_gemm(f"{name}.dgrad", rows, k, n, fmt, in_bytes))
     if not frozen_weights:
         ops.append(_gemm(f"{name}.wgrad", k, n, rows, fmt, in_bytes))
