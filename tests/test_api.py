@@ -174,7 +174,8 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
     [
         (lambda: perfmodel.predict(n_gpus=0), r"^n_gpus=0: "),
         (lambda: perfmodel.predict(model="llama3.1-450b"), r"^model='llama3.1-450b': unknown model"),
-        (lambda: perfmodel.predict(gpus=8), r"^unknown keyword 'gpus'; valid: model, gpu"),
+        (lambda: perfmodel.predict(gpus=8), r"^unknown keyword 'gpus' \(did you mean 'n_gpus'\?\); valid: model, gpu"),
+        (lambda: perfmodel.predict(precison="fp8"), r"^unknown keyword 'precison' \(did you mean 'precision'\?\)"),
         (lambda: perfmodel.plan(deadline_days=30), r"^unknown keyword 'deadline_days'; valid: model, gpu"),
         (lambda: perfmodel.predict(tp=True), r"^tp=True: "),
         (lambda: perfmodel.search(n_gpus=[8, 0]), r"^n_gpus=\[8, 0\]: 0 must be between 1 and 1,000,000 GPUs"),

@@ -183,10 +183,6 @@ def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
     return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
 
 
-FLAG_NAMES = {"n_gpus": "gpus"}
-"""Scenario options whose flag is not the keyword's name (inputs.scenario.OPTION_FIELDS)."""
-
-
 @overload
 def scenario_options(
     command: Command, *, many_gpus: bool = ..., many_systems: bool = ..., stack: Decorator | None = ...
@@ -409,10 +405,10 @@ def progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
 
 def scenario_flags(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """The scenario options among a command's flags, popped from `flags`, and the flag each comes from."""
-    from perfmodel.inputs.scenario import OPTION_FIELDS
+    from perfmodel.inputs.scenario import OPTION_FIELDS, OPTION_FLAGS, option_flag
 
-    options = {key: flags.pop(FLAG_NAMES.get(key, key), None) for key in OPTION_FIELDS}
-    origins = {key: "--" + FLAG_NAMES.get(key, key).replace("_", "-") for key in OPTION_FIELDS}
+    options = {key: flags.pop(OPTION_FLAGS.get(key, key), None) for key in OPTION_FIELDS}
+    origins = {key: option_flag(key) for key in OPTION_FIELDS}
     return options, origins
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.runs import MeasuredRun, check_scenario
 from perfmodel.inputs.files import check_path
+from perfmodel.inputs.scenario import option_flag
 
 MAX_LINE_BYTES = 65_536
 """Real iteration lines are under 1 kB; a longer line is skipped and counted, never held whole."""
@@ -332,10 +333,6 @@ def _lines(text: str, where: str) -> Iterator[bytes | None]:
             yield line
 
 
-FLAG_NAMES = {"n_gpus": "--gpus", "seq_len": "--seq-len"}
-"""The CLI flag of a scenario field whose name differs (the others are `--{field}`)."""
-
-
 def read_step_log(path: str | Path, scenario: dict[str, Any], warmup_steps: int | None = None) -> MeasuredRun:
     """A training log as a measured run: its median steady step, priced as `scenario` (model, hardware, layout: what
     the log does not say) on the log's stack. What the log says of the run (Megatron's global batch on every
@@ -368,7 +365,7 @@ def read_step_log(path: str | Path, scenario: dict[str, Any], warmup_steps: int 
 
 
 def _flag(key: str) -> str:
-    return FLAG_NAMES.get(key, f"--{key.replace('_', '-')}")
+    return option_flag(key)
 
 
 def _agreed(where: str, key: str, logged: Any, given: Any) -> Any:

@@ -426,6 +426,13 @@ OPTION_FIELDS: dict[str, str] = {
 }
 """The scenario fields that a command's flags and the Python API's keywords set, by keyword (the flag is --gpus
 for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""
+OPTION_FLAGS = {"n_gpus": "gpus"}
+"""Keywords whose command-line flag is not the keyword's own name (--gpus sets n_gpus)."""
+
+
+def option_flag(keyword: str) -> str:
+    """The command-line flag that sets `keyword` (OPTION_FIELDS): --gpus for n_gpus, --seq-len for seq_len."""
+    return "--" + OPTION_FLAGS.get(keyword, keyword).replace("_", "-")
 
 
 def load_scenario(

@@ -3,6 +3,7 @@ a command's flags or the API's keywords applied, and its layout reopened when th
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import (
     MAX_GPUS,
     OPTION_FIELDS,
+    OPTION_FLAGS,
     Scenario,
     load_scenario,
     scenario_file,
@@ -54,10 +56,14 @@ def load_request(
 
 
 def check_keywords(options: dict[str, Any]) -> None:
-    """Every keyword is a scenario option (OPTION_FIELDS): a misspelt one is refused, not ignored."""
+    """Every keyword is a scenario option (OPTION_FIELDS): a misspelt one is refused, not ignored, with the keyword
+    meant (a command-line flag's name, `gpus`, for its keyword, `n_gpus`; else the nearest spelling)."""
     unknown = sorted(set(options) - set(OPTION_FIELDS))
     if unknown:
-        raise PerfmodelError(f"unknown keyword '{unknown[0]}'; valid: {', '.join(OPTION_FIELDS)}")
+        word = unknown[0]
+        near = [k for k, flag in OPTION_FLAGS.items() if flag == word] or difflib.get_close_matches(word, OPTION_FIELDS)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise PerfmodelError(f"unknown keyword '{word}'{hint}; valid: {', '.join(OPTION_FIELDS)}")
 
 
 def check_given_layout(
