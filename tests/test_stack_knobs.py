@@ -42,16 +42,17 @@ def _trace(prediction: perfmodel.Prediction) -> dict[str, Any]:
 
 
 def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemms() -> None:
-    """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives.
-    Async TP decomposes each collective under the GEMMs it feeds or drains, up to their time: exposed = c - eta sum
-    min(c_i, g_i), by hand for Llama 3.1 8B's two TP blocks (QKV/proj, fc1/fc2) under per-op selective recompute,
-    whose re-gathered inputs hide under the matmuls it re-runs (wk, w3: 36.5% of the forward GEMM FLOPs, priced as
-    that share of the column-parallel fprop). Same compute either way."""
+    """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives and
+    their layout copies. Async TP decomposes each collective under the GEMMs it feeds or drains, up to their time:
+    exposed = c - eta sum min(c_i, g_i) + copies, by hand for Llama 3.1 8B's two TP blocks (QKV/proj, fc1/fc2)
+    under per-op selective recompute, whose re-gathered inputs hide under the matmuls it re-runs (wk, w3: 36.5% of
+    the forward GEMM FLOPs, priced as that share of the column-parallel fprop). Autograd keeps the gathered input for
+    the wgrad (no backward re-gather), and the input gradient's reduce-scatter, a sum of the block's dgrads, is not
+    fused (hides behind nothing). Same compute either way."""
     vanilla, overlapped = _predict(async_tp=False), _predict(async_tp=True)
     assert vanilla.scenario.knobs.async_tp is False and overlapped.scenario.knobs.async_tp is True
     t_vanilla, t_async = _trace(vanilla), _trace(overlapped)
     comm, sh, links = t_async["tp_comm"], t_async["shard"], t_async["tp_links"]
-    assert float(t_vanilla["tp_exposed"]) == pytest.approx(float(comm.layer))
     ctx = context_for(overlapped.scenario)
     rates = Rates(ctx.hardware.accelerator, ctx.efficiency)
     ops = [*layer_forward(sh, ctx.recipe), *layer_backward(sh, ctx.recipe)]
@@ -59,15 +60,36 @@ def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemm
     activation = sh.tokens * perfmodel.predict(**TITAN_8B).model.hidden * BF16_BYTES
     gather, scatter = float(all_gather(activation, links)), float(reduce_scatter(activation, links))
     assert float(comm.forward) == pytest.approx(2 * (gather + scatter))
+    assert float(comm.layer) == pytest.approx(2 * (gather + scatter) * 2 + 2 * gather)  # forward, backward, SAC
+    copy_s = activation / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)  # one pass
+    # vanilla, per block: each of the 5 collectives' chunk-and-cat reads and writes the activation
+    assert float(t_vanilla["tp_comm"].copies_layer) == pytest.approx(2 * 5 * 2 * copy_s)
+    assert float(t_vanilla["tp_exposed"]) == pytest.approx(float(comm.layer) + 20 * copy_s)
+    # async, per block: 3 fused all-gathers copy 1/8 twice (read and write), the fused reduce-scatter sums 8
+    # partials (reads 1, writes 1/8), the unfused input-gradient reduce-scatter chunk-and-cats (2)
+    async_copies = 2 * (3 * 4 / 8 + (1 + 1 / 8) + 2) * copy_s
+    assert float(comm.copies_layer) == pytest.approx(async_copies)
     hidden = 0.0
     for column, row in (("qkv", "proj"), ("fc1", "fc2")):
         hidden += min(gather, g[f"{column}.fprop"]) + min(scatter, g[f"{row}.fprop"])  # forward
-        hidden += min(gather, g[f"{row}.dgrad"]) + min(scatter, g[f"{column}.dgrad"])  # gradients
-        hidden += min(gather, g[f"{column}.wgrad"]) + min(gather, 0.365 * g[f"{column}.fprop"])  # input again
+        hidden += min(gather, g[f"{row}.dgrad"])  # the output gradient's all-gather
+        hidden += min(gather, 0.365 * g[f"{column}.fprop"])  # SAC's input again
     eta = ctx.efficiency.overlap_tp
-    assert float(t_async["tp_exposed"]) == pytest.approx(float(comm.layer) - eta * hidden, rel=2e-3)
+    expected = float(comm.layer) - eta * hidden + async_copies
+    assert float(t_async["tp_exposed"]) == pytest.approx(expected, rel=2e-3)
     assert float(t_async["tp_exposed"]) < float(t_vanilla["tp_exposed"])
     assert overlapped.step.compute_s == vanilla.step.compute_s
+
+
+def test_megatron_tp_has_no_dtensor_copies_and_regathers_its_input() -> None:
+    """Megatron's [seq, batch, hidden] layout gathers along the first dimension (no copy), and it re-gathers the
+    column-parallel input for the wgrad: one more all-gather per block in the backward than torchtitan's."""
+    megatron = _trace(_predict(stack="megatron", precision="bf16"))
+    comm = megatron["tp_comm"]
+    gather = float(all_gather(megatron["shard"].tokens * 4096 * BF16_BYTES, megatron["tp_links"]))
+    scatter = float(reduce_scatter(megatron["shard"].tokens * 4096 * BF16_BYTES, megatron["tp_links"]))
+    assert float(comm.copies_layer) == 0.0
+    assert float(comm.layer) - float(comm.forward) == pytest.approx(2 * (2 * gather + scatter))
 
 
 def test_eager_pays_the_rope_and_swiglu_passes_that_compile_fuses() -> None:

@@ -85,6 +85,9 @@ class StackProfile:
     per_op_sac: bool = False
     """Whether the stack's selective recompute is per-op selective activation checkpointing (precision.Recipe
     .per_op_sac: torchtitan's), not Megatron's recompute of the attention core."""
+    dtensor_tp: bool = False
+    """Whether the stack's TP is PyTorch's DTensor sequence parallelism (precision.Recipe.tp_layout_copies and
+    tp_wgrad_regather: its layout copies, and no backward re-gather of the inputs autograd keeps)."""
     fp8_recipes: tuple[str, ...] = ()
     """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
     Transformer Engine's per-tensor scaling, no knob."""
@@ -219,6 +222,7 @@ STACKS: dict[str, StackProfile] = {
         fp8_recipes=FP8_RECIPES,
         fp8_current_scaling=True,
         per_op_sac=True,
+        dtensor_tp=True,
         dp_overlap="FSDP2's all-gathers prefetched a layer ahead and its reduce-scatters during the backward (priced "
         "at the shared overlap_dp: its rows are validation only)",
     ),
@@ -373,6 +377,8 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, eager_elementwise=True)
     if stack.per_op_sac:
         recipe = replace(recipe, per_op_sac=True)
+    if stack.dtensor_tp:
+        recipe = replace(recipe, tp_layout_copies=True, tp_wgrad_regather=False)
     if knobs.async_tp is not None:
         overlap = knobs.async_tp and recipe.tp_comm_overlap
         return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap, tp_decomposed=overlap)

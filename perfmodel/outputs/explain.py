@@ -427,8 +427,9 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
                  "what async TP can hide of them: each collective up to its own GEMMs, sum of min(c, g) (input "
                  "all-gathers under QKV and fc1, reduce-scatters under proj and fc2)")  # fmt: skip
         h_b = _q("h_TP_bwd", trace["tp_hidden"][1], "s",
-                 "the same backward: gradient all-gathers under the proj and fc2 dgrad, reduce-scatters under the "
-                 "QKV and fc1 dgrad, input all-gathers under their wgrad, the recomputed forward's")  # fmt: skip
+                 "the same backward: gradient all-gathers under the proj and fc2 dgrad, input all-gathers under "
+                 "their wgrad where re-gathered, the recomputed forward's (input-gradient reduce-scatters: "
+                 "none)")  # fmt: skip
         per_layer = c_f.symbol + c_b.symbol - eta.symbol * (h_f.symbol + h_b.symbol)
         tp_quantities = [N, L, c_f, c_b, h_f, h_b, eta, e_tp]
     if float(tp_comm.exposed_layer) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
@@ -436,6 +437,16 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
                   f"TP {lo.tp} exceeds the {ctx.model.kv_heads} KV heads: each rank holds a replicated K and V head; "
                   "the QKV output's all-gather (backward: reduce-scatter) that regroups them, exposed")  # fmt: skip
         per_layer, tp_quantities = per_layer + c_kv.symbol, [*tp_quantities, c_kv]
+    if float(tp_comm.copies_layer) > 0:  # DTensor's TP (precision.Recipe.tp_layout_copies)
+        how = (
+            "its shard into the symmetric-memory buffer per fused all-gather, the stacked partials summed per fused "
+            "reduce-scatter, the unfused input-gradient reduce-scatters' chunk-and-cat"
+            if trace["tp_hidden"] is not None
+            else "each all-gather's output and each reduce-scatter's input re-laid out whole (chunk and cat)"
+        )
+        c_copy = _q("c_TP_copy", tp_comm.copies_layer, "s",
+                    f"HBM copies of {ctx.stack}'s DTensor TP on the compute stream, one layer: {how}")  # fmt: skip
+        per_layer, tp_quantities = per_layer + c_copy.symbol, [*tp_quantities, c_copy]
     formula = N.symbol * (L.symbol * per_layer + e_tp.symbol)
     size = trace["shard"].tokens * ctx.model.hidden * 2.0
     parts.append(
