@@ -17,7 +17,7 @@ from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
 from perfmodel.physics.collectives import all_gather, reduce_scatter
 from perfmodel.physics.compute import Rates, batched, op_times
 from perfmodel.physics.memory import activation_bytes_per_token
-from perfmodel.physics.step import evaluate
+from perfmodel.physics.step import evaluate, fsdp_copies_s, grad_reduce_bytes
 from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_backward, layer_forward
 from perfmodel.planning.predict import context_for, layout_vars
 
@@ -323,3 +323,21 @@ def test_a_runs_csv_row_names_the_knobs_it_ran_with(tmp_path: Path) -> None:
     path.write_text(f"{header}\n{row.replace('torchtitan', 'megatron')},true,\n")
     with pytest.raises(PerfmodelError, match=r"row 2: field 'async_tp': stack 'megatron' has no such knob"):
         read_runs_csv(path)
+
+
+def test_fsdp2_reduces_in_fp32_and_pays_its_copies_on_the_compute_stream() -> None:
+    """torchtitan's FSDP2 reduce-scatters FP32 gradients (mixed_precision_reduce 'float32'), and per micro-batch
+    copies the forward's and the backward's gathered BF16 weights into the parameters (read and write, 2 x 2 x 2
+    bytes per weight) and the BF16 gradients into the FP32 reduce-scatter input (2 + 4 bytes): counted by hand for
+    Llama 3.1 8B's busiest rank. Megatron's distributed optimizer has neither."""
+    prediction = _predict()
+    ctx = context_for(prediction.scenario)
+    trace = _trace(prediction)
+    weights, trainable = float(trace["params"].most), float(trace["trainable"])
+    assert ctx.recipe.fsdp_reduce_fp32 and ctx.recipe.fsdp_copies
+    rate = ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory
+    expected = (2 * 2 * 2 * weights + (2 + 4) * trainable) / rate
+    assert float(fsdp_copies_s(ctx, weights, trainable)) == pytest.approx(expected)
+    assert grad_reduce_bytes(ctx.recipe) == 4
+    megatron = context_for(_predict(stack="megatron").scenario)
+    assert float(fsdp_copies_s(megatron, weights, trainable)) == 0.0 and grad_reduce_bytes(megatron.recipe) == 2

@@ -74,6 +74,16 @@ class Recipe:
     """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient (Megatron-Core
     frees the gathered input after the forward and re-gathers it); False: PyTorch's autograd keeps the gathered
     input of the matmul for its weight gradient (torchtitan), unless a recompute drops it."""
+    fsdp_copies: bool = False
+    """PyTorch FSDP2's copies on the compute stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, torch
+    2.7.1 wheel): each all-gather's output is split into the layer's parameters (foreach_all_gather_copy_out's
+    split_with_sizes_copy, run by wait_for_unshard) and the gradients are copied into the reduce-scatter's input in
+    its dtype (foreach_reduce_scatter_copy_in, before the reduce-scatter stream waits on the compute stream)
+    (step.fsdp_copies_s)."""
+    fsdp_reduce_fp32: bool = False
+    """Whether the gradients reduce in FP32 (FSDP2's MixedPrecisionPolicy.reduce_dtype: torchtitan's
+    training.mixed_precision_reduce defaults to 'float32', recalled from the public code, not a stored copy): 4
+    bytes per gradient on the wire and in the copy-in (step.grad_reduce_bytes)."""
     eager_elementwise: bool = False
     """The elementwise kernels as eager PyTorch runs them (torchtitan without torch.compile): rotary embedding and
     the SwiGLU product as separate kernels with their intermediates in HBM (workload.EAGER_PASSES), where Transformer

@@ -23,7 +23,7 @@ from perfmodel.inputs import hybrid
 from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
-from perfmodel.physics import deltanet, mamba, memory, moe
+from perfmodel.physics import deltanet, mamba, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import Efficiency
@@ -36,6 +36,8 @@ from perfmodel.physics.step import (
     bucketed_exposed,
     dp_buckets,
     evaluate,
+    fsdp_copies_s,
+    grad_reduce_bytes,
     host_overhead_s,
     sac_recomputed_gemm_share,
     straggler_s,
@@ -691,7 +693,7 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
         step.dp_comm_exposed_s,
         formula,
         used,
-        _scaled(_link_shares(links, trainable * memory.GRAD_BYTES), step.dp_comm_exposed_s),
+        _scaled(_link_shares(links, trainable * grad_reduce_bytes(ctx.recipe)), step.dp_comm_exposed_s),
         notes,
     )
 
@@ -710,13 +712,14 @@ def _zero_formula(
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
     with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`)."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
-    grads = trainable * memory.GRAD_BYTES
+    grads = trainable * grad_reduce_bytes(ctx.recipe)
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
     n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "",
              f"Megatron DDP buckets (max(40M, 1M x ranks)){of}")  # fmt: skip
     nb = float(n_b.value)
     rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
-            f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients, bucket by bucket ({group})")  # fmt: skip
+            f"reduce-scatter of {grads / 1e9:.3g} GB of {'FP32' if ctx.recipe.fsdp_reduce_fp32 else 'BF16'} "
+            f"gradients, bucket by bucket ({group})")  # fmt: skip
     ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",
               f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
     if zero == 0:
@@ -734,14 +737,21 @@ def _zero_formula(
         return formula, [N, rs, ag_u, n_b, f_sync, b_mb, hb, eta]
     ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
               f"all-gather of this rank's weights (FSDP){of}")  # fmt: skip
-    formula = N.symbol * (
-        exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
+    layer_passes = exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(
+        ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol
     )
+    used = [N, ag_w, rs, f_mb, b_mb, eta]
+    if ctx.recipe.fsdp_copies:
+        copies = _q(f"t_FSDP_copy{suffix}", fsdp_copies_s(ctx, weights, trainable), "s",
+                    "FSDP2's copies on the compute stream: the gathered weights into the parameters, forward and "
+                    "backward, and the gradients into the reduce-scatter's input")  # fmt: skip
+        layer_passes, used = layer_passes + copies.symbol, [*used, copies]
+    formula = N.symbol * layer_passes
     if not ctx.recipe.shard_group:
-        return formula, [N, ag_w, rs, f_mb, b_mb, eta]
+        return formula, used
     ar = _q(f"t_AR_groups{suffix}", replicas_s, "s", "all-reduce of this rank's gradient shard across the groups")
     formula = formula + bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol)
-    return formula, [N, ag_w, rs, f_mb, b_mb, eta, ar, n_b, b_sync, hb]
+    return formula, [*used, ar, n_b, b_sync, hb]
 
 
 def explain(p: Prediction) -> Explanation:

@@ -844,7 +844,7 @@ def _data_parallel(
     """
     overlap = ctx.efficiency.overlap_dp
     buckets = dp_buckets(trainable, links.size)
-    grads = trainable * memory.GRAD_BYTES
+    grads = trainable * grad_reduce_bytes(ctx.recipe)
     scatter = buckets * reduce_scatter(grads / buckets, links)
     gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
     gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
@@ -855,9 +855,28 @@ def _data_parallel(
     zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first
     zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
     zero3 = microbatches * (
-        exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+        exposed(gather_weights, mb_forward, overlap)
+        + exposed(gather_weights + scatter, mb_backward, overlap)
+        + fsdp_copies_s(ctx, weights, trainable)
     ) + bucketed_exposed(replicas_s, buckets, step_backward, overlap)
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
+
+
+def grad_reduce_bytes(recipe: Recipe) -> float:
+    """Bytes per gradient the data-parallel reduction moves: BF16, or FP32 where the stack reduces in FP32."""
+    return FP32_BYTES if recipe.fsdp_reduce_fp32 else memory.GRAD_BYTES
+
+
+def fsdp_copies_s(ctx: Context, weights: Number, trainable: Number) -> Number:
+    """FSDP2's copies on the compute stream per micro-batch (precision.Recipe.fsdp_copies), exposed whole: the
+    forward's and the backward's all-gathered weights each read and written into the parameters, and the gradients
+    read and written into the reduce-scatter's input in the reduction's dtype."""
+    if not ctx.recipe.fsdp_copies:
+        return 0.0
+    moved = 2 * 2 * weights * ctx.recipe.param_gather_bytes + trainable * (
+        memory.GRAD_BYTES + grad_reduce_bytes(ctx.recipe)
+    )
+    return moved / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
 
 
 DP_BUCKET_PARAMS = 40e6
