@@ -85,8 +85,8 @@ MUTATIONS = (
     Mutation(
         "one TP all-gather per block dropped (backward)",
         "perfmodel/physics/step.py",
-        "layer = forward + blocks * (gather_in + gather + scatter)",
-        "layer = forward + blocks * (gather_in + scatter)",
+        "layer = forward + blocks * (regather + gather + scatter_back)",
+        "layer = forward + blocks * (regather + scatter_back)",
     ),
     Mutation(
         "attention backward at the forward's FLOPs",

@@ -17,7 +17,7 @@ from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
 from perfmodel.physics.collectives import all_gather, reduce_scatter
 from perfmodel.physics.compute import Rates, batched, op_times
 from perfmodel.physics.memory import activation_bytes_per_token
-from perfmodel.physics.step import evaluate
+from perfmodel.physics.step import evaluate, fsdp_copies_s, grad_reduce_bytes
 from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_backward, layer_forward
 from perfmodel.planning.predict import context_for, layout_vars
 
@@ -42,16 +42,17 @@ def _trace(prediction: perfmodel.Prediction) -> dict[str, Any]:
 
 
 def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemms() -> None:
-    """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives.
-    Async TP decomposes each collective under the GEMMs it feeds or drains, up to their time: exposed = c - eta sum
-    min(c_i, g_i), by hand for Llama 3.1 8B's two TP blocks (QKV/proj, fc1/fc2) under per-op selective recompute,
-    whose re-gathered inputs hide under the matmuls it re-runs (wk, w3: 36.5% of the forward GEMM FLOPs, priced as
-    that share of the column-parallel fprop). Same compute either way."""
+    """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives and
+    their layout copies. Async TP decomposes each collective under the GEMMs it feeds or drains, up to their time:
+    exposed = c - eta sum min(c_i, g_i) + copies, by hand for Llama 3.1 8B's two TP blocks (QKV/proj, fc1/fc2)
+    under per-op selective recompute, whose re-gathered inputs hide under the matmuls it re-runs (wk, w3: 36.5% of
+    the forward GEMM FLOPs, priced as that share of the column-parallel fprop). Autograd keeps the gathered input for
+    the wgrad (no backward re-gather), and the input gradient's reduce-scatter, a sum of the block's dgrads, is not
+    fused (hides behind nothing). Same compute either way."""
     vanilla, overlapped = _predict(async_tp=False), _predict(async_tp=True)
     assert vanilla.scenario.knobs.async_tp is False and overlapped.scenario.knobs.async_tp is True
     t_vanilla, t_async = _trace(vanilla), _trace(overlapped)
     comm, sh, links = t_async["tp_comm"], t_async["shard"], t_async["tp_links"]
-    assert float(t_vanilla["tp_exposed"]) == pytest.approx(float(comm.layer))
     ctx = context_for(overlapped.scenario)
     rates = Rates(ctx.hardware.accelerator, ctx.efficiency)
     ops = [*layer_forward(sh, ctx.recipe), *layer_backward(sh, ctx.recipe)]
@@ -59,15 +60,36 @@ def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemm
     activation = sh.tokens * perfmodel.predict(**TITAN_8B).model.hidden * BF16_BYTES
     gather, scatter = float(all_gather(activation, links)), float(reduce_scatter(activation, links))
     assert float(comm.forward) == pytest.approx(2 * (gather + scatter))
+    assert float(comm.layer) == pytest.approx(2 * (gather + scatter) * 2 + 2 * gather)  # forward, backward, SAC
+    copy_s = activation / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)  # one pass
+    # vanilla, per block: each of the 5 collectives' chunk-and-cat reads and writes the activation
+    assert float(t_vanilla["tp_comm"].copies_layer) == pytest.approx(2 * 5 * 2 * copy_s)
+    assert float(t_vanilla["tp_exposed"]) == pytest.approx(float(comm.layer) + 20 * copy_s)
+    # async, per block: 3 fused all-gathers copy 1/8 twice (read and write), the fused reduce-scatter sums 8
+    # partials (reads 1, writes 1/8), the unfused input-gradient reduce-scatter chunk-and-cats (2)
+    async_copies = 2 * (3 * 4 / 8 + (1 + 1 / 8) + 2) * copy_s
+    assert float(comm.copies_layer) == pytest.approx(async_copies)
     hidden = 0.0
     for column, row in (("qkv", "proj"), ("fc1", "fc2")):
         hidden += min(gather, g[f"{column}.fprop"]) + min(scatter, g[f"{row}.fprop"])  # forward
-        hidden += min(gather, g[f"{row}.dgrad"]) + min(scatter, g[f"{column}.dgrad"])  # gradients
-        hidden += min(gather, g[f"{column}.wgrad"]) + min(gather, 0.365 * g[f"{column}.fprop"])  # input again
+        hidden += min(gather, g[f"{row}.dgrad"])  # the output gradient's all-gather
+        hidden += min(gather, 0.365 * g[f"{column}.fprop"])  # SAC's input again
     eta = ctx.efficiency.overlap_tp
-    assert float(t_async["tp_exposed"]) == pytest.approx(float(comm.layer) - eta * hidden, rel=2e-3)
+    expected = float(comm.layer) - eta * hidden + async_copies
+    assert float(t_async["tp_exposed"]) == pytest.approx(expected, rel=2e-3)
     assert float(t_async["tp_exposed"]) < float(t_vanilla["tp_exposed"])
     assert overlapped.step.compute_s == vanilla.step.compute_s
+
+
+def test_megatron_tp_has_no_dtensor_copies_and_regathers_its_input() -> None:
+    """Megatron's [seq, batch, hidden] layout gathers along the first dimension (no copy), and it re-gathers the
+    column-parallel input for the wgrad: one more all-gather per block in the backward than torchtitan's."""
+    megatron = _trace(_predict(stack="megatron", precision="bf16"))
+    comm = megatron["tp_comm"]
+    gather = float(all_gather(megatron["shard"].tokens * 4096 * BF16_BYTES, megatron["tp_links"]))
+    scatter = float(reduce_scatter(megatron["shard"].tokens * 4096 * BF16_BYTES, megatron["tp_links"]))
+    assert float(comm.copies_layer) == 0.0
+    assert float(comm.layer) - float(comm.forward) == pytest.approx(2 * (2 * gather + scatter))
 
 
 def test_eager_pays_the_rope_and_swiglu_passes_that_compile_fuses() -> None:
@@ -301,3 +323,21 @@ def test_a_runs_csv_row_names_the_knobs_it_ran_with(tmp_path: Path) -> None:
     path.write_text(f"{header}\n{row.replace('torchtitan', 'megatron')},true,\n")
     with pytest.raises(PerfmodelError, match=r"row 2: field 'async_tp': stack 'megatron' has no such knob"):
         read_runs_csv(path)
+
+
+def test_fsdp2_reduces_in_fp32_and_pays_its_copies_on_the_compute_stream() -> None:
+    """torchtitan's FSDP2 reduce-scatters FP32 gradients (mixed_precision_reduce 'float32'), and per micro-batch
+    copies the forward's and the backward's gathered BF16 weights into the parameters (read and write, 2 x 2 x 2
+    bytes per weight) and the BF16 gradients into the FP32 reduce-scatter input (2 + 4 bytes): counted by hand for
+    Llama 3.1 8B's busiest rank. Megatron's distributed optimizer has neither."""
+    prediction = _predict()
+    ctx = context_for(prediction.scenario)
+    trace = _trace(prediction)
+    weights, trainable = float(trace["params"].most), float(trace["trainable"])
+    assert ctx.recipe.fsdp_reduce_fp32 and ctx.recipe.fsdp_copies
+    rate = ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory
+    expected = (2 * 2 * 2 * weights + (2 + 4) * trainable) / rate
+    assert float(fsdp_copies_s(ctx, weights, trainable)) == pytest.approx(expected)
+    assert grad_reduce_bytes(ctx.recipe) == 4
+    megatron = context_for(_predict(stack="megatron").scenario)
+    assert float(fsdp_copies_s(megatron, weights, trainable)) == 0.0 and grad_reduce_bytes(megatron.recipe) == 2

@@ -60,6 +60,30 @@ class Recipe:
     """Megatron-Core's backward overlap without userbuffers (its async all-gather/reduce-scatter beside the Wgrad
     GEMM). False: torchtitan's vanilla TP, whose DTensor collectives run on the compute stream before and after the
     GEMMs, so that every TP collective is on the critical path."""
+    tp_layout_copies: bool = False
+    """PyTorch's DTensor sequence parallelism (torchtitan): its activations are [batch, seq, hidden], sharded along
+    the sequence (Shard(1)), and torch.distributed's functional collectives gather and scatter along dimension 0
+    only, so each all-gather's output and each reduce-scatter's input is re-laid out by a chunk-and-cat copy on the
+    compute stream (torch/distributed/_functional_collectives.py, all_gather_tensor and reduce_scatter_tensor with
+    gather_dim/scatter_dim != 0; torch 2.7.1 wheel). Async TP's fused ops take those patterns over
+    (torch/_inductor/fx_passes/micro_pipeline_tp.py matches the cat) and pay instead a copy of the local shard into
+    the symmetric-memory buffer per all-gather and a reduction of the stacked partials per reduce-scatter
+    (torch/distributed/_symmetric_memory/__init__.py, _fused_matmul_reduce_scatter_impl). Megatron's layout is
+    [seq, batch, hidden]: no copy (step._tp_copies)."""
+    tp_wgrad_regather: bool = True
+    """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient (Megatron-Core
+    frees the gathered input after the forward and re-gathers it); False: PyTorch's autograd keeps the gathered
+    input of the matmul for its weight gradient (torchtitan), unless a recompute drops it."""
+    fsdp_copies: bool = False
+    """PyTorch FSDP2's copies on the compute stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, torch
+    2.7.1 wheel): each all-gather's output is split into the layer's parameters (foreach_all_gather_copy_out's
+    split_with_sizes_copy, run by wait_for_unshard) and the gradients are copied into the reduce-scatter's input in
+    its dtype (foreach_reduce_scatter_copy_in, before the reduce-scatter stream waits on the compute stream)
+    (step.fsdp_copies_s)."""
+    fsdp_reduce_fp32: bool = False
+    """Whether the gradients reduce in FP32 (FSDP2's MixedPrecisionPolicy.reduce_dtype: torchtitan's
+    training.mixed_precision_reduce defaults to 'float32', recalled from the public code, not a stored copy): 4
+    bytes per gradient on the wire and in the copy-in (step.grad_reduce_bytes)."""
     eager_elementwise: bool = False
     """The elementwise kernels as eager PyTorch runs them (torchtitan without torch.compile): rotary embedding and
     the SwiGLU product as separate kernels with their intermediates in HBM (workload.EAGER_PASSES), where Transformer

@@ -85,6 +85,12 @@ class StackProfile:
     per_op_sac: bool = False
     """Whether the stack's selective recompute is per-op selective activation checkpointing (precision.Recipe
     .per_op_sac: torchtitan's), not Megatron's recompute of the attention core."""
+    dtensor_tp: bool = False
+    """Whether the stack's TP is PyTorch's DTensor sequence parallelism (precision.Recipe.tp_layout_copies and
+    tp_wgrad_regather: its layout copies, and no backward re-gather of the inputs autograd keeps)."""
+    fsdp2: bool = False
+    """Whether the stack shards with PyTorch's FSDP2 (fully_shard) as it ships: its copies beside each all-gather and
+    reduce-scatter and FP32 gradient reduction (precision.Recipe.fsdp_copies, fsdp_reduce_fp32)."""
     fp8_recipes: tuple[str, ...] = ()
     """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
     Transformer Engine's per-tensor scaling, no knob."""
@@ -219,6 +225,8 @@ STACKS: dict[str, StackProfile] = {
         fp8_recipes=FP8_RECIPES,
         fp8_current_scaling=True,
         per_op_sac=True,
+        dtensor_tp=True,
+        fsdp2=True,
         dp_overlap="FSDP2's all-gathers prefetched a layer ahead and its reduce-scatters during the backward (priced "
         "at the shared overlap_dp: its rows are validation only)",
     ),
@@ -373,6 +381,10 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, eager_elementwise=True)
     if stack.per_op_sac:
         recipe = replace(recipe, per_op_sac=True)
+    if stack.dtensor_tp:
+        recipe = replace(recipe, tp_layout_copies=True, tp_wgrad_regather=False)
+    if stack.fsdp2:
+        recipe = replace(recipe, fsdp_copies=True, fsdp_reduce_fp32=True)
     if knobs.async_tp is not None:
         overlap = knobs.async_tp and recipe.tp_comm_overlap
         return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap, tp_decomposed=overlap)

@@ -23,7 +23,7 @@ from perfmodel.inputs import hybrid
 from perfmodel.inputs.stacks import get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
-from perfmodel.physics import deltanet, mamba, memory, moe
+from perfmodel.physics import deltanet, mamba, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import Efficiency
@@ -36,6 +36,8 @@ from perfmodel.physics.step import (
     bucketed_exposed,
     dp_buckets,
     evaluate,
+    fsdp_copies_s,
+    grad_reduce_bytes,
     host_overhead_s,
     sac_recomputed_gemm_share,
     straggler_s,
@@ -427,8 +429,9 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
                  "what async TP can hide of them: each collective up to its own GEMMs, sum of min(c, g) (input "
                  "all-gathers under QKV and fc1, reduce-scatters under proj and fc2)")  # fmt: skip
         h_b = _q("h_TP_bwd", trace["tp_hidden"][1], "s",
-                 "the same backward: gradient all-gathers under the proj and fc2 dgrad, reduce-scatters under the "
-                 "QKV and fc1 dgrad, input all-gathers under their wgrad, the recomputed forward's")  # fmt: skip
+                 "the same backward: gradient all-gathers under the proj and fc2 dgrad, input all-gathers under "
+                 "their wgrad where re-gathered, the recomputed forward's (input-gradient reduce-scatters: "
+                 "none)")  # fmt: skip
         per_layer = c_f.symbol + c_b.symbol - eta.symbol * (h_f.symbol + h_b.symbol)
         tp_quantities = [N, L, c_f, c_b, h_f, h_b, eta, e_tp]
     if float(tp_comm.exposed_layer) > 0:  # TP exceeds the KV heads: Megatron-Core replicates them (workload.kv_width)
@@ -436,6 +439,16 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
                   f"TP {lo.tp} exceeds the {ctx.model.kv_heads} KV heads: each rank holds a replicated K and V head; "
                   "the QKV output's all-gather (backward: reduce-scatter) that regroups them, exposed")  # fmt: skip
         per_layer, tp_quantities = per_layer + c_kv.symbol, [*tp_quantities, c_kv]
+    if float(tp_comm.copies_layer) > 0:  # DTensor's TP (precision.Recipe.tp_layout_copies)
+        how = (
+            "its shard into the symmetric-memory buffer per fused all-gather, the stacked partials summed per fused "
+            "reduce-scatter, the unfused input-gradient reduce-scatters' chunk-and-cat"
+            if trace["tp_hidden"] is not None
+            else "each all-gather's output and each reduce-scatter's input re-laid out whole (chunk and cat)"
+        )
+        c_copy = _q("c_TP_copy", tp_comm.copies_layer, "s",
+                    f"HBM copies of {ctx.stack}'s DTensor TP on the compute stream, one layer: {how}")  # fmt: skip
+        per_layer, tp_quantities = per_layer + c_copy.symbol, [*tp_quantities, c_copy]
     formula = N.symbol * (L.symbol * per_layer + e_tp.symbol)
     size = trace["shard"].tokens * ctx.model.hidden * 2.0
     parts.append(
@@ -680,7 +693,7 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
         step.dp_comm_exposed_s,
         formula,
         used,
-        _scaled(_link_shares(links, trainable * memory.GRAD_BYTES), step.dp_comm_exposed_s),
+        _scaled(_link_shares(links, trainable * grad_reduce_bytes(ctx.recipe)), step.dp_comm_exposed_s),
         notes,
     )
 
@@ -699,13 +712,14 @@ def _zero_formula(
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
     with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`)."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
-    grads = trainable * memory.GRAD_BYTES
+    grads = trainable * grad_reduce_bytes(ctx.recipe)
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
     n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "",
              f"Megatron DDP buckets (max(40M, 1M x ranks)){of}")  # fmt: skip
     nb = float(n_b.value)
     rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
-            f"reduce-scatter of {grads / 1e9:.3g} GB of BF16 gradients, bucket by bucket ({group})")  # fmt: skip
+            f"reduce-scatter of {grads / 1e9:.3g} GB of {'FP32' if ctx.recipe.fsdp_reduce_fp32 else 'BF16'} "
+            f"gradients, bucket by bucket ({group})")  # fmt: skip
     ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",
               f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
     if zero == 0:
@@ -723,14 +737,21 @@ def _zero_formula(
         return formula, [N, rs, ag_u, n_b, f_sync, b_mb, hb, eta]
     ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
               f"all-gather of this rank's weights (FSDP){of}")  # fmt: skip
-    formula = N.symbol * (
-        exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol)
+    layer_passes = exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(
+        ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol
     )
+    used = [N, ag_w, rs, f_mb, b_mb, eta]
+    if ctx.recipe.fsdp_copies:
+        copies = _q(f"t_FSDP_copy{suffix}", fsdp_copies_s(ctx, weights, trainable), "s",
+                    "FSDP2's copies on the compute stream: the gathered weights into the parameters, forward and "
+                    "backward, and the gradients into the reduce-scatter's input")  # fmt: skip
+        layer_passes, used = layer_passes + copies.symbol, [*used, copies]
+    formula = N.symbol * layer_passes
     if not ctx.recipe.shard_group:
-        return formula, [N, ag_w, rs, f_mb, b_mb, eta]
+        return formula, used
     ar = _q(f"t_AR_groups{suffix}", replicas_s, "s", "all-reduce of this rank's gradient shard across the groups")
     formula = formula + bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol)
-    return formula, [N, ag_w, rs, f_mb, b_mb, eta, ar, n_b, b_sync, hb]
+    return formula, [*used, ar, n_b, b_sync, hb]
 
 
 def explain(p: Prediction) -> Explanation:

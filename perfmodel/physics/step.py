@@ -589,24 +589,26 @@ class _Comm(NamedTuple):
     heads (`kv_regroup`), a Mamba layer's CP all-to-alls (its conv and scan wait for them)."""
     exposed_layer: Number = 0.0
     """The same beside `layer`: the step's share, forward and backward."""
+    copies_forward: Number = 0.0
+    """HBM copies the collectives make on the compute stream in the forward (`_tp_copies`): exposed whole."""
+    copies_layer: Number = 0.0
+    """The same for the step's share, forward and backward."""
 
 
 def _tensor_parallel(
     ctx: Context, sh: Shard, links: GroupLinks, full_share: Number, selective: Number = 0.0
 ) -> tuple[_Comm, Number]:
     """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
-    2 all-gathers (input again for Wgrad, output gradient) + 1 reduce-scatter backward, the forward's again in the
-    layers a full recompute re-runs, and the forward's all-gathers again under per-op selective checkpointing
+    2 all-gathers (input again for Wgrad, where the stack re-gathers it: Recipe.tp_wgrad_regather; output gradient)
+    + 1 reduce-scatter backward, the forward's again in the layers a full recompute re-runs, and the forward's
+    all-gathers again under per-op selective checkpointing
     (`selective` 1; its policy saves reduce-scatters, not all-gathers: precision.Recipe.per_op_sac); a MoE layer's
     experts have their own exchange (moe.tp_blocks_per_layer). Also returns one all-gather + reduce-scatter pair in
-    BF16, what the LM head needs."""
+    BF16, what the LM head needs. The copies the stack's collectives make on the compute stream ride with them
+    (`_tp_copies`)."""
     gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
-    blocks = moe.tp_blocks_per_layer(ctx.model)
-    forward = blocks * (gather_in + scatter)
-    layer = forward + blocks * (gather_in + gather + scatter) + recomputed(full_share, forward)
-    if ctx.recipe.per_op_sac:
-        layer = layer + selective * blocks * gather_in
-    comm = _Comm(forward, layer, blocks * (gather_in + scatter))
+    forward, layer = _tp_layer(ctx, (gather_in, scatter, gather, scatter), full_share, selective)
+    comm = _Comm(forward, layer, forward, 0.0, 0.0, *_tp_copies(ctx, sh, full_share, selective))
     if not _may_exceed(sh.tp, ctx.model.kv_heads):
         return comm, gather + scatter
     regroup_forward = kv_regroup(ctx.model, sh.tokens, sh.tp, links)
@@ -624,6 +626,40 @@ def _tp_collectives(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number,
     return gather_in, gather, scatter
 
 
+def _tp_copies(ctx: Context, sh: Shard, full_share: Number, selective: Number) -> tuple[Number, Number]:
+    """The HBM copies DTensor's TP makes beside its collectives on the compute stream (precision.Recipe
+    .tp_layout_copies), forward and whole layer, in the collectives' order (`_tensor_parallel`): vanilla TP reads
+    and writes each gathered output and each scattered input whole (chunk and cat); async TP copies its shard into
+    the symmetric-memory buffer per all-gather (1/TP of it) and reads the TP stacked partials of a reduce-scatter
+    to write their sum (1 + 1/TP)."""
+    rec = ctx.recipe
+    if not rec.tp_layout_copies:
+        return 0.0, 0.0
+    activation = sh.tokens * ctx.model.hidden
+    gather_in, activation = activation * rec.tp_gather_bytes, activation * BF16_BYTES
+    vanilla = (2 * gather_in, 2 * activation, 2 * activation, 2 * activation)
+    fused = (4 * gather_in / sh.tp, activation * (1 + 1 / sh.tp), 4 * activation / sh.tp, vanilla[3])
+    forward, layer = _tp_layer(ctx, fused if decomposes(ctx) else vanilla, full_share, selective)
+    rate = ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory
+    return forward / rate, layer / rate
+
+
+def _tp_layer(
+    ctx: Context, block: tuple[Number, Number, Number, Number], full_share: Number, selective: Number
+) -> tuple[Number, Number]:
+    """One layer's forward and whole-step share of a per-collective quantity (`block`, of one TP block: the input
+    all-gather's, the output's reduce-scatter's, the output gradient's all-gather's and the input gradient's
+    reduce-scatter's), counted as `_tensor_parallel` says."""
+    gather_in, scatter, gather, scatter_back = block
+    blocks = moe.tp_blocks_per_layer(ctx.model)
+    forward = blocks * (gather_in + scatter)
+    regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0
+    layer = forward + blocks * (regather + gather + scatter_back) + recomputed(full_share, forward)
+    if ctx.recipe.per_op_sac:
+        layer = layer + selective * blocks * gather_in
+    return forward, layer
+
+
 def decomposes(ctx: Context) -> bool:
     """Whether TP's collectives hide behind their own GEMMs (precision.Recipe.tp_decomposed): a dense GQA layer's;
     other layers keep the whole pass as their window."""
@@ -637,10 +673,14 @@ def _decomposed_hiding(
     """The communication async TP's decomposition can hide in one layer, forward and backward: each collective up to
     the time of the GEMMs it runs under, sum of min(c, g) (`exposed` takes the overlap share of it). Per TP block:
     forward, the input all-gather under the column-parallel fprop and the reduce-scatter under the row-parallel
-    one; backward, the output gradient's all-gather under the row-parallel dgrad, the input gradient's
-    reduce-scatter under the column-parallel dgrad and the input all-gathered again under its wgrad; a full
-    recompute's forward again; per-op selective recompute's all-gather under the matmuls it re-runs."""
+    one; backward, the output gradient's all-gather under the row-parallel dgrad and, where the stack re-gathers
+    it, the input under its wgrad; a full recompute's forward again; per-op selective recompute's all-gather under
+    the matmuls it re-runs. The input gradient's reduce-scatter hides behind nothing: it reduces the sum of the
+    block's dgrads (torchtitan's Llama has wq, wk, wv and w1, w3 as separate linears), and the pass fuses a
+    reduce-scatter only into the one matmul that produces its input (micro_pipeline_tp._find_producer_matmul:
+    an mm, or an mm between reshapes; torch 2.7.1 wheel)."""
     gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
+    regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0 * gather_in
     rerun = sac_recomputed_gemm_share(ctx.model) if ctx.recipe.per_op_sac else 0.0
     forward, backward = 0.0 * sh.tp, 0.0 * sh.tp
     for column, row in DECOMPOSED_BLOCKS:
@@ -650,7 +690,7 @@ def _decomposed_hiding(
         block_forward = minimum(gather_in, g["fprop"]) + minimum(scatter, row_fprop)
         forward = forward + block_forward
         backward = (
-            backward + minimum(gather, row_dgrad) + minimum(scatter, g["dgrad"]) + minimum(gather_in, g["wgrad"])
+            backward + minimum(gather, row_dgrad) + minimum(regather, g["wgrad"])
             + recomputed(full_share, block_forward) + selective * minimum(gather_in, rerun * g["fprop"])
         )  # fmt: skip
     return forward, backward
@@ -680,9 +720,9 @@ def _exposed_comm(
 ) -> tuple[Number, Number]:
     """A layer's communication left exposed, forward and backward: what its windows of compute do not hide, and
     what nothing hides (`_Comm.exposed_forward`, `exposed_layer`)."""
-    forward = exposed(comm.forward, forward_window, overlap) + comm.exposed_forward
+    forward = exposed(comm.forward, forward_window, overlap) + comm.exposed_forward + comm.copies_forward
     backward = exposed(comm.layer - comm.forward, backward_window, overlap) + comm.exposed_layer - comm.exposed_forward
-    return forward, backward
+    return forward, backward + comm.copies_layer - comm.copies_forward
 
 
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
@@ -804,7 +844,7 @@ def _data_parallel(
     """
     overlap = ctx.efficiency.overlap_dp
     buckets = dp_buckets(trainable, links.size)
-    grads = trainable * memory.GRAD_BYTES
+    grads = trainable * grad_reduce_bytes(ctx.recipe)
     scatter = buckets * reduce_scatter(grads / buckets, links)
     gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
     gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
@@ -815,9 +855,28 @@ def _data_parallel(
     zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first
     zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
     zero3 = microbatches * (
-        exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+        exposed(gather_weights, mb_forward, overlap)
+        + exposed(gather_weights + scatter, mb_backward, overlap)
+        + fsdp_copies_s(ctx, weights, trainable)
     ) + bucketed_exposed(replicas_s, buckets, step_backward, overlap)
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
+
+
+def grad_reduce_bytes(recipe: Recipe) -> float:
+    """Bytes per gradient the data-parallel reduction moves: BF16, or FP32 where the stack reduces in FP32."""
+    return FP32_BYTES if recipe.fsdp_reduce_fp32 else memory.GRAD_BYTES
+
+
+def fsdp_copies_s(ctx: Context, weights: Number, trainable: Number) -> Number:
+    """FSDP2's copies on the compute stream per micro-batch (precision.Recipe.fsdp_copies), exposed whole: the
+    forward's and the backward's all-gathered weights each read and written into the parameters, and the gradients
+    read and written into the reduce-scatter's input in the reduction's dtype."""
+    if not ctx.recipe.fsdp_copies:
+        return 0.0
+    moved = 2 * 2 * weights * ctx.recipe.param_gather_bytes + trainable * (
+        memory.GRAD_BYTES + grad_reduce_bytes(ctx.recipe)
+    )
+    return moved / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
 
 
 DP_BUCKET_PARAMS = 40e6
@@ -904,9 +963,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     tp_hidden = None
     if decomposes(ctx):  # async TP: each collective behind its own GEMMs, not the pass's
         tp_hidden = _decomposed_hiding(ctx, sh, tp_links, lt, full, equal(lv.recompute, 1))
-        tp_fwd = tp_comm.forward - eff.overlap_tp * tp_hidden[0] + tp_comm.exposed_forward
+        tp_fwd = tp_comm.forward - eff.overlap_tp * tp_hidden[0] + tp_comm.exposed_forward + tp_comm.copies_forward
         tp_bwd = tp_comm.layer - tp_comm.forward - eff.overlap_tp * tp_hidden[1] + tp_comm.exposed_layer
-        tp_bwd = tp_bwd - tp_comm.exposed_forward
+        tp_bwd = tp_bwd - tp_comm.exposed_forward + tp_comm.copies_layer - tp_comm.copies_forward
     cp_fwd, cp_bwd = _exposed_comm(cp_comm, windows.cp_forward, windows.cp_backward, eff.overlap_cp)
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
