@@ -6,7 +6,13 @@ import math
 
 import pytest
 
+from perfmodel.inputs.hardware import get_accelerator
+from perfmodel.inputs.models import get_model
+from perfmodel.inputs.precision import RECIPES, cp_comm_recipe
+from perfmodel.physics.compute import op_time
+from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.ring import RingHops, ring_exposed
+from perfmodel.physics.workload import Shard, attention_backward, attention_forward
 
 
 def test_without_cp_there_is_no_ring() -> None:
@@ -38,3 +44,16 @@ def test_per_step_is_not_per_layer() -> None:
     # 10.5 - 10 = 0.5 s
     assert ring_exposed(RingHops(1.5, 3.0), 8, 12.0, 100.0).forward_s == 0.0
     assert ring_exposed(RingHops(1.5, 3.0), 8, 10.0, 100.0).forward_s == pytest.approx(7 * 0.25)
+
+
+@pytest.mark.parametrize("cp", [1, 2, 8])
+def test_a_ring_calls_its_attention_kernel_once_a_step(cp: int) -> None:
+    # TransformerEngine's loop calls the fused attention once per step, forward and backward: cp kernels, each with
+    # the fixed cost of a kernel (4 us on Hopper's defaults), where a gather or an all-to-all calls one
+    hopper, h100 = DEFAULTS["hopper"], get_accelerator("h100-sxm")
+    p2p, gather = (cp_comm_recipe(RECIPES["bf16"], comm) for comm in ("p2p", "all_gather"))
+    for ops in (attention_forward, attention_backward):
+        (ring,), (whole,) = (ops(Shard(get_model("llama3.1-8b"), r, 1, cp, 1, 32768)) for r in (p2p, gather))
+        assert (ring.calls, whole.calls) == (cp, 1)
+        extra_s = op_time(ring, h100, hopper) - op_time(ring._replace(calls=1), h100, hopper)
+        assert extra_s == pytest.approx((cp - 1) * 4e-6)

@@ -15,9 +15,13 @@ AttnFuncWithCPAndKVP2P (Megatron-Core's `cp_comm_type="p2p"`, the default):
   computes the same half of a block (the diagonal, lower- and upper-triangle sections, L1432-1510): each step is
   1/CP of the layer's attention.
 
-The kernels of a ring step run as fast as outside a ring (their rates are compute.py's); what the ring adds is every
-hop that outlasts its step. The transfer is NCCL send/recv on its own stream, so a hop shorter than its step hides
-whole: no share of the window is assumed lost.
+The kernels of a ring step run at compute.py's rates, one attention call a step (workload: `Op.calls`, CP kernels'
+fixed cost a pass, not one); what the ring's exchange adds is every hop that outlasts its step. The transfer is NCCL
+send/recv on its own stream, so a hop shorter than its step hides whole: no share of the window is assumed lost.
+Not priced: the per-step merges of the outputs' softmax statistics and the dQ, dK, dV sums (L1587, L1629,
+L2245-2406), small elementwise kernels (the statistics' merge on the other stream, beside the next step's attention):
+priced as memory kernels of a kernel's fixed cost each, they made the 8K-token CP 8 MLPerf rows too slow (GB300 FP8
+MAPE 7.0% -> 10.6%).
 """
 
 from __future__ import annotations
