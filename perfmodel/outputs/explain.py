@@ -28,6 +28,7 @@ from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, gr
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
+from perfmodel.physics.ring import RingHops, ring_exposed
 from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
 from perfmodel.physics.step import (
     BREAKDOWN,
@@ -463,12 +464,22 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
 
     c_f = _q("c_CP_fwd", cp_comm.forward, "s", f"CP exchange of K and V in one layer's forward, CP = {lo.cp}")
-    c_b = _q("c_CP_bwd", cp_comm.layer - cp_comm.forward, "s", "K, V and their gradients in its backward")
-    w_f = _q("w_CP_fwd", windows.cp_forward, "s", "the forward attention time it can hide behind")
-    w_b = _q("w_CP_bwd", windows.cp_backward, "s", "the backward (and recomputed) attention time")
-    eta = _q("eta_CP", eff.overlap_cp, "", "share of that window really used for overlap")
-    per_layer = exposed(c_f.symbol, w_f.symbol, eta.symbol) + exposed(c_b.symbol, w_b.symbol, eta.symbol)
-    cp_quantities = [N, L, c_f, c_b, w_f, w_b, eta]
+    c_b = _q(
+        "c_CP_bwd", cp_comm.layer - cp_comm.forward, "s", "K, V and their gradients in its backward (and recompute)"
+    )
+    hops = trace["cp_hops"]
+    if hops is None or lo.cp == 1:  # a gather or an all-to-all (the attention waits for it), or no CP
+        per_layer, cp_quantities = c_f.symbol + c_b.symbol, [N, L, c_f, c_b]
+    else:  # the ring, step by step (physics.ring)
+        t_1 = _q("t_hop", hops.kv_s, "s", "one ring hop of one K, V block")
+        t_2 = _q("t_hop2", hops.kv_and_grad_s, "s", "one backward hop of a K, V block with its dK, dV")
+        n = _q("CP", lo.cp, "", "ring steps: CP - 1 hops forward, 2 single and CP - 2 double ones backward")
+        w_f = _q("w_CP_fwd", windows.cp_forward, "s", "the forward attention, 1/CP of it per step")
+        w_b = _q("w_CP_bwd", windows.cp_backward, "s", "the backward attention, 1/CP of it per step")
+        r = _q("r_full", trace["recompute_share"], "", "share of layers fully recomputed: their forward ring again")
+        ring = ring_exposed(RingHops(t_1.symbol, t_2.symbol), n.symbol, w_f.symbol, w_b.symbol)
+        per_layer = (1 + r.symbol) * ring.forward_s + ring.backward_s
+        cp_quantities = [N, L, t_1, t_2, n, w_f, w_b, r]
     if float(cp_comm.exposed_layer) > 0:  # a hybrid model's Mamba layers: their CP all-to-alls hide behind nothing
         c_m = _q("c_CP_mamba", cp_comm.exposed_layer, "s",
                  "the Mamba layers' CP all-to-alls (forward and gradients), which their conv and scan wait for, "

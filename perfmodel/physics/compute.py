@@ -244,7 +244,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value, op.tile_n)
         rate = gemm_rate * eff.grouped_gemm * tiles
         return maximum(op.flops / rate, memory_s) + r.overhead_s + op.groups * r.legacy_group_s
-    return maximum(attention_core_s(op, acc, eff, r), memory_s) + r.overhead_s
+    return maximum(attention_core_s(op, acc, eff, r), memory_s) + op.calls * r.overhead_s
 
 
 def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:

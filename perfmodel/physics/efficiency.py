@@ -97,7 +97,6 @@ class Efficiency:
     """Fraction of the NIC bandwidth reached by collectives across nodes."""
     overlap_tp: float
     """Share of the overlappable window in which TP collectives really hide behind GEMMs."""
-    overlap_cp: float
     overlap_dp: float
     overlap_pp: float
     step_overhead_s: float
@@ -251,7 +250,6 @@ _HOPPER = Efficiency(
     scaleup=0.80,
     scaleout=0.90,
     overlap_tp=0.60,
-    overlap_cp=0.90,
     overlap_dp=0.90,
     overlap_pp=0.80,
     step_overhead_s=0.05,

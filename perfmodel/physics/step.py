@@ -36,6 +36,7 @@ from perfmodel.physics.collectives import (
 from perfmodel.physics.compute import Batched, Rates, batched, times_by
 from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
 from perfmodel.physics.parallel import HEAD_SPLIT_RULE, Rule, feature_rules
+from perfmodel.physics.ring import RingHops, ring_exposed
 from perfmodel.physics.schedule import (
     UNEVEN_EXTRA_UNITS,
     StageLayers,
@@ -750,12 +751,25 @@ def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Nu
 def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, int]:
     """One attention layer's forward CP exchange, and the passes of it a step makes (`_context_parallel`)."""
     md = ctx.model
-    kv = sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
+    kv = _kv_block_bytes(md, sh)
     if ctx.recipe.cp_comm == "all_gather":  # a reduce-scatter costs what the all-gather of its output does
         return all_gather(kv * sh.cp, links), 3
     if ctx.recipe.cp_comm == "a2a":
         return all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links), 2
     return (sh.cp - 1) * send_recv(kv, links), 3
+
+
+def _kv_block_bytes(md: ModelSpec, sh: Shard) -> Number:
+    """One rank's K and V of one attention layer: the block a ring passes on, the share of a gather it adds."""
+    return sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
+
+
+def _ring_hops(ctx: Context, sh: Shard, links: GroupLinks) -> RingHops:
+    """One hop of the CP ring in the mean layer (physics.ring): by the attention layers' share in a hybrid pattern."""
+    md = ctx.model
+    kv = _kv_block_bytes(md, sh)
+    share = hybrid.counts(md.hybrid_pattern)["*"] / md.layers if md.hybrid_pattern else 1.0
+    return RingHops(share * send_recv(kv, links), share * send_recv(2 * kv, links))
 
 
 class _RankParams(NamedTuple):
@@ -947,7 +961,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     # overlap exposes its forward TP collectives; in its backward only the async ones hide, behind the Wgrad GEMMs
     # (a window of min(async, Wgrad) hides exactly what exposed(async, Wgrad) would, and keeps one formula); a
     # recipe without that backward overlap either (torchtitan's vanilla TP) exposes them all.
-    # Only the ring's steps hide behind attention: a gather or an all-to-all must finish before the attention it feeds.
+    # Only the ring's hops hide behind attention, each behind its own step's (the recomputed forward's hops as the
+    # forward's): a gather or an all-to-all must finish before the attention it feeds.
     userbuffers, ring = rec.tp_comm_overlap, rec.cp_comm == "p2p"
     windows = _Windows(
         tp_forward=lt.forward_gemm if userbuffers else 0.0 * tp,
@@ -957,7 +972,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         if rec.tp_backward_overlap
         else 0.0 * tp,
         cp_forward=lt.forward_attention if ring else 0.0 * cp,
-        cp_backward=lt.attention - lt.forward_attention + recomputed(full, lt.forward_attention) if ring else 0.0 * cp,
+        cp_backward=lt.attention - lt.forward_attention if ring else 0.0 * cp,
     )
     tp_fwd, tp_bwd = _exposed_comm(tp_comm, windows.tp_forward, windows.tp_backward, eff.overlap_tp)
     tp_hidden = None
@@ -966,7 +981,15 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         tp_fwd = tp_comm.forward - eff.overlap_tp * tp_hidden[0] + tp_comm.exposed_forward + tp_comm.copies_forward
         tp_bwd = tp_comm.layer - tp_comm.forward - eff.overlap_tp * tp_hidden[1] + tp_comm.exposed_layer
         tp_bwd = tp_bwd - tp_comm.exposed_forward + tp_comm.copies_layer - tp_comm.copies_forward
-    cp_fwd, cp_bwd = _exposed_comm(cp_comm, windows.cp_forward, windows.cp_backward, eff.overlap_cp)
+    cp_hops = _ring_hops(ctx, sh, cp_links) if ring else None
+    if cp_hops is not None:  # each hop behind its own step's attention (physics.ring), the recomputed forward's again
+        by_step = ring_exposed(cp_hops, cp, windows.cp_forward, windows.cp_backward)
+        cp_fwd = by_step.forward_s + cp_comm.exposed_forward
+        cp_bwd = (
+            by_step.backward_s + recomputed(full, by_step.forward_s) + cp_comm.exposed_layer - cp_comm.exposed_forward
+        )
+    else:
+        cp_fwd, cp_bwd = _exposed_comm(cp_comm, 0.0, 0.0, 0.0)
     tp_exposed, cp_exposed = tp_fwd + tp_bwd, cp_fwd + cp_bwd
     ep_fwd, ep_exposed = _expert_parallel(ctx, sh, lv, lt, recompute_s, full)
 
@@ -1043,7 +1066,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         trace.update(
             shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, recompute_share=full, stages=stages,
             tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_hidden=tp_hidden, tp_exposed=tp_exposed,
-            cp_links=cp_links, cp_comm=cp_comm, cp_exposed=cp_exposed, head_compute=head_compute,
+            cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
             p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, params=params, trainable=trainable,
@@ -1240,7 +1263,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
 def floor_holds(eff: Efficiency) -> bool:
     """Whether `step_floor` is a bound for these efficiencies: overlaps are shares of a window, overheads and the
     straggler spread are >= 0 (a calibration's bounds keep them so; a hand-made Efficiency may not)."""
-    overlaps = (eff.overlap_tp, eff.overlap_cp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep, eff.overlap_ep_scaleout)
+    overlaps = (eff.overlap_tp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep, eff.overlap_ep_scaleout)
     overheads = (eff.step_overhead_s, eff.straggler_cv, eff.kernel_overhead_us, eff.memory, eff.scaleup, eff.scaleout)
     plain = all(isinstance(v, float | int) for v in (*overlaps, *overheads, eff.vintage_factor))
     return plain and all(0 <= o <= 1 for o in overlaps) and all(v >= 0 for v in overheads) and eff.vintage_factor > 0

@@ -56,6 +56,9 @@ class Op(NamedTuple):
     tile_n: int = 0
     """A grouped kernel whose MMA tile is `tile_n` wide in n (cuDNN's fused grouped MLP: moe.FUSED_MLP_TILE_N); 0: the
     best of compute.TILES."""
+    calls: Number = 1
+    """Kernel calls the operation makes, each paying the fixed cost of a kernel (Efficiency.kernel_overhead_us): one,
+    or one per step of a context-parallel ring (physics.ring)."""
 
 
 class Shard(NamedTuple):
@@ -495,7 +498,7 @@ def _attention_op(
     if not steps:
         return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, band=band)
     return Op(name, "attention", flops, io, fmt, m=length, exps=exps, ring=ring, diagonal=1 / sh.cp,
-              off_diagonal_m=length / 2)  # fmt: skip
+              off_diagonal_m=length / 2, calls=sh.cp)  # fmt: skip
 
 
 def attention_forward(sh: Shard) -> list[Op]:
