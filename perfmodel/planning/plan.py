@@ -37,7 +37,7 @@ from perfmodel.planning.losses import failure_loss
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
-from perfmodel.planning.variability import run_to_run_sd
+from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown
 
 SCALING_GAIN = 0.01
@@ -157,9 +157,9 @@ def _budget_cost(p: Result) -> float:
 
 
 def spread(p: Result) -> chance.Spread:
-    """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the measured
-    run-to-run variability and, on a basis with failures, its expected interruptions (every phase's), each costing
-    the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
+    """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the scenario's
+    run-to-run variability (the measured one by default) and, on a basis with failures, its expected interruptions
+    (every phase's), each costing the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
     count = lost_s = 0.0
     if goal_basis(p) != FAILURE_FREE:
         for phase in p.phases.values() if isinstance(p, Campaign) else (p,):
@@ -168,7 +168,7 @@ def spread(p: Result) -> chance.Spread:
                 count, lost_s = count + loss.interruptions, lost_s + loss.rest_s
     time_s = wall_s(p)
     share = lost_s / count / time_s if count and math.isfinite(time_s) else 0.0
-    return chance.Spread(p.interval, run_to_run_sd(), count, share)
+    return chance.Spread(p.interval, run_sd(p.scenario.losses.run_to_run_sd), count, share)
 
 
 def time_factor(p: Result, confidence: float) -> float:
