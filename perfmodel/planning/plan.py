@@ -138,12 +138,12 @@ def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
     return max(math.floor(cap_mw / _system_mw(hw, pue)), 0) * hw.job_gpus_per_system
 
 
-def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float) -> int:
-    """`gpus_within` a site's cap, which must hold one system (a one-line error names it)."""
+def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float, where: str = "--power-mw") -> int:
+    """`gpus_within` a site's cap, which must hold one system (a one-line error names it and `where` it is set)."""
     system_mw = _system_mw(hw, pue)
     if gpus_within(hw, cap_mw, pue) < 1:
         raise PerfmodelError(
-            f"--power-mw {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
+            f"{where} {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
             f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
         )
     return gpus_within(hw, cap_mw, pue)
