@@ -122,3 +122,14 @@ def test_the_workbook_gives_the_quantile_factors_as_values_with_their_method(tmp
     values = Recalculator(out)({(sheet, factor): 2.0})
     for key in ("time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh"):
         assert values[cells[(f"{key}_p90", 0)]] == pytest.approx(2 * d[key], rel=1e-9), key
+
+
+def test_the_workbook_states_the_run_to_run_variability_and_its_source(tmp_path: Path) -> None:
+    import openpyxl
+
+    for flags, value, source in (((), MEASURED_SD, "MLPerf Training"), (("--run-to-run-sd", "0.02"), 0.02, "given")):
+        out = tmp_path / f"{source}.xlsx"
+        assert run_cli("export", "predict", *flags, "--out", str(out)).code == 0
+        rows = openpyxl.load_workbook(out)["Assumptions"].iter_rows(values_only=True)
+        (row,) = [row for row in rows if "run_to_run_sd" in row]
+        assert value in row and any(source in str(cell) for cell in row), row

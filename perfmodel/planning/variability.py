@@ -19,6 +19,10 @@ MIN_RUNS = 3
 MEASURED_SD = 0.00787
 """`run_to_run_sd()` of the bundled file, to three figures (tests/test_spread.py recomputes it): a prediction's
 quantiles use it without reading the file (`perfmodel predict` starts without csv)."""
+SOURCE = (
+    "pooled between the runs of one MLPerf Training submission, 234 results with 3+ runs "
+    "(mlperf_training_llm_runs.csv; planning/variability.py): in P10/P90 and probabilities"
+)
 
 
 def run_sd(given: float | None) -> float:
