@@ -84,6 +84,7 @@ class WorkloadOptions(TypedDict, total=False):
     eval_every_steps: int
     eval_tokens: float | str
     spare_gpus: int
+    run_to_run_sd: float
     buy: bool | Literal["buy", "rent"]
     usd_per_system: float
     amortisation_years: float

@@ -17,6 +17,7 @@ from workbook import cells_by_key
 import perfmodel
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import load_scenario
+from perfmodel.outputs.report import _duration
 from perfmodel.planning.campaign import Campaign, phase_scenarios, predict_campaign, total_rule
 from perfmodel.planning.predict import predict
 
@@ -158,6 +159,12 @@ def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file
     rows = [line.split()[0] for line in lines[5:9]]
     assert rows == ["ramp", "main", "long", "total"]
     assert any(line.startswith("GPU-hours") for line in lines) and "long: sequences of 32.77k" in result.out
+    # the total's P10/P90: its phases' (the interval and run-to-run variability combined), summed
+    d = json.loads(run_cli("predict", str(campaign_file), "--format", "json").out)
+    (days,) = [line for line in lines if line.startswith("Time to train")]
+    p10, p90 = (_duration(d[f"time_to_train_s_{q}"]) for q in ("p10", "p90"))
+    assert f"(P10 {p10} to P90 {p90}: " in days and "run-to-run 0.79%, phases summed)" in days
+    assert d["time_to_train_s_p90"] == pytest.approx(sum(ph["time_to_train_s_p90"] for ph in d["phases"]))
 
 
 def test_predict_prints_each_loss_summed_over_the_phases_and_the_campaign_with_them(

@@ -134,3 +134,72 @@ def test_more_than_six_jobs_are_planned_greedily_and_say_so(tmp_path: Path) -> N
     d = json.loads(run_cli("plan", "--fleet", str(path), "--format", "json", "-q").out)
     assert d["orders_tried"] == 1 and d["order"] == "tightest deadline first (greedy: more than 6 jobs)"
     assert [job["turn"] for job in d["jobs"]] == list(range(1, 8))
+
+
+def _site(name: str, mw: float) -> str:
+    return f'[[site]]\nname = "{name}"\npower_mw = {mw}\n'
+
+
+@settings(max_examples=5, deadline=None)
+@given(
+    st.lists(st.sampled_from([1.0, 1.5, 2.0, 3.0]), min_size=2, max_size=3),
+    st.sampled_from([0.1, 0.2, 0.4]),
+    st.sampled_from([0.2, 0.8]),
+    st.sampled_from([None, 0.3]),
+)
+def test_no_sites_jobs_draw_above_its_cap(days: list[float], a_mw: float, b_mw: float, cap: float | None) -> None:
+    """[[site]] caps of their own (and --power-mw over every site): the jobs at each site, all running from day 0,
+    draw at most the smaller of its power_mw and --power-mw together."""
+    text = _pool("hall-a", "A", 256) + _pool("hall-b", "B", 256) + OFFER + _site("A", a_mw) + _site("B", b_mw)
+    report = fleet_jobs.plan_jobs(_jobs(days, cap), _fleet(text), None)
+    drawn: dict[str, float] = {}
+    for job in report.jobs:
+        if job.chosen is not None:
+            drawn[job.chosen.site] = drawn.get(job.chosen.site, 0.0) + job.chosen.to_dict()["power_mw"]
+    caps = {"A": min(a_mw, cap or a_mw), "B": min(b_mw, cap or b_mw)}
+    assert all(mw <= caps[site] * (1 + 1e-12) for site, mw in drawn.items()), (drawn, caps)
+    assert {u["site"]: u["cap_mw"] for u in report.power_use()} == {site: caps[site] for site in drawn}
+
+
+def test_a_sites_own_cap_binds_its_jobs_and_the_smaller_cap_wins(tmp_path: Path) -> None:
+    """Two free halls, A first: at 0.4 MW of its own A takes both jobs (96 and 56 GPUs: 0.16 and 0.09 MW); at
+    0.1 MW (7 DGX H100) the first job's 96 GPUs go to the uncapped B; --power-mw 0.2 caps A and B at 0.2 (the
+    smaller where A has 0.4)."""
+    path = tmp_path / "fleet.toml"
+    halls = _pool("hall-a", "A", 512) + _pool("hall-b", "B", 512) + _job("one", 1) + _job("two", 1.5)
+
+    def planned(cap_a: float, *flags: str) -> dict:
+        path.write_text(halls + _site("A", cap_a))
+        return json.loads(run_cli("plan", "--fleet", str(path), *flags, "--format", "json", "-q").out)
+
+    roomy, tight, both = planned(0.4), planned(0.1), planned(0.4, "--power-mw", "0.2")
+    assert [(u["site"], u["cap_mw"]) for u in roomy["power_use"]] == [("A", 0.4)]
+    assert [job["fleet_plans"][0]["site"] for job in roomy["jobs"]] == ["A", "A"]
+    assert roomy["power_use"][0]["peak_mw"] <= 0.4
+    assert tight["jobs"][0]["fleet_plans"][0]["site"] == "B" and tight["jobs"][0]["fleet_plans"][0]["n_gpus"] > 56
+    assert {u["cap_mw"] for u in both["power_use"]} == {0.2}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_site("C", 1), "field 'site.0.name': 'C' is not a site of a pool or offer; allowed one of 'A'"),
+        (_site("A", 1) + _site("A", 2), "field 'site.1.name': 'A' is capped twice"),
+        (_site("A", 0), "field 'site.0.power_mw': Input should be greater than 0"),
+        ("span_sites = true\n" + _site("A", 1), "field 'site.0': with span_sites = true"),
+    ],
+)
+def test_a_bad_site_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text(text + _pool("hall-a", "A", 512) + _job("one", 1))
+    result = run_cli("plan", "--fleet", str(path), "-q")
+    assert result.code == 2 and result.out == "" and result.err.strip().count("\n") == 0, result.err
+    assert message in result.err
+
+
+def test_a_site_cap_below_one_system_names_the_site(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text(_pool("hall-a", "A", 512) + _site("A", 0.001) + _job("one", 1) + _job("two", 2))
+    result = run_cli("plan", "--fleet", str(path), "-q")
+    assert result.code == 2 and result.out == "" and result.err.strip().count("\n") == 0
+    assert "[[site]] 'A' power_mw 0.001: below one dgx-h100" in result.err

@@ -73,14 +73,20 @@ def test_a_bad_grid_is_refused_in_one_line(value: str) -> None:
     assert "--grid-gco2-per-kwh" in result.err and "us, world, france" in result.err
 
 
-def test_quantiles_are_the_interval_ends_and_the_point() -> None:
-    d = _json("predict", *SMALL)
+def test_predicts_quantiles_add_run_to_run_variability_to_the_interval() -> None:
+    """predict's P10/P90 are the combined distribution's, wider than the 80% interval; with the variability off
+    (--run-to-run-sd 0) they are the interval's ends; the P50 is the point exactly either way."""
+    d, off = _json("predict", *SMALL), _json("predict", *SMALL, "--run-to-run-sd", "0")
     for key in ("time_to_train_s", "gpu_hours", "energy_kwh"):
-        assert d[f"{key}_p50"] == d[key]
-        assert d[f"{key}_p10"] == pytest.approx(d[f"{key}_low"], rel=1e-9)
-        assert d[f"{key}_p90"] == pytest.approx(d[f"{key}_high"], rel=1e-9)
+        assert d[f"{key}_p50"] == d[key] == off[f"{key}_p50"]
+        assert off[f"{key}_p10"] == pytest.approx(off[f"{key}_low"], rel=1e-9)
+        assert off[f"{key}_p90"] == pytest.approx(off[f"{key}_high"], rel=1e-9)
+        # wider from P10 to P90 (centred on the point, the P10 may sit a little inside the interval's low end)
+        assert d[f"{key}_p90"] / d[f"{key}_p10"] > d[f"{key}_high"] / d[f"{key}_low"]
+        assert d[f"{key}_high"] < d[f"{key}_p90"]
     assert d["cost_usd_p50"] == d["cost_usd"] and d["co2e_t_p50"] == d["co2e_t"]
-    assert d["cost_usd_p90"] == pytest.approx(d["cost_usd_interval_high"], rel=1e-9)
+    assert off["cost_usd_p90"] == pytest.approx(off["cost_usd_interval_high"], rel=1e-9)
+    assert d["cost_usd_p90"] / d["cost_usd"] == pytest.approx(d["time_to_train_s_p90"] / d["time_to_train_s"])
     (c,) = _json("plan", "--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d",
                  "--quiet")["candidates"]  # fmt: skip
     assert c["time_to_train_days_p50"] == c["time_to_train_days"] and c["cost_usd_p50"] == c["cost_usd"]

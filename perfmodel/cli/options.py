@@ -361,6 +361,11 @@ def scenario_options(
         click.option("--eval-every-steps", type=click.IntRange(min=1), help="Steps between in-loop evaluations."),
         click.option("--eval-tokens", type=Count(), help="Tokens each evaluation runs forward (e.g. 50M)."),
         click.option("--spare-gpus", type=click.IntRange(min=0), help="GPUs held in reserve for the job (default 0)."),
+        click.option(
+            "--run-to-run-sd",
+            type=click.FloatRange(0, 0.5),
+            help="Run-to-run spread of log time in P10/P90 and probabilities (default 0.00787, measured; 0: off).",
+        ),
         click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
         click.option("--usd-per-system", type=PositiveFloat(), help="Purchase price of one node or rack (--buy)."),
         click.option("--amortisation-years", type=PositiveFloat(), help="Years to spread the purchase over (4)."),

@@ -16,6 +16,10 @@ usd_per_gpu_hour = 10.50
 max_gpus = 4096                 # availability cap
 lead_time_days = 30             # until the capacity is there: the job starts after it
 
+[[site]]                        # optional: a site's power cap, MW at the wall with PUE (else --power-mw's)
+name = "Hall A"
+power_mw = 30
+
 [[job]]                         # several jobs share the fleet (optional: else the command line's one job)
 name = "pretrain"
 scenario = "pretrain.toml"      # its work: a scenario file (relative to this file) and/or model and tokens
@@ -32,7 +36,8 @@ start_days = 30                 #   reuse its GPUs; or not before this day (both
 ```
 
 A job runs on one system at one site (a pool's `site`; an offer without one joins any site) unless
-`span_sites = true` (top level) lets one job take pools of several sites.
+`span_sites = true` (top level) lets one job take pools of several sites. A `[[site]]`'s `power_mw` caps what the
+jobs at that site draw together; `--power-mw` caps every site, and a site given both keeps the smaller.
 """
 
 from __future__ import annotations
@@ -79,6 +84,16 @@ class Offer:
 
 
 @record
+class Site:
+    """A site's power cap: the jobs there never draw more at once."""
+
+    name: str = bounded(min_length=1, max_length=64)
+    """A `site` of a pool or an offer."""
+    power_mw: float = bounded(gt=0, le=100_000, allow_inf_nan=False)
+    """MW at the wall with PUE (whole systems: board, host share, network)."""
+
+
+@record
 class Job:
     """One job sharing the fleet: its work and its own goal."""
 
@@ -101,6 +116,7 @@ class Fleet:
     pool: tuple[Pool, ...] = bounded((), max_length=100)
     offer: tuple[Offer, ...] = bounded((), max_length=100)
     job: tuple[Job, ...] = bounded((), max_length=100)
+    site: tuple[Site, ...] = bounded((), max_length=100)
     span_sites: bool = False
     """Whether one job may take pools of several sites (their network between sites is not priced)."""
 
@@ -138,6 +154,7 @@ def load_fleet(path: str | Path) -> Fleet:
                 get_system(source.system)
             except PerfmodelError as exc:
                 raise PerfmodelError(f"{where}: field '{kind}.{index}.system': {exc}") from None
+    _check_sites(fleet, where)
     for index, offer in enumerate(fleet.offer):
         if (offer.usd_per_gpu_hour is None) == (offer.usd_per_system is None):
             raise PerfmodelError(
@@ -158,6 +175,24 @@ def load_fleet(path: str | Path) -> Fleet:
                                  f"not {shown(repr(job.tokens), 80)}")  # fmt: skip
     _check_chains(fleet, where)
     return fleet
+
+
+def _check_sites(fleet: Fleet, where: str) -> None:
+    """A [[site]] names a site of the fleet's pools or offers, once; with `span_sites` the fleet has one cap."""
+    named = list(dict.fromkeys(source.site for source in everything(fleet) if source.site))
+    seen: list[str] = []
+    for index, site in enumerate(fleet.site):
+        if fleet.span_sites:
+            raise PerfmodelError(f"{where}: field 'site.{index}': with span_sites = true a job draws on several "
+                                 "sites at once; allowed one cap for the fleet: --power-mw")  # fmt: skip
+        if site.name in seen:
+            raise PerfmodelError(f"{where}: field 'site.{index}.name': {site.name!r} is capped twice; allowed one "
+                                 "[[site]] each")  # fmt: skip
+        if site.name not in named:
+            allowed = ", ".join(repr(name) for name in named) or "none (no pool or offer names a site)"
+            raise PerfmodelError(f"{where}: field 'site.{index}.name': {site.name!r} is not a site of a pool or "
+                                 f"offer; allowed one of {allowed}")  # fmt: skip
+        seen.append(site.name)
 
 
 def _check_chains(fleet: Fleet, where: str) -> None:

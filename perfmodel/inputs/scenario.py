@@ -219,6 +219,10 @@ class Losses:
     """Tokens each evaluation runs forward."""
     spare_gpus: int = bounded(0, ge=0, le=MAX_GPUS)
     """GPUs held in reserve beside the job's, paid for its whole wall time."""
+    run_to_run_sd: float | None = bounded(None, ge=0, le=0.5, allow_inf_nan=False)
+    """Run-to-run variability: the standard deviation of log(time) between runs of the same job, in the quantiles
+    and probabilities (0: none; None: 0.00787, measured between MLPerf runs, planning/variability.py). Not a loss:
+    `model = "none"` keeps it."""
     given: frozenset[str] | None = given_field()
 
     def __post_init__(self) -> None:
@@ -417,6 +421,7 @@ OPTION_FIELDS: dict[str, str] = {
     "eval_every_steps": "losses.eval_every_steps",
     "eval_tokens": "losses.eval_tokens",
     "spare_gpus": "losses.spare_gpus",
+    "run_to_run_sd": "losses.run_to_run_sd",
     "buy": "cost.mode",
     "usd_per_system": "cost.usd_per_system",
     "amortisation_years": "cost.amortisation_years",

@@ -69,11 +69,15 @@ def phase_rows(c: Campaign) -> list[list[str]]:
     return rows
 
 
-def _interval(d: dict[str, Any], key: str, show: Any) -> str:
-    if d.get(f"{key}_low") is None:
+def _quantiles(c: Campaign, key: str, show: Any) -> str:
+    """A total's P10 and P90, the sums of its phases' (each the interval and run-to-run variability combined), where
+    the phases have an interval."""
+    d = c.record
+    if d.get(f"{key}_p10") is None or d.get("time_to_train_s_low") is None:
         return ""
     protocol = d.get("interval_protocol") or "per-phase"
-    return f" (80% interval P10 {show(d[key + '_low'])} to P90 {show(d[key + '_high'])}, {protocol} residuals)"
+    runs = f", run-to-run {c.first.spread.run_sd:.2%}" if c.first.spread.run_sd else ""
+    return f" (P10 {show(d[key + '_p10'])} to P90 {show(d[key + '_p90'])}: {protocol} residuals{runs}, phases summed)"
 
 
 def summary_rows(c: Campaign) -> list[list[str]]:
@@ -81,7 +85,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
     d = c.record
     cost = _usd(d["cost_usd"])
     if d["usd_per_gpu_hour"] is not None:
-        cost += f" at ${d['usd_per_gpu_hour']:,.2f}/GPU-h" + _interval(d, "cost_usd_interval", _usd)
+        cost += f" at ${d['usd_per_gpu_hour']:,.2f}/GPU-h" + _quantiles(c, "cost_usd", _usd)
         if d["cost_usd_low"] != d["cost_usd_high"]:
             cost += f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])})"
     else:
@@ -94,14 +98,14 @@ def summary_rows(c: Campaign) -> list[list[str]]:
         mfu += f" ({bf16_ratio(d['mfu_bf16'])})"
     rows = [
         ["Tokens to train", _si(d["tokens_to_train"])],
-        ["Time to train", _duration(d["time_to_train_s"]) + _interval(d, "time_to_train_s", _duration)],
-        ["GPU-hours", f"{d['gpu_hours']:,.0f}" + _interval(d, "gpu_hours", lambda v: f"{v:,.0f}")],
+        ["Time to train", _duration(d["time_to_train_s"]) + _quantiles(c, "time_to_train_s", _duration)],
+        ["GPU-hours", f"{d['gpu_hours']:,.0f}" + _quantiles(c, "gpu_hours", lambda v: f"{v:,.0f}")],
         ["Cost", cost],
     ]
     if d.get("usd_per_million_tokens") is not None:
         rows.append(["Cost per 1M tokens", f"${d['usd_per_million_tokens']:,.3f}"])
     rows += [
-        ["Energy", _energy(d["energy_kwh"]) + _interval(d, "energy_kwh", _energy)],
+        ["Energy", _energy(d["energy_kwh"]) + _quantiles(c, "energy_kwh", _energy)],
         ["Carbon", carbon_text(d)],
         ["Throughput", f"{d['tokens_per_s']:,.0f} tokens/s ({d['tokens_per_s_per_gpu']:,.0f} per GPU), whole run"],
         ["Model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:,.1f} (model FLOPs over GPU time)"],

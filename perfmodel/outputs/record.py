@@ -49,9 +49,11 @@ def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
 
 
 def _quantiles(name: str, unit: str, what: str = "") -> tuple[Field, ...]:
-    """P10, P50 and P90 of a quantity (planning/confidence.py): the 80% interval's ends and the point."""
-    ends = {"p10": "the 80% interval's low end", "p50": "the point", "p90": "the 80% interval's high end"}
-    return tuple(Field(f"{name}_{q}", unit, f"{what or name}, {q.upper()}: {end} (the point without an interval)")
+    """P10, P50 and P90 of a quantity (planning/confidence.py): the interval and the run-to-run variability
+    combined, the P50 the point."""
+    ends = {"p10": "the interval and run-to-run variability combined", "p50": "the point exactly",
+            "p90": "the interval and run-to-run variability combined"}  # fmt: skip
+    return tuple(Field(f"{name}_{q}", unit, f"{what or name}, {q.upper()}: {end} (failure-free)")
                  for q, end in ends.items())  # fmt: skip
 
 

@@ -221,6 +221,14 @@ def table(p: Prediction) -> str:
         source = f", {d['interval_protocol']} residuals{widened}" if band else ""
         return f" (80% interval P10 {show(d[key + '_low'])} to P90 {show(d[key + '_high'])}{source})" if band else ""
 
+    def quantiles(key: str, show: Any) -> str:
+        """A run figure's P10 and P90: the interval and the run-to-run variability combined (confidence.py)."""
+        if not band:
+            return ""
+        runs = f", run-to-run {p.spread.run_sd:.2%}" if p.spread.run_sd else ""
+        sources = f"{d['interval_protocol']} residuals{widened}{runs}"
+        return f" (P10 {show(d[key + '_p10'])} to P90 {show(d[key + '_p90'])}: {sources})"
+
     rows = [
         ["Step time", f"{d['step_time_s']:,.3f} s" + interval("step_time_s", lambda v: f"{v:,.2f} s")],
         ["Throughput", f"{d['tokens_per_s']:,.0f} tokens/s ({d['tokens_per_s_per_gpu']:,.0f} per GPU)"],
@@ -239,7 +247,7 @@ def table(p: Prediction) -> str:
         price = d["usd_per_gpu_hour"]
         cost = _usd(d["cost_usd"])
         if price is not None:
-            cost += f" at ${price:,.2f}/GPU-h {p.price.basis}" + interval("cost_usd_interval", _usd)
+            cost += f" at ${price:,.2f}/GPU-h {p.price.basis}" + quantiles("cost_usd", _usd)
             if d["cost_usd_low"] != d["cost_usd_high"]:
                 cost += (
                     f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
@@ -258,13 +266,13 @@ def table(p: Prediction) -> str:
         marked = " (default)" if "tokens" in from_default(p.scenario) else ""
         rows += [
             ["Tokens to train", _si(d["tokens_to_train"]) + marked],
-            ["Time to train", _duration(d["time_to_train_s"]) + interval("time_to_train_s", _duration)],
-            ["GPU-hours", f"{d['gpu_hours']:,.0f}" + interval("gpu_hours", lambda v: f"{v:,.0f}")],
+            ["Time to train", _duration(d["time_to_train_s"]) + quantiles("time_to_train_s", _duration)],
+            ["GPU-hours", f"{d['gpu_hours']:,.0f}" + quantiles("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
             *_cost_rows(p, d),
             [
                 "Energy",
-                f"{_energy(d['energy_kwh'])} ({_wall_power(p)} x PUE {d['pue']})" + interval("energy_kwh", _energy),
+                f"{_energy(d['energy_kwh'])} ({_wall_power(p)} x PUE {d['pue']})" + quantiles("energy_kwh", _energy),
             ],
             ["Carbon", carbon_text(d)],
         ]

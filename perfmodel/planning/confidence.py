@@ -12,7 +12,10 @@ an interval (an uncalibrated prediction) that error is nil.
 A plan's time (`Spread`) adds two sources the interval does not hold: run-to-run variability (a log-normal of the
 spread measured between MLPerf runs of one submission, planning/variability.py) and the random count of
 interruptions (the goodput model's expected count as a Poisson count, each costing the mean of what the goodput
-model's loss of lost work, restarts and checkpoint reads gives one). They are combined by Monte-Carlo:
+model's loss of lost work, restarts and checkpoint reads gives one). Without interruptions (a failure-free run:
+predict's own quantiles) the interval and the variability add in log time in closed form up to one integral
+(planning/two_piece.py, pure Python: no draws, no numpy), centred on their median as the draws are. With
+interruptions they are combined by Monte-Carlo:
 SAMPLES draws from a fixed seed, the same draws for every prediction (so a probability moves smoothly with the GPUs
 and the deadline, and every answer is reproducible), the interruptions drawn by inverting their Poisson
 distribution; the sampled factors are divided by their median, so the P50 is the point exactly, as the interval's
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.physics.calibration import Interval
+from perfmodel.planning import two_piece
 
 if TYPE_CHECKING:
     from statistics import NormalDist
@@ -42,6 +46,9 @@ SAMPLES = 20_001
 SEED = 31
 MEDIAN = 0.5
 """The default confidence: the point estimate, as plans were checked before confidences."""
+Z_END = 1.2815515655446004
+"""The standard normal's quantile at 0.9, where the 80% interval's high end lies (NormalDist().inv_cdf(0.9) to
+1e-15: a test checks), written out so that the quantiles a prediction shows need no statistics."""
 
 
 @cache
@@ -112,7 +119,22 @@ class Spread:
     @property
     def closed(self) -> bool:
         """Whether the interval alone spreads the time (the closed form answers)."""
-        return self.run_sd == 0 and (self.interruptions == 0 or self.interruption_share == 0)
+        return self.run_sd == 0 and not self.drawn
+
+    @property
+    def drawn(self) -> bool:
+        """Whether interruptions spread the time (Monte-Carlo answers; else two_piece.py)."""
+        return self.interruptions > 0 and self.interruption_share > 0
+
+    @property
+    def sides(self) -> tuple[float, float]:
+        """The model's error as a two-piece normal in log time: its spread above the point and below it."""
+        low, high = (1.0, 1.0) if self.interval is None else (self.interval.low, self.interval.high)
+        return math.log(high) / Z_END, -math.log(low) / Z_END
+
+    def log_quantile(self, q: float) -> float:
+        """Without interruptions: log of the factor at `q`, before centring (two_piece.py)."""
+        return two_piece.quantile(q, *self.sides, self.run_sd)
 
 
 @cache
@@ -159,6 +181,8 @@ def spread_factor(spread: Spread, confidence: float) -> float:
     """The factor on a predicted time that the measured one stays under with probability `confidence`."""
     if confidence == MEDIAN or spread.closed:
         return time_factor(spread.interval, confidence)
+    if not spread.drawn:
+        return math.exp(spread.log_quantile(confidence) - spread.log_quantile(MEDIAN))
     return float(_factors(spread)[min(int(confidence * SAMPLES), SAMPLES - 1)])
 
 
@@ -166,6 +190,8 @@ def spread_within(spread: Spread, ratio: float) -> float:
     """The probability that the measured time is at most `ratio` times the predicted one."""
     if spread.closed or ratio <= 0 or math.isinf(ratio):
         return probability_within(spread.interval, ratio)
+    if not spread.drawn:
+        return two_piece.cdf_pdf(math.log(ratio) + spread.log_quantile(MEDIAN), *spread.sides, spread.run_sd)[0]
     import numpy as np
 
     return float(np.searchsorted(_factors(spread), ratio, side="right")) / SAMPLES

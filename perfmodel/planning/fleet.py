@@ -236,6 +236,13 @@ def power_site(fleet: Fleet, site: str) -> str:
     return "" if fleet.span_sites else site
 
 
+def site_cap(fleet: Fleet, power_mw: float | None, site: str) -> tuple[float, str] | None:
+    """The power cap of the jobs at `site` (a `power_site`) and what sets it: its [[site]]'s power_mw or
+    `--power-mw` (`power_mw`), the smaller where both are given; None without either."""
+    caps = [(s.power_mw, f"[[site]] {s.name!r} power_mw") for s in fleet.site if s.name == site]
+    return min([*caps, *([] if power_mw is None else [(power_mw, "--power-mw")])], default=None)
+
+
 def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Source]]]:
     """The groups of sources one job may take together: each site's with the offers of no site, or all of them
     where the fleet lets a job span sites (or has at most one site)."""
@@ -271,17 +278,16 @@ def _plan_system(
             continue
         at = f" at {site}" if site else ""
         limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
-        if goal.power_mw is not None:
-            power_cap_gpus(hw, goal.power_mw, base.cost.pue)  # a cap below one system is refused
-            left_mw = goal.power_mw - powered.get(power_site(fleet, site), 0.0)
+        if (cap := site_cap(fleet, goal.power_mw, power_site(fleet, site))) is not None:
+            cap_mw, set_by = cap
+            power_cap_gpus(hw, cap_mw, base.cost.pue, set_by)  # a cap below one system is refused
+            left_mw = cap_mw - powered.get(power_site(fleet, site), 0.0)
             powered_gpus = gpus_within(hw, left_mw, base.cost.pue)
             if powered_gpus == 0:
-                why = (
-                    f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {goal.power_mw:g} MW left"
-                )
+                why = f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {cap_mw:g} MW left"
                 continue
             if powered_gpus < limit:
-                limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of --power-mw {goal.power_mw:g}{at}"
+                limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of {set_by} {cap_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
         candidate = plan_candidate(base, label, local, limit, seed_count(base, hw, local), ceiling, tried)
         if not candidate.feasible or candidate.prediction is None:

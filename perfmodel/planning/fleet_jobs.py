@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import permutations
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from perfmodel.planning.fleet import (
     fleet_systems,
     plan_fleet,
     power_site,
+    site_cap,
     sources,
     unplanned,
 )  # fmt: skip
@@ -118,7 +119,7 @@ class SharedReport:
     """Every pool and offer at its whole capacity."""
     elapsed_s: float
     power_cap_mw: float | None = None
-    """Each site's power cap (`--power-mw`), shared by the jobs there at the same time."""
+    """Every site's power cap (`--power-mw`), shared by the jobs there at the same time."""
     held: tuple[Held, ...] = ()
     """What each job's chosen mix holds, and when."""
     order: str = GREEDY
@@ -126,6 +127,8 @@ class SharedReport:
     orders_tried: int = 1
     greedy_cost_usd: float = 0.0
     """The chosen mixes' total cost had the jobs been planned the tightest deadline first."""
+    fleet: Fleet = field(default_factory=Fleet)
+    """The fleet file: its [[site]]s' own power caps."""
 
     def cost_usd(self) -> float:
         """The chosen mixes' total cost."""
@@ -143,15 +146,13 @@ class SharedReport:
         return found
 
     def power_use(self) -> list[dict[str, Any]]:
-        """The power each site's jobs draw (MW at the wall), each job's, the most at once and what that leaves of
-        the cap; none without a cap. Site "" is the sources of no named site, or the whole fleet where jobs span
+        """The power each capped site's jobs draw (MW at the wall), each job's, the most at once and what that
+        leaves of its cap (`site_cap`). Site "" is the sources of no named site, or the whole fleet where jobs span
         sites."""
-        cap = self.power_cap_mw
-        if cap is None:
-            return []
         most, sites = most_held(self.held)[1], dict.fromkeys(h.site for h in self.held)
+        caps = {site: cap[0] for site in sites if (cap := site_cap(self.fleet, self.power_cap_mw, site)) is not None}
         return [{"site": site, "cap_mw": cap, "used_mw": {h.job: h.power_mw for h in self.held if h.site == site},
-                 "peak_mw": most[site], "left_mw": cap - most[site]} for site in sites]  # fmt: skip
+                 "peak_mw": most[site], "left_mw": cap - most[site]} for site, cap in caps.items()]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {"order": self.order, "orders_tried": self.orders_tried, "cost_usd": self.cost_usd(),
@@ -253,7 +254,7 @@ def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> Shared
     capacity = [source for found in sources(fleet, Cost()).values() for source in found]
     cap = next((job.goal.power_mw for job in jobs), None)
     return SharedReport([by_name[job.name] for job in jobs], capacity, time.perf_counter() - start, cap, best.held,
-                        how, count, greedy_cost)  # fmt: skip
+                        how, count, greedy_cost, fleet)  # fmt: skip
 
 
 def jobs_of(

@@ -37,7 +37,7 @@ from perfmodel.planning.losses import failure_loss
 from perfmodel.planning.predict import Prediction, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
-from perfmodel.planning.variability import run_to_run_sd
+from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown
 
 SCALING_GAIN = 0.01
@@ -138,12 +138,12 @@ def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
     return max(math.floor(cap_mw / _system_mw(hw, pue)), 0) * hw.job_gpus_per_system
 
 
-def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float) -> int:
-    """`gpus_within` a site's cap, which must hold one system (a one-line error names it)."""
+def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float, where: str = "--power-mw") -> int:
+    """`gpus_within` a site's cap, which must hold one system (a one-line error names it and `where` it is set)."""
     system_mw = _system_mw(hw, pue)
     if gpus_within(hw, cap_mw, pue) < 1:
         raise PerfmodelError(
-            f"--power-mw {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
+            f"{where} {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
             f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
         )
     return gpus_within(hw, cap_mw, pue)
@@ -157,9 +157,9 @@ def _budget_cost(p: Result) -> float:
 
 
 def spread(p: Result) -> chance.Spread:
-    """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the measured
-    run-to-run variability and, on a basis with failures, its expected interruptions (every phase's), each costing
-    the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
+    """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the scenario's
+    run-to-run variability (the measured one by default) and, on a basis with failures, its expected interruptions
+    (every phase's), each costing the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
     count = lost_s = 0.0
     if goal_basis(p) != FAILURE_FREE:
         for phase in p.phases.values() if isinstance(p, Campaign) else (p,):
@@ -168,7 +168,7 @@ def spread(p: Result) -> chance.Spread:
                 count, lost_s = count + loss.interruptions, lost_s + loss.rest_s
     time_s = wall_s(p)
     share = lost_s / count / time_s if count and math.isfinite(time_s) else 0.0
-    return chance.Spread(p.interval, run_to_run_sd(), count, share)
+    return chance.Spread(p.interval, run_sd(p.scenario.losses.run_to_run_sd), count, share)
 
 
 def time_factor(p: Result, confidence: float) -> float:

@@ -29,7 +29,7 @@ from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
 from perfmodel.physics.step import BREAKDOWN, Context, LayoutVars, StepResult, evaluate
-from perfmodel.planning import carbon, goodput, losses, tco
+from perfmodel.planning import carbon, goodput, losses, tco, variability
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.training import Price, Run, training_run
@@ -320,15 +320,21 @@ class Prediction(Shown):
             "co2e_embodied_t": None if run is None else carbon.embodied_t(run.gpu_hours),
         }
 
+    @property
+    def spread(self) -> chance.Spread:
+        """What the failure-free run varies by: the interval and the run-to-run variability (confidence.py)."""
+        return chance.Spread(self.interval, variability.run_sd(self.scenario.losses.run_to_run_sd))
+
     def _quantile_dict(self) -> dict[str, Any]:
-        """P10, P50 and P90 of the run's time, GPU-hours, cost, energy and operational carbon (confidence.py): the
-        80% interval's ends and the point; all three the point without an interval."""
+        """P10, P50 and P90 of the failure-free run's time, GPU-hours, cost, energy and operational carbon: of the
+        interval and the run-to-run variability combined (confidence.py), the P50 the point exactly; worked out
+        here, as the record is written, not as the prediction is made."""
         run = self.run
         if run is None:
             return {}
         figures = {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
                    "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
-        return chance.quantiles(self.interval, figures)
+        return chance.spread_quantiles(self.spread, figures)
 
     def _mlperf_dict(self) -> dict[str, Any]:
         if self.mlperf is None:

@@ -8,7 +8,6 @@ was given, their clocks, the network's other traffic. The spread used is measure
 
 from __future__ import annotations
 
-import csv
 import math
 from collections import defaultdict
 from functools import cache
@@ -17,6 +16,18 @@ from pathlib import Path
 RUN_LOGS = Path(__file__).resolve().parents[1] / "data" / "mlperf_training_llm_runs.csv"
 MIN_RUNS = 3
 """Runs of one result needed for its spread to count (two give a spread of one degree of freedom)."""
+MEASURED_SD = 0.00787
+"""`run_to_run_sd()` of the bundled file, to three figures (tests/test_spread.py recomputes it): a prediction's
+quantiles use it without reading the file (`perfmodel predict` starts without csv)."""
+SOURCE = (
+    "pooled between the runs of one MLPerf Training submission, 234 results with 3+ runs "
+    "(mlperf_training_llm_runs.csv; planning/variability.py): in P10/P90 and probabilities"
+)
+
+
+def run_sd(given: float | None) -> float:
+    """The run-to-run spread a scenario sets (`losses.run_to_run_sd`; 0: none), else the measured MEASURED_SD."""
+    return MEASURED_SD if given is None else given
 
 
 @cache
@@ -28,6 +39,8 @@ def run_to_run_sd(path: Path = RUN_LOGS) -> float:
     file: 234 folders, 1,950 degrees of freedom, 0.0079 (0.79%; the median folder's 0.38%, the widest 5.2%): the
     pooled figure, so the wide folders count. A run's minutes include its evaluations, whose count follows its
     samples, so this is a little wider than the steps' own spread. `path`: another file of the same columns."""
+    import csv
+
     runs: dict[str, list[float]] = defaultdict(list)
     with path.open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):

@@ -21,7 +21,7 @@ from perfmodel.inputs.hardware import Sourced, SourcedFlag
 from perfmodel.inputs.record import given, input_fields
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.planning import carbon, goodput, losses, tco
+from perfmodel.planning import carbon, goodput, losses, tco, variability
 
 if TYPE_CHECKING:
     from perfmodel.inputs.scenario import ModelOverride
@@ -197,6 +197,9 @@ def run_assumptions(row: ExportRow, usd_per_kwh: float, given_usd_per_kwh: bool)
         found += _expert_assumptions(row, section)
     if p.run is not None:
         found.append(Assumption(section, "tokens_to_train", p.run.tokens, "tokens", "scenario"))
+    given_sd = p.scenario.losses.run_to_run_sd is not None
+    found.append(Assumption(section, "run_to_run_sd", p.spread.run_sd, "log standard deviation of time",
+                            "given" if given_sd else variability.SOURCE))  # fmt: skip
     cost = p.scenario.cost
     found += [
         Assumption(section, "cost_mode", cost.mode, "", "rent: the price per GPU-hour; buy: planning/tco.py"),

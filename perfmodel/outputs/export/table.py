@@ -25,6 +25,7 @@ from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import carbon, compare, goodput, losses, tco
+from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, totals
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.predict import Prediction, model_flops_per_token
@@ -839,10 +840,15 @@ def _bounds(key: str, header: str, formula: Callable[[Symbols], Any], number_for
                    bound(side), number_format) for side in ("low", "high")]  # fmt: skip
 
 
+def _quantile_factor(q: float) -> Callable[[ExportRow, float], Any]:
+    """The failure-free run's factor on its time at `q`: a value (planning/confidence.py), as perfmodel gives it."""
+    return lambda row, _k: chance.spread_factor(row.prediction.spread, q)
+
+
 def _quantiles(key: str, header: str, formula: Callable[[Symbols], Any], number_format: str) -> list[Column]:
-    """A quantity's P10, P50 and P90 as live formulas (planning/confidence.py): the quantity times the interval's
-    low factor, itself, times its high factor."""
-    factors = {"p10": "interval_factor_low", "p50": None, "p90": "interval_factor_high"}
+    """A quantity's P10, P50 and P90 as live formulas: the quantity times the distribution's P10 factor, itself,
+    times its P90 factor (those factors values: quadrature, not arithmetic)."""
+    factors = {"p10": "quantile_factor_p10", "p50": None, "p90": "quantile_factor_p90"}
 
     def at(factor: str | None) -> Callable[[Symbols], Any]:
         return formula if factor is None else lambda s: formula(s) * s[factor]
@@ -850,6 +856,9 @@ def _quantiles(key: str, header: str, formula: Callable[[Symbols], Any], number_
     return [Column(f"{key}_{q}", f"{header}, {q.upper()}", "results", _data(f"{key}_{q}"), at(factor),
                    number_format) for q, factor in factors.items()]  # fmt: skip
 
+
+QUANTILE_METHOD = "the 80% interval and run-to-run variability combined, planning/confidence.py"
+"""How the P10 and P90 factors are worked out, where the workbook shows them."""
 
 INTERVAL_COLUMNS: tuple[Column, ...] = (
     *(
@@ -862,6 +871,15 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
     *_bounds("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
     *_bounds("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
     *_bounds("cost_usd_interval", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
+    *(
+        Column(
+            f"quantile_factor_{q}",
+            f"{q.upper()}: factor on a predicted time (value: {QUANTILE_METHOD})",
+            "results",
+            _quantile_factor(level),
+        )
+        for q, level in (("p10", 0.1), ("p90", 0.9))
+    ),
     *_quantiles("time_to_train_s", "Time to train (s)", lambda s: _run(s).time_s, "#,##0"),
     *_quantiles("time_to_train_days", "Time to train (days)", _time(86400.0), "#,##0.00"),
     *_quantiles("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),

@@ -563,7 +563,8 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
             "p_deadline and p_budget are values, not formulas: 20,001 seeded draws of the time, the 80% interval "
             "read as a two-piece log-normal around the point, times run-to-run variability measured between MLPerf "
             "runs and the interruptions as a Poisson count, median the point (perfmodel planning/confidence.py); "
-            "P10/P50/P90 on Results are live (the quantity times the interval's factors)."
+            "P10/P50/P90 on Results are live: the failure-free quantity times its P10 and P90 factors, values "
+            "(quantile_factor_p10/p90: the interval and run-to-run variability combined, no interruptions)."
         )
     if "mix_cost_usd" in values:
         sentences.append(
