@@ -34,6 +34,15 @@ of ../shared/data/kernels/collectives.csv (every column kept) on the parts perfm
 domain: OpenXLA's tables (concurrent groups of 2-64 ranks; a group of 72 would span two of the model's 64-rank NVL72
 domains and is left out), nccl-tests and rccl-tests. Left out: MoE dispatch/combine rows (each library's own
 bandwidth), the single-number p2p rows, and B200's 4-node rows (AWS EFA, not the bundled system's InfiniBand).
+
+perfmodel/data/kernels_memory.csv holds the rows of ../shared/data/kernels/elementwise.csv (every column kept) of the
+well-written bandwidth-bound kernels a training step runs, from which physics.memory_kernels fits each family's share
+of its datasheet HBM bandwidth: cuDNN's RMSNorm (H200, GB200, GB300: the norm TransformerEngine calls), CUB's
+elementwise add (B200), torchao's MXFP8 casts (B200, CUDA and Triton) and blockwise FP8 casts (H100, Triton), and
+HipKittens' fused residual LayerNorm and RoPE (MI355X, whose `bytes_moved` is the minimum traffic). Left out: eager
+PyTorch and torch.compile variants (what a training stack does not run for these ops), cuDNN's LayerNorm (one
+1,024-token shape, its backward at 18-20% of HBM), the MXFP8 scale-layout kernels (kilobytes), and the NVFP4 Hadamard
+and quantise kernels (compute-bound on the transform, not streaming).
 """
 
 from __future__ import annotations
@@ -372,3 +381,34 @@ def _collective_kernel(row: dict[str, str]) -> CollectiveKernel:
     benchmark = "xla" if xla else ("rccl-tests" if "RCCL" in row["library"] else "nccl-tests")
     return CollectiveKernel(system, row["op"], ranks, size, time_s, in_switch, benchmark,
                             f"{row['source']} {row['locator']}")  # fmt: skip
+
+
+MEMORY = "kernels_memory.csv"
+MEMORY_PARTS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200", "GB300": "gb300",
+                "MI355X": "mi355x"}  # fmt: skip
+"""The memory rows' `gpu` names, as hardware_specs ids."""
+
+
+class MemoryKernel(NamedTuple):
+    """One measured bandwidth-bound kernel: `bytes_moved` through HBM in `time_s` on the part `gpu`."""
+
+    gpu: str
+    """The hardware_specs id of the part measured."""
+    kernel: str
+    bytes_moved: float
+    """The row's own count, or achieved bandwidth x time where it quotes only those (torchao's rows)."""
+    time_s: float
+    where: str
+
+
+@cache
+def memory_kernels() -> tuple[MemoryKernel, ...]:
+    """The bundled memory-bound rows (read by physics.memory_kernels and its tests, not by a prediction)."""
+    return tuple(_memory_kernel(row) for row in _read(MEMORY))
+
+
+def _memory_kernel(row: dict[str, str]) -> MemoryKernel:
+    time_s = float(row["time_us"]) * 1e-6
+    size = float(row["bytes_moved"]) if row["bytes_moved"] else float(row["achieved_gbps"]) * 1e9 * time_s
+    kernel = f"{row['kernel']} {row['pass']} ({row['backend']})".replace(" ()", "")
+    return MemoryKernel(MEMORY_PARTS[row["gpu"]], kernel, size, time_s, f"{row['source']} {row['locator']}")

@@ -468,6 +468,16 @@ KERNEL_SCALEUP = {"NVLink 3": 0.777, "NVLink 4": 0.821, "NVLink 5": 0.724, "xGMI
 physics.collective_kernels.fit, rounded; tests/test_collective_kernels.py holds the two equal), in DEFAULTS. Before:
 0.80 on NVIDIA and 0.70 on AMD, estimates."""
 DEFAULTS = {family: replace(eff, scaleup=KERNEL_SCALEUP[SCALEUP_LINKS[family]]) for family, eff in DEFAULTS.items()}
+KERNEL_MEMORY = {"hopper": 0.810, "blackwell": 0.745, "blackwell-ultra": 0.758, "cdna4": 0.459}
+"""Share of the datasheet HBM bandwidth that large, well-written bandwidth-bound kernels reach, per family, fitted to
+measured kernels (perfmodel/data/kernels_memory.csv: physics.memory_kernels.fit, rounded; tests/test_memory_kernels.py
+holds the two equal): cuDNN's RMSNorm on H200, GB200 and GB300, CUB's add and torchao's MXFP8 casts on B200, torchao's
+blockwise FP8 casts on H100, HipKittens' fused LayerNorm and RoPE on MI355X (its minimum traffic: a lower bound on
+the bytes, so perhaps a low share). Measured, not yet priced: DEFAULTS keep 0.80 (NVIDIA) and 0.70 (AMD), and the
+training fit its shared share times a generation factor per family, which puts Blackwell Ultra at 1.13x its
+datasheet bandwidth (0.74 x 1.53), far above these: a cost the model over-prices on GB300/B300 rows, absorbed there
+(README, 'Memory-bound kernels'). Wiring these in, with the fit's factor bounded by them, moves the precision and
+stack protocols 0.8-0.9 point worse until that cost is found."""
 
 
 def years_between(older: str, newer: str) -> float:
