@@ -26,7 +26,7 @@ from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import deltanet, mamba, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
-from perfmodel.physics.efficiency import Efficiency
+from perfmodel.physics.efficiency import KERNEL_MEMORY, Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.ring import RingHops, ring_exposed
 from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
@@ -299,9 +299,11 @@ def _operations(ctx: Context, trace: dict[str, Any], recompute: str) -> tuple[li
 
 
 def _op_symbols(ctx: Context) -> list[Quantity]:
+    family = ctx.hardware.accelerator.family
+    measured = f"; {family}'s measured kernels: {KERNEL_MEMORY[family]:.2f}" if family in KERNEL_MEMORY else ""
     meaning = {
         "BW_mem": ("B/s", "HBM bandwidth (datasheet)"),
-        "eta_mem": ("", "fraction of HBM bandwidth memory-bound kernels reach"),
+        "eta_mem": ("", f"fraction of HBM bandwidth memory-bound kernels reach (fitted to training runs{measured})"),
         "kappa": ("s", "fixed cost per kernel (launch, prologue, tail)"),
         "eta_attn_fwd": ("", "fraction of the BF16 peak flash attention's forward reaches"),
         "eta_attn_bwd": ("", "fraction of the BF16 peak flash attention's backward reaches"),
