@@ -103,8 +103,8 @@ MUTATIONS = (
     Mutation(
         "CP ring volume doubled",
         "perfmodel/physics/step.py",
-        "return (sh.cp - 1) * send_recv(kv, links), 3",
-        "return 2 * (sh.cp - 1) * send_recv(kv, links), 3",
+        "return RingHops(share * send_recv(kv, links), share * send_recv(2 * kv, links))",
+        "return RingHops(share * send_recv(2 * kv, links), share * send_recv(4 * kv, links))",
     ),
     Mutation(
         "DP communication fully overlapped",
