@@ -104,8 +104,8 @@ MUTATIONS = (
     Mutation(
         "CP ring volume doubled",
         "perfmodel/physics/step.py",
-        "return RingHops(share * send_recv(kv, links), share * send_recv(2 * kv, links))",
-        "return RingHops(share * send_recv(2 * kv, links), share * send_recv(4 * kv, links))",
+        "return RingHops(send_recv(kv_bytes, links), send_recv(2 * kv_bytes, links))",
+        "return RingHops(send_recv(2 * kv_bytes, links), send_recv(4 * kv_bytes, links))",
     ),
     Mutation(
         "DP communication fully overlapped",

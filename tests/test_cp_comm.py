@@ -33,15 +33,17 @@ def _comm(mode: str, cp: int = 4, tp: int = 1) -> tuple[float, float]:
 
 
 def test_each_exchange_moves_the_bytes_counted_by_hand() -> None:
-    """Llama 2 7B (32 heads of 128, no GQA: K and V are 4,096 wide each), CP 4: a rank holds 8,192 tokens, its K and
-    V chunk 8,192 x 2 x 4,096 x 2 bytes = 134.2 MB. Ring: 3 steps of one chunk forward, K, V and their gradients
-    (3x) over the layer, each step a call. All-gather: the same 3 chunks arrive per rank (3/4 of the 4-chunk tensor),
-    gathered again backward and the gradients reduce-scattered. Ulysses: Q, K, V and the output (4 x 8,192 x 4,096 x
-    2 bytes = 268.4 MB per rank) all-to-all'd, 3/4 of it leaving the rank, and the same again backward. Each call pays
-    NCCL's fixed latency."""
+    """Llama 2 7B (32 heads of 128, no GQA: K and V are 4,096 wide each), CP 4: a rank holds 8,192 tokens, its K and V
+    chunk 8,192 x 2 x 4,096 x 2 bytes = 134.2 MB. Ring, as TransformerEngine schedules it (physics.ring): 3 hops of one
+    chunk forward; backward a single hop of K, V at the first step, of dK, dV at the last, and CP - 2 = 2 hops of K, V
+    with dK, dV in one call between; each hop a call. All-gather: the same 3 chunks arrive per rank (3/4 of the 4-chunk
+    tensor), gathered again backward and the gradients reduce-scattered. Ulysses: Q, K, V and the output (4 x 8,192 x
+    4,096 x 2 bytes = 268.4 MB per rank) all-to-all'd, 3/4 of it leaving the rank, and the same again backward. Each
+    call pays NCCL's fixed latency."""
     chunk = 8192 * 2 * 4096 * 2 / GB_PER_S
     step = chunk + NCCL_CALL_LATENCY_S
-    assert _comm("p2p") == pytest.approx((3 * step, 9 * step))
+    double = 2 * chunk + NCCL_CALL_LATENCY_S
+    assert _comm("p2p") == pytest.approx((3 * step, 3 * step + 2 * step + 2 * double))
     gathered = 3 * chunk + NCCL_CALL_LATENCY_S
     assert _comm("all_gather") == pytest.approx((gathered, 3 * gathered))
     a2a = 0.75 * 4 * 8192 * 4096 * 2 / GB_PER_S + NCCL_CALL_LATENCY_S

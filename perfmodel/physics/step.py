@@ -729,34 +729,38 @@ def _exposed_comm(
 def _context_parallel(ctx: Context, sh: Shard, links: GroupLinks, full_share: Number) -> _Comm:
     """CP's exchange per layer (Recipe.cp_comm), the forward's again in the layers a full recompute re-runs.
 
-    Ring ('p2p'): cp-1 steps passing this rank's K and V forward; K, V and their gradients backward. 'all_gather':
-    the whole sequence's K and V gathered forward, gathered again backward and their gradients reduce-scattered
-    (the same bytes per rank as the ring, in collectives). 'a2a' (Ulysses): Q, K and V all-to-all'd from a sequence
-    split to a head split and the output back, forward; their gradients the same way backward.
+    Ring ('p2p'): its hops (physics.ring) summed with nothing hidden; the step hides them one by one (`_ring_hops`).
+    'all_gather': the whole sequence's K and V gathered forward, gathered again backward and their gradients
+    reduce-scattered (the same bytes per rank as the ring, in collectives). 'a2a' (Ulysses): Q, K and V all-to-all'd
+    from a sequence split to a head split and the output back, forward; their gradients the same way backward.
 
     A hybrid pattern's mean layer: the attention layers' exchange by their share, and each Mamba layer's all-to-alls
     (mamba.context_parallel_bytes; forward, and the same again for the gradients backward) by theirs, which no
     compute hides (`_Comm.exposed_forward`); MLP and MoE layers exchange nothing over CP."""
-    forward, passes = _attention_exchange(ctx, sh, links)
+    forward, backward = _attention_exchange(ctx, sh, links)
     md = ctx.model
     if md.hybrid_pattern:
         kinds = hybrid.counts(md.hybrid_pattern)
         a2a = all_to_all(mamba.context_parallel_bytes(sh), links)
-        forward, blocking = kinds["*"] / md.layers * forward, kinds["M"] / md.layers * a2a
-        layer = passes * forward + recomputed(full_share, forward)
+        share, blocking = kinds["*"] / md.layers, kinds["M"] / md.layers * a2a
+        forward, backward = share * forward, share * backward
+        layer = forward + backward + recomputed(full_share, forward)
         return _Comm(forward, layer, 0.0, blocking, 2 * blocking + recomputed(full_share, blocking))
-    return _Comm(forward, passes * forward + recomputed(full_share, forward))
+    return _Comm(forward, forward + backward + recomputed(full_share, forward))
 
 
-def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, int]:
-    """One attention layer's forward CP exchange, and the passes of it a step makes (`_context_parallel`)."""
+def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, Number]:
+    """One attention layer's CP exchange, forward and backward (`_context_parallel`); the ring's is its hops' sum
+    with nothing hiding them (physics.ring)."""
     md = ctx.model
     kv = _kv_block_bytes(md, sh)
     if ctx.recipe.cp_comm == "all_gather":  # a reduce-scatter costs what the all-gather of its output does
-        return all_gather(kv * sh.cp, links), 3
+        gathered = all_gather(kv * sh.cp, links)
+        return gathered, 2 * gathered
     if ctx.recipe.cp_comm == "a2a":
-        return all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links), 2
-    return (sh.cp - 1) * send_recv(kv, links), 3
+        swapped = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links)
+        return swapped, swapped
+    return ring_exposed(_kv_hops(kv, links), sh.cp, 0.0, 0.0)
 
 
 def _kv_block_bytes(md: ModelSpec, sh: Shard) -> Number:
@@ -764,12 +768,17 @@ def _kv_block_bytes(md: ModelSpec, sh: Shard) -> Number:
     return sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
 
 
+def _kv_hops(kv_bytes: Number, links: GroupLinks) -> RingHops:
+    """One attention layer's ring hop: a K, V block, and the block with its gradients in one call (physics.ring)."""
+    return RingHops(send_recv(kv_bytes, links), send_recv(2 * kv_bytes, links))
+
+
 def _ring_hops(ctx: Context, sh: Shard, links: GroupLinks) -> RingHops:
     """One hop of the CP ring in the mean layer (physics.ring): by the attention layers' share in a hybrid pattern."""
     md = ctx.model
-    kv = _kv_block_bytes(md, sh)
+    hops = _kv_hops(_kv_block_bytes(md, sh), links)
     share = hybrid.counts(md.hybrid_pattern)["*"] / md.layers if md.hybrid_pattern else 1.0
-    return RingHops(share * send_recv(kv, links), share * send_recv(2 * kv, links))
+    return RingHops(share * hops.kv_s, share * hops.kv_and_grad_s)
 
 
 class _RankParams(NamedTuple):
