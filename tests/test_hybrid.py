@@ -152,6 +152,9 @@ def test_pipeline_stages_of_a_pattern_cost_what_their_kinds_cost() -> None:
     assert (first[1], last[1]) == (8.0, 8.0)
     assert (first[2], last[2], interior[2]) == (2.0, 6.0, 6.0)  # mean cost 2: stages of 4 and 12
     assert (first[4], last[4], interior[4]) == (1.0, 3.0, 3.0)
+    # interleaved: 2 ranks of 2 chunks of 2 positions each, rank 0 the chunks 0 and 2 (1 + 3), rank 1 the others
+    at = hybrid.stage_index(2, 2, 4)
+    assert (first[at], last[at], interior[at]) == (4.0, 4.0, 4.0)
 
 
 def test_a_pipelined_hybrid_prices_its_slowest_stage() -> None:
@@ -258,3 +261,4 @@ def test_nemotron_keeps_its_first_and_last_layer_in_bf16_under_fp8() -> None:
     mixed = step._mixed_layer_times(ctx, sh, rates)
     assert mixed.forward == pytest.approx(50 / 52 * quantised.forward + 2 / 52 * bf16.forward)
     assert bf16.forward > quantised.forward
+
