@@ -264,7 +264,19 @@ NOTES = [
     "  (measured before the scan's kernel bytes were priced, which moved GB200's 4 points). What is left on",
     "  Blackwell, about 15-20 points beyond Qwen3-30B-A3B's residual on the same parts, is most likely the SSD",
     "  scan's Triton kernels running further below Blackwell's tensor-core peak than the GEMM-shape model allows",
-    "  (priced at 10% of BF16 peak on GB300 now); kernel measurements of mamba_ssm's scan would settle it.",
+    "  (priced at 10% of BF16 peak on GB300 now); kernel measurements of mamba_ssm's scan would settle it. Its",
+    "  bytes move no faster than measured bandwidth-bound kernels reach (`efficiency.KERNEL_MEMORY`), not at the",
+    "  fitted 1.13 of GB300's datasheet: GB300 and B300 rows 1-2% slower (MAPE 24.9% -> 23.7%). Megatron-Bridge",
+    "  0.6.2's Nano perf recipes (perf_recipes/nemotronh/{gb300,gb200,b300,b200,h100}/nemotronh.py, common.py)",
+    "  against what the rows are priced with: layouts and MBS match; no recompute on Blackwell, as priced; on H100",
+    "  selective recompute of 'moe' and 'layernorm' (FP8-CS adds 'core_attn', 'moe_act'), which re-runs each MoE",
+    "  layer's forward, all-to-alls included, and which perfmodel does not price (its H100 rows would read slower",
+    "  still); the flex dispatcher on HybridEP with 16 SMs beside the provider's shared-expert overlap and no EP",
+    "  overlap of micro-batches, priced as 'alltoall' behind the shared experts (HybridEP's measured 531-735 GB/s",
+    "  at 16 SMs on B200, ../shared/data/kernels/collectives.csv, is about the NVLink rate priced); CUDA graphs of",
+    "  attention, Mamba, router and preprocessing (launch costs, not priced: faster); MXFP8 attention in the MXFP8",
+    "  recipes (priced as a recipe setting it moves the newest GB300 row 0.7% faster: not applied); no MTP. None is",
+    "  a cost the model leaves out on Blackwell.",
 ]
 
 

@@ -152,6 +152,9 @@ def test_pipeline_stages_of_a_pattern_cost_what_their_kinds_cost() -> None:
     assert (first[1], last[1]) == (8.0, 8.0)
     assert (first[2], last[2], interior[2]) == (2.0, 6.0, 6.0)  # mean cost 2: stages of 4 and 12
     assert (first[4], last[4], interior[4]) == (1.0, 3.0, 3.0)
+    # interleaved: 2 ranks of 2 chunks of 2 positions each, rank 0 the chunks 0 and 2 (1 + 3), rank 1 the others
+    at = hybrid.stage_index(2, 2, 4)
+    assert (first[at], last[at], interior[at]) == (4.0, 4.0, 4.0)
 
 
 def test_a_pipelined_hybrid_prices_its_slowest_stage() -> None:
@@ -258,3 +261,23 @@ def test_nemotron_keeps_its_first_and_last_layer_in_bf16_under_fp8() -> None:
     mixed = step._mixed_layer_times(ctx, sh, rates)
     assert mixed.forward == pytest.approx(50 / 52 * quantised.forward + 2 / 52 * bf16.forward)
     assert bf16.forward > quantised.forward
+
+
+def test_the_ssd_scan_moves_its_bytes_no_faster_than_measured_kernels() -> None:
+    """No fitted row runs the scan, so its bytes move at the fitted HBM share only up to what well-written kernels are
+    measured to reach on the family (efficiency.KERNEL_MEMORY: cuDNN's RMSNorm at 0.758 of GB300's datasheet), not at
+    the 1.13 the fit gives Blackwell Ultra; a fitted share below the measured one prices it as it does the rest."""
+    from dataclasses import replace
+
+    from perfmodel.inputs.hardware import resolve
+    from perfmodel.physics.compute import op_time
+    from perfmodel.physics.efficiency import DEFAULTS, KERNEL_MEMORY
+
+    acc = resolve("gb300").accelerator
+    sh = Shard(ZOO["nemotron-3-nano-30b-a3b"], RECIPES["bf16"], tp=1.0, cp=1.0, mbs=4.0, seq_len=8192)
+    scan = next(op for op in mamba.mamba_block_forward(sh, RECIPES["bf16"]) if op.name == "ssd_scan")
+    bytes_only = scan._replace(flops=0.0)
+    for fitted, share in ((1.13, KERNEL_MEMORY["blackwell-ultra"]), (0.5, 0.5)):
+        eff = replace(DEFAULTS["blackwell-ultra"], memory=fitted)
+        overhead_s = eff.kernel_overhead_us * 1e-6
+        assert op_time(bytes_only, acc, eff) == pytest.approx(scan.bytes / (acc.hbm_bytes_per_s * share) + overhead_s)

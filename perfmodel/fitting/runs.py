@@ -348,9 +348,22 @@ LLMBOOST_STACK = (
 )
 NO_SHAPES = re.compile(r"DeepSeek-V4|Mixtral-8x22B")
 """MoE models whose shapes are in none of the sources the zoo's shapes come from."""
-HYBRID = re.compile(r"Nemotron-3-(Super|Ultra)|Nemotron-3\.5")
-"""Hybrid Mamba/attention models whose configs are in no source reachable here: Megatron-Bridge 0.3.1's providers
-(models/nemotronh/nemotron_h_provider.py) and transformers 5.25's NemotronHConfig give Nemotron 3 Nano only."""
+_NO_CONFIG = (
+    "a hybrid model whose config is in none of the sources the model zoo is built from: Megatron-Bridge 0.6.2's"
+)
+HYBRID = {
+    "Nemotron-3-Super": f"{_NO_CONFIG} recipes load its shapes from the Hugging Face config "
+    "(recipes/nemotronh/h100/nemotron_3_super.py: AutoBridge.from_hf_pretrained), which no PyPI package carries",
+    "Nemotron-3-Ultra": f"{_NO_CONFIG} recipes load its shapes from the Hugging Face config "
+    "(recipes/nemotronh/h100/nemotron_3_ultra.py), which no PyPI package carries",
+    "Nemotron-3.5": "Megatron-Bridge 0.6.2 runs it as Nemotron 3 Nano's provider with two multi-token-prediction "
+    "depths of attention and MoE sharing one module (recipes/nemotronh/h100/nemotron_3_nano.py "
+    "nemotron_3_5_lightning_pretrain_config), and perfmodel does not price MTP on a hybrid model",
+}
+"""Hybrid Mamba/attention models the zoo cannot price, by name prefix, and why: Megatron-Bridge 0.3.1's providers
+(models/nemotronh/nemotron_h_provider.py) and transformers 5.25's NemotronHConfig give Nemotron 3 Nano only;
+nemo-automodel 0.7.0, transformers 5.23.0 (whose NemotronHConfig takes a moe_latent_size) and megatron-core 0.19.2
+carry no Super or Ultra config either."""
 MOE_MODELS = {
     "DeepSeek-V3": "deepseek-v3", "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Kimi-K2": "kimi-k2",
@@ -407,8 +420,9 @@ def _measured_model(row: dict[str, str]) -> str | dict[str, Any]:
     name, seq = row["model"], int(row["seq_len"])
     if NO_SHAPES.search(name):
         raise Excluded(f"{name}: its shapes are in none of the sources the model zoo is built from")
-    if HYBRID.search(name):
-        raise Excluded(f"{name}: a hybrid model whose config is in none of the sources the model zoo is built from")
+    hybrid = next((why for prefix, why in HYBRID.items() if name.startswith(prefix)), None)
+    if hybrid:
+        raise Excluded(f"{name}: {hybrid}")
     if name in MOE_MODELS:
         return _moe_model(name, row["notes"])
     proxy = re.fullmatch(r"Llama3\.1-405B \((\d+)-layer proxy\)", name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from itertools import pairwise
+from typing import Any
 
 KINDS = {"M": "mamba", "G": "gated_deltanet", "*": "attention", "-": "mlp", "E": "moe"}
 """Pattern characters and the layer kind each stands for."""
@@ -40,12 +41,18 @@ def counts(pattern: str) -> dict[str, int]:
 def stage_layer_equivalents(
     pattern: str, weights: Mapping[str, float], max_pp: int
 ) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
-    """Per PP size (index 0 unused), the first, last and busiest interior stage's layers in mean-layer units:
-    the sum of their positions' `weights` (a cost per kind) over the mean weight, so that a stage of n layers whose
-    mix costs more than the model's mean counts for more than n. Stages take consecutive positions: the first
-    and last one fewer than the others when pp does not divide the layers (schedule.stage_layers' uneven split,
-    which counts the embedding and the loss as a layer each)."""
+    """Per pipeline shape, indexed `stage_index(pp, vp, max_pp)`, the first, last and busiest interior rank's layers
+    in mean-layer units: the sum of their positions' `weights` (a cost per kind) over the mean weight, so that a
+    stage of n layers whose mix costs more than the model's mean counts for more than n. The pattern splits into
+    pp x vp chunks of consecutive positions, the first and last one fewer than the others when they do not divide
+    the layers (schedule.stage_layers' uneven split, which counts the embedding and the loss as a layer each), and
+    rank r holds chunks r, r + pp, ... (Megatron's interleaved schedule; vp is 1 for a Mamba hybrid: the VP rule)."""
     return _tables(pattern, tuple(sorted(weights.items())), max_pp)
+
+
+def stage_index(pp: Any, vp: Any, max_pp: int) -> Any:
+    """Where `stage_layer_equivalents`' tables keep a pipeline of pp ranks with vp chunks each."""
+    return (vp - 1) * (max_pp + 1) + pp
 
 
 @cache
@@ -55,14 +62,17 @@ def _tables(
     cost = dict(weights)
     costs = [cost[c] for c in pattern]
     mean = sum(costs) / len(costs)
-    first, last, interior = [0.0], [0.0], [0.0]
-    for pp in range(1, max_pp + 1):
-        sizes = _stage_sizes(len(costs), pp)
-        bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
-        stages = [sum(costs[a:b]) / mean for a, b in pairwise(bounds)]
-        first.append(stages[0])
-        last.append(stages[-1])
-        interior.append(max(stages[1:-1]) if pp > 2 else max(stages))
+    size = stage_index(max_pp, max_pp, max_pp) + 1
+    first, last, interior = [0.0] * size, [0.0] * size, [0.0] * size
+    for vp in range(1, max_pp + 1):
+        for pp in range(1, max_pp // vp + 1):
+            sizes = _stage_sizes(len(costs), pp * vp)
+            bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+            chunks = [sum(costs[a:b]) / mean for a, b in pairwise(bounds)]
+            ranks = [sum(chunks[r::pp]) for r in range(pp)]
+            at = stage_index(pp, vp, max_pp)
+            first[at], last[at] = ranks[0], ranks[-1]
+            interior[at] = max(ranks[1:-1]) if pp > 2 else max(ranks)
     return tuple(first), tuple(last), tuple(interior)
 
 

@@ -23,6 +23,7 @@ from perfmodel.physics.efficiency import (
     BAND_TILE_TOKENS,
     FP8_ATTENTION_BACKWARD,
     KERNEL_GEMM,
+    KERNEL_MEMORY,
     NON_CAUSAL_ATTENTION,
     Efficiency,
     released_attention,
@@ -204,6 +205,7 @@ class Rates:
         self.delayed_scaling = eff.delayed_scaling
         self.before_eager_rope = eff.before_eager_rope
         self.memory_bytes_per_s = acc.hbm_bytes_per_s * eff.memory
+        self.kernel_memory_bytes_per_s = acc.hbm_bytes_per_s * minimum(eff.memory, KERNEL_MEMORY.get(acc.family, 1.0))
         self.overhead_s = eff.kernel_overhead_us * 1e-6
         self.unfused_factor = eff.unfused_factor
         self.legacy_group_s = eff.legacy_group_s
@@ -230,9 +232,9 @@ class Rates:
 def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:
     """Time of `op`; `rates`: those of `acc` and `eff`, when a batch of operations keeps them."""
     r = Rates(acc, eff) if rates is None else rates
-    memory_s = (
-        op.bytes - op.amax_bytes * r.delayed_scaling - op.eager_bytes * r.before_eager_rope
-    ) / r.memory_bytes_per_s
+    memory_s = (op.bytes - op.amax_bytes * r.delayed_scaling - op.eager_bytes * r.before_eager_rope) / (
+        r.kernel_memory_bytes_per_s if op.measured_bandwidth else r.memory_bytes_per_s
+    )
     if op.kind == "memory":
         return memory_s * (1.0 if op.as_released else r.unfused_factor) + r.overhead_s
     if op.kind == "gemm":
@@ -340,18 +342,18 @@ STACKED_FIELDS = ("flops", "bytes", "amax_bytes", "eager_bytes", "m", "n", "k", 
 
 def batched(ops: Iterable[Op]) -> Batched:
     """`ops` arranged for `op_times`. Where operations hold numpy arrays (a search's shards, a fit's rows), those of
-    one kind, format, release and tile width other than attention are stacked into one operation whose fields hold
-    theirs along a new first axis: `op_time` is element-wise, so each gets the same numbers as alone, and a shard's
-    ~15 GEMMs cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced one at a time, as
-    before."""
+    one kind, format, release, tile width and bandwidth share other than attention are stacked into one operation
+    whose fields hold theirs along a new first axis: `op_time` is element-wise, so each gets the same numbers as
+    alone, and a shard's ~15 GEMMs cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced
+    one at a time, as before."""
     ops = tuple(ops)
     numpy = sys.modules.get("numpy")  # not imported: no operation holds an array (and a prediction never imports it)
     array = numpy.ndarray if numpy is not None else ()
     alone: list[tuple[tuple[int, ...], Op]] = []
-    batches: dict[tuple[str, str, bool, int], list[int]] = {}
+    batches: dict[tuple[str, str, bool, int, bool], list[int]] = {}
     for index, op in enumerate(ops):
         if op.kind != "attention" and isinstance(op.bytes, array):
-            batches.setdefault((op.kind, op.fmt, op.as_released, op.tile_n), []).append(index)
+            batches.setdefault((op.kind, op.fmt, op.as_released, op.tile_n, op.measured_bandwidth), []).append(index)
         else:
             alone.append(((index,), op))
     stacked = [

@@ -62,7 +62,9 @@ def _rule_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
     tiles): every value head's tokens stacked as rows, value-head-dim columns, a chunk deep."""
     md = sh.model
     rows = sh.tokens * md.gdn_value_heads / sh.tp
-    return Op(name, "gemm", flops, bytes_moved, "bf16", rows, md.gdn_value_head_dim, k=md.gdn_chunk)
+    return Op(
+        name, "gemm", flops, bytes_moved, "bf16", rows, md.gdn_value_head_dim, k=md.gdn_chunk, measured_bandwidth=True
+    )
 
 
 def _qk_prep(sh: Shard, backward: bool) -> list[Op]:

@@ -56,7 +56,9 @@ def _scan_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
     every head's tokens stacked as rows, head-dim columns, a chunk deep."""
     md = sh.model
     rows = sh.tokens * md.mamba_heads / sh.tp
-    return Op(name, "gemm", flops, bytes_moved, "bf16", rows, md.mamba_head_dim, k=md.mamba_chunk)
+    return Op(
+        name, "gemm", flops, bytes_moved, "bf16", rows, md.mamba_head_dim, k=md.mamba_chunk, measured_bandwidth=True
+    )
 
 
 def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:

@@ -163,16 +163,19 @@ HYBRID_RULES: tuple[Rule, ...] = (
         ("cp",),
     ),
     Rule(
-        lambda v, md, n: (md.hybrid_pattern == "") | (v.vp == 1),
+        lambda v, md, n: (md.mamba_heads == 0) | (v.vp == 1),
         lambda v, md, n: (
-            f"VP {v.vp}: Megatron-Core runs hybrid models without interleaving (megatron-core 0.16.1 "
-            "ssm/mamba_block.py L173-176); use VP 1"
+            f"VP {v.vp}: Megatron-Core runs a Mamba hybrid without interleaving unless its pattern marks the stage "
+            "boundaries, which perfmodel's patterns do not (megatron-core 0.16.1 ssm/mamba_block.py L173-176; "
+            "0.19.2 models/hybrid/hybrid_layer_allocation.py L385-391); use VP 1"
         ),
         ("vp",),
     ),
 )
 """Hybrid (Mamba-2, Gated DeltaNet) layouts, as Megatron-Core's MambaMixer, GatedDeltaNet and MambaStack accept
-them."""
+them. A Gated DeltaNet hybrid without Mamba layers (Qwen3-Next) is a GPT model, whose block spec takes each virtual
+stage's layers as any GPT model's (megatron-core 0.19.2 models/gpt/experimental_attention_variant_module_specs.py
+L273-323, get_transformer_block_with_experimental_attention_variant_spec), so it interleaves."""
 
 
 RULES: tuple[Rule, ...] = (

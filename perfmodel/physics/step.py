@@ -1124,16 +1124,18 @@ def _per_rank(ctx: Context, lv: LayoutVars) -> tuple[Shard, Number, StageLayers]
 
 
 def _stages(ctx: Context, pp: Number, vp: Number) -> StageLayers:
-    """The pipeline ranks' layers; a hybrid pattern's in mean-layer units, its stages holding consecutive positions
-    of kinds that cost unequally (hybrid.stage_layer_equivalents, weighed by each kind's forward FLOPs per token;
-    Megatron-Core runs hybrid models without interleaving: the VP rule)."""
+    """The pipeline ranks' layers; a hybrid pattern's in mean-layer units, its stages holding chunks of consecutive
+    positions of kinds that cost unequally (hybrid.stage_layer_equivalents, weighed by each kind's forward FLOPs per
+    token; only a hybrid without Mamba layers interleaves: the VP rule)."""
     md = ctx.model
     stages = stage_layers(md.layers, pp, vp, md.mtp_layers)
     if not md.hybrid_pattern:
         return stages
     weights = md.hybrid_kind_flops_per_token(ctx.seq_len)
-    first, last, interior = hybrid.stage_layer_equivalents(md.hybrid_pattern, weights, md.layers + UNEVEN_EXTRA_UNITS)
-    return stages._replace(first=lookup(first, pp), last=lookup(last, pp), interior=lookup(interior, pp))
+    most = md.layers + UNEVEN_EXTRA_UNITS
+    first, last, interior = hybrid.stage_layer_equivalents(md.hybrid_pattern, weights, most)
+    at = hybrid.stage_index(pp, vp, most)
+    return stages._replace(first=lookup(first, at), last=lookup(last, at), interior=lookup(interior, at))
 
 
 def full_recompute_share(lv: LayoutVars, stages: StageLayers) -> Number:

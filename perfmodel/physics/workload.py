@@ -59,6 +59,11 @@ class Op(NamedTuple):
     calls: Number = 1
     """Kernel calls the operation makes, each paying the fixed cost of a kernel (Efficiency.kernel_overhead_us): one,
     or one per step of a context-parallel ring (physics.ring)."""
+    measured_bandwidth: bool = False
+    """Moves its bytes no faster than the share of HBM bandwidth that well-written kernels are measured to reach
+    (efficiency.KERNEL_MEMORY), whatever the share fitted to training rows: a kernel no fitted row runs (the
+    linear-recurrence scans), so the fitted share, which can pass the datasheet where it absorbs what the fitted
+    models' pricing misses (Blackwell Ultra's 1.13), says nothing of it beyond its own bound."""
 
 
 class Shard(NamedTuple):
