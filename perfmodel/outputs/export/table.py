@@ -851,8 +851,8 @@ def _cost_quantile_factor(q: float) -> Callable[[ExportRow, float], Any]:
     return lambda row, _k: chance.cost_factor(row.prediction.spread, q)
 
 
-TIME_FACTORS = {"p10": "quantile_factor_p10", "p50": None, "p90": "quantile_factor_p90"}
-COST_FACTORS = {q: f"cost_quantile_factor_{q}" for q in ("p10", "p50", "p90")}
+TIME_FACTORS: dict[str, str | None] = {"p10": "quantile_factor_p10", "p50": None, "p90": "quantile_factor_p90"}
+COST_FACTORS: dict[str, str | None] = {q: f"cost_quantile_factor_{q}" for q in ("p10", "p50", "p90")}
 
 
 def _quantiles(
