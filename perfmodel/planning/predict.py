@@ -252,16 +252,20 @@ class Prediction(Shown):
         point."""
         if self.losses is None:
             return {}
+        figures = self.losses_figures()
+        quantiles = chance.spread_quantiles(chance.poisson_as_normal(self.losses_spread), figures, chance.PRICED)
+        return {"losses": self.losses.to_dict()} | figures | quantiles
+
+    def losses_figures(self) -> dict[str, float | None]:
+        """The run with losses' figures its quantiles are of, each proportional to its time (None: it never ends)."""
         run = self.run_with_losses
-        figures = {
+        return {
             "time_to_train_with_losses_s": run.time_s if run else None,
             "time_to_train_with_losses_days": run.time_s / 86400 if run else None,
             "gpu_hours_with_losses": run.gpu_hours if run else None,
             "cost_usd_with_losses": run.cost_usd if run else None,
             "energy_kwh_with_losses": run.energy_kwh if run else None,
         }
-        quantiles = chance.spread_quantiles(chance.poisson_as_normal(self.losses_spread), figures, chance.PRICED)
-        return {"losses": self.losses.to_dict()} | figures | quantiles
 
     def _goodput_dict(self) -> dict[str, Any]:
         """New keys only: the failure-free ones above keep their meaning."""
@@ -351,12 +355,16 @@ class Prediction(Shown):
         """P10, P50 and P90 of the failure-free run's time, GPU-hours, cost, energy and operational carbon: of the
         interval and the run-to-run variability combined (confidence.py), the P50 the point exactly; worked out
         here, as the record is written, not as the prediction is made."""
+        figures = self.quantile_figures()
+        return {} if figures is None else chance.spread_quantiles(self.spread, figures, chance.PRICED)
+
+    def quantile_figures(self) -> dict[str, float | None] | None:
+        """The failure-free run's figures its quantiles are of, each proportional to its time (None: no run)."""
         run = self.run
         if run is None:
-            return {}
-        figures = {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
-                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
-        return chance.spread_quantiles(self.spread, figures, chance.PRICED)
+            return None
+        return {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
+                "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
 
     def _mlperf_dict(self) -> dict[str, Any]:
         if self.mlperf is None:
