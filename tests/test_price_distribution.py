@@ -193,3 +193,17 @@ def _json(*args: str) -> dict:
     result = run_cli(*args, "--format", "json")
     assert result.code == 0, result.err
     return json.loads(result.out)
+
+
+@pytest.mark.parametrize(
+    ("targets", "says"),
+    [
+        (("--gpu", "h100-sxm@8", "--gpu", "b200@8"), "one price for candidates on different GPUs"),
+        (("--gpu", "h100-sxm@8:$2"), "a price distribution and a candidate's own quote (h100-sxm) exclude each other"),
+    ],
+)
+def test_one_distribution_prices_one_gpu(targets: tuple[str, ...], says: str) -> None:
+    """A stated distribution is one GPU's price: candidates on two GPUs, or one with its own quote, are refused."""
+    result = run_cli("compare", "--model", "llama3.1-8b", "--tokens", "100B", *targets, "--price-range", "2:2.5:4")
+    assert result.code == 2 and result.err.strip().count("\n") == 0
+    assert result.err.startswith("error: --price-range: ") and says in result.err
