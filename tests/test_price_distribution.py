@@ -117,7 +117,7 @@ def test_with_a_drawn_price_a_higher_confidence_never_needs_fewer_gpus(a: float,
         assert plans[0].feasible or not plans[1].feasible
 
 
-@pytest.mark.parametrize("value", ["3:2.5:4", "-1:2:3", "2:3:1", "1:2:20000", "0:0:0"])
+@pytest.mark.parametrize("value", ["3:2.5:4", "-1:2:3", "2:3:1", "1:2:20000", "0:0:0", "0:0:4"])
 def test_a_bad_price_distribution_is_one_line(value: str) -> None:
     result = run_cli("predict", "--price-range", value)
     assert result.code == 2 and result.out == "" and "Traceback" not in result.err
@@ -207,3 +207,18 @@ def test_one_distribution_prices_one_gpu(targets: tuple[str, ...], says: str) ->
     result = run_cli("compare", "--model", "llama3.1-8b", "--tokens", "100B", *targets, "--price-range", "2:2.5:4")
     assert result.code == 2 and result.err.strip().count("\n") == 0
     assert result.err.startswith("error: --price-range: ") and says in result.err
+
+
+def test_the_workbook_draws_the_price_in_the_costs_quantiles(tmp_path: Path) -> None:
+    """The cost's P10/P50/P90 are live on factors of their own (values: draws, not arithmetic), which are the
+    time's without a stated price and time x price with one: the workbook gives what the JSON gives."""
+    from workbook import Recalculator, cells_by_key
+
+    out = tmp_path / "p.xlsx"
+    assert run_cli("export", "predict", "--price-range", "2:2.5:4", "--out", str(out)).code == 0
+    d = perfmodel.predict(price_range=RANGE).to_dict()  # type: ignore[arg-type]
+    cells = cells_by_key(out, ("Results",))
+    values = Recalculator(out)({})
+    for key, _ in LEVELS:
+        assert values[cells[(f"cost_usd_{key}", 0)]] == pytest.approx(d[f"cost_usd_{key}"], rel=1e-12), key
+    assert d["cost_usd_p50"] > d["cost_usd"]

@@ -137,10 +137,10 @@ class Cost:
         if stated is None:
             return
         if not (len(stated) == 3 and all(math.isfinite(v) for v in stated)
-                and 0 <= stated[0] <= stated[1] <= stated[2] <= MAX_USD_PER_GPU_HOUR and stated[2] > 0):  # fmt: skip
+                and 0 <= stated[0] <= stated[1] <= stated[2] <= MAX_USD_PER_GPU_HOUR and stated[1] > 0):  # fmt: skip
             raise ValueError(
-                f"usd_per_gpu_hour_range {list(stated)}: allowed [low, mode, high] USD per GPU-hour with "
-                f"0 <= low <= mode <= high <= {MAX_USD_PER_GPU_HOUR:,} and high > 0 (e.g. [2.0, 2.5, 4.0])"
+                f"usd_per_gpu_hour_range {list(stated)}: allowed [low, mode, high] USD per GPU-hour with 0 <= low "
+                f"<= mode <= high <= {MAX_USD_PER_GPU_HOUR:,} and mode > 0 (the price quoted; e.g. [2.0, 2.5, 4.0])"
             )
         if self.mode == "buy" or self.usd_per_gpu_hour is not None:
             raise ValueError(

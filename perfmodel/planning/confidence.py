@@ -248,7 +248,8 @@ def _cost_factors(spread: Spread) -> np.ndarray:
 @cache
 def _strata() -> np.ndarray:
     """The model's error for a campaign: the standard normal's quantiles at k / (SAMPLES - 1), one per draw (the
-    ends at half a step), so that a campaign whose phases share nothing else has exactly the phases' quantiles."""
+    ends at half a step), so that a campaign whose phases draw nothing of their own has exactly the phases'
+    quantiles summed (P10, P50 and P90 fall on k / (SAMPLES - 1) = 0.1, 0.5 and 0.9)."""
     import numpy as np
 
     steps = SAMPLES - 1
