@@ -63,6 +63,8 @@ def budget_record(result: Any, budget_usd: float) -> dict[str, Any]:
 
 def _goal_text(result: Any, deadline_s: float | None, budget_usd: float | None) -> str:
     """The lines under the table: 'P(finish within 60.0 days, with losses): 0.93 ...', and the budget's twin."""
+    if deadline_s is None and budget_usd is None:  # plan's modules only when asked: a plain start imports neither
+        return ""
     from perfmodel.outputs.plan_report import budget_line, deadline_line
 
     lines = [] if deadline_s is None else [deadline_line(deadline_record(result, deadline_s))]
