@@ -1,5 +1,6 @@
 """Speed of `perfmodel plan`: three candidate systems on a 405B workload, in process and end to end, at the point,
-at P90 (--confidence 0.9), within a site power cap, over a fleet (--fleet) and three jobs sharing it ([[job]]s).
+at P90 (--confidence 0.9), within a site power cap, with each price drawn from a stated distribution
+(--price-range), over a fleet (--fleet) and three jobs sharing it ([[job]]s).
 
 Run: python benchmarks/bench_plan.py [--repeat N]. Pins itself to one CPU core. Prints medians (wall and CPU time:
 on a shared machine the wall time includes waiting for the core) and the searches each candidate needed; not a
@@ -23,6 +24,9 @@ DEADLINES_D = (30, 60, 120)
 GOALS = ((None, 0.5, None), (100e6, 0.5, None), (100e6, 0.9, None), (None, 0.9, None), (None, 0.9, 20.0))
 """Budget, confidence and site power (MW) with each deadline: on the point estimate, at P90 (plan --confidence 0.9),
 and at P90 within 20 MW (--power-mw 20)."""
+PRICE_SPREAD = (0.7, 1.0, 1.5)
+"""A stated price distribution's low, mode and high over each candidate's list price (--price-range): the last goal
+of each deadline draws it."""
 FLEET = """
 [[pool]]
 name = "hall-a"
@@ -62,37 +66,48 @@ def timed(label: str, repeat: int, work: Callable[[], Any], found: Callable[[Any
         report = work()
         samples.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    print(f"{label:36s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found(report)}")
+    print(f"{label:48s} {statistics.median(samples):9.3f} {statistics.median(cpu):7.3f}  {found(report)}")
 
 
 def in_process(repeat: int) -> None:
+    from perfmodel.inputs.hardware import get_accelerator
     from perfmodel.inputs.scenario import load_scenario
     from perfmodel.planning import plan as planning
     from perfmodel.planning.predict import without_layout
 
-    def bases() -> list[tuple[str, object]]:
+    def bases(drawn: bool = False) -> list[tuple[str, object]]:
+        """The candidates; `drawn`: each with a price distribution stated, PRICE_SPREAD around its list price."""
         flags = {"model": "llama3.1-405b", "tokens": 15e12}
-        return [
-            (f"{gpu}:{precision}", without_layout(load_scenario(None, flags | {"gpu": gpu, "precision": precision})))
-            for gpu, precision in CANDIDATES
-        ]
+        found = []
+        for gpu, precision in CANDIDATES:
+            price = {
+                "cost.usd_per_gpu_hour_range": tuple(
+                    f * get_accelerator(gpu).usd_per_gpu_hour.value for f in PRICE_SPREAD
+                )
+            }  # type: ignore[union-attr]
+            scenario = load_scenario(None, flags | {"gpu": gpu, "precision": precision} | (price if drawn else {}))
+            found.append((f"{gpu}:{precision}", without_layout(scenario)))
+        return found
 
     planning.plan(bases(), planning.Goal(30 * 86400))  # warm: imports, topology tiers
-    print(f"{'goal':36s} {'median s':>9s} {'CPU s':>7s}  GPUs (searches) per candidate")
+    print(f"{'goal':48s} {'median s':>9s} {'CPU s':>7s}  GPUs (searches) per candidate")
     for days in DEADLINES_D:
         for budget, confidence, power_mw in GOALS:
             goal = planning.Goal(days * 86400, budget, confidence, power_mw)
             label = f"deadline {days}d" + ("" if budget is None else " + budget $100M")
             label += "" if confidence == 0.5 else f" at P{100 * confidence:.0f}"
             label += "" if power_mw is None else f" in {power_mw:g} MW"
-            timed(
-                label, repeat, lambda goal=goal: planning.plan(bases(), goal),  # type: ignore[arg-type]
-                lambda report: ", ".join(
-                    f"{c.label} {c.prediction.layout.n_gpus if c.prediction else '-'} ({len(c.tried)})"
-                    for c in report.plans
-                ),
-            )  # fmt: skip
+            timed(label, repeat, lambda goal=goal: planning.plan(bases(), goal), _counts)  # type: ignore[arg-type]
+        goal = planning.Goal(days * 86400, 100e6, 0.9)
+        label = f"deadline {days}d + budget $100M at P90, price drawn"
+        timed(label, repeat, lambda goal=goal: planning.plan(bases(drawn=True), goal), _counts)  # type: ignore[arg-type]
     fleet_plans(repeat)
+
+
+def _counts(report: Any) -> str:
+    """Each candidate's GPUs and the searches it needed."""
+    return ", ".join(f"{c.label} {c.prediction.layout.n_gpus if c.prediction else '-'} ({len(c.tried)})"
+                     for c in report.plans)  # fmt: skip
 
 
 def fleet_plans(repeat: int) -> None:

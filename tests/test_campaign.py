@@ -159,12 +159,13 @@ def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file
     rows = [line.split()[0] for line in lines[5:9]]
     assert rows == ["ramp", "main", "long", "total"]
     assert any(line.startswith("GPU-hours") for line in lines) and "long: sequences of 32.77k" in result.out
-    # the total's P10/P90: its phases' (the interval and run-to-run variability combined), summed
+    # the total's P10/P90: its phases' (the interval and run-to-run variability), the model error shared by them
     d = json.loads(run_cli("predict", str(campaign_file), "--format", "json").out)
     (days,) = [line for line in lines if line.startswith("Time to train")]
     p10, p90 = (_duration(d[f"time_to_train_s_{q}"]) for q in ("p10", "p90"))
-    assert f"(P10 {p10} to P90 {p90}: " in days and "run-to-run 0.79%, phases summed)" in days
-    assert d["time_to_train_s_p90"] == pytest.approx(sum(ph["time_to_train_s_p90"] for ph in d["phases"]))
+    assert f"(P10 {p10} to P90 {p90}: " in days and "run-to-run 0.79%, model error shared by the phases)" in days
+    summed = sum(ph["time_to_train_s_p90"] for ph in d["phases"])  # every source shared: wider
+    assert summed * (1 - 1e-3) < d["time_to_train_s_p90"] < summed
 
 
 def test_predict_prints_each_loss_summed_over_the_phases_and_the_campaign_with_them(

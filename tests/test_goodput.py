@@ -30,11 +30,11 @@ NEW_KEYS = (
     "cost_usd_with_failures", "cost_usd_with_failures_low", "cost_usd_with_failures_high", "energy_kwh_with_failures",
     "usd_per_million_tokens_with_failures",
 )  # fmt: skip
-WITH_FAILURES_KEYS = (
-    "losses", "time_to_train_with_losses_s", "time_to_train_with_losses_days", "gpu_hours_with_losses",
-    "cost_usd_with_losses", "energy_kwh_with_losses",
-)  # fmt: skip
-"""The losses (planning/losses.py) count the failures with the others: they change with the goodput model."""
+WITH_LOSSES = ("time_to_train_with_losses_s", "time_to_train_with_losses_days", "gpu_hours_with_losses",
+               "cost_usd_with_losses", "energy_kwh_with_losses")  # fmt: skip
+WITH_FAILURES_KEYS = ("losses", *WITH_LOSSES, *(f"{key}_{q}" for key in WITH_LOSSES for q in ("p10", "p50", "p90")))
+"""The losses (planning/losses.py) count the failures with the others, and their quantiles draw the failures'
+interruptions: they change with the goodput model."""
 
 
 def _failure_free(record: dict[str, object]) -> dict[str, object]:

@@ -80,8 +80,9 @@ def test_evaluation_and_spare_gpus() -> None:
 def test_losses_none_drops_their_keys_and_nothing_else() -> None:
     on = json.loads(run_cli("predict", "--format", "json").out)
     off = json.loads(run_cli("predict", "--format", "json", "--losses", "none").out)
-    added = {"losses", "time_to_train_with_losses_s", "time_to_train_with_losses_days", "gpu_hours_with_losses",
-             "cost_usd_with_losses", "energy_kwh_with_losses"}  # fmt: skip
+    figures = {"time_to_train_with_losses_s", "time_to_train_with_losses_days", "gpu_hours_with_losses",
+               "cost_usd_with_losses", "energy_kwh_with_losses"}  # fmt: skip
+    added = {"losses", *figures, *(f"{key}_{q}" for key in figures for q in ("p10", "p50", "p90"))}
     assert set(on) - set(off) == added and {k: v for k, v in on.items() if k not in added} == off
 
 

@@ -75,8 +75,9 @@ def test_search_and_compare_csv_carry_the_schema(predicted: dict[str, str]) -> N
         {"model": "mixtral-8x7b", "gpu": "h100-sxm", "n_gpus": 64, "tokens": 1e12, "cost.mode": "buy"},
         {"base": "mlperf-405b-h100-512.toml"},
         {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8},
+        {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "cost.usd_per_gpu_hour_range": (2.0, 2.5, 4.0)},
     ],
-    ids=["moe-buy", "mlperf", "no-tokens"],
+    ids=["moe-buy", "mlperf", "no-tokens", "price-drawn"],
 )
 def test_every_column_a_prediction_can_have_is_documented(overrides: dict[str, object]) -> None:
     base = overrides.pop("base", None)

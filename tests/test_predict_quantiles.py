@@ -107,7 +107,8 @@ def test_the_quantiles_need_neither_numpy_nor_statistics() -> None:
 
 def test_the_workbook_gives_the_quantile_factors_as_values_with_their_method(tmp_path: Path) -> None:
     """The P10/P90 factors are values (quadrature is no spreadsheet arithmetic), headed with their method; the P90
-    columns are live on them, and a new P90 factor moves every P90."""
+    columns are live on them, and a new P90 factor moves every P90 (the cost's on its own factor, the time's where
+    no price distribution is stated)."""
     import openpyxl
     from workbook import Recalculator, cells_by_key
 
@@ -119,9 +120,12 @@ def test_the_workbook_gives_the_quantile_factors_as_values_with_their_method(tmp
     ws = openpyxl.load_workbook(out)[sheet]
     assert ws[factor].value == pytest.approx(d["time_to_train_s_p90"] / d["time_to_train_s"], rel=1e-12)
     assert "run-to-run variability" in str(ws.cell(4, ws[factor].column).value)
-    values = Recalculator(out)({(sheet, factor): 2.0})
-    for key in ("time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh"):
+    cost_sheet, cost_factor = cells[("cost_quantile_factor_p90", 0)]
+    assert ws[cost_factor].value == ws[factor].value
+    values = Recalculator(out)({(sheet, factor): 2.0, (cost_sheet, cost_factor): 3.0})
+    for key in ("time_to_train_days", "gpu_hours", "energy_kwh"):
         assert values[cells[(f"{key}_p90", 0)]] == pytest.approx(2 * d[key], rel=1e-9), key
+    assert values[cells[("cost_usd_p90", 0)]] == pytest.approx(3 * d["cost_usd"], rel=1e-9)
 
 
 def test_the_workbook_states_the_run_to_run_variability_and_its_source(tmp_path: Path) -> None:
@@ -133,3 +137,47 @@ def test_the_workbook_states_the_run_to_run_variability_and_its_source(tmp_path:
         rows = openpyxl.load_workbook(out)["Assumptions"].iter_rows(values_only=True)
         (row,) = [row for row in rows if "run_to_run_sd" in row]
         assert value in row and any(source in str(cell) for cell in row), row
+
+
+WITH_LOSSES = ("time_to_train_with_losses_s", "time_to_train_with_losses_days", "gpu_hours_with_losses",
+               "cost_usd_with_losses", "energy_kwh_with_losses")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("scenario", "many"),
+    [({}, True), (SMALL, False), (SMALL | {"n_gpus": 16384, "model": "llama3.1-405b", "tokens": 15e12}, True)],
+)
+def test_predicts_with_losses_quantiles_are_its_plans(scenario: dict, many: bool) -> None:
+    """predict's `_with_losses` quantiles: the P50 the point exactly; the P10 and P90 a plan's on the same run (its
+    Monte-Carlo draws of the interruptions), exactly where they are few, and within the draws' noise where they are
+    many and read as a normal (the default scenario's 59, 405B on 16,384 GPUs' ~290: poisson_as_normal)."""
+    p = perfmodel.predict(**scenario)  # type: ignore[arg-type]
+    record, drawn = p.to_dict(), spread(p)
+    assert goal_basis(p) == "with losses" and drawn == p.losses_spread
+    assert (drawn.interruptions >= chance.NORMAL_COUNT) == many
+    for key in WITH_LOSSES:
+        assert record[f"{key}_p50"] == record[key], key
+        for q, level in (("p10", 0.1), ("p90", 0.9)):
+            factor = chance.spread_factor(drawn, level)
+            if many:
+                assert record[f"{key}_{q}"] == pytest.approx(record[key] * factor, rel=2e-3), key
+            else:
+                assert record[f"{key}_{q}"] == record[key] * factor, key
+
+
+def test_the_normal_reading_of_many_interruptions_is_their_draws() -> None:
+    """Many interruptions read as a normal: the quantiles of the draws (the same interval and variability), for a
+    count of 20 to 500 and a tenth of the run lost to them at most."""
+    for count, lost in ((20, 0.02), (60, 0.1), (500, 0.1)):
+        drawn = chance.Spread(Interval(0.87, 1.07, "forward"), MEASURED_SD, count, lost / count)
+        normal = chance.poisson_as_normal(drawn)
+        assert not normal.drawn and normal.run_sd > MEASURED_SD
+        for q in (0.1, 0.25, 0.75, 0.9):
+            assert chance.spread_factor(normal, q) == pytest.approx(chance.spread_factor(drawn, q), rel=2e-3)
+
+
+def test_with_no_uncertainty_the_with_losses_quantiles_are_the_point_exactly() -> None:
+    p = perfmodel.predict(calibration="none", run_to_run_sd=0, goodput="none", **SMALL)  # type: ignore[arg-type]
+    record = p.to_dict()
+    for key in WITH_LOSSES:
+        assert record[f"{key}_p10"] == record[f"{key}_p50"] == record[f"{key}_p90"] == record[key], key

@@ -62,6 +62,25 @@ class PositiveFloat(click.ParamType):
         return number
 
 
+class PriceRange(click.ParamType):
+    """A price stated as a triangular distribution: LOW:MODE:HIGH, USD per GPU-hour (their order is the scenario's
+    check, so that a file and the flag say the same)."""
+
+    name = "LOW:MODE:HIGH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[float, ...]:
+        if isinstance(value, tuple):
+            return value
+        parts = str(value).split(":")
+        try:
+            numbers = tuple(float(part) for part in parts)
+        except ValueError:
+            numbers = ()
+        if len(numbers) != 3:
+            self.fail(f"'{value}': allowed three numbers LOW:MODE:HIGH, USD per GPU-hour (e.g. 2:2.5:4)", param, ctx)
+        return numbers
+
+
 class GridIntensity(click.ParamType):
     """A grid's carbon intensity: gCO2e per kWh, or a named grid (inputs/grids.py)."""
 
@@ -323,6 +342,12 @@ def scenario_options(
             help="Software release to predict for (default: the newest release in the calibration's data).",
         ),
         click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
+        click.option(
+            "--price-range",
+            type=PriceRange(),
+            help="Price as a triangular distribution, USD/GPU-hour (e.g. 2:2.5:4): quoted at the mode, drawn in the "
+            "cost's P10/P90 and P(within budget).",
+        ),
         click.option("--pue", type=PositiveFloat(), help="Facility power usage effectiveness (default 1.2)."),
         click.option(
             "--grid-gco2-per-kwh",

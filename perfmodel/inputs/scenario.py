@@ -100,10 +100,17 @@ class Parallelism:
     given: frozenset[str] | None = given_field()
 
 
+MAX_USD_PER_GPU_HOUR = 10_000
+
+
 @record
 class Cost:
-    usd_per_gpu_hour: float | None = bounded(None, gt=0, le=10_000, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = bounded(None, gt=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
     """Rental price per GPU-hour, USD; left out: the accelerator's on-demand price."""
+    usd_per_gpu_hour_range: tuple[float, ...] | None = None
+    """A rental price stated as a triangular distribution, USD per GPU-hour: [low, mode, high]. The cost is quoted
+    at the mode; its quantiles and P(cost within budget) draw the price (planning/confidence.py). Left out: the
+    price is a quote, not drawn."""
     pue: float = bounded(1.2, ge=1.0, le=5.0, allow_inf_nan=False)
     """Power usage effectiveness: the facility's energy over the IT equipment's."""
     mode: Literal["rent", "buy"] = "rent"
@@ -126,6 +133,20 @@ class Cost:
         """One price (a ValueError, which pydantic reports as the table's own check)."""
         if self.mode == "buy" and self.usd_per_gpu_hour is not None:
             raise ValueError("buying (--buy, mode = 'buy') and a rental price (--usd-per-gpu-hour) exclude each other")
+        stated = self.usd_per_gpu_hour_range
+        if stated is None:
+            return
+        if not (len(stated) == 3 and all(math.isfinite(v) for v in stated)
+                and 0 <= stated[0] <= stated[1] <= stated[2] <= MAX_USD_PER_GPU_HOUR and stated[1] > 0):  # fmt: skip
+            raise ValueError(
+                f"usd_per_gpu_hour_range {list(stated)}: allowed [low, mode, high] USD per GPU-hour with 0 <= low "
+                f"<= mode <= high <= {MAX_USD_PER_GPU_HOUR:,} and mode > 0 (the price quoted; e.g. [2.0, 2.5, 4.0])"
+            )
+        if self.mode == "buy" or self.usd_per_gpu_hour is not None:
+            raise ValueError(
+                "a price distribution (usd_per_gpu_hour_range) states the price: it excludes "
+                + ("buying (--buy, mode = 'buy')" if self.mode == "buy" else "a rental price (usd_per_gpu_hour)")
+            )
 
 
 Precision = Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
@@ -405,6 +426,7 @@ OPTION_FIELDS: dict[str, str] = {
     "fp8_recipe": "fp8_recipe",
     "vintage": "vintage",
     "usd_per_gpu_hour": "cost.usd_per_gpu_hour",
+    "price_range": "cost.usd_per_gpu_hour_range",
     "pue": "cost.pue",
     "grid_gco2_per_kwh": "cost.grid_gco2_per_kwh",
     "goodput": "goodput.rates",

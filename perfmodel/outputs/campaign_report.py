@@ -70,14 +70,15 @@ def phase_rows(c: Campaign) -> list[list[str]]:
 
 
 def _quantiles(c: Campaign, key: str, show: Any) -> str:
-    """A total's P10 and P90, the sums of its phases' (each the interval and run-to-run variability combined), where
-    the phases have an interval."""
+    """A total's P10 and P90 (the phases' intervals and run-to-run variability combined: the model's error shared
+    by the phases, the variability each phase's own), where the phases have an interval."""
     d = c.record
     if d.get(f"{key}_p10") is None or d.get("time_to_train_s_low") is None:
         return ""
     protocol = d.get("interval_protocol") or "per-phase"
     runs = f", run-to-run {c.first.spread.run_sd:.2%}" if c.first.spread.run_sd else ""
-    return f" (P10 {show(d[key + '_p10'])} to P90 {show(d[key + '_p90'])}: {protocol} residuals{runs}, phases summed)"
+    shared = ", model error shared by the phases" if len(c.phases) > 1 else ""
+    return f" (P10 {show(d[key + '_p10'])} to P90 {show(d[key + '_p90'])}: {protocol} residuals{runs}{shared})"
 
 
 def summary_rows(c: Campaign) -> list[list[str]]:

@@ -21,6 +21,7 @@ from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.confidence import MEDIAN
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
+from perfmodel.planning.training import Price
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
 PRECISION_LABEL = {"bf16": "BF16", "fp8": "FP8", "mxfp8": "MXFP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4"}
@@ -87,6 +88,15 @@ def price_notes(results: Iterable[Result]) -> list[str]:
     return _price_footnote(
         (p.hardware.accelerator.id, p.price.basis_line) for p in results if p.price.usd_per_gpu_hour is not None
     )
+
+
+def drawn_price_note(results: Iterable[Result]) -> list[str]:
+    """Where a price distribution is stated: that the cost's quantiles and P(within budget) draw it."""
+    drawn = sorted({p.hardware.accelerator.id for p in results if p.price.distribution is not None})
+    if not drawn:
+        return []
+    return [f"Costs of {', '.join(drawn)} drawn over the stated price distribution too (independent of the time): "
+            "cost P10/P90, cost at a confidence and P(within budget); the cost column is at the mode."]  # fmt: skip
 
 
 def _price_footnote(bases: Iterable[tuple[str, str]]) -> list[str]:
@@ -503,7 +513,7 @@ def goal_table(report: Any) -> str:
         lines.append(f"Cheapest: {verdict}")
         lines.append(f"Fastest:  {_summary(fastest)}")
     planned = [c.prediction for c in report.plans if c.prediction is not None]
-    notes += price_notes(planned) + beyond_note(predictions(planned))
+    notes += price_notes(planned) + drawn_price_note(planned) + beyond_note(predictions(planned))
     lines += [*(["", *notes] if notes else []), "", f"Planned in {report.elapsed_s:.2f} s."]
     return "\n".join(lines)
 
@@ -525,6 +535,20 @@ def deadline_line(record: dict[str, Any]) -> str:
     return (
         f"P(finish within {within}): {record['p_finish_within_deadline']:.2f} (the 80% interval, run-to-run "
         "variability and random failures around the point; README, 'Plans at a confidence')"
+    )
+
+
+def budget_line(record: dict[str, Any], price: Price) -> str:
+    """`predict --budget`'s line: the probability of costing at most the budget, and how it is read."""
+    within = f"{_usd(record['budget_usd'])}, {record['budget_basis']}"
+    if record["p_cost_within_budget"] is None:
+        return f"P(cost within {within}): n/a ({price.source})"
+    drawn = (
+        f" at ${price.usd_per_gpu_hour:,.2f}/GPU-h" if price.distribution is None else ", the stated price distribution"
+    )
+    return (
+        f"P(cost within {within}): {record['p_cost_within_budget']:.2f} (the 80% interval, run-to-run variability "
+        f"and random failures around the point{drawn}; README, 'Plans at a confidence')"
     )
 
 

@@ -48,17 +48,30 @@ def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
     return Field(f"{name}_low", unit, f"{meaning}, low end"), Field(f"{name}_high", unit, f"{meaning}, high end")
 
 
-def _quantiles(name: str, unit: str, what: str = "") -> tuple[Field, ...]:
-    """P10, P50 and P90 of a quantity (planning/confidence.py): the interval and the run-to-run variability
-    combined, the P50 the point."""
-    ends = {"p10": "the interval and run-to-run variability combined", "p50": "the point exactly",
-            "p90": "the interval and run-to-run variability combined"}  # fmt: skip
-    return tuple(Field(f"{name}_{q}", unit, f"{what or name}, {q.upper()}: {end} (failure-free)")
+_PRICE_DRAWN = "; with price_distribution: of time x the price drawn (the P50 too)"
+_SOURCES = "the interval and run-to-run variability combined"
+
+
+def _quantiles(
+    name: str, unit: str, what: str = "", basis: str = "failure-free", sources: str = _SOURCES
+) -> tuple[Field, ...]:
+    """P10, P50 and P90 of a quantity (planning/confidence.py): its `sources` combined, the P50 the point."""
+    ends = {"p10": sources, "p50": "the point exactly", "p90": sources}
+    drawn = _PRICE_DRAWN if name.startswith("cost_usd") else ""
+    return tuple(Field(f"{name}_{q}", unit, f"{what or name}, {q.upper()}: {end} ({basis}){drawn}")
                  for q, end in ends.items())  # fmt: skip
 
 
 _FAILING = "expected with failures, checkpoints and restarts (goodput model)"
 _LOSING = "with failures and every loss (planning/losses.py; losses model on, a token budget)"
+_LOSSES_SOURCES = "the interval, run-to-run variability and the failures' random count combined"
+_WITH_LOSSES = (
+    ("time_to_train_with_losses_s", "s"),
+    ("time_to_train_with_losses_days", "days"),
+    ("gpu_hours_with_losses", "GPU-hours"),
+    ("cost_usd_with_losses", "USD"),
+    ("energy_kwh_with_losses", "kWh"),
+)
 
 FIELDS: tuple[Field, ...] = (
     Field("phase", "", "a campaign's phase, or 'total' on its own row (campaigns only: README, Campaigns)"),
@@ -119,6 +132,11 @@ FIELDS: tuple[Field, ...] = (
     Field("price_source", "", "where the price comes from, or why there is none (then every cost column is empty)"),
     Field("price_basis", "", "list (published on-demand), estimate (derived), quoted (yours), owned (--buy) or none"),
     Field("price_note", "", "the price's basis in one line (a table's price footnote)"),
+    Field("price_distribution.kind", "", "triangular: the price distribution you stated (--price-range; else absent)"),
+    Field("price_distribution.low", "USD/GPU-hour", "its low end"),
+    Field("price_distribution.mode", "USD/GPU-hour", "its mode, the price the cost is quoted at"),
+    Field("price_distribution.high", "USD/GPU-hour", "its high end"),
+    Field("price_distribution.drawn_in", "", "the figures that draw it (cost quantiles and probabilities)"),
     Field("cost_usd", "USD", "gpu_hours x usd_per_gpu_hour"),
     Field("cost_usd_low", "USD", "gpu_hours x usd_per_gpu_hour_low"),
     Field("cost_usd_high", "USD", "gpu_hours x usd_per_gpu_hour_high"),
@@ -235,6 +253,7 @@ FIELDS: tuple[Field, ...] = (
     Field("gpu_hours_with_losses", "GPU-hours", f"GPU-hours {_LOSING}"),
     Field("cost_usd_with_losses", "USD", f"cost {_LOSING}"),
     Field("energy_kwh_with_losses", "kWh", f"energy {_LOSING}"),
+    *(field for name, unit in _WITH_LOSSES for field in _quantiles(name, unit, "", "with losses", _LOSSES_SOURCES)),
     Field("cost_mode", "", "rent (price per GPU-hour) or buy (cost of owning, --buy)"),
     Field("tco.usd_per_system", "USD", "buy: purchase price of one node or rack"),
     Field("tco.usd_per_system_low", "USD", "buy: low end of the purchase price"),

@@ -16,6 +16,7 @@ from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, Scenario, flatten, from_default
 from perfmodel.outputs import columns
 from perfmodel.outputs.cells import csv_rows
+from perfmodel.planning.confidence import PRICED
 from perfmodel.planning.losses import expected
 from perfmodel.planning.predict import Prediction
 
@@ -122,7 +123,7 @@ def run_assumptions(p: Prediction) -> list[str]:
         else f" ({p.price.source})"
         if p.price.usd_per_gpu_hour is None
         else f" ({p.price.basis_line})"
-        if s.cost.usd_per_gpu_hour
+        if s.cost.usd_per_gpu_hour or s.cost.usd_per_gpu_hour_range
         else f" ({p.price.basis_line}; the GPU's default)"
     )
     return [
@@ -226,7 +227,9 @@ def table(p: Prediction) -> str:
         if not band:
             return ""
         runs = f", run-to-run {p.spread.run_sd:.2%}" if p.spread.run_sd else ""
-        sources = f"{d['interval_protocol']} residuals{widened}{runs}"
+        drawn = key in PRICED and p.spread.price is not None
+        price = f", price {p.price.note.removesuffix(' given for this run')}" if drawn else ""
+        sources = f"{d['interval_protocol']} residuals{widened}{runs}{price}"
         return f" (P10 {show(d[key + '_p10'])} to P90 {show(d[key + '_p90'])}: {sources})"
 
     rows = [

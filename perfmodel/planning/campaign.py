@@ -13,7 +13,9 @@ interruptions, with their intervals, price ranges and `_with_failures` / `_with_
 are averaged with the weight that makes them the whole run's (throughput per GPU and MFU over GPU-hours, so that
 they are the model FLOPs over the GPU time; cluster throughput over time; cost per token over tokens; goodput over
 wall time; tokens per USD over cost, energy per token over tokens); the GPU count and memory per GPU are the largest
-any phase needs; anything else is the phases' common value, or empty where they differ.
+any phase needs; anything else is the phases' common value, or empty where they differ. The P10/P50/P90 are not
+summed (that would take every source of spread as shared by the phases): the model's error is, the run-to-run
+variability and interruptions are each phase's own (`Campaign.quantiles`, confidence.campaign_quantiles).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.record import given, replaced
 from perfmodel.inputs.scenario import TOTAL, Phase, Scenario, phase_tokens
 from perfmodel.physics.calibration import Interval
+from perfmodel.planning import confidence as chance
 from perfmodel.planning.predict import Prediction, predict
 from perfmodel.planning.training import SECONDS_PER_HOUR, Price, Run
 from perfmodel.planning.views import Shown
@@ -200,8 +203,23 @@ class Campaign(Shown):
 
     @cached_property
     def record(self) -> dict[str, Any]:
-        """The campaign's flat record: the totals of its phases' records (`total_rule`)."""
-        return totals([p.to_record() for p in self.phases.values()])
+        """The campaign's flat record: the totals of its phases' records (`total_rule`), its quantiles those of
+        the phases' distributions combined (`quantiles`)."""
+        found = totals([p.to_record() for p in self.phases.values()])
+        return found | {key: value for key, value in self.quantiles().items() if key in found}
+
+    def quantiles(self) -> dict[str, float | None]:
+        """P10/P50/P90 of the campaign's run and run with losses: the model's error shared by the phases, their
+        run-to-run variability and interruptions each their own (confidence.campaign_quantiles). One phase: its
+        own quantiles (the campaign is that prediction)."""
+        phases = list(self.phases.values())
+        if len(phases) == 1:
+            return {}
+        runs = [(p.spread, p.quantile_figures()) for p in phases]
+        found = chance.campaign_quantiles(runs, chance.PRICED) if all(f is not None for _, f in runs) else {}  # type: ignore[arg-type]
+        if all(p.losses is not None for p in phases):
+            found |= chance.campaign_quantiles([(p.losses_spread, p.losses_figures()) for p in phases], chance.PRICED)
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return nested(self.record) | {"phases": [{"phase": name} | p.to_dict() for name, p in self.phases.items()]}

@@ -125,18 +125,28 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
 def check_one_price(
     targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
 ) -> None:
-    """One price (a flag's or the scenario file's) for candidates on different GPUs would price them all alike: the
-    error says how to quote each. A candidate's own quote is its price, and the one price may serve one GPU."""
+    """One price (a flag's or the scenario file's, a quote or a distribution) for candidates on different GPUs would
+    price them all alike: the error says how to quote each. A candidate's own quote is its price, and the one price
+    may serve one GPU; a distribution states the price, so no candidate may quote its own beside it."""
     unquoted = sorted({t.accelerator for t in targets if t.usd_per_gpu_hour is None})
-    if base.cost.usd_per_gpu_hour is None or len(unquoted) < 2:
+    key = "usd_per_gpu_hour" if base.cost.usd_per_gpu_hour is not None else "price_range"
+    if base.cost.usd_per_gpu_hour is None and base.cost.usd_per_gpu_hour_range is None:
         return
     field = "scenario: field" if isinstance(source, Scenario) else f"{scenario_file(source)}: field"
-    where = origins.get("usd_per_gpu_hour", "usd_per_gpu_hour")
-    if options.get("usd_per_gpu_hour") is None:
-        where = f"{field} 'cost.usd_per_gpu_hour'"
+    where = origins.get(key, key)
+    if options.get(key) is None:
+        where = f"{field} 'cost.{'usd_per_gpu_hour' if key == 'usd_per_gpu_hour' else 'usd_per_gpu_hour_range'}'"
+    quoted = sorted(t.accelerator for t in targets if t.usd_per_gpu_hour is not None)
+    if key == "price_range" and quoted:
+        raise PerfmodelError(f"{where}: a price distribution and a candidate's own quote ({', '.join(quoted)}) "
+                             "exclude each other; drop one")  # fmt: skip
+    if len(unquoted) < 2:
+        return
     example = " ".join(f"--gpu '{gpu}:$PRICE'" for gpu in unquoted)
+    instead = "ask for one GPU at a time, or " if key == "price_range" else ""
     raise PerfmodelError(
-        f"{where}: one price for candidates on different GPUs ({', '.join(unquoted)}); quote each instead: {example}"
+        f"{where}: one price for candidates on different GPUs ({', '.join(unquoted)}); {instead}quote each instead: "
+        f"{example}"
     )
 
 

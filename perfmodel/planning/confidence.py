@@ -21,13 +21,18 @@ and the deadline, and every answer is reproducible), the interruptions drawn by 
 distribution; the sampled factors are divided by their median, so the P50 is the point exactly, as the interval's
 reading has it (centring moves the draws by the gap between the interruptions' median count and their mean, less
 than one interruption's cost: beside a run of days, a fraction of a percent). With
-neither source the closed form answers. Cost is proportional to time at the plan's price (the price is chosen, not
-drawn: its range is shown, not a probability).
+neither source the closed form answers. Cost is proportional to time at the plan's price: a chosen quote, its range
+shown, not drawn (no source gives a distribution over quotes, and a cost at a quote must not move with an invented
+one). Where the user states one (`Spread.price`: a triangular low/mode/high over the quote), the price is drawn too,
+independent of the time, from its own seeded uniforms (the time's draws unchanged), by inverting the triangle's
+distribution: the cost's quantiles and P(cost within budget) are then those of time x price, their P50 that of the
+product, not the cost at the quote.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
@@ -115,6 +120,9 @@ class Spread:
     run_sd: float = 0.0
     interruptions: float = 0.0
     interruption_share: float = 0.0
+    price: tuple[float, float, float] | None = None
+    """A price distribution the user states: a triangle's low, mode and high as factors on the quoted price (None:
+    the quote, not drawn). Time is independent of it."""
 
     @property
     def closed(self) -> bool:
@@ -135,6 +143,24 @@ class Spread:
     def log_quantile(self, q: float) -> float:
         """Without interruptions: log of the factor at `q`, before centring (two_piece.py)."""
         return two_piece.quantile(q, *self.sides, self.run_sd)
+
+
+NORMAL_COUNT = 20.0
+"""Expected interruptions from which their Poisson count is read as a normal (its skew 1 / sqrt(count) at most
+0.22): `poisson_as_normal`."""
+
+
+def poisson_as_normal(spread: Spread) -> Spread:
+    """`spread` with its interruptions, where they are NORMAL_COUNT or more, read as a normal of the same variance
+    in log time (the count's variance, its mean, times each one's share squared) beside the run-to-run
+    variability, so that two_piece.py answers without draws: predict's record of a long run (its `_with_losses`
+    quantiles) stays pure Python, as `perfmodel predict` starts without numpy. Fewer, rarer interruptions are
+    drawn as they are (a rare one that costs much is no normal: read as one, it would widen the P90 of a short run
+    by a percent). tests/test_predict_quantiles.py holds the reading to the draws."""
+    if not spread.drawn or spread.interruptions < NORMAL_COUNT:
+        return spread
+    sd = math.sqrt(spread.run_sd**2 + spread.interruptions * spread.interruption_share**2)
+    return Spread(spread.interval, sd, price=spread.price)
 
 
 @cache
@@ -165,7 +191,20 @@ def _factors(spread: Spread) -> np.ndarray:
     """The sampled factors on the point, sorted, their median 1."""
     import numpy as np
 
-    z_model, z_run, uniform = _draws()
+    return np.sort(_time_draws(spread))
+
+
+def _time_draws(spread: Spread) -> np.ndarray:
+    """The sampled factors on the point in the order of the draws (so that a price drawn beside them pairs with
+    each), their median 1."""
+    return _centred(spread, *_draws())
+
+
+def _centred(spread: Spread, z_model: np.ndarray, z_run: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """The factors on the point `spread` gives at these draws of the model's error, the run-to-run variability and
+    the interruptions, divided by their median."""
+    import numpy as np
+
     low, high = (1.0, 1.0) if spread.interval is None else (spread.interval.low, spread.interval.high)
     z_end = _normal()[1]
     log_factor = np.where(z_model > 0, z_model * math.log(high), -z_model * math.log(low)) / z_end
@@ -173,8 +212,95 @@ def _factors(spread: Spread) -> np.ndarray:
     if spread.interruptions > 0:
         counts = _poisson(spread.interruptions, uniform)
         factors *= 1 + spread.interruption_share * (counts - spread.interruptions)
-    factors.sort()
-    return factors / factors[SAMPLES // 2]
+    return factors / np.partition(factors, SAMPLES // 2)[SAMPLES // 2]
+
+
+@cache
+def _price_uniforms() -> np.ndarray:
+    """The uniforms a stated price is drawn from: a stream of their own, so that every time draw stays as it is."""
+    import numpy as np
+
+    return np.random.default_rng((SEED, 1)).random(SAMPLES)
+
+
+def triangle(low: float, mode: float, high: float, uniform: np.ndarray) -> np.ndarray:
+    """The triangular distribution's quantiles at `uniform` (its inverse distribution function)."""
+    import numpy as np
+
+    width = high - low
+    if width == 0:
+        return np.full_like(uniform, mode)
+    split = (mode - low) / width
+    below = low + np.sqrt(uniform * width * (mode - low))
+    above = high - np.sqrt((1 - uniform) * width * (high - mode))
+    return np.where(uniform < split, below, above)
+
+
+@lru_cache(maxsize=256)
+def _cost_factors(spread: Spread) -> np.ndarray:
+    """The sampled factors on the cost at the quote: the time's (median 1) times the drawn price's, sorted."""
+    import numpy as np
+
+    assert spread.price is not None
+    return np.sort(_time_draws(spread) * triangle(*spread.price, _price_uniforms()))
+
+
+@cache
+def _strata() -> np.ndarray:
+    """The model's error for a campaign: the standard normal's quantiles at k / (SAMPLES - 1), one per draw (the
+    ends at half a step), so that a campaign whose phases draw nothing of their own has exactly the phases'
+    quantiles summed (P10, P50 and P90 fall on k / (SAMPLES - 1) = 0.1, 0.5 and 0.9)."""
+    import numpy as np
+
+    steps = SAMPLES - 1
+    normal = _normal()[0]
+    return np.array([normal.inv_cdf(min(max(k, 0.5), steps - 0.5) / steps) for k in range(SAMPLES)])
+
+
+@cache
+def _phase_draws(index: int) -> tuple[np.ndarray, np.ndarray]:
+    """A campaign phase's own run-to-run and interruption draws: the strata of each in a seeded order of the
+    phase's own (Latin hypercube sampling: each marginal exact, the pairing random), so that the noise of the draws
+    does not widen a sum the exact parts would not."""
+    import numpy as np
+
+    rng = np.random.default_rng((SEED, 2, index))
+    return _strata()[rng.permutation(SAMPLES)], (rng.permutation(SAMPLES) + 0.5) / SAMPLES
+
+
+def campaign_quantiles(
+    phases: Sequence[tuple[Spread, dict[str, float | None]]], priced: frozenset[str] = frozenset()
+) -> dict[str, float | None]:
+    """`NAME_p10`, `NAME_p50`, `NAME_p90` of each figure summed over a campaign's phases, each phase's figure
+    proportional to its time under its spread. Which sources are shared across phases follows what they are: the
+    model's out-of-sample error is the same model, stack and calibration on every phase (its residuals are mostly
+    systematic: a model that is 8% slow on the main phase is slow on the long-context one), so one draw serves every
+    phase; run-to-run variability and interruptions are each phase's own job's (a draw per phase, independent); a
+    stated price is one quote (one draw). Hence a campaign's P10-P90 is no wider than its phases' summed (which
+    would take every source as shared) and narrower where the independent sources weigh. The shared draw is
+    stratified (`_strata`), so that with nothing independent the quantiles are the phases' summed, as they are for
+    perfectly correlated parts; each phase's factors are centred on its own median, as its own quantiles are. A
+    figure empty in any phase is empty."""
+    import numpy as np
+
+    z_model = _strata()
+    factors = [_centred(spread, z_model, *_phase_draws(i)) for i, (spread, _) in enumerate(phases)]
+    price = phases[0][0].price
+    drawn_price = None if price is None else triangle(*price, _price_uniforms())
+    out: dict[str, float | None] = {}
+    for name in phases[0][1]:
+        values = [figures.get(name) for _, figures in phases]
+        total = None
+        if all(v is not None for v in values):
+            total = np.sort(sum(v * f for v, f in zip(values, factors, strict=True)) * (
+                drawn_price if name in priced and drawn_price is not None else 1.0))  # fmt: skip
+        out |= {f"{name}_{key}": None if total is None else float(total[_index(q)]) for key, q in LEVELS}
+    return out
+
+
+def _index(confidence: float) -> int:
+    """The sorted draw at `confidence`."""
+    return min(int(confidence * SAMPLES), SAMPLES - 1)
 
 
 def spread_factor(spread: Spread, confidence: float) -> float:
@@ -183,7 +309,7 @@ def spread_factor(spread: Spread, confidence: float) -> float:
         return time_factor(spread.interval, confidence)
     if not spread.drawn:
         return math.exp(spread.log_quantile(confidence) - spread.log_quantile(MEDIAN))
-    return float(_factors(spread)[min(int(confidence * SAMPLES), SAMPLES - 1)])
+    return float(_factors(spread)[_index(confidence)])
 
 
 def spread_within(spread: Spread, ratio: float) -> float:
@@ -197,11 +323,39 @@ def spread_within(spread: Spread, ratio: float) -> float:
     return float(np.searchsorted(_factors(spread), ratio, side="right")) / SAMPLES
 
 
-def spread_quantiles(spread: Spread, figures: dict[str, float | None]) -> dict[str, float | None]:
+def cost_factor(spread: Spread, confidence: float) -> float:
+    """The factor on the cost at the quote that the cost stays under with probability `confidence`: the time's,
+    unless a price distribution is stated."""
+    if spread.price is None:
+        return spread_factor(spread, confidence)
+    return float(_cost_factors(spread)[_index(confidence)])
+
+
+def cost_within(spread: Spread, ratio: float) -> float:
+    """The probability that the cost is at most `ratio` times the cost at the quote."""
+    if spread.price is None:
+        return spread_within(spread, ratio)
+    import numpy as np
+
+    return float(np.searchsorted(_cost_factors(spread), ratio, side="right")) / SAMPLES
+
+
+LEVELS = (("p10", 0.1), ("p50", MEDIAN), ("p90", 0.9))
+PRICED = frozenset(("cost_usd", "cost_usd_with_losses"))
+"""The quantile figures that are costs at the quote: a stated price distribution spreads them."""
+PRICE_DRAWN_IN = "cost_usd_p10/p50/p90, cost at confidence and P(cost within budget); time does not draw it"
+"""Where a stated price distribution is drawn, as outputs say."""
+
+
+def spread_quantiles(
+    spread: Spread, figures: dict[str, float | None], priced: frozenset[str] = frozenset()
+) -> dict[str, float | None]:
     """`NAME_p10`, `NAME_p50`, `NAME_p90` of each figure proportional to a run's time under `spread` (the P50 the
-    figure itself)."""
-    if spread.closed:
+    figure itself); the figures named in `priced` are costs at the quote, their quantiles `cost_factor`'s."""
+    drawn_price = spread.price is not None and bool(priced & figures.keys())
+    if spread.closed and not drawn_price:
         return quantiles(spread.interval, figures)
-    factors = {key: spread_factor(spread, q) for key, q in (("p10", 0.1), ("p50", MEDIAN), ("p90", 0.9))}
-    return {f"{name}_{key}": None if value is None else value * factor
-            for name, value in figures.items() for key, factor in factors.items()}  # fmt: skip
+    factors = {key: spread_factor(spread, q) for key, q in LEVELS}
+    costs = {key: cost_factor(spread, q) for key, q in LEVELS} if drawn_price else factors
+    return {f"{name}_{key}": None if value is None else value * (costs if name in priced else factors)[key]
+            for name, value in figures.items() for key in factors}  # fmt: skip

@@ -224,6 +224,11 @@ def plan_fleet(
     site."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
+    if any(scenario.cost.usd_per_gpu_hour_range is not None for _, scenario in bases):
+        raise PerfmodelError(
+            "plan --fleet with a price distribution (--price-range, usd_per_gpu_hour_range): a fleet prices each pool "
+            "and offer at its own rate, which is not drawn; drop the distribution"
+        )
     start = time.perf_counter()
     tried = {} if tried is None else tried
     plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {}, tried,

@@ -33,8 +33,7 @@ from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
 from perfmodel.planning import carbon
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
-from perfmodel.planning.losses import failure_loss
-from perfmodel.planning.predict import Prediction, search_scenario
+from perfmodel.planning.predict import Prediction, failure_spread, search_scenario
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
@@ -159,21 +158,22 @@ def _budget_cost(p: Result) -> float:
 def spread(p: Result) -> chance.Spread:
     """What the run on the goal's basis varies by (planning/confidence.py): the prediction's interval, the scenario's
     run-to-run variability (the measured one by default) and, on a basis with failures, its expected interruptions
-    (every phase's), each costing the mean of the goodput model's loss to lost work, restarts and checkpoint reads."""
-    count = lost_s = 0.0
-    if goal_basis(p) != FAILURE_FREE:
-        for phase in p.phases.values() if isinstance(p, Campaign) else (p,):
-            loss = None if phase.run is None or phase.goodput is None else failure_loss(phase.run, phase.goodput)
-            if loss is not None:
-                count, lost_s = count + loss.interruptions, lost_s + loss.rest_s
-    time_s = wall_s(p)
-    share = lost_s / count / time_s if count and math.isfinite(time_s) else 0.0
-    return chance.Spread(p.interval, run_sd(p.scenario.losses.run_to_run_sd), count, share)
+    (every phase's), each costing the mean of the goodput model's loss to lost work, restarts and checkpoint reads;
+    its cost by the price too where the user states a distribution of it."""
+    phases = () if goal_basis(p) == FAILURE_FREE else p.phases.values() if isinstance(p, Campaign) else (p,)
+    base = chance.Spread(p.interval, run_sd(p.scenario.losses.run_to_run_sd), price=p.price.drawn)
+    return failure_spread(base, phases, wall_s(p))
 
 
 def time_factor(p: Result, confidence: float) -> float:
-    """The factor on the run's time (and cost) on the goal's basis at `confidence`."""
+    """The factor on the run's time (and cost at a quote not drawn) on the goal's basis at `confidence`."""
     return chance.spread_factor(spread(p), confidence)
+
+
+def cost_factor(p: Result, confidence: float) -> float:
+    """The factor on the run's cost at its quoted price on the goal's basis at `confidence` (the time's, unless the
+    user states a price distribution: then time x price)."""
+    return chance.cost_factor(spread(p), confidence)
 
 
 def p_within(p: Result, deadline_s: float) -> float:
@@ -188,8 +188,9 @@ def p_affordable(p: Result, budget_usd: float) -> float | None:
 
 
 def p_cost_within(p: Result, budget_usd: float, cost: float) -> float:
-    """The probability that a cost of `cost` at the point, proportional to the run's time, stays within the budget."""
-    return 1.0 if cost == 0 else chance.spread_within(spread(p), budget_usd / cost)
+    """The probability that a cost of `cost` at the point, proportional to the run's time (and to the price, where
+    a distribution of it is stated), stays within the budget."""
+    return 1.0 if cost == 0 else chance.cost_within(spread(p), budget_usd / cost)
 
 
 Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None]]
@@ -233,7 +234,7 @@ class _Tries:
 
     def cost(self, index: int) -> float:
         p = self.at(index)
-        return math.inf if p is None else _budget_cost(p) * time_factor(p, self.confidence)
+        return math.inf if p is None else _budget_cost(p) * cost_factor(p, self.confidence)
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ class CandidatePlan:
             "power_mw": power_mw(p),
             "co2e_t": co2e_t,
             "co2e_embodied_t": carbon.embodied_t(run.gpu_hours),
-            **chance.spread_quantiles(spread(p), figures),
+            **chance.spread_quantiles(spread(p), figures, chance.PRICED),
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             **self._chances(p),
@@ -310,11 +311,12 @@ class CandidatePlan:
         """The time and cost at the goal's confidence, and the probabilities of meeting the deadline and the budget
         (planning/confidence.py); None where the goal has no deadline or budget, or the plan no price."""
         goal, factor, cost = self.goal, time_factor(p, self.goal.confidence), cost_usd(p)
+        cost_at = None if cost is None else cost * cost_factor(p, goal.confidence)
         deadline = None if goal.deadline_s is None else p_within(p, goal.deadline_s)
         budget = None if goal.budget_usd is None else p_affordable(p, goal.budget_usd)
         return {
             "time_to_train_days_at_confidence": wall_s(p) * factor / 86400,
-            "cost_usd_at_confidence": None if cost is None else cost * factor,
+            "cost_usd_at_confidence": cost_at,
             "p_meet_deadline": deadline,
             "p_within_budget": budget,
             "p_deadline": deadline,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import operator
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -177,6 +178,7 @@ class Prediction(Shown):
             "price_source": self.price.source,
             "price_basis": self.price.basis,
             "price_note": self.price.note,
+            **self._price_distribution_dict(),
             "cost_usd": run.cost_usd if run else None,
             "cost_usd_low": run.cost_usd_low if run else None,
             "cost_usd_high": run.cost_usd_high if run else None,
@@ -245,12 +247,19 @@ class Prediction(Shown):
 
     def _losses_dict(self) -> dict[str, Any]:
         """New keys only: `losses.<name>_gpu_hours` and the `*_with_losses` family (failures and every loss; null
-        when the run never finishes)."""
+        when the run never finishes), with its P10, P50 and P90: the interval, the run-to-run variability and the
+        failures' random count (read as a normal where they are many, `confidence.poisson_as_normal`), the P50 the
+        point."""
         if self.losses is None:
             return {}
+        figures = self.losses_figures()
+        quantiles = chance.spread_quantiles(chance.poisson_as_normal(self.losses_spread), figures, chance.PRICED)
+        return {"losses": self.losses.to_dict()} | figures | quantiles
+
+    def losses_figures(self) -> dict[str, float | None]:
+        """The run with losses' figures its quantiles are of, each proportional to its time (None: it never ends)."""
         run = self.run_with_losses
         return {
-            "losses": self.losses.to_dict(),
             "time_to_train_with_losses_s": run.time_s if run else None,
             "time_to_train_with_losses_days": run.time_s / 86400 if run else None,
             "gpu_hours_with_losses": run.gpu_hours if run else None,
@@ -321,20 +330,41 @@ class Prediction(Shown):
         }
 
     @property
+    def losses_spread(self) -> chance.Spread:
+        """What the run with losses varies by: `spread`, and its failures as random interruptions (confidence.py)."""
+        run = self.run_with_losses
+        return failure_spread(self.spread, (self,), math.inf if run is None else run.time_s)
+
+    @property
     def spread(self) -> chance.Spread:
-        """What the failure-free run varies by: the interval and the run-to-run variability (confidence.py)."""
-        return chance.Spread(self.interval, variability.run_sd(self.scenario.losses.run_to_run_sd))
+        """What the failure-free run varies by: the interval and the run-to-run variability (confidence.py), and
+        its cost by the price too where the user states a distribution of it."""
+        return chance.Spread(self.interval, variability.run_sd(self.scenario.losses.run_to_run_sd),
+                             price=self.price.drawn)  # fmt: skip
+
+    def _price_distribution_dict(self) -> dict[str, Any]:
+        """New keys only where the user states a price distribution: it, and that the cost's quantiles draw it."""
+        stated = self.price.distribution
+        if stated is None:
+            return {}
+        low, mode, high = stated
+        return {"price_distribution": {"kind": "triangular", "low": low, "mode": mode, "high": high,
+                                       "drawn_in": chance.PRICE_DRAWN_IN}}  # fmt: skip
 
     def _quantile_dict(self) -> dict[str, Any]:
         """P10, P50 and P90 of the failure-free run's time, GPU-hours, cost, energy and operational carbon: of the
         interval and the run-to-run variability combined (confidence.py), the P50 the point exactly; worked out
         here, as the record is written, not as the prediction is made."""
+        figures = self.quantile_figures()
+        return {} if figures is None else chance.spread_quantiles(self.spread, figures, chance.PRICED)
+
+    def quantile_figures(self) -> dict[str, float | None] | None:
+        """The failure-free run's figures its quantiles are of, each proportional to its time (None: no run)."""
         run = self.run
         if run is None:
-            return {}
-        figures = {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
-                   "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
-        return chance.spread_quantiles(self.spread, figures)
+            return None
+        return {"time_to_train_s": run.time_s, "time_to_train_days": run.time_s / 86400, "gpu_hours": run.gpu_hours,
+                "cost_usd": run.cost_usd, "energy_kwh": run.energy_kwh, "co2e_t": self.co2e_t}  # fmt: skip
 
     def _mlperf_dict(self) -> dict[str, Any]:
         if self.mlperf is None:
@@ -359,6 +389,19 @@ class Prediction(Shown):
         from perfmodel.inputs.mlperf import get_benchmark
 
         return get_benchmark(self.scenario.benchmark or "")
+
+
+def failure_spread(base: chance.Spread, phases: Iterable[Prediction], time_s: float) -> chance.Spread:
+    """`base` (a run's interval, run-to-run variability and price) with the failures of `phases` on a run of
+    `time_s`: their expected interruptions as a Poisson count (every phase's), each costing the mean of the goodput
+    model's loss to lost work, restarts and checkpoint reads, as a share of `time_s`."""
+    count = lost_s = 0.0
+    for phase in phases:
+        loss = None if phase.run is None or phase.goodput is None else losses.failure_loss(phase.run, phase.goodput)
+        if loss is not None:
+            count, lost_s = count + loss.interruptions, lost_s + loss.rest_s
+    share = lost_s / count / time_s if count and math.isfinite(time_s) else 0.0
+    return replace(base, interruptions=count, interruption_share=share)
 
 
 def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardware: Hardware | None = None) -> Context:
@@ -655,7 +698,7 @@ def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:
     (none where hardware_specs has none)."""
     if scenario.cost.mode == "buy":
         return tco.buy_price(hardware, scenario.cost)
-    return Price.for_run(hardware.accelerator, scenario.cost.usd_per_gpu_hour)
+    return Price.for_run(hardware.accelerator, scenario.cost.usd_per_gpu_hour, scenario.cost.usd_per_gpu_hour_range)
 
 
 def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: int, calibrated: bool) -> Prediction:

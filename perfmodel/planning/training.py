@@ -21,11 +21,19 @@ class Price:
     """'list' (published on-demand), 'estimate' (derived), 'quoted' (the user's), 'owned' (--buy) or 'none'."""
     note: str = ""
     """The basis in one line, as tables show it beside the price."""
+    distribution: tuple[float, float, float] | None = None
+    """A triangular distribution of the price the user states (low, mode, high, USD per GPU-hour): drawn in the
+    cost's quantiles and P(cost within budget) (planning/confidence.py); None: the price is a quote, not drawn."""
 
     @classmethod
-    def for_run(cls, acc: Accelerator, given: float | None) -> Price:
-        """The user's price when given, else the accelerator's own (list, estimate or a user file's quote) and its
-        low-high range."""
+    def for_run(cls, acc: Accelerator, given: float | None, distribution: tuple[float, ...] | None = None) -> Price:
+        """The user's price when given (a quote, or a triangular distribution quoted at its mode and ranging over
+        its ends), else the accelerator's own (list, estimate or a user file's quote) and its low-high range."""
+        if distribution is not None:
+            bottom, mode, top = distribution
+            note = f"triangular ${bottom:,.2f}/${mode:,.2f}/${top:,.2f} given for this run"
+            source = "given by the user (triangular low/mode/high)"
+            return cls(mode, bottom, top, source, "quoted", note, (bottom, mode, top))
         if given is not None:
             return cls(given, given, given, "given by the user", "quoted", "given for this run")
         figure = acc.usd_per_gpu_hour
@@ -34,6 +42,14 @@ class Price:
         low = acc.usd_per_gpu_hour_low or figure
         high = acc.usd_per_gpu_hour_high or figure
         return cls(figure.value, low.value, high.value, figure.source, figure.basis, figure.note or figure.source)
+
+    @property
+    def drawn(self) -> tuple[float, float, float] | None:
+        """The stated distribution as factors on the quoted price (planning/confidence.py's `Spread.price`)."""
+        if self.distribution is None or not self.usd_per_gpu_hour:
+            return None
+        low, mode, high = (value / self.usd_per_gpu_hour for value in self.distribution)
+        return low, mode, high
 
     @property
     def basis_line(self) -> str:

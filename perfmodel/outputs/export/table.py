@@ -845,10 +845,21 @@ def _quantile_factor(q: float) -> Callable[[ExportRow, float], Any]:
     return lambda row, _k: chance.spread_factor(row.prediction.spread, q)
 
 
-def _quantiles(key: str, header: str, formula: Callable[[Symbols], Any], number_format: str) -> list[Column]:
-    """A quantity's P10, P50 and P90 as live formulas: the quantity times the distribution's P10 factor, itself,
-    times its P90 factor (those factors values: quadrature, not arithmetic)."""
-    factors = {"p10": "quantile_factor_p10", "p50": None, "p90": "quantile_factor_p90"}
+def _cost_quantile_factor(q: float) -> Callable[[ExportRow, float], Any]:
+    """The failure-free run's factor on its cost at the quoted price at `q`: the time's, or time x price where a
+    price distribution is stated (planning/confidence.py; a value, as perfmodel gives it)."""
+    return lambda row, _k: chance.cost_factor(row.prediction.spread, q)
+
+
+TIME_FACTORS: dict[str, str | None] = {"p10": "quantile_factor_p10", "p50": None, "p90": "quantile_factor_p90"}
+COST_FACTORS: dict[str, str | None] = {q: f"cost_quantile_factor_{q}" for q in ("p10", "p50", "p90")}
+
+
+def _quantiles(
+    key: str, header: str, formula: Callable[[Symbols], Any], number_format: str, factors: dict[str, str | None]
+) -> list[Column]:
+    """A quantity's P10, P50 and P90 as live formulas: the quantity times the distribution's P10 factor, itself (or
+    its P50 factor), times its P90 factor (those factors values: quadrature or draws, not arithmetic)."""
 
     def at(factor: str | None) -> Callable[[Symbols], Any]:
         return formula if factor is None else lambda s: formula(s) * s[factor]
@@ -859,6 +870,8 @@ def _quantiles(key: str, header: str, formula: Callable[[Symbols], Any], number_
 
 QUANTILE_METHOD = "the 80% interval and run-to-run variability combined, planning/confidence.py"
 """How the P10 and P90 factors are worked out, where the workbook shows them."""
+COST_QUANTILE_METHOD = f"{QUANTILE_METHOD}; times a stated price distribution, drawn"
+"""How the cost's factors are: the time's, unless a price distribution is stated."""
 
 INTERVAL_COLUMNS: tuple[Column, ...] = (
     *(
@@ -880,16 +893,26 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
         )
         for q, level in (("p10", 0.1), ("p90", 0.9))
     ),
-    *_quantiles("time_to_train_s", "Time to train (s)", lambda s: _run(s).time_s, "#,##0"),
-    *_quantiles("time_to_train_days", "Time to train (days)", _time(86400.0), "#,##0.00"),
-    *_quantiles("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
-    *_quantiles("cost_usd", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
-    *_quantiles("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
+    *(
+        Column(
+            f"cost_quantile_factor_{q}",
+            f"{q.upper()}: factor on the cost at the quoted price (value: {COST_QUANTILE_METHOD})",
+            "results",
+            _cost_quantile_factor(level),
+        )
+        for q, level in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))
+    ),
+    *_quantiles("time_to_train_s", "Time to train (s)", lambda s: _run(s).time_s, "#,##0", TIME_FACTORS),
+    *_quantiles("time_to_train_days", "Time to train (days)", _time(86400.0), "#,##0.00", TIME_FACTORS),
+    *_quantiles("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0", TIME_FACTORS),
+    *_quantiles("cost_usd", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0", COST_FACTORS),
+    *_quantiles("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0", TIME_FACTORS),
     *_quantiles(
         "co2e_t",
         "Operational carbon (tCO2e)",
         lambda s: carbon.operational_t(_run(s).energy_kwh, s["grid_gco2_per_kwh"]),
         "#,##0.0",
+        TIME_FACTORS,
     ),
 )
 

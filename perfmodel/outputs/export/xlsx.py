@@ -564,7 +564,8 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
             "read as a two-piece log-normal around the point, times run-to-run variability measured between MLPerf "
             "runs and the interruptions as a Poisson count, median the point (perfmodel planning/confidence.py); "
             "P10/P50/P90 on Results are live: the failure-free quantity times its P10 and P90 factors, values "
-            "(quantile_factor_p10/p90: the interval and run-to-run variability combined, no interruptions)."
+            "(quantile_factor_p10/p90: the interval and run-to-run variability combined, no interruptions; the "
+            "cost's cost_quantile_factor_p10/p50/p90, which draw the price too where a distribution of it is stated)."
         )
     if "mix_cost_usd" in values:
         sentences.append(
