@@ -1,6 +1,7 @@
 """The Megatron-Bridge performance recipe settings of bundled MoE rows that the model prices differently from its
 zoo entry: a row whose model, GPU, precision and parallel layout match a sourced recipe exactly runs that recipe's
-dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`).
+dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`) and TransformerEngine settings
+(`Scenario.fp8_attention`, `fused_grouped_mlp`, `fp8_output_proj`).
 
 The recipes are megatron-bridge 0.6.x's per-GPU performance recipes (PyPI sdists 0.6.0 and 0.6.2, the latter
 uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08. The tables' rows of older containers ran the same layout;
@@ -34,6 +35,8 @@ class MoeRecipe:
     """The recipe's parallelism, in `LAYOUT_KEYS` order."""
     model_settings: Mapping[str, Any]
     """ModelSpec fields the recipe sets otherwise than the zoo entry."""
+    run_settings: Mapping[str, bool]
+    """Scenario fields the recipe sets, its TransformerEngine settings (precision.bridge_recipe)."""
     source: str
     """Where the recipe says so: the sdist, file, config function and the lines that set `model_settings`."""
     recompute: str | None = None
@@ -76,6 +79,7 @@ def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> 
         gpu.upper(),
         ("MXFP8",),
         layout,
+        {},
         _FULL_ITERATION_MXFP8,
         f"megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/{gpu}/qwen3_moe.py {config}: "
         "_enable_hybridep_full_iteration_mxfp8 (qwen/common.py L36-60: use_transformer_engine_op_fuser True, "
@@ -91,7 +95,8 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
         gpu.upper(),
         ("MXFP8",),
         (1, 1, 1, ep, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
+        {"dispatcher": "flex", "ep_microbatch_overlap": True},
+        {"fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
         f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
         f"{_FUSED_MLP[gpu]})",
     )
@@ -104,6 +109,7 @@ MOE_RECIPES = (
         ("FP8", "FP8-CS", "BF16"),
         (2, 8, 4, 32, 1),
         {"dispatcher": "alltoall", "ep_microbatch_overlap": True},
+        {},
         "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18; 0.6.0 the same), perf_recipes/qwen/h100/qwen3_moe.py, "
         "qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config and _bf16_config: TP2 PP8 VP4 EP32 MBS1, "
         "moe_token_dispatcher_type 'alltoall', moe_a2a_overlap True, "
@@ -117,6 +123,7 @@ MOE_RECIPES = (
         ("BF16",),
         (1, 1, 1, 64, 4),
         {"ep_microbatch_overlap": True},
+        {},
         f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
         "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'; "
         f"{_LAYERNORM_MOE_ACT} (L196-197)",
@@ -128,6 +135,7 @@ MOE_RECIPES = (
         ("BF16", "MXFP8"),
         (1, 1, 1, 8, 4),
         {},
+        {},
         f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
         f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
         recompute="selective",
@@ -137,6 +145,7 @@ MOE_RECIPES = (
         "H100-SXM5-80GB",
         ("BF16", "FP8", "FP8-CS"),
         (1, 4, 1, 8, 1),
+        {},
         {},
         f"{_GPT_OSS}h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_config: "
         f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
@@ -160,6 +169,7 @@ MOE_RECIPES = (
         ("MXFP8", "BF16"),
         (1, 1, 1, 8, 4),
         {"dispatcher": "flex"},
+        {},
         f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
         "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap",
     ),

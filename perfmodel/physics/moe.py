@@ -88,12 +88,6 @@ def _grouped(
     return Op(name, "grouped_gemm", 2 * groups * m * n * k, moved, fmt, m, n, groups=groups, tile_n=tile_n)
 
 
-def fused_mlp(sh: Shard, recipe: Recipe) -> bool:
-    """Whether the experts run TransformerEngine's fused grouped MLP (ModelSpec.fused_grouped_mlp): cuDNN's kernels
-    take MXFP8 alone, so another format keeps Megatron-Core's grouped GEMM."""
-    return sh.model.fused_grouped_mlp and recipe.id == "mxfp8"
-
-
 def _expert_shapes(sh: Shard) -> list[tuple[str, Number, Number]]:
     md = sh.model
     return [("expert_fc1", md.hidden, md.expert_in_width / sh.etp), ("expert_fc2", md.moe_ffn / sh.etp, md.hidden)]
@@ -150,7 +144,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     act_bytes = activation_bytes(md, False)
-    fused = fused_mlp(sh, recipe)
+    fused = recipe.fused_grouped_mlp
     tile_n = FUSED_MLP_TILE_N if fused else 0
     ops = [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
@@ -180,7 +174,7 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     local, rows, copies, m = _sizes(sh)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     act_bytes = activation_bytes(md, True)
-    fused = fused_mlp(sh, recipe)
+    fused = recipe.fused_grouped_mlp
     tile_n = FUSED_MLP_TILE_N if fused else 0
     ops = [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),

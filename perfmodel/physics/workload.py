@@ -608,10 +608,10 @@ def padded_vocab(model: ModelSpec, tp: Number) -> Number:
 
 def _head_shape(sh: Shard) -> tuple[tuple[str, Number, Number, bool], Recipe]:
     """The LM head as a column-parallel linear layer on one TP rank, and the recipe it runs in: BF16 unless the
-    model's recipe quantises it (`ModelSpec.fp8_output_proj`)."""
+    run's recipe quantises it (`Recipe.fp8_output_proj`)."""
     md = sh.model
-    quantised = md.fp8_output_proj and sh.recipe.quantised
-    return ("lm_head", md.hidden, padded_vocab(md, sh.tp) / sh.tp, True), sh.recipe if quantised else RECIPES["bf16"]
+    head_recipe = sh.recipe if sh.recipe.fp8_output_proj else RECIPES["bf16"]
+    return ("lm_head", md.hidden, padded_vocab(md, sh.tp) / sh.tp, True), head_recipe
 
 
 def head_forward(sh: Shard) -> list[Op]:
