@@ -177,3 +177,32 @@ def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
         assert full_layer_us == pytest.approx(measured_us, rel=0.10), gpu
         assert op_time(bwd, acc, eff) > op_time(bwd._replace(fmt="bf16"), acc, eff)
         assert op_time(fwd, acc, eff) < op_time(fwd._replace(fmt="bf16"), acc, eff)
+
+
+def test_a_recipe_with_the_op_fuser_off_keeps_the_per_expert_loop() -> None:
+    """megatron-bridge 0.6.2 perf_recipes/_common.py _benchmark_common L65-66 turns use_transformer_engine_op_fuser
+    off, and gpt_oss/b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config neither turns it back on nor sets
+    NVTE_CUTEDSL_FUSED_GROUPED_MLP: its experts run Megatron-Core's TEGroupedMLP, the path of the releases before the
+    grouped kernel, so each grouped GEMM pays the fitted cost per local expert (moe_legacy_group_s) at NeMo 26.06 as
+    Hopper's rows do; the same recipe's GB300 sibling, with the fused grouped MLP, pays none. Closed form: the loop adds
+    exactly local experts x moe_legacy_group_s to each grouped GEMM, and nothing elsewhere."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.planning.predict import context_for
+
+    def grouped_times(gpu: str, precision: str = "mxfp8", **settings: bool) -> tuple[dict[str, float], float]:
+        parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 8}
+        scenario = {"model": "gpt-oss-120b", "gpu": gpu, "n_gpus": 64, "precision": precision}
+        ctx = context_for(checked_scenario(scenario | {"parallelism": parallelism} | settings))
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=8)
+        ops = moe_block_backward(sh, ctx.recipe)
+        acc, eff = ctx.hardware.accelerator, ctx.efficiency
+        return {op.name: float(op_time(op, acc, eff)) for op in ops}, float(eff.moe_legacy_group_s)
+
+    looped, per_expert_s = grouped_times("b300", expert_loop=True)
+    plain, _ = grouped_times("b300")
+    assert per_expert_s > 0
+    for name, seconds in looped.items():
+        extra = 16 * per_expert_s if name.endswith(("dgrad", "wgrad")) and name.startswith("expert_") else 0.0
+        assert seconds == pytest.approx(plain[name] + extra, rel=1e-9, abs=1e-12), name
+    hopper_looped, _ = grouped_times("h100-sxm", "bf16", expert_loop=True)
+    assert hopper_looped == grouped_times("h100-sxm", "bf16")[0]  # Hopper loops over its experts in every release

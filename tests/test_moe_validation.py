@@ -138,7 +138,8 @@ overlap_moe_expert_parallel_comm True, fp8_output_proj True: the LM head in MXFP
 True and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the fused grouped MLP; fp8_dot_product_attention True: MXFP8 attention):
 rows 6, 7, 22, 23, 44, 45; GB200's
 BF16 one sets the overlap and keeps 'alltoall' (rows 81, 125, 167, 202); B300's (EP8) set 'flex' without the overlap
-(rows 46, 82, 126, 168). Rows of other layouts (25.11's, B300/B200 EP64) and GPUs whose recipes keep the provider's
+(rows 46, 82, 126, 168), and leave TransformerEngine's op fuser off (_benchmark_common L65-66: the experts loop, as
+B200's do). Rows of other layouts (25.11's, B300/B200 EP64) and GPUs whose recipes keep the provider's
 settings match none."""
 
 
@@ -146,9 +147,12 @@ settings match none."""
 def test_gpt_oss_rows_run_their_gpu_and_precision_recipe(row: int, settings: dict[str, object]) -> None:
     run = _run(str(row))
     assert run.scenario["model"] == {"base": "gpt-oss-120b", **settings}
-    run_settings = {k: run.scenario[k] for k in ("fp8_output_proj", *FULL_ITERATION_MXFP8) if k in run.scenario}
-    full_iteration = row in GPT_OSS_FULL_ITERATION_ROWS
-    assert run_settings == ({"fp8_output_proj": True, **FULL_ITERATION_MXFP8} if full_iteration else {})
+    keys = ("fp8_output_proj", *FULL_ITERATION_MXFP8, "expert_loop")
+    run_settings = {k: run.scenario[k] for k in keys if k in run.scenario}
+    if row in GPT_OSS_FULL_ITERATION_ROWS:
+        assert run_settings == {"fp8_output_proj": True, **FULL_ITERATION_MXFP8}
+    else:  # B300's recipes leave TransformerEngine's op fuser off (_benchmark_common L65-66): the experts loop
+        assert run_settings == ({"expert_loop": True} if settings == {"dispatcher": "flex"} else {})
 
 
 def test_rows_of_a_sourced_recipe_run_its_dispatcher_and_ep_overlap() -> None:

@@ -63,6 +63,13 @@ _FUSED_MLP = {
     for gpu, line in (("gb300", 251), ("gb200", 261))
 }
 _LAYERNORM_MOE_ACT = "recompute_granularity 'selective', recompute_modules ['layernorm', 'moe_act']"
+_OP_FUSER_OFF = {"expert_loop": True}
+"""A recipe that leaves TransformerEngine's op fuser off: Megatron-Core's TEGroupedMLP, its per-expert cost paid in
+every release (precision.Recipe.expert_loop)."""
+_OP_FUSER_OFF_SOURCE = (
+    "use_transformer_engine_op_fuser left False by _benchmark_common (perf_recipes/_common.py L65-66) and no "
+    "NVTE_CUTEDSL_FUSED_GROUPED_MLP: Megatron-Core's TEGroupedMLP"
+)
 _FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
 """What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention
 and the fused grouped MLP."""
@@ -135,9 +142,9 @@ MOE_RECIPES = (
         ("BF16", "MXFP8"),
         (1, 1, 1, 8, 4),
         {},
-        {},
+        _OP_FUSER_OFF,
         f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
-        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
+        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76); {_OP_FUSER_OFF_SOURCE}",
         recompute="selective",
     ),
     MoeRecipe(
@@ -169,9 +176,10 @@ MOE_RECIPES = (
         ("MXFP8", "BF16"),
         (1, 1, 1, 8, 4),
         {"dispatcher": "flex"},
-        {},
+        _OP_FUSER_OFF,
         f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
-        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap",
+        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap; "
+        f"{_OP_FUSER_OFF_SOURCE}",
     ),
 )
 """Only rows whose settings move the prediction, every one found: the Blackwell recipes of Qwen3 and DeepSeek-V3

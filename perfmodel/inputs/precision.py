@@ -109,6 +109,12 @@ class Recipe:
     full-iteration recipes of GPT-OSS-120B on GB300/GB200 and of Qwen3): its grouped GEMMs' tiles are 256 wide and the
     experts' biases ride in its epilogues (moe.FUSED_MLP_TILE_N, moe.EAGER_BIAS_PASSES); otherwise Megatron-Core's
     grouped GEMM, whose experts' fc2 bias runs as an eager per-expert loop."""
+    expert_loop: bool = False
+    """Whether the experts run Megatron-Core's TEGroupedMLP with its per-expert cost in every release, as before the
+    grouped kernel (efficiency.GROUPED_KERNEL_RELEASE; Efficiency.moe_group_loop): a Megatron-Bridge performance recipe
+    leaves TransformerEngine's op fuser off unless it turns it back on (perf_recipes/_common.py _benchmark_common,
+    L65-66), as GPT-OSS-120B's B200 and B300 recipes do; Hopper rows, which never run the fused path, did not move at
+    that release either."""
     fp8_output_proj: bool = False
     """Whether the LM head runs in the recipe's quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
     0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise it stays
@@ -257,10 +263,15 @@ def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
 
 @cache
 def bridge_recipe(
-    recipe: Recipe, fp8_attention: bool = False, fused_grouped_mlp: bool = False, fp8_output_proj: bool = False
+    recipe: Recipe,
+    fp8_attention: bool = False,
+    fused_grouped_mlp: bool = False,
+    fp8_output_proj: bool = False,
+    expert_loop: bool = False,
 ) -> Recipe:
     """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
-    fp8_attention, fused_grouped_mlp, fp8_output_proj), each where the format allows it: flash attention in the
+    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop), each where the format allows it (the experts'
+    loop in any): flash attention in the
     quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
     TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
     under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
@@ -271,6 +282,8 @@ def bridge_recipe(
         recipe = replace(recipe, fused_grouped_mlp=True)
     if fp8_output_proj and recipe.quantised:
         recipe = replace(recipe, fp8_output_proj=True)
+    if expert_loop:
+        recipe = replace(recipe, expert_loop=True)
     return recipe
 
 

@@ -48,6 +48,9 @@ class Op(NamedTuple):
     step (1 / cp); the rest, the ring's off-diagonal steps, runs non-causal kernels of `off_diagonal_m` tokens
     (efficiency.NON_CAUSAL_ATTENTION)."""
     off_diagonal_m: Number = 0
+    expert_loop: bool = False
+    """A grouped GEMM whose experts run one by one in every release (precision.Recipe.expert_loop): it pays the
+    per-expert cost (Efficiency.moe_legacy_group_s) whatever the release, not only before the grouped kernel."""
     band: bool = False
     """A sliding window's attention: its keys lie in a band along the diagonal, `m` keys per query, and the kernel
     computes whole tiles of it (compute.attention_core_s)."""

@@ -392,7 +392,9 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
-    recipe = bridge_recipe(recipe, scenario.fp8_attention, scenario.fused_grouped_mlp, scenario.fp8_output_proj)
+    recipe = bridge_recipe(
+        recipe, scenario.fp8_attention, scenario.fused_grouped_mlp, scenario.fp8_output_proj, scenario.expert_loop
+    )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     seq_len = scenario.parallelism.seq_len
