@@ -202,6 +202,16 @@ def test_qwen3_full_iteration_rows_run_mxfp8_attention_and_the_fused_mlp(row: in
     assert run.scenario["precision"] == "mxfp8" and run.scenario["gpu"] in ("gb300", "gb200", "b300")
 
 
+def test_the_26_06_01_gpt_oss_rows_carry_nvidias_regression_footnote() -> None:
+    """Megatron-Bridge docs/performance-summary-archive.md L57-58 and L90 (snapshot 067f987df): NVIDIA's footnote to
+    NeMo 26.06.01's GPT-OSS-120B rows (measured_runs.csv rows 22 and 23) names cudnn-frontend issue #256. Those rows
+    carry it as an assumption; their 26.06 twins (rows 44, 45) and 26.06.01's other models (rows 20, 24) do not."""
+    for row in ("22", "23"):
+        assert any("cudnn-frontend issue #256" in a for a in _run(row).assumptions), row
+    for row in ("44", "45", "20", "24"):
+        assert not any("#256" in a for a in _run(row).assumptions), row
+
+
 def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:
     """The same Qwen3 layouts in NeMo 26.04.01 (rows 85, 86, 90, 91: TransformerEngine before 2.16) ran neither MXFP8
     attention nor the op fuser's grouped MLP: moe_recipes.MXFP8_ATTENTION_CONTAINER."""

@@ -188,6 +188,19 @@ do but for Qwen3's FP8-MX ones' MXFP8 attention and fused grouped MLP, and GPT-O
 B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
 
 
+KNOWN_REGRESSIONS = {
+    ("GPT-OSS-120B", "NeMo 26.06.01 container"): (
+        "the container's known GPT-OSS-120B regression, not priced: NVIDIA's footnote to these rows names "
+        "cudnn-frontend issue #256, the fused grouped MLP's dGeGLU + dbias kernel about 10x slower from "
+        "cudnn-frontend 1.24 (Megatron-Bridge docs/performance-summary-archive.md L57-58, L90, PR #4989; "
+        "../shared/data/gpt_oss_blackwell_notes.md 2.6); the same layouts ran 1.6x faster in 26.06, and every other "
+        "model's 26.06.01 rows are within 5% of their 26.06 ones (only GPT-OSS's experts have biases)"
+    ),
+}
+"""Rows the publisher marks as measured under a known software regression, by model and container: the note goes on
+each row's assumptions; the row stays validated at what the model prices."""
+
+
 def recipe_for(model: str, hardware: str, dtype: str, parallelism: Mapping[str, Any]) -> MoeRecipe | None:
     """The sourced recipe a row with this model, GPU, precision and parallelism ran, if one matches it exactly."""
     layout = tuple(parallelism[k] for k in LAYOUT_KEYS)

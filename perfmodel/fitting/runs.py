@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.fitting.moe_recipes import RECIPES_CONTAINER, recipe_for
+from perfmodel.fitting.moe_recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
 from perfmodel.fitting.scored import logged_work, result_folder
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
@@ -538,6 +538,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
         model, run_settings = _with_recipe(row, model, parallelism, assumptions)
+        if regression := KNOWN_REGRESSIONS.get((row["model"], row["version_or_date"])):
+            assumptions.append(regression)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
     if row["step_time_s"]:
