@@ -74,15 +74,16 @@ def test_the_fp8_mx_recipes_run_the_lm_head_in_mxfp8() -> None:
     configs: fp8_output_proj = True, the LM head in MXFP8 (Megatron-Core 0.18 is_mxfp8_output_proj_active); the
     bundled GB300/GB200 FP8-MX rows run it (fitting.moe_recipes). Its GEMMs then run at the FP8 rate with their casts,
     where every other recipe keeps the head in BF16; a BF16 run of the same model has nothing to quantise."""
+    from perfmodel.inputs.precision import bridge_recipe
     from perfmodel.physics.workload import head_backward, head_forward
 
-    md = replace(get_model("gpt-oss-120b"), fp8_output_proj=True)
-    for model, recipe, fmt in (
-        (md, "mxfp8", "fp8"),
-        (get_model("gpt-oss-120b"), "mxfp8", "bf16"),
-        (md, "bf16", "bf16"),
+    md = get_model("gpt-oss-120b")
+    for recipe, fmt in (
+        (bridge_recipe(RECIPES["mxfp8"], fp8_output_proj=True), "fp8"),
+        (RECIPES["mxfp8"], "bf16"),
+        (bridge_recipe(RECIPES["bf16"], fp8_output_proj=True), "bf16"),
     ):
-        sh = Shard(model, RECIPES[recipe], 1, 1, 4, 4096, ep=16)
+        sh = Shard(md, recipe, 1, 1, 4, 4096, ep=16)
         ops = head_forward(sh) + head_backward(sh)
         gemms = [op for op in ops if op.kind == "gemm"]
         assert [op.name for op in gemms] == ["lm_head.fprop", "lm_head.dgrad", "lm_head.wgrad"]
@@ -97,12 +98,13 @@ def test_the_fused_grouped_mlp_pads_every_grouped_gemm_to_256_wide_tiles() -> No
     8,192 rows each, so the useful share is the n padding times the last wave's fill over the 152 SMs of a GB300,
     best with 128-row tiles: 8 x 64 x 12 = 6,144 tiles in 41 waves of 152 (6,232 slots; 256-row tiles: 3,072 tiles
     in 21 waves, 3,192 slots)."""
+    from perfmodel.inputs.precision import bridge_recipe
     from perfmodel.physics.moe import moe_block_forward
 
-    recipe = RECIPES["mxfp8"]
-    fused = Shard(replace(get_model("gpt-oss-120b"), fused_grouped_mlp=True), recipe, 1, 1, 4, 4096, ep=16)
+    recipe = bridge_recipe(RECIPES["mxfp8"], fused_grouped_mlp=True)
+    fused = Shard(get_model("gpt-oss-120b"), recipe, 1, 1, 4, 4096, ep=16)
     fc2 = _op(moe_block_forward(fused, recipe), "expert_fc2.fprop")
-    plain = _op(moe_block_forward(_shard("gpt-oss-120b"), recipe), "expert_fc2.fprop")
+    plain = _op(moe_block_forward(_shard("gpt-oss-120b"), RECIPES["mxfp8"]), "expert_fc2.fprop")
     assert (fc2.tile_n, plain.tile_n, fc2.n, fc2.m) == (256, 0, 2880, 8192)
     gb300 = get_accelerator("gb300")
     assert gb300.sms.value == 152
@@ -110,8 +112,9 @@ def test_the_fused_grouped_mlp_pads_every_grouped_gemm_to_256_wide_tiles() -> No
         2880 / 3072 * 6144 / (41 * 152)
     )
     assert op_time(fc2, gb300, DEFAULTS["blackwell-ultra"]) > op_time(plain, gb300, DEFAULTS["blackwell-ultra"])
-    bf16 = Shard(fused.model, RECIPES["bf16"], 1, 1, 4, 4096, ep=16)  # cuDNN's fused MLP is MXFP8 alone
-    assert _op(moe_block_forward(bf16, RECIPES["bf16"]), "expert_fc2.fprop").tile_n == 0
+    bf16 = bridge_recipe(RECIPES["bf16"], fused_grouped_mlp=True)  # cuDNN's fused MLP is MXFP8 alone
+    assert bf16 is RECIPES["bf16"]
+    assert _op(moe_block_forward(fused._replace(recipe=bf16), bf16), "expert_fc2.fprop").tile_n == 0
 
 
 def test_the_eager_expert_bias_loop_outside_the_fused_mlp() -> None:
@@ -120,17 +123,19 @@ def test_the_eager_expert_bias_loop_outside_the_fused_mlp() -> None:
     hidden forward, 6 backward where the fused MLP's scaled-bias pass makes 2 (TransformerEngine grouped_mlp.py
     L1893-1950). GPT-OSS-120B's 65,536 routed rows x 2,880 in BF16 are 377 MB a pass: 4.5 GB for the loop's 12, the
     notes' figure (../shared/data/gpt_oss_blackwell_notes.md 2.7). Qwen3's experts have no bias."""
+    from perfmodel.inputs.precision import bridge_recipe
     from perfmodel.physics.moe import moe_block_forward
 
     pass_bytes = TOKENS * 4 * 2880 * 2
     eager = _shard("gpt-oss-120b")
-    fused = eager._replace(model=replace(eager.model, fused_grouped_mlp=True))
     recipe = RECIPES["mxfp8"]
+    fused_recipe = bridge_recipe(recipe, fused_grouped_mlp=True)
+    fused = eager._replace(recipe=fused_recipe)
     assert _op(moe_block_forward(eager, recipe), "expert_fc2.bias").bytes == pytest.approx(6 * pass_bytes)
     assert _op(moe_block_backward(eager, recipe), "expert_fc2.dbias").bytes == pytest.approx(6 * pass_bytes)
     assert (6 + 6) * pass_bytes / 1e9 == pytest.approx(4.5, abs=0.05)
-    assert not [op for op in moe_block_forward(fused, recipe) if op.name == "expert_fc2.bias"]
-    assert _op(moe_block_backward(fused, recipe), "expert_fc2.dbias").bytes == pytest.approx(2 * pass_bytes)
+    assert not [op for op in moe_block_forward(fused, fused_recipe) if op.name == "expert_fc2.bias"]
+    assert _op(moe_block_backward(fused, fused_recipe), "expert_fc2.dbias").bytes == pytest.approx(2 * pass_bytes)
     qwen = moe_block_forward(_shard("qwen3-30b-a3b"), recipe)
     assert not [op for op in qwen if "bias" in op.name]
 
@@ -139,13 +144,13 @@ def test_fp8_attention_runs_in_the_recipes_format() -> None:
     """Megatron-Bridge's fp8_dot_product_attention (gpt_oss/common.py L44, qwen/common.py L55): TransformerEngine 2.16
     runs MXFP8 attention under the MXFP8 recipe on sm100 (../shared/data/gpt_oss_blackwell_notes.md 2.1), per-tensor
     FP8 under FP8; a BF16 run has nothing to quantise, and a run without the setting keeps BF16 attention."""
-    from perfmodel.inputs.precision import fp8_attention_recipe
+    from perfmodel.inputs.precision import bridge_recipe
 
-    assert fp8_attention_recipe(RECIPES["mxfp8"], True).attention_format == "mxfp8"
-    assert fp8_attention_recipe(RECIPES["fp8"], True).attention_format == "fp8"
-    assert fp8_attention_recipe(RECIPES["bf16"], True) is RECIPES["bf16"]
-    assert fp8_attention_recipe(RECIPES["mxfp8"], False) is RECIPES["mxfp8"]
-    assert fp8_attention_recipe(RECIPES["mxfp8"], True) is fp8_attention_recipe(RECIPES["mxfp8"], True)  # shared
+    assert bridge_recipe(RECIPES["mxfp8"], True).attention_format == "mxfp8"
+    assert bridge_recipe(RECIPES["fp8"], True).attention_format == "fp8"
+    assert bridge_recipe(RECIPES["bf16"], True) is RECIPES["bf16"]
+    assert bridge_recipe(RECIPES["mxfp8"], False) is RECIPES["mxfp8"]
+    assert bridge_recipe(RECIPES["mxfp8"], True) is bridge_recipe(RECIPES["mxfp8"], True)  # shared
 
 
 def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
@@ -159,10 +164,10 @@ def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
     from perfmodel.planning.predict import context_for
 
     for gpu, measured_us in (("gb300", 1871), ("gb200", 2080)):
-        model = {"base": "gpt-oss-120b", "fp8_attention": True, "fused_grouped_mlp": True}
         parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 16}
-        ctx = context_for(checked_scenario({"model": model, "gpu": gpu, "n_gpus": 64, "precision": "mxfp8",
-                                            "parallelism": parallelism}))  # fmt: skip
+        ctx = context_for(checked_scenario({"model": "gpt-oss-120b", "gpu": gpu, "n_gpus": 64, "precision": "mxfp8",
+                                            "parallelism": parallelism, "fp8_attention": True,
+                                            "fused_grouped_mlp": True}))  # fmt: skip
         assert ctx.recipe.attention_format == "mxfp8"
         acc, eff = ctx.hardware.accelerator, ctx.efficiency
         sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=16)
@@ -172,3 +177,32 @@ def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
         assert full_layer_us == pytest.approx(measured_us, rel=0.10), gpu
         assert op_time(bwd, acc, eff) > op_time(bwd._replace(fmt="bf16"), acc, eff)
         assert op_time(fwd, acc, eff) < op_time(fwd._replace(fmt="bf16"), acc, eff)
+
+
+def test_a_recipe_with_the_op_fuser_off_keeps_the_per_expert_loop() -> None:
+    """megatron-bridge 0.6.2 perf_recipes/_common.py _benchmark_common L65-66 turns use_transformer_engine_op_fuser
+    off, and gpt_oss/b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config neither turns it back on nor sets
+    NVTE_CUTEDSL_FUSED_GROUPED_MLP: its experts run Megatron-Core's TEGroupedMLP, the path of the releases before the
+    grouped kernel, so each grouped GEMM pays the fitted cost per local expert (moe_legacy_group_s) at NeMo 26.06 as
+    Hopper's rows do; the same recipe's GB300 sibling, with the fused grouped MLP, pays none. Closed form: the loop adds
+    exactly local experts x moe_legacy_group_s to each grouped GEMM, and nothing elsewhere."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.planning.predict import context_for
+
+    def grouped_times(gpu: str, precision: str = "mxfp8", **settings: bool) -> tuple[dict[str, float], float]:
+        parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 8}
+        scenario = {"model": "gpt-oss-120b", "gpu": gpu, "n_gpus": 64, "precision": precision}
+        ctx = context_for(checked_scenario(scenario | {"parallelism": parallelism} | settings))
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=8)
+        ops = moe_block_backward(sh, ctx.recipe)
+        acc, eff = ctx.hardware.accelerator, ctx.efficiency
+        return {op.name: float(op_time(op, acc, eff)) for op in ops}, float(eff.moe_legacy_group_s)
+
+    looped, per_expert_s = grouped_times("b300", expert_loop=True)
+    plain, _ = grouped_times("b300")
+    assert per_expert_s > 0
+    for name, seconds in looped.items():
+        extra = 16 * per_expert_s if name.endswith(("dgrad", "wgrad")) and name.startswith("expert_") else 0.0
+        assert seconds == pytest.approx(plain[name] + extra, rel=1e-9, abs=1e-12), name
+    hopper_looped, _ = grouped_times("h100-sxm", "bf16", expert_loop=True)
+    assert hopper_looped == grouped_times("h100-sxm", "bf16")[0]  # Hopper loops over its experts in every release

@@ -108,7 +108,11 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
     moe = [r for r in runs if r.source.startswith(MOE_SOURCE)]
     assert all(r.scenario["parallelism"]["ep"] >= 1 and r.scenario["parallelism"]["etp"] == 1 for r in moe)
     without_mtp = [r for r in moe if r.scenario["model"] == {"base": "deepseek-v3", "mtp_layers": 0}]
-    with_recipe = [r for r in moe if isinstance(r.scenario["model"], dict) and r not in without_mtp]
+    with_recipe = [
+        r
+        for r in moe
+        if (isinstance(r.scenario["model"], dict) and r not in without_mtp) or "fp8_attention" in r.scenario
+    ]
     assert without_mtp
     rows = (*H100_TP2_EP32, *GPT_OSS_RECIPE_ROWS, *QWEN3_FULL_ITERATION_ROWS)
     assert {r.id for r in with_recipe} == {f"measured_runs.csv:{n}" for n in rows}
@@ -119,17 +123,12 @@ H100_TP2_EP32 = (94, 137, 179, 215, 245)
 FP8, TP2 PP8 VP4 EP32 MBS1 (measured_runs.csv rows 94, 137, 179, 215 and 245)."""
 
 
+FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
+"""The TransformerEngine settings of the FP8-MX full-iteration recipes (scenario fields: precision.bridge_recipe)."""
+GPT_OSS_FULL_ITERATION_ROWS = (6, 7, 22, 23, 44, 45)
+
 GPT_OSS_RECIPE_ROWS = {
-    **{
-        row: {
-            "dispatcher": "flex",
-            "ep_microbatch_overlap": True,
-            "fp8_output_proj": True,
-            "fp8_attention": True,
-            "fused_grouped_mlp": True,
-        }
-        for row in (6, 7, 22, 23, 44, 45)
-    },
+    **{row: {"dispatcher": "flex", "ep_microbatch_overlap": True} for row in GPT_OSS_FULL_ITERATION_ROWS},
     **{row: {"ep_microbatch_overlap": True} for row in (81, 125, 167, 202)},
     **{row: {"dispatcher": "flex"} for row in (46, 82, 126, 168)},
 }
@@ -139,7 +138,8 @@ overlap_moe_expert_parallel_comm True, fp8_output_proj True: the LM head in MXFP
 True and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the fused grouped MLP; fp8_dot_product_attention True: MXFP8 attention):
 rows 6, 7, 22, 23, 44, 45; GB200's
 BF16 one sets the overlap and keeps 'alltoall' (rows 81, 125, 167, 202); B300's (EP8) set 'flex' without the overlap
-(rows 46, 82, 126, 168). Rows of other layouts (25.11's, B300/B200 EP64) and GPUs whose recipes keep the provider's
+(rows 46, 82, 126, 168), and leave TransformerEngine's op fuser off (_benchmark_common L65-66: the experts loop, as
+B200's do). Rows of other layouts (25.11's, B300/B200 EP64) and GPUs whose recipes keep the provider's
 settings match none."""
 
 
@@ -147,6 +147,12 @@ settings match none."""
 def test_gpt_oss_rows_run_their_gpu_and_precision_recipe(row: int, settings: dict[str, object]) -> None:
     run = _run(str(row))
     assert run.scenario["model"] == {"base": "gpt-oss-120b", **settings}
+    keys = ("fp8_output_proj", *FULL_ITERATION_MXFP8, "expert_loop")
+    run_settings = {k: run.scenario[k] for k in keys if k in run.scenario}
+    if row in GPT_OSS_FULL_ITERATION_ROWS:
+        assert run_settings == {"fp8_output_proj": True, **FULL_ITERATION_MXFP8}
+    else:  # B300's recipes leave TransformerEngine's op fuser off (_benchmark_common L65-66): the experts loop
+        assert run_settings == ({"expert_loop": True} if settings == {"dispatcher": "flex"} else {})
 
 
 def test_rows_of_a_sourced_recipe_run_its_dispatcher_and_ep_overlap() -> None:
@@ -191,8 +197,19 @@ the first with MXFP8 attention) run them."""
 @pytest.mark.parametrize(("row", "model"), QWEN3_FULL_ITERATION_ROWS.items())
 def test_qwen3_full_iteration_rows_run_mxfp8_attention_and_the_fused_mlp(row: int, model: str) -> None:
     run = _run(str(row))
-    assert run.scenario["model"] == {"base": model, "fp8_attention": True, "fused_grouped_mlp": True}
+    assert run.scenario["model"] == model
+    assert {k: run.scenario[k] for k in FULL_ITERATION_MXFP8} == FULL_ITERATION_MXFP8
     assert run.scenario["precision"] == "mxfp8" and run.scenario["gpu"] in ("gb300", "gb200", "b300")
+
+
+def test_the_26_06_01_gpt_oss_rows_carry_nvidias_regression_footnote() -> None:
+    """Megatron-Bridge docs/performance-summary-archive.md L57-58 and L90 (snapshot 067f987df): NVIDIA's footnote to
+    NeMo 26.06.01's GPT-OSS-120B rows (measured_runs.csv rows 22 and 23) names cudnn-frontend issue #256. Those rows
+    carry it as an assumption; their 26.06 twins (rows 44, 45) and 26.06.01's other models (rows 20, 24) do not."""
+    for row in ("22", "23"):
+        assert any("cudnn-frontend issue #256" in a for a in _run(row).assumptions), row
+    for row in ("44", "45", "20", "24"):
+        assert not any("#256" in a for a in _run(row).assumptions), row
 
 
 def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:
@@ -200,6 +217,7 @@ def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:
     attention nor the op fuser's grouped MLP: moe_recipes.MXFP8_ATTENTION_CONTAINER."""
     for row, model in (("85", "qwen3-30b-a3b"), ("86", "qwen3-30b-a3b"), ("90", "qwen3-235b-a22b")):
         assert _run(row).scenario["model"] == model
+        assert not FULL_ITERATION_MXFP8.keys() & _run(row).scenario.keys()
 
 
 # Megatron-Bridge performance summary, NeMo 26.04.01 container, GB200, MXFP8, sequence 4096 (measured_runs.csv rows

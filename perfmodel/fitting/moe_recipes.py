@@ -1,6 +1,7 @@
 """The Megatron-Bridge performance recipe settings of bundled MoE rows that the model prices differently from its
 zoo entry: a row whose model, GPU, precision and parallel layout match a sourced recipe exactly runs that recipe's
-dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`).
+dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`) and TransformerEngine settings
+(`Scenario.fp8_attention`, `fused_grouped_mlp`, `fp8_output_proj`).
 
 The recipes are megatron-bridge 0.6.x's per-GPU performance recipes (PyPI sdists 0.6.0 and 0.6.2, the latter
 uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08. The tables' rows of older containers ran the same layout;
@@ -34,6 +35,8 @@ class MoeRecipe:
     """The recipe's parallelism, in `LAYOUT_KEYS` order."""
     model_settings: Mapping[str, Any]
     """ModelSpec fields the recipe sets otherwise than the zoo entry."""
+    run_settings: Mapping[str, bool]
+    """Scenario fields the recipe sets, its TransformerEngine settings (precision.bridge_recipe)."""
     source: str
     """Where the recipe says so: the sdist, file, config function and the lines that set `model_settings`."""
     recompute: str | None = None
@@ -60,6 +63,13 @@ _FUSED_MLP = {
     for gpu, line in (("gb300", 251), ("gb200", 261))
 }
 _LAYERNORM_MOE_ACT = "recompute_granularity 'selective', recompute_modules ['layernorm', 'moe_act']"
+_OP_FUSER_OFF = {"expert_loop": True}
+"""A recipe that leaves TransformerEngine's op fuser off: Megatron-Core's TEGroupedMLP, its per-expert cost paid in
+every release (precision.Recipe.expert_loop)."""
+_OP_FUSER_OFF_SOURCE = (
+    "use_transformer_engine_op_fuser left False by _benchmark_common (perf_recipes/_common.py L65-66) and no "
+    "NVTE_CUTEDSL_FUSED_GROUPED_MLP: Megatron-Core's TEGroupedMLP"
+)
 _FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
 """What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention
 and the fused grouped MLP."""
@@ -76,6 +86,7 @@ def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> 
         gpu.upper(),
         ("MXFP8",),
         layout,
+        {},
         _FULL_ITERATION_MXFP8,
         f"megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/{gpu}/qwen3_moe.py {config}: "
         "_enable_hybridep_full_iteration_mxfp8 (qwen/common.py L36-60: use_transformer_engine_op_fuser True, "
@@ -91,7 +102,8 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
         gpu.upper(),
         ("MXFP8",),
         (1, 1, 1, ep, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True, "fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
+        {"dispatcher": "flex", "ep_microbatch_overlap": True},
+        {"fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
         f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
         f"{_FUSED_MLP[gpu]})",
     )
@@ -104,6 +116,7 @@ MOE_RECIPES = (
         ("FP8", "FP8-CS", "BF16"),
         (2, 8, 4, 32, 1),
         {"dispatcher": "alltoall", "ep_microbatch_overlap": True},
+        {},
         "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18; 0.6.0 the same), perf_recipes/qwen/h100/qwen3_moe.py, "
         "qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config and _bf16_config: TP2 PP8 VP4 EP32 MBS1, "
         "moe_token_dispatcher_type 'alltoall', moe_a2a_overlap True, "
@@ -117,6 +130,7 @@ MOE_RECIPES = (
         ("BF16",),
         (1, 1, 1, 64, 4),
         {"ep_microbatch_overlap": True},
+        {},
         f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
         "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'; "
         f"{_LAYERNORM_MOE_ACT} (L196-197)",
@@ -128,8 +142,9 @@ MOE_RECIPES = (
         ("BF16", "MXFP8"),
         (1, 1, 1, 8, 4),
         {},
+        _OP_FUSER_OFF,
         f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
-        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
+        f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76); {_OP_FUSER_OFF_SOURCE}",
         recompute="selective",
     ),
     MoeRecipe(
@@ -137,6 +152,7 @@ MOE_RECIPES = (
         "H100-SXM5-80GB",
         ("BF16", "FP8", "FP8-CS"),
         (1, 4, 1, 8, 1),
+        {},
         {},
         f"{_GPT_OSS}h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_config: "
         f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
@@ -160,14 +176,29 @@ MOE_RECIPES = (
         ("MXFP8", "BF16"),
         (1, 1, 1, 8, 4),
         {"dispatcher": "flex"},
+        _OP_FUSER_OFF,
         f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
-        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap",
+        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap; "
+        f"{_OP_FUSER_OFF_SOURCE}",
     ),
 )
 """Only rows whose settings move the prediction, every one found: the Blackwell recipes of Qwen3 and DeepSeek-V3
 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as the zoo entries already
 do but for Qwen3's FP8-MX ones' MXFP8 attention and fused grouped MLP, and GPT-OSS-120B's GB300 BF16,
 B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
+
+
+KNOWN_REGRESSIONS = {
+    ("GPT-OSS-120B", "NeMo 26.06.01 container"): (
+        "the container's known GPT-OSS-120B regression, not priced: NVIDIA's footnote to these rows names "
+        "cudnn-frontend issue #256, the fused grouped MLP's dGeGLU + dbias kernel about 10x slower from "
+        "cudnn-frontend 1.24 (Megatron-Bridge docs/performance-summary-archive.md L57-58, L90, PR #4989; "
+        "../shared/data/gpt_oss_blackwell_notes.md 2.6); the same layouts ran 1.6x faster in 26.06, and every other "
+        "model's 26.06.01 rows are within 5% of their 26.06 ones (only GPT-OSS's experts have biases)"
+    ),
+}
+"""Rows the publisher marks as measured under a known software regression, by model and container: the note goes on
+each row's assumptions; the row stays validated at what the model prices."""
 
 
 def recipe_for(model: str, hardware: str, dtype: str, parallelism: Mapping[str, Any]) -> MoeRecipe | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.fitting.moe_recipes import RECIPES_CONTAINER, recipe_for
+from perfmodel.fitting.moe_recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
 from perfmodel.fitting.scored import logged_work, result_folder
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
@@ -454,16 +454,16 @@ def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
 
 def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
-) -> str | dict[str, Any]:
-    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes); the recipe's
-    recompute goes into `parallelism` where the row leaves it out."""
+) -> tuple[str | dict[str, Any], dict[str, bool]]:
+    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes), and the
+    scenario fields the recipe sets; the recipe's recompute goes into `parallelism` where the row leaves it out."""
     found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
     month = container_month(row["version_or_date"])
     if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
-        return model
+        return model, {}
     recompute = {"recompute": found.recompute} if found.recompute and parallelism["recompute"] is None else {}
     parallelism |= recompute
-    settings = ", ".join(f"{k} {v}" for k, v in {**found.model_settings, **recompute}.items())
+    settings = ", ".join(f"{k} {v}" for k, v in {**found.model_settings, **found.run_settings, **recompute}.items())
     if month == container_month(RECIPES_CONTAINER):
         assumptions.append(f"{settings}: this container's recipe of the layout ({found.source})")
     else:
@@ -472,9 +472,9 @@ def _with_recipe(
             f"{row['version_or_date']} an assumption"
         )
     if not found.model_settings:
-        return model
+        return model, dict(found.run_settings)
     base = model if isinstance(model, dict) else {"base": model}
-    return {**base, **found.model_settings}
+    return {**base, **found.model_settings}, dict(found.run_settings)
 
 
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
@@ -544,13 +544,16 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     if parallelism["pp"] == 1:
         parallelism["vp"] = 1
     source = _source_label(row["source"])
+    run_settings: dict[str, bool] = {}
     if row["model"] in MOE_MODELS:
         parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
         source = f"{MOE_SOURCE}: {row['model']}"
         assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
-        model = _with_recipe(row, model, parallelism, assumptions)
+        model, run_settings = _with_recipe(row, model, parallelism, assumptions)
+        if regression := KNOWN_REGRESSIONS.get((row["model"], row["version_or_date"])):
+            assumptions.append(regression)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
     if row["step_time_s"]:
@@ -564,7 +567,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         raise Excluded("no step time or throughput reported")
     scenario = {
         "model": model, "gpu": gpu, "n_gpus": int(row["n_gpus"]), "precision": precision,
-        "parallelism": {k: v for k, v in parallelism.items() if v is not None},
+        "parallelism": {k: v for k, v in parallelism.items() if v is not None}, **run_settings,
     }  # fmt: skip
     if source in COMPOSER_SOURCES:
         scenario["stack"] = "composer"

@@ -107,21 +107,6 @@ class ModelSpec:
     """Whether the recipe overlaps one micro-batch's EP all-to-alls with another's compute (Megatron-Bridge's
     overlap_moe_expert_parallel_comm, off unless a recipe sets it: training/comm_overlap.py): the exchange then has
     the layer's compute to hide behind whichever dispatcher moves it (`moe.exchange_windows`)."""
-    fp8_output_proj: bool = False
-    """Whether the recipe runs the LM head in its quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
-    0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise the
-    head stays in BF16 in every recipe."""
-    fp8_attention: bool = False
-    """Whether the recipe runs TransformerEngine's FP8 dot-product attention (Megatron-Bridge's
-    fp8_dot_product_attention: the FP8-MX full-iteration recipes of GPT-OSS-120B on GB300/GB200 and of Qwen3),
-    forward and backward in the recipe's quantised format (precision.fp8_attention_recipe); otherwise attention stays
-    in BF16."""
-    fused_grouped_mlp: bool = False
-    """Whether the recipe runs the experts as TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8
-    on Blackwell only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the
-    FP8-MX full-iteration recipes of GPT-OSS-120B on GB300/GB200 and of Qwen3): its grouped GEMMs' tiles are 256
-    wide and the experts' biases ride in its epilogues (moe.FUSED_MLP_TILE_N, moe.EAGER_BIAS_PASSES); otherwise
-    Megatron-Core's grouped GEMM, whose experts' fc2 bias runs as an eager per-expert loop."""
     hybrid_pattern: str = bounded("", max_length=MAX_LAYERS)
     """Megatron's hybrid_override_pattern (inputs/hybrid.py): 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE, one
     character per layer ('' = every layer attention and MLP, a transformer)."""

@@ -101,8 +101,24 @@ class Recipe:
     attention_format: str = "bf16"
     """Tensor-core input format of flash attention's QK^T and PV multiplies: 'fp8' or 'mxfp8' where the run sets
     Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1;
-    fp8_attention_recipe); the softmax exponentials run on the SFU either way, and the backward runs at the FP8 rate
+    bridge_recipe); the softmax exponentials run on the SFU either way, and the backward runs at the FP8 rate
     where kernels measure it, else BF16's (compute.attention_core_s)."""
+    fused_grouped_mlp: bool = False
+    """Whether the experts run TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8 on Blackwell
+    only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the FP8-MX
+    full-iteration recipes of GPT-OSS-120B on GB300/GB200 and of Qwen3): its grouped GEMMs' tiles are 256 wide and the
+    experts' biases ride in its epilogues (moe.FUSED_MLP_TILE_N, moe.EAGER_BIAS_PASSES); otherwise Megatron-Core's
+    grouped GEMM, whose experts' fc2 bias runs as an eager per-expert loop."""
+    expert_loop: bool = False
+    """Whether the experts run Megatron-Core's TEGroupedMLP with its per-expert cost in every release, as before the
+    grouped kernel (efficiency.GROUPED_KERNEL_RELEASE; Efficiency.moe_group_loop): a Megatron-Bridge performance recipe
+    leaves TransformerEngine's op fuser off unless it turns it back on (perf_recipes/_common.py _benchmark_common,
+    L65-66), as GPT-OSS-120B's B200 and B300 recipes do; Hopper rows, which never run the fused path, did not move at
+    that release either."""
+    fp8_output_proj: bool = False
+    """Whether the LM head runs in the recipe's quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
+    0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise it stays
+    in BF16 in every recipe (workload.head_forward)."""
 
     flash_attention: bool = True
     """Fused attention that keeps the scores on chip (FlashAttention and its successors); False: the scores and their
@@ -246,14 +262,29 @@ def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
 
 
 @cache
-def fp8_attention_recipe(recipe: Recipe, fp8_attention: bool) -> Recipe:
-    """The recipe running flash attention in its quantised format where the run sets TransformerEngine's FP8
-    dot-product attention (ModelSpec.fp8_attention): MXFP8 attention under the MXFP8 recipe (TransformerEngine 2.16,
-    sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1), per-tensor FP8 under the others; a BF16
-    recipe has nothing to quantise. Cached, as cp_comm_recipe."""
-    if not fp8_attention or not recipe.quantised:
-        return recipe
-    return replace(recipe, attention_format="mxfp8" if recipe.id == "mxfp8" else "fp8")
+def bridge_recipe(
+    recipe: Recipe,
+    fp8_attention: bool = False,
+    fused_grouped_mlp: bool = False,
+    fp8_output_proj: bool = False,
+    expert_loop: bool = False,
+) -> Recipe:
+    """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
+    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop), each where the format allows it (the experts'
+    loop in any): flash attention in the
+    quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
+    TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
+    under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
+    quantised under a quantised recipe; a BF16 recipe has nothing to quantise. Cached, as cp_comm_recipe."""
+    if fp8_attention and recipe.quantised:
+        recipe = replace(recipe, attention_format="mxfp8" if recipe.id == "mxfp8" else "fp8")
+    if fused_grouped_mlp and recipe.id == "mxfp8":
+        recipe = replace(recipe, fused_grouped_mlp=True)
+    if fp8_output_proj and recipe.quantised:
+        recipe = replace(recipe, fp8_output_proj=True)
+    if expert_loop:
+        recipe = replace(recipe, expert_loop=True)
+    return recipe
 
 
 @cache

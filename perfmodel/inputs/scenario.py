@@ -307,6 +307,18 @@ class Scenario:
     fp8_recipe: Literal["tensorwise", "rowwise"] | None = None
     """torchao's FP8 scaling with --precision fp8: tensorwise (with float8 all-gather of FSDP weights) or rowwise;
     None: the stack's default."""
+    fp8_attention: bool = False
+    """TransformerEngine's FP8 dot-product attention, as a Megatron-Bridge recipe sets it (fp8_dot_product_attention):
+    flash attention in the quantised recipe's format, MXFP8 under mxfp8 (precision.bridge_recipe); BF16 otherwise."""
+    fused_grouped_mlp: bool = False
+    """The experts as TransformerEngine's fused grouped MLP on cuDNN's MXFP8 kernels (use_transformer_engine_op_fuser
+    with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; mxfp8 only): 256-wide tiles, the experts' biases in its epilogues."""
+    fp8_output_proj: bool = False
+    """The LM head in the quantised recipe's format (Megatron-Bridge's fp8_output_proj); BF16 otherwise."""
+    expert_loop: bool = False
+    """The experts as Megatron-Core's TEGroupedMLP with its per-expert cost (Efficiency.moe_legacy_group_s) in every
+    release, where the run leaves TransformerEngine's op fuser off in a release whose grouped kernel does without it
+    (precision.Recipe.expert_loop); false: the release's own expert path."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""

@@ -164,6 +164,7 @@ class _SymbolicEfficiency:
         self.attention_bwd = S("eta_attn_bwd")
         self.grouped_gemm = S("eta_grouped")
         self.legacy_group_s = S("t_group")
+        self.moe_legacy_group_s = S("t_loop")
         self.delayed_scaling = S("d_delayed")
         self.before_eager_rope = float(eff.before_eager_rope)
         self.peak_power_exponent = 0
@@ -184,6 +185,8 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     if ctx.model.is_moe:
         values[S("eta_grouped")] = eff.grouped_gemm
         values[S("t_group")] = float(eff.legacy_group_s)
+        if ctx.recipe.expert_loop:
+            values[S("t_loop")] = float(eff.moe_legacy_group_s)
     for fmt in ("bf16", "fp8", "fp4"):
         figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
         if figure is not None:
@@ -309,7 +312,14 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
         "eta_attn_bwd": ("", "fraction of the BF16 peak flash attention's backward reaches"),
         "R_exp": ("1/s", "softmax exponentials per second (SFU rate)"),
         "eta_grouped": ("", "grouped expert GEMMs' share of a dense GEMM's efficiency (MoE stage of the fit)"),
-        "t_group": ("s", "per local expert of a grouped GEMM, in releases before the grouped kernel (0 from 26.06)"),
+        "t_group": (
+            "s",
+            "per local expert of a grouped GEMM, in releases before the grouped kernel (0 from 26.06)",
+        ),
+        "t_loop": (
+            "s",
+            "per local expert of a grouped GEMM whose experts loop in every release (the op fuser off: expert_loop)",
+        ),
         "d_delayed": ("", "1 where the release ran FP8 with delayed scaling (no amax pass: before 25.09), else 0"),
         "f_unfused": ("", "memory-bound time of this older release over today's (fewer fused passes)"),
     }

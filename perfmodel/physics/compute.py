@@ -209,6 +209,7 @@ class Rates:
         self.overhead_s = eff.kernel_overhead_us * 1e-6
         self.unfused_factor = eff.unfused_factor
         self.legacy_group_s = eff.legacy_group_s
+        self.loop_group_s = eff.moe_legacy_group_s
         self.attention = released_attention(eff, acc.family)
         self.ring_attention = released_attention(eff, acc.family, ring=1.0)
         self.non_causal = acc.family in NON_CAUSAL_ATTENTION
@@ -245,7 +246,8 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         _, gemm_rate = r.of_format(op.fmt)
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value, op.tile_n)
         rate = gemm_rate * eff.grouped_gemm * tiles
-        return maximum(op.flops / rate, memory_s) + r.overhead_s + op.groups * r.legacy_group_s
+        per_group_s = r.loop_group_s if op.expert_loop else r.legacy_group_s
+        return maximum(op.flops / rate, memory_s) + r.overhead_s + op.groups * per_group_s
     return maximum(attention_core_s(op, acc, eff, r), memory_s) + op.calls * r.overhead_s
 
 

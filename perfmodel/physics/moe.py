@@ -80,18 +80,11 @@ def tokens_per_expert(sh: Shard) -> Number:
     return routed_tokens(sh) / (sh.model.experts / sh.ep)
 
 
-def _grouped(
-    name: str, groups: Number, m: Number, n: Number, k: Number, fmt: str, in_bytes: float, tile_n: int = 0
-) -> Op:
-    """`groups` GEMMs of m x n x k in one kernel: every group reads its own weights."""
-    moved = (groups * m * k + groups * k * n) * in_bytes + groups * m * n * BF16_BYTES
-    return Op(name, "grouped_gemm", 2 * groups * m * n * k, moved, fmt, m, n, groups=groups, tile_n=tile_n)
-
-
-def fused_mlp(sh: Shard, recipe: Recipe) -> bool:
-    """Whether the experts run TransformerEngine's fused grouped MLP (ModelSpec.fused_grouped_mlp): cuDNN's kernels
-    take MXFP8 alone, so another format keeps Megatron-Core's grouped GEMM."""
-    return sh.model.fused_grouped_mlp and recipe.id == "mxfp8"
+def _grouped(name: str, groups: Number, m: Number, n: Number, k: Number, recipe: Recipe, tile_n: int = 0) -> Op:
+    """`groups` GEMMs of m x n x k in one kernel in the recipe's format: every group reads its own weights."""
+    moved = (groups * m * k + groups * k * n) * recipe.element_bytes + groups * m * n * BF16_BYTES
+    flops, fmt, loop = 2 * groups * m * n * k, recipe.gemm_format, recipe.expert_loop
+    return Op(name, "grouped_gemm", flops, moved, fmt, m, n, groups=groups, tile_n=tile_n, expert_loop=loop)
 
 
 def _expert_shapes(sh: Shard) -> list[tuple[str, Number, Number]]:
@@ -148,9 +141,8 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     """Norm, router, top-k, permutation, the grouped expert GEMMs, shared experts, un-permutation and residual."""
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
     local, rows, copies, m = _sizes(sh)
-    fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     act_bytes = activation_bytes(md, False)
-    fused = fused_mlp(sh, recipe)
+    fused = recipe.fused_grouped_mlp
     tile_n = FUSED_MLP_TILE_N if fused else 0
     ops = [
         _mem("norm2", T / t * h, 2 * BF16_BYTES),
@@ -161,7 +153,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     for name, k, n in _expert_shapes(sh):
         if recipe.quantised:
             ops.append(_cast(f"{name}.cast", rows * k, recipe))
-        ops.append(_grouped(f"{name}.fprop", local, m, n, k, fmt, in_bytes, tile_n))
+        ops.append(_grouped(f"{name}.fprop", local, m, n, k, recipe, tile_n))
         if name == "expert_fc1":
             ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
     if md.bias and not fused:
@@ -178,9 +170,8 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     """Backward of the MoE block: dgrad and wgrad of every grouped GEMM, the shared experts and the router."""
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
     local, rows, copies, m = _sizes(sh)
-    fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     act_bytes = activation_bytes(md, True)
-    fused = fused_mlp(sh, recipe)
+    fused = recipe.fused_grouped_mlp
     tile_n = FUSED_MLP_TILE_N if fused else 0
     ops = [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
@@ -191,8 +182,8 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         if recipe.quantised:
             ops += [_cast(f"{name}.grad_cast", rows * n, recipe), _cast(f"{name}.input_cast", rows * k, recipe)]
         ops += [
-            _grouped(f"{name}.dgrad", local, m, k, n, fmt, in_bytes, tile_n),
-            _grouped(f"{name}.wgrad", local, k, n, m, fmt, in_bytes, tile_n),
+            _grouped(f"{name}.dgrad", local, m, k, n, recipe, tile_n),
+            _grouped(f"{name}.wgrad", local, k, n, m, recipe, tile_n),
         ]
         if name == "expert_fc2":
             ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))

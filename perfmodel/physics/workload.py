@@ -48,6 +48,9 @@ class Op(NamedTuple):
     step (1 / cp); the rest, the ring's off-diagonal steps, runs non-causal kernels of `off_diagonal_m` tokens
     (efficiency.NON_CAUSAL_ATTENTION)."""
     off_diagonal_m: Number = 0
+    expert_loop: bool = False
+    """A grouped GEMM whose experts run one by one in every release (precision.Recipe.expert_loop): it pays the
+    per-expert cost (Efficiency.moe_legacy_group_s) whatever the release, not only before the grouped kernel."""
     band: bool = False
     """A sliding window's attention: its keys lie in a band along the diagonal, `m` keys per query, and the kernel
     computes whole tiles of it (compute.attention_core_s)."""
@@ -613,10 +616,10 @@ def padded_vocab(model: ModelSpec, tp: Number) -> Number:
 
 def _head_shape(sh: Shard) -> tuple[tuple[str, Number, Number, bool], Recipe]:
     """The LM head as a column-parallel linear layer on one TP rank, and the recipe it runs in: BF16 unless the
-    model's recipe quantises it (`ModelSpec.fp8_output_proj`)."""
+    run's recipe quantises it (`Recipe.fp8_output_proj`)."""
     md = sh.model
-    quantised = md.fp8_output_proj and sh.recipe.quantised
-    return ("lm_head", md.hidden, padded_vocab(md, sh.tp) / sh.tp, True), sh.recipe if quantised else RECIPES["bf16"]
+    head_recipe = sh.recipe if sh.recipe.fp8_output_proj else RECIPES["bf16"]
+    return ("lm_head", md.hidden, padded_vocab(md, sh.tp) / sh.tp, True), head_recipe
 
 
 def head_forward(sh: Shard) -> list[Op]:

@@ -16,8 +16,8 @@ from perfmodel.inputs.features import era_recipe, missing_features
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import (
+    bridge_recipe,
     cp_comm_recipe,
-    fp8_attention_recipe,
     frozen_base_recipe,
     get_recipe,
     shard_group_recipe,
@@ -435,7 +435,9 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
-    recipe = fp8_attention_recipe(recipe, md.fp8_attention)
+    recipe = bridge_recipe(
+        recipe, scenario.fp8_attention, scenario.fused_grouped_mlp, scenario.fp8_output_proj, scenario.expert_loop
+    )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
     seq_len = scenario.parallelism.seq_len
