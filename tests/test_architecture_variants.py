@@ -223,6 +223,15 @@ def test_padded_all_to_all_moves_capacity_times_experts_rows() -> None:
     assert forward == pytest.approx(2 * all_to_all(volume, ep) + all_gather(volume, etp) + reduce_scatter(volume, etp))
 
 
+@pytest.mark.parametrize("value", ["nan", "-1.0", "inf", "-0.5"])
+def test_a_bad_capacity_factor_in_a_model_file_is_a_one_line_error(tmp_path: Path, value: str) -> None:
+    model = tmp_path / "dropping.toml"
+    model.write_text(f'base = "qwen3-30b-a3b"\ndispatcher = "alltoall"\ncapacity_factor = {value}\n')
+    result = run_cli("predict", "--model", str(model), "--gpu", "b200", "--gpus", "8")
+    assert result.code == 2 and result.out == ""
+    assert result.err.count("\n") == 1 and "capacity_factor" in result.err and str(model) in result.err
+
+
 def test_zoo_parameter_counts_from_the_cited_configs() -> None:
     """Counts written out from the configs cited at the zoo entries (perfmodel/inputs/models.py)."""
     # Nemotron-4 15B: per layer Q, K, V, O (6144 x 6144, 2 x 6144 x 1024, 6144 x 6144), fc1 and fc2 (6144 x 24576
