@@ -52,12 +52,27 @@ def in_process(repeat: int) -> dict[str, float]:
     hybrid_lv = layout_vars(choose_layout(hybrid, hybrid_ctx)[0])
     for _ in range(COMPILE_AFTER + 1):
         evaluate(hybrid_ctx, hybrid_lv)
+    moe_steps = {}  # Qwen3-30B-A3B on 8 B200s as the zoo runs it and with token dropping, padded to capacity 1.0
+    for name, model in (
+        ("dropless", "qwen3-30b-a3b"),
+        ("padded to capacity", {"base": "qwen3-30b-a3b", "dispatcher": "alltoall", "capacity_factor": 1.0,
+                                "pad_to_capacity": True}),
+    ):  # fmt: skip
+        moe = load_scenario(None, {"model": model, "gpu": "b200", "n_gpus": 8, "precision": "fp8"})
+        moe_ctx = context_for(moe)
+        moe_steps[name] = (moe_ctx, layout_vars(choose_layout(moe, moe_ctx)[0]))
+        for _ in range(COMPILE_AFTER + 1):
+            evaluate(*moe_steps[name])
     return {
         "step model (evaluate), us": median_us(lambda: evaluate(ctx, lv), repeat),
         "evaluate, context memo cleared first, us": median_us(first_of_its_shard, repeat),
         "predict() incl. layout check and run cost, us": median_us(lambda: predict(scenario), repeat),
         "step model (evaluate), hybrid Nemotron 3 Nano, us": median_us(lambda: evaluate(hybrid_ctx, hybrid_lv), repeat),
         "predict(), hybrid Nemotron 3 Nano, us": median_us(lambda: predict(hybrid), repeat),
+        **{
+            f"step model (evaluate), Qwen3-30B-A3B {name}, us": median_us(lambda step=step: evaluate(*step), repeat)
+            for name, step in moe_steps.items()
+        },
     }
 
 

@@ -28,6 +28,7 @@ from perfmodel.fitting.validation import (
     PreparedRun,
     RunBatch,
     moe_fit_rows,
+    moe_fitted,
     moe_model,
     newest_container,
     prepare_all,
@@ -62,6 +63,24 @@ NOTES = [
     "  lets the H100 rows pull the shared entries (grouped_gemm 1.17) and leaves",
     "  every-container MAPE in-sample / left out at DeepSeek-V3 8.1/8.6%, Qwen3-235B-A22B 15.6/17.1%,",
     "  Qwen3-30B-A3B 17.6/18.0%, Mixtral 10.6/11.8%; it is kept per family.",
+    "- **Token dropping** (NeMo 25.09's 'tokendrop' rows 252, 254-257, 262-266, 272-273; row 253's EP64 cannot",
+    "  fold into its PP8 stage's 32 ranks). They run Megatron-Bridge's apply_moe_token_drop defaults: capacity",
+    "  factor 1.0, every expert padded to it, 'alltoall' (`fitting.runs.DROPPING_ROUTING`). Force-balanced, a padded",
+    "  expert runs exactly the dropless share (Qwen3-30B-A3B at MBS1: ceil(4,096 x 8 / 128) = 256 copies from each",
+    "  sending rank, `moe.capacity`), so the physics gives them their layouts' dropless work; what differs is the",
+    "  'alltoall' exchange (not hidden: no shared experts) and that the padded dispatcher never copies split sizes",
+    "  to the host (megatron-core 0.16.1 token_dispatcher.py preprocess: 'no_sync'). Against the same layouts'",
+    "  dropless rows they read both ways: Qwen3-30B-A3B B200 MBS1 18,066 tokens/s/GPU against 9,299 (25.11) and",
+    "  9,691 (26.02), H100 PP2 VP24 MBS2 10,494 against 5,275 (25.11): twice as fast; GB200 MBS4 22,775-23,723",
+    "  against 23,766 (25.11): the same; Qwen3-235B-A22B H100 TP2 PP8 VP4 EP32 1,204 against 1,575 (25.11): 24%",
+    "  slower. So they are validated, not fitted (`validation.DROPPING_NOT_FITTED`): fitted (tried), they pulled",
+    "  `moe_legacy_group_s@blackwell` from 4.9e-05 to 4.5e-05 and made the dropless B200 MBS1 rows 209 and 238",
+    "  read +22% and +26% instead of +16% and +20%. As `perfmodel validate` reads them: DeepSeek-V3 +10% (252),",
+    "  +3% and +10% (262, 263); Qwen3-30B-A3B -10%, -12% (GB200 MBS4), -44% (B200 MBS1), -48% (H100); Qwen3-235B-",
+    "  A22B +1%, +4% (GB200), -19%, -21% (B200), +30% (H100, run with its layout's 26.08 recipe EP overlap: an",
+    "  assumption that 25.09 may not have run). Tried: no per-expert cost on padded rows (the host sync gone) reads",
+    "  +15..+52% on all but the H100 Qwen3-30B-A3B row (-11%), so that cost is neither all paid nor all hidden; a",
+    "  host-launch bound per layer (the larger of GPU and host time) would be the test, with kernel timings.",
     "- **EP across NICs.** Dispatch and combine go as each model's recipe sends them (Megatron-Bridge 0.3.1):",
     "  DeepSeek-V3 and Qwen3 apply the flex dispatcher, which runs hierarchically as DeepEP/HybridEP (a token",
     "  crosses the NICs once per remote domain holding one of its experts: (D-1)(1-missed) sends instead of",
@@ -327,7 +346,7 @@ def main(write: bool) -> int:
     dense_start = calibration.Calibration(cal.dense_values(start), provenance, start.source)
     items = prepare_all([r for r in runs if r.source.startswith(MOE_SOURCE)], dense_start, [])
     fitted_rows = moe_fit_rows(items)
-    left_out = [i for i in items if moe_model(i) in MOE_NOT_FITTED]
+    left_out = [i for i in items if not moe_fitted(i)]
     fitted, section = cal.moe_stage(fitted_rows, RunBatch, dense_start, moe_model, left_out, zoo_model)
     models = sorted({moe_model(i) for i in items})
     newest_rows = newest_container(items)

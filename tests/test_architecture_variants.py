@@ -4,6 +4,7 @@ them (exact parameter counts from the cited configs), and the feature combinatio
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, RECIPES
 from perfmodel.inputs.record import replaced
 from perfmodel.physics import memory, moe
-from perfmodel.physics.collectives import all_gather, group_links
+from perfmodel.physics.collectives import all_gather, all_to_all, group_links, reduce_scatter
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.parallel import Layout, violations
 from perfmodel.physics.step import Context, evaluate, kv_regroup
@@ -177,6 +178,58 @@ def test_capacity_factor_caps_or_pads_the_expert_load() -> None:
     ):
         sh = Shard(model, BF16, 1, 1, 1, T, imbalance=imbalance)
         assert moe.routed_tokens(sh) == pytest.approx(copies * load)
+
+
+PADDED = replaced(ZOO["qwen3-30b-a3b"], dispatcher="alltoall", capacity_factor=1.1, pad_to_capacity=True)
+"""Qwen3-30B-A3B (128 experts, top-8, hidden 2048, expert width 768 gated) padded to a capacity factor of 1.1."""
+
+
+def test_capacity_is_megatrons_ceiling_per_sending_rank() -> None:
+    """megatron-core 0.16.1 moe_utils.get_capacity: ceil(tokens x top_k / experts x capacity_factor) from each rank's
+    router input (4,100 tokens over TP 2: 2,050), and MoEAlltoAllTokenDispatcher.preprocess L494-499: every local
+    expert then runs capacity x tp_size x ep_size rows (the dispatcher's expert TP 2 and EP 4)."""
+    sh = Shard(PADDED, BF16, 2, 1, 1, 4100, ep=4, etp=2)
+    assert moe.capacity(sh) == math.ceil(2050 * 8 / 128 * 1.1) == 141
+    assert moe.tokens_per_expert(sh) == 141 * 2 * 4
+    assert moe.routed_tokens(sh) == 141 * 2 * 4 * 32  # 32 local experts
+    dropping = replaced(PADDED, pad_to_capacity=False)  # not padded: the busiest expert up to the capacity
+    assert moe.tokens_per_expert(Shard(dropping, BF16, 2, 1, 1, 4100, 4, 2, imbalance=1.5)) == 141 * 2 * 4
+    assert moe.tokens_per_expert(Shard(dropping, BF16, 2, 1, 1, 4100, 4, 2)) == pytest.approx(2050 * 8 / 128 * 8)
+
+
+def test_padded_experts_run_their_gemms_and_keep_their_inputs_at_the_capacity() -> None:
+    """The grouped GEMMs' M, FLOPs and the permuted buffers kept for backward at the padded rows: TP 1, EP 8, 4,096
+    tokens, capacity ceil(4096 x 8 / 128 x 1.1) = 282, 16 local experts of 282 x 8 = 2,256 rows each."""
+    sh = Shard(PADDED, BF16, 1, 1, 1, 4096, ep=8)
+    rows = 282 * 8
+    ops = {o.name: o for o in moe.moe_block_forward(sh, BF16)}
+    fc1, fc2 = ops["expert_fc1.fprop"], ops["expert_fc2.fprop"]
+    assert (fc1.m, fc1.groups) == (rows, 16)
+    assert fc1.flops == 2 * 16 * rows * 2048 * 2 * 768
+    assert fc2.flops == 2 * 16 * rows * 768 * 2048
+    dropless = Shard(replaced(PADDED, capacity_factor=0.0, pad_to_capacity=False), BF16, 1, 1, 1, 4096, ep=8)
+    saved = [moe._block_saved(s, BF16, "selective") for s in (sh, dropless)]
+    per_row = 2048 * BF16_BYTES + 2 * 768 * BF16_BYTES + 2048 * BF16_BYTES  # input, fc1 output, expert output
+    assert saved[0] - saved[1] == pytest.approx(16 * (rows - 4096 * 8 / 16) * per_row)
+
+
+def test_padded_all_to_all_moves_capacity_times_experts_rows() -> None:
+    """The dispatcher's num_out_tokens = capacity x experts rows of the hidden state in BF16 (preprocess L493),
+    dispatched and combined, and gathered and scattered over expert TP: capacity 282 at TP 1, EP 8."""
+    ctx = _ctx(PADDED)
+    ep, etp = group_links(ctx.tiers, ctx.efficiency, 8.0, 1.0), group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0)
+    volume = 282 * 128 * 2048 * BF16_BYTES
+    forward, _ = moe.expert_comm(Shard(PADDED, BF16, 1, 1, 1, 4096, ep=8), ep, etp, 0.0)
+    assert forward == pytest.approx(2 * all_to_all(volume, ep) + all_gather(volume, etp) + reduce_scatter(volume, etp))
+
+
+@pytest.mark.parametrize("value", ["nan", "-1.0", "inf", "-0.5"])
+def test_a_bad_capacity_factor_in_a_model_file_is_a_one_line_error(tmp_path: Path, value: str) -> None:
+    model = tmp_path / "dropping.toml"
+    model.write_text(f'base = "qwen3-30b-a3b"\ndispatcher = "alltoall"\ncapacity_factor = {value}\n')
+    result = run_cli("predict", "--model", str(model), "--gpu", "b200", "--gpus", "8")
+    assert result.code == 2 and result.out == ""
+    assert result.err.count("\n") == 1 and "capacity_factor" in result.err and str(model) in result.err
 
 
 def test_zoo_parameter_counts_from_the_cited_configs() -> None:

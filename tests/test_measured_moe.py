@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
+from perfmodel.fitting.runs import DROPPING_ASSUMPTION, MOE_SOURCE, bundled_runs
 from perfmodel.physics.calibration import BUNDLED
 from tests.conftest import run_cli
 
@@ -28,9 +28,9 @@ def _median(values: list[float]) -> float:
 
 
 def test_the_bundled_file_prices_every_moe_row_with_its_held_out_error() -> None:
-    """Every bundled MoE row is there once, fitted or not (GPT-OSS-120B, Nemotron 3 Nano: validated only), and each
-    fitted row's throughput error is its time error in 'residuals' inverted (predicted / measured tokens/s =
-    measured / predicted time); GPT-OSS-120B's time errors give the stage's recorded MAPE for it."""
+    """Every bundled MoE row is there once, fitted or not (GPT-OSS-120B, Nemotron 3 Nano and the token-dropping rows:
+    validated only), and each fitted row's throughput error is its time error in 'residuals' inverted (predicted /
+    measured tokens/s = measured / predicted time); GPT-OSS-120B's time errors give the stage's recorded MAPE for it."""
     fit = _fit()
     rows = fit["priced_rows"]
     runs, _ = bundled_runs()
@@ -38,7 +38,8 @@ def test_the_bundled_file_prices_every_moe_row_with_its_held_out_error() -> None
     gpt_ids = {r.id for r in runs if r.source == GPT_OSS}
     nano_ids = {r.id for r in runs if r.source == f"{MOE_SOURCE}: Nemotron-3-Nano-30B-A3B"}
     assert sorted(r["id"] for r in rows) == sorted(moe_ids)
-    assert {r["id"] for r in rows if not r["fitted"]} == gpt_ids | nano_ids
+    dropping_ids = {r.id for r in runs if DROPPING_ASSUMPTION in r.assumptions}
+    assert {r["id"] for r in rows if not r["fitted"]} == gpt_ids | nano_ids | dropping_ids
     assert sum(r["fitted"] for r in rows) == fit["rows"]
     throughput = {r["id"]: r["held_out_throughput_error_pct"] for r in rows}
     for residual in fit["residuals"]:

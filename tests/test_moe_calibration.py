@@ -113,10 +113,12 @@ def test_perfmodel_calibrate_runs_the_moe_stage_and_its_file_reloads(tmp_path: P
     fitted = fit_calibration([*dense, *moe_runs], [], cross_validate=False)
     section = fitted.provenance["moe"]
     assert set(section["fit"]["parameters"]) >= set(MOE_SHARED)
-    assert section["fit"]["rows"] == len(moe_fit_rows(prepare_all(moe_runs, calibration.UNCALIBRATED, [])))
+    fit_rows = {i.run.id for i in moe_fit_rows(prepare_all(moe_runs, calibration.UNCALIBRATED, []))}
+    assert section["fit"]["rows"] == len(fit_rows)
     assert {k for k in fitted.parameters if table.stage_of(k) == "moe"} == set(section["fit"]["parameters"])
     priced = section["fit"]["priced_rows"]
-    assert sorted(r["id"] for r in priced) == sorted(r.id for r in moe_runs) and all(r["fitted"] for r in priced)
+    assert sorted(r["id"] for r in priced) == sorted(r.id for r in moe_runs)
+    assert {r["id"] for r in priced if r["fitted"]} == fit_rows  # all but Qwen3-30B-A3B's token-dropping rows
     assert {r["zoo_model"] for r in priced} == {"qwen3-30b-a3b", "mixtral-8x7b"}
     path = tmp_path / "calibration.json"
     path.write_text(fitted.to_json())

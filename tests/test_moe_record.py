@@ -39,6 +39,8 @@ def test_an_ep_group_across_dgx_nodes_records_the_scale_out_share() -> None:
         "ep_overlap_parameter": "overlap_ep_scaleout",
         "ep_scaleup_domains": 8,
         "imbalance": 1.0,
+        "capacity_factor": 0.0,
+        "pad_to_capacity": False,
     }
     assert list(d)[list(d).index("breakdown") + 1] == "moe" and d["breakdown"]["ep_comm_exposed_s"] > 0
 
@@ -61,7 +63,23 @@ def test_the_recipe_setting_and_the_imbalance_are_recorded(tmp_path: Path) -> No
         "moe.ep_overlap_parameter": "overlap_ep",
         "moe.ep_scaleup_domains": "1",
         "moe.imbalance": "1.3",
+        "moe.capacity_factor": "0.0",
+        "moe.pad_to_capacity": "False",
     }
+
+
+def test_token_dropping_is_recorded_with_its_capacity_factor(tmp_path: Path) -> None:
+    """Qwen3-30B-A3B padded to a capacity factor of 1.25 ('alltoall', as Megatron-Bridge's apply_moe_token_drop
+    asserts): the record and the Experts line both say so."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        'gpu = "b200"\nn_gpus = 8\n[model]\nbase = "qwen3-30b-a3b"\ndispatcher = "alltoall"\n'
+        "capacity_factor = 1.25\npad_to_capacity = true\n"
+    )
+    d = _json(str(scenario), "--ep", "8", "--gbs", "64")
+    assert (d["moe"]["capacity_factor"], d["moe"]["pad_to_capacity"]) == (1.25, True)
+    table = run_cli("predict", str(scenario), "--ep", "8", "--gbs", "64", *_GIVEN)
+    assert "in 48 of 48 layers, tokens beyond capacity factor 1.25 dropped, every expert padded to it;" in table.out
 
 
 def test_a_dense_prediction_has_no_moe_columns_and_a_mixed_sweep_leaves_them_empty(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
-from perfmodel.fitting.validation import NOT_FITTED, prepare
+from perfmodel.fitting.runs import DROPPING_ASSUMPTION, DROPPING_ROUTING, MOE_SOURCE, bundled_runs
+from perfmodel.fitting.validation import NOT_FITTED, moe_fitted, prepare
 from perfmodel.physics.calibration import resolve
 
 TOLERANCE = 0.12
@@ -103,19 +103,56 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
     }
     assert sources <= set(NOT_FITTED)
     reasons = " ".join(e.reason for e in excluded)
-    for why in ("token-dropping", "Muon", "a hybrid model whose config", "none of the sources"):
+    for why in ("Muon", "a hybrid model whose config", "none of the sources"):
         assert why in reasons
+    assert "token-dropping" not in reasons
     moe = [r for r in runs if r.source.startswith(MOE_SOURCE)]
     assert all(r.scenario["parallelism"]["ep"] >= 1 and r.scenario["parallelism"]["etp"] == 1 for r in moe)
     without_mtp = [r for r in moe if r.scenario["model"] == {"base": "deepseek-v3", "mtp_layers": 0}]
+    dropping = [r for r in moe if DROPPING_ASSUMPTION in r.assumptions]
     with_recipe = [
         r
         for r in moe
-        if (isinstance(r.scenario["model"], dict) and r not in without_mtp) or "fp8_attention" in r.scenario
+        if (isinstance(r.scenario["model"], dict) and r not in [*without_mtp, *dropping])
+        or "fp8_attention" in r.scenario
     ]
     assert without_mtp
     rows = (*H100_TP2_EP32, *GPT_OSS_RECIPE_ROWS, *QWEN3_FULL_ITERATION_ROWS)
     assert {r.id for r in with_recipe} == {f"measured_runs.csv:{n}" for n in rows}
+
+
+DROPPING_ROWS = {252: "deepseek-v3", 262: "deepseek-v3", 263: "deepseek-v3", 254: "qwen3-30b-a3b",
+                   255: "qwen3-30b-a3b", 264: "qwen3-30b-a3b", 272: "qwen3-30b-a3b", 256: "qwen3-235b-a22b",
+                   257: "qwen3-235b-a22b", 265: "qwen3-235b-a22b", 266: "qwen3-235b-a22b"}  # fmt: skip
+"""Megatron-Bridge performance summary (archive), NeMo 25.09 container, the rows marked 'tokendrop' (measured_runs.csv
+rows 252-257, 262-266, 272-273): token dropping at Megatron-Bridge's apply_moe_token_drop defaults (megatron-bridge
+0.6.2 training/utils/moe_token_drop.py L25-72: capacity factor 1.0, padded to it, 'alltoall' asserted). Row 273
+(H100, TP2 PP8 VP4 EP32) also runs its layout's recipe (test_rows_of_a_sourced_recipe_run_its_dispatcher_and_ep_
+overlap); row 253 (GB200 PP8 EP64 with DP32) is excluded: EP 64 cannot fold into a stage's 32 ranks."""
+
+
+@pytest.mark.parametrize(("row", "model"), DROPPING_ROWS.items())
+def test_token_dropping_rows_run_the_padded_capacity(row: int, model: str) -> None:
+    run = _run(str(row))
+    assert run.scenario["model"] == {"base": model, **DROPPING_ROUTING}
+    assert DROPPING_ASSUMPTION in run.assumptions
+
+
+def test_token_dropping_rows_are_validated_not_fitted() -> None:
+    """validation.DROPPING_NOT_FITTED: the MoE stage holds them out, as it holds out GPT-OSS-120B's rows; the same
+    layout's dropless row (25.11, row 238) it fits."""
+    calibration = resolve(None)
+    assert not moe_fitted(prepare(_run("264"), calibration))
+    assert moe_fitted(prepare(_run("238"), calibration))
+
+
+def test_the_token_dropping_row_of_a_sourced_recipe_keeps_both() -> None:
+    run = _run("273")
+    assert run.scenario["model"] == {"base": "qwen3-235b-a22b", "ep_microbatch_overlap": True, **DROPPING_ROUTING}
+    _, excluded = bundled_runs()  # row 253: EP 64 cannot fold into the 32 GPUs of a PP 8 stage (256 GPUs)
+    assert [e.reason for e in excluded if e.id == "measured_runs.csv:253"] == [
+        "EP 64 does not divide the 32 GPUs of a pipeline stage"
+    ]
 
 
 H100_TP2_EP32 = (94, 137, 179, 215, 245)

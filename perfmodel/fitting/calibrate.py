@@ -412,7 +412,8 @@ def moe_stage(
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The MoE stage fitted on `items` over `start`'s dense values: its fitted entries, and the calibration file's
     'moe' section, with the in-sample residuals and leave-one-model-out ones (refit without a model, predict it);
-    rows of models the stage does not fit (`not_fitted`) count as held out under the whole stage. The held-out
+    rows the stage does not fit (`not_fitted`: a model's, or token-dropping ones) are predicted the same way, so a
+    model none of whose rows it fits counts as held out under the whole stage. The held-out
     residuals give a MoE prediction's 80% interval; 'priced_rows' keeps each row's held-out throughput error with its
     zoo model (`zoo_of`) and accelerator family, which a prediction of that model on that family reports."""
     models = sorted({model_of(i) for i in [*items, *not_fitted]})
@@ -422,10 +423,9 @@ def moe_stage(
     problems = [_Problem(train, _item_profile, formats_of, moe_start, **options) for train in trained]
     solved = iter(_lockstep_values(problems, pricer))  # the stage's fit and each model's left out, together
     fitted = _result(problems[0], pricer(items), next(solved))
-    extra = predict(fitted.parameters | dense_values(start), not_fitted, pricer, _item_profile, model_of)
-    held: dict[str, Residual] = {r.run_id: r for r in extra}
+    held: dict[str, Residual] = {}
     for model, train in trains.items():
-        test = [i for i in items if model_of(i) == model]
+        test = [i for i in [*items, *not_fitted] if model_of(i) == model]
         values = next(solved) if train else {}
         ratios = pricer(test).log_time_ratios(moe_efficiencies(start, values))
         held |= {i.run.id: Residual(i.run.id, model, i.family, float(r)) for i, r in zip(test, ratios, strict=True)}
@@ -446,7 +446,7 @@ def moe_stage(
             "in_sample_mape_pct": mape(fitted.residuals),
             "in_sample_mape_pct_by_model": by_model(fitted.residuals),
             "leave_one_model_out_mape_pct": by_model(list(held.values())),
-            "not_fitted": sorted({model_of(i) for i in not_fitted}),
+            "not_fitted": sorted({model_of(i) for i in not_fitted} - {model_of(i) for i in items}),
             "interval": interval(list(held.values())),
             "residuals": [
                 {

@@ -3,7 +3,7 @@
 A `MeasuredRun` is a scenario (what ran: model, hardware, GPUs, precision, layout) plus one measured number
 (`tokens_per_s_per_gpu`, `step_time_s` or, for MLPerf, `time_to_train_min`). The bundled rows are converted from
 perfmodel/data/measured_runs.csv and mlperf_training_llm.csv (copies of ../shared/data, source columns kept); a row
-that cannot be predicted honestly (a model whose shapes are not bundled, a hybrid Mamba model, token dropping, another
+that cannot be predicted honestly (a model whose shapes are not bundled, a hybrid Mamba model, another
 optimizer, accelerator not in hardware_specs, duplicate, missing layout facts) is excluded with its reason rather
 than guessed. Mixture-of-experts rows are grouped per model (source 'Megatron-Bridge MoE: <model>').
 """
@@ -442,10 +442,18 @@ def _measured_model(row: dict[str, str]) -> str | dict[str, Any]:
     raise Excluded(f"model '{name}' is not in the zoo")
 
 
+DROPPING_ROUTING = {"capacity_factor": 1.0, "pad_to_capacity": True, "dispatcher": "alltoall"}
+"""A 'variant: tokendrop' row's routing: Megatron-Bridge's apply_moe_token_drop at its defaults,
+moe_expert_capacity_factor 1.0 and moe_pad_expert_input_to_capacity True, which asserts the 'alltoall' dispatcher
+(megatron-bridge 0.6.2 training/utils/moe_token_drop.py L25-72)."""
+DROPPING_ASSUMPTION = (
+    "token dropping at apply_moe_token_drop's defaults (capacity factor 1.0, every expert padded to it, 'alltoall' "
+    "dispatcher; the table names the variant, not its settings)"
+)
+
+
 def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
-    """A MoE row's model: token-dropping runs and other optimizers are refused; 'w/o MTP' drops DeepSeek's MTP."""
-    if "variant: tokendrop" in notes:
-        raise Excluded(f"{name}: a token-dropping run (capacity factor); perfmodel models dropless routing")
+    """A MoE row's model: other optimizers are refused; 'w/o MTP' drops DeepSeek's MTP."""
     if "Muon" in notes:
         raise Excluded(f"{name}: trained with the Muon optimizer; perfmodel models Adam's state and step")
     model_id = MOE_MODELS[name]
@@ -547,6 +555,9 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     run_settings: dict[str, bool] = {}
     if row["model"] in MOE_MODELS:
         parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
+        stage_gpus = int(row["n_gpus"]) // parallelism["pp"]
+        if stage_gpus % parallelism["ep"]:
+            raise Excluded(f"EP {parallelism['ep']} does not divide the {stage_gpus} GPUs of a pipeline stage")
         source = f"{MOE_SOURCE}: {row['model']}"
         assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
@@ -554,6 +565,9 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         model, run_settings = _with_recipe(row, model, parallelism, assumptions)
         if regression := KNOWN_REGRESSIONS.get((row["model"], row["version_or_date"])):
             assumptions.append(regression)
+        if "variant: tokendrop" in row["notes"]:  # after the recipe's settings: token dropping asserts 'alltoall'
+            model = {**(model if isinstance(model, dict) else {"base": model}), **DROPPING_ROUTING}
+            assumptions.append(DROPPING_ASSUMPTION)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
     if row["step_time_s"]:

@@ -18,6 +18,7 @@ from perfmodel.fitting import whole_runs
 from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled, settle
 from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import (
+    DROPPING_ASSUMPTION,
     LONG_SEQUENCE_SOURCE,
     MAXTEXT_SOURCE,
     MOE_MODELS,
@@ -52,6 +53,12 @@ MOE_NOT_FITTED = {
     "measure: fitted, the shared MoE entries would absorb what the SSD scan's pricing misses; validated, not fitted",
 }
 """MoE models whose rows the MoE stage leaves out, and why (they are still validated and reported)."""
+DROPPING_NOT_FITTED = (
+    "token-dropping rows (NeMo 25.09, padded to a capacity factor of 1.0): force-balanced, they run the work of the "
+    "same layouts' dropless rows, yet read from 24% slower to 2x faster than them; fitted, the per-expert cost "
+    "(moe_legacy_group_s) would absorb the gap; validated, not fitted"
+)
+"""Why the MoE stage leaves the token-dropping rows out (fitting.runs.DROPPING_ROUTING; docs/moe_validation.md)."""
 NOT_FITTED: dict[str, str] = {
     f"{MOE_SOURCE}: {name}": "not in the dense fit: MoE rows fit only the calibration's MoE stage (overlap_ep, "
     "overlap_ep_scaleout, grouped_gemm, moe_legacy_group_s; docs/moe_validation.md), with the dense parameters fixed"
@@ -534,7 +541,7 @@ def fit_calibration(
     if moe_runs:
         say(f"MoE stage on the rows of every container of {len(moe_runs)} MoE runs")
         moe_items = prepare_all(moe_runs, start, unpredictable)
-        left_out = [i for i in moe_items if moe_model(i) in MOE_NOT_FITTED]
+        left_out = [i for i in moe_items if not moe_fitted(i)]
         values, section = cal.moe_stage(moe_fit_rows(moe_items), RunBatch, start, moe_model, left_out, zoo_model)
         built = replace(built, parameters=built.parameters | values, provenance=built.provenance | {"moe": section})
     whole = [r for r in runs if whole_runs.is_whole_run(r)]
@@ -589,10 +596,15 @@ def zoo_model(item: PreparedRun) -> str:
 
 
 def moe_fit_rows(items: Sequence[PreparedRun]) -> list[PreparedRun]:
-    """The MoE rows the MoE stage fits: every container's, but for the models of MOE_NOT_FITTED. Containers before
-    the grouped expert kernel ran the same layouts 18-56% slower; `moe_legacy_group_s` prices that age, so that the
-    other MoE entries need not absorb it."""
-    return [i for i in items if moe_model(i) not in MOE_NOT_FITTED]
+    """The MoE rows the MoE stage fits: every container's, but for the models of MOE_NOT_FITTED and the token-dropping
+    rows (DROPPING_NOT_FITTED). Containers before the grouped expert kernel ran the same layouts 18-56% slower;
+    `moe_legacy_group_s` prices that age, so that the other MoE entries need not absorb it."""
+    return [i for i in items if moe_fitted(i)]
+
+
+def moe_fitted(item: PreparedRun) -> bool:
+    """Whether the MoE stage fits this MoE row (moe_fit_rows); the others it validates, held out of the whole stage."""
+    return moe_model(item) not in MOE_NOT_FITTED and DROPPING_ASSUMPTION not in item.run.assumptions
 
 
 def newest_container(items: Sequence[PreparedRun]) -> list[PreparedRun]:

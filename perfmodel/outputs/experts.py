@@ -49,4 +49,15 @@ def experts_text(p: Prediction) -> str:
     x = e.exchange
     where = f"across {x.domains} scale-up domains (NICs)" if x.domains > 1 else "inside one scale-up domain"
     imbalance = f"; busiest rank {x.imbalance:g}x the mean tokens" if x.imbalance != 1 else ""
-    return f"{e.routing}; {e.layout}; '{x.dispatcher}' dispatcher, all-to-all {where}, {e.hidden}{imbalance}"
+    return (
+        f"{e.routing}{_dropping(p)}; {e.layout}; '{x.dispatcher}' dispatcher, all-to-all {where}, {e.hidden}{imbalance}"
+    )
+
+
+def _dropping(p: Prediction) -> str:
+    """Token dropping, where the model drops: the capacity factor, and whether every expert is padded to it."""
+    md = p.model
+    if not md.capacity_factor:
+        return ""
+    padded = ", every expert padded to it" if md.pad_to_capacity else ""
+    return f", tokens beyond capacity factor {md.capacity_factor:g} dropped{padded}"

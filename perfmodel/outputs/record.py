@@ -209,6 +209,12 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field("moe.imbalance", "ratio", "MoE: tokens of the busiest expert rank over the mean (moe_imbalance)"),
     Field(
+        "moe.capacity_factor",
+        "ratio",
+        "MoE: expert capacity over the balanced share, tokens beyond it dropped (0: dropless)",
+    ),
+    Field("moe.pad_to_capacity", "true/false", "MoE: every expert padded to its capacity (grouped GEMMs, all-to-all)"),
+    Field(
         "moe.measured_rows",
         "rows",
         "MoE: bundled measured rows of this zoo model on this accelerator family in the calibration (absent: none)",

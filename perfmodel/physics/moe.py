@@ -22,7 +22,7 @@ from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics import deltanet, mamba
-from perfmodel.physics.algebra import Number, where
+from perfmodel.physics.algebra import Number, ceil, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import FRAGMENTATION, indexer_bytes_per_token, replicated_kv_bytes_per_token
@@ -60,24 +60,42 @@ def tokens_in(sh: Shard) -> Number:
     return sh.tokens / sh.tp
 
 
-def load(sh: Shard) -> float:
-    """Token copies the busiest expert rank takes over the balanced share: the router's imbalance, capped at the
-    capacity factor when the model drops tokens, or the capacity itself when it pads every expert to it
-    (ModelSpec.capacity_factor, pad_to_capacity; Megatron-Bridge training/utils/moe_token_drop.py L25-72)."""
+def balanced_per_expert(sh: Shard) -> Number:
+    """Token copies each expert of a perfectly balanced router gets from the ep x etp ranks that send to it."""
+    return tokens_in(sh) * sh.model.top_k / sh.model.experts * sh.ep * sh.etp
+
+
+def capacity(sh: Shard) -> Number:
+    """Token copies an expert takes from each sending rank when the model drops tokens (ModelSpec.capacity_factor):
+    megatron-core 0.16.1 moe_utils.get_capacity, ceil(capacity_factor x tokens x top_k / experts), over the tokens
+    the rank's router sees (transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess L485-493)."""
     md = sh.model
-    if not md.capacity_factor:
-        return sh.imbalance
-    return md.capacity_factor if md.pad_to_capacity else min(sh.imbalance, md.capacity_factor)
-
-
-def routed_tokens(sh: Shard) -> Number:
-    """Token copies the busiest rank's local experts process."""
-    return tokens_in(sh) * sh.model.top_k * sh.etp * load(sh)
+    return ceil(md.capacity_factor * tokens_in(sh) * md.top_k / md.experts)
 
 
 def tokens_per_expert(sh: Shard) -> Number:
-    """Rows of each local expert's GEMM: the routed copies over the experts / ep on this rank."""
-    return routed_tokens(sh) / (sh.model.experts / sh.ep)
+    """Rows of each local expert's GEMM on the busiest rank: the balanced share times the router's imbalance;
+    with token dropping at most `capacity` from each of the ep x etp sending ranks, and exactly that when every
+    expert is padded to it (ModelSpec.pad_to_capacity: preprocess L494-507 fixes every local expert at
+    capacity x tp_size x ep_size, the dispatcher's expert-TP and EP sizes, whatever the routing)."""
+    md, routed = sh.model, balanced_per_expert(sh) * sh.imbalance
+    if not md.capacity_factor:
+        return routed
+    capped = capacity(sh) * sh.ep * sh.etp
+    return capped if md.pad_to_capacity else minimum(routed, capped)
+
+
+def load(sh: Shard) -> Number:
+    """Token copies the busiest expert rank takes over the balanced share (what the all-to-all moves): the router's
+    imbalance, capped by the capacity when the model drops tokens, the capacity itself when it pads to it."""
+    if not sh.model.capacity_factor:
+        return sh.imbalance
+    return tokens_per_expert(sh) / balanced_per_expert(sh)
+
+
+def routed_tokens(sh: Shard) -> Number:
+    """Token copies the busiest rank's local experts process: each local expert's rows."""
+    return tokens_per_expert(sh) * sh.model.experts / sh.ep
 
 
 def _grouped(name: str, groups: Number, m: Number, n: Number, k: Number, recipe: Recipe, tile_n: int = 0) -> Op:

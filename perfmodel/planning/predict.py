@@ -212,6 +212,8 @@ class Prediction(Shown):
                 "ep_overlap_parameter": e.overlap_name,
                 "ep_scaleup_domains": e.domains,
                 "imbalance": e.imbalance,
+                "capacity_factor": self.model.capacity_factor,
+                "pad_to_capacity": self.model.pad_to_capacity,
             }
             | (self.measured.to_dict() if self.measured else {})
         }
