@@ -232,9 +232,9 @@ STACKS: dict[str, StackProfile] = {
     ),
     "deepspeed": StackProfile(
         "deepspeed",
-        "Microsoft DeepSpeed ZeRO (its bundled rows are excluded: 3-5x slower than Megatron on the same hardware, "
-        "so no fit; priced at its profile's figures, its per-step overhead and DP overlap at the shared values: "
-        "an assumption, no source sizes them)",
+        "Microsoft DeepSpeed ZeRO (no rows of its own: priced at its profile's figures, its per-step overhead and DP "
+        "overlap at the shared values, an assumption no source sizes; before its 0.6.0 release ZeRO-3 runs tensor "
+        "by tensor, nothing overlapped: inputs/features.py)",
         "FlashAttention-2",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
