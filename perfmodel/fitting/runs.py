@@ -347,6 +347,9 @@ DEEPSPEED_IN_MEGATRON = (
     "integrated ZeRO into our codebase using the DeepSpeed Python library', recalled): stack megatron-deepspeed at "
     "that vintage"
 )
+DEEPSPEED_SOURCE = "Narayanan et al. 2021: ZeRO-3 (DeepSpeed)"
+"""Source of Narayanan et al. 2021's Table 2 ZeRO-3 rows (GPT-3 175B and 530B without model parallelism): their own
+group in validate, priced on the megatron-deepspeed stack of 2021-04 (DeepSpeed's per-tensor ZeRO-3)."""
 LLMBOOST_STACK = (
     "LLMBoost implementation: MangoBoost's own training stack (and, across nodes, its GPUBoost RoCE NICs), not AMD's "
     "ROCm PyTorch reference whose kernels and overlap perfmodel's AMD profile describes; no public description of "
@@ -561,6 +564,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     if "DeepSpeed" in row["fsdp_or_zero"]:
         scenario |= {"stack": "megatron-deepspeed", "vintage": row["version_or_date"]}
         assumptions.append(DEEPSPEED_IN_MEGATRON)
+        source = DEEPSPEED_SOURCE
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]) or _last_changed(row["source"]),
