@@ -259,7 +259,8 @@ STACKS: dict[str, StackProfile] = {
     "megatron-deepspeed": StackProfile(
         "megatron-deepspeed",
         "Megatron-DeepSpeed (BigScience's BLOOM, 2022): Megatron-LM's model code and kernels of its release in "
-        "DeepSpeed's pipeline engine with ZeRO-1 (no fit of its own: Megatron's, its release trend included)",
+        "DeepSpeed's pipeline engine with ZeRO-1, or without a pipeline with DeepSpeed's ZeRO-3 (Narayanan et al. "
+        "2021's Table 2 rows, validation only); no fit of its own: Megatron's, its release trend included",
         "Megatron-LM's (fused softmax before FlashAttention)",
         SourcedFigure(1.0, "Megatron-LM's kernels: the reference the fitted attention efficiencies describe"),
         attention_native=(),
