@@ -1,5 +1,6 @@
 """Speed of a prediction on another stack's profile: MaxText's hybrid FSDP (ZeRO-3 in groups of 128 of 512 DP ranks)
-against the same layout fully sharded and against the default scenario, in the same run (ratios to the default).
+against the same layout fully sharded, and DeepSpeed's per-tensor ZeRO-3 of 2021 (GPT-3 175B on 1,536 A100s, as
+Narayanan et al. 2021's Table 2 ran it), against the default scenario, in the same run (ratios to the default).
 
 Run: python benchmarks/bench_stacks.py [--repeat N]. Prints medians; not a test.
 """
@@ -18,6 +19,10 @@ from perfmodel.planning.predict import choose_layout, context_for, layout_vars, 
 MAXTEXT = {
     "model": "llama2-70b", "gpu": "h100-sxm", "n_gpus": 512, "precision": "fp8", "stack": "maxtext", "tp": 1,
     "pp": 1, "cp": 1, "mbs": 2, "gbs": 1024, "seq_len": 4096, "zero": 3, "recompute": "full",
+}  # fmt: skip
+DEEPSPEED_2021 = {
+    "model": "gpt3-175b", "gpu": "a100-sxm-80gb", "n_gpus": 1536, "precision": "bf16", "stack": "megatron-deepspeed",
+    "vintage": "2021-04", "tp": 1, "pp": 1, "mbs": 1, "gbs": 1536, "seq_len": 2048, "zero": 3, "recompute": "full",
 }  # fmt: skip
 
 
@@ -38,7 +43,12 @@ def main() -> None:
     repeat = parser.parse_args().repeat
     base_step, base_predict = timings(repeat)
     hybrid = MAXTEXT | {"shard_group": 128}
-    cases: dict[str, dict[str, Any]] = {"default": {}, "maxtext, full FSDP": MAXTEXT, "maxtext, hybrid 128": hybrid}
+    cases: dict[str, dict[str, Any]] = {
+        "default": {},
+        "maxtext, full FSDP": MAXTEXT,
+        "maxtext, hybrid 128": hybrid,
+        "deepspeed ZeRO-3, 2021": DEEPSPEED_2021,
+    }
     print(f"{'case':24s} {'evaluate us':>12s} {'ratio':>6s} {'predict us':>11s} {'ratio':>6s}")
     for name, options in cases.items():
         step, whole = timings(repeat, **options)

@@ -7,7 +7,7 @@ from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
-from perfmodel.fitting.runs import MAXTEXT_SOURCE, bundled_runs, reference_vintage, vintage_years
+from perfmodel.fitting.runs import DEEPSPEED_SOURCE, MAXTEXT_SOURCE, bundled_runs, reference_vintage, vintage_years
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.stacks import STACKS, get_stack, stack_recipe
@@ -22,9 +22,9 @@ def test_llm_foundry_rows_run_on_the_composer_stack() -> None:
     runs, _ = bundled_runs()
     stacks = {r.source: r.scenario.get("stack", "megatron") for r in runs if r.metric != "gpu_hours"}
     assert stacks["llm-foundry"] == "composer" and stacks[MAXTEXT_SOURCE] == "maxtext"
-    assert stacks["torchtitan"] == "torchtitan"
-    others = {s for source, s in stacks.items() if source not in ("llm-foundry", MAXTEXT_SOURCE, "torchtitan")}
-    assert others == {"megatron"}
+    assert stacks["torchtitan"] == "torchtitan" and stacks[DEEPSPEED_SOURCE] == "megatron-deepspeed"
+    own = ("llm-foundry", MAXTEXT_SOURCE, "torchtitan", DEEPSPEED_SOURCE)
+    assert {s for source, s in stacks.items() if source not in own} == {"megatron"}
 
 
 def test_a_stack_without_tp_overlap_or_fp8_changes_the_recipe() -> None:

@@ -338,9 +338,18 @@ ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06", "v5.
 COMPOSER_SOURCES = ("llm-foundry",)
 """Sources whose runs were made with MosaicML Composer (inputs/stacks.py 'composer'); the rest are Megatron."""
 OTHER_STACK = (
-    "DeepSpeed implementation: perfmodel's kernel efficiencies and overlap describe Megatron-Core/Transformer Engine "
-    "stacks, and these runs are 3-5x slower than Megatron on the same hardware"
+    "DeepSpeed implementation: NGC PyTorch 24.01 with DeepSpeed over Gigabit Ethernet scale-out; neither the "
+    "DeepSpeed release, its ZeRO stage and LoRA settings nor the Ethernet fabric are in the submission's row or in "
+    "a bundled system, so no profile can price it as it ran"
 )
+DEEPSPEED_IN_MEGATRON = (
+    "ZeRO-3 of DeepSpeed in Megatron-LM's codebase of the row's month (Narayanan et al. 2021, section 5.3.2: 'We "
+    "integrated ZeRO into our codebase using the DeepSpeed Python library', recalled): stack megatron-deepspeed at "
+    "that vintage"
+)
+DEEPSPEED_SOURCE = "Narayanan et al. 2021: ZeRO-3 (DeepSpeed)"
+"""Source of Narayanan et al. 2021's Table 2 ZeRO-3 rows (GPT-3 175B and 530B without model parallelism): their own
+group in validate, priced on the megatron-deepspeed stack of 2021-04 (DeepSpeed's per-tensor ZeRO-3)."""
 LLMBOOST_STACK = (
     "LLMBoost implementation: MangoBoost's own training stack (and, across nodes, its GPUBoost RoCE NICs), not AMD's "
     "ROCm PyTorch reference whose kernels and overlap perfmodel's AMD profile describes; no public description of "
@@ -535,8 +544,6 @@ def _source_label(source: str) -> str:
 
 
 def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
-    if "DeepSpeed" in row["fsdp_or_zero"]:
-        raise Excluded(OTHER_STACK)
     model = _measured_model(row)
     gpu = _accelerator(row["hardware"])
     precision = _precision(row["dtype"])
@@ -585,6 +592,10 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     }  # fmt: skip
     if source in COMPOSER_SOURCES:
         scenario["stack"] = "composer"
+    if "DeepSpeed" in row["fsdp_or_zero"]:
+        scenario |= {"stack": "megatron-deepspeed", "vintage": row["version_or_date"]}
+        assumptions.append(DEEPSPEED_IN_MEGATRON)
+        source = DEEPSPEED_SOURCE
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]) or _last_changed(row["source"]),

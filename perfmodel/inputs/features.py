@@ -55,6 +55,13 @@ _DEEPSPEED_PIPE = (
     "recalled) runs one 1F1B schedule without virtual stages, and only ZeRO-1 with it; Megatron-DeepSpeed as BLOOM "
     "ran it (campaigns.md section 12: TP 4, PP 12, ZeRO stage 1)"
 )
+_DEEPSPEED_ZERO3 = (
+    "DeepSpeed's sdists on PyPI: 0.3.13 (2021-03-16), 0.3.14, 0.4.0 and 0.5.0 gather each parameter by its own "
+    "torch.distributed.all_gather after a torch.cuda.synchronize() (runtime/zero/partition_parameters.py, "
+    "Init._allgather_param) and reduce-scatter each gradient by its own call (Init._reduce_scatter_gradient); 0.5.8 "
+    "(2021-12) coalesces a module's gathers, still after the synchronize (Init._allgather_params_coalesced); 0.6.0 "
+    "(2022-03-02) gathers through all_gather_coalesced, prefetched without one"
+)
 _MEGATRON_FSDP = "measured_runs.csv: Megatron-Bridge's first Megatron-FSDP rows are of the NeMo 25.04 container"
 _TORCHTITAN = "torchtitan's first public release (2024-04) and PyTorch 2.4's pipelining schedules (2024-07), recalled"
 _MAXTEXT_MESH = (
@@ -140,6 +147,12 @@ FEATURES: tuple[Feature, ...] = (
         _MEGATRON_FSDP,
     ),
     Feature(
+        "zero3_coalesced_prefetch",
+        "ZeRO-3 gathers coalesced per module and prefetched behind compute",
+        {"deepspeed": "2022-03", "megatron-deepspeed": "2022-03"},
+        f"{_DEEPSPEED_ZERO3}; releases 0.5.8-0.5.10 are priced as the older ones (a call per tensor, not per module)",
+    ),
+    Feature(
         "context_parallel",
         "context parallelism (CP > 1)",
         {
@@ -173,14 +186,16 @@ def missing_features(stack: str, vintage: str | None) -> frozenset[str]:
 @cache
 def era_recipe(recipe: Recipe, missing: frozenset[str]) -> Recipe:
     """The recipe as a release lacking `missing` ran it: attention that writes its scores to HBM before
-    FlashAttention, TP without sequence parallelism, TP collectives not overlapped before userbuffers. Cached: one
+    FlashAttention, TP without sequence parallelism, TP collectives not overlapped before userbuffers, ZeRO-3 tensor
+    by tensor before coalesced prefetch (precision.Recipe.zero3_per_tensor). Cached: one
     object per recipe and era, so contexts built from it are shared (planning.predict.context_for keys them by
     identity)."""
-    if not missing & {"flash_attention", "sequence_parallel", "tp_comm_overlap"}:
+    if not missing & {"flash_attention", "sequence_parallel", "tp_comm_overlap", "zero3_coalesced_prefetch"}:
         return recipe
     return replace(
         recipe,
         flash_attention=recipe.flash_attention and "flash_attention" not in missing,
         sequence_parallel=recipe.sequence_parallel and "sequence_parallel" not in missing,
         tp_comm_overlap=recipe.tp_comm_overlap and "tp_comm_overlap" not in missing,
+        zero3_per_tensor=recipe.zero3_per_tensor or "zero3_coalesced_prefetch" in missing,
     )

@@ -433,6 +433,13 @@ class ModelSpec:
         return self.attention_params_per_layer + self.mlp_params_per_layer + self.layer_norms * self.norm_params
 
     @property
+    def tensors_per_layer(self) -> int:
+        """Parameter tensors of a dense layer as Megatron-LM's modules hold them (one fused QKV weight, one fused
+        gate-and-up weight): what a sharding that gathers tensor by tensor (step.zero3_per_tensor_s) calls per layer."""
+        weights = 2 + 2  # attention: QKV and output projection; MLP: input (gated or not) and output projection
+        return weights * (2 if self.bias else 1) + self.layer_norms * (2 if self.norm == "layernorm" else 1)
+
+    @property
     def moe_layer_params(self) -> int:
         """A MoE layer: attention, router, routed and shared experts, `layer_norms` norms."""
         experts = self.routed_expert_params_per_layer + self.shared_experts * self.expert_params

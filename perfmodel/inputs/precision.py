@@ -84,6 +84,11 @@ class Recipe:
     """Whether the gradients reduce in FP32 (FSDP2's MixedPrecisionPolicy.reduce_dtype: torchtitan's
     training.mixed_precision_reduce defaults to 'float32', recalled from the public code, not a stored copy): 4
     bytes per gradient on the wire and in the copy-in (step.grad_reduce_bytes)."""
+    zero3_per_tensor: bool = False
+    """ZeRO-3 as DeepSpeed ran it before its 0.6.0 release (inputs/features.py 'zero3_coalesced_prefetch'): each
+    parameter tensor all-gathered and its gradient reduce-scattered by a call of its own, each gather behind a
+    `torch.cuda.synchronize()`, so that none of them overlaps compute, and the weights gathered again for a full
+    recompute's forward (step.zero3_per_tensor_s)."""
     eager_elementwise: bool = False
     """The elementwise kernels as eager PyTorch runs them (torchtitan without torch.compile): rotary embedding and
     the SwiGLU product as separate kernels with their intermediates in HBM (workload.EAGER_PASSES), where Transformer

@@ -232,9 +232,9 @@ STACKS: dict[str, StackProfile] = {
     ),
     "deepspeed": StackProfile(
         "deepspeed",
-        "Microsoft DeepSpeed ZeRO (its bundled rows are excluded: 3-5x slower than Megatron on the same hardware, "
-        "so no fit; priced at its profile's figures, its per-step overhead and DP overlap at the shared values: "
-        "an assumption, no source sizes them)",
+        "Microsoft DeepSpeed ZeRO (no rows of its own: priced at its profile's figures, its per-step overhead and DP "
+        "overlap at the shared values, an assumption no source sizes; before its 0.6.0 release ZeRO-3 runs tensor "
+        "by tensor, nothing overlapped: inputs/features.py)",
         "FlashAttention-2",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
@@ -259,7 +259,8 @@ STACKS: dict[str, StackProfile] = {
     "megatron-deepspeed": StackProfile(
         "megatron-deepspeed",
         "Megatron-DeepSpeed (BigScience's BLOOM, 2022): Megatron-LM's model code and kernels of its release in "
-        "DeepSpeed's pipeline engine with ZeRO-1 (no fit of its own: Megatron's, its release trend included)",
+        "DeepSpeed's pipeline engine with ZeRO-1, or without a pipeline with DeepSpeed's ZeRO-3 (Narayanan et al. "
+        "2021's Table 2 rows, validation only); no fit of its own: Megatron's, its release trend included",
         "Megatron-LM's (fused softmax before FlashAttention)",
         SourcedFigure(1.0, "Megatron-LM's kernels: the reference the fitted attention efficiencies describe"),
         attention_native=(),

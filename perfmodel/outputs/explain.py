@@ -42,6 +42,7 @@ from perfmodel.physics.step import (
     host_overhead_s,
     sac_recomputed_gemm_share,
     straggler_s,
+    zero3_per_tensor_s,
 )
 from perfmodel.physics.workload import (
     SELECTIVE_RECOMPUTE,
@@ -609,8 +610,16 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
     return {
         "compute_s": compute,
         "tp_comm_exposed_s": tp,
-        "dp_comm_exposed_s": [f"{stack.name} stack: {stack.dp_overlap}"],
+        "dp_comm_exposed_s": [
+            f"{stack.name} stack: {DEEPSPEED_ZERO3 if recipe.zero3_per_tensor else stack.dp_overlap}"
+        ],
     }
+
+
+DEEPSPEED_ZERO3 = (
+    "ZeRO-3 of DeepSpeed before 0.6.0 (inputs/features.py 'zero3_coalesced_prefetch'): each tensor gathered and "
+    "reduce-scattered by its own call behind a torch.cuda.synchronize(), nothing overlapped"
+)
 
 
 def _recompute_text(ctx: Context, lo: Layout, trace: dict[str, Any]) -> str:
@@ -701,7 +710,9 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
     if links.size < lo.dp * lo.cp:
         group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
-    formula, used = _zero_formula(ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"])
+    formula, used = _zero_formula(
+        ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"], float(trace["gathers"])
+    )
     notes = [group]
     if "experts" in trace:
         expert_group = f"routed experts over expert DP = {lo.expert_dp} ranks"
@@ -731,9 +742,11 @@ def _zero_formula(
     suffix: str,
     group: str,
     replicas_s: float = 0.0,
+    gathers: float = 2.0,
 ) -> tuple[Any, list[Quantity]]:
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
-    with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`)."""
+    with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`); `gathers`: weight
+    gathers per micro-batch of a ZeRO-3 run tensor by tensor (step.zero3_gathers)."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
     grads = trainable * grad_reduce_bytes(ctx.recipe)
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
@@ -758,6 +771,12 @@ def _zero_formula(
     if zero == 2:
         formula = N.symbol * bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol, eta.symbol) + gather_first
         return formula, [N, rs, ag_u, n_b, f_sync, b_mb, hb, eta]
+    if ctx.recipe.zero3_per_tensor:
+        per_tensor = _q(f"t_ZeRO3_mb{suffix}", zero3_per_tensor_s(ctx, links, weights, trainable, gathers), "s",
+                        f"one micro-batch's {gathers:g} weight gathers and gradient reduce-scatter, a call per tensor "
+                        f"({weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer:,.0f} tensors), each "
+                        f"with {links.size:,.0f} copy kernels and its ring latency, none overlapped")  # fmt: skip
+        return N.symbol * per_tensor.symbol, [N, per_tensor]
     ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
               f"all-gather of this rank's weights (FSDP){of}")  # fmt: skip
     layer_passes = exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(

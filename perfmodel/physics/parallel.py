@@ -323,7 +323,7 @@ FEATURE_CHECKS: dict[str, tuple[Check, str, tuple[str, ...]]] = {
 }
 """The layout a software feature makes possible (inputs/features.py), as a rule's check: what a release without it
 cannot run. Features that change kernels rather than layouts (flash attention, sequence parallelism, TP overlap) are
-not here: precision.era_recipe prices their absence."""
+not here: precision.era_recipe prices their absence (and that of ZeRO-3's coalesced prefetch)."""
 
 
 @cache

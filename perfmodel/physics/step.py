@@ -852,6 +852,7 @@ def _data_parallel(
     sync_forward: Number,
     sync_backward: Number,
     replicas_s: Number = 0.0,
+    gathers: Number = 2.0,
 ) -> Number:
     """Exposed DP communication by ZeRO stage, over DP x CP ranks (`links`: the ranks a shard spans).
 
@@ -864,6 +865,8 @@ def _data_parallel(
     ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
     Hybrid sharding (ZeRO-3 within a group of `links.size` ranks, replicated across groups) also all-reduces each
     rank's gradient shard across the replicas once a step (`replicas_s`), behind the last backward like ZeRO-0's.
+    A recipe that runs ZeRO-3 tensor by tensor (DeepSpeed before 0.6.0) exposes its `gathers` weight gathers per
+    micro-batch and its reduce-scatters whole instead (`zero3_per_tensor_s`).
     """
     overlap = ctx.efficiency.overlap_dp
     buckets = dp_buckets(trainable, links.size)
@@ -877,12 +880,50 @@ def _data_parallel(
     gather_first = bucketed_exposed(gather_updates, buckets, step_forward, overlap)
     zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first
     zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
-    zero3 = microbatches * (
-        exposed(gather_weights, mb_forward, overlap)
-        + exposed(gather_weights + scatter, mb_backward, overlap)
-        + fsdp_copies_s(ctx, weights, trainable)
-    ) + bucketed_exposed(replicas_s, buckets, step_backward, overlap)
+    overlapped = exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+    per_tensor = zero3_per_tensor_s(ctx, links, weights, trainable, gathers) if ctx.recipe.zero3_per_tensor else 0.0
+    passes = per_tensor if ctx.recipe.zero3_per_tensor else overlapped
+    zero3 = microbatches * (passes + fsdp_copies_s(ctx, weights, trainable)) + bucketed_exposed(
+        replicas_s, buckets, step_backward, overlap
+    )
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
+
+
+ZERO3_REUSE_DISTANCE_PARAMS = 1e9
+"""DeepSpeed's stage3_max_reuse_distance default (runtime/zero/constants.py, 0.3.13-0.5.0 sdists): a gathered
+parameter is kept when it is used again within this many parameters' worth of modules, else released and gathered
+anew."""
+
+
+def zero3_gathers(recompute: Number, layer_params: int) -> Number:
+    """Weight gathers per micro-batch of DeepSpeed's ZeRO-3 (precision.Recipe.zero3_per_tensor): one for the forward
+    and one for the backward (the rest of the model runs in between: released). A full recompute gathers each layer
+    again for its re-run forward, and its backward then needs a third gather where the layer holds more than
+    ZERO3_REUSE_DISTANCE_PARAMS (a smaller layer stays gathered from its re-run to its backward). Per layer, where
+    DeepSpeed measures the distance per module: an approximation for layers near the distance."""
+    third = 1.0 if layer_params > ZERO3_REUSE_DISTANCE_PARAMS else 0.0
+    return 2.0 + where(equal(recompute, 2), third, 0.0)
+
+
+def zero3_per_tensor_s(ctx: Context, links: GroupLinks, weights: Number, trainable: Number, gathers: Number) -> Number:
+    """One micro-batch's ZeRO-3 collectives as DeepSpeed ran them before 0.6.0 (precision.Recipe.zero3_per_tensor;
+    deepspeed 0.3.13 runtime/zero/partition_parameters.py Init._allgather_param and _reduce_scatter_gradient,
+    stage3.py PartitionedParameterCoordinator.fetch_sub_module): `gathers` all-gathers and one reduce-scatter of
+    every parameter tensor, a call each, all exposed. Each gather runs after a `torch.cuda.synchronize()` and each
+    module's fetch ends with another, which waits for the compute and the gradient reduce-scatters in flight too, so
+    nothing overlaps. The gathers name a list of per-rank output tensors and the reduce-scatters a list of inputs, so
+    torch.distributed (ProcessGroupNCCL::allgather and ::reduce_scatter of PyTorch 1.8, recalled from the public
+    code, not a stored copy) copies between them and one flat buffer with a copy kernel per rank: each call pays
+    the group's size in kernels (at the fitted fixed cost per kernel) and reads and writes its tensor once more,
+    besides its ring's latency and data (collectives.reduce_scatter). At hundreds of ranks the kernels and
+    latencies outweigh the data. The rank's tensors (ModelSpec.tensors_per_layer per layer's worth of weights) are
+    priced as equal calls."""
+    tensors = maximum(1.0, weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer)
+    gathered, reduced = weights * ctx.recipe.param_gather_bytes, trainable * grad_reduce_bytes(ctx.recipe)
+    copy_kernels = links.size * ctx.efficiency.kernel_overhead_us * 1e-6
+    copies = 2 * (gathers * gathered + reduced) / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
+    calls = gathers * all_gather(gathered / tensors, links) + reduce_scatter(reduced / tensors, links)
+    return tensors * (calls + (gathers + 1) * copy_kernels) + copies
 
 
 def grad_reduce_bytes(recipe: Recipe) -> float:
@@ -1056,7 +1097,10 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
         replicas_s = all_reduce(trainable * memory.GRAD_BYTES / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
-    dp_comm = _data_parallel(ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s)
+    gathers = zero3_gathers(lv.recompute, md.params_per_layer)
+    dp_comm = _data_parallel(
+        ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s, gathers
+    )
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
     step_params = where(zero >= 1, trainable / shards, trainable)
@@ -1078,7 +1122,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
-            p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, params=params, trainable=trainable,
+            p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable,
             step_params=step_params,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
