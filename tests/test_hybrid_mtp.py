@@ -84,6 +84,27 @@ def test_shared_mtp_weights_are_held_once() -> None:
         assert memory["two"][part] - memory["shared"][part] == pytest.approx(one, rel=1e-9)
 
 
+def test_each_mtp_depth_keeps_its_layers_and_its_logits() -> None:
+    """On the last rank (here the only one) each depth holds its module's two layers' activations (in mean-layer
+    units) for the backward, and its own logits: its loss saves its softmax as the main head's does."""
+    import perfmodel
+    from perfmodel.physics import memory, moe
+    from perfmodel.physics.workload import padded_vocab
+    from perfmodel.planning.predict import context_for
+
+    ctx = context_for(perfmodel.load_scenario(model=LIGHTNING.id, **_GB200_ROW))
+    sh = ctx.shard(1.0, 1.0, 2.0, 8.0, 1.0)
+    logits = memory.logits_bytes(sh.tokens, padded_vocab(LIGHTNING, 1.0))
+    layers = moe.layer_activations(sh, ctx.recipe, "none", 52.0 + 4) - moe.layer_activations(
+        sh, ctx.recipe, "none", 52.0
+    )
+    held = {
+        m: perfmodel.predict(model=m, **_GB200_ROW).to_dict()["memory_gb"]["activations"]
+        for m in (NANO.id, LIGHTNING.id)
+    }
+    assert (held[LIGHTNING.id] - held[NANO.id]) * 1e9 == pytest.approx(2 * logits + layers, rel=1e-9)
+
+
 def test_the_mtp_module_is_priced_by_its_layer_kinds_in_bf16() -> None:
     """Under MXFP8 the module's attention and MoE layers run at BF16 speed (keep_mtp_spec_in_bf16), each priced as
     the main pattern's layer of its kind; each depth adds the module and one more LM head pass to the last rank."""
@@ -138,3 +159,11 @@ def test_a_bad_mtp_pattern_in_a_model_file_is_one_line_with_exit_code_2(tmp_path
     result = run_cli("predict", "--model", str(model), "--gpu", "gb200", "--gpus", "8")
     assert (result.code, result.out) == (2, "")
     assert result.err.count("\n") == 1 and "mtp_pattern" in result.err and "'X'" in result.err
+
+
+def test_the_experts_line_names_the_mtp_depths() -> None:
+    import perfmodel
+    from perfmodel.outputs.experts import experts_text
+
+    text = experts_text(perfmodel.predict(model=LIGHTNING.id, **_GB200_ROW))
+    assert "in 23 of 52 layers, and 2 MTP depths of '*E' sharing one set of weights;" in text

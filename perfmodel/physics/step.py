@@ -1111,7 +1111,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
             p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, params=params, trainable=trainable,
-            step_params=step_params,
+            step_params=step_params, mtp_cp=mtp_cp,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
@@ -1417,11 +1417,15 @@ def _rank_memory(
             state = tuple(a + b for a, b in zip(state, shards, strict=True))
         return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
 
+    # The last rank's MTP depths keep their module's layers (in mean-layer units) and their own logits, each depth's
+    # loss saving its softmax for the backward as the main head's does.
     logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp)
+    mtp_layers, mtp_logits = md.mtp_layers * (len(md.mtp_pattern) or 1), md.mtp_layers * logits
     first_layers = where(single_rank, md.layers, stages.first)
     last_layers = where(single_rank, md.layers, stages.last)
     first_e, last_e = (0.0, 0.0) if experts is None else (experts.first, experts.last)
-    first_acts = activations(in_flight_first) + where(single_rank, logits, 0.0)
+    first_acts = activations(in_flight_first + where(single_rank, mtp_layers, 0.0))
+    first_acts = first_acts + where(single_rank, logits + mtp_logits, 0.0)
     first = breakdown(params.first, first_layers, first_acts, first_e)
-    last = breakdown(params.last, last_layers, activations(in_flight_last) + logits, last_e)
+    last = breakdown(params.last, last_layers, activations(in_flight_last + mtp_layers) + logits + mtp_logits, last_e)
     return first, last
