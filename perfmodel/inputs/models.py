@@ -245,11 +245,8 @@ class ModelSpec:
         missing = sorted(set(self.mtp_pattern) - set(self.hybrid_pattern))
         if missing:
             problem = hybrid.pattern_problem(self.mtp_pattern, len(self.mtp_pattern))
-            raise FieldError(
-                "mtp_pattern",
-                f"'{shown(self.mtp_pattern)}' "
-                + (problem or f"has {missing[0]!r} layers, which hybrid_pattern has none of (their shapes)"),
-            )
+            detail = problem or f"has {missing[0]!r} layers but hybrid_pattern has none, to take its shapes from"
+            raise FieldError("mtp_pattern", f"'{shown(self.mtp_pattern)}' {detail}")
 
     def _check_blocks(self) -> None:
         """Block shapes the physics prices: a parallel block without experts, one norm only in a parallel block, the
