@@ -45,13 +45,6 @@ def in_process(repeat: int) -> dict[str, float]:
         ctx.shards.clear()
         evaluate(ctx, lv)
 
-    hybrid = load_scenario(
-        None, {"model": "nemotron-3-nano-30b-a3b", "gpu": "gb300", "n_gpus": 8, "precision": "mxfp8"}
-    )
-    hybrid_ctx = context_for(hybrid)
-    hybrid_lv = layout_vars(choose_layout(hybrid, hybrid_ctx)[0])
-    for _ in range(COMPILE_AFTER + 1):
-        evaluate(hybrid_ctx, hybrid_lv)
     moe_steps = {}  # Qwen3-30B-A3B on 8 B200s as the zoo runs it and with token dropping, padded to capacity 1.0
     for name, model in (
         ("dropless", "qwen3-30b-a3b"),
@@ -63,17 +56,33 @@ def in_process(repeat: int) -> dict[str, float]:
         moe_steps[name] = (moe_ctx, layout_vars(choose_layout(moe, moe_ctx)[0]))
         for _ in range(COMPILE_AFTER + 1):
             evaluate(*moe_steps[name])
-    return {
+    timings = {
         "step model (evaluate), us": median_us(lambda: evaluate(ctx, lv), repeat),
         "evaluate, context memo cleared first, us": median_us(first_of_its_shard, repeat),
         "predict() incl. layout check and run cost, us": median_us(lambda: predict(scenario), repeat),
-        "step model (evaluate), hybrid Nemotron 3 Nano, us": median_us(lambda: evaluate(hybrid_ctx, hybrid_lv), repeat),
-        "predict(), hybrid Nemotron 3 Nano, us": median_us(lambda: predict(hybrid), repeat),
         **{
             f"step model (evaluate), Qwen3-30B-A3B {name}, us": median_us(lambda step=step: evaluate(*step), repeat)
             for name, step in moe_steps.items()
         },
     }
+    for name, model in HYBRIDS.items():
+        hybrid = load_scenario(None, {"model": model, "gpu": "gb300", "n_gpus": 8, "precision": "mxfp8"})
+        hybrid_ctx = context_for(hybrid)
+        hybrid_lv = layout_vars(choose_layout(hybrid, hybrid_ctx)[0])
+        for _ in range(COMPILE_AFTER + 1):
+            evaluate(hybrid_ctx, hybrid_lv)
+        timings[f"step model (evaluate), hybrid {name}, us"] = median_us(
+            lambda c=hybrid_ctx, v=hybrid_lv: evaluate(c, v), repeat
+        )
+        timings[f"predict(), hybrid {name}, us"] = median_us(lambda s=hybrid: predict(s), repeat)
+    return timings
+
+
+HYBRIDS = {
+    "Nemotron 3 Nano": "nemotron-3-nano-30b-a3b",
+    "Nemotron 3.5 Lightning (MTP)": "nemotron-3.5-lightning-30b-a3b",
+}
+"""Hybrid models timed beside the dense default: Mamba-2, attention and MoE layers, and two MTP depths of a pattern."""
 
 
 def wall(repeat: int, command: list[str], cache_dir: str) -> float:

@@ -28,6 +28,9 @@ CASES = {
     "Nemotron 3 Nano (hybrid Mamba MoE), 64 GB300, MXFP8, GBS 512": (
         "nemotron-3-nano-30b-a3b", "gb300", 64, "mxfp8", 512, None,
     ),
+    "Nemotron 3.5 Lightning (hybrid MoE, 2 MTP depths), 64 GB300, MXFP8, GBS 512": (
+        "nemotron-3.5-lightning-30b-a3b", "gb300", 64, "mxfp8", 512, None,
+    ),
     "Qwen3-Next-80B-A3B (Gated DeltaNet MoE), 64 H100, FP8, GBS 512": (
         "qwen3-next-80b-a3b", "h100-sxm", 64, "fp8", 512, None,
     ),

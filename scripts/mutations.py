@@ -116,8 +116,8 @@ MUTATIONS = (
     Mutation(
         "recompute not priced",
         "perfmodel/physics/step.py",
-        "recompute_s = where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
-        "recompute_s = 0.0 * where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
+        "    return where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
+        "    return 0.0 * where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
     ),
     Mutation(
         "GEMM shape share off (tiles, occupancy, depth)",

@@ -84,6 +84,18 @@ CASES = {
     "qwen3-235b-h100-alltoall-ep-overlap": _layout(
         model=QWEN3_235B_H100_RECIPE, gpu="h100-sxm", n_gpus=256, precision="fp8", tp=2, pp=8, vp=4, ep=32, gbs=8192
     ),
+    "lightning-mtp-cp2": _layout(  # a hybrid's MTP depths: their layers' CP, EP and compute on the only rank
+        model="nemotron-3.5-lightning-30b-a3b",
+        gpu="gb200",
+        n_gpus=8,
+        precision="mxfp8",
+        tp=1,
+        pp=1,
+        vp=1,
+        cp=2,
+        ep=8,
+        gbs=512,
+    ),
     "gpt-oss-120b-zero3": _layout(
         model="gpt-oss-120b", gpu="h100-sxm", n_gpus=32, tp=1, pp=1, vp=1, ep=8, gbs=64, zero=3, mbs=2
     ),

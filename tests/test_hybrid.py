@@ -182,7 +182,7 @@ def test_a_pipelined_hybrid_prices_its_slowest_stage() -> None:
         ({"mamba_heads": 0}, "mamba_heads"),
         ({"mamba_groups": 3}, "mamba_groups"),
         ({"hybrid_pattern": "ME" * 26}, "experts"),
-        ({"mtp_layers": 1}, "mtp_layers"),
+        ({"mtp_layers": 1}, "mtp_pattern"),  # a hybrid model's MTP module is a pattern (test_hybrid_mtp.py)
         ({"parallel_block": True}, "parallel_block"),  # issue 32's other block features: priced on models
         ({"layer_norms": 4}, "layer_norms"),  # without a pattern only
     ],

@@ -28,15 +28,17 @@ def _median(values: list[float]) -> float:
 
 
 def test_the_bundled_file_prices_every_moe_row_with_its_held_out_error() -> None:
-    """Every bundled MoE row is there once, fitted or not (GPT-OSS-120B, Nemotron 3 Nano and the token-dropping rows:
-    validated only), and each fitted row's throughput error is its time error in 'residuals' inverted (predicted /
-    measured tokens/s = measured / predicted time); GPT-OSS-120B's time errors give the stage's recorded MAPE for it."""
+    """Every bundled MoE row is there once, fitted or not (GPT-OSS-120B, Nemotron 3 Nano and 3.5 Lightning and the
+    token-dropping rows: validated only), and each fitted row's throughput error is its time error in 'residuals'
+    inverted (predicted / measured tokens/s = measured / predicted time); GPT-OSS-120B's time errors give the stage's
+    recorded MAPE for it."""
     fit = _fit()
     rows = fit["priced_rows"]
     runs, _ = bundled_runs()
     moe_ids = {r.id for r in runs if r.source.startswith(MOE_SOURCE)}
     gpt_ids = {r.id for r in runs if r.source == GPT_OSS}
-    nano_ids = {r.id for r in runs if r.source == f"{MOE_SOURCE}: Nemotron-3-Nano-30B-A3B"}
+    nemotron = (f"{MOE_SOURCE}: Nemotron-3-Nano-30B-A3B", f"{MOE_SOURCE}: Nemotron-3.5-Lightning-30B-A3B")
+    nano_ids = {r.id for r in runs if r.source in nemotron}
     assert sorted(r["id"] for r in rows) == sorted(moe_ids)
     dropping_ids = {r.id for r in runs if DROPPING_ASSUMPTION in r.assumptions}
     assert {r["id"] for r in rows if not r["fitted"]} == gpt_ids | nano_ids | dropping_ids

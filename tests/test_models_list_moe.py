@@ -14,12 +14,13 @@ def test_the_moe_table_lists_every_moe_model_with_its_routing() -> None:
     rows = {line.split()[0]: line.split() for line in moe.splitlines()[3:]}
     assert set(rows) == {"deepseek-v3", "deepseek-v3.2", "llama4-scout", "llama4-maverick", "kimi-k2", "qwen3-30b-a3b",
                          "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "mixtral-8x7b",
-                         "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b"}  # fmt: skip
+                         "nemotron-3-nano-30b-a3b", "nemotron-3.5-lightning-30b-a3b", "qwen3-next-80b-a3b"}  # fmt: skip
     assert rows["deepseek-v3.2"][-2] == "mla+dsa"  # sparse attention (ModelSpec.index_topk)
     # DeepSeek-V3 (arXiv:2412.19437, section 4.2): 671B total, 37B active, 256 routed experts top-8 + 1 shared,
     # expert width 2048, first 3 layers dense, one MTP module; MLA.
     assert rows["deepseek-v3"][1:] == ["671,026,404,352", "37,552,282,624", "256", "8", "1", "2048", "3", "1", "mla",
                                        "flex"]  # fmt: skip
+    assert rows["nemotron-3.5-lightning-30b-a3b"][-4:] == ["2x*E", "shared", "gqa", "alltoall"]  # one '*E' module
     assert rows["gpt-oss-120b"][3:5] == ["128", "4"] and rows["gpt-oss-120b"][-1] == "alltoall"
     assert "llama3.1-8b" in dense and "llama3.1-8b" not in moe
 

@@ -12,6 +12,8 @@ from perfmodel.cli.options import complete_ids, hardware_option, say
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from perfmodel.inputs.models import ModelSpec
+
 
 @cli.group()
 def hardware() -> None:
@@ -169,7 +171,7 @@ def models_list(fmt: str) -> None:
     )
     experts = [
         [m.id, f"{m.main_params:,}", f"{m.active_params:,}", m.experts, m.top_k, m.shared_experts, m.moe_ffn,
-         m.dense_layers, m.mtp_layers, f"{m.attention}+dsa" if m.index_topk else m.attention, m.dispatcher]
+         m.dense_layers, _mtp(m), f"{m.attention}+dsa" if m.index_topk else m.attention, m.dispatcher]
         for m in ZOO.values()
         if m.is_moe
     ]  # fmt: skip
@@ -179,6 +181,13 @@ def models_list(fmt: str) -> None:
         "\nMixture-of-experts models (parameters above include MTP modules; main: without them; active: what one "
         "token touches in the main model, embedding and LM head included):\n" + tabulated(experts, headers=headers)
     )
+
+
+def _mtp(model: ModelSpec) -> str:
+    """The MTP depths, and a hybrid's module pattern with whether the depths share its weights ('2x*E shared')."""
+    if not model.mtp_pattern:
+        return str(model.mtp_layers)
+    return f"{model.mtp_layers}x{model.mtp_pattern}" + (" shared" if model.mtp_shared_weights else "")
 
 
 @cli.group()

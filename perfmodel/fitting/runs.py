@@ -365,9 +365,6 @@ HYBRID = {
     "(recipes/nemotronh/h100/nemotron_3_super.py: AutoBridge.from_hf_pretrained), which no PyPI package carries",
     "Nemotron-3-Ultra": f"{_NO_CONFIG} recipes load its shapes from the Hugging Face config "
     "(recipes/nemotronh/h100/nemotron_3_ultra.py), which no PyPI package carries",
-    "Nemotron-3.5": "Megatron-Bridge 0.6.2 runs it as Nemotron 3 Nano's provider with two multi-token-prediction "
-    "depths of attention and MoE sharing one module (recipes/nemotronh/h100/nemotron_3_nano.py "
-    "nemotron_3_5_lightning_pretrain_config), and perfmodel does not price MTP on a hybrid model",
 }
 """Hybrid Mamba/attention models the zoo cannot price, by name prefix, and why: Megatron-Bridge 0.3.1's providers
 (models/nemotronh/nemotron_h_provider.py) and transformers 5.25's NemotronHConfig give Nemotron 3 Nano only;
@@ -377,6 +374,7 @@ MOE_MODELS = {
     "DeepSeek-V3": "deepseek-v3", "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Kimi-K2": "kimi-k2",
     "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b", "Llama4-Scout (LLM only)": "llama4-scout",
+    "Nemotron-3.5-Lightning-30B-A3B": "nemotron-3.5-lightning-30b-a3b",
 }  # fmt: skip
 MOE_SOURCE = "Megatron-Bridge MoE"
 """Source label prefix of the bundled MoE rows (one group per model in `validate`)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import MISSING
 from typing import Any, Literal
@@ -147,6 +148,15 @@ class ModelSpec:
     mtp_layers: int = bounded(0, ge=0, le=100)
     """Multi-token-prediction modules (DeepSeek-V3): each one transformer layer plus a 2h -> h projection, sharing
     the embedding and the LM head with the main model."""
+    mtp_pattern: str = bounded("", max_length=100)
+    """A hybrid model's MTP module as a layer pattern of `hybrid_pattern`'s kinds (Megatron's
+    mtp_hybrid_override_pattern: Nemotron 3.5 Lightning's '*E', an attention and a MoE layer); '' = one transformer
+    layer, DeepSeek-V3's."""
+    mtp_shared_weights: bool = False
+    """Every MTP depth runs the one module's weights (Megatron's mtp_use_repeated_layer): mtp_layers passes, one set
+    of parameters, gradients and optimizer state."""
+    mtp_bf16: bool = False
+    """A quantised recipe runs the MTP modules in BF16 (Megatron-Bridge's keep_mtp_spec_in_bf16)."""
     parallel_block: bool = False
     """Attention and MLP side by side on the same input, their outputs added to one residual (GPT-J, PaLM, Falcon):
     one TP all-gather in and one reduce-scatter out per layer instead of two of each. Dense models only."""
@@ -206,6 +216,22 @@ class ModelSpec:
                 f" (got {self.sliding_window} and {self.sliding_layers})",
             )
         self._check_blocks()
+        self._check_mtp()
+
+    def _check_mtp(self) -> None:
+        """MTP settings that need modules to set, and a module pattern of layer kinds the main pattern prices."""
+        given = next((n for n in ("mtp_pattern", "mtp_shared_weights", "mtp_bf16") if getattr(self, n)), None)
+        if given and not self.mtp_layers:
+            raise FieldError(given, f"{given} needs mtp_layers > 0 (the MTP modules it describes)")
+        if self.hybrid_pattern and self.mtp_layers and not self.mtp_pattern:
+            raise FieldError("mtp_pattern", "mtp_layers on a hybrid_pattern model needs mtp_pattern (e.g. '*E')")
+        if self.mtp_pattern and not self.hybrid_pattern:
+            raise FieldError("mtp_pattern", "mtp_pattern needs hybrid_pattern (a transformer's MTP module is a layer)")
+        missing = sorted(set(self.mtp_pattern) - set(self.hybrid_pattern))
+        if missing:
+            problem = hybrid.pattern_problem(self.mtp_pattern, len(self.mtp_pattern))
+            detail = problem or f"has {missing[0]!r} layers but hybrid_pattern has none, to take its shapes from"
+            raise FieldError("mtp_pattern", f"'{shown(self.mtp_pattern)}' {detail}")
 
     def _check_blocks(self) -> None:
         """Block shapes the physics prices: a parallel block without experts, one norm only in a parallel block, the
@@ -255,7 +281,7 @@ class ModelSpec:
             )
         if bool(kinds["E"]) != bool(self.experts):
             raise FieldError("experts", f"experts ({self.experts}) must be above 0 exactly when hybrid_pattern has 'E'")
-        unpriced = ("dense_layers", "sliding_layers", "mtp_layers", "parallel_block", "index_topk", "capacity_factor")
+        unpriced = ("dense_layers", "sliding_layers", "parallel_block", "index_topk", "capacity_factor")
         given = next((n for n in unpriced if getattr(self, n)), None)
         given = given or ("moe_layer_interval" if self.moe_layer_interval != 1 else None)
         given = given or ("layer_norms" if self.layer_norms != 2 else None)
@@ -531,10 +557,33 @@ class ModelSpec:
         return (self.layer_stack_params - routed) / self.layers
 
     @property
+    def mtp_weight_sets(self) -> int:
+        """MTP modules with weights of their own: one when every depth runs the same (`mtp_shared_weights`)."""
+        return min(self.mtp_layers, 1) if self.mtp_shared_weights else self.mtp_layers
+
+    @property
+    def mtp_module_moe_layers(self) -> int:
+        """MoE layers in one MTP module: its pattern's 'E's, else its one layer's (a MoE model's MTP layer is MoE)."""
+        return self.mtp_pattern.count("E") if self.mtp_pattern else int(self.is_moe)
+
+    @property
     def mtp_params(self) -> int:
-        """All MTP modules: two input norms, the 2h -> h projection, one layer and a final norm each."""
-        layer = self.moe_layer_params if self.is_moe else self.params_per_layer
-        return self.mtp_layers * (3 * self.norm_params + 2 * self.hidden * self.hidden + layer)
+        """All MTP modules' weights: two input norms, the 2h -> h projection, its layers (each with its pre-norm) and
+        a final norm each, counted once for modules that share them (megatron-core 0.19.2 transformer/
+        multi_token_prediction.py MultiTokenPredictionLayer: enorm, hnorm, eh_proj, the HybridStack of the MTP
+        pattern without a post-norm, final_layernorm; MultiTokenPredictionBlock._build_layers builds one layer under
+        mtp_use_repeated_layer)."""
+        if self.mtp_pattern:
+            per_kind = self.hybrid_layer_params
+            layers = sum(per_kind[c] for c in self.mtp_pattern)
+        else:
+            layers = self.moe_layer_params if self.is_moe else self.params_per_layer
+        return self.mtp_weight_sets * (3 * self.norm_params + 2 * self.hidden * self.hidden + layers)
+
+    def pattern_passes(self, kind: str) -> int:
+        """A hybrid model's layers of one pattern kind that a token goes through: the main pattern's, and the MTP
+        pattern's once per MTP depth."""
+        return self.hybrid_pattern.count(kind) + self.mtp_layers * self.mtp_pattern.count(kind)
 
     @property
     def embedding_params(self) -> int:
@@ -595,7 +644,8 @@ class ModelSpec:
             mamba = sum(k * n for k, n in self.mamba_linear_shapes.values())
             gdn = sum(k * n for k, n in self.gdn_linear_shapes.values())
             per_kind = {"M": mamba, "G": gdn, "*": attention, "-": dense_mlp, "E": self.moe_active_linear_params}
-            return sum(per_kind[c] for c in self.hybrid_pattern) + self.vocab * self.hidden
+            layers = sum(per_kind[c] * self.pattern_passes(c) for c in per_kind)
+            return layers + self.vocab * self.hidden + self.mtp_layers * (2 * self.hidden**2 + self.vocab * self.hidden)
         layers = self.dense_layer_count * (attention + dense_mlp) + self.moe_layers * (
             attention + self.moe_active_linear_params
         )
@@ -673,7 +723,7 @@ class ModelSpec:
         """
         full_layers = self.layers + self.mtp_layers - self.sliding_layers
         if self.hybrid_pattern:  # attention in the '*' layers only; the SSD scan in the 'M' layers
-            full_layers = self.hybrid_pattern.count("*")
+            full_layers = self.pattern_passes("*")
         if packed is None:
             attention: float = 3 * full_layers * seq_len * self.attention_widths
         else:
@@ -682,9 +732,9 @@ class ModelSpec:
             keys = self.mean_keys(seq_len) if packed is None else packed.window_keys(self.sliding_window)
             attention = attention + 6 * self.sliding_layers * keys * self.attention_widths
         if self.mamba_heads:
-            attention = attention + 3 * self.hybrid_pattern.count("M") * self.ssd_flops_per_token(seq_len)
+            attention = attention + 3 * self.pattern_passes("M") * self.ssd_flops_per_token(seq_len)
         if self.gdn_value_heads:
-            attention = attention + 3 * self.hybrid_pattern.count("G") * self.gdn_flops_per_token(seq_len)
+            attention = attention + 3 * self.pattern_passes("G") * self.gdn_flops_per_token(seq_len)
         if self.index_topk:  # DSA: attention over the picked keys, the indexer's scores over every causal key
             causal = seq_len / 2 if packed is None else packed.keys
             keys = self.sparse_keys(seq_len) if packed is None else min(packed.keys, self.sparse_keys(seq_len))
@@ -838,6 +888,15 @@ def _hybrid(model_id: str, name: str, **shapes: Any) -> ModelSpec:
     return ModelSpec(id=model_id, name=name, **(defaults | shapes))
 
 
+NEMOTRON_3_NANO = _hybrid(
+    "nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B", layers=52, hidden=2688, ffn=1856, heads=32, kv_heads=2,
+    head_size=128, hybrid_pattern=NEMOTRON_3_NANO_PATTERN, mamba_heads=64, mamba_state=128, experts=128, top_k=6,
+    shared_experts=2, moe_ffn=1856, dispatcher="alltoall",
+)  # fmt: skip
+"""Nemotron3NanoProvider: 2688 wide, 32 heads of 128 in 2 query groups, Mamba-2 64 heads of 64 with states of 128,
+128 experts of 1856 top-6 and a shared expert of 3712 (two of 1856: the same weights and FLOPs), one routing group;
+its dispatcher 'alltoall' (NemotronHModelProvider.moe_token_dispatcher_type)."""
+
 HYBRID_MODELS = (
     # NemotronHModelProvider8B / 56B: 52 and 118 layers of the pattern, 4096 and 8192 wide, Mamba-2 with 128 and 256
     # heads and states of 128 and 256, MLP 21504 and 32768, 32 and 64 attention heads (head dim 128).
@@ -849,13 +908,14 @@ HYBRID_MODELS = (
         "nemotron-h-56b", "Nemotron-H 56B", layers=118, hidden=8192, ffn=32768, heads=64,
         hybrid_pattern=NEMOTRON_H_56B_PATTERN, mamba_heads=256, mamba_state=256,
     ),
-    # Nemotron3NanoProvider: 2688 wide, 32 heads of 128 in 2 query groups, Mamba-2 64 heads of 64 with states of 128,
-    # 128 experts of 1856 top-6 and a shared expert of 3712 (two of 1856: the same weights and FLOPs), one routing
-    # group; its dispatcher 'alltoall' (NemotronHModelProvider.moe_token_dispatcher_type).
-    _hybrid(
-        "nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B", layers=52, hidden=2688, ffn=1856, heads=32, kv_heads=2,
-        head_size=128, hybrid_pattern=NEMOTRON_3_NANO_PATTERN, mamba_heads=64, mamba_state=128, experts=128, top_k=6,
-        shared_experts=2, moe_ffn=1856, dispatcher="alltoall",
+    NEMOTRON_3_NANO,
+    # Nemotron 3.5 Lightning: Megatron-Bridge 0.6.2 recipes/nemotronh/h100/nemotron_3_nano.py
+    # nemotron_3_5_lightning_pretrain_config (and perf_recipes/nemotronh/gb200/nemotronh.py
+    # _build_nemotron_3_5_lightning_gb200_mxfp8): Nano's provider with mtp_num_layers 2, mtp_hybrid_override_pattern
+    # '*E', mtp_use_repeated_layer and keep_mtp_spec_in_bf16.
+    dataclasses.replace(
+        NEMOTRON_3_NANO, id="nemotron-3.5-lightning-30b-a3b", name="Nemotron 3.5 Lightning 30B-A3B", mtp_layers=2,
+        mtp_pattern="*E", mtp_shared_weights=True, mtp_bf16=True,
     ),
     # Qwen3-Next-80B-A3B: transformers 5.25 Qwen3NextConfig's defaults, whose docstring names the checkpoint
     # (configuration_qwen3_next.py L23, L50, L88-118: 48 layers, 2048 wide, 16 heads of 256 in 2 query groups, 512

@@ -34,8 +34,13 @@ def experts(p: Prediction) -> Experts:
         hidden = "not hidden (the 'alltoall' dispatcher overlaps shared experts only; this model has none)"
     shared = f" + {md.shared_experts} shared" if md.shared_experts else ""
     local = md.experts // lo.ep
+    mtp = ""
+    if md.mtp_pattern:  # a hybrid's MTP depths: their MoE layers exchange tokens too
+        mtp = f", and {md.mtp_layers} MTP depths of '{md.mtp_pattern}'" + (
+            " sharing one set of weights" if md.mtp_shared_weights else ""
+        )
     return Experts(
-        routing=f"{md.experts} routed, top-{md.top_k}{shared}, in {md.moe_layers} of {md.layers} layers",
+        routing=f"{md.experts} routed, top-{md.top_k}{shared}, in {md.moe_layers} of {md.layers} layers{mtp}",
         layout=f"EP{lo.ep} x ETP{lo.etp} x expert DP{lo.expert_dp}, {local} expert{'s' * (local > 1)} per EP rank",
         exchange=e,
         hidden=hidden,

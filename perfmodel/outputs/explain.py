@@ -499,6 +499,9 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
                  "exposed; by their share of the layers")  # fmt: skip
         per_layer, cp_quantities = per_layer + c_m.symbol, [*cp_quantities, c_m]
     formula = N.symbol * L.symbol * per_layer
+    if ctx.model.mtp_pattern and ("last" in rank or "only" in rank):  # each MTP depth's layers, as the mean layer's
+        c_mtp = _q("t_CP_MTP", trace["mtp_cp"], "s", "the MTP depths' layers' exposed CP time on this rank")
+        formula, cp_quantities = formula + N.symbol * c_mtp.symbol, [*cp_quantities, c_mtp]
     parts.append(
         Part(
             "cp_comm_exposed_s",

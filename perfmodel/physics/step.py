@@ -329,7 +329,13 @@ def _layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -> _Laye
 def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -> _LayerTimes:
     """The mean layer of a hybrid pattern: each kind's block (its norm, mixer or MLP, residual) by its share of the
     layers; a MoE layer's shared experts stay per MoE layer (`_LayerTimes.shared_forward`)."""
-    md, frozen = ctx.model, ctx.frozen_base
+    return _pattern_times(ctx, sh, recipe, rates, ctx.model.hybrid_pattern, ctx.model.layers)
+
+
+def _pattern_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates, pattern: str, divisor: int) -> _LayerTimes:
+    """A pattern's blocks summed over its positions, over `divisor` (the layers, for the mean layer; 1 for an MTP
+    module's whole pattern); a MoE layer's shared experts stay per MoE layer."""
+    frozen = ctx.frozen_base
     blocks: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {  # (builder, its arguments after the recipe)
         "M": ((mamba.mamba_block_forward,), (mamba.mamba_block_backward, frozen)),
         "G": ((deltanet.gdn_block_forward,), (deltanet.gdn_block_backward, frozen)),
@@ -337,17 +343,17 @@ def _hybrid_layer_times(ctx: Context, sh: Shard, recipe: Recipe, rates: Rates) -
         "-": ((mlp_block_forward,), (mlp_block_backward, frozen)),
         "E": ((moe.moe_block_forward,), (moe.moe_block_backward,)),
     }
-    mean: list[Number] = [0.0] * len(_LayerTimes._fields)
+    summed: list[Number] = [0.0] * len(_LayerTimes._fields)
     shared: tuple[Number, Number] = (0.0, 0.0)
-    for kind, count in hybrid.counts(md.hybrid_pattern).items():
+    for kind, count in hybrid.counts(pattern).items():
         if count:
             (forward, *forward_args), (backward, *backward_args) = blocks[kind]
             times = _times_of(
                 rates, _ops(forward, sh, recipe, *forward_args), _ops(backward, sh, recipe, *backward_args)
             )
-            mean = [m + count / md.layers * x for m, x in zip(mean, times, strict=True)]
+            summed = [m + count / divisor * x for m, x in zip(summed, times, strict=True)]
             shared = (times.shared_forward, times.shared_backward) if kind == "E" else shared
-    return _LayerTimes(*mean)._replace(shared_forward=shared[0], shared_backward=shared[1])
+    return _LayerTimes(*summed)._replace(shared_forward=shared[0], shared_backward=shared[1])
 
 
 DECOMPOSED_BLOCKS = (("qkv", "proj"), ("fc1", "fc2"))
@@ -410,22 +416,36 @@ def _bf16_share(recipe: Recipe, md: ModelSpec) -> float:
 
 
 class ShardCompute(NamedTuple):
-    """Compute of one shard: the mean layer, the LM head forward and backward, the embedding."""
+    """Compute of one shard: the mean layer, the LM head forward and backward, the embedding, one MTP module's
+    layers."""
 
     layer: _LayerTimes
     head_forward: dict[str, Number]
     head_backward: dict[str, Number]
     embedding: Number
+    mtp: _LayerTimes
 
 
 def _shard_compute(ctx: Context, sh: Shard) -> ShardCompute:
     rates = Rates(ctx.hardware.accelerator, ctx.efficiency)  # once for the shard's passes
+    layer = _mixed_layer_times(ctx, sh, rates)
     return ShardCompute(
-        layer=_mixed_layer_times(ctx, sh, rates),
+        layer=layer,
         head_forward=times_by(_ops(head_forward, sh), rates, gemm=_is_gemm),
         head_backward=times_by(_ops(head_backward, sh, ctx.frozen_base), rates, gemm=_is_gemm),
         embedding=times_by(_ops(embedding_ops, sh), rates)["total"],
+        mtp=_mtp_times(ctx, sh, rates, layer),
     )
+
+
+def _mtp_times(ctx: Context, sh: Shard, rates: Rates, layer: _LayerTimes) -> _LayerTimes:
+    """One MTP module's layers (its 2h -> h projection left out): a hybrid's MTP pattern summed by kind, else one
+    mean layer (`layer`); in BF16 under a quantised recipe where the model keeps them so (`ModelSpec.mtp_bf16`)."""
+    md = ctx.model
+    recipe = RECIPES["bf16"] if md.mtp_bf16 and ctx.recipe.quantised else ctx.recipe
+    if md.mtp_pattern:
+        return _pattern_times(ctx, sh, recipe, rates, md.mtp_pattern, 1)
+    return layer if recipe is ctx.recipe else _layer_times(ctx, sh, recipe, rates)
 
 
 OPS_KEPT = 8192
@@ -500,7 +520,10 @@ class _ShardTable:
         if new:
             tp, cp, mbs, ep, etp = (np.array(c) for c in zip(*new, strict=True))
             priced = _shard_compute(self.context, self.shard._replace(tp=tp, cp=cp, mbs=mbs, ep=ep, etp=etp))
-            flat = [*priced.layer, *priced.head_forward.values(), *priced.head_backward.values(), priced.embedding]
+            flat = [
+                *priced.layer, *priced.head_forward.values(), *priced.head_backward.values(), priced.embedding,
+                *priced.mtp,
+            ]  # fmt: skip
             if self.template is None:  # a field that no shard dimension reaches stays a plain number
                 self.template, self.fields = priced, [[] for _ in flat]
                 self.plain = [not (isinstance(v, np.ndarray) and v.shape == tp.shape) for v in flat]
@@ -527,7 +550,8 @@ class _ShardTable:
             _LayerTimes(*values[:layers]),
             dict(zip(template.head_forward, values[layers : layers + forward], strict=True)),
             dict(zip(template.head_backward, values[layers + forward : layers + forward + backward], strict=True)),
-            values[-1],
+            values[layers + forward + backward],
+            _LayerTimes(*values[layers + forward + backward + 1 :]),
         )
 
 
@@ -806,8 +830,9 @@ def _moe_rank_params(md: ModelSpec, lv: LayoutVars, stages: StageLayers) -> tupl
     experts = share * moe.expert_params_per_layer(md, lv.ep, lv.etp)
     dense = (1 - share) * md.params_per_layer + share * md.moe_layer_dense_params
     layer = (md.mean_layer_dense_params if md.hybrid_pattern else dense) / tp + experts
-    mtp_experts = md.mtp_layers * moe.expert_params_per_layer(md, lv.ep, lv.etp)
-    mtp = (md.mtp_params - md.mtp_layers * md.routed_expert_params_per_layer) / tp + mtp_experts
+    mtp_moe = md.mtp_weight_sets * md.mtp_module_moe_layers  # MoE layers of the MTP modules' own weights
+    mtp_experts = mtp_moe * moe.expert_params_per_layer(md, lv.ep, lv.etp)
+    mtp = (md.mtp_params - mtp_moe * md.routed_expert_params_per_layer) / tp + mtp_experts
     vocab_rows = padded_vocab(md, tp) / tp * md.hidden
     single = md.layers * layer + vocab_rows * (1 if md.tied_embeddings else 2) + md.norm_params + mtp
     first = where(equal(pp, 1), single, stages.first * layer + vocab_rows)
@@ -1045,27 +1070,34 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd, head_bwd, embed_compute = compute.head_forward, compute.head_backward, compute.embedding
-    head_compute = _head_compute(md, compute, layer_compute)
+    head_compute = _head_compute(ctx, compute, lv, stages)
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
 
-    if md.mtp_layers:  # each MTP module: one more layer and one more pass through the LM head, on the last stage
-        head_comm = head_comm + md.mtp_layers * (tp_exposed + head_comm)
+    # Each MTP depth, on the last stage: its module's layers, each exchanging over TP (and a hybrid's over CP) as the
+    # mean layer does, and one more pass through the LM head.
+    positions = len(md.mtp_pattern) or 1
+    if md.mtp_layers:
+        head_comm = head_comm + md.mtp_layers * (positions * tp_exposed + head_comm)
+    mtp_cp = md.mtp_layers * positions * cp_exposed if md.mtp_pattern else 0.0
 
     # The MTP modules' MoE layers exchange tokens too: the mean layer's EP time counts only MoE layers' share.
-    mtp_ep = md.mtp_layers * ep_exposed * md.layers / md.moe_layers if md.mtp_layers and md.is_moe else 0.0
+    mtp_moe = md.mtp_layers * md.mtp_module_moe_layers
+    mtp_ep = mtp_moe * ep_exposed * md.layers / md.moe_layers if mtp_moe else 0.0
 
-    def rank(layers: Number, extra_compute: Number, extra_tp: Number, extra_ep: Number = 0.0) -> tuple[Number, ...]:
+    def rank(
+        layers: Number, extra_compute: Number, extra_tp: Number, extra_ep: Number = 0.0, extra_cp: Number = 0.0
+    ) -> tuple[Number, ...]:
         compute_part = _rank_compute(layers, layer_compute, extra_compute)
-        parts = (compute_part, layers * tp_exposed + extra_tp, layers * cp_exposed)
+        parts = (compute_part, layers * tp_exposed + extra_tp, layers * cp_exposed + extra_cp)
         return (*parts, layers * ep_exposed + extra_ep) if md.is_moe else parts
 
-    single = rank(md.layers, head_compute + embed_compute, head_comm, mtp_ep)
+    single = rank(md.layers, head_compute + embed_compute, head_comm, mtp_ep, mtp_cp)
     pipelined = _busiest(
         rank(stages.interior, 0.0, 0.0),
         rank(stages.first, embed_compute, 0.0),
-        rank(stages.last, head_compute, head_comm, mtp_ep),
+        rank(stages.last, head_compute, head_comm, mtp_ep, mtp_cp),
     )
     mb_compute, mb_tp, mb_cp, *mb_ep = (where(equal(pp, 1), s, p) for s, p in zip(single, pipelined, strict=True))
     busiest_layers = where(equal(pp, 1), md.layers, stages.interior)
@@ -1123,7 +1155,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
             p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable,
-            step_params=step_params,
+            step_params=step_params, mtp_cp=mtp_cp,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
@@ -1210,8 +1242,14 @@ def _shard_layer(
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
-    recompute_s = where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))
+    recompute_s = _recompute_s(ctx, lt, full, selective)
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
+
+
+def _recompute_s(ctx: Context, lt: _LayerTimes, full: Number, selective: Number) -> Number:
+    """What the backward re-runs of these layers: selective recompute's part, or the fully recomputed share's
+    forward."""
+    return where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))
 
 
 def sac_recomputed_gemm_share(md: ModelSpec) -> float:
@@ -1231,10 +1269,15 @@ def _selective_s(ctx: Context, lt: _LayerTimes) -> Number:
     return lt.forward - lt.forward_attention - saved_gemm
 
 
-def _head_compute(md: ModelSpec, compute: ShardCompute, layer_compute: Number) -> Number:
-    """LM head and loss, forward and backward; each MTP module adds one more layer and one more pass through it."""
+def _head_compute(ctx: Context, compute: ShardCompute, lv: LayoutVars, stages: StageLayers) -> Number:
+    """LM head and loss, forward and backward; each MTP depth adds its module's layers (recomputed as the others
+    are) and one more pass through it."""
     head = compute.head_forward["total"] + compute.head_backward["total"]
-    return head + md.mtp_layers * (layer_compute + head) if md.mtp_layers else head
+    if not ctx.model.mtp_layers:
+        return head
+    mtp = compute.mtp
+    full, selective = full_recompute_share(lv, stages), equal(lv.recompute, 1)
+    return head + ctx.model.mtp_layers * (mtp.forward + mtp.backward + _recompute_s(ctx, mtp, full, selective) + head)
 
 
 def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) -> Number:
@@ -1266,7 +1309,7 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
-    head_compute, embed_compute = _head_compute(md, compute, layer_compute), compute.embedding
+    head_compute, embed_compute = _head_compute(ctx, compute, lv, stages), compute.embedding
     single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
     interior = _rank_compute(stages.interior, layer_compute, 0.0)
     first = _rank_compute(stages.first, layer_compute, embed_compute)
@@ -1418,11 +1461,15 @@ def _rank_memory(
             state = tuple(a + b for a, b in zip(state, shards, strict=True))
         return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
 
+    # The last rank's MTP depths keep their module's layers (in mean-layer units) and their own logits, each depth's
+    # loss saving its softmax for the backward as the main head's does.
     logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp)
+    mtp_layers, mtp_logits = md.mtp_layers * (len(md.mtp_pattern) or 1), md.mtp_layers * logits
     first_layers = where(single_rank, md.layers, stages.first)
     last_layers = where(single_rank, md.layers, stages.last)
     first_e, last_e = (0.0, 0.0) if experts is None else (experts.first, experts.last)
-    first_acts = activations(in_flight_first) + where(single_rank, logits, 0.0)
+    first_acts = activations(in_flight_first + where(single_rank, mtp_layers, 0.0))
+    first_acts = first_acts + where(single_rank, logits + mtp_logits, 0.0)
     first = breakdown(params.first, first_layers, first_acts, first_e)
-    last = breakdown(params.last, last_layers, activations(in_flight_last) + logits, last_e)
+    last = breakdown(params.last, last_layers, activations(in_flight_last + mtp_layers) + logits + mtp_logits, last_e)
     return first, last
