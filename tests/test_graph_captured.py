@@ -80,3 +80,31 @@ def test_releases_before_the_v50_configs_pay_the_host_work() -> None:
     at_release = replace(ctx, efficiency=replace(ctx.efficiency, vintage_years=release_age_years(WARM_START_RELEASE)))
     assert float(host_overhead_s(older)) == ctx.efficiency.step_overhead_s > 0
     assert float(host_overhead_s(at_release)) == 0.0
+
+
+GPT_OSS_GB300 = {"model": "gpt-oss-120b", "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8"} | {
+    f"parallelism.{k}": v for k, v in {"tp": 1, "pp": 1, "ep": 16, "mbs": 4, "gbs": 1280, "seq_len": 4096}.items()
+}
+"""megatron-bridge 0.6.2 perf_recipes/gpt_oss/gb300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config's layout
+(EP16 MBS4 GBS1280), whose common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs sets cuda_graph_impl
+'full_iteration' (L55)."""
+
+
+def test_a_full_iteration_recipe_drops_exactly_the_host_work() -> None:
+    """`full_iteration_graph = true` (Megatron-Bridge's cuda_graph_impl 'full_iteration') prices the same step less
+    `step_overhead_s`, nothing else: the same layout, the same compute, communication and straggler wait."""
+    eager, captured = (predict(load_scenario(None, GPT_OSS_GB300 | {"full_iteration_graph": g})) for g in (False, True))
+    ctx = context_for(load_scenario(None, GPT_OSS_GB300 | {"full_iteration_graph": True}))
+    assert ctx.recipe.graph_captured and host_overhead_s(ctx) == 0.0
+    assert captured.layout == eager.layout
+    assert eager.step_time_s - captured.step_time_s == pytest.approx(ctx.efficiency.step_overhead_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("row", ["measured_runs.csv:2", "measured_runs.csv:6", "measured_runs.csv:8"])
+def test_bundled_full_iteration_rows_are_priced_without_host_work(row: str) -> None:
+    """Megatron-Bridge performance summary, NeMo 26.08, MXFP8 on GB300: DeepSeek-V3 (row 2), GPT-OSS-120B (row 6) and
+    Qwen3-30B-A3B (row 8), whose 0.6.2 recipes capture the whole iteration (deepseek/common.py L59,
+    gpt_oss/common.py L55, qwen/common.py L39: fitting.moe_recipes)."""
+    (run,) = [r for r in bundled_runs()[0] if r.id == row]
+    item = prepare(run, bundled())
+    assert item.context.recipe.graph_captured and float(host_overhead_s(item.context)) == 0.0

@@ -115,10 +115,11 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
         r
         for r in moe
         if (isinstance(r.scenario["model"], dict) and r not in [*without_mtp, *dropping])
-        or "fp8_attention" in r.scenario
+        or "fused_grouped_mlp" in r.scenario
     ]
     assert without_mtp
-    rows = (*H100_TP2_EP32, *GPT_OSS_RECIPE_ROWS, *QWEN3_FULL_ITERATION_ROWS)
+    rows = (*H100_TP2_EP32, *GPT_OSS_RECIPE_ROWS, *QWEN3_FULL_ITERATION_ROWS, *DEEPSEEK_FULL_ITERATION_ROWS,
+            *NEMOTRON_FUSED_ROWS)  # fmt: skip
     assert {r.id for r in with_recipe} == {f"measured_runs.csv:{n}" for n in rows}
 
 
@@ -161,8 +162,11 @@ H100_TP2_EP32 = (94, 137, 179, 215, 245)
 FP8, TP2 PP8 VP4 EP32 MBS1 (measured_runs.csv rows 94, 137, 179, 215 and 245)."""
 
 
-FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
-"""The TransformerEngine settings of the FP8-MX full-iteration recipes (scenario fields: precision.bridge_recipe)."""
+FUSED_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
+"""MXFP8 attention and the fused grouped MLP (scenario fields: precision.bridge_recipe)."""
+FULL_ITERATION_MXFP8 = FUSED_MXFP8 | {"full_iteration_graph": True}
+"""The TransformerEngine settings and CUDA graph scope of the FP8-MX full-iteration recipes (cuda_graph_impl
+'full_iteration': megatron-bridge 0.6.2 perf_recipes/gpt_oss/common.py L55, qwen/common.py L39)."""
 GPT_OSS_FULL_ITERATION_ROWS = (6, 7, 22, 23, 44, 45)
 
 GPT_OSS_RECIPE_ROWS = {
@@ -250,12 +254,48 @@ def test_the_26_06_01_gpt_oss_rows_carry_nvidias_regression_footnote() -> None:
         assert not any("#256" in a for a in _run(row).assumptions), row
 
 
+DEEPSEEK_FULL_ITERATION_ROWS = {2: True, 20: True, 40: True, 41: True, 3: False, 21: False, 42: False}
+"""megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/deepseek/gb300/deepseek_v3.py
+deepseek_v3_pretrain_256gpu_gb300_fp8mx_config (TP1 PP2 VP8 EP32 MBS1) calls deepseek/common.py
+_enable_deepseek_full_iteration_mxfp8(cfg, fp8_dot_product_attention=True, fp8_output_proj=True) (L154), and
+gb200/deepseek_v3.py's (TP1 PP4 VP4 EP64 MBS1) with fp8_output_proj=True alone (L157); the function sets
+cuda_graph_impl 'full_iteration' (common.py L59) and use_transformer_engine_op_fuser True (L69), and both set
+NVTE_CUTEDSL_FUSED_GROUPED_MLP=1. Rows of those layouts from NeMo 26.06 on (value: the recipe's MXFP8 attention)."""
+
+
+@pytest.mark.parametrize(("row", "attention"), DEEPSEEK_FULL_ITERATION_ROWS.items())
+def test_deepseek_full_iteration_rows_run_their_recipe(row: int, attention: bool) -> None:
+    run = _run(str(row))
+    keys = (*FULL_ITERATION_MXFP8, "fp8_output_proj", "expert_loop")
+    expected = {"fused_grouped_mlp": True, "fp8_output_proj": True, "full_iteration_graph": True}
+    expected |= {"fp8_attention": True} if attention else {}
+    assert {k: run.scenario[k] for k in keys if k in run.scenario} == expected
+    assert run.scenario["model"] == "deepseek-v3"
+
+
+NEMOTRON_FUSED_ROWS = (12, 13, 28, 29, 54, 55)
+
+
+@pytest.mark.parametrize("row", NEMOTRON_FUSED_ROWS)
+def test_nemotron_fp8_mx_rows_run_the_fused_mlp_and_mxfp8_attention_without_a_whole_iteration_graph(row: int) -> None:
+    """megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/gb300/nemotronh.py
+    nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config (EP8 MBS4: L493 op fuser, L495 fp8_dot_product_attention, L515
+    NVTE_CUTEDSL_FUSED_GROUPED_MLP=1) and gb200/nemotronh.py's Nano (EP8 MBS2: L482, L484, L504) and Lightning
+    (L615, L616, L630) FP8-MX configs; their graphs are cuda_graph_impl 'transformer_engine' (attention, Mamba,
+    router), not the whole iteration: rows 12, 28, 54 (Nano, GB300), 29, 55 (Nano, GB200), 13 (Lightning, GB200)."""
+    run = _run(str(row))
+    assert {k: run.scenario[k] for k in FULL_ITERATION_MXFP8 if k in run.scenario} == FUSED_MXFP8
+
+
 def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:
-    """The same Qwen3 layouts in NeMo 26.04.01 (rows 85, 86, 90, 91: TransformerEngine before 2.16) ran neither MXFP8
-    attention nor the op fuser's grouped MLP: moe_recipes.MXFP8_ATTENTION_CONTAINER."""
-    for row, model in (("85", "qwen3-30b-a3b"), ("86", "qwen3-30b-a3b"), ("90", "qwen3-235b-a22b")):
+    """The same Qwen3, DeepSeek-V3 and Nemotron 3 Nano layouts in NeMo 26.04.01 (rows 85, 86, 90, 77, 96, 97:
+    TransformerEngine before 2.16) ran neither MXFP8 attention nor the op fuser's grouped MLP, and no source says
+    they captured the whole iteration: moe_recipes.MXFP8_ATTENTION_CONTAINER."""
+    rows = (("85", "qwen3-30b-a3b"), ("86", "qwen3-30b-a3b"), ("90", "qwen3-235b-a22b"), ("77", "deepseek-v3"),
+            ("96", "nemotron-3-nano-30b-a3b"), ("97", "nemotron-3-nano-30b-a3b"))  # fmt: skip
+    for row, model in rows:
         assert _run(row).scenario["model"] == model
-        assert not FULL_ITERATION_MXFP8.keys() & _run(row).scenario.keys()
+        assert not {*FULL_ITERATION_MXFP8, "fp8_output_proj"} & _run(row).scenario.keys()
 
 
 # Megatron-Bridge performance summary, NeMo 26.04.01 container, GB200, MXFP8, sequence 4096 (measured_runs.csv rows

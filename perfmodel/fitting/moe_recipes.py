@@ -1,11 +1,17 @@
 """The Megatron-Bridge performance recipe settings of bundled MoE rows that the model prices differently from its
 zoo entry: a row whose model, GPU, precision and parallel layout match a sourced recipe exactly runs that recipe's
 dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`) and TransformerEngine settings
-(`Scenario.fp8_attention`, `fused_grouped_mlp`, `fp8_output_proj`).
+(`Scenario.fp8_attention`, `fused_grouped_mlp`, `fp8_output_proj`, `expert_loop`) and CUDA graph scope
+(`Scenario.full_iteration_graph`: cuda_graph_impl 'full_iteration', no per-step host overhead; the partial graphs of
+cuda_graph_impl 'transformer_engine' are not priced).
 
 The recipes are megatron-bridge 0.6.x's per-GPU performance recipes (PyPI sdists 0.6.0 and 0.6.2, the latter
 uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08. The tables' rows of older containers ran the same layout;
-that they ran the same settings is an assumption, noted on each row it is applied to."""
+that they ran the same settings is an assumption, noted on each row it is applied to. The rule for the FP8-MX
+recipes' TransformerEngine settings and whole-iteration graph: from `MXFP8_ATTENTION_CONTAINER` on (the recipes' era:
+the first container whose TransformerEngine runs MXFP8 attention and the op fuser's grouped MLP); a row of an older
+container at the same layout keeps the zoo entry's settings and pays the host overhead, since no source says what
+it ran."""
 
 from __future__ import annotations
 
@@ -70,9 +76,14 @@ _OP_FUSER_OFF_SOURCE = (
     "use_transformer_engine_op_fuser left False by _benchmark_common (perf_recipes/_common.py L65-66) and no "
     "NVTE_CUTEDSL_FUSED_GROUPED_MLP: Megatron-Core's TEGroupedMLP"
 )
-_FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
-"""What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention
-and the fused grouped MLP."""
+_FUSED_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
+"""MXFP8 attention and the fused grouped MLP (use_transformer_engine_op_fuser True, fp8_dot_product_attention True,
+NVTE_CUTEDSL_FUSED_GROUPED_MLP=1), as the Nemotron 3 Nano and Lightning FP8-MX recipes set them without a
+whole-iteration graph (cuda_graph_impl 'transformer_engine', attention, Mamba and router graphs only)."""
+_FULL_ITERATION_MXFP8 = _FUSED_MXFP8 | {"full_iteration_graph": True}
+"""What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention,
+the fused grouped MLP and the whole iteration in one CUDA graph (cuda_graph_impl 'full_iteration': gpt_oss/common.py
+L55, qwen/common.py L39), so no per-step host overhead (precision.Recipe.graph_captured)."""
 MXFP8_ATTENTION_CONTAINER = "NeMo 26.06"
 """The first container with MXFP8 attention (TransformerEngine 2.16, PR #2719 of 2026-04-21; NeMo 26.06 ships TE 2.16:
 Megatron-Bridge docs/releases/software-versions.md, ../shared/data/gpt_oss_blackwell_notes.md 2.1): a row of an older
@@ -106,6 +117,47 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
         {"fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
         f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
         f"{_FUSED_MLP[gpu]})",
+    )
+
+
+_DEEPSEEK = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/deepseek/"
+
+
+def _deepseek_v3_fp8mx(gpu: str, layout: tuple[int, ...], fp8_attention: bool, line: int) -> MoeRecipe:
+    """A Blackwell FP8-MX DeepSeek-V3 recipe that calls common.py _enable_deepseek_full_iteration_mxfp8 (L48-76):
+    the whole iteration in one CUDA graph (L59), the op fuser (L69) with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (the fused
+    grouped MLP), the LM head in MXFP8 (L70) and, where the GPU's recipe asks, MXFP8 attention (L74). Its dispatcher
+    and EP overlap are the zoo entry's already."""
+    attention = {"fp8_attention": True} if fp8_attention else {}
+    return MoeRecipe(
+        "DeepSeek-V3",
+        gpu.upper(),
+        ("MXFP8",),
+        layout,
+        {},
+        {"fused_grouped_mlp": True, "fp8_output_proj": True, "full_iteration_graph": True} | attention,
+        f"{_DEEPSEEK}{gpu}/deepseek_v3.py deepseek_v3_pretrain_256gpu_{gpu}_fp8mx_config: "
+        f"_enable_deepseek_full_iteration_mxfp8(cfg, {'fp8_dot_product_attention=True, ' * fp8_attention}"
+        f"fp8_output_proj=True) (L{line}; common.py L48-76: cuda_graph_impl 'full_iteration', "
+        "use_transformer_engine_op_fuser True) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",
+        since=MXFP8_ATTENTION_CONTAINER,
+    )
+
+
+def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> MoeRecipe:
+    """A Blackwell FP8-MX Nemotron 3 Nano or Lightning recipe (EP8): the fused grouped MLP and MXFP8 attention,
+    graphs of attention, Mamba and the router alone (cuda_graph_impl 'transformer_engine')."""
+    return MoeRecipe(
+        model,
+        gpu.upper(),
+        ("MXFP8",),
+        (1, 1, 1, 8, mbs),
+        {},
+        _FUSED_MXFP8,
+        f"megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/{gpu}/nemotronh.py {config}: "
+        f"use_transformer_engine_op_fuser True, fp8_dot_product_attention True and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 "
+        f"({lines}), set after _benchmark_common",
+        since=MXFP8_ATTENTION_CONTAINER,
     )
 
 
@@ -181,11 +233,28 @@ MOE_RECIPES = (
         "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap; "
         f"{_OP_FUSER_OFF_SOURCE}",
     ),
+    _deepseek_v3_fp8mx("gb300", (1, 2, 8, 32, 1), True, 154),
+    _deepseek_v3_fp8mx("gb200", (1, 4, 4, 64, 1), False, 157),
+    _nemotron_fp8mx(
+        "Nemotron-3-Nano-30B-A3B", "gb300", 4, "nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config", "L493, L495, L515"
+    ),
+    _nemotron_fp8mx(
+        "Nemotron-3-Nano-30B-A3B", "gb200", 2, "nemotron_3_nano_pretrain_8gpu_gb200_fp8mx_config", "L482, L484, L504"
+    ),
+    _nemotron_fp8mx(
+        "Nemotron-3.5-Lightning-30B-A3B",
+        "gb200",
+        2,
+        "nemotron_3_5_lightning_pretrain_8gpu_gb200_fp8mx_config",
+        "L615, L616, L630",
+    ),
 )
-"""Only rows whose settings move the prediction, every one found: the Blackwell recipes of Qwen3 and DeepSeek-V3
-(flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as the zoo entries already
-do but for Qwen3's FP8-MX ones' MXFP8 attention and fused grouped MLP, and GPT-OSS-120B's GB300 BF16,
-B200 and H100 recipes keep the provider's 'alltoall' without EP overlap."""
+"""Only recipes some bundled row runs and whose settings move the prediction, every one found: the Blackwell recipes
+of Qwen3 and DeepSeek-V3 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as
+the zoo entries already do but for their FP8-MX ones' TransformerEngine settings and whole-iteration graph,
+GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap, and the Nemotron 3
+Nano and Lightning FP8-MX ones run MXFP8 attention and the fused grouped MLP. DeepSeek-V3's B300 FP8-MX recipe (PP8
+VP2 EP8 MBS1) matches no bundled row."""
 
 
 KNOWN_REGRESSIONS = {

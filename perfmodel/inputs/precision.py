@@ -160,7 +160,8 @@ class Recipe:
     """Whether the run captures its whole training iteration (forward, backward, optimizer, gradient clipping) in
     one CUDA graph, replayed each step: no per-step host work remains (`Efficiency.step_overhead_s` is not paid from
     the release whose configs do so, physics.step.host_overhead_s). NVIDIA's MLPerf LoRA configs
-    (MCORE_CUDA_GRAPH=1, ON_DEVICE_CLIP_GRAD=1; stack_notes.md; inputs.mlperf.Benchmark.graph_captured_vendors)."""
+    (MCORE_CUDA_GRAPH=1, ON_DEVICE_CLIP_GRAD=1; stack_notes.md; inputs.mlperf.Benchmark.graph_captured_vendors) and
+    Megatron-Bridge's full-iteration performance recipes (cuda_graph_impl 'full_iteration': bridge_recipe)."""
     weight_transposed_in_backward: bool = False
     """A frozen base's dgrad reads a K-major copy of each weight that the backward makes from the one stored FP8 copy
     (a byte transpose: per-tensor scaling), layer by layer, instead of a second copy held for the whole step
@@ -273,10 +274,11 @@ def bridge_recipe(
     fused_grouped_mlp: bool = False,
     fp8_output_proj: bool = False,
     expert_loop: bool = False,
+    graph_captured: bool = False,
 ) -> Recipe:
     """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
-    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop), each where the format allows it (the experts'
-    loop in any): flash attention in the
+    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph), each where the format
+    allows it (the experts' loop and the whole-iteration CUDA graph in any): flash attention in the
     quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
     TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
     under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
@@ -289,6 +291,8 @@ def bridge_recipe(
         recipe = replace(recipe, fp8_output_proj=True)
     if expert_loop:
         recipe = replace(recipe, expert_loop=True)
+    if graph_captured:
+        recipe = replace(recipe, graph_captured=True)
     return recipe
 
 

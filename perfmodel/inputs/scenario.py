@@ -319,6 +319,9 @@ class Scenario:
     """The experts as Megatron-Core's TEGroupedMLP with its per-expert cost (Efficiency.moe_legacy_group_s) in every
     release, where the run leaves TransformerEngine's op fuser off in a release whose grouped kernel does without it
     (precision.Recipe.expert_loop); false: the release's own expert path."""
+    full_iteration_graph: bool = False
+    """The whole training iteration captured in one CUDA graph and replayed each step, as a Megatron-Bridge recipe
+    sets it (cuda_graph_impl 'full_iteration'): no per-step host overhead (precision.Recipe.graph_captured)."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""

@@ -438,7 +438,12 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
     recipe = bridge_recipe(
-        recipe, scenario.fp8_attention, scenario.fused_grouped_mlp, scenario.fp8_output_proj, scenario.expert_loop
+        recipe,
+        scenario.fp8_attention,
+        scenario.fused_grouped_mlp,
+        scenario.fp8_output_proj,
+        scenario.expert_loop,
+        scenario.full_iteration_graph,
     )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
