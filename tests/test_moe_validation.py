@@ -9,6 +9,8 @@ import pytest
 from perfmodel.fitting.runs import DROPPING_ASSUMPTION, DROPPING_ROUTING, MOE_SOURCE, bundled_runs
 from perfmodel.fitting.validation import NOT_FITTED, moe_fitted, prepare
 from perfmodel.physics.calibration import resolve
+from perfmodel.physics.step import evaluate
+from perfmodel.planning.predict import layout_vars
 
 TOLERANCE = 0.12
 """The issue's target for an MoE model held out of the fit."""
@@ -146,6 +148,30 @@ def test_token_dropping_rows_are_validated_not_fitted() -> None:
     calibration = resolve(None)
     assert not moe_fitted(prepare(_run("264"), calibration))
     assert moe_fitted(prepare(_run("238"), calibration))
+
+
+@pytest.mark.parametrize(("dropping", "dropless"), [("264", "238"), ("272", "244")])
+def test_a_host_sync_per_moe_forward_cannot_explain_the_dropping_pairs(dropping: str, dropless: str) -> None:
+    """Megatron-Bridge performance summary (archive), Qwen3-30B-A3B at one layout each: B200 TP1 PP1 EP8 MBS1,
+    18,066 tokens/s/GPU with token dropping (NeMo 25.09, row 264) against 9,299 dropless (25.11, row 238); H100 PP2
+    VP24 EP8 MBS2, 10,494 (25.09, row 272) against 5,275 (25.11, row 244). The dropless dispatcher blocks the host
+    once per MoE layer's forward until the split sizes reach it, the padded one never (megatron-core 0.14.0-0.16.1
+    token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess and _maybe_dtoh_and_synchronize: 0.16.1 L485-508 and
+    L862-899). Priced as host-bound segments, each forward pass max(host, GPU) and the unsynced backward the same,
+    against max(host, GPU) over the whole layer when nothing syncs, the dropless step is at most
+    1 + max(k x forward, backward) / (k x forward + backward) times the dropping one (k forward passes: 2 with full
+    recompute), whatever the host's time per launch: a ratio of 1.5-1.7 on the model's GPU split, where the pairs
+    read 1.94 and 1.99. Both pairs also span two containers, and the same H100 layout ran 1.77x apart between
+    26.02 and 26.02.01 dropless (rows 210, 175): the pairs do not identify a host-launch cost."""
+    calibration = resolve(None)
+    item = prepare(_run(dropping), calibration)
+    trace: dict[str, object] = {}
+    evaluate(item.context, layout_vars(item.layout), trace)
+    layer = trace["layer"]
+    forward_s, backward_s = float(layer.forward), float(layer.backward)  # type: ignore[attr-defined]
+    passes = 1 + float(trace["recompute_s"]) / forward_s  # type: ignore[arg-type]
+    bound = 1 + max(passes * forward_s, backward_s) / (passes * forward_s + backward_s)
+    assert _run(dropping).measured / _run(dropless).measured > bound + 0.15
 
 
 def test_the_token_dropping_row_of_a_sourced_recipe_keeps_both() -> None:
