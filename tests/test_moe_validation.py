@@ -4,6 +4,8 @@ saw MoE rows; the MoE stage's entries did, and leave it out per model: docs/moe_
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from perfmodel.fitting.runs import DROPPING_ASSUMPTION, DROPPING_ROUTING, MOE_SOURCE, bundled_runs
@@ -21,12 +23,14 @@ def _run(row: str):  # type: ignore[no-untyped-def]
     return next(r for r in runs if r.id == f"measured_runs.csv:{row}")
 
 
+def _predicted(run, calibration) -> float:  # type: ignore[no-untyped-def]
+    item = prepare(run, calibration)
+    return float(item.predicted(calibration.efficiency(item.family)))
+
+
 def _error(row: str) -> float:
     run = _run(row)
-    calibration = resolve(None)
-    item = prepare(run, calibration)
-    predicted = item.predicted(calibration.efficiency(item.family))
-    return predicted / run.measured - 1
+    return _predicted(run, resolve(None)) / run.measured - 1
 
 
 # Megatron-Bridge docs/performance-summary.md (commit 067f987df, 2026-08-22), NeMo 26.08 container, GB300, MXFP8,
@@ -311,6 +315,26 @@ def test_nemotron_fp8_mx_rows_run_the_fused_mlp_and_mxfp8_attention_without_a_wh
     router), not the whole iteration: rows 12, 28, 54 (Nano, GB300), 29, 55 (Nano, GB200), 13 (Lightning, GB200)."""
     run = _run(str(row))
     assert {k: run.scenario[k] for k in FULL_ITERATION_MXFP8 if k in run.scenario} == FUSED_MXFP8
+
+
+def test_nemotron_nano_b300_fp8_mx_row_keeps_the_per_expert_loop() -> None:
+    """megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/b300/nemotronh.py
+    nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config (EP8 MBS4, L295-346) sets neither the op fuser nor
+    fp8_dot_product_attention nor NVTE_CUTEDSL_FUSED_GROUPED_MLP after _benchmark_common, which turns the op fuser off
+    (perf_recipes/_common.py L65-66): its experts loop, as GPT-OSS-120B's B300 ones do. Row 56 (NeMo 26.06, B300,
+    MXFP8) runs it and reads slower for it, towards its 37,316 tokens/s/GPU; rows 98, 140 and 182 (the same layout in
+    NeMo 26.04.01, 26.04, 26.02.01) pay the loop at their release already and keep the zoo entry."""
+    run = _run("56")
+    assert run.scenario["model"] == "nemotron-3-nano-30b-a3b" and run.scenario["gpu"] == "b300"
+    keys = (*FULL_ITERATION_MXFP8, "fp8_output_proj", "expert_loop")
+    assert {k: run.scenario[k] for k in keys if k in run.scenario} == {"expert_loop": True}
+    assert any("nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config" in a for a in run.assumptions)
+    calibration = resolve(None)
+    unlooped = replace(run, scenario={k: v for k, v in run.scenario.items() if k != "expert_loop"})
+    looped_err, unlooped_err = (_predicted(r, calibration) / run.measured - 1 for r in (run, unlooped))
+    assert 0 < looped_err < unlooped_err  # optimistic before and after, less so with the loop priced
+    for row in ("98", "140", "182"):
+        assert not {*keys} & _run(row).scenario.keys(), row
 
 
 def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:

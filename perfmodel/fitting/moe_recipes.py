@@ -241,6 +241,18 @@ MOE_RECIPES = (
     _nemotron_fp8mx(
         "Nemotron-3-Nano-30B-A3B", "gb200", 2, "nemotron_3_nano_pretrain_8gpu_gb200_fp8mx_config", "L482, L484, L504"
     ),
+    MoeRecipe(
+        "Nemotron-3-Nano-30B-A3B",
+        "B300",
+        ("MXFP8",),
+        (1, 1, 1, 8, 4),
+        {},
+        _OP_FUSER_OFF,
+        "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/b300/nemotronh.py "
+        "nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config (L295-346): neither the op fuser nor "
+        f"fp8_dot_product_attention set after _benchmark_common (L318); {_OP_FUSER_OFF_SOURCE}",
+        since=MXFP8_ATTENTION_CONTAINER,
+    ),
     _nemotron_fp8mx(
         "Nemotron-3.5-Lightning-30B-A3B",
         "gb200",
@@ -253,8 +265,10 @@ MOE_RECIPES = (
 of Qwen3 and DeepSeek-V3 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as
 the zoo entries already do but for their FP8-MX ones' TransformerEngine settings and whole-iteration graph,
 GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap, and the Nemotron 3
-Nano and Lightning FP8-MX ones run MXFP8 attention and the fused grouped MLP. DeepSeek-V3's B300 FP8-MX recipe (PP8
-VP2 EP8 MBS1) matches no bundled row."""
+Nano and Lightning FP8-MX ones run MXFP8 attention and the fused grouped MLP on GB300 and GB200, while Nano's B300 one
+leaves the op fuser off (its experts loop, as GPT-OSS-120B's B300 and B200 ones do). DeepSeek-V3's B300 FP8-MX recipe
+(PP8 VP2 EP8 MBS1) matches no bundled row; Nano's B200 FP8-MX one (EP8 MBS2, op fuser off too) only a NeMo 26.04.01
+row, whose release pays the per-expert loop anyway (efficiency.GROUPED_KERNEL_RELEASE)."""
 
 
 KNOWN_REGRESSIONS = {

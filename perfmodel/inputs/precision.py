@@ -118,8 +118,8 @@ class Recipe:
     """Whether the experts run Megatron-Core's TEGroupedMLP with its per-expert cost in every release, as before the
     grouped kernel (efficiency.GROUPED_KERNEL_RELEASE; Efficiency.moe_group_loop): a Megatron-Bridge performance recipe
     leaves TransformerEngine's op fuser off unless it turns it back on (perf_recipes/_common.py _benchmark_common,
-    L65-66), as GPT-OSS-120B's B200 and B300 recipes do; Hopper rows, which never run the fused path, did not move at
-    that release either."""
+    L65-66), as GPT-OSS-120B's B200 and B300 recipes and Nemotron 3 Nano's B300 FP8-MX one do; Hopper rows, which
+    never run the fused path, did not move at that release either."""
     fp8_output_proj: bool = False
     """Whether the LM head runs in the recipe's quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
     0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise it stays
