@@ -290,7 +290,10 @@ deepseek_v3_pretrain_256gpu_gb300_fp8mx_config (TP1 PP2 VP8 EP32 MBS1) calls dee
 _enable_deepseek_full_iteration_mxfp8(cfg, fp8_dot_product_attention=True, fp8_output_proj=True) (L154), and
 gb200/deepseek_v3.py's (TP1 PP4 VP4 EP64 MBS1) with fp8_output_proj=True alone (L157); the function sets
 cuda_graph_impl 'full_iteration' (common.py L59) and use_transformer_engine_op_fuser True (L69), and both set
-NVTE_CUTEDSL_FUSED_GROUPED_MLP=1. Rows of those layouts from NeMo 26.06 on (value: the recipe's MXFP8 attention)."""
+NVTE_CUTEDSL_FUSED_GROUPED_MLP=1. Rows of those layouts from NeMo 26.06 on (value: the recipe's MXFP8 attention).
+GB300's sets recompute_modules [] (L145: Megatron-Core's selective granularity with no module, nothing re-runs), so
+its rows recompute nothing as a stated setting, not the stack's default; GB200's ['mla_up_proj'] (L146) has no
+counterpart in the model's modes and stays the stack's choice."""
 
 
 @pytest.mark.parametrize(("row", "attention"), DEEPSEEK_FULL_ITERATION_ROWS.items())
@@ -301,6 +304,7 @@ def test_deepseek_full_iteration_rows_run_their_recipe(row: int, attention: bool
     expected |= {"fp8_attention": True} if attention else {}
     assert {k: run.scenario[k] for k in keys if k in run.scenario} == expected
     assert run.scenario["model"] == "deepseek-v3"
+    assert run.scenario["parallelism"].get("recompute") == ("none" if run.scenario["gpu"] == "gb300" else None)
 
 
 NEMOTRON_FUSED_ROWS = (12, 13, 28, 29, 54, 55)

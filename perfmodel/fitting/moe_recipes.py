@@ -48,7 +48,7 @@ class MoeRecipe:
     recompute: str | None = None
     """The recompute the recipe sets, in the model's terms, for rows that leave it out: 'selective' for Megatron's
     recompute_modules ['layernorm', 'moe_act'] (the norms and the experts' activation re-run in the backward:
-    workload.SELECTIVE_RECOMPUTE, with flash attention); None: the stack's default."""
+    workload.SELECTIVE_RECOMPUTE, with flash attention), 'none' for recompute_modules []; None: the stack's default."""
     since: str = ""
     """The first container whose software runs `model_settings` ('': every container with the layout's rows): rows of
     older containers keep the zoo entry's settings."""
@@ -123,12 +123,16 @@ def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
 _DEEPSEEK = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/deepseek/"
 
 
-def _deepseek_v3_fp8mx(gpu: str, layout: tuple[int, ...], fp8_attention: bool, line: int) -> MoeRecipe:
+def _deepseek_v3_fp8mx(
+    gpu: str, layout: tuple[int, ...], fp8_attention: bool, line: int, no_recompute_line: int | None = None
+) -> MoeRecipe:
     """A Blackwell FP8-MX DeepSeek-V3 recipe that calls common.py _enable_deepseek_full_iteration_mxfp8 (L48-76):
     the whole iteration in one CUDA graph (L59), the op fuser (L69) with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (the fused
     grouped MLP), the LM head in MXFP8 (L70) and, where the GPU's recipe asks, MXFP8 attention (L74). Its dispatcher
-    and EP overlap are the zoo entry's already."""
+    and EP overlap are the zoo entry's already. `no_recompute_line`: the line where the recipe sets recompute_modules
+    [] (Megatron-Core's selective granularity with no module: nothing re-runs), so its rows recompute nothing."""
     attention = {"fp8_attention": True} if fp8_attention else {}
+    no_recompute = f"; recompute_modules [] (L{no_recompute_line})" if no_recompute_line else ""
     return MoeRecipe(
         "DeepSeek-V3",
         gpu.upper(),
@@ -139,7 +143,8 @@ def _deepseek_v3_fp8mx(gpu: str, layout: tuple[int, ...], fp8_attention: bool, l
         f"{_DEEPSEEK}{gpu}/deepseek_v3.py deepseek_v3_pretrain_256gpu_{gpu}_fp8mx_config: "
         f"_enable_deepseek_full_iteration_mxfp8(cfg, {'fp8_dot_product_attention=True, ' * fp8_attention}"
         f"fp8_output_proj=True) (L{line}; common.py L48-76: cuda_graph_impl 'full_iteration', "
-        "use_transformer_engine_op_fuser True) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",
+        f"use_transformer_engine_op_fuser True) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1{no_recompute}",
+        recompute="none" if no_recompute_line else None,
         since=MXFP8_ATTENTION_CONTAINER,
     )
 
@@ -233,7 +238,7 @@ MOE_RECIPES = (
         "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap; "
         f"{_OP_FUSER_OFF_SOURCE}",
     ),
-    _deepseek_v3_fp8mx("gb300", (1, 2, 8, 32, 1), True, 154),
+    _deepseek_v3_fp8mx("gb300", (1, 2, 8, 32, 1), True, 154, no_recompute_line=145),
     _deepseek_v3_fp8mx("gb200", (1, 4, 4, 64, 1), False, 157),
     _nemotron_fp8mx(
         "Nemotron-3-Nano-30B-A3B", "gb300", 4, "nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config", "L493, L495, L515"
