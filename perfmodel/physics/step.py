@@ -905,9 +905,10 @@ def _data_parallel(
     gather_first = bucketed_exposed(gather_updates, buckets, step_forward, overlap)
     zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first
     zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
-    overlapped = exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
-    per_tensor = zero3_per_tensor_s(ctx, links, weights, trainable, gathers) if ctx.recipe.zero3_per_tensor else 0.0
-    passes = per_tensor if ctx.recipe.zero3_per_tensor else overlapped
+    if ctx.recipe.zero3_per_tensor:
+        passes = zero3_per_tensor_s(ctx, links, weights, trainable, gathers)
+    else:
+        passes = exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
     zero3 = microbatches * (passes + fsdp_copies_s(ctx, weights, trainable)) + bucketed_exposed(
         replicas_s, buckets, step_backward, overlap
     )

@@ -205,9 +205,8 @@ def _centred(spread: Spread, z_model: np.ndarray, z_run: np.ndarray, uniform: np
     the interruptions, divided by their median."""
     import numpy as np
 
-    low, high = (1.0, 1.0) if spread.interval is None else (spread.interval.low, spread.interval.high)
-    z_end = _normal()[1]
-    log_factor = np.where(z_model > 0, z_model * math.log(high), -z_model * math.log(low)) / z_end
+    above, below = spread.sides
+    log_factor = z_model * np.where(z_model > 0, above, below)
     factors = np.exp(log_factor + spread.run_sd * z_run)
     if spread.interruptions > 0:
         counts = _poisson(spread.interruptions, uniform)
