@@ -57,13 +57,12 @@ Z_END = 1.2815515655446004
 
 
 @cache
-def _normal() -> tuple[NormalDist, float]:
-    """The standard normal and its quantile at the 80% interval's high end (the low end is at minus it); statistics
-    is imported here: a prediction's P10/P50/P90 need it not, and `perfmodel predict` starts without it."""
+def _normal() -> NormalDist:
+    """The standard normal; statistics is imported here: a prediction's P10/P50/P90 need it not, and
+    `perfmodel predict` starts without it."""
     from statistics import NormalDist
 
-    normal = NormalDist()
-    return normal, normal.inv_cdf(0.9)
+    return NormalDist()
 
 
 def check(confidence: float, where: str = "--confidence") -> float:
@@ -91,8 +90,7 @@ def time_factor(interval: Interval | None, confidence: float) -> float:
     """The factor on a predicted time that the measured one stays under with probability `confidence`."""
     if interval is None or confidence == MEDIAN:
         return 1.0
-    normal, z_end = _normal()
-    z = normal.inv_cdf(confidence) / z_end
+    z = _normal().inv_cdf(confidence) / Z_END
     return interval.high**z if z > 0 else interval.low ** (-z)
 
 
@@ -106,8 +104,7 @@ def probability_within(interval: Interval | None, ratio: float) -> float:
     end = 1.0 if interval is None else interval.high if ratio >= 1 else interval.low
     if end == 1.0:
         return 1.0 if ratio >= 1 else 0.0
-    normal, z_end = _normal()
-    return normal.cdf(z_end * math.log(ratio) / abs(math.log(end)))
+    return _normal().cdf(Z_END * math.log(ratio) / abs(math.log(end)))
 
 
 @dataclass(frozen=True)
@@ -252,7 +249,7 @@ def _strata() -> np.ndarray:
     import numpy as np
 
     steps = SAMPLES - 1
-    normal = _normal()[0]
+    normal = _normal()
     return np.array([normal.inv_cdf(min(max(k, 0.5), steps - 0.5) / steps) for k in range(SAMPLES)])
 
 
@@ -302,6 +299,13 @@ def _index(confidence: float) -> int:
     return min(int(confidence * SAMPLES), SAMPLES - 1)
 
 
+def _share_at_most(sorted_draws: np.ndarray, ratio: float) -> float:
+    """The share of the sorted draws at most `ratio`: the drawn distribution's probability of staying within it."""
+    import numpy as np
+
+    return float(np.searchsorted(sorted_draws, ratio, side="right")) / SAMPLES
+
+
 def spread_factor(spread: Spread, confidence: float) -> float:
     """The factor on a predicted time that the measured one stays under with probability `confidence`."""
     if confidence == MEDIAN or spread.closed:
@@ -317,9 +321,7 @@ def spread_within(spread: Spread, ratio: float) -> float:
         return probability_within(spread.interval, ratio)
     if not spread.drawn:
         return two_piece.cdf_pdf(math.log(ratio) + spread.log_quantile(MEDIAN), *spread.sides, spread.run_sd)[0]
-    import numpy as np
-
-    return float(np.searchsorted(_factors(spread), ratio, side="right")) / SAMPLES
+    return _share_at_most(_factors(spread), ratio)
 
 
 def cost_factor(spread: Spread, confidence: float) -> float:
@@ -334,9 +336,7 @@ def cost_within(spread: Spread, ratio: float) -> float:
     """The probability that the cost is at most `ratio` times the cost at the quote."""
     if spread.price is None:
         return spread_within(spread, ratio)
-    import numpy as np
-
-    return float(np.searchsorted(_cost_factors(spread), ratio, side="right")) / SAMPLES
+    return _share_at_most(_cost_factors(spread), ratio)
 
 
 LEVELS = (("p10", 0.1), ("p50", MEDIAN), ("p90", 0.9))
