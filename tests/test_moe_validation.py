@@ -124,8 +124,7 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
         or "fused_grouped_mlp" in r.scenario
     ]
     assert without_mtp
-    rows = (*H100_TP2_EP32, *GPT_OSS_RECIPE_ROWS, *QWEN3_FULL_ITERATION_ROWS, *DEEPSEEK_FULL_ITERATION_ROWS,
-            *NEMOTRON_FUSED_ROWS)  # fmt: skip
+    rows = (*H100_TP2_EP32, *GPT_OSS_RECIPE_ROWS, *QWEN3_FULL_ITERATION_ROWS, *DEEPSEEK_FULL_ITERATION_ROWS)
     assert {r.id for r in with_recipe} == {f"measured_runs.csv:{n}" for n in rows}
 
 
@@ -307,36 +306,36 @@ def test_deepseek_full_iteration_rows_run_their_recipe(row: int, attention: bool
     assert run.scenario["parallelism"].get("recompute") == ("none" if run.scenario["gpu"] == "gb300" else None)
 
 
-NEMOTRON_FUSED_ROWS = (12, 13, 28, 29, 54, 55)
+NEMOTRON_LOOP_ROWS = {12: "gb300", 28: "gb300", 54: "gb300", 29: "gb200", 55: "gb200", 13: "gb200", 56: "b300"}
+"""Megatron-Bridge performance summary, NeMo 26.06 to 26.08, Nemotron 3 Nano (rows 12, 28, 54 GB300 EP8 MBS4; 29, 55
+GB200 EP8 MBS2; 56 B300 EP8 MBS4) and Nemotron 3.5 Lightning (row 13, GB200 EP8 MBS2), MXFP8."""
 
 
-@pytest.mark.parametrize("row", NEMOTRON_FUSED_ROWS)
-def test_nemotron_fp8_mx_rows_run_the_fused_mlp_and_mxfp8_attention_without_a_whole_iteration_graph(row: int) -> None:
-    """megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/gb300/nemotronh.py
-    nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config (EP8 MBS4: L493 op fuser, L495 fp8_dot_product_attention, L515
-    NVTE_CUTEDSL_FUSED_GROUPED_MLP=1) and gb200/nemotronh.py's Nano (EP8 MBS2: L482, L484, L504) and Lightning
-    (L615, L616, L630) FP8-MX configs; their graphs are cuda_graph_impl 'transformer_engine' (attention, Mamba,
-    router), not the whole iteration: rows 12, 28, 54 (Nano, GB300), 29, 55 (Nano, GB200), 13 (Lightning, GB200)."""
+@pytest.mark.parametrize(("row", "gpu"), NEMOTRON_LOOP_ROWS.items())
+def test_nemotron_fp8_mx_rows_keep_the_per_expert_loop(row: int, gpu: str) -> None:
+    """megatron-bridge 0.6.0 (PyPI sdist, 2026-08-20: the tables' snapshot is 2026-08-22), perf_recipes/nemotronh/
+    gb300/nemotronh.py nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config (L362-410), gb200/nemotronh.py's Nano
+    (L357-405) and Lightning (L492-520) and b300/nemotronh.py's Nano (L276-326) FP8-MX configs set neither the op fuser
+    nor fp8_dot_product_attention nor NVTE_CUTEDSL_FUSED_GROUPED_MLP, and _benchmark_common turns the op fuser off
+    (perf_recipes/_common.py L65-66): their squared-ReLU experts loop (0.6.2, 2026-09-18, turns the fused MLP on; and
+    TransformerEngine fuses squared ReLU only from 2.17 with cudnn-frontend 1.24, transformer-engine 2.17.1
+    ops/fused/grouped_mlp.py fuse_srelu_ops). Priced so, each row reads slower than with the fused MLP, towards its
+    measured throughput (every such row is optimistic either way)."""
     run = _run(str(row))
-    assert {k: run.scenario[k] for k in FULL_ITERATION_MXFP8 if k in run.scenario} == FUSED_MXFP8
-
-
-def test_nemotron_nano_b300_fp8_mx_row_keeps_the_per_expert_loop() -> None:
-    """megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/b300/nemotronh.py
-    nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config (EP8 MBS4, L295-346) sets neither the op fuser nor
-    fp8_dot_product_attention nor NVTE_CUTEDSL_FUSED_GROUPED_MLP after _benchmark_common, which turns the op fuser off
-    (perf_recipes/_common.py L65-66): its experts loop, as GPT-OSS-120B's B300 ones do. Row 56 (NeMo 26.06, B300,
-    MXFP8) runs it and reads slower for it, towards its 37,316 tokens/s/GPU; rows 98, 140 and 182 (the same layout in
-    NeMo 26.04.01, 26.04, 26.02.01) pay the loop at their release already and keep the zoo entry."""
-    run = _run("56")
-    assert run.scenario["model"] == "nemotron-3-nano-30b-a3b" and run.scenario["gpu"] == "b300"
+    assert run.scenario["gpu"] == gpu
     keys = (*FULL_ITERATION_MXFP8, "fp8_output_proj", "expert_loop")
     assert {k: run.scenario[k] for k in keys if k in run.scenario} == {"expert_loop": True}
-    assert any("nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config" in a for a in run.assumptions)
+    assert any("megatron-bridge 0.6.0" in a and "_fp8mx_config" in a for a in run.assumptions)
     calibration = resolve(None)
-    unlooped = replace(run, scenario={k: v for k, v in run.scenario.items() if k != "expert_loop"})
-    looped_err, unlooped_err = (_predicted(r, calibration) / run.measured - 1 for r in (run, unlooped))
-    assert 0 < looped_err < unlooped_err  # optimistic before and after, less so with the loop priced
+    fused = replace(run, scenario={k: v for k, v in run.scenario.items() if k != "expert_loop"} | FUSED_MXFP8)
+    looped_err, fused_err = (_predicted(r, calibration) / run.measured - 1 for r in (run, fused))
+    assert 0 < looped_err < fused_err
+
+
+def test_nemotron_nano_b300_rows_before_the_grouped_kernel_keep_the_zoo_entry() -> None:
+    """Rows 98, 140 and 182 (Nemotron 3 Nano, B300, EP8 MBS4, NeMo 26.04.01, 26.04, 26.02.01) pay the per-expert loop
+    at their release already (efficiency.GROUPED_KERNEL_RELEASE) and keep the zoo entry."""
+    keys = (*FULL_ITERATION_MXFP8, "fp8_output_proj", "expert_loop")
     for row in ("98", "140", "182"):
         assert not {*keys} & _run(row).scenario.keys(), row
 

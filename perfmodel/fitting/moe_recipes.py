@@ -6,7 +6,8 @@ dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_over
 cuda_graph_impl 'transformer_engine' are not priced).
 
 The recipes are megatron-bridge 0.6.x's per-GPU performance recipes (PyPI sdists 0.6.0 and 0.6.2, the latter
-uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08. The tables' rows of older containers ran the same layout;
+uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08; where the two differ (the Nemotron 3 FP8-MX configs), 0.6.0's,
+uploaded 2026-08-20, two days before the tables' snapshot. The tables' rows of older containers ran the same layout;
 that they ran the same settings is an assumption, noted on each row it is applied to. The rule for the FP8-MX
 recipes' TransformerEngine settings and whole-iteration graph: from `MXFP8_ATTENTION_CONTAINER` on (the recipes' era:
 the first container whose TransformerEngine runs MXFP8 attention and the op fuser's grouped MLP); a row of an older
@@ -76,11 +77,7 @@ _OP_FUSER_OFF_SOURCE = (
     "use_transformer_engine_op_fuser left False by _benchmark_common (perf_recipes/_common.py L65-66) and no "
     "NVTE_CUTEDSL_FUSED_GROUPED_MLP: Megatron-Core's TEGroupedMLP"
 )
-_FUSED_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True}
-"""MXFP8 attention and the fused grouped MLP (use_transformer_engine_op_fuser True, fp8_dot_product_attention True,
-NVTE_CUTEDSL_FUSED_GROUPED_MLP=1), as the Nemotron 3 Nano and Lightning FP8-MX recipes set them without a
-whole-iteration graph (cuda_graph_impl 'transformer_engine', attention, Mamba and router graphs only)."""
-_FULL_ITERATION_MXFP8 = _FUSED_MXFP8 | {"full_iteration_graph": True}
+_FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True, "full_iteration_graph": True}
 """What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention,
 the fused grouped MLP and the whole iteration in one CUDA graph (cuda_graph_impl 'full_iteration': gpt_oss/common.py
 L55, qwen/common.py L39), so no per-step host overhead (precision.Recipe.graph_captured)."""
@@ -149,19 +146,34 @@ def _deepseek_v3_fp8mx(
     )
 
 
+NEMOTRON_FUSED_LATER = (
+    "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18) sets use_transformer_engine_op_fuser, fp8_dot_product_attention "
+    "and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in the GB300 and GB200 Nano and Lightning FP8-MX configs "
+    "(gb300/nemotronh.py L493, L495, L515); 0.6.0 (2026-08-20), of the tables' snapshot (2026-08-22), sets none of "
+    "them. Their squared-ReLU experts could not have run the fused kernel before either: TransformerEngine fuses "
+    "only GLU activations (ScaledSwiGLU, ScaledClampedQGeGLU) up to 2.16.1 (ops/_common.py fuse_grouped_mlp_ops) and "
+    "ScaledSReLU from 2.17 with cudnn-frontend 1.24 (ops/fused/grouped_mlp.py fuse_srelu_ops, "
+    "_cudnn_frontend_supports_grouped_gemm_srelu), while Megatron-Bridge 0.5.0 (2026-06-22, NeMo 26.06's) pins "
+    "cudnn-frontend 1.23.0"
+)
+"""Why the Nemotron 3 Nano and Lightning FP8-MX rows price the per-expert loop, not the fused grouped MLP."""
+
+
 def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> MoeRecipe:
-    """A Blackwell FP8-MX Nemotron 3 Nano or Lightning recipe (EP8): the fused grouped MLP and MXFP8 attention,
-    graphs of attention, Mamba and the router alone (cuda_graph_impl 'transformer_engine')."""
+    """A Blackwell FP8-MX Nemotron 3 Nano or Lightning recipe (EP8) as of NeMo 26.08: the op fuser off, so the experts
+    loop; graphs of attention, Mamba and the router alone (cuda_graph_impl 'transformer_engine'). Megatron-Bridge 0.6.2
+    (2026-09-18, after the tables' snapshot) turns the fused grouped MLP and MXFP8 attention on
+    (`NEMOTRON_FUSED_LATER`)."""
     return MoeRecipe(
         model,
         gpu.upper(),
         ("MXFP8",),
         (1, 1, 1, 8, mbs),
         {},
-        _FUSED_MXFP8,
-        f"megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/{gpu}/nemotronh.py {config}: "
-        f"use_transformer_engine_op_fuser True, fp8_dot_product_attention True and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 "
-        f"({lines}), set after _benchmark_common",
+        _OP_FUSER_OFF,
+        f"megatron-bridge 0.6.0 (PyPI sdist, 2026-08-20), perf_recipes/nemotronh/{gpu}/nemotronh.py {config} "
+        f"({lines}): neither the op fuser nor fp8_dot_product_attention set; {_OP_FUSER_OFF_SOURCE}; "
+        f"{NEMOTRON_FUSED_LATER}",
         since=MXFP8_ATTENTION_CONTAINER,
     )
 
@@ -241,37 +253,28 @@ MOE_RECIPES = (
     _deepseek_v3_fp8mx("gb300", (1, 2, 8, 32, 1), True, 154, no_recompute_line=145),
     _deepseek_v3_fp8mx("gb200", (1, 4, 4, 64, 1), False, 157),
     _nemotron_fp8mx(
-        "Nemotron-3-Nano-30B-A3B", "gb300", 4, "nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config", "L493, L495, L515"
+        "Nemotron-3-Nano-30B-A3B", "gb300", 4, "nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config", "L362-410"
     ),
     _nemotron_fp8mx(
-        "Nemotron-3-Nano-30B-A3B", "gb200", 2, "nemotron_3_nano_pretrain_8gpu_gb200_fp8mx_config", "L482, L484, L504"
+        "Nemotron-3-Nano-30B-A3B", "gb200", 2, "nemotron_3_nano_pretrain_8gpu_gb200_fp8mx_config", "L357-405"
     ),
-    MoeRecipe(
-        "Nemotron-3-Nano-30B-A3B",
-        "B300",
-        ("MXFP8",),
-        (1, 1, 1, 8, 4),
-        {},
-        _OP_FUSER_OFF,
-        "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/nemotronh/b300/nemotronh.py "
-        "nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config (L295-346): neither the op fuser nor "
-        f"fp8_dot_product_attention set after _benchmark_common (L318); {_OP_FUSER_OFF_SOURCE}",
-        since=MXFP8_ATTENTION_CONTAINER,
+    _nemotron_fp8mx(
+        "Nemotron-3-Nano-30B-A3B", "b300", 4, "nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config", "L276-326"
     ),
     _nemotron_fp8mx(
         "Nemotron-3.5-Lightning-30B-A3B",
         "gb200",
         2,
-        "nemotron_3_5_lightning_pretrain_8gpu_gb200_fp8mx_config",
-        "L615, L616, L630",
+        "nemotron_3_5_lightning_pretrain_8gpu_gb200_fp8mx_config (the GB200 Nano config with two MTP depths)",
+        "L492-520",
     ),
 )
 """Only recipes some bundled row runs and whose settings move the prediction, every one found: the Blackwell recipes
 of Qwen3 and DeepSeek-V3 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as
 the zoo entries already do but for their FP8-MX ones' TransformerEngine settings and whole-iteration graph,
 GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap, and the Nemotron 3
-Nano and Lightning FP8-MX ones run MXFP8 attention and the fused grouped MLP on GB300 and GB200, while Nano's B300 one
-leaves the op fuser off (its experts loop, as GPT-OSS-120B's B300 and B200 ones do). DeepSeek-V3's B300 FP8-MX recipe
+Nano and Lightning FP8-MX ones of NeMo 26.08 leave the op fuser off on GB300, GB200 and B300 (their experts loop, as
+GPT-OSS-120B's B300 and B200 ones do; `NEMOTRON_FUSED_LATER`). DeepSeek-V3's B300 FP8-MX recipe
 (PP8 VP2 EP8 MBS1) matches no bundled row; Nano's B200 FP8-MX one (EP8 MBS2, op fuser off too) only a NeMo 26.04.01
 row, whose release pays the per-expert loop anyway (efficiency.GROUPED_KERNEL_RELEASE)."""
 
