@@ -179,6 +179,39 @@ def test_gpt_oss_mxfp8_attention_backward_against_cudnn() -> None:
         assert op_time(fwd, acc, eff) < op_time(fwd._replace(fmt="bf16"), acc, eff)
 
 
+def test_a_masked_fp8_window_backward_costs_the_causal_one() -> None:
+    """../shared/data/gpt_oss_blackwell_notes.md 2.3: whether cuDNN's FP8/MXFP8 backward skips a window's out-of-band
+    tiles or only masks the band (TransformerEngine 2.16 fused_attn_fp8.cu L806-811 passes the band; cudnn-frontend's
+    benchmark drops it from those runs, so no measurement tells). `fp8_attention_band = "masked"` prices the second:
+    each window layer's backward is a full causal backward, which cuDNN measures at 1,871 us on GB300 and 2,080 us on
+    GB200 (gpt_oss_20260424_100022.csv, gpt_oss_20260424_100011.csv; GPT-OSS's 16,384-token micro-batch): the
+    window's backward then costs what the full layers' does, within 10% of those, its forward keeps the band, and
+    'skipped' (the default) or a BF16 attention are untouched by the key."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.planning.predict import context_for
+
+    def layer_us(gpu: str, band: str, fp8_attention: bool = True) -> dict[str, float]:
+        parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 16}
+        ctx = context_for(checked_scenario({"model": "gpt-oss-120b", "gpu": gpu, "n_gpus": 64, "precision": "mxfp8",
+                                            "parallelism": parallelism, "fp8_attention": fp8_attention,
+                                            "fp8_attention_band": band}))  # fmt: skip
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=16)
+        ops = attention_block_forward(sh, ctx.recipe) + attention_block_backward(sh, ctx.recipe)
+        acc, eff = ctx.hardware.accelerator, ctx.efficiency
+        return {op.name: 2e6 * float(op_time(op, acc, eff)) for op in ops if op.name.startswith("attention")}
+
+    for gpu, measured_us in (("gb300", 1871), ("gb200", 2080)):
+        skipped, masked = layer_us(gpu, "skipped"), layer_us(gpu, "masked")
+        assert masked["attention.window.bwd"] == pytest.approx(masked["attention.bwd"], rel=1e-9)
+        assert masked["attention.window.bwd"] == pytest.approx(measured_us, rel=0.10), gpu
+        assert skipped["attention.window.bwd"] < measured_us / 3
+        assert masked["attention.window"] == skipped["attention.window"]
+        assert {name: t for name, t in masked.items() if name != "attention.window.bwd"} == {
+            name: t for name, t in skipped.items() if name != "attention.window.bwd"
+        }
+        assert layer_us(gpu, "masked", fp8_attention=False) == layer_us(gpu, "skipped", fp8_attention=False)
+
+
 def test_a_recipe_with_the_op_fuser_off_keeps_the_per_expert_loop() -> None:
     """megatron-bridge 0.6.2 perf_recipes/_common.py _benchmark_common L65-66 turns use_transformer_engine_op_fuser
     off, and gpt_oss/b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config neither turns it back on nor sets

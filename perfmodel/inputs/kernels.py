@@ -10,6 +10,10 @@ The mechanism is a ratio of two measurements on one part (a format's share of it
 the part's datasheet and the fitted efficiencies already carry (its BF16 GEMM share of peak, its clock) is not
 counted twice. A family or format without rows keeps the model's assumption (compute.peak_power_share).
 
+perfmodel/data/kernels_grouped_gemm.csv holds the contiguous and K-grouped grouped GEMM rows of the same file (every
+column kept): DeepGEMM's FP8 on H800 and H100, torchao's MXFP8 CUTLASS kernels on B200; a check of the model's grouped
+price (grouped_gemm_kernels), not a price.
+
 perfmodel/data/kernels_attention.csv holds rows of ../shared/data/kernels/attention.csv (every column kept): fused
 causal attention, head dim 128, forward and backward, BF16 and FP8, 1k to 32k tokens: each part's newest library
 measured there (cuDNN 9.19 on H200, NGC 25.09 on B200, 25.11 on GB200 and GB300; AITER on MI355X) and B200's older NGC
@@ -223,6 +227,55 @@ def _gemm_kernel(row: dict[str, str]) -> GemmKernel:
         where=f"{row['source']} {row['locator']}",
         xla=row["library_kernel"].startswith("XLA"),
     )
+
+
+GROUPED_GEMMS = "kernels_grouped_gemm.csv"
+GROUPED_PARTS = {"H100": "h100-sxm", "H800": "h800", "B200": "b200"}
+
+
+class GroupedGemmKernel(NamedTuple):
+    """One measured grouped GEMM: `groups` GEMMs of m x n x k each (the experts of a MoE layer), one kernel."""
+
+    part: str
+    fmt: str
+    """'bf16' or 'fp8' (MXFP8 and DeepGEMM's 1x128/128x128 blockwise FP8 alike: the model's FP8 rate)."""
+    m: int
+    n: int
+    k: int
+    groups: int
+    time_s: float
+    where: str
+    weight_gradient: bool
+    """A K-grouped call: each expert's weight gradient, reduced over its tokens."""
+
+
+@cache
+def grouped_gemm_kernels() -> tuple[GroupedGemmKernel, ...]:
+    """The bundled grouped GEMM rows of perfmodel/data/kernels_grouped_gemm.csv (every column of
+    ../shared/data/kernels/gemm.csv kept): DeepGEMM's contiguous grouped FP8 GEMMs on H800 (its README) and on H100
+    through torchao, and torch._scaled_grouped_mm's MXFP8 CUTLASS kernels on B200 (torchao's MoE training README),
+    each as one expert's GEMM: a row whose M is the total over its groups (notes: 'total') is split evenly, and a
+    weight-gradient (K-grouped) row's reduction runs over the tokens, its output being the other two sides. Left
+    out: DeepGEMM's masked layout (decode batches padded to a maximum M) and torchao's forward-plus-backward timings,
+    which include quantising kernels and autograd. Read by tests/test_grouped_gemm_kernels.py, not by a prediction."""
+    return tuple(_grouped_gemm_kernel(row) for row in _read(GROUPED_GEMMS))
+
+
+def _grouped_gemm_kernel(row: dict[str, str]) -> GroupedGemmKernel:
+    m, n, k, groups = (int(row[d]) for d in ("m", "n", "k", "groups"))
+    tflops = float(row["tflops"])
+    flops = 2 * m * n * k * (1 if "total" in row["notes"] else groups)
+    weight_gradient = "wgrad" in row["op"]
+    if weight_gradient:
+        tokens = max(m, n, k)
+        m, n = (side for side in (m, n, k) if side != tokens)
+        k = tokens // groups
+    elif "total" in row["notes"]:
+        m //= groups
+    fmt = "bf16" if row["precision"] == "bf16" else "fp8"
+    where = f"{row['source']} {row['locator']}"
+    time_s = flops / (tflops * 1e12)
+    return GroupedGemmKernel(GROUPED_PARTS[row["gpu"]], fmt, m, n, k, groups, time_s, where, weight_gradient)
 
 
 class AttentionKernel(NamedTuple):

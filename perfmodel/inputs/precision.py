@@ -108,6 +108,13 @@ class Recipe:
     Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1;
     bridge_recipe); the softmax exponentials run on the SFU either way, and the backward runs at the FP8 rate
     where kernels measure it, else BF16's (compute.attention_core_s)."""
+    fp8_band_masked: bool = False
+    """Whether an FP8/MXFP8 attention backward computes a sliding window's whole causal square and only masks its band
+    (Scenario.fp8_attention_band 'masked'), the bound no public measurement settles: TransformerEngine 2.16 passes the
+    band to cuDNN (fused_attn_fp8.cu set_diagonal_band_left_bound) but cudnn-frontend's benchmark drops it from those
+    runs, and its open SM80 backward masked per element (PR #866: O(S^2) work for an O(S.W) problem); False: the
+    backward skips the out-of-band tiles as the measured BF16 one does (../shared/data/gpt_oss_blackwell_notes.md
+    2.3)."""
     fused_grouped_mlp: bool = False
     """Whether the experts run TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8 on Blackwell
     only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the FP8-MX
@@ -275,16 +282,19 @@ def bridge_recipe(
     fp8_output_proj: bool = False,
     expert_loop: bool = False,
     graph_captured: bool = False,
+    fp8_band_masked: bool = False,
 ) -> Recipe:
     """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
-    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph), each where the format
+    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band), each
+    where the format
     allows it (the experts' loop and the whole-iteration CUDA graph in any): flash attention in the
     quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
     TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
     under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
     quantised under a quantised recipe; a BF16 recipe has nothing to quantise. Cached, as cp_comm_recipe."""
     if fp8_attention and recipe.quantised:
-        recipe = replace(recipe, attention_format="mxfp8" if recipe.id == "mxfp8" else "fp8")
+        fmt = "mxfp8" if recipe.id == "mxfp8" else "fp8"
+        recipe = replace(recipe, attention_format=fmt, fp8_band_masked=fp8_band_masked)
     if fused_grouped_mlp and recipe.id == "mxfp8":
         recipe = replace(recipe, fused_grouped_mlp=True)
     if fp8_output_proj and recipe.quantised:

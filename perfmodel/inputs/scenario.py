@@ -310,6 +310,10 @@ class Scenario:
     fp8_attention: bool = False
     """TransformerEngine's FP8 dot-product attention, as a Megatron-Bridge recipe sets it (fp8_dot_product_attention):
     flash attention in the quantised recipe's format, MXFP8 under mxfp8 (precision.bridge_recipe); BF16 otherwise."""
+    fp8_attention_band: Literal["skipped", "masked"] = "skipped"
+    """With fp8_attention, how the FP8 attention backward of a sliding window's layers runs: 'skipped', its
+    out-of-band tiles skipped as cuDNN's BF16 backward is measured to (the default), or 'masked', the whole causal
+    square computed and the band masked (precision.Recipe.fp8_band_masked): no public measurement tells them apart."""
     fused_grouped_mlp: bool = False
     """The experts as TransformerEngine's fused grouped MLP on cuDNN's MXFP8 kernels (use_transformer_engine_op_fuser
     with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; mxfp8 only): 256-wide tiles, the experts' biases in its epilogues."""

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from perfmodel.inputs.hardware import get_accelerator
-from perfmodel.inputs.kernels import GemmKernel
+from perfmodel.inputs.kernels import GemmKernel, GroupedGemmKernel
 from perfmodel.inputs.precision import BF16_BYTES
 from perfmodel.physics.compute import op_time
 from perfmodel.physics.efficiency import DEFAULTS, GEMM_MIN_ROWS, Efficiency
@@ -57,6 +57,19 @@ def kernel_op(row: GemmKernel) -> Op:
     in_bytes = 1.0 if row.fmt == "fp8" else BF16_BYTES
     size = (row.m * row.k + row.k * row.n) * in_bytes + row.m * row.n * BF16_BYTES
     return Op("gemm", "gemm", 2 * row.m * row.n * row.k, size, row.fmt, row.m, row.n, k=row.k)
+
+
+def grouped_predicted_s(row: GroupedGemmKernel, grouped_gemm: float = 1.0) -> float:
+    """The model's time of a measured grouped GEMM on the row's part (compute.op_time's grouped branch: the family's
+    dense share, the groups' tiles in shared waves, `grouped_gemm` times that; no per-expert loop cost, which a
+    training step's releases add, not the kernel)."""
+    acc = get_accelerator(row.part)
+    eff = replace(DEFAULTS[acc.family], grouped_gemm=grouped_gemm, moe_legacy_group_s=0.0)
+    in_bytes = 1.0 if row.fmt == "fp8" else BF16_BYTES
+    size = ((row.m * row.k + row.k * row.n) * in_bytes + row.m * row.n * BF16_BYTES) * row.groups
+    flops = 2 * row.m * row.n * row.k * row.groups
+    op = Op("grouped_gemm", "grouped_gemm", flops, size, row.fmt, row.m, row.n, groups=row.groups, k=row.k)
+    return float(op_time(op, acc, eff))
 
 
 def family(row: GemmKernel) -> str:

@@ -509,7 +509,7 @@ def _attention_op(
               off_diagonal_m=length / 2, calls=sh.cp)  # fmt: skip
 
 
-def attention_forward(sh: Shard) -> list[Op]:
+def attention_forward(sh: Shard, band_masked: bool = False) -> list[Op]:
     """Causal flash attention on one rank: T queries against on average seq_len/2 keys, heads/t heads; with packed
     documents (`sh.packing`, document masking) against the keys of their own document.
 
@@ -517,8 +517,9 @@ def attention_forward(sh: Shard) -> list[Op]:
     or with context parallelism its 1/cp (two load-balanced chunks of each sequence, of each document in THD) of
     each ring step (the whole again, on heads / cp heads, after Ulysses's all-to-all: Recipe.cp_comm 'a2a'). A model
     with sliding-window layers gets a second kernel for their share of the layers: `mean_keys` keys per query along
-    a band (`Op.band`). Without flash attention (a release before it), the unfused kernels of
-    `unfused_attention_forward`, over the whole square whatever the documents.
+    a band (`Op.band`); `band_masked`: a kernel that computes the whole causal square and masks the band instead
+    (Recipe.fp8_band_masked, which attention_backward passes). Without flash attention (a release before it), the
+    unfused kernels of `unfused_attention_forward`, over the whole square whatever the documents.
     """
     md, packed = sh.model, sh.packing
     if not sh.recipe.flash_attention:
@@ -531,10 +532,12 @@ def attention_forward(sh: Shard) -> list[Op]:
         return [_attention_op(sh, "attention", keys, 1.0, length / split, steps=True)]
     window_share = md.sliding_layers / md.layers
     window_keys = md.mean_keys(sh.seq_len) if packed is None else packed.window_keys(md.sliding_window)
-    return [
-        _attention_op(sh, "attention", keys, 1 - window_share, length / split, steps=True),
-        _attention_op(sh, "attention.window", window_keys, window_share, window_keys, band=True),
-    ]
+    window = (
+        _attention_op(sh, "attention.window", keys, window_share, length / split)
+        if band_masked
+        else _attention_op(sh, "attention.window", window_keys, window_share, window_keys, band=True)
+    )
+    return [_attention_op(sh, "attention", keys, 1 - window_share, length / split, steps=True), window]
 
 
 def _scores(sh: Shard) -> Number:
@@ -584,7 +587,7 @@ def attention_backward(sh: Shard) -> list[Op]:
     flops = ATTENTION_BWD_FLOP_RATIO
     return [
         fwd._replace(name=f"{fwd.name}.bwd", flops=flops * fwd.flops, bytes=2 * fwd.bytes)
-        for fwd in attention_forward(sh)
+        for fwd in attention_forward(sh, sh.recipe.fp8_band_masked)
     ]
 
 

@@ -444,6 +444,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         scenario.fp8_output_proj,
         scenario.expert_loop,
         scenario.full_iteration_graph,
+        scenario.fp8_attention_band == "masked",
     )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
