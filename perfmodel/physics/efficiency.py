@@ -138,7 +138,13 @@ class Efficiency:
     norm+cast and activation+cast, `USE_TE_OPS=1`, `FUSED_SINGLE_QKV_ROPE=1`, `CE_FUSION_IMPL=te` in later
     configs), so an older release moves more HBM bytes than the operation list, which describes today's fused
     stack, counts. Without it the shared memory efficiency sat at its 0.50 floor, fitted to the older rows (a fit on
-    the rows released from 2025 on put it at 0.76, one on the older rows at its floor)."""
+    the rows released from 2025 on put it at 0.76, one on the older rows at its floor). The MLPerf rows (releases
+    2024-04 to 2025-09) identify it with the older Megatron rows (Korthikanti et al. 2022, NeMo's long-sequence table
+    of 2024-03): with NVIDIA's MLPerf rows exempt it fits at 1.03. No dated switch in its place fits as well: none,
+    one step before 2025-01 or 2025-07, or the rate capped at 2024-04 each put the HBM share at 0.54-0.73 and read
+    generation 6.3-7.6%, precision 6.5-7.3% and length 6.3-8.1% against 5.9, 6.0 and 4.6% (README, 'What is left of
+    v5.1'). The forward protocol barely moves with it (7.1-7.5% against 7.4%): each fold prices its round at
+    releases inside its training rows' span, so the rate is interpolated there, not extrapolated."""
     straggler_cv: float = 0.005
     """Spread (coefficient of variation) of one rank's compute time per step in lock-step training: thermal and
     power-cap clock drift, HBM refresh, OS and NCCL proxy noise. A step waits for the slowest of N ranks, whose
