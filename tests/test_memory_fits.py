@@ -6,6 +6,8 @@ that layout on that hardware; if perfmodel's memory need exceeds the capacity, t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from perfmodel.fitting.runs import bundled_runs
@@ -15,6 +17,7 @@ from perfmodel.inputs.precision import RECIPES
 from perfmodel.physics import memory
 from perfmodel.physics.calibration import UNCALIBRATED
 from perfmodel.physics.step import evaluate
+from perfmodel.physics.workload import padded_vocab
 from perfmodel.planning.predict import layout_vars
 
 KNOWN_OVERFLOWS: dict[str, str] = {}
@@ -32,6 +35,21 @@ def test_every_row_with_a_reported_layout_fits_in_memory() -> None:
         if not step.fits:
             overflows[item.run.id] = f"needs {float(step.memory.total) / 1e9:.1f} of {step.hbm_bytes / 1e9:.1f} GB"
     assert set(overflows) == set(KNOWN_OVERFLOWS), overflows
+
+
+def test_llm_foundrys_fused_cross_entropy_keeps_bf16_logits_and_a_bf16_gradient() -> None:
+    # measured_runs.csv:466, llm-foundry's benchmark table (README last changed 2024-01-06), A100 80GB: MPT-350M on 8
+    # GPUs, seq 2048, MBS 32, no recompute, FSDP FULL_SHARD. llm-foundry 0.4.0's default loss, flash-attn's fused
+    # cross entropy, keeps the BF16 logits and writes a BF16 gradient (inputs/stacks.py 'composer'): 4 bytes a logit,
+    # not the 6 of Megatron's FP32 softmax beside them.
+    runs, _ = bundled_runs()
+    item = prepare(next(r for r in runs if r.id == "measured_runs.csv:466"), UNCALIBRATED)
+    assert item.context.stack == "composer" and item.context.recipe.fused_cross_entropy
+    logits = 32 * 2048 * padded_vocab(item.context.model, 1)
+    fused = evaluate(item.context, layout_vars(item.layout))
+    unfused_context = replace(item.context, recipe=replace(item.context.recipe, fused_cross_entropy=False))
+    unfused = evaluate(unfused_context, layout_vars(item.layout))
+    assert float(unfused.memory.activations - fused.memory.activations) == pytest.approx(logits * 2.0)
 
 
 def _per_token(precision: str, recompute: str, frozen: bool) -> float:
