@@ -18,7 +18,7 @@ from tabulate import tabulate
 
 from perfmodel.fitting import evidence, protocols, whole_runs
 from perfmodel.fitting.calibrate import describe, interval
-from perfmodel.fitting.runs import LONG_SEQUENCE_SOURCE, MOE_SOURCE, bundled_runs
+from perfmodel.fitting.runs import FOUNDRY_40GB_SOURCE, LONG_SEQUENCE_SOURCE, MOE_SOURCE, bundled_runs
 from perfmodel.fitting.seed_ratios import seed_ratios
 from perfmodel.fitting.validation import Report, Row, validate
 from perfmodel.inputs.scenario import load_scenario
@@ -545,6 +545,7 @@ def main() -> None:
     moe = [r for r in not_fitted if r.prepared.run.source.startswith(MOE_SOURCE)]
     steps = [r for r in report.rows if not whole_runs.is_whole_run(r.prepared.run)]
     composer = [r for r in steps if r.prepared.context.stack == "composer"]
+    composer_40gb = [r for r in composer if r.prepared.run.source == FOUNDRY_40GB_SOURCE]
     dense = [r for r in steps if not r.prepared.run.source.startswith(MOE_SOURCE)]
     whole = whole_runs.stage(whole_runs.bundled_whole_runs(), calibration)
     plotted = _plot(report, DOCS / "validation.png")
@@ -562,7 +563,9 @@ def main() -> None:
         f"- Held-out MAPE (leave one accelerator x precision group out, refit, predict it): "
         f"{fit.get('cv_mape_pct', float('nan')):.1f}% over {fit.get('rows', 0)} rows.",
         f"- llm-foundry (the composer stack, fitted with its own attention, FSDP-overlap and step-overhead "
-        f"parameters): {len(composer)} rows, MAPE {_mape(composer):.1f}%.",
+        f"parameters): {len(composer)} rows, MAPE {_mape(composer):.1f}%; of them the {len(composer_40gb)} A100-40GB "
+        f"rows, validated, not fitted: MAPE {_mape(composer_40gb):.1f}%, mean "
+        f"{statistics.fmean(r.error_pct for r in composer_40gb) if composer_40gb else 0.0:+.1f}%.",
         f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; every container's "
         f"rows but GPT-OSS-120B's fit the calibration's MoE stage, docs/moe_validation.md): {len(moe)} rows, MAPE "
         f"{_mape(moe):.1f}%.",

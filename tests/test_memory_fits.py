@@ -6,6 +6,8 @@ that layout on that hardware; if perfmodel's memory need exceeds the capacity, t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from perfmodel.fitting.runs import bundled_runs
@@ -15,6 +17,7 @@ from perfmodel.inputs.precision import RECIPES
 from perfmodel.physics import memory
 from perfmodel.physics.calibration import UNCALIBRATED
 from perfmodel.physics.step import evaluate
+from perfmodel.physics.workload import padded_vocab
 from perfmodel.planning.predict import layout_vars
 
 KNOWN_OVERFLOWS: dict[str, str] = {}
@@ -25,13 +28,45 @@ def test_every_row_with_a_reported_layout_fits_in_memory() -> None:
     runs, _ = bundled_runs()
     reported = [r for r in runs if all(d in r.scenario.get("parallelism", {}) for d in REPORTED_DIMENSIONS)]
     items = prepare_all(reported, UNCALIBRATED, [])
-    assert len(items) == len(reported) >= 150  # measured_runs.csv's fully reported rows (152 on 2026-12-01)
+    # measured_runs.csv's fully reported rows (260 on 2026-12-06, llm-foundry's 78 A100-40GB rows among them)
+    assert len(items) == len(reported) >= 260
     overflows = {}
     for item in items:
         step = evaluate(item.context, layout_vars(item.layout))
         if not step.fits:
             overflows[item.run.id] = f"needs {float(step.memory.total) / 1e9:.1f} of {step.hbm_bytes / 1e9:.1f} GB"
     assert set(overflows) == set(KNOWN_OVERFLOWS), overflows
+
+
+def test_llm_foundrys_fused_cross_entropy_keeps_bf16_logits_and_a_bf16_gradient() -> None:
+    # measured_runs.csv:466, llm-foundry's benchmark table (README last changed 2024-01-06), A100 80GB: MPT-350M on 8
+    # GPUs, seq 2048, MBS 32, no recompute, FSDP FULL_SHARD. llm-foundry 0.4.0's default loss, flash-attn's fused
+    # cross entropy, keeps the BF16 logits and writes a BF16 gradient (inputs/stacks.py 'composer'): 4 bytes a logit,
+    # not the 6 of Megatron's FP32 softmax beside them.
+    runs, _ = bundled_runs()
+    item = prepare(next(r for r in runs if r.id == "measured_runs.csv:466"), UNCALIBRATED)
+    assert item.context.stack == "composer" and item.context.recipe.fused_cross_entropy
+    logits = 32 * 2048 * padded_vocab(item.context.model, 1)
+    fused = evaluate(item.context, layout_vars(item.layout))
+    unfused_context = replace(item.context, recipe=replace(item.context.recipe, fused_cross_entropy=False))
+    unfused = evaluate(unfused_context, layout_vars(item.layout))
+    assert float(unfused.memory.activations - fused.memory.activations) == pytest.approx(logits * 2.0)
+
+
+def test_llm_foundrys_a100_40gb_rows_fit_with_their_fused_cross_entropy() -> None:
+    # measured_runs.csv:516-518 and 538-541, llm-foundry's benchmark table (README last changed 2024-01-06), A100 40GB
+    # (40 GiB): MPT-1B at MBS 10 on 32-128 GPUs and MPT-350M at MBS 18 on 16-128 GPUs, seq 2048, no recompute, FSDP
+    # FULL_SHARD. They ran; priced with an FP32 softmax beside the BF16 logits they needed 43.1-45.0 GB of 42.9.
+    runs, _ = bundled_runs()
+    ids = {f"measured_runs.csv:{n}" for n in (516, 517, 518, 538, 539, 540, 541)}
+    items = prepare_all([r for r in runs if r.id in ids], UNCALIBRATED, [])
+    assert len(items) == 7 and {i.context.hardware.accelerator.id for i in items} == {"a100-40gb"}
+    for item in items:
+        fused = evaluate(item.context, layout_vars(item.layout))
+        unfused_context = replace(item.context, recipe=replace(item.context.recipe, fused_cross_entropy=False))
+        unfused = evaluate(unfused_context, layout_vars(item.layout))
+        assert fused.hbm_bytes == 40 * 2**30
+        assert float(fused.memory.total) < fused.hbm_bytes < float(unfused.memory.total), item.run.id
 
 
 def _per_token(precision: str, recompute: str, frozen: bool) -> float:

@@ -7,7 +7,14 @@ from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
-from perfmodel.fitting.runs import DEEPSPEED_SOURCE, MAXTEXT_SOURCE, bundled_runs, reference_vintage, vintage_years
+from perfmodel.fitting.runs import (
+    DEEPSPEED_SOURCE,
+    FOUNDRY_40GB_SOURCE,
+    MAXTEXT_SOURCE,
+    bundled_runs,
+    reference_vintage,
+    vintage_years,
+)
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.stacks import STACKS, get_stack, stack_recipe
@@ -21,9 +28,9 @@ from perfmodel.planning.predict import predict as planned
 def test_llm_foundry_rows_run_on_the_composer_stack() -> None:
     runs, _ = bundled_runs()
     stacks = {r.source: r.scenario.get("stack", "megatron") for r in runs if r.metric != "gpu_hours"}
-    assert stacks["llm-foundry"] == "composer" and stacks[MAXTEXT_SOURCE] == "maxtext"
+    assert stacks["llm-foundry"] == stacks[FOUNDRY_40GB_SOURCE] == "composer" and stacks[MAXTEXT_SOURCE] == "maxtext"
     assert stacks["torchtitan"] == "torchtitan" and stacks[DEEPSPEED_SOURCE] == "megatron-deepspeed"
-    own = ("llm-foundry", MAXTEXT_SOURCE, "torchtitan", DEEPSPEED_SOURCE)
+    own = ("llm-foundry", FOUNDRY_40GB_SOURCE, MAXTEXT_SOURCE, "torchtitan", DEEPSPEED_SOURCE)
     assert {s for source, s in stacks.items() if source not in own} == {"megatron"}
 
 
@@ -153,7 +160,7 @@ def test_llm_foundry_rows_are_dated_by_their_tables_last_change() -> None:
     protocol's folds (v4.1, v5.0) train on them."""
     from perfmodel.fitting.protocols import _known
 
-    foundry = [r for r in bundled_runs()[0] if r.source == "llm-foundry"]
+    foundry = [r for r in bundled_runs()[0] if r.source in ("llm-foundry", FOUNDRY_40GB_SOURCE)]
     assert foundry and {r.released for r in foundry} == {"2024-01"}
     assert {_known(r) for r in foundry} == {"2024-01"}
 

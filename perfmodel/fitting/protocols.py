@@ -27,6 +27,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting import calibrate as cal
 from perfmodel.fitting.runs import (
     DEEPSPEED_SOURCE,
+    FOUNDRY_40GB_SOURCE,
     LONG_SEQUENCE_SOURCE,
     MAXTEXT_SOURCE,
     ROUND_PUBLISHED,
@@ -130,7 +131,10 @@ def _stack(items: Sequence[PreparedRun]) -> list[Fold]:
     ]
 
 
-VALIDATION_ONLY = {"length": (LONG_SEQUENCE_SOURCE,), "stack": (MAXTEXT_SOURCE, TORCHTITAN_SOURCE, DEEPSPEED_SOURCE)}
+VALIDATION_ONLY = {
+    "length": (LONG_SEQUENCE_SOURCE,),
+    "stack": (MAXTEXT_SOURCE, TORCHTITAN_SOURCE, DEEPSPEED_SOURCE, FOUNDRY_40GB_SOURCE),
+}
 """Protocols whose test rows include sources no fit takes (validation.NOT_FITTED): their folds predict those
 sources' rows too."""
 

@@ -297,6 +297,7 @@ def check_scenario(run: MeasuredRun, where: str) -> None:
 HARDWARE = {
     "H100-SXM5-80GB": "h100-sxm", "H100-80GB": "h100-sxm", "H200-SXM5-141GB": "h200-sxm",
     "A100-SXM4-80GB": "a100-sxm-80gb", "A100-80GB (1600Gbps RoCE)": "a100-sxm-80gb",
+    "A100-40GB (1600Gbps RoCE)": "a100-40gb",
     "B200": "b200", "B200-SXM-180GB": "b200", "GB200": "gb200", "B300": "b300", "B300-SXM-270GB": "b300",
     "GB300": "gb300",
     "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x",
@@ -335,7 +336,10 @@ qualifier is per-tensor scaling: delayed scaling in NeMo before 2025 and MLPerf,
 ROUND_PUBLISHED = {"v4.0": "2024-06", "v4.1": "2024-11", "v5.0": "2025-06", "v5.1": "2025-11"}
 """Month MLCommons published each MLPerf Training round's results (press releases of 2024-06-12, 2024-11-13,
 2025-06-04 and 2025-11-12)."""
-COMPOSER_SOURCES = ("llm-foundry",)
+FOUNDRY_40GB_SOURCE = "llm-foundry A100 40GB"
+"""Source of llm-foundry's A100-40GB rows: their own group in validate, validated, not fitted
+(validation.NOT_FITTED)."""
+COMPOSER_SOURCES = ("llm-foundry", FOUNDRY_40GB_SOURCE)
 """Sources whose runs were made with MosaicML Composer (inputs/stacks.py 'composer'); the rest are Megatron."""
 OTHER_STACK = (
     "DeepSpeed implementation: NGC PyTorch 24.01 with DeepSpeed over Gigabit Ethernet scale-out; neither the "
@@ -407,17 +411,7 @@ def _released(text: str) -> str | None:
     return container_month(text) or (f"{month.group(1)}-{month.group(2)}" if month else None)
 
 
-NOT_FITTED_HARDWARE = {
-    "A100-40GB (1600Gbps RoCE)": "A100 40GB (a100-40gb in hardware_specs): 7 of its 78 llm-foundry "
-    "rows' reported layouts exceed perfmodel's memory estimate by 1-5% (a runtime reserve and fragmentation sized on "
-    "80 GB parts), so its rows wait for the memory model to be checked on 40 GB parts",
-}
-"""Accelerators in hardware_specs whose bundled measured rows are left out, and why."""
-
-
 def _accelerator(text: str) -> str:
-    if text in NOT_FITTED_HARDWARE:
-        raise Excluded(NOT_FITTED_HARDWARE[text])
     if text not in HARDWARE:
         raise Excluded(f"accelerator '{text}' is not in hardware_specs")
     return HARDWARE[text]
@@ -534,7 +528,7 @@ def _source_label(source: str) -> str:
         ("Megatron-Bridge", "Megatron-Bridge"), ("NVIDIA/NeMo docs", "NeMo 24.07"),
         ("docs.nvidia.com", "NeMo docs"), ("dgxc-benchmarking", "DGX Cloud recipes"),
         ("Narayanan", "Narayanan et al. 2021"), ("Korthikanti", "Korthikanti et al. 2022"),
-        ("llm-foundry", "llm-foundry"), ("DeepSeek", "DeepSeek-V3 report"),
+        ("[A100 40GB", FOUNDRY_40GB_SOURCE), ("llm-foundry", "llm-foundry"), ("DeepSeek", "DeepSeek-V3 report"),
     ):  # fmt: skip
         if key in source:
             return label

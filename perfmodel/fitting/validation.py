@@ -20,6 +20,7 @@ from perfmodel.fitting.calibrate import mape
 from perfmodel.fitting.runs import (
     DEEPSPEED_SOURCE,
     DROPPING_ASSUMPTION,
+    FOUNDRY_40GB_SOURCE,
     LONG_SEQUENCE_SOURCE,
     MAXTEXT_SOURCE,
     MOE_MODELS,
@@ -83,6 +84,10 @@ NOT_FITTED: dict[str, str] = {
     "DeepSpeed's per-tensor ZeRO-3 with no parameter of their own; fitted, their three 530B rows (+13-31%: optimistic, "
     "unexplained) moved shared parameters (the HBM share 0.74 to 0.70, the scale-out share 0.79 to 0.74) and four "
     "protocols 0.1-0.7 points worse (2026-12-06 refit)",
+    FOUNDRY_40GB_SOURCE: "not in the dense fit: llm-foundry's A100-40GB rows (one table, one release) are validation "
+    "only, predicted with the composer parameters its A100-80GB and H100 rows fit; fitted, they moved the Ampere and "
+    "composer parameters (overlap_dp@composer 0.28 to 0.21) and the scale and precision protocols 0.05 and 0.02 "
+    "points worse on the rows both fits predict (generation, stack and length better) (2026-12-06 refit)",
 }
 """Bundled sources that `perfmodel validate` predicts but the bundled calibration is not fitted on, and why."""
 

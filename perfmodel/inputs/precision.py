@@ -132,6 +132,11 @@ class Recipe:
     0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise it stays
     in BF16 in every recipe (workload.head_forward)."""
 
+    fused_cross_entropy: bool = False
+    """Whether the loss is a fused cross entropy that keeps the logits in BF16 and writes their gradient in BF16
+    (flash-attn's CrossEntropyLoss, llm-foundry's default); False: the loss casts the logits to FP32 and keeps its
+    FP32 softmax for the backward, as Megatron-Core's vocab-parallel cross entropy does (memory.logits_bytes)."""
+
     flash_attention: bool = True
     """Fused attention that keeps the scores on chip (FlashAttention and its successors); False: the scores and their
     softmax go through HBM as a batched GEMM, a softmax kernel and another batched GEMM, and a layer keeps them for

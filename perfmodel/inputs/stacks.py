@@ -94,6 +94,9 @@ class StackProfile:
     fp8_recipes: tuple[str, ...] = ()
     """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
     Transformer Engine's per-tensor scaling, no knob."""
+    fused_cross_entropy: bool = False
+    """Whether the stack's loss is a fused cross entropy holding BF16 logits and a BF16 gradient
+    (precision.Recipe.fused_cross_entropy)."""
 
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
@@ -194,6 +197,13 @@ STACKS: dict[str, StackProfile] = {
         # Composer's `precision: amp_fp8` wraps the model in te.fp8_autocast with TE's DelayedScaling recipe
         # (composer/core/precision.py; recalled from the public code, not a stored copy).
         fp8_delayed_scaling=True,
+        # llm-foundry 0.4.0 (the release of its benchmark table; PyPI sdist) defaults `loss_fn` to
+        # 'fused_crossentropy': flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/modeling_mpt.py,
+        # ComposerMPTCausalLM.__init__, L869-875), which saves the logits in their own dtype with an FP32
+        # log-sum-exp per token and allocates their gradient as `torch.empty_like(logits)` (flash-attn 2.3.2, its
+        # gpu-flash2 extra: flash_attn/ops/triton/cross_entropy.py L220 and L232; 1.0.9, its gpu extra, saves the
+        # same in flash_attn/losses/cross_entropy.py L89; both PyPI sdists).
+        fused_cross_entropy=True,
         layout_defaults=_COMPOSER_LAYOUT,
         dp_overlap="PyTorch FSDP's prefetched all-gathers and backward reduce-scatters (its own fitted overlap_dp)",
     ),
@@ -386,6 +396,8 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, tp_layout_copies=True, tp_wgrad_regather=False)
     if stack.fsdp2:
         recipe = replace(recipe, fsdp_copies=True, fsdp_reduce_fp32=True)
+    if stack.fused_cross_entropy:
+        recipe = replace(recipe, fused_cross_entropy=True)
     if knobs.async_tp is not None:
         overlap = knobs.async_tp and recipe.tp_comm_overlap
         return replace(recipe, tp_comm_overlap=overlap, tp_backward_overlap=overlap, tp_decomposed=overlap)

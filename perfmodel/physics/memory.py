@@ -191,9 +191,10 @@ def model_state(
     return weights, gradients, optimizer
 
 
-def logits_bytes(tokens: Number, vocab_per_rank: Number) -> Number:
-    """The last stage's logits in BF16 and their FP32 softmax/gradient for one micro-batch."""
-    return tokens * vocab_per_rank * (BF16_BYTES + FP32_BYTES)
+def logits_bytes(tokens: Number, vocab_per_rank: Number, fused_cross_entropy: bool = False) -> Number:
+    """The last stage's logits in BF16 and their FP32 softmax/gradient for one micro-batch; a fused cross entropy
+    (Recipe.fused_cross_entropy) keeps the BF16 logits and writes a BF16 gradient beside them, no FP32 copy."""
+    return tokens * vocab_per_rank * (BF16_BYTES + (BF16_BYTES if fused_cross_entropy else FP32_BYTES))
 
 
 def peak(first: MemoryBreakdown, last: MemoryBreakdown) -> MemoryBreakdown:

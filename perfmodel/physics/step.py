@@ -1464,7 +1464,7 @@ def _rank_memory(
 
     # The last rank's MTP depths keep their module's layers (in mean-layer units) and their own logits, each depth's
     # loss saving its softmax for the backward as the main head's does.
-    logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp)
+    logits = memory.logits_bytes(tokens, padded_vocab(md, tp) / tp, rec.fused_cross_entropy)
     mtp_layers, mtp_logits = md.mtp_layers * (len(md.mtp_pattern) or 1), md.mtp_layers * logits
     first_layers = where(single_rank, md.layers, stages.first)
     last_layers = where(single_rank, md.layers, stages.last)
