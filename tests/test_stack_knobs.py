@@ -181,6 +181,30 @@ def test_rowwise_fp8_gathers_bf16_activations_over_tp() -> None:
     assert float(rowwise["tp_exposed"]) > float(tensorwise["tp_exposed"])
 
 
+def test_async_tp_cannot_fuse_the_bf16_gathers_rowwise_fp8_casts() -> None:
+    """The micro-pipeline pass fuses an all-gather only into a matmul that consumes the gathered tensor
+    (micro_pipeline_tp._find_consumer_matmuls; torch 2.7.1 wheel): rowwise FP8 casts its BF16 gathers first, so async
+    TP hides only its forward reduce-scatters, each under the row-parallel fprop that produces it, and the
+    unfused all-gathers pay vanilla TP's chunk-and-cat. Hand-counted on Llama 3.1 8B's two TP blocks."""
+    row = _predict(precision="fp8", fp8_recipe="rowwise", async_tp=True)
+    trace = _trace(row)
+    comm, sh, links = trace["tp_comm"], trace["shard"], trace["tp_links"]
+    ctx = context_for(row.scenario)
+    rates = Rates(ctx.hardware.accelerator, ctx.efficiency)
+    ops = [*layer_forward(sh, ctx.recipe), *layer_backward(sh, ctx.recipe)]
+    g = {op.name: float(t) for op, t in zip(ops, op_times(batched(ops), rates), strict=True) if op.kind == "gemm"}
+    activation = sh.tokens * row.model.hidden * BF16_BYTES
+    scatter = float(reduce_scatter(activation, links))
+    hidden = sum(min(scatter, g[f"{linear}.fprop"]) for linear in ("proj", "fc2"))
+    copy_s = activation / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
+    # per block: 3 unfused BF16 all-gathers and the input-gradient reduce-scatter chunk-and-cat (2 each), the fused
+    # forward reduce-scatter sums 8 partials (1 + 1/8)
+    copies = 2 * (3 * 2 + 2 + (1 + 1 / 8)) * copy_s
+    assert float(comm.copies_layer) == pytest.approx(copies)
+    expected = float(comm.layer) - ctx.efficiency.overlap_tp * hidden + copies
+    assert float(trace["tp_exposed"]) == pytest.approx(expected, rel=2e-3)
+
+
 def test_torchao_pays_the_amax_pass_in_every_release() -> None:
     """torchao's float8 has dynamic scaling alone (a max(abs(x)) before each cast): no bytes of a torchtitan cast
     are an amax pass that a release before Megatron's switch from delayed scaling (efficiency

@@ -38,20 +38,20 @@ def test_the_twelve_rows_run_on_grand_teton_at_their_knobs() -> None:
     assert runs[2].scenario["parallelism"]["zero"] == 3 and runs[8].scenario["parallelism"]["recompute"] == "selective"
 
 
-# (vanilla line, async line) of each variant: 70B BF16 and FP8 tensorwise, 8B the same.
-VANILLA_ASYNC = [(2, 3), (4, 5), (8, 9), (10, 11)]
+# (vanilla line, async line) of each variant: 70B BF16, FP8 tensorwise and rowwise, 8B the same.
+VANILLA_ASYNC = [(2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (12, 13)]
 
 
 @pytest.mark.parametrize(("vanilla", "overlapped"), VANILLA_ASYNC)
 def test_vanilla_over_async_tp_follows_the_measured_ratio(
     rows: dict[int, tuple[float, float]], vanilla: int, overlapped: int
 ) -> None:
-    """torchtitan_runs.csv lines 2-5 and 8-11: async TP measured 3-16% faster than vanilla TP on the same layout."""
+    """torchtitan_runs.csv lines 2-13: async TP measured 3-16% faster than vanilla TP on the same layout (rowwise FP8
+    4-6%: its BF16 gathers feed casts, which the pass cannot fuse, step.gathers_fuse)."""
     assert _ratio_miss_points(rows, vanilla, overlapped) <= RATIO_POINTS
 
 
-# (tensorwise, rowwise) at 70B and 8B, vanilla and async TP. The rowwise rows' own vanilla/async ratios (lines 6-7,
-# 12-13) are not gated: their GEMMs, priced faster than measured, leave the TP collectives less to hide behind.
+# (tensorwise, rowwise) at 70B and 8B, vanilla and async TP.
 ROWWISE_RATIOS = [(4, 6), (5, 7), (10, 12), (11, 13)]
 
 
