@@ -108,6 +108,10 @@ class Recipe:
     Transformer Engine's FP8 dot-product attention (stack_notes.md: NVIDIA's MLPerf LoRA configs, FP8_DPA=1;
     bridge_recipe); the softmax exponentials run on the SFU either way, and the backward runs at the FP8 rate
     where kernels measure it, else BF16's (compute.attention_core_s)."""
+    separate_projections: bool = False
+    """Whether the stack's model code runs the query, key and value projections and the gated MLP's gate and up
+    projections as separate linear layers (torchtitan's Llama: wq, wk, wv; w1, w3), not as one fused GEMM each
+    (Megatron-Core's linear_qkv, linear_fc1): workload.separate_widths."""
     fused_grouped_mlp: bool = False
     """Whether the experts run TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8 on Blackwell
     only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the FP8-MX
