@@ -155,7 +155,9 @@ def test_rowwise_fp8_casts_each_operand_along_both_axes_from_bf16_gathered_rows(
     weight, the output gradient and the saved input again along the other axis and rescales each GEMM's BF16
     output (a read and a write, 4 B), the dgrads' inside the sum of wq's, wk's and wv's input gradients (three reads
     and a write, 8 B, either recipe). Tensorwise casts T / 8 rows before its FP8 gather, fused into the norm (an
-    amax read and two copies: 4 B), and the gradient once into both copies (6 B); nothing else."""
+    amax read and two copies: 4 B), transposes the gathered FP8 input for the wgrad (a read and a write, 2 B), and
+    casts the gradient once into both copies (6 B); the output projection (row-parallel, k = 512 in, n = 4,096 out)
+    casts its gradient on T / 8 rows before the FP8 all-gather and transposes the gathered gradient (2 B)."""
     tokens, k, n = 8192, 4096, 768
     assert _linear_ops("rowwise", "qkv") == pytest.approx(
         {
@@ -170,7 +172,20 @@ def test_rowwise_fp8_casts_each_operand_along_both_axes_from_bf16_gathered_rows(
         }
     )
     assert _linear_ops("tensorwise", "qkv") == pytest.approx(
-        {"qkv.cast": tokens / 8 * k * 4, "qkv.grad_cast": tokens * n * 6, "qkv.dgrad_sum": tokens * k * 8}
+        {
+            "qkv.cast": tokens / 8 * k * 4,
+            "qkv.grad_cast": tokens * n * 6,
+            "qkv.input_transpose": tokens * k * 2,
+            "qkv.dgrad_sum": tokens * k * 8,
+        }
+    )
+    proj_k, proj_n = 512, 4096
+    assert _linear_ops("tensorwise", "proj") == pytest.approx(
+        {
+            "proj.cast": tokens * proj_k * 6,
+            "proj.grad_cast": tokens / 8 * proj_n * 6,
+            "proj.grad_transpose": tokens * proj_n * 2,
+        }
     )
 
 
@@ -213,12 +228,14 @@ def test_rowwise_fp8_keeps_the_bf16_inputs_its_backward_casts_again() -> None:
 
 
 def test_rowwise_fp8_gathers_bf16_activations_over_tp() -> None:
-    """torchtitan runs its float8 TP (activations gathered in FP8) for tensorwise only: rowwise gathers BF16, so
-    each layer's exposed TP time (vanilla TP: all of it) grows by the input all-gathers' second byte."""
+    """torchtitan runs its float8 TP (activations and output gradients gathered in FP8) for tensorwise only: rowwise
+    gathers BF16, so each layer's exposed TP time (vanilla TP: all of it) grows by the all-gathers' second byte."""
     acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
     stack, fp8 = get_stack("torchtitan"), get_recipe("fp8", acc)
     recipes = [stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe=r)) for r in ("tensorwise", "rowwise")]
     assert [r.tp_gather_bytes for r in recipes] == [1.0, BF16_BYTES]
+    # and the output gradients: Float8RowwiseParallel casts them before the backward's all-gather
+    assert [r.tp_grad_gather_bytes for r in recipes] == [1.0, BF16_BYTES]
     tensorwise, rowwise = (_trace(_predict(precision="fp8", fp8_recipe=r)) for r in ("tensorwise", "rowwise"))
     assert float(rowwise["tp_exposed"]) > float(tensorwise["tp_exposed"])
 

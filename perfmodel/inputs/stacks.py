@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, rowwise_recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, float8_tp_recipe, rowwise_recipe
 
 
 @dataclass(frozen=True)
@@ -382,6 +382,8 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
     if knobs.fp8_recipe == "rowwise" and recipe.quantised:
         recipe = rowwise_recipe(recipe)
+    elif knobs.fp8_recipe == "tensorwise" and recipe.delayed_scaling_capable:
+        recipe = float8_tp_recipe(recipe)
     if knobs.compile is False:
         recipe = replace(recipe, eager_elementwise=True)
     if stack.per_op_sac:

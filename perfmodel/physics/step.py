@@ -643,10 +643,11 @@ def _tensor_parallel(
 
 def _tp_collectives(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, Number, Number]:
     """One TP block's collectives over a token x hidden activation: the all-gather feeding a column-parallel layer
-    (in the recipe's gather format), the BF16 all-gather of an output gradient and a BF16 reduce-scatter."""
+    (in the recipe's gather format), the all-gather of an output gradient (in its gradient gather format: BF16 but
+    under torchao's float8 TP) and a BF16 reduce-scatter."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
-    gather = all_gather(activation * BF16_BYTES, links)
+    gather = all_gather(activation * ctx.recipe.tp_grad_gather_bytes, links)
     scatter = reduce_scatter(activation * BF16_BYTES, links)
     return gather_in, gather, scatter
 
@@ -661,9 +662,10 @@ def _tp_copies(ctx: Context, sh: Shard, full_share: Number, selective: Number) -
     if not rec.tp_layout_copies:
         return 0.0, 0.0
     activation = sh.tokens * ctx.model.hidden
-    gather_in, activation = activation * rec.tp_gather_bytes, activation * BF16_BYTES
-    vanilla = (2 * gather_in, 2 * activation, 2 * activation, 2 * activation)
-    gathered = (4 * gather_in / sh.tp, 4 * activation / sh.tp) if gathers_fuse(rec) else (vanilla[0], vanilla[2])
+    gather_in, gather = activation * rec.tp_gather_bytes, activation * rec.tp_grad_gather_bytes
+    activation = activation * BF16_BYTES
+    vanilla = (2 * gather_in, 2 * activation, 2 * gather, 2 * activation)
+    gathered = (4 * gather_in / sh.tp, 4 * gather / sh.tp) if gathers_fuse(rec) else (vanilla[0], vanilla[2])
     fused = (gathered[0], activation * (1 + 1 / sh.tp), gathered[1], vanilla[3])
     forward, layer = _tp_layer(ctx, fused if decomposes(ctx) else vanilla, full_share, selective)
     rate = ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory

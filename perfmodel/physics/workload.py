@@ -459,11 +459,20 @@ def linear_backward(
     sh: Shard, recipe: Recipe, shape: tuple[str, Number, Number, bool], frozen_weights: bool, rows: Number
 ) -> list[Op]:
     """Casts, dgrad and wgrad GEMMs of one linear layer over `rows` tokens."""
-    name, k, n, _column = shape
+    name, k, n, column = shape
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     ops = []
     if recipe.quantised:
-        ops.append(_cast(f"{name}.grad_cast", rows * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
+        # A row-parallel layer's output gradient is cast before the all-gather when the gather is quantised (T/t
+        # rows per rank), after it otherwise; the wgrad transposes the gathered FP8 operand of all T rows
+        # (precision.float8_tp_recipe): the input of a column-parallel layer, the gradient of a row-parallel one.
+        gathered_quantised = recipe.tp_grad_gather_bytes < BF16_BYTES
+        cast_rows = rows / sh.tp if gathered_quantised and not column else rows
+        ops.append(_cast(f"{name}.grad_cast", cast_rows * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
+        if gathered_quantised and not frozen_weights:
+            operand, width = ("input", k) if column else ("grad", n)
+            transposed = where(equal(sh.tp, 1), 0.0, 2 * recipe.element_bytes)
+            ops.append(_mem(f"{name}.{operand}_transpose", rows * width, transposed))
         if recipe.hadamard_wgrad and not frozen_weights:
             ops.append(_cast(f"{name}.input_hadamard", rows * k, recipe, extra_passes=0))
     if frozen_weights and recipe.weight_transposed_in_backward:  # precision.frozen_base_recipe: read and write k x n
