@@ -18,7 +18,14 @@ from perfmodel.physics.collectives import all_gather, reduce_scatter
 from perfmodel.physics.compute import Rates, batched, op_times
 from perfmodel.physics.memory import activation_bytes_per_token
 from perfmodel.physics.step import evaluate, fsdp_copies_s, grad_reduce_bytes
-from perfmodel.physics.workload import EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES, Shard, layer_backward, layer_forward
+from perfmodel.physics.workload import (
+    EAGER_ROPE_BYTES,
+    EAGER_SWIGLU_BYTES,
+    Op,
+    Shard,
+    layer_backward,
+    layer_forward,
+)
 from perfmodel.planning.predict import context_for, layout_vars
 
 TITAN_8B = {
@@ -41,6 +48,15 @@ def _trace(prediction: perfmodel.Prediction) -> dict[str, Any]:
     return trace
 
 
+def _gemm_times(ops: list[Op], rates: Rates) -> dict[str, float]:
+    """Seconds of the GEMMs by name, summed over the separate linear layers that share one (wq, wk, wv: qkv)."""
+    times: dict[str, float] = {}
+    for op, seconds in zip(ops, op_times(batched(ops), rates), strict=True):
+        if op.kind == "gemm":
+            times[op.name] = times.get(op.name, 0.0) + float(seconds)
+    return times
+
+
 def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemms() -> None:
     """Vanilla TP (torchtitan's default) hides nothing: each layer's exposed TP time is all of its collectives and
     their layout copies. Async TP decomposes each collective under the GEMMs it feeds or drains, up to their time:
@@ -56,7 +72,7 @@ def test_vanilla_tp_exposes_what_async_tp_hides_behind_each_collectives_own_gemm
     ctx = context_for(overlapped.scenario)
     rates = Rates(ctx.hardware.accelerator, ctx.efficiency)
     ops = [*layer_forward(sh, ctx.recipe), *layer_backward(sh, ctx.recipe)]
-    g = {op.name: float(t) for op, t in zip(ops, op_times(batched(ops), rates), strict=True) if op.kind == "gemm"}
+    g = _gemm_times(ops, rates)
     activation = sh.tokens * perfmodel.predict(**TITAN_8B).model.hidden * BF16_BYTES
     gather, scatter = float(all_gather(activation, links)), float(reduce_scatter(activation, links))
     assert float(comm.forward) == pytest.approx(2 * (gather + scatter))
@@ -137,8 +153,11 @@ def test_rowwise_fp8_casts_each_operand_along_both_axes_from_bf16_gathered_rows(
     8B at TP 8 (k = 4,096 in, n = (4,096 + 2 x 1,024) / 8 = 768 out, T = 8,192 tokens): a cast is an amax read
     (2 B), a read (2 B) and one FP8 copy (1 B), 5 B per element, on all T gathered rows; the backward casts the
     weight, the output gradient and the saved input again along the other axis and rescales each GEMM's BF16
-    output (a read and a write, 4 B). Tensorwise casts T / 8 rows before its FP8 gather, fused into the norm (an
-    amax read and two copies: 4 B), and the gradient once into both copies (6 B); nothing else."""
+    output (a read and a write, 4 B), the dgrads' inside the sum of wq's, wk's and wv's input gradients (three reads
+    and a write, 8 B, either recipe). Tensorwise casts T / 8 rows before its FP8 gather, fused into the norm (an
+    amax read and two copies: 4 B), transposes the gathered FP8 input for the wgrad (a read and a write, 2 B), and
+    casts the gradient once into both copies (6 B); the output projection (row-parallel, k = 512 in, n = 4,096 out)
+    casts its gradient on T / 8 rows before the FP8 all-gather and transposes the gathered gradient (2 B)."""
     tokens, k, n = 8192, 4096, 768
     assert _linear_ops("rowwise", "qkv") == pytest.approx(
         {
@@ -146,15 +165,53 @@ def test_rowwise_fp8_casts_each_operand_along_both_axes_from_bf16_gathered_rows(
             "qkv.weight_cast": k * n * 5,
             "qkv.grad_cast": tokens * n * 5,
             "qkv.weight_recast": k * n * 5,
-            "qkv.dgrad_rescale": tokens * k * 4,
+            "qkv.dgrad_sum": tokens * k * 8,
             "qkv.grad_recast": tokens * n * 5,
             "qkv.input_recast": tokens * k * 5,
             "qkv.wgrad_rescale": k * n * 4,
         }
     )
     assert _linear_ops("tensorwise", "qkv") == pytest.approx(
-        {"qkv.cast": tokens / 8 * k * 4, "qkv.grad_cast": tokens * n * 6}
+        {
+            "qkv.cast": tokens / 8 * k * 4,
+            "qkv.grad_cast": tokens * n * 6,
+            "qkv.input_transpose": tokens * k * 2,
+            "qkv.dgrad_sum": tokens * k * 8,
+        }
     )
+    proj_k, proj_n = 512, 4096
+    assert _linear_ops("tensorwise", "proj") == pytest.approx(
+        {
+            "proj.cast": tokens * proj_k * 6,
+            "proj.grad_cast": tokens / 8 * proj_n * 6,
+            "proj.grad_transpose": tokens * proj_n * 2,
+        }
+    )
+
+
+def test_torchtitans_llama_runs_q_k_v_and_gate_up_as_separate_linears() -> None:
+    """torchtitan's Llama has wq, wk, wv and w1, w3 as separate nn.Linear modules (torchtitan/models/llama3/model/
+    model.py), Megatron-Core one linear_qkv and one linear_fc1: on Llama 3.1 8B at TP 8 (T = 8,192 tokens), QKV's
+    fprop, dgrad and wgrad are three GEMMs of 512, 128 and 128 columns, fc1's two of 1,792, the fused ones' FLOPs
+    between them; each reads its input, and the backward sums their BF16 input gradients (parts + 1 passes of 2 B)."""
+    acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
+    model, tokens, hidden = perfmodel.predict(**TITAN_8B).model, 8192, 4096
+    layers = {}
+    for name in ("torchtitan", "megatron"):
+        stack = get_stack(name)
+        rec = stack_recipe(get_recipe("bf16", acc), stack, stack_knobs(stack))
+        shard = Shard(model, rec, 8, 1, 1, tokens)
+        layers[name] = [*layer_forward(shard, rec), *layer_backward(shard, rec)]
+    for gemm in ("fprop", "dgrad", "wgrad"):
+        qkv, fc1 = ([op for op in layers["torchtitan"] if op.name == f"{linear}.{gemm}"] for linear in ("qkv", "fc1"))
+        width = "k" if gemm == "dgrad" else "n"  # workload._gemm's m x n x k: dgrad reduces over the outputs
+        assert [getattr(op, width) for op in qkv] == [512, 128, 128]
+        assert [getattr(op, width) for op in fc1] == [1792, 1792]
+        fused = {op.name: op.flops for op in layers["megatron"] if op.name.endswith(gemm)}
+        assert sum(op.flops for op in qkv) == pytest.approx(fused[f"qkv.{gemm}"])
+    sums = {op.name: op.bytes for op in layers["torchtitan"] if op.name.endswith(".dgrad_sum")}
+    assert sums == pytest.approx({"qkv.dgrad_sum": tokens * hidden * 4 * 2, "fc1.dgrad_sum": tokens * hidden * 3 * 2})
+    assert not any(op.name.endswith(".dgrad_sum") for op in layers["megatron"])
 
 
 def test_rowwise_fp8_keeps_the_bf16_inputs_its_backward_casts_again() -> None:
@@ -171,14 +228,40 @@ def test_rowwise_fp8_keeps_the_bf16_inputs_its_backward_casts_again() -> None:
 
 
 def test_rowwise_fp8_gathers_bf16_activations_over_tp() -> None:
-    """torchtitan runs its float8 TP (activations gathered in FP8) for tensorwise only: rowwise gathers BF16, so
-    each layer's exposed TP time (vanilla TP: all of it) grows by the input all-gathers' second byte."""
+    """torchtitan runs its float8 TP (activations and output gradients gathered in FP8) for tensorwise only: rowwise
+    gathers BF16, so each layer's exposed TP time (vanilla TP: all of it) grows by the all-gathers' second byte."""
     acc = perfmodel.predict(**TITAN_8B).hardware.accelerator
     stack, fp8 = get_stack("torchtitan"), get_recipe("fp8", acc)
     recipes = [stack_recipe(fp8, stack, stack_knobs(stack, fp8_recipe=r)) for r in ("tensorwise", "rowwise")]
     assert [r.tp_gather_bytes for r in recipes] == [1.0, BF16_BYTES]
+    # and the output gradients: Float8RowwiseParallel casts them before the backward's all-gather
+    assert [r.tp_grad_gather_bytes for r in recipes] == [1.0, BF16_BYTES]
     tensorwise, rowwise = (_trace(_predict(precision="fp8", fp8_recipe=r)) for r in ("tensorwise", "rowwise"))
     assert float(rowwise["tp_exposed"]) > float(tensorwise["tp_exposed"])
+
+
+def test_async_tp_cannot_fuse_the_bf16_gathers_rowwise_fp8_casts() -> None:
+    """The micro-pipeline pass fuses an all-gather only into a matmul that consumes the gathered tensor
+    (micro_pipeline_tp._find_consumer_matmuls; torch 2.7.1 wheel): rowwise FP8 casts its BF16 gathers first, so async
+    TP hides only its forward reduce-scatters, each under the row-parallel fprop that produces it, and the
+    unfused all-gathers pay vanilla TP's chunk-and-cat. Hand-counted on Llama 3.1 8B's two TP blocks."""
+    row = _predict(precision="fp8", fp8_recipe="rowwise", async_tp=True)
+    trace = _trace(row)
+    comm, sh, links = trace["tp_comm"], trace["shard"], trace["tp_links"]
+    ctx = context_for(row.scenario)
+    rates = Rates(ctx.hardware.accelerator, ctx.efficiency)
+    ops = [*layer_forward(sh, ctx.recipe), *layer_backward(sh, ctx.recipe)]
+    g = _gemm_times(ops, rates)
+    activation = sh.tokens * row.model.hidden * BF16_BYTES
+    scatter = float(reduce_scatter(activation, links))
+    hidden = sum(min(scatter, g[f"{linear}.fprop"]) for linear in ("proj", "fc2"))
+    copy_s = activation / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
+    # per block: 3 unfused BF16 all-gathers and the input-gradient reduce-scatter chunk-and-cat (2 each), the fused
+    # forward reduce-scatter sums 8 partials (1 + 1/8)
+    copies = 2 * (3 * 2 + 2 + (1 + 1 / 8)) * copy_s
+    assert float(comm.copies_layer) == pytest.approx(copies)
+    expected = float(comm.layer) - ctx.efficiency.overlap_tp * hidden + copies
+    assert float(trace["tp_exposed"]) == pytest.approx(expected, rel=2e-3)
 
 
 def test_torchao_pays_the_amax_pass_in_every_release() -> None:

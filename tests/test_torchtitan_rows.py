@@ -38,29 +38,41 @@ def test_the_twelve_rows_run_on_grand_teton_at_their_knobs() -> None:
     assert runs[2].scenario["parallelism"]["zero"] == 3 and runs[8].scenario["parallelism"]["recompute"] == "selective"
 
 
-# (vanilla line, async line) of each variant: 70B BF16 and FP8 tensorwise, 8B the same.
-VANILLA_ASYNC = [(2, 3), (4, 5), (8, 9), (10, 11)]
+MAPE_TARGET_PCT = 8.0
+"""Issue 28's target for the twelve rows, left one variant out; they are validation only, so each is predicted by a
+fit that saw none of them (stricter)."""
+
+
+def test_the_twelve_rows_meet_issue_28s_mape(rows: dict[int, tuple[float, float]]) -> None:
+    """torchtitan_runs.csv lines 2-13 (pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md):
+    the mean absolute error of the predicted tokens/s per GPU."""
+    errors = [abs(predicted / measured - 1) * 100 for measured, predicted in rows.values()]
+    assert sum(errors) / len(errors) <= MAPE_TARGET_PCT
+
+
+# (vanilla line, async line) of each variant: 70B BF16, FP8 tensorwise and rowwise, 8B the same.
+VANILLA_ASYNC = [(2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (12, 13)]
 
 
 @pytest.mark.parametrize(("vanilla", "overlapped"), VANILLA_ASYNC)
 def test_vanilla_over_async_tp_follows_the_measured_ratio(
     rows: dict[int, tuple[float, float]], vanilla: int, overlapped: int
 ) -> None:
-    """torchtitan_runs.csv lines 2-5 and 8-11: async TP measured 3-16% faster than vanilla TP on the same layout."""
+    """torchtitan_runs.csv lines 2-13: async TP measured 3-16% faster than vanilla TP on the same layout (rowwise FP8
+    4-6%: its BF16 gathers feed casts, which the pass cannot fuse, step.gathers_fuse)."""
     assert _ratio_miss_points(rows, vanilla, overlapped) <= RATIO_POINTS
 
 
-# (tensorwise, rowwise) at 70B and 8B, vanilla and async TP. The rowwise rows' own vanilla/async ratios (lines 6-7,
-# 12-13) are not gated: their GEMMs, priced faster than measured, leave the TP collectives less to hide behind.
+# (tensorwise, rowwise) at 70B and 8B, vanilla and async TP.
 ROWWISE_RATIOS = [(4, 6), (5, 7), (10, 12), (11, 13)]
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 28 missed for rowwise FP8: torchao's re-quantisation, rescale passes and BF16 TP gathers priced, "
-    "the predicted tensorwise/rowwise ratios are 11-33 points under the measured 1.35-1.51; the rowwise GEMM kernel's "
-    "own speed on H100 is not measured (kernels/ has no H100 rowwise GEMM), and a factor fitted to the 4 rowwise "
-    "rows would break issue 27's ten-row rule",
+    reason="issue 28 missed for rowwise FP8: torchao's re-quantisation, rescale passes, BF16 TP gathers and their "
+    "unfusable async-TP all-gathers priced, the predicted tensorwise/rowwise ratios are 5-23 points under the measured "
+    "1.35-1.51 (the 8B async pair 5.1); the rowwise GEMM kernel's own speed on H100 is not measured (kernels/ has no "
+    "H100 rowwise GEMM), and a factor fitted to the 4 rowwise rows would break issue 27's ten-row rule",
 )
 @pytest.mark.parametrize(("first", "second"), ROWWISE_RATIOS)
 def test_tensorwise_over_rowwise_follows_the_measured_ratio(

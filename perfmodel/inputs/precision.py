@@ -115,6 +115,15 @@ class Recipe:
     runs, and its open SM80 backward masked per element (PR #866: O(S^2) work for an O(S.W) problem); False: the
     backward skips the out-of-band tiles as the measured BF16 one does (../shared/data/gpt_oss_blackwell_notes.md
     2.3)."""
+    separate_projections: bool = False
+    """Whether the stack's model code runs the query, key and value projections and the gated MLP's gate and up
+    projections as separate linear layers (torchtitan's Llama: wq, wk, wv; w1, w3), not as one fused GEMM each
+    (Megatron-Core's linear_qkv, linear_fc1): workload.separate_widths."""
+    tp_grad_gather_bytes: float = BF16_BYTES
+    """Bytes per element of the backward's all-gather of a row-parallel layer's output gradient: BF16 where the stack
+    gathers it as autograd hands it over; torchao's float8 TP (tensorwise only) casts it to FP8 first, on this rank's
+    sequence-parallel rows (Float8RowwiseParallel's output goes through NoopFwToFloat8BwDynamic after its
+    redistribute, so the backward casts before the all-gather; torchao 0.11.0 float8_tensor_parallel.py)."""
     fused_grouped_mlp: bool = False
     """Whether the experts run TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8 on Blackwell
     only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the FP8-MX
@@ -266,6 +275,15 @@ def rowwise_recipe(recipe: Recipe) -> Recipe:
     if not recipe.delayed_scaling_capable:
         raise PerfmodelError(f"rowwise FP8 scaling applies to --precision fp8, not {recipe.id}")
     return replace(recipe, fp8_scaling="rowwise", copies=1, param_gather_bytes=BF16_BYTES, tp_gather_bytes=BF16_BYTES)
+
+
+def float8_tp_recipe(recipe: Recipe) -> Recipe:
+    """Per-tensor FP8 as torchao's tensorwise recipe runs under torchtitan's float8 TP (Float8ColwiseParallel,
+    Float8RowwiseParallel; torchao 0.11.0 float8_tensor_parallel.py): a row-parallel layer's output gradient is cast
+    to FP8 on this rank's sequence-parallel rows and all-gathered in FP8, as its inputs are in the forward
+    (`tp_grad_gather_bytes`); the wgrad then reads each gathered FP8 operand in the other layout, a byte transpose of
+    all T rows (float8_ops.py preprocess_addmm's .t().contiguous(); workload.linear_backward)."""
+    return replace(recipe, tp_grad_gather_bytes=recipe.tp_gather_bytes)
 
 
 CP_COMMS = ("p2p", "all_gather", "a2a")

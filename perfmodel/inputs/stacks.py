@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, rowwise_recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, float8_tp_recipe, rowwise_recipe
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,9 @@ class StackProfile:
     dtensor_tp: bool = False
     """Whether the stack's TP is PyTorch's DTensor sequence parallelism (precision.Recipe.tp_layout_copies and
     tp_wgrad_regather: its layout copies, and no backward re-gather of the inputs autograd keeps)."""
+    separate_projections: bool = False
+    """Whether the stack's model code runs Q, K, V and the gated MLP's gate and up projections as separate linear
+    layers (precision.Recipe.separate_projections: torchtitan's Llama), not fused as Megatron-Core's."""
     fsdp2: bool = False
     """Whether the stack shards with PyTorch's FSDP2 (fully_shard) as it ships: its copies beside each all-gather and
     reduce-scatter and FP32 gradient reduction (precision.Recipe.fsdp_copies, fsdp_reduce_fp32)."""
@@ -236,6 +239,7 @@ STACKS: dict[str, StackProfile] = {
         fp8_current_scaling=True,
         per_op_sac=True,
         dtensor_tp=True,
+        separate_projections=True,
         fsdp2=True,
         dp_overlap="FSDP2's all-gathers prefetched a layer ahead and its reduce-scatters during the backward (priced "
         "at the shared overlap_dp: its rows are validation only)",
@@ -388,12 +392,16 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
         recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
     if knobs.fp8_recipe == "rowwise" and recipe.quantised:
         recipe = rowwise_recipe(recipe)
+    elif knobs.fp8_recipe == "tensorwise" and recipe.delayed_scaling_capable:
+        recipe = float8_tp_recipe(recipe)
     if knobs.compile is False:
         recipe = replace(recipe, eager_elementwise=True)
     if stack.per_op_sac:
         recipe = replace(recipe, per_op_sac=True)
     if stack.dtensor_tp:
         recipe = replace(recipe, tp_layout_copies=True, tp_wgrad_regather=False)
+    if stack.separate_projections:
+        recipe = replace(recipe, separate_projections=True)
     if stack.fsdp2:
         recipe = replace(recipe, fsdp_copies=True, fsdp_reduce_fp32=True)
     if stack.fused_cross_entropy:

@@ -643,10 +643,11 @@ def _tensor_parallel(
 
 def _tp_collectives(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Number, Number, Number]:
     """One TP block's collectives over a token x hidden activation: the all-gather feeding a column-parallel layer
-    (in the recipe's gather format), the BF16 all-gather of an output gradient and a BF16 reduce-scatter."""
+    (in the recipe's gather format), the all-gather of an output gradient (in its gradient gather format: BF16 but
+    under torchao's float8 TP) and a BF16 reduce-scatter."""
     activation = sh.tokens * ctx.model.hidden
     gather_in = all_gather(activation * ctx.recipe.tp_gather_bytes, links)
-    gather = all_gather(activation * BF16_BYTES, links)
+    gather = all_gather(activation * ctx.recipe.tp_grad_gather_bytes, links)
     scatter = reduce_scatter(activation * BF16_BYTES, links)
     return gather_in, gather, scatter
 
@@ -661,9 +662,11 @@ def _tp_copies(ctx: Context, sh: Shard, full_share: Number, selective: Number) -
     if not rec.tp_layout_copies:
         return 0.0, 0.0
     activation = sh.tokens * ctx.model.hidden
-    gather_in, activation = activation * rec.tp_gather_bytes, activation * BF16_BYTES
-    vanilla = (2 * gather_in, 2 * activation, 2 * activation, 2 * activation)
-    fused = (4 * gather_in / sh.tp, activation * (1 + 1 / sh.tp), 4 * activation / sh.tp, vanilla[3])
+    gather_in, gather = activation * rec.tp_gather_bytes, activation * rec.tp_grad_gather_bytes
+    activation = activation * BF16_BYTES
+    vanilla = (2 * gather_in, 2 * activation, 2 * gather, 2 * activation)
+    gathered = (4 * gather_in / sh.tp, 4 * gather / sh.tp) if gathers_fuse(rec) else (vanilla[0], vanilla[2])
+    fused = (gathered[0], activation * (1 + 1 / sh.tp), gathered[1], vanilla[3])
     forward, layer = _tp_layer(ctx, fused if decomposes(ctx) else vanilla, full_share, selective)
     rate = ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory
     return forward / rate, layer / rate
@@ -692,6 +695,16 @@ def decomposes(ctx: Context) -> bool:
     return ctx.recipe.tp_decomposed and not (md.is_moe or md.hybrid_pattern or md.attention == "mla")
 
 
+def gathers_fuse(recipe: Recipe) -> bool:
+    """Whether async TP fuses an all-gather into the GEMM it feeds: the pass fuses only matmuls that consume the
+    gathered tensor itself (micro_pipeline_tp._find_consumer_matmuls: an mm or a _scaled_mm, or one behind a
+    reshape; torch 2.7.1 wheel). A quantised recipe that gathers BF16 (torchao's rowwise FP8: its float8 TP is
+    tensorwise-only, precision.rowwise_recipe) casts the gathered tensor first, so the gather feeds casts and stays
+    vanilla; its output gradient's all-gather alike. Its reduce-scatters are still fused: a _scaled_mm produces
+    their input."""
+    return not (recipe.quantised and recipe.tp_gather_bytes >= BF16_BYTES)
+
+
 def _decomposed_hiding(
     ctx: Context, sh: Shard, links: GroupLinks, lt: _LayerTimes, full_share: Number, selective: Number
 ) -> tuple[Number, Number]:
@@ -705,6 +718,8 @@ def _decomposed_hiding(
     reduce-scatter only into the one matmul that produces its input (micro_pipeline_tp._find_producer_matmul:
     an mm, or an mm between reshapes; torch 2.7.1 wheel)."""
     gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
+    if not gathers_fuse(ctx.recipe):
+        gather_in, gather = 0.0 * gather_in, 0.0 * gather
     regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0 * gather_in
     rerun = sac_recomputed_gemm_share(ctx.model) if ctx.recipe.per_op_sac else 0.0
     forward, backward = 0.0 * sh.tp, 0.0 * sh.tp

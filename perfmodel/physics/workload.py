@@ -177,18 +177,20 @@ def _rowwise_forward(name: str, k: Number, n: Number, recipe: Recipe) -> list[Op
     return [_cast(f"{name}.weight_cast", k * n, recipe)] if recipe.fp8_scaling == "rowwise" else []
 
 
-def _rowwise_backward(name: str, k: Number, n: Number, rows: Number, recipe: Recipe, frozen: bool) -> list[Op]:
+def _rowwise_backward(
+    name: str, k: Number, n: Number, rows: Number, recipe: Recipe, frozen: bool, rescale_dgrad: bool = True
+) -> list[Op]:
     """What torchao's rowwise recipe adds to a linear layer's backward (torchao 0.11.0 float8_linear.py,
     matmul_with_hp_or_float8_args.backward): the weight cast again along its other axis for dgrad; for wgrad the
     output gradient cast again along the token axis and the saved BF16 input likewise (a cast along the row axis
-    cannot serve a GEMM that reduces over the rows); each backward GEMM's output rescaled (ROWWISE_RESCALE_BYTES).
+    cannot serve a GEMM that reduces over the rows); each backward GEMM's output rescaled (ROWWISE_RESCALE_BYTES;
+    the dgrad's inside the sum of separate layers' input gradients, `rescale_dgrad` False: `_dgrad_sum`).
     Tensorwise casts each tensor once into both layouts (`Recipe.copies` 2) and rescales in the GEMM."""
     if recipe.fp8_scaling != "rowwise":
         return []
-    ops = [
-        _cast(f"{name}.weight_recast", k * n, recipe),
-        _mem(f"{name}.dgrad_rescale", rows * k, ROWWISE_RESCALE_BYTES),
-    ]
+    ops = [_cast(f"{name}.weight_recast", k * n, recipe)]
+    if rescale_dgrad:
+        ops.append(_mem(f"{name}.dgrad_rescale", rows * k, ROWWISE_RESCALE_BYTES))
     if frozen:
         return ops
     return [
@@ -208,6 +210,30 @@ def _era_mem(name: str, elements: Number, bytes_per_element: float) -> Op:
     return Op(name, "memory", 0, elements * bytes_per_element, as_released=True)
 
 
+def separate_widths(sh: Shard, recipe: Recipe, name: str, n: Number) -> tuple[Number, ...]:
+    """The output widths of the linear layers that run one of the model's projections on this rank: the one fused
+    layer where the stack fuses them (Megatron-Core's linear_qkv and linear_fc1); torchtitan's Llama runs wq, wk, wv
+    and w1, w3 as separate nn.Linear modules (torchtitan/models/llama3/model/model.py, Attention and FeedForward;
+    torchtitan 0.1.0 sdist), so each GEMM reads the input again, small K and V projections run memory-bound, and
+    the backward sums their input gradients (`_dgrad_sum`); precision.Recipe.separate_projections."""
+    md = sh.model
+    if not recipe.separate_projections:
+        return (n,)
+    if name == "qkv" and md.attention != "mla" and not md.attention_output_gate:
+        queries = md.q_dim / sh.tp
+        return (queries, (n - queries) / 2, (n - queries) / 2)
+    if name == "fc1" and md.gated_mlp:
+        return (n / 2, n / 2)
+    return (n,)
+
+
+def _dgrad_sum(name: str, parts: int, rows: Number, k: Number) -> list[Op]:
+    """Autograd's sum of the input gradients of separate linear layers that read one input (`separate_widths`): one
+    kernel reads each GEMM's BF16 output and writes their sum (the GEMMs are library calls: Inductor fuses the adds,
+    and rowwise FP8's rescales of them, into one pointwise kernel, not into the GEMMs)."""
+    return [_mem(f"{name}.dgrad_sum", rows * k, (parts + 1) * BF16_BYTES)] if parts > 1 else []
+
+
 def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, column: bool) -> list[Op]:
     """Cast of the input (quantised recipes) and the forward GEMM of one linear layer."""
     ops = []
@@ -224,7 +250,10 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
             fused = where(equal(sh.tp, 1), 1.0, 0.0)
         ops.append(_cast(f"{name}.cast", rows * k, recipe, fused=fused))
         ops += _rowwise_forward(name, k, n, recipe)
-    ops.append(_gemm(f"{name}.fprop", sh.tokens, n, k, recipe.gemm_format, recipe.element_bytes))
+    fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
+    ops += [
+        _gemm(f"{name}.fprop", sh.tokens, width, k, fmt, in_bytes) for width in separate_widths(sh, recipe, name, n)
+    ]
     if name in sh.adapters:
         ops += _adapter_forward(sh, name, k, n)
     return ops
@@ -430,20 +459,31 @@ def linear_backward(
     sh: Shard, recipe: Recipe, shape: tuple[str, Number, Number, bool], frozen_weights: bool, rows: Number
 ) -> list[Op]:
     """Casts, dgrad and wgrad GEMMs of one linear layer over `rows` tokens."""
-    name, k, n, _column = shape
+    name, k, n, column = shape
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     ops = []
     if recipe.quantised:
-        ops.append(_cast(f"{name}.grad_cast", rows * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
+        # A row-parallel layer's output gradient is cast before the all-gather when the gather is quantised (T/t
+        # rows per rank), after it otherwise; the wgrad transposes the gathered FP8 operand of all T rows
+        # (precision.float8_tp_recipe): the input of a column-parallel layer, the gradient of a row-parallel one.
+        gathered_quantised = recipe.tp_grad_gather_bytes < BF16_BYTES
+        cast_rows = rows / sh.tp if gathered_quantised and not column else rows
+        ops.append(_cast(f"{name}.grad_cast", cast_rows * n, recipe, extra_passes=int(recipe.hadamard_wgrad)))
+        if gathered_quantised and not frozen_weights:
+            operand, width = ("input", k) if column else ("grad", n)
+            transposed = where(equal(sh.tp, 1), 0.0, 2 * recipe.element_bytes)
+            ops.append(_mem(f"{name}.{operand}_transpose", rows * width, transposed))
         if recipe.hadamard_wgrad and not frozen_weights:
             ops.append(_cast(f"{name}.input_hadamard", rows * k, recipe, extra_passes=0))
     if frozen_weights and recipe.weight_transposed_in_backward:  # precision.frozen_base_recipe: read and write k x n
         ops.append(_mem(f"{name}.weight_transpose", k * n, 2 * in_bytes))
+    widths = separate_widths(sh, recipe, name, n)
     if recipe.quantised:
-        ops += _rowwise_backward(name, k, n, rows, recipe, frozen_weights)
-    ops.append(_gemm(f"{name}.dgrad", rows, k, n, fmt, in_bytes))
+        ops += _rowwise_backward(name, k, n, rows, recipe, frozen_weights, rescale_dgrad=len(widths) == 1)
+    ops += [_gemm(f"{name}.dgrad", rows, k, width, fmt, in_bytes) for width in widths]
+    ops += _dgrad_sum(name, len(widths), rows, k)
     if not frozen_weights:
-        ops.append(_gemm(f"{name}.wgrad", k, n, rows, fmt, in_bytes))
+        ops += [_gemm(f"{name}.wgrad", k, width, rows, fmt, in_bytes) for width in widths]
     if name in sh.adapters:
         ops += _adapter_backward(sh, name, k, n, rows)
     return ops
