@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.models import get_model
@@ -209,7 +211,6 @@ def test_a_masked_fp8_window_backward_costs_the_causal_one() -> None:
         assert {name: t for name, t in masked.items() if name != "attention.window.bwd"} == {
             name: t for name, t in skipped.items() if name != "attention.window.bwd"
         }
-        assert layer_us(gpu, "masked", fp8_attention=False) == layer_us(gpu, "skipped", fp8_attention=False)
 
 
 def test_a_recipe_with_the_op_fuser_off_keeps_the_per_expert_loop() -> None:
@@ -239,3 +240,16 @@ def test_a_recipe_with_the_op_fuser_off_keeps_the_per_expert_loop() -> None:
         assert seconds == pytest.approx(plain[name] + extra, rel=1e-9, abs=1e-12), name
     hopper_looped, _ = grouped_times("h100-sxm", "bf16", expert_loop=True)
     assert hopper_looped == grouped_times("h100-sxm", "bf16")[0]  # Hopper loops over its experts in every release
+
+
+def test_a_masked_band_without_fp8_attention_is_refused(tmp_path: Path) -> None:
+    """`fp8_attention_band = "masked"` prices FP8 attention's backward only: without `fp8_attention` it would price
+    nothing and say nothing, so the file is refused in one line naming the field, exit 2."""
+    path = tmp_path / "band.toml"
+    path.write_text('model = "gpt-oss-120b"\ngpu = "gb300"\nn_gpus = 64\nprecision = "mxfp8"\n'
+                    'fp8_attention_band = "masked"\n')  # fmt: skip
+    result = run_cli("predict", str(path))
+    assert result.code == 2 and not result.out
+    assert result.err.count("\n") == 1 and "fp8_attention_band 'masked' needs fp8_attention" in result.err
+    path.write_text(path.read_text() + "fp8_attention = true\n")
+    assert run_cli("predict", str(path)).code == 0

@@ -339,6 +339,12 @@ class Scenario:
     is their total."""
     given: frozenset[str] | None = given_field()
 
+    def __post_init__(self) -> None:
+        """A masked FP8 band without FP8 attention would price nothing and say nothing (a ValueError, reported as
+        the scenario's own check)."""
+        if self.fp8_attention_band == "masked" and not self.fp8_attention:
+            raise ValueError("fp8_attention_band 'masked' needs fp8_attention = true (it prices FP8 attention only)")
+
     def model_spec(self) -> ModelSpec:
         if isinstance(self.model, str):
             return get_model(self.model)
