@@ -54,6 +54,9 @@ class StackProfile:
     """Whether the stack overlaps tensor-parallel collectives with GEMMs (userbuffers or async TP)."""
     fp8: bool
     """Whether the stack trains with FP8 GEMMs (Transformer Engine)."""
+    attention_code: SourcedFigure = SourcedFigure(1.0, "the stack's models call the kernel as measured")
+    """Speed of the attention code the stack's models run against the kernel `attention_speed` describes: the prior
+    centre of physics/parameters.py `attention_impl` on every family, what a fit without the stack's rows keeps."""
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
     Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
@@ -112,6 +115,16 @@ _FA2_ON_H100 = SourcedFigure(
     "NVIDIA/cudnn-frontend@91b7532 benchmark/benchmark_results.csv (Hopper at a locked 1,980 MHz, NGC 24.12): "
     "PyTorch SDPA's FA2 backend runs the causal forward at 0.48-0.54 and the backward at 0.56-0.63 of cuDNN's "
     "TFLOP/s at 4k-64k tokens (../shared/data/kernels/attention.csv)",
+)
+_TRITON_FLASH = SourcedFigure(
+    0.555,
+    "llm-foundry 0.4.0 (PyPI sdist, the release of its README's throughput table, 2024-01) defaults attn_impl to "
+    "'triton' (llmfoundry/models/layers/blocks.py attn_config_defaults) and admits MPT's ALiBi only with 'torch' or "
+    "'triton' (models/mpt/configuration_mpt.py); 'triton' is flash_attn_triton.py, FlashAttention's Triton port "
+    "copied from HazyResearch/flash-attention@eff9fe6 (its docstring: Triton forward + backward slightly slower "
+    "than FlashAttention-1's CUDA). FlashAttention-2 runs 1.3-2.5x faster than that Triton FlashAttention (Dao 2023, "
+    "arXiv 2307.08691, section 4.1; recalled, not a stored copy): 1/sqrt(1.3 x 2.5) = 0.555 of its speed, on "
+    "Ampere and Hopper alike (neither kernel uses Hopper's wgmma or TMA)",
 )
 FA2_BEST = ("ampere",)
 """FlashAttention-2 is Ampere's fastest attention: it reaches 50-73% of A100 BF16 peak (Dao 2023, arXiv 2307.08691,
@@ -207,6 +220,7 @@ STACKS: dict[str, StackProfile] = {
         # gpu-flash2 extra: flash_attn/ops/triton/cross_entropy.py L220 and L232; 1.0.9, its gpu extra, saves the
         # same in flash_attn/losses/cross_entropy.py L89; both PyPI sdists).
         fused_cross_entropy=True,
+        attention_code=_TRITON_FLASH,
         layout_defaults=_COMPOSER_LAYOUT,
         dp_overlap="PyTorch FSDP's prefetched all-gathers and backward reduce-scatters (its own fitted overlap_dp)",
     ),
