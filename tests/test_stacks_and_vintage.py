@@ -209,3 +209,11 @@ def test_fa2_stacks_on_blackwell_pay_fa2s_measured_speed_on_their_attention_time
     after = compute_s(forward, backward)
     assert after == pytest.approx(before + forward_s * (0.5 / forward - 1) + backward_s * (0.5 / backward - 1))
     assert after > before * 1.05
+
+
+def test_explain_names_the_fa2_speed_the_stack_runs_at_on_the_family() -> None:
+    out = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8", "--stack", "torchtitan")
+    forward, backward = FA2_SPEEDS["blackwell"]
+    assert f"at {forward:.2f} (forward) and {backward:.2f} (backward) of blackwell's fused attention speed" in out.out
+    megatron = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8")
+    assert "fused attention speed" not in megatron.out
