@@ -130,9 +130,9 @@ FA2_SPEEDS = {"hopper": (0.501, 0.522), "blackwell": (0.275, 0.293), "blackwell-
 cuDNN), per FLOP at 4k to 32k tokens: inputs/kernels.py fa2_speeds of the bundled rows, rounded (tests/test_kernels.py
 holds the two equal). H200 forward 0.49-0.50, backward 0.51-0.55 (FA2 of NGC 24.12 against cuDNN 9.19); B200 and
 GB200 0.26-0.30 and 0.27-0.33 (NGC 25.09, 25.11); GB300 0.22-0.23 and 0.25-0.29 (NGC 25.11). FlashAttention-2 is
-Ampere's kernel (Dao 2023): it has none written for Hopper's wgmma or Blackwell's tensor-core instructions, so each
-newer generation's fused attention leaves it further behind. The families without FA2 rows (CDNA) keep the H100
-figure `_FA2_ON_H100`."""
+Ampere's kernel (Dao 2023): it has none written for Hopper's wgmma or Blackwell's tensor-core instructions (recalled
+from the public code, not a stored copy), so each newer generation's fused attention leaves it further behind. The
+families without FA2 rows (CDNA) keep the H100 figure `_FA2_ON_H100`."""
 _TRITON_FLASH = SourcedFigure(
     0.555,
     "llm-foundry 0.4.0 (PyPI sdist, the release of its README's throughput table, 2024-01) defaults attn_impl to "
