@@ -1,6 +1,7 @@
 """Speed of a prediction on another stack's profile: MaxText's hybrid FSDP (ZeRO-3 in groups of 128 of 512 DP ranks)
 against the same layout fully sharded, and DeepSpeed's per-tensor ZeRO-3 of 2021 (GPT-3 175B on 1,536 A100s, as
-Narayanan et al. 2021's Table 2 ran it), against the default scenario, in the same run (ratios to the default).
+Narayanan et al. 2021's Table 2 ran it), and torchtitan's FlashAttention-2 on B200, against the default scenario, in
+the same run (ratios to the default).
 
 Run: python benchmarks/bench_stacks.py [--repeat N]. Prints medians; not a test.
 """
@@ -25,6 +26,12 @@ DEEPSPEED_2021 = {
     "vintage": "2021-04", "tp": 1, "pp": 1, "mbs": 1, "gbs": 1536, "seq_len": 2048, "zero": 3, "recompute": "full",
 }  # fmt: skip
 
+TORCHTITAN_B200 = {
+    "model": "llama3.1-8b", "gpu": "b200", "n_gpus": 64, "precision": "bf16", "stack": "torchtitan", "tp": 1,
+    "pp": 1, "cp": 1, "mbs": 1, "gbs": 512, "zero": 3, "recompute": "none",
+}  # fmt: skip
+"""FlashAttention-2 on Blackwell, priced at its measured speed per family and pass (inputs/stacks.py FA2_SPEEDS)."""
+
 
 def timings(repeat: int, **options: Any) -> tuple[float, float]:
     """Median microseconds of the compiled step and of a whole `predict`, for a scenario of these options."""
@@ -48,6 +55,7 @@ def main() -> None:
         "maxtext, full FSDP": MAXTEXT,
         "maxtext, hybrid 128": hybrid,
         "deepspeed ZeRO-3, 2021": DEEPSPEED_2021,
+        "torchtitan FA2 on B200": TORCHTITAN_B200,
     }
     print(f"{'case':24s} {'evaluate us':>12s} {'ratio':>6s} {'predict us':>11s} {'ratio':>6s}")
     for name, options in cases.items():

@@ -1,12 +1,23 @@
 """GEMM format shares read from measured kernels (perfmodel/data/kernels_gemm.csv), and the model's GEMM rates
 against those kernels."""
 
+import csv
 import statistics
 
 import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
-from perfmodel.inputs.kernels import BENCH_FORMAT_SHARES, MEASURED_FAMILIES, PARTS, bench_format_shares, format_shares
+from perfmodel.inputs.kernels import (
+    BENCH_FORMAT_SHARES,
+    DATA,
+    FLASH_ATTN_2,
+    MEASURED_FAMILIES,
+    PARTS,
+    bench_format_shares,
+    fa2_speeds,
+    format_shares,
+)
+from perfmodel.inputs.stacks import FA2_SPEEDS
 from perfmodel.physics.calibration import bundled
 from perfmodel.physics.compute import format_share, measured_share, op_time
 from perfmodel.physics.efficiency import DEFAULTS
@@ -97,3 +108,50 @@ def test_the_calibrated_model_runs_b300_layer_gemms_at_the_measured_rates() -> N
     assert bf16 == pytest.approx(statistics.median(B300_BF16), rel=0.10)
     assert fp4 == pytest.approx(statistics.median(B300_NVFP4), rel=0.10)
     assert fp4 / bf16 == pytest.approx(statistics.median(B300_NVFP4) / statistics.median(B300_BF16), rel=0.10)
+
+
+# The FA2 rows (kernels_attention.csv: H200; kernels_attention_fa2.csv: B200, GB200, GB300) against the fused rows of
+# each part's newest bundled release, the kernel its family's shares come from.
+NEWEST_FUSED = {
+    "H200": "cudnn-frontend 1.19.0",
+    "B200": "NGC pytorch 25.09",
+    "GB200": "NGC pytorch 25.11",
+    "GB300": "NGC pytorch 25.11",
+}
+FA2_FAMILIES = {"H200": "hopper", "B200": "blackwell", "GB200": "blackwell", "GB300": "blackwell-ultra"}
+
+
+def _bf16_causal_128(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    wanted = ("bf16", "True", "128", "")
+    return [r for r in rows if (r["precision"], r["causal"], r["head_dim_qk"], r["window"]) == wanted]
+
+
+def test_fa2_speed_per_family_is_its_rate_over_the_newest_fused_kernels_at_the_same_lengths() -> None:
+    """Read here from the rows' own TFLOP/s columns (causal, half the square counted, on both sides), not their
+    times: the median per family and pass of FA2's rate over the fused kernel's at each length measured by both."""
+    fused = {
+        (r["gpu"], r["pass"], r["seq_q"]): float(r["tflops"])
+        for r in _bf16_causal_128("kernels_attention.csv")
+        if "FA2" not in r["kernel_backend"] and r["software"].startswith(NEWEST_FUSED.get(r["gpu"], "-"))
+    }
+    flash = [r for r in _bf16_causal_128("kernels_attention.csv") if "FA2" in r["kernel_backend"]]
+    flash += _bf16_causal_128(FLASH_ATTN_2)
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for r in flash:
+        if (r["gpu"], r["pass"], r["seq_q"]) in fused:
+            key = (FA2_FAMILIES[r["gpu"]], r["pass"])
+            ratios.setdefault(key, []).append(float(r["tflops"]) / fused[r["gpu"], r["pass"], r["seq_q"]])
+    counts = {family: len(v) for (family, _), v in ratios.items()}
+    assert counts == {"hopper": 4, "blackwell": 12, "blackwell-ultra": 4}  # 4k-32k; B200's two FA2 builds, GB200's
+    assert set(FA2_SPEEDS) == {family for family, _ in ratios} == set(fa2_speeds())
+    for family, (forward, backward) in FA2_SPEEDS.items():
+        assert fa2_speeds()[family] == pytest.approx((forward, backward), abs=5e-4)  # the carried constant
+        closed = (statistics.median(ratios[family, "fwd"]), statistics.median(ratios[family, "bwd"]))
+        assert fa2_speeds()[family] == pytest.approx(closed, abs=3e-3), family  # times rounded to 1 us
+    # NVIDIA/cudnn-frontend@b372d39879d4 sdpa_bf16_benchmark_results_NVIDIA_GB300.csv lines 14-15, 8,192 tokens:
+    # cuDNN 1,899 TFLOP/s forward, PyTorch SDPA's FA2 backend 418 (NGC 25.11)
+    assert FA2_SPEEDS["blackwell-ultra"][0] == pytest.approx(418 / 1899, abs=0.01)
+    hopper, blackwell, ultra = (FA2_SPEEDS[f] for f in ("hopper", "blackwell", "blackwell-ultra"))
+    assert all(u < b < h for u, b, h in zip(ultra, blackwell, hopper, strict=True))  # each generation: further behind

@@ -17,11 +17,14 @@ from perfmodel.fitting.runs import (
 )
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.precision import RECIPES
-from perfmodel.inputs.stacks import STACKS, get_stack, stack_recipe
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.inputs.stacks import FA2_SPEEDS, STACKS, get_stack, stack_recipe
 from perfmodel.physics import calibration as cal
 from perfmodel.physics.compute import op_time
 from perfmodel.physics.efficiency import DEFAULTS, REFERENCE_VINTAGE, years_between
+from perfmodel.physics.step import evaluate
 from perfmodel.physics.workload import Op
+from perfmodel.planning.predict import context_for, layout_vars
 from perfmodel.planning.predict import predict as planned
 
 
@@ -180,3 +183,37 @@ def test_the_release_trend_prices_only_a_stack_with_a_release_series() -> None:
     assert older.step.step_time_s == now.step.step_time_s
     megatron_older = perfmodel.predict(**scenario, vintage="2024-01")
     assert megatron_older.step.step_time_s > perfmodel.predict(**scenario).step.step_time_s
+
+
+@pytest.mark.parametrize("stack", ["torchtitan", "deepspeed"])
+def test_fa2_stacks_on_blackwell_pay_fa2s_measured_speed_on_their_attention_time(stack: str) -> None:
+    """FlashAttention-2 runs at 0.28 (forward) and 0.29 (backward) of cuDNN's speed on Blackwell (inputs/stacks.py
+    FA2_SPEEDS, from cudnn-frontend's B200 and GB200 rows), not at the 0.5 measured on Hopper that priced it on every
+    family before: the step is slower by exactly the attention time that ratio adds."""
+    parallelism = {"tp": 1, "pp": 1, "cp": 1, "dp": 64, "mbs": 1, "gbs": 512, "recompute": "none", "zero": 3}
+    scenario = load_scenario(None, {"model": "llama3.1-8b", "gpu": "b200", "n_gpus": 64, "stack": stack,
+                                    "precision": "bf16", "parallelism": parallelism})  # fmt: skip
+    ctx = context_for(scenario)
+    fused = cal.bundled().efficiency("blackwell", "megatron")
+    forward, backward = FA2_SPEEDS["blackwell"]
+    assert ctx.efficiency.attention_fwd == pytest.approx(fused.attention_fwd * forward)
+    assert ctx.efficiency.attention_bwd == pytest.approx(fused.attention_bwd * backward)
+
+    def compute_s(fwd_speed: float, bwd_speed: float) -> float:
+        eff = replace(ctx.efficiency, attention_fwd=fused.attention_fwd * fwd_speed,
+                      attention_bwd=fused.attention_bwd * bwd_speed)  # fmt: skip
+        return float(evaluate(replace(ctx, efficiency=eff), layout_vars(planned(scenario).layout)).compute_s)
+
+    before = compute_s(0.5, 0.5)  # the H100 figure on every family
+    forward_s, backward_s = compute_s(0.25, 0.5) - before, compute_s(0.5, 0.25) - before  # attention at 0.5
+    after = compute_s(forward, backward)
+    assert after == pytest.approx(before + forward_s * (0.5 / forward - 1) + backward_s * (0.5 / backward - 1))
+    assert after > before * 1.05
+
+
+def test_explain_names_the_fa2_speed_the_stack_runs_at_on_the_family() -> None:
+    out = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8", "--stack", "torchtitan")
+    forward, backward = FA2_SPEEDS["blackwell"]
+    assert f"at {forward:.2f} (forward) and {backward:.2f} (backward) of blackwell's fused attention speed" in out.out
+    megatron = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8")
+    assert "fused attention speed" not in megatron.out

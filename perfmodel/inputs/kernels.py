@@ -30,8 +30,9 @@ GB300's at 25.09's, so the MLPerf container did not run them (which cuDNN it car
 other shapes from cudnn-frontend's sdpa_benchmark_training results (cuDNN 9.19 and 9.22, 2026; H200, GB200, GB300) check
 how the model carries those shares to them and fit what the shares cannot carry: GPT-OSS's head dim 64 with windows of
 128 and 1,024 (the band), DeepSeek-V3's and Kimi's 192/128, Qwen3.5's 256, and MXFP8 at 64, 128 and 192 (the FP8
-backward's quantising). Issue 27 extends these files to every kernel class (collectives, elementwise) with the same
-columns.
+backward's quantising). perfmodel/data/kernels_attention_fa2.csv holds Blackwell's FlashAttention-2 rows of the same
+benchmark files (`fa2_speeds`: FA2 against the fused kernel per family). Issue 27 extends these files to every kernel
+class (collectives, elementwise) with the same columns.
 
 perfmodel/data/kernels_collectives.csv holds the all-reduce, all-gather, reduce-scatter, all-to-all and permute rows
 of ../shared/data/kernels/collectives.csv (every column kept) on the parts perfmodel bundles, inside one scale-up
@@ -341,6 +342,47 @@ def _attention_kernel(row: dict[str, str]) -> AttentionKernel:
         head_dim_v=int(row["head_dim_v"]),
         window=0 if _band_dropped(row) else int(row["window"] or 0),
     )
+
+
+FLASH_ATTN_2 = "kernels_attention_fa2.csv"
+
+
+@cache
+def fa2_speeds() -> dict[str, tuple[float, float]]:
+    """FlashAttention-2's speed against the fused attention a family is priced at, (forward, backward) per family:
+    the median over FA2's causal BF16 rows of head dim 128 of its FLOP rate over the `reference` row's of the same
+    part, pass and sequence length at the part's newest bundled release (the kernel efficiency.DEFAULTS carries;
+    FLOPs as batch x heads / time, the rest of the count being equal). The FA2 rows: Hopper's of
+    kernels_attention.csv (H200, NGC 24.12, PyTorch SDPA's flash backend, against cuDNN 9.19: the FA2 rows and the
+    newest cuDNN's differ in batch and heads, hence rates) and those of perfmodel/data/kernels_attention_fa2.csv (rows
+    of ../shared/data/kernels/attention.csv, every column kept: B200 NGC 25.09, PyTorch SDPA's flash backend and
+    flash-attn's own; GB200 and GB300 NGC 25.11, SDPA's flash backend; each the container of the part's newest cuDNN
+    rows, the same shapes), at 4k to 32k tokens, the lengths both kernels were measured at on every part. Read by
+    tests/test_kernels.py, not by a prediction (inputs/stacks.py FA2_SPEEDS carries the result)."""
+    import statistics
+
+    from perfmodel.inputs.hardware import get_accelerator
+
+    fused = [k for k in attention_kernels() if k.reference and k.causal and k.fmt == "bf16" and not k.flash_attn_2]
+    newest = {k.part: k.release for k in sorted(fused, key=lambda k: k.release or "")}
+    rates = {(k.part, k.backward, k.seq): _rate(k) for k in fused if k.release == newest[k.part]}
+    flash = [k for k in attention_kernels() if k.flash_attn_2 and k.causal]
+    flash += [_attention_kernel(row) for row in _read(FLASH_ATTN_2)]
+    ratios: dict[tuple[str, bool], list[float]] = {}
+    for kernel in flash:
+        if (reference := rates.get((kernel.part, kernel.backward, kernel.seq))) is not None:
+            key = (get_accelerator(kernel.part).family, kernel.backward)
+            ratios.setdefault(key, []).append(_rate(kernel) / reference)
+    return {
+        family: (statistics.median(ratios[family, False]), statistics.median(ratios[family, True]))
+        for family, _ in sorted(ratios)
+    }
+
+
+def _rate(kernel: AttentionKernel) -> float:
+    """A causal call's FLOP rate, up to the factor 4 x seq^2 x head dim / 2 (x 2.5 for a backward) its shape shares
+    with the others of its sequence length, pass and head dim."""
+    return kernel.batch * kernel.heads / kernel.time_s
 
 
 BAND_DROPPED = "benchmark/sdpa_benchmark_training"

@@ -50,6 +50,9 @@ class StackProfile:
     of its fitted attention factor)."""
     attention_native: tuple[str, ...]
     """Accelerator families on which the stack's attention kernel is already the family's fastest (no factor)."""
+    fa2: bool
+    """Whether the stack's attention kernel is FlashAttention-2, whose speed against the family's fused attention is
+    measured per family and pass (FA2_SPEEDS); `attention_speed` prices the families without FA2 rows."""
     tp_comm_overlap: bool
     """Whether the stack overlaps tensor-parallel collectives with GEMMs (userbuffers or async TP)."""
     fp8: bool
@@ -107,6 +110,12 @@ class StackProfile:
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
 
+    def attention_speeds(self, family: str) -> tuple[float, float]:
+        """(forward, backward) speed of the stack's attention kernel against the family's fused attention."""
+        if self.fa2 and family in FA2_SPEEDS:
+            return FA2_SPEEDS[family]
+        return (self.attention_speed.value, self.attention_speed.value)
+
 
 _FA2_ON_H100 = SourcedFigure(
     0.5,
@@ -116,6 +125,14 @@ _FA2_ON_H100 = SourcedFigure(
     "PyTorch SDPA's FA2 backend runs the causal forward at 0.48-0.54 and the backward at 0.56-0.63 of cuDNN's "
     "TFLOP/s at 4k-64k tokens (../shared/data/kernels/attention.csv)",
 )
+FA2_SPEEDS = {"hopper": (0.501, 0.522), "blackwell": (0.275, 0.293), "blackwell-ultra": (0.220, 0.260)}
+"""FlashAttention-2's (forward, backward) speed against the fused attention each family is priced at (its newest
+cuDNN), per FLOP at 4k to 32k tokens: inputs/kernels.py fa2_speeds of the bundled rows, rounded (tests/test_kernels.py
+holds the two equal). H200 forward 0.49-0.50, backward 0.51-0.55 (FA2 of NGC 24.12 against cuDNN 9.19); B200 and
+GB200 0.26-0.30 and 0.27-0.33 (NGC 25.09, 25.11); GB300 0.22-0.23 and 0.25-0.29 (NGC 25.11). FlashAttention-2 is
+Ampere's kernel (Dao 2023): it has none written for Hopper's wgmma or Blackwell's tensor-core instructions (recalled
+from the public code, not a stored copy), so each newer generation's fused attention leaves it further behind. The
+families without FA2 rows (CDNA) keep the H100 figure `_FA2_ON_H100`."""
 _TRITON_FLASH = SourcedFigure(
     0.555,
     "llm-foundry 0.4.0 (PyPI sdist, the release of its README's throughput table, 2024-01) defaults attn_impl to "
@@ -195,6 +212,7 @@ STACKS: dict[str, StackProfile] = {
         "cuDNN fused attention / FlashAttention-3",
         SourcedFigure(1.0, "reference: the kernels the fitted attention efficiencies describe"),
         attention_native=(),
+        fa2=False,
         tp_comm_overlap=True,
         fp8=True,
         release_trend=True,
@@ -208,6 +226,7 @@ STACKS: dict[str, StackProfile] = {
         "FlashAttention-2 / Triton",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
+        fa2=True,
         tp_comm_overlap=False,
         fp8=True,
         # Composer's `precision: amp_fp8` wraps the model in te.fp8_autocast with TE's DelayedScaling recipe
@@ -231,6 +250,7 @@ STACKS: dict[str, StackProfile] = {
         "PyTorch SDPA (FlashAttention-2 backend)",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
+        fa2=True,
         tp_comm_overlap=True,
         fp8=True,
         layout_defaults=(
@@ -266,6 +286,7 @@ STACKS: dict[str, StackProfile] = {
         "FlashAttention-2",
         _FA2_ON_H100,
         attention_native=FA2_BEST,
+        fa2=True,
         tp_comm_overlap=False,
         fp8=False,
         layout_defaults=(
@@ -292,6 +313,7 @@ STACKS: dict[str, StackProfile] = {
         "Megatron-LM's (fused softmax before FlashAttention)",
         SourcedFigure(1.0, "Megatron-LM's kernels: the reference the fitted attention efficiencies describe"),
         attention_native=(),
+        fa2=False,
         tp_comm_overlap=False,
         fp8=False,
         release_trend=True,
@@ -309,6 +331,7 @@ STACKS: dict[str, StackProfile] = {
             f"figures describe) in the ghcr.io/nvidia/jax:maxtext containers of 2024 ({_RECALLED})",
         ),
         attention_native=(),
+        fa2=False,
         tp_comm_overlap=False,
         fp8=True,
         # MaxText's quantization=fp8 is Flax's fp8 dot_general (Fp8DotGeneralOp): delayed scaling from an amax

@@ -593,6 +593,10 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
     """The stack mechanism behind each part a stack changes (inputs/stacks.py), by part key."""
     stack, recipe = get_stack(ctx.stack), ctx.recipe
     kernels = f"{stack.name} stack: attention by {stack.attention_kernel}"
+    family = ctx.hardware.accelerator.family
+    if family not in stack.attention_native and stack.attention_speed.value < 1.0:
+        forward, backward = stack.attention_speeds(family)
+        kernels += f" at {forward:.2f} (forward) and {backward:.2f} (backward) of {family}'s fused attention speed"
     if recipe.quantised and stack.fp8_delayed_scaling:
         kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
     if recipe.quantised and not stack.fp8_weight_gather:

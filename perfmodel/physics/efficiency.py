@@ -197,7 +197,8 @@ class Efficiency:
     kernel_releases: float = 1.0
     """1 where the stack calls the family's fused attention kernel, whose measured releases (ATTENTION_RELEASES) price
     an older release's attention; 0 where it runs a kernel of its own (FlashAttention-2 under llm-foundry or
-    torchtitan on Hopper), priced by its stack factor (parameters `attention_stack`) whatever the release."""
+    torchtitan on Hopper), priced by its kernel's measured speed (inputs/stacks.py StackProfile.attention_speeds)
+    whatever the release."""
 
     def released_before(self, release: str) -> Number:
         """Whether the priced release is older than `release` (YYYY-MM; the margin absorbs the float rounding of

@@ -158,8 +158,8 @@ ATTENTION_IMPL = (0.3, 1.5)
 """Bounds of a stack's attention-code factor (prior 1: the kernel it calls runs as measured). llm-foundry's MPT rows
 (measured_runs.csv, its README of 2024-01) lose throughput with sequence length on A100 and H100 alike, more than
 FlashAttention-2's kernels do (8 GPUs, 2k to 65k tokens): one factor for the stack's attention code on every family,
-on top of `attention_stack` (its kernel against the family's best, a measured figure: FA2 at half of cuDNN's speed
-on Hopper), so that either family's rows inform the other's. Before, a stack factor fitted against cuDNN on Hopper
+on top of its kernel's speed against the family's best (a measured figure, not fitted: inputs/stacks.py
+FA2_SPEEDS), so that either family's rows inform the other's. Before, a stack factor fitted against cuDNN on Hopper
 (0.28) and Ampere's attention generation factor (0.79) absorbed it family by family, and a held-out family's
 llm-foundry rows read 15-20% fast. Fitted on those rows it came to 0.543, and a fold holding the stack out priced
 it at 1 (32.6% held out): its prior centre is now the stack profile's sourced figure (inputs/stacks.py
@@ -169,8 +169,9 @@ values of the whole fit (NeMo's long-sequence rows 4.6% -> 5.5%)."""
 
 
 def _attention_not_native(profile: Profile) -> bool:
-    """A stack's attention factor acts only where its kernel is slower than the family's best (FlashAttention-2 is
-    Ampere's best kernel, half of Hopper's: inputs/stacks.py)."""
+    """A stack's kernel speed (StackProfile.attention_speeds) acts only where its kernel is slower than the family's
+    best (FlashAttention-2 is Ampere's best kernel, half of Hopper's and under a third of Blackwell's: inputs/stacks.py
+    FA2_SPEEDS)."""
     return profile.family not in STACKS[profile.stack].attention_native
 
 
@@ -373,19 +374,6 @@ TABLE: tuple[Parameter, ...] = (
         "multi-rank rows: the wait for the slowest rank grows with the ranks in lock-step",
     ),
     Parameter(
-        "attention_stack",
-        "attention",
-        "stack",
-        (0.2, 1.5),
-        0.3,
-        "not fitted: where the stack's attention kernel is not the family's best, its measured speed against "
-        "cuDNN/FlashAttention-3 (the stack profile's figure: FlashAttention-2 at half of it on Hopper)",
-        factor=True,
-        factor_default=_stack_attention,
-        only=(),
-        applies=_attention_not_native,
-    ),
-    Parameter(
         "attention_impl",
         "attention",
         "stack",
@@ -525,6 +513,9 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             resolved[target] = resolved[source]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
+    if _attention_not_native(profile):  # the stack's kernel against the family's best: measured, not fitted
+        speeds = zip(SCALES["attention"], STACKS[profile.stack].attention_speeds(profile.family), strict=True)
+        resolved |= {field: resolved.get(field, _field(base, field)) * speed for field, speed in speeds}
     if _stack_attention(profile.stack) < 1.0:
         resolved["kernel_releases"] = 0.0
     if _graph_captured(profile):
