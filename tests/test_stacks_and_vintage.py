@@ -215,5 +215,9 @@ def test_explain_names_the_fa2_speed_the_stack_runs_at_on_the_family() -> None:
     out = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8", "--stack", "torchtitan")
     forward, backward = FA2_SPEEDS["blackwell"]
     assert f"at {forward:.2f} (forward) and {backward:.2f} (backward) of blackwell's fused attention speed" in out.out
+    assert "Hopper's measured ratio" not in out.out
     megatron = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8")
     assert "fused attention speed" not in megatron.out
+    cdna = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "mi300x", "--gpus", "8", "--stack", "torchtitan")
+    assert "cdna3" not in FA2_SPEEDS  # no FA2 rows on CDNA: the family borrows Hopper's figure, and says so
+    assert "(Hopper's measured ratio: no FlashAttention-2 kernel rows on cdna3)" in cdna.out

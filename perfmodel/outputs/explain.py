@@ -20,7 +20,7 @@ import sympy
 
 from perfmodel.errors import visible
 from perfmodel.inputs import hybrid
-from perfmodel.inputs.stacks import get_stack
+from perfmodel.inputs.stacks import FA2_SPEEDS, get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import deltanet, mamba, moe
@@ -597,6 +597,8 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
     if family not in stack.attention_native and stack.attention_speed.value < 1.0:
         forward, backward = stack.attention_speeds(family)
         kernels += f" at {forward:.2f} (forward) and {backward:.2f} (backward) of {family}'s fused attention speed"
+        if stack.fa2 and family not in FA2_SPEEDS:
+            kernels += f" (Hopper's measured ratio: no FlashAttention-2 kernel rows on {family})"
     if recipe.quantised and stack.fp8_delayed_scaling:
         kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
     if recipe.quantised and not stack.fp8_weight_gather:
