@@ -140,7 +140,6 @@ class Recipe:
     """Whether the LM head runs in the recipe's quantised format (Megatron-Bridge's fp8_output_proj, Megatron-Core
     0.18's is_mxfp8_output_proj_active: GPT-OSS's and DeepSeek-V3's full-iteration FP8-MX recipes); otherwise it stays
     in BF16 in every recipe (workload.head_forward)."""
-
     fused_cross_entropy: bool = False
     """Whether the loss is a fused cross entropy that keeps the logits in BF16 and writes their gradient in BF16
     (flash-attn's CrossEntropyLoss, llm-foundry's default); False: the loss casts the logits to FP32 and keeps its
@@ -309,8 +308,7 @@ def bridge_recipe(
 ) -> Recipe:
     """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
     fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band), each
-    where the format
-    allows it (the experts' loop and the whole-iteration CUDA graph in any): flash attention in the
+    where the format allows it (the experts' loop and the whole-iteration CUDA graph in any): flash attention in the
     quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
     TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
     under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head

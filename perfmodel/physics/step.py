@@ -1086,7 +1086,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
 
     # LM head and loss on the last stage (with its TP all-gather/reduce-scatter), embedding on the first.
     head_fwd, head_bwd, embed_compute = compute.head_forward, compute.head_backward, compute.embedding
-    head_compute = _head_compute(ctx, compute, lv, stages)
+    head_compute = _head_compute(ctx, compute, lv, full)
     head_comm = exposed(head_tp, head_fwd["gemm"] + head_bwd["gemm"], eff.overlap_tp)
 
     # The busiest rank sets the pace of the pipeline.
@@ -1285,15 +1285,15 @@ def _selective_s(ctx: Context, lt: _LayerTimes) -> Number:
     return lt.forward - lt.forward_attention - saved_gemm
 
 
-def _head_compute(ctx: Context, compute: ShardCompute, lv: LayoutVars, stages: StageLayers) -> Number:
+def _head_compute(ctx: Context, compute: ShardCompute, lv: LayoutVars, full: Number) -> Number:
     """LM head and loss, forward and backward; each MTP depth adds its module's layers (recomputed as the others
-    are) and one more pass through it."""
+    are: `full`, the share `_shard_layer` found fully recomputed) and one more pass through it."""
     head = compute.head_forward["total"] + compute.head_backward["total"]
     if not ctx.model.mtp_layers:
         return head
     mtp = compute.mtp
-    full, selective = full_recompute_share(lv, stages), equal(lv.recompute, 1)
-    return head + ctx.model.mtp_layers * (mtp.forward + mtp.backward + _recompute_s(ctx, mtp, full, selective) + head)
+    recompute_s = _recompute_s(ctx, mtp, full, equal(lv.recompute, 1))
+    return head + ctx.model.mtp_layers * (mtp.forward + mtp.backward + recompute_s + head)
 
 
 def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) -> Number:
@@ -1324,8 +1324,8 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     same layout with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
-    compute, _, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
-    head_compute, embed_compute = _head_compute(ctx, compute, lv, stages), compute.embedding
+    compute, full, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
+    head_compute, embed_compute = _head_compute(ctx, compute, lv, full), compute.embedding
     single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
     interior = _rank_compute(stages.interior, layer_compute, 0.0)
     first = _rank_compute(stages.first, layer_compute, embed_compute)
