@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,6 +53,13 @@ def run_cli(*args: str) -> CliResult:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_json(*args: str) -> dict:
+    """`perfmodel ARGS --format json`, which must succeed, as a dict."""
+    result = run_cli(*args, "--format", "json")
+    assert result.code == 0, result.err
+    return json.loads(result.out)
 
 
 @pytest.fixture

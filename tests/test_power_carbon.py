@@ -9,7 +9,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from workbook import Recalculator, cells_by_key
@@ -23,12 +23,6 @@ from perfmodel.planning import confidence as chance
 from perfmodel.planning.plan import p_within, power_cap_gpus, power_mw
 
 SMALL = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "100B")
-
-
-def _json(*args: str) -> dict:
-    result = run_cli(*args, "--format", "json")
-    assert result.code == 0, result.err
-    return json.loads(result.out)
 
 
 @pytest.mark.parametrize(
@@ -49,7 +43,7 @@ def test_an_nvl72_rack_draws_its_published_power() -> None:
 
 
 def test_energy_and_carbon_follow_the_power_at_the_wall() -> None:
-    d = _json("predict", *SMALL)
+    d = run_json("predict", *SMALL)
     hw = resolve(system="dgx-h100")
     assert d["power_w_per_gpu_at_wall"] == hw.it_power_w_per_gpu > hw.accelerator.power_w.value
     kwh = 64 * hw.it_power_w_per_gpu * d["pue"] * d["time_to_train_s"] / 3.6e6
@@ -58,9 +52,9 @@ def test_energy_and_carbon_follow_the_power_at_the_wall() -> None:
     assert d["co2e_t"] == pytest.approx(d["energy_kwh"] * 367 / 1e6, rel=1e-12)
     # BLOOM's embodied 11.2 tCO2e over 1,082,990 A100 GPU-hours (Luccioni et al., JMLR 2023)
     assert d["co2e_embodied_t"] == pytest.approx(d["gpu_hours"] * 11.2 / 1_082_990, rel=1e-12)
-    france = _json("predict", *SMALL, "--grid-gco2-per-kwh", "france")
+    france = run_json("predict", *SMALL, "--grid-gco2-per-kwh", "france")
     assert france["co2e_t"] == pytest.approx(d["co2e_t"] * 32 / 367, rel=1e-12)
-    assert _json("predict", *SMALL, "--grid-gco2-per-kwh", "100")["co2e_t"] == pytest.approx(d["co2e_t"] * 100 / 367)
+    assert run_json("predict", *SMALL, "--grid-gco2-per-kwh", "100")["co2e_t"] == pytest.approx(d["co2e_t"] * 100 / 367)
     table = run_cli("predict", *SMALL).out
     assert "Carbon" in table and f"{d['co2e_t']:,.2f} tCO2e operational at 367 gCO2e/kWh" in table
     assert "grid 367 gCO2e/kWh (default: us)" in table
@@ -76,7 +70,7 @@ def test_a_bad_grid_is_refused_in_one_line(value: str) -> None:
 def test_predicts_quantiles_add_run_to_run_variability_to_the_interval() -> None:
     """predict's P10/P90 are the combined distribution's, wider than the 80% interval; with the variability off
     (--run-to-run-sd 0) they are the interval's ends; the P50 is the point exactly either way."""
-    d, off = _json("predict", *SMALL), _json("predict", *SMALL, "--run-to-run-sd", "0")
+    d, off = run_json("predict", *SMALL), run_json("predict", *SMALL, "--run-to-run-sd", "0")
     for key in ("time_to_train_s", "gpu_hours", "energy_kwh"):
         assert d[f"{key}_p50"] == d[key] == off[f"{key}_p50"]
         assert off[f"{key}_p10"] == pytest.approx(off[f"{key}_low"], rel=1e-9)
@@ -87,7 +81,7 @@ def test_predicts_quantiles_add_run_to_run_variability_to_the_interval() -> None
     assert d["cost_usd_p50"] == d["cost_usd"] and d["co2e_t_p50"] == d["co2e_t"]
     assert off["cost_usd_p90"] == pytest.approx(off["cost_usd_interval_high"], rel=1e-9)
     assert d["cost_usd_p90"] / d["cost_usd"] == pytest.approx(d["time_to_train_s_p90"] / d["time_to_train_s"])
-    (c,) = _json("plan", "--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d",
+    (c,) = run_json("plan", "--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d",
                  "--quiet")["candidates"]  # fmt: skip
     assert c["time_to_train_days_p50"] == c["time_to_train_days"] and c["cost_usd_p50"] == c["cost_usd"]
     # a plan's run on its goal basis spreads wider than the interval: run-to-run variability and random failures
@@ -153,8 +147,8 @@ def test_a_cap_below_one_node_is_a_one_line_error() -> None:
 
 def test_the_power_cap_binds_a_budget_plan_and_is_shown() -> None:
     args = ("plan", "--model", "llama3.1-70b", "--tokens", "15T", "--budget", "60M", "--gpu", "gb300", "--quiet")
-    free = _json(*args)["candidates"][0]
-    capped = _json(*args, "--power-mw", "2")
+    free = run_json(*args)["candidates"][0]
+    capped = run_json(*args, "--power-mw", "2")
     (c,) = capped["candidates"]
     assert capped["goal"]["power_cap_mw"] == 2.0 and c["binds"] == "power-mw"
     assert c["power_mw"] <= 2 < free["power_mw"] and c["n_gpus"] < free["n_gpus"]
@@ -170,7 +164,7 @@ def test_the_workbook_prices_carbon_and_quantiles_live(tmp_path: Path) -> None:
     cells = cells_by_key(out, ("Inputs", "Results"))
     ws = openpyxl.load_workbook(out)["Inputs"]
     grid = next(("Inputs", row[1].coordinate) for row in ws.iter_rows(min_row=7) if row[2].value == "grid_gco2_per_kwh")
-    france = _json("predict", *SMALL, "--grid-gco2-per-kwh", "france")
+    france = run_json("predict", *SMALL, "--grid-gco2-per-kwh", "france")
     values = Recalculator(out)({grid: 32.0})
     for key in ("co2e_t", "co2e_t_p10", "co2e_t_p50", "co2e_t_p90", "co2e_embodied_t"):
         assert values[cells[(key, 0)]] == pytest.approx(france[key], rel=1e-9), key
@@ -182,7 +176,7 @@ def test_the_plan_workbook_carries_the_probabilities_and_their_method(tmp_path: 
     args = ("--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm:fp8", "--deadline", "3d")
     assert run_cli("export", "plan", *args, "--confidence", "0.8", "--power-mw", "1", "--out", str(out)).code == 0
     (row,) = json.loads(out.read_text())["rows"]
-    (c,) = _json("plan", *args, "--confidence", "0.8", "--power-mw", "1", "--quiet")["candidates"]
+    (c,) = run_json("plan", *args, "--confidence", "0.8", "--power-mw", "1", "--quiet")["candidates"]
     for key in ("p_deadline", "power_mw"):
         assert row[key] == c[key], key
     assert (

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -182,17 +182,11 @@ def test_predict_budget_gives_the_probability_of_costing_at_most_it() -> None:
     table = run_cli(*args, "--budget", f"{point * 1.1}").out
     assert f"with losses): {more:.2f}" in table
     # at the mode's quote and the same budget, a price that can only rise makes the budget less likely met
-    quoted = _json(*args, "--usd-per-gpu-hour", "2.5")
+    quoted = run_json(*args, "--usd-per-gpu-hour", "2.5")
     budget = f"{quoted['cost_usd_with_losses'] * 1.1}"
-    at_quote = _json(*args, "--usd-per-gpu-hour", "2.5", "--budget", budget)["p_cost_within_budget"]
-    drawn = _json(*args, "--price-range", "2:2.5:4", "--budget", budget)["p_cost_within_budget"]
+    at_quote = run_json(*args, "--usd-per-gpu-hour", "2.5", "--budget", budget)["p_cost_within_budget"]
+    drawn = run_json(*args, "--price-range", "2:2.5:4", "--budget", budget)["p_cost_within_budget"]
     assert drawn < at_quote == pytest.approx(more, abs=2 / chance.SAMPLES)
-
-
-def _json(*args: str) -> dict:
-    result = run_cli(*args, "--format", "json")
-    assert result.code == 0, result.err
-    return json.loads(result.out)
 
 
 @pytest.mark.parametrize(
