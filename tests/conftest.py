@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -55,7 +56,7 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
-def run_json(*args: str) -> dict:
+def run_json(*args: str) -> Any:
     """`perfmodel ARGS --format json`, which must succeed, as a dict."""
     result = run_cli(*args, "--format", "json")
     assert result.code == 0, result.err

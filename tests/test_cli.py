@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_json
 
 CONTRACT_KEYS = {
     "model",
@@ -46,14 +46,8 @@ BREAKDOWN_KEYS = {
 }
 
 
-def _json(*args: str) -> dict:
-    result = run_cli("predict", *args, "--format", "json")
-    assert result.code == 0, result.err
-    return json.loads(result.out)
-
-
 def test_default_predict_json_contract() -> None:
-    d = _json()
+    d = run_json("predict")
     assert set(d) >= CONTRACT_KEYS
     assert set(d["parallelism"]) >= PARALLELISM_KEYS
     assert set(d["breakdown"]) == BREAKDOWN_KEYS
@@ -73,13 +67,15 @@ def test_default_predict_json_contract() -> None:
 
 
 def test_flags_override_the_scenario() -> None:
-    d = _json("--tp", "8", "--pp", "4", "--vp", "5", "--usd-per-gpu-hour", "2", "--tokens", "1T")
+    d = run_json("predict", "--tp", "8", "--pp", "4", "--vp", "5", "--usd-per-gpu-hour", "2", "--tokens", "1T")
     assert (d["parallelism"]["tp"], d["parallelism"]["pp"], d["parallelism"]["dp"]) == (8, 4, 32)
     assert d["usd_per_gpu_hour"] == 2 and d["tokens_to_train"] == 1e12
 
 
 def test_missing_dimensions_are_searched() -> None:
-    d = _json("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--gbs", "64")
+    d = run_json(
+        "predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--gbs", "64"
+    )
     assert d["fits_in_memory"] and d["layouts_searched"] > 1
 
 
@@ -94,7 +90,7 @@ def test_python_dash_m_matches_the_console_script(tmp_path: Path) -> None:
     via_module = subprocess.run(
         [sys.executable, "-m", "perfmodel", "predict", "--format", "json"], capture_output=True, text=True, check=True
     )
-    assert json.loads(via_module.stdout) == _json()
+    assert json.loads(via_module.stdout) == run_json("predict")
 
 
 def test_hardware_and_models_lists() -> None:
@@ -155,9 +151,9 @@ def test_no_layout_fits_gives_the_smallest_need() -> None:
 
 def test_a_hardware_flag_replaces_the_files_hardware() -> None:
     """The default scenario names an H100; --system alone picks that system's GPUs instead of clashing with it."""
-    d = _json("--system", "gb200-nvl72", "--gpus", "72", "--model", "llama3.1-8b")
+    d = run_json("predict", "--system", "gb200-nvl72", "--gpus", "72", "--model", "llama3.1-8b")
     assert (d["accelerator"], d["system"]) == ("gb200", "gb200-nvl72")
-    d = _json("--gpu", "mi300x", "--gpus", "8", "--model", "llama3.1-8b")
+    d = run_json("predict", "--gpu", "mi300x", "--gpus", "8", "--model", "llama3.1-8b")
     assert (d["accelerator"], d["system"]) == ("mi300x", "mi300x-8")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_json
 
 from perfmodel.physics.calibration import BUNDLED, Interval, bundled, dumps
 from perfmodel.planning import evidence
@@ -28,19 +28,12 @@ BEST_ROW = "measured_runs.csv:69"
 H100-SXM5-80GB, FP8, TP4 PP8 VP5: 1,664 tokens/s/GPU, the best bundled run of that model on Hopper in FP8."""
 
 
-def _json(*args: str) -> dict[str, Any]:
-    result = run_cli("predict", *args, "--format", "json")
-    assert result.code == 0, result.err
-    record: dict[str, Any] = json.loads(result.out)
-    return record
-
-
 def _relative_width(record: dict[str, Any]) -> float:
     return float((record["step_time_s_high"] - record["step_time_s_low"]) / record["step_time_s"])
 
 
 def test_the_issues_example_warns_and_is_wider_than_at_a_measured_layout() -> None:
-    searched, measured = _json(*ISSUE), _json(*ISSUE, *MEASURED_LAYOUT)
+    searched, measured = run_json("predict", *ISSUE), run_json("predict", *ISSUE, *MEASURED_LAYOUT)
     found = searched["evidence"]
     assert (searched["parallelism"]["tp"], searched["parallelism"]["zero"]) == (1, 3)
     assert found["beyond"] == "layout class; above best measured"
@@ -197,7 +190,7 @@ def _calibration(tmp_path: Path, change: Any) -> str:
 
 def test_a_file_without_the_section_predicts_as_before_without_evidence(tmp_path: Path) -> None:
     path = _calibration(tmp_path, lambda d: d.pop("evidence"))
-    record = _json(*ISSUE, "--calibration", path)
+    record = run_json("predict", *ISSUE, "--calibration", path)
     band = bundled().provenance["protocols"]["forward"]["interval"]
     assert "evidence" not in record
     assert record["step_time_s_low"] == pytest.approx(record["step_time_s"] * band["time_factor_low"])
@@ -251,7 +244,7 @@ def test_explain_and_the_flat_record_carry_the_evidence() -> None:
 def test_a_moe_interval_is_widened_only_up_to_the_best_measured_run() -> None:
     """DeepSeek-V3 on 1,024 H100: its searched layout class was never measured for a MoE model on Hopper; the MoE
     interval (leave one MoE model out) is not widened for it."""
-    record = _json("--model", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "1024")
+    record = run_json("predict", "--model", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "1024")
     assert "layout class" in record["evidence"]["beyond"]
     assert "above best measured" in record["evidence"]["beyond"] or record["evidence"]["widening"] == 1
     assert "not widened: its MoE models" in run_cli("predict", "--model", "deepseek-v3", "--gpu", "h100-sxm",

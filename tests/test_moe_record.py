@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import run_cli, run_json
 
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.planning.predict import context_for
@@ -18,9 +17,7 @@ _GIVEN = ("--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--mbs", "1", "--r
 
 
 def _json(*args: str) -> dict:  # type: ignore[type-arg]
-    result = run_cli("predict", *args, *_GIVEN, "--format", "json")
-    assert result.code == 0, result.err
-    return json.loads(result.out)  # type: ignore[no-any-return]
+    return run_json("predict", *args, *_GIVEN)  # type: ignore[no-any-return]
 
 
 def _efficiency(model: str, gpu: str, name: str) -> float:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_json
 from fastapi.testclient import TestClient
 
 import perfmodel
@@ -50,12 +50,6 @@ def client() -> TestClient:
     return TestClient(app)
 
 
-def cli_json(*args: str) -> Any:
-    done = run_cli(*args, "--format", "json")
-    assert done.code == 0, done.err
-    return json.loads(done.out)
-
-
 def cli_error(*args: str) -> str:
     done = run_cli(*args)
     assert done.code == 2 and done.err.startswith("error: "), done.err
@@ -66,26 +60,26 @@ def without_clock(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key != "elapsed_s"}
 
 
-def test_predict_answers_the_cli_json(client: TestClient) -> None:
+def test_predict_answers_the_run_json(client: TestClient) -> None:
     response = client.post("/api/predict", json=PREDICT)
     assert response.status_code == 200 and response.headers["content-type"] == "application/json"
-    assert response.json() == cli_json("predict", *PREDICT_FLAGS)
+    assert response.json() == run_json("predict", *PREDICT_FLAGS)
 
 
-def test_compare_answers_the_cli_json(client: TestClient) -> None:
+def test_compare_answers_the_run_json(client: TestClient) -> None:
     response = client.post("/api/compare", json=COMPARE)
     assert response.status_code == 200
     rows = response.json()
-    assert rows == cli_json("compare", *COMPARE_FLAGS)
+    assert rows == run_json("compare", *COMPARE_FLAGS)
     assert [(r["system"], r["n_gpus"]) for r in rows] == [("dgx-h100", 64), ("dgx-h100", 128), ("dgx-b200", 64),
                                                           ("dgx-b200", 128)]  # fmt: skip
 
 
-def test_plan_answers_the_cli_json(client: TestClient) -> None:
+def test_plan_answers_the_run_json(client: TestClient) -> None:
     response = client.post("/api/plan", json=PLAN)
     assert response.status_code == 200
     document = response.json()
-    assert without_clock(document) == without_clock(cli_json("plan", *PLAN_FLAGS))
+    assert without_clock(document) == without_clock(run_json("plan", *PLAN_FLAGS))
     assert document["goal"]["confidence"] == 0.8 and document["cheapest"] is not None
 
 
@@ -97,7 +91,7 @@ def test_uploaded_model_and_hardware_answer_as_the_files_do(client: TestClient, 
     response = client.post("/api/predict", json=body)
     assert response.status_code == 200, response.text
     flags = ["--model", str(tmp_path / "my-8b.toml"), "--hardware", str(tmp_path / "ours-h100.toml")]
-    assert response.json() == cli_json("predict", *flags, "--system", "ours-h100", "--gpus", "64")
+    assert response.json() == run_json("predict", *flags, "--system", "ours-h100", "--gpus", "64")
     assert (response.json()["model"], response.json()["system"]) == ("my-8b", "ours-h100")
     # the upload was this request's only: the next one does not know the system
     after = client.post("/api/predict", json={"system": "ours-h100", "n_gpus": 64})
@@ -200,7 +194,7 @@ def test_a_request_past_the_wall_time_is_stopped(client: TestClient, monkeypatch
     assert time.monotonic() - started < 15
     assert found == {"error": found["error"], "field": None}
     assert found["error"].startswith("stopped after 3 s, this server's bound on one request's work")
-    assert client.post("/api/predict", json=PREDICT).json() == cli_json("predict", *PREDICT_FLAGS)
+    assert client.post("/api/predict", json=PREDICT).json() == run_json("predict", *PREDICT_FLAGS)
 
 
 def test_twenty_requests_at_once_are_all_answered(client: TestClient) -> None:
