@@ -27,7 +27,7 @@ LAYOUT_KEYS = ("tp", "pp", "vp", "ep", "mbs")
 """The parallelism a recipe fixes and a row must match (the global batch only sets the micro-batch count)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MoeRecipe:
     """A sourced recipe's settings that the model prices unlike the zoo entry, and the rows (by GPU, precision and
     layout) it applies to."""
@@ -90,13 +90,13 @@ container at a full-iteration recipe's layout ran neither it nor the op fuser's 
 def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> MoeRecipe:
     """A Blackwell FP8-MX Qwen3 recipe: qwen/common.py _enable_hybridep_full_iteration_mxfp8 (L36-60)."""
     return MoeRecipe(
-        model,
-        gpu.upper(),
-        ("MXFP8",),
-        layout,
-        {},
-        _FULL_ITERATION_MXFP8,
-        f"megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/{gpu}/qwen3_moe.py {config}: "
+        model=model,
+        hardware=gpu.upper(),
+        dtypes=("MXFP8",),
+        layout=layout,
+        model_settings={},
+        run_settings=_FULL_ITERATION_MXFP8,
+        source=f"megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18), perf_recipes/qwen/{gpu}/qwen3_moe.py {config}: "
         "_enable_hybridep_full_iteration_mxfp8 (qwen/common.py L36-60: use_transformer_engine_op_fuser True, "
         "fp8_dot_product_attention True) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",
         since=MXFP8_ATTENTION_CONTAINER,
@@ -106,13 +106,13 @@ def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> 
 def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
     """A GB300/GB200 FP8-MX GPT-OSS-120B recipe: both apply the same full-iteration settings, at their own EP."""
     return MoeRecipe(
-        "GPT-OSS-120B",
-        gpu.upper(),
-        ("MXFP8",),
-        (1, 1, 1, ep, 4),
-        {"dispatcher": "flex", "ep_microbatch_overlap": True},
-        {"fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
-        f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
+        model="GPT-OSS-120B",
+        hardware=gpu.upper(),
+        dtypes=("MXFP8",),
+        layout=(1, 1, 1, ep, 4),
+        model_settings={"dispatcher": "flex", "ep_microbatch_overlap": True},
+        run_settings={"fp8_output_proj": True} | _FULL_ITERATION_MXFP8,
+        source=f"{_GPT_OSS}{gpu}/gpt_oss.py gpt_oss_120b_pretrain_64gpu_{gpu}_fp8mx_config ({_FP8MX_FULL_ITER}; "
         f"{_FUSED_MLP[gpu]})",
     )
 
@@ -131,13 +131,13 @@ def _deepseek_v3_fp8mx(
     attention = {"fp8_attention": True} if fp8_attention else {}
     no_recompute = f"; recompute_modules [] (L{no_recompute_line})" if no_recompute_line else ""
     return MoeRecipe(
-        "DeepSeek-V3",
-        gpu.upper(),
-        ("MXFP8",),
-        layout,
-        {},
-        {"fused_grouped_mlp": True, "fp8_output_proj": True, "full_iteration_graph": True} | attention,
-        f"{_DEEPSEEK}{gpu}/deepseek_v3.py deepseek_v3_pretrain_256gpu_{gpu}_fp8mx_config: "
+        model="DeepSeek-V3",
+        hardware=gpu.upper(),
+        dtypes=("MXFP8",),
+        layout=layout,
+        model_settings={},
+        run_settings={"fused_grouped_mlp": True, "fp8_output_proj": True, "full_iteration_graph": True} | attention,
+        source=f"{_DEEPSEEK}{gpu}/deepseek_v3.py deepseek_v3_pretrain_256gpu_{gpu}_fp8mx_config: "
         f"_enable_deepseek_full_iteration_mxfp8(cfg, {'fp8_dot_product_attention=True, ' * fp8_attention}"
         f"fp8_output_proj=True) (L{line}; common.py L48-76: cuda_graph_impl 'full_iteration', "
         f"use_transformer_engine_op_fuser True) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1{no_recompute}",
@@ -165,13 +165,13 @@ def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> 
     (2026-09-18, after the tables' snapshot) turns the fused grouped MLP and MXFP8 attention on
     (`NEMOTRON_FUSED_LATER`)."""
     return MoeRecipe(
-        model,
-        gpu.upper(),
-        ("MXFP8",),
-        (1, 1, 1, 8, mbs),
-        {},
-        _OP_FUSER_OFF,
-        f"megatron-bridge 0.6.0 (PyPI sdist, 2026-08-20), perf_recipes/nemotronh/{gpu}/nemotronh.py {config} "
+        model=model,
+        hardware=gpu.upper(),
+        dtypes=("MXFP8",),
+        layout=(1, 1, 1, 8, mbs),
+        model_settings={},
+        run_settings=_OP_FUSER_OFF,
+        source=f"megatron-bridge 0.6.0 (PyPI sdist, 2026-08-20), perf_recipes/nemotronh/{gpu}/nemotronh.py {config} "
         f"({lines}): neither the op fuser nor fp8_dot_product_attention set; {_OP_FUSER_OFF_SOURCE}; "
         f"{NEMOTRON_FUSED_LATER}",
         since=MXFP8_ATTENTION_CONTAINER,
@@ -180,13 +180,13 @@ def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> 
 
 MOE_RECIPES = (
     MoeRecipe(
-        "Qwen3-235B-A22B",
-        "H100-SXM5-80GB",
-        ("FP8", "FP8-CS", "BF16"),
-        (2, 8, 4, 32, 1),
-        {"dispatcher": "alltoall", "ep_microbatch_overlap": True},
-        {},
-        "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18; 0.6.0 the same), perf_recipes/qwen/h100/qwen3_moe.py, "
+        model="Qwen3-235B-A22B",
+        hardware="H100-SXM5-80GB",
+        dtypes=("FP8", "FP8-CS", "BF16"),
+        layout=(2, 8, 4, 32, 1),
+        model_settings={"dispatcher": "alltoall", "ep_microbatch_overlap": True},
+        run_settings={},
+        source="megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18; 0.6.0 the same), perf_recipes/qwen/h100/qwen3_moe.py, "
         "qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config and _bf16_config: TP2 PP8 VP4 EP32 MBS1, "
         "moe_token_dispatcher_type 'alltoall', moe_a2a_overlap True, "
         "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)",
@@ -194,36 +194,36 @@ MOE_RECIPES = (
     _gpt_oss_120b_fp8mx("gb300", 16),
     _gpt_oss_120b_fp8mx("gb200", 64),
     MoeRecipe(
-        "GPT-OSS-120B",
-        "GB200",
-        ("BF16",),
-        (1, 1, 1, 64, 4),
-        {"ep_microbatch_overlap": True},
-        {},
-        f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
+        model="GPT-OSS-120B",
+        hardware="GB200",
+        dtypes=("BF16",),
+        layout=(1, 1, 1, 64, 4),
+        model_settings={"ep_microbatch_overlap": True},
+        run_settings={},
+        source=f"{_GPT_OSS}gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_bf16_config: "
         "comm_overlap.overlap_moe_expert_parallel_comm True, the dispatcher left 'alltoall'; "
         f"{_LAYERNORM_MOE_ACT} (L196-197)",
         recompute="selective",
     ),
     MoeRecipe(
-        "GPT-OSS-120B",
-        "B200",
-        ("BF16", "MXFP8"),
-        (1, 1, 1, 8, 4),
-        {},
-        _OP_FUSER_OFF,
-        f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
+        model="GPT-OSS-120B",
+        hardware="B200",
+        dtypes=("BF16", "MXFP8"),
+        layout=(1, 1, 1, 8, 4),
+        model_settings={},
+        run_settings=_OP_FUSER_OFF,
+        source=f"{_GPT_OSS}b200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b200_bf16_config and _fp8mx_config: "
         f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76); {_OP_FUSER_OFF_SOURCE}",
         recompute="selective",
     ),
     MoeRecipe(
-        "GPT-OSS-120B",
-        "H100-SXM5-80GB",
-        ("BF16", "FP8", "FP8-CS"),
-        (1, 4, 1, 8, 1),
-        {},
-        {},
-        f"{_GPT_OSS}h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_config: "
+        model="GPT-OSS-120B",
+        hardware="H100-SXM5-80GB",
+        dtypes=("BF16", "FP8", "FP8-CS"),
+        layout=(1, 4, 1, 8, 1),
+        model_settings={},
+        run_settings={},
+        source=f"{_GPT_OSS}h100/gpt_oss.py gpt_oss_120b_pretrain_64gpu_h100_bf16_config and _fp8cs_config: "
         f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76)",
         recompute="selective",
     ),
@@ -240,13 +240,13 @@ MOE_RECIPES = (
         "Qwen3-235B-A22B", "gb200", (1, 8, 3, 32, 1), "qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config and _256gpu_"
     ),
     MoeRecipe(
-        "GPT-OSS-120B",
-        "B300",
-        ("MXFP8", "BF16"),
-        (1, 1, 1, 8, 4),
-        {"dispatcher": "flex"},
-        _OP_FUSER_OFF,
-        f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
+        model="GPT-OSS-120B",
+        hardware="B300",
+        dtypes=("MXFP8", "BF16"),
+        layout=(1, 1, 1, 8, 4),
+        model_settings={"dispatcher": "flex"},
+        run_settings=_OP_FUSER_OFF,
+        source=f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
         "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap; "
         f"{_OP_FUSER_OFF_SOURCE}",
     ),
