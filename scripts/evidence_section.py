@@ -17,7 +17,7 @@ import sys
 from perfmodel.fitting import evidence, protocols
 from perfmodel.fitting.calibrate import interval
 from perfmodel.fitting.runs import MOE_SOURCE, bundled_runs
-from perfmodel.fitting.validation import prepare_all
+from perfmodel.fitting.validation import prepare_all, validated_steadily
 from perfmodel.physics import calibration
 
 
@@ -33,7 +33,8 @@ def main(write: bool) -> int:
         if any(abs(band[k] - recorded.get(k, 0.0)) > 1e-9 for k in ("time_factor_low", "time_factor_high")):
             print(f"{name}: the bundled file's interval is not this data's: refit it first", file=sys.stderr)
             return 1
-    section = evidence.section(items, moe_items, results)
+    checked = prepare_all([r for r in runs if validated_steadily(r)], bundled, [])
+    section = evidence.section([*items, *checked], moe_items, results)
     print(json.dumps({k: section[k] for k in ("widening", "summary")}, indent=1))
     if write:
         document = json.loads(calibration.BUNDLED.read_text())

@@ -380,9 +380,10 @@ def _evidence_section(results: list[protocols.ProtocolResult]) -> list[str]:
     return [
         "## How far from evidence",
         "",
-        "A prediction names the nearest measured run its calibration saw and the axes on which it goes beyond every "
-        "one (planning/evidence.py): its accelerator family and its number format there (answered by the generation "
-        "and precision protocols' intervals), and, among its family's rows, its model class (dense by size decade, "
+        "A prediction names the nearest measured run its calibration was fitted on or validated against and the axes "
+        "on which it goes beyond every one (planning/evidence.py): its accelerator family and its number format "
+        "there (answered by the generation and precision protocols' intervals), and, among its family's rows, its "
+        "model class (dense by size decade, "
         "LoRA, MoE), its scale band (GPU counts between powers of four) and its layout class (TP and PP banded 1, "
         "2-4, 5+; VP, CP and EP used or not; ZeRO 0-1, 2 or 3; full recompute or not) within that class; and its "
         "model TFLOP/s per GPU over the best measured run of the same model, family and format. Beyond a model "

@@ -269,3 +269,12 @@ def test_a_row_describes_its_run() -> None:
     assert row.model_tflops_per_gpu == pytest.approx(731, rel=0.03)  # the row's published model TFLOP/s (causal)
     assert math.isclose(row.params_b, 70.6, rel_tol=0.01)
     assert row.layout_class == "TP2-4 PP5+ VP ZeRO-0/1"
+
+
+def test_a_run_validated_not_fitted_is_evidence() -> None:
+    """MPT-7B on 16 A100 40GB: llm-foundry's A100 40GB table is validated, not fitted, yet it measured that very run
+    (measured_runs.csv row 497, llm-foundry A100 40GB table: 16 GPUs, 3,645 tokens/s/GPU); the nearest run is
+    that one, not an 80GB A100's."""
+    record = run_json("predict", "--model", "mpt-7b", "--gpu", "a100-40gb", "--gpus", "16", "--precision", "bf16",
+                      "--stack", "composer")  # fmt: skip
+    assert "A100 SXM4 40GB" in record["evidence"]["nearest"]

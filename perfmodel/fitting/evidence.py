@@ -1,7 +1,8 @@
 """The calibration's 'evidence' section: the rows its fits saw, and how much wider an interval is beyond them.
 
-- `rows`: every row the dense fit is fitted on and every MoE row the MoE stage prices, one compact list each
-  (planning/evidence.py COLUMNS), what a prediction compares itself with.
+- `rows`: every row the dense fit is fitted on, every dense steady-step row validated but not fitted
+  (validation.validated_steadily) and every MoE row the MoE stage prices, one compact list each (planning/evidence.py
+  COLUMNS), what a prediction compares itself with.
 - `held_out`: every row the forward, precision and scale protocols predict, with the axes on which it was beyond
   the rows its own fold's fit saw (planning.evidence.ground against them, as a prediction is against all rows) and
   its ratio to the best of them. The generation protocol's rows are not: a family without rows is its own
@@ -158,10 +159,10 @@ def section(
     held = held_out(results)
     widening = powers(held)
     return {
-        "method": "rows: what the dense fit and the MoE stage saw, as predicted; held_out: the rows of the forward, "
-        "precision and scale protocols with the axes on which they were beyond their fold's rows; widening: per "
-        "axis, the powers on an interval's log-widths that put 90% of the held-out rows beyond on it within each "
-        "end of their protocol's interval (fitting/evidence.py)",
+        "method": "rows: what the dense fit and the MoE stage saw and the dense rows validated, not fitted, as "
+        "predicted; held_out: the rows of the forward, precision and scale protocols with the axes on which they "
+        "were beyond their fold's rows; widening: per axis, the powers on an interval's log-widths that put 90% of "
+        "the held-out rows beyond on it within each end of their protocol's interval (fitting/evidence.py)",
         "columns": list(ev.COLUMNS),
         "rows": [row(i) for i in [*items, *moe_items]],
         "widening": {

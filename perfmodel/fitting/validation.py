@@ -572,7 +572,10 @@ def fit_calibration(
             results[name] = protocols.evaluate(name, tested[name], say, fits)
         except PerfmodelError as exc:  # no fold in these runs (no MLPerf round to predict, say)
             say(f"{name}: skipped ({exc})")
-    found = protocols.provenance(results.values(), items) | {"evidence": evidence.section(items, moe_items, results)}
+    checked = prepare_all([r for r in runs if validated_steadily(r)], built, [])  # their exclusions: reported above
+    found = protocols.provenance(results.values(), items) | {
+        "evidence": evidence.section([*items, *checked], moe_items, results)
+    }
     return replace(built, provenance=built.provenance | found)
 
 
@@ -589,6 +592,13 @@ def _protocol_trains(
             if fold.train and cal.run_ids(fold.train) != cal.run_ids(items):
                 trains.setdefault(cal.run_ids(fold.train), fold.train)
     return trains
+
+
+def validated_steadily(run: MeasuredRun) -> bool:
+    """Whether the run is a dense steady-step row that is validated, not fitted (llm-foundry's A100 40GB, MaxText,
+    torchtitan, the long-sequence table): measured evidence of the model in its regime all the same, which a
+    prediction there is near (a 40GB A100 run, not only an 80GB one)."""
+    return run.source in NOT_FITTED and not run.source.startswith(MOE_SOURCE) and not whole_runs.is_whole_run(run)
 
 
 def fitted_densely(run: MeasuredRun) -> bool:

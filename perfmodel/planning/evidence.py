@@ -1,6 +1,6 @@
 """How near a prediction is to the measured runs its calibration saw, and how much wider its interval is beyond them.
 
-A calibration keeps a compact row for every run it was fitted on (section 'evidence', written by
+A calibration keeps a compact row for every run it was fitted on or validated against (section 'evidence', written by
 fitting/evidence.py): model, accelerator family, number format, GPU count, layout, stack and measured throughput. A
 prediction reports the nearest of them and the axes on which it goes beyond every one: its accelerator family, its
 number format on that family, and, among the rows on its family, its model class (dense by size decade, LoRA, MoE),
