@@ -57,11 +57,11 @@ def test_a_frozen_per_tensor_fp8_base_is_held_once_and_transposed_in_the_backwar
         # mlperf_training_llm.csv, v4.1 llama2_70b_lora, NVIDIA Nyx (1x NVIDIA DGX B200, 180 GB), FP8, TP1 PP1 CP2
         # DP4 MBS1 (config_DGXB200_1x8x2xtp1pp1cp2.sh): one FP8 copy because Blackwell's tensor cores take either
         # major order (NON_TN_FP8_FAMILIES).
-        "mlperf:v4.1/NVIDIA/b200_preview_nemo",
+        "mlperf:v4.1/NVIDIA/b200_preview_nemo/llama2_70b_lora",
         # the same benchmark, NVIDIA DGX H200 (141 GB), FP8, TP1 PP1 CP2 DP4 (config_DGXH200_1x8x2xtp1pp1cp2.sh): one
         # FP8 copy because the base is frozen (frozen_base_recipe); held with its transposed copy, it was priced at a
         # block recompute of 76 of 80 layers.
-        "mlperf:v4.1/NVIDIA/h200_ngc24.09_nemo",
+        "mlperf:v4.1/NVIDIA/h200_ngc24.09_nemo/llama2_70b_lora",
     ],
 )
 def test_nvidias_tp1_lora_rows_fit_unrecomputed_with_one_fp8_copy(row: str) -> None:

@@ -46,11 +46,7 @@ def test_a_graph_captured_step_is_its_parts_plus_the_straggler_wait_alone() -> N
 
 def test_predict_and_the_fit_price_a_bundled_graph_captured_row_alike() -> None:
     # mlperf_training_llm.csv: MLPerf Training v5.1 NVIDIA Tyche, 72 GB200, LoRA, TP1 PP1 CP8, GBS 9: 1.414 min.
-    (run,) = [
-        r
-        for r in bundled_runs()[0]
-        if r.id == "mlperf:v5.1/NVIDIA/tyche_ngpu72_ngc25.09_nemo" and "lora" in r.scenario["benchmark"]
-    ]
+    (run,) = [r for r in bundled_runs()[0] if r.id == "mlperf:v5.1/NVIDIA/tyche_ngpu72_ngc25.09_nemo/llama2_70b_lora"]
     item = prepare(run, bundled())
     assert item.context.recipe.graph_captured
     released = replace(item.context.efficiency, vintage_years=vintage_years(run))

@@ -94,7 +94,7 @@ def test_nvidias_h200_lora_row_fits_at_its_stacks_default() -> None:
     # DP4 MBS1 (config_DGXH200_1x8x2xtp2pp1cp1.sh). Recompute and sharding are unreported: the stack default (none,
     # distributed optimizer) priced full-rank activations at more than the 141 GB it ran in; it fits now.
     runs, _ = bundled_runs()
-    run = next(r for r in runs if r.id == "mlperf:v4.0/NVIDIA/h200_ngc24.04_nemo")
+    run = next(r for r in runs if r.id == "mlperf:v4.0/NVIDIA/h200_ngc24.04_nemo/llama2_70b_lora")
     item = prepare(run, UNCALIBRATED)
     assert item.basis == "stack default"
     assert (item.layout.tp, item.layout.cp, item.layout.recompute, item.layout.zero) == (2, 1, "none", 1)
@@ -118,7 +118,7 @@ def test_amds_mi325x_lora_row_can_run_without_recompute() -> None:
     # sharding are unreported: the stack default (no recompute, ZeRO-1) fits, with one FP8 copy of the frozen base
     # on CDNA3 (69 GB; with a transposed copy, 138 GB, and 140 GB of activations it was 6 GB over).
     runs, _ = bundled_runs()
-    run = next(r for r in runs if r.id == "mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch")
+    run = next(r for r in runs if r.id == "mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch/llama2_70b_lora")
     item = prepare(run, UNCALIBRATED)
     assert item.basis == "stack default" and (item.layout.recompute, item.layout.zero) == ("none", 1)
     no_recompute = [m for m in item.members if m.recompute == "none"]

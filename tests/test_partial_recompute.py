@@ -133,9 +133,9 @@ def test_amds_mi325x_row_is_priced_at_the_default_and_mi300x_at_a_stack_choice()
     # least memory-saving setting that fits, with ZeRO-1 kept. AMD's own MI300X row runs its config's recompute
     # (21 of 80 layers, ACL=21: runs.CONFIG_RECOMPUTE), with only the sharding left to the stack.
     runs = {r.id: r for r in bundled_runs()[0]}
-    mi325x = prepare(runs["mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch"], UNCALIBRATED)
-    mi300x = prepare(runs["mlperf:v5.1/Krai/PowerEdge-XE9680-MI300X-192GB_n1_v5.1"], UNCALIBRATED)
-    amd_mi300x = prepare(runs["mlperf:v5.0/AMD/MI300X_EPYC_9575F_pytorch"], UNCALIBRATED)
+    mi325x = prepare(runs["mlperf:v5.0/AMD/MI325X_EPYC_9575F_pytorch/llama2_70b_lora"], UNCALIBRATED)
+    mi300x = prepare(runs["mlperf:v5.1/Krai/PowerEdge-XE9680-MI300X-192GB_n1_v5.1/llama2_70b_lora"], UNCALIBRATED)
+    amd_mi300x = prepare(runs["mlperf:v5.0/AMD/MI300X_EPYC_9575F_pytorch/llama2_70b_lora"], UNCALIBRATED)
     assert (mi325x.basis, mi325x.layout.recompute, mi325x.layout.zero) == ("stack default", "none", 1)
     assert mi300x.basis == "stack choice" and mi300x.layout.recompute != "none" and mi300x.layout.zero == 1
     assert (amd_mi300x.layout.recompute, amd_mi300x.layout.recompute_layers, amd_mi300x.layout.zero) == ("full", 21, 1)
@@ -178,7 +178,7 @@ def test_settle_keeps_the_stacks_sharding_before_raising_it() -> None:
     # and sharding unreported. No recompute at ZeRO-3 fits (the frozen base sharded 8 ways), but Megatron's recipe
     # keeps its distributed optimizer (ZeRO-1) and raises recompute first (fitting.assumed.MEMORY_ORDER).
     runs = {r.id: r for r in bundled_runs()[0]}
-    item = prepare(runs["mlperf:v5.0/NVIDIA/nyx_n1_ngc25.04_nemo"], UNCALIBRATED)
+    item = prepare(runs["mlperf:v5.0/NVIDIA/nyx_n1_ngc25.04_nemo/llama2_70b_lora"], UNCALIBRATED)
     assert item.basis == "stack choice" and item.layout.zero == 1 and item.layout.recompute == "full"
     assert any(m.zero == 3 and m.recompute == "none" for m in item.members)  # the order decided, not the fit
     assert not _fits(item, replace(item.layout, recompute="selective", recompute_layers=None))

@@ -23,21 +23,13 @@ def test_a_score_is_priced_at_its_kept_runs_not_at_the_mean_of_all() -> None:
     325,632, is the mean of all three."""
     work = logged_work()["mlcommons/training_results_v5.1:NVIDIA/results/theia_ngpu512_ngc25.09_nemo/llama31_405b/"]
     assert work == (331776.0, 4.0)
-    (gb300,) = [
-        r
-        for r in bundled_runs()[0]
-        if r.id == "mlperf:v5.1/NVIDIA/theia_ngpu512_ngc25.09_nemo" and "405b" in r.scenario["benchmark"]
-    ]
+    (gb300,) = [r for r in bundled_runs()[0] if r.id == "mlperf:v5.1/NVIDIA/theia_ngpu512_ngc25.09_nemo/llama31_405b"]
     assert (gb300.samples, gb300.evaluations) == (331776.0, 4.0)
 
 
 def test_the_rcp_factor_scales_the_kept_work() -> None:
     """v5.0 NVIDIA tyche_ngpu512_ngc25.04_nemo llama31_405b: three runs at 279,552 samples and 6 evaluations; RCP
     scaling factor 1.153846 (mlperf_training_llm.csv): scored at 1.153846 x that work."""
-    (gb200,) = [
-        r
-        for r in bundled_runs()[0]
-        if r.id == "mlperf:v5.0/NVIDIA/tyche_ngpu512_ngc25.04_nemo" and "405b" in r.scenario["benchmark"]
-    ]
+    (gb200,) = [r for r in bundled_runs()[0] if r.id == "mlperf:v5.0/NVIDIA/tyche_ngpu512_ngc25.04_nemo/llama31_405b"]
     assert gb200.samples == pytest.approx(279552 * 1.153846)
     assert gb200.evaluations == pytest.approx(6 * 1.153846)

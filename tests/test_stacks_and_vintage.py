@@ -110,7 +110,7 @@ def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:
     # mlperf_training_llm.csv: v4.1 Dell 2xXE9680 (16 H100, LoRA) publishes no layout; HPE's 16-GPU H100 LoRA
     # submission (v4.0) publishes TP4 PP1 CP2, the only published H100 LoRA layout at 16 GPUs.
     runs, _ = bundled_runs()
-    dell = next(r for r in runs if r.id == "mlperf:v4.1/Dell/2xXE9680x8H100-SXM-80GB")
+    dell = next(r for r in runs if r.id == "mlperf:v4.1/Dell/2xXE9680x8H100-SXM-80GB/llama2_70b_lora")
     par = dell.scenario["parallelism"]
     assert (par["tp"], par["pp"], par["cp"]) == (4, 1, 2)
     assert any("nearest published layout" in a for a in dell.assumptions)

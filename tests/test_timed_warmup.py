@@ -41,8 +41,8 @@ def test_profiles_that_are_not_graph_captured_never_pay_it() -> None:
     [
         # mlperf_training_llm.csv: MLPerf Training v4.0 NVIDIA Eos_n128, 1,024 H100, 1.494 min (NeMo 24.04; was
         # predicted 39% too fast without the warm-up), and v4.1 Oracle 512xBM.GPU.H100.8, 512 H100, 2.065 min (30%).
-        ("mlperf:v4.0/NVIDIA/eos_n128_ngc24.04_nemo", 12.0),
-        ("mlperf:v4.1/Oracle/512xBM.GPU.H100.8", 12.0),
+        ("mlperf:v4.0/NVIDIA/eos_n128_ngc24.04_nemo/llama2_70b_lora", 12.0),
+        ("mlperf:v4.1/Oracle/512xBM.GPU.H100.8/llama2_70b_lora", 12.0),
     ],
 )
 def test_the_largest_v4_lora_rows_are_predicted_within_tolerance(row: str, tolerance_pct: float) -> None:
@@ -56,7 +56,7 @@ def test_a_row_naming_no_container_is_priced_over_its_span_at_each_end() -> None
     # mlperf_training_llm.csv: MLPerf Training v5.0 Oracle 64xBM.GPU.H200.8, 512 H200, 1.972 min, names no NeMo
     # container: was dated by its round (2025-06, no timed warm-up) and predicted 46% too fast; priced over the NeMo
     # releases v5.0's Hopper rows name (24.09 to 25.01), both before WARM_START_RELEASE.
-    run = next(r for r in bundled_runs()[0] if r.id == "mlperf:v5.0/Oracle/64xBM.GPU.H200.8")
+    run = next(r for r in bundled_runs()[0] if r.id == "mlperf:v5.0/Oracle/64xBM.GPU.H200.8/llama2_70b_lora")
     (row,) = validate([run], bundled()).rows
     assert row.prepared.range_only and row.low is not None and row.high is not None
     ends = [prepare(replace(run, released=month, releases=None), bundled()) for month in run.releases or ()]

@@ -739,9 +739,17 @@ def round_precisions(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str, str
     return named
 
 
-def _mlperf_id(row: dict[str, str]) -> str:
+def _mlperf_folder(row: dict[str, str]) -> str:
+    """round/submitter/result folder of an MLPerf row: what the rows' notes name another row's logs by."""
     match = re.search(r"training_results_(v[\d.]+):([^/]+)/results/([^/]+)/", row["source"])
     return "/".join(match.groups()) if match else f"{row['round']}/{row['submitter']}/{row['system']}"
+
+
+def _mlperf_id(row: dict[str, str]) -> str:
+    """The row's run id: its result folder and benchmark. A folder holds one system's results of several benchmarks
+    (v5.1 Cisco/hpf_n16: llama31_8b and llama2_70b_lora), and an id the two rows shared gave both the held-out error
+    of whichever came last (fitting.validation.held_out_errors maps them by id)."""
+    return f"{_mlperf_folder(row)}/{row['benchmark']}"
 
 
 MLPERF_BENCHMARKS = {
@@ -921,12 +929,12 @@ def _nearest_layout(run: MeasuredRun, others: list[MeasuredRun]) -> tuple[int, .
 
 def _duplicates(rows: list[dict[str, str]]) -> dict[int, str]:
     """Rows whose notes say they repeat another row's logs (power-measurement variants, resubmissions) when that
-    row is in the data too: the first one is kept."""
-    ids = {_mlperf_id(r): i for i, r in enumerate(rows)}
+    row of the same benchmark is in the data too: the first one is kept."""
+    ids = {(_mlperf_folder(r), r["benchmark"]): i for i, r in enumerate(rows)}
     dropped: dict[int, str] = {}
     for i, row in enumerate(rows):
         for other in re.findall(r"v\d\.\d/[\w.+-]+/[\w.+-]+", row["notes"]):
-            j = ids.get(other)
+            j = ids.get((other, row["benchmark"]))
             if j is not None and j < i and j not in dropped:
                 dropped[i] = f"duplicate of {other} (same logs)"
                 break

@@ -44,10 +44,14 @@ H100_FP8, GB200_FP8, GB200_NVFP4, GB300_NVFP4 = (
     "H100 FP8 (v5.0)", "GB200 FP8 (v5.0)", "GB200 NVFP4 (v5.1)", "GB300 NVFP4 (v5.1)",
 )  # fmt: skip
 RUNS = (
-    SeedRun(H100_FP8, "mlperf:v5.0/NVIDIA/eos-dfw_n64_ngc25.01_nemo", "mlperf-405b-h100-512.toml"),
-    SeedRun(GB200_FP8, "mlperf:v5.0/NVIDIA/tyche_ngpu512_ngc25.04_nemo", "mlperf-405b-gb200-512.toml"),
-    SeedRun(GB200_NVFP4, "mlperf:v5.1/NVIDIA/tyche_ngpu512_ngc25.09_nemo", "mlperf-405b-gb200-512-nvfp4.toml"),
-    SeedRun(GB300_NVFP4, "mlperf:v5.1/NVIDIA/theia_ngpu512_ngc25.09_nemo", "mlperf-405b-gb300-512-nvfp4.toml"),
+    SeedRun(H100_FP8, "mlperf:v5.0/NVIDIA/eos-dfw_n64_ngc25.01_nemo/llama31_405b", "mlperf-405b-h100-512.toml"),
+    SeedRun(GB200_FP8, "mlperf:v5.0/NVIDIA/tyche_ngpu512_ngc25.04_nemo/llama31_405b", "mlperf-405b-gb200-512.toml"),
+    SeedRun(
+        GB200_NVFP4, "mlperf:v5.1/NVIDIA/tyche_ngpu512_ngc25.09_nemo/llama31_405b", "mlperf-405b-gb200-512-nvfp4.toml"
+    ),
+    SeedRun(
+        GB300_NVFP4, "mlperf:v5.1/NVIDIA/theia_ngpu512_ngc25.09_nemo/llama31_405b", "mlperf-405b-gb300-512-nvfp4.toml"
+    ),
 )
 CLAIMS = (
     Claim("GB200 NVFP4 / H100 FP8", GB200_NVFP4, H100_FP8, "3.2x"),
