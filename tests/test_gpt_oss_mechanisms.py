@@ -242,14 +242,65 @@ def test_a_recipe_with_the_op_fuser_off_keeps_the_per_expert_loop() -> None:
     assert hopper_looped == grouped_times("h100-sxm", "bf16")[0]  # Hopper loops over its experts in every release
 
 
-def test_a_masked_band_without_fp8_attention_is_refused(tmp_path: Path) -> None:
-    """`fp8_attention_band = "masked"` prices FP8 attention's backward only: without `fp8_attention` it would price
-    nothing and say nothing, so the file is refused in one line naming the field, exit 2."""
-    path = tmp_path / "band.toml"
-    path.write_text('model = "gpt-oss-120b"\ngpu = "gb300"\nn_gpus = 64\nprecision = "mxfp8"\n'
-                    'fp8_attention_band = "masked"\n')  # fmt: skip
+def test_the_regressed_dgeglu_dbias_kernel_costs_its_measured_slowdown() -> None:
+    """cudnn-frontend PR #322 (2026-06-23, 'dbias reduction DSL 4.5 regression'): the fused grouped MLP's dGeGLU +
+    dbias kernel took 1,362.8 us with generate_dbias in cudnn-frontend 1.24-1.25 (issue #256) against 155.6 us fixed
+    at the same shape. With `dglu_dbias_regression` that kernel, the experts' fc2 data gradient of a model whose
+    experts have biases (GPT-OSS), costs 1,362.8 / 155.6 times its fixed roofline time and nothing else moves; Qwen3's
+    experts (no bias) run the kernel without dbias and a run without the fused grouped MLP never runs it."""
+    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.physics.moe import DGLU_DBIAS_REGRESSION
+    from perfmodel.planning.predict import context_for
+
+    def backward_s(model: str, **settings: bool) -> dict[str, float]:
+        parallelism = {"seq_len": 4096, "gbs": 1280, "mbs": 4, "ep": 16}
+        scenario = {"model": model, "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8", "parallelism": parallelism}
+        ctx = context_for(checked_scenario(scenario | {"fused_grouped_mlp": True} | settings))
+        sh = Shard(ctx.model, ctx.recipe, 1, 1, 4, 4096, ep=16)
+        acc, eff = ctx.hardware.accelerator, ctx.efficiency
+        times = {op.name: float(op_time(op, acc, eff)) for op in moe_block_backward(sh, ctx.recipe)}
+        return times | {"kappa": eff.kernel_overhead_us * 1e-6}
+
+    fixed, regressed = backward_s("gpt-oss-120b"), backward_s("gpt-oss-120b", dglu_dbias_regression=True)
+    kappa_s = regressed.pop("kappa")
+    assert DGLU_DBIAS_REGRESSION == 1362.8 / 155.6
+    for name, seconds in regressed.items():
+        slowdown = DGLU_DBIAS_REGRESSION if name == "expert_fc2.dgrad" else 1.0
+        assert seconds - kappa_s == pytest.approx((fixed[name] - kappa_s) * slowdown, rel=1e-9), name
+    assert regressed["expert_fc2.dgrad"] - fixed["expert_fc2.dgrad"] > 2e-3  # ms per layer: notes 2.6 size ~2.8
+    assert backward_s("qwen3-30b-a3b", dglu_dbias_regression=True) == backward_s("qwen3-30b-a3b")
+
+
+@pytest.mark.parametrize(
+    ("key", "needed", "message"),
+    [
+        ('fp8_attention_band = "masked"', "fp8_attention = true", "fp8_attention_band 'masked' needs fp8_attention"),
+        ("dglu_dbias_regression = true", "fused_grouped_mlp = true", "dglu_dbias_regression needs fused_grouped_mlp"),
+    ],
+)
+def test_a_setting_without_what_it_prices_is_refused(tmp_path: Path, key: str, needed: str, message: str) -> None:
+    """`fp8_attention_band = "masked"` prices FP8 attention's backward only, `dglu_dbias_regression` the fused grouped
+    MLP's kernel only: without `fp8_attention` or `fused_grouped_mlp` either would price nothing and say nothing, so the
+    file is refused in one line naming the field, exit 2."""
+    path = tmp_path / "scenario.toml"
+    path.write_text(f'model = "gpt-oss-120b"\ngpu = "gb300"\nn_gpus = 64\nprecision = "mxfp8"\n{key}\n')
     result = run_cli("predict", str(path))
     assert result.code == 2 and not result.out
-    assert result.err.count("\n") == 1 and "fp8_attention_band 'masked' needs fp8_attention" in result.err
-    path.write_text(path.read_text() + "fp8_attention = true\n")
+    assert result.err.count("\n") == 1 and message in result.err
+    path.write_text(path.read_text() + needed + "\n")
     assert run_cli("predict", str(path)).code == 0
+
+
+def test_explain_shows_the_regressed_kernel_and_its_bound(tmp_path: Path) -> None:
+    """`perfmodel explain` writes the regressed kernel's formula with its slowdown as a symbol (s_regressed, 1,362.8 /
+    155.6 from cudnn-frontend PR #322) and keeps its bound: GPT-OSS-120B's fc2 data gradient at EP16 on GB300 is
+    compute-bound (1,087 GFLOP over 641 MB), slowed or not."""
+    path = tmp_path / "regressed.toml"
+    settings = "fused_grouped_mlp = true\ndglu_dbias_regression = true\n"
+    layout = "[parallelism]\nseq_len = 4096\nmbs = 4\ngbs = 1280\nep = 16\n"
+    path.write_text(f'model = "gpt-oss-120b"\ngpu = "gb300"\nn_gpus = 64\nprecision = "mxfp8"\n{settings}{layout}')
+    out = run_cli("explain", str(path)).out
+    assert "grouped GEMM in FP8, regressed  t = kappa + s_regressed*Max(" in out
+    assert "s_regressed = 8.758" in out
+    row = next(line.split() for line in out.splitlines() if line.startswith("MoE backward  expert_fc2.dgrad"))
+    assert row[-1] == "compute"

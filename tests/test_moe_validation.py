@@ -276,11 +276,14 @@ def test_qwen3_full_iteration_rows_run_mxfp8_attention_and_the_fused_mlp(row: in
 def test_the_26_06_01_gpt_oss_rows_carry_nvidias_regression_footnote() -> None:
     """Megatron-Bridge docs/performance-summary-archive.md L57-58 and L90 (snapshot 067f987df): NVIDIA's footnote to
     NeMo 26.06.01's GPT-OSS-120B rows (measured_runs.csv rows 22 and 23) names cudnn-frontend issue #256. Those rows
-    carry it as an assumption; their 26.06 twins (rows 44, 45) and 26.06.01's other models (rows 20, 24) do not."""
+    carry it as an assumption and price the regressed kernel (dglu_dbias_regression); their 26.06 twins (rows 44, 45)
+    and 26.06.01's other models (rows 20, 24) do neither."""
     for row in ("22", "23"):
         assert any("cudnn-frontend issue #256" in a for a in _run(row).assumptions), row
+        assert _run(row).scenario["dglu_dbias_regression"] is True
     for row in ("44", "45", "20", "24"):
         assert not any("#256" in a for a in _run(row).assumptions), row
+        assert "dglu_dbias_regression" not in _run(row).scenario
 
 
 DEEPSEEK_FULL_ITERATION_ROWS = {2: True, 20: True, 40: True, 41: True, 3: False, 21: False, 42: False}

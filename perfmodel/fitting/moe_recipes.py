@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 RECIPES_CONTAINER = "NeMo 26.08"
 """The container megatron-bridge 0.6.x's recipes are the recipes of: its rows run them, older ones by assumption."""
@@ -279,17 +279,28 @@ GPT-OSS-120B's B300 and B200 ones do; `NEMOTRON_FUSED_LATER`). DeepSeek-V3's B30
 row, whose release pays the per-expert loop anyway (efficiency.GROUPED_KERNEL_RELEASE)."""
 
 
+class KnownRegression(NamedTuple):
+    """A release's known slowdown of a kernel, as its publisher marks rows measured under it."""
+
+    settings: Mapping[str, bool]
+    """Scenario fields that price the regressed kernel."""
+    note: str
+    """The assumption each row carries: the publisher's footnote and the kernel's measurement."""
+
+
 KNOWN_REGRESSIONS = {
-    ("GPT-OSS-120B", "NeMo 26.06.01 container"): (
-        "the container's known GPT-OSS-120B regression, not priced: NVIDIA's footnote to these rows names "
-        "cudnn-frontend issue #256, the fused grouped MLP's dGeGLU + dbias kernel about 10x slower from "
-        "cudnn-frontend 1.24 (Megatron-Bridge docs/performance-summary-archive.md L57-58, L90, PR #4989; "
-        "../shared/data/gpt_oss_blackwell_notes.md 2.6); the same layouts ran 1.6x faster in 26.06, and every other "
-        "model's 26.06.01 rows are within 5% of their 26.06 ones (only GPT-OSS's experts have biases)"
+    ("GPT-OSS-120B", "NeMo 26.06.01 container"): KnownRegression(
+        {"dglu_dbias_regression": True},
+        "dglu_dbias_regression True: NVIDIA's footnote to these rows names cudnn-frontend issue #256, the fused "
+        "grouped MLP's dGeGLU + dbias kernel about 10x slower from cudnn-frontend 1.24 (Megatron-Bridge "
+        "docs/performance-summary-archive.md L57-58, L90, PR #4989; ../shared/data/gpt_oss_blackwell_notes.md 2.6), "
+        "priced at PR #322's 1,362.8 against 155.6 us (physics.moe.DGLU_DBIAS_REGRESSION); the same layouts ran 1.6x "
+        "faster in 26.06, and every other model's 26.06.01 rows are within 5% of their 26.06 ones (only GPT-OSS's "
+        "experts have biases)",
     ),
 }
-"""Rows the publisher marks as measured under a known software regression, by model and container: the note goes on
-each row's assumptions; the row stays validated at what the model prices."""
+"""Rows the publisher marks as measured under a known software regression, by model and container: the rows price the
+regressed kernel (`KnownRegression.settings`) and carry the note on their assumptions."""
 
 
 def recipe_for(model: str, hardware: str, dtype: str, parallelism: Mapping[str, Any]) -> MoeRecipe | None:

@@ -563,7 +563,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
         model, run_settings = _with_recipe(row, model, parallelism, assumptions)
         if regression := KNOWN_REGRESSIONS.get((row["model"], row["version_or_date"])):
-            assumptions.append(regression)
+            run_settings |= regression.settings
+            assumptions.append(regression.note)
         if "variant: tokendrop" in row["notes"]:  # after the recipe's settings: token dropping asserts 'alltoall'
             model = {**(model if isinstance(model, dict) else {"base": model}), **DROPPING_ROUTING}
             assumptions.append(DROPPING_ASSUMPTION)

@@ -130,6 +130,10 @@ class Recipe:
     full-iteration recipes of GPT-OSS-120B on GB300/GB200 and of Qwen3): its grouped GEMMs' tiles are 256 wide and the
     experts' biases ride in its epilogues (moe.FUSED_MLP_TILE_N, moe.EAGER_BIAS_PASSES); otherwise Megatron-Core's
     grouped GEMM, whose experts' fc2 bias runs as an eager per-expert loop."""
+    dglu_dbias_regressed: bool = False
+    """Whether the fused grouped MLP's dGeGLU + dbias kernel runs as cudnn-frontend 1.24-1.25 built it (issue #256: its
+    dbias reduction regressed with CuTe DSL 4.5, fixed by PR #322), the container NVIDIA's footnote names for it
+    (Scenario.dglu_dbias_regression; moe.DGLU_DBIAS_REGRESSION); only with `fused_grouped_mlp`."""
     expert_loop: bool = False
     """Whether the experts run Megatron-Core's TEGroupedMLP with its per-expert cost in every release, as before the
     grouped kernel (efficiency.GROUPED_KERNEL_RELEASE; Efficiency.moe_group_loop): a Megatron-Bridge performance recipe
@@ -305,10 +309,12 @@ def bridge_recipe(
     expert_loop: bool = False,
     graph_captured: bool = False,
     fp8_band_masked: bool = False,
+    dglu_dbias_regressed: bool = False,
 ) -> Recipe:
     """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
-    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band), each
-    where the format allows it (the experts' loop and the whole-iteration CUDA graph in any): flash attention in the
+    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band,
+    dglu_dbias_regression), each where the format allows it (the experts' loop and the whole-iteration CUDA graph in
+    any; a regressed dGeGLU + dbias kernel with the fused grouped MLP that runs it): flash attention in the
     quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
     TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
     under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
@@ -317,7 +323,7 @@ def bridge_recipe(
         fmt = "mxfp8" if recipe.id == "mxfp8" else "fp8"
         recipe = replace(recipe, attention_format=fmt, fp8_band_masked=fp8_band_masked)
     if fused_grouped_mlp and recipe.id == "mxfp8":
-        recipe = replace(recipe, fused_grouped_mlp=True)
+        recipe = replace(recipe, fused_grouped_mlp=True, dglu_dbias_regressed=dglu_dbias_regressed)
     if fp8_output_proj and recipe.quantised:
         recipe = replace(recipe, fp8_output_proj=True)
     if expert_loop:

@@ -317,6 +317,10 @@ class Scenario:
     fused_grouped_mlp: bool = False
     """The experts as TransformerEngine's fused grouped MLP on cuDNN's MXFP8 kernels (use_transformer_engine_op_fuser
     with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; mxfp8 only): 256-wide tiles, the experts' biases in its epilogues."""
+    dglu_dbias_regression: bool = False
+    """With fused_grouped_mlp, the container's cudnn-frontend is 1.24 or 1.25, whose dGeGLU + dbias kernel (the experts'
+    fc2 data gradient when their fc1 has biases: GPT-OSS) runs 8.8x slower than the fixed one (issue #256, PR #322;
+    NVIDIA's footnote names it for NeMo 26.06.01: precision.Recipe.dglu_dbias_regressed); false: as fixed."""
     fp8_output_proj: bool = False
     """The LM head in the quantised recipe's format (Megatron-Bridge's fp8_output_proj); BF16 otherwise."""
     expert_loop: bool = False
@@ -340,10 +344,12 @@ class Scenario:
     given: frozenset[str] | None = given_field()
 
     def __post_init__(self) -> None:
-        """A masked FP8 band without FP8 attention would price nothing and say nothing (a ValueError, reported as
-        the scenario's own check)."""
+        """A masked FP8 band without FP8 attention, or a regressed dGeGLU + dbias kernel without the fused grouped MLP
+        that runs it, would price nothing and say nothing (a ValueError, reported as the scenario's own check)."""
         if self.fp8_attention_band == "masked" and not self.fp8_attention:
             raise ValueError("fp8_attention_band 'masked' needs fp8_attention = true (it prices FP8 attention only)")
+        if self.dglu_dbias_regression and not self.fused_grouped_mlp:
+            raise ValueError("dglu_dbias_regression needs fused_grouped_mlp = true (it prices that kernel only)")
 
     def model_spec(self) -> ModelSpec:
         if isinstance(self.model, str):

@@ -188,6 +188,8 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
         values[S("t_group")] = float(eff.legacy_group_s)
         if ctx.recipe.expert_loop:
             values[S("t_loop")] = float(eff.moe_legacy_group_s)
+        if ctx.recipe.dglu_dbias_regressed and ctx.model.bias:
+            values[S("s_regressed")] = moe.DGLU_DBIAS_REGRESSION
     for fmt in ("bf16", "fp8", "fp4"):
         figure = {"bf16": acc.bf16_tflops, "fp8": acc.fp8_tflops, "fp4": acc.fp4_tflops}[fmt]
         if figure is not None:
@@ -199,6 +201,8 @@ def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
 def _op_formula(op: Op, ctx: Context) -> Any:
     """compute.op_time on symbols; a GEMM's shape share (a number there) becomes the symbol w."""
     symbolic = op._replace(flops=S("F") if op.flops else 0, bytes=S("B"), exps=S("E") if op.exps else 0)
+    if op.slowdown != 1:
+        symbolic = symbolic._replace(slowdown=S("s_regressed"))
     unfused = float(ctx.efficiency.unfused_factor) != 1
     acc, eff = _SymbolicAccelerator(ctx.hardware.accelerator), _SymbolicEfficiency(unfused, ctx.efficiency)
     formula = tidy(op_time(symbolic, acc, eff))  # type: ignore[arg-type]
@@ -218,8 +222,8 @@ def _tile_efficiency(op: Op, ctx: Context) -> float:
 def _bound_of(formula: Any, values: dict[sympy.Symbol, float]) -> str:
     """Which roofline term binds: the largest argument of the Max (memory, compute or exponentials)."""
     terms = [formula]
-    while any(isinstance(t, sympy.Max | sympy.Add) for t in terms):
-        terms = [a for t in terms for a in (t.args if isinstance(t, sympy.Max | sympy.Add) else (t,))]
+    while any(isinstance(t, sympy.Max | sympy.Add) or _scaled_max(t) for t in terms):
+        terms = [a for t in terms for a in _split(t)]
     timed = [t for t in terms if t.free_symbols - {S("kappa")}]
     best = max(timed, key=lambda t: float(t.xreplace(values)))
     if S("B") in best.free_symbols:
@@ -227,11 +231,26 @@ def _bound_of(formula: Any, values: dict[sympy.Symbol, float]) -> str:
     return "exponentials" if S("E") in best.free_symbols else "compute"
 
 
+def _scaled_max(term: Any) -> bool:
+    """A Max times a factor (a regressed kernel's `s_regressed`)."""
+    return isinstance(term, sympy.Mul) and any(isinstance(a, sympy.Max) for a in term.args)
+
+
+def _split(term: Any) -> tuple[Any, ...]:
+    """The terms a roofline time is the largest or the sum of; a scaled Max, its arguments scaled alike."""
+    if isinstance(term, sympy.Max | sympy.Add):
+        return term.args
+    if _scaled_max(term):
+        inner = next(a for a in term.args if isinstance(a, sympy.Max))
+        return tuple(term / inner * a for a in inner.args)
+    return (term,)
+
+
 def _formula_name(op: Op) -> str:
     if op.kind == "gemm":
         return f"GEMM in {op.fmt.upper()}"
     if op.kind == "grouped_gemm":
-        return f"grouped GEMM in {op.fmt.upper()}"
+        return f"grouped GEMM in {op.fmt.upper()}" + (", regressed" if op.slowdown != 1 else "")
     if op.kind == "attention":
         return "attention backward" if op.name.endswith(".bwd") else "attention forward"
     return "memory-bound kernel"
@@ -321,6 +340,7 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
             "s",
             "per local expert of a grouped GEMM whose experts loop in every release (the op fuser off: expert_loop)",
         ),
+        "s_regressed": ("", "how much slower cudnn-frontend 1.24-1.25 ran the dGeGLU + dbias kernel (#256, PR #322)"),
         "d_delayed": ("", "1 where the release ran FP8 with delayed scaling (no amax pass: before 25.09), else 0"),
         "f_unfused": ("", "memory-bound time of this older release over today's (fewer fused passes)"),
     }

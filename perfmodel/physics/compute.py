@@ -247,7 +247,7 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         tiles = grouped_efficiency(op.m, op.n, op.groups, acc.sms.value, op.tile_n)
         rate = gemm_rate * eff.grouped_gemm * tiles
         per_group_s = r.loop_group_s if op.expert_loop else r.legacy_group_s
-        return maximum(op.flops / rate, memory_s) + r.overhead_s + op.groups * per_group_s
+        return maximum(op.flops / rate, memory_s) * op.slowdown + r.overhead_s + op.groups * per_group_s
     return maximum(attention_core_s(op, acc, eff, r), memory_s) + op.calls * r.overhead_s
 
 
@@ -344,18 +344,19 @@ STACKED_FIELDS = ("flops", "bytes", "amax_bytes", "eager_bytes", "m", "n", "k", 
 
 def batched(ops: Iterable[Op]) -> Batched:
     """`ops` arranged for `op_times`. Where operations hold numpy arrays (a search's shards, a fit's rows), those of
-    one kind, format, release, tile width and bandwidth share other than attention are stacked into one operation
-    whose fields hold theirs along a new first axis: `op_time` is element-wise, so each gets the same numbers as
-    alone, and a shard's ~15 GEMMs cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced
+    one kind, format, release, tile width, bandwidth share and slowdown other than attention are stacked into one
+    operation whose fields hold theirs along a new first axis: `op_time` is element-wise, so each gets the same numbers
+    as alone, and a shard's ~15 GEMMs cost one pass of numpy calls instead of 15. Plain numbers and symbols are priced
     one at a time, as before."""
     ops = tuple(ops)
     numpy = sys.modules.get("numpy")  # not imported: no operation holds an array (and a prediction never imports it)
     array = numpy.ndarray if numpy is not None else ()
     alone: list[tuple[tuple[int, ...], Op]] = []
-    batches: dict[tuple[str, str, bool, int, bool], list[int]] = {}
+    batches: dict[tuple[str, str, bool, int, bool, float], list[int]] = {}
     for index, op in enumerate(ops):
         if op.kind != "attention" and isinstance(op.bytes, array):
-            batches.setdefault((op.kind, op.fmt, op.as_released, op.tile_n, op.measured_bandwidth), []).append(index)
+            key = (op.kind, op.fmt, op.as_released, op.tile_n, op.measured_bandwidth, op.slowdown)
+            batches.setdefault(key, []).append(index)
         else:
             alone.append(((index,), op))
     stacked = [

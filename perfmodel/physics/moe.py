@@ -46,6 +46,17 @@ FUSED_MLP_TILE_N = 256
 L124 and L506-507, grouped_gemm_dglu/api.py L130 and L541-542: n tiles of 256, m tiles of 128 or 256;
 ../shared/data/gpt_oss_blackwell_notes.md 2.5): GPT-OSS's 2,880 pads to 3,072 and its 5,760 to 5,888, where
 Megatron-Core's grouped GEMM picks 128-wide tiles; Qwen3's and DeepSeek-V3's widths are multiples of 256."""
+DGLU_DBIAS_REGRESSION = 1362.8 / 155.6
+"""How many times slower cudnn-frontend 1.24-1.25 ran the fused grouped MLP's dGeGLU + dbias kernel (the experts' fc2
+data gradient with the GeGLU backward and fc1's bias gradient in its epilogue, BlockScaledMoEGroupedGemmDgluDbiasKernel)
+than the fixed one at the same shape: cudnn-frontend PR #322 (2026-06-23, 'dbias reduction DSL 4.5 regression')
+measures 1,362.8 us with generate_dbias against 155.6 us after the fix (139.0 us without dbias); issue #256 reports
+the kernel 10x slower from 1.24.0, still in 1.25.0, on GPT-OSS-20B's shapes. NVIDIA's footnote to NeMo 26.06.01's
+GPT-OSS-120B rows names that issue (Megatron-Bridge docs/performance-summary-archive.md L57-58, L90, PR #4989;
+../shared/data/gpt_oss_blackwell_notes.md 2.6). Only experts with biases run the dbias kernel. The ratio multiplies the
+roofline time of the kernel's grouped GEMM (expert_fc2.dgrad; its GeGLU backward and dbias stay their own passes), an
+assumption: it was measured at the benchmark's shape, not GPT-OSS-120B's, and the regressed reduction is taken to
+scale with the kernel."""
 EAGER_BIAS_PASSES = (6, 6)
 """Passes over the routed rows x hidden of Megatron-Core's eager per-expert fc2 bias, forward and backward
 (experts.py _apply_bias, core_v0.17.0 L251-267 and core_v0.18.0 L296-313: torch.cat([t + b * p, ...]) over the local
@@ -199,10 +210,10 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     for name, k, n in reversed(_expert_shapes(sh)):
         if recipe.quantised:
             ops += [_cast(f"{name}.grad_cast", rows * n, recipe), _cast(f"{name}.input_cast", rows * k, recipe)]
-        ops += [
-            _grouped(f"{name}.dgrad", local, m, k, n, recipe, tile_n),
-            _grouped(f"{name}.wgrad", local, k, n, m, recipe, tile_n),
-        ]
+        dgrad = _grouped(f"{name}.dgrad", local, m, k, n, recipe, tile_n)
+        if name == "expert_fc2" and fused and md.bias and recipe.dglu_dbias_regressed:
+            dgrad = dgrad._replace(slowdown=DGLU_DBIAS_REGRESSION)
+        ops += [dgrad, _grouped(f"{name}.wgrad", local, k, n, m, recipe, tile_n)]
         if name == "expert_fc2":
             ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))
     if md.bias:

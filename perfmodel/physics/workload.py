@@ -62,6 +62,9 @@ class Op(NamedTuple):
     calls: Number = 1
     """Kernel calls the operation makes, each paying the fixed cost of a kernel (Efficiency.kernel_overhead_us): one,
     or one per step of a context-parallel ring (physics.ring)."""
+    slowdown: float = 1.0
+    """A grouped kernel that a release's library ran this many times slower than its price, as measured against the
+    fixed kernel at the same shape (moe.DGLU_DBIAS_REGRESSION); 1: as priced."""
     measured_bandwidth: bool = False
     """Moves its bytes no faster than the share of HBM bandwidth that well-written kernels are measured to reach
     (efficiency.KERNEL_MEMORY), whatever the share fitted to training rows: a kernel no fitted row runs (the

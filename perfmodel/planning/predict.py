@@ -445,6 +445,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         scenario.expert_loop,
         scenario.full_iteration_graph,
         scenario.fp8_attention_band == "masked",
+        scenario.dglu_dbias_regression,
     )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
