@@ -212,30 +212,32 @@ def test_cli_prints_the_config_and_refuses_in_one_line(tmp_path: Path) -> None:
 
 
 def test_a_searched_layout_is_the_fastest_the_stack_can_run() -> None:
-    """70B on 64 H100s: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss in 28 chunks) has
-    no Megatron split; launch takes the fastest searched layout that has one, a given layout is still refused."""
+    """70B on 64 H100s at TP2 CP2: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss in 28
+    chunks) has no Megatron split; launch takes the fastest searched layout that has one, a given layout is still
+    refused."""
     question = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8", "gbs": 128}
+    question |= {"tp": 2, "cp": 2}
     assert perfmodel.predict(**question).layout.vp == 7  # type: ignore[union-attr]
     config = perfmodel.launch("megatron-lm", **question)  # type: ignore[arg-type]
     chunks = int(config.options["--pipeline-model-parallel-size"]) * int(
         config.options.get("--num-virtual-stages-per-pipeline-rank", 1))  # fmt: skip
     assert 80 % chunks == 0 or (80 + 2) % chunks == 0
     with pytest.raises(PerfmodelError, match=r"^--pp 4 --vp 7: megatron-lm cannot run it"):
-        perfmodel.launch("megatron-lm", **question, tp=2, pp=4, vp=7, cp=2, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
+        perfmodel.launch("megatron-lm", **question, pp=4, vp=7, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
 
 
 def test_a_saved_prediction_launches_as_predicted(tmp_path: Path) -> None:
-    """search's JSON, row 2: the same layout and step as that row; plan's and compare's rows too; a flag beside --from,
+    """search's JSON, row 3: the same layout and step as that row; plan's and compare's rows too; a flag beside --from,
     a campaign, a row past the end and another stack's prediction are one line each."""
     question = ["--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8", "--gbs", "128"]
     saved = tmp_path / "search.json"
     saved.write_text(run_cli("search", *question, "--top", "3", "--format", "json").out)
-    second = json.loads(saved.read_text())["results"][1]
-    launched = run_cli("launch", "--stack", "megatron-bridge", "--from", str(saved), "--row", "2")
+    third = json.loads(saved.read_text())["results"][2]
+    launched = run_cli("launch", "--stack", "megatron-bridge", "--from", str(saved), "--row", "3")
     assert launched.code == 0, launched.err
     head = launched.out.splitlines()[0]
-    assert f"predicted step {second['step_time_s']:.3f} s" in head
-    assert f"TP{second['parallelism']['tp']} PP{second['parallelism']['pp']} VP{second['parallelism']['vp']} " in head
+    assert f"predicted step {third['step_time_s']:.3f} s" in head
+    assert f"TP{third['parallelism']['tp']} PP{third['parallelism']['pp']} VP{third['parallelism']['vp']} " in head
     plan = tmp_path / "plan.json"
     plan.write_text(run_cli("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "--tokens", "1T",
                             "--deadline", "30d", "--format", "json").out)  # fmt: skip

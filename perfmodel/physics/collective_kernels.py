@@ -14,8 +14,9 @@ The rows are perfmodel/data/kernels_collectives.csv (inputs.kernels.collective_k
 and more (the calls a training step makes: TP activations, DP buckets, FSDP layers; smaller XLA calls carry XLA's
 runtime overhead, 55-370 us on ROCm by the kernels README) and fits, by least squares on log time with each (system,
 op, benchmark) weighted alike: the scale-up efficiency per link generation, the call latency, the scale-up step
-latency, the ramp's half-rate time through a switch (NCCL) and on a mesh (RCCL), its exponent, and the in-switch
-share. XLA's ROCm tables add their runtime's floor to every call, which is read from each table's own calls of
+latency, the ramp's half-rate time through a switch (NCCL) and on a mesh (RCCL), its exponent, the in-switch
+share, and the share of the ring's rate a pair of ranks reaches on a switched baseboard (collectives.PAIR_SHARE).
+XLA's ROCm tables add their runtime's floor to every call, which is read from each table's own calls of
 RUNTIME_MAX_BYTES and less, not fitted, and which no prediction pays. All-to-all and permute rows are priced, not
 fitted.
 efficiency.DEFAULTS and collectives' constants carry the rounded results; tests/test_collective_kernels.py holds them
@@ -69,6 +70,8 @@ class Fitted(NamedTuple):
     tables show none beyond the NCCL call latency fitted on them."""
     rack_half_bandwidth_s: float = collectives.RACK_HALF_BANDWIDTH_S
     """The ramp's half-rate time on a rack-scale switched domain (collectives.RACK_HALF_BANDWIDTH_S)."""
+    pair_share: float = collectives.PAIR_SHARE
+    """A two-member group's share of the ring's rate on a switched baseboard (collectives.PAIR_SHARE)."""
 
 
 @cache
@@ -79,7 +82,7 @@ def bundled() -> Fitted:
     library = Fitted(scaleup, collectives.NCCL_CALL_LATENCY_S, collectives.SCALEUP_STEP_LATENCY_S,
                      collectives.HALF_BANDWIDTH_S, collectives.IN_SWITCH_SHARE, collectives.RAMP_EXPONENT,
                      collectives.MESH_HALF_BANDWIDTH_S, collectives.ALL_REDUCE_HALF_BANDWIDTH_S, {},
-                     collectives.RACK_HALF_BANDWIDTH_S)  # fmt: skip
+                     collectives.RACK_HALF_BANDWIDTH_S, collectives.PAIR_SHARE)  # fmt: skip
     return with_runtime(collective_kernels(), library)
 
 
@@ -118,7 +121,7 @@ def _library_s(row: CollectiveKernel, values: Fitted) -> float:
     """The collective library's time of a measured call."""
     family, found = _system(row)
     eff = replace(DEFAULTS[family], scaleup=values.scaleup[SCALEUP_LINKS[family]])
-    links = collectives.group_links(found, eff, float(row.ranks), 1.0)._replace(
+    links = collectives.group_links(found, eff, float(row.ranks), 1.0, values.pair_share)._replace(
         intra_latency_s=found.scaleup_latency_s + values.step_latency_s,
         call_latency_s=values.call_latency_s,
         half_bandwidth_s=collectives.switch_half_bandwidth_s(
@@ -160,18 +163,20 @@ def fit(rows: Iterable[CollectiveKernel], generations: Sequence[str] | None = No
 
     def unpack(x: NDArray[np.float64]) -> Fitted:
         scaleup = dict(zip(present, (float(v) for v in x[: len(present)]), strict=True))
-        call_us, step_us, half_us, share, power, mesh_us, reduce_us, rack_us = (float(v) for v in x[len(present) :])
+        call_us, step_us, half_us, share, power, mesh_us, reduce_us, rack_us, pair = (
+            float(v) for v in x[len(present) :]
+        )
         library = Fitted(scaleup, call_us * 1e-6, step_us * 1e-6, half_us * 1e-6, share, power, mesh_us * 1e-6,
-                         reduce_us * 1e-6, {}, rack_us * 1e-6)  # fmt: skip
+                         reduce_us * 1e-6, {}, rack_us * 1e-6, pair)  # fmt: skip
         return with_runtime(floors, library)
 
     def residuals(x: NDArray[np.float64], /) -> NDArray[np.float64]:
         values = unpack(x)
         return weights * np.log(np.array([predicted_s(row, values) for row in chosen]) / measured)
 
-    start = [0.8] * len(present) + [10.0, 1.0, 20.0, 0.8, 0.7, 20.0, 20.0, 20.0]
-    lower = [0.3] * len(present) + [0.0, 0.0, 0.0, 0.3, 0.2, 0.0, 0.0, 0.0]
-    upper = [1.0] * len(present) + [100.0, 10.0, 500.0, 1.0, 1.0, 500.0, 500.0, 500.0]
+    start = [0.8] * len(present) + [10.0, 1.0, 20.0, 0.8, 0.7, 20.0, 20.0, 20.0, 0.8]
+    lower = [0.3] * len(present) + [0.0, 0.0, 0.0, 0.3, 0.2, 0.0, 0.0, 0.0, 0.3]
+    upper = [1.0] * len(present) + [100.0, 10.0, 500.0, 1.0, 1.0, 500.0, 500.0, 500.0, 1.5]
     found = unpack(least_squares(residuals, start, bounds=(lower, upper)).x)
     median = float(np.median(list(found.scaleup.values())))
     every = generations or sorted(set(SCALEUP_LINKS.values()))

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from perfmodel.physics.algebra import Number, ceil, floor, log2, lookup, maximum, minimum, where
+from perfmodel.physics.algebra import Number, ceil, equal, floor, log2, lookup, maximum, minimum, where
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.topology import Tiers
 
-NCCL_CALL_LATENCY_S = 7.13e-6
+NCCL_CALL_LATENCY_S = 4.98e-6
 """Fixed latency of one collective call on top of its per-step latencies: kernel launch, channel set-up and the
 closing synchronisation, fitted to measured collectives (physics.collective_kernels; NCCL's own cost model,
 src/graph/tuning.cc `baseLat`, says 8.4 us for a ring with the Simple protocol, recalled, not stored; the measured
@@ -35,7 +35,7 @@ SCALEUP_STEP_LATENCY_S = 0.0
 collectives (physics.collective_kernels): none beyond the hops (GB200 NVL72's all-gather floor grows 1.4 us per
 rank, 17 us at 4 ranks to 95 us at 64: the two 0.7 us hops). The system file's `collective_step_us` stays the step
 cost across NICs, which no bundled row measures."""
-HALF_BANDWIDTH_S = 44.9e-6
+HALF_BANDWIDTH_S = 38.8e-6
 """Data time (at full bus bandwidth) of a call whose data moves at half that bandwidth through a switch (NCCL on
 NVLink), fitted to measured collectives (physics.collective_kernels) with RAMP_EXPONENT: NCCL fills a pipeline of
 chunks per channel before the links run at speed, and uses fewer channels for smaller calls. A time, not a size: the
@@ -43,31 +43,40 @@ fill is paid in time, so a call bound by a slower link (a NIC at a tenth of NVLi
 at a tenth of the bytes (8-GPU NVLink reaches half its peak at 8-64 MiB, NVL72's 64-rank groups at 128-150 MiB:
 kernels README). Fitted in bytes instead, the ramp priced NIC-bound DP buckets as slowly as NVLink's, and the
 calibration pinned the NIC efficiency at its bound to pay for it."""
-RACK_HALF_BANDWIDTH_S = 16.5e-6
+RACK_HALF_BANDWIDTH_S = 20.3e-6
 """HALF_BANDWIDTH_S on a rack-scale switched domain (topology.Tiers.scaleup_rack: NVL72's NVLink switch trays),
 fitted with it: OpenXLA's GB200 and GB300 NVL72 tables reach their bus bandwidth at smaller calls than its H100 and
 B200 baseboards' (an 8-rank all-gather of 1 MiB in about 21 us on GB200 against 36 us on B200; nccl-tests on AWS
 p6-b200 agree with B200's), which one half-rate time priced 30-45% slow at 1-64 MiB, the TP calls of a step. Why
 is not measured here (NCCL's channel count over NVL72's 18 switch chips per GPU against HGX's two is a guess)."""
-ALL_REDUCE_HALF_BANDWIDTH_S = 84.4e-6
+ALL_REDUCE_HALF_BANDWIDTH_S = 73.7e-6
 """The same for an all-reduce through a switch, fitted with it: NCCL's all-reduce kernel loads, adds and stores every
 chunk in the SMs at each step of its reduce-scatter half before its all-gather half runs, so its pipeline reaches
 speed over 2.5x the time an all-gather's copies do. One half-rate time for both priced GB200's 8-rank all-gathers
 and reduce-scatters 44% slow at 8-64 MiB (the TP calls of a step) and its all-reduces 10% fast."""
-RAMP_EXPONENT = 0.641
+RAMP_EXPONENT = 0.699
 """How slowly the bus bandwidth approaches its peak: data time x (1 + (HALF_BANDWIDTH_S / data time)^exponent),
 fitted with it. Below 1 a ramp's cost grows with the message, as a fixed pipeline-fill latency (exponent 1) does
 not."""
-MESH_HALF_BANDWIDTH_S = 3.22e-6
+MESH_HALF_BANDWIDTH_S = 4.73e-6
 """The same on a mesh of peer links (RCCL on xGMI), fitted on its own rows: RCCL drives each peer link with its own
 channels, and once each XLA ROCm table's runtime floor is priced (physics.collective_kernels: 64 us on gfx950, 182 us
 on gfx942; the kernels README says 55-370 us) its 1 MiB-1 GiB calls are near their latencies plus their data at one
 bus rate. Fitted jointly with NVLink's, the ramp took XLA's floor for RCCL's and priced NCCL's 1-8 MiB all-gathers
 and reduce-scatters 40-60% slow."""
-IN_SWITCH_SHARE = 0.714
+IN_SWITCH_SHARE = 0.687
 """Share of a ring's scale-up rate an in-switch (NVLink SHARP) all-reduce reaches, fitted to measured collectives
 (physics.collective_kernels): nccl-tests measures H200's NVLS all-reduce at a bus bandwidth of 482 GB/s against the
 ring's 367 (1.3x, not the 1.75x of moving the data once instead of twice at the ring's rate)."""
+PAIR_SHARE = 0.757
+"""Share of the ring's scale-up rate a group with two members on one switched baseboard (an HGX/DGX NVSwitch domain:
+TP 2, a CP pair) reaches, fitted to measured collectives (physics.collective_kernels). At one efficiency for every
+group size, OpenXLA's tables priced H100's 2-rank calls of 64 MiB and more fast (all-gathers 14%, reduce-scatters 38%,
+all-reduces 22%) and B200's alike (18%, 17%, 11%; their all-to-alls, priced not fitted, 9% and 33%), while their 4-
+and 8-rank calls ranged from 13% fast to 20% slow, most within 7%: a pair does not drive the switch at the rate a
+larger ring does. Why is not measured here (NCCL's channel count for a two-rank ring is a guess); no nccl-tests row
+measures two ranks, NVL72's tables start at four, and RCCL's mesh (one peer link per pair) priced its 2-rank calls
+within 12% at one efficiency (MI300X, MI355X), so neither takes the share."""
 
 
 class GroupLinks(NamedTuple):
@@ -91,8 +100,13 @@ class GroupLinks(NamedTuple):
     ramp_exponent: float = RAMP_EXPONENT
 
 
-def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> GroupLinks:
+def group_links(
+    tiers: Tiers, eff: Efficiency, size: Number, stride: Number, pair_share: float = PAIR_SHARE
+) -> GroupLinks:
+    """What one rank of a group of `size` ranks at `stride` sees; `pair_share` is PAIR_SHARE but in its fit."""
     per_domain = minimum(size, maximum(1.0, floor(tiers.ranks_per_domain / stride)))
+    switched_baseboard = not (tiers.scaleup_mesh or tiers.scaleup_rack)
+    share = where(equal(per_domain, 2.0), pair_share, 1.0) if switched_baseboard else 1.0
     domains = ceil(size / per_domain)
     spine = domains > tiers.domains_per_leaf
     inter = where(spine, tiers.across_spine.bytes_per_s, tiers.across_leaf.bytes_per_s)
@@ -101,7 +115,7 @@ def group_links(tiers: Tiers, eff: Efficiency, size: Number, stride: Number) -> 
         size=size,
         per_domain=per_domain,
         domains=domains,
-        intra_bytes_per_s=lookup(tiers.scaleup_by_members, per_domain) * eff.scaleup,
+        intra_bytes_per_s=lookup(tiers.scaleup_by_members, per_domain) * eff.scaleup * share,
         pair_bytes_per_s=tiers.scaleup_bytes_per_s(2) * eff.scaleup,
         intra_latency_s=tiers.scaleup_latency_s + SCALEUP_STEP_LATENCY_S,
         inter_bytes_per_s=inter * eff.scaleout,

@@ -472,7 +472,7 @@ SCALEUP_LINKS = {
     "cdna4": "xGMI 4",
 }
 """Each family's scale-up link generation (Blackwell and Blackwell Ultra share NVLink 5 and its switches)."""
-KERNEL_SCALEUP = {"NVLink 3": 0.777, "NVLink 4": 0.821, "NVLink 5": 0.724, "xGMI 3": 0.696, "xGMI 4": 0.831}
+KERNEL_SCALEUP = {"NVLink 3": 0.754, "NVLink 4": 0.831, "NVLink 5": 0.729, "xGMI 3": 0.694, "xGMI 4": 0.831}
 """Scale-up bus efficiency per link generation, fitted to measured collectives (perfmodel/data/kernels_collectives.csv:
 physics.collective_kernels.fit, rounded; tests/test_collective_kernels.py holds the two equal), in DEFAULTS. Before:
 0.80 on NVIDIA and 0.70 on AMD, estimates."""
