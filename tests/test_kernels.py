@@ -18,6 +18,7 @@ from perfmodel.inputs.kernels import (
     fa2_speeds,
     format_shares,
 )
+from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.stacks import FA2_SPEEDS
 from perfmodel.physics.calibration import bundled
 from perfmodel.physics.compute import format_share, measured_share, op_time

@@ -76,7 +76,7 @@ same shapes on both cards (B300, H200 NVL: ../shared/data/kernels/gemm.csv), but
 delayed autocast sums, casts included, are faster on all six, and current scaling's GEMMs plus the model's
 delayed-scaling casts give them within 3.4% (tests/test_kernels.py). A per-tensor GEMM reads one scale however the
 recipe set it. Priced at the delayed rows' share instead (every MLPerf FP8 row, Megatron's before 25.09), a refit
-got worse on validation (6.56 -> 6.86% MAPE) and on every protocol but the stack one (precision 5.80 -> 8.87%)."""
+got worse on validation (0.3 points of MAPE) and on every protocol but the stack one (precision 3 points)."""
 
 
 def _read(name: str) -> list[dict[str, str]]:
