@@ -34,7 +34,9 @@ def test_generation_and_stack_factors_multiply_the_base() -> None:
     assert table.efficiency(values, Profile("blackwell")).gemm_bf16 == DEFAULTS["blackwell"].gemm_bf16  # kernels
     hopper = table.efficiency(values, Profile("hopper"))
     composer = table.efficiency(values, Profile("hopper", "composer"))
-    speed = table.STACKS["composer"].attention_speeds("hopper")[0] * table.STACKS["composer"].attention_code.value
+    fa2 = table.STACKS["composer"].attention_speeds("hopper")  # FlashAttention-2 against Hopper's cuDNN
+    assert fa2 is not None and table.STACKS["megatron"].attention_speeds("hopper") is None
+    speed = fa2[0] * table.STACKS["composer"].attention_code.value
     assert composer.attention_fwd == pytest.approx(hopper.attention_fwd * speed)
 
 

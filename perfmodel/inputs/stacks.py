@@ -110,11 +110,14 @@ class StackProfile:
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
 
-    def attention_speeds(self, family: str) -> tuple[float, float]:
-        """(forward, backward) speed of the stack's attention kernel against the family's fused attention."""
-        if self.fa2 and family in FA2_SPEEDS:
-            return FA2_SPEEDS[family]
-        return (self.attention_speed.value, self.attention_speed.value)
+    def attention_speeds(self, family: str) -> tuple[float, float] | None:
+        """(forward, backward) speed of the stack's attention kernel against the family's fused attention, where it
+        is slower than the family's best (FlashAttention-2 is Ampere's best kernel, half of Hopper's and under a
+        third of Blackwell's: FA2_SPEEDS); None where it is as fast (`attention_native`, or a cuDNN-class kernel)."""
+        if family in self.attention_native:
+            return None
+        speeds = FA2_SPEEDS[family] if self.fa2 and family in FA2_SPEEDS else (self.attention_speed.value,) * 2
+        return speeds if min(speeds) < 1.0 else None
 
 
 _FA2_ON_H100 = SourcedFigure(

@@ -614,8 +614,9 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
     stack, recipe = get_stack(ctx.stack), ctx.recipe
     kernels = f"{stack.name} stack: attention by {stack.attention_kernel}"
     family = ctx.hardware.accelerator.family
-    if family not in stack.attention_native and stack.attention_speed.value < 1.0:
-        forward, backward = stack.attention_speeds(family)
+    speeds = stack.attention_speeds(family)
+    if speeds is not None:
+        forward, backward = speeds
         kernels += f" at {forward:.2f} (forward) and {backward:.2f} (backward) of {family}'s fused attention speed"
         if stack.fa2 and family not in FA2_SPEEDS:
             kernels += f" (Hopper's measured ratio: no FlashAttention-2 kernel rows on {family})"

@@ -168,13 +168,6 @@ stack's rows keeps. Still fitted: held at the figure, the 2% between them moved 
 values of the whole fit (NeMo's long-sequence rows 4.6% -> 5.5%)."""
 
 
-def _attention_not_native(profile: Profile) -> bool:
-    """A stack's kernel speed (StackProfile.attention_speeds) acts only where its kernel is slower than the family's
-    best (FlashAttention-2 is Ampere's best kernel, half of Hopper's and under a third of Blackwell's: inputs/stacks.py
-    FA2_SPEEDS)."""
-    return profile.family not in STACKS[profile.stack].attention_native
-
-
 GRAPH_CAPTURED = {
     ("mlperf-llama2-70b-lora", "nvidia"): "NVIDIA's MLPerf LoRA configs (training_results_v5.0) capture the whole "
     "iteration in a CUDA graph (MCORE_CUDA_GRAPH=1) and warm up before run_start: their logs' timed region minus "
@@ -513,9 +506,10 @@ def efficiency(values: Mapping[str, float], profile: Profile) -> Efficiency:
             resolved[target] = resolved[source]
     for target, factor in factors.items():
         resolved[target] = resolved.get(target, _field(base, target)) * factor
-    if _attention_not_native(profile):  # the stack's kernel against the family's best: measured, not fitted
-        speeds = zip(SCALES["attention"], STACKS[profile.stack].attention_speeds(profile.family), strict=True)
-        resolved |= {field: resolved.get(field, _field(base, field)) * speed for field, speed in speeds}
+    speeds = STACKS[profile.stack].attention_speeds(profile.family)
+    if speeds is not None:  # the stack's kernel against the family's best: measured, not fitted
+        pairs = zip(SCALES["attention"], speeds, strict=True)
+        resolved |= {field: resolved.get(field, _field(base, field)) * speed for field, speed in pairs}
     if _stack_attention(profile.stack) < 1.0:
         resolved["kernel_releases"] = 0.0
     if _graph_captured(profile):
