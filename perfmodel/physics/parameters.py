@@ -143,6 +143,14 @@ def _fa3_class(profile: Profile) -> bool:
     return profile.family not in FA2_BEST and _attention_unmeasured(profile)
 
 
+def _fa2_class(profile: Profile) -> bool:
+    """Whether the family's attention is fitted to its rows apart from any vendor factor: its best kernel is
+    FlashAttention-2 (Ampere) and no kernel rows measure it. A family the vendor factor prices takes no generation
+    factor on top: with one such family per vendor (CDNA3 for AMD, none for NVIDIA) the two are one number on the
+    same rows, which only their priors split (fitted 0.995 and 0.999 on MI300X/MI325X's 15 rows)."""
+    return _attention_unmeasured(profile) and not _fa3_class(profile)
+
+
 ATTENTION_FACTOR = (0.5, 2.0)
 """Bounds of the vendor attention factor on the shares of families without kernel rows (efficiency.DEFAULTS: MMA
 FLOPs over time). The model prices an attention op as (MMA time + exponential time) / efficiency
@@ -298,9 +306,10 @@ TABLE: tuple[Parameter, ...] = (
             "attention_generation",
             "attention",
             0.15,
-            "the family's rows, where no kernel rows measure it: its attention kernels against its vendor's",
+            "the family's rows, where no kernel rows measure it and no vendor factor prices it (Ampere's "
+            "FlashAttention-2): its attention kernels against its defaults",
         ),
-        applies=_attention_unmeasured,
+        applies=_fa2_class,
     ),
     Parameter(
         "peak_power_exponent",
