@@ -76,6 +76,9 @@ class Parameter:
     relative_to: str | None = None
     """A factor on this other field's fitted value rather than on its own target's default (which it keeps where
     that field has none)."""
+    tied: tuple[tuple[str, str], ...] = ()
+    """Scope values priced by another's entry, whose mechanism is the same: (value, the value whose entry it takes).
+    One number for both, which the rows of either inform."""
 
     def scope_value(self, profile: Profile) -> str | None:
         """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
@@ -88,7 +91,7 @@ class Parameter:
             "stack": profile.stack,
             "benchmark": profile.benchmark,
         }[self.scope]
-        return value
+        return dict(self.tied).get(value, value) if value is not None else value
 
     def key(self, scope_value: str) -> str:
         return f"{self.name}@{scope_value}" if scope_value else self.name
@@ -247,6 +250,13 @@ communication sharing the SMs and the power. One factor for every family with ke
 differences come from their kernels and datasheets, not from a factor per family fitted to a few training rows."""
 
 
+SAME_MEMORY = (("cdna4", "cdna3"),)
+"""Families whose HBM factor is another's: CDNA4 keeps CDNA3's memory system (eight HBM stacks behind a 256 MB
+Infinity Cache: AMD's CDNA 3 and CDNA 4 architecture white papers), HBM3E as on MI325X, so that the same ROCm norm,
+cast and optimizer kernels stream at the same share of the datasheet bandwidth. With a factor of its own, MI355X's
+8 MLPerf rows alone set it (0.926, against CDNA3's 0.994 on 15 rows, its prior)."""
+
+
 TABLE: tuple[Parameter, ...] = (
     Parameter(
         "gemm_bf16",
@@ -321,8 +331,14 @@ TABLE: tuple[Parameter, ...] = (
         "the same-silicon clock exponent, compute.CLOCK_POWER_EXPONENT)",
     ),
     Parameter("memory", "memory", "shared", (0.5, 0.9), 0.3, "every row (norms, activations, casts, optimizer)"),
-    _generation(
-        "memory_generation", "memory", 0.1, "the family's rows: its HBM against the shared streaming efficiency"
+    replace(
+        _generation(
+            "memory_generation",
+            "memory",
+            0.1,
+            "the family's rows: its HBM against the shared streaming efficiency (CDNA4's: CDNA3's, SAME_MEMORY)",
+        ),
+        tied=SAME_MEMORY,
     ),
     Parameter("scaleout", "scaleout", "shared", (0.5, 0.95), 0.3, "rows spanning more than one scale-up domain"),
     Parameter("overlap_tp", "overlap_tp", "shared", (0.1, 0.95), 0.3, "rows with TP > 1 (userbuffers overlap)"),
