@@ -256,6 +256,12 @@ Infinity Cache: AMD's CDNA 3 and CDNA 4 architecture white papers), HBM3E as on 
 cast and optimizer kernels stream at the same share of the datasheet bandwidth. With a factor of its own, MI355X's
 8 MLPerf rows alone set it (0.926, against CDNA3's 0.994 on 15 rows, its prior)."""
 
+RUN_OVERHEAD_FITTED = ("mlperf-llama2-70b-lora", "mlperf-llama31-405b", "mlperf-llama31-8b")
+"""Benchmarks whose fixed timed-region overhead the fit moves; the others keep efficiency.Efficiency.run_overhead_s
+(20 s). Not GPT-3's (retired after v4.1): of its 9 fitted rows, 7 run 12 minutes or longer, on which its overhead is
+under 0.6% of the time, so 2 rows (NVIDIA Eos-dfw on 10,752 and 11,616 H100s, 3.4-3.7 minutes) set it, to 27 s;
+at the default those two read 4.5% and 2.6% fast."""
+
 
 TABLE: tuple[Parameter, ...] = (
     Parameter(
@@ -351,6 +357,7 @@ TABLE: tuple[Parameter, ...] = (
         "MLPerf rows of the benchmark: the fixed part of its timed region outside steps and evaluations (data "
         "loading, checkpoint load, the final sync: what its reference code does before the first step)",
         needs="mlperf",
+        only=RUN_OVERHEAD_FITTED,
     ),
     Parameter(
         "timed_warmup_s",
