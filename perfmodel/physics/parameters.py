@@ -245,8 +245,9 @@ differences come from their kernels and datasheets, not from a factor per family
 
 SAME_MEMORY = (("cdna4", "cdna3"),)
 """Families whose HBM factor is another's: CDNA4 keeps CDNA3's memory system (eight HBM stacks behind a 256 MB
-Infinity Cache: AMD's CDNA 3 and CDNA 4 architecture white papers), HBM3E as on MI325X, so that the same ROCm norm,
-cast and optimizer kernels stream at the same share of the datasheet bandwidth. With a factor of its own, MI355X's
+Infinity Cache, as AMD's CDNA 3 and CDNA 4 architecture white papers describe them: recalled, not a stored copy),
+HBM3E as on MI325X, so that the same ROCm norm, cast and optimizer kernels stream at the same share of the datasheet
+bandwidth (an assumption: no bundled kernel row measures CDNA3's streaming share). With a factor of its own, MI355X's
 8 MLPerf rows alone set it (0.926, against CDNA3's 0.994 on 15 rows, its prior)."""
 
 RUN_OVERHEAD_FITTED = ("mlperf-llama2-70b-lora", "mlperf-llama31-405b", "mlperf-llama31-8b")
