@@ -212,6 +212,13 @@ RECIPES: dict[str, Recipe] = {
         # As the production recipes run it (Megatron-Bridge perf recipes for Llama 3/3.1 on GB200/GB300, commit
         # 067f987df; MLPerf NeMo configs): every layer in NVFP4 (first_last_layers_bf16 defaults to False; the 12B
         # study of 2509.25149 kept 2 + 8 in BF16) and tp_comm_overlap = False ("TP overlap not supported yet").
+        # Known wrong, kept: its TP gathers are priced in BF16, but TransformerEngine 2.8-2.16 gathers NVFP4 data
+        # and scales (0.5625 B per element; the output gradient's two copies 1.125 B: transformer-engine wheel 2.16
+        # pytorch/distributed.py _all_gather_nvfp4 L1316, module/layernorm_linear.py L274/283, module/base.py
+        # L1487). Priced as TE runs them, a refit read the NVFP4 fold 8.5% (from 9.0) and stack 8.5 (from 9.45)
+        # but held-out 6.1 (5.5), generation 6.1 (5.7), scale 5.7 (5.45), and GB200 NVFP4 / H100 FP8 12% off the
+        # seed's ratio: the BF16 bytes stand in for an NVFP4 cost not found yet (TP1 and TP2 NVFP4 rows read 6-16%
+        # fast with no TP traffic to price). README 'Formats' says the same.
         Recipe("nvfp4", "fp4", _NVFP4, 1, 2, True, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + _NVFP4, False),
         Recipe("mxfp4", "fp4", _MXFP4, 0, 2, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + 2 * _MXFP4),
     )
