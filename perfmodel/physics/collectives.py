@@ -76,7 +76,9 @@ all-reduces 22%) and B200's alike (18%, 17%, 11%; their all-to-alls, priced not 
 and 8-rank calls ranged from 13% fast to 20% slow, most within 7%: a pair does not drive the switch at the rate a
 larger ring does. Why is not measured here (NCCL's channel count for a two-rank ring is a guess); no nccl-tests row
 measures two ranks, NVL72's tables start at four, and RCCL's mesh (one peer link per pair) priced its 2-rank calls
-within 12% at one efficiency (MI300X, MI355X), so neither takes the share."""
+within 12% at one efficiency (MI300X, MI355X), so neither takes the share. It prices a pair's collectives
+(all-gather, reduce-scatter, all-reduce, all-to-all: `intra_bytes_per_s`), not point-to-point sends (a CP ring's
+steps, pipeline sends: `pair_bytes_per_s`), which no fitted row measures."""
 
 
 class GroupLinks(NamedTuple):

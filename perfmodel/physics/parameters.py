@@ -151,7 +151,7 @@ def _fa2_class(profile: Profile) -> bool:
     FlashAttention-2 (Ampere) and no kernel rows measure it. A family the vendor factor prices takes no generation
     factor on top: with one such family per vendor (CDNA3 for AMD, none for NVIDIA) the two are one number on the
     same rows, which only their priors split (fitted 0.995 and 0.999 on MI300X/MI325X's 15 rows)."""
-    return _attention_unmeasured(profile) and not _fa3_class(profile)
+    return profile.family in FA2_BEST and _attention_unmeasured(profile)
 
 
 ATTENTION_FACTOR = (0.5, 2.0)
