@@ -84,13 +84,12 @@ class Parameter:
         """The value of this parameter's scope for a profile; None when the parameter does not apply to it."""
         if self.applies is not None and not self.applies(profile):
             return None
-        value = {
-            "shared": "",
-            "vendor": VENDORS[profile.family],
-            "family": profile.family,
-            "stack": profile.stack,
-            "benchmark": profile.benchmark,
-        }[self.scope]
+        if self.scope == "shared":
+            value: str | None = ""
+        elif self.scope == "vendor":
+            value = VENDORS[profile.family]
+        else:  # the profile's own field: family, stack or benchmark
+            value = getattr(profile, self.scope)
         return dict(self.tied).get(value, value) if value is not None else value
 
     def key(self, scope_value: str) -> str:
