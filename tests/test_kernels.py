@@ -10,18 +10,20 @@ import pytest
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.kernels import (
     BENCH_FORMAT_SHARES,
+    BEST_SHAPE_RATIOS,
     DATA,
     FLASH_ATTN_2,
     MEASURED_FAMILIES,
     PARTS,
     bench_format_shares,
+    best_shape_ratios,
     fa2_speeds,
     format_shares,
 )
 from perfmodel.inputs.precision import RECIPES, Recipe
 from perfmodel.inputs.stacks import FA2_SPEEDS
 from perfmodel.physics.calibration import bundled
-from perfmodel.physics.compute import format_share, measured_share, op_time
+from perfmodel.physics.compute import clock_share, format_share, measured_share, op_time
 from perfmodel.physics.efficiency import DEFAULTS, KERNEL_MEMORY, Efficiency
 from perfmodel.physics.parameters import TABLE, Entry
 from perfmodel.physics.workload import Op, _cast
@@ -162,6 +164,22 @@ def test_amd_fp8_runs_at_hipblaslt_benchs_measured_share_of_bf16s_and_the_fit_do
         assert format_share(acc, DEFAULTS[family], "fp8") == pytest.approx(BENCH_FORMAT_SHARES[family, "fp8"].ratio)
     fp8 = next(p for p in TABLE if p.name == "gemm_format_fp8")
     assert not Entry(fp8, "amd").fittable and Entry(fp8, "nvidia").fittable
+
+
+def test_gb200_runs_its_gemms_at_its_measured_best_over_b200s_not_at_the_power_laws() -> None:
+    """stas00/ml-engineering@744d01e18b79 compute/accelerator/README.md, MAMF table (kernels_gemm_shapes.csv): BF16
+    GB200 1,822.0 TFLOP/s (line 358) against B200 1,745.0 (line 356), FP8 3,615.6 (line 375) against 3,432.5 (line
+    372). The power law would give (1,200 / 1,000)^0.63 = 1.122; B200 keeps it against GB300."""
+    measured = best_shape_ratios()
+    ratio = ((1822.0 / 1745.0) * (3615.6 / 3432.5)) ** 0.5
+    assert set(measured) == set(BEST_SHAPE_RATIOS) == {"gb200"}
+    assert measured["gb200"].part == BEST_SHAPE_RATIOS["gb200"].part == "b200"
+    assert measured["gb200"].ratio == pytest.approx(ratio, rel=1e-9)
+    assert BEST_SHAPE_RATIOS["gb200"].ratio == pytest.approx(ratio, abs=5e-4)
+    gb200, b200 = get_accelerator("gb200"), get_accelerator("b200")
+    delivered = clock_share(gb200) * gb200.bf16_tflops.value / (clock_share(b200) * b200.bf16_tflops.value)
+    assert delivered == pytest.approx(BEST_SHAPE_RATIOS["gb200"].ratio, rel=1e-12)
+    assert clock_share(b200) == pytest.approx((1000 / 1400) ** 0.63 * 2500 / 2250, rel=2e-3)
 
 
 def test_the_measured_families_are_those_of_the_measured_parts() -> None:

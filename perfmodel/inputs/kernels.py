@@ -52,6 +52,7 @@ and quantise kernels (compute-bound on the transform, not streaming).
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from pathlib import Path
@@ -168,6 +169,54 @@ def bench_format_shares() -> dict[tuple[str, str], FormatShare]:
         (family, "fp8"): FormatShare(statistics.median(by_part.values()), min(by_part))
         for family, by_part in sorted(ratios.items())
     }
+
+
+MAMF_NOTE = "MAMF = best shape"
+"""How the shape rows of ml-engineering's maximum-achievable-matmul-FLOPs table begin their notes: each the best
+shape of a brute-force search (mamf-finder.py) at the part's own, unlocked clock."""
+
+
+class SiblingRatio(NamedTuple):
+    """A part's measured GEMM throughput over a lower-power part on the same silicon (`best_shape_ratios`)."""
+
+    ratio: float
+    part: str
+
+
+BEST_SHAPE_RATIOS = {"gb200": SiblingRatio(1.049, "b200")}
+"""`best_shape_ratios` of the bundled shape rows, rounded (tests/test_kernels.py holds the two equal), kept here so
+that a prediction does not read the 1,000-row file: GB200 at 1,200 W runs its best GEMM 4.4% faster than B200 at
+1,000 W in BF16 (1,822 against 1,745 TFLOP/s) and 5.3% in FP8 (3,616 against 3,433), where the power assumption
+(physics/compute.clock_share, f ~ P^0.63) says 12.2%. Training rows of one layout and release read the same: GB200
+over B200 1.01-1.045 measured (Megatron-Bridge 8B FP8/MXFP8 in NeMo 25.09 and 25.11, MLPerf v5.0 Llama 2 70B
+LoRA), against 1.085 priced with the power assumption."""
+
+
+def best_shape_ratios() -> dict[str, SiblingRatio]:
+    """Per part that MAMF rows measure beside the lowest-power part of its family on the same silicon (hardware_specs:
+    the same `power_reference`), the geometric mean over the formats both measure of its best throughput over that
+    part's: the sustained-clock ratio of the two, measured by one tool, where the power assumption would guess it."""
+    from perfmodel.inputs.hardware import get_accelerator
+
+    best: dict[tuple[str, str], float] = {}
+    for row in _read(GEMM_SHAPES):
+        if row["notes"].startswith(MAMF_NOTE):
+            part = SHAPE_PARTS[row["gpu"]]
+            best[part, row["precision"]] = max(best.get((part, row["precision"]), 0.0), float(row["tflops"]))
+    siblings: dict[tuple[str, str], list[str]] = {}
+    for part in sorted({part for part, _ in best}):
+        acc = get_accelerator(part)
+        if acc.power_reference is not None:
+            siblings.setdefault((acc.family, acc.power_reference.id), []).append(part)
+    ratios: dict[str, SiblingRatio] = {}
+    for parts in siblings.values():
+        anchor = min(parts, key=lambda part: get_accelerator(part).power_w.value)
+        for part in parts:
+            both = [fmt for p, fmt in best if p == part and (anchor, fmt) in best]
+            if part != anchor and both:
+                ratio = math.prod(best[part, fmt] / best[anchor, fmt] for fmt in both) ** (1 / len(both))
+                ratios[part] = SiblingRatio(ratio, anchor)
+    return ratios
 
 
 SHAPE_PARTS = {

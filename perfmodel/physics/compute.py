@@ -16,7 +16,13 @@ from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
-from perfmodel.inputs.kernels import BENCH_FORMAT_SHARES, MEASURED_FAMILIES, FormatShare, format_shares
+from perfmodel.inputs.kernels import (
+    BENCH_FORMAT_SHARES,
+    BEST_SHAPE_RATIOS,
+    MEASURED_FAMILIES,
+    FormatShare,
+    format_shares,
+)
 from perfmodel.physics.algebra import PLAIN, Number, ceil, maximum, minimum, where
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import (
@@ -65,10 +71,15 @@ Hopper's, whose kernels price it (efficiency.GEMM_SILICON)."""
 def clock_share(acc: Accelerator) -> float:
     """Delivered tensor-core throughput over the datasheet peak, relative to the same-silicon variant at the highest
     board power (1 for that variant and for parts without one): the measured sustained-clock ratio where one is
-    sourced, else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63."""
+    sourced (clocks; or one tool's best GEMMs against a lower-power sibling's, inputs.kernels.BEST_SHAPE_RATIOS),
+    else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63."""
     ref = acc.power_reference
     if ref is None:
         return 1.0
+    sibling = BEST_SHAPE_RATIOS.get(acc.id)
+    if sibling is not None:
+        anchor = get_accelerator(sibling.part)
+        return clock_share(anchor) * sibling.ratio * anchor.bf16_tflops.value / acc.bf16_tflops.value
     peak_ratio = ref.bf16_tflops.value / acc.bf16_tflops.value
     if ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
         return acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio

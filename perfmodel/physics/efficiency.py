@@ -336,7 +336,7 @@ def _measured_attention(eff: Efficiency, family: str) -> Efficiency:
 
 GEMM_KERNELS: dict[str, tuple[float, float | None, float, float]] = {
     "hopper": (0.806, None, 0.073, 181.1),
-    "blackwell": (0.786, 0.825, 0.111, 202.3),
+    "blackwell": (0.786, 0.827, 0.111, 202.3),
     "cdna3": (0.631, None, 0.090, 191.4),
     "cdna4": (0.615, None, 0.090, 191.4),
 }
