@@ -88,3 +88,16 @@ def test_explain_shows_the_same_line_and_its_json_the_sentence() -> None:
     dense = json.loads(run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs",
                                "64", *_GIVEN, "--format", "json").out)  # fmt: skip
     assert "experts" not in dense
+
+
+def test_a_flex_recipe_with_neither_overlap_says_nothing_hides_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Megatron-Bridge 0.6.2's H100 FP8-CS Qwen3-30B-A3B recipe (perf_recipes/qwen/h100/qwen3_moe.py L88-92) runs flex
+    without the EP overlap of two micro-batches, and Qwen3-30B-A3B has no shared experts (model key
+    ep_exchange_exposed): the line says the exchange is not hidden, not the zoo entry's flex share."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('gpu = "h100-sxm"\nn_gpus = 16\n[model]\nbase = "qwen3-30b-a3b"\nep_exchange_exposed = true\n')
+    lines = _lines(str(scenario), "--ep", "16", "--gbs", "1024")
+    assert lines[2].endswith(
+        "'flex' dispatcher, all-to-all across 2 scale-up domains (NICs), not hidden (the recipe overlaps neither two "
+        "micro-batches' exchanges nor the shared experts)"
+    )

@@ -32,6 +32,7 @@ def test_an_ep_group_across_dgx_nodes_records_the_scale_out_share() -> None:
     assert exchange == {
         "dispatcher": "flex",
         "ep_microbatch_overlap": False,
+        "ep_exchange_exposed": False,
         "ep_overlap_fraction": _efficiency("deepseek-v3", "h100-sxm", "overlap_ep_scaleout"),
         "ep_overlap_parameter": "overlap_ep_scaleout",
         "ep_scaleup_domains": 8,
@@ -56,6 +57,7 @@ def test_the_recipe_setting_and_the_imbalance_are_recorded(tmp_path: Path) -> No
     assert {k: v for k, v in row.items() if k.startswith("moe.") and not k.startswith("moe.measured_")} == {
         "moe.dispatcher": "alltoall",
         "moe.ep_microbatch_overlap": "True",
+        "moe.ep_exchange_exposed": "False",
         "moe.ep_overlap_fraction": repr(_efficiency("gpt-oss-120b", "gb200", "overlap_ep")),
         "moe.ep_overlap_parameter": "overlap_ep",
         "moe.ep_scaleup_domains": "1",

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from perfmodel.errors import FieldError
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.precision import RECIPES
@@ -140,3 +141,22 @@ def test_the_ep_overlap_of_two_microbatches_gives_any_dispatcher_the_layers_wind
         windows = moe.exchange_windows(model, (1.0, 2.0), (0.1, 0.3), 0.5)
         assert windows == ((1.0, 2.0) if overlap else (0.1, 0.35))
         assert moe.hides_behind_layer(model) == overlap
+
+
+def test_a_flex_recipe_with_neither_overlap_exposes_every_all_to_all() -> None:
+    """megatron-bridge 0.6.2 perf_recipes/qwen/h100/qwen3_moe.py qwen3_30b_a3b_pretrain_16gpu_h100_fp8cs_config
+    (L88-92) runs the flex dispatcher without overlap_moe_expert_parallel_comm, and flex turns the shared-expert
+    overlap off (training/flex_dispatcher_backend.py L99): a MoE layer dispatches, computes and combines in sequence
+    (megatron-core 0.18 moe_layer.py MoELayer.forward), so nothing hides the exchange, where the zoo entry's flex one
+    hides behind the layer; a recipe cannot both expose it and overlap two micro-batches."""
+    flex = ZOO["qwen3-30b-a3b"]
+    exposed = replaced(flex, ep_exchange_exposed=True)
+    assert moe.exchange_windows(flex, (1.0, 2.0), (0.0, 0.0), 0.0) == (1.0, 2.0)
+    assert moe.exchange_windows(exposed, (1.0, 2.0), (0.0, 0.0), 0.0) == (0.0, 0.0)
+    assert not moe.hides_behind_layer(exposed)
+    layout = Layout(tp=1, pp=1, cp=1, vp=1, dp=16, ep=16, mbs=1, gbs=1024, seq_len=4096, recompute="none", zero=1)
+    ctx = _ctx("dgx-h100", "qwen3-30b-a3b")
+    hidden, bare = (evaluate(replace(ctx, model=m), layout_vars(layout)).ep_comm_exposed_s for m in (flex, exposed))
+    assert bare > hidden > 0
+    with pytest.raises(FieldError, match="ep_exchange_exposed"):
+        replaced(flex, ep_exchange_exposed=True, ep_microbatch_overlap=True)

@@ -108,6 +108,13 @@ class ModelSpec:
     """Whether the recipe overlaps one micro-batch's EP all-to-alls with another's compute (Megatron-Bridge's
     overlap_moe_expert_parallel_comm, off unless a recipe sets it: training/comm_overlap.py): the exchange then has
     the layer's compute to hide behind whichever dispatcher moves it (`moe.exchange_windows`)."""
+    ep_exchange_exposed: bool = False
+    """Whether the recipe runs the EP exchange with nothing beside it: neither the EP overlap of two micro-batches
+    nor the shared experts' (Megatron-Bridge's apply_flex_dispatcher_backend turns moe_shared_expert_overlap off with
+    the flex dispatcher), so each MoE layer dispatches, runs its experts and combines in sequence (megatron-core 0.18
+    moe_layer.py MoELayer.forward) and every all-to-all is exposed (`moe.exchange_windows`). False: the flex exchange
+    hides behind the layer's compute up to the fitted share (no bundled source says which overlap the tables' flex
+    runs turned on), the 'alltoall' one behind the shared experts'."""
     hybrid_pattern: str = bounded("", max_length=MAX_LAYERS)
     """Megatron's hybrid_override_pattern (inputs/hybrid.py): 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE, one
     character per layer ('' = every layer attention and MLP, a transformer)."""
@@ -319,6 +326,10 @@ class ModelSpec:
             raise FieldError("shared_expert_gate", "shared_expert_gate needs shared_experts > 0 (the output it gates)")
         if self.pad_to_capacity and not self.capacity_factor:
             raise FieldError("pad_to_capacity", "pad_to_capacity needs capacity_factor > 0 (the capacity padded to)")
+        if self.ep_exchange_exposed and self.ep_microbatch_overlap:
+            raise FieldError(
+                "ep_exchange_exposed", "ep_exchange_exposed contradicts ep_microbatch_overlap (its exchange hides)"
+            )
 
     @property
     def head_dim(self) -> int:

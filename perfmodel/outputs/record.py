@@ -196,6 +196,11 @@ FIELDS: tuple[Field, ...] = (
         "true/false",
         "MoE: the recipe overlaps one micro-batch's all-to-alls with another's compute",
     ),
+    Field(
+        "moe.ep_exchange_exposed",
+        "true/false",
+        "MoE: the recipe overlaps nothing with the all-to-alls (neither micro-batches nor shared experts)",
+    ),
     Field("moe.ep_overlap_fraction", "fraction", "MoE: share of the all-to-all's compute window that hides it"),
     Field(
         "moe.ep_overlap_parameter",

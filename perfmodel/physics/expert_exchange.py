@@ -18,6 +18,8 @@ class ExpertExchange(NamedTuple):
     """'flex' (DeepEP/HybridEP) or 'alltoall' (NCCL), as the model records its recipe's."""
     microbatch_overlap: bool
     """The recipe overlaps one micro-batch's all-to-alls with another's compute (ModelSpec.ep_microbatch_overlap)."""
+    exchange_exposed: bool
+    """The recipe overlaps nothing with the exchange (ModelSpec.ep_exchange_exposed): every all-to-all exposed."""
     domains: int
     """Scale-up domains one EP group spans (1: its all-to-alls stay on the scale-up links)."""
     overlap: float
@@ -34,6 +36,7 @@ def expert_exchange(ctx: Context, layout: Layout) -> ExpertExchange:
     return ExpertExchange(
         dispatcher=ctx.model.dispatcher,
         microbatch_overlap=ctx.model.ep_microbatch_overlap,
+        exchange_exposed=ctx.model.ep_exchange_exposed,
         domains=domains,
         overlap=float(moe.ep_overlap(ctx.efficiency, links)),
         overlap_name=moe.ep_overlap_parameter(links),

@@ -317,10 +317,10 @@ def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_sha
 def hides_behind_layer(md: ModelSpec) -> bool:
     """Whether a MoE layer's EP exchange can run beside the layer's whole compute rather than only its shared
     experts': with the flex dispatcher (no bundled source says which overlap the tables' flex runs turned on, so the
-    fitted share prices it), or where the recipe overlaps the EP communication of two micro-batches
-    (`ModelSpec.ep_microbatch_overlap`: one micro-batch's all-to-alls beside the other's compute, whatever the
-    dispatcher)."""
-    return md.dispatcher == "flex" or md.ep_microbatch_overlap
+    fitted share prices it) unless its recipe runs none (`ModelSpec.ep_exchange_exposed`), or where the recipe
+    overlaps the EP communication of two micro-batches (`ModelSpec.ep_microbatch_overlap`: one micro-batch's
+    all-to-alls beside the other's compute, whatever the dispatcher)."""
+    return (md.dispatcher == "flex" and not md.ep_exchange_exposed) or md.ep_microbatch_overlap
 
 
 def exchange_windows(
@@ -340,7 +340,10 @@ def exchange_windows(
     Some per-GPU recipes of megatron-bridge 0.6.2 set it with this dispatcher (Qwen3-235B-A22B's on H100,
     perf_recipes/qwen/h100/qwen3_moe.py; GPT-OSS-120B's BF16 one on GB200), and the bundled rows of their layouts run
     them (fitting.moe_recipes): there the window is the layer's compute (`hides_behind_layer`), as for the flex
-    dispatcher, at the fitted share."""
+    dispatcher, at the fitted share. A recipe that runs neither overlap (`ModelSpec.ep_exchange_exposed`) leaves
+    nothing beside it."""
+    if md.ep_exchange_exposed:
+        return 0.0, 0.0
     if hides_behind_layer(md):
         return layer_s
     forward, backward = shared_s

@@ -208,6 +208,7 @@ class Prediction(Shown):
             "moe": {
                 "dispatcher": e.dispatcher,
                 "ep_microbatch_overlap": e.microbatch_overlap,
+                "ep_exchange_exposed": e.exchange_exposed,
                 "ep_overlap_fraction": e.overlap,
                 "ep_overlap_parameter": e.overlap_name,
                 "ep_scaleup_domains": e.domains,
