@@ -166,19 +166,25 @@ def test_amd_fp8_runs_at_hipblaslt_benchs_measured_share_of_bf16s_and_the_fit_do
     assert not Entry(fp8, "amd").fittable and Entry(fp8, "nvidia").fittable
 
 
-def test_gb200_runs_its_gemms_at_its_measured_best_over_b200s_not_at_the_power_laws() -> None:
+def test_gb200_and_b300_run_their_gemms_at_their_measured_best_over_b200s_not_at_the_power_laws() -> None:
     """stas00/ml-engineering@744d01e18b79 compute/accelerator/README.md, MAMF table (kernels_gemm_shapes.csv): BF16
-    GB200 1,822.0 TFLOP/s (line 358) against B200 1,745.0 (line 356), FP8 3,615.6 (line 375) against 3,432.5 (line
-    372). The power law would give (1,200 / 1,000)^0.63 = 1.122; B200 keeps it against GB300."""
+    GB200 1,822.0 TFLOP/s (line 358), B300 1,769.0 (line 355) and B200 1,745.0 (line 356); FP8 GB200 3,615.6 (line
+    375), B300 3,353.3 (line 373) and B200 3,432.5 (line 372). The power law would give (1,200 / 1,000)^0.63 = 1.122
+    and (1,100 / 1,000)^0.63 = 1.062; B200 keeps it against GB300."""
     measured = best_shape_ratios()
-    ratio = ((1822.0 / 1745.0) * (3615.6 / 3432.5)) ** 0.5
-    assert set(measured) == set(BEST_SHAPE_RATIOS) == {"gb200"}
-    assert measured["gb200"].part == BEST_SHAPE_RATIOS["gb200"].part == "b200"
-    assert measured["gb200"].ratio == pytest.approx(ratio, rel=1e-9)
-    assert BEST_SHAPE_RATIOS["gb200"].ratio == pytest.approx(ratio, abs=5e-4)
-    gb200, b200 = get_accelerator("gb200"), get_accelerator("b200")
-    delivered = clock_share(gb200) * gb200.bf16_tflops.value / (clock_share(b200) * b200.bf16_tflops.value)
-    assert delivered == pytest.approx(BEST_SHAPE_RATIOS["gb200"].ratio, rel=1e-12)
+    ratios = {
+        "gb200": ((1822.0 / 1745.0) * (3615.6 / 3432.5)) ** 0.5,
+        "b300": ((1769.0 / 1745.0) * (3353.3 / 3432.5)) ** 0.5,
+    }
+    assert set(measured) == set(BEST_SHAPE_RATIOS) == set(ratios)
+    b200 = get_accelerator("b200")
+    for part, ratio in ratios.items():
+        assert measured[part].part == BEST_SHAPE_RATIOS[part].part == "b200"
+        assert measured[part].ratio == pytest.approx(ratio, rel=1e-9)
+        assert BEST_SHAPE_RATIOS[part].ratio == pytest.approx(ratio, abs=5e-4)
+        acc = get_accelerator(part)
+        delivered = clock_share(acc) * acc.bf16_tflops.value / (clock_share(b200) * b200.bf16_tflops.value)
+        assert delivered == pytest.approx(BEST_SHAPE_RATIOS[part].ratio, rel=1e-12)
     assert clock_share(b200) == pytest.approx((1000 / 1400) ** 0.63 * 2500 / 2250, rel=2e-3)
 
 

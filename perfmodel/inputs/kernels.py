@@ -183,19 +183,22 @@ class SiblingRatio(NamedTuple):
     part: str
 
 
-BEST_SHAPE_RATIOS = {"gb200": SiblingRatio(1.049, "b200")}
+BEST_SHAPE_RATIOS = {"b300": SiblingRatio(0.995, "b200"), "gb200": SiblingRatio(1.049, "b200")}
 """`best_shape_ratios` of the bundled shape rows, rounded (tests/test_kernels.py holds the two equal), kept here so
-that a prediction does not read the 1,000-row file: GB200 at 1,200 W runs its best GEMM 4.4% faster than B200 at
-1,000 W in BF16 (1,822 against 1,745 TFLOP/s) and 5.3% in FP8 (3,616 against 3,433), where the power assumption
-(physics/compute.clock_share, f ~ P^0.63) says 12.2%. Training rows of one layout and release read the same: GB200
-over B200 1.01-1.045 measured (Megatron-Bridge 8B FP8/MXFP8 in NeMo 25.09 and 25.11, MLPerf v5.0 Llama 2 70B
-LoRA), against 1.085 priced with the power assumption."""
+that a prediction does not read the 1,000-row file. On Blackwell's BF16/FP8 silicon (every Blackwell part names
+GB300's as its power reference) GB200 at 1,200 W runs its best GEMM 4.4% faster than B200 at 1,000 W in BF16 (1,822
+against 1,745 TFLOP/s) and 5.3% in FP8 (3,616 against 3,433), and B300 at 1,100 W 1.4% faster in BF16 (1,769) and
+2.3% slower in FP8 (3,353), where the power assumption (physics/compute.clock_share, f ~ P^0.63) says 12.2% and
+6.2%. Training rows of one layout and release read the same: GB200 over B200 1.01-1.045 measured (Megatron-Bridge 8B
+FP8/MXFP8 in NeMo 25.09 and 25.11, MLPerf v5.0 Llama 2 70B LoRA) against 1.085 priced with the power assumption, B300
+over B200 1.03-1.04 (MLPerf v5.1 Llama 2 70B LoRA, Supermicro); and TransformerEngine's B300 layer GEMMs, 1,447-1,504
+TFLOP/s (kernels_gemm.csv), are priced at 1,564 with B300's measured ratio, at 1,669 with the power assumption."""
 
 
 def best_shape_ratios() -> dict[str, SiblingRatio]:
-    """Per part that MAMF rows measure beside the lowest-power part of its family on the same silicon (hardware_specs:
-    the same `power_reference`), the geometric mean over the formats both measure of its best throughput over that
-    part's: the sustained-clock ratio of the two, measured by one tool, where the power assumption would guess it."""
+    """Per part that MAMF rows measure beside the lowest-power part on the same GEMM silicon (hardware_specs: the same
+    `power_reference`), the geometric mean over the formats both measure of its best throughput over that part's: the
+    sustained-clock ratio of the two, measured by one tool, where the power assumption would guess it."""
     from perfmodel.inputs.hardware import get_accelerator
 
     best: dict[tuple[str, str], float] = {}
@@ -207,7 +210,7 @@ def best_shape_ratios() -> dict[str, SiblingRatio]:
     for part in sorted({part for part, _ in best}):
         acc = get_accelerator(part)
         if acc.power_reference is not None:
-            siblings.setdefault((acc.family, acc.power_reference.id), []).append(part)
+            siblings.setdefault(acc.power_reference.id, []).append(part)
     ratios: dict[str, SiblingRatio] = {}
     for parts in siblings.values():
         anchor = min(parts, key=lambda part: get_accelerator(part).power_w.value)

@@ -355,9 +355,10 @@ GEMM_MIN_ROWS = 10
 GEMM_SILICON = {"blackwell-ultra": "blackwell", "ampere": "hopper"}
 """A family without GEMM rows enough to fit, and the measured family whose kernels price it. Blackwell Ultra runs
 Blackwell's BF16 and FP8 tensor cores (hardware_specs: every Blackwell part names GB300's silicon as its power
-reference): Blackwell's share and shape, at B300's and GB300's own peaks and clocks, price TransformerEngine's 5B
-layer on B300 at 1,583 TFLOP/s against the measured 1,447-1,504 (kernels_gemm.csv), 5-9% fast. Ampere is not Hopper's
-silicon: it takes Hopper's share and shape, moved to A100's datasheet by the power assumption
+reference): Blackwell's share and shape, at B300's and GB300's own peaks and clocks (B300's: its measured best GEMMs'
+over B200's, inputs.kernels.BEST_SHAPE_RATIOS), price TransformerEngine's 5B layer on B300 at 1,564 TFLOP/s against
+the measured 1,447-1,504 (kernels_gemm.csv), 4-8% fast (1,669 with B300's clock by the power assumption). Ampere
+is not Hopper's silicon: it takes Hopper's share and shape, moved to A100's datasheet by the power assumption
 (compute.gemm_share), and a generation factor fitted to its rows (GEMM_OTHER_SILICON); its MAMF row is a check. A
 BF16 share of its own, fitted to Ampere's rows alone, was the only vendor share left with rows: holding A100 80GB's
 out left it to A100 40GB's few rows (leave-one-group-out 11.0% on A100 80GB against 6.8%)."""
