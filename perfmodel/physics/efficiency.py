@@ -180,7 +180,7 @@ class Efficiency:
     attention_fp8_ratio: float = 1.0
     """Flash attention's FP8 forward: its share of the FP8 peak over the BF16 forward's share of BF16's (1: the
     same share; its exponentials and softmax rescaling do not speed up either way)."""
-    attention_band_fwd: float = 0.555
+    attention_band_fwd: float = 0.559
     """A sliding-window kernel's fixed work per query beyond the whole tiles of its band (BAND_TILE_TOKENS), in
     key-equivalents per `attention_fwd_half_tokens`: a query tile visits two or three key tiles, not thousands, so
     its prologue and epilogue are amortised over little (compute.attention_core_s). Fitted to the windowed kernels
@@ -279,8 +279,8 @@ _CDNA = replace(
 ATTENTION_RELEASES: dict[str, tuple[tuple[str | None, tuple[float, ...]], ...]] = {
     "hopper": (("2024-12", (0.974, 149.0, 0.620, 725.0, 1.005)), ("2026-02", (1.080, 941.0, 0.751, 1337.0, 0.986))),
     "blackwell": (
-        ("2025-06", (1.537, 2902.0, 0.883, 2528.0, 0.875)),
-        ("2025-09", (1.499, 1573.0, 0.860, 2073.0, 0.867)),
+        ("2025-06", (1.576, 2888.0, 0.914, 2506.0, 0.869)),
+        ("2025-09", (1.537, 1565.0, 0.890, 2055.0, 0.862)),
     ),
     "blackwell-ultra": ((None, (1.282, 1522.0, 0.755, 2270.0, 0.890)),),
     "cdna4": ((None, (0.555, 1416.0, 0.521, 2199.0, 1.0)),),
@@ -315,7 +315,7 @@ _SHARES = (True, False, True, False, True)
 
 
 FP8_ATTENTION_BACKWARD: dict[str, tuple[float, float]] = {
-    "blackwell": (0.183, 0.229),
+    "blackwell": (0.196, 0.238),
     "blackwell-ultra": (0.160, 0.213),
 }
 """(attention_fp8_bwd_ps, attention_mxfp8_bwd_ps) by family where FP8 backward kernels measure it and one term per
