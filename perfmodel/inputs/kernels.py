@@ -206,7 +206,7 @@ def best_shape_ratios() -> dict[str, SiblingRatio]:
         if row["notes"].startswith(MAMF_NOTE):
             part = SHAPE_PARTS[row["gpu"]]
             best[part, row["precision"]] = max(best.get((part, row["precision"]), 0.0), float(row["tflops"]))
-    siblings: dict[tuple[str, str], list[str]] = {}
+    siblings: dict[str, list[str]] = {}
     for part in sorted({part for part, _ in best}):
         acc = get_accelerator(part)
         if acc.power_reference is not None:
