@@ -21,8 +21,12 @@ from perfmodel.physics.calibration import bundled
 LENGTHS = ("4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1024K")
 TARGET_ROW_PCT = 10.0
 TARGET_MAPE_PCT = 8.0
-IN_SAMPLE_MAPE_LIMIT_PCT = 5.0
-"""validate's MAPE over the nine rows with the bundled calibration, which never saw them: 4.5% with a pair of ranks
+IN_SAMPLE_MAPE_LIMIT_PCT = 4.0
+"""validate's MAPE over the nine rows with the bundled calibration, which never saw them: 2.9% with attention priced
+at its release's measured kernel no longer aged again by the software trend (efficiency.attention_unaged: the CP
+rows' FlashAttention-2 ring steps; 4K -4.6%, 8K +0.3%, 16K +8.9%, 32K -5.1%, 64K -3.1%, 128K -0.2%, 256K +0.6%,
+512K -1.4%, 1M +1.7%, refitted); 4.4% before it (32K -7.4%, 512K -4.7%), once GB200's and B300's GEMM clocks were
+their measured ratios; 4.5% with a pair of ranks
 on an NVSwitch baseboard priced at its measured share of the ring's rate (physics.collectives.PAIR_SHARE: TP 2, the
 CP pairs; 4K -4.0%, 8K +1.0%, 16K +9.4%, 32K -7.2%, 64K -5.8%, 128K -3.4%, 256K -2.9%, 512K -5.0%, 1M -2.2%: the
 stack's default settings, recompute none, ZeRO-1, MBS 1; attention outside a ring at cuDNN's rates of the oldest
@@ -33,10 +37,12 @@ OpenXLA's H100 table). Before the step-by-step ring (physics.ring: each hop behi
 (128K -6.0%, 512K -8.7%); before NGC 24.12's kernels 7.2% (4K -4.0%, 8K +2.5%, 16K +14.8%: cuDNN 9.19's rates);
 before the ring's causal split 8.0% (32K -8.6% to 512K -10.5%); before issue 26's physics: 25.0%, +15% to +47% from
 32K on."""
-LENGTH_PROTOCOL_LIMIT_PCT = {"mape": 5.0, "row": TARGET_ROW_PCT}
+LENGTH_PROTOCOL_LIMIT_PCT = {"mape": 4.0, "row": TARGET_ROW_PCT}
 """The length protocol as the bundled calibration records it: the same figures (the table is validation only, so
-every length is predicted by a fit that saw none): 4.5%, worst row 16K +9.4% (+10.6% before the pair's share, 6.2%
-MAPE before the step-by-step ring; 16K +14.7% with cuDNN 9.19's rates, +13.6% before the GEMM kernel stage)."""
+every length is predicted by a fit that saw none): 2.9%, worst row 16K +8.9% (4.4% before the ring's measured
+kernel left the trend, worst 16K +8.9% and 32K -7.4%; +10.6% before the pair's share, 6.2% MAPE before the
+step-by-step ring; 16K +14.7% with cuDNN 9.19's rates, +13.6% before the GEMM kernel
+stage)."""
 
 
 def _long_rows() -> list:

@@ -20,8 +20,14 @@ from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.inputs.stacks import FA2_SPEEDS, STACKS, get_stack, stack_recipe
 from perfmodel.physics import calibration as cal
-from perfmodel.physics.compute import op_time
-from perfmodel.physics.efficiency import DEFAULTS, REFERENCE_VINTAGE, years_between
+from perfmodel.physics.compute import attention_core_s, op_time
+from perfmodel.physics.efficiency import (
+    DEFAULTS,
+    REFERENCE_VINTAGE,
+    attention_unaged,
+    release_age_years,
+    years_between,
+)
 from perfmodel.physics.step import evaluate
 from perfmodel.physics.workload import Op
 from perfmodel.planning.predict import context_for, layout_vars
@@ -104,6 +110,28 @@ def test_an_older_release_moves_more_bytes_in_its_memory_bound_kernels() -> None
     assert op_time(norm, acc, eff) == pytest.approx(streaming * 1.3**2 + eff.kernel_overhead_us * 1e-6)
     gemm = Op("fc1", "gemm", 2 * 8192**3, 3 * 8192**2 * 2, "bf16", 8192, 8192, k=8192)
     assert op_time(gemm, acc, eff) == op_time(gemm, acc, replace(eff, vintage_years=0.0))
+
+
+def test_an_attention_kernel_priced_at_its_release_is_not_aged_again_by_the_trend() -> None:
+    """efficiency.attention_unaged: the step multiplies every part by the software trend (physics.step), so an
+    attention op priced at the kernel its release measurably ran takes the trend back. Hopper: a ring step up to
+    NeMo 24.03 (FlashAttention-2's measured rates) and cuDNN from its oldest measured release (NGC 24.12) on; not a
+    release before 24.12 held at that kernel, nor a stack with a kernel of its own, nor Ampere (fitted shares)."""
+    acc = get_accelerator("h100-sxm")
+    hopper = replace(DEFAULTS["hopper"], software_gain_per_year=1.05)
+    at = {m: replace(hopper, vintage_years=release_age_years(m)) for m in ("2024-03", "2024-06", "2025-06")}
+    trend = {m: 1 / eff.vintage_factor for m, eff in at.items()}
+    assert trend["2024-03"] < trend["2024-06"] < trend["2025-06"] < 1
+    assert attention_unaged(at["2024-03"], "hopper", ring=1.0) == pytest.approx(trend["2024-03"])
+    assert attention_unaged(at["2024-03"], "hopper") == attention_unaged(at["2024-06"], "hopper", ring=1.0) == 1.0
+    assert attention_unaged(at["2025-06"], "hopper") == pytest.approx(trend["2025-06"])
+    assert attention_unaged(at["2025-06"], "hopper", ring=1.0) == pytest.approx(trend["2025-06"])
+    assert attention_unaged(replace(at["2025-06"], kernel_releases=0.0), "hopper") == 1.0
+    assert attention_unaged(replace(DEFAULTS["ampere"], vintage_years=2.0, software_gain_per_year=1.05), "ampere") == 1
+    ring = Op("attention", "attention", 1e12, 1e8, m=16384.0, exps=1e9, ring=1.0, diagonal=0.5, off_diagonal_m=8192.0)
+    overhead_s = hopper.kernel_overhead_us * 1e-6
+    core_s = attention_core_s(ring, acc, at["2024-03"])
+    assert op_time(ring, acc, at["2024-03"]) == pytest.approx(core_s * trend["2024-03"] + overhead_s, rel=1e-12)
 
 
 def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:

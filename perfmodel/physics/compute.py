@@ -32,6 +32,7 @@ from perfmodel.physics.efficiency import (
     KERNEL_MEMORY,
     NON_CAUSAL_ATTENTION,
     Efficiency,
+    attention_unaged,
     released_attention,
 )
 from perfmodel.physics.workload import Op
@@ -225,6 +226,7 @@ class Rates:
         self.loop_group_s = eff.moe_legacy_group_s
         self.attention = released_attention(eff, acc.family)
         self.ring_attention = released_attention(eff, acc.family, ring=1.0)
+        self.unaged = attention_unaged(eff, acc.family), attention_unaged(eff, acc.family, ring=1.0)
         self.non_causal = acc.family in NON_CAUSAL_ATTENTION
         self._formats: dict[str, tuple[Number, Number]] = {}
 
@@ -261,7 +263,8 @@ def op_time(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = Non
         rate = gemm_rate * eff.grouped_gemm * tiles
         per_group_s = r.loop_group_s if op.expert_loop else r.legacy_group_s
         return maximum(op.flops / rate, memory_s) * op.slowdown + r.overhead_s + op.groups * per_group_s
-    return maximum(attention_core_s(op, acc, eff, r), memory_s) + op.calls * r.overhead_s
+    unaged = where(op.ring > 0.5, r.unaged[1], r.unaged[0])  # a kernel measured at its release: not aged again
+    return maximum(attention_core_s(op, acc, eff, r), memory_s) * unaged + op.calls * r.overhead_s
 
 
 def attention_core_s(op: Op, acc: Accelerator, eff: Efficiency, rates: Rates | None = None) -> Number:

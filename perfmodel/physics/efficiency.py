@@ -220,7 +220,8 @@ class Efficiency:
     @property
     def vintage_factor(self) -> Number:
         """Step times of the priced release over those of the reference vintage: the one place a release enters a
-        priced step (a prediction's `--vintage` and each measured row's release alike set `vintage_years`)."""
+        priced step (a prediction's `--vintage` and each measured row's release alike set `vintage_years`), but for
+        attention priced at its own release's measured kernel (`attention_unaged`)."""
         return self.software_gain_per_year**self.vintage_years
 
     @property
@@ -425,6 +426,25 @@ def attention_at_release(eff: Efficiency, family: str, ring: Number = 0.0, causa
             scale = tuple(where(ring_before, f, c) for f, c in zip(flash, scale, strict=True))
         priced = tuple(p * r for p, r in zip(priced, scale, strict=True))
     return tuple(where(eff.kernel_releases > 0.5, p, v) for p, v in zip(priced, values, strict=True))
+
+
+def attention_unaged(eff: Efficiency, family: str, ring: Number = 0.0) -> Number:
+    """1 / `vintage_factor` where the priced release's attention runs a kernel measured as that release ran it, else
+    1: the step ages every part by the software trend (physics.step), and a kernel priced at its own release's
+    measured speed (`attention_at_release`) must not be aged a second time. That is a ring step up to
+    FLASH_ATTN_2_UNTIL (the flash-attn package's FlashAttention-2, priced at its measured rate: RING_FLASH_ATTN_2) and
+    the family's fused kernel from its oldest measured release on (ATTENTION_RELEASES; None: one for every release).
+    An older release, held at the oldest measured kernel (never extrapolated), keeps the trend for the kernels it
+    really ran; so does a stack that runs a kernel of its own (`kernel_releases` 0) and a family no kernel rows
+    measure (its attention shares are fitted to the training rows, trend included)."""
+    releases = ATTENTION_RELEASES.get(family)
+    if not releases:
+        return 1.0
+    oldest = releases[0][0]
+    measured: Number = 1.0 if oldest is None else where(eff.released_before(oldest), 0.0, 1.0)
+    if family in RING_FLASH_ATTN_2:
+        measured = where((ring > 0.5) & eff.released_before(CUDNN_RING_FROM), 1.0, measured)
+    return where((eff.kernel_releases > 0.5) & (measured > 0.5), 1 / eff.vintage_factor, 1.0)
 
 
 def _ratios(non_causal: tuple[float, ...], causal: tuple[float, ...]) -> tuple[float, ...]:
