@@ -79,11 +79,10 @@ def clock_share(acc: Accelerator) -> float:
         return 1.0
     peak_ratio = ref.bf16_tflops.value / acc.bf16_tflops.value
     sibling = BEST_SHAPE_RATIOS.get(acc.id)
-    anchor = get_accelerator(sibling.part) if sibling is not None else None
-    if sibling is not None and anchor is not None and anchor.power_reference is not None:
-        # as a share of the silicon's top peak, which a what-if's BF16 peak moves along with the part's
-        top_share = clock_share(anchor) * anchor.bf16_tflops.value / anchor.power_reference.bf16_tflops.value
-        return top_share * sibling.ratio * peak_ratio
+    if sibling is not None:  # as a share of the silicon's top peak, which a what-if's BF16 peak moves with the part's
+        anchor = get_accelerator(sibling.part)
+        top = anchor.power_reference or anchor
+        return clock_share(anchor) * anchor.bf16_tflops.value / top.bf16_tflops.value * sibling.ratio * peak_ratio
     if ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
         return acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
     return (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
