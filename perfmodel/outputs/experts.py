@@ -25,9 +25,10 @@ class Experts:
 def experts(p: Prediction) -> Experts:
     md, lo, e = p.model, p.layout, p.expert_exchange
     assert e is not None, "a MoE model's prediction carries its exchange"
-    if md.ep_exchange_exposed:
+    beside = moe.exchange_beside(md)
+    if beside == "nothing":
         hidden = "not hidden (the recipe overlaps neither two micro-batches' exchanges nor the shared experts)"
-    elif moe.hides_behind_layer(md):
+    elif beside == "layer":
         why = "the flex dispatcher" if md.dispatcher == "flex" else "the EP overlap of two micro-batches"
         hidden = f"hidden behind the layer's compute up to {e.overlap:.0%} ({e.overlap_name}; {why})"
     elif md.shared_experts:

@@ -686,11 +686,11 @@ def _expert_parallel_part(
     c_b = _q("c_EP_bwd", whole - forward, "s", "the same in its backward (and recompute)")
     layer_s = (layer.forward, layer.backward + trace["recompute_s"])
     windows = moe.exchange_windows(md, layer_s, (layer.shared_forward, layer.shared_backward), full)
-    beside = "the shared experts' ('alltoall' dispatcher)"
-    if md.ep_exchange_exposed:
-        beside = "no (the recipe overlaps neither two micro-batches' exchanges nor the shared experts)"
-    elif moe.hides_behind_layer(md):
-        beside = "the layer's" if md.dispatcher == "flex" else "the layer's (EP overlap of two micro-batches)"
+    beside = {
+        "nothing": "no (the recipe overlaps neither two micro-batches' exchanges nor the shared experts)",
+        "layer": "the layer's" if md.dispatcher == "flex" else "the layer's (EP overlap of two micro-batches)",
+        "shared experts": "the shared experts' ('alltoall' dispatcher)",
+    }[moe.exchange_beside(md)]
     w_f = _q("w_EP_fwd", windows[0], "s", f"{beside} forward compute they can hide behind")
     w_b = _q("w_EP_bwd", windows[1], "s", "its backward (and recomputed) compute")
     crosses = float(ep_links.domains) > 1

@@ -16,7 +16,7 @@ read per group, which the roofline prices.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ModelSpec
@@ -314,13 +314,21 @@ def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_sha
     return forward, 2 * forward + recomputed(full_share, forward)
 
 
+def exchange_beside(md: ModelSpec) -> Literal["nothing", "layer", "shared experts"]:
+    """What a MoE layer's EP exchange can run beside, the one place that decides it (`exchange_windows`, the Experts
+    line, explain): nothing where the recipe runs no overlap (`ModelSpec.ep_exchange_exposed`); the layer's whole
+    compute where the recipe overlaps the EP communication of two micro-batches (`ModelSpec.ep_microbatch_overlap`:
+    one micro-batch's all-to-alls beside the other's compute, whatever the dispatcher) or with the flex dispatcher
+    (no bundled source says which overlap the tables' flex runs turned on, so the fitted share prices it); else only
+    the shared experts' compute."""
+    if md.ep_exchange_exposed:
+        return "nothing"
+    return "layer" if md.dispatcher == "flex" or md.ep_microbatch_overlap else "shared experts"
+
+
 def hides_behind_layer(md: ModelSpec) -> bool:
-    """Whether a MoE layer's EP exchange can run beside the layer's whole compute rather than only its shared
-    experts': with the flex dispatcher (no bundled source says which overlap the tables' flex runs turned on, so the
-    fitted share prices it) unless its recipe runs none (`ModelSpec.ep_exchange_exposed`), or where the recipe
-    overlaps the EP communication of two micro-batches (`ModelSpec.ep_microbatch_overlap`: one micro-batch's
-    all-to-alls beside the other's compute, whatever the dispatcher)."""
-    return (md.dispatcher == "flex" and not md.ep_exchange_exposed) or md.ep_microbatch_overlap
+    """Whether a MoE layer's EP exchange can run beside the layer's whole compute (`exchange_beside`)."""
+    return exchange_beside(md) == "layer"
 
 
 def exchange_windows(
@@ -342,9 +350,10 @@ def exchange_windows(
     them (fitting.moe_recipes): there the window is the layer's compute (`hides_behind_layer`), as for the flex
     dispatcher, at the fitted share. A recipe that runs neither overlap (`ModelSpec.ep_exchange_exposed`) leaves
     nothing beside it."""
-    if md.ep_exchange_exposed:
+    beside = exchange_beside(md)
+    if beside == "nothing":
         return 0.0, 0.0
-    if hides_behind_layer(md):
+    if beside == "layer":
         return layer_s
     forward, backward = shared_s
     return forward, backward + recomputed(full_share, forward)

@@ -90,7 +90,7 @@ class Parameter:
             value = VENDORS[profile.family]
         else:  # the profile's own field: family, stack or benchmark
             value = getattr(profile, self.scope)
-        return dict(self.tied).get(value, value) if value is not None else value
+        return next((to for tied, to in self.tied if tied == value), value)
 
     def key(self, scope_value: str) -> str:
         return f"{self.name}@{scope_value}" if scope_value else self.name
