@@ -116,8 +116,8 @@ MUTATIONS = (
     Mutation(
         "recompute not priced",
         "perfmodel/physics/step.py",
-        "    return where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
-        "    return 0.0 * where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))",
+        "    return where(selective, _selective_s(ctx, lt, tp), recomputed(full, lt.forward))",
+        "    return 0.0 * where(selective, _selective_s(ctx, lt, tp), recomputed(full, lt.forward))",
     ),
     Mutation(
         "GEMM shape share off (tiles, occupancy, depth)",

@@ -656,7 +656,7 @@ def _recompute_text(ctx: Context, lo: Layout, trace: dict[str, Any]) -> str:
     """The recompute mode; for a partial (block) recompute, the share of a layer's forward it repeats on average;
     for per-op selective checkpointing (torchtitan's selective), what its policy keeps."""
     if lo.recompute == "selective" and ctx.recipe.per_op_sac:
-        share = sac_recomputed_gemm_share(ctx.model)
+        share = float(sac_recomputed_gemm_share(ctx.model, ctx.recipe, lo.tp))
         return f"per-op selective: the forward but attention and the matmuls kept, {share:.1%} of its GEMM FLOPs re-run"
     if not lo.recompute_layers:
         return f"recompute {lo.recompute}"

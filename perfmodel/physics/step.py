@@ -721,7 +721,7 @@ def _decomposed_hiding(
     if not gathers_fuse(ctx.recipe):
         gather_in, gather = 0.0 * gather_in, 0.0 * gather
     regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0 * gather_in
-    rerun = sac_recomputed_gemm_share(ctx.model) if ctx.recipe.per_op_sac else 0.0
+    rerun = sac_recomputed_gemm_share(ctx.model, ctx.recipe, sh.tp) if ctx.recipe.per_op_sac else 0.0
     forward, backward = 0.0 * sh.tp, 0.0 * sh.tp
     for column, row in DECOMPOSED_BLOCKS:
         g = {name: getattr(lt, f"{linear}_{name}") for linear, name in
@@ -1258,30 +1258,39 @@ def _shard_layer(
     shard_key = (lv.tp, lv.cp, lv.mbs, lv.ep, lv.etp)
     compute = _memoised(ctx.shards, "shard", shard_key, lambda: _distinct_shards(ctx, sh, shard_key))
     lt = compute.layer
-    recompute_s = _recompute_s(ctx, lt, full, selective)
+    recompute_s = _recompute_s(ctx, lt, full, selective, lv.tp)
     return compute, full, recompute_s, lt.forward + lt.backward + recompute_s
 
 
-def _recompute_s(ctx: Context, lt: _LayerTimes, full: Number, selective: Number) -> Number:
+def _recompute_s(ctx: Context, lt: _LayerTimes, full: Number, selective: Number, tp: Number) -> Number:
     """What the backward re-runs of these layers: selective recompute's part, or the fully recomputed share's
     forward."""
-    return where(selective, _selective_s(ctx, lt), recomputed(full, lt.forward))
+    return where(selective, _selective_s(ctx, lt, tp), recomputed(full, lt.forward))
 
 
-def sac_recomputed_gemm_share(md: ModelSpec) -> float:
+def sac_recomputed_gemm_share(md: ModelSpec, recipe: Recipe, tp: Number) -> Number:
     """Share of a dense layer's forward GEMM FLOPs that per-op selective checkpointing re-runs (precision.Recipe
-    .per_op_sac): of its seven matmuls in order (wq, wk, wv, wo, w1, w3, w2), the policy saves the odd ones and
-    re-runs wk, wo and w3: (kv + h + ffn) / (2 h + 2 kv + 3 ffn), by FLOPs (Llama 3.1 8B: 36.5%)."""
+    .per_op_sac; torchtitan 0.1.0 models/llama3/infra/parallelize.py `_save_list`, `_custom_policy`). Its policy
+    saves every second `aten.mm` output of the seven in order (wq, wk, wv, wo, w1, w3, w2: the odd ones) and marks
+    every other op to recompute, which torch.compile's partitioner always does where the backward reads the value
+    (torch 2.7.1 _functorch/partitioners.py `must_recompute`). A quantised recipe's torchao linears run
+    `aten._scaled_mm`, which the list does not name: none is saved. The backward reads q, k and v (attention's
+    inputs), w1's and w3's outputs (SwiGLU's), and wo's to rebuild the residual the MLP's norm reads, unless TP
+    leaves wo's output behind a reduce-scatter, which the list saves; it never reads w2's. So BF16 re-runs wk and
+    w3 under TP (Llama 3.1 8B: 28.8%), wo too without; a quantised recipe wq, wk, wv, w1 and w3 (65.4%), wo too
+    without TP."""
     h, kv, ffn = md.hidden, md.kv_dim, md.ffn
-    return (kv + h + ffn) / (2 * h + 2 * kv + 3 * ffn)
+    wo = where(tp > 1, 0.0, h)
+    rerun = (h + 2 * kv + 2 * ffn) if recipe.quantised else (kv + ffn)
+    return (rerun + wo) / (2 * h + 2 * kv + 3 * ffn)
 
 
-def _selective_s(ctx: Context, lt: _LayerTimes) -> Number:
+def _selective_s(ctx: Context, lt: _LayerTimes, tp: Number) -> Number:
     """The backward's recompute under selective recompute: Megatron's attention core (`_LayerTimes.selective`),
     or per-op SAC's forward less what its policy saves (attention and the matmuls it keeps)."""
     if not ctx.recipe.per_op_sac:
         return lt.selective
-    saved_gemm = (1 - sac_recomputed_gemm_share(ctx.model)) * lt.forward_gemm
+    saved_gemm = (1 - sac_recomputed_gemm_share(ctx.model, ctx.recipe, tp)) * lt.forward_gemm
     return lt.forward - lt.forward_attention - saved_gemm
 
 
@@ -1292,7 +1301,7 @@ def _head_compute(ctx: Context, compute: ShardCompute, lv: LayoutVars, full: Num
     if not ctx.model.mtp_layers:
         return head
     mtp = compute.mtp
-    recompute_s = _recompute_s(ctx, mtp, full, equal(lv.recompute, 1))
+    recompute_s = _recompute_s(ctx, mtp, full, equal(lv.recompute, 1), lv.tp)
     return head + ctx.model.mtp_layers * (mtp.forward + mtp.backward + recompute_s + head)
 
 
