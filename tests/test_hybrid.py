@@ -117,6 +117,24 @@ def test_the_ssd_scan_flops_follow_the_chunked_algorithm() -> None:
     assert backward.flops == pytest.approx(mamba.SSD_BWD_PASSES * scan.flops)
 
 
+def test_a_batch_of_several_sequences_pays_the_scan_layout_copies() -> None:
+    """Megatron-Core lays activations out [sequence, batch, width] and the scan [batch, sequence, width]: with more
+    than one sequence in the micro-batch, in_proj's output is copied into the scan's order and the scan's output back
+    (megatron-core 0.16.1 ssm/mamba_mixer.py L642, L678), and in the backward TransformerEngine copies in_proj's
+    permuted output gradient (2.9.0 pytorch/module/base.py L1143-1144); each copy reads and writes BF16. A batch of one
+    is contiguous in either order, and copies nothing."""
+    md, seq, tp = ZOO["nemotron-3-nano-30b-a3b"], 8192, 2.0
+    in_width = 2 * md.mamba_inner + 2 * md.mamba_groups * md.mamba_state + md.mamba_heads
+    for mbs in (1.0, 2.0, 4.0):
+        sh = Shard(md, RECIPES["bf16"], tp=tp, cp=1.0, mbs=mbs, seq_len=seq)
+        ops = {op.name: op for op in mamba.mamba_block_forward(sh, RECIPES["bf16"])}
+        ops |= {op.name: op for op in mamba.mamba_block_backward(sh, RECIPES["bf16"])}
+        copied = 0.0 if mbs == 1 else mbs * seq / tp * 2 * 2  # elements per width on this rank, read and write
+        assert ops["scan_input_layout"].bytes == pytest.approx(copied * in_width)
+        assert ops["scan_output_layout"].bytes == pytest.approx(copied * md.mamba_inner)
+        assert ops["in_proj.grad_layout"].bytes == pytest.approx(copied * in_width)
+
+
 def test_model_flops_count_gemms_attention_and_the_scan_by_layer_kind() -> None:
     """6 x the GEMM weights a token goes through (in_proj, out_proj, attention, MLP, LM head), 3 x the causal
     attention of the '*' layers (2 x 2 x s x q_dim / 2 forward) and 3 x the SSD scan of the 'M' layers."""

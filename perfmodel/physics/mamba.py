@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, Recipe
-from perfmodel.physics.algebra import Number
+from perfmodel.physics.algebra import Number, equal, where
 from perfmodel.physics.workload import Op, Shard, _linear_forward, _mem, linear_backward
 
 SSD_BWD_PASSES = 3.0
@@ -51,6 +51,16 @@ def _scan_bytes(sh: Shard) -> Number:
     return per_token * T / t
 
 
+def _layout_copy(sh: Shard, name: str, width: Number) -> Op:
+    """A copy between Megatron's [sequence, batch, width] order and the scan's [batch, sequence, width] (read and
+    write, BF16), which a micro-batch of one sequence does not pay: the permuted view of a batch of one is contiguous
+    already. megatron-core 0.16.1 (and 0.15.0) ssm/mamba_mixer.py _ssm_training: `rearrange(zxBCdt, "l b d -> b l
+    d").contiguous()` before the scan (L642) and `rearrange(y, "b l d -> l b d").contiguous()` after it (L678); in
+    the backward in_proj's output gradient comes back as the permuted view of the scan's, which TransformerEngine
+    copies (2.9.0 pytorch/module/base.py grad_output_preprocess, L1143-1144: reshape, contiguous)."""
+    return _mem(name, sh.tokens * width / sh.tp, where(equal(sh.mbs, 1), 0.0, 2 * BF16_BYTES))
+
+
 def _scan_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
     """The chunked scan as a batched BF16 GEMM (its products are tensor-core matmuls of chunk x head-dim tiles):
     every head's tokens stacked as rows, head-dim columns, a chunk deep."""
@@ -62,15 +72,18 @@ def _scan_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
 
 
 def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    """Norm, in_proj, conv1d, SSD scan, gated RMSNorm, out_proj and residual of one 'M' layer."""
+    """Norm, in_proj, conv1d, SSD scan, gated RMSNorm, out_proj and residual of one 'M' layer, with the scan's
+    layout copies (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
     h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
     in_proj, out_proj = (_linear_forward(sh, recipe, *shape) for shape in _shapes(sh))
     return [
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *in_proj,
+        _layout_copy(sh, "scan_input_layout", md.mamba_linear_shapes["in_proj"][1]),
         _mem("conv1d", T * conv_channels, 2 * BF16_BYTES),
         _scan_op(sh, "ssd_scan", _scan_flops(sh), _scan_bytes(sh)),
+        _layout_copy(sh, "scan_output_layout", md.mamba_inner),
         _mem("gated_norm", T * md.mamba_inner / t, 3 * BF16_BYTES),
         *out_proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
@@ -79,7 +92,8 @@ def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
 
 def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     """The backward of `mamba_block_forward`: each linear layer's dgrad and wgrad, the gated norm's (reads y, z and
-    the gradient, writes two), the scan's (SSD_BWD_PASSES), the conv's (reads input and gradient, writes one)."""
+    the gradient, writes two), the scan's (SSD_BWD_PASSES), the conv's (reads input and gradient, writes one), and
+    in_proj's output gradient laid out back (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
     h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
     in_proj, out_proj = _shapes(sh)
@@ -89,6 +103,7 @@ def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False
         _mem("gated_norm.bwd", T * md.mamba_inner / t, 5 * BF16_BYTES),
         _scan_op(sh, "ssd_scan.bwd", SSD_BWD_PASSES * _scan_flops(sh), SSD_BWD_PASSES * _scan_bytes(sh)),
         _mem("conv1d.bwd", T * conv_channels, 3 * BF16_BYTES),
+        _layout_copy(sh, "in_proj.grad_layout", md.mamba_linear_shapes["in_proj"][1]),
         *linear_backward(sh, recipe, in_proj, frozen_weights, T),
         _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
