@@ -135,6 +135,22 @@ def test_a_batch_of_several_sequences_pays_the_scan_layout_copies() -> None:
         assert ops["in_proj.grad_layout"].bytes == pytest.approx(copied * in_width)
 
 
+def test_the_scan_gates_its_output_and_a_plain_norm_follows() -> None:
+    """Megatron-Core hands the gate to the scan (no rmsnorm_weight: megatron-core 0.16.1 mamba_mixer.py L659-675), so
+    mamba_ssm's last forward kernel reads z and writes the ungated output beside the gated one (ssd_chunk_scan.py
+    L1276-1278) and the norm after it reads one tensor and writes one (L681-682); the backward's
+    _chunk_scan_bwd_dz reads the gradient, the ungated output, z and x and writes two (L406-419), the norm's reads
+    two and writes one. Over the inner width in BF16, per token: 4 passes forward and 9 backward."""
+    md, seq = ZOO["nemotron-3-nano-30b-a3b"], 8192
+    sh = Shard(md, RECIPES["bf16"], tp=1.0, cp=1.0, mbs=1.0, seq_len=seq)
+    forward = {op.name: op for op in mamba.mamba_block_forward(sh, RECIPES["bf16"])}
+    backward = {op.name: op for op in mamba.mamba_block_backward(sh, RECIPES["bf16"])}
+    pass_bytes = seq * md.mamba_inner * 2
+    gate = forward["ssd_scan"].bytes - backward["ssd_scan.bwd"].bytes / mamba.SSD_BWD_PASSES
+    assert (gate + forward["scan_norm"].bytes) / pass_bytes == pytest.approx(4)
+    assert (backward["scan_gate.bwd"].bytes + backward["scan_norm.bwd"].bytes) / pass_bytes == pytest.approx(9)
+
+
 def test_model_flops_count_gemms_attention_and_the_scan_by_layer_kind() -> None:
     """6 x the GEMM weights a token goes through (in_proj, out_proj, attention, MLP, LM head), 3 x the causal
     attention of the '*' layers (2 x 2 x s x q_dim / 2 forward) and 3 x the SSD scan of the 'M' layers."""

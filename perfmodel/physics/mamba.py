@@ -4,7 +4,8 @@ what context parallelism exchanges for it.
 Megatron-Core's MambaMixer (megatron-core 0.16.1 ssm/mamba_mixer.py): in_proj, a TE LayerNormColumnParallelLinear
 (the layer's pre-norm fused), projects to z, x, B, C and dt; a causal depthwise conv1d runs over x, B and C; the
 chunked SSD scan (Dao and Gu 2024, arXiv 2405.21060, section 6; mamba_ssm's mamba_split_conv1d_scan_combined,
-mamba_mixer.py L659) mixes the sequence; a gated RMSNorm (norm(y) x silu(z)) and the row-parallel out_proj follow.
+mamba_mixer.py L659) mixes the sequence and gates its output, y x silu(z), in its last kernel (`_GATE_PASSES`); an
+RMSNorm over each group's channels (L681-682, no z: the gate ran already) and the row-parallel out_proj follow.
 TP splits heads and groups (L247-259: `nheads % tp == 0`, `ngroups % tp == 0`), so every width below is divided by
 tp; sequence parallelism gathers the input and reduce-scatters the output as an attention block does. CP runs
 all-to-alls from a sequence split to a head split before the conv and the scan and back after them
@@ -29,6 +30,15 @@ def _shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     """(name, k_in, n_out, column_parallel) of the mixer's two linear layers on one TP rank."""
     (_, in_width), (inner, h) = sh.model.mamba_linear_shapes.values()
     return [("in_proj", h, in_width / sh.tp, True), ("out_proj", inner / sh.tp, h, False)]
+
+
+_GATE_PASSES = (2.0, 6.0)
+"""BF16 passes over the inner width of the gate that the scan applies, forward and backward, beyond the scan's own
+kernels: megatron-core 0.16.1 passes no rmsnorm_weight to mamba_split_conv1d_scan_combined (mamba_mixer.py
+L659-675), so mamba_ssm 2.3.2 hands z to the scan (ssd_combined.py L850), whose _chunk_scan_fwd reads it and writes
+the ungated output beside the gated one for the backward (ssd_chunk_scan.py L1276-1278, HAS_Z); the backward's
+_chunk_scan_bwd_dz reads the output gradient, the ungated output, z and x (for D) and writes dz and the ungated
+output's gradient (ssd_chunk_scan.py L1363-1412, L406-419)."""
 
 
 def _scan_flops(sh: Shard) -> Number:
@@ -72,8 +82,8 @@ def _scan_op(sh: Shard, name: str, flops: Number, bytes_moved: Number) -> Op:
 
 
 def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
-    """Norm, in_proj, conv1d, SSD scan, gated RMSNorm, out_proj and residual of one 'M' layer, with the scan's
-    layout copies (`_layout_copy`)."""
+    """Norm, in_proj, conv1d, the SSD scan and its gate, RMSNorm, out_proj and residual of one 'M' layer, with the
+    scan's layout copies (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
     h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
     in_proj, out_proj = (_linear_forward(sh, recipe, *shape) for shape in _shapes(sh))
@@ -82,25 +92,28 @@ def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         *in_proj,
         _layout_copy(sh, "scan_input_layout", md.mamba_linear_shapes["in_proj"][1]),
         _mem("conv1d", T * conv_channels, 2 * BF16_BYTES),
-        _scan_op(sh, "ssd_scan", _scan_flops(sh), _scan_bytes(sh)),
+        _scan_op(
+            sh, "ssd_scan", _scan_flops(sh), _scan_bytes(sh) + T * md.mamba_inner / t * _GATE_PASSES[0] * BF16_BYTES
+        ),
         _layout_copy(sh, "scan_output_layout", md.mamba_inner),
-        _mem("gated_norm", T * md.mamba_inner / t, 3 * BF16_BYTES),
+        _mem("scan_norm", T * md.mamba_inner / t, 2 * BF16_BYTES),
         *out_proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
 
 
 def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
-    """The backward of `mamba_block_forward`: each linear layer's dgrad and wgrad, the gated norm's (reads y, z and
-    the gradient, writes two), the scan's (SSD_BWD_PASSES), the conv's (reads input and gradient, writes one), and
-    in_proj's output gradient laid out back (`_layout_copy`)."""
+    """The backward of `mamba_block_forward`: each linear layer's dgrad and wgrad, the norm's (reads y and the
+    gradient, writes one), the gate's (`_GATE_PASSES`), the scan's (SSD_BWD_PASSES), the conv's (reads input and
+    gradient, writes one), and in_proj's output gradient laid out back (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
     h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
     in_proj, out_proj = _shapes(sh)
     return [
         _mem("residual1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
         *linear_backward(sh, recipe, out_proj, frozen_weights, T),
-        _mem("gated_norm.bwd", T * md.mamba_inner / t, 5 * BF16_BYTES),
+        _mem("scan_norm.bwd", T * md.mamba_inner / t, 3 * BF16_BYTES),
+        _mem("scan_gate.bwd", T * md.mamba_inner / t, _GATE_PASSES[1] * BF16_BYTES),
         _scan_op(sh, "ssd_scan.bwd", SSD_BWD_PASSES * _scan_flops(sh), SSD_BWD_PASSES * _scan_bytes(sh)),
         _mem("conv1d.bwd", T * conv_channels, 3 * BF16_BYTES),
         _layout_copy(sh, "in_proj.grad_layout", md.mamba_linear_shapes["in_proj"][1]),
