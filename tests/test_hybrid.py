@@ -146,9 +146,40 @@ def test_the_scan_gates_its_output_and_a_plain_norm_follows() -> None:
     forward = {op.name: op for op in mamba.mamba_block_forward(sh, RECIPES["bf16"])}
     backward = {op.name: op for op in mamba.mamba_block_backward(sh, RECIPES["bf16"])}
     pass_bytes = seq * md.mamba_inner * 2
-    gate = forward["ssd_scan"].bytes - backward["ssd_scan.bwd"].bytes / mamba.SSD_BWD_PASSES
+    gate = forward["ssd_scan"].bytes - mamba._scan_bytes(sh)
     assert (gate + forward["scan_norm"].bytes) / pass_bytes == pytest.approx(4)
     assert (backward["scan_gate.bwd"].bytes + backward["scan_norm.bwd"].bytes) / pass_bytes == pytest.approx(9)
+
+
+def test_the_scan_backward_moves_each_kernels_tensors() -> None:
+    """The backward's bytes tensor by tensor, per token, as mamba_ssm 2.3.2's _mamba_chunk_scan_combined_bwd
+    (ssd_combined.py L396-513) reads and writes them: x, the output gradient and dx are I wide (BF16), B and C G N,
+    dt and dA H (dt BF16 as it comes, FP32 after the cumsum), C B^T G Q (FP32), the chunk states I N / Q (FP32, or
+    BF16 after _state_passing_bwd)."""
+    md, seq = ZOO["nemotron-3-nano-30b-a3b"], 8192
+    i, gn, h = md.mamba_inner, md.mamba_groups * md.mamba_state, md.mamba_heads
+    gq, states = md.mamba_groups * md.mamba_chunk, md.mamba_inner * md.mamba_state / md.mamba_chunk
+    x, dout, bc, dt, fp32_h, cb, s32, s16 = 2 * i, 2 * i, 2 * gn, 2 * h, 4 * h, 4 * gq, 4 * states, 2 * states
+    kernels = {  # bytes read + written per token
+        "dt.clone": dt + dt,
+        "_chunk_cumsum_fwd": dt + 2 * fp32_h,
+        "_bmm_chunk_fwd": 2 * bc + cb,
+        "_chunk_state_fwd": bc + x + 2 * fp32_h + s32,
+        "_state_passing_fwd": s32 + s32,
+        "_chunk_scan_bwd_dstates": bc + fp32_h + dout + s32,
+        "_state_passing_bwd": 2 * s32 + 2 * s16,
+        "_chunk_scan_chunk_state_bwd_dx": x + 2 * fp32_h + bc + cb + dout + s16 + x + fp32_h,
+        "_chunk_state_bwd_db": x + 2 * fp32_h + s16 + bc + 2 * bc + fp32_h,
+        "_chunk_scan_bwd_dC": dout + fp32_h + s16 + bc + 2 * bc + fp32_h,
+        "_chunk_scan_bwd_dcb": x + dout + 2 * fp32_h + cb,
+        "_bmm_chunk_bwd (dB)": bc + cb + 2 * bc + bc,
+        "_bmm_chunk_bwd (dC)": bc + cb + 2 * bc + bc,
+        "_chunk_scan_bwd_ddAcs_stable": x + dout + 2 * fp32_h + cb + fp32_h,
+        "ddA sums, reversed cumsum, _chunk_cumsum_bwd": 13 * fp32_h,
+    }
+    sh = Shard(md, RECIPES["bf16"], tp=2.0, cp=1.0, mbs=1.0, seq_len=seq)
+    backward = next(op for op in mamba.mamba_block_backward(sh, RECIPES["bf16"]) if op.name == "ssd_scan.bwd")
+    assert backward.bytes == pytest.approx(sum(kernels.values()) * seq / 2)
 
 
 def test_model_flops_count_gemms_attention_and_the_scan_by_layer_kind() -> None:

@@ -23,7 +23,8 @@ DELTA_RULE_BWD_PASSES = 3.0
 """The chunked delta rule's backward in forward passes: fla's chunk_gated_delta_rule_bwd keeps neither W, U nor the
 chunk states, so it re-runs recompute_w_u and the state passing, then takes two gradient products for each forward
 product (the dv, dh, dq/dk/dw and WY kernels), each reading its inputs from HBM again (recalled from the public
-code, not a stored copy; mamba.SSD_BWD_PASSES makes the same count for the SSD scan)."""
+code, not a stored copy; mamba.SSD_BWD_PASSES makes the same count of the SSD scan's FLOPs, whose bytes
+mamba._scan_backward_bytes counts kernel by kernel)."""
 
 
 def _shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:

@@ -20,10 +20,10 @@ from perfmodel.physics.algebra import Number, equal, where
 from perfmodel.physics.workload import Op, Shard, _linear_forward, _mem, linear_backward
 
 SSD_BWD_PASSES = 3.0
-"""The SSD backward's work in forward scans: it keeps neither the chunk states nor C B^T, so it re-runs the forward's
-kernels (cumsum, chunk states, state passing, C B^T), then takes two gradient products for each forward product,
-each kernel reading its inputs from HBM again (mamba_ssm ssd_combined.py _mamba_chunk_scan_combined_bwd; recalled
-from the public code, not a stored copy)."""
+"""The SSD backward's FLOPs in forward scans: it keeps neither the chunk states nor C B^T, so it re-runs the forward's
+kernels (cumsum, chunk states, state passing, C B^T), then takes two gradient products for each forward product
+(mamba_ssm 2.3.2 ssd_combined.py _mamba_chunk_scan_combined_bwd, L396-513); its bytes kernel by kernel in
+`_scan_backward_bytes`."""
 
 
 def _shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
@@ -47,9 +47,9 @@ def _scan_flops(sh: Shard) -> Number:
 
 
 def _scan_bytes(sh: Shard) -> Number:
-    """HBM bytes of the scan's forward kernels, each reading its inputs and writing its outputs (mamba_ssm
-    ssd_combined.py _mamba_chunk_scan_combined_fwd; recalled from the public code, not a stored copy), per token and
-    TP rank, with I the inner width, G N the groups' state, H heads, Q the chunk:
+    """HBM bytes of the scan's forward kernels, each reading its inputs and writing its outputs (mamba_ssm 2.3.2
+    ssd_combined.py _mamba_chunk_scan_combined_fwd, L343-394; the gate's `_GATE_PASSES` apart), per token and TP
+    rank, with I the inner width, G N the groups' state, H heads, Q the chunk:
     _chunk_cumsum_fwd reads dt, writes dA's cumulative sum and dt in FP32 (10 H); _chunk_state_fwd reads B, x, dt
     and dA, writes the chunk states in FP32 (2 G N + 2 I + 8 H + 4 I N / Q); _state_passing_fwd reads them, writes
     BF16 (6 I N / Q); _bmm_chunk_fwd reads C and B, writes C B^T in FP32 (4 G N + 4 G Q); _chunk_scan_fwd reads
@@ -58,6 +58,28 @@ def _scan_bytes(sh: Shard) -> Number:
     inner, heads, chunk = md.mamba_inner, md.mamba_heads, md.mamba_chunk
     group_state, group_chunk = md.mamba_groups * md.mamba_state, md.mamba_groups * min(chunk, sh.seq_len)
     per_token = 26 * heads + 8 * group_state + 6 * inner + 8 * group_chunk + 12 * inner * md.mamba_state / chunk
+    return per_token * T / t
+
+
+def _scan_backward_bytes(sh: Shard) -> Number:
+    """HBM bytes of the scan's backward kernels (mamba_ssm 2.3.2 ssd_combined.py _mamba_chunk_scan_combined_bwd,
+    L396-513; the gate's `_GATE_PASSES` apart), each reading its inputs and writing its outputs, per token and TP rank,
+    in `_scan_bytes`'s symbols. The forward's cumsum, C B^T (FP32), chunk states (FP32) and state passing, now
+    writing FP32 (out_dtype None: ssd_state_passing.py L206), run again (10 H, 4 G N + 4 G Q, 2 G N + 2 I + 8 H
+    + 4 I N / Q, 8 I N / Q; dt cloned first, 4 H); _chunk_scan_bwd_dstates reads C, dA and the gradient, writes the
+    states' gradients in FP32 (2 G N + 4 H + 2 I + 4 I N / Q); _state_passing_bwd reads both FP32, writes both BF16
+    (12 I N / Q); _chunk_scan_chunk_state_bwd_dx reads x, dt, dA, B, C B^T, the gradient and the states' gradients,
+    writes dx and ddt (6 I + 12 H + 2 G N + 4 G Q + 2 I N / Q); _chunk_state_bwd_db reads x, dt, dA, the states'
+    gradients and B, writes dB in FP32 and a dA partial (2 I + 12 H + 6 G N + 2 I N / Q); _chunk_scan_bwd_dC reads the
+    gradient, dA, the states and C, writes dC in FP32 and a dA partial (2 I + 8 H + 6 G N + 2 I N / Q);
+    _chunk_scan_bwd_dcb reads x, the gradient, dt and dA, writes dC B^T in
+    FP32 (4 I + 8 H + 4 G Q); two _bmm_chunk_bwd read C or B, it and the FP32 partial, write BF16 (8 G N + 4 G Q
+    each); _chunk_scan_bwd_ddAcs_stable reads x, the gradient, dt, dA and C B^T, writes ddA (4 I + 12 H + 4 G Q);
+    the ddA sums, reversed cumsum and _chunk_cumsum_bwd pass over per-head FP32 terms (52 H)."""
+    md, T, t = sh.model, sh.tokens, sh.tp
+    inner, heads, chunk = md.mamba_inner, md.mamba_heads, md.mamba_chunk
+    group_state, group_chunk = md.mamba_groups * md.mamba_state, md.mamba_groups * min(chunk, sh.seq_len)
+    per_token = 130 * heads + 38 * group_state + 22 * inner + 24 * group_chunk + 34 * inner * md.mamba_state / chunk
     return per_token * T / t
 
 
@@ -104,8 +126,9 @@ def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
 
 def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
     """The backward of `mamba_block_forward`: each linear layer's dgrad and wgrad, the norm's (reads y and the
-    gradient, writes one), the gate's (`_GATE_PASSES`), the scan's (SSD_BWD_PASSES), the conv's (reads input and
-    gradient, writes one), and in_proj's output gradient laid out back (`_layout_copy`)."""
+    gradient, writes one), the gate's (`_GATE_PASSES`), the scan's (`_scan_backward_bytes`), the conv's (run again
+    first: ssd_combined.py L912-917 recompute x, B and C, reading and writing them, then reads input and gradient,
+    writes one), and in_proj's output gradient laid out back (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
     h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
     in_proj, out_proj = _shapes(sh)
@@ -114,8 +137,8 @@ def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False
         *linear_backward(sh, recipe, out_proj, frozen_weights, T),
         _mem("scan_norm.bwd", T * md.mamba_inner / t, 3 * BF16_BYTES),
         _mem("scan_gate.bwd", T * md.mamba_inner / t, _GATE_PASSES[1] * BF16_BYTES),
-        _scan_op(sh, "ssd_scan.bwd", SSD_BWD_PASSES * _scan_flops(sh), SSD_BWD_PASSES * _scan_bytes(sh)),
-        _mem("conv1d.bwd", T * conv_channels, 3 * BF16_BYTES),
+        _scan_op(sh, "ssd_scan.bwd", SSD_BWD_PASSES * _scan_flops(sh), _scan_backward_bytes(sh)),
+        _mem("conv1d.bwd", T * conv_channels, 5 * BF16_BYTES),
         _layout_copy(sh, "in_proj.grad_layout", md.mamba_linear_shapes["in_proj"][1]),
         *linear_backward(sh, recipe, in_proj, frozen_weights, T),
         _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
