@@ -77,6 +77,13 @@ _OP_FUSER_OFF_SOURCE = (
     "use_transformer_engine_op_fuser left False by _benchmark_common (perf_recipes/_common.py L65-66) and no "
     "NVTE_CUTEDSL_FUSED_GROUPED_MLP: Megatron-Core's TEGroupedMLP"
 )
+_NO_EP_OVERLAP = (
+    "overlap_moe_expert_parallel_comm left unset, so False (training/comm_overlap.py L438): nothing overlaps the "
+    "exchange (ModelSpec.ep_exchange_exposed)"
+)
+_FLEX_EXPOSED = {"dispatcher": "flex", "ep_exchange_exposed": True}
+"""A recipe's flex dispatcher with neither the EP overlap of two micro-batches nor a shared-expert one: every
+all-to-all exposed, not hidden up to the fitted share as the zoo entries' flex exchange is."""
 _FULL_ITERATION_MXFP8 = {"fp8_attention": True, "fused_grouped_mlp": True, "full_iteration_graph": True}
 """What the FP8-MX full-iteration recipes of GPT-OSS-120B and Qwen3 alike set that the model prices: MXFP8 attention,
 the fused grouped MLP and the whole iteration in one CUDA graph (cuda_graph_impl 'full_iteration': gpt_oss/common.py
@@ -146,6 +153,19 @@ def _deepseek_v3_fp8mx(
     )
 
 
+def _h100_fp8_flex_exposed(model: str, layout: tuple[int, ...], source: str) -> MoeRecipe:
+    """An H100 FP8-CS recipe that runs the flex dispatcher with nothing overlapping its exchange (`_FLEX_EXPOSED`)."""
+    return MoeRecipe(
+        model=model,
+        hardware="H100-SXM5-80GB",
+        dtypes=("FP8", "FP8-CS"),
+        layout=layout,
+        model_settings=_FLEX_EXPOSED,
+        run_settings={},
+        source=source,
+    )
+
+
 NEMOTRON_FUSED_LATER = (
     "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18) sets use_transformer_engine_op_fuser, fp8_dot_product_attention "
     "and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in the GB300 and GB200 Nano and Lightning FP8-MX configs "
@@ -190,6 +210,23 @@ MOE_RECIPES = (
         "qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config and _bf16_config: TP2 PP8 VP4 EP32 MBS1, "
         "moe_token_dispatcher_type 'alltoall', moe_a2a_overlap True, "
         "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)",
+    ),
+    _h100_fp8_flex_exposed(
+        "Qwen3-30B-A3B",
+        (1, 1, 1, 16, 1),
+        "megatron-bridge 0.6.2 (PyPI wheel, 2026-09-18; 0.6.0 the same), perf_recipes/qwen/h100/qwen3_moe.py "
+        "qwen3_30b_a3b_pretrain_16gpu_h100_fp8cs_config (L66-115): TP1 PP1 EP16 MBS1 (L79-86), recompute_granularity "
+        "None (L71), moe_token_dispatcher_type 'flex' on HybridEP with moe_a2a_overlap False (L88-90), "
+        f"CommOverlapConfig(tp_comm_overlap=True) (L92): {_NO_EP_OVERLAP}; Qwen3-30B-A3B has no shared experts",
+    ),
+    _h100_fp8_flex_exposed(
+        "DeepSeek-V3",
+        (2, 8, 4, 64, 1),
+        f"{_DEEPSEEK}h100/deepseek_v3.py deepseek_v3_pretrain_1024gpu_h100_fp8cs_config (L75-120): TP2 PP8 VP4 EP64 "
+        "MBS1 (L81-88) on recipes/deepseek/h100/deepseek_v3.py's provider, whose HybridEP backend (L145) "
+        "apply_flex_dispatcher_backend (L241) turns into the flex dispatcher with moe_shared_expert_overlap False "
+        "(training/flex_dispatcher_backend.py L99), overlap_moe_expert_parallel_comm False (L215): nothing overlaps "
+        "the exchange (ModelSpec.ep_exchange_exposed)",
     ),
     _gpt_oss_120b_fp8mx("gb300", 16),
     _gpt_oss_120b_fp8mx("gb200", 64),
@@ -244,11 +281,11 @@ MOE_RECIPES = (
         hardware="B300",
         dtypes=("MXFP8", "BF16"),
         layout=(1, 1, 1, 8, 4),
-        model_settings={"dispatcher": "flex"},
+        model_settings=_FLEX_EXPOSED,
         run_settings=_OP_FUSER_OFF,
         source=f"{_GPT_OSS}b300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_b300_fp8mx_config and _bf16_config: "
-        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep', no EP overlap; "
-        f"{_OP_FUSER_OFF_SOURCE}",
+        "moe_token_dispatcher_type 'flex', moe_flex_dispatcher_backend 'hybridep' (L284-285, L237-238), "
+        f"{_NO_EP_OVERLAP}, and GPT-OSS-120B has no shared experts; {_OP_FUSER_OFF_SOURCE}",
     ),
     _deepseek_v3_fp8mx("gb300", (1, 2, 8, 32, 1), True, 154, no_recompute_line=145),
     _deepseek_v3_fp8mx("gb200", (1, 4, 4, 64, 1), False, 157),
@@ -274,7 +311,9 @@ of Qwen3 and DeepSeek-V3 (flex dispatcher, and in the MXFP8 ones the EP overlap 
 the zoo entries already do but for their FP8-MX ones' TransformerEngine settings and whole-iteration graph,
 GPT-OSS-120B's GB300 BF16, B200 and H100 recipes keep the provider's 'alltoall' without EP overlap, and the Nemotron 3
 Nano and Lightning FP8-MX ones of NeMo 26.08 leave the op fuser off on GB300, GB200 and B300 (their experts loop, as
-GPT-OSS-120B's B300 and B200 ones do; `NEMOTRON_FUSED_LATER`). DeepSeek-V3's B300 FP8-MX recipe
+GPT-OSS-120B's B300 and B200 ones do; `NEMOTRON_FUSED_LATER`). Qwen3-30B-A3B's H100 FP8-CS (EP16) and DeepSeek-V3's
+H100 FP8-CS recipes, like GPT-OSS-120B's B300 ones, run flex with nothing overlapping its exchange, where the zoo
+entries' flex exchange hides behind the layer (`_FLEX_EXPOSED`). DeepSeek-V3's B300 FP8-MX recipe
 (PP8 VP2 EP8 MBS1) matches no bundled row; Nano's B200 FP8-MX one (EP8 MBS2, op fuser off too) only a NeMo 26.04.01
 row, whose release pays the per-expert loop anyway (efficiency.GROUPED_KERNEL_RELEASE)."""
 
