@@ -294,3 +294,21 @@ def test_hopper_pays_the_per_expert_grouped_gemm_cost_in_every_release() -> None
         extra[family] = float(op_time(grouped, acc, with_cost) - op_time(grouped, acc, without))
     assert extra["hopper"] == pytest.approx(16 * 1e-4)
     assert extra["blackwell"] == 0.0
+
+
+def test_the_alltoall_dispatcher_sorts_the_copies_by_local_expert_and_back() -> None:
+    """megatron-core 0.16.1 transformer/moe/token_dispatcher.py: MoEAlltoAllTokenDispatcher sorts the copies an
+    all-to-all delivers by local expert (dispatch_postprocess L732-738) and back before the combine (combine_preprocess
+    L767-772) when a rank holds more than one expert: a read and write of every routed row in BF16 each way, and of
+    its gradient in the backward. The flex dispatcher's one permutation groups them as they arrive."""
+    recipe = RECIPES["bf16"]
+    nano = ZOO["nemotron-3-nano-30b-a3b"]  # dispatcher 'alltoall', 128 experts, top-6
+    names = ("sort_by_expert", "unsort_by_expert", "unsort_by_expert.bwd", "sort_by_expert.bwd")
+    for ep, sorted_bytes in ((8, 8192 * 6 * nano.hidden * 2 * 2), (128, 0.0)):  # 16 local experts, then one
+        sh = Shard(nano, recipe, tp=1, cp=1, mbs=1, seq_len=8192, ep=ep)
+        ops = {op.name: op for op in moe.moe_block_forward(sh, recipe) + moe.moe_block_backward(sh, recipe)}
+        assert [ops[name].bytes for name in names] == pytest.approx([sorted_bytes] * 4)
+    flex = Shard(replaced(nano, dispatcher="flex"), recipe, tp=1, cp=1, mbs=1, seq_len=8192, ep=8)
+    assert not {op.name for op in moe.moe_block_forward(flex, recipe) + moe.moe_block_backward(flex, recipe)} & set(
+        names
+    )

@@ -166,6 +166,18 @@ def _sizes(sh: Shard) -> _Sizes:
     return _Sizes(sh.model.experts / sh.ep, routed_tokens(sh), tokens_in(sh), tokens_per_expert(sh))
 
 
+def _expert_sort(sh: Shard, name: str, rows: Number, local: Number) -> list[Op]:
+    """The 'alltoall' dispatcher's second permutation: the copies an all-to-all delivers arrive grouped by sending
+    rank and are sorted by local expert for the grouped GEMM, and the outputs sorted back before the combine
+    (megatron-core 0.16.1 transformer/moe/token_dispatcher.py dispatch_postprocess L732-738 and combine_preprocess
+    L767-772, sort_chunks_by_idxs; with token dropping a transpose and copy, L708-730), a read and write of the routed
+    rows in BF16 each way, and their gradients' in the backward; only with more than one local expert. The flex
+    dispatcher's permutation groups them by expert as it receives them."""
+    if sh.model.dispatcher != "alltoall":
+        return []
+    return [_mem(name, rows * sh.model.hidden, where(local > 1, 2 * BF16_BYTES, 0.0))]
+
+
 def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     """Norm, router, top-k, permutation, the grouped expert GEMMs, shared experts, un-permutation and residual."""
     md, t, T, h = sh.model, sh.tp, sh.tokens, sh.model.hidden
@@ -178,6 +190,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _gemm("router.fprop", copies, md.experts, h, "bf16", BF16_BYTES),
         _mem("topk", copies * md.experts, ROUTER_BYTES),
         _mem("permute", copies * h, (1 + md.top_k) * BF16_BYTES),
+        *_expert_sort(sh, "sort_by_expert", rows, local),
     ]
     for name, k, n in _expert_shapes(sh):
         if recipe.quantised:
@@ -190,6 +203,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     return [
         *ops,
         *_shared_forward(sh, recipe),
+        *_expert_sort(sh, "unsort_by_expert", rows, local),
         _mem("unpermute", rows * h, BF16_BYTES + BF16_BYTES / md.top_k),
         _mem("residual2", T / t * h, 3 * BF16_BYTES),
     ]
@@ -205,6 +219,7 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     ops = [
         _mem("residual2.bwd", T / t * h, 3 * BF16_BYTES),
         _mem("unpermute.bwd", rows * h, 2 * BF16_BYTES),
+        *_expert_sort(sh, "unsort_by_expert.bwd", rows, local),
         *_shared_backward(sh, recipe),
     ]
     for name, k, n in reversed(_expert_shapes(sh)):
@@ -220,6 +235,7 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         ops += _expert_bias_backward(sh, fused)
     return [
         *ops,
+        *_expert_sort(sh, "sort_by_expert.bwd", rows, local),
         _mem("permute.bwd", copies * h, (1 + md.top_k) * BF16_BYTES),
         _mem("topk.bwd", copies * md.experts, ROUTER_BYTES),
         _gemm("router.dgrad", copies, h, md.experts, "bf16", BF16_BYTES),
