@@ -42,9 +42,9 @@ def test_an_ep_group_across_dgx_nodes_names_the_scale_out_share() -> None:
     lines = _lines("--model", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "64", "--ep", "32", "--etp", "2",
                    "--gbs", "64")  # fmt: skip
     assert "EP32 x ETP2 x expert DP1, 8 experts per EP rank;" in lines[2]
-    pct = _overlap_pct("deepseek-v3", "h100-sxm", "overlap_ep_scaleout")
+    pct = _overlap_pct("deepseek-v3", "h100-sxm", "overlap_dp")
     assert lines[2].endswith(f"all-to-all across 8 scale-up domains (NICs), hidden behind the layer's compute up "
-                             f"to {pct} (overlap_ep_scaleout; the flex dispatcher)")  # fmt: skip
+                             f"to {pct} (overlap_dp; the flex dispatcher)")  # fmt: skip
 
 
 def test_gpt_oss_alltoall_dispatcher_without_shared_experts_hides_nothing() -> None:

@@ -24,7 +24,7 @@ def test_moe_stage_parameters_cite_the_moe_fit(tmp_path: Path) -> None:
     sheet = openpyxl.load_workbook(out)["Assumptions"]
     rows = {r[1]: r for r in sheet.iter_rows(values_only=True) if r[0] and r[0].startswith("efficiency (")}
     stage = f"MoE stage ({moe_fit['rows']} MoE rows, in-sample MAPE {moe_fit['in_sample_mape_pct']:.1f}%;"
-    for name in ("overlap_ep", "overlap_ep_scaleout", "grouped_gemm", "moe_legacy_group_s"):
+    for name in ("overlap_ep", "grouped_gemm", "moe_legacy_group_s"):
         assert stage in rows[name][4], name
         assert isinstance(rows[name][2], float), name
     assert stage not in rows["gemm_bf16"][4] and "measured rows" in rows["gemm_bf16"][4]

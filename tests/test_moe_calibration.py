@@ -18,7 +18,7 @@ from perfmodel.physics import calibration
 from perfmodel.physics import parameters as table
 from perfmodel.physics.calibration import BUNDLED, Calibration
 
-MOE_SHARED = ("overlap_ep", "overlap_ep_scaleout", "grouped_gemm")
+MOE_SHARED = ("overlap_ep", "grouped_gemm")
 """The MoE stage's entries shared by every family."""
 
 
@@ -141,14 +141,26 @@ def test_a_file_with_the_old_moe_section_reads_as_it_was_meant(tmp_path: Path) -
     assert replace(eff, overlap_ep=plain.overlap_ep, grouped_gemm=plain.grouped_gemm) == plain
 
 
+def test_a_file_with_the_retired_scale_out_share_loads_without_it(tmp_path: Path) -> None:
+    """Files written while the NIC share of the EP exchange was fitted (`overlap_ep_scaleout`, now `overlap_dp`:
+    moe.ep_overlap) still load; the value is left out, and a key the table never had is still refused."""
+    document = json.loads(BUNDLED.read_text())
+    values = {k: v for k, v in document["parameters"].items() if k in calibration.RETIRED or table.entry(k)}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document | {"parameters": values | {"overlap_ep_scaleout": 0.81}}))
+    assert "overlap_ep_scaleout" not in Calibration.load(path).parameters
+    path.write_text(json.dumps(document | {"parameters": values | {"overlap_ep_nic": 0.81}}))
+    with pytest.raises(PerfmodelError, match="unknown 'overlap_ep_nic'"):
+        Calibration.load(path)
+
+
 def test_the_moe_entries_are_in_the_shared_table_and_the_dense_fit_leaves_them() -> None:
-    """overlap_ep, overlap_ep_scaleout and grouped_gemm are table entries of the MoE stage, with their bounds and
+    """overlap_ep and grouped_gemm are table entries of the MoE stage, with their bounds and
     priors; the dense fit's free entries never include them, the MoE stage's only them."""
     from perfmodel.fitting.validation import _formats
 
     entries = (
         ("overlap_ep", (0.05, 0.95), 0.5),
-        ("overlap_ep_scaleout", (0.05, 0.95), 0.5),
         ("grouped_gemm", (0.5, 1.2), 1.0),
     )
     for name, bounds, prior in entries:

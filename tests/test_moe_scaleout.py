@@ -1,5 +1,5 @@
 """The expert all-to-all across NICs: its time from datasheet figures by hand for each dispatcher, the nodes a
-token reaches under group-limited routing, and the overlap share it hides by (`overlap_ep_scaleout` for an EP group
+token reaches under group-limited routing, and the overlap share it hides by (`overlap_dp` for an EP group
 spanning scale-up domains, `overlap_ep` inside one)."""
 
 from __future__ import annotations
@@ -81,13 +81,14 @@ def test_routing_groups_must_divide_the_experts() -> None:
         replaced(ZOO["deepseek-v3"], group_top_k=0)
 
 
-def test_an_ep_group_across_nics_hides_by_its_own_share_and_one_inside_nvlink_by_overlap_ep() -> None:
+def test_an_ep_group_across_nics_hides_as_dp_collectives_do_and_one_inside_nvlink_by_overlap_ep() -> None:
     """Qwen3-30B-A3B (flex dispatcher) at EP64 on DGX B300s crosses the NICs: its exposed all-to-all moves with
-    overlap_ep_scaleout only; EP8 stays inside a node and moves with overlap_ep only."""
+    overlap_dp only (a NIC-bound collective on its own stream, `moe.ep_overlap`); EP8 stays inside a node and moves
+    with overlap_ep only."""
     inside = replace(GPT_OSS_EP64, ep=8)
-    base = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.6, overlap_ep_scaleout=0.6)
-    less_nic = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.6, overlap_ep_scaleout=0.2)
-    less_nvlink = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.2, overlap_ep_scaleout=0.6)
+    base = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.6, overlap_dp=0.6)
+    less_nic = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.6, overlap_dp=0.2)
+    less_nvlink = _ctx("dgx-b300", "qwen3-30b-a3b", overlap_ep=0.2, overlap_dp=0.6)
     assert moe.ep_overlap(less_nic.efficiency, group_links(less_nic.tiers, less_nic.efficiency, 64.0, 1.0)) == 0.2
     across = {c: evaluate(c, layout_vars(GPT_OSS_EP64)).ep_comm_exposed_s for c in (base, less_nic, less_nvlink)}
     within = {c: evaluate(c, layout_vars(inside)).ep_comm_exposed_s for c in (base, less_nic, less_nvlink)}

@@ -61,9 +61,10 @@ def test_gpt_oss_hopper_row_within_tolerance() -> None:
     perf_recipes/gpt_oss/h100/gpt_oss.py L39-40: recompute_modules ['layernorm', 'moe_act']). It reads slow: -11.0%
     before the experts' eager fc2-bias loop it runs (moe.EAGER_BIAS_PASSES, BF16 without the fused MLP) and that
     recompute were priced, -13.6% after, -14.3% once the refit that dates Hopper's older attention kernels
-    (efficiency.ATTENTION_RELEASES) moved the shared values, -0.3% once the fitted H100 rows of Qwen3-30B-A3B (EP16)
+    (efficiency.ATTENTION_RELEASES) moved the shared values, -2.3% once the fitted H100 rows of Qwen3-30B-A3B (EP16)
     and DeepSeek-V3 ran their recipes' flex exchange with nothing overlapping it (H100_FLEX_EXPOSED_ROWS) and no longer
-    pushed Hopper's per-expert cost (moe_legacy_group_s@hopper) from 68 to 100 us."""
+    pushed Hopper's per-expert cost (moe_legacy_group_s@hopper) from 68 to 98 us, with the 'alltoall' dispatcher's
+    expert sort priced (moe._expert_sort) and the NIC exchange hiding at overlap_dp (moe.ep_overlap)."""
     run = _run("84")
     assert "gpt-oss-120b" in str(run.scenario["model"]) and run.scenario["parallelism"]["pp"] == 4
     assert run.scenario["parallelism"]["recompute"] == "selective"
@@ -343,8 +344,9 @@ def test_nemotron_fp8_mx_rows_keep_the_per_expert_loop(row: int, gpu: str) -> No
     nor fp8_dot_product_attention nor NVTE_CUTEDSL_FUSED_GROUPED_MLP, and _benchmark_common turns the op fuser off
     (perf_recipes/_common.py L65-66): their squared-ReLU experts loop (0.6.2, 2026-09-18, turns the fused MLP on; and
     TransformerEngine fuses squared ReLU only from 2.17 with cudnn-frontend 1.24, transformer-engine 2.17.1
-    ops/fused/grouped_mlp.py fuse_srelu_ops). Priced so, each row reads slower than with the fused MLP, towards its
-    measured throughput (every such row is optimistic either way)."""
+    ops/fused/grouped_mlp.py fuse_srelu_ops). Priced so, each row reads slower than with the fused MLP and nearer its
+    measured throughput (every such row reads optimistic with the fused MLP; looped, GB200's row 29 reads -1.2% once
+    the 'alltoall' dispatcher's expert sort is priced, moe._expert_sort)."""
     run = _run(str(row))
     assert run.scenario["gpu"] == gpu
     keys = (*FULL_ITERATION_MXFP8, "fp8_output_proj", "expert_loop")
@@ -353,7 +355,7 @@ def test_nemotron_fp8_mx_rows_keep_the_per_expert_loop(row: int, gpu: str) -> No
     calibration = resolve(None)
     fused = replace(run, scenario={k: v for k, v in run.scenario.items() if k != "expert_loop"} | FUSED_MXFP8)
     looped_err, fused_err = (_predicted(r, calibration) / run.measured - 1 for r in (run, fused))
-    assert 0 < looped_err < fused_err
+    assert abs(looped_err) < fused_err and looped_err < fused_err
 
 
 def test_nemotron_nano_b300_rows_before_the_grouped_kernel_keep_the_zoo_entry() -> None:

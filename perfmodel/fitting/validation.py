@@ -65,7 +65,7 @@ DROPPING_NOT_FITTED = (
 """Why the MoE stage leaves the token-dropping rows out (fitting.runs.DROPPING_ROUTING; docs/moe_validation.md)."""
 NOT_FITTED: dict[str, str] = {
     f"{MOE_SOURCE}: {name}": "not in the dense fit: MoE rows fit only the calibration's MoE stage (overlap_ep, "
-    "overlap_ep_scaleout, grouped_gemm, moe_legacy_group_s; docs/moe_validation.md), with the dense parameters fixed"
+    "grouped_gemm, moe_legacy_group_s; docs/moe_validation.md), with the dense parameters fixed"
     + (f"; {MOE_NOT_FITTED[name]}" if name in MOE_NOT_FITTED else "")
     for name in MOE_MODELS
 } | {

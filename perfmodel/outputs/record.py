@@ -205,7 +205,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "moe.ep_overlap_parameter",
         "",
-        "MoE: the calibrated efficiency that share is, overlap_ep or overlap_ep_scaleout",
+        "MoE: the calibrated efficiency that share is, overlap_ep, or overlap_dp across domains",
     ),
     Field(
         "moe.ep_scaleup_domains",

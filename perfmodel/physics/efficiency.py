@@ -116,11 +116,8 @@ class Efficiency:
     """Share of the MoE layer's compute behind which the expert-parallel dispatch/combine all-to-alls of an EP group
     inside one scale-up domain hide (Megatron overlaps them with the shared experts and, with its EP-communication
     overlap, with another micro-batch's compute). Fitted on the MoE rows by the MoE stage of the calibration
-    (fitting.calibrate.fit_moe)."""
-    overlap_ep_scaleout: float = 0.5
-    """The same share for an EP group that spans scale-up domains, whose all-to-alls cross the NICs. Fitted with
-    `overlap_ep` on the same rows, as its own entry: one share for both let the NIC-crossing rows (DeepSeek-V3 and
-    Qwen3 across H100 and B200 nodes) and the NVLink rows pull it apart (docs/moe_validation.md, 'EP across NICs')."""
+    (fitting.calibrate.fit_moe). An EP group across scale-up domains hides its NIC all-to-alls at `overlap_dp`
+    instead (`moe.ep_overlap`)."""
     grouped_gemm: float = 1.0
     """Grouped expert GEMMs' share of the efficiency a dense GEMM of the same tiles reaches (`gemm_*`): one kernel
     walking many weight matrices, with per-group scheduling and, for MXFP8, per-group scale tensors. Fitted on the

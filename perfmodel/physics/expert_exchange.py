@@ -25,7 +25,7 @@ class ExpertExchange(NamedTuple):
     overlap: float
     """Share of the exchange's compute window that hides it."""
     overlap_name: str
-    """The calibrated efficiency `overlap` is: overlap_ep, or overlap_ep_scaleout across domains."""
+    """The calibrated efficiency `overlap` is: overlap_ep, or overlap_dp across domains."""
     imbalance: float
     """Tokens of the busiest expert rank over the mean (moe_imbalance)."""
 

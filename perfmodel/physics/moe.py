@@ -377,13 +377,25 @@ def exchange_windows(
 
 def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:
     """Share of the compute window the EP all-to-alls hide behind: `overlap_ep` inside one scale-up domain,
-    `overlap_ep_scaleout` for a group whose all-to-alls cross the NICs (`ep_overlap_parameter` names which)."""
-    return where(ep_links.domains > 1, eff.overlap_ep_scaleout, eff.overlap_ep)
+    `overlap_dp` for a group whose all-to-alls cross the NICs (`ep_overlap_parameter` names which).
+
+    Across NICs the exchange is a NIC-bound collective on its own stream beside compute, as the stack's DP collectives
+    are: Megatron's EP overlap runs dispatch and combine on a communication stream beside the other micro-batch's
+    attention and MLP (megatron-core 0.16.1 models/common/model_chunk_schedule_plan.py L163-164, L190-199), as its
+    DDP issues the gradient buckets' collectives asynchronously beside the backward (distributed/
+    param_and_grad_buffer.py start_grad_sync L364-456), and HybridEP's benchmark reaches 28-62 GB/s a rank over 2x8
+    H100s' InfiniBand with 4-8 SMs (DeepEP hybrid-ep branch @94a9f8f6b146 docs/README_Hybrid-EP.md L70-71). Inside a
+    domain the copies move at NVLink rate through the SMs, contending with the compute beside them for SMs and HBM:
+    that share, `overlap_ep`, is fitted.
+    The NIC share had been fitted too (`overlap_ep_scaleout`, 0.81-0.83), but once the H100 recipes that overlap
+    nothing with their flex exchange priced it exposed (fitting.moe_recipes `_FLEX_EXPOSED`), six fitted rows were
+    left to inform it, under issue 27's ten."""
+    return where(ep_links.domains > 1, eff.overlap_dp, eff.overlap_ep)
 
 
 def ep_overlap_parameter(ep_links: GroupLinks) -> str:
     """The efficiency field `ep_overlap` takes for one (scalar) layout, for the outputs that name it."""
-    return "overlap_ep_scaleout" if float(ep_links.domains) > 1 else "overlap_ep"
+    return "overlap_dp" if float(ep_links.domains) > 1 else "overlap_ep"
 
 
 def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:

@@ -440,16 +440,6 @@ TABLE: tuple[Parameter, ...] = (
         stage="moe",
     ),
     Parameter(
-        "overlap_ep_scaleout",
-        "overlap_ep_scaleout",
-        "shared",
-        (0.05, 0.95),
-        0.3,
-        "MoE rows whose EP group spans scale-up domains: the share of the dispatch/combine across the NICs hidden "
-        "behind compute (prior: as overlap_ep's)",
-        stage="moe",
-    ),
-    Parameter(
         "grouped_gemm",
         "grouped_gemm",
         "shared",

@@ -1386,7 +1386,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
 def floor_holds(eff: Efficiency) -> bool:
     """Whether `step_floor` is a bound for these efficiencies: overlaps are shares of a window, overheads and the
     straggler spread are >= 0 (a calibration's bounds keep them so; a hand-made Efficiency may not)."""
-    overlaps = (eff.overlap_tp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep, eff.overlap_ep_scaleout)
+    overlaps = (eff.overlap_tp, eff.overlap_dp, eff.overlap_pp, eff.overlap_ep)
     overheads = (eff.step_overhead_s, eff.straggler_cv, eff.kernel_overhead_us, eff.memory, eff.scaleup, eff.scaleout)
     plain = all(isinstance(v, float | int) for v in (*overlaps, *overheads, eff.vintage_factor))
     return plain and all(0 <= o <= 1 for o in overlaps) and all(v >= 0 for v in overheads) and eff.vintage_factor > 0
@@ -1419,7 +1419,7 @@ def _expert_parallel(
 
     Each pass's all-to-alls hide behind the compute that can run beside them (`moe.exchange_windows`: the pass's
     compute for the flex dispatcher or the EP overlap of two micro-batches, else the shared experts'), up to the
-    `overlap_ep` share, or `overlap_ep_scaleout` for an EP group across scale-up domains (`moe.ep_overlap`)."""
+    `overlap_ep` share, or `overlap_dp` for an EP group across scale-up domains (`moe.ep_overlap`)."""
     md = ctx.model
     if not md.is_moe:
         return 0.0, 0.0
