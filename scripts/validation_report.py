@@ -497,18 +497,20 @@ def _plot(report: Report, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    figure, axes = plt.subplots(1, 3, figsize=(16, 5.2))
+    figure, axes = plt.subplots(1, 3, figsize=(16, 6.4), layout="constrained")
     units = {"tokens_per_s_per_gpu": "tokens/s per GPU", "step_time_s": "step time (s)",
              "time_to_train_min": "MLPerf time to train (min)"}  # fmt: skip
     sources = sorted({r.prepared.run.source for r in report.rows})
-    colours = {s: plt.cm.tab10(i % 10) for i, s in enumerate(sources)}
+    # A colour and a marker per source: more sources than one palette has colours must not share a look.
+    looks = {s: (plt.cm.tab20(i % 20), "osD^v"[i // 20 % 5]) for i, s in enumerate(sources)}
     for axis, (metric, label) in zip(axes, units.items(), strict=True):
         rows = [r for r in report.rows if r.prepared.run.metric == metric]
         for source in sources:
             points = [r for r in rows if r.prepared.run.source == source]
             if points:
+                colour, marker = looks[source]
                 axis.scatter([r.prepared.run.measured for r in points], [r.predicted for r in points], s=14,
-                             color=colours[source], label=source, alpha=0.8)  # fmt: skip
+                             color=colour, marker=marker, label=source, alpha=0.8)  # fmt: skip
         values = [r.prepared.run.measured for r in rows] + [r.predicted for r in rows]
         low, high = min(values) * 0.8, max(values) * 1.25
         axis.plot([low, high], [low, high], color="black", linewidth=1)
@@ -522,9 +524,8 @@ def _plot(report: Report, path: Path) -> bool:
         more = axis.get_legend_handles_labels()
         handles += [h for h, lab in zip(*more, strict=True) if lab not in labels]
         labels += [lab for lab in more[1] if lab not in labels]
-    figure.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
+    figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8)
     figure.suptitle("perfmodel: predicted vs measured (bundled calibration); dashed lines +-10%")
-    figure.tight_layout(rect=(0, 0.1, 1, 0.95))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return True
