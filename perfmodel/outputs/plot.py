@@ -198,6 +198,9 @@ BAR_LABEL_CHARS = 14
 """Characters per line of a bar's label: a bar's slot (BAR_SLOT_IN) holds about this many at the tick font size."""
 BAR_SLOT_IN = 1.6
 """Inches of figure width per bar of a breakdown (per bar and panel of a compare plot: 2 x 1.2)."""
+TITLE_CHAR_IN = 0.1
+"""Inches of figure width per character of a 12-point title, with room to spare: a breakdown of one or two bars is
+narrower than its title, which the figure then cut at both ends."""
 
 
 def bar_label(r: Record, many_sizes: bool) -> str:
@@ -294,7 +297,8 @@ def breakdown(records: Sequence[Record]) -> Any:
     """Stacked bars of where the step time goes, one bar per result."""
     _check_bars(records, "breakdown")
     many_sizes = len({r["n_gpus"] for r in records}) > 1
-    fig, ax = _figure(max(6.0, BAR_SLOT_IN * len(records) + 4), 5.5)
+    title = f"Where the step time goes: {_model_title(records)}"
+    fig, ax = _figure(max(6.0, BAR_SLOT_IN * len(records) + 4, TITLE_CHAR_IN * len(title)), 5.5)
     labels = [bar_label(r, many_sizes) for r in records]
     bottoms = [0.0] * len(records)
     colors = _palette(len(PART_LABELS))
@@ -310,7 +314,7 @@ def breakdown(records: Sequence[Record]) -> Any:
     ax.set_ylabel("step time (s)")
     ax.set_ylim(0, max(bottoms) * 1.12)
     ax.legend(title="part of the step", loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title(f"Where the step time goes: {_model_title(records)}")
+    fig.suptitle(title)
     return fig
 
 
