@@ -64,11 +64,12 @@ def test_gpt_oss_hopper_row_within_tolerance() -> None:
     (efficiency.ATTENTION_RELEASES) moved the shared values, -2.3% once the fitted H100 rows of Qwen3-30B-A3B (EP16)
     and DeepSeek-V3 ran their recipes' flex exchange with nothing overlapping it (H100_FLEX_EXPOSED_ROWS) and no longer
     pushed Hopper's per-expert cost (moe_legacy_group_s@hopper) from 68 to 98 us, with the 'alltoall' dispatcher's
-    expert sort priced (moe._expert_sort) and the NIC exchange hiding at overlap_dp (moe.ep_overlap)."""
+    expert sort priced (moe._expert_sort) and the NIC exchange hiding at overlap_dp (moe.ep_overlap). The gate is 5%,
+    what the row now reads with room for a refit, not the issue's 12%."""
     run = _run("84")
     assert "gpt-oss-120b" in str(run.scenario["model"]) and run.scenario["parallelism"]["pp"] == 4
     assert run.scenario["parallelism"]["recompute"] == "selective"
-    assert abs(_error("84")) < TOLERANCE
+    assert abs(_error("84")) < 0.05
 
 
 BLACKWELL_GAP = "GPT-OSS-120B on Blackwell misses a cost the model lacks (docs/moe_validation.md)"
@@ -415,3 +416,20 @@ def test_gpt_oss_rows_recompute_as_their_recipe(row: str) -> None:
     assert any("recompute_modules ['layernorm', 'moe_act']" in a for a in run.assumptions)
     for newest in ("6", "7"):
         assert _run(newest).scenario["parallelism"].get("recompute") is None
+
+
+NEMOTRON_HYBRID_MOE = ("Nemotron-3-Nano-30B-A3B", "Nemotron-3.5-Lightning-30B-A3B")
+
+
+def test_the_hybrid_moe_rows_hold_issue_32s_left_out_target() -> None:
+    """Issue 32: the bundled hybrid-MoE rows within 12% leave-one-model-out. Nemotron 3 Nano's 20 Megatron-Bridge rows
+    (NeMo 26.02-26.08 performance summaries, measured_runs.csv) and Lightning's one are validated and never fitted
+    (validation.MOE_NOT_FITTED), so every live prediction here is left out by construction; MAPE 8.6% and 2.0% at
+    the Mamba layers as Megatron-Core runs them and Hopper's exposed MoE exchanges (15.1% and 8.2% before)."""
+    runs, _ = bundled_runs()
+    calibration = resolve(None)
+    for model in NEMOTRON_HYBRID_MOE:
+        items = [prepare(r, calibration) for r in runs if r.source == f"{MOE_SOURCE}: {model}"]
+        assert items and not any(moe_fitted(item) for item in items)
+        errors = [abs(float(i.predicted(calibration.efficiency(i.family))) / i.run.measured - 1) for i in items]
+        assert sum(errors) / len(errors) <= TOLERANCE, (model, sum(errors) / len(errors))
