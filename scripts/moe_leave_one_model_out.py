@@ -114,7 +114,7 @@ NOTES = [
     "  recipe (perf_recipes/qwen/h100/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config: TP2 PP8 VP4",
     "  EP32 MBS1) keeps the 'alltoall' dispatcher and sets overlap_moe_expert_parallel_comm: every copy crosses the",
     "  NICs, and one micro-batch's all-to-alls hide behind the other's compute (`ModelSpec.ep_microbatch_overlap`,",
-    "  `moe.hides_behind_layer`). Its five H100 rows (94, 137, 179, 215, 245; containers 25.11-26.04.01, so an",
+    "  `moe.exchange_beside`). Its five H100 rows (94, 137, 179, 215, 245; containers 25.11-26.04.01, so an",
     "  assumption, noted per row: `fitting.moe_recipes`) went from +6..+12% to -5..+0% in-sample, and",
     "  `overlap_ep_scaleout` from 0.38 to 0.85: the low NIC share had absorbed the hierarchical dispatch those rows",
     "  did not run. DeepSeek-V3's row 270 (25.09, EP64 over 16 H100 nodes, flex as its 0.3.1 recipe) moved from +2%",

@@ -57,7 +57,7 @@ def test_gpt_oss_alltoall_dispatcher_without_shared_experts_hides_nothing() -> N
 def test_an_alltoall_recipe_with_the_micro_batch_overlap_hides_behind_the_layer(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Megatron-Bridge 0.6.2's GB200 BF16 GPT-OSS-120B recipe keeps 'alltoall' and sets
     overlap_moe_expert_parallel_comm (model key ep_microbatch_overlap): the exchange hides behind the layer, and the
-    line says why (moe.hides_behind_layer)."""
+    line says why (moe.exchange_beside)."""
     scenario = tmp_path / "s.toml"
     scenario.write_text('gpu = "gb200"\nn_gpus = 8\n[model]\nbase = "gpt-oss-120b"\nep_microbatch_overlap = true\n')
     lines = _lines(str(scenario), "--ep", "8", "--gbs", "64")

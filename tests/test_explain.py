@@ -217,7 +217,7 @@ def test_the_heading_is_predicts() -> None:
 
 def test_the_ep_window_says_why_an_alltoall_exchange_hides_behind_the_layer() -> None:
     """With the 'alltoall' dispatcher the window is the layer's only through the EP overlap of two micro-batches
-    (`moe.hides_behind_layer`); the explanation names it, so it does not read as the flex dispatcher's."""
+    (`moe.exchange_beside`); the explanation names it, so it does not read as the flex dispatcher's."""
     windows = {}
     for case in ("qwen3-235b-h100-alltoall-ep-overlap", "gpt-oss-120b-zero3", "deepseek-v3-gb300-ep32-mtp"):
         part = next(p for p in explain(predict(load_scenario(None, CASES[case]))).parts if p.key == "ep_comm_exposed_s")

@@ -141,7 +141,7 @@ def test_the_ep_overlap_of_two_microbatches_gives_any_dispatcher_the_layers_wind
         model = replaced(ZOO["qwen3-235b-a22b"], dispatcher="alltoall", ep_microbatch_overlap=overlap)
         windows = moe.exchange_windows(model, (1.0, 2.0), (0.1, 0.3), 0.5)
         assert windows == ((1.0, 2.0) if overlap else (0.1, 0.35))
-        assert moe.hides_behind_layer(model) == overlap
+        assert (moe.exchange_beside(model) == "layer") == overlap
 
 
 def test_a_flex_recipe_with_neither_overlap_exposes_every_all_to_all() -> None:
@@ -154,7 +154,7 @@ def test_a_flex_recipe_with_neither_overlap_exposes_every_all_to_all() -> None:
     exposed = replaced(flex, ep_exchange_exposed=True)
     assert moe.exchange_windows(flex, (1.0, 2.0), (0.0, 0.0), 0.0) == (1.0, 2.0)
     assert moe.exchange_windows(exposed, (1.0, 2.0), (0.0, 0.0), 0.0) == (0.0, 0.0)
-    assert not moe.hides_behind_layer(exposed)
+    assert moe.exchange_beside(exposed) == "nothing"
     layout = Layout(tp=1, pp=1, cp=1, vp=1, dp=16, ep=16, mbs=1, gbs=1024, seq_len=4096, recompute="none", zero=1)
     ctx = _ctx("dgx-h100", "qwen3-30b-a3b")
     hidden, bare = (evaluate(replace(ctx, model=m), layout_vars(layout)).ep_comm_exposed_s for m in (flex, exposed))

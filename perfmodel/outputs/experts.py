@@ -27,7 +27,7 @@ def experts(p: Prediction) -> Experts:
     assert e is not None, "a MoE model's prediction carries its exchange"
     beside = moe.exchange_beside(md)
     if beside == "nothing":
-        hidden = "not hidden (the recipe overlaps neither two micro-batches' exchanges nor the shared experts)"
+        hidden = f"not hidden ({moe.NOTHING_BESIDE})"
     elif beside == "layer":
         why = "the flex dispatcher" if md.dispatcher == "flex" else "the EP overlap of two micro-batches"
         hidden = f"hidden behind the layer's compute up to {e.overlap:.0%} ({e.overlap_name}; {why})"

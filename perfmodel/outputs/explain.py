@@ -687,7 +687,7 @@ def _expert_parallel_part(
     layer_s = (layer.forward, layer.backward + trace["recompute_s"])
     windows = moe.exchange_windows(md, layer_s, (layer.shared_forward, layer.shared_backward), full)
     beside = {
-        "nothing": "no (the recipe overlaps neither two micro-batches' exchanges nor the shared experts)",
+        "nothing": f"no ({moe.NOTHING_BESIDE})",
         "layer": "the layer's" if md.dispatcher == "flex" else "the layer's (EP overlap of two micro-batches)",
         "shared experts": "the shared experts' ('alltoall' dispatcher)",
     }[moe.exchange_beside(md)]

@@ -330,6 +330,10 @@ def expert_comm(sh: Shard, ep_links: GroupLinks, etp_links: GroupLinks, full_sha
     return forward, 2 * forward + recomputed(full_share, forward)
 
 
+NOTHING_BESIDE = "the recipe overlaps neither two micro-batches' exchanges nor the shared experts"
+"""Why an exchange that `exchange_beside` finds beside nothing is not hidden, as the outputs say it."""
+
+
 def exchange_beside(md: ModelSpec) -> Literal["nothing", "layer", "shared experts"]:
     """What a MoE layer's EP exchange can run beside, the one place that decides it (`exchange_windows`, the Experts
     line, explain): nothing where the recipe runs no overlap (`ModelSpec.ep_exchange_exposed`); the layer's whole
@@ -340,11 +344,6 @@ def exchange_beside(md: ModelSpec) -> Literal["nothing", "layer", "shared expert
     if md.ep_exchange_exposed:
         return "nothing"
     return "layer" if md.dispatcher == "flex" or md.ep_microbatch_overlap else "shared experts"
-
-
-def hides_behind_layer(md: ModelSpec) -> bool:
-    """Whether a MoE layer's EP exchange can run beside the layer's whole compute (`exchange_beside`)."""
-    return exchange_beside(md) == "layer"
 
 
 def exchange_windows(
@@ -363,7 +362,7 @@ def exchange_windows(
     (recipes/gpt_oss/gpt_oss.py), and Kimi-K2's sets it False and overlaps its shared expert (recipes/kimi/kimi_k2.py).
     Some per-GPU recipes of megatron-bridge 0.6.2 set it with this dispatcher (Qwen3-235B-A22B's on H100,
     perf_recipes/qwen/h100/qwen3_moe.py; GPT-OSS-120B's BF16 one on GB200), and the bundled rows of their layouts run
-    them (fitting.moe_recipes): there the window is the layer's compute (`hides_behind_layer`), as for the flex
+    them (fitting.moe_recipes): there the window is the layer's compute (`exchange_beside`), as for the flex
     dispatcher, at the fitted share. A recipe that runs neither overlap (`ModelSpec.ep_exchange_exposed`) leaves
     nothing beside it."""
     beside = exchange_beside(md)
