@@ -80,8 +80,9 @@ def at(confidence: float) -> str:
 def quantiles(interval: Interval | None, figures: dict[str, float | None]) -> dict[str, float | None]:
     """`NAME_p10`, `NAME_p50`, `NAME_p90` of each figure proportional to a run's time (GPU-hours, cost at a price,
     energy, carbon): the figure times the interval's low end, itself (exactly), times its high end, which are the
-    distribution's 10%, 50% and 90% quantiles (`time_factor` at 0.1, 0.5, 0.9); all three the figure without one."""
-    low, high = (1.0, 1.0) if interval is None else (interval.low, interval.high)
+    distribution's 10%, 50% and 90% quantiles (`time_factor` at 0.1, 0.5, 0.9: an end within `NEGLIGIBLE_SPREAD` of
+    the point is the point); all three the figure without one."""
+    low, high = (1.0, 1.0) if interval is None else (_end(interval.low), _end(interval.high))
     return {f"{name}_{key}": None if value is None else value * factor for name, value in figures.items()
             for key, factor in (("p10", low), ("p50", 1.0), ("p90", high))}  # fmt: skip
 
@@ -100,13 +101,17 @@ def _spread_of(end: float) -> float:
     return gap if gap >= NEGLIGIBLE_SPREAD else 0.0
 
 
+def _end(end: float) -> float:
+    """An interval end as priced: the point itself within `NEGLIGIBLE_SPREAD` of it."""
+    return end if _spread_of(end) else 1.0
+
+
 def time_factor(interval: Interval | None, confidence: float) -> float:
     """The factor on a predicted time that the measured one stays under with probability `confidence`."""
     if interval is None or confidence == MEDIAN:
         return 1.0
     z = _normal().inv_cdf(confidence) / Z_END
-    end = interval.high if z > 0 else interval.low
-    return end ** abs(z) if _spread_of(end) else 1.0
+    return _end(interval.high) ** z if z > 0 else _end(interval.low) ** (-z)
 
 
 def probability_within(interval: Interval | None, ratio: float) -> float:
@@ -117,9 +122,10 @@ def probability_within(interval: Interval | None, ratio: float) -> float:
     if math.isinf(ratio):
         return 1.0
     end = 1.0 if interval is None else interval.high if ratio >= 1 else interval.low
-    if not _spread_of(end):
+    spread = _spread_of(end)
+    if not spread:
         return 1.0 if ratio >= 1 else 0.0
-    return _normal().cdf(Z_END * math.log(ratio) / _spread_of(end))
+    return _normal().cdf(Z_END * math.log(ratio) / spread)
 
 
 @dataclass(frozen=True)
