@@ -18,8 +18,10 @@ def _cast_bytes(recipe_id: str, tp: int) -> dict[str, float]:
 
 
 def _per_element(recipe_id: str, fused: bool) -> float:
+    """Bytes per element of an input cast: the amax passes, a read (unless fused) and NVFP4's Hadamard read of the
+    column-wise copy (workload._cast), the quantised copies written."""
     r = RECIPES[recipe_id]
-    return (r.amax_passes + 1 - fused) * BF16_BYTES + r.copies * r.element_bytes
+    return (r.amax_passes + 1 + r.hadamard_wgrad - fused) * BF16_BYTES + r.copies * r.element_bytes
 
 
 def test_fp8_casts_fuse_into_norm_and_activation_but_not_after_attention() -> None:

@@ -91,8 +91,27 @@ def test_quantised_recipes_run_gemms_in_their_format_and_pay_casts() -> None:
     assert any(op.name.endswith(".cast") for op in fp8_ops)
     nvfp4 = get_recipe("nvfp4", gb300)
     bwd = layer_backward(Shard(MODEL, nvfp4, 4, 1, 1, SEQ), nvfp4)
-    assert any(op.name.endswith("input_hadamard") for op in bwd)
     assert {op.fmt for op in bwd if op.kind == "gemm"} == {"fp4"}
+
+
+def test_nvfp4_casts_each_wgrad_operand_once_with_the_hadamard_pass_and_writes_two_copies() -> None:
+    """Transformer Engine 2.8 (workload._cast): the forward casts a linear layer's input into its row-wise
+    and its Hadamard-transformed column-wise copy, and the backward's wgrad reads the saved column-wise copy: per
+    input element, three BF16 reads (amax, row-wise cast, transformed column-wise cast) and two NVFP4 copies (0.5625
+    B each), nothing in the backward. The output gradient likewise in the backward. A frozen base (LoRA) takes no
+    weight gradient: no transform pass."""
+    nvfp4 = get_recipe("nvfp4", get_accelerator("gb200"))
+    sh = Shard(MODEL, nvfp4, 2, 1, 1, SEQ)  # TP 2: the norm-fed casts run on the gathered rows, unfused
+    fwd, bwd = layer_forward(sh, nvfp4), layer_backward(sh, nvfp4)
+    qkv_cast = next(op for op in fwd if op.name == "qkv.cast")
+    assert qkv_cast.bytes == pytest.approx(SEQ * MODEL.hidden * (3 * 2 + 2 * 0.5625), rel=1e-12)
+    fc2_grad = next(op for op in bwd if op.name == "fc2.grad_cast")
+    assert fc2_grad.bytes == pytest.approx(SEQ * MODEL.hidden * (3 * 2 + 2 * 0.5625), rel=1e-12)
+    assert not [op.name for op in bwd if op.kind == "memory" and op.name.split(".")[-1].startswith("input")]
+    frozen = Shard(MODEL, nvfp4, 2, 1, 1, SEQ, lora_rank=16)
+    assert next(op for op in layer_forward(frozen, nvfp4) if op.name == "qkv.cast").bytes == pytest.approx(
+        SEQ * MODEL.hidden * (2 * 2 + 2 * 0.5625), rel=1e-12
+    )
 
 
 def test_lm_head_uses_the_padded_vocabulary() -> None:

@@ -35,7 +35,9 @@ class Recipe:
     copies: int
     """Quantised copies written per tensor: row-wise for the forward GEMM, column-wise for the backward one."""
     hadamard_wgrad: bool
-    """Random Hadamard transform on both Wgrad operands (an extra read and write of each)."""
+    """Random Hadamard transform on both Wgrad operands: an extra read of each, whose column-wise copy is cast from
+    the transformed tensor (the input's in the forward, the output gradient's in the backward:
+    workload._cast)."""
     bf16_first_layers: int
     bf16_last_layers: int
     tp_gather_bytes: float

@@ -151,15 +151,27 @@ ACTIVATION_FED = frozenset(("fc2",))
 """Linear layers whose input is the MLP activation: TE's activation kernels emit the quantised copies."""
 
 
+# NVFP4's random Hadamard transform as Transformer Engine runs it (transformer-engine 2.8.0,
+# common/recipe/__init__.py NVFP4BlockScaling; pytorch/module/linear.py): only on the column-wise copies the wgrad GEMM
+# reads ("RHT is currently only applied to column-wise usage so that it can be used for wgrad GEMM": the input and the
+# output gradient, not the weight), and "when Transformer Engine needs both the tensor and its transpose ... both
+# versions are computed from the high precision input". The forward casts its input into both copies
+# (input_quantizer.set_usage(rowwise=True, columnwise=backward_needs_input), L183), keeps the column-wise one for the
+# backward (L385), and the wgrad reads it as saved (L767): the backward does not cast the input again (so in 2.16:
+# linear.py L338, L548; recipe L556). TE's B300 layer profile agrees (tests/test_kernels.py): its Fprop autocast spends
+# 678 us over the pre-quantised GEMMs, what the inputs cast into both copies with the transform's pass and the weights
+# take, not the 25% less of a row-wise cast.
+
+
 def _cast(name: str, elements: Number, recipe: Recipe, extra_passes: int = 0, fused: Number = 0.0) -> Op:
     """Quantisation of `elements` BF16 values: amax passes, a read, the quantised copies written. Fused into the
     producing kernel (`fused` = 1; stack_notes.md: TE's norm+cast and activation+cast), one read of the BF16 input
     is saved: with block scaling the producer quantises what it holds, with per-tensor current scaling it computes
     the amax on the way. The producer's own BF16 write is kept (a conservative bound). The amax pass is kept apart
-    (`amax_bytes`): a release that runs delayed scaling skips it."""
-    per_element = (recipe.amax_passes + 1 + extra_passes) * BF16_BYTES + (
-        recipe.copies + extra_passes
-    ) * recipe.element_bytes
+    (`amax_bytes`): a release that runs delayed scaling skips it. Each of `extra_passes` reads the BF16 source once
+    more and writes nothing more: NVFP4's Hadamard transform (`Recipe.hadamard_wgrad`) casts the column-wise copy,
+    one of the `copies`, from the transformed tensor in a pass of its own (the comment above)."""
+    per_element = (recipe.amax_passes + 1 + extra_passes) * BF16_BYTES + recipe.copies * recipe.element_bytes
     skippable = recipe.delayed_scaling_capable and not recipe.current_scaling
     amax_bytes = elements * recipe.amax_passes * BF16_BYTES if skippable else 0.0
     return Op(name, "memory", 0, elements * (per_element - fused * BF16_BYTES), amax_bytes=amax_bytes)
@@ -251,7 +263,8 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
             fused = 1.0
         elif name in NORM_FED:
             fused = where(equal(sh.tp, 1), 1.0, 0.0)
-        ops.append(_cast(f"{name}.cast", rows * k, recipe, fused=fused))
+        hadamard = int(recipe.hadamard_wgrad and not sh.lora_rank)  # a frozen base takes no weight gradient
+        ops.append(_cast(f"{name}.cast", rows * k, recipe, extra_passes=hadamard, fused=fused))
         ops += _rowwise_forward(name, k, n, recipe)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
     ops += [
@@ -476,8 +489,6 @@ def linear_backward(
             operand, width = ("input", k) if column else ("grad", n)
             transposed = where(equal(sh.tp, 1), 0.0, 2 * recipe.element_bytes)
             ops.append(_mem(f"{name}.{operand}_transpose", rows * width, transposed))
-        if recipe.hadamard_wgrad and not frozen_weights:
-            ops.append(_cast(f"{name}.input_hadamard", rows * k, recipe, extra_passes=0))
     if frozen_weights and recipe.weight_transposed_in_backward:  # precision.frozen_base_recipe: read and write k x n
         ops.append(_mem(f"{name}.weight_transpose", k * n, 2 * in_bytes))
     widths = separate_widths(sh, recipe, name, n)
