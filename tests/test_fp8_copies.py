@@ -41,7 +41,9 @@ def test_a_frozen_per_tensor_fp8_base_is_held_once_and_transposed_in_the_backwar
     assert frozen_base_recipe(get_recipe("fp8", resolve("h200-sxm").accelerator)) is hopper  # contexts are shared
     blackwell = get_recipe("fp8", resolve("b200").accelerator)
     assert frozen_base_recipe(blackwell) is blackwell  # already one copy, nothing to transpose
-    assert frozen_base_recipe(RECIPES["mxfp8"]) is RECIPES["mxfp8"]  # block scales: re-quantised, both copies kept
+    mxfp8 = frozen_base_recipe(RECIPES["mxfp8"])  # block scales: both weight copies kept, activations cast row-wise
+    assert (mxfp8.copies, mxfp8.weight_bytes) == (1, RECIPES["mxfp8"].weight_bytes)
+    assert frozen_base_recipe(RECIPES["mxfp8"]) is mxfp8  # contexts are shared
     # The transpose reads and writes each FP8 weight of the rank's shard once per micro-batch: 2 x k x n bytes.
     sh = Shard(get_model("llama2-70b"), hopper, 2, 1, 1, 8192)
     ops = {op.name: op for op in linear_backward(sh, hopper, ("fc2", 14336, 8192, False), True, 8192)}

@@ -4,7 +4,7 @@ import pytest
 
 from perfmodel.inputs.hardware import get_accelerator
 from perfmodel.inputs.models import get_model
-from perfmodel.inputs.precision import RECIPES, cp_comm_recipe, get_recipe
+from perfmodel.inputs.precision import RECIPES, cp_comm_recipe, frozen_base_recipe, get_recipe
 from perfmodel.physics.compute import op_time
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.workload import (
@@ -99,7 +99,8 @@ def test_nvfp4_casts_each_wgrad_operand_once_with_the_hadamard_pass_and_writes_t
     and its Hadamard-transformed column-wise copy, and the backward's wgrad reads the saved column-wise copy: per
     input element, three BF16 reads (amax, row-wise cast, transformed column-wise cast) and two NVFP4 copies (0.5625
     B each), nothing in the backward. The output gradient likewise in the backward. A frozen base (LoRA) takes no
-    weight gradient: no transform pass."""
+    weight gradient: one row-wise copy of each, no transform pass (precision.frozen_base_recipe; linear.py L135/L183,
+    L582-587)."""
     nvfp4 = get_recipe("nvfp4", get_accelerator("gb200"))
     sh = Shard(MODEL, nvfp4, 2, 1, 1, SEQ)  # TP 2: the norm-fed casts run on the gathered rows, unfused
     fwd, bwd = layer_forward(sh, nvfp4), layer_backward(sh, nvfp4)
@@ -108,10 +109,12 @@ def test_nvfp4_casts_each_wgrad_operand_once_with_the_hadamard_pass_and_writes_t
     fc2_grad = next(op for op in bwd if op.name == "fc2.grad_cast")
     assert fc2_grad.bytes == pytest.approx(SEQ * MODEL.hidden * (3 * 2 + 2 * 0.5625), rel=1e-12)
     assert not [op.name for op in bwd if op.kind == "memory" and op.name.split(".")[-1].startswith("input")]
-    frozen = Shard(MODEL, nvfp4, 2, 1, 1, SEQ, lora_rank=16)
-    assert next(op for op in layer_forward(frozen, nvfp4) if op.name == "qkv.cast").bytes == pytest.approx(
-        SEQ * MODEL.hidden * (2 * 2 + 2 * 0.5625), rel=1e-12
-    )
+    base = frozen_base_recipe(nvfp4)
+    frozen = Shard(MODEL, base, 2, 1, 1, SEQ, lora_rank=16)
+    casts = {op.name: op.bytes for op in layer_forward(frozen, base) + layer_backward(frozen, base, True)}
+    assert casts["qkv.cast"] == pytest.approx(SEQ * MODEL.hidden * (2 * 2 + 0.5625), rel=1e-12)
+    assert casts["fc2.grad_cast"] == pytest.approx(SEQ * MODEL.hidden * (2 * 2 + 0.5625), rel=1e-12)
+    assert base.weight_bytes == nvfp4.weight_bytes
 
 
 def test_lm_head_uses_the_padded_vocabulary() -> None:

@@ -257,8 +257,14 @@ def frozen_base_recipe(recipe: Recipe) -> Recipe:
     (config_DGXH200_1x8x2xtp1pp1cp2.sh, mlperf_training_llm.csv), where one FP8 copy of the 69 B frozen weights is 69
     GB of 141 and two would be 138 GB, leaving no room for its activations or its whole-iteration CUDA graph
     (stack_notes.md). The cost is a transpose pass per weight per micro-batch (workload.linear_backward). Block-scaled
-    formats re-quantise along the other dimension from BF16 and keep their copies. Cached: one object per recipe, so
-    contexts built from it are shared (planning.predict.context_for keys them by identity)."""
+    formats re-quantise the weight along the other dimension from BF16 and keep both weight copies (`weight_bytes`),
+    but cast activations and output gradients row-wise alone, without NVFP4's Hadamard pass on the column-wise copy:
+    Transformer Engine's Linear sets its input quantizer's column-wise usage only when the weight trains
+    (transformer-engine 2.8.0 pytorch/module/linear.py L135/L183, backward_needs_input = weight.requires_grad) and
+    drops the output gradient's without a wgrad (L582-587). Cached: one object per recipe, so contexts built from it
+    are shared (planning.predict.context_for keys them by identity)."""
+    if recipe.quantised and not recipe.delayed_scaling_capable and recipe.copies == 2:
+        return replace(recipe, copies=1, hadamard_wgrad=False)
     if not (recipe.delayed_scaling_capable and recipe.copies == 2):
         return recipe
     return replace(

@@ -263,7 +263,7 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
             fused = 1.0
         elif name in NORM_FED:
             fused = where(equal(sh.tp, 1), 1.0, 0.0)
-        hadamard = int(recipe.hadamard_wgrad and not sh.lora_rank)  # a frozen base takes no weight gradient
+        hadamard = int(recipe.hadamard_wgrad)  # on the column-wise copy the wgrad reads (the comment above _cast)
         ops.append(_cast(f"{name}.cast", rows * k, recipe, extra_passes=hadamard, fused=fused))
         ops += _rowwise_forward(name, k, n, recipe)
     fmt, in_bytes = recipe.gemm_format, recipe.element_bytes
