@@ -125,7 +125,16 @@ class Recipe:
     """Bytes per element of the backward's all-gather of a row-parallel layer's output gradient: BF16 where the stack
     gathers it as autograd hands it over; torchao's float8 TP (tensorwise only) casts it to FP8 first, on this rank's
     sequence-parallel rows (Float8RowwiseParallel's output goes through NoopFwToFloat8BwDynamic after its
-    redistribute, so the backward casts before the all-gather; torchao 0.11.0 float8_tensor_parallel.py)."""
+    redistribute, so the backward casts before the all-gather; torchao 0.11.0 float8_tensor_parallel.py).
+    Known wrong, kept for TransformerEngine's per-tensor FP8 and MXFP8, which cast the output gradient on this rank's
+    rows and gather it quantised (transformer-engine 2.16 pytorch/module/base.py grad_output_preprocess L1518-1550):
+    per-tensor FP8 its one row-wise copy (1 B), transposed after the gather on Hopper (distributed.py L1055-1062,
+    linear.py's update_usage(columnwise_usage=True)) and read as gathered on Blackwell; MXFP8 the row-wise copy for
+    the dgrad and, gathered again, the column-wise one for the wgrad (linear.py L807-817, L1058-1088: userbuffers
+    carries one MXFP8 buffer at a time), 2 x 1.03 B. Priced that way on f6c9504 (branch fp8cs), a refit read
+    validation 6.08% (6.07), held-out 5.08 (5.05), precision protocol 5.91 (5.77), scale 5.42 (5.36), stack 10.31
+    (9.82), and moved overlap_tp from 0.50 to 0.43: the BF16 gradient gather stands in for a TP cost of the FP8 rows
+    not found yet, as NVFP4's BF16 gathers do (RECIPES)."""
     fused_grouped_mlp: bool = False
     """Whether the experts run TransformerEngine's fused grouped MLP on cuDNN's CuTe-DSL kernels, MXFP8 on Blackwell
     only (Megatron-Bridge use_transformer_engine_op_fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: the FP8-MX
