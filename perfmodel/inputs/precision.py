@@ -209,7 +209,13 @@ RECIPES: dict[str, Recipe] = {
     for r in (
         Recipe("bf16", "bf16", BF16_BYTES, 0, 0, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES),
         Recipe("fp8", "fp8", 1.0, 1, 2, False, 0, 0, 1.0, 1.0, 2.0, delayed_scaling_capable=True),
-        Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, _MXFP8, 2 * _MXFP8),
+        # MXFP8 parameters are all-gathered in BF16: Megatron-Bridge's MXFP8 recipe sets fp8_param_gather with
+        # reuse_grad_buf_for_mxfp8_param_ag (required together: megatron-bridge 0.2.0rc6-0.6.2 training/
+        # mixed_precision.py bf16_with_mxfp8_mixed), under which Megatron-Core gathers the updated BF16 parameters
+        # into the gradient buffer and casts each into its MXFP8 parameter afterwards (megatron-core 0.14.0
+        # distributed/distributed_data_parallel.py start_param_sync: "cast from bf16 to MXFP8 during copy";
+        # param_and_grad_buffer.py finish_param_sync; 0.18.2 the same, _post_param_sync).
+        Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, BF16_BYTES, 2 * _MXFP8),
         # NVFP4 weights use 16x16 blocks, so one quantised copy serves both Fprop and Dgrad (2509.25149 section 4.3).
         # As the production recipes run it (Megatron-Bridge perf recipes for Llama 3/3.1 on GB200/GB300, commit
         # 067f987df; MLPerf NeMo configs): every layer in NVFP4 (first_last_layers_bf16 defaults to False; the 12B
