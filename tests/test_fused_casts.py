@@ -40,3 +40,16 @@ def test_nvfp4_gathers_bf16_so_the_norm_cannot_cast_all_rows_under_tp() -> None:
     assert _cast_bytes("nvfp4", 4)["qkv.cast"] == pytest.approx(SEQ * m.hidden * _per_element("nvfp4", False))
     assert _cast_bytes("nvfp4", 1)["qkv.cast"] == pytest.approx(SEQ * m.hidden * _per_element("nvfp4", True))
     assert _cast_bytes("bf16", 1) == {}
+
+
+@pytest.mark.parametrize("tp", [1, 4])
+def test_mxfp8_norm_fed_casts_read_the_norms_bf16_output_again_but_activation_casts_fuse(tp: int) -> None:
+    """TransformerEngine's norm kernels take an MXFP8 quantizer unfused (norm in BF16, then a quantize kernel:
+    transformer_engine_torch 2.9.0/2.12.0 csrc/extensions/normalization.cpp, Impl::UNFUSED without
+    NVTE_NORM_FWD_USE_CUDNN), while its activation kernels emit MXFP8 directly (activation.cpp, Impl::FULLY_FUSED):
+    qkv and fc1 pay the read whatever the TP, fc2 does not. MXFP8 gathers quantised rows, so each rank casts T/t."""
+    m = MODEL
+    got = _cast_bytes("mxfp8", tp)
+    assert got["qkv.cast"] == pytest.approx(SEQ / tp * m.hidden * _per_element("mxfp8", False))
+    assert got["fc1.cast"] == pytest.approx(SEQ / tp * m.hidden * _per_element("mxfp8", False))
+    assert got["fc2.cast"] == pytest.approx(SEQ * m.ffn / tp * _per_element("mxfp8", True))

@@ -201,6 +201,15 @@ class Recipe:
     """A frozen base's dgrad reads a K-major copy of each weight that the backward makes from the one stored FP8 copy
     (a byte transpose: per-tensor scaling), layer by layer, instead of a second copy held for the whole step
     (`frozen_base_recipe`)."""
+    norm_cast_fused: bool = True
+    """Whether TransformerEngine's norm kernel writes the quantised input of a norm-fed linear layer itself (per-tensor
+    FP8: the norm emits FP8, or its amax for the cast that follows), so the cast reads its BF16 input once
+    (workload._cast `fused`); False: MXFP8, whose norm runs in BF16 and a separate quantize kernel reads its output
+    again unless NVTE_NORM_FWD_USE_CUDNN=1 (transformer_engine_torch 2.9.0 and 2.12.0 csrc/extensions/
+    normalization.cpp, layernorm_fwd/rmsnorm_fwd: an MXFP8 quantizer selects Impl::UNFUSED without cuDNN's norm),
+    which no Megatron-Bridge Llama or Qwen3 MXFP8 pretraining recipe sets (perf_recipes/llama/*/llama3*.py,
+    qwen/*/qwen3_moe.py, megatron-bridge 0.6.2). DeepSeek-V3's GB200/GB300/B300 FP8-MX recipes do, and are priced
+    unfused all the same: their norm-fed layers are MLA's down-projections, under 0.2% of those rows' step."""
 
     @property
     def quantised(self) -> bool:
@@ -218,7 +227,13 @@ RECIPES: dict[str, Recipe] = {
     for r in (
         Recipe("bf16", "bf16", BF16_BYTES, 0, 0, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES),
         Recipe("fp8", "fp8", 1.0, 1, 2, False, 0, 0, 1.0, 1.0, 2.0, delayed_scaling_capable=True),
-        Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, _MXFP8, 2 * _MXFP8),
+        # MXFP8 parameters are all-gathered in BF16: Megatron-Bridge's MXFP8 recipe sets fp8_param_gather with
+        # reuse_grad_buf_for_mxfp8_param_ag (required together: megatron-bridge 0.2.0rc6-0.6.2 training/
+        # mixed_precision.py bf16_with_mxfp8_mixed), under which Megatron-Core gathers the updated BF16 parameters
+        # into the gradient buffer and casts each into its MXFP8 parameter afterwards (megatron-core 0.14.0
+        # distributed/distributed_data_parallel.py start_param_sync: "cast from bf16 to MXFP8 during copy";
+        # param_and_grad_buffer.py finish_param_sync; 0.18.2 the same, _post_param_sync).
+        Recipe("mxfp8", "fp8", _MXFP8, 0, 2, False, 0, 0, _MXFP8, BF16_BYTES, 2 * _MXFP8, norm_cast_fused=False),
         # NVFP4 weights use 16x16 blocks, so one quantised copy serves both Fprop and Dgrad (2509.25149 section 4.3).
         # As the production recipes run it (Megatron-Bridge perf recipes for Llama 3/3.1 on GB200/GB300, commit
         # 067f987df; MLPerf NeMo configs): every layer in NVFP4 (first_last_layers_bf16 defaults to False; the 12B

@@ -259,10 +259,10 @@ def _linear_forward(sh: Shard, recipe: Recipe, name: str, k: Number, n: Number, 
         rows = sh.tokens / sh.tp if (column and gathered_quantised) else sh.tokens
         # The norm runs on this rank's T/t sequence-parallel rows: it can fuse the cast only of those rows.
         fused = 0.0
-        if name in ACTIVATION_FED or (name in NORM_FED and column and gathered_quantised):
+        if name in ACTIVATION_FED:
             fused = 1.0
-        elif name in NORM_FED:
-            fused = where(equal(sh.tp, 1), 1.0, 0.0)
+        elif name in NORM_FED and recipe.norm_cast_fused:
+            fused = 1.0 if column and gathered_quantised else where(equal(sh.tp, 1), 1.0, 0.0)
         hadamard = int(recipe.hadamard_wgrad)  # on the column-wise copy the wgrad reads (the comment above _cast)
         ops.append(_cast(f"{name}.cast", rows * k, recipe, extra_passes=hadamard, fused=fused))
         ops += _rowwise_forward(name, k, n, recipe)
