@@ -308,8 +308,6 @@ def test_explain_shows_the_regressed_kernel_and_its_bound(tmp_path: Path) -> Non
 
 def _measured_all_to_all_s(system: str, ranks: int, size_bytes: float) -> float:
     """A measured all-to-all of `size_bytes` per rank, geometric between the two bundled rows that bracket it."""
-    import math
-
     from perfmodel.inputs.kernels import collective_kernels
 
     rows = [r for r in collective_kernels() if (r.op, r.system, r.ranks) == ("all_to_all", system, ranks)]

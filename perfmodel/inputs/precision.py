@@ -287,10 +287,10 @@ def frozen_base_recipe(recipe: Recipe) -> Recipe:
     (transformer-engine 2.8.0 pytorch/module/linear.py L135/L183, backward_needs_input = weight.requires_grad) and
     drops the output gradient's without a wgrad (L582-587). Cached: one object per recipe, so contexts built from it
     are shared (planning.predict.context_for keys them by identity)."""
-    if recipe.quantised and not recipe.delayed_scaling_capable and recipe.copies == 2:
-        return replace(recipe, copies=1, hadamard_wgrad=False)
-    if not (recipe.delayed_scaling_capable and recipe.copies == 2):
+    if not (recipe.quantised and recipe.copies == 2):
         return recipe
+    if not recipe.delayed_scaling_capable:  # block scales: the weight keeps both copies
+        return replace(recipe, copies=1, hadamard_wgrad=False)
     return replace(
         recipe, copies=1, weight_bytes=recipe.weight_bytes - recipe.element_bytes, weight_transposed_in_backward=True
     )

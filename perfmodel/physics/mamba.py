@@ -107,18 +107,16 @@ def mamba_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
     """Norm, in_proj, conv1d, the SSD scan and its gate, RMSNorm, out_proj and residual of one 'M' layer, with the
     scan's layout copies (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
-    h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
+    h, conv_channels, inner_rows = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t, T * md.mamba_inner / t
     in_proj, out_proj = (_linear_forward(sh, recipe, *shape) for shape in _shapes(sh))
     return [
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *in_proj,
         _layout_copy(sh, "scan_input_layout", md.mamba_linear_shapes["in_proj"][1]),
         _mem("conv1d", T * conv_channels, 2 * BF16_BYTES),
-        _scan_op(
-            sh, "ssd_scan", _scan_flops(sh), _scan_bytes(sh) + T * md.mamba_inner / t * _GATE_PASSES[0] * BF16_BYTES
-        ),
+        _scan_op(sh, "ssd_scan", _scan_flops(sh), _scan_bytes(sh) + inner_rows * _GATE_PASSES[0] * BF16_BYTES),
         _layout_copy(sh, "scan_output_layout", md.mamba_inner),
-        _mem("scan_norm", T * md.mamba_inner / t, 2 * BF16_BYTES),
+        _mem("scan_norm", inner_rows, 2 * BF16_BYTES),
         *out_proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
     ]
@@ -130,13 +128,13 @@ def mamba_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False
     first: ssd_combined.py L912-917 recompute x, B and C, reading and writing them, then reads input and gradient,
     writes one), and in_proj's output gradient laid out back (`_layout_copy`)."""
     md, T, t = sh.model, sh.tokens, sh.tp
-    h, conv_channels = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t
+    h, conv_channels, inner_rows = md.hidden, (md.mamba_inner + md.mamba_bc_width) / t, T * md.mamba_inner / t
     in_proj, out_proj = _shapes(sh)
     return [
         _mem("residual1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES),
         *linear_backward(sh, recipe, out_proj, frozen_weights, T),
-        _mem("scan_norm.bwd", T * md.mamba_inner / t, 3 * BF16_BYTES),
-        _mem("scan_gate.bwd", T * md.mamba_inner / t, _GATE_PASSES[1] * BF16_BYTES),
+        _mem("scan_norm.bwd", inner_rows, 3 * BF16_BYTES),
+        _mem("scan_gate.bwd", inner_rows, _GATE_PASSES[1] * BF16_BYTES),
         _scan_op(sh, "ssd_scan.bwd", SSD_BWD_PASSES * _scan_flops(sh), _scan_backward_bytes(sh)),
         _mem("conv1d.bwd", T * conv_channels, 5 * BF16_BYTES),
         _layout_copy(sh, "in_proj.grad_layout", md.mamba_linear_shapes["in_proj"][1]),
