@@ -21,6 +21,7 @@ REMOVED = {
     "attention_generation@cdna3": "one number with attention@amd on CDNA3's rows (parameters._fa2_class)",
     "memory_generation@cdna4": "CDNA3's factor (parameters.SAME_MEMORY)",
     "run_overhead_s@mlperf-gpt3": "its default (parameters.RUN_OVERHEAD_FITTED)",
+    "run_overhead_s@mlperf-llama31-8b": "its default: only AMD's four MI355X rows pay it (parameters.WARM_STARTED)",
     "overlap_ep_scaleout": "overlap_dp: six fitted rows informed it once the H100 recipes that overlap nothing with "
     "their flex exchange priced it exposed; across NICs the exchange hides as DP's collectives do (moe.ep_overlap)",
 }
