@@ -15,7 +15,7 @@ import pytest
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.outputs.explain import explain
-from perfmodel.physics.collectives import group_links, reduce_scatter
+from perfmodel.physics.collectives import all_reduce, group_links, reduce_scatter
 from perfmodel.physics.step import grad_reduce_bytes
 from perfmodel.planning.predict import Prediction, context_for, predict
 
@@ -88,3 +88,29 @@ def test_bad_values_are_refused_in_one_line(tmp_path: Path, text: str, message: 
     with pytest.raises(PerfmodelError) as raised:
         load_scenario(path)
     assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_hybrid_sharding_all_reduces_the_shards_in_fp32_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ZeRO-3 within groups of 8 ranks, replicated across 8 groups (shard_group): every gradient all-reduce, the
+    shards' across the groups included, moves twice the bytes over the same ranks."""
+    from perfmodel.physics import step
+
+    calls: list[tuple[float, float]] = []
+
+    def recorded(size_bytes: Any, links: Any, tiers: Any) -> Any:
+        calls.append((float(size_bytes), float(links.size)))
+        return all_reduce(size_bytes, links, tiers)
+
+    monkeypatch.setattr(step, "all_reduce", recorded)
+    layout = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "dp": 64, "mbs": 1, "gbs": 128, "recompute": "full", "zero": 3}
+    keys = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 64, "parallelism.seq_len": 8192} | {
+        f"parallelism.{k}": v for k, v in (layout | {"shard_group": 8}).items()
+    }
+    seen = []
+    for fp32 in (False, True):
+        calls.clear()
+        predict(load_scenario(None, keys | {"grad_reduce_in_fp32": fp32}))
+        seen.append(sorted(calls))
+    bf16, fp32_calls = seen
+    assert len(bf16) == 2 and [ranks for _, ranks in fp32_calls] == [ranks for _, ranks in bf16] == [8.0, 8.0]
+    assert [size for size, _ in fp32_calls] == pytest.approx([2 * size for size, _ in bf16], rel=1e-12)

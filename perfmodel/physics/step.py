@@ -1144,7 +1144,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
     replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
-        replicas_s = all_reduce(trainable * memory.GRAD_BYTES / shards, _links(ctx, dp * cp / shards, tp * shards),
+        replicas_s = all_reduce(trainable * grad_reduce_bytes(rec) / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
     dp_comm = _data_parallel(
