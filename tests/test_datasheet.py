@@ -90,6 +90,9 @@ SYSTEMS = {
     # stacks_sources.md 'torchtitan': 'Each host has 8 NVIDIA H100 GPUs fully connected with NVLink', '400 Gb/s per
     # GPU'.
     "grand-teton": ("h100-grand-teton", 8, 400, "switch", None),
+    # campaigns.md section 1, Cluster (Llama 3 paper section 3.3.1): Grand Teton servers of 'eight GPUs', 'Both RoCE
+    # and Infiniband clusters leverage 400 Gbps interconnects between GPUs'.
+    "meta-h100-roce": ("h100-sxm", 8, 400, "switch", None),
     # section 2 'H200': 18x NVLink 4 on NVSwitch (S23), scale-out typically 8x 400 Gb/s.
     "dgx-h200": ("h200-sxm", 8, 400, "switch", None),
     # campaigns.md section 2, DeepSeek-V3 report sections 3.1 and 3.2.2: 8 GPUs per node, IB 50 GB/s per GPU.

@@ -86,6 +86,13 @@ class Recipe:
     """Whether the gradients reduce in FP32 (FSDP2's MixedPrecisionPolicy.reduce_dtype: torchtitan's
     training.mixed_precision_reduce defaults to 'float32', recalled from the public code, not a stored copy): 4
     bytes per gradient on the wire and in the copy-in (step.grad_reduce_bytes)."""
+    grad_reduce_in_fp32: bool = False
+    """Whether Megatron-Core's DDP keeps its gradient buffer in FP32 (Scenario.grad_reduce_in_fp32,
+    DistributedDataParallelConfig.grad_reduce_in_fp32): the main gradients are allocated in FP32 (megatron-core
+    0.7.0 wheel, distributed/distributed_data_parallel.py L106 `grad_dtype = torch.float if ...grad_reduce_in_fp32`,
+    param_and_grad_buffer.py L344 the grad buffer in that dtype, L369 `param.main_grad` a view of it), so the
+    micro-batches accumulate into FP32 and the data-parallel reduce-scatter or all-reduce moves 4 bytes per gradient
+    (step.grad_reduce_bytes), and each rank holds 4 bytes per gradient, not 2 (memory.model_state)."""
     zero3_per_tensor: bool = False
     """ZeRO-3 as DeepSpeed ran it before its 0.6.0 release (inputs/features.py 'zero3_coalesced_prefetch'): each
     parameter tensor all-gathered and its gradient reduce-scattered by a call of its own, each gather behind a
@@ -370,6 +377,12 @@ def bridge_recipe(
     if graph_captured:
         recipe = replace(recipe, graph_captured=True)
     return recipe
+
+
+@cache
+def grad_reduce_recipe(recipe: Recipe, grad_reduce_in_fp32: bool) -> Recipe:
+    """The recipe with Megatron-Core's FP32 gradient buffer where the scenario sets it. Cached, as cp_comm_recipe."""
+    return replace(recipe, grad_reduce_in_fp32=True) if grad_reduce_in_fp32 else recipe
 
 
 @cache

@@ -330,6 +330,10 @@ class Scenario:
     full_iteration_graph: bool = False
     """The whole training iteration captured in one CUDA graph and replayed each step, as a Megatron-Bridge recipe
     sets it (cuda_graph_impl 'full_iteration'): no per-step host overhead (precision.Recipe.graph_captured)."""
+    grad_reduce_in_fp32: bool = False
+    """Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32: the gradients accumulate and reduce over
+    the data-parallel ranks in an FP32 buffer (4 bytes per gradient on the wire and in memory,
+    precision.Recipe.grad_reduce_in_fp32), as Llama 3 trained (arXiv:2407.21783 section 3.3.2); false: BF16."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
@@ -345,11 +349,17 @@ class Scenario:
 
     def __post_init__(self) -> None:
         """A masked FP8 band without FP8 attention, or a regressed dGeGLU + dbias kernel without the fused grouped MLP
-        that runs it, would price nothing and say nothing (a ValueError, reported as the scenario's own check)."""
+        that runs it, would price nothing and say nothing; Megatron-Core's FP32 gradient buffer on another stack
+        would price a setting it does not have (a ValueError, reported as the scenario's own check)."""
         if self.fp8_attention_band == "masked" and not self.fp8_attention:
             raise ValueError("fp8_attention_band 'masked' needs fp8_attention = true (it prices FP8 attention only)")
         if self.dglu_dbias_regression and not self.fused_grouped_mlp:
             raise ValueError("dglu_dbias_regression needs fused_grouped_mlp = true (it prices that kernel only)")
+        if self.grad_reduce_in_fp32 and self.stack != "megatron":
+            raise ValueError(
+                f"grad_reduce_in_fp32 is Megatron-Core's gradient buffer setting; the {self.stack} stack reduces its "
+                "gradients as its own code does (inputs/stacks.py)"
+            )
 
     def model_spec(self) -> ModelSpec:
         if isinstance(self.model, str):

@@ -45,6 +45,7 @@ from perfmodel.physics.step import (
     zero3_per_tensor_s,
 )
 from perfmodel.physics.workload import (
+    FP32_BYTES,
     SELECTIVE_RECOMPUTE,
     Op,
     attention_block_backward,
@@ -785,9 +786,9 @@ def _zero_formula(
     n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "",
              f"Megatron DDP buckets (max(40M, 1M x ranks)){of}")  # fmt: skip
     nb = float(n_b.value)
+    dtype = "FP32" if grad_reduce_bytes(ctx.recipe) == FP32_BYTES else "BF16"
     rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
-            f"reduce-scatter of {grads / 1e9:.3g} GB of {'FP32' if ctx.recipe.fsdp_reduce_fp32 else 'BF16'} "
-            f"gradients, bucket by bucket ({group})")  # fmt: skip
+            f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})")  # fmt: skip
     ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",
               f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
     if zero == 0:

@@ -1,11 +1,11 @@
 """Memory per GPU: weights, gradients, optimizer state, activations in flight, and the runtime's own share.
 
 Mixed-precision Adam with Megatron's distributed optimizer: weights as the recipe holds them, BF16 main gradients
-(Megatron-core's default grad_reduce_in_fp32=False), FP32 master weights and two FP32 moments (12 B/param) sharded
-over the data-parallel ranks (including CP ranks, which hold the same weights). ZeRO-2 also shards gradients, ZeRO-3
-(FSDP) weights too. Activations follow Korthikanti et al. 2022 with flash attention (no s^2 term) and sequence
-parallelism, written out tensor by tensor for GQA and SwiGLU. A frozen base (LoRA) saves less: see
-`activation_bytes_per_token`.
+(Megatron-core's default grad_reduce_in_fp32=False; FP32 where a run sets it: Recipe.grad_reduce_in_fp32), FP32
+master weights and two FP32 moments (12 B/param) sharded over the data-parallel ranks (including CP ranks, which hold
+the same weights). ZeRO-2 also shards gradients, ZeRO-3 (FSDP) weights too. Activations follow Korthikanti et al.
+2022 with flash attention (no s^2 term) and sequence parallelism, written out tensor by tensor for GQA and SwiGLU. A
+frozen base (LoRA) saves less: see `activation_bytes_per_token`.
 """
 
 from __future__ import annotations
@@ -186,7 +186,8 @@ def model_state(
     """(weights, gradients, optimizer) bytes of a rank holding `params` parameters of which `trainable` train
     (fewer with a frozen base), sharded over `shards` ranks by ZeRO stage."""
     weights = where(zero >= 3, params * recipe.weight_bytes / shards, params * recipe.weight_bytes)
-    gradients = where(zero >= 2, trainable * GRAD_BYTES / shards, trainable * GRAD_BYTES)
+    grad_bytes = FP32_BYTES if recipe.grad_reduce_in_fp32 else GRAD_BYTES
+    gradients = where(zero >= 2, trainable * grad_bytes / shards, trainable * grad_bytes)
     optimizer = where(zero >= 1, trainable * OPTIMIZER_BYTES / shards, trainable * OPTIMIZER_BYTES)
     return weights, gradients, optimizer
 

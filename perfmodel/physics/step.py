@@ -968,8 +968,9 @@ def zero3_per_tensor_s(ctx: Context, links: GroupLinks, weights: Number, trainab
 
 
 def grad_reduce_bytes(recipe: Recipe) -> float:
-    """Bytes per gradient the data-parallel reduction moves: BF16, or FP32 where the stack reduces in FP32."""
-    return FP32_BYTES if recipe.fsdp_reduce_fp32 else memory.GRAD_BYTES
+    """Bytes per gradient the data-parallel reduction moves: BF16, or FP32 where the stack reduces in FP32 (FSDP2's
+    reduce dtype) or the run keeps Megatron-Core's gradient buffer in FP32 (Recipe.grad_reduce_in_fp32)."""
+    return FP32_BYTES if recipe.fsdp_reduce_fp32 or recipe.grad_reduce_in_fp32 else memory.GRAD_BYTES
 
 
 def fsdp_copies_s(ctx: Context, weights: Number, trainable: Number) -> Number:
@@ -1143,7 +1144,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
     replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
-        replicas_s = all_reduce(trainable * memory.GRAD_BYTES / shards, _links(ctx, dp * cp / shards, tp * shards),
+        replicas_s = all_reduce(trainable * grad_reduce_bytes(rec) / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
     dp_comm = _data_parallel(

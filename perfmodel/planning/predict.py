@@ -20,6 +20,7 @@ from perfmodel.inputs.precision import (
     cp_comm_recipe,
     frozen_base_recipe,
     get_recipe,
+    grad_reduce_recipe,
     shard_group_recipe,
 )
 from perfmodel.inputs.record import as_dict, replaced
@@ -438,6 +439,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
+    recipe = grad_reduce_recipe(recipe, scenario.grad_reduce_in_fp32)
     recipe = bridge_recipe(
         recipe,
         scenario.fp8_attention,
