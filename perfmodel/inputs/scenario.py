@@ -330,6 +330,12 @@ class Scenario:
     full_iteration_graph: bool = False
     """The whole training iteration captured in one CUDA graph and replayed each step, as a Megatron-Bridge recipe
     sets it (cuda_graph_impl 'full_iteration'): no per-step host overhead (precision.Recipe.graph_captured)."""
+    activation_offload_layers: int = bounded(0, ge=0, le=100_000)
+    """Megatron-Core's activation offload, as a Megatron-Bridge recipe sets it (cpu_offloading_num_layers): the saved
+    activations of the model's first n layers go to host memory after their forward and come back before their
+    backward, over the system's host link (precision.Recipe.offload_layers). Fewer than the model's layers, with
+    PP 1 and no recompute, as Megatron-Core 0.16.0 requires (transformer/transformer_config.py L1137-1152); the
+    layout search never offloads unless this is set."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
@@ -345,11 +351,17 @@ class Scenario:
 
     def __post_init__(self) -> None:
         """A masked FP8 band without FP8 attention, or a regressed dGeGLU + dbias kernel without the fused grouped MLP
-        that runs it, would price nothing and say nothing (a ValueError, reported as the scenario's own check)."""
+        that runs it, would price nothing and say nothing, and Megatron-Core runs no activation offload inside a CUDA
+        graph (a ValueError, reported as the scenario's own check)."""
         if self.fp8_attention_band == "masked" and not self.fp8_attention:
             raise ValueError("fp8_attention_band 'masked' needs fp8_attention = true (it prices FP8 attention only)")
         if self.dglu_dbias_regression and not self.fused_grouped_mlp:
             raise ValueError("dglu_dbias_regression needs fused_grouped_mlp = true (it prices that kernel only)")
+        if self.activation_offload_layers and self.full_iteration_graph:
+            raise ValueError(
+                "activation_offload_layers needs full_iteration_graph = false (Megatron-Core 0.16.0 "
+                "transformer/transformer_config.py L1722: CUDA graphs not supported with CPU offloading)"
+            )
 
     def model_spec(self) -> ModelSpec:
         if isinstance(self.model, str):
