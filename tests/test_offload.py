@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.runs import bundled_runs
+from perfmodel.fitting.validation import prepare
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.scenario import load_scenario
+from perfmodel.physics.calibration import bundled
 from perfmodel.physics.offload import offload_s
 from perfmodel.physics.step import _evaluate, _per_rank, _saved, evaluate
 from perfmodel.planning.predict import context_for, layout_vars, predict
@@ -90,3 +93,17 @@ def test_a_bad_offload_is_one_line(offloaded: int, gpu: str, layout: dict[str, A
         scenario = _scenario(offloaded, gpu, **layout)
         predict(replace(scenario, **precision) if precision else scenario)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("line", "offloaded"), [(155, 40), (154, 20)])
+def test_the_recipe_rows_are_priced_with_their_offload(line: int, offloaded: int) -> None:
+    # measured_runs.csv line 155 (NeMo 26.02.01, 64 GB200, FP8, 4,357 tokens/s/GPU) and line 154 (64 GB300, 5,243):
+    # Llama 3 70B TP1 PP1 MBS 2 Megatron-FSDP, recompute blank: the recipe's (recipe_settings.csv).
+    (run,) = [r for r in bundled_runs()[0] if r.id == f"measured_runs.csv:{line}"]
+    item = prepare(run, bundled())
+    assert item.context.recipe.offload_layers == offloaded and item.layout.recompute == "none"
+    step = evaluate(item.context, layout_vars(item.layout))
+    unpriced = evaluate(replace(item.context, recipe=replace(item.context.recipe, offload_layers=0)),
+                        layout_vars(item.layout))  # fmt: skip
+    assert step.fits and not unpriced.fits
+    assert step.step_time_s > unpriced.step_time_s

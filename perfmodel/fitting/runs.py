@@ -487,11 +487,12 @@ def _with_recipe(
 
 
 DENSE_RECIPES = "recipe_settings.csv"
-"""The recompute of Megatron-Bridge dense performance recipes whose rows in the tables leave it blank, by model, GPU,
-precision and layout: megatron-bridge 0.6.2's perf_recipes (NeMo 26.08's recipes). Only recipes a bundled row runs and
-whose setting differs from the stack's choice (fitting.assumed), e.g. the Llama 3 70B FP8 Megatron-FSDP recipes on
-GB200/GB300 recompute nothing and offload activations to the Grace CPU, where the memory estimate, without
-offloading, would recompute."""
+"""The recompute and activation offload of Megatron-Bridge dense performance recipes whose rows in the tables leave
+recompute blank, by model, GPU, precision and layout: megatron-bridge 0.6.2's perf_recipes (NeMo 26.08's recipes).
+Only recipes a bundled row runs and whose setting differs from the stack's choice (fitting.assumed), e.g. the Llama 3
+70B FP8 Megatron-FSDP recipes on GB200/GB300 recompute nothing and offload the activations of their first 40 / 20
+layers to the Grace CPU (Scenario.activation_offload_layers), where the memory estimate, without offloading, would
+recompute."""
 
 
 @cache
@@ -499,11 +500,12 @@ def _dense_recipes() -> tuple[dict[str, str], ...]:
     return tuple(_read(DENSE_RECIPES))
 
 
-def _with_dense_recipe(row: dict[str, str], parallelism: dict[str, Any], assumptions: list[str]) -> None:
-    """A dense row that leaves recompute blank runs its layout's recipe's recompute (DENSE_RECIPES); rows of older
-    containers than the recipes' are assumed to run the same, as fitting.moe_recipes assumes."""
+def _with_dense_recipe(row: dict[str, str], parallelism: dict[str, Any], assumptions: list[str]) -> dict[str, int]:
+    """A dense row that leaves recompute blank runs its layout's recipe's recompute and activation offload
+    (DENSE_RECIPES), the offload as the row's run settings; rows of older containers than the recipes' are assumed to
+    run the same, as fitting.moe_recipes assumes."""
     if parallelism["recompute"] is not None:
-        return
+        return {}
     layout = (parallelism["tp"], parallelism["pp"], parallelism["mbs"])
     for recipe in _dense_recipes():
         if (
@@ -513,12 +515,14 @@ def _with_dense_recipe(row: dict[str, str], parallelism: dict[str, Any], assumpt
             and row["fsdp_or_zero"].startswith(recipe["sharding"])
         ):
             parallelism["recompute"] = recipe["recompute"]
-            note = f"recompute {recipe['recompute']}: the recipe of this layout as of {RECIPES_CONTAINER} "
-            note += f"({recipe['source']})"
+            offloaded = int(recipe["activation_offload_layers"])
+            note = f"recompute {recipe['recompute']}, activations of {offloaded} layers offloaded: the recipe of this "
+            note += f"layout as of {RECIPES_CONTAINER} ({recipe['source']})"
             if container_month(row["version_or_date"]) != container_month(RECIPES_CONTAINER):
                 note += f"; for {row['version_or_date']} an assumption"
             assumptions.append(note)
-            return
+            return {"activation_offload_layers": offloaded} if offloaded else {}
+    return {}
 
 
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
@@ -586,7 +590,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     if parallelism["pp"] == 1:
         parallelism["vp"] = 1
     source = _source_label(row["source"])
-    run_settings: dict[str, bool] = {}
+    run_settings: dict[str, Any] = {}
     if row["model"] in MOE_MODELS:
         parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
         stage_gpus = int(row["n_gpus"]) // parallelism["pp"]
@@ -604,7 +608,7 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
             model = {**(model if isinstance(model, dict) else {"base": model}), **DROPPING_ROUTING}
             assumptions.append(DROPPING_ASSUMPTION)
     elif "Megatron-Bridge" in row["source"]:
-        _with_dense_recipe(row, parallelism, assumptions)
+        run_settings |= _with_dense_recipe(row, parallelism, assumptions)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
     if row["step_time_s"]:
