@@ -205,6 +205,24 @@ def test_amd_mi300x_lora_rows_recompute_as_their_config() -> None:
         assert "recompute" not in runs[other].scenario["parallelism"]
 
 
+def test_megatron_bridge_70b_fsdp_rows_recompute_and_offload_as_their_recipe() -> None:
+    # perfmodel/data/recipe_settings.csv: megatron-bridge 0.6.2 perf_recipes/llama/gb200/llama3.py
+    # llama3_70b_pretrain_64gpu_gb200_fp8cs_config (TP1 PP1 MBS2 Megatron-FSDP) sets no recompute and offloads 40
+    # layers' activations (L276-278; gb300/llama3.py L283-285: 20); measured_runs.csv line 155 (NeMo 26.02.01,
+    # GB200, FP8), line 248 (NeMo 25.09, FP8-CS) and line 154 (NeMo 26.02.01, GB300, FP8) leave recompute blank.
+    # Line 152 (GB300 MXFP8, TP1 PP4, MBS 2) matches no recipe (0.6.2's is MBS 1 VP 5).
+    runs = {r.id: r for r in bundled_runs()[0]}
+    for line in (155, 248):
+        run = runs[f"measured_runs.csv:{line}"]
+        assert run.scenario["parallelism"]["recompute"] == "none"
+        assert run.scenario["activation_offload_layers"] == 40
+        assert any("llama3_70b_pretrain_64gpu_gb200_fp8cs_config" in a for a in run.assumptions)
+    assert runs["measured_runs.csv:154"].scenario["activation_offload_layers"] == 20
+    assert any("for NeMo 25.09 container an assumption" in a for a in runs["measured_runs.csv:248"].assumptions)
+    assert "recompute" not in runs["measured_runs.csv:152"].scenario["parallelism"]
+    assert "activation_offload_layers" not in runs["measured_runs.csv:152"].scenario
+
+
 def test_every_llmboost_row_is_left_out_as_another_stack() -> None:
     # mlperf_training_llm.csv: MangoBoost's LoRA rows name the framework 'LLMBoost 1.1.0' (v5.0) or 'LLMBoost 1.2.0'
     # (v5.1, one with 'and ROCm 7.0.1'): MangoBoost's own stack, whatever their GPU count or accelerator.

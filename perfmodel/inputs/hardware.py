@@ -188,6 +188,9 @@ class System:
     """Power beside the GPU boards (CPUs, memory, NICs, fans, switch trays) per GPU at full load, W."""
     network_w_per_gpu: SourcedPositive = DEFAULT_NETWORK_W
     """The scale-out fabric's switches and optics per GPU, W."""
+    host_link_gb_per_s_per_direction: SourcedPositive | None = None
+    """Each GPU's link to host memory, GB/s each way (NVLink-C2C to Grace, PCIe to an x86 host): what activation
+    offload copies over (physics/offload.py). None: not given, and a scenario that offloads is refused."""
 
 
 @record

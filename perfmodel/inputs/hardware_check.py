@@ -62,6 +62,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "nics_per_gpu": Range(0.01, 16),
         "storage_gb_per_s_per_node": Range(0.001, 1e6),
         "host_w_per_gpu": WATTS, "network_w_per_gpu": WATTS,
+        "host_link_gb_per_s_per_direction": Range(0.1, 100_000),
         "usd_per_system": Range(1, 1e10), "usd_per_system_low": Range(1, 1e10), "usd_per_system_high": Range(1, 1e10),
         "fabric.oversubscription": Range(0.5, 100),
         "fabric.domains_per_leaf": Range(1, 100_000, whole=True),

@@ -204,6 +204,11 @@ class Recipe:
     the release whose configs do so, physics.step.host_overhead_s). NVIDIA's MLPerf LoRA configs
     (MCORE_CUDA_GRAPH=1, ON_DEVICE_CLIP_GRAD=1; stack_notes.md; inputs.mlperf.Benchmark.graph_captured_vendors) and
     Megatron-Bridge's full-iteration performance recipes (cuda_graph_impl 'full_iteration': bridge_recipe)."""
+    offload_layers: int = 0
+    """The leading layers whose saved activations the run copies to host memory after their forward and back before
+    their backward (Megatron-Core's cpu_offloading_num_layers through TransformerEngine's offload: Scenario's
+    activation_offload_layers, bridge_recipe): they leave HBM (physics.step._rank_memory) and their copies cost what
+    the layers' compute cannot hide (physics.step.offload_s)."""
     weight_transposed_in_backward: bool = False
     """A frozen base's dgrad reads a K-major copy of each weight that the backward makes from the one stored FP8 copy
     (a byte transpose: per-tensor scaling), layer by layer, instead of a second copy held for the whole step
@@ -356,6 +361,7 @@ def bridge_recipe(
     graph_captured: bool = False,
     fp8_band_masked: bool = False,
     dglu_dbias_regressed: bool = False,
+    offload_layers: int = 0,
 ) -> Recipe:
     """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
     fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band,
@@ -376,6 +382,8 @@ def bridge_recipe(
         recipe = replace(recipe, expert_loop=True)
     if graph_captured:
         recipe = replace(recipe, graph_captured=True)
+    if offload_layers:
+        recipe = replace(recipe, offload_layers=offload_layers)
     return recipe
 
 

@@ -334,6 +334,12 @@ class Scenario:
     """Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32: the gradients accumulate and reduce over
     the data-parallel ranks in an FP32 buffer (4 bytes per gradient on the wire and in memory,
     precision.Recipe.grad_reduce_in_fp32), as Llama 3 trained (arXiv:2407.21783 section 3.3.2); false: BF16."""
+    activation_offload_layers: int = bounded(0, ge=0, le=100_000)
+    """Megatron-Core's activation offload, as a Megatron-Bridge recipe sets it (cpu_offloading_num_layers): the saved
+    activations of the model's first n layers go to host memory after their forward and come back before their
+    backward, over the system's host link (precision.Recipe.offload_layers). Fewer than the model's layers, with
+    PP 1 and no recompute, as Megatron-Core 0.16.0 requires (transformer/transformer_config.py L1137-1152); the
+    layout search never offloads unless this is set."""
     vintage: str | None = bounded(None, pattern=f"^{RELEASE_MONTH}$")
     """Software release month (YYYY-MM) to predict for: older releases are slower by the fitted software trend.
     Default: the calibration's reference vintage, the newest release in its data."""
@@ -350,7 +356,8 @@ class Scenario:
     def __post_init__(self) -> None:
         """A masked FP8 band without FP8 attention, or a regressed dGeGLU + dbias kernel without the fused grouped MLP
         that runs it, would price nothing and say nothing; Megatron-Core's FP32 gradient buffer on another stack
-        would price a setting it does not have (a ValueError, reported as the scenario's own check)."""
+        would price a setting it does not have; and Megatron-Core runs no activation offload inside a CUDA graph
+        (each a ValueError, reported as the scenario's own check)."""
         if self.fp8_attention_band == "masked" and not self.fp8_attention:
             raise ValueError("fp8_attention_band 'masked' needs fp8_attention = true (it prices FP8 attention only)")
         if self.dglu_dbias_regression and not self.fused_grouped_mlp:
@@ -359,6 +366,11 @@ class Scenario:
             raise ValueError(
                 f"grad_reduce_in_fp32 is Megatron-Core's gradient buffer setting; the {self.stack} stack reduces its "
                 "gradients as its own code does (inputs/stacks.py)"
+            )
+        if self.activation_offload_layers and self.full_iteration_graph:
+            raise ValueError(
+                "activation_offload_layers needs full_iteration_graph = false (Megatron-Core 0.16.0 "
+                "transformer/transformer_config.py L1722: CUDA graphs not supported with CPU offloading)"
             )
 
     def model_spec(self) -> ModelSpec:

@@ -601,8 +601,17 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
     t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")
     wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
-    used_o = [t_o, sigma, ranks, t_c]
-    parts.append(Part("other_s", "Other", step.other_s, t_o.symbol + wait, used_o, {"overhead": step.other_s}))
+    used_o, formula_o, notes_o = [t_o, sigma, ranks, t_c], t_o.symbol + wait, []
+    if ctx.recipe.offload_layers:
+        meaning = f"one micro-batch's activation offload of {ctx.recipe.offload_layers} layers"
+        t_off = _q("t_offload", trace["offload_s"], "s", meaning)
+        used_o, formula_o = [*used_o, N, t_off], formula_o + N.symbol * t_off.symbol
+        notes_o.append(
+            f"activation offload: {ctx.recipe.offload_layers} layers' saved activations to host memory and back "
+            "over the host link, the part their pass's other layers cannot hide, plus the copies' HBM traffic "
+            "(physics/offload.py)"
+        )
+    parts.append(Part("other_s", "Other", step.other_s, formula_o, used_o, {"overhead": step.other_s}, notes_o))
     if ctx.model.is_moe:
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
     for part in parts:

@@ -35,6 +35,7 @@ from perfmodel.physics.collectives import (
 )
 from perfmodel.physics.compute import Batched, Rates, batched, times_by
 from perfmodel.physics.efficiency import WARM_START_RELEASE, Efficiency
+from perfmodel.physics.offload import OFFLOAD_RULE, offload_s
 from perfmodel.physics.parallel import HEAD_SPLIT_RULE, Rule, feature_rules
 from perfmodel.physics.ring import RingHops, ring_exposed
 from perfmodel.physics.schedule import (
@@ -130,9 +131,10 @@ class Context:
 
     @property
     def rules(self) -> tuple[Rule, ...]:
-        """The layout rules, with those of the features the stack's release lacks (parallel.feature_rules) and, for
-        Ulysses's all-to-all, its head split."""
+        """The layout rules, with those of the features the stack's release lacks (parallel.feature_rules), activation
+        offload's (PP 1, no recompute) and, for Ulysses's all-to-all, its head split."""
         rules = feature_rules(self.stack, self.vintage)
+        rules = (*rules, OFFLOAD_RULE) if self.recipe.offload_layers else rules
         return (*rules, HEAD_SPLIT_RULE) if self.recipe.cp_comm == "a2a" else rules
 
     @cached_property
@@ -1127,6 +1129,14 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         fwd_layer, bwd_layer = fwd_layer + ep_fwd, bwd_layer + ep_exposed - ep_fwd
     mb_forward = busiest_layers * fwd_layer
     mb_backward = busiest_layers * bwd_layer
+    offload = 0.0 * tp
+    if rec.offload_layers:  # PP 1 (OFFLOAD_RULE): every layer on this rank, the pass's elapsed time the window
+        host_link = ctx.hardware.system.host_link_gb_per_s_per_direction
+        link_bytes_per_s = 1e9 * host_link.value if host_link else math.nan  # offload.check refuses a system without
+        offload = offload_s(
+            _saved(ctx, sh, tp, "none", 1.0), rec.offload_layers, md.layers, link_bytes_per_s,
+            acc.hbm_bytes_per_s * eff.memory, fwd_layer, bwd_layer,
+        )  # fmt: skip
     pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp + sum(mb_ep))
 
     # Pipeline sends: activations forward and gradients backward at every chunk boundary; the warm-up and
@@ -1172,7 +1182,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
             p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable,
-            step_params=step_params, mtp_cp=mtp_cp,
+            step_params=step_params, mtp_cp=mtp_cp, offload_s=offload,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
@@ -1183,6 +1193,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     if memory_too:
         peak_memory = memory.peak(*_rank_memory(ctx, lv, stages, sh, microbatches, params, experts))
     compute_s = microbatches * mb_compute
+    other = host_overhead_s(ctx) + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s) + microbatches * offload
     return StepResult(
         compute_s=slower * compute_s,
         tp_comm_exposed_s=slower * microbatches * mb_tp,
@@ -1191,7 +1202,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         pp_comm_exposed_s=slower * pp_comm,
         dp_comm_exposed_s=slower * dp_comm,
         optimizer_s=slower * (optimizer + OPTIMIZER_KERNELS * eff.kernel_overhead_us * 1e-6),
-        other_s=slower * (host_overhead_s(ctx) + straggler_s(eff.straggler_cv, tp * pp * cp * dp, compute_s)),
+        other_s=slower * other,
         forward_only_s=slower * forward_only,
         memory=peak_memory,
         hbm_bytes=acc.memory_bytes,
@@ -1413,6 +1424,17 @@ def _memory_need(ctx: Context, lv: LayoutVars) -> Number:
     return memory.peak_total(*_rank_memory(ctx, lv, stages, sh, microbatches, *_held_params(ctx.model, lv, stages)))
 
 
+def _saved(ctx: Context, sh: Shard, tp: Number, mode: str, layers: Number) -> Number:
+    """The activations `layers` layers save for their backward, one micro-batch, under recompute `mode`: what the
+    memory estimate holds and what activation offload copies to the host."""
+    md = ctx.model
+    if md.is_moe or md.hybrid_pattern:
+        return moe.layer_activations(sh, ctx.recipe, mode, layers)
+    return memory.activations(
+        md, ctx.recipe, mode, sh.tokens, tp, layers, ctx.frozen_base, ctx.seq_len, ctx.adapters, ctx.lora_rank
+    )
+
+
 def _expert_parallel(
     ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, recompute_s: Number, full_share: Number
 ) -> tuple[Number, Number]:
@@ -1460,22 +1482,17 @@ def _rank_memory(
     """
     md, rec, tp, pp, vp, tokens = ctx.model, ctx.recipe, lv.tp, lv.pp, lv.vp, sh.tokens
     single_rank = equal(pp, 1)
-    in_flight_first = where(single_rank, md.layers, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
-    in_flight_last = where(single_rank, md.layers, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
+    kept = md.layers - rec.offload_layers  # the offloaded layers' activations wait in host memory (physics/offload.py)
+    in_flight_first = where(single_rank, kept, chunks_in_flight(pp, vp, microbatches) * stages.per_chunk)
+    in_flight_last = where(single_rank, kept, where(vp > 1, (vp - 1) * pp + 1, 1) * stages.per_chunk)
 
     block_share = None if every_layer(lv.recompute_layers) else full_recompute_share(lv, stages)
 
-    def saved(mode: str, layers: Number) -> Number:
-        if md.is_moe or md.hybrid_pattern:
-            return moe.layer_activations(sh, rec, mode, layers)
-        return memory.activations(
-            md, rec, mode, tokens, tp, layers, ctx.frozen_base, ctx.seq_len, ctx.adapters, ctx.lora_rank
-        )
-
     def activations(layers: Number) -> Number:
-        none, selective, full = (saved(mode, layers) for mode in ("none", "selective", "full"))
+        none, selective, full = (_saved(ctx, sh, tp, mode, layers) for mode in ("none", "selective", "full"))
         if block_share is not None:
-            full = where(block_share < 1, memory.block_recompute(block_share, none, full, saved("full", 0.0)), full)
+            edge = _saved(ctx, sh, tp, "full", 0.0)
+            full = where(block_share < 1, memory.block_recompute(block_share, none, full, edge), full)
         return where(equal(lv.recompute, 2), full, where(equal(lv.recompute, 1), selective, none))
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:

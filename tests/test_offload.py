@@ -1,0 +1,109 @@
+"""Activation offload to host memory (physics/offload.py; Scenario.activation_offload_layers): the offloaded layers'
+saved activations leave HBM, and their copies over the host link cost what the pass's other layers cannot hide, plus
+their HBM traffic. megatron-bridge 0.6.2's Llama 3 70B FP8 Megatron-FSDP recipes on GB200 / GB300 offload 40 / 20 of
+the 80 layers (perf_recipes/llama/gb200/llama3.py L276-278, gb300/llama3.py L283-285)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.fitting.runs import bundled_runs
+from perfmodel.fitting.validation import prepare
+from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.scenario import load_scenario
+from perfmodel.physics.calibration import bundled
+from perfmodel.physics.offload import offload_s
+from perfmodel.physics.step import _evaluate, _per_rank, _saved, evaluate
+from perfmodel.planning.predict import context_for, layout_vars, predict
+
+LAYOUT = {"tp": 1, "pp": 1, "mbs": 2, "gbs": 256, "seq_len": 8192, "zero": 3, "recompute": "none"}
+"""The recipes' layout: TP1 PP1 MBS 2 GBS 256, Megatron-FSDP, no recompute (gb200/llama3.py L258-266)."""
+
+
+def _scenario(offloaded: int, gpu: str = "gb200", **layout: Any) -> Any:
+    keys = {"model": "llama3.1-70b", "gpu": gpu, "n_gpus": 64, "precision": "fp8"}
+    keys |= {"activation_offload_layers": offloaded} if offloaded else {}
+    return load_scenario(None, keys | {f"parallelism.{k}": v for k, v in (LAYOUT | layout).items()})
+
+
+def test_copies_that_fit_behind_their_pass_cost_their_hbm_traffic_alone() -> None:
+    # 40 layers of 4 GB over 450 GB/s: 0.36 s of copies per pass, behind 78 layers of 14 ms (forward) and 28 ms.
+    assert offload_s(4e9, 40, 80, 450e9, 8e12, 0.014, 0.028) == pytest.approx(2 * 40 * 4e9 / 8e12)
+
+
+def test_copies_longer_than_their_pass_expose_the_rest() -> None:
+    copies_s = 40 * 4e9 / 450e9
+    hbm_s = 2 * 40 * 4e9 / 8e12
+    expected = (copies_s - 78 * 0.001) + (copies_s - 78 * 0.002) + hbm_s
+    assert offload_s(4e9, 40, 80, 450e9, 8e12, 0.001, 0.002) == pytest.approx(expected)
+    # Over PCIe Gen5 (64 GB/s each way) the same copies take 7x longer than over NVLink-C2C.
+    slow = offload_s(4e9, 40, 80, 64e9, 8e12, 0.001, 0.002)
+    assert slow - hbm_s == pytest.approx(2 * 40 * 4e9 / 64e9 - 78 * 0.003)
+
+
+def test_the_offloaded_layers_saved_activations_leave_hbm() -> None:
+    kept, offloaded = (context_for(_scenario(n)) for n in (0, 40))
+    lv = layout_vars(predict(_scenario(40)).layout)
+    sh = _per_rank(offloaded, lv)[0]
+    layer_bytes = float(_saved(offloaded, sh, lv.tp, "none", 1.0))
+    saved = float(evaluate(kept, lv).memory.activations - evaluate(offloaded, lv).memory.activations)
+    assert saved == pytest.approx(40 * layer_bytes)
+    # Llama 3 70B at MBS 2 x 8,192 tokens, FP8: about 4 GB per layer, about 340 GB for 80 (GB200 has 186 GB).
+    assert 3e9 < layer_bytes < 5e9
+    assert not evaluate(kept, lv).fits and evaluate(offloaded, lv).fits
+
+
+def test_the_offload_is_priced_over_the_systems_host_link() -> None:
+    assert resolve("gb200", None).system.host_link_gb_per_s_per_direction.value == 450  # NVLink-C2C, 900 bidir
+    assert resolve("h100-sxm", None).system.host_link_gb_per_s_per_direction.value == 64  # PCIe 5.0 x16
+    ctx = context_for(_scenario(40))
+    lv = layout_vars(predict(_scenario(40)).layout)
+    trace: dict[str, Any] = {}
+    step = _evaluate(ctx, lv, trace)
+    unpriced = evaluate(replace(ctx, recipe=replace(ctx.recipe, offload_layers=0)), lv)
+    assert float(step.other_s - unpriced.other_s) == pytest.approx(trace["microbatches"] * float(trace["offload_s"]))
+    assert float(trace["offload_s"]) > 0
+
+
+def test_the_search_keeps_pp_1_and_no_recompute_when_offloading() -> None:
+    free = load_scenario(None, {"model": "llama3.1-70b", "gpu": "gb200", "n_gpus": 64, "precision": "fp8",
+                                "activation_offload_layers": 40})  # fmt: skip
+    layout = predict(free).layout
+    assert (layout.pp, layout.recompute) == (1, "none")
+    plain = context_for(load_scenario(None, {"model": "llama3.1-70b", "gpu": "gb200", "n_gpus": 64}))
+    assert plain.recipe.offload_layers == 0
+
+
+@pytest.mark.parametrize(
+    ("offloaded", "gpu", "layout", "message"),
+    [
+        (80, "gb200", {}, "must be less than the 80 layers"),
+        (40, "gb200", {"pp": 4, "zero": 1}, "needs PP 1 and recompute none"),
+        (40, "gb200", {"recompute": "full"}, "needs PP 1 and recompute none"),
+        (40, "a100-sxm-80gb", {}, "gives no host_link_gb_per_s_per_direction"),
+    ],
+)
+def test_a_bad_offload_is_one_line(offloaded: int, gpu: str, layout: dict[str, Any], message: str) -> None:
+    precision = {"precision": "bf16"} if gpu.startswith("a100") else {}
+    with pytest.raises(PerfmodelError, match=message) as caught:
+        scenario = _scenario(offloaded, gpu, **layout)
+        predict(replace(scenario, **precision) if precision else scenario)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("line", "offloaded"), [(155, 40), (154, 20)])
+def test_the_recipe_rows_are_priced_with_their_offload(line: int, offloaded: int) -> None:
+    # measured_runs.csv line 155 (NeMo 26.02.01, 64 GB200, FP8, 4,357 tokens/s/GPU) and line 154 (64 GB300, 5,243):
+    # Llama 3 70B TP1 PP1 MBS 2 Megatron-FSDP, recompute blank: the recipe's (recipe_settings.csv).
+    (run,) = [r for r in bundled_runs()[0] if r.id == f"measured_runs.csv:{line}"]
+    item = prepare(run, bundled())
+    assert item.context.recipe.offload_layers == offloaded and item.layout.recompute == "none"
+    step = evaluate(item.context, layout_vars(item.layout))
+    unpriced = evaluate(replace(item.context, recipe=replace(item.context.recipe, offload_layers=0)),
+                        layout_vars(item.layout))  # fmt: skip
+    assert step.fits and not unpriced.fits
+    assert step.step_time_s > unpriced.step_time_s
