@@ -346,3 +346,29 @@ def test_the_nvl72_expert_exchange_is_priced_no_faster_than_nccl_measures_it() -
         forward, _ = moe.expert_comm(sh, links, group_links(ctx.tiers, ctx.efficiency, 1.0, 1.0), 0.0)
         measured = _measured_all_to_all_s(system, int(ep), size_bytes)
         assert float(forward) / 2 / measured == pytest.approx(ratio, abs=0.02), row
+
+
+def test_the_clamped_glu_clamps_eagerly_outside_the_fused_grouped_mlp() -> None:
+    """Megatron-Bridge 0.6.2 gpt_oss_bridge.py L73 and L83: bias_activation_fusion on, activation_func_clamp_value 7.0.
+    TEGroupedMLP then calls fused_bias_geglu.weighted_bias_quick_geglu_impl (experts.py core_v0.17.0 L292-299), whose
+    clamp runs eagerly before the fused weighted GeGLU (core_v0.15.0 to core_v0.18.0 L424-432: chunk, two clamps, cat):
+    16 bytes per element of the activation's output forward (8 BF16 passes), 30 backward (PyTorch's clamp_backward
+    masks in BOOL, and the chunk's gradients concatenated), the forward again in moe_act's recompute. At EP16 a rank
+    has 16,384 x 4 routed rows of 2,880: 3.0 GB forward, 5.7 GB backward. The fused grouped MLP (cuDNN's clamped
+    GeGLU) and an unclamped model (Qwen3) pay none."""
+    from perfmodel.inputs.precision import bridge_recipe
+    from perfmodel.physics.moe import moe_block_forward
+    from perfmodel.physics.workload import SELECTIVE_RECOMPUTE
+
+    sh, recipe = _shard("gpt-oss-120b"), RECIPES["mxfp8"]
+    fwd = _op(moe_block_forward(sh, recipe), "activation.clamp")
+    bwd = _op(moe_block_backward(sh, recipe), "activation.clamp.bwd")
+    elements = TOKENS * 4 * 2880
+    assert (fwd.bytes, bwd.bytes) == pytest.approx((16 * elements, (8 + 14 + 8) * elements))
+    assert (fwd.bytes / 1e9, bwd.bytes / 1e9) == pytest.approx((3.0, 5.7), abs=0.05)
+    assert "activation.clamp" in SELECTIVE_RECOMPUTE
+    fused = bridge_recipe(recipe, fused_grouped_mlp=True)
+    qwen = _shard("qwen3-30b-a3b")
+    for shard, run in ((sh._replace(recipe=fused), fused), (qwen, recipe)):
+        ops = moe_block_forward(shard, run) + moe_block_backward(shard, run)
+        assert not [op for op in ops if "clamp" in op.name]

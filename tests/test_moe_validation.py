@@ -64,12 +64,13 @@ def test_gpt_oss_hopper_row_within_tolerance() -> None:
     (efficiency.ATTENTION_RELEASES) moved the shared values, -2.3% once the fitted H100 rows of Qwen3-30B-A3B (EP16)
     and DeepSeek-V3 ran their recipes' flex exchange with nothing overlapping it (H100_FLEX_EXPOSED_ROWS) and no longer
     pushed Hopper's per-expert cost (moe_legacy_group_s@hopper) from 68 to 98 us, with the 'alltoall' dispatcher's
-    expert sort priced (moe._expert_sort) and the NIC exchange hiding at overlap_dp (moe.ep_overlap). The gate is 5%,
-    what the row now reads with room for a refit, not the issue's 12%."""
+    expert sort priced (moe._expert_sort) and the NIC exchange hiding at overlap_dp (moe.ep_overlap), -9.1% once its
+    clamped GLU's eager clamp was priced (moe.EAGER_GLU_CLAMP_BYTES: the same code runs on every GPU; its Blackwell
+    BF16 rows moved 6-18 points nearer). The gate is the issue's 12%."""
     run = _run("84")
     assert "gpt-oss-120b" in str(run.scenario["model"]) and run.scenario["parallelism"]["pp"] == 4
     assert run.scenario["parallelism"]["recompute"] == "selective"
-    assert abs(_error("84")) < 0.05
+    assert abs(_error("84")) < 0.12
 
 
 BLACKWELL_GAP = "GPT-OSS-120B on Blackwell misses a cost the model lacks (docs/moe_validation.md)"

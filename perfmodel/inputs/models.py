@@ -84,6 +84,10 @@ class ModelSpec:
     """YaRN's attention scaling of the rotated query and key (0.1 ln(factor) + 1 without yarn_mscale set: GPT-OSS's
     factor 32 gives 1.347; 1 for plain RoPE). Megatron-Core runs its rotary embedding eagerly, not in TE's fused
     kernel, when it is not 1 (workload.yarn_rope_bytes)."""
+    expert_glu_clamp: bool = False
+    """Whether the experts' gated activation clamps its two halves first (Megatron-Core's activation_func_clamp_value;
+    GPT-OSS 7.0: megatron-bridge 0.6.2 gpt_oss_bridge.py L83). Outside the fused grouped MLP Megatron-Core runs that
+    clamp eagerly, before its fused activation (moe.EAGER_GLU_CLAMP_BYTES)."""
     experts: int = bounded(0, ge=0, le=100_000)
     """Routed experts per MoE layer (0 = dense model)."""
     top_k: int = bounded(0, ge=0, le=100_000)
@@ -858,12 +862,12 @@ MOE_MODELS = (
     _moe(
         "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,
-        moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE,
+        moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE, expert_glu_clamp=True,
     ),
     _moe(
         "gpt-oss-120b", "GPT-OSS-120B", layers=36, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=18, experts=128, top_k=4,
-        moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE,
+        moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE, expert_glu_clamp=True,
     ),
     # Mixtral 8x7B: transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1). Mixtral 8x22B is left
     # out: its shapes are in none of the sources bundled with the measured data.

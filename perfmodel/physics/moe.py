@@ -65,6 +65,20 @@ GB for GPT-OSS-120B's 16,384-token micro-batch, a reading of eager autograd, +-3
 read and their sum written, the concatenation read and written; backward: the probabilities' gradient and the bias's,
 each a product of the output gradient written and read back by its sum, and the gradient read for it."""
 
+EAGER_GLU_CLAMP_BYTES = (16, 30)
+"""Bytes per element of the experts' activation output (routed rows x moe_ffn) that Megatron-Core's eager clamp of a
+clamped GLU (ModelSpec.expert_glu_clamp) moves, forward and backward: fused_bias_geglu.py weighted_bias_quick_geglu_impl
+(core_v0.15.0 to core_v0.18.0 L424-432) chunks fc1's BF16 output into its two halves, clamps each (a read and a write
+of a half each) and concatenates them (both halves read, the whole written) before the fused weighted GeGLU, which
+TEGroupedMLP calls under bias_activation_fusion (experts.py, core_v0.17.0 L292-299, core_v0.18.0 L724-731; megatron-
+bridge 0.6.2 gpt_oss_bridge.py L73 sets it): 8 BF16 passes. Backward, as eager autograd runs it (PyTorch's
+clamp_backward, FunctionsManual.cpp, recalled rather than a stored copy: where(mask, grad, 0), the mask a comparison
+per bound in BOOL, two bounds' joined by logical_and_): the max-only half 8 bytes (compare 2 + 1, where 1 + 2 + 2),
+the two-sided half 14 (two compares, the and, the where), and the chunk's backward concatenates the two gradients
+(8); the concatenation's backward is a view. Moe_act's recompute re-runs the forward with the activation
+(workload.SELECTIVE_RECOMPUTE). The fused grouped MLP clamps inside cuDNN's GeGLU (TE's ScaledClampedQGeGLU;
+../shared/data/gpt_oss_blackwell_notes.md 2.5) and pays none of it."""
+
 
 def tokens_in(sh: Shard) -> Number:
     """Tokens entering the MoE block on one rank (sequence-parallel share)."""
@@ -197,6 +211,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
             ops.append(_cast(f"{name}.cast", rows * k, recipe))
         ops.append(_grouped(f"{name}.fprop", local, m, n, k, recipe, tile_n))
         if name == "expert_fc1":
+            ops += _glu_clamp(sh, "activation.clamp", rows, fused)
             ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
     if md.bias and not fused:
         ops.append(_mem("expert_fc2.bias", rows * h, EAGER_BIAS_PASSES[0] * BF16_BYTES))
@@ -231,6 +246,7 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         ops += [dgrad, _grouped(f"{name}.wgrad", local, k, n, m, recipe, tile_n)]
         if name == "expert_fc2":
             ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))
+            ops += _glu_clamp(sh, "activation.clamp.bwd", rows, fused)
     if md.bias:
         ops += _expert_bias_backward(sh, fused)
     return [
@@ -243,6 +259,13 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         _mem("norm2.bwd", T / t * h, 3 * BF16_BYTES),
         _mem("residual1.bwd", T / t * h, 3 * BF16_BYTES),
     ]
+
+
+def _glu_clamp(sh: Shard, name: str, rows: Number, fused: bool) -> list[Op]:
+    """Megatron-Core's eager clamp of a clamped GLU's halves (EAGER_GLU_CLAMP_BYTES), outside the fused grouped MLP."""
+    if not sh.model.expert_glu_clamp or fused:
+        return []
+    return [_mem(name, rows * sh.model.moe_ffn / sh.etp, EAGER_GLU_CLAMP_BYTES[name.endswith(".bwd")])]
 
 
 def _expert_bias_backward(sh: Shard, fused: bool) -> list[Op]:

@@ -646,13 +646,14 @@ def attention_backward(sh: Shard) -> list[Op]:
 
 
 SELECTIVE_RECOMPUTE = frozenset(
-    ("norm1", "norm2", "activation", "latent_norms", "q_up.cast", "q_up.fprop", "kv_up.cast", "kv_up.fprop",
-     "attention.scores", "attention.softmax", "attention.context")
+    ("norm1", "norm2", "activation", "activation.clamp", "latent_norms", "q_up.cast", "q_up.fprop", "kv_up.cast",
+     "kv_up.fprop", "attention.scores", "attention.softmax", "attention.context")
 )  # fmt: skip
 """Forward operations selective recomputation re-runs: cheap, memory-bound, and their outputs are large; with MLA
 also the latent norms and the Q/KV up-projections, so that only the small latents are kept (DeepSeek-V3 report:
 "recompute RMSNorm and MLA up-projections", the recompute note of its row in measured_runs.csv); without flash
-attention the core attention, whose scores it then need not keep (Korthikanti et al. 2022, section 5)."""
+attention the core attention, whose scores it then need not keep (Korthikanti et al. 2022, section 5); a clamped
+GLU's eager clamp with its experts' activation (moe.EAGER_GLU_CLAMP_BYTES)."""
 
 
 def recompute_forward(sh: Shard, recipe: Recipe, mode: str) -> list[Op]:
