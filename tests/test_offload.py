@@ -45,6 +45,15 @@ def test_copies_longer_than_their_pass_expose_the_rest() -> None:
     assert slow - hbm_s == pytest.approx(2 * 40 * 4e9 / 64e9 - 78 * 0.003)
 
 
+def test_offloading_all_layers_but_one_hides_no_copy() -> None:
+    """transformer-engine 2.20.2 cpu_offload.py L602-626: layer i's copy to the host starts before layer i + 1 and
+    must end before layer L - n + i, its copy back starts before layer L - 1 - n + i's backward. At n = L - 1 both
+    are layer i + 1: every copy waits whole, where at n = L - 2 each has a layer to hide behind."""
+    copies_s, hbm_s = 79 * 4e9 / 450e9, 2 * 79 * 4e9 / 8e12
+    assert offload_s(4e9, 79, 80, 450e9, 8e12, 0.014, 0.028) == pytest.approx(2 * copies_s + hbm_s)
+    assert offload_s(4e9, 78, 80, 450e9, 8e12, 0.014, 0.028) == pytest.approx(2 * 78 * 4e9 / 8e12)
+
+
 def test_the_offloaded_layers_saved_activations_leave_hbm() -> None:
     kept, offloaded = (context_for(_scenario(n)) for n in (0, 40))
     lv = layout_vars(predict(_scenario(40)).layout)
