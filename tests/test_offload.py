@@ -78,6 +78,18 @@ def test_the_offload_is_priced_over_the_systems_host_link() -> None:
     assert float(trace["offload_s"]) > 0
 
 
+def test_explain_says_how_much_host_memory_the_offload_holds() -> None:
+    """The offloaded layers' saved activations wait in host memory: 40 of Llama 3 70B's ~4.1 GB layers at MBS 2 x
+    8,192 tokens, ~163 GB of each GPU's; explain says so, as no system file gives the host's capacity to check."""
+    from perfmodel.outputs.explain import explain
+
+    prediction = predict(_scenario(40))
+    ctx, lv = context_for(prediction.scenario), layout_vars(prediction.layout)
+    host_gb = 40 * float(_saved(ctx, _per_rank(ctx, lv)[0], lv.tp, "none", 1.0)) / 1e9
+    (note,) = [n for part in explain(prediction).parts for n in part.notes if n.startswith("activation offload")]
+    assert f"they hold {host_gb:,.1f} GB of each GPU's host memory" in note and 150 < host_gb < 180
+
+
 def test_the_search_keeps_pp_1_and_no_recompute_when_offloading() -> None:
     free = load_scenario(None, {"model": "llama3.1-70b", "gpu": "gb200", "n_gpus": 64, "precision": "fp8",
                                 "activation_offload_layers": 40})  # fmt: skip

@@ -609,7 +609,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         notes_o.append(
             f"activation offload: {ctx.recipe.offload_layers} layers' saved activations to host memory and back "
             "over the host link, the part their pass's other layers cannot hide, plus the copies' HBM traffic "
-            "(physics/offload.py)"
+            f"(physics/offload.py); they hold {float(trace['offloaded_bytes']) / 1e9:,.1f} GB of each GPU's host "
+            "memory, which no system file gives to check"
         )
     parts.append(Part("other_s", "Other", step.other_s, formula_o, used_o, {"overhead": step.other_s}, notes_o))
     if ctx.model.is_moe:
