@@ -803,7 +803,7 @@ def _zero_formula(
               f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
     if zero == 0:
         ar = _q(f"t_AR{suffix}", nb * all_reduce(grads / nb, links, ctx.tiers), "s",
-                f"all-reduce of the gradients, bucket by bucket ({group})")  # fmt: skip
+                f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})")  # fmt: skip
         return bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol), [
             ar, n_b, b_sync, hb, eta
         ]  # fmt: skip
