@@ -34,6 +34,7 @@ BRIDGE_CASES = [
     (replace(BASE, recompute="full", recompute_layers=3, zero=2), _run("mxfp8", "a2a")),
     (replace(BASE, recompute="selective", zero=3, ep=4), _run("nvfp4", "all_gather")),
     (replace(BASE, pp=1, vp=1, recompute="none", zero=3), replace(_run("fp8"), offload_layers=40)),
+    (BASE, replace(_run(), grad_reduce_in_fp32=True)),
 ]
 TITAN_CASES = [
     (replace(BASE, zero=3), _run("fp8", "all_gather", TITAN_KNOBS)),
@@ -113,6 +114,16 @@ def test_an_offloading_prediction_launches_with_its_offload(tmp_path: Path) -> N
     assert "--cpu-offloading-num-layers 40 \\" in configs["megatron-lm"].out.splitlines()
     plain = launch("megatron-bridge", BASE, _run(), "n").options
     assert not [key for key in plain if "offload" in key]
+
+
+def test_fp32_gradient_reduction_is_launched_as_priced() -> None:
+    """grad_reduce_in_fp32 (tests/test_grad_reduce_fp32.py): Megatron-LM's --accumulate-allreduce-grads-in-fp32,
+    Megatron-Bridge's ddp field, NeMo's mixed-precision plugin field; unset, Megatron-LM's flag stays off."""
+    fp32 = replace(_run(), grad_reduce_in_fp32=True)
+    assert launch("megatron-lm", BASE, fp32, "n").options["--accumulate-allreduce-grads-in-fp32"] is True
+    assert launch("megatron-bridge", BASE, fp32, "n").options["ddp.grad_reduce_in_fp32"] is True
+    assert launch("nemo", BASE, fp32, "n").options["trainer.plugins.grad_reduce_in_fp32"] is True
+    assert "--accumulate-allreduce-grads-in-fp32" not in launch("megatron-lm", BASE, _run(), "n").options
 
 
 def test_megatron_lm_arguments_carry_the_layout() -> None:
