@@ -60,6 +60,21 @@ def test_the_reduce_scatter_moves_twice_the_bytes() -> None:
     assert t_fp32 > t_bf16
 
 
+def test_explain_names_the_all_reduces_dtype_without_zero() -> None:
+    """ZeRO-0 all-reduces the whole gradient buffer: explain says FP32 and twice the bytes, as it does for ZeRO-1's
+    reduce-scatter."""
+    meanings = []
+    for fp32 in (False, True):
+        keys = KEYS | {"parallelism.zero": 0, "grad_reduce_in_fp32": fp32}
+        parts = explain(predict(load_scenario(None, keys))).parts
+        part = next(part for part in parts if part.key == "dp_comm_exposed_s")
+        meanings.append(next(q.meaning for q in part.quantities if str(q.symbol) == "t_AR"))
+    found = [re.search(r"all-reduce of ([\d.]+) GB of (\w+) gradients", meaning) for meaning in meanings]
+    assert all(found), meanings
+    (gb_bf16, bf16), (gb_fp32, fp32) = (m.groups() for m in found if m)
+    assert (bf16, fp32) == ("BF16", "FP32") and float(gb_fp32) == pytest.approx(2 * float(gb_bf16), rel=1e-2)
+
+
 def test_each_rank_holds_fp32_gradients_and_nothing_else_moves() -> None:
     """ZeRO-1 keeps every rank's whole gradient buffer: it doubles; weights, optimizer state, activations and the
     compute do not change."""

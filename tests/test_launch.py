@@ -33,6 +33,8 @@ BRIDGE_CASES = [
     (replace(BASE, vp=1, cp=1, recompute="none", zero=0), _run("fp8")),
     (replace(BASE, recompute="full", recompute_layers=3, zero=2), _run("mxfp8", "a2a")),
     (replace(BASE, recompute="selective", zero=3, ep=4), _run("nvfp4", "all_gather")),
+    (replace(BASE, pp=1, vp=1, recompute="none", zero=3), replace(_run("fp8"), offload_layers=40)),
+    (BASE, replace(_run(), grad_reduce_in_fp32=True)),
 ]
 TITAN_CASES = [
     (replace(BASE, zero=3), _run("fp8", "all_gather", TITAN_KNOBS)),
@@ -92,6 +94,36 @@ def test_a_moe_model_gets_its_dispatcher_and_a_campaign_is_refused() -> None:
     campaign = Path(perfmodel.__file__).parent.parent / "scenarios" / "campaign-llama3.1-405b.toml"
     refused = run_cli("launch", str(campaign), "--stack", "megatron-lm")
     assert refused.code == 2 and "launch takes one steady run, not a campaign of" in refused.err
+
+
+def test_an_offloading_prediction_launches_with_its_offload(tmp_path: Path) -> None:
+    """A prediction whose memory holds only the layers it does not offload (activation_offload_layers 40, as
+    megatron-bridge 0.6.2's gb200/llama3.py L276-278 sets it) is launched offloading them, on every Megatron stack: a
+    config without it would not fit (tests/test_offload.py)."""
+    scenario = tmp_path / "offload.toml"
+    scenario.write_text(
+        'model = "llama3.1-70b"\ngpu = "gb200"\nn_gpus = 64\nprecision = "fp8"\nactivation_offload_layers = 40\n'
+        '[parallelism]\ntp = 1\npp = 1\ncp = 1\nmbs = 2\ngbs = 256\nseq_len = 8192\nzero = 3\nrecompute = "none"\n'
+    )
+    configs = {stack: run_cli("launch", str(scenario), "--stack", stack) for stack in ("megatron-bridge", "nemo")}
+    configs["megatron-lm"] = run_cli("launch", str(scenario), "--stack", "megatron-lm")
+    assert all(result.code == 0 for result in configs.values()), [r.err for r in configs.values()]
+    bridge = configs["megatron-bridge"].out.splitlines()
+    assert {"model.cpu_offloading=true", "model.cpu_offloading_num_layers=40"} <= set(bridge)
+    assert "model.config.cpu_offloading_num_layers=40" in configs["nemo"].out.splitlines()
+    assert "--cpu-offloading-num-layers 40 \\" in configs["megatron-lm"].out.splitlines()
+    plain = launch("megatron-bridge", BASE, _run(), "n").options
+    assert not [key for key in plain if "offload" in key]
+
+
+def test_fp32_gradient_reduction_is_launched_as_priced() -> None:
+    """grad_reduce_in_fp32 (tests/test_grad_reduce_fp32.py): Megatron-LM's --accumulate-allreduce-grads-in-fp32,
+    Megatron-Bridge's ddp field, NeMo's mixed-precision plugin field; unset, Megatron-LM's flag stays off."""
+    fp32 = replace(_run(), grad_reduce_in_fp32=True)
+    assert launch("megatron-lm", BASE, fp32, "n").options["--accumulate-allreduce-grads-in-fp32"] is True
+    assert launch("megatron-bridge", BASE, fp32, "n").options["ddp.grad_reduce_in_fp32"] is True
+    assert launch("nemo", BASE, fp32, "n").options["trainer.plugins.grad_reduce_in_fp32"] is True
+    assert "--accumulate-allreduce-grads-in-fp32" not in launch("megatron-lm", BASE, _run(), "n").options
 
 
 def test_megatron_lm_arguments_carry_the_layout() -> None:

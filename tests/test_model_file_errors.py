@@ -18,6 +18,8 @@ MOE = 'id = "my-moe"\nname = "My MoE"\nlayers = 8\nhidden = 1024\nffn = 4096\nhe
         ("experts = 16\ntop_k = 2\n",
          "field 'moe_ffn': experts (16) need moe_ffn, the hidden width of one expert (>= 1)"),
         ("top_k = 2\n", "field 'top_k': top_k needs experts > 0 (a dense model has no top_k)"),
+        ("expert_glu_clamp = true\n",
+         "field 'expert_glu_clamp': expert_glu_clamp needs experts > 0 (a dense model has no expert_glu_clamp)"),
         ("experts = 16\ntop_k = 2\nmoe_ffn = 512\ngroup_top_k = 2\n",
          "field 'expert_groups': group_top_k (2) needs expert_groups > 0"),
         ("experts = 16\ntop_k = 2\nmoe_ffn = 512\nexpert_groups = 4\ngroup_top_k = 5\n",

@@ -45,6 +45,15 @@ def test_copies_longer_than_their_pass_expose_the_rest() -> None:
     assert slow - hbm_s == pytest.approx(2 * 40 * 4e9 / 64e9 - 78 * 0.003)
 
 
+def test_offloading_all_layers_but_one_hides_no_copy() -> None:
+    """transformer-engine 2.20.2 cpu_offload.py L602-626: layer i's copy to the host starts before layer i + 1 and
+    must end before layer L - n + i, its copy back starts before layer L - 1 - n + i's backward. At n = L - 1 both
+    are layer i + 1: every copy waits whole, where at n = L - 2 each has a layer to hide behind."""
+    copies_s, hbm_s = 79 * 4e9 / 450e9, 2 * 79 * 4e9 / 8e12
+    assert offload_s(4e9, 79, 80, 450e9, 8e12, 0.014, 0.028) == pytest.approx(2 * copies_s + hbm_s)
+    assert offload_s(4e9, 78, 80, 450e9, 8e12, 0.014, 0.028) == pytest.approx(2 * 78 * 4e9 / 8e12)
+
+
 def test_the_offloaded_layers_saved_activations_leave_hbm() -> None:
     kept, offloaded = (context_for(_scenario(n)) for n in (0, 40))
     lv = layout_vars(predict(_scenario(40)).layout)
@@ -67,6 +76,18 @@ def test_the_offload_is_priced_over_the_systems_host_link() -> None:
     unpriced = evaluate(replace(ctx, recipe=replace(ctx.recipe, offload_layers=0)), lv)
     assert float(step.other_s - unpriced.other_s) == pytest.approx(trace["microbatches"] * float(trace["offload_s"]))
     assert float(trace["offload_s"]) > 0
+
+
+def test_explain_says_how_much_host_memory_the_offload_holds() -> None:
+    """The offloaded layers' saved activations wait in host memory: 40 of Llama 3 70B's ~4.1 GB layers at MBS 2 x
+    8,192 tokens, ~163 GB of each GPU's; explain says so, as no system file gives the host's capacity to check."""
+    from perfmodel.outputs.explain import explain
+
+    prediction = predict(_scenario(40))
+    ctx, lv = context_for(prediction.scenario), layout_vars(prediction.layout)
+    host_gb = 40 * float(_saved(ctx, _per_rank(ctx, lv)[0], lv.tp, "none", 1.0)) / 1e9
+    (note,) = [n for part in explain(prediction).parts for n in part.notes if n.startswith("activation offload")]
+    assert f"they hold {host_gb:,.1f} GB of each GPU's host memory" in note and 150 < host_gb < 180
 
 
 def test_the_search_keeps_pp_1_and_no_recompute_when_offloading() -> None:

@@ -20,9 +20,9 @@ a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper 
 
 MOE_ONLY = (
     "top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k", "capacity_factor",
-    "pad_to_capacity",
+    "pad_to_capacity", "expert_glu_clamp",
 )  # fmt: skip
-"""ModelSpec fields a dense model must leave at 0."""
+"""ModelSpec fields a dense model must leave at 0 (or false): set on one, they would price nothing and say nothing."""
 
 
 @record

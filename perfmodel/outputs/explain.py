@@ -609,7 +609,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         notes_o.append(
             f"activation offload: {ctx.recipe.offload_layers} layers' saved activations to host memory and back "
             "over the host link, the part their pass's other layers cannot hide, plus the copies' HBM traffic "
-            "(physics/offload.py)"
+            f"(physics/offload.py); they hold {float(trace['offloaded_bytes']) / 1e9:,.1f} GB of each GPU's host "
+            "memory, which no system file gives to check"
         )
     parts.append(Part("other_s", "Other", step.other_s, formula_o, used_o, {"overhead": step.other_s}, notes_o))
     if ctx.model.is_moe:
@@ -802,7 +803,7 @@ def _zero_formula(
               f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
     if zero == 0:
         ar = _q(f"t_AR{suffix}", nb * all_reduce(grads / nb, links, ctx.tiers), "s",
-                f"all-reduce of the gradients, bucket by bucket ({group})")  # fmt: skip
+                f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})")  # fmt: skip
         return bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol), [
             ar, n_b, b_sync, hb, eta
         ]  # fmt: skip

@@ -63,6 +63,7 @@ NEMO_KEYS = {
     "ddp.use_distributed_optimizer": "trainer.strategy.ddp.use_distributed_optimizer",
     "ddp.use_megatron_fsdp": "trainer.strategy.ddp.use_megatron_fsdp",
     "ddp.data_parallel_sharding_strategy": "trainer.strategy.ddp.data_parallel_sharding_strategy",
+    "ddp.grad_reduce_in_fp32": "trainer.plugins.grad_reduce_in_fp32",
     "mixed_precision": None, "comm_overlap.tp_comm_overlap": None, "dist.use_megatron_fsdp": None,
 }  # fmt: skip
 """A Megatron-Bridge override's NeMo 2 name where it is not the strategy's (model.X_size, sequence_parallel, the
@@ -112,6 +113,14 @@ class Run:
     dispatcher: str | None = None
     """A MoE model's token dispatcher as priced (ModelSpec.dispatcher: Megatron-Core's moe_token_dispatcher_type);
     None for a dense model."""
+    offload_layers: int = 0
+    """The leading layers whose activations the prediction offloads to host memory (Scenario's
+    activation_offload_layers: its memory estimate holds only the rest), as Megatron-Core's cpu_offloading_num_layers
+    sets it; 0: none."""
+    grad_reduce_in_fp32: bool = False
+    """Whether the prediction reduces the gradients in an FP32 buffer (Scenario.grad_reduce_in_fp32: Megatron-Core's
+    DistributedDataParallelConfig field of that name; Megatron-LM's --accumulate-allreduce-grads-in-fp32 sets it,
+    megatron-core 0.17.0 megatron/training/training.py L1448)."""
 
 
 def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
@@ -156,7 +165,8 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     _one_run(scenario)
     model = prediction.model
     dispatcher = model.dispatcher if model.experts else None
-    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher)
+    offloaded, fp32 = scenario.activation_offload_layers, scenario.grad_reduce_in_fp32
+    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher, offloaded, fp32)
     return launch(stack, lo, run, note)
 
 
@@ -262,6 +272,14 @@ def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[st
     if lo.recompute == "full":
         options["model.recompute_method"] = "block" if lo.recompute_layers else "uniform"
         options["model.recompute_num_layers"] = lo.recompute_layers or 1
+    if run.offload_layers:  # activations only (cpu_offloading_weights False), as megatron-bridge 0.6.2's recipes
+        options |= {
+            "model.cpu_offloading": True,
+            "model.cpu_offloading_num_layers": run.offload_layers,
+            "model.cpu_offloading_weights": False,
+        }
+    if run.grad_reduce_in_fp32:
+        options["ddp.grad_reduce_in_fp32"] = True
     if lo.zero in MEGATRON_SHARDING:  # Megatron-FSDP: its sharding covers gradients (2) and parameters (3) too
         options |= {
             "ddp.use_megatron_fsdp": True,
@@ -327,6 +345,10 @@ def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
         "--global-batch-size": lo.gbs,
         "--seq-length": lo.seq_len,
         "--recompute-granularity": lo.recompute if lo.recompute != "none" else None,
+        # its parser turns cpu_offloading on for a count above 0, activations only by default (megatron-core 0.17.0
+        # megatron/training/arguments.py L1555-1556; core/model_parallel_config.py L375-378)
+        "--cpu-offloading-num-layers": run.offload_layers or None,
+        "--accumulate-allreduce-grads-in-fp32": run.grad_reduce_in_fp32,
         "--use-distributed-optimizer": lo.zero == 1,
         "--use-megatron-fsdp": lo.zero in MEGATRON_SHARDING,
         "--data-parallel-sharding-strategy": MEGATRON_SHARDING.get(lo.zero),

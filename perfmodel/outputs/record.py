@@ -30,7 +30,7 @@ _PARTS = {
     "pp_comm_exposed_s": "pipeline sends not hidden by compute",
     "dp_comm_exposed_s": "data-parallel communication not hidden by compute",
     "optimizer_s": "optimizer step",
-    "other_s": "data loading, logging, syncs",
+    "other_s": "data loading, logging, syncs; activation offload not hidden by compute, if set",
     "ep_comm_exposed_s": "expert-parallel all-to-all not hidden by compute (MoE only)",
 }
 _MEMORY = {

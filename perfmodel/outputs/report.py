@@ -31,7 +31,7 @@ BREAKDOWN_LABELS = {
     "pp_comm_exposed_s": "pipeline sends, exposed",
     "dp_comm_exposed_s": "data-parallel communication, exposed",
     "optimizer_s": "optimizer step",
-    "other_s": "other (data loading, logging, syncs)",
+    "other_s": "other (data loading, logging, syncs; activation offload if set)",
     "ep_comm_exposed_s": "expert-parallel all-to-all, exposed",
 }
 

@@ -14,7 +14,8 @@ extensions/transformer_engine.py L2297-2331 passes it cpu_offloading_num_layers 
   docstring of L602).
 - The copies of one pass run back to back on that stream from the end of the first layer: the last must end before
   the last layer starts, so n copies hide behind L - 2 layers of the pass (a copy longer than a layer only delays the
-  later deadlines; a shorter one hides within its own). The v1 path (transformer-engine 2.9.0 cpu_offload.py
+  later deadlines; a shorter one hides within its own). Not at n = L - 1: layer i's copy starts before layer i + 1
+  and must end before it (L - n + i = i + 1), so none hides. The v1 path (transformer-engine 2.9.0 cpu_offload.py
   AsyncDoubleBufferGroupOffloadHandler L303-657, NVTE_CPU_OFFLOAD_V1=1 in 2.20.2) spreads the same n copies over the
   same pass, one group every L / n layers.
 """
@@ -72,10 +73,10 @@ def offload_s(
 ) -> Number:
     """Time one micro-batch's offload adds: the copies of `offloaded` layers' saved activations (`layer_bytes` each)
     to the host in the forward and back in the backward, less what hides behind the pass's other layers
-    (`forward_s`, `backward_s` per layer, BLIND_LAYERS of them blind), plus the HBM reads and writes of the copies,
-    which the kernels beside them wait on (the link is a twentieth of HBM's bandwidth, so this is the smaller part)."""
+    (`forward_s`, `backward_s` per layer, BLIND_LAYERS of them blind; none at `layers` - 1 offloaded), plus the HBM
+    reads and writes of the copies, which the kernels beside them wait on (the link is a twentieth of HBM's
+    bandwidth, so this is the smaller part)."""
     copies_s = offloaded * layer_bytes / link_bytes_per_s
-    blind = min(BLIND_LAYERS, layers)
-    hidden_layers = layers - blind
+    hidden_layers = layers - BLIND_LAYERS if offloaded < layers - 1 else 0
     passes = exposed(copies_s, hidden_layers * forward_s, 1.0) + exposed(copies_s, hidden_layers * backward_s, 1.0)
     return passes + 2 * offloaded * layer_bytes / hbm_bytes_per_s

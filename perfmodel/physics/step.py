@@ -1129,13 +1129,15 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         fwd_layer, bwd_layer = fwd_layer + ep_fwd, bwd_layer + ep_exposed - ep_fwd
     mb_forward = busiest_layers * fwd_layer
     mb_backward = busiest_layers * bwd_layer
-    offload = 0.0 * tp
+    offload, offloaded_bytes = 0.0 * tp, 0.0 * tp
     if rec.offload_layers:  # PP 1 (OFFLOAD_RULE): every layer on this rank, the pass's elapsed time the window
         host_link = ctx.hardware.system.host_link_gb_per_s_per_direction
         link_bytes_per_s = 1e9 * host_link.value if host_link else math.nan  # offload.check refuses a system without
+        layer_bytes = _saved(ctx, sh, tp, "none", 1.0)
+        offloaded_bytes = rec.offload_layers * layer_bytes
         offload = offload_s(
-            _saved(ctx, sh, tp, "none", 1.0), rec.offload_layers, md.layers, link_bytes_per_s,
-            acc.hbm_bytes_per_s * eff.memory, fwd_layer, bwd_layer,
+            layer_bytes, rec.offload_layers, md.layers, link_bytes_per_s, acc.hbm_bytes_per_s * eff.memory,
+            fwd_layer, bwd_layer,
         )  # fmt: skip
     pp_bubble = bubble_fraction(pp, vp, microbatches) * microbatches * (mb_compute + mb_tp + mb_cp + sum(mb_ep))
 
@@ -1182,7 +1184,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
             p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable,
-            step_params=step_params, mtp_cp=mtp_cp, offload_s=offload,
+            step_params=step_params, mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
