@@ -372,3 +372,24 @@ def test_the_clamped_glu_clamps_eagerly_outside_the_fused_grouped_mlp() -> None:
     for shard, run in ((sh._replace(recipe=fused), fused), (qwen, recipe)):
         ops = moe_block_forward(shard, run) + moe_block_backward(shard, run)
         assert not [op for op in ops if "clamp" in op.name]
+
+
+def test_the_eager_clamp_keeps_its_concatenation_for_backward_without_recompute() -> None:
+    """Without recompute, autograd keeps the eager clamp's concatenation of the clamped halves (core_v0.15.0 to
+    core_v0.18.0 L424-432), the fused weighted GeGLU's input, beside fc1's output: at EP16 a rank's 16,384 x 4 routed
+    rows x 5,760 in BF16, 0.75 GB more per MoE layer. moe_act's recompute re-runs the clamp and keeps only fc1's
+    output; the fused grouped MLP clamps inside its kernel; an unclamped model keeps neither."""
+    from perfmodel.inputs.precision import bridge_recipe
+    from perfmodel.inputs.record import replaced
+    from perfmodel.physics.moe import _block_saved
+
+    sh, recipe = _shard("gpt-oss-120b"), RECIPES["mxfp8"]
+    unclamped = sh._replace(model=replaced(sh.model, expert_glu_clamp=False))
+
+    def extra_bytes(mode: str, run: object = recipe) -> float:
+        return float(_block_saved(sh, run, mode) - _block_saved(unclamped, run, mode))  # type: ignore[arg-type]
+
+    assert extra_bytes("none") == pytest.approx(TOKENS * 4 * 2 * 2880 * 2)
+    assert extra_bytes("none") / 1e9 == pytest.approx(0.75, abs=0.01)
+    assert extra_bytes("selective") == 0
+    assert extra_bytes("none", bridge_recipe(recipe, fused_grouped_mlp=True)) == 0

@@ -422,7 +422,10 @@ def ep_overlap_parameter(ep_links: GroupLinks) -> str:
 
 def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
     """Bytes one MoE block keeps for backward on one rank: router input and scores, the permuted copies, the
-    expert activations and the un-permutation's inputs (selective recompute re-runs norms and the activation)."""
+    expert activations and the un-permutation's inputs (selective recompute re-runs norms and the activation).
+    Without recompute, Megatron-Core's eager clamp of a clamped GLU (weighted_bias_quick_geglu_impl, core_v0.15.0 to
+    core_v0.18.0 L424-432) leaves autograd a second fc1-sized BF16 tensor: the concatenation of the clamped halves,
+    which the fused weighted GeGLU saves as its input beside fc1's output, which the clamps save."""
     md, rows, copies = sh.model, routed_tokens(sh), tokens_in(sh)
     q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
     saved = (
@@ -438,6 +441,8 @@ def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
     if recompute == "none":
         saved = saved + copies * md.hidden * BF16_BYTES + rows * md.moe_ffn / sh.etp * q_in
         saved = saved + sh.tokens * shared / sh.tp * q_in
+        if md.expert_glu_clamp and not recipe.fused_grouped_mlp:  # the clamped concatenation (EAGER_GLU_CLAMP_BYTES)
+            saved = saved + rows * md.expert_in_width / sh.etp * BF16_BYTES
     return saved
 
 
