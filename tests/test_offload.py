@@ -6,9 +6,11 @@ the 80 layers (perf_recipes/llama/gb200/llama3.py L276-278, gb300/llama3.py L283
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import bundled_runs
@@ -114,6 +116,22 @@ def test_a_bad_offload_is_one_line(offloaded: int, gpu: str, layout: dict[str, A
         scenario = _scenario(offloaded, gpu, **layout)
         predict(replace(scenario, **precision) if precision else scenario)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "offloaded", "message"),
+    [
+        ("gb200", 80, "activation_offload_layers 80: must be less than the 80 layers"),
+        ("a100-sxm-80gb", 40, "activation_offload_layers: system 'dgx-a100' gives no host_link"),
+    ],
+)
+def test_a_bad_offload_names_its_scenario_file(tmp_path: Path, gpu: str, offloaded: int, message: str) -> None:
+    """As the file's own checks do (full_iteration_graph with the offload: Scenario.__post_init__), one line, exit 2."""
+    scenario = tmp_path / "offload.toml"
+    scenario.write_text(f'model = "llama3.1-70b"\ngpu = "{gpu}"\nn_gpus = 64\nactivation_offload_layers = {offloaded}')
+    refused = run_cli("predict", str(scenario))
+    assert refused.code == 2 and refused.err.startswith(f"error: {scenario}: {message}")
+    assert refused.err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("line", "offloaded"), [(155, 40), (154, 20)])

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
+from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import (
     MAX_GPUS,
@@ -19,6 +20,7 @@ from perfmodel.inputs.scenario import (
     scenario_file,
     with_overrides,
 )
+from perfmodel.physics import offload
 from perfmodel.physics.parallel import broken_rules, check, feature_rules
 from perfmodel.planning.predict import given_full_layout, without_layout
 
@@ -48,11 +50,26 @@ def load_request(
         loaded = load_scenario(source, overrides, where)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
+    check_offload(loaded, source)
     if not relayout:
         return loaded
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+def check_offload(scenario: Scenario, source: ScenarioSource) -> None:
+    """An activation offload the scenario cannot run (physics/offload.py `check`: its stack, its model's layers, its
+    system's host link) is refused naming the file that sets it, as the file's own checks are
+    (Scenario.__post_init__'s, through inputs/scenario.py `scenario_from`); a Scenario object's is refused as it is,
+    when it is predicted."""
+    if not scenario.activation_offload_layers or isinstance(source, Scenario):
+        return
+    hw = resolve(scenario.gpu, scenario.system)
+    try:
+        offload.check(scenario.activation_offload_layers, scenario.model_spec(), hw, scenario.stack)
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"{scenario_file(source)}: {exc}") from None
 
 
 def check_keywords(options: dict[str, Any]) -> None:
