@@ -5,6 +5,8 @@ config carries the predicted layout, and a layout the stack cannot run is refuse
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import tomllib
 from dataclasses import replace
@@ -256,6 +258,39 @@ def test_a_searched_layout_is_the_fastest_the_stack_can_run() -> None:
     assert 80 % chunks == 0 or (80 + 2) % chunks == 0
     with pytest.raises(PerfmodelError, match=r"^--pp 4 --vp 7: megatron-lm cannot run it"):
         perfmodel.launch("megatron-lm", **question, pp=4, vp=7, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
+
+
+SAVED_SETTINGS = {
+    "offload": 'model = "llama3.1-70b"\ngpu = "gb200"\nn_gpus = 64\nprecision = "fp8"\nactivation_offload_layers = 40\n'
+    'grad_reduce_in_fp32 = true\n[parallelism]\ntp = 1\npp = 1\nmbs = 2\ngbs = 256\nzero = 3\nrecompute = "none"\n',
+    "graph": 'model = "llama3.1-8b"\ngpu = "b200"\nn_gpus = 8\nprecision = "mxfp8"\nfp8_attention = true\n'
+    'full_iteration_graph = true\nvintage = "2025-06"\n',
+    "imbalance": 'model = "mixtral-8x7b"\ngpu = "h100-sxm"\nn_gpus = 64\nmoe_imbalance = 1.3\n',
+}
+"""Scenarios whose run settings no flag gives: each changes the step by 7-22% (offload copies, FP8 attention and a
+graph-captured iteration in an older release, a skewed router), so a saved prediction launched without them would
+say another step and, offloading, configure a run that does not fit."""
+
+
+@pytest.mark.parametrize("name", SAVED_SETTINGS)
+def test_a_saved_prediction_keeps_its_run_settings(tmp_path: Path, name: str) -> None:
+    """predict's JSON and CSV carry the settings the file set (outputs/record.py), and `launch --from` prices and
+    configures the prediction with them: the same step, the offload and the FP32 gradient reduction configured."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SAVED_SETTINGS[name])
+    saved = tmp_path / "saved.json"
+    saved.write_text(run_cli("predict", str(scenario), "--format", "json").out)
+    record = json.loads(saved.read_text())
+    launched = run_cli("launch", "--stack", "megatron-bridge", "--from", str(saved))
+    assert launched.code == 0, launched.err
+    lines = launched.out.splitlines()
+    assert f"predicted step {record['step_time_s']:.3f} s" in lines[0]
+    if name == "offload":
+        (row,) = csv.DictReader(io.StringIO(run_cli("predict", str(scenario), "--format", "csv").out))
+        assert (row["activation_offload_layers"], row["grad_reduce_in_fp32"]) == ("40", "True")
+        assert {"model.cpu_offloading_num_layers=40", "ddp.grad_reduce_in_fp32=true"} <= set(lines)
+    if name == "graph":
+        assert (record["fp8_attention"], record["full_iteration_graph"], record["vintage"]) == (True, True, "2025-06")
 
 
 def test_a_saved_prediction_launches_as_predicted(tmp_path: Path) -> None:

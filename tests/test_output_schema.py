@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from perfmodel.inputs.scenario import load_scenario
+from perfmodel.inputs.scenario import RUN_SETTINGS, load_scenario
 from perfmodel.outputs import record
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning.predict import predict
@@ -85,6 +85,12 @@ def test_every_column_a_prediction_can_have_is_documented(overrides: dict[str, o
     keys = list(predict(scenario).to_record())
     assert [k for k in keys if k not in record.NAMES] == []
     assert keys == sorted(keys, key=record.NAMES.index), "to_record keeps the documented order"
+
+
+def test_every_run_setting_is_documented_in_the_schema_order() -> None:
+    """The scenario keys a record carries when set (RUN_SETTINGS), each a column, in the scenario's order."""
+    columns = [name for name in record.NAMES if name in RUN_SETTINGS]
+    assert tuple(columns) == RUN_SETTINGS
 
 
 def test_every_step_time_part_is_documented() -> None:

@@ -57,6 +57,7 @@ def _saved(source: Path, row: int, stack: str, scenario: str | None, flags: dict
     """The config of a saved prediction's question and layout, priced again with the stack's profile; a scenario or
     flag beside --from is refused, not silently merged."""
     from perfmodel.errors import PerfmodelError
+    from perfmodel.inputs.scenario import with_overrides
     from perfmodel.outputs.launch import PROFILES, for_scenario, saved_question
     from perfmodel.planning.request import load_request
 
@@ -64,11 +65,12 @@ def _saved(source: Path, row: int, stack: str, scenario: str | None, flags: dict
     if scenario is not None or given is not None:
         beside = "SCENARIO" if scenario is not None else f"--{given.replace('_', '-')}"  # type: ignore[union-attr]
         raise PerfmodelError(f"--from {source}: the saved prediction gives the question and layout; drop {beside}")
-    question = saved_question(read_results(source), str(source), row)
+    question, settings = saved_question(read_results(source), str(source), row)
     if question.setdefault("stack", PROFILES[stack]) != PROFILES[stack]:
         raise PerfmodelError(
             f"--from {source}: result {row} was predicted for the {question['stack']} stack; {stack} launches "
             f"{PROFILES[stack]}'s predictions (predict again with --stack {PROFILES[stack]})"
         )
-    origins = dict.fromkeys(question, f"--from {source} (result {row})")
-    return for_scenario(load_request(None, question, origins), stack)
+    origin = f"--from {source} (result {row})"
+    asked = load_request(None, question, dict.fromkeys(question, origin))
+    return for_scenario(with_overrides(asked, settings, dict.fromkeys(settings, origin)), stack)

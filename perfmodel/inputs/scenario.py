@@ -23,7 +23,7 @@ from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
 from perfmodel.inputs.models import ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, overriding, record, replaced
+from perfmodel.inputs.record import as_dict, bounded, given_field, input_fields, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
@@ -506,6 +506,18 @@ OPTION_FIELDS: dict[str, str] = {
 }
 """The scenario fields that a command's flags and the Python API's keywords set, by keyword (the flag is --gpus
 for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""
+RUN_SETTINGS = ("fp8_attention", "fp8_attention_band", "fused_grouped_mlp", "dglu_dbias_regression", "fp8_output_proj",
+                "expert_loop", "full_iteration_graph", "grad_reduce_in_fp32", "activation_offload_layers")  # fmt: skip
+"""The scenario keys of how the stack runs (a Megatron-Bridge recipe's settings) that a file gives and no flag does:
+each changes the price, so a prediction's record carries those set (`run_settings`), and `launch --from` runs them."""
+
+
+def run_settings(scenario: Scenario) -> dict[str, Any]:
+    """The RUN_SETTINGS the scenario sets to other than their defaults, in that order."""
+    defaults = {f.name: f.default for f in input_fields(Scenario) if f.name in RUN_SETTINGS}
+    return {name: getattr(scenario, name) for name in RUN_SETTINGS if getattr(scenario, name) != defaults[name]}
+
+
 OPTION_FLAGS = {"n_gpus": "gpus"}
 """Keywords whose command-line flag is not the keyword's own name (--gpus sets n_gpus)."""
 

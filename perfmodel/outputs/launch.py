@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.scenario import Scenario
+from perfmodel.inputs.scenario import RUN_SETTINGS, Scenario
 from perfmodel.inputs.stacks import Knobs
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
@@ -170,16 +170,17 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     return launch(stack, lo, run, note)
 
 
-SAVED_FIELDS = ("model", "system", "n_gpus", "precision", "stack", "lora_rank", "lora_modules")
+SAVED_FIELDS = ("model", "system", "n_gpus", "precision", "stack", "lora_rank", "lora_modules", "vintage")
 SAVED_LAYOUT = ("tp", "pp", "cp", "vp", "ep", "etp", "mbs", "gbs", "seq_len", "recompute", "recompute_layers", "zero",
                 "cp_comm", "shard_group")  # fmt: skip
 """What a saved prediction's JSON says of its question and layout, under the keyword names of a question."""
 
 
-def saved_question(document: Any, source: str, row: int) -> dict[str, Any]:
+def saved_question(document: Any, source: str, row: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """The question of one prediction (`row`, from 1) of a JSON perfmodel wrote (predict's, search's best first,
     compare's, plan's feasible candidates, export's), as keywords: its model, hardware, count, precision, stack and
-    its knobs, and its whole layout; one line naming the file otherwise."""
+    its knobs, release and its whole layout; and, as scenario keys, the run settings it was priced with (RUN_SETTINGS,
+    a MoE model's routing imbalance), which no keyword sets. One line naming the file otherwise."""
     from perfmodel.outputs.plot import nested_record, records_of
 
     records = records_of(document, Path(source)) if isinstance(document, dict) else document
@@ -196,7 +197,10 @@ def saved_question(document: Any, source: str, row: int) -> dict[str, Any]:
     question = {key: record[key] for key in SAVED_FIELDS if record.get(key) is not None}
     question |= {key: layout[key] for key in SAVED_LAYOUT if layout.get(key) is not None}
     question |= {key: value for key, value in (record.get("stack_knobs") or {}).items() if value is not None}
-    return question | {"gpu": record["accelerator"]}
+    settings = {key: record[key] for key in RUN_SETTINGS if record.get(key) is not None}
+    imbalance = (record.get("moe") or {}).get("imbalance")
+    settings |= {"moe_imbalance": imbalance} if imbalance not in (None, 1.0) else {}
+    return question | {"gpu": record["accelerator"]}, settings
 
 
 SEARCHED_LAYOUTS = 50

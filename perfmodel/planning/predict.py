@@ -24,7 +24,7 @@ from perfmodel.inputs.precision import (
     shard_group_recipe,
 )
 from perfmodel.inputs.record import as_dict, replaced
-from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, single_phase
+from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, run_settings, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
 from perfmodel.physics import calibration, offload
 from perfmodel.physics.bounded import Bounded
@@ -154,6 +154,8 @@ class Prediction(Shown):
             },
             "stack": self.scenario.stack,
             "stack_knobs": asdict(self.scenario.knobs),
+            **run_settings(self.scenario),
+            **({"vintage": self.scenario.vintage} if self.scenario.vintage else {}),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
             "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
