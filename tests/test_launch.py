@@ -120,12 +120,19 @@ def test_an_offloading_prediction_launches_with_its_offload(tmp_path: Path) -> N
 
 def test_fp32_gradient_reduction_is_launched_as_priced() -> None:
     """grad_reduce_in_fp32 (tests/test_grad_reduce_fp32.py): Megatron-LM's --accumulate-allreduce-grads-in-fp32,
-    Megatron-Bridge's ddp field, NeMo's mixed-precision plugin field; unset, Megatron-LM's flag stays off."""
+    Megatron-Bridge's ddp field, NeMo's mixed-precision plugin field; unset, Megatron-LM's flag stays off, NeMo's
+    plugin field says false (its bf16_mixed() sets it true: nemo-toolkit 2.7.3 recipes/precision/mixed_precision.py
+    L35, copied over the DDP config, megatron_strategy.py L499), and Megatron-Bridge's config says the recipe must set
+    it (its recipes set it true, mixed_precision.py L42, L183, which no override of a recipe given by name can undo)."""
     fp32 = replace(_run(), grad_reduce_in_fp32=True)
     assert launch("megatron-lm", BASE, fp32, "n").options["--accumulate-allreduce-grads-in-fp32"] is True
     assert launch("megatron-bridge", BASE, fp32, "n").options["ddp.grad_reduce_in_fp32"] is True
     assert launch("nemo", BASE, fp32, "n").options["trainer.plugins.grad_reduce_in_fp32"] is True
     assert "--accumulate-allreduce-grads-in-fp32" not in launch("megatron-lm", BASE, _run(), "n").options
+    assert launch("nemo", BASE, _run(), "n").options["trainer.plugins.grad_reduce_in_fp32"] is False
+    note = "set cfg.mixed_precision.grad_reduce_in_fp32 = False in the recipe"
+    assert note in launch("megatron-bridge", BASE, _run(), "n").text
+    assert note not in launch("megatron-bridge", BASE, fp32, "n").text
 
 
 def test_megatron_lm_arguments_carry_the_layout() -> None:

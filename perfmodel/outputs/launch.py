@@ -63,13 +63,26 @@ NEMO_KEYS = {
     "ddp.use_distributed_optimizer": "trainer.strategy.ddp.use_distributed_optimizer",
     "ddp.use_megatron_fsdp": "trainer.strategy.ddp.use_megatron_fsdp",
     "ddp.data_parallel_sharding_strategy": "trainer.strategy.ddp.data_parallel_sharding_strategy",
-    "ddp.grad_reduce_in_fp32": "trainer.plugins.grad_reduce_in_fp32",
+    "ddp.grad_reduce_in_fp32": None,
     "mixed_precision": None, "comm_overlap.tp_comm_overlap": None, "dist.use_megatron_fsdp": None,
 }  # fmt: skip
 """A Megatron-Bridge override's NeMo 2 name where it is not the strategy's (model.X_size, sequence_parallel, the
 pipeline split's account_for_*: trainer.strategy.X) or the model config's (model.X: model.config.X); None where
 NeMo sets it otherwise (precision: NEMO_PRECISION; TP overlap: the recipe's MegatronCommOverlapCallback; FSDP: the
-strategy's fsdp)."""
+strategy's fsdp; the gradient buffer's dtype: the precision plugin's, NEMO_GRAD_REDUCE)."""
+NEMO_GRAD_REDUCE = "trainer.plugins.grad_reduce_in_fp32"
+"""The gradient buffer's dtype in NeMo 2, set both ways: the plugin's field is copied over the DDP config (nemo-toolkit
+2.7.3 lightning/pytorch/strategies/megatron_strategy.py L499), and the recipes' bf16_mixed() sets it true
+(collections/llm/recipes/precision/mixed_precision.py L35), so a prediction priced with BF16 reduction says false."""
+BRIDGE_GRAD_REDUCE = (
+    "# Megatron-Bridge 0.3.1's mixed-precision recipes reduce the gradients in FP32 and copy that over ddp "
+    "(training/mixed_precision.py L42, L183, setup L121-122); this prediction priced BF16 reduction: set "
+    "cfg.mixed_precision.grad_reduce_in_fp32 = False in the recipe (no override can: Hydra refuses a field of a "
+    "recipe given by name)"
+)
+"""What a Megatron-Bridge config priced with BF16 gradient reduction says (hydra-core 1.3.2 / omegaconf 2.3.0:
+`mixed_precision=NAME` then `mixed_precision.grad_reduce_in_fp32=false` fails, 'Could not override', and with '+' the
+recipe's name is replaced by a table of the one field)."""
 NEMO_STRATEGY = ("_parallel_size", "sequence_parallel", "_in_pipeline_split")
 NEMO_PRECISION: dict[str, dict[str, object]] = {
     "bf16": {},
@@ -137,6 +150,7 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     elif stack == "megatron-bridge":
         body = [f"{key}={_bridge_value(value)}" for key, value in options.items()]
         header.append("# Megatron-Bridge 0.3.1 recipe overrides (key=value, one per line; pass them after the recipe)")
+        header += [] if run.grad_reduce_in_fp32 else [BRIDGE_GRAD_REDUCE]
     elif stack == "nemo":
         body = [f"{key}={_bridge_value(value)}" for key, value in options.items()]
         header += [
@@ -310,7 +324,7 @@ def _nemo(layout: Layout, run: Run) -> dict[str, object]:
     options["data.seq_length"] = layout.seq_len
     if layout.zero in MEGATRON_SHARDING:
         options |= {"trainer.strategy.fsdp": "megatron", "trainer.strategy.save_ckpt_format": "fsdp_dtensor"}
-    return options | NEMO_PRECISION[run.precision]
+    return options | NEMO_PRECISION[run.precision] | {NEMO_GRAD_REDUCE: run.grad_reduce_in_fp32}
 
 
 def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
