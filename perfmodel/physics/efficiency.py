@@ -128,7 +128,9 @@ class Efficiency:
     peak_power_exponent: float = 0.3
     """Exponent beta of the delivered share of peak on board watts per peak FLOP/s across generations
     (compute.peak_power_share). Prior: about half the same-silicon clock exponent 0.63 (compute.CLOCK_POWER_EXPONENT),
-    the rest of a newer part's higher peak per watt taken as lower energy per FLOP; fitted, shared by all families."""
+    the rest of a newer part's higher peak per watt taken as lower energy per FLOP. Not fitted: every bundled family's
+    GEMMs run at measured kernels' shares (Ampere's at its MAMF ratio over H100's, inputs.kernels
+    .OTHER_SILICON_RATIOS), so it prices only parts at other board watts per peak FLOP/s (what-ifs, your hardware)."""
     fusion_gain_per_year: float = 1.0
     """Memory-bound kernel time of a release one year older over today's, at fixed hardware and layout, beyond
     `software_gain_per_year`: releases fuse elementwise passes into their producers over time (stack_notes.md: TE's
