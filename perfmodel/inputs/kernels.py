@@ -195,6 +195,42 @@ over B200 1.03-1.04 (MLPerf v5.1 Llama 2 70B LoRA, Supermicro); and TransformerE
 TFLOP/s (kernels_gemm.csv), are priced at 1,564 with B300's measured ratio, at 1,669 with the power assumption."""
 
 
+class SiliconRatio(NamedTuple):
+    """A part's measured best-GEMM share of its BF16 peak over another generation's part (`other_silicon_ratios`)."""
+
+    part: str
+    reference: str
+    ratio: float
+
+
+OTHER_SILICON_RATIOS = {"ampere": SiliconRatio("a100-sxm-80gb", "h100-sxm", 1.0825)}
+"""`other_silicon_ratios` of the bundled shape rows for the families whose GEMMs another generation's kernels price
+(physics/efficiency.GEMM_SILICON, GEMM_OTHER_SILICON), rounded (tests/test_kernels.py holds the two equal): one tool's
+best shapes (ml-engineering's MAMF table, mamf-finder.py with torch 2.6) put A100 SXM at 271.2 TFLOP/s of 312 (0.869)
+and H100 SXM at 794.5 of 989.4 (0.803), 1.0825x H100's share, where the power assumption (physics/compute
+.peak_power_share: 1.28 against 0.71 W per peak TFLOP/s) said 1.17x at its fitted exponent (0.26): Ampere's GEMMs are
+priced from their measured ratio, not a law fitted across generations. With A100 held out (the generation protocol)
+its rows had read 4.3% fast on average (6.7% MAPE), 5.5% MAPE at the measured ratio."""
+
+
+def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
+    """Per family in `references` (family: the part whose kernels price it) with a MAMF BF16 row of its own, its best
+    shape's share of its BF16 peak over the reference part's best: the cross-generation share the kernels measure."""
+    from perfmodel.inputs.hardware import get_accelerator
+
+    best: dict[str, float] = {}
+    for row in _read(GEMM_SHAPES):
+        if row["notes"].startswith(MAMF_NOTE) and row["precision"] == "bf16":
+            part = SHAPE_PARTS[row["gpu"]]
+            best[part] = max(best.get(part, 0.0), float(row["tflops"]) / get_accelerator(part).bf16_tflops.value)
+    ratios = {}
+    for part in sorted(best):
+        family = get_accelerator(part).family
+        if family in references and references[family] in best:
+            ratios[family] = SiliconRatio(part, references[family], best[part] / best[references[family]])
+    return ratios
+
+
 def best_shape_ratios() -> dict[str, SiblingRatio]:
     """Per part that MAMF rows measure beside the lowest-power part on the same GEMM silicon (hardware_specs: the same
     `power_reference`), the geometric mean over the formats both measure of its best throughput over that part's: the

@@ -188,7 +188,11 @@ def _scoped(path: Path, scoped: object) -> dict[str, dict[str, float]]:
     return scoped
 
 
-RETIRED = {"overlap_ep_scaleout": "an EP group across scale-up domains hides at overlap_dp (moe.ep_overlap)"}
+RETIRED = {
+    "overlap_ep_scaleout": "an EP group across scale-up domains hides at overlap_dp (moe.ep_overlap)",
+    "peak_power_exponent": "no bundled row's GEMMs follow the power law: Ampere's run at A100's measured best-GEMM "
+    "share over H100's (inputs.kernels.OTHER_SILICON_RATIOS); a what-if part takes Efficiency's prior",
+}
 """Entries of files written before the table dropped them, and what prices their share now: read and left out, so an
 older calibration file still loads."""
 

@@ -20,6 +20,7 @@ from perfmodel.inputs.kernels import (
     BENCH_FORMAT_SHARES,
     BEST_SHAPE_RATIOS,
     MEASURED_FAMILIES,
+    OTHER_SILICON_RATIOS,
     FormatShare,
     format_shares,
 )
@@ -142,14 +143,19 @@ def measured_share(acc: Accelerator, fmt: str) -> FormatShare | None:
 def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     """Share of the peak at the sustained clock (`clock_share`) that a large GEMM in `fmt` reaches on this part.
     Where kernel rows measure the family (efficiency.KERNEL_GEMM), its measured BF16 share (efficiency.GEMM_KERNELS,
-    scaled by the fitted kernel-to-training factor) times `format_share`, one basis for every format; a part at other
-    board watts per peak FLOP/s than GEMM_REFERENCE's (Ampere against Hopper, a what-if, your own hardware) moves
-    from it as `peak_power_share` says. Elsewhere its vendor library's fitted share times the part's power share and
+    scaled by the fitted kernel-to-training factor) times `format_share`, one basis for every format; Ampere at its
+    measured best GEMM's share over GEMM_REFERENCE's (inputs.kernels.OTHER_SILICON_RATIOS), and a part at other board
+    watts per peak FLOP/s than the measured one (a what-if, your own hardware) moving from it as `peak_power_share`
+    says. Elsewhere its vendor library's fitted share times the part's power share and
     `format_share`. Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
     taken on the part itself."""
     power = peak_power_share(acc, eff, "bf16")
     if acc.family in KERNEL_GEMM:
-        power = power / peak_power_share(get_accelerator(GEMM_REFERENCE[acc.family]), eff, "bf16")
+        reference = peak_power_share(get_accelerator(GEMM_REFERENCE[acc.family]), eff, "bf16")
+        power = power / reference
+        measured = OTHER_SILICON_RATIOS.get(acc.family)
+        if measured is not None:  # the measured part at its MAMF ratio; another moves from it as the power law says
+            power = power * measured.ratio * reference / peak_power_share(get_accelerator(measured.part), eff, "bf16")
     return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
 
 

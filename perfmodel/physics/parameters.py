@@ -345,15 +345,6 @@ TABLE: tuple[Parameter, ...] = (
         ),
         applies=_fa2_class,
     ),
-    Parameter(
-        "peak_power_exponent",
-        "peak_power_exponent",
-        "shared",
-        (0.01, 0.63),
-        0.5,
-        "every row: the families' delivered share of peak against their board watts per peak FLOP/s (upper bound: "
-        "the same-silicon clock exponent, compute.CLOCK_POWER_EXPONENT)",
-    ),
     Parameter("memory", "memory", "shared", (0.5, 0.9), 0.3, "every row (norms, activations, casts, optimizer)"),
     replace(
         _generation(
