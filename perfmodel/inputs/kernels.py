@@ -223,7 +223,7 @@ def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
         if row["notes"].startswith(MAMF_NOTE) and row["precision"] == "bf16":
             part = SHAPE_PARTS[row["gpu"]]
             best[part] = max(best.get(part, 0.0), float(row["tflops"]) / get_accelerator(part).bf16_tflops.value)
-    ratios = {}
+    ratios: dict[str, SiliconRatio] = {}
     for part in sorted(best):
         family = get_accelerator(part).family
         if family in references and references[family] in best:
