@@ -282,7 +282,8 @@ say another step and, offloading, configure a run that does not fit."""
 @pytest.mark.parametrize("name", SAVED_SETTINGS)
 def test_a_saved_prediction_keeps_its_run_settings(tmp_path: Path, name: str) -> None:
     """predict's JSON and CSV carry the settings the file set (outputs/record.py), and `launch --from` prices and
-    configures the prediction with them: the same step, the offload and the FP32 gradient reduction configured."""
+    configures the prediction with them: the same step, the offload and the FP32 gradient reduction configured, the
+    settings no override sets (FP8 attention, the graph-captured iteration) named in its header."""
     scenario = tmp_path / "s.toml"
     scenario.write_text(SAVED_SETTINGS[name])
     saved = tmp_path / "saved.json"
@@ -296,6 +297,8 @@ def test_a_saved_prediction_keeps_its_run_settings(tmp_path: Path, name: str) ->
         (row,) = csv.DictReader(io.StringIO(run_cli("predict", str(scenario), "--format", "csv").out))
         assert (row["activation_offload_layers"], row["grad_reduce_in_fp32"]) == ("40", "True")
         assert {"model.cpu_offloading_num_layers=40", "ddp.grad_reduce_in_fp32=true"} <= set(lines)
+    unset = "# priced with fp8_attention = true, full_iteration_graph = true, which this config does not set"
+    assert any(line.startswith(unset) for line in lines) == (name == "graph")
     if name == "graph":
         assert (record["fp8_attention"], record["full_iteration_graph"], record["vintage"]) == (True, True, "2025-06")
 

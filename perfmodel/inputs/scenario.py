@@ -509,7 +509,8 @@ for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot dri
 RUN_SETTINGS = ("fp8_attention", "fp8_attention_band", "fused_grouped_mlp", "dglu_dbias_regression", "fp8_output_proj",
                 "expert_loop", "full_iteration_graph", "grad_reduce_in_fp32", "activation_offload_layers")  # fmt: skip
 """The scenario keys of how the stack runs (a Megatron-Bridge recipe's settings) that a file gives and no flag does:
-each changes the price, so a prediction's record carries those set (`run_settings`), and `launch --from` runs them."""
+each changes the price, so a prediction's record carries those set (`run_settings`), and `launch --from` prices them
+(its config sets the offload and the gradient dtype and names the rest: outputs/launch.Run.unset)."""
 
 
 def run_settings(scenario: Scenario) -> dict[str, Any]:

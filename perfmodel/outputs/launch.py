@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.scenario import RUN_SETTINGS, Scenario
+from perfmodel.inputs.scenario import RUN_SETTINGS, Scenario, run_settings
 from perfmodel.inputs.stacks import Knobs
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
@@ -134,6 +134,14 @@ class Run:
     """Whether the prediction reduces the gradients in an FP32 buffer (Scenario.grad_reduce_in_fp32: Megatron-Core's
     DistributedDataParallelConfig field of that name; Megatron-LM's --accumulate-allreduce-grads-in-fp32 sets it,
     megatron-core 0.17.0 megatron/training/training.py L1448)."""
+    unset: tuple[str, ...] = ()
+    """The run settings the prediction priced (Scenario's RUN_SETTINGS, as `name = value`) that the config does not
+    set (FP8 attention, CUDA graphs, the experts' kernels: the recipe's own), named in its header so that the config
+    is not taken for the priced run."""
+
+
+CONFIGURED = ("activation_offload_layers", "grad_reduce_in_fp32")
+"""The RUN_SETTINGS a config sets (Run.offload_layers, Run.grad_reduce_in_fp32)."""
 
 
 def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
@@ -143,6 +151,8 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     build = {"megatron-lm": _megatron_lm, "megatron-bridge": _bridge, "nemo": _nemo, "torchtitan": _titan}[stack]
     options = build(layout, run)
     header = [f"# {note}", f"# {NOT_DECIDED}."]
+    if run.unset:
+        header.append(f"# priced with {', '.join(run.unset)}, which this config does not set: set them in the recipe")
     if stack == "megatron-lm":
         flags = [f"{key}" if value is True else f"{key} {value}" for key, value in options.items()]
         body = [f"{flag} \\" for flag in flags[:-1]] + flags[-1:]
@@ -180,7 +190,10 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     model = prediction.model
     dispatcher = model.dispatcher if model.experts else None
     offloaded, fp32 = scenario.activation_offload_layers, scenario.grad_reduce_in_fp32
-    run = Run(scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher, offloaded, fp32)
+    unset = tuple(f"{k} = {_bridge_value(v)}" for k, v in run_settings(scenario).items() if k not in CONFIGURED)
+    run = Run(
+        scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher, offloaded, fp32, unset
+    )
     return launch(stack, lo, run, note)
 
 
