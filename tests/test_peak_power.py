@@ -1,11 +1,15 @@
 """Delivered share of peak across generations: a part's GEMMs follow its board watts per peak FLOP/s."""
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import get_accelerator, resolve
-from perfmodel.physics.compute import CLOCK_POWER_EXPONENT, clock_share, op_time, peak_power_share
+from perfmodel.physics.calibration import BUNDLED, Calibration
+from perfmodel.physics.compute import CLOCK_POWER_EXPONENT, clock_share, gemm_share, op_time, peak_power_share
 from perfmodel.physics.efficiency import DEFAULTS
 from perfmodel.physics.workload import Op
 from perfmodel.planning.whatif import KNOBS, Setting, apply
@@ -69,3 +73,21 @@ def test_a_what_if_peak_in_one_format_leaves_the_others_shares() -> None:
     before, after = (a.peak_flops("bf16") * peak_power_share(a, eff) for a in (hw.accelerator, faster))
     assert after / before == pytest.approx(2**0.7)
     assert peak_power_share(faster, eff, "fp8") == pytest.approx(peak_power_share(hw.accelerator, eff, "fp8"))
+
+
+def test_a_calibration_fitted_with_the_power_law_prices_ampere_as_it_was_fitted(tmp_path: Path) -> None:
+    """A file written before peak_power_exponent retired (main 816bb2a's: 0.2598, gemm_generation@ampere 0.9632)
+    priced A100's GEMMs at its generation factor times the law's (1.28 / 0.71 W per peak TFLOP/s)^beta over H100's
+    share; loaded now it prices them so (calibration._carried_ampere), not 7% slower at the measured 1.0825x."""
+    document = json.loads(BUNDLED.read_text())
+    document["parameters"] |= {"peak_power_exponent": 0.26, "gemm_generation@ampere": 0.96}
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(document))
+    cal = Calibration.load(old)
+    a100, h100 = get_accelerator("a100-sxm-80gb"), get_accelerator("h100-sxm")
+    share = gemm_share(a100, cal.efficiency("ampere"), "bf16") / gemm_share(h100, cal.efficiency("hopper"), "bf16")
+    assert share == pytest.approx(0.96 * ((400 / 312) / (700 / 989.4)) ** 0.26, rel=1e-9)
+    document["parameters"]["peak_power_exponent"] = 0.9
+    old.write_text(json.dumps(document))
+    with pytest.raises(PerfmodelError, match=r"peak_power_exponent = 0\.9; allowed 0\.01 to 0\.63"):
+        Calibration.load(old)
