@@ -213,16 +213,27 @@ priced from their measured ratio, not a law fitted across generations. With A100
 its rows had read 4.3% fast on average (6.7% MAPE), 5.5% MAPE at the measured ratio."""
 
 
+def _mamf_best() -> dict[tuple[str, str], float]:
+    """Each part's and format's best TFLOP/s among ml-engineering's MAMF shape rows (MAMF_NOTE): the one reading that
+    `other_silicon_ratios` and `best_shape_ratios` divide."""
+    best: dict[tuple[str, str], float] = {}
+    for row in _read(GEMM_SHAPES):
+        if row["notes"].startswith(MAMF_NOTE):
+            key = (SHAPE_PARTS[row["gpu"]], row["precision"])
+            best[key] = max(best.get(key, 0.0), float(row["tflops"]))
+    return best
+
+
 def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
     """Per family in `references` (family: the part whose kernels price it) with a MAMF BF16 row of its own, its best
     shape's share of its BF16 peak over the reference part's best: the cross-generation share the kernels measure."""
     from perfmodel.inputs.hardware import get_accelerator
 
-    best: dict[str, float] = {}
-    for row in _read(GEMM_SHAPES):
-        if row["notes"].startswith(MAMF_NOTE) and row["precision"] == "bf16":
-            part = SHAPE_PARTS[row["gpu"]]
-            best[part] = max(best.get(part, 0.0), float(row["tflops"]) / get_accelerator(part).bf16_tflops.value)
+    best = {
+        part: tflops / get_accelerator(part).bf16_tflops.value
+        for (part, fmt), tflops in _mamf_best().items()
+        if fmt == "bf16"
+    }
     ratios: dict[str, SiliconRatio] = {}
     for part in sorted(best):
         family = get_accelerator(part).family
@@ -237,11 +248,7 @@ def best_shape_ratios() -> dict[str, SiblingRatio]:
     sustained-clock ratio of the two, measured by one tool, where the power assumption would guess it."""
     from perfmodel.inputs.hardware import get_accelerator
 
-    best: dict[tuple[str, str], float] = {}
-    for row in _read(GEMM_SHAPES):
-        if row["notes"].startswith(MAMF_NOTE):
-            part = SHAPE_PARTS[row["gpu"]]
-            best[part, row["precision"]] = max(best.get((part, row["precision"]), 0.0), float(row["tflops"]))
+    best = _mamf_best()
     siblings: dict[str, list[str]] = {}
     for part in sorted({part for part, _ in best}):
         acc = get_accelerator(part)

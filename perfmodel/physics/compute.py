@@ -150,12 +150,10 @@ def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     `format_share`. Attention is not scaled: its kernel shares are per-family measurements (efficiency.DEFAULTS),
     taken on the part itself."""
     power = peak_power_share(acc, eff, "bf16")
-    if acc.family in KERNEL_GEMM:
-        reference = peak_power_share(get_accelerator(GEMM_REFERENCE[acc.family]), eff, "bf16")
-        power = power / reference
+    if acc.family in KERNEL_GEMM:  # from the part whose share is measured, as the power law says for another part
         measured = OTHER_SILICON_RATIOS.get(acc.family)
-        if measured is not None:  # the measured part at its MAMF ratio; another moves from it as the power law says
-            power = power * measured.ratio * reference / peak_power_share(get_accelerator(measured.part), eff, "bf16")
+        base, ratio = (measured.part, measured.ratio) if measured else (GEMM_REFERENCE[acc.family], 1.0)
+        power = ratio * power / peak_power_share(get_accelerator(base), eff, "bf16")
     return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
 
 
