@@ -74,7 +74,7 @@ def test_expert_biases_pay_their_gradients() -> None:
 def test_the_fp8_mx_recipes_run_the_lm_head_in_mxfp8() -> None:
     """Megatron-Bridge perf_recipes/gpt_oss/common.py L28 (snapshot 067f987df), _apply_gpt_oss_120b_full_iter_fp8mx_
     configs: fp8_output_proj = True, the LM head in MXFP8 (Megatron-Core 0.18 is_mxfp8_output_proj_active); the
-    bundled GB300/GB200 FP8-MX rows run it (fitting.moe_recipes). Its GEMMs then run at the FP8 rate with their casts,
+    bundled GB300/GB200 FP8-MX rows run it (fitting.recipes). Its GEMMs then run at the FP8 rate with their casts,
     where every other recipe keeps the head in BF16; a BF16 run of the same model has nothing to quantise."""
     from perfmodel.inputs.precision import bridge_recipe
     from perfmodel.physics.workload import head_backward, head_forward

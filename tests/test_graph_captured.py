@@ -100,7 +100,7 @@ def test_a_full_iteration_recipe_drops_exactly_the_host_work() -> None:
 def test_bundled_full_iteration_rows_are_priced_without_host_work(row: str) -> None:
     """Megatron-Bridge performance summary, NeMo 26.08, MXFP8 on GB300: DeepSeek-V3 (row 2), GPT-OSS-120B (row 6) and
     Qwen3-30B-A3B (row 8), whose 0.6.2 recipes capture the whole iteration (deepseek/common.py L59,
-    gpt_oss/common.py L55, qwen/common.py L39: fitting.moe_recipes)."""
+    gpt_oss/common.py L55, qwen/common.py L39: fitting.recipes)."""
     (run,) = [r for r in bundled_runs()[0] if r.id == row]
     item = prepare(run, bundled())
     assert item.context.recipe.graph_captured and float(host_overhead_s(item.context)) == 0.0

@@ -79,7 +79,7 @@ BLACKWELL_GAP = "GPT-OSS-120B on Blackwell misses a cost the model lacks (docs/m
 @pytest.mark.xfail(strict=True, reason=BLACKWELL_GAP)
 def test_gpt_oss_blackwell_row_within_tolerance() -> None:
     """Same source's newest table (NeMo 26.08), row 6: GPT-OSS-120B on 64 GB300s, MXFP8, TP1 PP1 EP16 MBS4 GBS1280,
-    33,024 tokens/s/GPU. Priced as its recipe runs (fitting.moe_recipes: flex on HybridEP with the EP overlap of two
+    33,024 tokens/s/GPU. Priced as its recipe runs (fitting.recipes: flex on HybridEP with the EP overlap of two
     micro-batches) it reads about +27%, where Qwen3's newest rows under the same recipe settings are within 4%: every
     Blackwell GPT-OSS row misses 3 ms (MXFP8) to 9 ms (BF16) per layer and 16k-token micro-batch that no source
     names. Strict: this fails the day that cost is priced, so the marker comes off."""
@@ -89,7 +89,7 @@ def test_gpt_oss_blackwell_row_within_tolerance() -> None:
 # Megatron-Bridge performance summary (archive), NeMo 26.04.01 container, H100, FP8, sequence 4096 (measured_runs.csv
 # row 94): Qwen3-235B-A22B on 256 GPUs TP2 PP8 VP4 EP32 MBS1 GBS8192, 1,712 tokens/s/GPU; its EP group spans four
 # DGX H100 nodes, so its all-to-alls cross the NICs (18% too fast when one overlap share served both tiers; its
-# recipe's 'alltoall' dispatcher with the EP overlap of two micro-batches, fitting.moe_recipes: +6% -> -5%).
+# recipe's 'alltoall' dispatcher with the EP overlap of two micro-batches, fitting.recipes: +6% -> -5%).
 def test_a_row_whose_all_to_all_crosses_nics_is_within_tolerance() -> None:
     run = _run("94")
     assert run.source.startswith(MOE_SOURCE) and "qwen3-235b-a22b" in str(run.scenario["model"])
@@ -371,7 +371,7 @@ def test_nemotron_nano_b300_rows_before_the_grouped_kernel_keep_the_zoo_entry() 
 def test_rows_before_mxfp8_attention_keep_the_zoo_entry() -> None:
     """The same Qwen3, DeepSeek-V3 and Nemotron 3 Nano layouts in NeMo 26.04.01 (rows 85, 86, 90, 77, 96, 97:
     TransformerEngine before 2.16) ran neither MXFP8 attention nor the op fuser's grouped MLP, and no source says
-    they captured the whole iteration: moe_recipes.MXFP8_ATTENTION_CONTAINER."""
+    they captured the whole iteration: recipes.MXFP8_ATTENTION_CONTAINER."""
     rows = (("85", "qwen3-30b-a3b"), ("86", "qwen3-30b-a3b"), ("90", "qwen3-235b-a22b"), ("77", "deepseek-v3"),
             ("96", "nemotron-3-nano-30b-a3b"), ("97", "nemotron-3-nano-30b-a3b"))  # fmt: skip
     for row, model in rows:

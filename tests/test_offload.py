@@ -137,7 +137,7 @@ def test_a_bad_offload_names_its_scenario_file(tmp_path: Path, gpu: str, offload
 @pytest.mark.parametrize(("line", "offloaded"), [(155, 40), (154, 20)])
 def test_the_recipe_rows_are_priced_with_their_offload(line: int, offloaded: int) -> None:
     # measured_runs.csv line 155 (NeMo 26.02.01, 64 GB200, FP8, 4,357 tokens/s/GPU) and line 154 (64 GB300, 5,243):
-    # Llama 3 70B TP1 PP1 MBS 2 Megatron-FSDP, recompute blank: the recipe's (recipe_settings.csv).
+    # Llama 3 70B TP1 PP1 MBS 2 Megatron-FSDP, recompute blank: the recipe's (fitting.recipes).
     (run,) = [r for r in bundled_runs()[0] if r.id == f"measured_runs.csv:{line}"]
     item = prepare(run, bundled())
     assert item.context.recipe.offload_layers == offloaded and item.layout.recompute == "none"

@@ -206,7 +206,7 @@ def test_amd_mi300x_lora_rows_recompute_as_their_config() -> None:
 
 
 def test_megatron_bridge_70b_fsdp_rows_recompute_and_offload_as_their_recipe() -> None:
-    # perfmodel/data/recipe_settings.csv: megatron-bridge 0.6.2 perf_recipes/llama/gb200/llama3.py
+    # fitting.recipes: megatron-bridge 0.6.2 perf_recipes/llama/gb200/llama3.py
     # llama3_70b_pretrain_64gpu_gb200_fp8cs_config (TP1 PP1 MBS2 Megatron-FSDP) sets no recompute and offloads 40
     # layers' activations (L276-278; gb300/llama3.py L283-285: 20); measured_runs.csv line 155 (NeMo 26.02.01,
     # GB200, FP8), line 248 (NeMo 25.09, FP8-CS) and line 154 (NeMo 26.02.01, GB300, FP8) leave recompute blank.

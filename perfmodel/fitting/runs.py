@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.fitting.moe_recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
+from perfmodel.fitting.recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
 from perfmodel.fitting.scored import logged_work, result_folder
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
@@ -463,10 +463,10 @@ def _moe_model(name: str, notes: str) -> str | dict[str, Any]:
 
 def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
-) -> tuple[str | dict[str, Any], dict[str, bool]]:
-    """A MoE row's model with the settings of the sourced recipe its layout matches (fitting.moe_recipes), and the
-    scenario fields the recipe sets; the recipe's recompute goes into `parallelism` where the row leaves it out."""
-    found = recipe_for(row["model"], row["hardware"], row["dtype"], parallelism)
+) -> tuple[str | dict[str, Any], dict[str, Any]]:
+    """A row's model with the settings of the sourced recipe its layout matches (fitting.recipes), and the scenario
+    fields the recipe sets; the recipe's recompute goes into `parallelism` where the row leaves it out."""
+    found = recipe_for(row, parallelism)
     month = container_month(row["version_or_date"])
     if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
         return model, {}
@@ -484,45 +484,6 @@ def _with_recipe(
         return model, dict(found.run_settings)
     base = model if isinstance(model, dict) else {"base": model}
     return {**base, **found.model_settings}, dict(found.run_settings)
-
-
-DENSE_RECIPES = "recipe_settings.csv"
-"""The recompute and activation offload of Megatron-Bridge dense performance recipes whose rows in the tables leave
-recompute blank, by model, GPU, precision and layout: megatron-bridge 0.6.2's perf_recipes (NeMo 26.08's recipes).
-Only recipes a bundled row runs and whose setting differs from the stack's choice (fitting.assumed), e.g. the Llama 3
-70B FP8 Megatron-FSDP recipes on GB200/GB300 recompute nothing and offload the activations of their first 40 / 20
-layers to the Grace CPU (Scenario.activation_offload_layers), where the memory estimate, without offloading, would
-recompute."""
-
-
-@cache
-def _dense_recipes() -> tuple[dict[str, str], ...]:
-    return tuple(_read(DENSE_RECIPES))
-
-
-def _with_dense_recipe(row: dict[str, str], parallelism: dict[str, Any], assumptions: list[str]) -> dict[str, int]:
-    """A dense row that leaves recompute blank runs its layout's recipe's recompute and activation offload
-    (DENSE_RECIPES), the offload as the row's run settings; rows of older containers than the recipes' are assumed to
-    run the same, as fitting.moe_recipes assumes."""
-    if parallelism["recompute"] is not None:
-        return {}
-    layout = (parallelism["tp"], parallelism["pp"], parallelism["mbs"])
-    for recipe in _dense_recipes():
-        if (
-            (recipe["model"], recipe["hardware"]) == (row["model"], row["hardware"])
-            and _precision(recipe["dtype"]) == _precision(row["dtype"])
-            and (int(recipe["tp"]), int(recipe["pp"]), int(recipe["mbs"])) == layout
-            and row["fsdp_or_zero"].startswith(recipe["sharding"])
-        ):
-            parallelism["recompute"] = recipe["recompute"]
-            offloaded = int(recipe["activation_offload_layers"])
-            note = f"recompute {recipe['recompute']}, activations of {offloaded} layers offloaded: the recipe of this "
-            note += f"layout as of {RECIPES_CONTAINER} ({recipe['source']})"
-            if container_month(row["version_or_date"]) != container_month(RECIPES_CONTAINER):
-                note += f"; for {row['version_or_date']} an assumption"
-            assumptions.append(note)
-            return {"activation_offload_layers": offloaded} if offloaded else {}
-    return {}
 
 
 def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq: int, bias: bool) -> dict[str, Any]:
@@ -590,7 +551,6 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
     if parallelism["pp"] == 1:
         parallelism["vp"] = 1
     source = _source_label(row["source"])
-    run_settings: dict[str, Any] = {}
     if row["model"] in MOE_MODELS:
         parallelism |= {"ep": _int(row["ep"], 1), "etp": 1}
         stage_gpus = int(row["n_gpus"]) // parallelism["pp"]
@@ -600,15 +560,13 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         assumptions.append("expert TP 1 (the tables do not list it); routing force-balanced (imbalance 1.0)")
         if row["model"] == "DeepSeek-V3" and "MTP" not in row["notes"]:
             assumptions.append("one MTP layer, the DeepSeek-V3 recipe's default (the row does not say)")
-        model, run_settings = _with_recipe(row, model, parallelism, assumptions)
-        if regression := KNOWN_REGRESSIONS.get((row["model"], row["version_or_date"])):
-            run_settings |= regression.settings
-            assumptions.append(regression.note)
-        if "variant: tokendrop" in row["notes"]:  # after the recipe's settings: token dropping asserts 'alltoall'
-            model = {**(model if isinstance(model, dict) else {"base": model}), **DROPPING_ROUTING}
-            assumptions.append(DROPPING_ASSUMPTION)
-    elif "Megatron-Bridge" in row["source"]:
-        run_settings |= _with_dense_recipe(row, parallelism, assumptions)
+    model, run_settings = _with_recipe(row, model, parallelism, assumptions)
+    if regression := KNOWN_REGRESSIONS.get((row["model"], row["version_or_date"])):
+        run_settings |= regression.settings
+        assumptions.append(regression.note)
+    if row["model"] in MOE_MODELS and "variant: tokendrop" in row["notes"]:  # after the recipe's: it asserts 'alltoall'
+        model = {**(model if isinstance(model, dict) else {"base": model}), **DROPPING_ROUTING}
+        assumptions.append(DROPPING_ASSUMPTION)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
     if row["step_time_s"]:

@@ -858,7 +858,7 @@ MOE_MODELS = (
     # 2880 top-4, biases, learnable softmax sinks, every other layer a 128-token sliding window, vocab 201088). The
     # provider's dispatcher is 'alltoall' and its recipes (recipes/gpt_oss/gpt_oss.py) never apply the flex one;
     # megatron-bridge 0.6.x's per-GPU FP8-MX and B300 perf recipes do, and the bundled rows of their layouts run them
-    # (fitting.moe_recipes); the MLPerf GPT-OSS-20B runs flex too (inputs.mlperf).
+    # (fitting.recipes); the MLPerf GPT-OSS-20B runs flex too (inputs.mlperf).
     _moe(
         "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,

@@ -160,7 +160,7 @@ class Efficiency:
     layouts got 18-56% faster (measured_runs.csv: Qwen3-30B-A3B H100 EP16 8,901 and 8,960 tokens/s/GPU in 26.04 and
     26.04.01, 8,826 in 26.06), so the per-expert cost the older H100 rows show is still paid today. A family fact
     read off the rows, not a fitted share: an assumption, labelled. Every Blackwell row that moved at that release
-    runs TransformerEngine's fused grouped MLP from it (fitting.moe_recipes); a run that leaves the op fuser off
+    runs TransformerEngine's fused grouped MLP from it (fitting.recipes); a run that leaves the op fuser off
     (precision.Recipe.expert_loop) pays it on any family (compute.op_time)."""
     vintage_years: float = 0.0
     """Years the priced software release is older than REFERENCE_VINTAGE."""

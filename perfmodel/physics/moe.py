@@ -385,7 +385,7 @@ def exchange_windows(
     (recipes/gpt_oss/gpt_oss.py), and Kimi-K2's sets it False and overlaps its shared expert (recipes/kimi/kimi_k2.py).
     Some per-GPU recipes of megatron-bridge 0.6.2 set it with this dispatcher (Qwen3-235B-A22B's on H100,
     perf_recipes/qwen/h100/qwen3_moe.py; GPT-OSS-120B's BF16 one on GB200), and the bundled rows of their layouts run
-    them (fitting.moe_recipes): there the window is the layer's compute (`exchange_beside`), as for the flex
+    them (fitting.recipes): there the window is the layer's compute (`exchange_beside`), as for the flex
     dispatcher, at the fitted share. A recipe that runs neither overlap (`ModelSpec.ep_exchange_exposed`) leaves
     nothing beside it."""
     beside = exchange_beside(md)
@@ -410,7 +410,7 @@ def ep_overlap(eff: Efficiency, ep_links: GroupLinks) -> Number:
     domain the copies move at NVLink rate through the SMs, contending with the compute beside them for SMs and HBM:
     that share, `overlap_ep`, is fitted.
     The NIC share had been fitted too (`overlap_ep_scaleout`, 0.81-0.83), but once the H100 recipes that overlap
-    nothing with their flex exchange priced it exposed (fitting.moe_recipes `_FLEX_EXPOSED`), six fitted rows were
+    nothing with their flex exchange priced it exposed (fitting.recipes `_FLEX_EXPOSED`), six fitted rows were
     left to inform it, under issue 27's ten."""
     return where(ep_links.domains > 1, eff.overlap_dp, eff.overlap_ep)
 

@@ -1,9 +1,15 @@
-"""The Megatron-Bridge performance recipe settings of bundled MoE rows that the model prices differently from its
-zoo entry: a row whose model, GPU, precision and parallel layout match a sourced recipe exactly runs that recipe's
-dispatcher and EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`) and TransformerEngine settings
+"""The Megatron-Bridge performance recipe settings of bundled rows, dense and MoE, that the model prices differently
+from the zoo entry or the stack's default: a row whose model, GPU, precision and parallel layout (and sharding, where
+the recipe names it) match a sourced recipe exactly runs that recipe's settings. A MoE recipe sets the dispatcher and
+EP overlap (`ModelSpec.dispatcher`, `ModelSpec.ep_microbatch_overlap`), TransformerEngine settings
 (`Scenario.fp8_attention`, `fused_grouped_mlp`, `fp8_output_proj`, `expert_loop`) and CUDA graph scope
 (`Scenario.full_iteration_graph`: cuda_graph_impl 'full_iteration', no per-step host overhead; the partial graphs of
-cuda_graph_impl 'transformer_engine' are not priced).
+cuda_graph_impl 'transformer_engine' are not priced); a dense one its activation offload
+(`Scenario.activation_offload_layers`). Either's recompute applies where the row leaves it blank.
+
+The table is Python, not a CSV under perfmodel/data: its MoE sources share long citations (the op fuser left off, the
+FP8-MX full-iteration settings, why Nemotron's experts loop) and settings groups whose reasons are documented once
+(`_FLEX_EXPOSED`, `_FULL_ITERATION_MXFP8`), which CSV rows would repeat verbatim.
 
 The recipes are megatron-bridge 0.6.x's per-GPU performance recipes (PyPI sdists 0.6.0 and 0.6.2, the latter
 uploaded 2026-09-18), i.e. the recipes as of NeMo 26.08; where the two differ (the Nemotron 3 FP8-MX configs), 0.6.0's,
@@ -24,13 +30,14 @@ RECIPES_CONTAINER = "NeMo 26.08"
 """The container megatron-bridge 0.6.x's recipes are the recipes of: its rows run them, older ones by assumption."""
 
 LAYOUT_KEYS = ("tp", "pp", "vp", "ep", "mbs")
-"""The parallelism a recipe fixes and a row must match (the global batch only sets the micro-batch count)."""
+"""The parallelism a recipe fixes and a row must match (the global batch only sets the micro-batch count); a dense
+row, without experts, runs EP 1."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class MoeRecipe:
-    """A sourced recipe's settings that the model prices unlike the zoo entry, and the rows (by GPU, precision and
-    layout) it applies to."""
+class PerfRecipe:
+    """A sourced recipe's settings that the model prices unlike the zoo entry or the stack's default, and the rows
+    (by GPU, precision, layout and sharding) it applies to."""
 
     model: str
     """measured_runs.csv model name."""
@@ -42,14 +49,18 @@ class MoeRecipe:
     """The recipe's parallelism, in `LAYOUT_KEYS` order."""
     model_settings: Mapping[str, Any]
     """ModelSpec fields the recipe sets otherwise than the zoo entry."""
-    run_settings: Mapping[str, bool]
-    """Scenario fields the recipe sets, its TransformerEngine settings (precision.bridge_recipe)."""
+    run_settings: Mapping[str, bool | int]
+    """Scenario fields the recipe sets: its TransformerEngine settings (precision.bridge_recipe), its activation
+    offload."""
     source: str
     """Where the recipe says so: the sdist, file, config function and the lines that set `model_settings`."""
+    sharding: str = ""
+    """The start of the measured_runs.csv fsdp_or_zero cell of the rows the recipe runs ('Megatron-FSDP'); '': any."""
     recompute: str | None = None
     """The recompute the recipe sets, in the model's terms, for rows that leave it out: 'selective' for Megatron's
     recompute_modules ['layernorm', 'moe_act'] (the norms and the experts' activation re-run in the backward:
-    workload.SELECTIVE_RECOMPUTE, with flash attention), 'none' for recompute_modules []; None: the stack's default."""
+    workload.SELECTIVE_RECOMPUTE, with flash attention), 'none' for recompute_modules [] or no recompute_granularity;
+    None: the stack's default."""
     since: str = ""
     """The first container whose software runs `model_settings` ('': every container with the layout's rows): rows of
     older containers keep the zoo entry's settings."""
@@ -94,9 +105,9 @@ Megatron-Bridge docs/releases/software-versions.md, ../shared/data/gpt_oss_black
 container at a full-iteration recipe's layout ran neither it nor the op fuser's grouped MLP (Megatron-Core 0.18)."""
 
 
-def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> MoeRecipe:
+def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> PerfRecipe:
     """A Blackwell FP8-MX Qwen3 recipe: qwen/common.py _enable_hybridep_full_iteration_mxfp8 (L36-60)."""
-    return MoeRecipe(
+    return PerfRecipe(
         model=model,
         hardware=gpu.upper(),
         dtypes=("MXFP8",),
@@ -110,9 +121,9 @@ def _qwen3_fp8mx(model: str, gpu: str, layout: tuple[int, ...], config: str) -> 
     )
 
 
-def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> MoeRecipe:
+def _gpt_oss_120b_fp8mx(gpu: str, ep: int) -> PerfRecipe:
     """A GB300/GB200 FP8-MX GPT-OSS-120B recipe: both apply the same full-iteration settings, at their own EP."""
-    return MoeRecipe(
+    return PerfRecipe(
         model="GPT-OSS-120B",
         hardware=gpu.upper(),
         dtypes=("MXFP8",),
@@ -129,7 +140,7 @@ _DEEPSEEK = "megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18), perf_recipes/deepse
 
 def _deepseek_v3_fp8mx(
     gpu: str, layout: tuple[int, ...], fp8_attention: bool, line: int, no_recompute_line: int | None = None
-) -> MoeRecipe:
+) -> PerfRecipe:
     """A Blackwell FP8-MX DeepSeek-V3 recipe that calls common.py _enable_deepseek_full_iteration_mxfp8 (L48-76):
     the whole iteration in one CUDA graph (L59), the op fuser (L69) with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (the fused
     grouped MLP), the LM head in MXFP8 (L70) and, where the GPU's recipe asks, MXFP8 attention (L74). Its dispatcher
@@ -137,7 +148,7 @@ def _deepseek_v3_fp8mx(
     [] (Megatron-Core's selective granularity with no module: nothing re-runs), so its rows recompute nothing."""
     attention = {"fp8_attention": True} if fp8_attention else {}
     no_recompute = f"; recompute_modules [] (L{no_recompute_line})" if no_recompute_line else ""
-    return MoeRecipe(
+    return PerfRecipe(
         model="DeepSeek-V3",
         hardware=gpu.upper(),
         dtypes=("MXFP8",),
@@ -153,9 +164,9 @@ def _deepseek_v3_fp8mx(
     )
 
 
-def _h100_fp8_flex_exposed(model: str, layout: tuple[int, ...], source: str) -> MoeRecipe:
+def _h100_fp8_flex_exposed(model: str, layout: tuple[int, ...], source: str) -> PerfRecipe:
     """An H100 FP8-CS recipe that runs the flex dispatcher with nothing overlapping its exchange (`_FLEX_EXPOSED`)."""
-    return MoeRecipe(
+    return PerfRecipe(
         model=model,
         hardware="H100-SXM5-80GB",
         dtypes=("FP8", "FP8-CS"),
@@ -179,12 +190,12 @@ NEMOTRON_FUSED_LATER = (
 """Why the Nemotron 3 Nano and Lightning FP8-MX rows price the per-expert loop, not the fused grouped MLP."""
 
 
-def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> MoeRecipe:
+def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> PerfRecipe:
     """A Blackwell FP8-MX Nemotron 3 Nano or Lightning recipe (EP8) as of NeMo 26.08: the op fuser off, so the experts
     loop; graphs of attention, Mamba and the router alone (cuda_graph_impl 'transformer_engine'). Megatron-Bridge 0.6.2
     (2026-09-18, after the tables' snapshot) turns the fused grouped MLP and MXFP8 attention on
     (`NEMOTRON_FUSED_LATER`)."""
-    return MoeRecipe(
+    return PerfRecipe(
         model=model,
         hardware=gpu.upper(),
         dtypes=("MXFP8",),
@@ -198,8 +209,30 @@ def _nemotron_fp8mx(model: str, gpu: str, mbs: int, config: str, lines: str) -> 
     )
 
 
-MOE_RECIPES = (
-    MoeRecipe(
+def _llama3_70b_fsdp_offload(gpu: str, offloaded: int, lines: tuple[str, str, str, str]) -> PerfRecipe:
+    """A Grace-Blackwell Llama 3 70B FP8 Megatron-FSDP recipe: no recompute, the activations of `offloaded` of the 80
+    layers in Grace memory instead; `lines`: the config function's, its layout's, use_megatron_fsdp's and the
+    offload's lines."""
+    config, layout, fsdp, offload = lines
+    return PerfRecipe(
+        model="Llama3-70B",
+        hardware=gpu.upper(),
+        dtypes=("FP8", "FP8-CS"),
+        layout=(1, 1, 1, 1, 2),
+        model_settings={},
+        run_settings={"activation_offload_layers": offloaded},
+        source=f"megatron-bridge 0.6.2 (PyPI sdist, 2026-09-18) src/megatron/bridge/perf_recipes/llama/{gpu}/llama3.py "
+        f"llama3_70b_pretrain_64gpu_{gpu}_fp8cs_config (L{config}): TP1 PP1 MBS2 (L{layout}), use_megatron_fsdp "
+        f"(L{fsdp}), no recompute_granularity; it keeps memory by offloading the activations of {offloaded} of the 80 "
+        f"layers to Grace memory instead (cpu_offloading_num_layers {offloaded}, cpu_offloading_weights False, "
+        f"L{offload})",
+        sharding="Megatron-FSDP",
+        recompute="none",
+    )
+
+
+PERF_RECIPES = (
+    PerfRecipe(
         model="Qwen3-235B-A22B",
         hardware="H100-SXM5-80GB",
         dtypes=("FP8", "FP8-CS", "BF16"),
@@ -230,7 +263,7 @@ MOE_RECIPES = (
     ),
     _gpt_oss_120b_fp8mx("gb300", 16),
     _gpt_oss_120b_fp8mx("gb200", 64),
-    MoeRecipe(
+    PerfRecipe(
         model="GPT-OSS-120B",
         hardware="GB200",
         dtypes=("BF16",),
@@ -242,7 +275,7 @@ MOE_RECIPES = (
         f"{_LAYERNORM_MOE_ACT} (L196-197)",
         recompute="selective",
     ),
-    MoeRecipe(
+    PerfRecipe(
         model="GPT-OSS-120B",
         hardware="B200",
         dtypes=("BF16", "MXFP8"),
@@ -253,7 +286,7 @@ MOE_RECIPES = (
         f"{_LAYERNORM_MOE_ACT} (L39-40, L75-76); {_OP_FUSER_OFF_SOURCE}",
         recompute="selective",
     ),
-    MoeRecipe(
+    PerfRecipe(
         model="GPT-OSS-120B",
         hardware="H100-SXM5-80GB",
         dtypes=("BF16", "FP8", "FP8-CS"),
@@ -276,7 +309,7 @@ MOE_RECIPES = (
     _qwen3_fp8mx(
         "Qwen3-235B-A22B", "gb200", (1, 8, 3, 32, 1), "qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config and _256gpu_"
     ),
-    MoeRecipe(
+    PerfRecipe(
         model="GPT-OSS-120B",
         hardware="B300",
         dtypes=("MXFP8", "BF16"),
@@ -305,6 +338,8 @@ MOE_RECIPES = (
         "nemotron_3_5_lightning_pretrain_8gpu_gb200_fp8mx_config (the GB200 Nano config with two MTP depths)",
         "L492-520",
     ),
+    _llama3_70b_fsdp_offload("gb200", 40, ("251-301", "258-264", "266", "276-278")),
+    _llama3_70b_fsdp_offload("gb300", 20, ("258-308", "265-271", "273", "283-285")),
 )
 """Only recipes some bundled row runs and whose settings move the prediction, every one found: the Blackwell recipes
 of Qwen3 and DeepSeek-V3 (flex dispatcher, and in the MXFP8 ones the EP overlap of two micro-batches too) price as
@@ -315,7 +350,10 @@ GPT-OSS-120B's B300 and B200 ones do; `NEMOTRON_FUSED_LATER`). Qwen3-30B-A3B's H
 H100 FP8-CS recipes, like GPT-OSS-120B's B300 ones, run flex with nothing overlapping its exchange, where the zoo
 entries' flex exchange hides behind the layer (`_FLEX_EXPOSED`). DeepSeek-V3's B300 FP8-MX recipe
 (PP8 VP2 EP8 MBS1) matches no bundled row; Nano's B200 FP8-MX one (EP8 MBS2, op fuser off too) only a NeMo 26.04.01
-row, whose release pays the per-expert loop anyway (efficiency.GROUPED_KERNEL_RELEASE)."""
+row, whose release pays the per-expert loop anyway (efficiency.GROUPED_KERNEL_RELEASE). Of the dense recipes whose
+rows in the tables leave recompute blank, only Llama 3 70B's FP8 Megatron-FSDP ones on GB200/GB300 set otherwise than
+the stack's choice (fitting.assumed): they recompute nothing and offload the activations of their first 40 / 20 layers
+to the Grace CPU, where the memory estimate, without offloading, would recompute."""
 
 
 class KnownRegression(NamedTuple):
@@ -342,10 +380,17 @@ KNOWN_REGRESSIONS = {
 regressed kernel (`KnownRegression.settings`) and carry the note on their assumptions."""
 
 
-def recipe_for(model: str, hardware: str, dtype: str, parallelism: Mapping[str, Any]) -> MoeRecipe | None:
-    """The sourced recipe a row with this model, GPU, precision and parallelism ran, if one matches it exactly."""
-    layout = tuple(parallelism[k] for k in LAYOUT_KEYS)
+def recipe_for(row: Mapping[str, str], parallelism: Mapping[str, Any]) -> PerfRecipe | None:
+    """The sourced recipe a measured_runs.csv row with this parallelism ran, if one matches its model, GPU, precision,
+    layout and sharding exactly."""
+    layout = tuple(parallelism.get(k, 1) for k in LAYOUT_KEYS)
     return next(
-        (r for r in MOE_RECIPES if (r.model, r.hardware, r.layout) == (model, hardware, layout) and dtype in r.dtypes),
+        (
+            r
+            for r in PERF_RECIPES
+            if (r.model, r.hardware, r.layout) == (row["model"], row["hardware"], layout)
+            and row["dtype"] in r.dtypes
+            and row["fsdp_or_zero"].startswith(r.sharding)
+        ),
         None,
     )
