@@ -32,9 +32,9 @@ from perfmodel.physics.parallel import (
     Layout,
     LayoutNumbers,
     Rule,
+    all_hold,
     divisors,
     most_broken,
-    valid,
 )
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
 from perfmodel.physics.step import (
@@ -243,35 +243,46 @@ def _enumerated(ctx: Context, space: Space) -> Iterator[tuple[Block, Any]]:
             if not len(rows):
                 continue
             block = Block(n_gpus, gbs, ctx.seq_len, rows, mbs, rc, zero)
-            possible = _possible_rows(block, ctx.model, ctx.rules)
+            possible, held = _possible_rows(block, ctx.model, ctx.rules)
             if not len(possible):  # every candidate breaks a rule: keep them all, so that the rules can say why
                 yield block, np.broadcast_to(np.False_, block.shape)
                 continue
             block = replace(block, rows=rows[possible])
-            yield block, np.broadcast_to(valid(block.numbers(), ctx.model, n_gpus, ctx.rules), block.shape)
+            yield block, np.broadcast_to(all_hold(held), block.shape)
 
 
-def _possible_rows(block: Block, model: ModelSpec, rules: tuple[Rule, ...]) -> Any:
+def _possible_rows(block: Block, model: ModelSpec, rules: tuple[Rule, ...]) -> tuple[Any, list[Any]]:
     """Indices of the rows (tp, cp, pp, dp, vp, ep, etp) for which every rule holds for some micro-batch, recompute
-    mode and ZeRO stage.
+    mode and ZeRO stage, and each rule's results on those rows (`Rule.holds`: what `valid` ands on them).
 
     Each rule is evaluated over only the axes it depends on, and only on the rows the rules before it left, so this
     costs little; dropping the other rows before the full mask is built keeps a highly divisible GPU count
-    (720,720) from building a mask of billions.
+    (720,720) from building a mask of billions. Each rule is evaluated once: its results are then taken at the
+    rows that the rules after it left (element-wise rules give a row the same result on any set of rows).
     """
     import numpy as np
 
     kept = np.arange(len(block.rows))
     numbers = block.numbers()
+    held: list[tuple[Any, Any]] = []  # each rule's results, with the rows it was evaluated on
     for rule in rules:
         holds = np.asarray(rule.holds(numbers, model, block.n_gpus), bool)
+        held.append((kept, holds))
         if holds.ndim:
             left = kept[np.broadcast_to(holds.any(axis=tuple(range(1, holds.ndim))).reshape(-1), kept.shape)]
         else:
             left = kept if holds else kept[:0]
         if len(left) < len(kept):
             kept, numbers = left, replace(block, rows=block.rows[left]).numbers()
-    return kept
+    return kept, [_at_rows(holds, rows, kept) for rows, holds in held]
+
+
+def _at_rows(holds: Any, rows: Any, kept: Any) -> Any:
+    """A rule's results on `rows` (sorted row indices; one row or every row along its first axis), at the rows
+    `kept` (a subset of them)."""
+    if holds.ndim == 0 or holds.shape[0] == 1 or len(kept) == len(rows):
+        return holds
+    return holds[rows.searchsorted(kept)]
 
 
 @dataclass(frozen=True)
