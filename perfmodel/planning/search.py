@@ -113,11 +113,21 @@ class Block:
         then priced once as numbers, and memoised on the context, instead of as one-element arrays."""
         import numpy as np
 
-        tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = (
-            float(c.reshape(-1)[0]) if c.size == 1 or (c == c.reshape(-1)[0]).all() else c
-            for c in self._columns(np.float64)
-        )
-        return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero, ep, etp)
+        return _vars(*self._columns(np.float64))
+
+    def picked_vars(self, flat_index: Any) -> LayoutVars:
+        """The layouts at these flat indices of the block, as one axis (a dimension with one value among them a
+        plain float, as in `layout_vars`, which the smallest grid around them would give too): a sparse mask's
+        layouts priced alone, not the grid around them (a pipelined block's fitting layouts are a fifth to a third
+        of the grid their axis values span: micro-batches that do not divide GBS / DP, modes that do not fit)."""
+        import numpy as np
+
+        s, m, r, z = np.unravel_index(flat_index, self.shape)
+        rows = self.rows[s].astype(np.float64)
+        tp, cp, pp, dp, vp, ep, etp = rows.T
+        at = (self.mbs[m], self.recompute[r], self.zero[z])
+        mbs, rc, zero = (c.astype(np.float64) for c in at)
+        return _vars(tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, np.full(1, self.gbs, dtype=np.float64))
 
     def trimmed(self, mask: Any) -> tuple[Block, Any]:
         """The block without the axis values that no valid layout uses, and its mask."""
@@ -158,6 +168,15 @@ class Block:
         mode = RECOMPUTE_MODES[int(self.recompute[r])]
         mbs, zero = int(self.mbs[m]), int(self.zero[z])
         return Layout(tp, pp, cp, dp, vp, ep, mbs, self.gbs, self.seq_len, mode, zero, etp)
+
+
+def _vars(*columns: Any) -> LayoutVars:
+    """LayoutVars of (tp, cp, pp, dp, vp, ep, etp, mbs, recompute, zero, gbs) arrays, a dimension with one value a
+    plain float (`Block.layout_vars`)."""
+    tp, cp, pp, dp, vp, ep, etp, mbs, rc, zero, gbs = (
+        float(c.reshape(-1)[0]) if c.size == 1 or (c == c.reshape(-1)[0]).all() else c for c in columns
+    )
+    return LayoutVars(tp, pp, cp, dp, vp, mbs, gbs, rc, zero, ep, etp)
 
 
 def _shapes(ctx: Context, n_gpus: int, space: Space) -> Any:
@@ -655,20 +674,19 @@ def _price_whole(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
 
 
 def _price_best(ctx: Context, block: Block, mask: Any, best: _Best) -> None:
-    """Price the layouts of `mask` (memory, then the step of those that fit) and fold the best into `best`."""
+    """Price the layouts of `mask` (memory, then the step of those that fit), each alone (`Block.picked_vars`: the
+    same numbers as in a grid, in the grid's order), and fold the best into `best`."""
     import numpy as np
 
-    if not mask.any():
+    index = np.flatnonzero(mask.reshape(-1))
+    if not len(index):
         return
-    block, mask = block.trimmed(mask)
-    need = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape)
-    fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
-    if not fits.any():
+    need = np.broadcast_to(memory_need(ctx, block.picked_vars(index)), index.shape)
+    index = index[need <= ctx.hardware.accelerator.memory_bytes]
+    if not len(index):
         return
-    block, fits = block.trimmed(fits)
-    step = np.broadcast_to(evaluate_times(ctx, block.layout_vars()).step_time_s, block.shape).reshape(-1)
-    index = np.flatnonzero(fits.reshape(-1))
-    values = step[index] * objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
+    step = np.broadcast_to(evaluate_times(ctx, block.picked_vars(index)).step_time_s, index.shape)
+    values = step * objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
     low = float(values.min())
     if low < best.value:
         best.value, best.ties, best.layout = low, 0, block.layout(int(index[int(np.argmin(values))]))
