@@ -479,9 +479,12 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
 
     if _has_variants(ctx.efficiency):
         return _shard_compute(ctx, sh)
-    arrays = [np.asarray(x, dtype=float) for x in key]
     values, codes = [], np.zeros((), dtype=np.int64)
-    for array in arrays:  # each dimension's distinct values on its own (small) axes, then one code per element
+    for x in key:  # each dimension's distinct values on its own (small) axes, then one code per element
+        if type(x).__module__ != "numpy":  # a plain number (EP and ETP of a dense model): one value, code 0
+            values.append(np.array([x], dtype=float))
+            continue
+        array = np.asarray(x, dtype=float)
         found, inverse = np.unique(array, return_inverse=True)
         values.append(found)
         codes = codes * len(found) + inverse.reshape(array.shape)
