@@ -346,9 +346,13 @@ def valid(v: LayoutNumbers, model: ModelSpec, n_gpus: int, rules: tuple[Rule, ..
     a few of a search block's axes, and in the rules' own order the first one over the micro-batch, recompute and
     ZeRO axes made every later `&` one over the whole block (a 405B block of 940,000 layouts: 6 ms against 3); those
     of one shape first (most rules read the rows alone), so that no `&` broadcasts before it must."""
+    return all_hold([rule.holds(v, model, n_gpus) for rule in rules])
+
+
+def all_hold(held: list[Any]) -> Any:
+    """`valid` of the rules' results (`Rule.holds`, bools or arrays): and-ed smallest first."""
     shapes: dict[Any, Any] = {}
-    for rule in rules:
-        holds = rule.holds(v, model, n_gpus)
+    for holds in held:
         shape = getattr(holds, "shape", ())
         shapes[shape] = shapes[shape] & holds if shape in shapes else holds
     ok: Any = True

@@ -479,9 +479,12 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
 
     if _has_variants(ctx.efficiency):
         return _shard_compute(ctx, sh)
-    arrays = [np.asarray(x, dtype=float) for x in key]
     values, codes = [], np.zeros((), dtype=np.int64)
-    for array in arrays:  # each dimension's distinct values on its own (small) axes, then one code per element
+    for x in key:  # each dimension's distinct values on its own (small) axes, then one code per element
+        if type(x).__module__ != "numpy":  # a plain number (EP and ETP of a dense model): one value, code 0
+            values.append(np.array([x], dtype=float))
+            continue
+        array = np.asarray(x, dtype=float)
         found, inverse = np.unique(array, return_inverse=True)
         values.append(found)
         codes = codes * len(found) + inverse.reshape(array.shape)
@@ -509,10 +512,13 @@ class _ShardTable:
     shard: Shard
     context: Context
     position: dict[tuple[float, ...], int]
-    fields: list[list[Any]]
-    """Per ShardCompute field (the layer's, the head's forward and backward, the embedding), one array per batch."""
     template: ShardCompute | None = None
-    plain: list[bool] = field(default_factory=list)
+    plain: list[Any] = field(default_factory=list)
+    """Per ShardCompute field (the layer's, the head's forward and backward, the embedding, the MTP module's): its
+    number where no shard dimension reaches it, else None."""
+    varying: Any = None
+    """The other fields' values, a row per field and a column per shard: a gather takes every field's in one index
+    (a search gathers ~60 fields some 20 times, each index of its own a numpy call)."""
 
     def add(self, shards: list[tuple[float, ...]]) -> None:
         """Price the shards not in the table yet, as one batch of arrays."""
@@ -527,11 +533,10 @@ class _ShardTable:
                 *priced.mtp,
             ]  # fmt: skip
             if self.template is None:  # a field that no shard dimension reaches stays a plain number
-                self.template, self.fields = priced, [[] for _ in flat]
-                self.plain = [not (isinstance(v, np.ndarray) and v.shape == tp.shape) for v in flat]
-            for column, value, plain in zip(self.fields, flat, self.plain, strict=True):
-                if not plain or not column:
-                    column.append(value)
+                self.template = priced
+                self.plain = [None if isinstance(v, np.ndarray) and v.shape == tp.shape else v for v in flat]
+            columns = np.stack([v for v, plain in zip(flat, self.plain, strict=True) if plain is None])
+            self.varying = columns if self.varying is None else np.concatenate([self.varying, columns], axis=1)
             for s in new:
                 self.position[s] = len(self.position)
 
@@ -541,10 +546,8 @@ class _ShardTable:
 
         self.add(shards)
         at = np.fromiter(map(self.position.__getitem__, shards), np.int64, len(shards))[index]  # C-level lookups
-        values = [
-            column[0] if plain else (np.concatenate(column) if len(column) > 1 else column[0])[at]
-            for column, plain in zip(self.fields, self.plain, strict=True)
-        ]
+        picked = iter(self.varying[:, at])
+        values = [next(picked) if plain is None else plain for plain in self.plain]
         template = self.template
         assert template is not None
         layers, forward, backward = len(template.layer), len(template.head_forward), len(template.head_backward)
@@ -576,7 +579,7 @@ def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
     memo = ctx.shards
     table: _ShardTable | None = memo.get(("shard table",))
     if table is None:
-        table = memo[("shard table",)] = _ShardTable(sh, ctx, {}, [])
+        table = memo[("shard table",)] = _ShardTable(sh, ctx, {})
     return table
 
 
