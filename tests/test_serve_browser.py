@@ -74,12 +74,14 @@ def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url:
     shown = answered(driver)
     expected = cli_json("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T")
     for key in ("step_time_s", "tokens_per_s", "time_to_train_days", "cost_usd", "mfu_of_precision",
-                "breakdown.compute_s", "breakdown.dp_comm_exposed_s"):  # fmt: skip
+                "memory_per_gpu_gib", "breakdown.compute_s", "breakdown.dp_comm_exposed_s"):  # fmt: skip
         found = expected
         for part in key.split("."):
             found = found[part]
         assert shown[key] == [found], key
     assert driver.find_element(By.ID, "title").text == "llama3.1-8b on 64 \u00d7 h100-sxm (dgx-h100), fp8, 1T tokens"
+    # In GiB as the CLI and HBM's "80 GB" are: in 1e9 bytes an H100 read "of 85.9".
+    assert driver.find_element(By.CSS_SELECTOR, "td[data-key=memory_per_gpu_gib]").text.endswith(" of 80")
 
     driver.find_element(By.CSS_SELECTOR, "[data-format=xlsx]").click()
     workbook = tmp_path / "perfmodel-predict.xlsx"

@@ -210,7 +210,8 @@ function summary(p) {
     row("Step time, s", cell(p.step_time_s, number(p.step_time_s), "step_time_s", number(p.step_time_s_low), number(p.step_time_s_high))),
     row("Tokens per second", cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s")),
     row("MFU (of the precision's dense peak)", cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision")),
-    row("Memory per GPU, GB", cell(p.memory_per_gpu_gb, `${number(p.memory_per_gpu_gb)} of ${number(p.memory_capacity_gb)}`, "memory_per_gpu_gb")),
+    // GiB, as the CLI and vendors quote HBM (an H100's 80 GB is 80 GiB): in the _gb keys' 1e9 bytes it reads 85.9.
+    row("Memory per GPU, GiB", cell(p.memory_per_gpu_gib, `${number(p.memory_per_gpu_gib)} of ${number(p.memory_capacity_gib)}`, "memory_per_gpu_gib")),
     row("Time to train, days", cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(lowDays), number(highDays))),
     row("… with failures and losses, days", cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days")),
     row("GPU-hours", cell(p.gpu_hours, number(p.gpu_hours), "gpu_hours", number(p.gpu_hours_low), number(p.gpu_hours_high))),
