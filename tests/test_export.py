@@ -182,6 +182,24 @@ def test_assumptions_list_every_hardware_figure_with_its_source(workbook: Path) 
     assert power[2] == 700 and "H100 SXM" in power[4] and "S1," in power[4]  # public documents, by Sources key
 
 
+def test_headings_over_numbers_align_right_as_the_numbers_do(workbook: Path) -> None:
+    """Left-aligned over a narrow column's right-aligned numbers, each number sat under the next column's heading:
+    Results printed to PDF read 'TP' empty, 'PP 4' and 'VP 32' for TP4 PP32 VP4."""
+    book = openpyxl.load_workbook(workbook)
+    for sheet, numbers, texts in (
+        (
+            "Results",
+            ["parallelism.tp", "parallelism.pp", "step_time_s"],
+            ["model", "precision", "parallelism.recompute"],
+        ),
+        ("Summary", ["n_gpus", "step_time_s", "cost_usd"], ["fits_in_memory"]),
+    ):
+        ws = book[sheet]
+        align = {key.value: head.alignment.horizontal for head, key in zip(ws[4], ws[5], strict=True) if key.value}
+        assert [align[k] for k in numbers] == ["right"] * len(numbers), sheet
+        assert [align[k] for k in texts] == [None] * len(texts), sheet
+
+
 def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
     """An accelerator with no public price: cost cells stay empty until the planner types a price."""
     from perfmodel.outputs.export import ExportRow, export

@@ -217,6 +217,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _heading_look(values: Sequence[Any]) -> dict[str, Any]:
+    """A heading over numbers is right-aligned, as they are: left-aligned over a narrow column's right-aligned
+    numbers, each number sat under the next column's heading (Results read 'TP' empty and 'PP 4' for TP4 PP32)."""
+    shown = [v for v in values if v is not None]
+    return {"align": "right"} if shown and all(_is_number(v) for v in shown) else {}
+
+
 def _cached(value: Any) -> Any:
     """A formula's stored result: perfmodel's number, or the empty text its IF gives without an input."""
     return "" if value is None else value
@@ -337,7 +344,7 @@ def write_xlsx(
     wb = xlsxwriter.Workbook(buffer, options)
     wb.set_properties({"title": title, "created": timestamp()})
     style = _Styles(wb)
-    heading = style(bold=True, text_wrap=True, valign="top")
+    heading: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
     key_style, big = style(italic=True, font_color="#808080"), style(bold=True, font_size=13)
     summary = wb.add_worksheet("Summary")
     sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
@@ -379,7 +386,9 @@ def write_xlsx(
             ws.write_string("A2", "The rest of perfmodel's record of each result, as exported: values, not recomputed.")
         for column in here:
             _, letter = grid.position[column.key]
-            ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
+            ws.write_string(
+                f"{letter}{HEADER_ROW}", column.header, style(**heading, **_heading_look(values[column.key]))
+            )
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
             fmt = _number_format(column, values[column.key])
             widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
@@ -474,7 +483,7 @@ def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _St
     for offset, key in enumerate(parts):
         letter = _letter(start + offset)
         name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
-        ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top"))
+        ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top", align="right"))
         widths[letter] = printing.width(name, ["100.0%"])
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
@@ -498,7 +507,8 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`)."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
-    heading = style(bold=True, text_wrap=True, valign="top")
+    look: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
+    heading = style(**look)
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
@@ -506,7 +516,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     for offset, column in enumerate(shown, start=2):
         letter = _letter(offset)
         fmt = _number_format(column, values[column.key], unit=False)
-        ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
+        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**look, **_heading_look(values[column.key])))
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         said = ["no price"] if column.key == "usd_per_gpu_hour" else []
         widths.append(_width(column, [*values[column.key], *said], fmt))
