@@ -200,6 +200,21 @@ def test_headings_over_numbers_align_right_as_the_numbers_do(workbook: Path) -> 
         assert [align[k] for k in texts] == [None] * len(texts), sheet
 
 
+def test_every_hardware_figure_has_its_unit(tmp_path: Path) -> None:
+    """A system's purchase price, host and network watts, storage bandwidth and the GPUs a job fills of an NVL72
+    rack printed bare (usd_per_system 3450000, host_w_per_gpu 466.7), a number a reader cannot sign."""
+    out = tmp_path / "two.xlsx"
+    result = run_cli("export", "compare", *SCENARIO, "--gpu", "h100-sxm", "--gpu", "gb200", "--out", str(out))
+    assert result.code == 0, result.err
+    ws = openpyxl.load_workbook(out)["Assumptions"]
+    rows = [r for r in ws.iter_rows(min_row=5) if r[0].value and str(r[0].value).startswith(("accelerator", "system"))]
+    numbers = [r for r in rows if isinstance(r[2].value, int | float) and not isinstance(r[2].value, bool)]
+    assert len(numbers) > 40
+    assert not [(r[0].value, r[1].value) for r in numbers if not r[3].value]
+    price = next(r for r in rows if r[0].value == "system gb200-nvl72" and r[1].value == "usd_per_system")
+    assert price[3].value == "USD per system" and price[2].number_format == "#,##0"
+
+
 def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
     """An accelerator with no public price: cost cells stay empty until the planner types a price."""
     from perfmodel.outputs.export import ExportRow, export

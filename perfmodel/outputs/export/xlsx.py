@@ -596,11 +596,18 @@ def _one(column: list[Any] | None) -> Any:
     return found.pop() if len(found) == 1 else None
 
 
+def _figure_format(value: Any) -> str:
+    """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000);
+    anything else as General shows it."""
+    return "#,##0" if _is_number(value) and abs(value) >= 10_000 and value == int(value) else "General"
+
+
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
     ws.write_string("A1", f"Assumptions: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Every figure the results rest on, with its source; keys such as S1: the Sources sheet.")
     heads = ("Section", "Name", "Value", "Unit", "Source")
-    texts = [[printing.shown(v) for v in (a.section, a.name, a.value, a.unit, a.source)] for a in found]
+    texts = [[printing.shown(v, _figure_format(v)) for v in (a.section, a.name, a.value, a.unit, a.source)]
+             for a in found]  # fmt: skip
     # At most 24, 26, 12 (a General number shows fewer decimals in a narrower column) and 16 characters, then the
     # sources, wrapped at 80: one page wide at legible type.
     widths = [min(printing.width(head, [row[col] for row in texts]), most)
@@ -609,10 +616,10 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     for col, (head, chars) in enumerate(zip(heads, widths, strict=True)):
         ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
         ws.set_column(col, col, chars)
-    wrapped = style(text_wrap=True, valign="top")
     for index, a in enumerate(found):
         for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source)):
-            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, wrapped)
+            look = style(_figure_format(value), text_wrap=True, valign="top")
+            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, look)
     _heights(ws, [max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True)) for row in texts],
              first=HEADER_ROW)  # fmt: skip
     ws.freeze_panes(HEADER_ROW, 0)
