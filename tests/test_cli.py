@@ -251,3 +251,14 @@ def test_layout_rule_error_names_the_flag_or_file_field_that_set_it(
     assert result.code == 2 and "Traceback" not in result.err
     assert result.err.startswith("error: " + where.format(file=path)), result.err
     assert result.err.count("\n") == 1
+
+
+def test_a_precision_typed_as_the_tables_print_it() -> None:
+    """Every table prints FP8 and NVFP4; `--precision FP8` and `--gpu h100-sxm:FP8` were refused ('FP8' is not one of
+    'bf16', 'fp8', ...)."""
+    flags = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1")
+    assert run_json("predict", *flags, "--precision", "FP8") == run_json("predict", *flags, "--precision", "fp8")
+    rows = run_json("compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm:FP8", "--gpu", "b200:NVFP4", "--gpus", "8")
+    assert [r["precision"] for r in rows] == ["fp8", "nvfp4"]
+    refused = run_cli("compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm:FP9")
+    assert refused.code == 2 and "unknown precision 'FP9'" in refused.err

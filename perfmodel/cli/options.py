@@ -262,7 +262,10 @@ def scenario_options(
             "--system", help="System id (perfmodel hardware list).", shell_complete=complete_ids(("systems",))
         ),
         gpus,
-        click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
+        # Any case: the tables print FP8 and NVFP4, and what they print is typed back.
+        click.option(
+            "--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"], case_sensitive=False)
+        ),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
         _degree("--pp", "Pipeline-parallel stages."),
         _degree("--cp", "Context-parallel size."),
