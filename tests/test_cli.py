@@ -262,3 +262,12 @@ def test_a_precision_typed_as_the_tables_print_it() -> None:
     assert [r["precision"] for r in rows] == ["fp8", "nvfp4"]
     refused = run_cli("compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm:FP9")
     assert refused.code == 2 and "unknown precision 'FP9'" in refused.err
+
+
+def test_hardware_show_prints_whole_figures_whole() -> None:
+    """`hardware show dgx-h100` printed 8.0 GPUs per node and a $375000.0 server; a GB200 NVL72 rack's price
+    reads whole too."""
+    rows = {line.split()[0]: line.split()[1] for line in run_cli("hardware", "show", "dgx-h100").out.splitlines()[2:]
+            if len(line.split()) > 1}  # fmt: skip
+    assert (rows["gpus_per_node"], rows["usd_per_system"], rows["latency.switch_hop_us"]) == ("8", "375000", "0.15")
+    assert " 3450000 " in run_cli("hardware", "show", "gb200-nvl72").out
