@@ -182,7 +182,7 @@ def test_assumptions_list_every_hardware_figure_with_its_source(workbook: Path) 
     assert power[2] == 700 and "H100 SXM" in power[4] and "S1," in power[4]  # public documents, by Sources key
 
 
-def test_headings_over_numbers_align_right_as_the_numbers_do(workbook: Path) -> None:
+def test_headings_align_with_the_values_under_them(workbook: Path) -> None:
     """Left-aligned over a narrow column's right-aligned numbers, each number sat under the next column's heading:
     Results printed to PDF read 'TP' empty, 'PP 4' and 'VP 32' for TP4 PP32 VP4."""
     book = openpyxl.load_workbook(workbook)
@@ -192,12 +192,16 @@ def test_headings_over_numbers_align_right_as_the_numbers_do(workbook: Path) -> 
             ["parallelism.tp", "parallelism.pp", "step_time_s"],
             ["model", "precision", "parallelism.recompute"],
         ),
-        ("Summary", ["n_gpus", "step_time_s", "cost_usd"], ["fits_in_memory"]),
+        ("Summary", ["n_gpus", "step_time_s", "cost_usd"], []),
     ):
         ws = book[sheet]
         align = {key.value: head.alignment.horizontal for head, key in zip(ws[4], ws[5], strict=True) if key.value}
         assert [align[k] for k in numbers] == ["right"] * len(numbers), sheet
         assert [align[k] for k in texts] == [None] * len(texts), sheet
+    # Yes/No centred with its heading: left-aligned, the Summary read 'MFU (of Fits in its memory', '41.0% Yes'.
+    summary = book["Summary"]
+    fits = next(head.column for head in summary[5] if head.value == "fits_in_memory")
+    assert [summary.cell(row, fits).alignment.horizontal for row in (4, 6)] == ["center", "center"]
 
 
 def test_every_hardware_figure_has_its_unit(tmp_path: Path) -> None:

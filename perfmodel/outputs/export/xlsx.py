@@ -217,10 +217,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _heading_look(values: Sequence[Any]) -> dict[str, Any]:
-    """A heading over numbers is right-aligned, as they are: left-aligned over a narrow column's right-aligned
-    numbers, each number sat under the next column's heading (Results read 'TP' empty and 'PP 4' for TP4 PP32)."""
+def _alignment(values: Sequence[Any]) -> dict[str, Any]:
+    """A column of numbers and its heading right-aligned: a heading left-aligned over a narrow column's right-aligned
+    numbers had each number under the next column's heading (Results read 'TP' empty and 'PP 4' for TP4 PP32). A
+    column of Yes/No centred, with its heading: left-aligned, it ran into the right-aligned column before it (the
+    Summary's 'MFU (of Fits in its memory' and '41.0% Yes')."""
     shown = [v for v in values if v is not None]
+    if shown and all(isinstance(v, bool) for v in shown):
+        return {"align": "center"}
     return {"align": "right"} if shown and all(_is_number(v) for v in shown) else {}
 
 
@@ -386,9 +390,8 @@ def write_xlsx(
             ws.write_string("A2", "The rest of perfmodel's record of each result, as exported: values, not recomputed.")
         for column in here:
             _, letter = grid.position[column.key]
-            ws.write_string(
-                f"{letter}{HEADER_ROW}", column.header, style(**heading, **_heading_look(values[column.key]))
-            )
+            align = _alignment(values[column.key])
+            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**heading, **align))
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
             fmt = _number_format(column, values[column.key])
             widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
@@ -398,7 +401,7 @@ def write_xlsx(
             looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
             if column.formula is None and not column.editable and column.key != "label":
                 looks |= {"italic": True, "font_color": "#808080"}
-            cell_style = style(fmt, **looks, **_wraps(values[column.key]))
+            cell_style = style(fmt, **looks, **_wraps(values[column.key]), **align)
             numeric = all(_is_number(values[column.key][index]) for index in phases)
             for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
@@ -409,9 +412,9 @@ def write_xlsx(
                     # own: the command's value on the total row alone (a plan's mix), not a total of its phases
                     formula = None if blank or own else _total_formula(column, symbols, grid, index, numeric)
                     if formula is None:
-                        _put(ws, ref, value, style(fmt, bold=True))
+                        _put(ws, ref, value, style(fmt, bold=True, **align))
                     else:
-                        ws.write_formula(ref, formula, style(fmt, bold=True), _cached(value))
+                        ws.write_formula(ref, formula, style(fmt, bold=True, **align), _cached(value))
                 elif column.total is not None and index in phases:  # a campaign's quantity: on its total row
                     _put(ws, ref, None, cell_style)
                 elif column.formula is not None and not (column.blank_when_none and value is None):
@@ -516,7 +519,8 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     for offset, column in enumerate(shown, start=2):
         letter = _letter(offset)
         fmt = _number_format(column, values[column.key], unit=False)
-        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**look, **_heading_look(values[column.key])))
+        align = _alignment(values[column.key])
+        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**look, **align))
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         said = ["no price"] if column.key == "usd_per_gpu_hour" else []
         widths.append(_width(column, [*values[column.key], *said], fmt))
@@ -531,7 +535,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:
                 link, cached = "=" + ref, _cached(value)
-            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index)), cached)
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
     _heights(ws, _lines(values["label"], widths[0]))
     for col, chars in enumerate(widths):
