@@ -271,3 +271,12 @@ def test_hardware_show_prints_whole_figures_whole() -> None:
             if len(line.split()) > 1}  # fmt: skip
     assert (rows["gpus_per_node"], rows["usd_per_system"], rows["latency.switch_hop_us"]) == ("8", "375000", "0.15")
     assert " 3450000 " in run_cli("hardware", "show", "gb200-nvl72").out
+
+
+def test_a_budget_written_with_its_dollar_sign() -> None:
+    """`plan --budget '$40M'` was refused as "not a number (examples: 15T, 2.5e12, 1,000,000)", token counts."""
+    flags = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tokens", "1T")
+    signed, plain = (run_json("plan", *flags, "--budget", budget) for budget in ("$1M", "1M"))
+    assert signed["goal"]["budget_usd"] == 1e6 and signed["candidates"] == plain["candidates"]
+    refused = run_cli("plan", *flags, "--budget", "lots")
+    assert refused.code == 2 and "'lots' is not a number (examples: 40M, 40e6, $40M)" in refused.err
