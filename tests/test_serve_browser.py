@@ -165,6 +165,23 @@ def test_the_cost_range_under_an_80_percent_heading_is_the_80_percent_interval(
         assert price in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td")]
 
 
+def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
+    """The page printed 'TP4 PP2 CP1 DP8' for the CLI's TP4 PP2 VP20 CP1 DP8: a layout that cannot be launched as
+    read (Megatron's --num-layers-per-virtual-pipeline-stage follows from VP)."""
+    from selenium.webdriver.common.by import By
+
+    flags = ["--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T", "--gbs", "128"]
+    expected = cli_json("predict", *flags)["parallelism"]
+    assert expected["pp"] > 1 and expected["vp"] > 1
+    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp}".format(**expected)
+    driver.get(url + "/?q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128")
+    answered(driver)
+    assert driver.find_element(By.ID, "verdict").text.startswith(f"Layout: {stages},")
+    driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128")
+    answered(driver)
+    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+
+
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

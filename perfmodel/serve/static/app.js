@@ -199,9 +199,12 @@ function row(label, ...cells) {
   return tr;
 }
 
+// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched.
+const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}`;
+
 function layout(p) {
   const l = p.parallelism;
-  return `TP${l.tp} PP${l.pp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
+  return `${stages(l)}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
 }
 
 function summary(p) {
@@ -272,7 +275,7 @@ function drawCompare(rows) {
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", `TP${p.parallelism.tp} PP${p.parallelism.pp} CP${p.parallelism.cp} DP${p.parallelism.dp}`, { class: "text" }),
+    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
       cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_interval_low), usd(p.cost_usd_interval_high)),
