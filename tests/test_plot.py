@@ -178,6 +178,14 @@ def test_each_cost_label_lies_on_its_bar(records: list[dict[str, Any]]) -> None:
                 if label.x0 < bar.x0 or label.x1 > bar.x1 or label.y1 > bar.y1]  # fmt: skip
 
 
+def test_a_cost_below_a_million_reads_in_thousands(records: list[dict[str, Any]]) -> None:
+    """8B on 1T tokens on 64 H100 and 64 B200 cost $110k and $76k: both bars read '$0.1M'."""
+    pair = [records[0], records[3]]
+    shown = [t.get_text().splitlines()[0] for t in plot.compare(pair).axes[1].texts]
+    assert shown == [f"${r['cost_usd'] / 1e3:,.0f}k" for r in pair] and shown[0] != shown[1]
+    assert all(r["cost_usd"] < 1e6 for r in pair)
+
+
 def test_a_label_taller_than_its_bar_goes_above_it_in_black(records: list[dict[str, Any]]) -> None:
     """A cheap row's white label ran over its short bar's top ($0.2M at $0.80/GPU-h beside $1.0M at $13.13)."""
     scale = 0.25 / records[0]["usd_per_gpu_hour"]

@@ -349,7 +349,7 @@ def compare(records: Sequence[Record]) -> Any:
     bars = right.bar(range(len(records)), costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
     labels = []
     for bar, r, c in zip(bars, records, costs, strict=True):
-        text = "no price" if r.get("cost_usd") is None else f"${c:,.1f}M\n{_price_label(r)}"
+        text = "no price" if r.get("cost_usd") is None else f"{_millions(c)}\n{_price_label(r)}"
         labels.append(right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4),
                                      textcoords="offset points", ha="center", va="bottom", fontsize=9,
                                      color="white" if c else "black"))  # fmt: skip
@@ -398,6 +398,12 @@ LEGEND_CHARS_PER_IN = 14
 """Characters of an 8-point legend entry per inch of width, with room to spare (the widest are about 16)."""
 MAX_BARS = 12
 """Bars a compare plot draws legibly side by side (labels of two lines each)."""
+
+
+def _millions(usd_m: float) -> str:
+    """A cost given in millions of USD as its bar names it: '$65.7M', and below a million in thousands ('$98k'),
+    where one decimal of a million read '$0.1M' for $110k and $76k alike."""
+    return f"${usd_m:,.1f}M" if usd_m >= 1 else f"${usd_m * 1e3:,.0f}k"
 
 
 def _price_label(r: Record) -> str:
