@@ -251,3 +251,32 @@ def test_layout_rule_error_names_the_flag_or_file_field_that_set_it(
     assert result.code == 2 and "Traceback" not in result.err
     assert result.err.startswith("error: " + where.format(file=path)), result.err
     assert result.err.count("\n") == 1
+
+
+def test_a_precision_typed_as_the_tables_print_it() -> None:
+    """Every table prints FP8 and NVFP4; `--precision FP8` and `--gpu h100-sxm:FP8` were refused ('FP8' is not one of
+    'bf16', 'fp8', ...)."""
+    flags = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1")
+    assert run_json("predict", *flags, "--precision", "FP8") == run_json("predict", *flags, "--precision", "fp8")
+    rows = run_json("compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm:FP8", "--gpu", "b200:NVFP4", "--gpus", "8")
+    assert [r["precision"] for r in rows] == ["fp8", "nvfp4"]
+    refused = run_cli("compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm:FP9")
+    assert refused.code == 2 and "unknown precision 'FP9'" in refused.err
+
+
+def test_hardware_show_prints_whole_figures_whole() -> None:
+    """`hardware show dgx-h100` printed 8.0 GPUs per node and a $375000.0 server; a GB200 NVL72 rack's price
+    reads whole too."""
+    rows = {line.split()[0]: line.split()[1] for line in run_cli("hardware", "show", "dgx-h100").out.splitlines()[2:]
+            if len(line.split()) > 1}  # fmt: skip
+    assert (rows["gpus_per_node"], rows["usd_per_system"], rows["latency.switch_hop_us"]) == ("8", "375000", "0.15")
+    assert " 3450000 " in run_cli("hardware", "show", "gb200-nvl72").out
+
+
+def test_a_budget_written_with_its_dollar_sign() -> None:
+    """`plan --budget '$40M'` was refused as "not a number (examples: 15T, 2.5e12, 1,000,000)", token counts."""
+    flags = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tokens", "1T")
+    signed, plain = (run_json("plan", *flags, "--budget", budget) for budget in ("$1M", "1M"))
+    assert signed["goal"]["budget_usd"] == 1e6 and signed["candidates"] == plain["candidates"]
+    refused = run_cli("plan", *flags, "--budget", "lots")
+    assert refused.code == 2 and "'lots' is not a number (examples: 40M, 40e6, $40M)" in refused.err

@@ -182,6 +182,43 @@ def test_assumptions_list_every_hardware_figure_with_its_source(workbook: Path) 
     assert power[2] == 700 and "H100 SXM" in power[4] and "S1," in power[4]  # public documents, by Sources key
 
 
+def test_headings_align_with_the_values_under_them(workbook: Path) -> None:
+    """Left-aligned over a narrow column's right-aligned numbers, each number sat under the next column's heading:
+    Results printed to PDF read 'TP' empty, 'PP 4' and 'VP 32' for TP4 PP32 VP4."""
+    book = openpyxl.load_workbook(workbook)
+    for sheet, numbers, texts in (
+        (
+            "Results",
+            ["parallelism.tp", "parallelism.pp", "step_time_s"],
+            ["model", "precision", "parallelism.recompute"],
+        ),
+        ("Summary", ["n_gpus", "step_time_s", "cost_usd"], []),
+    ):
+        ws = book[sheet]
+        align = {key.value: head.alignment.horizontal for head, key in zip(ws[4], ws[5], strict=True) if key.value}
+        assert [align[k] for k in numbers] == ["right"] * len(numbers), sheet
+        assert [align[k] for k in texts] == [None] * len(texts), sheet
+    # Yes/No centred with its heading: left-aligned, the Summary read 'MFU (of Fits in its memory', '41.0% Yes'.
+    summary = book["Summary"]
+    fits = next(head.column for head in summary[5] if head.value == "fits_in_memory")
+    assert [summary.cell(row, fits).alignment.horizontal for row in (4, 6)] == ["center", "center"]
+
+
+def test_every_hardware_figure_has_its_unit(tmp_path: Path) -> None:
+    """A system's purchase price, host and network watts, storage bandwidth and the GPUs a job fills of an NVL72
+    rack printed bare (usd_per_system 3450000, host_w_per_gpu 466.7), a number a reader cannot sign."""
+    out = tmp_path / "two.xlsx"
+    result = run_cli("export", "compare", *SCENARIO, "--gpu", "h100-sxm", "--gpu", "gb200", "--out", str(out))
+    assert result.code == 0, result.err
+    ws = openpyxl.load_workbook(out)["Assumptions"]
+    rows = [r for r in ws.iter_rows(min_row=5) if r[0].value and str(r[0].value).startswith(("accelerator", "system"))]
+    numbers = [r for r in rows if isinstance(r[2].value, int | float) and not isinstance(r[2].value, bool)]
+    assert len(numbers) > 40
+    assert not [(r[0].value, r[1].value) for r in numbers if not r[3].value]
+    price = next(r for r in rows if r[0].value == "system gb200-nvl72" and r[1].value == "usd_per_system")
+    assert price[3].value == "USD per system" and price[2].number_format == "#,##0"
+
+
 def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
     """An accelerator with no public price: cost cells stay empty until the planner types a price."""
     from perfmodel.outputs.export import ExportRow, export

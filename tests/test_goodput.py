@@ -77,6 +77,16 @@ def test_predict_llama3_layout_reports_goodput_and_the_run_with_failures() -> No
     assert d["reliability"]["checkpoint_gb"] == pytest.approx(get_model("llama3.1-405b").params * 14 / 1e9)
 
 
+def test_the_checkpoint_interval_reads_in_the_unit_it_reads_best_in() -> None:
+    """One DGX H100 training 8B checkpointed 'every 1,192.2 min' (Daly's optimum at a 6,335 h MTBF)."""
+    flags = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--precision", "fp8", "--tokens", "1T")
+    line = next(line for line in run_cli("predict", *flags).out.splitlines() if line.startswith("Goodput"))
+    interval_h = (
+        json.loads(run_cli("predict", *flags, "--format", "json").out)["reliability"]["checkpoint_interval_s"] / 3600
+    )
+    assert interval_h > 2 and f"every {interval_h:,.1f} hours;" in line
+
+
 def test_goodput_none_is_todays_prediction() -> None:
     """`--goodput none` prints exactly what perfmodel printed before the goodput model, and the model only adds keys."""
     with_model = json.loads(run_cli("predict", "--format", "json").out)

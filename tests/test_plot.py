@@ -155,6 +155,50 @@ def test_compare_shows_time_cost_and_speedup(records: list[dict[str, Any]]) -> N
     assert cost_ax.get_ylabel() == "cost (million USD)"
 
 
+def _cost_labels(fig: Any) -> list[tuple[Any, Any, Any]]:
+    """Each cost bar's extent, its label's and the label's colour, as drawn."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    cost_ax = fig.axes[1]
+    return [(bar.get_window_extent(renderer), t.get_window_extent(renderer), t.get_color())
+            for bar, t in zip(cost_ax.patches, cost_ax.texts, strict=True)]  # fmt: skip
+
+
+def test_each_cost_label_lies_on_its_bar(records: list[dict[str, Any]]) -> None:
+    """The white price labels were wider than their bars: nine bars at $10.50 and $13.13 (`perfmodel compare
+    --model llama3.1-405b --gpu h100-sxm:fp8 --gpu gb200:fp8 --gpu gb300:nvfp4 --gpus 512,1024,2048`) printed
+    '$10.50/GPU-h lis' and '13.13/GPU-h es', their ends white on the white between the bars."""
+    prices = [(6.16, "list"), (10.50, "list"), (13.13, "estimate")]
+    nine = [r | {"usd_per_gpu_hour": price, "price_basis": basis, "accelerator": gpu}
+            for gpu, (price, basis) in zip(("h100-sxm", "gb200", "gb300"), prices, strict=True)
+            for r in records[:3]]  # fmt: skip
+    drawn = _cost_labels(plot.compare(nine))
+    assert len(drawn) == 9
+    assert not [k for k, (bar, label, _) in enumerate(drawn)
+                if label.x0 < bar.x0 or label.x1 > bar.x1 or label.y1 > bar.y1]  # fmt: skip
+
+
+def test_a_cost_below_a_million_reads_in_thousands(records: list[dict[str, Any]]) -> None:
+    """8B on 1T tokens on 64 H100 and 64 B200 cost $110k and $76k: both bars read '$0.1M'."""
+    pair = [records[0], records[3]]
+    shown = [t.get_text().splitlines()[0] for t in plot.compare(pair).axes[1].texts]
+    assert shown == [f"${r['cost_usd'] / 1e3:,.0f}k" for r in pair] and shown[0] != shown[1]
+    assert all(r["cost_usd"] < 1e6 for r in pair)
+
+
+def test_a_label_taller_than_its_bar_goes_above_it_in_black(records: list[dict[str, Any]]) -> None:
+    """A cheap row's white label ran over its short bar's top ($0.2M at $0.80/GPU-h beside $1.0M at $13.13)."""
+    scale = 0.25 / records[0]["usd_per_gpu_hour"]
+    costs = {k: records[0][k] * scale for k in ("cost_usd", "cost_usd_low", "cost_usd_high")}
+    cheap = records[0] | {"usd_per_gpu_hour": 0.25, "price_basis": "quoted", **costs}
+    fig = plot.compare([records[3], cheap])
+    (bar, label, colour), (short, lifted, black) = _cost_labels(fig)
+    assert bar.y0 < label.y0 and label.y1 < bar.y1 and colour == "white"
+    assert lifted.y0 > short.y1 and black == "black"
+    assert lifted.y1 < fig.axes[1].get_window_extent().y1  # the axis grew to hold it
+    _labels_fit(fig)
+
+
 @pytest.mark.parametrize(("cost", "basis"), [({}, "at on-demand list price"), ({"cost.mode": "buy"}, "of owning")])
 def test_the_cost_panel_names_its_price_and_fits_in_the_figure(cost: dict[str, str], basis: str) -> None:
     """The cost title said 'on-demand' for the cost of owning too, and ran past the image's right edge."""

@@ -146,8 +146,8 @@ def test_the_compare_plot_marks_prices_and_default_tokens() -> None:
     ]
     cost_ax = plot.compare(rows).axes[1]
     labels = [text.get_text() for text in cost_ax.texts]
-    assert any("$13.13/GPU-h est." in label for label in labels), labels
-    assert any("$6.16/GPU-h list" in label for label in labels), labels
+    assert any("$13.13/GPU-h\nest." in label for label in labels), labels  # the basis on a line of its own
+    assert any("$6.16/GPU-h\nlist" in label for label in labels), labels
     assert "at each row's own price" in cost_ax.get_title()
     default = predict(load_scenario(None, {"model": "llama3.1-8b", "gpus": None})).to_dict()  # the default's 15T
     assert plot.compare([default]).texts[0].get_text().endswith("15T tokens (default)")

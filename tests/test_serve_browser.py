@@ -74,12 +74,14 @@ def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url:
     shown = answered(driver)
     expected = cli_json("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T")
     for key in ("step_time_s", "tokens_per_s", "time_to_train_days", "cost_usd", "mfu_of_precision",
-                "breakdown.compute_s", "breakdown.dp_comm_exposed_s"):  # fmt: skip
+                "memory_per_gpu_gib", "breakdown.compute_s", "breakdown.dp_comm_exposed_s"):  # fmt: skip
         found = expected
         for part in key.split("."):
             found = found[part]
         assert shown[key] == [found], key
     assert driver.find_element(By.ID, "title").text == "llama3.1-8b on 64 \u00d7 h100-sxm (dgx-h100), fp8, 1T tokens"
+    # In GiB as the CLI and HBM's "80 GB" are: in 1e9 bytes an H100 read "of 85.9".
+    assert driver.find_element(By.CSS_SELECTOR, "td[data-key=memory_per_gpu_gib]").text.endswith(" of 80")
 
     driver.find_element(By.CSS_SELECTOR, "[data-format=xlsx]").click()
     workbook = tmp_path / "perfmodel-predict.xlsx"
@@ -118,6 +120,66 @@ def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     answered(driver)
     assert len(driver.find_elements(By.CSS_SELECTOR, "#tables tbody tr")) == 4
     assert len(driver.find_elements(By.CSS_SELECTOR, "#chart svg polyline")) == 2
+
+
+def usd(x: float) -> str:
+    """The page's `usd()` (app.js): three significant digits in thousands, millions or billions."""
+    scale, suffix = next(((size, s) for size, s in ((1e9, "B"), (1e6, "M"), (1e3, "k")) if abs(x) >= size), (1, ""))
+    return f"${x / scale:.3g}{suffix}"
+
+
+DASH = "\u2013"
+"""The en dash between a range's ends, as the page writes it."""
+
+
+@pytest.mark.parametrize(
+    ("query", "args"),
+    [
+        ("q=predict&model=llama3.1-8b&gpu=h100-sxm&n_gpus=64&tokens=1T",
+         ["predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T"]),
+        ("q=compare&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200:fp8&n_gpus=64",
+         ["compare", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200:fp8", "--gpus", "64", "--tokens",
+          "1T"]),
+        ("q=plan&model=llama3.1-8b&tokens=2T&gpu=h100-sxm,b200&deadline_days=20",
+         ["plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "--tokens", "2T", "--deadline",
+          "20d"]),
+    ],
+)  # fmt: skip
+def test_the_cost_range_under_an_80_percent_heading_is_the_80_percent_interval(
+    driver: Any, url: str, query: str, args: list[str]
+) -> None:
+    """The cost's range under "80% range" was the price range (the cost at the low and high quote: $7.92M to
+    $18.23M for 70B on 1,024 H100 at $2.99 to $6.88, where the 80% interval is $14.5M to $17.5M)."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{url}/?{query}")
+    answered(driver)
+    expected = cli_json(*args)
+    rows = expected["candidates"] if args[0] == "plan" else expected if args[0] == "compare" else [expected]
+    cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=cost_usd] .range")
+    shown = [c.text for c in cells]
+    assert shown == [f"{usd(r['cost_usd_interval_low'])} {DASH} {usd(r['cost_usd_interval_high'])}" for r in rows]
+    assert all(r["cost_usd_low"] < r["cost_usd_interval_low"] for r in rows)  # the two ranges differ here
+    if args[0] == "predict":
+        price = f"{usd(expected['cost_usd_low'])} {DASH} {usd(expected['cost_usd_high'])}"
+        assert price in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td")]
+
+
+def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
+    """The page printed 'TP4 PP2 CP1 DP8' for the CLI's TP4 PP2 VP20 CP1 DP8: a layout that cannot be launched as
+    read (Megatron's --num-layers-per-virtual-pipeline-stage follows from VP)."""
+    from selenium.webdriver.common.by import By
+
+    flags = ["--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--tokens", "1T", "--gbs", "128"]
+    expected = cli_json("predict", *flags)["parallelism"]
+    assert expected["pp"] > 1 and expected["vp"] > 1
+    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp}".format(**expected)
+    driver.get(url + "/?q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128")
+    answered(driver)
+    assert driver.find_element(By.ID, "verdict").text.startswith(f"Layout: {stages},")
+    driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128")
+    answered(driver)
+    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
 
 
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:

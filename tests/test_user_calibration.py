@@ -97,6 +97,17 @@ def test_validate_shows_each_row_before_and_after(runs: Path, fitted: tuple[Path
     assert all(abs(r["error_pct"]) < abs(r["error_before_pct"]) for r in records["rows"])
 
 
+def test_calibrate_names_the_metric_its_mape_is_of(runs: Path, fitted: tuple[Path, str]) -> None:
+    """calibrate printed 'MAPE 20.5% with the bundled calibration' where validate on the same five rows printed
+    26.2%, neither saying that the first is of the predicted time and the second of tokens/s."""
+    path, out = fitted
+    before = json.loads(path.read_text())["user"]["mape_before_pct"]
+    assert f"MAPE of the predicted time {before:.1f}% with the bundled calibration" in out
+    validated = json.loads(run_cli("validate", "--data", str(runs), "--format", "json").out)["mape_pct"]
+    assert validated > before + 3  # tokens/s: 1/(1+e)-1 of the time error e, larger for an optimistic model
+    assert "shows each row before and after in its own metric" in out
+
+
 def test_the_workbook_names_what_the_users_rows_refitted(fitted: tuple[Path, str]) -> None:
     """The Assumptions sheet cited the bundled fit alone for a family the user's rows refitted."""
     openpyxl = pytest.importorskip("openpyxl")

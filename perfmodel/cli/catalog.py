@@ -46,6 +46,8 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     from perfmodel.outputs.columns import tabulated
 
     def shown(value: Any) -> str:  # TOML spelling; tabulate would read the strings "True"/"False" as booleans
+        if isinstance(value, float) and value.is_integer():  # 8 GPUs per node, not 8.0 (no 375,000: tabulate's
+            return str(int(value))  # wrapping casts a number with separators to int, and fails)
         return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
     rows: dict[str, list[str]] = {}

@@ -35,18 +35,32 @@ class Count(click.ParamType):
     """A positive finite number, with an optional K/M/B/T suffix: 15T, 2.5e12, 1,000,000."""
 
     name = "count"
+    examples = EXAMPLES
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, int | float):
             number = float(value)
         else:
             try:
-                number = count(str(value))
+                number = count(self.digits(str(value)))
             except ValueError:
-                self.fail(f"'{value}' is not a number (examples: {EXAMPLES})", param, ctx)
+                self.fail(f"'{value}' is not a number (examples: {self.examples})", param, ctx)
         if not math.isfinite(number) or number <= 0:
             self.fail(f"'{value}' must be a positive finite number", param, ctx)
         return number
+
+    def digits(self, text: str) -> str:
+        return text
+
+
+class Usd(Count):
+    """An amount of USD as a count, a leading `$` allowed: 40M, 40e6, $40M (a budget is written with its sign)."""
+
+    name = "usd"
+    examples = "40M, 40e6, $40M"
+
+    def digits(self, text: str) -> str:
+        return text.strip().removeprefix("$")
 
 
 class PositiveFloat(click.ParamType):
@@ -262,7 +276,10 @@ def scenario_options(
             "--system", help="System id (perfmodel hardware list).", shell_complete=complete_ids(("systems",))
         ),
         gpus,
-        click.option("--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"])),
+        # Any case: the tables print FP8 and NVFP4, and what they print is typed back.
+        click.option(
+            "--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"], case_sensitive=False)
+        ),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
         _degree("--pp", "Pipeline-parallel stages."),
         _degree("--cp", "Context-parallel size."),

@@ -10,10 +10,10 @@ from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
     Command,
-    Count,
     Deadline,
     FilePath,
     PositiveFloat,
+    Usd,
     emit,
     progress,
     quiet_option,
@@ -28,7 +28,9 @@ def plan_options(command: Command) -> Command:
         click.option(
             "--deadline", type=Deadline(), help="Train within this wall time, with failures and losses: 720h, 30d, 4w."
         ),
-        click.option("--budget", type=Count(), help="Spend at most this many USD (40e6, 40M), failures and losses in."),
+        click.option(
+            "--budget", type=Usd(), help="Spend at most this many USD (40e6, 40M, $40M), failures and losses in."
+        ),
         click.option(
             "--confidence",
             type=float,

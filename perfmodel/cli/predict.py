@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Count, Deadline, emit, load_from_flags, scenario_options
+from perfmodel.cli.options import FORMATS, Deadline, Usd, emit, load_from_flags, scenario_options
 
 
 @cli.command()
@@ -16,7 +16,9 @@ from perfmodel.cli.options import FORMATS, Count, Deadline, emit, load_from_flag
 @click.option(
     "--deadline", type=Deadline(), help="Also give the probability of training within this wall time: 720h, 30d, 4w."
 )
-@click.option("--budget", type=Count(), help="Also give the probability of costing at most this many USD (40e6, 40M).")
+@click.option(
+    "--budget", type=Usd(), help="Also give the probability of costing at most this many USD (40e6, 40M, $40M)."
+)
 def predict(scenario: str | None, fmt: str, deadline: float | None, budget: float | None, **flags: Any) -> None:
     """Predict step time, throughput, memory, time-to-train and cost for one scenario.
 

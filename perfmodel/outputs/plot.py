@@ -324,7 +324,7 @@ def compare(records: Sequence[Record]) -> Any:
         raise PerfmodelError("a compare plot needs a token budget: pass --tokens (e.g. 15T) or use a scenario with one")
     _check_bars(records, "compare")
     many_sizes = len({r["n_gpus"] for r in records}) > 1
-    labels = [bar_label(r, many_sizes) for r in records]
+    names = [bar_label(r, many_sizes) for r in records]
     fig, (left, right) = _figure(max(10.0, 1.5 * BAR_SLOT_IN * len(records) + 4), 5.5, columns=2)
     days = [r["time_to_train_days"] for r in records]
     bars = left.bar(range(len(records)), days, color=_palette(len(records)))
@@ -347,19 +347,38 @@ def compare(records: Sequence[Record]) -> Any:
         for c, r in zip(costs, records, strict=True)
     ]
     bars = right.bar(range(len(records)), costs, yerr=[low, high], capsize=6, color=_palette(len(records)))
+    labels = []
     for bar, r, c in zip(bars, records, costs, strict=True):
-        text = "no price" if r.get("cost_usd") is None else f"${c:,.1f}M\n{_price_label(r)}"
-        right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4), textcoords="offset points",
-                       ha="center", va="bottom", fontsize=9, color="white" if c else "black")  # fmt: skip
+        text = "no price" if r.get("cost_usd") is None else f"{_millions(c)}\n{_price_label(r)}"
+        labels.append(right.annotate(text, (bar.get_x() + bar.get_width() / 2, 0), xytext=(0, 4),
+                                     textcoords="offset points", ha="center", va="bottom", fontsize=9,
+                                     color="white" if c else "black"))  # fmt: skip
     right.set_ylabel("cost (million USD)")
     right.set_title(f"Cost {price_basis(records)}\n(bars: the low-high price range)")
     if not priced:
         right.text(0.5, 0.5, "no prices known", transform=right.transAxes, ha="center")
     for ax in (left, right):
-        _bar_ticks(ax, labels)
+        _bar_ticks(ax, names)
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"Comparison: {_model_title(records)}")
+    _lift_short_bars_labels(fig, right, list(bars), labels, [c + h for c, h in zip(costs, high, strict=True)])
     return fig
+
+
+def _lift_short_bars_labels(fig: Any, ax: Any, bars: list[Any], labels: list[Any], tops: list[float]) -> None:
+    """A cost label taller than its bar goes above the bar's price range, in black: white, it ran over the bar's
+    top onto the white above it ($0.2M at $0.80/GPU-h beside $1.0M at $13.13); the axis grows to hold it."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    short = [(label, top) for bar, label, top in zip(bars, labels, tops, strict=True)
+             if label.get_window_extent(renderer).y1 > bar.get_window_extent(renderer).y1]  # fmt: skip
+    for label, top in short:
+        label.xy = (label.xy[0], top)
+        label.set_color("black")
+    if short:
+        fig.canvas.draw()
+        highest = max(label.get_window_extent(renderer).y1 for label, _ in short)
+        ax.set_ylim(0, max(ax.get_ylim()[1], 1.05 * ax.transData.inverted().transform((0, highest))[1]))
 
 
 def _check_bars(records: Sequence[Record], kind: str) -> None:
@@ -381,9 +400,16 @@ MAX_BARS = 12
 """Bars a compare plot draws legibly side by side (labels of two lines each)."""
 
 
+def _millions(usd_m: float) -> str:
+    """A cost given in millions of USD as its bar names it: '$65.7M', and below a million in thousands ('$98k'),
+    where one decimal of a million read '$0.1M' for $110k and $76k alike."""
+    return f"${usd_m:,.1f}M" if usd_m >= 1 else f"${usd_m * 1e3:,.0f}k"
+
+
 def _price_label(r: Record) -> str:
-    """A row's price and its basis, as its cost bar names them ('$13.13/GPU-h est.')."""
-    return f"${r['usd_per_gpu_hour']:,.2f}/GPU-h {PRICE_MARKS.get(str(r.get('price_basis')), '')}".rstrip()
+    """A row's price and its basis, as its cost bar names them ('$13.13/GPU-h\nest.'): the basis on a line of its
+    own, or the label is wider than its bar and its white ends vanish on the white beside it ('$10.50/GPU-h lis')."""
+    return f"${r['usd_per_gpu_hour']:,.2f}/GPU-h\n{PRICE_MARKS.get(str(r.get('price_basis')), '')}".rstrip()
 
 
 METRIC_LABELS = {

@@ -371,7 +371,7 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
         [
             "Goodput",
             f"{g.goodput:.1%} of wall time trains ({mtbf}; checkpoint {detail['checkpoint_gb']:,.0f} GB written in "
-            f"{g.write_s:,.1f} s every {g.interval_s / 60:,.1f} min; restart {g.restart_s / 60:,.0f} min + load)",
+            f"{g.write_s:,.1f} s every {_duration(g.interval_s)}; restart {g.restart_s / 60:,.0f} min + load)",
         ]
     ]
     if p.run is None:

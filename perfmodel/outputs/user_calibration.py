@@ -31,13 +31,15 @@ def user_calibration_table(fitted: Any) -> str:
                      f"as all of its family's together ({each})")  # fmt: skip
     low, high, _ = around_point(user["interval"], USER_PROTOCOL)
     lines += [
-        f"Your {len(user['rows'])} rows: MAPE {user['mape_before_pct']:.1f}% with the bundled calibration, "
+        f"Your {len(user['rows'])} rows: MAPE of the predicted time {user['mape_before_pct']:.1f}% with the bundled "
+        "calibration, "
         f"{user['mape_after_pct']:.1f}% fitted, {user['leave_one_out_mape_pct']:.1f}% each left out of the fit",
         f"80% interval on a predicted time on {families}: x{low:.3f} to x{high:.3f} ({USER_PROTOCOL}); every other "
         "family keeps the bundled intervals"
         + (" (and, with --everywhere, the fitted values)" if user["applied_to"] == "every family" else ""),
-        "(errors of the predicted time; `perfmodel validate --data|--logs ... --calibration FILE` shows each row "
-        "before and after)",
+        "(errors of the predicted time, which the fit minimises; `perfmodel validate --data|--logs ... --calibration "
+        "FILE` shows each row before and after in its own metric, so a throughput row's error there is 1/(1+e)-1 of "
+        "its time error e)",
     ]
     lines += _exclusions(user["excluded"], "the calibration file's user.excluded lists each")
     return "\n".join(lines)

@@ -76,11 +76,10 @@ def parse_target(spec: str) -> Target:
             raise PerfmodelError(
                 f"--gpu {shown(spec)}: '@{shown(count)}' must be a whole number of GPUs from 1 to {MAX_GPUS:,}"
             )
-    ident, _, precision = core.partition(":")
+    ident, _, given = core.partition(":")
+    precision = given.lower()  # as the tables print it (FP8, NVFP4) too
     if precision and precision not in PRECISIONS:
-        raise PerfmodelError(
-            f"--gpu {shown(spec)}: unknown precision '{shown(precision)}'; valid: {', '.join(PRECISIONS)}"
-        )
+        raise PerfmodelError(f"--gpu {shown(spec)}: unknown precision '{shown(given)}'; valid: {', '.join(PRECISIONS)}")
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
         return Target(ident, None, precision or None, n_gpus, quote)

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from perfmodel.inputs.scenario import ModelOverride
 
 UNITS = (
+    ("usd_per_system", "USD per system"),
+    ("usd_per_system_low", "USD per system"),
+    ("usd_per_system_high", "USD per system"),
+    ("_w_per_gpu", "W per GPU"),
+    ("_gb_per_s_per_node", "GB/s per node"),
+    ("ranks_per_domain", "GPUs"),
+    ("_clock_mhz", "MHz"),
     ("_tflops", "TFLOP/s (dense)"),
     ("_gb_per_s_per_direction", "GB/s per direction"),
     ("_gbit_per_s", "Gb/s"),

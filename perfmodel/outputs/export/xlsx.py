@@ -217,6 +217,17 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _alignment(values: Sequence[Any]) -> dict[str, Any]:
+    """A column of numbers and its heading right-aligned: a heading left-aligned over a narrow column's right-aligned
+    numbers had each number under the next column's heading (Results read 'TP' empty and 'PP 4' for TP4 PP32). A
+    column of Yes/No centred, with its heading: left-aligned, it ran into the right-aligned column before it (the
+    Summary's 'MFU (of Fits in its memory' and '41.0% Yes')."""
+    shown = [v for v in values if v is not None]
+    if shown and all(isinstance(v, bool) for v in shown):
+        return {"align": "center"}
+    return {"align": "right"} if shown and all(_is_number(v) for v in shown) else {}
+
+
 def _cached(value: Any) -> Any:
     """A formula's stored result: perfmodel's number, or the empty text its IF gives without an input."""
     return "" if value is None else value
@@ -337,7 +348,7 @@ def write_xlsx(
     wb = xlsxwriter.Workbook(buffer, options)
     wb.set_properties({"title": title, "created": timestamp()})
     style = _Styles(wb)
-    heading = style(bold=True, text_wrap=True, valign="top")
+    heading: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
     key_style, big = style(italic=True, font_color="#808080"), style(bold=True, font_size=13)
     summary = wb.add_worksheet("Summary")
     sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
@@ -379,7 +390,8 @@ def write_xlsx(
             ws.write_string("A2", "The rest of perfmodel's record of each result, as exported: values, not recomputed.")
         for column in here:
             _, letter = grid.position[column.key]
-            ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
+            align = _alignment(values[column.key])
+            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**heading, **align))
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
             fmt = _number_format(column, values[column.key])
             widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
@@ -389,7 +401,7 @@ def write_xlsx(
             looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
             if column.formula is None and not column.editable and column.key != "label":
                 looks |= {"italic": True, "font_color": "#808080"}
-            cell_style = style(fmt, **looks, **_wraps(values[column.key]))
+            cell_style = style(fmt, **looks, **_wraps(values[column.key]), **align)
             numeric = all(_is_number(values[column.key][index]) for index in phases)
             for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
                 ref = f"{letter}{HEADER_ROW + 2 + index}"
@@ -400,9 +412,9 @@ def write_xlsx(
                     # own: the command's value on the total row alone (a plan's mix), not a total of its phases
                     formula = None if blank or own else _total_formula(column, symbols, grid, index, numeric)
                     if formula is None:
-                        _put(ws, ref, value, style(fmt, bold=True))
+                        _put(ws, ref, value, style(fmt, bold=True, **align))
                     else:
-                        ws.write_formula(ref, formula, style(fmt, bold=True), _cached(value))
+                        ws.write_formula(ref, formula, style(fmt, bold=True, **align), _cached(value))
                 elif column.total is not None and index in phases:  # a campaign's quantity: on its total row
                     _put(ws, ref, None, cell_style)
                 elif column.formula is not None and not (column.blank_when_none and value is None):
@@ -474,7 +486,7 @@ def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _St
     for offset, key in enumerate(parts):
         letter = _letter(start + offset)
         name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
-        ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top"))
+        ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top", align="right"))
         widths[letter] = printing.width(name, ["100.0%"])
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
@@ -498,7 +510,8 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`)."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
-    heading = style(bold=True, text_wrap=True, valign="top")
+    look: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
+    heading = style(**look)
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
@@ -506,7 +519,8 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     for offset, column in enumerate(shown, start=2):
         letter = _letter(offset)
         fmt = _number_format(column, values[column.key], unit=False)
-        ws.write_string(f"{letter}{HEADER_ROW}", column.header, heading)
+        align = _alignment(values[column.key])
+        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**look, **align))
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         said = ["no price"] if column.key == "usd_per_gpu_hour" else []
         widths.append(_width(column, [*values[column.key], *said], fmt))
@@ -521,7 +535,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:
                 link, cached = "=" + ref, _cached(value)
-            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index)), cached)
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
     _heights(ws, _lines(values["label"], widths[0]))
     for col, chars in enumerate(widths):
@@ -586,11 +600,18 @@ def _one(column: list[Any] | None) -> Any:
     return found.pop() if len(found) == 1 else None
 
 
+def _figure_format(value: Any) -> str:
+    """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000);
+    anything else as General shows it."""
+    return "#,##0" if _is_number(value) and abs(value) >= 10_000 and value == int(value) else "General"
+
+
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
     ws.write_string("A1", f"Assumptions: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Every figure the results rest on, with its source; keys such as S1: the Sources sheet.")
     heads = ("Section", "Name", "Value", "Unit", "Source")
-    texts = [[printing.shown(v) for v in (a.section, a.name, a.value, a.unit, a.source)] for a in found]
+    texts = [[printing.shown(v, _figure_format(v)) for v in (a.section, a.name, a.value, a.unit, a.source)]
+             for a in found]  # fmt: skip
     # At most 24, 26, 12 (a General number shows fewer decimals in a narrower column) and 16 characters, then the
     # sources, wrapped at 80: one page wide at legible type.
     widths = [min(printing.width(head, [row[col] for row in texts]), most)
@@ -599,10 +620,10 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     for col, (head, chars) in enumerate(zip(heads, widths, strict=True)):
         ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
         ws.set_column(col, col, chars)
-    wrapped = style(text_wrap=True, valign="top")
     for index, a in enumerate(found):
         for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source)):
-            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, wrapped)
+            look = style(_figure_format(value), text_wrap=True, valign="top")
+            _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, look)
     _heights(ws, [max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True)) for row in texts],
              first=HEADER_ROW)  # fmt: skip
     ws.freeze_panes(HEADER_ROW, 0)

@@ -199,9 +199,12 @@ function row(label, ...cells) {
   return tr;
 }
 
+// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched.
+const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}`;
+
 function layout(p) {
   const l = p.parallelism;
-  return `TP${l.tp} PP${l.pp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
+  return `${stages(l)}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
 }
 
 function summary(p) {
@@ -210,13 +213,23 @@ function summary(p) {
     row("Step time, s", cell(p.step_time_s, number(p.step_time_s), "step_time_s", number(p.step_time_s_low), number(p.step_time_s_high))),
     row("Tokens per second", cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s")),
     row("MFU (of the precision's dense peak)", cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision")),
-    row("Memory per GPU, GB", cell(p.memory_per_gpu_gb, `${number(p.memory_per_gpu_gb)} of ${number(p.memory_capacity_gb)}`, "memory_per_gpu_gb")),
+    // GiB, as the CLI and vendors quote HBM (an H100's 80 GB is 80 GiB): in the _gb keys' 1e9 bytes it reads 85.9.
+    row("Memory per GPU, GiB", cell(p.memory_per_gpu_gib, `${number(p.memory_per_gpu_gib)} of ${number(p.memory_capacity_gib)}`, "memory_per_gpu_gib")),
     row("Time to train, days", cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(lowDays), number(highDays))),
     row("… with failures and losses, days", cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days")),
     row("GPU-hours", cell(p.gpu_hours, number(p.gpu_hours), "gpu_hours", number(p.gpu_hours_low), number(p.gpu_hours_high))),
-    row(`Cost at ${usd(p.usd_per_gpu_hour)}/GPU-hour`, cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high))),
+    row(`Cost at ${usd(p.usd_per_gpu_hour)}/GPU-hour`, cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_interval_low), usd(p.cost_usd_interval_high))),
+    ...priceRange(p),
     row("Energy, MWh", cell(p.energy_kwh, number(p.energy_kwh / 1000), "energy_kwh")),
   ]);
+}
+
+// The cost at the price's low and high quote: which offer is bought, not a chance, so a row of its own and never
+// shown as the 80% range (cost_usd_low/high are the price range; cost_usd_interval_low/high the model's 80% range).
+function priceRange(p) {
+  const low = p.usd_per_gpu_hour_low, high = p.usd_per_gpu_hour_high;
+  if (low === null || low === undefined || high === null || high === undefined || low === high) return [];
+  return [row(`Cost at the low and high price (${usd(low)} to ${usd(high)}/GPU-hour)`, element("td", `${usd(p.cost_usd_low)} – ${usd(p.cost_usd_high)}`))];
 }
 
 const PARTS = [["compute_s", "compute", "#1f5fa8"], ["tp_comm_exposed_s", "TP comm.", "#6c8ebf"], ["cp_comm_exposed_s", "CP comm.", "#8fb3de"],
@@ -262,10 +275,10 @@ function drawCompare(rows) {
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", `TP${p.parallelism.tp} PP${p.parallelism.pp} CP${p.parallelism.cp} DP${p.parallelism.dp}`, { class: "text" }),
+    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
-      cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high)),
+      cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_interval_low), usd(p.cost_usd_interval_high)),
       cell(p.speedup_vs_first, `${number(p.speedup_vs_first)}×`, "speedup_vs_first"), cell(p.perf_per_usd_vs_first, `${number(p.perf_per_usd_vs_first)}×`, "perf_per_usd_vs_first"));
     return tr;
   });
@@ -292,7 +305,7 @@ function drawPlan(report) {
       cell(c.n_gpus, number(c.n_gpus, 7), "n_gpus"),
       cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
     if (atConfidence) tr.append(cell(c.time_to_train_days_at_confidence, number(c.time_to_train_days_at_confidence), "time_to_train_days_at_confidence"));
-    tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_low), usd(c.cost_usd_high)));
+    tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_interval_low), usd(c.cost_usd_interval_high)));
     if (atConfidence) tr.append(cell(c.cost_usd_at_confidence, usd(c.cost_usd_at_confidence), "cost_usd_at_confidence"));
     tr.append(cell(c.p_meet_deadline, chance(c.p_meet_deadline), "p_meet_deadline"),
       cell(c.p_within_budget, chance(c.p_within_budget), "p_within_budget"));
