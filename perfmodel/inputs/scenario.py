@@ -506,11 +506,21 @@ OPTION_FIELDS: dict[str, str] = {
 }
 """The scenario fields that a command's flags and the Python API's keywords set, by keyword (the flag is --gpus
 for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""
-RUN_SETTINGS = ("fp8_attention", "fp8_attention_band", "fused_grouped_mlp", "dglu_dbias_regression", "fp8_output_proj",
-                "expert_loop", "full_iteration_graph", "grad_reduce_in_fp32", "activation_offload_layers")  # fmt: skip
-"""The scenario keys of how the stack runs (a Megatron-Bridge recipe's settings) that a file gives and no flag does:
-each changes the price, so a prediction's record carries those set (`run_settings`), and `launch --from` prices them
-(its config sets the offload and the gradient dtype and names the rest: outputs/launch.Run.unset)."""
+RUN_SETTINGS: dict[str, tuple[str, str]] = {
+    "fp8_attention": ("true/false", "TransformerEngine's FP8 dot-product attention (fp8_dot_product_attention)"),
+    "fp8_attention_band": ("", "FP8 attention's backward of a sliding window: its band skipped or masked"),
+    "fused_grouped_mlp": ("true/false", "the experts as TransformerEngine's fused grouped MLP on cuDNN (MXFP8)"),
+    "dglu_dbias_regression": ("true/false", "the fused grouped MLP's slow dGeGLU + dbias (cudnn-frontend 1.24-1.25)"),
+    "fp8_output_proj": ("true/false", "the LM head in the quantised recipe's format"),
+    "expert_loop": ("true/false", "the experts as Megatron-Core's TEGroupedMLP with its per-expert cost"),
+    "full_iteration_graph": ("true/false", "the whole iteration captured in one CUDA graph"),
+    "grad_reduce_in_fp32": ("true/false", "the gradients accumulated and reduced in an FP32 buffer"),
+    "activation_offload_layers": ("layers", "the leading layers whose saved activations wait in host memory"),
+}
+"""The scenario keys of how the stack runs (a Megatron-Bridge recipe's settings) that a file gives and no flag does,
+with the unit and meaning of the record's column of each (outputs/record.py): each changes the price, so a
+prediction's record carries those set (`run_settings`), and `launch --from` prices them (its config sets the offload
+and the gradient dtype and names the rest: outputs/launch.Run.unset)."""
 
 
 def run_settings(scenario: Scenario) -> dict[str, Any]:
