@@ -681,6 +681,10 @@ def scenario_from(
         check_lora(scenario)
     except FieldError as exc:
         raise located(exc.field, exc.detail) from None
+    try:
+        check_offload(scenario)
+    except PerfmodelError as exc:
+        raise located("activation_offload_layers", str(exc), named=False) from None
     return scenario
 
 
@@ -862,6 +866,31 @@ def check_lora(scenario: Scenario) -> None:
         )
     if scenario.lora_rank > model.hidden:
         raise FieldError("lora_rank", f"rank {scenario.lora_rank:,} is above the layer width ({model.hidden:,})")
+
+
+def check_offload(scenario: Scenario) -> None:
+    """One line saying why the scenario cannot offload its `activation_offload_layers`: Megatron-Core's stack alone
+    has the offload, of at most the model's layers less one (transformer_config.py L1137-1142; transformer-engine
+    2.20.2 cpu_offload.py L843-853), over a host link the system file gives. Here, with the checks that need the
+    model and hardware (`scenario_from`), so that it names the file or flag that set it, and a Scenario object the
+    API takes is checked as a file is (`with_overrides`)."""
+    offloaded = scenario.activation_offload_layers
+    if not offloaded:
+        return
+    if scenario.stack != "megatron":
+        raise PerfmodelError(f"activation_offload_layers: Megatron-Core's offload; stack '{scenario.stack}' has none")
+    model = scenario.model_spec()
+    if offloaded >= model.layers:
+        raise PerfmodelError(
+            f"activation_offload_layers {offloaded}: must be less than the {model.layers} layers of {model.name} "
+            "(Megatron-Core 0.16.0 transformer/transformer_config.py L1137-1142)"
+        )
+    system = resolve(scenario.gpu, scenario.system).system
+    if system.host_link_gb_per_s_per_direction is None:
+        raise PerfmodelError(
+            f"activation_offload_layers: system '{system.id}' gives no host_link_gb_per_s_per_direction (the GPU's "
+            "link to host memory that the activations cross)"
+        )
 
 
 def single_phase(scenario: Scenario, command: str, instead: str) -> None:

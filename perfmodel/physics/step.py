@@ -1132,7 +1132,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     offload, offloaded_bytes = 0.0 * tp, 0.0 * tp
     if rec.offload_layers:  # PP 1 (OFFLOAD_RULE): every layer on this rank, the pass's elapsed time the window
         host_link = ctx.hardware.system.host_link_gb_per_s_per_direction
-        link_bytes_per_s = 1e9 * host_link.value if host_link else math.nan  # offload.check refuses a system without
+        # inputs/scenario.check_offload refuses a system without
+        link_bytes_per_s = 1e9 * host_link.value if host_link else math.nan
         layer_bytes = _saved(ctx, sh, tp, "none", 1.0)
         offloaded_bytes = rec.offload_layers * layer_bytes
         offload = offload_s(

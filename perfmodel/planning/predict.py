@@ -26,7 +26,7 @@ from perfmodel.inputs.precision import (
 from perfmodel.inputs.record import as_dict, replaced
 from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, run_settings, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
-from perfmodel.physics import calibration, offload
+from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
@@ -442,8 +442,6 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
     recipe = grad_reduce_recipe(recipe, scenario.grad_reduce_in_fp32)
-    if scenario.activation_offload_layers:
-        offload.check(scenario.activation_offload_layers, md, hw, scenario.stack)
     recipe = bridge_recipe(
         recipe,
         scenario.fp8_attention,
