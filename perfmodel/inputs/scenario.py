@@ -333,7 +333,7 @@ class Scenario:
     grad_reduce_in_fp32: bool = False
     """Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32: the gradients accumulate and reduce over
     the data-parallel ranks in an FP32 buffer (4 bytes per gradient on the wire and in memory,
-    precision.Recipe.grad_reduce_in_fp32), as Llama 3 trained (arXiv:2407.21783 section 3.3.2); false: BF16."""
+    precision.Recipe.grad_buffer_bytes), as Llama 3 trained (arXiv:2407.21783 section 3.3.2); false: BF16."""
     activation_offload_layers: int = bounded(0, ge=0, le=100_000)
     """Megatron-Core's activation offload, as a Megatron-Bridge recipe sets it (cpu_offloading_num_layers): the saved
     activations of the model's first n layers go to host memory after their forward and come back before their
