@@ -91,7 +91,7 @@ class Recipe:
     copy-in writes (step.fsdp_copies_s): FP32 where the stack reduces in FP32 (FSDP2's
     MixedPrecisionPolicy.reduce_dtype: torchtitan's training.mixed_precision_reduce defaults to 'float32', recalled
     from the public code, not a stored copy; stacks.stack_recipe) or the run keeps Megatron-Core's gradient buffer in
-    FP32 (grad_reduce_recipe)."""
+    FP32 (bridge_recipe's grad_reduce_in_fp32)."""
     grad_buffer_bytes: float = GRAD_BYTES
     """Bytes per gradient each rank holds and accumulates the micro-batches into (memory.model_state): FP32 where the
     run keeps Megatron-Core's DDP gradient buffer in FP32 (Scenario.grad_reduce_in_fp32,
@@ -369,15 +369,18 @@ def bridge_recipe(
     fp8_band_masked: bool = False,
     dglu_dbias_regressed: bool = False,
     offload_layers: int = 0,
+    grad_reduce_in_fp32: bool = False,
 ) -> Recipe:
-    """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
-    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band,
-    dglu_dbias_regression), each where the format allows it (the experts' loop and the whole-iteration CUDA graph in
-    any; a regressed dGeGLU + dbias kernel with the fused grouped MLP that runs it): flash attention in the
-    quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
-    TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
-    under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
-    quantised under a quantised recipe; a BF16 recipe has nothing to quantise. Cached, as cp_comm_recipe."""
+    """The recipe as a Megatron-Bridge performance recipe's settings run it (Scenario's RUN_SETTINGS: fp8_attention,
+    fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band, dglu_dbias_regression,
+    activation_offload_layers, grad_reduce_in_fp32), each where the format allows it (the experts' loop, the
+    whole-iteration CUDA graph, the offload and Megatron-Core's FP32 gradient buffer in any; a regressed dGeGLU +
+    dbias kernel with the fused grouped MLP that runs it): flash attention in the quantised format where the run sets
+    FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe, TransformerEngine 2.16, sm100 with cuDNN >=
+    9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8 under the others), the fused grouped MLP under
+    MXFP8 alone (cuDNN's kernels take no other format), the LM head quantised under a quantised recipe; a BF16 recipe
+    has nothing to quantise. The FP32 buffer is held and reduced in FP32 (Recipe.grad_buffer_bytes,
+    grad_reduce_bytes). Cached, as cp_comm_recipe."""
     if fp8_attention and recipe.quantised:
         fmt = "mxfp8" if recipe.id == "mxfp8" else "fp8"
         recipe = replace(recipe, attention_format=fmt, fp8_band_masked=fp8_band_masked)
@@ -391,16 +394,9 @@ def bridge_recipe(
         recipe = replace(recipe, graph_captured=True)
     if offload_layers:
         recipe = replace(recipe, offload_layers=offload_layers)
+    if grad_reduce_in_fp32:
+        recipe = replace(recipe, grad_reduce_bytes=FP32_BYTES, grad_buffer_bytes=FP32_BYTES)
     return recipe
-
-
-@cache
-def grad_reduce_recipe(recipe: Recipe, grad_reduce_in_fp32: bool) -> Recipe:
-    """The recipe with Megatron-Core's FP32 gradient buffer where the scenario sets it, held and reduced in FP32
-    (Recipe.grad_buffer_bytes, grad_reduce_bytes). Cached, as cp_comm_recipe."""
-    if not grad_reduce_in_fp32:
-        return recipe
-    return replace(recipe, grad_reduce_bytes=FP32_BYTES, grad_buffer_bytes=FP32_BYTES)
 
 
 @cache

@@ -20,7 +20,6 @@ from perfmodel.inputs.precision import (
     cp_comm_recipe,
     frozen_base_recipe,
     get_recipe,
-    grad_reduce_recipe,
     shard_group_recipe,
 )
 from perfmodel.inputs.record import as_dict, replaced
@@ -441,7 +440,6 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
-    recipe = grad_reduce_recipe(recipe, scenario.grad_reduce_in_fp32)
     recipe = bridge_recipe(
         recipe,
         scenario.fp8_attention,
@@ -452,6 +450,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         scenario.fp8_attention_band == "masked",
         scenario.dglu_dbias_regression,
         scenario.activation_offload_layers,
+        scenario.grad_reduce_in_fp32,
     )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)
