@@ -109,6 +109,12 @@ FIELDS: tuple[Field, ...] = (
     Field("stack_knobs.compile", "true/false", "torch.compile fusion (true) or eager elementwise (false); empty: none"),
     Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob, or no FP8"),
     *(Field(name, unit, f"{meaning} (scenario key; only when set)") for name, (unit, meaning) in RUN_SETTINGS.items()),
+    Field(
+        "run_settings",
+        "",
+        "the scenario keys above that the prediction set ('; '-separated; empty: none); a saved record without this "
+        "column predates them, and launch --from says it prices their defaults",
+    ),
     Field("vintage", "YYYY-MM", "the software release month priced (only when set; else the calibration's newest)"),
     Field("step_time_s", "s", "time of one optimizer step"),
     Field("tokens_per_s", "tokens/s", "cluster throughput"),

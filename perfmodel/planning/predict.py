@@ -154,6 +154,7 @@ class Prediction(Shown):
             "stack": self.scenario.stack,
             "stack_knobs": asdict(self.scenario.knobs),
             **run_settings(self.scenario),
+            "run_settings": "; ".join(run_settings(self.scenario)),
             **({"vintage": self.scenario.vintage} if self.scenario.vintage else {}),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
