@@ -58,6 +58,8 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
+from perfmodel.errors import PerfmodelError
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 GEMMS = "kernels_gemm.csv"
 ATTENTIONS = "kernels_attention.csv"
@@ -226,7 +228,9 @@ def _mamf_best() -> dict[tuple[str, str], float]:
 
 def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
     """Per family in `references` (family: the part whose kernels price it) with a MAMF BF16 row of its own, its best
-    shape's share of its BF16 peak over the reference part's best: the cross-generation share the kernels measure."""
+    shape's share of its BF16 peak over the reference part's best: the cross-generation share the kernels measure.
+    A family whose rows measure two parts is refused (one line naming the file and the family), not priced from
+    whichever came last: their shares differ where their clocks do (MI300X and MI325X, B200 and GB200)."""
     from perfmodel.inputs.hardware import get_accelerator
 
     best = {
@@ -234,11 +238,19 @@ def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
         for (part, fmt), tflops in _mamf_best().items()
         if fmt == "bf16"
     }
-    ratios: dict[str, SiliconRatio] = {}
+    parts: dict[str, list[str]] = {}
     for part in sorted(best):
-        family = get_accelerator(part).family
-        if family in references and references[family] in best:
-            ratios[family] = SiliconRatio(part, references[family], best[part] / best[references[family]])
+        parts.setdefault(get_accelerator(part).family, []).append(part)
+    ratios: dict[str, SiliconRatio] = {}
+    for family, reference in references.items():
+        measured = parts.get(family, [])
+        if len(measured) > 1:
+            raise PerfmodelError(
+                f"{GEMM_SHAPES}: family '{family}' has MAMF BF16 rows of {len(measured)} parts "
+                f"({', '.join(measured)}); its GEMMs are priced from one part's ratio"
+            )
+        if measured and reference in best:
+            ratios[family] = SiliconRatio(measured[0], reference, best[measured[0]] / best[reference])
     return ratios
 
 
