@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import (
     BENCH_FORMAT_SHARES,
-    BEST_SHAPE_RATIOS,
     MEASURED_FAMILIES,
     OTHER_SILICON_RATIOS,
     FormatShare,
+    best_shape_ratios,
     format_shares,
 )
 from perfmodel.physics.algebra import PLAIN, Number, ceil, maximum, minimum, where
@@ -73,7 +73,7 @@ Hopper's, whose kernels price it (efficiency.GEMM_SILICON)."""
 def clock_share(acc: Accelerator) -> float:
     """Delivered tensor-core throughput over the datasheet peak, relative to the same-silicon variant at the highest
     board power (1 for that variant and for parts without one): the measured sustained-clock ratio where one is
-    sourced (clocks; or one tool's best GEMMs against a lower-power sibling's, inputs.kernels.BEST_SHAPE_RATIOS),
+    sourced (clocks; or one tool's best GEMMs against a lower-power sibling's, inputs.kernels.best_shape_ratios),
     else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63. At most 1: the
     datasheet peak is the boost clock's, which no board power passes (a what-if's power_w=x10 on MI300X would
     otherwise clock it 3.6x faster)."""
@@ -81,7 +81,7 @@ def clock_share(acc: Accelerator) -> float:
     if ref is None:
         return 1.0
     peak_ratio = ref.bf16_tflops.value / acc.bf16_tflops.value
-    sibling = BEST_SHAPE_RATIOS.get(acc.id)
+    sibling = best_shape_ratios().get(acc.id)
     if sibling is not None:  # as a share of the silicon's top peak, which a what-if's BF16 peak moves with the part's
         anchor = get_accelerator(sibling.part)
         top = anchor.power_reference or anchor
