@@ -151,7 +151,7 @@ MUTATIONS = (
     ),
     Mutation(
         "gradients reduced in FP32 bytes",
-        "perfmodel/physics/memory.py",
+        "perfmodel/inputs/precision.py",
         "GRAD_BYTES = BF16_BYTES",
         "GRAD_BYTES = 2 * BF16_BYTES",
     ),

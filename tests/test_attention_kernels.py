@@ -146,7 +146,7 @@ def test_every_row_names_its_source_and_the_model_prices_it_near_its_time() -> N
     (the rows the shares are fitted on; 0.6-7.2% measured) but Blackwell's backward within 10% (9.4%): B200's rows
     (cuDNN of 2025-06 and 2025-09) and GB200's (2025-11) share one fit, and GB200 runs its rows 11-13% faster than
     B200's 2025-09 ones at 16-32k tokens, against the 1.049 its GEMMs' MAMF ratio prices its clock at
-    (inputs.kernels.BEST_SHAPE_RATIOS; same-layout training rows read 1.01-1.045): a newer cuDNN, or a clock that
+    (inputs.kernels.best_shape_ratios; same-layout training rows read 1.01-1.045): a newer cuDNN, or a clock that
     attention sees and GEMMs do not, which no row separates (8.4% with GB200's clock by the power law); the FP8
     forward within 13% (1.9% on H200 to 12.6% on Blackwell, 11.5% before, for the same reason); the FP8
     backward within 20%: on Blackwell its multiplies at the FP8 rate plus its quantising (FP8_ATTENTION_BACKWARD:

@@ -186,8 +186,8 @@ def test_cli_text_latex_json() -> None:
     assert text.code == 0, text.err
     assert "Bound by " in text.out and "T_step = T_compute + T_TP" in text.out and "qkv.fprop" in text.out
     # The 8B's GEMMs are all from compute.GEMM_SATURATION on (8,192 tokens x 4,096 and more): shape share w is
-    # their tail wave alone.
-    assert "Max(B/(BW_mem*eta_mem), F/(P_fp8*eta_fp8*w))" in text.out
+    # their tail wave alone; the share at most the whole peak (compute.Rates.of_format).
+    assert "Max(B/(BW_mem*eta_mem), F/(P_fp8*w*Min(1, eta_fp8)))" in text.out
     latex = run_cli("explain", *args, "--format", "latex")
     assert latex.code == 0 and latex.out.count(r"\begin{align*}") == 2 and r"\min\left(" in latex.out
     as_json = json.loads(run_cli("explain", *args, "--format", "json").out)

@@ -45,7 +45,7 @@ def test_the_defaults_are_the_fit_of_the_bundled_kernel_rows(fitted: dict[str, F
         eff = DEFAULTS[name]
         assert (eff.gemm_bf16, eff.gemm_tiles_half, eff.gemm_depth_half) == (bf16, tiles_half, depth_half)
         # FP8 at BF16's share times TransformerEngine's format ratio; OpenXLA's FP8 rows agree within 5.5% (Blackwell
-        # 1.052 with GB200's MAMF rows at its measured clock, inputs.kernels.BEST_SHAPE_RATIOS; 1.050 before).
+        # 1.052 with GB200's MAMF rows at its measured clock, inputs.kernels.best_shape_ratios; 1.050 before).
         assert eff.gemm_fp8 == bf16 and (fp8 is None or fp8 / bf16 == pytest.approx(1.0, abs=0.055)), name
 
 
@@ -135,7 +135,7 @@ def test_blackwell_ultra_runs_blackwells_kernels_at_its_own_peak_and_clock() -> 
     """TransformerEngine's 5B layer on B300 (kernels_gemm.csv, NVIDIA/TransformerEngine@d0067d0da6cb
     gemm_profiling.rst line 144: four pre-quantised BF16 Fprop GEMMs of M = 15,872, 6.39 TFLOP in 4,250 us, 1,504
     TFLOP/s; Dgrad and Wgrad 1,447-1,500) priced with Blackwell's fitted share and shape on B300's datasheet peak
-    and clock (its MAMF best GEMMs' ratio to B200's, inputs.kernels.BEST_SHAPE_RATIOS): 1,564, 4% fast (1,669, 11%
+    and clock (its MAMF best GEMMs' ratio to B200's, inputs.kernels.best_shape_ratios): 1,564, 4% fast (1,669, 11%
     fast, with the clock by the power assumption; its MAMF best shape, 1,769, is faster still)."""
     shapes = ((15872, 12288, 4096), (15872, 4096, 4096), (15872, 16384, 4096), (15872, 4096, 16384))
     acc, eff = get_accelerator("b300"), DEFAULTS["blackwell-ultra"]

@@ -16,7 +16,6 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.outputs.explain import explain
 from perfmodel.physics.collectives import all_reduce, group_links, reduce_scatter
-from perfmodel.physics.step import grad_reduce_bytes
 from perfmodel.planning.predict import Prediction, context_for, predict
 
 LAYOUT = {"tp": 8, "pp": 2, "cp": 1, "vp": 1, "dp": 4, "mbs": 1, "gbs": 128, "recompute": "none", "zero": 1}
@@ -39,11 +38,13 @@ def _reduce_scatter(p: Prediction) -> tuple[float, float, float, str]:
     return rs.value, by_symbol["n_buckets"].value, float(found.group(1)) * 1e9, found.group(2)
 
 
-def test_the_default_reduces_in_bf16_and_the_key_in_fp32() -> None:
+def test_the_default_holds_and_reduces_in_bf16_and_the_key_in_fp32() -> None:
+    """The key sets both: the buffer the rank holds and what the reduction moves (torchtitan's FSDP2 reduces in FP32
+    from BF16 gradients: tests/test_stack_knobs.py)."""
     plain = context_for(load_scenario(None, KEYS))
     fp32 = context_for(load_scenario(None, KEYS | {"grad_reduce_in_fp32": True}))
-    assert not plain.recipe.grad_reduce_in_fp32 and grad_reduce_bytes(plain.recipe) == 2
-    assert fp32.recipe.grad_reduce_in_fp32 and grad_reduce_bytes(fp32.recipe) == 4
+    assert (plain.recipe.grad_buffer_bytes, plain.recipe.grad_reduce_bytes) == (2, 2)
+    assert (fp32.recipe.grad_buffer_bytes, fp32.recipe.grad_reduce_bytes) == (4, 4)
 
 
 def test_the_reduce_scatter_moves_twice_the_bytes() -> None:

@@ -17,6 +17,7 @@ from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.scenario import RUN_SETTINGS
 from perfmodel.inputs.stacks import Knobs
 from perfmodel.outputs.launch import Run, known_options, launch
 from perfmodel.physics.parallel import Layout
@@ -301,6 +302,28 @@ def test_a_saved_prediction_keeps_its_run_settings(tmp_path: Path, name: str) ->
     assert any(line.startswith(unset) for line in lines) == (name == "graph")
     if name == "graph":
         assert (record["fp8_attention"], record["full_iteration_graph"], record["vintage"]) == (True, True, "2025-06")
+
+
+def test_a_prediction_saved_before_records_carried_its_run_settings_says_so(tmp_path: Path) -> None:
+    """A JSON saved before 3a87941 has no `run_settings` column, nor the settings it was priced with: launch --from
+    prices their defaults and says so on stderr, one line naming the file and the settings; a record saved now, its
+    settings all at their defaults, launches without the warning."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SAVED_SETTINGS["graph"])
+    record = json.loads(run_cli("predict", str(scenario), "--format", "json").out)
+    assert record["run_settings"] == "fp8_attention; full_iteration_graph"
+    old = {key: value for key, value in record.items() if key not in (*RUN_SETTINGS, "run_settings", "vintage")}
+    saved = tmp_path / "old.json"
+    saved.write_text(json.dumps(old))
+    launched = run_cli("launch", "--stack", "megatron-bridge", "--from", str(saved))
+    assert launched.code == 0 and launched.err.count("\n") == 1
+    assert launched.err.startswith(f"warning: --from {saved}: result 1 was saved before perfmodel's records carried")
+    assert all(name in launched.err for name in (*RUN_SETTINGS, "vintage"))
+    current = tmp_path / "new.json"
+    plain = ("--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8", "--format", "json")
+    current.write_text(run_cli("predict", *plain).out)
+    assert json.loads(current.read_text())["run_settings"] == ""
+    assert run_cli("launch", "--stack", "megatron-bridge", "--from", str(current)).err == ""
 
 
 def test_a_saved_prediction_launches_as_predicted(tmp_path: Path) -> None:

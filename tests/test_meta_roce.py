@@ -51,7 +51,7 @@ def test_the_llama3_campaign_runs_as_meta_ran_it() -> None:
     (campaigns.md section 1, row 1a), at the software of 2024-03 (inferred: the file's header)."""
     for _, scenario in phase_scenarios(load_scenario(CAMPAIGN)):
         ctx = context_for(scenario)
-        assert ctx.hardware.system.id == "meta-h100-roce" and ctx.recipe.grad_reduce_in_fp32
+        assert ctx.hardware.system.id == "meta-h100-roce" and ctx.recipe.grad_buffer_bytes == 4
         assert scenario.vintage == "2024-03"
 
 

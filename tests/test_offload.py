@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
+import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import bundled_runs
 from perfmodel.fitting.validation import prepare
 from perfmodel.inputs.hardware import resolve
-from perfmodel.inputs.scenario import load_scenario
+from perfmodel.inputs.scenario import Scenario, load_scenario, with_overrides
 from perfmodel.physics.calibration import bundled
 from perfmodel.physics.offload import offload_s
 from perfmodel.physics.step import _evaluate, _per_rank, _saved, evaluate
@@ -132,6 +133,17 @@ def test_a_bad_offload_names_its_scenario_file(tmp_path: Path, gpu: str, offload
     refused = run_cli("predict", str(scenario))
     assert refused.code == 2 and refused.err.startswith(f"error: {scenario}: {message}")
     assert refused.err.count("\n") == 1
+
+
+def test_a_bad_offload_of_a_scenario_object_is_refused_as_a_files() -> None:
+    """The API checks a Scenario built in Python where it checks a file's (inputs/scenario.check_offload, through
+    with_overrides): the same line, naming the scenario, and the flag where one set the offload."""
+    built = Scenario(model="llama3.1-70b", gpu="gb200", n_gpus=64, stack="torchtitan", activation_offload_layers=40)
+    with pytest.raises(PerfmodelError, match=r"^scenario: activation_offload_layers: Megatron-Core's offload; stack"):
+        perfmodel.predict(built)
+    with pytest.raises(PerfmodelError, match=r"^--from saved.json: activation_offload_layers 80: must be less than"):
+        with_overrides(replace(built, stack="megatron"), {"activation_offload_layers": 80},
+                       {"activation_offload_layers": "--from saved.json"})  # fmt: skip
 
 
 @pytest.mark.parametrize(("line", "offloaded"), [(155, 40), (154, 20)])

@@ -54,6 +54,18 @@ def test_a_compute_bound_gemm_takes_the_share_and_nothing_else() -> None:
     assert op_time(op, half, flat) / op_time(op, half, powered) == pytest.approx(law)
 
 
+@pytest.mark.parametrize("part", ["h100-sxm", "b200", "a100-sxm-80gb"])
+def test_no_board_power_prices_a_gemm_above_its_datasheet_peak(part: str) -> None:
+    """A what-if's power_w=x10 raises the power law's share (H100: its measured share x 10^0.3) and a lower-power
+    variant's clock (B200 against GB300's 1,400 W: (10,000 / 1,400)^0.63 x 2,500 / 2,250) past the whole peak: the
+    GEMM is priced at most at its datasheet peak (compute.clock_share, Rates.of_format)."""
+    op = Op("gemm", "gemm", flops=2 * 8192**3, bytes=3 * 2 * 8192**2, m=8192, n=8192, k=8192, fmt="bf16")
+    own = resolve(part).accelerator
+    eff = replace(DEFAULTS[own.family], peak_power_exponent=0.3, kernel_overhead_us=0.0)
+    powered = apply(resolve(part), [Setting(KNOBS["power_w"], 10.0, multiplier=True)]).accelerator
+    assert op_time(op, powered, eff) >= op.flops / own.peak_flops("bf16")
+
+
 def test_each_format_reads_its_own_peak_in_bf16_equivalent_operations() -> None:
     # An FP8 operation is half a BF16 one in power (the rate per clock doubles per halving of the width), so where
     # FP8 = 2x BF16 (H100, GB300) the FP8 share is the BF16 one; GB300's NVFP4 is 15,000 TFLOP/s, 6x its BF16

@@ -17,7 +17,7 @@ from perfmodel.inputs.stacks import get_stack, stack_knobs, stack_recipe
 from perfmodel.physics.collectives import all_gather, reduce_scatter
 from perfmodel.physics.compute import Rates, batched, op_times
 from perfmodel.physics.memory import activation_bytes_per_token
-from perfmodel.physics.step import evaluate, fsdp_copies_s, grad_reduce_bytes
+from perfmodel.physics.step import evaluate, fsdp_copies_s
 from perfmodel.physics.workload import (
     EAGER_ROPE_BYTES,
     EAGER_SWIGLU_BYTES,
@@ -435,10 +435,9 @@ def test_fsdp2_reduces_in_fp32_and_pays_its_copies_on_the_compute_stream() -> No
     ctx = context_for(prediction.scenario)
     trace = _trace(prediction)
     weights, trainable = float(trace["params"].most), float(trace["trainable"])
-    assert ctx.recipe.fsdp_reduce_fp32 and ctx.recipe.fsdp_copies
+    assert ctx.recipe.fsdp_copies and (ctx.recipe.grad_reduce_bytes, ctx.recipe.grad_buffer_bytes) == (4, 2)
     rate = ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory
     expected = (2 * 2 * 2 * weights + (2 + 4) * trainable) / rate
     assert float(fsdp_copies_s(ctx, weights, trainable)) == pytest.approx(expected)
-    assert grad_reduce_bytes(ctx.recipe) == 4
     megatron = context_for(_predict(stack="megatron").scenario)
-    assert float(fsdp_copies_s(megatron, weights, trainable)) == 0.0 and grad_reduce_bytes(megatron.recipe) == 2
+    assert float(fsdp_copies_s(megatron, weights, trainable)) == 0.0 and megatron.recipe.grad_reduce_bytes == 2

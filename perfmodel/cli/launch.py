@@ -65,7 +65,14 @@ def _saved(source: Path, row: int, stack: str, scenario: str | None, flags: dict
     if scenario is not None or given is not None:
         beside = "SCENARIO" if scenario is not None else f"--{given.replace('_', '-')}"  # type: ignore[union-attr]
         raise PerfmodelError(f"--from {source}: the saved prediction gives the question and layout; drop {beside}")
-    question, settings = saved_question(read_results(source), str(source), row)
+    question, settings, unrecorded = saved_question(read_results(source), str(source), row)
+    if unrecorded:
+        say(
+            f"warning: --from {source}: result {row} was saved before perfmodel's records carried their run "
+            f"settings ({', '.join(unrecorded)}): priced and configured at their defaults; predict and save it again "
+            "to keep those it set",
+            err=True,
+        )
     if question.setdefault("stack", PROFILES[stack]) != PROFILES[stack]:
         raise PerfmodelError(
             f"--from {source}: result {row} was predicted for the {question['stack']} stack; {stack} launches "

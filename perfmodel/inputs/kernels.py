@@ -58,6 +58,8 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
+from perfmodel.errors import PerfmodelError
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 GEMMS = "kernels_gemm.csv"
 ATTENTIONS = "kernels_attention.csv"
@@ -183,18 +185,6 @@ class SiblingRatio(NamedTuple):
     part: str
 
 
-BEST_SHAPE_RATIOS = {"b300": SiblingRatio(0.995, "b200"), "gb200": SiblingRatio(1.049, "b200")}
-"""`best_shape_ratios` of the bundled shape rows, rounded (tests/test_kernels.py holds the two equal), kept here so
-that a prediction does not read the 1,000-row file. On Blackwell's BF16/FP8 silicon (every Blackwell part names
-GB300's as its power reference) GB200 at 1,200 W runs its best GEMM 4.4% faster than B200 at 1,000 W in BF16 (1,822
-against 1,745 TFLOP/s) and 5.3% in FP8 (3,616 against 3,433), and B300 at 1,100 W 1.4% faster in BF16 (1,769) and
-2.3% slower in FP8 (3,353), where the power assumption (physics/compute.clock_share, f ~ P^0.63) says 12.2% and
-6.2%. Training rows of one layout and release read the same: GB200 over B200 1.01-1.045 measured (Megatron-Bridge 8B
-FP8/MXFP8 in NeMo 25.09 and 25.11, MLPerf v5.0 Llama 2 70B LoRA) against 1.085 priced with the power assumption, B300
-over B200 1.03-1.04 (MLPerf v5.1 Llama 2 70B LoRA, Supermicro); and TransformerEngine's B300 layer GEMMs, 1,447-1,504
-TFLOP/s (kernels_gemm.csv), are priced at 1,564 with B300's measured ratio, at 1,669 with the power assumption."""
-
-
 class SiliconRatio(NamedTuple):
     """A part's measured best-GEMM share of its BF16 peak over another generation's part (`other_silicon_ratios`)."""
 
@@ -215,9 +205,15 @@ its rows had read 4.3% fast on average (6.7% MAPE), 5.5% MAPE at the measured ra
 
 def _mamf_best() -> dict[tuple[str, str], float]:
     """Each part's and format's best TFLOP/s among ml-engineering's MAMF shape rows (MAMF_NOTE): the one reading that
-    `other_silicon_ratios` and `best_shape_ratios` divide."""
+    `other_silicon_ratios` and `best_shape_ratios` divide. Only the file's lines that hold the note are parsed (14 of
+    1,064, each row one line): a prediction on a part with a power reference reads them (compute.clock_share), ~1 ms
+    where the whole file took ~11."""
+    import csv
+
+    with (DATA / GEMM_SHAPES).open(newline="", encoding="utf-8") as handle:
+        lines = [next(handle), *(line for line in handle if MAMF_NOTE in line)]
     best: dict[tuple[str, str], float] = {}
-    for row in _read(GEMM_SHAPES):
+    for row in csv.DictReader(lines):
         if row["notes"].startswith(MAMF_NOTE):
             key = (SHAPE_PARTS[row["gpu"]], row["precision"])
             best[key] = max(best.get(key, 0.0), float(row["tflops"]))
@@ -226,7 +222,9 @@ def _mamf_best() -> dict[tuple[str, str], float]:
 
 def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
     """Per family in `references` (family: the part whose kernels price it) with a MAMF BF16 row of its own, its best
-    shape's share of its BF16 peak over the reference part's best: the cross-generation share the kernels measure."""
+    shape's share of its BF16 peak over the reference part's best: the cross-generation share the kernels measure.
+    A family whose rows measure two parts is refused (one line naming the file and the family), not priced from
+    whichever came last: their shares differ where their clocks do (MI300X and MI325X, B200 and GB200)."""
     from perfmodel.inputs.hardware import get_accelerator
 
     best = {
@@ -234,18 +232,36 @@ def other_silicon_ratios(references: dict[str, str]) -> dict[str, SiliconRatio]:
         for (part, fmt), tflops in _mamf_best().items()
         if fmt == "bf16"
     }
-    ratios: dict[str, SiliconRatio] = {}
+    parts: dict[str, list[str]] = {}
     for part in sorted(best):
-        family = get_accelerator(part).family
-        if family in references and references[family] in best:
-            ratios[family] = SiliconRatio(part, references[family], best[part] / best[references[family]])
+        parts.setdefault(get_accelerator(part).family, []).append(part)
+    ratios: dict[str, SiliconRatio] = {}
+    for family, reference in references.items():
+        measured = parts.get(family, [])
+        if len(measured) > 1:
+            raise PerfmodelError(
+                f"{GEMM_SHAPES}: family '{family}' has MAMF BF16 rows of {len(measured)} parts "
+                f"({', '.join(measured)}); its GEMMs are priced from one part's ratio"
+            )
+        if measured and reference in best:
+            ratios[family] = SiliconRatio(measured[0], reference, best[measured[0]] / best[reference])
     return ratios
 
 
+@cache
 def best_shape_ratios() -> dict[str, SiblingRatio]:
     """Per part that MAMF rows measure beside the lowest-power part on the same GEMM silicon (hardware_specs: the same
     `power_reference`), the geometric mean over the formats both measure of its best throughput over that part's: the
-    sustained-clock ratio of the two, measured by one tool, where the power assumption would guess it."""
+    sustained-clock ratio of the two, measured by one tool, where the power assumption would guess it
+    (compute.clock_share). On Blackwell's BF16/FP8 silicon (every Blackwell part names GB300's as its power
+    reference) GB200 at 1,200 W runs its best GEMM 4.4% faster than B200 at 1,000 W in BF16 (1,822 against 1,745
+    TFLOP/s) and 5.3% in FP8 (3,616 against 3,433), and B300 at 1,100 W 1.4% faster in BF16 (1,769) and 2.3% slower
+    in FP8 (3,353): 1.0487x and 0.9952x, where the power assumption (f ~ P^0.63) says 12.2% and 6.2%. Training rows of
+    one layout and release read the same: GB200 over B200 1.01-1.045 measured (Megatron-Bridge 8B FP8/MXFP8 in NeMo
+    25.09 and 25.11, MLPerf v5.0 Llama 2 70B LoRA) against 1.085 priced with the power assumption, B300 over B200
+    1.03-1.04 (MLPerf v5.1 Llama 2 70B LoRA, Supermicro); and TransformerEngine's B300 layer GEMMs, 1,447-1,504
+    TFLOP/s (kernels_gemm.csv), are priced at 1,564 with B300's measured ratio, at 1,669 with the power assumption.
+    Cached: read once per process."""
     from perfmodel.inputs.hardware import get_accelerator
 
     best = _mamf_best()

@@ -18,6 +18,10 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, Accelerator
 
 BF16_BYTES = 2.0
+FP32_BYTES = 4.0
+GRAD_BYTES = BF16_BYTES
+"""Bytes per gradient held and reduced where the run does not ask for FP32 (Megatron-Core's default
+grad_reduce_in_fp32=False: its main gradients in the parameters' BF16)."""
 _MXFP8 = 1.0 + 1 / 32  # E4M3 element + one E8M0 scale per 32
 _NVFP4 = 0.5 + 1 / 16  # E2M1 element + one E4M3 scale per 16 (the FP32 tensor scale is negligible)
 _MXFP4 = 0.5 + 1 / 32  # E2M1 element + one E8M0 scale per 32
@@ -82,17 +86,20 @@ class Recipe:
     split_with_sizes_copy, run by wait_for_unshard) and the gradients are copied into the reduce-scatter's input in
     its dtype (foreach_reduce_scatter_copy_in, before the reduce-scatter stream waits on the compute stream)
     (step.fsdp_copies_s)."""
-    fsdp_reduce_fp32: bool = False
-    """Whether the gradients reduce in FP32 (FSDP2's MixedPrecisionPolicy.reduce_dtype: torchtitan's
-    training.mixed_precision_reduce defaults to 'float32', recalled from the public code, not a stored copy): 4
-    bytes per gradient on the wire and in the copy-in (step.grad_reduce_bytes)."""
-    grad_reduce_in_fp32: bool = False
-    """Whether Megatron-Core's DDP keeps its gradient buffer in FP32 (Scenario.grad_reduce_in_fp32,
-    DistributedDataParallelConfig.grad_reduce_in_fp32): the main gradients are allocated in FP32 (megatron-core
-    0.7.0 wheel, distributed/distributed_data_parallel.py L106 `grad_dtype = torch.float if ...grad_reduce_in_fp32`,
-    param_and_grad_buffer.py L344 the grad buffer in that dtype, L369 `param.main_grad` a view of it), so the
-    micro-batches accumulate into FP32 and the data-parallel reduce-scatter or all-reduce moves 4 bytes per gradient
-    (step.grad_reduce_bytes), and each rank holds 4 bytes per gradient, not 2 (memory.model_state)."""
+    grad_reduce_bytes: float = GRAD_BYTES
+    """Bytes per gradient the data-parallel reduce-scatter or all-reduce moves (step._data_parallel), and FSDP2's
+    copy-in writes (step.fsdp_copies_s): FP32 where the stack reduces in FP32 (FSDP2's
+    MixedPrecisionPolicy.reduce_dtype: torchtitan's training.mixed_precision_reduce defaults to 'float32', recalled
+    from the public code, not a stored copy; stacks.stack_recipe) or the run keeps Megatron-Core's gradient buffer in
+    FP32 (bridge_recipe's grad_reduce_in_fp32)."""
+    grad_buffer_bytes: float = GRAD_BYTES
+    """Bytes per gradient each rank holds and accumulates the micro-batches into (memory.model_state): FP32 where the
+    run keeps Megatron-Core's DDP gradient buffer in FP32 (Scenario.grad_reduce_in_fp32,
+    DistributedDataParallelConfig.grad_reduce_in_fp32: megatron-core 0.7.0 wheel, distributed/
+    distributed_data_parallel.py L106 `grad_dtype = torch.float if ...grad_reduce_in_fp32`, param_and_grad_buffer.py
+    L344 the grad buffer in that dtype, L369 `param.main_grad` a view of it), which it then reduces as it holds
+    (`grad_reduce_bytes` FP32 too). FSDP2 keeps the parameters' BF16 gradients and casts them into its FP32
+    reduce-scatter input (`grad_reduce_bytes` alone)."""
     zero3_per_tensor: bool = False
     """ZeRO-3 as DeepSpeed ran it before its 0.6.0 release (inputs/features.py 'zero3_coalesced_prefetch'): each
     parameter tensor all-gathered and its gradient reduce-scattered by a call of its own, each gather behind a
@@ -362,15 +369,18 @@ def bridge_recipe(
     fp8_band_masked: bool = False,
     dglu_dbias_regressed: bool = False,
     offload_layers: int = 0,
+    grad_reduce_in_fp32: bool = False,
 ) -> Recipe:
-    """The recipe as a Megatron-Bridge performance recipe's TransformerEngine settings run it (Scenario's
-    fp8_attention, fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band,
-    dglu_dbias_regression), each where the format allows it (the experts' loop and the whole-iteration CUDA graph in
-    any; a regressed dGeGLU + dbias kernel with the fused grouped MLP that runs it): flash attention in the
-    quantised format where the run sets FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe,
-    TransformerEngine 2.16, sm100 with cuDNN >= 9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8
-    under the others), the fused grouped MLP under MXFP8 alone (cuDNN's kernels take no other format), the LM head
-    quantised under a quantised recipe; a BF16 recipe has nothing to quantise. Cached, as cp_comm_recipe."""
+    """The recipe as a Megatron-Bridge performance recipe's settings run it (Scenario's RUN_SETTINGS: fp8_attention,
+    fused_grouped_mlp, fp8_output_proj, expert_loop, full_iteration_graph, fp8_attention_band, dglu_dbias_regression,
+    activation_offload_layers, grad_reduce_in_fp32), each where the format allows it (the experts' loop, the
+    whole-iteration CUDA graph, the offload and Megatron-Core's FP32 gradient buffer in any; a regressed dGeGLU +
+    dbias kernel with the fused grouped MLP that runs it): flash attention in the quantised format where the run sets
+    FP8 dot-product attention (MXFP8 attention under the MXFP8 recipe, TransformerEngine 2.16, sm100 with cuDNN >=
+    9.21: ../shared/data/gpt_oss_blackwell_notes.md 2.1; per-tensor FP8 under the others), the fused grouped MLP under
+    MXFP8 alone (cuDNN's kernels take no other format), the LM head quantised under a quantised recipe; a BF16 recipe
+    has nothing to quantise. The FP32 buffer is held and reduced in FP32 (Recipe.grad_buffer_bytes,
+    grad_reduce_bytes). Cached, as cp_comm_recipe."""
     if fp8_attention and recipe.quantised:
         fmt = "mxfp8" if recipe.id == "mxfp8" else "fp8"
         recipe = replace(recipe, attention_format=fmt, fp8_band_masked=fp8_band_masked)
@@ -384,13 +394,9 @@ def bridge_recipe(
         recipe = replace(recipe, graph_captured=True)
     if offload_layers:
         recipe = replace(recipe, offload_layers=offload_layers)
+    if grad_reduce_in_fp32:
+        recipe = replace(recipe, grad_reduce_bytes=FP32_BYTES, grad_buffer_bytes=FP32_BYTES)
     return recipe
-
-
-@cache
-def grad_reduce_recipe(recipe: Recipe, grad_reduce_in_fp32: bool) -> Recipe:
-    """The recipe with Megatron-Core's FP32 gradient buffer where the scenario sets it. Cached, as cp_comm_recipe."""
-    return replace(recipe, grad_reduce_in_fp32=True) if grad_reduce_in_fp32 else recipe
 
 
 @cache

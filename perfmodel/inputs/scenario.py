@@ -333,7 +333,7 @@ class Scenario:
     grad_reduce_in_fp32: bool = False
     """Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32: the gradients accumulate and reduce over
     the data-parallel ranks in an FP32 buffer (4 bytes per gradient on the wire and in memory,
-    precision.Recipe.grad_reduce_in_fp32), as Llama 3 trained (arXiv:2407.21783 section 3.3.2); false: BF16."""
+    precision.Recipe.grad_buffer_bytes), as Llama 3 trained (arXiv:2407.21783 section 3.3.2); false: BF16."""
     activation_offload_layers: int = bounded(0, ge=0, le=100_000)
     """Megatron-Core's activation offload, as a Megatron-Bridge recipe sets it (cpu_offloading_num_layers): the saved
     activations of the model's first n layers go to host memory after their forward and come back before their
@@ -506,11 +506,21 @@ OPTION_FIELDS: dict[str, str] = {
 }
 """The scenario fields that a command's flags and the Python API's keywords set, by keyword (the flag is --gpus
 for n_gpus, --seq-len for seq_len): one table, so the CLI and the API cannot drift apart."""
-RUN_SETTINGS = ("fp8_attention", "fp8_attention_band", "fused_grouped_mlp", "dglu_dbias_regression", "fp8_output_proj",
-                "expert_loop", "full_iteration_graph", "grad_reduce_in_fp32", "activation_offload_layers")  # fmt: skip
-"""The scenario keys of how the stack runs (a Megatron-Bridge recipe's settings) that a file gives and no flag does:
-each changes the price, so a prediction's record carries those set (`run_settings`), and `launch --from` prices them
-(its config sets the offload and the gradient dtype and names the rest: outputs/launch.Run.unset)."""
+RUN_SETTINGS: dict[str, tuple[str, str]] = {
+    "fp8_attention": ("true/false", "TransformerEngine's FP8 dot-product attention (fp8_dot_product_attention)"),
+    "fp8_attention_band": ("", "FP8 attention's backward of a sliding window: its band skipped or masked"),
+    "fused_grouped_mlp": ("true/false", "the experts as TransformerEngine's fused grouped MLP on cuDNN (MXFP8)"),
+    "dglu_dbias_regression": ("true/false", "the fused grouped MLP's slow dGeGLU + dbias (cudnn-frontend 1.24-1.25)"),
+    "fp8_output_proj": ("true/false", "the LM head in the quantised recipe's format"),
+    "expert_loop": ("true/false", "the experts as Megatron-Core's TEGroupedMLP with its per-expert cost"),
+    "full_iteration_graph": ("true/false", "the whole iteration captured in one CUDA graph"),
+    "grad_reduce_in_fp32": ("true/false", "the gradients accumulated and reduced in an FP32 buffer"),
+    "activation_offload_layers": ("layers", "the leading layers whose saved activations wait in host memory"),
+}
+"""The scenario keys of how the stack runs (a Megatron-Bridge recipe's settings) that a file gives and no flag does,
+with the unit and meaning of the record's column of each (outputs/record.py): each changes the price, so a
+prediction's record carries those set (`run_settings`), and `launch --from` prices them (its config sets the offload
+and the gradient dtype and names the rest: outputs/launch.Run.unset)."""
 
 
 def run_settings(scenario: Scenario) -> dict[str, Any]:
@@ -671,6 +681,10 @@ def scenario_from(
         check_lora(scenario)
     except FieldError as exc:
         raise located(exc.field, exc.detail) from None
+    try:
+        check_offload(scenario)
+    except PerfmodelError as exc:
+        raise located("activation_offload_layers", str(exc), named=False) from None
     return scenario
 
 
@@ -852,6 +866,31 @@ def check_lora(scenario: Scenario) -> None:
         )
     if scenario.lora_rank > model.hidden:
         raise FieldError("lora_rank", f"rank {scenario.lora_rank:,} is above the layer width ({model.hidden:,})")
+
+
+def check_offload(scenario: Scenario) -> None:
+    """One line saying why the scenario cannot offload its `activation_offload_layers`: Megatron-Core's stack alone
+    has the offload, of at most the model's layers less one (transformer_config.py L1137-1142; transformer-engine
+    2.20.2 cpu_offload.py L843-853), over a host link the system file gives. Here, with the checks that need the
+    model and hardware (`scenario_from`), so that it names the file or flag that set it, and a Scenario object the
+    API takes is checked as a file is (`with_overrides`)."""
+    offloaded = scenario.activation_offload_layers
+    if not offloaded:
+        return
+    if scenario.stack != "megatron":
+        raise PerfmodelError(f"activation_offload_layers: Megatron-Core's offload; stack '{scenario.stack}' has none")
+    model = scenario.model_spec()
+    if offloaded >= model.layers:
+        raise PerfmodelError(
+            f"activation_offload_layers {offloaded}: must be less than the {model.layers} layers of {model.name} "
+            "(Megatron-Core 0.16.0 transformer/transformer_config.py L1137-1142)"
+        )
+    system = resolve(scenario.gpu, scenario.system).system
+    if system.host_link_gb_per_s_per_direction is None:
+        raise PerfmodelError(
+            f"activation_offload_layers: system '{system.id}' gives no host_link_gb_per_s_per_direction (the GPU's "
+            "link to host memory that the activations cross)"
+        )
 
 
 def single_phase(scenario: Scenario, command: str, instead: str) -> None:

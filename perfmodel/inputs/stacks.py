@@ -15,7 +15,14 @@ from functools import cache
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.precision import BF16_BYTES, FP8_RECIPES, Recipe, float8_tp_recipe, rowwise_recipe
+from perfmodel.inputs.precision import (
+    BF16_BYTES,
+    FP8_RECIPES,
+    FP32_BYTES,
+    Recipe,
+    float8_tp_recipe,
+    rowwise_recipe,
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ class StackProfile:
     layers (precision.Recipe.separate_projections: torchtitan's Llama), not fused as Megatron-Core's."""
     fsdp2: bool = False
     """Whether the stack shards with PyTorch's FSDP2 (fully_shard) as it ships: its copies beside each all-gather and
-    reduce-scatter and FP32 gradient reduction (precision.Recipe.fsdp_copies, fsdp_reduce_fp32)."""
+    reduce-scatter and FP32 gradient reduction (precision.Recipe.fsdp_copies, grad_reduce_bytes)."""
     fp8_recipes: tuple[str, ...] = ()
     """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
     Transformer Engine's per-tensor scaling, no knob."""
@@ -443,7 +450,7 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
     if stack.separate_projections:
         recipe = replace(recipe, separate_projections=True)
     if stack.fsdp2:
-        recipe = replace(recipe, fsdp_copies=True, fsdp_reduce_fp32=True)
+        recipe = replace(recipe, fsdp_copies=True, grad_reduce_bytes=FP32_BYTES)
     if stack.fused_cross_entropy:
         recipe = replace(recipe, fused_cross_entropy=True)
     if knobs.async_tp is not None:

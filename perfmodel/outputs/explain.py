@@ -38,7 +38,6 @@ from perfmodel.physics.step import (
     dp_buckets,
     evaluate,
     fsdp_copies_s,
-    grad_reduce_bytes,
     host_overhead_s,
     sac_recomputed_gemm_share,
     straggler_s,
@@ -770,7 +769,7 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
         step.dp_comm_exposed_s,
         formula,
         used,
-        _scaled(_link_shares(links, trainable * grad_reduce_bytes(ctx.recipe)), step.dp_comm_exposed_s),
+        _scaled(_link_shares(links, trainable * ctx.recipe.grad_reduce_bytes), step.dp_comm_exposed_s),
         notes,
     )
 
@@ -791,12 +790,12 @@ def _zero_formula(
     with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`); `gathers`: weight
     gathers per micro-batch of a ZeRO-3 run tensor by tensor (step.zero3_gathers)."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
-    grads = trainable * grad_reduce_bytes(ctx.recipe)
+    grads = trainable * ctx.recipe.grad_reduce_bytes
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
     n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "",
              f"Megatron DDP buckets (max(40M, 1M x ranks)){of}")  # fmt: skip
     nb = float(n_b.value)
-    dtype = "FP32" if grad_reduce_bytes(ctx.recipe) == FP32_BYTES else "BF16"
+    dtype = "FP32" if ctx.recipe.grad_reduce_bytes == FP32_BYTES else "BF16"
     rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
             f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})")  # fmt: skip
     ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",

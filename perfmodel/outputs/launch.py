@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import RUN_SETTINGS, Scenario, run_settings
@@ -203,11 +203,27 @@ SAVED_LAYOUT = ("tp", "pp", "cp", "vp", "ep", "etp", "mbs", "gbs", "seq_len", "r
 """What a saved prediction's JSON says of its question and layout, under the keyword names of a question."""
 
 
-def saved_question(document: Any, source: str, row: int) -> tuple[dict[str, Any], dict[str, Any]]:
+class SavedQuestion(NamedTuple):
+    """A saved prediction's question (`saved_question`)."""
+
+    keywords: dict[str, Any]
+    """Its model, hardware, count, precision, stack and its knobs, release and whole layout, as keywords."""
+    settings: dict[str, Any]
+    """The run settings it was priced with (RUN_SETTINGS, a MoE model's routing imbalance), as scenario keys: no
+    keyword sets them."""
+    unrecorded: tuple[str, ...]
+    """The settings a record saved before records carried them (no `run_settings` column: commit 3a87941) cannot
+    say, and so are priced at their defaults: RUN_SETTINGS and the release (`vintage`); empty for a newer record."""
+
+
+UNRECORDED = (*RUN_SETTINGS, "vintage")
+"""What a record saved before 3a87941 dropped (outputs/record.py: the run settings and the release priced)."""
+
+
+def saved_question(document: Any, source: str, row: int) -> SavedQuestion:
     """The question of one prediction (`row`, from 1) of a JSON perfmodel wrote (predict's, search's best first,
-    compare's, plan's feasible candidates, export's), as keywords: its model, hardware, count, precision, stack and
-    its knobs, release and its whole layout; and, as scenario keys, the run settings it was priced with (RUN_SETTINGS,
-    a MoE model's routing imbalance), which no keyword sets. One line naming the file otherwise."""
+    compare's, plan's feasible candidates, export's), and what its record cannot say (SavedQuestion). One line
+    naming the file otherwise."""
     from perfmodel.outputs.plot import nested_record, records_of
 
     records = records_of(document, Path(source)) if isinstance(document, dict) else document
@@ -227,7 +243,8 @@ def saved_question(document: Any, source: str, row: int) -> tuple[dict[str, Any]
     settings = {key: record[key] for key in RUN_SETTINGS if record.get(key) is not None}
     imbalance = (record.get("moe") or {}).get("imbalance")
     settings |= {"moe_imbalance": imbalance} if imbalance not in (None, 1.0) else {}
-    return question | {"gpu": record["accelerator"]}, settings
+    unrecorded = () if "run_settings" in record else UNRECORDED
+    return SavedQuestion(question | {"gpu": record["accelerator"]}, settings, unrecorded)
 
 
 SEARCHED_LAYOUTS = 50

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.scenario import RUN_SETTINGS
 
 
 class Field(NamedTuple):
@@ -40,20 +41,6 @@ _MEMORY = {
     "activations": "activations kept for the backward pass",
     "runtime": "runtime reserve (CUDA context, allocator, communication buffers)",
 }
-
-_RUN_SETTINGS = (
-    ("fp8_attention", "true/false", "TransformerEngine's FP8 dot-product attention (fp8_dot_product_attention)"),
-    ("fp8_attention_band", "", "FP8 attention's backward of a sliding window: its band skipped or masked"),
-    ("fused_grouped_mlp", "true/false", "the experts as TransformerEngine's fused grouped MLP on cuDNN (MXFP8)"),
-    ("dglu_dbias_regression", "true/false", "the fused grouped MLP's slow dGeGLU + dbias (cudnn-frontend 1.24-1.25)"),
-    ("fp8_output_proj", "true/false", "the LM head in the quantised recipe's format"),
-    ("expert_loop", "true/false", "the experts as Megatron-Core's TEGroupedMLP with its per-expert cost"),
-    ("full_iteration_graph", "true/false", "the whole iteration captured in one CUDA graph"),
-    ("grad_reduce_in_fp32", "true/false", "the gradients accumulated and reduced in an FP32 buffer"),
-    ("activation_offload_layers", "layers", "the leading layers whose saved activations wait in host memory"),
-)
-"""The scenario's RUN_SETTINGS (inputs/scenario.py) as the record names them: only those set to other than their
-default, so that `launch --from` runs the prediction as priced."""
 
 
 def _bounds(name: str, unit: str, what: str = "") -> tuple[Field, Field]:
@@ -121,7 +108,13 @@ FIELDS: tuple[Field, ...] = (
     Field("stack_knobs.async_tp", "true/false", "torchtitan's async TP (true) or vanilla TP (false); empty: none"),
     Field("stack_knobs.compile", "true/false", "torch.compile fusion (true) or eager elementwise (false); empty: none"),
     Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob, or no FP8"),
-    *(Field(name, unit, f"{meaning} (scenario key; only when set)") for name, unit, meaning in _RUN_SETTINGS),
+    *(Field(name, unit, f"{meaning} (scenario key; only when set)") for name, (unit, meaning) in RUN_SETTINGS.items()),
+    Field(
+        "run_settings",
+        "",
+        "the scenario keys above that the prediction set ('; '-separated; empty: none); a saved record without this "
+        "column predates them, and launch --from says it prices their defaults",
+    ),
     Field("vintage", "YYYY-MM", "the software release month priced (only when set; else the calibration's newest)"),
     Field("step_time_s", "s", "time of one optimizer step"),
     Field("tokens_per_s", "tokens/s", "cluster throughput"),

@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import (
     BENCH_FORMAT_SHARES,
-    BEST_SHAPE_RATIOS,
     MEASURED_FAMILIES,
     OTHER_SILICON_RATIOS,
     FormatShare,
+    best_shape_ratios,
     format_shares,
 )
 from perfmodel.physics.algebra import PLAIN, Number, ceil, maximum, minimum, where
@@ -73,20 +73,24 @@ Hopper's, whose kernels price it (efficiency.GEMM_SILICON)."""
 def clock_share(acc: Accelerator) -> float:
     """Delivered tensor-core throughput over the datasheet peak, relative to the same-silicon variant at the highest
     board power (1 for that variant and for parts without one): the measured sustained-clock ratio where one is
-    sourced (clocks; or one tool's best GEMMs against a lower-power sibling's, inputs.kernels.BEST_SHAPE_RATIOS),
-    else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63."""
+    sourced (clocks; or one tool's best GEMMs against a lower-power sibling's, inputs.kernels.best_shape_ratios),
+    else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63. At most 1: the
+    datasheet peak is the boost clock's, which no board power passes (a what-if's power_w=x10 on MI300X would
+    otherwise clock it 3.6x faster)."""
     ref = acc.power_reference
     if ref is None:
         return 1.0
     peak_ratio = ref.bf16_tflops.value / acc.bf16_tflops.value
-    sibling = BEST_SHAPE_RATIOS.get(acc.id)
+    sibling = best_shape_ratios().get(acc.id)
     if sibling is not None:  # as a share of the silicon's top peak, which a what-if's BF16 peak moves with the part's
         anchor = get_accelerator(sibling.part)
         top = anchor.power_reference or anchor
-        return clock_share(anchor) * anchor.bf16_tflops.value / top.bf16_tflops.value * sibling.ratio * peak_ratio
-    if ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
-        return acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
-    return (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
+        share = clock_share(anchor) * anchor.bf16_tflops.value / top.bf16_tflops.value * sibling.ratio * peak_ratio
+    elif ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
+        share = acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
+    else:
+        share = (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
+    return min(1.0, share)
 
 
 def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Number:
@@ -240,11 +244,14 @@ class Rates:
         return released_attention(eff, family, 1.0, causal=False), released_attention(eff, family, causal=False)
 
     def of_format(self, fmt: str) -> tuple[Number, Number]:
-        """(the datasheet peak of `fmt` at the sustained clock, a large GEMM's rate in it)."""
+        """(the datasheet peak of `fmt` at the sustained clock, a large GEMM's rate in it): the GEMM's share at most
+        the whole peak, which the power law's share of a part with more watts per peak FLOP/s than H100's would pass
+        (a what-if's power_w=x10 on H100: 0.72 x 10^0.3). An integer 1, so that explain's formula keeps it as it is
+        (a float there is the shape share w)."""
         found = self._formats.get(fmt)
         if found is None:
             peak = self.acc.peak_flops(fmt) * clock_share(self.acc)
-            found = self._formats[fmt] = (peak, peak * gemm_share(self.acc, self.eff, fmt))
+            found = self._formats[fmt] = (peak, peak * minimum(1, gemm_share(self.acc, self.eff, fmt)))
         return found
 
 

@@ -356,7 +356,7 @@ GEMM_SILICON = {"blackwell-ultra": "blackwell", "ampere": "hopper"}
 """A family without GEMM rows enough to fit, and the measured family whose kernels price it. Blackwell Ultra runs
 Blackwell's BF16 and FP8 tensor cores (hardware_specs: every Blackwell part names GB300's silicon as its power
 reference): Blackwell's share and shape, at B300's and GB300's own peaks and clocks (B300's: its measured best GEMMs'
-over B200's, inputs.kernels.BEST_SHAPE_RATIOS), price TransformerEngine's 5B layer on B300 at 1,564 TFLOP/s against
+over B200's, inputs.kernels.best_shape_ratios), price TransformerEngine's 5B layer on B300 at 1,564 TFLOP/s against
 the measured 1,447-1,504 (kernels_gemm.csv), 4-8% fast (1,669 with B300's clock by the power assumption). Ampere
 is not Hopper's silicon: it takes Hopper's share and shape at A100's measured best-GEMM share over H100's (one tool's
 MAMF rows, inputs.kernels.OTHER_SILICON_RATIOS: 1.08x, where the power assumption said 1.17x; compute.gemm_share),

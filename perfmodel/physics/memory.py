@@ -1,7 +1,7 @@
 """Memory per GPU: weights, gradients, optimizer state, activations in flight, and the runtime's own share.
 
 Mixed-precision Adam with Megatron's distributed optimizer: weights as the recipe holds them, BF16 main gradients
-(Megatron-core's default grad_reduce_in_fp32=False; FP32 where a run sets it: Recipe.grad_reduce_in_fp32), FP32
+(Megatron-core's default grad_reduce_in_fp32=False; FP32 where a run sets it: Recipe.grad_buffer_bytes), FP32
 master weights and two FP32 moments (12 B/param) sharded over the data-parallel ranks (including CP ranks, which hold
 the same weights). ZeRO-2 also shards gradients, ZeRO-3 (FSDP) weights too. Activations follow Korthikanti et al.
 2022 with flash attention (no s^2 term) and sequence parallelism, written out tensor by tensor for GQA and SwiGLU. A
@@ -18,7 +18,6 @@ from perfmodel.inputs.precision import BF16_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
 from perfmodel.physics.workload import FP32_BYTES, kv_width
 
-GRAD_BYTES = BF16_BYTES
 OPTIMIZER_BYTES = 3 * FP32_BYTES
 RUNTIME_RESERVED_BYTES = 3e9
 """CUDA context, NCCL channel buffers, cuBLAS/Transformer Engine workspaces."""
@@ -186,8 +185,7 @@ def model_state(
     """(weights, gradients, optimizer) bytes of a rank holding `params` parameters of which `trainable` train
     (fewer with a frozen base), sharded over `shards` ranks by ZeRO stage."""
     weights = where(zero >= 3, params * recipe.weight_bytes / shards, params * recipe.weight_bytes)
-    grad_bytes = FP32_BYTES if recipe.grad_reduce_in_fp32 else GRAD_BYTES
-    gradients = where(zero >= 2, trainable * grad_bytes / shards, trainable * grad_bytes)
+    gradients = where(zero >= 2, trainable * recipe.grad_buffer_bytes / shards, trainable * recipe.grad_buffer_bytes)
     optimizer = where(zero >= 1, trainable * OPTIMIZER_BYTES / shards, trainable * OPTIMIZER_BYTES)
     return weights, gradients, optimizer
 

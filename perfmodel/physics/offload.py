@@ -22,9 +22,6 @@ extensions/transformer_engine.py L2297-2331 passes it cpu_offloading_num_layers 
 
 from __future__ import annotations
 
-from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.hardware import Hardware
-from perfmodel.inputs.models import ModelSpec
 from perfmodel.physics.algebra import Number
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Rule
 from perfmodel.physics.schedule import exposed
@@ -42,24 +39,6 @@ OFFLOAD_RULE = Rule(
 BLIND_LAYERS = 2
 """Layers of a pass no copy hides behind: the first (the first copy starts when it ends) and the last (the forward
 waits for the last copy to the host before it, the backward's first layer has no reload to wait for)."""
-
-
-def check(offloaded: int, md: ModelSpec, hw: Hardware, stack: str) -> None:
-    """One line saying why a scenario cannot offload `offloaded` layers' activations: Megatron-Core's stack alone has
-    it, at most the model's layers less one (transformer_config.py L1137-1142; transformer-engine 2.20.2
-    cpu_offload.py L843-853), over a host link the system file gives."""
-    if stack != "megatron":
-        raise PerfmodelError(f"activation_offload_layers: Megatron-Core's offload; stack '{stack}' has none")
-    if offloaded >= md.layers:
-        raise PerfmodelError(
-            f"activation_offload_layers {offloaded}: must be less than the {md.layers} layers of {md.name} "
-            "(Megatron-Core 0.16.0 transformer/transformer_config.py L1137-1142)"
-        )
-    if hw.system.host_link_gb_per_s_per_direction is None:
-        raise PerfmodelError(
-            f"activation_offload_layers: system '{hw.system.id}' gives no host_link_gb_per_s_per_direction (the GPU's "
-            "link to host memory that the activations cross)"
-        )
 
 
 def offload_s(

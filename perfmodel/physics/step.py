@@ -915,7 +915,7 @@ def _data_parallel(
     """
     overlap = ctx.efficiency.overlap_dp
     buckets = dp_buckets(trainable, links.size)
-    grads = trainable * grad_reduce_bytes(ctx.recipe)
+    grads = trainable * ctx.recipe.grad_reduce_bytes
     scatter = buckets * reduce_scatter(grads / buckets, links)
     gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
     gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
@@ -965,27 +965,21 @@ def zero3_per_tensor_s(ctx: Context, links: GroupLinks, weights: Number, trainab
     latencies outweigh the data. The rank's tensors (ModelSpec.tensors_per_layer per layer's worth of weights) are
     priced as equal calls."""
     tensors = maximum(1.0, weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer)
-    gathered, reduced = weights * ctx.recipe.param_gather_bytes, trainable * grad_reduce_bytes(ctx.recipe)
+    gathered, reduced = weights * ctx.recipe.param_gather_bytes, trainable * ctx.recipe.grad_reduce_bytes
     copy_kernels = links.size * ctx.efficiency.kernel_overhead_us * 1e-6
     copies = 2 * (gathers * gathered + reduced) / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
     calls = gathers * all_gather(gathered / tensors, links) + reduce_scatter(reduced / tensors, links)
     return tensors * (calls + (gathers + 1) * copy_kernels) + copies
 
 
-def grad_reduce_bytes(recipe: Recipe) -> float:
-    """Bytes per gradient the data-parallel reduction moves: BF16, or FP32 where the stack reduces in FP32 (FSDP2's
-    reduce dtype) or the run keeps Megatron-Core's gradient buffer in FP32 (Recipe.grad_reduce_in_fp32)."""
-    return FP32_BYTES if recipe.fsdp_reduce_fp32 or recipe.grad_reduce_in_fp32 else memory.GRAD_BYTES
-
-
 def fsdp_copies_s(ctx: Context, weights: Number, trainable: Number) -> Number:
     """FSDP2's copies on the compute stream per micro-batch (precision.Recipe.fsdp_copies), exposed whole: the
     forward's and the backward's all-gathered weights each read and written into the parameters, and the gradients
-    read and written into the reduce-scatter's input in the reduction's dtype."""
+    read (as the rank holds them) and written into the reduce-scatter's input in the reduction's dtype."""
     if not ctx.recipe.fsdp_copies:
         return 0.0
     moved = 2 * 2 * weights * ctx.recipe.param_gather_bytes + trainable * (
-        memory.GRAD_BYTES + grad_reduce_bytes(ctx.recipe)
+        ctx.recipe.grad_buffer_bytes + ctx.recipe.grad_reduce_bytes
     )
     return moved / (ctx.hardware.accelerator.hbm_bytes_per_s * ctx.efficiency.memory)
 
@@ -1135,7 +1129,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     offload, offloaded_bytes = 0.0 * tp, 0.0 * tp
     if rec.offload_layers:  # PP 1 (OFFLOAD_RULE): every layer on this rank, the pass's elapsed time the window
         host_link = ctx.hardware.system.host_link_gb_per_s_per_direction
-        link_bytes_per_s = 1e9 * host_link.value if host_link else math.nan  # offload.check refuses a system without
+        # inputs/scenario.check_offload refuses a system without
+        link_bytes_per_s = 1e9 * host_link.value if host_link else math.nan
         layer_bytes = _saved(ctx, sh, tp, "none", 1.0)
         offloaded_bytes = rec.offload_layers * layer_bytes
         offload = offload_s(
@@ -1159,7 +1154,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
     replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
-        replicas_s = all_reduce(trainable * grad_reduce_bytes(rec) / shards, _links(ctx, dp * cp / shards, tp * shards),
+        replicas_s = all_reduce(trainable * rec.grad_reduce_bytes / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
     dp_comm = _data_parallel(

@@ -12,10 +12,9 @@ from typing import Literal, NamedTuple
 
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP32_BYTES, RECIPES, Recipe
 from perfmodel.physics.algebra import Number, equal, maximum, where
 
-FP32_BYTES = 4.0
 ATTENTION_BWD_FLOP_RATIO = 2.5
 """Flash attention's backward recomputes the scores: 5 matmuls against the forward's 2 (Dao et al. 2022)."""
 

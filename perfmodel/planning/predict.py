@@ -20,13 +20,12 @@ from perfmodel.inputs.precision import (
     cp_comm_recipe,
     frozen_base_recipe,
     get_recipe,
-    grad_reduce_recipe,
     shard_group_recipe,
 )
 from perfmodel.inputs.record import as_dict, replaced
 from perfmodel.inputs.scenario import Parallelism, Scenario, flatten, from_default, run_settings, single_phase
 from perfmodel.inputs.stacks import get_stack, stack_recipe
-from perfmodel.physics import calibration, offload
+from perfmodel.physics import calibration
 from perfmodel.physics.bounded import Bounded
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import RECOMPUTE_MODES, Layout, check
@@ -155,6 +154,7 @@ class Prediction(Shown):
             "stack": self.scenario.stack,
             "stack_knobs": asdict(self.scenario.knobs),
             **run_settings(self.scenario),
+            "run_settings": "; ".join(run_settings(self.scenario)),
             **({"vintage": self.scenario.vintage} if self.scenario.vintage else {}),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
@@ -441,9 +441,6 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         recipe = frozen_base_recipe(recipe)
     recipe = cp_comm_recipe(recipe, scenario.cp_exchange)
     recipe = shard_group_recipe(recipe, scenario.parallelism.shard_group or 0)
-    recipe = grad_reduce_recipe(recipe, scenario.grad_reduce_in_fp32)
-    if scenario.activation_offload_layers:
-        offload.check(scenario.activation_offload_layers, md, hw, scenario.stack)
     recipe = bridge_recipe(
         recipe,
         scenario.fp8_attention,
@@ -454,6 +451,7 @@ def context_for(scenario: Scenario, efficiency: Efficiency | None = None, hardwa
         scenario.fp8_attention_band == "masked",
         scenario.dglu_dbias_regression,
         scenario.activation_offload_layers,
+        scenario.grad_reduce_in_fp32,
     )
     eff = efficiency or _efficiency(fitted, hw, scenario, bench)  # type: ignore[arg-type]
     parts = (md, hw.system, hw.accelerator, recipe)

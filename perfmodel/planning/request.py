@@ -20,7 +20,6 @@ from perfmodel.inputs.scenario import (
     scenario_file,
     with_overrides,
 )
-from perfmodel.physics import offload
 from perfmodel.physics.parallel import broken_rules, check, feature_rules
 from perfmodel.planning.predict import given_full_layout, without_layout
 
@@ -50,26 +49,11 @@ def load_request(
         loaded = load_scenario(source, overrides, where)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
-    check_offload(loaded, source)
     if not relayout:
         return loaded
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
-
-
-def check_offload(scenario: Scenario, source: ScenarioSource) -> None:
-    """An activation offload the scenario cannot run (physics/offload.py `check`: its stack, its model's layers, its
-    system's host link) is refused naming the file that sets it, as the file's own checks are
-    (Scenario.__post_init__'s, through inputs/scenario.py `scenario_from`); a Scenario object's is refused as it is,
-    when it is predicted."""
-    if not scenario.activation_offload_layers or isinstance(source, Scenario):
-        return
-    hw = resolve(scenario.gpu, scenario.system)
-    try:
-        offload.check(scenario.activation_offload_layers, scenario.model_spec(), hw, scenario.stack)
-    except PerfmodelError as exc:
-        raise PerfmodelError(f"{scenario_file(source)}: {exc}") from None
 
 
 def check_keywords(options: dict[str, Any]) -> None:
@@ -120,7 +104,6 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
 def check_whole_nodes(scenario: Scenario, origin: str) -> None:
     """A GPU count beyond one node fills whole nodes (`--gpus 1020` on 8-GPU nodes priced 127.5 of them); the
     error gives the nearest whole counts. Part of one node is a job of its own (a 4-GPU fine-tune)."""
-    from perfmodel.inputs.hardware import resolve
 
     hw = resolve(scenario.gpu, scenario.system)
     node, n = int(hw.system.gpus_per_node.value), scenario.n_gpus
