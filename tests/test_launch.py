@@ -319,6 +319,9 @@ def test_a_prediction_saved_before_records_carried_its_run_settings_says_so(tmp_
     assert launched.code == 0 and launched.err.count("\n") == 1
     assert launched.err.startswith(f"warning: --from {saved}: result 1 was saved before perfmodel's records carried")
     assert all(name in launched.err for name in (*RUN_SETTINGS, "vintage"))
+    between = tmp_path / "between.json"  # saved at 3a87941-71abe26: its settings set, no run_settings column
+    between.write_text(json.dumps({key: value for key, value in record.items() if key != "run_settings"}))
+    assert run_cli("launch", "--stack", "megatron-bridge", "--from", str(between)).err == ""
     current = tmp_path / "new.json"
     plain = ("--model", "llama3.1-8b", "--gpu", "b200", "--gpus", "8", "--format", "json")
     current.write_text(run_cli("predict", *plain).out)

@@ -146,6 +146,18 @@ def test_a_bad_offload_of_a_scenario_object_is_refused_as_a_files() -> None:
                        {"activation_offload_layers": "--from saved.json"})  # fmt: skip
 
 
+@pytest.mark.parametrize("command", ["compare", "plan"])
+def test_an_offload_is_checked_on_every_gpu_compared(tmp_path: Path, command: str) -> None:
+    """compare's and plan's other --gpu targets (compare.scenarios) get the file's check of the offload: the A100's
+    system has no host link, which priced its row NaN when only the first target's hardware was checked."""
+    scenario = tmp_path / "offload.toml"
+    scenario.write_text('model = "llama3.1-70b"\ngpu = "gb200"\nn_gpus = 64\nactivation_offload_layers = 40')
+    goal = ("--deadline", "30d") if command == "plan" else ()
+    refused = run_cli(command, str(scenario), "--gpu", "gb200", "--gpu", "a100-sxm-80gb:bf16", *goal)
+    assert refused.code == 2 and refused.err.count("\n") == 1
+    assert refused.err.startswith("error: --gpu a100-sxm-80gb: activation_offload_layers: system 'dgx-a100' gives no")
+
+
 @pytest.mark.parametrize(("line", "offloaded"), [(155, 40), (154, 20)])
 def test_the_recipe_rows_are_priced_with_their_offload(line: int, offloaded: int) -> None:
     # measured_runs.csv line 155 (NeMo 26.02.01, 64 GB200, FP8, 4,357 tokens/s/GPU) and line 154 (64 GB300, 5,243):

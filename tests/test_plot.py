@@ -186,6 +186,12 @@ def test_a_cost_below_a_million_reads_in_thousands(records: list[dict[str, Any]]
     assert all(r["cost_usd"] < 1e6 for r in pair)
 
 
+@pytest.mark.parametrize(("usd_m", "label"), [(0.9996, "$1.0M"), (0.9994, "$999k"), (1.04, "$1.0M")])
+def test_a_cost_near_a_million_reads_once(usd_m: float, label: str) -> None:
+    """$999,600 rounds to a thousand thousands: it reads '$1.0M', not '$1,000k'."""
+    assert plot._millions(usd_m) == label
+
+
 def test_a_label_taller_than_its_bar_goes_above_it_in_black(records: list[dict[str, Any]]) -> None:
     """A cheap row's white label ran over its short bar's top ($0.2M at $0.80/GPU-h beside $1.0M at $13.13)."""
     scale = 0.25 / records[0]["usd_per_gpu_hour"]

@@ -132,6 +132,12 @@ def _validated(log: Path, flags: list[str]) -> dict[str, object]:
     return dict(row)
 
 
+def test_a_precision_typed_as_the_tables_print_it() -> None:
+    """validate's --precision in any case, as predict's and compare's (13369d6): 'BF16' was refused ("field
+    'precision': must be 'bf16', ...")."""
+    assert _validated(MEGATRON, ["--precision", "BF16"]) == _validated(MEGATRON, [])
+
+
 def test_round_trip_megatron_lm() -> None:
     launched = run_cli("launch", "--stack", "megatron-lm", *WORKLOAD, "--gbs", "64")
     assert launched.code == 0, launched.err

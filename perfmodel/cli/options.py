@@ -16,6 +16,9 @@ from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.counts import EXAMPLES, count
 
 FORMATS = click.Choice(["table", "json", "csv"])
+PRECISION = click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"], case_sensitive=False)
+"""--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file keeps
+the schema's lower-case enum)."""
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -276,10 +279,7 @@ def scenario_options(
             "--system", help="System id (perfmodel hardware list).", shell_complete=complete_ids(("systems",))
         ),
         gpus,
-        # Any case: the tables print FP8 and NVFP4, and what they print is typed back.
-        click.option(
-            "--precision", type=click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"], case_sensitive=False)
-        ),
+        click.option("--precision", type=PRECISION),
         _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
         _degree("--pp", "Pipeline-parallel stages."),
         _degree("--cp", "Context-parallel size."),

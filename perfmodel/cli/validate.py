@@ -9,6 +9,7 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
+    PRECISION,
     Command,
     FilePath,
     _degree,
@@ -88,7 +89,9 @@ def _log_options(command: Command) -> Command:
             "--system", help="For MLPerf logs: the system that ran them.", shell_complete=complete_ids(("systems",))
         ),
         click.option("--gpus", type=click.IntRange(min=1), help="For MLPerf logs: the number of accelerators."),
-        click.option("--precision", help="The precision (default: what a training log says, else fp8)."),
+        click.option(
+            "--precision", type=PRECISION, help="The precision (default: what a training log says, else fp8)."
+        ),
         _degree("--tp", "For MLPerf logs: tensor-parallel size (else searched)."),
         _degree("--pp", "For MLPerf logs: pipeline stages (else searched)."),
         _degree("--cp", "For MLPerf logs: context-parallel size (else searched)."),

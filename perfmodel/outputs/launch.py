@@ -212,8 +212,9 @@ class SavedQuestion(NamedTuple):
     """The run settings it was priced with (RUN_SETTINGS, a MoE model's routing imbalance), as scenario keys: no
     keyword sets them."""
     unrecorded: tuple[str, ...]
-    """The settings a record saved before records carried them (no `run_settings` column: commit 3a87941) cannot
-    say, and so are priced at their defaults: RUN_SETTINGS and the release (`vintage`); empty for a newer record."""
+    """The settings a record saved before records carried them (commit 3a87941: none of them, nor the `run_settings`
+    column of 71abe26) cannot say, and so are priced at their defaults: RUN_SETTINGS and the release (`vintage`);
+    empty for a newer record, and for one of 3a87941-71abe26 that sets one of them (its others are its defaults)."""
 
 
 UNRECORDED = (*RUN_SETTINGS, "vintage")
@@ -243,7 +244,8 @@ def saved_question(document: Any, source: str, row: int) -> SavedQuestion:
     settings = {key: record[key] for key in RUN_SETTINGS if record.get(key) is not None}
     imbalance = (record.get("moe") or {}).get("imbalance")
     settings |= {"moe_imbalance": imbalance} if imbalance not in (None, 1.0) else {}
-    unrecorded = () if "run_settings" in record else UNRECORDED
+    recorded = "run_settings" in record or any(record.get(key) is not None for key in UNRECORDED)  # 3a87941 on
+    unrecorded = () if recorded else UNRECORDED
     return SavedQuestion(question | {"gpu": record["accelerator"]}, settings, unrecorded)
 
 

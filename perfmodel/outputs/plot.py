@@ -402,8 +402,9 @@ MAX_BARS = 12
 
 def _millions(usd_m: float) -> str:
     """A cost given in millions of USD as its bar names it: '$65.7M', and below a million in thousands ('$98k'),
-    where one decimal of a million read '$0.1M' for $110k and $76k alike."""
-    return f"${usd_m:,.1f}M" if usd_m >= 1 else f"${usd_m * 1e3:,.0f}k"
+    where one decimal of a million read '$0.1M' for $110k and $76k alike. In millions from what rounds to $1,000k,
+    which is $1.0M."""
+    return f"${usd_m:,.1f}M" if round(usd_m * 1e3) >= 1000 else f"${usd_m * 1e3:,.0f}k"
 
 
 def _price_label(r: Record) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, flatten, scenario_file
+from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten, scenario_file
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import ScenarioSource, check_whole_nodes, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
@@ -107,7 +107,9 @@ def check_size(n_systems: int, n_counts: int) -> None:
 
 
 def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
-    """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one."""
+    """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one.
+    Each target's hardware is checked for the base's activation offload (`check_offload`, which only the first
+    target's went through with the file): a system without a host link priced it NaN."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
         cost = base.cost
@@ -118,6 +120,10 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
         for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n, "cost": cost}
             out.append(replaced(base, **update | {"precision": target.precision or base.precision}))
+        try:
+            check_offload(out[-1])
+        except PerfmodelError as exc:
+            raise PerfmodelError(f"--gpu {target.accelerator}: {exc}") from None
     return out
 
 
