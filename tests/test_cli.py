@@ -280,3 +280,12 @@ def test_a_budget_written_with_its_dollar_sign() -> None:
     assert signed["goal"]["budget_usd"] == 1e6 and signed["candidates"] == plain["candidates"]
     refused = run_cli("plan", *flags, "--budget", "lots")
     assert refused.code == 2 and "'lots' is not a number (examples: 40M, 40e6, $40M)" in refused.err
+
+
+def test_a_price_written_with_its_dollar_sign() -> None:
+    """`--usd-per-gpu-hour '$2.99'` was refused as "not a number" where --budget '$40M' and --gpu ID:$PRICE take it."""
+    flags = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--format", "json")
+    signed, plain = (run_json("predict", *flags, "--usd-per-gpu-hour", price) for price in ("$2.99", "2.99"))
+    assert signed == plain
+    refused = run_cli("predict", *flags, "--usd-per-gpu-hour", "$cheap")
+    assert refused.code == 2 and "'$cheap' is not a number" in refused.err

@@ -71,12 +71,24 @@ class PositiveFloat(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         try:
-            number = float(value)
+            number = float(self.digits(value))
         except (TypeError, ValueError):
             self.fail(f"'{value}' is not a number", param, ctx)
         if not math.isfinite(number) or number <= 0:
             self.fail(f"'{value}' must be a positive finite number", param, ctx)
         return number
+
+    def digits(self, value: Any) -> Any:
+        return value
+
+
+class Price(PositiveFloat):
+    """USD per GPU-hour, a leading `$` allowed as --budget and --gpu ID:$PRICE take it: 2.99, $2.99."""
+
+    name = "usd"
+
+    def digits(self, value: Any) -> Any:
+        return str(value).strip().removeprefix("$")
 
 
 class PriceRange(click.ParamType):
@@ -358,7 +370,7 @@ def scenario_options(
             metavar="YYYY-MM",
             help="Software release to predict for (default: the newest release in the calibration's data).",
         ),
-        click.option("--usd-per-gpu-hour", type=PositiveFloat(), help="Price; default: the GPU's on-demand price."),
+        click.option("--usd-per-gpu-hour", type=Price(), help="Price; default: the GPU's on-demand price."),
         click.option(
             "--price-range",
             type=PriceRange(),
