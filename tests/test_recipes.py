@@ -4,7 +4,7 @@ import csv
 import itertools
 
 from perfmodel.fitting.recipes import recipe_for
-from perfmodel.fitting.runs import DATA, bundled_runs
+from perfmodel.fitting.runs import DATA, _with_recipe, bundled_runs
 
 LLAMA_LAYOUT = {"tp": 1, "pp": 1, "vp": 1, "mbs": 2}
 """measured_runs.csv line 155's parallelism as fitting.runs reads it: a dense row, with no EP."""
@@ -43,3 +43,12 @@ def test_dense_and_moe_rows_note_their_recipe_alike() -> None:
         (note,) = [a for a in runs[f"measured_runs.csv:{line}"].assumptions if "megatron-bridge 0.6.2" in a]
         assert note.startswith(f"{settings}: the recipe of this layout as of NeMo 26.08 (megatron-bridge 0.6.2")
         assert note.endswith(f"); for {container} an assumption")
+
+
+def test_a_row_stating_a_recompute_does_not_run_an_offloading_recipe() -> None:
+    """Megatron-Core offloads activations only without recompute (physics/offload.py): line 155's layout stated with a
+    full recompute did not run the GB200 recipe's offload of 40 layers, and is not given it; left blank, it is."""
+    row = _row(155)
+    for recompute, settings in (("full", {}), (None, {"activation_offload_layers": 40})):
+        parallelism = LLAMA_LAYOUT | {"recompute": recompute}
+        assert _with_recipe(row, "llama3.1-70b", parallelism, [])[1] == settings

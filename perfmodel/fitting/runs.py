@@ -465,10 +465,14 @@ def _with_recipe(
     row: dict[str, str], model: str | dict[str, Any], parallelism: dict[str, Any], assumptions: list[str]
 ) -> tuple[str | dict[str, Any], dict[str, Any]]:
     """A row's model with the settings of the sourced recipe its layout matches (fitting.recipes), and the scenario
-    fields the recipe sets; the recipe's recompute goes into `parallelism` where the row leaves it out."""
+    fields the recipe sets; the recipe's recompute goes into `parallelism` where the row leaves it out. A row that
+    states another recompute than an offloading recipe's did not run it: Megatron-Core offloads activations only
+    without recompute (physics/offload.py)."""
     found = recipe_for(row, parallelism)
     month = container_month(row["version_or_date"])
     if found is None or (found.since and (month is None or month < str(container_month(found.since)))):
+        return model, {}
+    if found.run_settings.get("activation_offload_layers") and parallelism["recompute"] not in (None, found.recompute):
         return model, {}
     recompute = {"recompute": found.recompute} if found.recompute and parallelism["recompute"] is None else {}
     parallelism |= recompute
