@@ -17,6 +17,7 @@ from perfmodel.cli.options import (
     Command,
     FilePath,
     PositiveFloat,
+    Whole,
     complete_ids,
     load_from_flags,
     quiet_option,
@@ -122,7 +123,7 @@ def write_comparison(predictions: list[Any], out: Path, force: bool, usd_per_kwh
 
 @export.command("search")
 @scenario_options(many_gpus=True)
-@click.option("--top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Layouts to export.")
+@click.option("--top", type=Whole("layouts", 1, 10_000), default=10, show_default=True, help="Layouts to export.")
 @click.option("--objective", type=click.Choice(["time", "cost"]), default="time", show_default=True)
 @quiet_option
 @export_options
