@@ -43,7 +43,7 @@ def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
     for ws in book:
         assert ws.page_setup.orientation == "landscape" and ws.page_setup.paperSize == 9, ws.title
         header, footer = ws.oddHeader, ws.oddFooter
-        assert "llama3.1-405b: comparison" in str(header.left.text), ws.title
+        assert "Llama 3.1 405B: comparison" in str(header.left.text), ws.title  # names, as the plots print
         assert header.right.text == "&A" and "&D" in str(footer.left.text) and "&P of &N" in str(footer.right.text)
         assert ws.print_title_rows in ("$4:$5", "$4:$4"), ws.title  # the headings on every page
     for name in DATA_SHEETS:
