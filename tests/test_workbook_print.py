@@ -67,6 +67,15 @@ def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_p
     assert sum(1 for cell in cells if cell.number_format == ";;;") > len(cells) / 2
 
 
+def test_an_assumption_too_long_for_its_column_prints_in_its_unit(books: dict[str, Path]) -> None:
+    """15,000,000,000,000 tokens printed `###` in the 12-character Value column: 15.0T."""
+    ws = openpyxl.load_workbook(books["compare"])["Assumptions"]
+    tokens = next(row[2] for row in ws.iter_rows(min_row=5) if row[1].value == "tokens_to_train")
+    assert tokens.value == 15e12 and printing.shown(tokens.value, tokens.number_format) == "15.0T"
+    price = next(row[2] for row in ws.iter_rows(min_row=5) if row[1].value == "usd_per_system")
+    assert price.number_format == "#,##0"
+
+
 def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> None:
     """Tokens, batch, the plan's goal and each price's basis (the Inputs sheet's price source, per system)."""
     plan = openpyxl.load_workbook(books["plan"])

@@ -603,10 +603,17 @@ def _one(column: list[Any] | None) -> Any:
     return found.pop() if len(found) == 1 else None
 
 
+VALUE_CHARS = 12
+"""The Assumptions' Value column's most characters (a General number shows fewer decimals in a narrower one)."""
+
+
 def _figure_format(value: Any) -> str:
-    """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000);
-    anything else as General shows it."""
-    return "#,##0" if _is_number(value) and abs(value) >= 10_000 and value == int(value) else "General"
+    """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000), in
+    millions, billions or trillions where they would not fit VALUE_CHARS (15T tokens printed `###`); anything else
+    as General shows it."""
+    if not (_is_number(value) and abs(value) >= 10_000 and value == int(value)):
+        return "General"
+    return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
@@ -615,10 +622,9 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     heads = ("Section", "Name", "Value", "Unit", "Source")
     texts = [[printing.shown(v, _figure_format(v)) for v in (a.section, a.name, a.value, a.unit, a.source)]
              for a in found]  # fmt: skip
-    # At most 24, 26, 12 (a General number shows fewer decimals in a narrower column) and 16 characters, then the
-    # sources, wrapped at 80: one page wide at legible type.
+    # At most 24, 26, VALUE_CHARS and 16 characters, then the sources, wrapped at 80: one page wide at legible type.
     widths = [min(printing.width(head, [row[col] for row in texts]), most)
-              for col, (head, most) in enumerate(zip(heads, (24, 26, 12, 16, 0), strict=True))]  # fmt: skip
+              for col, (head, most) in enumerate(zip(heads, (24, 26, VALUE_CHARS, 16, 0), strict=True))]  # fmt: skip
     widths[-1] = 80.0
     for col, (head, chars) in enumerate(zip(heads, widths, strict=True)):
         ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
