@@ -56,6 +56,14 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+def inputs_of(out: str) -> dict[str, str]:
+    """The labelled lines under a table's 'Inputs:' heading, label to text (outputs/report.py labelled_inputs)."""
+    lines = out.splitlines()
+    start = lines.index("Inputs:") + 1
+    block = lines[start : next(i for i in range(start, len(lines)) if not lines[i].startswith("  "))]
+    return {label: text.strip() for label, text in (line.split(maxsplit=1) for line in block)}
+
+
 def run_json(*args: str) -> Any:
     """`perfmodel ARGS --format json`, which must succeed, as a dict."""
     result = run_cli(*args, "--format", "json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from conftest import inputs_of, run_cli
 
 from perfmodel.inputs.mlperf import get_benchmark
 from perfmodel.inputs.scenario import load_scenario
@@ -30,18 +30,18 @@ def test_a_gpt_oss_20b_benchmark_with_the_default_batch_is_predicted_and_says_wh
     args = ("predict", "--benchmark", "mlperf-gpt-oss-20b", "--gpu", "gb300", "--gpus", "64")
     result = run_cli(*args)
     assert result.code == 0, result.err
-    inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
-    assert "GBS 64 x 8,192" in inputs
-    assert "(default: mlperf-gpt-oss-20b's largest batch with a reference convergence point, 64)" in inputs
+    batch = inputs_of(result.out)["batch"]
+    assert batch.startswith("GBS 64 x 8,192")
+    assert batch.endswith("(default: mlperf-gpt-oss-20b's largest batch with a reference convergence point, 64)")
     d = json.loads(run_cli(*args, "--format", "json").out)
     assert d["samples_to_converge"] == get_benchmark("mlperf-gpt-oss-20b").samples_to_converge(64)
 
 
 def test_deepseek_v3_says_its_batch_is_the_rules_minimum() -> None:
     out = run_cli("predict", "--benchmark", "mlperf-deepseek-v3", "--gpu", "gb300", "--gpus", "256").out
-    inputs = next(line for line in out.splitlines() if line.startswith("Inputs: "))
-    assert "GBS 15,360 x 4,096" in inputs
-    assert "(default: mlperf-deepseek-v3's minimum batch, 15,360, as a multiple of the GPU count)" in inputs
+    batch = inputs_of(out)["batch"]
+    assert batch.startswith("GBS 15,360 x 4,096")
+    assert batch.endswith("(default: mlperf-deepseek-v3's minimum batch, 15,360, as a multiple of the GPU count)")
 
 
 def test_search_keeps_every_batch_within_the_rcps() -> None:

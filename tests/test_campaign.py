@@ -156,7 +156,8 @@ def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     assert lines[0].startswith("Llama 3.1 8B campaign of 3 phases on up to 64 x NVIDIA H100")
-    rows = [line.split()[0] for line in lines[5:9]]
+    table = next(i for i, line in enumerate(lines) if line.startswith("phase ")) + 2  # under the headings and rule
+    rows = [line.split()[0] for line in lines[table : table + 4]]
     assert rows == ["ramp", "main", "long", "total"]
     assert any(line.startswith("GPU-hours") for line in lines) and "long: sequences of 32.77k" in result.out
     # the total's P10/P90: its phases' (the interval and run-to-run variability), the model error shared by them

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_json
+from conftest import inputs_of, run_cli, run_json
 
 CONTRACT_KEYS = {
     "model",
@@ -201,16 +201,26 @@ def test_a_moe_prediction_says_where_its_interval_comes_from() -> None:
         ((), "$6.16/GPU-h (list: CoreWeave on-demand list, HGX H100, Feb 2026; the GPU's default)"),
         (("--buy",), "/GPU-h (owned, see Owning)"),
         (("--gpu", "mi355x", "--gpus", "64"), "no price (no public price for mi355x; pass --usd-per-gpu-hour)"),
-        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h (quoted: given for this run), "),
+        (("--usd-per-gpu-hour", "2"), "$2.00/GPU-h (quoted: given for this run)"),
     ],
 )
 def test_the_inputs_line_says_where_the_price_comes_from(flags: tuple[str, ...], note: str) -> None:
     """An owned or missing price is not labelled an on-demand default: a planner reads that line to trust the cost."""
     result = run_cli("predict", *flags)
     assert result.code == 0, result.err
-    inputs = next(line for line in result.out.splitlines() if line.startswith("Inputs: "))
-    assert note in inputs
-    assert ("GPU's default" in inputs) == (not flags)
+    price = inputs_of(result.out)["price"]
+    assert price.endswith(note)
+    assert ("GPU's default" in price) == (not flags)
+
+
+def test_the_inputs_are_short_labelled_lines() -> None:
+    """One ~330-character 'Inputs:' line wrapped mid-word in an 80-column terminal: each input is a line of its own,
+    the longest the price with its basis."""
+    result = run_cli("predict")
+    inputs = inputs_of(result.out)
+    assert list(inputs) == ["work", "batch", "price", "energy", "stack", "software"]
+    assert inputs["batch"] == "GBS 1,024 x 8,192 = 8.39M tokens per step"
+    assert max(len(line) for line in result.out.split("Inputs:\n")[1].split("\n\n")[0].splitlines()) <= 96
 
 
 def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from conftest import inputs_of, run_cli
 
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_CAP, load_scenario
 
@@ -29,7 +29,7 @@ def test_predict_on_16k_gpus_defaults_to_16m_tokens_per_step_and_prints_it() -> 
     d = json.loads(run_cli(*args, "--format", "json").out)
     assert d["parallelism"]["gbs"] * d["parallelism"]["seq_len"] == 16 * 2**20
     table = run_cli(*args).out
-    assert "16.78M tokens per step" in table.splitlines()[2]  # the Inputs line
+    assert inputs_of(table)["batch"].startswith("GBS 2,048 x 8,192 = 16.78M tokens per step")
     assert "beyond any published convergence data" not in table
 
 

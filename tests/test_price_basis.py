@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from perfmodel.inputs.resources import data_dir
-from tests.conftest import run_cli
+from tests.conftest import inputs_of, run_cli
 
 BASES = {"list", "estimate", "quoted"}
 
@@ -43,8 +43,8 @@ def test_every_bundled_price_states_its_basis_in_one_line() -> None:
 def test_predict_marks_an_estimated_price_as_an_estimate() -> None:
     """GB300's price read '(on-demand default)'."""
     out = run_cli("predict", "--gpu", "gb300", "--precision", "nvfp4", "--model", "llama3.1-405b").out
-    inputs = next(line for line in out.splitlines() if line.startswith("Inputs:"))
-    assert "$13.13/GPU-h (estimate: " in inputs and "on-demand default" not in inputs
+    price = inputs_of(out)["price"]
+    assert price.startswith("$13.13/GPU-h (estimate: ") and "on-demand default" not in price
     row = json.loads(run_cli("predict", "--gpu", "gb300", "--format", "json").out)
     assert row["price_basis"] == "estimate" and "x 1.25" in row["price_note"]
     quoted = json.loads(run_cli("predict", "--usd-per-gpu-hour", "3.5", "--format", "json").out)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
+import re
 import subprocess
 import sys
 import time
@@ -79,9 +81,11 @@ def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url:
         for part in key.split("."):
             found = found[part]
         assert shown[key] == [found], key
-    assert driver.find_element(By.ID, "title").text == "llama3.1-8b on 64 \u00d7 h100-sxm (dgx-h100), fp8, 1T tokens"
-    # In GiB as the CLI and HBM's "80 GB" are: in 1e9 bytes an H100 read "of 85.9".
-    assert driver.find_element(By.CSS_SELECTOR, "td[data-key=memory_per_gpu_gib]").text.endswith(" of 80")
+    title = "Llama 3.1 8B on 64 \u00d7 NVIDIA H100 SXM 80GB FP8 (dgx-h100), 1.00T tokens"
+    assert driver.find_element(By.ID, "title").text == title
+    # In GiB as the CLI and HBM's "80 GB" are: in 1e9 bytes an H100 read "of 85.9"; to three digits beside 3
+    # significant digits of the use, not "of 80".
+    assert driver.find_element(By.CSS_SELECTOR, "td[data-key=memory_per_gpu_gib]").text.endswith(" of 80.0")
 
     driver.find_element(By.CSS_SELECTOR, "[data-format=xlsx]").click()
     workbook = tmp_path / "perfmodel-predict.xlsx"
@@ -120,12 +124,24 @@ def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     answered(driver)
     assert len(driver.find_elements(By.CSS_SELECTOR, "#tables tbody tr")) == 4
     assert len(driver.find_elements(By.CSS_SELECTOR, "#chart svg polyline")) == 2
+    # The legend names the lines as the CLI's plots do (outputs/plot.py series_label), not 'h100-sxm bf16'.
+    from perfmodel.inputs.hardware import get_accelerator
+
+    legend = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#chart svg text") if t.text.startswith("NVIDIA")]
+    assert legend == [f"{get_accelerator(gpu).name} FP8" for gpu in ("h100-sxm", "b200")]
+    # Trailing zeros kept: the first row's ratios read "1.00x", not "1x" beside "1.37x"; MFU to one decimal.
+    speedups = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=speedup_vs_first]")]
+    assert speedups[0] == "1.00\u00d7" and all(re.fullmatch(r"\d\.\d\d\u00d7", s) for s in speedups), speedups
+    mfus = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=mfu_of_precision]")]
+    assert all(re.fullmatch(r"\d+\.\d%", m) for m in mfus), mfus
 
 
 def usd(x: float) -> str:
-    """The page's `usd()` (app.js): three significant digits in thousands, millions or billions."""
+    """The page's `usd()` (app.js): three significant digits, trailing zeros kept, in thousands, millions or
+    billions."""
     scale, suffix = next(((size, s) for size, s in ((1e9, "B"), (1e6, "M"), (1e3, "k")) if abs(x) >= size), (1, ""))
-    return f"${x / scale:.3g}{suffix}"
+    value = x / scale
+    return f"${value:.{max(0, 2 - math.floor(math.log10(abs(value))))}f}{suffix}"
 
 
 DASH = "\u2013"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import inputs_of, run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
@@ -406,7 +406,9 @@ def test_the_inputs_line_names_the_knobs_as_run() -> None:
                      "--pp", "1", "--cp", "1", "--mbs", "12", "--gbs", "96", "--stack", "torchtitan", "--precision",
                      "fp8", "--compile", "--calibration", "none")  # fmt: skip
     assert result.code == 0, result.err
-    assert "torchtitan stack (vanilla TP (default), torch.compile, FP8 tensorwise (default))" in result.out
+    assert (
+        inputs_of(result.out)["stack"] == "torchtitan (vanilla TP (default), torch.compile, FP8 tensorwise (default))"
+    )
 
 
 def test_a_runs_csv_row_names_the_knobs_it_ran_with(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 import pytest
-from conftest import run_cli
+from conftest import inputs_of, run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
@@ -148,10 +148,11 @@ def test_mlperf_rows_without_a_layout_take_the_nearest_published_one() -> None:
 
 def test_the_report_names_the_stack_and_release_it_assumed() -> None:
     default = run_cli("predict")
-    assert "megatron stack (default), software of the newest release fitted (default)" in default.out
+    inputs = inputs_of(default.out)
+    assert (inputs["stack"], inputs["software"]) == ("megatron (default)", "the newest release fitted (default)")
     fsdp = ("--tp", "1", "--pp", "1", "--vp", "1", "--zero", "3")  # composer's layouts (inputs/features.py)
     chosen = run_cli("predict", "--stack", "composer", "--precision", "bf16", "--vintage", "2025-06", *fsdp)
-    assert "composer stack, software of 2025-06" in chosen.out
+    assert (inputs_of(chosen.out)["stack"], inputs_of(chosen.out)["software"]) == ("composer", "release 2025-06")
 
 
 def test_a_bad_release_month_is_one_line_saying_the_form() -> None:

@@ -5,6 +5,7 @@ and `pdftotext -bbox` measures the type (skipped, and said so, where either is m
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -43,11 +44,36 @@ def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
     for ws in book:
         assert ws.page_setup.orientation == "landscape" and ws.page_setup.paperSize == 9, ws.title
         header, footer = ws.oddHeader, ws.oddFooter
-        assert "llama3.1-405b: comparison" in str(header.left.text), ws.title
+        assert "Llama 3.1 405B: comparison" in str(header.left.text), ws.title  # names, as the plots print
         assert header.right.text == "&A" and "&D" in str(footer.left.text) and "&P of &N" in str(footer.right.text)
         assert ws.print_title_rows in ("$4:$5", "$4:$4"), ws.title  # the headings on every page
     for name in DATA_SHEETS:
         assert book[name].row_dimensions[5].hidden, name  # the keys: for programs, not printed
+
+
+def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_page(books: dict[str, Path]) -> None:
+    """A run's section name (~120 characters) wrapped to six lines on each of its ~30 rows: the compare workbook's
+    Assumptions printed on 24 pages (22 now). Its first row and the first on each page (the page breaks are set)
+    show it; the others keep it for filters, hidden by the format."""
+    ws = openpyxl.load_workbook(books["compare"])["Assumptions"]
+    cells = [row[0] for row in ws.iter_rows(min_row=5) if row[0].value]
+    pages = {brk.id + 1 for brk in ws.row_breaks.brk}  # the rows (1-based) that begin a page
+    assert len(pages) >= 10
+    for before, cell in itertools.pairwise(cells):
+        shown = cell.value != before.value or cell.row in pages
+        assert (cell.number_format != ";;;") == shown, cell.coordinate
+    first = next(cell for cell in cells if cell.value.startswith("run: "))
+    assert ws.row_dimensions[first.row].height >= 5 * printing.LINE_PT
+    assert sum(1 for cell in cells if cell.number_format == ";;;") > len(cells) / 2
+
+
+def test_an_assumption_too_long_for_its_column_prints_in_its_unit(books: dict[str, Path]) -> None:
+    """15,000,000,000,000 tokens printed `###` in the 12-character Value column: 15.0T."""
+    ws = openpyxl.load_workbook(books["compare"])["Assumptions"]
+    tokens = next(row[2] for row in ws.iter_rows(min_row=5) if row[1].value == "tokens_to_train")
+    assert tokens.value == 15e12 and printing.shown(tokens.value, tokens.number_format) == "15.0T"
+    price = next(row[2] for row in ws.iter_rows(min_row=5) if row[1].value == "usd_per_system")
+    assert price.number_format == "#,##0"
 
 
 def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> None:

@@ -17,6 +17,7 @@ from perfmodel.cli.options import (
     Command,
     FilePath,
     PositiveFloat,
+    Whole,
     complete_ids,
     load_from_flags,
     quiet_option,
@@ -66,6 +67,18 @@ def prediction_label(prediction: Any) -> str:
     )
 
 
+def prediction_title(prediction: Any) -> str:
+    """A workbook's title, printed atop every page: the model and accelerator by name, as the tables and plots
+    print them ('Llama 3.1 405B on 1,024 x NVIDIA H100 SXM 80GB, FP8'), where the rows' labels keep the ids."""
+    from perfmodel.errors import visible
+    from perfmodel.planning.compare import gpu_count
+
+    accelerator = visible(prediction.hardware.accelerator.name)
+    return (
+        f"{prediction.model.name} on {gpu_count(prediction):,} x {accelerator}, {prediction.scenario.precision.upper()}"
+    )
+
+
 @export.command("predict")
 @scenario_options
 @export_options
@@ -80,6 +93,7 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
 
 def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
     """Write one prediction's export (a campaign's: a row per phase and its total row); returns what was written."""
+    from perfmodel.errors import visible
     from perfmodel.outputs.export import ExportRow
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
@@ -88,11 +102,11 @@ def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | N
 
     if isinstance(result, Campaign):
         phases = phases_counted(len(result.phases))
-        title = f"{result.model.id} campaign of {phases} on {result.hardware.accelerator.id}"
+        title = f"{result.model.name} campaign of {phases} on {visible(result.hardware.accelerator.name)}"
         write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
         return f"wrote {out}"
     label = prediction_label(result)
-    write([ExportRow(label, result)], out, title=label, force=force, usd_per_kwh=usd_per_kwh)
+    write([ExportRow(label, result)], out, title=prediction_title(result), force=force, usd_per_kwh=usd_per_kwh)
     return f"wrote {out}"
 
 
@@ -122,7 +136,7 @@ def write_comparison(predictions: list[Any], out: Path, force: bool, usd_per_kwh
 
 @export.command("search")
 @scenario_options(many_gpus=True)
-@click.option("--top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Layouts to export.")
+@click.option("--top", type=Whole("layouts", 1, 10_000), default=10, show_default=True, help="Layouts to export.")
 @click.option("--objective", type=click.Choice(["time", "cost"]), default="time", show_default=True)
 @quiet_option
 @export_options
@@ -288,5 +302,5 @@ def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, forc
             lines += campaign_lines(p, len(lines), prediction_label(p), extra, every)
         else:
             lines.append(ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra))
-    write(lines, out, title=f"{predictions[0].model.id}: {what}", force=force, usd_per_kwh=usd_per_kwh)
+    write(lines, out, title=f"{predictions[0].model.name}: {what}", force=force, usd_per_kwh=usd_per_kwh)
     return f"wrote {len(predictions)} results to {out}"

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FilePath, load_from_flags, read_results, say, scenario_options
+from perfmodel.cli.options import FilePath, Whole, load_from_flags, read_results, say, scenario_options
 
 STACKS = ("megatron-lm", "megatron-bridge", "nemo", "torchtitan")
 target_stack = click.option(
@@ -30,7 +30,7 @@ target_stack = click.option(
     type=FilePath(dir_okay=False),
     help="Launch a saved prediction: the JSON of predict, search, compare, plan or export (its question and layout).",
 )
-@click.option("--row", type=click.IntRange(min=1), default=1, show_default=True, help="With --from: which result.")
+@click.option("--row", type=Whole("rows", min=1), default=1, show_default=True, help="With --from: which result.")
 def launch(scenario: str | None, out: str | None, force: bool, source: str | None, row: int, **flags: Any) -> None:
     """Print the stack's own config for the predicted layout (where not given, the fastest the stack can run).
 

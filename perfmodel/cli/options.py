@@ -34,6 +34,23 @@ class FilePath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class Whole(click.IntRange):
+    """click's IntRange, saying what a fractional value should have been: click's "'1.5' is not a valid integer
+    range" named neither a whole number nor what it counts."""
+
+    def __init__(self, unit: str, min: int | None = None, max: int | None = None) -> None:
+        super().__init__(min, max)
+        self.unit = unit
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, int):
+            try:
+                int(value)
+            except (TypeError, ValueError):
+                self.fail(f"'{value}' is not a whole number of {self.unit}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class Count(click.ParamType):
     """A positive finite number, with an optional K/M/B/T suffix: 15T, 2.5e12, 1,000,000."""
 
@@ -227,8 +244,8 @@ calibration_option = click.option(
 )
 
 
-def _degree(name: str, help_text: str) -> Callable[[Command], Command]:
-    return click.option(name, type=click.IntRange(min=1), default=None, help=help_text)
+def _degree(name: str, unit: str, help_text: str) -> Callable[[Command], Command]:
+    return click.option(name, type=Whole(unit, min=1), default=None, help=help_text)
 
 
 @overload
@@ -271,7 +288,7 @@ def scenario_options(
     gpus = (
         click.option("--gpus", type=CountList(), help="Number of GPUs, or a comma-separated list (256,512,1024).")
         if many_gpus
-        else click.option("--gpus", type=click.IntRange(min=1, max=1_000_000), help="Number of GPUs.")
+        else click.option("--gpus", type=Whole("GPUs", min=1, max=1_000_000), help="Number of GPUs.")
     )
     options: list[Decorator] = [
         click.argument(
@@ -292,22 +309,22 @@ def scenario_options(
         ),
         gpus,
         click.option("--precision", type=PRECISION),
-        _degree("--tp", "Tensor-parallel size (with sequence parallelism)."),
-        _degree("--pp", "Pipeline-parallel stages."),
-        _degree("--cp", "Context-parallel size."),
-        _degree("--vp", "Virtual pipeline stages per rank (interleaving)."),
-        _degree("--ep", "Expert-parallel size (MoE models only)."),
-        _degree("--etp", "Expert tensor-parallel size (MoE models only; default 1)."),
-        _degree("--dp", "Data-parallel size (derived from the GPU count when left out)."),
-        _degree("--mbs", "Micro-batch size in sequences."),
-        _degree("--gbs", "Global batch size in sequences."),
-        click.option("--seq-len", type=click.IntRange(min=16, max=10_000_000), help="Sequence length in tokens."),
+        _degree("--tp", "GPUs", "Tensor-parallel size (with sequence parallelism)."),
+        _degree("--pp", "stages", "Pipeline-parallel stages."),
+        _degree("--cp", "GPUs", "Context-parallel size."),
+        _degree("--vp", "stages", "Virtual pipeline stages per rank (interleaving)."),
+        _degree("--ep", "GPUs", "Expert-parallel size (MoE models only)."),
+        _degree("--etp", "GPUs", "Expert tensor-parallel size (MoE models only; default 1)."),
+        _degree("--dp", "replicas", "Data-parallel size (derived from the GPU count when left out)."),
+        _degree("--mbs", "sequences", "Micro-batch size in sequences."),
+        _degree("--gbs", "sequences", "Global batch size in sequences."),
+        click.option("--seq-len", type=Whole("tokens", min=16, max=10_000_000), help="Sequence length in tokens."),
         click.option(
             "--doc-len",
-            type=click.IntRange(min=1, max=10_000_000),
+            type=Whole("tokens", min=1, max=10_000_000),
             help="Documents of N tokens packed into each sequence: attention per document (document masking).",
         ),
-        click.option("--lora-rank", type=click.IntRange(min=1, max=65536), help="Fine-tune LoRA adapters of rank R."),
+        click.option("--lora-rank", type=Whole("ranks", min=1, max=65536), help="Fine-tune LoRA adapters of rank R."),
         click.option(
             "--lora-modules",
             type=click.Choice(["attention", "mlp", "all-linear"]),
@@ -316,12 +333,12 @@ def scenario_options(
         click.option("--recompute", type=click.Choice(["none", "selective", "full"])),
         click.option(
             "--recompute-layers",
-            type=click.IntRange(min=1),
+            type=Whole("layers", min=1),
             help="Partial recompute: only the first K layers of each pipeline chunk recompute in full (Megatron's "
             "block method); implies --recompute full; the other layout dimensions must be given.",
         ),
         click.option(
-            "--zero", type=click.IntRange(0, 3), help="0 plain DP, 1 distributed optimizer, 2 +grads, 3 FSDP."
+            "--zero", type=Whole("stages", 0, 3), help="0 plain DP, 1 distributed optimizer, 2 +grads, 3 FSDP."
         ),
         click.option(
             "--cp-comm",
@@ -331,7 +348,7 @@ def scenario_options(
         ),
         click.option(
             "--shard-group",
-            type=click.IntRange(min=1),
+            type=Whole("ranks", min=1),
             help="Hybrid sharding with --zero 3: shard over groups of N DP ranks, replicate across them (MaxText's "
             "FSDP x DP, FSDP's HYBRID_SHARD); default: over every DP rank.",
         ),
@@ -411,10 +428,10 @@ def scenario_options(
         click.option("--startup-s", type=click.FloatRange(min=0), help="Start-up per job, s (default 1,047)."),
         click.option("--job-limit-h", type=PositiveFloat(), help="Scheduler time limit per job, h (default: none)."),
         click.option("--ramp-tokens", type=Count(), help="Tokens of a batch ramp at the start (e.g. 20B)."),
-        click.option("--ramp-start-gbs", type=click.IntRange(min=1), help="Global batch the ramp starts from."),
-        click.option("--eval-every-steps", type=click.IntRange(min=1), help="Steps between in-loop evaluations."),
+        click.option("--ramp-start-gbs", type=Whole("sequences", min=1), help="Global batch the ramp starts from."),
+        click.option("--eval-every-steps", type=Whole("steps", min=1), help="Steps between in-loop evaluations."),
         click.option("--eval-tokens", type=Count(), help="Tokens each evaluation runs forward (e.g. 50M)."),
-        click.option("--spare-gpus", type=click.IntRange(min=0), help="GPUs held in reserve for the job (default 0)."),
+        click.option("--spare-gpus", type=Whole("GPUs", min=0), help="GPUs held in reserve for the job (default 0)."),
         click.option(
             "--run-to-run-sd",
             type=click.FloatRange(0, 0.5),

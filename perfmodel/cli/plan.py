@@ -14,6 +14,7 @@ from perfmodel.cli.options import (
     FilePath,
     PositiveFloat,
     Usd,
+    Whole,
     emit,
     progress,
     quiet_option,
@@ -38,7 +39,7 @@ def plan_options(command: Command) -> Command:
             show_default=True,
             help="Meet the deadline and the budget with this probability (0.5: on the point estimate; 0.9: at P90).",
         ),
-        click.option("--max-gpus", type=click.IntRange(1, 1_000_000), help="Largest cluster to consider."),
+        click.option("--max-gpus", type=Whole("GPUs", 1, 1_000_000), help="Largest cluster to consider."),
         click.option(
             "--power-mw",
             type=PositiveFloat(),

@@ -7,12 +7,12 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, emit, load_from_flags, progress, quiet_option, scenario_options
+from perfmodel.cli.options import FORMATS, Whole, emit, load_from_flags, progress, quiet_option, scenario_options
 
 
 @cli.command()
 @scenario_options(many_gpus=True)
-@click.option("--top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Layouts to show.")
+@click.option("--top", type=Whole("layouts", 1, 10_000), default=10, show_default=True, help="Layouts to show.")
 @click.option(
     "--objective",
     type=click.Choice(["time", "cost"]),

@@ -8,7 +8,7 @@ import socket
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import say
+from perfmodel.cli.options import Whole, say
 from perfmodel.errors import PerfmodelError
 
 APP = "perfmodel.serve.app:app"
@@ -23,7 +23,7 @@ APP = "perfmodel.serve.app:app"
     help="Address to listen on. The default serves this machine only; 0.0.0.0 serves the network (there is no "
     "login: use it on a trusted network).",
 )
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port to listen on.")
+@click.option("--port", type=Whole("ports", 1, 65535), default=8000, show_default=True, help="Port to listen on.")
 def serve(host: str, port: int) -> None:
     """Serve the planner's web page and its JSON HTTP API (README 'The web page and HTTP API').
 

@@ -11,13 +11,23 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, FilePath, complete_ids, emit, hardware_option, progress, quiet_option, say
+from perfmodel.cli.options import (
+    FORMATS,
+    FilePath,
+    Whole,
+    complete_ids,
+    emit,
+    hardware_option,
+    progress,
+    quiet_option,
+    say,
+)
 
 
 @cli.command()
 @click.argument("sweep_file", type=FilePath(dir_okay=False), shell_complete=complete_ids(("sweeps",), files=True))
 @click.option(
-    "--jobs", "-j", type=click.IntRange(1, 1024), default=None, help="Worker processes (default: every core)."
+    "--jobs", "-j", type=Whole("processes", 1, 1024), default=None, help="Worker processes (default: every core)."
 )
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="Ray cluster to join (default: start a local one).")

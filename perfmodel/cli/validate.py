@@ -12,6 +12,7 @@ from perfmodel.cli.options import (
     PRECISION,
     Command,
     FilePath,
+    Whole,
     _degree,
     calibration_option,
     complete_ids,
@@ -88,15 +89,15 @@ def _log_options(command: Command) -> Command:
         click.option(
             "--system", help="For MLPerf logs: the system that ran them.", shell_complete=complete_ids(("systems",))
         ),
-        click.option("--gpus", type=click.IntRange(min=1), help="For MLPerf logs: the number of accelerators."),
+        click.option("--gpus", type=Whole("GPUs", min=1), help="For MLPerf logs: the number of accelerators."),
         click.option(
             "--precision", type=PRECISION, help="The precision (default: what a training log says, else fp8)."
         ),
-        _degree("--tp", "For MLPerf logs: tensor-parallel size (else searched)."),
-        _degree("--pp", "For MLPerf logs: pipeline stages (else searched)."),
-        _degree("--cp", "For MLPerf logs: context-parallel size (else searched)."),
-        _degree("--vp", "For MLPerf logs: virtual stages (else searched)."),
-        _degree("--mbs", "For MLPerf logs: micro-batch size (else searched)."),
+        _degree("--tp", "GPUs", "For MLPerf logs: tensor-parallel size (else searched)."),
+        _degree("--pp", "stages", "For MLPerf logs: pipeline stages (else searched)."),
+        _degree("--cp", "GPUs", "For MLPerf logs: context-parallel size (else searched)."),
+        _degree("--vp", "stages", "For MLPerf logs: virtual stages (else searched)."),
+        _degree("--mbs", "sequences", "For MLPerf logs: micro-batch size (else searched)."),
         click.option("--round", "round_", help="For MLPerf logs: the round whose rules apply (default: the latest)."),
         click.option(
             "--logs",
@@ -108,14 +109,14 @@ def _log_options(command: Command) -> Command:
             "--gpus and the layout flags (--gbs: Megatron logs give it).",
         ),
         click.option("--model", help="For --logs: the model that ran (perfmodel models list)."),
-        _degree("--gbs", "For --logs: global batch size in sequences."),
-        click.option("--seq-len", type=click.IntRange(min=16), help="For --logs: sequence length (default 8192)."),
-        _degree("--ep", "For --logs: expert-parallel size (else searched)."),
+        _degree("--gbs", "sequences", "For --logs: global batch size in sequences."),
+        click.option("--seq-len", type=Whole("tokens", min=16), help="For --logs: sequence length (default 8192)."),
+        _degree("--ep", "GPUs", "For --logs: expert-parallel size (else searched)."),
         click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="For --logs."),
-        click.option("--zero", type=click.IntRange(0, 3), help="For --logs: sharding (else searched)."),
+        click.option("--zero", type=Whole("stages", 0, 3), help="For --logs: sharding (else searched)."),
         click.option(
             "--warmup-steps",
-            type=click.IntRange(min=0),
+            type=Whole("steps", min=0),
             help="For --logs: skip logged steps up to this one (default: the first tenth of those logged).",
         ),
     ]

@@ -30,6 +30,7 @@ from perfmodel.outputs.report import (
     _usd,
     bf16_ratio,
     carbon_text,
+    labelled_inputs,
     phases_counted,
     run_assumptions,
     tonnes,
@@ -206,7 +207,7 @@ def campaign_table(c: Campaign) -> str:
     lines = [
         f"{c.model.name} campaign of {phases_counted(len(c.phases))} on up to {c.n_gpus:,} x {visible(acc.name)} "
         f"({c.hardware.system.id}), {shown}",
-        f"Inputs: {_si(c.run.tokens)} tokens, " + ", ".join(run_assumptions(c.first)),
+        *labelled_inputs([("work", f"{_si(c.run.tokens)} tokens"), *run_assumptions(c.first)]),
         "",
         columns.table(phase_rows(c), PHASE_HEADERS, [("right" if h in RIGHT else "left") for h in PHASE_HEADERS]),
         "",

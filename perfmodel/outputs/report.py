@@ -71,7 +71,7 @@ def _duration(seconds: float, unit: str | None = None) -> str:
     return f"{value:,.1f} {unit}" if value >= 1 or value == 0 else f"{value:.2g} {unit}"
 
 
-def inputs_line(p: Prediction) -> str:
+def inputs_lines(p: Prediction) -> list[str]:
     """The work, batch, price, PUE, software stack and release a prediction used, each marked where perfmodel chose
     it rather than the user: a planner must see the assumptions a number rests on."""
     s = p.scenario
@@ -84,11 +84,20 @@ def inputs_line(p: Prediction) -> str:
         else "no token budget (no time-to-train)"
     )
     batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
-    return ", ".join([
-        work, batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})"), *_attention_inputs(p),
-        *([f"hybrid sharding: ZeRO-3 within groups of {p.shard_group} DP ranks"] if p.shard_group else []),
+    attention = _attention_inputs(p)
+    return labelled_inputs([
+        ("work", work), ("batch", batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})")),
+        *([("attention", ", ".join(attention))] if attention else []),
+        *([("sharding", f"hybrid: ZeRO-3 within groups of {p.shard_group} DP ranks")] if p.shard_group else []),
         *run_assumptions(p),
     ])  # fmt: skip
+
+
+def labelled_inputs(inputs: list[tuple[str, str]]) -> list[str]:
+    """'Inputs:' and one short line per input under it, labels aligned: the single line they were read ~330
+    characters and wrapped mid-word in an 80-column terminal."""
+    width = max(len(label) for label, _ in inputs)
+    return ["Inputs:", *(f"  {label:<{width}}  {text}" for label, text in inputs)]
 
 
 def bf16_ratio(mfu_bf16: float) -> str:
@@ -107,14 +116,15 @@ def _attention_inputs(p: Prediction) -> list[str]:
     """What priced the attention where it is not whole sequences on one rank: packed documents, CP's exchange."""
     s, found = p.scenario, []
     if s.documents.histogram is not None:
-        found.append(f"attention over {s.documents.label}")
+        found.append(f"over {s.documents.label}")
     if p.layout.cp > 1:
         found.append(f"CP exchange {s.cp_exchange}" + ("" if s.parallelism.cp_comm else " (the stack's)"))
     return found
 
 
-def run_assumptions(p: Prediction) -> list[str]:
-    """The price, PUE, grid, software stack and release of `inputs_line`, each marked where perfmodel chose it."""
+def run_assumptions(p: Prediction) -> list[tuple[str, str]]:
+    """The price, PUE, grid, software stack and release of `inputs_lines`, labelled, each marked where perfmodel
+    chose it."""
     s = p.scenario
     price = f"${p.price.usd_per_gpu_hour:,.2f}/GPU-h" if p.price.usd_per_gpu_hour is not None else "no price"
     price_note = (
@@ -126,13 +136,15 @@ def run_assumptions(p: Prediction) -> list[str]:
         if s.cost.usd_per_gpu_hour or s.cost.usd_per_gpu_hour_range
         else f" ({p.price.basis_line}; the GPU's default)"
     )
+    pue = f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)")
+    grid = f"grid {s.cost.grid_gco2_per_kwh:,.0f} gCO2e/kWh" + (
+        "" if "grid_gco2_per_kwh" in given(s.cost) else f" (default: {DEFAULT_GRID})"
+    )
     return [
-        price + price_note,
-        f"PUE {s.cost.pue:g}" + ("" if "pue" in given(s.cost) else " (default)"),
-        f"grid {s.cost.grid_gco2_per_kwh:,.0f} gCO2e/kWh"
-        + ("" if "grid_gco2_per_kwh" in given(s.cost) else f" (default: {DEFAULT_GRID})"),
-        f"{s.stack} stack" + ("" if "stack" in given(s) else " (default)") + _knobs(s),
-        f"software of {s.vintage}" if s.vintage else "software of the newest release fitted (default)",
+        ("price", price + price_note),
+        ("energy", f"{pue}, {grid}"),
+        ("stack", s.stack + ("" if "stack" in given(s) else " (default)") + _knobs(s)),
+        ("software", f"release {s.vintage}" if s.vintage else "the newest release fitted (default)"),
     ]
 
 
@@ -213,7 +225,7 @@ def table(p: Prediction) -> str:
         from perfmodel.outputs.experts import experts_text
 
         lines.append(f"Experts: {experts_text(p)}")
-    lines += [f"Inputs: {inputs_line(p)}", ""]
+    lines += [*inputs_lines(p), ""]
     band = "step_time_s_low" in d
 
     widened = ", widened (below)" if p.evidence is not None and p.evidence.widened_by else ""

@@ -173,8 +173,8 @@ def export_plan(body: PlanRequest, format: Format = "xlsx") -> Response:  # type
 
 @app.get("/api/catalogue")
 def catalogue() -> dict[str, Any]:
-    """What the page's lists offer: the zoo's models, the accelerators and systems with their precisions, and this
-    server's limits."""
+    """What the page's lists offer: the zoo's models, the accelerators and systems with their precisions, the names
+    of models and accelerators (the chart's legend prints names, as the CLI's plots do) and this server's limits."""
     return _catalogue()
 
 
@@ -188,6 +188,7 @@ def _catalogue() -> dict[str, Any]:
         "models": list(ZOO),
         "accelerators": {i: list(a.precisions) for i, a in chips.items()},
         "systems": {i: list(chips[s.accelerator].precisions) for i, s in systems().items()},
+        "names": {"models": {i: m.name for i, m in ZOO.items()}, "accelerators": {i: a.name for i, a in chips.items()}},
         "limits": {
             "upload_bytes": work.MAX_UPLOAD_BYTES,
             "hardware_files": work.MAX_HARDWARE_FILES,

@@ -19,6 +19,9 @@ A4 = 9
 A4_LANDSCAPE_WIDTH_PT = 841.89
 SIDE_MARGIN_IN = 0.4
 PRINTABLE_WIDTH_PT = A4_LANDSCAPE_WIDTH_PT - 2 * 72 * SIDE_MARGIN_IN
+TOP_MARGIN_IN, BOTTOM_MARGIN_IN = 0.75, 0.6
+PRINTABLE_HEIGHT_PT = 595.28 - 72 * (TOP_MARGIN_IN + BOTTOM_MARGIN_IN)
+"""A4 landscape's height less the margins (the header and footer print inside them)."""
 SMALLEST_SCALE = 65
 """Percent: the default 11-pt type prints at 7.2 pt, the smallest a procurement reader is asked to read."""
 YES_NO = '"Yes";"Yes";"No"'
@@ -68,10 +71,11 @@ def _section(value: float, number_format: str) -> str:
 
 def width(header: str, texts: Iterable[str], narrowest: float = 6.0) -> float:
     """Characters wide enough for every text (up to WIDEST_TEXT, then it wraps) and for the heading's longest word,
-    the heading wrapping on up to four lines."""
+    the heading wrapping on up to six lines (on four, a Details column under a 190-character heading was 49
+    characters wide, and a 3-system comparison's Details printed on 10 pages, now 8)."""
     longest = max((len(text) for text in texts), default=0)
     word = max((len(part) for part in header.split()), default=0)
-    return max(narrowest, min(float(longest), WIDEST_TEXT) + 1, word + 1, len(header) / 4 + 1)
+    return max(narrowest, min(float(longest), WIDEST_TEXT) + 1, word + 1, len(header) / 6 + 1)
 
 
 def lines(text: str, chars: float) -> int:
@@ -102,18 +106,35 @@ def on_first_page(widths: Sequence[float]) -> int:
     return len(widths)
 
 
+def scale(widths: Sequence[float]) -> float:
+    """Percent at which the columns (`widths`, in characters) fit one page wide (at most 100)."""
+    return min(100.0, 100 * PRINTABLE_WIDTH_PT / sum(points(w) for w in widths))
+
+
+def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float) -> list[int]:
+    """The rows (indices) that begin a printed page of `room_pt`, the first page with `used_pt` taken already: each
+    row `heights_pt` tall, or `opening_pt` where it begins a page (it repeats what the rows above said)."""
+    starts = []
+    for index, (height, opening) in enumerate(zip(heights_pt, opening_pt, strict=True)):
+        if used_pt + height > room_pt and used_pt > 0:
+            starts.append(index)
+            used_pt, height = 0.0, opening
+        used_pt += height
+    return starts
+
+
 def set_up(ws: Any, widths: Sequence[float], title: str, heading_rows: tuple[int, int] | None) -> None:
     """Landscape A4; one page wide when the columns (`widths`, in characters, column A first) fit at SMALLEST_SCALE
     or more, else SMALLEST_SCALE across pages with column A repeated; `heading_rows` (first, last; 0-based)
     repeated on every page; the title, sheet, date printed and page number in the header and footer."""
     ws.set_landscape()
     ws.set_paper(A4)
-    ws.set_margins(left=SIDE_MARGIN_IN, right=SIDE_MARGIN_IN, top=0.75, bottom=0.6)
+    ws.set_margins(left=SIDE_MARGIN_IN, right=SIDE_MARGIN_IN, top=TOP_MARGIN_IN, bottom=BOTTOM_MARGIN_IN)
     ws.set_header(f"&L&B{_field(title)}&R&A", {"margin": 0.3})
     ws.set_footer("&LPrinted &D&Rpage &P of &N", {"margin": 0.3})
     if heading_rows is not None:
         ws.repeat_rows(*heading_rows)
-    if 100 * PRINTABLE_WIDTH_PT / sum(points(w) for w in widths) >= SMALLEST_SCALE:
+    if scale(widths) >= SMALLEST_SCALE:
         ws.fit_to_pages(1, 0)
     else:
         ws.set_print_scale(SMALLEST_SCALE)

@@ -46,6 +46,9 @@ from perfmodel.planning.campaign import incurred, total_rule
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
+PAGE_SLACK = 0.93
+"""Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
+page that held less than counted would break early, its first rows without their section's name."""
 EDITABLE_FILL = "#FFF2CC"
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
@@ -600,10 +603,17 @@ def _one(column: list[Any] | None) -> Any:
     return found.pop() if len(found) == 1 else None
 
 
+VALUE_CHARS = 12
+"""The Assumptions' Value column's most characters (a General number shows fewer decimals in a narrower one)."""
+
+
 def _figure_format(value: Any) -> str:
-    """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000);
-    anything else as General shows it."""
-    return "#,##0" if _is_number(value) and abs(value) >= 10_000 and value == int(value) else "General"
+    """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000), in
+    millions, billions or trillions where they would not fit VALUE_CHARS (15T tokens printed `###`); anything else
+    as General shows it."""
+    if not (_is_number(value) and abs(value) >= 10_000 and value == int(value)):
+        return "General"
+    return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
@@ -612,20 +622,36 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     heads = ("Section", "Name", "Value", "Unit", "Source")
     texts = [[printing.shown(v, _figure_format(v)) for v in (a.section, a.name, a.value, a.unit, a.source)]
              for a in found]  # fmt: skip
-    # At most 24, 26, 12 (a General number shows fewer decimals in a narrower column) and 16 characters, then the
-    # sources, wrapped at 80: one page wide at legible type.
+    # At most 24, 26, VALUE_CHARS and 16 characters, then the sources, wrapped at 80: one page wide at legible type.
     widths = [min(printing.width(head, [row[col] for row in texts]), most)
-              for col, (head, most) in enumerate(zip(heads, (24, 26, 12, 16, 0), strict=True))]  # fmt: skip
+              for col, (head, most) in enumerate(zip(heads, (24, 26, VALUE_CHARS, 16, 0), strict=True))]  # fmt: skip
     widths[-1] = 80.0
     for col, (head, chars) in enumerate(zip(heads, widths, strict=True)):
         ws.write_string(HEADER_ROW - 1, col, head, style(bold=True))
         ws.set_column(col, col, chars)
+
+    # A section's name prints on its first row and atop each page only (a run's is ~120 characters, six lines in
+    # its column on each of its ~30 rows: a 3-system comparison's Assumptions took 24 pages); its other rows keep
+    # it for filters and programs, hidden by the number format whose text section is empty. The page breaks are
+    # set where the rows' heights put them, less PAGE_SLACK, so that the rows known to begin a page do.
+    def height(row: list[str]) -> float:
+        return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True))
+
+    shown_pt = [height(row) for row in texts]
+    hidden_pt = [height(["", *row[1:]]) for row in texts]
+    first = [index == 0 or a.section != found[index - 1].section for index, a in enumerate(found)]
+    room = PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / printing.scale(widths) - printing.LINE_PT
+    starts = printing.page_starts([s if f else h for s, h, f in zip(shown_pt, hidden_pt, first, strict=True)],
+                                  shown_pt, room, (HEADER_ROW + 1) * printing.LINE_PT)  # fmt: skip
+    shows = [f or index in starts for index, f in enumerate(first)]
     for index, a in enumerate(found):
         for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source)):
-            look = style(_figure_format(value), text_wrap=True, valign="top")
+            hidden = col == 0 and not shows[index]
+            look = style(";;;" if hidden else _figure_format(value), text_wrap=True, valign="top")
             _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, look)
-    _heights(ws, [max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True)) for row in texts],
-             first=HEADER_ROW)  # fmt: skip
+    for index, show in enumerate(shows):
+        ws.set_row(HEADER_ROW + index, shown_pt[index] if show else hidden_pt[index])
+    ws.set_h_pagebreaks([HEADER_ROW + index for index in starts])
     ws.freeze_panes(HEADER_ROW, 0)
     printing.set_up(ws, widths, title, (HEADER_ROW - 1, HEADER_ROW - 1))
 

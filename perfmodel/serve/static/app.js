@@ -13,6 +13,7 @@ const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
 const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files" };
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
+let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -30,11 +31,15 @@ function svgElement(tag, attributes, text) {
   return made;
 }
 
-// ---- numbers as a capacity planner reads them
+// ---- numbers as a capacity planner reads them: measured and predicted values to a fixed count of significant
+// digits, trailing zeros kept ("29.0%" beside "29.6%", "2.00×" beside "1.37×"); counts whole; round values (axis
+// ticks, the user's own goal) as written.
 function number(x, digits = 3) {
   if (x === null || x === undefined || Number.isNaN(x)) return "–";
-  return Number(x).toLocaleString("en-US", { maximumSignificantDigits: digits });
+  return Number(x).toLocaleString("en-US", { minimumSignificantDigits: digits, maximumSignificantDigits: digits });
 }
+const whole = (n) => Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 });
+const plain = (x) => Number(x).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 function usd(x) {
   if (x === null || x === undefined) return "–";
   const scaled = [[1e9, "B"], [1e6, "M"], [1e3, "k"]].find(([size]) => Math.abs(x) >= size);
@@ -42,8 +47,13 @@ function usd(x) {
 }
 const tokens = (n) => (n >= 1e12 ? `${number(n / 1e12)}T` : n >= 1e9 ? `${number(n / 1e9)}B` : number(n));
 const chance = (p) => (p === null || p === undefined ? "–" : p < 0.01 ? "< 0.01" : p > 0.99 ? "> 0.99" : p.toFixed(2));
-const percent = (x) => (x === null || x === undefined ? "–" : `${number(100 * x, 3)}%`);
+const percent = (x) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(1)}%`);
 const days = (seconds) => (seconds === null || seconds === undefined ? null : seconds / 86400);
+
+// Models and accelerators by name, as the CLI's tables and plots print them (outputs/plot.py series_label); the id
+// where it is the user's own file.
+const modelName = (p) => names.models[p.model] || p.model;
+const seriesName = (p) => `${names.accelerators[p.accelerator] || p.accelerator} ${p.precision.toUpperCase()}`;
 
 // ---- the form
 function showQuestion(chosen) {
@@ -257,7 +267,7 @@ function breakdown(p) {
 }
 
 function describe(p) {
-  return `${p.model} on ${number(p.n_gpus, 7)} × ${p.accelerator} (${p.system}), ${p.precision}, ${tokens(p.tokens_to_train)} tokens`;
+  return `${modelName(p)} on ${whole(p.n_gpus)} × ${seriesName(p)} (${p.system}), ${tokens(p.tokens_to_train)} tokens`;
 }
 
 function drawPredict(p) {
@@ -271,11 +281,11 @@ function drawPredict(p) {
 function drawCompare(rows) {
   const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
-  $("#title").textContent = `${rows[0].model}, ${tokens(rows[0].tokens_to_train)} tokens: ${systems} systems × ${sizes} sizes, ratios to the first row`;
+  $("#title").textContent = `${modelName(rows[0])}, ${tokens(rows[0].tokens_to_train)} tokens: ${systems} systems × ${sizes} sizes, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, number(p.n_gpus, 7), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
+    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
       cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_interval_low), usd(p.cost_usd_interval_high)),
@@ -289,20 +299,20 @@ function drawCompare(rows) {
 
 function drawPlan(report) {
   const goal = report.goal;
-  const parts = [goal.deadline_days !== null ? `within ${number(goal.deadline_days)} days` : null, goal.budget_usd !== null ? `within ${usd(goal.budget_usd)}` : null];
+  const parts = [goal.deadline_days !== null ? `within ${plain(goal.deadline_days)} days` : null, goal.budget_usd !== null ? `within ${usd(goal.budget_usd)}` : null];
   $("#title").textContent = `Plan: train ${parts.filter(Boolean).join(" and ")}, with probability ${goal.confidence}`;
   const verdict = $("#verdict");
   verdict.replaceChildren();
   if (report.cheapest) verdict.append(element("span", "Feasible. ", { class: "yes" }), `Cheapest: ${report.cheapest}; fastest: ${report.fastest}. Days and costs count failures and the other losses of a real run.`);
   else verdict.append(element("span", "No candidate meets the goal.", { class: "no" }));
   const atConfidence = goal.confidence !== 0.5;
-  const at = `at P${number(100 * goal.confidence, 2)}`;
+  const at = `at P${plain(100 * goal.confidence)}`;
   const body = report.candidates.map((c) => {
     const tr = element("tr", null, c.feasible ? {} : { class: "infeasible" });
     const name = element("td", c.candidate);
     if (c.layout) name.append(element("div", c.layout, { class: "note" }));
     tr.append(name, element("td", c.feasible ? "meets the goal" : c.reason || "no plan", { class: "text" }),
-      cell(c.n_gpus, number(c.n_gpus, 7), "n_gpus"),
+      cell(c.n_gpus, whole(c.n_gpus), "n_gpus"),
       cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
     if (atConfidence) tr.append(cell(c.time_to_train_days_at_confidence, number(c.time_to_train_days_at_confidence), "time_to_train_days_at_confidence"));
     tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_interval_low), usd(c.cost_usd_interval_high)));
@@ -335,12 +345,14 @@ function ticks(low, high) {
 function scalingChart(rows) {
   const series = new Map();
   for (const p of rows) {
-    const name = `${p.system} ${p.precision}`;
+    const name = seriesName(p);
     if (!series.has(name)) series.set(name, []);
     series.get(name).push([p.n_gpus, days(p.time_to_train_s), days(p.time_to_train_s_low), days(p.time_to_train_s_high)]);
   }
   if (![...series.values()].some((points) => points.length > 1)) return null;
-  const width = 640, height = 300, left = 64, right = 170, top = 16, bottom = 44;
+  // The legend's column as wide as its longest name (12px text: about 7px a character), the plot 470px beside it.
+  const right = 40 + 7 * Math.max(...[...series.keys()].map((name) => name.length));
+  const width = 470 + right, height = 300, left = 64, top = 16, bottom = 44;
   const all = rows.flatMap((p) => [p.n_gpus]);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
@@ -351,11 +363,11 @@ function scalingChart(rows) {
   svg.append(svgElement("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, class: "axis" }),
     svgElement("line", { x1: left, y1: top, x2: left, y2: height - bottom, class: "axis" }));
   for (const n of [...new Set(all)].sort((a, b) => a - b)) {
-    svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, number(n, 7)));
+    svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, whole(n)));
   }
   for (const d of ticks(Math.min(...values), Math.max(...values))) {
     svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
-      svgElement("text", { x: left - 6, y: y(d) + 4, "text-anchor": "end" }, number(d, 3)));
+      svgElement("text", { x: left - 6, y: y(d) + 4, "text-anchor": "end" }, plain(d)));
   }
   svg.append(svgElement("text", { x: (left + width - right) / 2, y: height - 8, "text-anchor": "middle" }, "GPUs"),
     svgElement("text", { x: 14, y: top + (height - top - bottom) / 2, transform: `rotate(-90 14 ${top + (height - top - bottom) / 2})`, "text-anchor": "middle" }, "days to train"));
@@ -388,6 +400,7 @@ function draw(answer) {
 // ---- start
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
+  names = known.names;
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = "llama3.1-70b";
