@@ -37,7 +37,8 @@ TESTS = (
     "tests/test_seed_ratios.py",
     "tests/test_attention_kernels.py",
     "tests/test_collectives.py",  # closed forms of what few rows see: ZeRO-0's all-reduce, pipeline fill sends
-    "tests/test_schedule.py",
+    "tests/test_schedule.py",  # the pipeline sends: fill and drain whole, the steady state's unhidden share
+    "tests/test_dp_buckets.py",  # ZeRO-1's and ZeRO-3's collectives, which the gate sees only through few rows
     "tests/test_optimizer_step.py",  # Adam's bytes per parameter, which moves rows less than the gate's half point
 )
 SLOW = "test_every_protocol_holds_refitted"
@@ -172,6 +173,42 @@ MUTATIONS = (
         "perfmodel/physics/step.py",
         "scatter = reduce_scatter(activation * BF16_BYTES, links)",
         "scatter = reduce_scatter(activation * BF16_BYTES / 2, links)",
+    ),
+    Mutation(
+        "ZeRO-1 parameter all-gather dropped",
+        "perfmodel/physics/step.py",
+        "zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first",
+        "zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap)",
+    ),
+    Mutation(
+        "steady-state pipeline sends hidden",
+        "perfmodel/physics/step.py",
+        "+ (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)",
+        "+ 0 * (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)",
+    ),
+    Mutation(
+        "attention FLOPs at the KV heads",
+        "perfmodel/inputs/models.py",
+        "return 2 * self.q_dim",
+        "return 2 * self.kv_dim",
+    ),
+    Mutation(
+        "optimizer step not sharded by ZeRO",
+        "perfmodel/physics/step.py",
+        "step_params = where(zero >= 1, trainable / shards, trainable)",
+        "step_params = trainable",
+    ),
+    Mutation(
+        "ZeRO-3 backward weight gather dropped",
+        "perfmodel/physics/step.py",
+        "exposed(gather_weights + scatter, mb_backward, overlap)",
+        "exposed(scatter, mb_backward, overlap)",
+    ),
+    Mutation(
+        "pipeline sends at half the bytes",
+        "perfmodel/physics/step.py",
+        "p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)",
+        "p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES / 2, pp_links)",
     ),
 )
 

@@ -1,6 +1,7 @@
 """DP gradient buckets: Megatron's bucket size, per-bucket latency, the first/last bucket exposed."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -9,6 +10,7 @@ from perfmodel.physics.collectives import (
     HALF_BANDWIDTH_S,
     NCCL_CALL_LATENCY_S,
     RAMP_EXPONENT,
+    all_gather,
     group_links,
     reduce_scatter,
 )
@@ -18,6 +20,7 @@ from perfmodel.physics.topology import tiers
 
 EFF = DEFAULTS["hopper"]
 H100 = tiers(resolve("h100-sxm"))
+NOTHING_HIDDEN = replace(EFF, overlap_dp=0.0)
 
 
 def test_bucket_count_follows_megatron_default() -> None:
@@ -42,3 +45,42 @@ def test_first_or_last_bucket_is_never_hidden() -> None:
     assert bucketed_exposed(1.0, 1, 100.0, 0.9) == 1.0  # one bucket: ready only when the backward ends
     assert bucketed_exposed(1.0, 10, 100.0, 0.9) == pytest.approx(0.1)
     assert bucketed_exposed(1.0, 10, 0.0, 0.9) == 1.0  # no window: all of it
+
+
+def _llama8b_dp8_exposed_s(zero: int, gbs: int) -> tuple[float, float]:
+    """Exposed DP time of Llama 3.1 8B on DP 8 inside one H100 node (BF16, MBS 1, 8K tokens) with nothing hidden
+    (overlap_dp 0), and the model's parameters."""
+    from perfmodel.inputs.models import get_model
+    from perfmodel.inputs.precision import get_recipe
+    from perfmodel.physics.parallel import Layout
+    from perfmodel.physics.step import Context, evaluate
+    from perfmodel.planning.predict import layout_vars
+
+    hw, model = resolve("h100-sxm"), get_model("llama3.1-8b")
+    ctx = Context(model, hw, get_recipe("bf16", hw.accelerator), NOTHING_HIDDEN, 8192)
+    step = evaluate(ctx, layout_vars(Layout(1, 1, 1, 8, 1, 1, 1, gbs, 8192, "none", zero)))
+    return float(step.dp_comm_exposed_s), model.params
+
+
+def test_zero1_reduce_scatters_the_gradients_and_all_gathers_the_updated_parameters() -> None:
+    """ZeRO-1 (Rajbhandari et al. 2020, "ZeRO", section 7.2.1; Megatron-Core's distributed optimizer): each step
+    reduce-scatters the BF16 gradients and all-gathers the updated BF16 parameters, Psi bytes each, the 2 Psi of
+    plain DDP's all-reduce. Llama 3.1 8B (8.03 B parameters, Meta's model card) with nothing hidden: the exposed DP
+    time is the 201 Megatron buckets (8.03 B / 40 M) of each collective; the gather is half of it."""
+    exposed_s, params = _llama8b_dp8_exposed_s(zero=1, gbs=64)
+    assert params == pytest.approx(8.03e9, rel=0.005)
+    g, buckets = group_links(H100, NOTHING_HIDDEN, 8, 1), math.ceil(params / 40e6)
+    bucket_bytes = params * 2 / buckets
+    assert buckets == 201 and all_gather(bucket_bytes, g) == pytest.approx(reduce_scatter(bucket_bytes, g))
+    assert exposed_s == pytest.approx(buckets * 2 * reduce_scatter(bucket_bytes, g))
+
+
+def test_zero3_gathers_the_weights_for_every_forward_and_backward() -> None:
+    """ZeRO-3 (Rajbhandari et al. 2020, "ZeRO", section 7.2.2): each micro-batch all-gathers the BF16 weights for
+    its forward and again for its backward and reduce-scatters the gradients, 3 Psi bytes, 1.5 times DDP's
+    all-reduce. Llama 3.1 8B, two micro-batches, nothing hidden: the whole-model gathers are one call each, the
+    reduce-scatter runs in the 201 Megatron buckets."""
+    exposed_s, params = _llama8b_dp8_exposed_s(zero=3, gbs=16)
+    g, buckets, size = group_links(H100, NOTHING_HIDDEN, 8, 1), 201, params * 2
+    per_microbatch = 2 * all_gather(size, g) + buckets * reduce_scatter(size / buckets, g)
+    assert exposed_s == pytest.approx(2 * per_microbatch)

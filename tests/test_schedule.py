@@ -50,13 +50,16 @@ def test_exposed_communication() -> None:
     assert exposed(10.0, 1.0, 1.0) == pytest.approx(9.0)  # long comm: what the window cannot hide
 
 
-def test_pipeline_fill_and_drain_sends_are_on_the_critical_path() -> None:
+@pytest.mark.parametrize("overlap_pp", [1.0, 0.25])
+def test_pipeline_fill_and_drain_sends_are_on_the_critical_path(overlap_pp: float) -> None:
     """Megatron's 1F1B (Narayanan et al. 2021, section 2.2): the warm-up forwards and cool-down backwards cross the
-    pp - 1 stage boundaries in turn, 2 (pp - 1) sends nothing hides. Counted by hand with every steady-state send
-    hidden (overlap_pp 1): Llama 3.1 8B, one micro-batch of 8,192 tokens, hidden 4,096 in BF16 is 67.1 MB a send,
-    over NVLink 4 at 450 GB/s per direction times the collective share of the link (efficiency.DEFAULTS), slowed by
-    the message-size ramp (1.34 at its 179 us of data) and after NCCL's call latency (collectives, fitted to measured
-    collectives)."""
+    pp - 1 stage boundaries in turn, 2 (pp - 1) sends nothing hides; in the steady state each of the 16 micro-batches
+    sends its activations forward and its gradients back, 2 x 16 sends of which only the share 1 - overlap_pp the
+    compute does not hide shows (overlap_pp 1: none; 0.25: three quarters, which a bug hiding them all or counting
+    one direction only would halve or zero). Counted by hand: Llama 3.1 8B, one micro-batch of 8,192 tokens, hidden
+    4,096 in BF16 is 67.1 MB a send, over NVLink 4 at 450 GB/s per direction times the collective share of the link
+    (efficiency.DEFAULTS), slowed by the message-size ramp (1.34 at its 179 us of data) and after NCCL's call latency
+    (collectives, fitted to measured collectives)."""
     from dataclasses import replace
 
     from perfmodel.inputs.hardware import resolve
@@ -68,7 +71,7 @@ def test_pipeline_fill_and_drain_sends_are_on_the_critical_path() -> None:
     from perfmodel.physics.step import Context, evaluate
     from perfmodel.planning.predict import layout_vars
 
-    hw, efficiency = resolve("h100-sxm"), replace(DEFAULTS["hopper"], overlap_pp=1.0)
+    hw, efficiency = resolve("h100-sxm"), replace(DEFAULTS["hopper"], overlap_pp=overlap_pp)
     ctx = Context(get_model("llama3.1-8b"), hw, get_recipe("bf16", hw.accelerator), efficiency, 8192)
     size = 8192 * 4096 * 2
     data_s = size / (450e9 * efficiency.scaleup)
@@ -77,7 +80,8 @@ def test_pipeline_fill_and_drain_sends_are_on_the_critical_path() -> None:
     send_s = NCCL_CALL_LATENCY_S + data_s * ramp
     for pp in (2, 4):
         step = evaluate(ctx, layout_vars(Layout(1, pp, 1, 1, 1, 1, 1, 16, 8192, "none", 1)))
-        assert step.pp_comm_exposed_s == pytest.approx(2 * (pp - 1) * send_s, rel=0.02)  # + 1.4 us of link hops
+        sends = 2 * (pp - 1) + (1 - overlap_pp) * 2 * 16
+        assert step.pp_comm_exposed_s == pytest.approx(sends * send_s, rel=0.02)  # + 1.4 us of link hops
 
 
 def _megatron_interleaved_makespan(pp: int, vp: int, m: int, chunk_s: float, last_extra_s: float) -> float:
