@@ -19,11 +19,14 @@ def test_mlperf_v50_llama31_405b_scores_and_ratio() -> None:
     # mlperf_training_llm.csv, v5.0 llama31_405b at 512 GPUs with the submitted layouts:
     # NVIDIA Eos-dfw (64x HGX H100), FP8, TP8 PP8 CP2 VP8, GBS 1152: 269.122 min;
     # NVIDIA Tyche (8x GB200 NVL72), FP8, TP4 PP8 CP2 VP8, GBS 896: 121.757 min; ratio 2.21.
+    # The scenarios price 6.6% and 5.0% fast (validate prices the two rows at +1.1% and +0.8%), their ratio 1.6%
+    # low: the scores within 10%; the ratio, where errors shared by both scenarios cancel, within 4% (the 14 MLPerf
+    # v5.0 405B rows validate at 1.7% MAPE).
     h100 = _score("mlperf-405b-h100-512.toml")
     gb200 = _score("mlperf-405b-gb200-512.toml")
     assert h100 == pytest.approx(269.122, rel=0.10)
     assert gb200 == pytest.approx(121.757, rel=0.10)
-    assert h100 / gb200 == pytest.approx(269.122 / 121.757, rel=0.10)
+    assert h100 / gb200 == pytest.approx(269.122 / 121.757, rel=0.04)
 
 
 def test_validate_json_contract_on_a_subset() -> None:
