@@ -53,9 +53,11 @@ def test_per_tensor_zero3_is_its_closed_form() -> None:
     # 144, 88 and 44 TFLOP/s per GPU by its Eq. 3 (measured_runs.csv rows 317-319)
     [(384, 4, 144), (768, 2, 88), (1536, 1, 44)],
 )
-def test_zero3_of_2021_is_priced_within_ten_percent_of_table_2(n_gpus: int, mbs: int, tflops: float) -> None:
+def test_zero3_of_2021_is_priced_within_seven_percent_of_table_2(n_gpus: int, mbs: int, tflops: float) -> None:
+    """The step is priced +5.2%, -3.5% and +2.1% (perfmodel validate: rows 317-319 at -5.0%, +3.7% and -2.1% in
+    tokens/s): within 7%, the worst plus a two-point margin for a refit."""
     p = perfmodel.predict(**GPT3, **ZERO3, n_gpus=n_gpus, mbs=mbs)
     h, layers, s, v = 12288, 96, 2048, 51200
     flops = 96 * 1536 * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
     measured_s = flops / (n_gpus * tflops * 1e12)
-    assert p.step_time_s == pytest.approx(measured_s, rel=0.10)
+    assert p.step_time_s == pytest.approx(measured_s, rel=0.07)
