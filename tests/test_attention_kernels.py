@@ -69,7 +69,8 @@ def test_blackwell_attention_before_ngc_25_09_runs_at_b200s_cudnn_9_10_rates() -
     model = {(r.release, r.seq): kernel_op(r).flops / predicted_s(r, DEFAULTS["blackwell"]) for r in b200}
     for seq, measured in ((1024, 561.3 / 346.4), (8192, 1384.2 / 1248.3)):
         assert speed["2025-09", seq] / speed["2025-06", seq] == pytest.approx(measured, rel=0.01)
-        assert model["2025-09", seq] / model["2025-06", seq] == pytest.approx(measured, rel=0.25)
+        # the model's gain 9.1% short at 1,024 tokens and 0.1% at 8,192: within 12%, three points of margin
+        assert model["2025-09", seq] / model["2025-06", seq] == pytest.approx(measured, rel=0.12)
     eff = DEFAULTS["blackwell"]
     at = {month: released_attention(replace(eff, vintage_years=release_age_years(month)), "blackwell")
           for month in ("2025-04", "2025-06", "2025-08", "2025-09", "2026-08")}  # fmt: skip
@@ -134,8 +135,8 @@ def test_hopper_ring_steps_up_to_nemo_24_03_run_at_flashattention_2s_measured_ra
     assert ring["2024-04"] == plain["2024-04"] == plain["2023-01"] == pytest.approx(ngc_24_12)
     assert ring["2026-08"] == today
     assert ring["2024-03"][0] / ring["2024-04"][0] == pytest.approx(0.54, abs=0.02)  # forward share: about half
-    for row in fa2:  # each priced as a ring step of the last release that ran FlashAttention-2, within 8%
-        assert predicted_s(row, hopper) == pytest.approx(row.time_s, rel=0.08), (row.seq, row.backward)
+    for row in fa2:  # each priced as a ring step of the last release that ran FlashAttention-2: at most 2.0% off
+        assert predicted_s(row, hopper) == pytest.approx(row.time_s, rel=0.04), (row.seq, row.backward)  # 2x that
     own_kernel = replace(hopper, kernel_releases=0.0, vintage_years=release_age_years("2024-01"))
     assert released_attention(own_kernel, "hopper", 1.0) == today
 

@@ -99,4 +99,4 @@ def test_fp8_attention_backward_runs_at_the_fp8_rate_and_pays_its_quantising() -
     forward_gain = attention_core_s(_forward(), gb300, DEFAULTS["blackwell-ultra"]) / attention_core_s(
         _forward("fp8", "fp8"), gb300, DEFAULTS["blackwell-ultra"]
     )
-    assert forward_gain == pytest.approx(2565 / 1899, rel=0.05)
+    assert forward_gain == pytest.approx(2565 / 1899, rel=0.02)  # reproduced within 0.4%

@@ -61,8 +61,9 @@ def test_the_mtp_passes_add_their_closed_form_flops() -> None:
     assert added == pytest.approx(2 * per_depth, rel=1e-12)
     # Megatron-Bridge's table: 807 TFLOP/s at 28,672 tokens/s per GPU is 28.15 GFLOP a token for Lightning, 776 at
     # 34,816 (NeMo 26.06.01, GB200) 22.29 for Nano (measured_runs.csv): both count the vocabulary padded and no
-    # eh_proj; the MTP passes add within 10% of what they add here.
-    assert added == pytest.approx(28.15e9 - 22.29e9, rel=0.1)
+    # eh_proj; the MTP passes add 3.2% less than they add here, 3.0% of it the eh_proj (6 x 2h x h a token at each
+    # of the 2 depths): within 5%.
+    assert added == pytest.approx(28.15e9 - 22.29e9, rel=0.05)
 
 
 def test_shared_mtp_weights_are_held_once() -> None:

@@ -30,9 +30,9 @@ def _moe_items(start: Calibration):  # type: ignore[no-untyped-def]
 def test_the_moe_stage_refits_rows_it_priced() -> None:
     """Rows whose 'measured' value is the model's own prediction at overlap_ep 0.3, grouped_gemm 0.75 and a legacy
     per-expert cost of 150 us on Blackwell (all slower than the priors 0.5, 1.0 and 50 us): the stage finds the
-    legacy cost again, the grouped GEMM share within 10% and halves the error at the priors; the overlap share,
-    which trades off against the grouped GEMM share on these rows (0.4 and 0.70 price them within 1%), stays at or
-    below its prior."""
+    legacy cost again (within 2%: 0.6% off), the grouped GEMM share within 10% and halves the error at the priors;
+    the overlap share, which trades off against the grouped GEMM share on these rows (0.4 and 0.70 price them within
+    1%), stays at or below its prior."""
     start = calibration.UNCALIBRATED
     items = [i for i in _moe_items(start) if moe_model(i) in ("DeepSeek-V3", "Qwen3-30B-A3B")]
     truth = {"overlap_ep": 0.3, "grouped_gemm": 0.75, "moe_legacy_group_s@blackwell": 1.5e-4}
@@ -43,7 +43,7 @@ def test_the_moe_stage_refits_rows_it_priced() -> None:
     fitted = cal.fit_moe(synthetic, RunBatch, start)
     assert at_priors > 10 and cal.mape(fitted.residuals) < 0.5 * at_priors
     assert fitted.parameters["grouped_gemm"] == pytest.approx(0.75, rel=0.1)
-    assert fitted.parameters["moe_legacy_group_s@blackwell"] == pytest.approx(1.5e-4, rel=0.1)
+    assert fitted.parameters["moe_legacy_group_s@blackwell"] == pytest.approx(1.5e-4, rel=0.02)
     assert fitted.parameters["overlap_ep"] <= 0.5
 
 
