@@ -43,14 +43,28 @@ def test_parameter_counts_match_the_published_figures(
     assert abs(active / B - active_b) < min(unit_b, 1.0)
 
 
-def test_exact_counts_are_pinned() -> None:
-    """The exact integers, so that a change to any count formula is seen (DeepSeek-V3: 671,026,404,352 main
-    parameters and its MTP module of 11,610,067,968 sharing the embedding and LM head)."""
+def test_exact_counts_are_the_checkpoints_tensors_summed() -> None:
+    """The exact integers, summed here tensor by tensor from each model's shapes as the zoo cites them (models.py
+    MOE_MODELS: Megatron-Bridge 0.3.1 providers and transformers' configs), independently of the count formulas, so
+    that a change to any of them is seen. DeepSeek-V3 (MLA, 3 dense then 58 MoE layers of 256 + 1 experts; the router's
+    256-entry score-correction bias is not counted) and its MTP module sharing the embedding and LM head: enorm,
+    hnorm, the 2h x h eh_proj, one MoE layer and the shared head's norm. GPT-OSS-120B: biased Q/K/V/O with a sink per
+    head, 128 biased experts of 2 x 2880 up / 2880 down, a biased router. Qwen3-30B-A3B: GQA with QK norms, 128
+    experts of 768."""
+    h, v = 7168, 129280
+    mla = h * 1536 + 1536 + 1536 * 128 * (128 + 64) + h * (512 + 64) + 512 + 512 * 128 * (128 + 128) + 128 * 128 * h
+    moe = 256 * h + (256 + 1) * 3 * h * 2048
+    ds_layer, ds_main = mla + 2 * h, 61 * (mla + 2 * h) + 3 * 3 * h * 18432 + 58 * moe + 2 * v * h + h
     ds = ZOO["deepseek-v3"]
-    assert (ds.main_params, ds.mtp_params) == (671_026_404_352, 11_610_067_968)
-    assert ds.params == ds.main_params + ds.mtp_params
-    assert ZOO["gpt-oss-120b"].main_params == 116_829_156_672
-    assert ZOO["qwen3-30b-a3b"].main_params == 30_532_122_624
+    assert (ds.main_params, ds.mtp_params) == (ds_main, ds_layer + moe + 2 * h + 2 * h * h + h)
+    assert ds.params == ds.main_params + ds.mtp_params and round(ds.main_params / B) == 671
+    h, v, f = 2880, 201088, 2880
+    attention = h * 4096 + 4096 + 2 * (h * 512 + 512) + 4096 * h + h + 64 + 2 * h
+    experts = h * 128 + 128 + 128 * (h * 2 * f + 2 * f + f * h + h)
+    assert ZOO["gpt-oss-120b"].main_params == 36 * (attention + experts) + 2 * v * h + h
+    h, v = 2048, 151936
+    attention = h * 4096 + 2 * h * 512 + 4096 * h + 2 * 128 + 2 * h
+    assert ZOO["qwen3-30b-a3b"].main_params == 48 * (attention + h * 128 + 128 * 3 * h * 768) + 2 * v * h + h
 
 
 def test_qwen3_non_embedding_counts() -> None:
