@@ -91,11 +91,12 @@ def test_h100_all_reduce_of_512_mib_is_no_longer_priced_38_percent_fast() -> Non
     """ROCm/xla@dc6603221683 default_collective_perf_table.txtpb line 9646 (kernels_collectives.csv): 8x H100,
     all-reduce of 536,870,912 bytes (f32) in one group of 8, 2,431.62 us. The model priced it at NVLink SHARP's
     full link rate (1.5 ms, 38% fast); XLA runs a ring, which the model now prices at the fitted NVLink 4 efficiency
-    and ramp: 2.75 ms, 13% slow (the H100 all-reduce rows of 8 MiB and more average +6%)."""
+    and ramp: 2.75 ms, 13% slow (the 27 H100 all-reduce rows of 8 MiB and more: +6% on average, 13.5% MAPE). Held
+    to that group's MAPE plus a margin, 16%, not to its own +13% (a figure the code printed): the NVLS price fails."""
     (row,) = [r for r in collective_kernels() if r.where.endswith("line 9646 (entries block)")]
     assert (row.system, row.op, row.ranks, row.message_bytes) == ("dgx-h100", "all_reduce", 8, 536870912)
     assert row.time_s == pytest.approx(2431.62e-6)
-    assert predicted_s(row) / row.time_s - 1 == pytest.approx(0.13, abs=0.02)
+    assert abs(predicted_s(row) / row.time_s - 1) < 0.16
 
 
 def test_in_switch_all_reduce_runs_at_the_measured_share_of_the_ring() -> None:
