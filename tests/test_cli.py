@@ -98,7 +98,10 @@ def test_hardware_and_models_lists() -> None:
     assert {a["id"] for a in hw["accelerators"]} >= {"h100-sxm", "gb300", "mi355x"}
     assert all("source" in a["bf16_tflops"] for a in hw["accelerators"])
     models = json.loads(run_cli("models", "list", "--format", "json").out)
-    assert {m["id"]: m["params"] for m in models}["llama3.1-405b"] == 405_853_388_800
+    # Llama 3.1 405B (meta-llama/Llama-3.1-405B config.json: hidden 16384, 126 layers, 128 heads of 128 in 8 KV
+    # groups, FFN 53248 SwiGLU, untied vocab 128256), summed tensor by tensor: 405,853,388,800.
+    layer = 2 * 16384 * 16384 + 2 * 16384 * 8 * 128 + 3 * 16384 * 53248 + 2 * 16384
+    assert {m["id"]: m["params"] for m in models}["llama3.1-405b"] == 126 * layer + 2 * 128256 * 16384 + 16384
     assert "h100-sxm" in run_cli("hardware", "list").out
     assert "405,853,388,800" in run_cli("models", "list").out
 
