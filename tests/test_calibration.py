@@ -44,12 +44,13 @@ def _synthetic_items():
 
 
 def test_fit_recovers_the_parameters_that_made_the_data() -> None:
+    """The GEMM shares come back within 2.5% (1.2% and 0.7% off: the other parameters trade off a little)."""
     items = _synthetic_items()
     result = fitting.fit(items, RunBatch, _profile, _formats, prior_sigma=100.0)  # the data alone decide
     assert fitting.mape(result.residuals) < 0.5
     fitted = table.efficiency(result.parameters, Profile("hopper"))  # vendor value x Hopper's generation factor
-    assert fitted.gemm_fp8 == pytest.approx(TRUE["gemm_fp8"], rel=0.05)
-    assert fitted.gemm_bf16 == pytest.approx(TRUE["gemm_bf16"], rel=0.05)
+    assert fitted.gemm_fp8 == pytest.approx(TRUE["gemm_fp8"], rel=0.025)
+    assert fitted.gemm_bf16 == pytest.approx(TRUE["gemm_bf16"], rel=0.025)
     assert not any("fp4" in key for key in result.parameters)  # no FP4 run: the data cannot inform it
     assert not any(key.startswith("run_overhead_s") for key in result.parameters)  # no MLPerf run
 
