@@ -1,5 +1,7 @@
 """Sustained clock under the power cap: delivered tensor-core throughput follows board power, not the peak alone."""
 
+from dataclasses import replace
+
 import pytest
 
 from perfmodel.inputs.hardware import get_accelerator, resolve
@@ -45,3 +47,16 @@ def test_a_what_if_bf16_peak_keeps_a_power_limited_parts_clock_share() -> None:
         hw = resolve(part)
         faster = apply(hw, [Setting(KNOBS["bf16_tflops"], 2.0, multiplier=True)])
         assert clock_share(faster.accelerator) == pytest.approx(clock_share(hw.accelerator))
+
+
+def test_a_measured_part_at_another_power_moves_from_its_measured_share() -> None:
+    """GB200 and B300 run at their MAMF ratios to B200 (test above). A what-if's board power moves their clock from
+    there by the power assumption, (P / P_datasheet)^0.63: at 1,000 W a GB200 is B200's power and runs
+    (1000/1200)^0.63 of its measured clock, where the ratio keyed by its id had priced every power the same. A user's
+    copy under its own id with the same silicon, power and peak is the same part."""
+    for part, watts in (("gb200", 1200), ("b300", 1100)):
+        hw = resolve(part)
+        lower = apply(hw, [Setting(KNOBS["power_w"], 1000, multiplier=False)]).accelerator
+        expected = clock_share(hw.accelerator) * (1000 / watts) ** CLOCK_POWER_EXPONENT
+        assert clock_share(lower) == pytest.approx(expected)
+        assert clock_share(replace(hw.accelerator, id=f"my-{part}")) == clock_share(hw.accelerator)

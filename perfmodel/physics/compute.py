@@ -74,23 +74,42 @@ def clock_share(acc: Accelerator) -> float:
     """Delivered tensor-core throughput over the datasheet peak, relative to the same-silicon variant at the highest
     board power (1 for that variant and for parts without one): the measured sustained-clock ratio where one is
     sourced (clocks; or one tool's best GEMMs against a lower-power sibling's, inputs.kernels.best_shape_ratios),
-    else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63. At most 1: the
+    else the labelled power-limited assumption that the clock follows board power as f ~ P^0.63 (also from a
+    measured part's share, for that part at another board power: a what-if's, a user's copy). At most 1: the
     datasheet peak is the boost clock's, which no board power passes (a what-if's power_w=x10 on MI300X would
     otherwise clock it 3.6x faster)."""
     ref = acc.power_reference
     if ref is None:
         return 1.0
     peak_ratio = ref.bf16_tflops.value / acc.bf16_tflops.value
-    sibling = best_shape_ratios().get(acc.id)
-    if sibling is not None:  # as a share of the silicon's top peak, which a what-if's BF16 peak moves with the part's
+    measured = _measured_part(acc)
+    if measured is not None:  # as a share of the silicon's top peak, which a what-if's BF16 peak moves with the part's
+        sibling = best_shape_ratios()[measured.id]
         anchor = get_accelerator(sibling.part)
         top = anchor.power_reference or anchor
         share = clock_share(anchor) * anchor.bf16_tflops.value / top.bf16_tflops.value * sibling.ratio * peak_ratio
+        share *= (acc.power_w.value / measured.power_w.value) ** CLOCK_POWER_EXPONENT
     elif ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
         share = acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
     else:
         share = (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
     return min(1.0, share)
+
+
+def _measured_part(acc: Accelerator) -> Accelerator | None:
+    """The bundled part whose best GEMMs the MAMF rows measure (inputs.kernels.best_shape_ratios) that this one is:
+    itself (a what-if keeps its id), else one of the same silicon at the same board power and BF16 peak (a user's
+    copy under its own id). A different board power moves the clock from the measured part by the power assumption."""
+    ratios = best_shape_ratios()
+    if acc.id in ratios:
+        return get_accelerator(acc.id)
+    ref = acc.power_reference
+    for part in ratios:
+        bundled = get_accelerator(part)
+        same = (bundled.power_w.value, bundled.bf16_tflops.value) == (acc.power_w.value, acc.bf16_tflops.value)
+        if same and bundled.power_reference is not None and ref is not None and bundled.power_reference.id == ref.id:
+            return bundled
+    return None
 
 
 def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Number:
