@@ -60,3 +60,12 @@ def test_a_measured_part_at_another_power_moves_from_its_measured_share() -> Non
         expected = clock_share(hw.accelerator) * (1000 / watts) ** CLOCK_POWER_EXPONENT
         assert clock_share(lower) == pytest.approx(expected)
         assert clock_share(replace(hw.accelerator, id=f"my-{part}")) == clock_share(hw.accelerator)
+
+
+def test_a_measured_clock_at_another_power_moves_by_the_power_assumption() -> None:
+    """MI300X's 1,207 MHz (test above) was measured at its 750 W: a what-if at 1,000 W, MI325X's power on the same
+    silicon, runs (1000/750)^0.63 of it, 1.199x, near the 1.199x MI325X measures (1,447 / 1,207 MHz)."""
+    hw = resolve("mi300x")
+    raised = apply(hw, [Setting(KNOBS["power_w"], 1000, multiplier=False)]).accelerator
+    assert clock_share(raised) == pytest.approx(1207 / 1447 * (1000 / 750) ** CLOCK_POWER_EXPONENT)
+    assert clock_share(raised) == pytest.approx(1.0, rel=0.01)

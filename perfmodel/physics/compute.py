@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.hardware import Accelerator, get_accelerator
 from perfmodel.inputs.kernels import (
     BENCH_FORMAT_SHARES,
@@ -88,9 +89,9 @@ def clock_share(acc: Accelerator) -> float:
         anchor = get_accelerator(sibling.part)
         top = anchor.power_reference or anchor
         share = clock_share(anchor) * anchor.bf16_tflops.value / top.bf16_tflops.value * sibling.ratio * peak_ratio
-        share *= (acc.power_w.value / measured.power_w.value) ** CLOCK_POWER_EXPONENT
-    elif ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:
-        share = acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio
+        share *= _power_move(acc, measured)
+    elif ref.gemm_clock_mhz is not None and acc.gemm_clock_mhz is not None:  # measured at the catalogued power
+        share = acc.gemm_clock_mhz.value / ref.gemm_clock_mhz.value * peak_ratio * _power_move(acc, _catalogued(acc))
     else:
         share = (acc.power_w.value / ref.power_w.value) ** CLOCK_POWER_EXPONENT * peak_ratio
     return min(1.0, share)
@@ -110,6 +111,20 @@ def _measured_part(acc: Accelerator) -> Accelerator | None:
         if same and bundled.power_reference is not None and ref is not None and bundled.power_reference.id == ref.id:
             return bundled
     return None
+
+
+def _catalogued(acc: Accelerator) -> Accelerator | None:
+    """The catalogue's part of this id (a what-if's part keeps the id it modifies), None for one built elsewhere."""
+    try:
+        return get_accelerator(acc.id)
+    except PerfmodelError:
+        return None
+
+
+def _power_move(acc: Accelerator, measured: Accelerator | None) -> float:
+    """The power assumption's clock ratio from the part whose clock was measured to this one at its board power (1
+    where they match or none was)."""
+    return 1.0 if measured is None else (acc.power_w.value / measured.power_w.value) ** CLOCK_POWER_EXPONENT
 
 
 def peak_power_share(acc: Accelerator, eff: Efficiency, fmt: str = "bf16") -> Number:
