@@ -21,8 +21,6 @@ from typing import Any, Literal
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.precision import Recipe
 
-LATEST = "latest"
-
 
 @dataclass(frozen=True)
 class Evaluation:

@@ -347,10 +347,6 @@ def float8_tp_recipe(recipe: Recipe) -> Recipe:
     return replace(recipe, tp_grad_gather_bytes=recipe.tp_gather_bytes)
 
 
-CP_COMMS = ("p2p", "all_gather", "a2a")
-"""Context parallelism's exchanges (Recipe.cp_comm), by Megatron-Core's names."""
-
-
 @cache
 def cp_comm_recipe(recipe: Recipe, cp_comm: str) -> Recipe:
     """The recipe with context parallelism exchanging as `cp_comm` does. Cached: one object per recipe and exchange,

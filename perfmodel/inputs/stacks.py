@@ -372,7 +372,6 @@ STACKS: dict[str, StackProfile] = {
         "behind the layers' compute (priced at the shared overlap_dp: no rows to fit one of its own)",
     ),
 }
-STACK_NAMES = tuple(STACKS)
 DEFAULT_STACK = "megatron"
 
 

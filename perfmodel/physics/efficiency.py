@@ -8,7 +8,7 @@ elementwise kernels, nccl-tests/rccl-tests bus bandwidth); they are not fitted t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from itertools import pairwise
 
@@ -245,8 +245,6 @@ class Efficiency:
     def gemm(self, fmt: str) -> float:
         return {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "fp4": self.gemm_fp4}[fmt]
 
-
-PARAMETERS = tuple(f.name for f in fields(Efficiency))
 
 _HOPPER = Efficiency(
     gemm_bf16=0.72,

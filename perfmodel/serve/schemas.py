@@ -59,4 +59,3 @@ def _request_model(name: str, function: Callable[..., Any], options: type) -> ty
 PredictRequest = _request_model("PredictRequest", api.predict, api.ScenarioOptions)
 CompareRequest = _request_model("CompareRequest", api.compare, api.WorkloadOptions)
 PlanRequest = _request_model("PlanRequest", api.plan, api.WorkloadOptions)
-REQUESTS = {"predict": PredictRequest, "compare": CompareRequest, "plan": PlanRequest}
