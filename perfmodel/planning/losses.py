@@ -65,8 +65,6 @@ class Loss(NamedTuple):
     gpu_hours: float
     time_s: float
     """Wall time it adds (none for spare GPUs, which add GPU-hours beside the job's)."""
-    slows_steps: bool
-    """Whether a published steady throughput (tokens over GPU-hours at the measured rate) holds it too."""
     source: str
     template: str
     """What it is made of, for the table's line (`detail`): formatted with `values` only when shown, since most
@@ -167,17 +165,17 @@ def losses(
     _check(settings, run, steps, startup_s)
     items: list[Loss] = []
 
-    def add(name: str, time_s: float, source: str, template: str, *values: Any, slows: bool = False,
+    def add(name: str, time_s: float, source: str, template: str, *values: Any,
             gpu_hours: float | None = None) -> None:  # fmt: skip
         hours = loss_gpu_hours(time_s, n_gpus) if gpu_hours is None else gpu_hours
         if hours > 0:
-            items.append(Loss(name, hours, time_s, slows, source, template, values))
+            items.append(Loss(name, hours, time_s, source, template, values))
 
     if reliability is not None:
         _failures(run, reliability, add)
     share = straggler[0] * straggler_scale(n_gpus)
     template = "{:.1%} of step time at {:,} GPUs ({})"
-    add("stragglers", run.time_s * share, straggler[1], template, share, n_gpus, straggler[1], slows=True)
+    add("stragglers", run.time_s * share, straggler[1], template, share, n_gpus, straggler[1])
     lost_s = run.time_s / (reliability.goodput if reliability and reliability.goodput else 1.0) - run.time_s
     starts = 1 + (int((run.time_s + lost_s) / 3600 / settings.job_limit_h) if settings.job_limit_h else 0)
     source, whose = (STARTUP_SOURCE, " (MegaScale's)") if settings.startup_s is None else ("given", "")
