@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from perfmodel.inputs.scenario import Scenario
-from perfmodel.physics.compute import ops_time
+from perfmodel.physics.compute import Rates, times_by
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.step import evaluate
 from perfmodel.physics.workload import Shard, head_backward, layer_backward, layer_forward
@@ -65,18 +65,18 @@ def test_lora_keeps_only_adapter_gradients_and_optimizer_state() -> None:
     assert lora.memory.weights == full.memory.weights  # the same recipe: the frozen base's (test_fp8_copies.py)
     # The compute saved is exactly the weight-gradient GEMMs of every layer and of the LM head, 8 micro-batches, less
     # the transposes of the frozen FP8 weights that dgrad reads on Hopper.
-    acc, eff = full_ctx.hardware.accelerator, full_ctx.efficiency
+    rates = Rates(full_ctx.hardware.accelerator, full_ctx.efficiency)
     sh = Shard(full_ctx.model, full_ctx.recipe, 8, 1, 1, 8192)
     wgrad = [op for op in layer_backward(sh, full_ctx.recipe) + head_backward(sh) if op.name.endswith("wgrad")]
-    per_microbatch = ops_time([op for op in wgrad if not op.name.startswith("lm_head")], acc, eff) * 80
-    per_microbatch += ops_time([op for op in wgrad if op.name.startswith("lm_head")], acc, eff)
+    head = times_by(wgrad, rates, lm_head=lambda op: op.name.startswith("lm_head"))
+    per_microbatch = (head["total"] - head["lm_head"]) * 80 + head["lm_head"]
     transposes = [op for op in layer_backward(sh, full_ctx.recipe, True) if op.name.endswith("weight_transpose")]
     assert len(transposes) == 4  # qkv, proj, fc1, fc2
-    per_microbatch -= ops_time(transposes, acc, eff) * 80
+    per_microbatch -= times_by(transposes, rates)["total"] * 80
     # ... and less the adapters' own GEMMs (two forward, four backward per adapted layer, BF16).
     adapted = sh._replace(lora_rank=16, adapters=lora_ctx.adapters)
     ops = layer_forward(adapted, lora_ctx.recipe) + layer_backward(adapted, lora_ctx.recipe, True)
     adapter_ops = [op for op in ops if ".lora_" in op.name]
     assert len(adapter_ops) == 12  # qkv and proj
-    per_microbatch -= ops_time(adapter_ops, acc, eff) * 80
+    per_microbatch -= times_by(adapter_ops, rates)["total"] * 80
     assert full.compute_s - lora.compute_s == pytest.approx(8 * per_microbatch, rel=1e-9)

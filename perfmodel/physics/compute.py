@@ -252,7 +252,7 @@ def grouped_efficiency(m: Number, n: Number, groups: Number, sms: float, fixed_n
 
 class Rates:
     """What `op_time` takes from the part and the efficiencies whatever the operation, worked out once per batch of
-    operations (`ops_time`, `times_by`) rather than once per operation: the release switches and trends are
+    operations (`times_by`) rather than once per operation: the release switches and trends are
     properties of `Efficiency`, and a format's power share (`gemm_share`) a power of board watts."""
 
     def __init__(self, acc: Accelerator, eff: Efficiency) -> None:
@@ -365,11 +365,6 @@ def _attention_share(
     if op.band:
         return share * length / (length + BAND_TILE_TOKENS + band * half)
     return share * length / (length + half)
-
-
-def ops_time(ops: Iterable[Op], acc: Accelerator, eff: Efficiency, keep: Callable[[Op], bool] = bool) -> Number:
-    """Summed time of the operations `keep` selects (all by default)."""
-    return times_by([op for op in ops if keep(op)], Rates(acc, eff))["total"]
 
 
 def times_by(
