@@ -298,6 +298,5 @@ def calibrate(
         emit(fitted.provenance["user"], fmt, lambda: user_calibration_table(fitted))
         return
     from perfmodel.outputs import report
-    from perfmodel.physics import calibration as calibrations
 
-    emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted, calibrations.UNCALIBRATED))
+    emit(fitted.provenance, fmt, lambda: report.calibration_table(fitted))

@@ -284,7 +284,7 @@ def table(p: Prediction) -> str:
             ["Time to train", _duration(d["time_to_train_s"]) + quantiles("time_to_train_s", _duration)],
             ["GPU-hours", f"{d['gpu_hours']:,.0f}" + quantiles("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
-            *_cost_rows(p, d),
+            *_cost_rows(d),
             [
                 "Energy",
                 f"{_energy(d['energy_kwh'])} ({_wall_power(p)} x PUE {d['pue']})" + quantiles("energy_kwh", _energy),
@@ -351,7 +351,7 @@ def check_finite(value: Any, where: str = "result") -> None:
         raise PerfmodelError(f"{where} is {value}: not written (no output holds a non-finite number)")
 
 
-def _cost_rows(p: Prediction, d: dict[str, Any]) -> list[list[str]]:
+def _cost_rows(d: dict[str, Any]) -> list[list[str]]:
     """When buying, what owning costs per GPU-hour; in both modes, the cost per million tokens."""
     rows = []
     if "tco" in d:
@@ -574,7 +574,7 @@ def parameter_figure(value: float) -> str:
     return f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.3g}"
 
 
-def calibration_table(fitted: Any, baseline: Any) -> str:
+def calibration_table(fitted: Any) -> str:
     """Fitted parameters against the physical defaults, and the fit's in-sample and held-out error."""
     from perfmodel.fitting.calibrate import describe
     from perfmodel.outputs.columns import tabulated
