@@ -59,12 +59,12 @@ def kernel_op(row: GemmKernel) -> Op:
     return Op("gemm", "gemm", 2 * row.m * row.n * row.k, size, row.fmt, row.m, row.n, k=row.k)
 
 
-def grouped_predicted_s(row: GroupedGemmKernel, grouped_gemm: float = 1.0) -> float:
+def grouped_predicted_s(row: GroupedGemmKernel) -> float:
     """The model's time of a measured grouped GEMM on the row's part (compute.op_time's grouped branch: the family's
-    dense share, the groups' tiles in shared waves, `grouped_gemm` times that; no per-expert loop cost, which a
+    dense share, the groups' tiles in shared waves, at the prior `grouped_gemm` of 1; no per-expert loop cost, which a
     training step's releases add, not the kernel)."""
     acc = get_accelerator(row.part)
-    eff = replace(DEFAULTS[acc.family], grouped_gemm=grouped_gemm, moe_legacy_group_s=0.0)
+    eff = replace(DEFAULTS[acc.family], grouped_gemm=1.0, moe_legacy_group_s=0.0)
     in_bytes = 1.0 if row.fmt == "fp8" else BF16_BYTES
     size = ((row.m * row.k + row.k * row.n) * in_bytes + row.m * row.n * BF16_BYTES) * row.groups
     flops = 2 * row.m * row.n * row.k * row.groups
