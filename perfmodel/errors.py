@@ -28,13 +28,13 @@ def shown(text: object, limit: int = 40) -> str:
     return visible(value if len(value) <= limit else f"{value[: limit - 3]}... ({len(value):,} characters)")
 
 
-def shown_value(value: object, limit: int = 60) -> str:
-    """A value as an error line shows it (`n_gpus=...`): its repr, clipped (errors.shown), and an integer too long
-    to print (Python refuses more than 4,300 digits) by its size alone."""
+def shown_value(value: object) -> str:
+    """A value as an error line shows it (`n_gpus=...`): its repr, clipped to 60 characters (errors.shown), and an
+    integer too long to print (Python refuses more than 4,300 digits) by its size alone."""
     if isinstance(value, int) and value.bit_length() > 128:
         return f"<an integer of about {math.floor(value.bit_length() * math.log10(2)) + 1:,} digits>"
     try:
-        return shown(repr(value), limit)
+        return shown(repr(value), 60)
     except ValueError:  # such an integer inside a list
         return f"<a {type(value).__name__}>"
 

@@ -159,10 +159,10 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def check_depth(text: str, where: str, limit: int = MAX_DEPTH) -> None:
-    """One line naming `where` when `text` nests deeper than `limit`."""
-    if nesting_depth(text) > limit:
-        raise PerfmodelError(f"{where}: nested more than {limit} levels deep; at most {limit}")
+def check_depth(text: str, where: str) -> None:
+    """One line naming `where` when `text` nests deeper than MAX_DEPTH."""
+    if nesting_depth(text) > MAX_DEPTH:
+        raise PerfmodelError(f"{where}: nested more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH}")
 
 
 def parse_toml(source: Path, text: str) -> dict[str, Any]:

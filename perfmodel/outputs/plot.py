@@ -480,14 +480,13 @@ def _readable_log_ticks(ax: Any) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _plain_log_ticks(ax: Any, both: bool = False) -> None:
+def _plain_log_ticks(ax: Any) -> None:
     """Log-scale ticks as plain numbers (90, 200) rather than powers of ten (9 x 10^1)."""
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 10 else f"{value:g}")
-    for axis in (ax.xaxis, ax.yaxis) if both else (ax.yaxis,):
-        axis.set_major_formatter(plain)
-        axis.set_minor_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
 
 
 def _palette(n: int) -> list[Any]:

@@ -36,11 +36,11 @@ BREAKDOWN_LABELS = {
 }
 
 
-def _si(value: float, unit: str = "") -> str:
+def _si(value: float) -> str:
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
-            return f"{value / scale:,.2f}{suffix}{unit}"
-    return f"{value:,.2f}{unit}"
+            return f"{value / scale:,.2f}{suffix}"
+    return f"{value:,.2f}"
 
 
 def _usd(value: float | None) -> str:

@@ -235,10 +235,10 @@ Hopper's share the precision protocol read 8.3% against 6.3%)."""
 GENERATION = (0.6, 1.6)
 
 
-def _generation(name: str, target: str, prior_sigma: float, informed_by: str, needs: str | None = None) -> Parameter:
+def _generation(name: str, target: str, prior_sigma: float, informed_by: str) -> Parameter:
     """A family's generation factor on its vendor's (or the shared) value: what lets a held-out family be priced
     from its vendor's parameters and its datasheet facts."""
-    return Parameter(name, target, "family", GENERATION, prior_sigma, informed_by, factor=True, needs=needs)
+    return Parameter(name, target, "family", GENERATION, prior_sigma, informed_by, factor=True)
 
 
 def _gemm_unmeasured(profile: Profile) -> bool:

@@ -79,13 +79,13 @@ def _gpu(domain: int, index: int) -> tuple[str, int, int]:
     return ("gpu", domain, index)
 
 
-def build_graph(hw: Hardware, domains: tuple[int, ...] | None = None) -> Any:
+def build_graph(hw: Hardware) -> Any:
     """The system as an undirected networkx graph; edges carry `bytes_per_s` (per direction) and `latency_s`."""
     import networkx as nx
 
     system, acc = hw.system, hw.accelerator
     dpl = int(system.fabric.domains_per_leaf.value)
-    domains = domains if domains is not None else (0, 1, dpl)
+    domains = (0, 1, dpl)
     size, per_node = hw.domain_gpus, int(system.gpus_per_node.value)
     hop_s = system.latency.scaleup_hop_us.value * US
     nic_bw = system.nics_per_gpu.value * acc.nic_gbit_per_s.value * GBIT
