@@ -523,10 +523,13 @@ prediction's record carries those set (`run_settings`), and `launch --from` pric
 and the gradient dtype and names the rest: outputs/launch.Run.unset)."""
 
 
+RUN_DEFAULTS = {f.name: f.default for f in input_fields(Scenario) if f.name in RUN_SETTINGS}
+"""RUN_SETTINGS' defaults, found once: `run_settings` runs for every prediction's record."""
+
+
 def run_settings(scenario: Scenario) -> dict[str, Any]:
-    """The RUN_SETTINGS the scenario sets to other than their defaults, in that order."""
-    defaults = {f.name: f.default for f in input_fields(Scenario) if f.name in RUN_SETTINGS}
-    return {name: getattr(scenario, name) for name in RUN_SETTINGS if getattr(scenario, name) != defaults[name]}
+    """The RUN_SETTINGS the scenario sets to other than their defaults (RUN_DEFAULTS), in that order."""
+    return {name: getattr(scenario, name) for name in RUN_SETTINGS if getattr(scenario, name) != RUN_DEFAULTS[name]}
 
 
 OPTION_FLAGS = {"n_gpus": "gpus"}
