@@ -211,7 +211,7 @@ def moe_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
             ops.append(_cast(f"{name}.cast", rows * k, recipe))
         ops.append(_grouped(f"{name}.fprop", local, m, n, k, recipe, tile_n))
         if name == "expert_fc1":
-            ops += _glu_clamp(sh, "activation.clamp", rows, fused)
+            ops += _glu_clamp(sh, rows, fused, backward=False)
             ops.append(_mem("activation", rows * md.moe_ffn / sh.etp, act_bytes))
     if md.bias and not fused:
         ops.append(_mem("expert_fc2.bias", rows * h, EAGER_BIAS_PASSES[0] * BF16_BYTES))
@@ -246,7 +246,7 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
         ops += [dgrad, _grouped(f"{name}.wgrad", local, k, n, m, recipe, tile_n)]
         if name == "expert_fc2":
             ops.append(_mem("activation.bwd", rows * md.moe_ffn / sh.etp, act_bytes))
-            ops += _glu_clamp(sh, "activation.clamp.bwd", rows, fused)
+            ops += _glu_clamp(sh, rows, fused, backward=True)
     if md.bias:
         ops += _expert_bias_backward(sh, fused)
     return [
@@ -261,11 +261,12 @@ def moe_block_backward(sh: Shard, recipe: Recipe) -> list[Op]:
     ]
 
 
-def _glu_clamp(sh: Shard, name: str, rows: Number, fused: bool) -> list[Op]:
+def _glu_clamp(sh: Shard, rows: Number, fused: bool, backward: bool) -> list[Op]:
     """Megatron-Core's eager clamp of a clamped GLU's halves (EAGER_GLU_CLAMP_BYTES), outside the fused grouped MLP."""
     if not sh.model.expert_glu_clamp or fused:
         return []
-    return [_mem(name, rows * sh.model.moe_ffn / sh.etp, EAGER_GLU_CLAMP_BYTES[name.endswith(".bwd")])]
+    name = "activation.clamp.bwd" if backward else "activation.clamp"
+    return [_mem(name, rows * sh.model.moe_ffn / sh.etp, EAGER_GLU_CLAMP_BYTES[backward])]
 
 
 def _expert_bias_backward(sh: Shard, fused: bool) -> list[Op]:
