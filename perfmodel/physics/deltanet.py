@@ -15,9 +15,9 @@ L983-986; gated_delta_net.py L219 'TODO: support CP'): parallel.HYBRID_RULES ref
 from __future__ import annotations
 
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP32_BYTES, Recipe
 from perfmodel.physics.algebra import Number
-from perfmodel.physics.workload import FP32_BYTES, Op, Shard, _linear_forward, _mem, linear_backward
+from perfmodel.physics.workload import Op, Shard, _linear_forward, _mem, linear_backward
 
 DELTA_RULE_BWD_PASSES = 3.0
 """The chunked delta rule's backward in forward passes: fla's chunk_gated_delta_rule_bwd keeps neither W, U nor the

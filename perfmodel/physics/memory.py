@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 from perfmodel.inputs.lora import ATTENTION_LAYERS
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP32_BYTES, Recipe
 from perfmodel.physics.algebra import Number, where
-from perfmodel.physics.workload import FP32_BYTES, kv_width
+from perfmodel.physics.workload import kv_width
 
 OPTIMIZER_BYTES = 3 * FP32_BYTES
 RUNTIME_RESERVED_BYTES = 3e9

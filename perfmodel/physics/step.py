@@ -19,7 +19,7 @@ from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.hardware import Hardware
 from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, RECIPES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP32_BYTES, RECIPES, Recipe
 from perfmodel.inputs.record import replaced
 from perfmodel.physics import deltanet, mamba, memory, moe
 from perfmodel.physics.algebra import PLAIN, Number, ceil, equal, log2, lookup, maximum, minimum, sqrt, where
@@ -50,7 +50,6 @@ from perfmodel.physics.schedule import (
 from perfmodel.physics.topology import Tiers, tiers
 from perfmodel.physics.trace import Untraceable, compile_traced
 from perfmodel.physics.workload import (
-    FP32_BYTES,
     SELECTIVE_RECOMPUTE,
     Op,
     Shard,
