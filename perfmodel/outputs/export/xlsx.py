@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime
 import io
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
 
 from perfmodel.inputs.environment import source_date
@@ -287,9 +287,9 @@ def _heights(ws: Any, lines: Sequence[int], first: int = HEADER_ROW + 1) -> None
             ws.set_row(first + index, printing.LINE_PT * count)
 
 
-def _heading_height(headers: Sequence[tuple[str, float]]) -> float:
-    """Points for a heading row whose headings (text, column width) wrap word by word."""
-    return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in headers)
+def _row_height(cells: Iterable[tuple[str, float]]) -> float:
+    """Points for a row whose cells (text, column width) wrap word by word: a heading row, an Assumptions row."""
+    return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in cells)
 
 
 def _validation(column: Column) -> dict[str, Any]:
@@ -434,7 +434,7 @@ def write_xlsx(
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        ws.set_row(HEADER_ROW - 1, _heading_height([(c.header, widths[sheet_name][grid.position[c.key][1]])
+        ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]])
                                                     for c in here]))  # fmt: skip
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
 
@@ -545,7 +545,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         ws.set_column(col, col, chars)
     ws.set_row(
         HEADER_ROW - 1,
-        _heading_height([("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]),
+        _row_height([("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]),
     )
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
     ws.freeze_panes(HEADER_ROW + 1, 1)
@@ -634,11 +634,8 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     # its column on each of its ~30 rows: a 3-system comparison's Assumptions took 24 pages); its other rows keep
     # it for filters and programs, hidden by the number format whose text section is empty. The page breaks are
     # set where the rows' heights put them, less PAGE_SLACK, so that the rows known to begin a page do.
-    def height(row: list[str]) -> float:
-        return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True))
-
-    shown_pt = [height(row) for row in texts]
-    hidden_pt = [height(["", *row[1:]]) for row in texts]
+    shown_pt = [_row_height(zip(row, widths, strict=True)) for row in texts]
+    hidden_pt = [_row_height(zip(["", *row[1:]], widths, strict=True)) for row in texts]
     first = [index == 0 or a.section != found[index - 1].section for index, a in enumerate(found)]
     room = PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / printing.scale(widths) - printing.LINE_PT
     starts = printing.page_starts([s if f else h for s, h, f in zip(shown_pt, hidden_pt, first, strict=True)],
