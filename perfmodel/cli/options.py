@@ -73,14 +73,19 @@ class Count(click.ParamType):
         return text
 
 
-class Usd(Count):
-    """An amount of USD as a count, a leading `$` allowed: 40M, 40e6, $40M (a budget is written with its sign)."""
+class _Dollars:
+    """A leading `$` allowed before a number of USD (a budget or a price is written with its sign), as --gpu
+    ID:$PRICE takes it."""
+
+    def digits(self, value: Any) -> str:
+        return str(value).strip().removeprefix("$")
+
+
+class Usd(_Dollars, Count):
+    """An amount of USD as a count: 40M, 40e6, $40M."""
 
     name = "usd"
     examples = "40M, 40e6, $40M"
-
-    def digits(self, text: str) -> str:
-        return text.strip().removeprefix("$")
 
 
 class PositiveFloat(click.ParamType):
@@ -99,13 +104,10 @@ class PositiveFloat(click.ParamType):
         return value
 
 
-class Price(PositiveFloat):
-    """USD per GPU-hour, a leading `$` allowed as --budget and --gpu ID:$PRICE take it: 2.99, $2.99."""
+class Price(_Dollars, PositiveFloat):
+    """USD per GPU-hour: 2.99, $2.99."""
 
     name = "usd"
-
-    def digits(self, value: Any) -> Any:
-        return str(value).strip().removeprefix("$")
 
 
 class PriceRange(click.ParamType):

@@ -124,6 +124,7 @@ class Prediction(Shown):
 
     def to_dict(self) -> dict[str, Any]:
         lo, st, run, mem = self.layout, self.step, self.run, self.step.memory
+        settings = run_settings(self.scenario)
         return {
             "model": self.model.id,
             "accelerator": self.hardware.accelerator.id,
@@ -153,8 +154,8 @@ class Prediction(Shown):
             },
             "stack": self.scenario.stack,
             "stack_knobs": asdict(self.scenario.knobs),
-            **run_settings(self.scenario),
-            "run_settings": "; ".join(run_settings(self.scenario)),
+            **settings,
+            "run_settings": "; ".join(settings),
             **({"vintage": self.scenario.vintage} if self.scenario.vintage else {}),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,

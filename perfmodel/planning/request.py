@@ -104,7 +104,6 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
 def check_whole_nodes(scenario: Scenario, origin: str) -> None:
     """A GPU count beyond one node fills whole nodes (`--gpus 1020` on 8-GPU nodes priced 127.5 of them); the
     error gives the nearest whole counts. Part of one node is a job of its own (a 4-GPU fine-tune)."""
-
     hw = resolve(scenario.gpu, scenario.system)
     node, n = int(hw.system.gpus_per_node.value), scenario.n_gpus
     if n > node and n % node:

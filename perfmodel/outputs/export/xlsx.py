@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime
 import io
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
 
 from perfmodel.inputs.environment import source_date
@@ -46,6 +46,8 @@ from perfmodel.planning.campaign import incurred, total_rule
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
+HEADING: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
+"""A heading's look on every sheet (a column's alignment added: `_alignment`)."""
 PAGE_SLACK = 0.93
 """Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
 page that held less than counted would break early, its first rows without their section's name."""
@@ -285,9 +287,9 @@ def _heights(ws: Any, lines: Sequence[int], first: int = HEADER_ROW + 1) -> None
             ws.set_row(first + index, printing.LINE_PT * count)
 
 
-def _heading_height(headers: Sequence[tuple[str, float]]) -> float:
-    """Points for a heading row whose headings (text, column width) wrap word by word."""
-    return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in headers)
+def _row_height(cells: Iterable[tuple[str, float]]) -> float:
+    """Points for a row whose cells (text, column width) wrap word by word: a heading row, an Assumptions row."""
+    return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in cells)
 
 
 def _validation(column: Column) -> dict[str, Any]:
@@ -351,7 +353,6 @@ def write_xlsx(
     wb = xlsxwriter.Workbook(buffer, options)
     wb.set_properties({"title": title, "created": timestamp()})
     style = _Styles(wb)
-    heading: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
     key_style, big = style(italic=True, font_color="#808080"), style(bold=True, font_size=13)
     summary = wb.add_worksheet("Summary")
     sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
@@ -394,7 +395,7 @@ def write_xlsx(
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
-            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**heading, **align))
+            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
             fmt = _number_format(column, values[column.key])
             widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
@@ -433,7 +434,7 @@ def write_xlsx(
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        ws.set_row(HEADER_ROW - 1, _heading_height([(c.header, widths[sheet_name][grid.position[c.key][1]])
+        ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]])
                                                     for c in here]))  # fmt: skip
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
 
@@ -489,7 +490,7 @@ def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _St
     for offset, key in enumerate(parts):
         letter = _letter(start + offset)
         name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
-        ws.write_string(f"{letter}{HEADER_ROW}", name, style(bold=True, text_wrap=True, valign="top", align="right"))
+        ws.write_string(f"{letter}{HEADER_ROW}", name, style(**HEADING, align="right"))
         widths[letter] = printing.width(name, ["100.0%"])
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
@@ -513,8 +514,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`)."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
-    look: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
-    heading = style(**look)
+    heading = style(**HEADING)
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
@@ -523,7 +523,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         letter = _letter(offset)
         fmt = _number_format(column, values[column.key], unit=False)
         align = _alignment(values[column.key])
-        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**look, **align))
+        ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         said = ["no price"] if column.key == "usd_per_gpu_hour" else []
         widths.append(_width(column, [*values[column.key], *said], fmt))
@@ -545,7 +545,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         ws.set_column(col, col, chars)
     ws.set_row(
         HEADER_ROW - 1,
-        _heading_height([("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]),
+        _row_height([("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]),
     )
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
     ws.freeze_panes(HEADER_ROW + 1, 1)
@@ -634,11 +634,8 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     # its column on each of its ~30 rows: a 3-system comparison's Assumptions took 24 pages); its other rows keep
     # it for filters and programs, hidden by the number format whose text section is empty. The page breaks are
     # set where the rows' heights put them, less PAGE_SLACK, so that the rows known to begin a page do.
-    def height(row: list[str]) -> float:
-        return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in zip(row, widths, strict=True))
-
-    shown_pt = [height(row) for row in texts]
-    hidden_pt = [height(["", *row[1:]]) for row in texts]
+    shown_pt = [_row_height(zip(row, widths, strict=True)) for row in texts]
+    hidden_pt = [_row_height(zip(["", *row[1:]], widths, strict=True)) for row in texts]
     first = [index == 0 or a.section != found[index - 1].section for index, a in enumerate(found)]
     room = PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / printing.scale(widths) - printing.LINE_PT
     starts = printing.page_starts([s if f else h for s, h, f in zip(shown_pt, hidden_pt, first, strict=True)],
