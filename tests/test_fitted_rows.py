@@ -25,7 +25,7 @@ REMOVED = {
     "overlap_ep_scaleout": "overlap_dp: six fitted rows informed it once the H100 recipes that overlap nothing with "
     "their flex exchange priced it exposed; across NICs the exchange hides as DP's collectives do (moe.ep_overlap)",
     "peak_power_exponent": "no row: Ampere's GEMMs run at A100's measured MAMF share over H100's "
-    "(inputs.kernels.OTHER_SILICON_RATIOS), every other family's at its own kernels' (calibration.RETIRED)",
+    "(compute.silicon_ratios), every other family's at its own kernels' (calibration.RETIRED)",
 }
 
 

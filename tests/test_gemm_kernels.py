@@ -152,7 +152,7 @@ def test_a_kernel_row_is_priced_by_the_models_own_op_time() -> None:
 
 def test_ampere_runs_hoppers_kernels_at_its_measured_ratio() -> None:
     """A100's GEMMs at Hopper's fitted share and shape, carried to A100's datasheet by its measured best-GEMM share
-    over H100's (inputs.kernels.OTHER_SILICON_RATIOS, 1.0825x): its MAMF best shape (kernels_gemm_shapes.csv,
+    over H100's (compute.silicon_ratios, 1.0825x): its MAMF best shape (kernels_gemm_shapes.csv,
     stas00/ml-engineering@744d01e18b79 compute/accelerator/README.md line 351: 1,024 x 10,240 x 5,120 at 271.2
     TFLOP/s) priced at 266, 2% slow before the training fit's generation factor (parameters `gemm_generation@ampere`);
     the power assumption (A100 1.28 W per peak TFLOP/s against H100's 0.71) had priced it at 291, 7% fast."""

@@ -42,7 +42,7 @@ def test_at_the_same_silicon_clock_exponent_the_law_is_the_measured_clock_ratio(
 
 def test_a_compute_bound_gemm_takes_the_share_and_nothing_else() -> None:
     # 8192^3 BF16 GEMM: whole waves are not needed; the share divides the rate, so time scales by its inverse. The
-    # A100 itself runs at its measured MAMF share (inputs.kernels.OTHER_SILICON_RATIOS); an A100 at half its board
+    # A100 itself runs at its measured MAMF share (compute.silicon_ratios); an A100 at half its board
     # power moves from it as the law says.
     op = Op("gemm", "gemm", flops=2 * 8192**3, bytes=3 * 2 * 8192**2, m=8192, n=8192, k=8192, fmt="bf16")
     a100 = get_accelerator("a100-sxm-80gb")

@@ -193,16 +193,6 @@ class SiliconRatio(NamedTuple):
     ratio: float
 
 
-OTHER_SILICON_RATIOS = {"ampere": SiliconRatio("a100-sxm-80gb", "h100-sxm", 1.0825)}
-"""`other_silicon_ratios` of the bundled shape rows for the families whose GEMMs another generation's kernels price
-(physics/efficiency.GEMM_SILICON, GEMM_OTHER_SILICON), rounded (tests/test_kernels.py holds the two equal): one tool's
-best shapes (ml-engineering's MAMF table, mamf-finder.py with torch 2.6) put A100 SXM at 271.2 TFLOP/s of 312 (0.869)
-and H100 SXM at 794.5 of 989.4 (0.803), 1.0825x H100's share, where the power assumption (physics/compute
-.peak_power_share: 1.28 against 0.71 W per peak TFLOP/s) said 1.17x at its fitted exponent (0.26): Ampere's GEMMs are
-priced from their measured ratio, not a law fitted across generations. With A100 held out (the generation protocol)
-its rows had read 4.3% fast on average (6.7% MAPE), 5.5% MAPE at the measured ratio."""
-
-
 def _mamf_best() -> dict[tuple[str, str], float]:
     """Each part's and format's best TFLOP/s among ml-engineering's MAMF shape rows (MAMF_NOTE): the one reading that
     `other_silicon_ratios` and `best_shape_ratios` divide. Only the file's lines that hold the note are parsed (14 of

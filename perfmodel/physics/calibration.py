@@ -193,7 +193,7 @@ def _scoped(path: Path, scoped: object) -> dict[str, dict[str, float]]:
 RETIRED = {
     "overlap_ep_scaleout": "an EP group across scale-up domains hides at overlap_dp (moe.ep_overlap)",
     "peak_power_exponent": "no bundled row's GEMMs follow the power law: Ampere's run at A100's measured best-GEMM "
-    "share over H100's (inputs.kernels.OTHER_SILICON_RATIOS), an older file's generation factor carried to it "
+    "share over H100's (physics.compute.silicon_ratios), an older file's generation factor carried to it "
     "(_carried_ampere); a what-if part takes Efficiency's prior",
 }
 """Entries of files written before the table dropped them, and what prices their share now: read and left out, so an
@@ -209,16 +209,15 @@ def _carried_ampere(
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """A file fitted before peak_power_exponent retired priced Ampere's GEMMs at the power law's share over H100's
     at its beta (compute.gemm_share at 816bb2a), its gemm_generation@ampere fitted on top of that: the factor is
-    carried to the measured ratio now in its place (inputs.kernels.OTHER_SILICON_RATIOS), so that the file prices
+    carried to the measured ratio now in its place (compute.silicon_ratios), so that the file prices
     A100 as it was fitted to (read as it stood, its A100 rows would move by 1.17 / 1.0825 at beta 0.26)."""
     from perfmodel.inputs.hardware import get_accelerator
-    from perfmodel.inputs.kernels import OTHER_SILICON_RATIOS
-    from perfmodel.physics.compute import peak_power_share
+    from perfmodel.physics.compute import peak_power_share, silicon_ratios
 
     low, high = OLD_POWER_EXPONENT
     if not in_range(beta, low, high):
         raise PerfmodelError(f"{path}: parameters.peak_power_exponent = {shown_value(beta)}; allowed {low} to {high}")
-    measured, key = OTHER_SILICON_RATIOS["ampere"], "gemm_generation@ampere"
+    measured, key = silicon_ratios()["ampere"], "gemm_generation@ampere"
     eff = replace(DEFAULTS["ampere"], peak_power_exponent=float(beta))
     part, reference = get_accelerator(measured.part), get_accelerator(measured.reference)
     law = peak_power_share(part, eff) / peak_power_share(reference, eff)

@@ -129,8 +129,8 @@ class Efficiency:
     """Exponent beta of the delivered share of peak on board watts per peak FLOP/s across generations
     (compute.peak_power_share). Prior: about half the same-silicon clock exponent 0.63 (compute.CLOCK_POWER_EXPONENT),
     the rest of a newer part's higher peak per watt taken as lower energy per FLOP. Not fitted: every bundled family's
-    GEMMs run at measured kernels' shares (Ampere's at its MAMF ratio over H100's, inputs.kernels
-    .OTHER_SILICON_RATIOS), so it prices only parts at other board watts per peak FLOP/s (what-ifs, your hardware)."""
+    GEMMs run at measured kernels' shares (Ampere's at its MAMF ratio over H100's, compute
+    .silicon_ratios), so it prices only parts at other board watts per peak FLOP/s (what-ifs, your hardware)."""
     fusion_gain_per_year: float = 1.0
     """Memory-bound kernel time of a release one year older over today's, at fixed hardware and layout, beyond
     `software_gain_per_year`: releases fuse elementwise passes into their producers over time (stack_notes.md: TE's
@@ -357,7 +357,7 @@ reference): Blackwell's share and shape, at B300's and GB300's own peaks and clo
 over B200's, inputs.kernels.best_shape_ratios), price TransformerEngine's 5B layer on B300 at 1,564 TFLOP/s against
 the measured 1,447-1,504 (kernels_gemm.csv), 4-8% fast (1,669 with B300's clock by the power assumption). Ampere
 is not Hopper's silicon: it takes Hopper's share and shape at A100's measured best-GEMM share over H100's (one tool's
-MAMF rows, inputs.kernels.OTHER_SILICON_RATIOS: 1.08x, where the power assumption said 1.17x; compute.gemm_share),
+MAMF rows, compute.silicon_ratios: 1.08x, where the power assumption said 1.17x; compute.gemm_share),
 and a generation factor fitted to its rows (GEMM_OTHER_SILICON). A BF16 share of its own, fitted to Ampere's rows
 alone, was the only vendor share left with rows: holding A100 80GB's out left it to A100 40GB's few rows
 (leave-one-group-out 11.0% on A100 80GB against 6.8%)."""
