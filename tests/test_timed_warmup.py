@@ -108,3 +108,29 @@ def test_nvidia_512_gpu_8b_runs_spend_nothing_outside_their_steps(system: str, i
     assert len(runs) == 10 and len(set(samples)) == 5
     _, intercept = linear_regression(samples, [float(r["minutes"]) * 60 for r in runs])
     assert intercept == pytest.approx(intercept_s, abs=0.05) and abs(intercept) < 5.0
+
+
+def test_eos_v41_lora_logs_hold_a_short_fixed_part_and_slow_evaluations() -> None:
+    """mlperf_training_llm_runs.csv: MLPerf Training v4.1 NVIDIA eos_n8_ngc24.09_nemo (64 H100, GBS 8) and
+    eos_n128_ngc24.09_nemo (1,024 H100, GBS 128), llama2_70b_lora result_0..9: one TP4 x CP2 step at both sizes, so
+    their minutes against samples and evaluations (scripts/mlperf_timed_parts.py) give the fixed part of the timed
+    region, 8 +- 2.4 s, and an evaluation of 0.55 s plus 0.38 s per micro-batch of the busiest rank, twice the
+    priced forward (0.18 s). The fitted `timed_warmup_s` (39 s at 730ced9) holds what the evaluations cost beyond
+    their forward passes at GBS 8 (22 micro-batches an evaluation against 2 at GBS 128): README, 'MLPerf v4.x LoRA'."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "mlperf_timed_parts.py"
+    spec = importlib.util.spec_from_file_location("mlperf_timed_parts", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # its dataclass resolves its annotations through its module
+    spec.loader.exec_module(script)
+    eos = [r for r in script.results("llama2_70b_lora") if "/eos_n8_ngc24.09" in r.id or "/eos_n128_ngc24.09" in r.id]
+    assert [(r.n_gpus, len(r.runs), r.eval_microbatches) for r in eos] == [(64, 10, 22), (1024, 10, 2)]
+    terms, rms_s = script.group_fit(eos)
+    step, fixed, per_eval, per_microbatch = (terms[name][0] for name in script.GROUP_TERMS)
+    assert 0.9 < step < 1.05 and rms_s < 0.5
+    assert 3.0 < fixed < 14.0 and 0.2 < per_eval < 0.9
+    assert per_microbatch > 1.5 * eos[0].microbatch_forward_s

@@ -46,8 +46,8 @@ def olympic(runs: Iterable[Run]) -> Work | None:
 
 
 @cache
-def logged_work() -> dict[str, Work]:
-    """The kept runs' work of every bundled result, by its result folder ('mlcommons/training_results_v5.1:
+def logged_runs() -> dict[str, tuple[Run, ...]]:
+    """Every bundled result's runs, by its result folder ('mlcommons/training_results_v5.1:
     NVIDIA/results/theia_ngpu512_ngc25.09_nemo/llama31_405b/', the start of the results CSV's `source`)."""
     by_result: dict[str, list[Run]] = {}
     with (DATA / RUN_LOGS).open(newline="", encoding="utf-8") as handle:
@@ -60,7 +60,13 @@ def logged_work() -> dict[str, Work]:
                 else Run(math.inf, 0.0, 0.0)
             )
             by_result.setdefault(folder, []).append(run)
-    return {folder: work for folder, runs in by_result.items() if (work := olympic(runs)) is not None}
+    return {folder: tuple(runs) for folder, runs in by_result.items()}
+
+
+@cache
+def logged_work() -> dict[str, Work]:
+    """The kept runs' work of every bundled result, by its result folder (logged_runs)."""
+    return {folder: work for folder, runs in logged_runs().items() if (work := olympic(runs)) is not None}
 
 
 def result_folder(source: str) -> str:
