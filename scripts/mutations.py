@@ -38,6 +38,7 @@ TESTS = (
     "tests/test_attention_kernels.py",
     "tests/test_collectives.py",  # closed forms of what few rows see: ZeRO-0's all-reduce, pipeline fill sends
     "tests/test_schedule.py",  # the pipeline sends: fill and drain whole, the steady state's unhidden share
+    "tests/test_pipeline_schedule_rows.py",  # a 2021 Megatron run's blocking sends, in no bundled row
     "tests/test_dp_buckets.py",  # ZeRO-1's and ZeRO-3's collectives, which the gate sees only through few rows
     "tests/test_optimizer_step.py",  # Adam's bytes per parameter, which moves rows less than the gate's half point
 )
@@ -183,8 +184,14 @@ MUTATIONS = (
     Mutation(
         "steady-state pipeline sends hidden",
         "perfmodel/physics/step.py",
-        "+ (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)",
-        "+ 0 * (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)",
+        "+ (1 - hidden) * 2 * microbatches * vp * p2p, 0.0)",
+        "+ 0 * (1 - hidden) * 2 * microbatches * vp * p2p, 0.0)",
+    ),
+    Mutation(
+        "blocking pipeline sends hidden",
+        "perfmodel/physics/step.py",
+        "hidden = eff.overlap_pp if rec.pp_send_overlap else 0.0",
+        "hidden = eff.overlap_pp",
     ),
     Mutation(
         "attention FLOPs at the KV heads",

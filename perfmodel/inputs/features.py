@@ -62,6 +62,12 @@ _DEEPSPEED_ZERO3 = (
     "(2021-12) coalesces a module's gathers, still after the synchronize (Init._allgather_params_coalesced); 0.6.0 "
     "(2022-03-02) gathers through all_gather_coalesced, prefetched without one"
 )
+_MEGATRON_P2P = (
+    "Megatron-LM of 2021 (p2p_communication._communicate) posts each step's sends and receives by "
+    "batch_isend_irecv, waits on them and calls torch.cuda.synchronize() 'to protect against race condition', so no "
+    "send overlaps compute; Megatron-Core's overlap_p2p_comm for the interleaved schedule came about 2023-05 "
+    "(recalled, not a stored copy)"
+)
 _MEGATRON_FSDP = "measured_runs.csv: Megatron-Bridge's first Megatron-FSDP rows are of the NeMo 25.04 container"
 _TORCHTITAN = "torchtitan's first public release (2024-04) and PyTorch 2.4's pipelining schedules (2024-07), recalled"
 _MAXTEXT_MESH = (
@@ -153,6 +159,13 @@ FEATURES: tuple[Feature, ...] = (
         f"{_DEEPSPEED_ZERO3}; releases 0.5.8-0.5.10 are priced as the older ones (a call per tensor, not per module)",
     ),
     Feature(
+        "pp_send_overlap",
+        "pipeline sends overlapped with compute",
+        {"megatron": "2023-05", "deepspeed": None, "megatron-deepspeed": None},
+        f"{_MEGATRON_P2P}; DeepSpeed's PipelineEngine sends each activation and gradient by a blocking "
+        "torch.distributed send (runtime/pipe/p2p.py, recalled)",
+    ),
+    Feature(
         "context_parallel",
         "context parallelism (CP > 1)",
         {
@@ -183,19 +196,26 @@ def missing_features(stack: str, vintage: str | None) -> frozenset[str]:
     return frozenset(f.name for f in FEATURES if f.missing_in(stack, vintage))
 
 
+ERA_KERNELS = frozenset(
+    ("flash_attention", "sequence_parallel", "tp_comm_overlap", "pp_send_overlap", "zero3_coalesced_prefetch")
+)
+"""The features whose absence changes what a step runs (era_recipe), not which layouts exist."""
+
+
 @cache
 def era_recipe(recipe: Recipe, missing: frozenset[str]) -> Recipe:
     """The recipe as a release lacking `missing` ran it: attention that writes its scores to HBM before
-    FlashAttention, TP without sequence parallelism, TP collectives not overlapped before userbuffers, ZeRO-3 tensor
-    by tensor before coalesced prefetch (precision.Recipe.zero3_per_tensor). Cached: one
-    object per recipe and era, so contexts built from it are shared (planning.predict.context_for keys them by
-    identity)."""
-    if not missing & {"flash_attention", "sequence_parallel", "tp_comm_overlap", "zero3_coalesced_prefetch"}:
+    FlashAttention, TP without sequence parallelism, TP collectives not overlapped before userbuffers, blocking
+    pipeline sends before their overlap, ZeRO-3 tensor by tensor before coalesced prefetch
+    (precision.Recipe.zero3_per_tensor). Cached: one object per recipe and era, so contexts built from it are shared
+    (planning.predict.context_for keys them by identity)."""
+    if not missing & ERA_KERNELS:
         return recipe
     return replace(
         recipe,
         flash_attention=recipe.flash_attention and "flash_attention" not in missing,
         sequence_parallel=recipe.sequence_parallel and "sequence_parallel" not in missing,
         tp_comm_overlap=recipe.tp_comm_overlap and "tp_comm_overlap" not in missing,
+        pp_send_overlap=recipe.pp_send_overlap and "pp_send_overlap" not in missing,
         zero3_per_tensor=recipe.zero3_per_tensor or "zero3_coalesced_prefetch" in missing,
     )

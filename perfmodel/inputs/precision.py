@@ -56,6 +56,9 @@ class Recipe:
     collectives decomposed into per-chunk sends run under the GEMMs they feed: torch.distributed's
     _micro_pipeline_tp pass). Off, only Megatron's async TP remains: the backward's input all-gathers and dgrad
     reduce-scatters hide behind the weight-gradient GEMMs (`tp_backward_overlap`)."""
+    pp_send_overlap: bool = True
+    """Whether the steady-state pipeline sends run beside compute (the shared `overlap_pp` of them hidden). False:
+    blocking sends, each on the critical path (Megatron-LM before its p2p overlap: inputs/features.py)."""
     tp_decomposed: bool = False
     """torchtitan's async TP: PyTorch's micro-pipeline TP pass (torch._inductor micro_pipeline_tp:
     fused_all_gather_matmul, fused_matmul_reduce_scatter) splits each collective into per-rank chunks run under the

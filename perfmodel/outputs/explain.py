@@ -553,7 +553,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
 
     t_p = _q("t_p2p", trace["p2p"], "s", "one activation (or gradient) send between neighbouring stages")
-    eta = _q("eta_PP", eff.overlap_pp, "", "share of steady-state sends hidden behind compute")
+    hidden = eff.overlap_pp if ctx.recipe.pp_send_overlap else 0.0
+    eta = _q("eta_PP", hidden, "", "share of steady-state sends hidden behind compute (0: blocking sends)")
     formula = 2 * (pp.symbol - 1) * t_p.symbol + (1 - eta.symbol) * 2 * N.symbol * vp.symbol * t_p.symbol
     if lo.pp == 1:
         formula = sympy.Integer(0)

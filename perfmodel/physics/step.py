@@ -1142,7 +1142,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     # cool-down ones are on the critical path, the steady-state ones mostly overlap.
     pp_links = _links(ctx, pp, tp * cp * dp)
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
-    pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - eff.overlap_pp) * 2 * microbatches * vp * p2p, 0.0)
+    hidden = eff.overlap_pp if rec.pp_send_overlap else 0.0  # blocking sends hide nothing
+    pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - hidden) * 2 * microbatches * vp * p2p, 0.0)
 
     params, experts = _held_params(md, lv, stages)
     expert_most = 0.0 if experts is None else experts.most
