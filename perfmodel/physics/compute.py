@@ -203,7 +203,7 @@ def gemm_share(acc: Accelerator, eff: Efficiency, fmt: str) -> Number:
     taken on the part itself."""
     power = peak_power_share(acc, eff, "bf16")
     if acc.family in KERNEL_GEMM:  # from the part whose share is measured, as the power law says for another part
-        measured = silicon_ratios().get(acc.family)
+        measured = silicon_ratios()[acc.family] if acc.family in GEMM_OTHER_SILICON else None
         base, ratio = (measured.part, measured.ratio) if measured else (GEMM_REFERENCE[acc.family], 1.0)
         power = ratio * power / peak_power_share(get_accelerator(base), eff, "bf16")
     return eff.gemm(fmt) * power * format_share(acc, eff, fmt)
