@@ -498,6 +498,31 @@ def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq:
     }  # fmt: skip
 
 
+ACCUMULATION = re.compile(r"\bGA=(\d+)\b")
+"""The gradient-accumulation count a table gives, kept in the row's notes (measured_runs_sources.md: 'GA
+(gradient-accumulation count) is kept in the notes')."""
+
+
+def _accumulation_contradiction(row: dict[str, str], parallelism: dict[str, Any]) -> str | None:
+    """One line where the row's notes give a GA that its GBS, MBS and layout do not (GBS / (MBS x DP), DP the GPUs
+    over TP x PP x CP): the source's columns disagree, and no one reading of them is sure, so the row is priced at
+    its columns as stated, with this note. Three bundled rows do (measured_runs.csv lines 222, 243 and 249):
+    Megatron-Bridge 25.11's Qwen3-235B-A22B on 256 GB300 (GA=32 against 64) and GPT-OSS-120B on 64 H100 (GA=2
+    against 8), and 25.09's Llama 3 70B MXFP8 alternative on 64 GB200 (GA=16 against 8; MBS 1 or GBS 256 would
+    agree: priced at either, it reads +4.3% or -0.9% against -4.9% as stated)."""
+    found = ACCUMULATION.search(row["notes"])
+    if found is None or parallelism["mbs"] is None:
+        return None
+    dp = int(row["n_gpus"]) // (parallelism["tp"] * parallelism["pp"] * parallelism["cp"])
+    implied = parallelism["gbs"] / (parallelism["mbs"] * dp)
+    if implied == int(found.group(1)):
+        return None
+    return (
+        f"the source gives GA={found.group(1)}, but its GBS {parallelism['gbs']}, MBS {parallelism['mbs']} and DP "
+        f"{dp} make {implied:g}: its columns disagree; priced as the columns state"
+    )
+
+
 def _zero(text: str) -> int | None:
     text = text.lower().strip()
     if not text:
@@ -573,6 +598,8 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         assumptions.append(DROPPING_ASSUMPTION)
     if parallelism["gbs"] is None:
         raise Excluded("global batch size not reported")
+    if (contradiction := _accumulation_contradiction(row, parallelism)) is not None:
+        assumptions.append(contradiction)
     if row["step_time_s"]:
         metric, measured = "step_time_s", float(row["step_time_s"])
     elif row["tokens_per_s_per_gpu"]:
