@@ -82,6 +82,8 @@ def activation_bytes_per_token(
         "norm2_input": h * BF16_BYTES,
         "fc1_output": model.mlp_in_width * BF16_BYTES,
     }
+    if model.qk_norm:
+        saved["qk_norm_input"] = qk_norm_saved_per_token(model)
     if frozen_base and lora_rank:
         saved["lora_hidden"] = len(adapters & ADAPTED_GQA) * lora_rank * BF16_BYTES
     if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
@@ -127,6 +129,12 @@ def replicated_kv_bytes_per_token(model: ModelSpec, tp: Number) -> Number:
     """What a layer keeps beyond `activation_bytes_per_token` when TP exceeds the KV heads, before dividing by tp:
     the replicated K and V heads each rank saves for attention's backward (workload.kv_width), 0 otherwise."""
     return 2 * (kv_width(model, tp) - model.kv_dim) * BF16_BYTES
+
+
+def qk_norm_saved_per_token(model: ModelSpec) -> float:
+    """What the per-head query and key norms (ModelSpec.qk_norm; workload.qk_norms) keep for their backward beside
+    the normalised Q and K that attention keeps: their inputs, the projection's Q and K (0 without the norms)."""
+    return (model.q_dim + model.kv_dim) * BF16_BYTES if model.qk_norm else 0.0
 
 
 def indexer_bytes_per_token(model: ModelSpec) -> float:

@@ -408,12 +408,29 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *(op for ops in projections for op in ops),
         *latent_norms,
+        *qk_norms(sh, backward=False),
         *_rope(sh, backward=False),
         *indexer_forward(sh),
         *attention_forward(sh),
         *_output_gate(sh, backward=False),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
+    ]
+
+
+def qk_norms(sh: Shard, backward: bool) -> list[Op]:
+    """The RMSNorms on each query and key head (ModelSpec.qk_norm: Qwen3, Gemma 3; none without): two kernels of
+    their own between the QKV projection and the rotary embedding (Megatron-Core SelfAttention
+    get_query_key_value_tensors applies q_layernorm and k_layernorm, TENorm modules, to the split query and key;
+    recalled from the public code, not a stored copy), each reading its tensor and writing it normalised (backward:
+    reading it and the incoming gradient, writing the gradient), over this rank's query heads and KV heads."""
+    if not sh.model.qk_norm:
+        return []
+    md, suffix = sh.model, ".bwd" if backward else ""
+    passes = (3 if backward else 2) * BF16_BYTES
+    return [
+        _mem(f"q_norm{suffix}", sh.tokens * md.q_dim / sh.tp, passes),
+        _mem(f"k_norm{suffix}", sh.tokens * kv_width(md, sh.tp) / sh.tp, passes),
     ]
 
 
@@ -526,7 +543,8 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
         ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
-    return [*ops, *_rope(sh, backward=True), _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
+    ops += [*_rope(sh, backward=True), *qk_norms(sh, backward=True)]
+    return [*ops, _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
 
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
