@@ -55,10 +55,10 @@ from perfmodel.physics.workload import (
     Shard,
     attention_block_backward,
     attention_block_forward,
+    attention_io_widths,
     embedding_ops,
     head_backward,
     head_forward,
-    kv_width,
     layer_backward,
     layer_forward,
     mlp_block_backward,
@@ -801,14 +801,16 @@ def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Num
         gathered = all_gather(kv * sh.cp, links)
         return gathered, 2 * gathered
     if ctx.recipe.cp_comm == "a2a":
-        swapped = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links)
+        swapped = all_to_all(sh.tokens * sum(attention_io_widths(md, sh.tp)) / sh.tp * BF16_BYTES, links)
         return swapped, swapped
     return ring_exposed(_kv_hops(kv, links), sh.cp, 0.0, 0.0)
 
 
 def _kv_block_bytes(md: ModelSpec, sh: Shard) -> Number:
-    """One rank's K and V of one attention layer: the block a ring passes on, the share of a gather it adds."""
-    return sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
+    """One rank's K and V of one attention layer: the block a ring passes on, the share of a gather it adds (MLA's
+    up-projected keys and values, as TransformerEngine's attention receives them)."""
+    _, keys, values, _ = attention_io_widths(md, sh.tp)
+    return sh.tokens * (keys + values) / sh.tp * BF16_BYTES
 
 
 def _kv_hops(kv_bytes: Number, links: GroupLinks) -> RingHops:

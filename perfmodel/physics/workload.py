@@ -139,6 +139,17 @@ def kv_width(md: ModelSpec, tp: Number) -> Number:
     return maximum(md.kv_heads, tp) * md.head_dim
 
 
+def attention_io_widths(md: ModelSpec, tp: Number) -> tuple[Number, Number, Number, Number]:
+    """Widths across a TP group (each rank's times tp) of what attention reads and writes per token: Q, K, V and its
+    output. GQA: q_dim, `kv_width` for K and for V, q_dim. MLA attends over the up-projected heads: keys of
+    nope + rope per head (q_dim wide), values and output of heads x v_head_dim (DeepSeek-V3: 24,576, 24,576, 16,384
+    and 16,384 against its kv_dim of 7,168, which no tensor of the attention has)."""
+    if md.attention == "mla":
+        values = md.heads * md.v_head_dim
+        return md.q_dim, md.q_dim, values, values
+    return md.q_dim, kv_width(md, tp), kv_width(md, tp), md.q_dim
+
+
 def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     md, t = sh.model, sh.tp
     return [("fc1", md.hidden, md.mlp_in_width / t, True), ("fc2", md.ffn / t, md.hidden, False)]
@@ -567,9 +578,7 @@ def _attention_op(
     amortised over fewer keys)."""
     md, t, T = sh.model, sh.tp, sh.tokens
     flops = 2 * T * keys * md.attention_widths / t * layer_share
-    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else kv_width(md, t)
-    k_dim = md.q_dim if md.attention == "mla" else kv_width(md, t)
-    io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
+    io = T * sum(attention_io_widths(md, t)) / t * BF16_BYTES * layer_share
     fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
     if sh.recipe.cp_comm != "p2p":
         return Op(name, "attention", flops, io, fmt, m=length, exps=exps, band=band)
