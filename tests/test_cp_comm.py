@@ -21,10 +21,11 @@ from perfmodel.physics.workload import Shard
 GB_PER_S = 1e9
 
 
-def _comm(mode: str, cp: int = 4, tp: int = 1) -> tuple[float, float]:
-    """(forward, whole layer) seconds of Llama 2 7B's CP exchange at 32,768 tokens, one micro-batch, over links of
-    1 GB/s with no latency inside one domain and no message-size ramp: each call pays NCCL's fixed latency alone."""
-    hw, md = resolve("h100-sxm"), get_model("llama2-7b")
+def _comm(mode: str, cp: int = 4, tp: int = 1, model: str = "llama2-7b") -> tuple[float, float]:
+    """(forward, whole layer) seconds of a model's (Llama 2 7B's) CP exchange at 32,768 tokens, one micro-batch, over
+    links of 1 GB/s with no latency inside one domain and no message-size ramp: each call pays NCCL's fixed latency
+    alone."""
+    hw, md = resolve("h100-sxm"), get_model(model)
     recipe = cp_comm_recipe(get_recipe("bf16", hw.accelerator), mode)
     ctx = Context(md, hw, recipe, DEFAULTS["hopper"], 32768)
     links = GroupLinks(cp, cp, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0, half_bandwidth_s=0.0)
@@ -49,6 +50,18 @@ def test_each_exchange_moves_the_bytes_counted_by_hand() -> None:
     a2a = 0.75 * 4 * 8192 * 4096 * 2 / GB_PER_S + NCCL_CALL_LATENCY_S
     assert _comm("a2a") == pytest.approx((a2a, 2 * a2a))
     assert _comm("p2p", cp=1) == (0.0, 0.0)
+
+
+def test_mla_exchanges_its_up_projected_heads() -> None:
+    """DeepSeek-V3's attention (128 heads) runs on up-projected heads: keys of 128 + 64 (24,576 wide), values of 128
+    (16,384), the output as wide as the values; its ModelSpec.kv_dim (7,168, hidden over heads times the KV heads) is
+    no tensor's width. CP 4, TP 2: a rank holds 8,192 tokens of 64 heads, its K and V chunk 8,192 x (12,288 + 8,192) x
+    2 bytes = 335.5 MB a hop; Ulysses moves Q, K, V and the output, 8,192 x (12,288 x 2 + 8,192 x 2) x 2 bytes."""
+    chunk = 8192 * (12288 + 8192) * 2 / GB_PER_S
+    step, double = chunk + NCCL_CALL_LATENCY_S, 2 * chunk + NCCL_CALL_LATENCY_S
+    assert _comm("p2p", tp=2, model="deepseek-v3") == pytest.approx((3 * step, 3 * step + 2 * step + 2 * double))
+    a2a = 0.75 * 8192 * (12288 + 12288 + 8192 + 8192) * 2 / GB_PER_S + NCCL_CALL_LATENCY_S
+    assert _comm("a2a", tp=2, model="deepseek-v3") == pytest.approx((a2a, 2 * a2a))
 
 
 def _long(**options: Any) -> perfmodel.Prediction:

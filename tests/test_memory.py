@@ -4,7 +4,10 @@ from dataclasses import replace
 
 import pytest
 
+from perfmodel.inputs.models import ZOO
+from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.scenario import Scenario
+from perfmodel.physics import memory
 from perfmodel.physics.compute import Rates, times_by
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.step import evaluate
@@ -34,6 +37,23 @@ def test_hand_computed_llama3_8b_bf16_full_recompute() -> None:
     logits = tokens * vocab * (2 + 4)  # BF16 logits + FP32 softmax/gradient
     assert mem.activations == pytest.approx((kept_inputs + one_layer) * 1.05 + logits)
     assert mem.runtime == 3e9
+
+
+def test_korthikanti_per_layer_activations() -> None:
+    """Korthikanti et al. 2022 (arXiv 2205.05198) Table 2: a layer keeps 34 s b h bytes with flash attention (no
+    5 a s^2 b term) and sequence parallelism; less the two dropout masks (s b h each: these models train without
+    dropout) that is 32 h bytes a token, for GPT-3 175B (h 12,288, MHA, FFN 4h, GeLU)."""
+    bf16 = RECIPES["bf16"]
+    assert memory.activation_bytes_per_token(ZOO["gpt3-175b"], bf16, "none") == 32 * 12288
+
+
+def test_queries_and_attention_output_are_q_dim_wide() -> None:
+    """Gemma 3 27B's queries are 32 heads of 128 (4,096), not its hidden 5,376: QKV output 4,096 + 2 x 2,048, the
+    attention output 4,096, the QK norms' inputs 4,096 + 2,048; the norm inputs and outputs are hidden-wide (four
+    norms: two post-norm inputs more) and its GeGLU keeps fc1's 2 x 21,504 outputs and fc2's 21,504 input."""
+    h, q, kv, f = 5376, 4096, 2048, 21504
+    kept = (h + (q + 2 * kv) + q + h + 2 * f) + (q + kv) + (h + h + f) + 2 * h
+    assert memory.activation_bytes_per_token(ZOO["gemma3-27b"], RECIPES["bf16"], "none") == 2 * kept
 
 
 def test_memory_moves_the_right_way() -> None:

@@ -46,7 +46,9 @@ def activation_bytes_per_token(
     adapters: frozenset[str] = ATTENTION_LAYERS,
     lora_rank: int = 0,
 ) -> float:
-    """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it).
+    """Bytes one layer saves for backward per token, before dividing by tp (SP and TP shard all of it). Q and the
+    attention output are q_dim wide (heads x head_dim), which need not be the hidden size (Gemma 3 27B: 4,096 against
+    5,376), as the MoE block's accounting had them (moe._attention_saved_per_token).
 
     Attention without flash attention (`recipe.flash_attention` off: releases before it) also keeps its scores:
     Korthikanti et al. 2022's 5 a s / h term, 5 bytes per score (softmax output, dropout mask and output) for each of
@@ -63,7 +65,7 @@ def activation_bytes_per_token(
     if the other one requires grad; TE's Linear/LayerNormLinear `backward_needs_input = weight.requires_grad`;
     recalled from the public code, not a stored copy).
     """
-    h, kv, f = model.hidden, model.kv_dim, model.ffn
+    h, q, f = model.hidden, model.q_dim, model.ffn
     # torchao's rowwise recipe keeps the BF16 input, which the backward casts again along the token axis (precision
     # .rowwise_recipe); the other recipes keep the quantised copy dW reads.
     quantised = recipe.quantised and recipe.fp8_scaling != "rowwise"
@@ -77,11 +79,13 @@ def activation_bytes_per_token(
 
     saved = {
         "norm1_input": h * BF16_BYTES,
-        "qkv_output": (h + 2 * kv) * BF16_BYTES,
-        "attention_output": h * BF16_BYTES + (h * wgrad_input if quantised else 0),
+        "qkv_output": model.qkv_width * BF16_BYTES,
+        "attention_output": q * BF16_BYTES + (q * wgrad_input if quantised else 0),
         "norm2_input": h * BF16_BYTES,
         "fc1_output": model.mlp_in_width * BF16_BYTES,
     }
+    if model.qk_norm:
+        saved["qk_norm_input"] = qk_norm_saved_per_token(model)
     if frozen_base and lora_rank:
         saved["lora_hidden"] = len(adapters & ADAPTED_GQA) * lora_rank * BF16_BYTES
     if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
@@ -127,6 +131,12 @@ def replicated_kv_bytes_per_token(model: ModelSpec, tp: Number) -> Number:
     """What a layer keeps beyond `activation_bytes_per_token` when TP exceeds the KV heads, before dividing by tp:
     the replicated K and V heads each rank saves for attention's backward (workload.kv_width), 0 otherwise."""
     return 2 * (kv_width(model, tp) - model.kv_dim) * BF16_BYTES
+
+
+def qk_norm_saved_per_token(model: ModelSpec) -> float:
+    """What the per-head query and key norms (ModelSpec.qk_norm; workload.qk_norms) keep for their backward beside
+    the normalised Q and K that attention keeps: their inputs, the projection's Q and K (0 without the norms)."""
+    return (model.q_dim + model.kv_dim) * BF16_BYTES if model.qk_norm else 0.0
 
 
 def indexer_bytes_per_token(model: ModelSpec) -> float:

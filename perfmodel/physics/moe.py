@@ -25,7 +25,12 @@ from perfmodel.physics import deltanet, mamba
 from perfmodel.physics.algebra import Number, ceil, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
-from perfmodel.physics.memory import FRAGMENTATION, indexer_bytes_per_token, replicated_kv_bytes_per_token
+from perfmodel.physics.memory import (
+    FRAGMENTATION,
+    indexer_bytes_per_token,
+    qk_norm_saved_per_token,
+    replicated_kv_bytes_per_token,
+)
 from perfmodel.physics.workload import (
     FP32_BYTES,
     Op,
@@ -449,7 +454,8 @@ def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
 
 def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) -> float:
     """Bytes the attention block keeps per token before the TP split (as memory.activation_bytes_per_token):
-    norm input, Q/K/V, attention output (and its quantised copy), and the projection input without recompute."""
+    norm input, Q/K/V (and the QK norms' inputs), attention output (and its quantised copy), and the projection
+    input without recompute."""
     q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
     if md.attention == "mla":
         out = md.heads * md.v_head_dim
@@ -459,6 +465,7 @@ def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) ->
     else:
         qkv, out = md.qkv_width, md.q_dim
     saved = (md.hidden + qkv + out) * BF16_BYTES + (out * q_in if recipe.quantised else 0.0)
+    saved = saved + qk_norm_saved_per_token(md)
     return saved + (md.hidden * q_in if recompute == "none" else 0.0)
 
 

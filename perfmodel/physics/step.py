@@ -55,10 +55,10 @@ from perfmodel.physics.workload import (
     Shard,
     attention_block_backward,
     attention_block_forward,
+    attention_io_widths,
     embedding_ops,
     head_backward,
     head_forward,
-    kv_width,
     layer_backward,
     layer_forward,
     mlp_block_backward,
@@ -628,7 +628,7 @@ def _tensor_parallel(
     ctx: Context, sh: Shard, links: GroupLinks, full_share: Number, selective: Number = 0.0
 ) -> tuple[_Comm, Number]:
     """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
-    2 all-gathers (input again for Wgrad, where the stack re-gathers it: Recipe.tp_wgrad_regather; output gradient)
+    2 all-gathers (input again for Wgrad, where the stack re-gathers it: `regathers`; output gradient)
     + 1 reduce-scatter backward, the forward's again in the layers a full recompute re-runs, and the forward's
     all-gathers again under per-op selective checkpointing
     (`selective` 1; its policy saves reduce-scatters, not all-gathers: precision.Recipe.per_op_sac); a MoE layer's
@@ -685,11 +685,20 @@ def _tp_layer(
     gather_in, scatter, gather, scatter_back = block
     blocks = moe.tp_blocks_per_layer(ctx.model)
     forward = blocks * (gather_in + scatter)
-    regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0
+    regather = gather_in if regathers(ctx.recipe) else 0.0
     layer = forward + blocks * (regather + gather + scatter_back) + recomputed(full_share, forward)
     if ctx.recipe.per_op_sac:
         layer = layer + selective * blocks * gather_in
     return forward, layer
+
+
+def regathers(recipe: Recipe) -> bool:
+    """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient
+    (Recipe.tp_wgrad_regather): only under sequence parallelism, which frees the gathered input after the forward.
+    Without it each TP rank holds and keeps the whole input (Megatron's `f` is the identity forward), and a TP block's
+    backward is one all-reduce of the input gradient, its reduce-scatter and all-gather halves (Shoeybi et al. 2019,
+    arXiv 1909.08053, Figure 3: two all-reduces per layer forward, two backward)."""
+    return recipe.tp_wgrad_regather and recipe.sequence_parallel
 
 
 def decomposes(ctx: Context) -> bool:
@@ -724,7 +733,7 @@ def _decomposed_hiding(
     gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
     if not gathers_fuse(ctx.recipe):
         gather_in, gather = 0.0 * gather_in, 0.0 * gather
-    regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0 * gather_in
+    regather = gather_in if regathers(ctx.recipe) else 0.0 * gather_in
     rerun = sac_recomputed_gemm_share(ctx.model, ctx.recipe, sh.tp) if ctx.recipe.per_op_sac else 0.0
     forward, backward = 0.0 * sh.tp, 0.0 * sh.tp
     for column, row in DECOMPOSED_BLOCKS:
@@ -801,14 +810,16 @@ def _attention_exchange(ctx: Context, sh: Shard, links: GroupLinks) -> tuple[Num
         gathered = all_gather(kv * sh.cp, links)
         return gathered, 2 * gathered
     if ctx.recipe.cp_comm == "a2a":
-        swapped = all_to_all(sh.tokens * (2 * md.q_dim + 2 * md.kv_dim) / sh.tp * BF16_BYTES, links)
+        swapped = all_to_all(sh.tokens * sum(attention_io_widths(md, sh.tp)) / sh.tp * BF16_BYTES, links)
         return swapped, swapped
     return ring_exposed(_kv_hops(kv, links), sh.cp, 0.0, 0.0)
 
 
 def _kv_block_bytes(md: ModelSpec, sh: Shard) -> Number:
-    """One rank's K and V of one attention layer: the block a ring passes on, the share of a gather it adds."""
-    return sh.tokens * 2 * kv_width(md, sh.tp) / sh.tp * BF16_BYTES
+    """One rank's K and V of one attention layer: the block a ring passes on, the share of a gather it adds (MLA's
+    up-projected keys and values, as TransformerEngine's attention receives them)."""
+    _, keys, values, _ = attention_io_widths(md, sh.tp)
+    return sh.tokens * (keys + values) / sh.tp * BF16_BYTES
 
 
 def _kv_hops(kv_bytes: Number, links: GroupLinks) -> RingHops:

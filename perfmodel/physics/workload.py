@@ -139,6 +139,17 @@ def kv_width(md: ModelSpec, tp: Number) -> Number:
     return maximum(md.kv_heads, tp) * md.head_dim
 
 
+def attention_io_widths(md: ModelSpec, tp: Number) -> tuple[Number, Number, Number, Number]:
+    """Widths across a TP group (each rank's times tp) of what attention reads and writes per token: Q, K, V and its
+    output. GQA: q_dim, `kv_width` for K and for V, q_dim. MLA attends over the up-projected heads: keys of
+    nope + rope per head (q_dim wide), values and output of heads x v_head_dim (DeepSeek-V3: 24,576, 24,576, 16,384
+    and 16,384 against its kv_dim of 7,168, which no tensor of the attention has)."""
+    if md.attention == "mla":
+        values = md.heads * md.v_head_dim
+        return md.q_dim, md.q_dim, values, values
+    return md.q_dim, kv_width(md, tp), kv_width(md, tp), md.q_dim
+
+
 def _mlp_shapes(sh: Shard) -> list[tuple[str, Number, Number, bool]]:
     md, t = sh.model, sh.tp
     return [("fc1", md.hidden, md.mlp_in_width / t, True), ("fc2", md.ffn / t, md.hidden, False)]
@@ -408,12 +419,29 @@ def attention_block_forward(sh: Shard, recipe: Recipe) -> list[Op]:
         _mem("norm1", sh.norm_tokens * h, 2 * BF16_BYTES),
         *(op for ops in projections for op in ops),
         *latent_norms,
+        *qk_norms(sh, backward=False),
         *_rope(sh, backward=False),
         *indexer_forward(sh),
         *attention_forward(sh),
         *_output_gate(sh, backward=False),
         *proj,
         _mem("residual1", sh.norm_tokens * h, 3 * BF16_BYTES),
+    ]
+
+
+def qk_norms(sh: Shard, backward: bool) -> list[Op]:
+    """The RMSNorms on each query and key head (ModelSpec.qk_norm: Qwen3, Gemma 3; none without): two kernels of
+    their own between the QKV projection and the rotary embedding (Megatron-Core SelfAttention
+    get_query_key_value_tensors applies q_layernorm and k_layernorm, TENorm modules, to the split query and key;
+    recalled from the public code, not a stored copy), each reading its tensor and writing it normalised (backward:
+    reading it and the incoming gradient, writing the gradient), over this rank's query heads and KV heads."""
+    if not sh.model.qk_norm:
+        return []
+    md, suffix = sh.model, ".bwd" if backward else ""
+    passes = (3 if backward else 2) * BF16_BYTES
+    return [
+        _mem(f"q_norm{suffix}", sh.tokens * md.q_dim / sh.tp, passes),
+        _mem(f"k_norm{suffix}", sh.tokens * kv_width(md, sh.tp) / sh.tp, passes),
     ]
 
 
@@ -526,7 +554,8 @@ def attention_block_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = F
         ops += linear_backward(sh, recipe, shape, frozen_weights, T)
     if sh.model.attention == "mla":
         ops.append(_mem("latent_norms.bwd", T * (sh.model.q_lora_rank + sh.model.kv_lora_rank), 3 * BF16_BYTES))
-    return [*ops, *_rope(sh, backward=True), _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
+    ops += [*_rope(sh, backward=True), *qk_norms(sh, backward=True)]
+    return [*ops, _mem("norm1.bwd", sh.norm_tokens * h, 3 * BF16_BYTES)]
 
 
 def layer_backward(sh: Shard, recipe: Recipe, frozen_weights: bool = False) -> list[Op]:
@@ -549,9 +578,7 @@ def _attention_op(
     amortised over fewer keys)."""
     md, t, T = sh.model, sh.tp, sh.tokens
     flops = 2 * T * keys * md.attention_widths / t * layer_share
-    v_dim = md.heads * md.v_head_dim if md.attention == "mla" else kv_width(md, t)
-    k_dim = md.q_dim if md.attention == "mla" else kv_width(md, t)
-    io = T * (2 * md.q_dim + k_dim + v_dim) / t * BF16_BYTES * layer_share
+    io = T * sum(attention_io_widths(md, t)) / t * BF16_BYTES * layer_share
     fmt, exps = sh.recipe.attention_format, T * keys * md.heads / t * layer_share
     if sh.recipe.cp_comm != "p2p":
         return Op(name, "attention", flops, io, fmt, m=length, exps=exps, band=band)
