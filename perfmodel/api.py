@@ -66,7 +66,7 @@ class WorkloadOptions(TypedDict, total=False):
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]
     async_tp: bool
     compile: bool
-    fp8_recipe: Literal["tensorwise", "rowwise"]
+    fp8_recipe: Literal["tensorwise", "rowwise", "delayed"]
     vintage: str
     usd_per_gpu_hour: float
     pue: float

@@ -38,6 +38,7 @@ BRIDGE_CASES = [
     (replace(BASE, recompute="selective", zero=3, ep=4), _run("nvfp4", "all_gather")),
     (replace(BASE, pp=1, vp=1, recompute="none", zero=3), replace(_run("fp8"), offload_layers=40)),
     (BASE, replace(_run(), grad_reduce_in_fp32=True)),
+    (BASE, _run("fp8", knobs=replace(MEGATRON_KNOBS, fp8_recipe="delayed"))),
 ]
 TITAN_CASES = [
     (replace(BASE, zero=3), _run("fp8", "all_gather", TITAN_KNOBS)),

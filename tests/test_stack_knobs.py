@@ -301,7 +301,7 @@ def test_each_knob_defaults_to_the_stacks_shipped_setting() -> None:
     [
         (["--async-tp"], "--async-tp: stack 'megatron' has no such knob; stacks that have it: torchtitan"),
         (["--no-compile", "--stack", "composer"], "--compile: stack 'composer' has no such knob"),
-        (["--fp8-recipe", "rowwise", "--stack", "megatron"], "--fp8-recipe: stack 'megatron' has no such knob"),
+        (["--fp8-recipe", "rowwise", "--stack", "megatron"], "--fp8-recipe: stack 'megatron' has no FP8 recipe"),
         (["--stack", "torchtitan", "--precision", "bf16", "--fp8-recipe", "rowwise"], "it needs --precision fp8"),
     ],
 )

@@ -380,9 +380,10 @@ def scenario_options(
         ),
         click.option(
             "--fp8-recipe",
-            type=click.Choice(["tensorwise", "rowwise"]),
-            help="torchao FP8 scaling with --precision fp8 (torchtitan; default tensorwise, with float8 FSDP "
-            "all-gather).",
+            type=click.Choice(["tensorwise", "rowwise", "delayed"]),
+            help="FP8 scaling with --precision fp8, each stack its own: torchtitan's torchao tensorwise (default, "
+            "with float8 FSDP all-gather) or rowwise; megatron's delayed (no amax pass) or tensorwise (current "
+            "scaling; default: delayed before 2025-09, tensorwise from it).",
         ),
         click.option(
             "--vintage",

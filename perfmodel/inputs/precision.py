@@ -321,6 +321,13 @@ def frozen_base_recipe(recipe: Recipe) -> Recipe:
 FP8_RECIPES = ("tensorwise", "rowwise")
 """torchao's float8 training recipes a stack knob can choose (Float8LinearRecipeName; MXFP8 is `--precision
 mxfp8`)."""
+TE_FP8_RECIPES = ("delayed", "tensorwise")
+"""Megatron's per-tensor FP8 scaling as Megatron-Bridge names it (its mixed-precision configs' `fp8_recipe`:
+'delayed', TransformerEngine's DelayedScaling, the scale from an amax history, no amax pass; 'tensorwise',
+Float8CurrentScaling, an amax pass before each cast; Megatron-LM's --fp8-recipe the same; recalled from
+megatron-bridge's training/mixed_precision.py, not a stored copy: labelled)."""
+FP8_RECIPE_NAMES = tuple(dict.fromkeys(FP8_RECIPES + TE_FP8_RECIPES))
+"""Every FP8 scaling recipe some stack's knob takes (each stack accepts its own: inputs/stacks.py knob_problem)."""
 
 
 @cache

@@ -304,9 +304,11 @@ class Scenario:
     exposed); None: the stack's default. A stack without the knob refuses it (inputs/stacks.py stack_knobs)."""
     compile: bool | None = None
     """torch.compile's fusion of the elementwise kernels (false: eager PyTorch); None: the stack's default."""
-    fp8_recipe: Literal["tensorwise", "rowwise"] | None = None
-    """torchao's FP8 scaling with --precision fp8: tensorwise (with float8 all-gather of FSDP weights) or rowwise;
-    None: the stack's default."""
+    fp8_recipe: Literal["tensorwise", "rowwise", "delayed"] | None = None
+    """The FP8 scaling with --precision fp8, each stack its own (inputs/stacks.py knob_problem): torchao's tensorwise
+    (with float8 all-gather of FSDP weights) or rowwise on torchtitan; Megatron-Bridge's delayed (TE DelayedScaling,
+    no amax pass) or tensorwise (Float8CurrentScaling, an amax pass before each cast) on Megatron; None: the stack's
+    default (Megatron's follows the release: efficiency.CURRENT_SCALING_RELEASE)."""
     fp8_attention: bool = False
     """TransformerEngine's FP8 dot-product attention, as a Megatron-Bridge recipe sets it (fp8_dot_product_attention):
     flash attention in the quantised recipe's format, MXFP8 under mxfp8 (precision.bridge_recipe); BF16 otherwise."""

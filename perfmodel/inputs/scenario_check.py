@@ -103,9 +103,10 @@ def _apply_benchmark(cls: type, raw: Any) -> Any:
 
 @field_validator(*KNOB_FLAGS, mode="before")
 def _stack_has_knob(cls: type, value: Any, info: ValidationInfo) -> Any:
-    """A knob (async_tp, compile, fp8_recipe) only on a stack that has it (inputs/stacks.py knob_problem)."""
+    """A knob (async_tp, compile, fp8_recipe) only on a stack that has it, an FP8 recipe only on a stack that runs
+    it (inputs/stacks.py knob_problem)."""
     stack = STACKS.get(info.data.get("stack", DEFAULT_STACK))
-    problem = knob_problem(stack, str(info.field_name)) if value is not None and stack is not None else None
+    problem = knob_problem(stack, str(info.field_name), value) if value is not None and stack is not None else None
     if problem is not None:
         raise ValueError(problem)
     return value

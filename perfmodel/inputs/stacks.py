@@ -19,6 +19,7 @@ from perfmodel.inputs.precision import (
     BF16_BYTES,
     FP8_RECIPES,
     FP32_BYTES,
+    TE_FP8_RECIPES,
     Recipe,
     float8_tp_recipe,
     rowwise_recipe,
@@ -108,8 +109,11 @@ class StackProfile:
     """Whether the stack shards with PyTorch's FSDP2 (fully_shard) as it ships: its copies beside each all-gather and
     reduce-scatter and FP32 gradient reduction (precision.Recipe.fsdp_copies, grad_reduce_bytes)."""
     fp8_recipes: tuple[str, ...] = ()
-    """The torchao FP8 scaling recipes the stack runs (precision.FP8_RECIPES), its default first; empty: its FP8 is
-    Transformer Engine's per-tensor scaling, no knob."""
+    """The FP8 scaling recipes the stack's knob takes, its default first (torchao's: precision.FP8_RECIPES;
+    Megatron's: precision.TE_FP8_RECIPES); empty: no knob, its FP8 scaling is fixed."""
+    fp8_recipe_by_release: bool = False
+    """Whether the stack's FP8 scaling, the knob unset, follows its release (Megatron: delayed scaling before
+    efficiency.CURRENT_SCALING_RELEASE, current scaling from it) rather than a shipped default."""
     fused_cross_entropy: bool = False
     """Whether the stack's loss is a fused cross entropy holding BF16 logits and a BF16 gradient
     (precision.Recipe.fused_cross_entropy)."""
@@ -227,6 +231,8 @@ STACKS: dict[str, StackProfile] = {
         fp8=True,
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
+        fp8_recipes=TE_FP8_RECIPES,
+        fp8_recipe_by_release=True,
         dp_overlap="Megatron-Core DDP's gradient buckets reduced during the backward (overlap_grad_reduce) and "
         "parameters gathered during the forward (overlap_param_gather)",
     ),
@@ -397,24 +403,29 @@ KNOB_FLAGS = {"async_tp": "--async-tp", "compile": "--compile", "fp8_recipe": "-
 def stack_knobs(
     stack: StackProfile, async_tp: bool | None = None, compile: bool | None = None, fp8_recipe: str | None = None
 ) -> Knobs:
-    """The knobs of a run on `stack`: each given one, else the stack's shipped default. A knob the stack does not
-    have is refused, naming the stacks that have it."""
-    shipped = Knobs(stack.async_tp, stack.compile, next(iter(stack.fp8_recipes), None))
+    """The knobs of a run on `stack`: each given one, else the stack's shipped default (none for an FP8 recipe that
+    follows the release). A knob the stack does not have, or a value it does not take, is refused, naming the stacks
+    that have it or the values it takes."""
+    default_fp8 = None if stack.fp8_recipe_by_release else next(iter(stack.fp8_recipes), None)
+    shipped = Knobs(stack.async_tp, stack.compile, default_fp8)
     given: dict[str, Any] = {"async_tp": async_tp, "compile": compile, "fp8_recipe": fp8_recipe}
     for name, value in given.items():
-        problem = knob_problem(stack, name) if value is not None else None
+        problem = knob_problem(stack, name, value) if value is not None else None
         if problem is not None:
             raise PerfmodelError(f"{KNOB_FLAGS[name]} / {name}: {problem}")
     return replace(shipped, **{name: value for name, value in given.items() if value is not None})
 
 
-def knob_problem(stack: StackProfile, name: str) -> str | None:
-    """Why `stack` cannot take the knob `name` (a Knobs field), naming the stacks that have it; None if it can."""
+def knob_problem(stack: StackProfile, name: str, value: object = None) -> str | None:
+    """Why `stack` cannot take the knob `name` (a Knobs field), naming the stacks that have it, or an FP8 recipe
+    `value` it does not run, naming those it does; None if it can."""
     knob = "fp8_recipes" if name == "fp8_recipe" else name
-    if getattr(stack, knob) not in (None, ()):
-        return None
-    others = [s.name for s in STACKS.values() if getattr(s, knob) not in (None, ())] or ["none"]
-    return f"stack '{stack.name}' has no such knob; stacks that have it: {', '.join(others)}"
+    if getattr(stack, knob) in (None, ()):
+        others = [s.name for s in STACKS.values() if getattr(s, knob) not in (None, ())] or ["none"]
+        return f"stack '{stack.name}' has no such knob; stacks that have it: {', '.join(others)}"
+    if name == "fp8_recipe" and value is not None and value not in stack.fp8_recipes:
+        return f"stack '{stack.name}' has no FP8 recipe '{value}'; its recipes: {', '.join(stack.fp8_recipes)}"
+    return None
 
 
 @cache
@@ -422,24 +433,25 @@ def stack_recipe(recipe: Recipe, stack: StackProfile, knobs: Knobs | None = None
     """The precision recipe as the stack runs it with its knobs (`stack_knobs`; None: its shipped defaults): without
     TP overlap where the stack has none (vanilla TP: not even Megatron's backward overlap), with async TP's overlap
     where the knob is on, eager elementwise kernels without torch.compile, torchao's rowwise FP8 where chosen,
-    without the amax pass where its FP8 is delayed scaling and with it in every release where its FP8 is current
-    scaling alone, gathering BF16 weights where it quantises inside
+    without the amax pass where its FP8 is delayed scaling (the stack's, or Megatron's fp8_recipe 'delayed') and
+    with it in every release where it is current scaling (torchao's, or Megatron's 'tensorwise'; unset, Megatron's
+    release decides: Efficiency.delayed_scaling), gathering BF16 weights where it quantises inside
     the GEMM; a quantised recipe on a stack without FP8 support is
     refused. Cached: one object per recipe, stack and knobs, so contexts built from it are shared
     (planning.predict.context_for keys them by identity)."""
     knobs = knobs or stack_knobs(stack)
     if recipe.quantised and not stack.fp8:
         raise PerfmodelError(f"stack '{stack.name}' has no {recipe.id} training; use --precision bf16")
-    if stack.fp8_delayed_scaling and recipe.delayed_scaling_capable:
+    if recipe.delayed_scaling_capable and (stack.fp8_delayed_scaling or knobs.fp8_recipe == "delayed"):
         recipe = replace(recipe, amax_passes=0)
-    if stack.fp8_current_scaling and recipe.delayed_scaling_capable:
+    if recipe.delayed_scaling_capable and (stack.fp8_current_scaling or knobs.fp8_recipe == "tensorwise"):
         recipe = replace(recipe, current_scaling=True)
     if not stack.fp8_weight_gather and recipe.quantised:
         recipe = replace(recipe, param_gather_bytes=BF16_BYTES)
     if knobs.fp8_recipe == "rowwise" and recipe.quantised:
         recipe = rowwise_recipe(recipe)
-    elif knobs.fp8_recipe == "tensorwise" and recipe.delayed_scaling_capable:
-        recipe = float8_tp_recipe(recipe)
+    elif knobs.fp8_recipe == "tensorwise" and recipe.delayed_scaling_capable and stack.dtensor_tp:
+        recipe = float8_tp_recipe(recipe)  # torchao's float8 TP styles are DTensor's (torchtitan)
     if knobs.compile is False:
         recipe = replace(recipe, eager_elementwise=True)
     if stack.per_op_sac:

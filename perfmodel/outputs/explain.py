@@ -174,11 +174,22 @@ class _SymbolicEfficiency:
         return S(f"eta_{fmt}")
 
 
+def _delayed_scaling(ctx: Context) -> float:
+    """d_delayed as the run is priced: the release's rule (Efficiency.delayed_scaling) unless its FP8 recipe fixes the
+    scaling (inputs/stacks.py stack_recipe): 0 under current scaling, 1 where no amax pass is left to skip."""
+    recipe = ctx.recipe
+    if recipe.current_scaling:
+        return 0.0
+    if recipe.delayed_scaling_capable and not recipe.amax_passes:
+        return 1.0
+    return float(ctx.efficiency.delayed_scaling)
+
+
 def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     acc, eff = ctx.hardware.accelerator, ctx.efficiency
     values = {S("BW_mem"): acc.hbm_bytes_per_s, S("eta_mem"): eff.memory, S("kappa"): eff.kernel_overhead_us * 1e-6}
     values |= {S("eta_attn_fwd"): eff.attention_fwd, S("eta_attn_bwd"): eff.attention_bwd}
-    values[S("d_delayed")] = float(eff.delayed_scaling)
+    values[S("d_delayed")] = _delayed_scaling(ctx)
     if float(eff.unfused_factor) != 1:
         values[S("f_unfused")] = float(eff.unfused_factor)
     if acc.sfu_texp_per_s is not None:
@@ -341,7 +352,11 @@ def _op_symbols(ctx: Context) -> list[Quantity]:
             "per local expert of a grouped GEMM whose experts loop in every release (the op fuser off: expert_loop)",
         ),
         "s_regressed": ("", "how much slower cudnn-frontend 1.24-1.25 ran the dGeGLU + dbias kernel (#256, PR #322)"),
-        "d_delayed": ("", "1 where the release ran FP8 with delayed scaling (no amax pass: before 25.09), else 0"),
+        "d_delayed": (
+            "",
+            "1 where the run's FP8 is delayed scaling (no amax pass: a Megatron release before 25.09, or fp8_recipe "
+            "'delayed'), 0 where it is current scaling (25.09 on, or 'tensorwise')",
+        ),
         "f_unfused": ("", "memory-bound time of this older release over today's (fewer fused passes)"),
     }
     quantities = []
@@ -631,7 +646,7 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
         kernels += f" at {forward:.2f} (forward) and {backward:.2f} (backward) of {family}'s fused attention speed"
         if stack.fa2 and family not in FA2_SPEEDS:
             kernels += f" (Hopper's measured ratio: no FlashAttention-2 kernel rows on {family})"
-    if recipe.quantised and stack.fp8_delayed_scaling:
+    if recipe.quantised and recipe.delayed_scaling_capable and not recipe.amax_passes:
         kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
     if recipe.quantised and not stack.fp8_weight_gather:
         kernels += ", BF16 weights gathered and quantised inside each GEMM"
@@ -641,7 +656,8 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
         overlap = "async TP: each collective decomposed under the GEMMs it feeds or drains"
     compute, tp = [kernels], [f"{stack.name} stack: TP collectives with {overlap}"]
     if recipe.quantised and recipe.current_scaling:
-        compute.append("FP8 scaled from each tensor's current amax in every release (torchao's dynamic scaling)")
+        how = "torchao's dynamic scaling" if stack.fp8_current_scaling else "fp8_recipe tensorwise: TE's"
+        compute.append(f"FP8 scaled from each tensor's current amax in every release ({how})")
     if recipe.quantised and recipe.fp8_scaling == "rowwise":
         compute.append(
             "FP8 rowwise (torchao): weights cast per GEMM, each operand cast again along its other axis in the "

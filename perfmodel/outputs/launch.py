@@ -45,6 +45,9 @@ BRIDGE_PRECISION = {
     "nvfp4": "bf16_with_nvfp4_mixed",
 }
 """perfmodel precision -> Megatron-Bridge mixed-precision recipe (mixed_precision.py's registered names)."""
+BRIDGE_DELAYED = "bf16_with_fp8_delayed_scaling_mixed"
+"""Megatron-Bridge's FP8 recipe with delayed scaling (mixed_precision.py), for a run priced with fp8_recipe 'delayed'
+(inputs/stacks.py stack_recipe); the other Megatron stacks set their fp8_recipe to 'delayed' (`_fp8_delayed`)."""
 MEGATRON_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 """--zero 2|3 -> Megatron-FSDP's data_parallel_sharding_strategy (Megatron-Core's DDP config, Megatron-LM's flag)."""
 MEGATRON_LM_PRECISION: dict[str, dict[str, object]] = {
@@ -287,6 +290,12 @@ def _refuse(setting: str, stack: str, why: str) -> PerfmodelError:
     return PerfmodelError(f"{setting}: {stack} cannot run it ({why})")
 
 
+def _fp8_delayed(run: Run) -> bool:
+    """Whether the run was priced with Megatron's delayed FP8 scaling by choice (the knob unset, each Megatron config
+    names current scaling, the newest releases' rule)."""
+    return run.precision == "fp8" and run.knobs.fp8_recipe == "delayed"
+
+
 def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[str, object]:
     if run.precision not in BRIDGE_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-bridge", "no such mixed-precision recipe in 0.3.1")
@@ -303,7 +312,7 @@ def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[st
         "model.seq_length": lo.seq_len,
         "train.micro_batch_size": lo.mbs,
         "train.global_batch_size": lo.gbs,
-        "mixed_precision": BRIDGE_PRECISION[run.precision],
+        "mixed_precision": BRIDGE_DELAYED if _fp8_delayed(run) else BRIDGE_PRECISION[run.precision],
         "comm_overlap.tp_comm_overlap": lo.tp > 1,
         "ddp.use_distributed_optimizer": lo.zero == 1,
         "optimizer.use_distributed_optimizer": lo.zero == 1,
@@ -356,7 +365,8 @@ def _nemo(layout: Layout, run: Run) -> dict[str, object]:
     options["data.seq_length"] = layout.seq_len
     if layout.zero in MEGATRON_SHARDING:
         options |= {"trainer.strategy.fsdp": "megatron", "trainer.strategy.save_ckpt_format": "fsdp_dtensor"}
-    return options | NEMO_PRECISION[run.precision] | {NEMO_GRAD_REDUCE: run.grad_reduce_in_fp32}
+    options |= NEMO_PRECISION[run.precision] | {NEMO_GRAD_REDUCE: run.grad_reduce_in_fp32}
+    return options | ({"trainer.plugins.fp8_recipe": "delayed"} if _fp8_delayed(run) else {})
 
 
 def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
@@ -404,6 +414,8 @@ def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
         "--data-parallel-sharding-strategy": MEGATRON_SHARDING.get(lo.zero),
         "--bf16": True,
     } | MEGATRON_LM_PRECISION[run.precision]
+    if _fp8_delayed(run):
+        options["--fp8-recipe"] = "delayed"
     if lo.recompute == "full":
         options |= {"--recompute-method": "block" if lo.recompute_layers else "uniform",
                     "--recompute-num-layers": lo.recompute_layers or 1}  # fmt: skip

@@ -107,7 +107,12 @@ FIELDS: tuple[Field, ...] = (
     Field("stack", "", "software stack the prediction priced (megatron, composer, torchtitan, ...)"),
     Field("stack_knobs.async_tp", "true/false", "torchtitan's async TP (true) or vanilla TP (false); empty: none"),
     Field("stack_knobs.compile", "true/false", "torch.compile fusion (true) or eager elementwise (false); empty: none"),
-    Field("stack_knobs.fp8_recipe", "", "torchao FP8 scaling: tensorwise or rowwise; empty: no such knob, or no FP8"),
+    Field(
+        "stack_knobs.fp8_recipe",
+        "",
+        "FP8 scaling: torchao's tensorwise or rowwise (torchtitan), Megatron-Bridge's delayed or tensorwise "
+        "(megatron); empty: no such knob, no FP8, or Megatron's release decides",
+    ),
     *(Field(name, unit, f"{meaning} (scenario key; only when set)") for name, (unit, meaning) in RUN_SETTINGS.items()),
     Field(
         "run_settings",

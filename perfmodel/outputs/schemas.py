@@ -158,6 +158,7 @@ def _runs() -> dict[str, Any]:
     """One row of a measured-runs CSV (`validate --data`), read as an object with numbers in the numeric columns."""
     from perfmodel.fitting.runs import CSV_COLUMNS, LAYOUT_COLUMNS, METRICS, MODEL_COLUMNS, WHOLE_RUN_ONLY
     from perfmodel.inputs.hardware import PRECISIONS
+    from perfmodel.inputs.precision import FP8_RECIPE_NAMES
     from perfmodel.inputs.scenario import RELEASE_MONTH
     from perfmodel.inputs.stacks import STACKS
 
@@ -177,7 +178,7 @@ def _runs() -> dict[str, Any]:
         "tokens": {"type": "number", "exclusiveMinimum": 0},
         "async_tp": {"type": "boolean"},
         "compile": {"type": "boolean"},
-        "fp8_recipe": {"enum": ["tensorwise", "rowwise"]},
+        "fp8_recipe": {"enum": list(FP8_RECIPE_NAMES)},
     }
     whole_run = {"properties": {"metric": {"const": "gpu_hours"}}, "required": ["metric"]}
     return {
