@@ -1,7 +1,6 @@
 """Megatron's FP8 scaling as a knob (inputs/stacks.py stack_recipe; Megatron-Bridge's `fp8_recipe`): 'delayed' skips
 the amax pass in any release, 'tensorwise' (current scaling) pays it in any release, unset the release decides
-(efficiency.CURRENT_SCALING_RELEASE); each stack takes only its own recipes; a measured row whose dtype states
-current scaling is priced with it."""
+(efficiency.CURRENT_SCALING_RELEASE); each stack takes only its own recipes."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from conftest import run_cli
 
 import perfmodel
 from perfmodel.errors import PerfmodelError
-from perfmodel.fitting.runs import CURRENT_SCALING_ASSUMPTION, bundled_runs, read_runs_csv
+from perfmodel.fitting.runs import read_runs_csv
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs, stack_recipe
 from perfmodel.outputs.launch import Run, launch
@@ -116,19 +115,6 @@ def test_the_api_and_a_runs_csv_refuse_it_too(tmp_path: Path) -> None:
     path.write_text(f"{header}\n{row},rowwise\n")
     with pytest.raises(PerfmodelError, match=r"row 2: field 'fp8_recipe': stack 'megatron' has no FP8 recipe"):
         read_runs_csv(path)
-
-
-def test_a_row_stating_current_scaling_is_priced_with_it() -> None:
-    """measured_runs.csv line 287 (docs.nvidia.com NeMo performance summary, NeMo 25.02, Llama3-8B on 8 B200) states
-    'FP8-CS (per-tensor current scaling)': priced with fp8_recipe 'tensorwise', the reason in its assumptions; a
-    plain 'FP8' row of the same era (line 2's DGXC recipes, no scaling stated) keeps the release rule."""
-    runs = {r.id: r for r in bundled_runs()[0]}
-    stated = runs["measured_runs.csv:287"]
-    assert stated.scenario["fp8_recipe"] == "tensorwise"
-    assert CURRENT_SCALING_ASSUMPTION in stated.assumptions
-    plain = [r for r in runs.values() if r.id.startswith("measured_runs.csv") and r.scenario["precision"] == "fp8"
-             and r.released is not None and r.released < "2025-09" and "fp8_recipe" not in r.scenario]  # fmt: skip
-    assert plain, "plain FP8 rows before the switch keep the release rule"
 
 
 def test_launch_names_the_delayed_recipe_where_it_was_priced() -> None:

@@ -326,12 +326,6 @@ PRECISIONS = {
     "fp8-blockwise": "fp8", "mxfp8": "mxfp8", "nvfp4": "nvfp4", "bf16": "bf16", "amp_bf16": "bf16",
     "fp16/bf16 mixed": "bf16", "bf16/fp16 mixed": "bf16", "fp8 tensorwise": "fp8", "fp8 rowwise": "fp8",
 }  # fmt: skip
-CURRENT_SCALING_DTYPES = ("fp8-cs", "fp8-cs (per-tensor current scaling)")
-"""dtypes that state Megatron's per-tensor FP8 current scaling (NeMo's and Megatron-Bridge's performance tables,
-measured_runs.csv: 'FP8-CS (per-tensor current scaling)' in the NeMo 25.02-25.07 docs, 'FP8-CS' from 25.09): such a
-row is priced with the Megatron knob fp8_recipe 'tensorwise', its own statement over the release rule that would
-price a row before efficiency.CURRENT_SCALING_RELEASE with delayed scaling (recalled NeMo 2.0 defaults)."""
-CURRENT_SCALING_ASSUMPTION = "FP8 per-tensor current scaling, as the row's dtype states (fp8_recipe 'tensorwise')"
 NUMBER_FORMATS = {
     "fp8": "fp8-tensor", "fp8-cs": "fp8-tensor", "fp8-cs (per-tensor current scaling)": "fp8-tensor",
     "amp_fp8": "fp8-tensor", "fp8-blockwise": "fp8-blockwise", "mxfp8": "mxfp8", "nvfp4": "nvfp4",
@@ -625,9 +619,6 @@ def _from_measured_row(number: int, row: dict[str, str]) -> MeasuredRun:
         scenario |= {"stack": "megatron-deepspeed", "vintage": row["version_or_date"]}
         assumptions.append(DEEPSPEED_IN_MEGATRON)
         source = DEEPSPEED_SOURCE
-    if row["dtype"].strip().lower() in CURRENT_SCALING_DTYPES and "stack" not in scenario:  # Megatron's rows
-        scenario["fp8_recipe"] = "tensorwise"
-        assumptions.append(CURRENT_SCALING_ASSUMPTION)
     return MeasuredRun(
         f"measured_runs.csv:{number}", source, scenario, metric, measured, tuple(assumptions),
         row["version_or_date"], released=_released(row["version_or_date"]) or _last_changed(row["source"]),
