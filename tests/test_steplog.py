@@ -280,3 +280,16 @@ def test_round_trip_torchtitan() -> None:
     row = _validated(TITAN, [str(f) for f in flags])
     assert str(row["layout"]) in launched.out.splitlines()[0]
     assert row["metric"] == "tokens_per_s_per_gpu" and row["measured"] == 8448.0
+
+
+@pytest.mark.parametrize("recipe", ["delayed", "tensorwise"])
+def test_megatron_lm_prints_its_fp8_recipe_and_the_run_is_priced_with_it(tmp_path: Path, recipe: str) -> None:
+    """Megatron-LM prints `fp8_recipe` (its --fp8-recipe, default 'delayed'): the log's run takes it as the
+    megatron stack's knob, so a delayed-scaling log is priced without the amax pass in any release, not at the
+    release's rule (inputs/stacks.py stack_recipe). Before, the printed recipe was read past."""
+    flags = "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --global-batch-size 128 --bf16 "
+    args = _printed_arguments(f"{flags}--fp8-format hybrid --fp8-recipe {recipe}", 64)
+    log = tmp_path / f"{recipe}.log"
+    log.write_bytes(write_fixtures.megatron("2026-03-02 10:{:02d}:00.123456", args, 128))
+    run = read_step_log(log, {"model": "llama3.1-70b", "gpu": "h100-sxm"})
+    assert (run.scenario["precision"], run.scenario["fp8_recipe"]) == ("fp8", recipe)

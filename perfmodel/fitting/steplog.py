@@ -35,6 +35,7 @@ import numpy as np
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.runs import MeasuredRun, check_scenario
 from perfmodel.inputs.files import check_path
+from perfmodel.inputs.precision import TE_FP8_RECIPES
 from perfmodel.inputs.scenario import option_flag
 
 MAX_LINE_BYTES = 65_536
@@ -138,7 +139,8 @@ class StepLog:
     """The Megatron-LM arguments the log printed that perfmodel reads (_KEPT_ARGUMENTS), as printed."""
 
     def header(self) -> dict[str, Any]:
-        """What the log's printed arguments say of the run, as scenario fields: n_gpus, precision and the layout."""
+        """What the log's printed arguments say of the run, as scenario fields: n_gpus, precision, the FP8 recipe
+        where it is one Megatron's knob takes (inputs/stacks.py: delayed, tensorwise) and the layout."""
         given = dict(self.arguments)
         if not given:
             return {}
@@ -158,6 +160,8 @@ class StepLog:
             found["n_gpus"] = number["world_size"]
         if (precision := _precision(given)) is not None:
             found["precision"] = precision
+        if precision == "fp8" and given.get("fp8_recipe") in TE_FP8_RECIPES:
+            found["fp8_recipe"] = given["fp8_recipe"]  # a delayed-scaling run skips the amax pass in any release
         return found
 
     @property
@@ -336,8 +340,8 @@ def _lines(text: str, where: str) -> Iterator[bytes | None]:
 def read_step_log(path: str | Path, scenario: dict[str, Any], warmup_steps: int | None = None) -> MeasuredRun:
     """A training log as a measured run: its median steady step, priced as `scenario` (model, hardware, layout: what
     the log does not say) on the log's stack. What the log says of the run (Megatron's global batch on every
-    iteration line; Megatron-LM's printed arguments: GPU count, precision, layout) fills the scenario or, where the
-    caller gave it too, must agree: a disagreement is one line naming both."""
+    iteration line; Megatron-LM's printed arguments: GPU count, precision and FP8 recipe, layout) fills the scenario
+    or, where the caller gave it too, must agree: a disagreement is one line naming both."""
     log = read_steps(path, warmup_steps)
     where = shown(path, 200)
     said = log.header()
