@@ -15,7 +15,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import read_runs_csv
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs, stack_recipe
-from perfmodel.outputs.launch import Run, launch
+from perfmodel.outputs.launch import Run, for_prediction, launch
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.workload import Shard, layer_forward
 
@@ -129,3 +129,13 @@ def test_launch_names_the_delayed_recipe_where_it_was_priced() -> None:
     )
     assert launch("megatron-lm", layout, delayed, "").options["--fp8-recipe"] == "delayed"
     assert launch("nemo", layout, delayed, "").options["trainer.plugins.fp8_recipe"] == "delayed"
+
+
+@pytest.mark.parametrize(("vintage", "recipe"), [("2025-06", "delayed"), ("2026-06", "tensorwise")])
+def test_launch_configures_the_scaling_the_release_was_priced_with(vintage: str, recipe: str) -> None:
+    """The knob unset, a release before 25.09 is priced with delayed scaling: its config names delayed scaling, not
+    the current scaling whose amax pass the step it heads left out (it had named 'tensorwise' in every release)."""
+    found = _predict(vintage=vintage, calibration=None)
+    assert for_prediction(found, "megatron-lm").options["--fp8-recipe"] == recipe
+    bridge = "bf16_with_fp8_delayed_scaling_mixed" if recipe == "delayed" else "bf16_with_fp8_current_scaling_mixed"
+    assert for_prediction(found, "megatron-bridge").options["mixed_precision"] == bridge

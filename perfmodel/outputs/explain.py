@@ -35,6 +35,7 @@ from perfmodel.physics.step import (
     OPTIMIZER_KERNELS,
     Context,
     bucketed_exposed,
+    delayed_scaling,
     dp_buckets,
     evaluate,
     fsdp_copies_s,
@@ -174,22 +175,11 @@ class _SymbolicEfficiency:
         return S(f"eta_{fmt}")
 
 
-def _delayed_scaling(ctx: Context) -> float:
-    """d_delayed as the run is priced: the release's rule (Efficiency.delayed_scaling) unless its FP8 recipe fixes the
-    scaling (inputs/stacks.py stack_recipe): 0 under current scaling, 1 where no amax pass is left to skip."""
-    recipe = ctx.recipe
-    if recipe.current_scaling:
-        return 0.0
-    if recipe.delayed_scaling_capable and not recipe.amax_passes:
-        return 1.0
-    return float(ctx.efficiency.delayed_scaling)
-
-
 def _roofline_values(ctx: Context) -> dict[sympy.Symbol, float]:
     acc, eff = ctx.hardware.accelerator, ctx.efficiency
     values = {S("BW_mem"): acc.hbm_bytes_per_s, S("eta_mem"): eff.memory, S("kappa"): eff.kernel_overhead_us * 1e-6}
     values |= {S("eta_attn_fwd"): eff.attention_fwd, S("eta_attn_bwd"): eff.attention_bwd}
-    values[S("d_delayed")] = _delayed_scaling(ctx)
+    values[S("d_delayed")] = delayed_scaling(ctx)
     if float(eff.unfused_factor) != 1:
         values[S("f_unfused")] = float(eff.unfused_factor)
     if acc.sfu_texp_per_s is not None:

@@ -27,10 +27,11 @@ from typing import Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import RUN_SETTINGS, Scenario, run_settings
-from perfmodel.inputs.stacks import Knobs
+from perfmodel.inputs.stacks import Knobs, get_stack
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.schedule import UNEVEN_EXTRA_UNITS
-from perfmodel.planning.predict import Prediction
+from perfmodel.physics.step import delayed_scaling
+from perfmodel.planning.predict import Prediction, context_for
 
 PROFILES = {"megatron-lm": "megatron", "megatron-bridge": "megatron", "nemo": "megatron", "torchtitan": "torchtitan"}
 """Each stack perfmodel emits a config for, and the stack profile (inputs/stacks.py) its prediction uses."""
@@ -46,8 +47,9 @@ BRIDGE_PRECISION = {
 }
 """perfmodel precision -> Megatron-Bridge mixed-precision recipe (mixed_precision.py's registered names)."""
 BRIDGE_DELAYED = "bf16_with_fp8_delayed_scaling_mixed"
-"""Megatron-Bridge's FP8 recipe with delayed scaling (mixed_precision.py), for a run priced with fp8_recipe 'delayed'
-(inputs/stacks.py stack_recipe); the other Megatron stacks set their fp8_recipe to 'delayed' (`_fp8_delayed`)."""
+"""Megatron-Bridge's FP8 recipe with delayed scaling (mixed_precision.py), for a run priced with it (fp8_recipe
+'delayed', or a release before 25.09: `_priced_knobs`); the other Megatron stacks set their fp8_recipe to 'delayed'
+(`_fp8_delayed`)."""
 MEGATRON_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 """--zero 2|3 -> Megatron-FSDP's data_parallel_sharding_strategy (Megatron-Core's DDP config, Megatron-LM's flag)."""
 MEGATRON_LM_PRECISION: dict[str, dict[str, object]] = {
@@ -194,10 +196,20 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     dispatcher = model.dispatcher if model.experts else None
     offloaded, fp32 = scenario.activation_offload_layers, scenario.grad_reduce_in_fp32
     unset = tuple(f"{k} = {_bridge_value(v)}" for k, v in run_settings(scenario).items() if k not in CONFIGURED)
-    run = Run(
-        scenario.precision, scenario.cp_exchange, scenario.knobs, model.layers, dispatcher, offloaded, fp32, unset
-    )
+    run = Run(scenario.precision, scenario.cp_exchange, _priced_knobs(scenario), model.layers, dispatcher, offloaded,
+              fp32, unset)  # fmt: skip
     return launch(stack, lo, run, note)
+
+
+def _priced_knobs(scenario: Scenario) -> Knobs:
+    """The scenario's knobs with Megatron's FP8 recipe, left to the release, as the release priced it: 'delayed'
+    before efficiency.CURRENT_SCALING_RELEASE (physics/step.py delayed_scaling), so that the config runs the scaling
+    whose step it heads (a 2025-06 release's was priced without the amax pass and configured with it)."""
+    knobs = scenario.knobs
+    by_release = knobs.fp8_recipe is None and get_stack(scenario.stack).fp8_recipe_by_release
+    if by_release and scenario.precision == "fp8" and delayed_scaling(context_for(scenario)) == 1:
+        return replace(knobs, fp8_recipe="delayed")
+    return knobs
 
 
 SAVED_FIELDS = ("model", "system", "n_gpus", "precision", "stack", "lora_rank", "lora_modules", "vintage")
@@ -291,8 +303,8 @@ def _refuse(setting: str, stack: str, why: str) -> PerfmodelError:
 
 
 def _fp8_delayed(run: Run) -> bool:
-    """Whether the run was priced with Megatron's delayed FP8 scaling by choice (the knob unset, each Megatron config
-    names current scaling, the newest releases' rule)."""
+    """Whether the run was priced with Megatron's delayed FP8 scaling (the knob's, or the release's: `_priced_knobs`);
+    otherwise each Megatron config names current scaling."""
     return run.precision == "fp8" and run.knobs.fp8_recipe == "delayed"
 
 

@@ -692,6 +692,18 @@ def _tp_layer(
     return forward, layer
 
 
+def delayed_scaling(ctx: Context) -> float:
+    """1 where the run's FP8 is priced with delayed scaling (no amax pass), else 0: the release's rule
+    (Efficiency.delayed_scaling) unless the recipe fixes the scaling (inputs/stacks.py stack_recipe): 0 under current
+    scaling, 1 where no amax pass is left to skip. explain's d_delayed; launch configures the recipe it says."""
+    recipe = ctx.recipe
+    if recipe.current_scaling:
+        return 0.0
+    if recipe.delayed_scaling_capable and not recipe.amax_passes:
+        return 1.0
+    return float(ctx.efficiency.delayed_scaling)
+
+
 def regathers(recipe: Recipe) -> bool:
     """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient
     (Recipe.tp_wgrad_regather): only under sequence parallelism, which frees the gathered input after the forward.
