@@ -84,6 +84,7 @@ def test_explain_shows_d_delayed_as_the_knob_sets_it() -> None:
     assert "d_delayed = 1:" in unset.out and "d_delayed = 0:" in current.out
     assert "FP8 scaled from each tensor's current amax in every release (fp8_recipe tensorwise: TE's)" in current.out
     assert "FP8 with delayed scaling (no amax pass before a cast)" in delayed.out
+    assert "FP8 with delayed scaling" in unset.out and "FP8 with delayed scaling" not in current.out  # the release's
 
 
 @pytest.mark.parametrize(
