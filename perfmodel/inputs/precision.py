@@ -82,7 +82,8 @@ class Recipe:
     tp_wgrad_regather: bool = True
     """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient (Megatron-Core
     frees the gathered input after the forward and re-gathers it); False: PyTorch's autograd keeps the gathered
-    input of the matmul for its weight gradient (torchtitan), unless a recompute drops it."""
+    input of the matmul for its weight gradient (torchtitan), unless a recompute drops it. Only under sequence
+    parallelism: without it each rank keeps the whole input (physics/step.py regathers)."""
     fsdp_copies: bool = False
     """PyTorch FSDP2's copies on the compute stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, torch
     2.7.1 wheel): each all-gather's output is split into the layer's parameters (foreach_all_gather_copy_out's

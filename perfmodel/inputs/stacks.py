@@ -70,10 +70,11 @@ class StackProfile:
     centre of physics/parameters.py `attention_impl` on every family, what a fit without the stack's rows keeps."""
     fp8_delayed_scaling: bool = False
     """Whether the stack's FP8 is Transformer Engine's delayed scaling (scale from an amax history, no amax pass);
-    Megatron's depends on the release instead (efficiency.CURRENT_SCALING_RELEASE)."""
+    Megatron's depends on the release (efficiency.CURRENT_SCALING_RELEASE) unless its fp8_recipe knob sets it."""
     fp8_current_scaling: bool = False
     """Whether the stack's FP8 scales from the current amax in every release (precision.Recipe.current_scaling:
-    torchao's dynamic scaling), where Megatron's follows its release (efficiency.CURRENT_SCALING_RELEASE)."""
+    torchao's dynamic scaling), where Megatron's follows its release (efficiency.CURRENT_SCALING_RELEASE) unless its
+    fp8_recipe knob sets it."""
     fp8_weight_gather: bool = True
     """Whether the stack's ZeRO/FSDP all-gathers weights already cast to FP8 (Megatron's fp8 parameter gather);
     False: it gathers BF16 weights and quantises them inside each FP8 GEMM (Flax's fp8 dot_general)."""
@@ -389,7 +390,8 @@ def get_stack(name: str) -> StackProfile:
 
 @dataclass(frozen=True)
 class Knobs:
-    """A stack's knobs as a run sets them (None: the stack has no such knob)."""
+    """A stack's knobs as a run sets them (None: the stack has no such knob; for Megatron's fp8_recipe, the release
+    decides: StackProfile.fp8_recipe_by_release)."""
 
     async_tp: bool | None
     compile: bool | None
