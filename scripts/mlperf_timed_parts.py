@@ -104,14 +104,16 @@ GROUP_TERMS = ("step factor c", "fixed part F (s)", "per evaluation e0 (s)", "pe
 
 
 def group_fit(chosen: list[Result]) -> tuple[dict[str, tuple[float, float]], float]:
-    """Each of GROUP_TERMS' value and standard error, least squares over the results' runs, and the residual rms (s)."""
+    """Each of GROUP_TERMS' value and standard error, least squares over the results' runs, and the residual rms (s).
+    ValueError where the runs cannot separate the terms (one result, one batch size, or none)."""
     rows = [
         ([s / r.gbs * r.step_s, 1.0, n, n * r.eval_microbatches], t) for r in chosen for t, s, n in r.runs
     ]  # fmt: skip
     x = np.array([row for row, _ in rows])
     y = np.array([t for _, t in rows])
     coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
-    assert rank == len(GROUP_TERMS), "the results do not separate the terms (one batch size?)"
+    if rank < len(GROUP_TERMS) or len(y) <= rank:
+        raise ValueError(f"{len(chosen)} results, {len(y)} runs do not separate the {len(GROUP_TERMS)} terms")
     residual = y - x @ coef
     variance = float(residual @ residual) / (len(y) - rank)
     errors = np.sqrt(np.diag(variance * np.linalg.pinv(x.T @ x)))
@@ -127,10 +129,15 @@ def main() -> int:
     found = results(args.benchmark)
     if args.group:
         chosen = [r for r in found if any(s in r.id for s in args.group)]
+        if not chosen:
+            parser.error(f"--group: no {args.benchmark} result id holds {', '.join(args.group)}")
         for r in chosen:
             forward_s = r.microbatch_forward_s
             print(f"  {r.id.removeprefix('mlperf:')}: {len(r.runs)} runs, micro-batch forward {forward_s:.3f} s")
-        terms, rms_s = group_fit(chosen)
+        try:
+            terms, rms_s = group_fit(chosen)
+        except ValueError as exc:
+            parser.error(f"--group: {exc} (fit results of at least two batch sizes together)")
         for name, (value, error) in terms.items():
             print(f"  {name:24s} {value:8.3f} +- {error:.3f}")
         print(f"  residual rms {rms_s:.2f} s over {sum(len(r.runs) for r in chosen)} runs")
