@@ -103,6 +103,7 @@ def test_a_recipe_the_stack_does_not_run_is_a_one_line_error(flags: list[str], m
                      *flags)  # fmt: skip
     assert result.code == 2 and result.out == ""
     assert message in result.err and len(result.err.strip().splitlines()) == 1
+    assert result.err.count(repr(flags[-1])) == 1  # the value is named once, not again as '(got ...)'
 
 
 def test_the_api_and_a_runs_csv_refuse_it_too(tmp_path: Path) -> None:

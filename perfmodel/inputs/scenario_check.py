@@ -235,7 +235,9 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         return field, f"has {err['ctx']['actual_length']:,} entries; at most {err['ctx']['max_length']:,}"
     if err["type"] == "literal_error":
         return field, err["msg"].replace("Input should be", "must be")
-    return field, err["msg"].removeprefix("Value error, ") + _shown(err.get("input"))
+    message, value = err["msg"].removeprefix("Value error, "), err.get("input")
+    quoted = isinstance(value, str) and repr(value) in message  # the check named the value itself: not twice
+    return field, message if quoted else message + _shown(value)
 
 
 def _walk(
