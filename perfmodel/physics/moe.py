@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ModelSpec
-from perfmodel.inputs.precision import BF16_BYTES, Recipe
+from perfmodel.inputs.precision import BF16_BYTES, FP32_BYTES, Recipe
 from perfmodel.physics import deltanet, mamba
 from perfmodel.physics.algebra import Number, ceil, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
@@ -32,7 +32,6 @@ from perfmodel.physics.memory import (
     replicated_kv_bytes_per_token,
 )
 from perfmodel.physics.workload import (
-    FP32_BYTES,
     Op,
     Shard,
     _cast,
