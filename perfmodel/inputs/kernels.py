@@ -193,11 +193,13 @@ class SiliconRatio(NamedTuple):
     ratio: float
 
 
+@cache
 def _mamf_best() -> dict[tuple[str, str], float]:
     """Each part's and format's best TFLOP/s among ml-engineering's MAMF shape rows (MAMF_NOTE): the one reading that
     `other_silicon_ratios` and `best_shape_ratios` divide. Only the file's lines that hold the note are parsed (14 of
     1,064, each row one line): a prediction on a part with a power reference reads them (compute.clock_share), ~1 ms
-    where the whole file took ~11."""
+    where the whole file took ~11. Cached: read once per process, for both ratios (validate prices Ampere and
+    Blackwell alike)."""
     import csv
 
     with (DATA / GEMM_SHAPES).open(newline="", encoding="utf-8") as handle:
