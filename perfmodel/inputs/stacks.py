@@ -112,12 +112,17 @@ class StackProfile:
     fp8_recipes: tuple[str, ...] = ()
     """The FP8 scaling recipes the stack's knob takes, its default first (torchao's: precision.FP8_RECIPES;
     Megatron's: precision.TE_FP8_RECIPES); empty: no knob, its FP8 scaling is fixed."""
-    fp8_recipe_by_release: bool = False
-    """Whether the stack's FP8 scaling, the knob unset, follows its release (Megatron: delayed scaling before
-    efficiency.CURRENT_SCALING_RELEASE, current scaling from it) rather than a shipped default."""
     fused_cross_entropy: bool = False
     """Whether the stack's loss is a fused cross entropy holding BF16 logits and a BF16 gradient
     (precision.Recipe.fused_cross_entropy)."""
+
+    @property
+    def fp8_recipe_by_release(self) -> bool:
+        """Whether the stack's FP8 scaling, the knob unset, follows its release (Megatron: delayed scaling before
+        efficiency.CURRENT_SCALING_RELEASE, current scaling from it) rather than a shipped default: an FP8 stack
+        whose scaling neither `fp8_delayed_scaling` nor `fp8_current_scaling` fixes (`stack_recipe` leaves it to
+        Efficiency.delayed_scaling)."""
+        return self.fp8 and not (self.fp8_delayed_scaling or self.fp8_current_scaling)
 
     def layout_default(self, dimension: str) -> LayoutDefault | None:
         return next((d for d in self.layout_defaults if d.dimension == dimension), None)
@@ -233,7 +238,6 @@ STACKS: dict[str, StackProfile] = {
         release_trend=True,
         layout_defaults=_MEGATRON_LAYOUT,
         fp8_recipes=TE_FP8_RECIPES,
-        fp8_recipe_by_release=True,
         dp_overlap="Megatron-Core DDP's gradient buckets reduced during the backward (overlap_grad_reduce) and "
         "parameters gathered during the forward (overlap_param_gather)",
     ),
