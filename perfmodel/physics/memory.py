@@ -83,9 +83,8 @@ def activation_bytes_per_token(
         "attention_output": q * BF16_BYTES + (q * wgrad_input if quantised else 0),
         "norm2_input": h * BF16_BYTES,
         "fc1_output": model.mlp_in_width * BF16_BYTES,
+        "qk_norm_input": qk_norm_saved_per_token(model),
     }
-    if model.qk_norm:
-        saved["qk_norm_input"] = qk_norm_saved_per_token(model)
     if frozen_base and lora_rank:
         saved["lora_hidden"] = len(adapters & ADAPTED_GQA) * lora_rank * BF16_BYTES
     if recompute == "none":  # selective recompute re-runs the norms and the activation function instead
