@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from statistics import linear_regression
 
 import numpy as np
 
-from perfmodel.fitting.runs import bundled_runs, vintage_years
+from perfmodel.fitting.runs import bundled_runs
 from perfmodel.fitting.scored import logged_runs
 from perfmodel.fitting.validation import prepare
 from perfmodel.physics import calibration
-from perfmodel.physics.step import evaluate
-from perfmodel.planning.predict import layout_vars
 
 
 @dataclass(frozen=True)
@@ -66,8 +64,7 @@ def results(benchmark: str) -> list[Result]:
         prepared = prepare(run, cal)
         layout, bench = prepared.layout, prepared.benchmark
         assert bench is not None
-        eff = replace(prepared.context.efficiency, vintage_years=vintage_years(run))
-        step = evaluate(replace(prepared.context, efficiency=eff), layout_vars(layout))
+        step, eff = prepared.released_step(prepared.context.efficiency)
         step_s, forward_s = float(step.step_time_s), float(step.forward_only_s)
         rnd, submitter, system = run.id.removeprefix("mlperf:").split("/")[:3]
         folder = f"mlcommons/training_results_{rnd}:{submitter}/results/{system}/{benchmark}/"

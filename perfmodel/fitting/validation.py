@@ -39,7 +39,7 @@ from perfmodel.physics.calibration import UNCALIBRATED, Calibration
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.parameters import Profile
-from perfmodel.physics.step import Context, evaluate, memory_need
+from perfmodel.physics.step import Context, StepResult, evaluate, memory_need
 from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, given_degree, layout_vars
 
@@ -159,13 +159,21 @@ class PreparedRun:
     def formats(self) -> set[str]:
         return {"bf16", self.context.recipe.gemm_format}
 
+    def released_step(
+        self, efficiency: Efficiency, layout: Layout | None = None, years: float | None = None
+    ) -> tuple[StepResult, Efficiency]:
+        """The step of `layout` (default: the run's) priced with these efficiencies at release `years` (default: the
+        run's, `vintage_years`), and the efficiencies at that release (whose `timed_overhead_s` the metric takes)."""
+        released = replace(efficiency, vintage_years=vintage_years(self.run) if years is None else years)
+        step = evaluate(replace(self.context, efficiency=released), layout_vars(layout or self.layout))
+        return step, released
+
     def predicted(self, efficiency: Efficiency) -> float:
         """The run's metric as perfmodel predicts it with these efficiencies at the run's release (one layout at a
         time; `RunBatch` prices many runs at once); a range-only row's is its range's geometric middle."""
 
         def at(layout: Layout, years: float) -> float:
-            released = replace(efficiency, vintage_years=years)
-            step = evaluate(replace(self.context, efficiency=released), layout_vars(layout))
+            step, released = self.released_step(efficiency, layout, years)
             return float(self.released_metric(step.step_time_s, step.forward_only_s, released))
 
         if not self.range_only:
