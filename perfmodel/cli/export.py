@@ -67,18 +67,6 @@ def prediction_label(prediction: Any) -> str:
     )
 
 
-def prediction_title(prediction: Any) -> str:
-    """A workbook's title, printed atop every page: the model and accelerator by name, as the tables and plots
-    print them ('Llama 3.1 405B on 1,024 x NVIDIA H100 SXM 80GB, FP8'), where the rows' labels keep the ids."""
-    from perfmodel.errors import visible
-    from perfmodel.planning.compare import gpu_count
-
-    accelerator = visible(prediction.hardware.accelerator.name)
-    return (
-        f"{prediction.model.name} on {gpu_count(prediction):,} x {accelerator}, {prediction.scenario.precision.upper()}"
-    )
-
-
 @export.command("predict")
 @scenario_options
 @export_options
@@ -97,7 +85,7 @@ def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | N
     from perfmodel.outputs.export import ExportRow
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
-    from perfmodel.outputs.report import phases_counted
+    from perfmodel.outputs.report import headline, phases_counted
     from perfmodel.planning.campaign import Campaign
 
     if isinstance(result, Campaign):
@@ -106,7 +94,9 @@ def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | N
         write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
         return f"wrote {out}"
     label = prediction_label(result)
-    write([ExportRow(label, result)], out, title=prediction_title(result), force=force, usd_per_kwh=usd_per_kwh)
+    # the title atop every page names the model and accelerator, as the tables do; the row's label keeps the ids
+    title = headline(result, system=False)
+    write([ExportRow(label, result)], out, title=title, force=force, usd_per_kwh=usd_per_kwh)
     return f"wrote {out}"
 
 

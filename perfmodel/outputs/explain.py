@@ -18,10 +18,10 @@ from typing import Any
 
 import sympy
 
-from perfmodel.errors import visible
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.stacks import FA2_SPEEDS, get_stack
 from perfmodel.outputs.experts import experts_text
+from perfmodel.outputs.report import headline
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import deltanet, mamba, moe
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
@@ -856,10 +856,7 @@ def explain(p: Prediction) -> Explanation:
     for part in parts:
         for bound, seconds in part.bounds.items():
             bounds[bound] += seconds
-    title = (  # the precision as predict's and compare's headings print it (FP8, not fp8)
-        f"{p.model.name} on {p.layout.n_gpus:,} x {visible(p.hardware.accelerator.name)} ({p.hardware.system.id}), "
-        + p.scenario.precision.upper()
-    )
+    title = headline(p)
     assert [part.key for part in parts] == list(BREAKDOWN) + (["ep_comm_exposed_s"] if ctx.model.is_moe else [])
     experts = experts_text(p) if p.model.is_moe else ""
     return Explanation(

@@ -368,7 +368,7 @@ def compare(records: Sequence[Record]) -> Any:
 def _lift_short_bars_labels(fig: Any, ax: Any, bars: list[Any], labels: list[Any], tops: list[float]) -> None:
     """A cost label taller than its bar goes above the bar's price range, in black: white, it ran over the bar's
     top onto the white above it ($0.2M at $0.80/GPU-h beside $1.0M at $13.13); the axis grows to hold it."""
-    fig.canvas.draw()
+    fig.draw_without_rendering()  # laid out for the extents, not rasterised: the save draws it once
     renderer = fig.canvas.get_renderer()
     short = [(label, top) for bar, label, top in zip(bars, labels, tops, strict=True)
              if label.get_window_extent(renderer).y1 > bar.get_window_extent(renderer).y1]  # fmt: skip
@@ -376,7 +376,7 @@ def _lift_short_bars_labels(fig: Any, ax: Any, bars: list[Any], labels: list[Any
         label.xy = (label.xy[0], top)
         label.set_color("black")
     if short:
-        fig.canvas.draw()
+        fig.draw_without_rendering()
         highest = max(label.get_window_extent(renderer).y1 for label, _ in short)
         ax.set_ylim(0, max(ax.get_ylim()[1], 1.05 * ax.transData.inverted().transform((0, highest))[1]))
 

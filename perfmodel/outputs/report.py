@@ -210,15 +210,22 @@ def dense_imbalance_note(imbalances: list[float], dense: list[str]) -> str:
     )
 
 
+def headline(p: Prediction, system: bool = True) -> str:
+    """A prediction as predict's table, explain and a workbook's title head it, the model and accelerator by name:
+    'Llama 3.1 405B on 1,024 x NVIDIA H100 SXM 80GB (dgx-h100), FP8' (`system` False: without the system id)."""
+    where = f" ({p.hardware.system.id})" if system else ""
+    accelerator = visible(p.hardware.accelerator.name)
+    return f"{p.model.name} on {p.layout.n_gpus:,} x {accelerator}{where}, {p.scenario.precision.upper()}"
+
+
 def table(p: Prediction) -> str:
     d = p.to_dict()
     acc = p.hardware.accelerator
-    fmt = "BF16" if p.scenario.precision == "bf16" else p.scenario.precision.upper()
     gemm_fmt = RECIPES[p.scenario.precision].gemm_format.upper()
     chosen = "given" if p.layouts_searched == 1 else f"fastest that fits of {p.layouts_searched:,} valid layouts"
     fits = "fits" if d["fits_in_memory"] else "DOES NOT FIT"
     lines = [
-        f"{p.model.name} on {p.layout.n_gpus:,} x {visible(acc.name)} ({p.hardware.system.id}), {fmt}",
+        headline(p),
         f"Layout: {p.layout.describe()} ({chosen})",
     ]
     if p.model.is_moe:  # imported here: a dense predict does not load it

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 UNITS = (
     ("usd_per_system", "USD per system"),
-    ("usd_per_system_low", "USD per system"),
-    ("usd_per_system_high", "USD per system"),
     ("_w_per_gpu", "W per GPU"),
     ("_gb_per_s_per_node", "GB/s per node"),
     ("ranks_per_domain", "GPUs"),
@@ -43,8 +41,6 @@ UNITS = (
     ("_w", "W"),
     ("_us", "microseconds"),
     ("usd_per_gpu_hour", "USD per GPU-hour"),
-    ("usd_per_gpu_hour_low", "USD per GPU-hour"),
-    ("usd_per_gpu_hour_high", "USD per GPU-hour"),
     ("_gpus", "GPUs"),
     ("gpus_per_node", "GPUs"),
     ("nics_per_gpu", "NICs"),
@@ -121,6 +117,8 @@ def calibration_name(source: str) -> str:
 
 
 def _unit(name: str) -> str:
+    """A figure's unit by its name's ending; a range's ends (usd_per_system_low, _high) in their figure's."""
+    name = name.removesuffix("_low").removesuffix("_high")
     return next((unit for suffix, unit in UNITS if name.endswith(suffix)), "")
 
 

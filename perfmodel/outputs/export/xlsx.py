@@ -620,8 +620,8 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     ws.write_string("A1", f"Assumptions: {title}", style(bold=True, font_size=13))
     ws.write_string("A2", "Every figure the results rest on, with its source; keys such as S1: the Sources sheet.")
     heads = ("Section", "Name", "Value", "Unit", "Source")
-    texts = [[printing.shown(v, _figure_format(v)) for v in (a.section, a.name, a.value, a.unit, a.source)]
-             for a in found]  # fmt: skip
+    cells = [[(v, _figure_format(v)) for v in (a.section, a.name, a.value, a.unit, a.source)] for a in found]
+    texts = [[printing.shown(value, fmt) for value, fmt in row] for row in cells]
     # At most 24, 26, VALUE_CHARS and 16 characters, then the sources, wrapped at 80: one page wide at legible type.
     widths = [min(printing.width(head, [row[col] for row in texts]), most)
               for col, (head, most) in enumerate(zip(heads, (24, 26, VALUE_CHARS, 16, 0), strict=True))]  # fmt: skip
@@ -641,10 +641,10 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     starts = printing.page_starts([s if f else h for s, h, f in zip(shown_pt, hidden_pt, first, strict=True)],
                                   shown_pt, room, (HEADER_ROW + 1) * printing.LINE_PT)  # fmt: skip
     shows = [f or index in starts for index, f in enumerate(first)]
-    for index, a in enumerate(found):
-        for col, value in enumerate((a.section, a.name, a.value, a.unit, a.source)):
+    for index, row in enumerate(cells):
+        for col, (value, fmt) in enumerate(row):
             hidden = col == 0 and not shows[index]
-            look = style(";;;" if hidden else _figure_format(value), text_wrap=True, valign="top")
+            look = style(";;;" if hidden else fmt, text_wrap=True, valign="top")
             _put(ws, f"{_letter(col + 1)}{HEADER_ROW + 1 + index}", value, look)
     for index, show in enumerate(shows):
         ws.set_row(HEADER_ROW + index, shown_pt[index] if show else hidden_pt[index])
