@@ -190,8 +190,8 @@ MUTATIONS = (
     Mutation(
         "blocking pipeline sends hidden",
         "perfmodel/physics/step.py",
-        "hidden = eff.overlap_pp if rec.pp_send_overlap else 0.0",
-        "hidden = eff.overlap_pp",
+        "return ctx.efficiency.overlap_pp if ctx.recipe.pp_send_overlap else 0.0",
+        "return ctx.efficiency.overlap_pp",
     ),
     Mutation(
         "attention FLOPs at the KV heads",

@@ -40,6 +40,7 @@ from perfmodel.physics.step import (
     evaluate,
     fsdp_copies_s,
     host_overhead_s,
+    pp_sends_hidden,
     sac_recomputed_gemm_share,
     straggler_s,
     zero3_per_tensor_s,
@@ -558,7 +559,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     )
 
     t_p = _q("t_p2p", trace["p2p"], "s", "one activation (or gradient) send between neighbouring stages")
-    hidden = eff.overlap_pp if ctx.recipe.pp_send_overlap else 0.0
+    hidden = pp_sends_hidden(ctx)
     eta = _q("eta_PP", hidden, "", "share of steady-state sends hidden behind compute (0: blocking sends)")
     formula = 2 * (pp.symbol - 1) * t_p.symbol + (1 - eta.symbol) * 2 * N.symbol * vp.symbol * t_p.symbol
     if lo.pp == 1:

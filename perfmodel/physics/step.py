@@ -704,6 +704,12 @@ def delayed_scaling(ctx: Context) -> float:
     return float(ctx.efficiency.delayed_scaling)
 
 
+def pp_sends_hidden(ctx: Context) -> float:
+    """Share of the steady-state pipeline sends hidden behind compute: the shared `overlap_pp`, none where the release
+    sends blocking (Recipe.pp_send_overlap off: inputs/features.py). The step and explain's eta_PP."""
+    return ctx.efficiency.overlap_pp if ctx.recipe.pp_send_overlap else 0.0
+
+
 def regathers(recipe: Recipe) -> bool:
     """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient
     (Recipe.tp_wgrad_regather): only under sequence parallelism, which frees the gathered input after the forward.
@@ -1165,7 +1171,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     # cool-down ones are on the critical path, the steady-state ones mostly overlap.
     pp_links = _links(ctx, pp, tp * cp * dp)
     p2p = send_recv(sh.tokens * md.hidden / tp * BF16_BYTES, pp_links)
-    hidden = eff.overlap_pp if rec.pp_send_overlap else 0.0  # blocking sends hide nothing
+    hidden = pp_sends_hidden(ctx)
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - hidden) * 2 * microbatches * vp * p2p, 0.0)
 
     params, experts = _held_params(md, lv, stages)
