@@ -637,7 +637,7 @@ def stack_notes(ctx: Context) -> dict[str, list[str]]:
         kernels += f" at {forward:.2f} (forward) and {backward:.2f} (backward) of {family}'s fused attention speed"
         if stack.fa2 and family not in FA2_SPEEDS:
             kernels += f" (Hopper's measured ratio: no FlashAttention-2 kernel rows on {family})"
-    if recipe.quantised and recipe.delayed_scaling_capable and delayed_scaling(ctx):  # the stack's, knob's or release's
+    if delayed_scaling(ctx):  # the stack's, knob's or release's
         kernels += ", FP8 with delayed scaling (no amax pass before a cast)"
     if recipe.quantised and not stack.fp8_weight_gather:
         kernels += ", BF16 weights gathered and quantised inside each GEMM"

@@ -695,9 +695,10 @@ def _tp_layer(
 def delayed_scaling(ctx: Context) -> float:
     """1 where the run's FP8 is priced with delayed scaling (no amax pass), else 0: the release's rule
     (Efficiency.delayed_scaling) unless the recipe fixes the scaling (inputs/stacks.py stack_recipe): 0 under current
-    scaling, 1 where no amax pass is left to skip. explain's d_delayed; launch configures the recipe it says."""
+    scaling and where the format has no per-tensor amax pass to skip (block scales, BF16), 1 where the stack took it
+    away. explain's d_delayed and stack note; launch configures the recipe it says."""
     recipe = ctx.recipe
-    if recipe.current_scaling:
+    if recipe.current_scaling or not recipe.delayed_scaling_capable:
         return 0.0
     if recipe.delayed_scaling_capable and not recipe.amax_passes:
         return 1.0
