@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs.hardware import PRECISIONS, Accelerator
+from perfmodel.inputs import PRECISIONS
+from perfmodel.inputs.hardware import Accelerator
 
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from perfmodel.errors import FieldError, PerfmodelError, shown
-from perfmodel.inputs import validated
+from perfmodel.inputs import PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
@@ -150,6 +150,8 @@ class Cost:
 
 
 Precision = Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
+"""A precision as a type checker reads it: PRECISIONS spelled out, which a Literal cannot take from a tuple."""
+assert get_args(Precision) == PRECISIONS
 TOTAL = "total"
 """The name of a campaign's own row in its outputs (a phase cannot take it)."""
 
