@@ -42,5 +42,5 @@ def test_qk_norm_inputs_are_kept_for_backward() -> None:
     for mode in ("none", "selective"):
         dense = memory.activation_bytes_per_token(QWEN3_30B, bf16, mode)
         assert dense - memory.activation_bytes_per_token(without, bf16, mode) == (4096 + 512) * 2
-        kept = moe._attention_saved_per_token(QWEN3_30B, bf16, mode)
-        assert kept - moe._attention_saved_per_token(without, bf16, mode) == (4096 + 512) * 2
+        kept = moe._attention_saved_per_token(QWEN3_30B, bf16, mode, 1)
+        assert kept - moe._attention_saved_per_token(without, bf16, mode, 1) == (4096 + 512) * 2
