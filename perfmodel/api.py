@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
-from perfmodel.inputs.scenario import Scenario, scenario_file
+from perfmodel.inputs.scenario import Precision, Scenario, scenario_file
 from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
 from perfmodel.planning.request import load_request
 
@@ -41,7 +41,7 @@ class WorkloadOptions(TypedDict, total=False):
     hardware: str | Path | Sequence[str | Path]
     model: str
     system: str
-    precision: Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
+    precision: Precision
     tp: int
     pp: int
     cp: int

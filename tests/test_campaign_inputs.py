@@ -112,3 +112,29 @@ def test_python_api_names_the_phase_too(tmp_path: Path) -> None:
 
     with pytest.raises(PerfmodelError, match=r"phase 'main': field 'n_gpus'"):
         perfmodel.load_scenario(_file(tmp_path, BASE + RAMP + MAIN + "n_gpus = 0\n"))
+
+
+def test_the_fp8_recipe_scales_the_fp8_phases_and_leaves_the_others(tmp_path: Path) -> None:
+    """A top-level fp8_recipe is the FP8 phases' (campaign.phase_scenario): a BF16 phase has no FP8 GEMM to scale
+    and is priced as without it (it was refused: "'delayed' scales FP8 GEMMs; it needs --precision fp8")."""
+    import perfmodel
+
+    phases = RAMP + 'precision = "bf16"\n' + MAIN
+    fp8 = BASE.replace("[parallelism]", 'precision = "fp8"\n[parallelism]')
+    plain = perfmodel.predict(_file(tmp_path, fp8 + phases))
+    delayed = perfmodel.predict(
+        _file(tmp_path, fp8.replace("[parallelism]", 'fp8_recipe = "delayed"\n[parallelism]') + phases)
+    )
+    assert isinstance(plain, perfmodel.Campaign) and isinstance(delayed, perfmodel.Campaign)
+    knobs = {name: p.to_dict()["stack_knobs"]["fp8_recipe"] for name, p in delayed.phases.items()}
+    assert knobs == {"ramp": None, "main": "delayed"}
+    assert delayed.phases["ramp"].step.step_time_s == plain.phases["ramp"].step.step_time_s
+
+
+def test_an_fp8_recipe_without_an_fp8_phase_is_refused_at_the_field(tmp_path: Path) -> None:
+    text = BASE.replace("[parallelism]", 'fp8_recipe = "delayed"\n[parallelism]') + RAMP + MAIN
+    result = run_cli("predict", str(path := _file(tmp_path, text)))
+    assert result.code == 2 and result.out == ""
+    assert result.err.strip() == (
+        f"error: {path}: field 'fp8_recipe': 'delayed' scales FP8 GEMMs; no phase runs --precision fp8"
+    )

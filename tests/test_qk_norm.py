@@ -42,5 +42,15 @@ def test_qk_norm_inputs_are_kept_for_backward() -> None:
     for mode in ("none", "selective"):
         dense = memory.activation_bytes_per_token(QWEN3_30B, bf16, mode)
         assert dense - memory.activation_bytes_per_token(without, bf16, mode) == (4096 + 512) * 2
-        kept = moe._attention_saved_per_token(QWEN3_30B, bf16, mode)
-        assert kept - moe._attention_saved_per_token(without, bf16, mode) == (4096 + 512) * 2
+        kept = moe._attention_saved_per_token(QWEN3_30B, bf16, mode, 1)
+        assert kept - moe._attention_saved_per_token(without, bf16, mode, 1) == (4096 + 512) * 2
+
+
+def test_the_key_norm_keeps_the_replicated_key_where_tp_exceeds_the_kv_heads() -> None:
+    """Qwen3-30B-A3B's 4 KV heads at TP 8: each rank holds one whole K and V head (workload.kv_width: 1,024 wide
+    across the group against kv_dim 512), and the key norm keeps its input at that width, as its kernel reads it
+    (workload.qk_norms): three replicated tensors, not attention's two. At TP 4 nothing is replicated."""
+    without = replaced(QWEN3_30B, qk_norm=False)
+    assert memory.replicated_kv_bytes_per_token(QWEN3_30B, 8) == 3 * (1024 - 512) * 2
+    assert memory.replicated_kv_bytes_per_token(without, 8) == 2 * (1024 - 512) * 2
+    assert memory.replicated_kv_bytes_per_token(QWEN3_30B, 4) == 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
+from perfmodel.inputs import PRECISIONS
+from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.models import ZOO
 
 ROOT = Path(__file__).resolve().parent.parent

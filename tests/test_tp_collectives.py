@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
+from perfmodel.inputs.features import era_recipe
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.models import get_model
 from perfmodel.inputs.precision import get_recipe
@@ -18,9 +17,12 @@ GB_PER_S = 1e9
 
 def _tp_comm(sequence_parallel: bool) -> tuple[float, float]:
     """(forward, whole layer) seconds of Llama 2 7B's TP collectives at TP 4, one 4,096-token sequence, over links of
-    1 GB/s with no per-step latency and no message-size ramp: each call pays NCCL's fixed latency alone."""
+    1 GB/s with no per-step latency and no message-size ramp: each call pays NCCL's fixed latency alone. The recipe
+    is a release's with or without sequence parallelism (era_recipe)."""
     hw, md = resolve("h100-sxm"), get_model("llama2-7b")
-    recipe = replace(get_recipe("bf16", hw.accelerator), sequence_parallel=sequence_parallel)
+    recipe = era_recipe(
+        get_recipe("bf16", hw.accelerator), frozenset(() if sequence_parallel else ("sequence_parallel",))
+    )
     ctx = Context(md, hw, recipe, DEFAULTS["hopper"], 4096)
     links = GroupLinks(4, 4, 1, GB_PER_S, GB_PER_S, 0.0, GB_PER_S, 0.0, half_bandwidth_s=0.0)
     comm, _ = _tensor_parallel(ctx, ctx.shard(4.0, 1.0, 1.0), links, 0.0)

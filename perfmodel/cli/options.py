@@ -13,10 +13,11 @@ from typing import Any, TypeVar, cast, overload
 import click
 
 from perfmodel.errors import PerfmodelError, visible
+from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.counts import EXAMPLES, count
 
 FORMATS = click.Choice(["table", "json", "csv"])
-PRECISION = click.Choice(["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"], case_sensitive=False)
+PRECISION = click.Choice(PRECISIONS, case_sensitive=False)
 """--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file keeps
 the schema's lower-case enum)."""
 Command = TypeVar("Command", bound=Callable[..., Any])

@@ -498,8 +498,8 @@ def _gpt_table(name: str, hidden: int, heads: int, layers: int, vocab: int, seq:
     }  # fmt: skip
 
 
-ACCUMULATION = re.compile(r"\bGA=(\d+)\b")
-"""The gradient-accumulation count a table gives, kept in the row's notes (measured_runs_sources.md: 'GA
+GA_NOTE = re.compile(r"\bGA=(\d+)\b")
+"""`GA=N` in a row's notes: the gradient-accumulation count a table gives, kept there (measured_runs_sources.md: 'GA
 (gradient-accumulation count) is kept in the notes')."""
 
 
@@ -510,7 +510,7 @@ def _accumulation_contradiction(row: dict[str, str], parallelism: dict[str, Any]
     Megatron-Bridge 25.11's Qwen3-235B-A22B on 256 GB300 (GA=32 against 64) and GPT-OSS-120B on 64 H100 (GA=2
     against 8), and 25.09's Llama 3 70B MXFP8 alternative on 64 GB200 (GA=16 against 8; MBS 1 or GBS 256 would
     agree: priced at either, it reads +4.3% or -0.9% against -4.9% as stated)."""
-    found = ACCUMULATION.search(row["notes"])
+    found = GA_NOTE.search(row["notes"])
     if found is None or parallelism["mbs"] is None:
         return None
     dp = int(row["n_gpus"]) // (parallelism["tp"] * parallelism["pp"] * parallelism["cp"])

@@ -205,16 +205,19 @@ ERA_KERNELS = frozenset(
 @cache
 def era_recipe(recipe: Recipe, missing: frozenset[str]) -> Recipe:
     """The recipe as a release lacking `missing` ran it: attention that writes its scores to HBM before
-    FlashAttention, TP without sequence parallelism, TP collectives not overlapped before userbuffers, blocking
+    FlashAttention, TP without sequence parallelism (and so without the weight gradient's re-gather of its input:
+    precision.Recipe.tp_wgrad_regather), TP collectives not overlapped before userbuffers, blocking
     pipeline sends before their overlap, ZeRO-3 tensor by tensor before coalesced prefetch
     (precision.Recipe.zero3_per_tensor). Cached: one object per recipe and era, so contexts built from it are shared
     (planning.predict.context_for keys them by identity)."""
     if not missing & ERA_KERNELS:
         return recipe
+    sequence_parallel = recipe.sequence_parallel and "sequence_parallel" not in missing
     return replace(
         recipe,
         flash_attention=recipe.flash_attention and "flash_attention" not in missing,
-        sequence_parallel=recipe.sequence_parallel and "sequence_parallel" not in missing,
+        sequence_parallel=sequence_parallel,
+        tp_wgrad_regather=recipe.tp_wgrad_regather and sequence_parallel,
         tp_comm_overlap=recipe.tp_comm_overlap and "tp_comm_overlap" not in missing,
         pp_send_overlap=recipe.pp_send_overlap and "pp_send_overlap" not in missing,
         zero3_per_tensor=recipe.zero3_per_tensor or "zero3_coalesced_prefetch" in missing,

@@ -17,7 +17,6 @@ from perfmodel.inputs import catalogue, validated
 from perfmodel.inputs.files import parse_toml
 from perfmodel.inputs.record import bounded, record, replaced
 
-PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 MAX_DOMAIN_GPUS = 576
 """GPUs in a scale-up domain, a node or a job's share of a domain, at most: the network graph has a node per GPU of a
 domain and one max-flow per group size, so the domain sizes the work (576: the largest domain announced)."""

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs.hardware import PRECISIONS, Accelerator
+from perfmodel.inputs import PRECISIONS
+from perfmodel.inputs.hardware import Accelerator
 
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
@@ -83,7 +84,10 @@ class Recipe:
     """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient (Megatron-Core
     frees the gathered input after the forward and re-gathers it); False: PyTorch's autograd keeps the gathered
     input of the matmul for its weight gradient (torchtitan), unless a recompute drops it. Only under sequence
-    parallelism: without it each rank keeps the whole input (physics/step.py regathers)."""
+    parallelism, which frees the gathered input after the forward (features.era_recipe turns it off with it): without
+    it each TP rank keeps the whole input (Megatron's `f` is the identity forward), and a TP block's backward is one
+    all-reduce of the input gradient, its reduce-scatter and all-gather halves (Shoeybi et al. 2019, arXiv
+    1909.08053, Figure 3: two all-reduces per layer forward, two backward)."""
     fsdp_copies: bool = False
     """PyTorch FSDP2's copies on the compute stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, torch
     2.7.1 wheel): each all-gather's output is split into the layer's parameters (foreach_all_gather_copy_out's

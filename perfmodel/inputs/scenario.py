@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from perfmodel.errors import FieldError, PerfmodelError, shown
-from perfmodel.inputs import validated
+from perfmodel.inputs import PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
@@ -150,6 +150,8 @@ class Cost:
 
 
 Precision = Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
+"""A precision as a type checker reads it: PRECISIONS spelled out, which a Literal cannot take from a tuple."""
+assert get_args(Precision) == PRECISIONS
 TOTAL = "total"
 """The name of a campaign's own row in its outputs (a phase cannot take it)."""
 
@@ -813,7 +815,8 @@ def phase_tokens(scenario: Scenario) -> tuple[float, ...]:
 
 def check_phases(scenario: Scenario) -> None:
     """A campaign's phases agree with each other and with the scenario: names unique (and not the total row's),
-    tokens that add up (phase_tokens), and at least one GPU in every phase's share of the scenario's count."""
+    tokens that add up (phase_tokens), at least one GPU in every phase's share of the scenario's count, and an
+    fp8_recipe only where a phase runs FP8 (the phases in other precisions drop it: campaign.phase_scenario)."""
     seen: dict[str, int] = {}
     for index, phase in enumerate(scenario.phase):
         if phase.name == TOTAL:
@@ -826,8 +829,11 @@ def check_phases(scenario: Scenario) -> None:
                 f"phase[{index}].gpu_fraction",
                 f"{phase.gpu_fraction:g} of the campaign's {scenario.n_gpus:,} GPUs (n_gpus) is no GPU at all",
             )
-    if scenario.phase:
-        phase_tokens(scenario)
+    if not scenario.phase:
+        return
+    phase_tokens(scenario)
+    if scenario.fp8_recipe is not None and all((p.precision or scenario.precision) != "fp8" for p in scenario.phase):
+        raise FieldError("fp8_recipe", f"'{scenario.fp8_recipe}' scales FP8 GEMMs; no phase runs --precision fp8")
 
 
 def check_documents(scenario: Scenario) -> None:

@@ -128,13 +128,17 @@ def replicated_bytes_per_token(model: ModelSpec, recipe: Recipe, recompute: str)
 
 def replicated_kv_bytes_per_token(model: ModelSpec, tp: Number) -> Number:
     """What a layer keeps beyond `activation_bytes_per_token` when TP exceeds the KV heads, before dividing by tp:
-    the replicated K and V heads each rank saves for attention's backward (workload.kv_width), 0 otherwise."""
-    return 2 * (kv_width(model, tp) - model.kv_dim) * BF16_BYTES
+    the replicated K and V heads each rank saves for attention's backward (workload.kv_width), and with per-head QK
+    norms the replicated K that the key norm keeps as its input (it normalises the split key, whole heads per rank,
+    as workload.qk_norms prices its kernel), 0 otherwise."""
+    tensors = 3 if model.qk_norm else 2
+    return tensors * (kv_width(model, tp) - model.kv_dim) * BF16_BYTES
 
 
 def qk_norm_saved_per_token(model: ModelSpec) -> float:
     """What the per-head query and key norms (ModelSpec.qk_norm; workload.qk_norms) keep for their backward beside
-    the normalised Q and K that attention keeps: their inputs, the projection's Q and K (0 without the norms)."""
+    the normalised Q and K that attention keeps: their inputs, the projection's Q and K (0 without the norms), K at
+    kv_dim as attention's own (the replicated heads where TP exceeds the KV heads: replicated_kv_bytes_per_token)."""
     return (model.q_dim + model.kv_dim) * BF16_BYTES if model.qk_norm else 0.0
 
 

@@ -39,6 +39,7 @@ from perfmodel.physics.workload import (
     _linear_forward,
     _mem,
     activation_bytes,
+    attention_io_widths,
     linear_backward,
     recomputed,
 )
@@ -451,16 +452,16 @@ def _block_saved(sh: Shard, recipe: Recipe, recompute: str) -> Number:
     return saved
 
 
-def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) -> float:
+def _attention_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str, tp: Number) -> Number:
     """Bytes the attention block keeps per token before the TP split (as memory.activation_bytes_per_token):
     norm input, Q/K/V (and the QK norms' inputs), attention output (and its quantised copy), and the projection
-    input without recompute."""
+    input without recompute. MLA's Q, K, V and output are the up-projected heads' (workload.attention_io_widths)."""
     q_in = recipe.element_bytes if recipe.quantised else BF16_BYTES
     if md.attention == "mla":
-        out = md.heads * md.v_head_dim
+        queries, keys, values, out = attention_io_widths(md, tp)
         # selective recompute re-runs the up-projections: the latents stand in for Q, K and V
         latents = md.q_lora_rank + md.kv_lora_rank + md.qk_rope_dim
-        qkv = latents if recompute == "selective" else 2 * md.q_dim + out
+        qkv = latents if recompute == "selective" else queries + keys + values
     else:
         qkv, out = md.qkv_width, md.q_dim
     saved = (md.hidden + qkv + out) * BF16_BYTES + (out * q_in if recipe.quantised else 0.0)
@@ -481,7 +482,9 @@ def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_fligh
     share = md.moe_layers / md.layers
 
     def mean_layer(mode: str) -> Number:
-        attention = (_attention_saved_per_token(md, recipe, mode) + replicated_kv_bytes_per_token(md, sh.tp)) * per_rank
+        attention = (
+            _attention_saved_per_token(md, recipe, mode, sh.tp) + replicated_kv_bytes_per_token(md, sh.tp)
+        ) * per_rank
         attention = attention + indexer_bytes_per_token(md) * sh.tokens  # whole on every TP rank
         dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
         if md.hybrid_pattern:

@@ -628,7 +628,7 @@ def _tensor_parallel(
     ctx: Context, sh: Shard, links: GroupLinks, full_share: Number, selective: Number = 0.0
 ) -> tuple[_Comm, Number]:
     """TP with sequence parallelism: per TP block (attention, dense MLP) 1 all-gather + 1 reduce-scatter forward,
-    2 all-gathers (input again for Wgrad, where the stack re-gathers it: `regathers`; output gradient)
+    2 all-gathers (input again for Wgrad, where the stack re-gathers it: Recipe.tp_wgrad_regather; output gradient)
     + 1 reduce-scatter backward, the forward's again in the layers a full recompute re-runs, and the forward's
     all-gathers again under per-op selective checkpointing
     (`selective` 1; its policy saves reduce-scatters, not all-gathers: precision.Recipe.per_op_sac); a MoE layer's
@@ -685,7 +685,7 @@ def _tp_layer(
     gather_in, scatter, gather, scatter_back = block
     blocks = moe.tp_blocks_per_layer(ctx.model)
     forward = blocks * (gather_in + scatter)
-    regather = gather_in if regathers(ctx.recipe) else 0.0
+    regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0
     layer = forward + blocks * (regather + gather + scatter_back) + recomputed(full_share, forward)
     if ctx.recipe.per_op_sac:
         layer = layer + selective * blocks * gather_in
@@ -709,15 +709,6 @@ def pp_sends_hidden(ctx: Context) -> float:
     """Share of the steady-state pipeline sends hidden behind compute: the shared `overlap_pp`, none where the release
     sends blocking (Recipe.pp_send_overlap off: inputs/features.py). The step and explain's eta_PP."""
     return ctx.efficiency.overlap_pp if ctx.recipe.pp_send_overlap else 0.0
-
-
-def regathers(recipe: Recipe) -> bool:
-    """Whether the backward all-gathers a column-parallel layer's input again for its weight gradient
-    (Recipe.tp_wgrad_regather): only under sequence parallelism, which frees the gathered input after the forward.
-    Without it each TP rank holds and keeps the whole input (Megatron's `f` is the identity forward), and a TP block's
-    backward is one all-reduce of the input gradient, its reduce-scatter and all-gather halves (Shoeybi et al. 2019,
-    arXiv 1909.08053, Figure 3: two all-reduces per layer forward, two backward)."""
-    return recipe.tp_wgrad_regather and recipe.sequence_parallel
 
 
 def decomposes(ctx: Context) -> bool:
@@ -752,7 +743,7 @@ def _decomposed_hiding(
     gather_in, gather, scatter = _tp_collectives(ctx, sh, links)
     if not gathers_fuse(ctx.recipe):
         gather_in, gather = 0.0 * gather_in, 0.0 * gather
-    regather = gather_in if regathers(ctx.recipe) else 0.0 * gather_in
+    regather = gather_in if ctx.recipe.tp_wgrad_regather else 0.0 * gather_in
     rerun = sac_recomputed_gemm_share(ctx.model, ctx.recipe, sh.tp) if ctx.recipe.per_op_sac else 0.0
     forward, backward = 0.0 * sh.tp, 0.0 * sh.tp
     for column, row in DECOMPOSED_BLOCKS:

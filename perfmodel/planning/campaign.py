@@ -163,8 +163,11 @@ def phase_gbs(scenario: Scenario, phase: Phase, seq_len: int) -> int | None:
 
 def phase_scenario(scenario: Scenario, phase: Phase, tokens: float, first: bool = True) -> Scenario:
     """The scenario a phase is predicted as: the campaign's top level with what the phase sets. A batch ramp of
-    the top level's [losses] (ramp_tokens) is the run's start: the `first` phase's alone, not every phase's."""
+    the top level's [losses] (ramp_tokens) is the run's start: the `first` phase's alone, not every phase's. The top
+    level's fp8_recipe scales the FP8 phases' GEMMs; a phase in another precision has none to scale (Scenario.knobs
+    would refuse it there)."""
     seq_len = phase.seq_len or scenario.parallelism.seq_len
+    precision = phase.precision or scenario.precision
     own = {name: getattr(phase.parallelism, name) for name in given(phase.parallelism)} if phase.parallelism else {}
     if "recompute" in own and "recompute_layers" not in own:  # a phase's own recompute mode replaces a partial one
         own["recompute_layers"] = None
@@ -175,7 +178,8 @@ def phase_scenario(scenario: Scenario, phase: Phase, tokens: float, first: bool 
     return replaced(
         scenario,
         n_gpus=phase_gpus(scenario, phase),
-        precision=phase.precision or scenario.precision,
+        precision=precision,
+        fp8_recipe=scenario.fp8_recipe if precision == "fp8" else None,
         tokens=tokens,
         parallelism=layout,
         losses=losses,

@@ -16,7 +16,8 @@ from functools import cached_property
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs.hardware import PRECISIONS, accelerators, systems
+from perfmodel.inputs import PRECISIONS
+from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten, scenario_file
 from perfmodel.planning.campaign import Campaign, Result, predict_any

@@ -526,7 +526,8 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     priced per (row, micro-batch) cell of the rows a cheaper bound per row (`step.least_floor`) does not put above
     that best (every row, without one); the rows with the lowest floors are priced first (memory, then the step of
     those that fit), then every row with a cell at or under that best (in one pass when the blocks priced whole leave
-    fewer than FILTER_FROM layouts in cells at or under their best). A layout left out has objective >= its floor >
+    fewer than FILTER_FROM layouts in cells at or under their best); the best bounds each block as the blocks priced
+    before it in the pass leave it. A layout left out has objective >= its floor >
     the best, so every layout at the best is priced; when the first block to reach it has one such layout, it is the
     exhaustive search's answer, and when it has several (ties: e.g. ZeRO stages without DP), that block is priced in
     full to break the tie exactly as `search` does.
@@ -555,10 +556,10 @@ def best_layout(ctx: Context, space: Space, candidates: Sequence[tuple[Block, An
     cells = zip(blocks_, floors, strict=True)
     under = sum(np.count_nonzero(f <= incumbent) * b.shape[2] * b.shape[3] for (b, _), f in cells)
     for batch in (order,) if under < FILTER_FROM else (order[:first], order[first:]):
-        incumbent = min(b.value for b in best)
-        chosen = batch[row_floor[batch] <= incumbent]
         for index, (block, mask) in enumerate(blocks_):
-            places = np.sort(at[chosen[owner[chosen] == index]])
+            incumbent = min(b.value for b in best)  # the best so far, a block priced before this one's included
+            mine = batch[owner[batch] == index]
+            places = np.sort(at[mine[row_floor[mine] <= incumbent]])
             if len(places):
                 picked = rows[index][places]
                 within = mask[picked] & (floors[index][places] <= incumbent)
