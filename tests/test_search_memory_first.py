@@ -32,6 +32,7 @@ SCENARIOS = {
     "graph-captured lora": {"benchmark": "mlperf-llama2-70b-lora", "gpu": "gb200", "n_gpus": 72, "precision": "fp8"},
     "moe with mtp": {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8"},
     "moe": {"model": "mixtral-8x7b", "gpu": "mi355x", "n_gpus": 64, "precision": "bf16"},
+    "hybrid mamba": {"model": "nemotron-h-56b", "gpu": "h100-sxm", "n_gpus": 128, "precision": "fp8"},
 }
 
 

@@ -1353,26 +1353,27 @@ def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) 
 
 
 def step_floor(ctx: Context, lv: LayoutVars) -> Number:
-    """A lower bound on `evaluate(ctx, lv).step_time_s`, as floating point computes both, for a search that skips
-    layouts it can prove are not the best. It does not depend on the ZeRO stage, and costs the shard's compute.
+    """A lower bound on `evaluate(ctx, lv).step_time_s`, for a search that skips layouts it can prove are not the
+    best. It does not depend on the ZeRO stage, and costs the shard's compute.
 
     Why it holds: the step time is the sum, in BREAKDOWN's order then EP, of compute_s and parts that are each >= 0
     when the efficiencies are physical (`floor_holds`): exposed TP/CP/EP communication (`exposed` leaves
     comm x (1 - overlap) >= 0 of a comm >= 0), the bubble ((pp - 1) / (vp m) >= 0 times the busiest rank's sum),
     PP sends (0 or sends >= 0), DP communication (a maximum with a bucket >= 0), the optimizer (bytes / bandwidth and
-    kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0). Adding
-    a number >= 0 never rounds below the sum so far, and rounding is monotone, so step_time_s >= compute_s + pp_bubble_s
-    + other_s (added in that order) with each at most the step's own, with compute_s = slower x (microbatches x
-    mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole sum, bit for bit
-    one of the three), so it is >= the least of the three, which is what this takes in its place; without PP it is
-    that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order, so the bubble, (pp - 1) /
-    (vp m) x m times the busiest rank's sum (mb_compute plus exposed TP/CP/EP, each >= 0), is here the same factors
-    times that least compute (deep pipelines with few micro-batches: the generations sweep prices a third fewer
-    layouts in full, 1.68 M instead of 2.53 M); and other_s grows with the compute it is given (the straggler wait
-    is a multiple of it), so this adds other_s at the floor's compute: for every N the wait would otherwise slip
-    through the floor (at cv 0.04 it is ~13% at 512). Every step of it grows with a layer's compute (sums, products
-    by numbers >= 0, minima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the
-    same layout with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
+    kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0).
+    `_busiest` paces the pipeline by the rank whose compute plus exposed TP/CP/EP sums highest, so that sum is at
+    least every rank's, and at least the largest rank compute (`most`; without PP the one rank's): compute_s and
+    the exposed TP/CP/EP parts, m x the busiest's parts, add up to >= m x most, and the bubble, (pp - 1) / (vp m) x
+    m x the busiest's sum, is >= the same factors times most. A pipeline's ranks differ by the LM head and the
+    embedding and by uneven stages (Llama 3.1 70B at PP 8 and 8K tokens: the last rank's 10 layers and head are ~18%
+    over the first's 10 layers; at PP 32 the busiest holds 3 layers, the ends 2): taking the largest, not the least
+    as this did before, rules out at their floor every pipelined layout of bench_campaign.py's six phases but those
+    at PP 2 and 4. The straggler wait is a multiple of compute_s, m x the busiest's compute, which is >= the least rank
+    compute: this adds it at m x that least (for every N the wait would otherwise slip through the floor: at cv
+    0.04 it is ~13% at 512). That is exact arithmetic; the step's parts are rounded one by one, so the floor keeps
+    FLOOR_MARGIN under it. Every step of it grows with a layer's compute (sums, products by numbers >= 0, minima,
+    maxima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the same layout
+    with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
     md = ctx.model
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, full, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
@@ -1381,32 +1382,38 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     interior = _rank_compute(stages.interior, layer_compute, 0.0)
     first = _rank_compute(stages.first, layer_compute, embed_compute)
     last = _rank_compute(stages.last, layer_compute, head_compute)
-    least = minimum(interior, minimum(first, last))
+    least = where(equal(lv.pp, 1), single, minimum(interior, minimum(first, last)))
+    most = where(equal(lv.pp, 1), single, maximum(interior, maximum(first, last)))
     eff = ctx.efficiency
-    mb_compute = where(equal(lv.pp, 1), single, least)
-    compute_s = microbatches * mb_compute
-    bubble_s = bubble_fraction(lv.pp, lv.vp, microbatches) * microbatches * mb_compute
-    other_s = host_overhead_s(ctx) + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
-    return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
+    bubble = bubble_fraction(lv.pp, lv.vp, microbatches)
+    wait_s = straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, microbatches * least)
+    return (
+        eff.vintage_factor
+        * ((microbatches + bubble * microbatches) * most + host_overhead_s(ctx) + wait_s)
+        * (1 - FLOOR_MARGIN)
+    )
 
 
 FLOOR_MARGIN = 1e-6
-"""Relative slack `least_floor` leaves under the floors it bounds: far more than the rounding of either side (a few
-dozen operations, each within 1e-16 relative), far less than what tells layouts apart."""
+"""Relative slack `step_floor` leaves under the step (and `least_floor`, twice it, under step_floor): far more than
+the rounding of either side (a few dozen operations, each within 1e-16 relative), far less than what tells layouts
+apart."""
 
 
 def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     """A lower bound, per layout of `lv` (one axis; its micro-batch and recompute are not read), on `step_floor`
     without recompute (0.0) at every micro-batch size in `mbs`, for a search to drop the layouts it rules out before
-    it prices their floors: the layer's compute per sequence of each distinct shard, then a few operations per layout.
+    it prices their floors: the compute per sequence of each distinct shard's layer, head and embedding, then a few
+    operations per layout.
 
-    Why it holds: step_floor is vf x compute + vf x bubble + vf x other, with compute the m = gbs / (mbs x dp)
-    micro-batches' mb_compute; mb_compute >= L x layer (L: the fewest layers a pipeline rank holds, all of them
-    without PP; the embedding and the head only add) and layer >= mbs x q (q: the least layer compute per sequence
-    over `mbs`), so compute >= gbs / dp x L x q; the bubble is (pp - 1) / (vp x m) x m x mb_compute >= (pp - 1) / vp
-    x L x q (mbs >= 1); other is the host's step overhead (`host_overhead_s`: none for a graph-captured step) and a
-    straggler wait >= 0 (`floor_holds`). That is exact
-    arithmetic; in floating point each side is within rounding of it, which FLOOR_MARGIN covers."""
+    Why it holds: step_floor is vf x compute + vf x bubble + vf x (host + wait), with compute the m = gbs / (mbs x
+    dp) micro-batches' largest rank compute. A rank's compute is its layers x layer plus its head or embedding (all
+    three without PP), each >= mbs x its least per sequence over `mbs` (q, h, e), so the largest is >= mbs x
+    `most`, the largest of the ranks' L x q (+ h, + e), and compute >= gbs / dp x most; the bubble is (pp - 1) / (vp
+    x m) x m x that largest >= (pp - 1) / vp x most (mbs >= 1); host is the step overhead (`host_overhead_s`: none
+    for a graph-captured step), the wait a multiple >= 0 of m x the least rank compute >= gbs / dp x `fewest`
+    (`straggler_s`). That is exact arithmetic; step_floor keeps FLOOR_MARGIN under its own, and this twice that
+    under this, so that it stays under step_floor as floating point computes both."""
     import numpy as np
 
     md, eff = ctx.model, ctx.efficiency
@@ -1418,11 +1425,17 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     sizes = np.asarray(mbs, dtype=float)[None, :]
     grid = LayoutVars(each[0], 1.0, each[1], 1.0, 1.0, sizes, lv.gbs, 0.0, 0.0, each[2], each[3])
     sh, _, stages = _per_rank(ctx, grid)
-    per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
+    compute, full, _, layer_compute = _shard_layer(ctx, sh, grid, stages)
+    head, embed = _head_compute(ctx, compute, grid, full), compute.embedding
+    layer, head, embed = (np.min(x / sizes, axis=1)[inverse.reshape(tp.shape)] for x in (layer_compute, head, embed))
     ranks = _stages(ctx, pp, vp)
-    layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
-    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + host_overhead_s(ctx)
-    return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
+    single = md.layers * layer + head + embed
+    first, last, interior = ranks.first * layer + embed, ranks.last * layer + head, ranks.interior * layer
+    fewest = where(equal(pp, 1), single, minimum(interior, minimum(first, last)))
+    most = where(equal(pp, 1), single, maximum(interior, maximum(first, last)))
+    wait = straggler_s(eff.straggler_cv, tp * pp * cp * dp, lv.gbs / dp * fewest)
+    bound = (lv.gbs / dp + (pp - 1) / vp) * most + host_overhead_s(ctx) + wait
+    return eff.vintage_factor * bound * (1 - 2 * FLOOR_MARGIN)
 
 
 def floor_holds(eff: Efficiency) -> bool:
