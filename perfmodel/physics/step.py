@@ -1364,7 +1364,7 @@ def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) 
     return layers * layer_compute + extra_compute
 
 
-def step_floor(ctx: Context, lv: LayoutVars) -> Number:
+def step_floor(ctx: Context, lv: LayoutVars, links: bool = False) -> Number:
     """A lower bound on `evaluate(ctx, lv).step_time_s`, for a search that skips layouts it can prove are not the
     best. It does not depend on the ZeRO stage, and costs the shard's compute.
 
@@ -1385,18 +1385,20 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
     0.04 it is ~13% at 512). That is exact arithmetic; the step's parts are rounded one by one, so the floor keeps
     FLOOR_MARGIN under it. Every step of it grows with a layer's compute (sums, products by numbers >= 0, minima,
     maxima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the same layout
-    with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
-    md = ctx.model
+    with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute.
+
+    `links`: each layer's exposed TP communication too, at least what no overlap hides (`_tp_least`, which grows
+    with recompute as well), in the ranks' sums. It reads the scale-up links, so floors kept across network what-ifs
+    (search._prepared) leave it out; in bench_campaign.py's phases the pipelined layouts' own floors with it leave
+    93-252 layouts a phase to price for memory instead of 231-1,119, and none of them fits (25-130 steps priced
+    before)."""
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, full, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
     head_compute, embed_compute = _head_compute(ctx, compute, lv, full), compute.embedding
-    single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
-    interior = _rank_compute(stages.interior, layer_compute, 0.0)
-    first = _rank_compute(stages.first, layer_compute, embed_compute)
-    last = _rank_compute(stages.last, layer_compute, head_compute)
-    least = where(equal(lv.pp, 1), single, minimum(interior, minimum(first, last)))
-    most = where(equal(lv.pp, 1), single, maximum(interior, maximum(first, last)))
     eff = ctx.efficiency
+    least, _ = _rank_bounds(ctx, lv.pp, stages, layer_compute, head_compute, embed_compute)
+    tp_least = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1)) if links else 0.0
+    _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + tp_least, head_compute, embed_compute)
     bubble = bubble_fraction(lv.pp, lv.vp, microbatches)
     wait_s = straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, microbatches * least)
     return (
@@ -1404,6 +1406,30 @@ def step_floor(ctx: Context, lv: LayoutVars) -> Number:
         * ((microbatches + bubble * microbatches) * most + host_overhead_s(ctx) + wait_s)
         * (1 - FLOOR_MARGIN)
     )
+
+
+def _rank_bounds(
+    ctx: Context, pp: Number, stages: StageLayers, layer: Number, head: Number, embed: Number
+) -> tuple[Number, Number]:
+    """The least and the largest of the pipeline ranks' `layer` per layer they hold, the head on the last rank and
+    the embedding on the first (all of it on the one rank without PP), as `_busiest` weighs them."""
+    single = _rank_compute(ctx.model.layers, layer, head + embed)
+    interior = _rank_compute(stages.interior, layer, 0.0)
+    first = _rank_compute(stages.first, layer, embed)
+    last = _rank_compute(stages.last, layer, head)
+    least = where(equal(pp, 1), single, minimum(interior, minimum(first, last)))
+    return least, where(equal(pp, 1), single, maximum(interior, maximum(first, last)))
+
+
+def _tp_least(ctx: Context, sh: Shard, tp: Number, full: Number, selective: Number) -> Number:
+    """A lower bound on a layer's exposed TP communication (`_evaluate`'s tp_exposed): what `exposed` leaves of its
+    collectives whatever their windows, (1 - overlap_tp) of them, and what nothing hides (`_Comm.exposed_layer`,
+    `copies_layer`); 0 under async TP's decomposition (`decomposes`), whose hiding this does not bound. It grows
+    with the recompute share and with selective recompute (they only add collectives)."""
+    if decomposes(ctx):
+        return 0.0
+    comm, _ = _tensor_parallel(ctx, sh, _links(ctx, tp, 1), full, selective)
+    return (1 - ctx.efficiency.overlap_tp) * comm.layer + comm.exposed_layer + comm.copies_layer
 
 
 FLOOR_MARGIN = 1e-6
@@ -1428,7 +1454,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     under this, so that it stays under step_floor as floating point computes both."""
     import numpy as np
 
-    md, eff = ctx.model, ctx.efficiency
+    eff = ctx.efficiency
     tp, pp, cp, dp, vp, ep, etp = np.broadcast_arrays(lv.tp, lv.pp, lv.cp, lv.dp, lv.vp, lv.ep, lv.etp)
     shards = np.stack([tp, cp, ep, etp]).astype(np.int64)  # whole numbers: a few distinct shards in many layouts
     codes = np.ravel_multi_index(shards, shards.max(axis=1) + 1)
@@ -1440,11 +1466,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     compute, full, _, layer_compute = _shard_layer(ctx, sh, grid, stages)
     head, embed = _head_compute(ctx, compute, grid, full), compute.embedding
     layer, head, embed = (np.min(x / sizes, axis=1)[inverse.reshape(tp.shape)] for x in (layer_compute, head, embed))
-    ranks = _stages(ctx, pp, vp)
-    single = md.layers * layer + head + embed
-    first, last, interior = ranks.first * layer + embed, ranks.last * layer + head, ranks.interior * layer
-    fewest = where(equal(pp, 1), single, minimum(interior, minimum(first, last)))
-    most = where(equal(pp, 1), single, maximum(interior, maximum(first, last)))
+    fewest, most = _rank_bounds(ctx, pp, _stages(ctx, pp, vp), layer, head, embed)
     wait = straggler_s(eff.straggler_cv, tp * pp * cp * dp, lv.gbs / dp * fewest)
     bound = (lv.gbs / dp + (pp - 1) / vp) * most + host_overhead_s(ctx) + wait
     return eff.vintage_factor * bound * (1 - 2 * FLOOR_MARGIN)
