@@ -17,6 +17,7 @@ from perfmodel.planning import search as search_module
 from perfmodel.planning.predict import context_for
 from perfmodel.planning.search import (
     OBJECTIVES,
+    Block,
     Space,
     best_layout,
     blocks,
@@ -32,6 +33,7 @@ SCENARIOS = {
     "graph-captured lora": {"benchmark": "mlperf-llama2-70b-lora", "gpu": "gb200", "n_gpus": 72, "precision": "fp8"},
     "moe with mtp": {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8"},
     "moe": {"model": "mixtral-8x7b", "gpu": "mi355x", "n_gpus": 64, "precision": "bf16"},
+    "hybrid mamba": {"model": "nemotron-h-56b", "gpu": "h100-sxm", "n_gpus": 128, "precision": "fp8"},
 }
 
 
@@ -97,8 +99,8 @@ def test_bounded_best_layout_is_the_exhaustive_one(
 ) -> None:
     """best_layout (branch and bound on step.step_floor) against search, which prices every fitting layout: the same
     layout (ties included) and count, on random spaces, every block bounded (0) or the small ones priced whole first,
-    whose best lets step.least_floor rule rows out; the floor is under every valid layout's step, and least_floor
-    under the floor of every cell of its row."""
+    whose best lets step.least_floor rule rows out; the floor (with the exposed TP or not) is under every valid
+    layout's step, and least_floor under the floor of every cell of its row."""
     monkeypatch.setattr(search_module, "FILTER_FROM", filter_from)
     spec = SCENARIOS[name]
     ctx = replace(context_for(checked_scenario(spec)))
@@ -116,18 +118,39 @@ def test_bounded_best_layout_is_the_exhaustive_one(
                 best_layout(ctx, space, candidates)
             continue
         assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
-        for block, mask in candidates:
-            if mask.any():
-                block, mask = block.trimmed(mask)
-                lv = block.layout_vars()
-                step = np.broadcast_to(evaluate(ctx, lv).step_time_s, block.shape)
-                assert (np.broadcast_to(step_floor(ctx, lv), block.shape)[mask] <= step[mask]).all()
-                without_recompute = step_floor(ctx, lv._replace(recompute=0.0))  # the search's floor of every mode
-                assert (np.broadcast_to(without_recompute, block.shape)[mask] <= step[mask]).all()
-                tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
-                rows = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
-                least = least_floor(ctx, rows, block.mbs).reshape(-1, 1, 1, 1)
-                assert (least <= np.broadcast_to(without_recompute, block.shape)).all()
+        _assert_floors_hold(ctx, candidates)
+
+
+def _assert_floors_hold(ctx: Context, candidates: list[tuple[Block, Any]]) -> None:
+    """The floor (with the exposed TP, `_price_best`'s, or without) is under every valid layout's step, the search's
+    floor of every mode (without recompute) too, and least_floor under the floor of every cell of its row."""
+    for block, mask in candidates:
+        if mask.any():
+            block, mask = block.trimmed(mask)
+            lv = block.layout_vars()
+            step = np.broadcast_to(evaluate(ctx, lv).step_time_s, block.shape)
+            assert (np.broadcast_to(step_floor(ctx, lv), block.shape)[mask] <= step[mask]).all()
+            assert (np.broadcast_to(step_floor(ctx, lv, links=True), block.shape)[mask] <= step[mask]).all()
+            without_recompute = step_floor(ctx, lv._replace(recompute=0.0))  # the search's floor of every mode
+            assert (np.broadcast_to(without_recompute, block.shape)[mask] <= step[mask]).all()
+            tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
+            rows = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
+            least = least_floor(ctx, rows, block.mbs).reshape(-1, 1, 1, 1)
+            assert (least <= np.broadcast_to(without_recompute, block.shape)).all()
+
+
+@pytest.mark.parametrize("async_tp", [True, False])
+def test_floors_hold_where_tp_hides_otherwise(async_tp: bool) -> None:
+    """torchtitan's TP: async (each collective behind its own GEMMs, `step.decomposes`, whose hiding the floor with
+    the exposed TP does not bound) or vanilla (no window at all): the bounded search finds the exhaustive one's best
+    and the floors hold."""
+    spec = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "bf16", "stack": "torchtitan"}
+    ctx = context_for(checked_scenario(spec | {"async_tp": async_tp}))
+    space = Space(((64, 256),), {"zero": 3})  # FSDP2: torchtitan has no ZeRO-1 or 2
+    candidates = list(blocks(ctx, space))
+    found = search(ctx, space, candidates=candidates)
+    assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
+    _assert_floors_hold(ctx, candidates)
 
 
 def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,16 +17,17 @@ from perfmodel.planning import search as search_module
 from perfmodel.planning.predict import choose_layout, context_for
 from perfmodel.planning.sweep import load_points, point_hardware
 
-PRICED_IN_FULL_AT_MOST = 2_000_000
+PRICED_IN_FULL_AT_MOST = 420_000
 """Layouts (elements of the trimmed blocks' rows x micro-batches x recompute x ZeRO, a dimension with one value
 counted once) the 60 points' bounded searches price in full, ties broken included, small blocks priced whole
 among them. Measured 1,675,009 with the pipeline bubble in the floor, 2,525,079 without it (e0bea6c); 1,803,414
 with small blocks priced whole (309,144 of them), one pass where those leave few layouts under their best, and
-the floor per (row, micro-batch) without recompute (issue 25: fewer, larger passes, 0.8x the CPU time): a
-loosening by a fifth fails."""
-MEMORY_PRICED_AT_MOST = 2_900_000
+the floor per (row, micro-batch) without recompute (issue 25: fewer, larger passes, 0.8x the CPU time); 473,901 at
+b957328, 383,217 with the floor at the busiest pipeline rank's compute (`step.step_floor`) and 347,413 with the
+exposed TP in a layout's own floor (`search._price_best`): a loosening by a fifth fails."""
+MEMORY_PRICED_AT_MOST = 630_000
 """The same for their memory passes: measured 2,585,625 (4,343,177 without the bubble); 2,501,184 in the same
-search as above."""
+search as above; 864,216 at b957328, 678,045 with the busiest rank's floor, 518,925 with the exposed TP."""
 
 
 def _elements(lv: LayoutVars) -> int:

@@ -156,3 +156,31 @@ def test_few_rows_across_many_shards_are_gathered_from_the_table(monkeypatch: py
     assert np.array_equal(np.broadcast_to(direct.embedding, (4, 3)), np.broadcast_to(gathered.embedding, (4, 3)))
     monkeypatch.setattr(step, "_shard_compute", lambda *a: pytest.fail("priced again"))
     step._distinct_shards(ctx, sh, (tp[:2], cp[:2], mbs, 1.0, 1.0))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        SPEC,
+        {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 64, "precision": "mxfp8"},  # MoE with MTP
+        {"model": "nemotron-h-56b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8"},  # hybrid Mamba
+    ],
+)
+def test_a_plain_shard_a_search_priced_is_read_from_the_table(
+    spec: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prediction after its search (choose_layout, then the scalar step) reads its shard's compute from the
+    table the search priced it into, as floats, with the numbers `_shard_compute` gives that shard's plain values;
+    a shard not in the table is priced as plain numbers."""
+    ctx = replace(context_for(checked_scenario(spec)), seq_len=2048)
+    ctx.shards.clear()
+    shards = [(2, 1, 1, 1, 1), (4.0, 2.0, 2.0, 1.0, 1.0), (8.0, 1.0, 1.0, 1.0, 1.0)]
+    priced = [step._shard_compute(ctx, ctx.shard(*shard)) for shard in shards]
+    step.price_shards(ctx, [tuple(map(float, shard)) for shard in shards[:2]])
+    unpriced = step._distinct_shards(ctx, ctx.shard(*shards[2]), shards[2])
+    monkeypatch.setattr(step, "_shard_compute", lambda *a: pytest.fail("priced again"))
+    for shard, expected in zip(shards[:2], priced[:2], strict=True):
+        read = step._distinct_shards(ctx, ctx.shard(*shard), shard)
+        assert read == expected
+        assert all(type(v) is float for v in (*read.layer, *read.head_forward.values(), read.embedding))
+    assert unpriced == priced[2]

@@ -471,9 +471,14 @@ def _ops(build: Callable[..., list[Op]], sh: Shard, *args: Any) -> Batched:
 def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardCompute:
     """`_shard_compute`, for arrays priced once per distinct (TP, CP, micro-batch, EP, ETP) and gathered back: a
     search block has thousands of rows (TP, CP, PP, DP, VP) but a few dozen shards, and the shard's ~500 operations
-    are most of the array work. Element-wise formulas give each element the same number either way."""
+    are most of the array work. Element-wise formulas give each element the same number either way. Plain numbers
+    read the table when a search on this context priced their shard already: the prediction after a search asks
+    for its best layout's, which it would price again as floats (bench_campaign.py's six cold searched phases:
+    their final predictions 4.1 ms before, 2.4 ms reading the table)."""
     if not any(type(x).__module__ == "numpy" for x in key):  # plain numbers, symbols, traced values: no numpy
-        return _shard_compute(ctx, sh)
+        table: _ShardTable | None = ctx.shards.get(("shard table",))
+        at = None if table is None or not all(type(x) in PLAIN for x in key) else table.position.get(key)
+        return _shard_compute(ctx, sh) if at is None else table.one(at)
     import numpy as np
 
     if _has_variants(ctx.efficiency):
@@ -539,6 +544,11 @@ class _ShardTable:
             for s in new:
                 self.position[s] = len(self.position)
 
+    def one(self, at: int) -> ShardCompute:
+        """The compute of the shard at position `at`, as plain floats."""
+        picked = iter(self.varying[:, at].tolist())
+        return self._compute([next(picked) if plain is None else plain for plain in self.plain])
+
     def gather(self, shards: list[tuple[float, ...]], index: Any) -> ShardCompute:
         """The compute of each element, `index` giving each element's place in `shards`."""
         import numpy as np
@@ -546,7 +556,9 @@ class _ShardTable:
         self.add(shards)
         at = np.fromiter(map(self.position.__getitem__, shards), np.int64, len(shards))[index]  # C-level lookups
         picked = iter(self.varying[:, at])
-        values = [next(picked) if plain is None else plain for plain in self.plain]
+        return self._compute([next(picked) if plain is None else plain for plain in self.plain])
+
+    def _compute(self, values: list[Any]) -> ShardCompute:
         template = self.template
         assert template is not None
         layers, forward, backward = len(template.layer), len(template.head_forward), len(template.head_backward)
@@ -1343,64 +1355,97 @@ def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) 
     return layers * layer_compute + extra_compute
 
 
-def step_floor(ctx: Context, lv: LayoutVars) -> Number:
-    """A lower bound on `evaluate(ctx, lv).step_time_s`, as floating point computes both, for a search that skips
-    layouts it can prove are not the best. It does not depend on the ZeRO stage, and costs the shard's compute.
+def step_floor(ctx: Context, lv: LayoutVars, links: bool = False) -> Number:
+    """A lower bound on `evaluate(ctx, lv).step_time_s`, for a search that skips layouts it can prove are not the
+    best. It does not depend on the ZeRO stage, and costs the shard's compute.
 
     Why it holds: the step time is the sum, in BREAKDOWN's order then EP, of compute_s and parts that are each >= 0
     when the efficiencies are physical (`floor_holds`): exposed TP/CP/EP communication (`exposed` leaves
     comm x (1 - overlap) >= 0 of a comm >= 0), the bubble ((pp - 1) / (vp m) >= 0 times the busiest rank's sum),
     PP sends (0 or sends >= 0), DP communication (a maximum with a bucket >= 0), the optimizer (bytes / bandwidth and
-    kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0). Adding
-    a number >= 0 never rounds below the sum so far, and rounding is monotone, so step_time_s >= compute_s + pp_bubble_s
-    + other_s (added in that order) with each at most the step's own, with compute_s = slower x (microbatches x
-    mb_compute). mb_compute is one pipeline rank's compute (`_busiest` picks the rank by its whole sum, bit for bit
-    one of the three), so it is >= the least of the three, which is what this takes in its place; without PP it is
-    that rank's compute itself. Multiplying by the same numbers >= 0 keeps the order, so the bubble, (pp - 1) /
-    (vp m) x m times the busiest rank's sum (mb_compute plus exposed TP/CP/EP, each >= 0), is here the same factors
-    times that least compute (deep pipelines with few micro-batches: the generations sweep prices a third fewer
-    layouts in full, 1.68 M instead of 2.53 M); and other_s grows with the compute it is given (the straggler wait
-    is a multiple of it), so this adds other_s at the floor's compute: for every N the wait would otherwise slip
-    through the floor (at cv 0.04 it is ~13% at 512). Every step of it grows with a layer's compute (sums, products
-    by numbers >= 0, minima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the
-    same layout with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute."""
-    md = ctx.model
+    kernel launches) and other (step overhead >= 0 plus a straggler wait cv x sqrt(2 ln N) x compute >= 0).
+    `_busiest` paces the pipeline by the rank whose compute plus exposed TP/CP/EP sums highest, so that sum is at
+    least every rank's, and at least the largest rank compute (`most`; without PP the one rank's): compute_s and
+    the exposed TP/CP/EP parts, m x the busiest's parts, add up to >= m x most, and the bubble, (pp - 1) / (vp m) x
+    m x the busiest's sum, is >= the same factors times most. A pipeline's ranks differ by the LM head and the
+    embedding and by uneven stages (Llama 3.1 70B at PP 8 and 8K tokens: the last rank's 10 layers and head are ~18%
+    over the first's 10 layers; at PP 32 the busiest holds 3 layers, the ends 2): taking the largest, not the least
+    as this did before, rules out at their floor every pipelined layout of bench_campaign.py's six phases but those
+    at PP 2 and 4. The straggler wait is a multiple of compute_s, m x the busiest's compute, which is >= the least rank
+    compute: this adds it at m x that least (for every N the wait would otherwise slip through the floor: at cv
+    0.04 it is ~13% at 512). That is exact arithmetic; the step's parts are rounded one by one, so the floor keeps
+    FLOOR_MARGIN under it. Every step of it grows with a layer's compute (sums, products by numbers >= 0, minima,
+    maxima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the same layout
+    with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute.
+
+    `links`: each layer's exposed TP communication too, at least what no overlap hides (`_tp_least`, which grows
+    with recompute as well), in the ranks' sums. It reads the scale-up links, so floors kept across network what-ifs
+    (search._prepared) leave it out; in bench_campaign.py's phases the pipelined layouts' own floors with it leave
+    93-252 layouts a phase to price for memory instead of 231-1,119, and none of them fits (25-130 steps priced
+    before)."""
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, full, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
     head_compute, embed_compute = _head_compute(ctx, compute, lv, full), compute.embedding
-    single = _rank_compute(md.layers, layer_compute, head_compute + embed_compute)
-    interior = _rank_compute(stages.interior, layer_compute, 0.0)
-    first = _rank_compute(stages.first, layer_compute, embed_compute)
-    last = _rank_compute(stages.last, layer_compute, head_compute)
-    least = minimum(interior, minimum(first, last))
     eff = ctx.efficiency
-    mb_compute = where(equal(lv.pp, 1), single, least)
-    compute_s = microbatches * mb_compute
-    bubble_s = bubble_fraction(lv.pp, lv.vp, microbatches) * microbatches * mb_compute
-    other_s = host_overhead_s(ctx) + straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, compute_s)
-    return eff.vintage_factor * compute_s + eff.vintage_factor * bubble_s + eff.vintage_factor * other_s
+    least, _ = _rank_bounds(ctx, lv.pp, stages, layer_compute, head_compute, embed_compute)
+    tp_least = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1)) if links else 0.0
+    _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + tp_least, head_compute, embed_compute)
+    bubble = bubble_fraction(lv.pp, lv.vp, microbatches)
+    wait_s = straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, microbatches * least)
+    return (
+        eff.vintage_factor
+        * ((microbatches + bubble * microbatches) * most + host_overhead_s(ctx) + wait_s)
+        * (1 - FLOOR_MARGIN)
+    )
+
+
+def _rank_bounds(
+    ctx: Context, pp: Number, stages: StageLayers, layer: Number, head: Number, embed: Number
+) -> tuple[Number, Number]:
+    """The least and the largest of the pipeline ranks' `layer` per layer they hold, the head on the last rank and
+    the embedding on the first (all of it on the one rank without PP), as `_busiest` weighs them."""
+    single = _rank_compute(ctx.model.layers, layer, head + embed)
+    interior = _rank_compute(stages.interior, layer, 0.0)
+    first = _rank_compute(stages.first, layer, embed)
+    last = _rank_compute(stages.last, layer, head)
+    least = where(equal(pp, 1), single, minimum(interior, minimum(first, last)))
+    return least, where(equal(pp, 1), single, maximum(interior, maximum(first, last)))
+
+
+def _tp_least(ctx: Context, sh: Shard, tp: Number, full: Number, selective: Number) -> Number:
+    """A lower bound on a layer's exposed TP communication (`_evaluate`'s tp_exposed): what `exposed` leaves of its
+    collectives whatever their windows, (1 - overlap_tp) of them, and what nothing hides (`_Comm.exposed_layer`,
+    `copies_layer`); 0 under async TP's decomposition (`decomposes`), whose hiding this does not bound. It grows
+    with the recompute share and with selective recompute (they only add collectives)."""
+    if decomposes(ctx):
+        return 0.0
+    comm, _ = _tensor_parallel(ctx, sh, _links(ctx, tp, 1), full, selective)
+    return (1 - ctx.efficiency.overlap_tp) * comm.layer + comm.exposed_layer + comm.copies_layer
 
 
 FLOOR_MARGIN = 1e-6
-"""Relative slack `least_floor` leaves under the floors it bounds: far more than the rounding of either side (a few
-dozen operations, each within 1e-16 relative), far less than what tells layouts apart."""
+"""Relative slack `step_floor` leaves under the step (and `least_floor`, twice it, under step_floor): far more than
+the rounding of either side (a few dozen operations, each within 1e-16 relative), far less than what tells layouts
+apart."""
 
 
 def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     """A lower bound, per layout of `lv` (one axis; its micro-batch and recompute are not read), on `step_floor`
     without recompute (0.0) at every micro-batch size in `mbs`, for a search to drop the layouts it rules out before
-    it prices their floors: the layer's compute per sequence of each distinct shard, then a few operations per layout.
+    it prices their floors: the compute per sequence of each distinct shard's layer, head and embedding, then a few
+    operations per layout.
 
-    Why it holds: step_floor is vf x compute + vf x bubble + vf x other, with compute the m = gbs / (mbs x dp)
-    micro-batches' mb_compute; mb_compute >= L x layer (L: the fewest layers a pipeline rank holds, all of them
-    without PP; the embedding and the head only add) and layer >= mbs x q (q: the least layer compute per sequence
-    over `mbs`), so compute >= gbs / dp x L x q; the bubble is (pp - 1) / (vp x m) x m x mb_compute >= (pp - 1) / vp
-    x L x q (mbs >= 1); other is the host's step overhead (`host_overhead_s`: none for a graph-captured step) and a
-    straggler wait >= 0 (`floor_holds`). That is exact
-    arithmetic; in floating point each side is within rounding of it, which FLOOR_MARGIN covers."""
+    Why it holds: step_floor is vf x compute + vf x bubble + vf x (host + wait), with compute the m = gbs / (mbs x
+    dp) micro-batches' largest rank compute. A rank's compute is its layers x layer plus its head or embedding (all
+    three without PP), each >= mbs x its least per sequence over `mbs` (q, h, e), so the largest is >= mbs x
+    `most`, the largest of the ranks' L x q (+ h, + e), and compute >= gbs / dp x most; the bubble is (pp - 1) / (vp
+    x m) x m x that largest >= (pp - 1) / vp x most (mbs >= 1); host is the step overhead (`host_overhead_s`: none
+    for a graph-captured step), the wait a multiple >= 0 of m x the least rank compute >= gbs / dp x `fewest`
+    (`straggler_s`). That is exact arithmetic; step_floor keeps FLOOR_MARGIN under its own, and this twice that
+    under this, so that it stays under step_floor as floating point computes both."""
     import numpy as np
 
-    md, eff = ctx.model, ctx.efficiency
+    eff = ctx.efficiency
     tp, pp, cp, dp, vp, ep, etp = np.broadcast_arrays(lv.tp, lv.pp, lv.cp, lv.dp, lv.vp, lv.ep, lv.etp)
     shards = np.stack([tp, cp, ep, etp]).astype(np.int64)  # whole numbers: a few distinct shards in many layouts
     codes = np.ravel_multi_index(shards, shards.max(axis=1) + 1)
@@ -1409,11 +1454,13 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     sizes = np.asarray(mbs, dtype=float)[None, :]
     grid = LayoutVars(each[0], 1.0, each[1], 1.0, 1.0, sizes, lv.gbs, 0.0, 0.0, each[2], each[3])
     sh, _, stages = _per_rank(ctx, grid)
-    per_sequence = np.min(_shard_layer(ctx, sh, grid, stages)[3] / sizes, axis=1)[inverse.reshape(tp.shape)]
-    ranks = _stages(ctx, pp, vp)
-    layers = where(equal(pp, 1), md.layers, minimum(ranks.interior, minimum(ranks.first, ranks.last)))
-    bound = (lv.gbs / dp + (pp - 1) / vp) * layers * per_sequence + host_overhead_s(ctx)
-    return eff.vintage_factor * bound * (1 - FLOOR_MARGIN)
+    compute, full, _, layer_compute = _shard_layer(ctx, sh, grid, stages)
+    head, embed = _head_compute(ctx, compute, grid, full), compute.embedding
+    layer, head, embed = (np.min(x / sizes, axis=1)[inverse.reshape(tp.shape)] for x in (layer_compute, head, embed))
+    fewest, most = _rank_bounds(ctx, pp, _stages(ctx, pp, vp), layer, head, embed)
+    wait = straggler_s(eff.straggler_cv, tp * pp * cp * dp, lv.gbs / dp * fewest)
+    bound = (lv.gbs / dp + (pp - 1) / vp) * most + host_overhead_s(ctx) + wait
+    return eff.vintage_factor * bound * (1 - 2 * FLOOR_MARGIN)
 
 
 def floor_holds(eff: Efficiency) -> bool:

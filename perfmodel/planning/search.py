@@ -679,17 +679,17 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best, incumbent: f
     then the step of those that fit), each alone (`Block.picked_vars`: the same numbers as in a grid, in the grid's
     order), and fold the best into `best`.
 
-    The cells' floors are priced without recompute (`_cell_floors`), which is the floor of every mode; a mode's own
-    (`step.step_floor` of the layout as it is) is higher by what it recomputes, and rules out 40-47% of the
-    layouts they leave (the 70B on 1,024 H100: the pipelined layouts' floors without recompute lie up to 14% under
-    the best unpipelined layout's time, half of their own floors above it)."""
+    The cells' floors are priced without recompute (`_cell_floors`) and without the exposed TP communication, which
+    is the floor of every mode and every network; a layout's own (`step.step_floor` of the layout as it is, with
+    its TP links) is higher by what it recomputes and what its TP exposes, and rules out most of the layouts they
+    leave (the 70B on 1,024 H100, bench_campaign.py's phases: 82-87% of those at PP 2 and 4)."""
     import numpy as np
 
     index = np.flatnonzero(mask.reshape(-1))
     if not len(index):
         return
     scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-    floor = np.broadcast_to(step_floor(ctx, block.picked_vars(index)), index.shape) * scale
+    floor = np.broadcast_to(step_floor(ctx, block.picked_vars(index), links=True), index.shape) * scale
     index = index[floor <= incumbent]
     if not len(index):
         return
