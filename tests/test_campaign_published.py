@@ -15,4 +15,4 @@ def test_deepseek_v3_gpu_hours_beside_the_published_ones() -> None:
     pre = sum(d["gpu_hours_with_failures"] for name, d in phases.items() if not name.startswith("extend"))
     extension = sum(d["gpu_hours_with_failures"] for name, d in phases.items() if name.startswith("extend"))
     assert abs(pre / 2664e3 - 1) < 0.15  # +13.4% at the 2024-08 vintage (README, Campaigns)
-    assert abs((pre + extension) / (2664e3 + 119e3) - 1) < 0.14  # +12.2%; the extension alone reads -15%
+    assert abs((pre + extension) / (2664e3 + 119e3) - 1) < 0.14  # +12.3%; the extension alone reads -14%
