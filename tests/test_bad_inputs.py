@@ -207,6 +207,8 @@ CASES: list[Case] = [
          toml("[model]\nbase = 'llama3.1-8b'\nffn = 14335\n")),
     Case("rule-sequence", layout(tp=4, seq_len=8190), "TP 4 must divide the sequence length 8190"),
     Case("rule-context-chunks", layout(cp=8, seq_len=8200), "CP 8 needs the sequence length 8200 divisible by 2 x"),
+    Case("sequence-flag-against-default-tp", ("predict", "--seq-len", "8191"),  # the default scenario's TP 4
+         "error: --seq-len: invalid layout TP4 PP8 VP5 CP1 DP32, MBS 1, GBS 1024, seq 8191"),
     Case("rule-stages", layout(pp=8, vp=5), "PP 8 x VP 5 = 40 stages exceed the 32 layers"),
     Case("rule-interleaving", layout(vp=2), "VP 2 (interleaving) needs PP > 1"),
     Case("rule-batch", layout(gbs=60, mbs=8), "GBS 60 must be divisible by MBS 8 x DP 8 = 64"),
