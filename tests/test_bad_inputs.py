@@ -224,7 +224,13 @@ CASES: list[Case] = [
          "error: --recompute, --recompute-layers: recompute_layers needs recompute 'full'"),
     Case("rule-zero-stage", layout(zero=4), "Invalid value for '--zero': 4 is not in the range 0<=x<=3"),
     Case("searched-no-valid-layout", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
-                                      "--tp", "3"), "no valid layout of llama3.1-8b on 8 GPUs"),
+                                      "--pp", "3"), "no valid layout of llama3.1-8b on 8 GPUs"),
+    Case("searched-tp-against-heads", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                       "--tp", "3"), "error: --tp: TP 3 must divide the 32 attention heads; TP 3"),
+    Case("searched-tp-in-file", ("predict", S), "{tmp}/s.toml: field 'parallelism.tp': TP 64 must divide the 32 "
+         "attention heads", toml("model = 'llama3.1-8b'\ngpu = 'h100-sxm'\nn_gpus = 64\n[parallelism]\ntp = 64\n")),
+    Case("search-tp-in-file", ("search", S, "--gpus", "64,128"), "{tmp}/s.toml: field 'parallelism.tp': TP 64 must "
+         "divide the 32 attention heads", toml("model = 'llama3.1-8b'\ngpu = 'h100-sxm'\n[parallelism]\ntp = 64\n")),
     Case("no-layout-fits", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8", "--gbs", "8"),
          "no layout fits in memory: of"),
     Case("only-layout-does-not-fit", ("predict", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8",
