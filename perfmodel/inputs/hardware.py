@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import catalogue, validated
 from perfmodel.inputs.files import parse_toml
 from perfmodel.inputs.record import bounded, record, replaced
@@ -240,7 +240,13 @@ def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerato
     label = {"accelerators": "GPU", "systems": "system"}[kind]
     entry = catalogue.entries()[kind].get(item_id)
     if entry is None:
-        raise PerfmodelError(f"unknown {label} '{shown(item_id)}'; valid: {', '.join(_ids(kind))}")
+        other, other_label = {"accelerators": ("systems", "a system"), "systems": ("accelerators", "a GPU")}[kind]
+        hint = (
+            f" ('{shown(item_id)}' is {other_label}, not a {label})"
+            if item_id in catalogue.entries()[other]
+            else did_you_mean(shown(item_id), _ids(kind))
+        )  # `compare --gpu` takes either, `predict --gpu` a GPU only
+        raise PerfmodelError(f"unknown {label} '{shown(item_id)}'{hint}; valid: {', '.join(_ids(kind))}")
     cls: type[Accelerator | System] = Accelerator if kind == "accelerators" else System
     if entry.bundled:
         text = catalogue.read_bundled(entry)
