@@ -19,6 +19,7 @@ A layout the stack cannot run is refused with one line naming the setting.
 from __future__ import annotations
 
 import csv
+import shlex
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -139,6 +140,10 @@ class Run:
     """Whether the prediction reduces the gradients in an FP32 buffer (Scenario.grad_reduce_in_fp32: Megatron-Core's
     DistributedDataParallelConfig field of that name; Megatron-LM's --accumulate-allreduce-grads-in-fp32 sets it,
     megatron-core 0.17.0 megatron/training/training.py L1448)."""
+    layer_layout: bool = True
+    """Whether Megatron-LM's --pipeline-model-parallel-layout can place the model's layers (`_layer_layout`): a GPT
+    model without MTP modules; a hybrid pattern is refused beside it (megatron-core 0.18.2 training/arguments.py
+    L815)."""
     unset: tuple[str, ...] = ()
     """The run settings the prediction priced (Scenario's RUN_SETTINGS, as `name = value`) that the config does not
     set (FP8 attention, CUDA graphs, the experts' kernels: the recipe's own), named in its header so that the config
@@ -159,7 +164,7 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     if run.unset:
         header.append(f"# priced with {', '.join(run.unset)}, which this config does not set: set them in the recipe")
     if stack == "megatron-lm":
-        flags = [f"{key}" if value is True else f"{key} {value}" for key, value in options.items()]
+        flags = [f"{key}" if value is True else f"{key} {shlex.quote(str(value))}" for key, value in options.items()]
         body = [f"{flag} \\" for flag in flags[:-1]] + flags[-1:]
         header.append("# Megatron-LM pretrain_gpt.py arguments (megatron-core 0.17.1's parser), one a line")
     elif stack == "megatron-bridge":
@@ -196,8 +201,9 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     dispatcher = model.dispatcher if model.experts else None
     offloaded, fp32 = scenario.activation_offload_layers, scenario.grad_reduce_in_fp32
     unset = tuple(f"{k} = {_bridge_value(v)}" for k, v in run_settings(scenario).items() if k not in CONFIGURED)
+    plain = not (model.hybrid_pattern or model.mamba_heads or model.gdn_value_heads or model.mtp_layers)
     run = Run(scenario.precision, scenario.cp_exchange, _priced_knobs(scenario), model.layers, dispatcher, offloaded,
-              fp32, unset)  # fmt: skip
+              fp32, plain, unset)  # fmt: skip
     return launch(stack, lo, run, note)
 
 
@@ -388,22 +394,42 @@ def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
     if run.n_layers % chunks == 0:
         return False
     if (run.n_layers + UNEVEN_EXTRA_UNITS) % chunks:
+        placed = "; megatron-lm places them with --pipeline-model-parallel-layout" if run.layer_layout else ""
         raise _refuse(
             f"--pp {layout.pp} --vp {layout.vp}", stack,
             f"{run.n_layers} layers, with the embedding and the loss counted as one each, do not split into "
-            f"{chunks} equal chunks",
+            f"{chunks} equal chunks{placed}",
         )  # fmt: skip
     return True
+
+
+def _layer_layout(layout: Layout, run: Run) -> str | None:
+    """Megatron-LM's --pipeline-model-parallel-layout for a split that counting the embedding and the loss as a layer
+    each does not make even (126 layers + 2 over PP 5 x VP 13 = 65 chunks), None where that count does (or no split
+    is uneven), or for a model it cannot place (Run.layer_layout). The chunks, in the layout's order (virtual stage
+    by virtual stage, pipeline rank by rank), take ceil((L + 2) / chunks) units each, the last few one fewer; the
+    first opens with the embedding (E), the last closes with the loss (L), every other unit a transformer layer (t):
+    no rank holds more than physics/schedule.stage_layers prices. Format: megatron-core 0.18.2
+    transformer/pipeline_parallel_layer_layout.py parse_str_to_list ('|' between stages)."""
+    chunks, units = layout.pp * layout.vp, run.n_layers + UNEVEN_EXTRA_UNITS
+    if not run.layer_layout or run.n_layers % chunks == 0 or units % chunks == 0:
+        return None
+    base, more = divmod(units, chunks)
+    stages = ["t" * (base + (i < more)) for i in range(chunks)]
+    stages[0], stages[-1] = "E" + stages[0][1:], stages[-1][1:] + "L"
+    return "|".join(stages)
 
 
 def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
     if run.precision not in MEGATRON_LM_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-lm", "no such --fp8-recipe or --fp4-recipe in 0.17.1")
-    lo, uneven = layout, _uneven_split(layout, run, "megatron-lm")
+    lo, placed = layout, _layer_layout(layout, run)
+    uneven = placed is None and _uneven_split(layout, run, "megatron-lm")
     options: dict[str, object] = {
         "--tensor-model-parallel-size": lo.tp,
         "--pipeline-model-parallel-size": lo.pp,
-        "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 else None,
+        "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 and placed is None else None,
+        "--pipeline-model-parallel-layout": placed,  # sets VP itself; excludes the two above and below
         "--account-for-embedding-in-pipeline-split": uneven,
         "--account-for-loss-in-pipeline-split": uneven,
         "--context-parallel-size": lo.cp,
