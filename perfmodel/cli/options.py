@@ -536,7 +536,9 @@ class Deadline(click.ParamType):
         text = str(value).strip().lower()
         unit = text[-1:]
         if unit not in UNITS_S:
-            self.fail(f"'{value}' needs a unit: h, d or w (examples: 720h, 30d, 4w)", param, ctx)
+            word = text[len(text.rstrip("abcdefghijklmnopqrstuvwxyz")) :]  # '60days', '2mo': a unit, not these
+            why = f": the unit must be h, d or w, not '{word}'" if word else " needs a unit: h, d or w"
+            self.fail(f"'{value}'{why} (examples: 720h, 30d, 4w)", param, ctx)
         try:
             number = float(text[:-1])
         except ValueError:
