@@ -155,6 +155,8 @@ CASES: list[Case] = [
          {"ours.toml": "id = 'ours'\nbase = 'dgx-h100'\n[fabric]\noversubscripton = { value = 2.0, source = 'x' }\n"}),
     Case("gpu-as-system", ("predict", "--system", "h100-sxm"),
          "--system: unknown system 'h100-sxm' ('h100-sxm' is a GPU, not a system); valid:"),
+    Case("gpu-with-precision", ("predict", "--gpu", "gb300:nvfp4"),  # compare's and plan's ID:PRECISION
+         "--gpu: unknown GPU 'gb300:nvfp4' (the precision is set on its own: 'gb300' and precision 'nvfp4'); valid:"),
     Case("gpu-id-upper-case", ("predict", "--gpu", "H100-SXM"), "unknown GPU 'H100-SXM' (did you mean 'h100-sxm'?)"),
     Case("gpu-id-cut-short", ("predict", "--gpu", "h100"),
          "unknown GPU 'h100' (did you mean 'h100-grand-teton' or 'h100-sxm'?); valid:"),
