@@ -20,6 +20,7 @@ import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import RUN_SETTINGS
 from perfmodel.inputs.stacks import Knobs
+from perfmodel.outputs import launch as launch_module
 from perfmodel.outputs.launch import Run, known_options, launch
 from perfmodel.physics.parallel import Layout
 
@@ -173,22 +174,34 @@ def _stages(layout: str) -> list[str]:
     return text.split("|")
 
 
+LAYOUT_OPTION = {
+    "megatron-lm": "--pipeline-model-parallel-layout",
+    "megatron-bridge": "model.pipeline_model_parallel_layout",
+    "nemo": "trainer.strategy.pipeline_model_parallel_layout",
+}
+
+
+@pytest.mark.parametrize("stack", LAYOUT_OPTION)
 @pytest.mark.parametrize(("layers", "pp", "vp"), [(80, 3, 1), (126, 5, 13), (80, 4, 7), (32, 6, 5)])
-def test_megatron_lm_places_a_split_the_embedding_and_loss_count_cannot_make(layers: int, pp: int, vp: int) -> None:
+def test_a_split_the_embedding_and_loss_count_cannot_make_is_placed(stack: str, layers: int, pp: int, vp: int) -> None:
     """126 layers + embedding + loss do not split into PP 5 x VP 13 = 65 equal chunks (plan's GB300 answer for Llama
-    3.1 405B on 2,560 GPUs); --pipeline-model-parallel-layout places them: every layer once, the embedding first and
-    the loss last, no chunk above the ceil((L + 2) / chunks) units physics/schedule.stage_layers prices, and VP set
-    by the layout alone (megatron-core 0.18.2 training/arguments.py L906-931 allows one of the three)."""
+    3.1 405B on 2,560 GPUs); Megatron-Core's pipeline_model_parallel_layout places them: every layer once, the
+    embedding first and the loss last, no chunk above the ceil((L + 2) / chunks) units physics/schedule.stage_layers
+    prices; Megatron-LM's VP set by the layout alone (megatron-core 0.18.2 training/arguments.py L906-931 allows one
+    of the three), the recipes' account_for_* (true in Llama 3.1 405B's) set false beside it (transformer_config.py
+    L1712-1729 refuses both)."""
     run = replace(_run(), n_layers=layers)
-    options = launch("megatron-lm", replace(BASE, pp=pp, vp=vp), run, "note").options
-    stages = _stages(str(options["--pipeline-model-parallel-layout"]))
+    options = launch(stack, replace(BASE, pp=pp, vp=vp), run, "note").options
+    stages = _stages(str(options[LAYOUT_OPTION[stack]]))
     assert len(stages) == pp * vp and "".join(stages).count("t") == layers
     assert stages[0].startswith("E") and stages[-1].endswith("L") and "".join(stages).count("E") == 1
     assert max(len(stage) for stage in stages) == -(-(layers + 2) // (pp * vp))
     assert not {"--num-virtual-stages-per-pipeline-rank", "--account-for-loss-in-pipeline-split"} & set(options)
-    assert set(options) <= known_options("megatron-lm")
-    text = launch("megatron-lm", replace(BASE, pp=pp, vp=vp), run, "note").text
-    assert f"--pipeline-model-parallel-layout '{options['--pipeline-model-parallel-layout']}' \\" in text  # quoted
+    assert not [value for key, value in options.items() if key.endswith("account_for_loss_in_pipeline_split") and value]
+    assert _named(stack, options) <= known_options(stack)
+    if stack == "megatron-lm":  # a shell line: quoted
+        text = launch(stack, replace(BASE, pp=pp, vp=vp), run, "note").text
+        assert f"--pipeline-model-parallel-layout '{options['--pipeline-model-parallel-layout']}' \\" in text
 
 
 def test_torchtitan_toml_parses_and_carries_the_layout() -> None:
@@ -223,9 +236,9 @@ def test_torchtitan_without_pipeline_runs_one_micro_batch_per_forward() -> None:
         ("megatron-bridge", BASE, _run("mxfp4"), "--precision mxfp4"),
         ("megatron-lm", BASE, _run("mxfp4"), "--precision mxfp4"),
         ("megatron-lm", replace(BASE, pp=3, vp=1), replace(_run(), layer_layout=False), "--pp 3 --vp 1"),  # 80 + 2
-        ("megatron-bridge", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
+        ("megatron-bridge", replace(BASE, pp=7, vp=2), replace(_run(), layer_layout=False), "--pp 7 --vp 2"),
         ("nemo", BASE, _run("mxfp4"), "--precision mxfp4"),
-        ("nemo", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
+        ("nemo", replace(BASE, pp=7, vp=2), replace(_run(), layer_layout=False), "--pp 7 --vp 2"),
     ],
 )
 def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
@@ -282,21 +295,22 @@ def test_cli_prints_the_config_and_refuses_in_one_line(tmp_path: Path) -> None:
     assert again.code == 2 and "file exists; pass --force" in again.err
 
 
-def test_a_searched_layout_is_the_fastest_the_stack_can_run() -> None:
+def test_a_searched_layout_is_the_fastest_the_stack_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """70B on 64 H100s at TP2 CP2: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss in 28
-    chunks) has no split by Megatron-Bridge's account_for_* fields; launch takes the fastest searched layout that
-    has one, a given layout is still refused. Megatron-LM places it with --pipeline-model-parallel-layout."""
+    chunks) is placed by a layer layout; where none could place it (a model with MTP modules), launch takes the
+    fastest searched layout that has a Megatron split, and a given layout is still refused."""
     question = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8", "gbs": 128}
     question |= {"tp": 2, "cp": 2}
     assert perfmodel.predict(**question).layout.vp == 7  # type: ignore[union-attr]
-    config = perfmodel.launch("megatron-bridge", **question)  # type: ignore[arg-type]
-    chunks = int(config.options["model.pipeline_model_parallel_size"]) * int(
-        config.options.get("model.virtual_pipeline_model_parallel_size") or 1)  # fmt: skip
+    placed = perfmodel.launch("megatron-bridge", **question).options  # type: ignore[arg-type]
+    assert len(_stages(str(placed["model.pipeline_model_parallel_layout"]))) == 28
+    monkeypatch.setattr(launch_module, "_layer_layout", lambda layout, run: None)
+    config = perfmodel.launch("megatron-lm", **question)  # type: ignore[arg-type]
+    chunks = int(config.options["--pipeline-model-parallel-size"]) * int(
+        config.options.get("--num-virtual-stages-per-pipeline-rank", 1))  # fmt: skip
     assert 80 % chunks == 0 or (80 + 2) % chunks == 0
-    with pytest.raises(PerfmodelError, match=r"^--pp 4 --vp 7: megatron-bridge cannot run it .*; megatron-lm places"):
-        perfmodel.launch("megatron-bridge", **question, pp=4, vp=7, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
-    placed = perfmodel.launch("megatron-lm", **question).options  # type: ignore[arg-type]
-    assert len(_stages(str(placed["--pipeline-model-parallel-layout"]))) == 28
+    with pytest.raises(PerfmodelError, match=r"^--pp 4 --vp 7: megatron-lm cannot run it"):
+        perfmodel.launch("megatron-lm", **question, pp=4, vp=7, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
 
 
 SAVED_SETTINGS = {

@@ -73,9 +73,10 @@ NEMO_KEYS = {
     "mixed_precision": None, "comm_overlap.tp_comm_overlap": None, "dist.use_megatron_fsdp": None,
 }  # fmt: skip
 """A Megatron-Bridge override's NeMo 2 name where it is not the strategy's (model.X_size, sequence_parallel, the
-pipeline split's account_for_*: trainer.strategy.X) or the model config's (model.X: model.config.X); None where
-NeMo sets it otherwise (precision: NEMO_PRECISION; TP overlap: the recipe's MegatronCommOverlapCallback; FSDP: the
-strategy's fsdp; the gradient buffer's dtype: the precision plugin's, NEMO_GRAD_REDUCE)."""
+pipeline split's account_for_* and layer layout: trainer.strategy.X) or the model config's (model.X:
+model.config.X); None where NeMo sets it otherwise (precision: NEMO_PRECISION; TP overlap: the recipe's
+MegatronCommOverlapCallback; FSDP: the strategy's fsdp; the gradient buffer's dtype: the precision plugin's,
+NEMO_GRAD_REDUCE)."""
 NEMO_GRAD_REDUCE = "trainer.plugins.grad_reduce_in_fp32"
 """The gradient buffer's dtype in NeMo 2, set both ways: the plugin's field is copied over the DDP config (nemo-toolkit
 2.7.3 lightning/pytorch/strategies/megatron_strategy.py L499), and the recipes' bf16_mixed() sets it true
@@ -89,7 +90,7 @@ BRIDGE_GRAD_REDUCE = (
 """What a Megatron-Bridge config priced with BF16 gradient reduction says (hydra-core 1.3.2 / omegaconf 2.3.0:
 `mixed_precision=NAME` then `mixed_precision.grad_reduce_in_fp32=false` fails, 'Could not override', and with '+' the
 recipe's name is replaced by a table of the one field)."""
-NEMO_STRATEGY = ("_parallel_size", "sequence_parallel", "_in_pipeline_split")
+NEMO_STRATEGY = ("_parallel_size", "sequence_parallel", "_in_pipeline_split", "_parallel_layout")
 NEMO_PRECISION: dict[str, dict[str, object]] = {
     "bf16": {},
     "fp8": {"trainer.plugins.fp8": "hybrid", "trainer.plugins.fp8_recipe": "tensorwise",
@@ -141,7 +142,7 @@ class Run:
     DistributedDataParallelConfig field of that name; Megatron-LM's --accumulate-allreduce-grads-in-fp32 sets it,
     megatron-core 0.17.0 megatron/training/training.py L1448)."""
     layer_layout: bool = True
-    """Whether Megatron-LM's --pipeline-model-parallel-layout can place the model's layers (`_layer_layout`): a GPT
+    """Whether Megatron-Core's pipeline_model_parallel_layout can place the model's layers (`_layer_layout`): a GPT
     model without MTP modules; a hybrid pattern is refused beside it (megatron-core 0.18.2 training/arguments.py
     L815)."""
     unset: tuple[str, ...] = ()
@@ -317,8 +318,8 @@ def _fp8_delayed(run: Run) -> bool:
 def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[str, object]:
     if run.precision not in BRIDGE_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-bridge", "no such mixed-precision recipe in 0.3.1")
-    lo = layout
-    uneven = _uneven_split(layout, run, stack)
+    lo, placed = layout, _layer_layout(layout, run)
+    uneven = placed is None and _uneven_split(layout, run, stack)
     options: dict[str, object] = {
         "model.tensor_model_parallel_size": lo.tp,
         "model.pipeline_model_parallel_size": lo.pp,
@@ -337,11 +338,13 @@ def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[st
     }
     if run.dispatcher:
         options["model.moe_token_dispatcher_type"] = run.dispatcher
-    if uneven:
+    if uneven or placed:  # false beside a layout, which refuses them (a 405B recipe sets them true)
         options |= {
-            "model.account_for_embedding_in_pipeline_split": True,
-            "model.account_for_loss_in_pipeline_split": True,
+            "model.account_for_embedding_in_pipeline_split": uneven,
+            "model.account_for_loss_in_pipeline_split": uneven,
         }
+    if placed:  # Hydra takes '|' unquoted (hydra-core 1.3.2 grammar/OverrideLexer.g4 L62, UNQUOTED_CHAR)
+        options["model.pipeline_model_parallel_layout"] = placed
     if lo.cp > 1:
         options["model.cp_comm_type"] = run.cp_comm
     if lo.recompute != "none":
@@ -394,19 +397,19 @@ def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
     if run.n_layers % chunks == 0:
         return False
     if (run.n_layers + UNEVEN_EXTRA_UNITS) % chunks:
-        placed = "; megatron-lm places them with --pipeline-model-parallel-layout" if run.layer_layout else ""
         raise _refuse(
             f"--pp {layout.pp} --vp {layout.vp}", stack,
             f"{run.n_layers} layers, with the embedding and the loss counted as one each, do not split into "
-            f"{chunks} equal chunks{placed}",
+            f"{chunks} equal chunks",
         )  # fmt: skip
     return True
 
 
 def _layer_layout(layout: Layout, run: Run) -> str | None:
-    """Megatron-LM's --pipeline-model-parallel-layout for a split that counting the embedding and the loss as a layer
-    each does not make even (126 layers + 2 over PP 5 x VP 13 = 65 chunks), None where that count does (or no split
-    is uneven), or for a model it cannot place (Run.layer_layout). The chunks, in the layout's order (virtual stage
+    """Megatron-Core's pipeline_model_parallel_layout (Megatron-LM's --pipeline-model-parallel-layout) for a split
+    that counting the embedding and the loss as a layer each does not make even (126 layers + 2 over PP 5 x VP 13 =
+    65 chunks), None where that count does (or no split is uneven), or for a model it cannot place
+    (Run.layer_layout). The chunks, in the layout's order (virtual stage
     by virtual stage, pipeline rank by rank), take ceil((L + 2) / chunks) units each, the last few one fewer; the
     first opens with the embedding (E), the last closes with the loss (L), every other unit a transformer layer (t):
     no rank holds more than physics/schedule.stage_layers prices. Format: megatron-core 0.18.2
