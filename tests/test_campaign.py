@@ -167,6 +167,10 @@ def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file
     assert f"(P10 {p10} to P90 {p90}: " in days and "run-to-run 0.79%, model error shared by the phases)" in days
     summed = sum(ph["time_to_train_s_p90"] for ph in d["phases"])  # every source shared: wider
     assert summed * (1 - 1e-3) < d["time_to_train_s_p90"] < summed
+    # the cost says its price's basis and the prices of its range, as a prediction's does
+    (cost,) = [line for line in lines if line.split("  ")[0] == "Cost"]  # not "Cost per 1M tokens"
+    low, high = d["usd_per_gpu_hour_low"], d["usd_per_gpu_hour_high"]
+    assert f"/GPU-h {d['price_basis']} (P10 " in cost and cost.endswith(f" at ${low:,.2f} to ${high:,.2f})")
 
 
 def test_predict_prints_each_loss_summed_over_the_phases_and_the_campaign_with_them(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,11 @@ def test_the_ep_window_says_why_an_alltoall_exchange_hides_behind_the_layer() ->
         "gpt-oss-120b-zero3": "the shared experts' ('alltoall' dispatcher) forward compute they can hide behind",
         "deepseek-v3-gb300-ep32-mtp": "the layer's forward compute they can hide behind",
     }
+
+
+@pytest.mark.parametrize("fmt", ["text", "latex"])
+def test_a_formulas_constants_print_at_four_digits(fmt: str) -> None:
+    """The straggler wait read '1.17741002251547*sigma_rank' (sqrt(2 ln 2)) and attention
+    '1.1148681640625*(E/R_exp + F/P_bf16)' beside values at four digits (symbolic.number: none needs 7 decimals)."""
+    out = run_cli("explain", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--format", fmt).out
+    assert "1.177" in out and not re.findall(r"\d\.\d{7,}", out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import RUN_SETTINGS
 from perfmodel.inputs.stacks import Knobs
+from perfmodel.outputs import launch as launch_module
 from perfmodel.outputs.launch import Run, known_options, launch
 from perfmodel.physics.parallel import Layout
 
@@ -163,6 +165,45 @@ def test_an_uneven_pipeline_counts_the_embedding_and_the_loss_as_layers(stack: s
     assert names & set(uneven) and not names & set(even)
 
 
+def _stages(layout: str) -> list[str]:
+    """A --pipeline-model-parallel-layout's stages, unrolled as megatron-core 0.18.2 parses it
+    (transformer/pipeline_parallel_layer_layout.py parse_str_to_list: '(...)*n' and 'x*n' repeat, ',' is cosmetic)."""
+    text = layout.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        text = re.sub(pattern, lambda m: m.group(1) * int(m.group(2)), text)
+    return text.split("|")
+
+
+LAYOUT_OPTION = {
+    "megatron-lm": "--pipeline-model-parallel-layout",
+    "megatron-bridge": "model.pipeline_model_parallel_layout",
+    "nemo": "trainer.strategy.pipeline_model_parallel_layout",
+}
+
+
+@pytest.mark.parametrize("stack", LAYOUT_OPTION)
+@pytest.mark.parametrize(("layers", "pp", "vp"), [(80, 3, 1), (126, 5, 13), (80, 4, 7), (32, 6, 5)])
+def test_a_split_the_embedding_and_loss_count_cannot_make_is_placed(stack: str, layers: int, pp: int, vp: int) -> None:
+    """126 layers + embedding + loss do not split into PP 5 x VP 13 = 65 equal chunks (plan's GB300 answer for Llama
+    3.1 405B on 2,560 GPUs); Megatron-Core's pipeline_model_parallel_layout places them: every layer once, the
+    embedding first and the loss last, no chunk above the ceil((L + 2) / chunks) units physics/schedule.stage_layers
+    prices; Megatron-LM's VP set by the layout alone (megatron-core 0.18.2 training/arguments.py L906-931 allows one
+    of the three), the recipes' account_for_* (true in Llama 3.1 405B's) set false beside it (transformer_config.py
+    L1712-1729 refuses both)."""
+    run = replace(_run(), n_layers=layers)
+    options = launch(stack, replace(BASE, pp=pp, vp=vp), run, "note").options
+    stages = _stages(str(options[LAYOUT_OPTION[stack]]))
+    assert len(stages) == pp * vp and "".join(stages).count("t") == layers
+    assert stages[0].startswith("E") and stages[-1].endswith("L") and "".join(stages).count("E") == 1
+    assert max(len(stage) for stage in stages) == -(-(layers + 2) // (pp * vp))
+    assert not {"--num-virtual-stages-per-pipeline-rank", "--account-for-loss-in-pipeline-split"} & set(options)
+    assert not [value for key, value in options.items() if key.endswith("account_for_loss_in_pipeline_split") and value]
+    assert _named(stack, options) <= known_options(stack)
+    if stack == "megatron-lm":  # a shell line: quoted
+        text = launch(stack, replace(BASE, pp=pp, vp=vp), run, "note").text
+        assert f"--pipeline-model-parallel-layout '{options['--pipeline-model-parallel-layout']}' \\" in text
+
+
 def test_torchtitan_toml_parses_and_carries_the_layout() -> None:
     layout = replace(BASE, zero=3, mbs=2)
     config = tomllib.loads(launch("torchtitan", layout, _run("fp8", "all_gather", TITAN_KNOBS), "note").text)
@@ -194,10 +235,10 @@ def test_torchtitan_without_pipeline_runs_one_micro_batch_per_forward() -> None:
         ("torchtitan", replace(BASE, zero=3, pp=3, vp=1), _run(cp_comm="a2a"), "--pp 3 --vp 1"),
         ("megatron-bridge", BASE, _run("mxfp4"), "--precision mxfp4"),
         ("megatron-lm", BASE, _run("mxfp4"), "--precision mxfp4"),
-        ("megatron-lm", replace(BASE, pp=3, vp=1), _run(), "--pp 3 --vp 1"),  # 80 + 2 layers over 3 chunks
-        ("megatron-bridge", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
+        ("megatron-lm", replace(BASE, pp=3, vp=1), replace(_run(), layer_layout=False), "--pp 3 --vp 1"),  # 80 + 2
+        ("megatron-bridge", replace(BASE, pp=7, vp=2), replace(_run(), layer_layout=False), "--pp 7 --vp 2"),
         ("nemo", BASE, _run("mxfp4"), "--precision mxfp4"),
-        ("nemo", replace(BASE, pp=7, vp=2), _run(), "--pp 7 --vp 2"),
+        ("nemo", replace(BASE, pp=7, vp=2), replace(_run(), layer_layout=False), "--pp 7 --vp 2"),
     ],
 )
 def test_a_layout_the_stack_cannot_run_is_refused_naming_the_setting(
@@ -254,13 +295,16 @@ def test_cli_prints_the_config_and_refuses_in_one_line(tmp_path: Path) -> None:
     assert again.code == 2 and "file exists; pass --force" in again.err
 
 
-def test_a_searched_layout_is_the_fastest_the_stack_can_run() -> None:
+def test_a_searched_layout_is_the_fastest_the_stack_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """70B on 64 H100s at TP2 CP2: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss in 28
-    chunks) has no Megatron split; launch takes the fastest searched layout that has one, a given layout is still
-    refused."""
+    chunks) is placed by a layer layout; where none could place it (a model with MTP modules), launch takes the
+    fastest searched layout that has a Megatron split, and a given layout is still refused."""
     question = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8", "gbs": 128}
     question |= {"tp": 2, "cp": 2}
     assert perfmodel.predict(**question).layout.vp == 7  # type: ignore[union-attr]
+    placed = perfmodel.launch("megatron-bridge", **question).options  # type: ignore[arg-type]
+    assert len(_stages(str(placed["model.pipeline_model_parallel_layout"]))) == 28
+    monkeypatch.setattr(launch_module, "_layer_layout", lambda layout, run: None)
     config = perfmodel.launch("megatron-lm", **question)  # type: ignore[arg-type]
     chunks = int(config.options["--pipeline-model-parallel-size"]) * int(
         config.options.get("--num-virtual-stages-per-pipeline-rank", 1))  # fmt: skip

@@ -93,6 +93,19 @@ def test_the_validation_plots_labels_neither_overlap_nor_leave_the_figure() -> N
     assert "NVIDIA GB200 (GB200 NVL72)" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
+def test_no_two_validation_groups_look_alike() -> None:
+    """The bundled runs span 13 accelerators, three more than tab10's colours: each group's (colour, marker) differs,
+    in the legend as on the panel."""
+    gpus = ("a100-40gb", "a100-sxm-80gb", "b200", "b300", "gb200", "gb300", "h100-grand-teton", "h100-sxm", "h200-sxm",
+            "h800", "mi300x", "mi325x", "mi355x")  # fmt: skip
+    rows = [{"accelerator": gpu, "metric": "step_time_s", "measured": 10.0, "predicted": 10.5} for gpu in gpus]
+    fig = plot.validation({"rows": rows, "mape_pct": 5.0})
+    looks = {
+        (tuple(c.get_facecolor()[0]), c.get_paths()[0].vertices.tobytes()) for c in fig.axes[0].collections[: len(gpus)]
+    }
+    assert len(looks) == len(gpus)
+
+
 @pytest.mark.parametrize("command", ["compare", "search", "plan", "sweep", "export", "whatif", "sensitivity"])
 def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> None:
     flags = {"compare": ["compare", "--gpu", "h100-sxm", "--gpu", "b200", "--model", "llama3.1-8b", "--gpus", "64"],

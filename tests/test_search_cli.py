@@ -78,7 +78,8 @@ def test_a_given_layout_is_counted_in_the_singular() -> None:
     [
         (["--model", "llama3.1-405b", "--gpus", "8"], "no layout fits in memory: of "),
         (["--gpus", "8", "--gbs", "12", "--dp", "8"], "GBS 12 must be divisible by MBS 1 x DP 8"),
-        (["--gpus", "64", "--tp", "3"], "does not divide the 64 GPUs"),
+        (["--gpus", "64", "--pp", "3"], "does not divide the 64 GPUs"),
+        (["--gpus", "64", "--tp", "3"], "--tp: TP 3 must divide the 64 attention heads"),  # before any search
         (["--gpus", "8,x"], "'x' in '8,x' is not a whole number"),
     ],
 )

@@ -208,3 +208,18 @@ def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
     assert "<b id=injected>x</b>" in driver.find_element(By.ID, "error").text
     assert not driver.find_elements(By.ID, "injected")
     assert "wrong" in driver.find_element(By.NAME, "gpu").get_attribute("class")
+
+
+def test_a_link_with_a_model_the_list_lacks_is_refused_not_answered_for_another(driver: Any, url: str) -> None:
+    """The model list had no 'llama3.1-450b': the select showed nothing and the page answered Llama 3.1 70B, the
+    default scenario's model, under the shared link's question."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/?q=predict&model=llama3.1-450b&gpu=h100-sxm&n_gpus=8")
+    WebDriverWait(driver, 30).until(
+        lambda d: d.find_element(By.ID, "error").is_displayed() or d.find_element(By.ID, "result").is_displayed()
+    )
+    error = driver.find_element(By.ID, "error")
+    assert error.is_displayed() and "unknown model 'llama3.1-450b' (did you mean 'llama3.1-405b'?)" in error.text
+    assert not driver.find_element(By.ID, "result").is_displayed()

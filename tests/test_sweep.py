@@ -93,7 +93,7 @@ def test_cli_writes_csv_atomically_and_reports_failed_points(tmp_path: Path) -> 
     ("text", "message"),
     [
         ("[sweep]\nmodels = 'llama3.1-8b'\n", "field 'sweep.models' must be a non-empty list"),
-        ("[sweep]\nmodel = ['llama3.1-8b']\n", "field 'sweep.model': unknown key; allowed: base, models"),
+        ("[sweep]\nmodel = ['llama3.1-8b']\n", "'sweep.model': unknown key (did you mean 'models'?); allowed"),
         ("models = ['llama3.1-8b']\n", "a sweep file has one [sweep] table"),
         ("[sweep]\ngpus = ['h900']\n", "unknown accelerator or system 'h900'"),
         ("[sweep]\nwhatifs = [{ nvlnk = 2 }]\n", "unknown hardware parameter 'nvlnk'"),
@@ -102,7 +102,7 @@ def test_cli_writes_csv_atomically_and_reports_failed_points(tmp_path: Path) -> 
         ("[sweep\n", "not valid TOML"),
         ("[sweep]\nset = 3\n", "[sweep.set] a table of scenario keys"),
         ("[sweep]\nbase = 'nope.toml'\n", "no such scenario file"),
-        ("[sweep]\n[sweep.set]\nn_gpu = 8\n", "sweep.set.n_gpu: unknown key; allowed: name"),
+        ("[sweep]\n[sweep.set]\nn_gpu = 8\n", "sweep.set.n_gpu: unknown key (did you mean 'n_gpus'?); allowed: name"),
     ],
 )
 def test_bad_sweep_files_fail_with_one_line(tmp_path: Path, text: str, message: str) -> None:

@@ -495,13 +495,13 @@ def scenario_flags(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str
 def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool = False, own_count: bool = True) -> Any:
     """The scenario file with the flags applied. `relayout` leaves the file's layout open (keeping its global batch
     and sequence length) so that it is searched; layout flags still fix their dimension. `own_count`: the scenario
-    is priced at its own GPU count, so a layout given in full is checked here, where an error can name its flag."""
+    is priced at its own GPU count, so a layout given in full is checked here, where an error can name its flag (else
+    only what no GPU count changes)."""
     from perfmodel.planning.request import check_given_layout, load_request
 
     options, origins = scenario_flags(flags)
     loaded = load_request(scenario, options, origins, relayout=relayout)
-    if own_count:
-        check_given_layout(loaded, scenario, options, origins)
+    check_given_layout(loaded, scenario, options, origins, own_count)
     return loaded
 
 
@@ -537,7 +537,9 @@ class Deadline(click.ParamType):
         text = str(value).strip().lower()
         unit = text[-1:]
         if unit not in UNITS_S:
-            self.fail(f"'{value}' needs a unit: h, d or w (examples: 720h, 30d, 4w)", param, ctx)
+            word = text[len(text.rstrip("abcdefghijklmnopqrstuvwxyz")) :]  # '60days', '2mo': a unit, not these
+            why = f": the unit must be h, d or w, not '{word}'" if word else " needs a unit: h, d or w"
+            self.fail(f"'{value}'{why} (examples: 720h, 30d, 4w)", param, ctx)
         try:
             number = float(text[:-1])
         except ValueError:

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import catalogue, validated
 from perfmodel.inputs.files import parse_toml
 from perfmodel.inputs.record import bounded, record, replaced
@@ -232,14 +232,28 @@ def _get(kind: str, item_id: str) -> Accelerator | System:
     return _get_in(kind, item_id, catalogue.version())
 
 
+def _unknown(kind: str, item_id: str) -> PerfmodelError:
+    """An id that names no entry of `kind`, with what was likely meant: `compare --gpu` takes a system or a GPU with
+    its precision (`gb300:nvfp4`), `predict --gpu` a GPU alone; else the nearest ids (errors.did_you_mean)."""
+    label = {"accelerators": "GPU", "systems": "system"}[kind]
+    other, other_label = {"accelerators": ("systems", "a system"), "systems": ("accelerators", "a GPU")}[kind]
+    ident, colon, precision = item_id.partition(":")
+    if colon and ident in catalogue.entries()[kind]:
+        hint = f" (the precision is set on its own: '{shown(ident)}' and precision '{shown(precision)}')"
+    elif item_id in catalogue.entries()[other]:
+        hint = f" ('{shown(item_id)}' is {other_label}, not a {label})"
+    else:
+        hint = did_you_mean(shown(item_id), _ids(kind))
+    return PerfmodelError(f"unknown {label} '{shown(item_id)}'{hint}; valid: {', '.join(_ids(kind))}")
+
+
 @cache
 def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerator | System:
     """One accelerator or system, read from its own file (bundled ids are file names), so a prediction reads two
     files; cached per set of user catalogues in force. A bundled file's checked form comes from the cache."""
-    label = {"accelerators": "GPU", "systems": "system"}[kind]
     entry = catalogue.entries()[kind].get(item_id)
     if entry is None:
-        raise PerfmodelError(f"unknown {label} '{shown(item_id)}'; valid: {', '.join(_ids(kind))}")
+        raise _unknown(kind, item_id)
     cls: type[Accelerator | System] = Accelerator if kind == "accelerators" else System
     if entry.bundled:
         text = catalogue.read_bundled(entry)

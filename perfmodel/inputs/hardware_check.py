@@ -80,6 +80,11 @@ def checked(kind: str, path: Path, raw: dict[str, Any]) -> Any:
         found = check(MODELS[kind], raw)
     except ValidationError as exc:
         err = exc.errors()[0]
+        if err["type"] == "extra_forbidden":  # a misspelt key, named with the keys allowed there
+            from perfmodel.inputs.scenario_check import explain_error
+
+            key, message = explain_error(exc, MODELS[kind])
+            raise PerfmodelError(f"{path}: field '{key}': {message}") from None
         field = ".".join(str(p) for p in err["loc"])
         number = (
             RANGES[kind].get(field.removesuffix(".value")) if err["type"] not in ("model_type", "missing") else None

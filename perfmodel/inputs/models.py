@@ -7,7 +7,7 @@ import math
 from dataclasses import MISSING
 from typing import Any, Literal
 
-from perfmodel.errors import FieldError, PerfmodelError, shown
+from perfmodel.errors import FieldError, PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.lora import adapted_layers
@@ -1050,7 +1050,9 @@ ZOO: dict[str, ModelSpec] = {
 
 def get_model(model_id: str) -> ModelSpec:
     if model_id not in ZOO:
-        raise PerfmodelError(f"unknown model '{shown(model_id)}'; valid: {', '.join(ZOO)}")
+        raise PerfmodelError(
+            f"unknown model '{shown(model_id)}'{did_you_mean(shown(model_id), ZOO)}; valid: {', '.join(ZOO)}"
+        )
     return ZOO[model_id]
 
 

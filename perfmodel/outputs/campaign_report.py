@@ -32,6 +32,7 @@ from perfmodel.outputs.report import (
     carbon_text,
     labelled_inputs,
     phases_counted,
+    price_range,
     run_assumptions,
     tonnes,
 )
@@ -87,9 +88,8 @@ def summary_rows(c: Campaign) -> list[list[str]]:
     d = c.record
     cost = _usd(d["cost_usd"])
     if d["usd_per_gpu_hour"] is not None:
-        cost += f" at ${d['usd_per_gpu_hour']:,.2f}/GPU-h" + _quantiles(c, "cost_usd", _usd)
-        if d["cost_usd_low"] != d["cost_usd_high"]:
-            cost += f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])})"
+        cost += f" at ${d['usd_per_gpu_hour']:,.2f}/GPU-h {c.price.basis}" + _quantiles(c, "cost_usd", _usd)
+        cost += price_range(d)
     else:
         cost += f" ({c.price.source})"
     precision = d["precision"]

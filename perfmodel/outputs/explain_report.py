@@ -8,7 +8,7 @@ from typing import Any
 import sympy
 
 from perfmodel.outputs.explain import Explanation, Part, Quantity
-from perfmodel.outputs.symbolic import S, formula_text, number
+from perfmodel.outputs.symbolic import S, formula_text, latex_number, number
 
 PART_SYMBOLS = {
     "compute_s": "T_compute",
@@ -112,14 +112,14 @@ def latex(e: Explanation) -> str:
         f"% {_bounds_line(e)}",
         r"\begin{align*}",
         rf"T_{{step}} &= {step} \\",
-        rf"&= {step_values} = {_latex_number(e.step_time_s)}\,\mathrm{{s}} \\[1ex]",
+        rf"&= {step_values} = {latex_number(e.step_time_s)}\,\mathrm{{s}} \\[1ex]",
     ]
     for part in e.parts:
         name = sympy.latex(S(PART_SYMBOLS[part.key]))
         values = _values(part.quantities)
         lines += [
             rf"{name} &= {formula_text(part.formula, latex=True)} \\",
-            rf"&= {formula_text(part.formula, values, latex=True)} = {_latex_number(part.value)}\,\mathrm{{s}} \\[1ex]",
+            rf"&= {formula_text(part.formula, values, latex=True)} = {latex_number(part.value)}\,\mathrm{{s}} \\[1ex]",
         ]
     lines[-1] = lines[-1].removesuffix(r" \\[1ex]")
     lines += [f"% evidence: {latex_text(x)}" for x in (e.evidence.lines() if e.evidence else [])]
@@ -139,10 +139,6 @@ def latex_text(text: str) -> str:
     """User text (a model's name) as LaTeX shows it: specials escaped, line breaks as spaces, so that it can
     neither end the comment it stands in nor run a command (\\write18, \\input)."""
     return "".join(LATEX_SPECIALS.get(c, c) if c.isprintable() else " " for c in text)
-
-
-def _latex_number(value: float) -> str:
-    return formula_text(S("x"), {S("x"): value}, latex=True)
 
 
 def to_json(e: Explanation) -> str:

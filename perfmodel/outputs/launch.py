@@ -19,6 +19,7 @@ A layout the stack cannot run is refused with one line naming the setting.
 from __future__ import annotations
 
 import csv
+import shlex
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -72,9 +73,10 @@ NEMO_KEYS = {
     "mixed_precision": None, "comm_overlap.tp_comm_overlap": None, "dist.use_megatron_fsdp": None,
 }  # fmt: skip
 """A Megatron-Bridge override's NeMo 2 name where it is not the strategy's (model.X_size, sequence_parallel, the
-pipeline split's account_for_*: trainer.strategy.X) or the model config's (model.X: model.config.X); None where
-NeMo sets it otherwise (precision: NEMO_PRECISION; TP overlap: the recipe's MegatronCommOverlapCallback; FSDP: the
-strategy's fsdp; the gradient buffer's dtype: the precision plugin's, NEMO_GRAD_REDUCE)."""
+pipeline split's account_for_* and layer layout: trainer.strategy.X) or the model config's (model.X:
+model.config.X); None where NeMo sets it otherwise (precision: NEMO_PRECISION; TP overlap: the recipe's
+MegatronCommOverlapCallback; FSDP: the strategy's fsdp; the gradient buffer's dtype: the precision plugin's,
+NEMO_GRAD_REDUCE)."""
 NEMO_GRAD_REDUCE = "trainer.plugins.grad_reduce_in_fp32"
 """The gradient buffer's dtype in NeMo 2, set both ways: the plugin's field is copied over the DDP config (nemo-toolkit
 2.7.3 lightning/pytorch/strategies/megatron_strategy.py L499), and the recipes' bf16_mixed() sets it true
@@ -88,7 +90,7 @@ BRIDGE_GRAD_REDUCE = (
 """What a Megatron-Bridge config priced with BF16 gradient reduction says (hydra-core 1.3.2 / omegaconf 2.3.0:
 `mixed_precision=NAME` then `mixed_precision.grad_reduce_in_fp32=false` fails, 'Could not override', and with '+' the
 recipe's name is replaced by a table of the one field)."""
-NEMO_STRATEGY = ("_parallel_size", "sequence_parallel", "_in_pipeline_split")
+NEMO_STRATEGY = ("_parallel_size", "sequence_parallel", "_in_pipeline_split", "_parallel_layout")
 NEMO_PRECISION: dict[str, dict[str, object]] = {
     "bf16": {},
     "fp8": {"trainer.plugins.fp8": "hybrid", "trainer.plugins.fp8_recipe": "tensorwise",
@@ -139,6 +141,10 @@ class Run:
     """Whether the prediction reduces the gradients in an FP32 buffer (Scenario.grad_reduce_in_fp32: Megatron-Core's
     DistributedDataParallelConfig field of that name; Megatron-LM's --accumulate-allreduce-grads-in-fp32 sets it,
     megatron-core 0.17.0 megatron/training/training.py L1448)."""
+    layer_layout: bool = True
+    """Whether Megatron-Core's pipeline_model_parallel_layout can place the model's layers (`_layer_layout`): a GPT
+    model without MTP modules; a hybrid pattern is refused beside it (megatron-core 0.18.2 training/arguments.py
+    L815)."""
     unset: tuple[str, ...] = ()
     """The run settings the prediction priced (Scenario's RUN_SETTINGS, as `name = value`) that the config does not
     set (FP8 attention, CUDA graphs, the experts' kernels: the recipe's own), named in its header so that the config
@@ -159,7 +165,7 @@ def launch(stack: str, layout: Layout, run: Run, note: str) -> Launch:
     if run.unset:
         header.append(f"# priced with {', '.join(run.unset)}, which this config does not set: set them in the recipe")
     if stack == "megatron-lm":
-        flags = [f"{key}" if value is True else f"{key} {value}" for key, value in options.items()]
+        flags = [f"{key}" if value is True else f"{key} {shlex.quote(str(value))}" for key, value in options.items()]
         body = [f"{flag} \\" for flag in flags[:-1]] + flags[-1:]
         header.append("# Megatron-LM pretrain_gpt.py arguments (megatron-core 0.17.1's parser), one a line")
     elif stack == "megatron-bridge":
@@ -196,8 +202,9 @@ def for_prediction(prediction: Prediction, stack: str) -> Launch:
     dispatcher = model.dispatcher if model.experts else None
     offloaded, fp32 = scenario.activation_offload_layers, scenario.grad_reduce_in_fp32
     unset = tuple(f"{k} = {_bridge_value(v)}" for k, v in run_settings(scenario).items() if k not in CONFIGURED)
+    plain = not (model.hybrid_pattern or model.mamba_heads or model.gdn_value_heads or model.mtp_layers)
     run = Run(scenario.precision, scenario.cp_exchange, _priced_knobs(scenario), model.layers, dispatcher, offloaded,
-              fp32, unset)  # fmt: skip
+              fp32, plain, unset)  # fmt: skip
     return launch(stack, lo, run, note)
 
 
@@ -311,8 +318,8 @@ def _fp8_delayed(run: Run) -> bool:
 def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[str, object]:
     if run.precision not in BRIDGE_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-bridge", "no such mixed-precision recipe in 0.3.1")
-    lo = layout
-    uneven = _uneven_split(layout, run, stack)
+    lo, placed = layout, _layer_layout(layout, run)
+    uneven = placed is None and _uneven_split(layout, run, stack)
     options: dict[str, object] = {
         "model.tensor_model_parallel_size": lo.tp,
         "model.pipeline_model_parallel_size": lo.pp,
@@ -331,11 +338,13 @@ def _bridge(layout: Layout, run: Run, stack: str = "megatron-bridge") -> dict[st
     }
     if run.dispatcher:
         options["model.moe_token_dispatcher_type"] = run.dispatcher
-    if uneven:
+    if uneven or placed:  # false beside a layout, which refuses them (a 405B recipe sets them true)
         options |= {
-            "model.account_for_embedding_in_pipeline_split": True,
-            "model.account_for_loss_in_pipeline_split": True,
+            "model.account_for_embedding_in_pipeline_split": uneven,
+            "model.account_for_loss_in_pipeline_split": uneven,
         }
+    if placed:  # Hydra takes '|' unquoted (hydra-core 1.3.2 grammar/OverrideLexer.g4 L62, UNQUOTED_CHAR)
+        options["model.pipeline_model_parallel_layout"] = placed
     if lo.cp > 1:
         options["model.cp_comm_type"] = run.cp_comm
     if lo.recompute != "none":
@@ -396,14 +405,34 @@ def _uneven_split(layout: Layout, run: Run, stack: str) -> bool:
     return True
 
 
+def _layer_layout(layout: Layout, run: Run) -> str | None:
+    """Megatron-Core's pipeline_model_parallel_layout (Megatron-LM's --pipeline-model-parallel-layout) for a split
+    that counting the embedding and the loss as a layer each does not make even (126 layers + 2 over PP 5 x VP 13 =
+    65 chunks), None where that count does (or no split is uneven), or for a model it cannot place
+    (Run.layer_layout). The chunks, in the layout's order (virtual stage
+    by virtual stage, pipeline rank by rank), take ceil((L + 2) / chunks) units each, the last few one fewer; the
+    first opens with the embedding (E), the last closes with the loss (L), every other unit a transformer layer (t):
+    no rank holds more than physics/schedule.stage_layers prices. Format: megatron-core 0.18.2
+    transformer/pipeline_parallel_layer_layout.py parse_str_to_list ('|' between stages)."""
+    chunks, units = layout.pp * layout.vp, run.n_layers + UNEVEN_EXTRA_UNITS
+    if not run.layer_layout or run.n_layers % chunks == 0 or units % chunks == 0:
+        return None
+    base, more = divmod(units, chunks)
+    stages = ["t" * (base + (i < more)) for i in range(chunks)]
+    stages[0], stages[-1] = "E" + stages[0][1:], stages[-1][1:] + "L"
+    return "|".join(stages)
+
+
 def _megatron_lm(layout: Layout, run: Run) -> dict[str, object]:
     if run.precision not in MEGATRON_LM_PRECISION:
         raise _refuse(f"--precision {run.precision}", "megatron-lm", "no such --fp8-recipe or --fp4-recipe in 0.17.1")
-    lo, uneven = layout, _uneven_split(layout, run, "megatron-lm")
+    lo, placed = layout, _layer_layout(layout, run)
+    uneven = placed is None and _uneven_split(layout, run, "megatron-lm")
     options: dict[str, object] = {
         "--tensor-model-parallel-size": lo.tp,
         "--pipeline-model-parallel-size": lo.pp,
-        "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 else None,
+        "--num-virtual-stages-per-pipeline-rank": lo.vp if lo.vp > 1 and placed is None else None,
+        "--pipeline-model-parallel-layout": placed,  # sets VP itself; excludes the two above and below
         "--account-for-embedding-in-pipeline-split": uneven,
         "--account-for-loss-in-pipeline-split": uneven,
         "--context-parallel-size": lo.cp,

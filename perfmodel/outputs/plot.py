@@ -431,6 +431,7 @@ def validation(report: Record) -> Any:
     group_key = next((k for k in ("accelerator", "source", "group") if all(k in row for row in rows)), None)
     labels = sorted({str(row[group_key]) if group_key else "runs" for row in rows})
     colours = dict(zip(labels, _palette(len(labels)), strict=True))
+    markers = {label: MARKERS[i // PALETTE_SIZE % len(MARKERS)] for i, label in enumerate(labels)}
     fig, axes = _figure(6.0 * len(by_metric) + 1.5, 6.0, columns=len(by_metric))
     for ax, (metric, metric_rows) in zip([axes] if len(by_metric) == 1 else axes, by_metric.items(), strict=True):
         groups: dict[str, list[Record]] = {}
@@ -438,7 +439,7 @@ def validation(report: Record) -> Any:
             groups.setdefault(str(row[group_key]) if group_key else "runs", []).append(row)
         for label, group in sorted(groups.items()):
             measured, predicted = [r["measured"] for r in group], [r["predicted"] for r in group]
-            ax.scatter(measured, predicted, label=label, s=24, color=colours[label])
+            ax.scatter(measured, predicted, label=label, s=24, color=colours[label], marker=markers[label])
         values = [v for row in metric_rows for v in (row["measured"], row["predicted"])]
         lo, hi = min(values) / 1.3, max(values) * 1.3
         ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
@@ -489,11 +490,18 @@ def _plain_log_ticks(ax: Any) -> None:
     ax.yaxis.set_minor_formatter(plain)
 
 
+PALETTE_SIZE = 10
+"""The colours of matplotlib's tab10, which `_palette` repeats past the tenth."""
+MARKERS = "os^D"
+"""The validation plot's markers: a group past the tenth takes the next one, so that no two groups look alike (the
+bundled runs span 13 accelerators: MI325X's points were A100 40GB's blue dots, MI355X's A100 80GB's orange)."""
+
+
 def _palette(n: int) -> list[Any]:
     import matplotlib
 
     cmap = matplotlib.colormaps["tab10"]
-    return [cmap(i % 10) for i in range(n)]
+    return [cmap(i % PALETTE_SIZE) for i in range(n)]
 
 
 DRAW: dict[str, Callable[[Any], Any]] = {

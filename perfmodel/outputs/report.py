@@ -193,6 +193,17 @@ def _energy(kwh: float) -> str:
     return f"{kwh / 1000:,.1f} MWh" if kwh >= 1000 else f"{kwh:,.1f} kWh"
 
 
+def price_range(d: dict[str, Any]) -> str:
+    """A record's cost at its low and high price, with those prices (' (range $7.92M to $18.23M at $2.99 to
+    $6.88)'); '' for a price without a range."""
+    if d["cost_usd_low"] == d["cost_usd_high"]:
+        return ""
+    return (
+        f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
+        f" at ${d['usd_per_gpu_hour_low']:,.2f} to ${d['usd_per_gpu_hour_high']:,.2f})"
+    )
+
+
 def _usable(acc: Accelerator) -> str:
     """Where a job gets less than the HBM the datasheet (and `hardware list`) prints, say so: 279 of GB300's 288."""
     if acc.hbm_usable_gb is None or acc.hbm_usable_gb.value == acc.hbm_gb.value:
@@ -269,12 +280,7 @@ def table(p: Prediction) -> str:
         price = d["usd_per_gpu_hour"]
         cost = _usd(d["cost_usd"])
         if price is not None:
-            cost += f" at ${price:,.2f}/GPU-h {p.price.basis}" + quantiles("cost_usd", _usd)
-            if d["cost_usd_low"] != d["cost_usd_high"]:
-                cost += (
-                    f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
-                    f" at ${d['usd_per_gpu_hour_low']:,.2f} to ${d['usd_per_gpu_hour_high']:,.2f})"
-                )
+            cost += f" at ${price:,.2f}/GPU-h {p.price.basis}" + quantiles("cost_usd", _usd) + price_range(d)
         else:
             cost += f" ({p.price.source})"
         if p.mlperf is not None:

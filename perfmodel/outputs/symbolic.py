@@ -57,16 +57,29 @@ class _ValueStr(_WithValues, StrPrinter):
     def _print_Symbol(self, expr: Any) -> str:
         return number(self._values[expr]) if expr in self._values else super()._print_Symbol(expr)
 
+    def _print_Float(self, expr: Any) -> str:
+        """A constant at the four digits its symbols' values print with: explain's straggler wait read
+        '1.17741002251547*sigma_rank' (sqrt(2 ln 2)) beside 'sigma_rank = 0.007547'."""
+        return number(float(expr))
+
 
 class _ValueLatex(_WithValues, LatexPrinter):
     def _print_Symbol(self, expr: Any, style: str = "plain") -> str:
         if expr not in self._values:
             return super()._print_Symbol(expr, style)
-        text = number(self._values[expr])
-        if "e" in text:
-            mantissa, exponent = text.split("e")
-            return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
-        return text
+        return latex_number(self._values[expr])
+
+    def _print_Float(self, expr: Any) -> str:
+        return latex_number(float(expr))
+
+
+def latex_number(value: float) -> str:
+    """`number` in LaTeX: 1.234 \\cdot 10^{-5} for 1.234e-05."""
+    text = number(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
+    return text
 
 
 def formula_text(expr: Any, values: dict[sympy.Symbol, float] | None = None, latex: bool = False) -> str:

@@ -210,7 +210,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         lambda v, md, n: v.seq_len % v.tp == 0,
         lambda v, md, n: f"TP {v.tp} must divide the sequence length {v.seq_len} (sequence parallelism)",
-        ("tp",),
+        ("tp", "seq_len"),
     ),
     Rule(
         lambda v, md, n: (v.cp == 1) | (v.seq_len % (2 * v.cp * v.tp) == 0),
@@ -218,7 +218,7 @@ RULES: tuple[Rule, ...] = (
             f"CP {v.cp} needs the sequence length {v.seq_len} divisible by 2 x CP x TP = "
             f"{2 * v.cp * v.tp} (load-balanced causal chunks)"
         ),
-        ("cp", "tp"),
+        ("cp", "seq_len", "tp"),
     ),
     Rule(
         lambda v, md, n: (v.cp == 1) | (md.index_topk == 0),

@@ -20,8 +20,8 @@ from perfmodel.inputs.scenario import (
     scenario_file,
     with_overrides,
 )
-from perfmodel.physics.parallel import broken_rules, check, feature_rules
-from perfmodel.planning.predict import given_full_layout, without_layout
+from perfmodel.physics.parallel import Layout, broken_rules, feature_rules
+from perfmodel.planning.predict import given_degree, given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
 """GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
@@ -68,24 +68,58 @@ def check_keywords(options: dict[str, Any]) -> None:
 
 
 def check_given_layout(
-    scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+    scenario: Scenario,
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    own_count: bool = True,
 ) -> None:
-    """A scenario with its layout given in full breaks no layout rule at its own GPU count; the error names the flag
-    that set a dimension the first broken rule names (`--tp: ... TP 3 must divide the 64 attention heads`), else
-    the scenario file's field, as the other input errors do."""
-    layout = given_full_layout(scenario)
-    if layout is None or scenario.phase:  # a campaign's phases check their own layouts, each error naming its phase
+    """The scenario's given layout breaks no layout rule at its own GPU count (`own_count`; else, searched at other
+    counts, no rule that reads the count); the error names the flag that set a dimension the first broken rule names
+    (`--tp: ... TP 3 must divide the 64 attention heads`), else the scenario file's field, as the other input errors
+    do. A layout left partly to the search is held to the rules that read only given dimensions (TP against the
+    heads), which no searched layout could then keep: the search's own error ('no valid layout ...') names neither
+    the flag nor the file."""
+    if scenario.phase:  # a campaign's phases check their own layouts, each error naming its phase
         return
     rules = feature_rules(scenario.stack, scenario.vintage)
-    try:
-        check(layout, scenario.model_spec(), scenario.n_gpus, rules)
-    except InfeasibleLayout as exc:
-        named = broken_rules(layout, scenario.model_spec(), scenario.n_gpus, rules)[0].dims
-        flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
-        if flag is not None:
-            raise InfeasibleLayout(f"{flag}: {exc}") from None
-        where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
-        raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {exc}") from None
+    full = given_full_layout(scenario)
+    layout, given = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
+    given -= set() if own_count else {"n_gpus"}
+    rules = tuple(rule for rule in rules if set(rule.dims) <= given)
+    model = scenario.model_spec()
+    broken = broken_rules(layout, model, scenario.n_gpus, rules)
+    if not broken:
+        return
+    why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
+    if full is not None and own_count:
+        why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
+    named = broken[0].dims
+    flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
+    if flag is not None:
+        raise InfeasibleLayout(f"{flag}: {why}")
+    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+def _given_part(scenario: Scenario) -> tuple[Layout, set[str]]:
+    """A partly given layout with 1 (or the default batch, no recompute, ZeRO-1) in each open dimension, and the
+    options it gives: the GPU count and sequence length always."""
+    par = scenario.parallelism
+    given = {"n_gpus", "seq_len"} | {name for name in OPEN_DIMS if getattr(par, name) is not None}
+    vp = given_degree(par, "vp")
+    given |= {"vp"} if vp else set()
+    tp, pp, cp = par.tp or 1, par.pp or 1, par.cp or 1
+    layout = Layout(
+        tp, pp, cp, par.dp or max(1, scenario.n_gpus // (tp * pp * cp)), vp or 1, par.ep or 1, par.mbs or 1,
+        par.gbs or scenario.default_gbs(), par.seq_len, par.recompute or "none", 1 if par.zero is None else par.zero,
+        par.etp or 1, par.recompute_layers,
+    )  # fmt: skip
+    return layout, given
+
+
+OPEN_DIMS = ("tp", "pp", "cp", "dp", "ep", "etp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
+"""The layout's dimensions a scenario may leave to the search (VP: planning.predict.given_degree)."""
 
 
 def gpu_counts(values: Iterable[int]) -> list[int]:

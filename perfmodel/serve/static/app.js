@@ -119,11 +119,16 @@ function shareLink() {
   return `${location.pathname}?${params}`;
 }
 
+// A link's value a list does not offer (a model id since renamed, a typo) is added to it, so that the API refuses it
+// with its own line; a <select> set to a value it lacks shows nothing and the question ran without it.
 function refill(params) {
   if (params.has("q") && HINTS[params.get("q")]) showQuestion(params.get("q"));
   for (const input of $("#question").querySelectorAll("[name]")) {
-    if (params.has(input.name)) input.value = params.get(input.name);
-    else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
+    if (params.has(input.name)) {
+      const value = params.get(input.name);
+      if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) input.append(element("option", value, { value }));
+      input.value = value;
+    } else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
   }
 }
 
