@@ -184,16 +184,18 @@ def test_work_is_bounded(client: TestClient) -> None:
 
 
 def test_a_request_past_the_wall_time_is_stopped(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    """DeepSeek-V3 on 16,384 GB300 with every layout dimension open searches for about a minute on one core: the
-    worker is stopped at the bound, and the next request is answered by a new one."""
+    """DeepSeek-V3 on 16,384 GB300 with every layout dimension open searches for 1-2 s on one core (its bounded
+    search prices about 10,000 of 11.7 million valid layouts): a bound of 0.2 s stops the worker, and the next request
+    is answered by a new one."""
     for _ in range(workers.WORKERS):  # every worker started and warm: the bound then times the question alone
         assert client.post("/api/predict", json=PREDICT).status_code == 200
-    monkeypatch.setattr(work, "MAX_REQUEST_S", 3.0)
+    monkeypatch.setattr(work, "MAX_REQUEST_S", 0.2)
     started = time.monotonic()
     found = refusal(client, "/api/predict", {"model": "deepseek-v3", "gpu": "gb300", "n_gpus": 16384})
     assert time.monotonic() - started < 15
     assert found == {"error": found["error"], "field": None}
-    assert found["error"].startswith("stopped after 3 s, this server's bound on one request's work")
+    assert found["error"].startswith("stopped after 0.2 s, this server's bound on one request's work")
+    monkeypatch.undo()  # the new worker's first answer (its imports) under the server's own bound
     assert client.post("/api/predict", json=PREDICT).json() == run_json("predict", *PREDICT_FLAGS)
 
 
