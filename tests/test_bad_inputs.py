@@ -209,6 +209,8 @@ CASES: list[Case] = [
     Case("rule-context-chunks", layout(cp=8, seq_len=8200), "CP 8 needs the sequence length 8200 divisible by 2 x"),
     Case("rule-stages", layout(pp=8, vp=5), "PP 8 x VP 5 = 40 stages exceed the 32 layers"),
     Case("rule-interleaving", layout(vp=2), "VP 2 (interleaving) needs PP > 1"),
+    Case("rule-interleaving-micro-batches", layout(pp=4, vp=2, dp=2, gbs=6, mbs=1),
+         "VP 2 (interleaving) needs at least PP 4 micro-batches per step; GBS 6 / (MBS 1 x DP 2) gives 3"),
     Case("rule-batch", layout(gbs=60, mbs=8), "GBS 60 must be divisible by MBS 8 x DP 8 = 64"),
     Case("rule-experts", layout(ep=8), "EP 8 needs a mixture-of-experts model; llama3.1-8b is dense"),
     Case("rule-ep-divides-experts", layout(model="qwen3-30b-a3b", gpus=48, dp=48, ep=3, gbs=48),

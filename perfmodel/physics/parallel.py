@@ -243,6 +243,18 @@ RULES: tuple[Rule, ...] = (
         lambda v, md, n: f"GBS {v.gbs} must be divisible by MBS {v.mbs} x DP {v.dp} = {v.mbs * v.dp}",
         ("gbs", "mbs", "dp"),
     ),
+    # Megatron-Core's interleaved schedule refuses fewer micro-batches than stages (schedules.py,
+    # forward_backward_pipelining_with_interleaving: 0.9.0 needs a multiple of PP; from 0.10.0 its
+    # microbatch_group_size_per_vp_stage, PP by default, may not exceed them); torchtitan's PyTorch schedules likewise
+    # (recalled). With fewer, no schedule fills the pipeline: the step waits (pp - 1) micro-batches, not (pp - 1) / vp.
+    Rule(
+        lambda v, md, n: (v.vp == 1) | (v.gbs >= v.pp * v.mbs * v.dp),
+        lambda v, md, n: (
+            f"VP {v.vp} (interleaving) needs at least PP {v.pp} micro-batches per step; GBS {v.gbs} / (MBS {v.mbs} x "
+            f"DP {v.dp}) gives {v.gbs // max(1, v.mbs * v.dp)}"
+        ),
+        ("vp", "pp", "gbs", "mbs", "dp"),
+    ),
     Rule(
         lambda v, md, n: (v.ep == 1) | (md.experts > 0),
         lambda v, md, n: f"EP {v.ep} needs a mixture-of-experts model; {md.id} is dense (use EP 1)",
