@@ -1537,10 +1537,13 @@ def _rank_memory(
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held
-        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, _shards(rec, lv))
+        trainable = _trainable(ctx, dense, rank_layers, tp)
+        per_layer = md.tensors_per_layer if rec.zero3_per_tensor else 1  # ZeRO-3's units: layers, or tensors
+        state = memory.model_state(dense, trainable, rec, lv.zero, _shards(rec, lv), rank_layers * per_layer)
         if md.is_moe:
             trained = 0.0 * expert if ctx.frozen_base else expert
-            shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv))
+            units = rank_layers * md.moe_layers / md.layers * per_layer  # the rank's MoE layers, in mean-layer units
+            shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv), units)
             state = tuple(a + b for a, b in zip(state, shards, strict=True))
         return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
 
