@@ -208,8 +208,8 @@ MUTATIONS = (
     Mutation(
         "ZeRO-3 backward weight gather dropped",
         "perfmodel/physics/step.py",
-        "exposed(gather_weights + scatter, mb_backward, overlap)",
-        "exposed(scatter, mb_backward, overlap)",
+        "unit_gathers + unit_scatters, units, mb_backward, overlap",
+        "unit_scatters, units, mb_backward, overlap",
     ),
     Mutation(
         "pipeline sends at half the bytes",

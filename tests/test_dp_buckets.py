@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+import perfmodel
 from perfmodel.inputs.hardware import resolve
 from perfmodel.physics.collectives import (
     HALF_BANDWIDTH_S,
@@ -78,9 +79,33 @@ def test_zero1_reduce_scatters_the_gradients_and_all_gathers_the_updated_paramet
 def test_zero3_gathers_the_weights_for_every_forward_and_backward() -> None:
     """ZeRO-3 (Rajbhandari et al. 2020, "ZeRO", section 7.2.2): each micro-batch all-gathers the BF16 weights for
     its forward and again for its backward and reduce-scatters the gradients, 3 Psi bytes, 1.5 times DDP's
-    all-reduce. Llama 3.1 8B, two micro-batches, nothing hidden: the whole-model gathers are one call each, the
-    reduce-scatter runs in the 201 Megatron buckets."""
+    all-reduce. FSDP runs them one wrapped unit, a transformer layer, at a time (torch fully_shard per block,
+    Megatron-FSDP's fsdp_unit_modules): Llama 3.1 8B's 32 layers, two micro-batches, nothing hidden, are 3 x 32
+    calls of 1/32 of the weights each per micro-batch, each paying its ring's latency."""
     exposed_s, params = _llama8b_dp8_exposed_s(zero=3, gbs=16)
-    g, buckets, size = group_links(H100, NOTHING_HIDDEN, 8, 1), 201, params * 2
-    per_microbatch = 2 * all_gather(size, g) + buckets * reduce_scatter(size / buckets, g)
+    g, layers, size = group_links(H100, NOTHING_HIDDEN, 8, 1), 32, params * 2
+    per_microbatch = layers * (2 * all_gather(size / layers, g) + reduce_scatter(size / layers, g))
     assert exposed_s == pytest.approx(2 * per_microbatch)
+
+
+def test_zero3_pays_a_ring_latency_per_layer_across_thousands_of_ranks() -> None:
+    """At DP 2,048 (one rank per H100 node at a stride of TP 8) each of a layer's gathers waits 2,047 NIC ring
+    steps, so Llama 3.1 8B's 32 per-layer gathers cost at least 32 such latencies: priced as one call for the
+    whole model, the search took ZeRO-3 for 8B-70B models on 4,096-32,768 GPUs at a fraction of that."""
+    g, layers, size = group_links(H100, EFF, 2048, 8), 32, 8.03e9 * 2 / 8
+    alpha = NCCL_CALL_LATENCY_S + (g.domains - 1) * g.inter_latency_s
+    assert g.domains == 2048 and alpha > 5e-3
+    per_layer = layers * all_gather(size / layers, g)
+    assert per_layer > all_gather(size, g) + (layers - 1) * alpha
+
+
+def test_the_search_leaves_zero3_whose_layer_gathers_wait_on_hundreds_of_nic_steps() -> None:
+    """Llama 3.1 8B on 32,768 GB200 (GBS 2,048): ZeRO-3 at TP4 CP4 DP2048 shards over 8,192 ranks, 16 per NVL72
+    rack in 512 racks, so each of its 3 x 32 layer calls a micro-batch waits 511 NIC ring steps: its exposed DP time
+    alone is more than the searched layout's whole step. Priced as one call for the rank's weights, the search took
+    it at 90 ms a step."""
+    question = {"model": "llama3.1-8b", "gpu": "gb200", "n_gpus": 32768, "precision": "bf16"}
+    searched = perfmodel.predict(**question)
+    fsdp = perfmodel.predict(**question, tp=4, cp=4, pp=1, zero=3, mbs=1, recompute="none")  # type: ignore[arg-type]
+    assert searched.layout.zero < 3  # type: ignore[union-attr]
+    assert fsdp.step.dp_comm_exposed_s > searched.step_time_s  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ def test_expert_group_quantities_name_their_group(zero: int) -> None:
     p = predict(load_scenario(None, keys | {f"parallelism.{k}": v for k, v in layout.items()}))
     part = next(part for part in explain(p).parts if part.key == "dp_comm_exposed_s")
     experts = [q for q in part.quantities if str(q.symbol).endswith("_E")]
-    dense = [q for q in part.quantities if str(q.symbol).startswith(("t_AG", "t_RS", "n_buckets"))]
-    assert len(experts) == (3 if zero == 1 else 2) and len(dense) == 2 * len(experts)
+    dense = [q for q in part.quantities if str(q.symbol).startswith(("t_AG", "t_RS", "n_buckets", "n_units"))]
+    assert len(experts) == 3 and len(dense) == 2 * len(experts)  # ZeRO-1: RS, AG, buckets; ZeRO-3: AG, RS, layers
     assert all(q.meaning.endswith("(routed experts over expert DP = 2 ranks)") for q in experts)
     assert not any("routed experts" in q.meaning for q in dense if q not in experts)

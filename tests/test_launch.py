@@ -296,11 +296,11 @@ def test_cli_prints_the_config_and_refuses_in_one_line(tmp_path: Path) -> None:
 
 
 def test_a_searched_layout_is_the_fastest_the_stack_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """70B on 64 H100s at TP2 CP2: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss in 28
-    chunks) is placed by a layer layout; where none could place it (a model with MTP modules), launch takes the
+    """70B on 64 H100s at TP2 CP2 ZeRO-2: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss
+    in 28 chunks) is placed by a layer layout; where none could place it (a model with MTP modules), launch takes the
     fastest searched layout that has a Megatron split, and a given layout is still refused."""
     question = {"model": "llama3.1-70b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "fp8", "gbs": 128}
-    question |= {"tp": 2, "cp": 2}
+    question |= {"tp": 2, "cp": 2, "zero": 2}
     assert perfmodel.predict(**question).layout.vp == 7  # type: ignore[union-attr]
     placed = perfmodel.launch("megatron-bridge", **question).options  # type: ignore[arg-type]
     assert len(_stages(str(placed["model.pipeline_model_parallel_layout"]))) == 28
@@ -310,7 +310,7 @@ def test_a_searched_layout_is_the_fastest_the_stack_can_run(monkeypatch: pytest.
         config.options.get("--num-virtual-stages-per-pipeline-rank", 1))  # fmt: skip
     assert 80 % chunks == 0 or (80 + 2) % chunks == 0
     with pytest.raises(PerfmodelError, match=r"^--pp 4 --vp 7: megatron-lm cannot run it"):
-        perfmodel.launch("megatron-lm", **question, pp=4, vp=7, mbs=1, recompute="none", zero=2)  # type: ignore[arg-type]
+        perfmodel.launch("megatron-lm", **question, pp=4, vp=7, mbs=1, recompute="none")  # type: ignore[arg-type]
 
 
 SAVED_SETTINGS = {

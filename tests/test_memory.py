@@ -100,3 +100,18 @@ def test_lora_keeps_only_adapter_gradients_and_optimizer_state() -> None:
     assert len(adapter_ops) == 12  # qkv and proj
     per_microbatch -= times_by(adapter_ops, rates)["total"] * 80
     assert full.compute_s - lora.compute_s == pytest.approx(8 * per_microbatch, rel=1e-9)
+
+
+def test_zero3_holds_two_gathered_layers_and_one_layers_gradients_beside_its_shards() -> None:
+    """FSDP computes one layer gathered whole while the next one's gather is in flight, and holds the layer's whole
+    gradients until their reduce-scatter: Llama 3.1 405B's 126 layers at TP 2 on 64 shards, BF16 (2 B weights and
+    gradients). ZeRO-2 gathers no weights but holds a layer's gradients whole as ZeRO-3 does; ZeRO-1 neither."""
+    recipe, params, layers, shards = RECIPES["bf16"], 405e9 / 2, 126, 64
+    weights, gradients, optimizer = memory.model_state(params, params, recipe, 3, shards, layers)
+    layer = params / layers
+    assert weights == pytest.approx(params * 2 / shards + 2 * layer * 2)
+    assert gradients == pytest.approx(params * 2 / shards + layer * 2)
+    assert 2 * layer * 2 + layer * 2 > 9.6e9  # what sharding alone left out
+    zero2 = memory.model_state(params, params, recipe, 2, shards, layers)
+    assert zero2[0] == params * 2 and zero2[1] == pytest.approx(params * 2 / shards + layer * 2)
+    assert memory.model_state(params, params, recipe, 1, shards, layers)[1:] == (params * 2, optimizer)

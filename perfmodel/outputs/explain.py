@@ -760,16 +760,19 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
     if links.size < lo.dp * lo.cp:
         group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
+    units = float(trace["busiest_layers"])
     formula, used = _zero_formula(
-        ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"], float(trace["gathers"])
-    )
+        ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"], float(trace["gathers"]),
+        units,
+    )  # fmt: skip
     notes = [group]
     if "experts" in trace:
         expert_group = f"routed experts over expert DP = {lo.expert_dp} ranks"
         experts = float(trace["experts"].most)
         extra, extra_used = _zero_formula(
-            ctx, lo.zero, trace["edp_links"], float(trace["expert_trainable"]), experts, windows, "_E", expert_group
-        )
+            ctx, lo.zero, trace["edp_links"], float(trace["expert_trainable"]), experts, windows, "_E", expert_group,
+            units=ctx.model.moe_layers,
+        )  # fmt: skip
         formula, used, notes = formula + extra, used + [q for q in extra_used if q not in used], [group, expert_group]
     return Part(
         "dp_comm_exposed_s",
@@ -793,10 +796,12 @@ def _zero_formula(
     group: str,
     replicas_s: float = 0.0,
     gathers: float = 2.0,
+    units: float = 1.0,
 ) -> tuple[Any, list[Quantity]]:
     """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
     with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`); `gathers`: weight
-    gathers per micro-batch of a ZeRO-3 run tensor by tensor (step.zero3_gathers)."""
+    gathers per micro-batch of a ZeRO-3 run tensor by tensor (step.zero3_gathers); `units`: the layers a ZeRO-3
+    rank gathers and reduce-scatters one call each."""
     N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
     grads = trainable * ctx.recipe.grad_reduce_bytes
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
@@ -827,12 +832,15 @@ def _zero_formula(
                         f"({weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer:,.0f} tensors), each "
                         f"with {links.size:,.0f} copy kernels and its ring latency, none overlapped")  # fmt: skip
         return N.symbol * per_tensor.symbol, [N, per_tensor]
-    ag_w = _q(f"t_AG_w{suffix}", all_gather(weights * ctx.recipe.param_gather_bytes, links), "s",
-              f"all-gather of this rank's weights (FSDP){of}")  # fmt: skip
-    layer_passes = exposed(ag_w.symbol, f_mb.symbol, eta.symbol) + exposed(
-        ag_w.symbol + rs.symbol, b_mb.symbol, eta.symbol
+    n_u = _q(f"n_units{suffix}", units, "", f"layers gathered and reduce-scattered one call each (FSDP units){of}")
+    ag_w = _q(f"t_AG_w{suffix}", units * all_gather(weights * ctx.recipe.param_gather_bytes / units, links), "s",
+              f"all-gather of this rank's weights (FSDP), layer by layer{of}")  # fmt: skip
+    rs_w = _q(f"t_RS_w{suffix}", units * reduce_scatter(grads / units, links), "s",
+              f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, layer by layer ({group})")  # fmt: skip
+    layer_passes = bucketed_exposed(ag_w.symbol, n_u.symbol, f_mb.symbol, eta.symbol) + bucketed_exposed(
+        ag_w.symbol + rs_w.symbol, n_u.symbol, b_mb.symbol, eta.symbol
     )
-    used = [N, ag_w, rs, f_mb, b_mb, eta]
+    used = [N, ag_w, rs_w, n_u, f_mb, b_mb, eta]
     if ctx.recipe.fsdp_copies:
         copies = _q(f"t_FSDP_copy{suffix}", fsdp_copies_s(ctx, weights, trainable), "s",
                     "FSDP2's copies on the compute stream: the gathered weights into the parameters, forward and "

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from perfmodel.inputs.lora import ATTENTION_LAYERS
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.precision import BF16_BYTES, FP32_BYTES, Recipe
-from perfmodel.physics.algebra import Number, where
+from perfmodel.physics.algebra import Number, maximum, where
 from perfmodel.physics.workload import kv_width
 
 OPTIMIZER_BYTES = 3 * FP32_BYTES
@@ -193,12 +193,21 @@ def block_recompute(full_share: Number, none: Number, full: Number, full_working
 
 
 def model_state(
-    params: Number, trainable: Number, recipe: Recipe, zero: Number, shards: Number
+    params: Number, trainable: Number, recipe: Recipe, zero: Number, shards: Number, units: Number
 ) -> tuple[Number, Number, Number]:
     """(weights, gradients, optimizer) bytes of a rank holding `params` parameters of which `trainable` train
-    (fewer with a frozen base), sharded over `shards` ranks by ZeRO stage."""
-    weights = where(zero >= 3, params * recipe.weight_bytes / shards, params * recipe.weight_bytes)
-    gradients = where(zero >= 2, trainable * recipe.grad_buffer_bytes / shards, trainable * recipe.grad_buffer_bytes)
+    (fewer with a frozen base), sharded over `shards` ranks by ZeRO stage.
+
+    ZeRO-3 also holds whole the unit it computes, one of its `units` (layers; DeepSpeed's tensors before 0.6.0),
+    and the next one's weights, gathered ahead (FSDP2's and Megatron-FSDP's prefetch; the backward gathers again);
+    ZeRO-2 and ZeRO-3 hold a unit's gradients whole until they are reduce-scattered. Sharded alone, Llama 3.1 405B's
+    layers of 1.6 B parameters at TP 2 left out 9.6 GB, and the search took ZeRO-3 layouts that need more than the
+    GPU has."""
+    units = maximum(units, 1.0)  # a stage of the embedding alone holds no layer
+    unit = 2 * params / units * recipe.param_gather_bytes
+    weights = where(zero >= 3, params * recipe.weight_bytes / shards + unit, params * recipe.weight_bytes)
+    whole = trainable * recipe.grad_buffer_bytes
+    gradients = where(zero >= 2, whole / shards + whole / units, whole)
     optimizer = where(zero >= 1, trainable * OPTIMIZER_BYTES / shards, trainable * OPTIMIZER_BYTES)
     return weights, gradients, optimizer
 

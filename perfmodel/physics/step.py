@@ -930,6 +930,7 @@ def _data_parallel(
     sync_backward: Number,
     replicas_s: Number = 0.0,
     gathers: Number = 2.0,
+    units: Number = 1.0,
 ) -> Number:
     """Exposed DP communication by ZeRO stage, over DP x CP ranks (`links`: the ranks a shard spans).
 
@@ -939,7 +940,11 @@ def _data_parallel(
     parameter bucket have nothing to hide behind (`bucketed_exposed`); with an interleaved schedule each model
     chunk syncs as soon as its passes end, so the windows `sync_forward`/`sync_backward` span min(pp, m) micro-batch
     passes of the other chunks (`schedule.chunk_sync_window`);
-    ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward.
+    ZeRO-2 reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for every forward and backward,
+    one wrapped unit (`units`: the rank's layers) at a time, each gather and gradient reduce-scatter its own call with
+    its ring's latency, prefetched behind the unit before it, so the first gather and the last reduce-scatter are
+    exposed (`bucketed_exposed`): FSDP2 (torch fully_shard per transformer block), Megatron-FSDP and MaxText's FSDP
+    (a scan over layers) gather per layer, not the rank's weights in one call.
     Hybrid sharding (ZeRO-3 within a group of `links.size` ranks, replicated across groups) also all-reduces each
     rank's gradient shard across the replicas once a step (`replicas_s`), behind the last backward like ZeRO-0's.
     A recipe that runs ZeRO-3 tensor by tensor (DeepSpeed before 0.6.0) exposes its `gathers` weight gathers per
@@ -950,7 +955,6 @@ def _data_parallel(
     grads = trainable * ctx.recipe.grad_reduce_bytes
     scatter = buckets * reduce_scatter(grads / buckets, links)
     gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
-    gather_weights = all_gather(weights * ctx.recipe.param_gather_bytes, links)
     step_forward, step_backward = sync_forward + bubble / 2, sync_backward + bubble / 2
     reduce = buckets * all_reduce(grads / buckets, links, ctx.tiers)
     zero0 = bucketed_exposed(reduce, buckets, step_backward, overlap)
@@ -960,7 +964,11 @@ def _data_parallel(
     if ctx.recipe.zero3_per_tensor:
         passes = zero3_per_tensor_s(ctx, links, weights, trainable, gathers)
     else:
-        passes = exposed(gather_weights, mb_forward, overlap) + exposed(gather_weights + scatter, mb_backward, overlap)
+        unit_gathers = units * all_gather(weights * ctx.recipe.param_gather_bytes / units, links)
+        unit_scatters = units * reduce_scatter(grads / units, links)
+        passes = bucketed_exposed(unit_gathers, units, mb_forward, overlap) + bucketed_exposed(
+            unit_gathers + unit_scatters, units, mb_backward, overlap
+        )
     zero3 = microbatches * (passes + fsdp_copies_s(ctx, weights, trainable)) + bucketed_exposed(
         replicas_s, buckets, step_backward, overlap
     )
@@ -1191,7 +1199,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
     dp_comm = _data_parallel(
-        ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s, gathers
+        ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s, gathers, busiest_layers
     )
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
@@ -1199,7 +1207,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     if experts is not None:  # routed-expert gradients reduce over expert DP, at a stride of EP x ETP
         expert_trainable = 0.0 if ctx.frozen_base else experts.most
         edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
-        dp_comm = dp_comm + _data_parallel(ctx, zero, edp_links, experts.most, expert_trainable, *windows_dp)
+        dp_comm = dp_comm + _data_parallel(
+            ctx, zero, edp_links, experts.most, expert_trainable, *windows_dp, units=md.moe_layers
+        )  # ZeRO-3 runs at PP 1 (RULES): every MoE layer on the rank, its experts a unit each
         step_params = step_params + where(zero >= 1, expert_trainable / _expert_dp(lv), expert_trainable)
     cast_bytes = FP32_BYTES + rec.weight_bytes if rec.quantised else 0.0
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
@@ -1565,10 +1575,13 @@ def _rank_memory(
 
     def breakdown(held: Number, rank_layers: Number, acts: Number, expert: Number = 0.0) -> memory.MemoryBreakdown:
         dense = held - expert if md.is_moe else held
-        state = memory.model_state(dense, _trainable(ctx, dense, rank_layers, tp), rec, lv.zero, _shards(rec, lv))
+        trainable = _trainable(ctx, dense, rank_layers, tp)
+        per_layer = md.tensors_per_layer if rec.zero3_per_tensor else 1  # ZeRO-3's units: layers, or tensors
+        state = memory.model_state(dense, trainable, rec, lv.zero, _shards(rec, lv), rank_layers * per_layer)
         if md.is_moe:
             trained = 0.0 * expert if ctx.frozen_base else expert
-            shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv))
+            units = rank_layers * md.moe_layers / md.layers * per_layer  # the rank's MoE layers, in mean-layer units
+            shards = memory.model_state(expert, trained, rec, lv.zero, _expert_dp(lv), units)
             state = tuple(a + b for a, b in zip(state, shards, strict=True))
         return memory.MemoryBreakdown(*state, acts, memory.RUNTIME_RESERVED_BYTES + 0.0 * tp)
 
