@@ -478,7 +478,7 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     if not any(type(x).__module__ == "numpy" for x in key):  # plain numbers, symbols, traced values: no numpy
         table: _ShardTable | None = ctx.shards.get(("shard table",))
         at = None if table is None or not all(type(x) in PLAIN for x in key) else table.position.get(key)
-        return _shard_compute(ctx, sh) if at is None else table.one(at)
+        return _shard_compute(ctx, sh) if table is None or at is None else table.one(at)
     import numpy as np
 
     if _has_variants(ctx.efficiency):
