@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,15 @@ from perfmodel.planning.predict import predict
 
 SYSTEMS = (("h100-sxm", "fp8"), ("b200", "fp8"))
 COUNTS = (64, 128, 256)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    """A figure drawn and not saved (`plot.save` closes its own) stays open in pyplot: close them after each test."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 @pytest.fixture(scope="module")
