@@ -292,7 +292,7 @@ def test_a_campaigns_mix_is_on_its_total_row(tmp_path: Path) -> None:
     from workbook import cells_by_key
 
     path = _write(tmp_path, _pool(4096).replace("hall-a", "hall") + OFFERS.replace("1024", "16384"))
-    args = ("scenarios/campaign-llama3.1-405b.toml", "--deadline", "150d", "--fleet", str(path), "-q")
+    args = ("scenarios/campaign-llama3.1-405b.toml", "--deadline", "120d", "--fleet", str(path), "-q")
     (d,) = json.loads(run_cli("plan", *args, "--format", "json").out)["fleet_plans"]
     book = tmp_path / "campaign.xlsx"
     assert run_cli("export", "plan", *args, "--out", str(book)).code == 0

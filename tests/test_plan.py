@@ -219,3 +219,23 @@ def test_a_gpu_without_a_price_is_planned_for_a_deadline_and_refused_for_a_budge
     amd, nvidia = budget["candidates"]
     assert not amd["feasible"] and amd["reason"].startswith("a budget needs a price: no public price for mi355x")
     assert nvidia["feasible"] and budget["cheapest"] == "dgx-h100:fp8"
+
+
+class _Times:
+    """A deadline search's counts and their times: faster with the count up to 64 GPUs, then slower (80 and 96
+    GPUs run a layout whose DP does not divide the batch)."""
+
+    def __init__(self) -> None:
+        self.times = {8: 40.0, 16: 39.0, 24: 30.0, 32: 22.0, 40: 17.0, 48: 14.0, 56: 12.5, 64: 11.0, 80: 30.0, 96: 30.0}
+        self.grid = sorted(self.times)
+
+    def time(self, i: int) -> float:
+        return self.times[self.grid[i]]
+
+
+def test_the_deadline_search_looks_between_the_counts_a_jump_skipped() -> None:
+    """From 8 and 32 GPUs the power law jumps to 96, no faster than 32's 22 s against a deadline of 13 s: the counts
+    it skipped are bisected, and the first meeting it, 56 GPUs, is the answer (it gave up at 96 before)."""
+    tries = _Times()
+    found = planning._meet_deadline(tries, 0, 13.0)  # type: ignore[arg-type]
+    assert found is not None and tries.grid[found] == 56

@@ -348,7 +348,9 @@ def _power_law_next(tries: _Tries, i: int, target_s: float, tried: Sequence[int]
 
 
 def _meet_deadline(tries: _Tries, seed: int, deadline_s: float) -> int | None:
-    """The first index meeting the deadline, or None."""
+    """The first index meeting the deadline, or None. Time need not fall with the count (a count whose DP does not
+    divide the batch runs a slower layout), so where the power law's jump lands on a count no faster than a smaller
+    one, the counts it skipped are bisected before giving up."""
     lo, hi, tried = -1, None, []
     i = seed
     while True:
@@ -361,7 +363,11 @@ def _meet_deadline(tries: _Tries, seed: int, deadline_s: float) -> int | None:
             return hi
         if hi is None:
             if i == len(tries.grid) - 1 or _stalled(tries, i, tried):
-                return None
+                below = max((j for j in tried if j < i), default=i - 1)
+                if i - below <= 1:
+                    return None
+                lo, i = below, (below + i) // 2  # skipped by the jump: the first count meeting it may lie between
+                continue
             nxt = max(_power_law_next(tries, i, deadline_s, tried), i + 1)
         else:  # the power law's guess, kept strictly between the last miss and the first hit
             nxt = min(max(_power_law_next(tries, i, deadline_s, tried), lo + 1), hi - 1)
