@@ -10,6 +10,7 @@ from typing import Any
 
 from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
 from perfmodel.inputs.hardware import resolve
+from perfmodel.inputs.precision import unsupported
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import (
     MAX_GPUS,
@@ -100,6 +101,32 @@ def check_given_layout(
         raise InfeasibleLayout(f"{flag}: {why}")
     where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+def check_precision(
+    scenario: Scenario,
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    target: str | None = None,
+) -> None:
+    """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
+    from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
+    trips on) and what to pass instead: `--precision`, or a compare or plan `target`'s own `ID:PRECISION`. A
+    campaign's phases, each with its own precision, are refused as each is predicted."""
+    accelerator = resolve(scenario.gpu, scenario.system).accelerator
+    if scenario.phase or scenario.precision in accelerator.precisions:
+        return
+    instead = accelerator.precisions[0]
+    ask = f"pass --gpu {target}:{instead}" if target else f"pass --precision {instead}"
+    if options.get("precision") is not None:
+        where = f"{origins.get('precision', 'precision')}: "
+    elif source is None:
+        why = unsupported(scenario.precision, accelerator, " (the default precision)")
+        raise PerfmodelError(f"{f'--gpu {target}: ' if target else ''}{why}; {ask}")
+    else:
+        where = f"{'scenario' if isinstance(source, Scenario) else scenario_file(source)}: field 'precision': "
+    raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {ask}")
 
 
 def _given_part(scenario: Scenario) -> tuple[Layout, set[str]]:
