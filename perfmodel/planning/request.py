@@ -11,11 +11,12 @@ from typing import Any
 from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.precision import unsupported
-from perfmodel.inputs.record import replaced
+from perfmodel.inputs.record import given, replaced
 from perfmodel.inputs.scenario import (
     MAX_GPUS,
     OPTION_FIELDS,
     OPTION_FLAGS,
+    Phase,
     Scenario,
     load_scenario,
     scenario_file,
@@ -80,14 +81,31 @@ def check_given_layout(
     (`--tp: ... TP 3 must divide the 64 attention heads`), else the scenario file's field, as the other input errors
     do. A layout left partly to the search is held to the rules that read only given dimensions (TP against the
     heads), which no searched layout could then keep: the search's own error ('no valid layout ...') names neither
-    the flag nor the file."""
-    if scenario.phase:  # a campaign's phases check their own layouts, each error naming its phase
+    the flag nor the file. Each phase of a campaign is checked as it is predicted (campaign.phase_scenario), the
+    error naming the phase and, where the phase sets the dimension, its own field."""
+    if not scenario.phase:
+        _check_layout(scenario, source, options, origins, own_count, None)
         return
+    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
+
+    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+        _check_layout(phased, source, options, origins, own_count, phase)
+
+
+def _check_layout(
+    scenario: Scenario,
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    own_count: bool,
+    phase: Phase | None,
+) -> None:
+    """check_given_layout of one scenario: a one-phase scenario's, or a campaign `phase`'s."""
     rules = feature_rules(scenario.stack, scenario.vintage)
     full = given_full_layout(scenario)
-    layout, given = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
-    given -= set() if own_count else {"n_gpus"}
-    rules = tuple(rule for rule in rules if set(rule.dims) <= given)
+    layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
+    fixed -= set() if own_count else {"n_gpus"}
+    rules = tuple(rule for rule in rules if set(rule.dims) <= fixed)
     model = scenario.model_spec()
     broken = broken_rules(layout, model, scenario.n_gpus, rules)
     if not broken:
@@ -96,11 +114,30 @@ def check_given_layout(
     if full is not None and own_count:
         why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
     named = broken[0].dims
+    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    if phase is not None:
+        own = _phase_fields(phase)
+        field = next((own[d] for d in named if d in own), None)
+        if field is not None:
+            raise InfeasibleLayout(f"{where}: phase '{phase.name}': field '{field}': {why}")
+        why = f"phase '{phase.name}': {why}"  # a dimension it inherits: the flag's or the top level's
     flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
     if flag is not None:
         raise InfeasibleLayout(f"{flag}: {why}")
-    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
+"""The layout dimensions a campaign phase sets with keys of its own (Phase), not in its parallelism table."""
+
+
+def _phase_fields(phase: Phase) -> dict[str, str]:
+    """The layout dimensions a campaign phase sets itself, each with the phase's field that sets it."""
+    fields = {name: f"parallelism.{name}" for name in given(phase.parallelism)} if phase.parallelism else {}
+    for dim, keys in PHASE_KEYS.items():
+        key = next((key for key in keys if getattr(phase, key) is not None), None)
+        fields |= {dim: key} if key is not None else {}
+    return fields
 
 
 def check_precision(
