@@ -165,7 +165,13 @@ CASES: list[Case] = [
     Case("gpu-system-mismatch", ("predict", "--gpu", "h100-sxm", "--system", "gb200-nvl72"),
          "--gpu: gpu h100-sxm does not match system gb200-nvl72, which has gb200 GPUs"),
     Case("unsupported-precision", ("predict", "--precision", "mxfp8"),
-         "h100-sxm has no tensor-core support for mxfp8; supported: bf16, fp8"),
+         "--precision: h100-sxm has no tensor-core support for mxfp8; supported: bf16, fp8; pass --precision bf16"),
+    Case("default-precision-unsupported", ("predict", "--gpu", "a100-sxm-80gb"),  # the default scenario's FP8
+         "a100-sxm-80gb has no tensor-core support for fp8 (the default precision); supported: bf16; pass --precision "
+         "bf16"),
+    Case("file-precision-unsupported", ("predict", S, "--gpu", "a100-sxm-80gb"),
+         "{tmp}/s.toml: field 'precision': a100-sxm-80gb has no tensor-core support for fp8; supported: bf16; pass "
+         "--precision bf16", toml("model = 'llama3.1-8b'\nprecision = 'fp8'\n")),
     Case("invalid-precision-flag", ("predict", "--precision", "fp16"), "Invalid value for '--precision': 'fp16'"),
     Case("unknown-flag", ("predict", "--tpp", "2"), "No such option '--tpp'. (Did you mean one of: '--etp', '--pp'"),
     Case("zero-degree", ("predict", "--tp", "0"), "Invalid value for '--tp': 0 is not in the range x>=1"),
@@ -279,7 +285,13 @@ CASES: list[Case] = [
     Case("compare-too-many-counts", ("compare", "--gpus", ",".join(str(8 * i) for i in range(1, 100))),
          "99 GPU counts; at most 64"),
     Case("compare-unsupported", ("compare", "--gpu", "h100-sxm", "--gpu", "mi300x:nvfp4"),
-         "mi300x has no tensor-core support for nvfp4"),
+         "--gpu mi300x:nvfp4: mi300x has no tensor-core support for nvfp4; supported: bf16, fp8; pass --gpu "
+         "mi300x:bf16"),
+    Case("compare-default-precision", ("compare", "--gpu", "a100-sxm-80gb", "--gpu", "h100-sxm"),
+         "--gpu a100-sxm-80gb: a100-sxm-80gb has no tensor-core support for fp8 (the default precision); supported: "
+         "bf16; pass --gpu a100-sxm-80gb:bf16"),
+    Case("plan-default-precision", ("plan", "--gpu", "h100-sxm", "--gpu", "a100-sxm-80gb", "--deadline", "30d"),
+         "--gpu a100-sxm-80gb: a100-sxm-80gb has no tensor-core support for fp8 (the default precision)"),
     Case("search-top-zero", ("search", "--top", "0"), "Invalid value for '--top': 0 is not in the range 1<=x<=10000"),
     Case("search-objective", ("search", "--objective", "speed"), "Invalid value for '--objective': 'speed'"),
     Case("search-nothing-fits", ("search", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpus", "8"),

@@ -69,6 +69,18 @@ BAD = [
     ("blank name", "[[phase]]\nname = ' '\ntokens = 1e12\n", "phase[0]: field 'name'", "one visible character"),
     ("two without tokens", MAIN + MAIN.replace("main", "more"), "phase 'more': field 'tokens'", "only one phase"),
     ("phase as a table", "[phase]\nname = 'x'\n", "field 'phase'", ""),
+    (  # a partial layout no search could complete (it said "phase 'main': no valid layout", naming no file)
+        "layout the heads refuse",
+        RAMP + MAIN + "parallelism = { tp = 3 }\n",
+        "phase 'main': field 'parallelism.tp': TP 3 must divide the 32 attention heads",
+        "",
+    ),
+    (
+        "full layout off the GPU count",
+        MAIN + "parallelism = { tp = 2, pp = 2, cp = 2, dp = 2, vp = 1, mbs = 1, recompute = 'none', zero = 1 }\n",
+        "phase 'main': field 'parallelism.tp': invalid layout TP2 PP2 VP1 CP2 DP2",
+        "must equal the 64 GPUs",
+    ),
 ]
 
 
@@ -92,6 +104,11 @@ def test_tokens_that_do_not_add_up_to_the_total_name_the_total(tmp_path: Path) -
     assert "field 'tokens': the phases' tokens add up to 1.5e+11, not the total of 1e+12" in result.err
     flag = run_cli("predict", str(_file(tmp_path, BASE + RAMP + MAIN)), "--tokens", "1e11")
     assert flag.code == 2 and flag.err.startswith("error: --tokens: the total of 1e+11 tokens leaves none for phase")
+
+
+def test_a_layout_flag_a_phase_inherits_is_named_with_the_phase(tmp_path: Path) -> None:
+    result = run_cli("predict", str(_file(tmp_path, BASE + RAMP + MAIN)), "--tp", "3")
+    assert result.code == 2 and result.err.startswith("error: --tp: phase 'ramp': TP 3 must divide the 32 attention")
 
 
 def test_a_phase_without_tokens_needs_a_total(tmp_path: Path) -> None:

@@ -37,6 +37,13 @@ def test_ratios_to_the_first_system() -> None:
     assert h100["scaling_efficiency"] is None
 
 
+def test_a_first_target_without_fp8_runs_in_its_own_precision() -> None:
+    """The first target stands in for the base scenario, whose default precision (FP8) an A100 lacks: its own
+    `:bf16` is checked, not the default it replaces (request.check_precision; a check on the base refused it)."""
+    a100, h100 = _compare("--gpu", "a100-sxm-80gb:bf16", "--gpu", "h100-sxm", "--gpus", "16")
+    assert (a100["precision"], h100["precision"]) == ("bf16", "fp8")
+
+
 def test_scaling_sweep() -> None:
     rows = _compare("--gpu", "h100-sxm:bf16", "--gpus", "8,16,32")
     assert [r["n_gpus"] for r in rows] == [8, 16, 32]

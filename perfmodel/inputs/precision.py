@@ -422,10 +422,16 @@ def get_recipe(precision: str, accelerator: Accelerator) -> Recipe:
     if precision not in RECIPES:
         raise PerfmodelError(f"unknown precision '{shown(precision)}'; valid: {', '.join(RECIPES)}")
     if precision not in accelerator.precisions:
-        raise PerfmodelError(
-            f"{accelerator.id} has no tensor-core support for {precision}; "
-            f"supported: {', '.join(accelerator.precisions)}"
-        )
+        raise unsupported(precision, accelerator)
     if accelerator.family in NON_TN_FP8_FAMILIES and precision in _SINGLE_FP8_COPY:
         return _SINGLE_FP8_COPY[precision]
     return RECIPES[precision]
+
+
+def unsupported(precision: str, accelerator: Accelerator, said: str = "") -> PerfmodelError:
+    """The refusal of a precision the accelerator's tensor cores lack; `said` tells where the precision came from
+    (planning.request.check_precision: the built-in default scenario's FP8 on an A100)."""
+    return PerfmodelError(
+        f"{accelerator.id} has no tensor-core support for {precision}{said}; "
+        f"supported: {', '.join(accelerator.precisions)}"
+    )

@@ -21,7 +21,7 @@ from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten, scenario_file
 from perfmodel.planning.campaign import Campaign, Result, predict_any
-from perfmodel.planning.request import ScenarioSource, check_whole_nodes, load_request
+from perfmodel.planning.request import ScenarioSource, check_precision, check_whole_nodes, load_request
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
 
@@ -156,6 +156,21 @@ def check_one_price(
     )
 
 
+def check_precisions(
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """Each target's precision (its own `:PRECISION`, else the base's) runs on its accelerator, checked before any
+    prediction, so that the refusal names the target and its `ID:PRECISION` fix (check_precision)."""
+    for target in targets:
+        ident = str(target.gpu or target.system)
+        candidate = replaced(base, gpu=target.gpu, system=target.system, precision=target.precision or base.precision)
+        if target.precision:  # the target's own: the refusal names it as given
+            check_precision(candidate, source, {"precision": target.precision},
+                            {"precision": f"--gpu {ident}:{target.precision}"}, ident)  # fmt: skip
+        else:
+            check_precision(candidate, source, options, origins, ident)
+
+
 def compare_request(
     source: ScenarioSource,
     options: dict[str, Any],
@@ -175,6 +190,7 @@ def compare_request(
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout)
     check_one_price(parsed, base, source, options, origins)
+    check_precisions(parsed, base, source, options, origins)
     made = scenarios(base, parsed, gpu_counts)
     for scenario in made:
         check_whole_nodes(scenario, origins.get("n_gpus", "n_gpus"))

@@ -615,7 +615,7 @@ def candidate_bases(
     source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
-    from perfmodel.planning.compare import check_one_price, parse_target, scenarios, split_quote
+    from perfmodel.planning.compare import check_one_price, check_precisions, parse_target, scenarios, split_quote
     from perfmodel.planning.request import load_request
 
     if options.get("n_gpus") is not None:
@@ -637,6 +637,7 @@ def candidate_bases(
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
     check_one_price(parsed, base, source, options, origins)
+    check_precisions(parsed, base, source, options, origins)
     return [(_label(s), s) for s in scenarios(base, parsed, None)]
 
 

@@ -10,11 +10,13 @@ from typing import Any
 
 from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
 from perfmodel.inputs.hardware import resolve
-from perfmodel.inputs.record import replaced
+from perfmodel.inputs.precision import unsupported
+from perfmodel.inputs.record import given, replaced
 from perfmodel.inputs.scenario import (
     MAX_GPUS,
     OPTION_FIELDS,
     OPTION_FLAGS,
+    Phase,
     Scenario,
     load_scenario,
     scenario_file,
@@ -79,14 +81,31 @@ def check_given_layout(
     (`--tp: ... TP 3 must divide the 64 attention heads`), else the scenario file's field, as the other input errors
     do. A layout left partly to the search is held to the rules that read only given dimensions (TP against the
     heads), which no searched layout could then keep: the search's own error ('no valid layout ...') names neither
-    the flag nor the file."""
-    if scenario.phase:  # a campaign's phases check their own layouts, each error naming its phase
+    the flag nor the file. Each phase of a campaign is checked as it is predicted (campaign.phase_scenario), the
+    error naming the phase and, where the phase sets the dimension, its own field."""
+    if not scenario.phase:
+        _check_layout(scenario, source, options, origins, own_count, None)
         return
+    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
+
+    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+        _check_layout(phased, source, options, origins, own_count, phase)
+
+
+def _check_layout(
+    scenario: Scenario,
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    own_count: bool,
+    phase: Phase | None,
+) -> None:
+    """check_given_layout of one scenario: a one-phase scenario's, or a campaign `phase`'s."""
     rules = feature_rules(scenario.stack, scenario.vintage)
     full = given_full_layout(scenario)
-    layout, given = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
-    given -= set() if own_count else {"n_gpus"}
-    rules = tuple(rule for rule in rules if set(rule.dims) <= given)
+    layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
+    fixed -= set() if own_count else {"n_gpus"}
+    rules = tuple(rule for rule in rules if set(rule.dims) <= fixed)
     model = scenario.model_spec()
     broken = broken_rules(layout, model, scenario.n_gpus, rules)
     if not broken:
@@ -95,11 +114,56 @@ def check_given_layout(
     if full is not None and own_count:
         why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
     named = broken[0].dims
+    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    if phase is not None:
+        own = _phase_fields(phase)
+        field = next((own[d] for d in named if d in own), None)
+        if field is not None:
+            raise InfeasibleLayout(f"{where}: phase '{phase.name}': field '{field}': {why}")
+        why = f"phase '{phase.name}': {why}"  # a dimension it inherits: the flag's or the top level's
     flag = next((origins[d] for d in named if options.get(d) is not None and d in origins), None)
     if flag is not None:
         raise InfeasibleLayout(f"{flag}: {why}")
-    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
+"""The layout dimensions a campaign phase sets with keys of its own (Phase), not in its parallelism table."""
+
+
+def _phase_fields(phase: Phase) -> dict[str, str]:
+    """The layout dimensions a campaign phase sets itself, each with the phase's field that sets it."""
+    fields = {name: f"parallelism.{name}" for name in given(phase.parallelism)} if phase.parallelism else {}
+    for dim, keys in PHASE_KEYS.items():
+        key = next((key for key in keys if getattr(phase, key) is not None), None)
+        fields |= {dim: key} if key is not None else {}
+    return fields
+
+
+def check_precision(
+    scenario: Scenario,
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    target: str | None = None,
+) -> None:
+    """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
+    from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
+    trips on) and what to pass instead: `--precision`, or a compare or plan `target`'s own `ID:PRECISION`. A
+    campaign's phases, each with its own precision, are refused as each is predicted."""
+    accelerator = resolve(scenario.gpu, scenario.system).accelerator
+    if scenario.phase or scenario.precision in accelerator.precisions:
+        return
+    instead = accelerator.precisions[0]
+    ask = f"pass --gpu {target}:{instead}" if target else f"pass --precision {instead}"
+    if options.get("precision") is not None:
+        where = f"{origins.get('precision', 'precision')}: "
+    elif source is None:
+        why = unsupported(scenario.precision, accelerator, " (the default precision)")
+        raise PerfmodelError(f"{f'--gpu {target}: ' if target else ''}{why}; {ask}")
+    else:
+        where = f"{'scenario' if isinstance(source, Scenario) else scenario_file(source)}: field 'precision': "
+    raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {ask}")
 
 
 def _given_part(scenario: Scenario) -> tuple[Layout, set[str]]:
