@@ -19,7 +19,7 @@ from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
 from perfmodel.inputs.scenario import Precision, Scenario, scenario_file
 from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
-from perfmodel.planning.request import load_request
+from perfmodel.planning.request import check_precision, load_request
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
@@ -331,6 +331,7 @@ def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) 
     if found is None:
         _use_hardware(options)
         found = load_request(scenario, options, _origins(options), relayout)
+        check_precision(found, scenario, options, _origins(options), option="precision={!r}")
         if key is not None:
             if len(_ASKED) >= MAX_ASKED:
                 del _ASKED[next(iter(_ASKED))]

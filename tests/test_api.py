@@ -183,6 +183,12 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
         (lambda: perfmodel.search(top=0), r"^top=0: allowed a whole number from 1 up to 10,000"),
         (lambda: perfmodel.search(objective="speed"), r"^objective='speed': allowed time, cost"),
         (lambda: perfmodel.compare(gpu=["h100-sxm:fp5"]), r"^--gpu h100-sxm:fp5: unknown precision 'fp5'"),
+        (
+            lambda: perfmodel.predict(gpu="a100-sxm-80gb"),
+            r"^a100-sxm-80gb has no tensor-core support for fp8 \(the default precision\); supported: bf16; pass "
+            r"precision='bf16'$",
+        ),
+        (lambda: perfmodel.predict(precision="mxfp8"), r"^precision='mxfp8': h100-sxm has no tensor-core support"),
         (lambda: perfmodel.validate("/nonexistent/runs.csv"), r"/nonexistent/runs.csv"),
     ],
 )

@@ -146,16 +146,18 @@ def check_precision(
     options: dict[str, Any],
     origins: dict[str, str],
     target: str | None = None,
+    option: str = "--precision {}",
 ) -> None:
     """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
     from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
-    trips on) and what to pass instead: `--precision`, or a compare or plan `target`'s own `ID:PRECISION`. A
-    campaign's phases, each with its own precision, are refused as each is predicted."""
+    trips on) and what to pass instead: `option` (the CLI's `--precision`, the Python API's keyword), or a compare
+    or plan `target`'s own `ID:PRECISION`. A campaign's phases, each with its own precision, are refused as each is
+    predicted."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
     if scenario.phase or scenario.precision in accelerator.precisions:
         return
     instead = accelerator.precisions[0]
-    ask = f"pass --gpu {target}:{instead}" if target else f"pass --precision {instead}"
+    ask = f"pass --gpu {target}:{instead}" if target else f"pass {option.format(instead)}"
     if options.get("precision") is not None:
         where = f"{origins.get('precision', 'precision')}: "
     elif source is None:
