@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
-from perfmodel.inputs.scenario import Precision, Scenario, scenario_file
+from perfmodel.inputs.scenario import FP8Recipe, Precision, Scenario, scenario_file
 from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
 from perfmodel.planning.request import check_precision, load_request
 
@@ -66,7 +66,7 @@ class WorkloadOptions(TypedDict, total=False):
     stack: Literal["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]
     async_tp: bool
     compile: bool
-    fp8_recipe: Literal["tensorwise", "rowwise", "delayed"]
+    fp8_recipe: FP8Recipe
     vintage: str
     usd_per_gpu_hour: float
     pue: float

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast, overload
 import click
 
 from perfmodel.errors import PerfmodelError, visible
-from perfmodel.inputs import PRECISIONS
+from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
 from perfmodel.inputs.counts import EXAMPLES, count
 
 FORMATS = click.Choice(["table", "json", "csv"])
@@ -381,7 +381,7 @@ def scenario_options(
         ),
         click.option(
             "--fp8-recipe",
-            type=click.Choice(["tensorwise", "rowwise", "delayed"]),
+            type=click.Choice(FP8_RECIPE_NAMES),
             help="FP8 scaling with --precision fp8, each stack its own: torchtitan's torchao tensorwise (default, "
             "with float8 FSDP all-gather) or rowwise; megatron's delayed (no amax pass) or tensorwise (current "
             "scaling; default: delayed before 2025-09, tensorwise from it).",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs import PRECISIONS
+from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
 from perfmodel.inputs.hardware import Accelerator
 
 BF16_BYTES = 2.0
@@ -331,8 +331,7 @@ TE_FP8_RECIPES = ("delayed", "tensorwise")
 'delayed', TransformerEngine's DelayedScaling, the scale from an amax history, no amax pass; 'tensorwise',
 Float8CurrentScaling, an amax pass before each cast; Megatron-LM's --fp8-recipe the same; recalled from
 megatron-bridge's training/mixed_precision.py, not a stored copy: labelled)."""
-FP8_RECIPE_NAMES = tuple(dict.fromkeys(FP8_RECIPES + TE_FP8_RECIPES))
-"""Every FP8 scaling recipe some stack's knob takes (each stack accepts its own: inputs/stacks.py knob_problem)."""
+assert set(FP8_RECIPE_NAMES) == {*FP8_RECIPES, *TE_FP8_RECIPES}
 
 
 @cache

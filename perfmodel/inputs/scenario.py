@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from perfmodel.errors import FieldError, PerfmodelError, shown
-from perfmodel.inputs import PRECISIONS, validated
+from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
@@ -152,6 +152,9 @@ class Cost:
 Precision = Literal["bf16", "fp8", "mxfp8", "nvfp4", "mxfp4"]
 """A precision as a type checker reads it: PRECISIONS spelled out, which a Literal cannot take from a tuple."""
 assert get_args(Precision) == PRECISIONS
+FP8Recipe = Literal["tensorwise", "rowwise", "delayed"]
+"""An FP8 scaling recipe as a type checker reads it: FP8_RECIPE_NAMES spelled out."""
+assert get_args(FP8Recipe) == FP8_RECIPE_NAMES
 TOTAL = "total"
 """The name of a campaign's own row in its outputs (a phase cannot take it)."""
 
@@ -306,7 +309,7 @@ class Scenario:
     exposed); None: the stack's default. A stack without the knob refuses it (inputs/stacks.py stack_knobs)."""
     compile: bool | None = None
     """torch.compile's fusion of the elementwise kernels (false: eager PyTorch); None: the stack's default."""
-    fp8_recipe: Literal["tensorwise", "rowwise", "delayed"] | None = None
+    fp8_recipe: FP8Recipe | None = None
     """The FP8 scaling with --precision fp8, each stack its own (inputs/stacks.py knob_problem): torchao's tensorwise
     (with float8 all-gather of FSDP weights) or rowwise on torchtitan; Megatron-Bridge's delayed (TE DelayedScaling,
     no amax pass) or tensorwise (Float8CurrentScaling, an amax pass before each cast) on Megatron; None: the stack's

@@ -157,8 +157,7 @@ def _ranged(properties: dict[str, Any], name: str, allowed: Any) -> None:
 def _runs() -> dict[str, Any]:
     """One row of a measured-runs CSV (`validate --data`), read as an object with numbers in the numeric columns."""
     from perfmodel.fitting.runs import CSV_COLUMNS, LAYOUT_COLUMNS, METRICS, MODEL_COLUMNS, WHOLE_RUN_ONLY
-    from perfmodel.inputs import PRECISIONS
-    from perfmodel.inputs.precision import FP8_RECIPE_NAMES
+    from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
     from perfmodel.inputs.scenario import RELEASE_MONTH
     from perfmodel.inputs.stacks import STACKS
 
