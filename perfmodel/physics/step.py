@@ -712,7 +712,7 @@ def delayed_scaling(ctx: Context) -> float:
     recipe = ctx.recipe
     if recipe.current_scaling or not recipe.delayed_scaling_capable:
         return 0.0
-    if recipe.delayed_scaling_capable and not recipe.amax_passes:
+    if not recipe.amax_passes:
         return 1.0
     return float(ctx.efficiency.delayed_scaling)
 
