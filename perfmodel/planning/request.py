@@ -172,16 +172,16 @@ def _given_part(scenario: Scenario) -> tuple[Layout, set[str]]:
     """A partly given layout with 1 (or the default batch, no recompute, ZeRO-1) in each open dimension, and the
     options it gives: the GPU count and sequence length always."""
     par = scenario.parallelism
-    given = {"n_gpus", "seq_len"} | {name for name in OPEN_DIMS if getattr(par, name) is not None}
+    fixed = {"n_gpus", "seq_len"} | {name for name in OPEN_DIMS if getattr(par, name) is not None}
     vp = given_degree(par, "vp")
-    given |= {"vp"} if vp else set()
+    fixed |= {"vp"} if vp else set()
     tp, pp, cp = par.tp or 1, par.pp or 1, par.cp or 1
     layout = Layout(
         tp, pp, cp, par.dp or max(1, scenario.n_gpus // (tp * pp * cp)), vp or 1, par.ep or 1, par.mbs or 1,
         par.gbs or scenario.default_gbs(), par.seq_len, par.recompute or "none", 1 if par.zero is None else par.zero,
         par.etp or 1, par.recompute_layers,
     )  # fmt: skip
-    return layout, given
+    return layout, fixed
 
 
 OPEN_DIMS = ("tp", "pp", "cp", "dp", "ep", "etp", "mbs", "gbs", "recompute", "recompute_layers", "zero")
