@@ -269,7 +269,7 @@ def evaluate(
         key = cal.run_ids(fold.train)
         if key not in fits:
             fits[key] = cal.fit(fold.train, RunBatch, _profile, _formats).parameters if fold.train else {}
-        results.append(_held_out(fold, fits[key]))
+        results.append(held_out(fold, fits[key]))
     return ProtocolResult(protocol, results)
 
 
@@ -277,10 +277,10 @@ def repriced(protocol: str, items: Sequence[PreparedRun], stored: Sequence[dict[
     """The protocol's held-out rows priced by the model as it is now with each fold's stored fitted values (a
     calibration's `protocols.P.folds`), without refitting: what the accuracy gate checks where refits take long."""
     values = {fold["name"]: fold["parameters"] for fold in stored}
-    return ProtocolResult(protocol, [_held_out(fold, values[fold.name]) for fold in folds(protocol, items)])
+    return ProtocolResult(protocol, [held_out(fold, values[fold.name]) for fold in folds(protocol, items)])
 
 
-def _held_out(fold: Fold, values: dict[str, float]) -> FoldResult:
+def held_out(fold: Fold, values: dict[str, float]) -> FoldResult:
     """The fold's test rows predicted with a fit's values."""
     residuals = cal.predict(values, fold.test, RunBatch, _profile, _named(fold.name))
     rows = [HeldOut(i, fold.name, r) for i, r in zip(fold.test, residuals, strict=True)]
