@@ -40,6 +40,13 @@ def test_generation_and_stack_factors_multiply_the_base() -> None:
     assert composer.attention_fwd == pytest.approx(hopper.attention_fwd * speed)
 
 
+def test_a_fitted_hbm_share_is_held_at_the_datasheet_bandwidth() -> None:
+    """The shared share times a generation factor may not pass MEMORY_SHARE_MAX; under it the two multiply."""
+    values = {"memory": 0.7, "memory_generation@blackwell-ultra": 1.5, "memory_generation@hopper": 1.2}
+    assert table.efficiency(values, Profile("blackwell-ultra")).memory == table.MEMORY_SHARE_MAX
+    assert table.efficiency(values, Profile("hopper")).memory == pytest.approx(0.84)
+
+
 def test_a_lower_precision_format_runs_at_bf16s_fitted_share_times_its_ratio() -> None:
     # FORMAT_SHARE: same clock per format (MI300X FP8/BF16 GEMM clocks 1,230/1,207 MHz), so FP8 = BF16 x ratio.
     values = {"gemm_bf16@nvidia": 0.6, "gemm_format_fp8@nvidia": 0.9, "gemm_generation@ampere": 0.8}

@@ -503,10 +503,11 @@ holds the two equal): cuDNN's RMSNorm on H200, GB200 and GB300, CUB's add and to
 blockwise FP8 casts on H100, HipKittens' fused LayerNorm and RoPE on MI355X (its minimum traffic: a lower bound on
 the bytes, so perhaps a low share). Priced only as a cap on the linear-recurrence scans, which no fitted row runs
 (workload.Op.measured_bandwidth); elsewhere DEFAULTS keep 0.80 (NVIDIA) and 0.70 (AMD), and the training fit its
-shared share times a generation factor per family, which puts Blackwell Ultra at 1.01x its datasheet bandwidth (0.68 x
-1.49; 1.13x before NVFP4's Hadamard pass was priced once), far above these: a cost the model over-prices on GB300/B300
-rows, absorbed there (README, 'Memory-bound kernels'). Wiring these in, with the fit's factor bounded by them, moves
-the precision and stack protocols 0.8-0.9 point worse until that cost is found."""
+shared share times a generation factor per family, which put Blackwell Ultra at 1.04x its datasheet bandwidth (0.686 x
+1.52; 1.13x before NVFP4's Hadamard pass was priced once) until held at 1x (parameters.MEMORY_SHARE_MAX), far above
+these: a cost the model over-prices on GB300/B300 rows, absorbed there (README, 'Memory-bound kernels'). Wiring
+these in, with the fit's factor bounded by them, moves the precision and stack protocols 0.8-0.9 point worse until
+that cost is found."""
 
 
 def years_between(older: str, newer: str) -> float:
