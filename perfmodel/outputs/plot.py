@@ -33,7 +33,10 @@ PART_LABELS = {
     "dp_comm_exposed_s": "DP comm (exposed)",
     "optimizer_s": "optimizer",
     "other_s": "other",
+    "ep_comm_exposed_s": "EP all-to-all (exposed)",
 }
+"""The step-time parts a record's breakdown sums to (physics.step's BREAKDOWN, then a mixture-of-experts model's
+exposed expert all-to-all, which a dense model's record lacks), as the breakdown plot's legend names them."""
 Record = Mapping[str, Any]
 
 
@@ -138,6 +141,7 @@ class _Breakdown(_Read):
     dp_comm_exposed_s: NonNegative
     optimizer_s: NonNegative
     other_s: NonNegative
+    ep_comm_exposed_s: NonNegative = 0.0
 
 
 class _PredictionRecord(_Read):
@@ -303,7 +307,7 @@ def breakdown(records: Sequence[Record]) -> Any:
     bottoms = [0.0] * len(records)
     colors = _palette(len(PART_LABELS))
     for (part, label), color in zip(PART_LABELS.items(), colors, strict=True):
-        heights = [r["breakdown"][part] for r in records]
+        heights = [r["breakdown"].get(part, 0.0) for r in records]
         if not any(heights):
             continue
         ax.bar(range(len(records)), heights, bottom=bottoms, label=label, color=color)
