@@ -204,6 +204,18 @@ def test_headings_align_with_the_values_under_them(workbook: Path) -> None:
     assert [summary.cell(row, fits).alignment.horizontal for row in (4, 6)] == ["center", "center"]
 
 
+def test_each_share_is_headed_by_its_parts_own_name(workbook: Path) -> None:
+    """The Breakdown's shares were headed by their keys ('Share: pp bubble', 'Share: other ep comm exposed', which
+    ran together in print) and named no part the sheet heads its times with ('Pipeline bubble (s)')."""
+    ws = openpyxl.load_workbook(workbook)["Breakdown"]
+    headings = [str(cell.value) for cell in ws[4] if cell.value]
+    parts = [h.removesuffix(" (s)").lower() for h in headings if h.endswith(" (s)")]
+    shares = [h.removeprefix("Share: ") for h in headings if h.startswith("Share: ")]
+    assert len(shares) == len(parts) >= 8
+    assert [p.startswith(s) for p, s in zip(parts, shares, strict=True)] == [True] * len(parts), shares
+    assert "pipeline bubble" in shares and "compute" in shares
+
+
 def test_every_hardware_figure_has_its_unit(tmp_path: Path) -> None:
     """A system's purchase price, host and network watts, storage bandwidth and the GPUs a job fills of an NVL72
     rack printed bare (usd_per_system 3450000, host_w_per_gpu 466.7), a number a reader cannot sign."""
