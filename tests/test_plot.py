@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
+from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.outputs import plot
 from perfmodel.planning.predict import predict
@@ -134,10 +135,39 @@ def test_from_takes_every_json_the_tool_writes(tmp_path: Path, command: str) -> 
         saved.write_text(result.out)
     kind = "scaling" if command == "sweep" else "breakdown"
     drawn = run_cli("plot", kind, "--from", str(saved), "--out", str(tmp_path / "p.png"))
-    if command == "sweep":  # several models and what-ifs per GPU count on one line: refused, with what to do
-        assert drawn.code == 2 and "several at one count" in drawn.err and "plot a subset" in drawn.err
-    else:
-        assert drawn.code == 0, drawn.err
+    assert drawn.code == 0, drawn.err  # the sweep's two what-ifs too, each a line of its own
+
+
+def test_a_sweeps_what_ifs_are_lines_of_their_own(records: list[dict[str, Any]]) -> None:
+    """sweeps/generations.toml's points (datasheet and nic_gbps=x2 at each count) were refused as two results at
+    one GPU count on a line: now a line per what-if, its system's colour in a style of its own; results at one count
+    that differ otherwise are still refused."""
+    swept = [r | {"whatif": whatif} for r in records for whatif in ("datasheet", "nic_gbps=x2")]
+    fig = plot.scaling(swept)
+    time_ax, eff_ax = fig.axes
+    lines = {line.get_label(): line for line in time_ax.get_lines()}
+    assert list(lines) == [f"{name}, {whatif}" for name in ("NVIDIA H100 SXM 80GB FP8", "NVIDIA B200 (HGX B200) FP8")
+                           for whatif in ("datasheet", "nic_gbps=x2")]  # fmt: skip
+    h100, h100_x2, b200, _ = lines.values()
+    assert h100.get_color() == h100_x2.get_color() != b200.get_color()
+    assert h100.get_linestyle() != h100_x2.get_linestyle() and h100.get_linestyle() == b200.get_linestyle()
+    assert len(_legend(eff_ax)) == 4
+    _labels_fit(fig)
+    with pytest.raises(PerfmodelError, match="several at one count"):
+        plot.scaling([*records, records[0] | {"tokens_per_s": 1.0}])
+
+
+def test_a_sweeps_many_lines_keep_their_legend_off_the_panels(records: list[dict[str, Any]]) -> None:
+    """20 lines (2 models x 5 systems x 2 what-ifs): a legend inside the efficiency panel covered its lines."""
+    gpus = ("a100-40gb", "a100-sxm-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm", "h200-sxm", "mi300x", "mi355x")
+    many = [r | {"accelerator": gpu, "whatif": whatif} for r in records[: len(COUNTS)] for gpu in gpus
+            for whatif in ("datasheet", "nic_gbps=x2")]  # fmt: skip
+    fig = plot.scaling(many)
+    eff_ax = fig.axes[1]
+    _labels_fit(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert eff_ax.get_legend().get_window_extent(renderer).x0 >= eff_ax.get_window_extent(renderer).x1
 
 
 @pytest.mark.parametrize(

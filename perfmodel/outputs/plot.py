@@ -251,12 +251,24 @@ def _model_title(records: Sequence[Record]) -> str:
 
 def scaling(records: Sequence[Record]) -> Any:
     """Time-to-train (or throughput without a token budget) and scaling efficiency against GPU count, one line per
-    system and precision. Efficiency is throughput per GPU relative to the line's smallest GPU count."""
+    system and precision (and model, and a sweep's what-if, where there are several). Efficiency is throughput per
+    GPU relative to the line's smallest GPU count."""
     groups: dict[str, list[Record]] = {}
     many_models = len({r["model"] for r in records}) > 1
+    # A sweep's hardware what-ifs (sweep.py's `whatif`: 'datasheet', 'nic_gbps=x2'), each a line style of its own:
+    # as one line, sweeps/generations.toml's points were refused, two results at each GPU count.
+    whatifs = sorted({str(r["whatif"]) for r in records if r.get("whatif") is not None})
+    styles = {w: LINE_STYLES[i % len(LINE_STYLES)] for i, w in enumerate(whatifs)} if len(whatifs) > 1 else {}
+    colours: dict[str, Any] = {}  # by system
+    looks: dict[str, dict[str, Any]] = {}  # by line
     for r in records:
-        label = series_label(r)
-        groups.setdefault(f"{model_name(r['model'])}, {label}" if many_models else label, []).append(r)
+        system = f"{model_name(r['model'])}, {series_label(r)}" if many_models else series_label(r)
+        colours.setdefault(system, _palette(PALETTE_SIZE)[len(colours) % PALETTE_SIZE])
+        label = f"{system}, {r['whatif']}" if styles else system
+        looks.setdefault(
+            label, {"marker": "o", "color": colours[system], "linestyle": styles.get(r.get("whatif"), "-")}
+        )
+        groups.setdefault(label, []).append(r)
     for label, group in groups.items():
         if len({r["n_gpus"] for r in group}) < len(group):
             raise PerfmodelError(
@@ -266,16 +278,19 @@ def scaling(records: Sequence[Record]) -> Any:
     if all(len({r["n_gpus"] for r in group}) < 2 for group in groups.values()):
         raise PerfmodelError("a scaling plot needs at least two GPU counts: pass --gpus as a list (256,512,1024)")
     with_time = all(r.get("time_to_train_days") is not None for r in records)
-    fig, (left, right) = _figure(12, 5, columns=2)
+    beside = len(groups) > LEGEND_IN_PANEL  # the legend right of the panels, the figure widened to hold it
+    end = f": 100.0% at {max(r['n_gpus'] for r in records):,}"  # the widest end value a legend entry adds
+    legend_in = max(len(label + end) for label in groups) / LEGEND_CHARS_PER_IN + 0.6 if beside else 0.0
+    fig, (left, right) = _figure(12 + legend_in, 5, columns=2)
     for label, group in groups.items():
         group = sorted(group, key=lambda r: r["n_gpus"])
         counts = [r["n_gpus"] for r in group]
         values = [r["time_to_train_days"] if with_time else r["tokens_per_s"] for r in group]
-        left.plot(counts, values, marker="o", label=label)
+        left.plot(counts, values, label=label, **looks[label])
         base = group[0]["tokens_per_s_per_gpu"]
         efficiency = [100 * r["tokens_per_s_per_gpu"] / base for r in group]
         # The end value in the legend: labels beside lines that end close together print over each other.
-        right.plot(counts, efficiency, marker="o", label=f"{label}: {efficiency[-1]:.1f}% at {counts[-1]:,}")
+        right.plot(counts, efficiency, label=f"{label}: {efficiency[-1]:.1f}% at {counts[-1]:,}", **looks[label])
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("GPUs")
@@ -292,7 +307,10 @@ def scaling(records: Sequence[Record]) -> Any:
     right.axhline(100, color="grey", linewidth=0.8)
     # From 0: a 1.4% dip on a 98.6-100% axis reads like a cliff; super-linear scaling (memory) still shows.
     right.set_ylim(0, max(105.0, *(line.get_ydata().max() * 1.05 for line in right.get_lines()[:-1])))
-    right.legend(title="at the most GPUs", fontsize="small")
+    if beside:  # inside, a sweep's 20 lines covered the efficiency panel
+        right.legend(title="at the most GPUs", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    else:
+        right.legend(title="at the most GPUs", fontsize="small")
     fig.suptitle(f"Scaling: {_model_title(records)}")
     return fig
 
@@ -494,6 +512,10 @@ def _plain_log_ticks(ax: Any) -> None:
     ax.yaxis.set_minor_formatter(plain)
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+"""A scaling plot's line styles, one per sweep what-if (the colour names the system)."""
+LEGEND_IN_PANEL = 6
+"""Lines whose legend a scaling plot's efficiency panel holds (in its lower half: the lines are near 100%)."""
 PALETTE_SIZE = 10
 """The colours of matplotlib's tab10, which `_palette` repeats past the tenth."""
 MARKERS = "os^D"
