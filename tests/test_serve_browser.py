@@ -152,6 +152,26 @@ def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     assert all(re.fullmatch(r"\d+\.\d%", m) for m in mfus), mfus
 
 
+def test_the_scaling_charts_axis_ends_on_labelled_round_values(driver: Any, url: str) -> None:
+    """The days axis ended at the data: 70B on 256 H100 (330 days, its 80% range to 408) sat above the highest label,
+    200, its band run into the top; now the axis runs from a 1-2-5 value below every day shown to one above."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=compare&model=llama3.1-70b&tokens=15T&gpu=h100-sxm,gb200:fp8&n_gpus=256,512,1024")
+    answered(driver)
+    expected = cli_json("compare", "--model", "llama3.1-70b", "--tokens", "15T", "--gpu", "h100-sxm", "--gpu",
+                        "gb200:fp8", "--gpus", "256,512,1024")  # fmt: skip
+    days = [r[key] / 86400 for r in expected for key in ("time_to_train_s_low", "time_to_train_s_high")]
+    labels = driver.find_elements(By.CSS_SELECTOR, "#chart svg text[text-anchor=end]")
+    ends = sorted(labels, key=lambda t: float(t.get_attribute("y")))  # top first
+    top, bottom = (float(t.text.replace(",", "")) for t in (ends[0], ends[-1]))
+    assert bottom <= min(days) and top >= max(days)
+    assert all(f"{v:g}"[0] in "125" for v in (top, bottom))
+    lines = driver.find_elements(By.CSS_SELECTOR, "#chart svg line.axis")
+    axis_top = min(float(line.get_attribute(a)) for line in lines for a in ("y1", "y2"))
+    assert float(ends[0].get_attribute("y")) - 4 == pytest.approx(axis_top)  # the top label at the axis's top
+
+
 def usd(x: float) -> str:
     """The page's `usd()` (app.js): three significant digits, trailing zeros kept, in thousands, millions or
     billions."""

@@ -347,6 +347,16 @@ function ticks(low, high) {
   return found.length ? found : [low, high];
 }
 
+// The round values (as `ticks`) at or just outside `low` and `high`: an axis ending on them labels both its ends (at
+// exactly the data's, the 80% band ran into the top, and its highest label, 200, sat under a point at 408 days).
+function roundedOut(low, high) {
+  const found = [];
+  for (let power = Math.floor(Math.log10(low)) - 1; power <= Math.ceil(Math.log10(high)); power += 1) {
+    for (const step of [1, 2, 5]) found.push(step * 10 ** power);
+  }
+  return [Math.max(...found.filter((v) => v <= low)), Math.min(...found.filter((v) => v >= high))];
+}
+
 // Time to train against GPU count, one line per system and precision, the 80% range as a band: drawn for answers
 // with several counts of a system (a comparison over sizes).
 function scalingChart(rows) {
@@ -363,7 +373,8 @@ function scalingChart(rows) {
   const all = rows.flatMap((p) => [p.n_gpus]);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
-  const [y0, y1] = [Math.log10(Math.min(...values)), Math.log10(Math.max(...values))];
+  const [bottomDays, topDays] = roundedOut(Math.min(...values), Math.max(...values));
+  const [y0, y1] = [Math.log10(bottomDays), Math.log10(topDays)];
   const x = (n) => left + ((Math.log2(n) - x0) / (x1 - x0 || 1)) * (width - left - right);
   const y = (d) => top + (1 - (Math.log10(d) - y0) / (y1 - y0 || 1)) * (height - top - bottom);
   const svg = svgElement("svg", { width, height, role: "img", "aria-label": "time to train against GPU count" });
@@ -372,7 +383,7 @@ function scalingChart(rows) {
   for (const n of [...new Set(all)].sort((a, b) => a - b)) {
     svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, whole(n)));
   }
-  for (const d of ticks(Math.min(...values), Math.max(...values))) {
+  for (const d of ticks(bottomDays, topDays)) {
     svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
       svgElement("text", { x: left - 6, y: y(d) + 4, "text-anchor": "end" }, plain(d)));
   }
