@@ -120,6 +120,13 @@ def test_a_mixture_of_experts_breakdown_holds_its_expert_all_to_all(driver: Any,
     assert compute == f"{100 * expected['breakdown']['compute_s'] / expected['step_time_s']:.1f}%"
 
 
+def test_an_answered_page_logs_nothing_to_the_console(driver: Any, url: str) -> None:
+    """Every load logged an error: the browser asked for /favicon.ico, which the server has not (404)."""
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=h100-sxm&n_gpus=64&tokens=1T")
+    answered(driver)
+    assert [entry["message"] for entry in driver.get_log("browser")] == []
+
+
 def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
 
