@@ -120,6 +120,18 @@ def test_a_mixture_of_experts_breakdown_holds_its_expert_all_to_all(driver: Any,
     assert compute == f"{100 * expected['breakdown']['compute_s'] / expected['step_time_s']:.1f}%"
 
 
+def test_a_candidate_without_a_plan_shows_one_dash_per_figure(driver: Any, url: str) -> None:
+    """A plan whose candidates have none (405B in 5 days) read "0" GPUs, and four en dashes for days and cost (one
+    for the value, and a dash-to-dash range beside it), as if it needed no GPUs; the CLI prints "-"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=plan&model=llama3.1-405b&tokens=15T&gpu=h100-sxm&deadline_days=5")
+    shown = answered(driver)
+    assert shown["n_gpus"] == [None] and shown["cost_usd"] == [None]
+    for key in ("n_gpus", "time_to_train_days", "cost_usd"):
+        assert driver.find_element(By.CSS_SELECTOR, f"#tables td[data-key={key}]").text == "\u2013", key
+
+
 def test_an_answered_page_logs_nothing_to_the_console(driver: Any, url: str) -> None:
     """Every load logged an error: the browser asked for /favicon.ico, which the server has not (404)."""
     driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=h100-sxm&n_gpus=64&tokens=1T")

@@ -38,7 +38,7 @@ function number(x, digits = 3) {
   if (x === null || x === undefined || Number.isNaN(x)) return "–";
   return Number(x).toLocaleString("en-US", { minimumSignificantDigits: digits, maximumSignificantDigits: digits });
 }
-const whole = (n) => Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 });
+const whole = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 }));
 const plain = (x) => Number(x).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 function usd(x) {
   if (x === null || x === undefined) return "–";
@@ -188,9 +188,11 @@ function cell(value, text, key, low, high) {
   const td = element("td", text);
   if (key) {
     td.dataset.key = key;
-    td.dataset.value = JSON.stringify(value); // the JSON answer's own value, for the tests and for copying
+    td.dataset.value = JSON.stringify(value ?? null); // the JSON answer's own value, for the tests and for copying
   }
-  if (low !== undefined && high !== undefined && low !== null && high !== null) td.append(element("span", `${low} – ${high}`, { class: "range" }));
+  // No range beside no value: a candidate without a plan read "– – – –" (its value and range each "–").
+  const known = (x) => x !== null && x !== undefined;
+  if (known(value) && known(low) && known(high)) td.append(element("span", `${low} – ${high}`, { class: "range" }));
   return td;
 }
 
