@@ -254,6 +254,20 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
 
 
+def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(driver: Any, url: str) -> None:
+    """A comparison's rows printed 'TP1 PP1 VP1 CP1 DP64' for the CLI's 'TP1 PP1 VP1 CP1 DP64 EP16' (Qwen3-30B-A3B
+    on 64 H100): launched as read, its experts are not split."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=compare&model=qwen3-30b-a3b&tokens=1T&gpu=h100-sxm&n_gpus=64&ep=16")
+    answered(driver)
+    layout = cli_json("compare", "--model", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
+                      "--ep", "16")[0]["parallelism"]  # fmt: skip
+    assert layout["ep"] == 16
+    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep}".format(**layout)
+    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+
+
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

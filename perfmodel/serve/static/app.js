@@ -216,12 +216,13 @@ function row(label, ...cells) {
   return tr;
 }
 
-// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched.
-const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}`;
+// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched;
+// and a MoE model's expert parallelism, which a comparison's rows left out (Qwen3-30B-A3B's EP16 on H100).
+const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}`;
 
 function layout(p) {
   const l = p.parallelism;
-  return `${stages(l)}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
+  return `${stages(l)}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
 }
 
 function summary(p) {
