@@ -268,6 +268,19 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
 
 
+def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: str) -> None:
+    """The field reads "GPU or system" and lists the zoo's systems, but Predict sent a system as predict()'s `gpu`:
+    gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=gb200-nvl72&n_gpus=72&tokens=1T")
+    shown = answered(driver)
+    flags = ["--model", "llama3.1-8b", "--system", "gb200-nvl72", "--gpus", "72", "--tokens", "1T"]
+    expected = cli_json("predict", *flags)
+    assert shown["step_time_s"] == [expected["step_time_s"]]
+    assert driver.find_element(By.ID, "title").text.endswith("(gb200-nvl72), 1.00T tokens")
+
+
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

@@ -10,10 +10,11 @@ const HINTS = {
 };
 const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
 const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
-const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files" };
+const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files", system: "gpu" };
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
+let systemIds = new Set(); // the zoo's system ids (/api/catalogue), which predict() takes as `system`, not `gpu`
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -90,7 +91,10 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
-    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value);
+    // The field says "GPU or system" and its list offers both, but predict() refuses a system as its `gpu` (compare()
+    // and plan() take either in theirs): Predict on gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU".
+    else if (name === "gpu" && question === "predict") body[systemIds.has(value) ? "system" : "gpu"] = value;
+    else if (name === "gpu") body.gpu = listOf(value);
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
@@ -422,6 +426,7 @@ function draw(answer) {
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
   names = known.names;
+  systemIds = new Set(Object.keys(known.systems));
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = "llama3.1-70b";
