@@ -308,6 +308,21 @@ def test_validation_plots_one_panel_per_metric() -> None:
     assert legend[:2] == ["NVIDIA B200 (HGX B200)", "NVIDIA H100 SXM 80GB"] and "predicted = measured" in legend
 
 
+@pytest.mark.parametrize("metrics", [3, 4])
+def test_validation_panels_go_two_a_row(metrics: int) -> None:
+    """validate's four metrics side by side drew a figure 25.5 in wide: on a page or slide, its type a quarter size.
+    Two a row; three metrics leave no empty fourth panel."""
+    names = ["tokens_per_s_per_gpu", "step_time_s", "time_to_train_min", "gpu_hours"][:metrics]
+    rows = [{"accelerator": gpu, "metric": metric, "measured": m, "predicted": m * 1.05}
+            for metric in names for gpu in ("gb200", "h100-grand-teton", "mi355x") for m in (2.0, 20.0)]  # fmt: skip
+    fig = plot.validation({"rows": rows, "mape_pct": 5.0})
+    assert len(fig.axes) == metrics and fig.get_figwidth() <= 14
+    columns = {round(ax.get_position().x0, 3) for ax in fig.axes}
+    assert len(columns) == 2 and len({round(ax.get_position().y0, 3) for ax in fig.axes}) == 2
+    assert [ax.get_title().split(":")[0] for ax in fig.axes] == [plot.METRIC_LABELS[m] for m in names]
+    _labels_fit(fig)
+
+
 def test_scaling_efficiency_axis_starts_at_zero(records: list[dict[str, Any]]) -> None:
     """A 1.4% dip on a 98.6-100% axis reads like a cliff."""
     low, high = plot.scaling(records).axes[1].get_ylim()

@@ -221,7 +221,7 @@ PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 mathtext (an unknown macro stops the plot) or passed to LaTeX, whatever a user's matplotlibrc says."""
 
 
-def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple[Any, Any]:
+def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1, rows: int = 1) -> tuple[Any, Any]:
     # matplotlib logs a warning to stderr, at import, when its config folder cannot be made (HOME a file, a
     # read-only home): it falls back to a temporary one, so the warning says nothing a perfmodel user can act on.
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
@@ -235,7 +235,7 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 
     plt.rcParams.update(PLAIN_TEXT)
 
-    fig, axes = plt.subplots(1, columns, figsize=(width, height), layout="constrained")
+    fig, axes = plt.subplots(rows, columns, figsize=(width, height), layout="constrained", squeeze=rows == 1)
     return fig, axes
 
 
@@ -416,6 +416,8 @@ def _bar_ticks(ax: Any, labels: Sequence[str]) -> None:
     ax.set_xticks(range(len(labels)), labels)
 
 
+VALIDATION_COLUMNS = 2
+"""Panels in a row of the validation plot (a panel is 6 in square)."""
 LEGEND_CHARS_PER_IN = 14
 """Characters of an 8-point legend entry per inch of width, with room to spare (the widest are about 16)."""
 MAX_BARS = 12
@@ -454,8 +456,15 @@ def validation(report: Record) -> Any:
     labels = sorted({str(row[group_key]) if group_key else "runs" for row in rows})
     colours = dict(zip(labels, _palette(len(labels)), strict=True))
     markers = {label: MARKERS[i // PALETTE_SIZE % len(MARKERS)] for i, label in enumerate(labels)}
-    fig, axes = _figure(6.0 * len(by_metric) + 1.5, 6.0, columns=len(by_metric))
-    for ax, (metric, metric_rows) in zip([axes] if len(by_metric) == 1 else axes, by_metric.items(), strict=True):
+    # At most VALIDATION_COLUMNS panels a row: validate's four side by side made a figure 25.5 in wide, its type
+    # a quarter size on a page or slide.
+    columns = min(len(by_metric), VALIDATION_COLUMNS)
+    rows_of_panels = math.ceil(len(by_metric) / columns)
+    fig, axes = _figure(6.0 * columns + 1.5, 6.0 * rows_of_panels, columns=columns, rows=rows_of_panels)
+    panels = [axes] if len(by_metric) == 1 else list(axes.flat)
+    for unused in panels[len(by_metric) :]:
+        fig.delaxes(unused)
+    for ax, (metric, metric_rows) in zip(panels, by_metric.items(), strict=False):
         groups: dict[str, list[Record]] = {}
         for row in metric_rows:
             groups.setdefault(str(row[group_key]) if group_key else "runs", []).append(row)
