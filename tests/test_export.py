@@ -249,6 +249,19 @@ def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
     assert priced[cells[("cost_usd", 0)]] == pytest.approx(3.0 * p.run.gpu_hours, rel=REL)  # type: ignore[union-attr]
 
 
+def test_the_summary_of_a_row_without_a_price_reads_no_cost_rather_than_zero(tmp_path: Path) -> None:
+    """MI355X has no public price: its Summary row read an empty cost beside "$0" with losses, a link to the empty
+    Results cell that the cost with losses is where the row has no value."""
+    out = tmp_path / "mi355x.xlsx"
+    done = run_cli("export", "predict", "--model", "llama3.1-8b", "--gpu", "mi355x", "--gpus", "64", "--tokens", "2T",
+                   "--out", str(out))  # fmt: skip
+    assert done.code == 0, done.err
+    summary = cells_by_key(out, ("Summary",))
+    values = Recalculator(out)()
+    shown = {key: values[summary[(key, 0)]] for key in ("usd_per_gpu_hour", "cost_usd", "cost_usd_with_losses")}
+    assert shown == {"usd_per_gpu_hour": "no price", "cost_usd": "", "cost_usd_with_losses": ""}
+
+
 # Bad input: one line, exit code 2, nothing written.
 
 

@@ -540,7 +540,9 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 continue
             if fmt == printing.YES_NO:  # as text: Excel shows a true/false cell TRUE whatever its format
                 link, cached = f'=IF(ISBLANK({ref}),"",IF({ref},"Yes","No"))', printing.shown(value)
-            elif column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
+            elif column.formula is None or value is None:  # a link to an empty cell reads 0: say what is missing
+                # (a formula column's cell is left empty where the row has no value: MI355X, with no price, had its
+                # cost with losses read "$0" beside an empty cost)
                 missing = "no price" if column.key == "usd_per_gpu_hour" else ""
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:
