@@ -281,6 +281,25 @@ def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: s
     assert driver.find_element(By.ID, "title").text.endswith("(gb200-nvl72), 1.00T tokens")
 
 
+def test_predict_takes_an_uploaded_system(driver: Any, url: str, tmp_path: Path) -> None:
+    """README's own system file (ours-h100, `base = "dgx-h100"`), uploaded and named in Predict's "GPU or system"
+    field, was sent as predict()'s gpu: "'ours-h100' is a system, not a GPU"."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ours = tmp_path / "ours.toml"
+    ours.write_text('id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n')
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=ours-h100&n_gpus=64&tokens=1T")
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "error").is_displayed())  # not uploaded yet
+    driver.find_element(By.ID, "hardware_files").send_keys(str(ours))
+    driver.find_element(By.ID, "run").click()
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "result").is_displayed())
+    shown = answered(driver)
+    flags = ["--model", "llama3.1-8b", "--hardware", str(ours), "--system", "ours-h100", "--gpus", "64"]
+    flags += ["--tokens", "1T"]
+    assert shown["step_time_s"] == [cli_json("predict", *flags)["step_time_s"]]
+
+
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

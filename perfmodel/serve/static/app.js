@@ -91,10 +91,7 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
-    // The field says "GPU or system" and its list offers both, but predict() refuses a system as its `gpu` (compare()
-    // and plan() take either in theirs): Predict on gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU".
-    else if (name === "gpu" && question === "predict") body[systemIds.has(value) ? "system" : "gpu"] = value;
-    else if (name === "gpu") body.gpu = listOf(value);
+    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // a system: `uploads`
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
@@ -112,7 +109,32 @@ async function uploads(body) {
   }
   const hardware = [...$("#hardware_files").files];
   if (hardware.length) body.hardware_files = await Promise.all(hardware.map(async (f) => ({ name: f.name, text: await f.text() })));
+  // The field says "GPU or system" and its list offers both, but predict() refuses a system as its `gpu` (compare()
+  // and plan() take either in theirs): Predict on gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU".
+  if (body.gpu && question === "predict" && systemsIn(body.hardware_files || []).has(body.gpu)) {
+    body.system = body.gpu;
+    delete body.gpu;
+  }
   return body;
+}
+
+// The zoo's system ids and those of the uploaded hardware files that are systems: a file whose `base` is a system,
+// zoo or uploaded, or that names its `accelerator` (README "Your own hardware"), read from its top-level keys, before
+// its first [table]. Sent as `gpu`, README's own ours-h100 answered "is a system, not a GPU" too.
+function systemsIn(files) {
+  const entries = files.map(({ text }) => {
+    const top = text.split(/^\s*\[/m)[0];
+    const key = (name) => (top.match(new RegExp(`^\\s*${name}\\s*=\\s*["']([^"']+)["']`, "m")) || [])[1];
+    return { id: key("id"), base: key("base"), accelerator: key("accelerator") };
+  });
+  const found = new Set(systemIds);
+  for (let added = true; added; ) { // a system may build on another uploaded one
+    added = false;
+    for (const e of entries) {
+      if (e.id && !found.has(e.id) && (e.accelerator || found.has(e.base))) added = Boolean(found.add(e.id));
+    }
+  }
+  return found;
 }
 
 function shareLink() {
