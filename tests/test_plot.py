@@ -323,6 +323,16 @@ def test_validation_panels_go_two_a_row(metrics: int) -> None:
     _labels_fit(fig)
 
 
+def test_a_plot_at_one_size_names_its_gpu_count(records: list[dict[str, Any]]) -> None:
+    """A breakdown or comparison of results at one size named no GPU count anywhere (its bars name one only where
+    they differ): "Comparison: Llama 3.1 70B, 15T tokens" for 168.5 days on 512 H100."""
+    one_size = [r for r in records if r["n_gpus"] == COUNTS[0]]
+    for kind in ("breakdown", "compare"):
+        assert f"Llama 3.1 8B on {COUNTS[0]:,} GPUs, 1T tokens" in plot.DRAW[kind](one_size).get_suptitle(), kind
+    assert " GPUs" not in plot.DRAW["compare"](records).get_suptitle()  # the bars name each count
+    assert " GPUs" not in plot.scaling(records).get_suptitle()  # the x-axis does
+
+
 def test_scaling_efficiency_axis_starts_at_zero(records: list[dict[str, Any]]) -> None:
     """A 1.4% dip on a 98.6-100% axis reads like a cliff."""
     low, high = plot.scaling(records).axes[1].get_ylim()

@@ -240,13 +240,17 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1, rows: in
 
 
 def _model_title(records: Sequence[Record]) -> str:
+    """The models, the GPU count where every result has the one (bars name a count only where they differ: a
+    breakdown or comparison at one size said nowhere how many GPUs its times were for) and the token budget."""
     models = sorted({model_name(r["model"]) for r in records})
+    counts = {r["n_gpus"] for r in records}
+    size = f" on {next(iter(counts)):,} GPUs" if len(counts) == 1 else ""
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
     budget = f", {only / 1e12:g}T tokens" if only is not None else ""
     if budget and all(r.get("tokens_from_default") for r in records):
         budget += " (default)"
-    return ", ".join(models) + budget
+    return ", ".join(models) + size + budget
 
 
 def scaling(records: Sequence[Record]) -> Any:
