@@ -13,6 +13,7 @@ from conftest import run_cli
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.outputs import plot
+from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning.predict import predict
 
 SYSTEMS = (("h100-sxm", "fp8"), ("b200", "fp8"))
@@ -206,6 +207,7 @@ def test_a_mixture_of_experts_breakdown_stacks_its_expert_all_to_all_too() -> No
                              "parallelism.pp": 1})
     ).to_dict()  # fmt: skip
     assert record["breakdown"]["ep_comm_exposed_s"] > 0
+    assert list(plot.PART_LABELS) == [*BREAKDOWN, "ep_comm_exposed_s"] == list(record["breakdown"])
     ax = plot.breakdown([record]).axes[0]
     assert max(p.get_y() + p.get_height() for p in ax.patches) == pytest.approx(record["step_time_s"], rel=1e-9)
     assert "EP all-to-all (exposed)" in _legend(ax)

@@ -91,7 +91,7 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
-    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // a system: `uploads`
+    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // predict's system: `uploads`
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
