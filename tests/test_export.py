@@ -262,6 +262,26 @@ def test_the_summary_of_a_row_without_a_price_reads_no_cost_rather_than_zero(tmp
     assert shown == {"usd_per_gpu_hour": "no price", "cost_usd": "", "cost_usd_with_losses": ""}
 
 
+def test_results_with_one_label_are_told_apart_by_what_differs(tmp_path: Path) -> None:
+    """sweeps/generations.toml's points on the datasheet and with twice the NIC bandwidth had one label each pair:
+    the Summary listed two rows alike. Results such as compare's ratios do not name a row."""
+    from perfmodel.outputs.export import ExportRow, export
+
+    p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tokens": 1e11}))
+    rows = [ExportRow("8b", p, {"whatif": whatif, "speedup_vs_first": speedup})
+            for whatif, speedup in (("datasheet", 1.0), ("nic_gbps=x2", 1.1))]  # fmt: skip
+    out = tmp_path / "alike.xlsx"
+    export([*rows, ExportRow("other", p, {"whatif": "datasheet", "speedup_vs_first": 1.2})], out, title="alike")
+    summary = openpyxl.load_workbook(out, data_only=True)["Summary"]
+    assert [summary.cell(row, 1).value for row in (6, 7, 8)] == ["8b, whatif datasheet", "8b, whatif nic_gbps=x2",
+                                                                 "other"]  # fmt: skip
+    export(rows, tmp_path / "alike.csv", title="alike")
+    assert [r["label"] for r in csv.DictReader((tmp_path / "alike.csv").open())] == [
+        "8b, whatif datasheet",
+        "8b, whatif nic_gbps=x2",
+    ]
+
+
 # Bad input: one line, exit code 2, nothing written.
 
 
