@@ -67,6 +67,7 @@ def browser(downloads: Path | None = None, width: int = 1280, height: int = 1000
         options.add_argument(argument)
     if downloads is not None:
         options.add_experimental_option("prefs", {"download.default_directory": str(downloads)})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for driver.get_log("browser")
     driver = webdriver.Chrome(service=Service(shutil.which(DRIVER)), options=options)
     try:
         yield driver

@@ -204,6 +204,18 @@ def test_headings_align_with_the_values_under_them(workbook: Path) -> None:
     assert [summary.cell(row, fits).alignment.horizontal for row in (4, 6)] == ["center", "center"]
 
 
+def test_each_share_is_headed_by_its_parts_own_name(workbook: Path) -> None:
+    """The Breakdown's shares were headed by their keys ('Share: pp bubble', 'Share: other ep comm exposed', which
+    ran together in print) and named no part the sheet heads its times with ('Pipeline bubble (s)')."""
+    ws = openpyxl.load_workbook(workbook)["Breakdown"]
+    headings = [str(cell.value) for cell in ws[4] if cell.value]
+    parts = [h.removesuffix(" (s)").lower() for h in headings if h.endswith(" (s)")]
+    shares = [h.removeprefix("Share: ") for h in headings if h.startswith("Share: ")]
+    assert len(shares) == len(parts) >= 8
+    assert [p.startswith(s) for p, s in zip(parts, shares, strict=True)] == [True] * len(parts), shares
+    assert "pipeline bubble" in shares and "compute" in shares
+
+
 def test_every_hardware_figure_has_its_unit(tmp_path: Path) -> None:
     """A system's purchase price, host and network watts, storage bandwidth and the GPUs a job fills of an NVL72
     rack printed bare (usd_per_system 3450000, host_w_per_gpu 466.7), a number a reader cannot sign."""
@@ -235,6 +247,39 @@ def test_price_without_public_figure_leaves_cost_blank(tmp_path: Path) -> None:
     assert engine()[cells[("gpu_hours", 0)]] == pytest.approx(p.run.gpu_hours, rel=REL)  # type: ignore[union-attr]
     priced = engine({cells[("usd_per_gpu_hour", 0)]: 3.0})
     assert priced[cells[("cost_usd", 0)]] == pytest.approx(3.0 * p.run.gpu_hours, rel=REL)  # type: ignore[union-attr]
+
+
+def test_the_summary_of_a_row_without_a_price_reads_no_cost_rather_than_zero(tmp_path: Path) -> None:
+    """MI355X has no public price: its Summary row read an empty cost beside "$0" with losses, a link to the empty
+    Results cell that the cost with losses is where the row has no value."""
+    out = tmp_path / "mi355x.xlsx"
+    done = run_cli("export", "predict", "--model", "llama3.1-8b", "--gpu", "mi355x", "--gpus", "64", "--tokens", "2T",
+                   "--out", str(out))  # fmt: skip
+    assert done.code == 0, done.err
+    summary = cells_by_key(out, ("Summary",))
+    values = Recalculator(out)()
+    shown = {key: values[summary[(key, 0)]] for key in ("usd_per_gpu_hour", "cost_usd", "cost_usd_with_losses")}
+    assert shown == {"usd_per_gpu_hour": "no price", "cost_usd": "", "cost_usd_with_losses": ""}
+
+
+def test_results_with_one_label_are_told_apart_by_what_differs(tmp_path: Path) -> None:
+    """sweeps/generations.toml's points on the datasheet and with twice the NIC bandwidth had one label each pair:
+    the Summary listed two rows alike. Results such as compare's ratios do not name a row."""
+    from perfmodel.outputs.export import ExportRow, export
+
+    p = predict(load_scenario(None, {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8, "tokens": 1e11}))
+    rows = [ExportRow("8b", p, {"whatif": whatif, "speedup_vs_first": speedup})
+            for whatif, speedup in (("datasheet", 1.0), ("nic_gbps=x2", 1.1))]  # fmt: skip
+    out = tmp_path / "alike.xlsx"
+    export([*rows, ExportRow("other", p, {"whatif": "datasheet", "speedup_vs_first": 1.2})], out, title="alike")
+    summary = openpyxl.load_workbook(out, data_only=True)["Summary"]
+    assert [summary.cell(row, 1).value for row in (6, 7, 8)] == ["8b, whatif datasheet", "8b, whatif nic_gbps=x2",
+                                                                 "other"]  # fmt: skip
+    export(rows, tmp_path / "alike.csv", title="alike")
+    assert [r["label"] for r in csv.DictReader((tmp_path / "alike.csv").open())] == [
+        "8b, whatif datasheet",
+        "8b, whatif nic_gbps=x2",
+    ]
 
 
 # Bad input: one line, exit code 2, nothing written.

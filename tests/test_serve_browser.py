@@ -104,6 +104,41 @@ def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url:
     assert driver.find_element(By.NAME, "n_gpus").get_attribute("value") == "64"
 
 
+def test_a_mixture_of_experts_breakdown_holds_its_expert_all_to_all(driver: Any, url: str) -> None:
+    """The page's parts left out a MoE model's exposed expert all-to-all (breakdown.ep_comm_exposed_s): DeepSeek-V3
+    on 1,024 H100 listed compute as 88.9% of a 4.52 s sum, where it is 82.7% of its 4.86 s step."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=predict&model=mixtral-8x7b&gpu=h100-sxm&precision=bf16&n_gpus=64&tokens=1T&gbs=256&ep=8"
+               "&tp=1&pp=1")  # fmt: skip
+    shown = answered(driver)
+    expected = cli_json("predict", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--precision", "bf16", "--gpus",
+                        "64", "--tokens", "1T", "--gbs", "256", "--ep", "8", "--tp", "1", "--pp", "1")  # fmt: skip
+    assert expected["breakdown"]["ep_comm_exposed_s"] > 0
+    assert shown["breakdown.ep_comm_exposed_s"] == [expected["breakdown"]["ep_comm_exposed_s"]]
+    compute = driver.find_element(By.CSS_SELECTOR, "td[data-key='breakdown.compute_s'] + td").text
+    assert compute == f"{100 * expected['breakdown']['compute_s'] / expected['step_time_s']:.1f}%"
+
+
+def test_a_candidate_without_a_plan_shows_one_dash_per_figure(driver: Any, url: str) -> None:
+    """A plan whose candidates have none (405B in 5 days) read "0" GPUs, and four en dashes for days and cost (one
+    for the value, and a dash-to-dash range beside it), as if it needed no GPUs; the CLI prints "-"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=plan&model=llama3.1-405b&tokens=15T&gpu=h100-sxm&deadline_days=5")
+    shown = answered(driver)
+    assert shown["n_gpus"] == [None] and shown["cost_usd"] == [None]
+    for key in ("n_gpus", "time_to_train_days", "cost_usd"):
+        assert driver.find_element(By.CSS_SELECTOR, f"#tables td[data-key={key}]").text == "\u2013", key
+
+
+def test_an_answered_page_logs_nothing_to_the_console(driver: Any, url: str) -> None:
+    """Every load logged an error: the browser asked for /favicon.ico, which the server has not (404)."""
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=h100-sxm&n_gpus=64&tokens=1T")
+    answered(driver)
+    assert [entry["message"] for entry in driver.get_log("browser")] == []
+
+
 def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -134,6 +169,26 @@ def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     assert speedups[0] == "1.00\u00d7" and all(re.fullmatch(r"\d\.\d\d\u00d7", s) for s in speedups), speedups
     mfus = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=mfu_of_precision]")]
     assert all(re.fullmatch(r"\d+\.\d%", m) for m in mfus), mfus
+
+
+def test_the_scaling_charts_axis_ends_on_labelled_round_values(driver: Any, url: str) -> None:
+    """The days axis ended at the data: 70B on 256 H100 (330 days, its 80% range to 408) sat above the highest label,
+    200, its band run into the top; now the axis runs from a 1-2-5 value below every day shown to one above."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=compare&model=llama3.1-70b&tokens=15T&gpu=h100-sxm,gb200:fp8&n_gpus=256,512,1024")
+    answered(driver)
+    expected = cli_json("compare", "--model", "llama3.1-70b", "--tokens", "15T", "--gpu", "h100-sxm", "--gpu",
+                        "gb200:fp8", "--gpus", "256,512,1024")  # fmt: skip
+    days = [r[key] / 86400 for r in expected for key in ("time_to_train_s_low", "time_to_train_s_high")]
+    labels = driver.find_elements(By.CSS_SELECTOR, "#chart svg text[text-anchor=end]")
+    ends = sorted(labels, key=lambda t: float(t.get_attribute("y")))  # top first
+    top, bottom = (float(t.text.replace(",", "")) for t in (ends[0], ends[-1]))
+    assert bottom <= min(days) and top >= max(days)
+    assert all(f"{v:g}"[0] in "125" for v in (top, bottom))
+    lines = driver.find_elements(By.CSS_SELECTOR, "#chart svg line.axis")
+    axis_top = min(float(line.get_attribute(a)) for line in lines for a in ("y1", "y2"))
+    assert float(ends[0].get_attribute("y")) - 4 == pytest.approx(axis_top)  # the top label at the axis's top
 
 
 def usd(x: float) -> str:
@@ -197,6 +252,52 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+
+
+def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(driver: Any, url: str) -> None:
+    """A comparison's rows printed 'TP1 PP1 VP1 CP1 DP64' for the CLI's 'TP1 PP1 VP1 CP1 DP64 EP16' (Qwen3-30B-A3B
+    on 64 H100): launched as read, its experts are not split."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=compare&model=qwen3-30b-a3b&tokens=1T&gpu=h100-sxm&n_gpus=64&ep=16")
+    answered(driver)
+    layout = cli_json("compare", "--model", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
+                      "--ep", "16")[0]["parallelism"]  # fmt: skip
+    assert layout["ep"] == 16
+    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep}".format(**layout)
+    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+
+
+def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: str) -> None:
+    """The field reads "GPU or system" and lists the zoo's systems, but Predict sent a system as predict()'s `gpu`:
+    gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=gb200-nvl72&n_gpus=72&tokens=1T")
+    shown = answered(driver)
+    flags = ["--model", "llama3.1-8b", "--system", "gb200-nvl72", "--gpus", "72", "--tokens", "1T"]
+    expected = cli_json("predict", *flags)
+    assert shown["step_time_s"] == [expected["step_time_s"]]
+    assert driver.find_element(By.ID, "title").text.endswith("(gb200-nvl72), 1.00T tokens")
+
+
+def test_predict_takes_an_uploaded_system(driver: Any, url: str, tmp_path: Path) -> None:
+    """README's own system file (ours-h100, `base = "dgx-h100"`), uploaded and named in Predict's "GPU or system"
+    field, was sent as predict()'s gpu: "'ours-h100' is a system, not a GPU"."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ours = tmp_path / "ours.toml"
+    ours.write_text('id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n')
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=ours-h100&n_gpus=64&tokens=1T")
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "error").is_displayed())  # not uploaded yet
+    driver.find_element(By.ID, "hardware_files").send_keys(str(ours))
+    driver.find_element(By.ID, "run").click()
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "result").is_displayed())
+    shown = answered(driver)
+    flags = ["--model", "llama3.1-8b", "--hardware", str(ours), "--system", "ours-h100", "--gpus", "64"]
+    flags += ["--tokens", "1T"]
+    assert shown["step_time_s"] == [cli_json("predict", *flags)["step_time_s"]]
 
 
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:

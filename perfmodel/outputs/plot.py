@@ -33,7 +33,10 @@ PART_LABELS = {
     "dp_comm_exposed_s": "DP comm (exposed)",
     "optimizer_s": "optimizer",
     "other_s": "other",
+    "ep_comm_exposed_s": "EP all-to-all (exposed)",
 }
+"""The step-time parts a record's breakdown sums to (physics.step's BREAKDOWN, then a mixture-of-experts model's
+exposed expert all-to-all, which a dense model's record lacks), as the breakdown plot's legend names them."""
 Record = Mapping[str, Any]
 
 
@@ -138,6 +141,7 @@ class _Breakdown(_Read):
     dp_comm_exposed_s: NonNegative
     optimizer_s: NonNegative
     other_s: NonNegative
+    ep_comm_exposed_s: NonNegative = 0.0
 
 
 class _PredictionRecord(_Read):
@@ -217,7 +221,7 @@ PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 mathtext (an unknown macro stops the plot) or passed to LaTeX, whatever a user's matplotlibrc says."""
 
 
-def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple[Any, Any]:
+def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1, rows: int = 1) -> tuple[Any, Any]:
     # matplotlib logs a warning to stderr, at import, when its config folder cannot be made (HOME a file, a
     # read-only home): it falls back to a temporary one, so the warning says nothing a perfmodel user can act on.
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
@@ -231,28 +235,44 @@ def _figure(width: float = 10.0, height: float = 5.5, columns: int = 1) -> tuple
 
     plt.rcParams.update(PLAIN_TEXT)
 
-    fig, axes = plt.subplots(1, columns, figsize=(width, height), layout="constrained")
+    fig, axes = plt.subplots(rows, columns, figsize=(width, height), layout="constrained", squeeze=rows == 1)
     return fig, axes
 
 
 def _model_title(records: Sequence[Record]) -> str:
+    """The models, the GPU count where every result has the one (bars name a count only where they differ: a
+    breakdown or comparison at one size said nowhere how many GPUs its times were for) and the token budget."""
     models = sorted({model_name(r["model"]) for r in records})
+    counts = {r["n_gpus"] for r in records}
+    size = f" on {next(iter(counts)):,} GPUs" if len(counts) == 1 else ""
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
     budget = f", {only / 1e12:g}T tokens" if only is not None else ""
     if budget and all(r.get("tokens_from_default") for r in records):
         budget += " (default)"
-    return ", ".join(models) + budget
+    return ", ".join(models) + size + budget
 
 
 def scaling(records: Sequence[Record]) -> Any:
     """Time-to-train (or throughput without a token budget) and scaling efficiency against GPU count, one line per
-    system and precision. Efficiency is throughput per GPU relative to the line's smallest GPU count."""
+    system and precision (and model, and a sweep's what-if, where there are several). Efficiency is throughput per
+    GPU relative to the line's smallest GPU count."""
     groups: dict[str, list[Record]] = {}
     many_models = len({r["model"] for r in records}) > 1
+    # A sweep's hardware what-ifs (sweep.py's `whatif`: 'datasheet', 'nic_gbps=x2'), each a line style of its own:
+    # as one line, sweeps/generations.toml's points were refused, two results at each GPU count.
+    whatifs = sorted({str(r["whatif"]) for r in records if r.get("whatif") is not None})
+    styles = {w: LINE_STYLES[i % len(LINE_STYLES)] for i, w in enumerate(whatifs)} if len(whatifs) > 1 else {}
+    colours: dict[str, Any] = {}  # by system
+    looks: dict[str, dict[str, Any]] = {}  # by line
     for r in records:
-        label = series_label(r)
-        groups.setdefault(f"{model_name(r['model'])}, {label}" if many_models else label, []).append(r)
+        system = f"{model_name(r['model'])}, {series_label(r)}" if many_models else series_label(r)
+        colours.setdefault(system, _palette(PALETTE_SIZE)[len(colours) % PALETTE_SIZE])
+        label = f"{system}, {r['whatif']}" if styles else system
+        looks.setdefault(
+            label, {"marker": "o", "color": colours[system], "linestyle": styles.get(r.get("whatif"), "-")}
+        )
+        groups.setdefault(label, []).append(r)
     for label, group in groups.items():
         if len({r["n_gpus"] for r in group}) < len(group):
             raise PerfmodelError(
@@ -262,16 +282,19 @@ def scaling(records: Sequence[Record]) -> Any:
     if all(len({r["n_gpus"] for r in group}) < 2 for group in groups.values()):
         raise PerfmodelError("a scaling plot needs at least two GPU counts: pass --gpus as a list (256,512,1024)")
     with_time = all(r.get("time_to_train_days") is not None for r in records)
-    fig, (left, right) = _figure(12, 5, columns=2)
+    beside = len(groups) > LEGEND_IN_PANEL  # the legend right of the panels, the figure widened to hold it
+    end = f": 100.0% at {max(r['n_gpus'] for r in records):,}"  # the widest end value a legend entry adds
+    legend_in = max(len(label + end) for label in groups) / LEGEND_CHARS_PER_IN + 0.6 if beside else 0.0
+    fig, (left, right) = _figure(12 + legend_in, 5, columns=2)
     for label, group in groups.items():
         group = sorted(group, key=lambda r: r["n_gpus"])
         counts = [r["n_gpus"] for r in group]
         values = [r["time_to_train_days"] if with_time else r["tokens_per_s"] for r in group]
-        left.plot(counts, values, marker="o", label=label)
+        left.plot(counts, values, label=label, **looks[label])
         base = group[0]["tokens_per_s_per_gpu"]
         efficiency = [100 * r["tokens_per_s_per_gpu"] / base for r in group]
         # The end value in the legend: labels beside lines that end close together print over each other.
-        right.plot(counts, efficiency, marker="o", label=f"{label}: {efficiency[-1]:.1f}% at {counts[-1]:,}")
+        right.plot(counts, efficiency, label=f"{label}: {efficiency[-1]:.1f}% at {counts[-1]:,}", **looks[label])
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("GPUs")
@@ -288,7 +311,10 @@ def scaling(records: Sequence[Record]) -> Any:
     right.axhline(100, color="grey", linewidth=0.8)
     # From 0: a 1.4% dip on a 98.6-100% axis reads like a cliff; super-linear scaling (memory) still shows.
     right.set_ylim(0, max(105.0, *(line.get_ydata().max() * 1.05 for line in right.get_lines()[:-1])))
-    right.legend(title="at the most GPUs", fontsize="small")
+    if beside:  # inside, a sweep's 20 lines covered the efficiency panel
+        right.legend(title="at the most GPUs", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    else:
+        right.legend(title="at the most GPUs", fontsize="small")
     fig.suptitle(f"Scaling: {_model_title(records)}")
     return fig
 
@@ -303,7 +329,7 @@ def breakdown(records: Sequence[Record]) -> Any:
     bottoms = [0.0] * len(records)
     colors = _palette(len(PART_LABELS))
     for (part, label), color in zip(PART_LABELS.items(), colors, strict=True):
-        heights = [r["breakdown"][part] for r in records]
+        heights = [r["breakdown"].get(part, 0.0) for r in records]
         if not any(heights):
             continue
         ax.bar(range(len(records)), heights, bottom=bottoms, label=label, color=color)
@@ -394,6 +420,8 @@ def _bar_ticks(ax: Any, labels: Sequence[str]) -> None:
     ax.set_xticks(range(len(labels)), labels)
 
 
+VALIDATION_COLUMNS = 2
+"""Panels in a row of the validation plot (a panel is 6 in square)."""
 LEGEND_CHARS_PER_IN = 14
 """Characters of an 8-point legend entry per inch of width, with room to spare (the widest are about 16)."""
 MAX_BARS = 12
@@ -432,8 +460,15 @@ def validation(report: Record) -> Any:
     labels = sorted({str(row[group_key]) if group_key else "runs" for row in rows})
     colours = dict(zip(labels, _palette(len(labels)), strict=True))
     markers = {label: MARKERS[i // PALETTE_SIZE % len(MARKERS)] for i, label in enumerate(labels)}
-    fig, axes = _figure(6.0 * len(by_metric) + 1.5, 6.0, columns=len(by_metric))
-    for ax, (metric, metric_rows) in zip([axes] if len(by_metric) == 1 else axes, by_metric.items(), strict=True):
+    # At most VALIDATION_COLUMNS panels a row: validate's four side by side made a figure 25.5 in wide, its type
+    # a quarter size on a page or slide.
+    columns = min(len(by_metric), VALIDATION_COLUMNS)
+    rows_of_panels = math.ceil(len(by_metric) / columns)
+    fig, axes = _figure(6.0 * columns + 1.5, 6.0 * rows_of_panels, columns=columns, rows=rows_of_panels)
+    panels = [axes] if len(by_metric) == 1 else list(axes.flat)
+    for unused in panels[len(by_metric) :]:
+        fig.delaxes(unused)
+    for ax, (metric, metric_rows) in zip(panels, by_metric.items(), strict=False):
         groups: dict[str, list[Record]] = {}
         for row in metric_rows:
             groups.setdefault(str(row[group_key]) if group_key else "runs", []).append(row)
@@ -490,6 +525,10 @@ def _plain_log_ticks(ax: Any) -> None:
     ax.yaxis.set_minor_formatter(plain)
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+"""A scaling plot's line styles, one per sweep what-if (the colour names the system)."""
+LEGEND_IN_PANEL = 6
+"""Lines whose legend a scaling plot's efficiency panel holds (in its lower half: the lines are near 100%)."""
 PALETTE_SIZE = 10
 """The colours of matplotlib's tab10, which `_palette` repeats past the tenth."""
 MARKERS = "os^D"

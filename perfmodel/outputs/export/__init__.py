@@ -41,6 +41,7 @@ def export(
     """Write `lines` to `path` in the format its suffix names, all at once or not at all: results, and campaigns'
     total rows under their phases' (in the workbook, live formulas over the phases' cells)."""
     fmt = check_output(path, force)
+    lines = told_apart(lines)
     rows = export_rows(lines)
     if not rows:
         raise PerfmodelError("nothing to export: no results")
@@ -63,6 +64,27 @@ def export(
             handle.write(data.encode())
 
     write_atomic(path, write, force)
+
+
+def told_apart(lines: list[Line]) -> list[Line]:
+    """The lines, each result whose label another shares named by the extra text columns that differ between them
+    (names such as a sweep's `whatif`, not results such as compare's ratios): a sweep's point on the datasheet and
+    with twice the NIC bandwidth had one label, and the Summary two rows alike ('llama3.1-70b on 512 x h100-sxm fp8
+    TP1 ...'), now '..., whatif datasheet' and '..., whatif nic_gbps=x2'."""
+    from dataclasses import replace
+
+    alike: dict[str, list[ExportRow]] = {}
+    for line in lines:
+        if isinstance(line, ExportRow):
+            alike.setdefault(line.label, []).append(line)
+    renamed: dict[int, str] = {}
+    for group in (group for group in alike.values() if len(group) > 1):
+        keys = sorted({key for row in group for key, value in row.extra.items() if isinstance(value, str)})
+        differ = [key for key in keys if len({str(row.extra.get(key)) for row in group}) > 1]
+        for row in group:
+            named = [f"{key} {row.extra[key]}" for key in differ if row.extra.get(key) is not None]
+            renamed[id(row)] = ", ".join([row.label, *named])
+    return [replace(line, label=renamed[id(line)]) if id(line) in renamed else line for line in lines]
 
 
 def _csv(table: list[dict[str, Any]]) -> str:

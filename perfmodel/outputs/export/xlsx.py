@@ -380,6 +380,7 @@ def write_xlsx(
     phases = grid.phases
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in SHEETS.values()}
     tall = {name: _lines(values["label"], label_width) for name in SHEETS.values()}  # lines per result's row
+    heading_pt: dict[str, float] = {}  # each sheet's heading row, in points
     widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
     for sheet_key, sheet_name in SHEETS.items():
         ws = sheets[sheet_name]
@@ -434,11 +435,11 @@ def write_xlsx(
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]])
-                                                    for c in here]))  # fmt: skip
+        heading_pt[sheet_name] = _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here])
+        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
 
-    widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, values, style)
+    widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, columns, values, style, heading_pt["Breakdown"])
     for name, sheet_widths in widths.items():
         ws = sheets[name]
         for letter, chars in sheet_widths.items():
@@ -481,21 +482,27 @@ def _restamped(book: bytes) -> bytes:
     return fixed.getvalue()
 
 
-def _write_shares(ws: Any, grid: _Grid, values: dict[str, list[Any]], style: _Styles) -> dict[str, float]:
+def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
+                  heading_pt: float) -> dict[str, float]:  # fmt: skip
     """Each part's share of the step time, right of the parts: formulas, so they follow edited parts too; the
-    widths of their columns, by letter."""
+    widths of their columns, by letter. Each is headed by its part's own heading ('Share: pipeline bubble'): from
+    the key, 'Share: pp bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names;
+    the heading row grows where one wraps onto more lines than the parts' (`heading_pt`, points)."""
+    headers = {c.key: c.header.removesuffix(" (s)").split(" (")[0] for c in columns}  # its gloss is on the part's
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
     start = 1 + sum(1 for sheet, _ in grid.position.values() if sheet == "Breakdown") + 2
-    widths = {}
+    widths, headings = {}, []
     for offset, key in enumerate(parts):
         letter = _letter(start + offset)
-        name = "Share: " + key.removeprefix("breakdown.").removesuffix("_s").replace("_", " ")
+        name = f"Share: {headers[key][0].lower()}{headers[key][1:]}"
         ws.write_string(f"{letter}{HEADER_ROW}", name, style(**HEADING, align="right"))
         widths[letter] = printing.width(name, ["100.0%"])
+        headings.append((name, widths[letter]))
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
+    ws.set_row(HEADER_ROW - 1, max(heading_pt, _row_height(headings)))
     return widths
 
 
@@ -533,7 +540,9 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 continue
             if fmt == printing.YES_NO:  # as text: Excel shows a true/false cell TRUE whatever its format
                 link, cached = f'=IF(ISBLANK({ref}),"",IF({ref},"Yes","No"))', printing.shown(value)
-            elif column.formula is None:  # a link to an empty cell reads 0: say what is missing instead
+            elif column.formula is None or value is None:  # a link to an empty cell reads 0: say what is missing
+                # (a formula column's cell is left empty where the row has no value: MI355X, with no price, had its
+                # cost with losses read "$0" beside an empty cost)
                 missing = "no price" if column.key == "usd_per_gpu_hour" else ""
                 link, cached = f'=IF(ISBLANK({ref}),"{missing}",{ref})', missing if value is None else value
             else:

@@ -10,10 +10,11 @@ const HINTS = {
 };
 const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
 const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
-const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files" };
+const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files", system: "gpu" };
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
+let systemIds = new Set(); // the zoo's system ids (/api/catalogue), which predict() takes as `system`, not `gpu`
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -38,7 +39,7 @@ function number(x, digits = 3) {
   if (x === null || x === undefined || Number.isNaN(x)) return "–";
   return Number(x).toLocaleString("en-US", { minimumSignificantDigits: digits, maximumSignificantDigits: digits });
 }
-const whole = (n) => Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 });
+const whole = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 }));
 const plain = (x) => Number(x).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 function usd(x) {
   if (x === null || x === undefined) return "–";
@@ -90,7 +91,7 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
-    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value);
+    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // predict's system: `uploads`
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
@@ -108,7 +109,32 @@ async function uploads(body) {
   }
   const hardware = [...$("#hardware_files").files];
   if (hardware.length) body.hardware_files = await Promise.all(hardware.map(async (f) => ({ name: f.name, text: await f.text() })));
+  // The field says "GPU or system" and its list offers both, but predict() refuses a system as its `gpu` (compare()
+  // and plan() take either in theirs): Predict on gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU".
+  if (body.gpu && question === "predict" && systemsIn(body.hardware_files || []).has(body.gpu)) {
+    body.system = body.gpu;
+    delete body.gpu;
+  }
   return body;
+}
+
+// The zoo's system ids and those of the uploaded hardware files that are systems: a file whose `base` is a system,
+// zoo or uploaded, or that names its `accelerator` (README "Your own hardware"), read from its top-level keys, before
+// its first [table]. Sent as `gpu`, README's own ours-h100 answered "is a system, not a GPU" too.
+function systemsIn(files) {
+  const entries = files.map(({ text }) => {
+    const top = text.split(/^\s*\[/m)[0];
+    const key = (name) => (top.match(new RegExp(`^\\s*${name}\\s*=\\s*["']([^"']+)["']`, "m")) || [])[1];
+    return { id: key("id"), base: key("base"), accelerator: key("accelerator") };
+  });
+  const found = new Set(systemIds);
+  for (let added = true; added; ) { // a system may build on another uploaded one
+    added = false;
+    for (const e of entries) {
+      if (e.id && !found.has(e.id) && (e.accelerator || found.has(e.base))) added = Boolean(found.add(e.id));
+    }
+  }
+  return found;
 }
 
 function shareLink() {
@@ -188,9 +214,11 @@ function cell(value, text, key, low, high) {
   const td = element("td", text);
   if (key) {
     td.dataset.key = key;
-    td.dataset.value = JSON.stringify(value); // the JSON answer's own value, for the tests and for copying
+    td.dataset.value = JSON.stringify(value ?? null); // the JSON answer's own value, for the tests and for copying
   }
-  if (low !== undefined && high !== undefined && low !== null && high !== null) td.append(element("span", `${low} – ${high}`, { class: "range" }));
+  // No range beside no value: a candidate without a plan read "– – – –" (its value and range each "–").
+  const known = (x) => x !== null && x !== undefined;
+  if (known(value) && known(low) && known(high)) td.append(element("span", `${low} – ${high}`, { class: "range" }));
   return td;
 }
 
@@ -214,12 +242,13 @@ function row(label, ...cells) {
   return tr;
 }
 
-// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched.
-const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}`;
+// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched;
+// and a MoE model's expert parallelism, which a comparison's rows left out (Qwen3-30B-A3B's EP16 on H100).
+const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}`;
 
 function layout(p) {
   const l = p.parallelism;
-  return `${stages(l)}${l.ep > 1 ? ` EP${l.ep}` : ""}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
+  return `${stages(l)}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
 }
 
 function summary(p) {
@@ -247,9 +276,11 @@ function priceRange(p) {
   return [row(`Cost at the low and high price (${usd(low)} to ${usd(high)}/GPU-hour)`, element("td", `${usd(p.cost_usd_low)} – ${usd(p.cost_usd_high)}`))];
 }
 
+// The parts the step time is the sum of (physics/step.py BREAKDOWN, then a MoE model's exposed expert all-to-all,
+// which a dense model's breakdown lacks): without EP, DeepSeek-V3's shares were of 4.52 s, not its 4.86 s step.
 const PARTS = [["compute_s", "compute", "#1f5fa8"], ["tp_comm_exposed_s", "TP comm.", "#6c8ebf"], ["cp_comm_exposed_s", "CP comm.", "#8fb3de"],
   ["pp_bubble_s", "pipeline bubble", "#d9822b"], ["pp_comm_exposed_s", "PP comm.", "#e8b07a"], ["dp_comm_exposed_s", "DP comm.", "#5b9e6f"],
-  ["optimizer_s", "optimizer", "#9b6cb0"], ["other_s", "other", "#9aa5b1"]];
+  ["optimizer_s", "optimizer", "#9b6cb0"], ["other_s", "other", "#9aa5b1"], ["ep_comm_exposed_s", "EP all-to-all", "#c25b7a"]];
 
 function breakdown(p) {
   const step = PARTS.reduce((sum, [key]) => sum + (p.breakdown[key] || 0), 0);
@@ -345,6 +376,16 @@ function ticks(low, high) {
   return found.length ? found : [low, high];
 }
 
+// The round values (as `ticks`) at or just outside `low` and `high`: an axis ending on them labels both its ends (at
+// exactly the data's, the 80% band ran into the top, and its highest label, 200, sat under a point at 408 days).
+function roundedOut(low, high) {
+  const found = [];
+  for (let power = Math.floor(Math.log10(low)) - 1; power <= Math.ceil(Math.log10(high)); power += 1) {
+    for (const step of [1, 2, 5]) found.push(step * 10 ** power);
+  }
+  return [Math.max(...found.filter((v) => v <= low)), Math.min(...found.filter((v) => v >= high))];
+}
+
 // Time to train against GPU count, one line per system and precision, the 80% range as a band: drawn for answers
 // with several counts of a system (a comparison over sizes).
 function scalingChart(rows) {
@@ -361,7 +402,8 @@ function scalingChart(rows) {
   const all = rows.flatMap((p) => [p.n_gpus]);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
-  const [y0, y1] = [Math.log10(Math.min(...values)), Math.log10(Math.max(...values))];
+  const [bottomDays, topDays] = roundedOut(Math.min(...values), Math.max(...values));
+  const [y0, y1] = [Math.log10(bottomDays), Math.log10(topDays)];
   const x = (n) => left + ((Math.log2(n) - x0) / (x1 - x0 || 1)) * (width - left - right);
   const y = (d) => top + (1 - (Math.log10(d) - y0) / (y1 - y0 || 1)) * (height - top - bottom);
   const svg = svgElement("svg", { width, height, role: "img", "aria-label": "time to train against GPU count" });
@@ -370,7 +412,7 @@ function scalingChart(rows) {
   for (const n of [...new Set(all)].sort((a, b) => a - b)) {
     svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, whole(n)));
   }
-  for (const d of ticks(Math.min(...values), Math.max(...values))) {
+  for (const d of ticks(bottomDays, topDays)) {
     svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
       svgElement("text", { x: left - 6, y: y(d) + 4, "text-anchor": "end" }, plain(d)));
   }
@@ -406,6 +448,7 @@ function draw(answer) {
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
   names = known.names;
+  systemIds = new Set(Object.keys(known.systems));
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = "llama3.1-70b";
