@@ -289,3 +289,33 @@ def test_a_budget_plan_is_the_fastest_of_every_count_within_it() -> None:
     fastest = min((i for i in runs if tries.cost(i) <= budget), key=tries.time)
     (c,) = planning.plan([("h100", base)], planning.Goal(None, budget), 4096).plans
     assert c.prediction is not None and planning.gpus_of(c.prediction) == grid[fastest]
+
+
+CAMPAIGN_OF_A_BAD_PHASE = """
+model = "llama3.1-8b"
+gpu = "h100-sxm"
+n_gpus = 64
+tokens = 1e12
+
+[[phase]]
+name = "short"
+tokens = 1e11
+parallelism = { tp = 3 }
+
+[[phase]]
+name = "main"
+"""
+
+
+@pytest.mark.parametrize("command", [("plan", "--deadline", "30d"), ("compare", "--gpu", "b200")])
+def test_a_campaign_phase_whose_own_layout_breaks_a_rule_names_the_file_and_field(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """TP 3 divides none of 8B's 32 heads at any count: plan and compare said only the search's 'phase 'short': no
+    valid layout ... on 8 GPUs' (plan: 'no GPU count tried runs'), naming neither the file nor its field."""
+    path = tmp_path / "campaign.toml"
+    path.write_text(CAMPAIGN_OF_A_BAD_PHASE)
+    result = run_cli(command[0], str(path), *command[1:], "--quiet")
+    assert result.code == 2 and "Traceback" not in result.err
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith(f"error: {path}: phase 'short': field 'parallelism.tp': TP 3 must divide"), line
