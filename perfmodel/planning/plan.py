@@ -417,23 +417,35 @@ def _meeting(tries: _Tries, goal: Goal) -> list[int]:
     ]  # fmt: skip
 
 
-def _answer(tries: _Tries, goal: Goal) -> int | None:
-    """The answer among the counts tried: the fewest GPUs meeting the deadline within the budget, or with a budget
-    alone the fastest within it (the fewer GPUs of equal times)."""
+Price = Callable[[Result], float]
+"""What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
+
+
+def _answer(tries: _Tries, goal: Goal, price: Price | None = None) -> int | None:
+    """The answer among the counts tried: the fewest GPUs meeting the deadline within the budget (with `price`, the
+    cheapest at it), or with a budget alone the fastest within it (the fewer GPUs of equal figures)."""
     met = _meeting(tries, goal)
-    if goal.deadline_s is not None:
+    if goal.deadline_s is None:
+        return min(met, key=lambda i: (tries.time(i), i), default=None)
+    if price is None:
         return min(met, default=None)
-    return min(met, key=lambda i: (tries.time(i), i), default=None)
+
+    def priced(i: int) -> tuple[float, int]:
+        p = tries.at(i)
+        assert p is not None
+        return price(p), i
+
+    return min(met, key=priced, default=None)
 
 
-def _search(tries: _Tries, seed: int, goal: Goal) -> tuple[int | None, str]:
+def _search(tries: _Tries, seed: int, goal: Goal, price: Price | None = None) -> tuple[int | None, str]:
     """The answer's index (`_answer`) and why the scan stopped ('scaling', 'budget' or 'max-gpus': `_stop`).
 
     Neither time nor cost is taken to move monotonically with the count (STALL_FACTOR): after a few guided tries
     (`_guess`, `_gallop`) every count of the grid is tried in turn from the fewest that could still meet the time
     target (the deadline, or the fastest time within the budget: `_fewest_possible`) upward, until the first count
-    meeting a deadline, else until `_stop`; where the counts tried since lower the bound, the counts below are tried
-    too."""
+    meeting a deadline (with `price`, STALL_FACTOR times the GPUs of the cheapest meeting it), else until `_stop`;
+    where the counts tried since lower the bound, the counts below are tried too."""
     deadline, budget = goal.deadline_s, goal.budget_usd
     if deadline is not None:
         _guess(tries, seed, deadline)
@@ -447,18 +459,24 @@ def _search(tries: _Tries, seed: int, goal: Goal) -> tuple[int | None, str]:
         found = _answer(tries, goal)  # none within the budget yet: the counts from the seed (the model state fits)
         return seed if found is None else _fewest_possible(tries, tries.time(found))
 
+    def answered(i: int) -> bool:
+        """Whether the scan up to index i settles a deadline's answer."""
+        found = None if deadline is None else _answer(tries, goal, price)
+        limit = 0 if found is None else tries.grid[found] * (1 if price is None else STALL_FACTOR)
+        return found is not None and tries.grid[i] >= limit
+
     start, end, why = floor(), len(tries.grid), "max-gpus"
     while True:
         for i in range(start, end):
             tries.at(i)
-            if deadline is not None and (found := _answer(tries, goal)) is not None and found <= i:
+            if answered(i):
                 break
             if end == len(tries.grid) and (stop := _stop(tries, i, budget)) is not None:
                 why = stop
                 break
         lower = floor()
         if lower >= start:
-            return _answer(tries, goal), why
+            return _answer(tries, goal, price), why
         start, end = lower, start
 
 
@@ -482,10 +500,11 @@ def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence:
 
 def plan_candidate(
     base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus",
-    tried: Tried | None = None,
+    tried: Tried | None = None, price: Price | None = None,
 ) -> CandidatePlan:  # fmt: skip
     """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open); `ceiling`
-    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made."""
+    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made;
+    `price`, with a deadline, what the plan minimises among the counts meeting it (else the GPUs)."""
     hw = resolve(base.gpu, base.system)
     unit = granularity(hw)
     grid = counts(unit, max_gpus)
@@ -503,7 +522,7 @@ def plan_candidate(
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:
             return done(None, None, f"a budget needs a price: {seeded.price.source}")
         _check_step_cost(seeded, goal.budget_usd)
-    index, why = _search(tries, seed, goal)
+    index, why = _search(tries, seed, goal, price)
     runs = [k for k in tries.tried() if tries.at(k) is not None]
     if goal.deadline_s is not None:
         if index is not None:
