@@ -245,7 +245,7 @@ class _Counts:
 
 
 def _answer(tries: _Counts, goal: planning.Goal) -> int | None:
-    found, _ = planning._search(tries, 0, goal)  # type: ignore[arg-type]
+    found, _ = planning._search(tries, 0, goal.deadline_s, goal.budget_usd)  # type: ignore[arg-type]
     return None if found is None else tries.grid[found]
 
 
@@ -319,3 +319,16 @@ def test_a_campaign_phase_whose_own_layout_breaks_a_rule_names_the_file_and_fiel
     assert result.code == 2 and "Traceback" not in result.err
     (line,) = result.err.strip().splitlines()
     assert line.startswith(f"error: {path}: phase 'short': field 'parallelism.tp': TP 3 must divide"), line
+
+
+def test_an_unreachable_deadline_names_the_fastest_count() -> None:
+    """70B on 15T tokens (the default scenario) in one day on up to 65,536 H100: no count meets it, and the reason
+    names the fastest count of the grid and its time (against every count). It named the count the search started
+    at, from the deadline at a third of peak (65,536 here; 786,432 H100 and 157 days for 405B)."""
+    base = without_layout(load_scenario(None, {}))
+    grid = planning.counts(8, 65536)
+    tries = planning._Tries(base, grid)
+    fastest = min((i for i in range(len(grid)) if tries.at(i) is not None), key=tries.time)
+    (c,) = planning.plan([("h100", base)], planning.Goal(86400.0), 65536).plans
+    days = f"{tries.time(fastest) / 86400:,.1f} days"
+    assert c.reason is not None and c.reason.startswith(f"even {grid[fastest]:,} h100-sxm need {days}"), c.reason

@@ -374,12 +374,12 @@ def _guess(tries: _Tries, seed: int, deadline_s: float) -> None:
         tried.append(i)
 
 
-def _gallop(tries: _Tries, seed: int, budget: float) -> None:
+def _gallop(tries: _Tries, seed: int, budget: float | None) -> None:
     """Tries from the seed up an octave at a time (the same m of m x 2^k units: the batch divides alike) while the
-    counts do not run or run faster within the budget: a fast count within it, whose time bounds where the scan
+    counts do not run or run faster (within the budget, if any): a fast count, whose time bounds where the scan
     (`_search`) starts."""
     i, last = seed, len(tries.grid) - 1
-    while i < last and (tries.at(i) is None or tries.cost(i) <= budget):
+    while i < last and (tries.at(i) is None or budget is None or tries.cost(i) <= budget):
         if tries.at(i) is not None and any(tries.time(j) <= tries.time(i) for j in tries.tried() if j < i):
             return
         i = next((k for k, n in enumerate(tries.grid) if n >= 2 * tries.grid[i]), last)
@@ -408,9 +408,8 @@ def _stop(tries: _Tries, i: int, budget: float | None) -> str | None:
     return "max-gpus" if i == len(tries.grid) - 1 else None
 
 
-def _meeting(tries: _Tries, goal: Goal) -> list[int]:
-    """The indices tried whose run meets every goal set (the deadline and the budget)."""
-    deadline, budget = goal.deadline_s, goal.budget_usd
+def _meeting(tries: _Tries, deadline: float | None, budget: float | None) -> list[int]:
+    """The indices tried whose run meets the deadline and the budget (those set)."""
     return [
         i for i in tries.tried() if tries.at(i) is not None
         and (deadline is None or tries.time(i) <= deadline) and (budget is None or tries.cost(i) <= budget)
@@ -421,11 +420,11 @@ Price = Callable[[Result], float]
 """What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
 
 
-def _answer(tries: _Tries, goal: Goal, price: Price | None = None) -> int | None:
+def _answer(tries: _Tries, deadline: float | None, budget: float | None, price: Price | None = None) -> int | None:
     """The answer among the counts tried: the fewest GPUs meeting the deadline within the budget (with `price`, the
-    cheapest at it), or with a budget alone the fastest within it (the fewer GPUs of equal figures)."""
-    met = _meeting(tries, goal)
-    if goal.deadline_s is None:
+    cheapest at it), or without a deadline the fastest within the budget (the fewer GPUs of equal figures)."""
+    met = _meeting(tries, deadline, budget)
+    if deadline is None:
         return min(met, key=lambda i: (tries.time(i), i), default=None)
     if price is None:
         return min(met, default=None)
@@ -438,30 +437,31 @@ def _answer(tries: _Tries, goal: Goal, price: Price | None = None) -> int | None
     return min(met, key=priced, default=None)
 
 
-def _search(tries: _Tries, seed: int, goal: Goal, price: Price | None = None) -> tuple[int | None, str]:
-    """The answer's index (`_answer`) and why the scan stopped ('scaling', 'budget' or 'max-gpus': `_stop`).
+def _search(
+    tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: Price | None = None
+) -> tuple[int | None, str]:
+    """The answer's index (`_answer`: with neither goal, the fastest count) and why the scan stopped ('scaling',
+    'budget' or 'max-gpus': `_stop`).
 
     Neither time nor cost is taken to move monotonically with the count (STALL_FACTOR): after a few guided tries
     (`_guess`, `_gallop`) every count of the grid is tried in turn from the fewest that could still meet the time
     target (the deadline, or the fastest time within the budget: `_fewest_possible`) upward, until the first count
     meeting a deadline (with `price`, STALL_FACTOR times the GPUs of the cheapest meeting it), else until `_stop`;
     where the counts tried since lower the bound, the counts below are tried too."""
-    deadline, budget = goal.deadline_s, goal.budget_usd
     if deadline is not None:
         _guess(tries, seed, deadline)
     else:
-        assert budget is not None
         _gallop(tries, seed, budget)
 
     def floor() -> int:
         if deadline is not None:
             return _fewest_possible(tries, deadline)
-        found = _answer(tries, goal)  # none within the budget yet: the counts from the seed (the model state fits)
+        found = _answer(tries, None, budget)  # none within the budget yet: from the seed (the model state fits)
         return seed if found is None else _fewest_possible(tries, tries.time(found))
 
     def answered(i: int) -> bool:
         """Whether the scan up to index i settles a deadline's answer."""
-        found = None if deadline is None else _answer(tries, goal, price)
+        found = None if deadline is None else _answer(tries, deadline, budget, price)
         limit = 0 if found is None else tries.grid[found] * (1 if price is None else STALL_FACTOR)
         return found is not None and tries.grid[i] >= limit
 
@@ -476,7 +476,7 @@ def _search(tries: _Tries, seed: int, goal: Goal, price: Price | None = None) ->
                 break
         lower = floor()
         if lower >= start:
-            return _answer(tries, goal, price), why
+            return _answer(tries, deadline, budget, price), why
         start, end = lower, start
 
 
@@ -522,7 +522,7 @@ def plan_candidate(
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:
             return done(None, None, f"a budget needs a price: {seeded.price.source}")
         _check_step_cost(seeded, goal.budget_usd)
-    index, why = _search(tries, seed, goal, price)
+    index, why = _search(tries, seed, goal.deadline_s, goal.budget_usd, price)
     runs = [k for k in tries.tried() if tries.at(k) is not None]
     if goal.deadline_s is not None:
         if index is not None:
@@ -540,11 +540,11 @@ def plan_candidate(
         if why == "budget" and goal.budget_usd is not None:  # the scan left the budget behind first
             within = [k for k in runs if tries.cost(k) <= goal.budget_usd]
             return done(None, None, _priced_out(tries, within, goal.budget_usd, max(runs)))
-        largest = max(tries.tried(), default=0)
-        best = min(tries.tried(), key=tries.time, default=largest)
+        fits = next((k for k, n in enumerate(grid) if n >= fits_count(base, hw)), len(grid) - 1)
+        fastest, _ = _search(tries, fits, None, None)  # what the deadline misses by: the fastest count
+        best = min(tries.tried(), key=tries.time) if fastest is None else fastest
         p = tries.at(best)
-        reason = _scaling_reason(p, tries.why.get(grid[best]), largest == len(grid) - 1 and p is not None
-                                 and best == largest, goal.confidence, ceiling)  # fmt: skip
+        reason = _scaling_reason(p, tries.why.get(grid[best]), best == len(grid) - 1, goal.confidence, ceiling)
         return done(None, None, reason)
     assert goal.budget_usd is not None
     if index is None:
@@ -592,13 +592,17 @@ def _check_step_cost(p: Result | None, budget: float) -> None:
         )
 
 
+def fits_count(base: Scenario, hw: Hardware) -> int:
+    """The fewest GPUs whose HBM holds the model state (16 B/param) twice over: where a search for a budget or the
+    fastest count starts."""
+    return math.ceil(2 * 16 * base.model_spec().params / hw.accelerator.memory_bytes)
+
+
 def seed_count(base: Scenario, hw: Hardware, goal: Goal) -> int:
     """Where to start looking: the count that would meet the deadline at a third of the recipe's GEMM peak,
-    else the fewest whose HBM holds the model state (16 B/param) twice over. A starting point only: every answer
-    comes from searches."""
+    else `fits_count`. A starting point only: every answer comes from searches."""
     model = base.model_spec()
-    per_gpu = hw.accelerator.memory_bytes
-    fits = math.ceil(2 * 16 * model.params / per_gpu)
+    fits = fits_count(base, hw)
     tokens = sum(phase_tokens(base)) if base.phase else base.tokens
     if goal.deadline_s is None or tokens is None:
         return fits
