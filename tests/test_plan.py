@@ -332,3 +332,22 @@ def test_an_unreachable_deadline_names_the_fastest_count() -> None:
     (c,) = planning.plan([("h100", base)], planning.Goal(86400.0), 65536).plans
     days = f"{tries.time(fastest) / 86400:,.1f} days"
     assert c.reason is not None and c.reason.startswith(f"even {grid[fastest]:,} h100-sxm need {days}"), c.reason
+
+
+def test_a_plan_says_why_not_one_count_fewer_or_the_next_faster() -> None:
+    """A planner asks why not one step smaller (a deadline) or faster (a budget): the count tried beside the answer,
+    its figures at the goal's confidence and why it is not the answer, in JSON ('neighbour') and under the table."""
+    (c,) = _plan("--gpu", "h100-sxm:fp8", "--deadline", "3d")["candidates"]
+    grid = planning.counts(8, 1_000_000)
+    fewer = c["neighbour"]
+    assert fewer["n_gpus"] == grid[grid.index(c["n_gpus"]) - 1] and fewer["time_to_train_days"] > 3
+    assert (
+        fewer["why"]
+        == f"{fewer['n_gpus']:,} GPUs, one step fewer, need {fewer['time_to_train_days']:,.1f} days with losses"
+    )
+    (b,) = _plan("--gpu", "h100-sxm:fp8", "--budget", "150K")["candidates"]
+    faster = b["neighbour"]
+    assert faster["cost_usd"] > 150e3 and faster["time_to_train_days"] < b["time_to_train_days"]
+    assert faster["why"].endswith(", over the budget")
+    table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--budget", "150K", "--quiet").out
+    assert f"dgx-h100:fp8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table

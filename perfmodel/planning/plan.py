@@ -263,6 +263,8 @@ class CandidatePlan:
     reason: str | None
     tried: dict[int, Result | None]
     goal: Goal
+    neighbour: dict[str, Any] | None = None
+    """The GPU count tried that shows why the plan's is the answer, its figures and why not it (`_neighbour`)."""
 
     @property
     def feasible(self) -> bool:
@@ -319,6 +321,7 @@ class CandidatePlan:
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             **self._chances(p),
+            "neighbour": self.neighbour,
             "plan": planned,
         }
 
@@ -515,7 +518,8 @@ def plan_candidate(
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
         p = None if index is None else tries.at(index)
-        return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal)
+        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
+        return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
     if goal.budget_usd is not None:
         seeded = tries.at(seed)
@@ -555,6 +559,42 @@ def plan_candidate(
     if binds == "max-gpus" and ceiling != "--max-gpus":
         binds = "power-mw"
     return done(index, binds)
+
+
+def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: Price | None) -> dict[str, Any] | None:
+    """The GPU count tried that shows why index's is the answer, its time and cost at the goal's confidence and why
+    it is not the answer: where the deadline binds, the next count fewer (too slow, or over the budget, or with
+    `price` dearer); where the budget binds, the fewest GPUs of the faster counts (over it); else the fastest of
+    the larger counts tried (no faster: scaling has stopped). None where there is none."""
+    runs = [k for k in tries.tried() if tries.at(k) is not None]
+    if binds == "deadline":
+        k = index - 1 if index and tries.grid[index - 1] in tries.found else None
+    elif binds == "budget":
+        k = min((k for k in runs if tries.time(k) < tries.time(index)), default=None)
+    else:
+        k = min((k for k in runs if k > index), key=tries.time, default=None)
+    if k is None:
+        return None
+    n, p = tries.grid[k], tries.at(k)
+    if p is None:
+        return {"n_gpus": n, "time_to_train_days": None, "cost_usd": None,
+                "why": f"{n:,} GPUs run no layout: {tries.why.get(n, 'no layout runs')}"}  # fmt: skip
+    days, at = tries.time(k) / 86400, f"{goal_basis(p)}{chance.at(tries.confidence)}"
+    quoted = cost_usd(p)
+    cost = None if quoted is None else quoted * cost_factor(p, tries.confidence)
+    money = "no price" if cost is None else f"${cost / 1e6:,.2f}M"
+    if binds == "deadline" and goal.deadline_s is not None and tries.time(k) <= goal.deadline_s:
+        if price is not None:  # a fleet's mix at the point
+            why = f"{n:,} GPUs ({days:,.1f} days {at}) cost ${price(p) / 1e6:,.2f}M as a mix, more"
+        else:
+            why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, over the budget"
+    elif binds == "deadline":
+        why = f"{n:,} GPUs, one step fewer, need {days:,.1f} days {at}"
+    elif binds == "budget":
+        why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, over the budget"
+    else:
+        why = f"{n:,} GPUs are no faster: {days:,.1f} days {at}"
+    return {"n_gpus": n, "time_to_train_days": days, "cost_usd": cost, "why": why}
 
 
 def _priced_out(tries: _Tries, within: list[int], budget: float, top: int) -> str:
