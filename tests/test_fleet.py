@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from perfmodel.inputs.fleet import load_fleet
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning import fleet_jobs
+from perfmodel.planning import plan as planning
 from perfmodel.planning.plan import Goal, candidate_bases
 
 WORK = ("--model", "llama3.1-8b", "--tokens", "100B")
@@ -301,3 +302,27 @@ def test_a_campaigns_mix_is_on_its_total_row(tmp_path: Path) -> None:
     value = [ws[cells[("mix_cost_usd", index)][1]].value for index in range(phases)]
     assert value[:-1] == [None] * (phases - 1) and d["cost_usd"] > 0
     assert value[-1] == pytest.approx(d["cost_usd"], rel=1e-12)
+
+
+def test_the_mix_is_the_cheapest_of_the_counts_meeting_the_deadline_not_the_fewest(tmp_path: Path) -> None:
+    """70B on 15T tokens (the default scenario) on a pool of 4,096 H100: a count whose DP divides the batch can take
+    fewer GPU-hours than a smaller one (at each count's default batch, 4,096 GPUs train it in 26.6 days for $16.1M at
+    list, 2,560 in 43.9 days for $16.6M). With the deadline just above the time of the first such smaller count from
+    1,024 GPUs, the mix is the cheapest of the counts meeting it (against every count of the pool's grid); it was the
+    fewest GPUs meeting it."""
+    bases = candidate_bases(None, {}, {}, ["dgx-h100"])
+    ((_, base),) = bases
+    grid = planning.counts(8, 4096)
+    tries = planning._Tries(base, grid)
+    runs = [i for i in range(len(grid)) if tries.at(i) is not None]
+    hours = {i: tries.time(i) * grid[i] for i in runs}
+    dearer = [i for i in runs if any(j > i and hours[j] < hours[i] and tries.time(j) < tries.time(i) for j in runs)]
+    fewer = next(i for i in dearer if grid[i] >= 1024)
+    deadline_s = tries.time(fewer) * 1.001
+    meeting = [i for i in runs if tries.time(i) <= deadline_s]
+    assert min(meeting) == fewer  # it is the fewest GPUs meeting the deadline
+    fleet = load_fleet(
+        _write(tmp_path, '[[pool]]\nname = "hall"\nsystem = "dgx-h100"\ngpus = 4096\nusd_per_gpu_hour = 2.0\n')
+    )
+    (d,) = fleets.plan_fleet(bases, Goal(deadline_s), fleet, None).to_dict()["fleet_plans"]
+    assert d["n_gpus"] == grid[min(meeting, key=hours.__getitem__)] != grid[fewer]

@@ -484,6 +484,8 @@ def goal_table(report: Any) -> str:
         )
         if not c.feasible:
             notes.append(f"{c.label}: {c.reason}")
+        elif d["neighbour"] is not None:  # why not one count more or fewer
+            notes.append(f"{c.label} on {d['n_gpus']:,} GPUs: {d['neighbour']['why']}")
     headers = [
         "system",
         "GPUs",

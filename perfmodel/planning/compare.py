@@ -21,7 +21,13 @@ from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten, scenario_file
 from perfmodel.planning.campaign import Campaign, Result, predict_any
-from perfmodel.planning.request import ScenarioSource, check_precision, check_whole_nodes, load_request
+from perfmodel.planning.request import (
+    ScenarioSource,
+    check_given_layout,
+    check_precision,
+    check_whole_nodes,
+    load_request,
+)
 from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
 
@@ -189,6 +195,7 @@ def compare_request(
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout)
+    check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
     check_one_price(parsed, base, source, options, origins)
     check_precisions(parsed, base, source, options, origins)
     made = scenarios(base, parsed, gpu_counts)

@@ -8,13 +8,16 @@ the given one, or the default for that count. Time and cost are the run's on the
 every real-world loss (planning/losses.py: failures, checkpoints, stragglers, start-up and those the scenario sets),
 else, with the losses model off, with the expected failures of the goodput model, else failure-free.
 
-Deadline: the fewest counts whose time meets it, assuming time does not rise with the count: a power-law step
-from each count tried predicts the next (time ~ count^-a, a from the last two tries), then the counts between the
-last that fails and the first that meets are bisected, so a few searches settle it. Budget alone: the fastest plan
-within it, assuming cost does not fall with the count (more GPUs cost the same or more for the same work): the
-counts are galloped up from the smallest that fits, then bisected. Both: the fewest GPUs meeting the deadline,
-checked against the budget. A goal no count meets says why: the time stopped improving (scaling stops at DP=...,
-the global batch bounds it), `--max-gpus` was reached, or the fewest GPUs meeting the deadline cost too much.
+Time and cost need not fall and rise with the count (a count whose DP divides the global batch lays out better than
+its neighbours: STALL_FACTOR), so the searches try every count in a range. Deadline: a few power-law steps from
+the seed (time ~ count^-a, a from the last two tries) find counts near it; then every count from the fewest that
+could meet it at GPU_HOURS_FLOOR of the least GPU-hours seen is tried upward, and the first meeting it (within the
+budget, with both goals) is the answer. Budget alone: the fastest plan within it; from the seed the counts are
+galloped up an octave at a time, then every count from the fewest that could be faster than the fastest within it
+is tried upward. A scan ends where STALL_FACTOR times the GPUs of the fastest count tried were no faster (scaling
+has stopped), or of the largest count within the budget were all over it. A goal no count meets says why: the time
+stopped improving (scaling stops at DP=..., the global batch bounds it), `--max-gpus` was reached, the fewest GPUs
+meeting the deadline cost too much (and the cheapest meeting it), or no count within the budget meets it.
 """
 
 from __future__ import annotations
@@ -39,9 +42,19 @@ from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown
 
-SCALING_GAIN = 0.01
-"""A count whose time is not at least 1% below a smaller count's: scaling has stopped."""
-MAX_TRIES = 40
+STALL_FACTOR = 4
+"""Time and cost need not move monotonically with the count: a count whose DP divides the global batch lays out
+better than its neighbours (Llama 3.1 70B on 15T tokens: 2,048 H100 FP8 train it in 49.3 days for $14.9M, 1,792
+in 63.7 days for $16.9M; the 405B campaign runs 111 days on 16,384 H100 and 144 on 20,480). The searches take
+scaling to have stopped only where this many times the GPUs of the fastest count tried are no faster, and the cost
+to have left a budget behind where this many times the GPUs of the largest count within it are all over it: on the
+bundled workloads a count undercuts a smaller one within an octave above 1,000 GPUs, within a quadrupling below,
+where memory forces recompute (70B on H100: 128 GPUs for $13.8M, 64 for $14.6M, 32 for $14.1M)."""
+GPU_HOURS_FLOOR = 0.7
+"""Counts below one meeting a time target are tried down to those that could still meet it doing the work in this
+share of the least GPU-hours of the counts tried (count x target >= 0.7 x the least): that would beat strong
+scaling by far (on the bundled workloads 4x fewer GPUs take 0.6-0.9 of the GPU-hours, but 2.4-3.6 times as long:
+70B on H100 at 4,096 and 16,384 GPUs, at 2,048 and 8,192; the 405B campaign at 4,096 and 16,384)."""
 SEED_SHARE_OF_PEAK = 1 / 3
 """Only where the search starts: about what the model reaches on big clusters (the answers come from searches)."""
 
@@ -214,8 +227,6 @@ class _Tries:
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
         if n not in self.found:
-            if len(self.found) >= MAX_TRIES:
-                raise PerfmodelError(f"plan: more than {MAX_TRIES} GPU counts tried for {self.base.gpu}; report this")
             if (self.base, n) not in self.shared:
                 scenario = replaced(self.base, n_gpus=n)
                 try:
@@ -227,6 +238,10 @@ class _Tries:
             if why is not None:
                 self.why[n] = why
         return self.found[n]
+
+    def tried(self) -> list[int]:
+        """The indices of the counts tried, in order."""
+        return [i for i, n in enumerate(self.grid) if n in self.found]
 
     def time(self, index: int) -> float:
         p = self.at(index)
@@ -248,6 +263,8 @@ class CandidatePlan:
     reason: str | None
     tried: dict[int, Result | None]
     goal: Goal
+    neighbour: dict[str, Any] | None = None
+    """The GPU count tried that shows why the plan's is the answer, its figures and why not it (`_neighbour`)."""
 
     @property
     def feasible(self) -> bool:
@@ -304,6 +321,7 @@ class CandidatePlan:
             "deadline_share": None if self.goal.deadline_s is None else time_s / self.goal.deadline_s,
             "budget_share": None if cost is None or self.goal.budget_usd is None else cost / self.goal.budget_usd,
             **self._chances(p),
+            "neighbour": self.neighbour,
             "plan": planned,
         }
 
@@ -347,78 +365,122 @@ def _power_law_next(tries: _Tries, i: int, target_s: float, tried: Sequence[int]
     return next((k for k, n in enumerate(tries.grid) if n >= needed), len(tries.grid) - 1)
 
 
-def _meet_deadline(tries: _Tries, seed: int, deadline_s: float) -> int | None:
-    """The first index meeting the deadline, or None. Time need not fall with the count (a count whose DP does not
-    divide the batch runs a slower layout), so where the power law's jump lands on a count no faster than a smaller
-    one, the counts it skipped are bisected before giving up."""
-    lo, hi, tried = -1, None, []
-    i = seed
-    while True:
+def _guess(tries: _Tries, seed: int, deadline_s: float) -> None:
+    """A few tries from the seed towards the deadline, each count the power law (time ~ count^-a) says should meet
+    it, until one does, the time stops improving or the counts end: GPU-hours near the answer, which bound where the
+    scan (`_search`) starts."""
+    i, tried, last = seed, [seed], len(tries.grid) - 1
+    while tries.time(i) > deadline_s and i < last:
+        if math.isfinite(tries.time(i)) and any(tries.time(j) <= tries.time(i) for j in tried if j < i):
+            return
+        i = min(max(_power_law_next(tries, i, deadline_s, tried), i + 1), last)
         tried.append(i)
-        if tries.time(i) <= deadline_s:
-            hi = i
-        else:
-            lo = max(lo, i)
-        if hi is not None and hi - lo <= 1:
-            return hi
-        if hi is None:
-            if i == len(tries.grid) - 1 or _stalled(tries, i, tried):
-                below = max((j for j in tried if j < i), default=i - 1)
-                if i - below <= 1:
-                    return None
-                lo, i = below, (below + i) // 2  # skipped by the jump: the first count meeting it may lie between
-                continue
-            nxt = max(_power_law_next(tries, i, deadline_s, tried), i + 1)
-        else:  # the power law's guess, kept strictly between the last miss and the first hit
-            nxt = min(max(_power_law_next(tries, i, deadline_s, tried), lo + 1), hi - 1)
-        i = min(nxt, len(tries.grid) - 1)
 
 
-def _stalled(tries: _Tries, i: int, tried: Sequence[int]) -> bool:
-    """Whether the time at index i is no real gain on a smaller count tried (scaling has stopped)."""
-    smaller = [j for j in tried if j < i and math.isfinite(tries.time(j))]
-    return bool(smaller) and tries.time(i) > (1 - SCALING_GAIN) * min(tries.time(j) for j in smaller)
+def _gallop(tries: _Tries, seed: int, budget: float | None) -> None:
+    """Tries from the seed up an octave at a time (the same m of m x 2^k units: the batch divides alike) while the
+    counts do not run or run faster (within the budget, if any): a fast count, whose time bounds where the scan
+    (`_search`) starts."""
+    i, last = seed, len(tries.grid) - 1
+    while i < last and (tries.at(i) is None or budget is None or tries.cost(i) <= budget):
+        if tries.at(i) is not None and any(tries.time(j) <= tries.time(i) for j in tries.tried() if j < i):
+            return
+        i = next((k for k, n in enumerate(tries.grid) if n >= 2 * tries.grid[i]), last)
 
 
-def _within_budget(tries: _Tries, seed: int, budget: float) -> tuple[int | None, str]:
-    """The fastest affordable index and what binds. Cost is taken not to fall with the count: from the seed the
-    counts are galloped up until one is over budget (then bisected), the time stops improving, or they end; or, if
-    the seed is over budget, galloped down and bisected. The answer is the fastest affordable count tried."""
-    last = len(tries.grid) - 1
+def _fewest_possible(tries: _Tries, target_s: float) -> int:
+    """The first index whose count could still finish within `target_s`: one doing the work in GPU_HOURS_FLOOR of
+    the fewest GPU-hours of any count tried (index 0 before any count runs)."""
+    work = [tries.grid[i] * tries.time(i) for i in tries.tried() if math.isfinite(tries.time(i))]
+    least = GPU_HOURS_FLOOR * min(work) / target_s if work else 0.0
+    return next((k for k, n in enumerate(tries.grid) if n >= least), len(tries.grid) - 1)
 
-    def over(i: int) -> bool:
-        return tries.at(i) is not None and tries.cost(i) > budget
 
-    def fastest(*indices: int) -> int | None:
-        runs = [i for i in indices if tries.at(i) is not None and not over(i)]
-        return min(runs, key=tries.time, default=None)
+def _stop(tries: _Tries, i: int, budget: float | None) -> str | None:
+    """Why the upward scan ends at index i, or None: 'scaling' where its count is STALL_FACTOR times the fastest
+    count tried, 'budget' where it is STALL_FACTOR times the largest count within the budget (none being within it,
+    the cheapest), 'max-gpus' at the last count."""
+    runs = [j for j in tries.tried() if tries.at(j) is not None]
+    n = tries.grid[i]
+    if runs and n >= STALL_FACTOR * tries.grid[min(runs, key=tries.time)]:
+        return "scaling"
+    if runs and budget is not None:
+        within = [j for j in runs if tries.cost(j) <= budget]
+        if n >= STALL_FACTOR * tries.grid[max(within) if within else min(runs, key=tries.cost)]:
+            return "budget"
+    return "max-gpus" if i == len(tries.grid) - 1 else None
 
-    lo, step = seed, 1
-    if over(seed):  # gallop down to a count within budget (or one that does not fit), then bisect
-        hi = seed
-        while over(lo := max(hi - step, 0)):
-            if lo == 0:
-                return None, "budget"
-            hi, step = lo, step * 2
-    else:  # gallop up until over budget, the time stalls or the counts end
-        best = fastest(seed)
-        while True:
-            probe = min(lo + step, last)
-            if over(probe):
-                hi = probe
+
+def _meeting(tries: _Tries, deadline: float | None, budget: float | None) -> list[int]:
+    """The indices tried whose run meets the deadline and the budget (those set)."""
+    return [
+        i for i in tries.tried() if tries.at(i) is not None
+        and (deadline is None or tries.time(i) <= deadline) and (budget is None or tries.cost(i) <= budget)
+    ]  # fmt: skip
+
+
+Price = Callable[[Result], float]
+"""What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
+
+
+def _answer(tries: _Tries, deadline: float | None, budget: float | None, price: Price | None = None) -> int | None:
+    """The answer among the counts tried: the fewest GPUs meeting the deadline within the budget (with `price`, the
+    cheapest at it), or without a deadline the fastest within the budget (the fewer GPUs of equal figures)."""
+    met = _meeting(tries, deadline, budget)
+    if deadline is None:
+        return min(met, key=lambda i: (tries.time(i), i), default=None)
+    if price is None:
+        return min(met, default=None)
+
+    def priced(i: int) -> tuple[float, int]:
+        p = tries.at(i)
+        assert p is not None
+        return price(p), i
+
+    return min(met, key=priced, default=None)
+
+
+def _search(
+    tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: Price | None = None
+) -> tuple[int | None, str]:
+    """The answer's index (`_answer`: with neither goal, the fastest count) and why the scan stopped ('scaling',
+    'budget' or 'max-gpus': `_stop`).
+
+    Neither time nor cost is taken to move monotonically with the count (STALL_FACTOR): after a few guided tries
+    (`_guess`, `_gallop`) every count of the grid is tried in turn from the fewest that could still meet the time
+    target (the deadline, or the fastest time within the budget: `_fewest_possible`) upward, until the first count
+    meeting a deadline (with `price`, STALL_FACTOR times the GPUs of the cheapest meeting it), else until `_stop`;
+    where the counts tried since lower the bound, the counts below are tried too."""
+    if deadline is not None:
+        _guess(tries, seed, deadline)
+    else:
+        _gallop(tries, seed, budget)
+
+    def floor() -> int:
+        if deadline is not None:
+            return _fewest_possible(tries, deadline)
+        found = _answer(tries, None, budget)  # none within the budget yet: from the seed (the model state fits)
+        return seed if found is None else _fewest_possible(tries, tries.time(found))
+
+    def answered(i: int) -> bool:
+        """Whether the scan up to index i settles a deadline's answer."""
+        found = None if deadline is None else _answer(tries, deadline, budget, price)
+        limit = 0 if found is None else tries.grid[found] * (1 if price is None else STALL_FACTOR)
+        return found is not None and tries.grid[i] >= limit
+
+    start, end, why = floor(), len(tries.grid), "max-gpus"
+    while True:
+        for i in range(start, end):
+            tries.at(i)
+            if answered(i):
                 break
-            if tries.at(probe) is not None:
-                if best is not None and tries.time(probe) > (1 - SCALING_GAIN) * tries.time(best):
-                    return best, "scaling"
-                best = fastest(*(i for i in (best, probe) if i is not None))
-            if probe == last:
-                return best, "max-gpus"
-            lo, step = probe, step * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if over(mid) else (mid, hi)
-    tried = [i for i, n in enumerate(tries.grid) if n in tries.found]
-    return fastest(*tried), "budget"
+            if end == len(tries.grid) and (stop := _stop(tries, i, budget)) is not None:
+                why = stop
+                break
+        lower = floor()
+        if lower >= start:
+            return _answer(tries, deadline, budget, price), why
+        start, end = lower, start
 
 
 def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float, ceiling: str) -> str:
@@ -441,10 +503,11 @@ def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence:
 
 def plan_candidate(
     base: Scenario, label: str, goal: Goal, max_gpus: int, seed_n: int, ceiling: str = "--max-gpus",
-    tried: Tried | None = None,
+    tried: Tried | None = None, price: Price | None = None,
 ) -> CandidatePlan:  # fmt: skip
     """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open); `ceiling`
-    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made."""
+    names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made;
+    `price`, with a deadline, what the plan minimises among the counts meeting it (else the GPUs)."""
     hw = resolve(base.gpu, base.system)
     unit = granularity(hw)
     grid = counts(unit, max_gpus)
@@ -455,40 +518,100 @@ def plan_candidate(
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
         p = None if index is None else tries.at(index)
-        return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal)
+        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
+        return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
     if goal.budget_usd is not None:
         seeded = tries.at(seed)
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:
             return done(None, None, f"a budget needs a price: {seeded.price.source}")
         _check_step_cost(seeded, goal.budget_usd)
+    index, why = _search(tries, seed, goal.deadline_s, goal.budget_usd, price)
+    runs = [k for k in tries.tried() if tries.at(k) is not None]
     if goal.deadline_s is not None:
-        first = _meet_deadline(tries, seed, goal.deadline_s)
-        if first is None:
-            largest = max((k for k in range(len(grid)) if grid[k] in tries.found), default=0)
-            best = min((k for k in range(len(grid)) if grid[k] in tries.found), key=tries.time, default=largest)
-            p = tries.at(best)
-            reason = _scaling_reason(p, tries.why.get(grid[best]), largest == len(grid) - 1 and p is not None
-                                     and best == largest, goal.confidence, ceiling)  # fmt: skip
-            return done(None, None, reason)
-        if goal.budget_usd is not None and tries.cost(first) > goal.budget_usd:
+        if index is not None:
+            return done(index, "deadline")
+        met = [k for k in runs if tries.time(k) <= goal.deadline_s]
+        if met and goal.budget_usd is not None:  # the deadline is met, but never within the budget
+            first, cheapest = min(met), min(met, key=tries.cost)
             reason = (
                 f"the fewest GPUs meeting the deadline, {grid[first]:,}, cost {_cost_text(tries, first)}, "
                 f"over the budget of ${goal.budget_usd / 1e6:,.2f}M"
             )
+            if cheapest != first:
+                reason += f" (the cheapest meeting it, {grid[cheapest]:,}, cost {_cost_text(tries, cheapest)})"
             return done(first, None, reason)
-        return done(first, "deadline")
+        if why == "budget" and goal.budget_usd is not None:  # the scan left the budget behind first
+            within = [k for k in runs if tries.cost(k) <= goal.budget_usd]
+            return done(None, None, _priced_out(tries, within, goal.budget_usd, max(runs)))
+        fits = next((k for k, n in enumerate(grid) if n >= fits_count(base, hw)), len(grid) - 1)
+        fastest, _ = _search(tries, fits, None, None)  # what the deadline misses by: the fastest count
+        best = min(tries.tried(), key=tries.time) if fastest is None else fastest
+        p = tries.at(best)
+        reason = _scaling_reason(p, tries.why.get(grid[best]), best == len(grid) - 1, goal.confidence, ceiling)
+        return done(None, None, reason)
     assert goal.budget_usd is not None
-    index, binds = _within_budget(tries, seed, goal.budget_usd)
-    if binds == "max-gpus" and ceiling != "--max-gpus":
-        binds = "power-mw"
     if index is None:
-        runs = [n for n in sorted(tries.found) if tries.found[n] is not None]
         if not runs:
             return done(None, None, next(iter(tries.why.values()), "no layout runs"))
-        reason = f"even {runs[0]:,} GPUs (the fewest tried that fit) cost {_cost_text(tries, grid.index(runs[0]))}"
-        return done(None, None, reason)
+        return done(None, None, _priced_out(tries, [], goal.budget_usd, max(runs)))
+    binds = "budget" if any(tries.time(k) < tries.time(index) for k in runs) else why
+    if binds == "max-gpus" and ceiling != "--max-gpus":
+        binds = "power-mw"
     return done(index, binds)
+
+
+def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: Price | None) -> dict[str, Any] | None:
+    """The GPU count tried that shows why index's is the answer, its time and cost at the goal's confidence and why
+    it is not the answer: where the deadline binds, the next count fewer (too slow, or over the budget, or with
+    `price` dearer); where the budget binds, the fewest GPUs of the faster counts (over it); else the fastest of
+    the larger counts tried (no faster: scaling has stopped). None where there is none."""
+    runs = [k for k in tries.tried() if tries.at(k) is not None]
+    if binds == "deadline":
+        k = index - 1 if index and tries.grid[index - 1] in tries.found else None
+    elif binds == "budget":
+        k = min((k for k in runs if tries.time(k) < tries.time(index)), default=None)
+    else:
+        k = min((k for k in runs if k > index), key=tries.time, default=None)
+    if k is None:
+        return None
+    n, p = tries.grid[k], tries.at(k)
+    if p is None:
+        return {"n_gpus": n, "time_to_train_days": None, "cost_usd": None,
+                "why": f"{n:,} GPUs run no layout: {tries.why.get(n, 'no layout runs')}"}  # fmt: skip
+    days, at = tries.time(k) / 86400, f"{goal_basis(p)}{chance.at(tries.confidence)}"
+    quoted = cost_usd(p)
+    cost = None if quoted is None else quoted * cost_factor(p, tries.confidence)
+    money = "no price" if cost is None else f"${cost / 1e6:,.2f}M"
+    if binds == "deadline" and goal.deadline_s is not None and tries.time(k) <= goal.deadline_s:
+        if price is not None:  # a fleet's mix at the point
+            why = f"{n:,} GPUs ({days:,.1f} days {at}) cost ${price(p) / 1e6:,.2f}M as a mix, more"
+        else:
+            why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, over the budget"
+    elif binds == "deadline":
+        why = f"{n:,} GPUs, one step fewer, need {days:,.1f} days {at}"
+    elif binds == "budget":
+        why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, over the budget"
+    else:
+        why = f"{n:,} GPUs are no faster: {days:,.1f} days {at}"
+    return {"n_gpus": n, "time_to_train_days": days, "cost_usd": cost, "why": why}
+
+
+def _priced_out(tries: _Tries, within: list[int], budget: float, top: int) -> str:
+    """Why no count is within the budget (`within`: those that are, none of them meeting the deadline), the scan
+    having stopped at index `top`."""
+    if not within:
+        cheapest = min((k for k in tries.tried() if tries.at(k) is not None), key=tries.cost)
+        return f"even {tries.grid[cheapest]:,} GPUs (the cheapest count tried) cost {_cost_text(tries, cheapest)}"
+    fastest = min(within, key=tries.time)
+    p = tries.at(fastest)
+    assert p is not None
+    return (
+        f"no count within the budget of ${budget / 1e6:,.2f}M meets the deadline: the fastest within it, "
+        f"{tries.grid[fastest]:,} GPUs, needs {tries.time(fastest) / 86400:,.1f} days {goal_basis(p)}"
+        f"{chance.at(tries.confidence)}, and the counts tried above {tries.grid[max(within)]:,} up to "
+        f"{tries.grid[top]:,} cost more"
+    )
 
 
 def _cost_text(tries: _Tries, index: int) -> str:
@@ -509,13 +632,17 @@ def _check_step_cost(p: Result | None, budget: float) -> None:
         )
 
 
+def fits_count(base: Scenario, hw: Hardware) -> int:
+    """The fewest GPUs whose HBM holds the model state (16 B/param) twice over: where a search for a budget or the
+    fastest count starts."""
+    return math.ceil(2 * 16 * base.model_spec().params / hw.accelerator.memory_bytes)
+
+
 def seed_count(base: Scenario, hw: Hardware, goal: Goal) -> int:
     """Where to start looking: the count that would meet the deadline at a third of the recipe's GEMM peak,
-    else the fewest whose HBM holds the model state (16 B/param) twice over. A starting point only: every answer
-    comes from searches."""
+    else `fits_count`. A starting point only: every answer comes from searches."""
     model = base.model_spec()
-    per_gpu = hw.accelerator.memory_bytes
-    fits = math.ceil(2 * 16 * model.params / per_gpu)
+    fits = fits_count(base, hw)
     tokens = sum(phase_tokens(base)) if base.phase else base.tokens
     if goal.deadline_s is None or tokens is None:
         return fits
@@ -616,7 +743,7 @@ def candidate_bases(
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
     from perfmodel.planning.compare import check_one_price, check_precisions, parse_target, scenarios, split_quote
-    from perfmodel.planning.request import load_request
+    from perfmodel.planning.request import check_given_layout, load_request
 
     if options.get("n_gpus") is not None:
         raise PerfmodelError(
@@ -636,6 +763,7 @@ def candidate_bases(
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
+    check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
     check_one_price(parsed, base, source, options, origins)
     check_precisions(parsed, base, source, options, origins)
     return [(_label(s), s) for s in scenarios(base, parsed, None)]
