@@ -535,6 +535,11 @@ CASES: list[Case] = [
     Case("out-path-nul", ("export", "predict", "--out", "{tmp}/p\x00.csv"), "a file name cannot contain a NUL byte"),
     Case("scenario-too-big", ("predict", S), "{tmp}/s.toml: more than 1 MiB; a scenario file is at most 1 MiB",
          toml("# " + "x" * (2**20) + "\n")),
+    Case("campaign-phase-precision-unsupported", ("predict", S),  # a phase's own precision names file and phase
+         "{tmp}/s.toml: phase 'long': field 'precision': h100-sxm has no tensor-core support for nvfp4; supported: "
+         "bf16, fp8; set the phase's precision to 'bf16'",
+         toml("model = 'llama3.1-8b'\ngpu = 'h100-sxm'\nn_gpus = 8\nprecision = 'fp8'\ntokens = 2e9\n"
+              "[[phase]]\nname = 'main'\n[[phase]]\nname = 'long'\ntokens = 1e9\nprecision = 'nvfp4'\n")),
     Case("campaign-too-many-phases", ("predict", S), "{tmp}/s.toml: field 'phase': has 101 entries; at most 100",
          toml("model = 'llama3.1-8b'\n" + "".join(f"[[phase]]\nname = 'p{i}'\n" for i in range(101)))),
     Case("documents-too-many-lengths", ("predict", S), "field 'documents.lengths': has 10,001 entries; at most 10,000",

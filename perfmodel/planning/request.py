@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
+from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown, shown_value
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.precision import unsupported
 from perfmodel.inputs.record import given, replaced
@@ -151,12 +151,21 @@ def check_precision(
     """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
     from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
     trips on) and what to pass instead: `option` (the CLI's `--precision`, the Python API's keyword), or a compare
-    or plan `target`'s own `ID:PRECISION`. A campaign's phases, each with its own precision, are refused as each is
-    predicted."""
+    or plan `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
+    and the phase (as a phase's other fields are); the phases without one take the scenario's, checked as above."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
-    if scenario.phase or scenario.precision in accelerator.precisions:
-        return
     instead = accelerator.precisions[0]
+    file = "scenario" if isinstance(source, Scenario) else scenario_file(source)
+    for phase in scenario.phase:
+        if phase.precision is not None and phase.precision not in accelerator.precisions:
+            on = f"--gpu {target}: " if target else ""
+            raise PerfmodelError(
+                f"{on}{file}: phase '{shown(phase.name)}': field 'precision': "
+                f"{unsupported(phase.precision, accelerator)}; set the phase's precision to '{instead}'"
+            )
+    inherited = not scenario.phase or any(phase.precision is None for phase in scenario.phase)
+    if not inherited or scenario.precision in accelerator.precisions:
+        return
     ask = f"pass --gpu {target}:{instead}" if target else f"pass {option.format(instead)}"
     if options.get("precision") is not None:
         where = f"{origins.get('precision', 'precision')}: "
@@ -164,7 +173,7 @@ def check_precision(
         why = unsupported(scenario.precision, accelerator, " (the default precision)")
         raise PerfmodelError(f"{f'--gpu {target}: ' if target else ''}{why}; {ask}")
     else:
-        where = f"{'scenario' if isinstance(source, Scenario) else scenario_file(source)}: field 'precision': "
+        where = f"{file}: field 'precision': "
     raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {ask}")
 
 
