@@ -92,6 +92,8 @@ CASES: list[Case] = [
     Case("toml-binary", ("predict", S), "{tmp}/s.toml: cannot read scenario file", {"s.toml": b"\xff\xfe\x00\x81"}),
     Case("scenario-missing", ("predict", "{tmp}/none.toml"), "{tmp}/none.toml: no such scenario file"),
     Case("scenario-is-folder", ("predict", "{tmp}"), "File '{tmp}' is a directory"),
+    Case("scenario-empty", ("predict", S),  # an empty file, or one without gpu or system: which file lacks it
+         "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu ID or --system ID", toml("")),
     Case("typo-top-level", ("predict", S),
          "{tmp}/s.toml: field 'modle': unknown key (did you mean 'model'?); allowed: name",
          toml("modle = 'llama3.1-8b'\n")),
@@ -142,7 +144,7 @@ CASES: list[Case] = [
          toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nheads = 7\n")),
     Case("unknown-benchmark-in-file", ("predict", S), "{tmp}/s.toml: unknown benchmark 'mlperf-foo'; valid:",
          toml("gpu = 'h100-sxm'\nbenchmark = 'mlperf-foo'\n")),
-    Case("no-hardware", ("predict", S), "no hardware given: set gpu or system in the scenario, or pass --gpu",
+    Case("no-hardware", ("predict", S), "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu",
          toml("model = 'llama3.1-8b'\n")),
     # ---- flags: types, ranges, ids --------------------------------------------------------------------------------
     Case("unknown-model-flag", ("predict", "--model", "llama9"), "--model: unknown model 'llama9'; valid: llama3.1-8b"),
