@@ -234,8 +234,10 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         return field, f"must be a table{_shown(err.get('input'))}"
     if err["type"] == "too_long":
         return field, f"has {err['ctx']['actual_length']:,} entries; at most {err['ctx']['max_length']:,}"
-    if err["type"] == "literal_error":
-        return field, err["msg"].replace("Input should be", "must be")
+    if err["type"] == "literal_error":  # the value given, or the choice it misspells ('FP8': 'fp8')
+        value, choices = err.get("input"), re.findall(r"'([^']*)'", err["ctx"]["expected"])
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        return field, err["msg"].replace("Input should be", "must be") + (hint or _shown(value))
     message, value = err["msg"].removeprefix("Value error, "), err.get("input")
     quoted = isinstance(value, str) and repr(value) in message  # the check named the value itself: not twice
     return field, message if quoted else message + _shown(value)
