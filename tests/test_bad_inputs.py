@@ -307,7 +307,8 @@ CASES: list[Case] = [
          "no layout fits in memory"),
     Case("search-count-zero", ("search", "--gpus", "0,8"), "'--gpus': 0 must be between 1 and 1,000,000 GPUs"),
     # ---- whatif, sensitivity ------------------------------------------------------------------------------------
-    Case("whatif-unknown", ("whatif", "--set", "nvlnk_gbps=1800"), "--set nvlnk_gbps=1800: unknown hardware parameter"),
+    Case("whatif-unknown", ("whatif", "--set", "nvlnk_gbps=1800"),
+         "--set nvlnk_gbps=1800: unknown hardware parameter 'nvlnk_gbps' (did you mean 'nvlink_gbps'?); settable: "),
     Case("whatif-no-value", ("whatif", "--set", "hbm_tbps"), "--set hbm_tbps: the value must be a positive number"),
     Case("whatif-nan", ("whatif", "--set", "hbm_tbps=nan"), "--set hbm_tbps=nan: the value must be a positive number"),
     Case("whatif-negative", ("whatif", "--set", "nic_gbps=-400"), "--set nic_gbps=-400: the value must be a positive"),
@@ -420,6 +421,8 @@ CASES: list[Case] = [
     Case("plot-validation-needs-from", ("plot", "validation", "--out", "{tmp}/p.png"), "needs --from FILE.json"),
     # ---- catalog and the command line itself --------------------------------------------------------------------
     Case("hardware-format", ("hardware", "list", "--format", "xml"), "Invalid value for '--format': 'xml'"),
+    Case("hardware-show-cut-short", ("hardware", "show", "h100"),  # as --gpu h100 is answered
+         "hardware show: unknown accelerator or system 'h100' (did you mean 'h100-grand-teton' or 'h100-sxm'?); "),
     Case("hardware-typo", ("hardware", "lst"), "No such command 'lst'"),
     Case("models-format", ("models", "list", "--format", "csv"), "Invalid value for '--format': 'csv'"),
     Case("models-extra-argument", ("models", "list", "extra"), "Got unexpected extra argument (extra)"),

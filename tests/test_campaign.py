@@ -286,8 +286,8 @@ def test_explain_each_phase_or_the_one_named(campaign_file: Path) -> None:
     one = json.loads(run_cli("explain", str(campaign_file), "--phase", "long", "--format", "json").out)
     assert [p["phase"] for p in one["phases"]] == ["long"] and "CP4" in one["phases"][0]["layout"]
     unknown = run_cli("explain", str(campaign_file), "--phase", "lon")
-    assert unknown.code == 2 and unknown.err == "error: --phase lon: the campaign has no such phase; its phases: " \
-        "ramp, main, long\n"  # fmt: skip
+    assert unknown.code == 2 and unknown.err == "error: --phase lon: the campaign has no such phase (did you mean " \
+        "'long'?); its phases: ramp, main, long\n"  # fmt: skip
 
 
 def test_export_writes_a_row_per_phase_and_a_live_total(campaign_file: Path, tmp_path: Path) -> None:
