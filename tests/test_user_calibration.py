@@ -97,6 +97,19 @@ def test_validate_shows_each_row_before_and_after(runs: Path, fitted: tuple[Path
     assert all(abs(r["error_pct"]) < abs(r["error_before_pct"]) for r in records["rows"])
 
 
+def test_validate_right_aligns_its_numbers(runs: Path, fitted: tuple[Path, str]) -> None:
+    """The figures a reader compares down a column (GPUs, measured, predicted, errors) end where their heading ends,
+    with thousands separators, as every other table's numbers; the text columns start under theirs."""
+    lines = run_cli("validate", "--data", str(runs), "--calibration", str(fitted[0])).out.splitlines()
+    head, rows = lines[0], lines[2:7]
+    for title in ("n", "measured", "predicted", "error", "held out", "error before"):
+        end = re.search(rf"(?<!\S){title}(?!\S)", head).end()  # type: ignore[union-attr]
+        assert all(row[end - 1] != " " and not row[end : end + 2].strip() for row in rows), (title, rows)
+    assert " 1,024 " in rows[1]  # the 405B row's GPUs
+    model = head.index("model")
+    assert all(row[model] != " " for row in rows)
+
+
 def test_calibrate_names_the_metric_its_mape_is_of(runs: Path, fitted: tuple[Path, str]) -> None:
     """calibrate printed 'MAPE 20.5% with the bundled calibration' where validate on the same five rows printed
     26.2%, neither saying that the first is of the predicted time and the second of tokens/s."""
