@@ -330,6 +330,15 @@ CASES: list[Case] = [
          {"w.toml": "[sweep]\nmodels = 'llama3.1-8b'\n"}),
     Case("sweep-bad-count", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: sweep.n_gpus: Input should be greater than",
          {"w.toml": "[sweep]\nn_gpus = [0]\n"}),
+    Case("sweep-gpu-typo", ("sweep", "{tmp}/w.toml"),  # an entry of the file's list, not a --gpu flag
+         "{tmp}/w.toml: sweep.gpus: 'b20': unknown accelerator or system 'b20'; valid: ",
+         {"w.toml": "[sweep]\ngpus = ['h100-sxm', 'b20']\n"}),
+    Case("sweep-gpu-count", ("sweep", "{tmp}/w.toml"),  # compare's @N: it was dropped, every point at n_gpus
+         "{tmp}/w.toml: sweep.gpus: 'b200@16': a sweep takes the GPU count from its list, sweep.n_gpus, crossed with",
+         {"w.toml": "[sweep]\ngpus = ['b200@16']\nn_gpus = [8]\n"}),
+    Case("sweep-gpu-precision", ("sweep", "{tmp}/w.toml"),  # compare's :PRECISION: it was dropped
+         "{tmp}/w.toml: sweep.gpus: 'b200:nvfp4': a sweep takes the precision from its list, sweep.precisions, crossed",
+         {"w.toml": "[sweep]\ngpus = ['b200:nvfp4']\nn_gpus = [8]\n"}),
     Case("sweep-set-typo", ("sweep", "{tmp}/w.toml"),
          "sweep.set.tokenz: unknown key (did you mean 'tokens'?); allowed: name",
          {"w.toml": "[sweep]\n[sweep.set]\ntokenz = 1e12\n"}),
