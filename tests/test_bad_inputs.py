@@ -162,6 +162,10 @@ CASES: list[Case] = [
     Case("hardware-file-typo", ("predict", "--hardware", "{tmp}/ours.toml", "--system", "ours"),  # README example
          "{tmp}/ours.toml: field 'fabric.oversubscripton': unknown key (did you mean 'oversubscription'?); allowed: ",
          {"ours.toml": "id = 'ours'\nbase = 'dgx-h100'\n[fabric]\noversubscripton = { value = 2.0, source = 'x' }\n"}),
+    Case("hardware-file-no-base", ("predict", "--hardware", "{tmp}/ours.toml", "--system", "ours"),  # base left out
+         "{tmp}/ours.toml: field 'name': Field required; a file without base is an accelerator (with accelerator = "
+         "ID, a system) given in full",
+         {"ours.toml": "id = 'ours'\nnics_per_gpu = { value = 0.5, source = 'x' }\n"}),
     Case("gpu-as-system", ("predict", "--system", "h100-sxm"),
          "--system: unknown system 'h100-sxm' ('h100-sxm' is a GPU, not a system); valid:"),
     Case("gpu-with-precision", ("predict", "--gpu", "gb300:nvfp4"),  # compare's and plan's ID:PRECISION
