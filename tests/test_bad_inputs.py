@@ -295,6 +295,10 @@ CASES: list[Case] = [
     Case("compare-precision", ("compare", "--gpu", "h100-sxm:fp16"), "--gpu h100-sxm:fp16: unknown precision 'fp16'"),
     Case("compare-unknown-target", ("compare", "--gpu", "h300"), "--gpu h300: unknown accelerator or system 'h300'"),
     Case("compare-count-garbage", ("compare", "--gpus", "256,x"), "'x' in '256,x' is not a whole number"),
+    Case("compare-own-count-part-node", ("compare", "--gpu", "h100-sxm@12", "--gpu", "b200"),  # not --gpus'
+         "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes of 8 GPUs each; allowed: whole nodes, such as 8 or 16"),
+    Case("compare-second-own-count-part-node", ("compare", "--gpu", "h100-sxm@16", "--gpu", "b200@12"),
+         "--gpu b200@12: 12 GPUs is 1.5 dgx-b200 nodes of 8 GPUs each; allowed: whole nodes, such as 8 or 16"),
     Case("compare-too-many-counts", ("compare", "--gpus", ",".join(str(8 * i) for i in range(1, 100))),
          "99 GPU counts; at most 64"),
     Case("compare-unsupported", ("compare", "--gpu", "h100-sxm", "--gpu", "mi300x:nvfp4"),
