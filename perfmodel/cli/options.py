@@ -156,12 +156,21 @@ class CountList(click.ParamType):
 
         if isinstance(value, list):
             return value
-        counts = []
-        for part in str(value).split(","):
+        counts: list[int] = []
+        parts = [part.strip() for part in str(value).split(",")]
+        for index, part in enumerate(parts):
+            if len(part) > 1 and part.startswith("0") and part.isdigit():  # '1,024': a thousands separator
+                meant = f"{parts[index - 1]}{part}" if index else str(int(part))
+                self.fail(
+                    f"'{part}' in '{value}' begins with 0: a comma separates GPU counts (256,512,1024); write "
+                    f"{meant} for {int(meant):,} GPUs",
+                    param,
+                    ctx,
+                )
             try:
-                counts.append(int(part.strip()))
+                counts.append(int(part))
             except ValueError:
-                self.fail(f"'{part.strip()}' in '{value}' is not a whole number (example: 256,512,1024)", param, ctx)
+                self.fail(f"'{part}' in '{value}' is not a whole number (example: 256,512,1024)", param, ctx)
         try:
             return gpu_counts(counts)
         except PerfmodelError as exc:
