@@ -89,6 +89,15 @@ S = "{tmp}/s.toml"
 CASES: list[Case] = [
     # ---- scenario files: syntax, typos, types, ranges, ids -------------------------------------------------------
     Case("toml-syntax", ("predict", S), "{tmp}/s.toml: not valid TOML", toml("model = [1, 2\n")),
+    Case("toml-unquoted-suffix", ("predict", S),  # README's '"15T" too' written without the quotes
+         "{tmp}/s.toml: not valid TOML: Expected newline or end of document after a statement (at line 1, column 12); "
+         "tokens = 15T: TOML takes a number with a suffix as text only in quotes (tokens = \"15T\")",
+         toml("tokens = 15T  # the README's budget\n")),
+    Case("toml-unquoted-word", ("predict", S), "(at line 2, column 9); model = llama3.1-8b: TOML takes text in quotes: "
+         "model = \"llama3.1-8b\"", toml("gpu = 'h100-sxm'\nmodel = llama3.1-8b\n")),
+    Case("toml-capital-true", ("predict", S),
+         "fp8_attention = True: TOML's true and false are lower case: fp8_attention = true",
+         toml("fp8_attention = True\n")),
     Case("toml-binary", ("predict", S), "{tmp}/s.toml: cannot read scenario file", {"s.toml": b"\xff\xfe\x00\x81"}),
     Case("scenario-missing", ("predict", "{tmp}/none.toml"), "{tmp}/none.toml: no such scenario file"),
     Case("scenario-is-folder", ("predict", "{tmp}"), "File '{tmp}' is a directory"),

@@ -165,6 +165,31 @@ def check_depth(text: str, where: str) -> None:
         raise PerfmodelError(f"{where}: nested more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH}")
 
 
+UNQUOTED = re.compile(r"\s*([\w.-]+)\s*=\s*(\d[\d.,_]*\s*[a-zA-Z]+|[a-zA-Z][\w.:-]*)\s*(?:#.*)?")
+"""A line `tokens = 15T`, `seq_len = 8k` or `model = llama3.1-8b`: a suffixed number or a word left unquoted,
+which TOML reads as no value at all."""
+
+
+def _unquoted(text: str, error: str) -> str:
+    """What to write instead where the line tomllib stopped at (its message says '(at line N, column M)') leaves a
+    suffixed number or a word unquoted; '' otherwise."""
+    at = re.search(r"\(at line (\d+), column \d+\)", error)
+    lines = text.splitlines()
+    line = lines[int(at.group(1)) - 1] if at and int(at.group(1)) <= len(lines) else ""
+    found = UNQUOTED.fullmatch(line)
+    if found is None or found.group(2) in ("true", "false", "inf", "nan"):
+        return ""
+    key, value = shown(found.group(1)), shown(found.group(2))
+    if value.lower() in ("true", "false"):
+        return f"; {key} = {value}: TOML's true and false are lower case: {key} = {value.lower()}"
+    if value[0].isdigit():
+        return (
+            f'; {key} = {value}: TOML takes a number with a suffix as text only in quotes (tokens = "15T"), where '
+            "the field takes one; else write the number (seq_len = 8192)"
+        )
+    return f'; {key} = {value}: TOML takes text in quotes: {key} = "{value}"'
+
+
 def parse_toml(source: Path, text: str) -> dict[str, Any]:
     """The tables of a TOML file's text, or one line naming the file (tomllib imported here: a bundled file's checked
     tables usually come from the cache, unparsed)."""
@@ -174,6 +199,6 @@ def parse_toml(source: Path, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}{_unquoted(text, str(exc))}") from None
     except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
         raise PerfmodelError(f"{source}: {TOO_LONG_INTEGER}") from None
