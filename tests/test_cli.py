@@ -221,9 +221,22 @@ def test_the_inputs_are_short_labelled_lines() -> None:
     the longest the price with its basis."""
     result = run_cli("predict")
     inputs = inputs_of(result.out)
-    assert list(inputs) == ["work", "batch", "price", "energy", "stack", "software"]
+    assert list(inputs) == ["work", "batch", "price", "energy", "stack", "software", "fitted"]
     assert inputs["batch"] == "GBS 1,024 x 8,192 = 8.39M tokens per step"
     assert max(len(line) for line in result.out.split("Inputs:\n")[1].split("\n\n")[0].splitlines()) <= 96
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        ((), "the bundled calibration (default)"),
+        (("--calibration", "none"), "no calibration: the physical defaults, no interval"),
+    ],
+)
+def test_the_inputs_name_the_calibration(flags: tuple[str, ...], named: str) -> None:
+    """A calibration fitted on one's own runs (calibrate --data) moves every figure: the table says which priced it,
+    as the JSON's interval_protocol and validate's footer do; a file is named as given (tests/test_user_calibration)."""
+    assert inputs_of(run_cli("predict", *flags).out)["fitted"] == named
 
 
 def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:

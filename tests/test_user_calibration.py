@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import inputs_of, run_cli
 
 from perfmodel.physics.calibration import Calibration
 
@@ -54,6 +54,12 @@ def test_fits_only_what_the_rows_identify_and_says_why_the_rest_stay(fitted: tup
 def test_the_interval_holds_the_point(fitted: tuple[Path, str]) -> None:
     point, low, high = _step("--gpu", "h100-sxm", "--calibration", str(fitted[0]))
     assert low <= point <= high
+
+
+def test_predict_names_the_calibration_file(fitted: tuple[Path, str]) -> None:
+    """The fitted file priced the run (its step time is not the bundled one's): the Inputs say so, as given."""
+    out = run_cli("predict", "--gpu", "h100-sxm", "--calibration", str(fitted[0])).out
+    assert inputs_of(out)["fitted"] == f"calibration {fitted[0]}"
 
 
 def test_an_interval_from_one_sided_residuals_still_holds_the_point() -> None:

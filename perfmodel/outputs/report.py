@@ -145,7 +145,17 @@ def run_assumptions(p: Prediction) -> list[tuple[str, str]]:
         ("energy", f"{pue}, {grid}"),
         ("stack", s.stack + ("" if "stack" in given(s) else " (default)") + _knobs(s)),
         ("software", f"release {s.vintage}" if s.vintage else "the newest release fitted (default)"),
+        ("fitted", _calibration_text(s.calibration)),
     ]
+
+
+def _calibration_text(calibration: str | None) -> str:
+    """Which calibration priced the run: a `calibrate --data` file changes every figure, so the output names it."""
+    if calibration is None:
+        return "the bundled calibration (default)"
+    if calibration.lower() == "none":
+        return "no calibration: the physical defaults, no interval"
+    return f"calibration {visible(calibration)}"
 
 
 def _knobs(s: Scenario) -> str:
