@@ -288,6 +288,13 @@ CASES: list[Case] = [
          "no layout fits in memory: the only valid layout needs "),
     # ---- calibration files --------------------------------------------------------------------------------------
     Case("calibration-missing", ("predict", "--calibration", "{tmp}/c.json"), "{tmp}/c.json: no such calibration"),
+    Case("calibration-missing-in-file", ("predict", S),  # the scenario names it: its field, then the file's path
+         "{tmp}/s.toml: field 'calibration': {tmp}/c.json: no such calibration file",
+         toml("gpu = 'h100-sxm'\ncalibration = 'c.json'\n")),
+    Case("vintage-after-calibration", ("predict", "--vintage", "2099-01"),  # the flag that set it, before predicting
+         "--vintage: vintage 2099-01: after the newest release this calibration fitted ("),
+    Case("vintage-after-calibration-in-file", ("predict", S), "{tmp}/s.toml: vintage 2099-01: after the newest release",
+         toml("gpu = 'h100-sxm'\nvintage = '2099-01'\n")),
     Case("calibration-not-json", ("predict", "--calibration", "{tmp}/c.json"), "not a calibration JSON file",
          {"c.json": "{parameters: 1"}),
     Case("calibration-family-not-table", ("predict", "--calibration", "{tmp}/c.json"),

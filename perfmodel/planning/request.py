@@ -22,6 +22,7 @@ from perfmodel.inputs.scenario import (
     scenario_file,
     with_overrides,
 )
+from perfmodel.physics import calibration
 from perfmodel.physics.parallel import Layout, broken_rules, feature_rules
 from perfmodel.planning.predict import given_degree, given_full_layout, without_layout
 
@@ -51,11 +52,39 @@ def load_request(
         loaded = load_scenario(source, overrides, where)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
+    if loaded.calibration is not None or loaded.vintage is not None:
+        check_calibration(loaded, source, options, origins)
     if not relayout:
         return loaded
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+def check_calibration(
+    scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """The scenario's calibration file reads, and its vintage is one the calibration fitted (not after its newest
+    release), checked here so that an error names the flag or the file's field that gave it: the prediction refused
+    them naming neither. Both are read once per process (cached); a scenario without hardware (a base for compare)
+    leaves the vintage to each prediction."""
+
+    def named(key: str, message: str, field: bool = True) -> PerfmodelError:
+        if options.get(key) is not None:  # a calibration file's line begins with the path the flag gave
+            return PerfmodelError(message if key == "calibration" else f"{origins.get(key, key)}: {message}")
+        where = "scenario" if isinstance(source, Scenario) else scenario_file(source)
+        return PerfmodelError(f"{where}: field '{key}': {message}" if field else f"{where}: {message}")
+
+    try:
+        fitted = calibration.resolve(scenario.calibration)
+    except PerfmodelError as exc:
+        raise named("calibration", str(exc)) from None
+    if scenario.vintage is None or (scenario.gpu is None and scenario.system is None):
+        return
+    try:
+        fitted.efficiency(resolve(scenario.gpu, scenario.system).accelerator.family, vintage=scenario.vintage)
+    except PerfmodelError as exc:
+        raise named("vintage", str(exc), field=False) from None
 
 
 def check_keywords(options: dict[str, Any]) -> None:
