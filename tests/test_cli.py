@@ -315,3 +315,13 @@ def test_a_price_written_with_its_dollar_sign() -> None:
     assert signed == plain
     refused = run_cli("predict", *flags, "--usd-per-gpu-hour", "$cheap")
     assert refused.code == 2 and "'$cheap' is not a number" in refused.err
+
+
+def test_a_scenario_saved_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    """Notepad and other Windows editors begin UTF-8 with a BOM, which tomllib took for 'Invalid statement'."""
+    text = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n'
+    plain, marked = tmp_path / "plain.toml", tmp_path / "marked.toml"
+    plain.write_text(text)
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    expected = run_cli("predict", str(plain), "--format", "json")
+    assert expected.code == 0 and run_cli("predict", str(marked), "--format", "json").out == expected.out

@@ -196,8 +196,8 @@ def parse_toml(source: Path, text: str) -> dict[str, Any]:
     import tomllib
 
     check_depth(text, str(source))
-    try:
-        return tomllib.loads(text)
+    try:  # a byte-order mark, which Windows editors write and tomllib takes for a statement, is no content
+        return tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise PerfmodelError(f"{source}: not valid TOML: {exc}{_unquoted(text, str(exc))}") from None
     except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
