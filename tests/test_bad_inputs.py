@@ -236,6 +236,10 @@ CASES: list[Case] = [
     Case("failure-class-typo", ("predict", S), "field 'goodput.failures_per_million_gpu_hours': unknown failure "
          "class 'gpux'; valid: gpu, host", toml("[goodput.failures_per_million_gpu_hours]\ngpux = 1.0\n")),
     Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),
+    Case("benchmark-misspelt", ("predict", "--benchmark", "mlperf-llama3-405b"),
+         "--benchmark: unknown benchmark 'mlperf-llama3-405b' (did you mean 'mlperf-llama31-405b'?); valid: "),
+    Case("round-without-v", ("predict", "--benchmark", "mlperf-llama31-405b@5.1"),
+         "--benchmark: mlperf-llama31-405b has no round '5.1' (did you mean 'v5.1'?); valid: v5.0"),
     Case("unknown-round", ("predict", "--benchmark", "mlperf-llama31-405b@v9"),
          "--benchmark: mlperf-llama31-405b has no round 'v9'; valid: v5.0"),
     Case("benchmark-and-tokens", ("predict", "--benchmark", "mlperf-llama31-8b", "--tokens", "1T"),
