@@ -325,3 +325,9 @@ def test_a_scenario_saved_with_a_byte_order_mark_reads_as_without(tmp_path: Path
     marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
     expected = run_cli("predict", str(plain), "--format", "json")
     assert expected.code == 0 and run_cli("predict", str(marked), "--format", "json").out == expected.out
+
+
+@pytest.mark.parametrize(("flags", "energy"), [((), "PUE 1.2 (default), "), (("--pue", "1.3"), "PUE 1.3, ")])
+def test_the_energy_input_marks_a_pue_nobody_gave(flags: tuple[str, ...], energy: str) -> None:
+    """The default scenario's PUE is perfmodel's, not the user's: it read 'PUE 1.2' unmarked, as if given."""
+    assert inputs_of(run_cli("predict", *flags).out)["energy"].startswith(energy)
