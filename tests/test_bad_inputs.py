@@ -175,6 +175,16 @@ CASES: list[Case] = [
          "{tmp}/ours.toml: field 'name': Field required; a file without base is an accelerator (with accelerator = "
          "ID, a system) given in full",
          {"ours.toml": "id = 'ours'\nnics_per_gpu = { value = 0.5, source = 'x' }\n"}),
+    Case("hardware-file-as-scenario", ("predict", "{tmp}/ours.toml"),  # README's hardware example, without --hardware
+         "{tmp}/ours.toml: field 'id': unknown key (this looks like a hardware file: pass it with --hardware FILE, and "
+         "its id with --gpu or --system); allowed: name",
+         {"ours.toml": "id = 'ours'\nbase = 'dgx-h100'\nnics_per_gpu = { value = 0.5, source = 'x' }\n"}),
+    Case("scenario-as-hardware-file", ("predict", "--hardware", S),
+         "{tmp}/s.toml: field 'id' is required: the name commands use for this entry (--gpu, --system) (this looks "
+         "like a scenario file: give it as the command's SCENARIO argument)", toml("model = 'llama3.1-8b'\n")),
+    Case("scenario-as-model-file", ("predict", "--model", S),
+         "{tmp}/s.toml: field 'gpu': unknown key (this looks like a scenario file: give it as the command's SCENARIO "
+         "argument); allowed: base", toml("gpu = 'h100-sxm'\n")),
     Case("gpu-as-system", ("predict", "--system", "h100-sxm"),
          "--system: unknown system 'h100-sxm' ('h100-sxm' is a GPU, not a system); valid:"),
     Case("gpu-with-precision", ("predict", "--gpu", "gb300:nvfp4"),  # compare's and plan's ID:PRECISION
@@ -353,6 +363,10 @@ CASES: list[Case] = [
     Case("sweep-missing", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: no such sweep file"),
     Case("sweep-no-table", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: a sweep file has one [sweep] table",
          {"w.toml": "models = ['llama3.1-8b']\n"}),
+    Case("scenario-as-sweep", ("sweep", S),
+         "{tmp}/s.toml: a sweep file has one [sweep] table (keys: base, models, gpus, precisions, n_gpus, whatifs, "
+         "set, layouts) (this looks like a scenario file: give it as the command's SCENARIO argument)",
+         toml("model = 'llama3.1-8b'\n")),
     Case("sweep-typo", ("sweep", "{tmp}/w.toml"),
          "field 'sweep.modelz': unknown key (did you mean 'models'?); allowed: base",
          {"w.toml": "[sweep]\nmodelz = ['llama3.1-8b']\n"}),

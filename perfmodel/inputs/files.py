@@ -190,6 +190,38 @@ def _unquoted(text: str, error: str) -> str:
     return f'; {key} = {value}: TOML takes text in quotes: {key} = "{value}"'
 
 
+def _sourced(tables: dict[str, Any]) -> bool:
+    """Whether tables hold a hardware figure, a {value, source} pair (hardware_specs' format)."""
+    return any(isinstance(v, dict) and ("source" in v or _sourced(v)) for v in tables.values())
+
+
+FILE_KINDS: tuple[tuple[str, Any, str], ...] = (
+    ("sweep", lambda t: "sweep" in t, "a sweep file: run it with perfmodel sweep FILE"),
+    ("model", lambda t: bool({"layers", "hidden", "heads"} & set(t)), "a model file: pass it with --model FILE"),
+    (
+        "hardware",
+        lambda t: "id" in t and (_sourced(t) or bool({"vendor", "accelerator", "fabric", "latency"} & set(t))),
+        "a hardware file: pass it with --hardware FILE, and its id with --gpu or --system",
+    ),
+    (
+        "scenario",
+        lambda t: bool({"model", "gpu", "system", "n_gpus", "parallelism", "phase", "tokens"} & set(t)),
+        "a scenario file: give it as the command's SCENARIO argument",
+    ),
+)
+"""What tells the input TOML files apart by their top-level keys, and where each kind goes: a file given to the
+wrong option (`predict ours.toml` for `--hardware ours.toml`) is told so, not only that its keys are unknown."""
+
+
+def other_kind(tables: Any, expected: str) -> str:
+    """' (this looks like a hardware file: pass it with --hardware FILE, ...)' for a file given where an `expected`
+    kind goes (scenario, sweep, model, hardware) whose keys are another kind's; '' otherwise."""
+    if not isinstance(tables, dict):
+        return ""
+    found = next((what for kind, test, what in FILE_KINDS if kind != expected and test(tables)), None)
+    return f" (this looks like {found})" if found else ""
+
+
 def parse_toml(source: Path, text: str) -> dict[str, Any]:
     """The tables of a TOML file's text, or one line naming the file (tomllib imported here: a bundled file's checked
     tables usually come from the cache, unparsed)."""

@@ -17,6 +17,7 @@ from perfmodel.errors import PerfmodelError, did_you_mean, shown_value
 from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.documents import Documents
+from perfmodel.inputs.files import other_kind
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
     MAX_TOKENS,
@@ -197,6 +198,8 @@ def check_model_file(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         check(MODEL_OVERRIDE, table)
     except ValidationError as exc:
         field, message = explain_error(exc, MODEL_OVERRIDE)
+        if field and "." not in field and message.startswith("unknown key"):  # perhaps another kind of file
+            message = message.replace("; allowed:", f"{other_kind(table, 'model')}; allowed:", 1)
         raise PerfmodelError(f"{path}: field '{field}': {message}" if field else f"{path}: {message}") from None
     return table
 

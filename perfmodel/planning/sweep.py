@@ -100,7 +100,7 @@ def load_points(path: str | Path) -> list[Point]:
 def load(path: str | Path) -> Any:
     """A sweep file's points, or its LayoutSweep (planning.layout_sweep) when it has a [sweep.layouts] table; every
     point checked to be a valid scenario (one line naming the problem if not)."""
-    from perfmodel.inputs.files import check_path, remember
+    from perfmodel.inputs.files import check_path, other_kind, remember
     from perfmodel.inputs.resources import bundled_file
     from perfmodel.inputs.scenario import calibration_beside, flatten, read_toml, single_phase
     from perfmodel.planning import layout_sweep
@@ -112,7 +112,9 @@ def load(path: str | Path) -> Any:
     raw = read_toml(path, "sweep")
     sweep = raw.get("sweep")
     if set(raw) != {"sweep"} or not isinstance(sweep, dict):
-        raise PerfmodelError(f"{path}: a sweep file has one [sweep] table (keys: {', '.join(SWEEP_KEYS)})")
+        raise PerfmodelError(
+            f"{path}: a sweep file has one [sweep] table (keys: {', '.join(SWEEP_KEYS)}){other_kind(raw, 'sweep')}"
+        )
     unknown = sorted(set(sweep) - set(SWEEP_KEYS))
     if unknown:
         hint = did_you_mean(unknown[0], SWEEP_KEYS)
