@@ -614,6 +614,9 @@ CASES: list[Case] = [
               "[[phase]]\nname = 'main'\n[[phase]]\nname = 'long'\ntokens = 1e9\nprecision = 'nvfp4'\n")),
     Case("campaign-too-many-phases", ("predict", S), "{tmp}/s.toml: field 'phase': has 101 entries; at most 100",
          toml("model = 'llama3.1-8b'\n" + "".join(f"[[phase]]\nname = 'p{i}'\n" for i in range(101)))),
+    Case("documents-shares", ("predict", S),  # the table's own check names its key as the dotted field
+         "{tmp}/s.toml: field 'documents.shares': the shares of documents must sum to 1 (they sum to 1.1)",
+         toml("gpu = 'h100-sxm'\n[documents]\nlengths = [512, 2048]\nshares = [0.5, 0.6]\n")),
     Case("documents-too-many-lengths", ("predict", S), "field 'documents.lengths': has 10,001 entries; at most 10,000",
          toml("model = 'llama3.1-8b'\n[documents]\nlengths = [" + "64, " * 10_001 + "]\nshares = [1.0]\n")),
     Case("documents-length-of-500-digits", ("predict", S),

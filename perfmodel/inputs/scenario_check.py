@@ -242,6 +242,9 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         hint = did_you_mean(value, choices) if isinstance(value, str) else ""
         return field, err["msg"].replace("Input should be", "must be") + (hint or _shown(value))
     message, value = err["msg"].removeprefix("Value error, "), err.get("input")
+    head = re.match(r"(\w+): ", message)  # a table's check naming its key ("shares: ..."): the dotted field
+    if field and head and isinstance(value, dict) and head.group(1) in value:
+        return f"{field}.{head.group(1)}", message[head.end() :]
     quoted = isinstance(value, str) and repr(value) in message  # the check named the value itself: not twice
     return field, message if quoted else message + _shown(value)
 
