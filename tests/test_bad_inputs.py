@@ -286,8 +286,11 @@ CASES: list[Case] = [
     Case("partial-recompute-not-full", layout(recompute="selective", recompute_layers=3),
          "error: --recompute, --recompute-layers: recompute_layers needs recompute 'full'"),
     Case("rule-zero-stage", layout(zero=4), "Invalid value for '--zero': 4 is not in the range 0<=x<=3"),
-    Case("searched-no-valid-layout", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
-                                      "--pp", "3"), "no valid layout of llama3.1-8b on 8 GPUs"),
+    Case("searched-pp-against-count", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                       "--pp", "3"),  # no degree searched around it divides 8: the flag is named
+         "error: --pp: TP 1 x PP 3 x CP 1 = 3 does not divide the 8 GPUs"),
+    Case("searched-tp-above-count", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                     "--tp", "16"), "error: --tp: TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"),
     Case("searched-tp-against-heads", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                        "--tp", "3"), "error: --tp: TP 3 must divide the 32 attention heads; TP 3"),
     Case("searched-tp-in-file", ("predict", S), "{tmp}/s.toml: field 'parallelism.tp': TP 64 must divide the 32 "

@@ -109,7 +109,8 @@ def check_given_layout(
     counts, no rule that reads the count); the error names the flag that set a dimension the first broken rule names
     (`--tp: ... TP 3 must divide the 64 attention heads`), else the scenario file's field, as the other input errors
     do. A layout left partly to the search is held to the rules that read only given dimensions (TP against the
-    heads), which no searched layout could then keep: the search's own error ('no valid layout ...') names neither
+    heads), and to the GPU count's with the open degrees at 1 (`--tp 16` on 8 GPUs), which no searched layout could
+    then keep: the search's own error ('no valid layout ...') names neither
     the flag nor the file. Each phase of a campaign is checked as it is predicted (campaign.phase_scenario), the
     error naming the phase and, where the phase sets the dimension, its own field."""
     if not scenario.phase:
@@ -134,7 +135,8 @@ def _check_layout(
     full = given_full_layout(scenario)
     layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
     fixed -= set() if own_count else {"n_gpus"}
-    rules = tuple(rule for rule in rules if set(rule.dims) <= fixed)
+    held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
+    rules = (*held, *(rule for rule in rules if rule not in held and _product_of_given(rule, fixed)))
     model = scenario.model_spec()
     broken = broken_rules(layout, model, scenario.n_gpus, rules)
     if not broken:
@@ -142,7 +144,7 @@ def _check_layout(
     why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
     if full is not None and own_count:
         why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
-    named = broken[0].dims
+    named = [dim for dim in broken[0].dims if dim in fixed]  # the given ones (a GPU-count rule names open ones too)
     where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
     if phase is not None:
         own = _phase_fields(phase)
@@ -154,6 +156,17 @@ def _check_layout(
     if flag is not None:
         raise InfeasibleLayout(f"{flag}: {why}")
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+COUNT_RULE_DIMS = frozenset(("tp", "pp", "cp", "n_gpus"))
+"""The dimensions of the rule that TP x PP x CP divides the GPU count (physics.parallel.RULES)."""
+
+
+def _product_of_given(rule: Any, fixed: set[str]) -> bool:
+    """Whether a partly given layout is held to the GPU-count rule: with the count given, the degrees given
+    (_given_part puts 1 in the open ones) must already divide it, since any searched degree only multiplies them
+    (`--tp 16` on 8 GPUs: no layout the search could find keeps it)."""
+    return set(rule.dims) == COUNT_RULE_DIMS and "n_gpus" in fixed
 
 
 PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
