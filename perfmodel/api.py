@@ -19,7 +19,7 @@ from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
 from perfmodel.inputs.scenario import FP8Recipe, Precision, Scenario, scenario_file
 from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
-from perfmodel.planning.request import check_precision, load_request
+from perfmodel.planning.request import check_given_layout, check_precision, load_request
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
@@ -159,7 +159,7 @@ def search(
     arguments.flag("relayout", relayout)
     counts = _counts(n_gpus)
     given = dict(options) | {"n_gpus": counts[0] if counts else None}
-    return search_scenario(_request(scenario, given, relayout), counts, top, objective)
+    return search_scenario(_request(scenario, given, relayout, own_count=False), counts, top, objective)
 
 
 def compare(
@@ -323,14 +323,18 @@ def frame(result: Any) -> Any:
     return typed(rows() if rows is not None else [result.to_record()])
 
 
-def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool) -> Scenario:
-    """The scenario a question asks for, checked; a question asked before is answered from `_ASKED`."""
+def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool, own_count: bool = True) -> Scenario:
+    """The scenario a question asks for, checked as the CLI checks it (a layout keyword that breaks a rule is named:
+    `tp=3: TP 3 must divide the 32 attention heads`; `own_count` as check_given_layout's); a question asked before is
+    answered from `_ASKED`."""
     _check_source(scenario)
-    key = _asked_key(scenario, options, relayout)
+    asked = _asked_key(scenario, options, relayout)
+    key = None if asked is None else (own_count, *asked)  # a search's scenario holds no count: predict checks its own
     found = _ASKED.get(key) if key is not None else None
     if found is None:
         _use_hardware(options)
         found = load_request(scenario, options, _origins(options), relayout)
+        check_given_layout(found, scenario, options, _origins(options), own_count)
         check_precision(found, scenario, options, _origins(options), option="precision={!r}")
         if key is not None:
             if len(_ASKED) >= MAX_ASKED:

@@ -189,6 +189,11 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
             r"precision='bf16'$",
         ),
         (lambda: perfmodel.predict(precision="mxfp8"), r"^precision='mxfp8': h100-sxm has no tensor-core support"),
+        (  # a layout keyword the rest of the layout is searched around, named as `--tp 3` is (the search said neither)
+            lambda: perfmodel.predict(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, tp=3),
+            r"^tp=3: TP 3 must divide the 32 attention heads",
+        ),
+        (lambda: perfmodel.search(model="llama3.1-8b", gpu="h100-sxm", n_gpus=[8, 16], tp=3), r"^tp=3: TP 3 must"),
         (lambda: perfmodel.validate("/nonexistent/runs.csv"), r"/nonexistent/runs.csv"),
     ],
 )

@@ -89,9 +89,20 @@ S = "{tmp}/s.toml"
 CASES: list[Case] = [
     # ---- scenario files: syntax, typos, types, ranges, ids -------------------------------------------------------
     Case("toml-syntax", ("predict", S), "{tmp}/s.toml: not valid TOML", toml("model = [1, 2\n")),
+    Case("toml-unquoted-suffix", ("predict", S),  # README's '"15T" too' written without the quotes
+         "{tmp}/s.toml: not valid TOML: Expected newline or end of document after a statement (at line 1, column 12); "
+         "tokens = 15T: TOML takes a number with a suffix as text only in quotes (tokens = \"15T\")",
+         toml("tokens = 15T  # the README's budget\n")),
+    Case("toml-unquoted-word", ("predict", S), "(at line 2, column 9); model = llama3.1-8b: TOML takes text in quotes: "
+         "model = \"llama3.1-8b\"", toml("gpu = 'h100-sxm'\nmodel = llama3.1-8b\n")),
+    Case("toml-capital-true", ("predict", S),
+         "fp8_attention = True: TOML's true and false are lower case: fp8_attention = true",
+         toml("fp8_attention = True\n")),
     Case("toml-binary", ("predict", S), "{tmp}/s.toml: cannot read scenario file", {"s.toml": b"\xff\xfe\x00\x81"}),
     Case("scenario-missing", ("predict", "{tmp}/none.toml"), "{tmp}/none.toml: no such scenario file"),
     Case("scenario-is-folder", ("predict", "{tmp}"), "File '{tmp}' is a directory"),
+    Case("scenario-empty", ("predict", S),  # an empty file, or one without gpu or system: which file lacks it
+         "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu ID or --system ID", toml("")),
     Case("typo-top-level", ("predict", S),
          "{tmp}/s.toml: field 'modle': unknown key (did you mean 'model'?); allowed: name",
          toml("modle = 'llama3.1-8b'\n")),
@@ -129,8 +140,15 @@ CASES: list[Case] = [
          toml("[parallelism]\nrecompute = 'some'\n")),
     Case("short-sequence", ("predict", S), "field 'parallelism.seq_len': Input should be greater than or equal to 16",
          toml("[parallelism]\nseq_len = 8\n")),
-    Case("unknown-precision", ("predict", S), "field 'precision': must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4'",
+    Case("unknown-precision", ("predict", S),
+         "field 'precision': must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4' (got 'fp6')",
          toml("precision = 'fp6'\n")),
+    Case("precision-upper-case", ("predict", S),  # as `--gpu H100-SXM` is answered: the choice it misspells
+         "field 'precision': must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4' (did you mean 'fp8'?)",
+         toml("precision = 'FP8'\n")),
+    Case("model-file-mlp-upper-case", ("predict", "--model", "{tmp}/m.toml", "--gpu", "h100-sxm"),
+         "{tmp}/m.toml: field 'mlp': must be 'swiglu', 'geglu', 'gelu' or 'squared_relu' (did you mean 'swiglu'?)",
+         {"m.toml": "base = 'llama3.1-8b'\nmlp = 'SwiGLU'\n"}),
     Case("unknown-model-in-file", ("predict", S), "{tmp}/s.toml: field 'model': unknown model 'gpt5'; valid:",
          toml("model = 'gpt5'\n")),
     Case("unknown-gpu-in-file", ("predict", S),
@@ -142,7 +160,7 @@ CASES: list[Case] = [
          toml("gpu = 'h100-sxm'\n[model]\nbase = 'llama3.1-8b'\nheads = 7\n")),
     Case("unknown-benchmark-in-file", ("predict", S), "{tmp}/s.toml: unknown benchmark 'mlperf-foo'; valid:",
          toml("gpu = 'h100-sxm'\nbenchmark = 'mlperf-foo'\n")),
-    Case("no-hardware", ("predict", S), "no hardware given: set gpu or system in the scenario, or pass --gpu",
+    Case("no-hardware", ("predict", S), "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu",
          toml("model = 'llama3.1-8b'\n")),
     # ---- flags: types, ranges, ids --------------------------------------------------------------------------------
     Case("unknown-model-flag", ("predict", "--model", "llama9"), "--model: unknown model 'llama9'; valid: llama3.1-8b"),
@@ -153,6 +171,20 @@ CASES: list[Case] = [
     Case("hardware-file-typo", ("predict", "--hardware", "{tmp}/ours.toml", "--system", "ours"),  # README example
          "{tmp}/ours.toml: field 'fabric.oversubscripton': unknown key (did you mean 'oversubscription'?); allowed: ",
          {"ours.toml": "id = 'ours'\nbase = 'dgx-h100'\n[fabric]\noversubscripton = { value = 2.0, source = 'x' }\n"}),
+    Case("hardware-file-no-base", ("predict", "--hardware", "{tmp}/ours.toml", "--system", "ours"),  # base left out
+         "{tmp}/ours.toml: field 'name': Field required; a file without base is an accelerator (with accelerator = "
+         "ID, a system) given in full",
+         {"ours.toml": "id = 'ours'\nnics_per_gpu = { value = 0.5, source = 'x' }\n"}),
+    Case("hardware-file-as-scenario", ("predict", "{tmp}/ours.toml"),  # README's hardware example, without --hardware
+         "{tmp}/ours.toml: field 'id': unknown key (this looks like a hardware file: pass it with --hardware FILE, and "
+         "its id with --gpu or --system); allowed: name",
+         {"ours.toml": "id = 'ours'\nbase = 'dgx-h100'\nnics_per_gpu = { value = 0.5, source = 'x' }\n"}),
+    Case("scenario-as-hardware-file", ("predict", "--hardware", S),
+         "{tmp}/s.toml: field 'id' is required: the name commands use for this entry (--gpu, --system) (this looks "
+         "like a scenario file: give it as the command's SCENARIO argument)", toml("model = 'llama3.1-8b'\n")),
+    Case("scenario-as-model-file", ("predict", "--model", S),
+         "{tmp}/s.toml: field 'gpu': unknown key (this looks like a scenario file: give it as the command's SCENARIO "
+         "argument); allowed: base", toml("gpu = 'h100-sxm'\n")),
     Case("gpu-as-system", ("predict", "--system", "h100-sxm"),
          "--system: unknown system 'h100-sxm' ('h100-sxm' is a GPU, not a system); valid:"),
     Case("gpu-with-precision", ("predict", "--gpu", "gb300:nvfp4"),  # compare's and plan's ID:PRECISION
@@ -214,6 +246,10 @@ CASES: list[Case] = [
     Case("failure-class-typo", ("predict", S), "field 'goodput.failures_per_million_gpu_hours': unknown failure "
          "class 'gpux'; valid: gpu, host", toml("[goodput.failures_per_million_gpu_hours]\ngpux = 1.0\n")),
     Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),
+    Case("benchmark-misspelt", ("predict", "--benchmark", "mlperf-llama3-405b"),
+         "--benchmark: unknown benchmark 'mlperf-llama3-405b' (did you mean 'mlperf-llama31-405b'?); valid: "),
+    Case("round-without-v", ("predict", "--benchmark", "mlperf-llama31-405b@5.1"),
+         "--benchmark: mlperf-llama31-405b has no round '5.1' (did you mean 'v5.1'?); valid: v5.0"),
     Case("unknown-round", ("predict", "--benchmark", "mlperf-llama31-405b@v9"),
          "--benchmark: mlperf-llama31-405b has no round 'v9'; valid: v5.0"),
     Case("benchmark-and-tokens", ("predict", "--benchmark", "mlperf-llama31-8b", "--tokens", "1T"),
@@ -250,8 +286,11 @@ CASES: list[Case] = [
     Case("partial-recompute-not-full", layout(recompute="selective", recompute_layers=3),
          "error: --recompute, --recompute-layers: recompute_layers needs recompute 'full'"),
     Case("rule-zero-stage", layout(zero=4), "Invalid value for '--zero': 4 is not in the range 0<=x<=3"),
-    Case("searched-no-valid-layout", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
-                                      "--pp", "3"), "no valid layout of llama3.1-8b on 8 GPUs"),
+    Case("searched-pp-against-count", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                       "--pp", "3"),  # no degree searched around it divides 8: the flag is named
+         "error: --pp: TP 1 x PP 3 x CP 1 = 3 does not divide the 8 GPUs"),
+    Case("searched-tp-above-count", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                     "--tp", "16"), "error: --tp: TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"),
     Case("searched-tp-against-heads", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                        "--tp", "3"), "error: --tp: TP 3 must divide the 32 attention heads; TP 3"),
     Case("searched-tp-in-file", ("predict", S), "{tmp}/s.toml: field 'parallelism.tp': TP 64 must divide the 32 "
@@ -266,6 +305,13 @@ CASES: list[Case] = [
          "no layout fits in memory: the only valid layout needs "),
     # ---- calibration files --------------------------------------------------------------------------------------
     Case("calibration-missing", ("predict", "--calibration", "{tmp}/c.json"), "{tmp}/c.json: no such calibration"),
+    Case("calibration-missing-in-file", ("predict", S),  # the scenario names it: its field, then the file's path
+         "{tmp}/s.toml: field 'calibration': {tmp}/c.json: no such calibration file",
+         toml("gpu = 'h100-sxm'\ncalibration = 'c.json'\n")),
+    Case("vintage-after-calibration", ("predict", "--vintage", "2099-01"),  # the flag that set it, before predicting
+         "--vintage: vintage 2099-01: after the newest release this calibration fitted ("),
+    Case("vintage-after-calibration-in-file", ("predict", S), "{tmp}/s.toml: vintage 2099-01: after the newest release",
+         toml("gpu = 'h100-sxm'\nvintage = '2099-01'\n")),
     Case("calibration-not-json", ("predict", "--calibration", "{tmp}/c.json"), "not a calibration JSON file",
          {"c.json": "{parameters: 1"}),
     Case("calibration-family-not-table", ("predict", "--calibration", "{tmp}/c.json"),
@@ -282,6 +328,12 @@ CASES: list[Case] = [
     Case("compare-precision", ("compare", "--gpu", "h100-sxm:fp16"), "--gpu h100-sxm:fp16: unknown precision 'fp16'"),
     Case("compare-unknown-target", ("compare", "--gpu", "h300"), "--gpu h300: unknown accelerator or system 'h300'"),
     Case("compare-count-garbage", ("compare", "--gpus", "256,x"), "'x' in '256,x' is not a whole number"),
+    Case("compare-own-count-part-node", ("compare", "--gpu", "h100-sxm@12", "--gpu", "b200"),  # not --gpus'
+         "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes of 8 GPUs each; allowed: whole nodes, such as 8 or 16"),
+    Case("compare-second-own-count-part-node", ("compare", "--gpu", "h100-sxm@16", "--gpu", "b200@12"),
+         "--gpu b200@12: 12 GPUs is 1.5 dgx-b200 nodes of 8 GPUs each; allowed: whole nodes, such as 8 or 16"),
+    Case("compare-count-thousands-separator", ("compare", "--gpus", "256,1,024"),  # was 256, 1 and 24 GPUs
+         "'024' in '256,1,024' begins with 0: a comma separates GPU counts (256,512,1024); write 1024 for 1,024 GPUs"),
     Case("compare-too-many-counts", ("compare", "--gpus", ",".join(str(8 * i) for i in range(1, 100))),
          "99 GPU counts; at most 64"),
     Case("compare-unsupported", ("compare", "--gpu", "h100-sxm", "--gpu", "mi300x:nvfp4"),
@@ -298,7 +350,8 @@ CASES: list[Case] = [
          "no layout fits in memory"),
     Case("search-count-zero", ("search", "--gpus", "0,8"), "'--gpus': 0 must be between 1 and 1,000,000 GPUs"),
     # ---- whatif, sensitivity ------------------------------------------------------------------------------------
-    Case("whatif-unknown", ("whatif", "--set", "nvlnk_gbps=1800"), "--set nvlnk_gbps=1800: unknown hardware parameter"),
+    Case("whatif-unknown", ("whatif", "--set", "nvlnk_gbps=1800"),
+         "--set nvlnk_gbps=1800: unknown hardware parameter 'nvlnk_gbps' (did you mean 'nvlink_gbps'?); settable: "),
     Case("whatif-no-value", ("whatif", "--set", "hbm_tbps"), "--set hbm_tbps: the value must be a positive number"),
     Case("whatif-nan", ("whatif", "--set", "hbm_tbps=nan"), "--set hbm_tbps=nan: the value must be a positive number"),
     Case("whatif-negative", ("whatif", "--set", "nic_gbps=-400"), "--set nic_gbps=-400: the value must be a positive"),
@@ -313,6 +366,10 @@ CASES: list[Case] = [
     Case("sweep-missing", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: no such sweep file"),
     Case("sweep-no-table", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: a sweep file has one [sweep] table",
          {"w.toml": "models = ['llama3.1-8b']\n"}),
+    Case("scenario-as-sweep", ("sweep", S),
+         "{tmp}/s.toml: a sweep file has one [sweep] table (keys: base, models, gpus, precisions, n_gpus, whatifs, "
+         "set, layouts) (this looks like a scenario file: give it as the command's SCENARIO argument)",
+         toml("model = 'llama3.1-8b'\n")),
     Case("sweep-typo", ("sweep", "{tmp}/w.toml"),
          "field 'sweep.modelz': unknown key (did you mean 'models'?); allowed: base",
          {"w.toml": "[sweep]\nmodelz = ['llama3.1-8b']\n"}),
@@ -320,6 +377,15 @@ CASES: list[Case] = [
          {"w.toml": "[sweep]\nmodels = 'llama3.1-8b'\n"}),
     Case("sweep-bad-count", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: sweep.n_gpus: Input should be greater than",
          {"w.toml": "[sweep]\nn_gpus = [0]\n"}),
+    Case("sweep-gpu-typo", ("sweep", "{tmp}/w.toml"),  # an entry of the file's list, not a --gpu flag
+         "{tmp}/w.toml: sweep.gpus: 'b20': unknown accelerator or system 'b20'; valid: ",
+         {"w.toml": "[sweep]\ngpus = ['h100-sxm', 'b20']\n"}),
+    Case("sweep-gpu-count", ("sweep", "{tmp}/w.toml"),  # compare's @N: it was dropped, every point at n_gpus
+         "{tmp}/w.toml: sweep.gpus: 'b200@16': a sweep takes the GPU count from its list, sweep.n_gpus, crossed with",
+         {"w.toml": "[sweep]\ngpus = ['b200@16']\nn_gpus = [8]\n"}),
+    Case("sweep-gpu-precision", ("sweep", "{tmp}/w.toml"),  # compare's :PRECISION: it was dropped
+         "{tmp}/w.toml: sweep.gpus: 'b200:nvfp4': a sweep takes the precision from its list, sweep.precisions, crossed",
+         {"w.toml": "[sweep]\ngpus = ['b200:nvfp4']\nn_gpus = [8]\n"}),
     Case("sweep-set-typo", ("sweep", "{tmp}/w.toml"),
          "sweep.set.tokenz: unknown key (did you mean 'tokens'?); allowed: name",
          {"w.toml": "[sweep]\n[sweep.set]\ntokenz = 1e12\n"}),
@@ -340,8 +406,15 @@ CASES: list[Case] = [
     Case("csv-missing", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no such runs CSV file"),
     Case("csv-header-only", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no rows",
          {"r.csv": CSV_HEADER + "\n"}),
-    Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"), "unknown column(s) tpp; allowed: id, source",
+    Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"),
+         "unknown column(s) tpp (did you mean 'tp'?); allowed: id, source",
          {"r.csv": f"{CSV_HEADER},tpp\n{GOOD_ROW},2\n"}),
+    Case("csv-semicolons", ("validate", "--data", "{tmp}/r.csv"),  # a European spreadsheet's CSV
+         "{tmp}/r.csv: its columns are separated by ';'; a runs CSV separates them with commas",
+         {"r.csv": CSV_HEADER.replace(",", ";") + "\n" + GOOD_ROW.replace(",", ";") + "\n"}),
+    Case("csv-misspelt-required-column", ("validate", "--data", "{tmp}/r.csv"),
+         "{tmp}/r.csv: missing column(s) measured; 'measure' is no column (did you mean 'measured'?); columns: id",
+         {"r.csv": CSV_HEADER.replace("measured", "measure") + "\n" + GOOD_ROW + "\n"}),
     Case("csv-repeated-column", ("validate", "--data", "{tmp}/r.csv"), "column 'gpu' appears more than once",
          {"r.csv": f"{CSV_HEADER},gpu\n{GOOD_ROW},h100-sxm\n"}),
     Case("csv-nan", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'measured' is 'nan'; it must be a positive",
@@ -411,6 +484,8 @@ CASES: list[Case] = [
     Case("plot-validation-needs-from", ("plot", "validation", "--out", "{tmp}/p.png"), "needs --from FILE.json"),
     # ---- catalog and the command line itself --------------------------------------------------------------------
     Case("hardware-format", ("hardware", "list", "--format", "xml"), "Invalid value for '--format': 'xml'"),
+    Case("hardware-show-cut-short", ("hardware", "show", "h100"),  # as --gpu h100 is answered
+         "hardware show: unknown accelerator or system 'h100' (did you mean 'h100-grand-teton' or 'h100-sxm'?); "),
     Case("hardware-typo", ("hardware", "lst"), "No such command 'lst'"),
     Case("models-format", ("models", "list", "--format", "csv"), "Invalid value for '--format': 'csv'"),
     Case("models-extra-argument", ("models", "list", "extra"), "Got unexpected extra argument (extra)"),
@@ -535,8 +610,16 @@ CASES: list[Case] = [
     Case("out-path-nul", ("export", "predict", "--out", "{tmp}/p\x00.csv"), "a file name cannot contain a NUL byte"),
     Case("scenario-too-big", ("predict", S), "{tmp}/s.toml: more than 1 MiB; a scenario file is at most 1 MiB",
          toml("# " + "x" * (2**20) + "\n")),
+    Case("campaign-phase-precision-unsupported", ("predict", S),  # a phase's own precision names file and phase
+         "{tmp}/s.toml: phase 'long': field 'precision': h100-sxm has no tensor-core support for nvfp4; supported: "
+         "bf16, fp8; set the phase's precision to 'bf16'",
+         toml("model = 'llama3.1-8b'\ngpu = 'h100-sxm'\nn_gpus = 8\nprecision = 'fp8'\ntokens = 2e9\n"
+              "[[phase]]\nname = 'main'\n[[phase]]\nname = 'long'\ntokens = 1e9\nprecision = 'nvfp4'\n")),
     Case("campaign-too-many-phases", ("predict", S), "{tmp}/s.toml: field 'phase': has 101 entries; at most 100",
          toml("model = 'llama3.1-8b'\n" + "".join(f"[[phase]]\nname = 'p{i}'\n" for i in range(101)))),
+    Case("documents-shares", ("predict", S),  # the table's own check names its key as the dotted field
+         "{tmp}/s.toml: field 'documents.shares': the shares of documents must sum to 1 (they sum to 1.1)",
+         toml("gpu = 'h100-sxm'\n[documents]\nlengths = [512, 2048]\nshares = [0.5, 0.6]\n")),
     Case("documents-too-many-lengths", ("predict", S), "field 'documents.lengths': has 10,001 entries; at most 10,000",
          toml("model = 'llama3.1-8b'\n[documents]\nlengths = [" + "64, " * 10_001 + "]\nshares = [1.0]\n")),
     Case("documents-length-of-500-digits", ("predict", S),

@@ -221,9 +221,22 @@ def test_the_inputs_are_short_labelled_lines() -> None:
     the longest the price with its basis."""
     result = run_cli("predict")
     inputs = inputs_of(result.out)
-    assert list(inputs) == ["work", "batch", "price", "energy", "stack", "software"]
+    assert list(inputs) == ["work", "batch", "price", "energy", "stack", "software", "fitted"]
     assert inputs["batch"] == "GBS 1,024 x 8,192 = 8.39M tokens per step"
     assert max(len(line) for line in result.out.split("Inputs:\n")[1].split("\n\n")[0].splitlines()) <= 96
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        ((), "the bundled calibration (default)"),
+        (("--calibration", "none"), "no calibration: the physical defaults, no interval"),
+    ],
+)
+def test_the_inputs_name_the_calibration(flags: tuple[str, ...], named: str) -> None:
+    """A calibration fitted on one's own runs (calibrate --data) moves every figure: the table says which priced it,
+    as the JSON's interval_protocol and validate's footer do; a file is named as given (tests/test_user_calibration)."""
+    assert inputs_of(run_cli("predict", *flags).out)["fitted"] == named
 
 
 def test_the_memory_line_says_when_a_job_gets_less_than_the_datasheet_hbm() -> None:
@@ -302,3 +315,19 @@ def test_a_price_written_with_its_dollar_sign() -> None:
     assert signed == plain
     refused = run_cli("predict", *flags, "--usd-per-gpu-hour", "$cheap")
     assert refused.code == 2 and "'$cheap' is not a number" in refused.err
+
+
+def test_a_scenario_saved_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    """Notepad and other Windows editors begin UTF-8 with a BOM, which tomllib took for 'Invalid statement'."""
+    text = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n'
+    plain, marked = tmp_path / "plain.toml", tmp_path / "marked.toml"
+    plain.write_text(text)
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    expected = run_cli("predict", str(plain), "--format", "json")
+    assert expected.code == 0 and run_cli("predict", str(marked), "--format", "json").out == expected.out
+
+
+@pytest.mark.parametrize(("flags", "energy"), [((), "PUE 1.2 (default), "), (("--pue", "1.3"), "PUE 1.3, ")])
+def test_the_energy_input_marks_a_pue_nobody_gave(flags: tuple[str, ...], energy: str) -> None:
+    """The default scenario's PUE is perfmodel's, not the user's: it read 'PUE 1.2' unmarked, as if given."""
+    assert inputs_of(run_cli("predict", *flags).out)["energy"].startswith(energy)

@@ -324,7 +324,7 @@ def test_existing_file_needs_force(tmp_path: Path) -> None:
 
 def test_failed_export_leaves_nothing(tmp_path: Path) -> None:
     """The model refuses the layout after the target was checked: no file, no temporary file."""
-    result = run_cli("export", "predict", *SCENARIO, "--pp", "3", "--out", str(tmp_path / "plan.xlsx"))
+    result = run_cli("export", "predict", *SCENARIO, "--gbs", "12", "--dp", "8", "--out", str(tmp_path / "plan.xlsx"))
     assert result.code == 2 and "no valid layout" in result.err
     assert _leftovers(tmp_path) == []
 
@@ -391,3 +391,12 @@ def test_export_sweep_keeps_the_points_that_run(tmp_path: Path) -> None:
         rows = list(csv.DictReader(handle))
     assert [r["whatif"] for r in rows] == ["datasheet", "hbm_tbps=x2"]
     assert float(rows[1]["step_time_s"]) <= float(rows[0]["step_time_s"])
+
+
+def test_the_written_line_counts_its_results(tmp_path: Path) -> None:
+    """'wrote 1 result to one.csv' where one layout was asked for, 'wrote 2 results' for two (export search)."""
+    small = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8")
+    one = run_cli("export", "search", *small, "--top", "1", "--out", str(tmp_path / "one.csv"))
+    assert one.code == 0 and one.out == f"wrote 1 result to {tmp_path / 'one.csv'}\n", one.err
+    two = run_cli("export", "search", *small, "--top", "2", "--out", str(tmp_path / "two.csv"))
+    assert two.code == 0 and two.out == f"wrote 2 results to {tmp_path / 'two.csv'}\n", two.err

@@ -395,7 +395,7 @@ def test_a_saved_prediction_launches_as_predicted(tmp_path: Path) -> None:
     refusals = {
         ("--from", str(saved), "--tp", "2"): f"--from {saved}: the saved prediction gives the question and layout; "
         "drop --tp",
-        ("--from", str(saved), "--row", "4"): f"--row 4: {saved} holds 3 prediction(s)",
+        ("--from", str(saved), "--row", "4"): f"--row 4: {saved} holds 3 predictions; allowed: 1 to 3",
         ("--from", str(campaign)): f"--from {campaign}: a campaign has no one layout",
     }
     for args, message in refusals.items():

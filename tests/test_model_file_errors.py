@@ -39,3 +39,20 @@ def test_shapes_that_disagree_name_the_model_file(tmp_path: Path, extra: str, pr
     inline.write_text('gpu = "h100-sxm"\nn_gpus = 8\n[model]\n' + MOE + extra)
     dotted = problem.replace("field '", "field 'model.")
     assert run_cli("predict", str(inline)).err == f"error: {inline}: {dotted}\n"
+
+
+def test_an_unknown_base_names_the_field_and_a_flag_path_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A misspelt `base` is the model file's field 'base' (the scenario's [model] table's 'model.base'), and a
+    `--model` file is named as the flag gave it, relative to the working folder, as a scenario's model file is."""
+    monkeypatch.chdir(tmp_path)
+    Path("mine.toml").write_text('base = "llama-70b"\nlayers = 40\n')
+    problem = "field 'base': unknown model 'llama-70b' (did you mean 'llama2-70b'?); valid: "
+    flags = run_cli("predict", "--model", "mine.toml", "--gpu", "h100-sxm", "--gpus", "8")
+    assert (flags.code, flags.out) == (2, "") and flags.err.startswith(f"error: mine.toml: {problem}")
+    Path("run.toml").write_text('model = "mine.toml"\ngpu = "h100-sxm"\nn_gpus = 8\n')
+    assert run_cli("predict", "run.toml").err.startswith(f"error: mine.toml: {problem}")
+    Path("inline.toml").write_text('gpu = "h100-sxm"\nn_gpus = 8\n[model]\nbase = "llama-70b"\nlayers = 40\n')
+    dotted = problem.replace("field '", "field 'model.")
+    assert run_cli("predict", "inline.toml").err.startswith(f"error: inline.toml: {dotted}")

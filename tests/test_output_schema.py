@@ -68,6 +68,7 @@ def test_search_and_compare_csv_carry_the_schema(predicted: dict[str, str]) -> N
         assert result.code == 0, result.err
         header = list(_rows(result.out)[0])
         assert header[: len(predicted)] == list(predicted)
+    assert [row["rank"] for row in _rows(search.out)] == ["1", "2"]  # the table's '#', as export search's rank
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import inputs_of, run_cli
 
 from perfmodel.physics.calibration import Calibration
 
@@ -56,6 +56,12 @@ def test_the_interval_holds_the_point(fitted: tuple[Path, str]) -> None:
     assert low <= point <= high
 
 
+def test_predict_names_the_calibration_file(fitted: tuple[Path, str]) -> None:
+    """The fitted file priced the run (its step time is not the bundled one's): the Inputs say so, as given."""
+    out = run_cli("predict", "--gpu", "h100-sxm", "--calibration", str(fitted[0])).out
+    assert inputs_of(out)["fitted"] == f"calibration {fitted[0]}"
+
+
 def test_an_interval_from_one_sided_residuals_still_holds_the_point() -> None:
     band = {"time_factor_low": 1.36, "time_factor_high": 1.55}
     calibration = Calibration({}, {"interval": band})
@@ -95,6 +101,19 @@ def test_validate_shows_each_row_before_and_after(runs: Path, fitted: tuple[Path
                                  "json").out)  # fmt: skip
     assert records["mape_before_pct"] > 3 * records["mape_pct"]
     assert all(abs(r["error_pct"]) < abs(r["error_before_pct"]) for r in records["rows"])
+
+
+def test_validate_right_aligns_its_numbers(runs: Path, fitted: tuple[Path, str]) -> None:
+    """The figures a reader compares down a column (GPUs, measured, predicted, errors) end where their heading ends,
+    with thousands separators, as every other table's numbers; the text columns start under theirs."""
+    lines = run_cli("validate", "--data", str(runs), "--calibration", str(fitted[0])).out.splitlines()
+    head, rows = lines[0], lines[2:7]
+    for title in ("n", "measured", "predicted", "error", "held out", "error before"):
+        end = re.search(rf"(?<!\S){title}(?!\S)", head).end()  # type: ignore[union-attr]
+        assert all(row[end - 1] != " " and not row[end : end + 2].strip() for row in rows), (title, rows)
+    assert " 1,024 " in rows[1]  # the 405B row's GPUs
+    model = head.index("model")
+    assert all(row[model] != " " for row in rows)
 
 
 def test_calibrate_names_the_metric_its_mape_is_of(runs: Path, fitted: tuple[Path, str]) -> None:

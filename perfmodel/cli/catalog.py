@@ -26,7 +26,7 @@ def hardware() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def hardware_show(entry_id: str, fmt: str) -> None:
     """One accelerator or system with every figure and its source."""
-    from perfmodel.errors import PerfmodelError
+    from perfmodel.errors import PerfmodelError, did_you_mean
     from perfmodel.inputs.hardware import accelerators, get_accelerator, get_system, systems
     from perfmodel.inputs.record import as_dict
     from perfmodel.outputs.report import to_json
@@ -36,8 +36,11 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     elif entry_id in systems():
         entry = get_system(entry_id)
     else:
-        valid = ", ".join([*accelerators(), *systems()])
-        raise PerfmodelError(f"hardware show: unknown accelerator or system '{entry_id}'; valid: {valid}")
+        known = [*accelerators(), *systems()]
+        hint = did_you_mean(entry_id, known)
+        raise PerfmodelError(
+            f"hardware show: unknown accelerator or system '{entry_id}'{hint}; valid: {', '.join(known)}"
+        )
     record = as_dict(entry)
     if fmt == "json":
         click.echo(to_json(record))

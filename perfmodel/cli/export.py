@@ -293,4 +293,4 @@ def _write(predictions: list[Any], extras: list[dict[str, Any]], out: Path, forc
         else:
             lines.append(ExportRow(f"{prediction_label(p)} {p.layout.describe()}", p, extra))
     write(lines, out, title=f"{predictions[0].model.name}: {what}", force=force, usd_per_kwh=usd_per_kwh)
-    return f"wrote {len(predictions)} results to {out}"
+    return f"wrote {len(predictions)} result{'s' * (len(predictions) != 1)} to {out}"

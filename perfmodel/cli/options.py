@@ -156,12 +156,21 @@ class CountList(click.ParamType):
 
         if isinstance(value, list):
             return value
-        counts = []
-        for part in str(value).split(","):
+        counts: list[int] = []
+        parts = [part.strip() for part in str(value).split(",")]
+        for index, part in enumerate(parts):
+            if len(part) > 1 and part.startswith("0") and part.isdigit():  # '1,024': a thousands separator
+                meant = f"{parts[index - 1]}{part}" if index else str(int(part))
+                self.fail(
+                    f"'{part}' in '{value}' begins with 0: a comma separates GPU counts (256,512,1024); write "
+                    f"{meant} for {int(meant):,} GPUs",
+                    param,
+                    ctx,
+                )
             try:
-                counts.append(int(part.strip()))
+                counts.append(int(part))
             except ValueError:
-                self.fail(f"'{part.strip()}' in '{value}' is not a whole number (example: 256,512,1024)", param, ctx)
+                self.fail(f"'{part}' in '{value}' is not a whole number (example: 256,512,1024)", param, ctx)
         try:
             return gpu_counts(counts)
         except PerfmodelError as exc:
@@ -497,10 +506,16 @@ def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool 
     and sequence length) so that it is searched; layout flags still fix their dimension. `own_count`: the scenario
     is priced at its own GPU count, so a layout given in full is checked here, where an error can name its flag (else
     only what no GPU count changes)."""
+    from perfmodel.inputs.scenario import scenario_file
     from perfmodel.planning.request import check_given_layout, check_precision, load_request
 
     options, origins = scenario_flags(flags)
     loaded = load_request(scenario, options, origins, relayout=relayout)
+    if loaded.gpu is None and loaded.system is None:  # a file without hardware is a base compare, plan or sweep name
+        raise PerfmodelError(
+            f"{scenario_file(scenario)}: no hardware given: set gpu or system in the file, or pass --gpu ID or "
+            "--system ID"
+        )
     check_given_layout(loaded, scenario, options, origins, own_count)
     check_precision(loaded, scenario, options, origins)
     return loaded

@@ -49,7 +49,7 @@ def search(
     loaded = load_from_flags(scenario, flags, relayout, own_count=False)  # searched at --gpus: checked per count
     with progress("Pricing layouts", quiet) as update:
         report = search_scenario(loaded, counts, top, objective, update)
-    if fmt == "csv":
-        emit([p.to_dict() for p in report.results], fmt)
+    if fmt == "csv":  # a row each, best first, with its rank after the schema's columns, as export search writes
+        emit([p.to_dict() | {"rank": rank} for rank, p in enumerate(report.results, 1)], fmt)
         return
     emit(report.to_dict(with_pareto=pareto), fmt, lambda: plan_report.search_table(report, pareto))

@@ -21,7 +21,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.fitting.recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
 from perfmodel.fitting.scored import logged_work, result_folder
 from perfmodel.inputs.files import read_bytes
@@ -147,14 +147,25 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
         with io.StringIO(data.decode("utf-8-sig"), newline="") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
+            if len(header) == 1 and (";" in header[0] or "\t" in header[0]):  # a spreadsheet's other delimiters
+                sep = "';'" if ";" in header[0] else "tabs"
+                raise PerfmodelError(
+                    f"{path}: its columns are separated by {sep}; a runs CSV separates them with commas (a "
+                    "spreadsheet's 'CSV (comma delimited)')"
+                )
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
+            unknown = [c for c in header if c not in CSV_COLUMNS]
             if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
                 need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
-                raise PerfmodelError(f"{path}: missing column(s) {', '.join(need)}; columns: {', '.join(CSV_COLUMNS)}")
-            unknown = [c for c in header if c not in CSV_COLUMNS]
+                near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, need))), None)
+                said = f"; '{shown(near[0])}' is no column{near[1]}" if near else ""
+                raise PerfmodelError(
+                    f"{path}: missing column(s) {', '.join(need)}{said}; columns: {', '.join(CSV_COLUMNS)}"
+                )
             if unknown:
                 raise PerfmodelError(
-                    f"{path}: unknown column(s) {', '.join(unknown)}; allowed: {', '.join(CSV_COLUMNS)}"
+                    f"{path}: unknown column(s) {', '.join(unknown)}{did_you_mean(unknown[0], CSV_COLUMNS)}; allowed: "
+                    f"{', '.join(CSV_COLUMNS)}"
                 )
             twice = sorted({c for c in header if header.count(c) > 1})
             if twice:

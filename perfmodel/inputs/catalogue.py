@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs.files import parse_toml, read_text
+from perfmodel.inputs.files import other_kind, parse_toml, read_text
 from perfmodel.inputs.resources import data_dir, user_folder
 from perfmodel.inputs.text import text_problem
 
@@ -140,7 +140,10 @@ def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
     raw = _read(path, user=True)
     entry_id = raw.get("id")
     if not isinstance(entry_id, str) or not entry_id:
-        raise PerfmodelError(f"{path}: field 'id' is required: the name commands use for this entry (--gpu, --system)")
+        raise PerfmodelError(
+            f"{path}: field 'id' is required: the name commands use for this entry (--gpu, --system)"
+            + other_kind(raw, "hardware")
+        )
     problem = text_problem(entry_id)
     if problem is not None:
         raise PerfmodelError(f"{path}: field 'id' {problem} (got '{shown(entry_id)}')")

@@ -165,15 +165,72 @@ def check_depth(text: str, where: str) -> None:
         raise PerfmodelError(f"{where}: nested more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH}")
 
 
+UNQUOTED = re.compile(r"\s*([\w.-]+)\s*=\s*(\d[\d.,_]*\s*[a-zA-Z]+|[a-zA-Z][\w.:-]*)\s*(?:#.*)?")
+"""A line `tokens = 15T`, `seq_len = 8k` or `model = llama3.1-8b`: a suffixed number or a word left unquoted,
+which TOML reads as no value at all."""
+
+
+def _unquoted(text: str, error: str) -> str:
+    """What to write instead where the line tomllib stopped at (its message says '(at line N, column M)') leaves a
+    suffixed number or a word unquoted; '' otherwise."""
+    at = re.search(r"\(at line (\d+), column \d+\)", error)
+    lines = text.splitlines()
+    line = lines[int(at.group(1)) - 1] if at and int(at.group(1)) <= len(lines) else ""
+    found = UNQUOTED.fullmatch(line)
+    if found is None or found.group(2) in ("true", "false", "inf", "nan"):
+        return ""
+    key, value = shown(found.group(1)), shown(found.group(2))
+    if value.lower() in ("true", "false"):
+        return f"; {key} = {value}: TOML's true and false are lower case: {key} = {value.lower()}"
+    if value[0].isdigit():
+        return (
+            f'; {key} = {value}: TOML takes a number with a suffix as text only in quotes (tokens = "15T"), where '
+            "the field takes one; else write the number (seq_len = 8192)"
+        )
+    return f'; {key} = {value}: TOML takes text in quotes: {key} = "{value}"'
+
+
+def _sourced(tables: dict[str, Any]) -> bool:
+    """Whether tables hold a hardware figure, a {value, source} pair (hardware_specs' format)."""
+    return any(isinstance(v, dict) and ("source" in v or _sourced(v)) for v in tables.values())
+
+
+FILE_KINDS: tuple[tuple[str, Any, str], ...] = (
+    ("sweep", lambda t: "sweep" in t, "a sweep file: run it with perfmodel sweep FILE"),
+    ("model", lambda t: bool({"layers", "hidden", "heads"} & set(t)), "a model file: pass it with --model FILE"),
+    (
+        "hardware",
+        lambda t: "id" in t and (_sourced(t) or bool({"vendor", "accelerator", "fabric", "latency"} & set(t))),
+        "a hardware file: pass it with --hardware FILE, and its id with --gpu or --system",
+    ),
+    (
+        "scenario",
+        lambda t: bool({"model", "gpu", "system", "n_gpus", "parallelism", "phase", "tokens"} & set(t)),
+        "a scenario file: give it as the command's SCENARIO argument",
+    ),
+)
+"""What tells the input TOML files apart by their top-level keys, and where each kind goes: a file given to the
+wrong option (`predict ours.toml` for `--hardware ours.toml`) is told so, not only that its keys are unknown."""
+
+
+def other_kind(tables: Any, expected: str) -> str:
+    """' (this looks like a hardware file: pass it with --hardware FILE, ...)' for a file given where an `expected`
+    kind goes (scenario, sweep, model, hardware) whose keys are another kind's; '' otherwise."""
+    if not isinstance(tables, dict):
+        return ""
+    found = next((what for kind, test, what in FILE_KINDS if kind != expected and test(tables)), None)
+    return f" (this looks like {found})" if found else ""
+
+
 def parse_toml(source: Path, text: str) -> dict[str, Any]:
     """The tables of a TOML file's text, or one line naming the file (tomllib imported here: a bundled file's checked
     tables usually come from the cache, unparsed)."""
     import tomllib
 
     check_depth(text, str(source))
-    try:
-        return tomllib.loads(text)
+    try:  # a byte-order mark, which Windows editors write and tomllib takes for a statement, is no content
+        return tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{source}: not valid TOML: {exc}") from None
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}{_unquoted(text, str(exc))}") from None
     except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
         raise PerfmodelError(f"{source}: {TOO_LONG_INTEGER}") from None

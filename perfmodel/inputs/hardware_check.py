@@ -73,6 +73,13 @@ RANGES: dict[str, dict[str, Range]] = {
 """The range of every number of a hardware file, by its dotted name (a {value, source} figure by its own name)."""
 
 
+WITHOUT_BASE = (
+    "a file without base is an accelerator (with accelerator = ID, a system) given in full (perfmodel schema "
+    "hardware lists the fields); or start from a bundled entry: base = 'h100-sxm' or 'dgx-h100', say"
+)
+"""What a missing field of a hardware file says: catalogue._user_entry reads one without `base` as a whole entry."""
+
+
 def checked(kind: str, path: Path, raw: dict[str, Any]) -> Any:
     """The record of an accelerator or system file, or one line naming the file, the field and the problem (for a
     number, its range)."""
@@ -90,6 +97,8 @@ def checked(kind: str, path: Path, raw: dict[str, Any]) -> Any:
             RANGES[kind].get(field.removesuffix(".value")) if err["type"] not in ("model_type", "missing") else None
         )
         message = f"must be {number.text}, not {_given(err['input'])}" if number else _message(err)
+        if err["type"] == "missing":  # only a file without `base` lacks a field: the base gives every one
+            message += f"; {WITHOUT_BASE}"
         raise PerfmodelError(f"{path}: field '{field}': {message}") from None
     for name, allowed in RANGES[kind].items():
         item = _at(found, name)

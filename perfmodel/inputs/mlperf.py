@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.precision import Recipe
 
 
@@ -337,10 +337,12 @@ def get_benchmark(spec: str) -> Benchmark:
     """A benchmark id with an optional round suffix: `mlperf-llama31-405b` (latest rules) or `...@v5.0`."""
     bench_id, _, round_name = spec.partition("@")
     if bench_id not in BENCHMARKS:
-        raise PerfmodelError(f"unknown benchmark '{shown(bench_id)}'; valid: {', '.join(BENCHMARKS)}")
+        hint = did_you_mean(bench_id, BENCHMARKS)
+        raise PerfmodelError(f"unknown benchmark '{shown(bench_id)}'{hint}; valid: {', '.join(BENCHMARKS)}")
     rounds = BENCHMARKS[bench_id]
     if not round_name:
         return rounds[max(rounds, key=lambda r: tuple(int(x) for x in r[1:].split(".")))]
     if round_name not in rounds:
-        raise PerfmodelError(f"{bench_id} has no round '{shown(round_name)}'; valid: {', '.join(rounds)}")
+        hint = did_you_mean(round_name, rounds)  # '5.0' for 'v5.0'
+        raise PerfmodelError(f"{bench_id} has no round '{shown(round_name)}'{hint}; valid: {', '.join(rounds)}")
     return rounds[round_name]

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
-from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
+from perfmodel.inputs.files import MAX_PATH_CHARS, beside, other_kind, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
@@ -657,8 +657,8 @@ def scenario_from(
         raw = {k: v for k, v in raw.items() if k not in ("gpu", "system")}
     named = overrides.get("model", raw.get("model"))
     if isinstance(named, str) and named.endswith(".toml"):  # a model file: relative to the scenario file's folder
-        folder = Path.cwd() if overrides.pop("model", None) else Path(source).parent
-        raw["model"] = model_file(folder / named)
+        flag = overrides.pop("model", None)  # a flag's is the working folder's, named as given
+        raw["model"] = model_file(Path(named) if flag else Path(source).parent / named)
     if "calibration" in raw:  # the file's own; a flag's stays relative to the working folder
         raw["calibration"] = calibration_beside(source, raw["calibration"])
     for dotted, value in overrides.items():
@@ -683,6 +683,8 @@ def scenario_from(
         field, message = explain_error(exc)
         if field is None:  # the benchmark's check of the whole scenario
             raise located("benchmark", message, named=False) from None
+        if "." not in field and message.startswith("unknown key"):  # a top-level key: perhaps another kind of file
+            message = message.replace("; allowed:", f"{other_kind(raw, 'scenario')}; allowed:", 1)
         raise located(*in_phase(field, message, raw.get("phase"))) from None
     except FieldError as exc:
         raise located(*in_phase(exc.field, exc.detail, raw.get("phase"))) from None
@@ -718,7 +720,12 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
     """The model of a [model] table's shapes: over its `base` zoo entry, else from scratch."""
     shapes = dict(shapes)
     base = shapes.pop("base", None)
-    start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
+    try:
+        start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
+    except FieldError:
+        raise
+    except PerfmodelError as exc:  # an unknown base: the field that named it
+        raise FieldError("model.base", str(exc)) from None
     if base and "id" not in shapes:
         start["id"] = f"{base}-custom" if shapes else base
     return model_spec(start | shapes)

@@ -17,6 +17,7 @@ from perfmodel.errors import PerfmodelError, did_you_mean, shown_value
 from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.documents import Documents
+from perfmodel.inputs.files import other_kind
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
     MAX_TOKENS,
@@ -197,6 +198,8 @@ def check_model_file(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         check(MODEL_OVERRIDE, table)
     except ValidationError as exc:
         field, message = explain_error(exc, MODEL_OVERRIDE)
+        if field and "." not in field and message.startswith("unknown key"):  # perhaps another kind of file
+            message = message.replace("; allowed:", f"{other_kind(table, 'model')}; allowed:", 1)
         raise PerfmodelError(f"{path}: field '{field}': {message}" if field else f"{path}: {message}") from None
     return table
 
@@ -234,9 +237,14 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         return field, f"must be a table{_shown(err.get('input'))}"
     if err["type"] == "too_long":
         return field, f"has {err['ctx']['actual_length']:,} entries; at most {err['ctx']['max_length']:,}"
-    if err["type"] == "literal_error":
-        return field, err["msg"].replace("Input should be", "must be")
+    if err["type"] == "literal_error":  # the value given, or the choice it misspells ('FP8': 'fp8')
+        value, choices = err.get("input"), re.findall(r"'([^']*)'", err["ctx"]["expected"])
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        return field, err["msg"].replace("Input should be", "must be") + (hint or _shown(value))
     message, value = err["msg"].removeprefix("Value error, "), err.get("input")
+    head = re.match(r"(\w+): ", message)  # a table's check naming its key ("shares: ..."): the dotted field
+    if field and head and isinstance(value, dict) and head.group(1) in value:
+        return f"{field}.{head.group(1)}", message[head.end() :]
     quoted = isinstance(value, str) and repr(value) in message  # the check named the value itself: not twice
     return field, message if quoted else message + _shown(value)
 

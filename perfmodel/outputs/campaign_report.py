@@ -175,7 +175,7 @@ def notes(c: Campaign) -> list[str]:
     long = [name for name, p in c.phases.items() if p.layout.seq_len >= LONG_CONTEXT]
     if long:
         lines.append(
-            f"Note: {', '.join(long)}: sequences of {_si(LONG_CONTEXT)} tokens and more: the only measured runs there "
+            f"Note: {', '.join(long)}: sequences of {LONG_CONTEXT:,} tokens and more: the only measured runs there "
             "(NeMo 24.03's long-sequence table, Llama 2 7B, 32K-1M tokens with CP) are priced 2-7% slow; none "
             "measures today's releases at these lengths."
         )

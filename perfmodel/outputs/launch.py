@@ -253,7 +253,9 @@ def saved_question(document: Any, source: str, row: int) -> SavedQuestion:
     if not isinstance(records, list) or not records or not all(isinstance(r, dict) for r in records):
         raise PerfmodelError(f"--from {source}: expected the JSON of predict, search, compare, plan or export")
     if not 1 <= row <= len(records):
-        raise PerfmodelError(f"--row {row}: {source} holds {len(records)} prediction(s)")
+        count = len(records)
+        held = "1 prediction; allowed: 1" if count == 1 else f"{count} predictions; allowed: 1 to {count}"
+        raise PerfmodelError(f"--row {row}: {source} holds {held}")
     record = nested_record(records[row - 1])
     if "phases" in record:
         raise PerfmodelError(f"--from {source}: a campaign has no one layout; launch each phase with its own flags")

@@ -145,7 +145,17 @@ def run_assumptions(p: Prediction) -> list[tuple[str, str]]:
         ("energy", f"{pue}, {grid}"),
         ("stack", s.stack + ("" if "stack" in given(s) else " (default)") + _knobs(s)),
         ("software", f"release {s.vintage}" if s.vintage else "the newest release fitted (default)"),
+        ("fitted", _calibration_text(s.calibration)),
     ]
+
+
+def _calibration_text(calibration: str | None) -> str:
+    """Which calibration priced the run: a `calibrate --data` file changes every figure, so the output names it."""
+    if calibration is None:
+        return "the bundled calibration (default)"
+    if calibration.lower() == "none":
+        return "no calibration: the physical defaults, no interval"
+    return f"calibration {visible(calibration)}"
 
 
 def _knobs(s: Scenario) -> str:
@@ -475,7 +485,7 @@ def validation_table(result: Any, before: Any = None) -> str:
 
     earlier = {row.prepared.run.id: row.error_pct for row in before.rows} if before else {}
     rows = [
-        [r["source"], r["detail"][:28], r["model"], r["accelerator"], r["n_gpus"], r["precision"], r["metric"],
+        [r["source"], r["detail"][:28], r["model"], r["accelerator"], f"{r['n_gpus']:,}", r["precision"], r["metric"],
          _measure(r['measured']), _measure(r['predicted']), f"{r['error_pct']:+.1f}%",
          "" if r["held_out_error_pct"] is None else f"{r['held_out_error_pct']:+.1f}%", _basis(r)]
         + ([f"{earlier[r['id']]:+.1f}%" if r["id"] in earlier else ""] if before else [])
@@ -483,13 +493,17 @@ def validation_table(result: Any, before: Any = None) -> str:
     ]  # fmt: skip
     headers = ["source", "detail", "model", "GPU", "n", "precision", "metric", "measured", "predicted", "error",
                "held out", "layout"] + (["error before"] if before else [])  # fmt: skip
-    lines = [tabulated(rows, headers=headers, disable_numparse=True), ""]
+    numbers = ("n", "measured", "predicted", "error", "held out", "error before")  # right-aligned, as they compare
+    align = ["right" if h in numbers else "left" for h in headers]
+    lines = [tabulated(rows, headers=headers, disable_numparse=True, colalign=align), ""]
     for grouping, groups in result.groups().items():
         table = [
             [name, g["rows"], f"{g['mape_pct']:.1f}%", "" if g["cv_mape_pct"] is None else f"{g['cv_mape_pct']:.1f}%"]
             for name, g in groups.items()
         ]
-        lines += [tabulated(table, headers=[grouping, "rows", "MAPE", "held-out MAPE"], disable_numparse=True), ""]
+        group_headers = [grouping, "rows", "MAPE", "held-out MAPE"]
+        group_align = ("left", "right", "right", "right")
+        lines += [tabulated(table, headers=group_headers, disable_numparse=True, colalign=group_align), ""]
     cv = result.cv_mape_pct
     whole = all(row.prepared.run.metric == "gpu_hours" for row in result.rows)
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"

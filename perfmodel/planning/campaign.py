@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown
+from perfmodel.errors import InfeasibleLayout, PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.record import given, replaced
@@ -352,7 +352,8 @@ def chosen_phases(campaign: Campaign, name: str | None) -> dict[str, Prediction]
         return campaign.phases
     if name not in campaign.phases:
         known = ", ".join(campaign.phases)
-        raise PerfmodelError(f"--phase {shown(name)}: the campaign has no such phase; its phases: {known}")
+        hint = did_you_mean(name, campaign.phases)
+        raise PerfmodelError(f"--phase {shown(name)}: the campaign has no such phase{hint}; its phases: {known}")
     return {name: campaign.phases[name]}
 
 

@@ -194,10 +194,17 @@ def compare_request(
     first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
+    if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
+        origins = origins | {"n_gpus": f"--gpu {targets[0]}"}
     base = load_request(source, options, origins, relayout)
     check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
     check_one_price(parsed, base, source, options, origins)
     check_precisions(parsed, base, source, options, origins)
+    for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
+        if target.n_gpus:
+            check_whole_nodes(
+                replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), f"--gpu {spec}"
+            )
     made = scenarios(base, parsed, gpu_counts)
     for scenario in made:
         check_whole_nodes(scenario, origins.get("n_gpus", "n_gpus"))

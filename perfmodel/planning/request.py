@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown_value
+from perfmodel.errors import InfeasibleLayout, PerfmodelError, shown, shown_value
 from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.precision import unsupported
 from perfmodel.inputs.record import given, replaced
@@ -22,6 +22,7 @@ from perfmodel.inputs.scenario import (
     scenario_file,
     with_overrides,
 )
+from perfmodel.physics import calibration
 from perfmodel.physics.parallel import Layout, broken_rules, feature_rules
 from perfmodel.planning.predict import given_degree, given_full_layout, without_layout
 
@@ -51,11 +52,39 @@ def load_request(
         loaded = load_scenario(source, overrides, where)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
+    if loaded.calibration is not None or loaded.vintage is not None:
+        check_calibration(loaded, source, options, origins)
     if not relayout:
         return loaded
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+def check_calibration(
+    scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """The scenario's calibration file reads, and its vintage is one the calibration fitted (not after its newest
+    release), checked here so that an error names the flag or the file's field that gave it: the prediction refused
+    them naming neither. Both are read once per process (cached); a scenario without hardware (a base for compare)
+    leaves the vintage to each prediction."""
+
+    def named(key: str, message: str, field: bool = True) -> PerfmodelError:
+        if options.get(key) is not None:  # a calibration file's line begins with the path the flag gave
+            return PerfmodelError(message if key == "calibration" else f"{origins.get(key, key)}: {message}")
+        where = "scenario" if isinstance(source, Scenario) else scenario_file(source)
+        return PerfmodelError(f"{where}: field '{key}': {message}" if field else f"{where}: {message}")
+
+    try:
+        fitted = calibration.resolve(scenario.calibration)
+    except PerfmodelError as exc:
+        raise named("calibration", str(exc)) from None
+    if scenario.vintage is None or (scenario.gpu is None and scenario.system is None):
+        return
+    try:
+        fitted.efficiency(resolve(scenario.gpu, scenario.system).accelerator.family, vintage=scenario.vintage)
+    except PerfmodelError as exc:
+        raise named("vintage", str(exc), field=False) from None
 
 
 def check_keywords(options: dict[str, Any]) -> None:
@@ -80,7 +109,8 @@ def check_given_layout(
     counts, no rule that reads the count); the error names the flag that set a dimension the first broken rule names
     (`--tp: ... TP 3 must divide the 64 attention heads`), else the scenario file's field, as the other input errors
     do. A layout left partly to the search is held to the rules that read only given dimensions (TP against the
-    heads), which no searched layout could then keep: the search's own error ('no valid layout ...') names neither
+    heads), and to the GPU count's with the open degrees at 1 (`--tp 16` on 8 GPUs), which no searched layout could
+    then keep: the search's own error ('no valid layout ...') names neither
     the flag nor the file. Each phase of a campaign is checked as it is predicted (campaign.phase_scenario), the
     error naming the phase and, where the phase sets the dimension, its own field."""
     if not scenario.phase:
@@ -105,7 +135,8 @@ def _check_layout(
     full = given_full_layout(scenario)
     layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
     fixed -= set() if own_count else {"n_gpus"}
-    rules = tuple(rule for rule in rules if set(rule.dims) <= fixed)
+    held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
+    rules = (*held, *(rule for rule in rules if rule not in held and _product_of_given(rule, fixed)))
     model = scenario.model_spec()
     broken = broken_rules(layout, model, scenario.n_gpus, rules)
     if not broken:
@@ -113,7 +144,7 @@ def _check_layout(
     why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
     if full is not None and own_count:
         why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
-    named = broken[0].dims
+    named = [dim for dim in broken[0].dims if dim in fixed]  # the given ones (a GPU-count rule names open ones too)
     where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
     if phase is not None:
         own = _phase_fields(phase)
@@ -125,6 +156,17 @@ def _check_layout(
     if flag is not None:
         raise InfeasibleLayout(f"{flag}: {why}")
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+COUNT_RULE_DIMS = frozenset(("tp", "pp", "cp", "n_gpus"))
+"""The dimensions of the rule that TP x PP x CP divides the GPU count (physics.parallel.RULES)."""
+
+
+def _product_of_given(rule: Any, fixed: set[str]) -> bool:
+    """Whether a partly given layout is held to the GPU-count rule: with the count given, the degrees given
+    (_given_part puts 1 in the open ones) must already divide it, since any searched degree only multiplies them
+    (`--tp 16` on 8 GPUs: no layout the search could find keeps it)."""
+    return set(rule.dims) == COUNT_RULE_DIMS and "n_gpus" in fixed
 
 
 PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
@@ -151,12 +193,21 @@ def check_precision(
     """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
     from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
     trips on) and what to pass instead: `option` (the CLI's `--precision`, the Python API's keyword), or a compare
-    or plan `target`'s own `ID:PRECISION`. A campaign's phases, each with its own precision, are refused as each is
-    predicted."""
+    or plan `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
+    and the phase (as a phase's other fields are); the phases without one take the scenario's, checked as above."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
-    if scenario.phase or scenario.precision in accelerator.precisions:
-        return
     instead = accelerator.precisions[0]
+    file = "scenario" if isinstance(source, Scenario) else scenario_file(source)
+    for phase in scenario.phase:
+        if phase.precision is not None and phase.precision not in accelerator.precisions:
+            on = f"--gpu {target}: " if target else ""
+            raise PerfmodelError(
+                f"{on}{file}: phase '{shown(phase.name)}': field 'precision': "
+                f"{unsupported(phase.precision, accelerator)}; set the phase's precision to '{instead}'"
+            )
+    inherited = not scenario.phase or any(phase.precision is None for phase in scenario.phase)
+    if not inherited or scenario.precision in accelerator.precisions:
+        return
     ask = f"pass --gpu {target}:{instead}" if target else f"pass {option.format(instead)}"
     if options.get("precision") is not None:
         where = f"{origins.get('precision', 'precision')}: "
@@ -164,7 +215,7 @@ def check_precision(
         why = unsupported(scenario.precision, accelerator, " (the default precision)")
         raise PerfmodelError(f"{f'--gpu {target}: ' if target else ''}{why}; {ask}")
     else:
-        where = f"{'scenario' if isinstance(source, Scenario) else scenario_file(source)}: field 'precision': "
+        where = f"{file}: field 'precision': "
     raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {ask}")
 
 

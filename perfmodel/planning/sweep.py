@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, did_you_mean
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.planning.workers import spread
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
@@ -100,7 +100,7 @@ def load_points(path: str | Path) -> list[Point]:
 def load(path: str | Path) -> Any:
     """A sweep file's points, or its LayoutSweep (planning.layout_sweep) when it has a [sweep.layouts] table; every
     point checked to be a valid scenario (one line naming the problem if not)."""
-    from perfmodel.inputs.files import check_path, remember
+    from perfmodel.inputs.files import check_path, other_kind, remember
     from perfmodel.inputs.resources import bundled_file
     from perfmodel.inputs.scenario import calibration_beside, flatten, read_toml, single_phase
     from perfmodel.planning import layout_sweep
@@ -112,7 +112,9 @@ def load(path: str | Path) -> Any:
     raw = read_toml(path, "sweep")
     sweep = raw.get("sweep")
     if set(raw) != {"sweep"} or not isinstance(sweep, dict):
-        raise PerfmodelError(f"{path}: a sweep file has one [sweep] table (keys: {', '.join(SWEEP_KEYS)})")
+        raise PerfmodelError(
+            f"{path}: a sweep file has one [sweep] table (keys: {', '.join(SWEEP_KEYS)}){other_kind(raw, 'sweep')}"
+        )
     unknown = sorted(set(sweep) - set(SWEEP_KEYS))
     if unknown:
         hint = did_you_mean(unknown[0], SWEEP_KEYS)
@@ -161,8 +163,17 @@ def load(path: str | Path) -> Any:
         if gpu is not None:
             try:
                 target = parse_target(str(gpu))
-            except PerfmodelError as exc:
-                raise PerfmodelError(f"{path}: sweep.gpus: {exc}") from None
+            except PerfmodelError as exc:  # compare's `--gpu SPEC: ...`, said of the list's entry, not a flag
+                said = str(exc).removeprefix(f"--gpu {shown(str(gpu))}: ")
+                raise PerfmodelError(f"{path}: sweep.gpus: '{shown(str(gpu))}': {said}") from None
+            # compare's `@N` and `:PRECISION` would be dropped here: the sweep crosses its own lists
+            given = {("GPU count", "n_gpus"): target.n_gpus, ("precision", "precisions"): target.precision}
+            dropped = next((names for names, value in given.items() if value is not None), None)
+            if dropped:
+                raise PerfmodelError(
+                    f"{path}: sweep.gpus: '{shown(str(gpu))}': a sweep takes the {dropped[0]} from its list, "
+                    f"sweep.{dropped[1]}, crossed with every GPU; give the GPU alone (or with its ':$PRICE')"
+                )
         if target.usd_per_gpu_hour is not None:  # the point's own quote
             overrides["cost.usd_per_gpu_hour"] = target.usd_per_gpu_hour
             origins["cost.usd_per_gpu_hour"] = "sweep.gpus"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.hardware import MAX_DOMAIN_GPUS, MAX_MESH_GPUS, Hardware, PriceFigure, SourcedPositive, resolve
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import Scenario, single_phase
@@ -145,7 +145,8 @@ def parse_setting(text: str) -> Setting:
     name, raw = name.strip(), raw.strip()
     if name not in KNOBS:
         raise PerfmodelError(
-            f"--set {shown(text)}: unknown hardware parameter '{shown(name)}'; settable: {', '.join(KNOBS)}"
+            f"--set {shown(text)}: unknown hardware parameter '{shown(name)}'{did_you_mean(name, KNOBS)}; settable: "
+            f"{', '.join(KNOBS)}"
         )
     knob = KNOBS[name]
     multiplier = raw[:1].lower() == "x"
