@@ -270,7 +270,7 @@ def scaling(records: Sequence[Record]) -> Any:
         colours.setdefault(system, _palette(PALETTE_SIZE)[len(colours) % PALETTE_SIZE])
         label = f"{system}, {r['whatif']}" if styles else system
         looks.setdefault(
-            label, {"marker": "o", "color": colours[system], "linestyle": styles.get(r.get("whatif"), "-")}
+            label, {"marker": "o", "color": colours[system], "linestyle": styles.get(str(r.get("whatif")), "-")}
         )
         groups.setdefault(label, []).append(r)
     for label, group in groups.items():
