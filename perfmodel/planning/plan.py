@@ -223,6 +223,9 @@ class _Tries:
     found: dict[int, Result | None] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
+    quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
+    """Times and costs by kind and count, memoised: the scans ask for each many times (a fleet's 6 jobs about 85,000
+    times for 270 counts), and each asks the losses model and the spread afresh."""
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
@@ -244,12 +247,18 @@ class _Tries:
         return [i for i, n in enumerate(self.grid) if n in self.found]
 
     def time(self, index: int) -> float:
-        p = self.at(index)
-        return math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
+        key = ("time", self.grid[index])
+        if key not in self.quantiles:
+            p = self.at(index)
+            self.quantiles[key] = math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
+        return self.quantiles[key]
 
     def cost(self, index: int) -> float:
-        p = self.at(index)
-        return math.inf if p is None else _budget_cost(p) * cost_factor(p, self.confidence)
+        key = ("cost", self.grid[index])
+        if key not in self.quantiles:
+            p = self.at(index)
+            self.quantiles[key] = math.inf if p is None else _budget_cost(p) * cost_factor(p, self.confidence)
+        return self.quantiles[key]
 
 
 @dataclass(frozen=True)
