@@ -332,6 +332,8 @@ CASES: list[Case] = [
          "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes of 8 GPUs each; allowed: whole nodes, such as 8 or 16"),
     Case("compare-second-own-count-part-node", ("compare", "--gpu", "h100-sxm@16", "--gpu", "b200@12"),
          "--gpu b200@12: 12 GPUs is 1.5 dgx-b200 nodes of 8 GPUs each; allowed: whole nodes, such as 8 or 16"),
+    Case("compare-counts-part-node-beside-own-count", ("compare", "--gpu", "h100-sxm@16", "--gpu", "b200", "--gpus",
+         "12"), "--gpus: 12 GPUs is 1.5 dgx-b200 nodes"),  # b200's count is --gpus', not the first row's @16
     Case("compare-count-thousands-separator", ("compare", "--gpus", "256,1,024"),  # was 256, 1 and 24 GPUs
          "'024' in '256,1,024' begins with 0: a comma separates GPU counts (256,512,1024); write 1024 for 1,024 GPUs"),
     Case("compare-too-many-counts", ("compare", "--gpus", ",".join(str(8 * i) for i in range(1, 100))),

@@ -194,6 +194,7 @@ def compare_request(
     first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
     options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
     options["system"] = options.get("system") or (first and first.system)
+    counted = origins  # the rows without @N take --gpus' counts, named as it
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": f"--gpu {targets[0]}"}
     base = load_request(source, options, origins, relayout)
@@ -206,8 +207,8 @@ def compare_request(
                 replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), f"--gpu {spec}"
             )
     made = scenarios(base, parsed, gpu_counts)
-    for scenario in made:
-        check_whole_nodes(scenario, origins.get("n_gpus", "n_gpus"))
+    for scenario in made:  # without --gpus, the first row's count is every row's
+        check_whole_nodes(scenario, (counted if gpu_counts else origins).get("n_gpus", "n_gpus"))
     return made
 
 
