@@ -722,9 +722,7 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
     base = shapes.pop("base", None)
     try:
         start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
-    except FieldError:
-        raise
-    except PerfmodelError as exc:  # an unknown base: the field that named it
+    except PerfmodelError as exc:  # an unknown base (get_model's only error): the field that named it
         raise FieldError("model.base", str(exc)) from None
     if base and "id" not in shapes:
         start["id"] = f"{base}-custom" if shapes else base
