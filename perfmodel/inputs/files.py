@@ -14,6 +14,7 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +196,7 @@ def _sourced(tables: dict[str, Any]) -> bool:
     return any(isinstance(v, dict) and ("source" in v or _sourced(v)) for v in tables.values())
 
 
-FILE_KINDS: tuple[tuple[str, Any, str], ...] = (
+FILE_KINDS: tuple[tuple[str, Callable[[dict[str, Any]], bool], str], ...] = (
     ("sweep", lambda t: "sweep" in t, "a sweep file: run it with perfmodel sweep FILE"),
     ("model", lambda t: bool({"layers", "hidden", "heads"} & set(t)), "a model file: pass it with --model FILE"),
     (
