@@ -59,9 +59,13 @@ lead_time_days = 45
 
 
 def timed(label: str, repeat: int, work: Callable[[], Any], found: Callable[[Any], str]) -> None:
-    """Run `work` `repeat` times; print the label, median wall and CPU seconds, and what the last answer found."""
+    """Run `work` `repeat` times; print the label, median wall and CPU seconds, and what the last answer found. Each
+    run starts without the layouts earlier searches chose (plan._CHOSEN), as a fresh process does."""
+    from perfmodel.planning import plan as planning
+
     samples, cpu, report = [], [], None
     for _ in range(repeat):
+        planning._CHOSEN.clear()
         start, start_cpu = time.perf_counter(), time.process_time()
         report = work()
         samples.append(time.perf_counter() - start)

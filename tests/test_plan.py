@@ -351,3 +351,20 @@ def test_a_plan_says_why_not_one_count_fewer_or_the_next_faster() -> None:
     assert faster["why"].endswith(", over the budget")
     table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--budget", "150K", "--quiet").out
     assert f"dgx-h100:fp8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table
+
+
+def test_the_layout_searched_for_the_same_work_is_priced_at_another_token_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search ranks layouts per token, so a plan of the same work at another token count (a fleet's jobs of one
+    model: benchmarks/bench_plan.py's six 405B jobs need 75 searches, not 273) prices the layout found before, and
+    that prediction is the one a search gives, field for field."""
+    n = 64
+    searched = planning._searched(replaced(_base("h100-sxm"), n_gpus=n), n)
+    more = replaced(_base("h100-sxm", tokens=300e9), n_gpus=n)
+    with monkeypatch.context() as patched:
+        patched.setattr(planning, "search_scenario", None)  # no search: a call fails
+        priced = planning._searched(more, n)
+    fresh = search_scenario(replaced(more, parallelism=replaced(more.parallelism, gbs=more.default_gbs())), [n], top=1)
+    assert priced.layout == searched.layout and priced.run.time_s > 2.9 * searched.run.time_s
+    assert json.dumps(priced.to_dict(), sort_keys=True) == json.dumps(fresh.results[0].to_dict(), sort_keys=True)

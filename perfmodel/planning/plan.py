@@ -25,18 +25,27 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs import catalogue
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
+from perfmodel.physics.parallel import Layout
 from perfmodel.planning import carbon
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
-from perfmodel.planning.predict import Prediction, failure_spread, search_scenario
+from perfmodel.planning.predict import (
+    Prediction,
+    context_for,
+    failure_spread,
+    for_layout,
+    prediction_for,
+    search_scenario,
+)
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
@@ -352,10 +361,28 @@ class CandidatePlan:
 
 
 def _searched(scenario: Scenario, n: int) -> Prediction:
-    """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count."""
+    """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count. The
+    search ranks layouts per token (predict.search_objective), so its choice for the same work at another token
+    count (a fleet's jobs, 405B on 1T-15T tokens: 75 searches where 273) is priced at these tokens as the search
+    prices its choice, not searched again."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
-    return search_scenario(scenario, [n], top=1).results[0]
+    work = (n, catalogue.version(), *(getattr(scenario, f.name) for f in fields(scenario) if f.name != "tokens"))
+    if work in _CHOSEN:
+        layout, searched = _CHOSEN[work]
+        return prediction_for(for_layout(scenario, layout), context_for(scenario), layout, searched, calibrated=True)
+    best = search_scenario(scenario, [n], top=1).results[0]
+    if len(_CHOSEN) >= MAX_CHOSEN:
+        _CHOSEN.clear()
+    _CHOSEN[work] = best.layout, best.layouts_searched
+    return best
+
+
+_CHOSEN: dict[tuple[Any, ...], tuple[Layout, int]] = {}
+"""The layout each search chose and how many it searched, by GPU count, the user hardware files in force and the
+scenario but its token count."""
+MAX_CHOSEN = 4096
+"""Searches whose choice is kept (a long `perfmodel serve` session's memory): past it the store starts afresh."""
 
 
 def _power_law_next(tries: _Tries, i: int, target_s: float, tried: Sequence[int]) -> int:
