@@ -110,7 +110,7 @@ def test_validate_json_carries_layout_basis_and_range(cli: Any) -> None:
         for key in ("measured", "predicted", "error_pct", "layout", "assumptions"):  # the contract's fields stay
             assert key in row
         assert row["layout_basis"] == "stack default" and "recompute" in row["layout_assumed"]
-        assert row["predicted_low"] <= row["predicted"] <= row["predicted_high"]
+        assert row["min_predicted"] <= row["predicted"] <= row["max_predicted"]
         assert any(a.startswith("recompute, zero not reported: stack 'megatron'") for a in row["assumptions"])
 
 

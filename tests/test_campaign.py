@@ -86,8 +86,8 @@ def test_each_phase_is_the_full_prediction_of_its_scenario(campaign_file: Path, 
 
 def test_the_totals_are_the_phases_sums_and_the_whole_runs_rates(campaign: Campaign) -> None:
     d, phases = campaign.to_dict(), [p.to_dict() for p in campaign.phases.values()]
-    for key in ("tokens_to_train", "time_to_train_s", "gpu_hours", "cost_usd", "cost_usd_low", "energy_kwh",
-                "gpu_hours_with_failures", "cost_usd_with_failures_high", "time_to_train_with_failures_days",
+    for key in ("tokens_to_train", "time_to_train_s", "gpu_hours", "cost_usd", "cost_usd_at_min_price", "energy_kwh",
+                "gpu_hours_with_failures", "cost_usd_with_failures_at_max_price", "time_to_train_with_failures_days",
                 "expected_interruptions", "gpu_hours_high"):  # fmt: skip
         assert d[key] == pytest.approx(math.fsum(p[key] for p in phases), rel=1e-12), key
     assert d["tokens_per_s"] == pytest.approx(d["tokens_to_train"] / d["time_to_train_s"], rel=1e-12)
@@ -120,7 +120,7 @@ def test_the_totals_are_the_phases_sums_and_the_whole_runs_rates(campaign: Campa
         ("usd_per_gpu_hour", ("same", None)),
         ("breakdown.compute_s", ("same", None)),
         ("failures_per_million_gpu_hours", ("same", None)),  # a rate per GPU-hour, not GPU-hours
-        ("tokens_per_usd_low", ("mean", "cost_usd_low")),  # tokens over cost at each price
+        ("tokens_per_usd_at_min_price", ("mean", "cost_usd_at_min_price")),  # tokens over cost at each price
         ("kwh_per_million_tokens", ("mean", "tokens_to_train")),
     ],
 )
@@ -170,7 +170,7 @@ def test_predict_prints_a_line_per_phase_the_total_and_the_summary(campaign_file
     assert summed * (1 - 1e-3) < d["time_to_train_s_p90"] < summed
     # the cost says its price's basis and the prices of its range, as a prediction's does
     (cost,) = [line for line in lines if line.split("  ")[0] == "Cost"]  # not "Cost per 1M tokens"
-    low, high = d["usd_per_gpu_hour_low"], d["usd_per_gpu_hour_high"]
+    low, high = d["min_usd_per_gpu_hour"], d["max_usd_per_gpu_hour"]
     assert f"/GPU-h {d['price_basis']} (P10 " in cost and cost.endswith(f" at ${low:,.2f} to ${high:,.2f})")
 
 

@@ -26,8 +26,8 @@ def test_ratios_to_the_first_system() -> None:
     assert h100["speedup_vs_first"] == 1 and h100["perf_per_usd_vs_first"] == 1
     assert b200["speedup_vs_first"] == pytest.approx(b200["tokens_per_s"] / h100["tokens_per_s"])
     h100_gpu, b200_gpu = get_accelerator("h100-sxm"), get_accelerator("b200")
-    for suffix in ("", "_low", "_high"):
-        price = f"usd_per_gpu_hour{suffix}"
+    for suffix, end in (("", ""), ("_at_min_price", "_low"), ("_at_max_price", "_high")):
+        price = f"usd_per_gpu_hour{end}"  # the hardware file's range: its input keys end _low/_high
         per_usd = (
             b200["tokens_per_s"] / getattr(b200_gpu, price).value,
             h100["tokens_per_s"] / getattr(h100_gpu, price).value,

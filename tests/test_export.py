@@ -95,7 +95,7 @@ def test_edited_inputs_recompute_as_perfmodel_would(workbook: Path, engine: Reca
         assert values[cells[(key, 0)]] == pytest.approx(d[key], rel=REL), key
     assert values[cells[("electricity_cost_usd", 0)]] == pytest.approx(d["energy_kwh"] * 0.13, rel=REL)
     # Price low and high were not edited: their costs stay at the accelerator's range.
-    assert values[cells[("cost_usd_low", 0)]] == pytest.approx(d["gpu_hours"] * 2.99, rel=REL)
+    assert values[cells[("cost_usd_at_min_price", 0)]] == pytest.approx(d["gpu_hours"] * 2.99, rel=REL)
 
 
 def test_edited_gpu_count_keeps_throughput_per_gpu(workbook: Path, engine: Recalculator) -> None:

@@ -27,7 +27,8 @@ LLAMA3_405B_16K = (
 NEW_KEYS = (
     "goodput", "reliability", "expected_interruptions", "expected_unexpected_interruptions",
     "time_to_train_with_failures_s", "time_to_train_with_failures_days", "gpu_hours_with_failures",
-    "cost_usd_with_failures", "cost_usd_with_failures_low", "cost_usd_with_failures_high", "energy_kwh_with_failures",
+    "cost_usd_with_failures", "cost_usd_with_failures_at_min_price",
+    "cost_usd_with_failures_at_max_price", "energy_kwh_with_failures",
     "usd_per_million_tokens_with_failures",
 )  # fmt: skip
 WITH_LOSSES = ("time_to_train_with_losses_s", "time_to_train_with_losses_days", "gpu_hours_with_losses",

@@ -70,7 +70,7 @@ def test_gpt_oss_on_gb300_notes_its_blackwell_ultra_rows() -> None:
     record = json.loads(run_cli("predict", "--model", "gpt-oss-120b", "--gpu", "b300", "--format", "json").out)
     assert record["moe"]["measured_rows"] == len(ids)
     assert record["moe"]["measured_error_pct_median"] == median
-    assert (record["moe"]["measured_error_pct_low"], record["moe"]["measured_error_pct_high"]) == (
+    assert (record["moe"]["measured_min_error_pct"], record["moe"]["measured_max_error_pct"]) == (
         min(errors),
         max(errors),
     )

@@ -170,11 +170,11 @@ def test_the_interval_flows_into_gpu_hours_cost_and_energy() -> None:
     low, high = d["time_to_train_s_low"] / d["time_to_train_s"], d["time_to_train_s_high"] / d["time_to_train_s"]
     for key in ("gpu_hours", "energy_kwh"):
         assert d[f"{key}_low"] == pytest.approx(d[key] * low) and d[f"{key}_high"] == pytest.approx(d[key] * high)
-    assert d["cost_usd_interval_low"] == pytest.approx(d["cost_usd"] * low)
-    assert d["cost_usd_interval_high"] == pytest.approx(d["cost_usd"] * high)
+    assert d["cost_usd_low"] == pytest.approx(d["cost_usd"] * low)
+    assert d["cost_usd_high"] == pytest.approx(d["cost_usd"] * high)
     (c,) = _plan("--gpu", "h100-sxm:fp8", "--deadline", "3d")["candidates"]
     assert c["gpu_hours_low"] < c["gpu_hours"] < c["gpu_hours_high"]
-    assert c["cost_usd_interval_low"] < c["cost_usd"] < c["cost_usd_interval_high"]
+    assert c["cost_usd_low"] < c["cost_usd"] < c["cost_usd_high"]
 
 
 @pytest.mark.parametrize("suffix", ["csv", "json", "xlsx"])
@@ -211,7 +211,7 @@ def test_a_gpu_without_a_price_is_planned_for_a_deadline_and_refused_for_a_budge
     d = _plan("--gpu", "mi355x:fp8", "--gpu", "h100-sxm:fp8", "--deadline", "3d")
     amd, nvidia = d["candidates"]
     assert amd["feasible"] and amd["time_to_train_days"] <= 3
-    assert amd["cost_usd"] is None and amd["cost_usd_interval_low"] is None and amd["budget_share"] is None
+    assert amd["cost_usd"] is None and amd["cost_usd_low"] is None and amd["budget_share"] is None
     assert nvidia["cost_usd"] > 0 and d["cheapest"] == "dgx-h100:fp8"
     alone = run_cli("plan", *WORK, "--gpu", "mi355x:fp8", "--deadline", "3d", "--quiet")
     assert alone.code == 0 and "Cheapest: n/a (no plan has a price)" in alone.out

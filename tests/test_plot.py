@@ -264,7 +264,7 @@ def test_a_cost_near_a_million_reads_once(usd_m: float, label: str) -> None:
 def test_a_label_taller_than_its_bar_goes_above_it_in_black(records: list[dict[str, Any]]) -> None:
     """A cheap row's white label ran over its short bar's top ($0.2M at $0.80/GPU-h beside $1.0M at $13.13)."""
     scale = 0.25 / records[0]["usd_per_gpu_hour"]
-    costs = {k: records[0][k] * scale for k in ("cost_usd", "cost_usd_low", "cost_usd_high")}
+    costs = {k: records[0][k] * scale for k in ("cost_usd", "cost_usd_at_min_price", "cost_usd_at_max_price")}
     cheap = records[0] | {"usd_per_gpu_hour": 0.25, "price_basis": "quoted", **costs}
     fig = plot.compare([records[3], cheap])
     (bar, label, colour), (short, lifted, black) = _cost_labels(fig)

@@ -83,7 +83,7 @@ def test_a_quote_per_candidate_on_the_command_line() -> None:
     rows = json.loads(run_cli("compare", "--gpu", "gb300:nvfp4:$9.50", "--gpu", "h100-sxm:fp8", "--format", "json").out)
     assert (rows[0]["usd_per_gpu_hour"], rows[0]["price_basis"]) == (9.5, "quoted")
     assert (rows[1]["usd_per_gpu_hour"], rows[1]["price_basis"]) == (6.16, "list")
-    assert rows[0]["usd_per_gpu_hour_low"] == rows[0]["usd_per_gpu_hour_high"] == 9.5
+    assert rows[0]["min_usd_per_gpu_hour"] == rows[0]["max_usd_per_gpu_hour"] == 9.5
     counted = json.loads(run_cli("compare", "--gpu", "b200@1024:$5", "--format", "json").out)
     assert counted[0]["usd_per_gpu_hour"] == 5.0 and counted[0]["n_gpus"] == 1024
     plan = json.loads(

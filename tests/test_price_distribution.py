@@ -61,7 +61,7 @@ def test_a_stated_distribution_spreads_the_cost_and_not_the_time() -> None:
     quoted = perfmodel.predict(usd_per_gpu_hour=RANGE[1], **SMALL).to_dict()  # type: ignore[arg-type]
     drawn = perfmodel.predict(price_range=RANGE, **SMALL).to_dict()  # type: ignore[arg-type]
     assert drawn["usd_per_gpu_hour"] == RANGE[1] and drawn["cost_usd"] == quoted["cost_usd"]
-    assert (drawn["usd_per_gpu_hour_low"], drawn["usd_per_gpu_hour_high"]) == (RANGE[0], RANGE[2])
+    assert (drawn["min_usd_per_gpu_hour"], drawn["max_usd_per_gpu_hour"]) == (RANGE[0], RANGE[2])
     assert drawn["price_distribution"] | {"drawn_in": None} == {"kind": "triangular", "low": 2.0, "mode": 2.5,
                                                                 "high": 4.0, "drawn_in": None}  # fmt: skip
     for key, _ in LEVELS:

@@ -134,7 +134,8 @@ def test_doubling_tokens_doubles_time_to_train_cost_and_energy(s: Scenario) -> N
     assume(s.tokens is not None and s.tokens * 2 <= 1e18)
     one, two = predict(s).to_dict(), predict(_with(s, tokens=2 * s.tokens)).to_dict()
     assert one["step_time_s"] == two["step_time_s"]
-    for key in ("time_to_train_s", "gpu_hours", "energy_kwh", "cost_usd", "cost_usd_low", "cost_usd_high"):
+    for key in ("time_to_train_s", "gpu_hours", "energy_kwh", "cost_usd", "cost_usd_at_min_price",
+                "cost_usd_at_max_price"):  # fmt: skip
         if one[key] is not None:
             assert two[key] == pytest.approx(2 * one[key], rel=REL), key
 
@@ -144,7 +145,7 @@ def test_doubling_tokens_doubles_time_to_train_cost_and_energy(s: Scenario) -> N
 def test_doubling_the_price_doubles_the_cost_and_nothing_else(s: Scenario, price: float) -> None:
     one, two = predict(_with(s, cost_usd_per_gpu_hour=price)), predict(_with(s, cost_usd_per_gpu_hour=2 * price))
     a, b = one.to_dict(), two.to_dict()
-    for key in ("cost_usd", "cost_usd_low", "cost_usd_high"):
+    for key in ("cost_usd", "cost_usd_at_min_price", "cost_usd_at_max_price"):
         assert b[key] == pytest.approx(2 * a[key], rel=REL), key
     unchanged = {k: v for k, v in a.items() if "usd" not in k}
     assert unchanged == {k: v for k, v in b.items() if "usd" not in k}

@@ -229,10 +229,10 @@ def test_the_cost_range_under_an_80_percent_heading_is_the_80_percent_interval(
     rows = expected["candidates"] if args[0] == "plan" else expected if args[0] == "compare" else [expected]
     cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=cost_usd] .range")
     shown = [c.text for c in cells]
-    assert shown == [f"{usd(r['cost_usd_interval_low'])} {DASH} {usd(r['cost_usd_interval_high'])}" for r in rows]
-    assert all(r["cost_usd_low"] < r["cost_usd_interval_low"] for r in rows)  # the two ranges differ here
+    assert shown == [f"{usd(r['cost_usd_low'])} {DASH} {usd(r['cost_usd_high'])}" for r in rows]
+    assert all(r["cost_usd_at_min_price"] < r["cost_usd_low"] for r in rows)  # the two ranges differ here
     if args[0] == "predict":
-        price = f"{usd(expected['cost_usd_low'])} {DASH} {usd(expected['cost_usd_high'])}"
+        price = f"{usd(expected['cost_usd_at_min_price'])} {DASH} {usd(expected['cost_usd_at_max_price'])}"
         assert price in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td")]
 
 

@@ -34,7 +34,7 @@ def test_owning_a_dgx_h100() -> None:
     capex = 375_000 / 8 / (4 * 8760 * 0.8)  # mid price / GPUs / hours trained in 4 years at 80%
     power = WALL_KW * 1.2 * 0.08  # kW x PUE x USD/kWh
     assert d["cost_mode"] == "buy" and d["usd_per_gpu_hour"] == pytest.approx(capex + power, rel=1e-12)
-    assert d["usd_per_gpu_hour_low"] == pytest.approx(300_000 / 8 / (4 * 8760 * 0.8) + power, rel=1e-12)
+    assert d["min_usd_per_gpu_hour"] == pytest.approx(300_000 / 8 / (4 * 8760 * 0.8) + power, rel=1e-12)
     assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * d["usd_per_gpu_hour"], rel=1e-12)
     assert d["usd_per_million_tokens"] == pytest.approx(d["cost_usd"] / 1e6, rel=1e-12)
     assert d["tco"]["capex_usd_per_gpu_hour"] == pytest.approx(capex, rel=1e-12)
@@ -51,7 +51,7 @@ def test_the_parameters_of_owning() -> None:
     assert facility["tco"]["facility_usd_per_gpu_hour"] == pytest.approx(150 * 12 * WALL_KW / (8760 * 0.8))
     given = _predict("--buy", "--usd-per-system", "800000", "--electricity-usd-per-kwh", "0.2")
     assert given["usd_per_gpu_hour"] == pytest.approx(800_000 / 8 / (4 * 8760 * 0.8) + WALL_KW * 1.2 * 0.2)
-    assert given["usd_per_gpu_hour_low"] == given["usd_per_gpu_hour_high"]
+    assert given["min_usd_per_gpu_hour"] == given["max_usd_per_gpu_hour"]
 
 
 def test_an_nvl72_rack_is_paid_by_the_64_gpus_a_job_uses() -> None:
@@ -59,7 +59,7 @@ def test_an_nvl72_rack_is_paid_by_the_64_gpus_a_job_uses() -> None:
     result = run_cli("predict", "--model", "llama3.1-8b", "--gpu", "gb200", "--gpus", "64", "--tokens", "1T",
                      "--buy", "--format", "json")  # fmt: skip
     t = json.loads(result.out)["tco"]
-    assert (t["usd_per_system_low"], t["usd_per_system_high"], t["gpus_per_system"]) == (3.0e6, 3.9e6, 64)
+    assert (t["min_usd_per_system"], t["max_usd_per_system"], t["gpus_per_system"]) == (3.0e6, 3.9e6, 64)
     assert "S17" in t["usd_per_system_source"]
 
 

@@ -54,7 +54,7 @@ def test_perf_per_usd_follows_an_edited_price(exported: tuple[Path, list[dict[st
     before = engine()
     for index, row in enumerate(rows):
         for key in ("perf_per_usd_vs_first", "tokens_per_usd", "speedup_vs_first", "energy_per_token_vs_first",
-                    "kwh_per_million_tokens", "perf_per_usd_vs_first_low"):  # fmt: skip
+                    "kwh_per_million_tokens", "perf_per_usd_vs_first_at_min_price"):  # fmt: skip
             assert before[cells[(key, index)]] == pytest.approx(row[key], rel=REL), (key, index)
     edits = {cells[("usd_per_gpu_hour", i)]: GB200_PRICE for i in (2, 3)}
     after = engine(edits)
@@ -113,7 +113,7 @@ def test_inputs_are_validated_and_carry_units(exported: tuple[Path, list[dict[st
     cells = _cells(path)
     inputs = openpyxl.load_workbook(path)["Inputs"]
     rules = inputs.data_validations.dataValidation
-    for key in ("usd_per_gpu_hour", "n_gpus", "usd_per_gpu_hour_low"):
+    for key in ("usd_per_gpu_hour", "n_gpus", "min_usd_per_gpu_hour"):
         _, ref = cells[(key, 3)]
         rule = next(r for r in rules if ref in r.sqref)
         assert rule.type in ("decimal", "whole") and rule.operator in ("greaterThan", "greaterThanOrEqual"), key
@@ -130,7 +130,7 @@ def test_interval_columns_are_live_formulas(exported: tuple[Path, list[dict[str,
     cells = _cells(path)
     engine = Recalculator(path)
     values = engine()
-    for key in ("step_time_s_low", "time_to_train_s_high", "cost_usd_interval_low", "gpu_hours_high"):
+    for key in ("step_time_s_low", "time_to_train_s_high", "cost_usd_low", "gpu_hours_high"):
         assert values[cells[(key, 0)]] == pytest.approx(rows[0][key], rel=REL), key
     defaults = openpyxl.load_workbook(path)["Inputs"]
     default = next(f"B{r[0].row}" for r in defaults.iter_rows(min_row=7) if r[2].value == "tokens_to_train")

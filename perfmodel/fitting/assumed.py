@@ -15,7 +15,7 @@ the 192 GB MI300X and none on the 256 GB MI325X (stack_notes.md). So the row's p
   set; selective before a partial block because it re-runs only norms and activations (a few % of a forward);
 - a range ('range') where a dimension has no sourced default (the micro-batch) or nothing fits.
 
-Every row also carries the range over all plausible settings that fit (predicted_low/high), for honesty; a
+Every row also carries the range over all plausible settings that fit (min_predicted, max_predicted), for honesty; a
 range-only row is fitted on its distance to the range and scored at its geometric middle.
 """
 

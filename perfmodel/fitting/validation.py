@@ -368,8 +368,8 @@ class Row:
             "assumptions": list(run.assumptions) + ([self.prepared.settled.note] if self.prepared.settled else []),
             "layout_basis": self.prepared.basis,
             "layout_assumed": list(self.prepared.settled.assumed) if self.prepared.settled else [],
-            "predicted_low": self.low,
-            "predicted_high": self.high,
+            "min_predicted": self.low,
+            "max_predicted": self.high,
             "range_error_pct": self.range_error_pct,
         } | (
             {"measured_memory_gib": run.memory_gib, "predicted_memory_gib": self.prepared.memory_gib}

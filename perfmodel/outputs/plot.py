@@ -155,8 +155,8 @@ class _PredictionRecord(_Read):
     tokens_to_train: Positive | None = None
     time_to_train_days: Positive | None = None
     cost_usd: NonNegative | None = None
-    cost_usd_low: NonNegative | None = None
-    cost_usd_high: NonNegative | None = None
+    cost_usd_at_min_price: NonNegative | None = None
+    cost_usd_at_max_price: NonNegative | None = None
 
 
 class _ValidationRow(_Read):
@@ -365,11 +365,11 @@ def compare(records: Sequence[Record]) -> Any:
     priced = [r for r in records if r.get("cost_usd") is not None]
     costs = [r["cost_usd"] / 1e6 if r.get("cost_usd") is not None else 0.0 for r in records]
     low = [
-        max(0.0, c - (r.get("cost_usd_low") or r.get("cost_usd") or 0) / 1e6)
+        max(0.0, c - (r.get("cost_usd_at_min_price") or r.get("cost_usd") or 0) / 1e6)
         for c, r in zip(costs, records, strict=True)
     ]
     high = [
-        max(0.0, (r.get("cost_usd_high") or r.get("cost_usd") or 0) / 1e6 - c)
+        max(0.0, (r.get("cost_usd_at_max_price") or r.get("cost_usd") or 0) / 1e6 - c)
         for c, r in zip(costs, records, strict=True)
     ]
     bars = right.bar(range(len(records)), costs, yerr=[low, high], capsize=6, color=_palette(len(records)))

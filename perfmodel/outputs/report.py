@@ -206,11 +206,11 @@ def _energy(kwh: float) -> str:
 def price_range(d: dict[str, Any]) -> str:
     """A record's cost at its low and high price, with those prices (' (range $7.92M to $18.23M at $2.99 to
     $6.88)'); '' for a price without a range."""
-    if d["cost_usd_low"] == d["cost_usd_high"]:
+    if d["cost_usd_at_min_price"] == d["cost_usd_at_max_price"]:
         return ""
     return (
-        f" (range {_usd(d['cost_usd_low'])} to {_usd(d['cost_usd_high'])}"
-        f" at ${d['usd_per_gpu_hour_low']:,.2f} to ${d['usd_per_gpu_hour_high']:,.2f})"
+        f" (range {_usd(d['cost_usd_at_min_price'])} to {_usd(d['cost_usd_at_max_price'])}"
+        f" at ${d['min_usd_per_gpu_hour']:,.2f} to ${d['max_usd_per_gpu_hour']:,.2f})"
     )
 
 
@@ -382,8 +382,8 @@ def _cost_rows(d: dict[str, Any]) -> list[list[str]]:
         rows.append(
             [
                 "Owning",
-                f"{_usd(t['usd_per_system'])} per system ({_usd(t['usd_per_system_low'])} to "
-                f"{_usd(t['usd_per_system_high'])}) / {t['gpus_per_system']} GPUs over {t['amortisation_years']:g} "
+                f"{_usd(t['usd_per_system'])} per system ({_usd(t['min_usd_per_system'])} to "
+                f"{_usd(t['max_usd_per_system'])}) / {t['gpus_per_system']} GPUs over {t['amortisation_years']:g} "
                 f"years at {t['utilisation']:.0%}: ${t['capex_usd_per_gpu_hour']:,.2f} + power "
                 f"${t['power_usd_per_gpu_hour']:,.2f} + facility ${t['facility_usd_per_gpu_hour']:,.2f} per GPU-h",
             ]
@@ -474,7 +474,7 @@ def _basis(record: dict[str, Any]) -> str:
     """How a validated row's layout was set: reported, searched, or the dimensions its stack set (and the range)."""
     if not record["layout_assumed"]:
         return str(record["layout_basis"])
-    low, high = record["predicted_low"], record["predicted_high"]
+    low, high = record["min_predicted"], record["max_predicted"]
     return f"{'/'.join(record['layout_assumed'])} at {record['layout_basis']} ({_measure(low)}..{_measure(high)})"
 
 

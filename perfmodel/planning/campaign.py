@@ -42,7 +42,7 @@ SUMMED = re.compile(
     r"(?:^|[._])(?:tokens_to_train|time_to_train|gpu_hours|cost_usd|energy_kwh|expected_(?:unexpected_)?interruptions"
     r"|layouts_searched|checkpoint_writes|job_starts|co2e)(?:_|$)"
 )
-"""Whole-run quantities, by a word of their column's name: the campaign's is the phases' sum (`cost_usd_low`,
+"""Whole-run quantities, by a word of their column's name: the campaign's is the phases' sum (`cost_usd_at_min_price`,
 `gpu_hours_with_failures`, `time_to_train_with_losses_days` and `losses.stragglers_gpu_hours` alike)."""
 WEIGHTED = {
     "tokens_per_s": "time_to_train_s",
@@ -54,8 +54,8 @@ WEIGHTED = {
     "goodput": "time_to_train_with_failures_s",
     "usd_per_million_tokens": "tokens_to_train",
     "tokens_per_usd": "cost_usd",
-    "tokens_per_usd_low": "cost_usd_low",
-    "tokens_per_usd_high": "cost_usd_high",
+    "tokens_per_usd_at_min_price": "cost_usd_at_min_price",
+    "tokens_per_usd_at_max_price": "cost_usd_at_max_price",
     "joules_per_token": "tokens_to_train",
     "kwh_per_million_tokens": "tokens_to_train",
 }

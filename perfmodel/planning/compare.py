@@ -2,8 +2,9 @@
 
 Each target is `ID[:PRECISION]` (an accelerator id picks its usual system; a system id works too). Every row is a
 full prediction (its layout searched where the scenario leaves dimensions open) with ratios added:
-speedup_vs_first (throughput), perf_per_usd_vs_first (tokens per dollar; _low/_high with both systems at the low,
-resp. high end of their price quotes; _min/_max with each price anywhere in its range, the ratio's whole range),
+speedup_vs_first (throughput), perf_per_usd_vs_first (tokens per dollar; _at_min_price/_at_max_price with both
+systems at the low, resp. high end of their price quotes; _min/_max with each price anywhere in its range, the
+ratio's whole range; `_low/_high` names only ever an 80% interval, ARCHITECTURE.md's contract),
 energy per token, and scaling efficiency across GPU counts.
 """
 
@@ -28,7 +29,7 @@ from perfmodel.planning.request import (
     check_whole_nodes,
     load_request,
 )
-from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR
+from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
 
 
@@ -268,8 +269,9 @@ def with_ratios(predictions: Sequence[Result]) -> list[dict[str, Any]]:
     records = []
     for p, base in zip(predictions, scaling_bases(predictions), strict=True):
         record = p.to_dict()
-        prices = {"": p.price.usd_per_gpu_hour, "_low": p.price.low, "_high": p.price.high}
-        first_prices = {"": first.price.usd_per_gpu_hour, "_low": first.price.low, "_high": first.price.high}
+        prices = {"": p.price.usd_per_gpu_hour, AT_MIN_PRICE: p.price.minimum, AT_MAX_PRICE: p.price.maximum}
+        first_prices = {"": first.price.usd_per_gpu_hour, AT_MIN_PRICE: first.price.minimum,
+                        AT_MAX_PRICE: first.price.maximum}  # fmt: skip
         record["speedup_vs_first"] = p.tokens_per_s / first.tokens_per_s
         for suffix, price in prices.items():
             record[f"tokens_per_usd{suffix}"] = tokens_per_usd(p, price)
@@ -291,13 +293,17 @@ def _perf_per_usd_range(p: Result, first: Result, record: dict[str, Any]) -> dic
     """perf_per_usd_vs_first's range with each price anywhere in its low-high range: independent prices for two
     GPUs, one price moving for both rows of one GPU (then the ratios at both low and both high bound it)."""
     if p.hardware.accelerator.id == first.hardware.accelerator.id and p.price == first.price:
-        ends = [record["perf_per_usd_vs_first_low"], record["perf_per_usd_vs_first_high"]]
+        ends = [record[f"perf_per_usd_vs_first{AT_MIN_PRICE}"], record[f"perf_per_usd_vs_first{AT_MAX_PRICE}"]]
         if None in ends:
             return {"perf_per_usd_vs_first_min": None, "perf_per_usd_vs_first_max": None}
         return {"perf_per_usd_vs_first_min": min(ends), "perf_per_usd_vs_first_max": max(ends)}
     return {
-        "perf_per_usd_vs_first_min": _over(tokens_per_usd(p, p.price.high), tokens_per_usd(first, first.price.low)),
-        "perf_per_usd_vs_first_max": _over(tokens_per_usd(p, p.price.low), tokens_per_usd(first, first.price.high)),
+        "perf_per_usd_vs_first_min": _over(
+            tokens_per_usd(p, p.price.maximum), tokens_per_usd(first, first.price.minimum)
+        ),
+        "perf_per_usd_vs_first_max": _over(
+            tokens_per_usd(p, p.price.minimum), tokens_per_usd(first, first.price.maximum)
+        ),
     }
 
 

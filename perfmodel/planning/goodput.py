@@ -303,6 +303,6 @@ def with_failures(run: Run, result: Goodput) -> Run | None:
         return None if value is None else value * stretch
 
     return Run(
-        run.tokens, run.time_s * stretch, run.gpu_hours * stretch, scaled(run.cost_usd), scaled(run.cost_usd_low),
-        scaled(run.cost_usd_high), run.energy_kwh * stretch,
+        run.tokens, run.time_s * stretch, run.gpu_hours * stretch, scaled(run.cost_usd),
+        scaled(run.cost_usd_at_min_price), scaled(run.cost_usd_at_max_price), run.energy_kwh * stretch,
     )  # fmt: skip

@@ -308,12 +308,13 @@ def _figures(scenario: Any, ctx: Any, lv: Any, step: Any) -> Mapping[str, Any]:
             "gpu_hours": run.gpu_hours,
         }
     rows = len(step_s)
-    constant = {"usd_per_gpu_hour": price.usd_per_gpu_hour, "usd_per_gpu_hour_low": price.low,
-                "usd_per_gpu_hour_high": price.high, "price_source": price.source, "price_basis": price.basis,
+    constant = {"usd_per_gpu_hour": price.usd_per_gpu_hour, "min_usd_per_gpu_hour": price.minimum,
+                "max_usd_per_gpu_hour": price.maximum, "price_source": price.source, "price_basis": price.basis,
                 "price_note": price.note}  # fmt: skip
     figures |= {k: [v] * rows for k, v in constant.items()}
     if scenario.tokens is not None:
-        costs = {"cost_usd": run.cost_usd, "cost_usd_low": run.cost_usd_low, "cost_usd_high": run.cost_usd_high}
+        costs = {"cost_usd": run.cost_usd, "cost_usd_at_min_price": run.cost_usd_at_min_price,
+                 "cost_usd_at_max_price": run.cost_usd_at_max_price}  # fmt: skip
         figures |= {k: [None] * rows if v is None else v for k, v in costs.items()} | {"energy_kwh": run.energy_kwh}
     figures["pue"] = [scenario.cost.pue] * rows
     parts = (*BREAKDOWN, *(("ep_comm_exposed_s",) if ctx.model.is_moe else ()))

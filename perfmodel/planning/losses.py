@@ -145,8 +145,9 @@ def run_with_losses(run: Run, gpu_hours: Number, time_s: Number) -> Run:
     def scaled(value: Number | None) -> Number | None:
         return None if value is None else value * ratio
 
-    return Run(run.tokens, run.time_s + time_s, run.gpu_hours * ratio, scaled(run.cost_usd), scaled(run.cost_usd_low),
-               scaled(run.cost_usd_high), run.energy_kwh * ratio)  # fmt: skip
+    return Run(run.tokens, run.time_s + time_s, run.gpu_hours * ratio, scaled(run.cost_usd),
+               scaled(run.cost_usd_at_min_price), scaled(run.cost_usd_at_max_price),
+               run.energy_kwh * ratio)  # fmt: skip
 
 
 def losses(

@@ -41,8 +41,8 @@ class MeasuredRows:
         return {
             "measured_rows": len(self.errors_pct),
             "measured_error_pct_median": self.median_pct,
-            "measured_error_pct_low": min(self.errors_pct),
-            "measured_error_pct_high": max(self.errors_pct),
+            "measured_min_error_pct": min(self.errors_pct),
+            "measured_max_error_pct": max(self.errors_pct),
         }
 
     def note(self) -> str:

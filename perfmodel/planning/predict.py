@@ -177,15 +177,15 @@ class Prediction(Shown):
             "time_to_train_days": run.time_s / 86400 if run else None,
             "gpu_hours": run.gpu_hours if run else None,
             "usd_per_gpu_hour": self.price.usd_per_gpu_hour,
-            "usd_per_gpu_hour_low": self.price.low,
-            "usd_per_gpu_hour_high": self.price.high,
+            "min_usd_per_gpu_hour": self.price.minimum,
+            "max_usd_per_gpu_hour": self.price.maximum,
             "price_source": self.price.source,
             "price_basis": self.price.basis,
             "price_note": self.price.note,
             **self._price_distribution_dict(),
             "cost_usd": run.cost_usd if run else None,
-            "cost_usd_low": run.cost_usd_low if run else None,
-            "cost_usd_high": run.cost_usd_high if run else None,
+            "cost_usd_at_min_price": run.cost_usd_at_min_price if run else None,
+            "cost_usd_at_max_price": run.cost_usd_at_max_price if run else None,
             "energy_kwh": run.energy_kwh if run else None,
             "pue": self.scenario.cost.pue,
             **self._carbon_dict(),
@@ -289,8 +289,8 @@ class Prediction(Shown):
             "time_to_train_with_failures_days": failing.time_s / 86400 if failing else None,
             "gpu_hours_with_failures": failing.gpu_hours if failing else None,
             "cost_usd_with_failures": failing.cost_usd if failing else None,
-            "cost_usd_with_failures_low": failing.cost_usd_low if failing else None,
-            "cost_usd_with_failures_high": failing.cost_usd_high if failing else None,
+            "cost_usd_with_failures_at_min_price": failing.cost_usd_at_min_price if failing else None,
+            "cost_usd_with_failures_at_max_price": failing.cost_usd_at_max_price if failing else None,
             "energy_kwh_with_failures": failing.energy_kwh if failing else None,
         }
 
@@ -311,12 +311,12 @@ class Prediction(Shown):
         return record | {"interval_protocol": protocol} | self._run_interval_dict(low, high)
 
     def _run_interval_dict(self, low: float, high: float) -> dict[str, Any]:
-        """The time interval flowing into GPU-hours, energy and cost (at the on-demand price; `cost_usd_low/high`
-        are the price range), all proportional to the run's time; new keys after the time interval's."""
+        """The time interval flowing into GPU-hours, energy and cost (at the quoted price; the price range's ends are
+        `cost_usd_at_min_price/_at_max_price`), all proportional to the run's time; new keys after the time's."""
         if self.run is None:
             return {}
         run = self.run
-        quantities = {"gpu_hours": run.gpu_hours, "energy_kwh": run.energy_kwh, "cost_usd_interval": run.cost_usd}
+        quantities = {"gpu_hours": run.gpu_hours, "energy_kwh": run.energy_kwh, "cost_usd": run.cost_usd}
         return {f"{name}_{side}": None if value is None else value * factor for name, value in quantities.items()
                 for side, factor in (("low", low), ("high", high))}  # fmt: skip
 

@@ -44,8 +44,8 @@ class Ownership:
     """What owning costs: the system's price range and the parts of the cost per GPU-hour."""
 
     usd_per_system: float
-    usd_per_system_low: float
-    usd_per_system_high: float
+    min_usd_per_system: float
+    max_usd_per_system: float
     source: str
     gpus_per_system: int
     cost: Cost
@@ -61,8 +61,8 @@ class Ownership:
     def price(self) -> Price:
         return Price(
             self.per_gpu_hour(self.usd_per_system),
-            self.per_gpu_hour(self.usd_per_system_low),
-            self.per_gpu_hour(self.usd_per_system_high),
+            self.per_gpu_hour(self.min_usd_per_system),
+            self.per_gpu_hour(self.max_usd_per_system),
             f"owned: {self.source}, over {self.cost.amortisation_years:g} years at {self.cost.utilisation:.0%}",
             "owned",
             f"purchase over {self.cost.amortisation_years:g} years at {self.cost.utilisation:.0%}, power, facility",
@@ -74,8 +74,8 @@ class Ownership:
                                        c.utilisation, 0.0, c.pue, c.usd_per_kwh, 0.0)  # fmt: skip
         return {
             "usd_per_system": self.usd_per_system,
-            "usd_per_system_low": self.usd_per_system_low,
-            "usd_per_system_high": self.usd_per_system_high,
+            "min_usd_per_system": self.min_usd_per_system,
+            "max_usd_per_system": self.max_usd_per_system,
             "usd_per_system_source": self.source,
             "gpus_per_system": self.gpus_per_system,
             "amortisation_years": c.amortisation_years,

@@ -11,11 +11,16 @@ SECONDS_PER_HOUR = 3600.0
 JOULES_PER_KWH = 3.6e6
 
 
+AT_MIN_PRICE, AT_MAX_PRICE = "_at_min_price", "_at_max_price"
+"""The suffixes of a figure at the low and the high end of its price range (`cost_usd_at_min_price`); never
+`_low/_high`, which name only an 80% interval (ARCHITECTURE.md's output contract)."""
+
+
 @dataclass(frozen=True)
 class Price:
     usd_per_gpu_hour: float | None
-    low: float | None
-    high: float | None
+    minimum: float | None
+    maximum: float | None
     source: str
     basis: str = "quoted"
     """'list' (published on-demand), 'estimate' (derived), 'quoted' (the user's), 'owned' (--buy) or 'none'."""
@@ -65,8 +70,8 @@ class Run(NamedTuple):
     time_s: float
     gpu_hours: float
     cost_usd: float | None
-    cost_usd_low: float | None
-    cost_usd_high: float | None
+    cost_usd_at_min_price: float | None
+    cost_usd_at_max_price: float | None
     energy_kwh: float
 
 
@@ -78,5 +83,5 @@ def training_run(tokens: float, time_s: float, n_gpus: int, price: Price, power_
     def cost(rate: float | None) -> float | None:
         return None if rate is None else gpu_hours * rate
 
-    return Run(tokens, time_s, gpu_hours, cost(price.usd_per_gpu_hour), cost(price.low), cost(price.high),
+    return Run(tokens, time_s, gpu_hours, cost(price.usd_per_gpu_hour), cost(price.minimum), cost(price.maximum),
                n_gpus * power_w * time_s * pue / JOULES_PER_KWH)  # fmt: skip

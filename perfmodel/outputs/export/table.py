@@ -30,7 +30,15 @@ from perfmodel.planning.campaign import Campaign, Result, totals
 from perfmodel.planning.losses import Losses
 from perfmodel.planning.predict import Prediction, model_flops_per_token
 from perfmodel.planning.tco import DEFAULT_USD_PER_KWH, USD_PER_KWH_SOURCE
-from perfmodel.planning.training import JOULES_PER_KWH, SECONDS_PER_HOUR, Price, Run, training_run
+from perfmodel.planning.training import (
+    AT_MAX_PRICE,
+    AT_MIN_PRICE,
+    JOULES_PER_KWH,
+    SECONDS_PER_HOUR,
+    Price,
+    Run,
+    training_run,
+)
 
 __all__ = [
     "DEFAULT_USD_PER_KWH", "USD_PER_KWH_SOURCE", "Column", "ExportRow", "Line", "TotalRow", "all_columns",
@@ -38,10 +46,10 @@ __all__ = [
 ]  # fmt: skip
 
 OPTIONAL_INPUTS = (
-    "tokens_to_train", "usd_per_gpu_hour", "usd_per_gpu_hour_low", "usd_per_gpu_hour_high", "goodput",
+    "tokens_to_train", "usd_per_gpu_hour", "min_usd_per_gpu_hour", "max_usd_per_gpu_hour", "goodput",
     "usd_per_system", "failures_per_million_gpu_hours", "interval_factor_low", "interval_factor_high",
-    "time_to_train_s", "time_to_train_with_failures_s", "gpu_hours", "cost_usd", "cost_usd_low", "cost_usd_high",
-    "energy_kwh",
+    "time_to_train_s", "time_to_train_with_failures_s", "gpu_hours", "cost_usd", "cost_usd_at_min_price",
+    "cost_usd_at_max_price", "energy_kwh",
 )  # fmt: skip
 """Inputs a result may lack (no token budget given; no public price; the goodput model off, or a run that never
 ends), and the results empty without them that the loss formulas read: formulas that need them show empty."""
@@ -146,7 +154,7 @@ def _gemm_format(row: ExportRow) -> str:
 def _run(s: Symbols) -> Run:
     """The model's own run arithmetic on symbols: throughput per GPU is kept, the GPU count is an input; the time is
     the tokens over the throughput plus what a benchmark adds (evaluations, run overhead), as in predict.py."""
-    price = Price(s["usd_per_gpu_hour"], s["usd_per_gpu_hour_low"], s["usd_per_gpu_hour_high"], "symbolic")
+    price = Price(s["usd_per_gpu_hour"], s["min_usd_per_gpu_hour"], s["max_usd_per_gpu_hour"], "symbolic")
     time_s = s["tokens_to_train"] / (s["tokens_per_s_per_gpu"] * s["n_gpus"]) + s["extra_time_s"]
     return training_run(s["tokens_to_train"], time_s, s["n_gpus"], price, s["power_w_per_gpu"], s["pue"])
 
@@ -323,19 +331,19 @@ COLUMNS: tuple[Column, ...] = (
     Column("n_gpus", "GPUs", "inputs", _d("n_gpus"), None, "#,##0", editable=True),
     Column("usd_per_gpu_hour", "Price (USD per GPU-hour)", "inputs", _d("usd_per_gpu_hour"), None, "0.00", True),
     Column(
-        "usd_per_gpu_hour_low",
-        "Price, low (USD per GPU-hour)",
+        "min_usd_per_gpu_hour",
+        "Price, low end of its range (USD per GPU-hour)",
         "inputs",
-        _d("usd_per_gpu_hour_low"),
+        _d("min_usd_per_gpu_hour"),
         None,
         "0.00",
         True,
     ),
     Column(
-        "usd_per_gpu_hour_high",
-        "Price, high (USD per GPU-hour)",
+        "max_usd_per_gpu_hour",
+        "Price, high end of its range (USD per GPU-hour)",
         "inputs",
-        _d("usd_per_gpu_hour_high"),
+        _d("max_usd_per_gpu_hour"),
         None,
         "0.00",
         True,
@@ -384,19 +392,19 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpu_hours", "GPU-hours", "results", _run_value("gpu_hours"), lambda s: _run(s).gpu_hours, "#,##0"),
     Column("cost_usd", "Cost (USD)", "results", _run_value("cost_usd"), lambda s: _run(s).cost_usd, "$#,##0"),
     Column(
-        "cost_usd_low",
-        "Cost, low (USD)",
+        "cost_usd_at_min_price",
+        "Cost at the low price (USD)",
         "results",
-        _run_value("cost_usd_low"),
-        lambda s: _run(s).cost_usd_low,
+        _run_value("cost_usd_at_min_price"),
+        lambda s: _run(s).cost_usd_at_min_price,
         "$#,##0",
     ),
     Column(
-        "cost_usd_high",
-        "Cost, high (USD)",
+        "cost_usd_at_max_price",
+        "Cost at the high price (USD)",
         "results",
-        _run_value("cost_usd_high"),
-        lambda s: _run(s).cost_usd_high,
+        _run_value("cost_usd_at_max_price"),
+        lambda s: _run(s).cost_usd_at_max_price,
         "$#,##0",
     ),
     Column(
@@ -582,8 +590,9 @@ GOODPUT_COLUMNS: tuple[Column, ...] = (
     ),
     Column("time_to_train_with_failures_s", "Time to train with failures (s)", "results", _failing("time_s"),
            _over_goodput("time_s"), "#,##0"),
-    *(Column(f"cost_usd_with_failures{side}", f"Cost with failures, {side[1:]} price (USD)", "results",
-             _failing(f"cost_usd{side}"), _over_goodput(f"cost_usd{side}"), "$#,##0") for side in ("_low", "_high")),
+    *(Column(f"cost_usd_with_failures{side}", f"Cost with failures at the {end} price (USD)", "results",
+             _failing(f"cost_usd{side}"), _over_goodput(f"cost_usd{side}"), "$#,##0")
+      for side, end in ((AT_MIN_PRICE, "low"), (AT_MAX_PRICE, "high"))),
     Column("usd_per_million_tokens_with_failures", "Cost per million tokens with failures (USD)", "results",
            lambda row, _k: row.data.get("usd_per_million_tokens_with_failures"),
            lambda s: _run(s).cost_usd / s["goodput"] / s["tokens_to_train"] * 1e6, "0.000"),
@@ -649,8 +658,8 @@ def _number(cell: Any) -> Any:
 def _with_losses(s: Symbols) -> Run:
     """losses.run_with_losses on the cells: the run with every loss, each adding its GPU-hours over the row's GPUs
     to the wall time but spare GPUs (held beside the job)."""
-    run = Run(s["tokens_to_train"], s["time_to_train_s"], s["gpu_hours"], s["cost_usd"], s["cost_usd_low"],
-              s["cost_usd_high"], s["energy_kwh"])  # fmt: skip
+    run = Run(s["tokens_to_train"], s["time_to_train_s"], s["gpu_hours"], s["cost_usd"], s["cost_usd_at_min_price"],
+              s["cost_usd_at_max_price"], s["energy_kwh"])  # fmt: skip
     lost = s["losses.total_gpu_hours"]
     spare = _number(s["losses.spare_gpu_hours"]) if "losses.spare_gpu_hours" in s else 0
     return losses.run_with_losses(run, lost, (lost - spare) * SECONDS_PER_HOUR / s["n_gpus"])
@@ -883,7 +892,7 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
     *_bounds("time_to_train_min", "Time to train (min)", _time(60.0), "#,##0.0"),
     *_bounds("gpu_hours", "GPU-hours", lambda s: _run(s).gpu_hours, "#,##0"),
     *_bounds("energy_kwh", "Energy (kWh)", lambda s: _run(s).energy_kwh, "#,##0"),
-    *_bounds("cost_usd_interval", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
+    *_bounds("cost_usd", "Cost (USD)", lambda s: _run(s).cost_usd, "$#,##0"),
     *(
         Column(
             f"quantile_factor_{q}",
@@ -917,11 +926,15 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
 )
 
 
+PRICE_KEYS = {"": "usd_per_gpu_hour", AT_MIN_PRICE: "min_usd_per_gpu_hour", AT_MAX_PRICE: "max_usd_per_gpu_hour"}
+"""The price column a figure's suffix prices it at: the quoted price, or its range's low or high end."""
+
+
 def _tokens_per_usd(suffix: str) -> Callable[..., Any]:
     """Tokens bought by one US dollar at the price (compare.py's tokens_per_usd on the cells)."""
 
     def formula(s: Symbols, prefix: str = "") -> Any:
-        return s[f"{prefix}tokens_per_s_per_gpu"] * SECONDS_PER_HOUR / s[f"{prefix}usd_per_gpu_hour{suffix}"]
+        return s[f"{prefix}tokens_per_s_per_gpu"] * SECONDS_PER_HOUR / s[f"{prefix}{PRICE_KEYS[suffix]}"]
 
     return formula
 
@@ -933,15 +946,17 @@ def _joules_per_token(s: Symbols, prefix: str = "") -> Any:
 
 def _priced(suffix: str) -> Callable[[ExportRow, float], Any]:
     def read(row: ExportRow, _usd_per_kwh: float) -> float | None:
-        price = {"": row.prediction.price.usd_per_gpu_hour, "_low": row.prediction.price.low}
-        return compare.tokens_per_usd(row.prediction, price.get(suffix, row.prediction.price.high))
+        price = row.prediction.price
+        at = {"": price.usd_per_gpu_hour, AT_MIN_PRICE: price.minimum, AT_MAX_PRICE: price.maximum}
+        return compare.tokens_per_usd(row.prediction, at[suffix])
 
     return read
 
 
 VALUE_COLUMNS: tuple[Column, ...] = (
     *(Column(f"tokens_per_usd{sfx}", f"Tokens per USD{label}", "results", _priced(sfx), _tokens_per_usd(sfx),
-             "#,##0") for sfx, label in (("", ""), ("_low", " at the low price"), ("_high", " at the high price"))),
+             "#,##0")
+      for sfx, label in (("", ""), (AT_MIN_PRICE, " at the low price"), (AT_MAX_PRICE, " at the high price"))),
     Column("joules_per_token", "Energy per token (J)", "results",
            lambda row, _k: compare.joules_per_token(row.prediction), _joules_per_token, "0.000"),
     Column("kwh_per_million_tokens", "Energy per million tokens (kWh)", "results",
@@ -978,7 +993,7 @@ RATIO_COLUMNS: tuple[Column, ...] = (
     *(Column(f"perf_per_usd_vs_first{sfx}", f"Perf per USD vs first{label}", "results",
              _ratio(f"perf_per_usd_vs_first{sfx}"), _vs_first(_tokens_per_usd(sfx)), '0.00"x"',
              total=_of_totals(f"tokens_per_usd{sfx}"))
-      for sfx, label in (("", ""), ("_low", ", both at low prices"), ("_high", ", both at high prices"))),
+      for sfx, label in (("", ""), (AT_MIN_PRICE, ", both at low prices"), (AT_MAX_PRICE, ", both at high prices"))),
     Column("energy_per_token_vs_first", "Energy per token vs first", "results", _ratio("energy_per_token_vs_first"),
            _vs_first(_joules_per_token), '0.00"x"', total=_of_totals("joules_per_token")),
     Column("scaling_efficiency", "Scaling efficiency (per-GPU throughput vs the system's smallest size)", "results",

@@ -262,18 +262,18 @@ function summary(p) {
     row("Time to train, days", cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(lowDays), number(highDays))),
     row("… with failures and losses, days", cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days")),
     row("GPU-hours", cell(p.gpu_hours, number(p.gpu_hours), "gpu_hours", number(p.gpu_hours_low), number(p.gpu_hours_high))),
-    row(`Cost at ${usd(p.usd_per_gpu_hour)}/GPU-hour`, cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_interval_low), usd(p.cost_usd_interval_high))),
+    row(`Cost at ${usd(p.usd_per_gpu_hour)}/GPU-hour`, cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high))),
     ...priceRange(p),
     row("Energy, MWh", cell(p.energy_kwh, number(p.energy_kwh / 1000), "energy_kwh")),
   ]);
 }
 
 // The cost at the price's low and high quote: which offer is bought, not a chance, so a row of its own and never
-// shown as the 80% range (cost_usd_low/high are the price range; cost_usd_interval_low/high the model's 80% range).
+// shown as the 80% range (cost_usd_at_min_price/_at_max_price are the price range; cost_usd_low/high the model's 80% range).
 function priceRange(p) {
-  const low = p.usd_per_gpu_hour_low, high = p.usd_per_gpu_hour_high;
+  const low = p.min_usd_per_gpu_hour, high = p.max_usd_per_gpu_hour;
   if (low === null || low === undefined || high === null || high === undefined || low === high) return [];
-  return [row(`Cost at the low and high price (${usd(low)} to ${usd(high)}/GPU-hour)`, element("td", `${usd(p.cost_usd_low)} – ${usd(p.cost_usd_high)}`))];
+  return [row(`Cost at the low and high price (${usd(low)} to ${usd(high)}/GPU-hour)`, element("td", `${usd(p.cost_usd_at_min_price)} – ${usd(p.cost_usd_at_max_price)}`))];
 }
 
 // The parts the step time is the sum of (physics/step.py BREAKDOWN, then a MoE model's exposed expert all-to-all,
@@ -324,7 +324,7 @@ function drawCompare(rows) {
     tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
-      cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_interval_low), usd(p.cost_usd_interval_high)),
+      cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high)),
       cell(p.speedup_vs_first, `${number(p.speedup_vs_first)}×`, "speedup_vs_first"), cell(p.perf_per_usd_vs_first, `${number(p.perf_per_usd_vs_first)}×`, "perf_per_usd_vs_first"));
     return tr;
   });
@@ -351,7 +351,7 @@ function drawPlan(report) {
       cell(c.n_gpus, whole(c.n_gpus), "n_gpus"),
       cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
     if (atConfidence) tr.append(cell(c.time_to_train_days_at_confidence, number(c.time_to_train_days_at_confidence), "time_to_train_days_at_confidence"));
-    tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_interval_low), usd(c.cost_usd_interval_high)));
+    tr.append(cell(c.cost_usd, usd(c.cost_usd), "cost_usd", usd(c.cost_usd_low), usd(c.cost_usd_high)));
     if (atConfidence) tr.append(cell(c.cost_usd_at_confidence, usd(c.cost_usd_at_confidence), "cost_usd_at_confidence"));
     tr.append(cell(c.p_meet_deadline, chance(c.p_meet_deadline), "p_meet_deadline"),
       cell(c.p_within_budget, chance(c.p_within_budget), "p_within_budget"));
