@@ -52,6 +52,11 @@ PAGE_SLACK = 0.93
 """Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
 page that held less than counted would break early, its first rows without their section's name."""
 EDITABLE_FILL = "#FFF2CC"
+NOTES = {
+    "results": "Values in grey italics are the model's per-step results; the rest are live formulas.",
+    "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
+}
+"""The line under a data sheet's title that says what its cells are."""
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
     "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
@@ -267,11 +272,22 @@ def _ordered(widths: dict[str, float]) -> list[float]:
     return [widths.get(_letter(i), 8.43) for i in range(1, 1 + max(map(_index, widths)))]
 
 
-def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any) -> None:
-    """A sentence across the columns of the sheet's first printed page (row `row`, 0-based), wrapped to fit."""
-    last = printing.on_first_page(widths) - 1
-    ws.merge_range(row, 0, row, last, text, look)
-    ws.set_row(row, printing.LINE_PT * printing.lines(text, sum(widths[: last + 1])))
+def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0) -> None:
+    """A sentence across the columns of the sheet's first printed page from column `first` (row `row`, 0-based),
+    wrapped to fit."""
+    last = max(printing.on_first_page(widths) - 1, first)
+    ws.merge_range(row, first, row, last, text, look)
+    ws.set_row(row, printing.LINE_PT * printing.lines(text, sum(widths[first : last + 1])))
+
+
+def _title(ws: Any, sheet: str, title: str, big: Any, note: str = "") -> None:
+    """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B:
+    the whole title in A1 was cut at column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'),
+    and each page's header carries the title whole (printing.set_up)."""
+    ws.write_string("A1", sheet, big)
+    ws.write_string("B1", title, big)
+    if note:
+        ws.write_string("B2", note)
 
 
 def _lines(texts: Sequence[Any], chars: float) -> list[int]:
@@ -359,15 +375,16 @@ def write_xlsx(
     inputs = sheets["Inputs"]
 
     # Inputs: the shared defaults under the rows, one per result above.
-    inputs.write_string("A1", f"Inputs: {title}", big)
+    _title(inputs, "Inputs", title, big)
     shared = [c for c in columns if c.shared_default]
     label_width = printing.width("Result", [line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
     grid = _Grid(columns, lines, defaults)
-    note = "Defaults: each result's cell above links here unless it differs"
-    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True))
+    note = "Defaults: each result's cell above links here unless it differs"  # wrapped in column A, which every
+    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # page repeats
+    inputs.set_row(HEADER_ROW + 2 + len(lines), printing.LINE_PT * printing.lines(note, label_width))
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
@@ -386,13 +403,7 @@ def write_xlsx(
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
         if sheet_key != "inputs":
-            ws.write_string("A1", f"{sheet_name}: {title}", big)
-        if sheet_key == "results":
-            ws.write_string(
-                "A2", "Values in grey italics are the model's per-step results; the rest are live formulas."
-            )
-        if sheet_key == "details":
-            ws.write_string("A2", "The rest of perfmodel's record of each result, as exported: values, not recomputed.")
+            _title(ws, sheet_name, title, big, NOTES.get(sheet_key, ""))
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
@@ -447,7 +458,7 @@ def write_xlsx(
         printing.set_up(ws, _ordered(sheet_widths), title, (HEADER_ROW - 1, HEADER_ROW))
         _heights(ws, tall[name])
     edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
-    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"))
+    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"), first=1)
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
