@@ -181,6 +181,8 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
             assert not [word for word, _ in words if "###" in word], f"{name}.pdf page {number}: ###"
         sheets = [_sheet(words) for words in pages]
         summary = pages[: sheets.index("Inputs")]  # the first sheet's pages, before the one that begins the Inputs
+        if systems == rows:  # one line per system: the Details of three results print on 3 pages (9 a row each)
+            assert sheets.count("Details") <= 3, f"{name}: the Details print on {sheets.count('Details')} pages"
         assert len(summary) == 1, f"{name}: the Summary prints on {len(summary)} pages"
         printed = [word for word, _ in summary[0]]
         assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden
