@@ -274,7 +274,7 @@ COLUMNS: tuple[Column, ...] = (
             row.prediction.model, row.prediction.scenario, row.prediction.layout.seq_len
         ),
         None,
-        "0.000E+00",
+        '#,##0.0,,," GFLOP"',  # 291.8 GFLOP, not 2.918E+11
     ),
     Column(
         "model_tflops_per_gpu",
@@ -311,8 +311,8 @@ COLUMNS: tuple[Column, ...] = (
     *(
         Column(key, header, "results", _d(key), _over_bf16_peak, RATIO_FORMAT)
         for key, header in (
-            ("mfu", "Model FLOP/s over dense BF16 peak (x; NVIDIA's MFU basis, above 1 below BF16)"),
-            ("mfu_bf16", "Model FLOP/s over dense BF16 peak (x; same as mfu)"),
+            ("mfu", "MFU of the BF16 peak (x; NVIDIA's basis, above 1 below BF16)"),
+            ("mfu_bf16", "The same, under the key mfu_bf16 (x)"),
         )
     ),
     *(
