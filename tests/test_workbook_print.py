@@ -63,6 +63,15 @@ def test_a_sheet_printed_across_pages_names_itself_in_column_a(books: dict[str, 
     assert book["Results"].print_title_cols == "$A:$A"  # the sheet that prints across pages (about 90 columns)
 
 
+def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
+    """The price source (~130 characters, the same on every phase) wrapped on 5 lines in 28 characters: a campaign's
+    phases were 60-75 points tall each on Inputs, which printed on 6 pages (now 4). Twice as wide, 2 lines."""
+    ws = openpyxl.load_workbook(books["campaign"])["Inputs"]
+    column = next(c.column_letter for c in ws[5] if c.value == "price_source")
+    assert len(ws[f"{column}6"].value) > 100 and ws.column_dimensions[column].width >= 2 * printing.WIDEST_TEXT
+    assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 18))
+
+
 def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_page(books: dict[str, Path]) -> None:
     """A run's section name (~120 characters) wrapped to six lines on each of its ~30 rows: the compare workbook's
     Assumptions printed on 24 pages (22 now). Its first row and the first on each page (the page breaks are set)

@@ -64,6 +64,8 @@ NOTES = {
     "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
 }
 """The line under a data sheet's title that says what its cells are."""
+LONG_TEXT = 80
+"""Characters: a text column with a longer text is twice WIDEST_TEXT wide (`_width`)."""
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
     "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
@@ -269,9 +271,14 @@ def _number_format(column: Column, values: Sequence[Any], unit: bool = True) -> 
 
 
 def _width(column: Column, values: Sequence[Any], number_format: str | None = None) -> float:
-    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`."""
+    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`; a
+    long text (LONG_TEXT) twice WIDEST_TEXT: the price source, ~130 characters, wrapped on 5 lines in 28 made each
+    of a campaign's 11 phases 75 points tall on Inputs (6 pages; now 3 lines)."""
     shown_as = number_format or _number_format(column, values)
-    return printing.width(column.header, (printing.shown(v, shown_as) for v in values))
+    texts = [printing.shown(v, shown_as) for v in values]
+    chars = printing.width(column.header, texts)
+    long = column.key != "label" and any(len(text) > LONG_TEXT for text in texts)  # a label heads every page
+    return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
 
 
 def _wraps(values: Sequence[Any]) -> dict[str, Any]:
@@ -394,8 +401,8 @@ def write_xlsx(
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
     grid = _Grid(columns, lines, defaults)
-    note = "Defaults: each result's cell above links here unless it differs"  # wrapped in column A, which every
-    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # page repeats
+    note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
+    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
     inputs.set_row(HEADER_ROW + 2 + len(lines), printing.LINE_PT * printing.lines(note, label_width))
     for column in shared:
         r = defaults[column.key]
