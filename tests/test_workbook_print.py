@@ -72,6 +72,17 @@ def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
     assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 18))
 
 
+def test_every_ratio_to_the_first_row_reads_as_one(books: dict[str, Path]) -> None:
+    """Compare's perf per USD range (its own columns) printed in General, 0.6077105222493.23243943433 across two
+    columns: every `_vs_first` ratio, 1.00x."""
+    ws = openpyxl.load_workbook(books["compare"])["Results"]
+    ratios = [c.column for c in ws[5] if isinstance(c.value, str) and "_vs_first" in c.value]
+    assert len(ratios) >= 6  # speedup, perf per USD (3), energy per token and the range's two ends
+    for column in ratios:
+        cell = ws.cell(7, column)
+        assert cell.number_format == '0.00"x"', ws.cell(5, column).value
+
+
 def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_page(books: dict[str, Path]) -> None:
     """A run's section name (~120 characters) wrapped to six lines on each of its ~30 rows: the compare workbook's
     Assumptions printed on 24 pages (22 now). Its first row and the first on each page (the page breaks are set)

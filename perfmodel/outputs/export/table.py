@@ -1039,7 +1039,13 @@ def extra_columns(lines: list[Line], own: Sequence[Column] = ()) -> list[Column]
     for line in lines:
         recorded = line.record if isinstance(line, ExportRow) else {}
         keys |= dict.fromkeys(k for k in line.extra if k not in BY_KEY and k not in recorded and k not in taken)
-    return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
+    return [Column(k, k.replace("_", " "), "results", _extra(k), None, _extra_format(k)) for k in keys]
+
+
+def _extra_format(key: str) -> str:
+    """A ratio to the first row as the RATIO_COLUMNS show theirs (compare's perf per USD range printed
+    0.6077105222493.23243943433, two General numbers filling their columns); anything else General."""
+    return RATIO_FORMAT if "_vs_first" in key else "General"
 
 
 def _extra(key: str) -> Callable[[ExportRow, float], Any]:
