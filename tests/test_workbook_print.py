@@ -51,6 +51,38 @@ def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
         assert book[name].row_dimensions[5].hidden, name  # the keys: for programs, not printed
 
 
+def test_a_sheet_printed_across_pages_names_itself_in_column_a(books: dict[str, Path]) -> None:
+    """Column A repeats on every page of a sheet too wide for one: the whole title there was cut at its edge on the
+    second page on ('Breakdown: DeepSeek-V3 6'). Column A holds the sheet's name alone, the title and its note start
+    in column B (the page header carries the title on every page)."""
+    book = openpyxl.load_workbook(books["compare"])
+    for name in ("Inputs", "Results", "Breakdown", "Details"):
+        ws = book[name]
+        assert ws["A1"].value == name and "Llama 3.1 405B: comparison" in ws["B1"].value, name
+        assert ws["A2"].value is None, name  # the note under the title: from column B too
+    assert book["Results"].print_title_cols == "$A:$A"  # the sheet that prints across pages (about 90 columns)
+
+
+def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
+    """The price source (~130 characters, the same on every phase) wrapped on 5 lines in 28 characters: a campaign's
+    phases were 60-75 points tall each on Inputs, which printed on 6 pages (now 4). Twice as wide, 2 lines."""
+    ws = openpyxl.load_workbook(books["campaign"])["Inputs"]
+    column = next(c.column_letter for c in ws[5] if c.value == "price_source")
+    assert len(ws[f"{column}6"].value) > 100 and ws.column_dimensions[column].width >= 2 * printing.WIDEST_TEXT
+    assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 18))
+
+
+def test_every_ratio_to_the_first_row_reads_as_one(books: dict[str, Path]) -> None:
+    """Compare's perf per USD range (its own columns) printed in General, 0.6077105222493.23243943433 across two
+    columns: every `_vs_first` ratio, 1.00x."""
+    ws = openpyxl.load_workbook(books["compare"])["Results"]
+    ratios = [c.column for c in ws[5] if isinstance(c.value, str) and "_vs_first" in c.value]
+    assert len(ratios) >= 6  # speedup, perf per USD (3), energy per token and the range's two ends
+    for column in ratios:
+        cell = ws.cell(7, column)
+        assert cell.number_format == '0.00"x"', ws.cell(5, column).value
+
+
 def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_page(books: dict[str, Path]) -> None:
     """A run's section name (~120 characters) wrapped to six lines on each of its ~30 rows: the compare workbook's
     Assumptions printed on 24 pages (22 now). Its first row and the first on each page (the page breaks are set)
@@ -135,6 +167,11 @@ def _pdf_words(pdf: Path) -> list[list[tuple[str, float]]]:
     ]
 
 
+def _sheet(words: list[tuple[str, float]]) -> str:
+    """The sheet a printed page belongs to: the last word of its header line (`&A`), before the page's first row."""
+    return next(word for word, _ in words if word in (*DATA_SHEETS, "Assumptions", "Sources"))
+
+
 def _reference(folder: Path) -> Path:
     """A workbook of 11-pt type printed at 100%: its word height is what 11 pt measures (fonts differ by machine)."""
     import xlsxwriter
@@ -162,8 +199,10 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
             smallest = min(height for _, height in words) / per_point
             assert smallest >= SMALLEST_PT, f"{name}.pdf page {number}: {smallest:.1f} pt"
             assert not [word for word, _ in words if "###" in word], f"{name}.pdf page {number}: ###"
-        inputs = next(number for number, words in enumerate(pages) if "Inputs:" in [word for word, _ in words])
-        summary = pages[:inputs]  # the first sheet's pages, before the one that begins the Inputs sheet
+        sheets = [_sheet(words) for words in pages]
+        summary = pages[: sheets.index("Inputs")]  # the first sheet's pages, before the one that begins the Inputs
+        if systems == rows:  # one line per system: the Details of three results print on 3 pages (9 a row each)
+            assert sheets.count("Details") <= 3, f"{name}: the Details print on {sheets.count('Details')} pages"
         assert len(summary) == 1, f"{name}: the Summary prints on {len(summary)} pages"
         printed = [word for word, _ in summary[0]]
         assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden

@@ -21,6 +21,12 @@ def cells_by_key(
     found = {}
     for sheet in sheets:
         ws = book[sheet]
+        if sheet == "Details":  # a row per key, its key in the last column (headed "Key"), a column per line
+            keys = next(cell.column for cell in ws[4] if cell.value == "Key")
+            for row in range(6, ws.max_row + 1):
+                for index in range(keys - 2):
+                    found[(ws.cell(row, keys).value, index)] = (sheet, f"{ws.cell(row, 2 + index).column_letter}{row}")
+            continue
         for cell in ws[5]:
             if isinstance(cell.value, str) and cell.column > 1:
                 for index in range(ws.max_row - 5):

@@ -282,7 +282,7 @@ COLUMNS: tuple[Column, ...] = (
             row.prediction.model, row.prediction.scenario, row.prediction.layout.seq_len
         ),
         None,
-        "0.000E+00",
+        '#,##0.0,,," GFLOP"',  # 291.8 GFLOP, not 2.918E+11
     ),
     Column(
         "model_tflops_per_gpu",
@@ -319,8 +319,8 @@ COLUMNS: tuple[Column, ...] = (
     *(
         Column(key, header, "results", _d(key), _over_bf16_peak, RATIO_FORMAT)
         for key, header in (
-            ("mfu", "Model FLOP/s over dense BF16 peak (x; NVIDIA's MFU basis, above 1 below BF16)"),
-            ("mfu_bf16", "Model FLOP/s over dense BF16 peak (x; same as mfu)"),
+            ("mfu", "MFU of the BF16 peak (x; NVIDIA's basis, above 1 below BF16)"),
+            ("mfu_bf16", "The same, under the key mfu_bf16 (x)"),
         )
     ),
     *(
@@ -1054,7 +1054,13 @@ def extra_columns(lines: list[Line], own: Sequence[Column] = ()) -> list[Column]
     for line in lines:
         recorded = line.record if isinstance(line, ExportRow) else {}
         keys |= dict.fromkeys(k for k in line.extra if k not in BY_KEY and k not in recorded and k not in taken)
-    return [Column(k, k.replace("_", " "), "results", _extra(k)) for k in keys]
+    return [Column(k, k.replace("_", " "), "results", _extra(k), None, _extra_format(k)) for k in keys]
+
+
+def _extra_format(key: str) -> str:
+    """A ratio to the first row as the RATIO_COLUMNS show theirs (compare's perf per USD range printed
+    0.6077105222493.23243943433, two General numbers filling their columns); anything else General."""
+    return RATIO_FORMAT if "_vs_first" in key else "General"
 
 
 def _extra(key: str) -> Callable[[ExportRow, float], Any]:

@@ -10,7 +10,8 @@ Sheets:
   validation).
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
 - Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
-- Details: the rest of each prediction's record (outputs/record.py), values under their schema names.
+- Details: the rest of each prediction's record (outputs/record.py), values under their schema names: a row per
+  value (its heading in column A, its key in a hidden column), a column per result.
 - Assumptions: every hardware figure with its source, the efficiency parameters, the run's own assumptions.
 - Sources: the public documents the Assumptions cite by key (S1, S2, ...).
 
@@ -46,12 +47,25 @@ from perfmodel.planning.campaign import incurred, total_rule
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
+DETAIL_HEADING_CHARS = 60.0
+"""The Details' heading column: a 190-character heading on 3-4 lines."""
+DETAILS_FIRST = 2
+"""The Details sheet's first result column (B): it has a row per key, its heading in A, so that a
+prediction's 50-odd details print on 2 pages, not 9 pages across (their 190-character headings and the nearest
+measured run's 215-character text wrapped in 28-character columns, 105-120-point rows)."""
 HEADING: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
 """A heading's look on every sheet (a column's alignment added: `_alignment`)."""
 PAGE_SLACK = 0.93
 """Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
 page that held less than counted would break early, its first rows without their section's name."""
 EDITABLE_FILL = "#FFF2CC"
+NOTES = {
+    "results": "Values in grey italics are the model's per-step results; the rest are live formulas.",
+    "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
+}
+"""The line under a data sheet's title that says what its cells are."""
+LONG_TEXT = 80
+"""Characters: a text column with a longer text is twice WIDEST_TEXT wide (`_width`)."""
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
     "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
@@ -100,6 +114,7 @@ class _Grid:
 
     def __init__(self, columns: Sequence[Column], lines: list[Line], defaults: dict[str, int]) -> None:
         self.position: dict[str, tuple[str, str]] = {}
+        self.rows: dict[str, int] = {}  # a Details key -> its row: that sheet has a row per key, a column per line
         per_sheet = {sheet: 1 for sheet in SHEETS}  # column A holds the result's label
         for column in columns:
             if column.key == "label":
@@ -107,6 +122,8 @@ class _Grid:
                 continue
             per_sheet[column.sheet] += 1
             self.position[column.key] = (SHEETS[column.sheet], _letter(per_sheet[column.sheet]))
+            if column.sheet == "details":
+                self.rows[column.key] = HEADER_ROW + per_sheet[column.sheet]
         self.lines = lines
         self.defaults = defaults  # shared-default key -> row of its cell on the Inputs sheet
         self.bases = scaling_bases(lines)  # per line, the line its scaling efficiency is relative to
@@ -116,6 +133,8 @@ class _Grid:
     def cell(self, key: str, index: int, from_sheet: str, absolute: bool = False) -> str:
         sheet, letter = self.position[key]
         row = HEADER_ROW + 2 + index
+        if key in self.rows:  # Details: line `index` in its own column, right of the headings and keys
+            letter, row = _letter(DETAILS_FIRST + index), self.rows[key]
         ref = f"${letter}${row}" if absolute else f"{letter}{row}"
         return ref if sheet == from_sheet else f"{sheet}!{ref}"
 
@@ -134,9 +153,9 @@ class _Grid:
 
     def span(self, key: str, phases: range, from_sheet: str) -> str:
         """The cells of column `key` of a campaign's phases (the lines `phases`, above its total row)."""
-        sheet, letter = self.position[key]
-        cells = f"${letter}${HEADER_ROW + 2 + phases.start}:${letter}${HEADER_ROW + 1 + phases.stop}"
-        return cells if sheet == from_sheet else f"{sheet}!{cells}"
+        sheet = self.position[key][0]
+        first, last = (self.cell(key, index, sheet, absolute=True) for index in (phases.start, phases.stop - 1))
+        return f"{first}:{last}" if sheet == from_sheet else f"{sheet}!{first}:{last}"
 
     def look(self, index: int) -> dict[str, Any]:
         """How line `index` stands out: a campaign's total row in bold."""
@@ -252,9 +271,14 @@ def _number_format(column: Column, values: Sequence[Any], unit: bool = True) -> 
 
 
 def _width(column: Column, values: Sequence[Any], number_format: str | None = None) -> float:
-    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`."""
+    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`; a
+    long text (LONG_TEXT) twice WIDEST_TEXT: the price source, ~130 characters, wrapped on 5 lines in 28 made each
+    of a campaign's 11 phases 75 points tall on Inputs (6 pages; now 3 lines)."""
     shown_as = number_format or _number_format(column, values)
-    return printing.width(column.header, (printing.shown(v, shown_as) for v in values))
+    texts = [printing.shown(v, shown_as) for v in values]
+    chars = printing.width(column.header, texts)
+    long = column.key != "label" and any(len(text) > LONG_TEXT for text in texts)  # a label heads every page
+    return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
 
 
 def _wraps(values: Sequence[Any]) -> dict[str, Any]:
@@ -267,11 +291,22 @@ def _ordered(widths: dict[str, float]) -> list[float]:
     return [widths.get(_letter(i), 8.43) for i in range(1, 1 + max(map(_index, widths)))]
 
 
-def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any) -> None:
-    """A sentence across the columns of the sheet's first printed page (row `row`, 0-based), wrapped to fit."""
-    last = printing.on_first_page(widths) - 1
-    ws.merge_range(row, 0, row, last, text, look)
-    ws.set_row(row, printing.LINE_PT * printing.lines(text, sum(widths[: last + 1])))
+def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0) -> None:
+    """A sentence across the columns of the sheet's first printed page from column `first` (row `row`, 0-based),
+    wrapped to fit."""
+    last = max(printing.on_first_page(widths) - 1, first)
+    ws.merge_range(row, first, row, last, text, look)
+    ws.set_row(row, printing.LINE_PT * printing.lines(text, sum(widths[first : last + 1])))
+
+
+def _title(ws: Any, sheet: str, title: str, big: Any, note: str = "") -> None:
+    """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B:
+    the whole title in A1 was cut at column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'),
+    and each page's header carries the title whole (printing.set_up)."""
+    ws.write_string("A1", sheet, big)
+    ws.write_string("B1", title, big)
+    if note:
+        ws.write_string("B2", note)
 
 
 def _lines(texts: Sequence[Any], chars: float) -> list[int]:
@@ -359,15 +394,16 @@ def write_xlsx(
     inputs = sheets["Inputs"]
 
     # Inputs: the shared defaults under the rows, one per result above.
-    inputs.write_string("A1", f"Inputs: {title}", big)
+    _title(inputs, "Inputs", title, big)
     shared = [c for c in columns if c.shared_default]
     label_width = printing.width("Result", [line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
     grid = _Grid(columns, lines, defaults)
-    note = "Defaults: each result's cell above links here unless it differs"
-    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True))
+    note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
+    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
+    inputs.set_row(HEADER_ROW + 2 + len(lines), printing.LINE_PT * printing.lines(note, label_width))
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
@@ -386,21 +422,19 @@ def write_xlsx(
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
         if sheet_key != "inputs":
-            ws.write_string("A1", f"{sheet_name}: {title}", big)
-        if sheet_key == "results":
-            ws.write_string(
-                "A2", "Values in grey italics are the model's per-step results; the rest are live formulas."
-            )
-        if sheet_key == "details":
-            ws.write_string("A2", "The rest of perfmodel's record of each result, as exported: values, not recomputed.")
+            _title(ws, sheet_name, title, big, NOTES.get(sheet_key, ""))
+        if sheet_key == "details":  # a row per key (`_lay_out_details`), the label heading each line's column
+            here = [c for c in here if c.key in grid.rows]
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
-            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
-            ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
             fmt = _number_format(column, values[column.key])
-            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
-            if _wraps(values[column.key]):
+            if sheet_key != "details":
+                ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
+                ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
+                widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0),
+                                                 _width(column, values[column.key]))  # fmt: skip
+            if _wraps(values[column.key]) and sheet_key != "details":
                 wrapped = _lines([printing.shown(v, fmt) for v in values[column.key]], widths[sheet_name][letter])
                 tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
             looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
@@ -409,7 +443,7 @@ def write_xlsx(
             cell_style = style(fmt, **looks, **_wraps(values[column.key]), **align)
             numeric = all(_is_number(values[column.key][index]) for index in phases)
             for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
-                ref = f"{letter}{HEADER_ROW + 2 + index}"
+                ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
                 if isinstance(line, TotalRow):
                     blank = column.blank_when_none and value is None
                     own = column.total is None and value is not None and all(values[column.key][i] is None
@@ -433,21 +467,25 @@ def write_xlsx(
                     span = f"{letter}{HEADER_ROW + 2 + run.start}:{letter}{HEADER_ROW + 1 + run.stop}"
                     ws.data_validation(span, _validation(column))
         ws.freeze_panes(HEADER_ROW + 1, 1)
-        if sheet_key != "results":  # the label comes from the Results sheet
+        if sheet_key == "details":
+            widths[sheet_name], tall[sheet_name] = _lay_out_details(ws, grid, here, values, style), []
+        elif sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        heading_pt[sheet_name] = _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here])
-        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
+        if sheet_key != "details":
+            heading = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
+            heading_pt[sheet_name] = _row_height(heading)
+            ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
 
     widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, columns, values, style, heading_pt["Breakdown"])
     for name, sheet_widths in widths.items():
         ws = sheets[name]
         for letter, chars in sheet_widths.items():
-            ws.set_column(f"{letter}:{letter}", chars)
+            ws.set_column(f"{letter}:{letter}", chars, None, {"hidden": chars == 0})  # Details' keys
         printing.set_up(ws, _ordered(sheet_widths), title, (HEADER_ROW - 1, HEADER_ROW))
         _heights(ws, tall[name])
     edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
-    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"))
+    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"), first=1)
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
@@ -503,6 +541,41 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
     ws.set_row(HEADER_ROW - 1, max(heading_pt, _row_height(headings)))
+    return widths
+
+
+def _lay_out_details(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]],
+                     style: _Styles) -> dict[str, float]:  # fmt: skip
+    """The Details sheet's headings (column A, wrapped at DETAIL_HEADING_CHARS), each line's label heading its
+    column and, right of them, the keys (hidden by a width of 0: for programs, as the other sheets' key row); the
+    rows as tall as their most wrapped cell. A line's column is as wide as its widest value up to WIDEST_TEXT, twice
+    that for one line (the nearest measured run, ~215 characters, on 4 lines, not 8). Returns the widths by
+    letter."""
+    labels = values["label"]
+    most = printing.WIDEST_TEXT * (2 if len(labels) == 1 else 1)
+    texts = {c.key: [printing.shown(v, _number_format(c, values[c.key])) for v in values[c.key]] for c in columns}
+    chars = []
+    for index, label in enumerate(labels):
+        shown = [texts[c.key][index] for c in columns]
+        chars.append(max(printing.width(label, shown), min(most, max(map(len, shown), default=0) + 1)))
+    keys = _letter(DETAILS_FIRST + len(labels))
+    widths = {"A": DETAIL_HEADING_CHARS} | {_letter(DETAILS_FIRST + i): w for i, w in enumerate(chars)} | {keys: 0.0}
+    ws.write_string(f"A{HEADER_ROW}", "Detail", style(**HEADING))
+    ws.write_string(f"{keys}{HEADER_ROW}", "Key", style(**HEADING))
+    for index, label in enumerate(labels):
+        look = style(**HEADING, align="right")  # bold, a total's too
+        ws.write_formula(f"{_letter(DETAILS_FIRST + index)}{HEADER_ROW}", f"=Results!A{HEADER_ROW + 2 + index}", look,
+                         label)  # fmt: skip
+    ws.set_row(HEADER_ROW - 1, _row_height(zip(labels, chars, strict=True)))
+    for column in columns:
+        row = grid.rows[column.key]
+        ws.write_string(f"A{row}", column.header, style(text_wrap=True, valign="top"))
+        ws.write_string(f"{keys}{row}", column.key, style(italic=True, font_color="#808080"))
+        cells = [(column.header, DETAIL_HEADING_CHARS)]
+        if _wraps(values[column.key]):
+            cells += list(zip(texts[column.key], chars, strict=True))
+        ws.set_row(row - 1, _row_height(cells))
+    ws.freeze_panes(HEADER_ROW + 1, 1)
     return widths
 
 
