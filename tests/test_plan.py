@@ -350,4 +350,4 @@ def test_a_plan_says_why_not_one_count_fewer_or_the_next_faster() -> None:
     assert faster["cost_usd"] > 150e3 and faster["time_to_train_days"] < b["time_to_train_days"]
     assert faster["why"].endswith(", over the budget")
     table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--budget", "150K", "--quiet").out
-    assert f"dgx-h100:fp8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table
+    assert f"dgx-h100:FP8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table

@@ -376,7 +376,13 @@ def _sweep_layout(r: dict[str, Any]) -> str:
 def sweep_table(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
-        head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
+        head = [
+            r["model"],
+            r["system"] or r["accelerator"] or "-",
+            PRECISION_LABEL.get(r["precision"], r["precision"]),
+            f"{r['n_gpus']:,}",
+            r["whatif"],
+        ]
         layout = _sweep_layout(r)
         if r["error"]:
             out.append([*head, layout, "-", "-", "-", "-", "-", "-", "-", r["error"]])
@@ -434,6 +440,13 @@ def _imbalance_note(rows: list[dict[str, Any]]) -> str:
     return "\n\n" + dense_imbalance_note(imbalances, dense)
 
 
+def candidate_label(label: str) -> str:
+    """A plan candidate's label (planning.plan._label: `dgx-h100:fp8`) with its precision as predict, compare and
+    the campaign tables print it (`dgx-h100:FP8`); `--gpu` takes either spelling."""
+    system, _, precision = label.rpartition(":")
+    return f"{system}:{PRECISION_LABEL.get(precision, precision)}" if system else label
+
+
 def goal_table(report: Any) -> str:
     """`perfmodel plan`: per candidate the plan meeting the goal (or why none does), then the cheapest and fastest."""
     goal = report.goal.to_dict()
@@ -452,20 +465,20 @@ def goal_table(report: Any) -> str:
     quantile = [] if goal["confidence"] == MEDIAN else ["time_to_train_days_at_confidence", "cost_usd_at_confidence"]
     rows, notes = [], []
     for c in report.plans:
-        d = c.to_dict()
+        d, label = c.to_dict(), candidate_label(c.label)
         if c.prediction is None:
-            rows.append([c.label, *["-"] * (10 + len(quantile + chances)), "infeasible"])
-            notes.append(f"{c.label}: {c.reason}")
+            rows.append([label, *["-"] * (10 + len(quantile + chances)), "infeasible"])
+            notes.append(f"{label}: {c.reason}")
             continue
         p = c.prediction
         if isinstance(p, Campaign):
-            notes.append(f"{c.label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
+            notes.append(f"{label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
         low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("p10", "p90"))
         interval = f"{low} to {high}"
         rows.append(
             [
-                c.label,
+                label,
                 f"{d['n_gpus']:,}",
                 (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
                 + beyond_mark(p),
@@ -483,9 +496,9 @@ def goal_table(report: Any) -> str:
             ]
         )
         if not c.feasible:
-            notes.append(f"{c.label}: {c.reason}")
+            notes.append(f"{label}: {c.reason}")
         elif d["neighbour"] is not None:  # why not one count more or fewer
-            notes.append(f"{c.label} on {d['n_gpus']:,} GPUs: {d['neighbour']['why']}")
+            notes.append(f"{label} on {d['n_gpus']:,} GPUs: {d['neighbour']['why']}")
     headers = [
         "system",
         "GPUs",
@@ -596,15 +609,18 @@ def _estimated(report: Any) -> str:
     estimated = report.estimated()
     if not estimated:
         return ""
-    named = ", ".join(f"{c.label} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated)
+    named = ", ".join(
+        f"{candidate_label(c.label)} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated
+    )
     return f" (rests on an estimated price: {named}; quote it with --gpu 'ID:$PRICE')"
 
 
 def _summary(c: Any) -> str:
-    """'gb300-nvl72:nvfp4 on 3,584 GPUs, 45.3 days, $50.80M, P(meet 53.0 days) 0.99'."""
+    """'gb300-nvl72:NVFP4 on 3,584 GPUs, 45.3 days, $50.80M, P(meet 53.0 days) 0.99'."""
     d, goal = c.to_dict(), c.goal.to_dict()
     chances = "".join(f", {_chance_header(goal, key)} {d[key]:.2f}" for key in GOAL_OF if d[key] is not None)
-    what = f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"
+    days = _duration(d["time_to_train_days"] * 86400)
+    what = f"{candidate_label(c.label)} on {d['n_gpus']:,} GPUs, {days}, {_usd(d['cost_usd'])}"
     return what + chances
 
 
