@@ -41,3 +41,12 @@ def test_the_plan_table_prints_the_precision_as_predict_does() -> None:
     assert json.loads(run_cli(*ARGS, "--format", "json").out)["candidates"][0]["candidate"] == "dgx-h100:fp8"
     out = run_cli(*ARGS).out
     assert any(line.startswith("dgx-h100:FP8  ") for line in out.splitlines()) and "dgx-h100:fp8" not in out
+
+
+def test_a_small_plans_power_does_not_read_zero() -> None:
+    """Eight H100s draw about 0.01 MW at the wall; the plan's MW column printed it to 0.1 MW, as '0.0'."""
+    args = (*ARGS[:-2], "30d", "--quiet")
+    mw = json.loads(run_cli(*args, "--format", "json").out)["candidates"][0]["power_mw"]
+    header, _, row = run_cli(*args).out.splitlines()[2:5]
+    cell = row[header.index("MWh") + len("MWh") : header.index(" MW ") + len(" MW")].split()[-1]
+    assert mw < 0.05 and float(cell) == float(f"{mw:.2g}") > 0, (cell, mw)

@@ -125,10 +125,14 @@ def table_unit(records: Iterable[dict[str, Any]]) -> str | None:
 
 
 def _mwh(kwh: float) -> str:
-    """An energy cell of a MWh column: to 0.1 MWh, or to two significant digits where that would read 0.0 (an MLPerf
-    GPT-OSS-20B plan on 64 GB300s uses about 29 kWh)."""
-    mwh = kwh / 1000
-    return f"{mwh:,.1f}" if mwh >= 0.05 else f"{mwh:.2g}"
+    """An energy cell of a MWh column (_mega)."""
+    return _mega(kwh / 1000)
+
+
+def _mega(value: float) -> str:
+    """A cell of a MWh or MW column: to 0.1, or to two significant digits where that would read 0.0 (an MLPerf
+    GPT-OSS-20B plan on 64 GB300s uses about 29 kWh; a plan of 8 H100s draws about 0.01 MW)."""
+    return f"{value:,.1f}" if value >= 0.05 else f"{value:.2g}"
 
 
 RUN_HEADERS = ["time to train", "cost", "MWh", "tCO2e"]
@@ -486,7 +490,7 @@ def goal_table(report: Any) -> str:
                 _price(p),
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
-                f"{d['power_mw']:,.1f}",
+                _mega(d["power_mw"]),
                 tonnes(d["co2e_t"]),
                 goodput,
                 *(_at_confidence(d, key, unit) for key in quantile),
