@@ -351,3 +351,13 @@ def test_a_plan_says_why_not_one_count_fewer_or_the_next_faster() -> None:
     assert faster["why"].endswith(", over the budget")
     table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--budget", "150K", "--quiet").out
     assert f"dgx-h100:FP8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table
+
+
+def test_a_reason_prints_money_as_the_table_does() -> None:
+    """8B on 100B tokens within 2 days for $10k: 40 GPUs meet the deadline for about $11.8k, and the reason read
+    'cost $0.01M with losses, over the budget of $0.01M' beside the table's cost cell in thousands."""
+    (plan,) = _plan("--gpu", "h100-sxm:fp8", "--deadline", "2d", "--budget", "10e3")["candidates"]
+    cost = f"${plan['cost_usd'] / 1e3:,.2f}k"
+    table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--deadline", "2d", "--budget", "10e3", "--quiet").out
+    row = next(line for line in table.splitlines() if line.startswith("dgx-h100"))
+    assert f"  {cost}  " in row and f"cost {cost} with losses, over the budget of $10.00k" in table

@@ -19,6 +19,8 @@ from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.confidence import PRICED
 from perfmodel.planning.losses import expected
 from perfmodel.planning.predict import Prediction
+from perfmodel.planning.views import si_text as _si
+from perfmodel.planning.views import usd_text
 
 LISTED_EXCLUSIONS = 10
 """Up to this many excluded rows (your own CSV's) are listed one by one with their id and whole reason, which names
@@ -36,17 +38,8 @@ BREAKDOWN_LABELS = {
 }
 
 
-def _si(value: float) -> str:
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:,.2f}{suffix}"
-    return f"{value:,.2f}"
-
-
 def _usd(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return "$" + _si(value).replace("B", "bn")
+    return "n/a" if value is None else usd_text(value)
 
 
 DURATION_UNITS = {"days": 86400.0, "hours": 3600.0, "min": 60.0}

@@ -18,8 +18,18 @@ def _days(value: float) -> str:
     return f"{value * 24:,.1f} hours" if value * 24 >= 1 else f"{value * 1440:,.1f} min"
 
 
-def _usd(value: float) -> str:
-    return f"${value / 1e6:,.2f}M" if value >= 1e6 else f"${value:,.0f}"
+def si_text(value: float) -> str:
+    """A figure to two decimals of its thousands prefix: '117.37k', '16.83M', '2.87T'."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:,.2f}{suffix}"
+    return f"{value:,.2f}"
+
+
+def usd_text(value: float) -> str:
+    """Money as the tables and the planner's reasons print it, so that a reason's budget reads as the table's cost
+    ('$117.37k' in both; a reason said '$0.12M')."""
+    return "$" + si_text(value).replace("B", "bn")
 
 
 def _tokens(value: float) -> str:
@@ -36,7 +46,7 @@ FIGURES: tuple[tuple[str, str, Reads], ...] = (
     ("mfu_of_precision", "MFU", lambda v: f"{v:.1%}"),
     ("fits_in_memory", "fits", lambda v: "yes" if v else "NO"),
     ("time_to_train_days", "time", _days),
-    ("cost_usd", "cost", _usd),
+    ("cost_usd", "cost", usd_text),
     ("speedup_vs_first", "speedup", lambda v: f"{v:.2f}x"),
     ("perf_per_usd_vs_first", "perf/USD", lambda v: f"{v:.2f}x"),
 )
