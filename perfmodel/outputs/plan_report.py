@@ -22,6 +22,7 @@ from perfmodel.planning.confidence import MEDIAN
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 from perfmodel.planning.training import Price
+from perfmodel.planning.whatif import KNOBS
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
 PRECISION_LABEL = {"bf16": "BF16", "fp8": "FP8", "mxfp8": "MXFP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4"}
@@ -316,7 +317,8 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     base = cases[0][1]
     changed = records[1]["hardware_changes"]
     change_text = ", ".join(
-        f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g}" for name, c in changed.items()
+        f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g} {KNOBS[name].unit}"
+        for name, c in changed.items()
     )
     with_run = base.run is not None
     unit = table_unit(records)
