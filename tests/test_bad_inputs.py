@@ -291,6 +291,9 @@ CASES: list[Case] = [
          "error: --pp: TP 1 x PP 3 x CP 1 = 3 does not divide the 8 GPUs"),
     Case("searched-tp-above-count", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                      "--tp", "16"), "error: --tp: TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"),
+    Case("searched-mbs-under-gbs-and-dp", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64",
+                                          "--gbs", "12", "--dp", "8"),  # no MBS searched makes MBS x DP divide 12
+         "error: --gbs: GBS 12 must be divisible by MBS 1 x DP 8 = 8"),
     Case("searched-tp-against-heads", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                        "--tp", "3"), "error: --tp: TP 3 must divide the 32 attention heads; TP 3"),
     Case("searched-tp-in-file", ("predict", S), "{tmp}/s.toml: field 'parallelism.tp': TP 64 must divide the 32 "
