@@ -211,7 +211,8 @@ CASES: list[Case] = [
     Case("fractional-gpus", ("predict", "--gpus", "1.5"), "'--gpus': '1.5' is not a whole number of GPUs"),
     Case("fractional-degree", ("predict", "--pp", "2.0"), "'--pp': '2.0' is not a whole number of stages"),
     Case("fractional-batch", ("predict", "--gbs", "1e3"), "'--gbs': '1e3' is not a whole number of sequences"),
-    Case("fractional-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens"),
+    Case("suffixed-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens: a "
+         "suffix is read only where a flag takes a count (--tokens 15T); write it in digits (--seq-len 8192 or 8000)"),
     Case("fractional-max-gpus", ("plan", "--max-gpus", "1.5"), "'--max-gpus': '1.5' is not a whole number of GPUs"),
     Case("fractional-top", ("search", "--top", "two"), "'--top': 'two' is not a whole number of layouts"),
     Case("tokens-1e20", ("predict", "--tokens", "1e20"), "--tokens: at most 1e+18 tokens"),
