@@ -348,3 +348,17 @@ def test_the_api_gives_phases_a_dict_and_records(campaign_file: Path, campaign: 
     frame = pandas.DataFrame(campaign.to_records())
     assert list(frame["phase"]) == ["ramp", "main", "long", "total"]
     assert campaign.to_dict()["phases"][0]["phase"] == "ramp"
+
+
+def test_the_phase_tables_token_counts_have_three_significant_figures() -> None:
+    """scenarios/campaign-deepseek-v3.toml: the tokens column printed two decimals, '117.25B' and '62.91B' beside
+    '14.33T' (and '800.00B' beside '2.87T' elsewhere); every count now reads to three figures, as views' repr does."""
+    from perfmodel.planning.views import count_text
+
+    out = run_cli("predict", "scenarios/campaign-deepseek-v3.toml").out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("phase "))
+    end = out[header].index(" tokens ") + len(" tokens")
+    cells = [line[:end].split()[-1] for line in out[header + 2 :] if line.strip()][:8]
+    assert cells[-1] == count_text(14.93e12) == "14.9T" and "117B" in cells and "62.9B" in cells, cells
+    assert all(len(cell.replace(".", "").rstrip("TBMk")) == 3 for cell in cells), cells
+    assert [count_text(v) for v in (800e9, 2.87e12, 15e12, 999.6e9, 512)] == ["800B", "2.87T", "15.0T", "1.00T", "512"]

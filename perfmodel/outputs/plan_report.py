@@ -9,9 +9,9 @@ from perfmodel.errors import visible
 from perfmodel.outputs.record import price_basis, price_cell
 from perfmodel.outputs.report import (
     _duration,
-    _si,
     _usd,
     column_unit,
+    count_text,
     dense_imbalance_note,
     phases_counted,
     tokens_text,
@@ -601,8 +601,8 @@ GOAL_BASES = {
 def _tokens(p: Result) -> str:
     assert p.run is not None
     if isinstance(p, Campaign):
-        return f"a campaign of {phases_counted(len(p.phases))}, {_si(p.run.tokens)} tokens"
-    return f"{_si(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
+        return f"a campaign of {phases_counted(len(p.phases))}, {count_text(p.run.tokens)} tokens"
+    return f"{count_text(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
 
 
 def _phase_layouts(c: Campaign) -> str:
