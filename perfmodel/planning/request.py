@@ -52,6 +52,7 @@ def load_request(
         loaded = load_scenario(source, overrides, where)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
+    check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
     if loaded.calibration is not None or loaded.vintage is not None:
         check_calibration(loaded, source, options, origins)
     if not relayout:
@@ -255,6 +256,25 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
     if len(counts) > MAX_GPU_COUNTS:
         raise PerfmodelError(f"{len(counts)} GPU counts; at most {MAX_GPU_COUNTS} (each is a full search)")
     return counts
+
+
+def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool) -> None:
+    """The GPU counts a scenario file gives fill whole nodes, as `--gpus` must (check_whole_nodes): its `n_gpus`
+    where it is predicted at its `own_count` (not a flag's, nor reopened by plan), and each campaign phase's own
+    (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them); a gpu_fraction is rounded to whole nodes already
+    (phase_gpus)."""
+    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    if scenario.gpu is None and scenario.system is None:  # refused where the hardware is resolved, naming the file
+        return
+    if own_count:
+        check_whole_nodes(scenario, f"{where}: field 'n_gpus'")
+    if not scenario.phase:
+        return
+    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
+
+    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+        if phase.n_gpus is not None:
+            check_whole_nodes(phased, f"{where}: phase '{phase.name}': field 'n_gpus'")
 
 
 def check_whole_nodes(scenario: Scenario, origin: str) -> None:
