@@ -272,6 +272,6 @@ def test_frame_gives_every_column_its_dtype() -> None:
 def test_views_mark_the_default_scenarios_tokens() -> None:
     """The default scenario's 15T tokens answer any question that gives none; a comparison's repr says so, as the
     CLI's tables do, and not for tokens the question gave."""
-    assert "tokens 15T (default)," in repr(perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm"], n_gpus=8, gbs=64))
+    assert "tokens 15.0T (default)," in repr(perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm"], n_gpus=8, gbs=64))
     given = perfmodel.compare(model="llama3.1-8b", gpu=["h100-sxm"], n_gpus=8, gbs=64, tokens="1T")
-    assert "tokens 1T," in repr(given) and "(default)" not in repr(given)
+    assert "tokens 1.00T," in repr(given) and "(default)" not in repr(given)

@@ -211,7 +211,8 @@ CASES: list[Case] = [
     Case("fractional-gpus", ("predict", "--gpus", "1.5"), "'--gpus': '1.5' is not a whole number of GPUs"),
     Case("fractional-degree", ("predict", "--pp", "2.0"), "'--pp': '2.0' is not a whole number of stages"),
     Case("fractional-batch", ("predict", "--gbs", "1e3"), "'--gbs': '1e3' is not a whole number of sequences"),
-    Case("fractional-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens"),
+    Case("suffixed-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens: a "
+         "suffix is read only where a flag takes a count (--tokens 15T); write it in digits (--seq-len 8192 or 8000)"),
     Case("fractional-max-gpus", ("plan", "--max-gpus", "1.5"), "'--max-gpus': '1.5' is not a whole number of GPUs"),
     Case("fractional-top", ("search", "--top", "two"), "'--top': 'two' is not a whole number of layouts"),
     Case("tokens-1e20", ("predict", "--tokens", "1e20"), "--tokens: at most 1e+18 tokens"),
@@ -291,6 +292,9 @@ CASES: list[Case] = [
          "error: --pp: TP 1 x PP 3 x CP 1 = 3 does not divide the 8 GPUs"),
     Case("searched-tp-above-count", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                      "--tp", "16"), "error: --tp: TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"),
+    Case("searched-mbs-under-gbs-and-dp", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "64",
+                                          "--gbs", "12", "--dp", "8"),  # no MBS searched makes MBS x DP divide 12
+         "error: --gbs: GBS 12 must be divisible by MBS 1 x DP 8 = 8"),
     Case("searched-tp-against-heads", ("predict", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                        "--tp", "3"), "error: --tp: TP 3 must divide the 32 attention heads; TP 3"),
     Case("searched-tp-in-file", ("predict", S), "{tmp}/s.toml: field 'parallelism.tp': TP 64 must divide the 32 "

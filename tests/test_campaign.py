@@ -348,3 +348,35 @@ def test_the_api_gives_phases_a_dict_and_records(campaign_file: Path, campaign: 
     frame = pandas.DataFrame(campaign.to_records())
     assert list(frame["phase"]) == ["ramp", "main", "long", "total"]
     assert campaign.to_dict()["phases"][0]["phase"] == "ramp"
+
+
+def test_the_phase_tables_token_counts_have_three_significant_figures() -> None:
+    """scenarios/campaign-deepseek-v3.toml: the tokens column printed two decimals, '117.25B' and '62.91B' beside
+    '14.33T' (and '800.00B' beside '2.87T' elsewhere); every count now reads to three figures, as views' repr does."""
+    from perfmodel.planning.views import count_text
+
+    out = run_cli("predict", "scenarios/campaign-deepseek-v3.toml").out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("phase "))
+    end = out[header].index(" tokens ") + len(" tokens")
+    cells = [line[:end].split()[-1] for line in out[header + 2 :] if line.strip()][:8]
+    assert cells[-1] == count_text(14.93e12) == "14.9T" and "117B" in cells and "62.9B" in cells, cells
+    assert all(len(cell.replace(".", "").rstrip("TBMk")) == 3 for cell in cells), cells
+    assert [count_text(v) for v in (800e9, 2.87e12, 15e12, 999.6e9, 512)] == ["800B", "2.87T", "15.0T", "1.00T", "512"]
+
+
+def test_a_phases_own_gpu_count_fills_whole_nodes(tmp_path: Path) -> None:
+    """`--gpus 100` on 8-GPU DGX H100 nodes is refused (12.5 nodes); a phase's `n_gpus = 100`, and the file's own
+    `n_gpus`, were accepted by predict and plan and priced as 12.5 nodes. Each names the file, the phase and the
+    field."""
+    top = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = {n}\ntokens = 200e9\n'
+    phases = '[[phase]]\nname = "small"\nn_gpus = 100\ntokens = 100e9\n[[phase]]\nname = "main"\ntokens = 100e9\n'
+    campaign, single = tmp_path / "campaign.toml", tmp_path / "single.toml"
+    campaign.write_text(top.format(n=128) + phases)
+    single.write_text(top.format(n=100))
+    nodes = "100 GPUs is 12.5 dgx-h100 nodes of 8 GPUs each; allowed: whole nodes, such as 96 or 104"
+    for args in (("predict",), ("plan", "--deadline", "30d")):
+        result = run_cli(*args, str(campaign))
+        assert result.code == 2 and result.err == f"error: {campaign}: phase 'small': field 'n_gpus': {nodes}\n"
+    result = run_cli("predict", str(single))
+    assert result.code == 2 and result.err == f"error: {single}: field 'n_gpus': {nodes}\n"
+    assert run_cli("predict", str(single), "--gpus", "96").code == 0

@@ -234,3 +234,14 @@ def test_a_sweep_takes_hardware_files_and_hands_them_to_its_workers(tmp_path: Pa
     _use_catalogues((str(hardware),))
     assert get_accelerator("h100-lowpower").power_w.value == 500
     catalogue.clear()
+
+
+def test_the_shipped_examples_named_again_are_not_a_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hardware_specs/examples is always read; `--hardware hardware_specs/examples` (a relative path to the same
+    files) failed with "id 'grand-teton' is already defined by .../grand-teton.toml", the file itself."""
+    root = Path(__file__).parent.parent
+    monkeypatch.chdir(root)
+    for named in ("hardware_specs/examples", "hardware_specs/examples/grand-teton.toml"):
+        result = run_cli("predict", "--hardware", named, "--system", "grand-teton", *WORKLOAD)
+        assert result.code == 0, (named, result.err)
+        assert json.loads(result.out)["system"] == "grand-teton"

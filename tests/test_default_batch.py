@@ -29,7 +29,7 @@ def test_predict_on_16k_gpus_defaults_to_16m_tokens_per_step_and_prints_it() -> 
     d = json.loads(run_cli(*args, "--format", "json").out)
     assert d["parallelism"]["gbs"] * d["parallelism"]["seq_len"] == 16 * 2**20
     table = run_cli(*args).out
-    assert inputs_of(table)["batch"].startswith("GBS 2,048 x 8,192 = 16.78M tokens per step")
+    assert inputs_of(table)["batch"].startswith("GBS 2,048 x 8,192 = 16.8M tokens per step")
     assert "beyond any published convergence data" not in table
 
 
@@ -38,7 +38,7 @@ def test_a_batch_beyond_published_convergence_data_warns() -> None:
     within = run_cli("predict", "--gbs", "9216").out
     beyond = run_cli("predict", "--gbs", "9248").out  # the next multiple of DP 32
     assert "beyond any published convergence data" not in within
-    assert "Warning: 75.76M tokens per step is beyond any published convergence data" in beyond
+    assert "Warning: 75.8M tokens per step is beyond any published convergence data" in beyond
 
 
 def test_a_cluster_too_large_for_the_capped_batch_gets_the_growing_one() -> None:

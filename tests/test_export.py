@@ -339,7 +339,7 @@ def test_existing_file_needs_force(tmp_path: Path) -> None:
 def test_failed_export_leaves_nothing(tmp_path: Path) -> None:
     """The model refuses the layout after the target was checked: no file, no temporary file."""
     result = run_cli("export", "predict", *SCENARIO, "--gbs", "12", "--dp", "8", "--out", str(tmp_path / "plan.xlsx"))
-    assert result.code == 2 and "no valid layout" in result.err
+    assert result.code == 2 and "--gbs: GBS 12 must be divisible by MBS 1 x DP 8" in result.err
     assert _leftovers(tmp_path) == []
 
 

@@ -350,7 +350,40 @@ def test_a_plan_says_why_not_one_count_fewer_or_the_next_faster() -> None:
     assert faster["cost_usd"] > 150e3 and faster["time_to_train_days"] < b["time_to_train_days"]
     assert faster["why"].endswith(", over the budget")
     table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--budget", "150K", "--quiet").out
-    assert f"dgx-h100:fp8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table
+    assert f"dgx-h100:FP8 on {b['n_gpus']:,} GPUs: {faster['why']}" in table
+
+
+def test_a_reason_prints_money_as_the_table_does() -> None:
+    """8B on 100B tokens within 2 days for $10k: 40 GPUs meet the deadline for about $11.8k, and the reason read
+    'cost $0.01M with losses, over the budget of $0.01M' beside the table's cost cell in thousands."""
+    (plan,) = _plan("--gpu", "h100-sxm:fp8", "--deadline", "2d", "--budget", "10e3")["candidates"]
+    cost = f"${plan['cost_usd'] / 1e3:,.2f}k"
+    table = run_cli("plan", *WORK, "--gpu", "h100-sxm:fp8", "--deadline", "2d", "--budget", "10e3", "--quiet").out
+    row = next(line for line in table.splitlines() if line.startswith("dgx-h100"))
+    assert f"  {cost}  " in row and f"cost {cost} with losses, over the budget of $10.00k" in table
+
+
+def test_a_gpu_naming_the_default_scenarios_own_keeps_its_batch(tmp_path: Path) -> None:
+    """`plan --gpu h100-sxm` names the default scenario's own GPU: it dropped the scenario's global batch of 1,024
+    for each count's default and answered 1,536 GPUs at 65 days where `plan` answers 1,792; the fleet path (its
+    system, dgx-h100) did the same. The layout is still searched (predict: not the default's TP4 PP8 VP5)."""
+
+    def planned(*args: str) -> dict:
+        result = run_cli("plan", "--deadline", "65d", *args, "--format", "json", "--quiet")
+        assert result.code == 0, result.err
+        return json.loads(result.out)
+
+    (plain,) = planned()["candidates"]
+    for args in (("--gpu", "h100-sxm"), ("--gpu", "h100-sxm:fp8")):
+        (named,) = planned(*args)["candidates"]
+        assert (named["n_gpus"], named["layout"]) == (plain["n_gpus"], plain["layout"]) and "GBS 1024," in named[
+            "layout"
+        ]
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[offer]]\nname = "cloud"\nsystem = "dgx-h100"\nusd_per_gpu_hour = 2.5\nmax_gpus = 4096\n')
+    assert '"gbs": 1024' in run_cli("plan", "--deadline", "65d", "--fleet", str(fleet), "--format", "json").out
+    searched = json.loads(run_cli("predict", "--gpu", "h100-sxm", "--format", "json").out)["parallelism"]
+    assert (searched["tp"], searched["pp"], searched["vp"]) != (4, 8, 5) and searched["gbs"] == 1024
 
 
 def test_the_layout_searched_for_the_same_work_is_priced_at_another_token_count(

@@ -73,7 +73,7 @@ def test_gb300_405b_at_p90_needs_more_gpus_than_on_the_point() -> None:
     assert sure["time_to_train_days_at_confidence"] <= 53 and sure["p_meet_deadline"] >= 0.9
     table = run_cli("plan", *BIG, "--deadline", "53d", "--confidence", "0.9", "--quiet").out
     assert "within 53.0 days, each with probability at least 0.9;" in table
-    assert f"Fastest:  gb300-nvl72:nvfp4 on {sure['n_gpus']:,} GPUs" in table
+    assert f"Fastest:  gb300-nvl72:NVFP4 on {sure['n_gpus']:,} GPUs" in table
     assert f"P(meet 53.0 days) {sure['p_meet_deadline']:.2f}" in table
 
 

@@ -23,4 +23,4 @@ def test_a_first_candidate_without_any_run_is_listed_with_its_reason() -> None:
     result = run_cli(*args)
     assert result.code == 0, result.err
     assert result.out.startswith("Llama 3.1 405B, 1.00T tokens, within 30.0 days")
-    assert "dgx-h100:fp8: no layout fits in memory" in result.out
+    assert "dgx-h100:FP8: no layout fits in memory" in result.out

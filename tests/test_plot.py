@@ -330,7 +330,7 @@ def test_a_plot_at_one_size_names_its_gpu_count(records: list[dict[str, Any]]) -
     they differ): "Comparison: Llama 3.1 70B, 15T tokens" for 168.5 days on 512 H100."""
     one_size = [r for r in records if r["n_gpus"] == COUNTS[0]]
     for kind in ("breakdown", "compare"):
-        assert f"Llama 3.1 8B on {COUNTS[0]:,} GPUs, 1T tokens" in plot.DRAW[kind](one_size).get_suptitle(), kind
+        assert f"Llama 3.1 8B on {COUNTS[0]:,} GPUs, 1.00T tokens" in plot.DRAW[kind](one_size).get_suptitle(), kind
     assert " GPUs" not in plot.DRAW["compare"](records).get_suptitle()  # the bars name each count
     assert " GPUs" not in plot.scaling(records).get_suptitle()  # the x-axis does
 

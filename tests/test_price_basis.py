@@ -150,7 +150,7 @@ def test_the_compare_plot_marks_prices_and_default_tokens() -> None:
     assert any("$6.16/GPU-h\nlist" in label for label in labels), labels
     assert "at each row's own price" in cost_ax.get_title()
     default = predict(load_scenario(None, {"model": "llama3.1-8b", "gpus": None})).to_dict()  # the default's 15T
-    assert plot.compare([default]).texts[0].get_text().endswith("15T tokens (default)")
+    assert plot.compare([default]).texts[0].get_text().endswith("15.0T tokens (default)")
 
 
 def test_a_what_if_price_is_a_quote() -> None:

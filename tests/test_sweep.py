@@ -132,3 +132,11 @@ def test_the_sweep_table_shows_expert_parallelism() -> None:
     assert _sweep_layout(row | {"parallelism.zero": 1}) == "TP1 PP1 VP1 CP1 DP64 EP16 MBS1 GBS512 ZeRO-1"
     dense = row | {"parallelism.ep": 1, "parallelism.etp": None, "parallelism.zero": 1}
     assert _sweep_layout(dense) == "TP1 PP1 VP1 CP1 DP64 MBS1 GBS512 ZeRO-1"
+
+
+def test_the_sweep_table_prints_the_precision_as_predict_does(tmp_path: Path) -> None:
+    """The sweep table's precision column read 'fp8' where predict, compare and the campaign tables print 'FP8'."""
+    text = "[sweep]\nmodels = ['llama3.1-8b']\ngpus = ['h100-sxm']\nprecisions = ['fp8']\nn_gpus = [8]\n"
+    out = run_cli("sweep", "-j", "1", str(_file(tmp_path, text))).out
+    row = next(line for line in out.splitlines() if line.startswith("llama3.1-8b"))
+    assert row.split()[2] == "FP8", row

@@ -122,3 +122,12 @@ def test_hbm_capacity_is_labelled_in_the_unit_predict_prints() -> None:
     predicted = json.loads(run_cli("predict", *SMALL, "--format", "json").out)
     assert (hbm["unit"], hbm["value"]) == ("GiB", predicted["memory_capacity_gib"]) == ("GiB", 80.0)
     assert "80 GiB" in run_cli("sensitivity", *SMALL).out
+
+
+def test_whatif_names_each_settings_unit_and_hbm_gb_says_it_is_binary() -> None:
+    """A planner read 'hbm_gb ... 80 GiB' as a GB figure with a GiB unit: the row says the datasheet's GB are GiB,
+    and whatif's change line, which printed bare numbers ('hbm_gb 80 -> 160'), names each setting's unit."""
+    out = run_cli("whatif", *SMALL, "--set", "hbm_gb=x2", "--set", "nvlink_gbps=1800").out
+    assert "What if: hbm_gb 80 -> 160 GiB, nvlink_gbps 900 -> 1,800 GB/s" in out
+    row = next(line for line in run_cli("sensitivity", *SMALL).out.splitlines() if line.startswith("hbm_gb"))
+    assert "80 GiB" in row and "the datasheet's '80 GB' is 80 GiB" in row

@@ -1,4 +1,4 @@
-"""`perfmodel hardware list` and `perfmodel models list`: what the model knows about."""
+"""`perfmodel hardware list|show` and `perfmodel models list|show`: what the model knows about."""
 
 from __future__ import annotations
 
@@ -186,6 +186,49 @@ def models_list(fmt: str) -> None:
         "\nMixture-of-experts models (parameters above include MTP modules; main: without them; active: what one "
         "token touches in the main model, embedding and LM head included):\n" + tabulated(experts, headers=headers)
     )
+
+
+@models.command("show")
+@click.argument("model_id", metavar="ID", shell_complete=complete_ids(("models",)))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def models_show(model_id: str, fmt: str) -> None:
+    """One zoo model: every shape, its parameters (total, main model, active per token) and where its entry is."""
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.inputs.models import get_model
+    from perfmodel.inputs.record import as_dict
+
+    try:
+        model = get_model(model_id)
+    except PerfmodelError as exc:
+        raise PerfmodelError(f"models show: {exc}") from None
+    counts = {"params": model.params, "main_params": model.main_params, "active_params": model.active_params}
+    record = {"id": model.id, **counts, **as_dict(model), "source": _model_source(model.id)}
+    if fmt == "json":
+        from perfmodel.outputs.report import to_json
+
+        click.echo(to_json(record))
+        return
+    from perfmodel.outputs.columns import tabulated
+
+    def shown(key: str, value: Any) -> str:  # TOML spelling, as hardware show prints it
+        if key in counts:
+            return f"{value:,}"
+        return "-" if value in (None, "") else str(value).lower() if isinstance(value, bool) else str(value)
+
+    rows = [[key, shown(key, value)] for key, value in record.items()]
+    say(tabulated(rows, headers=["field", "value"], disable_numparse=True))
+
+
+def _model_source(model_id: str) -> str:
+    """Where a zoo model's shapes are cited: its entry's line in inputs/models.py, under the comment that names the
+    published config (each id is written there once)."""
+    from pathlib import Path
+
+    from perfmodel.inputs import models
+
+    lines = Path(models.__file__).read_text(encoding="utf-8").splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if f'"{model_id}"' in text)
+    return f"perfmodel/inputs/models.py line {line} (the comment above the entry cites the published config)"
 
 
 def _mtp(model: ModelSpec) -> str:

@@ -48,8 +48,25 @@ class Whole(click.IntRange):
             try:
                 int(value)
             except (TypeError, ValueError):
-                self.fail(f"'{value}' is not a whole number of {self.unit}", param, ctx)
+                self.fail(f"'{value}' is not a whole number of {self.unit}{_in_digits(value, param)}", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def _in_digits(value: Any, param: click.Parameter | None) -> str:
+    """How to write a suffixed count (`--seq-len 8k`) that a whole-number flag refuses, as inputs.files hints for a
+    scenario file's `seq_len = 8k`: '' for other text. A K reads as 1,024 (sequence lengths are powers of two) or
+    1,000."""
+    try:
+        number = count(str(value))
+    except ValueError:
+        return ""
+    text = str(value).strip()
+    if number != int(number) or not text[-1:].isalpha():
+        return ""
+    flag = f"{param.opts[0]} " if param is not None and param.opts else ""
+    binary = round(float(text[:-1]) * 1024) if text[-1] in "kK" else None
+    written = f"{flag}{binary} or {int(number)}" if binary not in (None, number) else f"{flag}{int(number)}"
+    return f": a suffix is read only where a flag takes a count (--tokens 15T); write it in digits ({written})"
 
 
 class Count(click.ParamType):

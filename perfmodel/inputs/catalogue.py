@@ -129,7 +129,10 @@ def _user_files() -> list[Path]:
             files.append(location)
         elif location in listed:
             raise PerfmodelError(f"{PATH_VARIABLE} entry {location}: no such hardware file or folder")
-    return list(dict.fromkeys(files))
+    unique: dict[Path, Path] = {}
+    for file in files:  # a file named twice, however spelled (`--hardware hardware_specs/examples`, shipped), is one
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
 
 
 def _user_config_folder() -> Path:

@@ -556,7 +556,8 @@ def load_scenario(
     `overrides` maps dotted keys ("parallelism.tp", "n_gpus") to values; None values are ignored. `origins` names
     where each override came from ("--tp"), so that an error about it names the flag rather than the file. Without a
     file the default scenario is the base; when the overrides change its model, hardware or GPU count, its layout
-    and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question. A
+    and global batch (tuned for 70B on 1,024 H100s) are dropped, so that they are chosen for the new question; one
+    naming the default's own (`--gpu h100-sxm`) still opens the layout to the search but keeps the batch. A
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
     source = scenario_file(path)
@@ -639,17 +640,36 @@ def with_overrides(scenario: Scenario, overrides: dict[str, Any], origins: dict[
     return scenario_from(as_dict(scenario, exclude_unset=True), "scenario", overrides, origins, default=False)
 
 
+def _same_hardware(raw: dict[str, Any], overrides: dict[str, Any]) -> bool:
+    """Whether the overrides' GPU or system is the raw tables' own (the default's h100-sxm named as `--gpu h100-sxm`
+    or its system, `dgx-h100`): such an override changes no hardware. An id that resolves to nothing is a change,
+    refused later naming its flag."""
+    pair = ("gpu", "system")
+    given = {key: overrides.get(key) for key in pair}
+    if not all(value is None or isinstance(value, str) for value in given.values()):
+        return False  # `gpu=False` from the API: refused by the field's check
+    try:
+        ours, theirs = resolve(raw.get("gpu"), raw.get("system")), resolve(given["gpu"], given["system"])
+    except PerfmodelError:
+        return False
+    return (ours.accelerator.id, ours.system.id) == (theirs.accelerator.id, theirs.system.id)
+
+
 def scenario_from(
     raw: dict[str, Any], source: str, overrides: dict[str, Any] | None, origins: dict[str, str] | None, default: bool
 ) -> Scenario:
     """The scenario of `raw` tables (read from `source`) with overrides applied; `default`: `raw` is the built-in
     default scenario, whose layout is dropped when the overrides change the workload (see load_scenario)."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if default and any(key in overrides for key in DESCRIBED_KEYS):  # the default's name and description are its own
+    changed = {key for key, value in overrides.items() if raw.get(key) != value}
+    if default and changed & {"gpu", "system"} and _same_hardware(raw, overrides):  # `--gpu h100-sxm`, dgx-h100
+        changed -= {"gpu", "system"}
+    if default and changed & set(DESCRIBED_KEYS):  # the default's name and description are its own
         raw = {k: v for k, v in raw.items() if k not in ("name", "description")}
-    if default and any(key in overrides for key in WORKLOAD_KEYS):
+    if default and set(overrides) & set(WORKLOAD_KEYS):  # naming its own (`--gpu h100-sxm`) keeps only the batch
+        kept = () if changed & set(WORKLOAD_KEYS) else ("gbs",)
         layout = raw.get("parallelism", {})
-        raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS}
+        raw["parallelism"] = {k: v for k, v in layout.items() if k not in LAYOUT_KEYS or k in kept}
         if "benchmark" in overrides:  # the benchmark defines the model and the work
             raw = {k: v for k, v in raw.items() if k not in ("model", "tokens")}
             raw["parallelism"].pop("seq_len", None)

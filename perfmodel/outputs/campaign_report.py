@@ -26,10 +26,10 @@ from perfmodel.outputs.record import price_basis
 from perfmodel.outputs.report import (
     _duration,
     _energy,
-    _si,
     _usd,
     bf16_ratio,
     carbon_text,
+    count_text,
     labelled_inputs,
     phases_counted,
     price_range,
@@ -62,11 +62,12 @@ def phase_rows(c: Campaign) -> list[list[str]]:
             name + (BEYOND_PHASE if p.evidence is not None and p.evidence.beyond else ""), f"{lo.n_gpus:,}",
             PRECISION_LABEL[p.scenario.precision],
             full_layout(p, batch=False) + (" *" if p.layouts_searched > 1 else "") + ("" if p.step.fits else " (!)"),
-            f"{lo.seq_len:,}", f"{lo.gbs:,} ({_si(lo.gbs * lo.seq_len)})", _si(run.tokens), f"{p.step_time_s:,.3f}",
+            f"{lo.seq_len:,}", f"{lo.gbs:,} ({count_text(lo.gbs * lo.seq_len)})", count_text(run.tokens),
+            f"{p.step_time_s:,.3f}",
             f"{run.time_s / 86400:,.1f}", f"{run.gpu_hours:,.0f}", _usd(run.cost_usd),
         ])  # fmt: skip
     run = c.run
-    rows.append([TOTAL, f"{c.n_gpus:,}", "", "", "", "", _si(run.tokens), "", f"{run.time_s / 86400:,.1f}",
+    rows.append([TOTAL, f"{c.n_gpus:,}", "", "", "", "", count_text(run.tokens), "", f"{run.time_s / 86400:,.1f}",
                  f"{run.gpu_hours:,.0f}", _usd(run.cost_usd)])  # fmt: skip
     return rows
 
@@ -99,7 +100,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
     if gemm != "BF16":
         mfu += f" ({bf16_ratio(d['mfu_bf16'])})"
     rows = [
-        ["Tokens to train", _si(d["tokens_to_train"])],
+        ["Tokens to train", count_text(d["tokens_to_train"])],
         ["Time to train", _duration(d["time_to_train_s"]) + _quantiles(c, "time_to_train_s", _duration)],
         ["GPU-hours", f"{d['gpu_hours']:,.0f}" + _quantiles(c, "gpu_hours", lambda v: f"{v:,.0f}")],
         ["Cost", cost],
@@ -170,7 +171,7 @@ def notes(c: Campaign) -> list[str]:
     if big:
         lines.append(
             f"Warning: {', '.join(big)}: more tokens per step than any published convergence data we know "
-            f"({_si(TOKENS_PER_STEP_PUBLISHED)}); more tokens may be needed to reach the same loss."
+            f"({count_text(TOKENS_PER_STEP_PUBLISHED)}); more tokens may be needed to reach the same loss."
         )
     long = [name for name, p in c.phases.items() if p.layout.seq_len >= LONG_CONTEXT]
     if long:
@@ -207,7 +208,7 @@ def campaign_table(c: Campaign) -> str:
     lines = [
         f"{c.model.name} campaign of {phases_counted(len(c.phases))} on up to {c.n_gpus:,} x {visible(acc.name)} "
         f"({c.hardware.system.id}), {shown}",
-        *labelled_inputs([("work", f"{_si(c.run.tokens)} tokens"), *run_assumptions(c.first)]),
+        *labelled_inputs([("work", f"{count_text(c.run.tokens)} tokens"), *run_assumptions(c.first)]),
         "",
         columns.table(phase_rows(c), PHASE_HEADERS, [("right" if h in RIGHT else "left") for h in PHASE_HEADERS]),
         "",

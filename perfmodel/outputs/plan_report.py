@@ -9,9 +9,9 @@ from perfmodel.errors import visible
 from perfmodel.outputs.record import price_basis, price_cell
 from perfmodel.outputs.report import (
     _duration,
-    _si,
     _usd,
     column_unit,
+    count_text,
     dense_imbalance_note,
     phases_counted,
     tokens_text,
@@ -22,6 +22,7 @@ from perfmodel.planning.confidence import MEDIAN
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 from perfmodel.planning.training import Price
+from perfmodel.planning.whatif import KNOBS
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
 PRECISION_LABEL = {"bf16": "BF16", "fp8": "FP8", "mxfp8": "MXFP8", "nvfp4": "NVFP4", "mxfp4": "MXFP4"}
@@ -125,10 +126,14 @@ def table_unit(records: Iterable[dict[str, Any]]) -> str | None:
 
 
 def _mwh(kwh: float) -> str:
-    """An energy cell of a MWh column: to 0.1 MWh, or to two significant digits where that would read 0.0 (an MLPerf
-    GPT-OSS-20B plan on 64 GB300s uses about 29 kWh)."""
-    mwh = kwh / 1000
-    return f"{mwh:,.1f}" if mwh >= 0.05 else f"{mwh:.2g}"
+    """An energy cell of a MWh column (_mega)."""
+    return _mega(kwh / 1000)
+
+
+def _mega(value: float) -> str:
+    """A cell of a MWh or MW column: to 0.1, or to two significant digits where that would read 0.0 (an MLPerf
+    GPT-OSS-20B plan on 64 GB300s uses about 29 kWh; a plan of 8 H100s draws about 0.01 MW)."""
+    return f"{value:,.1f}" if value >= 0.05 else f"{value:.2g}"
 
 
 RUN_HEADERS = ["time to train", "cost", "MWh", "tCO2e"]
@@ -312,7 +317,8 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     base = cases[0][1]
     changed = records[1]["hardware_changes"]
     change_text = ", ".join(
-        f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g}" for name, c in changed.items()
+        f"{name} {'-' if c['from'] is None else format(c['from'], ',g')} -> {c['to']:,g} {KNOBS[name].unit}"
+        for name, c in changed.items()
     )
     with_run = base.run is not None
     unit = table_unit(records)
@@ -376,7 +382,13 @@ def _sweep_layout(r: dict[str, Any]) -> str:
 def sweep_table(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
-        head = [r["model"], r["system"] or r["accelerator"] or "-", r["precision"], f"{r['n_gpus']:,}", r["whatif"]]
+        head = [
+            r["model"],
+            r["system"] or r["accelerator"] or "-",
+            PRECISION_LABEL.get(r["precision"], r["precision"]),
+            f"{r['n_gpus']:,}",
+            r["whatif"],
+        ]
         layout = _sweep_layout(r)
         if r["error"]:
             out.append([*head, layout, "-", "-", "-", "-", "-", "-", "-", r["error"]])
@@ -434,6 +446,13 @@ def _imbalance_note(rows: list[dict[str, Any]]) -> str:
     return "\n\n" + dense_imbalance_note(imbalances, dense)
 
 
+def candidate_label(label: str) -> str:
+    """A plan candidate's label (planning.plan._label: `dgx-h100:fp8`) with its precision as predict, compare and
+    the campaign tables print it (`dgx-h100:FP8`); `--gpu` takes either spelling."""
+    system, _, precision = label.rpartition(":")
+    return f"{system}:{PRECISION_LABEL.get(precision, precision)}" if system else label
+
+
 def goal_table(report: Any) -> str:
     """`perfmodel plan`: per candidate the plan meeting the goal (or why none does), then the cheapest and fastest."""
     goal = report.goal.to_dict()
@@ -452,20 +471,20 @@ def goal_table(report: Any) -> str:
     quantile = [] if goal["confidence"] == MEDIAN else ["time_to_train_days_at_confidence", "cost_usd_at_confidence"]
     rows, notes = [], []
     for c in report.plans:
-        d = c.to_dict()
+        d, label = c.to_dict(), candidate_label(c.label)
         if c.prediction is None:
-            rows.append([c.label, *["-"] * (10 + len(quantile + chances)), "infeasible"])
-            notes.append(f"{c.label}: {c.reason}")
+            rows.append([label, *["-"] * (10 + len(quantile + chances)), "infeasible"])
+            notes.append(f"{label}: {c.reason}")
             continue
         p = c.prediction
         if isinstance(p, Campaign):
-            notes.append(f"{c.label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
+            notes.append(f"{label} on {d['n_gpus']:,} GPUs, per phase: {_phase_layouts(p)}")
         goodput = "n/a" if d["goodput"] is None else f"{d['goodput']:.1%}"
         low, high = (_duration(d[f"time_to_train_days_{end}"] * 86400, unit) for end in ("p10", "p90"))
         interval = f"{low} to {high}"
         rows.append(
             [
-                c.label,
+                label,
                 f"{d['n_gpus']:,}",
                 (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
                 + beyond_mark(p),
@@ -473,7 +492,7 @@ def goal_table(report: Any) -> str:
                 _price(p),
                 _usd(d["cost_usd"]),
                 _mwh(d["energy_kwh"]),
-                f"{d['power_mw']:,.1f}",
+                _mega(d["power_mw"]),
                 tonnes(d["co2e_t"]),
                 goodput,
                 *(_at_confidence(d, key, unit) for key in quantile),
@@ -483,9 +502,9 @@ def goal_table(report: Any) -> str:
             ]
         )
         if not c.feasible:
-            notes.append(f"{c.label}: {c.reason}")
+            notes.append(f"{label}: {c.reason}")
         elif d["neighbour"] is not None:  # why not one count more or fewer
-            notes.append(f"{c.label} on {d['n_gpus']:,} GPUs: {d['neighbour']['why']}")
+            notes.append(f"{label} on {d['n_gpus']:,} GPUs: {d['neighbour']['why']}")
     headers = [
         "system",
         "GPUs",
@@ -582,8 +601,8 @@ GOAL_BASES = {
 def _tokens(p: Result) -> str:
     assert p.run is not None
     if isinstance(p, Campaign):
-        return f"a campaign of {phases_counted(len(p.phases))}, {_si(p.run.tokens)} tokens"
-    return f"{_si(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
+        return f"a campaign of {phases_counted(len(p.phases))}, {count_text(p.run.tokens)} tokens"
+    return f"{count_text(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
 
 
 def _phase_layouts(c: Campaign) -> str:
@@ -596,15 +615,18 @@ def _estimated(report: Any) -> str:
     estimated = report.estimated()
     if not estimated:
         return ""
-    named = ", ".join(f"{c.label} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated)
+    named = ", ".join(
+        f"{candidate_label(c.label)} ${c.prediction.price.usd_per_gpu_hour:,.2f}/GPU-h" for c in estimated
+    )
     return f" (rests on an estimated price: {named}; quote it with --gpu 'ID:$PRICE')"
 
 
 def _summary(c: Any) -> str:
-    """'gb300-nvl72:nvfp4 on 3,584 GPUs, 45.3 days, $50.80M, P(meet 53.0 days) 0.99'."""
+    """'gb300-nvl72:NVFP4 on 3,584 GPUs, 45.3 days, $50.80M, P(meet 53.0 days) 0.99'."""
     d, goal = c.to_dict(), c.goal.to_dict()
     chances = "".join(f", {_chance_header(goal, key)} {d[key]:.2f}" for key in GOAL_OF if d[key] is not None)
-    what = f"{c.label} on {d['n_gpus']:,} GPUs, {_duration(d['time_to_train_days'] * 86400)}, {_usd(d['cost_usd'])}"
+    days = _duration(d["time_to_train_days"] * 86400)
+    what = f"{candidate_label(c.label)} on {d['n_gpus']:,} GPUs, {days}, {_usd(d['cost_usd'])}"
     return what + chances
 
 

@@ -21,6 +21,7 @@ from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.record import PRICE_MARKS, price_basis
+from perfmodel.planning.views import count_text
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 FORMATS = (".png", ".svg", ".pdf")
@@ -247,7 +248,7 @@ def _model_title(records: Sequence[Record]) -> str:
     size = f" on {next(iter(counts)):,} GPUs" if len(counts) == 1 else ""
     tokens = {r.get("tokens_to_train") for r in records}
     only = next(iter(tokens)) if len(tokens) == 1 else None
-    budget = f", {only / 1e12:g}T tokens" if only is not None else ""
+    budget = f", {count_text(only)} tokens" if only is not None else ""
     if budget and all(r.get("tokens_from_default") for r in records):
         budget += " (default)"
     return ", ".join(models) + size + budget

@@ -19,6 +19,7 @@ from perfmodel.outputs.cells import csv_rows
 from perfmodel.planning.confidence import PRICED
 from perfmodel.planning.losses import expected
 from perfmodel.planning.predict import Prediction
+from perfmodel.planning.views import count_text, usd_text
 
 LISTED_EXCLUSIONS = 10
 """Up to this many excluded rows (your own CSV's) are listed one by one with their id and whole reason, which names
@@ -36,17 +37,8 @@ BREAKDOWN_LABELS = {
 }
 
 
-def _si(value: float) -> str:
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:,.2f}{suffix}"
-    return f"{value:,.2f}"
-
-
 def _usd(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return "$" + _si(value).replace("B", "bn")
+    return "n/a" if value is None else usd_text(value)
 
 
 DURATION_UNITS = {"days": 86400.0, "hours": 3600.0, "min": 60.0}
@@ -83,7 +75,7 @@ def inputs_lines(p: Prediction) -> list[str]:
         if s.tokens is not None
         else "no token budget (no time-to-train)"
     )
-    batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {_si(tokens_per_step)} tokens per step"
+    batch = f"GBS {p.layout.gbs:,} x {p.layout.seq_len:,} = {count_text(tokens_per_step)} tokens per step"
     attention = _attention_inputs(p)
     return labelled_inputs([
         ("work", work), ("batch", batch + ("" if s.parallelism.gbs else f" (default: {s.default_batch()[1]})")),
@@ -109,7 +101,7 @@ def bf16_ratio(mfu_bf16: float) -> str:
 def tokens_text(s: Scenario) -> str:
     """A scenario's token budget, marked "(default)" where the default scenario gave it, not the user."""
     assert s.tokens is not None
-    return f"{_si(s.tokens)} tokens" + (" (default)" if "tokens" in from_default(s) else "")
+    return f"{count_text(s.tokens)} tokens" + (" (default)" if "tokens" in from_default(s) else "")
 
 
 def _attention_inputs(p: Prediction) -> list[str]:
@@ -303,7 +295,7 @@ def table(p: Prediction) -> str:
             )
         marked = " (default)" if "tokens" in from_default(p.scenario) else ""
         rows += [
-            ["Tokens to train", _si(d["tokens_to_train"]) + marked],
+            ["Tokens to train", count_text(d["tokens_to_train"]) + marked],
             ["Time to train", _duration(d["time_to_train_s"]) + quantiles("time_to_train_s", _duration)],
             ["GPU-hours", f"{d['gpu_hours']:,.0f}" + quantiles("gpu_hours", lambda v: f"{v:,.0f}")],
             ["Cost", cost],
@@ -355,9 +347,9 @@ def table(p: Prediction) -> str:
     if tokens_per_step > TOKENS_PER_STEP_PUBLISHED:
         lines += [
             "",
-            f"Warning: {_si(tokens_per_step)} tokens per step is beyond any published convergence data we know "
-            f"(MLPerf's Llama 3.1 405B reference points reach {_si(TOKENS_PER_STEP_PUBLISHED)}; Llama 3 pre-trained "
-            "at 16M at most): more tokens may be needed to reach the same loss.",
+            f"Warning: {count_text(tokens_per_step)} tokens per step is beyond any published convergence data we "
+            f"know (MLPerf's Llama 3.1 405B reference points reach {count_text(TOKENS_PER_STEP_PUBLISHED)}; Llama 3 "
+            "pre-trained at 16M at most): more tokens may be needed to reach the same loss.",
         ]
     return "\n".join(lines)
 

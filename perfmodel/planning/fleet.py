@@ -44,6 +44,7 @@ from perfmodel.planning.plan import (
     time_factor,
     wall_s,
 )  # fmt: skip
+from perfmodel.planning.views import usd_text
 
 DAY_S = 86400.0
 
@@ -326,7 +327,7 @@ def _plan_system(
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:
-                why = f"the cheapest mix by day {lead:g} costs ${found.cost_usd() * factor / 1e6:,.2f}M, over budget"
+                why = f"the cheapest mix by day {lead:g} costs {usd_text(found.cost_usd() * factor)}, over budget"
                 continue
         if best is None or found.cost_usd() < best.cost_usd():
             best = found

@@ -49,7 +49,7 @@ from perfmodel.planning.predict import (
 from perfmodel.planning.request import ScenarioSource
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
-from perfmodel.planning.views import Shown
+from perfmodel.planning.views import Shown, usd_text
 
 STALL_FACTOR = 4
 """Time and cost need not move monotonically with the count: a count whose DP divides the global batch lays out
@@ -572,7 +572,7 @@ def plan_candidate(
             first, cheapest = min(met), min(met, key=tries.cost)
             reason = (
                 f"the fewest GPUs meeting the deadline, {grid[first]:,}, cost {_cost_text(tries, first)}, "
-                f"over the budget of ${goal.budget_usd / 1e6:,.2f}M"
+                f"over the budget of {usd_text(goal.budget_usd)}"
             )
             if cheapest != first:
                 reason += f" (the cheapest meeting it, {grid[cheapest]:,}, cost {_cost_text(tries, cheapest)})"
@@ -618,10 +618,10 @@ def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: 
     days, at = tries.time(k) / 86400, f"{goal_basis(p)}{chance.at(tries.confidence)}"
     quoted = cost_usd(p)
     cost = None if quoted is None else quoted * cost_factor(p, tries.confidence)
-    money = "no price" if cost is None else f"${cost / 1e6:,.2f}M"
+    money = "no price" if cost is None else usd_text(cost)
     if binds == "deadline" and goal.deadline_s is not None and tries.time(k) <= goal.deadline_s:
         if price is not None:  # a fleet's mix at the point
-            why = f"{n:,} GPUs ({days:,.1f} days {at}) cost ${price(p) / 1e6:,.2f}M as a mix, more"
+            why = f"{n:,} GPUs ({days:,.1f} days {at}) cost {usd_text(price(p))} as a mix, more"
         else:
             why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, over the budget"
     elif binds == "deadline":
@@ -643,7 +643,7 @@ def _priced_out(tries: _Tries, within: list[int], budget: float, top: int) -> st
     p = tries.at(fastest)
     assert p is not None
     return (
-        f"no count within the budget of ${budget / 1e6:,.2f}M meets the deadline: the fastest within it, "
+        f"no count within the budget of {usd_text(budget)} meets the deadline: the fastest within it, "
         f"{tries.grid[fastest]:,} GPUs, needs {tries.time(fastest) / 86400:,.1f} days {goal_basis(p)}"
         f"{chance.at(tries.confidence)}, and the counts tried above {tries.grid[max(within)]:,} up to "
         f"{tries.grid[top]:,} cost more"
@@ -651,10 +651,10 @@ def _priced_out(tries: _Tries, within: list[int], budget: float, top: int) -> st
 
 
 def _cost_text(tries: _Tries, index: int) -> str:
-    """The cost at a count tried, in millions, and its basis: '$41.20M with losses'."""
+    """The cost at a count tried and its basis: '$41.20M with losses'."""
     p = tries.at(index)
     assert p is not None
-    return f"${tries.cost(index) / 1e6:,.2f}M {goal_basis(p)}{chance.at(tries.confidence)}"
+    return f"{usd_text(tries.cost(index))} {goal_basis(p)}{chance.at(tries.confidence)}"
 
 
 def _check_step_cost(p: Result | None, budget: float) -> None:

@@ -52,6 +52,7 @@ def load_request(
         loaded = load_scenario(source, overrides, where)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
+    check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
     if loaded.calibration is not None or loaded.vintage is not None:
         check_calibration(loaded, source, options, origins)
     if not relayout:
@@ -136,7 +137,7 @@ def _check_layout(
     layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
     fixed -= set() if own_count else {"n_gpus"}
     held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
-    rules = (*held, *(rule for rule in rules if rule not in held and _product_of_given(rule, fixed)))
+    rules = (*held, *(rule for rule in rules if rule not in held and _weakest_at_one(rule, fixed)))
     model = scenario.model_spec()
     broken = broken_rules(layout, model, scenario.n_gpus, rules)
     if not broken:
@@ -158,15 +159,20 @@ def _check_layout(
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
 
 
-COUNT_RULE_DIMS = frozenset(("tp", "pp", "cp", "n_gpus"))
-"""The dimensions of the rule that TP x PP x CP divides the GPU count (physics.parallel.RULES)."""
+DIVISOR_DIMS = {
+    frozenset(("tp", "pp", "cp", "n_gpus")): frozenset(("tp", "pp", "cp")),
+    frozenset(("gbs", "mbs", "dp")): frozenset(("mbs",)),
+}
+"""The divisibility rules of physics.parallel.RULES (TP x PP x CP divides the GPU count; MBS x DP divides GBS), each
+with the degrees of its divisor that a partly given layout may leave open."""
 
 
-def _product_of_given(rule: Any, fixed: set[str]) -> bool:
-    """Whether a partly given layout is held to the GPU-count rule: with the count given, the degrees given
-    (_given_part puts 1 in the open ones) must already divide it, since any searched degree only multiplies them
-    (`--tp 16` on 8 GPUs: no layout the search could find keeps it)."""
-    return set(rule.dims) == COUNT_RULE_DIMS and "n_gpus" in fixed
+def _weakest_at_one(rule: Any, fixed: set[str]) -> bool:
+    """Whether a partly given layout is held to a divisibility rule (DIVISOR_DIMS) whose other dimensions are all
+    given: the divisor's open degrees at 1 (_given_part) are the weakest test, since any searched degree only
+    multiplies them (`--tp 16` on 8 GPUs, `--gbs 12 --dp 8`: no layout the search could find keeps them)."""
+    open_ok = DIVISOR_DIMS.get(frozenset(rule.dims))
+    return open_ok is not None and set(rule.dims) - open_ok <= fixed
 
 
 PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
@@ -250,6 +256,25 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
     if len(counts) > MAX_GPU_COUNTS:
         raise PerfmodelError(f"{len(counts)} GPU counts; at most {MAX_GPU_COUNTS} (each is a full search)")
     return counts
+
+
+def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool) -> None:
+    """The GPU counts a scenario file gives fill whole nodes, as `--gpus` must (check_whole_nodes): its `n_gpus`
+    where it is predicted at its `own_count` (not a flag's, nor reopened by plan), and each campaign phase's own
+    (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them); a gpu_fraction is rounded to whole nodes already
+    (phase_gpus)."""
+    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    if scenario.gpu is None and scenario.system is None:  # refused where the hardware is resolved, naming the file
+        return
+    if own_count:
+        check_whole_nodes(scenario, f"{where}: field 'n_gpus'")
+    if not scenario.phase:
+        return
+    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
+
+    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+        if phase.n_gpus is not None:
+            check_whole_nodes(phased, f"{where}: phase '{phase.name}': field 'n_gpus'")
 
 
 def check_whole_nodes(scenario: Scenario, origin: str) -> None:

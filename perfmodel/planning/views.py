@@ -5,6 +5,7 @@ whole object stays one attribute away (`.to_dict()`, `.scenario`, `.phases`)."""
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,25 +19,39 @@ def _days(value: float) -> str:
     return f"{value * 24:,.1f} hours" if value * 24 >= 1 else f"{value * 1440:,.1f} min"
 
 
-def _usd(value: float) -> str:
-    return f"${value / 1e6:,.2f}M" if value >= 1e6 else f"${value:,.0f}"
+def _si(value: float) -> str:
+    """A figure to two decimals of its thousands prefix: '117.37k', '16.83M'."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:,.2f}{suffix}"
+    return f"{value:,.2f}"
 
 
-def _tokens(value: float) -> str:
-    for size, letter in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-        if value >= size:
-            return f"{value / size:,.3g}{letter}"
-    return f"{value:,.0f}"
+def usd_text(value: float) -> str:
+    """Money as the tables and the planner's reasons print it, so that a reason's budget reads as the table's cost
+    ('$117.37k' in both; a reason said '$0.12M')."""
+    return "$" + _si(value).replace("B", "bn")
+
+
+def count_text(value: float) -> str:
+    """A token count to three significant figures, trailing zeros kept, so that a column reads alike: '800B' beside
+    '2.87T' and '15.0T' (two decimals read '800.00B' beside '2.87T')."""
+    rounded = float(f"{value:.3g}")
+    prefixes = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+    scale, suffix = next(((size, letter) for size, letter in prefixes if rounded >= size), (1.0, ""))
+    shown = rounded / scale
+    decimals = max(0, 2 - math.floor(math.log10(shown))) if shown > 0 else 0
+    return f"{shown:,.{decimals}f}{suffix}"
 
 
 FIGURES: tuple[tuple[str, str, Reads], ...] = (
-    ("tokens_to_train", "tokens", _tokens),
+    ("tokens_to_train", "tokens", count_text),
     ("step_time_s", "step", lambda v: f"{v:.3f} s"),
     ("tokens_per_s_per_gpu", "tokens/s/GPU", lambda v: f"{v:,.0f}"),
     ("mfu_of_precision", "MFU", lambda v: f"{v:.1%}"),
     ("fits_in_memory", "fits", lambda v: "yes" if v else "NO"),
     ("time_to_train_days", "time", _days),
-    ("cost_usd", "cost", _usd),
+    ("cost_usd", "cost", usd_text),
     ("speedup_vs_first", "speedup", lambda v: f"{v:.2f}x"),
     ("perf_per_usd_vs_first", "perf/USD", lambda v: f"{v:.2f}x"),
 )

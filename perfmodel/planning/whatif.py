@@ -60,7 +60,14 @@ KNOBS: dict[str, Knob] = {
         Knob("fp8_tflops", "TFLOP/s", "dense FP8 tensor-core peak", "accelerator", "fp8_tflops", (1, 1e6)),
         Knob("fp4_tflops", "TFLOP/s", "dense FP4 tensor-core peak", "accelerator", "fp4_tflops", (1, 1e6)),
         Knob("hbm_tbps", "TB/s", "HBM bandwidth", "accelerator", "hbm_tbps", (0.01, 1000)),
-        Knob("hbm_gb", "GiB", "HBM capacity", "accelerator", "hbm_gb", (1, 100_000)),
+        Knob(
+            "hbm_gb",
+            "GiB",
+            "HBM capacity, binary (Accelerator.memory_bytes): the datasheet's '80 GB' is 80 GiB",
+            "accelerator",
+            "hbm_gb",
+            (1, 100_000),
+        ),
         Knob(
             "nvlink_gbps",
             "GB/s",
