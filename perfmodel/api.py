@@ -194,7 +194,7 @@ def plan(
     power_mw: float | None = None,
     **options: Unpack[WorkloadOptions],
 ) -> PlanReport:
-    """The fewest GPUs of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that train the work (`tokens` or
+    """The cheapest count of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that trains the work (`tokens` or
     `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
     (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
     with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`); no plan

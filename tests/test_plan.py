@@ -1,4 +1,4 @@
-"""`perfmodel plan`: the fewest GPUs meeting a deadline, the fastest plan within a budget, and why a goal fails."""
+"""`perfmodel plan`: the cheapest count meeting a deadline, the fastest plan within a budget, and why a goal fails."""
 
 from __future__ import annotations
 
@@ -289,6 +289,25 @@ def test_a_budget_plan_is_the_fastest_of_every_count_within_it() -> None:
     fastest = min((i for i in runs if tries.cost(i) <= budget), key=tries.time)
     (c,) = planning.plan([("h100", base)], planning.Goal(None, budget), 4096).plans
     assert c.prediction is not None and planning.gpus_of(c.prediction) == grid[fastest]
+
+
+def test_a_deadline_plan_is_the_cheapest_of_every_count_meeting_it() -> None:
+    """Against every count of the grid up to 4,096 H100 (70B on 15T tokens, the default scenario), a plan for 65
+    days is the cheapest count meeting them (the fewer GPUs of equal cost), and the count one step fewer, meeting
+    them too, says it costs more. It was the fewest GPUs meeting them: 1,792 (63.5 days, $16.83M with losses)
+    where 2,048 (DP 1,024 divides the batch) take 49.3 days for $14.88M."""
+    base = without_layout(load_scenario(None, {}))
+    grid, deadline_s = planning.counts(8, 4096), 65 * 86400.0
+    tries = planning._Tries(base, grid)
+    meeting = [i for i in range(len(grid)) if tries.at(i) is not None and tries.time(i) <= deadline_s]
+    cheapest = min(meeting, key=lambda i: (tries.cost(i), i))
+    (c,) = planning.plan([("h100", base)], planning.Goal(deadline_s), 4096).plans
+    assert c.prediction is not None and planning.gpus_of(c.prediction) == grid[cheapest] > grid[min(meeting)]
+    assert c.neighbour is not None and c.neighbour["n_gpus"] == grid[cheapest - 1]
+    days = tries.time(cheapest - 1) / 86400
+    assert c.neighbour["why"] == f"{grid[cheapest - 1]:,} GPUs ({days:,.1f} days) cost " + (
+        f"{planning.usd_text(tries.cost(cheapest - 1))} with losses, more"
+    )
 
 
 CAMPAIGN_OF_A_BAD_PHASE = """

@@ -1,4 +1,4 @@
-"""`perfmodel plan`: the fewest GPUs of each candidate system that meet a deadline and/or a budget."""
+"""`perfmodel plan`: the GPUs of each candidate system that meet a deadline (the cheapest count) and/or a budget."""
 
 from __future__ import annotations
 
@@ -101,10 +101,10 @@ def plan(
     quiet: bool,
     **flags: Any,
 ) -> None:
-    """The fewest GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]][:$PRICE], repeated) meeting the goal.
+    """The GPUs of each candidate (--gpu ID[:PRECISION[,PRECISION...]][:$PRICE], repeated) meeting the goal.
 
     Give the work (--tokens or --benchmark) and a goal: --deadline, --budget or both. With a deadline, each
-    candidate gets the fewest GPUs (whole nodes or racks) whose time to train meets it; with a budget alone, the
+    candidate gets the cheapest GPU count (whole nodes or racks) whose time to train meets it; with a budget alone, the
     fastest plan within it. Times and costs count every real-world loss (failures, checkpoints, stragglers, start-up,
     ...); with --losses none the failures only, with --goodput none as well none. The layout is searched at each
     count tried. Ends with the cheapest and the fastest feasible plans; a goal no count meets says why.

@@ -1,4 +1,4 @@
-"""Goal seeking: the fewest GPUs of each candidate system that meet a deadline and/or a budget.
+"""Goal seeking: the GPUs of each candidate system that meet a deadline (the cheapest count) and/or a budget.
 
 A candidate is a system (or accelerator) and a precision. Its GPU counts are whole units of the system: nodes
 (8 GPUs on a DGX) or, on an NVL72, the GPUs of a rack a job fills (64, as the hardware file says), in steps of
@@ -11,8 +11,9 @@ else, with the losses model off, with the expected failures of the goodput model
 Time and cost need not fall and rise with the count (a count whose DP divides the global batch lays out better than
 its neighbours: STALL_FACTOR), so the searches try every count in a range. Deadline: a few power-law steps from
 the seed (time ~ count^-a, a from the last two tries) find counts near it; then every count from the fewest that
-could meet it at GPU_HOURS_FLOOR of the least GPU-hours seen is tried upward, and the first meeting it (within the
-budget, with both goals) is the answer. Budget alone: the fastest plan within it; from the seed the counts are
+could meet it at GPU_HOURS_FLOOR of the least GPU-hours seen is tried upward to STALL_FACTOR times the cheapest
+meeting it (within the budget, with both goals), which is the answer (ties to the fewer GPUs; without a price, as
+mi355x, the fewest GPUs meeting it: the first). Budget alone: the fastest plan within it; from the seed the counts are
 galloped up an octave at a time, then every count from the fewest that could be faster than the fastest within it
 is tried upward. A scan ends where STALL_FACTOR times the GPUs of the fastest count tried were no faster (scaling
 has stopped), or of the largest count within the budget were all over it. A goal no count meets says why: the time
@@ -44,6 +45,7 @@ from perfmodel.planning.predict import (
     failure_spread,
     for_layout,
     prediction_for,
+    scenario_price,
     search_scenario,
 )
 from perfmodel.planning.request import ScenarioSource
@@ -261,6 +263,11 @@ class _Tries:
             p = self.at(index)
             self.quantiles[key] = math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
         return self.quantiles[key]
+
+    def priced(self, p: Result) -> float:
+        """`cost` as a Price: what a deadline's plan on the candidate's own price minimises (found by the count
+        tried, not `gpus_of`: a campaign's phase may run on more GPUs than the count)."""
+        return self.cost(self.grid.index(next(n for n, q in self.found.items() if q is p)))
 
     def cost(self, index: int) -> float:
         key = ("cost", self.grid[index])
@@ -543,7 +550,8 @@ def plan_candidate(
 ) -> CandidatePlan:  # fmt: skip
     """The plan for one candidate (its scenario `base`: hardware, precision and work set, layout open); `ceiling`
     names what sets `max_gpus` (--max-gpus, or the power cap's GPUs); `tried` the predictions other plans made;
-    `price`, with a deadline, what the plan minimises among the counts meeting it (else the GPUs)."""
+    `price`, with a deadline, what the plan minimises among the counts meeting it (a fleet's mix; else the run's
+    cost at the goal's confidence, `_Tries.cost`, or the GPUs where the candidate has no price)."""
     hw = resolve(base.gpu, base.system)
     unit = granularity(hw)
     grid = counts(unit, max_gpus)
@@ -551,10 +559,13 @@ def plan_candidate(
         raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
     tries = _Tries(base, grid, goal.confidence, shared={} if tried is None else tried)
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
+    mix = price
+    if price is None and goal.deadline_s is not None and scenario_price(base, hw).usd_per_gpu_hour is not None:
+        price = tries.priced
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
         p = None if index is None else tries.at(index)
-        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
+        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, mix)
         return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
     if goal.budget_usd is not None:
@@ -599,9 +610,10 @@ def plan_candidate(
 
 def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: Price | None) -> dict[str, Any] | None:
     """The GPU count tried that shows why index's is the answer, its time and cost at the goal's confidence and why
-    it is not the answer: where the deadline binds, the next count fewer (too slow, or over the budget, or with
-    `price` dearer); where the budget binds, the fewest GPUs of the faster counts (over it); else the fastest of
-    the larger counts tried (no faster: scaling has stopped). None where there is none."""
+    it is not the answer: where the deadline binds, the next count fewer (too slow, or over the budget, or dearer:
+    at its own price, or as a fleet's mix with `price`); where the budget binds, the fewest GPUs of the faster
+    counts (over it); else the fastest of the larger counts tried (no faster: scaling has stopped). None where
+    there is none."""
     runs = [k for k in tries.tried() if tries.at(k) is not None]
     if binds == "deadline":
         k = index - 1 if index and tries.grid[index - 1] in tries.found else None
@@ -623,7 +635,8 @@ def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: 
         if price is not None:  # a fleet's mix at the point
             why = f"{n:,} GPUs ({days:,.1f} days {at}) cost {usd_text(price(p))} as a mix, more"
         else:
-            why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, over the budget"
+            over = goal.budget_usd is not None and tries.cost(k) > goal.budget_usd
+            why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, {'over the budget' if over else 'more'}"
     elif binds == "deadline":
         why = f"{n:,} GPUs, one step fewer, need {days:,.1f} days {at}"
     elif binds == "budget":

@@ -138,7 +138,8 @@ def compare(body: CompareRequest) -> Response:  # type: ignore[valid-type]
 
 @app.post("/api/plan", responses=ANSWERS, response_class=Response)
 def plan(body: PlanRequest) -> Response:  # type: ignore[valid-type]
-    """The fewest GPUs of each candidate meeting the goal: the object of `perfmodel plan --format json`."""
+    """The GPUs of each candidate meeting the goal (a deadline: the cheapest count): the object of `perfmodel plan
+    --format json`."""
     return _document("plan", body)
 
 

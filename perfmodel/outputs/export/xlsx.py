@@ -656,7 +656,7 @@ def _basis(values: dict[str, list[Any]]) -> list[str]:
         ]
         basis = _one(values.get("goal_basis")) or "as planned"
         sentences.append(
-            f"Goal: each candidate's fewest GPUs that train within {' and '.join(w for w in within if w)} ({basis})."
+            f"Goal: each candidate's GPU count that trains within {' and '.join(w for w in within if w)} ({basis})."
         )
         sentences.append(
             "p_deadline and p_budget are values, not formulas: 20,001 seeded draws of the time, the 80% interval "

@@ -6,7 +6,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const HINTS = {
   predict: "One prediction: step time and its breakdown, throughput, memory, time to train, cost and energy.",
   compare: "The same workload on several systems and GPU counts (e.g. h100-sxm, b200:fp8 at 256,512,1024).",
-  plan: "The fewest GPUs of each candidate that train the tokens within the deadline and/or budget, losses included.",
+  plan: "The cheapest GPU count of each candidate that trains the tokens within the deadline (within a budget alone, the fastest), losses included.",
 };
 const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
 const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
