@@ -1397,9 +1397,10 @@ def step_floor(ctx: Context, lv: LayoutVars, links: bool = False) -> Number:
     compute, full, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
     head_compute, embed_compute = _head_compute(ctx, compute, lv, full), compute.embedding
     eff = ctx.efficiency
-    least, _ = _rank_bounds(ctx, lv.pp, stages, layer_compute, head_compute, embed_compute)
-    tp_least = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1)) if links else 0.0
-    _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + tp_least, head_compute, embed_compute)
+    least, most = _rank_bounds(ctx, lv.pp, stages, layer_compute, head_compute, embed_compute)
+    if links:  # the ranks' sums with each layer's least exposed TP communication
+        tp_least = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1))
+        _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + tp_least, head_compute, embed_compute)
     bubble = bubble_fraction(lv.pp, lv.vp, microbatches)
     wait_s = straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, microbatches * least)
     return (
