@@ -575,7 +575,6 @@ def _lay_out_details(ws: Any, grid: _Grid, columns: Sequence[Column], values: di
         if _wraps(values[column.key]):
             cells += list(zip(texts[column.key], chars, strict=True))
         ws.set_row(row - 1, _row_height(cells))
-    ws.freeze_panes(HEADER_ROW + 1, 1)
     return widths
 
 
