@@ -29,7 +29,6 @@ from perfmodel.outputs.report import (
     _usd,
     bf16_ratio,
     carbon_text,
-    count_text,
     labelled_inputs,
     phases_counted,
     price_range,
@@ -39,6 +38,7 @@ from perfmodel.outputs.report import (
 from perfmodel.planning.campaign import Campaign
 from perfmodel.planning.evidence import DOC
 from perfmodel.planning.losses import expected
+from perfmodel.planning.views import count_text
 
 LONG_CONTEXT = 32_768
 """Sequence length from which a phase runs where the only measured rows are an older release's (NeMo's long-sequence

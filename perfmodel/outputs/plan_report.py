@@ -11,7 +11,6 @@ from perfmodel.outputs.report import (
     _duration,
     _usd,
     column_unit,
-    count_text,
     dense_imbalance_note,
     phases_counted,
     tokens_text,
@@ -22,6 +21,7 @@ from perfmodel.planning.confidence import MEDIAN
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 from perfmodel.planning.training import Price
+from perfmodel.planning.views import count_text
 from perfmodel.planning.whatif import KNOBS
 
 LEFT_ALIGNED = frozenset(("layout", "system", "recompute", "case", "parameter", "what", "model", "what-if", "error"))
