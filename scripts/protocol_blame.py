@@ -26,8 +26,8 @@ from perfmodel.fitting import protocols
 from perfmodel.fitting.runs import collect_runs
 from perfmodel.fitting.validation import PreparedRun
 from perfmodel.physics import parameters as table
+from perfmodel.physics.calibration import BUNDLED
 
-BUNDLED = Path(__file__).resolve().parent.parent / "perfmodel" / "data" / "calibration.json"
 _GEMM = ("gemm_bf16", "gemm_sustained", "gemm_generation", "gemm_format_fp8", "gemm_format_fp4")
 _HBM = ("memory", "memory_generation")
 GROUPS = {
