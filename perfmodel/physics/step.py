@@ -476,7 +476,7 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     for its best layout's, which it would price again as floats (bench_campaign.py's six cold searched phases:
     their final predictions 4.1 ms before, 2.4 ms reading the table)."""
     if not any(type(x).__module__ == "numpy" for x in key):  # plain numbers, symbols, traced values: no numpy
-        table: _ShardTable | None = ctx.shards.get(("shard table",))
+        table: _ShardTable | None = ctx.shards.get(SHARD_TABLE)
         at = None if table is None or not all(type(x) in PLAIN for x in key) else table.position.get(key)
         return _shard_compute(ctx, sh) if table is None or at is None else table.one(at)
     import numpy as np
@@ -586,11 +586,15 @@ def _has_variants(eff: Efficiency) -> bool:
     return any(isinstance(v, np.ndarray) for v in vars(eff).values())
 
 
+SHARD_TABLE = ("shard table",)
+"""The key of a context's `_ShardTable` among its shards (`Context.shards`)."""
+
+
 def _shard_table(ctx: Context, sh: Shard) -> _ShardTable:
     memo = ctx.shards
-    table: _ShardTable | None = memo.get(("shard table",))
+    table: _ShardTable | None = memo.get(SHARD_TABLE)
     if table is None:
-        table = memo[("shard table",)] = _ShardTable(sh, ctx, {})
+        table = memo[SHARD_TABLE] = _ShardTable(sh, ctx, {})
     return table
 
 
