@@ -333,9 +333,10 @@ def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool, 
     found = _ASKED.get(key) if key is not None else None
     if found is None:
         _use_hardware(options)
-        found = load_request(scenario, options, _origins(options), relayout)
-        check_given_layout(found, scenario, options, _origins(options), own_count)
-        check_precision(found, scenario, options, _origins(options), option="precision={!r}")
+        origins = _origins(options)
+        found = load_request(scenario, options, origins, relayout)
+        check_given_layout(found, scenario, options, origins, own_count)
+        check_precision(found, scenario, options, origins, option="precision={!r}")
         if key is not None:
             if len(_ASKED) >= MAX_ASKED:
                 del _ASKED[next(iter(_ASKED))]

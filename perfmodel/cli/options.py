@@ -64,7 +64,7 @@ def _in_digits(value: Any, param: click.Parameter | None) -> str:
     if number != int(number) or not text[-1:].isalpha():
         return ""
     flag = f"{param.opts[0]} " if param is not None and param.opts else ""
-    binary = round(float(text[:-1]) * 1024) if text[-1] in "kK" else None
+    binary = round(number * 1.024) if text[-1] in "kK" else None  # from the count: '1,000k' is no float
     written = f"{flag}{binary} or {int(number)}" if binary not in (None, number) else f"{flag}{int(number)}"
     return f": a suffix is read only where a flag takes a count (--tokens 15T); write it in digits ({written})"
 

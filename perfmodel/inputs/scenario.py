@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from perfmodel.errors import FieldError, PerfmodelError, shown
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
-from perfmodel.inputs.files import MAX_PATH_CHARS, beside, other_kind, parse_toml, read_text
+from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
@@ -692,7 +692,7 @@ def scenario_from(
     located = _locator(source, overrides, origins)
     from pydantic import ValidationError  # checking a scenario's tables imports pydantic anyway
 
-    from perfmodel.inputs.scenario_check import explain_error
+    from perfmodel.inputs.scenario_check import explain_error, with_other_kind
 
     try:
         scenario = checked_scenario(raw)
@@ -703,8 +703,7 @@ def scenario_from(
         field, message = explain_error(exc)
         if field is None:  # the benchmark's check of the whole scenario
             raise located("benchmark", message, named=False) from None
-        if "." not in field and message.startswith("unknown key"):  # a top-level key: perhaps another kind of file
-            message = message.replace("; allowed:", f"{other_kind(raw, 'scenario')}; allowed:", 1)
+        message = with_other_kind(field, message, raw, "scenario")
         raise located(*in_phase(field, message, raw.get("phase"))) from None
     except FieldError as exc:
         raise located(*in_phase(exc.field, exc.detail, raw.get("phase"))) from None

@@ -198,8 +198,7 @@ def check_model_file(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         check(MODEL_OVERRIDE, table)
     except ValidationError as exc:
         field, message = explain_error(exc, MODEL_OVERRIDE)
-        if field and "." not in field and message.startswith("unknown key"):  # perhaps another kind of file
-            message = message.replace("; allowed:", f"{other_kind(table, 'model')}; allowed:", 1)
+        message = with_other_kind(field, message, table, "model")
         raise PerfmodelError(f"{path}: field '{field}': {message}" if field else f"{path}: {message}") from None
     return table
 
@@ -213,6 +212,14 @@ def describe_error(exc: ValidationError, root: type[BaseModel] | None = None) ->
     """The first problem of a validation error as one line: "field 'parallelism.tp': ..." (or the bare message)."""
     field, message = explain_error(exc, root)
     return f"field '{field}': {message}" if field else message
+
+
+def with_other_kind(field: str | None, message: str, tables: dict[str, Any], kind: str) -> str:
+    """`message` about `field`, where it refuses an unknown top-level key of a `kind` file (scenario, model), with
+    what the tables look like instead (files.other_kind: a hardware file given as the scenario)."""
+    if not field or "." in field or not message.startswith("unknown key"):
+        return message
+    return message.replace("; allowed:", f"{other_kind(tables, kind)}; allowed:", 1)
 
 
 def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> tuple[str | None, str]:
