@@ -20,7 +20,7 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten, scenario_file
+from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
     ScenarioSource,
@@ -28,6 +28,7 @@ from perfmodel.planning.request import (
     check_precision,
     check_whole_nodes,
     load_request,
+    source_name,
 )
 from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
@@ -145,7 +146,7 @@ def check_one_price(
     key = "usd_per_gpu_hour" if base.cost.usd_per_gpu_hour is not None else "price_range"
     if base.cost.usd_per_gpu_hour is None and base.cost.usd_per_gpu_hour_range is None:
         return
-    field = "scenario: field" if isinstance(source, Scenario) else f"{scenario_file(source)}: field"
+    field = f"{source_name(source)}: field"
     where = origins.get(key, key)
     if options.get(key) is None:
         where = f"{field} 'cost.{'usd_per_gpu_hour' if key == 'usd_per_gpu_hour' else 'usd_per_gpu_hour_range'}'"
