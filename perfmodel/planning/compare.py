@@ -179,6 +179,16 @@ def check_precisions(
             check_precision(candidate, source, options, origins, ident)
 
 
+def check_targets(
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """The checks a comparison's or a plan's targets pass on `base` before any prediction: a phase's own layout (at
+    every count), one price (check_one_price) and each target's precision (check_precisions)."""
+    check_given_layout(base, source, options, origins, own_count=False)
+    check_one_price(targets, base, source, options, origins)
+    check_precisions(targets, base, source, options, origins)
+
+
 def compare_request(
     source: ScenarioSource,
     options: dict[str, Any],
@@ -200,9 +210,7 @@ def compare_request(
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": f"--gpu {targets[0]}"}
     base = load_request(source, options, origins, relayout)
-    check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
-    check_one_price(parsed, base, source, options, origins)
-    check_precisions(parsed, base, source, options, origins)
+    check_targets(parsed, base, source, options, origins)
     for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
         if target.n_gpus:
             check_whole_nodes(

@@ -791,8 +791,8 @@ def candidate_bases(
     source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
-    from perfmodel.planning.compare import check_one_price, check_precisions, parse_target, scenarios, split_quote
-    from perfmodel.planning.request import check_given_layout, load_request
+    from perfmodel.planning.compare import check_targets, parse_target, scenarios, split_quote
+    from perfmodel.planning.request import load_request
 
     if options.get("n_gpus") is not None:
         raise PerfmodelError(
@@ -812,9 +812,7 @@ def candidate_bases(
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
-    check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
-    check_one_price(parsed, base, source, options, origins)
-    check_precisions(parsed, base, source, options, origins)
+    check_targets(parsed, base, source, options, origins)
     return [(_label(s), s) for s in scenarios(base, parsed, None)]
 
 
