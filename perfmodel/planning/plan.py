@@ -235,8 +235,8 @@ class _Tries:
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
     quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
-    """Times and costs by kind and count, memoised: the scans ask for each many times (a fleet's 6 jobs about 85,000
-    times for 270 counts), and each asks the losses model and the spread afresh."""
+    """Times, costs and a deadline plan's prices (`_answer`) by kind and count, memoised: the scans ask for each many
+    times (a fleet's 6 jobs about 85,000 times for 270 counts), and each asks the losses model and the spread afresh."""
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
@@ -475,10 +475,13 @@ def _answer(tries: _Tries, deadline: float | None, budget: float | None, price: 
     if price is None:
         return min(met, default=None)
 
-    def priced(i: int) -> tuple[float, int]:
-        p = tries.at(i)
-        assert p is not None
-        return price(p), i
+    def priced(i: int) -> tuple[float, int]:  # memoised: the scan asks again at every count (`_search.answered`)
+        key = ("price", tries.grid[i])
+        if key not in tries.quantiles:
+            p = tries.at(i)
+            assert p is not None
+            tries.quantiles[key] = price(p)
+        return tries.quantiles[key], i
 
     return min(met, key=priced, default=None)
 
