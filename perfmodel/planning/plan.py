@@ -631,8 +631,7 @@ def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: 
         return {"n_gpus": n, "time_to_train_days": None, "cost_usd": None,
                 "why": f"{n:,} GPUs run no layout: {tries.why.get(n, 'no layout runs')}"}  # fmt: skip
     days, at = tries.time(k) / 86400, f"{goal_basis(p)}{chance.at(tries.confidence)}"
-    quoted = cost_usd(p)
-    cost = None if quoted is None else quoted * cost_factor(p, tries.confidence)
+    cost = None if cost_usd(p) is None else tries.cost(k)  # memoised; None without a price, which `cost` refuses
     money = "no price" if cost is None else usd_text(cost)
     if binds == "deadline" and goal.deadline_s is not None and tries.time(k) <= goal.deadline_s:
         if price is not None:  # a fleet's mix at the point
