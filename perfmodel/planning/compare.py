@@ -20,7 +20,7 @@ from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten, scenario_file
+from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
     ScenarioSource,
@@ -28,6 +28,7 @@ from perfmodel.planning.request import (
     check_precision,
     check_whole_nodes,
     load_request,
+    source_name,
 )
 from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
@@ -145,7 +146,7 @@ def check_one_price(
     key = "usd_per_gpu_hour" if base.cost.usd_per_gpu_hour is not None else "price_range"
     if base.cost.usd_per_gpu_hour is None and base.cost.usd_per_gpu_hour_range is None:
         return
-    field = "scenario: field" if isinstance(source, Scenario) else f"{scenario_file(source)}: field"
+    field = f"{source_name(source)}: field"
     where = origins.get(key, key)
     if options.get(key) is None:
         where = f"{field} 'cost.{'usd_per_gpu_hour' if key == 'usd_per_gpu_hour' else 'usd_per_gpu_hour_range'}'"
@@ -178,6 +179,16 @@ def check_precisions(
             check_precision(candidate, source, options, origins, ident)
 
 
+def check_targets(
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
+) -> None:
+    """The checks a comparison's or a plan's targets pass on `base` before any prediction: a phase's own layout (at
+    every count), one price (check_one_price) and each target's precision (check_precisions)."""
+    check_given_layout(base, source, options, origins, own_count=False)
+    check_one_price(targets, base, source, options, origins)
+    check_precisions(targets, base, source, options, origins)
+
+
 def compare_request(
     source: ScenarioSource,
     options: dict[str, Any],
@@ -199,9 +210,7 @@ def compare_request(
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": f"--gpu {targets[0]}"}
     base = load_request(source, options, origins, relayout)
-    check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
-    check_one_price(parsed, base, source, options, origins)
-    check_precisions(parsed, base, source, options, origins)
+    check_targets(parsed, base, source, options, origins)
     for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
         if target.n_gpus:
             check_whole_nodes(

@@ -235,8 +235,8 @@ class _Tries:
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
     quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
-    """Times and costs by kind and count, memoised: the scans ask for each many times (a fleet's 6 jobs about 85,000
-    times for 270 counts), and each asks the losses model and the spread afresh."""
+    """Times, costs and a deadline plan's prices (`_answer`) by kind and count, memoised: the scans ask for each many
+    times (a fleet's 6 jobs about 85,000 times for 270 counts), and each asks the losses model and the spread afresh."""
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
@@ -475,10 +475,13 @@ def _answer(tries: _Tries, deadline: float | None, budget: float | None, price: 
     if price is None:
         return min(met, default=None)
 
-    def priced(i: int) -> tuple[float, int]:
-        p = tries.at(i)
-        assert p is not None
-        return price(p), i
+    def priced(i: int) -> tuple[float, int]:  # memoised: the scan asks again at every count (`_search.answered`)
+        key = ("price", tries.grid[i])
+        if key not in tries.quantiles:
+            p = tries.at(i)
+            assert p is not None
+            tries.quantiles[key] = price(p)
+        return tries.quantiles[key], i
 
     return min(met, key=priced, default=None)
 
@@ -628,8 +631,7 @@ def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: 
         return {"n_gpus": n, "time_to_train_days": None, "cost_usd": None,
                 "why": f"{n:,} GPUs run no layout: {tries.why.get(n, 'no layout runs')}"}  # fmt: skip
     days, at = tries.time(k) / 86400, f"{goal_basis(p)}{chance.at(tries.confidence)}"
-    quoted = cost_usd(p)
-    cost = None if quoted is None else quoted * cost_factor(p, tries.confidence)
+    cost = None if cost_usd(p) is None else tries.cost(k)  # memoised; None without a price, which `cost` refuses
     money = "no price" if cost is None else usd_text(cost)
     if binds == "deadline" and goal.deadline_s is not None and tries.time(k) <= goal.deadline_s:
         if price is not None:  # a fleet's mix at the point
@@ -791,8 +793,8 @@ def candidate_bases(
     source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
-    from perfmodel.planning.compare import check_one_price, check_precisions, parse_target, scenarios, split_quote
-    from perfmodel.planning.request import check_given_layout, load_request
+    from perfmodel.planning.compare import check_targets, parse_target, scenarios, split_quote
+    from perfmodel.planning.request import load_request
 
     if options.get("n_gpus") is not None:
         raise PerfmodelError(
@@ -812,9 +814,7 @@ def candidate_bases(
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
     base = load_request(source, options, origins, relayout=True)
-    check_given_layout(base, source, options, origins, own_count=False)  # a phase's own layout, at every count
-    check_one_price(parsed, base, source, options, origins)
-    check_precisions(parsed, base, source, options, origins)
+    check_targets(parsed, base, source, options, origins)
     return [(_label(s), s) for s in scenarios(base, parsed, None)]
 
 

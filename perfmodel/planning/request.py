@@ -33,6 +33,11 @@ ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
 
 
+def source_name(source: ScenarioSource) -> str:
+    """What an input error names as the scenario's origin: its file ('scenario' for a Scenario object)."""
+    return "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+
+
 def load_request(
     source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], relayout: bool = False
 ) -> Scenario:
@@ -73,7 +78,7 @@ def check_calibration(
     def named(key: str, message: str, field: bool = True) -> PerfmodelError:
         if options.get(key) is not None:  # a calibration file's line begins with the path the flag gave
             return PerfmodelError(message if key == "calibration" else f"{origins.get(key, key)}: {message}")
-        where = "scenario" if isinstance(source, Scenario) else scenario_file(source)
+        where = source_name(source)
         return PerfmodelError(f"{where}: field '{key}': {message}" if field else f"{where}: {message}")
 
     try:
@@ -146,7 +151,7 @@ def _check_layout(
     if full is not None and own_count:
         why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
     named = [dim for dim in broken[0].dims if dim in fixed]  # the given ones (a GPU-count rule names open ones too)
-    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    where = source_name(source)
     if phase is not None:
         own = _phase_fields(phase)
         field = next((own[d] for d in named if d in own), None)
@@ -203,7 +208,7 @@ def check_precision(
     and the phase (as a phase's other fields are); the phases without one take the scenario's, checked as above."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
     instead = accelerator.precisions[0]
-    file = "scenario" if isinstance(source, Scenario) else scenario_file(source)
+    file = source_name(source)
     for phase in scenario.phase:
         if phase.precision is not None and phase.precision not in accelerator.precisions:
             on = f"--gpu {target}: " if target else ""
@@ -263,7 +268,7 @@ def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool
     where it is predicted at its `own_count` (not a flag's, nor reopened by plan), and each campaign phase's own
     (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them); a gpu_fraction is rounded to whole nodes already
     (phase_gpus)."""
-    where = "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
+    where = source_name(source)
     if scenario.gpu is None and scenario.system is None:  # refused where the hardware is resolved, naming the file
         return
     if own_count:

@@ -19,9 +19,13 @@ def _days(value: float) -> str:
     return f"{value * 24:,.1f} hours" if value * 24 >= 1 else f"{value * 1440:,.1f} min"
 
 
+PREFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+"""The thousands prefixes the tables print figures with, largest first."""
+
+
 def _si(value: float) -> str:
     """A figure to two decimals of its thousands prefix: '117.37k', '16.83M'."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+    for scale, suffix in PREFIXES:
         if abs(value) >= scale:
             return f"{value / scale:,.2f}{suffix}"
     return f"{value:,.2f}"
@@ -37,8 +41,7 @@ def count_text(value: float) -> str:
     """A token count to three significant figures, trailing zeros kept, so that a column reads alike: '800B' beside
     '2.87T' and '15.0T' (two decimals read '800.00B' beside '2.87T')."""
     rounded = float(f"{value:.3g}")
-    prefixes = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
-    scale, suffix = next(((size, letter) for size, letter in prefixes if rounded >= size), (1.0, ""))
+    scale, suffix = next(((size, letter) for size, letter in PREFIXES if rounded >= size), (1.0, ""))
     shown = rounded / scale
     decimals = max(0, 2 - math.floor(math.log10(shown))) if shown > 0 else 0
     return f"{shown:,.{decimals}f}{suffix}"
