@@ -19,7 +19,7 @@ from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
 from perfmodel.inputs.scenario import FP8Recipe, Precision, Scenario, scenario_file
 from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
-from perfmodel.planning.request import check_given_layout, check_precision, load_request
+from perfmodel.planning.request import load_checked
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
@@ -334,9 +334,9 @@ def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool, 
     if found is None:
         _use_hardware(options)
         origins = _origins(options)
-        found = load_request(scenario, options, origins, relayout)
-        check_given_layout(found, scenario, options, origins, own_count)
-        check_precision(found, scenario, options, origins, option="precision={!r}")
+        found = load_checked(
+            scenario, options, origins, relayout=relayout, own_count=own_count, keywords=True, hardware=False
+        )
         if key is not None:
             if len(_ASKED) >= MAX_ASKED:
                 del _ASKED[next(iter(_ASKED))]

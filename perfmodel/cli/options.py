@@ -523,19 +523,9 @@ def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool 
     and sequence length) so that it is searched; layout flags still fix their dimension. `own_count`: the scenario
     is priced at its own GPU count, so a layout given in full is checked here, where an error can name its flag (else
     only what no GPU count changes)."""
-    from perfmodel.inputs.scenario import scenario_file
-    from perfmodel.planning.request import check_given_layout, check_precision, load_request
+    from perfmodel.planning.request import load_checked
 
-    options, origins = scenario_flags(flags)
-    loaded = load_request(scenario, options, origins, relayout=relayout)
-    if loaded.gpu is None and loaded.system is None:  # a file without hardware is a base compare, plan or sweep name
-        raise PerfmodelError(
-            f"{scenario_file(scenario)}: no hardware given: set gpu or system in the file, or pass --gpu ID or "
-            "--system ID"
-        )
-    check_given_layout(loaded, scenario, options, origins, own_count)
-    check_precision(loaded, scenario, options, origins)
-    return loaded
+    return load_checked(scenario, *scenario_flags(flags), relayout=relayout, own_count=own_count)
 
 
 def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:

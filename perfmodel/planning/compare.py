@@ -24,10 +24,9 @@ from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, 
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
     ScenarioSource,
-    check_given_layout,
     check_precision,
     check_whole_nodes,
-    load_request,
+    load_checked,
     source_name,
 )
 from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
@@ -179,14 +178,26 @@ def check_precisions(
             check_precision(candidate, source, options, origins, ident)
 
 
-def check_targets(
-    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
-) -> None:
-    """The checks a comparison's or a plan's targets pass on `base` before any prediction: a phase's own layout (at
-    every count), one price (check_one_price) and each target's precision (check_precisions)."""
-    check_given_layout(base, source, options, origins, own_count=False)
+def checked_base(
+    targets: Sequence[Target],
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    relayout: bool,
+) -> Scenario:
+    """The base of a comparison or a plan, checked before any prediction: `source` with `options` on the first
+    target's hardware, so that a default scenario's layout, tuned for its own hardware, is dropped as it is for a
+    prediction on new hardware; checked as every question is (load_checked; its given layout at every count, as each
+    target's count may differ), then one price (check_one_price) and each target's precision (check_precisions)."""
+    first = targets[0] if targets else None
+    options = options | {"gpu": first and first.gpu}
+    options["system"] = options.get("system") or (first and first.system)
+    base = load_checked(
+        source, options, origins, relayout=relayout, own_count=False, own_precision=False, hardware=False
+    )
     check_one_price(targets, base, source, options, origins)
     check_precisions(targets, base, source, options, origins)
+    return base
 
 
 def compare_request(
@@ -198,19 +209,15 @@ def compare_request(
     relayout: bool = False,
 ) -> list[Scenario]:
     """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
-    target and count stand in for the base's hardware, so that a default scenario's layout, tuned for its own
-    hardware, is dropped as it is for a prediction on new hardware."""
+    target and count stand in for the base's hardware (checked_base)."""
     check_size(len(targets), len(gpu_counts or []))
     parsed = [parse_target(spec) for spec in targets]
     first = parsed[0] if parsed else None
-    first_count = (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)
-    options = options | {"gpu": first and first.gpu, "n_gpus": first_count}
-    options["system"] = options.get("system") or (first and first.system)
+    options = options | {"n_gpus": (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)}
     counted = origins  # the rows without @N take --gpus' counts, named as it
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": f"--gpu {targets[0]}"}
-    base = load_request(source, options, origins, relayout)
-    check_targets(parsed, base, source, options, origins)
+    base = checked_base(parsed, source, options, origins, relayout)
     for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
         if target.n_gpus:
             check_whole_nodes(

@@ -793,8 +793,7 @@ def candidate_bases(
     source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
-    from perfmodel.planning.compare import check_targets, parse_target, scenarios, split_quote
-    from perfmodel.planning.request import load_request
+    from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
     if options.get("n_gpus") is not None:
         raise PerfmodelError(
@@ -810,11 +809,7 @@ def candidate_bases(
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
         raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
-    first = parsed[0] if parsed else None
-    options = options | {"gpu": first and first.gpu}
-    options["system"] = options.get("system") or (first and first.system)
-    base = load_request(source, options, origins, relayout=True)
-    check_targets(parsed, base, source, options, origins)
+    base = checked_base(parsed, source, options, origins, relayout=True)
     return [(_label(s), s) for s in scenarios(base, parsed, None)]
 
 

@@ -67,6 +67,34 @@ def load_request(
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
 
 
+def load_checked(
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    *,
+    relayout: bool = False,
+    own_count: bool = True,
+    own_precision: bool = True,
+    keywords: bool = False,
+    hardware: bool = True,
+) -> Scenario:
+    """The one path of every question from its scenario to the model: `source` with `options` applied
+    (load_request, `relayout` as there), its hardware given, its given layout checked (check_given_layout,
+    `own_count` as there) and, with `own_precision`, its precision on its accelerator (check_precision; compare and
+    plan check each target's own instead). Each error is one line naming the flag, the keyword (`keywords`: the
+    Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
+    loaded = load_request(source, options, origins, relayout)
+    if hardware and loaded.gpu is None and loaded.system is None:  # a file without hardware is a base to name it
+        raise PerfmodelError(
+            f"{scenario_file(source)}: no hardware given: set gpu or system in the file, or pass --gpu ID or "
+            "--system ID"
+        )
+    check_given_layout(loaded, source, options, origins, own_count)
+    if own_precision:
+        check_precision(loaded, source, options, origins, option="precision={!r}" if keywords else "--precision {}")
+    return loaded
+
+
 def check_calibration(
     scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
 ) -> None:
