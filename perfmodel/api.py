@@ -334,9 +334,7 @@ def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool, 
     if found is None:
         _use_hardware(options)
         origins = _origins(options)
-        found = load_checked(
-            scenario, options, origins, relayout=relayout, own_count=own_count, keywords=True, hardware=False
-        )
+        found = load_checked(scenario, options, origins, relayout=relayout, own_count=own_count, keywords=True)
         if key is not None:
             if len(_ASKED) >= MAX_ASKED:
                 del _ASKED[next(iter(_ASKED))]

@@ -202,6 +202,21 @@ def test_bad_keywords_raise_one_exception_type(call: object, message: str) -> No
         call()  # type: ignore[operator]
 
 
+def test_a_scenario_without_hardware_is_refused_naming_its_file(tmp_path: Path) -> None:
+    """As `perfmodel predict FILE` refuses it (test_bad_inputs.py, case no-hardware), with the keywords' fix: the
+    API's refusal was the hardware lookup's own, naming neither the file nor a keyword."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\nn_gpus = 8\n')
+    refused = "no hardware given: set gpu or system in the {}, or pass gpu='ID' or system='ID'"
+    for call in (perfmodel.predict, perfmodel.load_scenario, perfmodel.search):
+        with pytest.raises(perfmodel.PerfmodelError) as caught:
+            call(path)
+        assert str(caught.value) == f"{path}: {refused.format('file')}"
+    with pytest.raises(perfmodel.PerfmodelError) as caught:
+        perfmodel.predict(perfmodel.Scenario(model="llama3.1-8b", n_gpus=8))
+    assert str(caught.value) == f"scenario: {refused.format('scenario')}"
+
+
 def test_a_scenario_built_in_python_is_checked_like_a_file(tmp_path: Path) -> None:
     """Scenario records are plain dataclasses: one built in Python is checked when a question is asked about it."""
     built = perfmodel.Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=8, tokens=1e12)

@@ -84,14 +84,16 @@ def load_checked(
     plan check each target's own instead). Each error is one line naming the flag, the keyword (`keywords`: the
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
     loaded = load_request(source, options, origins, relayout)
+    ask = "{}={!r}" if keywords else "--{} {}"
     if hardware and loaded.gpu is None and loaded.system is None:  # a file without hardware is a base to name it
+        held = "scenario" if isinstance(source, Scenario) else "file"
         raise PerfmodelError(
-            f"{scenario_file(source)}: no hardware given: set gpu or system in the file, or pass --gpu ID or "
-            "--system ID"
+            f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
+            f"{ask.format('gpu', 'ID')} or {ask.format('system', 'ID')}"
         )
     check_given_layout(loaded, source, options, origins, own_count)
     if own_precision:
-        check_precision(loaded, source, options, origins, option="precision={!r}" if keywords else "--precision {}")
+        check_precision(loaded, source, options, origins, option=ask.format("precision", "{}"))
     return loaded
 
 
