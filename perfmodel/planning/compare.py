@@ -192,9 +192,7 @@ def checked_base(
     first = targets[0] if targets else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
-    base = load_checked(
-        source, options, origins, relayout=relayout, own_count=False, own_precision=False, hardware=False
-    )
+    base = load_checked(source, options, origins, relayout=relayout, own_count=False, own_precision=False)
     check_one_price(targets, base, source, options, origins)
     check_precisions(targets, base, source, options, origins)
     return base

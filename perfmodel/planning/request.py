@@ -76,7 +76,6 @@ def load_checked(
     own_count: bool = True,
     own_precision: bool = True,
     keywords: bool = False,
-    hardware: bool = True,
 ) -> Scenario:
     """The one path of every question from its scenario to the model: `source` with `options` applied
     (load_request, `relayout` as there), its hardware given, its given layout checked (check_given_layout,
@@ -85,7 +84,7 @@ def load_checked(
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
     loaded = load_request(source, options, origins, relayout)
     ask = "{}={!r}" if keywords else "--{} {}"
-    if hardware and loaded.gpu is None and loaded.system is None:  # a file without hardware is a base to name it
+    if loaded.gpu is None and loaded.system is None:  # checked here, where the file's name is known
         held = "scenario" if isinstance(source, Scenario) else "file"
         raise PerfmodelError(
             f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
