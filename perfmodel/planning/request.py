@@ -295,20 +295,16 @@ def gpu_counts(values: Iterable[int]) -> list[int]:
 def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool) -> None:
     """The GPU counts a scenario file gives fill whole nodes, as `--gpus` must (check_whole_nodes): its `n_gpus`
     where it is predicted at its `own_count` (not a flag's, nor reopened by plan), and each campaign phase's own
-    (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them); a gpu_fraction is rounded to whole nodes already
-    (phase_gpus)."""
+    (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them), which is the phase's count as predicted
+    (campaign.phase_gpus); a gpu_fraction is rounded to whole nodes already."""
     where = source_name(source)
     if scenario.gpu is None and scenario.system is None:  # refused where the hardware is resolved, naming the file
         return
     if own_count:
         check_whole_nodes(scenario, f"{where}: field 'n_gpus'")
-    if not scenario.phase:
-        return
-    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
-
-    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+    for phase in scenario.phase:
         if phase.n_gpus is not None:
-            check_whole_nodes(phased, f"{where}: phase '{phase.name}': field 'n_gpus'")
+            check_whole_nodes(replaced(scenario, n_gpus=phase.n_gpus), f"{where}: phase '{phase.name}': field 'n_gpus'")
 
 
 def check_whole_nodes(scenario: Scenario, origin: str) -> None:
