@@ -298,7 +298,7 @@ def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool
     (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them), which is the phase's count as predicted
     (campaign.phase_gpus); a gpu_fraction is rounded to whole nodes already."""
     where = source_name(source)
-    if scenario.gpu is None and scenario.system is None:  # refused where the hardware is resolved, naming the file
+    if scenario.gpu is None and scenario.system is None:  # refused by load_checked, naming the file
         return
     if own_count:
         check_whole_nodes(scenario, f"{where}: field 'n_gpus'")
