@@ -100,3 +100,14 @@ def test_a_sweep_of_partial_nodes_is_refused(tmp_path: Path) -> None:
     sweep.write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm"]\nn_gpus = [64, 1020]\n')
     err = _one_line_error(run_cli("sweep", str(sweep)), "sweep.n_gpus", "1,016")
     assert err.startswith(f"error: {sweep}: ")
+
+
+def test_a_missing_file_in_the_bundled_scenarios_folder_is_one_line_with_flags_too() -> None:
+    """`predict scenarios/mlperf-405b-gb300-512.toml --gbs 512` (a name mistyped: the bundled one ends -nvfp4) raised
+    a FileNotFoundError traceback: the bundled folder's cached read took the file's modification time before reading
+    it; without a flag the same path said 'no such scenario file'."""
+    from perfmodel.inputs.resources import data_dir
+
+    missing = str(data_dir("scenarios") / "mlperf-405b-gb300-512.toml")
+    for flags in ((), ("--gbs", "512")):
+        _one_line_error(run_cli("predict", missing, *flags), "mlperf-405b-gb300-512.toml: no such scenario file")

@@ -561,7 +561,7 @@ def load_scenario(
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
     source = scenario_file(path)
-    if source.absolute().parent != data_dir("scenarios"):
+    if source.absolute().parent != data_dir("scenarios") or not source.is_file():  # read_toml says what is wrong
         loaded = scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
         return _marked(loaded, path, overrides)
     if all(value is None for value in (overrides or {}).values()):
