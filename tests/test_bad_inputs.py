@@ -247,6 +247,11 @@ CASES: list[Case] = [
     Case("failure-class-typo", ("predict", S), "field 'goodput.failures_per_million_gpu_hours': unknown failure "
          "class 'gpux'; valid: gpu, host", toml("[goodput.failures_per_million_gpu_hours]\ngpux = 1.0\n")),
     Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),
+    # a flag the file's benchmark excludes is named, not the file (which gave neither tokens nor a model)
+    Case("tokens-beside-a-files-benchmark", ("predict", S, "--tokens", "15.6T"),
+         "--tokens: tokens and benchmark exclude", toml("gpu = 'gb300'\nbenchmark = 'mlperf-llama31-405b'\n")),
+    Case("model-beside-a-files-benchmark", ("predict", S, "--model", "llama3.1-70b"),
+         "--model: model: mlperf-llama31-405b trains", toml("gpu = 'gb300'\nbenchmark = 'mlperf-llama31-405b'\n")),
     Case("benchmark-misspelt", ("predict", "--benchmark", "mlperf-llama3-405b"),
          "--benchmark: unknown benchmark 'mlperf-llama3-405b' (did you mean 'mlperf-llama31-405b'?); valid: "),
     Case("round-without-v", ("predict", "--benchmark", "mlperf-llama31-405b@5.1"),

@@ -701,8 +701,9 @@ def scenario_from(
         check_window(scenario)
     except ValidationError as exc:
         field, message = explain_error(exc)
-        if field is None:  # the benchmark's check of the whole scenario
-            raise located("benchmark", message, named=False) from None
+        if field is None:  # the benchmark's check of the whole scenario: the flag of a field it names, else the file's
+            given = next((key for key in overrides if _named_in(key, message)), "benchmark")
+            raise located(given, message, named=False) from None
         message = with_other_kind(field, message, raw, "scenario")
         raise located(*in_phase(field, message, raw.get("phase"))) from None
     except FieldError as exc:
