@@ -114,6 +114,8 @@ def test_validate_right_aligns_its_numbers(runs: Path, fitted: tuple[Path, str])
     assert " 1,024 " in rows[1]  # the 405B row's GPUs
     model = head.index("model")
     assert all(row[model] != " " for row in rows)
+    detail = head.index("detail")  # each row by the id the user gave it: the five rows read alike without it
+    assert [row[detail:model].split()[0] for row in rows] == ["u1", "u2", "u3", "u4", "u5"], rows
 
 
 def test_calibrate_names_the_metric_its_mape_is_of(runs: Path, fitted: tuple[Path, str]) -> None:

@@ -263,9 +263,10 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
         if cell.get(column):
             scenario[column] = cell[column] if column == "fp8_recipe" else _flag(path, line, column, cell[column])
     measured = _number(path, line, "measured", cell["measured"], integer=False)
+    detail = ", ".join(filter(None, (cell.get("id"), cell.get("vintage"))))  # the user's own name tells rows apart
     run = MeasuredRun(
         cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured,
-        detail=cell.get("vintage", ""), released=scenario.get("vintage"),
+        detail=detail, released=scenario.get("vintage"),
     )  # fmt: skip
     if metric == "gpu_hours":
         from perfmodel.fitting.whole_runs import whole_run
