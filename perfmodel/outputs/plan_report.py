@@ -75,7 +75,12 @@ def beyond_mark(p: Result) -> str:
 
 def beyond_note(predictions: list[Prediction]) -> list[str]:
     """The footnote of the rows marked beyond the measured runs: on which axes, and where to read more."""
-    axes = dict.fromkeys(a for p in predictions if p.evidence is not None for a in p.evidence.beyond)
+    return beyond_axes_note(a for p in predictions if p.evidence is not None for a in p.evidence.beyond)
+
+
+def beyond_axes_note(axes: Iterable[str]) -> list[str]:
+    """beyond_note of the axes the marked rows lie beyond (a record's `evidence.beyond` joins a row's with '; ')."""
+    axes = dict.fromkeys(axes)
     if not axes:
         return []
     return [
@@ -397,7 +402,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         out.append(
             [
                 *head,
-                layout,
+                layout + (BEYOND if r.get("evidence.beyond") else ""),
                 f"{r['step_time_s']:,.3f}",
                 f"{r['tokens_per_s_per_gpu']:,.0f}",
                 f"{r['mfu_of_precision']:.1%}",
@@ -426,6 +431,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
     notes = [
         SWEEP_MFU_NOTE,
         *_price_footnote((r["accelerator"], f"{r['price_basis']}: {r['price_note']}") for r in priced),
+        *beyond_axes_note(a for r in rows if r.get("evidence.beyond") for a in r["evidence.beyond"].split("; ")),
     ]
     return _tabulate(out, [*headers, "error"]) + "\n\n" + "\n".join(notes) + _imbalance_note(rows)
 
