@@ -330,7 +330,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     rows = [
         [
             label,
-            full_layout(p, batch=False),
+            full_layout(p, batch=False) + beyond_mark(p),
             f"{r['step_time_s']:,.3f}",
             f"{r['tokens_per_s_per_gpu']:,.0f}",
         ]
@@ -343,6 +343,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     return "\n".join(
         [heading(base), f"What if: {change_text}", "", _tabulate(rows, [*headers, "speedup"])]
         + (["", "(!) does not fit in memory"] if any(not r["fits_in_memory"] for r in records) else [])
+        + (["", *note] if (note := beyond_note([p for _, p in cases])) else [])
     )
 
 
