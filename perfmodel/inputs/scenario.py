@@ -746,6 +746,8 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
         raise FieldError("model.base", str(exc)) from None
     if base and "id" not in shapes:
         start["id"] = f"{base}-custom" if shapes else base
+    if base and "name" not in shapes and set(shapes) - {"id"}:  # not the zoo's model: its heading says which it is
+        start["name"] = f"{start['name']} ({shapes.get('id', start['id'])})"
     return model_spec(start | shapes)
 
 
