@@ -140,3 +140,11 @@ def test_the_workbook_names_what_the_users_rows_refitted(fitted: tuple[Path, str
     assert run_cli("export", "predict", "--gpu", "gb300", *args).code == 0
     texts = [str(c.value) for row in openpyxl.load_workbook(book)["Assumptions"].iter_rows() for c in row if c.value]
     assert not any("your 5 measured rows" in t for t in texts)  # Blackwell Ultra: none of the rows' families
+
+
+def test_one_row_is_counted_as_one_run(tmp_path: Path) -> None:
+    """validate of one row (a single training log, a one-line CSV) closed with 'MAPE 83.7% over 1 runs'."""
+    one = tmp_path / "one.csv"
+    one.write_text("\n".join(ROWS.splitlines()[:2]) + "\n")
+    out = run_cli("validate", "--data", str(one)).out
+    assert re.search(r"MAPE [\d.]+% over 1 run \(calibration", out), out

@@ -11,8 +11,8 @@ from perfmodel.outputs.report import (
     _duration,
     _usd,
     column_unit,
+    counted,
     dense_imbalance_note,
-    phases_counted,
     tokens_text,
     tonnes,
 )
@@ -158,11 +158,6 @@ def work_suffix(p: Result) -> str:
     return f", {s.benchmark}" if s.benchmark else f", {tokens_text(s)}" if s.tokens is not None else ""
 
 
-def _counted(n: int, noun: str) -> str:
-    """'1 grid cell', '2 grid cells': a searched space can be one given layout."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
-
-
 def search_table(report: SearchReport, with_pareto: bool) -> str:
     found, best = report.found, report.results[0]
     counts = sorted({p.layout.n_gpus for p in report.results} | {p.layout.n_gpus for p in report.pareto})
@@ -171,8 +166,8 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
     ranking = f"{found.objective} to train (MLPerf)" if best.mlperf else f"{found.objective} per {per}"
     lines = [
         heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),
-        f"{_counted(found.evaluated, 'valid layout')} in {found.elapsed_s:.2f} s, {found.feasible:,} "
-        f"{'fits' if found.feasible == 1 else 'fit'} in memory; steps priced on {_counted(found.priced, 'grid cell')}, "
+        f"{counted(found.evaluated, 'valid layout')} in {found.elapsed_s:.2f} s, {found.feasible:,} "
+        f"{'fits' if found.feasible == 1 else 'fit'} in memory; steps priced on {counted(found.priced, 'grid cell')}, "
         "memory alone for the other layouts; "
         f"best {len(report.results)} by {ranking}:",
         "",
@@ -493,7 +488,7 @@ def goal_table(report: Any) -> str:
             [
                 label,
                 f"{d['n_gpus']:,}",
-                (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
+                (f"{counted(len(p.phases), 'phase')} (below)" if isinstance(p, Campaign) else full_layout(p))
                 + beyond_mark(p),
                 f"{_duration(d['time_to_train_days'] * 86400, unit)} ({interval})",
                 _price(p),
@@ -608,7 +603,7 @@ GOAL_BASES = {
 def _tokens(p: Result) -> str:
     assert p.run is not None
     if isinstance(p, Campaign):
-        return f"a campaign of {phases_counted(len(p.phases))}, {count_text(p.run.tokens)} tokens"
+        return f"a campaign of {counted(len(p.phases), 'phase')}, {count_text(p.run.tokens)} tokens"
     return f"{count_text(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
 
 

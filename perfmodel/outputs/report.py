@@ -163,9 +163,10 @@ def _knobs(s: Scenario) -> str:
     return f" ({', '.join(shown)})" if shown else ""
 
 
-def phases_counted(count: int) -> str:
-    """'1 phase', '3 phases': a campaign's phases as its tables count them."""
-    return f"{count} phase{'' if count == 1 else 's'}"
+def counted(count: int, noun: str) -> str:
+    """'1 phase', '3 phases', '1 run', '2 grid cells' (a searched space can be one given layout): a count as the
+    tables write it."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _wall_power(p: Prediction) -> str:
@@ -501,12 +502,12 @@ def validation_table(result: Any, before: Any = None) -> str:
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
     held = "each of your rows left out of its fit" if "user" in result.calibration.provenance else held
     lines.append(
-        f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
-        + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
+        f"MAPE {result.mape_pct:.1f}% over {counted(len(result.rows), 'run')} "
+        f"(calibration: {result.calibration.source})" + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
     )
     if before:
         lines.append(f"Before it (calibration: {before.calibration.source}): MAPE {before.mape_pct:.1f}% over "
-                     f"{len(before.rows)} runs")  # fmt: skip
+                     f"{counted(len(before.rows), 'run')}")  # fmt: skip
     lines += [f"{run.id}: {run.assumptions[0]}" for run in (row.prepared.run for row in result.rows)
               if run.id.startswith("log:") and run.assumptions]  # training logs: the steps used  # fmt: skip
     lines += _exclusions(result.excluded, "--format json lists each with its reason")
