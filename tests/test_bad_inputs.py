@@ -430,6 +430,13 @@ CASES: list[Case] = [
          {"r.csv": f"{CSV_HEADER},gpu\n{GOOD_ROW},h100-sxm\n"}),
     Case("csv-nan", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'measured' is 'nan'; it must be a positive",
          {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', 'nan')}\n"}),
+    # a spreadsheet's formatted counts: how to write them, as a flag's '--seq-len 8k' is told
+    Case("csv-thousands-separator", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'n_gpus' is '1,024', not a number: write it in digits (1024)",
+         {"r.csv": CSV_HEADER + "\n" + GOOD_ROW.replace(",8,", ',"1,024",') + "\n"}),
+    Case("csv-suffixed-count", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'n_gpus' is '1k', not a number: write it in digits (1024 or 1000)",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace(',8,', ',1k,')}\n"}),
     Case("csv-extra-cells", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv, row 2: more cells than columns",
          {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW},extra\n"}),
     Case("csv-unknown-gpu", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv, row 3: unknown GPU 'h900'",

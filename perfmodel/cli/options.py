@@ -14,7 +14,7 @@ import click
 
 from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
-from perfmodel.inputs.counts import EXAMPLES, count
+from perfmodel.inputs.counts import EXAMPLES, count, in_digits
 
 FORMATS = click.Choice(["table", "json", "csv"])
 PRECISION = click.Choice(PRECISIONS, case_sensitive=False)
@@ -53,20 +53,14 @@ class Whole(click.IntRange):
 
 
 def _in_digits(value: Any, param: click.Parameter | None) -> str:
-    """How to write a suffixed count (`--seq-len 8k`) that a whole-number flag refuses, as inputs.files hints for a
-    scenario file's `seq_len = 8k`: '' for other text. A K reads as 1,024 (sequence lengths are powers of two) or
-    1,000."""
-    try:
-        number = count(str(value))
-    except ValueError:
-        return ""
+    """How to write a suffixed count (`--seq-len 8k`) that a whole-number flag refuses (counts.in_digits), as
+    inputs.files hints for a scenario file's `seq_len = 8k`: '' for other text."""
     text = str(value).strip()
-    if number != int(number) or not text[-1:].isalpha():
+    written = in_digits(text) if text[-1:].isalpha() else ""
+    if not written:
         return ""
     flag = f"{param.opts[0]} " if param is not None and param.opts else ""
-    binary = round(number * 1.024) if text[-1] in "kK" else None  # from the count: '1,000k' is no float
-    written = f"{flag}{binary} or {int(number)}" if binary not in (None, number) else f"{flag}{int(number)}"
-    return f": a suffix is read only where a flag takes a count (--tokens 15T); write it in digits ({written})"
+    return f": a suffix is read only where a flag takes a count (--tokens 15T); write it in digits ({flag}{written})"
 
 
 class Count(click.ParamType):
