@@ -214,6 +214,8 @@ CASES: list[Case] = [
     Case("suffixed-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens: a "
          "suffix is read only where a flag takes a count (--tokens 15T); write it in digits (--seq-len 8192 or 8000)"),
     Case("fractional-max-gpus", ("plan", "--max-gpus", "1.5"), "'--max-gpus': '1.5' is not a whole number of GPUs"),
+    Case("separated-max-gpus", ("plan", "--max-gpus", "1,024"),  # as the tables print counts
+         "'--max-gpus': '1,024' is not a whole number of GPUs: write it in digits (--max-gpus 1024)"),
     Case("fractional-top", ("search", "--top", "two"), "'--top': 'two' is not a whole number of layouts"),
     Case("tokens-1e20", ("predict", "--tokens", "1e20"), "--tokens: at most 1e+18 tokens"),
     Case("tokens-inf", ("predict", "--tokens", "inf"), "'--tokens': 'inf' must be a positive finite number"),

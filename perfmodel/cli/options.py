@@ -53,14 +53,15 @@ class Whole(click.IntRange):
 
 
 def _in_digits(value: Any, param: click.Parameter | None) -> str:
-    """How to write a suffixed count (`--seq-len 8k`) that a whole-number flag refuses (counts.in_digits), as
-    inputs.files hints for a scenario file's `seq_len = 8k`: '' for other text."""
+    """How to write a suffixed or separated count (`--seq-len 8k`, `--gpus 1,024`) that a whole-number flag refuses
+    (counts.in_digits), as inputs.files hints for a scenario file's `seq_len = 8k`: '' for other text."""
     text = str(value).strip()
-    written = in_digits(text) if text[-1:].isalpha() else ""
+    written = in_digits(text)
     if not written:
         return ""
     flag = f"{param.opts[0]} " if param is not None and param.opts else ""
-    return f": a suffix is read only where a flag takes a count (--tokens 15T); write it in digits ({flag}{written})"
+    why = "a suffix is read only where a flag takes a count (--tokens 15T); " if text[-1:].isalpha() else ""
+    return f": {why}write it in digits ({flag}{written})"
 
 
 class Count(click.ParamType):
