@@ -121,3 +121,10 @@ def test_a_quote_that_looks_like_a_nodes_price_is_warned_of() -> None:
     assert "Warning: the quoted $49.24/GPU-h is 7.2x the highest public price of h100-sxm ($6.88)" in slipped.out
     assert "a node of 8 GPUs at $49.24 an hour is $6.16 per GPU-hour" in slipped.out
     assert "Warning: the quoted" not in run_cli("predict", "--usd-per-gpu-hour", "6.5").out
+
+
+def test_a_confidence_in_percent_is_read_as_the_probability() -> None:
+    """`plan --confidence 90%` said "'90%' is not a valid float."; a planner writes P90 as 90% as often as 0.9."""
+    percent = run_cli("plan", "--deadline", "60d", "--confidence", "90%", "--format", "json")
+    assert percent.code == 0, percent.err
+    assert json.loads(percent.out)["goal"]["confidence"] == 0.9

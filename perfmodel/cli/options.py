@@ -117,6 +117,21 @@ class PositiveFloat(click.ParamType):
         return value
 
 
+class Probability(click.ParamType):
+    """A probability as people write it: 0.9 or 90% (the range is planning.confidence's to check, naming the flag)."""
+
+    name = "probability"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        text = str(value).strip()
+        percent = text.endswith("%")
+        try:
+            number = float(text.removesuffix("%"))
+        except ValueError:
+            self.fail(f"'{value}' is not a probability (examples: 0.9, 90%)", param, ctx)
+        return number / 100 if percent else number
+
+
 class Price(_Dollars, PositiveFloat):
     """USD per GPU-hour: 2.99, $2.99."""
 
