@@ -52,6 +52,8 @@ def test_settings_that_touch_related_figures() -> None:
         ("hbm_tbps=-1", "the value must be a positive number"),
         ("hbm_tbps=xnan", "the value must be a positive number"),
         ("hbm_tbps", "the value must be a positive number"),
+        ("hbm_tbps=x", "the value must be a positive number"),
+        ("hbm_tbps=x2x", "the value must be a positive number"),
         ("domain_gpus=7.5", "domain_gpus takes a whole number of GPUs"),
     ],
 )
@@ -145,3 +147,9 @@ def test_whatif_marks_a_case_beyond_the_measured_runs() -> None:
     within = run_cli("whatif", *SMALL, "--set", "nvlink_gbps=x2").out
     assert " * " not in within and "beyond the measured runs" not in within, within
     assert within.rstrip().splitlines()[-1].startswith("what-if, best layout"), within  # the table is whole
+
+
+def test_twice_is_written_either_way() -> None:
+    """`--set nvlink_gbps=2x` (how a planner writes "NVLink twice as fast") was refused: only x2 read as a factor."""
+    assert parse_setting("nvlink_gbps=2x") == parse_setting("nvlink_gbps=x2")
+    assert parse_setting("nic_gbps=1.5X").text == "nic_gbps=x1.5"
