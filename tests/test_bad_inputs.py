@@ -218,6 +218,8 @@ CASES: list[Case] = [
     Case("suffixed-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens: a "
          "suffix is read only where a flag takes a count (--tokens 15T); write it in digits (--seq-len 8192 or 8000)"),
     Case("fractional-max-gpus", ("plan", "--max-gpus", "1.5"), "'--max-gpus': '1.5' is not a whole number of GPUs"),
+    Case("separated-max-gpus", ("plan", "--max-gpus", "1,024"),  # as the tables print counts
+         "'--max-gpus': '1,024' is not a whole number of GPUs: write it in digits (--max-gpus 1024)"),
     Case("fractional-top", ("search", "--top", "two"), "'--top': 'two' is not a whole number of layouts"),
     Case("tokens-1e20", ("predict", "--tokens", "1e20"), "--tokens: at most 1e+18 tokens"),
     Case("tokens-inf", ("predict", "--tokens", "inf"), "'--tokens': 'inf' must be a positive finite number"),
@@ -236,6 +238,10 @@ CASES: list[Case] = [
     Case("plan-deadline-no-unit", ("plan", "--deadline", "30"), "'--deadline': '30' needs a unit: h, d or w"),
     Case("plan-deadline-negative", ("plan", "--deadline=-5d"), "'--deadline': '-5d' must be a positive finite"),
     Case("plan-deadline-garbage", ("plan", "--deadline", "soond"), "'--deadline': 'soond' is not a number of hours"),
+    Case("plan-confidence-garbage", ("plan", "--deadline", "60d", "--confidence", "high"),
+         "'--confidence': 'high' is not a probability (examples: 0.9, 90%)"),
+    Case("plan-confidence-percent-above", ("plan", "--deadline", "60d", "--confidence", "150%"),
+         "--confidence 1.5: allowed a probability strictly between 0 and 1"),
     Case("plan-budget-negative", ("plan", "--budget=-4e7"), "'--budget': '-4e7' must be a positive finite number"),
     Case("plan-budget-below-one-step", ("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--budget", "0.01"),
          "--budget 0.01: below the cost of one training step ($"),
@@ -251,6 +257,11 @@ CASES: list[Case] = [
     Case("failure-class-typo", ("predict", S), "field 'goodput.failures_per_million_gpu_hours': unknown failure "
          "class 'gpux'; valid: gpu, host", toml("[goodput.failures_per_million_gpu_hours]\ngpux = 1.0\n")),
     Case("unknown-benchmark", ("predict", "--benchmark", "mlperf-foo"), "--benchmark: unknown benchmark 'mlperf-foo'"),
+    # a flag the file's benchmark excludes is named, not the file (which gave neither tokens nor a model)
+    Case("tokens-beside-a-files-benchmark", ("predict", S, "--tokens", "15.6T"),
+         "--tokens: tokens and benchmark exclude", toml("gpu = 'gb300'\nbenchmark = 'mlperf-llama31-405b'\n")),
+    Case("model-beside-a-files-benchmark", ("predict", S, "--model", "llama3.1-70b"),
+         "--model: model: mlperf-llama31-405b trains", toml("gpu = 'gb300'\nbenchmark = 'mlperf-llama31-405b'\n")),
     Case("benchmark-misspelt", ("predict", "--benchmark", "mlperf-llama3-405b"),
          "--benchmark: unknown benchmark 'mlperf-llama3-405b' (did you mean 'mlperf-llama31-405b'?); valid: "),
     Case("round-without-v", ("predict", "--benchmark", "mlperf-llama31-405b@5.1"),
@@ -429,6 +440,13 @@ CASES: list[Case] = [
          {"r.csv": f"{CSV_HEADER},gpu\n{GOOD_ROW},h100-sxm\n"}),
     Case("csv-nan", ("validate", "--data", "{tmp}/r.csv"), "row 2: column 'measured' is 'nan'; it must be a positive",
          {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace('1.2', 'nan')}\n"}),
+    # a spreadsheet's formatted counts: how to write them, as a flag's '--seq-len 8k' is told
+    Case("csv-thousands-separator", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'n_gpus' is '1,024', not a number: write it in digits (1024)",
+         {"r.csv": CSV_HEADER + "\n" + GOOD_ROW.replace(",8,", ',"1,024",') + "\n"}),
+    Case("csv-suffixed-count", ("validate", "--data", "{tmp}/r.csv"),
+         "row 2: column 'n_gpus' is '1k', not a number: write it in digits (1024 or 1000)",
+         {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW.replace(',8,', ',1k,')}\n"}),
     Case("csv-extra-cells", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv, row 2: more cells than columns",
          {"r.csv": f"{CSV_HEADER}\n{GOOD_ROW},extra\n"}),
     Case("csv-unknown-gpu", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv, row 3: unknown GPU 'h900'",

@@ -93,6 +93,16 @@ def test_python_dash_m_matches_the_console_script(tmp_path: Path) -> None:
     assert json.loads(via_module.stdout) == run_json("predict")
 
 
+@pytest.mark.parametrize("args", [(), ("hardware",), ("models",)])
+def test_no_command_prints_the_help_as_help(args: tuple[str, ...]) -> None:
+    """`perfmodel` alone (a new user's first try) printed 'error: Usage: perfmodel [OPTIONS] COMMAND ... Commands:
+    calibrate Fit ...' as one run-on line: the help flattened as an input error's line."""
+    result = run_cli(*args)
+    assert result.code == 2 and not result.out, result
+    assert result.err.startswith(f"Usage: perfmodel {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND"), result.err
+    assert "\nCommands:\n" in result.err and "error:" not in result.err, result.err
+
+
 def test_hardware_and_models_lists() -> None:
     hw = json.loads(run_cli("hardware", "list", "--format", "json").out)
     assert {a["id"] for a in hw["accelerators"]} >= {"h100-sxm", "gb300", "mi355x"}

@@ -85,3 +85,15 @@ def test_a_model_table_is_held_to_the_limits_of_model_spec() -> None:
                 )
                 if key != "gt":
                     assert getattr(check(MODEL_OVERRIDE, {name: limits[key]}), name) == limits[key]
+
+
+def test_a_changed_zoo_model_is_not_named_as_the_zoo_one() -> None:
+    """A model file `base = "mixtral-8x7b"` with 16 experts and its own id printed 'Mixtral 8x7B on 64 x ...', the
+    zoo model's heading: a comparison of the two read alike. A changed base names the model it is; one that changes
+    nothing, or gives its own name, keeps it."""
+    from perfmodel.inputs.scenario import table_spec
+
+    assert table_spec({"base": "mixtral-8x7b", "id": "my-moe", "experts": 16}).name == "Mixtral 8x7B (my-moe)"
+    assert table_spec({"base": "llama3.1-405b", "vocab": 32000}).name == "Llama 3.1 405B (llama3.1-405b-custom)"
+    assert table_spec({"base": "llama3.1-8b", "id": "ours"}).name == "Llama 3.1 8B"
+    assert table_spec({"base": "llama3.1-8b", "layers": 16, "name": "Half 8B"}).name == "Half 8B"

@@ -100,3 +100,31 @@ def test_a_sweep_of_partial_nodes_is_refused(tmp_path: Path) -> None:
     sweep.write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm"]\nn_gpus = [64, 1020]\n')
     err = _one_line_error(run_cli("sweep", str(sweep)), "sweep.n_gpus", "1,016")
     assert err.startswith(f"error: {sweep}: ")
+
+
+def test_a_missing_file_in_the_bundled_scenarios_folder_is_one_line_with_flags_too() -> None:
+    """`predict scenarios/mlperf-405b-gb300-512.toml --gbs 512` (a name mistyped: the bundled one ends -nvfp4) raised
+    a FileNotFoundError traceback: the bundled folder's cached read took the file's modification time before reading
+    it; without a flag the same path said 'no such scenario file'."""
+    from perfmodel.inputs.resources import data_dir
+
+    missing = str(data_dir("scenarios") / "mlperf-405b-gb300-512.toml")
+    for flags in ((), ("--gbs", "512")):
+        _one_line_error(run_cli("predict", missing, *flags), "mlperf-405b-gb300-512.toml: no such scenario file")
+
+
+def test_a_quote_that_looks_like_a_nodes_price_is_warned_of() -> None:
+    """`--usd-per-gpu-hour 49.24`, CoreWeave's DGX H100 node an hour (the source of h100-sxm's $6.16 list), priced the
+    default run at $130M without a word, 8x the $16M of the list price. A quote within the public range is not."""
+    slipped = run_cli("predict", "--usd-per-gpu-hour", "49.24")
+    assert slipped.code == 0, slipped.err
+    assert "Warning: the quoted $49.24/GPU-h is 7.2x the highest public price of h100-sxm ($6.88)" in slipped.out
+    assert "a node of 8 GPUs at $49.24 an hour is $6.16 per GPU-hour" in slipped.out
+    assert "Warning: the quoted" not in run_cli("predict", "--usd-per-gpu-hour", "6.5").out
+
+
+def test_a_confidence_in_percent_is_read_as_the_probability() -> None:
+    """`plan --confidence 90%` said "'90%' is not a valid float."; a planner writes P90 as 90% as often as 0.9."""
+    percent = run_cli("plan", "--deadline", "60d", "--confidence", "90%", "--format", "json")
+    assert percent.code == 0, percent.err
+    assert json.loads(percent.out)["goal"]["confidence"] == 0.9

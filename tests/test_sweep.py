@@ -140,3 +140,17 @@ def test_the_sweep_table_prints_the_precision_as_predict_does(tmp_path: Path) ->
     out = run_cli("sweep", "-j", "1", str(_file(tmp_path, text))).out
     row = next(line for line in out.splitlines() if line.startswith("llama3.1-8b"))
     assert row.split()[2] == "FP8", row
+
+
+def test_the_sweep_table_marks_a_point_beyond_the_measured_runs(tmp_path: Path) -> None:
+    """compare, search and plan mark a row beyond the measured runs (*) with a footnote on how its interval widens;
+    the sweep printed Llama 3.1 405B on 512 H100 at TP4 PP32 VP4 (a layout class never measured, 1.13x the best
+    measured 405B run on Hopper: `explain`) without a mark, beside the rows in the calibration's reach."""
+    text = "[sweep]\nmodels = ['llama3.1-405b']\ngpus = ['h100-sxm']\nprecisions = ['fp8']\nn_gpus = [512]\n"
+    out = run_cli("sweep", "-j", "1", str(_file(tmp_path, text))).out
+    rows = json.loads(run_cli("sweep", "-j", "1", str(_file(tmp_path, text)), "--format", "json").out)
+    axes = rows[0]["evidence.beyond"]
+    assert axes, rows[0]  # the point priced beyond the measured runs, as the record says
+    row = next(line for line in out.splitlines() if line.startswith("llama3.1-405b"))
+    assert " * " in row, row
+    assert f"* beyond the measured runs the calibration saw ({axes.replace('; ', ', ')})" in out, out

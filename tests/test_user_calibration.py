@@ -114,6 +114,8 @@ def test_validate_right_aligns_its_numbers(runs: Path, fitted: tuple[Path, str])
     assert " 1,024 " in rows[1]  # the 405B row's GPUs
     model = head.index("model")
     assert all(row[model] != " " for row in rows)
+    detail = head.index("detail")  # each row by the id the user gave it: the five rows read alike without it
+    assert [row[detail:model].split()[0] for row in rows] == ["u1", "u2", "u3", "u4", "u5"], rows
 
 
 def test_calibrate_names_the_metric_its_mape_is_of(runs: Path, fitted: tuple[Path, str]) -> None:
@@ -138,3 +140,11 @@ def test_the_workbook_names_what_the_users_rows_refitted(fitted: tuple[Path, str
     assert run_cli("export", "predict", "--gpu", "gb300", *args).code == 0
     texts = [str(c.value) for row in openpyxl.load_workbook(book)["Assumptions"].iter_rows() for c in row if c.value]
     assert not any("your 5 measured rows" in t for t in texts)  # Blackwell Ultra: none of the rows' families
+
+
+def test_one_row_is_counted_as_one_run(tmp_path: Path) -> None:
+    """validate of one row (a single training log, a one-line CSV) closed with 'MAPE 83.7% over 1 runs'."""
+    one = tmp_path / "one.csv"
+    one.write_text("\n".join(ROWS.splitlines()[:2]) + "\n")
+    out = run_cli("validate", "--data", str(one)).out
+    assert re.search(r"MAPE [\d.]+% over 1 run \(calibration", out), out

@@ -52,6 +52,8 @@ def test_settings_that_touch_related_figures() -> None:
         ("hbm_tbps=-1", "the value must be a positive number"),
         ("hbm_tbps=xnan", "the value must be a positive number"),
         ("hbm_tbps", "the value must be a positive number"),
+        ("hbm_tbps=x", "the value must be a positive number"),
+        ("hbm_tbps=x2x", "the value must be a positive number"),
         ("domain_gpus=7.5", "domain_gpus takes a whole number of GPUs"),
     ],
 )
@@ -131,3 +133,23 @@ def test_whatif_names_each_settings_unit_and_hbm_gb_says_it_is_binary() -> None:
     assert "What if: hbm_gb 80 -> 160 GiB, nvlink_gbps 900 -> 1,800 GB/s" in out
     row = next(line for line in run_cli("sensitivity", *SMALL).out.splitlines() if line.startswith("hbm_gb"))
     assert "80 GiB" in row and "the datasheet's '80 GB' is 80 GiB" in row
+
+
+def test_whatif_marks_a_case_beyond_the_measured_runs() -> None:
+    """compare, search and plan mark a row beyond the measured runs (*) with a footnote on how its interval widens;
+    whatif printed 405B on 512 GB300 at TP2 ZeRO-3 (a layout class never measured for it: `explain`) unmarked. The
+    8B on 16 H100 at its measured layout class takes no mark and no footnote."""
+    out = run_cli("whatif", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpus", "512", "--precision", "nvfp4",
+                  "--tokens", "15.6T", "--set", "nvlink_gbps=x2").out  # fmt: skip
+    baseline = next(line for line in out.splitlines() if line.startswith("baseline"))
+    assert " ZeRO-3 * " in baseline, out
+    assert "* beyond the measured runs the calibration saw (layout class" in out, out
+    within = run_cli("whatif", *SMALL, "--set", "nvlink_gbps=x2").out
+    assert " * " not in within and "beyond the measured runs" not in within, within
+    assert within.rstrip().splitlines()[-1].startswith("what-if, best layout"), within  # the table is whole
+
+
+def test_twice_is_written_either_way() -> None:
+    """`--set nvlink_gbps=2x` (how a planner writes "NVLink twice as fast") was refused: only x2 read as a factor."""
+    assert parse_setting("nvlink_gbps=2x") == parse_setting("nvlink_gbps=x2")
+    assert parse_setting("nic_gbps=1.5X").text == "nic_gbps=x1.5"

@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
         sys.exit(1)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `perfmodel`, `perfmodel hardware`: no command, as click has it
+        click.echo(exc.format_message(), err=True)  # the help as it prints, not run into one line after 'error:'
+        sys.exit(2)
     except click.ClickException as exc:
         click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)

@@ -85,11 +85,11 @@ def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | N
     from perfmodel.outputs.export import ExportRow
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
-    from perfmodel.outputs.report import headline, phases_counted
+    from perfmodel.outputs.report import counted, headline
     from perfmodel.planning.campaign import Campaign
 
     if isinstance(result, Campaign):
-        phases = phases_counted(len(result.phases))
+        phases = counted(len(result.phases), "phase")
         title = f"{result.model.name} campaign of {phases} on {visible(result.hardware.accelerator.name)}"
         write(campaign_lines(result), out, title=title, force=force, usd_per_kwh=usd_per_kwh)
         return f"wrote {out}"

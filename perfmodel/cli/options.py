@@ -14,7 +14,7 @@ import click
 
 from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
-from perfmodel.inputs.counts import EXAMPLES, count
+from perfmodel.inputs.counts import EXAMPLES, count, in_digits
 
 FORMATS = click.Choice(["table", "json", "csv"])
 PRECISION = click.Choice(PRECISIONS, case_sensitive=False)
@@ -53,20 +53,15 @@ class Whole(click.IntRange):
 
 
 def _in_digits(value: Any, param: click.Parameter | None) -> str:
-    """How to write a suffixed count (`--seq-len 8k`) that a whole-number flag refuses, as inputs.files hints for a
-    scenario file's `seq_len = 8k`: '' for other text. A K reads as 1,024 (sequence lengths are powers of two) or
-    1,000."""
-    try:
-        number = count(str(value))
-    except ValueError:
-        return ""
+    """How to write a suffixed or separated count (`--seq-len 8k`, `--gpus 1,024`) that a whole-number flag refuses
+    (counts.in_digits), as inputs.files hints for a scenario file's `seq_len = 8k`: '' for other text."""
     text = str(value).strip()
-    if number != int(number) or not text[-1:].isalpha():
+    written = in_digits(text)
+    if not written:
         return ""
     flag = f"{param.opts[0]} " if param is not None and param.opts else ""
-    binary = round(number * 1.024) if text[-1] in "kK" else None  # from the count: '1,000k' is no float
-    written = f"{flag}{binary} or {int(number)}" if binary not in (None, number) else f"{flag}{int(number)}"
-    return f": a suffix is read only where a flag takes a count (--tokens 15T); write it in digits ({written})"
+    why = "a suffix is read only where a flag takes a count (--tokens 15T); " if text[-1:].isalpha() else ""
+    return f": {why}write it in digits ({flag}{written})"
 
 
 class Count(click.ParamType):
@@ -120,6 +115,21 @@ class PositiveFloat(click.ParamType):
 
     def digits(self, value: Any) -> Any:
         return value
+
+
+class Probability(click.ParamType):
+    """A probability as people write it: 0.9 or 90% (the range is planning.confidence's to check, naming the flag)."""
+
+    name = "probability"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        text = str(value).strip()
+        percent = text.endswith("%")
+        try:
+            number = float(text.removesuffix("%"))
+        except ValueError:
+            self.fail(f"'{value}' is not a probability (examples: 0.9, 90%)", param, ctx)
+        return number / 100 if percent else number
 
 
 class Price(_Dollars, PositiveFloat):

@@ -13,6 +13,7 @@ from perfmodel.cli.options import (
     Deadline,
     FilePath,
     PositiveFloat,
+    Probability,
     Usd,
     Whole,
     emit,
@@ -34,10 +35,10 @@ def plan_options(command: Command) -> Command:
         ),
         click.option(
             "--confidence",
-            type=float,
+            type=Probability(),
             default=0.5,
             show_default=True,
-            help="Meet the deadline and the budget with this probability (0.5: on the point estimate; 0.9: at P90).",
+            help="Meet the deadline and budget with this probability (0.5: the point estimate; 0.9 or 90%: at P90).",
         ),
         click.option("--max-gpus", type=Whole("GPUs", 1, 1_000_000), help="Largest cluster to consider."),
         click.option(

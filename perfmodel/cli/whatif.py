@@ -33,7 +33,7 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
     """Predict the scenario on modified hardware: same layout, and the best layout found again.
 
     \b
-    Settable (absolute in the unit shown, or xF for F times the datasheet):
+    Settable (absolute in the unit shown, or xF (Fx) for F times the datasheet):
       bf16_tflops, fp8_tflops, fp4_tflops  dense tensor-core peaks, TFLOP/s
       hbm_tbps                             HBM bandwidth, TB/s
       hbm_gb                               HBM capacity, GiB (the datasheet's '80 GB' is 80 GiB)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.fitting.recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
 from perfmodel.fitting.scored import logged_work, result_folder
+from perfmodel.inputs.counts import in_digits
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -188,7 +189,9 @@ def _number(path: Path, line: int, column: str, text: str, integer: bool) -> flo
     try:
         value = float(text)
     except ValueError:
-        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}', not a number") from None
+        written = in_digits(text)  # a spreadsheet's '1,024' or '12,000', or '8k'
+        hint = f": write it in digits ({written})" if written else ""
+        raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}', not a number{hint}") from None
     if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
         kind = "a positive integer" if integer else "a positive finite number"
         raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}'; it must be {kind}")
@@ -263,9 +266,10 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
         if cell.get(column):
             scenario[column] = cell[column] if column == "fp8_recipe" else _flag(path, line, column, cell[column])
     measured = _number(path, line, "measured", cell["measured"], integer=False)
+    detail = ", ".join(filter(None, (cell.get("id"), cell.get("vintage"))))  # the user's own name tells rows apart
     run = MeasuredRun(
         cell.get("id") or f"{path.name}:{line}", cell.get("source") or path.name, scenario, metric, measured,
-        detail=cell.get("vintage", ""), released=scenario.get("vintage"),
+        detail=detail, released=scenario.get("vintage"),
     )  # fmt: skip
     if metric == "gpu_hours":
         from perfmodel.fitting.whole_runs import whole_run

@@ -15,3 +15,18 @@ def count(text: str) -> float:
     cleaned = text.strip().replace(",", "").replace("_", "")
     scale = SUFFIXES.get(cleaned[-1:].upper(), 1.0) if cleaned else 1.0
     return float(cleaned[:-1] if scale != 1.0 else cleaned) * scale
+
+
+def in_digits(text: str) -> str:
+    """How to write in plain digits a whole count written with a suffix or separators, which a field or cell of whole
+    numbers refuses: '8192 or 8000' for '8k' (a K reads as 1,024, sequence lengths being powers of two, or 1,000),
+    '1024' for '1,024'; '' for text that is no such count, or already plain digits."""
+    try:
+        number = count(text)
+    except ValueError:
+        return ""
+    text = text.strip()
+    if number != int(number) or text.isdigit():
+        return ""
+    binary = round(number * 1.024) if text[-1] in "kK" else None  # from the count: '1,000k' is no float
+    return f"{binary} or {int(number)}" if binary not in (None, number) else f"{int(number)}"

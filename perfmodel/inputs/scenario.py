@@ -561,7 +561,7 @@ def load_scenario(
     GPU or system override replaces the file's hardware as a whole (--system gb200-nvl72 on a file naming an H100).
     """
     source = scenario_file(path)
-    if source.absolute().parent != data_dir("scenarios"):
+    if source.absolute().parent != data_dir("scenarios") or not source.is_file():  # read_toml says what is wrong
         loaded = scenario_from(read_toml(source, "scenario"), str(source), overrides, origins, default=path is None)
         return _marked(loaded, path, overrides)
     if all(value is None for value in (overrides or {}).values()):
@@ -701,8 +701,9 @@ def scenario_from(
         check_window(scenario)
     except ValidationError as exc:
         field, message = explain_error(exc)
-        if field is None:  # the benchmark's check of the whole scenario
-            raise located("benchmark", message, named=False) from None
+        if field is None:  # the benchmark's check of the whole scenario: the flag of a field it names, else the file's
+            given = next((key for key in overrides if _named_in(key, message)), "benchmark")
+            raise located(given, message, named=False) from None
         message = with_other_kind(field, message, raw, "scenario")
         raise located(*in_phase(field, message, raw.get("phase"))) from None
     except FieldError as exc:
@@ -745,6 +746,8 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
         raise FieldError("model.base", str(exc)) from None
     if base and "id" not in shapes:
         start["id"] = f"{base}-custom" if shapes else base
+    if base and "name" not in shapes and set(shapes) - {"id"}:  # not the zoo's model: its heading says which it is
+        start["name"] = f"{start['name']} ({shapes.get('id', start['id'])})"
     return model_spec(start | shapes)
 
 

@@ -29,8 +29,8 @@ from perfmodel.outputs.report import (
     _usd,
     bf16_ratio,
     carbon_text,
+    counted,
     labelled_inputs,
-    phases_counted,
     price_range,
     run_assumptions,
     tonnes,
@@ -206,7 +206,7 @@ def campaign_table(c: Campaign) -> str:
     acc, precisions = c.hardware.accelerator, {p.scenario.precision for p in c.phases.values()}
     shown = ", ".join(PRECISION_LABEL[p] for p in sorted(precisions))
     lines = [
-        f"{c.model.name} campaign of {phases_counted(len(c.phases))} on up to {c.n_gpus:,} x {visible(acc.name)} "
+        f"{c.model.name} campaign of {counted(len(c.phases), 'phase')} on up to {c.n_gpus:,} x {visible(acc.name)} "
         f"({c.hardware.system.id}), {shown}",
         *labelled_inputs([("work", f"{count_text(c.run.tokens)} tokens"), *run_assumptions(c.first)]),
         "",
@@ -241,8 +241,8 @@ def compare_table(records: list[dict[str, Any]], results: list[Campaign]) -> str
                + ["speedup", "perf/$"])  # fmt: skip
     align = ["left", "left"] + ["right"] * (len(headers) - 2)
     note = (
-        f"Each row runs the whole campaign ({phases_counted(len(first.phases))}; phases with a GPU count of their own "
-        "keep it). "
+        f"Each row runs the whole campaign ({counted(len(first.phases), 'phase')}; phases with a GPU count of their "
+        "own keep it). "
         "tok/s/GPU and MFU: over the campaign's GPU time (MFU of each phase's own precision). speedup: campaign "
         f"throughput over the first row's; perf/$: tokens per dollar over the first row's, cost {price_basis(records)}."
     ) + (LOSSES_NOTE if lossy else "")

@@ -11,8 +11,8 @@ from perfmodel.outputs.report import (
     _duration,
     _usd,
     column_unit,
+    counted,
     dense_imbalance_note,
-    phases_counted,
     tokens_text,
     tonnes,
 )
@@ -75,7 +75,12 @@ def beyond_mark(p: Result) -> str:
 
 def beyond_note(predictions: list[Prediction]) -> list[str]:
     """The footnote of the rows marked beyond the measured runs: on which axes, and where to read more."""
-    axes = dict.fromkeys(a for p in predictions if p.evidence is not None for a in p.evidence.beyond)
+    return beyond_axes_note(a for p in predictions if p.evidence is not None for a in p.evidence.beyond)
+
+
+def beyond_axes_note(axes: Iterable[str]) -> list[str]:
+    """beyond_note of the axes the marked rows lie beyond (a record's `evidence.beyond` joins a row's with '; ')."""
+    axes = dict.fromkeys(axes)
     if not axes:
         return []
     return [
@@ -153,11 +158,6 @@ def work_suffix(p: Result) -> str:
     return f", {s.benchmark}" if s.benchmark else f", {tokens_text(s)}" if s.tokens is not None else ""
 
 
-def _counted(n: int, noun: str) -> str:
-    """'1 grid cell', '2 grid cells': a searched space can be one given layout."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
-
-
 def search_table(report: SearchReport, with_pareto: bool) -> str:
     found, best = report.found, report.results[0]
     counts = sorted({p.layout.n_gpus for p in report.results} | {p.layout.n_gpus for p in report.pareto})
@@ -166,8 +166,8 @@ def search_table(report: SearchReport, with_pareto: bool) -> str:
     ranking = f"{found.objective} to train (MLPerf)" if best.mlperf else f"{found.objective} per {per}"
     lines = [
         heading(best, ", ".join(f"{n:,}" for n in counts) if many else None),
-        f"{_counted(found.evaluated, 'valid layout')} in {found.elapsed_s:.2f} s, {found.feasible:,} "
-        f"{'fits' if found.feasible == 1 else 'fit'} in memory; steps priced on {_counted(found.priced, 'grid cell')}, "
+        f"{counted(found.evaluated, 'valid layout')} in {found.elapsed_s:.2f} s, {found.feasible:,} "
+        f"{'fits' if found.feasible == 1 else 'fit'} in memory; steps priced on {counted(found.priced, 'grid cell')}, "
         "memory alone for the other layouts; "
         f"best {len(report.results)} by {ranking}:",
         "",
@@ -325,7 +325,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     rows = [
         [
             label,
-            full_layout(p, batch=False),
+            full_layout(p, batch=False) + beyond_mark(p),
             f"{r['step_time_s']:,.3f}",
             f"{r['tokens_per_s_per_gpu']:,.0f}",
         ]
@@ -338,6 +338,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
     return "\n".join(
         [heading(base), f"What if: {change_text}", "", _tabulate(rows, [*headers, "speedup"])]
         + (["", "(!) does not fit in memory"] if any(not r["fits_in_memory"] for r in records) else [])
+        + (["", *note] if (note := beyond_note([p for _, p in cases])) else [])
     )
 
 
@@ -397,7 +398,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
         out.append(
             [
                 *head,
-                layout,
+                layout + (BEYOND if r.get("evidence.beyond") else ""),
                 f"{r['step_time_s']:,.3f}",
                 f"{r['tokens_per_s_per_gpu']:,.0f}",
                 f"{r['mfu_of_precision']:.1%}",
@@ -426,6 +427,7 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
     notes = [
         SWEEP_MFU_NOTE,
         *_price_footnote((r["accelerator"], f"{r['price_basis']}: {r['price_note']}") for r in priced),
+        *beyond_axes_note(a for r in rows if r.get("evidence.beyond") for a in r["evidence.beyond"].split("; ")),
     ]
     return _tabulate(out, [*headers, "error"]) + "\n\n" + "\n".join(notes) + _imbalance_note(rows)
 
@@ -486,7 +488,7 @@ def goal_table(report: Any) -> str:
             [
                 label,
                 f"{d['n_gpus']:,}",
-                (f"{phases_counted(len(p.phases))} (below)" if isinstance(p, Campaign) else full_layout(p))
+                (f"{counted(len(p.phases), 'phase')} (below)" if isinstance(p, Campaign) else full_layout(p))
                 + beyond_mark(p),
                 f"{_duration(d['time_to_train_days'] * 86400, unit)} ({interval})",
                 _price(p),
@@ -601,7 +603,7 @@ GOAL_BASES = {
 def _tokens(p: Result) -> str:
     assert p.run is not None
     if isinstance(p, Campaign):
-        return f"a campaign of {phases_counted(len(p.phases))}, {count_text(p.run.tokens)} tokens"
+        return f"a campaign of {counted(len(p.phases), 'phase')}, {count_text(p.run.tokens)} tokens"
     return f"{count_text(p.run.tokens)} tokens ({p.scenario.benchmark})" if p.mlperf else tokens_text(p.scenario)
 
 

@@ -163,9 +163,10 @@ def _knobs(s: Scenario) -> str:
     return f" ({', '.join(shown)})" if shown else ""
 
 
-def phases_counted(count: int) -> str:
-    """'1 phase', '3 phases': a campaign's phases as its tables count them."""
-    return f"{count} phase{'' if count == 1 else 's'}"
+def counted(count: int, noun: str) -> str:
+    """'1 phase', '3 phases', '1 run', '2 grid cells' (a searched space can be one given layout): a count as the
+    tables write it."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _wall_power(p: Prediction) -> str:
@@ -351,7 +352,28 @@ def table(p: Prediction) -> str:
             f"know (MLPerf's Llama 3.1 405B reference points reach {count_text(TOKENS_PER_STEP_PUBLISHED)}; Llama 3 "
             "pre-trained at 16M at most): more tokens may be needed to reach the same loss.",
         ]
-    return "\n".join(lines)
+    return "\n".join(lines + quote_warning(p))
+
+
+QUOTE_FACTOR = 3.0
+"""A quoted price above this many times the accelerator's highest bundled price per GPU-hour is warned of: the bundled
+quotes of one GPU span at most 4x (MI300X $1.50-$6.00), so 3x their top is no market's, while a node's price per
+hour (8 GPUs' worth: a DGX H100 node at CoreWeave's $49.24, the source of h100-sxm's $6.16) is a unit easily slipped."""
+
+
+def quote_warning(p: Prediction) -> list[str]:
+    """The lines warning of a quoted price per GPU-hour far above any public one (QUOTE_FACTOR): a node's price?"""
+    acc, quote = p.hardware.accelerator, p.price.usd_per_gpu_hour
+    top = acc.usd_per_gpu_hour_high or acc.usd_per_gpu_hour
+    if p.price.basis != "quoted" or quote is None or top is None or quote <= QUOTE_FACTOR * top.value:
+        return []
+    node = int(p.hardware.system.gpus_per_node.value)
+    return [
+        "",
+        f"Warning: the quoted ${quote:,.2f}/GPU-h is {quote / top.value:.1f}x the highest public price of {acc.id} "
+        f"(${top.value:,.2f}): a node's price? The price is per GPU and hour; a node of {node} GPUs at ${quote:,.2f} "
+        f"an hour is ${quote / node:,.2f} per GPU-hour.",
+    ]
 
 
 def check_finite(value: Any, where: str = "result") -> None:
@@ -501,12 +523,12 @@ def validation_table(result: Any, before: Any = None) -> str:
     held = "leave one whole run out of the loss fit" if whole else "leave one accelerator x precision out"
     held = "each of your rows left out of its fit" if "user" in result.calibration.provenance else held
     lines.append(
-        f"MAPE {result.mape_pct:.1f}% over {len(result.rows)} runs (calibration: {result.calibration.source})"
-        + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
+        f"MAPE {result.mape_pct:.1f}% over {counted(len(result.rows), 'run')} "
+        f"(calibration: {result.calibration.source})" + ("" if cv is None else f"; held out ({held}) {cv:.1f}%")
     )
     if before:
         lines.append(f"Before it (calibration: {before.calibration.source}): MAPE {before.mape_pct:.1f}% over "
-                     f"{len(before.rows)} runs")  # fmt: skip
+                     f"{counted(len(before.rows), 'run')}")  # fmt: skip
     lines += [f"{run.id}: {run.assumptions[0]}" for run in (row.prepared.run for row in result.rows)
               if run.id.startswith("log:") and run.assumptions]  # training logs: the steps used  # fmt: skip
     lines += _exclusions(result.excluded, "--format json lists each with its reason")

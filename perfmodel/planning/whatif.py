@@ -147,7 +147,7 @@ class Setting:
 
 
 def parse_setting(text: str) -> Setting:
-    """`NAME=VALUE` or `NAME=xF`; one line naming what is allowed otherwise."""
+    """`NAME=VALUE` or `NAME=xF` (`NAME=Fx` too); one line naming what is allowed otherwise."""
     name, sep, raw = text.partition("=")
     name, raw = name.strip(), raw.strip()
     if name not in KNOBS:
@@ -156,9 +156,10 @@ def parse_setting(text: str) -> Setting:
             f"{', '.join(KNOBS)}"
         )
     knob = KNOBS[name]
-    multiplier = raw[:1].lower() == "x"
+    leading, trailing = raw[:1].lower() == "x", raw[-1:].lower() == "x"  # x2, or 2x as people write twice
+    multiplier = leading or trailing
     try:
-        value = float(raw[1:] if multiplier else raw) if sep else math.nan
+        value = float(raw[1:] if leading else raw[:-1] if trailing else raw) if sep else math.nan
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
