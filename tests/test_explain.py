@@ -18,7 +18,7 @@ from perfmodel.planning.predict import predict
 
 def _layout(**kw: Any) -> dict[str, Any]:
     base = {"parallelism.recompute": "none", "parallelism.zero": 1, "parallelism.mbs": 1, "parallelism.cp": 1}
-    top = ("model", "gpu", "n_gpus", "precision", "stack", "async_tp", "compile", "fp8_recipe")
+    top = ("model", "gpu", "n_gpus", "precision", "stack", "async_tp", "compile", "fp8_recipe", "vintage")
     return base | {k if "." in k or k in top else f"parallelism.{k}": v
                    for k, v in kw.items()}  # fmt: skip
 
@@ -30,6 +30,9 @@ QWEN3_235B_H100_RECIPE = {"base": "qwen3-235b-a22b", "dispatcher": "alltoall", "
 CASES = {
     "70b-h100-fp8-interleaved": _layout(
         model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8", tp=4, pp=8, vp=5, gbs=128
+    ),
+    "70b-h100-release-2023-01": _layout(  # an older release: every part slowed by the vintage factor
+        model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, vintage="2023-01", tp=4, pp=4, vp=2, gbs=128
     ),
     "8b-no-pipeline-zero0": _layout(model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, tp=2, pp=1, vp=1, zero=0, gbs=64),
     "8b-zero2-selective": _layout(

@@ -543,7 +543,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     C = _q("C_mb", trace["mb_compute"], "s", "compute of one micro-batch on the busiest rank")
     T = _q("T_mb", trace["mb_tp"], "s", "its exposed TP communication")
     P = _q("P_mb", trace["mb_cp"], "s", "its exposed CP communication")
-    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / n_mb, "s", "its exposed EP communication")]
+    slower = float(eff.vintage_factor)  # the step's parts are slowed once, at the end (_slowed), as step.evaluate's
+    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / slower / n_mb, "s", "its exposed EP communication")]
                           if ctx.model.is_moe else [])  # fmt: skip
     formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * sum(q.symbol for q in per_mb)
     parts.append(
@@ -586,7 +587,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     k = _q("k_opt", OPTIMIZER_KERNELS, "", "optimizer kernel launches")
     kappa = _q("kappa", kernel_s, "s", "fixed cost per kernel")
     formula = n_opt.symbol * b_opt.symbol / (bw.symbol * eta.symbol) + k.symbol * kappa.symbol
-    memory_s = float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
+    memory_s = slower * float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
     parts.append(
         Part(
             "optimizer_s",
@@ -605,7 +606,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     t_o = _q("t_step", host_s, "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
-    t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")
+    t_c = _q("t_compute", step.compute_s / slower, "s", "the step's compute on the busiest rank")
     wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
     used_o, formula_o, notes_o = [t_o, sigma, ranks, t_c], t_o.symbol + wait, []
     if ctx.recipe.offload_layers:
@@ -623,6 +624,17 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
     for part in parts:
         part.notes += stack_notes(ctx).get(part.key, [])
+    return _slowed(parts, eff) if slower != 1 else parts
+
+
+def _slowed(parts: list[Part], eff: Efficiency) -> list[Part]:
+    """The parts of a release older than the reference vintage: each formula times the factor step.evaluate applies
+    to every part at its end (Efficiency.vintage_factor); the quantities above stay the reference vintage's."""
+    factor = _q("f_vintage", eff.vintage_factor, "",
+                f"step time of the priced release over the reference vintage's: software_gain_per_year "
+                f"{eff.software_gain_per_year:.4g} ^ {eff.vintage_years:.3g} years")  # fmt: skip
+    for part in parts:
+        part.formula, part.quantities = factor.symbol * part.formula, [*part.quantities, factor]
     return parts
 
 
@@ -747,7 +759,8 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
         "forward of one micro-batch on the busiest rank (elapsed: with the TP/CP communication exposed in it)",
     )
     b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank (elapsed)")
-    hb = _q("t_bubble_half", step.pp_bubble_s / 2, "s", "half the pipeline bubble, also usable as a window")
+    hb = _q("t_bubble_half", step.pp_bubble_s / float(eff.vintage_factor) / 2, "s",
+            "half the pipeline bubble, also usable as a window")  # fmt: skip
     passes = 1 + (lo.vp - 1) * min(lo.pp, int(trace["microbatches"]))
     sync_note = "one micro-batch" if lo.vp == 1 else f"{passes} chunk passes of 1/{lo.vp} micro-batch each"
     f_sync = _q("w_AG", chunk_sync_window(trace["mb_forward"], lo.pp, lo.vp, trace["microbatches"]), "s",
