@@ -112,8 +112,8 @@ MUTATIONS = (
     Mutation(
         "DP communication fully overlapped",
         "perfmodel/physics/step.py",
-        "overlap = ctx.efficiency.overlap_dp",
-        "overlap = 1.0",
+        "sync_forward, sync_backward, eff.overlap_dp",
+        "sync_forward, sync_backward, 1.0",
     ),
     Mutation(
         "recompute not priced",
@@ -178,8 +178,8 @@ MUTATIONS = (
     Mutation(
         "ZeRO-1 parameter all-gather dropped",
         "perfmodel/physics/step.py",
-        "zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first",
-        "zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap)",
+        "zero1 = bucketed_exposed(t.scatter, t.buckets, step_backward, w.overlap) + gather_first",
+        "zero1 = bucketed_exposed(t.scatter, t.buckets, step_backward, w.overlap)",
     ),
     Mutation(
         "steady-state pipeline sends hidden",
@@ -208,8 +208,8 @@ MUTATIONS = (
     Mutation(
         "ZeRO-3 backward weight gather dropped",
         "perfmodel/physics/step.py",
-        "unit_gathers + unit_scatters, units, mb_backward, overlap",
-        "unit_scatters, units, mb_backward, overlap",
+        "t.unit_gathers + t.unit_scatters, t.units, w.mb_backward, w.overlap",
+        "t.unit_scatters, t.units, w.mb_backward, w.overlap",
     ),
     Mutation(
         "pipeline sends at half the bytes",

@@ -18,7 +18,7 @@ from perfmodel.planning.predict import predict
 
 def _layout(**kw: Any) -> dict[str, Any]:
     base = {"parallelism.recompute": "none", "parallelism.zero": 1, "parallelism.mbs": 1, "parallelism.cp": 1}
-    top = ("model", "gpu", "n_gpus", "precision", "stack", "async_tp", "compile", "fp8_recipe")
+    top = ("model", "gpu", "n_gpus", "precision", "stack", "async_tp", "compile", "fp8_recipe", "vintage")
     return base | {k if "." in k or k in top else f"parallelism.{k}": v
                    for k, v in kw.items()}  # fmt: skip
 
@@ -30,6 +30,9 @@ QWEN3_235B_H100_RECIPE = {"base": "qwen3-235b-a22b", "dispatcher": "alltoall", "
 CASES = {
     "70b-h100-fp8-interleaved": _layout(
         model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, precision="fp8", tp=4, pp=8, vp=5, gbs=128
+    ),
+    "70b-h100-release-2023-01": _layout(  # an older release: every part slowed by the vintage factor
+        model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, vintage="2023-01", tp=4, pp=4, vp=2, gbs=128
     ),
     "8b-no-pipeline-zero0": _layout(model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, tp=2, pp=1, vp=1, zero=0, gbs=64),
     "8b-zero2-selective": _layout(
@@ -116,6 +119,37 @@ CASES = {
         async_tp=True,
         compile=True,
         fp8_recipe="rowwise",
+    ),
+    "maxtext-70b-hybrid-fsdp": _layout(  # ZeRO-3 in groups of 128, the gradient shards all-reduced across them
+        model="llama2-70b",
+        gpu="h100-sxm",
+        n_gpus=512,
+        precision="bf16",
+        stack="maxtext",
+        tp=1,
+        pp=1,
+        vp=1,
+        mbs=2,
+        seq_len=4096,
+        zero=3,
+        recompute="full",
+        gbs=1024,
+        shard_group=128,
+    ),
+    "gpt3-175b-deepspeed-zero3-per-tensor": _layout(  # DeepSpeed before 0.6.0: ZeRO-3 tensor by tensor
+        model="gpt3-175b",
+        gpu="a100-sxm-80gb",
+        n_gpus=1536,
+        precision="bf16",
+        stack="megatron-deepspeed",
+        vintage="2021-04",
+        tp=1,
+        pp=1,
+        vp=1,
+        seq_len=2048,
+        zero=3,
+        recompute="full",
+        gbs=1536,
     ),
 }
 

@@ -48,20 +48,23 @@ def hardware_show(entry_id: str, fmt: str) -> None:
     from perfmodel.inputs.scenario import flatten
     from perfmodel.outputs.columns import tabulated
 
-    def shown(value: Any) -> str:  # TOML spelling; tabulate would read the strings "True"/"False" as booleans
-        if isinstance(value, float) and value.is_integer():  # 8 GPUs per node, not 8.0 (no 375,000: tabulate's
-            return str(int(value))  # wrapping casts a number with separators to int, and fails)
-        return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
     rows: dict[str, list[str]] = {}
-    for key, value in flatten(record).items():
+    for key, figure in flatten(record).items():
+        # 8 GPUs per node, not 8.0 (no 375,000: tabulate's wrapping casts a number with separators to int, and fails)
+        value = int(figure) if isinstance(figure, float) and figure.is_integer() else figure
         field, _, part = key.rpartition(".")
         if part in ("value", "source") and field:
-            rows.setdefault(field, ["", ""])[part == "source"] = shown(value)
+            rows.setdefault(field, ["", ""])[part == "source"] = _cell(value)
         else:
-            rows[key] = [shown(value), ""]
+            rows[key] = [_cell(value), ""]
     table = [[k, *v] for k, v in rows.items()]
     say(tabulated(table, headers=["field", "value", "source"], maxcolwidths=[None, 40, 70]))
+
+
+def _cell(value: Any) -> str:
+    """A `show` table's value in TOML spelling (true, not True: tabulate would read the strings "True"/"False" as
+    booleans), '-' where there is none (None, or a model's empty pattern)."""
+    return "-" if value in (None, "") else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @hardware.command("list")
@@ -210,12 +213,7 @@ def models_show(model_id: str, fmt: str) -> None:
         return
     from perfmodel.outputs.columns import tabulated
 
-    def shown(key: str, value: Any) -> str:  # TOML spelling, as hardware show prints it
-        if key in counts:
-            return f"{value:,}"
-        return "-" if value in (None, "") else str(value).lower() if isinstance(value, bool) else str(value)
-
-    rows = [[key, shown(key, value)] for key, value in record.items()]
+    rows = [[key, f"{value:,}" if key in counts else _cell(value)] for key, value in record.items()]
     say(tabulated(rows, headers=["field", "value"], disable_numparse=True))
 
 

@@ -150,8 +150,7 @@ def export_search(
     flags["gpus"] = counts[0] if counts else None
     with progress("Pricing layouts", quiet) as update:
         report = search_scenario(load_from_flags(scenario, flags, own_count=False), counts, top, objective, update)
-    ranks = [{"rank": i} for i in range(1, len(report.results) + 1)]
-    say(_write(report.results, ranks, out, force, usd_per_kwh, f"best layouts by {objective}"))
+    say(_write(report.results, report.ranks(), out, force, usd_per_kwh, f"best layouts by {objective}"))
 
 
 @export.command("plan")

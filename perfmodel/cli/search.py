@@ -50,6 +50,6 @@ def search(
     with progress("Pricing layouts", quiet) as update:
         report = search_scenario(loaded, counts, top, objective, update)
     if fmt == "csv":  # a row each, best first, with its rank after the schema's columns, as export search writes
-        emit([p.to_dict() | {"rank": rank} for rank, p in enumerate(report.results, 1)], fmt)
+        emit([p.to_dict() | rank for p, rank in zip(report.results, report.ranks(), strict=True)], fmt)
         return
     emit(report.to_dict(with_pareto=pareto), fmt, lambda: plan_report.search_table(report, pareto))

@@ -3,9 +3,10 @@
 The step model (`step.evaluate`) hands over its intermediate quantities through its `trace`; each part of the step
 time is then written as a sympy expression of named symbols. Where the model has a small formula of its own — the
 exposed share of a communication (`schedule.exposed`), the pipeline bubble (`schedule.bubble_fraction`), the roofline
-time of an operation (`compute.op_time`) — that very function is called with symbols, so the printed formula is the
-model's. Each part's formula, evaluated with the substituted numbers, must give the model's own value (tests check
-every part on many layouts), so the explanation cannot drift from the model unnoticed.
+time of an operation (`compute.op_time`), a ZeRO stage's exposed DP collectives (`step.zero_exposed`) — that very
+function is called with symbols, so the printed formula is the model's. Each part's formula, evaluated with the
+substituted numbers, must give the model's own value (tests check every part on many layouts), so the explanation
+cannot drift from the model unnoticed.
 
 Security: expressions are built from `sympy.Symbol` objects only; no user-supplied text is ever parsed by sympy.
 """
@@ -24,26 +25,25 @@ from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.report import headline
 from perfmodel.outputs.symbolic import S, tidy
 from perfmodel.physics import deltanet, mamba, moe
-from perfmodel.physics.collectives import GroupLinks, all_gather, all_reduce, group_links, reduce_scatter
+from perfmodel.physics.collectives import GroupLinks, group_links, reduce_scatter
 from perfmodel.physics.compute import Rates, clock_share, gemm_shape_share, gemm_share, grouped_efficiency, op_time
 from perfmodel.physics.efficiency import KERNEL_MEMORY, Efficiency
 from perfmodel.physics.parallel import Layout
 from perfmodel.physics.ring import RingHops, ring_exposed
-from perfmodel.physics.schedule import bubble_fraction, chunk_sync_window, exposed
+from perfmodel.physics.schedule import bubble_fraction, exposed
 from perfmodel.physics.step import (
     BREAKDOWN,
     OPTIMIZER_KERNELS,
     Context,
-    bucketed_exposed,
+    DpTerms,
+    DpWindows,
     delayed_scaling,
-    dp_buckets,
     evaluate,
-    fsdp_copies_s,
     host_overhead_s,
     pp_sends_hidden,
     sac_recomputed_gemm_share,
     straggler_s,
-    zero3_per_tensor_s,
+    zero_exposed,
 )
 from perfmodel.physics.workload import (
     FP32_BYTES,
@@ -543,7 +543,8 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     C = _q("C_mb", trace["mb_compute"], "s", "compute of one micro-batch on the busiest rank")
     T = _q("T_mb", trace["mb_tp"], "s", "its exposed TP communication")
     P = _q("P_mb", trace["mb_cp"], "s", "its exposed CP communication")
-    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / n_mb, "s", "its exposed EP communication")]
+    slower = float(eff.vintage_factor)  # the step's parts are slowed once, at the end (_slowed), as step.evaluate's
+    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / slower / n_mb, "s", "its exposed EP communication")]
                           if ctx.model.is_moe else [])  # fmt: skip
     formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * sum(q.symbol for q in per_mb)
     parts.append(
@@ -586,7 +587,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     k = _q("k_opt", OPTIMIZER_KERNELS, "", "optimizer kernel launches")
     kappa = _q("kappa", kernel_s, "s", "fixed cost per kernel")
     formula = n_opt.symbol * b_opt.symbol / (bw.symbol * eta.symbol) + k.symbol * kappa.symbol
-    memory_s = float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
+    memory_s = slower * float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
     parts.append(
         Part(
             "optimizer_s",
@@ -605,7 +606,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     t_o = _q("t_step", host_s, "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
-    t_c = _q("t_compute", step.compute_s, "s", "the step's compute on the busiest rank")
+    t_c = _q("t_compute", step.compute_s / slower, "s", "the step's compute on the busiest rank")
     wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
     used_o, formula_o, notes_o = [t_o, sigma, ranks, t_c], t_o.symbol + wait, []
     if ctx.recipe.offload_layers:
@@ -623,6 +624,17 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
         parts.append(_expert_parallel_part(p, ctx, trace, N, L, rank))
     for part in parts:
         part.notes += stack_notes(ctx).get(part.key, [])
+    return _slowed(parts, eff) if slower != 1 else parts
+
+
+def _slowed(parts: list[Part], eff: Efficiency) -> list[Part]:
+    """The parts of a release older than the reference vintage: each formula times the factor step.evaluate applies
+    to every part at its end (Efficiency.vintage_factor); the quantities above stay the reference vintage's."""
+    factor = _q("f_vintage", eff.vintage_factor, "",
+                f"step time of the priced release over the reference vintage's: software_gain_per_year "
+                f"{eff.software_gain_per_year:.4g} ^ {eff.vintage_years:.3g} years")  # fmt: skip
+    for part in parts:
+        part.formula, part.quantities = factor.symbol * part.formula, [*part.quantities, factor]
     return parts
 
 
@@ -738,41 +750,34 @@ def _expert_parallel_part(
 def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Quantity) -> Part:
     """Exposed DP communication for the ZeRO stage in use: each collective hides behind its window. A MoE model's
     routed experts reduce over expert DP, a second group with the same windows."""
-    lo, eff, step, links = p.layout, ctx.efficiency, p.step, trace["dp_links"]
-    eta = _q("eta_DP", eff.overlap_dp, "", "share of the window really used for overlap")
+    lo, step, links, w = p.layout, p.step, trace["dp_links"], trace["dp_windows"]
     f_mb = _q(
         "t_fwd_mb",
-        trace["mb_forward"],
+        w.mb_forward,
         "s",
         "forward of one micro-batch on the busiest rank (elapsed: with the TP/CP communication exposed in it)",
     )
-    b_mb = _q("t_bwd_mb", trace["mb_backward"], "s", "backward of one micro-batch on the busiest rank (elapsed)")
-    hb = _q("t_bubble_half", step.pp_bubble_s / 2, "s", "half the pipeline bubble, also usable as a window")
+    b_mb = _q("t_bwd_mb", w.mb_backward, "s", "backward of one micro-batch on the busiest rank (elapsed)")
+    hb = _q("t_bubble_half", w.half_bubble, "s", "half the pipeline bubble, also usable as a window")
     passes = 1 + (lo.vp - 1) * min(lo.pp, int(trace["microbatches"]))
     sync_note = "one micro-batch" if lo.vp == 1 else f"{passes} chunk passes of 1/{lo.vp} micro-batch each"
-    f_sync = _q("w_AG", chunk_sync_window(trace["mb_forward"], lo.pp, lo.vp, trace["microbatches"]), "s",
-                f"forward a parameter all-gather can hide behind ({sync_note})")  # fmt: skip
-    b_sync = _q("w_RS", chunk_sync_window(trace["mb_backward"], lo.pp, lo.vp, trace["microbatches"]), "s",
-                f"backward a gradient sync can hide behind ({sync_note})")  # fmt: skip
-    windows = (N, f_mb, b_mb, hb, eta, f_sync, b_sync)
+    f_sync = _q("w_AG", w.sync_forward, "s", f"forward a parameter all-gather can hide behind ({sync_note})")
+    b_sync = _q("w_RS", w.sync_backward, "s", f"backward a gradient sync can hide behind ({sync_note})")
+    eta = _q("eta_DP", w.overlap, "", "share of the window really used for overlap")
+    windows = DpWindows(N, f_mb, b_mb, hb, f_sync, b_sync, eta)
     trainable = float(trace["trainable"])
     weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
     if links.size < lo.dp * lo.cp:
         group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
-    units = float(trace["busiest_layers"])
-    formula, used = _zero_formula(
-        ctx, lo.zero, links, trainable, weights, windows, "", group, trace["replicas_s"], float(trace["gathers"]),
-        units,
-    )  # fmt: skip
+    dense = _Group(trace["dp_terms"], trainable, weights, links, group, float(trace["gathers"]))
+    formula, used = _zero_formula(ctx, lo.zero, dense, windows)
     notes = [group]
     if "experts" in trace:
         expert_group = f"routed experts over expert DP = {lo.expert_dp} ranks"
-        experts = float(trace["experts"].most)
-        extra, extra_used = _zero_formula(
-            ctx, lo.zero, trace["edp_links"], float(trace["expert_trainable"]), experts, windows, "_E", expert_group,
-            units=ctx.model.moe_layers,
-        )  # fmt: skip
+        experts = _Group(trace["edp_terms"], float(trace["expert_trainable"]), float(trace["experts"].most),
+                         trace["edp_links"], expert_group, suffix="_E")  # fmt: skip
+        extra, extra_used = _zero_formula(ctx, lo.zero, experts, windows)
         formula, used, notes = formula + extra, used + [q for q in extra_used if q not in used], [group, expert_group]
     return Part(
         "dp_comm_exposed_s",
@@ -785,73 +790,65 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     )
 
 
-def _zero_formula(
-    ctx: Context,
-    zero: int,
-    links: GroupLinks,
-    trainable: float,
-    weights: float,
-    windows: tuple[Quantity, ...],
-    suffix: str,
-    group: str,
-    replicas_s: float = 0.0,
-    gathers: float = 2.0,
-    units: float = 1.0,
-) -> tuple[Any, list[Quantity]]:
-    """One group's exposed DP collectives for a ZeRO stage (as step._data_parallel), and the quantities it uses;
-    with hybrid sharding, the gradient shards' all-reduce across the groups (`replicas_s`); `gathers`: weight
-    gathers per micro-batch of a ZeRO-3 run tensor by tensor (step.zero3_gathers); `units`: the layers a ZeRO-3
-    rank gathers and reduce-scatters one call each."""
-    N, f_mb, b_mb, hb, eta, f_sync, b_sync = windows
-    grads = trainable * ctx.recipe.grad_reduce_bytes
+@dataclass(frozen=True)
+class _Group:
+    """One DP group of the step (its dense one, or a MoE model's routed experts over expert DP): its collectives as
+    the step traced them (step.dp_terms) and what their texts say."""
+
+    terms: DpTerms
+    trainable: float
+    weights: float
+    links: GroupLinks
+    group: str
+    gathers: float = 2.0
+    """Weight gathers per micro-batch of a ZeRO-3 run tensor by tensor (step.zero3_gathers): the dense group's; the
+    experts' take the default, as step.dp_terms does."""
+    suffix: str = ""
+    """'_E' for the routed experts' quantities."""
+
+
+def _zero_formula(ctx: Context, zero: int, g: _Group, windows: DpWindows) -> tuple[Any, list[Quantity]]:
+    """One group's exposed DP collectives at ZeRO stage `zero`, and the quantities it uses: step.zero_exposed called
+    with symbols for the group's traced collectives (step.dp_terms) and the step's windows, so the formula is the
+    step's own."""
+    suffix, group = g.suffix, g.group
+    grads = g.trainable * ctx.recipe.grad_reduce_bytes
     of = f" ({group})" if suffix else ""  # a second group's quantities (routed experts) say whose they are
-    n_b = _q(f"n_buckets{suffix}", dp_buckets(trainable, links.size), "",
-             f"Megatron DDP buckets (max(40M, 1M x ranks)){of}")  # fmt: skip
-    nb = float(n_b.value)
     dtype = "FP32" if ctx.recipe.grad_reduce_bytes == FP32_BYTES else "BF16"
-    rs = _q(f"t_RS{suffix}", nb * reduce_scatter(grads / nb, links), "s",
-            f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})")  # fmt: skip
-    ag_u = _q(f"t_AG{suffix}", nb * all_gather(trainable * ctx.recipe.param_gather_bytes / nb, links), "s",
-              f"all-gather of the updated parameters, bucket by bucket{of}")  # fmt: skip
-    if zero == 0:
-        ar = _q(f"t_AR{suffix}", nb * all_reduce(grads / nb, links, ctx.tiers), "s",
-                f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})")  # fmt: skip
-        return bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol), [
-            ar, n_b, b_sync, hb, eta
-        ]  # fmt: skip
-    gather_first = bucketed_exposed(ag_u.symbol, n_b.symbol, f_sync.symbol + hb.symbol, eta.symbol)
-    if zero == 1:
-        formula = bucketed_exposed(rs.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol) + gather_first
-        return formula, [rs, ag_u, n_b, f_sync, b_sync, hb, eta]
-    if zero == 2:
-        formula = N.symbol * bucketed_exposed(rs.symbol, n_b.symbol, b_mb.symbol, eta.symbol) + gather_first
-        return formula, [N, rs, ag_u, n_b, f_sync, b_mb, hb, eta]
-    if ctx.recipe.zero3_per_tensor:
-        per_tensor = _q(f"t_ZeRO3_mb{suffix}", zero3_per_tensor_s(ctx, links, weights, trainable, gathers), "s",
-                        f"one micro-batch's {gathers:g} weight gathers and gradient reduce-scatter, a call per tensor "
-                        f"({weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer:,.0f} tensors), each "
-                        f"with {links.size:,.0f} copy kernels and its ring latency, none overlapped")  # fmt: skip
-        return N.symbol * per_tensor.symbol, [N, per_tensor]
-    n_u = _q(f"n_units{suffix}", units, "", f"layers gathered and reduce-scattered one call each (FSDP units){of}")
-    ag_w = _q(f"t_AG_w{suffix}", units * all_gather(weights * ctx.recipe.param_gather_bytes / units, links), "s",
-              f"all-gather of this rank's weights (FSDP), layer by layer{of}")  # fmt: skip
-    rs_w = _q(f"t_RS_w{suffix}", units * reduce_scatter(grads / units, links), "s",
-              f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, layer by layer ({group})")  # fmt: skip
-    layer_passes = bucketed_exposed(ag_w.symbol, n_u.symbol, f_mb.symbol, eta.symbol) + bucketed_exposed(
-        ag_w.symbol + rs_w.symbol, n_u.symbol, b_mb.symbol, eta.symbol
-    )
-    used = [N, ag_w, rs_w, n_u, f_mb, b_mb, eta]
-    if ctx.recipe.fsdp_copies:
-        copies = _q(f"t_FSDP_copy{suffix}", fsdp_copies_s(ctx, weights, trainable), "s",
-                    "FSDP2's copies on the compute stream: the gathered weights into the parameters, forward and "
-                    "backward, and the gradients into the reduce-scatter's input")  # fmt: skip
-        layer_passes, used = layer_passes + copies.symbol, [*used, copies]
-    formula = N.symbol * layer_passes
-    if not ctx.recipe.shard_group:
-        return formula, used
-    ar = _q(f"t_AR_groups{suffix}", replicas_s, "s", "all-reduce of this rank's gradient shard across the groups")
-    formula = formula + bucketed_exposed(ar.symbol, n_b.symbol, b_sync.symbol + hb.symbol, eta.symbol)
-    return formula, [*used, ar, n_b, b_sync, hb]
+    tensors = g.weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer
+    t = g.terms
+    named = DpTerms(
+        buckets=_q(f"n_buckets{suffix}", t.buckets, "", f"Megatron DDP buckets (max(40M, 1M x ranks)){of}"),
+        reduce=_q(f"t_AR{suffix}", t.reduce, "s",
+                  f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
+        scatter=_q(f"t_RS{suffix}", t.scatter, "s",
+                   f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
+        gather_updates=_q(f"t_AG{suffix}", t.gather_updates, "s",
+                          f"all-gather of the updated parameters, bucket by bucket{of}"),
+        units=_q(f"n_units{suffix}", t.units, "",
+                 f"layers gathered and reduce-scattered one call each (FSDP units){of}"),
+        unit_gathers=_q(f"t_AG_w{suffix}", t.unit_gathers, "s",
+                        f"all-gather of this rank's weights (FSDP), layer by layer{of}"),
+        unit_scatters=_q(f"t_RS_w{suffix}", t.unit_scatters, "s",
+                         f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, layer by layer ({group})"),
+        per_tensor=_q(f"t_ZeRO3_mb{suffix}", t.per_tensor, "s",
+                      f"one micro-batch's {g.gathers:g} weight gathers and gradient reduce-scatter, a call per tensor "
+                      f"({tensors:,.0f} tensors), each with {g.links.size:,.0f} copy kernels and its ring latency, "
+                      "none overlapped"),
+        copies=_q(f"t_FSDP_copy{suffix}", t.copies, "s",
+                  "FSDP2's copies on the compute stream: the gathered weights into the parameters, forward and "
+                  "backward, and the gradients into the reduce-scatter's input"),
+        replicas=_q(f"t_AR_groups{suffix}", t.replicas, "s",
+                    "all-reduce of this rank's gradient shard across the groups"),
+    )  # fmt: skip
+    symbols = (DpTerms(*(q.symbol for q in named)), DpWindows(*(q.symbol for q in windows)))
+    formula = zero_exposed(ctx.recipe, *symbols)[zero]
+    w = windows
+    order = (w.microbatches, named.reduce, named.scatter, named.gather_updates, named.unit_gathers,
+             named.unit_scatters, named.per_tensor, named.units, named.buckets, w.mb_forward, w.sync_forward,
+             w.mb_backward, w.sync_backward, w.half_bubble, w.overlap, named.copies, named.replicas)  # fmt: skip
+    assert len(order) == len(named) + len(windows)  # every quantity has its place in the listing
+    return formula, [q for q in order if q.symbol in formula.free_symbols]
 
 
 def explain(p: Prediction) -> Explanation:

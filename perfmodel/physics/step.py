@@ -920,23 +920,84 @@ def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Numb
     return layers * ctx.model.lora_params_per_layer(ctx.lora_rank, ctx.lora_modules) / tp
 
 
-def _data_parallel(
+class DpTerms(NamedTuple):
+    """One group's DP collectives as `zero_exposed` hides them (seconds over the group's links, before overlap), and
+    the counts they are issued in: what the step traces (`dp_terms`) and `perfmodel explain` names."""
+
+    buckets: Number
+    """Megatron DDP buckets (`dp_buckets`)."""
+    reduce: Number
+    """ZeRO-0's all-reduce of the gradients, bucket by bucket."""
+    scatter: Number
+    """The reduce-scatter of the gradients, bucket by bucket (ZeRO-1 and 2)."""
+    gather_updates: Number
+    """The all-gather of the updated parameters, bucket by bucket (ZeRO-1 and 2)."""
+    units: Number
+    """The units ZeRO-3 gathers and reduce-scatters a call each (the rank's layers)."""
+    unit_gathers: Number
+    """ZeRO-3's all-gather of the rank's weights, unit by unit (0 where it runs tensor by tensor)."""
+    unit_scatters: Number
+    """ZeRO-3's reduce-scatter of the gradients, unit by unit (0 where it runs tensor by tensor)."""
+    per_tensor: Number
+    """One micro-batch's ZeRO-3 collectives tensor by tensor (`zero3_per_tensor_s`; 0 where it runs by unit)."""
+    copies: Number
+    """FSDP2's copies on the compute stream per micro-batch (`fsdp_copies_s`)."""
+    replicas: Number
+    """Hybrid sharding's all-reduce of the gradient shards across the groups, once a step."""
+
+
+class DpWindows(NamedTuple):
+    """The compute DP collectives hide behind (seconds), shared by every group of a step, and the share used."""
+
+    microbatches: Number
+    mb_forward: Number
+    """The elapsed forward of one micro-batch on the busiest rank."""
+    mb_backward: Number
+    half_bubble: Number
+    """Half the pipeline bubble: the once-a-step syncs use it too."""
+    sync_forward: Number
+    """The forward a once-a-step parameter all-gather hides behind (`schedule.chunk_sync_window`)."""
+    sync_backward: Number
+    overlap: Number
+    """The share of a window really used (Efficiency.overlap_dp)."""
+
+
+def dp_terms(
     ctx: Context,
-    zero: Number,
     links: GroupLinks,
     weights: Number,
     trainable: Number,
-    microbatches: Number,
-    mb_forward: Number,
-    mb_backward: Number,
-    bubble: Number,
-    sync_forward: Number,
-    sync_backward: Number,
     replicas_s: Number = 0.0,
     gathers: Number = 2.0,
     units: Number = 1.0,
-) -> Number:
-    """Exposed DP communication by ZeRO stage, over DP x CP ranks (`links`: the ranks a shard spans).
+) -> DpTerms:
+    """One group's DP collectives over `links` (the ranks a shard spans) for `zero_exposed`: a rank's `weights` and
+    its `trainable` parameters' gradients; hybrid sharding's `replicas_s`; `gathers`: weight gathers per micro-batch
+    of a ZeRO-3 run tensor by tensor (`zero3_gathers`); `units`: the layers ZeRO-3 gathers one call each."""
+    recipe = ctx.recipe
+    buckets = dp_buckets(trainable, links.size)
+    grads = trainable * recipe.grad_reduce_bytes
+    scatter = buckets * reduce_scatter(grads / buckets, links)
+    gather_updates = buckets * all_gather(trainable * recipe.param_gather_bytes / buckets, links)
+    reduce = buckets * all_reduce(grads / buckets, links, ctx.tiers)
+    unit_gathers: Number = 0.0
+    unit_scatters: Number = 0.0
+    per_tensor: Number = 0.0
+    if recipe.zero3_per_tensor:
+        per_tensor = zero3_per_tensor_s(ctx, links, weights, trainable, gathers)
+    else:
+        unit_gathers = units * all_gather(weights * recipe.param_gather_bytes / units, links)
+        unit_scatters = units * reduce_scatter(grads / units, links)
+    copies = fsdp_copies_s(ctx, weights, trainable)
+    return DpTerms(
+        buckets, reduce, scatter, gather_updates, units, unit_gathers, unit_scatters, per_tensor, copies, replicas_s
+    )
+
+
+def zero_exposed(recipe: Recipe, t: DpTerms, w: DpWindows) -> tuple[Number, Number, Number, Number]:
+    """Exposed DP communication of one group for ZeRO stages 0 to 3: the step prices its stage from these, and
+    `perfmodel explain` prints its stage's formula by calling this with symbols (one source, so the two cannot
+    drift apart).
 
     ZeRO-0 all-reduces the gradients; ZeRO-1 (distributed optimizer) reduce-scatters them and all-gathers the
     updated parameters once a step, behind the last backward and first forward micro-batch (plus half the bubble),
@@ -948,34 +1009,35 @@ def _data_parallel(
     one wrapped unit (`units`: the rank's layers) at a time, each gather and gradient reduce-scatter its own call with
     its ring's latency, prefetched behind the unit before it, so the first gather and the last reduce-scatter are
     exposed (`bucketed_exposed`): FSDP2 (torch fully_shard per transformer block), Megatron-FSDP and MaxText's FSDP
-    (a scan over layers) gather per layer, not the rank's weights in one call.
-    Hybrid sharding (ZeRO-3 within a group of `links.size` ranks, replicated across groups) also all-reduces each
-    rank's gradient shard across the replicas once a step (`replicas_s`), behind the last backward like ZeRO-0's.
-    A recipe that runs ZeRO-3 tensor by tensor (DeepSpeed before 0.6.0) exposes its `gathers` weight gathers per
-    micro-batch and its reduce-scatters whole instead (`zero3_per_tensor_s`).
+    (a scan over layers) gather per layer, not the rank's weights in one call; FSDP2 adds its copies
+    (`fsdp_copies_s`).
+    Hybrid sharding (ZeRO-3 within a group of the links' size, replicated across groups) also all-reduces each
+    rank's gradient shard across the replicas once a step (`replicas`), behind the last backward like ZeRO-0's.
+    A recipe that runs ZeRO-3 tensor by tensor (DeepSpeed before 0.6.0) exposes its weight gathers per micro-batch
+    and its reduce-scatters whole instead (`zero3_per_tensor_s`).
     """
-    overlap = ctx.efficiency.overlap_dp
-    buckets = dp_buckets(trainable, links.size)
-    grads = trainable * ctx.recipe.grad_reduce_bytes
-    scatter = buckets * reduce_scatter(grads / buckets, links)
-    gather_updates = buckets * all_gather(trainable * ctx.recipe.param_gather_bytes / buckets, links)
-    step_forward, step_backward = sync_forward + bubble / 2, sync_backward + bubble / 2
-    reduce = buckets * all_reduce(grads / buckets, links, ctx.tiers)
-    zero0 = bucketed_exposed(reduce, buckets, step_backward, overlap)
-    gather_first = bucketed_exposed(gather_updates, buckets, step_forward, overlap)
-    zero1 = bucketed_exposed(scatter, buckets, step_backward, overlap) + gather_first
-    zero2 = microbatches * bucketed_exposed(scatter, buckets, mb_backward, overlap) + gather_first
-    if ctx.recipe.zero3_per_tensor:
-        passes = zero3_per_tensor_s(ctx, links, weights, trainable, gathers)
+    step_forward, step_backward = w.sync_forward + w.half_bubble, w.sync_backward + w.half_bubble
+    zero0 = bucketed_exposed(t.reduce, t.buckets, step_backward, w.overlap)
+    gather_first = bucketed_exposed(t.gather_updates, t.buckets, step_forward, w.overlap)
+    zero1 = bucketed_exposed(t.scatter, t.buckets, step_backward, w.overlap) + gather_first
+    zero2 = w.microbatches * bucketed_exposed(t.scatter, t.buckets, w.mb_backward, w.overlap) + gather_first
+    if recipe.zero3_per_tensor:
+        passes = t.per_tensor
     else:
-        unit_gathers = units * all_gather(weights * ctx.recipe.param_gather_bytes / units, links)
-        unit_scatters = units * reduce_scatter(grads / units, links)
-        passes = bucketed_exposed(unit_gathers, units, mb_forward, overlap) + bucketed_exposed(
-            unit_gathers + unit_scatters, units, mb_backward, overlap
+        passes = bucketed_exposed(t.unit_gathers, t.units, w.mb_forward, w.overlap) + bucketed_exposed(
+            t.unit_gathers + t.unit_scatters, t.units, w.mb_backward, w.overlap
         )
-    zero3 = microbatches * (passes + fsdp_copies_s(ctx, weights, trainable)) + bucketed_exposed(
-        replicas_s, buckets, step_backward, overlap
-    )
+    if recipe.fsdp_copies:
+        passes = passes + t.copies
+    zero3 = w.microbatches * passes
+    if recipe.shard_group:
+        zero3 = zero3 + bucketed_exposed(t.replicas, t.buckets, step_backward, w.overlap)
+    return zero0, zero1, zero2, zero3
+
+
+def _data_parallel(recipe: Recipe, zero: Number, t: DpTerms, w: DpWindows) -> Number:
+    """Exposed DP communication of one group at the layout's ZeRO stage (`zero_exposed`)."""
+    zero0, zero1, zero2, zero3 = zero_exposed(recipe, t, w)
     return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
 
 
@@ -1196,24 +1258,25 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     shards = _shards(rec, lv)
     dp_links = _links(ctx, shards, tp)
     sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
-    windows_dp = (microbatches, mb_forward, mb_backward, pp_bubble, sync_forward, sync_backward)
+    windows_dp = DpWindows(
+        microbatches, mb_forward, mb_backward, pp_bubble / 2, sync_forward, sync_backward, eff.overlap_dp
+    )
     replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
         replicas_s = all_reduce(trainable * rec.grad_reduce_bytes / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
-    dp_comm = _data_parallel(
-        ctx, zero, dp_links, params.most - expert_most, trainable, *windows_dp, replicas_s, gathers, busiest_layers
-    )
+    terms = dp_terms(ctx, dp_links, params.most - expert_most, trainable, replicas_s, gathers, busiest_layers)
+    dp_comm = _data_parallel(rec, zero, terms, windows_dp)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
     step_params = where(zero >= 1, trainable / shards, trainable)
     if experts is not None:  # routed-expert gradients reduce over expert DP, at a stride of EP x ETP
         expert_trainable = 0.0 if ctx.frozen_base else experts.most
         edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
-        dp_comm = dp_comm + _data_parallel(
-            ctx, zero, edp_links, experts.most, expert_trainable, *windows_dp, units=md.moe_layers
-        )  # ZeRO-3 runs at PP 1 (RULES): every MoE layer on the rank, its experts a unit each
+        # ZeRO-3 runs at PP 1 (RULES): every MoE layer on the rank, its experts a unit each
+        expert_terms = dp_terms(ctx, edp_links, experts.most, expert_trainable, units=md.moe_layers)
+        dp_comm = dp_comm + _data_parallel(rec, zero, expert_terms, windows_dp)
         step_params = step_params + where(zero >= 1, expert_trainable / _expert_dp(lv), expert_trainable)
     cast_bytes = FP32_BYTES + rec.weight_bytes if rec.quantised else 0.0
     optimizer = step_params * (OPTIMIZER_BYTES_PER_PARAM + cast_bytes) / (acc.hbm_bytes_per_s * eff.memory)
@@ -1228,12 +1291,14 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, cp_exposed=cp_exposed, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
             busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
-            p2p=p2p, dp_links=dp_links, replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable,
+            p2p=p2p, dp_links=dp_links, dp_windows=windows_dp, dp_terms=terms, replicas_s=replicas_s, gathers=gathers,
+            params=params, trainable=trainable,
             step_params=step_params, mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
-            trace.update(experts=experts, edp_links=edp_links, expert_trainable=expert_trainable, mtp_ep=mtp_ep)
+            trace.update(experts=experts, edp_links=edp_links, edp_terms=expert_terms,
+                         expert_trainable=expert_trainable, mtp_ep=mtp_ep)  # fmt: skip
 
     slower = eff.vintage_factor  # a software release older than the reference vintage: every part takes longer
     peak_memory = _UNPRICED

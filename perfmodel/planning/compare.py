@@ -54,8 +54,9 @@ MAX_USD_PER_GPU_HOUR = 10_000.0
 QUOTE_SYNTAX = "--gpu 'ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50'; single quotes keep the shell off the $)"
 
 
-def split_quote(spec: str) -> tuple[str, float | None]:
-    """A target without its trailing `:$PRICE` quote, and the quote (None when it has none)."""
+def split_quote(spec: str, named: str | None = None) -> tuple[str, float | None]:
+    """A target without its trailing `:$PRICE` quote, and the quote (None when it has none). `named`: what an error
+    calls the target (its flag, `--gpu SPEC`, by default)."""
     core, sign, text = spec.strip().partition(":$")
     if not sign:
         return core, None
@@ -65,36 +66,36 @@ def split_quote(spec: str) -> tuple[str, float | None]:
         price = math.nan
     if not 0 < price <= MAX_USD_PER_GPU_HOUR:  # NaN too
         raise PerfmodelError(
-            f"--gpu {shown(spec)}: '${shown(text)}' must be a price per GPU-hour above 0 and at most "
+            f"{named or f'--gpu {shown(spec)}'}: '${shown(text)}' must be a price per GPU-hour above 0 and at most "
             f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {QUOTE_SYNTAX}"
         )
     return core, price
 
 
-def parse_target(spec: str) -> Target:
+def parse_target(spec: str, named: str | None = None) -> Target:
     """`ID[:PRECISION][@N_GPUS][:$PRICE]`: an accelerator or system id, optionally with a precision, its own GPU
     count (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)
-    and its own quoted price per GPU-hour (`gb300:nvfp4:$9.50`)."""
-    unquoted, quote = split_quote(spec)
+    and its own quoted price per GPU-hour (`gb300:nvfp4:$9.50`). `named`: what an error calls the target (its flag,
+    `--gpu SPEC`, by default; a sweep file's list entry)."""
+    named = named or f"--gpu {shown(spec)}"
+    unquoted, quote = split_quote(spec, named)
     core, at, count = unquoted.partition("@")
     n_gpus = None
     if at:
         n_gpus = int(count) if count.isdigit() else 0
         if not 1 <= n_gpus <= MAX_GPUS:
-            raise PerfmodelError(
-                f"--gpu {shown(spec)}: '@{shown(count)}' must be a whole number of GPUs from 1 to {MAX_GPUS:,}"
-            )
+            raise PerfmodelError(f"{named}: '@{shown(count)}' must be a whole number of GPUs from 1 to {MAX_GPUS:,}")
     ident, _, given = core.partition(":")
     precision = given.lower()  # as the tables print it (FP8, NVFP4) too
     if precision and precision not in PRECISIONS:
-        raise PerfmodelError(f"--gpu {shown(spec)}: unknown precision '{shown(given)}'; valid: {', '.join(PRECISIONS)}")
+        raise PerfmodelError(f"{named}: unknown precision '{shown(given)}'; valid: {', '.join(PRECISIONS)}")
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
         return Target(ident, None, precision or None, n_gpus, quote)
     if ident in known_systems:
         return Target(None, ident, precision or None, n_gpus, quote)
     valid = ", ".join([*known_accelerators, *known_systems])
-    raise PerfmodelError(f"--gpu {shown(spec)}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
+    raise PerfmodelError(f"{named}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
 
 
 MAX_SYSTEMS = 16

@@ -110,8 +110,13 @@ def fill(n_gpus: int, available: Sequence[Source]) -> list[tuple[Source, int]]:
 
 
 def hours_per_gpu(p: Result) -> float:
-    """Each GPU's hours over the run on the goal's basis (the run's GPU-hours over its GPUs); infinite where failures
-    stop the run from ever finishing."""
+    """Each GPU's hours over the run on the goal's basis: the run's GPU-hours spread evenly over the GPUs it takes
+    from the pools (`gpus_of`), what `mix_usd` bills each of them; infinite where failures stop the run from ever
+    finishing. For one phase that is its wall time on the goal's basis (every GPU busy throughout, at the point
+    estimate: `cost_usd_at_confidence` scales it). Two runs bill fewer or more hours than the GPUs are held
+    (`FleetPlan.window_days`, which fleet_jobs' schedule blocks): a campaign whose later phases take fewer GPUs bills
+    only the GPU-hours its phases use, though all its GPUs stay held to its end; with the losses model on, spare GPUs'
+    hours (losses 'spare') are billed at the mix's rates, though `fill` takes no pool GPUs for them."""
     run = goal_run(p)
     return math.inf if run is None else run.gpu_hours / gpus_of(p)
 
@@ -154,7 +159,7 @@ class FleetPlan:
         return self.start_after_days, self.start_after_days + wall_s(p) * time_factor(p, self.goal.confidence) / DAY_S
 
     def gpu_hours_per_gpu(self) -> float:
-        """Each GPU's hours over the run on the goal's basis (the run's GPU-hours over its GPUs)."""
+        """Each GPU's billed hours over the plan's run (`hours_per_gpu`: what it assumes)."""
         assert self.candidate is not None and self.candidate.prediction is not None
         return hours_per_gpu(self.candidate.prediction)
 

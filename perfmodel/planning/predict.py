@@ -845,6 +845,11 @@ class SearchReport(Shown):
         """The ranked layouts as flat records, best first (the rows `search --format csv` prints)."""
         return [p.to_record() for p in self.results]
 
+    def ranks(self) -> list[dict[str, int]]:
+        """Each result's rank from 1, best first: the column `search --format csv` and `export search` add after
+        the schema's, so that a sorted or filtered file keeps the order."""
+        return [{"rank": rank} for rank in range(1, len(self.results) + 1)]
+
     def _shown(self) -> list[dict[str, Any]]:
         return self.to_records()
 

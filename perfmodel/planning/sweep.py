@@ -161,11 +161,7 @@ def load(path: str | Path) -> Any:
         origins = {k: f"sweep.{axis}" for k, v, axis in chosen if v is not None}
         target = Target(None, None, None)
         if gpu is not None:
-            try:
-                target = parse_target(str(gpu))
-            except PerfmodelError as exc:  # compare's `--gpu SPEC: ...`, said of the list's entry, not a flag
-                said = str(exc).removeprefix(f"--gpu {shown(str(gpu))}: ")
-                raise PerfmodelError(f"{path}: sweep.gpus: '{shown(str(gpu))}': {said}") from None
+            target = parse_target(str(gpu), f"{path}: sweep.gpus: '{shown(str(gpu))}'")  # the entry, not a flag
             # compare's `@N` and `:PRECISION` would be dropped here: the sweep crosses its own lists
             given = {("GPU count", "n_gpus"): target.n_gpus, ("precision", "precisions"): target.precision}
             dropped = next((names for names, value in given.items() if value is not None), None)
