@@ -1,9 +1,9 @@
 """The package tree is the architecture: each stage imports only from the stages below it.
 
-Order of the data flow (README, 'How the model works'): errors <- inputs <- physics <- planning <- fitting <-
-outputs <- cli, with the public Python API (perfmodel/api.py, re-exported lazily by the package root) above them and
-the web server (perfmodel/serve/, a client of the Python API) on top: `perfmodel serve` names its application to
-uvicorn by its import string, so that the CLI never imports it.
+Order of the data flow (README and docs/model.md, 'How the model works'): errors <- inputs <- physics <- planning <-
+fitting <- outputs <- cli, with the public Python API (perfmodel/api.py, re-exported lazily by the package root)
+above them and the web server (perfmodel/serve/, a client of the Python API) on top: `perfmodel serve` names its
+application to uvicorn by its import string, so that the CLI never imports it.
 Fitting asks planning's predictions of measured runs, so it sits above planning; planning reads the calibration
 file through physics.calibration and never imports fitting. The walk reads every import statement,
 including those inside functions (lazy imports count: they are still a dependency).

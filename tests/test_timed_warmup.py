@@ -116,7 +116,8 @@ def test_eos_v41_lora_logs_hold_a_short_fixed_part_and_slow_evaluations() -> Non
     their minutes against samples and evaluations (scripts/mlperf_timed_parts.py) give the fixed part of the timed
     region, 8 +- 2.4 s, and an evaluation of 0.55 s plus 0.38 s per micro-batch of the busiest rank, twice the
     priced forward (0.18 s). The fitted `timed_warmup_s` (39 s at 730ced9) holds what the evaluations cost beyond
-    their forward passes at GBS 8 (22 micro-batches an evaluation against 2 at GBS 128): README, 'MLPerf v4.x LoRA'."""
+    their forward passes at GBS 8 (22 micro-batches an evaluation against 2 at GBS 128):
+    docs/calibration.md, 'MLPerf v4.x LoRA'."""
     import importlib.util
     import sys
     from pathlib import Path

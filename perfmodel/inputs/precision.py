@@ -271,7 +271,7 @@ RECIPES: dict[str, Recipe] = {
         # L1487). Priced as TE runs them, a refit read the NVFP4 fold 8.5% (from 9.0) and stack 8.5 (from 9.45)
         # but held-out 6.1 (5.5), generation 6.1 (5.7), scale 5.7 (5.45), and GB200 NVFP4 / H100 FP8 12% off the
         # seed's ratio: the BF16 bytes stand in for an NVFP4 cost not found yet (TP1 and TP2 NVFP4 rows read 6-16%
-        # fast with no TP traffic to price). README 'Formats' says the same.
+        # fast with no TP traffic to price). docs/model.md 'Precision recipes' says the same.
         Recipe("nvfp4", "fp4", _NVFP4, 1, 2, True, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + _NVFP4, False),
         Recipe("mxfp4", "fp4", _MXFP4, 0, 2, False, 0, 0, BF16_BYTES, BF16_BYTES, BF16_BYTES + 2 * _MXFP4),
     )

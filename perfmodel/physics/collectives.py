@@ -44,7 +44,7 @@ at a tenth of the bytes (8-GPU NVLink reaches half its peak at 8-64 MiB, NVL72's
 kernels README). Fitted in bytes instead, the ramp priced NIC-bound DP buckets as slowly as NVLink's, and the
 calibration pinned the NIC efficiency at its bound to pay for it. Across NICs only a 4-node EFA all-reduce sweep
 measures it (not bundled): with 75 us more per step across its NICs its 0.25 MiB-16 GiB rows fit this ramp within
-3-7%, where a ramp in bytes prices them 12-32% slow (README, Collectives)."""
+3-7%, where a ramp in bytes prices them 12-32% slow (docs/model.md, Collectives)."""
 RACK_HALF_BANDWIDTH_S = 20.3e-6
 """HALF_BANDWIDTH_S on a rack-scale switched domain (topology.Tiers.scaleup_rack: NVL72's NVLink switch trays),
 fitted with it: OpenXLA's GB200 and GB300 NVL72 tables reach their bus bandwidth at smaller calls than its H100 and

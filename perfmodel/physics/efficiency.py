@@ -141,9 +141,10 @@ class Efficiency:
     2024-04 to 2025-09) identify it with the older Megatron rows (Korthikanti et al. 2022, NeMo's long-sequence table
     of 2024-03): with NVIDIA's MLPerf rows exempt it fits at 1.03. No dated switch in its place fits as well: none,
     one step before 2025-01 or 2025-07, or the rate capped at 2024-04 each put the HBM share at 0.54-0.73 and read
-    generation 6.3-7.6%, precision 6.5-7.3% and length 6.3-8.1% against 5.9, 6.0 and 4.6% (README, 'What is left of
-    v5.1'). The forward protocol barely moves with it (7.1-7.5% against 7.4%): each fold prices its round at
-    releases inside its training rows' span, so the rate is interpolated there, not extrapolated."""
+    generation 6.3-7.6%, precision 6.5-7.3% and length 6.3-8.1% against 5.9, 6.0 and 4.6%
+    (docs/calibration.md, 'What is left of v5.1'). The forward protocol barely moves with it (7.1-7.5% against
+    7.4%): each fold prices its round at releases inside its training rows' span, so the rate is interpolated there,
+    not extrapolated."""
     straggler_cv: float = 0.005
     """Spread (coefficient of variation) of one rank's compute time per step in lock-step training: thermal and
     power-cap clock drift, HBM refresh, OS and NCCL proxy noise. A step waits for the slowest of N ranks, whose
@@ -505,7 +506,7 @@ the bytes, so perhaps a low share). Priced only as a cap on the linear-recurrenc
 (workload.Op.measured_bandwidth); elsewhere DEFAULTS keep 0.80 (NVIDIA) and 0.70 (AMD), and the training fit its
 shared share times a generation factor per family, which put Blackwell Ultra at 1.04x its datasheet bandwidth (0.686 x
 1.52; 1.13x before NVFP4's Hadamard pass was priced once) until held at 1x (parameters.MEMORY_SHARE_MAX), far above
-these: a cost the model over-prices on GB300/B300 rows, absorbed there (README, 'Memory-bound kernels'). Wiring
+these: a cost the model over-prices on GB300/B300 rows, absorbed there (docs/model.md, 'Memory-bound kernels'). Wiring
 these in, with the fit's factor bounded by them, moves the precision and stack protocols 0.8-0.9 point worse until
 that cost is found."""
 

@@ -198,7 +198,7 @@ WARM_STARTED = {
 off its run logs, with no whole-iteration CUDA graph sourced: no run overhead and no `timed_warmup_s`, but the
 per-step host work stays (inputs.mlperf.Benchmark.graph_captured_vendors): the same fit gives NVIDIA's 512-GPU Llama
 3.1 8B runs 17.0 and 17.8 s per 12,288 samples (192 steps and an evaluation), 88.6 and 92.9 ms a step against 41 and
-46 ms of priced compute and communication (README, 'MLPerf v5.1's Llama 3.1 8B'), so that no source-less
+46 ms of priced compute and communication (docs/calibration.md, 'MLPerf v5.1's Llama 3.1 8B'), so that no source-less
 whole-iteration graph (which would drop that work) is priced. By vendor,
 as GRAPH_CAPTURED: four other submitters' 8-GPU B200 results (Dell 1xXE9680L, Lenovo SR780a V3, Supermicro
 SYS-422GS and AS-4126GS: two sample counts each) meet zero samples at 40-54 s, under 1% of their 85 minutes."""
