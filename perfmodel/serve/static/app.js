@@ -14,7 +14,6 @@ const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardwa
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
-let systemIds = new Set(); // the zoo's system ids (/api/catalogue), which predict() takes as `system`, not `gpu`
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -91,7 +90,7 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
-    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // predict's system: `uploads`
+    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // an id of a GPU or a system
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
@@ -109,32 +108,7 @@ async function uploads(body) {
   }
   const hardware = [...$("#hardware_files").files];
   if (hardware.length) body.hardware_files = await Promise.all(hardware.map(async (f) => ({ name: f.name, text: await f.text() })));
-  // The field says "GPU or system" and its list offers both, but predict() refuses a system as its `gpu` (compare()
-  // and plan() take either in theirs): Predict on gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU".
-  if (body.gpu && question === "predict" && systemsIn(body.hardware_files || []).has(body.gpu)) {
-    body.system = body.gpu;
-    delete body.gpu;
-  }
   return body;
-}
-
-// The zoo's system ids and those of the uploaded hardware files that are systems: a file whose `base` is a system,
-// zoo or uploaded, or that names its `accelerator` (README "Your own hardware"), read from its top-level keys, before
-// its first [table]. Sent as `gpu`, README's own ours-h100 answered "is a system, not a GPU" too.
-function systemsIn(files) {
-  const entries = files.map(({ text }) => {
-    const top = text.split(/^\s*\[/m)[0];
-    const key = (name) => (top.match(new RegExp(`^\\s*${name}\\s*=\\s*["']([^"']+)["']`, "m")) || [])[1];
-    return { id: key("id"), base: key("base"), accelerator: key("accelerator") };
-  });
-  const found = new Set(systemIds);
-  for (let added = true; added; ) { // a system may build on another uploaded one
-    added = false;
-    for (const e of entries) {
-      if (e.id && !found.has(e.id) && (e.accelerator || found.has(e.base))) added = Boolean(found.add(e.id));
-    }
-  }
-  return found;
 }
 
 function shareLink() {
@@ -448,7 +422,6 @@ function draw(answer) {
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
   names = known.names;
-  systemIds = new Set(Object.keys(known.systems));
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = "llama3.1-70b";
