@@ -338,25 +338,25 @@ function drawPlan(report) {
   $("#tables").replaceChildren(wide);
 }
 
-// Round values (1, 2, 5 times a power of ten) between `low` and `high`, for a logarithmic axis.
-function ticks(low, high) {
-  const found = [];
-  for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high)); power += 1) {
-    for (const step of [1, 2, 5]) {
-      const value = step * 10 ** power;
-      if (value >= low && value <= high) found.push(value);
-    }
-  }
-  return found.length ? found : [low, high];
-}
-
-// The round values (as `ticks`) at or just outside `low` and `high`: an axis ending on them labels both its ends (at
-// exactly the data's, the 80% band ran into the top, and its highest label, 200, sat under a point at 408 days).
-function roundedOut(low, high) {
+// Round values (1, 2, 5 times a power of ten) from the decade below `low` to the decade of `high`.
+function roundValues(low, high) {
   const found = [];
   for (let power = Math.floor(Math.log10(low)) - 1; power <= Math.ceil(Math.log10(high)); power += 1) {
     for (const step of [1, 2, 5]) found.push(step * 10 ** power);
   }
+  return found;
+}
+
+// The round values between `low` and `high`, for a logarithmic axis's labels.
+function ticks(low, high) {
+  const found = roundValues(low, high).filter((value) => value >= low && value <= high);
+  return found.length ? found : [low, high];
+}
+
+// The round values at or just outside `low` and `high`: an axis ending on them labels both its ends (at exactly the
+// data's, the 80% band ran into the top, and its highest label, 200, sat under a point at 408 days).
+function roundedOut(low, high) {
+  const found = roundValues(low, high);
   return [Math.max(...found.filter((v) => v <= low)), Math.min(...found.filter((v) => v >= high))];
 }
 
