@@ -38,6 +38,15 @@ def driver(tmp_path: Path) -> Iterator[Any]:
         yield started
 
 
+@pytest.fixture
+def narrow(tmp_path: Path) -> Iterator[Any]:
+    """The browser at a phone's width, 420 px: set by the device metrics, as chromium's window is 500 px at least."""
+    with helpers.browser(tmp_path) as started:
+        metrics = {"width": 420, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+        started.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        yield started
+
+
 def cli_json(*args: str) -> Any:
     done = subprocess.run([sys.executable, "-m", "perfmodel", *args, "--format", "json"], capture_output=True,
                           text=True, check=True)  # fmt: skip
@@ -162,7 +171,7 @@ def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     # The legend names the lines as the CLI's plots do (outputs/plot.py series_label), not 'h100-sxm bf16'.
     from perfmodel.inputs.hardware import get_accelerator
 
-    legend = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#chart svg text") if t.text.startswith("NVIDIA")]
+    legend = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#chart .legend li")]
     assert legend == [f"{get_accelerator(gpu).name} FP8" for gpu in ("h100-sxm", "b200")]
     # Trailing zeros kept: the first row's ratios read "1.00x", not "1x" beside "1.37x"; MFU to one decimal.
     speedups = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=speedup_vs_first]")]
@@ -325,3 +334,29 @@ def test_a_link_with_a_model_the_list_lacks_is_refused_not_answered_for_another(
     error = driver.find_element(By.ID, "error")
     assert error.is_displayed() and "unknown model 'llama3.1-450b' (did you mean 'llama3.1-405b'?)" in error.text
     assert not driver.find_element(By.ID, "result").is_displayed()
+
+
+OUTSIDE = """return [...document.querySelectorAll("#result *")]
+  .filter((e) => !e.closest(".wide") && e.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .map((e) => `${e.tagName} ${e.textContent.slice(0, 40)}`);"""
+"""What the answer shows past the screen's right edge, but for the wide tables, which scroll in their own box."""
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=256&tokens=1T",
+     "q=compare&model=llama3.1-70b&tokens=2T&gpu=h100-sxm,b200:fp8,gb200:nvfp4&n_gpus=256,512,1024"],
+)  # fmt: skip
+def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, query: str) -> None:
+    """At 420 px the prediction's labels pushed its values off the screen (the page 662 px wide, the values not
+    seen), and the scaling chart ran 340 px past it, its legend with it."""
+    from selenium.webdriver.common.by import By
+
+    narrow.get(f"{url}/?{query}")
+    answered(narrow)
+    assert narrow.execute_script("return window.innerWidth") == 420
+    assert narrow.execute_script("return document.documentElement.scrollWidth") == 420
+    assert narrow.execute_script(OUTSIDE) == []
+    if query.startswith("q=compare"):
+        legend = narrow.find_elements(By.CSS_SELECTOR, "#chart .legend li")
+        assert len(legend) == 3 and all(entry.is_displayed() for entry in legend)

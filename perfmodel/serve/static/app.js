@@ -24,6 +24,9 @@ function element(tag, text, attributes = {}) {
   return made;
 }
 
+// A legend's coloured square, before the name of what is drawn in its colour.
+const swatch = (colour) => element("span", null, { class: "swatch", style: `background: ${colour}` });
+
 function svgElement(tag, attributes, text) {
   const made = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attributes)) made.setAttribute(name, value);
@@ -262,7 +265,7 @@ function breakdown(p) {
     row(name, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step))));
   const box = element("div");
   box.append(table(["Step time breakdown", "s", "share"], rows));
-  const width = 420, bar = svgElement("svg", { width, height: 30, role: "img", "aria-label": "step time breakdown" });
+  const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, preserveAspectRatio: "none", role: "img", "aria-label": "step time breakdown" });
   let x = 0;
   for (const [key, name, colour] of PARTS) {
     const share = (p.breakdown[key] || 0) / step;
@@ -370,9 +373,9 @@ function scalingChart(rows) {
     series.get(name).push([p.n_gpus, days(p.time_to_train_s), days(p.time_to_train_s_low), days(p.time_to_train_s_high)]);
   }
   if (![...series.values()].some((points) => points.length > 1)) return null;
-  // The legend's column as wide as its longest name (12px text: about 7px a character), the plot 470px beside it.
-  const right = 40 + 7 * Math.max(...[...series.keys()].map((name) => name.length));
-  const width = 470 + right, height = 300, left = 64, top = 16, bottom = 44;
+  // As wide as the page leaves it, up to 540px (at 420px, the plot and its legend beside it ran 340px off the
+  // screen): the legend is the page's own list, beside the plot where there is room, else under it.
+  const width = Math.max(240, Math.min(540, $("#chart").clientWidth)), height = 300, left = 64, right = 24, top = 16, bottom = 44;
   const all = rows.flatMap((p) => [p.n_gpus]);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
@@ -393,6 +396,7 @@ function scalingChart(rows) {
   svg.append(svgElement("text", { x: (left + width - right) / 2, y: height - 8, "text-anchor": "middle" }, "GPUs"),
     svgElement("text", { x: 14, y: top + (height - top - bottom) / 2, transform: `rotate(-90 14 ${top + (height - top - bottom) / 2})`, "text-anchor": "middle" }, "days to train"));
   const colours = ["#1f5fa8", "#d9822b", "#5b9e6f", "#9b6cb0", "#a8321f", "#6c8ebf", "#8c6d31", "#9aa5b1"];
+  const legend = element("ul", null, { class: "legend" });
   [...series.entries()].forEach(([name, points], i) => {
     const colour = colours[i % colours.length];
     points.sort((a, b) => a[0] - b[0]);
@@ -401,11 +405,13 @@ function scalingChart(rows) {
     svg.append(svgElement("polygon", { points: band.join(" "), fill: colour, opacity: 0.15 }),
       svgElement("polyline", { points: points.map(([n, d]) => `${x(n)},${y(d)}`).join(" "), fill: "none", stroke: colour, "stroke-width": 2 }));
     for (const [n, d] of points) svg.append(svgElement("circle", { cx: x(n), cy: y(d), r: 3, fill: colour }));
-    svg.append(svgElement("rect", { x: width - right + 14, y: top + 18 * i, width: 12, height: 12, fill: colour }),
-      svgElement("text", { x: width - right + 32, y: top + 18 * i + 10 }, name));
+    const entry = element("li");
+    entry.append(swatch(colour), name);
+    legend.append(entry);
   });
-  const box = element("div");
-  box.append(element("h3", "Scaling: days to train (80% range shaded)"), svg);
+  const box = element("div"), plot = element("div", null, { class: "plot" });
+  plot.append(svg, legend);
+  box.append(element("h3", "Scaling: days to train (80% range shaded)"), plot);
   return box;
 }
 
@@ -413,9 +419,9 @@ function draw(answer) {
   if (question === "predict") drawPredict(answer);
   else if (question === "compare") drawCompare(answer);
   else drawPlan(answer);
+  $("#result").hidden = false; // shown before the chart is drawn, which takes the width it is given
   const chart = question === "compare" ? scalingChart(answer) : null;
   $("#chart").replaceChildren(...(chart ? [chart] : []));
-  $("#result").hidden = false;
 }
 
 // ---- start
