@@ -129,6 +129,28 @@ def test_a_mixture_of_experts_breakdown_holds_its_expert_all_to_all(driver: Any,
     assert compute == f"{100 * expected['breakdown']['compute_s'] / expected['step_time_s']:.1f}%"
 
 
+def test_the_step_time_bar_s_colours_are_named_in_the_breakdown(driver: Any, url: str) -> None:
+    """The bar under the breakdown named its colours only in tooltips (a screenshot or a printout showed a blue, a
+    green and a grey band and no key): each part's row now begins with its colour."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=256&tokens=1T")
+    answered(driver)
+    swatches = {
+        row.text.split("\n")[0].rsplit(" ", 2)[0]: row.find_element(By.CSS_SELECTOR, ".swatch").value_of_css_property(
+            "background-color"
+        )
+        for row in driver.find_elements(By.CSS_SELECTOR, "#tables tr:has(td[data-key^=breakdown])")
+    }
+    bands = driver.find_elements(By.CSS_SELECTOR, "svg[aria-label='step time breakdown'] rect")
+    assert len(bands) >= 3
+    for band in bands:
+        name = band.find_element(By.TAG_NAME, "title").get_attribute("textContent").rsplit(": ", 1)[0]
+        fill = band.get_attribute("fill").lstrip("#")
+        red, green, blue = (int(fill[i : i + 2], 16) for i in (0, 2, 4))
+        assert swatches[name] in (f"rgba({red}, {green}, {blue}, 1)", f"rgb({red}, {green}, {blue})"), name
+
+
 def test_a_candidate_without_a_plan_shows_one_dash_per_figure(driver: Any, url: str) -> None:
     """A plan whose candidates have none (405B in 5 days) read "0" GPUs, and four en dashes for days and cost (one
     for the value, and a dash-to-dash range beside it), as if it needed no GPUs; the CLI prints "-"."""

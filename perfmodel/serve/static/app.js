@@ -261,8 +261,14 @@ const PARTS = [["compute_s", "compute", "#1f5fa8"], ["tp_comm_exposed_s", "TP co
 
 function breakdown(p) {
   const step = PARTS.reduce((sum, [key]) => sum + (p.breakdown[key] || 0), 0);
-  const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name]) =>
-    row(name, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step))));
+  // Each part's name beside its colour in the bar below: the bar's colours were named only in tooltips.
+  const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name, colour]) => {
+    const named = element("td");
+    named.append(swatch(colour), name);
+    const tr = element("tr");
+    tr.append(named, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step)));
+    return tr;
+  });
   const box = element("div");
   box.append(table(["Step time breakdown", "s", "share"], rows));
   const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, preserveAspectRatio: "none", role: "img", "aria-label": "step time breakdown" });
