@@ -382,3 +382,15 @@ def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, 
     if query.startswith("q=compare"):
         legend = narrow.find_elements(By.CSS_SELECTOR, "#chart .legend li")
         assert len(legend) == 3 and all(entry.is_displayed() for entry in legend)
+
+
+def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
+    """The deadline is typed in days and sent as plan()'s deadline_s: -1 day was refused as "deadline_s=-86400:
+    allowed a finite number above 0 up to 1,000,000,000,000,000", a keyword, a value and a unit the form lacks."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=-1")
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert driver.find_element(By.ID, "error").text == "error: deadline_days=-1: allowed a number of days above 0"
+    assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")

@@ -83,6 +83,14 @@ function listOf(text) {
 // A number typed as text stays text when it is not one, so that the API refuses it with its own message.
 const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number(text) : text);
 
+// The deadline typed in days as plan()'s deadline_s, checked here, in the field's unit: -1 day was refused as
+// "deadline_s=-86400: allowed a finite number above 0", a name and a value the form does not show.
+function seconds(daysText) {
+  const count = Number(daysText);
+  if (!(count > 0) || !Number.isFinite(count)) throw { error: `deadline_days=${daysText}: allowed a number of days above 0`, field: "deadline_days" };
+  return count * 86400;
+}
+
 // The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here.
 function keywords() {
   const body = {};
@@ -92,7 +100,7 @@ function keywords() {
     const value = input.value.trim();
     if (value === "") continue;
     const name = input.name;
-    if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
+    if (name === "deadline_days") body.deadline_s = seconds(value);
     else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // an id of a GPU or a system
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
