@@ -299,6 +299,8 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
     assert layout["ep"] == 16
     stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep}".format(**layout)
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    # one system at one size: the title read "1 systems x 1 sizes"
+    assert driver.find_element(By.ID, "title").text.endswith(": 1 system \u00d7 1 size, ratios to the first row")
 
 
 def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: str) -> None:

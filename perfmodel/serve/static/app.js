@@ -42,6 +42,7 @@ function number(x, digits = 3) {
   return Number(x).toLocaleString("en-US", { minimumSignificantDigits: digits, maximumSignificantDigits: digits });
 }
 const whole = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 }));
+const counted = (n, noun) => `${whole(n)} ${noun}${n === 1 ? "" : "s"}`; // "1 size", not "1 sizes"
 const plain = (x) => Number(x).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 function usd(x) {
   if (x === null || x === undefined) return "–";
@@ -308,7 +309,7 @@ function drawPredict(p) {
 function drawCompare(rows) {
   const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
-  $("#title").textContent = `${modelName(rows[0])}, ${tokens(rows[0].tokens_to_train)} tokens: ${systems} systems × ${sizes} sizes, ratios to the first row`;
+  $("#title").textContent = `${modelName(rows[0])}, ${tokens(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
