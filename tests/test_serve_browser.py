@@ -183,6 +183,20 @@ def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> N
     assert driver.find_element(By.ID, "verdict").text.startswith("Feasible. Cheapest: " + expected["cheapest"])
 
 
+def test_a_plan_candidate_in_several_precisions_is_one_candidate(driver: Any, url: str) -> None:
+    """plan() takes "ID:PRECISION,PRECISION" as one candidate in each precision, but the page split the field at every
+    comma: "h100-sxm,b200:fp8,bf16" was refused as "--gpu bf16: unknown accelerator or system 'bf16'"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20")
+    answered(driver)
+    expected = cli_json("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200:fp8,bf16", "--tokens",
+                        "1T", "--deadline", "20d")  # fmt: skip
+    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    assert names == [c["candidate"] for c in expected["candidates"]]
+    assert len(names) == 3
+
+
 def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
 

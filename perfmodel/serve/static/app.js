@@ -81,6 +81,20 @@ function listOf(text) {
   return text.split(/[\s,]+/).filter((part) => part !== "");
 }
 
+// A plan's candidates, each "ID[:PRECISION[,PRECISION...]]" (plan()'s own syntax) in a comma-separated list: a
+// precision after a comma belongs to the candidate before it. Split at every comma, "b200:fp8,bf16" (B200 in two
+// precisions) was refused as "--gpu bf16: unknown accelerator or system 'bf16'".
+function candidates(text) {
+  const precisions = new Set([...$("[name=precision]").options].map((o) => o.value).filter(Boolean));
+  const found = [];
+  for (const part of listOf(text)) {
+    const last = found.length - 1;
+    if (last >= 0 && found[last].includes(":") && precisions.has(part.toLowerCase())) found[last] += `,${part}`;
+    else found.push(part);
+  }
+  return found;
+}
+
 // A number typed as text stays text when it is not one, so that the API refuses it with its own message.
 const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number(text) : text);
 
@@ -102,7 +116,7 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = seconds(value);
-    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // an id of a GPU or a system
+    else if (name === "gpu") body.gpu = question === "predict" ? value : question === "plan" ? candidates(value) : listOf(value);
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
