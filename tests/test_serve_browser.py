@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -412,3 +413,17 @@ def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
     WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
     assert driver.find_element(By.ID, "error").text == "error: deadline_days=-1: allowed a number of days above 0"
     assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
+
+
+def test_the_gpu_counts_under_the_chart_never_overlap(narrow: Any, url: str) -> None:
+    """Eight GPU counts on a phone's axis (2,048, 4,096 and 8,192 in 280 px) ran into each other; sixteen, the most a
+    comparison takes here, printed over each other: a label is left out where it would not clear the last."""
+    from selenium.webdriver.common.by import By
+
+    counts = ",".join(str(8 * k) for k in range(1, 17))
+    narrow.get(f"{url}/?q=compare&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus={counts}")
+    answered(narrow)
+    labels = narrow.find_elements(By.CSS_SELECTOR, "#chart svg text[text-anchor=middle]")
+    boxes = sorted((b["x"], b["x"] + b["width"]) for t in labels if t.text[0].isdigit() for b in [t.rect])
+    assert len(boxes) >= 3
+    assert all(left > right for (_, right), (left, _) in pairwise(boxes)), boxes

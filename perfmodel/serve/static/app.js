@@ -415,8 +415,14 @@ function scalingChart(rows) {
   const svg = svgElement("svg", { width, height, role: "img", "aria-label": "time to train against GPU count" });
   svg.append(svgElement("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, class: "axis" }),
     svgElement("line", { x1: left, y1: top, x2: left, y2: height - bottom, class: "axis" }));
+  // A count is labelled where its label clears the last one (12px text: about 7px a character, and 8px between):
+  // sixteen counts on a phone's 280px axis printed over each other. Each count keeps its points.
+  let clear = -Infinity;
   for (const n of [...new Set(all)].sort((a, b) => a - b)) {
+    const half = (7 * whole(n).length) / 2;
+    if (x(n) - half < clear) continue;
     svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, whole(n)));
+    clear = x(n) + half + 8;
   }
   for (const d of ticks(bottomDays, topDays)) {
     svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
