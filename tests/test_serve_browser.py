@@ -275,6 +275,8 @@ def test_the_cost_range_under_an_80_percent_heading_is_the_80_percent_interval(
     rows = expected["candidates"] if args[0] == "plan" else expected if args[0] == "compare" else [expected]
     if args[0] == "compare":  # the price each row's cost is at, the CLI's $/GPU-h column: the page had none
         assert shown["usd_per_gpu_hour"] == [r["usd_per_gpu_hour"] for r in rows]
+        # and the days with failures and the other losses, the CLI's "time with losses" (a plan's days count them)
+        assert shown["time_to_train_with_losses_days"] == [r["time_to_train_with_losses_days"] for r in rows]
     cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=cost_usd] .range")
     shown = [c.text for c in cells]
     assert shown == [f"{usd(r['cost_usd_low'])} {DASH} {usd(r['cost_usd_high'])}" for r in rows]

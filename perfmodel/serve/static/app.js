@@ -330,12 +330,13 @@ function drawCompare(rows) {
     tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
+      cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days"),
       cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high)),
       cell(p.speedup_vs_first, `${number(p.speedup_vs_first)}×`, "speedup_vs_first"), cell(p.perf_per_usd_vs_first, `${number(p.perf_per_usd_vs_first)}×`, "perf_per_usd_vs_first"));
     return tr;
   });
   const wide = element("div", null, { class: "wide" });
-  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "$/GPU-hour", "Days (80% range)", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
+  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "$/GPU-hour", "Days (80% range)", "Days with losses", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
   $("#tables").replaceChildren(wide);
 }
 
