@@ -429,3 +429,16 @@ def test_the_gpu_counts_under_the_chart_never_overlap(narrow: Any, url: str) -> 
     boxes = sorted((b["x"], b["x"] + b["width"]) for t in labels if t.text[0].isdigit() for b in [t.rect])
     assert len(boxes) >= 3
     assert all(left > right for (_, right), (left, _) in pairwise(boxes)), boxes
+
+
+def test_a_refused_layout_field_is_unfolded(driver: Any, url: str) -> None:
+    """tp=3 was refused naming tp, and the page marked the TP field inside the folded "Layout" section: the error
+    named a field the page did not show."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/?q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus=64&tp=3")
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert driver.find_element(By.ID, "error").text.startswith("error: tp=3: ")
+    field = driver.find_element(By.NAME, "tp")
+    assert field.is_displayed() and "wrong" in field.get_attribute("class")

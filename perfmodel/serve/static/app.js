@@ -196,6 +196,8 @@ function refused(answer) {
   const name = INPUT_OF[answer.field] || answer.field;
   const input = name && (document.getElementById(name) || $("#question").querySelector(`[name="${CSS.escape(name)}"]`));
   if (input) input.classList.add("wrong");
+  const folded = input && input.closest("details"); // the layout's fields are folded away: tp=3 marked a field not seen
+  if (folded) folded.open = true;
 }
 
 async function download(format) {
