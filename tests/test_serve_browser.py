@@ -299,6 +299,7 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     driver.get(url + "/?q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
     assert driver.find_element(By.ID, "verdict").text.startswith(f"Layout: {stages},")
+    assert driver.find_element(By.NAME, "pp").is_displayed()  # the layout the link fixes is shown, not folded away
     driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]

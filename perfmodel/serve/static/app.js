@@ -156,6 +156,10 @@ function refill(params) {
       input.value = value;
     } else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
   }
+  // A link that fixes part of the layout shows it: folded away, pp=2 answered a layout the form seemed to leave open.
+  for (const folded of document.querySelectorAll("#question details")) {
+    folded.open = [...folded.querySelectorAll("[name]")].some((input) => input.value !== "");
+  }
 }
 
 // ---- asking the API
