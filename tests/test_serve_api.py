@@ -98,6 +98,27 @@ def test_uploaded_model_and_hardware_answer_as_the_files_do(client: TestClient, 
     assert after.status_code == 422 and after.json()["field"] == "system"
 
 
+def test_predict_takes_a_system_as_its_gpu(client: TestClient, tmp_path: Path) -> None:
+    """The page's one "GPU or system" field sends a system as predict's `gpu`, as compare's and plan's take it:
+    gb200-nvl72, and README's uploaded ours-h100, were refused "'gb200-nvl72' is a system, not a GPU"."""
+    response = client.post("/api/predict", json=PREDICT | {"gpu": "gb200-nvl72", "n_gpus": 72})
+    assert response.status_code == 200, response.text
+    flags = ["--model", "llama3.1-8b", "--tokens", "1T", "--system", "gb200-nvl72", "--gpus", "72"]
+    assert response.json() == run_json("predict", *flags)
+    (tmp_path / "ours-h100.toml").write_text(HARDWARE_FILE)
+    body = {"gpu": "ours-h100", "n_gpus": 64, "hardware_files": [{"name": "ours-h100.toml", "text": HARDWARE_FILE}]}
+    response = client.post("/api/predict", json=body)
+    assert response.status_code == 200, response.text
+    flags = ["--hardware", str(tmp_path / "ours-h100.toml"), "--system", "ours-h100", "--gpus", "64"]
+    assert response.json() == run_json("predict", *flags)
+    # with a system given too, the id is a GPU's again: refused with the API's line, naming the field
+    with pytest.raises(perfmodel.PerfmodelError) as raised:
+        perfmodel.predict(gpu="gb200-nvl72", system="dgx-h100")
+    assert "'gb200-nvl72' is a system, not a GPU" in str(raised.value)
+    found = refusal(client, "/api/predict", {"gpu": "gb200-nvl72", "system": "dgx-h100"})
+    assert found == {"error": str(raised.value), "field": "gpu"}
+
+
 def refusal(client: TestClient, path: str, body: Any, status: int = 422) -> dict[str, Any]:
     response = client.post(path, json=body)
     assert response.status_code == status, response.text
@@ -116,6 +137,12 @@ def test_a_bad_keyword_is_refused_with_the_api_line(client: TestClient) -> None:
         perfmodel.plan(gpu="h100-sxm", tokens="1T")
     assert refusal(client, "/api/plan", {"gpu": "h100-sxm", "tokens": "1T"})["error"] == str(raised.value)
     assert refusal(client, "/api/compare", {"gpu": ["zzz"]})["field"] == "gpu"
+    # a line naming its keyword without '=': the page marked no field
+    asked = {"gpu": "h100-sxm", "tokens": "1T", "deadline_s": 86400, "confidence": 2}
+    with pytest.raises(perfmodel.PerfmodelError) as raised:
+        perfmodel.plan(**asked)
+    assert str(raised.value).startswith("confidence 2: ")
+    assert refusal(client, "/api/plan", asked) == {"error": str(raised.value), "field": "confidence"}
 
 
 def test_an_infeasible_question_is_explained(client: TestClient) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ def url() -> Iterator[str]:
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[Any]:
     with helpers.browser(tmp_path) as started:
+        yield started
+
+
+@pytest.fixture
+def narrow(tmp_path: Path) -> Iterator[Any]:
+    """The browser at a phone's width, 420 px: set by the device metrics, as chromium's window is 500 px at least."""
+    with helpers.browser(tmp_path) as started:
+        metrics = {"width": 420, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+        started.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
         yield started
 
 
@@ -120,6 +130,28 @@ def test_a_mixture_of_experts_breakdown_holds_its_expert_all_to_all(driver: Any,
     assert compute == f"{100 * expected['breakdown']['compute_s'] / expected['step_time_s']:.1f}%"
 
 
+def test_the_step_time_bar_s_colours_are_named_in_the_breakdown(driver: Any, url: str) -> None:
+    """The bar under the breakdown named its colours only in tooltips (a screenshot or a printout showed a blue, a
+    green and a grey band and no key): each part's row now begins with its colour."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=256&tokens=1T")
+    answered(driver)
+    swatches = {
+        row.text.split("\n")[0].rsplit(" ", 2)[0]: row.find_element(By.CSS_SELECTOR, ".swatch").value_of_css_property(
+            "background-color"
+        )
+        for row in driver.find_elements(By.CSS_SELECTOR, "#tables tr:has(td[data-key^=breakdown])")
+    }
+    bands = driver.find_elements(By.CSS_SELECTOR, "svg[aria-label='step time breakdown'] rect")
+    assert len(bands) >= 3
+    for band in bands:
+        name = band.find_element(By.TAG_NAME, "title").get_attribute("textContent").rsplit(": ", 1)[0]
+        fill = band.get_attribute("fill").lstrip("#")
+        red, green, blue = (int(fill[i : i + 2], 16) for i in (0, 2, 4))
+        assert swatches[name] in (f"rgba({red}, {green}, {blue}, 1)", f"rgb({red}, {green}, {blue})"), name
+
+
 def test_a_candidate_without_a_plan_shows_one_dash_per_figure(driver: Any, url: str) -> None:
     """A plan whose candidates have none (405B in 5 days) read "0" GPUs, and four en dashes for days and cost (one
     for the value, and a dash-to-dash range beside it), as if it needed no GPUs; the CLI prints "-"."""
@@ -152,6 +184,20 @@ def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> N
     assert driver.find_element(By.ID, "verdict").text.startswith("Feasible. Cheapest: " + expected["cheapest"])
 
 
+def test_a_plan_candidate_in_several_precisions_is_one_candidate(driver: Any, url: str) -> None:
+    """plan() takes "ID:PRECISION,PRECISION" as one candidate in each precision, but the page split the field at every
+    comma: "h100-sxm,b200:fp8,bf16" was refused as "--gpu bf16: unknown accelerator or system 'bf16'"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20")
+    answered(driver)
+    expected = cli_json("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200:fp8,bf16", "--tokens",
+                        "1T", "--deadline", "20d")  # fmt: skip
+    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    assert names == [c["candidate"] for c in expected["candidates"]]
+    assert len(names) == 3
+
+
 def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -162,7 +208,7 @@ def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     # The legend names the lines as the CLI's plots do (outputs/plot.py series_label), not 'h100-sxm bf16'.
     from perfmodel.inputs.hardware import get_accelerator
 
-    legend = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#chart svg text") if t.text.startswith("NVIDIA")]
+    legend = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#chart .legend li")]
     assert legend == [f"{get_accelerator(gpu).name} FP8" for gpu in ("h100-sxm", "b200")]
     # Trailing zeros kept: the first row's ratios read "1.00x", not "1x" beside "1.37x"; MFU to one decimal.
     speedups = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=speedup_vs_first]")]
@@ -224,9 +270,13 @@ def test_the_cost_range_under_an_80_percent_heading_is_the_80_percent_interval(
     from selenium.webdriver.common.by import By
 
     driver.get(f"{url}/?{query}")
-    answered(driver)
+    shown = answered(driver)
     expected = cli_json(*args)
     rows = expected["candidates"] if args[0] == "plan" else expected if args[0] == "compare" else [expected]
+    if args[0] == "compare":  # the price each row's cost is at, the CLI's $/GPU-h column: the page had none
+        assert shown["usd_per_gpu_hour"] == [r["usd_per_gpu_hour"] for r in rows]
+        # and the days with failures and the other losses, the CLI's "time with losses" (a plan's days count them)
+        assert shown["time_to_train_with_losses_days"] == [r["time_to_train_with_losses_days"] for r in rows]
     cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key=cost_usd] .range")
     shown = [c.text for c in cells]
     assert shown == [f"{usd(r['cost_usd_low'])} {DASH} {usd(r['cost_usd_high'])}" for r in rows]
@@ -249,6 +299,7 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     driver.get(url + "/?q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
     assert driver.find_element(By.ID, "verdict").text.startswith(f"Layout: {stages},")
+    assert driver.find_element(By.NAME, "pp").is_displayed()  # the layout the link fixes is shown, not folded away
     driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
@@ -266,6 +317,8 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
     assert layout["ep"] == 16
     stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep}".format(**layout)
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    # one system at one size: the title read "1 systems x 1 sizes"
+    assert driver.find_element(By.ID, "title").text.endswith(": 1 system \u00d7 1 size, ratios to the first row")
 
 
 def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: str) -> None:
@@ -325,3 +378,68 @@ def test_a_link_with_a_model_the_list_lacks_is_refused_not_answered_for_another(
     error = driver.find_element(By.ID, "error")
     assert error.is_displayed() and "unknown model 'llama3.1-450b' (did you mean 'llama3.1-405b'?)" in error.text
     assert not driver.find_element(By.ID, "result").is_displayed()
+
+
+OUTSIDE = """return [...document.querySelectorAll("#result *")]
+  .filter((e) => !e.closest(".wide") && e.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .map((e) => `${e.tagName} ${e.textContent.slice(0, 40)}`);"""
+"""What the answer shows past the screen's right edge, but for the wide tables, which scroll in their own box."""
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=256&tokens=1T",
+     "q=compare&model=llama3.1-70b&tokens=2T&gpu=h100-sxm,b200:fp8,gb200:nvfp4&n_gpus=256,512,1024"],
+)  # fmt: skip
+def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, query: str) -> None:
+    """At 420 px the prediction's labels pushed its values off the screen (the page 662 px wide, the values not
+    seen), and the scaling chart ran 340 px past it, its legend with it."""
+    from selenium.webdriver.common.by import By
+
+    narrow.get(f"{url}/?{query}")
+    answered(narrow)
+    assert narrow.execute_script("return window.innerWidth") == 420
+    assert narrow.execute_script("return document.documentElement.scrollWidth") == 420
+    assert narrow.execute_script(OUTSIDE) == []
+    if query.startswith("q=compare"):
+        legend = narrow.find_elements(By.CSS_SELECTOR, "#chart .legend li")
+        assert len(legend) == 3 and all(entry.is_displayed() for entry in legend)
+
+
+def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
+    """The deadline is typed in days and sent as plan()'s deadline_s: -1 day was refused as "deadline_s=-86400:
+    allowed a finite number above 0 up to 1,000,000,000,000,000", a keyword, a value and a unit the form lacks."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=-1")
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert driver.find_element(By.ID, "error").text == "error: deadline_days=-1: allowed a number of days above 0"
+    assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
+
+
+def test_the_gpu_counts_under_the_chart_never_overlap(narrow: Any, url: str) -> None:
+    """Eight GPU counts on a phone's axis (2,048, 4,096 and 8,192 in 280 px) ran into each other; sixteen, the most a
+    comparison takes here, printed over each other: a label is left out where it would not clear the last."""
+    from selenium.webdriver.common.by import By
+
+    counts = ",".join(str(8 * k) for k in range(1, 17))
+    narrow.get(f"{url}/?q=compare&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus={counts}")
+    answered(narrow)
+    labels = narrow.find_elements(By.CSS_SELECTOR, "#chart svg text[text-anchor=middle]")
+    boxes = sorted((b["x"], b["x"] + b["width"]) for t in labels if t.text[0].isdigit() for b in [t.rect])
+    assert len(boxes) >= 3
+    assert all(left > right for (_, right), (left, _) in pairwise(boxes)), boxes
+
+
+def test_a_refused_layout_field_is_unfolded(driver: Any, url: str) -> None:
+    """tp=3 was refused naming tp, and the page marked the TP field inside the folded "Layout" section: the error
+    named a field the page did not show."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/?q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus=64&tp=3")
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert driver.find_element(By.ID, "error").text.startswith("error: tp=3: ")
+    field = driver.find_element(By.NAME, "tp")
+    assert field.is_displayed() and "wrong" in field.get_attribute("class")

@@ -14,7 +14,6 @@ const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardwa
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
-let systemIds = new Set(); // the zoo's system ids (/api/catalogue), which predict() takes as `system`, not `gpu`
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -24,6 +23,9 @@ function element(tag, text, attributes = {}) {
   for (const [name, value] of Object.entries(attributes)) made.setAttribute(name, value);
   return made;
 }
+
+// A legend's coloured square, before the name of what is drawn in its colour.
+const swatch = (colour) => element("span", null, { class: "swatch", style: `background: ${colour}` });
 
 function svgElement(tag, attributes, text) {
   const made = document.createElementNS(SVG, tag);
@@ -40,6 +42,7 @@ function number(x, digits = 3) {
   return Number(x).toLocaleString("en-US", { minimumSignificantDigits: digits, maximumSignificantDigits: digits });
 }
 const whole = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 }));
+const counted = (n, noun) => `${whole(n)} ${noun}${n === 1 ? "" : "s"}`; // "1 size", not "1 sizes"
 const plain = (x) => Number(x).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 function usd(x) {
   if (x === null || x === undefined) return "–";
@@ -78,8 +81,30 @@ function listOf(text) {
   return text.split(/[\s,]+/).filter((part) => part !== "");
 }
 
+// A plan's candidates, each "ID[:PRECISION[,PRECISION...]]" (plan()'s own syntax) in a comma-separated list: a
+// precision after a comma belongs to the candidate before it. Split at every comma, "b200:fp8,bf16" (B200 in two
+// precisions) was refused as "--gpu bf16: unknown accelerator or system 'bf16'".
+function candidates(text) {
+  const precisions = new Set([...$("[name=precision]").options].map((o) => o.value).filter(Boolean));
+  const found = [];
+  for (const part of listOf(text)) {
+    const last = found.length - 1;
+    if (last >= 0 && found[last].includes(":") && precisions.has(part.toLowerCase())) found[last] += `,${part}`;
+    else found.push(part);
+  }
+  return found;
+}
+
 // A number typed as text stays text when it is not one, so that the API refuses it with its own message.
 const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number(text) : text);
+
+// The deadline typed in days as plan()'s deadline_s, checked here, in the field's unit: -1 day was refused as
+// "deadline_s=-86400: allowed a finite number above 0", a name and a value the form does not show.
+function seconds(daysText) {
+  const count = Number(daysText);
+  if (!(count > 0) || !Number.isFinite(count)) throw { error: `deadline_days=${daysText}: allowed a number of days above 0`, field: "deadline_days" };
+  return count * 86400;
+}
 
 // The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here.
 function keywords() {
@@ -90,8 +115,8 @@ function keywords() {
     const value = input.value.trim();
     if (value === "") continue;
     const name = input.name;
-    if (name === "deadline_days") body.deadline_s = Number(value) * 86400;
-    else if (name === "gpu") body.gpu = question === "predict" ? value : listOf(value); // predict's system: `uploads`
+    if (name === "deadline_days") body.deadline_s = seconds(value);
+    else if (name === "gpu") body.gpu = question === "predict" ? value : question === "plan" ? candidates(value) : listOf(value);
     else if (name === "n_gpus") {
       const counts = listOf(value).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
@@ -109,32 +134,7 @@ async function uploads(body) {
   }
   const hardware = [...$("#hardware_files").files];
   if (hardware.length) body.hardware_files = await Promise.all(hardware.map(async (f) => ({ name: f.name, text: await f.text() })));
-  // The field says "GPU or system" and its list offers both, but predict() refuses a system as its `gpu` (compare()
-  // and plan() take either in theirs): Predict on gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU".
-  if (body.gpu && question === "predict" && systemsIn(body.hardware_files || []).has(body.gpu)) {
-    body.system = body.gpu;
-    delete body.gpu;
-  }
   return body;
-}
-
-// The zoo's system ids and those of the uploaded hardware files that are systems: a file whose `base` is a system,
-// zoo or uploaded, or that names its `accelerator` (README "Your own hardware"), read from its top-level keys, before
-// its first [table]. Sent as `gpu`, README's own ours-h100 answered "is a system, not a GPU" too.
-function systemsIn(files) {
-  const entries = files.map(({ text }) => {
-    const top = text.split(/^\s*\[/m)[0];
-    const key = (name) => (top.match(new RegExp(`^\\s*${name}\\s*=\\s*["']([^"']+)["']`, "m")) || [])[1];
-    return { id: key("id"), base: key("base"), accelerator: key("accelerator") };
-  });
-  const found = new Set(systemIds);
-  for (let added = true; added; ) { // a system may build on another uploaded one
-    added = false;
-    for (const e of entries) {
-      if (e.id && !found.has(e.id) && (e.accelerator || found.has(e.base))) added = Boolean(found.add(e.id));
-    }
-  }
-  return found;
 }
 
 function shareLink() {
@@ -155,6 +155,10 @@ function refill(params) {
       if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) input.append(element("option", value, { value }));
       input.value = value;
     } else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
+  }
+  // A link that fixes part of the layout shows it: folded away, pp=2 answered a layout the form seemed to leave open.
+  for (const folded of document.querySelectorAll("#question details")) {
+    folded.open = [...folded.querySelectorAll("[name]")].some((input) => input.value !== "");
   }
 }
 
@@ -196,6 +200,8 @@ function refused(answer) {
   const name = INPUT_OF[answer.field] || answer.field;
   const input = name && (document.getElementById(name) || $("#question").querySelector(`[name="${CSS.escape(name)}"]`));
   if (input) input.classList.add("wrong");
+  const folded = input && input.closest("details"); // the layout's fields are folded away: tp=3 marked a field not seen
+  if (folded) folded.open = true;
 }
 
 async function download(format) {
@@ -284,11 +290,17 @@ const PARTS = [["compute_s", "compute", "#1f5fa8"], ["tp_comm_exposed_s", "TP co
 
 function breakdown(p) {
   const step = PARTS.reduce((sum, [key]) => sum + (p.breakdown[key] || 0), 0);
-  const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name]) =>
-    row(name, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step))));
+  // Each part's name beside its colour in the bar below: the bar's colours were named only in tooltips.
+  const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name, colour]) => {
+    const named = element("td");
+    named.append(swatch(colour), name);
+    const tr = element("tr");
+    tr.append(named, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step)));
+    return tr;
+  });
   const box = element("div");
   box.append(table(["Step time breakdown", "s", "share"], rows));
-  const width = 420, bar = svgElement("svg", { width, height: 30, role: "img", "aria-label": "step time breakdown" });
+  const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, preserveAspectRatio: "none", role: "img", "aria-label": "step time breakdown" });
   let x = 0;
   for (const [key, name, colour] of PARTS) {
     const share = (p.breakdown[key] || 0) / step;
@@ -317,19 +329,20 @@ function drawPredict(p) {
 function drawCompare(rows) {
   const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
-  $("#title").textContent = `${modelName(rows[0])}, ${tokens(rows[0].tokens_to_train)} tokens: ${systems} systems × ${sizes} sizes, ratios to the first row`;
+  $("#title").textContent = `${modelName(rows[0])}, ${tokens(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
     tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", stages(p.parallelism), { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
-      cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
+      cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
+      cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days"),
       cell(p.cost_usd, usd(p.cost_usd), "cost_usd", usd(p.cost_usd_low), usd(p.cost_usd_high)),
       cell(p.speedup_vs_first, `${number(p.speedup_vs_first)}×`, "speedup_vs_first"), cell(p.perf_per_usd_vs_first, `${number(p.perf_per_usd_vs_first)}×`, "perf_per_usd_vs_first"));
     return tr;
   });
   const wide = element("div", null, { class: "wide" });
-  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "Days (80% range)", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
+  wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "$/GPU-hour", "Days (80% range)", "Days with losses", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
   $("#tables").replaceChildren(wide);
 }
 
@@ -364,25 +377,25 @@ function drawPlan(report) {
   $("#tables").replaceChildren(wide);
 }
 
-// Round values (1, 2, 5 times a power of ten) between `low` and `high`, for a logarithmic axis.
-function ticks(low, high) {
-  const found = [];
-  for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high)); power += 1) {
-    for (const step of [1, 2, 5]) {
-      const value = step * 10 ** power;
-      if (value >= low && value <= high) found.push(value);
-    }
-  }
-  return found.length ? found : [low, high];
-}
-
-// The round values (as `ticks`) at or just outside `low` and `high`: an axis ending on them labels both its ends (at
-// exactly the data's, the 80% band ran into the top, and its highest label, 200, sat under a point at 408 days).
-function roundedOut(low, high) {
+// Round values (1, 2, 5 times a power of ten) from the decade below `low` to the decade of `high`.
+function roundValues(low, high) {
   const found = [];
   for (let power = Math.floor(Math.log10(low)) - 1; power <= Math.ceil(Math.log10(high)); power += 1) {
     for (const step of [1, 2, 5]) found.push(step * 10 ** power);
   }
+  return found;
+}
+
+// The round values between `low` and `high`, for a logarithmic axis's labels.
+function ticks(low, high) {
+  const found = roundValues(low, high).filter((value) => value >= low && value <= high);
+  return found.length ? found : [low, high];
+}
+
+// The round values at or just outside `low` and `high`: an axis ending on them labels both its ends (at exactly the
+// data's, the 80% band ran into the top, and its highest label, 200, sat under a point at 408 days).
+function roundedOut(low, high) {
+  const found = roundValues(low, high);
   return [Math.max(...found.filter((v) => v <= low)), Math.min(...found.filter((v) => v >= high))];
 }
 
@@ -396,9 +409,9 @@ function scalingChart(rows) {
     series.get(name).push([p.n_gpus, days(p.time_to_train_s), days(p.time_to_train_s_low), days(p.time_to_train_s_high)]);
   }
   if (![...series.values()].some((points) => points.length > 1)) return null;
-  // The legend's column as wide as its longest name (12px text: about 7px a character), the plot 470px beside it.
-  const right = 40 + 7 * Math.max(...[...series.keys()].map((name) => name.length));
-  const width = 470 + right, height = 300, left = 64, top = 16, bottom = 44;
+  // As wide as the page leaves it, up to 540px (at 420px, the plot and its legend beside it ran 340px off the
+  // screen): the legend is the page's own list, beside the plot where there is room, else under it.
+  const width = Math.max(240, Math.min(540, $("#chart").clientWidth)), height = 300, left = 64, right = 24, top = 16, bottom = 44;
   const all = rows.flatMap((p) => [p.n_gpus]);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
@@ -409,8 +422,14 @@ function scalingChart(rows) {
   const svg = svgElement("svg", { width, height, role: "img", "aria-label": "time to train against GPU count" });
   svg.append(svgElement("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, class: "axis" }),
     svgElement("line", { x1: left, y1: top, x2: left, y2: height - bottom, class: "axis" }));
+  // A count is labelled where its label clears the last one (12px text: about 7px a character, and 8px between):
+  // sixteen counts on a phone's 280px axis printed over each other. Each count keeps its points.
+  let clear = -Infinity;
   for (const n of [...new Set(all)].sort((a, b) => a - b)) {
+    const half = (7 * whole(n).length) / 2;
+    if (x(n) - half < clear) continue;
     svg.append(svgElement("text", { x: x(n), y: height - bottom + 16, "text-anchor": "middle" }, whole(n)));
+    clear = x(n) + half + 8;
   }
   for (const d of ticks(bottomDays, topDays)) {
     svg.append(svgElement("line", { x1: left, y1: y(d), x2: width - right, y2: y(d), class: "grid" }),
@@ -419,6 +438,7 @@ function scalingChart(rows) {
   svg.append(svgElement("text", { x: (left + width - right) / 2, y: height - 8, "text-anchor": "middle" }, "GPUs"),
     svgElement("text", { x: 14, y: top + (height - top - bottom) / 2, transform: `rotate(-90 14 ${top + (height - top - bottom) / 2})`, "text-anchor": "middle" }, "days to train"));
   const colours = ["#1f5fa8", "#d9822b", "#5b9e6f", "#9b6cb0", "#a8321f", "#6c8ebf", "#8c6d31", "#9aa5b1"];
+  const legend = element("ul", null, { class: "legend" });
   [...series.entries()].forEach(([name, points], i) => {
     const colour = colours[i % colours.length];
     points.sort((a, b) => a[0] - b[0]);
@@ -427,11 +447,13 @@ function scalingChart(rows) {
     svg.append(svgElement("polygon", { points: band.join(" "), fill: colour, opacity: 0.15 }),
       svgElement("polyline", { points: points.map(([n, d]) => `${x(n)},${y(d)}`).join(" "), fill: "none", stroke: colour, "stroke-width": 2 }));
     for (const [n, d] of points) svg.append(svgElement("circle", { cx: x(n), cy: y(d), r: 3, fill: colour }));
-    svg.append(svgElement("rect", { x: width - right + 14, y: top + 18 * i, width: 12, height: 12, fill: colour }),
-      svgElement("text", { x: width - right + 32, y: top + 18 * i + 10 }, name));
+    const entry = element("li");
+    entry.append(swatch(colour), name);
+    legend.append(entry);
   });
-  const box = element("div");
-  box.append(element("h3", "Scaling: days to train (80% range shaded)"), svg);
+  const box = element("div"), plot = element("div", null, { class: "plot" });
+  plot.append(svg, legend);
+  box.append(element("h3", "Scaling: days to train (80% range shaded)"), plot);
   return box;
 }
 
@@ -439,16 +461,15 @@ function draw(answer) {
   if (question === "predict") drawPredict(answer);
   else if (question === "compare") drawCompare(answer);
   else drawPlan(answer);
+  $("#result").hidden = false; // shown before the chart is drawn, which takes the width it is given
   const chart = question === "compare" ? scalingChart(answer) : null;
   $("#chart").replaceChildren(...(chart ? [chart] : []));
-  $("#result").hidden = false;
 }
 
 // ---- start
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
   names = known.names;
-  systemIds = new Set(Object.keys(known.systems));
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = "llama3.1-70b";
