@@ -3,10 +3,11 @@
 A candidate is a system (or accelerator) and a precision. Its GPU counts are whole units of the system: nodes
 (8 GPUs on a DGX) or, on an NVL72, the GPUs of a rack a job fills (64, as the hardware file says), in steps of
 m x 2^k units with m in 4..7 (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... units: at most 25% apart). At each
-count tried, the layout is searched (`predict.search_scenario`, vectorised over every layout) at one global batch:
-the given one, or the default for that count. Time and cost are the run's on the goal's basis (`goal_basis`): with
-every real-world loss (planning/losses.py: failures, checkpoints, stragglers, start-up and those the scenario sets),
-else, with the losses model off, with the expected failures of the goodput model, else failure-free.
+count tried, the layout is searched (`search.best_layout`: the exhaustive search's best, priced in full only where
+a layout's floor could beat the best so far) at one global batch: the given one, or the default for that count.
+Time and cost are the run's on the goal's basis (`goal_basis`): with every real-world loss (planning/losses.py:
+failures, checkpoints, stragglers, start-up and those the scenario sets), else, with the losses model off, with the
+expected failures of the goodput model, else failure-free.
 
 Time and cost need not fall and rise with the count (a count whose DP divides the global batch lays out better than
 its neighbours: STALL_FACTOR), so the searches try every count in a range. Deadline: a few power-law steps from
@@ -44,11 +45,13 @@ from perfmodel.planning.predict import (
     context_for,
     failure_spread,
     for_layout,
+    open_batch_space,
     prediction_for,
     scenario_price,
-    search_scenario,
+    search_space,
 )
 from perfmodel.planning.request import ScenarioSource
+from perfmodel.planning.search import best_layout
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -371,18 +374,20 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count. The
     search ranks layouts per token (predict.search_objective), so its choice for the same work at another token
     count (a fleet's jobs, 405B on 1T-15T tokens: 75 searches where 273) is priced at these tokens as the search
-    prices its choice, not searched again."""
+    prices its choice, not searched again. The search is `search.best_layout`, `predict.search_scenario`'s best
+    layout and count of layouts without pricing every layout in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts,
+    ~6 s a count exhaustively, ~2 s bounded)."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
     work = (n, catalogue.version(), *(getattr(scenario, f.name) for f in fields(scenario) if f.name != "tokens"))
-    if work in _CHOSEN:
-        layout, searched = _CHOSEN[work]
-        return prediction_for(for_layout(scenario, layout), context_for(scenario), layout, searched, calibrated=True)
-    best = search_scenario(scenario, [n], top=1).results[0]
-    if len(_CHOSEN) >= MAX_CHOSEN:
-        _CHOSEN.clear()
-    _CHOSEN[work] = best.layout, best.layouts_searched
-    return best
+    ctx = context_for(scenario)
+    if work not in _CHOSEN:
+        space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, [n], capped))
+        if len(_CHOSEN) >= MAX_CHOSEN:
+            _CHOSEN.clear()
+        _CHOSEN[work] = best_layout(ctx, space, candidates)
+    layout, searched = _CHOSEN[work]
+    return prediction_for(for_layout(scenario, layout), ctx, layout, searched, calibrated=True)
 
 
 _CHOSEN: dict[tuple[Any, ...], tuple[Layout, int]] = {}
