@@ -221,9 +221,10 @@ def p_cost_within(p: Result, budget_usd: float, cost: float) -> float:
     return 1.0 if cost == 0 else chance.cost_within(spread(p), budget_usd / cost)
 
 
-Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None]]
-"""Predictions already made, by scenario and count (None, with why, where no layout runs): plans that try the same
-counts of the same work (a fleet's lead times and sites, its jobs in every order) share them."""
+Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None, dict[tuple[str, float], float]]]
+"""Predictions already made, by scenario and count (None, with why, where no layout runs), with their times and costs
+by confidence (`_Tries.time`, `_Tries.cost`): plans that try the same counts of the same work (a fleet's lead times
+and sites, its jobs in every order) share them."""
 
 
 @dataclass
@@ -253,10 +254,10 @@ class _Tries:
                 scenario = replaced(self.base, n_gpus=n)
                 try:
                     made = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
-                    self.shared[self.base, n] = made, None
+                    self.shared[self.base, n] = made, None, {}
                 except PerfmodelError as exc:
-                    self.shared[self.base, n] = None, str(exc)
-            result, why = self.shared[self.base, n]
+                    self.shared[self.base, n] = None, str(exc), {}
+            result, why, _ = self.shared[self.base, n]
             self.found[n] = result
             bisect.insort(self.order, index)
             if result is not None:
@@ -270,11 +271,7 @@ class _Tries:
         return list(self.order)
 
     def time(self, index: int) -> float:
-        key = ("time", self.grid[index])
-        if key not in self.quantiles:
-            p = self.at(index)
-            self.quantiles[key] = math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
-        return self.quantiles[key]
+        return self._quantile("time", index, lambda p: wall_s(p) * time_factor(p, self.confidence))
 
     def priced(self, p: Result) -> float:
         """`cost` as a Price: what a deadline's plan on the candidate's own price minimises (found by the count
@@ -282,11 +279,19 @@ class _Tries:
         return self.cost(self.places[id(p)])
 
     def cost(self, index: int) -> float:
-        key = ("cost", self.grid[index])
-        if key not in self.quantiles:
+        return self._quantile("cost", index, lambda p: _budget_cost(p) * cost_factor(p, self.confidence))
+
+    def _quantile(self, kind: str, index: int, of: Callable[[Result], float]) -> float:
+        """`of` the prediction at index (infinite where none runs), memoised here and with the prediction for every
+        plan sharing it at this confidence (a fleet's 6 jobs' 709 plans ask for 270 counts' times)."""
+        n = self.grid[index]
+        if (kind, n) not in self.quantiles:
             p = self.at(index)
-            self.quantiles[key] = math.inf if p is None else _budget_cost(p) * cost_factor(p, self.confidence)
-        return self.quantiles[key]
+            shared = self.shared[self.base, n][2]
+            if (kind, self.confidence) not in shared:
+                shared[kind, self.confidence] = math.inf if p is None else of(p)
+            self.quantiles[kind, n] = shared[kind, self.confidence]
+        return self.quantiles[kind, n]
 
 
 @dataclass(frozen=True)
