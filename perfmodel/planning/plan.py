@@ -3,10 +3,11 @@
 A candidate is a system (or accelerator) and a precision. Its GPU counts are whole units of the system: nodes
 (8 GPUs on a DGX) or, on an NVL72, the GPUs of a rack a job fills (64, as the hardware file says), in steps of
 m x 2^k units with m in 4..7 (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... units: at most 25% apart). At each
-count tried, the layout is searched (`predict.search_scenario`, vectorised over every layout) at one global batch:
-the given one, or the default for that count. Time and cost are the run's on the goal's basis (`goal_basis`): with
-every real-world loss (planning/losses.py: failures, checkpoints, stragglers, start-up and those the scenario sets),
-else, with the losses model off, with the expected failures of the goodput model, else failure-free.
+count tried, the layout is searched (`search.best_layout`: the exhaustive search's best, priced in full only where
+a layout's floor could beat the best so far) at one global batch: the given one, or the default for that count.
+Time and cost are the run's on the goal's basis (`goal_basis`): with every real-world loss (planning/losses.py:
+failures, checkpoints, stragglers, start-up and those the scenario sets), else, with the losses model off, with the
+expected failures of the goodput model, else failure-free.
 
 Time and cost need not fall and rise with the count (a count whose DP divides the global batch lays out better than
 its neighbours: STALL_FACTOR), so the searches try every count in a range. Deadline: a few power-law steps from
@@ -23,6 +24,7 @@ meeting the deadline cost too much (and the cheapest meeting it), or no count wi
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -44,11 +46,13 @@ from perfmodel.planning.predict import (
     context_for,
     failure_spread,
     for_layout,
+    open_batch_space,
     prediction_for,
     scenario_price,
-    search_scenario,
+    search_space,
 )
 from perfmodel.planning.request import ScenarioSource
+from perfmodel.planning.search import best_layout
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -217,9 +221,10 @@ def p_cost_within(p: Result, budget_usd: float, cost: float) -> float:
     return 1.0 if cost == 0 else chance.cost_within(spread(p), budget_usd / cost)
 
 
-Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None]]
-"""Predictions already made, by scenario and count (None, with why, where no layout runs): plans that try the same
-counts of the same work (a fleet's lead times and sites, its jobs in every order) share them."""
+Tried = dict[tuple[Scenario, int], tuple[Result | None, str | None, dict[tuple[str, float], float]]]
+"""Predictions already made, by scenario and count (None, with why, where no layout runs), with their times and costs
+by confidence (`_Tries.time`, `_Tries.cost`): plans that try the same counts of the same work (a fleet's lead times
+and sites, its jobs in every order) share them."""
 
 
 @dataclass
@@ -235,8 +240,12 @@ class _Tries:
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
     quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
-    """Times, costs and a deadline plan's prices (`_answer`) by kind and count, memoised: the scans ask for each many
+    """Times, costs and a deadline plan's prices (`_Bests`) by kind and count, memoised: the scans ask for each many
     times (a fleet's 6 jobs about 85,000 times for 270 counts), and each asks the losses model and the spread afresh."""
+    order: list[int] = field(default_factory=list)
+    """The indices of the counts tried, in order, kept as each is tried (`tried`)."""
+    places: dict[int, int] = field(default_factory=dict)
+    """The index of each prediction's count, by the prediction's id (`priced`)."""
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
@@ -245,36 +254,44 @@ class _Tries:
                 scenario = replaced(self.base, n_gpus=n)
                 try:
                     made = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
-                    self.shared[self.base, n] = made, None
+                    self.shared[self.base, n] = made, None, {}
                 except PerfmodelError as exc:
-                    self.shared[self.base, n] = None, str(exc)
-            self.found[n], why = self.shared[self.base, n]
+                    self.shared[self.base, n] = None, str(exc), {}
+            result, why, _ = self.shared[self.base, n]
+            self.found[n] = result
+            bisect.insort(self.order, index)
+            if result is not None:
+                self.places[id(result)] = index
             if why is not None:
                 self.why[n] = why
         return self.found[n]
 
     def tried(self) -> list[int]:
         """The indices of the counts tried, in order."""
-        return [i for i, n in enumerate(self.grid) if n in self.found]
+        return list(self.order)
 
     def time(self, index: int) -> float:
-        key = ("time", self.grid[index])
-        if key not in self.quantiles:
-            p = self.at(index)
-            self.quantiles[key] = math.inf if p is None else wall_s(p) * time_factor(p, self.confidence)
-        return self.quantiles[key]
+        return self._quantile("time", index, lambda p: wall_s(p) * time_factor(p, self.confidence))
 
     def priced(self, p: Result) -> float:
         """`cost` as a Price: what a deadline's plan on the candidate's own price minimises (found by the count
         tried, not `gpus_of`: a campaign's phase may run on more GPUs than the count)."""
-        return self.cost(self.grid.index(next(n for n, q in self.found.items() if q is p)))
+        return self.cost(self.places[id(p)])
 
     def cost(self, index: int) -> float:
-        key = ("cost", self.grid[index])
-        if key not in self.quantiles:
+        return self._quantile("cost", index, lambda p: _budget_cost(p) * cost_factor(p, self.confidence))
+
+    def _quantile(self, kind: str, index: int, of: Callable[[Result], float]) -> float:
+        """`of` the prediction at index (infinite where none runs), memoised here and with the prediction for every
+        plan sharing it at this confidence (a fleet's 6 jobs' 709 plans ask for 270 counts' times)."""
+        n = self.grid[index]
+        if (kind, n) not in self.quantiles:
             p = self.at(index)
-            self.quantiles[key] = math.inf if p is None else _budget_cost(p) * cost_factor(p, self.confidence)
-        return self.quantiles[key]
+            shared = self.shared[self.base, n][2]
+            if (kind, self.confidence) not in shared:
+                shared[kind, self.confidence] = math.inf if p is None else of(p)
+            self.quantiles[kind, n] = shared[kind, self.confidence]
+        return self.quantiles[kind, n]
 
 
 @dataclass(frozen=True)
@@ -371,18 +388,20 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count. The
     search ranks layouts per token (predict.search_objective), so its choice for the same work at another token
     count (a fleet's jobs, 405B on 1T-15T tokens: 75 searches where 273) is priced at these tokens as the search
-    prices its choice, not searched again."""
+    prices its choice, not searched again. The search is `search.best_layout`, `predict.search_scenario`'s best
+    layout and count of layouts without pricing every layout in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts,
+    ~6 s a count exhaustively, ~2 s bounded)."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
     work = (n, catalogue.version(), *(getattr(scenario, f.name) for f in fields(scenario) if f.name != "tokens"))
-    if work in _CHOSEN:
-        layout, searched = _CHOSEN[work]
-        return prediction_for(for_layout(scenario, layout), context_for(scenario), layout, searched, calibrated=True)
-    best = search_scenario(scenario, [n], top=1).results[0]
-    if len(_CHOSEN) >= MAX_CHOSEN:
-        _CHOSEN.clear()
-    _CHOSEN[work] = best.layout, best.layouts_searched
-    return best
+    ctx = context_for(scenario)
+    if work not in _CHOSEN:
+        space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, [n], capped))
+        if len(_CHOSEN) >= MAX_CHOSEN:
+            _CHOSEN.clear()
+        _CHOSEN[work] = best_layout(ctx, space, candidates)
+    layout, searched = _CHOSEN[work]
+    return prediction_for(for_layout(scenario, layout), ctx, layout, searched, calibrated=True)
 
 
 _CHOSEN: dict[tuple[Any, ...], tuple[Layout, int]] = {}
@@ -439,93 +458,118 @@ def _fewest_possible(tries: _Tries, target_s: float) -> int:
     return next((k for k, n in enumerate(tries.grid) if n >= least), len(tries.grid) - 1)
 
 
-def _stop(tries: _Tries, i: int, budget: float | None) -> str | None:
-    """Why the upward scan ends at index i, or None: 'scaling' where its count is STALL_FACTOR times the fastest
-    count tried, 'budget' where it is STALL_FACTOR times the largest count within the budget (none being within it,
-    the cheapest), 'max-gpus' at the last count."""
-    runs = [j for j in tries.tried() if tries.at(j) is not None]
-    n = tries.grid[i]
-    if runs and n >= STALL_FACTOR * tries.grid[min(runs, key=tries.time)]:
-        return "scaling"
-    if runs and budget is not None:
-        within = [j for j in runs if tries.cost(j) <= budget]
-        if n >= STALL_FACTOR * tries.grid[max(within) if within else min(runs, key=tries.cost)]:
-            return "budget"
-    return "max-gpus" if i == len(tries.grid) - 1 else None
-
-
-def _meeting(tries: _Tries, deadline: float | None, budget: float | None) -> list[int]:
-    """The indices tried whose run meets the deadline and the budget (those set)."""
-    return [
-        i for i in tries.tried() if tries.at(i) is not None
-        and (deadline is None or tries.time(i) <= deadline) and (budget is None or tries.cost(i) <= budget)
-    ]  # fmt: skip
-
-
 Price = Callable[[Result], float]
 """What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
 
 
-def _answer(tries: _Tries, deadline: float | None, budget: float | None, price: Price | None = None) -> int | None:
-    """The answer among the counts tried: the fewest GPUs meeting the deadline within the budget (with `price`, the
-    cheapest at it), or without a deadline the fastest within the budget (the fewer GPUs of equal figures)."""
-    met = _meeting(tries, deadline, budget)
-    if deadline is None:
-        return min(met, key=lambda i: (tries.time(i), i), default=None)
-    if price is None:
-        return min(met, default=None)
+@dataclass
+class _Bests:
+    """What a scan (`_search`) reads at every count, kept as each count is tried: the fastest and the cheapest run
+    and the largest count within the budget (`stop`), and the answer. Found afresh among every count tried at each
+    count, they made a scan's work grow as the square of the counts it tries. Ties go to the fewer GPUs, as a
+    `min` over the counts in order gives them."""
 
-    def priced(i: int) -> tuple[float, int]:  # memoised: the scan asks again at every count (`_search.answered`)
-        key = ("price", tries.grid[i])
-        if key not in tries.quantiles:
-            p = tries.at(i)
-            assert p is not None
-            tries.quantiles[key] = price(p)
-        return tries.quantiles[key], i
+    tries: _Tries
+    deadline: float | None
+    budget: float | None
+    price: Price | None
+    fastest: int | None = None
+    cheapest: int | None = None
+    within: int | None = None
+    answer: int | None = None
+    """The fewest GPUs meeting the deadline within the budget (with `price`, the cheapest at it), or without a deadline
+    the fastest within the budget (the fewer GPUs of equal figures)."""
 
-    return min(met, key=priced, default=None)
+    def __post_init__(self) -> None:
+        for i in self.tries.tried():
+            self.add(i)
+
+    def add(self, i: int) -> None:
+        """Count index i in, once it is tried (again: no change)."""
+        tries, budget = self.tries, self.budget
+        if tries.at(i) is None:
+            return
+        self.fastest = _fewer(self.fastest, i, tries.time)
+        affordable = budget is None or tries.cost(i) <= budget
+        if budget is not None:
+            self.cheapest = _fewer(self.cheapest, i, tries.cost)
+            self.within = i if affordable and (self.within is None or i > self.within) else self.within
+        if self.deadline is None and affordable:
+            self.answer = _fewer(self.answer, i, tries.time)
+        elif self.deadline is not None and tries.time(i) <= self.deadline and affordable:
+            self.answer = _fewer(self.answer, i, lambda k: k if self.price is None else self._priced(k))
+
+    def _priced(self, i: int) -> float:
+        """The price of index i's plan, memoised with the tries' quantiles."""
+        key = ("price", self.tries.grid[i])
+        quantiles = self.tries.quantiles
+        if key not in quantiles:
+            p = self.tries.at(i)
+            assert p is not None and self.price is not None
+            quantiles[key] = self.price(p)
+        return quantiles[key]
+
+    def stop(self, i: int) -> str | None:
+        """Why the upward scan ends at index i, or None: 'scaling' where its count is STALL_FACTOR times the fastest
+        count tried, 'budget' where it is STALL_FACTOR times the largest count within the budget (none being within
+        it, the cheapest), 'max-gpus' at the last count."""
+        grid = self.tries.grid
+        if self.fastest is not None and grid[i] >= STALL_FACTOR * grid[self.fastest]:
+            return "scaling"
+        if self.fastest is not None and self.budget is not None:
+            bound = self.cheapest if self.within is None else self.within
+            assert bound is not None
+            if grid[i] >= STALL_FACTOR * grid[bound]:
+                return "budget"
+        return "max-gpus" if i == len(grid) - 1 else None
+
+
+def _fewer(best: int | None, i: int, key: Callable[[int], float]) -> int:
+    """Index i where its key is under best's, or equal with i the fewer GPUs; else best."""
+    return i if best is None or (key(i), i) < (key(best), best) else best
 
 
 def _search(
     tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: Price | None = None
 ) -> tuple[int | None, str]:
-    """The answer's index (`_answer`: with neither goal, the fastest count) and why the scan stopped ('scaling',
-    'budget' or 'max-gpus': `_stop`).
+    """The answer's index (`_Bests.answer`: with neither goal, the fastest count) and why the scan stopped
+    ('scaling', 'budget' or 'max-gpus': `_Bests.stop`).
 
     Neither time nor cost is taken to move monotonically with the count (STALL_FACTOR): after a few guided tries
     (`_guess`, `_gallop`) every count of the grid is tried in turn from the fewest that could still meet the time
     target (the deadline, or the fastest time within the budget: `_fewest_possible`) upward, until the first count
-    meeting a deadline (with `price`, STALL_FACTOR times the GPUs of the cheapest meeting it), else until `_stop`;
+    meeting a deadline (with `price`, STALL_FACTOR times the GPUs of the cheapest meeting it), else until it stops;
     where the counts tried since lower the bound, the counts below are tried too."""
     if deadline is not None:
         _guess(tries, seed, deadline)
     else:
         _gallop(tries, seed, budget)
+    bests = _Bests(tries, deadline, budget, price)
 
     def floor() -> int:
         if deadline is not None:
             return _fewest_possible(tries, deadline)
-        found = _answer(tries, None, budget)  # none within the budget yet: from the seed (the model state fits)
+        found = bests.answer  # none within the budget yet: from the seed (the model state fits)
         return seed if found is None else _fewest_possible(tries, tries.time(found))
 
     def answered(i: int) -> bool:
         """Whether the scan up to index i settles a deadline's answer."""
-        found = None if deadline is None else _answer(tries, deadline, budget, price)
+        found = None if deadline is None else bests.answer
         limit = 0 if found is None else tries.grid[found] * (1 if price is None else STALL_FACTOR)
         return found is not None and tries.grid[i] >= limit
 
     start, end, why = floor(), len(tries.grid), "max-gpus"
     while True:
         for i in range(start, end):
-            tries.at(i)
+            bests.add(i)
             if answered(i):
                 break
-            if end == len(tries.grid) and (stop := _stop(tries, i, budget)) is not None:
+            if end == len(tries.grid) and (stop := bests.stop(i)) is not None:
                 why = stop
                 break
         lower = floor()
         if lower >= start:
-            return _answer(tries, deadline, budget, price), why
+            return bests.answer, why
         start, end = lower, start
 
 
