@@ -132,6 +132,33 @@ def test_true_and_false_print_as_yes_and_no(books: dict[str, Path]) -> None:
     assert '"Yes","No"' in book["Summary"].cell(6, summary).value and values["Summary"].cell(6, summary).value == "Yes"
 
 
+def test_every_details_number_prints_rounded_in_its_unit(books: dict[str, Path]) -> None:
+    """Details printed in General, 17 digits and no unit (10438424.9266801 beside 'Time_to_train_with_losses_s,
+    P50', 0.0543981481481482 interruptions per day): each row's number format comes from its schema unit
+    (outputs/record.py), a campaign's total column too, every value at the top of its row beside its heading."""
+    ws = openpyxl.load_workbook(books["campaign"])["Details"]
+    keys = next(c.column for c in ws[4] if c.value == "Key")
+    rows = {ws.cell(row, keys).value: row for row in range(6, ws.max_row + 1)}
+    numbers = 0
+    for key, row in rows.items():
+        cells = [ws.cell(row, column) for column in range(2, keys)]
+        assert all(cell.alignment.vertical == "top" for cell in cells), key
+        assert len({cell.number_format for cell in cells}) == 1, key  # the phases' and the total's alike
+        for cell in cells:
+            if isinstance(cell.value, int | float) and not isinstance(cell.value, bool):
+                numbers += 1
+                shown = printing.shown(cell.value, cell.number_format)
+                digits = re.sub(r"\D", "", shown)
+                assert cell.number_format != "General" and not re.search(r"\.\d{5}", shown) and len(digits) <= 10, shown
+    assert numbers > 300  # 12 lines (11 phases and the total) of ~30 numbers
+    total = ws.cell(rows["time_to_train_with_losses_s_p50"], keys - 1)  # the campaign's total: a live sum
+    assert str(total.value).startswith("=") and total.font.b
+    shown = {key: printing.shown(ws.cell(rows[key], 2).value, ws.cell(rows[key], 2).number_format) for key in rows}
+    assert shown["time_to_train_with_losses_s_p50"] == "1,247.5 s"
+    assert shown["cost_usd_with_losses_p50"] == "$17,486" and shown["reliability.planned_per_day"] == "0.435/day"
+    assert shown["power_w_per_gpu_at_wall"] == "1,365 W" and shown["evidence.ratio_to_best_measured"] == "0.856x"
+
+
 def test_widths_come_from_the_text_a_cell_shows() -> None:
     """A column is as wide as its widest value as its number format shows it (no `###`): units, separators and each
     cell's own thousands, millions, ... in the Summary's counts."""

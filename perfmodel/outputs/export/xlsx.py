@@ -373,6 +373,43 @@ def _total_formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: 
     return None
 
 
+class _Cells:
+    """Writes a column's cell for every line, on whichever sheet and in whichever layout the grid puts it (a row per
+    line, or Details' column per line): a formula, a link to a shared default, a campaign's total or a value."""
+
+    def __init__(self, grid: _Grid, symbols: dict[str, Any], values: dict[str, list[Any]], defaults: dict[str, Any],
+                 style: _Styles) -> None:  # fmt: skip
+        self.grid, self.symbols, self.values, self.defaults, self.style = grid, symbols, values, defaults, style
+
+    def write(self, ws: Any, column: Column, fmt: str, align: dict[str, Any], **look: Any) -> None:
+        """The column's cells in number format `fmt`, aligned `align`, each with `look` too (Details: at the top)."""
+        grid, style, values = self.grid, self.style, self.values[column.key]
+        looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
+        if column.formula is None and not column.editable and column.key != "label":
+            looks |= {"italic": True, "font_color": "#808080"}
+        cell_style = style(fmt, **looks, **_wraps(values), **align, **look)
+        numeric = all(_is_number(values[index]) for index in grid.phases)
+        for index, (line, value) in enumerate(zip(grid.lines, values, strict=True)):
+            ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
+            if isinstance(line, TotalRow):
+                blank = column.blank_when_none and value is None
+                own = column.total is None and value is not None and all(values[i] is None for i in line.phases)
+                # own: the command's value on the total row alone (a plan's mix), not a total of its phases
+                formula = None if blank or own else _total_formula(column, self.symbols, grid, index, numeric)
+                if formula is None:
+                    _put(ws, ref, value, style(fmt, bold=True, **align, **look))
+                else:
+                    ws.write_formula(ref, formula, style(fmt, bold=True, **align, **look), _cached(value))
+            elif column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row
+                _put(ws, ref, None, cell_style)
+            elif column.formula is not None and not (column.blank_when_none and value is None):
+                ws.write_formula(ref, _formula(column, self.symbols, grid, index), cell_style, _cached(value))
+            elif column.shared_default and value == self.defaults[column.key]:
+                ws.write_formula(ref, "=" + grid.default_cell(column.key), cell_style, _cached(value))
+            else:
+                _put(ws, ref, value, cell_style)
+
+
 def write_xlsx(
     handle: BinaryIO, lines: list[Line], table: list[dict[str, Any]], found: list[Assumption], title: str,
     citations: list[Citation] | None = None,
@@ -413,75 +450,48 @@ def write_xlsx(
         inputs.write_string(f"C{r}", column.key, key_style)
 
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
-    phases = grid.phases
-    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in SHEETS.values()}
-    tall = {name: _lines(values["label"], label_width) for name in SHEETS.values()}  # lines per result's row
+    tables = [name for name in SHEETS.values() if name != "Details"]  # a row per line; Details: `_write_details`
+    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables}
+    tall = {name: _lines(values["label"], label_width) for name in tables}  # lines per result's row
     heading_pt: dict[str, float] = {}  # each sheet's heading row, in points
     widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
+    cells = _Cells(grid, symbols, values, first_values, style)
     for sheet_key, sheet_name in SHEETS.items():
+        if sheet_name not in tables:
+            continue
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
         if sheet_key != "inputs":
             _title(ws, sheet_name, title, big, NOTES.get(sheet_key, ""))
-        if sheet_key == "details":  # a row per key (`_lay_out_details`), the label heading each line's column
-            here = [c for c in here if c.key in grid.rows]
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
             fmt = _number_format(column, values[column.key])
-            if sheet_key != "details":
-                ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
-                ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
-                widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0),
-                                                 _width(column, values[column.key]))  # fmt: skip
-            if _wraps(values[column.key]) and sheet_key != "details":
+            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
+            ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
+            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
+            if _wraps(values[column.key]):
                 wrapped = _lines([printing.shown(v, fmt) for v in values[column.key]], widths[sheet_name][letter])
                 tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
-            looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
-            if column.formula is None and not column.editable and column.key != "label":
-                looks |= {"italic": True, "font_color": "#808080"}
-            cell_style = style(fmt, **looks, **_wraps(values[column.key]), **align)
-            numeric = all(_is_number(values[column.key][index]) for index in phases)
-            for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
-                ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
-                if isinstance(line, TotalRow):
-                    blank = column.blank_when_none and value is None
-                    own = column.total is None and value is not None and all(values[column.key][i] is None
-                                                                              for i in line.phases)  # fmt: skip
-                    # own: the command's value on the total row alone (a plan's mix), not a total of its phases
-                    formula = None if blank or own else _total_formula(column, symbols, grid, index, numeric)
-                    if formula is None:
-                        _put(ws, ref, value, style(fmt, bold=True, **align))
-                    else:
-                        ws.write_formula(ref, formula, style(fmt, bold=True, **align), _cached(value))
-                elif column.total is not None and index in phases:  # a campaign's quantity: on its total row
-                    _put(ws, ref, None, cell_style)
-                elif column.formula is not None and not (column.blank_when_none and value is None):
-                    ws.write_formula(ref, _formula(column, symbols, grid, index), cell_style, _cached(value))
-                elif column.shared_default and value == first_values[column.key]:
-                    ws.write_formula(ref, "=" + grid.default_cell(column.key), cell_style, _cached(value))
-                else:
-                    _put(ws, ref, value, cell_style)
+            cells.write(ws, column, fmt, align)
             if column.editable:
                 for run in grid.results():
                     span = f"{letter}{HEADER_ROW + 2 + run.start}:{letter}{HEADER_ROW + 1 + run.stop}"
                     ws.data_validation(span, _validation(column))
         ws.freeze_panes(HEADER_ROW + 1, 1)
-        if sheet_key == "details":
-            widths[sheet_name], tall[sheet_name] = _lay_out_details(ws, grid, here, values, style), []
-        elif sheet_key != "results":  # the label comes from the Results sheet
+        if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        if sheet_key != "details":
-            heading = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
-            heading_pt[sheet_name] = _row_height(heading)
-            ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
+        heading = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
+        heading_pt[sheet_name] = _row_height(heading)
+        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
+    _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
 
     widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, columns, values, style, heading_pt["Breakdown"])
     for name, sheet_widths in widths.items():
         ws = sheets[name]
         for letter, chars in sheet_widths.items():
-            ws.set_column(f"{letter}:{letter}", chars, None, {"hidden": chars == 0})  # Details' keys
+            ws.set_column(f"{letter}:{letter}", chars)
         printing.set_up(ws, _ordered(sheet_widths), title, (HEADER_ROW - 1, HEADER_ROW))
         _heights(ws, tall[name])
     edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
@@ -544,22 +554,25 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
     return widths
 
 
-def _lay_out_details(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]],
-                     style: _Styles) -> dict[str, float]:  # fmt: skip
-    """The Details sheet's headings (column A, wrapped at DETAIL_HEADING_CHARS), each line's label heading its
-    column and, right of them, the keys (hidden by a width of 0: for programs, as the other sheets' key row); the
-    rows as tall as their most wrapped cell. A line's column is as wide as its widest value up to WIDEST_TEXT, twice
-    that for one line (the nearest measured run, ~215 characters, on 4 lines, not 8). Returns the widths by
-    letter."""
+def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str, big: Any) -> None:
+    """The Details sheet, all of it: a row per key, its heading in column A (wrapped at DETAIL_HEADING_CHARS), each
+    line's label heading its column and, right of them, the keys (hidden by a width of 0: for programs, as the
+    other sheets' key row); every value at the top of its row beside its heading, in its unit's number format
+    (table.py, record_format), the rows as tall as their most wrapped cell. A line's column is as wide as its
+    widest value up to WIDEST_TEXT, twice that for one line (the nearest measured run, ~215 characters, on 4
+    lines, not 8)."""
+    grid, values, style = cells.grid, cells.values, cells.style
+    _title(ws, "Details", title, big, NOTES["details"])
     labels = values["label"]
     most = printing.WIDEST_TEXT * (2 if len(labels) == 1 else 1)
-    texts = {c.key: [printing.shown(v, _number_format(c, values[c.key])) for v in values[c.key]] for c in columns}
+    formats = {c.key: _number_format(c, values[c.key]) for c in columns}
+    texts = {c.key: [printing.shown(v, formats[c.key]) for v in values[c.key]] for c in columns}
     chars = []
     for index, label in enumerate(labels):
         shown = [texts[c.key][index] for c in columns]
         chars.append(max(printing.width(label, shown), min(most, max(map(len, shown), default=0) + 1)))
     keys = _letter(DETAILS_FIRST + len(labels))
-    widths = {"A": DETAIL_HEADING_CHARS} | {_letter(DETAILS_FIRST + i): w for i, w in enumerate(chars)} | {keys: 0.0}
+    widths = {"A": DETAIL_HEADING_CHARS} | {_letter(DETAILS_FIRST + i): w for i, w in enumerate(chars)}
     ws.write_string(f"A{HEADER_ROW}", "Detail", style(**HEADING))
     ws.write_string(f"{keys}{HEADER_ROW}", "Key", style(**HEADING))
     for index, label in enumerate(labels):
@@ -571,11 +584,17 @@ def _lay_out_details(ws: Any, grid: _Grid, columns: Sequence[Column], values: di
         row = grid.rows[column.key]
         ws.write_string(f"A{row}", column.header, style(text_wrap=True, valign="top"))
         ws.write_string(f"{keys}{row}", column.key, style(italic=True, font_color="#808080"))
-        cells = [(column.header, DETAIL_HEADING_CHARS)]
+        cells.write(ws, column, formats[column.key], _alignment(values[column.key]), valign="top")
+        heading = [(column.header, DETAIL_HEADING_CHARS)]
         if _wraps(values[column.key]):
-            cells += list(zip(texts[column.key], chars, strict=True))
-        ws.set_row(row - 1, _row_height(cells))
-    return widths
+            heading += list(zip(texts[column.key], chars, strict=True))
+        ws.set_row(row - 1, _row_height(heading))
+    ws.freeze_panes(HEADER_ROW + 1, 1)
+    ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # as the other sheets' key row: not printed
+    for letter, width in widths.items():
+        ws.set_column(f"{letter}:{letter}", width)
+    ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
+    printing.set_up(ws, _ordered(widths), title, (HEADER_ROW - 1, HEADER_ROW))
 
 
 def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles) -> None:
