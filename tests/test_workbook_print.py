@@ -159,6 +159,23 @@ def test_every_details_number_prints_rounded_in_its_unit(books: dict[str, Path])
     assert shown["power_w_per_gpu_at_wall"] == "1,365 W" and shown["evidence.ratio_to_best_measured"] == "0.856x"
 
 
+def test_the_breakdown_fits_one_page_wide_its_shares_under_their_parts(books: dict[str, Path]) -> None:
+    """The step time's parts, their shares and the memory's parts side by side printed 3 pages across at the
+    smallest legible scale: the memory's parts are on Results (beside their sum), each share under its part (its
+    formula that part over the step time), and the sheet is fitted to one page wide."""
+    for name, path in books.items():
+        book = openpyxl.load_workbook(path)
+        ws = book["Breakdown"]
+        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == 0, name
+        assert ws.page_setup.fitToWidth in (None, 1) and ws.print_title_cols is None, name
+        keys = {cell.value: cell.column_letter for cell in ws[5] if cell.value}
+        assert not [key for key in keys if key.startswith("memory_gb.")], name
+        assert {"memory_gb.weights", "memory_per_gpu_gb"} <= {cell.value for cell in book["Results"][5]}, name
+        row = next(r for r in range(6, ws.max_row + 1) if ws.cell(r, 1).value == "Share of the step time") + 1
+        compute = keys["breakdown.compute_s"]
+        assert ws[f"{compute}{row}"].value.startswith(f"={compute}6/Results!"), name
+
+
 def test_widths_come_from_the_text_a_cell_shows() -> None:
     """A column is as wide as its widest value as its number format shows it (no `###`): units, separators and each
     cell's own thousands, millions, ... in the Summary's counts."""
@@ -231,6 +248,7 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
         if systems == rows:  # one line per system: the Details of three results print on 3 pages (9 a row each)
             assert sheets.count("Details") <= 3, f"{name}: the Details print on {sheets.count('Details')} pages"
         assert len(summary) == 1, f"{name}: the Summary prints on {len(summary)} pages"
+        assert sheets.count("Breakdown") == 1, f"{name}: the Breakdown prints on {sheets.count('Breakdown')} pages"
         printed = [word for word, _ in summary[0]]
         assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden
         assert printed.count("Yes") == rows  # fits in memory: Yes, not 1

@@ -195,14 +195,16 @@ def _electricity(row: ExportRow, usd_per_kwh: float) -> float | None:
 def _breakdown_column(part: str) -> Column:
     from perfmodel.outputs.report import BREAKDOWN_LABELS
 
+    """A part of the step time, headed by its name alone: its cells carry the unit (0.4570 s), and its heading,
+    repeated atop each printed page of the Breakdown, heads its share's column too (82.4%) where the shares under
+    the parts go on from a page to the next ('Compute (s)' read over 91.7%)."""
     label = BREAKDOWN_LABELS[part]
-    return Column(
-        f"breakdown.{part}", f"{label[0].upper()}{label[1:]} (s)", "breakdown", _d(part, "breakdown"), None, "0.0000"
-    )
+    return Column(f"breakdown.{part}", label[0].upper() + label[1:], "breakdown", _d(part, "breakdown"), None, "0.0000")
 
 
 def _memory_column(part: str) -> Column:
-    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "breakdown", _d(part, "memory_gb"), None, "0.00")
+    """A part of the memory per GPU, on Results beside their sum (Breakdown's columns print one page wide)."""
+    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "results", _d(part, "memory_gb"), None, '0.00" GB"')
 
 
 def _layout(name: str) -> Callable[[ExportRow, float], Any]:
@@ -240,7 +242,7 @@ COLUMNS: tuple[Column, ...] = (
     *(_breakdown_column(part) for part in BREAKDOWN),
     Column(
         "breakdown.ep_comm_exposed_s",
-        "Expert-parallel all-to-all, exposed (s)",
+        "Expert-parallel all-to-all, exposed",
         "breakdown",
         lambda row, _k: row.data["breakdown"].get("ep_comm_exposed_s", 0.0),  # 0 for a dense model
         None,

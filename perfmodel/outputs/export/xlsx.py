@@ -9,7 +9,8 @@ Sheets:
   also have one default cell that every row links to. Every input cell refuses a number out of range (data
   validation).
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
-- Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
+- Breakdown: where the step time goes (the parts the step time is the sum of) and, under them, their shares;
+  one page wide.
 - Details: the rest of each prediction's record (outputs/record.py), values under their schema names: a row per
   value (its heading in column A, its key in a hidden column), a column per result.
 - Assumptions: every hardware figure with its source, the efficiency parameters, the run's own assumptions.
@@ -46,6 +47,9 @@ from perfmodel.planning.campaign import incurred, total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
+SHARES_BELOW = 2
+"""Rows between the Breakdown's parts and their shares' first row, less the parts' own: a blank row and the shares'
+heading."""
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 DETAIL_HEADING_CHARS = 60.0
 """The Details' heading column: a 190-character heading on 3-4 lines."""
@@ -453,7 +457,6 @@ def write_xlsx(
     tables = [name for name in SHEETS.values() if name != "Details"]  # a row per line; Details: `_write_details`
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables}
     tall = {name: _lines(values["label"], label_width) for name in tables}  # lines per result's row
-    heading_pt: dict[str, float] = {}  # each sheet's heading row, in points
     widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
     cells = _Cells(grid, symbols, values, first_values, style)
     for sheet_key, sheet_name in SHEETS.items():
@@ -481,13 +484,11 @@ def write_xlsx(
         ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        heading = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
-        heading_pt[sheet_name] = _row_height(heading)
-        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
+        ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]))
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
     _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
 
-    widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, columns, values, style, heading_pt["Breakdown"])
+    _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
     for name, sheet_widths in widths.items():
         ws = sheets[name]
         for letter, chars in sheet_widths.items():
@@ -531,27 +532,28 @@ def _restamped(book: bytes) -> bytes:
 
 
 def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
-                  heading_pt: float) -> dict[str, float]:  # fmt: skip
-    """Each part's share of the step time, right of the parts: formulas, so they follow edited parts too; the
-    widths of their columns, by letter. Each is headed by its part's own heading ('Share: pipeline bubble'): from
-    the key, 'Share: pp bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names;
-    the heading row grows where one wraps onto more lines than the parts' (`heading_pt`, points)."""
-    headers = {c.key: c.header.removesuffix(" (s)").split(" (")[0] for c in columns}  # its gloss is on the part's
+                  widths: dict[str, float], tall: list[int]) -> None:  # fmt: skip
+    """Each part's share of the step time, in a table under the parts, each in its part's column: formulas, so
+    they follow edited parts too; its rows as tall as the labels they repeat (`tall`, lines; the columns `widths`,
+    by letter). Each share is headed by its part's own heading ('Share: pipeline bubble'): from the key, 'Share: pp
+    bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names. Right of the parts
+    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across."""
+    headers = {c.key: c.header.split(" (")[0] for c in columns}  # its gloss is on the part's
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
-    start = 1 + sum(1 for sheet, _ in grid.position.values() if sheet == "Breakdown") + 2
-    widths, headings = {}, []
-    for offset, key in enumerate(parts):
-        letter = _letter(start + offset)
+    below, headings = SHARES_BELOW + len(grid.lines), []
+    for key in parts:
+        letter = grid.position[key][1]
         name = f"Share: {headers[key][0].lower()}{headers[key][1:]}"
-        ws.write_string(f"{letter}{HEADER_ROW}", name, style(**HEADING, align="right"))
-        widths[letter] = printing.width(name, ["100.0%"])
+        ws.write_string(f"{letter}{HEADER_ROW + below + 1}", name, style(**HEADING, align="right"))
         headings.append((name, widths[letter]))
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
-            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
-    ws.set_row(HEADER_ROW - 1, max(heading_pt, _row_height(headings)))
-    return widths
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
+    ws.set_row(HEADER_ROW + below, _row_height(headings))
+    ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
+    _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
+    _heights(ws, tall, HEADER_ROW + 1 + below)
 
 
 def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str, big: Any) -> None:
@@ -597,13 +599,19 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     printing.set_up(ws, _ordered(widths), title, (HEADER_ROW - 1, HEADER_ROW))
 
 
-def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles) -> None:
-    """Column A of a sheet other than Results: each line's label, linked to the Results sheet's."""
+def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first: int = HEADER_ROW + 2,
+                  runs: Sequence[range] | None = None) -> None:  # fmt: skip
+    """Column A of a sheet other than Results, from row `first` (1-based; a table's first line): each line's label
+    (of the `runs` of lines only, when given: the Breakdown's shares have no total row), linked to the Results
+    sheet's."""
     wrap = _wraps(labels)
+    shown = set(range(len(labels))) if runs is None else {index for run in runs for index in run}
     for index, label in enumerate(labels):
+        if index not in shown:
+            continue
         look = grid.look(index) | wrap
-        ref = f"A{HEADER_ROW + 2 + index}"
-        ws.write_formula(ref, f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None, label)
+        ws.write_formula(f"A{first + index}", f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None,
+                         label)  # fmt: skip
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
