@@ -108,6 +108,19 @@ def test_an_assumption_too_long_for_its_column_prints_in_its_unit(books: dict[st
     assert price.number_format == "#,##0"
 
 
+def test_a_fractional_assumption_prints_four_significant_digits(books: dict[str, Path]) -> None:
+    """In General the fitted parameters printed all their column held (0.9899101242 for grouped_gemm, 16.566974982
+    GPU-hours lost to failures in a campaign's phase): four significant digits, the value itself kept whole."""
+    ws = openpyxl.load_workbook(books["campaign"])["Assumptions"]
+    figures = [row[2] for row in ws.iter_rows(min_row=5) if isinstance(row[2].value, float)]
+    fractional = [cell for cell in figures if cell.value != int(cell.value)]
+    assert len(fractional) > 20
+    for cell in fractional:
+        shown = printing.shown(cell.value, cell.number_format)
+        assert float(shown.replace(",", "")) == pytest.approx(cell.value, rel=1e-3)
+        assert len(re.sub(r"\D", "", shown.split("E")[0]).lstrip("0")) <= 4 or cell.value >= 1e4, shown
+
+
 def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> None:
     """Tokens, batch, the plan's goal and each price's basis (the Inputs sheet's price source, per system)."""
     plan = openpyxl.load_workbook(books["plan"])

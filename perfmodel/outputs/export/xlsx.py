@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import math
 import zipfile
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
@@ -715,13 +716,23 @@ VALUE_CHARS = 12
 """The Assumptions' Value column's most characters (a General number shows fewer decimals in a narrower one)."""
 
 
+SIGNIFICANT_DIGITS = 4
+"""The Assumptions' fractional figures print to this many digits: in General, a fitted parameter printed all the
+column held (0.9899101242, 16.566974982 GPU-hours); the calibration file keeps every digit."""
+
+
 def _figure_format(value: Any) -> str:
     """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000), in
-    millions, billions or trillions where they would not fit VALUE_CHARS (15T tokens printed `###`); anything else
-    as General shows it."""
-    if not (_is_number(value) and abs(value) >= 10_000 and value == int(value)):
+    millions, billions or trillions where they would not fit VALUE_CHARS (15T tokens printed `###`); a fraction to
+    SIGNIFICANT_DIGITS (in scientific notation below 0.0001); text and other whole numbers as General shows them."""
+    if not _is_number(value) or (value == int(value) and abs(value) < 10_000):
         return "General"
-    return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
+    if value == int(value):
+        return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
+    if abs(value) < 1e-4:
+        return "0.000E+00"
+    decimals = max(0, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(value))))
+    return f"#,##0{'.' + '0' * decimals if decimals else ''}"
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
