@@ -108,6 +108,19 @@ def test_an_assumption_too_long_for_its_column_prints_in_its_unit(books: dict[st
     assert price.number_format == "#,##0"
 
 
+def test_a_fractional_assumption_prints_four_significant_digits(books: dict[str, Path]) -> None:
+    """In General the fitted parameters printed all their column held (0.9899101242 for grouped_gemm, 16.566974982
+    GPU-hours lost to failures in a campaign's phase): four significant digits, the value itself kept whole."""
+    ws = openpyxl.load_workbook(books["campaign"])["Assumptions"]
+    figures = [row[2] for row in ws.iter_rows(min_row=5) if isinstance(row[2].value, float)]
+    fractional = [cell for cell in figures if cell.value != int(cell.value)]
+    assert len(fractional) > 20
+    for cell in fractional:
+        shown = printing.shown(cell.value, cell.number_format)
+        assert float(shown.replace(",", "")) == pytest.approx(cell.value, rel=1e-3)
+        assert len(re.sub(r"\D", "", shown.split("E")[0]).lstrip("0")) <= 4 or cell.value >= 1e4, shown
+
+
 def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> None:
     """Tokens, batch, the plan's goal and each price's basis (the Inputs sheet's price source, per system)."""
     plan = openpyxl.load_workbook(books["plan"])
@@ -130,6 +143,50 @@ def test_true_and_false_print_as_yes_and_no(books: dict[str, Path]) -> None:
     assert book["Results"].cell(6, results).number_format == printing.YES_NO
     summary = next(c.column for c in book["Summary"][5] if c.value == "fits_in_memory")
     assert '"Yes","No"' in book["Summary"].cell(6, summary).value and values["Summary"].cell(6, summary).value == "Yes"
+
+
+def test_every_details_number_prints_rounded_in_its_unit(books: dict[str, Path]) -> None:
+    """Details printed in General, 17 digits and no unit (10438424.9266801 beside 'Time_to_train_with_losses_s,
+    P50', 0.0543981481481482 interruptions per day): each row's number format comes from its schema unit
+    (outputs/record.py), a campaign's total column too, every value at the top of its row beside its heading."""
+    ws = openpyxl.load_workbook(books["campaign"])["Details"]
+    keys = next(c.column for c in ws[4] if c.value == "Key")
+    rows = {ws.cell(row, keys).value: row for row in range(6, ws.max_row + 1)}
+    numbers = 0
+    for key, row in rows.items():
+        cells = [ws.cell(row, column) for column in range(2, keys)]
+        assert all(cell.alignment.vertical == "top" for cell in cells), key
+        assert len({cell.number_format for cell in cells}) == 1, key  # the phases' and the total's alike
+        for cell in cells:
+            if isinstance(cell.value, int | float) and not isinstance(cell.value, bool):
+                numbers += 1
+                shown = printing.shown(cell.value, cell.number_format)
+                digits = re.sub(r"\D", "", shown)
+                assert cell.number_format != "General" and not re.search(r"\.\d{5}", shown) and len(digits) <= 10, shown
+    assert numbers > 300  # 12 lines (11 phases and the total) of ~30 numbers
+    total = ws.cell(rows["time_to_train_with_losses_s_p50"], keys - 1)  # the campaign's total: a live sum
+    assert str(total.value).startswith("=") and total.font.b
+    shown = {key: printing.shown(ws.cell(rows[key], 2).value, ws.cell(rows[key], 2).number_format) for key in rows}
+    assert shown["time_to_train_with_losses_s_p50"] == "1,247.5 s"
+    assert shown["cost_usd_with_losses_p50"] == "$17,486" and shown["reliability.planned_per_day"] == "0.435/day"
+    assert shown["power_w_per_gpu_at_wall"] == "1,365 W" and shown["evidence.ratio_to_best_measured"] == "0.856x"
+
+
+def test_the_breakdown_fits_one_page_wide_its_shares_under_their_parts(books: dict[str, Path]) -> None:
+    """The step time's parts, their shares and the memory's parts side by side printed 3 pages across at the
+    smallest legible scale: the memory's parts are on Results (beside their sum), each share under its part (its
+    formula that part over the step time), and the sheet is fitted to one page wide."""
+    for name, path in books.items():
+        book = openpyxl.load_workbook(path)
+        ws = book["Breakdown"]
+        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == 0, name
+        assert ws.page_setup.fitToWidth in (None, 1) and ws.print_title_cols is None, name
+        keys = {cell.value: cell.column_letter for cell in ws[5] if cell.value}
+        assert not [key for key in keys if key.startswith("memory_gb.")], name
+        assert {"memory_gb.weights", "memory_per_gpu_gb"} <= {cell.value for cell in book["Results"][5]}, name
+        row = next(r for r in range(6, ws.max_row + 1) if ws.cell(r, 1).value == "Share of the step time") + 1
+        compute = keys["breakdown.compute_s"]
+        assert ws[f"{compute}{row}"].value.startswith(f"={compute}6/Results!"), name
 
 
 def test_widths_come_from_the_text_a_cell_shows() -> None:
@@ -204,6 +261,7 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
         if systems == rows:  # one line per system: the Details of three results print on 3 pages (9 a row each)
             assert sheets.count("Details") <= 3, f"{name}: the Details print on {sheets.count('Details')} pages"
         assert len(summary) == 1, f"{name}: the Summary prints on {len(summary)} pages"
+        assert sheets.count("Breakdown") == 1, f"{name}: the Breakdown prints on {sheets.count('Breakdown')} pages"
         printed = [word for word, _ in summary[0]]
         assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden
         assert printed.count("Yes") == rows  # fits in memory: Yes, not 1

@@ -18,6 +18,7 @@ def cells_by_key(
     import openpyxl
 
     book = openpyxl.load_workbook(path)
+    lines = book["Results"].max_row - 5  # a row per line there; under the other sheets' lines: defaults, shares
     found = {}
     for sheet in sheets:
         ws = book[sheet]
@@ -29,7 +30,7 @@ def cells_by_key(
             continue
         for cell in ws[5]:
             if isinstance(cell.value, str) and cell.column > 1:
-                for index in range(ws.max_row - 5):
+                for index in range(lines):
                     found[(cell.value, index)] = (sheet, f"{cell.column_letter}{6 + index}")
     return found
 

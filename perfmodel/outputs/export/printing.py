@@ -34,15 +34,19 @@ LINE_PT = 15
 
 def shown(value: Any, number_format: str = "General") -> str:
     """The text a cell shows for `value` under `number_format`: the currency or unit text quoted before and after
-    the digits, thousands separators, fixed decimals, a `%`, each comma after the digits a thousand (a General or
-    other format: the number's shortest form, as wide)."""
+    the digits, thousands separators, fixed decimals, a `%`, each comma after the digits a thousand, or scientific
+    notation (`0.000E+00`; a General or other format: the number's shortest form, as wide)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "Yes" if value else "No"
     if not isinstance(value, int | float):
         return str(value)
-    parts = NUMBER_FORMAT.fullmatch(_section(value, number_format))
+    section = _section(value, number_format)
+    scientific = re.fullmatch(r"0\.(0+)E\+00", section)
+    if scientific:
+        return f"{value:.{len(scientific.group(1))}E}"
+    parts = NUMBER_FORMAT.fullmatch(section)
     if parts is None:
         return f"{value:.10g}"
     before, digits, after = (part.replace('"', "") for part in parts.groups())

@@ -195,14 +195,16 @@ def _electricity(row: ExportRow, usd_per_kwh: float) -> float | None:
 def _breakdown_column(part: str) -> Column:
     from perfmodel.outputs.report import BREAKDOWN_LABELS
 
+    """A part of the step time, headed by its name alone: its cells carry the unit (0.4570 s), and its heading,
+    repeated atop each printed page of the Breakdown, heads its share's column too (82.4%) where the shares under
+    the parts go on from a page to the next ('Compute (s)' read over 91.7%)."""
     label = BREAKDOWN_LABELS[part]
-    return Column(
-        f"breakdown.{part}", f"{label[0].upper()}{label[1:]} (s)", "breakdown", _d(part, "breakdown"), None, "0.0000"
-    )
+    return Column(f"breakdown.{part}", label[0].upper() + label[1:], "breakdown", _d(part, "breakdown"), None, "0.0000")
 
 
 def _memory_column(part: str) -> Column:
-    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "breakdown", _d(part, "memory_gb"), None, "0.00")
+    """A part of the memory per GPU, on Results beside their sum (Breakdown's columns print one page wide)."""
+    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "results", _d(part, "memory_gb"), None, '0.00" GB"')
 
 
 def _layout(name: str) -> Callable[[ExportRow, float], Any]:
@@ -240,7 +242,7 @@ COLUMNS: tuple[Column, ...] = (
     *(_breakdown_column(part) for part in BREAKDOWN),
     Column(
         "breakdown.ep_comm_exposed_s",
-        "Expert-parallel all-to-all, exposed (s)",
+        "Expert-parallel all-to-all, exposed",
         "breakdown",
         lambda row, _k: row.data["breakdown"].get("ep_comm_exposed_s", 0.0),  # 0 for a dense model
         None,
@@ -1033,7 +1035,47 @@ def record_columns(rows: list[ExportRow]) -> list[Column]:
     keys: dict[str, None] = {}
     for row in rows:
         keys |= dict.fromkeys(k for k in row.record if k not in BY_KEY)
-    return [Column(k, _heading(k), "details", _recorded(k)) for k in keys]
+    return [
+        Column(k, _heading(k), "details", _recorded(k), None, record_format(k, [row.record.get(k) for row in rows]))
+        for k in keys
+    ]
+
+
+UNIT_TEXT = {"GPU-hours": " GPU-h", "tokens/s": " tok/s", "per day": "/day", "count": "", "ratio": "x", "%": "%",
+             "GB/s per node": " GB/s", "rank": "", "stage": "", "stages per rank": ""}  # fmt: skip
+"""How a record unit (outputs/record.py) prints after a Details number where its own text would not read (a count
+is bare, a ratio `x`); any other unit prints as itself less its gloss ('GB (1e9 B)': GB)."""
+USD_UNIT_TEXT = {"USD": "", "USD/GPU-hour": "/GPU-h", "USD per 1e6 tokens": "/M tokens", "USD/kWh": "/kWh",
+                 "USD per kW-month": "/kW-month"}  # fmt: skip
+"""A price's or cost's text after its `$` and digits."""
+
+
+def record_format(key: str, values: Sequence[Any]) -> str:
+    """The number format of a Details row from its schema unit and its values: whole numbers with thousands
+    separators, dollars to the cent below $100, shares as percentages, any other number to three significant
+    digits or more with its unit, so that no cell prints 17 digits (0.30000000000000004, 10438424.9266801 s); text
+    and true/false keep General (xlsx.py prints a flag Yes/No)."""
+    unit = _RECORD_UNITS.get(key, record.TEXT_UNIT)
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if not numbers or unit in (record.TEXT_UNIT, record.FLAG_UNIT):
+        return "General"
+    if unit == "fraction":
+        return "0.0%"
+    if unit in USD_UNIT_TEXT:
+        after = f'"{USD_UNIT_TEXT[unit]}"' if USD_UNIT_TEXT[unit] else ""
+        return f'[>=100]"$"#,##0{after};"$"#,##0.00{after}'
+    text = UNIT_TEXT.get(unit, f" {unit.split(' (')[0]}")
+    after = f'"{text}"' if text else ""
+    if all(v == int(v) for v in numbers):
+        return f"#,##0{after}"
+    if min(numbers) < 0:  # a format's conditions would drop the minus sign: decimals for the smallest figure
+        smallest = min((abs(v) for v in numbers if v), default=1.0)
+        decimals = min(4, max(0, 3 - math.floor(math.log10(smallest))))
+        return f"#,##0{'.' + '0' * decimals if decimals else ''}{after}"
+    return f"[>=10]#,##0.0{after};[>=0.1]0.000{after};0.0000{after}"
+
+
+_RECORD_UNITS = {field.name: field.unit for field in record.FIELDS}
 
 
 def _heading(key: str) -> str:

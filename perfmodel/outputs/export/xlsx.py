@@ -9,7 +9,8 @@ Sheets:
   also have one default cell that every row links to. Every input cell refuses a number out of range (data
   validation).
 - Results: the model's per-step results as values, everything derived from them and from the inputs as formulas.
-- Breakdown: where the step time goes (the parts the step time is the sum of) and memory per GPU.
+- Breakdown: where the step time goes (the parts the step time is the sum of) and, under them, their shares;
+  one page wide.
 - Details: the rest of each prediction's record (outputs/record.py), values under their schema names: a row per
   value (its heading in column A, its key in a hidden column), a column per result.
 - Assumptions: every hardware figure with its source, the efficiency parameters, the run's own assumptions.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import math
 import zipfile
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
@@ -46,6 +48,9 @@ from perfmodel.planning.campaign import incurred, total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
+SHARES_BELOW = 2
+"""Rows between the Breakdown's parts and their shares' first row, less the parts' own: a blank row and the shares'
+heading."""
 """Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 DETAIL_HEADING_CHARS = 60.0
 """The Details' heading column: a 190-character heading on 3-4 lines."""
@@ -373,6 +378,43 @@ def _total_formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: 
     return None
 
 
+class _Cells:
+    """Writes a column's cell for every line, on whichever sheet and in whichever layout the grid puts it (a row per
+    line, or Details' column per line): a formula, a link to a shared default, a campaign's total or a value."""
+
+    def __init__(self, grid: _Grid, symbols: dict[str, Any], values: dict[str, list[Any]], defaults: dict[str, Any],
+                 style: _Styles) -> None:  # fmt: skip
+        self.grid, self.symbols, self.values, self.defaults, self.style = grid, symbols, values, defaults, style
+
+    def write(self, ws: Any, column: Column, fmt: str, align: dict[str, Any], **look: Any) -> None:
+        """The column's cells in number format `fmt`, aligned `align`, each with `look` too (Details: at the top)."""
+        grid, style, values = self.grid, self.style, self.values[column.key]
+        looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
+        if column.formula is None and not column.editable and column.key != "label":
+            looks |= {"italic": True, "font_color": "#808080"}
+        cell_style = style(fmt, **looks, **_wraps(values), **align, **look)
+        numeric = all(_is_number(values[index]) for index in grid.phases)
+        for index, (line, value) in enumerate(zip(grid.lines, values, strict=True)):
+            ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
+            if isinstance(line, TotalRow):
+                blank = column.blank_when_none and value is None
+                own = column.total is None and value is not None and all(values[i] is None for i in line.phases)
+                # own: the command's value on the total row alone (a plan's mix), not a total of its phases
+                formula = None if blank or own else _total_formula(column, self.symbols, grid, index, numeric)
+                if formula is None:
+                    _put(ws, ref, value, style(fmt, bold=True, **align, **look))
+                else:
+                    ws.write_formula(ref, formula, style(fmt, bold=True, **align, **look), _cached(value))
+            elif column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row
+                _put(ws, ref, None, cell_style)
+            elif column.formula is not None and not (column.blank_when_none and value is None):
+                ws.write_formula(ref, _formula(column, self.symbols, grid, index), cell_style, _cached(value))
+            elif column.shared_default and value == self.defaults[column.key]:
+                ws.write_formula(ref, "=" + grid.default_cell(column.key), cell_style, _cached(value))
+            else:
+                _put(ws, ref, value, cell_style)
+
+
 def write_xlsx(
     handle: BinaryIO, lines: list[Line], table: list[dict[str, Any]], found: list[Assumption], title: str,
     citations: list[Citation] | None = None,
@@ -413,75 +455,45 @@ def write_xlsx(
         inputs.write_string(f"C{r}", column.key, key_style)
 
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
-    phases = grid.phases
-    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in SHEETS.values()}
-    tall = {name: _lines(values["label"], label_width) for name in SHEETS.values()}  # lines per result's row
-    heading_pt: dict[str, float] = {}  # each sheet's heading row, in points
+    tables = [name for name in SHEETS.values() if name != "Details"]  # a row per line; Details: `_write_details`
+    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables}
+    tall = {name: _lines(values["label"], label_width) for name in tables}  # lines per result's row
     widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
+    cells = _Cells(grid, symbols, values, first_values, style)
     for sheet_key, sheet_name in SHEETS.items():
+        if sheet_name not in tables:
+            continue
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
         if sheet_key != "inputs":
             _title(ws, sheet_name, title, big, NOTES.get(sheet_key, ""))
-        if sheet_key == "details":  # a row per key (`_lay_out_details`), the label heading each line's column
-            here = [c for c in here if c.key in grid.rows]
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
             fmt = _number_format(column, values[column.key])
-            if sheet_key != "details":
-                ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
-                ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
-                widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0),
-                                                 _width(column, values[column.key]))  # fmt: skip
-            if _wraps(values[column.key]) and sheet_key != "details":
+            ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
+            ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
+            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
+            if _wraps(values[column.key]):
                 wrapped = _lines([printing.shown(v, fmt) for v in values[column.key]], widths[sheet_name][letter])
                 tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
-            looks: dict[str, Any] = {"bg_color": EDITABLE_FILL} if column.editable else {}
-            if column.formula is None and not column.editable and column.key != "label":
-                looks |= {"italic": True, "font_color": "#808080"}
-            cell_style = style(fmt, **looks, **_wraps(values[column.key]), **align)
-            numeric = all(_is_number(values[column.key][index]) for index in phases)
-            for index, (line, value) in enumerate(zip(lines, values[column.key], strict=True)):
-                ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
-                if isinstance(line, TotalRow):
-                    blank = column.blank_when_none and value is None
-                    own = column.total is None and value is not None and all(values[column.key][i] is None
-                                                                              for i in line.phases)  # fmt: skip
-                    # own: the command's value on the total row alone (a plan's mix), not a total of its phases
-                    formula = None if blank or own else _total_formula(column, symbols, grid, index, numeric)
-                    if formula is None:
-                        _put(ws, ref, value, style(fmt, bold=True, **align))
-                    else:
-                        ws.write_formula(ref, formula, style(fmt, bold=True, **align), _cached(value))
-                elif column.total is not None and index in phases:  # a campaign's quantity: on its total row
-                    _put(ws, ref, None, cell_style)
-                elif column.formula is not None and not (column.blank_when_none and value is None):
-                    ws.write_formula(ref, _formula(column, symbols, grid, index), cell_style, _cached(value))
-                elif column.shared_default and value == first_values[column.key]:
-                    ws.write_formula(ref, "=" + grid.default_cell(column.key), cell_style, _cached(value))
-                else:
-                    _put(ws, ref, value, cell_style)
+            cells.write(ws, column, fmt, align)
             if column.editable:
                 for run in grid.results():
                     span = f"{letter}{HEADER_ROW + 2 + run.start}:{letter}{HEADER_ROW + 1 + run.stop}"
                     ws.data_validation(span, _validation(column))
         ws.freeze_panes(HEADER_ROW + 1, 1)
-        if sheet_key == "details":
-            widths[sheet_name], tall[sheet_name] = _lay_out_details(ws, grid, here, values, style), []
-        elif sheet_key != "results":  # the label comes from the Results sheet
+        if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        if sheet_key != "details":
-            heading = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
-            heading_pt[sheet_name] = _row_height(heading)
-            ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
+        ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]))
         ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
+    _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
 
-    widths["Breakdown"] |= _write_shares(sheets["Breakdown"], grid, columns, values, style, heading_pt["Breakdown"])
+    _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
     for name, sheet_widths in widths.items():
         ws = sheets[name]
         for letter, chars in sheet_widths.items():
-            ws.set_column(f"{letter}:{letter}", chars, None, {"hidden": chars == 0})  # Details' keys
+            ws.set_column(f"{letter}:{letter}", chars)
         printing.set_up(ws, _ordered(sheet_widths), title, (HEADER_ROW - 1, HEADER_ROW))
         _heights(ws, tall[name])
     edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
@@ -521,45 +533,49 @@ def _restamped(book: bytes) -> bytes:
 
 
 def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
-                  heading_pt: float) -> dict[str, float]:  # fmt: skip
-    """Each part's share of the step time, right of the parts: formulas, so they follow edited parts too; the
-    widths of their columns, by letter. Each is headed by its part's own heading ('Share: pipeline bubble'): from
-    the key, 'Share: pp bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names;
-    the heading row grows where one wraps onto more lines than the parts' (`heading_pt`, points)."""
-    headers = {c.key: c.header.removesuffix(" (s)").split(" (")[0] for c in columns}  # its gloss is on the part's
+                  widths: dict[str, float], tall: list[int]) -> None:  # fmt: skip
+    """Each part's share of the step time, in a table under the parts, each in its part's column: formulas, so
+    they follow edited parts too; its rows as tall as the labels they repeat (`tall`, lines; the columns `widths`,
+    by letter). Each share is headed by its part's own heading ('Share: pipeline bubble'): from the key, 'Share: pp
+    bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names. Right of the parts
+    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across."""
+    headers = {c.key: c.header.split(" (")[0] for c in columns}  # its gloss is on the part's
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
-    start = 1 + sum(1 for sheet, _ in grid.position.values() if sheet == "Breakdown") + 2
-    widths, headings = {}, []
-    for offset, key in enumerate(parts):
-        letter = _letter(start + offset)
+    below, headings = SHARES_BELOW + len(grid.lines), []
+    for key in parts:
+        letter = grid.position[key][1]
         name = f"Share: {headers[key][0].lower()}{headers[key][1:]}"
-        ws.write_string(f"{letter}{HEADER_ROW}", name, style(**HEADING, align="right"))
-        widths[letter] = printing.width(name, ["100.0%"])
+        ws.write_string(f"{letter}{HEADER_ROW + below + 1}", name, style(**HEADING, align="right"))
         headings.append((name, widths[letter]))
         for index in (index for run in grid.results() for index in run):
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
-            ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", formula, style("0.0%"), part / step)
-    ws.set_row(HEADER_ROW - 1, max(heading_pt, _row_height(headings)))
-    return widths
+            ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
+    ws.set_row(HEADER_ROW + below, _row_height(headings))
+    ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
+    _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
+    _heights(ws, tall, HEADER_ROW + 1 + below)
 
 
-def _lay_out_details(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]],
-                     style: _Styles) -> dict[str, float]:  # fmt: skip
-    """The Details sheet's headings (column A, wrapped at DETAIL_HEADING_CHARS), each line's label heading its
-    column and, right of them, the keys (hidden by a width of 0: for programs, as the other sheets' key row); the
-    rows as tall as their most wrapped cell. A line's column is as wide as its widest value up to WIDEST_TEXT, twice
-    that for one line (the nearest measured run, ~215 characters, on 4 lines, not 8). Returns the widths by
-    letter."""
+def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str, big: Any) -> None:
+    """The Details sheet, all of it: a row per key, its heading in column A (wrapped at DETAIL_HEADING_CHARS), each
+    line's label heading its column and, right of them, the keys (hidden by a width of 0: for programs, as the
+    other sheets' key row); every value at the top of its row beside its heading, in its unit's number format
+    (table.py, record_format), the rows as tall as their most wrapped cell. A line's column is as wide as its
+    widest value up to WIDEST_TEXT, twice that for one line (the nearest measured run, ~215 characters, on 4
+    lines, not 8)."""
+    grid, values, style = cells.grid, cells.values, cells.style
+    _title(ws, "Details", title, big, NOTES["details"])
     labels = values["label"]
     most = printing.WIDEST_TEXT * (2 if len(labels) == 1 else 1)
-    texts = {c.key: [printing.shown(v, _number_format(c, values[c.key])) for v in values[c.key]] for c in columns}
+    formats = {c.key: _number_format(c, values[c.key]) for c in columns}
+    texts = {c.key: [printing.shown(v, formats[c.key]) for v in values[c.key]] for c in columns}
     chars = []
     for index, label in enumerate(labels):
         shown = [texts[c.key][index] for c in columns]
         chars.append(max(printing.width(label, shown), min(most, max(map(len, shown), default=0) + 1)))
     keys = _letter(DETAILS_FIRST + len(labels))
-    widths = {"A": DETAIL_HEADING_CHARS} | {_letter(DETAILS_FIRST + i): w for i, w in enumerate(chars)} | {keys: 0.0}
+    widths = {"A": DETAIL_HEADING_CHARS} | {_letter(DETAILS_FIRST + i): w for i, w in enumerate(chars)}
     ws.write_string(f"A{HEADER_ROW}", "Detail", style(**HEADING))
     ws.write_string(f"{keys}{HEADER_ROW}", "Key", style(**HEADING))
     for index, label in enumerate(labels):
@@ -571,20 +587,32 @@ def _lay_out_details(ws: Any, grid: _Grid, columns: Sequence[Column], values: di
         row = grid.rows[column.key]
         ws.write_string(f"A{row}", column.header, style(text_wrap=True, valign="top"))
         ws.write_string(f"{keys}{row}", column.key, style(italic=True, font_color="#808080"))
-        cells = [(column.header, DETAIL_HEADING_CHARS)]
+        cells.write(ws, column, formats[column.key], _alignment(values[column.key]), valign="top")
+        heading = [(column.header, DETAIL_HEADING_CHARS)]
         if _wraps(values[column.key]):
-            cells += list(zip(texts[column.key], chars, strict=True))
-        ws.set_row(row - 1, _row_height(cells))
-    return widths
+            heading += list(zip(texts[column.key], chars, strict=True))
+        ws.set_row(row - 1, _row_height(heading))
+    ws.freeze_panes(HEADER_ROW + 1, 1)
+    ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # as the other sheets' key row: not printed
+    for letter, width in widths.items():
+        ws.set_column(f"{letter}:{letter}", width)
+    ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
+    printing.set_up(ws, _ordered(widths), title, (HEADER_ROW - 1, HEADER_ROW))
 
 
-def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles) -> None:
-    """Column A of a sheet other than Results: each line's label, linked to the Results sheet's."""
+def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first: int = HEADER_ROW + 2,
+                  runs: Sequence[range] | None = None) -> None:  # fmt: skip
+    """Column A of a sheet other than Results, from row `first` (1-based; a table's first line): each line's label
+    (of the `runs` of lines only, when given: the Breakdown's shares have no total row), linked to the Results
+    sheet's."""
     wrap = _wraps(labels)
+    shown = set(range(len(labels))) if runs is None else {index for run in runs for index in run}
     for index, label in enumerate(labels):
+        if index not in shown:
+            continue
         look = grid.look(index) | wrap
-        ref = f"A{HEADER_ROW + 2 + index}"
-        ws.write_formula(ref, f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None, label)
+        ws.write_formula(f"A{first + index}", f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None,
+                         label)  # fmt: skip
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
@@ -688,13 +716,23 @@ VALUE_CHARS = 12
 """The Assumptions' Value column's most characters (a General number shows fewer decimals in a narrower one)."""
 
 
+SIGNIFICANT_DIGITS = 4
+"""The Assumptions' fractional figures print to this many digits: in General, a fitted parameter printed all the
+column held (0.9899101242, 16.566974982 GPU-hours); the calibration file keeps every digit."""
+
+
 def _figure_format(value: Any) -> str:
     """A whole number of five digits or more with thousands separators (3,450,000 USD per system, not 3450000), in
-    millions, billions or trillions where they would not fit VALUE_CHARS (15T tokens printed `###`); anything else
-    as General shows it."""
-    if not (_is_number(value) and abs(value) >= 10_000 and value == int(value)):
+    millions, billions or trillions where they would not fit VALUE_CHARS (15T tokens printed `###`); a fraction to
+    SIGNIFICANT_DIGITS (in scientific notation below 0.0001); text and other whole numbers as General shows them."""
+    if not _is_number(value) or (value == int(value) and abs(value) < 10_000):
         return "General"
-    return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
+    if value == int(value):
+        return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
+    if abs(value) < 1e-4:
+        return "0.000E+00"
+    decimals = max(0, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(value))))
+    return f"#,##0{'.' + '0' * decimals if decimals else ''}"
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
