@@ -88,3 +88,20 @@ def test_spares_that_fill_the_fleet_leave_no_plan(tmp_path: Path) -> None:
     assert not d["feasible"] and "leave none beside the job's 16 spares" in d["reason"]
     (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "8", "--format", "json").out)["fleet_plans"]
     assert d["feasible"] and d["spare_gpus"] == 8 and d["owned_gpus"] == d["n_gpus"] + 8 == 16
+
+
+def test_jobs_sharing_a_fleet_find_the_spares_held(tmp_path: Path) -> None:
+    """Two jobs at the same time on a 128-GPU pool, each of at most 48 GPUs and 16 spares: what the first holds (its
+    GPUs and spares) is taken from the second, so the two fill the pool and never hold more than its 128 at once
+    (before, spares took none)."""
+    job = '\n[[job]]\nname = "{}"\nmodel = "llama3.1-8b"\ntokens = "20B"\ndeadline_days = 1\n'
+    path = tmp_path / "fleet.toml"
+    path.write_text(HALL.format(gpus=128) + job.format("first") + job.format("second"))
+    d = json.loads(
+        run_cli("plan", "--fleet", str(path), "--spare-gpus", "16", "--max-gpus", "48", "--format", "json", "-q").out
+    )
+    (hall,) = d["fleet_use"]
+    plans = {j["job"]: j["fleet_plans"][0] for j in d["jobs"]}
+    assert all(plan["owned_gpus"] == plan["n_gpus"] + 16 for plan in plans.values() if plan["feasible"])
+    assert hall["used"] == {name: plan["owned_gpus"] for name, plan in plans.items() if plan["feasible"]}
+    assert hall["used"] == {"first": 64, "second": 64} and hall["peak"] == 128
