@@ -1,17 +1,17 @@
 """Plans over a fleet (`plan --fleet`): for each system type of the fleet, the cheapest mix of owned pools and offers
 that trains the work by the deadline at the goal's confidence.
 
-One job runs on one system type. Its sources are the pools of that system (no lead time) and its offers (each after
-its lead time), each at a cost per GPU-hour: a pool's owned basis, an offer's rental price, or a bought system's
-price spread over its life as `--buy` does (planning/tco.py). A plan that uses offers up to lead time L starts after
-L, so it has the deadline less L: for each such L (0 and every offer's), of the counts meeting that deadline on the
-sources there by then (plan.plan_candidate, capped at their capacity and the power the site has left), each filled
-cheapest first, the cheapest mix (`filled`: not always the fewest GPUs), and the cheapest of these plans is the
-answer. The power cap (`--power-mw`) is each site's: the jobs
-at one site share it (planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a
-named site is a site of its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source
-to every L, so it never raises a plan's cost. A budget is checked on the mix's cost, with its probability
-(planning/confidence.py).
+One job runs on one system type. Its sources are the pools of that system (no lead time) and its offers (each after its
+lead time), each at a cost per GPU-hour: a pool's owned basis, an offer's rental price, or a bought system's price
+spread over its life as `--buy` does (planning/tco.py). A plan pays for what it holds: every GPU it takes (a campaign's
+most, and its spare GPUs, which count against the pools), for its whole wall time (`hours_per_gpu`). A plan that uses
+offers up to lead time L starts after L, so it has the deadline less L: for each such L (0 and every offer's), of the
+counts meeting that deadline on the sources there by then (plan.plan_candidate, capped at their capacity and the power
+the site has left), each filled cheapest first, the cheapest mix (`filled`: not always the fewest GPUs), and the
+cheapest of these plans is the answer. The power cap (`--power-mw`) is each site's: the jobs at one site share it
+(planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a named site is a site of
+its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source to every L, so it never
+raises a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from perfmodel.planning.plan import (
     Goal,
     Price,
     Tried,
-    goal_run,
     gpus_of,
     gpus_within,
+    granularity,
     p_cost_within,
     p_within,
     plan_candidate,
@@ -44,6 +44,7 @@ from perfmodel.planning.plan import (
     time_factor,
     wall_s,
 )  # fmt: skip
+from perfmodel.planning.training import SECONDS_PER_HOUR
 from perfmodel.planning.views import usd_text
 
 DAY_S = 86400.0
@@ -109,30 +110,40 @@ def fill(n_gpus: int, available: Sequence[Source]) -> list[tuple[Source, int]]:
     return taken
 
 
+def spare_gpus(scenario: Scenario) -> int:
+    """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
+    goal's basis then: plan.goal_basis); none with `losses.model = "none"`."""
+    return scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
+
+
+def held_gpus(p: Result) -> int:
+    """The GPUs a plan takes from the pools and holds for its whole window (`FleetPlan.window_days`): its most
+    (`gpus_of`, a campaign's largest phase's) and its spares, which count against the pools' capacity."""
+    return gpus_of(p) + spare_gpus(p.scenario)
+
+
 def hours_per_gpu(p: Result) -> float:
-    """Each GPU's hours over the run on the goal's basis: the run's GPU-hours spread evenly over the GPUs it takes
-    from the pools (`gpus_of`), what `mix_usd` bills each of them; infinite where failures stop the run from ever
-    finishing. For one phase that is its wall time on the goal's basis (every GPU busy throughout, at the point
-    estimate: `cost_usd_at_confidence` scales it). Two runs bill fewer or more hours than the GPUs are held
-    (`FleetPlan.window_days`, which fleet_jobs' schedule blocks): a campaign whose later phases take fewer GPUs bills
-    only the GPU-hours its phases use, though all its GPUs stay held to its end; with the losses model on, spare GPUs'
-    hours (losses 'spare') are billed at the mix's rates, though `fill` takes no pool GPUs for them."""
-    run = goal_run(p)
-    return math.inf if run is None else run.gpu_hours / gpus_of(p)
+    """Each held GPU's billed hours (`held_gpus`, what `mix_usd` bills): the run's wall time on the goal's basis at
+    the point (`cost_usd_at_confidence` scales it), infinite where failures stop the run from ever finishing. A held
+    GPU is paid for whether busy or not (a reservation bills by the hour, an owned GPU costs its hours either way):
+    a campaign's later phases on fewer GPUs leave the rest idle but held, since nobody else may take them
+    (fleet_jobs blocks them to its finish), and spare GPUs are held in reserve the whole wall time (losses.py)."""
+    return wall_s(p) / SECONDS_PER_HOUR
 
 
 def mix_usd(p: Result, taken: Sequence[tuple[Source, int]]) -> float:
-    """The cost at the point of the run `p` on the GPUs `taken` from each source: its GPUs x the run's hours x its
-    rate."""
+    """The cost at the point of the run `p` on the GPUs `taken` from each source: its GPUs x the run's wall time x
+    its rate (`hours_per_gpu`)."""
     hours = hours_per_gpu(p)
     return sum(n * hours * source.usd_per_gpu_hour for source, n in taken)
 
 
 def filled(available: Sequence[Source]) -> Price:
-    """What a run costs on GPUs taken from `available` cheapest first (`fill`, `mix_usd`): among the counts meeting a
-    deadline, the plan takes the cheapest mix, not the fewest GPUs (a count whose DP divides the batch can take
-    fewer GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in 2.42M GPU-hours, 1,792 in 2.74M)."""
-    return lambda p: mix_usd(p, fill(gpus_of(p), available))
+    """What a run costs on the GPUs it holds (`held_gpus`) taken from `available` cheapest first (`fill`,
+    `mix_usd`): among the counts meeting a deadline, the plan takes the cheapest mix, not the fewest GPUs (a count
+    whose DP divides the batch can take fewer GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in
+    2.42M GPU-hours, 1,792 in 2.74M)."""
+    return lambda p: mix_usd(p, fill(held_gpus(p), available))
 
 
 @dataclass(frozen=True)
@@ -159,12 +170,12 @@ class FleetPlan:
         return self.start_after_days, self.start_after_days + wall_s(p) * time_factor(p, self.goal.confidence) / DAY_S
 
     def gpu_hours_per_gpu(self) -> float:
-        """Each GPU's billed hours over the plan's run (`hours_per_gpu`: what it assumes)."""
+        """Each held GPU's billed hours: the plan's wall time (`hours_per_gpu`)."""
         assert self.candidate is not None and self.candidate.prediction is not None
         return hours_per_gpu(self.candidate.prediction)
 
     def cost_usd(self) -> float:
-        """The mix's cost at the point: each source's GPUs x the run's hours x its rate."""
+        """The mix's cost at the point: each source's GPUs x the run's wall time x its rate."""
         assert self.candidate is not None and self.candidate.prediction is not None
         return mix_usd(self.candidate.prediction, self.taken)
 
@@ -191,6 +202,7 @@ class FleetPlan:
             "time_to_train_days_p90": planned["time_to_train_days_p90"],
             "finish_days": self.start_after_days + planned["time_to_train_days"],
             "p_deadline": p_within(p, deadline_s - self.start_after_days * DAY_S),
+            "spare_gpus": spare_gpus(p.scenario),
             "owned_gpus": sum(n for s, n in self.taken if s.kind == "owned"),
             "offered_gpus": sum(n for s, n in self.taken if s.kind != "owned"),
             "sources": [_used(s, n, hours) for s, n in self.taken],
@@ -292,6 +304,7 @@ def _plan_system(
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
     available = sources(fleet, base.cost, used).get(system, [])
+    spare = spare_gpus(base)
     assert goal.deadline_s is not None
     best: FleetPlan | None = None
     why = f"no pool or offer of {system}"
@@ -310,7 +323,11 @@ def _plan_system(
             why = f"{late} leaves no time before the deadline"
             continue
         at = f" at {site}" if site else ""
-        limit, ceiling = min(capacity, max_gpus), f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
+        there_gpus = f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
+        if capacity - spare < granularity(hw):
+            why = f"{there_gpus} leave none beside the job's {spare:,} spares"
+            continue
+        limit, ceiling = min(capacity - spare, max_gpus), there_gpus + (f" less {spare:,} spares" if spare else "")
         if (cap := site_cap(fleet, goal.power_mw, power_site(fleet, site))) is not None:
             cap_mw, set_by = cap
             power_cap_gpus(hw, cap_mw, base.cost.pue, set_by)  # a cap below one system is refused
@@ -327,7 +344,7 @@ def _plan_system(
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
             continue
-        taken = fill(gpus_of(candidate.prediction), there)
+        taken = fill(held_gpus(candidate.prediction), there)
         found = FleetPlan(system, candidate, taken, begin, goal, None, site)
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)

@@ -1,0 +1,107 @@
+"""A fleet plan bills the GPUs it holds (planning/fleet.py `held_gpus`, `hours_per_gpu`): every GPU it takes from the
+pools, spares included, for the whole window it holds them, as fleet_jobs blocks them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from fleet_files import NEOCLOUD
+
+from perfmodel.inputs.fleet import load_fleet
+from perfmodel.planning import fleet as fleets
+from perfmodel.planning.plan import Goal, candidate_bases, gpus_of, wall_s
+
+HALL = '[[pool]]\nname = "hall"\nsystem = "dgx-h100"\ngpus = {gpus}\nsite = "A"\nusd_per_gpu_hour = 2.0\n'
+CAMPAIGN = """
+name = "tail-on-a-quarter"
+model = "llama3.1-8b"
+gpu = "h100-sxm"
+system = "dgx-h100"
+n_gpus = 128
+precision = "bf16"
+tokens = 100e9
+
+[[phase]]
+name = "main"
+tokens = 80e9
+
+[[phase]]
+name = "tail"
+tokens = 20e9
+gpu_fraction = 0.25
+"""
+"""A made-up campaign whose last fifth of the tokens runs on a quarter of its GPUs (to whole nodes)."""
+
+
+def _plan(tmp_path: Path, gpus: int, scenario: str | None, options: dict[str, object]) -> fleets.FleetPlan:
+    path = tmp_path / "fleet.toml"
+    path.write_text(HALL.format(gpus=gpus) + NEOCLOUD)
+    bases = candidate_bases(scenario, options, {}, ["dgx-h100"])
+    (plan,) = fleets.plan_fleet(bases, Goal(deadline_s=3 * 86400, confidence=0.5), load_fleet(path), None).plans
+    return plan
+
+
+def test_a_campaign_is_billed_every_gpu_it_holds_to_its_end(tmp_path: Path) -> None:
+    """Its later phase trains on fewer GPUs, yet the schedule holds all of them to the campaign's finish (nobody
+    else may take them), so each is billed the wall time: more than the GPU-hours the phases use at the same rate
+    (which the bill was before)."""
+    scenario = tmp_path / "campaign.toml"
+    scenario.write_text(CAMPAIGN)
+    plan = _plan(tmp_path, 128, str(scenario), {})
+    assert plan.feasible and plan.candidate is not None and plan.candidate.prediction is not None
+    p = plan.candidate.prediction
+    (hall, held), *rented = plan.taken
+    assert hall.name == "hall" and not rented and held == gpus_of(p)
+    phases = [phase.layout.n_gpus for phase in p.phases.values()]  # type: ignore[union-attr]
+    assert phases[-1] < phases[0] == held
+    assert plan.cost_usd() == pytest.approx(held * wall_s(p) / 3600 * 2.0, rel=1e-12)
+    used_usd = p.run_with_losses.gpu_hours * 2.0  # type: ignore[union-attr]
+    assert plan.cost_usd() > 1.2 * used_usd
+    start, finish = plan.window_days()
+    assert plan.gpu_hours_per_gpu() == pytest.approx((finish - start) * 24, rel=1e-12)  # at the median
+
+
+def test_spare_gpus_are_taken_from_the_pools_and_billed(tmp_path: Path) -> None:
+    """16 spares (losses 'spare') count against the pool: the job and its spares fit its 128 GPUs, each billed the
+    wall time (before, the job took all 128 and its spares were billed on GPUs the pool did not have)."""
+    work = {"model": "llama3.1-8b", "tokens": 100e9}
+    plan = _plan(tmp_path, 128, None, work | {"spare_gpus": 16})
+    assert plan.feasible and plan.candidate is not None and plan.candidate.prediction is not None
+    p = plan.candidate.prediction
+    taken = dict((source.name, n) for source, n in plan.taken)
+    assert sum(taken.values()) == gpus_of(p) + 16 and taken["hall"] <= 128
+    hours = wall_s(p) / 3600
+    assert plan.cost_usd() == pytest.approx(sum(n * hours * s.usd_per_gpu_hour for s, n in plan.taken), rel=1e-12)
+    unpriced = _plan(tmp_path, 128, None, work | {"spare_gpus": 16, "losses": "none"})  # no losses model: no spares
+    assert unpriced.candidate is not None and unpriced.candidate.prediction is not None
+    assert sum(n for _, n in unpriced.taken) == gpus_of(unpriced.candidate.prediction)
+
+
+def test_spares_that_fill_the_fleet_leave_no_plan(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text(HALL.format(gpus=16))
+    args = ("--model", "llama3.1-8b", "--tokens", "10B", "--deadline", "30d", "--fleet", str(path), "-q")
+    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "16", "--format", "json").out)["fleet_plans"]
+    assert not d["feasible"] and "leave none beside the job's 16 spares" in d["reason"]
+    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "8", "--format", "json").out)["fleet_plans"]
+    assert d["feasible"] and d["spare_gpus"] == 8 and d["owned_gpus"] == d["n_gpus"] + 8 == 16
+
+
+def test_jobs_sharing_a_fleet_find_the_spares_held(tmp_path: Path) -> None:
+    """Two jobs at the same time on a 128-GPU pool, each of at most 48 GPUs and 16 spares: what the first holds (its
+    GPUs and spares) is taken from the second, so the two fill the pool and never hold more than its 128 at once
+    (before, spares took none)."""
+    job = '\n[[job]]\nname = "{}"\nmodel = "llama3.1-8b"\ntokens = "20B"\ndeadline_days = 1\n'
+    path = tmp_path / "fleet.toml"
+    path.write_text(HALL.format(gpus=128) + job.format("first") + job.format("second"))
+    d = json.loads(
+        run_cli("plan", "--fleet", str(path), "--spare-gpus", "16", "--max-gpus", "48", "--format", "json", "-q").out
+    )
+    (hall,) = d["fleet_use"]
+    plans = {j["job"]: j["fleet_plans"][0] for j in d["jobs"]}
+    assert all(plan["owned_gpus"] == plan["n_gpus"] + 16 for plan in plans.values() if plan["feasible"])
+    assert hall["used"] == {name: plan["owned_gpus"] for name, plan in plans.items() if plan["feasible"]}
+    assert hall["used"] == {"first": 64, "second": 64} and hall["peak"] == 128
