@@ -32,15 +32,17 @@ def test_the_json_has_main_and_active_counts() -> None:
     assert models["llama3.1-8b"]["active_params"] == models["llama3.1-8b"]["params"]
 
 
-def test_models_show_gives_one_models_shapes_counts_and_source_line() -> None:
+def test_models_show_gives_one_models_shapes_counts_and_source() -> None:
     """`models show ID` as `hardware show ID`: DeepSeek-V3 (arXiv:2412.19437, section 4.2: 671B total, 37B active,
-    61 layers, 7168 wide, 256 routed experts top-8) with every shape, the counts models list prints, and the line of
-    inputs/models.py whose comment cites its config; an unknown id is one line naming the nearest."""
+    61 layers, 7168 wide, 256 routed experts top-8) with every shape, the counts models list prints, and the config
+    its shapes come from (ModelSpec.source); an unknown id is one line naming the nearest."""
     listed = {m["id"]: m for m in json.loads(run_cli("models", "list", "--format", "json").out)}
     shown = json.loads(run_cli("models", "show", "deepseek-v3", "--format", "json").out)
-    assert shown.pop("source").startswith("perfmodel/inputs/models.py line ")
+    assert shown["source"].startswith("Megatron-Bridge 0.3.1 DeepSeekV3ModelProvider (61 layers, 7168 wide")
+    assert "transformers 5.24 DeepseekV3Config (128 heads" in shown["source"]
     assert shown == listed["deepseek-v3"] and (shown["layers"], shown["hidden"], shown["experts"]) == (61, 7168, 256)
-    table = dict(line.split(maxsplit=1) for line in run_cli("models", "show", "deepseek-v3").out.splitlines()[2:])
+    lines = run_cli("models", "show", "deepseek-v3").out.splitlines()[2:]
+    table = dict(line.split(maxsplit=1) for line in lines if not line.startswith(" "))  # not the source's wrapped lines
     assert table["main_params"] == "671,026,404,352" and table["active_params"] == "37,552,282,624"
     assert table["top_k"] == "8" and table["tied_embeddings"] == "false"
     unknown = run_cli("models", "show", "llama3-8b")

@@ -116,7 +116,8 @@ def test_a_users_whole_run_is_read_validated_and_held_out(tmp_path: Path) -> Non
     second = WHOLE_RUN_CSV.splitlines()[1].replace("ours,our run", "ours2,our run").replace(",30000,", ",40000,")
     path.write_text(WHOLE_RUN_CSV + second + "\n")
     runs = read_runs_csv(path)
-    assert runs[0].scenario["model"] == {"base": "llama2-7b", "layers": 30}
+    based = f"{path}, row 2, column 'model_shapes', based on {ZOO['llama2-7b'].source}"  # its layers are the row's
+    assert runs[0].scenario["model"] == {"source": based, "base": "llama2-7b", "layers": 30}
     assert runs[0].scenario["losses"] == {"job_limit_h": 48} and runs[0].basis == "wall"
     report = validate(runs, calibration.bundled())
     assert [r.prepared.run.id for r in report.rows] == ["ours", "ours2"]

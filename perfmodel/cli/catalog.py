@@ -195,7 +195,7 @@ def models_list(fmt: str) -> None:
 @click.argument("model_id", metavar="ID", shell_complete=complete_ids(("models",)))
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def models_show(model_id: str, fmt: str) -> None:
-    """One zoo model: every shape, its parameters (total, main model, active per token) and where its entry is."""
+    """One zoo model: every shape, its parameters (total, main model, active per token) and its shapes' source."""
     from perfmodel.errors import PerfmodelError
     from perfmodel.inputs.models import get_model
     from perfmodel.inputs.record import as_dict
@@ -205,28 +205,20 @@ def models_show(model_id: str, fmt: str) -> None:
     except PerfmodelError as exc:
         raise PerfmodelError(f"models show: {exc}") from None
     counts = {"params": model.params, "main_params": model.main_params, "active_params": model.active_params}
-    record = {"id": model.id, **counts, **as_dict(model), "source": _model_source(model.id)}
+    record = {"id": model.id, **counts, **as_dict(model)}
     if fmt == "json":
         from perfmodel.outputs.report import to_json
 
         click.echo(to_json(record))
         return
+    from textwrap import wrap
+
     from perfmodel.outputs.columns import tabulated
 
     rows = [[key, f"{value:,}" if key in counts else _cell(value)] for key, value in record.items()]
+    at = next(n for n, (key, _) in enumerate(rows) if key == "source")  # its prose wraps, one row a line
+    rows[at : at + 1] = [["source" if n == 0 else "", line] for n, line in enumerate(wrap(rows[at][1], 100))]
     say(tabulated(rows, headers=["field", "value"], disable_numparse=True))
-
-
-def _model_source(model_id: str) -> str:
-    """Where a zoo model's shapes are cited: its entry's line in inputs/models.py, under the comment that names the
-    published config (each id is written there once)."""
-    from pathlib import Path
-
-    from perfmodel.inputs import models
-
-    lines = Path(models.__file__).read_text(encoding="utf-8").splitlines()
-    line = next(n for n, text in enumerate(lines, 1) if f'"{model_id}"' in text)
-    return f"perfmodel/inputs/models.py line {line} (the comment above the entry cites the published config)"
 
 
 def _mtp(model: ModelSpec) -> str:

@@ -18,6 +18,11 @@ MAX_LAYERS = 1_000
 a 10,000-layer model prices millions of pipeline layouts for seconds, so deeper is refused."""
 
 
+MAX_SOURCE_LENGTH = 2_000
+"""The longest citation of a model's shapes allowed (the zoo's longest, Nemotron 3.5 Lightning's, is 743
+characters)."""
+
+
 MOE_ONLY = (
     "top_k", "shared_experts", "moe_ffn", "dense_layers", "expert_groups", "group_top_k", "capacity_factor",
     "pad_to_capacity", "expert_glu_clamp",
@@ -33,6 +38,11 @@ class ModelSpec:
     """The model's id in outputs."""
     name: str = "custom model"
     """The model's name in outputs."""
+    # not compared: two specs of the same shapes are one model to the physics and its caches
+    source: str = dataclasses.field(default="", compare=False, metadata={"limits": {"max_length": MAX_SOURCE_LENGTH}})
+    """Where the shapes come from: the model card, paper or config with its locator (a zoo model's citation). Left
+    out: the model file's path ('given' inline), and over a `base` whose shapes it changes, '<that>, based on <the
+    base's citation>'."""
     layers: int = bounded(ge=1, le=MAX_LAYERS)
     """Transformer layers."""
     hidden: int = bounded(ge=1, le=1_000_000)
@@ -762,19 +772,35 @@ class ModelSpec:
 
 
 def _llama(
-    model_id: str, name: str, layers: int, hidden: int, ffn: int, heads: int, vocab: int, kv_heads: int = 8
+    model_id: str, name: str, layers: int, hidden: int, ffn: int, heads: int, vocab: int, source: str, kv_heads: int = 8
 ) -> ModelSpec:
     return ModelSpec(
-        id=model_id, name=name, layers=layers, hidden=hidden, ffn=ffn, heads=heads, kv_heads=kv_heads, vocab=vocab
+        id=model_id,
+        name=name,
+        layers=layers,
+        hidden=hidden,
+        ffn=ffn,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        source=source,
     )
 
 
-def gpt(model_id: str, name: str, layers: int, hidden: int, heads: int, vocab: int, seq_len: int) -> ModelSpec:
+def _hf(repo: str) -> str:
+    """A Hugging Face checkpoint's config, the source of a Llama's shapes."""
+    return f"the model's config.json on Hugging Face (meta-llama/{repo})"
+
+
+def gpt(
+    model_id: str, name: str, layers: int, hidden: int, heads: int, vocab: int, seq_len: int, source: str
+) -> ModelSpec:
     """A GPT-2/3-style model as Megatron-LM builds it: GELU MLP of 4h, LayerNorm, biases, learned positions,
     embeddings tied to the LM head."""
     return ModelSpec(
         id=model_id,
         name=name,
+        source=source,
         layers=layers,
         hidden=hidden,
         ffn=4 * hidden,
@@ -803,77 +829,87 @@ def _moe(model_id: str, name: str, **shapes: float | bool | str) -> ModelSpec:
 _MLA: dict[str, int | bool | str] = {
     "attention": "mla", "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_dim": 128, "qk_rope_dim": 64,
 }  # fmt: skip
+_LLAMA4 = (
+    "Llama4ModelProvider (llama_provider.py L323-383: 48 layers, 5120 wide, 40 heads, 8 query groups, dense FFN 16384, "
+    "experts of 8192 top-1 and a shared one of 8192, 'alltoall' dispatcher, untied vocab 202048) and transformers 5.25 "
+    "Llama4TextConfig (head_dim 128; the QK norm is an L2 norm without weights)"
+)
+_QWEN3_MOE = "(128 experts top-8, head dim 128, 4 query groups, QK norm, vocab 151936)"
+_GPT_OSS = (
+    "(2880 wide, 64 heads of 64, 8 query groups, experts of 2880 top-4, biases, learnable softmax sinks, every other "
+    "layer a 128-token sliding window, vocab 201088)"
+)
 MOE_MODELS = (
-    # DeepSeek-V3: Megatron-Bridge 0.3.1 DeepSeekV3ModelProvider (61 layers, 7168 wide, dense FFN 18432, 256 experts
-    # of 2048 top-8 + 1 shared in 8 routing groups of which a token takes 4, first 3 layers dense, vocab 129280) and
-    # transformers 5.24 DeepseekV3Config (128 heads, q/kv LoRA ranks 1536/512, nope/rope/v head dims 128/64/128, 1
-    # MTP layer; n_group 8, topk_group 4). Its recipe (recipes/deepseek/deepseek_v3.py) applies the flex dispatcher.
     _moe(
         "deepseek-v3", "DeepSeek-V3 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
         vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
         mtp_layers=1, expert_groups=8, group_top_k=4, **_MLA,
+        source="Megatron-Bridge 0.3.1 DeepSeekV3ModelProvider (61 layers, 7168 wide, dense FFN 18432, 256 experts of "
+        "2048 top-8 + 1 shared in 8 routing groups of which a token takes 4, first 3 layers dense, vocab 129280) and "
+        "transformers 5.24 DeepseekV3Config (128 heads, q/kv LoRA ranks 1536/512, nope/rope/v head dims 128/64/128, "
+        "1 MTP layer; n_group 8, topk_group 4). Its recipe (recipes/deepseek/deepseek_v3.py) applies the flex "
+        "dispatcher.",
     ),
-    # DeepSeek-V3.2: transformers 5.25 DeepseekV32Config (configuration_deepseek_v32.py L83-121: DeepSeek-V3's shapes
-    # and routing, and DSA: an indexer of 64 heads of 128 picking 2048 keys per query). The config leaves the MTP
-    # modules out; one, as DeepSeek-V3 whose checkpoint V3.2 continues training, is an assumption. The recipe's
-    # dispatcher is DeepSeek-V3's (Megatron-Bridge 0.3.1 has no V3.2 recipe).
     _moe(
         "deepseek-v3.2", "DeepSeek-V3.2 671B", layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=128,
         vocab=129280, v_head_dim=128, experts=256, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3,
         mtp_layers=1, expert_groups=8, group_top_k=4, index_topk=2048, index_heads=64, index_head_dim=128, **_MLA,
+        source="transformers 5.25 DeepseekV32Config (configuration_deepseek_v32.py L83-121: DeepSeek-V3's shapes and "
+        "routing, and DSA: an indexer of 64 heads of 128 picking 2048 keys per query). The config leaves the MTP "
+        "modules out; one, as DeepSeek-V3 whose checkpoint V3.2 continues training, is an assumption. The recipe's "
+        "dispatcher is DeepSeek-V3's (Megatron-Bridge 0.3.1 has no V3.2 recipe).",
     ),
-    # Llama 4: Megatron-Bridge 0.3.1 Llama4Experts16ModelProvider (Scout) / Llama4Experts128ModelProvider (Maverick)
-    # over Llama4ModelProvider (llama_provider.py L323-383: 48 layers, 5120 wide, 40 heads, 8 query groups, dense
-    # FFN 16384, experts of 8192 top-1 and a shared one of 8192, 'alltoall' dispatcher, untied vocab 202048;
-    # Maverick's moe_layer_freq [0, 1] * 24: every other layer MoE) and transformers 5.25 Llama4TextConfig
-    # (head_dim 128; the QK norm is an L2 norm without weights). Chunked attention (8192-token chunks in three of
-    # four layers) is priced as full causal attention: the same below 8192 tokens, more work above.
+    # Llama 4: chunked attention (8192-token chunks in three of four layers) is priced as full causal attention: the
+    # same below 8192 tokens, more work above.
     _moe(
         "llama4-scout", "Llama 4 Scout 17B-16E", layers=48, hidden=5120, ffn=16384, heads=40, kv_heads=8,
         vocab=202048, experts=16, top_k=1, shared_experts=1, moe_ffn=8192, dispatcher="alltoall",
+        source=f"Megatron-Bridge 0.3.1 Llama4Experts16ModelProvider over {_LLAMA4}",
     ),
     _moe(
         "llama4-maverick", "Llama 4 Maverick 17B-128E", layers=48, hidden=5120, ffn=16384, heads=40, kv_heads=8,
         vocab=202048, experts=128, top_k=1, shared_experts=1, moe_ffn=8192, moe_layer_interval=2,
         dispatcher="alltoall",
+        source=f"Megatron-Bridge 0.3.1 Llama4Experts128ModelProvider (moe_layer_freq [0, 1] * 24: every other layer "
+        f"MoE) over {_LLAMA4}",
     ),
-    # Kimi-K2: Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer dense,
-    # one routing group; its recipe keeps the provider's 'alltoall' dispatcher).
     _moe(
         "kimi-k2", "Kimi K2 1T", layers=61, hidden=7168, ffn=18432, heads=64, kv_heads=64, vocab=163840,
         v_head_dim=128, experts=384, top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=1, dispatcher="alltoall",
         **_MLA,
+        source="Megatron-Bridge 0.3.1 KimiK2Provider (DeepSeek-V3's MLA with 64 heads, 384 experts, first layer "
+        "dense, one routing group; its recipe keeps the provider's 'alltoall' dispatcher)",
     ),
-    # Qwen3 MoE: Megatron-Bridge 0.3.1 Qwen3MoEModelProvider30B_A3B / 235B_A22B (128 experts top-8, head dim 128,
-    # 4 query groups, QK norm, vocab 151936).
     _moe(
         "qwen3-30b-a3b", "Qwen3-30B-A3B", layers=48, hidden=2048, ffn=6144, heads=32, kv_heads=4, head_size=128,
         qk_norm=True, vocab=151936, experts=128, top_k=8, moe_ffn=768,
+        source=f"Megatron-Bridge 0.3.1 Qwen3MoEModelProvider30B_A3B {_QWEN3_MOE}",
     ),
     _moe(
         "qwen3-235b-a22b", "Qwen3-235B-A22B", layers=94, hidden=4096, ffn=12288, heads=64, kv_heads=4,
         head_size=128, qk_norm=True, vocab=151936, experts=128, top_k=8, moe_ffn=1536,
+        source=f"Megatron-Bridge 0.3.1 Qwen3MoEModelProvider235B_A22B {_QWEN3_MOE}",
     ),
-    # GPT-OSS: Megatron-Bridge 0.3.1 GPTOSSProvider20B / 120B (2880 wide, 64 heads of 64, 8 query groups, experts of
-    # 2880 top-4, biases, learnable softmax sinks, every other layer a 128-token sliding window, vocab 201088). The
-    # provider's dispatcher is 'alltoall' and its recipes (recipes/gpt_oss/gpt_oss.py) never apply the flex one;
-    # megatron-bridge 0.6.x's per-GPU FP8-MX and B300 perf recipes do, and the bundled rows of their layouts run them
-    # (fitting.recipes); the MLPerf GPT-OSS-20B runs flex too (inputs.mlperf).
+    # GPT-OSS: the provider's dispatcher is 'alltoall' and its recipes (recipes/gpt_oss/gpt_oss.py) never apply the
+    # flex one; megatron-bridge 0.6.x's per-GPU FP8-MX and B300 perf recipes do, and the bundled rows of their layouts
+    # run them (fitting.recipes); the MLPerf GPT-OSS-20B runs flex too (inputs.mlperf).
     _moe(
         "gpt-oss-20b", "GPT-OSS-20B", layers=24, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=12, experts=32, top_k=4,
         moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE, expert_glu_clamp=True,
+        source=f"Megatron-Bridge 0.3.1 GPTOSSProvider20B {_GPT_OSS}",
     ),
     _moe(
         "gpt-oss-120b", "GPT-OSS-120B", layers=36, hidden=2880, ffn=2880, heads=64, kv_heads=8, head_size=64,
         vocab=201088, bias=True, attention_sinks=True, sliding_window=128, sliding_layers=18, experts=128, top_k=4,
         moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE, expert_glu_clamp=True,
+        source=f"Megatron-Bridge 0.3.1 GPTOSSProvider120B {_GPT_OSS}",
     ),
-    # Mixtral 8x7B: transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1). Mixtral 8x22B is left
-    # out: its shapes are in none of the sources bundled with the measured data.
+    # Mixtral 8x22B is left out: its shapes are in none of the sources bundled with the measured data.
     _moe(
         "mixtral-8x7b", "Mixtral 8x7B", layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=32000,
         experts=8, top_k=2, moe_ffn=14336,
+        source="transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1)",
     ),
 )  # fmt: skip
 
@@ -890,62 +926,74 @@ gated attention in every fourth (transformers 5.25 configuration_qwen3_next.py L
 Megatron-Bridge 0.3.1 qwen_provider.py L458: linear_attention_freq 4)."""
 
 
-def _hybrid(model_id: str, name: str, **shapes: Any) -> ModelSpec:
+def _hybrid(model_id: str, name: str, source: str, **shapes: Any) -> ModelSpec:
     """A Nemotron-H-style hybrid (Megatron-Bridge 0.3.1 NemotronHModelProvider, models/nemotronh/
     nemotron_h_provider.py): squared-ReLU MLPs and experts, RMSNorm, no position embedding, no biases, untied
     embeddings, 8 query groups, Mamba-2 heads of 64 in 8 groups, the first and last layer in BF16 under FP8
     (first_last_layers_bf16, TransformerConfig's one layer at each end); vocabulary 131,072 (transformers 5.25
-    NemotronHConfig's default, its docstring's checkpoint nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16)."""
+    NemotronHConfig's default, its docstring's checkpoint nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16). `source`
+    names the provider of the model's own shapes; the defaults' sources are added to it."""
     defaults: dict[str, Any] = {
         "kv_heads": 8, "vocab": 131072, "mlp": "squared_relu", "mamba_head_dim": 64, "bf16_edge_layers": 1,
         "rotary": False,
     }  # fmt: skip
-    return ModelSpec(id=model_id, name=name, **(defaults | shapes))
+    cited = (
+        f"{source}, over Megatron-Bridge 0.3.1 NemotronHModelProvider (models/nemotronh/nemotron_h_provider.py); "
+        "vocabulary 131,072: transformers 5.25 NemotronHConfig's default"
+    )
+    return ModelSpec(id=model_id, name=name, source=cited, **(defaults | shapes))
 
 
 NEMOTRON_3_NANO = _hybrid(
-    "nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B", layers=52, hidden=2688, ffn=1856, heads=32, kv_heads=2,
-    head_size=128, hybrid_pattern=NEMOTRON_3_NANO_PATTERN, mamba_heads=64, mamba_state=128, experts=128, top_k=6,
-    shared_experts=2, moe_ffn=1856, dispatcher="alltoall",
+    "nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B",
+    "Nemotron3NanoProvider: 2688 wide, 32 heads of 128 in 2 query groups, Mamba-2 64 heads of 64 with states of 128, "
+    "128 experts of 1856 top-6 and a shared expert of 3712, one routing group; its dispatcher 'alltoall' "
+    "(NemotronHModelProvider.moe_token_dispatcher_type)",
+    layers=52, hidden=2688, ffn=1856, heads=32, kv_heads=2, head_size=128, hybrid_pattern=NEMOTRON_3_NANO_PATTERN,
+    mamba_heads=64, mamba_state=128, experts=128, top_k=6, shared_experts=2, moe_ffn=1856, dispatcher="alltoall",
 )  # fmt: skip
-"""Nemotron3NanoProvider: 2688 wide, 32 heads of 128 in 2 query groups, Mamba-2 64 heads of 64 with states of 128,
-128 experts of 1856 top-6 and a shared expert of 3712 (two of 1856: the same weights and FLOPs), one routing group;
-its dispatcher 'alltoall' (NemotronHModelProvider.moe_token_dispatcher_type)."""
+"""Nemotron 3 Nano, the base of Nemotron 3.5 Lightning: its shared expert of 3712 is two of 1856 (the same weights
+and FLOPs)."""
 
 HYBRID_MODELS = (
-    # NemotronHModelProvider8B / 56B: 52 and 118 layers of the pattern, 4096 and 8192 wide, Mamba-2 with 128 and 256
-    # heads and states of 128 and 256, MLP 21504 and 32768, 32 and 64 attention heads (head dim 128).
     _hybrid(
-        "nemotron-h-8b", "Nemotron-H 8B", layers=52, hidden=4096, ffn=21504, heads=32,
-        hybrid_pattern=NEMOTRON_H_8B_PATTERN, mamba_heads=128, mamba_state=128,
+        "nemotron-h-8b", "Nemotron-H 8B",
+        "NemotronHModelProvider8B: 52 layers of the pattern, 4096 wide, Mamba-2 with 128 heads and states of 128, MLP "
+        "21504, 32 attention heads (head dim 128)",
+        layers=52, hidden=4096, ffn=21504, heads=32, hybrid_pattern=NEMOTRON_H_8B_PATTERN, mamba_heads=128,
+        mamba_state=128,
     ),
     _hybrid(
-        "nemotron-h-56b", "Nemotron-H 56B", layers=118, hidden=8192, ffn=32768, heads=64,
-        hybrid_pattern=NEMOTRON_H_56B_PATTERN, mamba_heads=256, mamba_state=256,
+        "nemotron-h-56b", "Nemotron-H 56B",
+        "NemotronHModelProvider56B: 118 layers of the pattern, 8192 wide, Mamba-2 with 256 heads and states of 256, "
+        "MLP 32768, 64 attention heads (head dim 128)",
+        layers=118, hidden=8192, ffn=32768, heads=64, hybrid_pattern=NEMOTRON_H_56B_PATTERN, mamba_heads=256,
+        mamba_state=256,
     ),
     NEMOTRON_3_NANO,
-    # Nemotron 3.5 Lightning: Megatron-Bridge 0.6.2 recipes/nemotronh/h100/nemotron_3_nano.py
-    # nemotron_3_5_lightning_pretrain_config (and perf_recipes/nemotronh/gb200/nemotronh.py
-    # _build_nemotron_3_5_lightning_gb200_mxfp8): Nano's provider with mtp_num_layers 2, mtp_hybrid_override_pattern
-    # '*E', mtp_use_repeated_layer and keep_mtp_spec_in_bf16.
     dataclasses.replace(
         NEMOTRON_3_NANO, id="nemotron-3.5-lightning-30b-a3b", name="Nemotron 3.5 Lightning 30B-A3B", mtp_layers=2,
         mtp_pattern="*E", mtp_shared_weights=True, mtp_bf16=True,
+        source="Megatron-Bridge 0.6.2 recipes/nemotronh/h100/nemotron_3_nano.py nemotron_3_5_lightning_pretrain_config "
+        "(and perf_recipes/nemotronh/gb200/nemotronh.py _build_nemotron_3_5_lightning_gb200_mxfp8): Nano's provider "
+        "with mtp_num_layers 2, mtp_hybrid_override_pattern '*E', mtp_use_repeated_layer and keep_mtp_spec_in_bf16. "
+        f"Nano: {NEMOTRON_3_NANO.source}",
     ),
-    # Qwen3-Next-80B-A3B: transformers 5.25 Qwen3NextConfig's defaults, whose docstring names the checkpoint
-    # (configuration_qwen3_next.py L23, L50, L88-118: 48 layers, 2048 wide, 16 heads of 256 in 2 query groups, 512
-    # experts of 512 top-10 and a shared expert of 512, every layer MoE, vocab 151936 untied; Gated DeltaNet of 16
-    # key heads and 32 value heads of 128, conv 4), agreeing with Megatron-Bridge 0.3.1 Qwen3NextModelProvider80B_A3B
-    # (qwen_provider.py L434-482: gated attention, the shared expert's gate, QK norm from Qwen3MoEModelProvider). Its
-    # RMSNorms are zero-centred (the same parameters); the checkpoint's MTP module, which transformers skips
-    # (modeling_qwen3_next.py L1034) and the provider leaves unset, is left out. The dense width (5632 in the
-    # config's defaults, 5120 in the provider) is unused: every layer is MoE. The pretraining recipe applies the flex
-    # dispatcher (DeepEP: recipes/qwen/qwen3_next.py L66-68, L140).
+    # Qwen3-Next-80B-A3B: its RMSNorms are zero-centred (the same parameters); the checkpoint's MTP module, which
+    # transformers skips (modeling_qwen3_next.py L1034) and the provider leaves unset, is left out. The dense width
+    # (5632 in the config's defaults, 5120 in the provider) is unused: every layer is MoE.
     ModelSpec(
         id="qwen3-next-80b-a3b", name="Qwen3-Next-80B-A3B", layers=96, hidden=2048, ffn=5120, heads=16, kv_heads=2,
         head_size=256, qk_norm=True, attention_output_gate=True, vocab=151936, hybrid_pattern=QWEN3_NEXT_PATTERN,
         gdn_key_heads=16, gdn_value_heads=32, experts=512, top_k=10, shared_experts=1, moe_ffn=512,
         shared_expert_gate=True,
+        source="transformers 5.25 Qwen3NextConfig's defaults, whose docstring names the checkpoint "
+        "(configuration_qwen3_next.py L23, L50, L88-118: 48 layers, 2048 wide, 16 heads of 256 in 2 query groups, 512 "
+        "experts of 512 top-10 and a shared expert of 512, every layer MoE, vocab 151936 untied; Gated DeltaNet of 16 "
+        "key heads and 32 value heads of 128, conv 4), agreeing with Megatron-Bridge 0.3.1 "
+        "Qwen3NextModelProvider80B_A3B (qwen_provider.py L434-482: gated attention, the shared expert's gate, QK norm "
+        "from Qwen3MoEModelProvider). The pretraining recipe applies the flex dispatcher (DeepEP: "
+        "recipes/qwen/qwen3_next.py L66-68, L140).",
     ),
 )  # fmt: skip
 
@@ -955,91 +1003,108 @@ def _gelu(model_id: str, name: str, **shapes: Any) -> ModelSpec:
     return ModelSpec(id=model_id, name=name, mlp="gelu", norm="layernorm", tied_embeddings=True, **shapes)
 
 
-WHOLE_RUN_MODELS = (
-    # LLaMA 1 (Touvron et al. 2023, arXiv 2302.13971, Table 2: dim/heads/layers; FFN 2/3 x 4h to a multiple of 256;
-    # vocabulary 32,000): whole_runs.csv's model_shapes. 7B and 13B have Llama 2's shapes.
-    _llama("llama1-7b", "LLaMA 7B", 32, 4096, 11008, 32, 32000, kv_heads=32),
-    _llama("llama1-13b", "LLaMA 13B", 40, 5120, 13824, 40, 32000, kv_heads=40),
-    _llama("llama1-33b", "LLaMA 33B", 60, 6656, 17920, 52, 32000, kv_heads=52),
-    _llama("llama1-65b", "LLaMA 65B", 80, 8192, 22016, 64, 32000, kv_heads=64),
-    # BLOOM-176B (arXiv 2211.05100, p.21: 70 layers, 14336 hidden, 112 heads, vocab 250,680; 4h GELU MLP, biases):
-    # its ALiBi has no parameters; the LayerNorm after its embedding (28,672 parameters) is left out.
-    _gelu(
-        "bloom-176b", "BLOOM 176B", layers=70, hidden=14336, ffn=57344, heads=112, kv_heads=112, vocab=250680, bias=True
-    ),
-    # Falcon-180B (its config as whole_runs_sources.md gives it: 80 layers, 14848 hidden, 232 heads, 8 KV, vocab
-    # 65024, no biases): a parallel attention/MLP block with two LayerNorms on its input (transformers 5.25
-    # FalconConfig new_decoder_architecture, modeling_falcon.py L368-381: ln_attn and ln_mlp).
-    _gelu(
-        "falcon-180b",
-        "Falcon 180B",
-        layers=80,
-        hidden=14848,
-        ffn=59392,
-        heads=232,
-        kv_heads=8,
-        vocab=65024,
-        parallel_block=True,
-    ),
-    # MPT-7B (whole_runs.csv, the llm-foundry mpt-7b config: ALiBi, no biases, vocab 50,432).
-    _gelu("mpt-7b", "MPT-7B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32, vocab=50432),
+_LLAMA1 = (
+    "Touvron et al. 2023, arXiv 2302.13971, Table 2 (dim/heads/layers; FFN 2/3 x 4h to a multiple of 256; vocabulary "
+    "32,000): whole_runs.csv's model_shapes"
 )
+WHOLE_RUN_MODELS = (
+    # LLaMA 1 7B and 13B have Llama 2's shapes.
+    _llama("llama1-7b", "LLaMA 7B", 32, 4096, 11008, 32, 32000, _LLAMA1, kv_heads=32),
+    _llama("llama1-13b", "LLaMA 13B", 40, 5120, 13824, 40, 32000, _LLAMA1, kv_heads=40),
+    _llama("llama1-33b", "LLaMA 33B", 60, 6656, 17920, 52, 32000, _LLAMA1, kv_heads=52),
+    _llama("llama1-65b", "LLaMA 65B", 80, 8192, 22016, 64, 32000, _LLAMA1, kv_heads=64),
+    # BLOOM-176B: its ALiBi has no parameters; the LayerNorm after its embedding (28,672 parameters) is left out.
+    _gelu(
+        "bloom-176b", "BLOOM 176B", layers=70, hidden=14336, ffn=57344, heads=112, kv_heads=112, vocab=250680,
+        bias=True,
+        source="arXiv 2211.05100, p.21: 70 layers, 14336 hidden, 112 heads, vocab 250,680; 4h GELU MLP, biases",
+    ),
+    _gelu(
+        "falcon-180b", "Falcon 180B", layers=80, hidden=14848, ffn=59392, heads=232, kv_heads=8, vocab=65024,
+        parallel_block=True,
+        source="Falcon-180B's config as whole_runs_sources.md gives it: 80 layers, 14848 hidden, 232 heads, 8 KV, "
+        "vocab 65024, no biases; a parallel attention/MLP block with two LayerNorms on its input (transformers 5.25 "
+        "FalconConfig new_decoder_architecture, modeling_falcon.py L368-381: ln_attn and ln_mlp)",
+    ),
+    _gelu(
+        "mpt-7b", "MPT-7B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32, vocab=50432,
+        source="whole_runs.csv, the llm-foundry mpt-7b config: ALiBi, no biases, vocab 50,432",
+    ),
+)  # fmt: skip
 """Models of the published whole runs (whole_runs.csv) that the zoo had no shapes for."""
 
+_NEMOTRON = (
+    "over NemotronModelProvider (L33-68: squared ReLU, LayerNorm, no linear biases, untied embeddings, RoPE on half "
+    "the head). Vocabulary 256,000 as Nemotron-4's: NeMo 24.07's performance table"
+)
+_NEMOTRON4 = (
+    "(nemotron_provider.py L33-146: squared-ReLU MLP, LayerNorm, no linear biases, untied embeddings, RoPE on half the "
+    "head) and transformers 5.25 NemotronConfig (vocab 256000, head_dim hidden / heads)"
+)
 ARCHITECTURE_MODELS = (
-    # Nemotron-3 8B / 22B: Megatron-Bridge 0.3.1 Nemotron3ModelProvider8B / 22B (nemotron_provider.py L87-116: 32 and
-    # 40 layers, 4096 and 6144 wide, MLP of 16384 and 24576, 32 and 48 heads, num_query_groups None: multi-head) over
-    # NemotronModelProvider (L33-68: squared ReLU, LayerNorm, no linear biases, untied embeddings, RoPE on half the
-    # head). Vocabulary 256,000 as Nemotron-4's: NeMo 24.07's performance table (measured_runs.csv rows 281-282)
-    # gives 643 / 12,507 and 562 / 4,312 TFLOP/s per tokens/s, 51.41 and 130.3 GFLOP a token, which these shapes
-    # reproduce with it (tests/test_architecture_variants.py).
     ModelSpec(
         id="nemotron3-8b", name="Nemotron-3 8B", layers=32, hidden=4096, ffn=16384, heads=32, kv_heads=32,
         vocab=256000, mlp="squared_relu", norm="layernorm",
+        source="Megatron-Bridge 0.3.1 Nemotron3ModelProvider8B (nemotron_provider.py L87-116: 32 layers, 4096 wide, "
+        f"MLP of 16384, 32 heads, num_query_groups None: multi-head) {_NEMOTRON} (measured_runs.csv row 281) gives "
+        "643 / 12,507 TFLOP/s per tokens/s, 51.41 GFLOP a token, which these shapes reproduce with it "
+        "(tests/test_architecture_variants.py)",
     ),
     ModelSpec(
         id="nemotron3-22b", name="Nemotron-3 22B", layers=40, hidden=6144, ffn=24576, heads=48, kv_heads=48,
         vocab=256000, mlp="squared_relu", norm="layernorm",
+        source="Megatron-Bridge 0.3.1 Nemotron3ModelProvider22B (nemotron_provider.py L87-116: 40 layers, 6144 wide, "
+        f"MLP of 24576, 48 heads, num_query_groups None: multi-head) {_NEMOTRON} (measured_runs.csv row 282) gives "
+        "562 / 4,312 TFLOP/s per tokens/s, 130.3 GFLOP a token, which these shapes reproduce with it "
+        "(tests/test_architecture_variants.py)",
     ),
-    # Nemotron-4: Megatron-Bridge 0.3.1 Nemotron4ModelProvider15B / 340B (nemotron_provider.py L33-146: squared-ReLU
-    # MLP, LayerNorm, no linear biases, untied embeddings, RoPE on half the head) and transformers 5.25
-    # NemotronConfig (vocab 256000, head_dim hidden / heads).
     ModelSpec(
         id="nemotron4-15b", name="Nemotron-4 15B", layers=32, hidden=6144, ffn=24576, heads=48, kv_heads=8,
         vocab=256000, mlp="squared_relu", norm="layernorm",
+        source=f"Megatron-Bridge 0.3.1 Nemotron4ModelProvider15B {_NEMOTRON4}",
     ),
     ModelSpec(
         id="nemotron4-340b", name="Nemotron-4 340B", layers=96, hidden=18432, ffn=73728, heads=96, kv_heads=8,
         vocab=256000, mlp="squared_relu", norm="layernorm",
+        source=f"Megatron-Bridge 0.3.1 Nemotron4ModelProvider340B {_NEMOTRON4}",
     ),
-    # Gemma 3 27B (its language model): Megatron-Bridge 0.3.1 Gemma3ModelProvider27B and Gemma3ModelProvider
-    # (gemma3_provider.py L55-207: 62 layers, 5376 wide, 32 heads of 128, 16 query groups, gated GELU of 21504,
-    # RMSNorm before and after each block, QK norm, tied embeddings, five 1024-token sliding-window layers to one
-    # global one: 52 of 62, vocab 262208).
+    # Gemma 3 27B: its language model.
     ModelSpec(
         id="gemma3-27b", name="Gemma 3 27B", layers=62, hidden=5376, ffn=21504, heads=32, kv_heads=16,
         head_size=128, vocab=262208, tied_embeddings=True, mlp="geglu", qk_norm=True, layer_norms=4,
         sliding_window=1024, sliding_layers=52,
+        source="Megatron-Bridge 0.3.1 Gemma3ModelProvider27B and Gemma3ModelProvider (gemma3_provider.py L55-207: 62 "
+        "layers, 5376 wide, 32 heads of 128, 16 query groups, gated GELU of 21504, RMSNorm before and after each "
+        "block, QK norm, tied embeddings, five 1024-token sliding-window layers to one global one: 52 of 62, vocab "
+        "262208)",
     ),
 )  # fmt: skip
 """Models of issue 32's architecture features (squared-ReLU MLPs, pre- and post-norms) with their published
 configs (DeepSeek-V3.2's sparse attention and Llama 4's interleaved MoE layers are among MOE_MODELS). StarCoder2 15B
 is left out: its shapes are in no reachable source (transformers' Starcoder2Config defaults are the 3B's)."""
 
-# Shapes from the models' config.json on Hugging Face (meta-llama) and, for GPT-3, Brown et al. 2020 Table 2.1 with
-# the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md); the smaller GPT-3s as NeMo's GPT3 5B/20B configs.
+_GPT3 = "with the MLPerf 50,257-token vocabulary (mlperf_benchmarks.md)"
 ZOO: dict[str, ModelSpec] = {
     m.id: m
     for m in (
-        _llama("llama3.1-8b", "Llama 3.1 8B", 32, 4096, 14336, 32, 128256),
-        _llama("llama3.1-70b", "Llama 3.1 70B", 80, 8192, 28672, 64, 128256),
-        _llama("llama3.1-405b", "Llama 3.1 405B", 126, 16384, 53248, 128, 128256),
-        _llama("llama2-7b", "Llama 2 7B", 32, 4096, 11008, 32, 32000, kv_heads=32),
-        _llama("llama2-13b", "Llama 2 13B", 40, 5120, 13824, 40, 32000, kv_heads=40),
-        _llama("llama2-70b", "Llama 2 70B", 80, 8192, 28672, 64, 32000),
-        gpt("gpt3-5b", "GPT-3 5B", 24, 4096, 32, 50257, 2048),
-        gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048),
-        gpt("gpt3-175b", "GPT-3 175B", 96, 12288, 96, 50257, 2048),
+        _llama("llama3.1-8b", "Llama 3.1 8B", 32, 4096, 14336, 32, 128256, _hf("Llama-3.1-8B")),
+        _llama("llama3.1-70b", "Llama 3.1 70B", 80, 8192, 28672, 64, 128256, _hf("Llama-3.1-70B")),
+        _llama("llama3.1-405b", "Llama 3.1 405B", 126, 16384, 53248, 128, 128256, _hf("Llama-3.1-405B")),
+        _llama("llama2-7b", "Llama 2 7B", 32, 4096, 11008, 32, 32000, _hf("Llama-2-7b-hf"), kv_heads=32),
+        _llama("llama2-13b", "Llama 2 13B", 40, 5120, 13824, 40, 32000, _hf("Llama-2-13b-hf"), kv_heads=40),
+        _llama("llama2-70b", "Llama 2 70B", 80, 8192, 28672, 64, 32000, _hf("Llama-2-70b-hf")),
+        gpt("gpt3-5b", "GPT-3 5B", 24, 4096, 32, 50257, 2048, f"NeMo's GPT3 5B config {_GPT3}"),
+        gpt("gpt3-20b", "GPT-3 20B", 44, 6144, 48, 50257, 2048, f"NeMo's GPT3 20B config {_GPT3}"),
+        gpt(
+            "gpt3-175b",
+            "GPT-3 175B",
+            96,
+            12288,
+            96,
+            50257,
+            2048,
+            f"Brown et al. 2020 (arXiv 2005.14165) Table 2.1 {_GPT3}",
+        ),
         *WHOLE_RUN_MODELS,
         *ARCHITECTURE_MODELS,
         *MOE_MODELS,

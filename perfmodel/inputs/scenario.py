@@ -22,7 +22,7 @@ from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
-from perfmodel.inputs.models import ModelSpec, get_model, model_spec
+from perfmodel.inputs.models import ZOO, ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given_field, input_fields, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
@@ -737,8 +737,10 @@ def checked_scenario(raw: dict[str, Any]) -> Scenario:
 
 
 def table_spec(shapes: dict[str, Any]) -> ModelSpec:
-    """The model of a [model] table's shapes: over its `base` zoo entry, else from scratch."""
-    shapes = dict(shapes)
+    """The model of a [model] table's shapes: over its `base` zoo entry, else from scratch; its source as
+    table_source says (a source alone changes no shape: the id and name stay the base's)."""
+    source = table_source(shapes)
+    shapes = {key: value for key, value in shapes.items() if key != "source"}
     base = shapes.pop("base", None)
     try:
         start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
@@ -748,7 +750,20 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
         start["id"] = f"{base}-custom" if shapes else base
     if base and "name" not in shapes and set(shapes) - {"id"}:  # not the zoo's model: its heading says which it is
         start["name"] = f"{start['name']} ({shapes.get('id', start['id'])})"
-    return model_spec(start | shapes)
+    return model_spec(start | shapes | {"source": source})
+
+
+def table_source(shapes: dict[str, Any], origin: str = "given") -> str:
+    """Where a [model] table's shapes come from: its own `source`; else, over a zoo `base`, the base's citation when
+    it changes no shape, and `origin` (a model file's path, 'given') "based on" it when it does, so that the changed
+    shapes never claim the base's source; without a base, `origin`."""
+    base = ZOO.get(shapes.get("base", ""))
+    if "source" in shapes or base is None:
+        return str(shapes.get("source", origin))
+    own = {key: value for key, value in shapes.items() if key not in ("base", "id", "name")}
+    if all(getattr(base, key, None) == value for key, value in own.items()):
+        return base.source
+    return f"{origin}, based on {base.source}"
 
 
 def model_file(path: Path) -> dict[str, Any]:
@@ -757,6 +772,7 @@ def model_file(path: Path) -> dict[str, Any]:
     from perfmodel.inputs.scenario_check import check_model_file
 
     table = check_model_file(path, read_toml(path, "model"))
+    table = {"source": table_source(table, str(path))} | table
     try:
         table_spec(table)
     except FieldError as exc:
