@@ -23,7 +23,7 @@ from perfmodel.inputs.scenario import (
     with_overrides,
 )
 from perfmodel.physics import calibration
-from perfmodel.physics.parallel import Layout, broken_rules, feature_rules
+from perfmodel.physics.parallel import Layout, Rule, broken_rules, feature_rules
 from perfmodel.planning.predict import given_degree, given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
@@ -193,20 +193,11 @@ def _check_layout(
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
 
 
-DIVISOR_DIMS = {
-    frozenset(("tp", "pp", "cp", "n_gpus")): frozenset(("tp", "pp", "cp")),
-    frozenset(("gbs", "mbs", "dp")): frozenset(("mbs",)),
-}
-"""The divisibility rules of physics.parallel.RULES (TP x PP x CP divides the GPU count; MBS x DP divides GBS), each
-with the degrees of its divisor that a partly given layout may leave open."""
-
-
-def _weakest_at_one(rule: Any, fixed: set[str]) -> bool:
-    """Whether a partly given layout is held to a divisibility rule (DIVISOR_DIMS) whose other dimensions are all
-    given: the divisor's open degrees at 1 (_given_part) are the weakest test, since any searched degree only
+def _weakest_at_one(rule: Rule, fixed: set[str]) -> bool:
+    """Whether a partly given layout is held to a divisibility rule (parallel.Rule.open_dims) whose other dimensions
+    are all given: the divisor's open degrees at 1 (_given_part) are the weakest test, since any searched degree only
     multiplies them (`--tp 16` on 8 GPUs, `--gbs 12 --dp 8`: no layout the search could find keeps them)."""
-    open_ok = DIVISOR_DIMS.get(frozenset(rule.dims))
-    return open_ok is not None and set(rule.dims) - open_ok <= fixed
+    return bool(rule.open_dims) and set(rule.dims) - set(rule.open_dims) <= fixed
 
 
 PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
