@@ -10,6 +10,7 @@ from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
     PRECISION,
+    Choice,
     Command,
     FilePath,
     Whole,
@@ -112,7 +113,7 @@ def _log_options(command: Command) -> Command:
         _degree("--gbs", "sequences", "For --logs: global batch size in sequences."),
         click.option("--seq-len", type=Whole("tokens", min=16), help="For --logs: sequence length (default 8192)."),
         _degree("--ep", "GPUs", "For --logs: expert-parallel size (else searched)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="For --logs."),
+        click.option("--recompute", type=Choice(["none", "selective", "full"]), help="For --logs."),
         click.option("--zero", type=Whole("stages", 0, 3), help="For --logs: sharding (else searched)."),
         click.option(
             "--warmup-steps",
@@ -152,7 +153,7 @@ ONLY_HELP = (
 @calibration_option
 @click.option(
     "--protocol",
-    type=click.Choice(["forward", "generation", "precision", "scale", "length", "stack", "whole-runs"]),
+    type=Choice(["forward", "generation", "precision", "scale", "length", "stack", "whole-runs"]),
     help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw "
     "(length: leave one sequence length of the long-sequence table out; stack: leave one software stack out; "
     "whole-runs: leave one published whole run out of the loss fit; it takes --data and --calibration).",
@@ -259,7 +260,7 @@ def _validate_protocol(
 )
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @_log_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(
     logs: tuple[str, ...],
     data: str | None,
