@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 import click
+from click.core import ParameterSource
 
 from perfmodel.errors import PerfmodelError, did_you_mean, visible
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
-from perfmodel.inputs.counts import EXAMPLES, count, in_digits
+from perfmodel.inputs.counts import EXAMPLES, SUFFIXES, count, in_digits
 
 
 class Choice(click.Choice):
@@ -51,6 +52,31 @@ class FilePath(click.Path):
         if "\x00" in str(value):
             self.fail("a file name cannot contain a NUL byte", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class ScenarioPath(FilePath):
+    """The SCENARIO argument. A count's suffix alone that names no file is a count split by a space (`--tokens 15 T`:
+    the shell passes T as the SCENARIO): refused saying that a count takes no space, naming the flag that took the
+    number where one did, not as no scenario file named T."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if text.upper() in SUFFIXES and not Path(text).exists():
+            split = [(p.opts[0], ctx.params[p.name]) for p in ctx.command.params if _split_count(p, ctx)] if ctx else []
+            flag, number = split[-1] if split else ("--tokens", 15)
+            written = f"{flag} {number:g}{text}, not {flag} {number:g} {text}" if split else f"e.g. {flag} 15{text}"
+            self.fail(
+                f"'{text}' is a count's suffix, not a scenario file: a count takes no space ({written})", param, ctx
+            )
+        return super().convert(value, param, ctx)
+
+
+def _split_count(param: click.Parameter, ctx: click.Context) -> bool:
+    """Whether `param` is a count flag (Count) given on the command line before the SCENARIO argument."""
+    given = param.name is not None and ctx.params.get(param.name) is not None
+    return (
+        given and isinstance(param.type, Count) and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
+    )
 
 
 class Whole(click.IntRange):
@@ -351,7 +377,7 @@ def scenario_options(
         click.argument(
             "scenario",
             required=False,
-            type=FilePath(dir_okay=False),
+            type=ScenarioPath(dir_okay=False),
             shell_complete=complete_ids(("scenarios",), files=True),
         ),
         hardware_option,
