@@ -432,7 +432,7 @@ CASES: list[Case] = [
     Case("csv-header-only", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no rows",
          {"r.csv": CSV_HEADER + "\n"}),
     Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"),
-         "unknown column(s) tpp (did you mean 'tp'?); allowed: id, source",
+         "unknown column 'tpp' (did you mean 'tp'?); allowed: id, source",
          {"r.csv": f"{CSV_HEADER},tpp\n{GOOD_ROW},2\n"}),
     Case("csv-semicolons", ("validate", "--data", "{tmp}/r.csv"),  # a European spreadsheet's CSV
          "{tmp}/r.csv: its columns are separated by ';'; a runs CSV separates them with commas",

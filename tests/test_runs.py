@@ -33,7 +33,15 @@ def test_reads_the_documented_columns(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("id,model,gpu\nx,llama3.1-8b,h100-sxm\n", "missing column(s) n_gpus, precision, metric, measured"),
-        (GOOD.replace("measured\n", "measured,colour\n").replace("1602\n", "1602,red\n"), "unknown column(s) colour"),
+        (
+            GOOD.replace("metric,measured", "tokens_per_s_per_gpus").replace("tokens_per_s_per_gpu,", ""),
+            "unknown column 'tokens_per_s_per_gpus': a metric (tokens_per_s_per_gpu, step_time_s, time_to_train_min, "
+            "gpu_hours) is a value of the 'metric' column, with its number in 'measured'",
+        ),
+        (
+            GOOD.replace("measured\n", "measured,recomput\n").replace("1602\n", "1602,full\n"),
+            "unknown column 'recomput' (did you mean 'recompute'?)",
+        ),
         (GOOD.replace(",1602", ",fast"), "row 2: column 'measured' is 'fast', not a number"),
         (GOOD.replace(",1602", ",-3"), "row 2: column 'measured' is '-3'; it must be a positive finite number"),
         (GOOD.replace(",1602", ",nan"), "row 2: column 'measured' is 'nan'"),
@@ -50,6 +58,19 @@ def test_bad_csv_names_file_row_and_column(tmp_path: Path, text: str, message: s
     with pytest.raises(PerfmodelError) as err:
         read_runs_csv(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_a_column_near_none_of_the_set_is_ignored_and_noted_once(tmp_path: Path) -> None:
+    """A spreadsheet export's own columns (`notes`, a blank header of a trailing comma) were refused; they are read
+    past and named once, while a near-miss of a column (above) is still refused."""
+    header, row = GOOD.splitlines()
+    path = _csv(tmp_path, f"notes,{header},\nfirst try,{row},\nsecond,{row.replace('a,', 'b,', 1)},\n")
+    heard: list[str] = []
+    runs = read_runs_csv(path, heard.append)
+    assert [run.id for run in runs] == ["a", "b"] and runs[0].measured == 1602
+    assert heard == [f"{path}: ignored columns: 'notes', ''"]
+    result = run_cli("validate", "--data", str(path))
+    assert result.code == 0 and result.err == f"note: {path}: ignored columns: 'notes', ''\n"
 
 
 def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Path) -> None:

@@ -51,10 +51,15 @@ def _runs(
     step_logs: tuple[str, ...] = (),
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs asked for (a CSV, MLPerf logs, training logs, the bundled rows) and the bundled exclusions when those
-    are used."""
+    are used; the CSV's ignored columns are noted on stderr."""
     from perfmodel.fitting.runs import collect_runs
 
-    return collect_runs(data or None, _read_logs(logs, step_logs, log_flags), only, bundled)
+    return collect_runs(data or None, _read_logs(logs, step_logs, log_flags), only, bundled, _note)
+
+
+def _note(message: str) -> None:
+    """A line on stderr that the output does not hold (a runs CSV's ignored columns), whatever --format."""
+    say(f"note: {message}", err=True)
 
 
 def _read_logs(logs: tuple[str, ...], step_logs: tuple[str, ...], log_flags: dict[str, Any]) -> list[MeasuredRun]:
@@ -291,7 +296,7 @@ def calibrate(
     read = _read_logs(logs, step_logs, _split_log_flags(flags))
     show = not quiet and sys.stderr.isatty()
     progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
-    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress, read)
+    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress, read, _note)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     if "user" in fitted.provenance:
         from perfmodel.outputs.user_calibration import user_calibration_table
