@@ -1,5 +1,6 @@
 """Measured runs: the documented CSV format, its errors, and the bundled rows with their exclusions."""
 
+import json
 import re
 from pathlib import Path
 
@@ -78,12 +79,23 @@ def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Pa
     path = _csv(tmp_path, GOOD + GOOD.splitlines()[1].replace("a,", "b,", 1).replace(",4,8,", ",3,8,") + "\n")
     result = run_cli("validate", "--data", str(path))
     assert result.code == 0 and "MAPE" in result.out
-    assert "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in result.out
+    assert "Excluded 1 rows:\n  b: column 'tp': invalid layout TP3 PP8" in result.out
     assert "TP 3 must divide the 64 attention heads" in result.out
     good = "".join(GOOD.splitlines(keepends=True)[1].replace("a,", f"a{k},", 1) for k in range(5))
     path.write_text(path.read_text() + good)  # a user calibration needs 5 rows per parameter (fitting/user.py)
     fitted = run_cli("calibrate", "--data", str(path), "--out", str(tmp_path / "c.json"))
-    assert fitted.code == 0 and "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in fitted.out
+    assert fitted.code == 0 and "Excluded 1 rows:\n  b: column 'tp': invalid layout TP3 PP8" in fitted.out
+
+
+def test_a_row_whose_partly_given_layout_breaks_a_rule_names_its_column(tmp_path: Path) -> None:
+    """`tp=3` with the rest left to the search was excluded with the search's 'TP 3 x PP 2 x CP 1 = 6 does not divide
+    the 8 GPUs', a PP no column gave; a question's given layout is checked so (request.check_given_layout)."""
+    header = "id,model,gpu,n_gpus,precision,tp,metric,measured\n"
+    rows = "".join(f"{tp},llama3.1-8b,h100-sxm,8,bf16,{tp},tokens_per_s_per_gpu,9000\n" for tp in (2, 3, 16))
+    result = run_cli("validate", "--data", str(_csv(tmp_path, header + rows)), "--format", "json")
+    excluded = {row["id"]: row["reason"] for row in json.loads(result.out)["excluded"]}
+    assert excluded["3"].startswith("column 'tp': TP 3 must divide the 32 attention heads;")
+    assert excluded == {"3": excluded["3"], "16": "column 'tp': TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"}
 
 
 def test_a_row_whose_layout_cannot_fit_is_flagged(tmp_path: Path) -> None:

@@ -166,20 +166,10 @@ def _check_layout(
     phase: Phase | None,
 ) -> None:
     """check_given_layout of one scenario: a one-phase scenario's, or a campaign `phase`'s."""
-    rules = feature_rules(scenario.stack, scenario.vintage)
-    full = given_full_layout(scenario)
-    layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
-    fixed -= set() if own_count else {"n_gpus"}
-    held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
-    rules = (*held, *(rule for rule in rules if rule not in held and _weakest_at_one(rule, fixed)))
-    model = scenario.model_spec()
-    broken = broken_rules(layout, model, scenario.n_gpus, rules)
-    if not broken:
+    broken = given_layout_problem(scenario, own_count)
+    if broken is None:
         return
-    why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
-    if full is not None and own_count:
-        why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
-    named = [dim for dim in broken[0].dims if dim in fixed]  # the given ones (a GPU-count rule names open ones too)
+    named, why = broken
     where = source_name(source)
     if phase is not None:
         own = _phase_fields(phase)
@@ -191,6 +181,26 @@ def _check_layout(
     if flag is not None:
         raise InfeasibleLayout(f"{flag}: {why}")
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
+
+
+def given_layout_problem(scenario: Scenario, own_count: bool = True) -> tuple[list[str], str] | None:
+    """None where the scenario's given layout breaks no rule (as check_given_layout holds it), else the given
+    dimensions the first broken rule names and the sentence of every broken rule: what a caller names the flag,
+    field or CSV column by (fitting.validation.prepare)."""
+    rules = feature_rules(scenario.stack, scenario.vintage)
+    full = given_full_layout(scenario)
+    layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
+    fixed -= set() if own_count else {"n_gpus"}
+    held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
+    rules = (*held, *(rule for rule in rules if rule not in held and _weakest_at_one(rule, fixed)))
+    model = scenario.model_spec()
+    broken = broken_rules(layout, model, scenario.n_gpus, rules)
+    if not broken:
+        return None
+    why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
+    if full is not None and own_count:
+        why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
+    return [dim for dim in broken[0].dims if dim in fixed], why  # the given ones (a GPU-count rule names open ones too)
 
 
 def _weakest_at_one(rule: Rule, fixed: set[str]) -> bool:
