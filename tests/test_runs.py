@@ -98,6 +98,16 @@ def test_a_row_whose_partly_given_layout_breaks_a_rule_names_its_column(tmp_path
     assert excluded == {"3": excluded["3"], "16": "column 'tp': TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"}
 
 
+def test_a_row_giving_part_of_its_layout_says_which_part_the_search_kept(tmp_path: Path) -> None:
+    """The layout column said 'searched' of a row giving TP and PP as of one giving none; it names the given ones."""
+    header = "id,model,gpu,n_gpus,precision,tp,pp,metric,measured\n"
+    rows = "both,llama3.1-8b,h100-sxm,8,bf16,2,2,tokens_per_s_per_gpu,9000\n"
+    rows += "none,llama3.1-8b,h100-sxm,8,bf16,,,tokens_per_s_per_gpu,9000\n"
+    result = run_cli("validate", "--data", str(_csv(tmp_path, header + rows)), "--format", "json")
+    basis = {row["id"]: row["layout_basis"] for row in json.loads(result.out)["rows"]}
+    assert basis == {"both": "partly given (tp/pp)", "none": "searched"}
+
+
 def test_a_row_whose_layout_cannot_fit_is_flagged(tmp_path: Path) -> None:
     """70B unsharded on 8 H100s cannot have run: validate prices it but says so, naming the row and the memory."""
     row = GOOD.splitlines()[1].replace(",64,fp8,8192,128,1,4,8,1,5,1,", ",8,fp8,8192,128,1,1,1,1,1,0,")

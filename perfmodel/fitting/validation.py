@@ -139,13 +139,17 @@ class PreparedRun:
 
     @property
     def basis(self) -> str:
-        """How the layout was decided: 'reported', 'stack default', 'stack choice', 'range' or 'searched'."""
+        """How the layout was decided: 'reported', 'stack default', 'stack choice', 'range', 'searched' (no dimension
+        given) or 'partly given (tp/pp)': the search kept the row's given dimensions, which 'searched' hid."""
         if self.settled:
             return self.settled.basis
         given = set(self.run.scenario.get("parallelism", {}))
         if given_degree(self.run.checked.parallelism, "vp") is not None:  # given, or fixed by PP 1
             given.add("vp")
-        return "reported" if given.issuperset(REPORTED_DIMENSIONS) else "searched"
+        if given.issuperset(REPORTED_DIMENSIONS):
+            return "reported"
+        named = [dim for dim in REPORTED_DIMENSIONS if dim in given]
+        return f"partly given ({'/'.join(named)})" if named else "searched"
 
     @property
     def family(self) -> str:
