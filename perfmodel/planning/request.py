@@ -29,6 +29,11 @@ from perfmodel.planning.predict import given_degree, given_full_layout, without_
 MAX_GPU_COUNTS = 64
 """GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
 
+CLI_ASK = "--{} {}"
+API_ASK = "{}={!r}"
+"""How an error spells an option and the value to give it: the CLI's flag (`--gpu ID`), the Python API's keyword
+(`gpu='ID'`), each a format of the option's name and its value."""
+
 ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
 
@@ -83,7 +88,7 @@ def load_checked(
     plan check each target's own instead). Each error is one line naming the flag, the keyword (`keywords`: the
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
     loaded = load_request(source, options, origins, relayout)
-    ask = "{}={!r}" if keywords else "--{} {}"
+    ask = API_ASK if keywords else CLI_ASK
     if loaded.gpu is None and loaded.system is None:  # checked here, where the file's name is known
         held = "scenario" if isinstance(source, Scenario) else "file"
         raise PerfmodelError(
@@ -92,7 +97,7 @@ def load_checked(
         )
     check_given_layout(loaded, source, options, origins, own_count)
     if own_precision:
-        check_precision(loaded, source, options, origins, option=ask.format("precision", "{}"))
+        check_precision(loaded, source, options, origins, ask=ask)
     return loaded
 
 
@@ -229,19 +234,19 @@ def check_precision(
     options: dict[str, Any],
     origins: dict[str, str],
     target: str | None = None,
-    option: str = "--precision {}",
+    ask: str = CLI_ASK,
 ) -> None:
     """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
     from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
-    trips on) and what to pass instead: `option` (the CLI's `--precision`, the Python API's keyword), or a compare
-    or plan `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
+    trips on) and what to pass instead, spelt as `ask` (CLI_ASK or API_ASK): the precision, or a compare or plan
+    `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
     and the phase (as a phase's other fields are); the phases without one take the scenario's, checked as above."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
     instead = accelerator.precisions[0]
     file = source_name(source)
+    on = f"{ask.format('gpu', target)}: " if target else ""
     for phase in scenario.phase:
         if phase.precision is not None and phase.precision not in accelerator.precisions:
-            on = f"--gpu {target}: " if target else ""
             raise PerfmodelError(
                 f"{on}{file}: phase '{shown(phase.name)}': field 'precision': "
                 f"{unsupported(phase.precision, accelerator)}; set the phase's precision to '{instead}'"
@@ -249,15 +254,15 @@ def check_precision(
     inherited = not scenario.phase or any(phase.precision is None for phase in scenario.phase)
     if not inherited or scenario.precision in accelerator.precisions:
         return
-    ask = f"pass --gpu {target}:{instead}" if target else f"pass {option.format(instead)}"
+    fix = f"pass {ask.format('gpu', f'{target}:{instead}') if target else ask.format('precision', instead)}"
     if options.get("precision") is not None:
         where = f"{origins.get('precision', 'precision')}: "
     elif source is None:
         why = unsupported(scenario.precision, accelerator, " (the default precision)")
-        raise PerfmodelError(f"{f'--gpu {target}: ' if target else ''}{why}; {ask}")
+        raise PerfmodelError(f"{on}{why}; {fix}")
     else:
         where = f"{file}: field 'precision': "
-    raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {ask}")
+    raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {fix}")
 
 
 def _given_part(scenario: Scenario) -> tuple[Layout, set[str]]:
