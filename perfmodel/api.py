@@ -196,7 +196,9 @@ def compare(
     arguments.flag("relayout", relayout)
     given = dict(options)
     _use_hardware(given)
-    items = comparing.compare_request(scenario, given, _origins(given), targets, _counts(n_gpus), relayout)
+    items = comparing.compare_request(
+        scenario, given, _origins(given), targets, _counts(n_gpus), relayout, keywords=True
+    )
     return comparing.Comparison(comparing.run(items))
 
 

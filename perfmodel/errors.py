@@ -41,15 +41,15 @@ def shown_value(value: object) -> str:
         return f"<a {type(value).__name__}>"
 
 
-def did_you_mean(word: str, valid: Iterable[str]) -> str:
+def did_you_mean(word: str, valid: Iterable[str], cutoff: float = 0.8) -> str:
     """The hint for a mistyped id or key, " (did you mean 'h100-sxm'?)": the valid ones equal to it but for case,
     else those that begin with it or that it begins with ('h100', 'b200-sxm'), else the one difflib finds nearest if
-    80% alike ('llama-3.1-405b'); '' where none is that near ('h300' would be a guess). At most three."""
+    `cutoff` alike ('llama-3.1-405b'); '' where none is that near ('h300' would be a guess). At most three."""
     options, low = list(valid), word.lower()
     near = (
         [v for v in options if v.lower() == low]
         or [v for v in options if low and (v.lower().startswith(low) or low.startswith(v.lower()))]
-        or difflib.get_close_matches(low, options, n=1, cutoff=0.8)
+        or difflib.get_close_matches(low, options, n=1, cutoff=cutoff)
     )
     return f" (did you mean {' or '.join(repr(v) for v in near[:3])}?)" if near else ""
 

@@ -182,7 +182,15 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
         (lambda: perfmodel.search(n_gpus="8"), r"^n_gpus='8': allowed a whole number of GPUs"),
         (lambda: perfmodel.search(top=0), r"^top=0: allowed a whole number from 1 up to 10,000"),
         (lambda: perfmodel.search(objective="speed"), r"^objective='speed': allowed time, cost"),
-        (lambda: perfmodel.compare(gpu=["h100-sxm:fp5"]), r"^--gpu h100-sxm:fp5: unknown precision 'fp5'"),
+        # compare names its targets and their fixes as keywords (request.API_ASK), not as the CLI's --gpu flags
+        (lambda: perfmodel.compare(gpu=["h100-sxm:fp5"]), r"^gpu='h100-sxm:fp5': unknown precision 'fp5'"),
+        (
+            lambda: perfmodel.compare(gpu=["a100-sxm-80gb"]),
+            r"^gpu='a100-sxm-80gb': a100-sxm-80gb has no tensor-core support for fp8 \(the default precision\); "
+            r"supported: bf16; pass gpu='a100-sxm-80gb:bf16'$",
+        ),
+        (lambda: perfmodel.compare(gpu=["h100-sxm@1020"]), r"^gpu='h100-sxm@1020': 1,020 GPUs is 127.5 dgx-h100 nodes"),
+        (lambda: perfmodel.compare(gpu=["h100-sxm"] * 17), r"^gpu given 17 times; at most 16 systems"),
         (
             lambda: perfmodel.predict(gpu="a100-sxm-80gb"),
             r"^a100-sxm-80gb has no tensor-core support for fp8 \(the default precision\); supported: bf16; pass "
@@ -208,7 +216,7 @@ def test_a_scenario_without_hardware_is_refused_naming_its_file(tmp_path: Path) 
     path = tmp_path / "s.toml"
     path.write_text('model = "llama3.1-8b"\nn_gpus = 8\n')
     refused = "no hardware given: set gpu or system in the {}, or pass gpu='ID' or system='ID'"
-    for call in (perfmodel.predict, perfmodel.load_scenario, perfmodel.search):
+    for call in (perfmodel.predict, perfmodel.load_scenario, perfmodel.search, perfmodel.compare):
         with pytest.raises(perfmodel.PerfmodelError) as caught:
             call(path)
         assert str(caught.value) == f"{path}: {refused.format('file')}"

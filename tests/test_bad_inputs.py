@@ -217,6 +217,10 @@ CASES: list[Case] = [
     Case("fractional-batch", ("predict", "--gbs", "1e3"), "'--gbs': '1e3' is not a whole number of sequences"),
     Case("suffixed-seq-len", ("predict", "--seq-len", "8k"), "'--seq-len': '8k' is not a whole number of tokens: a "
          "suffix is read only where a flag takes a count (--tokens 15T); write it in digits (--seq-len 8192 or 8000)"),
+    Case("tokens-split-by-a-space", ("predict", "--tokens", "15", "T"),  # read 'T: no such scenario file'
+         "'T' is a count's suffix, not a scenario file: a count takes no space (--tokens 15T, not --tokens 15 T)"),
+    Case("budget-split-by-a-space", ("plan", "--deadline", "30d", "--budget", "$40", "M"),
+         "a count takes no space (--budget 40M, not --budget 40 M)"),
     Case("fractional-max-gpus", ("plan", "--max-gpus", "1.5"), "'--max-gpus': '1.5' is not a whole number of GPUs"),
     Case("separated-max-gpus", ("plan", "--max-gpus", "1,024"),  # as the tables print counts
          "'--max-gpus': '1,024' is not a whole number of GPUs: write it in digits (--max-gpus 1024)"),
@@ -428,7 +432,7 @@ CASES: list[Case] = [
     Case("csv-header-only", ("validate", "--data", "{tmp}/r.csv"), "{tmp}/r.csv: no rows",
          {"r.csv": CSV_HEADER + "\n"}),
     Case("csv-unknown-column", ("validate", "--data", "{tmp}/r.csv"),
-         "unknown column(s) tpp (did you mean 'tp'?); allowed: id, source",
+         "unknown column 'tpp' (did you mean 'tp'?); allowed: id, source",
          {"r.csv": f"{CSV_HEADER},tpp\n{GOOD_ROW},2\n"}),
     Case("csv-semicolons", ("validate", "--data", "{tmp}/r.csv"),  # a European spreadsheet's CSV
          "{tmp}/r.csv: its columns are separated by ';'; a runs CSV separates them with commas",

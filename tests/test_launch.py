@@ -295,6 +295,15 @@ def test_cli_prints_the_config_and_refuses_in_one_line(tmp_path: Path) -> None:
     assert again.code == 2 and "file exists; pass --force" in again.err
 
 
+def test_a_mistyped_stack_is_refused_with_the_one_meant() -> None:
+    """click's bare choice list named no stack; every choice of the CLI now says which was meant (cli/options.Choice),
+    as ids and keys do, and a word near none gets the list alone."""
+    near = run_cli("launch", "--stack", "megatorn")
+    assert near.code == 2 and near.err.endswith("'torchtitan' (did you mean 'megatron-lm'?)\n")
+    far = run_cli("launch", "--stack", "xyz")
+    assert far.code == 2 and far.err.endswith("'nemo', 'torchtitan'.\n")
+
+
 def test_a_searched_layout_is_the_fastest_the_stack_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """70B on 64 H100s at TP2 CP2 ZeRO-2: the fastest layout (PP4 VP7: 80 layers and Megatron's embedding and loss
     in 28 chunks) is placed by a layer layout; where none could place it (a model with MTP modules), launch takes the

@@ -1,5 +1,6 @@
 """Measured runs: the documented CSV format, its errors, and the bundled rows with their exclusions."""
 
+import json
 import re
 from pathlib import Path
 
@@ -33,7 +34,15 @@ def test_reads_the_documented_columns(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("id,model,gpu\nx,llama3.1-8b,h100-sxm\n", "missing column(s) n_gpus, precision, metric, measured"),
-        (GOOD.replace("measured\n", "measured,colour\n").replace("1602\n", "1602,red\n"), "unknown column(s) colour"),
+        (
+            GOOD.replace("metric,measured", "tokens_per_s_per_gpus").replace("tokens_per_s_per_gpu,", ""),
+            "unknown column 'tokens_per_s_per_gpus': a metric (tokens_per_s_per_gpu, step_time_s, time_to_train_min, "
+            "gpu_hours) is a value of the 'metric' column, with its number in 'measured'",
+        ),
+        (
+            GOOD.replace("measured\n", "measured,recomput\n").replace("1602\n", "1602,full\n"),
+            "unknown column 'recomput' (did you mean 'recompute'?)",
+        ),
         (GOOD.replace(",1602", ",fast"), "row 2: column 'measured' is 'fast', not a number"),
         (GOOD.replace(",1602", ",-3"), "row 2: column 'measured' is '-3'; it must be a positive finite number"),
         (GOOD.replace(",1602", ",nan"), "row 2: column 'measured' is 'nan'"),
@@ -52,17 +61,51 @@ def test_bad_csv_names_file_row_and_column(tmp_path: Path, text: str, message: s
     assert str(path) in str(err.value) and message in str(err.value)
 
 
+def test_a_column_near_none_of_the_set_is_ignored_and_noted_once(tmp_path: Path) -> None:
+    """A spreadsheet export's own columns (`notes`, a blank header of a trailing comma) were refused; they are read
+    past and named once, while a near-miss of a column (above) is still refused."""
+    header, row = GOOD.splitlines()
+    path = _csv(tmp_path, f"notes,{header},\nfirst try,{row},\nsecond,{row.replace('a,', 'b,', 1)},\n")
+    heard: list[str] = []
+    runs = read_runs_csv(path, heard.append)
+    assert [run.id for run in runs] == ["a", "b"] and runs[0].measured == 1602
+    assert heard == [f"{path}: ignored columns: 'notes', ''"]
+    result = run_cli("validate", "--data", str(path))
+    assert result.code == 0 and result.err == f"note: {path}: ignored columns: 'notes', ''\n"
+
+
 def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Path) -> None:
     """Your own CSV's few excluded rows are listed whole: which row, and which rule it breaks (not a cut-off layout)."""
     path = _csv(tmp_path, GOOD + GOOD.splitlines()[1].replace("a,", "b,", 1).replace(",4,8,", ",3,8,") + "\n")
     result = run_cli("validate", "--data", str(path))
     assert result.code == 0 and "MAPE" in result.out
-    assert "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in result.out
+    assert "Excluded 1 rows:\n  b: column 'tp': invalid layout TP3 PP8" in result.out
     assert "TP 3 must divide the 64 attention heads" in result.out
     good = "".join(GOOD.splitlines(keepends=True)[1].replace("a,", f"a{k},", 1) for k in range(5))
     path.write_text(path.read_text() + good)  # a user calibration needs 5 rows per parameter (fitting/user.py)
     fitted = run_cli("calibrate", "--data", str(path), "--out", str(tmp_path / "c.json"))
-    assert fitted.code == 0 and "Excluded 1 rows:\n  b: invalid layout TP3 PP8" in fitted.out
+    assert fitted.code == 0 and "Excluded 1 rows:\n  b: column 'tp': invalid layout TP3 PP8" in fitted.out
+
+
+def test_a_row_whose_partly_given_layout_breaks_a_rule_names_its_column(tmp_path: Path) -> None:
+    """`tp=3` with the rest left to the search was excluded with the search's 'TP 3 x PP 2 x CP 1 = 6 does not divide
+    the 8 GPUs', a PP no column gave; a question's given layout is checked so (request.check_given_layout)."""
+    header = "id,model,gpu,n_gpus,precision,tp,metric,measured\n"
+    rows = "".join(f"{tp},llama3.1-8b,h100-sxm,8,bf16,{tp},tokens_per_s_per_gpu,9000\n" for tp in (2, 3, 16))
+    result = run_cli("validate", "--data", str(_csv(tmp_path, header + rows)), "--format", "json")
+    excluded = {row["id"]: row["reason"] for row in json.loads(result.out)["excluded"]}
+    assert excluded["3"].startswith("column 'tp': TP 3 must divide the 32 attention heads;")
+    assert excluded == {"3": excluded["3"], "16": "column 'tp': TP 16 x PP 1 x CP 1 = 16 does not divide the 8 GPUs"}
+
+
+def test_a_row_giving_part_of_its_layout_says_which_part_the_search_kept(tmp_path: Path) -> None:
+    """The layout column said 'searched' of a row giving TP and PP as of one giving none; it names the given ones."""
+    header = "id,model,gpu,n_gpus,precision,tp,pp,metric,measured\n"
+    rows = "both,llama3.1-8b,h100-sxm,8,bf16,2,2,tokens_per_s_per_gpu,9000\n"
+    rows += "none,llama3.1-8b,h100-sxm,8,bf16,,,tokens_per_s_per_gpu,9000\n"
+    result = run_cli("validate", "--data", str(_csv(tmp_path, header + rows)), "--format", "json")
+    basis = {row["id"]: row["layout_basis"] for row in json.loads(result.out)["rows"]}
+    assert basis == {"both": "partly given (tp/pp)", "none": "searched"}
 
 
 def test_a_row_whose_layout_cannot_fit_is_flagged(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The vectorised search agrees with pricing each layout one by one, and its rules are the scalar rules."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,6 +11,7 @@ from perfmodel.inputs.scenario import OPTION_FIELDS, Scenario
 from perfmodel.physics.parallel import RECOMPUTE_MODES, RULES, ZERO_STAGES, Layout, divisors, violations
 from perfmodel.physics.step import evaluate
 from perfmodel.planning.predict import context_for, layout_vars
+from perfmodel.planning.request import _weakest_at_one
 from perfmodel.planning.search import Space, _smallest, blocks, gbs_choices, search
 
 
@@ -76,6 +78,17 @@ def test_no_valid_layout_names_the_rule() -> None:
     ctx = context_for(Scenario(model="llama3.1-70b", gpu="h100-sxm", n_gpus=8, precision="bf16"))
     with pytest.raises(PerfmodelError, match=r"GBS 12 must be divisible by MBS 1 x DP 8"):
         search(ctx, Space(((8, 12),), {"dp": 8}))
+
+
+def test_a_partly_given_layout_is_held_to_the_divisibility_rules_by_their_open_degrees() -> None:
+    """The rules say which divisor degrees the search may leave open (Rule.open_dims), so that request reads them
+    from the rule: a renamed dimension (here `n_gpus` as `gpus`) keeps the check, where a table keyed by the rules'
+    dims silently dropped it."""
+    divisible = [rule for rule in RULES if rule.open_dims]
+    assert [rule.open_dims for rule in divisible] == [("tp", "pp", "cp"), ("mbs",)]
+    renamed = dataclasses.replace(divisible[0], dims=("tp", "pp", "cp", "gpus"))
+    assert _weakest_at_one(renamed, {"tp", "gpus"})
+    assert not _weakest_at_one(renamed, {"tp"})  # the GPU count open: the search may pick it
 
 
 def test_pareto_front_over_gpu_counts() -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import complete_ids, hardware_option, say
+from perfmodel.cli.options import Choice, complete_ids, hardware_option, say
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,7 +23,7 @@ def hardware() -> None:
 @hardware.command("show")
 @click.argument("entry_id", metavar="ID", shell_complete=complete_ids(("accelerators", "systems")))
 @hardware_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def hardware_show(entry_id: str, fmt: str) -> None:
     """One accelerator or system with every figure and its source."""
     from perfmodel.errors import PerfmodelError, did_you_mean
@@ -69,7 +69,7 @@ def _cell(value: Any) -> str:
 
 @hardware.command("list")
 @hardware_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def hardware_list(fmt: str) -> None:
     """Accelerators and systems, with their datasheet figures."""
     from perfmodel.inputs.hardware import accelerators, systems
@@ -152,7 +152,7 @@ def models() -> None:
 
 
 @models.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def models_list(fmt: str) -> None:
     """Built-in models with their shapes and exact parameter counts."""
     from perfmodel.inputs.models import ZOO
@@ -193,7 +193,7 @@ def models_list(fmt: str) -> None:
 
 @models.command("show")
 @click.argument("model_id", metavar="ID", shell_complete=complete_ids(("models",)))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def models_show(model_id: str, fmt: str) -> None:
     """One zoo model: every shape, its parameters (total, main model, active per token) and its shapes' source."""
     from perfmodel.errors import PerfmodelError
@@ -234,7 +234,7 @@ def scenarios() -> None:
 
 
 @scenarios.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def scenarios_list(fmt: str) -> None:
     """Bundled scenario and sweep files, by the name commands take, with their descriptions."""
     from perfmodel.inputs.resources import bundled_names, data_dir

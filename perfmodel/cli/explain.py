@@ -7,12 +7,12 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import load_from_flags, say, scenario_options
+from perfmodel.cli.options import Choice, load_from_flags, say, scenario_options
 
 
 @cli.command()
 @scenario_options
-@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "latex", "json"]), default="text", show_default=True)
 @click.option("--ops/--no-ops", default=True, show_default=True, help="List the operations of one layer (text).")
 @click.option("--phase", metavar="NAME", help="A campaign's phase to explain (default: every phase, in turn).")
 def explain(scenario: str | None, fmt: str, ops: bool, phase: str | None, **flags: Any) -> None:

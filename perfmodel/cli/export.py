@@ -14,6 +14,7 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
 from perfmodel.cli.options import (
+    Choice,
     Command,
     FilePath,
     PositiveFloat,
@@ -127,7 +128,7 @@ def write_comparison(predictions: list[Any], out: Path, force: bool, usd_per_kwh
 @export.command("search")
 @scenario_options(many_gpus=True)
 @click.option("--top", type=Whole("layouts", 1, 10_000), default=10, show_default=True, help="Layouts to export.")
-@click.option("--objective", type=click.Choice(["time", "cost"]), default="time", show_default=True)
+@click.option("--objective", type=Choice(["time", "cost"]), default="time", show_default=True)
 @quiet_option
 @export_options
 def export_search(

@@ -8,12 +8,12 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FilePath, Whole, load_from_flags, read_results, say, scenario_options
+from perfmodel.cli.options import Choice, FilePath, Whole, load_from_flags, read_results, say, scenario_options
 
 STACKS = ("megatron-lm", "megatron-bridge", "nemo", "torchtitan")
 target_stack = click.option(
     "--stack",
-    type=click.Choice(STACKS),
+    type=Choice(STACKS),
     required=True,
     help="The stack to launch with: megatron-lm (pretrain_gpt.py arguments), megatron-bridge (recipe overrides), "
     "nemo (NeMo 2 recipe overrides) or torchtitan (a job TOML).",

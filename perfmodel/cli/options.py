@@ -11,13 +11,32 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 import click
+from click.core import ParameterSource
 
-from perfmodel.errors import PerfmodelError, visible
+from perfmodel.errors import PerfmodelError, did_you_mean, visible
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
-from perfmodel.inputs.counts import EXAMPLES, count, in_digits
+from perfmodel.inputs.counts import EXAMPLES, SUFFIXES, count, in_digits
 
-FORMATS = click.Choice(["table", "json", "csv"])
-PRECISION = click.Choice(PRECISIONS, case_sensitive=False)
+
+class Choice(click.Choice):
+    """click's Choice, whose refusal adds the did-you-mean that ids and keys get (errors.did_you_mean): `--stack
+    megatorn` names 'megatron-lm'. A few closed choices make a looser match (70% alike) a safe guess, where among
+    hundreds of model ids it would not be."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = did_you_mean(str(value), [str(choice) for choice in self.choices], cutoff=CHOICE_CUTOFF)
+            if not hint:
+                raise
+            self.fail(f"{exc.message.rstrip('.')}{hint}", param, ctx)
+
+
+CHOICE_CUTOFF = 0.7
+"""How alike a mistyped choice must be to name its nearest (difflib's ratio): 'megatorn' is 0.74 of 'megatron-lm'."""
+FORMATS = Choice(["table", "json", "csv"])
+PRECISION = Choice(PRECISIONS, case_sensitive=False)
 """--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file keeps
 the schema's lower-case enum)."""
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -33,6 +52,31 @@ class FilePath(click.Path):
         if "\x00" in str(value):
             self.fail("a file name cannot contain a NUL byte", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class ScenarioPath(FilePath):
+    """The SCENARIO argument. A count's suffix alone that names no file is a count split by a space (`--tokens 15 T`:
+    the shell passes T as the SCENARIO): refused saying that a count takes no space, naming the flag that took the
+    number where one did, not as no scenario file named T."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if text.upper() in SUFFIXES and not Path(text).exists():
+            split = [(p.opts[0], ctx.params[p.name]) for p in ctx.command.params if _split_count(p, ctx)] if ctx else []
+            flag, number = split[-1] if split else ("--tokens", 15)
+            written = f"{flag} {number:g}{text}, not {flag} {number:g} {text}" if split else f"e.g. {flag} 15{text}"
+            self.fail(
+                f"'{text}' is a count's suffix, not a scenario file: a count takes no space ({written})", param, ctx
+            )
+        return super().convert(value, param, ctx)
+
+
+def _split_count(param: click.Parameter, ctx: click.Context) -> bool:
+    """Whether `param` is a count flag (Count) given on the command line before the SCENARIO argument."""
+    given = param.name is not None and ctx.params.get(param.name) is not None
+    return (
+        given and isinstance(param.type, Count) and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
+    )
 
 
 class Whole(click.IntRange):
@@ -333,7 +377,7 @@ def scenario_options(
         click.argument(
             "scenario",
             required=False,
-            type=FilePath(dir_okay=False),
+            type=ScenarioPath(dir_okay=False),
             shell_complete=complete_ids(("scenarios",), files=True),
         ),
         hardware_option,
@@ -366,10 +410,10 @@ def scenario_options(
         click.option("--lora-rank", type=Whole("ranks", min=1, max=65536), help="Fine-tune LoRA adapters of rank R."),
         click.option(
             "--lora-modules",
-            type=click.Choice(["attention", "mlp", "all-linear"]),
+            type=Choice(["attention", "mlp", "all-linear"]),
             help="Linear layers LoRA adapts (default attention: QKV and output projections).",
         ),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full"])),
+        click.option("--recompute", type=Choice(["none", "selective", "full"])),
         click.option(
             "--recompute-layers",
             type=Whole("layers", min=1),
@@ -381,7 +425,7 @@ def scenario_options(
         ),
         click.option(
             "--cp-comm",
-            type=click.Choice(["p2p", "all_gather", "a2a"]),
+            type=Choice(["p2p", "all_gather", "a2a"]),
             help="Context parallelism's exchange: p2p ring (Megatron's default), all_gather (Llama 3, torchtitan) "
             "or a2a (Ulysses: heads split over CP).",
         ),
@@ -401,7 +445,7 @@ def scenario_options(
         stack
         or click.option(
             "--stack",
-            type=click.Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]),
+            type=Choice(["megatron", "composer", "torchtitan", "deepspeed", "megatron-deepspeed", "maxtext"]),
             help="Software stack (default megatron: NeMo/Megatron-Bridge); composer is llm-foundry's, maxtext JAX's.",
         ),
         click.option(
@@ -417,7 +461,7 @@ def scenario_options(
         ),
         click.option(
             "--fp8-recipe",
-            type=click.Choice(FP8_RECIPE_NAMES),
+            type=Choice(FP8_RECIPE_NAMES),
             help="FP8 scaling with --precision fp8, each stack its own: torchtitan's torchao tensorwise (default, "
             "with float8 FSDP all-gather) or rowwise; megatron's delayed (no amax pass) or tensorwise (current "
             "scaling; default: delayed before 2025-09, tensorwise from it).",
@@ -442,7 +486,7 @@ def scenario_options(
         ),
         click.option(
             "--goodput",
-            type=click.Choice(["llama3", "rsc", "none"]),
+            type=Choice(["llama3", "rsc", "none"]),
             help="Failure rates: llama3 (the Llama 3 paper's, default), rsc (Meta's A100 RSC-1 cluster's) or none.",
         ),
         click.option("--failure-scale", type=PositiveFloat(), help="Multiply every failure rate (default 1)."),
@@ -458,7 +502,7 @@ def scenario_options(
             help="Training time between checkpoints, s (default: the Young/Daly optimum).",
         ),
         click.option(
-            "--losses", type=click.Choice(["default", "none"]), help="Real-world losses beside failures (none: off)."
+            "--losses", type=Choice(["default", "none"]), help="Real-world losses beside failures (none: off)."
         ),
         click.option(
             "--straggler-share",

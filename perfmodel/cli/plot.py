@@ -9,14 +9,14 @@ import click
 
 from perfmodel.cli import cli
 from perfmodel.cli.compare import compare_from_flags, relayout_option
-from perfmodel.cli.options import FilePath, quiet_option, read_results, say, scenario_options
+from perfmodel.cli.options import Choice, FilePath, quiet_option, read_results, say, scenario_options
 from perfmodel.errors import PerfmodelError
 
 KINDS = ("scaling", "breakdown", "compare", "validation")
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", type=Choice(KINDS))
 @scenario_options(many_gpus=True, many_systems=True)
 @relayout_option
 @quiet_option

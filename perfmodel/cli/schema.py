@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from perfmodel.cli import cli
+from perfmodel.cli.options import Choice
 
 KINDS = ("scenario", "hardware", "model", "runs", "fleet")
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", type=Choice(KINDS))
 def schema(kind: str) -> None:
     """Print the JSON Schema of a scenario, hardware, model, measured-runs (one CSV row) or fleet file.
 

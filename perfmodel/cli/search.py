@@ -7,7 +7,16 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, Whole, emit, load_from_flags, progress, quiet_option, scenario_options
+from perfmodel.cli.options import (
+    FORMATS,
+    Choice,
+    Whole,
+    emit,
+    load_from_flags,
+    progress,
+    quiet_option,
+    scenario_options,
+)
 
 
 @cli.command()
@@ -15,7 +24,7 @@ from perfmodel.cli.options import FORMATS, Whole, emit, load_from_flags, progres
 @click.option("--top", type=Whole("layouts", 1, 10_000), default=10, show_default=True, help="Layouts to show.")
 @click.option(
     "--objective",
-    type=click.Choice(["time", "cost"]),
+    type=Choice(["time", "cost"]),
     default="time",
     show_default=True,
     help="time: fastest per token; cost: fewest GPU-hours per token (differs from time across GPU counts).",

@@ -13,6 +13,7 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
+    Choice,
     FilePath,
     Whole,
     complete_ids,
@@ -29,7 +30,7 @@ from perfmodel.cli.options import (
 @click.option(
     "--jobs", "-j", type=Whole("processes", 1, 1024), default=None, help="Worker processes (default: every core)."
 )
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--executor", type=Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="Ray cluster to join (default: start a local one).")
 @click.option("--out", type=FilePath(dir_okay=False), help="Write the rows to FILE.csv or FILE.json instead.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")

@@ -10,6 +10,7 @@ from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
     PRECISION,
+    Choice,
     Command,
     FilePath,
     Whole,
@@ -50,10 +51,15 @@ def _runs(
     step_logs: tuple[str, ...] = (),
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs asked for (a CSV, MLPerf logs, training logs, the bundled rows) and the bundled exclusions when those
-    are used."""
+    are used; the CSV's ignored columns are noted on stderr."""
     from perfmodel.fitting.runs import collect_runs
 
-    return collect_runs(data or None, _read_logs(logs, step_logs, log_flags), only, bundled)
+    return collect_runs(data or None, _read_logs(logs, step_logs, log_flags), only, bundled, _note)
+
+
+def _note(message: str) -> None:
+    """A line on stderr that the output does not hold (a runs CSV's ignored columns), whatever --format."""
+    say(f"note: {message}", err=True)
 
 
 def _read_logs(logs: tuple[str, ...], step_logs: tuple[str, ...], log_flags: dict[str, Any]) -> list[MeasuredRun]:
@@ -112,7 +118,7 @@ def _log_options(command: Command) -> Command:
         _degree("--gbs", "sequences", "For --logs: global batch size in sequences."),
         click.option("--seq-len", type=Whole("tokens", min=16), help="For --logs: sequence length (default 8192)."),
         _degree("--ep", "GPUs", "For --logs: expert-parallel size (else searched)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "full"]), help="For --logs."),
+        click.option("--recompute", type=Choice(["none", "selective", "full"]), help="For --logs."),
         click.option("--zero", type=Whole("stages", 0, 3), help="For --logs: sharding (else searched)."),
         click.option(
             "--warmup-steps",
@@ -152,7 +158,7 @@ ONLY_HELP = (
 @calibration_option
 @click.option(
     "--protocol",
-    type=click.Choice(["forward", "generation", "precision", "scale", "length", "stack", "whole-runs"]),
+    type=Choice(["forward", "generation", "precision", "scale", "length", "stack", "whole-runs"]),
     help="Out-of-sample protocol on the bundled fitted rows: refit per fold, predict rows the fit never saw "
     "(length: leave one sequence length of the long-sequence table out; stack: leave one software stack out; "
     "whole-runs: leave one published whole run out of the loss fit; it takes --data and --calibration).",
@@ -259,7 +265,7 @@ def _validate_protocol(
 )
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @_log_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def calibrate(
     logs: tuple[str, ...],
     data: str | None,
@@ -290,7 +296,7 @@ def calibrate(
     read = _read_logs(logs, step_logs, _split_log_flags(flags))
     show = not quiet and sys.stderr.isatty()
     progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
-    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress, read)
+    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress, read, _note)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     if "user" in fitted.provenance:
         from perfmodel.outputs.user_calibration import user_calibration_table

@@ -15,7 +15,7 @@ import io
 import itertools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from pathlib import Path
@@ -140,8 +140,10 @@ class Excluded(Exception):
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
-    """Runs from a CSV in the documented column set; a bad row is one line naming the file, row and column."""
+def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None) -> list[MeasuredRun]:
+    """Runs from a CSV in the documented column set; a bad row is one line naming the file, row and column. A column
+    near none of the set (a spreadsheet's `notes`) is ignored and named once to `note`; one near a column of the
+    set (`tokens_per_s_per_gpus`) is refused with the column meant, as a misspelt column must not be dropped."""
     path = Path(path)
     data = read_bytes(path, "runs CSV")
     try:
@@ -156,6 +158,12 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
                 )
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
             unknown = [c for c in header if c not in CSV_COLUMNS]
+            metric = next((u for u in unknown if did_you_mean(u, METRICS)), None)
+            if metric is not None:  # a wide sheet's column per metric, where a runs CSV has one of names, one of values
+                raise PerfmodelError(
+                    f"{path}: unknown column '{shown(metric)}': a metric ({', '.join(METRICS)}) is a value of the "
+                    "'metric' column, with its number in 'measured'"
+                )
             if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
                 need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
                 near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, need))), None)
@@ -163,12 +171,12 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
                 raise PerfmodelError(
                     f"{path}: missing column(s) {', '.join(need)}{said}; columns: {', '.join(CSV_COLUMNS)}"
                 )
-            if unknown:
+            near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, CSV_COLUMNS))), None)
+            if near:
                 raise PerfmodelError(
-                    f"{path}: unknown column(s) {', '.join(unknown)}{did_you_mean(unknown[0], CSV_COLUMNS)}; allowed: "
-                    f"{', '.join(CSV_COLUMNS)}"
+                    f"{path}: unknown column '{shown(near[0])}'{near[1]}; allowed: {', '.join(CSV_COLUMNS)}"
                 )
-            twice = sorted({c for c in header if header.count(c) > 1})
+            twice = sorted({c for c in header if header.count(c) > 1 and c not in unknown})
             if twice:
                 raise PerfmodelError(f"{path}: column '{twice[0]}' appears more than once in the header")
             rows = list(itertools.islice(reader, MAX_ROWS + 1))  # counted before any row is checked
@@ -176,11 +184,15 @@ def read_runs_csv(path: str | Path) -> list[MeasuredRun]:
                 raise PerfmodelError(
                     f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
                 )
-            runs = [parse_row(path, number, row) for number, row in enumerate(rows, start=2)]
+            kept = [{k: v for k, v in row.items() if k not in unknown} for row in rows]
+            runs = [parse_row(path, number, row) for number, row in enumerate(kept, start=2)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
     if not runs:
         raise PerfmodelError(f"{path}: no rows")
+    if unknown:
+        names = ", ".join(f"'{shown(column)}'" for column in dict.fromkeys(unknown))
+        note(f"{path}: ignored columns: {names}")
     return runs
 
 
@@ -1064,12 +1076,13 @@ def collect_runs(
     extra: Iterable[MeasuredRun] = (),
     only: str | None = None,
     with_bundled: bool = False,
+    note: Callable[[str], None] = lambda _: None,
 ) -> tuple[list[MeasuredRun], list[Exclusion]]:
     """The runs a validation or a fit takes, for the CLI and the API alike: a CSV's (`data`) and `extra` (read from
     MLPerf logs), with the bundled rows when `with_bundled` or when neither is given, kept by `only` (`select`); the
     bundled exclusions come with the bundled rows, those whose id or reason contains `only` where it is given (the
-    others are not what was asked about)."""
-    runs = [*(read_runs_csv(data) if data is not None else ()), *extra]
+    others are not what was asked about); `note` hears of the CSV's ignored columns (read_runs_csv)."""
+    runs = [*(read_runs_csv(data, note) if data is not None else ()), *extra]
     excluded: tuple[Exclusion, ...] = ()
     if with_bundled or (data is None and not runs):
         bundled, excluded = bundled_runs()

@@ -200,10 +200,12 @@ def calibration_from(
     cross_validate: bool = True,
     progress: Callable[[str], None] = lambda _: None,
     logged: Sequence[MeasuredRun] = (),
+    note: Callable[[str], None] = lambda _: None,
 ) -> Calibration:
     """What `perfmodel calibrate` (and the API's) writes: with `data` (a runs CSV) or `logged` runs (read from
     training or MLPerf logs), the user calibration of those rows over the bundled one; with neither, the bundled fit
-    refitted on the bundled rows (`cross_validate`: with its held-out errors and protocol intervals)."""
+    refitted on the bundled rows (`cross_validate`: with its held-out errors and protocol intervals). `note` hears of
+    the CSV's ignored columns (fitting.runs.read_runs_csv)."""
     from perfmodel.fitting.runs import bundled_runs, collect_runs
     from perfmodel.fitting.validation import fit_calibration
     from perfmodel.physics.calibration import bundled
@@ -212,7 +214,7 @@ def calibration_from(
     if (with_bundled or everywhere) and not own:
         flag = "with-bundled" if with_bundled else "everywhere"
         raise PerfmodelError(f"{flag} applies to your rows: give a runs CSV (--data) or logs")
-    runs, excluded = collect_runs(data, logged, only=only, with_bundled=not own)
+    runs, excluded = collect_runs(data, logged, only=only, with_bundled=not own, note=note)
     if not own:
         return fit_calibration(runs, excluded, cross_validate, progress)
     return calibrate(runs, excluded, bundled(), bundled_runs()[0] if with_bundled else (), everywhere, progress)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import InfeasibleLayout, PerfmodelError
 from perfmodel.fitting import whole_runs
 from perfmodel.fitting.assumed import OPEN_DIMENSIONS, PARALLEL_DEGREES, Settled, settle
 from perfmodel.fitting.calibrate import mape
@@ -42,6 +42,7 @@ from perfmodel.physics.parameters import Profile
 from perfmodel.physics.step import Context, StepResult, evaluate, memory_need
 from perfmodel.planning.batch import Batch
 from perfmodel.planning.predict import choose_layout, context_for, given_degree, layout_vars
+from perfmodel.planning.request import given_layout_problem
 
 GROUPINGS = ("source", "accelerator", "precision", "metric")
 REPORTED_DIMENSIONS = PARALLEL_DEGREES + OPEN_DIMENSIONS
@@ -138,13 +139,17 @@ class PreparedRun:
 
     @property
     def basis(self) -> str:
-        """How the layout was decided: 'reported', 'stack default', 'stack choice', 'range' or 'searched'."""
+        """How the layout was decided: 'reported', 'stack default', 'stack choice', 'range', 'searched' (no dimension
+        given) or 'partly given (tp/pp)': the search kept the row's given dimensions, which 'searched' hid."""
         if self.settled:
             return self.settled.basis
         given = set(self.run.scenario.get("parallelism", {}))
         if given_degree(self.run.checked.parallelism, "vp") is not None:  # given, or fixed by PP 1
             given.add("vp")
-        return "reported" if given.issuperset(REPORTED_DIMENSIONS) else "searched"
+        if given.issuperset(REPORTED_DIMENSIONS):
+            return "reported"
+        named = [dim for dim in REPORTED_DIMENSIONS if dim in given]
+        return f"partly given ({'/'.join(named)})" if named else "searched"
 
     @property
     def family(self) -> str:
@@ -298,10 +303,16 @@ def prepare(
     run: MeasuredRun, calibration: Calibration, known: dict[tuple[str, str, str | None], Efficiency] | None = None
 ) -> PreparedRun:
     """The run's context and layout; `known`: the calibration's efficiencies by (family, stack, benchmark), worked
-    out once for many runs (prepare_all) instead of once per run."""
+    out once for many runs (prepare_all) instead of once per run. A layout its columns give in part is checked as a
+    question's is (request.given_layout_problem), so that a refusal names the column and the rule it breaks (`column
+    'tp': TP 3 must divide the 32 attention heads`), not a PP of the search's that no column gave."""
     if whole_runs.is_whole_run(run):
         raise PerfmodelError(f"{run.id}: a whole run (metric gpu_hours) is priced by its prediction, not by one step")
     scenario = run.checked
+    broken = given_layout_problem(scenario)
+    if broken is not None:
+        named, why = broken
+        raise InfeasibleLayout(f"column '{named[0]}': {why}" if named else why)
     bench = get_benchmark(scenario.benchmark) if scenario.benchmark else None
     family = resolve(scenario.gpu, scenario.system).accelerator.family  # the family picks the efficiencies
     profile = (family, scenario.stack, bench.id if bench else None)

@@ -116,11 +116,15 @@ def _expert_parallel_sizes(md: ModelSpec, n_gpus: int) -> str:
 class Rule:
     """`holds` is element-wise arithmetic (`|`, `&`, `%`, comparisons) so it works on ints and arrays alike;
     `explain` says what is broken, naming the numbers of one layout; `dims` names the scenario options it constrains,
-    in the order its sentence names them, so that an error can point at the flag or field that set one."""
+    in the order its sentence names them, so that an error can point at the flag or field that set one. `open_dims`,
+    of a divisibility rule, are the degrees of its divisor that a partly given layout may leave to the search: at 1
+    they are the weakest test (a searched degree only multiplies them), so a layout whose other dims are given is
+    held to it (request.check_given_layout)."""
 
     holds: Check
     explain: Callable[[LayoutNumbers, ModelSpec, int], str]
     dims: tuple[str, ...]
+    open_dims: tuple[str, ...] = ()
 
 
 HYBRID_RULES: tuple[Rule, ...] = (
@@ -183,6 +187,7 @@ RULES: tuple[Rule, ...] = (
         lambda v, md, n: n % (v.tp * v.pp * v.cp) == 0,
         lambda v, md, n: f"TP {v.tp} x PP {v.pp} x CP {v.cp} = {v.tp * v.pp * v.cp} does not divide the {n} GPUs",
         ("tp", "pp", "cp", "n_gpus"),
+        open_dims=("tp", "pp", "cp"),
     ),
     Rule(
         lambda v, md, n: (n % (v.tp * v.pp * v.cp) != 0) | (v.tp * v.pp * v.cp * v.dp == n),
@@ -242,6 +247,7 @@ RULES: tuple[Rule, ...] = (
         lambda v, md, n: v.gbs % (v.mbs * v.dp) == 0,
         lambda v, md, n: f"GBS {v.gbs} must be divisible by MBS {v.mbs} x DP {v.dp} = {v.mbs * v.dp}",
         ("gbs", "mbs", "dp"),
+        open_dims=("mbs",),
     ),
     # Megatron-Core's interleaved schedule refuses fewer micro-batches than stages (schedules.py,
     # forward_backward_pipelining_with_interleaving: 0.9.0 needs a multiple of PP; from 0.10.0 its

@@ -23,6 +23,8 @@ from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
+    API_ASK,
+    CLI_ASK,
     ScenarioSource,
     check_precision,
     check_whole_nodes,
@@ -103,28 +105,35 @@ MAX_ROWS = 64
 """Each row of a comparison is a full prediction (a search where the layout is open, up to a second or two)."""
 
 
-def check_size(n_systems: int, n_counts: int) -> None:
-    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (systems x GPU counts)."""
+def check_size(n_systems: int, n_counts: int, ask: str = CLI_ASK) -> None:
+    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (systems x GPU counts); the error
+    names the flags (`ask` CLI_ASK) or the API's keywords (API_ASK)."""
+    gpu, gpus = ("--gpu", "--gpus") if ask == CLI_ASK else ("gpu", "n_gpus")
     if n_systems > MAX_SYSTEMS:
-        raise PerfmodelError(f"--gpu given {n_systems} times; at most {MAX_SYSTEMS} systems per comparison")
+        raise PerfmodelError(f"{gpu} given {n_systems} times; at most {MAX_SYSTEMS} systems per comparison")
     rows = max(n_systems, 1) * max(n_counts, 1)
     if rows > MAX_ROWS:
         raise PerfmodelError(
-            f"--gpu x --gpus: {n_systems} systems x {n_counts} GPU counts = {rows} rows; at most {MAX_ROWS} (each a "
+            f"{gpu} x {gpus}: {n_systems} systems x {n_counts} GPU counts = {rows} rows; at most {MAX_ROWS} (each a "
             "full prediction): compare fewer"
         )
 
 
-def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None) -> list[Scenario]:
+def scenarios(
+    base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None, ask: str = CLI_ASK
+) -> list[Scenario]:
     """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one.
     Each target's hardware is checked for the base's activation offload (`check_offload`, which only the first
-    target's went through with the file): a system without a host link priced it NaN."""
+    target's went through with the file): a system without a host link priced it NaN. Errors name the target as
+    `ask` spells it (request.CLI_ASK, API_ASK)."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
         cost = base.cost
+        named = ask.format("gpu", target.accelerator)
         if target.usd_per_gpu_hour is not None:
             if cost.mode == "buy":
-                raise PerfmodelError(f"--gpu {target.accelerator}: a quote is a rental price; --buy prices owning")
+                buy = "--buy" if ask == CLI_ASK else "buy=True"
+                raise PerfmodelError(f"{named}: a quote is a rental price; {buy} prices owning")
             cost = replaced(cost, usd_per_gpu_hour=target.usd_per_gpu_hour)
         for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n, "cost": cost}
@@ -132,13 +141,14 @@ def scenarios(base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[in
         try:
             check_offload(out[-1])
         except PerfmodelError as exc:
-            raise PerfmodelError(f"--gpu {target.accelerator}: {exc}") from None
+            raise PerfmodelError(f"{named}: {exc}") from None
     return out
 
 
 def check_one_price(
-    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
-) -> None:
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
+    ask: str = CLI_ASK,
+) -> None:  # fmt: skip
     """One price (a flag's or the scenario file's, a quote or a distribution) for candidates on different GPUs would
     price them all alike: the error says how to quote each. A candidate's own quote is its price, and the one price
     may serve one GPU; a distribution states the price, so no candidate may quote its own beside it."""
@@ -156,7 +166,7 @@ def check_one_price(
                              "exclude each other; drop one")  # fmt: skip
     if len(unquoted) < 2:
         return
-    example = " ".join(f"--gpu '{gpu}:$PRICE'" for gpu in unquoted)
+    example = " ".join(ask.format("gpu", f"'{gpu}:$PRICE'" if ask == CLI_ASK else f"{gpu}:$PRICE") for gpu in unquoted)
     instead = "ask for one GPU at a time, or " if key == "price_range" else ""
     raise PerfmodelError(
         f"{where}: one price for candidates on different GPUs ({', '.join(unquoted)}); {instead}quote each instead: "
@@ -165,8 +175,9 @@ def check_one_price(
 
 
 def check_precisions(
-    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]
-) -> None:
+    targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
+    ask: str = CLI_ASK,
+) -> None:  # fmt: skip
     """Each target's precision (its own `:PRECISION`, else the base's) runs on its accelerator, checked before any
     prediction, so that the refusal names the target and its `ID:PRECISION` fix (check_precision)."""
     for target in targets:
@@ -174,9 +185,9 @@ def check_precisions(
         candidate = replaced(base, gpu=target.gpu, system=target.system, precision=target.precision or base.precision)
         if target.precision:  # the target's own: the refusal names it as given
             check_precision(candidate, source, {"precision": target.precision},
-                            {"precision": f"--gpu {ident}:{target.precision}"}, ident)  # fmt: skip
+                            {"precision": ask.format("gpu", f"{ident}:{target.precision}")}, ident, ask)  # fmt: skip
         else:
-            check_precision(candidate, source, options, origins, ident)
+            check_precision(candidate, source, options, origins, ident, ask)
 
 
 def checked_base(
@@ -185,17 +196,22 @@ def checked_base(
     options: dict[str, Any],
     origins: dict[str, str],
     relayout: bool,
+    ask: str = CLI_ASK,
 ) -> Scenario:
     """The base of a comparison or a plan, checked before any prediction: `source` with `options` on the first
     target's hardware, so that a default scenario's layout, tuned for its own hardware, is dropped as it is for a
     prediction on new hardware; checked as every question is (load_checked; its given layout at every count, as each
-    target's count may differ), then one price (check_one_price) and each target's precision (check_precisions)."""
+    target's count may differ), then one price (check_one_price) and each target's precision (check_precisions),
+    each error spelt as `ask` (request.CLI_ASK, or API_ASK for the Python API's)."""
     first = targets[0] if targets else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
-    base = load_checked(source, options, origins, relayout=relayout, own_count=False, own_precision=False)
-    check_one_price(targets, base, source, options, origins)
-    check_precisions(targets, base, source, options, origins)
+    keywords = ask == API_ASK
+    base = load_checked(
+        source, options, origins, relayout=relayout, own_count=False, own_precision=False, keywords=keywords
+    )
+    check_one_price(targets, base, source, options, origins, ask)
+    check_precisions(targets, base, source, options, origins, ask)
     return base
 
 
@@ -206,23 +222,26 @@ def compare_request(
     targets: Sequence[str],
     gpu_counts: Sequence[int] | None,
     relayout: bool = False,
+    keywords: bool = False,
 ) -> list[Scenario]:
     """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
-    target and count stand in for the base's hardware (checked_base)."""
-    check_size(len(targets), len(gpu_counts or []))
-    parsed = [parse_target(spec) for spec in targets]
+    target and count stand in for the base's hardware (checked_base). Errors name the CLI's flags (`--gpu ID`), or
+    with `keywords` the Python API's (`gpu='ID'`), as load_checked's do."""
+    ask = API_ASK if keywords else CLI_ASK
+    check_size(len(targets), len(gpu_counts or []), ask)
+    parsed = [parse_target(spec, ask.format("gpu", shown(spec))) for spec in targets]
     first = parsed[0] if parsed else None
     options = options | {"n_gpus": (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)}
     counted = origins  # the rows without @N take --gpus' counts, named as it
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
-        origins = origins | {"n_gpus": f"--gpu {targets[0]}"}
-    base = checked_base(parsed, source, options, origins, relayout)
+        origins = origins | {"n_gpus": ask.format("gpu", targets[0])}
+    base = checked_base(parsed, source, options, origins, relayout, ask)
     for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
         if target.n_gpus:
             check_whole_nodes(
-                replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), f"--gpu {spec}"
+                replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), ask.format("gpu", spec)
             )
-    made = scenarios(base, parsed, gpu_counts)
+    made = scenarios(base, parsed, gpu_counts, ask)
     for scenario in made:  # without --gpus, the first row's count is every row's
         check_whole_nodes(scenario, (counted if gpu_counts else origins).get("n_gpus", "n_gpus"))
     return made

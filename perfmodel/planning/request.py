@@ -23,11 +23,16 @@ from perfmodel.inputs.scenario import (
     with_overrides,
 )
 from perfmodel.physics import calibration
-from perfmodel.physics.parallel import Layout, broken_rules, feature_rules
+from perfmodel.physics.parallel import Layout, Rule, broken_rules, feature_rules
 from perfmodel.planning.predict import given_degree, given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
 """GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
+
+CLI_ASK = "--{} {}"
+API_ASK = "{}={!r}"
+"""How an error spells an option and the value to give it: the CLI's flag (`--gpu ID`), the Python API's keyword
+(`gpu='ID'`), each a format of the option's name and its value."""
 
 ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
@@ -83,7 +88,7 @@ def load_checked(
     plan check each target's own instead). Each error is one line naming the flag, the keyword (`keywords`: the
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
     loaded = load_request(source, options, origins, relayout)
-    ask = "{}={!r}" if keywords else "--{} {}"
+    ask = API_ASK if keywords else CLI_ASK
     if loaded.gpu is None and loaded.system is None:  # checked here, where the file's name is known
         held = "scenario" if isinstance(source, Scenario) else "file"
         raise PerfmodelError(
@@ -92,7 +97,7 @@ def load_checked(
         )
     check_given_layout(loaded, source, options, origins, own_count)
     if own_precision:
-        check_precision(loaded, source, options, origins, option=ask.format("precision", "{}"))
+        check_precision(loaded, source, options, origins, ask=ask)
     return loaded
 
 
@@ -166,20 +171,10 @@ def _check_layout(
     phase: Phase | None,
 ) -> None:
     """check_given_layout of one scenario: a one-phase scenario's, or a campaign `phase`'s."""
-    rules = feature_rules(scenario.stack, scenario.vintage)
-    full = given_full_layout(scenario)
-    layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
-    fixed -= set() if own_count else {"n_gpus"}
-    held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
-    rules = (*held, *(rule for rule in rules if rule not in held and _weakest_at_one(rule, fixed)))
-    model = scenario.model_spec()
-    broken = broken_rules(layout, model, scenario.n_gpus, rules)
-    if not broken:
+    broken = given_layout_problem(scenario, own_count)
+    if broken is None:
         return
-    why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
-    if full is not None and own_count:
-        why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
-    named = [dim for dim in broken[0].dims if dim in fixed]  # the given ones (a GPU-count rule names open ones too)
+    named, why = broken
     where = source_name(source)
     if phase is not None:
         own = _phase_fields(phase)
@@ -193,20 +188,31 @@ def _check_layout(
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
 
 
-DIVISOR_DIMS = {
-    frozenset(("tp", "pp", "cp", "n_gpus")): frozenset(("tp", "pp", "cp")),
-    frozenset(("gbs", "mbs", "dp")): frozenset(("mbs",)),
-}
-"""The divisibility rules of physics.parallel.RULES (TP x PP x CP divides the GPU count; MBS x DP divides GBS), each
-with the degrees of its divisor that a partly given layout may leave open."""
+def given_layout_problem(scenario: Scenario, own_count: bool = True) -> tuple[list[str], str] | None:
+    """None where the scenario's given layout breaks no rule (as check_given_layout holds it), else the given
+    dimensions the first broken rule names and the sentence of every broken rule: what a caller names the flag,
+    field or CSV column by (fitting.validation.prepare)."""
+    rules = feature_rules(scenario.stack, scenario.vintage)
+    full = given_full_layout(scenario)
+    layout, fixed = (full, set(OPTION_FIELDS)) if full is not None else _given_part(scenario)
+    fixed -= set() if own_count else {"n_gpus"}
+    held = [rule for rule in rules if set(rule.dims) <= fixed]  # then the GPU count's, which names open ones too
+    rules = (*held, *(rule for rule in rules if rule not in held and _weakest_at_one(rule, fixed)))
+    model = scenario.model_spec()
+    broken = broken_rules(layout, model, scenario.n_gpus, rules)
+    if not broken:
+        return None
+    why = "; ".join(rule.explain(layout.numbers(), model, scenario.n_gpus) for rule in broken)
+    if full is not None and own_count:
+        why = f"invalid layout {layout.describe()}: {why}"  # as physics.parallel.check words it
+    return [dim for dim in broken[0].dims if dim in fixed], why  # the given ones (a GPU-count rule names open ones too)
 
 
-def _weakest_at_one(rule: Any, fixed: set[str]) -> bool:
-    """Whether a partly given layout is held to a divisibility rule (DIVISOR_DIMS) whose other dimensions are all
-    given: the divisor's open degrees at 1 (_given_part) are the weakest test, since any searched degree only
+def _weakest_at_one(rule: Rule, fixed: set[str]) -> bool:
+    """Whether a partly given layout is held to a divisibility rule (parallel.Rule.open_dims) whose other dimensions
+    are all given: the divisor's open degrees at 1 (_given_part) are the weakest test, since any searched degree only
     multiplies them (`--tp 16` on 8 GPUs, `--gbs 12 --dp 8`: no layout the search could find keeps them)."""
-    open_ok = DIVISOR_DIMS.get(frozenset(rule.dims))
-    return open_ok is not None and set(rule.dims) - open_ok <= fixed
+    return bool(rule.open_dims) and set(rule.dims) - set(rule.open_dims) <= fixed
 
 
 PHASE_KEYS = {"n_gpus": ("n_gpus", "gpu_fraction"), "gbs": ("gbs", "tokens_per_step"), "seq_len": ("seq_len",)}
@@ -228,19 +234,19 @@ def check_precision(
     options: dict[str, Any],
     origins: dict[str, str],
     target: str | None = None,
-    option: str = "--precision {}",
+    ask: str = CLI_ASK,
 ) -> None:
     """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
     from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
-    trips on) and what to pass instead: `option` (the CLI's `--precision`, the Python API's keyword), or a compare
-    or plan `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
+    trips on) and what to pass instead, spelt as `ask` (CLI_ASK or API_ASK): the precision, or a compare or plan
+    `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
     and the phase (as a phase's other fields are); the phases without one take the scenario's, checked as above."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
     instead = accelerator.precisions[0]
     file = source_name(source)
+    on = f"{ask.format('gpu', target)}: " if target else ""
     for phase in scenario.phase:
         if phase.precision is not None and phase.precision not in accelerator.precisions:
-            on = f"--gpu {target}: " if target else ""
             raise PerfmodelError(
                 f"{on}{file}: phase '{shown(phase.name)}': field 'precision': "
                 f"{unsupported(phase.precision, accelerator)}; set the phase's precision to '{instead}'"
@@ -248,15 +254,15 @@ def check_precision(
     inherited = not scenario.phase or any(phase.precision is None for phase in scenario.phase)
     if not inherited or scenario.precision in accelerator.precisions:
         return
-    ask = f"pass --gpu {target}:{instead}" if target else f"pass {option.format(instead)}"
+    fix = f"pass {ask.format('gpu', f'{target}:{instead}') if target else ask.format('precision', instead)}"
     if options.get("precision") is not None:
         where = f"{origins.get('precision', 'precision')}: "
     elif source is None:
         why = unsupported(scenario.precision, accelerator, " (the default precision)")
-        raise PerfmodelError(f"{f'--gpu {target}: ' if target else ''}{why}; {ask}")
+        raise PerfmodelError(f"{on}{why}; {fix}")
     else:
         where = f"{file}: field 'precision': "
-    raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {ask}")
+    raise PerfmodelError(f"{where}{unsupported(scenario.precision, accelerator)}; {fix}")
 
 
 def _given_part(scenario: Scenario) -> tuple[Layout, set[str]]:
