@@ -190,7 +190,7 @@ def _unreported_section(dense: list[Row]) -> list[str]:
         assumed = row.prepared.settled.assumed if row.prepared.settled else ()
         by_dims.setdefault((row.prepared.basis, assumed), []).append(row)
     table = [
-        [", ".join(dims) or "(none: every dimension reported)", basis, len(rows), f"{_mape(rows):.1f}%",
+        [", ".join(dims) or "(none: the stack assumed none)", basis, len(rows), f"{_mape(rows):.1f}%",
          _pct(sum(_time_error_pct(r) for r in rows) / len(rows)),
          sum(1 for r in rows if r.range_error_pct == 0) if dims else "", _range_error(rows)]
         for (basis, dims), rows in sorted(by_dims.items(), key=lambda kv: (len(kv[0][1]), kv[0][1], kv[0][0]))
