@@ -63,8 +63,10 @@ class ScenarioPath(FilePath):
         text = str(value)
         if text.upper() in SUFFIXES and not Path(text).exists():
             split = [(p.opts[0], ctx.params[p.name]) for p in ctx.command.params if _split_count(p, ctx)] if ctx else []
-            flag, number = split[-1] if split else ("--tokens", 15)
-            written = f"{flag} {number:g}{text}, not {flag} {number:g} {text}" if split else f"e.g. {flag} 15{text}"
+            written = f"e.g. --tokens 15{text}"
+            if split:
+                flag, number = split[-1]
+                written = f"{flag} {number:g}{text}, not {flag} {number:g} {text}"
             self.fail(
                 f"'{text}' is a count's suffix, not a scenario file: a count takes no space ({written})", param, ctx
             )

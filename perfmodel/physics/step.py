@@ -1288,12 +1288,11 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         trace.update(
             shard=sh, microbatches=microbatches, layer=lt, recompute_s=recompute_s, recompute_share=full, stages=stages,
             tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_hidden=tp_hidden, tp_exposed=tp_exposed,
-            cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, cp_exposed=cp_exposed, head_compute=head_compute,
+            cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
-            busiest_layers=busiest_layers, mb_forward=mb_forward, mb_backward=mb_backward, pp_links=pp_links,
-            p2p=p2p, dp_links=dp_links, dp_windows=windows_dp, dp_terms=terms, replicas_s=replicas_s, gathers=gathers,
-            params=params, trainable=trainable,
-            step_params=step_params, mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
+            pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp, dp_terms=terms,
+            replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable, step_params=step_params,
+            mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
