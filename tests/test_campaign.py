@@ -55,21 +55,6 @@ def test_a_share_of_the_gpus_is_whole_nodes_and_follows_the_count(campaign_file:
     assert phases["ramp"].n_gpus == 96 and phases["main"].n_gpus == 200 and phases["long"].n_gpus == 32
 
 
-def test_a_question_builds_its_phases_once(campaign_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The phases the check builds (request.check_given_layout) are those the prediction runs: each phase's scenario
-    was built three times per `predict` (by check_file_nodes, the layout check and the prediction)."""
-    from perfmodel.planning import campaign as campaigns
-
-    built: list[str] = []
-    real = campaigns.phase_scenario
-    monkeypatch.setattr(campaigns, "phase_scenario", lambda s, p, *a, **k: built.append(p.name) or real(s, p, *a, **k))
-    assert run_cli("predict", str(campaign_file)).code == 0
-    assert built == ["ramp", "main", "long"]
-    built.clear()
-    other = load_scenario(campaign_file, {"n_gpus": 128})  # another question: its own phases, not the last one's
-    assert dict(phase_scenarios(other))["main"].n_gpus == 128 and built == ["ramp", "main", "long"]
-
-
 def test_a_losses_batch_ramp_is_the_first_phases_alone(tmp_path: Path) -> None:
     # the run starts once: a [losses] ramp priced in every phase would pay it once per phase
     path = tmp_path / "ramped.toml"

@@ -28,7 +28,6 @@ from functools import cached_property
 from typing import Any
 
 from perfmodel.errors import InfeasibleLayout, PerfmodelError, did_you_mean, shown
-from perfmodel.inputs import catalogue
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.models import ModelSpec
 from perfmodel.inputs.record import given, replaced
@@ -188,27 +187,13 @@ def phase_scenario(scenario: Scenario, phase: Phase, tokens: float, first: bool 
     )
 
 
-def phase_scenarios(scenario: Scenario) -> tuple[tuple[str, Scenario], ...]:
-    """Each phase's name and scenario, in the order they run. Built once per question: the phases of the scenario
-    asked last are kept (_LAST_PHASED), so that those its check built (request.check_given_layout) are the ones its
-    prediction runs."""
-    global _LAST_PHASED
-    catalogues = catalogue.version()  # a gpu_fraction's whole nodes depend on the hardware in force (phase_gpus)
-    last = _LAST_PHASED
-    if last is not None and last[0] is scenario and last[1] == catalogues:
-        return last[2]
+def phase_scenarios(scenario: Scenario) -> list[tuple[str, Scenario]]:
+    """Each phase's name and scenario, in the order they run."""
     tokens = phase_tokens(scenario)
-    phased = tuple(
+    return [
         (p.name, phase_scenario(scenario, p, t, first=i == 0))
         for i, (p, t) in enumerate(zip(scenario.phase, tokens, strict=True))
-    )
-    _LAST_PHASED = (scenario, catalogues, phased)
-    return phased
-
-
-_LAST_PHASED: tuple[Scenario, tuple[str, ...], tuple[tuple[str, Scenario], ...]] | None = None
-"""The scenario phase_scenarios built last (the same object: records are immutable, so its phases can be shared),
-the hardware catalogues then in force, and its phases."""
+    ]
 
 
 @dataclass(frozen=True, repr=False)
