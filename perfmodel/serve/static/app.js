@@ -292,10 +292,8 @@ function breakdown(p) {
   const step = PARTS.reduce((sum, [key]) => sum + (p.breakdown[key] || 0), 0);
   // Each part's name beside its colour in the bar below: the bar's colours were named only in tooltips.
   const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name, colour]) => {
-    const named = element("td");
-    named.append(swatch(colour), name);
-    const tr = element("tr");
-    tr.append(named, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step)));
+    const tr = row(name, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step)));
+    tr.firstChild.prepend(swatch(colour));
     return tr;
   });
   const box = element("div");
@@ -447,8 +445,8 @@ function scalingChart(rows) {
     svg.append(svgElement("polygon", { points: band.join(" "), fill: colour, opacity: 0.15 }),
       svgElement("polyline", { points: points.map(([n, d]) => `${x(n)},${y(d)}`).join(" "), fill: "none", stroke: colour, "stroke-width": 2 }));
     for (const [n, d] of points) svg.append(svgElement("circle", { cx: x(n), cy: y(d), r: 3, fill: colour }));
-    const entry = element("li");
-    entry.append(swatch(colour), name);
+    const entry = element("li", name);
+    entry.prepend(swatch(colour));
     legend.append(entry);
   });
   const box = element("div"), plot = element("div", null, { class: "plot" });
