@@ -410,7 +410,7 @@ function scalingChart(rows) {
   // As wide as the page leaves it, up to 540px (at 420px, the plot and its legend beside it ran 340px off the
   // screen): the legend is the page's own list, beside the plot where there is room, else under it.
   const width = Math.max(240, Math.min(540, $("#chart").clientWidth)), height = 300, left = 64, right = 24, top = 16, bottom = 44;
-  const all = rows.flatMap((p) => [p.n_gpus]);
+  const all = rows.map((p) => p.n_gpus);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
   const [bottomDays, topDays] = roundedOut(Math.min(...values), Math.max(...values));
