@@ -169,8 +169,7 @@ def _refused(message: str, saved: dict[str, tuple[str, str]], given: dict[str, A
     begin with a given keyword and its value without '=' (`confidence 2: allowed a probability...`, whose field the
     page left unmarked)."""
     found = re.match(r"(\w+)=", message) or re.match(r"--([\w-]+)", message)
-    spaced = re.match(r"(\w+) ", message)
-    if found is None and spaced is not None and spaced.group(1) in given:
+    if found is None and (spaced := re.match(r"(\w+) ", message)) and spaced.group(1) in given:
         found = spaced
     field = found and found.group(1).replace("-", "_")
     field = FLAG_KEYWORDS.get(field, field) if field else None

@@ -292,10 +292,8 @@ function breakdown(p) {
   const step = PARTS.reduce((sum, [key]) => sum + (p.breakdown[key] || 0), 0);
   // Each part's name beside its colour in the bar below: the bar's colours were named only in tooltips.
   const rows = PARTS.filter(([key]) => p.breakdown[key] !== undefined).map(([key, name, colour]) => {
-    const named = element("td");
-    named.append(swatch(colour), name);
-    const tr = element("tr");
-    tr.append(named, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step)));
+    const tr = row(name, cell(p.breakdown[key], number(p.breakdown[key]), `breakdown.${key}`), element("td", percent(p.breakdown[key] / step)));
+    tr.firstChild.prepend(swatch(colour));
     return tr;
   });
   const box = element("div");
@@ -412,7 +410,7 @@ function scalingChart(rows) {
   // As wide as the page leaves it, up to 540px (at 420px, the plot and its legend beside it ran 340px off the
   // screen): the legend is the page's own list, beside the plot where there is room, else under it.
   const width = Math.max(240, Math.min(540, $("#chart").clientWidth)), height = 300, left = 64, right = 24, top = 16, bottom = 44;
-  const all = rows.flatMap((p) => [p.n_gpus]);
+  const all = rows.map((p) => p.n_gpus);
   const values = [...series.values()].flat().flatMap(([, d, lo, hi]) => [d, lo, hi]).filter((v) => v > 0);
   const [x0, x1] = [Math.log2(Math.min(...all)), Math.log2(Math.max(...all))];
   const [bottomDays, topDays] = roundedOut(Math.min(...values), Math.max(...values));
@@ -447,8 +445,8 @@ function scalingChart(rows) {
     svg.append(svgElement("polygon", { points: band.join(" "), fill: colour, opacity: 0.15 }),
       svgElement("polyline", { points: points.map(([n, d]) => `${x(n)},${y(d)}`).join(" "), fill: "none", stroke: colour, "stroke-width": 2 }));
     for (const [n, d] of points) svg.append(svgElement("circle", { cx: x(n), cy: y(d), r: 3, fill: colour }));
-    const entry = element("li");
-    entry.append(swatch(colour), name);
+    const entry = element("li", name);
+    entry.prepend(swatch(colour));
     legend.append(entry);
   });
   const box = element("div"), plot = element("div", null, { class: "plot" });
