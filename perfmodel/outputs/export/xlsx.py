@@ -48,10 +48,10 @@ from perfmodel.planning.campaign import incurred, total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
+"""Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 SHARES_BELOW = 2
 """Rows between the Breakdown's parts and their shares' first row, less the parts' own: a blank row and the shares'
 heading."""
-"""Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 DETAIL_HEADING_CHARS = 60.0
 """The Details' heading column: a 190-character heading on 3-4 lines."""
 DETAILS_FIRST = 2
