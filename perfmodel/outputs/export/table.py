@@ -193,11 +193,11 @@ def _electricity(row: ExportRow, usd_per_kwh: float) -> float | None:
 
 
 def _breakdown_column(part: str) -> Column:
-    from perfmodel.outputs.report import BREAKDOWN_LABELS
-
     """A part of the step time, headed by its name alone: its cells carry the unit (0.4570 s), and its heading,
     repeated atop each printed page of the Breakdown, heads its share's column too (82.4%) where the shares under
     the parts go on from a page to the next ('Compute (s)' read over 91.7%)."""
+    from perfmodel.outputs.report import BREAKDOWN_LABELS
+
     label = BREAKDOWN_LABELS[part]
     return Column(f"breakdown.{part}", label[0].upper() + label[1:], "breakdown", _d(part, "breakdown"), None, "0.0000")
 
