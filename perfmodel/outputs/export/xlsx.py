@@ -606,13 +606,10 @@ def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first
     (of the `runs` of lines only, when given: the Breakdown's shares have no total row), linked to the Results
     sheet's."""
     wrap = _wraps(labels)
-    shown = set(range(len(labels))) if runs is None else {index for run in runs for index in run}
-    for index, label in enumerate(labels):
-        if index not in shown:
-            continue
+    for index in range(len(labels)) if runs is None else [index for run in runs for index in run]:
         look = grid.look(index) | wrap
         ws.write_formula(f"A{first + index}", f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None,
-                         label)  # fmt: skip
+                         labels[index])  # fmt: skip
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
