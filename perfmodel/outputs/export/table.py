@@ -23,6 +23,7 @@ from typing import Any, Literal
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
+from perfmodel.outputs.export import printing
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import carbon, compare, goodput, losses, tco
 from perfmodel.planning import confidence as chance
@@ -1070,8 +1071,7 @@ def record_format(key: str, values: Sequence[Any]) -> str:
         return f"#,##0{after}"
     if min(numbers) < 0:  # a format's conditions would drop the minus sign: decimals for the smallest figure
         smallest = min((abs(v) for v in numbers if v), default=1.0)
-        decimals = min(4, max(0, 3 - math.floor(math.log10(smallest))))
-        return f"#,##0{'.' + '0' * decimals if decimals else ''}{after}"
+        return f"{printing.significant(smallest, 4, most=4)}{after}"
     return f"[>=10]#,##0.0{after};[>=0.1]0.000{after};0.0000{after}"
 
 

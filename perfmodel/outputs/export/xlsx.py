@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import math
 import zipfile
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
@@ -728,8 +727,7 @@ def _figure_format(value: Any) -> str:
         return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
     if abs(value) < 1e-4:
         return "0.000E+00"
-    decimals = max(0, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(value))))
-    return f"#,##0{'.' + '0' * decimals if decimals else ''}"
+    return printing.significant(value, SIGNIFICANT_DIGITS)
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
