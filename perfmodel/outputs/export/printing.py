@@ -151,6 +151,14 @@ def _field(text: str) -> str:
     return text.replace("&", "&&")[:200]
 
 
+def significant(value: float, digits: int, most: int | None = None) -> str:
+    """A number format showing `value` (not 0) to `digits` significant digits, with thousands separators and at
+    most `most` decimals when given: 0.1234 as `#,##0.0000` at 4 digits, 16.57 as `#,##0.00`."""
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    decimals = decimals if most is None else min(most, decimals)
+    return f"#,##0{'.' + '0' * decimals if decimals else ''}"
+
+
 def compact(prefix: str = "", smallest: int = 2) -> str:
     """A number format that shows each cell's count in the largest of three units it reaches, the last a power
     `smallest` of a thousand: trillions, billions or millions by default (15.6T, 252.0M), millions, thousands or

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import TOTAL, flatten
 from perfmodel.outputs import record
+from perfmodel.outputs.export import printing
 from perfmodel.physics.step import BREAKDOWN
 from perfmodel.planning import carbon, compare, goodput, losses, tco
 from perfmodel.planning import confidence as chance
@@ -193,11 +194,11 @@ def _electricity(row: ExportRow, usd_per_kwh: float) -> float | None:
 
 
 def _breakdown_column(part: str) -> Column:
-    from perfmodel.outputs.report import BREAKDOWN_LABELS
-
     """A part of the step time, headed by its name alone: its cells carry the unit (0.4570 s), and its heading,
     repeated atop each printed page of the Breakdown, heads its share's column too (82.4%) where the shares under
     the parts go on from a page to the next ('Compute (s)' read over 91.7%)."""
+    from perfmodel.outputs.report import BREAKDOWN_LABELS
+
     label = BREAKDOWN_LABELS[part]
     return Column(f"breakdown.{part}", label[0].upper() + label[1:], "breakdown", _d(part, "breakdown"), None, "0.0000")
 
@@ -1070,8 +1071,7 @@ def record_format(key: str, values: Sequence[Any]) -> str:
         return f"#,##0{after}"
     if min(numbers) < 0:  # a format's conditions would drop the minus sign: decimals for the smallest figure
         smallest = min((abs(v) for v in numbers if v), default=1.0)
-        decimals = min(4, max(0, 3 - math.floor(math.log10(smallest))))
-        return f"#,##0{'.' + '0' * decimals if decimals else ''}{after}"
+        return f"{printing.significant(smallest, 4, most=4)}{after}"
     return f"[>=10]#,##0.0{after};[>=0.1]0.000{after};0.0000{after}"
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import math
 import zipfile
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
@@ -48,10 +47,10 @@ from perfmodel.planning.campaign import incurred, total_rule
 
 SHEETS = {"inputs": "Inputs", "results": "Results", "breakdown": "Breakdown", "details": "Details"}
 HEADER_ROW = 4
+"""Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 SHARES_BELOW = 2
 """Rows between the Breakdown's parts and their shares' first row, less the parts' own: a blank row and the shares'
 heading."""
-"""Headings on this row, the CSV/JSON column names under it, results from two rows below."""
 DETAIL_HEADING_CHARS = 60.0
 """The Details' heading column: a 190-character heading on 3-4 lines."""
 DETAILS_FIRST = 2
@@ -606,13 +605,10 @@ def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first
     (of the `runs` of lines only, when given: the Breakdown's shares have no total row), linked to the Results
     sheet's."""
     wrap = _wraps(labels)
-    shown = set(range(len(labels))) if runs is None else {index for run in runs for index in run}
-    for index, label in enumerate(labels):
-        if index not in shown:
-            continue
+    for index in range(len(labels)) if runs is None else [index for run in runs for index in run]:
         look = grid.look(index) | wrap
         ws.write_formula(f"A{first + index}", f"=Results!A{HEADER_ROW + 2 + index}", style(**look) if look else None,
-                         label)  # fmt: skip
+                         labels[index])  # fmt: skip
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
@@ -731,8 +727,7 @@ def _figure_format(value: Any) -> str:
         return "#,##0" if len(f"{value:,.0f}") < VALUE_CHARS else printing.compact()
     if abs(value) < 1e-4:
         return "0.000E+00"
-    decimals = max(0, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(value))))
-    return f"#,##0{'.' + '0' * decimals if decimals else ''}"
+    return printing.significant(value, SIGNIFICANT_DIGITS)
 
 
 def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Styles) -> None:
