@@ -223,7 +223,9 @@ def plan(
     targets, given, goal = _goal_arguments(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
-    return planning.plan_request(scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus)
+    return planning.plan_request(
+        scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus, keywords=True
+    )
 
 
 def plan_fleet(
@@ -249,7 +251,7 @@ def plan_fleet(
     targets, given, goal = _goal_arguments(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
-    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, ("deadline_s", "budget_usd"))
+    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, keywords=True)
 
 
 def _goal_arguments(

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
@@ -51,7 +51,7 @@ from perfmodel.planning.predict import (
     scenario_price,
     search_space,
 )
-from perfmodel.planning.request import ScenarioSource
+from perfmodel.planning.request import API_ASK, CLI_ASK, ScenarioSource
 from perfmodel.planning.search import best_layout
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
@@ -827,34 +827,45 @@ def plan_request(
     goal: Goal,
     max_gpus: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    keywords: bool = False,
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
-    list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
-    return plan(candidate_bases(source, options, origins, targets), goal, max_gpus, progress)
+    list makes one candidate per precision); the layout is reopened, to be searched at every count tried. Errors
+    name the CLI's flags, or with `keywords` the Python API's (candidate_bases)."""
+    return plan(candidate_bases(source, options, origins, targets, keywords), goal, max_gpus, progress)
 
 
 def candidate_bases(
-    source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    targets: Sequence[str],
+    keywords: bool = False,
 ) -> list[tuple[str, Scenario]]:
-    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
+    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened. Errors
+    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `keywords` the Python API's (`gpu='ID'`),
+    as compare_request's do."""
     from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
+    ask = API_ASK if keywords else CLI_ASK
     if options.get("n_gpus") is not None:
+        cap = "--max-gpus" if ask == CLI_ASK else "max_gpus"
         raise PerfmodelError(
-            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give --max-gpus"
+            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give {cap}"
         )
     parsed = [
-        replace(parse_target(f"{ident}:{precision}" if precision else ident), usd_per_gpu_hour=quote)
+        replace(parse_target(f"{ident}:{precision}" if precision else ident, named), usd_per_gpu_hour=quote)
         for spec in targets
-        for unquoted, quote in [split_quote(spec)]
+        for named in [ask.format("gpu", shown(spec))]
+        for unquoted, quote in [split_quote(spec, named)]
         for ident, _, precisions in [unquoted.partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
-        raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
-    base = checked_base(parsed, source, options, origins, relayout=True)
-    return [(_label(s), s) for s in scenarios(base, parsed, None)]
+        raise PerfmodelError(f"{ask.format('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
+    base = checked_base(parsed, source, options, origins, relayout=True, ask=ask)
+    return [(_label(s), s) for s in scenarios(base, parsed, None, ask)]
 
 
 def _label(scenario: Scenario) -> str:
