@@ -154,9 +154,24 @@ def gpus_of(p: Result) -> int:
     return p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
 
 
+def spare_gpus(scenario: Scenario) -> int:
+    """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
+    goal's basis then: goal_basis); none with `losses.model = "none"`."""
+    return scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
+
+
+def spare_mw(scenario: Scenario, hw: Hardware) -> float:
+    """The site power a job's spare GPUs (spare_gpus) draw, MW: each at the wall x PUE, as the job's own. A hot
+    spare is held powered to step in at once, and a site's cap is a provisioning limit: it must hold a spare's full
+    draw when one replaces a failed node, so the spares are counted at their GPUs' full power, not idle."""
+    return spare_gpus(scenario) * hw.it_power_w_per_gpu * scenario.cost.pue / 1e6
+
+
 def power_mw(p: Result) -> float:
-    """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE."""
-    return math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
+    """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE, and its
+    spare GPUs (spare_mw; before, a plan's power left them out while its pools and bill held them)."""
+    systems = math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system)
+    return systems * _system_mw(p.hardware, p.scenario.cost.pue) + spare_mw(p.scenario, p.hardware)
 
 
 def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
@@ -165,15 +180,17 @@ def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
     return max(math.floor(cap_mw / _system_mw(hw, pue)), 0) * hw.job_gpus_per_system
 
 
-def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float, where: str = "--power-mw") -> int:
-    """`gpus_within` a site's cap, which must hold one system (a one-line error names it and `where` it is set)."""
+def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float, where: str = "--power-mw", spares_mw: float = 0.0) -> int:
+    """`gpus_within` a site's cap less the job's spares' power (`spares_mw`, spare_mw), which must hold one system
+    beside them (a one-line error names it and `where` it is set)."""
     system_mw = _system_mw(hw, pue)
-    if gpus_within(hw, cap_mw, pue) < 1:
+    if gpus_within(hw, cap_mw - spares_mw, pue) < 1:
+        beside = f" beside its spares' {spares_mw:.4f} MW" if spares_mw else ""
         raise PerfmodelError(
             f"{where} {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
-            f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
+            f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g}){beside}"
         )
-    return gpus_within(hw, cap_mw, pue)
+    return gpus_within(hw, cap_mw - spares_mw, pue)
 
 
 def _budget_cost(p: Result) -> float:
@@ -808,8 +825,12 @@ def plan(
             )
         hw = resolve(scenario.gpu, scenario.system)
         limit, ceiling = max_gpus or MAX_GPUS, "--max-gpus"
-        if goal.power_mw is not None and (powered := power_cap_gpus(hw, goal.power_mw, scenario.cost.pue)) < limit:
-            limit, ceiling = powered, f"--power-mw {goal.power_mw:g} ({powered:,} GPUs)"
+        cap = goal.power_mw
+        if (
+            cap is not None
+            and (powered := power_cap_gpus(hw, cap, scenario.cost.pue, spares_mw=spare_mw(scenario, hw))) < limit
+        ):
+            limit, ceiling = powered, f"--power-mw {cap:g} ({powered:,} GPUs)"
         plans.append(plan_candidate(scenario, label, goal, limit, seed_count(scenario, hw, goal), ceiling))
         if progress is not None:
             progress(done, len(bases))
