@@ -113,25 +113,9 @@ def predict(scenario: ScenarioSource = None, **options: Unpack[ScenarioOptions])
     Layout keywords left out (tp, pp, cp, vp, mbs, recompute, zero) are searched: the fastest layout that fits.
     A campaign (a scenario with [[phase]] tables) gives a Campaign: `.phases` (a Prediction per phase, by name),
     `.to_dict()` (the totals, and `phases`) and `.to_records()` (a row per phase and the total row).
-    A `gpu` naming a system (`gpu="gb200-nvl72"`) is that `system`, as compare() and plan() read their `gpu`.
+    A `gpu` naming a system (`gpu="gb200-nvl72"`) is that `system`, in every question (inputs/scenario.py).
     """
-    return predict_any(_request(scenario, _system_as_gpu(dict(options)), relayout=False))
-
-
-def _system_as_gpu(options: dict[str, Any]) -> dict[str, Any]:
-    """`options` with a `gpu` that names a system (bundled, or of the `hardware` files) given as `system` instead:
-    the web page's one "GPU or system" field sent gb200-nvl72 as `gpu`, refused as "is a system, not a GPU", while
-    compare() and plan() take either. An accelerator id, an unknown id, or a `system` given too are left as they
-    are, for the model's own checks and messages."""
-    gpu = options.get("gpu")
-    if not isinstance(gpu, str) or options.get("system") is not None:
-        return options
-    if options.get("hardware") is not None:
-        _use_hardware(dict(options))  # registered now to find its systems; _request's registering again is a no-op
-    found = catalogue.entries()
-    if gpu in found["accelerators"] or gpu not in found["systems"]:
-        return options
-    return {key: value for key, value in options.items() if key != "gpu"} | {"system": gpu}
+    return predict_any(_request(scenario, dict(options), relayout=False))
 
 
 def launch(
@@ -223,7 +207,9 @@ def plan(
     targets, given, goal = _goal_arguments(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
-    return planning.plan_request(scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus)
+    return planning.plan_request(
+        scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus, keywords=True
+    )
 
 
 def plan_fleet(
@@ -249,7 +235,7 @@ def plan_fleet(
     targets, given, goal = _goal_arguments(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
-    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, ("deadline_s", "budget_usd"))
+    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, keywords=True)
 
 
 def _goal_arguments(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from fleet_files import NEOCLOUD
 
 import perfmodel
 from perfmodel.outputs.report import to_json
@@ -208,6 +209,38 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
 def test_bad_keywords_raise_one_exception_type(call: object, message: str) -> None:
     with pytest.raises(perfmodel.PerfmodelError, match=message):
         call()  # type: ignore[operator]
+
+
+def test_a_system_given_as_the_gpu_is_that_system_in_every_function() -> None:
+    """Every question reads `gpu="gb200-nvl72"` as that system (inputs/scenario.py _system_as_gpu), not predict()
+    alone: search(), launch() and load_scenario() refused it ("'gb200-nvl72' is a system, not a GPU")."""
+    ask = {"model": "llama3.1-8b", "tokens": 1e12}
+    as_gpu, as_system = {"gpu": "gb200-nvl72"}, {"system": "gb200-nvl72"}
+    found = perfmodel.search(**ask, **as_gpu, n_gpus=[72], top=2).to_dict() | {"elapsed_s": 0}
+    assert found == perfmodel.search(**ask, **as_system, n_gpus=[72], top=2).to_dict() | {"elapsed_s": 0}
+    assert perfmodel.load_scenario(**ask, **as_gpu) == perfmodel.load_scenario(**ask, **as_system)
+    launched = perfmodel.launch("torchtitan", **ask, **as_gpu, n_gpus=72)
+    assert launched.text == perfmodel.launch("torchtitan", **ask, **as_system, n_gpus=72).text
+    assert perfmodel.predict(perfmodel.Scenario(**ask, **as_gpu, n_gpus=72)).to_dict()["system"] == "gb200-nvl72"
+
+
+def test_plan_and_fleet_errors_spell_the_keywords(tmp_path: Path) -> None:
+    """plan() and plan_fleet() name a target and its fix as keywords (request.API_ASK), as compare() does, not as the
+    CLI's flags: `--gpu h100-sxm@64`, `give --max-gpus` and `pass --gpu ...` named flags a Python caller has none of."""
+    goal = {"tokens": 1e12, "deadline_s": 30 * 86400}
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(NEOCLOUD)
+    for ask in (perfmodel.plan, lambda **kw: perfmodel.plan_fleet(fleet, **kw)):
+        with pytest.raises(perfmodel.PerfmodelError, match=r"^gpu='h100-sxm@64': plan finds the GPU count .* '@N'$"):
+            ask(gpu=["h100-sxm@64"], **goal)
+        with pytest.raises(perfmodel.PerfmodelError, match=r"^n_gpus=64: plan finds .*; to cap it, give max_gpus$"):
+            ask(gpu=["h100-sxm"], n_gpus=64, **goal)
+        with pytest.raises(perfmodel.PerfmodelError) as caught:
+            ask(gpu=["a100-sxm-80gb"], **goal)
+        assert str(caught.value).startswith("gpu='a100-sxm-80gb': ")
+        assert str(caught.value).endswith("pass gpu='a100-sxm-80gb:bf16'")
+        with pytest.raises(perfmodel.PerfmodelError, match=r"^gpu='h100-sxm:fp5': unknown precision 'fp5'"):
+            ask(gpu=["h100-sxm:fp5"], **goal)
 
 
 def test_a_scenario_without_hardware_is_refused_naming_its_file(tmp_path: Path) -> None:

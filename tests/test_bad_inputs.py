@@ -170,7 +170,7 @@ CASES: list[Case] = [
     Case("unknown-model-flag", ("predict", "--model", "llama9"), "--model: unknown model 'llama9'; valid: llama3.1-8b"),
     Case("unknown-gpu-flag", ("predict", "--gpu", "h300"), "--gpu: unknown GPU 'h300'; valid:"),
     Case("unknown-system-flag", ("predict", "--system", "dgx-z"), "--system: unknown system 'dgx-z'; valid:"),
-    Case("system-as-gpu", ("predict", "--gpu", "dgx-h100"),  # compare --gpu takes either
+    Case("system-as-gpu", ("predict", "--gpu", "dgx-h100", "--system", "dgx-h100"),  # alone, it is the system
          "--gpu: unknown GPU 'dgx-h100' ('dgx-h100' is a system, not a GPU); valid:"),
     Case("hardware-file-typo", ("predict", "--hardware", "{tmp}/ours.toml", "--system", "ours"),  # README example
          "{tmp}/ours.toml: field 'fabric.oversubscripton': unknown key (did you mean 'oversubscription'?); allowed: ",

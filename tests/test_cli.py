@@ -79,6 +79,19 @@ def test_missing_dimensions_are_searched() -> None:
     assert d["fits_in_memory"] and d["layouts_searched"] > 1
 
 
+def test_a_system_given_as_the_gpu_is_that_system(tmp_path: Path) -> None:
+    """`--gpu gb200-nvl72` (a system) is `--system gb200-nvl72` for predict, as for compare and plan, and a file's
+    `gpu = "gb200-nvl72"` too: predict refused both as "'gb200-nvl72' is a system, not a GPU". A system given beside
+    it keeps that refusal (test_bad_inputs.py, case system-as-gpu)."""
+    flags = ("--model", "llama3.1-8b", "--gpus", "72", "--tokens", "1T")
+    wanted = run_json("predict", "--system", "gb200-nvl72", *flags)
+    assert run_json("predict", "--gpu", "gb200-nvl72", *flags) == wanted
+    (tmp_path / "s.toml").write_text('model = "llama3.1-8b"\ngpu = "gb200-nvl72"\nn_gpus = 72\ntokens = 1e12\n')
+    (tmp_path / "t.toml").write_text('model = "llama3.1-8b"\nsystem = "gb200-nvl72"\nn_gpus = 72\ntokens = 1e12\n')
+    assert run_json("predict", str(tmp_path / "s.toml")) == run_json("predict", str(tmp_path / "t.toml"))
+    assert run_json("explain", "--gpu", "gb200-nvl72", *flags) == run_json("explain", "--system", "gb200-nvl72", *flags)
+
+
 def test_table_and_csv_formats() -> None:
     table = run_cli("predict")
     assert table.code == 0 and "Step time" in table.out and "Where the step time goes" in table.out

@@ -10,6 +10,7 @@ import pytest
 from conftest import run_cli
 from fleet_files import NEOCLOUD
 
+import perfmodel
 from perfmodel.inputs.fleet import load_fleet
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning.plan import Goal, candidate_bases, gpus_of, wall_s
@@ -105,3 +106,35 @@ def test_jobs_sharing_a_fleet_find_the_spares_held(tmp_path: Path) -> None:
     assert all(plan["owned_gpus"] == plan["n_gpus"] + 16 for plan in plans.values() if plan["feasible"])
     assert hall["used"] == {name: plan["owned_gpus"] for name, plan in plans.items() if plan["feasible"]}
     assert hall["used"] == {"first": 64, "second": 64} and hall["peak"] == 128
+
+
+def test_spares_are_whole_nodes(tmp_path: Path) -> None:
+    """A failed GPU takes its node out and a node replaces it (BLOOM's 32 spares were 4 of its 8-GPU nodes:
+    planning/losses.py), and a pool hands a node out whole: 5 spares on a DGX H100 hold 8 GPUs, so a 16-GPU pool
+    holds a job of 8 and them (before, 5: 13 held and the other 3 held by no one), and 9 spares take it all."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(HALL.format(gpus=16))
+    args = ("--model", "llama3.1-8b", "--tokens", "10B", "--deadline", "30d", "--fleet", str(path), "-q")
+    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "5", "--format", "json").out)["fleet_plans"]
+    assert d["feasible"] and d["spare_gpus"] == 8 and d["owned_gpus"] == d["n_gpus"] + 8 == 16
+    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "9", "--format", "json").out)["fleet_plans"]
+    assert not d["feasible"] and "leave none beside the job's 16 spares" in d["reason"]
+
+
+def test_spares_draw_site_power(tmp_path: Path) -> None:
+    """Spares held powered draw the site's power (plan.spare_mw) as they take the pools' GPUs: a plan's power_mw
+    counts them, and a cap of 2.5 DGX H100s' power leaves one for a job beside 8 spares (before, two)."""
+    from perfmodel.inputs.hardware import resolve
+
+    hw = resolve("h100-sxm", "dgx-h100")
+    work = {"model": "llama3.1-8b", "tokens": 100e9}
+    spared = _plan(tmp_path, 128, None, work | {"spare_gpus": 8})
+    assert spared.candidate is not None and spared.candidate.prediction is not None
+    p = spared.candidate.prediction
+    node_mw = 8 * hw.it_power_w_per_gpu * p.scenario.cost.pue / 1e6
+    assert spared.to_dict()["power_mw"] == pytest.approx((gpus_of(p) // 8 + 1) * node_mw, rel=1e-9)
+    cap_mw = 2.5 * node_mw  # a deadline of 3 days wants more than two nodes: the cap binds
+    for spares, counts in ((0, [8, 16]), (8, [8])):
+        report = perfmodel.plan(**work, gpu=["dgx-h100"], deadline_s=3 * 86400, power_mw=cap_mw, spare_gpus=spares)
+        (candidate,) = report.to_dict()["candidates"]
+        assert candidate["counts_tried"] == counts and f"{len(counts) * 8} GPUs" in candidate["reason"]

@@ -247,6 +247,13 @@ def _unknown(kind: str, item_id: str) -> PerfmodelError:
     return PerfmodelError(f"unknown {label} '{shown(item_id)}'{hint}; valid: {', '.join(_ids(kind))}")
 
 
+def names_a_system(ident: object) -> bool:
+    """Whether a `gpu` names a system and no accelerator (gb200-nvl72, bundled or of the user's hardware files): the
+    one meaning it can have, which scenario_from reads as the system."""
+    found = catalogue.entries()
+    return isinstance(ident, str) and ident not in found["accelerators"] and ident in found["systems"]
+
+
 @cache
 def _get_in(kind: str, item_id: str, _catalogues: tuple[str, ...]) -> Accelerator | System:
     """One accelerator or system, read from its own file (bundled ids are file names), so a prediction reads two

@@ -21,7 +21,7 @@ from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
-from perfmodel.inputs.hardware import get_accelerator, get_system, resolve
+from perfmodel.inputs.hardware import get_accelerator, get_system, names_a_system, resolve
 from perfmodel.inputs.models import ZOO, ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given_field, input_fields, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
@@ -655,12 +655,34 @@ def _same_hardware(raw: dict[str, Any], overrides: dict[str, Any]) -> bool:
     return (ours.accelerator.id, ours.system.id) == (theirs.accelerator.id, theirs.system.id)
 
 
+def _system_as_gpu(
+    raw: dict[str, Any], overrides: dict[str, Any], origins: dict[str, str] | None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str] | None]:
+    """The tables and overrides with a `gpu` that names a system (names_a_system), and no system beside it, given
+    as that `system`: compare and plan took `--gpu gb200-nvl72` while predict refused it ("is a system, not a GPU").
+    Here, where every question's flags or keywords meet its file's fields (a file's, a Scenario object's or the
+    default's), so predict, search, launch, explain, export and every API function read it alike; a flag keeps its
+    name for errors. An unknown id, or a system given too, is left to the checks and their messages."""
+
+    def as_system(table: dict[str, Any]) -> dict[str, Any]:
+        return {("system" if key == "gpu" else key): value for key, value in table.items()}
+
+    if "gpu" in overrides or "system" in overrides:  # an override replaces the file's hardware as a whole
+        if "system" not in overrides and names_a_system(overrides.get("gpu")):
+            return raw, as_system(overrides), origins and as_system(origins)
+        return raw, overrides, origins
+    if raw.get("system") is None and names_a_system(raw.get("gpu")):
+        raw = as_system(raw)
+    return raw, overrides, origins
+
+
 def scenario_from(
     raw: dict[str, Any], source: str, overrides: dict[str, Any] | None, origins: dict[str, str] | None, default: bool
 ) -> Scenario:
     """The scenario of `raw` tables (read from `source`) with overrides applied; `default`: `raw` is the built-in
     default scenario, whose layout is dropped when the overrides change the workload (see load_scenario)."""
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    raw, overrides, origins = _system_as_gpu(raw, overrides, origins)
     changed = {key for key, value in overrides.items() if raw.get(key) != value}
     if default and changed & {"gpu", "system"} and _same_hardware(raw, overrides):  # `--gpu h100-sxm`, dgx-h100
         changed -= {"gpu", "system"}

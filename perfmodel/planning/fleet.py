@@ -41,6 +41,8 @@ from perfmodel.planning.plan import (
     plan_candidate,
     power_cap_gpus,
     seed_count,
+    spare_gpus,
+    spare_mw,
     time_factor,
     wall_s,
 )  # fmt: skip
@@ -108,12 +110,6 @@ def fill(n_gpus: int, available: Sequence[Source]) -> list[tuple[Source, int]]:
             left -= take
     assert left == 0, f"{n_gpus} GPUs is more than the sources hold"
     return taken
-
-
-def spare_gpus(scenario: Scenario) -> int:
-    """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
-    goal's basis then: plan.goal_basis); none with `losses.model = "none"`."""
-    return scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
 
 
 def held_gpus(p: Result) -> int:
@@ -330,9 +326,9 @@ def _plan_system(
         limit, ceiling = min(capacity - spare, max_gpus), there_gpus + (f" less {spare:,} spares" if spare else "")
         if (cap := site_cap(fleet, goal.power_mw, power_site(fleet, site))) is not None:
             cap_mw, set_by = cap
-            power_cap_gpus(hw, cap_mw, base.cost.pue, set_by)  # a cap below one system is refused
+            power_cap_gpus(hw, cap_mw, base.cost.pue, set_by, spare_mw(base, hw))  # below one system: refused
             left_mw = cap_mw - powered.get(power_site(fleet, site), 0.0)
-            powered_gpus = gpus_within(hw, left_mw, base.cost.pue)
+            powered_gpus = gpus_within(hw, left_mw - spare_mw(base, hw), base.cost.pue)
             if powered_gpus == 0:
                 why = f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {cap_mw:g} MW left"
                 continue

@@ -259,10 +259,11 @@ def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> Shared
 
 def jobs_of(
     fleet: Fleet, path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
-    targets: Sequence[str], confidence: float, power_mw: float | None,
+    targets: Sequence[str], confidence: float, power_mw: float | None, keywords: bool = False,
 ) -> list[Job]:  # fmt: skip
     """The fleet file's [[job]]s to plan: each its scenario (a file relative to the fleet file's, else `scenario`)
-    with `options` and its model and tokens applied, on each target system, for its own deadline and budget."""
+    with `options` and its model and tokens applied, on each target system, for its own deadline and budget; errors
+    spelt as the CLI's flags, or with `keywords` the Python API's (candidate_bases)."""
     where = Path(path).parent
     found = []
     for index, job in enumerate(fleet.job):
@@ -270,7 +271,7 @@ def jobs_of(
         named = {key: f"{shown(path, 200)}: field 'job.{index}.{key}'" for key, value in own.items() if value}
         given = {key: value for key, value in own.items() if value}
         source = where / job.scenario if job.scenario else scenario
-        bases = candidate_bases(source, dict(options) | given, origins | named, targets)
+        bases = candidate_bases(source, dict(options) | given, origins | named, targets, keywords)
         goal = Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)
         found.append(Job(job.name, bases, goal, job.start_days, job.after))
     return found
@@ -279,11 +280,13 @@ def jobs_of(
 def fleet_request(
     path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
     targets: Sequence[str], goal: tuple[float | None, float | None, float, float | None], max_gpus: int | None,
-    named: tuple[str, str] = ("--deadline", "--budget"),
+    keywords: bool = False,
 ) -> FleetReport | SharedReport:  # fmt: skip
     """`plan --fleet`: each system type of the fleet file at `path` (or `targets`) planned over it for the goal
     (deadline_s, budget_usd, confidence, power_mw); of a file with [[job]]s, its jobs planned together, each for its
-    own deadline and budget (a goal's deadline or budget, `named` as the caller names them, is refused)."""
+    own deadline and budget (a goal's deadline or budget is refused). Errors name the CLI's flags (`--deadline`,
+    `--gpu ID`), or with `keywords` the Python API's (`deadline_s`, `gpu='ID'`)."""
+    named = ("deadline_s", "budget_usd") if keywords else ("--deadline", "--budget")
     fleet = load_fleet(path)
     deadline_s, budget_usd, confidence, power_mw = goal
     targets = list(targets) or fleet_systems(fleet)
@@ -291,7 +294,7 @@ def fleet_request(
         if deadline_s is not None or budget_usd is not None:
             raise PerfmodelError(f"{shown(path, 200)} has [[job]]s, each with its own deadline_days and budget_usd: "
                                  f"drop {named[0]} and {named[1]}")  # fmt: skip
-        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw)
+        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw, keywords)
         return plan_jobs(jobs, fleet, max_gpus)
-    bases = candidate_bases(scenario, options, origins, targets)
+    bases = candidate_bases(scenario, options, origins, targets, keywords)
     return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)

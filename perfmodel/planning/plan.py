@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
@@ -51,7 +51,7 @@ from perfmodel.planning.predict import (
     scenario_price,
     search_space,
 )
-from perfmodel.planning.request import ScenarioSource
+from perfmodel.planning.request import API_ASK, CLI_ASK, ScenarioSource
 from perfmodel.planning.search import best_layout
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
@@ -154,9 +154,30 @@ def gpus_of(p: Result) -> int:
     return p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
 
 
+def spare_gpus(scenario: Scenario) -> int:
+    """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
+    goal's basis then: goal_basis); none with `losses.model = "none"`. Whole nodes: a failed GPU takes its node out
+    of the job and a node is what replaces it (BLOOM kept '32 gpus (4 nodes) in reserve': campaigns.md section 12,
+    as losses.py cites it), and a pool hands a node out whole, so 5 spares on a DGX hold 8 GPUs (before, 5: the
+    other 3 held by no one and unbilled). A prediction's own 'spare' loss (losses.py) prices the count as given: it
+    knows no pool."""
+    given = scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
+    node = int(resolve(scenario.gpu, scenario.system).system.gpus_per_node.value) if given else 1
+    return math.ceil(given / node) * node
+
+
+def spare_mw(scenario: Scenario, hw: Hardware) -> float:
+    """The site power a job's spare GPUs (spare_gpus) draw, MW: each at the wall x PUE, as the job's own. A hot
+    spare is held powered to step in at once, and a site's cap is a provisioning limit: it must hold a spare's full
+    draw when one replaces a failed node, so the spares are counted at their GPUs' full power, not idle."""
+    return spare_gpus(scenario) * hw.it_power_w_per_gpu * scenario.cost.pue / 1e6
+
+
 def power_mw(p: Result) -> float:
-    """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE."""
-    return math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system) * _system_mw(p.hardware, p.scenario.cost.pue)
+    """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE, and its
+    spare GPUs (spare_mw; before, a plan's power left them out while its pools and bill held them)."""
+    systems = math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system)
+    return systems * _system_mw(p.hardware, p.scenario.cost.pue) + spare_mw(p.scenario, p.hardware)
 
 
 def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
@@ -165,15 +186,17 @@ def gpus_within(hw: Hardware, cap_mw: float, pue: float) -> int:
     return max(math.floor(cap_mw / _system_mw(hw, pue)), 0) * hw.job_gpus_per_system
 
 
-def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float, where: str = "--power-mw") -> int:
-    """`gpus_within` a site's cap, which must hold one system (a one-line error names it and `where` it is set)."""
+def power_cap_gpus(hw: Hardware, cap_mw: float, pue: float, where: str = "--power-mw", spares_mw: float = 0.0) -> int:
+    """`gpus_within` a site's cap less the job's spares' power (`spares_mw`, spare_mw), which must hold one system
+    beside them (a one-line error names it and `where` it is set)."""
     system_mw = _system_mw(hw, pue)
-    if gpus_within(hw, cap_mw, pue) < 1:
+    if gpus_within(hw, cap_mw - spares_mw, pue) < 1:
+        beside = f" beside its spares' {spares_mw:.4f} MW" if spares_mw else ""
         raise PerfmodelError(
             f"{where} {cap_mw:g}: below one {hw.system.id} ({system_mw:.4f} MW: its GPUs at "
-            f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g})"
+            f"{hw.it_power_w_per_gpu:,.0f} W at the wall x PUE {pue:g}){beside}"
         )
-    return gpus_within(hw, cap_mw, pue)
+    return gpus_within(hw, cap_mw - spares_mw, pue)
 
 
 def _budget_cost(p: Result) -> float:
@@ -808,8 +831,12 @@ def plan(
             )
         hw = resolve(scenario.gpu, scenario.system)
         limit, ceiling = max_gpus or MAX_GPUS, "--max-gpus"
-        if goal.power_mw is not None and (powered := power_cap_gpus(hw, goal.power_mw, scenario.cost.pue)) < limit:
-            limit, ceiling = powered, f"--power-mw {goal.power_mw:g} ({powered:,} GPUs)"
+        cap = goal.power_mw
+        if (
+            cap is not None
+            and (powered := power_cap_gpus(hw, cap, scenario.cost.pue, spares_mw=spare_mw(scenario, hw))) < limit
+        ):
+            limit, ceiling = powered, f"--power-mw {cap:g} ({powered:,} GPUs)"
         plans.append(plan_candidate(scenario, label, goal, limit, seed_count(scenario, hw, goal), ceiling))
         if progress is not None:
             progress(done, len(bases))
@@ -827,34 +854,45 @@ def plan_request(
     goal: Goal,
     max_gpus: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    keywords: bool = False,
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
-    list makes one candidate per precision); the layout is reopened, to be searched at every count tried."""
-    return plan(candidate_bases(source, options, origins, targets), goal, max_gpus, progress)
+    list makes one candidate per precision); the layout is reopened, to be searched at every count tried. Errors
+    name the CLI's flags, or with `keywords` the Python API's (candidate_bases)."""
+    return plan(candidate_bases(source, options, origins, targets, keywords), goal, max_gpus, progress)
 
 
 def candidate_bases(
-    source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], targets: Sequence[str]
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    targets: Sequence[str],
+    keywords: bool = False,
 ) -> list[tuple[str, Scenario]]:
-    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened."""
+    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened. Errors
+    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `keywords` the Python API's (`gpu='ID'`),
+    as compare_request's do."""
     from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
+    ask = API_ASK if keywords else CLI_ASK
     if options.get("n_gpus") is not None:
+        cap = "--max-gpus" if ask == CLI_ASK else "max_gpus"
         raise PerfmodelError(
-            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give --max-gpus"
+            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give {cap}"
         )
     parsed = [
-        replace(parse_target(f"{ident}:{precision}" if precision else ident), usd_per_gpu_hour=quote)
+        replace(parse_target(f"{ident}:{precision}" if precision else ident, named), usd_per_gpu_hour=quote)
         for spec in targets
-        for unquoted, quote in [split_quote(spec)]
+        for named in [ask.format("gpu", shown(spec))]
+        for unquoted, quote in [split_quote(spec, named)]
         for ident, _, precisions in [unquoted.partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
-        raise PerfmodelError(f"--gpu {counted}: plan finds the GPU count itself; drop the '@N'")
-    base = checked_base(parsed, source, options, origins, relayout=True)
-    return [(_label(s), s) for s in scenarios(base, parsed, None)]
+        raise PerfmodelError(f"{ask.format('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
+    base = checked_base(parsed, source, options, origins, relayout=True, ask=ask)
+    return [(_label(s), s) for s in scenarios(base, parsed, None, ask)]
 
 
 def _label(scenario: Scenario) -> str:
