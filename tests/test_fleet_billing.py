@@ -110,14 +110,20 @@ def test_jobs_sharing_a_fleet_find_the_spares_held(tmp_path: Path) -> None:
 
 def test_spares_are_whole_nodes(tmp_path: Path) -> None:
     """A failed GPU takes its node out and a node replaces it (BLOOM's 32 spares were 4 of its 8-GPU nodes:
-    planning/losses.py), and a pool hands a node out whole: 5 spares on a DGX H100 hold 8 GPUs, so a 16-GPU pool
-    holds a job of 8 and them (before, 5: 13 held and the other 3 held by no one), and 9 spares take it all."""
+    planning/losses.py), and a pool hands a node out whole: 5 spares on a DGX H100 are refused naming the flag and
+    the whole counts (a prediction priced 5, a fleet plan held 8); 8 spares hold a node of a 16-GPU pool beside a
+    job of 8, and 16 take it all."""
     path = tmp_path / "fleet.toml"
     path.write_text(HALL.format(gpus=16))
     args = ("--model", "llama3.1-8b", "--tokens", "10B", "--deadline", "30d", "--fleet", str(path), "-q")
-    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "5", "--format", "json").out)["fleet_plans"]
+    refused = run_cli("plan", *args, "--spare-gpus", "5")
+    assert refused.code == 2 and "--spare-gpus: 5 spare GPUs is 0.6 dgx-h100 nodes" in refused.err
+    assert "such as 0 or 8" in refused.err
+    refused = run_cli("predict", "--gpu", "h100-sxm", "--gpus", "64", "--spare-gpus", "12")
+    assert refused.code == 2 and "such as 8 or 16" in refused.err
+    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "8", "--format", "json").out)["fleet_plans"]
     assert d["feasible"] and d["spare_gpus"] == 8 and d["owned_gpus"] == d["n_gpus"] + 8 == 16
-    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "9", "--format", "json").out)["fleet_plans"]
+    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "16", "--format", "json").out)["fleet_plans"]
     assert not d["feasible"] and "leave none beside the job's 16 spares" in d["reason"]
 
 

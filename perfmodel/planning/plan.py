@@ -156,14 +156,8 @@ def gpus_of(p: Result) -> int:
 
 def spare_gpus(scenario: Scenario) -> int:
     """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
-    goal's basis then: goal_basis); none with `losses.model = "none"`. Whole nodes: a failed GPU takes its node out
-    of the job and a node is what replaces it (BLOOM kept '32 gpus (4 nodes) in reserve': campaigns.md section 12,
-    as losses.py cites it), and a pool hands a node out whole, so 5 spares on a DGX hold 8 GPUs (before, 5: the
-    other 3 held by no one and unbilled). A prediction's own 'spare' loss (losses.py) prices the count as given: it
-    knows no pool."""
-    given = scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
-    node = int(resolve(scenario.gpu, scenario.system).system.gpus_per_node.value) if given else 1
-    return math.ceil(given / node) * node
+    goal's basis then: goal_basis); none with `losses.model = "none"`. Whole nodes (request.check_spare_nodes)."""
+    return scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
 
 
 def spare_mw(scenario: Scenario, hw: Hardware) -> float:

@@ -63,6 +63,7 @@ def load_request(
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
+    check_spare_nodes(loaded, origins.get("spare_gpus") or f"{source_name(source)}: field 'losses.spare_gpus'")
     if loaded.calibration is not None or loaded.vintage is not None:
         check_calibration(loaded, source, options, origins)
     if not relayout:
@@ -311,6 +312,24 @@ def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool
     for phase in scenario.phase:
         if phase.n_gpus is not None:
             check_whole_nodes(replaced(scenario, n_gpus=phase.n_gpus), f"{where}: phase '{phase.name}': field 'n_gpus'")
+
+
+def check_spare_nodes(scenario: Scenario, origin: str) -> None:
+    """Spare GPUs (losses 'spare', priced where the losses model is on) are whole nodes: a failed GPU takes its node
+    out of the job and a node replaces it (BLOOM kept '32 gpus (4 nodes) in reserve': campaigns.md section 12, as
+    planning/losses.py cites it), and a pool hands a node out whole. 5 spares on a DGX were priced as 5 GPUs by the
+    prediction and held as 8 by a fleet plan."""
+    spares = scenario.losses.spare_gpus
+    if not spares or scenario.losses.model == "none" or (scenario.gpu is None and scenario.system is None):
+        return
+    hw = resolve(scenario.gpu, scenario.system)
+    node = int(hw.system.gpus_per_node.value)
+    if spares % node:
+        below, above = spares // node * node, (spares // node + 1) * node
+        raise PerfmodelError(
+            f"{origin}: {spares:,} spare GPUs is {spares / node:,.1f} {hw.system.id} nodes of {node} GPUs each; "
+            f"allowed: whole nodes (a failed GPU takes its node out), such as {below:,} or {above:,}"
+        )
 
 
 def check_whole_nodes(scenario: Scenario, origin: str) -> None:
