@@ -108,7 +108,7 @@ def test_bad_confidences_are_refused_in_one_line(value: str) -> None:
 
 
 def test_the_api_refuses_a_bad_confidence() -> None:
-    with pytest.raises(PerfmodelError, match=r"confidence 1\.0: allowed a probability strictly between 0 and 1"):
+    with pytest.raises(PerfmodelError, match=r"confidence=1\.0: allowed a probability strictly between 0 and 1"):
         perfmodel.plan(model="llama3.1-8b", tokens=100e9, gpu="h100-sxm:fp8", deadline_s=86400, confidence=1.0)
 
 

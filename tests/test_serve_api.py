@@ -137,11 +137,11 @@ def test_a_bad_keyword_is_refused_with_the_api_line(client: TestClient) -> None:
         perfmodel.plan(gpu="h100-sxm", tokens="1T")
     assert refusal(client, "/api/plan", {"gpu": "h100-sxm", "tokens": "1T"})["error"] == str(raised.value)
     assert refusal(client, "/api/compare", {"gpu": ["zzz"]})["field"] == "gpu"
-    # a line naming its keyword without '=': the page marked no field
+    # the keyword named as keyword=value (it was 'confidence 2:', and the page marked no field)
     asked = {"gpu": "h100-sxm", "tokens": "1T", "deadline_s": 86400, "confidence": 2}
     with pytest.raises(perfmodel.PerfmodelError) as raised:
         perfmodel.plan(**asked)
-    assert str(raised.value).startswith("confidence 2: ")
+    assert str(raised.value).startswith("confidence=2: ")
     assert refusal(client, "/api/plan", asked) == {"error": str(raised.value), "field": "confidence"}
 
 

@@ -65,10 +65,12 @@ def _normal() -> NormalDist:
     return NormalDist()
 
 
-def check(confidence: float, where: str = "--confidence") -> float:
-    """`confidence` if it is a probability strictly between 0 and 1 (0 and 1 would need no or infinite GPUs)."""
+def check(confidence: float, keyword: bool = False) -> float:
+    """`confidence` if it is a probability strictly between 0 and 1 (0 and 1 would need no or infinite GPUs); the
+    error names the flag (`--confidence 2`) or, for the Python API, the keyword (`confidence=2`)."""
     if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 < confidence < 1:
-        raise PerfmodelError(f"{where} {confidence!r}: allowed a probability strictly between 0 and 1 (e.g. 0.9)")
+        given = f"confidence={confidence!r}" if keyword else f"--confidence {confidence!r}"
+        raise PerfmodelError(f"{given}: allowed a probability strictly between 0 and 1 (e.g. 0.9)")
     return float(confidence)
 
 

@@ -97,7 +97,7 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
             EXPORTS[question](result, out)
             return out.read_bytes()
         except PerfmodelError as exc:
-            raise _refused(str(exc), saved, given) from None
+            raise _refused(str(exc), saved) from None
         finally:
             catalogue.clear()
 
@@ -164,13 +164,9 @@ FLAG_KEYWORDS = {"gpus": "n_gpus", "deadline": "deadline_s", "budget": "budget_u
 """Flags the API's messages name (`--gpu zzz: unknown ...`) and their keywords."""
 
 
-def _refused(message: str, saved: dict[str, tuple[str, str]], given: dict[str, Any]) -> Refused:
-    """The API's error as the server's: the keyword it names, or the upload, by the upload's own name. A line may
-    begin with a given keyword and its value without '=' (`confidence 2: allowed a probability...`, whose field the
-    page left unmarked)."""
+def _refused(message: str, saved: dict[str, tuple[str, str]]) -> Refused:
+    """The API's error as the server's: the keyword it names, or the upload, by the upload's own name."""
     found = re.match(r"(\w+)=", message) or re.match(r"--([\w-]+)", message)
-    if found is None and (spaced := re.match(r"(\w+) ", message)) and spaced.group(1) in given:
-        found = spaced
     field = found and found.group(1).replace("-", "_")
     field = FLAG_KEYWORDS.get(field, field) if field else None
     for path, (name, upload) in saved.items():
