@@ -412,10 +412,12 @@ def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=-1")
-    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
-    assert driver.find_element(By.ID, "error").text == "error: deadline_days=-1: allowed a number of days above 0"
-    assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
+    allowed = "allowed a number of days above 0 up to 11,574,074,074"  # plan()'s 1e15 s
+    for days in ("-1", "1e12"):  # 1e12 days was refused in seconds, as deadline_s=8.64e16
+        driver.get(url + f"/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days={days}")
+        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+        assert driver.find_element(By.ID, "error").text == f"error: deadline_days={days}: {allowed}"
+        assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
 
 
 def test_the_gpu_counts_under_the_chart_never_overlap(narrow: Any, url: str) -> None:

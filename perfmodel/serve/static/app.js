@@ -100,9 +100,14 @@ const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number
 
 // The deadline typed in days as plan()'s deadline_s, checked here, in the field's unit: -1 day was refused as
 // "deadline_s=-86400: allowed a finite number above 0", a name and a value the form does not show.
+// plan()'s deadline_s is at most 1e15 s (its bound), said here in days too.
+const MAX_DEADLINE_DAYS = 1e15 / 86400;
 function seconds(daysText) {
   const count = Number(daysText);
-  if (!(count > 0) || !Number.isFinite(count)) throw { error: `deadline_days=${daysText}: allowed a number of days above 0`, field: "deadline_days" };
+  if (!(count > 0 && count <= MAX_DEADLINE_DAYS)) {
+    const most = Math.floor(MAX_DEADLINE_DAYS).toLocaleString("en-US");
+    throw { error: `deadline_days=${daysText}: allowed a number of days above 0 up to ${most}`, field: "deadline_days" };
+  }
   return count * 86400;
 }
 
