@@ -10,9 +10,12 @@ whose message is the line the CLI prints after `error:`; a keyword that caused i
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from perfmodel.errors import PerfmodelError, shown_value
@@ -280,8 +283,19 @@ def validate(
     arguments.path("data", data)
     arguments.text("only", only)
     arguments.path("calibration", calibration)
-    runs, excluded = collect_runs(data, only=only)
+    runs, excluded = collect_runs(data, only=only, note=_note)
     return run(runs, calibrations.resolve(calibration), excluded)
+
+
+def _note(message: str) -> None:
+    """What the CLI says on stderr beside its answer (a runs CSV's ignored columns), as a UserWarning pointing at the
+    caller's line (the first frame outside perfmodel, however deep the reader): a notebook shows it, a script may
+    filter it."""
+    frame: FrameType | None = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("perfmodel"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 def calibrate(
@@ -311,7 +325,7 @@ def calibrate(
         arguments.flag(name, value)
     target = Path(arguments.path("out", out, required=True))
     check_target(target, force, (data,), named=f"out={str(out)!r}", force_flag="force=True")
-    fitted = calibration_from(data, only, with_bundled, everywhere, cv)
+    fitted = calibration_from(data, only, with_bundled, everywhere, cv, note=_note)
     write_atomic(target, lambda handle: handle.write(fitted.to_json().encode()), force)
     return fitted
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+import perfmodel
 from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import CSV_COLUMNS, MPT_SHAPES, bundled_runs, read_runs_csv
 from perfmodel.inputs.models import ModelSpec
@@ -72,6 +73,9 @@ def test_a_column_near_none_of_the_set_is_ignored_and_noted_once(tmp_path: Path)
     assert heard == [f"{path}: ignored columns: 'notes', ''"]
     result = run_cli("validate", "--data", str(path))
     assert result.code == 0 and result.err == f"note: {path}: ignored columns: 'notes', ''\n"
+    with pytest.warns(UserWarning, match="ignored columns: 'notes', ''") as caught:  # the API's notebook says so too
+        perfmodel.validate(data=path)
+    assert caught[0].filename == __file__  # pointed at the caller's line, not the API's
 
 
 def test_a_row_no_layout_rule_allows_is_listed_with_its_id_and_rule(tmp_path: Path) -> None:
