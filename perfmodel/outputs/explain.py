@@ -543,9 +543,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     C = _q("C_mb", trace["mb_compute"], "s", "compute of one micro-batch on the busiest rank")
     T = _q("T_mb", trace["mb_tp"], "s", "its exposed TP communication")
     P = _q("P_mb", trace["mb_cp"], "s", "its exposed CP communication")
-    slower = float(eff.vintage_factor)  # the step's parts are slowed once, at the end (_slowed), as step.evaluate's
-    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / slower / n_mb, "s", "its exposed EP communication")]
-                          if ctx.model.is_moe else [])  # fmt: skip
+    per_mb = [C, T, P] + ([_q("E_mb", trace["mb_ep"], "s", "its exposed EP communication")] if ctx.model.is_moe else [])
     formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * sum(q.symbol for q in per_mb)
     parts.append(
         Part(
@@ -587,6 +585,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     k = _q("k_opt", OPTIMIZER_KERNELS, "", "optimizer kernel launches")
     kappa = _q("kappa", kernel_s, "s", "fixed cost per kernel")
     formula = n_opt.symbol * b_opt.symbol / (bw.symbol * eta.symbol) + k.symbol * kappa.symbol
+    slower = float(eff.vintage_factor)  # the step's results are slowed (step.evaluate), its traced parts are not
     memory_s = slower * float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
     parts.append(
         Part(
@@ -606,7 +605,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     t_o = _q("t_step", host_s, "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
-    t_c = _q("t_compute", step.compute_s / slower, "s", "the step's compute on the busiest rank")
+    t_c = _q("t_compute", n_mb * trace["mb_compute"], "s", "the step's compute on the busiest rank")
     wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
     used_o, formula_o, notes_o = [t_o, sigma, ranks, t_c], t_o.symbol + wait, []
     if ctx.recipe.offload_layers:
