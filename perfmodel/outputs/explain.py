@@ -765,11 +765,10 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     eta = _q("eta_DP", w.overlap, "", "share of the window really used for overlap")
     windows = DpWindows(N, f_mb, b_mb, hb, f_sync, b_sync, eta)
     trainable = float(trace["trainable"])
-    weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
     if links.size < lo.dp * lo.cp:
         group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
-    dense = _Group(trace["dp_terms"], trainable, weights, links, group, float(trace["gathers"]))
+    dense = _Group(trace["dp_terms"], trainable, float(trace["weights"]), links, group, float(trace["gathers"]))
     formula, used = _zero_formula(ctx, lo.zero, dense, windows)
     notes = [group]
     if "experts" in trace:

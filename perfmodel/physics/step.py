@@ -1253,8 +1253,8 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - hidden) * 2 * microbatches * vp * p2p, 0.0)
 
     params, experts = _held_params(md, lv, stages)
-    expert_most = 0.0 if experts is None else experts.most
-    trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
+    weights = params.most - (0.0 if experts is None else experts.most)  # the dense group's: routed experts apart
+    trainable = _trainable(ctx, weights, busiest_layers, tp)
     shards = _shards(rec, lv)
     dp_links = _links(ctx, shards, tp)
     sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
@@ -1266,7 +1266,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         replicas_s = all_reduce(trainable * rec.grad_reduce_bytes / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
-    terms = dp_terms(ctx, dp_links, params.most - expert_most, trainable, replicas_s, gathers, busiest_layers)
+    terms = dp_terms(ctx, dp_links, weights, trainable, replicas_s, gathers, busiest_layers)
     dp_comm = _data_parallel(rec, zero, terms, windows_dp)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
@@ -1290,10 +1290,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_hidden=tp_hidden, tp_exposed=tp_exposed,
             cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
-            mb_ep=mb_ep[0] if mb_ep else 0.0,
-            pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp, dp_terms=terms,
-            replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable, step_params=step_params,
-            mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
+            mb_ep=mb_ep[0] if mb_ep else 0.0, pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp,
+            dp_terms=terms, replicas_s=replicas_s, gathers=gathers, params=params, weights=weights, trainable=trainable,
+            step_params=step_params, mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:
