@@ -763,7 +763,7 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     f_sync = _q("w_AG", w.sync_forward, "s", f"forward a parameter all-gather can hide behind ({sync_note})")
     b_sync = _q("w_RS", w.sync_backward, "s", f"backward a gradient sync can hide behind ({sync_note})")
     eta = _q("eta_DP", w.overlap, "", "share of the window really used for overlap")
-    windows = DpWindows(N, f_mb, b_mb, hb, f_sync, b_sync, eta)
+    windows = DpWindows(N, f_mb, f_sync, b_mb, b_sync, hb, eta)
     trainable = float(trace["trainable"])
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
     if links.size < lo.dp * lo.cp:
@@ -816,15 +816,12 @@ def _zero_formula(ctx: Context, zero: int, g: _Group, windows: DpWindows) -> tup
     tensors = g.weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer
     t = g.terms
     named = DpTerms(
-        buckets=_q(f"n_buckets{suffix}", t.buckets, "", f"Megatron DDP buckets (max(40M, 1M x ranks)){of}"),
         reduce=_q(f"t_AR{suffix}", t.reduce, "s",
                   f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
         scatter=_q(f"t_RS{suffix}", t.scatter, "s",
                    f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
         gather_updates=_q(f"t_AG{suffix}", t.gather_updates, "s",
                           f"all-gather of the updated parameters, bucket by bucket{of}"),
-        units=_q(f"n_units{suffix}", t.units, "",
-                 f"layers gathered and reduce-scattered one call each (FSDP units){of}"),
         unit_gathers=_q(f"t_AG_w{suffix}", t.unit_gathers, "s",
                         f"all-gather of this rank's weights (FSDP), layer by layer{of}"),
         unit_scatters=_q(f"t_RS_w{suffix}", t.unit_scatters, "s",
@@ -838,15 +835,13 @@ def _zero_formula(ctx: Context, zero: int, g: _Group, windows: DpWindows) -> tup
                   "backward, and the gradients into the reduce-scatter's input"),
         replicas=_q(f"t_AR_groups{suffix}", t.replicas, "s",
                     "all-reduce of this rank's gradient shard across the groups"),
+        units=_q(f"n_units{suffix}", t.units, "",
+                 f"layers gathered and reduce-scattered one call each (FSDP units){of}"),
+        buckets=_q(f"n_buckets{suffix}", t.buckets, "", f"Megatron DDP buckets (max(40M, 1M x ranks)){of}"),
     )  # fmt: skip
     symbols = (DpTerms(*(q.symbol for q in named)), DpWindows(*(q.symbol for q in windows)))
     formula = zero_exposed(ctx.recipe, *symbols)[zero]
-    w = windows
-    order = (w.microbatches, named.reduce, named.scatter, named.gather_updates, named.unit_gathers,
-             named.unit_scatters, named.per_tensor, named.units, named.buckets, w.mb_forward, w.sync_forward,
-             w.mb_backward, w.sync_backward, w.half_bubble, w.overlap, named.copies, named.replicas)  # fmt: skip
-    assert len(order) == len(named) + len(windows)  # every quantity has its place in the listing
-    return formula, [q for q in order if q.symbol in formula.free_symbols]
+    return formula, [q for q in (*named, *windows) if q.symbol in formula.free_symbols]
 
 
 def explain(p: Prediction) -> Explanation:

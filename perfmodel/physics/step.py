@@ -922,18 +922,15 @@ def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Numb
 
 class DpTerms(NamedTuple):
     """One group's DP collectives as `zero_exposed` hides them (seconds over the group's links, before overlap), and
-    the counts they are issued in: what the step traces (`dp_terms`) and `perfmodel explain` names."""
+    the counts they are issued in: what the step traces (`dp_terms`) and `perfmodel explain` names, in the order its
+    listing gives them (the collectives, then their counts)."""
 
-    buckets: Number
-    """Megatron DDP buckets (`dp_buckets`)."""
     reduce: Number
     """ZeRO-0's all-reduce of the gradients, bucket by bucket."""
     scatter: Number
     """The reduce-scatter of the gradients, bucket by bucket (ZeRO-1 and 2)."""
     gather_updates: Number
     """The all-gather of the updated parameters, bucket by bucket (ZeRO-1 and 2)."""
-    units: Number
-    """The units ZeRO-3 gathers and reduce-scatters a call each (the rank's layers)."""
     unit_gathers: Number
     """ZeRO-3's all-gather of the rank's weights, unit by unit (0 where it runs tensor by tensor)."""
     unit_scatters: Number
@@ -944,20 +941,25 @@ class DpTerms(NamedTuple):
     """FSDP2's copies on the compute stream per micro-batch (`fsdp_copies_s`)."""
     replicas: Number
     """Hybrid sharding's all-reduce of the gradient shards across the groups, once a step."""
+    units: Number
+    """The units ZeRO-3 gathers and reduce-scatters a call each (the rank's layers)."""
+    buckets: Number
+    """Megatron DDP buckets (`dp_buckets`)."""
 
 
 class DpWindows(NamedTuple):
-    """The compute DP collectives hide behind (seconds), shared by every group of a step, and the share used."""
+    """The compute DP collectives hide behind (seconds), shared by every group of a step, and the share used; in the
+    order `perfmodel explain` lists them, after the collectives (DpTerms)."""
 
     microbatches: Number
     mb_forward: Number
     """The elapsed forward of one micro-batch on the busiest rank."""
-    mb_backward: Number
-    half_bubble: Number
-    """Half the pipeline bubble: the once-a-step syncs use it too."""
     sync_forward: Number
     """The forward a once-a-step parameter all-gather hides behind (`schedule.chunk_sync_window`)."""
+    mb_backward: Number
     sync_backward: Number
+    half_bubble: Number
+    """Half the pipeline bubble: the once-a-step syncs use it too."""
     overlap: Number
     """The share of a window really used (Efficiency.overlap_dp)."""
 
@@ -990,7 +992,7 @@ def dp_terms(
         unit_scatters = units * reduce_scatter(grads / units, links)
     copies = fsdp_copies_s(ctx, weights, trainable)
     return DpTerms(
-        buckets, reduce, scatter, gather_updates, units, unit_gathers, unit_scatters, per_tensor, copies, replicas_s
+        reduce, scatter, gather_updates, unit_gathers, unit_scatters, per_tensor, copies, replicas_s, units, buckets
     )
 
 
@@ -1259,7 +1261,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     dp_links = _links(ctx, shards, tp)
     sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
     windows_dp = DpWindows(
-        microbatches, mb_forward, mb_backward, pp_bubble / 2, sync_forward, sync_backward, eff.overlap_dp
+        microbatches, mb_forward, sync_forward, mb_backward, sync_backward, pp_bubble / 2, eff.overlap_dp
     )
     replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
