@@ -205,7 +205,7 @@ def _breakdown_column(part: str) -> Column:
 
 def _memory_column(part: str) -> Column:
     """A part of the memory per GPU, on Results beside their sum (Breakdown's columns print one page wide)."""
-    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "results", _d(part, "memory_gb"), None, '0.00" GB"')
+    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "results", _d(part, "memory_gb"), None, "0.00")
 
 
 def _layout(name: str) -> Callable[[ExportRow, float], Any]:

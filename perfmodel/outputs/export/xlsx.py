@@ -219,6 +219,8 @@ def with_unit(column: Column) -> str:
     """The column's number format with its unit after the number (`0.000" s"`), so that a cell reads whole."""
     fmt, key = column.number_format, column.key.removesuffix("_low").removesuffix("_high")
     key = key.removesuffix("_p10").removesuffix("_p50").removesuffix("_p90")
+    if key.startswith("memory_gb."):  # a part of the memory (memory_gb.weights): its unit is the group's
+        key = "memory_gb"
     if key.endswith("usd_per_gpu_hour"):
         return f'"$"{fmt}"/GPU-h"'
     if key == "usd_per_kwh":
