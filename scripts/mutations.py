@@ -112,8 +112,8 @@ MUTATIONS = (
     Mutation(
         "DP communication fully overlapped",
         "perfmodel/physics/step.py",
-        "sync_forward, sync_backward, eff.overlap_dp",
-        "sync_forward, sync_backward, 1.0",
+        "sync_backward, pp_bubble / 2, eff.overlap_dp",
+        "sync_backward, pp_bubble / 2, 1.0",
     ),
     Mutation(
         "recompute not priced",

@@ -215,9 +215,11 @@ def models_show(model_id: str, fmt: str) -> None:
 
     from perfmodel.outputs.columns import tabulated
 
-    rows = [[key, f"{value:,}" if key in counts else _cell(value)] for key, value in record.items()]
-    at = next(n for n, (key, _) in enumerate(rows) if key == "source")  # its prose wraps, one row a line
-    rows[at : at + 1] = [["source" if n == 0 else "", line] for n, line in enumerate(wrap(rows[at][1], 100))]
+    rows = []
+    for key, value in record.items():
+        text = f"{value:,}" if key in counts else _cell(value)
+        lines = wrap(text, 100) if key == "source" else [text]  # the source's prose wraps, one row a line
+        rows += [[key if n == 0 else "", line] for n, line in enumerate(lines)]
     say(tabulated(rows, headers=["field", "value"], disable_numparse=True))
 
 

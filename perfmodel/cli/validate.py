@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,6 +24,8 @@ from perfmodel.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from perfmodel.fitting.runs import Exclusion, MeasuredRun
 
 
@@ -58,8 +61,15 @@ def _runs(
 
 
 def _note(message: str) -> None:
-    """A line on stderr that the output does not hold (a runs CSV's ignored columns), whatever --format."""
+    """A line on stderr that the output does not hold (a runs CSV's ignored columns), whatever --format and
+    wherever stderr goes: unlike `_progress`, it is about the data."""
     say(f"note: {message}", err=True)
+
+
+def _progress(quiet: bool = False) -> Callable[[str], None]:
+    """Where a long fit says how far it is: stderr while it is a terminal and not --quiet, else nowhere (a log or a
+    pipe keeps only the output and the notes, `_note`)."""
+    return (lambda m: say(m, err=True)) if not quiet and sys.stderr.isatty() else (lambda _: None)
 
 
 def _read_logs(logs: tuple[str, ...], step_logs: tuple[str, ...], log_flags: dict[str, Any]) -> list[MeasuredRun]:
@@ -213,13 +223,12 @@ def _with_before(records: dict[str, Any], before: Any) -> dict[str, Any]:
 def _validate_protocol(
     protocol: str, logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str
 ) -> None:
-    import sys
 
     from perfmodel.errors import PerfmodelError
     from perfmodel.fitting.protocols import run
     from perfmodel.outputs import report
 
-    note = (lambda m: say(m, err=True)) if sys.stderr.isatty() else (lambda _: None)
+    progress = _progress()
     if protocol == "whole-runs":
         from perfmodel.fitting import whole_runs
         from perfmodel.physics import calibration as calibrations
@@ -227,14 +236,14 @@ def _validate_protocol(
         if logs:
             raise PerfmodelError("--protocol whole-runs takes whole runs (--data or the bundled ones): drop LOGS")
         chosen, _ = _runs(data, (), {}, only, bundled=False)
-        held = whole_runs.protocol(chosen, calibrations.resolve(calibration), note)
+        held = whole_runs.protocol(chosen, calibrations.resolve(calibration), progress)
         emit(held.to_dict() if fmt == "json" else held.to_dict()["rows"], fmt, lambda: report.whole_runs_table(held))
         return
     if logs or data or calibration:
         flag = "LOGS" if logs else "--data" if data else "--calibration"
         raise PerfmodelError(f"--protocol refits on the bundled rows (their release dates and formats): drop {flag}")
     runs, excluded = _runs(None, (), {}, only, bundled=True)
-    result = run(protocol, runs, excluded, note)
+    result = run(protocol, runs, excluded, progress)
     records = result.to_dict() if fmt == "json" else result.to_dict()["rows"]
     emit(records, fmt, lambda: report.protocol_table(result))
 
@@ -285,7 +294,6 @@ def calibrate(
     your runs identify refitted on them, for your runs' accelerator families only (README: "Your own measured
     runs"). Logs need --gpu/--system and --gpus, and --model for training logs, as in `validate`.
     """
-    import sys
     from pathlib import Path
 
     from perfmodel.fitting.user import calibration_from
@@ -294,9 +302,7 @@ def calibrate(
     step_logs = flags.pop("step_logs")
     check_target(Path(out), force, (data, *logs, *step_logs))
     read = _read_logs(logs, step_logs, _split_log_flags(flags))
-    show = not quiet and sys.stderr.isatty()
-    progress = (lambda m: say(m, err=True)) if show else (lambda _: None)
-    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, progress, read, _note)
+    fitted = calibration_from(data or None, only, with_bundled, everywhere, cv, _progress(quiet), read, _note)
     write_atomic(Path(out), lambda handle: handle.write(fitted.to_json().encode()), force)
     if "user" in fitted.provenance:
         from perfmodel.outputs.user_calibration import user_calibration_table

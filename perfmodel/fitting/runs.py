@@ -184,7 +184,7 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                 raise PerfmodelError(
                     f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
                 )
-            kept = [{k: v for k, v in row.items() if k not in unknown} for row in rows]
+            kept = [{k: v for k, v in row.items() if k not in unknown} for row in rows] if unknown else rows
             runs = [parse_row(path, number, row) for number, row in enumerate(kept, start=2)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None

@@ -27,7 +27,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.fitting.runs import DATA, MeasuredRun, parse_row, runs_csv_cells
 from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.record import replaced
-from perfmodel.inputs.scenario import table_source
+from perfmodel.inputs.scenario import sourced
 from perfmodel.physics.calibration import Calibration
 from perfmodel.physics.step import Context
 from perfmodel.planning.losses import STRAGGLER_PRIOR, STRAGGLER_PRIOR_SOURCE, straggler_scale
@@ -66,7 +66,7 @@ def whole_run(run: MeasuredRun, cell: dict[str, str], where: str) -> MeasuredRun
                 "it lacks (a 'base=' shape starts from a zoo model)"
             )
         shapes = _pairs(cell["model_shapes"], where, "model_shapes")
-        shapes = {"source": table_source(shapes, f"{where}, column 'model_shapes'")} | shapes
+        shapes = sourced(shapes, f"{where}, column 'model_shapes'")
         if "base" not in shapes:
             shapes = {"id": cell.get("model") or "custom", "name": cell.get("model") or "custom model"} | shapes
         scenario["model"] = shapes

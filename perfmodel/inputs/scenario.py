@@ -788,13 +788,19 @@ def table_source(shapes: dict[str, Any], origin: str = "given") -> str:
     return f"{origin}, based on {base.source}"
 
 
+def sourced(shapes: dict[str, Any], origin: str) -> dict[str, Any]:
+    """A [model] table read from `origin` (a model file, a runs-CSV cell) with its source as table_source says,
+    kept in the table: the scenario prices the table again later (Scenario.model_spec) without the origin."""
+    return {"source": table_source(shapes, origin)} | shapes
+
+
 def model_file(path: Path) -> dict[str, Any]:
     """A model TOML file (the keys of a scenario's [model] table) as that table, checked here, each field and the
     shapes together (experts and top_k, expert groups, ...), so that an error names the model file."""
     from perfmodel.inputs.scenario_check import check_model_file
 
     table = check_model_file(path, read_toml(path, "model"))
-    table = {"source": table_source(table, str(path))} | table
+    table = sourced(table, str(path))
     try:
         table_spec(table)
     except FieldError as exc:

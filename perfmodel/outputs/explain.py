@@ -543,9 +543,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     C = _q("C_mb", trace["mb_compute"], "s", "compute of one micro-batch on the busiest rank")
     T = _q("T_mb", trace["mb_tp"], "s", "its exposed TP communication")
     P = _q("P_mb", trace["mb_cp"], "s", "its exposed CP communication")
-    slower = float(eff.vintage_factor)  # the step's parts are slowed once, at the end (_slowed), as step.evaluate's
-    per_mb = [C, T, P] + ([_q("E_mb", step.ep_comm_exposed_s / slower / n_mb, "s", "its exposed EP communication")]
-                          if ctx.model.is_moe else [])  # fmt: skip
+    per_mb = [C, T, P] + ([_q("E_mb", trace["mb_ep"], "s", "its exposed EP communication")] if ctx.model.is_moe else [])
     formula = bubble_fraction(pp.symbol, vp.symbol, N.symbol) * N.symbol * sum(q.symbol for q in per_mb)
     parts.append(
         Part(
@@ -587,6 +585,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     k = _q("k_opt", OPTIMIZER_KERNELS, "", "optimizer kernel launches")
     kappa = _q("kappa", kernel_s, "s", "fixed cost per kernel")
     formula = n_opt.symbol * b_opt.symbol / (bw.symbol * eta.symbol) + k.symbol * kappa.symbol
+    slower = float(eff.vintage_factor)  # the step's results are slowed (step.evaluate), its traced parts are not
     memory_s = slower * float(trace["step_params"]) * trace["optimizer_bytes_per_param"] / (bw.value * eff.memory)
     parts.append(
         Part(
@@ -606,7 +605,7 @@ def _parts(p: Prediction, ctx: Context, trace: dict[str, Any], rows: list[OpRow]
     t_o = _q("t_step", host_s, "s", f"per-step work outside the model ({host})")
     sigma = _q("sigma_rank", eff.straggler_cv, "", "spread of one rank's compute time (lock-step straggler wait)")
     ranks = _q("n_ranks", lo.tp * lo.pp * lo.cp * lo.dp, "", "ranks in lock-step")
-    t_c = _q("t_compute", step.compute_s / slower, "s", "the step's compute on the busiest rank")
+    t_c = _q("t_compute", n_mb * trace["mb_compute"], "s", "the step's compute on the busiest rank")
     wait = straggler_s(sigma.symbol, ranks.symbol, t_c.symbol)
     used_o, formula_o, notes_o = [t_o, sigma, ranks, t_c], t_o.symbol + wait, []
     if ctx.recipe.offload_layers:
@@ -764,13 +763,12 @@ def _data_parallel_part(p: Prediction, ctx: Context, trace: dict[str, Any], N: Q
     f_sync = _q("w_AG", w.sync_forward, "s", f"forward a parameter all-gather can hide behind ({sync_note})")
     b_sync = _q("w_RS", w.sync_backward, "s", f"backward a gradient sync can hide behind ({sync_note})")
     eta = _q("eta_DP", w.overlap, "", "share of the window really used for overlap")
-    windows = DpWindows(N, f_mb, b_mb, hb, f_sync, b_sync, eta)
+    windows = DpWindows(N, f_mb, f_sync, b_mb, b_sync, hb, eta)
     trainable = float(trace["trainable"])
-    weights = float(trace["params"].most) - (float(trace["experts"].most) if "experts" in trace else 0.0)
     group = f"over DP*CP = {lo.dp * lo.cp} ranks"
     if links.size < lo.dp * lo.cp:
         group = f"over groups of {links.size} of the DP*CP = {lo.dp * lo.cp} ranks (hybrid sharding)"
-    dense = _Group(trace["dp_terms"], trainable, weights, links, group, float(trace["gathers"]))
+    dense = _Group(trace["dp_terms"], trainable, float(trace["weights"]), links, group, float(trace["gathers"]))
     formula, used = _zero_formula(ctx, lo.zero, dense, windows)
     notes = [group]
     if "experts" in trace:
@@ -818,15 +816,12 @@ def _zero_formula(ctx: Context, zero: int, g: _Group, windows: DpWindows) -> tup
     tensors = g.weights / ctx.model.params_per_layer * ctx.model.tensors_per_layer
     t = g.terms
     named = DpTerms(
-        buckets=_q(f"n_buckets{suffix}", t.buckets, "", f"Megatron DDP buckets (max(40M, 1M x ranks)){of}"),
         reduce=_q(f"t_AR{suffix}", t.reduce, "s",
                   f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
         scatter=_q(f"t_RS{suffix}", t.scatter, "s",
                    f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
         gather_updates=_q(f"t_AG{suffix}", t.gather_updates, "s",
                           f"all-gather of the updated parameters, bucket by bucket{of}"),
-        units=_q(f"n_units{suffix}", t.units, "",
-                 f"layers gathered and reduce-scattered one call each (FSDP units){of}"),
         unit_gathers=_q(f"t_AG_w{suffix}", t.unit_gathers, "s",
                         f"all-gather of this rank's weights (FSDP), layer by layer{of}"),
         unit_scatters=_q(f"t_RS_w{suffix}", t.unit_scatters, "s",
@@ -840,15 +835,13 @@ def _zero_formula(ctx: Context, zero: int, g: _Group, windows: DpWindows) -> tup
                   "backward, and the gradients into the reduce-scatter's input"),
         replicas=_q(f"t_AR_groups{suffix}", t.replicas, "s",
                     "all-reduce of this rank's gradient shard across the groups"),
+        units=_q(f"n_units{suffix}", t.units, "",
+                 f"layers gathered and reduce-scattered one call each (FSDP units){of}"),
+        buckets=_q(f"n_buckets{suffix}", t.buckets, "", f"Megatron DDP buckets (max(40M, 1M x ranks)){of}"),
     )  # fmt: skip
     symbols = (DpTerms(*(q.symbol for q in named)), DpWindows(*(q.symbol for q in windows)))
     formula = zero_exposed(ctx.recipe, *symbols)[zero]
-    w = windows
-    order = (w.microbatches, named.reduce, named.scatter, named.gather_updates, named.unit_gathers,
-             named.unit_scatters, named.per_tensor, named.units, named.buckets, w.mb_forward, w.sync_forward,
-             w.mb_backward, w.sync_backward, w.half_bubble, w.overlap, named.copies, named.replicas)  # fmt: skip
-    assert len(order) == len(named) + len(windows)  # every quantity has its place in the listing
-    return formula, [q for q in order if q.symbol in formula.free_symbols]
+    return formula, [q for q in (*named, *windows) if q.symbol in formula.free_symbols]
 
 
 def explain(p: Prediction) -> Explanation:

@@ -317,11 +317,12 @@ def table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 TEXT_UNIT, FLAG_UNIT = "", "true/false"
 """The units of the columns that are not numbers: text (an id, a name, a note) and flags."""
-_UNITS = {field.name: field.unit for field in FIELDS} | {
+UNITS = {field.name: field.unit for field in FIELDS} | {
     # the columns compare and plan add that every row of a table may leave empty
     "scaling_efficiency": "fraction", "budget_share": "fraction", "p_within_budget": "fraction",
     "p_meet_deadline": "fraction", "deadline_share": "fraction", "reason": TEXT_UNIT, "binds": TEXT_UNIT,
 }  # fmt: skip
+"""Each column's unit: the schema's (FIELDS), and those of the columns compare and plan add to a prediction's."""
 
 
 def frame(records: Iterable[Mapping[str, Any]]) -> Any:
@@ -334,7 +335,7 @@ def frame(records: Iterable[Mapping[str, Any]]) -> Any:
         raise PerfmodelError("a DataFrame needs pandas: pip install pandas (or use .to_records())") from None
     data = pandas.DataFrame.from_records(table(records)).convert_dtypes()
     for column in data.columns[data.isna().all()]:
-        if (unit := _UNITS.get(column.removeprefix("plan."))) is not None:  # plan's rows nest the prediction
+        if (unit := UNITS.get(column.removeprefix("plan."))) is not None:  # plan's rows nest the prediction
             kind = "string" if unit == TEXT_UNIT else "boolean" if unit == FLAG_UNIT else "Float64"
             data[column] = data[column].astype(kind)
     return data

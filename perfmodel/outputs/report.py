@@ -232,11 +232,17 @@ def headline(p: Prediction, system: bool = True) -> str:
     return f"{p.model.name} on {p.layout.n_gpus:,} x {accelerator}{where}, {p.scenario.precision.upper()}"
 
 
+def layout_chosen(searched: int) -> str:
+    """How a prediction's layout was chosen, from its `layouts_searched`: given (1), or by the search; predict's
+    table and a workbook's Assumptions say it alike."""
+    return "given" if searched == 1 else f"fastest that fits of {searched:,} valid layouts"
+
+
 def table(p: Prediction) -> str:
     d = p.to_dict()
     acc = p.hardware.accelerator
     gemm_fmt = RECIPES[p.scenario.precision].gemm_format.upper()
-    chosen = "given" if p.layouts_searched == 1 else f"fastest that fits of {p.layouts_searched:,} valid layouts"
+    chosen = layout_chosen(p.layouts_searched)
     fits = "fits" if d["fits_in_memory"] else "DOES NOT FIT"
     lines = [
         headline(p),

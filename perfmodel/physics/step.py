@@ -922,18 +922,15 @@ def _trainable(ctx: Context, params: Number, layers: Number, tp: Number) -> Numb
 
 class DpTerms(NamedTuple):
     """One group's DP collectives as `zero_exposed` hides them (seconds over the group's links, before overlap), and
-    the counts they are issued in: what the step traces (`dp_terms`) and `perfmodel explain` names."""
+    the counts they are issued in: what the step traces (`dp_terms`) and `perfmodel explain` names, in the order its
+    listing gives them (the collectives, then their counts)."""
 
-    buckets: Number
-    """Megatron DDP buckets (`dp_buckets`)."""
     reduce: Number
     """ZeRO-0's all-reduce of the gradients, bucket by bucket."""
     scatter: Number
     """The reduce-scatter of the gradients, bucket by bucket (ZeRO-1 and 2)."""
     gather_updates: Number
     """The all-gather of the updated parameters, bucket by bucket (ZeRO-1 and 2)."""
-    units: Number
-    """The units ZeRO-3 gathers and reduce-scatters a call each (the rank's layers)."""
     unit_gathers: Number
     """ZeRO-3's all-gather of the rank's weights, unit by unit (0 where it runs tensor by tensor)."""
     unit_scatters: Number
@@ -944,20 +941,25 @@ class DpTerms(NamedTuple):
     """FSDP2's copies on the compute stream per micro-batch (`fsdp_copies_s`)."""
     replicas: Number
     """Hybrid sharding's all-reduce of the gradient shards across the groups, once a step."""
+    units: Number
+    """The units ZeRO-3 gathers and reduce-scatters a call each (the rank's layers)."""
+    buckets: Number
+    """Megatron DDP buckets (`dp_buckets`)."""
 
 
 class DpWindows(NamedTuple):
-    """The compute DP collectives hide behind (seconds), shared by every group of a step, and the share used."""
+    """The compute DP collectives hide behind (seconds), shared by every group of a step, and the share used; in the
+    order `perfmodel explain` lists them, after the collectives (DpTerms)."""
 
     microbatches: Number
     mb_forward: Number
     """The elapsed forward of one micro-batch on the busiest rank."""
-    mb_backward: Number
-    half_bubble: Number
-    """Half the pipeline bubble: the once-a-step syncs use it too."""
     sync_forward: Number
     """The forward a once-a-step parameter all-gather hides behind (`schedule.chunk_sync_window`)."""
+    mb_backward: Number
     sync_backward: Number
+    half_bubble: Number
+    """Half the pipeline bubble: the once-a-step syncs use it too."""
     overlap: Number
     """The share of a window really used (Efficiency.overlap_dp)."""
 
@@ -990,7 +992,7 @@ def dp_terms(
         unit_scatters = units * reduce_scatter(grads / units, links)
     copies = fsdp_copies_s(ctx, weights, trainable)
     return DpTerms(
-        buckets, reduce, scatter, gather_updates, units, unit_gathers, unit_scatters, per_tensor, copies, replicas_s
+        reduce, scatter, gather_updates, unit_gathers, unit_scatters, per_tensor, copies, replicas_s, units, buckets
     )
 
 
@@ -1253,20 +1255,20 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
     pp_comm = where(pp > 1, 2 * (pp - 1) * p2p + (1 - hidden) * 2 * microbatches * vp * p2p, 0.0)
 
     params, experts = _held_params(md, lv, stages)
-    expert_most = 0.0 if experts is None else experts.most
-    trainable = _trainable(ctx, params.most - expert_most, busiest_layers, tp)
+    weights = params.most - (0.0 if experts is None else experts.most)  # the dense group's: routed experts apart
+    trainable = _trainable(ctx, weights, busiest_layers, tp)
     shards = _shards(rec, lv)
     dp_links = _links(ctx, shards, tp)
     sync_forward, sync_backward = (chunk_sync_window(mb, pp, vp, microbatches) for mb in (mb_forward, mb_backward))
     windows_dp = DpWindows(
-        microbatches, mb_forward, mb_backward, pp_bubble / 2, sync_forward, sync_backward, eff.overlap_dp
+        microbatches, mb_forward, sync_forward, mb_backward, sync_backward, pp_bubble / 2, eff.overlap_dp
     )
     replicas_s: Number = 0.0
     if rec.shard_group:  # hybrid sharding: the gradient shards all-reduce across the groups
         replicas_s = all_reduce(trainable * rec.grad_reduce_bytes / shards, _links(ctx, dp * cp / shards, tp * shards),
                                 ctx.tiers)  # fmt: skip
     gathers = zero3_gathers(lv.recompute, md.params_per_layer)
-    terms = dp_terms(ctx, dp_links, params.most - expert_most, trainable, replicas_s, gathers, busiest_layers)
+    terms = dp_terms(ctx, dp_links, weights, trainable, replicas_s, gathers, busiest_layers)
     dp_comm = _data_parallel(rec, zero, terms, windows_dp)
 
     # Optimizer step on this rank's shard, and the re-quantisation of the updated weights.
@@ -1290,9 +1292,9 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_hidden=tp_hidden, tp_exposed=tp_exposed,
             cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
-            pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp, dp_terms=terms,
-            replicas_s=replicas_s, gathers=gathers, params=params, trainable=trainable, step_params=step_params,
-            mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
+            mb_ep=mb_ep[0] if mb_ep else 0.0, pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp,
+            dp_terms=terms, replicas_s=replicas_s, gathers=gathers, params=params, weights=weights, trainable=trainable,
+            step_params=step_params, mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
         )  # fmt: skip
         if experts is not None:

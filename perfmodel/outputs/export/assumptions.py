@@ -20,6 +20,7 @@ from perfmodel.inputs import grids
 from perfmodel.inputs.hardware import Sourced, SourcedFlag
 from perfmodel.inputs.record import given, input_fields
 from perfmodel.outputs.export.table import USD_PER_KWH_SOURCE, ExportRow
+from perfmodel.outputs.report import layout_chosen
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.planning import carbon, goodput, losses, tco, variability
 
@@ -296,7 +297,7 @@ def _loss_assumptions(row: ExportRow, section: str) -> list[Assumption]:
 
 
 def _layout_source(searched: int) -> str:
-    return "given" if searched == 1 else f"fastest that fits of {searched:,} valid layouts (perfmodel search)"
+    return layout_chosen(searched) + ("" if searched == 1 else " (perfmodel search)")
 
 
 def assumptions(rows: list[ExportRow], usd_per_kwh: float, given_usd_per_kwh: bool) -> list[Assumption]:

@@ -205,7 +205,7 @@ def _breakdown_column(part: str) -> Column:
 
 def _memory_column(part: str) -> Column:
     """A part of the memory per GPU, on Results beside their sum (Breakdown's columns print one page wide)."""
-    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "results", _d(part, "memory_gb"), None, '0.00" GB"')
+    return Column(f"memory_gb.{part}", f"Memory: {part} (GB)", "results", _d(part, "memory_gb"), None, "0.00")
 
 
 def _layout(name: str) -> Callable[[ExportRow, float], Any]:
@@ -1056,7 +1056,7 @@ def record_format(key: str, values: Sequence[Any]) -> str:
     separators, dollars to the cent below $100, shares as percentages, any other number to three significant
     digits or more with its unit, so that no cell prints 17 digits (0.30000000000000004, 10438424.9266801 s); text
     and true/false keep General (xlsx.py prints a flag Yes/No)."""
-    unit = _RECORD_UNITS.get(key, record.TEXT_UNIT)
+    unit = record.UNITS.get(key, record.TEXT_UNIT)
     numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     if not numbers or unit in (record.TEXT_UNIT, record.FLAG_UNIT):
         return "General"
@@ -1073,9 +1073,6 @@ def record_format(key: str, values: Sequence[Any]) -> str:
         smallest = min((abs(v) for v in numbers if v), default=1.0)
         return f"{printing.significant(smallest, 4, most=4)}{after}"
     return f"[>=10]#,##0.0{after};[>=0.1]0.000{after};0.0000{after}"
-
-
-_RECORD_UNITS = {field.name: field.unit for field in record.FIELDS}
 
 
 def _heading(key: str) -> str:

@@ -27,6 +27,7 @@ import datetime
 import io
 import zipfile
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from perfmodel.inputs.environment import source_date
@@ -219,6 +220,8 @@ def with_unit(column: Column) -> str:
     """The column's number format with its unit after the number (`0.000" s"`), so that a cell reads whole."""
     fmt, key = column.number_format, column.key.removesuffix("_low").removesuffix("_high")
     key = key.removesuffix("_p10").removesuffix("_p50").removesuffix("_p90")
+    if key.startswith("memory_gb."):  # a part of the memory (memory_gb.weights): its unit is the group's
+        key = "memory_gb"
     if key.endswith("usd_per_gpu_hour"):
         return f'"$"{fmt}"/GPU-h"'
     if key == "usd_per_kwh":
@@ -377,13 +380,16 @@ def _total_formula(column: Column, symbols: dict[str, Any], grid: _Grid, index: 
     return None
 
 
+@dataclass(frozen=True)
 class _Cells:
     """Writes a column's cell for every line, on whichever sheet and in whichever layout the grid puts it (a row per
     line, or Details' column per line): a formula, a link to a shared default, a campaign's total or a value."""
 
-    def __init__(self, grid: _Grid, symbols: dict[str, Any], values: dict[str, list[Any]], defaults: dict[str, Any],
-                 style: _Styles) -> None:  # fmt: skip
-        self.grid, self.symbols, self.values, self.defaults, self.style = grid, symbols, values, defaults, style
+    grid: _Grid
+    symbols: dict[str, Any]
+    values: dict[str, list[Any]]
+    defaults: dict[str, Any]
+    style: _Styles
 
     def write(self, ws: Any, column: Column, fmt: str, align: dict[str, Any], **look: Any) -> None:
         """The column's cells in number format `fmt`, aligned `align`, each with `look` too (Details: at the top)."""
@@ -454,14 +460,12 @@ def write_xlsx(
         inputs.write_string(f"C{r}", column.key, key_style)
 
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
-    tables = [name for name in SHEETS.values() if name != "Details"]  # a row per line; Details: `_write_details`
-    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables}
-    tall = {name: _lines(values["label"], label_width) for name in tables}  # lines per result's row
+    tables = {key: name for key, name in SHEETS.items() if key != "details"}  # a row per line; `_write_details`
+    widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables.values()}
+    tall = {name: _lines(values["label"], label_width) for name in tables.values()}  # lines per result's row
     widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
     cells = _Cells(grid, symbols, values, first_values, style)
-    for sheet_key, sheet_name in SHEETS.items():
-        if sheet_name not in tables:
-            continue
+    for sheet_key, sheet_name in tables.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
         if sheet_key != "inputs":
@@ -481,20 +485,15 @@ def write_xlsx(
                 for run in grid.results():
                     span = f"{letter}{HEADER_ROW + 2 + run.start}:{letter}{HEADER_ROW + 1 + run.stop}"
                     ws.data_validation(span, _validation(column))
-        ws.freeze_panes(HEADER_ROW + 1, 1)
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
         ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]))
-        ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
     _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
 
     _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
     for name, sheet_widths in widths.items():
-        ws = sheets[name]
-        for letter, chars in sheet_widths.items():
-            ws.set_column(f"{letter}:{letter}", chars)
-        printing.set_up(ws, _ordered(sheet_widths), title, (HEADER_ROW - 1, HEADER_ROW))
-        _heights(ws, tall[name])
+        _frame(sheets[name], sheet_widths, title)
+        _heights(sheets[name], tall[name])
     edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
     _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"), first=1)
     _write_summary(summary, columns, grid, values, title, style)
@@ -591,11 +590,18 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
         if _wraps(values[column.key]):
             heading += list(zip(texts[column.key], chars, strict=True))
         ws.set_row(row - 1, _row_height(heading))
-    ws.freeze_panes(HEADER_ROW + 1, 1)
-    ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # as the other sheets' key row: not printed
-    for letter, width in widths.items():
-        ws.set_column(f"{letter}:{letter}", width)
+    _frame(ws, widths, title)
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
+
+
+def _frame(ws: Any, widths: dict[str, float], title: str) -> None:
+    """What every table sheet (Inputs, Results, Breakdown, Details) has around its cells: panes frozen under the
+    headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide (by
+    letter) and its pages set up (printing.set_up), the headings repeated atop each."""
+    ws.freeze_panes(HEADER_ROW + 1, 1)
+    ws.set_row(HEADER_ROW, None, None, {"hidden": True})
+    for letter, chars in widths.items():
+        ws.set_column(f"{letter}:{letter}", chars)
     printing.set_up(ws, _ordered(widths), title, (HEADER_ROW - 1, HEADER_ROW))
 
 
