@@ -68,7 +68,7 @@ def test_jobs_sharing_a_fleet_equal_the_clis(tmp_path: Path) -> None:
         (lambda p: perfmodel.plan_fleet(None), r"^fleet=None: allowed a file name"),
         (lambda p: perfmodel.plan_fleet(p, model="llama3.1-8b", tokens=1e11), r"plan needs a goal: --deadline"),
         (lambda p: perfmodel.plan_fleet(p, tokens=1e11, deadline_s=-1), r"^deadline_s=-1: "),
-        (lambda p: perfmodel.plan_fleet(p, tokens=1e11, deadline_s=86400, confidence=1), r"^confidence 1: allowed"),
+        (lambda p: perfmodel.plan_fleet(p, tokens=1e11, deadline_s=86400, confidence=1), r"^confidence=1: allowed"),
         (lambda p: perfmodel.plan_fleet(p, tokens=1e11, deadline_days=1), r"^unknown keyword 'deadline_days'"),
         (lambda p: perfmodel.plan_fleet(p.parent / "missing.toml", deadline_s=86400), r"missing\.toml"),
     ],
