@@ -207,6 +207,25 @@ def test_a_plan_candidate_in_several_precisions_is_one_candidate(driver: Any, ur
     assert len(names) == 3
 
 
+def test_the_precisions_are_the_catalogues(driver: Any, url: str) -> None:
+    """The Precision list and the plan field's split were the page's own five precisions, beside /api/catalogue's:
+    the list offers the server's, and a candidate's every precision (b200's mxfp4, the list's last) stays its own."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from perfmodel.serve.app import catalogue
+
+    known = catalogue()["accelerators"]  # what /api/catalogue sends
+    precisions = list(dict.fromkeys(p for chip in known.values() for p in chip))
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=b200:bf16,mxfp4&deadline_days=20")
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[name=precision] option[value=bf16]"))
+    offered = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "[name=precision] option")]
+    assert offered == ["", *precisions]
+    answered(driver)
+    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    assert sorted(names) == ["dgx-b200:bf16", "dgx-b200:mxfp4"]
+
+
 def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
 
