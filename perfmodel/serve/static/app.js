@@ -303,7 +303,7 @@ function breakdown(p) {
   });
   const box = element("div");
   box.append(table(["Step time breakdown", "s", "share"], rows));
-  const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, preserveAspectRatio: "none", role: "img", "aria-label": "step time breakdown" });
+  const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, role: "img", "aria-label": "step time breakdown" });
   let x = 0;
   for (const [key, name, colour] of PARTS) {
     const share = (p.breakdown[key] || 0) / step;
