@@ -210,6 +210,18 @@ def test_work_is_bounded(client: TestClient) -> None:
     assert found["field"] == "gpu" and f"at most {work.MAX_CANDIDATES}" in found["error"]
 
 
+def test_a_plans_candidates_are_counted_as_plan_reads_them(client: TestClient) -> None:
+    """The bound counts plan()'s own candidates (planning.plan.candidate_bases): one per precision before a quote,
+    an uploaded system's among them; past the bound the request is refused before any is planned."""
+    hardware = [{"name": "ours.toml", "text": HARDWARE_FILE}]
+    nine = ["ours-h100:bf16,fp8:$2.50", "b200:bf16,fp8,nvfp4,mxfp8,mxfp4", "h100-sxm:fp8,bf16"]
+    found = refusal(client, "/api/plan", {"gpu": nine, "deadline_s": 1e6, "hardware_files": hardware})
+    assert found == {"error": found["error"], "field": "gpu"}
+    assert found["error"].startswith(f"gpu: 9 candidates; this server plans at most {work.MAX_CANDIDATES} ")
+    unknown = refusal(client, "/api/plan", {"gpu": nine, "deadline_s": 1e6})  # not uploaded: plan()'s own line
+    assert unknown["field"] == "gpu" and "unknown accelerator or system 'ours-h100'" in unknown["error"]
+
+
 def test_a_request_past_the_wall_time_is_stopped(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """DeepSeek-V3 on 16,384 GB300 with every layout dimension open searches for 1-2 s on one core (its bounded
     search prices about 10,000 of 11.7 million valid layouts): a bound of 0.2 s stops the worker, and the next request

@@ -71,6 +71,15 @@ def answered(driver: Any) -> dict[str, list[Any]]:
     return shown
 
 
+def error_shown(driver: Any) -> str:
+    """The error line the page shows, once it shows one (a link's question refused, or the form's)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    return str(driver.find_element(By.ID, "error").text)
+
+
 def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url: str, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -196,6 +205,25 @@ def test_a_plan_candidate_in_several_precisions_is_one_candidate(driver: Any, ur
     names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
     assert names == [c["candidate"] for c in expected["candidates"]]
     assert len(names) == 3
+
+
+def test_the_precisions_are_the_catalogues(driver: Any, url: str) -> None:
+    """The Precision list and the plan field's split were the page's own five precisions, beside /api/catalogue's:
+    the list offers the server's, and a candidate's every precision (b200's mxfp4, the list's last) stays its own."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from perfmodel.serve.app import catalogue
+
+    known = catalogue()["accelerators"]  # what /api/catalogue sends
+    precisions = list(dict.fromkeys(p for chip in known.values() for p in chip))
+    driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=b200:bf16,mxfp4&deadline_days=20")
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[name=precision] option[value=bf16]"))
+    offered = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "[name=precision] option")]
+    assert offered == ["", *precisions]
+    answered(driver)
+    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    assert sorted(names) == ["dgx-b200:bf16", "dgx-b200:mxfp4"]
 
 
 def test_a_comparison_draws_its_scaling_chart(driver: Any, url: str) -> None:
@@ -343,7 +371,7 @@ def test_predict_takes_an_uploaded_system(driver: Any, url: str, tmp_path: Path)
     ours = tmp_path / "ours.toml"
     ours.write_text('id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n')
     driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=ours-h100&n_gpus=64&tokens=1T")
-    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "error").is_displayed())  # not uploaded yet
+    error_shown(driver)  # not uploaded yet
     driver.find_element(By.ID, "hardware_files").send_keys(str(ours))
     driver.find_element(By.ID, "run").click()
     WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "result").is_displayed())
@@ -355,12 +383,9 @@ def test_predict_takes_an_uploaded_system(driver: Any, url: str, tmp_path: Path)
 
 def test_user_text_in_an_error_is_shown_as_text(driver: Any, url: str) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=<b id=injected>x</b>&n_gpus=8")
-
-    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
-    assert "<b id=injected>x</b>" in driver.find_element(By.ID, "error").text
+    assert "<b id=injected>x</b>" in error_shown(driver)
     assert not driver.find_elements(By.ID, "injected")
     assert "wrong" in driver.find_element(By.NAME, "gpu").get_attribute("class")
 
@@ -410,13 +435,11 @@ def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
     """The deadline is typed in days and sent as plan()'s deadline_s: -1 day was refused as "deadline_s=-86400:
     allowed a finite number above 0 up to 1,000,000,000,000,000", a keyword, a value and a unit the form lacks."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     allowed = "allowed a number of days above 0 up to 11,574,074,074"  # plan()'s 1e15 s
     for days in ("-1", "1e12"):  # 1e12 days was refused in seconds, as deadline_s=8.64e16
         driver.get(url + f"/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days={days}")
-        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
-        assert driver.find_element(By.ID, "error").text == f"error: deadline_days={days}: {allowed}"
+        assert error_shown(driver) == f"error: deadline_days={days}: {allowed}"
         assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
 
 
@@ -438,10 +461,8 @@ def test_a_refused_layout_field_is_unfolded(driver: Any, url: str) -> None:
     """tp=3 was refused naming tp, and the page marked the TP field inside the folded "Layout" section: the error
     named a field the page did not show."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url + "/?q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus=64&tp=3")
-    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "error").is_displayed())
-    assert driver.find_element(By.ID, "error").text.startswith("error: tp=3: ")
+    assert error_shown(driver).startswith("error: tp=3: ")
     field = driver.find_element(By.NAME, "tp")
     assert field.is_displayed() and "wrong" in field.get_attribute("class")

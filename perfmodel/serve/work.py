@@ -90,6 +90,8 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
         if hardware_files:
             given["hardware"] = [_saved(Path(folder) / "hardware", f, "hardware_files", saved) for f in hardware_files]
         try:
+            if question == "plan":
+                _check_candidates(given)
             result = QUESTIONS[question](**given)
             if fmt is None:
                 return to_json(DOCUMENTS[question](result))
@@ -113,14 +115,14 @@ def _check_no_paths(given: dict[str, Any]) -> None:
 
 
 def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any]) -> None:
-    """The work one request may ask for: refused at once past a bound, naming it."""
+    """The work one request may ask for: refused at once past a bound, naming it (a plan's candidates: once its
+    uploads are saved, _check_candidates)."""
     if len(hardware_files) > MAX_HARDWARE_FILES:
         raise Refused(
             422, f"hardware_files: {len(hardware_files)} files; this server takes at most {MAX_HARDWARE_FILES}",
             "hardware_files",
         )  # fmt: skip
-    targets = given.get("gpu")
-    targets = [targets] if isinstance(targets, str) else targets if isinstance(targets, list) else []
+    targets = _targets(given)
     if question == "compare":
         counts = given.get("n_gpus")
         rows = len(targets) * (len(counts) if isinstance(counts, list) else 1)
@@ -129,13 +131,32 @@ def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any
                 422, f"gpu x n_gpus: {rows} rows; this server compares at most {MAX_ROWS} (systems x GPU counts) in "
                 "one request", "gpu",
             )  # fmt: skip
-    if question == "plan":
-        candidates = sum(len(str(t).split(":")[1].split(",")) if ":" in str(t) else 1 for t in targets)
-        if candidates > MAX_CANDIDATES:
-            raise Refused(
-                422, f"gpu: {candidates} candidates; this server plans at most {MAX_CANDIDATES} (systems x precisions) "
-                "in one request", "gpu",
-            )  # fmt: skip
+
+
+def _targets(given: dict[str, Any]) -> list[Any]:
+    """The `gpu` keyword as a list (one target, or none)."""
+    targets = given.get("gpu")
+    return [targets] if isinstance(targets, str) else targets if isinstance(targets, list) else []
+
+
+def _check_candidates(given: dict[str, Any]) -> None:
+    """A plan's candidates at most MAX_CANDIDATES, counted as plan() reads its targets (planning.plan.candidate_bases:
+    one per precision of `ID:PRECISION,PRECISION[:$PRICE]`), so that the bound cannot drift from the plan; the
+    uploaded hardware is registered first, as plan() registers it, for the targets that name it."""
+    from perfmodel.inputs.hardware import add_catalogue
+    from perfmodel.planning.plan import candidate_bases
+
+    targets = _targets(given)
+    if not all(isinstance(target, str) for target in targets):
+        return  # plan() refuses them, naming gpu
+    for path in given.get("hardware", []):
+        add_catalogue(path, origin="hardware=")
+    candidates = len(candidate_bases(None, {}, {}, targets, keywords=True))
+    if candidates > MAX_CANDIDATES:
+        raise Refused(
+            422, f"gpu: {candidates} candidates; this server plans at most {MAX_CANDIDATES} (systems x precisions) "
+            "in one request", "gpu",
+        )  # fmt: skip
 
 
 def _saved(folder: Path, upload: dict[str, Any], field: str, saved: dict[str, tuple[str, str]]) -> str:

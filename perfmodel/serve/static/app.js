@@ -14,6 +14,7 @@ const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardwa
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
+let precisions = new Set(); // the precisions of the catalogue's accelerators (/api/catalogue), in its order
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -85,7 +86,6 @@ function listOf(text) {
 // precision after a comma belongs to the candidate before it. Split at every comma, "b200:fp8,bf16" (B200 in two
 // precisions) was refused as "--gpu bf16: unknown accelerator or system 'bf16'".
 function candidates(text) {
-  const precisions = new Set([...$("[name=precision]").options].map((o) => o.value).filter(Boolean));
   const found = [];
   for (const part of listOf(text)) {
     const last = found.length - 1;
@@ -303,7 +303,7 @@ function breakdown(p) {
   });
   const box = element("div");
   box.append(table(["Step time breakdown", "s", "share"], rows));
-  const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, preserveAspectRatio: "none", role: "img", "aria-label": "step time breakdown" });
+  const width = 420, bar = svgElement("svg", { width, height: 30, viewBox: `0 0 ${width} 30`, role: "img", "aria-label": "step time breakdown" });
   let x = 0;
   for (const [key, name, colour] of PARTS) {
     const share = (p.breakdown[key] || 0) / step;
@@ -476,6 +476,10 @@ async function start() {
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = "llama3.1-70b";
+  // The precisions the server knows, not a list of the page's own: one it lacked was split off as a system.
+  precisions = new Set(Object.values(known.accelerators).flat());
+  const precision = $("[name=precision]");
+  for (const name of precisions) precision.append(element("option", name, { value: name }));
   const systems = $("#systems");
   for (const id of [...Object.keys(known.accelerators), ...Object.keys(known.systems)]) systems.append(element("option", null, { value: id }));
   for (const button of document.querySelectorAll("#questions button")) button.addEventListener("click", () => showQuestion(button.dataset.question));
