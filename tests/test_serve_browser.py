@@ -330,7 +330,8 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     assert driver.find_element(By.NAME, "pp").is_displayed()  # the layout the link fixes is shown, not folded away
     driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
-    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    batched = f"{stages} MBS{expected['mbs']} GBS{expected['gbs']}"  # the batch too, as the CLI's compare prints
+    assert batched in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
 
 
 def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(driver: Any, url: str) -> None:
@@ -343,7 +344,7 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
     layout = cli_json("compare", "--model", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
                       "--ep", "16")[0]["parallelism"]  # fmt: skip
     assert layout["ep"] == 16
-    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep}".format(**layout)
+    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep} MBS{mbs} GBS{gbs}".format(**layout)
     assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
     # one system at one size: the title read "1 systems x 1 sizes"
     assert driver.find_element(By.ID, "title").text.endswith(": 1 system \u00d7 1 size, ratios to the first row")
