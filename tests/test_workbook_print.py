@@ -25,6 +25,9 @@ CAMPAIGN = ("export", "predict", "campaign-llama3.1-405b")
 """Phases of 40M to 6T tokens and costs of hundreds of dollars to tens of millions, in one Summary."""
 SMALLEST_PT = 7.0
 """The smallest type a procurement reader is asked to read on paper."""
+PAGES = {"plan": 32, "compare": 42, "campaign": 49}
+"""Pages each prints on at most: 33, 45 and 50 with rows 15 points a line and lines counted 1.2 characters a
+character of width less two (LibreOffice 7.4, DejaVu Sans)."""
 DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
 
 
@@ -72,6 +75,33 @@ def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
     assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 18))
 
 
+def test_a_label_row_is_as_tall_as_libreoffice_wraps_it(books: dict[str, Path]) -> None:
+    """LibreOffice 7.4 (DejaVu Sans for Calibri) wraps the campaign's embodied-carbon default on 4 lines in the
+    Inputs' column A (14 characters) and a comparison's labels (~110 characters) on 4 in 29: counting 1.2
+    characters a character of width less two, and 15 points a line, their rows were 75 and 60 points tall, 5.9
+    and 4.7 of its 12.8-point lines."""
+    inputs = openpyxl.load_workbook(books["campaign"])["Inputs"]
+    row = next(r for r in range(6, inputs.max_row + 1) if str(inputs.cell(r, 1).value).startswith("Embodied carbon"))
+    assert inputs.row_dimensions[row].height == printing.height_pt(4) == 55.5
+    results = openpyxl.load_workbook(books["compare"])["Results"]
+    assert [results.row_dimensions[r].height for r in (6, 7, 8)] == [printing.height_pt(4)] * 3
+
+
+def test_lines_wrap_where_libreoffice_wraps() -> None:
+    """Wraps LibreOffice 7.4 printed (pdftotext -bbox): a 12-point sweep's Summary label in 29 characters
+    ('llama3.1-70b on 512 x h100-sxm fp8' / 'TP1 PP1 VP1 CP2 DP256, MBS 1, GBS' / '1024, seq 8192, recompute' /
+    'selective, ZeRO-3'), the campaign's Inputs defaults in 14 (after the hyphen: 'GPU-' / 'hour;'), the bold
+    note there on 3."""
+    label = "llama3.1-70b on 512 x h100-sxm fp8 TP1 PP1 VP1 CP2 DP256, MBS 1, GBS 1024, seq 8192, recompute selective, "
+    label += "ZeRO-3"
+    assert printing.lines(label, 29.0) == 4
+    assert printing.lines("Embodied carbon (gCO2e per GPU-hour; estimate, see Assumptions)", 14.0) == 4
+    assert printing.lines("Grid carbon intensity (gCO2e/kWh)", 14.0) == 3
+    assert printing.lines("Electricity (USD/kWh)", 14.0) == 2 and printing.lines("Tokens to train", 14.0) == 1
+    assert printing.lines("Defaults (rows above link here)", 14.0, bold=True) == 3
+    assert printing.lines("x" * 100, 10.0) == 10  # wider than its column (10 x to a line): broken within itself
+
+
 def test_every_ratio_to_the_first_row_reads_as_one(books: dict[str, Path]) -> None:
     """Compare's perf per USD range (its own columns) printed in General, 0.6077105222493.23243943433 across two
     columns: every `_vs_first` ratio, 1.00x."""
@@ -95,7 +125,7 @@ def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_p
         shown = cell.value != before.value or cell.row in pages
         assert (cell.number_format != ";;;") == shown, cell.coordinate
     first = next(cell for cell in cells if cell.value.startswith("run: "))
-    assert ws.row_dimensions[first.row].height >= 5 * printing.LINE_PT
+    assert ws.row_dimensions[first.row].height >= printing.height_pt(5)
     assert sum(1 for cell in cells if cell.number_format == ";;;") > len(cells) / 2
 
 
@@ -266,6 +296,7 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
         assert "fits_in_memory" not in printed and "usd_per_gpu_hour" not in printed  # the key row is hidden
         assert printed.count("Yes") == rows  # fits in memory: Yes, not 1
         assert "Batch:" in printed and printed.count("Price,") == systems
+        assert len(pages) <= PAGES[name], f"{name}: {len(pages)} pages"
     campaign = [word for word, _ in _pdf_words(tmp_path / "campaign.pdf")[0]]
     assert {"252.0M", "2.9T", "133.3B", "40.0M", "15.6T"} <= set(campaign)  # each phase's tokens in its own unit
     assert "0.0T" not in campaign and "$0.0M" not in campaign

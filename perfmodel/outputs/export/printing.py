@@ -29,7 +29,10 @@ YES_NO = '"Yes";"Yes";"No"'
 WIDEST_TEXT = 28
 """Characters: a longer text column wraps its cells at this width."""
 LINE_PT = 15
-"""Height of one line of the default 11-pt type."""
+"""Height of a row of one line of the default 11-pt type."""
+NEXT_LINE_PT = 13.5
+"""Each further line of a wrapped row: Calibri's line spacing, 1.2207 em of 11 pt (13.4; DejaVu Sans, which
+LibreOffice prints in without it, 1.164 em: 12.8). At 15 a line, a 4-line label's row printed 4.7 lines tall."""
 
 
 def shown(value: Any, number_format: str = "General") -> str:
@@ -82,16 +85,60 @@ def width(header: str, texts: Iterable[str], narrowest: float = 6.0) -> float:
     return max(narrowest, min(float(longest), WIDEST_TEXT) + 1, word + 1, len(header) / 6 + 1)
 
 
-def lines(text: str, chars: float) -> int:
-    """Lines that `text` wraps onto in a column `chars` wide, word by word: a line holds about 1.2 characters of
-    text per character of width (the width counts digits, wider than the average letter), less two to be safe."""
-    count, used, room = 1, 0, 1.2 * chars - 2
+def lines(text: str, chars: float, bold: bool = False) -> int:
+    """Lines that `text` wraps onto in a column `chars` wide as LibreOffice prints it: word by word, and after a
+    hyphen before a letter (`GPU-` / `hour`), each line at most the column's points less WIDTH_SLACK and
+    CELL_PADDING_PT wide in DejaVu Sans (text_pt). Counting 1.2 characters a character of width less two, a
+    56-character Inputs heading in a 14-wide column A counted 5 lines where LibreOffice wrapped 4."""
+    room = (1 - WIDTH_SLACK) * points(chars) - CELL_PADDING_PT
+    count, used = 1, 0.0
     for word in text.split():
-        if used and used + 1 + len(word) > room:
-            count, used = count + 1, len(word)
-        else:
-            used += len(word) + (1 if used else 0)
+        for index, piece in enumerate(re.split(r"(?<=-)(?=[A-Za-z])", word)):
+            wide = text_pt(piece, bold)
+            gap = text_pt(" ", bold) if used and index == 0 else 0.0
+            if used and used + gap + wide > room:
+                count, used = count + 1, 0.0
+                gap = 0.0
+            count += max(0, math.ceil(wide / room) - 1)  # a piece wider than the column breaks within itself
+            used = used + gap + wide if wide <= room else wide % room
     return count
+
+
+def text_pt(text: str, bold: bool = False) -> float:
+    """Points `text` takes in 11-pt DejaVu Sans, the font LibreOffice prints Calibri in where Calibri and Carlito are
+    missing (as here): wider than either, so a row tall enough for it holds the text in Excel too. Other characters
+    count as wide as `@`, the widest."""
+    units = sum(DEJAVU_SANS_UNITS.get(char, 2048) for char in text)
+    return units / 2048 * 11 * (BOLD_WIDER if bold else 1.0)
+
+
+_WIDTHS = (
+    ("'", 563), ("ijl", 569), ("IJ", 604), (" ,.", 651), ("/:;\\|", 690), ("f", 721), ("-", 739),
+    ("()[]", 799), ("t", 803), ("!", 821), ("r", 842), ('"', 942), ("*_`", 1024), ("s", 1067), ("z", 1075),
+    ("?", 1087), ("c", 1126), ("L", 1141), ("F", 1178), ("k", 1186), ("vxy", 1212), ("P", 1235), ("TY", 1251),
+    ("o", 1253), ("a", 1255), ("e", 1260), ("E", 1294), ("hnu", 1298), ("Sbdgpq", 1300),
+    ("$0123456789{}", 1303), ("K", 1343), ("AV", 1401), ("XZ", 1403), ("B", 1405), ("R", 1423), ("C", 1430),
+    ("U", 1499), ("N", 1532), ("H", 1540), ("D", 1577), ("G", 1587), ("&", 1597), ("OQ", 1612), ("w", 1675),
+    ("#+<=>^~", 1716), ("M", 1767), ("%", 1946), ("m", 1995), ("W", 2025), ("@", 2048),
+)  # fmt: skip
+DEJAVU_SANS_UNITS = {char: units for chars, units in _WIDTHS for char in chars}
+"""Advance widths (of 2048 units an em) of the printable ASCII characters in DejaVu Sans 2.37 (its `hmtx` table:
+/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf, the copy matplotlib bundles is the same)."""
+BOLD_WIDER = 1.13
+"""DejaVu Sans Bold over Book, in the workbook's headings' text (1.125; 1.12 over the printable ASCII characters)."""
+CELL_PADDING_PT = 3.0
+"""Points of a column LibreOffice keeps clear of text, 0 to 3.3: in a 208-pt column (29 characters) it wrapped a
+12-point sweep's labels after lines of up to 204.7 pt and broke lines that would have been 208.1; in a 103-pt one
+(14) it printed `see Assumptions)`, 97.5 pt, on one line."""
+WIDTH_SLACK = 0.02
+"""Share of a column a line leaves unused as text_pt measures it (sums of advance widths; LibreOffice kerns pairs):
+in the 565-pt Source column of the Assumptions a line of 562.8 pt printed whole while one of 560.4 broke before its
+last word (`hardware).`, then cut off in its row)."""
+
+
+def height_pt(count: int) -> float:
+    """Points for a row of `count` lines of the default type."""
+    return LINE_PT + (count - 1) * NEXT_LINE_PT
 
 
 def points(chars: float) -> float:

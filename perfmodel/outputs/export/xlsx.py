@@ -303,7 +303,7 @@ def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, firs
     wrapped to fit."""
     last = max(printing.on_first_page(widths) - 1, first)
     ws.merge_range(row, first, row, last, text, look)
-    ws.set_row(row, printing.LINE_PT * printing.lines(text, sum(widths[first : last + 1])))
+    ws.set_row(row, printing.height_pt(printing.lines(text, sum(widths[first : last + 1]))))
 
 
 def _title(ws: Any, sheet: str, title: str, big: Any, note: str = "") -> None:
@@ -326,12 +326,13 @@ def _heights(ws: Any, lines: Sequence[int], first: int = HEADER_ROW + 1) -> None
     nor Excel fits them on opening."""
     for index, count in enumerate(lines):
         if count > 1:
-            ws.set_row(first + index, printing.LINE_PT * count)
+            ws.set_row(first + index, printing.height_pt(count))
 
 
-def _row_height(cells: Iterable[tuple[str, float]]) -> float:
-    """Points for a row whose cells (text, column width) wrap word by word: a heading row, an Assumptions row."""
-    return printing.LINE_PT * max(printing.lines(text, chars) for text, chars in cells)
+def _row_height(cells: Iterable[tuple[str, float]], bold: bool = False) -> float:
+    """Points for a row whose cells (text, column width) wrap word by word: a heading row (`bold`), an Assumptions
+    row."""
+    return printing.height_pt(max(printing.lines(text, chars, bold) for text, chars in cells))
 
 
 def _validation(column: Column) -> dict[str, Any]:
@@ -450,11 +451,11 @@ def write_xlsx(
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
     inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
-    inputs.set_row(HEADER_ROW + 2 + len(lines), printing.LINE_PT * printing.lines(note, label_width))
+    inputs.set_row(HEADER_ROW + 2 + len(lines), printing.height_pt(printing.lines(note, label_width, bold=True)))
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
-        inputs.set_row(r - 1, printing.LINE_PT * printing.lines(column.header, label_width))
+        inputs.set_row(r - 1, printing.height_pt(printing.lines(column.header, label_width)))
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
@@ -487,7 +488,8 @@ def write_xlsx(
                     ws.data_validation(span, _validation(column))
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
-        ws.set_row(HEADER_ROW - 1, _row_height([(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]))
+        headings = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
+        ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
     _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
 
     _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
@@ -549,7 +551,7 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
-    ws.set_row(HEADER_ROW + below, _row_height(headings))
+    ws.set_row(HEADER_ROW + below, _row_height(headings, bold=True))
     ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
     _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
     _heights(ws, tall, HEADER_ROW + 1 + below)
@@ -580,7 +582,7 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
         look = style(**HEADING, align="right")  # bold, a total's too
         ws.write_formula(f"{_letter(DETAILS_FIRST + index)}{HEADER_ROW}", f"=Results!A{HEADER_ROW + 2 + index}", look,
                          label)  # fmt: skip
-    ws.set_row(HEADER_ROW - 1, _row_height(zip(labels, chars, strict=True)))
+    ws.set_row(HEADER_ROW - 1, _row_height(zip(labels, chars, strict=True), bold=True))
     for column in columns:
         row = grid.rows[column.key]
         ws.write_string(f"A{row}", column.header, style(text_wrap=True, valign="top"))
@@ -654,10 +656,8 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     _heights(ws, _lines(values["label"], widths[0]))
     for col, chars in enumerate(widths):
         ws.set_column(col, col, chars)
-    ws.set_row(
-        HEADER_ROW - 1,
-        _row_height([("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]),
-    )
+    headings = [("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]
+    ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
     ws.freeze_panes(HEADER_ROW + 1, 1)
     row = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
