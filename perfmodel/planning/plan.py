@@ -25,6 +25,7 @@ meeting the deadline cost too much (and the cheapest meeting it), or no count wi
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -257,12 +258,10 @@ class _Tries:
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
     quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
-    """Times, costs and a deadline plan's prices (`_Bests`) by kind and count, memoised: the scans ask for each many
-    times (a fleet's 6 jobs about 85,000 times for 270 counts), and each asks the losses model and the spread afresh."""
+    """Times and costs by kind and count, memoised: the scans ask for each many times (a fleet's 6 jobs about 85,000
+    times for 270 counts), and each asks the losses model and the spread afresh."""
     order: list[int] = field(default_factory=list)
     """The indices of the counts tried, in order, kept as each is tried (`tried`)."""
-    places: dict[int, int] = field(default_factory=dict)
-    """The index of each prediction's count, by the prediction's id (`priced`)."""
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
@@ -277,8 +276,6 @@ class _Tries:
             result, why, _ = self.shared[self.base, n]
             self.found[n] = result
             bisect.insort(self.order, index)
-            if result is not None:
-                self.places[id(result)] = index
             if why is not None:
                 self.why[n] = why
         return self.found[n]
@@ -289,11 +286,6 @@ class _Tries:
 
     def time(self, index: int) -> float:
         return self._quantile("time", index, lambda p: wall_s(p) * time_factor(p, self.confidence))
-
-    def priced(self, p: Result) -> float:
-        """`cost` as a Price: what a deadline's plan on the candidate's own price minimises (found by the count
-        tried, not `gpus_of`: a campaign's phase may run on more GPUs than the count)."""
-        return self.cost(self.places[id(p)])
 
     def cost(self, index: int) -> float:
         return self._quantile("cost", index, lambda p: _budget_cost(p) * cost_factor(p, self.confidence))
@@ -477,6 +469,8 @@ def _fewest_possible(tries: _Tries, target_s: float) -> int:
 
 Price = Callable[[Result], float]
 """What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
+PriceAt = Callable[[int], float]
+"""What a deadline's plan minimises among the counts meeting it, by the count's index (`plan_candidate`)."""
 
 
 @dataclass
@@ -489,7 +483,7 @@ class _Bests:
     tries: _Tries
     deadline: float | None
     budget: float | None
-    price: Price | None
+    price: PriceAt | None
     fastest: int | None = None
     cheapest: int | None = None
     within: int | None = None
@@ -514,17 +508,7 @@ class _Bests:
         if self.deadline is None and affordable:
             self.answer = _fewer(self.answer, i, tries.time)
         elif self.deadline is not None and tries.time(i) <= self.deadline and affordable:
-            self.answer = _fewer(self.answer, i, lambda k: k if self.price is None else self._priced(k))
-
-    def _priced(self, i: int) -> float:
-        """The price of index i's plan, memoised with the tries' quantiles."""
-        key = ("price", self.tries.grid[i])
-        quantiles = self.tries.quantiles
-        if key not in quantiles:
-            p = self.tries.at(i)
-            assert p is not None and self.price is not None
-            quantiles[key] = self.price(p)
-        return quantiles[key]
+            self.answer = _fewer(self.answer, i, lambda k: k if self.price is None else self.price(k))
 
     def stop(self, i: int) -> str | None:
         """Why the upward scan ends at index i, or None: 'scaling' where its count is STALL_FACTOR times the fastest
@@ -547,7 +531,7 @@ def _fewer(best: int | None, i: int, key: Callable[[int], float]) -> int:
 
 
 def _search(
-    tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: Price | None = None
+    tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: PriceAt | None = None
 ) -> tuple[int | None, str]:
     """The answer's index (`_Bests.answer`: with neither goal, the fastest count) and why the scan stopped
     ('scaling', 'budget' or 'max-gpus': `_Bests.stop`).
@@ -623,13 +607,15 @@ def plan_candidate(
         raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
     tries = _Tries(base, grid, goal.confidence, shared={} if tried is None else tried)
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
-    mix = price
-    if price is None and goal.deadline_s is not None and scenario_price(base, hw).usd_per_gpu_hour is not None:
-        price = tries.priced
+    priced: PriceAt | None = None
+    if price is not None:
+        priced = functools.cache(lambda i: price(_ran(tries, i)))  # the mix at each count, once
+    elif goal.deadline_s is not None and scenario_price(base, hw).usd_per_gpu_hour is not None:
+        priced = tries.cost
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
         p = None if index is None else tries.at(index)
-        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, mix)
+        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
         return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
     if goal.budget_usd is not None:
@@ -637,7 +623,7 @@ def plan_candidate(
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:
             return done(None, None, f"a budget needs a price: {seeded.price.source}")
         _check_step_cost(seeded, goal.budget_usd)
-    index, why = _search(tries, seed, goal.deadline_s, goal.budget_usd, price)
+    index, why = _search(tries, seed, goal.deadline_s, goal.budget_usd, priced)
     runs = [k for k in tries.tried() if tries.at(k) is not None]
     if goal.deadline_s is not None:
         if index is not None:
@@ -670,6 +656,13 @@ def plan_candidate(
     if binds == "max-gpus" and ceiling != "--max-gpus":
         binds = "power-mw"
     return done(index, binds)
+
+
+def _ran(tries: _Tries, index: int) -> Result:
+    """The prediction at index, which runs (`_Bests` prices only those)."""
+    p = tries.at(index)
+    assert p is not None
+    return p
 
 
 def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: Price | None) -> dict[str, Any] | None:
