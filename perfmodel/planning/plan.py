@@ -47,13 +47,11 @@ from perfmodel.planning.predict import (
     context_for,
     failure_spread,
     for_layout,
-    open_batch_space,
     prediction_for,
     scenario_price,
-    search_space,
+    searched_layout,
 )
 from perfmodel.planning.request import API_ASK, CLI_ASK, ScenarioSource
-from perfmodel.planning.search import best_layout
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -397,18 +395,17 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count. The
     search ranks layouts per token (predict.search_objective), so its choice for the same work at another token
     count (a fleet's jobs, 405B on 1T-15T tokens: 75 searches where 273) is priced at these tokens as the search
-    prices its choice, not searched again. The search is `search.best_layout`, `predict.search_scenario`'s best
-    layout and count of layouts without pricing every layout in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts,
-    ~6 s a count exhaustively, ~2 s bounded)."""
+    prices its choice, not searched again. The search is `predict.searched_layout`, `choose_layout`'s:
+    `search.best_layout`, `predict.search_scenario`'s best layout and count of layouts without pricing every layout
+    in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts, ~6 s a count exhaustively, ~2 s bounded)."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
     work = (n, catalogue.version(), *(getattr(scenario, f.name) for f in fields(scenario) if f.name != "tokens"))
     ctx = context_for(scenario)
     if work not in _CHOSEN:
-        space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, [n], capped))
         if len(_CHOSEN) >= MAX_CHOSEN:
             _CHOSEN.clear()
-        _CHOSEN[work] = best_layout(ctx, space, candidates)
+        _CHOSEN[work] = searched_layout(scenario, ctx)
     layout, searched = _CHOSEN[work]
     return prediction_for(for_layout(scenario, layout), ctx, layout, searched, calibrated=True)
 
