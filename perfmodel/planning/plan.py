@@ -51,7 +51,7 @@ from perfmodel.planning.predict import (
     scenario_price,
     searched_layout,
 )
-from perfmodel.planning.request import API_ASK, CLI_ASK, ScenarioSource
+from perfmodel.planning.request import CLI, ScenarioSource, Spelling
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -838,12 +838,12 @@ def plan_request(
     goal: Goal,
     max_gpus: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision); the layout is reopened, to be searched at every count tried. Errors
-    name the CLI's flags, or with `keywords` the Python API's (candidate_bases)."""
-    return plan(candidate_bases(source, options, origins, targets, keywords), goal, max_gpus, progress)
+    name the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
+    return plan(candidate_bases(source, options, origins, targets, spelling), goal, max_gpus, progress)
 
 
 def candidate_bases(
@@ -851,32 +851,31 @@ def candidate_bases(
     options: dict[str, Any],
     origins: dict[str, str],
     targets: Sequence[str],
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened. Errors
-    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `keywords` the Python API's (`gpu='ID'`),
+    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`),
     as compare_request's do."""
     from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
-    ask = API_ASK if keywords else CLI_ASK
     if options.get("n_gpus") is not None:
-        cap = "--max-gpus" if ask == CLI_ASK else "max_gpus"
         raise PerfmodelError(
-            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give {cap}"
+            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give "
+            f"{spelling.name('max_gpus')}"
         )
     parsed = [
-        replace(parse_target(f"{ident}:{precision}" if precision else ident, named), usd_per_gpu_hour=quote)
+        replace(parse_target(f"{ident}:{precision}" if precision else ident, named, spelling), usd_per_gpu_hour=quote)
         for spec in targets
-        for named in [ask.format("gpu", shown(spec))]
-        for unquoted, quote in [split_quote(spec, named)]
+        for named in [spelling.given("gpu", shown(spec))]
+        for unquoted, quote in [split_quote(spec, named, spelling)]
         for ident, _, precisions in [unquoted.partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
-        raise PerfmodelError(f"{ask.format('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
-    base = checked_base(parsed, source, options, origins, relayout=True, ask=ask)
-    return [(_label(s), s) for s in scenarios(base, parsed, None, ask)]
+        raise PerfmodelError(f"{spelling.given('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
+    base = checked_base(parsed, source, options, origins, relayout=True, spelling=spelling)
+    return [(_label(s), s) for s in scenarios(base, parsed, None, spelling)]
 
 
 def _label(scenario: Scenario) -> str:
