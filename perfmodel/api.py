@@ -22,7 +22,7 @@ from perfmodel.errors import PerfmodelError, shown_value
 from perfmodel.inputs import arguments, catalogue
 from perfmodel.inputs.scenario import FP8Recipe, Precision, Scenario, scenario_file
 from perfmodel.planning.campaign import predict_any  # every question needs the model: imported here, not per call
-from perfmodel.planning.request import load_checked
+from perfmodel.planning.request import API, load_checked
 
 if TYPE_CHECKING:
     from perfmodel.fitting.validation import Report
@@ -184,7 +184,7 @@ def compare(
     given = dict(options)
     _use_hardware(given)
     items = comparing.compare_request(
-        scenario, given, _origins(given), targets, _counts(n_gpus), relayout, keywords=True
+        scenario, given, _origins(given), targets, _counts(n_gpus), relayout, spelling=API
     )
     return comparing.Comparison(comparing.run(items))
 
@@ -211,7 +211,7 @@ def plan(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
     return planning.plan_request(
-        scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus, keywords=True
+        scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus, spelling=API
     )
 
 
@@ -238,7 +238,7 @@ def plan_fleet(
     targets, given, goal = _goal_arguments(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
-    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, keywords=True)
+    return fleet_request(fleet, scenario, given, _origins(given), targets, goal, max_gpus, spelling=API)
 
 
 def _goal_arguments(
@@ -353,7 +353,7 @@ def _request(scenario: ScenarioSource, options: dict[str, Any], relayout: bool, 
     if found is None:
         _use_hardware(options)
         origins = _origins(options)
-        found = load_checked(scenario, options, origins, relayout=relayout, own_count=own_count, keywords=True)
+        found = load_checked(scenario, options, origins, relayout=relayout, own_count=own_count, spelling=API)
         if key is not None:
             if len(_ASKED) >= MAX_ASKED:
                 del _ASKED[next(iter(_ASKED))]

@@ -183,8 +183,12 @@ def test_errors_carry_the_cli_line(tmp_path: Path) -> None:
         (lambda: perfmodel.search(n_gpus="8"), r"^n_gpus='8': allowed a whole number of GPUs"),
         (lambda: perfmodel.search(top=0), r"^top=0: allowed a whole number from 1 up to 10,000"),
         (lambda: perfmodel.search(objective="speed"), r"^objective='speed': allowed time, cost"),
-        # compare names its targets and their fixes as keywords (request.API_ASK), not as the CLI's --gpu flags
+        # compare names its targets and their fixes as keywords (request.API), not as the CLI's --gpu flags
         (lambda: perfmodel.compare(gpu=["h100-sxm:fp5"]), r"^gpu='h100-sxm:fp5': unknown precision 'fp5'"),
+        (  # a quote's form without the CLI's shell-quoting hint (request.QUOTE_SYNTAX): no shell reads a keyword
+            lambda: perfmodel.compare(gpu=["gb300:$0"]),
+            r"^gpu='gb300:\$0': .* at most 10,000 USD: gpu='ID:\$PRICE' \(e.g. 'gb300:nvfp4:\$9.50'\)$",
+        ),
         (
             lambda: perfmodel.compare(gpu=["a100-sxm-80gb"]),
             r"^gpu='a100-sxm-80gb': a100-sxm-80gb has no tensor-core support for fp8 \(the default precision\); "
@@ -225,7 +229,7 @@ def test_a_system_given_as_the_gpu_is_that_system_in_every_function() -> None:
 
 
 def test_plan_and_fleet_errors_spell_the_keywords(tmp_path: Path) -> None:
-    """plan() and plan_fleet() name a target and its fix as keywords (request.API_ASK), as compare() does, not as the
+    """plan() and plan_fleet() name a target and its fix as keywords (request.API), as compare() does, not as the
     CLI's flags: `--gpu h100-sxm@64`, `give --max-gpus` and `pass --gpu ...` named flags a Python caller has none of."""
     goal = {"tokens": 1e12, "deadline_s": 30 * 86400}
     fleet = tmp_path / "fleet.toml"

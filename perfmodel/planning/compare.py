@@ -23,9 +23,9 @@ from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
-    API_ASK,
-    CLI_ASK,
+    CLI,
     ScenarioSource,
+    Spelling,
     check_precision,
     check_whole_nodes,
     load_checked,
@@ -53,12 +53,11 @@ class Target:
 
 MAX_USD_PER_GPU_HOUR = 10_000.0
 """The most a quote may be (the scenario's cost.usd_per_gpu_hour limit)."""
-QUOTE_SYNTAX = "--gpu 'ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50'; single quotes keep the shell off the $)"
 
 
-def split_quote(spec: str, named: str | None = None) -> tuple[str, float | None]:
+def split_quote(spec: str, named: str | None = None, spelling: Spelling = CLI) -> tuple[str, float | None]:
     """A target without its trailing `:$PRICE` quote, and the quote (None when it has none). `named`: what an error
-    calls the target (its flag, `--gpu SPEC`, by default)."""
+    calls the target (its flag, `--gpu SPEC`, by default); `spelling` how its fix is given."""
     core, sign, text = spec.strip().partition(":$")
     if not sign:
         return core, None
@@ -69,18 +68,18 @@ def split_quote(spec: str, named: str | None = None) -> tuple[str, float | None]
     if not 0 < price <= MAX_USD_PER_GPU_HOUR:  # NaN too
         raise PerfmodelError(
             f"{named or f'--gpu {shown(spec)}'}: '${shown(text)}' must be a price per GPU-hour above 0 and at most "
-            f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {QUOTE_SYNTAX}"
+            f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {spelling.quote_syntax()}"
         )
     return core, price
 
 
-def parse_target(spec: str, named: str | None = None) -> Target:
+def parse_target(spec: str, named: str | None = None, spelling: Spelling = CLI) -> Target:
     """`ID[:PRECISION][@N_GPUS][:$PRICE]`: an accelerator or system id, optionally with a precision, its own GPU
     count (`gb300:nvfp4@1024` against `h100-sxm:fp8@2048`: equal budgets or equal racks rather than equal counts)
     and its own quoted price per GPU-hour (`gb300:nvfp4:$9.50`). `named`: what an error calls the target (its flag,
-    `--gpu SPEC`, by default; a sweep file's list entry)."""
+    `--gpu SPEC`, by default; a sweep file's list entry), `spelling` how a price's fix is given."""
     named = named or f"--gpu {shown(spec)}"
-    unquoted, quote = split_quote(spec, named)
+    unquoted, quote = split_quote(spec, named, spelling)
     core, at, count = unquoted.partition("@")
     n_gpus = None
     if at:
@@ -105,10 +104,10 @@ MAX_ROWS = 64
 """Each row of a comparison is a full prediction (a search where the layout is open, up to a second or two)."""
 
 
-def check_size(n_systems: int, n_counts: int, ask: str = CLI_ASK) -> None:
+def check_size(n_systems: int, n_counts: int, spelling: Spelling = CLI) -> None:
     """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (systems x GPU counts); the error
-    names the flags (`ask` CLI_ASK) or the API's keywords (API_ASK)."""
-    gpu, gpus = ("--gpu", "--gpus") if ask == CLI_ASK else ("gpu", "n_gpus")
+    names the flags or the API's keywords, as `spelling` says."""
+    gpu, gpus = spelling.name("gpu"), spelling.name("n_gpus")
     if n_systems > MAX_SYSTEMS:
         raise PerfmodelError(f"{gpu} given {n_systems} times; at most {MAX_SYSTEMS} systems per comparison")
     rows = max(n_systems, 1) * max(n_counts, 1)
@@ -120,20 +119,19 @@ def check_size(n_systems: int, n_counts: int, ask: str = CLI_ASK) -> None:
 
 
 def scenarios(
-    base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None, ask: str = CLI_ASK
+    base: Scenario, targets: Sequence[Target], gpu_counts: Sequence[int] | None, spelling: Spelling = CLI
 ) -> list[Scenario]:
     """One scenario per target and GPU count, in that order (targets outer); a target's own count is its only one.
     Each target's hardware is checked for the base's activation offload (`check_offload`, which only the first
     target's went through with the file): a system without a host link priced it NaN. Errors name the target as
-    `ask` spells it (request.CLI_ASK, API_ASK)."""
+    `spelling` spells it (request.CLI, API)."""
     out = []
     for target in targets or [Target(base.gpu, base.system, None)]:
         cost = base.cost
-        named = ask.format("gpu", target.accelerator)
+        named = spelling.given("gpu", target.accelerator)
         if target.usd_per_gpu_hour is not None:
             if cost.mode == "buy":
-                buy = "--buy" if ask == CLI_ASK else "buy=True"
-                raise PerfmodelError(f"{named}: a quote is a rental price; {buy} prices owning")
+                raise PerfmodelError(f"{named}: a quote is a rental price; {spelling.given('buy', True)} prices owning")
             cost = replaced(cost, usd_per_gpu_hour=target.usd_per_gpu_hour)
         for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n, "cost": cost}
@@ -147,7 +145,7 @@ def scenarios(
 
 def check_one_price(
     targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
-    ask: str = CLI_ASK,
+    spelling: Spelling = CLI,
 ) -> None:  # fmt: skip
     """One price (a flag's or the scenario file's, a quote or a distribution) for candidates on different GPUs would
     price them all alike: the error says how to quote each. A candidate's own quote is its price, and the one price
@@ -166,7 +164,7 @@ def check_one_price(
                              "exclude each other; drop one")  # fmt: skip
     if len(unquoted) < 2:
         return
-    example = " ".join(ask.format("gpu", f"'{gpu}:$PRICE'" if ask == CLI_ASK else f"{gpu}:$PRICE") for gpu in unquoted)
+    example = " ".join(spelling.quoted("gpu", f"{gpu}:$PRICE") for gpu in unquoted)
     instead = "ask for one GPU at a time, or " if key == "price_range" else ""
     raise PerfmodelError(
         f"{where}: one price for candidates on different GPUs ({', '.join(unquoted)}); {instead}quote each instead: "
@@ -176,7 +174,7 @@ def check_one_price(
 
 def check_precisions(
     targets: Sequence[Target], base: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
-    ask: str = CLI_ASK,
+    spelling: Spelling = CLI,
 ) -> None:  # fmt: skip
     """Each target's precision (its own `:PRECISION`, else the base's) runs on its accelerator, checked before any
     prediction, so that the refusal names the target and its `ID:PRECISION` fix (check_precision)."""
@@ -184,10 +182,10 @@ def check_precisions(
         ident = str(target.gpu or target.system)
         candidate = replaced(base, gpu=target.gpu, system=target.system, precision=target.precision or base.precision)
         if target.precision:  # the target's own: the refusal names it as given
-            check_precision(candidate, source, {"precision": target.precision},
-                            {"precision": ask.format("gpu", f"{ident}:{target.precision}")}, ident, ask)  # fmt: skip
+            named = {"precision": spelling.given("gpu", f"{ident}:{target.precision}")}
+            check_precision(candidate, source, {"precision": target.precision}, named, ident, spelling)
         else:
-            check_precision(candidate, source, options, origins, ident, ask)
+            check_precision(candidate, source, options, origins, ident, spelling)
 
 
 def checked_base(
@@ -196,22 +194,21 @@ def checked_base(
     options: dict[str, Any],
     origins: dict[str, str],
     relayout: bool,
-    ask: str = CLI_ASK,
+    spelling: Spelling = CLI,
 ) -> Scenario:
     """The base of a comparison or a plan, checked before any prediction: `source` with `options` on the first
     target's hardware, so that a default scenario's layout, tuned for its own hardware, is dropped as it is for a
     prediction on new hardware; checked as every question is (load_checked; its given layout at every count, as each
     target's count may differ), then one price (check_one_price) and each target's precision (check_precisions),
-    each error spelt as `ask` (request.CLI_ASK, or API_ASK for the Python API's)."""
+    each error spelt as `spelling` says (request.CLI, or API for the Python API's)."""
     first = targets[0] if targets else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
-    keywords = ask == API_ASK
     base = load_checked(
-        source, options, origins, relayout=relayout, own_count=False, own_precision=False, keywords=keywords
+        source, options, origins, relayout=relayout, own_count=False, own_precision=False, spelling=spelling
     )
-    check_one_price(targets, base, source, options, origins, ask)
-    check_precisions(targets, base, source, options, origins, ask)
+    check_one_price(targets, base, source, options, origins, spelling)
+    check_precisions(targets, base, source, options, origins, spelling)
     return base
 
 
@@ -222,26 +219,25 @@ def compare_request(
     targets: Sequence[str],
     gpu_counts: Sequence[int] | None,
     relayout: bool = False,
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> list[Scenario]:
     """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
     target and count stand in for the base's hardware (checked_base). Errors name the CLI's flags (`--gpu ID`), or
-    with `keywords` the Python API's (`gpu='ID'`), as load_checked's do."""
-    ask = API_ASK if keywords else CLI_ASK
-    check_size(len(targets), len(gpu_counts or []), ask)
-    parsed = [parse_target(spec, ask.format("gpu", shown(spec))) for spec in targets]
+    with `spelling` API the Python API's (`gpu='ID'`), as load_checked's do."""
+    check_size(len(targets), len(gpu_counts or []), spelling)
+    parsed = [parse_target(spec, spelling.given("gpu", shown(spec)), spelling) for spec in targets]
     first = parsed[0] if parsed else None
     options = options | {"n_gpus": (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)}
     counted = origins  # the rows without @N take --gpus' counts, named as it
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
-        origins = origins | {"n_gpus": ask.format("gpu", targets[0])}
-    base = checked_base(parsed, source, options, origins, relayout, ask)
+        origins = origins | {"n_gpus": spelling.given("gpu", targets[0])}
+    base = checked_base(parsed, source, options, origins, relayout, spelling)
     for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
         if target.n_gpus:
             check_whole_nodes(
-                replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), ask.format("gpu", spec)
+                replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), spelling.given("gpu", spec)
             )
-    made = scenarios(base, parsed, gpu_counts, ask)
+    made = scenarios(base, parsed, gpu_counts, spelling)
     for scenario in made:  # without --gpus, the first row's count is every row's
         check_whole_nodes(scenario, (counted if gpu_counts else origins).get("n_gpus", "n_gpus"))
     return made

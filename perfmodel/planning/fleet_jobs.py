@@ -42,7 +42,7 @@ from perfmodel.planning.fleet import (
     unplanned,
 )  # fmt: skip
 from perfmodel.planning.plan import Goal, Tried, candidate_bases, power_mw
-from perfmodel.planning.request import ScenarioSource
+from perfmodel.planning.request import CLI, ScenarioSource, Spelling
 
 GREEDY = "tightest deadline first"
 ORDERED = "the order serving the most jobs for the least total cost, of every order tried"
@@ -259,11 +259,11 @@ def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> Shared
 
 def jobs_of(
     fleet: Fleet, path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
-    targets: Sequence[str], confidence: float, power_mw: float | None, keywords: bool = False,
+    targets: Sequence[str], confidence: float, power_mw: float | None, spelling: Spelling = CLI,
 ) -> list[Job]:  # fmt: skip
     """The fleet file's [[job]]s to plan: each its scenario (a file relative to the fleet file's, else `scenario`)
     with `options` and its model and tokens applied, on each target system, for its own deadline and budget; errors
-    spelt as the CLI's flags, or with `keywords` the Python API's (candidate_bases)."""
+    spelt as the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
     where = Path(path).parent
     found = []
     for index, job in enumerate(fleet.job):
@@ -271,7 +271,7 @@ def jobs_of(
         named = {key: f"{shown(path, 200)}: field 'job.{index}.{key}'" for key, value in own.items() if value}
         given = {key: value for key, value in own.items() if value}
         source = where / job.scenario if job.scenario else scenario
-        bases = candidate_bases(source, dict(options) | given, origins | named, targets, keywords)
+        bases = candidate_bases(source, dict(options) | given, origins | named, targets, spelling)
         goal = Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)
         found.append(Job(job.name, bases, goal, job.start_days, job.after))
     return found
@@ -280,21 +280,20 @@ def jobs_of(
 def fleet_request(
     path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
     targets: Sequence[str], goal: tuple[float | None, float | None, float, float | None], max_gpus: int | None,
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> FleetReport | SharedReport:  # fmt: skip
     """`plan --fleet`: each system type of the fleet file at `path` (or `targets`) planned over it for the goal
     (deadline_s, budget_usd, confidence, power_mw); of a file with [[job]]s, its jobs planned together, each for its
     own deadline and budget (a goal's deadline or budget is refused). Errors name the CLI's flags (`--deadline`,
-    `--gpu ID`), or with `keywords` the Python API's (`deadline_s`, `gpu='ID'`)."""
-    named = ("deadline_s", "budget_usd") if keywords else ("--deadline", "--budget")
+    `--gpu ID`), or with `spelling` API the Python API's (`deadline_s`, `gpu='ID'`)."""
     fleet = load_fleet(path)
     deadline_s, budget_usd, confidence, power_mw = goal
     targets = list(targets) or fleet_systems(fleet)
     if fleet.job:
         if deadline_s is not None or budget_usd is not None:
             raise PerfmodelError(f"{shown(path, 200)} has [[job]]s, each with its own deadline_days and budget_usd: "
-                                 f"drop {named[0]} and {named[1]}")  # fmt: skip
-        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw, keywords)
+                                 f"drop {spelling.name('deadline_s')} and {spelling.name('budget_usd')}")  # fmt: skip
+        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw, spelling)
         return plan_jobs(jobs, fleet, max_gpus)
-    bases = candidate_bases(scenario, options, origins, targets, keywords)
+    bases = candidate_bases(scenario, options, origins, targets, spelling)
     return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)

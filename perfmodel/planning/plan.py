@@ -25,6 +25,7 @@ meeting the deadline cost too much (and the cheapest meeting it), or no count wi
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -46,13 +47,11 @@ from perfmodel.planning.predict import (
     context_for,
     failure_spread,
     for_layout,
-    open_batch_space,
     prediction_for,
     scenario_price,
-    search_space,
+    searched_layout,
 )
-from perfmodel.planning.request import API_ASK, CLI_ASK, ScenarioSource
-from perfmodel.planning.search import best_layout
+from perfmodel.planning.request import CLI, ScenarioSource, Spelling
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -257,12 +256,10 @@ class _Tries:
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
     quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
-    """Times, costs and a deadline plan's prices (`_Bests`) by kind and count, memoised: the scans ask for each many
-    times (a fleet's 6 jobs about 85,000 times for 270 counts), and each asks the losses model and the spread afresh."""
+    """Times and costs by kind and count, memoised: the scans ask for each many times (a fleet's 6 jobs about 85,000
+    times for 270 counts), and each asks the losses model and the spread afresh."""
     order: list[int] = field(default_factory=list)
     """The indices of the counts tried, in order, kept as each is tried (`tried`)."""
-    places: dict[int, int] = field(default_factory=dict)
-    """The index of each prediction's count, by the prediction's id (`priced`)."""
 
     def at(self, index: int) -> Result | None:
         n = self.grid[index]
@@ -277,8 +274,6 @@ class _Tries:
             result, why, _ = self.shared[self.base, n]
             self.found[n] = result
             bisect.insort(self.order, index)
-            if result is not None:
-                self.places[id(result)] = index
             if why is not None:
                 self.why[n] = why
         return self.found[n]
@@ -289,11 +284,6 @@ class _Tries:
 
     def time(self, index: int) -> float:
         return self._quantile("time", index, lambda p: wall_s(p) * time_factor(p, self.confidence))
-
-    def priced(self, p: Result) -> float:
-        """`cost` as a Price: what a deadline's plan on the candidate's own price minimises (found by the count
-        tried, not `gpus_of`: a campaign's phase may run on more GPUs than the count)."""
-        return self.cost(self.places[id(p)])
 
     def cost(self, index: int) -> float:
         return self._quantile("cost", index, lambda p: _budget_cost(p) * cost_factor(p, self.confidence))
@@ -405,18 +395,17 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count. The
     search ranks layouts per token (predict.search_objective), so its choice for the same work at another token
     count (a fleet's jobs, 405B on 1T-15T tokens: 75 searches where 273) is priced at these tokens as the search
-    prices its choice, not searched again. The search is `search.best_layout`, `predict.search_scenario`'s best
-    layout and count of layouts without pricing every layout in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts,
-    ~6 s a count exhaustively, ~2 s bounded)."""
+    prices its choice, not searched again. The search is `predict.searched_layout`, `choose_layout`'s:
+    `search.best_layout`, `predict.search_scenario`'s best layout and count of layouts without pricing every layout
+    in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts, ~6 s a count exhaustively, ~2 s bounded)."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
     work = (n, catalogue.version(), *(getattr(scenario, f.name) for f in fields(scenario) if f.name != "tokens"))
     ctx = context_for(scenario)
     if work not in _CHOSEN:
-        space, candidates = open_batch_space(ctx, scenario, lambda capped: search_space(scenario, [n], capped))
         if len(_CHOSEN) >= MAX_CHOSEN:
             _CHOSEN.clear()
-        _CHOSEN[work] = best_layout(ctx, space, candidates)
+        _CHOSEN[work] = searched_layout(scenario, ctx)
     layout, searched = _CHOSEN[work]
     return prediction_for(for_layout(scenario, layout), ctx, layout, searched, calibrated=True)
 
@@ -477,6 +466,8 @@ def _fewest_possible(tries: _Tries, target_s: float) -> int:
 
 Price = Callable[[Result], float]
 """What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
+PriceAt = Callable[[int], float]
+"""What a deadline's plan minimises among the counts meeting it, by the count's index (`plan_candidate`)."""
 
 
 @dataclass
@@ -489,7 +480,7 @@ class _Bests:
     tries: _Tries
     deadline: float | None
     budget: float | None
-    price: Price | None
+    price: PriceAt | None
     fastest: int | None = None
     cheapest: int | None = None
     within: int | None = None
@@ -514,17 +505,7 @@ class _Bests:
         if self.deadline is None and affordable:
             self.answer = _fewer(self.answer, i, tries.time)
         elif self.deadline is not None and tries.time(i) <= self.deadline and affordable:
-            self.answer = _fewer(self.answer, i, lambda k: k if self.price is None else self._priced(k))
-
-    def _priced(self, i: int) -> float:
-        """The price of index i's plan, memoised with the tries' quantiles."""
-        key = ("price", self.tries.grid[i])
-        quantiles = self.tries.quantiles
-        if key not in quantiles:
-            p = self.tries.at(i)
-            assert p is not None and self.price is not None
-            quantiles[key] = self.price(p)
-        return quantiles[key]
+            self.answer = _fewer(self.answer, i, lambda k: k if self.price is None else self.price(k))
 
     def stop(self, i: int) -> str | None:
         """Why the upward scan ends at index i, or None: 'scaling' where its count is STALL_FACTOR times the fastest
@@ -547,7 +528,7 @@ def _fewer(best: int | None, i: int, key: Callable[[int], float]) -> int:
 
 
 def _search(
-    tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: Price | None = None
+    tries: _Tries, seed: int, deadline: float | None, budget: float | None, price: PriceAt | None = None
 ) -> tuple[int | None, str]:
     """The answer's index (`_Bests.answer`: with neither goal, the fastest count) and why the scan stopped
     ('scaling', 'budget' or 'max-gpus': `_Bests.stop`).
@@ -623,13 +604,15 @@ def plan_candidate(
         raise PerfmodelError(f"--max-gpus {max_gpus:,}: below one unit of {hw.system.id} ({unit} GPUs)")
     tries = _Tries(base, grid, goal.confidence, shared={} if tried is None else tried)
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
-    mix = price
-    if price is None and goal.deadline_s is not None and scenario_price(base, hw).usd_per_gpu_hour is not None:
-        price = tries.priced
+    priced: PriceAt | None = None
+    if price is not None:
+        priced = functools.cache(lambda i: price(_ran(tries, i)))  # the mix at each count, once
+    elif goal.deadline_s is not None and scenario_price(base, hw).usd_per_gpu_hour is not None:
+        priced = tries.cost
 
     def done(index: int | None, binds: str | None, reason: str | None = None) -> CandidatePlan:
         p = None if index is None else tries.at(index)
-        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, mix)
+        beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
         return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
     if goal.budget_usd is not None:
@@ -637,7 +620,7 @@ def plan_candidate(
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:
             return done(None, None, f"a budget needs a price: {seeded.price.source}")
         _check_step_cost(seeded, goal.budget_usd)
-    index, why = _search(tries, seed, goal.deadline_s, goal.budget_usd, price)
+    index, why = _search(tries, seed, goal.deadline_s, goal.budget_usd, priced)
     runs = [k for k in tries.tried() if tries.at(k) is not None]
     if goal.deadline_s is not None:
         if index is not None:
@@ -670,6 +653,13 @@ def plan_candidate(
     if binds == "max-gpus" and ceiling != "--max-gpus":
         binds = "power-mw"
     return done(index, binds)
+
+
+def _ran(tries: _Tries, index: int) -> Result:
+    """The prediction at index, which runs (`_Bests` prices only those)."""
+    p = tries.at(index)
+    assert p is not None
+    return p
 
 
 def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: Price | None) -> dict[str, Any] | None:
@@ -848,12 +838,12 @@ def plan_request(
     goal: Goal,
     max_gpus: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision); the layout is reopened, to be searched at every count tried. Errors
-    name the CLI's flags, or with `keywords` the Python API's (candidate_bases)."""
-    return plan(candidate_bases(source, options, origins, targets, keywords), goal, max_gpus, progress)
+    name the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
+    return plan(candidate_bases(source, options, origins, targets, spelling), goal, max_gpus, progress)
 
 
 def candidate_bases(
@@ -861,32 +851,31 @@ def candidate_bases(
     options: dict[str, Any],
     origins: dict[str, str],
     targets: Sequence[str],
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened. Errors
-    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `keywords` the Python API's (`gpu='ID'`),
+    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`),
     as compare_request's do."""
     from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
-    ask = API_ASK if keywords else CLI_ASK
     if options.get("n_gpus") is not None:
-        cap = "--max-gpus" if ask == CLI_ASK else "max_gpus"
         raise PerfmodelError(
-            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give {cap}"
+            f"{origins.get('n_gpus', 'n_gpus')}: plan finds the GPU count itself; to cap it, give "
+            f"{spelling.name('max_gpus')}"
         )
     parsed = [
-        replace(parse_target(f"{ident}:{precision}" if precision else ident, named), usd_per_gpu_hour=quote)
+        replace(parse_target(f"{ident}:{precision}" if precision else ident, named, spelling), usd_per_gpu_hour=quote)
         for spec in targets
-        for named in [ask.format("gpu", shown(spec))]
-        for unquoted, quote in [split_quote(spec, named)]
+        for named in [spelling.given("gpu", shown(spec))]
+        for unquoted, quote in [split_quote(spec, named, spelling)]
         for ident, _, precisions in [unquoted.partition(":")]
         for precision in (precisions.split(",") if precisions else [""])
     ]
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
-        raise PerfmodelError(f"{ask.format('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
-    base = checked_base(parsed, source, options, origins, relayout=True, ask=ask)
-    return [(_label(s), s) for s in scenarios(base, parsed, None, ask)]
+        raise PerfmodelError(f"{spelling.given('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
+    base = checked_base(parsed, source, options, origins, relayout=True, spelling=spelling)
+    return [(_label(s), s) for s in scenarios(base, parsed, None, spelling)]
 
 
 def _label(scenario: Scenario) -> str:

@@ -582,7 +582,6 @@ def given_full_layout(scenario: Scenario) -> Layout | None:
 
 def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """`choose_layout` itself."""
-    par = scenario.parallelism
     n = scenario.n_gpus
     layout = given_full_layout(scenario)
     if layout is not None:
@@ -590,21 +589,30 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
             check(layout, ctx.model, n, ctx.rules)
             ctx.memo["valid layout", layout, n] = True
         return layout, 1
+    key = ("chosen layout", n, scenario.benchmark, *as_dict(scenario.parallelism).values())
+    if key not in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
+        ctx.memo[key] = searched_layout(scenario, ctx)
+    chosen: tuple[Layout, int] = ctx.memo[key]
+    return chosen
 
-    _refuse_partial_search(scenario)
-    key = ("chosen layout", n, scenario.benchmark, *as_dict(par).values())
-    if key in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
-        chosen: tuple[Layout, int] = ctx.memo[key]
-        return chosen
+
+def searched_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
+    """The best layout (`search.best_layout`) of the dimensions the scenario leaves open at its GPU count and
+    global batch (the default for the count where it leaves that open: `open_batch_space`), and how many layouts
+    were searched: `choose_layout`'s search, and plan's at every count (memoised there, `plan._CHOSEN`), which
+    searches a layout given in full too (a count where it does not fit in memory runs no layout; an MoE's EP and
+    ETP left open are searched)."""
     from perfmodel.planning.search import Space, best_layout
+
+    par = scenario.parallelism
+    n = scenario.n_gpus
+    _refuse_partial_search(scenario)
 
     def space(capped: bool) -> Space:
         return Space(((n, par.gbs or scenario.default_gbs(capped)),), given_layout(scenario))
 
     searched, candidates = open_batch_space(ctx, scenario, space)
-    chosen = best_layout(ctx, searched, candidates)
-    ctx.memo[key] = chosen
-    return chosen
+    return best_layout(ctx, searched, candidates)
 
 
 def open_batch_space(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,40 @@ from perfmodel.planning.predict import given_degree, given_full_layout, without_
 MAX_GPU_COUNTS = 64
 """GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
 
-CLI_ASK = "--{} {}"
-API_ASK = "{}={!r}"
-"""How an error spells an option and the value to give it: the CLI's flag (`--gpu ID`), the Python API's keyword
-(`gpu='ID'`), each a format of the option's name and its value."""
+QUOTE_SYNTAX = "--gpu 'ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50'; single quotes keep the shell off the $)"
+"""How a command line quotes a price (compare.split_quote): a shell expands an unquoted `$9`."""
+FLAG_NAMES = {"n_gpus": "gpus", "deadline_s": "deadline", "budget_usd": "budget"}
+"""The flags not named after their keyword (the rest swap its underscores for hyphens)."""
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How an error names an option and the value to give it: the CLI's flag (`--gpu ID`) or the Python API's
+    keyword (`gpu='ID'`). One object passed down from the question, so that no check asks which of the two it is."""
+
+    cli: bool
+
+    def name(self, key: str) -> str:
+        """The option of keyword `key`: `--max-gpus`, or `max_gpus`."""
+        return f"--{FLAG_NAMES.get(key, key.replace('_', '-'))}" if self.cli else key
+
+    def given(self, key: str, value: object) -> str:
+        """The option given `value`: `--gpu ID` (a switch given True, `--buy`, alone), or `gpu='ID'`."""
+        if not self.cli:
+            return f"{key}={value!r}"
+        return self.name(key) if value is True else f"{self.name(key)} {value}"
+
+    def quoted(self, key: str, value: str) -> str:
+        """`given`, where the value holds a `$` the shell would expand: in single quotes on a command line."""
+        return self.given(key, f"'{value}'" if self.cli else value)
+
+    def quote_syntax(self) -> str:
+        """How to give a target its own price: QUOTE_SYNTAX on a command line, the keyword's form in the API."""
+        return QUOTE_SYNTAX if self.cli else f"{self.given('gpu', 'ID:$PRICE')} (e.g. 'gb300:nvfp4:$9.50')"
+
+
+CLI = Spelling(cli=True)
+API = Spelling(cli=False)
 
 ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
@@ -81,24 +112,23 @@ def load_checked(
     relayout: bool = False,
     own_count: bool = True,
     own_precision: bool = True,
-    keywords: bool = False,
+    spelling: Spelling = CLI,
 ) -> Scenario:
     """The one path of every question from its scenario to the model: `source` with `options` applied
     (load_request, `relayout` as there), its hardware given, its given layout checked (check_given_layout,
     `own_count` as there) and, with `own_precision`, its precision on its accelerator (check_precision; compare and
-    plan check each target's own instead). Each error is one line naming the flag, the keyword (`keywords`: the
+    plan check each target's own instead). Each error is one line naming the flag, the keyword (`spelling` API: the
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
     loaded = load_request(source, options, origins, relayout)
-    ask = API_ASK if keywords else CLI_ASK
     if loaded.gpu is None and loaded.system is None:  # checked here, where the file's name is known
         held = "scenario" if isinstance(source, Scenario) else "file"
         raise PerfmodelError(
             f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
-            f"{ask.format('gpu', 'ID')} or {ask.format('system', 'ID')}"
+            f"{spelling.given('gpu', 'ID')} or {spelling.given('system', 'ID')}"
         )
     check_given_layout(loaded, source, options, origins, own_count)
     if own_precision:
-        check_precision(loaded, source, options, origins, ask=ask)
+        check_precision(loaded, source, options, origins, spelling=spelling)
     return loaded
 
 
@@ -235,17 +265,17 @@ def check_precision(
     options: dict[str, Any],
     origins: dict[str, str],
     target: str | None = None,
-    ask: str = CLI_ASK,
+    spelling: Spelling = CLI,
 ) -> None:
     """The scenario's precision runs on its accelerator's tensor cores. The refusal says where the precision came
     from (its flag, the file's field, or the built-in default scenario's FP8, which `--gpu a100-sxm-80gb` alone
-    trips on) and what to pass instead, spelt as `ask` (CLI_ASK or API_ASK): the precision, or a compare or plan
+    trips on) and what to pass instead, spelt as `spelling` says (CLI or API): the precision, or a compare or plan
     `target`'s own `ID:PRECISION`. A campaign's phase that sets its own precision is refused naming the file
     and the phase (as a phase's other fields are); the phases without one take the scenario's, checked as above."""
     accelerator = resolve(scenario.gpu, scenario.system).accelerator
     instead = accelerator.precisions[0]
     file = source_name(source)
-    on = f"{ask.format('gpu', target)}: " if target else ""
+    on = f"{spelling.given('gpu', target)}: " if target else ""
     for phase in scenario.phase:
         if phase.precision is not None and phase.precision not in accelerator.precisions:
             raise PerfmodelError(
@@ -255,7 +285,7 @@ def check_precision(
     inherited = not scenario.phase or any(phase.precision is None for phase in scenario.phase)
     if not inherited or scenario.precision in accelerator.precisions:
         return
-    fix = f"pass {ask.format('gpu', f'{target}:{instead}') if target else ask.format('precision', instead)}"
+    fix = f"pass {spelling.given('gpu', f'{target}:{instead}') if target else spelling.given('precision', instead)}"
     if options.get("precision") is not None:
         where = f"{origins.get('precision', 'precision')}: "
     elif source is None:

@@ -145,13 +145,14 @@ def _check_candidates(given: dict[str, Any]) -> None:
     uploaded hardware is registered first, as plan() registers it, for the targets that name it."""
     from perfmodel.inputs.hardware import add_catalogue
     from perfmodel.planning.plan import candidate_bases
+    from perfmodel.planning.request import API
 
     targets = _targets(given)
     if not all(isinstance(target, str) for target in targets):
         return  # plan() refuses them, naming gpu
     for path in given.get("hardware", []):
         add_catalogue(path, origin="hardware=")
-    candidates = len(candidate_bases(None, {}, {}, targets, keywords=True))
+    candidates = len(candidate_bases(None, {}, {}, targets, API))
     if candidates > MAX_CANDIDATES:
         raise Refused(
             422, f"gpu: {candidates} candidates; this server plans at most {MAX_CANDIDATES} (systems x precisions) "
