@@ -407,15 +407,16 @@ def test_a_link_with_a_model_the_list_lacks_is_refused_not_answered_for_another(
 
 
 OUTSIDE = """return [...document.querySelectorAll("#result *")]
-  .filter((e) => !e.closest(".wide") && e.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
   .map((e) => `${e.tagName} ${e.textContent.slice(0, 40)}`);"""
-"""What the answer shows past the screen's right edge, but for the wide tables, which scroll in their own box."""
+"""What the answer shows past the screen's right edge (a comparison's and a plan's rows included, as cards)."""
 
 
 @pytest.mark.parametrize(
     "query",
     ["q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=256&tokens=1T",
-     "q=compare&model=llama3.1-70b&tokens=2T&gpu=h100-sxm,b200:fp8,gb200:nvfp4&n_gpus=256,512,1024"],
+     "q=compare&model=llama3.1-70b&tokens=2T&gpu=h100-sxm,b200:fp8,gb200:nvfp4&n_gpus=256,512,1024",
+     "q=plan&model=llama3.1-8b&tokens=2T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20&confidence=0.8"],
 )  # fmt: skip
 def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, query: str) -> None:
     """At 420 px the prediction's labels pushed its values off the screen (the page 662 px wide, the values not
@@ -430,6 +431,24 @@ def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, 
     if query.startswith("q=compare"):
         legend = narrow.find_elements(By.CSS_SELECTOR, "#chart .legend li")
         assert len(legend) == 3 and all(entry.is_displayed() for entry in legend)
+
+
+def test_at_a_phones_width_a_plans_days_cost_and_chances_are_on_the_screen(narrow: Any, url: str) -> None:
+    """At 420 px a plan's table showed its first three columns (candidate, verdict, GPUs) and scrolled the figures a
+    planner asks first, days, cost and P(deadline), off the screen: each candidate is now a card, its figures under
+    their headings."""
+    from selenium.webdriver.common.by import By
+
+    narrow.get(f"{url}/?q=plan&model=llama3.1-8b&tokens=2T&gpu=h100-sxm,b200&deadline_days=20")
+    answered(narrow)
+    first = narrow.find_element(By.CSS_SELECTOR, "#tables tbody tr")
+    for key in ("time_to_train_days", "cost_usd", "p_meet_deadline"):
+        box = first.find_element(By.CSS_SELECTOR, f"td[data-key={key}]").rect
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 420, (key, box)
+    # Each figure under its heading, the table's own: "Days (80% range)" above the days.
+    days = first.find_element(By.CSS_SELECTOR, "td[data-key=time_to_train_days]")
+    label = narrow.execute_script("return getComputedStyle(arguments[0], '::before').content", days)
+    assert label == '"Days (80% range)"'
 
 
 def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:

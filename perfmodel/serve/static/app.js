@@ -242,7 +242,12 @@ function table(headings, rows, text = []) {
   thead.append(head);
   made.append(thead);
   const body = element("tbody");
-  for (const row of rows) body.append(row);
+  // Each cell named by its heading, which a phone's width prints above its value (style.css): at 420 px a plan's
+  // table showed its first three columns and scrolled its days, cost and P(deadline) off the screen.
+  for (const row of rows) {
+    [...row.children].forEach((td, i) => { td.dataset.label = headings[i]; });
+    body.append(row);
+  }
   made.append(body);
   return made;
 }
