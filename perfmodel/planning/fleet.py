@@ -300,7 +300,7 @@ def _plan_system(
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
     available = sources(fleet, base.cost, used).get(system, [])
-    spare = spare_gpus(base)
+    spare, spares_mw = spare_gpus(base), spare_mw(base, hw)
     assert goal.deadline_s is not None
     best: FleetPlan | None = None
     why = f"no pool or offer of {system}"
@@ -326,9 +326,9 @@ def _plan_system(
         limit, ceiling = min(capacity - spare, max_gpus), there_gpus + (f" less {spare:,} spares" if spare else "")
         if (cap := site_cap(fleet, goal.power_mw, power_site(fleet, site))) is not None:
             cap_mw, set_by = cap
-            power_cap_gpus(hw, cap_mw, base.cost.pue, set_by, spare_mw(base, hw))  # below one system: refused
+            power_cap_gpus(hw, cap_mw, base.cost.pue, set_by, spares_mw)  # below one system: refused
             left_mw = cap_mw - powered.get(power_site(fleet, site), 0.0)
-            powered_gpus = gpus_within(hw, left_mw - spare_mw(base, hw), base.cost.pue)
+            powered_gpus = gpus_within(hw, left_mw - spares_mw, base.cost.pue)
             if powered_gpus == 0:
                 why = f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {cap_mw:g} MW left"
                 continue
