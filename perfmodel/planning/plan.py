@@ -51,7 +51,7 @@ from perfmodel.planning.predict import (
     scenario_price,
     searched_layout,
 )
-from perfmodel.planning.request import CLI, ScenarioSource, Spelling
+from perfmodel.planning.request import CLI, ScenarioSource, Spelling, spare_gpus
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -151,12 +151,6 @@ def _system_mw(hw: Hardware, pue: float) -> float:
 def gpus_of(p: Result) -> int:
     """The GPUs a plan takes (a campaign's most, its first phase's)."""
     return p.n_gpus if isinstance(p, Campaign) else p.layout.n_gpus
-
-
-def spare_gpus(scenario: Scenario) -> int:
-    """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
-    goal's basis then: goal_basis); none with `losses.model = "none"`. Whole nodes (request.check_spare_nodes)."""
-    return scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
 
 
 def spare_mw(scenario: Scenario, hw: Hardware) -> float:

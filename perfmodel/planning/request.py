@@ -344,13 +344,19 @@ def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool
             check_whole_nodes(replaced(scenario, n_gpus=phase.n_gpus), f"{where}: phase '{phase.name}': field 'n_gpus'")
 
 
+def spare_gpus(scenario: Scenario) -> int:
+    """The GPUs a job keeps in reserve beside its own (losses 'spare'), where the losses model prices them (the
+    goal's basis then: plan.goal_basis); none with `losses.model = "none"`. Whole nodes (check_spare_nodes)."""
+    return scenario.losses.spare_gpus if scenario.losses.model != "none" else 0
+
+
 def check_spare_nodes(scenario: Scenario, origin: str) -> None:
     """Spare GPUs (losses 'spare', priced where the losses model is on) are whole nodes: a failed GPU takes its node
     out of the job and a node replaces it (BLOOM kept '32 gpus (4 nodes) in reserve': campaigns.md section 12, as
     planning/losses.py cites it), and a pool hands a node out whole. 5 spares on a DGX were priced as 5 GPUs by the
     prediction and held as 8 by a fleet plan."""
-    spares = scenario.losses.spare_gpus
-    if not spares or scenario.losses.model == "none" or (scenario.gpu is None and scenario.system is None):
+    spares = spare_gpus(scenario)
+    if not spares or (scenario.gpu is None and scenario.system is None):
         return
     hw = resolve(scenario.gpu, scenario.system)
     node = int(hw.system.gpus_per_node.value)
