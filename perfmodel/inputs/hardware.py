@@ -250,8 +250,10 @@ def _unknown(kind: str, item_id: str) -> PerfmodelError:
 def names_a_system(ident: object) -> bool:
     """Whether a `gpu` names a system and no accelerator (gb200-nvl72, bundled or of the user's hardware files): the
     one meaning it can have, which scenario_from reads as the system."""
+    if not isinstance(ident, str):
+        return False
     found = catalogue.entries()
-    return isinstance(ident, str) and ident not in found["accelerators"] and ident in found["systems"]
+    return ident not in found["accelerators"] and ident in found["systems"]
 
 
 @cache
