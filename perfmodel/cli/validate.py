@@ -223,7 +223,6 @@ def _with_before(records: dict[str, Any], before: Any) -> dict[str, Any]:
 def _validate_protocol(
     protocol: str, logs: tuple[str, ...], data: str | None, only: str | None, calibration: str | None, fmt: str
 ) -> None:
-
     from perfmodel.errors import PerfmodelError
     from perfmodel.fitting.protocols import run
     from perfmodel.outputs import report

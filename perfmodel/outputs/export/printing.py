@@ -91,11 +91,11 @@ def lines(text: str, chars: float, bold: bool = False) -> int:
     CELL_PADDING_PT wide in DejaVu Sans (text_pt). Counting 1.2 characters a character of width less two, a
     56-character Inputs heading in a 14-wide column A counted 5 lines where LibreOffice wrapped 4."""
     room = (1 - WIDTH_SLACK) * points(chars) - CELL_PADDING_PT
-    count, used = 1, 0.0
+    count, used, space = 1, 0.0, text_pt(" ", bold)
     for word in text.split():
         for index, piece in enumerate(re.split(r"(?<=-)(?=[A-Za-z])", word)):
             wide = text_pt(piece, bold)
-            gap = text_pt(" ", bold) if used and index == 0 else 0.0
+            gap = space if used and index == 0 else 0.0
             if used and used + gap + wide > room:
                 count, used = count + 1, 0.0
                 gap = 0.0

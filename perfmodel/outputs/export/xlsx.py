@@ -578,8 +578,8 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     widths = {"A": DETAIL_HEADING_CHARS} | {_letter(DETAILS_FIRST + i): w for i, w in enumerate(chars)}
     ws.write_string(f"A{HEADER_ROW}", "Detail", style(**HEADING))
     ws.write_string(f"{keys}{HEADER_ROW}", "Key", style(**HEADING))
+    look = style(**HEADING, align="right")  # bold, a total's too
     for index, label in enumerate(labels):
-        look = style(**HEADING, align="right")  # bold, a total's too
         ws.write_formula(f"{_letter(DETAILS_FIRST + index)}{HEADER_ROW}", f"=Results!A{HEADER_ROW + 2 + index}", look,
                          label)  # fmt: skip
     ws.set_row(HEADER_ROW - 1, _row_height(zip(labels, chars, strict=True), bold=True))
@@ -597,9 +597,9 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
 
 
 def _frame(ws: Any, widths: dict[str, float], title: str) -> None:
-    """What every table sheet (Inputs, Results, Breakdown, Details) has around its cells: panes frozen under the
-    headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide (by
-    letter) and its pages set up (printing.set_up), the headings repeated atop each."""
+    """What every table sheet (Inputs, Results, Breakdown, Details, Summary) has around its cells: panes frozen under
+    the headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide
+    (by letter) and its pages set up (printing.set_up), the headings repeated atop each."""
     ws.freeze_panes(HEADER_ROW + 1, 1)
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})
     for letter, chars in widths.items():
@@ -654,17 +654,13 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
     _heights(ws, _lines(values["label"], widths[0]))
-    for col, chars in enumerate(widths):
-        ws.set_column(col, col, chars)
     headings = [("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]
     ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
-    ws.set_row(HEADER_ROW, None, None, {"hidden": True})  # the keys: for programs, not printed
-    ws.freeze_panes(HEADER_ROW + 1, 1)
     row = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
     ws.write_string(row, 0, "Basis of these figures", style(bold=True))
     for offset, text in enumerate(_basis(values), start=1):
         _note(ws, row + offset, text, widths, style(text_wrap=True, valign="top"))
-    printing.set_up(ws, widths, title, (HEADER_ROW - 1, HEADER_ROW))
+    _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
 
 
 def _basis(values: dict[str, list[Any]]) -> list[str]:
