@@ -1224,6 +1224,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         rank(stages.last, head_compute, head_comm, mtp_ep, mtp_cp),
     )
     mb_compute, mb_tp, mb_cp, *mb_ep = (where(equal(pp, 1), s, p) for s, p in zip(single, pipelined, strict=True))
+    ep_mb = mb_ep[0] if mb_ep else 0.0  # a MoE model's exposed EP communication per micro-batch
     busiest_layers = where(equal(pp, 1), md.layers, stages.interior)
     # DP communication hides behind the elapsed forward and backward of a micro-batch: the compute and the TP/CP
     # communication exposed in that pass (the NICs are free then). Crediting the compute alone let TP, CP and DP all
@@ -1292,7 +1293,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
             tp_links=tp_links, tp_comm=tp_comm, windows=windows, tp_hidden=tp_hidden, tp_exposed=tp_exposed,
             cp_links=cp_links, cp_comm=cp_comm, cp_hops=cp_hops, head_compute=head_compute,
             head_comm=head_comm, embed_compute=embed_compute, mb_compute=mb_compute, mb_tp=mb_tp, mb_cp=mb_cp,
-            mb_ep=mb_ep[0] if mb_ep else 0.0, pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp,
+            mb_ep=ep_mb, pp_links=pp_links, p2p=p2p, dp_links=dp_links, dp_windows=windows_dp,
             dp_terms=terms, replicas_s=replicas_s, gathers=gathers, params=params, weights=weights, trainable=trainable,
             step_params=step_params, mtp_cp=mtp_cp, offload_s=offload, offloaded_bytes=offloaded_bytes,
             optimizer_bytes_per_param=OPTIMIZER_BYTES_PER_PARAM + cast_bytes,
@@ -1319,7 +1320,7 @@ def _evaluate(ctx: Context, lv: LayoutVars, trace: dict[str, Any] | None = None,
         forward_only_s=slower * forward_only,
         memory=peak_memory,
         hbm_bytes=acc.memory_bytes,
-        ep_comm_exposed_s=slower * microbatches * mb_ep[0] if mb_ep else 0.0,
+        ep_comm_exposed_s=slower * microbatches * ep_mb if mb_ep else 0.0,
     )
 
 

@@ -38,22 +38,25 @@ function svgElement(tag, attributes, text) {
 // ---- numbers as a capacity planner reads them: measured and predicted values to a fixed count of significant
 // digits, trailing zeros kept ("29.0%" beside "29.6%", "2.00×" beside "1.37×"); counts whole; round values (axis
 // ticks, the user's own goal) as written.
+// A value the answer gives: neither null (JSON's "none") nor undefined (a field the answer lacks).
+const present = (x) => x !== null && x !== undefined;
+
 function number(x, digits = 3) {
-  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  if (!present(x) || Number.isNaN(x)) return "–";
   return Number(x).toLocaleString("en-US", { minimumSignificantDigits: digits, maximumSignificantDigits: digits });
 }
-const whole = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 }));
+const whole = (n) => (!present(n) ? "–" : Number(n).toLocaleString("en-US", { maximumFractionDigits: 0 }));
 const counted = (n, noun) => `${whole(n)} ${noun}${n === 1 ? "" : "s"}`; // "1 size", not "1 sizes"
 const plain = (x) => Number(x).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 function usd(x) {
-  if (x === null || x === undefined) return "–";
+  if (!present(x)) return "–";
   const scaled = [[1e9, "B"], [1e6, "M"], [1e3, "k"]].find(([size]) => Math.abs(x) >= size);
   return scaled ? `$${number(x / scaled[0], 3)}${scaled[1]}` : `$${number(x, 3)}`;
 }
 const tokens = (n) => (n >= 1e12 ? `${number(n / 1e12)}T` : n >= 1e9 ? `${number(n / 1e9)}B` : number(n));
-const chance = (p) => (p === null || p === undefined ? "–" : p < 0.01 ? "< 0.01" : p > 0.99 ? "> 0.99" : p.toFixed(2));
-const percent = (x) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(1)}%`);
-const days = (seconds) => (seconds === null || seconds === undefined ? null : seconds / 86400);
+const chance = (p) => (!present(p) ? "–" : p < 0.01 ? "< 0.01" : p > 0.99 ? "> 0.99" : p.toFixed(2));
+const percent = (x) => (!present(x) ? "–" : `${(100 * x).toFixed(1)}%`);
+const days = (seconds) => (!present(seconds) ? null : seconds / 86400);
 
 // Models and accelerators by name, as the CLI's tables and plots print them (outputs/plot.py series_label); the id
 // where it is the user's own file.
@@ -228,8 +231,7 @@ function cell(value, text, key, low, high) {
     td.dataset.value = JSON.stringify(value ?? null); // the JSON answer's own value, for the tests and for copying
   }
   // No range beside no value: a candidate without a plan read "– – – –" (its value and range each "–").
-  const known = (x) => x !== null && x !== undefined;
-  if (known(value) && known(low) && known(high)) td.append(element("span", `${low} – ${high}`, { class: "range" }));
+  if (present(value) && present(low) && present(high)) td.append(element("span", `${low} – ${high}`, { class: "range" }));
   return td;
 }
 
@@ -292,7 +294,7 @@ function summary(p) {
 // shown as the 80% range (cost_usd_at_min_price/_at_max_price are the price range; cost_usd_low/high the model's 80% range).
 function priceRange(p) {
   const low = p.min_usd_per_gpu_hour, high = p.max_usd_per_gpu_hour;
-  if (low === null || low === undefined || high === null || high === undefined || low === high) return [];
+  if (!present(low) || !present(high) || low === high) return [];
   return [row(`Cost at the low and high price (${usd(low)} to ${usd(high)}/GPU-hour)`, element("td", `${usd(p.cost_usd_at_min_price)} – ${usd(p.cost_usd_at_max_price)}`))];
 }
 
