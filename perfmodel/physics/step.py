@@ -1029,7 +1029,7 @@ def zero_exposed(recipe: Recipe, t: DpTerms, w: DpWindows) -> tuple[Number, Numb
         passes = bucketed_exposed(t.unit_gathers, t.units, w.mb_forward, w.overlap) + bucketed_exposed(
             t.unit_gathers + t.unit_scatters, t.units, w.mb_backward, w.overlap
         )
-    if recipe.fsdp_copies:
+    if recipe.fsdp_copies:  # the terms are 0 without it; checked so explain's formula names no zero term
         passes = passes + t.copies
     zero3 = w.microbatches * passes
     if recipe.shard_group:
