@@ -249,9 +249,6 @@ class _Tries:
     found: dict[int, Result | None] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
     shared: Tried = field(default_factory=dict)
-    quantiles: dict[tuple[str, int], float] = field(default_factory=dict)
-    """Times and costs by kind and count, memoised: the scans ask for each many times (a fleet's 6 jobs about 85,000
-    times for 270 counts), and each asks the losses model and the spread afresh."""
     order: list[int] = field(default_factory=list)
     """The indices of the counts tried, in order, kept as each is tried (`tried`)."""
 
@@ -283,16 +280,13 @@ class _Tries:
         return self._quantile("cost", index, lambda p: _budget_cost(p) * cost_factor(p, self.confidence))
 
     def _quantile(self, kind: str, index: int, of: Callable[[Result], float]) -> float:
-        """`of` the prediction at index (infinite where none runs), memoised here and with the prediction for every
-        plan sharing it at this confidence (a fleet's 6 jobs' 709 plans ask for 270 counts' times)."""
-        n = self.grid[index]
-        if (kind, n) not in self.quantiles:
-            p = self.at(index)
-            shared = self.shared[self.base, n][2]
-            if (kind, self.confidence) not in shared:
-                shared[kind, self.confidence] = math.inf if p is None else of(p)
-            self.quantiles[kind, n] = shared[kind, self.confidence]
-        return self.quantiles[kind, n]
+        """`of` the prediction at index (infinite where none runs), memoised with the prediction for every plan
+        sharing it at this confidence (a fleet's 6 jobs' 709 plans ask for 270 counts' times about 85,000 times)."""
+        p = self.at(index)
+        shared = self.shared[self.base, self.grid[index]][2]
+        if (kind, self.confidence) not in shared:
+            shared[kind, self.confidence] = math.inf if p is None else of(p)
+        return shared[kind, self.confidence]
 
 
 @dataclass(frozen=True)
