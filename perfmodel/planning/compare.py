@@ -232,14 +232,12 @@ def compare_request(
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": spelling.given("gpu", targets[0])}
     base = checked_base(parsed, source, options, origins, relayout, spelling)
-    for spec, target in zip(targets, parsed, strict=True):  # a row's own count (@N) is its --gpu's, not --gpus'
-        if target.n_gpus:
-            check_whole_nodes(
-                replaced(base, gpu=target.gpu, system=target.system, n_gpus=target.n_gpus), spelling.given("gpu", spec)
-            )
     made = scenarios(base, parsed, gpu_counts, spelling)
-    for scenario in made:  # without --gpus, the first row's count is every row's
-        check_whole_nodes(scenario, (counted if gpu_counts else origins).get("n_gpus", "n_gpus"))
+    shared = (counted if gpu_counts else origins).get("n_gpus", "n_gpus")  # without --gpus, the first row's count
+    own = {(t.gpu, t.system, t.n_gpus): spelling.given("gpu", spec)
+           for spec, t in zip(targets, parsed, strict=True) if t.n_gpus}  # fmt: skip
+    for scenario in made:  # a row's own count (@N) is its --gpu's, not --gpus'
+        check_whole_nodes(scenario, own.get((scenario.gpu, scenario.system, scenario.n_gpus), shared))
     return made
 
 
