@@ -162,6 +162,8 @@ CASES: list[Case] = [
          toml("gpu = 'h100-sxm'\nbenchmark = 'mlperf-foo'\n")),
     Case("no-hardware", ("predict", S), "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu",
          toml("model = 'llama3.1-8b'\n")),
+    Case("no-hardware-with-count", ("predict", S, "--gpus", "16"),  # was the hardware lookup's, naming no file
+         "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu", toml("n_gpus = 8\n")),
     Case("no-hardware-compare", ("compare", S),  # --gpu gives compare's and plan's hardware: without one, the file's
          "{tmp}/s.toml: no hardware given: set gpu or system in the file, or pass --gpu", toml("n_gpus = 8\n")),
     Case("no-hardware-plan", ("plan", S, "--tokens", "1e12", "--deadline", "30d"),

@@ -75,11 +75,16 @@ def source_name(source: ScenarioSource) -> str:
 
 
 def load_request(
-    source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], relayout: bool = False
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    relayout: bool = False,
+    spelling: Spelling = CLI,
 ) -> Scenario:
     """`source` with `options` (keyword -> value, None: not given) applied; `origins` names where each came from
     (`--tp`, `tp=3`) for error lines. `relayout` leaves the scenario's own layout open (keeping its global batch and
-    sequence length) so that it is searched; options still fix their dimension."""
+    sequence length) so that it is searched; options still fix their dimension. A scenario without hardware is
+    refused first, naming its file and the fix as `spelling` spells it: every later check needs the hardware."""
     check_keywords(options)
     if options.get("recompute_layers") is not None and options.get("recompute") is None:
         options = options | {"recompute": "full"}  # a partial recompute is a full one: it replaces the file's mode
@@ -91,6 +96,12 @@ def load_request(
         loaded = with_overrides(source, overrides, where)
     else:
         loaded = load_scenario(source, overrides, where)
+    if loaded.gpu is None and loaded.system is None:
+        held = "scenario" if isinstance(source, Scenario) else "file"
+        raise PerfmodelError(
+            f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
+            f"{spelling.given('gpu', 'ID')} or {spelling.given('system', 'ID')}"
+        )
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
@@ -119,13 +130,7 @@ def load_checked(
     `own_count` as there) and, with `own_precision`, its precision on its accelerator (check_precision; compare and
     plan check each target's own instead). Each error is one line naming the flag, the keyword (`spelling` API: the
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
-    loaded = load_request(source, options, origins, relayout)
-    if loaded.gpu is None and loaded.system is None:  # checked here, where the file's name is known
-        held = "scenario" if isinstance(source, Scenario) else "file"
-        raise PerfmodelError(
-            f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
-            f"{spelling.given('gpu', 'ID')} or {spelling.given('system', 'ID')}"
-        )
+    loaded = load_request(source, options, origins, relayout, spelling)
     check_given_layout(loaded, source, options, origins, own_count)
     if own_precision:
         check_precision(loaded, source, options, origins, spelling=spelling)
@@ -137,8 +142,7 @@ def check_calibration(
 ) -> None:
     """The scenario's calibration file reads, and its vintage is one the calibration fitted (not after its newest
     release), checked here so that an error names the flag or the file's field that gave it: the prediction refused
-    them naming neither. Both are read once per process (cached); a scenario without hardware (a base for compare)
-    leaves the vintage to each prediction."""
+    them naming neither. Both are read once per process (cached)."""
 
     def named(key: str, message: str, field: bool = True) -> PerfmodelError:
         if options.get(key) is not None:  # a calibration file's line begins with the path the flag gave
@@ -150,7 +154,7 @@ def check_calibration(
         fitted = calibration.resolve(scenario.calibration)
     except PerfmodelError as exc:
         raise named("calibration", str(exc)) from None
-    if scenario.vintage is None or (scenario.gpu is None and scenario.system is None):
+    if scenario.vintage is None:
         return
     try:
         fitted.efficiency(resolve(scenario.gpu, scenario.system).accelerator.family, vintage=scenario.vintage)
@@ -335,8 +339,6 @@ def check_file_nodes(scenario: Scenario, source: ScenarioSource, own_count: bool
     (`n_gpus = 100` on 8-GPU DGX nodes was priced as 12.5 of them), which is the phase's count as predicted
     (campaign.phase_gpus); a gpu_fraction is rounded to whole nodes already."""
     where = source_name(source)
-    if scenario.gpu is None and scenario.system is None:  # refused by load_checked, naming the file
-        return
     if own_count:
         check_whole_nodes(scenario, f"{where}: field 'n_gpus'")
     for phase in scenario.phase:
@@ -356,7 +358,7 @@ def check_spare_nodes(scenario: Scenario, origin: str) -> None:
     planning/losses.py cites it), and a pool hands a node out whole. 5 spares on a DGX were priced as 5 GPUs by the
     prediction and held as 8 by a fleet plan."""
     spares = spare_gpus(scenario)
-    if not spares or (scenario.gpu is None and scenario.system is None):
+    if not spares:
         return
     hw = resolve(scenario.gpu, scenario.system)
     node = int(hw.system.gpus_per_node.value)
