@@ -29,7 +29,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
@@ -388,7 +388,7 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts, ~6 s a count exhaustively, ~2 s bounded)."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
-    work = (n, catalogue.version(), *(getattr(scenario, f.name) for f in fields(scenario) if f.name != "tokens"))
+    work = (n, catalogue.version(), replaced(scenario, tokens=None))
     ctx = context_for(scenario)
     if work not in _CHOSEN:
         if len(_CHOSEN) >= MAX_CHOSEN:
@@ -398,9 +398,9 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     return prediction_for(for_layout(scenario, layout), ctx, layout, searched, calibrated=True)
 
 
-_CHOSEN: dict[tuple[Any, ...], tuple[Layout, int]] = {}
+_CHOSEN: dict[tuple[int, tuple[str, ...], Scenario], tuple[Layout, int]] = {}
 """The layout each search chose and how many it searched, by GPU count, the user hardware files in force and the
-scenario but its token count."""
+scenario without its token count (the search ranks layouts per token)."""
 MAX_CHOSEN = 4096
 """Searches whose choice is kept (a long `perfmodel serve` session's memory): past it the store starts afresh."""
 
