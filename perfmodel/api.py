@@ -198,21 +198,25 @@ def plan(
     confidence: float = 0.5,
     max_gpus: int | None = None,
     power_mw: float | None = None,
+    max_candidates: int | None = None,
     **options: Unpack[WorkloadOptions],
 ) -> PlanReport:
     """The cheapest count of each candidate `gpu` ("ID[:PRECISION[,PRECISION...]]") that trains the work (`tokens` or
     `benchmark`) within `deadline_s` and/or `budget_usd`, failures and the other real-world losses included
     (planning.plan.goal_basis), each with probability `confidence` (0.5: on the point estimate; planning/confidence.py),
     with the cheapest and fastest plans (`perfmodel plan --deadline 30d --budget 40e6 --confidence 0.9`); no plan
-    draws more than `power_mw` at the wall (`--power-mw`)."""
+    draws more than `power_mw` at the wall (`--power-mw`). More candidates than `max_candidates` are refused before
+    any is planned (planning.plan.TooManyCandidates: the HTTP server's bound, which it sets itself)."""
     from perfmodel.planning import plan as planning
 
     targets, given, goal = _goal_arguments(
         scenario, gpu, deadline_s, budget_usd, confidence, max_gpus, power_mw, options
     )
+    arguments.number("max_candidates", max_candidates, 1, arguments.MAX_FIGURE, whole=True, optional=True)
     return planning.plan_request(
-        scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus, spelling=API
-    )
+        scenario, given, _origins(given), targets, planning.Goal(*goal), max_gpus, spelling=API,
+        max_candidates=max_candidates,
+    )  # fmt: skip
 
 
 def plan_fleet(

@@ -228,6 +228,18 @@ def test_a_system_given_as_the_gpu_is_that_system_in_every_function() -> None:
     assert perfmodel.predict(perfmodel.Scenario(**ask, **as_gpu, n_gpus=72)).to_dict()["system"] == "gb200-nvl72"
 
 
+def test_plan_refuses_more_candidates_than_max_candidates() -> None:
+    """Counted as the targets are read (one per precision), before any is loaded: the HTTP server's bound."""
+    from perfmodel.planning.plan import TooManyCandidates
+
+    goal = {"tokens": 1e12, "deadline_s": 30 * 86400}
+    with pytest.raises(TooManyCandidates) as caught:
+        perfmodel.plan(gpu=["h100-sxm:bf16,fp8", "b200"], max_candidates=2, **goal)
+    assert (str(caught.value), caught.value.count) == ("gpu: 3 candidates; at most 2 (systems x precisions)", 3)
+    with pytest.raises(perfmodel.PerfmodelError, match=r"^max_candidates=0: allowed a whole number from 1 up to "):
+        perfmodel.plan(gpu=["h100-sxm"], max_candidates=0, **goal)
+
+
 def test_plan_and_fleet_errors_spell_the_keywords(tmp_path: Path) -> None:
     """plan() and plan_fleet() name a target and its fix as keywords (request.API), as compare() does, not as the
     CLI's flags: `--gpu h100-sxm@64`, `give --max-gpus` and `pass --gpu ...` named flags a Python caller has none of."""

@@ -156,6 +156,8 @@ def test_unknown_and_file_keywords_are_refused(client: TestClient) -> None:
         assert found == {"error": found["error"], "field": keyword}
         assert found["error"].startswith(f"unknown keyword '{keyword}'; valid: model_file, hardware_files, model")
     assert refusal(client, "/api/plan", {"n_gpus": 8})["error"].startswith("unknown keyword 'n_gpus'")
+    bound = refusal(client, "/api/plan", PLAN | {"max_candidates": 100})  # the server's own bound: not the request's
+    assert bound == {"error": bound["error"], "field": "max_candidates"}
     assert refusal(client, "/api/predict", [1, 2])["error"].startswith("request body: ")
     malformed = client.post("/api/predict", content=b"{not json", headers={"content-type": "application/json"})
     assert malformed.status_code == 422 and malformed.json()["error"].startswith("request body: ")
@@ -220,6 +222,15 @@ def test_a_plans_candidates_are_counted_as_plan_reads_them(client: TestClient) -
     assert found["error"].startswith(f"gpu: 9 candidates; this server plans at most {work.MAX_CANDIDATES} ")
     unknown = refusal(client, "/api/plan", {"gpu": nine, "deadline_s": 1e6})  # not uploaded: plan()'s own line
     assert unknown["field"] == "gpu" and "unknown accelerator or system 'ours-h100'" in unknown["error"]
+
+
+def test_a_plans_candidates_are_counted_on_its_own_scenario(client: TestClient) -> None:
+    """The bound was checked on the default scenario (fp8), which refused an A100 planned at the request's own
+    precision='bf16' ("has no tensor-core support for fp8 (the default precision)") before plan() saw it."""
+    asked = PLAN | {"gpu": ["a100-sxm-80gb"], "precision": "bf16", "tokens": "0.1T"}
+    response = client.post("/api/plan", json=asked)
+    assert response.status_code == 200, response.text
+    assert [plan["candidate"] for plan in response.json()["candidates"]] == ["dgx-a100:bf16"]
 
 
 def test_a_request_past_the_wall_time_is_stopped(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:

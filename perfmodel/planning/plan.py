@@ -827,11 +827,22 @@ def plan_request(
     max_gpus: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     spelling: Spelling = CLI,
+    max_candidates: int | None = None,
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
-    list makes one candidate per precision); the layout is reopened, to be searched at every count tried. Errors
-    name the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
-    return plan(candidate_bases(source, options, origins, targets, spelling), goal, max_gpus, progress)
+    list makes one candidate per precision; at most `max_candidates`); the layout is reopened, to be searched at
+    every count tried. Errors name the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
+    bases = candidate_bases(source, options, origins, targets, spelling, max_candidates)
+    return plan(bases, goal, max_gpus, progress)
+
+
+class TooManyCandidates(PerfmodelError):
+    """More candidates than a caller's bound (`max_candidates`: the HTTP server's, serve/work.py), refused as the
+    targets are read, before any is loaded or planned; `count` for the caller's own line."""
+
+    def __init__(self, count: int, limit: int, spelling: Spelling) -> None:
+        super().__init__(f"{spelling.name('gpu')}: {count} candidates; at most {limit} (systems x precisions)")
+        self.count = count
 
 
 def candidate_bases(
@@ -840,10 +851,11 @@ def candidate_bases(
     origins: dict[str, str],
     targets: Sequence[str],
     spelling: Spelling = CLI,
+    max_candidates: int | None = None,
 ) -> list[tuple[str, Scenario]]:
-    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened. Errors
-    spell a target and its fix as the CLI's flags (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`),
-    as compare_request's do."""
+    """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened; more
+    than `max_candidates` are refused (TooManyCandidates). Errors spell a target and its fix as the CLI's flags
+    (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`), as compare_request's do."""
     from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
     if options.get("n_gpus") is not None:
@@ -862,6 +874,8 @@ def candidate_bases(
     counted = next((spec for spec in targets if "@" in spec), None)
     if counted is not None:
         raise PerfmodelError(f"{spelling.given('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
+    if max_candidates is not None and len(parsed) > max_candidates:
+        raise TooManyCandidates(len(parsed), max_candidates, spelling)
     base = checked_base(parsed, source, options, origins, relayout=True, spelling=spelling)
     return [(_label(s), s) for s in scenarios(base, parsed, None, spelling)]
 

@@ -19,6 +19,8 @@ from perfmodel import api
 FILE_KEYWORDS = ("scenario", "hardware", "calibration")
 """Keywords a request cannot give: paths on the server's disk (uploads replace the model and hardware files; the
 bundled calibration is used)."""
+SERVER_KEYWORDS = ("max_candidates",)
+"""Keywords the server sets itself: a bound on one request's work (work.MAX_CANDIDATES) that no request may raise."""
 
 
 ONLY_TYPED = ("ScenarioSource", "Prediction", "Campaign", "Comparison", "PlanReport")
@@ -41,7 +43,7 @@ def _request_model(name: str, function: Callable[..., Any], options: type) -> ty
     fields: dict[str, Any] = {
         keyword: (Annotated[Any, WithJsonSchema(TypeAdapter(hint | None).json_schema())], None)
         for keyword, hint in hints.items()
-        if keyword not in FILE_KEYWORDS
+        if keyword not in FILE_KEYWORDS + SERVER_KEYWORDS
     }
     return create_model(
         name,

@@ -20,6 +20,7 @@ from perfmodel.cli.export import write_comparison, write_plan, write_prediction
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs import catalogue
 from perfmodel.outputs.report import to_json
+from perfmodel.planning.plan import TooManyCandidates
 
 MAX_UPLOAD_BYTES = 64 * 1024
 """One uploaded file (the bundled model and hardware files are under 8 KiB)."""
@@ -44,7 +45,14 @@ class Refused(Exception):
         self.status, self.message, self.field = status, message, field
 
 
-QUESTIONS: dict[str, Callable[..., Any]] = {"predict": api.predict, "compare": api.compare, "plan": api.plan}
+QUESTIONS: dict[str, Callable[..., Any]] = {
+    "predict": api.predict,
+    "compare": api.compare,
+    "plan": lambda **given: api.plan(**given, max_candidates=MAX_CANDIDATES),
+}
+"""The Python API's function of each question; a plan's candidates are counted as plan() reads its targets (one per
+precision of `ID:PRECISION,PRECISION[:$PRICE]`, an uploaded system's among them), so that the bound cannot drift
+from the plan."""
 DOCUMENTS: dict[str, Callable[[Any], Any]] = {
     "predict": lambda result: result.to_dict(),
     "compare": lambda comparison: comparison.rows,
@@ -90,14 +98,17 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
         if hardware_files:
             given["hardware"] = [_saved(Path(folder) / "hardware", f, "hardware_files", saved) for f in hardware_files]
         try:
-            if question == "plan":
-                _check_candidates(given)
             result = QUESTIONS[question](**given)
             if fmt is None:
                 return to_json(DOCUMENTS[question](result))
             out = Path(folder) / f"perfmodel-{question}.{fmt}"
             EXPORTS[question](result, out)
             return out.read_bytes()
+        except TooManyCandidates as exc:
+            raise Refused(
+                422, f"gpu: {exc.count} candidates; this server plans at most {MAX_CANDIDATES} (systems x "
+                "precisions) in one request", "gpu",
+            ) from None  # fmt: skip
         except PerfmodelError as exc:
             raise _refused(str(exc), saved) from None
         finally:
@@ -115,8 +126,8 @@ def _check_no_paths(given: dict[str, Any]) -> None:
 
 
 def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any]) -> None:
-    """The work one request may ask for: refused at once past a bound, naming it (a plan's candidates: once its
-    uploads are saved, _check_candidates)."""
+    """The work one request may ask for: refused at once past a bound, naming it (a plan's candidates: as plan()
+    reads its targets, QUESTIONS)."""
     if len(hardware_files) > MAX_HARDWARE_FILES:
         raise Refused(
             422, f"hardware_files: {len(hardware_files)} files; this server takes at most {MAX_HARDWARE_FILES}",
@@ -137,27 +148,6 @@ def _targets(given: dict[str, Any]) -> list[Any]:
     """The `gpu` keyword as a list (one target, or none)."""
     targets = given.get("gpu")
     return [targets] if isinstance(targets, str) else targets if isinstance(targets, list) else []
-
-
-def _check_candidates(given: dict[str, Any]) -> None:
-    """A plan's candidates at most MAX_CANDIDATES, counted as plan() reads its targets (planning.plan.candidate_bases:
-    one per precision of `ID:PRECISION,PRECISION[:$PRICE]`), so that the bound cannot drift from the plan; the
-    uploaded hardware is registered first, as plan() registers it, for the targets that name it."""
-    from perfmodel.inputs.hardware import add_catalogue
-    from perfmodel.planning.plan import candidate_bases
-    from perfmodel.planning.request import API
-
-    targets = _targets(given)
-    if not all(isinstance(target, str) for target in targets):
-        return  # plan() refuses them, naming gpu
-    for path in given.get("hardware", []):
-        add_catalogue(path, origin="hardware=")
-    candidates = len(candidate_bases(None, {}, {}, targets, API))
-    if candidates > MAX_CANDIDATES:
-        raise Refused(
-            422, f"gpu: {candidates} candidates; this server plans at most {MAX_CANDIDATES} (systems x precisions) "
-            "in one request", "gpu",
-        )  # fmt: skip
 
 
 def _saved(folder: Path, upload: dict[str, Any], field: str, saved: dict[str, tuple[str, str]]) -> str:
