@@ -68,7 +68,7 @@ def split_quote(spec: str, named: str | None = None, spelling: Spelling = CLI) -
     if not 0 < price <= MAX_USD_PER_GPU_HOUR:  # NaN too
         raise PerfmodelError(
             f"{named or f'--gpu {shown(spec)}'}: '${shown(text)}' must be a price per GPU-hour above 0 and at most "
-            f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {spelling.quote_syntax()}"
+            f"{MAX_USD_PER_GPU_HOUR:,.0f} USD: {spelling.quote_syntax}"
         )
     return core, price
 

@@ -4,7 +4,7 @@ a command's flags or the API's keywords applied, and its layout reopened when th
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,34 +36,45 @@ FLAG_NAMES = {"n_gpus": "gpus", "deadline_s": "deadline", "budget_usd": "budget"
 """The flags not named after their keyword (the rest swap its underscores for hyphens)."""
 
 
+def _flag(key: str) -> str:
+    """The command line's flag of keyword `key`: `--max-gpus`."""
+    return f"--{FLAG_NAMES.get(key, key.replace('_', '-'))}"
+
+
 @dataclass(frozen=True)
 class Spelling:
     """How an error names an option and the value to give it: the CLI's flag (`--gpu ID`) or the Python API's
-    keyword (`gpu='ID'`). One object passed down from the question, so that no check asks which of the two it is."""
+    keyword (`gpu='ID'`). One object passed down from the question, so that no check asks which of the two it is:
+    the two spellings (CLI, API) differ in their fields alone."""
 
-    cli: bool
-
-    def name(self, key: str) -> str:
-        """The option of keyword `key`: `--max-gpus`, or `max_gpus`."""
-        return f"--{FLAG_NAMES.get(key, key.replace('_', '-'))}" if self.cli else key
+    name: Callable[[str], str]
+    """The option of keyword `key`: `--max-gpus`, or `max_gpus`."""
+    valued: str
+    """An option given a value, as a format of its `name` and `value`: `--gpu ID`, or `gpu='ID'`."""
+    switch: str
+    """An option given True, as `valued`: the flag alone on a command line (`--buy`), `buy=True` in the API."""
+    quote: str
+    """A value holding a `$` the shell would expand: in single quotes on a command line."""
+    quote_syntax: str
+    """How to give a target its own price."""
 
     def given(self, key: str, value: object) -> str:
-        """The option given `value`: `--gpu ID` (a switch given True, `--buy`, alone), or `gpu='ID'`."""
-        if not self.cli:
-            return f"{key}={value!r}"
-        return self.name(key) if value is True else f"{self.name(key)} {value}"
+        """The option given `value`."""
+        return (self.switch if value is True else self.valued).format(name=self.name(key), value=value)
 
     def quoted(self, key: str, value: str) -> str:
-        """`given`, where the value holds a `$` the shell would expand: in single quotes on a command line."""
-        return self.given(key, f"'{value}'" if self.cli else value)
-
-    def quote_syntax(self) -> str:
-        """How to give a target its own price: QUOTE_SYNTAX on a command line, the keyword's form in the API."""
-        return QUOTE_SYNTAX if self.cli else f"{self.given('gpu', 'ID:$PRICE')} (e.g. 'gb300:nvfp4:$9.50')"
+        """`given`, where the value holds a `$` the shell would expand."""
+        return self.given(key, self.quote.format(value))
 
 
-CLI = Spelling(cli=True)
-API = Spelling(cli=False)
+CLI = Spelling(name=_flag, valued="{name} {value}", switch="{name}", quote="'{}'", quote_syntax=QUOTE_SYNTAX)
+API = Spelling(
+    name=str,  # the keyword itself
+    valued="{name}={value!r}",
+    switch="{name}={value!r}",
+    quote="{}",
+    quote_syntax="gpu='ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50')",
+)
 
 ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
