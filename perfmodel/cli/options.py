@@ -15,7 +15,7 @@ from click.core import ParameterSource
 
 from perfmodel.errors import PerfmodelError, did_you_mean, visible
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
-from perfmodel.inputs.counts import EXAMPLES, SUFFIXES, count, in_digits
+from perfmodel.inputs.counts import EXAMPLES, SUFFIXES, count, digits_hint
 
 
 class Choice(click.Choice):
@@ -100,14 +100,11 @@ class Whole(click.IntRange):
 
 def _in_digits(value: Any, param: click.Parameter | None) -> str:
     """How to write a suffixed or separated count (`--seq-len 8k`, `--gpus 1,024`) that a whole-number flag refuses
-    (counts.in_digits), as inputs.files hints for a scenario file's `seq_len = 8k`: '' for other text."""
+    (counts.digits_hint), as inputs.files hints for a scenario file's `seq_len = 8k`: '' for other text."""
     text = str(value).strip()
-    written = in_digits(text)
-    if not written:
-        return ""
     flag = f"{param.opts[0]} " if param is not None and param.opts else ""
     why = "a suffix is read only where a flag takes a count (--tokens 15T); " if text[-1:].isalpha() else ""
-    return f": {why}write it in digits ({flag}{written})"
+    return digits_hint(text, flag, why)
 
 
 class Count(click.ParamType):

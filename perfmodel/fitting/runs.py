@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.fitting.recipes import KNOWN_REGRESSIONS, RECIPES_CONTAINER, recipe_for
 from perfmodel.fitting.scored import logged_work, result_folder
-from perfmodel.inputs.counts import in_digits
+from perfmodel.inputs.counts import digits_hint
 from perfmodel.inputs.files import read_bytes
 from perfmodel.inputs.numbers import allowed, in_range
 from perfmodel.inputs.text import MAX_NAME_CHARS, MAX_TEXT_CHARS, text_problem
@@ -201,8 +201,7 @@ def _number(path: Path, line: int, column: str, text: str, integer: bool) -> flo
     try:
         value = float(text)
     except ValueError:
-        written = in_digits(text)  # a spreadsheet's '1,024' or '12,000', or '8k'
-        hint = f": write it in digits ({written})" if written else ""
+        hint = digits_hint(text)  # a spreadsheet's '1,024' or '12,000', or '8k'
         raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{shown(text)}', not a number{hint}") from None
     if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
         kind = "a positive integer" if integer else "a positive finite number"

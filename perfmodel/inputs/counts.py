@@ -30,3 +30,11 @@ def in_digits(text: str) -> str:
         return ""
     binary = round(number * 1.024) if text[-1] in "kK" else None  # from the count: '1,000k' is no float
     return f"{binary} or {int(number)}" if binary not in (None, number) else f"{int(number)}"
+
+
+def digits_hint(text: str, named: str = "", why: str = "") -> str:
+    """The end of an error refusing a whole count written with a suffix or separators (in_digits): ': write it in
+    digits (8192 or 8000)', `named` (a flag and a space) before the digits and `why` before the advice; '' for text
+    that is no such count. One wording for a flag (cli/options.py) and a measured runs file's cell (fitting/runs.py)."""
+    written = in_digits(text)
+    return f": {why}write it in digits ({named}{written})" if written else ""
