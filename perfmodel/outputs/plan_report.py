@@ -118,7 +118,12 @@ def _run_cells(p: Prediction, unit: str | None = None) -> list[str]:
     d = p.to_dict()
     if p.run is None:
         return []
-    return [_duration(d["time_to_train_s"], unit), _usd(d["cost_usd"]), _mwh(d["energy_kwh"]), tonnes(d["co2e_t"])]
+    return [
+        _duration(d["time_to_train_s"], unit),
+        _usd(d["cost_usd"]),
+        _mega(d["energy_kwh"] / 1000),
+        tonnes(d["co2e_t"]),
+    ]
 
 
 TIME_KEYS = ("time_to_train_s", "time_to_train_with_failures_s", "time_to_train_with_losses_s")
@@ -128,11 +133,6 @@ TIME_KEYS = ("time_to_train_s", "time_to_train_with_failures_s", "time_to_train_
 def table_unit(records: Iterable[dict[str, Any]]) -> str | None:
     """The one unit of the durations of a table's rows."""
     return column_unit(r.get(key) for r in records for key in TIME_KEYS)
-
-
-def _mwh(kwh: float) -> str:
-    """An energy cell of a MWh column (_mega)."""
-    return _mega(kwh / 1000)
 
 
 def _mega(value: float) -> str:
@@ -493,7 +493,7 @@ def goal_table(report: Any) -> str:
                 f"{_duration(d['time_to_train_days'] * 86400, unit)} ({interval})",
                 _price(p),
                 _usd(d["cost_usd"]),
-                _mwh(d["energy_kwh"]),
+                _mega(d["energy_kwh"] / 1000),
                 _mega(d["power_mw"]),
                 tonnes(d["co2e_t"]),
                 goodput,
