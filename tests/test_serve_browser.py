@@ -71,6 +71,15 @@ def answered(driver: Any) -> dict[str, list[Any]]:
     return shown
 
 
+def row_names(driver: Any) -> list[str]:
+    """The first line of each row's first cell of the wide table: a plan's candidates (their layout is the cell's
+    note), a campaign's phases (its totals' summary below is another table)."""
+    from selenium.webdriver.common.by import By
+
+    cells = driver.find_elements(By.CSS_SELECTOR, "#tables .wide tbody td:first-child")
+    return [c.text.split("\n")[0] for c in cells]
+
+
 def error_shown(driver: Any) -> str:
     """The error line the page shows, once it shows one (a link's question refused, or the form's)."""
     from selenium.webdriver.common.by import By
@@ -196,13 +205,12 @@ def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> N
 def test_a_plan_candidate_in_several_precisions_is_one_candidate(driver: Any, url: str) -> None:
     """plan() takes "ID:PRECISION,PRECISION" as one candidate in each precision, but the page split the field at every
     comma: "h100-sxm,b200:fp8,bf16" was refused as "--gpu bf16: unknown accelerator or system 'bf16'"."""
-    from selenium.webdriver.common.by import By
 
     driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20")
     answered(driver)
     expected = cli_json("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200:fp8,bf16", "--tokens",
                         "1T", "--deadline", "20d")  # fmt: skip
-    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    names = row_names(driver)
     assert names == [c["candidate"] for c in expected["candidates"]]
     assert len(names) == 3
 
@@ -222,7 +230,7 @@ def test_the_precisions_are_the_catalogues(driver: Any, url: str) -> None:
     offered = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "[name=precision] option")]
     assert offered == ["", *precisions]
     answered(driver)
-    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    names = row_names(driver)
     assert sorted(names) == ["dgx-b200:bf16", "dgx-b200:mxfp4"]
 
 

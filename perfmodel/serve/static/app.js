@@ -165,8 +165,13 @@ function refill(params) {
     } else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
   }
   // A link that fixes part of the layout shows it: folded away, pp=2 answered a layout the form seemed to leave open.
+  unfold((input) => input.value !== "");
+}
+
+// The form's folded sections that hold a field `shows` picks are opened.
+function unfold(shows) {
   for (const folded of document.querySelectorAll("#question details")) {
-    folded.open = [...folded.querySelectorAll("[name]")].some((input) => input.value !== "");
+    if ([...folded.querySelectorAll("[name]")].some(shows)) folded.open = true;
   }
 }
 
@@ -208,8 +213,7 @@ function refused(answer) {
   const name = INPUT_OF[answer.field] || answer.field;
   const input = name && (document.getElementById(name) || $("#question").querySelector(`[name="${CSS.escape(name)}"]`));
   if (input) input.classList.add("wrong");
-  const folded = input && input.closest("details"); // the layout's fields are folded away: tp=3 marked a field not seen
-  if (folded) folded.open = true;
+  unfold((field) => field === input); // the layout's fields are folded away: tp=3 marked a field not seen
 }
 
 async function download(format) {
