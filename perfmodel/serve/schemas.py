@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, 
 
 from perfmodel import api
 
-FILE_KEYWORDS = ("scenario", "hardware", "calibration")
-"""Keywords a request cannot give: paths on the server's disk (uploads replace the model and hardware files; the
-bundled calibration is used)."""
+FILE_KEYWORDS = ("hardware", "calibration")
+"""Keywords a request cannot give: paths on the server's disk (uploads replace the hardware files; the bundled
+calibration is used). The scenario, the functions' first argument, is a bundled scenario's name or an upload."""
 
 
 ONLY_TYPED = ("ScenarioSource", "Prediction", "Campaign", "Comparison", "PlanReport")
@@ -31,6 +31,13 @@ class Upload(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     text: str
+
+
+SCENARIO = (
+    "A bundled scenario's name (GET /api/catalogue: scenarios), the functions' first argument: "
+    '`perfmodel.predict("campaign-llama3.1-405b")`; the other keywords override it, as flags override a file.'
+)
+SCENARIO_FILE = "A scenario TOML file (a campaign's [[phase]] tables too), as scenario; a file it names is refused."
 
 
 def _request_model(name: str, function: Callable[..., Any], options: type) -> type[BaseModel]:
@@ -47,6 +54,8 @@ def _request_model(name: str, function: Callable[..., Any], options: type) -> ty
         name,
         __config__=ConfigDict(extra="forbid"),
         __doc__=f"The keywords of perfmodel.{function.__name__}() (README 'Python API'); null or left out: not given.",
+        scenario=(Annotated[Any, WithJsonSchema({"type": "string"})], Field(None, description=SCENARIO)),
+        scenario_file=(Upload | None, Field(None, description=SCENARIO_FILE)),
         model_file=(Upload | None, Field(None, description="A model TOML file (README 'Your own model'), as model=.")),
         hardware_files=(
             list[Upload],
