@@ -43,6 +43,18 @@ PLAN_FLAGS = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "-
               "--confidence", "0.8"]  # fmt: skip
 MODEL_FILE = 'id = "my-8b"\nbase = "llama3.1-8b"\nlayers = 16\n'
 HARDWARE_FILE = 'id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n'
+CAMPAIGN_FILE = """model = "llama3.1-8b"
+gpu = "h100-sxm"
+n_gpus = 64
+precision = "bf16"
+tokens = 1e12
+[[phase]]
+name = "ramp"
+tokens = 1e11
+gbs = 256
+[[phase]]
+name = "main"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -151,10 +163,12 @@ def test_an_infeasible_question_is_explained(client: TestClient) -> None:
 
 
 def test_unknown_and_file_keywords_are_refused(client: TestClient) -> None:
-    for keyword in ("foo", "scenario", "calibration", "hardware"):
+    for keyword in ("foo", "calibration", "hardware"):
         found = refusal(client, "/api/predict", {keyword: "x"})
         assert found == {"error": found["error"], "field": keyword}
-        assert found["error"].startswith(f"unknown keyword '{keyword}'; valid: model_file, hardware_files, model")
+        assert found["error"].startswith(
+            f"unknown keyword '{keyword}'; valid: scenario, scenario_file, model_file, hardware_files, model"
+        )
     assert refusal(client, "/api/plan", {"n_gpus": 8})["error"].startswith("unknown keyword 'n_gpus'")
     bound = refusal(client, "/api/plan", PLAN | {"max_candidates": 100})  # the server's own bound: not the request's
     assert bound == {"error": bound["error"], "field": "max_candidates"}
@@ -188,6 +202,69 @@ def test_a_bad_field_in_an_upload_is_the_cli_line_with_the_file_name(client: Tes
     assert "memory_gb" in found["error"]
     both = {"model": "llama3.1-8b", "model_file": {"name": "m.toml", "text": MODEL_FILE}}
     assert refusal(client, "/api/predict", both)["field"] == "model_file"
+
+
+def test_a_bundled_campaign_answers_the_cli_json_and_export(client: TestClient, tmp_path: Path) -> None:
+    """A bundled scenario by name, as `perfmodel predict NAME` runs it: Llama 3.1 405B's campaign of 11 phases
+    (scenarios/campaign-llama3.1-405b.toml), its totals and a document per phase; compared on two systems; exported
+    as `perfmodel export predict NAME` writes it, a row per phase and the total row."""
+    name = "campaign-llama3.1-405b"
+    response = client.post("/api/predict", json={"scenario": name})
+    assert response.status_code == 200, response.text
+    document = response.json()
+    assert document == run_json("predict", name)
+    assert [p["phase"] for p in document["phases"]][:2] == ["ramp-4m", "ramp-8m"] and len(document["phases"]) == 11
+    # an error in a phase names the scenario as the request did, not by the server's path to it
+    found = refusal(client, "/api/predict", {"scenario": name, "tp": 3})
+    assert found["field"] == "scenario" and found["error"].startswith(f"{name}: phase 'ramp-4m': field 'parallelism.")
+    assert name in client.get("/api/catalogue").json()["scenarios"]
+    compared = client.post("/api/compare", json={"scenario": name, "gpu": ["h100-sxm", "b200"]})
+    assert compared.json() == run_json("compare", name, "--gpu", "h100-sxm", "--gpu", "b200")
+    exported = client.post("/api/export/predict?format=csv", json={"scenario": name})
+    assert run_cli("export", "predict", name, "--out", str(tmp_path / "cli.csv")).code == 0
+    assert exported.content == (tmp_path / "cli.csv").read_bytes()
+    lines = exported.text.splitlines()
+    assert lines[0].startswith("phase,") and [line.split(",")[0] for line in lines[-2:]] == ["anneal", "total"]
+
+
+def test_an_uploaded_campaign_answers_as_the_file_does(client: TestClient, tmp_path: Path) -> None:
+    (tmp_path / "ours.toml").write_text(CAMPAIGN_FILE)
+    upload = {"name": "ours.toml", "text": CAMPAIGN_FILE}
+    response = client.post("/api/predict", json={"scenario_file": upload, "n_gpus": 128})
+    assert response.status_code == 200, response.text
+    assert response.json() == run_json("predict", str(tmp_path / "ours.toml"), "--gpus", "128")
+    assert [(p["phase"], p["n_gpus"]) for p in response.json()["phases"]] == [("ramp", 128), ("main", 128)]
+
+
+def test_a_bad_phase_is_the_cli_line_naming_the_upload_the_phase_and_the_field(
+    client: TestClient, tmp_path: Path
+) -> None:
+    bad = CAMPAIGN_FILE.replace("tokens = 1e11", "tokens = -5")
+    (tmp_path / "bad.toml").write_text(bad)
+    expected = cli_error("predict", str(tmp_path / "bad.toml")).replace(f"{tmp_path}/", "")
+    found = refusal(client, "/api/predict", {"scenario_file": {"name": "bad.toml", "text": bad}})
+    assert found == {"error": expected, "field": "scenario_file"}
+    assert found["error"].startswith("bad.toml: phase 'ramp': field 'tokens': Input should be greater than 0")
+
+
+def test_a_scenario_is_a_bundled_name_or_an_upload_never_a_path(client: TestClient) -> None:
+    """A bare name that is no bundled scenario would be read as a file of the worker's folder (inputs/resources.py
+    bundled_file), and an uploaded scenario's model file and calibration are read relative to it: both refused."""
+    for name in ("/etc/passwd", "../campaign", "campaign-llama3.1-405b.toml"):
+        found = refusal(client, "/api/predict", {"scenario": name})
+        assert found["field"] == "scenario" and "the server takes no paths" in found["error"]
+    found = refusal(client, "/api/predict", {"scenario": "campaign-llama3-405b"})
+    assert found["field"] == "scenario"
+    assert found["error"].startswith(
+        "scenario='campaign-llama3-405b': not a bundled scenario (did you mean 'campaign-llama3.1-405b'?); bundled: "
+    )
+    for line in ('model = "../../../etc/ours.toml"', 'calibration = "/etc/passwd"', '[model]\nbase = "/x/y"'):
+        found = refusal(client, "/api/predict", {"scenario_file": {"name": "s.toml", "text": line + "\n"}})
+        assert (
+            found["field"] == "scenario_file" and "a path; the server reads no file a scenario names" in found["error"]
+        )
+    both = {"scenario": "default", "scenario_file": {"name": "s.toml", "text": CAMPAIGN_FILE}}
+    assert refusal(client, "/api/predict", both)["field"] == "scenario_file"
 
 
 def test_sizes_are_bounded(client: TestClient) -> None:

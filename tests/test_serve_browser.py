@@ -71,6 +71,27 @@ def answered(driver: Any) -> dict[str, list[Any]]:
     return shown
 
 
+def downloaded(driver: Any, folder: Path, fmt: str) -> Path:
+    """The prediction's file the page's `fmt` button downloads into `folder` (the browser's download folder)."""
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.CSS_SELECTOR, f"[data-format={fmt}]").click()
+    found = folder / f"perfmodel-predict.{fmt}"
+    deadline = time.monotonic() + 30
+    while not found.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+def row_names(driver: Any) -> list[str]:
+    """The first line of each row's first cell of the wide table: a plan's candidates (their layout is the cell's
+    note), a campaign's phases (its totals' summary below is another table)."""
+    from selenium.webdriver.common.by import By
+
+    cells = driver.find_elements(By.CSS_SELECTOR, "#tables .wide tbody td:first-child")
+    return [c.text.split("\n")[0] for c in cells]
+
+
 def error_shown(driver: Any) -> str:
     """The error line the page shows, once it shows one (a link's question refused, or the form's)."""
     from selenium.webdriver.common.by import By
@@ -106,11 +127,7 @@ def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url:
     # significant digits of the use, not "of 80".
     assert driver.find_element(By.CSS_SELECTOR, "td[data-key=memory_per_gpu_gib]").text.endswith(" of 80.0")
 
-    driver.find_element(By.CSS_SELECTOR, "[data-format=xlsx]").click()
-    workbook = tmp_path / "perfmodel-predict.xlsx"
-    deadline = time.monotonic() + 30
-    while not workbook.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    workbook = downloaded(driver, tmp_path, "xlsx")
     import openpyxl
 
     assert openpyxl.load_workbook(workbook).sheetnames
@@ -196,13 +213,12 @@ def test_a_shared_plan_link_reopens_with_its_verdict(driver: Any, url: str) -> N
 def test_a_plan_candidate_in_several_precisions_is_one_candidate(driver: Any, url: str) -> None:
     """plan() takes "ID:PRECISION,PRECISION" as one candidate in each precision, but the page split the field at every
     comma: "h100-sxm,b200:fp8,bf16" was refused as "--gpu bf16: unknown accelerator or system 'bf16'"."""
-    from selenium.webdriver.common.by import By
 
     driver.get(url + "/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20")
     answered(driver)
     expected = cli_json("plan", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200:fp8,bf16", "--tokens",
                         "1T", "--deadline", "20d")  # fmt: skip
-    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    names = row_names(driver)
     assert names == [c["candidate"] for c in expected["candidates"]]
     assert len(names) == 3
 
@@ -222,7 +238,7 @@ def test_the_precisions_are_the_catalogues(driver: Any, url: str) -> None:
     offered = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "[name=precision] option")]
     assert offered == ["", *precisions]
     answered(driver)
-    names = [c.text.split("\n")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#tables tbody td:first-child")]
+    names = row_names(driver)
     assert sorted(names) == ["dgx-b200:bf16", "dgx-b200:mxfp4"]
 
 
@@ -486,3 +502,86 @@ def test_a_refused_layout_field_is_unfolded(driver: Any, url: str) -> None:
     assert error_shown(driver).startswith("error: tp=3: ")
     field = driver.find_element(By.NAME, "tp")
     assert field.is_displayed() and "wrong" in field.get_attribute("class")
+
+
+def test_a_bundled_campaign_shows_its_phases_total_download_and_link(driver: Any, url: str, tmp_path: Path) -> None:
+    """A campaign chosen by name from the list (/api/catalogue's scenarios): a row per phase and the total with its
+    80% range, the CLI's JSON (`perfmodel predict campaign-llama3.1-405b`); the form's own model, GPUs and tokens
+    emptied, not sent over the scenario's (keywords override a file: 405B's campaign ran as 70B on 256 H100); the CSV
+    download is the campaign's, and the link reopens it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    name = "campaign-llama3.1-405b"
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, f"#scenario option[value='{name}']"))
+    Select(driver.find_element(By.ID, "scenario")).select_by_value(name)
+    for field in ("model", "tokens", "gpu", "n_gpus"):
+        assert driver.find_element(By.NAME, field).get_attribute("value") == "", field
+    driver.find_element(By.ID, "run").click()
+    answered(driver)
+    expected = cli_json("predict", name)
+    phases = expected["phases"]
+    assert row_names(driver) == [p["phase"] for p in phases] + ["total"]
+
+    def column(key: str) -> list[Any]:
+        return [json.loads(c.get_attribute("data-value")) for c in driver.find_elements(By.CSS_SELECTOR,
+                f".campaign td[data-key={key}]")]  # fmt: skip
+
+    for key in ("n_gpus", "tokens_to_train", "time_to_train_days", "gpu_hours", "cost_usd", "energy_kwh", "goodput"):
+        assert column(key) == [p[key] for p in phases] + [expected[key]], key
+    total = driver.find_element(By.CSS_SELECTOR, ".campaign tr.total td[data-key=cost_usd] .range").text
+    assert total == f"{usd(expected['cost_usd_low'])} {DASH} {usd(expected['cost_usd_high'])}"
+    assert driver.find_element(By.ID, "title").text.startswith("Llama 3.1 405B campaign of 11 phases on up to 16,384")
+
+    rows = downloaded(driver, tmp_path, "csv").read_text().splitlines()
+    assert rows[0].startswith("phase,") and [r.split(",")[0] for r in rows[1:]] == row_names(driver)
+
+    link = driver.find_element(By.ID, "share").get_attribute("href")
+    assert f"scenario={name}" in link and "model=" not in link and "n_gpus=" not in link
+    driver.get("about:blank")
+    driver.get(link)
+    answered(driver)
+    assert row_names(driver) == [p["phase"] for p in phases] + ["total"]
+    assert driver.find_element(By.NAME, "model").get_attribute("value") == ""
+
+
+def test_an_uploaded_campaign_answers_as_the_file_does(driver: Any, url: str, tmp_path: Path) -> None:
+    """A scenario file uploaded, its phases answered as `perfmodel predict FILE`, a count typed over its own."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ours = tmp_path / "ours.toml"
+    ours.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\nprecision = "bf16"\ntokens = 1e12\n'
+                    '[[phase]]\nname = "ramp"\ntokens = 1e11\ngbs = 256\n[[phase]]\nname = "main"\n')  # fmt: skip
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scenario option[value=default]"))
+    driver.find_element(By.ID, "scenario_file").send_keys(str(ours))
+    assert driver.find_element(By.NAME, "gpu").get_attribute("value") == ""
+    driver.find_element(By.NAME, "n_gpus").send_keys("128")
+    driver.find_element(By.ID, "run").click()
+    shown = answered(driver)
+    expected = cli_json("predict", str(ours), "--gpus", "128")
+    assert row_names(driver) == ["ramp", "main", "total"]
+    assert shown["n_gpus"] == [128, 128, 128] and shown["step_time_s"] == [p["step_time_s"] for p in
+                                                                         expected["phases"]] + [None]  # fmt: skip
+
+
+def test_a_campaign_compared_and_planned_is_its_totals(driver: Any, url: str) -> None:
+    """A campaign's row of a comparison or a plan is its totals, each phase with its own layout: the plan's note
+    listed all eleven of Llama 3.1 405B's layouts (40 lines beside one row), the comparison's read 'CPnull DPnull'."""
+    from selenium.webdriver.common.by import By
+
+    name = "campaign-llama3.1-405b"
+    driver.get(f"{url}/?q=compare&scenario={name}&gpu=h100-sxm,b200")
+    shown = answered(driver)
+    expected = cli_json("compare", name, "--gpu", "h100-sxm", "--gpu", "b200")
+    assert shown["time_to_train_days"] == [r["time_to_train_days"] for r in expected]
+    assert [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")] == [
+        "11 phases, each its own layout"
+    ] * 2
+    driver.get(f"{url}/?q=plan&scenario={name}&gpu=h100-sxm&deadline_days=120")
+    shown = answered(driver)
+    planned = cli_json("plan", name, "--gpu", "h100-sxm", "--deadline", "120d")["candidates"]
+    assert shown["n_gpus"] == [c["n_gpus"] for c in planned]
+    assert driver.find_element(By.CSS_SELECTOR, "#tables td .note").text == "11 phases, each its own layout"

@@ -174,13 +174,15 @@ def export_plan(body: PlanRequest, format: Format = "xlsx") -> Response:  # type
 
 @app.get("/api/catalogue")
 def catalogue() -> dict[str, Any]:
-    """What the page's lists offer: the zoo's models, the accelerators and systems with their precisions, the names
-    of models and accelerators (the chart's legend prints names, as the CLI's plots do) and this server's limits."""
+    """What the page's lists offer: the zoo's models, the accelerators and systems with their precisions, the bundled
+    scenarios with their descriptions (a campaign among them), the names of models and accelerators (the chart's
+    legend prints names, as the CLI's plots do) and this server's limits."""
     return _catalogue()
 
 
 @cache
 def _catalogue() -> dict[str, Any]:
+    from perfmodel.cli.catalog import bundled_descriptions
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.models import ZOO
 
@@ -189,6 +191,7 @@ def _catalogue() -> dict[str, Any]:
         "models": list(ZOO),
         "accelerators": {i: list(a.precisions) for i, a in chips.items()},
         "systems": {i: list(chips[s.accelerator].precisions) for i, s in systems().items()},
+        "scenarios": bundled_descriptions("scenarios"),
         "names": {"models": {i: m.name for i, m in ZOO.items()}, "accelerators": {i: a.name for i, a in chips.items()}},
         "limits": {
             "upload_bytes": work.MAX_UPLOAD_BYTES,

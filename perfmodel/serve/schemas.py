@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, 
 
 from perfmodel import api
 
-FILE_KEYWORDS = ("scenario", "hardware", "calibration")
-"""Keywords a request cannot give: paths on the server's disk (uploads replace the model and hardware files; the
-bundled calibration is used)."""
+FILE_KEYWORDS = ("hardware", "calibration")
+"""Keywords a request cannot give: paths on the server's disk (uploads replace the hardware files; the bundled
+calibration is used). The scenario, the functions' first argument, is a bundled scenario's name or an upload."""
 SERVER_KEYWORDS = ("max_candidates",)
 """Keywords the server sets itself: a bound on one request's work (work.MAX_CANDIDATES) that no request may raise."""
 
@@ -35,6 +35,13 @@ class Upload(BaseModel):
     text: str
 
 
+SCENARIO = (
+    "A bundled scenario's name (GET /api/catalogue: scenarios), the functions' first argument: "
+    '`perfmodel.predict("campaign-llama3.1-405b")`; the other keywords override it, as flags override a file.'
+)
+SCENARIO_FILE = "A scenario TOML file (a campaign's [[phase]] tables too), as scenario; a file it names is refused."
+
+
 def _request_model(name: str, function: Callable[..., Any], options: type) -> type[BaseModel]:
     """A request body: the keywords of `function` and its `options` TypedDict, and the uploads."""
     own = typing.get_type_hints(function, localns=dict.fromkeys(ONLY_TYPED, Any))
@@ -49,6 +56,8 @@ def _request_model(name: str, function: Callable[..., Any], options: type) -> ty
         name,
         __config__=ConfigDict(extra="forbid"),
         __doc__=f"The keywords of perfmodel.{function.__name__}() (README 'Python API'); null or left out: not given.",
+        scenario=(Annotated[Any, WithJsonSchema({"type": "string"})], Field(None, description=SCENARIO)),
+        scenario_file=(Upload | None, Field(None, description=SCENARIO_FILE)),
         model_file=(Upload | None, Field(None, description="A model TOML file (README 'Your own model'), as model=.")),
         hardware_files=(
             list[Upload],

@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from perfmodel import api
 from perfmodel.cli.export import write_comparison, write_plan, write_prediction
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import catalogue
+from perfmodel.inputs.resources import bundled_names, data_dir
 from perfmodel.outputs.report import to_json
 from perfmodel.planning.plan import TooManyCandidates
 
@@ -34,6 +35,8 @@ MAX_CANDIDATES = 8
 MAX_REQUEST_S = 30.0
 """Wall time of one request's work: past it the worker is stopped (workers.py)."""
 
+UPLOADS = ("model_file", "hardware_files", "scenario_file")
+"""The keywords that carry files (schemas.Upload)."""
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.toml")
 
 
@@ -48,7 +51,7 @@ class Refused(Exception):
 QUESTIONS: dict[str, Callable[..., Any]] = {
     "predict": api.predict,
     "compare": api.compare,
-    "plan": lambda **given: api.plan(**given, max_candidates=MAX_CANDIDATES),
+    "plan": lambda scenario, **given: api.plan(scenario, **given, max_candidates=MAX_CANDIDATES),
 }
 """The Python API's function of each question; a plan's candidates are counted as plan() reads its targets (one per
 precision of `ID:PRECISION,PRECISION[:$PRICE]`, an uploaded system's among them), so that the bound cannot drift
@@ -86,7 +89,10 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
     text, or its export as `fmt`; every refusal is a `Refused`."""
     given = {key: value for key, value in keywords.items() if value is not None}
     model_file, hardware_files = given.pop("model_file", None), given.pop("hardware_files", [])
+    scenario_file = given.pop("scenario_file", None)
     _check_no_paths(given)
+    scenario = given.pop("scenario", None)
+    _check_scenario(scenario, scenario_file)
     _check_bounds(question, given, hardware_files)
     with tempfile.TemporaryDirectory(prefix="perfmodel-serve-") as folder:
         catalogue.clear()  # this request sees the bundled hardware, the server's own ($PERFMODEL_PATH), its uploads
@@ -97,8 +103,14 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
             given["model"] = _saved(Path(folder) / "model", model_file, "model_file", saved)
         if hardware_files:
             given["hardware"] = [_saved(Path(folder) / "hardware", f, "hardware_files", saved) for f in hardware_files]
+        if scenario_file is not None:
+            scenario = _saved(Path(folder) / "scenario", scenario_file, "scenario_file", saved)
+            _check_no_named_files(scenario_file)
+        elif isinstance(scenario, str):  # the bundled file itself, not one of that name in the worker's folder
+            path = str(data_dir("scenarios") / f"{scenario}.toml")
+            scenario, saved[path] = path, (scenario, "scenario")  # an error names it as the request did
         try:
-            result = QUESTIONS[question](**given)
+            result = QUESTIONS[question](scenario, **given)
             if fmt is None:
                 return to_json(DOCUMENTS[question](result))
             out = Path(folder) / f"perfmodel-{question}.{fmt}"
@@ -119,10 +131,63 @@ def _check_no_paths(given: dict[str, Any]) -> None:
     """No keyword names a file on the server: a file comes as an upload."""
     for key, value in given.items():
         for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str) and ("/" in text or "\\" in text or text.lower().endswith(".toml")):
+            if _a_path(text):
                 raise Refused(
                     422, f"{key}={shown(text)!r}: a path; the server takes no paths: upload the file instead", key
                 )
+
+
+def _a_path(value: Any) -> bool:
+    return isinstance(value, str) and ("/" in value or "\\" in value or value.lower().endswith(".toml"))
+
+
+def _check_scenario(scenario: Any, scenario_file: Any) -> None:
+    """A scenario by name is a bundled one's (the API reads a bare name that is none as a file of the worker's
+    folder: inputs/resources.bundled_file); given by name and uploaded, it is refused, as model and model_file are."""
+    if scenario is not None and scenario_file is not None:
+        raise Refused(422, "scenario and scenario_file: give one (a bundled scenario's name, or a scenario file)",
+                      "scenario_file")  # fmt: skip
+    names = bundled_names("scenarios")
+    if isinstance(scenario, str) and scenario not in names:
+        raise Refused(
+            422, f"scenario={shown(scenario)!r}: not a bundled scenario{did_you_mean(scenario, names)}; bundled: "
+            f"{', '.join(names)} (your own: upload it as scenario_file)", "scenario",
+        )  # fmt: skip
+
+
+FREE_TEXT = ("name", "description")
+"""A scenario's keys that hold words, never a file: a phase named 'ramp 4k/8k' is no path."""
+
+
+def _check_no_named_files(upload: dict[str, Any]) -> None:
+    """An uploaded scenario names no file on the server: its model file and calibration are read relative to it
+    (inputs/scenario.py scenario_from), so `model = "../../x.toml"` would read outside the request's folder. Text
+    that is not TOML is left to the scenario's own checks, which refuse it with the CLI's line."""
+    import tomllib
+
+    try:
+        tables = tomllib.loads(upload["text"])
+    except tomllib.TOMLDecodeError:
+        return
+    for key, value in _values(tables):
+        if _a_path(value):
+            raise Refused(
+                422, f"scenario_file: {upload['name']}: field '{key}' = {shown(value)!r}: a path; the server reads "
+                "no file a scenario names (a model file: upload it as model_file)", "scenario_file",
+            )  # fmt: skip
+
+
+def _values(tables: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+    """The values of TOML tables by dotted key (an array's items under its own key), free text left out."""
+    if isinstance(tables, dict):
+        for name, value in tables.items():
+            if name not in FREE_TEXT:
+                yield from _values(value, f"{key}.{name}" if key else name)
+    elif isinstance(tables, list):
+        for value in tables:
+            yield from _values(value, key)
+    else:
+        yield key, tables
 
 
 def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any]) -> None:
@@ -177,7 +242,8 @@ FLAG_KEYWORDS = {"gpus": "n_gpus", "deadline": "deadline_s", "budget": "budget_u
 
 
 def _refused(message: str, saved: dict[str, tuple[str, str]]) -> Refused:
-    """The API's error as the server's: the keyword it names, or the upload, by the upload's own name."""
+    """The API's error as the server's: the keyword it names, or the upload (or bundled scenario), by the name the
+    request gave it: the server's folders are not shown."""
     found = re.match(r"(\w+)=", message) or re.match(r"--([\w-]+)", message)
     field = found and found.group(1).replace("-", "_")
     field = FLAG_KEYWORDS.get(field, field) if field else None

@@ -100,7 +100,7 @@ class Pool:
     @staticmethod
     def _kept(worker: Worker | None, keywords: dict[str, Any]) -> Worker | None:
         """The worker back in the pool, or None (a new one at the next request) once it has held many uploads."""
-        if worker is not None and (keywords.get("model_file") or keywords.get("hardware_files")):
+        if worker is not None and any(keywords.get(upload) for upload in work.UPLOADS):
             worker.uploads += 1
             if worker.uploads >= MAX_UPLOAD_REQUESTS:
                 worker.stop()

@@ -10,7 +10,12 @@ const HINTS = {
 };
 const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
 const NUMBER = ["usd_per_gpu_hour", "budget_usd", "confidence"];
-const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files", system: "gpu" };
+const INPUT_OF = { deadline_s: "deadline_days", model_file: "model_file", hardware_files: "hardware_files", scenario_file: "scenario_file", system: "gpu" };
+const DEFAULT_MODEL = "llama3.1-70b";
+// The fields a scenario answers: those the form fills by default would override the scenario's own (keywords
+// override a file, as flags do: Llama 3.1 405B's campaign ran as 70B on 256 H100), and the others' hints ("fp8
+// (default)", "model default") are not the scenario's.
+const FROM_SCENARIO = ["model", "tokens", "seq_len", "gbs", "gpu", "precision", "n_gpus", "usd_per_gpu_hour"];
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
@@ -53,7 +58,8 @@ function usd(x) {
   const scaled = [[1e9, "B"], [1e6, "M"], [1e3, "k"]].find(([size]) => Math.abs(x) >= size);
   return scaled ? `$${number(x / scaled[0], 3)}${scaled[1]}` : `$${number(x, 3)}`;
 }
-const tokens = (n) => (n >= 1e12 ? `${number(n / 1e12)}T` : n >= 1e9 ? `${number(n / 1e9)}B` : number(n));
+// A large count in trillions, billions or millions (tokens, GPU-hours), to three significant digits.
+const compact = (n) => (n >= 1e12 ? `${number(n / 1e12)}T` : n >= 1e9 ? `${number(n / 1e9)}B` : n >= 1e6 ? `${number(n / 1e6)}M` : number(n));
 const chance = (p) => (!present(p) ? "–" : p < 0.01 ? "< 0.01" : p > 0.99 ? "> 0.99" : p.toFixed(2));
 const percent = (x) => (!present(x) ? "–" : `${(100 * x).toFixed(1)}%`);
 const days = (seconds) => (!present(seconds) ? null : seconds / 86400);
@@ -61,7 +67,8 @@ const days = (seconds) => (!present(seconds) ? null : seconds / 86400);
 // Models and accelerators by name, as the CLI's tables and plots print them (outputs/plot.py series_label); the id
 // where it is the user's own file.
 const modelName = (p) => names.models[p.model] || p.model;
-const seriesName = (p) => `${names.accelerators[p.accelerator] || p.accelerator} ${p.precision.toUpperCase()}`;
+// A campaign whose phases differ in precision has none of its own (null).
+const seriesName = (p) => `${names.accelerators[p.accelerator] || p.accelerator}${p.precision ? ` ${p.precision.toUpperCase()}` : ""}`;
 
 // ---- the form
 function showQuestion(chosen) {
@@ -134,7 +141,25 @@ function keywords() {
   return body;
 }
 
+// A scenario chosen (bundled or uploaded) empties the fields it answers, so that only what is typed there overrides
+// it; none chosen, they are the form's defaults again.
+function scenarioChosen() {
+  const chosen = $("#scenario").value !== "" || $("#scenario_file").files.length > 0;
+  for (const name of FROM_SCENARIO) {
+    const input = $(`[name=${name}]`), hint = chosen ? "the scenario's" : input.dataset.hint;
+    input.value = chosen ? "" : name === "model" ? DEFAULT_MODEL : input.defaultValue || "";
+    if (input.tagName === "SELECT") input.options[0].textContent = hint;
+    else input.placeholder = hint;
+  }
+  $("#gpu").required = !chosen;
+}
+
 async function uploads(body) {
+  const scenario = $("#scenario_file").files[0];
+  if (scenario) {
+    delete body.scenario;
+    body.scenario_file = { name: scenario.name, text: await scenario.text() };
+  }
   const model = $("#model_file").files[0];
   if (model) {
     delete body.model;
@@ -157,6 +182,10 @@ function shareLink() {
 // with its own line; a <select> set to a value it lacks shows nothing and the question ran without it.
 function refill(params) {
   if (params.has("q") && HINTS[params.get("q")]) showQuestion(params.get("q"));
+  if (params.has("scenario")) { // the fields it answers left to it, but those the link names
+    $("#scenario").value = params.get("scenario");
+    scenarioChosen();
+  }
   for (const input of $("#question").querySelectorAll("[name]")) {
     if (params.has(input.name)) {
       const value = params.get(input.name);
@@ -165,8 +194,13 @@ function refill(params) {
     } else if (input.closest("details") || input.name === "budget_usd" || input.name === "max_gpus") input.value = "";
   }
   // A link that fixes part of the layout shows it: folded away, pp=2 answered a layout the form seemed to leave open.
+  unfold((input) => input.value !== "");
+}
+
+// The form's folded sections that hold a field `shows` picks are opened.
+function unfold(shows) {
   for (const folded of document.querySelectorAll("#question details")) {
-    folded.open = [...folded.querySelectorAll("[name]")].some((input) => input.value !== "");
+    if ([...folded.querySelectorAll("[name]")].some(shows)) folded.open = true;
   }
 }
 
@@ -208,8 +242,7 @@ function refused(answer) {
   const name = INPUT_OF[answer.field] || answer.field;
   const input = name && (document.getElementById(name) || $("#question").querySelector(`[name="${CSS.escape(name)}"]`));
   if (input) input.classList.add("wrong");
-  const folded = input && input.closest("details"); // the layout's fields are folded away: tp=3 marked a field not seen
-  if (folded) folded.open = true;
+  unfold((field) => field === input); // the layout's fields are folded away: tp=3 marked a field not seen
 }
 
 async function download(format) {
@@ -273,10 +306,11 @@ function layout(p) {
   return `${stages(l)}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
 }
 
-function summary(p) {
+// A prediction's figures, or a campaign's totals (which have no one step time: its phases' differ).
+function summary(p, heading = "Prediction") {
   const lowDays = days(p.time_to_train_s_low), highDays = days(p.time_to_train_s_high);
-  return table(["Prediction", "value (80% range)"], [
-    row("Step time, s", cell(p.step_time_s, number(p.step_time_s), "step_time_s", number(p.step_time_s_low), number(p.step_time_s_high))),
+  return table([heading, "value (80% range)"], [
+    ...(present(p.step_time_s) ? [row("Step time, s", cell(p.step_time_s, number(p.step_time_s), "step_time_s", number(p.step_time_s_low), number(p.step_time_s_high)))] : []),
     row("Tokens per second", cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s")),
     row("MFU (of the precision's dense peak)", cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision")),
     // GiB, as the CLI and vendors quote HBM (an H100's 80 GB is 80 GiB): in the _gb keys' 1e9 bytes it reads 85.9.
@@ -329,7 +363,7 @@ function breakdown(p) {
 }
 
 function describe(p) {
-  return `${modelName(p)} on ${whole(p.n_gpus)} × ${seriesName(p)} (${p.system}), ${tokens(p.tokens_to_train)} tokens`;
+  return `${modelName(p)} on ${whole(p.n_gpus)} × ${seriesName(p)} (${p.system}), ${compact(p.tokens_to_train)} tokens`;
 }
 
 function drawPredict(p) {
@@ -340,14 +374,64 @@ function drawPredict(p) {
   $("#tables").replaceChildren(tables);
 }
 
+// A phase's layout as the CLI's campaign table prints it: its degrees, micro-batch, ZeRO stage and recompute.
+const phaseLayout = (l) => `${stages(l)} MBS${l.mbs} ZeRO-${l.zero}${l.recompute === "none" ? "" : ` recompute-${l.recompute}`}`;
+
+// A campaign's figures of a phase, or of the whole run (its total row, `ranged`: each with its 80% range; a phase's
+// beside its figures pushed the table's cost and energy off a 1,280 px screen).
+function campaignFigures(p, ranged = false) {
+  const range = (low, high) => (ranged ? [low, high] : []);
+  return [
+    cell(p.tokens_to_train, compact(p.tokens_to_train), "tokens_to_train"), cell(p.step_time_s, number(p.step_time_s), "step_time_s"),
+    cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", ...range(number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high)))),
+    cell(p.gpu_hours, whole(p.gpu_hours), "gpu_hours", ...range(compact(p.gpu_hours_low), compact(p.gpu_hours_high))),
+    cell(p.cost_usd, usd(p.cost_usd), "cost_usd", ...range(usd(p.cost_usd_low), usd(p.cost_usd_high))),
+    cell(p.energy_kwh, number(p.energy_kwh / 1000), "energy_kwh", ...range(number(p.energy_kwh_low / 1000), number(p.energy_kwh_high / 1000))),
+    cell(p.goodput, percent(p.goodput), "goodput"),
+  ];
+}
+
+// A campaign (a scenario with [[phase]] tables: README "Campaigns"): a row per phase, as `perfmodel predict` prints
+// them, and the total row (its 80% range each phase's bound summed, planning/campaign.py); the totals' summary below.
+// The phases' precision is a column where they differ (the title names a common one): with it, the table's energy and
+// goodput were past a 1,280 px screen.
+function drawCampaign(c) {
+  const precision = (p) => (c.precision ? [] : [element("td", p.precision ? p.precision.toUpperCase() : "")]);
+  const up = new Set(c.phases.map((p) => p.n_gpus)).size > 1 ? "up to " : "";
+  $("#title").textContent = `${modelName(c)} campaign of ${counted(c.phases.length, "phase")} on ${up}${whole(c.n_gpus)} × ${seriesName(c)} (${c.system}), ${compact(c.tokens_to_train)} tokens`;
+  const unfit = c.phases.filter((p) => !p.fits_in_memory).map((p) => p.phase);
+  $("#verdict").textContent = unfit.length ? `Does not fit in memory: ${unfit.join(", ")}` : "";
+  const body = c.phases.map((p) => {
+    const l = p.parallelism, tr = element("tr");
+    tr.append(cell(p.phase, p.phase, "phase"), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), ...precision(p),
+      element("td", phaseLayout(l), { class: "text" }), cell(l.seq_len, whole(l.seq_len), "seq_len"),
+      cell(l.gbs, `${whole(l.gbs)} (${compact(l.gbs * l.seq_len)})`, "gbs"), ...campaignFigures(p));
+    return tr;
+  });
+  const total = element("tr", null, { class: "total" });
+  total.append(cell("total", "total", "phase"), cell(c.n_gpus, whole(c.n_gpus), "n_gpus"), ...precision(c),
+    element("td", null, { class: "text" }), element("td"), element("td"), ...campaignFigures(c, true));
+  const wide = element("div", null, { class: "wide campaign" });
+  wide.append(table(["Phase", "GPUs", ...(c.precision ? [] : ["Precision"]), "Layout", "Sequence", "Batch (tokens)", "Tokens", "Step, s", "Days",
+    "GPU-hours", "Cost", "Energy, MWh", "Goodput"], [...body, total], ["Layout"]));
+  const tables = element("div", null, { class: "tables" });
+  tables.append(summary(c, "The whole run"));
+  $("#tables").replaceChildren(wide, tables);
+}
+
+// A campaign's row of a comparison or a plan is its totals: each phase has its own layout (Predict shows them; a
+// plan's note listed all eleven of Llama 3.1 405B's, 40 lines beside one row).
+const phasesNote = (campaign) => `${counted(campaign.phases.length, "phase")}, each its own layout`;
+
 function drawCompare(rows) {
   const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
-  $("#title").textContent = `${modelName(rows[0])}, ${tokens(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
+  $("#title").textContent = `${modelName(rows[0])}, ${compact(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    tr.append(element("td", `${p.system} ${p.precision}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", batched(p.parallelism), { class: "text" }),
+    const layouts = p.phases ? phasesNote(p) : batched(p.parallelism);
+    tr.append(element("td", `${p.system} ${p.precision || ""}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
       cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days"),
@@ -373,7 +457,8 @@ function drawPlan(report) {
   const body = report.candidates.map((c) => {
     const tr = element("tr", null, c.feasible ? {} : { class: "infeasible" });
     const name = element("td", c.candidate);
-    if (c.layout) name.append(element("div", c.layout, { class: "note" }));
+    const note = c.plan && c.plan.phases ? phasesNote(c.plan) : c.layout;
+    if (note) name.append(element("div", note, { class: "note" }));
     tr.append(name, element("td", c.feasible ? "meets the goal" : c.reason || "no plan", { class: "text" }),
       cell(c.n_gpus, whole(c.n_gpus), "n_gpus"),
       cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
@@ -472,7 +557,7 @@ function scalingChart(rows) {
 }
 
 function draw(answer) {
-  if (question === "predict") drawPredict(answer);
+  if (question === "predict") (answer.phases ? drawCampaign : drawPredict)(answer);
   else if (question === "compare") drawCompare(answer);
   else drawPlan(answer);
   $("#result").hidden = false; // shown before the chart is drawn, which takes the width it is given
@@ -486,7 +571,14 @@ async function start() {
   names = known.names;
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
-  models.value = "llama3.1-70b";
+  models.value = DEFAULT_MODEL;
+  const scenarios = $("#scenario");
+  for (const [name, description] of Object.entries(known.scenarios)) scenarios.append(element("option", name, { value: name, title: description }));
+  for (const name of FROM_SCENARIO) {
+    const input = $(`[name=${name}]`);
+    input.dataset.hint = input.tagName === "SELECT" ? input.options[0].textContent : input.placeholder;
+  }
+  for (const chooser of [scenarios, $("#scenario_file")]) chooser.addEventListener("change", scenarioChosen);
   // The precisions the server knows, not a list of the page's own: one it lacked was split off as a system.
   precisions = new Set(Object.values(known.accelerators).flat());
   const precision = $("[name=precision]");
