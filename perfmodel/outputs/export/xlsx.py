@@ -277,12 +277,16 @@ def _number_format(column: Column, values: Sequence[Any], unit: bool = True) -> 
     return printing.compact('"$"', smallest=0) if column.number_format == "$#,##0" else column.number_format
 
 
-def _width(column: Column, values: Sequence[Any], number_format: str | None = None) -> float:
-    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`; a
-    long text (LONG_TEXT) twice WIDEST_TEXT: the price source, ~130 characters, wrapped on 5 lines in 28 made each
-    of a campaign's 11 phases 75 points tall on Inputs (6 pages; now 3 lines)."""
-    shown_as = number_format or _number_format(column, values)
-    texts = [printing.shown(v, shown_as) for v in values]
+def _shown(values: Sequence[Any], number_format: str) -> list[str]:
+    """The texts the cells of `values` show under `number_format`: formatted once, for the column's width and its
+    rows' lines alike."""
+    return [printing.shown(v, number_format) for v in values]
+
+
+def _width(column: Column, texts: Sequence[str]) -> float:
+    """Wide enough for the heading's longest word and every text its cells show (`_shown`), never `###`; a long
+    text (LONG_TEXT) twice WIDEST_TEXT: the price source, ~130 characters, wrapped on 5 lines in 28 made each of a
+    campaign's 11 phases 75 points tall on Inputs (6 pages; now 3 lines)."""
     chars = printing.width(column.header, texts)
     long = column.key != "label" and any(len(text) > LONG_TEXT for text in texts)  # a label heads every page
     return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
@@ -464,7 +468,8 @@ def write_xlsx(
     tables = {key: name for key, name in SHEETS.items() if key != "details"}  # a row per line; `_write_details`
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables.values()}
     tall = {name: _lines(values["label"], label_width) for name in tables.values()}  # lines per result's row
-    widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
+    shown_defaults = [(c, [first_values[c.key]]) for c in shared]
+    widths["Inputs"]["B"] = max((_width(c, _shown(v, _number_format(c, v))) for c, v in shown_defaults), default=0.0)
     cells = _Cells(grid, symbols, values, first_values, style)
     for sheet_key, sheet_name in tables.items():
         ws = sheets[sheet_name]
@@ -477,9 +482,10 @@ def write_xlsx(
             fmt = _number_format(column, values[column.key])
             ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
-            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
+            texts = _shown(values[column.key], fmt)
+            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, texts))
             if _wraps(values[column.key]):
-                wrapped = _lines([printing.shown(v, fmt) for v in values[column.key]], widths[sheet_name][letter])
+                wrapped = _lines(texts, widths[sheet_name][letter])
                 tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
             cells.write(ws, column, fmt, align)
             if column.editable:
@@ -569,7 +575,7 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     labels = values["label"]
     most = printing.WIDEST_TEXT * (2 if len(labels) == 1 else 1)
     formats = {c.key: _number_format(c, values[c.key]) for c in columns}
-    texts = {c.key: [printing.shown(v, formats[c.key]) for v in values[c.key]] for c in columns}
+    texts = {c.key: _shown(values[c.key], formats[c.key]) for c in columns}
     chars = []
     for index, label in enumerate(labels):
         shown = [texts[c.key][index] for c in columns]
@@ -637,7 +643,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         said = ["no price"] if column.key == "usd_per_gpu_hour" else []
-        widths.append(_width(column, [*values[column.key], *said], fmt))
+        widths.append(_width(column, _shown([*values[column.key], *said], fmt)))
         for index, value in enumerate(values[column.key]):
             ref = grid.cell(column.key, index, "Summary")
             if column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row only
