@@ -23,9 +23,11 @@ PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu",
 COMPARE = ("export", "compare", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpu", "gb300", "--gpu", "b200")
 CAMPAIGN = ("export", "predict", "campaign-llama3.1-405b")
 """Phases of 40M to 6T tokens and costs of hundreds of dollars to tens of millions, in one Summary."""
+PREDICT = ("export", "predict")
+"""The default export: one result, so its Details are two columns wide."""
 SMALLEST_PT = 7.0
 """The smallest type a procurement reader is asked to read on paper."""
-PAGES = {"plan": 32, "compare": 42, "campaign": 49}
+PAGES = {"plan": 32, "compare": 42, "campaign": 49, "predict": 28}
 """Pages each prints on at most: 33, 45 and 50 with rows 15 points a line and lines counted 1.2 characters a
 character of width less two (LibreOffice 7.4, DejaVu Sans)."""
 DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
@@ -35,7 +37,7 @@ DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
 def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("print")
     found = {}
-    for name, args in (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN)):
+    for name, args in (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN), ("predict", PREDICT)):
         found[name] = folder / f"{name}.xlsx"
         result = run_cli(*args, "--out", str(found[name]))
         assert result.code == 0, result.err
@@ -64,6 +66,26 @@ def test_a_sheet_printed_across_pages_names_itself_in_column_a(books: dict[str, 
         assert ws["A1"].value == name and "Llama 3.1 405B: comparison" in ws["B1"].value, name
         assert ws["A2"].value is None, name  # the note under the title: from column B too
     assert book["Results"].print_title_cols == "$A:$A"  # the sheet that prints across pages (about 90 columns)
+
+
+def test_no_text_runs_on_past_its_sheets_last_column(books: dict[str, Path]) -> None:
+    """LibreOffice 7.4 fits a sheet to the width its text takes, past its last column too: the default export's
+    Details (one result wide) had its note run on past the result's column, printed at 86%, not the 94% its columns
+    fit at, and then an empty page (the 20th of 28). A text wider than the columns from its own to the last wraps."""
+    for name, path in books.items():
+        for ws in openpyxl.load_workbook(path):
+            chars: dict[int, float] = {}
+            for dimension in ws.column_dimensions.values():
+                for column in range(dimension.min or 1, (dimension.max or dimension.min or 1) + 1):
+                    chars[column] = 0.0 if dimension.hidden else dimension.width
+            for row in ws.iter_rows():
+                for cell in row:
+                    text, hidden = cell.value, ws.row_dimensions[cell.row].hidden or chars.get(cell.column) == 0.0
+                    if not isinstance(text, str) or text.startswith("=") or hidden or cell.alignment.wrap_text:
+                        continue  # a formula's text is a link's, a label's (wrapped where long)
+                    room = sum(printing.points(chars.get(c, 8.43)) for c in range(cell.column, ws.max_column + 1))
+                    wide = printing.text_pt(text, bool(cell.font.b), cell.font.sz or printing.FONT_PT)
+                    assert wide <= room, f"{name} {ws.title}!{cell.coordinate}: {wide:.0f} pt in {room:.0f}"
 
 
 def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
@@ -280,9 +302,10 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
     subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources)],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     per_point = _pdf_words(tmp_path / "reference.pdf")[0][0][1] / 11
-    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1)):
+    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1), ("predict", 1, 1)):
         pages = _pdf_words(tmp_path / f"{name}.pdf")
         for number, words in enumerate(pages, start=1):
+            assert words, f"{name}.pdf page {number}: empty"
             smallest = min(height for _, height in words) / per_point
             assert smallest >= SMALLEST_PT, f"{name}.pdf page {number}: {smallest:.1f} pt"
             assert not [word for word, _ in words if "###" in word], f"{name}.pdf page {number}: ###"

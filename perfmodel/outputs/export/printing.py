@@ -28,6 +28,8 @@ YES_NO = '"Yes";"Yes";"No"'
 """A true/false cell's number format: it prints Yes or No (LibreOffice; Excel shows TRUE/FALSE), never 1 or 0."""
 WIDEST_TEXT = 28
 """Characters: a longer text column wraps its cells at this width."""
+FONT_PT = 11.0
+"""The workbook's default type size (Calibri 11)."""
 LINE_PT = 15
 """Height of a row of one line of the default 11-pt type."""
 NEXT_LINE_PT = 13.5
@@ -85,16 +87,17 @@ def width(header: str, texts: Iterable[str], narrowest: float = 6.0) -> float:
     return max(narrowest, min(float(longest), WIDEST_TEXT) + 1, word + 1, len(header) / 6 + 1)
 
 
-def lines(text: str, chars: float, bold: bool = False) -> int:
+def lines(text: str, chars: float, bold: bool = False, size_pt: float = FONT_PT) -> int:
     """Lines that `text` wraps onto in a column `chars` wide as LibreOffice prints it: word by word, and after a
     hyphen before a letter (`GPU-` / `hour`), each line at most the column's points less WIDTH_SLACK and
     CELL_PADDING_PT wide in DejaVu Sans (text_pt). Counting 1.2 characters a character of width less two, a
-    56-character Inputs heading in a 14-wide column A counted 5 lines where LibreOffice wrapped 4."""
+    56-character Inputs heading in a 14-wide column A counted 5 lines where LibreOffice wrapped 4. Type of
+    `size_pt` (a title's) is that much wider."""
     room = (1 - WIDTH_SLACK) * points(chars) - CELL_PADDING_PT
-    count, used, space = 1, 0.0, text_pt(" ", bold)
+    count, used, space = 1, 0.0, text_pt(" ", bold, size_pt)
     for word in text.split():
         for index, piece in enumerate(re.split(r"(?<=-)(?=[A-Za-z])", word)):
-            wide = text_pt(piece, bold)
+            wide = text_pt(piece, bold, size_pt)
             gap = space if used and index == 0 else 0.0
             if used and used + gap + wide > room:
                 count, used = count + 1, 0.0
@@ -104,12 +107,12 @@ def lines(text: str, chars: float, bold: bool = False) -> int:
     return count
 
 
-def text_pt(text: str, bold: bool = False) -> float:
-    """Points `text` takes in 11-pt DejaVu Sans, the font LibreOffice prints Calibri in where Calibri and Carlito are
-    missing (as here): wider than either, so a row tall enough for it holds the text in Excel too. Other characters
-    count as wide as `@`, the widest."""
+def text_pt(text: str, bold: bool = False, size_pt: float = FONT_PT) -> float:
+    """Points `text` takes in DejaVu Sans of `size_pt`, the font LibreOffice prints Calibri in where Calibri and
+    Carlito are missing (as here): wider than either, so a row tall enough for it holds the text in Excel too. Other
+    characters count as wide as `@`, the widest."""
     units = sum(DEJAVU_SANS_UNITS.get(char, 2048) for char in text)
-    return units / 2048 * 11 * (BOLD_WIDER if bold else 1.0)
+    return units / 2048 * size_pt * (BOLD_WIDER if bold else 1.0)
 
 
 _WIDTHS = (
@@ -136,9 +139,9 @@ in the 565-pt Source column of the Assumptions a line of 562.8 pt printed whole 
 last word (`hardware).`, then cut off in its row)."""
 
 
-def height_pt(count: int) -> float:
-    """Points for a row of `count` lines of the default type."""
-    return LINE_PT + (count - 1) * NEXT_LINE_PT
+def height_pt(count: int, size_pt: float = FONT_PT) -> float:
+    """Points for a row of `count` lines of the default type, or of type `size_pt` (its lines that much taller)."""
+    return (LINE_PT + (count - 1) * NEXT_LINE_PT) * size_pt / FONT_PT
 
 
 def points(chars: float) -> float:

@@ -64,18 +64,19 @@ PAGE_SLACK = 0.93
 """Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
 page that held less than counted would break early, its first rows without their section's name."""
 EDITABLE_FILL = "#FFF2CC"
+GPU_COUNT_NOTE = (
+    "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
+    "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
+    "the layout at the new size; for that, export again with --gpus."
+)
 NOTES = {
+    "inputs": "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE,
     "results": "Values in grey italics are the model's per-step results; the rest are live formulas.",
     "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
 }
 """The line under a data sheet's title that says what its cells are."""
 LONG_TEXT = 80
 """Characters: a text column with a longer text is twice WIDEST_TEXT wide (`_width`)."""
-GPU_COUNT_NOTE = (
-    "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
-    "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
-    "the layout at the new size; for that, export again with --gpus."
-)
 SUMMARY = (
     "n_gpus", "usd_per_gpu_hour", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu",
     "mfu_of_precision", "fits_in_memory", "time_to_train_days", "time_to_train_with_losses_days", "cost_usd",
@@ -302,22 +303,34 @@ def _ordered(widths: dict[str, float]) -> list[float]:
     return [widths.get(_letter(i), 8.43) for i in range(1, 1 + max(map(_index, widths)))]
 
 
-def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0) -> None:
+def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0,
+          size_pt: float = printing.FONT_PT, bold: bool = False) -> None:  # fmt: skip
     """A sentence across the columns of the sheet's first printed page from column `first` (row `row`, 0-based),
-    wrapped to fit."""
+    wrapped to fit (its type `size_pt`, `bold`, as `look`'s)."""
     last = max(printing.on_first_page(widths) - 1, first)
-    ws.merge_range(row, first, row, last, text, look)
-    ws.set_row(row, printing.height_pt(printing.lines(text, sum(widths[first : last + 1]))))
+    if last > first:
+        ws.merge_range(row, first, row, last, text, look)
+    else:  # one column: XlsxWriter merges no single cell
+        ws.write_string(row, first, text, look)
+    ws.set_row(row, printing.height_pt(printing.lines(text, sum(widths[first : last + 1]), bold, size_pt), size_pt))
 
 
-def _title(ws: Any, sheet: str, title: str, big: Any, note: str = "") -> None:
-    """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B:
-    the whole title in A1 was cut at column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'),
-    and each page's header carries the title whole (printing.set_up)."""
-    ws.write_string("A1", sheet, big)
-    ws.write_string("B1", title, big)
+TITLE_PT = 13.0
+"""A sheet's title's type size."""
+
+
+def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Styles, note: str = "") -> None:
+    """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B
+    across the columns of its first printed page (`widths`, from A), wrapped there: the whole title in A1 was cut at
+    column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'), and each page's header carries the
+    title whole (printing.set_up). Written in B alone, a note ran on past the sheet's last column (a prediction's
+    Details, one result wide) and LibreOffice 7.4 fitted the sheet to a width that took the note in, then printed
+    an empty page after it (the default export's 20th of 28)."""
+    big: dict[str, Any] = {"bold": True, "font_size": TITLE_PT}
+    ws.write_string("A1", sheet, style(**big))
+    _note(ws, 0, title, widths, style(**big, text_wrap=True, valign="top"), 1, TITLE_PT, bold=True)
     if note:
-        ws.write_string("B2", note)
+        _note(ws, 1, note, widths, style(text_wrap=True, valign="top"), first=1)
 
 
 def _lines(texts: Sequence[Any], chars: float) -> list[int]:
@@ -403,6 +416,9 @@ class _Cells:
         if column.formula is None and not column.editable and column.key != "label":
             looks |= {"italic": True, "font_color": "#808080"}
         cell_style = style(fmt, **looks, **_wraps(values), **align, **look)
+        # a total's cell wraps as its phases' do: unwrapped, the nearest measured run (a long text the phases share)
+        # ran on past a campaign's Details' last column, off the page
+        total_style = style(fmt, bold=True, **_wraps(values), **align, **look)
         numeric = all(_is_number(values[index]) for index in grid.phases)
         for index, (line, value) in enumerate(zip(grid.lines, values, strict=True)):
             ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
@@ -412,9 +428,9 @@ class _Cells:
                 # own: the command's value on the total row alone (a plan's mix), not a total of its phases
                 formula = None if blank or own else _total_formula(column, self.symbols, grid, index, numeric)
                 if formula is None:
-                    _put(ws, ref, value, style(fmt, bold=True, **align, **look))
+                    _put(ws, ref, value, total_style)
                 else:
-                    ws.write_formula(ref, formula, style(fmt, bold=True, **align, **look), _cached(value))
+                    ws.write_formula(ref, formula, total_style, _cached(value))
             elif column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row
                 _put(ws, ref, None, cell_style)
             elif column.formula is not None and not (column.blank_when_none and value is None):
@@ -440,13 +456,12 @@ def write_xlsx(
     wb = xlsxwriter.Workbook(buffer, options)
     wb.set_properties({"title": title, "created": timestamp()})
     style = _Styles(wb)
-    key_style, big = style(italic=True, font_color="#808080"), style(bold=True, font_size=13)
+    key_style = style(italic=True, font_color="#808080")
     summary = wb.add_worksheet("Summary")
     sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
     inputs = sheets["Inputs"]
 
     # Inputs: the shared defaults under the rows, one per result above.
-    _title(inputs, "Inputs", title, big)
     shared = [c for c in columns if c.shared_default]
     label_width = printing.width("Result", [line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
@@ -474,8 +489,6 @@ def write_xlsx(
     for sheet_key, sheet_name in tables.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
-        if sheet_key != "inputs":
-            _title(ws, sheet_name, title, big, NOTES.get(sheet_key, ""))
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
@@ -496,14 +509,13 @@ def write_xlsx(
             _write_labels(ws, grid, values["label"], style)
         headings = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
         ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
-    _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
+    _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title)
 
     _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
-    for name, sheet_widths in widths.items():
-        _frame(sheets[name], sheet_widths, title)
+    for key, name in tables.items():
+        _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
+        _frame(sheets[name], widths[name], title)
         _heights(sheets[name], tall[name])
-    edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
-    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"), first=1)
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
@@ -563,7 +575,7 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
     _heights(ws, tall, HEADER_ROW + 1 + below)
 
 
-def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str, big: Any) -> None:
+def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str) -> None:
     """The Details sheet, all of it: a row per key, its heading in column A (wrapped at DETAIL_HEADING_CHARS), each
     line's label heading its column and, right of them, the keys (hidden by a width of 0: for programs, as the
     other sheets' key row); every value at the top of its row beside its heading, in its unit's number format
@@ -571,7 +583,6 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     widest value up to WIDEST_TEXT, twice that for one line (the nearest measured run, ~215 characters, on 4
     lines, not 8)."""
     grid, values, style = cells.grid, cells.values, cells.style
-    _title(ws, "Details", title, big, NOTES["details"])
     labels = values["label"]
     most = printing.WIDEST_TEXT * (2 if len(labels) == 1 else 1)
     formats = {c.key: _number_format(c, values[c.key]) for c in columns}
@@ -598,6 +609,7 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
         if _wraps(values[column.key]):
             heading += list(zip(texts[column.key], chars, strict=True))
         ws.set_row(row - 1, _row_height(heading))
+    _title(ws, "Details", title, _ordered(widths), style, NOTES["details"])
     _frame(ws, widths, title)
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
 
