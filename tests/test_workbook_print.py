@@ -25,6 +25,8 @@ CAMPAIGN = ("export", "predict", "campaign-llama3.1-405b")
 """Phases of 40M to 6T tokens and costs of hundreds of dollars to tens of millions, in one Summary."""
 PREDICT = ("export", "predict")
 """The default export: one result, so its Details are two columns wide."""
+DEEPSEEK = ("export", "predict", "--model", "deepseek-v3", "--gpu", "gb300", "--gpus", "256")
+"""Results about 12 pages wide, the last of them 3 columns when each page was filled in turn."""
 SMALLEST_PT = 7.0
 """The smallest type a procurement reader is asked to read on paper."""
 PAGES = {"plan": 32, "compare": 42, "campaign": 49, "predict": 28}
@@ -37,7 +39,8 @@ DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
 def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("print")
     found = {}
-    for name, args in (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN), ("predict", PREDICT)):
+    cases = (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN), ("predict", PREDICT), ("deepseek", DEEPSEEK))
+    for name, args in cases:
         found[name] = folder / f"{name}.xlsx"
         result = run_cli(*args, "--out", str(found[name]))
         assert result.code == 0, result.err
@@ -86,6 +89,28 @@ def test_no_text_runs_on_past_its_sheets_last_column(books: dict[str, Path]) -> 
                     room = sum(printing.points(chars.get(c, 8.43)) for c in range(cell.column, ws.max_column + 1))
                     wide = printing.text_pt(text, bool(cell.font.b), cell.font.sz or printing.FONT_PT)
                     assert wide <= room, f"{name} {ws.title}!{cell.coordinate}: {wide:.0f} pt in {room:.0f}"
+
+
+def test_a_sheet_printed_across_pages_fills_them_evenly(books: dict[str, Path]) -> None:
+    """A sheet too wide for one page at the smallest scale has its columns split across pages by set breaks, each
+    page (column A repeated on it) within the page's width and none under half as wide as the widest: filled in
+    turn, DeepSeek-V3's Results printed 11 full pages and a 12th of 3 columns."""
+    room = 100 * printing.PRINTABLE_WIDTH_PT / printing.SMALLEST_SCALE
+    across = 0
+    for name, path in books.items():
+        for ws in openpyxl.load_workbook(path):
+            if ws.print_title_cols is None:
+                continue
+            across += 1
+            pixels = {}  # a column's printed width: its pixels, a point each (printing.points)
+            for dimension in ws.column_dimensions.values():
+                for column in range(dimension.min, dimension.max + 1):
+                    pixels[column] = round(dimension.width * 7)
+            starts = [brk.id + 1 for brk in ws.col_breaks.brk]  # the columns (1-based) that begin a page
+            bounds = [2, *starts, ws.max_column + 1]
+            pages = [pixels[1] + sum(pixels[c] for c in range(a, b)) for a, b in itertools.pairwise(bounds)]
+            assert starts and max(pages) <= room and min(pages) >= max(pages) / 2, (name, ws.title, pages)
+    assert across >= 8  # Inputs and Results of each
 
 
 def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
