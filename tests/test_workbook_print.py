@@ -54,7 +54,10 @@ def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
         header, footer = ws.oddHeader, ws.oddFooter
         assert "Llama 3.1 405B: comparison" in str(header.left.text), ws.title  # names, as the plots print
         assert header.right.text == "&A" and "&D" in str(footer.left.text) and "&P of &N" in str(footer.right.text)
-        assert ws.print_title_rows in ("$4:$5", "$4:$4"), ws.title  # the headings on every page
+        # on every page: the headings (and keys, hidden); the Breakdown's name, title and note too (its note says
+        # that its second table holds the shares, under the parts' headings)
+        repeated = {"Breakdown": "$1:$5", "Assumptions": "$4:$4", "Sources": "$4:$4"}
+        assert ws.print_title_rows == repeated.get(ws.title, "$4:$5"), ws.title
     for name in DATA_SHEETS:
         assert book[name].row_dimensions[5].hidden, name  # the keys: for programs, not printed
 

@@ -72,6 +72,8 @@ GPU_COUNT_NOTE = (
 NOTES = {
     "inputs": "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE,
     "results": "Values in grey italics are the model's per-step results; the rest are live formulas.",
+    "breakdown": "The parts the step time is the sum of, in seconds; under them, from 'Share of the step time', "
+    "each part's share of it.",
     "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
 }
 """The line under a data sheet's title that says what its cells are."""
@@ -514,7 +516,7 @@ def write_xlsx(
     _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
     for key, name in tables.items():
         _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
-        _frame(sheets[name], widths[name], title)
+        _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
         _heights(sheets[name], tall[name])
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
@@ -614,15 +616,18 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
 
 
-def _frame(ws: Any, widths: dict[str, float], title: str) -> None:
+def _frame(ws: Any, widths: dict[str, float], title: str, repeated: int = HEADER_ROW - 1) -> None:
     """What every table sheet (Inputs, Results, Breakdown, Details, Summary) has around its cells: panes frozen under
     the headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide
-    (by letter) and its pages set up (printing.set_up), the headings repeated atop each."""
+    (by letter) and its pages set up (printing.set_up), the rows from `repeated` (0-based; the headings') to the
+    keys' repeated atop each. The Breakdown repeats its name, title and note too, which say that its second table
+    holds the parts' shares: with the headings alone, a 60-point sweep's Breakdown printed 6 pages of shares under
+    the parts' names (the page header names the sheet and the title on every page)."""
     ws.freeze_panes(HEADER_ROW + 1, 1)
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})
     for letter, chars in widths.items():
         ws.set_column(f"{letter}:{letter}", chars)
-    printing.set_up(ws, _ordered(widths), title, (HEADER_ROW - 1, HEADER_ROW))
+    printing.set_up(ws, _ordered(widths), title, (repeated, HEADER_ROW))
 
 
 def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first: int = HEADER_ROW + 2,
