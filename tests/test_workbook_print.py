@@ -80,16 +80,13 @@ def test_no_text_runs_on_past_its_sheets_last_column(books: dict[str, Path]) -> 
     fit at, and then an empty page (the 20th of 28). A text wider than the columns from its own to the last wraps."""
     for name, path in books.items():
         for ws in openpyxl.load_workbook(path):
-            chars: dict[int, float] = {}
-            for dimension in ws.column_dimensions.values():
-                for column in range(dimension.min or 1, (dimension.max or dimension.min or 1) + 1):
-                    chars[column] = 0.0 if dimension.hidden else dimension.width
+            pixels = _pixels(ws)
             for row in ws.iter_rows():
                 for cell in row:
-                    text, hidden = cell.value, ws.row_dimensions[cell.row].hidden or chars.get(cell.column) == 0.0
+                    text, hidden = cell.value, ws.row_dimensions[cell.row].hidden or pixels[cell.column] == 0
                     if not isinstance(text, str) or text.startswith("=") or hidden or cell.alignment.wrap_text:
                         continue  # a formula's text is a link's, a label's (wrapped where long)
-                    room = sum(printing.points(chars.get(c, 8.43)) for c in range(cell.column, ws.max_column + 1))
+                    room = sum(pixels[c] for c in range(cell.column, ws.max_column + 1))
                     wide = printing.text_pt(text, bool(cell.font.b), cell.font.sz or printing.FONT_PT)
                     assert wide <= room, f"{name} {ws.title}!{cell.coordinate}: {wide:.0f} pt in {room:.0f}"
 
@@ -105,15 +102,41 @@ def test_a_sheet_printed_across_pages_fills_them_evenly(books: dict[str, Path]) 
             if ws.print_title_cols is None:
                 continue
             across += 1
-            pixels = {}  # a column's printed width: its pixels, a point each (printing.points)
-            for dimension in ws.column_dimensions.values():
-                for column in range(dimension.min, dimension.max + 1):
-                    pixels[column] = round(dimension.width * 7)
+            pixels = _pixels(ws)
             starts = [brk.id + 1 for brk in ws.col_breaks.brk]  # the columns (1-based) that begin a page
             bounds = [2, *starts, ws.max_column + 1]
             pages = [pixels[1] + sum(pixels[c] for c in range(a, b)) for a, b in itertools.pairwise(bounds)]
             assert starts and max(pages) <= room and min(pages) >= max(pages) / 2, (name, ws.title, pages)
     assert across >= 8  # Inputs and Results of each
+
+
+def test_a_section_heading_begins_a_page_when_it_is_not_on_the_first(tmp_path: Path,
+                                                                     books: dict[str, Path]) -> None:  # fmt: skip
+    """Left to the page breaks the rows' heights put, a 60-point sweep's 'Share of the step time' printed at the foot
+    of a page (103 of 270), its shares overleaf. A section under a table (the Summary's basis, the Inputs' defaults,
+    the Breakdown's shares) whose heading and first row do not fit on the first page begins a page; a sheet that
+    fits on one has no row breaks."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        '[sweep]\nmodels = ["llama3.1-70b"]\ngpus = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi355x"]\n'
+        'precisions = ["fp8"]\nn_gpus = [512, 1024, 2048]\n[sweep.set]\ntokens = 15e12\n'
+        "parallelism = { gbs = 1024, seq_len = 8192 }\n"
+    )
+    result = run_cli("export", "sweep", str(sweep), "--out", str(tmp_path / "sweep.xlsx"))
+    assert result.code == 0, result.err
+    book = openpyxl.load_workbook(tmp_path / "sweep.xlsx")
+    sections = {"Summary": "Basis of these figures", "Inputs": "Defaults (rows above link here)",
+                "Breakdown": "Share of the step time"}  # fmt: skip
+    for sheet, heading in sections.items():
+        ws = book[sheet]
+        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == heading)
+        rows = [ws.row_dimensions[r] for r in range(1, row + 2)]  # to the section's first row
+        heights = [0.0 if dimension.hidden else dimension.height or printing.LINE_PT for dimension in rows]
+        zoom = ws.page_setup.scale or min(100.0, 100 * printing.PRINTABLE_WIDTH_PT / sum(_pixels(ws).values()))
+        assert sum(heights) > 100 * printing.PRINTABLE_HEIGHT_PT / zoom, sheet  # past the first page
+        assert [brk.id + 1 for brk in ws.row_breaks.brk] == [row], sheet  # the row (1-based) that begins a page
+    for name in ("Summary", "Breakdown"):
+        assert not openpyxl.load_workbook(books["campaign"])[name].row_breaks.brk, name  # one page: 12 rows
 
 
 def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
@@ -284,6 +307,16 @@ def test_widths_come_from_the_text_a_cell_shows() -> None:
     assert printing.shown(15e12, '#,##0" tokens"') == "15,000,000,000,000 tokens"
     assert printing.width("Tokens to train", ["15,000,000,000,000 tokens"]) >= len("15,000,000,000,000 tokens")
     assert printing.width("Price source", ["x" * 200]) == printing.WIDEST_TEXT + 1  # a longer text wraps
+
+
+def _pixels(ws: Worksheet) -> dict[int, int]:
+    """Each column's printed width (1-based, up to the last used): its pixels, which LibreOffice prints a point
+    each (printing.points), 0 when hidden, Excel's default width where none is set."""
+    found = dict.fromkeys(range(1, ws.max_column + 1), printing.points(8.43))
+    for dimension in ws.column_dimensions.values():
+        for column in range(dimension.min, dimension.max + 1):
+            found[column] = 0 if dimension.hidden else round(dimension.width * 7)
+    return found
 
 
 def _column(ws: Worksheet, key: str) -> list[object]:

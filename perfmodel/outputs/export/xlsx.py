@@ -306,33 +306,53 @@ def _ordered(widths: dict[str, float]) -> list[float]:
 
 
 def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0,
-          size_pt: float = printing.FONT_PT, bold: bool = False) -> None:  # fmt: skip
+          size_pt: float = printing.FONT_PT, bold: bool = False) -> float:  # fmt: skip
     """A sentence across the columns of the sheet's first printed page from column `first` (row `row`, 0-based),
-    wrapped to fit (its type `size_pt`, `bold`, as `look`'s)."""
+    wrapped to fit (its type `size_pt`, `bold`, as `look`'s); its row's height in points."""
     last = max(printing.on_first_page(widths) - 1, first)
     if last > first:
         ws.merge_range(row, first, row, last, text, look)
     else:  # one column: XlsxWriter merges no single cell
         ws.write_string(row, first, text, look)
-    ws.set_row(row, printing.height_pt(printing.lines(text, sum(widths[first : last + 1]), bold, size_pt), size_pt))
+    height = printing.height_pt(printing.lines(text, sum(widths[first : last + 1]), bold, size_pt), size_pt)
+    ws.set_row(row, height)
+    return height
 
 
 TITLE_PT = 13.0
 """A sheet's title's type size."""
 
 
-def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Styles, note: str = "") -> None:
+def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Styles, note: str = "") -> list[float]:
     """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B
     across the columns of its first printed page (`widths`, from A), wrapped there: the whole title in A1 was cut at
     column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'), and each page's header carries the
     title whole (printing.set_up). Written in B alone, a note ran on past the sheet's last column (a prediction's
     Details, one result wide) and LibreOffice 7.4 fitted the sheet to a width that took the note in, then printed
-    an empty page after it (the default export's 20th of 28)."""
+    an empty page after it (the default export's 20th of 28). Returns the two rows' heights in points."""
     big: dict[str, Any] = {"bold": True, "font_size": TITLE_PT}
     ws.write_string("A1", sheet, style(**big))
-    _note(ws, 0, title, widths, style(**big, text_wrap=True, valign="top"), 1, TITLE_PT, bold=True)
-    if note:
-        _note(ws, 1, note, widths, style(text_wrap=True, valign="top"), first=1)
+    heights = [_note(ws, 0, title, widths, style(**big, text_wrap=True, valign="top"), 1, TITLE_PT, bold=True)]
+    if not note:
+        return [*heights, printing.LINE_PT]
+    return [*heights, _note(ws, 1, note, widths, style(text_wrap=True, valign="top"), first=1)]
+
+
+def _keep_with_next(ws: Any, widths: Sequence[float], heights_pt: Sequence[float]) -> None:
+    """A page break before a section's heading where it and the section's first row do not fit on the first page
+    (PAGE_SLACK of it, at the sheet's scale; `heights_pt`: the sheet's rows from the first down to the section's
+    first, the heading the one before it): the heading then begins a page. Left to the page breaks the rows'
+    heights put, a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf."""
+    zoom = max(printing.scale(widths), printing.SMALLEST_SCALE)
+    if sum(heights_pt) > PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / zoom:
+        ws.set_h_pagebreaks([len(heights_pt) - 2])
+
+
+def _table_pt(above_pt: Sequence[float], heading_pt: float, tall: Sequence[int]) -> list[float]:
+    """The heights of a table sheet's rows down to its results' last and the blank row under it: the title's and
+    the note's (`above_pt`), a blank row, the headings, the keys (hidden) and a row of each result (`tall` lines)."""
+    rows = [*above_pt, printing.LINE_PT, heading_pt, 0.0]
+    return [*rows, *(printing.height_pt(count) for count in tall), printing.LINE_PT]
 
 
 def _lines(texts: Sequence[Any], chars: float) -> list[int]:
@@ -472,11 +492,13 @@ def write_xlsx(
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
     inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
-    inputs.set_row(HEADER_ROW + 2 + len(lines), printing.height_pt(printing.lines(note, label_width, bold=True)))
+    sections = {"Inputs": [printing.height_pt(printing.lines(note, label_width, bold=True))]}  # heading, first row
+    inputs.set_row(HEADER_ROW + 2 + len(lines), sections["Inputs"][0])
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
         inputs.set_row(r - 1, printing.height_pt(printing.lines(column.header, label_width)))
+        sections["Inputs"].append(printing.height_pt(printing.lines(column.header, label_width)))
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
@@ -488,6 +510,7 @@ def write_xlsx(
     shown_defaults = [(c, [first_values[c.key]]) for c in shared]
     widths["Inputs"]["B"] = max((_width(c, _shown(v, _number_format(c, v))) for c, v in shown_defaults), default=0.0)
     cells = _Cells(grid, symbols, values, first_values, style)
+    heading_pt: dict[str, float] = {}
     for sheet_key, sheet_name in tables.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
@@ -510,14 +533,19 @@ def write_xlsx(
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
         headings = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
-        ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
+        heading_pt[sheet_name] = _row_height(headings, bold=True)
+        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
     _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title)
 
-    _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
+    shares_pt = _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
+    sections["Breakdown"] = [shares_pt, printing.height_pt(tall["Breakdown"][0])]
     for key, name in tables.items():
-        _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
+        above = _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
         _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
         _heights(sheets[name], tall[name])
+        if len(sections.get(name, [])) > 1:  # a section under the table, and a row in it
+            rows_pt = _table_pt(above, heading_pt[name], tall[name])
+            _keep_with_next(sheets[name], _ordered(widths[name]), [*rows_pt, *sections[name][:2]])
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
@@ -553,12 +581,13 @@ def _restamped(book: bytes) -> bytes:
 
 
 def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
-                  widths: dict[str, float], tall: list[int]) -> None:  # fmt: skip
+                  widths: dict[str, float], tall: list[int]) -> float:  # fmt: skip
     """Each part's share of the step time, in a table under the parts, each in its part's column: formulas, so
     they follow edited parts too; its rows as tall as the labels they repeat (`tall`, lines; the columns `widths`,
     by letter). Each share is headed by its part's own heading ('Share: pipeline bubble'): from the key, 'Share: pp
     bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names. Right of the parts
-    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across."""
+    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across. Returns the shares' heading
+    row's height in points."""
     headers = {c.key: c.header.split(" (")[0] for c in columns}  # its gloss is on the part's
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
     below, headings = SHARES_BELOW + len(grid.lines), []
@@ -571,10 +600,12 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
-    ws.set_row(HEADER_ROW + below, _row_height(headings, bold=True))
+    heading_pt = _row_height([*headings, ("Share of the step time", widths["A"])], bold=True)
+    ws.set_row(HEADER_ROW + below, heading_pt)
     ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
     _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
     _heights(ws, tall, HEADER_ROW + 1 + below)
+    return heading_pt
 
 
 def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str) -> None:
@@ -649,7 +680,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
     heading = style(**HEADING)
-    ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
+    ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=TITLE_PT))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
     widths = [printing.width("Result", values["label"])]
@@ -676,14 +707,18 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 link, cached = "=" + ref, _cached(value)
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
-    _heights(ws, _lines(values["label"], widths[0]))
+    tall = _lines(values["label"], widths[0])
+    _heights(ws, tall)
     headings = [("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]
-    ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
+    heading_pt = _row_height(headings, bold=True)
+    ws.set_row(HEADER_ROW - 1, heading_pt)
     row = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
     ws.write_string(row, 0, "Basis of these figures", style(bold=True))
-    for offset, text in enumerate(_basis(values), start=1):
-        _note(ws, row + offset, text, widths, style(text_wrap=True, valign="top"))
+    look = style(text_wrap=True, valign="top")
+    basis = [_note(ws, row + offset, text, widths, look) for offset, text in enumerate(_basis(values), start=1)]
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
+    rows_pt = _table_pt([printing.height_pt(1, TITLE_PT), printing.LINE_PT], heading_pt, tall)
+    _keep_with_next(ws, widths, [*rows_pt, printing.LINE_PT, basis[0]])
 
 
 def _basis(values: dict[str, list[Any]]) -> list[str]:
