@@ -23,9 +23,13 @@ PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu",
 COMPARE = ("export", "compare", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpu", "gb300", "--gpu", "b200")
 CAMPAIGN = ("export", "predict", "campaign-llama3.1-405b")
 """Phases of 40M to 6T tokens and costs of hundreds of dollars to tens of millions, in one Summary."""
+PREDICT = ("export", "predict")
+"""The default export: one result, so its Details are two columns wide."""
+DEEPSEEK = ("export", "predict", "--model", "deepseek-v3", "--gpu", "gb300", "--gpus", "256")
+"""Results about 12 pages wide, the last of them 3 columns when each page was filled in turn."""
 SMALLEST_PT = 7.0
 """The smallest type a procurement reader is asked to read on paper."""
-PAGES = {"plan": 32, "compare": 42, "campaign": 49}
+PAGES = {"plan": 32, "compare": 42, "campaign": 49, "predict": 28}
 """Pages each prints on at most: 33, 45 and 50 with rows 15 points a line and lines counted 1.2 characters a
 character of width less two (LibreOffice 7.4, DejaVu Sans)."""
 DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
@@ -35,7 +39,8 @@ DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
 def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("print")
     found = {}
-    for name, args in (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN)):
+    cases = (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN), ("predict", PREDICT), ("deepseek", DEEPSEEK))
+    for name, args in cases:
         found[name] = folder / f"{name}.xlsx"
         result = run_cli(*args, "--out", str(found[name]))
         assert result.code == 0, result.err
@@ -49,7 +54,10 @@ def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
         header, footer = ws.oddHeader, ws.oddFooter
         assert "Llama 3.1 405B: comparison" in str(header.left.text), ws.title  # names, as the plots print
         assert header.right.text == "&A" and "&D" in str(footer.left.text) and "&P of &N" in str(footer.right.text)
-        assert ws.print_title_rows in ("$4:$5", "$4:$4"), ws.title  # the headings on every page
+        # on every page: the headings (and keys, hidden); the Breakdown's name, title and note too (its note says
+        # that its second table holds the shares, under the parts' headings)
+        repeated = {"Breakdown": "$1:$5", "Assumptions": "$4:$4", "Sources": "$4:$4"}
+        assert ws.print_title_rows == repeated.get(ws.title, "$4:$5"), ws.title
     for name in DATA_SHEETS:
         assert book[name].row_dimensions[5].hidden, name  # the keys: for programs, not printed
 
@@ -64,6 +72,71 @@ def test_a_sheet_printed_across_pages_names_itself_in_column_a(books: dict[str, 
         assert ws["A1"].value == name and "Llama 3.1 405B: comparison" in ws["B1"].value, name
         assert ws["A2"].value is None, name  # the note under the title: from column B too
     assert book["Results"].print_title_cols == "$A:$A"  # the sheet that prints across pages (about 90 columns)
+
+
+def test_no_text_runs_on_past_its_sheets_last_column(books: dict[str, Path]) -> None:
+    """LibreOffice 7.4 fits a sheet to the width its text takes, past its last column too: the default export's
+    Details (one result wide) had its note run on past the result's column, printed at 86%, not the 94% its columns
+    fit at, and then an empty page (the 20th of 28). A text wider than the columns from its own to the last wraps."""
+    for name, path in books.items():
+        for ws in openpyxl.load_workbook(path):
+            pixels = _pixels(ws)
+            for row in ws.iter_rows():
+                for cell in row:
+                    text, hidden = cell.value, ws.row_dimensions[cell.row].hidden or pixels[cell.column] == 0
+                    if not isinstance(text, str) or text.startswith("=") or hidden or cell.alignment.wrap_text:
+                        continue  # a formula's text is a link's, a label's (wrapped where long)
+                    room = sum(pixels[c] for c in range(cell.column, ws.max_column + 1))
+                    wide = printing.text_pt(text, bool(cell.font.b), cell.font.sz or printing.FONT_PT)
+                    assert wide <= room, f"{name} {ws.title}!{cell.coordinate}: {wide:.0f} pt in {room:.0f}"
+
+
+def test_a_sheet_printed_across_pages_fills_them_evenly(books: dict[str, Path]) -> None:
+    """A sheet too wide for one page at the smallest scale has its columns split across pages by set breaks, each
+    page (column A repeated on it) within the page's width and none under half as wide as the widest: filled in
+    turn, DeepSeek-V3's Results printed 11 full pages and a 12th of 3 columns."""
+    room = 100 * printing.PRINTABLE_WIDTH_PT / printing.SMALLEST_SCALE
+    across = 0
+    for name, path in books.items():
+        for ws in openpyxl.load_workbook(path):
+            if ws.print_title_cols is None:
+                continue
+            across += 1
+            pixels = _pixels(ws)
+            starts = [brk.id + 1 for brk in ws.col_breaks.brk]  # the columns (1-based) that begin a page
+            bounds = [2, *starts, ws.max_column + 1]
+            pages = [pixels[1] + sum(pixels[c] for c in range(a, b)) for a, b in itertools.pairwise(bounds)]
+            assert starts and max(pages) <= room and min(pages) >= max(pages) / 2, (name, ws.title, pages)
+    assert across >= 8  # Inputs and Results of each
+
+
+def test_a_section_heading_begins_a_page_when_it_is_not_on_the_first(tmp_path: Path,
+                                                                     books: dict[str, Path]) -> None:  # fmt: skip
+    """Left to the page breaks the rows' heights put, a 60-point sweep's 'Share of the step time' printed at the foot
+    of a page (103 of 270), its shares overleaf. A section under a table (the Summary's basis, the Inputs' defaults,
+    the Breakdown's shares) whose heading and first row do not fit on the first page begins a page; a sheet that
+    fits on one has no row breaks."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        '[sweep]\nmodels = ["llama3.1-70b"]\ngpus = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi355x"]\n'
+        'precisions = ["fp8"]\nn_gpus = [512, 1024, 2048]\n[sweep.set]\ntokens = 15e12\n'
+        "parallelism = { gbs = 1024, seq_len = 8192 }\n"
+    )
+    result = run_cli("export", "sweep", str(sweep), "--out", str(tmp_path / "sweep.xlsx"))
+    assert result.code == 0, result.err
+    book = openpyxl.load_workbook(tmp_path / "sweep.xlsx")
+    sections = {"Summary": "Basis of these figures", "Inputs": "Defaults (rows above link here)",
+                "Breakdown": "Share of the step time"}  # fmt: skip
+    for sheet, heading in sections.items():
+        ws = book[sheet]
+        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == heading)
+        rows = [ws.row_dimensions[r] for r in range(1, row + 2)]  # to the section's first row
+        heights = [0.0 if dimension.hidden else dimension.height or printing.LINE_PT for dimension in rows]
+        zoom = ws.page_setup.scale or min(100.0, 100 * printing.PRINTABLE_WIDTH_PT / sum(_pixels(ws).values()))
+        assert sum(heights) > 100 * printing.PRINTABLE_HEIGHT_PT / zoom, sheet  # past the first page
+        assert [brk.id + 1 for brk in ws.row_breaks.brk] == [row], sheet  # the row (1-based) that begins a page
+    for name in ("Summary", "Breakdown"):
+        assert not openpyxl.load_workbook(books["campaign"])[name].row_breaks.brk, name  # one page: 12 rows
 
 
 def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
@@ -236,6 +309,16 @@ def test_widths_come_from_the_text_a_cell_shows() -> None:
     assert printing.width("Price source", ["x" * 200]) == printing.WIDEST_TEXT + 1  # a longer text wraps
 
 
+def _pixels(ws: Worksheet) -> dict[int, int]:
+    """Each column's printed width (1-based, up to the last used): its pixels, which LibreOffice prints a point
+    each (printing.points), 0 when hidden, Excel's default width where none is set."""
+    found = dict.fromkeys(range(1, ws.max_column + 1), printing.points(8.43))
+    for dimension in ws.column_dimensions.values():
+        for column in range(dimension.min, dimension.max + 1):
+            found[column] = 0 if dimension.hidden else round(dimension.width * 7)
+    return found
+
+
 def _column(ws: Worksheet, key: str) -> list[object]:
     """The results' values (row 6 down to the first row without a label) in the column whose key (row 5) is `key`."""
     column, row, found = next(c.column for c in ws[5] if c.value == key), 6, []
@@ -280,9 +363,10 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
     subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources)],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     per_point = _pdf_words(tmp_path / "reference.pdf")[0][0][1] / 11
-    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1)):
+    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1), ("predict", 1, 1)):
         pages = _pdf_words(tmp_path / f"{name}.pdf")
         for number, words in enumerate(pages, start=1):
+            assert words, f"{name}.pdf page {number}: empty"
             smallest = min(height for _, height in words) / per_point
             assert smallest >= SMALLEST_PT, f"{name}.pdf page {number}: {smallest:.1f} pt"
             assert not [word for word, _ in words if "###" in word], f"{name}.pdf page {number}: ###"

@@ -4,7 +4,8 @@ each sheet's page setup, at a scale whose type stays legible on paper.
 A sheet narrow enough to fit one landscape A4 page wide at SMALLEST_SCALE or more is fitted to one page wide (as
 many tall as its rows need); a wider one (Results has about 90 columns) prints at SMALLEST_SCALE across as many
 pages as it needs, left to right, each with the results' labels (column A) and the headings repeated, so that every
-page reads on its own. Every page carries the workbook's title, the sheet, the date printed and its page number.
+page reads on its own, the columns split evenly across them (page_columns). Every page carries the workbook's
+title, the sheet, the date printed and its page number.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ YES_NO = '"Yes";"Yes";"No"'
 """A true/false cell's number format: it prints Yes or No (LibreOffice; Excel shows TRUE/FALSE), never 1 or 0."""
 WIDEST_TEXT = 28
 """Characters: a longer text column wraps its cells at this width."""
+FONT_PT = 11.0
+"""The workbook's default type size (Calibri 11)."""
 LINE_PT = 15
 """Height of a row of one line of the default 11-pt type."""
 NEXT_LINE_PT = 13.5
@@ -85,16 +88,17 @@ def width(header: str, texts: Iterable[str], narrowest: float = 6.0) -> float:
     return max(narrowest, min(float(longest), WIDEST_TEXT) + 1, word + 1, len(header) / 6 + 1)
 
 
-def lines(text: str, chars: float, bold: bool = False) -> int:
+def lines(text: str, chars: float, bold: bool = False, size_pt: float = FONT_PT) -> int:
     """Lines that `text` wraps onto in a column `chars` wide as LibreOffice prints it: word by word, and after a
     hyphen before a letter (`GPU-` / `hour`), each line at most the column's points less WIDTH_SLACK and
     CELL_PADDING_PT wide in DejaVu Sans (text_pt). Counting 1.2 characters a character of width less two, a
-    56-character Inputs heading in a 14-wide column A counted 5 lines where LibreOffice wrapped 4."""
+    56-character Inputs heading in a 14-wide column A counted 5 lines where LibreOffice wrapped 4. Type of
+    `size_pt` (a title's) is that much wider."""
     room = (1 - WIDTH_SLACK) * points(chars) - CELL_PADDING_PT
-    count, used, space = 1, 0.0, text_pt(" ", bold)
+    count, used, space = 1, 0.0, text_pt(" ", bold, size_pt)
     for word in text.split():
         for index, piece in enumerate(re.split(r"(?<=-)(?=[A-Za-z])", word)):
-            wide = text_pt(piece, bold)
+            wide = text_pt(piece, bold, size_pt)
             gap = space if used and index == 0 else 0.0
             if used and used + gap + wide > room:
                 count, used = count + 1, 0.0
@@ -104,12 +108,12 @@ def lines(text: str, chars: float, bold: bool = False) -> int:
     return count
 
 
-def text_pt(text: str, bold: bool = False) -> float:
-    """Points `text` takes in 11-pt DejaVu Sans, the font LibreOffice prints Calibri in where Calibri and Carlito are
-    missing (as here): wider than either, so a row tall enough for it holds the text in Excel too. Other characters
-    count as wide as `@`, the widest."""
+def text_pt(text: str, bold: bool = False, size_pt: float = FONT_PT) -> float:
+    """Points `text` takes in DejaVu Sans of `size_pt`, the font LibreOffice prints Calibri in where Calibri and
+    Carlito are missing (as here): wider than either, so a row tall enough for it holds the text in Excel too. Other
+    characters count as wide as `@`, the widest."""
     units = sum(DEJAVU_SANS_UNITS.get(char, 2048) for char in text)
-    return units / 2048 * 11 * (BOLD_WIDER if bold else 1.0)
+    return units / 2048 * size_pt * (BOLD_WIDER if bold else 1.0)
 
 
 _WIDTHS = (
@@ -136,9 +140,9 @@ in the 565-pt Source column of the Assumptions a line of 562.8 pt printed whole 
 last word (`hardware).`, then cut off in its row)."""
 
 
-def height_pt(count: int) -> float:
-    """Points for a row of `count` lines of the default type."""
-    return LINE_PT + (count - 1) * NEXT_LINE_PT
+def height_pt(count: int, size_pt: float = FONT_PT) -> float:
+    """Points for a row of `count` lines of the default type, or of type `size_pt` (its lines that much taller)."""
+    return (LINE_PT + (count - 1) * NEXT_LINE_PT) * size_pt / FONT_PT
 
 
 def points(chars: float) -> float:
@@ -149,12 +153,42 @@ def points(chars: float) -> float:
 
 def on_first_page(widths: Sequence[float]) -> int:
     """How many columns, from A, the first printed page holds (at least one)."""
-    room, used = 100 * PRINTABLE_WIDTH_PT / SMALLEST_SCALE, 0.0
-    for count, chars in enumerate(widths):
-        used += points(chars)
-        if used > room:
-            return max(count, 1)
-    return len(widths)
+    starts = page_columns(widths)
+    return starts[0] if starts else len(widths)
+
+
+ACROSS_SLACK = 0.005
+"""Share of a page printed across that its columns leave unused: LibreOffice 7.4 broke a campaign's Results page
+of 10 columns counted 1,206 of its 1,206.6 points before the last column, which printed alone on a page, and
+printed a plan's of 1,200 whole; at 1%, that plan's Results took 14 pages across where 13 hold them."""
+
+
+def page_columns(widths: Sequence[float]) -> list[int]:
+    """The columns (0-based) that begin each printed page after the first of a sheet too wide for one page at
+    SMALLEST_SCALE (none for one that fits), which prints across pages at that scale, column A repeated on each: as
+    few pages as the columns need, their widths as even as they can be (the least sum of squared widths). Left to
+    fill each page in turn, the last held what was left: DeepSeek-V3's Results printed 11 full pages and a 12th of
+    3 columns."""
+    if scale(widths) >= SMALLEST_SCALE:
+        return []
+    room = (1 - ACROSS_SLACK) * 100 * PRINTABLE_WIDTH_PT / SMALLEST_SCALE - points(widths[0])
+    wide = [points(chars) for chars in widths[1:]]
+    ends = [0.0]
+    for width in wide:
+        ends.append(ends[-1] + width)
+    # best[i]: (pages, sum of squared widths, the first column of the last page) for the first i columns after A
+    best: list[tuple[float, float, int]] = [(0, 0.0, 0)] + [(math.inf, math.inf, 0)] * len(wide)
+    for end in range(1, len(wide) + 1):
+        start = end - 1
+        while (start >= 0 and ends[end] - ends[start] <= room) or start == end - 1:
+            pages, squares, _ = best[start]
+            best[end] = min(best[end], (pages + 1, squares + (ends[end] - ends[start]) ** 2, start))
+            start -= 1
+    starts, end = [], len(wide)
+    while end > 0:
+        end = best[end][2]
+        starts.append(end + 1)  # its index among all columns, A the 0th
+    return sorted(starts)[1:]
 
 
 def scale(widths: Sequence[float]) -> float:
@@ -191,6 +225,7 @@ def set_up(ws: Any, widths: Sequence[float], title: str, heading_rows: tuple[int
         ws.set_print_scale(SMALLEST_SCALE)
         ws.repeat_columns(0, 0)
         ws.print_across()
+        ws.set_v_pagebreaks(page_columns(widths))
 
 
 def _field(text: str) -> str:

@@ -64,18 +64,21 @@ PAGE_SLACK = 0.93
 """Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
 page that held less than counted would break early, its first rows without their section's name."""
 EDITABLE_FILL = "#FFF2CC"
-NOTES = {
-    "results": "Values in grey italics are the model's per-step results; the rest are live formulas.",
-    "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
-}
-"""The line under a data sheet's title that says what its cells are."""
-LONG_TEXT = 80
-"""Characters: a text column with a longer text is twice WIDEST_TEXT wide (`_width`)."""
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
     "same speed): time-to-train scales inversely, GPU-hours, cost and energy stay. perfmodel itself would re-price "
     "the layout at the new size; for that, export again with --gpus."
 )
+NOTES = {
+    "inputs": "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE,
+    "results": "Values in grey italics are the model's per-step results; the rest are live formulas.",
+    "breakdown": "The parts the step time is the sum of, in seconds; under them, from 'Share of the step time', "
+    "each part's share of it.",
+    "details": "The rest of perfmodel's record of each result, as exported: values, not recomputed.",
+}
+"""The line under a data sheet's title that says what its cells are."""
+LONG_TEXT = 80
+"""Characters: a text column with a longer text is twice WIDEST_TEXT wide (`_width`)."""
 SUMMARY = (
     "n_gpus", "usd_per_gpu_hour", "tokens_to_train", "step_time_s", "tokens_per_s_per_gpu",
     "mfu_of_precision", "fits_in_memory", "time_to_train_days", "time_to_train_with_losses_days", "cost_usd",
@@ -277,12 +280,16 @@ def _number_format(column: Column, values: Sequence[Any], unit: bool = True) -> 
     return printing.compact('"$"', smallest=0) if column.number_format == "$#,##0" else column.number_format
 
 
-def _width(column: Column, values: Sequence[Any], number_format: str | None = None) -> float:
-    """Wide enough for the heading's longest word and every value as its number format shows it, never `###`; a
-    long text (LONG_TEXT) twice WIDEST_TEXT: the price source, ~130 characters, wrapped on 5 lines in 28 made each
-    of a campaign's 11 phases 75 points tall on Inputs (6 pages; now 3 lines)."""
-    shown_as = number_format or _number_format(column, values)
-    texts = [printing.shown(v, shown_as) for v in values]
+def _shown(values: Sequence[Any], number_format: str) -> list[str]:
+    """The texts the cells of `values` show under `number_format`: formatted once, for the column's width and its
+    rows' lines alike."""
+    return [printing.shown(v, number_format) for v in values]
+
+
+def _width(column: Column, texts: Sequence[str]) -> float:
+    """Wide enough for the heading's longest word and every text its cells show (`_shown`), never `###`; a long
+    text (LONG_TEXT) twice WIDEST_TEXT: the price source, ~130 characters, wrapped on 5 lines in 28 made each of a
+    campaign's 11 phases 75 points tall on Inputs (6 pages; now 3 lines)."""
     chars = printing.width(column.header, texts)
     long = column.key != "label" and any(len(text) > LONG_TEXT for text in texts)  # a label heads every page
     return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
@@ -298,22 +305,54 @@ def _ordered(widths: dict[str, float]) -> list[float]:
     return [widths.get(_letter(i), 8.43) for i in range(1, 1 + max(map(_index, widths)))]
 
 
-def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0) -> None:
+def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0,
+          size_pt: float = printing.FONT_PT, bold: bool = False) -> float:  # fmt: skip
     """A sentence across the columns of the sheet's first printed page from column `first` (row `row`, 0-based),
-    wrapped to fit."""
+    wrapped to fit (its type `size_pt`, `bold`, as `look`'s); its row's height in points."""
     last = max(printing.on_first_page(widths) - 1, first)
-    ws.merge_range(row, first, row, last, text, look)
-    ws.set_row(row, printing.height_pt(printing.lines(text, sum(widths[first : last + 1]))))
+    if last > first:
+        ws.merge_range(row, first, row, last, text, look)
+    else:  # one column: XlsxWriter merges no single cell
+        ws.write_string(row, first, text, look)
+    height = printing.height_pt(printing.lines(text, sum(widths[first : last + 1]), bold, size_pt), size_pt)
+    ws.set_row(row, height)
+    return height
 
 
-def _title(ws: Any, sheet: str, title: str, big: Any, note: str = "") -> None:
-    """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B:
-    the whole title in A1 was cut at column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'),
-    and each page's header carries the title whole (printing.set_up)."""
-    ws.write_string("A1", sheet, big)
-    ws.write_string("B1", title, big)
-    if note:
-        ws.write_string("B2", note)
+TITLE_PT = 13.0
+"""A sheet's title's type size."""
+
+
+def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Styles, note: str = "") -> list[float]:
+    """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B
+    across the columns of its first printed page (`widths`, from A), wrapped there: the whole title in A1 was cut at
+    column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'), and each page's header carries the
+    title whole (printing.set_up). Written in B alone, a note ran on past the sheet's last column (a prediction's
+    Details, one result wide) and LibreOffice 7.4 fitted the sheet to a width that took the note in, then printed
+    an empty page after it (the default export's 20th of 28). Returns the two rows' heights in points."""
+    big: dict[str, Any] = {"bold": True, "font_size": TITLE_PT}
+    ws.write_string("A1", sheet, style(**big))
+    heights = [_note(ws, 0, title, widths, style(**big, text_wrap=True, valign="top"), 1, TITLE_PT, bold=True)]
+    if not note:
+        return [*heights, printing.LINE_PT]
+    return [*heights, _note(ws, 1, note, widths, style(text_wrap=True, valign="top"), first=1)]
+
+
+def _keep_with_next(ws: Any, widths: Sequence[float], heights_pt: Sequence[float]) -> None:
+    """A page break before a section's heading where it and the section's first row do not fit on the first page
+    (PAGE_SLACK of it, at the sheet's scale; `heights_pt`: the sheet's rows from the first down to the section's
+    first, the heading the one before it): the heading then begins a page. Left to the page breaks the rows'
+    heights put, a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf."""
+    zoom = max(printing.scale(widths), printing.SMALLEST_SCALE)
+    if sum(heights_pt) > PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / zoom:
+        ws.set_h_pagebreaks([len(heights_pt) - 2])
+
+
+def _table_pt(above_pt: Sequence[float], heading_pt: float, tall: Sequence[int]) -> list[float]:
+    """The heights of a table sheet's rows down to its results' last and the blank row under it: the title's and
+    the note's (`above_pt`), a blank row, the headings, the keys (hidden) and a row of each result (`tall` lines)."""
+    rows = [*above_pt, printing.LINE_PT, heading_pt, 0.0]
+    return [*rows, *(printing.height_pt(count) for count in tall), printing.LINE_PT]
 
 
 def _lines(texts: Sequence[Any], chars: float) -> list[int]:
@@ -399,6 +438,9 @@ class _Cells:
         if column.formula is None and not column.editable and column.key != "label":
             looks |= {"italic": True, "font_color": "#808080"}
         cell_style = style(fmt, **looks, **_wraps(values), **align, **look)
+        # a total's cell wraps as its phases' do: unwrapped, the nearest measured run (a long text the phases share)
+        # ran on past a campaign's Details' last column, off the page
+        total_style = style(fmt, bold=True, **_wraps(values), **align, **look)
         numeric = all(_is_number(values[index]) for index in grid.phases)
         for index, (line, value) in enumerate(zip(grid.lines, values, strict=True)):
             ref = grid.cell(column.key, index, grid.position[column.key][0])  # the label's: column A here too
@@ -408,9 +450,9 @@ class _Cells:
                 # own: the command's value on the total row alone (a plan's mix), not a total of its phases
                 formula = None if blank or own else _total_formula(column, self.symbols, grid, index, numeric)
                 if formula is None:
-                    _put(ws, ref, value, style(fmt, bold=True, **align, **look))
+                    _put(ws, ref, value, total_style)
                 else:
-                    ws.write_formula(ref, formula, style(fmt, bold=True, **align, **look), _cached(value))
+                    ws.write_formula(ref, formula, total_style, _cached(value))
             elif column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row
                 _put(ws, ref, None, cell_style)
             elif column.formula is not None and not (column.blank_when_none and value is None):
@@ -436,13 +478,12 @@ def write_xlsx(
     wb = xlsxwriter.Workbook(buffer, options)
     wb.set_properties({"title": title, "created": timestamp()})
     style = _Styles(wb)
-    key_style, big = style(italic=True, font_color="#808080"), style(bold=True, font_size=13)
+    key_style = style(italic=True, font_color="#808080")
     summary = wb.add_worksheet("Summary")
     sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
     inputs = sheets["Inputs"]
 
     # Inputs: the shared defaults under the rows, one per result above.
-    _title(inputs, "Inputs", title, big)
     shared = [c for c in columns if c.shared_default]
     label_width = printing.width("Result", [line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
@@ -451,11 +492,13 @@ def write_xlsx(
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
     inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
-    inputs.set_row(HEADER_ROW + 2 + len(lines), printing.height_pt(printing.lines(note, label_width, bold=True)))
+    sections = {"Inputs": [printing.height_pt(printing.lines(note, label_width, bold=True))]}  # heading, first row
+    inputs.set_row(HEADER_ROW + 2 + len(lines), sections["Inputs"][0])
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
         inputs.set_row(r - 1, printing.height_pt(printing.lines(column.header, label_width)))
+        sections["Inputs"].append(printing.height_pt(printing.lines(column.header, label_width)))
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
@@ -464,22 +507,23 @@ def write_xlsx(
     tables = {key: name for key, name in SHEETS.items() if key != "details"}  # a row per line; `_write_details`
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables.values()}
     tall = {name: _lines(values["label"], label_width) for name in tables.values()}  # lines per result's row
-    widths["Inputs"]["B"] = max(_width(c, [first_values[c.key]]) for c in shared) if shared else 0.0
+    shown_defaults = [(c, [first_values[c.key]]) for c in shared]
+    widths["Inputs"]["B"] = max((_width(c, _shown(v, _number_format(c, v))) for c, v in shown_defaults), default=0.0)
     cells = _Cells(grid, symbols, values, first_values, style)
+    heading_pt: dict[str, float] = {}
     for sheet_key, sheet_name in tables.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
-        if sheet_key != "inputs":
-            _title(ws, sheet_name, title, big, NOTES.get(sheet_key, ""))
         for column in here:
             _, letter = grid.position[column.key]
             align = _alignment(values[column.key])
             fmt = _number_format(column, values[column.key])
             ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
             ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, key_style)
-            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, values[column.key]))
+            texts = _shown(values[column.key], fmt)
+            widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, texts))
             if _wraps(values[column.key]):
-                wrapped = _lines([printing.shown(v, fmt) for v in values[column.key]], widths[sheet_name][letter])
+                wrapped = _lines(texts, widths[sheet_name][letter])
                 tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
             cells.write(ws, column, fmt, align)
             if column.editable:
@@ -489,15 +533,19 @@ def write_xlsx(
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
         headings = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
-        ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
-    _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title, big)
+        heading_pt[sheet_name] = _row_height(headings, bold=True)
+        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
+    _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title)
 
-    _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
-    for name, sheet_widths in widths.items():
-        _frame(sheets[name], sheet_widths, title)
+    shares_pt = _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
+    sections["Breakdown"] = [shares_pt, printing.height_pt(tall["Breakdown"][0])]
+    for key, name in tables.items():
+        above = _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
+        _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
         _heights(sheets[name], tall[name])
-    edit = "Edit the yellow cells; every other sheet recomputes. " + GPU_COUNT_NOTE
-    _note(inputs, 1, edit, _ordered(widths["Inputs"]), style(text_wrap=True, valign="top"), first=1)
+        if len(sections.get(name, [])) > 1:  # a section under the table, and a row in it
+            rows_pt = _table_pt(above, heading_pt[name], tall[name])
+            _keep_with_next(sheets[name], _ordered(widths[name]), [*rows_pt, *sections[name][:2]])
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
@@ -533,12 +581,13 @@ def _restamped(book: bytes) -> bytes:
 
 
 def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
-                  widths: dict[str, float], tall: list[int]) -> None:  # fmt: skip
+                  widths: dict[str, float], tall: list[int]) -> float:  # fmt: skip
     """Each part's share of the step time, in a table under the parts, each in its part's column: formulas, so
     they follow edited parts too; its rows as tall as the labels they repeat (`tall`, lines; the columns `widths`,
     by letter). Each share is headed by its part's own heading ('Share: pipeline bubble'): from the key, 'Share: pp
     bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names. Right of the parts
-    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across."""
+    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across. Returns the shares' heading
+    row's height in points."""
     headers = {c.key: c.header.split(" (")[0] for c in columns}  # its gloss is on the part's
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
     below, headings = SHARES_BELOW + len(grid.lines), []
@@ -551,13 +600,15 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
-    ws.set_row(HEADER_ROW + below, _row_height(headings, bold=True))
+    heading_pt = _row_height([*headings, ("Share of the step time", widths["A"])], bold=True)
+    ws.set_row(HEADER_ROW + below, heading_pt)
     ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
     _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
     _heights(ws, tall, HEADER_ROW + 1 + below)
+    return heading_pt
 
 
-def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str, big: Any) -> None:
+def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str) -> None:
     """The Details sheet, all of it: a row per key, its heading in column A (wrapped at DETAIL_HEADING_CHARS), each
     line's label heading its column and, right of them, the keys (hidden by a width of 0: for programs, as the
     other sheets' key row); every value at the top of its row beside its heading, in its unit's number format
@@ -565,11 +616,10 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     widest value up to WIDEST_TEXT, twice that for one line (the nearest measured run, ~215 characters, on 4
     lines, not 8)."""
     grid, values, style = cells.grid, cells.values, cells.style
-    _title(ws, "Details", title, big, NOTES["details"])
     labels = values["label"]
     most = printing.WIDEST_TEXT * (2 if len(labels) == 1 else 1)
     formats = {c.key: _number_format(c, values[c.key]) for c in columns}
-    texts = {c.key: [printing.shown(v, formats[c.key]) for v in values[c.key]] for c in columns}
+    texts = {c.key: _shown(values[c.key], formats[c.key]) for c in columns}
     chars = []
     for index, label in enumerate(labels):
         shown = [texts[c.key][index] for c in columns]
@@ -592,19 +642,23 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
         if _wraps(values[column.key]):
             heading += list(zip(texts[column.key], chars, strict=True))
         ws.set_row(row - 1, _row_height(heading))
+    _title(ws, "Details", title, _ordered(widths), style, NOTES["details"])
     _frame(ws, widths, title)
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
 
 
-def _frame(ws: Any, widths: dict[str, float], title: str) -> None:
+def _frame(ws: Any, widths: dict[str, float], title: str, repeated: int = HEADER_ROW - 1) -> None:
     """What every table sheet (Inputs, Results, Breakdown, Details, Summary) has around its cells: panes frozen under
     the headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide
-    (by letter) and its pages set up (printing.set_up), the headings repeated atop each."""
+    (by letter) and its pages set up (printing.set_up), the rows from `repeated` (0-based; the headings') to the
+    keys' repeated atop each. The Breakdown repeats its name, title and note too, which say that its second table
+    holds the parts' shares: with the headings alone, a 60-point sweep's Breakdown printed 6 pages of shares under
+    the parts' names (the page header names the sheet and the title on every page)."""
     ws.freeze_panes(HEADER_ROW + 1, 1)
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})
     for letter, chars in widths.items():
         ws.set_column(f"{letter}:{letter}", chars)
-    printing.set_up(ws, _ordered(widths), title, (HEADER_ROW - 1, HEADER_ROW))
+    printing.set_up(ws, _ordered(widths), title, (repeated, HEADER_ROW))
 
 
 def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first: int = HEADER_ROW + 2,
@@ -626,7 +680,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
     heading = style(**HEADING)
-    ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=13))
+    ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=TITLE_PT))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
     widths = [printing.width("Result", values["label"])]
@@ -637,7 +691,7 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
         ws.write_string(f"{letter}{HEADER_ROW}", column.header, style(**HEADING, **align))
         ws.write_string(f"{letter}{HEADER_ROW + 1}", column.key, style(italic=True, font_color="#808080"))
         said = ["no price"] if column.key == "usd_per_gpu_hour" else []
-        widths.append(_width(column, [*values[column.key], *said], fmt))
+        widths.append(_width(column, _shown([*values[column.key], *said], fmt)))
         for index, value in enumerate(values[column.key]):
             ref = grid.cell(column.key, index, "Summary")
             if column.total is not None and index in grid.phases:  # a campaign's quantity: on its total row only
@@ -653,14 +707,18 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 link, cached = "=" + ref, _cached(value)
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
-    _heights(ws, _lines(values["label"], widths[0]))
+    tall = _lines(values["label"], widths[0])
+    _heights(ws, tall)
     headings = [("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]
-    ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
+    heading_pt = _row_height(headings, bold=True)
+    ws.set_row(HEADER_ROW - 1, heading_pt)
     row = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
     ws.write_string(row, 0, "Basis of these figures", style(bold=True))
-    for offset, text in enumerate(_basis(values), start=1):
-        _note(ws, row + offset, text, widths, style(text_wrap=True, valign="top"))
+    look = style(text_wrap=True, valign="top")
+    basis = [_note(ws, row + offset, text, widths, look) for offset, text in enumerate(_basis(values), start=1)]
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
+    rows_pt = _table_pt([printing.height_pt(1, TITLE_PT), printing.LINE_PT], heading_pt, tall)
+    _keep_with_next(ws, widths, [*rows_pt, printing.LINE_PT, basis[0]])
 
 
 def _basis(values: dict[str, list[Any]]) -> list[str]:
