@@ -59,9 +59,13 @@ def shown(value: Any, number_format: str = "General") -> str:
     scaled = digits.rstrip(",")
     value /= 1000 ** (len(digits) - len(scaled))
     percent = scaled.endswith("%")
-    decimals = scaled.split(".", 1)[1].count("0") if "." in scaled else 0
+    fraction = scaled.split(".", 1)[1] if "." in scaled else ""
+    fixed, most = fraction.count("0"), len(fraction.rstrip("%"))  # a '#' decimal shows only where it is not 0
     number = value * 100 if percent else value
-    return f"{before}{number:{',' if ',' in scaled else ''}.{decimals}f}{'%' if percent else ''}{after}"
+    text = f"{number:{',' if ',' in scaled else ''}.{most}f}"
+    if most > fixed:
+        text = text[: len(text) - (most - fixed)] + text[len(text) - (most - fixed) :].rstrip("0")
+    return f"{before}{text}{'%' if percent else ''}{after}"
 
 
 NUMBER_FORMAT = re.compile(r'((?:"[^"]*"|\$)*)([#0,.%]+)((?:"[^"]*")*)')
