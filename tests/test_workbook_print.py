@@ -275,6 +275,16 @@ def test_every_details_number_prints_rounded_in_its_unit(books: dict[str, Path])
     assert shown["power_w_per_gpu_at_wall"] == "1,365 W" and shown["evidence.ratio_to_best_measured"] == "0.856x"
 
 
+def test_every_fractional_number_prints_in_a_format(books: dict[str, Path]) -> None:
+    """No number prints as General, Excel's '1.07414137139229': a campaign's P90 cost factor did (workbook2's
+    report), as did the interval's and the quantiles' factors."""
+    for name, path in books.items():
+        for ws in openpyxl.load_workbook(path):
+            cells = (c for row in ws.iter_rows() for c in row if isinstance(c.value, float))
+            general = [c.coordinate for c in cells if not c.value.is_integer() and c.number_format == "General"]
+            assert not general, f"{name} {ws.title}: {general[:5]}"
+
+
 def test_the_breakdown_fits_one_page_wide_its_shares_under_their_parts(books: dict[str, Path]) -> None:
     """The step time's parts, their shares and the memory's parts side by side printed 3 pages across at the
     smallest legible scale: the memory's parts are on Results (beside their sum), each share under its part (its

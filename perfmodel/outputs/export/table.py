@@ -880,6 +880,8 @@ def _quantiles(
                    number_format) for q, factor in factors.items()]  # fmt: skip
 
 
+FACTOR_FORMAT = '0.000"x"'
+"""A factor on a predicted figure (0.953x): three decimals, as the interval's low and high ends differ in the second."""
 QUANTILE_METHOD = "the 80% interval and run-to-run variability combined, planning/confidence.py"
 """How the P10 and P90 factors are worked out, where the workbook shows them."""
 COST_QUANTILE_METHOD = f"{QUANTILE_METHOD}; times a stated price distribution, drawn"
@@ -887,7 +889,13 @@ COST_QUANTILE_METHOD = f"{QUANTILE_METHOD}; times a stated price distribution, d
 
 INTERVAL_COLUMNS: tuple[Column, ...] = (
     *(
-        Column(f"interval_factor_{side}", f"80% interval: factor on a predicted time, {side}", "results", _factor(side))
+        Column(
+            f"interval_factor_{side}",
+            f"80% interval: factor on a predicted time, {side}",
+            "results",
+            _factor(side),
+            number_format=FACTOR_FORMAT,
+        )
         for side in ("low", "high")
     ),
     *_bounds("step_time_s", "Step time (s)", lambda s: s["step_time_s"], "0.000"),
@@ -902,6 +910,7 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
             f"{q.upper()}: factor on a predicted time (value: {QUANTILE_METHOD})",
             "results",
             _quantile_factor(level),
+            number_format=FACTOR_FORMAT,
         )
         for q, level in (("p10", 0.1), ("p90", 0.9))
     ),
@@ -911,6 +920,7 @@ INTERVAL_COLUMNS: tuple[Column, ...] = (
             f"{q.upper()}: factor on the cost at the quoted price (value: {COST_QUANTILE_METHOD})",
             "results",
             _cost_quantile_factor(level),
+            number_format=FACTOR_FORMAT,
         )
         for q, level in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))
     ),
@@ -1098,8 +1108,12 @@ def extra_columns(lines: list[Line], own: Sequence[Column] = ()) -> list[Column]
 
 def _extra_format(key: str) -> str:
     """A ratio to the first row as the RATIO_COLUMNS show theirs (compare's perf per USD range printed
-    0.6077105222493.23243943433, two General numbers filling their columns); anything else General."""
-    return RATIO_FORMAT if "_vs_first" in key else "General"
+    0.6077105222493.23243943433, two General numbers filling their columns), a fraction (a plan's chance of meeting
+    its deadline, record.UNITS) as a percentage, any other number to three decimals at most (a plan's power_mw printed
+    10.865664)."""
+    if "_vs_first" in key:
+        return RATIO_FORMAT
+    return "0.0%" if record.UNITS.get(key) == "fraction" else "#,##0.0##"
 
 
 def _extra(key: str) -> Callable[[ExportRow, float], Any]:
