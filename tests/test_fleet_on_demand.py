@@ -1,9 +1,10 @@
 """An offer billed on demand (`billing = "on_demand"`, planning/fleet.py `mix_of`): a campaign holds of it, per
 phase, only what that phase needs beyond the held sources, for that phase's time; owned pools and reserved offers
-are held for the whole window as before."""
+are held for the whole window as before, and another job may take what a phase gives back (fleet_jobs)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from perfmodel.inputs.fleet import load_fleet
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning.campaign import Campaign, predict_campaign
+from perfmodel.planning.fleet_jobs import Held, most_held
 from perfmodel.planning.plan import Goal, candidate_bases, wall_s
 
 RENT = """
@@ -129,6 +131,37 @@ def test_the_on_demand_mix_is_the_cheapest_hold_and_owning_more_never_raises_it(
         assert mix.usd() == pytest.approx(brute, rel=1e-12)
         costs.append(mix.usd())
     assert costs[1] <= costs[0] * (1 + 1e-12)
+
+
+def test_most_held_sees_what_a_phase_gives_back() -> None:
+    """A job holding 128 GPUs of an offer to day 2, then 32 to day 3: a window from day 2 finds 32 taken."""
+    held = Held("first", 0.0, 3.0, ((0.0, 2.0, (("cloud", 128),)), (2.0, 3.0, (("cloud", 32),))), "", 0.0)
+    assert most_held([held])[0] == {"cloud": 128}
+    assert most_held([held], 2.0, 5.0)[0] == {"cloud": 32}
+    assert most_held([held], 3.0, 5.0)[0] == {}
+
+
+def test_a_second_job_uses_the_gpus_the_first_gave_back(tmp_path: Path) -> None:
+    """On an offer of the campaign's most GPUs, its tail holds a quarter of them; a job of 20B tokens starting after
+    the main phase (it needs more GPUs than an eighth of the main phase's within its 2 days) finds the rest free on
+    demand, where reserved billing blocks them to the campaign's finish (the two jobs cannot both run)."""
+    first = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"))
+    (main, _), (tail, _) = _phases(first)
+    (_, main_end, _), (tail_start, finish, _) = first.segments()
+    assert main_end == tail_start < finish
+    start = tail_start + 0.01
+    jobs = (f'[[job]]\nname = "campaign"\nscenario = "campaign.toml"\ndeadline_days = 3\n'
+            f'[[job]]\nname = "second"\nmodel = "llama3.1-8b"\ntokens = "20B"\nstart_days = {start}\n'
+            f"deadline_days = {start + 2}\n")  # fmt: skip
+    found = {}
+    for billing in ("reserved", "on_demand"):
+        (tmp_path / "fleet.toml").write_text(RENT.format(gpus=main, billing=billing) + jobs)
+        d = json.loads(run_cli("plan", "--fleet", str(tmp_path / "fleet.toml"), "--format", "json", "-q").out)
+        found[billing] = {job["job"]: job["chosen"] for job in d["jobs"]}, d["fleet_use"]
+    assert sorted(map(str, found["reserved"][0].values())) == ["None", "dgx-h100"]  # one job or the other
+    assert found["on_demand"][0] == {"campaign": "dgx-h100", "second": "dgx-h100"}
+    (use,) = found["on_demand"][1]
+    assert use["used"]["campaign"] == main and main // 8 < use["used"]["second"] <= main - tail
 
 
 def test_billing_is_one_of_two_and_a_bought_offer_is_held(tmp_path: Path) -> None:
