@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from fleet_files import NEOCLOUD
+from fleet_files import CAMPAIGN, NEOCLOUD
 
 import perfmodel
 from perfmodel.inputs.fleet import load_fleet
@@ -16,25 +16,6 @@ from perfmodel.planning import fleet as fleets
 from perfmodel.planning.plan import Goal, candidate_bases, gpus_of, wall_s
 
 HALL = '[[pool]]\nname = "hall"\nsystem = "dgx-h100"\ngpus = {gpus}\nsite = "A"\nusd_per_gpu_hour = 2.0\n'
-CAMPAIGN = """
-name = "tail-on-a-quarter"
-model = "llama3.1-8b"
-gpu = "h100-sxm"
-system = "dgx-h100"
-n_gpus = 128
-precision = "bf16"
-tokens = 100e9
-
-[[phase]]
-name = "main"
-tokens = 80e9
-
-[[phase]]
-name = "tail"
-tokens = 20e9
-gpu_fraction = 0.25
-"""
-"""A made-up campaign whose last fifth of the tokens runs on a quarter of its GPUs (to whole nodes)."""
 
 
 def _plan(tmp_path: Path, gpus: int, scenario: str | None, options: dict[str, object]) -> fleets.FleetPlan:

@@ -111,7 +111,7 @@ def test_at_no_moment_do_jobs_hold_more_than_a_pool_or_a_sites_cap(
     report = fleet_jobs.plan_jobs(jobs, fleet, None)
     for held in report.held:  # at each start, what is held then
         now = [h for h in report.held if h.start_days <= held.start_days < h.finish_days]
-        assert sum(dict(h.gpus).get("hall-a", 0) for h in now) <= 128
+        assert sum(h.most().get("hall-a", 0) for h in now) <= 128
         assert sum(h.power_mw for h in now) <= cap_mw * (1 + 1e-12)
     (hall,) = report.use()
     assert hall["left"] >= 0 and hall["peak"] <= 128

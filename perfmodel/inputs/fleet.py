@@ -15,6 +15,7 @@ system = "gb300-nvl72"
 usd_per_gpu_hour = 10.50
 max_gpus = 4096                 # availability cap
 lead_time_days = 30             # until the capacity is there: the job starts after it
+billing = "on_demand"           # optional: "reserved" (default) bills the whole window, "on_demand" each phase's use
 
 [[site]]                        # optional: a site's power cap, MW at the wall with PUE (else --power-mw's)
 name = "Hall A"
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Literal
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.counts import EXAMPLES, count
@@ -81,6 +83,9 @@ class Offer:
     """The most GPUs the offer has."""
     lead_time_days: float = bounded(0.0, ge=0, le=3650, allow_inf_nan=False)
     """Days until the capacity is there: a plan that uses it starts after them."""
+    billing: Literal["reserved", "on_demand"] = "reserved"
+    """How rent is billed: "reserved", for the plan's whole window (its most GPUs, as a reservation); "on_demand",
+    per campaign phase only the GPUs that phase needs beyond the held sources, for that phase's time."""
 
 
 @record
@@ -160,6 +165,9 @@ def load_fleet(path: str | Path) -> Fleet:
             raise PerfmodelError(
                 f"{where}: field 'offer.{index}': give usd_per_gpu_hour (rent) or usd_per_system (buy), one of them"
             )
+        if offer.billing == "on_demand" and offer.usd_per_system is not None:
+            raise PerfmodelError(f"{where}: field 'offer.{index}.billing': {offer.name!r} is bought (usd_per_system), "
+                                 "which is owned and costs its hours either way; allowed 'reserved'")  # fmt: skip
     names = [job.name for job in fleet.job]
     for index, job in enumerate(fleet.job):
         if job.after and (job.after not in names or job.after == job.name):

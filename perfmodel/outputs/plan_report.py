@@ -632,6 +632,13 @@ def _summary(c: Any) -> str:
     return what + chances
 
 
+def _on_demand(source: dict[str, Any]) -> str:
+    """An on-demand offer's note in a fleet table: its GPUs are its most, held per phase for its GPU-hours."""
+    if source["billing"] != "on_demand":
+        return ""
+    return f" on demand, {source['gpu_hours'] / 1e6:.3g}M GPU-h"
+
+
 def fleet_table(report: Any, timed: bool = True) -> str:
     """`perfmodel plan --fleet`: per system type the cheapest mix of owned pools and offers meeting the goal
     (`timed`: ending with the time planning took)."""
@@ -645,7 +652,7 @@ def fleet_table(report: Any, timed: bool = True) -> str:
         d = plan.to_dict()
         owned = ", ".join(f"{s['gpus']:,} {s['name']}" + (f" ({s['site']})" if s["site"] else "")
                           for s in d["sources"] if s["kind"] == "owned")  # fmt: skip
-        offered = ", ".join(f"{s['gpus']:,} {s['name']} ({s['kind']}, {s['lead_time_days']:g} d)"
+        offered = ", ".join(f"{s['gpus']:,} {s['name']} ({s['kind']}{_on_demand(s)}, {s['lead_time_days']:g} d)"
                             for s in d["sources"] if s["kind"] != "owned")  # fmt: skip
         days = [_duration(d[f"time_to_train_days_{q}"] * 86400) for q in ("p50", "p10", "p90")]
         rows.append(

@@ -4,14 +4,15 @@ that trains the work by the deadline at the goal's confidence.
 One job runs on one system type. Its sources are the pools of that system (no lead time) and its offers (each after its
 lead time), each at a cost per GPU-hour: a pool's owned basis, an offer's rental price, or a bought system's price
 spread over its life as `--buy` does (planning/tco.py). A plan pays for what it holds: every GPU it takes (a campaign's
-most, and its spare GPUs, which count against the pools), for its whole wall time (`hours_per_gpu`). A plan that uses
-offers up to lead time L starts after L, so it has the deadline less L: for each such L (0 and every offer's), of the
-counts meeting that deadline on the sources there by then (plan.plan_candidate, capped at their capacity and the power
-the site has left), each filled cheapest first, the cheapest mix (`filled`: not always the fewest GPUs), and the
-cheapest of these plans is the answer. The power cap (`--power-mw`) is each site's: the jobs at one site share it
-(planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a named site is a site of
-its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source to every L, so it never
-raises a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
+most, and its spare GPUs, which count against the pools), for its whole wall time (`hours_per_gpu`), except that an
+offer billed on demand is held per campaign phase only for what that phase needs beyond the held sources (`mix_of`). A
+plan that uses offers up to lead time L starts after L, so it has the deadline less L: for each such L (0 and every
+offer's), of the counts meeting that deadline on the sources there by then (plan.plan_candidate, capped at their
+capacity and the power the site has left), each filled cheapest first, the cheapest mix (`filled`: not always the fewest
+GPUs), and the cheapest of these plans is the answer. The power cap (`--power-mw`) is each site's: the jobs at one site
+share it (planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a named site is a
+site of its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source to every L, so it
+never raises a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from perfmodel.inputs.fleet import Fleet, everything
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
 from perfmodel.planning import tco
-from perfmodel.planning.campaign import Result
+from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.plan import (
+    WITH_FAILURES,
+    WITH_LOSSES,
     CandidatePlan,
     Goal,
     Price,
     Tried,
+    goal_basis,
     gpus_of,
     gpus_within,
     granularity,
@@ -64,6 +68,14 @@ class Source:
     gpus: int
     usd_per_gpu_hour: float
     lead_time_days: float
+    billing: str = "reserved"
+    """'reserved' (held for the plan's whole window: pools and bought systems always) or 'on_demand' (a rental
+    held per campaign phase, `mix_of`)."""
+
+    @property
+    def held(self) -> bool:
+        """Whether a plan holds what it takes of this source for its whole window."""
+        return self.billing != "on_demand"
 
 
 def sources(fleet: Fleet, cost: Cost, used: Mapping[str, int] | None = None) -> dict[str, list[Source]]:
@@ -88,7 +100,7 @@ def sources(fleet: Fleet, cost: Cost, used: Mapping[str, int] | None = None) -> 
         kind = "rent" if offer.usd_per_gpu_hour is not None else "buy"
         left = _whole(offer.max_gpus, hw) - used.get(offer.name, 0)
         found.setdefault(offer.system, []).append(
-            Source(offer.name, kind, offer.system, offer.site, left, rate, offer.lead_time_days)
+            Source(offer.name, kind, offer.system, offer.site, left, rate, offer.lead_time_days, offer.billing)
         )
     return {system: sorted(s, key=lambda x: (x.usd_per_gpu_hour, x.lead_time_days)) for system, s in found.items()}
 
@@ -113,33 +125,111 @@ def fill(n_gpus: int, available: Sequence[Source]) -> list[tuple[Source, int]]:
 
 
 def held_gpus(p: Result) -> int:
-    """The GPUs a plan takes from the pools and holds for its whole window (`FleetPlan.window_days`): its most
-    (`gpus_of`, a campaign's largest phase's) and its spares, which count against the pools' capacity."""
+    """The most GPUs a plan takes from the pools at once (what its window holds where every source is reserved,
+    `FleetPlan.window_days`): its most (`gpus_of`, a campaign's largest phase's) and its spares, which count against
+    the pools' capacity."""
     return gpus_of(p) + spare_gpus(p.scenario)
 
 
 def hours_per_gpu(p: Result) -> float:
-    """Each held GPU's billed hours (`held_gpus`, what `mix_usd` bills): the run's wall time on the goal's basis at
-    the point (`cost_usd_at_confidence` scales it), infinite where failures stop the run from ever finishing. A held
-    GPU is paid for whether busy or not (a reservation bills by the hour, an owned GPU costs its hours either way):
-    a campaign's later phases on fewer GPUs leave the rest idle but held, since nobody else may take them
-    (fleet_jobs blocks them to its finish), and spare GPUs are held in reserve the whole wall time (losses.py)."""
+    """Each held GPU's billed hours (`held_gpus`, what `Mix.usd` bills a held source): the run's wall time on the
+    goal's basis at the point (`cost_usd_at_confidence` scales it), infinite where failures stop the run from ever
+    finishing. A held GPU is paid for whether busy or not (a reservation bills by the hour, an owned GPU costs its
+    hours either way): a campaign's later phases on fewer GPUs leave the rest idle but held, since nobody else may
+    take them (fleet_jobs blocks them to its finish), and spare GPUs are held in reserve the whole wall time
+    (losses.py). Only an on-demand offer is given back between phases (`mix_of`)."""
     return wall_s(p) / SECONDS_PER_HOUR
 
 
-def mix_usd(p: Result, taken: Sequence[tuple[Source, int]]) -> float:
-    """The cost at the point of the run `p` on the GPUs `taken` from each source: its GPUs x the run's wall time x
-    its rate (`hours_per_gpu`)."""
+Taken = tuple[tuple[Source, int], ...]
+
+
+@dataclass(frozen=True)
+class Mix:
+    """What a plan holds: `held`, GPUs per source for its whole `hours`; and per campaign phase (name, hours, GPUs
+    per on-demand offer) what it rents on demand only while that phase runs (none where every source it takes is
+    reserved, or for a one-phase job, whose one phase is its window)."""
+
+    held: Taken
+    hours: float
+    phases: tuple[tuple[str, float, Taken], ...] = ()
+
+    def taken(self) -> list[tuple[Source, int]]:
+        """The most GPUs it holds of each source at once: the held ones, then each on-demand offer's most."""
+        most: dict[Source, int] = dict(self.held)
+        for _, _, rented in self.phases:
+            for source, n in rented:
+                most[source] = max(most.get(source, 0), n)
+        return list(most.items())
+
+    def gpu_hours(self, source: Source) -> float:
+        """The GPU-hours billed of `source`: its held GPUs x the whole window, its on-demand GPUs x each phase's
+        hours."""
+        held = dict(self.held).get(source, 0) * self.hours
+        return held + sum(dict(rented).get(source, 0) * hours for _, hours, rented in self.phases)
+
+    def usd(self) -> float:
+        """The bill at the point: each source's GPU-hours x its rate."""
+        return sum(self.gpu_hours(source) * source.usd_per_gpu_hour for source, _ in self.taken())
+
+
+def phase_needs(p: Result) -> list[tuple[str, int, float]]:
+    """Each phase of a campaign as (name, GPUs with the job's spares, wall hours on the goal's basis at the point):
+    its hours sum to the campaign's (its runs on the goal's basis are the phases' summed, planning/campaign.py)."""
+    assert isinstance(p, Campaign)
+    basis, spare = goal_basis(p), spare_gpus(p.scenario)
+    found = []
+    for name, phase in p.phases.items():
+        run = phase.run
+        if basis == WITH_LOSSES:
+            run = phase.run_with_losses
+        elif basis == WITH_FAILURES and phase.goodput is not None:
+            run = phase.run_with_failures
+        hours = math.inf if run is None else run.time_s / SECONDS_PER_HOUR
+        found.append((name, phase.layout.n_gpus + spare, hours))
+    return found
+
+
+def _fill_usd(n_gpus: int, available: Sequence[Source]) -> float:
+    """The rate of `n_gpus` taken cheapest first, USD per hour."""
+    return sum(n * source.usd_per_gpu_hour for source, n in fill(n_gpus, available)) if n_gpus > 0 else 0.0
+
+
+def mix_of(p: Result, available: Sequence[Source]) -> Mix:
+    """The cheapest way to hold the run `p` on `available` (cheapest first): every phase's GPUs (and spares), the
+    held sources (pools, bought systems, reserved rent) for the whole window, the on-demand offers per phase for
+    what it needs beyond them. Where H GPUs are held, the bill is the held H x the window plus, per phase, the
+    on-demand fill of what it needs beyond H x its hours: both terms convex and piecewise linear in H (cheapest
+    first fill), with kinks where H meets a phase's need, a held source's cap or a phase's need less the on-demand
+    caps, so the least H among these is exact (the largest on a tie: held first). A one-phase job, and a plan
+    with no on-demand offer, holds its GPUs cheapest first as before (`fill`); so owning more never raises the bill
+    (a source more is a cheaper fill at every H)."""
     hours = hours_per_gpu(p)
-    return sum(n * hours * source.usd_per_gpu_hour for source, n in taken)
+    rented = [s for s in available if not s.held]
+    if not rented or not isinstance(p, Campaign) or len(p.phases) == 1 or not math.isfinite(hours):
+        return Mix(tuple(fill(held_gpus(p), available)), hours)
+    held = [s for s in available if s.held]
+    needs = phase_needs(p)
+    most, rent_cap = max(n for _, n, _ in needs), sum(s.gpus for s in rented)
+    low, high = max(0, most - rent_cap), min(most, sum(s.gpus for s in held))
+    caps = [sum(s.gpus for s in held[:i]) for i in range(len(held) + 1)]
+    caps += [n - sum(s.gpus for s in rented[:i]) for _, n, _ in needs for i in range(len(rented) + 1)]
+    tried = sorted({h for h in (low, high, *(n for _, n, _ in needs), *caps) if low <= h <= high}, reverse=True)
+    assert tried, f"{most} GPUs is more than the sources hold"
+
+    def usd(h: int) -> float:
+        return _fill_usd(h, held) * hours + sum(_fill_usd(n - h, rented) * t for _, n, t in needs)
+
+    best = min(tried, key=lambda h: (usd(h), -h))
+    phases = tuple((name, t, tuple(fill(max(n - best, 0), rented))) for name, n, t in needs)
+    return Mix(tuple(fill(best, held)), hours, phases)
 
 
 def filled(available: Sequence[Source]) -> Price:
-    """What a run costs on the GPUs it holds (`held_gpus`) taken from `available` cheapest first (`fill`,
-    `mix_usd`): among the counts meeting a deadline, the plan takes the cheapest mix, not the fewest GPUs (a count
-    whose DP divides the batch can take fewer GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in
-    2.42M GPU-hours, 1,792 in 2.74M)."""
-    return lambda p: mix_usd(p, fill(held_gpus(p), available))
+    """What a run costs on the GPUs it holds taken from `available` (`mix_of`): among the counts meeting a deadline,
+    the plan takes the cheapest mix, not the fewest GPUs (a count whose DP divides the batch can take fewer
+    GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in 2.42M GPU-hours, 1,792 in 2.74M)."""
+    return lambda p: mix_of(p, available).usd()
 
 
 @dataclass(frozen=True)
@@ -148,7 +238,7 @@ class FleetPlan:
 
     system: str
     candidate: CandidatePlan | None
-    taken: list[tuple[Source, int]]
+    mix: Mix
     start_after_days: float
     goal: Goal
     reason: str | None
@@ -158,6 +248,11 @@ class FleetPlan:
     @property
     def feasible(self) -> bool:
         return self.candidate is not None and self.candidate.feasible and self.reason is None
+
+    @property
+    def taken(self) -> list[tuple[Source, int]]:
+        """The most GPUs it holds of each source at once (`Mix.taken`)."""
+        return self.mix.taken()
 
     def window_days(self) -> tuple[float, float]:
         """When it holds its GPUs, days from now: its start, and its finish at the goal's confidence."""
@@ -171,20 +266,31 @@ class FleetPlan:
         return hours_per_gpu(self.candidate.prediction)
 
     def cost_usd(self) -> float:
-        """The mix's cost at the point: each source's GPUs x the run's wall time x its rate."""
-        assert self.candidate is not None and self.candidate.prediction is not None
-        return mix_usd(self.candidate.prediction, self.taken)
+        """The mix's cost at the point: each source's GPU-hours billed (`Mix.gpu_hours`) x its rate."""
+        return self.mix.usd()
+
+    def segments(self) -> list[tuple[float, float, Taken]]:
+        """What it holds when, days from now (start, finish, GPUs per source): the held sources for its window,
+        each phase's on-demand GPUs while the phase runs (its share of the window's time at the confidence)."""
+        start, finish = self.window_days()
+        found = [(start, finish, self.mix.held)] if self.mix.held else []
+        scale, at = (finish - start) / self.mix.hours if self.mix.hours else 0.0, start
+        for _, hours, rented in self.mix.phases:
+            if rented:
+                found.append((at, at + hours * scale, rented))
+            at += hours * scale
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"system": self.system, "feasible": self.feasible, "reason": self.reason}
         if not self.feasible:
             return record
         assert self.candidate is not None and self.candidate.prediction is not None
-        p, hours = self.candidate.prediction, self.gpu_hours_per_gpu()
+        p = self.candidate.prediction
         deadline_s = self.goal.deadline_s
         assert deadline_s is not None
         cost, factor = self.cost_usd(), time_factor(p, self.goal.confidence)
-        split = {kind: sum(n * hours * s.usd_per_gpu_hour for s, n in self.taken if s.kind == kind)
+        split = {kind: sum(self.mix.gpu_hours(s) * s.usd_per_gpu_hour for s, _ in self.taken if s.kind == kind)
                  for kind in ("owned", "rent", "buy")}  # fmt: skip
         planned = self.candidate.to_dict()
         budget = self.goal.budget_usd
@@ -201,7 +307,7 @@ class FleetPlan:
             "spare_gpus": spare_gpus(p.scenario),
             "owned_gpus": sum(n for s, n in self.taken if s.kind == "owned"),
             "offered_gpus": sum(n for s, n in self.taken if s.kind != "owned"),
-            "sources": [_used(s, n, hours) for s, n in self.taken],
+            "sources": [self._used(s, n) for s, n in self.taken],
             "cost_usd": cost,
             "cost_usd_owned": split["owned"],
             "cost_usd_rented": split["rent"],
@@ -213,12 +319,18 @@ class FleetPlan:
             "plan": planned,
         }
 
-
-def _used(source: Source, gpus: int, hours: float) -> dict[str, Any]:
-    """A source's share of a plan: its GPUs, rate, lead time and cost over the run's hours."""
-    return {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
-            "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
-            "cost_usd": gpus * hours * source.usd_per_gpu_hour}  # fmt: skip
+    def _used(self, source: Source, gpus: int) -> dict[str, Any]:
+        """A source's share of the plan: the most GPUs it holds at once, its rate, lead time, billing, GPU-hours
+        billed and cost; on demand, per phase the GPUs held and the phase's hours."""
+        hours = self.mix.gpu_hours(source)
+        found = {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
+                 "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
+                 "billing": source.billing, "gpu_hours": hours,
+                 "cost_usd": hours * source.usd_per_gpu_hour}  # fmt: skip
+        if source.held:
+            return found
+        return found | {"phases": [{"phase": name, "gpus": dict(rented).get(source, 0), "hours": phase_hours}
+                                   for name, phase_hours, rented in self.mix.phases]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -340,8 +452,7 @@ def _plan_system(
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
             continue
-        taken = fill(held_gpus(candidate.prediction), there)
-        found = FleetPlan(system, candidate, taken, begin, goal, None, site)
+        found = FleetPlan(system, candidate, mix_of(candidate.prediction, there), begin, goal, None, site)
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:
@@ -349,12 +460,14 @@ def _plan_system(
                 continue
         if best is None or found.cost_usd() < best.cost_usd():
             best = found
-    return best or FleetPlan(system, None, [], math.nan, goal, why)
+    return best or FleetPlan(system, None, Mix((), 0.0), math.nan, goal, why)
 
 
 def unplanned(bases: Sequence[tuple[str, Scenario]], goal: Goal, reason: str) -> FleetReport:
     """A report of no plan for any system type, for `reason`."""
-    plans = [FleetPlan(resolve(s.gpu, s.system).system.id, None, [], math.nan, goal, reason) for _, s in bases]
+    plans = [
+        FleetPlan(resolve(s.gpu, s.system).system.id, None, Mix((), 0.0), math.nan, goal, reason) for _, s in bases
+    ]
     return FleetReport(goal, plans, 0.0)
 
 

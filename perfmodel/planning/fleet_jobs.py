@@ -1,19 +1,19 @@
 """Several jobs sharing one fleet (a fleet file's [[job]]s): each job's cheapest mix, no GPU counted twice.
 
-The jobs are planned one at a time, each over what the jobs before it left. The order matters: a looser job may use
-an owned pool for more GPU-hours than the tighter one it would go to. Up to MAX_ORDERED jobs every order is planned
-(a job's plans over one leftover, and every prediction, shared between orders) and the one serving the most jobs for
-the least total cost is kept, so the answer is never dearer than the greedy one, which is among them; beyond that
-the tightest deadline goes first (file order among equal deadlines), the order a planner would hand out the fleet,
-and the report says so. Each job's mix is still its own cheapest over what it finds: an exact split of every pool
-between the jobs (a layout search per split) is not searched. A job holds its mix's GPUs from its start to its
-finish at the goal's confidence; it starts at day 0, or at its `start_days`, or when the job it runs `after`
-finishes (the later), once its offers' lead times have passed. A job planned later finds taken what the jobs before
-it hold at any moment of its window, its start to its deadline, so jobs one after another reuse the same GPUs and
-jobs at the same time never share one. A job added never lowers another's cost: whatever the order, a job finds at
-most the whole fleet, and less capacity never gives a cheaper mix (planning/fleet.py fills cheapest first). A site's
-power cap (`--power-mw`) is shared the same way (planning/fleet.py `power_site`), so the jobs at a site never draw
-more than its cap at once.
+The jobs are planned one at a time, each over what the jobs before it left. The order matters: a looser job may use an
+owned pool for more GPU-hours than the tighter one it would go to. Up to MAX_ORDERED jobs every order is planned (a
+job's plans over one leftover, and every prediction, shared between orders) and the one serving the most jobs for the
+least total cost is kept, so the answer is never dearer than the greedy one, which is among them; beyond that the
+tightest deadline goes first (file order among equal deadlines), the order a planner would hand out the fleet, and the
+report says so. Each job's mix is still its own cheapest over what it finds: an exact split of every pool between the
+jobs (a layout search per split) is not searched. A job holds its mix's GPUs from its start to its finish at the goal's
+confidence (of an offer billed on demand, only what each phase of a campaign takes, while that phase runs: another job
+may take what it gives back); it starts at day 0, or at its `start_days`, or when the job it runs `after` finishes (the
+later), once its offers' lead times have passed. A job planned later finds taken what the jobs before it hold at any
+moment of its window, its start to its deadline, so jobs one after another reuse the same GPUs and jobs at the same time
+never share one. A job added never lowers another's cost: whatever the order, a job finds at most the whole fleet, and
+less capacity never gives a cheaper mix (planning/fleet.py fills cheapest first). A site's power cap (`--power-mw`) is
+shared the same way (planning/fleet.py `power_site`), so the jobs at a site never draw more than its cap at once.
 """
 
 from __future__ import annotations
@@ -84,30 +84,41 @@ class JobPlan:
 @dataclass(frozen=True)
 class Held:
     """What a planned job's chosen mix holds from its start to its finish (at the goal's confidence), in days from
-    now: GPUs by source name, and power at its `power_site`."""
+    now: its GPUs by source name as segments (start, finish, GPUs per source: the held sources for the window, an
+    on-demand offer per campaign phase, FleetPlan.segments), and power at its `power_site` for the window."""
 
     job: str
     start_days: float
     finish_days: float
-    gpus: tuple[tuple[str, int], ...]
+    segments: tuple[tuple[float, float, tuple[tuple[str, int], ...]], ...]
     site: str
     power_mw: float
+
+    def most(self) -> dict[str, int]:
+        """The most GPUs of each source it holds at once."""
+        found: dict[str, int] = {}
+        for _, _, gpus in self.segments:
+            for name, n in gpus:
+                found[name] = max(found.get(name, 0), n)
+        return found
 
 
 def most_held(
     held: Sequence[Held], start_days: float = 0.0, end_days: float = math.inf
 ) -> tuple[dict[str, int], dict[str, float]]:
     """The most GPUs of each source, and the most power at each site, that `held` holds at once between `start_days`
-    and `end_days` (what is held changes as holdings start and finish: the most is at the window's start or at a
-    holding's start within it)."""
+    and `end_days` (what is held changes as segments start and finish: the most is at the window's start or at a
+    segment's start within it)."""
     gpus: dict[str, int] = {}
     power: dict[str, float] = {}
-    for moment in [start_days, *(h.start_days for h in held if start_days < h.start_days < end_days)]:
-        now = [h for h in held if h.start_days <= moment < h.finish_days]
-        for name in {name for h in now for name, _ in h.gpus}:
-            gpus[name] = max(gpus.get(name, 0), sum(dict(h.gpus).get(name, 0) for h in now))
-        for site in {h.site for h in now}:
-            power[site] = max(power.get(site, 0.0), sum(h.power_mw for h in now if h.site == site))
+    segments = [segment for h in held for segment in h.segments]
+    for moment in [start_days, *(start for start, _, _ in segments if start_days < start < end_days)]:
+        now = [taken for start, finish, taken in segments if start <= moment < finish]
+        for name in {name for taken in now for name, _ in taken}:
+            gpus[name] = max(gpus.get(name, 0), sum(dict(taken).get(name, 0) for taken in now))
+        powered = [h for h in held if h.start_days <= moment < h.finish_days]
+        for site in {h.site for h in powered}:
+            power[site] = max(power.get(site, 0.0), sum(h.power_mw for h in powered if h.site == site))
     return gpus, power
 
 
@@ -139,9 +150,8 @@ class SharedReport:
         another may each take the same GPUs) and what that leaves."""
         found, most = [], most_held(self.held)[0]
         for s in self.capacity:
-            on = [h for h in self.held if dict(h.gpus).get(s.name)]
             source = {"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus}
-            held = {h.job: dict(h.gpus)[s.name] for h in on}
+            held = {h.job: h.most()[s.name] for h in self.held if h.most().get(s.name)}
             found.append(source | {"used": held, "peak": most.get(s.name, 0), "left": s.gpus - most.get(s.name, 0)})
         return found
 
@@ -193,9 +203,10 @@ class _State:
         report = reports[left]
         chosen, held = report.cheapest(), self.held
         if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
-            taken = tuple((source.name, gpus) for source, gpus in chosen.taken)
+            segments = tuple((start, finish, tuple((source.name, n) for source, n in taken))
+                             for start, finish, taken in chosen.segments())  # fmt: skip
             mw = power_mw(chosen.candidate.prediction)
-            held = (*held, Held(job.name, *chosen.window_days(), taken, power_site(fleet, chosen.site), mw))
+            held = (*held, Held(job.name, *chosen.window_days(), segments, power_site(fleet, chosen.site), mw))
         return _State((*self.planned, JobPlan(job.name, report, turn)), held)
 
     def score(self) -> tuple[int, float]:

@@ -1127,7 +1127,7 @@ def _extra(key: str) -> Callable[[ExportRow, float], Any]:
 
 MIX_SPLIT = {"owned": "cost_usd_owned", "rent": "cost_usd_rented", "buy": "cost_usd_bought"}
 """A fleet plan's cost split: each kind of source's share's key in the plan, `mix_` before it in an export."""
-MIX_SOURCE = ("kind", "gpus", "usd_per_gpu_hour", "cost_usd")
+MIX_SOURCE = ("kind", "billing", "gpus", "usd_per_gpu_hour", "cost_usd")
 MIX_KEPT = ("reason", "owned_gpus", "offered_gpus")
 
 
@@ -1152,10 +1152,10 @@ def mix_extra(plan: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def mix_columns(lines: list[Line]) -> list[Column]:
-    """A fleet plan's mix (`mix_extra`), live where it is arithmetic: each source's cost its GPUs x the run's hours
-    on the goal's basis x its rate, the split and the mix's cost their sums, the finish the start plus the time; the
-    probabilities are values (planning/confidence.py's method, as on a plan's rows). A campaign's mix is on its
-    total row, as values."""
+    """A fleet plan's mix (`mix_extra`), live where it is arithmetic: each held source's cost its GPUs x the run's
+    hours on the goal's basis x its rate (an on-demand offer's, billed per phase, a value), the split and the mix's
+    cost their sums, the finish the start plus the time; the probabilities are values (planning/confidence.py's
+    method, as on a plan's rows). A campaign's mix is on its total row, as values."""
     from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 
     extras = [line.extra for line in lines if "mix_cost_usd" in line.extra]
@@ -1166,6 +1166,8 @@ def mix_columns(lines: list[Line]) -> list[Column]:
                 FAILURE_FREE: "time_to_train_s"}[bases.pop()] if len(bases) == 1 else ""  # fmt: skip
     kinds = {key[4:-5]: value for extra in extras for key, value in extra.items() if key.startswith("mix.")
              and key.endswith(".kind")}  # fmt: skip
+    on_demand = {key[4:-8] for extra in extras for key, value in extra.items() if key.startswith("mix.")
+                 and key.endswith(".billing") and value == "on_demand"}  # fmt: skip
 
     def live(formula: Callable[[Symbols], Any]) -> Callable[[Symbols], Any] | None:
         return formula if time_key else None  # rows on different bases: values only
@@ -1187,7 +1189,7 @@ def mix_columns(lines: list[Line]) -> list[Column]:
             Column(f"mix.{name}.usd_per_gpu_hour", f"{name}: USD per GPU-hour", "results",
                    _extra(f"mix.{name}.usd_per_gpu_hour"), None, "0.00"),
             Column(f"mix.{name}.cost_usd", f"{name}: cost (USD)", "results", _extra(f"mix.{name}.cost_usd"),
-                   live(cost(name)), "$#,##0", blank_when_none=True),
+                   live(cost(name)) if name not in on_demand else None, "$#,##0", blank_when_none=True),
         ]  # fmt: skip
     used = set(kinds.values())
     columns += [

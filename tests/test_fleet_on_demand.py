@@ -1,0 +1,176 @@
+"""An offer billed on demand (`billing = "on_demand"`, planning/fleet.py `mix_of`): a campaign holds of it, per
+phase, only what that phase needs beyond the held sources, for that phase's time; owned pools and reserved offers
+are held for the whole window as before, and another job may take what a phase gives back (fleet_jobs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from fleet_files import CAMPAIGN
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfmodel.inputs.fleet import load_fleet
+from perfmodel.planning import fleet as fleets
+from perfmodel.planning.campaign import Campaign, predict_campaign
+from perfmodel.planning.fleet_jobs import Held, most_held
+from perfmodel.planning.plan import Goal, candidate_bases, wall_s
+
+RENT = """
+[[offer]]
+name = "cloud"
+system = "dgx-h100"
+usd_per_gpu_hour = 2.5
+max_gpus = {gpus}
+billing = "{billing}"
+"""
+
+
+def _plan(tmp_path: Path, text: str) -> fleets.FleetPlan:
+    (tmp_path / "campaign.toml").write_text(CAMPAIGN)
+    (tmp_path / "fleet.toml").write_text(text)
+    bases = candidate_bases(str(tmp_path / "campaign.toml"), {}, {}, ["dgx-h100"])
+    goal = Goal(deadline_s=3 * 86400, confidence=0.5)
+    (plan,) = fleets.plan_fleet(bases, goal, load_fleet(tmp_path / "fleet.toml"), None).plans
+    assert plan.feasible and isinstance(plan.candidate and plan.candidate.prediction, Campaign)
+    return plan
+
+
+def _phases(plan: fleets.FleetPlan) -> list[tuple[int, float]]:
+    """Each phase's GPUs and its hours with losses (the goal's basis), from the campaign's own predictions."""
+    assert plan.candidate is not None and isinstance(plan.candidate.prediction, Campaign)
+    found = []
+    for phase in plan.candidate.prediction.phases.values():
+        assert phase.run_with_losses is not None
+        found.append((phase.layout.n_gpus, phase.run_with_losses.time_s / 3600))
+    return found
+
+
+def test_a_two_phase_campaign_on_demand_bills_each_phases_gpu_hours(tmp_path: Path) -> None:
+    """On one offer, reserved bills the most GPUs x the wall hours x the price; on demand, each phase's GPUs x its
+    hours x the price (the tail, on a quarter of the main phase's GPUs to whole nodes, gives the rest back)."""
+    reserved = _plan(tmp_path, RENT.format(gpus=1024, billing="reserved"))
+    (main, main_h), (tail, tail_h) = _phases(reserved)
+    assert reserved.candidate is not None and reserved.candidate.prediction is not None
+    assert wall_s(reserved.candidate.prediction) / 3600 == pytest.approx(main_h + tail_h, rel=1e-12)
+    assert tail < main / 2 and reserved.cost_usd() == pytest.approx(main * (main_h + tail_h) * 2.5, rel=1e-12)
+    on_demand = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"))
+    (main, main_h), (tail, tail_h) = _phases(on_demand)
+    assert on_demand.cost_usd() == pytest.approx((main * main_h + tail * tail_h) * 2.5, rel=1e-12)
+    assert on_demand.cost_usd() < 0.8 * reserved.cost_usd()
+    (cloud,) = on_demand.to_dict()["sources"]
+    assert cloud["billing"] == "on_demand" and cloud["gpus"] == main
+    assert cloud["gpu_hours"] == pytest.approx(main * main_h + tail * tail_h, rel=1e-12)
+    assert [(p["phase"], p["gpus"]) for p in cloud["phases"]] == [("main", main), ("tail", tail)]
+    assert on_demand.to_dict()["cost_usd_rented"] == pytest.approx(on_demand.cost_usd(), rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    path = tmp_path_factory.mktemp("campaign") / "campaign.toml"
+    path.write_text(CAMPAIGN)
+    (_, scenario), *_ = candidate_bases(str(path), {}, {}, ["dgx-h100"])
+    return predict_campaign(scenario)
+
+
+def _source(name: str, gpus: int, rate: float, billing: str = "reserved") -> fleets.Source:
+    return fleets.Source(name, "owned" if name == "pool" else "rent", "dgx-h100", "", gpus, rate, 0.0, billing)
+
+
+def test_an_owned_pool_stays_held_and_the_offer_fills_each_phase_beyond_it(campaign: Campaign) -> None:
+    """On 128 then 32 GPUs: 64 owned GPUs at $1.00 are held the whole window, as with a reserved offer; the offer
+    rents the main phase's 64 more, and nothing in the tail (within the pool). A pool GPU used only in the main
+    phase costs $1.00 x the window, less than $2.50 x the main phase's hours (about half of it): the pool is used
+    in full."""
+    (main, main_h), (tail, tail_h) = [(p.layout.n_gpus, p.run_with_losses.time_s / 3600)  # type: ignore[union-attr]
+                                      for p in campaign.phases.values()]  # fmt: skip
+    assert (main, tail) == (128, 32) and 0.3 < main_h / (main_h + tail_h) < 0.7
+    pool, cloud = _source("pool", 64, 1.0), _source("cloud", 1024, 2.5, "on_demand")
+    mix = fleets.mix_of(campaign, [pool, cloud])
+    assert mix.held == ((pool, 64),) and mix.taken() == [(pool, 64), (cloud, 64)]
+    assert [rented for _, _, rented in mix.phases] == [((cloud, 64),), ()]
+    assert mix.gpu_hours(pool) == pytest.approx(64 * (main_h + tail_h), rel=1e-12)
+    assert mix.usd() == pytest.approx(64 * (main_h + tail_h) * 1.0 + 64 * main_h * 2.5, rel=1e-12)
+    reserved = fleets.mix_of(campaign, [pool, _source("cloud", 1024, 2.5)])
+    assert reserved.gpu_hours(pool) == mix.gpu_hours(pool) and not reserved.phases
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.sampled_from([0, 16, 32, 64, 96, 128]),
+    st.sampled_from([16, 64]),
+    st.sampled_from([0.0, 1.0, 2.0, 3.0]),
+    st.sampled_from([0, 64, 128]),
+    st.sampled_from([1.5, 2.5, 4.0]),
+)
+def test_the_on_demand_mix_is_the_cheapest_hold_and_owning_more_never_raises_it(
+    campaign: Campaign, pool: int, more: int, pool_rate: float, reserved: int, reserved_rate: float
+) -> None:
+    """Against every count of held GPUs (whole nodes): the mix is the cheapest way to hold the campaign's phases,
+    and a larger pool never raises it."""
+    rent = _source("cloud", 128, 2.5, "on_demand")
+    costs = []
+    for owned in (pool, pool + more):
+        available = sorted(
+            [s for s in (_source("pool", owned, pool_rate), _source("reserved", reserved, reserved_rate)) if s.gpus]
+            + [rent],
+            key=lambda s: s.usd_per_gpu_hour,
+        )
+        mix = fleets.mix_of(campaign, available)
+        held = [s for s in available if s.held]
+        needs = fleets.phase_needs(campaign)
+        window_h = fleets.hours_per_gpu(campaign)
+        brute = min(
+            sum(n * s.usd_per_gpu_hour for s, n in fleets.fill(h, held)) * window_h
+            + sum(n * t * 2.5 for _, need, t in needs for n in [max(need - h, 0)])
+            for h in range(max(0, 128 - 128), min(128, sum(s.gpus for s in held)) + 1, 8)
+        )
+        assert mix.usd() == pytest.approx(brute, rel=1e-12)
+        costs.append(mix.usd())
+    assert costs[1] <= costs[0] * (1 + 1e-12)
+
+
+def test_most_held_sees_what_a_phase_gives_back() -> None:
+    """A job holding 128 GPUs of an offer to day 2, then 32 to day 3: a window from day 2 finds 32 taken."""
+    held = Held("first", 0.0, 3.0, ((0.0, 2.0, (("cloud", 128),)), (2.0, 3.0, (("cloud", 32),))), "", 0.0)
+    assert most_held([held])[0] == {"cloud": 128}
+    assert most_held([held], 2.0, 5.0)[0] == {"cloud": 32}
+    assert most_held([held], 3.0, 5.0)[0] == {}
+
+
+def test_a_second_job_uses_the_gpus_the_first_gave_back(tmp_path: Path) -> None:
+    """On an offer of the campaign's most GPUs, its tail holds a quarter of them; a job of 20B tokens starting after
+    the main phase (it needs more GPUs than an eighth of the main phase's within its 2 days) finds the rest free on
+    demand, where reserved billing blocks them to the campaign's finish (the two jobs cannot both run)."""
+    first = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"))
+    (main, _), (tail, _) = _phases(first)
+    (_, main_end, _), (tail_start, finish, _) = first.segments()
+    assert main_end == tail_start < finish
+    start = tail_start + 0.01
+    jobs = (f'[[job]]\nname = "campaign"\nscenario = "campaign.toml"\ndeadline_days = 3\n'
+            f'[[job]]\nname = "second"\nmodel = "llama3.1-8b"\ntokens = "20B"\nstart_days = {start}\n'
+            f"deadline_days = {start + 2}\n")  # fmt: skip
+    found = {}
+    for billing in ("reserved", "on_demand"):
+        (tmp_path / "fleet.toml").write_text(RENT.format(gpus=main, billing=billing) + jobs)
+        d = json.loads(run_cli("plan", "--fleet", str(tmp_path / "fleet.toml"), "--format", "json", "-q").out)
+        found[billing] = {job["job"]: job["chosen"] for job in d["jobs"]}, d["fleet_use"]
+    assert sorted(map(str, found["reserved"][0].values())) == ["None", "dgx-h100"]  # one job or the other
+    assert found["on_demand"][0] == {"campaign": "dgx-h100", "second": "dgx-h100"}
+    (use,) = found["on_demand"][1]
+    assert use["used"]["campaign"] == main and main // 8 < use["used"]["second"] <= main - tail
+
+
+def test_billing_is_one_of_two_and_a_bought_offer_is_held(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    args = ("plan", "--model", "llama3.1-8b", "--tokens", "1B", "--deadline", "2d", "--fleet", str(path), "-q")
+    path.write_text(RENT.format(gpus=64, billing="hourly"))
+    result = run_cli(*args)
+    assert result.code == 2 and "fleet.toml: field 'offer.0.billing'" in result.err and "'on_demand'" in result.err
+    path.write_text('[[offer]]\nname = "b"\nsystem = "dgx-h100"\nusd_per_system = 4e5\nbilling = "on_demand"\n')
+    result = run_cli(*args)
+    assert result.code == 2 and "field 'offer.0.billing': 'b' is bought" in result.err
+    assert len(result.err.strip().splitlines()) == 1
