@@ -39,6 +39,7 @@ SCENARIO = (
     "A bundled scenario's name (GET /api/catalogue: scenarios), the functions' first argument: "
     '`perfmodel.predict("campaign-llama3.1-405b")`; the other keywords override it, as flags override a file.'
 )
+MODEL_FILE = "A model TOML file (README 'Your own model'), as model=."
 SCENARIO_FILE = "A scenario TOML file (a campaign's [[phase]] tables too), as scenario; a file it names is refused."
 
 
@@ -52,17 +53,20 @@ def _request_model(name: str, function: Callable[..., Any], options: type) -> ty
         for keyword, hint in hints.items()
         if keyword not in FILE_KEYWORDS + SERVER_KEYWORDS
     }
+    uploads: dict[str, Any] = {  # typed Any as `fields` are: mypy reads create_model's tuples as type forms
+        "scenario": (Annotated[Any, WithJsonSchema({"type": "string"})], Field(None, description=SCENARIO)),
+        "scenario_file": (Upload | None, Field(None, description=SCENARIO_FILE)),
+        "model_file": (Upload | None, Field(None, description=MODEL_FILE)),
+        "hardware_files": (
+            list[Upload],
+            Field([], description="Accelerator or system TOML files (README 'Your own hardware'), as hardware=."),
+        ),
+    }
     return create_model(
         name,
         __config__=ConfigDict(extra="forbid"),
         __doc__=f"The keywords of perfmodel.{function.__name__}() (README 'Python API'); null or left out: not given.",
-        scenario=(Annotated[Any, WithJsonSchema({"type": "string"})], Field(None, description=SCENARIO)),
-        scenario_file=(Upload | None, Field(None, description=SCENARIO_FILE)),
-        model_file=(Upload | None, Field(None, description="A model TOML file (README 'Your own model'), as model=.")),
-        hardware_files=(
-            list[Upload],
-            Field([], description="Accelerator or system TOML files (README 'Your own hardware'), as hardware=."),
-        ),
+        **uploads,
         **fields,
     )
 
