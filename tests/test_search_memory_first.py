@@ -105,9 +105,11 @@ def test_bounded_search_is_the_exhaustive_one(name: str, first: int, monkeypatch
     """The search that prices only the layouts its floors leave (search._price_bounded) against the one that prices
     every fitting layout: the same top layouts with their step times and objectives (ties in enumeration order),
     best per point and counts, on random spaces of several points, top 1 and 7, in one pass or passes from 1/256th
-    of the rows; it never prices more steps."""
+    of the rows, memory and floors priced a few rows at a time (ragged slices); it never prices more steps."""
     monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # bound every space, however small
     monkeypatch.setattr(search_module, "BOUNDED_FIRST", first)
+    monkeypatch.setattr(search_module, "ROWS_AT_ONCE", 997)
+    monkeypatch.setattr(search_module, "FLOOR_CELLS_AT_ONCE", 61)
     ctx, rng, n = _scenario(name, 11)
     for _ in range(3):
         counts = sorted({n, int(rng.choice(divisors(n)[len(divisors(n)) // 2 :]))})
@@ -134,9 +136,11 @@ def test_bounded_best_layout_is_the_exhaustive_one(
 ) -> None:
     """best_layout (branch and bound on step.step_floor) against search, which prices every fitting layout: the same
     layout (ties included) and count, on random spaces, every block bounded (0) or the small ones priced whole first,
-    whose best lets step.least_floor rule rows out; the floor (with the exposed TP or not) is under every valid
-    layout's step, and least_floor under the floor of every cell of its row."""
+    whose best lets step.least_floor rule rows out (cell floors priced a few rows at a time with the latter); the
+    floor (with the exposed TP or not) is under every valid layout's step, and least_floor under the floor of every
+    cell of its row."""
     monkeypatch.setattr(search_module, "FILTER_FROM", filter_from)
+    monkeypatch.setattr(search_module, "FLOOR_CELLS_AT_ONCE", 61 if filter_from else search_module.FLOOR_CELLS_AT_ONCE)
     ctx, rng, n = _scenario(name, 7)
     for _ in range(6):
         count = int(rng.choice(divisors(n)[len(divisors(n)) // 2 :]))

@@ -439,28 +439,41 @@ of MB an array) page-faults every one afresh. DeepSeek-V3's largest block on 4,0
 1.7 s of CPU whole, 0.42 s at 16,384 rows (1.5 million layouts)."""
 
 
+FLOOR_CELLS_AT_ONCE = 2**15
+"""(Row, micro-batch) cells whose floor `_cell_floors` prices at once: the shard table's gather (`step._ShardTable`)
+makes a copy of its ~60 fields for each, 16 MB at this size (a whole block's 3.4 million cells took 1.6 GB)."""
+
+
 def _fitting(ctx: Context, block: Block, mask: Any) -> tuple[Any, float, int]:
-    """The layouts of `mask` that fit in memory (`step.memory_need`), priced a slice of rows at a time, and the
-    smallest need among those of `mask` with its flat index (the first where several tie). Each slice is the
-    block's own `layout_vars` sliced, not a block of those rows, so each layout gets the number the whole block
-    gives it (a dimension stays an array where the block's is one)."""
+    """The layouts of `mask` that fit in memory (`step.memory_need`), priced a slice of rows at a time
+    (`_row_slices`), and the smallest need among those of `mask` with its flat index (the first where several
+    tie)."""
     import numpy as np
 
-    lv, size, cells = block.layout_vars(), len(block.rows), math.prod(block.shape[1:])
-    rows_at_once = max(1, ROWS_AT_ONCE // cells)
+    cells = math.prod(block.shape[1:])
     cap = ctx.hardware.accelerator.memory_bytes
     fits = np.empty(block.shape, dtype=bool)
     smallest, at = math.inf, 0
-    for start in range(0, size, rows_at_once):
-        rows = slice(start, start + rows_at_once)
-        part = LayoutVars(*(x[rows] if isinstance(x, np.ndarray) and x.shape[0] == size else x for x in lv))
+    for rows, part in _row_slices(block, ROWS_AT_ONCE // cells):
         valid = mask[rows]
         need = np.broadcast_to(memory_need(ctx, part), valid.shape)
         fits[rows] = valid & (need <= cap)
         least = float(np.min(need, where=valid, initial=np.inf))
         if least < smallest:
-            smallest, at = least, start * cells + int(np.flatnonzero(valid & (need == least))[0])
+            smallest, at = least, rows.start * cells + int(np.flatnonzero(valid & (need == least))[0])
     return fits, smallest, at
+
+
+def _row_slices(block: Block, rows_at_once: int) -> Iterator[tuple[slice, LayoutVars]]:
+    """The block's `layout_vars` a slice of `rows_at_once` rows (at least one) at a time: its own arrays sliced,
+    not a block of those rows, so that each layout gets the number the whole block gives it (a dimension stays an
+    array where the block's is one)."""
+    import numpy as np
+
+    lv, size, step = block.layout_vars(), len(block.rows), max(1, rows_at_once)
+    for start in range(0, size, step):
+        rows = slice(start, start + step)
+        yield rows, LayoutVars(*(x[rows] if isinstance(x, np.ndarray) and x.shape[0] == size else x for x in lv))
 
 
 @dataclass
@@ -808,8 +821,12 @@ def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float) -> tuple[A
     cells."""
     import numpy as np
 
-    lv = block.layout_vars()._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
-    floor = np.broadcast_to(step_floor(ctx, lv) * scale, block.shape)[..., :1, :1]
+    cells = (len(block.rows), len(block.mbs), 1, 1)
+    floor = np.empty(cells)
+    for rows, lv in _row_slices(block, FLOOR_CELLS_AT_ONCE // len(block.mbs)):
+        lv = lv._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
+        count = len(floor[rows])
+        floor[rows] = np.broadcast_to(step_floor(ctx, lv) * scale, (count, *block.shape[1:]))[..., :1, :1]
     return floor, floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf)
 
 
