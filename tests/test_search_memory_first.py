@@ -99,14 +99,18 @@ def _scenario(name: str, seed: int) -> tuple[Context, np.random.Generator, int]:
     return replace(context_for(checked_scenario(spec))), np.random.default_rng(seed + len(name)), int(spec["n_gpus"])
 
 
-@pytest.mark.parametrize("first", [1, 256])
+@pytest.mark.parametrize(("first", "bound_from"), [(1, 0), (256, 0), (256, 10**9)])
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_bounded_search_is_the_exhaustive_one(name: str, first: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bounded_search_is_the_exhaustive_one(
+    name: str, first: int, bound_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The search that prices only the layouts its floors leave (search._price_bounded) against the one that prices
     every fitting layout: the same top layouts with their step times and objectives (ties in enumeration order),
     best per point and counts, on random spaces of several points, top 1 and 7, in one pass or passes from 1/256th
-    of the rows, memory and floors priced a few rows at a time (ragged slices); it never prices more steps."""
-    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # bound every space, however small
+    of the rows, memory and floors priced a few rows at a time (ragged slices); it never prices more steps, and
+    prices the same grids where they are too small to bound (BOUND_FROM)."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # past the exhaustive search, however small
+    monkeypatch.setattr(search_module, "BOUND_FROM", bound_from)
     monkeypatch.setattr(search_module, "BOUNDED_FIRST", first)
     monkeypatch.setattr(search_module, "ROWS_AT_ONCE", 997)
     monkeypatch.setattr(search_module, "FLOOR_CELLS_AT_ONCE", 61)
@@ -127,6 +131,7 @@ def test_bounded_search_is_the_exhaustive_one(name: str, first: int, monkeypatch
             assert got.top == every.top and got.best_per_point == every.best_per_point
             assert (got.evaluated, got.feasible) == (every.evaluated, every.feasible)
             assert got.priced <= every.priced and got.objectives is None
+            assert got.priced == every.priced or bound_from == 0
 
 
 @pytest.mark.parametrize("filter_from", [0, 2_000])

@@ -417,6 +417,13 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     if step is None:
         block, fits = block.trimmed(fits)
         step = evaluate_times(ctx, block.layout_vars()).step_time_s
+    return _ranked(ctx, block, fits, step, valid, top, objective)
+
+
+def _ranked(ctx: Context, block: Block, fits: Any, step: Any, valid: int, top: int, objective: str) -> _Priced:
+    """A block's `_Priced` from the step times of its grid (`step`, broadcasting to it) and the layouts that fit."""
+    import numpy as np
+
     step = np.broadcast_to(step, block.shape).reshape(-1)
     index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
@@ -446,18 +453,21 @@ makes a copy of its ~60 fields for each, 16 MB at this size (a whole block's 3.4
 
 def _fitting(ctx: Context, block: Block, mask: Any) -> tuple[Any, float, int]:
     """The layouts of `mask` that fit in memory (`step.memory_need`), priced a slice of rows at a time
-    (`_row_slices`), and the smallest need among those of `mask` with its flat index (the first where several
-    tie)."""
+    (`_row_slices`), and, while none fits, the smallest need among those of `mask` with its flat index (the first
+    where several tie: what the error says when none fits anywhere)."""
     import numpy as np
 
     cells = math.prod(block.shape[1:])
     cap = ctx.hardware.accelerator.memory_bytes
     fits = np.empty(block.shape, dtype=bool)
-    smallest, at = math.inf, 0
+    smallest, at, fitted = math.inf, 0, False
     for rows, part in _row_slices(block, ROWS_AT_ONCE // cells):
         valid = mask[rows]
         need = np.broadcast_to(memory_need(ctx, part), valid.shape)
         fits[rows] = valid & (need <= cap)
+        fitted = fitted or bool(fits[rows].any())
+        if fitted:
+            continue
         least = float(np.min(need, where=valid, initial=np.inf))
         if least < smallest:
             smallest, at = least, rows.start * cells + int(np.flatnonzero(valid & (need == least))[0])
@@ -479,13 +489,14 @@ def _row_slices(block: Block, rows_at_once: int) -> Iterator[tuple[slice, Layout
 @dataclass
 class _Open:
     """A block in `_price_bounded` with layouts that fit (`fits`, trimmed to them): its valid count, objective
-    scale and each row's bound (`_row_bounds`), and the flat indices and step times of the layouts priced so far."""
+    scale and each row's bound (`_row_bounds`, once the search bounds), and the flat indices and step times of the
+    layouts priced so far."""
 
     block: Block
     fits: Any
     valid: int
     scale: float
-    bound: Any
+    bound: Any = None
     index: list[Any] = field(default_factory=list)
     step: list[Any] = field(default_factory=list)
 
@@ -503,6 +514,12 @@ class _Open:
         return _Priced(self.valid, int(np.count_nonzero(self.fits)), len(index), values, best, None)
 
 
+BOUND_FROM = 175_000
+"""Layouts in the grids of fitting layouts (the blocks trimmed to them) from which `_price_bounded` bounds the
+step: under it, pricing the grids whole, as `search` did before, costs less than the floors' passes (bench_search.py's
+cases, CPU medians in one process, 2026-12-07: Llama 3.1 70B on 64 H100, grids of 62,136, 8.8 ms whole against 15.3
+ms bounded; MLPerf 405B on 512 H100, 154,671, 44 and 55 ms; Qwen3-Next-80B-A3B on 64 H100, 200,142, 72 and 46 ms;
+MLPerf 405B on 512 GB200, 556,896, 90 and 36 ms)."""
 BOUNDED_FIRST = 256
 """`_price_bounded` prices the rows with the lowest bounds first, 1 / BOUNDED_FIRST of them, then four times as many
 rows each pass: the first passes set the thresholds that rule most of the rest out."""
@@ -523,7 +540,8 @@ def _price_bounded(
     threshold: the larger of the `top`-th best value and the point's best priced so far. Thresholds only fall, so a
     layout left out is worse than `top` layouts priced and than its point's best: every layout at or under the final
     ones is priced, and `_smallest`'s stable order over them (by flat index) picks the exhaustive search's layouts,
-    ties included. Rows go in order of their bound, in passes that grow fourfold (BOUNDED_FIRST)."""
+    ties included. Rows go in order of their bound, in passes that grow fourfold (BOUNDED_FIRST). Where the grids
+    of fitting layouts hold fewer than BOUND_FROM layouts, they are priced whole instead (`_price`'s step)."""
     import numpy as np
 
     entries: list[_Open | _Priced] = []
@@ -531,19 +549,25 @@ def _price_bounded(
     for done, (block, mask) in enumerate(candidates, 1):
         if mask.any():
             block, mask = block.trimmed(mask)
-            fits, smallest, at = _fitting(ctx, block, mask)
+            fits, smallest, smallest_at = _fitting(ctx, block, mask)
             points.append((block.n_gpus, block.gbs))
             if not fits.any():
-                entries.append(_unfit(block, mask, smallest, at, 0))
+                entries.append(_unfit(block, mask, smallest, smallest_at, 0))
             else:
                 valid = int(np.count_nonzero(mask))
                 block, fits = block.trimmed(fits)
                 scale = objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
-                entries.append(_Open(block, fits, valid, scale, _row_bounds(ctx, block, scale)))
+                entries.append(_Open(block, fits, valid, scale))
         if progress is not None:
             progress(done, len(candidates))
     opened = [(i, e) for i, e in enumerate(entries) if isinstance(e, _Open)]
-    if opened:
+    if sum(math.prod(e.block.shape) for _, e in opened) < BOUND_FROM:  # every grid whole, as `_price` prices it
+        for index, e in opened:
+            step = evaluate_times(ctx, e.block.layout_vars()).step_time_s
+            entries[index] = _ranked(ctx, e.block, e.fits, step, e.valid, top, objective)
+    elif opened:
+        for _, e in opened:
+            e.bound = _row_bounds(ctx, e.block, e.scale)
         bound = np.concatenate([e.bound for _, e in opened])
         owner = np.repeat(np.arange(len(opened)), [len(e.bound) for _, e in opened])
         at = np.concatenate([np.arange(len(e.bound)) for _, e in opened])
