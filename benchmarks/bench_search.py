@@ -34,7 +34,11 @@ CASES = {
     "Qwen3-Next-80B-A3B (Gated DeltaNet MoE), 64 H100, FP8, GBS 512": (
         "qwen3-next-80b-a3b", "h100-sxm", 64, "fp8", 512, None,
     ),
+    "DeepSeek-V3, 16,384 GB300, FP8, every dimension and the GBS open": (
+        "deepseek-v3", "gb300", 16384, "fp8", None, None,
+    ),
 }  # fmt: skip
+"""label: (model, GPU, GPU count, precision, global batch (None: the batches `search` tries), vocabulary)."""
 CLI = [
     *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),
     *("--gbs", "128", "--format", "json"),
@@ -68,17 +72,17 @@ def numpy_chain(repeat: int) -> float:
 
 def in_process(repeat: int, chain: float) -> None:
     from perfmodel.inputs.scenario import checked_scenario
-    from perfmodel.planning.predict import context_for
+    from perfmodel.planning.predict import context_for, search_space
     from perfmodel.planning.search import Space, search
 
     print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s} {'/chain':>7s}")
     for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():
         spec = {"base": model, "vocab": vocab} if vocab else model
-        seq_len = {"parallelism": {"seq_len": 4096}} if model == "deepseek-v3" else {}
-        ctx = context_for(checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision}
-                                                  | seq_len))  # fmt: skip
+        seq_len = {"parallelism": {"seq_len": 4096}} if model == "deepseek-v3" and gbs else {}
+        scenario = checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision} | seq_len)
+        ctx = context_for(scenario)
         counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
-        space = Space(tuple((c, gbs) for c in counts), {})
+        space = Space(tuple((c, gbs) for c in counts), {}) if gbs else search_space(scenario)
         search(ctx, space)  # warm: topology tiers, imports
         samples = []
         for _ in range(repeat):

@@ -29,7 +29,7 @@ def rank(path: str) -> None:
     held = {"mbs": layout.mbs, "recompute": layout.recompute, "zero": layout.zero}
     for label, fixed in (("whole space", {}), ("split only (MBS, recompute, ZeRO as submitted)", held)):
         fixed_all = dict.fromkeys(k for k in LAYOUT_KEYS if k not in ("gbs",)) | fixed
-        found = search(ctx, Space(((layout.n_gpus, layout.gbs),), fixed_all), top=3)
+        found = search(ctx, Space(((layout.n_gpus, layout.gbs),), fixed_all), top=3, every=True)
         best = found.best
         gap = submitted.step_time_s / best.step_time_s - 1
         print(

@@ -1,6 +1,7 @@
-"""The search prices memory first and the step only where layouts fit: it must give what pricing every valid layout
-in full gives (the same best layouts, step times, per-point bests, counts and objective values of every fitting
-layout, to the bit) on random spaces of dense and MoE models, for every objective the search supports."""
+"""The search prices memory first and the step only where layouts fit (and, unless asked for every one, only where
+their floor does not rule them out): it must give what pricing every valid layout in full gives (the same best
+layouts, step times, per-point bests, counts and objective values of every fitting layout, to the bit) on random
+spaces of dense and MoE models, for every objective the search supports."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_memory_first_search_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 search(ctx, space)
             continue
         for objective in OBJECTIVES:
-            got = search(ctx, space, top=5, objective=objective)
+            got = search(ctx, space, top=5, objective=objective, every=True)
             assert (got.evaluated, got.feasible) == (valid, fitting)
             assert got.priced >= got.feasible
             scaled = [s * objective_scale(objective, p[1], ctx.seq_len, p[0]) for p, _, s in priced]
@@ -92,6 +93,47 @@ def test_memory_first_search_is_the_exhaustive_one(name: str, monkeypatch: pytes
                 assert best.step_time_s == min(s.min() for p, _, s in priced if p == point)
 
 
+def _scenario(name: str, seed: int) -> tuple[Context, np.random.Generator, int]:
+    """The scenario's context, a random generator seeded by the test and the name, and its GPU count."""
+    spec = SCENARIOS[name]
+    return replace(context_for(checked_scenario(spec))), np.random.default_rng(seed + len(name)), int(spec["n_gpus"])
+
+
+@pytest.mark.parametrize(("first", "bound_from"), [(1, 0), (256, 0), (256, 10**9)])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_bounded_search_is_the_exhaustive_one(
+    name: str, first: int, bound_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search that prices only the layouts its floors leave (search._price_bounded) against the one that prices
+    every fitting layout: the same top layouts with their step times and objectives (ties in enumeration order),
+    best per point and counts, on random spaces of several points, top 1 and 7, in one pass or passes from 1/256th
+    of the rows, memory and floors priced a few rows at a time (ragged slices); it never prices more steps, and
+    prices the same grids where they are too small to bound (BOUND_FROM)."""
+    monkeypatch.setattr(search_module, "FILTER_FROM", 0)  # past the exhaustive search, however small
+    monkeypatch.setattr(search_module, "BOUND_FROM", bound_from)
+    monkeypatch.setattr(search_module, "BOUNDED_FIRST", first)
+    monkeypatch.setattr(search_module, "ROWS_AT_ONCE", 997)
+    monkeypatch.setattr(search_module, "FLOOR_CELLS_AT_ONCE", 61)
+    ctx, rng, n = _scenario(name, 11)
+    for _ in range(3):
+        counts = sorted({n, int(rng.choice(divisors(n)[len(divisors(n)) // 2 :]))})
+        points = tuple((c, int(g)) for c in counts for g in rng.choice([128, 256, 384, 512, 1024], 2, replace=False))
+        fixed = {k: v for k, v in (("recompute", "none"), ("mbs", 1), ("zero", 1)) if rng.random() < 0.3}
+        space = Space(points, fixed)
+        for objective, top in zip(OBJECTIVES, (1, 7), strict=True):
+            try:
+                every = search(ctx, space, top=top, objective=objective, every=True)
+            except PerfmodelError as exhaustive_error:
+                with pytest.raises(PerfmodelError, match=str(exhaustive_error)[:40]):
+                    search(ctx, space, top=top, objective=objective)
+                continue
+            got = search(ctx, space, top=top, objective=objective)
+            assert got.top == every.top and got.best_per_point == every.best_per_point
+            assert (got.evaluated, got.feasible) == (every.evaluated, every.feasible)
+            assert got.priced <= every.priced and got.objectives is None
+            assert got.priced == every.priced or bound_from == 0
+
+
 @pytest.mark.parametrize("filter_from", [0, 2_000])
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_bounded_best_layout_is_the_exhaustive_one(
@@ -99,20 +141,19 @@ def test_bounded_best_layout_is_the_exhaustive_one(
 ) -> None:
     """best_layout (branch and bound on step.step_floor) against search, which prices every fitting layout: the same
     layout (ties included) and count, on random spaces, every block bounded (0) or the small ones priced whole first,
-    whose best lets step.least_floor rule rows out; the floor (with the exposed TP or not) is under every valid
-    layout's step, and least_floor under the floor of every cell of its row."""
+    whose best lets step.least_floor rule rows out (cell floors priced a few rows at a time with the latter); the
+    floor (with the exposed TP or not) is under every valid layout's step, and least_floor under the floor of every
+    cell of its row."""
     monkeypatch.setattr(search_module, "FILTER_FROM", filter_from)
-    spec = SCENARIOS[name]
-    ctx = replace(context_for(checked_scenario(spec)))
-    rng = np.random.default_rng(7 + len(name))
-    n = int(spec["n_gpus"])
+    monkeypatch.setattr(search_module, "FLOOR_CELLS_AT_ONCE", 61 if filter_from else search_module.FLOOR_CELLS_AT_ONCE)
+    ctx, rng, n = _scenario(name, 7)
     for _ in range(6):
         count = int(rng.choice(divisors(n)[len(divisors(n)) // 2 :]))
         fixed = {k: v for k, v in (("recompute", "none"), ("mbs", 1), ("zero", 1), ("tp", 2)) if rng.random() < 0.25}
         space = Space(((count, int(rng.choice([64, 128, 256, 512, 1536]))),), fixed)
         candidates = list(blocks(ctx, space))
         try:
-            found = search(ctx, space, candidates=candidates)
+            found = search(ctx, space, candidates=candidates, every=True)
         except PerfmodelError as exhaustive_error:
             with pytest.raises(PerfmodelError, match=str(exhaustive_error)[:40]):
                 best_layout(ctx, space, candidates)
@@ -148,7 +189,7 @@ def test_floors_hold_where_tp_hides_otherwise(async_tp: bool) -> None:
     ctx = context_for(checked_scenario(spec | {"async_tp": async_tp}))
     space = Space(((64, 256),), {"zero": 3})  # FSDP2: torchtitan has no ZeRO-1 or 2
     candidates = list(blocks(ctx, space))
-    found = search(ctx, space, candidates=candidates)
+    found = search(ctx, space, candidates=candidates, every=True)
     assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
     _assert_floors_hold(ctx, candidates)
 
@@ -159,7 +200,7 @@ def test_tied_layouts_break_as_the_exhaustive_search_does(monkeypatch: pytest.Mo
     ctx = context_for(checked_scenario({"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 8}))
     space = Space(((8, 64),), {"tp": 8, "cp": 1, "pp": 1, "dp": 1, "recompute": "none", "mbs": 1})
     candidates = list(blocks(ctx, space))
-    found = search(ctx, space, top=4, candidates=candidates)
+    found = search(ctx, space, top=4, candidates=candidates, every=True)
     assert found.top[0].step_time_s == found.top[1].step_time_s  # a tie to break
     assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
 
@@ -190,7 +231,7 @@ def test_bounded_best_layout_at_its_own_thresholds_is_the_exhaustive_one(
     price_whole = search_module._price_whole
     monkeypatch.setattr(search_module, "_price_whole", lambda *a: wholes.append(1) or price_whole(*a))
     monkeypatch.setattr(search_module, "_FLOORS", search_module.Bounded(search_module.FLOORS_KEPT))
-    found = search(ctx, space, candidates=candidates)
+    found = search(ctx, space, candidates=candidates, every=True)
     assert found.evaluated >= search_module.FILTER_FROM
     assert best_layout(ctx, space, candidates) == (found.best.layout, found.evaluated)
     assert (len(wholes), len(passes)) == (1, 1)

@@ -327,7 +327,8 @@ class SearchResult:
     elapsed_s: float
     objective: str
     objectives: Any
-    """Objective values of every feasible layout, for `rank`."""
+    """Objective values of every feasible layout, for `rank` (None where the search priced only those its floors
+    did not rule out: `search(..., every=True)` prices them all)."""
 
     @property
     def best(self) -> Found:
@@ -340,6 +341,8 @@ class SearchResult:
 
     def rank(self, objective_value: float) -> int:
         """1 + the number of feasible layouts strictly better than this objective value."""
+        if self.objectives is None:
+            raise ValueError("rank needs every fitting layout priced: search(..., every=True)")
         return 1 + int((self.objectives < objective_value).sum())
 
 
@@ -410,15 +413,201 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     valid, whole = int(np.count_nonzero(mask)), 0 if step is None else math.prod(block.shape)
     if not fits.any():
         smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
-        return _Priced(valid, 0, whole, np.empty(0), [], (float(need.reshape(-1)[smallest]), block.layout(smallest)))
+        return _unfit(block, mask, float(need.reshape(-1)[smallest]), smallest, whole)
     if step is None:
         block, fits = block.trimmed(fits)
         step = evaluate_times(ctx, block.layout_vars()).step_time_s
+    return _ranked(ctx, block, fits, step, valid, top, objective)
+
+
+def _ranked(ctx: Context, block: Block, fits: Any, step: Any, valid: int, top: int, objective: str) -> _Priced:
+    """A block's `_Priced` from the step times of its grid (`step`, broadcasting to it) and the layouts that fit."""
+    import numpy as np
+
     step = np.broadcast_to(step, block.shape).reshape(-1)
     index = np.flatnonzero(fits.reshape(-1))
     values = step[index] * objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
     best = [Found(block.layout(int(index[i])), float(step[index[i]]), float(values[i])) for i in _smallest(values, top)]
     return _Priced(valid, len(index), step.size, values, best, None)
+
+
+def _unfit(block: Block, mask: Any, need: float, at: int, priced: int) -> _Priced:
+    """A block none of whose valid layouts (`mask`) fits: its count and the smallest memory need, of the layout at
+    flat index `at`."""
+    import numpy as np
+
+    return _Priced(int(np.count_nonzero(mask)), 0, priced, np.empty(0), [], (need, block.layout(at)))
+
+
+ROWS_AT_ONCE = 2**20
+"""Layouts whose memory `_fitting` prices at once: a block's arrays a slice of rows at a time stay under glibc's
+mmap threshold (32 MiB at most) and mostly in cache, where a whole block's (tens of millions of layouts, hundreds
+of MB an array) page-faults every one afresh. DeepSeek-V3's largest block on 4,096 GB300 (14.5 million layouts):
+1.7 s of CPU whole, 0.42 s at 16,384 rows (1.5 million layouts)."""
+
+
+FLOOR_CELLS_AT_ONCE = 2**15
+"""(Row, micro-batch) cells whose floor `_cell_floors` prices at once: the shard table's gather (`step._ShardTable`)
+makes a copy of its ~60 fields for each, 16 MB at this size (a whole block's 3.4 million cells took 1.6 GB)."""
+
+
+def _fitting(ctx: Context, block: Block, mask: Any) -> tuple[Any, float, int]:
+    """The layouts of `mask` that fit in memory (`step.memory_need`), priced a slice of rows at a time
+    (`_row_slices`), and, while none fits, the smallest need among those of `mask` with its flat index (the first
+    where several tie: what the error says when none fits anywhere)."""
+    import numpy as np
+
+    cells = math.prod(block.shape[1:])
+    cap = ctx.hardware.accelerator.memory_bytes
+    fits = np.empty(block.shape, dtype=bool)
+    smallest, at, fitted = math.inf, 0, False
+    for rows, part in _row_slices(block, ROWS_AT_ONCE // cells):
+        valid = mask[rows]
+        need = np.broadcast_to(memory_need(ctx, part), valid.shape)
+        fits[rows] = valid & (need <= cap)
+        fitted = fitted or bool(fits[rows].any())
+        if fitted:
+            continue
+        least = float(np.min(need, where=valid, initial=np.inf))
+        if least < smallest:
+            smallest, at = least, rows.start * cells + int(np.flatnonzero(valid & (need == least))[0])
+    return fits, smallest, at
+
+
+def _row_slices(block: Block, rows_at_once: int) -> Iterator[tuple[slice, LayoutVars]]:
+    """The block's `layout_vars` a slice of `rows_at_once` rows (at least one) at a time: its own arrays sliced,
+    not a block of those rows, so that each layout gets the number the whole block gives it (a dimension stays an
+    array where the block's is one)."""
+    import numpy as np
+
+    lv, size, step = block.layout_vars(), len(block.rows), max(1, rows_at_once)
+    for start in range(0, size, step):
+        rows = slice(start, start + step)
+        yield rows, LayoutVars(*(x[rows] if isinstance(x, np.ndarray) and x.shape[0] == size else x for x in lv))
+
+
+@dataclass
+class _Open:
+    """A block in `_price_bounded` with layouts that fit (`fits`, trimmed to them): its valid count, objective
+    scale and each row's bound (`_row_bounds`, once the search bounds), and the flat indices and step times of the
+    layouts priced so far."""
+
+    block: Block
+    fits: Any
+    valid: int
+    scale: float
+    bound: Any = None
+    index: list[Any] = field(default_factory=list)
+    step: list[Any] = field(default_factory=list)
+
+    def priced(self, top: int) -> _Priced:
+        """The block's `_Priced`: its best among the layouts priced, in index order as `_price` ranks them."""
+        import numpy as np
+
+        index, step = np.concatenate(self.index or [[]]).astype(np.int64), np.concatenate(self.step or [[]])
+        order = np.argsort(index)
+        index, step = index[order], step[order]
+        values = step * self.scale
+        best = [
+            Found(self.block.layout(int(index[i])), float(step[i]), float(values[i])) for i in _smallest(values, top)
+        ]
+        return _Priced(self.valid, int(np.count_nonzero(self.fits)), len(index), values, best, None)
+
+
+BOUND_FROM = 175_000
+"""Layouts in the grids of fitting layouts (the blocks trimmed to them) from which `_price_bounded` bounds the
+step: under it, pricing the grids whole, as `search` did before, costs less than the floors' passes (bench_search.py's
+cases, CPU medians in one process, 2026-12-07: Llama 3.1 70B on 64 H100, grids of 62,136, 8.8 ms whole against 15.3
+ms bounded; MLPerf 405B on 512 H100, 154,671, 44 and 55 ms; Qwen3-Next-80B-A3B on 64 H100, 200,142, 72 and 46 ms;
+MLPerf 405B on 512 GB200, 556,896, 90 and 36 ms)."""
+BOUNDED_FIRST = 256
+"""`_price_bounded` prices the rows with the lowest bounds first, 1 / BOUNDED_FIRST of them, then four times as many
+rows each pass: the first passes set the thresholds that rule most of the rest out."""
+
+
+def _price_bounded(
+    ctx: Context,
+    candidates: Sequence[tuple[Block, Any]],
+    top: int,
+    objective: str,
+    progress: Callable[[int, int], None] | None,
+) -> list[tuple[tuple[int, int], _Priced]]:
+    """Each block's `_Priced` as `search` ranks them, pricing the step only of layouts that may be among the `top`
+    best or the best of their point (GPU count, batch); memory, and so the counts, over every valid layout.
+
+    A layout is priced unless its floor (`step.step_floor`, a lower bound on its step: the row's bound, then its
+    (row, micro-batch) cell's, then its own, as `best_layout` prices them) in objective units exceeds its point's
+    threshold: the larger of the `top`-th best value and the point's best priced so far. Thresholds only fall, so a
+    layout left out is worse than `top` layouts priced and than its point's best: every layout at or under the final
+    ones is priced, and `_smallest`'s stable order over them (by flat index) picks the exhaustive search's layouts,
+    ties included. Rows go in order of their bound, in passes that grow fourfold (BOUNDED_FIRST). Where the grids
+    of fitting layouts hold fewer than BOUND_FROM layouts, they are priced whole instead (`_price`'s step)."""
+    import numpy as np
+
+    entries: list[_Open | _Priced] = []
+    points: list[tuple[int, int]] = []
+    for done, (block, mask) in enumerate(candidates, 1):
+        if mask.any():
+            block, mask = block.trimmed(mask)
+            fits, smallest, smallest_at = _fitting(ctx, block, mask)
+            points.append((block.n_gpus, block.gbs))
+            if not fits.any():
+                entries.append(_unfit(block, mask, smallest, smallest_at, 0))
+            else:
+                valid = int(np.count_nonzero(mask))
+                block, fits = block.trimmed(fits)
+                scale = objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
+                entries.append(_Open(block, fits, valid, scale))
+        if progress is not None:
+            progress(done, len(candidates))
+    opened = [(i, e) for i, e in enumerate(entries) if isinstance(e, _Open)]
+    if sum(math.prod(e.block.shape) for _, e in opened) < BOUND_FROM:  # every grid whole, as `_price` prices it
+        for index, e in opened:
+            step = evaluate_times(ctx, e.block.layout_vars()).step_time_s
+            entries[index] = _ranked(ctx, e.block, e.fits, step, e.valid, top, objective)
+    elif opened:
+        for _, e in opened:
+            e.bound = _row_bounds(ctx, e.block, e.scale)
+        bound = np.concatenate([e.bound for _, e in opened])
+        owner = np.repeat(np.arange(len(opened)), [len(e.bound) for _, e in opened])
+        at = np.concatenate([np.arange(len(e.bound)) for _, e in opened])
+        order = np.argsort(bound, kind="stable")
+        best = {points[index]: math.inf for index, _ in opened}  # each point's best value priced so far
+        kept = np.empty(0)  # the `top` best values priced so far
+        start, size = 0, max(1, len(order) // BOUNDED_FIRST)
+        while start < len(order) and bound[order[start]] <= max(max(best.values()), _kth(kept, top)):
+            batch = order[start : start + size]
+            start, size = start + size, 4 * size
+            for slot, (index, entry) in enumerate(opened):
+                threshold = max(best[points[index]], _kth(kept, top))
+                rows = np.sort(at[batch[owner[batch] == slot]])
+                rows = rows[entry.bound[rows] <= threshold]
+                if not len(rows):
+                    continue
+                values = _price_rows(ctx, entry, rows, threshold)
+                if len(values):
+                    best[points[index]] = min(best[points[index]], float(values.min()))
+                    kept = np.sort(np.concatenate([kept, values]))[:top]
+    return [(point, e.priced(top) if isinstance(e, _Open) else e) for point, e in zip(points, entries, strict=True)]
+
+
+def _kth(kept: Any, top: int) -> float:
+    """The `top`-th best value priced so far (`kept`, sorted), infinite before `top` are."""
+    return float(kept[top - 1]) if len(kept) >= top else math.inf
+
+
+def _price_rows(ctx: Context, entry: _Open, rows: Any, threshold: float) -> Any:
+    """Price the fitting layouts of these rows of `entry` whose cell floor and own floor do not exceed `threshold`,
+    record their flat indices and step times on it, and return their objective values."""
+
+    block = replace(entry.block, rows=entry.block.rows[rows])
+    fits = entry.fits[rows]
+    floor, _ = _cell_floors(ctx, block, fits, entry.scale)
+    index, step = _priced_under(ctx, block, fits & (floor <= threshold), threshold, entry.scale, fitted=True)
+    cells = math.prod(block.shape[1:])
+    entry.index.append(rows[index // cells] * cells + index % cells)
+    entry.step.append(step)
+    return step * entry.scale
 
 
 MAX_SHAPES = 4_000_000
@@ -451,12 +640,14 @@ def search(
     progress: Callable[[int, int], None] | None = None,
     sized: bool = False,
     candidates: Sequence[tuple[Block, Any]] | None = None,
+    every: bool = False,
 ) -> SearchResult:
-    """Price every valid layout of `space` (its memory, then the step of those that fit); keep the `top` best by
-    `objective` and the best of each GPU count.
+    """Price every valid layout of `space` (its memory, then the step of those that fit, or of those whose floor
+    does not rule them out: `_price_bounded`); keep the `top` best by `objective` and the best of each GPU count.
 
     `progress(done, total)` is called after each block of layouts; `sized`: the caller ran `check_size` already;
-    `candidates`: the space's `blocks`, when the caller enumerated them already (predict.open_batch_space).
+    `candidates`: the space's `blocks`, when the caller enumerated them already (predict.open_batch_space);
+    `every`: price the step of every fitting layout, for `SearchResult.rank`.
     Raises PerfmodelError naming why nothing qualifies: the rule most candidates break, or the smallest memory need.
     """
     import numpy as np
@@ -467,8 +658,12 @@ def search(
     if not sized:
         check_size(ctx, space)
     candidates = blocks(ctx, space) if candidates is None else candidates
+    bounded = not every and floor_holds(ctx.efficiency)
+    bounded = bounded and sum(int(np.count_nonzero(mask)) for _, mask in candidates) >= FILTER_FROM
     priced: list[tuple[tuple[int, int], _Priced]] = []
-    for done, (block, mask) in enumerate(candidates, 1):
+    if bounded:
+        priced = _price_bounded(ctx, candidates, top, objective, progress)
+    for done, (block, mask) in enumerate(() if bounded else candidates, 1):
         if mask.any():
             priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
         if progress is not None:
@@ -500,7 +695,7 @@ def search(
         priced=priced_in_full,
         elapsed_s=time.perf_counter() - start,
         objective=objective,
-        objectives=np.concatenate([p.objectives for _, p in priced]),
+        objectives=None if bounded else np.concatenate([p.objectives for _, p in priced]),
     )
 
 
@@ -623,9 +818,7 @@ def _bounds(ctx: Context, prepared: _Prepared, index: int, incumbent: float, bou
     rows = np.arange(len(block.rows))
     if math.isfinite(incumbent):
         if index not in prepared.bounds:
-            tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
-            layouts = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
-            prepared.bounds[index] = least_floor(ctx, layouts, block.mbs) * scale
+            prepared.bounds[index] = _row_bounds(ctx, block, scale)
         rows = rows[prepared.bounds[index] <= incumbent]
     if index not in prepared.floors:  # priced row by row, as the searches on these blocks need them
         size = len(block.rows)
@@ -640,13 +833,24 @@ def _bounds(ctx: Context, prepared: _Prepared, index: int, incumbent: float, bou
     return rows, floor[rows], row_floor[rows]
 
 
+def _row_bounds(ctx: Context, block: Block, scale: float) -> Any:
+    """Each row's bound (`step.least_floor`: under the floor of its every cell), in objective units."""
+    tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
+    layouts = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
+    return least_floor(ctx, layouts, block.mbs) * scale
+
+
 def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float) -> tuple[Any, Any]:
     """The floor of each (row, micro-batch) cell of `block`, in objective units, and each row's least over its valid
     cells."""
     import numpy as np
 
-    lv = block.layout_vars()._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
-    floor = np.broadcast_to(step_floor(ctx, lv) * scale, block.shape)[..., :1, :1]
+    cells = (len(block.rows), len(block.mbs), 1, 1)
+    floor = np.empty(cells)
+    for rows, lv in _row_slices(block, FLOOR_CELLS_AT_ONCE // len(block.mbs)):
+        lv = lv._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
+        count = len(floor[rows])
+        floor[rows] = np.broadcast_to(step_floor(ctx, lv) * scale, (count, *block.shape[1:]))[..., :1, :1]
     return floor, floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf)
 
 
@@ -685,25 +889,36 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best, incumbent: f
     leave (the 70B on 1,024 H100, bench_campaign.py's phases: 82-87% of those at PP 2 and 4)."""
     import numpy as np
 
-    index = np.flatnonzero(mask.reshape(-1))
-    if not len(index):
-        return
     scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
-    floor = np.broadcast_to(step_floor(ctx, block.picked_vars(index), links=True), index.shape) * scale
-    index = index[floor <= incumbent]
+    index, step = _priced_under(ctx, block, mask, incumbent, scale, fitted=False)
     if not len(index):
         return
-    need = np.broadcast_to(memory_need(ctx, block.picked_vars(index)), index.shape)
-    index = index[need <= ctx.hardware.accelerator.memory_bytes]
-    if not len(index):
-        return
-    step = np.broadcast_to(evaluate_times(ctx, block.picked_vars(index)).step_time_s, index.shape)
     values = step * scale
     low = float(values.min())
     if low < best.value:
         best.value, best.ties, best.layout = low, 0, block.layout(int(index[int(np.argmin(values))]))
     if low == best.value:
         best.ties += int((values == low).sum())
+
+
+def _priced_under(
+    ctx: Context, block: Block, mask: Any, threshold: float, scale: float, fitted: bool
+) -> tuple[Any, Any]:
+    """The flat indices of the layouts of `mask` whose own floor (`step.step_floor` with its recompute mode and its
+    TP links) times `scale` does not exceed `threshold` and that fit in memory (known already where `fitted`), in
+    index order, and their step times, each layout priced alone (`Block.picked_vars`)."""
+    import numpy as np
+
+    index = np.flatnonzero(mask.reshape(-1))
+    if len(index):
+        floor = np.broadcast_to(step_floor(ctx, block.picked_vars(index), links=True), index.shape) * scale
+        index = index[floor <= threshold]
+    if len(index) and not fitted:
+        need = np.broadcast_to(memory_need(ctx, block.picked_vars(index)), index.shape)
+        index = index[need <= ctx.hardware.accelerator.memory_bytes]
+    if not len(index):
+        return index, np.empty(0)
+    return index, np.broadcast_to(evaluate_times(ctx, block.picked_vars(index)).step_time_s, index.shape)
 
 
 def _smallest(values: Any, k: int) -> Any:
