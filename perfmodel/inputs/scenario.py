@@ -8,6 +8,7 @@ while a bundled scenario run as it is comes checked from the cache (inputs/valid
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from perfmodel.errors import FieldError, PerfmodelError, shown
+from perfmodel.errors import FieldError, PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
@@ -444,10 +445,19 @@ FP8"): overriding one drops them, so that no result reads as another question's.
 def read_toml(source: Path, kind: str) -> dict[str, Any]:
     """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read: it must be a
     regular file within its size cap and nesting depth (inputs/files.py). A bare name that is no file lists the
-    bundled ones of its kind (they run by name: see bundled_file)."""
-    names = bundled_names(f"{kind}s") if is_a_name(source) and not source.exists() else []
-    if names:
-        raise PerfmodelError(f"{source}: no such {kind} file (bundled {kind}s: {', '.join(names)})")
+    bundled ones of its kind (they run by name: see bundled_file), the one meant first where one is near; a missing
+    path whose name is near a bundled one (the README's `scenarios/mlperf-405b-h100-512.toml`, run from another
+    folder than the checkout's) names it too."""
+    names = bundled_names(f"{kind}s") if not os.path.lexists(source) else []
+    if names and is_a_name(source):
+        hint = did_you_mean(source.name, names)
+        raise PerfmodelError(f"{source}: no such {kind} file{hint} (bundled {kind}s: {', '.join(names)})")
+    if source.stem in names and len(str(source)) <= MAX_PATH_CHARS:
+        raise PerfmodelError(
+            f"{shown(source, 200)}: no such {kind} file; bundled {kind}s run by name from any folder: '{source.stem}'"
+        )
+    if names and source.parent.name == f"{kind}s" and (hint := did_you_mean(source.stem, names)):
+        raise PerfmodelError(f"{shown(source, 200)}: no such {kind} file{hint}")
     return parse_toml(source, read_text(source, kind))
 
 
