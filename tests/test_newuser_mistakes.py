@@ -56,3 +56,27 @@ def test_a_mistyped_file_in_a_scenarios_folder_says_the_one_meant(tmp_path: Path
     _one_line_error(run_cli("predict", typed), "(did you mean 'mlperf-405b-gb300-512-nvfp4'?)")
     err = _one_line_error(run_cli("predict", str(tmp_path / "m.toml")), "m.toml: no such scenario file")
     assert "did you mean" not in err and "bundled" not in err
+
+
+def test_a_whole_runs_tokens_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    """A whole-run CSV row with tokens `15T` (as `--tokens 15T` and a scenario's `tokens = "15T"` take it) was
+    refused, "column 'tokens' is '15T', not a number"; it reads as 15e12, and the runs schema accepts it."""
+    import json
+
+    from perfmodel.outputs.schemas import schema
+
+    jsonschema = pytest.importorskip("jsonschema")
+
+    header = "id,model,gpu,n_gpus,precision,metric,measured,tokens\n"
+    results = []
+    for tokens in ("15T", "15e12", '"15,000,000,000,000"'):
+        path = tmp_path / "runs.csv"
+        path.write_text(header + f"w1,llama3.1-8b,h100-sxm,1024,bf16,gpu_hours,1460000,{tokens}\n")
+        result = run_cli("validate", "--data", str(path), "--format", "json")
+        assert result.code == 0, result.err
+        results.append(json.loads(result.out)["rows"])
+    assert results[0] == results[1] == results[2]
+    row = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "bf16", "metric": "gpu_hours"}
+    assert jsonschema.Draft202012Validator(schema("runs")).is_valid(row | {"measured": 1460000, "tokens": "15T"})
+    path.write_text(header + "w1,llama3.1-8b,h100-sxm,1024,bf16,gpu_hours,1460000,lots\n")
+    _one_line_error(run_cli("validate", "--data", str(path)), "column 'tokens' is 'lots'", "examples: 15T")
