@@ -80,3 +80,22 @@ def test_a_whole_runs_tokens_read_as_the_cli_reads_them(tmp_path: Path) -> None:
     assert jsonschema.Draft202012Validator(schema("runs")).is_valid(row | {"measured": 1460000, "tokens": "15T"})
     path.write_text(header + "w1,llama3.1-8b,h100-sxm,1024,bf16,gpu_hours,1460000,lots\n")
     _one_line_error(run_cli("validate", "--data", str(path)), "column 'tokens' is 'lots'", "examples: 15T")
+
+
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ("", "empty; a runs CSV's first line names its columns: id, source, model"),
+        ("id,model\n", "missing column(s) n_gpus, precision, metric, measured, gpu or system;"),
+        ("id,Model,gpu,n_gpus,precision,metric,measured\n", "'Model' is no column (did you mean 'model'?)"),
+    ],
+)
+def test_a_runs_csv_header_error_names_every_missing_column_and_a_real_one(
+    header: str, said: str, tmp_path: Path
+) -> None:
+    """An empty runs CSV said 'missing column(s) n_gpus, precision, metric, measured' (not that it was empty, nor
+    its gpu and model); `id,model` left 'gpu or system' out; a header's `Model` got "did you mean 'model or
+    benchmark'", which is no column."""
+    path = tmp_path / "runs.csv"
+    path.write_text(header)
+    _one_line_error(run_cli("validate", "--data", str(path)), said)

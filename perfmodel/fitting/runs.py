@@ -156,7 +156,12 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                     f"{path}: its columns are separated by {sep}; a runs CSV separates them with commas (a "
                     "spreadsheet's 'CSV (comma delimited)')"
                 )
+            if not header:
+                raise PerfmodelError(
+                    f"{path}: empty; a runs CSV's first line names its columns: {', '.join(CSV_COLUMNS)}"
+                )
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
+            missing += [" or ".join(p) for p in (("model", "benchmark"), ("gpu", "system")) if not set(p) & set(header)]
             unknown = [c for c in header if c not in CSV_COLUMNS]
             metric = next((u for u in unknown if did_you_mean(u, METRICS)), None)
             if metric is not None:  # a wide sheet's column per metric, where a runs CSV has one of names, one of values
@@ -164,12 +169,12 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                     f"{path}: unknown column '{shown(metric)}': a metric ({', '.join(METRICS)}) is a value of the "
                     "'metric' column, with its number in 'measured'"
                 )
-            if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
-                need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
-                near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, need))), None)
+            if missing:  # the hint names a column ('model'), not the pair it completes
+                wanted = [column for need in missing for column in need.split(" or ")]
+                near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, wanted))), None)
                 said = f"; '{shown(near[0])}' is no column{near[1]}" if near else ""
                 raise PerfmodelError(
-                    f"{path}: missing column(s) {', '.join(need)}{said}; columns: {', '.join(CSV_COLUMNS)}"
+                    f"{path}: missing column(s) {', '.join(missing)}{said}; columns: {', '.join(CSV_COLUMNS)}"
                 )
             near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, CSV_COLUMNS))), None)
             if near:
