@@ -99,3 +99,19 @@ def test_a_runs_csv_header_error_names_every_missing_column_and_a_real_one(
     path = tmp_path / "runs.csv"
     path.write_text(header)
     _one_line_error(run_cli("validate", "--data", str(path)), said)
+
+
+def test_a_purchase_price_is_written_as_a_budget_is() -> None:
+    """`--buy --usd-per-system $400k` said "'$400k' is not a number" where `--budget $40M` and `--usd-per-gpu-hour
+    $2.50` take the sign and the suffix; `--electricity-usd-per-kwh $0.12` likewise."""
+    import json
+
+    def tco(*flags: str) -> dict:
+        result = run_cli("predict", "--buy", *flags, "--format", "json")
+        assert result.code == 0, result.err
+        return json.loads(result.out)["tco"]
+
+    plain = tco("--usd-per-system", "400000", "--electricity-usd-per-kwh", "0.12")
+    for price in ("400k", "$400,000", "$0.4M"):
+        assert tco("--usd-per-system", price, "--electricity-usd-per-kwh", "$0.12") == plain
+    _one_line_error(run_cli("predict", "--buy", "--usd-per-system", "lots"), "'lots' is not a number (examples: 40M")
