@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,6 @@ def test_a_mistyped_file_in_a_scenarios_folder_says_the_one_meant(tmp_path: Path
 def test_a_whole_runs_tokens_read_as_the_cli_reads_them(tmp_path: Path) -> None:
     """A whole-run CSV row with tokens `15T` (as `--tokens 15T` and a scenario's `tokens = "15T"` take it) was
     refused, "column 'tokens' is '15T', not a number"; it reads as 15e12, and the runs schema accepts it."""
-    import json
-
     from perfmodel.outputs.schemas import schema
 
     jsonschema = pytest.importorskip("jsonschema")
@@ -104,7 +103,6 @@ def test_a_runs_csv_header_error_names_every_missing_column_and_a_real_one(
 def test_a_purchase_price_is_written_as_a_budget_is() -> None:
     """`--buy --usd-per-system $400k` said "'$400k' is not a number" where `--budget $40M` and `--usd-per-gpu-hour
     $2.50` take the sign and the suffix; `--electricity-usd-per-kwh $0.12` likewise."""
-    import json
 
     def tco(*flags: str) -> dict:
         result = run_cli("predict", "--buy", *flags, "--format", "json")
@@ -115,3 +113,15 @@ def test_a_purchase_price_is_written_as_a_budget_is() -> None:
     for price in ("400k", "$400,000", "$0.4M"):
         assert tco("--usd-per-system", price, "--electricity-usd-per-kwh", "$0.12") == plain
     _one_line_error(run_cli("predict", "--buy", "--usd-per-system", "lots"), "'lots' is not a number (examples: 40M")
+
+
+def test_a_utilisation_in_percent_is_read_as_a_share() -> None:
+    """`--buy --utilisation 80%` said "'80%' is not a number", where `--confidence 90%` is read as 0.9."""
+    costs = []
+    for share in ("0.7", "70%"):
+        result = run_cli("predict", "--buy", "--utilisation", share, "--format", "json")
+        assert result.code == 0, result.err
+        costs.append(json.loads(result.out)["cost_usd"])
+    assert costs[0] == costs[1]
+    _one_line_error(run_cli("predict", "--buy", "--utilisation", "most"), "'most' is not a share (examples: 0.8, 80%)")
+    _one_line_error(run_cli("predict", "--buy", "--utilisation", "80"), "--utilisation", "less than or equal to 1")
