@@ -125,3 +125,13 @@ def test_a_utilisation_in_percent_is_read_as_a_share() -> None:
     assert costs[0] == costs[1]
     _one_line_error(run_cli("predict", "--buy", "--utilisation", "most"), "'most' is not a share (examples: 0.8, 80%)")
     _one_line_error(run_cli("predict", "--buy", "--utilisation", "80"), "--utilisation", "less than or equal to 1")
+
+
+def test_a_short_runs_checkpoint_writes_are_not_read_as_none() -> None:
+    """8B on 100M tokens on 8 H100 printed 'Loss: checkpoints ... (+0.2%): 0 writes of 112.4 s': a loss from no
+    write. Expected counts read as the interruptions beside them do (losses.expected)."""
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    assert result.code == 0, result.err
+    line = next(x for x in result.out.splitlines() if x.startswith("Loss: checkpoints"))
+    writes = float(line.split(": ")[-1].split(" writes")[0])
+    assert 0.001 < writes < 0.1, line
