@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,16 @@ def test_a_short_runs_checkpoint_writes_are_not_read_as_none() -> None:
     line = next(x for x in result.out.splitlines() if x.startswith("Loss: checkpoints"))
     writes = float(line.split(": ")[-1].split(" writes")[0])
     assert 0.001 < writes < 0.1, line
+
+
+def test_a_short_runs_gpu_hours_keep_two_significant_digits() -> None:
+    """8B on 100M tokens on 8 H100 printed 'GPU-hours 2 (P10 2 to P90 2 ...)' beside a cost of $10.83, and its
+    losses '0 GPU-h (+0.2%)': GPU-hours read as expected counts do, whole from 10 on."""
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    assert result.code == 0, result.err
+    line = next(x for x in result.out.splitlines() if x.startswith("GPU-hours"))
+    point, low = line.split()[1], line.split()[3]
+    assert re.fullmatch(r"\d\.\d", point) and re.fullmatch(r"\d\.\d", low) and float(low) < float(point), line
+    assert " 0 GPU-h" not in result.out
+    big = next(x for x in run_cli("predict").out.splitlines() if x.startswith("GPU-hours"))
+    assert re.match(r"GPU-hours +\d,\d{3},\d{3} \(P10 \d,\d{3},\d{3} to", big), big  # whole from 10 on, as before
