@@ -149,3 +149,28 @@ def test_a_short_runs_gpu_hours_keep_two_significant_digits() -> None:
     assert " 0 GPU-h" not in result.out
     big = next(x for x in run_cli("predict").out.splitlines() if x.startswith("GPU-hours"))
     assert re.match(r"GPU-hours +\d,\d{3},\d{3} \(P10 \d,\d{3},\d{3} to", big), big  # whole from 10 on, as before
+
+
+POOL = "[[pool]]\nname = 'a'\nsystem = 'dgx-h100'\ngpus = 8\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (POOL.replace("[[pool]]", "[[pools]]"), "field 'pools': unknown key (did you mean 'pool'?); allowed: pool, "),
+        (
+            POOL.replace("gpus", "gpu"),
+            "field 'pool.0.gpu': unknown key (did you mean 'gpus'?); allowed: name, system, ",
+        ),
+        (POOL.replace("gpus = 8\n", ""), "field 'pool.0.gpus': required"),
+        (POOL.replace("[[pool]]", "[pool]"), "field 'pool': a list of tables, [[pool]], not one [pool] table"),
+    ],
+)
+def test_a_fleet_files_mistyped_key_says_the_key_meant(tmp_path: Path, text: str, says: str) -> None:
+    """A fleet file's `[[pools]]` said "field 'pools': Extra inputs are not permitted, not [{'name': ...", a pool's
+    `gpu = 8` "field 'pool.0.gpus': Field required, not {...}" (the missing key, not the typo), `[pool]` "Input
+    should be a valid tuple": a scenario's unknown key names the key meant and what is allowed."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(text)
+    result = run_cli("plan", "--model", "llama3.1-8b", "--tokens", "1T", "--deadline", "30d", "--fleet", str(path))
+    _one_line_error(result, f"{path}: {says}")
