@@ -174,3 +174,19 @@ def test_a_fleet_files_mistyped_key_says_the_key_meant(tmp_path: Path, text: str
     path.write_text(text)
     result = run_cli("plan", "--model", "llama3.1-8b", "--tokens", "1T", "--deadline", "30d", "--fleet", str(path))
     _one_line_error(result, f"{path}: {says}")
+
+
+def test_a_spreadsheets_rows_of_bare_commas_are_skipped(tmp_path: Path) -> None:
+    """A runs CSV saved from a spreadsheet ends in rows of bare commas: they were refused, "row 4: column 'metric'
+    is ''". They are skipped, a later bad row keeping its own number."""
+    header = "id,model,gpu,n_gpus,precision,metric,measured\n"
+    row = "u1,llama3.1-8b,h100-sxm,8,fp8,tokens_per_s_per_gpu,12566\n"
+    path = tmp_path / "runs.csv"
+    path.write_text(header + row + ",,,,,,\n,,,,,,,,,\n")
+    result = run_cli("validate", "--data", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    assert len(json.loads(result.out)["rows"]) == 1
+    path.write_text(header + ",,,,,,\n" + row + ",,x,,,,\n")
+    _one_line_error(run_cli("validate", "--data", str(path)), "row 4: column 'metric' is ''")
+    path.write_text(header + ",,,,,,\n")
+    _one_line_error(run_cli("validate", "--data", str(path)), "no rows")

@@ -190,7 +190,7 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                     f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
                 )
             kept = [{k: v for k, v in row.items() if k not in unknown} for row in rows] if unknown else rows
-            runs = [parse_row(path, number, row) for number, row in enumerate(kept, start=2)]
+            runs = [parse_row(path, number, row) for number, row in enumerate(kept, start=2) if not _blank(row)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
     if not runs:
@@ -227,6 +227,13 @@ def _flag(path: Path, line: int, column: str, text: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be true or false")
     return text.lower() == "true"
+
+
+def _blank(row: dict[Any, Any]) -> bool:
+    """Whether every cell of a row is empty: the rows of bare commas a spreadsheet writes below its data (the extra
+    cells of a row longer than the header come as a list)."""
+    cells = [c for v in row.values() for c in (v if isinstance(v, list) else [v])]
+    return not any((c or "").strip() for c in cells)
 
 
 def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:
