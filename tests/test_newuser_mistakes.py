@@ -190,3 +190,18 @@ def test_a_spreadsheets_rows_of_bare_commas_are_skipped(tmp_path: Path) -> None:
     _one_line_error(run_cli("validate", "--data", str(path)), "row 4: column 'metric' is ''")
     path.write_text(header + ",,,,,,\n")
     _one_line_error(run_cli("validate", "--data", str(path)), "no rows")
+
+
+def test_a_runs_csv_written_with_spaces_after_its_commas_reads_as_without(tmp_path: Path) -> None:
+    """`id, model, gpu, ...` (a CSV typed by hand) said "missing column(s) ...; ' model' is no column (did you mean
+    'model'?)", where its cells' spaces were already stripped: the header's are too."""
+    rows = []
+    for sep in (",", ", "):
+        path = tmp_path / "runs.csv"
+        cells = [["id", "model", "gpu", "n_gpus", "precision", "metric", "measured"],
+                 ["u1", "llama3.1-8b", "h100-sxm", "8", "fp8", "tokens_per_s_per_gpu", "12566"]]  # fmt: skip
+        path.write_text("".join(sep.join(line) + "\n" for line in cells))
+        result = run_cli("validate", "--data", str(path), "--format", "json")
+        assert result.code == 0, result.err
+        rows.append(json.loads(result.out)["rows"])
+    assert rows[0] == rows[1]

@@ -149,7 +149,8 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
     try:
         with io.StringIO(data.decode("utf-8-sig"), newline="") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
+            header = [name.strip() for name in reader.fieldnames or []]  # 'id, model, gpu': as parse_row its cells
+            reader.fieldnames = header
             if len(header) == 1 and (";" in header[0] or "\t" in header[0]):  # a spreadsheet's other delimiters
                 sep = "';'" if ";" in header[0] else "tabs"
                 raise PerfmodelError(
