@@ -205,3 +205,14 @@ def test_a_runs_csv_written_with_spaces_after_its_commas_reads_as_without(tmp_pa
         assert result.code == 0, result.err
         rows.append(json.loads(result.out)["rows"])
     assert rows[0] == rows[1]
+
+
+def test_a_model_file_may_not_take_a_zoo_models_id_for_other_shapes(tmp_path: Path) -> None:
+    """A model file `base = "llama3.1-8b"`, `id = "llama3.1-70b"` priced the 8B with every output's `model` column
+    saying llama3.1-70b (a CSV or JSON reader takes it for the 70B). Refused as a hardware file reusing a bundled id
+    is; the zoo's own shapes under their own id stay allowed."""
+    path = tmp_path / "mine.toml"
+    path.write_text('base = "llama3.1-8b"\nid = "llama3.1-70b"\n')
+    _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field 'id': 'llama3.1-70b' is the zoo's")
+    path.write_text('base = "llama3.1-8b"\nid = "llama3.1-8b"\n')
+    assert run_cli("predict", "--model", str(path), "--gpus", "8").code == 0

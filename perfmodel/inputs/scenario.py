@@ -785,6 +785,11 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
     return model_spec(start | shapes | {"source": source})
 
 
+def _shapes(spec: ModelSpec) -> dict[str, Any]:
+    """What prices a model: its fields but its names and citation."""
+    return {k: v for k, v in as_dict(spec).items() if k not in ("id", "name", "source")}
+
+
 def table_source(shapes: dict[str, Any], origin: str = "given") -> str:
     """Where a [model] table's shapes come from: its own `source`; else, over a zoo `base`, the base's citation when
     it changes no shape, and `origin` (a model file's path, 'given') "based on" it when it does, so that the changed
@@ -812,11 +817,17 @@ def model_file(path: Path) -> dict[str, Any]:
     table = check_model_file(path, read_toml(path, "model"))
     table = sourced(table, str(path))
     try:
-        table_spec(table)
+        spec = table_spec(table)
     except FieldError as exc:
         raise PerfmodelError(f"{path}: field '{exc.field.removeprefix('model.')}': {exc.detail}") from None
     except PerfmodelError as exc:
         raise PerfmodelError(f"{path}: {exc}") from None
+    if spec.id in ZOO and _shapes(spec) != _shapes(ZOO[spec.id]):  # the row's `model` would name the zoo's
+        raise PerfmodelError(
+            f"{path}: field 'id': '{spec.id}' is the zoo's {ZOO[spec.id].name}, whose shapes these are not, and every "
+            f"output's `model` column would name it; give the model an id of its own (e.g. "
+            f"'{table.get('base', 'my')}-custom')"
+        )
     return table
 
 
