@@ -216,3 +216,11 @@ def test_a_model_file_may_not_take_a_zoo_models_id_for_other_shapes(tmp_path: Pa
     _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field 'id': 'llama3.1-70b' is the zoo's")
     path.write_text('base = "llama3.1-8b"\nid = "llama3.1-8b"\n')
     assert run_cli("predict", "--model", str(path), "--gpus", "8").code == 0
+
+
+@pytest.mark.parametrize("key", ["name", "id"])
+def test_a_blank_model_name_or_id_is_refused(key: str, tmp_path: Path) -> None:
+    """A model file's `name = ""` printed a heading ' on 8 x NVIDIA H100 ...' (`id = ""` an empty `model` column)."""
+    path = tmp_path / "mine.toml"
+    path.write_text(f'base = "llama3.1-8b"\nlayers = 16\n{key} = " "\n')
+    _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field '{key}': must not be blank")
