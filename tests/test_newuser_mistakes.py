@@ -224,3 +224,22 @@ def test_a_blank_model_name_or_id_is_refused(key: str, tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
     path.write_text(f'base = "llama3.1-8b"\nlayers = 16\n{key} = " "\n')
     _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field '{key}': must not be blank")
+
+
+def test_a_hardware_files_own_price_is_not_ranged_by_its_bases(tmp_path: Path) -> None:
+    """An accelerator file over h100-sxm quoting $2.00 printed 'Cost $4.16M at $2.00/GPU-h quoted ... (range $6.22M
+    to $14.32M at $2.99 to $6.88)': the base's list range, above the quote. A price alone is its own range; a range
+    the file gives must hold its price."""
+    path = tmp_path / "ours.toml"
+    price = 'id = "h100-ours"\nbase = "h100-sxm"\nusd_per_gpu_hour = { value = 2.0, source = "our quote" }\n'
+    path.write_text(price)
+    result = run_cli("predict", "--hardware", str(path), "--gpu", "h100-ours", "--format", "json")
+    assert result.code == 0, result.err
+    record = json.loads(result.out)
+    assert record["min_usd_per_gpu_hour"] == record["usd_per_gpu_hour"] == record["max_usd_per_gpu_hour"] == 2.0
+    above = tmp_path / "above.toml"
+    above.write_text(
+        price.replace("h100-ours", "h100-above") + 'usd_per_gpu_hour_low = { value = 3.0, source = "ours" }\n'
+    )
+    err = "field 'usd_per_gpu_hour_low.value': 3 is above usd_per_gpu_hour (2)"
+    _one_line_error(run_cli("predict", "--hardware", str(above), "--gpu", "h100-above"), err)

@@ -139,6 +139,10 @@ def _user_config_folder() -> Path:
     return user_folder("config") / "hardware"
 
 
+PRICED = ("usd_per_gpu_hour", "usd_per_system")
+"""Prices a hardware file gives with a `_low`/`_high` range around them."""
+
+
 def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
     raw = _read(path, user=True)
     entry_id = raw.get("id")
@@ -157,7 +161,12 @@ def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
     if base is None:
         valid = ", ".join(sorted(i for kind in KINDS for i in known[kind]))
         raise PerfmodelError(f"{path}: field 'base': unknown accelerator or system {base_id!r}; valid: {valid}")
-    return Entry(base.kind, entry_id, path, merged(raw_tables(base), raw), bundled=False)
+    tables = merged(raw_tables(base), raw)
+    ends = [f"{price}_{end}" for price in PRICED if price in raw for end in ("low", "high")]
+    for end in ends:  # the base's range bounds the base's price, not the file's: a price alone is its own range
+        if end not in raw:
+            tables.pop(end, None)
+    return Entry(base.kind, entry_id, path, tables, bundled=False)
 
 
 def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
