@@ -243,3 +243,15 @@ def test_a_hardware_files_own_price_is_not_ranged_by_its_bases(tmp_path: Path) -
     )
     err = "field 'usd_per_gpu_hour_low.value': 3 is above usd_per_gpu_hour (2)"
     _one_line_error(run_cli("predict", "--hardware", str(above), "--gpu", "h100-above"), err)
+
+
+def test_two_swapped_letters_get_the_word_meant(tmp_path: Path) -> None:
+    """`explain campaign.toml --phase mian` said no phase 'mian' without naming 'main' (difflib finds a swap in a
+    four-letter word only 0.75 alike); a changed letter stays no guess ('h300')."""
+    from perfmodel.errors import did_you_mean
+
+    assert did_you_mean("mian", ["main", "long"]) == " (did you mean 'main'?)"
+    assert did_you_mean("zreo", ["zero", "tp"]) == " (did you mean 'zero'?)"
+    assert did_you_mean("h300", ["h100-sxm", "h200-sxm", "h800"]) == ""
+    assert did_you_mean("main", ["mian"]) == " (did you mean 'mian'?)" and did_you_mean("ab", ["ba"]) != ""
+    assert did_you_mean("abc", ["cba"]) == ""  # two letters apart: not a neighbour swap
