@@ -255,3 +255,11 @@ def test_two_swapped_letters_get_the_word_meant(tmp_path: Path) -> None:
     assert did_you_mean("h300", ["h100-sxm", "h200-sxm", "h800"]) == ""
     assert did_you_mean("main", ["mian"]) == " (did you mean 'mian'?)" and did_you_mean("ab", ["ba"]) != ""
     assert did_you_mean("abc", ["cba"]) == ""  # two letters apart: not a neighbour swap
+
+
+def test_a_hardware_files_mistyped_base_says_the_one_meant(tmp_path: Path) -> None:
+    """`base = "dgx-h10"` listed every id without the one meant, where `--system dgx-h10` says "did you mean"."""
+    path = tmp_path / "ours.toml"
+    path.write_text('id = "ours-typo"\nbase = "dgx-h10"\n')
+    err = "field 'base': unknown accelerator or system 'dgx-h10' (did you mean 'dgx-h100'?)"
+    _one_line_error(run_cli("hardware", "list", "--hardware", str(path)), err)

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.files import other_kind, parse_toml, read_text
 from perfmodel.inputs.resources import data_dir, user_folder
 from perfmodel.inputs.text import text_problem
@@ -159,8 +159,11 @@ def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
         return Entry("systems" if "accelerator" in raw else "accelerators", entry_id, path, raw, bundled=False)
     base = next((known[kind][base_id] for kind in KINDS if isinstance(base_id, str) and base_id in known[kind]), None)
     if base is None:
-        valid = ", ".join(sorted(i for kind in KINDS for i in known[kind]))
-        raise PerfmodelError(f"{path}: field 'base': unknown accelerator or system {base_id!r}; valid: {valid}")
+        ids = sorted(i for kind in KINDS for i in known[kind])
+        hint = did_you_mean(base_id, ids) if isinstance(base_id, str) else ""
+        raise PerfmodelError(
+            f"{path}: field 'base': unknown accelerator or system {base_id!r}{hint}; valid: {', '.join(ids)}"
+        )
     tables = merged(raw_tables(base), raw)
     ends = [f"{price}_{end}" for price in PRICED if price in raw for end in ("low", "high")]
     for end in ends:  # the base's range bounds the base's price, not the file's: a price alone is its own range
