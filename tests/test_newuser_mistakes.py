@@ -263,3 +263,15 @@ def test_a_hardware_files_mistyped_base_says_the_one_meant(tmp_path: Path) -> No
     path.write_text('id = "ours-typo"\nbase = "dgx-h10"\n')
     err = "field 'base': unknown accelerator or system 'dgx-h10' (did you mean 'dgx-h100'?)"
     _one_line_error(run_cli("hardware", "list", "--hardware", str(path)), err)
+
+
+def test_models_show_reads_a_model_file(tmp_path: Path) -> None:
+    """`models show mine.toml` said "unknown model 'mine.toml'": a planner's own model (README, Scenario files: a
+    model file for --model) had no way to show its parameter count. It reads it as --model does, errors and all."""
+    path = tmp_path / "mine.toml"
+    path.write_text('base = "llama3.1-8b"\nlayers = 16\n')
+    result = run_cli("models", "show", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    mine, zoo = json.loads(result.out), json.loads(run_cli("models", "show", "llama3.1-8b", "--format", "json").out)
+    assert mine["id"] == "llama3.1-8b-custom" and mine["layers"] == 16 and mine["params"] < zoo["params"]
+    _one_line_error(run_cli("models", "show", str(tmp_path / "none.toml")), "none.toml: no such model file")
