@@ -275,3 +275,14 @@ def test_models_show_reads_a_model_file(tmp_path: Path) -> None:
     mine, zoo = json.loads(result.out), json.loads(run_cli("models", "show", "llama3.1-8b", "--format", "json").out)
     assert mine["id"] == "llama3.1-8b-custom" and mine["layers"] == 16 and mine["params"] < zoo["params"]
     _one_line_error(run_cli("models", "show", str(tmp_path / "none.toml")), "none.toml: no such model file")
+
+
+def test_lora_modules_without_a_rank_are_refused(tmp_path: Path) -> None:
+    """`--lora-modules mlp` without `--lora-rank` priced full training with exit 0 (the modules dropped from every
+    output): a key that prices nothing is refused, as a ramp without its start batch is."""
+    _one_line_error(run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--lora-modules", "mlp"),
+                    "--lora-modules: adapters need a rank: set lora_rank too")  # fmt: skip
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\nlora_modules = "mlp"\n')
+    _one_line_error(run_cli("predict", str(path)), f"{path}: field 'lora_modules': adapters need a rank")
+    assert run_cli("predict", str(path), "--lora-rank", "16").code == 0

@@ -24,7 +24,7 @@ from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, names_a_system, resolve
 from perfmodel.inputs.models import ZOO, ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, input_fields, overriding, record, replaced
+from perfmodel.inputs.record import as_dict, bounded, given, given_field, input_fields, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
@@ -960,8 +960,13 @@ def check_window(scenario: Scenario) -> None:
 
 
 def check_lora(scenario: Scenario) -> None:
-    """LoRA adapts what the model has: no MLP adapters on a MoE model's experts, a rank within the layer width."""
+    """LoRA adapts what the model has: no MLP adapters on a MoE model's experts, a rank within the layer width; and
+    its modules without a rank price nothing (full training), so they are refused as a ramp without its start is."""
     if not scenario.lora_rank:
+        if "lora_modules" in given(scenario):
+            raise FieldError(
+                "lora_modules", "adapters need a rank: set lora_rank too (e.g. 16); without it every weight trains"
+            )
         return
     model = scenario.model_spec()
     if model.is_moe and scenario.lora_modules != "attention":
