@@ -286,3 +286,13 @@ def test_lora_modules_without_a_rank_are_refused(tmp_path: Path) -> None:
     path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\nlora_modules = "mlp"\n')
     _one_line_error(run_cli("predict", str(path)), f"{path}: field 'lora_modules': adapters need a rank")
     assert run_cli("predict", str(path), "--lora-rank", "16").code == 0
+
+
+def test_a_logs_warm_up_steps_read_as_steps(tmp_path: Path) -> None:
+    """A 20-step Megatron log's footer said 'warm-up 1, 2 skipped' (read: a warm-up of 1, and 2 skipped)."""
+    line = " [2025-01-01] iteration {0}/ 100 | elapsed time per iteration (ms): 4200.5 | global batch size: 128 |\n"
+    path = tmp_path / "run.log"
+    path.write_text("".join(line.format(i) for i in range(1, 21)))
+    result = run_cli("validate", "--logs", str(path), "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8")
+    assert result.code == 0, result.err
+    assert "steps 3-20 used (18 of 20 logged), warm-up steps 1, 2 skipped" in result.out, result.out
