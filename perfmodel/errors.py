@@ -43,15 +43,26 @@ def shown_value(value: object) -> str:
 
 def did_you_mean(word: str, valid: Iterable[str], cutoff: float = 0.8) -> str:
     """The hint for a mistyped id or key, " (did you mean 'h100-sxm'?)": the valid ones equal to it but for case,
-    else those that begin with it or that it begins with ('h100', 'b200-sxm'), else the one difflib finds nearest if
-    `cutoff` alike ('llama-3.1-405b'); '' where none is that near ('h300' would be a guess). At most three."""
+    else those that begin with it or that it begins with ('h100', 'b200-sxm'), else those it is with two neighbouring
+    characters swapped ('mian'), else the one difflib finds nearest if `cutoff` alike ('llama-3.1-405b'); '' where
+    none is that near ('h300' would be a guess). At most three."""
     options, low = list(valid), word.lower()
     near = (
         [v for v in options if v.lower() == low]
         or [v for v in options if low and (v.lower().startswith(low) or low.startswith(v.lower()))]
+        or [v for v in options if _swapped(low, v.lower())]
         or difflib.get_close_matches(low, options, n=1, cutoff=cutoff)
     )
     return f" (did you mean {' or '.join(repr(v) for v in near[:3])}?)" if near else ""
+
+
+def _swapped(typed: str, valid: str) -> bool:
+    """Whether `typed` is `valid` with two neighbouring characters swapped ('mian' for 'main'), the typo difflib
+    finds too far on a short word (0.75 alike)."""
+    if len(typed) != len(valid) or typed == valid:
+        return False
+    at = [i for i, (a, b) in enumerate(zip(typed, valid, strict=True)) if a != b]
+    return len(at) == 2 and at[1] == at[0] + 1 and typed[at[0]] == valid[at[1]] and typed[at[1]] == valid[at[0]]
 
 
 class FieldError(PerfmodelError):

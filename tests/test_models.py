@@ -76,7 +76,7 @@ def test_a_model_table_is_held_to_the_limits_of_model_spec() -> None:
 
     spec, shapes = model_of(ModelSpec), as_dict(ZOO["llama3.1-8b"])
     bounded = [(f.name, limits) for f in input_fields(ModelSpec) if (limits := f.metadata.get("limits", {}))]
-    assert len(bounded) == 46
+    assert len(bounded) == 48
     for name, limits in bounded:
         for key, past in (("gt", 0), ("ge", -1), ("le", 1)):
             if key in limits:

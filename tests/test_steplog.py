@@ -31,7 +31,7 @@ def test_megatron_log_skips_warm_up_flags_the_slow_interval_and_counts_the_cut_l
     assert log.median == 6301.5  # write_fixtures.MEGATRON_MS without its first interval
     assert log.outliers == (80,)  # 9850.3 ms, 56% over the median
     assert log.skipped_lines == 1  # the line cut short; start-up lines and a non-UTF-8 byte are not iteration lines
-    assert "steps 20-100 used (9 of 10 logged), warm-up 10 skipped" in log.summary()
+    assert "steps 20-100 used (9 of 10 logged), warm-up step 10 skipped" in log.summary()
 
 
 def test_torchtitan_log_strips_colours_and_takes_the_slowest_rank_of_each_step() -> None:

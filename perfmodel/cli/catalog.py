@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -10,8 +11,6 @@ from perfmodel.cli import cli
 from perfmodel.cli.options import Choice, complete_ids, hardware_option, say
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from perfmodel.inputs.models import ModelSpec
 
 
@@ -195,13 +194,15 @@ def models_list(fmt: str) -> None:
 @click.argument("model_id", metavar="ID", shell_complete=complete_ids(("models",)))
 @click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def models_show(model_id: str, fmt: str) -> None:
-    """One zoo model: every shape, its parameters (total, main model, active per token) and its shapes' source."""
+    """One zoo model, or a model FILE.toml as --model reads it: every shape, its parameters (total, main model,
+    active per token) and its shapes' source."""
     from perfmodel.errors import PerfmodelError
     from perfmodel.inputs.models import get_model
     from perfmodel.inputs.record import as_dict
+    from perfmodel.inputs.scenario import model_file, table_spec
 
     try:
-        model = get_model(model_id)
+        model = table_spec(model_file(Path(model_id))) if model_id.endswith(".toml") else get_model(model_id)
     except PerfmodelError as exc:
         raise PerfmodelError(f"models show: {exc}") from None
     counts = {"params": model.params, "main_params": model.main_params, "active_params": model.active_params}

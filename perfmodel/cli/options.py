@@ -160,10 +160,11 @@ class PositiveFloat(click.ParamType):
         return value
 
 
-class Probability(click.ParamType):
-    """A probability as people write it: 0.9 or 90% (the range is planning.confidence's to check, naming the flag)."""
+class Share(click.ParamType):
+    """A share of one as people write it: 0.8 or 80% (the range is the option's record to check, naming the flag)."""
 
-    name = "probability"
+    name = "share"
+    examples = "0.8, 80%"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         text = str(value).strip()
@@ -171,8 +172,15 @@ class Probability(click.ParamType):
         try:
             number = float(text.removesuffix("%"))
         except ValueError:
-            self.fail(f"'{value}' is not a probability (examples: 0.9, 90%)", param, ctx)
+            self.fail(f"'{value}' is not a {self.name} (examples: {self.examples})", param, ctx)
         return number / 100 if percent else number
+
+
+class Probability(Share):
+    """A probability: 0.9 or 90% (planning.confidence checks the range)."""
+
+    name = "probability"
+    examples = "0.9, 90%"
 
 
 class Price(_Dollars, PositiveFloat):
@@ -521,10 +529,10 @@ def scenario_options(
             help="Run-to-run spread of log time in P10/P90 and probabilities (default 0.00787, measured; 0: off).",
         ),
         click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
-        click.option("--usd-per-system", type=PositiveFloat(), help="Purchase price of one node or rack (--buy)."),
+        click.option("--usd-per-system", type=Usd(), help="Purchase price of one node or rack (--buy): 400k, $3.9M."),
         click.option("--amortisation-years", type=PositiveFloat(), help="Years to spread the purchase over (4)."),
-        click.option("--utilisation", type=PositiveFloat(), help="Share of the hours the systems train (0.8)."),
-        click.option("--electricity-usd-per-kwh", type=PositiveFloat(), help="Electricity price when buying (0.08)."),
+        click.option("--utilisation", type=Share(), help="Share of the hours the systems train (0.8 or 80%)."),
+        click.option("--electricity-usd-per-kwh", type=Price(), help="Electricity price when buying (0.08)."),
         click.option(
             "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="Colocation price per kW-month (0)."
         ),

@@ -149,14 +149,20 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
     try:
         with io.StringIO(data.decode("utf-8-sig"), newline="") as handle:  # -sig: spreadsheets often write a BOM
             reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
+            header = [name.strip() for name in reader.fieldnames or []]  # 'id, model, gpu': as parse_row its cells
+            reader.fieldnames = header
             if len(header) == 1 and (";" in header[0] or "\t" in header[0]):  # a spreadsheet's other delimiters
                 sep = "';'" if ";" in header[0] else "tabs"
                 raise PerfmodelError(
                     f"{path}: its columns are separated by {sep}; a runs CSV separates them with commas (a "
                     "spreadsheet's 'CSV (comma delimited)')"
                 )
+            if not header:
+                raise PerfmodelError(
+                    f"{path}: empty; a runs CSV's first line names its columns: {', '.join(CSV_COLUMNS)}"
+                )
             missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
+            missing += [" or ".join(p) for p in (("model", "benchmark"), ("gpu", "system")) if not set(p) & set(header)]
             unknown = [c for c in header if c not in CSV_COLUMNS]
             metric = next((u for u in unknown if did_you_mean(u, METRICS)), None)
             if metric is not None:  # a wide sheet's column per metric, where a runs CSV has one of names, one of values
@@ -164,12 +170,12 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                     f"{path}: unknown column '{shown(metric)}': a metric ({', '.join(METRICS)}) is a value of the "
                     "'metric' column, with its number in 'measured'"
                 )
-            if missing or not ({"gpu", "system"} & set(header)) or not ({"model", "benchmark"} & set(header)):
-                need = missing or ["gpu or system" if not {"gpu", "system"} & set(header) else "model or benchmark"]
-                near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, need))), None)
+            if missing:  # the hint names a column ('model'), not the pair it completes
+                wanted = [column for need in missing for column in need.split(" or ")]
+                near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, wanted))), None)
                 said = f"; '{shown(near[0])}' is no column{near[1]}" if near else ""
                 raise PerfmodelError(
-                    f"{path}: missing column(s) {', '.join(need)}{said}; columns: {', '.join(CSV_COLUMNS)}"
+                    f"{path}: missing column(s) {', '.join(missing)}{said}; columns: {', '.join(CSV_COLUMNS)}"
                 )
             near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, CSV_COLUMNS))), None)
             if near:
@@ -185,7 +191,7 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                     f"{path}: more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} runs per file: split it"
                 )
             kept = [{k: v for k, v in row.items() if k not in unknown} for row in rows] if unknown else rows
-            runs = [parse_row(path, number, row) for number, row in enumerate(kept, start=2)]
+            runs = [parse_row(path, number, row) for number, row in enumerate(kept, start=2) if not _blank(row)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise PerfmodelError(f"{path}: not a readable CSV ({exc})") from None
     if not runs:
@@ -221,6 +227,13 @@ def _flag(path: Path, line: int, column: str, text: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise PerfmodelError(f"{path}, row {line}: column '{column}' is '{text}'; it must be true or false")
     return text.lower() == "true"
+
+
+def _blank(row: dict[Any, Any]) -> bool:
+    """Whether every cell of a row is empty: the rows of bare commas a spreadsheet writes below its data (the extra
+    cells of a row longer than the header come as a list)."""
+    cells = [c for v in row.values() for c in (v if isinstance(v, list) else [v])]
+    return not any((c or "").strip() for c in cells)
 
 
 def parse_row(path: Path, line: int, row: dict[str, str]) -> MeasuredRun:

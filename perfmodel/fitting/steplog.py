@@ -183,7 +183,8 @@ class StepLog:
         text = (
             f"{self.format.name} log{merged}: steps {self.steps[0]}-{self.steps[-1]} used ({len(self.steps)} of "
             f"{len(self.steps) + len(self.warmup)} logged), "
-            f"warm-up {_steps(self.warmup)} skipped; median {self.median:,.1f} {unit}, p10-p90 {low:,.1f}-{high:,.1f}"
+            f"warm-up step{'s' if len(self.warmup) > 1 else ''} {_steps(self.warmup)} skipped; "
+            f"median {self.median:,.1f} {unit}, p10-p90 {low:,.1f}-{high:,.1f}"
         )
         if self.memory_gib is not None:
             text += f"; peak memory {self.memory_gib:,.1f} GiB reserved"

@@ -23,8 +23,9 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import PerfmodelError, shown
 from perfmodel.fitting.runs import DATA, MeasuredRun, parse_row, runs_csv_cells
+from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.models import ZOO
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import sourced
@@ -56,9 +57,11 @@ def whole_run(run: MeasuredRun, cell: dict[str, str], where: str) -> MeasuredRun
     scenario (parse_row reads its stack and release); a bad cell is one line naming `where` and the column."""
     scenario = dict(run.scenario)
     try:
-        scenario["tokens"] = float(cell["tokens"])
+        scenario["tokens"] = count(cell["tokens"])  # '15T' as the CLI's --tokens and a scenario's tokens read it
     except ValueError:
-        raise PerfmodelError(f"{where}: column 'tokens' is '{cell['tokens']}', not a number") from None
+        raise PerfmodelError(
+            f"{where}: column 'tokens' is '{shown(cell['tokens'])}', not a number of tokens (examples: {EXAMPLES})"
+        ) from None
     if cell.get("model_shapes"):
         if cell.get("model") in ZOO:
             raise PerfmodelError(

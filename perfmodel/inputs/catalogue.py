@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.files import other_kind, parse_toml, read_text
 from perfmodel.inputs.resources import data_dir, user_folder
 from perfmodel.inputs.text import text_problem
@@ -139,6 +139,10 @@ def _user_config_folder() -> Path:
     return user_folder("config") / "hardware"
 
 
+PRICED = ("usd_per_gpu_hour", "usd_per_system")
+"""Prices a hardware file gives with a `_low`/`_high` range around them."""
+
+
 def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
     raw = _read(path, user=True)
     entry_id = raw.get("id")
@@ -155,9 +159,17 @@ def _user_entry(path: Path, known: dict[str, dict[str, Entry]]) -> Entry:
         return Entry("systems" if "accelerator" in raw else "accelerators", entry_id, path, raw, bundled=False)
     base = next((known[kind][base_id] for kind in KINDS if isinstance(base_id, str) and base_id in known[kind]), None)
     if base is None:
-        valid = ", ".join(sorted(i for kind in KINDS for i in known[kind]))
-        raise PerfmodelError(f"{path}: field 'base': unknown accelerator or system {base_id!r}; valid: {valid}")
-    return Entry(base.kind, entry_id, path, merged(raw_tables(base), raw), bundled=False)
+        ids = sorted(i for kind in KINDS for i in known[kind])
+        hint = did_you_mean(base_id, ids) if isinstance(base_id, str) else ""
+        raise PerfmodelError(
+            f"{path}: field 'base': unknown accelerator or system {base_id!r}{hint}; valid: {', '.join(ids)}"
+        )
+    tables = merged(raw_tables(base), raw)
+    ends = [f"{price}_{end}" for price in PRICED if price in raw for end in ("low", "high")]
+    for end in ends:  # the base's range bounds the base's price, not the file's: a price alone is its own range
+        if end not in raw:
+            tables.pop(end, None)
+    return Entry(base.kind, entry_id, path, tables, bundled=False)
 
 
 def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:

@@ -43,11 +43,12 @@ jobs at that site draw together; `--power-mw` caps every site, and a site given 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.files import parse_toml, read_text
 from perfmodel.inputs.record import bounded, record
@@ -126,6 +127,10 @@ class Fleet:
     """Whether one job may take pools of several sites (their network between sites is not priced)."""
 
 
+TABLES: dict[str, type] = {"pool": Pool, "offer": Offer, "job": Job, "site": Site}
+"""A fleet file's lists of tables, by key: what keys an entry of each takes."""
+
+
 def everything(fleet: Fleet) -> list[Pool | Offer]:
     """The pools, then the offers."""
     return [*fleet.pool, *fleet.offer]
@@ -143,9 +148,7 @@ def load_fleet(path: str | Path) -> Fleet:
     try:
         fleet: Fleet = check(model_of(Fleet), raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise PerfmodelError(f"{where}: field '{field}': {err['msg']}, not {shown(repr(err['input']), 80)}") from None
+        raise PerfmodelError(f"{where}: {_refusal(exc.errors())}") from None
     if not fleet.pool and not fleet.offer:
         raise PerfmodelError(f"{where}: no [[pool]] and no [[offer]]: allowed a fleet of at least one of them")
     for names, what in (([source.name for source in everything(fleet)], "pools or offers"),
@@ -183,6 +186,22 @@ def load_fleet(path: str | Path) -> Fleet:
                                  f"not {shown(repr(job.tokens), 80)}")  # fmt: skip
     _check_chains(fleet, where)
     return fleet
+
+
+def _refusal(errors: list[Any]) -> str:
+    """The first problem of a fleet file as "field 'pool.0.gpus': ...": a misspelt key before the field it leaves
+    missing, with the key meant and what its table allows, as a scenario's reads (scenario_check.explain_error)."""
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = err["loc"]
+    field = ".".join(str(part) for part in loc)
+    if err["type"] == "extra_forbidden":
+        allowed = [f.name for f in dataclasses.fields(TABLES.get(str(loc[0]), Fleet) if len(loc) > 1 else Fleet)]
+        return f"field '{field}': unknown key{did_you_mean(str(loc[-1]), allowed)}; allowed: {', '.join(allowed)}"
+    if err["type"] == "missing":
+        return f"field '{field}': required"
+    if err["type"] == "tuple_type" and len(loc) == 1 and isinstance(err["input"], dict):
+        return f"field '{field}': a list of tables, [[{field}]], not one [{field}] table"
+    return f"field '{field}': {err['msg']}, not {shown(repr(err['input']), 80)}"
 
 
 def _check_sites(fleet: Fleet, where: str) -> None:

@@ -108,7 +108,27 @@ def checked(kind: str, path: Path, raw: dict[str, Any]) -> Any:
             raise PerfmodelError(f"{path}: field '{field}': must be {allowed.text}, not {_given(value)}")
     if isinstance(found, Accelerator):
         _check_bounds(path, found)
+    _check_price_range(path, found)
     return found
+
+
+def _check_price_range(path: Path, found: Any) -> None:
+    """A price's `_low`/`_high` hold it between them: a range above the price (a quote under a base's list range)
+    prints a cost range that misses the cost."""
+    for price in ("usd_per_gpu_hour", "usd_per_system"):
+        value, low, high = (getattr(found, name, None) for name in (price, f"{price}_low", f"{price}_high"))
+        if value is None:
+            continue
+        if low is not None and low.value > value.value:
+            raise PerfmodelError(
+                f"{path}: field '{price}_low.value': {low.value:g} is above {price} ({value.value:g}); allowed: at "
+                "most it"
+            )
+        if high is not None and high.value < value.value:
+            raise PerfmodelError(
+                f"{path}: field '{price}_high.value': {high.value:g} is below {price} ({value.value:g}); allowed: at "
+                "least it"
+            )
 
 
 def _at(item: Any, name: str) -> Any:

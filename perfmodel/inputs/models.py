@@ -12,6 +12,7 @@ from perfmodel.inputs import hybrid
 from perfmodel.inputs.documents import Packing
 from perfmodel.inputs.lora import adapted_layers
 from perfmodel.inputs.record import bounded, input_fields, record
+from perfmodel.inputs.text import NOT_BLANK
 
 MAX_LAYERS = 1_000
 """The deepest published dense models have about 130 layers (Llama 3.1 405B 126, Megatron's 1T 128); a search over
@@ -34,10 +35,10 @@ MOE_ONLY = (
 class ModelSpec:
     """Shapes of a decoder-only transformer. Counts follow the Hugging Face checkpoints exactly."""
 
-    id: str = "custom"
-    """The model's id in outputs."""
-    name: str = "custom model"
-    """The model's name in outputs."""
+    id: str = bounded("custom", pattern=NOT_BLANK)
+    """The model's id in outputs (not blank: every row's `model` column)."""
+    name: str = bounded("custom model", pattern=NOT_BLANK)
+    """The model's name in outputs (not blank: every table's heading)."""
     # not compared: two specs of the same shapes are one model to the physics and its caches
     source: str = dataclasses.field(default="", compare=False, metadata={"limits": {"max_length": MAX_SOURCE_LENGTH}})
     """Where the shapes come from: the model card, paper or config with its locator (a zoo model's citation). Left

@@ -8,6 +8,7 @@ while a bundled scenario run as it is comes checked from the cache (inputs/valid
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from perfmodel.errors import FieldError, PerfmodelError, shown
+from perfmodel.errors import FieldError, PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS, validated
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import MAX_PATH_CHARS, beside, parse_toml, read_text
@@ -23,7 +24,7 @@ from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, names_a_system, resolve
 from perfmodel.inputs.models import ZOO, ModelSpec, get_model, model_spec
-from perfmodel.inputs.record import as_dict, bounded, given_field, input_fields, overriding, record, replaced
+from perfmodel.inputs.record import as_dict, bounded, given, given_field, input_fields, overriding, record, replaced
 from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
@@ -444,10 +445,19 @@ FP8"): overriding one drops them, so that no result reads as another question's.
 def read_toml(source: Path, kind: str) -> dict[str, Any]:
     """A TOML file's tables, or one line saying why the `kind` file (scenario, sweep) cannot be read: it must be a
     regular file within its size cap and nesting depth (inputs/files.py). A bare name that is no file lists the
-    bundled ones of its kind (they run by name: see bundled_file)."""
-    names = bundled_names(f"{kind}s") if is_a_name(source) and not source.exists() else []
-    if names:
-        raise PerfmodelError(f"{source}: no such {kind} file (bundled {kind}s: {', '.join(names)})")
+    bundled ones of its kind (they run by name: see bundled_file), the one meant first where one is near; a missing
+    path whose name is near a bundled one (the README's `scenarios/mlperf-405b-h100-512.toml`, run from another
+    folder than the checkout's) names it too."""
+    names = bundled_names(f"{kind}s") if not os.path.lexists(source) else []
+    if names and is_a_name(source):
+        hint = did_you_mean(source.name, names)
+        raise PerfmodelError(f"{source}: no such {kind} file{hint} (bundled {kind}s: {', '.join(names)})")
+    if source.stem in names and len(str(source)) <= MAX_PATH_CHARS:
+        raise PerfmodelError(
+            f"{shown(source, 200)}: no such {kind} file; bundled {kind}s run by name from any folder: '{source.stem}'"
+        )
+    if names and source.parent.name == f"{kind}s" and (hint := did_you_mean(source.stem, names)):
+        raise PerfmodelError(f"{shown(source, 200)}: no such {kind} file{hint}")
     return parse_toml(source, read_text(source, kind))
 
 
@@ -775,6 +785,11 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
     return model_spec(start | shapes | {"source": source})
 
 
+def _shapes(spec: ModelSpec) -> dict[str, Any]:
+    """What prices a model: its fields but its names and citation."""
+    return {k: v for k, v in as_dict(spec).items() if k not in ("id", "name", "source")}
+
+
 def table_source(shapes: dict[str, Any], origin: str = "given") -> str:
     """Where a [model] table's shapes come from: its own `source`; else, over a zoo `base`, the base's citation when
     it changes no shape, and `origin` (a model file's path, 'given') "based on" it when it does, so that the changed
@@ -802,11 +817,17 @@ def model_file(path: Path) -> dict[str, Any]:
     table = check_model_file(path, read_toml(path, "model"))
     table = sourced(table, str(path))
     try:
-        table_spec(table)
+        spec = table_spec(table)
     except FieldError as exc:
         raise PerfmodelError(f"{path}: field '{exc.field.removeprefix('model.')}': {exc.detail}") from None
     except PerfmodelError as exc:
         raise PerfmodelError(f"{path}: {exc}") from None
+    if spec.id in ZOO and _shapes(spec) != _shapes(ZOO[spec.id]):  # the row's `model` would name the zoo's
+        raise PerfmodelError(
+            f"{path}: field 'id': '{spec.id}' is the zoo's {ZOO[spec.id].name}, whose shapes these are not, and every "
+            f"output's `model` column would name it; give the model an id of its own (e.g. "
+            f"'{table.get('base', 'my')}-custom')"
+        )
     return table
 
 
@@ -939,8 +960,13 @@ def check_window(scenario: Scenario) -> None:
 
 
 def check_lora(scenario: Scenario) -> None:
-    """LoRA adapts what the model has: no MLP adapters on a MoE model's experts, a rank within the layer width."""
+    """LoRA adapts what the model has: no MLP adapters on a MoE model's experts, a rank within the layer width; and
+    its modules without a rank price nothing (full training), so they are refused as a ramp without its start is."""
     if not scenario.lora_rank:
+        if "lora_modules" in given(scenario):
+            raise FieldError(
+                "lora_modules", "adapters need a rank: set lora_rank too (e.g. 16); without it every weight trains"
+            )
         return
     model = scenario.model_spec()
     if model.is_moe and scenario.lora_modules != "attention":

@@ -32,7 +32,7 @@ from perfmodel.inputs.scenario import (
     Scenario,
 )
 from perfmodel.inputs.stacks import DEFAULT_STACK, KNOB_FLAGS, STACKS, knob_problem
-from perfmodel.inputs.text import MAX_NAME_CHARS, check_text
+from perfmodel.inputs.text import MAX_NAME_CHARS, NOT_BLANK, check_text
 
 
 class _Strict(Checked):
@@ -242,6 +242,8 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         return field, f"unknown key{did_you_mean(path[-1], allowed)}; allowed: {', '.join(allowed)}"
     if err["type"] in ("model_type", "dict_type"):
         return field, f"must be a table{_shown(err.get('input'))}"
+    if err["type"] == "string_pattern_mismatch" and err["ctx"]["pattern"] == NOT_BLANK:
+        return field, f"must not be blank{_shown(err.get('input'))}"
     if err["type"] == "too_long":
         return field, f"has {err['ctx']['actual_length']:,} entries; at most {err['ctx']['max_length']:,}"
     if err["type"] == "literal_error":  # the value given, or the choice it misspells ('FP8': 'fp8')

@@ -14,6 +14,8 @@ MAX_NAME_CHARS = 200
 """Names and ids: a model name, a scenario name, a run id."""
 MAX_TEXT_CHARS = 2000
 """Longer free text: a scenario's description, a run's source."""
+NOT_BLANK = r"\S"
+"""The pattern of a name that must hold more than spaces (a model's id and name: every row and heading shows it)."""
 ALLOWED = "printable characters (letters, digits, punctuation, symbols, spaces; no control characters)"
 
 

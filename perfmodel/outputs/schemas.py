@@ -158,7 +158,7 @@ def _runs() -> dict[str, Any]:
     """One row of a measured-runs CSV (`validate --data`), read as an object with numbers in the numeric columns."""
     from perfmodel.fitting.runs import CSV_COLUMNS, LAYOUT_COLUMNS, METRICS, MODEL_COLUMNS, WHOLE_RUN_ONLY
     from perfmodel.inputs import FP8_RECIPE_NAMES, PRECISIONS
-    from perfmodel.inputs.scenario import RELEASE_MONTH
+    from perfmodel.inputs.scenario import MAX_TOKENS, RELEASE_MONTH
     from perfmodel.inputs.stacks import STACKS
 
     whole = {"type": "integer", "minimum": 1}
@@ -174,7 +174,12 @@ def _runs() -> dict[str, Any]:
         "stack": {"enum": list(STACKS)},
         "vintage": {"type": "string", "pattern": f"^{RELEASE_MONTH}$"},
         "basis": {"enum": ["wall", "steady"]},
-        "tokens": {"type": "number", "exclusiveMinimum": 0},
+        "tokens": {
+            "anyOf": [
+                {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TOKENS},
+                {"type": "string", "pattern": PATTERN},
+            ]
+        },
         "async_tp": {"type": "boolean"},
         "compile": {"type": "boolean"},
         "fp8_recipe": {"enum": list(FP8_RECIPE_NAMES)},

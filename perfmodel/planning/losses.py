@@ -263,7 +263,7 @@ def _failures(run: Run, reliability: Goodput, add: Callable[..., None]) -> None:
     if loss is None:
         return
     add("failures", loss.rest_s, "goodput model", "{} unexpected interruptions", expected(loss.unexpected))
-    add("checkpoints", loss.checkpoint_s, "goodput model", "{:,.0f} writes of {:,.1f} s", loss.writes,
+    add("checkpoints", loss.checkpoint_s, "goodput model", "{} writes of {:,.1f} s", expected(loss.writes),
         reliability.write_s)  # fmt: skip
 
 

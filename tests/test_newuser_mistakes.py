@@ -1,0 +1,298 @@
+"""Mistakes a first-time planner made following the README (each test failed on the behaviour it describes)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+
+
+def _one_line_error(result: CliResult, *words: str) -> str:
+    assert result.code == 2, result.out + result.err
+    err = result.err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("command", "typed", "meant"),
+    [
+        ("predict", "defualt", "'default'"),
+        ("predict", "mlperf-405b-h100", "'mlperf-405b-h100-512'"),
+        ("sweep", "generation", "'generations'"),
+    ],
+)
+def test_a_mistyped_bundled_name_says_the_one_meant(command: str, typed: str, meant: str) -> None:
+    """`predict mlperf-405b-h100` listed the 15 bundled scenarios but not the one meant, where every other id
+    (models, GPUs, keys) says "did you mean"."""
+    _one_line_error(run_cli(command, typed), f"{typed}: no such", f"(did you mean {meant}?)")
+
+
+@pytest.mark.parametrize(
+    ("command", "path", "name"),
+    [
+        ("predict", "scenarios/mlperf-405b-h100-512.toml", "mlperf-405b-h100-512"),
+        ("sweep", "sweeps/generations.toml", "generations"),
+    ],
+)
+def test_a_readme_path_run_from_another_folder_names_the_bundled_file(
+    command: str, path: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's `perfmodel predict scenarios/mlperf-405b-h100-512.toml`, run outside the checkout (an installed
+    wheel), said only 'no such scenario file': the bundled file runs by name from any folder."""
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(run_cli(command, path), f"{path}: no such", f"run by name from any folder: '{name}'")
+
+
+def test_a_mistyped_file_in_a_scenarios_folder_says_the_one_meant(tmp_path: Path) -> None:
+    """A missing `.../scenarios/mlperf-405b-gb300-512.toml` (the bundled one ends -nvfp4) names it; a missing file of
+    the user's own folder is not matched to a bundled name."""
+    (tmp_path / "scenarios").mkdir()
+    typed = str(tmp_path / "scenarios" / "mlperf-405b-gb300-512.toml")
+    _one_line_error(run_cli("predict", typed), "(did you mean 'mlperf-405b-gb300-512-nvfp4'?)")
+    err = _one_line_error(run_cli("predict", str(tmp_path / "m.toml")), "m.toml: no such scenario file")
+    assert "did you mean" not in err and "bundled" not in err
+
+
+def test_a_whole_runs_tokens_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    """A whole-run CSV row with tokens `15T` (as `--tokens 15T` and a scenario's `tokens = "15T"` take it) was
+    refused, "column 'tokens' is '15T', not a number"; it reads as 15e12, and the runs schema accepts it."""
+    from perfmodel.outputs.schemas import schema
+
+    jsonschema = pytest.importorskip("jsonschema")
+
+    header = "id,model,gpu,n_gpus,precision,metric,measured,tokens\n"
+    results = []
+    for tokens in ("15T", "15e12", '"15,000,000,000,000"'):
+        path = tmp_path / "runs.csv"
+        path.write_text(header + f"w1,llama3.1-8b,h100-sxm,1024,bf16,gpu_hours,1460000,{tokens}\n")
+        result = run_cli("validate", "--data", str(path), "--format", "json")
+        assert result.code == 0, result.err
+        results.append(json.loads(result.out)["rows"])
+    assert results[0] == results[1] == results[2]
+    row = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "bf16", "metric": "gpu_hours"}
+    assert jsonschema.Draft202012Validator(schema("runs")).is_valid(row | {"measured": 1460000, "tokens": "15T"})
+    path.write_text(header + "w1,llama3.1-8b,h100-sxm,1024,bf16,gpu_hours,1460000,lots\n")
+    _one_line_error(run_cli("validate", "--data", str(path)), "column 'tokens' is 'lots'", "examples: 15T")
+
+
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ("", "empty; a runs CSV's first line names its columns: id, source, model"),
+        ("id,model\n", "missing column(s) n_gpus, precision, metric, measured, gpu or system;"),
+        ("id,Model,gpu,n_gpus,precision,metric,measured\n", "'Model' is no column (did you mean 'model'?)"),
+    ],
+)
+def test_a_runs_csv_header_error_names_every_missing_column_and_a_real_one(
+    header: str, said: str, tmp_path: Path
+) -> None:
+    """An empty runs CSV said 'missing column(s) n_gpus, precision, metric, measured' (not that it was empty, nor
+    its gpu and model); `id,model` left 'gpu or system' out; a header's `Model` got "did you mean 'model or
+    benchmark'", which is no column."""
+    path = tmp_path / "runs.csv"
+    path.write_text(header)
+    _one_line_error(run_cli("validate", "--data", str(path)), said)
+
+
+def test_a_purchase_price_is_written_as_a_budget_is() -> None:
+    """`--buy --usd-per-system $400k` said "'$400k' is not a number" where `--budget $40M` and `--usd-per-gpu-hour
+    $2.50` take the sign and the suffix; `--electricity-usd-per-kwh $0.12` likewise."""
+
+    def tco(*flags: str) -> dict:
+        result = run_cli("predict", "--buy", *flags, "--format", "json")
+        assert result.code == 0, result.err
+        return json.loads(result.out)["tco"]
+
+    plain = tco("--usd-per-system", "400000", "--electricity-usd-per-kwh", "0.12")
+    for price in ("400k", "$400,000", "$0.4M"):
+        assert tco("--usd-per-system", price, "--electricity-usd-per-kwh", "$0.12") == plain
+    _one_line_error(run_cli("predict", "--buy", "--usd-per-system", "lots"), "'lots' is not a number (examples: 40M")
+
+
+def test_a_utilisation_in_percent_is_read_as_a_share() -> None:
+    """`--buy --utilisation 80%` said "'80%' is not a number", where `--confidence 90%` is read as 0.9."""
+    costs = []
+    for share in ("0.7", "70%"):
+        result = run_cli("predict", "--buy", "--utilisation", share, "--format", "json")
+        assert result.code == 0, result.err
+        costs.append(json.loads(result.out)["cost_usd"])
+    assert costs[0] == costs[1]
+    _one_line_error(run_cli("predict", "--buy", "--utilisation", "most"), "'most' is not a share (examples: 0.8, 80%)")
+    _one_line_error(run_cli("predict", "--buy", "--utilisation", "80"), "--utilisation", "less than or equal to 1")
+
+
+def test_a_short_runs_checkpoint_writes_are_not_read_as_none() -> None:
+    """8B on 100M tokens on 8 H100 printed 'Loss: checkpoints ... (+0.2%): 0 writes of 112.4 s': a loss from no
+    write. Expected counts read as the interruptions beside them do (losses.expected)."""
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    assert result.code == 0, result.err
+    line = next(x for x in result.out.splitlines() if x.startswith("Loss: checkpoints"))
+    writes = float(line.split(": ")[-1].split(" writes")[0])
+    assert 0.001 < writes < 0.1, line
+
+
+def test_a_short_runs_gpu_hours_keep_two_significant_digits() -> None:
+    """8B on 100M tokens on 8 H100 printed 'GPU-hours 2 (P10 2 to P90 2 ...)' beside a cost of $10.83, and its
+    losses '0 GPU-h (+0.2%)': GPU-hours read as expected counts do, whole from 10 on."""
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    assert result.code == 0, result.err
+    line = next(x for x in result.out.splitlines() if x.startswith("GPU-hours"))
+    point, low = line.split()[1], line.split()[3]
+    assert re.fullmatch(r"\d\.\d", point) and re.fullmatch(r"\d\.\d", low) and float(low) < float(point), line
+    assert " 0 GPU-h" not in result.out
+    big = next(x for x in run_cli("predict").out.splitlines() if x.startswith("GPU-hours"))
+    assert re.match(r"GPU-hours +\d,\d{3},\d{3} \(P10 \d,\d{3},\d{3} to", big), big  # whole from 10 on, as before
+
+
+POOL = "[[pool]]\nname = 'a'\nsystem = 'dgx-h100'\ngpus = 8\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (POOL.replace("[[pool]]", "[[pools]]"), "field 'pools': unknown key (did you mean 'pool'?); allowed: pool, "),
+        (
+            POOL.replace("gpus", "gpu"),
+            "field 'pool.0.gpu': unknown key (did you mean 'gpus'?); allowed: name, system, ",
+        ),
+        (POOL.replace("gpus = 8\n", ""), "field 'pool.0.gpus': required"),
+        (POOL.replace("[[pool]]", "[pool]"), "field 'pool': a list of tables, [[pool]], not one [pool] table"),
+    ],
+)
+def test_a_fleet_files_mistyped_key_says_the_key_meant(tmp_path: Path, text: str, says: str) -> None:
+    """A fleet file's `[[pools]]` said "field 'pools': Extra inputs are not permitted, not [{'name': ...", a pool's
+    `gpu = 8` "field 'pool.0.gpus': Field required, not {...}" (the missing key, not the typo), `[pool]` "Input
+    should be a valid tuple": a scenario's unknown key names the key meant and what is allowed."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(text)
+    result = run_cli("plan", "--model", "llama3.1-8b", "--tokens", "1T", "--deadline", "30d", "--fleet", str(path))
+    _one_line_error(result, f"{path}: {says}")
+
+
+def test_a_spreadsheets_rows_of_bare_commas_are_skipped(tmp_path: Path) -> None:
+    """A runs CSV saved from a spreadsheet ends in rows of bare commas: they were refused, "row 4: column 'metric'
+    is ''". They are skipped, a later bad row keeping its own number."""
+    header = "id,model,gpu,n_gpus,precision,metric,measured\n"
+    row = "u1,llama3.1-8b,h100-sxm,8,fp8,tokens_per_s_per_gpu,12566\n"
+    path = tmp_path / "runs.csv"
+    path.write_text(header + row + ",,,,,,\n,,,,,,,,,\n")
+    result = run_cli("validate", "--data", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    assert len(json.loads(result.out)["rows"]) == 1
+    path.write_text(header + ",,,,,,\n" + row + ",,x,,,,\n")
+    _one_line_error(run_cli("validate", "--data", str(path)), "row 4: column 'metric' is ''")
+    path.write_text(header + ",,,,,,\n")
+    _one_line_error(run_cli("validate", "--data", str(path)), "no rows")
+
+
+def test_a_runs_csv_written_with_spaces_after_its_commas_reads_as_without(tmp_path: Path) -> None:
+    """`id, model, gpu, ...` (a CSV typed by hand) said "missing column(s) ...; ' model' is no column (did you mean
+    'model'?)", where its cells' spaces were already stripped: the header's are too."""
+    rows = []
+    for sep in (",", ", "):
+        path = tmp_path / "runs.csv"
+        cells = [["id", "model", "gpu", "n_gpus", "precision", "metric", "measured"],
+                 ["u1", "llama3.1-8b", "h100-sxm", "8", "fp8", "tokens_per_s_per_gpu", "12566"]]  # fmt: skip
+        path.write_text("".join(sep.join(line) + "\n" for line in cells))
+        result = run_cli("validate", "--data", str(path), "--format", "json")
+        assert result.code == 0, result.err
+        rows.append(json.loads(result.out)["rows"])
+    assert rows[0] == rows[1]
+
+
+def test_a_model_file_may_not_take_a_zoo_models_id_for_other_shapes(tmp_path: Path) -> None:
+    """A model file `base = "llama3.1-8b"`, `id = "llama3.1-70b"` priced the 8B with every output's `model` column
+    saying llama3.1-70b (a CSV or JSON reader takes it for the 70B). Refused as a hardware file reusing a bundled id
+    is; the zoo's own shapes under their own id stay allowed."""
+    path = tmp_path / "mine.toml"
+    path.write_text('base = "llama3.1-8b"\nid = "llama3.1-70b"\n')
+    _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field 'id': 'llama3.1-70b' is the zoo's")
+    path.write_text('base = "llama3.1-8b"\nid = "llama3.1-8b"\n')
+    assert run_cli("predict", "--model", str(path), "--gpus", "8").code == 0
+
+
+@pytest.mark.parametrize("key", ["name", "id"])
+def test_a_blank_model_name_or_id_is_refused(key: str, tmp_path: Path) -> None:
+    """A model file's `name = ""` printed a heading ' on 8 x NVIDIA H100 ...' (`id = ""` an empty `model` column)."""
+    path = tmp_path / "mine.toml"
+    path.write_text(f'base = "llama3.1-8b"\nlayers = 16\n{key} = " "\n')
+    _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field '{key}': must not be blank")
+
+
+def test_a_hardware_files_own_price_is_not_ranged_by_its_bases(tmp_path: Path) -> None:
+    """An accelerator file over h100-sxm quoting $2.00 printed 'Cost $4.16M at $2.00/GPU-h quoted ... (range $6.22M
+    to $14.32M at $2.99 to $6.88)': the base's list range, above the quote. A price alone is its own range; a range
+    the file gives must hold its price."""
+    path = tmp_path / "ours.toml"
+    price = 'id = "h100-ours"\nbase = "h100-sxm"\nusd_per_gpu_hour = { value = 2.0, source = "our quote" }\n'
+    path.write_text(price)
+    result = run_cli("predict", "--hardware", str(path), "--gpu", "h100-ours", "--format", "json")
+    assert result.code == 0, result.err
+    record = json.loads(result.out)
+    assert record["min_usd_per_gpu_hour"] == record["usd_per_gpu_hour"] == record["max_usd_per_gpu_hour"] == 2.0
+    above = tmp_path / "above.toml"
+    above.write_text(
+        price.replace("h100-ours", "h100-above") + 'usd_per_gpu_hour_low = { value = 3.0, source = "ours" }\n'
+    )
+    err = "field 'usd_per_gpu_hour_low.value': 3 is above usd_per_gpu_hour (2)"
+    _one_line_error(run_cli("predict", "--hardware", str(above), "--gpu", "h100-above"), err)
+
+
+def test_two_swapped_letters_get_the_word_meant(tmp_path: Path) -> None:
+    """`explain campaign.toml --phase mian` said no phase 'mian' without naming 'main' (difflib finds a swap in a
+    four-letter word only 0.75 alike); a changed letter stays no guess ('h300')."""
+    from perfmodel.errors import did_you_mean
+
+    assert did_you_mean("mian", ["main", "long"]) == " (did you mean 'main'?)"
+    assert did_you_mean("zreo", ["zero", "tp"]) == " (did you mean 'zero'?)"
+    assert did_you_mean("h300", ["h100-sxm", "h200-sxm", "h800"]) == ""
+    assert did_you_mean("main", ["mian"]) == " (did you mean 'mian'?)" and did_you_mean("ab", ["ba"]) != ""
+    assert did_you_mean("abc", ["cba"]) == ""  # two letters apart: not a neighbour swap
+
+
+def test_a_hardware_files_mistyped_base_says_the_one_meant(tmp_path: Path) -> None:
+    """`base = "dgx-h10"` listed every id without the one meant, where `--system dgx-h10` says "did you mean"."""
+    path = tmp_path / "ours.toml"
+    path.write_text('id = "ours-typo"\nbase = "dgx-h10"\n')
+    err = "field 'base': unknown accelerator or system 'dgx-h10' (did you mean 'dgx-h100'?)"
+    _one_line_error(run_cli("hardware", "list", "--hardware", str(path)), err)
+
+
+def test_models_show_reads_a_model_file(tmp_path: Path) -> None:
+    """`models show mine.toml` said "unknown model 'mine.toml'": a planner's own model (README, Scenario files: a
+    model file for --model) had no way to show its parameter count. It reads it as --model does, errors and all."""
+    path = tmp_path / "mine.toml"
+    path.write_text('base = "llama3.1-8b"\nlayers = 16\n')
+    result = run_cli("models", "show", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    mine, zoo = json.loads(result.out), json.loads(run_cli("models", "show", "llama3.1-8b", "--format", "json").out)
+    assert mine["id"] == "llama3.1-8b-custom" and mine["layers"] == 16 and mine["params"] < zoo["params"]
+    _one_line_error(run_cli("models", "show", str(tmp_path / "none.toml")), "none.toml: no such model file")
+
+
+def test_lora_modules_without_a_rank_are_refused(tmp_path: Path) -> None:
+    """`--lora-modules mlp` without `--lora-rank` priced full training with exit 0 (the modules dropped from every
+    output): a key that prices nothing is refused, as a ramp without its start batch is."""
+    _one_line_error(run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--lora-modules", "mlp"),
+                    "--lora-modules: adapters need a rank: set lora_rank too")  # fmt: skip
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\nlora_modules = "mlp"\n')
+    _one_line_error(run_cli("predict", str(path)), f"{path}: field 'lora_modules': adapters need a rank")
+    assert run_cli("predict", str(path), "--lora-rank", "16").code == 0
+
+
+def test_a_logs_warm_up_steps_read_as_steps(tmp_path: Path) -> None:
+    """A 20-step Megatron log's footer said 'warm-up 1, 2 skipped' (read: a warm-up of 1, and 2 skipped)."""
+    line = " [2025-01-01] iteration {0}/ 100 | elapsed time per iteration (ms): 4200.5 | global batch size: 128 |\n"
+    path = tmp_path / "run.log"
+    path.write_text("".join(line.format(i) for i in range(1, 21)))
+    result = run_cli("validate", "--logs", str(path), "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8")
+    assert result.code == 0, result.err
+    assert "steps 3-20 used (18 of 20 logged), warm-up steps 1, 2 skipped" in result.out, result.out
