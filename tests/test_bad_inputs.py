@@ -405,7 +405,7 @@ CASES: list[Case] = [
     Case("sweep-bad-count", ("sweep", "{tmp}/w.toml"), "{tmp}/w.toml: sweep.n_gpus: Input should be greater than",
          {"w.toml": "[sweep]\nn_gpus = [0]\n"}),
     Case("sweep-gpu-typo", ("sweep", "{tmp}/w.toml"),  # an entry of the file's list, not a --gpu flag
-         "{tmp}/w.toml: sweep.gpus: 'b20': unknown accelerator or system 'b20'; valid: ",
+         "{tmp}/w.toml: sweep.gpus: 'b20': unknown accelerator or system 'b20' (did you mean 'b200'?); valid: ",
          {"w.toml": "[sweep]\ngpus = ['h100-sxm', 'b20']\n"}),
     Case("sweep-gpu-count", ("sweep", "{tmp}/w.toml"),  # compare's @N: it was dropped, every point at n_gpus
          "{tmp}/w.toml: sweep.gpus: 'b200@16': a sweep takes the GPU count from its list, sweep.n_gpus, crossed with",

@@ -296,3 +296,21 @@ def test_a_logs_warm_up_steps_read_as_steps(tmp_path: Path) -> None:
     result = run_cli("validate", "--logs", str(path), "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8")
     assert result.code == 0, result.err
     assert "steps 3-20 used (18 of 20 logged), warm-up steps 1, 2 skipped" in result.out, result.out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("compare", "--gpu", "h100", "--gpu", "b200"),
+        ("plan", "--gpu", "h100:fp8", "--deadline", "90d"),
+    ],
+)
+def test_a_mistyped_gpu_in_compare_or_plan_says_the_one_meant(args: tuple[str, ...]) -> None:
+    """`predict --gpu h100` says "did you mean 'h100-grand-teton' or 'h100-sxm'?"; compare and plan listed the ids
+    only (newuser7's report)."""
+    _one_line_error(run_cli(*args), "unknown accelerator or system 'h100' (did you mean", "'h100-sxm'")
+
+
+def test_a_price_without_its_dollar_sign_says_so() -> None:
+    """`--gpu mi355x:fp8:3` read 'fp8:3' as an unknown precision and said no more (newuser7's report)."""
+    _one_line_error(run_cli("plan", "--gpu", "mi355x:fp8:3", "--budget", "100M"), "takes a '$': 'mi355x:fp8:$3'")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, shown
+from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
@@ -89,14 +89,19 @@ def parse_target(spec: str, named: str | None = None, spelling: Spelling = CLI) 
     ident, _, given = core.partition(":")
     precision = given.lower()  # as the tables print it (FP8, NVFP4) too
     if precision and precision not in PRECISIONS:
-        raise PerfmodelError(f"{named}: unknown precision '{shown(given)}'; valid: {', '.join(PRECISIONS)}")
+        written, _, price = given.partition(":")
+        hint = did_you_mean(given, PRECISIONS)
+        if written.lower() in PRECISIONS:  # 'fp8:3': a price without its '$'
+            hint = f" (a price per GPU-hour takes a '$': '{shown(ident)}:{shown(written)}:${shown(price)}')"
+        raise PerfmodelError(f"{named}: unknown precision '{shown(given)}'{hint}; valid: {', '.join(PRECISIONS)}")
     known_accelerators, known_systems = accelerators(), systems()
     if ident in known_accelerators:
         return Target(ident, None, precision or None, n_gpus, quote)
     if ident in known_systems:
         return Target(None, ident, precision or None, n_gpus, quote)
     valid = ", ".join([*known_accelerators, *known_systems])
-    raise PerfmodelError(f"{named}: unknown accelerator or system '{shown(ident)}'; valid: {valid}")
+    hint = did_you_mean(ident, [*known_accelerators, *known_systems])
+    raise PerfmodelError(f"{named}: unknown accelerator or system '{shown(ident)}'{hint}; valid: {valid}")
 
 
 MAX_SYSTEMS = 16
