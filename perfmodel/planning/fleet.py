@@ -212,9 +212,10 @@ def mix_of(p: Result, available: Sequence[Source]) -> Mix:
     needs = phase_needs(p)
     most, rent_cap = max(n for _, n, _ in needs), sum(s.gpus for s in rented)
     low, high = max(0, most - rent_cap), min(most, sum(s.gpus for s in held))
+    # the kinks; they hold low and high (0, the held sum, each need less none or all of the on-demand caps)
     caps = [sum(s.gpus for s in held[:i]) for i in range(len(held) + 1)]
     caps += [n - sum(s.gpus for s in rented[:i]) for _, n, _ in needs for i in range(len(rented) + 1)]
-    tried = sorted({h for h in (low, high, *(n for _, n, _ in needs), *caps) if low <= h <= high}, reverse=True)
+    tried = sorted({h for h in caps if low <= h <= high}, reverse=True)
     assert tried, f"{most} GPUs is more than the sources hold"
 
     def usd(h: int) -> float:
