@@ -212,9 +212,10 @@ def mix_of(p: Result, available: Sequence[Source]) -> Mix:
     needs = phase_needs(p)
     most, rent_cap = max(n for _, n, _ in needs), sum(s.gpus for s in rented)
     low, high = max(0, most - rent_cap), min(most, sum(s.gpus for s in held))
+    # the kinks; they hold low and high (0, the held sum, each need less none or all of the on-demand caps)
     caps = [sum(s.gpus for s in held[:i]) for i in range(len(held) + 1)]
     caps += [n - sum(s.gpus for s in rented[:i]) for _, n, _ in needs for i in range(len(rented) + 1)]
-    tried = sorted({h for h in (low, high, *(n for _, n, _ in needs), *caps) if low <= h <= high}, reverse=True)
+    tried = sorted({h for h in caps if low <= h <= high}, reverse=True)
     assert tried, f"{most} GPUs is more than the sources hold"
 
     def usd(h: int) -> float:
@@ -286,11 +287,11 @@ class FleetPlan:
         if not self.feasible:
             return record
         assert self.candidate is not None and self.candidate.prediction is not None
-        p = self.candidate.prediction
+        p, taken = self.candidate.prediction, self.taken  # Mix.taken builds it anew each call
         deadline_s = self.goal.deadline_s
         assert deadline_s is not None
         cost, factor = self.cost_usd(), time_factor(p, self.goal.confidence)
-        split = {kind: sum(self.mix.gpu_hours(s) * s.usd_per_gpu_hour for s, _ in self.taken if s.kind == kind)
+        split = {kind: sum(self.mix.gpu_hours(s) * s.usd_per_gpu_hour for s, _ in taken if s.kind == kind)
                  for kind in ("owned", "rent", "buy")}  # fmt: skip
         planned = self.candidate.to_dict()
         budget = self.goal.budget_usd
@@ -305,9 +306,9 @@ class FleetPlan:
             "finish_days": self.start_after_days + planned["time_to_train_days"],
             "p_deadline": p_within(p, deadline_s - self.start_after_days * DAY_S),
             "spare_gpus": spare_gpus(p.scenario),
-            "owned_gpus": sum(n for s, n in self.taken if s.kind == "owned"),
-            "offered_gpus": sum(n for s, n in self.taken if s.kind != "owned"),
-            "sources": [self._used(s, n) for s, n in self.taken],
+            "owned_gpus": sum(n for s, n in taken if s.kind == "owned"),
+            "offered_gpus": sum(n for s, n in taken if s.kind != "owned"),
+            "sources": [self._used(s, n) for s, n in taken],
             "cost_usd": cost,
             "cost_usd_owned": split["owned"],
             "cost_usd_rented": split["rent"],

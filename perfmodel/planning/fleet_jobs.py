@@ -149,9 +149,10 @@ class SharedReport:
         """The fleet's use per pool and offer: its GPUs, each job's share, the most held at once (jobs one after
         another may each take the same GPUs) and what that leaves."""
         found, most = [], most_held(self.held)[0]
+        each = {h.job: h.most() for h in self.held}
         for s in self.capacity:
             source = {"name": s.name, "kind": s.kind, "system": s.system, "site": s.site, "gpus": s.gpus}
-            held = {h.job: h.most()[s.name] for h in self.held if h.most().get(s.name)}
+            held = {job: gpus[s.name] for job, gpus in each.items() if gpus.get(s.name)}
             found.append(source | {"used": held, "peak": most.get(s.name, 0), "left": s.gpus - most.get(s.name, 0)})
         return found
 

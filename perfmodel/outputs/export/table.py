@@ -1166,8 +1166,7 @@ def mix_columns(lines: list[Line]) -> list[Column]:
                 FAILURE_FREE: "time_to_train_s"}[bases.pop()] if len(bases) == 1 else ""  # fmt: skip
     kinds = {key[4:-5]: value for extra in extras for key, value in extra.items() if key.startswith("mix.")
              and key.endswith(".kind")}  # fmt: skip
-    on_demand = {key[4:-8] for extra in extras for key, value in extra.items() if key.startswith("mix.")
-                 and key.endswith(".billing") and value == "on_demand"}  # fmt: skip
+    on_demand = {name for extra in extras for name in kinds if extra.get(f"mix.{name}.billing") == "on_demand"}
 
     def live(formula: Callable[[Symbols], Any]) -> Callable[[Symbols], Any] | None:
         return formula if time_key else None  # rows on different bases: values only

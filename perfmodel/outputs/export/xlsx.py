@@ -497,8 +497,8 @@ def write_xlsx(
     for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
-        inputs.set_row(r - 1, printing.height_pt(printing.lines(column.header, label_width)))
         sections["Inputs"].append(printing.height_pt(printing.lines(column.header, label_width)))
+        inputs.set_row(r - 1, sections["Inputs"][-1])
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
