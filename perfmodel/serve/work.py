@@ -147,8 +147,7 @@ def _check_scenario(scenario: Any, scenario_file: Any) -> None:
     if scenario is not None and scenario_file is not None:
         raise Refused(422, "scenario and scenario_file: give one (a bundled scenario's name, or a scenario file)",
                       "scenario_file")  # fmt: skip
-    names = bundled_names("scenarios")
-    if isinstance(scenario, str) and scenario not in names:
+    if isinstance(scenario, str) and scenario not in (names := bundled_names("scenarios")):
         raise Refused(
             422, f"scenario={shown(scenario)!r}: not a bundled scenario{did_you_mean(scenario, names)}; bundled: "
             f"{', '.join(names)} (your own: upload it as scenario_file)", "scenario",
