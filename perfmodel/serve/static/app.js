@@ -431,7 +431,7 @@ function drawCompare(rows) {
   const body = rows.map((p) => {
     const tr = element("tr");
     const layouts = p.phases ? phasesNote(p) : batched(p.parallelism);
-    tr.append(element("td", `${p.system} ${p.precision || ""}`), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
+    tr.append(element("td", [p.system, p.precision].filter(Boolean).join(" ")), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
       cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days"),
