@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel.inputs.fleet import load_fleet
+from perfmodel.inputs.hardware import resolve
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning.campaign import Campaign, predict_campaign
 from perfmodel.planning.fleet_jobs import Held, most_held
@@ -29,10 +30,10 @@ billing = "{billing}"
 """
 
 
-def _plan(tmp_path: Path, text: str) -> fleets.FleetPlan:
+def _plan(tmp_path: Path, text: str, options: dict[str, int] | None = None) -> fleets.FleetPlan:
     (tmp_path / "campaign.toml").write_text(CAMPAIGN)
     (tmp_path / "fleet.toml").write_text(text)
-    bases = candidate_bases(str(tmp_path / "campaign.toml"), {}, {}, ["dgx-h100"])
+    bases = candidate_bases(str(tmp_path / "campaign.toml"), options or {}, {}, ["dgx-h100"])
     goal = Goal(deadline_s=3 * 86400, confidence=0.5)
     (plan,) = fleets.plan_fleet(bases, goal, load_fleet(tmp_path / "fleet.toml"), None).plans
     assert plan.feasible and isinstance(plan.candidate and plan.candidate.prediction, Campaign)
@@ -134,11 +135,50 @@ def test_the_on_demand_mix_is_the_cheapest_hold_and_owning_more_never_raises_it(
 
 
 def test_most_held_sees_what_a_phase_gives_back() -> None:
-    """A job holding 128 GPUs of an offer to day 2, then 32 to day 3: a window from day 2 finds 32 taken."""
-    held = Held("first", 0.0, 3.0, ((0.0, 2.0, (("cloud", 128),)), (2.0, 3.0, (("cloud", 32),))), "", 0.0)
-    assert most_held([held])[0] == {"cloud": 128}
-    assert most_held([held], 2.0, 5.0)[0] == {"cloud": 32}
-    assert most_held([held], 3.0, 5.0)[0] == {}
+    """A job at site A holding 128 GPUs of an offer to day 2 at 2 MW, then 32 to day 3 at 0.5 MW: a window from day
+    2 finds 32 taken and 0.5 MW drawn, and a second job there from day 2.5 at 1 MW adds its own to them."""
+    gpus = ((0.0, 2.0, (("cloud", 128),)), (2.0, 3.0, (("cloud", 32),)))
+    first = Held("first", 0.0, 3.0, gpus, "A", ((0.0, 2.0, 2.0), (2.0, 3.0, 0.5)))
+    assert first.power_mw == 2.0
+    assert most_held([first]) == ({"cloud": 128}, {"A": 2.0})
+    assert most_held([first], 2.0, 5.0) == ({"cloud": 32}, {"A": 0.5})
+    assert most_held([first], 3.0, 5.0) == ({}, {})
+    second = Held("second", 2.5, 4.0, ((2.5, 4.0, (("cloud", 64),)),), "A", ((2.5, 4.0, 1.0),))
+    assert most_held([first, second], 1.0, 5.0) == ({"cloud": 128}, {"A": 2.0})
+    assert most_held([first, second], 2.0, 5.0) == ({"cloud": 96}, {"A": 1.5})
+    assert most_held([first, second], 3.0, 5.0) == ({"cloud": 64}, {"A": 1.0})
+
+
+def _node_mw(plan: fleets.FleetPlan) -> float:
+    """One DGX H100's site power: its 8 GPUs' draw at the wall x the scenario's PUE (plan.power_mw's rule)."""
+    assert plan.candidate is not None and plan.candidate.prediction is not None
+    hw = resolve("h100-sxm", "dgx-h100")
+    return 8 * hw.it_power_w_per_gpu * plan.candidate.prediction.scenario.cost.pue / 1e6
+
+
+def test_a_campaign_on_demand_draws_each_phases_power_and_a_held_gpu_draws_idle(tmp_path: Path) -> None:
+    """Reserved, the campaign draws its main phase's nodes for its whole window, as before (plan.power_mw); on
+    demand, each phase's nodes while that phase runs; 8 spares draw a node more in every phase; with 32 owned GPUs
+    held for the window, the tail draws the pool's 4 nodes though it runs on fewer (a held GPU draws busy or idle)."""
+    reserved = _plan(tmp_path, RENT.format(gpus=1024, billing="reserved"))
+    (main, _), _ = _phases(reserved)
+    assert reserved.draws() == [(*reserved.window_days(), pytest.approx(main // 8 * _node_mw(reserved), rel=1e-12))]
+    for spares in (0, 8):
+        on_demand = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"), {"spare_gpus": spares})
+        (main, _), (tail, _) = _phases(on_demand)
+        (start, main_end, _), (tail_start, finish, _) = on_demand.segments()
+        nodes = [main // 8 + spares // 8, tail // 8 + spares // 8]
+        draws = on_demand.draws()
+        assert [(at, end) for at, end, _ in draws] == [(start, main_end), (tail_start, finish)]
+        assert [mw for _, _, mw in draws] == pytest.approx([n * _node_mw(on_demand) for n in nodes], rel=1e-12)
+        assert on_demand.to_dict()["power_mw"] == draws[0][2]
+    pool = '[[pool]]\nname = "pool"\nsystem = "dgx-h100"\ngpus = 32\nusd_per_gpu_hour = 1.0\n'
+    pooled = _plan(tmp_path, pool + RENT.format(gpus=1024, billing="on_demand"))
+    (main, _), (tail, _) = _phases(pooled)
+    assert tail < 32 < main and [(s.name, n) for s, n in pooled.mix.held] == [("pool", 32)]
+    (start, finish), node_mw = pooled.window_days(), _node_mw(pooled)
+    (_, _, main_mw), (_, tail_end, tail_mw) = pooled.draws()
+    assert (main_mw, tail_mw, tail_end) == pytest.approx((main // 8 * node_mw, 4 * node_mw, finish), rel=1e-12)
 
 
 def test_a_second_job_uses_the_gpus_the_first_gave_back(tmp_path: Path) -> None:
@@ -162,6 +202,42 @@ def test_a_second_job_uses_the_gpus_the_first_gave_back(tmp_path: Path) -> None:
     assert found["on_demand"][0] == {"campaign": "dgx-h100", "second": "dgx-h100"}
     (use,) = found["on_demand"][1]
     assert use["used"]["campaign"] == main and main // 8 < use["used"]["second"] <= main - tail
+
+
+def test_a_second_job_uses_the_power_the_first_gave_back(tmp_path: Path) -> None:
+    """A site's power (--power-mw) half a node above the campaign's main phase, GPUs to spare: a job of 20B tokens
+    starting after the main phase runs beside the tail on demand, within the cap with the tail's power though not
+    with the main phase's; starting before the main phase ends, or reserved (the campaign draws its main phase's
+    power to its finish), one job or the other. power_use: each job's most, the most at once the main phase's."""
+    first = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"))
+    node_mw = _node_mw(first)
+    (main, _), (tail, _) = _phases(first)
+    (_, main_end, _), (tail_start, _, _) = first.segments()
+    main_mw, tail_mw, cap_mw = main // 8 * node_mw, tail // 8 * node_mw, (main // 8 + 0.5) * node_mw
+    found = {}
+    for billing, start in (
+        ("reserved", tail_start + 0.01),
+        ("on_demand", main_end - 0.2),
+        ("on_demand", tail_start + 0.01),
+    ):
+        (tmp_path / "fleet.toml").write_text(
+            RENT.format(gpus=1024, billing=billing)
+            + f'[[job]]\nname = "campaign"\nscenario = "campaign.toml"\ndeadline_days = 3\n'
+            f'[[job]]\nname = "second"\nmodel = "llama3.1-8b"\ntokens = "20B"\nstart_days = {start}\n'
+            f"deadline_days = {start + 2}\n"
+        )
+        args = ("plan", "--fleet", str(tmp_path / "fleet.toml"), "--power-mw", repr(cap_mw), "--format", "json", "-q")
+        d = json.loads(run_cli(*args).out)
+        found[billing, start < main_end] = {job["job"]: job["chosen"] for job in d["jobs"]}, d["power_use"]
+    for one in (("reserved", False), ("on_demand", True)):
+        assert sorted(map(str, found[one][0].values())) == ["None", "dgx-h100"]  # one job or the other
+    chosen, (power,) = found["on_demand", False]
+    assert chosen == {"campaign": "dgx-h100", "second": "dgx-h100"} and power["cap_mw"] == cap_mw
+    second_mw = power["used_mw"]["second"]
+    assert power["used_mw"]["campaign"] == pytest.approx(main_mw, rel=1e-12) and second_mw >= node_mw
+    assert tail_mw + second_mw <= cap_mw < main_mw + second_mw
+    assert power["peak_mw"] == pytest.approx(max(main_mw, tail_mw + second_mw), rel=1e-12)
+    assert power["left_mw"] == pytest.approx(cap_mw - power["peak_mw"], rel=1e-12)
 
 
 def test_billing_is_one_of_two_and_a_bought_offer_is_held(tmp_path: Path) -> None:

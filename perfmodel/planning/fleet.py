@@ -44,6 +44,7 @@ from perfmodel.planning.plan import (
     p_within,
     plan_candidate,
     power_cap_gpus,
+    power_mw,
     seed_count,
     spare_gpus,
     spare_mw,
@@ -270,17 +271,33 @@ class FleetPlan:
         """The mix's cost at the point: each source's GPU-hours billed (`Mix.gpu_hours`) x its rate."""
         return self.mix.usd()
 
-    def segments(self) -> list[tuple[float, float, Taken]]:
-        """What it holds when, days from now (start, finish, GPUs per source): the held sources for its window,
-        each phase's on-demand GPUs while the phase runs (its share of the window's time at the confidence)."""
+    def _spans(self) -> list[tuple[float, float, Taken]]:
+        """When each phase of a campaign renting per phase runs, days from now (start, finish, the on-demand GPUs
+        it rents): its share of the window's time at the confidence."""
         start, finish = self.window_days()
-        found = [(start, finish, self.mix.held)] if self.mix.held else []
-        scale, at = (finish - start) / self.mix.hours if self.mix.hours else 0.0, start
+        scale, at, found = (finish - start) / self.mix.hours if self.mix.hours else 0.0, start, []
         for _, hours, rented in self.mix.phases:
-            if rented:
-                found.append((at, at + hours * scale, rented))
+            found.append((at, at + hours * scale, rented))
             at += hours * scale
         return found
+
+    def segments(self) -> list[tuple[float, float, Taken]]:
+        """What it holds when, days from now (start, finish, GPUs per source): the held sources for its window,
+        each phase's on-demand GPUs while the phase runs."""
+        start, finish = self.window_days()
+        return ([(start, finish, self.mix.held)] if self.mix.held else []) + [s for s in self._spans() if s[2]]
+
+    def draws(self) -> list[tuple[float, float, float]]:
+        """The site power it draws when, days from now (start, finish, MW): its `power_mw` for its window; renting
+        on demand per campaign phase, each phase's while the phase runs: the GPUs held then (plan.power_mw's rule,
+        a held GPU drawing busy or idle), the held sources' and that phase's rented ones, its spares among them."""
+        assert self.candidate is not None and self.candidate.prediction is not None
+        p = self.candidate.prediction
+        if not self.mix.phases:
+            return [(*self.window_days(), power_mw(p))]
+        held = sum(n for _, n in self.mix.held) - spare_gpus(p.scenario)
+        return [(start, finish, power_mw(p, held + sum(n for _, n in rented))) for start, finish, rented in
+                self._spans()]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"system": self.system, "feasible": self.feasible, "reason": self.reason}

@@ -8,12 +8,13 @@ tightest deadline goes first (file order among equal deadlines), the order a pla
 report says so. Each job's mix is still its own cheapest over what it finds: an exact split of every pool between the
 jobs (a layout search per split) is not searched. A job holds its mix's GPUs from its start to its finish at the goal's
 confidence (of an offer billed on demand, only what each phase of a campaign takes, while that phase runs: another job
-may take what it gives back); it starts at day 0, or at its `start_days`, or when the job it runs `after` finishes (the
-later), once its offers' lead times have passed. A job planned later finds taken what the jobs before it hold at any
-moment of its window, its start to its deadline, so jobs one after another reuse the same GPUs and jobs at the same time
-never share one. A job added never lowers another's cost: whatever the order, a job finds at most the whole fleet, and
-less capacity never gives a cheaper mix (planning/fleet.py fills cheapest first). A site's power cap (`--power-mw`) is
-shared the same way (planning/fleet.py `power_site`), so the jobs at a site never draw more than its cap at once.
+may take what it gives back, and the power it stops drawing, FleetPlan.draws); it starts at day 0, or at its
+`start_days`, or when the job it runs `after` finishes (the later), once its offers' lead times have passed. A job
+planned later finds taken what the jobs before it hold at any moment of its window, its start to its deadline, so jobs
+one after another reuse the same GPUs and jobs at the same time never share one. A job added never lowers another's
+cost: whatever the order, a job finds at most the whole fleet, and less capacity never gives a cheaper mix
+(planning/fleet.py fills cheapest first). A site's power cap (`--power-mw`) is shared the same way (planning/fleet.py
+`power_site`), so the jobs at a site never draw more than its cap at once.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from perfmodel.planning.fleet import (
     sources,
     unplanned,
 )  # fmt: skip
-from perfmodel.planning.plan import Goal, Tried, candidate_bases, power_mw
+from perfmodel.planning.plan import Goal, Tried, candidate_bases
 from perfmodel.planning.request import CLI, ScenarioSource, Spelling
 
 GREEDY = "tightest deadline first"
@@ -85,14 +86,20 @@ class JobPlan:
 class Held:
     """What a planned job's chosen mix holds from its start to its finish (at the goal's confidence), in days from
     now: its GPUs by source name as segments (start, finish, GPUs per source: the held sources for the window, an
-    on-demand offer per campaign phase, FleetPlan.segments), and power at its `power_site` for the window."""
+    on-demand offer per campaign phase, FleetPlan.segments), and the power it draws at its `power_site` as segments
+    (start, finish, MW: the window's, or each phase's renting on demand, FleetPlan.draws)."""
 
     job: str
     start_days: float
     finish_days: float
     segments: tuple[tuple[float, float, tuple[tuple[str, int], ...]], ...]
     site: str
-    power_mw: float
+    draws: tuple[tuple[float, float, float], ...]
+
+    @property
+    def power_mw(self) -> float:
+        """The most power it draws at once."""
+        return max(mw for _, _, mw in self.draws)
 
     def most(self) -> dict[str, int]:
         """The most GPUs of each source it holds at once."""
@@ -107,18 +114,20 @@ def most_held(
     held: Sequence[Held], start_days: float = 0.0, end_days: float = math.inf
 ) -> tuple[dict[str, int], dict[str, float]]:
     """The most GPUs of each source, and the most power at each site, that `held` holds at once between `start_days`
-    and `end_days` (what is held changes as segments start and finish: the most is at the window's start or at a
-    segment's start within it)."""
+    and `end_days` (what is held and drawn changes as segments start and finish: the most is at the window's start
+    or at a segment's or a draw's start within it)."""
     gpus: dict[str, int] = {}
     power: dict[str, float] = {}
     segments = [segment for h in held for segment in h.segments]
-    for moment in [start_days, *(start for start, _, _ in segments if start_days < start < end_days)]:
+    draws = [(start, finish, h.site, mw) for h in held for start, finish, mw in h.draws]
+    starts = (start for start, *_ in (*segments, *draws) if start_days < start < end_days)
+    for moment in [start_days, *starts]:
         now = [taken for start, finish, taken in segments if start <= moment < finish]
         for name in {name for taken in now for name, _ in taken}:
             gpus[name] = max(gpus.get(name, 0), sum(dict(taken).get(name, 0) for taken in now))
-        powered = [h for h in held if h.start_days <= moment < h.finish_days]
-        for site in {h.site for h in powered}:
-            power[site] = max(power.get(site, 0.0), sum(h.power_mw for h in powered if h.site == site))
+        powered = [(site, mw) for start, finish, site, mw in draws if start <= moment < finish]
+        for site in {site for site, _ in powered}:
+            power[site] = max(power.get(site, 0.0), sum(mw for at, mw in powered if at == site))
     return gpus, power
 
 
@@ -157,9 +166,9 @@ class SharedReport:
         return found
 
     def power_use(self) -> list[dict[str, Any]]:
-        """The power each capped site's jobs draw (MW at the wall), each job's, the most at once and what that
-        leaves of its cap (`site_cap`). Site "" is the sources of no named site, or the whole fleet where jobs span
-        sites."""
+        """The power each capped site's jobs draw (MW at the wall), each job's most at once, the site's most at once and
+        what that leaves of its cap (`site_cap`). Site "" is the sources of no named site, or the whole fleet where jobs
+        span sites."""
         most, sites = most_held(self.held)[1], dict.fromkeys(h.site for h in self.held)
         caps = {site: cap[0] for site in sites if (cap := site_cap(self.fleet, self.power_cap_mw, site)) is not None}
         return [{"site": site, "cap_mw": cap, "used_mw": {h.job: h.power_mw for h in self.held if h.site == site},
@@ -206,8 +215,8 @@ class _State:
         if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
             segments = tuple((start, finish, tuple((source.name, n) for source, n in taken))
                              for start, finish, taken in chosen.segments())  # fmt: skip
-            mw = power_mw(chosen.candidate.prediction)
-            held = (*held, Held(job.name, *chosen.window_days(), segments, power_site(fleet, chosen.site), mw))
+            site, draws = power_site(fleet, chosen.site), tuple(chosen.draws())
+            held = (*held, Held(job.name, *chosen.window_days(), segments, site, draws))
         return _State((*self.planned, JobPlan(job.name, report, turn)), held)
 
     def score(self) -> tuple[int, float]:

@@ -160,10 +160,11 @@ def spare_mw(scenario: Scenario, hw: Hardware) -> float:
     return spare_gpus(scenario) * hw.it_power_w_per_gpu * scenario.cost.pue / 1e6
 
 
-def power_mw(p: Result) -> float:
-    """The site power a plan draws while it trains, MW: the whole systems its GPUs take, at the wall x PUE, and its
-    spare GPUs (spare_mw; before, a plan's power left them out while its pools and bill held them)."""
-    systems = math.ceil(gpus_of(p) / p.hardware.job_gpus_per_system)
+def power_mw(p: Result, gpus: int | None = None) -> float:
+    """The site power a plan draws while it trains, MW: the whole systems its GPUs take (`gpus` beside its spares,
+    else its most: gpus_of), at the wall x PUE, busy or idle, and its spare GPUs (spare_mw; before, a plan's power
+    left them out while its pools and bill held them)."""
+    systems = math.ceil((gpus_of(p) if gpus is None else gpus) / p.hardware.job_gpus_per_system)
     return systems * _system_mw(p.hardware, p.scenario.cost.pue) + spare_mw(p.scenario, p.hardware)
 
 
