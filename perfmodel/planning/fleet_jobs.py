@@ -120,8 +120,8 @@ def most_held(
     power: dict[str, float] = {}
     segments = [segment for h in held for segment in h.segments]
     draws = [(start, finish, h.site, mw) for h in held for start, finish, mw in h.draws]
-    starts = (start for start, *_ in (*segments, *draws) if start_days < start < end_days)
-    for moment in [start_days, *starts]:
+    starts = [start for start, _, _ in segments] + [start for start, _, _, _ in draws]
+    for moment in [start_days, *(start for start in starts if start_days < start < end_days)]:
         now = [taken for start, finish, taken in segments if start <= moment < finish]
         for name in {name for taken in now for name, _ in taken}:
             gpus[name] = max(gpus.get(name, 0), sum(dict(taken).get(name, 0) for taken in now))
