@@ -161,8 +161,10 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                 raise PerfmodelError(
                     f"{path}: empty; a runs CSV's first line names its columns: {', '.join(CSV_COLUMNS)}"
                 )
-            missing = [c for c in ("n_gpus", "precision", "metric", "measured") if c not in header]
-            missing += [" or ".join(p) for p in (("model", "benchmark"), ("gpu", "system")) if not set(p) & set(header)]
+            needs: list[tuple[str, ...]] = [
+                (c,) for c in ("n_gpus", "precision", "metric", "measured") if c not in header
+            ]
+            needs += [p for p in (("model", "benchmark"), ("gpu", "system")) if not set(p) & set(header)]
             unknown = [c for c in header if c not in CSV_COLUMNS]
             metric = next((u for u in unknown if did_you_mean(u, METRICS)), None)
             if metric is not None:  # a wide sheet's column per metric, where a runs CSV has one of names, one of values
@@ -170,13 +172,12 @@ def read_runs_csv(path: str | Path, note: Callable[[str], None] = lambda _: None
                     f"{path}: unknown column '{shown(metric)}': a metric ({', '.join(METRICS)}) is a value of the "
                     "'metric' column, with its number in 'measured'"
                 )
-            if missing:  # the hint names a column ('model'), not the pair it completes
-                wanted = [column for need in missing for column in need.split(" or ")]
+            if needs:  # the hint names a column ('model'), not the pair it completes
+                wanted = [column for need in needs for column in need]
                 near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, wanted))), None)
                 said = f"; '{shown(near[0])}' is no column{near[1]}" if near else ""
-                raise PerfmodelError(
-                    f"{path}: missing column(s) {', '.join(missing)}{said}; columns: {', '.join(CSV_COLUMNS)}"
-                )
+                missing = ", ".join(" or ".join(need) for need in needs)
+                raise PerfmodelError(f"{path}: missing column(s) {missing}{said}; columns: {', '.join(CSV_COLUMNS)}")
             near = next(((u, hint) for u in unknown if (hint := did_you_mean(u, CSV_COLUMNS))), None)
             if near:
                 raise PerfmodelError(

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from perfmodel.errors import PerfmodelError, shown
+from perfmodel.inputs.catalogue import PRICED
 from perfmodel.inputs.checking import check, model_of
 from perfmodel.inputs.hardware import MAX_DOMAIN_GPUS, Accelerator, System
 
@@ -115,7 +116,7 @@ def checked(kind: str, path: Path, raw: dict[str, Any]) -> Any:
 def _check_price_range(path: Path, found: Any) -> None:
     """A price's `_low`/`_high` hold it between them: a range above the price (a quote under a base's list range)
     prints a cost range that misses the cost."""
-    for price in ("usd_per_gpu_hour", "usd_per_system"):
+    for price in PRICED:
         value, low, high = (getattr(found, name, None) for name in (price, f"{price}_low", f"{price}_high"))
         if value is None:
             continue
