@@ -30,8 +30,6 @@ from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
 from perfmodel.planning import tco
 from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.plan import (
-    WITH_FAILURES,
-    WITH_LOSSES,
     CandidatePlan,
     Goal,
     Price,
@@ -45,6 +43,7 @@ from perfmodel.planning.plan import (
     plan_candidate,
     power_cap_gpus,
     power_mw,
+    run_on,
     seed_count,
     spare_gpus,
     spare_mw,
@@ -181,11 +180,7 @@ def phase_needs(p: Result) -> list[tuple[str, int, float]]:
     basis, spare = goal_basis(p), spare_gpus(p.scenario)
     found = []
     for name, phase in p.phases.items():
-        run = phase.run
-        if basis == WITH_LOSSES:
-            run = phase.run_with_losses
-        elif basis == WITH_FAILURES and phase.goodput is not None:
-            run = phase.run_with_failures
+        run = run_on(phase, basis)
         hours = math.inf if run is None else run.time_s / SECONDS_PER_HOUR
         found.append((name, phase.layout.n_gpus + spare, hours))
     return found

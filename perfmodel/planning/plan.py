@@ -122,10 +122,15 @@ def goal_basis(p: Result) -> str:
 def goal_run(p: Result) -> Run | None:
     """The run on the goal's basis; None when failures stop it from ever finishing."""
     assert p.run is not None
-    basis = goal_basis(p)
+    return run_on(p, goal_basis(p))
+
+
+def run_on(p: Result, basis: str) -> Run | None:
+    """`p`'s run on `basis` (a campaign's, or one of its phases' on the campaign's basis: a phase without goodput
+    runs failure-free, as Campaign.run_with_failures sums it)."""
     if basis == WITH_LOSSES:
         return p.run_with_losses
-    return p.run_with_failures if basis == WITH_FAILURES else p.run
+    return p.run_with_failures if basis == WITH_FAILURES and p.goodput is not None else p.run
 
 
 def wall_s(p: Result) -> float:
