@@ -663,11 +663,12 @@ def search(
     priced: list[tuple[tuple[int, int], _Priced]] = []
     if bounded:
         priced = _price_bounded(ctx, candidates, top, objective, progress)
-    for done, (block, mask) in enumerate(() if bounded else candidates, 1):
-        if mask.any():
-            priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
-        if progress is not None:
-            progress(done, len(candidates))
+    else:
+        for done, (block, mask) in enumerate(candidates, 1):
+            if mask.any():
+                priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
+            if progress is not None:
+                progress(done, len(candidates))
     evaluated = sum(p.evaluated for _, p in priced)
     feasible = sum(p.feasible for _, p in priced)
     priced_in_full = sum(p.priced for _, p in priced)
