@@ -413,7 +413,7 @@ def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _
     valid, whole = int(np.count_nonzero(mask)), 0 if step is None else math.prod(block.shape)
     if not fits.any():
         smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
-        return _unfit(block, mask, float(need.reshape(-1)[smallest]), smallest, whole)
+        return _unfit(block, valid, float(need.reshape(-1)[smallest]), smallest, whole)
     if step is None:
         block, fits = block.trimmed(fits)
         step = evaluate_times(ctx, block.layout_vars()).step_time_s
@@ -431,12 +431,12 @@ def _ranked(ctx: Context, block: Block, fits: Any, step: Any, valid: int, top: i
     return _Priced(valid, len(index), step.size, values, best, None)
 
 
-def _unfit(block: Block, mask: Any, need: float, at: int, priced: int) -> _Priced:
-    """A block none of whose valid layouts (`mask`) fits: its count and the smallest memory need, of the layout at
-    flat index `at`."""
+def _unfit(block: Block, valid: int, need: float, at: int, priced: int) -> _Priced:
+    """A block none of whose `valid` layouts fits: its count and the smallest memory need, of the layout at flat
+    index `at`."""
     import numpy as np
 
-    return _Priced(int(np.count_nonzero(mask)), 0, priced, np.empty(0), [], (need, block.layout(at)))
+    return _Priced(valid, 0, priced, np.empty(0), [], (need, block.layout(at)))
 
 
 ROWS_AT_ONCE = 2**20
@@ -551,10 +551,10 @@ def _price_bounded(
             block, mask = block.trimmed(mask)
             fits, smallest, smallest_at = _fitting(ctx, block, mask)
             points.append((block.n_gpus, block.gbs))
+            valid = int(np.count_nonzero(mask))
             if not fits.any():
-                entries.append(_unfit(block, mask, smallest, smallest_at, 0))
+                entries.append(_unfit(block, valid, smallest, smallest_at, 0))
             else:
-                valid = int(np.count_nonzero(mask))
                 block, fits = block.trimmed(fits)
                 scale = objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
                 entries.append(_Open(block, fits, valid, scale))
