@@ -397,27 +397,28 @@ FILTER_FROM = 20_000
 
 
 def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _Priced:
-    """Memory first, over the whole (trimmed) block; then the step in full over the sub-block of the axis values
-    that some fitting layout uses (a block under FILTER_FROM layouts: both at once). A layout that does not fit is
-    never a result, so every output is that of pricing the whole block: the fitting layouts' step times are the same
-    numbers (element-wise formulas), in the same order (the sub-block keeps the block's order), and the memory mask
-    is the block's own."""
+    """Memory first, over the whole (trimmed) block a slice of rows at a time (`_fitting`, as `_price_bounded`
+    prices it); then the step in full over the sub-block of the axis values that some fitting layout uses (a block
+    under FILTER_FROM layouts: both at once, over the whole block). A layout that does not fit is never a result, so
+    every output is that of pricing the whole block: the fitting layouts' step times are the same numbers
+    (element-wise formulas), in the same order (the sub-block keeps the block's order), and the memory mask is the
+    block's own."""
     import numpy as np
 
+    valid = int(np.count_nonzero(mask))
     if math.prod(block.shape) < FILTER_FROM:
         result = evaluate(ctx, block.layout_vars())
-        need, step = np.broadcast_to(result.memory.total, block.shape), result.step_time_s
-    else:
-        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape), None
-    fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
-    valid, whole = int(np.count_nonzero(mask)), 0 if step is None else math.prod(block.shape)
+        need = np.broadcast_to(result.memory.total, block.shape)
+        fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+        if not fits.any():
+            smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
+            return _unfit(block, valid, float(need.reshape(-1)[smallest]), smallest, math.prod(block.shape))
+        return _ranked(ctx, block, fits, result.step_time_s, valid, top, objective)
+    fits, least, at = _fitting(ctx, block, mask)
     if not fits.any():
-        smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
-        return _unfit(block, valid, float(need.reshape(-1)[smallest]), smallest, whole)
-    if step is None:
-        block, fits = block.trimmed(fits)
-        step = evaluate_times(ctx, block.layout_vars()).step_time_s
-    return _ranked(ctx, block, fits, step, valid, top, objective)
+        return _unfit(block, valid, least, at, 0)
+    block, fits = block.trimmed(fits)
+    return _ranked(ctx, block, fits, evaluate_times(ctx, block.layout_vars()).step_time_s, valid, top, objective)
 
 
 def _ranked(ctx: Context, block: Block, fits: Any, step: Any, valid: int, top: int, objective: str) -> _Priced:
