@@ -397,27 +397,28 @@ FILTER_FROM = 20_000
 
 
 def _price(ctx: Context, block: Block, mask: Any, top: int, objective: str) -> _Priced:
-    """Memory first, over the whole (trimmed) block; then the step in full over the sub-block of the axis values
-    that some fitting layout uses (a block under FILTER_FROM layouts: both at once). A layout that does not fit is
-    never a result, so every output is that of pricing the whole block: the fitting layouts' step times are the same
-    numbers (element-wise formulas), in the same order (the sub-block keeps the block's order), and the memory mask
-    is the block's own."""
+    """Memory first, over the whole (trimmed) block a slice of rows at a time (`_fitting`, as `_price_bounded`
+    prices it); then the step in full over the sub-block of the axis values that some fitting layout uses (a block
+    under FILTER_FROM layouts: both at once, over the whole block). A layout that does not fit is never a result, so
+    every output is that of pricing the whole block: the fitting layouts' step times are the same numbers
+    (element-wise formulas), in the same order (the sub-block keeps the block's order), and the memory mask is the
+    block's own."""
     import numpy as np
 
+    valid = int(np.count_nonzero(mask))
     if math.prod(block.shape) < FILTER_FROM:
         result = evaluate(ctx, block.layout_vars())
-        need, step = np.broadcast_to(result.memory.total, block.shape), result.step_time_s
-    else:
-        need, step = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape), None
-    fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
-    valid, whole = int(np.count_nonzero(mask)), 0 if step is None else math.prod(block.shape)
+        need = np.broadcast_to(result.memory.total, block.shape)
+        fits = mask & (need <= ctx.hardware.accelerator.memory_bytes)
+        if not fits.any():
+            smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
+            return _unfit(block, valid, float(need.reshape(-1)[smallest]), smallest, math.prod(block.shape))
+        return _ranked(ctx, block, fits, result.step_time_s, valid, top, objective)
+    fits, least, at = _fitting(ctx, block, mask)
     if not fits.any():
-        smallest = int(np.argmin(np.where(mask, need, np.inf).reshape(-1)))
-        return _unfit(block, mask, float(need.reshape(-1)[smallest]), smallest, whole)
-    if step is None:
-        block, fits = block.trimmed(fits)
-        step = evaluate_times(ctx, block.layout_vars()).step_time_s
-    return _ranked(ctx, block, fits, step, valid, top, objective)
+        return _unfit(block, valid, least, at, 0)
+    block, fits = block.trimmed(fits)
+    return _ranked(ctx, block, fits, evaluate_times(ctx, block.layout_vars()).step_time_s, valid, top, objective)
 
 
 def _ranked(ctx: Context, block: Block, fits: Any, step: Any, valid: int, top: int, objective: str) -> _Priced:
@@ -431,12 +432,12 @@ def _ranked(ctx: Context, block: Block, fits: Any, step: Any, valid: int, top: i
     return _Priced(valid, len(index), step.size, values, best, None)
 
 
-def _unfit(block: Block, mask: Any, need: float, at: int, priced: int) -> _Priced:
-    """A block none of whose valid layouts (`mask`) fits: its count and the smallest memory need, of the layout at
-    flat index `at`."""
+def _unfit(block: Block, valid: int, need: float, at: int, priced: int) -> _Priced:
+    """A block none of whose `valid` layouts fits: its count and the smallest memory need, of the layout at flat
+    index `at`."""
     import numpy as np
 
-    return _Priced(int(np.count_nonzero(mask)), 0, priced, np.empty(0), [], (need, block.layout(at)))
+    return _Priced(valid, 0, priced, np.empty(0), [], (need, block.layout(at)))
 
 
 ROWS_AT_ONCE = 2**20
@@ -551,10 +552,10 @@ def _price_bounded(
             block, mask = block.trimmed(mask)
             fits, smallest, smallest_at = _fitting(ctx, block, mask)
             points.append((block.n_gpus, block.gbs))
+            valid = int(np.count_nonzero(mask))
             if not fits.any():
-                entries.append(_unfit(block, mask, smallest, smallest_at, 0))
+                entries.append(_unfit(block, valid, smallest, smallest_at, 0))
             else:
-                valid = int(np.count_nonzero(mask))
                 block, fits = block.trimmed(fits)
                 scale = objective_scale(objective, block.gbs, ctx.seq_len, block.n_gpus)
                 entries.append(_Open(block, fits, valid, scale))
@@ -663,11 +664,12 @@ def search(
     priced: list[tuple[tuple[int, int], _Priced]] = []
     if bounded:
         priced = _price_bounded(ctx, candidates, top, objective, progress)
-    for done, (block, mask) in enumerate(() if bounded else candidates, 1):
-        if mask.any():
-            priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
-        if progress is not None:
-            progress(done, len(candidates))
+    else:
+        for done, (block, mask) in enumerate(candidates, 1):
+            if mask.any():
+                priced.append(((block.n_gpus, block.gbs), _price(ctx, *block.trimmed(mask), top, objective)))
+            if progress is not None:
+                progress(done, len(candidates))
     evaluated = sum(p.evaluated for _, p in priced)
     feasible = sum(p.feasible for _, p in priced)
     priced_in_full = sum(p.priced for _, p in priced)
