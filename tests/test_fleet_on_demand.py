@@ -94,7 +94,7 @@ def test_an_owned_pool_stays_held_and_the_offer_fills_each_phase_beyond_it(campa
     assert mix.held == ((pool, 64),) and mix.taken() == [(pool, 64), (cloud, 64)]
     assert [rented for _, _, rented in mix.phases] == [((cloud, 64),), ()]
     assert mix.gpu_hours(pool) == pytest.approx(64 * (main_h + tail_h), rel=1e-12)
-    assert mix.usd() == pytest.approx(64 * (main_h + tail_h) * 1.0 + 64 * main_h * 2.5, rel=1e-12)
+    assert mix.usd == pytest.approx(64 * (main_h + tail_h) * 1.0 + 64 * main_h * 2.5, rel=1e-12)
     reserved = fleets.mix_of(campaign, [pool, _source("cloud", 1024, 2.5)])
     assert reserved.gpu_hours(pool) == mix.gpu_hours(pool) and not reserved.phases
 
@@ -129,8 +129,8 @@ def test_the_on_demand_mix_is_the_cheapest_hold_and_owning_more_never_raises_it(
             + sum(n * t * 2.5 for _, need, t in needs for n in [max(need - h, 0)])
             for h in range(max(0, 128 - 128), min(128, sum(s.gpus for s in held)) + 1, 8)
         )
-        assert mix.usd() == pytest.approx(brute, rel=1e-12)
-        costs.append(mix.usd())
+        assert mix.usd == pytest.approx(brute, rel=1e-12)
+        costs.append(mix.usd)
     assert costs[1] <= costs[0] * (1 + 1e-12)
 
 

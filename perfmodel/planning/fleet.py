@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from perfmodel.errors import PerfmodelError
@@ -168,8 +169,10 @@ class Mix:
         held = dict(self.held).get(source, 0) * self.hours
         return held + sum(dict(rented).get(source, 0) * hours for _, hours, rented in self.phases)
 
+    @cached_property
     def usd(self) -> float:
-        """The bill at the point: each source's GPU-hours x its rate."""
+        """The bill at the point: each source's GPU-hours x its rate (worked out once: a plan's cost is compared per
+        lead time and site, and per order of a fleet's jobs, `fleet_jobs._State.score`)."""
         return sum(self.gpu_hours(source) * source.usd_per_gpu_hour for source, _ in self.taken())
 
 
@@ -226,7 +229,7 @@ def filled(available: Sequence[Source]) -> Price:
     """What a run costs on the GPUs it holds taken from `available` (`mix_of`): among the counts meeting a deadline,
     the plan takes the cheapest mix, not the fewest GPUs (a count whose DP divides the batch can take fewer
     GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in 2.42M GPU-hours, 1,792 in 2.74M)."""
-    return lambda p: mix_of(p, available).usd()
+    return lambda p: mix_of(p, available).usd
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,7 @@ class FleetPlan:
 
     def cost_usd(self) -> float:
         """The mix's cost at the point: each source's GPU-hours billed (`Mix.gpu_hours`) x its rate."""
-        return self.mix.usd()
+        return self.mix.usd
 
     def _spans(self) -> list[tuple[float, float, Taken]]:
         """When each phase of a campaign renting per phase runs, days from now (start, finish, the on-demand GPUs
