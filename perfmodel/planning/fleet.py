@@ -269,10 +269,9 @@ class FleetPlan:
         """The mix's cost at the point: each source's GPU-hours billed (`Mix.gpu_hours`) x its rate."""
         return self.mix.usd
 
-    def _spans(self) -> list[tuple[float, float, Taken]]:
+    def _spans(self, start: float, finish: float) -> list[tuple[float, float, Taken]]:
         """When each phase of a campaign renting per phase runs, days from now (start, finish, the on-demand GPUs
-        it rents): its share of the window's time at the confidence."""
-        start, finish = self.window_days()
+        it rents): its share of the window's time at the confidence (`window_days`, which the caller has)."""
         scale, at, found = (finish - start) / self.mix.hours if self.mix.hours else 0.0, start, []
         for _, hours, rented in self.mix.phases:
             found.append((at, at + hours * scale, rented))
@@ -283,7 +282,8 @@ class FleetPlan:
         """What it holds when, days from now (start, finish, GPUs per source): the held sources for its window,
         each phase's on-demand GPUs while the phase runs."""
         start, finish = self.window_days()
-        return ([(start, finish, self.mix.held)] if self.mix.held else []) + [s for s in self._spans() if s[2]]
+        held = [(start, finish, self.mix.held)] if self.mix.held else []
+        return held + [s for s in self._spans(start, finish) if s[2]]
 
     def draws(self) -> list[tuple[float, float, float]]:
         """The site power it draws when, days from now (start, finish, MW): its `power_mw` for its window; renting
@@ -295,7 +295,7 @@ class FleetPlan:
             return [(*self.window_days(), power_mw(p))]
         held = sum(n for _, n in self.mix.held) - spare_gpus(p.scenario)
         return [(start, finish, power_mw(p, held + sum(n for _, n in rented))) for start, finish, rented in
-                self._spans()]  # fmt: skip
+                self._spans(*self.window_days())]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"system": self.system, "feasible": self.feasible, "reason": self.reason}
