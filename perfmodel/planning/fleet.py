@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.fleet import Fleet, everything
@@ -143,6 +143,17 @@ def hours_per_gpu(p: Result) -> float:
 
 
 Taken = tuple[tuple[Source, int], ...]
+K = TypeVar("K")
+
+
+def most_each(groups: Iterable[Iterable[tuple[K, int]]]) -> dict[K, int]:
+    """The most of each key in any one group of (key, count) pairs, in the order first seen: the GPUs of each source
+    held at once across a plan's segments (`Mix.taken` by source, fleet_jobs `Held.most` by source name)."""
+    found: dict[K, int] = {}
+    for group in groups:
+        for key, n in group:
+            found[key] = max(found.get(key, 0), n)
+    return found
 
 
 @dataclass(frozen=True)
@@ -157,11 +168,7 @@ class Mix:
 
     def taken(self) -> list[tuple[Source, int]]:
         """The most GPUs it holds of each source at once: the held ones, then each on-demand offer's most."""
-        most: dict[Source, int] = dict(self.held)
-        for _, _, rented in self.phases:
-            for source, n in rented:
-                most[source] = max(most.get(source, 0), n)
-        return list(most.items())
+        return list(most_each([self.held, *(rented for _, _, rented in self.phases)]).items())
 
     def gpu_hours(self, source: Source) -> float:
         """The GPU-hours billed of `source`: its held GPUs x the whole window, its on-demand GPUs x each phase's

@@ -36,6 +36,7 @@ from perfmodel.planning.fleet import (
     FleetReport,
     Source,
     fleet_systems,
+    most_each,
     plan_fleet,
     power_site,
     site_cap,
@@ -103,11 +104,7 @@ class Held:
 
     def most(self) -> dict[str, int]:
         """The most GPUs of each source it holds at once."""
-        found: dict[str, int] = {}
-        for _, _, gpus in self.segments:
-            for name, n in gpus:
-                found[name] = max(found.get(name, 0), n)
-        return found
+        return most_each(gpus for _, _, gpus in self.segments)
 
 
 def most_held(
