@@ -54,6 +54,10 @@ from perfmodel.inputs.files import parse_toml, read_text
 from perfmodel.inputs.record import bounded, record
 from perfmodel.inputs.scenario import MAX_GPUS
 
+Billing = Literal["reserved", "on_demand"]
+"""How a source is billed: "reserved", held for a plan's whole window; "on_demand", held per campaign phase
+(planning/fleet.py `mix_of`)."""
+
 
 @record
 class Pool:
@@ -84,7 +88,7 @@ class Offer:
     """The most GPUs the offer has."""
     lead_time_days: float = bounded(0.0, ge=0, le=3650, allow_inf_nan=False)
     """Days until the capacity is there: a plan that uses it starts after them."""
-    billing: Literal["reserved", "on_demand"] = "reserved"
+    billing: Billing = "reserved"
     """How rent is billed: "reserved", for the plan's whole window (its most GPUs, as a reservation); "on_demand",
     per campaign phase only the GPUs that phase needs beyond the held sources, for that phase's time."""
 

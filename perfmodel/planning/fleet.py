@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from perfmodel.errors import PerfmodelError
-from perfmodel.inputs.fleet import Fleet, everything
+from perfmodel.inputs.fleet import Billing, Fleet, everything
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
 from perfmodel.planning import tco
@@ -69,7 +69,7 @@ class Source:
     gpus: int
     usd_per_gpu_hour: float
     lead_time_days: float
-    billing: str = "reserved"
+    billing: Billing = "reserved"
     """'reserved' (held for the plan's whole window: pools and bought systems always) or 'on_demand' (a rental
     held per campaign phase, `mix_of`)."""
 
