@@ -492,13 +492,14 @@ def write_xlsx(
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
     inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
-    sections = {"Inputs": [printing.height_pt(printing.lines(note, label_width, bold=True))]}  # heading, first row
-    inputs.set_row(HEADER_ROW + 2 + len(lines), sections["Inputs"][0])
-    for column in shared:
+    note_pt = printing.height_pt(printing.lines(note, label_width, bold=True))
+    inputs.set_row(HEADER_ROW + 2 + len(lines), note_pt)
+    defaults_pt = [printing.height_pt(printing.lines(column.header, label_width)) for column in shared]
+    sections = {"Inputs": [note_pt, *defaults_pt[:1]]}  # the section's heading and its first row (`_keep_with_next`)
+    for column, height_pt in zip(shared, defaults_pt, strict=True):
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
-        sections["Inputs"].append(printing.height_pt(printing.lines(column.header, label_width)))
-        inputs.set_row(r - 1, sections["Inputs"][-1])
+        inputs.set_row(r - 1, height_pt)
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
@@ -545,7 +546,7 @@ def write_xlsx(
         _heights(sheets[name], tall[name])
         if len(sections.get(name, [])) > 1:  # a section under the table, and a row in it
             rows_pt = _table_pt(above, heading_pt[name], tall[name])
-            _keep_with_next(sheets[name], _ordered(widths[name]), [*rows_pt, *sections[name][:2]])
+            _keep_with_next(sheets[name], _ordered(widths[name]), [*rows_pt, *sections[name]])
     _write_summary(summary, columns, grid, values, title, style)
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
