@@ -343,9 +343,15 @@ def _keep_with_next(ws: Any, widths: Sequence[float], heights_pt: Sequence[float
     (PAGE_SLACK of it, at the sheet's scale; `heights_pt`: the sheet's rows from the first down to the section's
     first, the heading the one before it): the heading then begins a page. Left to the page breaks the rows'
     heights put, a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf."""
-    zoom = max(printing.scale(widths), printing.SMALLEST_SCALE)
-    if sum(heights_pt) > PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / zoom:
+    if sum(heights_pt) > _page_room_pt(widths):
         ws.set_h_pagebreaks([len(heights_pt) - 2])
+
+
+def _page_room_pt(widths: Sequence[float]) -> float:
+    """The rows' height a printed page takes, PAGE_SLACK of it, at the sheet's scale (`widths`, from column A): one
+    page wide, else SMALLEST_SCALE across pages (printing.set_up). The Assumptions' columns, at most 158 characters,
+    always fit one page at 69%."""
+    return PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(printing.scale(widths), printing.SMALLEST_SCALE)
 
 
 def _table_pt(above_pt: Sequence[float], heading_pt: float, tall: Sequence[int]) -> list[float]:
@@ -812,7 +818,7 @@ def _write_assumptions(ws: Any, found: list[Assumption], title: str, style: _Sty
     shown_pt = [_row_height(zip(row, widths, strict=True)) for row in texts]
     hidden_pt = [_row_height(zip(["", *row[1:]], widths, strict=True)) for row in texts]
     first = [index == 0 or a.section != found[index - 1].section for index, a in enumerate(found)]
-    room = PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / printing.scale(widths) - printing.LINE_PT
+    room = _page_room_pt(widths) - printing.LINE_PT
     starts = printing.page_starts([s if f else h for s, h, f in zip(shown_pt, hidden_pt, first, strict=True)],
                                   shown_pt, room, (HEADER_ROW + 1) * printing.LINE_PT)  # fmt: skip
     shows = [f or index in starts for index, f in enumerate(first)]
