@@ -314,3 +314,14 @@ def test_a_mistyped_gpu_in_compare_or_plan_says_the_one_meant(args: tuple[str, .
 def test_a_price_without_its_dollar_sign_says_so() -> None:
     """`--gpu mi355x:fp8:3` read 'fp8:3' as an unknown precision and said no more (newuser7's report)."""
     _one_line_error(run_cli("plan", "--gpu", "mi355x:fp8:3", "--budget", "100M"), "takes a '$': 'mi355x:fp8:$3'")
+
+
+def test_spare_gpus_of_part_of_a_node_in_a_file_name_the_file(tmp_path: Path) -> None:
+    """`[losses] spare_gpus = 4` on a DGX said '--spare-gpus: 4 spare GPUs is 0.5 ...', a flag not given (mends17b's
+    brief); the flag is named where it gave the count."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\ntokens = 1e12\n[losses]\nspare_gpus = 4\n')
+    err = _one_line_error(run_cli("predict", str(path)), f"{path}: field 'losses.spare_gpus': 4 spare GPUs is 0.5")
+    assert "--spare-gpus" not in err
+    _one_line_error(run_cli("predict", str(path), "--spare-gpus", "12"), "--spare-gpus: 12 spare GPUs is 1.5")
+    assert run_cli("predict", str(path), "--spare-gpus", "8").code == 0

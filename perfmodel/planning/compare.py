@@ -28,8 +28,8 @@ from perfmodel.planning.request import (
     Spelling,
     check_precision,
     check_whole_nodes,
+    given_where,
     load_checked,
-    source_name,
 )
 from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
@@ -159,10 +159,7 @@ def check_one_price(
     key = "usd_per_gpu_hour" if base.cost.usd_per_gpu_hour is not None else "price_range"
     if base.cost.usd_per_gpu_hour is None and base.cost.usd_per_gpu_hour_range is None:
         return
-    field = f"{source_name(source)}: field"
-    where = origins.get(key, key)
-    if options.get(key) is None:
-        where = f"{field} 'cost.{'usd_per_gpu_hour' if key == 'usd_per_gpu_hour' else 'usd_per_gpu_hour_range'}'"
+    where = given_where(key, source, options, origins)
     quoted = sorted(t.accelerator for t in targets if t.usd_per_gpu_hour is not None)
     if key == "price_range" and quoted:
         raise PerfmodelError(f"{where}: a price distribution and a candidate's own quote ({', '.join(quoted)}) "

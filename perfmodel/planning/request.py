@@ -85,6 +85,14 @@ def source_name(source: ScenarioSource) -> str:
     return "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
 
 
+def given_where(key: str, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]) -> str:
+    """Where option `key`'s value came from, as an error line begins: its flag or keyword where one gave it, else
+    the scenario's field (`origins` names every flag, the ones not given too: scenario_flags)."""
+    if options.get(key) is not None:
+        return origins.get(key, key)
+    return f"{source_name(source)}: field '{OPTION_FIELDS[key]}'"
+
+
 def load_request(
     source: ScenarioSource,
     options: dict[str, Any],
@@ -116,7 +124,7 @@ def load_request(
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
-    check_spare_nodes(loaded, origins.get("spare_gpus") or f"{source_name(source)}: field 'losses.spare_gpus'")
+    check_spare_nodes(loaded, given_where("spare_gpus", source, options, origins))
     if loaded.calibration is not None or loaded.vintage is not None:
         check_calibration(loaded, source, options, origins)
     if not relayout:
