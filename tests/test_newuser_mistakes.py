@@ -325,3 +325,13 @@ def test_spare_gpus_of_part_of_a_node_in_a_file_name_the_file(tmp_path: Path) ->
     assert "--spare-gpus" not in err
     _one_line_error(run_cli("predict", str(path), "--spare-gpus", "12"), "--spare-gpus: 12 spare GPUs is 1.5")
     assert run_cli("predict", str(path), "--spare-gpus", "8").code == 0
+
+
+def test_a_compare_row_of_part_of_a_node_names_the_flag_that_gave_its_count() -> None:
+    """`--gpu b200@8 --gpu h100-sxm --gpu h100-sxm@12 --gpus 12`: the second row's 12 GPUs are --gpus', but the error
+    named `--gpu h100-sxm@12`, the row found by its value (mends17b's brief); each row is named by its own target."""
+    tail = ("--model", "llama3.1-8b", "--tokens", "1e12")
+    shared = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm", "--gpu", "h100-sxm@12", "--gpus", "12", *tail)
+    _one_line_error(shared, "--gpus: 12 GPUs is 1.5 dgx-h100 nodes")
+    own = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm@12", "--gpu", "h100-sxm", "--gpus", "16", *tail)
+    _one_line_error(own, "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes")
