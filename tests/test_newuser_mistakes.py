@@ -335,3 +335,23 @@ def test_a_compare_row_of_part_of_a_node_names_the_flag_that_gave_its_count() ->
     _one_line_error(shared, "--gpus: 12 GPUs is 1.5 dgx-h100 nodes")
     own = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm@12", "--gpu", "h100-sxm", "--gpus", "16", *tail)
     _one_line_error(own, "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes")
+
+
+def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path) -> None:
+    """`tokens = 100` in a scenario said 'tokens (--tokens): 100 is less than one global batch step', blaming a flag
+    not given (mends17b's brief): the flag is named where it gave the tokens, else the file's field, or a campaign
+    phase's own (its remainder of the total names the top level's), in predict and in each compare row."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 100\n')
+    step = "is less than one global batch step, GBS 512 x seq 8,192"
+    err = _one_line_error(run_cli("predict", str(path)), f"{path}: field 'tokens': 100 {step}")
+    assert "--tokens" not in err
+    _one_line_error(run_cli("compare", str(path), "--gpu", "b200"), f"{path}: field 'tokens': 100 {step}")
+    _one_line_error(run_cli("predict", str(path), "--tokens", "200"), f"--tokens: 200 {step}")
+    campaign = tmp_path / "c.toml"
+    top = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 16\ntokens = 1e12\n'
+    campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 100\n\n[[phase]]\nname = "b"\n')
+    _one_line_error(run_cli("predict", str(campaign)), f"{campaign}: phase 'a': field 'tokens': 100 {step}")
+    campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 999.998e9\n\n[[phase]]\nname = "b"\n')
+    left = "phase 'b' (what the others leave): 2e+06"
+    _one_line_error(run_cli("predict", str(campaign)), f"{campaign}: field 'tokens': {left} {step}")

@@ -27,6 +27,7 @@ from perfmodel.planning.request import (
     ScenarioSource,
     Spelling,
     check_precision,
+    check_tokens,
     check_whole_nodes,
     given_where,
     load_checked,
@@ -245,6 +246,7 @@ def compare_request(
              for spec, t in zip(targets, parsed, strict=True) for _ in target_counts(t, gpu_counts, base)]  # fmt: skip
     for scenario, where in zip(made, named or [shared] * len(made), strict=True):  # each row and its target
         check_whole_nodes(scenario, where)
+        check_tokens(scenario, source, options, origins)  # each row is predicted at its own count and batch
     return made
 
 
