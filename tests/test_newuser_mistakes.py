@@ -314,3 +314,44 @@ def test_a_mistyped_gpu_in_compare_or_plan_says_the_one_meant(args: tuple[str, .
 def test_a_price_without_its_dollar_sign_says_so() -> None:
     """`--gpu mi355x:fp8:3` read 'fp8:3' as an unknown precision and said no more (newuser7's report)."""
     _one_line_error(run_cli("plan", "--gpu", "mi355x:fp8:3", "--budget", "100M"), "takes a '$': 'mi355x:fp8:$3'")
+
+
+def test_spare_gpus_of_part_of_a_node_in_a_file_name_the_file(tmp_path: Path) -> None:
+    """`[losses] spare_gpus = 4` on a DGX said '--spare-gpus: 4 spare GPUs is 0.5 ...', a flag not given (mends17b's
+    brief); the flag is named where it gave the count."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\ntokens = 1e12\n[losses]\nspare_gpus = 4\n')
+    err = _one_line_error(run_cli("predict", str(path)), f"{path}: field 'losses.spare_gpus': 4 spare GPUs is 0.5")
+    assert "--spare-gpus" not in err
+    _one_line_error(run_cli("predict", str(path), "--spare-gpus", "12"), "--spare-gpus: 12 spare GPUs is 1.5")
+    assert run_cli("predict", str(path), "--spare-gpus", "8").code == 0
+
+
+def test_a_compare_row_of_part_of_a_node_names_the_flag_that_gave_its_count() -> None:
+    """`--gpu b200@8 --gpu h100-sxm --gpu h100-sxm@12 --gpus 12`: the second row's 12 GPUs are --gpus', but the error
+    named `--gpu h100-sxm@12`, the row found by its value (mends17b's brief); each row is named by its own target."""
+    tail = ("--model", "llama3.1-8b", "--tokens", "1e12")
+    shared = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm", "--gpu", "h100-sxm@12", "--gpus", "12", *tail)
+    _one_line_error(shared, "--gpus: 12 GPUs is 1.5 dgx-h100 nodes")
+    own = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm@12", "--gpu", "h100-sxm", "--gpus", "16", *tail)
+    _one_line_error(own, "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes")
+
+
+def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path) -> None:
+    """`tokens = 100` in a scenario said 'tokens (--tokens): 100 is less than one global batch step', blaming a flag
+    not given (mends17b's brief): the flag is named where it gave the tokens, else the file's field, or a campaign
+    phase's own (its remainder of the total names the top level's), in predict and in each compare row."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 100\n')
+    step = "is less than one global batch step, GBS 512 x seq 8,192"
+    err = _one_line_error(run_cli("predict", str(path)), f"{path}: field 'tokens': 100 {step}")
+    assert "--tokens" not in err
+    _one_line_error(run_cli("compare", str(path), "--gpu", "b200"), f"{path}: field 'tokens': 100 {step}")
+    _one_line_error(run_cli("predict", str(path), "--tokens", "200"), f"--tokens: 200 {step}")
+    campaign = tmp_path / "c.toml"
+    top = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 16\ntokens = 1e12\n'
+    campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 100\n\n[[phase]]\nname = "b"\n')
+    _one_line_error(run_cli("predict", str(campaign)), f"{campaign}: phase 'a': field 'tokens': 100 {step}")
+    campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 999.998e9\n\n[[phase]]\nname = "b"\n')
+    left = "phase 'b' (what the others leave): 2e+06"
+    _one_line_error(run_cli("predict", str(campaign)), f"{campaign}: field 'tokens': {left} {step}")

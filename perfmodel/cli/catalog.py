@@ -240,6 +240,8 @@ def scenarios() -> None:
 @click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
 def scenarios_list(fmt: str) -> None:
     """Bundled scenario and sweep files, by the name commands take, with their descriptions."""
+    from perfmodel.inputs.resources import bundled_descriptions
+
     records = [
         {"kind": folder[:-1], "name": name, "description": description}
         for folder in ("scenarios", "sweeps")
@@ -254,29 +256,3 @@ def scenarios_list(fmt: str) -> None:
 
     rows = [[r["kind"], r["name"], r["description"]] for r in records]
     say(tabulated(rows, headers=["kind", "name", "description"], maxcolwidths=[None, None, 90]))
-
-
-def bundled_descriptions(folder: str) -> dict[str, str]:
-    """The bundled files of `folder` ("scenarios", "sweeps") by the name commands take, each with its description
-    (`perfmodel scenarios list`, and the page's list of scenarios)."""
-    from perfmodel.inputs.resources import bundled_names, data_dir
-    from perfmodel.inputs.scenario import read_toml
-
-    found = {}
-    for name in bundled_names(folder):
-        path = data_dir(folder) / f"{name}.toml"
-        found[name] = read_toml(path, folder[:-1]).get("description") or _first_sentence(path)
-    return found
-
-
-def _first_sentence(path: Path) -> str:
-    """The first sentence of a file's leading comment block, which may wrap over several lines (a sweep file has no
-    description key): its first line alone can stop mid-phrase."""
-    comment = []
-    for line in path.read_text().splitlines():
-        if line[:1] != "#":
-            break
-        comment.append(line[1:].strip())
-    text = " ".join(comment)
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]

@@ -27,6 +27,31 @@ def bundled_names(folder: str) -> list[str]:
     return sorted(p.stem for p in data_dir(folder).glob("*.toml"))
 
 
+def bundled_descriptions(folder: str) -> dict[str, str]:
+    """The bundled files of `folder` ("scenarios", "sweeps") by the name commands take, each with its description
+    (`perfmodel scenarios list`, and the page's list of scenarios)."""
+    from perfmodel.inputs.scenario import read_toml  # scenario reads its files through this module
+
+    found = {}
+    for name in bundled_names(folder):
+        path = data_dir(folder) / f"{name}.toml"
+        found[name] = read_toml(path, folder[:-1]).get("description") or _first_sentence(path)
+    return found
+
+
+def _first_sentence(path: Path) -> str:
+    """The first sentence of a file's leading comment block, which may wrap over several lines (a sweep file has no
+    description key): its first line alone can stop mid-phrase."""
+    comment = []
+    for line in path.read_text().splitlines():
+        if line[:1] != "#":
+            break
+        comment.append(line[1:].strip())
+    text = " ".join(comment)
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
 @cache
 def data_dir(name: str) -> Path:
     """`hardware_specs`, `scenarios` or another top-level data folder shipped with perfmodel."""

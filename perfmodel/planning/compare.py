@@ -27,9 +27,10 @@ from perfmodel.planning.request import (
     ScenarioSource,
     Spelling,
     check_precision,
+    check_tokens,
     check_whole_nodes,
+    given_where,
     load_checked,
-    source_name,
 )
 from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
@@ -138,7 +139,7 @@ def scenarios(
             if cost.mode == "buy":
                 raise PerfmodelError(f"{named}: a quote is a rental price; {spelling.given('buy', True)} prices owning")
             cost = replaced(cost, usd_per_gpu_hour=target.usd_per_gpu_hour)
-        for n in [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]:
+        for n in target_counts(target, gpu_counts, base):
             update = {"gpu": target.gpu, "system": target.system, "n_gpus": n, "cost": cost}
             out.append(replaced(base, **update | {"precision": target.precision or base.precision}))
         try:
@@ -146,6 +147,11 @@ def scenarios(
         except PerfmodelError as exc:
             raise PerfmodelError(f"{named}: {exc}") from None
     return out
+
+
+def target_counts(target: Target, gpu_counts: Sequence[int] | None, base: Scenario) -> Sequence[int]:
+    """The GPU counts of a target's rows: its own (@N) alone, else the comparison's, else the base's."""
+    return [target.n_gpus] if target.n_gpus else gpu_counts or [base.n_gpus]
 
 
 def check_one_price(
@@ -159,10 +165,7 @@ def check_one_price(
     key = "usd_per_gpu_hour" if base.cost.usd_per_gpu_hour is not None else "price_range"
     if base.cost.usd_per_gpu_hour is None and base.cost.usd_per_gpu_hour_range is None:
         return
-    field = f"{source_name(source)}: field"
-    where = origins.get(key, key)
-    if options.get(key) is None:
-        where = f"{field} 'cost.{'usd_per_gpu_hour' if key == 'usd_per_gpu_hour' else 'usd_per_gpu_hour_range'}'"
+    where = given_where(key, source, options, origins)
     quoted = sorted(t.accelerator for t in targets if t.usd_per_gpu_hour is not None)
     if key == "price_range" and quoted:
         raise PerfmodelError(f"{where}: a price distribution and a candidate's own quote ({', '.join(quoted)}) "
@@ -239,10 +242,11 @@ def compare_request(
     base = checked_base(parsed, source, options, origins, relayout, spelling)
     made = scenarios(base, parsed, gpu_counts, spelling)
     shared = (counted if gpu_counts else origins).get("n_gpus", "n_gpus")  # without --gpus, the first row's count
-    own = {(t.gpu, t.system, t.n_gpus): spelling.given("gpu", spec)
-           for spec, t in zip(targets, parsed, strict=True) if t.n_gpus}  # fmt: skip
-    for scenario in made:  # a row's own count (@N) is its --gpu's, not --gpus'
-        check_whole_nodes(scenario, own.get((scenario.gpu, scenario.system, scenario.n_gpus), shared))
+    named = [spelling.given("gpu", spec) if t.n_gpus else shared  # a row's own count (@N) is its --gpu's
+             for spec, t in zip(targets, parsed, strict=True) for _ in target_counts(t, gpu_counts, base)]  # fmt: skip
+    for scenario, where in zip(made, named or [shared] * len(made), strict=True):  # each row and its target
+        check_whole_nodes(scenario, where)
+        check_tokens(scenario, source, options, origins)  # each row is predicted at its own count and batch
     return made
 
 

@@ -766,12 +766,14 @@ def prediction_for(scenario: Scenario, ctx: Context, layout: Layout, searched: i
     return Prediction(*made, exchange, measured, evidence, lost)
 
 
-def check_one_step(tokens: float, layout: Layout) -> None:
-    """A token budget trains at least one global batch: `--tokens 15` priced a run of a 2-millionth of a step."""
+def check_one_step(tokens: float, layout: Layout, where: str = "tokens") -> None:
+    """A token budget trains at least one global batch: `--tokens 15` priced a run of a 2-millionth of a step. The
+    error begins with `where`: the field, or the flag or file that gave it where the question knows
+    (request.check_tokens, before any search; a prediction does not)."""
     per_step = layout.gbs * layout.seq_len
     if tokens < per_step:
         raise PerfmodelError(
-            f"tokens (--tokens): {tokens:,.6g} is less than one global batch step, GBS {layout.gbs:,} x seq "
+            f"{where}: {tokens:,.6g} is less than one global batch step, GBS {layout.gbs:,} x seq "
             f"{layout.seq_len:,} = {per_step / 1e6:,.2f}M tokens; allowed: at least {per_step:,} (e.g. 15T)"
         )
 

@@ -25,7 +25,7 @@ from perfmodel.inputs.scenario import (
 )
 from perfmodel.physics import calibration
 from perfmodel.physics.parallel import Layout, Rule, broken_rules, feature_rules
-from perfmodel.planning.predict import given_degree, given_full_layout, without_layout
+from perfmodel.planning.predict import check_one_step, given_degree, given_full_layout, without_layout
 
 MAX_GPU_COUNTS = 64
 """GPU counts one search or comparison takes: each is a full layout search, and a thousand of them is a mistake."""
@@ -85,6 +85,14 @@ def source_name(source: ScenarioSource) -> str:
     return "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
 
 
+def given_where(key: str, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]) -> str:
+    """Where option `key`'s value came from, as an error line begins: its flag or keyword where one gave it, else
+    the scenario's field (`origins` names every flag, the ones not given too: scenario_flags)."""
+    if options.get(key) is not None:
+        return origins.get(key, key)
+    return f"{source_name(source)}: field '{OPTION_FIELDS[key]}'"
+
+
 def load_request(
     source: ScenarioSource,
     options: dict[str, Any],
@@ -116,7 +124,7 @@ def load_request(
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
-    check_spare_nodes(loaded, origins.get("spare_gpus") or f"{source_name(source)}: field 'losses.spare_gpus'")
+    check_spare_nodes(loaded, given_where("spare_gpus", source, options, origins))
     if loaded.calibration is not None or loaded.vintage is not None:
         check_calibration(loaded, source, options, origins)
     if not relayout:
@@ -143,6 +151,7 @@ def load_checked(
     Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
     loaded = load_request(source, options, origins, relayout, spelling)
     check_given_layout(loaded, source, options, origins, own_count)
+    check_tokens(loaded, source, options, origins, own_count)
     if own_precision:
         check_precision(loaded, source, options, origins, spelling=spelling)
     return loaded
@@ -272,6 +281,35 @@ def _phase_fields(phase: Phase) -> dict[str, str]:
         key = next((key for key in keys if getattr(phase, key) is not None), None)
         fields |= {dim: key} if key is not None else {}
     return fields
+
+
+def check_tokens(
+    scenario: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], own_count: bool = True
+) -> None:
+    """The token budget trains at least one global batch (predict.check_one_step), checked where the batch is known
+    before any search, so that the error names the flag, the file's field or the campaign phase's field that gave
+    the tokens (a phase without its own names the phase and the top level's): a given batch, or at the scenario's
+    own count (`own_count`) the default one, which a prediction there runs (or a larger one where that cannot feed
+    its replicas: predict.given_full_layout). A batch a search picks is checked as it is predicted."""
+    if scenario.benchmark:  # an MLPerf benchmark's work is its samples, not tokens
+        return
+    where = given_where("tokens", source, options, origins)
+    if not scenario.phase:
+        _check_tokens(scenario, where, own_count)
+        return
+    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
+
+    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+        named = f"phase '{shown(phase.name)}'"
+        own = f"{source_name(source)}: {named}: field 'tokens'"
+        left = f"{where}: {named} (what the others leave)"
+        _check_tokens(phased, own if phase.tokens is not None else left, own_count)
+
+
+def _check_tokens(scenario: Scenario, where: str, own_count: bool) -> None:
+    """check_tokens of one scenario: a one-phase scenario's, or a campaign phase's."""
+    if scenario.tokens is not None and (own_count or scenario.parallelism.gbs):
+        check_one_step(scenario.tokens, _given_part(scenario)[0], where)
 
 
 def check_precision(

@@ -182,9 +182,9 @@ def catalogue() -> dict[str, Any]:
 
 @cache
 def _catalogue() -> dict[str, Any]:
-    from perfmodel.cli.catalog import bundled_descriptions
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.models import ZOO
+    from perfmodel.inputs.resources import bundled_descriptions
 
     chips = accelerators()
     return {
