@@ -61,7 +61,7 @@ def test_the_offloaded_layers_saved_activations_leave_hbm() -> None:
     kept, offloaded = (context_for(_scenario(n)) for n in (0, 40))
     lv = layout_vars(predict(_scenario(40)).layout)
     sh = _per_rank(offloaded, lv)[0]
-    layer_bytes = float(_saved(offloaded, sh, lv.tp, "none", 1.0))
+    layer_bytes = float(_saved(offloaded, sh, "none", 1.0))
     saved = float(evaluate(kept, lv).memory.activations - evaluate(offloaded, lv).memory.activations)
     assert saved == pytest.approx(40 * layer_bytes)
     # Llama 3 70B at MBS 2 x 8,192 tokens, FP8: about 4 GB per layer, about 340 GB for 80 (GB200 has 186 GB).
@@ -88,7 +88,7 @@ def test_explain_says_how_much_host_memory_the_offload_holds() -> None:
 
     prediction = predict(_scenario(40))
     ctx, lv = context_for(prediction.scenario), layout_vars(prediction.layout)
-    host_gb = 40 * float(_saved(ctx, _per_rank(ctx, lv)[0], lv.tp, "none", 1.0)) / 1e9
+    host_gb = 40 * float(_saved(ctx, _per_rank(ctx, lv)[0], "none", 1.0)) / 1e9
     (note,) = [n for part in explain(prediction).parts for n in part.notes if n.startswith("activation offload")]
     assert f"they hold {host_gb:,.1f} GB of each GPU's host memory" in note and 150 < host_gb < 180
 

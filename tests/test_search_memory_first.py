@@ -15,7 +15,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.scenario import checked_scenario
 from perfmodel.physics.step import Context, LayoutVars, evaluate, floor_holds, least_floor, memory_need, step_floor
 from perfmodel.planning import search as search_module
-from perfmodel.planning.predict import context_for
+from perfmodel.planning.predict import context_for, layout_vars
 from perfmodel.planning.search import (
     OBJECTIVES,
     Block,
@@ -63,6 +63,23 @@ def test_memory_need_is_evaluates_memory(name: str) -> None:
         if mask.any():
             lv = block.trimmed(mask)[0].layout_vars()
             assert np.array_equal(memory_need(ctx, lv), evaluate(ctx, lv).memory.total)
+
+
+@pytest.mark.parametrize("name", ["moe with mtp", "moe", "hybrid mamba", "lora"])
+def test_memory_need_of_a_block_is_each_layouts_own(name: str) -> None:
+    """A block's memory works what a layer saves out once per distinct (TP, CP, micro-batch, EP, ETP) shard and
+    gathers it back (step._shard_saved): each layout gets, to the bit, the need it has priced alone as plain numbers,
+    which no gather reaches."""
+    ctx = context_for(checked_scenario(SCENARIOS[name]))
+    rng = np.random.default_rng(0)
+    for block, mask in blocks(ctx, Space(((SCENARIOS[name]["n_gpus"], 512),), {})):
+        if not mask.any():
+            continue
+        block, mask = block.trimmed(mask)
+        need = np.broadcast_to(memory_need(ctx, block.layout_vars()), block.shape).reshape(-1)
+        valid = np.flatnonzero(mask.reshape(-1))
+        for at in rng.choice(valid, size=min(25, len(valid)), replace=False).tolist():
+            assert need[at] == memory_need(ctx, layout_vars(block.layout(at))), block.layout(at)
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -10,6 +10,7 @@ frozen base (LoRA) saves less: see `activation_bytes_per_token`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from perfmodel.inputs.lora import ATTENTION_LAYERS
@@ -150,34 +151,38 @@ def indexer_bytes_per_token(model: ModelSpec) -> float:
     return (model.index_heads * model.index_head_dim + model.index_head_dim + model.index_heads) * BF16_BYTES
 
 
-def activations(
+def layer_saved(
     model: ModelSpec,
     recipe: Recipe,
-    recompute: str,
+    mode: str,
     tokens: Number,
     tp: Number,
-    layers_in_flight: Number,
     frozen_base: bool = False,
     seq_len: int = 0,
     adapters: frozenset[str] = ATTENTION_LAYERS,
     lora_rank: int = 0,
 ) -> Number:
-    """Activations held by one rank: `layers_in_flight` layer-micro-batches of `tokens` tokens each (sequences of
-    `seq_len`: the scores attention without flash attention keeps grow with it).
+    """What one layer keeps for its backward on one rank, one micro-batch of `tokens` tokens (sequences of
+    `seq_len`: the scores attention without flash attention keeps grow with it), under recompute `mode` (`held`'s
+    `per_layer`): `activation_bytes_per_token`, the replicated KV heads (tp shares) and the indexer (whole on every
+    TP rank) but under a full recompute, and what TP without sequence parallelism keeps whole."""
+    kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len, adapters, lora_rank)
+    if mode != "full":
+        kept = kept + replicated_kv_bytes_per_token(model, tp) + tp * indexer_bytes_per_token(model)
+    return (kept + (tp - 1) * replicated_bytes_per_token(model, recipe, mode)) * tokens / tp
 
-    Full recompute also needs one layer's complete activations while it recomputes it.
-    """
 
-    def per_token(mode: str) -> Number:
-        kept = activation_bytes_per_token(model, recipe, mode, frozen_base, seq_len, adapters, lora_rank)
-        if mode != "full":  # the replicated KV heads (tp shares) and the indexer (whole on every TP rank)
-            kept = kept + replicated_kv_bytes_per_token(model, tp) + tp * indexer_bytes_per_token(model)
-        return (kept + (tp - 1) * replicated_bytes_per_token(model, recipe, mode)) * tokens / tp
+def held(per_layer: Callable[[str], Number], recompute: str, layers_in_flight: Number) -> Number:
+    """Activations held by one rank: `layers_in_flight` layer-micro-batches, each keeping `per_layer(recompute)`.
+    Full recompute also needs one layer's complete activations (`per_layer("none")`) while it recomputes it.
 
-    held = per_token(recompute) * layers_in_flight
+    `per_layer` depends on the rank's shard alone (not on its pipeline stage or micro-batches), so the memory pass
+    works each mode out once for both candidate ranks, and once per distinct shard of a search's arrays
+    (physics/step.py `_shard_saved`)."""
+    kept = per_layer(recompute) * layers_in_flight
     if recompute == "full":
-        held = held + per_token("none")
-    return held * (1 + FRAGMENTATION)
+        kept = kept + per_layer("none")
+    return kept * (1 + FRAGMENTATION)
 
 
 def block_recompute(full_share: Number, none: Number, full: Number, full_working: Number) -> Number:

@@ -26,7 +26,7 @@ from perfmodel.physics.algebra import Number, ceil, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import (
-    FRAGMENTATION,
+    held,
     indexer_bytes_per_token,
     qk_norm_saved_per_token,
     replicated_kv_bytes_per_token,
@@ -475,28 +475,29 @@ def _dense_mlp_saved_per_token(md: ModelSpec, recipe: Recipe, recompute: str) ->
     return saved + ((md.hidden + md.ffn) * q_in if recompute == "none" else 0.0)
 
 
-def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_flight: Number) -> Number:
-    """Activations a rank of a MoE model holds: `layers_in_flight` mean layers (dense and MoE by their shares).
-    Full recompute keeps each layer's input and, while it recomputes one, that layer's complete activations."""
+def mean_layer_saved(sh: Shard, recipe: Recipe, mode: str) -> Number:
+    """What a mean layer of a MoE model (dense and MoE by their shares; a hybrid's by its pattern) keeps for its
+    backward on one rank, one micro-batch, under recompute `mode` (`memory.held`'s `per_layer`): under a full
+    recompute its input alone."""
     md, per_rank = sh.model, sh.tokens / sh.tp
+    if mode == "full":
+        return md.hidden * BF16_BYTES * per_rank
+    attention = (
+        _attention_saved_per_token(md, recipe, mode, sh.tp) + replicated_kv_bytes_per_token(md, sh.tp)
+    ) * per_rank
+    attention = attention + indexer_bytes_per_token(md) * sh.tokens  # whole on every TP rank
+    dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
+    if md.hybrid_pattern:
+        moe = _block_saved(sh, recipe, mode) if md.is_moe else 0.0
+        return hybrid_mean_saved(md, recipe, mode, per_rank, attention, dense, moe)
     share = md.moe_layers / md.layers
+    return attention + (1 - share) * dense + share * _block_saved(sh, recipe, mode)
 
-    def mean_layer(mode: str) -> Number:
-        attention = (
-            _attention_saved_per_token(md, recipe, mode, sh.tp) + replicated_kv_bytes_per_token(md, sh.tp)
-        ) * per_rank
-        attention = attention + indexer_bytes_per_token(md) * sh.tokens  # whole on every TP rank
-        dense = _dense_mlp_saved_per_token(md, recipe, mode) * per_rank
-        if md.hybrid_pattern:
-            moe = _block_saved(sh, recipe, mode) if md.is_moe else 0.0
-            return hybrid_mean_saved(md, recipe, mode, per_rank, attention, dense, moe)
-        return attention + (1 - share) * dense + share * _block_saved(sh, recipe, mode)
 
-    if recompute == "full":
-        held = md.hidden * BF16_BYTES * per_rank * layers_in_flight + mean_layer("none")
-    else:
-        held = mean_layer(recompute) * layers_in_flight
-    return held * (1 + FRAGMENTATION)
+def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_flight: Number) -> Number:
+    """Activations a rank of a MoE model holds: `layers_in_flight` mean layers (`mean_layer_saved`), as
+    `memory.held` counts them."""
+    return held(lambda mode: mean_layer_saved(sh, recipe, mode), recompute, layers_in_flight)
 
 
 def hybrid_mean_saved(
