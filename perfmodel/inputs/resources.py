@@ -6,6 +6,8 @@ import os
 from functools import cache
 from pathlib import Path
 
+from perfmodel.inputs.files import parse_toml, read_text
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -29,27 +31,27 @@ def bundled_names(folder: str) -> list[str]:
 
 def bundled_descriptions(folder: str) -> dict[str, str]:
     """The bundled files of `folder` ("scenarios", "sweeps") by the name commands take, each with its description
-    (`perfmodel scenarios list`, and the page's list of scenarios)."""
-    from perfmodel.inputs.scenario import read_toml  # scenario reads its files through this module
-
+    (`perfmodel scenarios list`, and the page's list of scenarios): its `description` key, else the first sentence
+    of its leading comment block (a sweep file has no description key)."""
     found = {}
     for name in bundled_names(folder):
         path = data_dir(folder) / f"{name}.toml"
-        found[name] = read_toml(path, folder[:-1]).get("description") or _first_sentence(path)
+        text = read_text(path, folder[:-1], user=False)
+        found[name] = parse_toml(path, text).get("description") or _first_sentence(text)
     return found
 
 
-def _first_sentence(path: Path) -> str:
-    """The first sentence of a file's leading comment block, which may wrap over several lines (a sweep file has no
-    description key): its first line alone can stop mid-phrase."""
+def _first_sentence(text: str) -> str:
+    """The first sentence of a file's leading comment block, which may wrap over several lines: its first line
+    alone can stop mid-phrase."""
     comment = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         if line[:1] != "#":
             break
         comment.append(line[1:].strip())
-    text = " ".join(comment)
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
+    joined = " ".join(comment)
+    end = joined.find(". ")
+    return joined if end < 0 else joined[: end + 1]
 
 
 @cache
