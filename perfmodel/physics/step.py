@@ -1586,8 +1586,8 @@ def _memory_need(ctx: Context, lv: LayoutVars) -> Number:
 
 
 def _saved(ctx: Context, sh: Shard, mode: str, layers: Number) -> Number:
-    """The activations `layers` layers save for their backward, one micro-batch, under recompute `mode`: what the
-    memory estimate holds and what activation offload copies to the host."""
+    """The activations `layers` layers save for their backward, one micro-batch, under recompute `mode`: what
+    activation offload copies to the host (the memory estimate holds the same, worked out per shard: _shard_saved)."""
     return memory.held(_layer_saved(ctx, sh), mode, layers)
 
 
