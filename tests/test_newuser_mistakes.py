@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import one_line_error, run_cli
+from tests.conftest import CliResult, one_line_error, run_cli
 
 
 @pytest.mark.parametrize(
@@ -119,20 +119,26 @@ def test_a_utilisation_in_percent_is_read_as_a_share() -> None:
     one_line_error(run_cli("predict", "--buy", "--utilisation", "80"), "--utilisation", "less than or equal to 1")
 
 
-def test_a_short_runs_checkpoint_writes_are_not_read_as_none() -> None:
+@pytest.fixture(scope="module")
+def short_run() -> CliResult:
+    """8B on 100M tokens on 8 H100, run once for the tests that read its lines."""
+    return run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+
+
+def test_a_short_runs_checkpoint_writes_are_not_read_as_none(short_run: CliResult) -> None:
     """8B on 100M tokens on 8 H100 printed 'Loss: checkpoints ... (+0.2%): 0 writes of 112.4 s': a loss from no
     write. Expected counts read as the interruptions beside them do (losses.expected)."""
-    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    result = short_run
     assert result.code == 0, result.err
     line = next(x for x in result.out.splitlines() if x.startswith("Loss: checkpoints"))
     writes = float(line.split(": ")[-1].split(" writes")[0])
     assert 0.001 < writes < 0.1, line
 
 
-def test_a_short_runs_gpu_hours_keep_two_significant_digits() -> None:
+def test_a_short_runs_gpu_hours_keep_two_significant_digits(short_run: CliResult) -> None:
     """8B on 100M tokens on 8 H100 printed 'GPU-hours 2 (P10 2 to P90 2 ...)' beside a cost of $10.83, and its
     losses '0 GPU-h (+0.2%)': GPU-hours read as expected counts do, whole from 10 on."""
-    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    result = short_run
     assert result.code == 0, result.err
     line = next(x for x in result.out.splitlines() if x.startswith("GPU-hours"))
     point, low = line.split()[1], line.split()[3]
