@@ -56,6 +56,16 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+def one_line_error(result: CliResult, *words: str) -> str:
+    """A refusal as the CLI's one line (exit 2, no traceback) holding each of `words`; the line."""
+    assert result.code == 2, result.out + result.err
+    err = result.err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
 def inputs_of(out: str) -> dict[str, str]:
     """The labelled lines under a table's 'Inputs:' heading, label to text (outputs/report.py labelled_inputs)."""
     lines = out.splitlines()

@@ -8,16 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-
-
-def _one_line_error(result: CliResult, *words: str) -> str:
-    assert result.code == 2, result.out + result.err
-    err = result.err.strip()
-    assert "\n" not in err and "Traceback" not in err, err
-    for word in words:
-        assert word in err, err
-    return err
+from tests.conftest import CliResult, one_line_error, run_cli
 
 
 @pytest.mark.parametrize(
@@ -31,7 +22,7 @@ def _one_line_error(result: CliResult, *words: str) -> str:
 def test_a_mistyped_bundled_name_says_the_one_meant(command: str, typed: str, meant: str) -> None:
     """`predict mlperf-405b-h100` listed the 15 bundled scenarios but not the one meant, where every other id
     (models, GPUs, keys) says "did you mean"."""
-    _one_line_error(run_cli(command, typed), f"{typed}: no such", f"(did you mean {meant}?)")
+    one_line_error(run_cli(command, typed), f"{typed}: no such", f"(did you mean {meant}?)")
 
 
 @pytest.mark.parametrize(
@@ -47,7 +38,7 @@ def test_a_readme_path_run_from_another_folder_names_the_bundled_file(
     """README's `perfmodel predict scenarios/mlperf-405b-h100-512.toml`, run outside the checkout (an installed
     wheel), said only 'no such scenario file': the bundled file runs by name from any folder."""
     monkeypatch.chdir(tmp_path)
-    _one_line_error(run_cli(command, path), f"{path}: no such", f"run by name from any folder: '{name}'")
+    one_line_error(run_cli(command, path), f"{path}: no such", f"run by name from any folder: '{name}'")
 
 
 def test_a_mistyped_file_in_a_scenarios_folder_says_the_one_meant(tmp_path: Path) -> None:
@@ -55,8 +46,8 @@ def test_a_mistyped_file_in_a_scenarios_folder_says_the_one_meant(tmp_path: Path
     the user's own folder is not matched to a bundled name."""
     (tmp_path / "scenarios").mkdir()
     typed = str(tmp_path / "scenarios" / "mlperf-405b-gb300-512.toml")
-    _one_line_error(run_cli("predict", typed), "(did you mean 'mlperf-405b-gb300-512-nvfp4'?)")
-    err = _one_line_error(run_cli("predict", str(tmp_path / "m.toml")), "m.toml: no such scenario file")
+    one_line_error(run_cli("predict", typed), "(did you mean 'mlperf-405b-gb300-512-nvfp4'?)")
+    err = one_line_error(run_cli("predict", str(tmp_path / "m.toml")), "m.toml: no such scenario file")
     assert "did you mean" not in err and "bundled" not in err
 
 
@@ -79,7 +70,7 @@ def test_a_whole_runs_tokens_read_as_the_cli_reads_them(tmp_path: Path) -> None:
     row = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 1024, "precision": "bf16", "metric": "gpu_hours"}
     assert jsonschema.Draft202012Validator(schema("runs")).is_valid(row | {"measured": 1460000, "tokens": "15T"})
     path.write_text(header + "w1,llama3.1-8b,h100-sxm,1024,bf16,gpu_hours,1460000,lots\n")
-    _one_line_error(run_cli("validate", "--data", str(path)), "column 'tokens' is 'lots'", "examples: 15T")
+    one_line_error(run_cli("validate", "--data", str(path)), "column 'tokens' is 'lots'", "examples: 15T")
 
 
 @pytest.mark.parametrize(
@@ -98,7 +89,7 @@ def test_a_runs_csv_header_error_names_every_missing_column_and_a_real_one(
     benchmark'", which is no column."""
     path = tmp_path / "runs.csv"
     path.write_text(header)
-    _one_line_error(run_cli("validate", "--data", str(path)), said)
+    one_line_error(run_cli("validate", "--data", str(path)), said)
 
 
 def test_a_purchase_price_is_written_as_a_budget_is() -> None:
@@ -113,7 +104,7 @@ def test_a_purchase_price_is_written_as_a_budget_is() -> None:
     plain = tco("--usd-per-system", "400000", "--electricity-usd-per-kwh", "0.12")
     for price in ("400k", "$400,000", "$0.4M"):
         assert tco("--usd-per-system", price, "--electricity-usd-per-kwh", "$0.12") == plain
-    _one_line_error(run_cli("predict", "--buy", "--usd-per-system", "lots"), "'lots' is not a number (examples: 40M")
+    one_line_error(run_cli("predict", "--buy", "--usd-per-system", "lots"), "'lots' is not a number (examples: 40M")
 
 
 def test_a_utilisation_in_percent_is_read_as_a_share() -> None:
@@ -124,24 +115,30 @@ def test_a_utilisation_in_percent_is_read_as_a_share() -> None:
         assert result.code == 0, result.err
         costs.append(json.loads(result.out)["cost_usd"])
     assert costs[0] == costs[1]
-    _one_line_error(run_cli("predict", "--buy", "--utilisation", "most"), "'most' is not a share (examples: 0.8, 80%)")
-    _one_line_error(run_cli("predict", "--buy", "--utilisation", "80"), "--utilisation", "less than or equal to 1")
+    one_line_error(run_cli("predict", "--buy", "--utilisation", "most"), "'most' is not a share (examples: 0.8, 80%)")
+    one_line_error(run_cli("predict", "--buy", "--utilisation", "80"), "--utilisation", "less than or equal to 1")
 
 
-def test_a_short_runs_checkpoint_writes_are_not_read_as_none() -> None:
+@pytest.fixture(scope="module")
+def short_run() -> CliResult:
+    """8B on 100M tokens on 8 H100, run once for the tests that read its lines."""
+    return run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+
+
+def test_a_short_runs_checkpoint_writes_are_not_read_as_none(short_run: CliResult) -> None:
     """8B on 100M tokens on 8 H100 printed 'Loss: checkpoints ... (+0.2%): 0 writes of 112.4 s': a loss from no
     write. Expected counts read as the interruptions beside them do (losses.expected)."""
-    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    result = short_run
     assert result.code == 0, result.err
     line = next(x for x in result.out.splitlines() if x.startswith("Loss: checkpoints"))
     writes = float(line.split(": ")[-1].split(" writes")[0])
     assert 0.001 < writes < 0.1, line
 
 
-def test_a_short_runs_gpu_hours_keep_two_significant_digits() -> None:
+def test_a_short_runs_gpu_hours_keep_two_significant_digits(short_run: CliResult) -> None:
     """8B on 100M tokens on 8 H100 printed 'GPU-hours 2 (P10 2 to P90 2 ...)' beside a cost of $10.83, and its
     losses '0 GPU-h (+0.2%)': GPU-hours read as expected counts do, whole from 10 on."""
-    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "100M")
+    result = short_run
     assert result.code == 0, result.err
     line = next(x for x in result.out.splitlines() if x.startswith("GPU-hours"))
     point, low = line.split()[1], line.split()[3]
@@ -173,7 +170,7 @@ def test_a_fleet_files_mistyped_key_says_the_key_meant(tmp_path: Path, text: str
     path = tmp_path / "fleet.toml"
     path.write_text(text)
     result = run_cli("plan", "--model", "llama3.1-8b", "--tokens", "1T", "--deadline", "30d", "--fleet", str(path))
-    _one_line_error(result, f"{path}: {says}")
+    one_line_error(result, f"{path}: {says}")
 
 
 def test_a_spreadsheets_rows_of_bare_commas_are_skipped(tmp_path: Path) -> None:
@@ -187,9 +184,9 @@ def test_a_spreadsheets_rows_of_bare_commas_are_skipped(tmp_path: Path) -> None:
     assert result.code == 0, result.err
     assert len(json.loads(result.out)["rows"]) == 1
     path.write_text(header + ",,,,,,\n" + row + ",,x,,,,\n")
-    _one_line_error(run_cli("validate", "--data", str(path)), "row 4: column 'metric' is ''")
+    one_line_error(run_cli("validate", "--data", str(path)), "row 4: column 'metric' is ''")
     path.write_text(header + ",,,,,,\n")
-    _one_line_error(run_cli("validate", "--data", str(path)), "no rows")
+    one_line_error(run_cli("validate", "--data", str(path)), "no rows")
 
 
 def test_a_runs_csv_written_with_spaces_after_its_commas_reads_as_without(tmp_path: Path) -> None:
@@ -213,7 +210,7 @@ def test_a_model_file_may_not_take_a_zoo_models_id_for_other_shapes(tmp_path: Pa
     is; the zoo's own shapes under their own id stay allowed."""
     path = tmp_path / "mine.toml"
     path.write_text('base = "llama3.1-8b"\nid = "llama3.1-70b"\n')
-    _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field 'id': 'llama3.1-70b' is the zoo's")
+    one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field 'id': 'llama3.1-70b' is the zoo's")
     path.write_text('base = "llama3.1-8b"\nid = "llama3.1-8b"\n')
     assert run_cli("predict", "--model", str(path), "--gpus", "8").code == 0
 
@@ -223,7 +220,7 @@ def test_a_blank_model_name_or_id_is_refused(key: str, tmp_path: Path) -> None:
     """A model file's `name = ""` printed a heading ' on 8 x NVIDIA H100 ...' (`id = ""` an empty `model` column)."""
     path = tmp_path / "mine.toml"
     path.write_text(f'base = "llama3.1-8b"\nlayers = 16\n{key} = " "\n')
-    _one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field '{key}': must not be blank")
+    one_line_error(run_cli("predict", "--model", str(path)), f"{path}: field '{key}': must not be blank")
 
 
 def test_a_hardware_files_own_price_is_not_ranged_by_its_bases(tmp_path: Path) -> None:
@@ -242,7 +239,7 @@ def test_a_hardware_files_own_price_is_not_ranged_by_its_bases(tmp_path: Path) -
         price.replace("h100-ours", "h100-above") + 'usd_per_gpu_hour_low = { value = 3.0, source = "ours" }\n'
     )
     err = "field 'usd_per_gpu_hour_low.value': 3 is above usd_per_gpu_hour (2)"
-    _one_line_error(run_cli("predict", "--hardware", str(above), "--gpu", "h100-above"), err)
+    one_line_error(run_cli("predict", "--hardware", str(above), "--gpu", "h100-above"), err)
 
 
 def test_two_swapped_letters_get_the_word_meant(tmp_path: Path) -> None:
@@ -262,7 +259,7 @@ def test_a_hardware_files_mistyped_base_says_the_one_meant(tmp_path: Path) -> No
     path = tmp_path / "ours.toml"
     path.write_text('id = "ours-typo"\nbase = "dgx-h10"\n')
     err = "field 'base': unknown accelerator or system 'dgx-h10' (did you mean 'dgx-h100'?)"
-    _one_line_error(run_cli("hardware", "list", "--hardware", str(path)), err)
+    one_line_error(run_cli("hardware", "list", "--hardware", str(path)), err)
 
 
 def test_models_show_reads_a_model_file(tmp_path: Path) -> None:
@@ -274,17 +271,17 @@ def test_models_show_reads_a_model_file(tmp_path: Path) -> None:
     assert result.code == 0, result.err
     mine, zoo = json.loads(result.out), json.loads(run_cli("models", "show", "llama3.1-8b", "--format", "json").out)
     assert mine["id"] == "llama3.1-8b-custom" and mine["layers"] == 16 and mine["params"] < zoo["params"]
-    _one_line_error(run_cli("models", "show", str(tmp_path / "none.toml")), "none.toml: no such model file")
+    one_line_error(run_cli("models", "show", str(tmp_path / "none.toml")), "none.toml: no such model file")
 
 
 def test_lora_modules_without_a_rank_are_refused(tmp_path: Path) -> None:
     """`--lora-modules mlp` without `--lora-rank` priced full training with exit 0 (the modules dropped from every
     output): a key that prices nothing is refused, as a ramp without its start batch is."""
-    _one_line_error(run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--lora-modules", "mlp"),
+    one_line_error(run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--lora-modules", "mlp"),
                     "--lora-modules: adapters need a rank: set lora_rank too")  # fmt: skip
     path = tmp_path / "s.toml"
     path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\nlora_modules = "mlp"\n')
-    _one_line_error(run_cli("predict", str(path)), f"{path}: field 'lora_modules': adapters need a rank")
+    one_line_error(run_cli("predict", str(path)), f"{path}: field 'lora_modules': adapters need a rank")
     assert run_cli("predict", str(path), "--lora-rank", "16").code == 0
 
 
@@ -308,12 +305,12 @@ def test_a_logs_warm_up_steps_read_as_steps(tmp_path: Path) -> None:
 def test_a_mistyped_gpu_in_compare_or_plan_says_the_one_meant(args: tuple[str, ...]) -> None:
     """`predict --gpu h100` says "did you mean 'h100-grand-teton' or 'h100-sxm'?"; compare and plan listed the ids
     only (newuser7's report)."""
-    _one_line_error(run_cli(*args), "unknown accelerator or system 'h100' (did you mean", "'h100-sxm'")
+    one_line_error(run_cli(*args), "unknown accelerator or system 'h100' (did you mean", "'h100-sxm'")
 
 
 def test_a_price_without_its_dollar_sign_says_so() -> None:
     """`--gpu mi355x:fp8:3` read 'fp8:3' as an unknown precision and said no more (newuser7's report)."""
-    _one_line_error(run_cli("plan", "--gpu", "mi355x:fp8:3", "--budget", "100M"), "takes a '$': 'mi355x:fp8:$3'")
+    one_line_error(run_cli("plan", "--gpu", "mi355x:fp8:3", "--budget", "100M"), "takes a '$': 'mi355x:fp8:$3'")
 
 
 def test_spare_gpus_of_part_of_a_node_in_a_file_name_the_file(tmp_path: Path) -> None:
@@ -321,9 +318,9 @@ def test_spare_gpus_of_part_of_a_node_in_a_file_name_the_file(tmp_path: Path) ->
     brief); the flag is named where it gave the count."""
     path = tmp_path / "s.toml"
     path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\ntokens = 1e12\n[losses]\nspare_gpus = 4\n')
-    err = _one_line_error(run_cli("predict", str(path)), f"{path}: field 'losses.spare_gpus': 4 spare GPUs is 0.5")
+    err = one_line_error(run_cli("predict", str(path)), f"{path}: field 'losses.spare_gpus': 4 spare GPUs is 0.5")
     assert "--spare-gpus" not in err
-    _one_line_error(run_cli("predict", str(path), "--spare-gpus", "12"), "--spare-gpus: 12 spare GPUs is 1.5")
+    one_line_error(run_cli("predict", str(path), "--spare-gpus", "12"), "--spare-gpus: 12 spare GPUs is 1.5")
     assert run_cli("predict", str(path), "--spare-gpus", "8").code == 0
 
 
@@ -332,9 +329,9 @@ def test_a_compare_row_of_part_of_a_node_names_the_flag_that_gave_its_count() ->
     named `--gpu h100-sxm@12`, the row found by its value (mends17b's brief); each row is named by its own target."""
     tail = ("--model", "llama3.1-8b", "--tokens", "1e12")
     shared = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm", "--gpu", "h100-sxm@12", "--gpus", "12", *tail)
-    _one_line_error(shared, "--gpus: 12 GPUs is 1.5 dgx-h100 nodes")
+    one_line_error(shared, "--gpus: 12 GPUs is 1.5 dgx-h100 nodes")
     own = run_cli("compare", "--gpu", "b200@8", "--gpu", "h100-sxm@12", "--gpu", "h100-sxm", "--gpus", "16", *tail)
-    _one_line_error(own, "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes")
+    one_line_error(own, "--gpu h100-sxm@12: 12 GPUs is 1.5 dgx-h100 nodes")
 
 
 def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path) -> None:
@@ -344,14 +341,14 @@ def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path)
     path = tmp_path / "s.toml"
     path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 100\n')
     step = "is less than one global batch step, GBS 512 x seq 8,192"
-    err = _one_line_error(run_cli("predict", str(path)), f"{path}: field 'tokens': 100 {step}")
+    err = one_line_error(run_cli("predict", str(path)), f"{path}: field 'tokens': 100 {step}")
     assert "--tokens" not in err
-    _one_line_error(run_cli("compare", str(path), "--gpu", "b200"), f"{path}: field 'tokens': 100 {step}")
-    _one_line_error(run_cli("predict", str(path), "--tokens", "200"), f"--tokens: 200 {step}")
+    one_line_error(run_cli("compare", str(path), "--gpu", "b200"), f"{path}: field 'tokens': 100 {step}")
+    one_line_error(run_cli("predict", str(path), "--tokens", "200"), f"--tokens: 200 {step}")
     campaign = tmp_path / "c.toml"
     top = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 16\ntokens = 1e12\n'
     campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 100\n\n[[phase]]\nname = "b"\n')
-    _one_line_error(run_cli("predict", str(campaign)), f"{campaign}: phase 'a': field 'tokens': 100 {step}")
+    one_line_error(run_cli("predict", str(campaign)), f"{campaign}: phase 'a': field 'tokens': 100 {step}")
     campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 999.998e9\n\n[[phase]]\nname = "b"\n')
     left = "phase 'b' (what the others leave): 2e+06"
-    _one_line_error(run_cli("predict", str(campaign)), f"{campaign}: field 'tokens': {left} {step}")
+    one_line_error(run_cli("predict", str(campaign)), f"{campaign}: field 'tokens': {left} {step}")

@@ -7,36 +7,27 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import inputs_of, run_cli
+from tests.conftest import inputs_of, one_line_error, run_cli
 
 UNITS = ("days", "hours", "min")
 
 
-def _one_line_error(result: object, *words: str) -> str:
-    assert result.code == 2, result.out + result.err  # type: ignore[attr-defined]
-    err = result.err.strip()  # type: ignore[attr-defined]
-    assert "\n" not in err and "Traceback" not in err, err
-    for word in words:
-        assert word in err, err
-    return err
-
-
 def test_tokens_below_one_global_batch_step_are_refused() -> None:
     """`--tokens 15` printed $0.00 with exit 0: fewer tokens than one step of 1,024 x 8,192 trains nothing."""
-    err = _one_line_error(run_cli("predict", "--tokens", "15"), "--tokens", "8.39M")
+    err = one_line_error(run_cli("predict", "--tokens", "15"), "--tokens", "8.39M")
     assert "one global batch step" in err
     assert run_cli("predict", "--tokens", "8388608").code == 0  # exactly one step is a run
 
 
 def test_plan_refuses_a_gpu_count_it_would_ignore() -> None:
     """`plan --gpus 1024` was accepted and ignored: plan finds the count itself."""
-    _one_line_error(run_cli("plan", "--gpus", "1024", "--tokens", "15T", "--deadline", "90d"), "--gpus", "--max-gpus")
+    one_line_error(run_cli("plan", "--gpus", "1024", "--tokens", "15T", "--deadline", "90d"), "--gpus", "--max-gpus")
 
 
 def test_a_gpu_count_of_partial_nodes_is_refused_with_the_nearest_whole_ones() -> None:
     """`--gpus 1020` on 8-GPU DGX H100 nodes priced 127.5 nodes without a word."""
-    _one_line_error(run_cli("predict", "--gpus", "1020"), "--gpus", "1,016", "1,024", "8 GPUs")
-    _one_line_error(run_cli("compare", "--gpus", "1020,1024"), "1,016")
+    one_line_error(run_cli("predict", "--gpus", "1020"), "--gpus", "1,016", "1,024", "8 GPUs")
+    one_line_error(run_cli("compare", "--gpus", "1020,1024"), "1,016")
     part_of_a_node = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "4", "--tokens", "1e9")
     assert part_of_a_node.code == 0  # part of one node is a job of its own
 
@@ -98,7 +89,7 @@ def test_tokens_are_in_every_header() -> None:
 def test_a_sweep_of_partial_nodes_is_refused(tmp_path: Path) -> None:
     sweep = tmp_path / "partial.toml"
     sweep.write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm"]\nn_gpus = [64, 1020]\n')
-    err = _one_line_error(run_cli("sweep", str(sweep)), "sweep.n_gpus", "1,016")
+    err = one_line_error(run_cli("sweep", str(sweep)), "sweep.n_gpus", "1,016")
     assert err.startswith(f"error: {sweep}: ")
 
 
@@ -110,7 +101,7 @@ def test_a_missing_file_in_the_bundled_scenarios_folder_is_one_line_with_flags_t
 
     missing = str(data_dir("scenarios") / "mlperf-405b-gb300-512.toml")
     for flags in ((), ("--gbs", "512")):
-        _one_line_error(run_cli("predict", missing, *flags), "mlperf-405b-gb300-512.toml: no such scenario file")
+        one_line_error(run_cli("predict", missing, *flags), "mlperf-405b-gb300-512.toml: no such scenario file")
 
 
 def test_a_quote_that_looks_like_a_nodes_price_is_warned_of() -> None:
