@@ -424,7 +424,7 @@ function drawCampaign(c) {
 const phasesNote = (campaign) => `${counted(campaign.phases.length, "phase")}, each its own layout`;
 
 function drawCompare(rows) {
-  const systems = new Set(rows.map((p) => `${p.system} ${p.precision}`)).size;
+  const systems = new Set(rows.map((p) => [p.system, p.precision].filter(Boolean).join(" "))).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
   $("#title").textContent = `${modelName(rows[0])}, ${compact(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
   $("#verdict").textContent = "";
