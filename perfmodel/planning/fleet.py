@@ -176,11 +176,15 @@ class Mix:
         held = dict(self.held).get(source, 0) * self.hours
         return held + sum(dict(rented).get(source, 0) * hours for _, hours, rented in self.phases)
 
+    def usd_of(self, source: Source) -> float:
+        """The bill of `source`: its GPU-hours billed x its rate."""
+        return self.gpu_hours(source) * source.usd_per_gpu_hour
+
     @cached_property
     def usd(self) -> float:
         """The bill at the point: each source's GPU-hours x its rate (worked out once: a plan's cost is compared per
         lead time and site, and per order of a fleet's jobs, `fleet_jobs._State.score`)."""
-        return sum(self.gpu_hours(source) * source.usd_per_gpu_hour for source, _ in self.taken())
+        return sum(self.usd_of(source) for source, _ in self.taken())
 
 
 def phase_needs(p: Result) -> list[tuple[str, int, float]]:
@@ -313,7 +317,7 @@ class FleetPlan:
         deadline_s = self.goal.deadline_s
         assert deadline_s is not None
         cost, factor = self.cost_usd(), time_factor(p, self.goal.confidence)
-        split = {kind: sum(self.mix.gpu_hours(s) * s.usd_per_gpu_hour for s, _ in taken if s.kind == kind)
+        split = {kind: sum(self.mix.usd_of(s) for s, _ in taken if s.kind == kind)
                  for kind in ("owned", "rent", "buy")}  # fmt: skip
         planned = self.candidate.to_dict()
         budget = self.goal.budget_usd
@@ -349,7 +353,7 @@ class FleetPlan:
         found = {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
                  "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
                  "billing": source.billing, "gpu_hours": hours,
-                 "cost_usd": hours * source.usd_per_gpu_hour}  # fmt: skip
+                 "cost_usd": self.mix.usd_of(source)}  # fmt: skip
         if source.held:
             return found
         return found | {"phases": [{"phase": name, "gpus": dict(rented).get(source, 0), "hours": phase_hours}
