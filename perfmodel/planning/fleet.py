@@ -256,6 +256,11 @@ class FleetPlan:
     site: str = ""
     """The site it runs at ("" where its sources name none; every site where the fleet lets a job span them)."""
 
+    @classmethod
+    def none(cls, system: str, goal: Goal, reason: str) -> FleetPlan:
+        """No plan of `system` for the goal, for `reason`."""
+        return cls(system, None, Mix((), 0.0), math.nan, goal, reason)
+
     @property
     def feasible(self) -> bool:
         return self.candidate is not None and self.candidate.feasible and self.reason is None
@@ -487,14 +492,12 @@ def _plan_system(
                 continue
         if best is None or found.cost_usd() < best.cost_usd():
             best = found
-    return best or FleetPlan(system, None, Mix((), 0.0), math.nan, goal, why)
+    return best or FleetPlan.none(system, goal, why)
 
 
 def unplanned(bases: Sequence[tuple[str, Scenario]], goal: Goal, reason: str) -> FleetReport:
     """A report of no plan for any system type, for `reason`."""
-    plans = [
-        FleetPlan(resolve(s.gpu, s.system).system.id, None, Mix((), 0.0), math.nan, goal, reason) for _, s in bases
-    ]
+    plans = [FleetPlan.none(resolve(s.gpu, s.system).system.id, goal, reason) for _, s in bases]
     return FleetReport(goal, plans, 0.0)
 
 
