@@ -176,11 +176,15 @@ class Mix:
         held = dict(self.held).get(source, 0) * self.hours
         return held + sum(dict(rented).get(source, 0) * hours for _, hours, rented in self.phases)
 
+    def usd_of(self, source: Source) -> float:
+        """The bill of `source`: its GPU-hours billed x its rate."""
+        return self.gpu_hours(source) * source.usd_per_gpu_hour
+
     @cached_property
     def usd(self) -> float:
         """The bill at the point: each source's GPU-hours x its rate (worked out once: a plan's cost is compared per
         lead time and site, and per order of a fleet's jobs, `fleet_jobs._State.score`)."""
-        return sum(self.gpu_hours(source) * source.usd_per_gpu_hour for source, _ in self.taken())
+        return sum(self.usd_of(source) for source, _ in self.taken())
 
 
 def phase_needs(p: Result) -> list[tuple[str, int, float]]:
@@ -252,6 +256,11 @@ class FleetPlan:
     site: str = ""
     """The site it runs at ("" where its sources name none; every site where the fleet lets a job span them)."""
 
+    @classmethod
+    def none(cls, system: str, goal: Goal, reason: str) -> FleetPlan:
+        """No plan of `system` for the goal, for `reason`."""
+        return cls(system, None, Mix((), 0.0), math.nan, goal, reason)
+
     @property
     def feasible(self) -> bool:
         return self.candidate is not None and self.candidate.feasible and self.reason is None
@@ -313,7 +322,7 @@ class FleetPlan:
         deadline_s = self.goal.deadline_s
         assert deadline_s is not None
         cost, factor = self.cost_usd(), time_factor(p, self.goal.confidence)
-        split = {kind: sum(self.mix.gpu_hours(s) * s.usd_per_gpu_hour for s, _ in taken if s.kind == kind)
+        split = {kind: sum(self.mix.usd_of(s) for s, _ in taken if s.kind == kind)
                  for kind in ("owned", "rent", "buy")}  # fmt: skip
         planned = self.candidate.to_dict()
         budget = self.goal.budget_usd
@@ -349,7 +358,7 @@ class FleetPlan:
         found = {"name": source.name, "kind": source.kind, "site": source.site, "gpus": gpus,
                  "usd_per_gpu_hour": source.usd_per_gpu_hour, "lead_time_days": source.lead_time_days,
                  "billing": source.billing, "gpu_hours": hours,
-                 "cost_usd": hours * source.usd_per_gpu_hour}  # fmt: skip
+                 "cost_usd": self.mix.usd_of(source)}  # fmt: skip
         if source.held:
             return found
         return found | {"phases": [{"phase": name, "gpus": dict(rented).get(source, 0), "hours": phase_hours}
@@ -483,14 +492,12 @@ def _plan_system(
                 continue
         if best is None or found.cost_usd() < best.cost_usd():
             best = found
-    return best or FleetPlan(system, None, Mix((), 0.0), math.nan, goal, why)
+    return best or FleetPlan.none(system, goal, why)
 
 
 def unplanned(bases: Sequence[tuple[str, Scenario]], goal: Goal, reason: str) -> FleetReport:
     """A report of no plan for any system type, for `reason`."""
-    plans = [
-        FleetPlan(resolve(s.gpu, s.system).system.id, None, Mix((), 0.0), math.nan, goal, reason) for _, s in bases
-    ]
+    plans = [FleetPlan.none(resolve(s.gpu, s.system).system.id, goal, reason) for _, s in bases]
     return FleetReport(goal, plans, 0.0)
 
 

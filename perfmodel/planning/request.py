@@ -20,6 +20,7 @@ from perfmodel.inputs.scenario import (
     Phase,
     Scenario,
     load_scenario,
+    option_flag,
     scenario_file,
     with_overrides,
 )
@@ -32,13 +33,13 @@ MAX_GPU_COUNTS = 64
 
 QUOTE_SYNTAX = "--gpu 'ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50'; single quotes keep the shell off the $)"
 """How a command line quotes a price (compare.split_quote): a shell expands an unquoted `$9`."""
-FLAG_NAMES = {"n_gpus": "gpus", "deadline_s": "deadline", "budget_usd": "budget"}
-"""The flags not named after their keyword (the rest swap its underscores for hyphens)."""
+GOAL_FLAGS = {"deadline_s": "--deadline", "budget_usd": "--budget"}
+"""The goal's keywords whose flag is not named after them (a scenario option's is scenario.option_flag's)."""
 
 
 def _flag(key: str) -> str:
     """The command line's flag of keyword `key`: `--max-gpus`."""
-    return f"--{FLAG_NAMES.get(key, key.replace('_', '-'))}"
+    return GOAL_FLAGS.get(key) or option_flag(key)
 
 
 @dataclass(frozen=True)
