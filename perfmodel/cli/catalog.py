@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import Choice, complete_ids, hardware_option, say
+from perfmodel.cli.options import complete_ids, hardware_option, say, table_or_json
 
 if TYPE_CHECKING:
     from perfmodel.inputs.models import ModelSpec
@@ -22,7 +22,7 @@ def hardware() -> None:
 @hardware.command("show")
 @click.argument("entry_id", metavar="ID", shell_complete=complete_ids(("accelerators", "systems")))
 @hardware_option
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def hardware_show(entry_id: str, fmt: str) -> None:
     """One accelerator or system with every figure and its source."""
     from perfmodel.errors import PerfmodelError, did_you_mean
@@ -68,7 +68,7 @@ def _cell(value: Any) -> str:
 
 @hardware.command("list")
 @hardware_option
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def hardware_list(fmt: str) -> None:
     """Accelerators and systems, with their datasheet figures."""
     from perfmodel.inputs.hardware import accelerators, systems
@@ -151,7 +151,7 @@ def models() -> None:
 
 
 @models.command("list")
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def models_list(fmt: str) -> None:
     """Built-in models with their shapes and exact parameter counts."""
     from perfmodel.inputs.models import ZOO
@@ -192,7 +192,7 @@ def models_list(fmt: str) -> None:
 
 @models.command("show")
 @click.argument("model_id", metavar="ID", shell_complete=complete_ids(("models",)))
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def models_show(model_id: str, fmt: str) -> None:
     """One zoo model, or a model FILE.toml as --model reads it: every shape, its parameters (total, main model,
     active per token) and its shapes' source."""
@@ -237,7 +237,7 @@ def scenarios() -> None:
 
 
 @scenarios.command("list")
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def scenarios_list(fmt: str) -> None:
     """Bundled scenario and sweep files, by the name commands take, with their descriptions."""
     from perfmodel.inputs.resources import bundled_descriptions

@@ -548,6 +548,8 @@ def scenario_options(
 
 
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+table_or_json = click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+"""--format of a command with no CSV (a catalog, a fit, a single table)."""
 
 
 @contextlib.contextmanager

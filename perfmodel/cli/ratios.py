@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import click
-
 from perfmodel.cli import cli
-from perfmodel.cli.options import Choice, calibration_option, emit
+from perfmodel.cli.options import calibration_option, emit, table_or_json
 
 
 @cli.command()
 @calibration_option
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def ratios(calibration: str | None, fmt: str) -> None:
     """The seed's headline: Llama 3.1 405B on 512 H100 FP8, GB200 FP8, GB200 NVFP4 and GB300 NVFP4 (MLPerf Training
     v5.0/v5.1), each priced at its published layout and batch; the speed ratios 3.2x, 1.4x, 1.9x, 4.2x and "about

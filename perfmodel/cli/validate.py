@@ -21,6 +21,7 @@ from perfmodel.cli.options import (
     emit,
     hardware_option,
     say,
+    table_or_json,
 )
 
 if TYPE_CHECKING:
@@ -273,7 +274,7 @@ def _validate_protocol(
 )
 @click.option("--quiet", is_flag=True, help="No progress messages.")
 @_log_options
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 def calibrate(
     logs: tuple[str, ...],
     data: str | None,

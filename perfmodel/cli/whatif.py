@@ -9,13 +9,13 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
-    Choice,
     PositiveFloat,
     emit,
     load_from_flags,
     progress,
     quiet_option,
     scenario_options,
+    table_or_json,
 )
 
 
@@ -72,7 +72,7 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
     show_default=True,
     help="Relative change for the finite differences.",
 )
-@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table", show_default=True)
+@table_or_json
 @quiet_option
 def sensitivity(scenario: str | None, step: float, fmt: str, quiet: bool, **flags: Any) -> None:
     """Elasticity of step time to each hardware parameter (d log T / d log p): what the run is bound by.

@@ -513,7 +513,8 @@ def write_xlsx(
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
     tables = {key: name for key, name in SHEETS.items() if key != "details"}  # a row per line; `_write_details`
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables.values()}
-    tall = {name: _lines(values["label"], label_width) for name in tables.values()}  # lines per result's row
+    labels_tall = _lines(values["label"], label_width)  # lines per result's row: its label's, on every sheet
+    tall = dict.fromkeys(tables.values(), labels_tall)  # each sheet's list is replaced, never changed in place
     shown_defaults = [(c, [first_values[c.key]]) for c in shared]
     widths["Inputs"]["B"] = max((_width(c, _shown(v, _number_format(c, v))) for c, v in shown_defaults), default=0.0)
     cells = _Cells(grid, symbols, values, first_values, style)
