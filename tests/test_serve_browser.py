@@ -600,6 +600,8 @@ def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str
     shown = answered(driver)
     expected = cli_json("compare", CAMPAIGN, *(f"--gpu={gpu}" for gpu in COMPARED))
     assert shown["time_to_train_days"] == [r["time_to_train_days"] for r in expected]
+    title = driver.find_element(By.ID, "title").text  # two rows, not "2 systems x 2 sizes"
+    assert title == "Llama 3.1 405B, 15.6T tokens: 2 systems at their own sizes, ratios to the first row"
     assert [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables > .wide:first-child td.text")] == [
         "11 phases, each its own layout (below)"
     ] * 2

@@ -5,7 +5,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const HINTS = {
   predict: "One prediction: step time and its breakdown, throughput, memory, time to train, cost and energy.",
-  compare: "The same workload on several systems and GPU counts (e.g. h100-sxm, b200:fp8 at 256,512,1024).",
+  compare: "The same workload on several systems and GPU counts (e.g. h100-sxm, b200:fp8 at 256,512,1024; or a count each: gb300@512, h100-sxm@1024).",
   plan: "The cheapest GPU count of each candidate that trains the tokens within the deadline (within a budget alone, the fastest), losses included.",
 };
 const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
@@ -454,7 +454,9 @@ function phasesTable(runs, heading) {
 function drawCompare(rows) {
   const systems = new Set(rows.map((p) => [p.system, p.precision].filter(Boolean).join(" "))).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
-  $("#title").textContent = `${modelName(rows[0])}, ${compact(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
+  // Each system at a count of its own (`gb300@2048, h100-sxm@4096`) is no grid: "2 systems × 2 sizes" over two rows.
+  const grid = rows.length === systems * sizes ? `${counted(systems, "system")} × ${counted(sizes, "size")}` : `${counted(systems, "system")} at their own sizes`;
+  $("#title").textContent = `${modelName(rows[0])}, ${compact(rows[0].tokens_to_train)} tokens: ${grid}, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
