@@ -64,7 +64,7 @@ def answered(driver: Any) -> dict[str, list[Any]]:
         lambda d: d.find_element(By.ID, "result").is_displayed() or d.find_element(By.ID, "error").is_displayed()
     )
     assert not driver.find_element(By.ID, "error").is_displayed(), driver.find_element(By.ID, "error").text
-    cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key]")
+    cells = driver.find_elements(By.CSS_SELECTOR, "#result td[data-key]")
     shown: dict[str, list[Any]] = {}
     for c in cells:
         shown.setdefault(c.get_attribute("data-key"), []).append(json.loads(c.get_attribute("data-value")))
@@ -579,14 +579,14 @@ def column(driver: Any, key: str) -> list[Any]:
     from selenium.webdriver.common.by import By
 
     return [json.loads(c.get_attribute("data-value")) for c in driver.find_elements(By.CSS_SELECTOR,
-            f"#tables td[data-key='{key}']")]  # fmt: skip
+            f"#result td[data-key='{key}']")]  # fmt: skip
 
 
 def phase_names(driver: Any) -> list[str]:
     """The system (or candidate) of each row of the per-phase table."""
     from selenium.webdriver.common.by import By
 
-    return [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables .phases td.name")]
+    return [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#phases td.name")]
 
 
 def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str) -> None:
@@ -595,6 +595,7 @@ def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str
     GPU-hours and cost the CLI's JSON (each row's `phases`); the totals' row notes the phases below. A comparison of
     no campaign has no such table."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     driver.get(f"{url}/?q=compare&scenario={CAMPAIGN}&gpu={','.join(COMPARED)}")
     shown = answered(driver)
@@ -602,7 +603,7 @@ def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str
     assert shown["time_to_train_days"] == [r["time_to_train_days"] for r in expected]
     title = driver.find_element(By.ID, "title").text  # two rows, not "2 systems x 2 sizes"
     assert title == "Llama 3.1 405B, 15.6T tokens: 2 systems at their own sizes, ratios to the first row"
-    assert [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables > .wide:first-child td.text")] == [
+    assert [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")] == [
         "11 phases, each its own layout (below)"
     ] * 2
     phases = [[r["phases"][i] for r in expected] for i in range(11)]  # the page's order: a phase's rows together
@@ -611,15 +612,17 @@ def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str
         assert shown[f"phases.{key}"] == [row[key] for phase in phases for row in phase], key
     assert phase_names(driver) == ["gb300-nvl72 bf16 on 2,048", "dgx-h100 bf16 on 4,096"] * 11
     assert shown["phases.n_gpus"][:2] == [1024, 2048]  # the ramp on half the count, as the scenario's
-    layouts = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables .phases td.text")]
+    layouts = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#phases td.text")]
     assert len(layouts) == 22
     assert all(re.fullmatch(r"TP\d+ PP\d+ VP\d+ CP\d+ DP\d+ MBS\d+ ZeRO-\d.*", t) for t in layouts), layouts
     for key in ("time_to_train_days", "cost_usd"):  # the phases add up to each row's totals above
         assert [sum(column(driver, f"phases.{key}")[j::2]) for j in (0, 1)] == pytest.approx(shown[key], rel=1e-9)
 
-    driver.get(f"{url}/?q=compare&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200&n_gpus=64")
-    answered(driver)
-    assert driver.find_elements(By.CSS_SELECTOR, "#tables .phases") == []
+    # The scenario unchosen on the same page: the form's own comparison, of no campaign, shows no phases.
+    Select(driver.find_element(By.ID, "scenario")).select_by_value("")
+    driver.find_element(By.ID, "run").click()
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "title").text.startswith("Llama 3.1 70B"))
+    assert driver.find_elements(By.CSS_SELECTOR, "#phases *") == []
 
 
 def test_a_campaign_planned_shows_the_chosen_count_and_each_phase(driver: Any, url: str) -> None:
@@ -640,4 +643,4 @@ def test_a_campaign_planned_shows_the_chosen_count_and_each_phase(driver: Any, u
 
     driver.get(f"{url}/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=20")
     answered(driver)
-    assert driver.find_elements(By.CSS_SELECTOR, "#tables .phases") == []
+    assert driver.find_elements(By.CSS_SELECTOR, "#phases *") == []

@@ -472,9 +472,8 @@ function drawCompare(rows) {
   const wide = element("div", null, { class: "wide" });
   wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "$/GPU-hour", "Days (80% range)", "Days with losses", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
   const campaigns = rows.filter((p) => p.phases).map((p) => [`${[p.system, p.precision].filter(Boolean).join(" ")} on ${whole(p.n_gpus)}`, p, false]);
-  $("#tables").replaceChildren(wide, ...(campaigns.length
-    ? [phasesTable(campaigns, "Each phase side by side: days, GPU-hours and cost without losses, summing to each row's Days and Cost above")]
-    : []));
+  $("#tables").replaceChildren(wide);
+  if (campaigns.length) $("#phases").replaceChildren(phasesTable(campaigns, "Each phase side by side: days, GPU-hours and cost without losses, summing to each row's Days and Cost above"));
 }
 
 function drawPlan(report) {
@@ -507,9 +506,8 @@ function drawPlan(report) {
   const wide = element("div", null, { class: "wide" });
   wide.append(table(headings, body, ["Verdict"]));
   const campaigns = report.candidates.filter((c) => c.plan && c.plan.phases).map((c) => [`${c.candidate} on ${whole(c.n_gpus)}`, c.plan, !c.feasible]);
-  $("#tables").replaceChildren(wide, ...(campaigns.length
-    ? [phasesTable(campaigns, "Each phase at the chosen count: days, GPU-hours and cost with losses, summing to each candidate's above")]
-    : []));
+  $("#tables").replaceChildren(wide);
+  if (campaigns.length) $("#phases").replaceChildren(phasesTable(campaigns, "Each phase at the chosen count: days, GPU-hours and cost with losses, summing to each candidate's above"));
 }
 
 // Round values (1, 2, 5 times a power of ten) from the decade below `low` to the decade of `high`.
@@ -592,7 +590,10 @@ function scalingChart(rows) {
   return box;
 }
 
+// A campaign's phases compared or planned go under the scaling chart: above it, 44 rows (11 phases of 2 systems at
+// 2 sizes) pushed the chart of the totals off the screen.
 function draw(answer) {
+  $("#phases").replaceChildren();
   if (question === "predict") (answer.phases ? drawCampaign : drawPredict)(answer);
   else if (question === "compare") drawCompare(answer);
   else drawPlan(answer);
