@@ -227,6 +227,23 @@ def test_a_bundled_campaign_answers_the_cli_json_and_export(client: TestClient, 
     assert lines[0].startswith("phase,") and [line.split(",")[0] for line in lines[-2:]] == ["anneal", "total"]
 
 
+def test_a_campaign_planned_answers_each_phase_at_the_chosen_count(client: TestClient) -> None:
+    """The page's per-phase lines of a planned campaign come from the plan's own document: each candidate's `plan`
+    holds a document per phase (the `phase` key, its GPUs scaled to the chosen count as `perfmodel plan` prints them),
+    and its phases' figures with losses add up to the candidate's."""
+    name = "campaign-llama3.1-405b"
+    response = client.post("/api/plan", json={"scenario": name, "gpu": "gb300", "deadline_s": 120 * 86400})
+    assert response.status_code == 200, response.text
+    document = response.json()
+    assert without_clock(document) == without_clock(run_json("plan", name, "--gpu", "gb300", "--deadline", "120d"))
+    (candidate,) = document["candidates"]
+    phases = candidate["plan"]["phases"]
+    assert phases[0]["phase"] == "ramp-4m" and len(phases) == 11
+    assert max(p["n_gpus"] for p in phases) == candidate["n_gpus"] > min(p["n_gpus"] for p in phases)
+    for key in ("time_to_train_with_losses_days", "gpu_hours_with_losses", "cost_usd_with_losses"):
+        assert sum(p[key] for p in phases) == pytest.approx(candidate[key.replace("_with_losses", "")], rel=1e-9)
+
+
 def test_an_uploaded_campaign_answers_as_the_file_does(client: TestClient, tmp_path: Path) -> None:
     (tmp_path / "ours.toml").write_text(CAMPAIGN_FILE)
     upload = {"name": "ours.toml", "text": CAMPAIGN_FILE}

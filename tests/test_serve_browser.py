@@ -64,7 +64,7 @@ def answered(driver: Any) -> dict[str, list[Any]]:
         lambda d: d.find_element(By.ID, "result").is_displayed() or d.find_element(By.ID, "error").is_displayed()
     )
     assert not driver.find_element(By.ID, "error").is_displayed(), driver.find_element(By.ID, "error").text
-    cells = driver.find_elements(By.CSS_SELECTOR, "#tables td[data-key]")
+    cells = driver.find_elements(By.CSS_SELECTOR, "#result td[data-key]")
     shown: dict[str, list[Any]] = {}
     for c in cells:
         shown.setdefault(c.get_attribute("data-key"), []).append(json.loads(c.get_attribute("data-value")))
@@ -432,7 +432,8 @@ OUTSIDE = """return [...document.querySelectorAll("#result *")]
     "query",
     ["q=predict&model=llama3.1-70b&gpu=h100-sxm&n_gpus=256&tokens=1T",
      "q=compare&model=llama3.1-70b&tokens=2T&gpu=h100-sxm,b200:fp8,gb200:nvfp4&n_gpus=256,512,1024",
-     "q=plan&model=llama3.1-8b&tokens=2T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20&confidence=0.8"],
+     "q=plan&model=llama3.1-8b&tokens=2T&gpu=h100-sxm,b200:fp8,bf16&deadline_days=20&confidence=0.8",
+     "q=compare&scenario=campaign-llama3.1-405b&gpu=gb300@2048,h100-sxm@4096"],
 )  # fmt: skip
 def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, query: str) -> None:
     """At 420 px the prediction's labels pushed its values off the screen (the page 662 px wide, the values not
@@ -444,7 +445,7 @@ def test_at_a_phones_width_every_figure_is_on_the_screen(narrow: Any, url: str, 
     assert narrow.execute_script("return window.innerWidth") == 420
     assert narrow.execute_script("return document.documentElement.scrollWidth") == 420
     assert narrow.execute_script(OUTSIDE) == []
-    if query.startswith("q=compare"):
+    if query.startswith("q=compare&model"):
         legend = narrow.find_elements(By.CSS_SELECTOR, "#chart .legend li")
         assert len(legend) == 3 and all(entry.is_displayed() for entry in legend)
 
@@ -567,21 +568,79 @@ def test_an_uploaded_campaign_answers_as_the_file_does(driver: Any, url: str, tm
                                                                          expected["phases"]] + [None]  # fmt: skip
 
 
-def test_a_campaign_compared_and_planned_is_its_totals(driver: Any, url: str) -> None:
-    """A campaign's row of a comparison or a plan is its totals, each phase with its own layout: the plan's note
-    listed all eleven of Llama 3.1 405B's layouts (40 lines beside one row), the comparison's read 'CPnull DPnull'."""
+CAMPAIGN = "campaign-llama3.1-405b"
+COMPARED = ("gb300@2048", "h100-sxm@4096")
+"""Llama 3.1 405B's campaign on 2,048 GB300 and 4,096 H100 (its 128K stage's CP 16 x TP 8 x PP 16 needs 2,048 GPUs:
+on 512 it is refused)."""
+
+
+def column(driver: Any, key: str) -> list[Any]:
+    """The values of the cells keyed `key` (the JSON key each cell shows), in the page's order."""
     from selenium.webdriver.common.by import By
 
-    name = "campaign-llama3.1-405b"
-    driver.get(f"{url}/?q=compare&scenario={name}&gpu=h100-sxm,b200")
+    return [json.loads(c.get_attribute("data-value")) for c in driver.find_elements(By.CSS_SELECTOR,
+            f"#result td[data-key='{key}']")]  # fmt: skip
+
+
+def phase_names(driver: Any) -> list[str]:
+    """The system (or candidate) of each row of the per-phase table."""
+    from selenium.webdriver.common.by import By
+
+    return [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#phases td.name")]
+
+
+def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str) -> None:
+    """A campaign compared on two systems showed its totals only; a planner comparing 405B on GB300 and H100 wants
+    each phase side by side: a row per phase and system, that phase's rows together, its GPUs, layout, days,
+    GPU-hours and cost the CLI's JSON (each row's `phases`); the totals' row notes the phases below. A comparison of
+    no campaign has no such table."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver.get(f"{url}/?q=compare&scenario={CAMPAIGN}&gpu={','.join(COMPARED)}")
     shown = answered(driver)
-    expected = cli_json("compare", name, "--gpu", "h100-sxm", "--gpu", "b200")
+    expected = cli_json("compare", CAMPAIGN, *(f"--gpu={gpu}" for gpu in COMPARED))
     assert shown["time_to_train_days"] == [r["time_to_train_days"] for r in expected]
+    title = driver.find_element(By.ID, "title").text  # two rows, not "2 systems x 2 sizes"
+    assert title == "Llama 3.1 405B, 15.6T tokens: 2 systems at their own sizes, ratios to the first row"
     assert [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")] == [
-        "11 phases, each its own layout"
+        "11 phases, each its own layout (below)"
     ] * 2
-    driver.get(f"{url}/?q=plan&scenario={name}&gpu=h100-sxm&deadline_days=120")
+    phases = [[r["phases"][i] for r in expected] for i in range(11)]  # the page's order: a phase's rows together
+    assert shown["phases.phase"] == [p["phase"] for p in expected[0]["phases"]]
+    for key in ("n_gpus", "time_to_train_days", "gpu_hours", "cost_usd"):
+        assert shown[f"phases.{key}"] == [row[key] for phase in phases for row in phase], key
+    assert phase_names(driver) == ["gb300-nvl72 bf16 on 2,048", "dgx-h100 bf16 on 4,096"] * 11
+    assert shown["phases.n_gpus"][:2] == [1024, 2048]  # the ramp on half the count, as the scenario's
+    layouts = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#phases td.text")]
+    assert len(layouts) == 22
+    assert all(re.fullmatch(r"TP\d+ PP\d+ VP\d+ CP\d+ DP\d+ MBS\d+ ZeRO-\d.*", t) for t in layouts), layouts
+    for key in ("time_to_train_days", "cost_usd"):  # the phases add up to each row's totals above
+        assert [sum(column(driver, f"phases.{key}")[j::2]) for j in (0, 1)] == pytest.approx(shown[key], rel=1e-9)
+
+    # The scenario unchosen on the same page: the form's own comparison, of no campaign, shows no phases.
+    Select(driver.find_element(By.ID, "scenario")).select_by_value("")
+    driver.find_element(By.ID, "run").click()
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "title").text.startswith("Llama 3.1 70B"))
+    assert driver.find_elements(By.CSS_SELECTOR, "#phases *") == []
+
+
+def test_a_campaign_planned_shows_the_chosen_count_and_each_phase(driver: Any, url: str) -> None:
+    """A campaign planned showed each candidate's chosen count and totals only: each phase's lines are now below, at
+    that count (the ramp on half of it), with losses as the candidate's days and cost are, adding up to them."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{url}/?q=plan&scenario={CAMPAIGN}&gpu=gb300,h100-sxm&deadline_days=120")
     shown = answered(driver)
-    planned = cli_json("plan", name, "--gpu", "h100-sxm", "--deadline", "120d")["candidates"]
+    planned = cli_json("plan", CAMPAIGN, "--gpu", "gb300", "--gpu", "h100-sxm", "--deadline", "120d")["candidates"]
     assert shown["n_gpus"] == [c["n_gpus"] for c in planned]
-    assert driver.find_element(By.CSS_SELECTOR, "#tables td .note").text == "11 phases, each its own layout"
+    assert driver.find_element(By.CSS_SELECTOR, "#tables td .note").text == "11 phases, each its own layout (below)"
+    assert phase_names(driver) == [f"{c['candidate']} on {c['n_gpus']:,}" for c in planned] * 11
+    rows = [c["plan"]["phases"][i] for i in range(11) for c in planned]
+    for key in ("n_gpus", "time_to_train_with_losses_days", "gpu_hours_with_losses", "cost_usd_with_losses"):
+        assert shown[f"phases.{key}"] == [p[key] for p in rows], key
+    assert [sum(shown["phases.cost_usd_with_losses"][j::2]) for j in (0, 1)] == pytest.approx(shown["cost_usd"])
+
+    driver.get(f"{url}/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=20")
+    answered(driver)
+    assert driver.find_elements(By.CSS_SELECTOR, "#phases *") == []

@@ -5,7 +5,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const HINTS = {
   predict: "One prediction: step time and its breakdown, throughput, memory, time to train, cost and energy.",
-  compare: "The same workload on several systems and GPU counts (e.g. h100-sxm, b200:fp8 at 256,512,1024).",
+  compare: "The same workload on several systems and GPU counts (e.g. h100-sxm, b200:fp8 at 256,512,1024; or a count each: gb300@512, h100-sxm@1024).",
   plan: "The cheapest GPU count of each candidate that trains the tokens within the deadline (within a budget alone, the fastest), losses included.",
 };
 const WHOLE = ["tp", "pp", "cp", "ep", "mbs", "gbs", "seq_len", "max_gpus"];
@@ -419,14 +419,44 @@ function drawCampaign(c) {
   $("#tables").replaceChildren(wide, tables);
 }
 
-// A campaign's row of a comparison or a plan is its totals: each phase has its own layout (Predict shows them; a
-// plan's note listed all eleven of Llama 3.1 405B's, 40 lines beside one row).
-const phasesNote = (campaign) => `${counted(campaign.phases.length, "phase")}, each its own layout`;
+// A campaign's row of a comparison or a plan is its totals, its phases in the table below it: a plan's note listed
+// all eleven of Llama 3.1 405B's layouts, 40 lines beside one row.
+const phasesNote = (campaign) => `${counted(campaign.phases.length, "phase")}, each its own layout (below)`;
+
+// The figures of a phase beside the same phase on the other systems: failure-free in a comparison (they sum to its
+// Days and Cost), with losses in a plan (they sum to a candidate's days and cost, which count them).
+const PHASE_FIGURES = {
+  compare: [["time_to_train_days", "Days", number], ["gpu_hours", "GPU-hours", whole], ["cost_usd", "Cost", usd]],
+  plan: [["time_to_train_with_losses_days", "Days with losses", number], ["gpu_hours_with_losses", "GPU-hours with losses", whole],
+    ["cost_usd_with_losses", "Cost with losses", usd]],
+};
+
+// A campaign compared or planned, phase by phase: the rows of one phase together, one per system (`runs`: each
+// system's name, its campaign and whether it misses the plan's goal), so that a planner reads a phase's GPUs, layout,
+// days and cost across systems (405B's ramp on 1,024 GB300 beside 2,048 H100); each cell's key is the phase
+// document's (`phases.KEY`).
+function phasesTable(runs, heading) {
+  const figures = PHASE_FIGURES[question], system = question === "plan" ? "Candidate" : "System";
+  const rows = runs[0][1].phases.flatMap((_, i) => runs.map(([name, campaign, unmet], j) => {
+    const p = campaign.phases[i], tr = element("tr", null, unmet ? { class: "infeasible" } : {});
+    if (j === 0) tr.classList.add("phase-first");
+    tr.append(j === 0 ? cell(p.phase, p.phase, "phases.phase") : element("td"), element("td", name, { class: "name" }),
+      cell(p.n_gpus, whole(p.n_gpus), "phases.n_gpus"), element("td", phaseLayout(p.parallelism), { class: "text" }),
+      ...figures.map(([key, , shown]) => cell(p[key], shown(p[key]), `phases.${key}`)));
+    return tr;
+  }));
+  const box = element("div", null, { class: "wide phases" });
+  box.append(element("h3", heading),
+    table(["Phase", system, "GPUs", "Layout", ...figures.map(([, title]) => title)], rows, [system, "Layout"]));
+  return box;
+}
 
 function drawCompare(rows) {
   const systems = new Set(rows.map((p) => [p.system, p.precision].filter(Boolean).join(" "))).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
-  $("#title").textContent = `${modelName(rows[0])}, ${compact(rows[0].tokens_to_train)} tokens: ${counted(systems, "system")} × ${counted(sizes, "size")}, ratios to the first row`;
+  // Each system at a count of its own (`gb300@2048, h100-sxm@4096`) is no grid: "2 systems × 2 sizes" over two rows.
+  const grid = rows.length === systems * sizes ? `${counted(systems, "system")} × ${counted(sizes, "size")}` : `${counted(systems, "system")} at their own sizes`;
+  $("#title").textContent = `${modelName(rows[0])}, ${compact(rows[0].tokens_to_train)} tokens: ${grid}, ratios to the first row`;
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
@@ -441,7 +471,9 @@ function drawCompare(rows) {
   });
   const wide = element("div", null, { class: "wide" });
   wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "$/GPU-hour", "Days (80% range)", "Days with losses", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
+  const campaigns = rows.filter((p) => p.phases).map((p) => [`${[p.system, p.precision].filter(Boolean).join(" ")} on ${whole(p.n_gpus)}`, p, false]);
   $("#tables").replaceChildren(wide);
+  if (campaigns.length) $("#phases").replaceChildren(phasesTable(campaigns, "Each phase side by side: days, GPU-hours and cost without losses, summing to each row's Days and Cost above"));
 }
 
 function drawPlan(report) {
@@ -473,7 +505,9 @@ function drawPlan(report) {
     "Cost (80% range)", ...(atConfidence ? [`Cost ${at}`] : []), "P(deadline)", "P(budget)"];
   const wide = element("div", null, { class: "wide" });
   wide.append(table(headings, body, ["Verdict"]));
+  const campaigns = report.candidates.filter((c) => c.plan && c.plan.phases).map((c) => [`${c.candidate} on ${whole(c.n_gpus)}`, c.plan, !c.feasible]);
   $("#tables").replaceChildren(wide);
+  if (campaigns.length) $("#phases").replaceChildren(phasesTable(campaigns, "Each phase at the chosen count: days, GPU-hours and cost with losses, summing to each candidate's above"));
 }
 
 // Round values (1, 2, 5 times a power of ten) from the decade below `low` to the decade of `high`.
@@ -556,7 +590,10 @@ function scalingChart(rows) {
   return box;
 }
 
+// A campaign's phases compared or planned go under the scaling chart: above it, 44 rows (11 phases of 2 systems at
+// 2 sizes) pushed the chart of the totals off the screen.
 function draw(answer) {
+  $("#phases").replaceChildren();
   if (question === "predict") (answer.phases ? drawCampaign : drawPredict)(answer);
   else if (question === "compare") drawCompare(answer);
   else drawPlan(answer);
