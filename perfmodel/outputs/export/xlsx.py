@@ -295,6 +295,13 @@ def _width(column: Column, texts: Sequence[str]) -> float:
     return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
 
 
+def _label_column(labels: Sequence[str]) -> tuple[float, list[int]]:
+    """Column A of every sheet with a row per result (Summary, Inputs, Results, Breakdown): its width in characters
+    and the lines each label wraps onto there, counted once for all of them."""
+    chars = printing.width("Result", labels)
+    return chars, _lines(labels, chars)
+
+
 def _wraps(values: Sequence[Any]) -> dict[str, Any]:
     """A text column's look: wrapped when some text is longer than the column may be wide."""
     return {"text_wrap": True} if any(len(str(v)) > printing.WIDEST_TEXT for v in values) else {}
@@ -491,7 +498,7 @@ def write_xlsx(
 
     # Inputs: the shared defaults under the rows, one per result above.
     shared = [c for c in columns if c.shared_default]
-    label_width = printing.width("Result", [line["label"] for line in table])
+    label_width, labels_tall = _label_column([line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
@@ -513,7 +520,6 @@ def write_xlsx(
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
     tables = {key: name for key, name in SHEETS.items() if key != "details"}  # a row per line; `_write_details`
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables.values()}
-    labels_tall = _lines(values["label"], label_width)  # lines per result's row: its label's, on every sheet
     tall = dict.fromkeys(tables.values(), labels_tall)  # each sheet's list is replaced, never changed in place
     shown_defaults = [(c, [first_values[c.key]]) for c in shared]
     widths["Inputs"]["B"] = max((_width(c, _shown(v, _number_format(c, v))) for c, v in shown_defaults), default=0.0)
@@ -554,7 +560,7 @@ def write_xlsx(
         if len(sections.get(name, [])) > 1:  # a section under the table, and a row in it
             rows_pt = _table_pt(above, heading_pt[name], tall[name])
             _keep_with_next(sheets[name], _ordered(widths[name]), [*rows_pt, *sections[name]])
-    _write_summary(summary, columns, grid, values, title, style)
+    _write_summary(summary, columns, grid, values, title, style, (label_width, labels_tall))
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
     wb.close()
@@ -682,16 +688,18 @@ def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first
 
 
 def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
-                   style: _Styles) -> None:  # fmt: skip
+                   style: _Styles, labels: tuple[float, list[int]]) -> None:  # fmt: skip
     """The figures to compare, each a link to its cell (so it follows every edit), one landscape page wide; a
-    campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`)."""
+    campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`). Column A:
+    `labels` (`_label_column`)."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
     heading = style(**HEADING)
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=TITLE_PT))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
-    widths = [printing.width("Result", values["label"])]
+    label_width, tall = labels
+    widths = [label_width]
     for offset, column in enumerate(shown, start=2):
         letter = _letter(offset)
         fmt = _number_format(column, values[column.key], unit=False)
@@ -715,7 +723,6 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 link, cached = "=" + ref, _cached(value)
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
-    tall = _lines(values["label"], widths[0])
     _heights(ws, tall)
     headings = [("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]
     heading_pt = _row_height(headings, bold=True)
