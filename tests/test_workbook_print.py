@@ -175,6 +175,25 @@ def test_lines_wrap_where_libreoffice_wraps() -> None:
     assert printing.lines("x" * 100, 10.0) == 10  # wider than its column (10 x to a line): broken within itself
 
 
+def test_a_columns_points_are_the_pixels_xlsxwriter_writes(tmp_path: Path) -> None:
+    """printing.points counts the pixels XlsxWriter gives a column (Worksheet.set_column: rounded, plus 5): it
+    truncated, a pixel short wherever the width's sevenths end in a half or more (6.5 characters: 50, not 51). The
+    workbook stores width = pixels / 7 (to 1/256), so the pixels read back are the width times 7, rounded."""
+    import xlsxwriter
+
+    widths = [0.0, 0.3, 0.5, 0.96, *(k / 28 for k in range(28, 28 * 61)), 8.43, 13.4285714, 84.0]
+    path = tmp_path / "widths.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet()
+    for column, chars in enumerate(widths):
+        ws.set_column(column, column, chars)
+    wb.close()
+    pixels = _pixels(openpyxl.load_workbook(path).active)  # XlsxWriter writes equal neighbours as one range
+    for column, chars in enumerate(widths, start=1):
+        assert printing.points(chars) == pixels[column], chars
+    assert printing.points(6.5) == 51 and printing.points(8.43) == 64
+
+
 def test_every_ratio_to_the_first_row_reads_as_one(books: dict[str, Path]) -> None:
     """Compare's perf per USD range (its own columns) printed in General, 0.6077105222493.23243943433 across two
     columns: every `_vs_first` ratio, 1.00x."""

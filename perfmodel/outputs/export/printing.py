@@ -150,9 +150,14 @@ def height_pt(count: int, size_pt: float = FONT_PT) -> float:
 
 
 def points(chars: float) -> float:
-    """A column's printed width in points: Excel's pixels for the default font (7 per character, plus 5), which
-    LibreOffice prints a point each (Excel prints them at 96 dpi, narrower: LibreOffice's is the wider page)."""
-    return float(math.trunc(chars * 7 + 5))
+    """A column's printed width in points: the pixels XlsxWriter gives a column `chars` wide for the default font
+    (xlsxwriter/worksheet.py, Worksheet.set_column, 3.3: `int(width * 7 + 0.5) + 5`, under one character
+    `int(width * 12 + 0.5)`; the workbook stores those pixels), which LibreOffice prints a point each (Excel prints
+    them at 96 dpi, narrower: LibreOffice's is the wider page). Truncating `chars * 7 + 5` counted a pixel short
+    wherever `chars * 7` ends in .5 or more (6.5 characters: 50 points for XlsxWriter's 51)."""
+    if chars < 1:
+        return float(int(chars * 12 + 0.5))
+    return float(int(chars * 7 + 0.5) + 5)
 
 
 def on_first_page(widths: Sequence[float]) -> int:
