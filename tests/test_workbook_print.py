@@ -18,6 +18,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from workbook import libreoffice
 
 from perfmodel.outputs.export import printing
+from perfmodel.outputs.export.xlsx import PAGE_SLACK
 
 PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu", "b300", "--deadline", "60d")
 COMPARE = ("export", "compare", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpu", "gb300", "--gpu", "b200")
@@ -110,33 +111,64 @@ def test_a_sheet_printed_across_pages_fills_them_evenly(books: dict[str, Path]) 
     assert across >= 8  # Inputs and Results of each
 
 
-def test_a_section_heading_begins_a_page_when_it_is_not_on_the_first(tmp_path: Path,
-                                                                     books: dict[str, Path]) -> None:  # fmt: skip
-    """Left to the page breaks the rows' heights put, a 60-point sweep's 'Share of the step time' printed at the foot
-    of a page (103 of 270), its shares overleaf. A section under a table (the Summary's basis, the Inputs' defaults,
-    the Breakdown's shares) whose heading and first row do not fit on the first page begins a page; a sheet that
-    fits on one has no row breaks."""
-    sweep = tmp_path / "sweep.toml"
-    sweep.write_text(
-        '[sweep]\nmodels = ["llama3.1-70b"]\ngpus = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi355x"]\n'
-        'precisions = ["fp8"]\nn_gpus = [512, 1024, 2048]\n[sweep.set]\ntokens = 15e12\n'
-        "parallelism = { gbs = 1024, seq_len = 8192 }\n"
-    )
-    result = run_cli("export", "sweep", str(sweep), "--out", str(tmp_path / "sweep.xlsx"))
+SWEEP = (
+    '[sweep]\nmodels = ["llama3.1-70b"]\ngpus = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi355x"]\n'
+    'precisions = ["fp8"]\nn_gpus = [512, 1024, 2048]\n[sweep.set]\ntokens = 15e12\n'
+    "parallelism = { gbs = 1024, seq_len = 8192 }\n"
+)
+"""15 results, each label on 4 lines: the Summary's, Inputs' and Breakdown's sections under their tables print on
+the second page."""
+SECTIONS = {"Summary": "Basis of these figures", "Inputs": "Defaults (rows above link here)",
+            "Breakdown": "Share of the step time"}  # fmt: skip
+
+
+def test_page_starts_keep_a_heading_with_the_row_under_it() -> None:
+    """Rows 10 points tall on pages of 50, each page after the first opening with 5 points of repeated rows: the
+    sixth row begins the second page; a heading there (the fifth row) takes it over with it; a heading elsewhere
+    moves no break; a heading alone on its page (its first row) stays there."""
+    tens = [10.0] * 12
+    opening = [15.0] * 12
+    assert printing.page_starts(tens, opening, 50.0, 0.0) == [5, 9]  # 5 rows, then 5 + 4 x 10 (the 10th: 55)
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep={4}) == [4, 8]
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep={5}) == [5, 9]
+    assert printing.page_starts([30.0, 30.0], [30.0, 30.0], 50.0, 0.0, keep={0}) == [1]
+    assert printing.page_starts([40.0, 20.0, 45.0], [40.0, 20.0, 45.0], 50.0, 0.0, keep={1}) == [1, 2]
+
+
+def test_a_section_heading_is_never_the_last_row_on_a_printed_page(tmp_path: Path,
+                                                                   books: dict[str, Path]) -> None:  # fmt: skip
+    """Left to the page breaks LibreOffice puts, a 60-point sweep's 'Share of the step time' printed at the foot of
+    a page (103 of 270), its shares overleaf. A sheet with a section under its table (the Summary's basis, the
+    Inputs' defaults, the Breakdown's shares) has its row breaks set where the rows' heights fill PAGE_SLACK of a
+    page at its scale (the rows repeated atop each page after the first counted), each break where the next row
+    would not fit, and never right after the section's heading: there the heading begins the next page."""
+    (tmp_path / "sweep.toml").write_text(SWEEP)
+    result = run_cli("export", "sweep", str(tmp_path / "sweep.toml"), "--out", str(tmp_path / "sweep.xlsx"))
     assert result.code == 0, result.err
-    book = openpyxl.load_workbook(tmp_path / "sweep.xlsx")
-    sections = {"Summary": "Basis of these figures", "Inputs": "Defaults (rows above link here)",
-                "Breakdown": "Share of the step time"}  # fmt: skip
-    for sheet, heading in sections.items():
-        ws = book[sheet]
-        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == heading)
-        rows = [ws.row_dimensions[r] for r in range(1, row + 2)]  # to the section's first row
-        heights = [0.0 if dimension.hidden else dimension.height or printing.LINE_PT for dimension in rows]
-        zoom = ws.page_setup.scale or min(100.0, 100 * printing.PRINTABLE_WIDTH_PT / sum(_pixels(ws).values()))
-        assert sum(heights) > 100 * printing.PRINTABLE_HEIGHT_PT / zoom, sheet  # past the first page
-        assert [brk.id + 1 for brk in ws.row_breaks.brk] == [row], sheet  # the row (1-based) that begins a page
-    for name in ("Summary", "Breakdown"):
-        assert not openpyxl.load_workbook(books["campaign"])[name].row_breaks.brk, name  # one page: 12 rows
+    broken = 0
+    for name, path in [*books.items(), ("sweep", tmp_path / "sweep.xlsx")]:
+        book = openpyxl.load_workbook(path)
+        for sheet, heading in SECTIONS.items():
+            ws = book[sheet]
+            section = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == heading)
+            heights = _heights_pt(ws)
+            zoom = ws.page_setup.scale or min(100.0, 100 * printing.PRINTABLE_WIDTH_PT / sum(_pixels(ws).values()))
+            room = PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(zoom, printing.SMALLEST_SCALE)
+            first, last = (int(row) for row in re.findall(r"\d+", ws.print_title_rows))
+            atop = sum(heights[first - 1 : last])
+            starts = [brk.id + 1 for brk in ws.row_breaks.brk]  # the rows (1-based) that begin a page
+            assert section + 1 not in starts, (name, sheet)
+            bounds = [1, *starts, len(heights) + 1]
+            for page, (top, bottom) in enumerate(itertools.pairwise(bounds)):
+                used = (atop if page else 0.0) + sum(heights[top - 1 : bottom - 1])
+                rounding = 0.375 * (bottom - top + 2)  # XlsxWriter writes each height in whole pixels (3/4 pt)
+                assert used <= room + rounding, (name, sheet, page, used, room)
+                if bottom <= len(heights):  # the next row (and the heading's first row) would not have fitted
+                    next_pt = heights[bottom - 1] + (heights[bottom] if bottom == section else 0.0)
+                    assert used + next_pt > room - rounding, (name, sheet, page, used, next_pt, room)
+            broken += bool(starts)
+    assert broken >= 3  # the sweep's three sheets at least
+    assert not openpyxl.load_workbook(books["campaign"])["Summary"].row_breaks.brk  # one page: 12 rows
 
 
 def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
@@ -345,6 +377,17 @@ def _pixels(ws: Worksheet) -> dict[int, int]:
     for dimension in ws.column_dimensions.values():
         for column in range(dimension.min, dimension.max + 1):
             found[column] = 0 if dimension.hidden else round(dimension.width * 7)
+    return found
+
+
+def _heights_pt(ws: Worksheet) -> list[float]:
+    """Each row's height in points (0-based, to the last used): as written, 0 when hidden, else one line of its
+    largest type (a title's 13 pt: 17.7)."""
+    found = []
+    for row in range(1, ws.max_row + 1):
+        dimension = ws.row_dimensions[row]
+        size = max((cell.font.sz or printing.FONT_PT for cell in ws[row] if cell.value is not None), default=11.0)
+        found.append(0.0 if dimension.hidden else dimension.height or printing.height_pt(1, size))
     return found
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 A4 = 9
@@ -205,14 +205,21 @@ def scale(widths: Sequence[float]) -> float:
     return min(100.0, 100 * PRINTABLE_WIDTH_PT / sum(points(w) for w in widths))
 
 
-def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float) -> list[int]:
+def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float,
+                keep: Collection[int] = ()) -> list[int]:  # fmt: skip
     """The rows (indices) that begin a printed page of `room_pt`, the first page with `used_pt` taken already: each
-    row `heights_pt` tall, or `opening_pt` where it begins a page (it repeats what the rows above said)."""
-    starts = []
+    row `heights_pt` tall, or `opening_pt` where it begins a page (with the rows repeated atop it, or repeating
+    what the rows above said). A row in `keep` (a section's heading) is never the last on a page that holds more:
+    where the row under it begins a page, that page begins with the heading instead."""
+    starts: list[int] = []
     for index, (height, opening) in enumerate(zip(heights_pt, opening_pt, strict=True)):
         if used_pt + height > room_pt and used_pt > 0:
-            starts.append(index)
-            used_pt, height = 0.0, opening
+            if index - 1 in keep and index - 1 > (starts[-1] if starts else 0):
+                starts.append(index - 1)
+                used_pt = opening_pt[index - 1]
+            else:
+                starts.append(index)
+                used_pt, height = 0.0, opening
         used_pt += height
     return starts
 

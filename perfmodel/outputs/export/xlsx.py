@@ -372,16 +372,19 @@ def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Sty
         _note(ws, 1, note, page, style(text_wrap=True, valign="top"), first=1)
 
 
-def _keep_with_next(ws: _Sheet, widths: Sequence[float]) -> None:
-    """A page break before the heading of the section under a sheet's table (`_Sheet.section`) where it and the
-    section's first row do not fit on the first page (PAGE_SLACK of it, at the sheet's scale; the rows as tall as
-    written): the heading then begins a page. Left to the page breaks the rows' heights put, a 60-point sweep's
-    'Share of the step time' printed at the foot of a page, its shares overleaf."""
+def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
+    """A sheet with a section under its table (`_Sheet.section`) breaks its pages where its rows' heights (as
+    written) fill PAGE_SLACK of a page at the sheet's scale, each page after the first beginning with the rows
+    repeated atop it (from `repeated`, 0-based, to the keys'), and never right after the section's heading: that
+    begins the page its first row does. Left to LibreOffice, a 60-point sweep's 'Share of the step time' printed at
+    the foot of a page, its shares overleaf; a break before the heading only where it missed the first page kept
+    it off that page's foot alone."""
     if ws.section is None:
         return
-    heights_pt = ws.rows_pt()[: ws.section + 2]
-    if len(heights_pt) == ws.section + 2 and sum(heights_pt) > _page_room_pt(widths):
-        ws.set_h_pagebreaks([ws.section])
+    heights_pt = ws.rows_pt()
+    atop_pt = sum(heights_pt[repeated : HEADER_ROW + 1])
+    opening_pt = [atop_pt + height for height in heights_pt]
+    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, _page_room_pt(widths), 0.0, {ws.section}))
 
 
 def _page_room_pt(widths: Sequence[float]) -> float:
@@ -571,9 +574,8 @@ def write_xlsx(
     _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
     for key, name in tables.items():
         _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
-        _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
         _heights(sheets[name], tall[name])
-        _keep_with_next(sheets[name], _ordered(widths[name]))
+        _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
     _write_summary(summary, columns, grid, values, title, style, (label_width, labels_tall))
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
@@ -674,18 +676,20 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
 
 
-def _frame(ws: Any, widths: dict[str, float], title: str, repeated: int = HEADER_ROW - 1) -> None:
+def _frame(ws: _Sheet, widths: dict[str, float], title: str, repeated: int = HEADER_ROW - 1) -> None:
     """What every table sheet (Inputs, Results, Breakdown, Details, Summary) has around its cells: panes frozen under
     the headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide
     (by letter) and its pages set up (printing.set_up), the rows from `repeated` (0-based; the headings') to the
     keys' repeated atop each. The Breakdown repeats its name, title and note too, which say that its second table
     holds the parts' shares: with the headings alone, a 60-point sweep's Breakdown printed 6 pages of shares under
-    the parts' names (the page header names the sheet and the title on every page)."""
+    the parts' names (the page header names the sheet and the title on every page). A section under the table:
+    its rows' page breaks (`_keep_with_next`; every row's height set by then)."""
     ws.freeze_panes(HEADER_ROW + 1, 1)
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})
     for letter, chars in widths.items():
         ws.set_column(f"{letter}:{letter}", chars)
     printing.set_up(ws, _ordered(widths), title, (repeated, HEADER_ROW))
+    _keep_with_next(ws, _ordered(widths), repeated)
 
 
 def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first: int = HEADER_ROW + 2,
@@ -746,7 +750,6 @@ def _write_summary(ws: _Sheet, columns: Sequence[Column], grid: _Grid, values: d
     for offset, text in enumerate(_basis(values), start=1):
         _note(ws, ws.section + offset, text, page, look)
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
-    _keep_with_next(ws, widths)
 
 
 def _basis(values: dict[str, list[Any]]) -> list[str]:
