@@ -65,8 +65,9 @@ measured run's 215-character text wrapped in 28-character columns, 105-120-point
 HEADING: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
 """A heading's look on every sheet (a column's alignment added: `_alignment`)."""
 PAGE_SLACK = 0.93
-"""Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
-page that held less than counted would break early, its first rows without their section's name."""
+"""Share of a printed page the set page breaks fill (the Assumptions', `_keep_with_next`'s): row heights and the
+fitted scale are estimates, and a page that held less than counted would break early, its first rows without their
+section's name."""
 EDITABLE_FILL = "#FFF2CC"
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
