@@ -45,6 +45,18 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return _export(tmp_path_factory.mktemp("losses"))
 
 
+@pytest.fixture(scope="module")
+def cells(exported: tuple[Path, dict[str, Any]]) -> dict[tuple[str, int], Cell]:
+    """Every column key's cells, found once for the module's tests."""
+    return cells_by_key(exported[0])
+
+
+@pytest.fixture(scope="module")
+def engine(exported: tuple[Path, dict[str, Any]]) -> Recalculator:
+    """The workbook in the `formulas` engine, loaded once: a recomputation keeps no edit."""
+    return Recalculator(exported[0])
+
+
 def _edits(cells: dict[tuple[str, int], Cell], path: Path) -> dict[Cell, Any]:
     """EDITS on the row's cells; the straggler share on its one default cell, which the row's cell links to."""
     inputs = openpyxl.load_workbook(path)["Inputs"]
@@ -85,10 +97,12 @@ def _expected(row: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def test_the_loss_cells_are_formulas_that_give_perfmodels_numbers(exported: tuple[Path, dict[str, Any]]) -> None:
+def test_the_loss_cells_are_formulas_that_give_perfmodels_numbers(
+    exported: tuple[Path, dict[str, Any]], cells: dict[tuple[str, int], Cell], engine: Recalculator
+) -> None:
     path, row = exported
-    cells, book = cells_by_key(path), openpyxl.load_workbook(path)
-    values = Recalculator(path)()
+    book = openpyxl.load_workbook(path)
+    values = engine()
     for key in FORMULAS:
         sheet, ref = cells[(key, 0)]
         assert str(book[sheet][ref].value).startswith("="), key
@@ -101,10 +115,11 @@ def test_the_loss_cells_are_formulas_that_give_perfmodels_numbers(exported: tupl
     assert row["cost_usd_with_losses"] > row["cost_usd_with_failures"] > row["cost_usd"]
 
 
-def test_the_losses_follow_an_edited_gpu_count_price_and_straggler_share(exported: tuple[Path, dict[str, Any]]) -> None:
+def test_the_losses_follow_an_edited_gpu_count_price_and_straggler_share(
+    exported: tuple[Path, dict[str, Any]], cells: dict[tuple[str, int], Cell], engine: Recalculator
+) -> None:
     path, row = exported
-    cells = cells_by_key(path)
-    after = Recalculator(path)(_edits(cells, path))
+    after = engine(_edits(cells, path))
     expected = _expected(row)
     for key, value in expected.items():
         assert after[cells[(key, 0)]] == pytest.approx(value, rel=REL), key
@@ -114,9 +129,10 @@ def test_the_losses_follow_an_edited_gpu_count_price_and_straggler_share(exporte
 
 
 @pytest.mark.skipif(libreoffice() is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_follows_the_same_edits(exported: tuple[Path, dict[str, Any]]) -> None:
+def test_libreoffice_follows_the_same_edits(
+    exported: tuple[Path, dict[str, Any]], cells: dict[tuple[str, int], Cell]
+) -> None:
     path, row = exported
-    cells = cells_by_key(path)
     after = recompute_libreoffice(path, _edits(cells, path))
     for key, value in _expected(row).items():
         assert after[cells[(key, 0)]] == pytest.approx(value, rel=REL), key

@@ -14,10 +14,12 @@ from pathlib import Path
 import openpyxl
 import pytest
 from conftest import run_cli
+from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 from workbook import libreoffice
 
 from perfmodel.outputs.export import printing
+from perfmodel.outputs.export.xlsx import PAGE_SLACK
 
 PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu", "b300", "--deadline", "60d")
 COMPARE = ("export", "compare", "--model", "llama3.1-405b", "--gpu", "h100-sxm", "--gpu", "gb300", "--gpu", "b200")
@@ -47,8 +49,15 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return found
 
 
-def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
-    book = openpyxl.load_workbook(books["compare"])
+@pytest.fixture(scope="module")
+def parsed(books: dict[str, Path]) -> dict[str, Workbook]:
+    """Each book as openpyxl reads it (formulas, not their values), once for every test here: none changes them.
+    Parsed per test, the books took 18 parses (the plan's, compare's, campaign's, default's and DeepSeek-V3's)."""
+    return {name: openpyxl.load_workbook(path) for name, path in books.items()}
+
+
+def test_every_sheet_is_set_up_to_print(parsed: dict[str, Workbook]) -> None:
+    book = parsed["compare"]
     for ws in book:
         assert ws.page_setup.orientation == "landscape" and ws.page_setup.paperSize == 9, ws.title
         header, footer = ws.oddHeader, ws.oddFooter
@@ -62,11 +71,11 @@ def test_every_sheet_is_set_up_to_print(books: dict[str, Path]) -> None:
         assert book[name].row_dimensions[5].hidden, name  # the keys: for programs, not printed
 
 
-def test_a_sheet_printed_across_pages_names_itself_in_column_a(books: dict[str, Path]) -> None:
+def test_a_sheet_printed_across_pages_names_itself_in_column_a(parsed: dict[str, Workbook]) -> None:
     """Column A repeats on every page of a sheet too wide for one: the whole title there was cut at its edge on the
     second page on ('Breakdown: DeepSeek-V3 6'). Column A holds the sheet's name alone, the title and its note start
     in column B (the page header carries the title on every page)."""
-    book = openpyxl.load_workbook(books["compare"])
+    book = parsed["compare"]
     for name in ("Inputs", "Results", "Breakdown", "Details"):
         ws = book[name]
         assert ws["A1"].value == name and "Llama 3.1 405B: comparison" in ws["B1"].value, name
@@ -74,12 +83,12 @@ def test_a_sheet_printed_across_pages_names_itself_in_column_a(books: dict[str, 
     assert book["Results"].print_title_cols == "$A:$A"  # the sheet that prints across pages (about 90 columns)
 
 
-def test_no_text_runs_on_past_its_sheets_last_column(books: dict[str, Path]) -> None:
+def test_no_text_runs_on_past_its_sheets_last_column(parsed: dict[str, Workbook]) -> None:
     """LibreOffice 7.4 fits a sheet to the width its text takes, past its last column too: the default export's
     Details (one result wide) had its note run on past the result's column, printed at 86%, not the 94% its columns
     fit at, and then an empty page (the 20th of 28). A text wider than the columns from its own to the last wraps."""
-    for name, path in books.items():
-        for ws in openpyxl.load_workbook(path):
+    for name, book in parsed.items():
+        for ws in book:
             pixels = _pixels(ws)
             for row in ws.iter_rows():
                 for cell in row:
@@ -91,14 +100,14 @@ def test_no_text_runs_on_past_its_sheets_last_column(books: dict[str, Path]) -> 
                     assert wide <= room, f"{name} {ws.title}!{cell.coordinate}: {wide:.0f} pt in {room:.0f}"
 
 
-def test_a_sheet_printed_across_pages_fills_them_evenly(books: dict[str, Path]) -> None:
+def test_a_sheet_printed_across_pages_fills_them_evenly(parsed: dict[str, Workbook]) -> None:
     """A sheet too wide for one page at the smallest scale has its columns split across pages by set breaks, each
     page (column A repeated on it) within the page's width and none under half as wide as the widest: filled in
     turn, DeepSeek-V3's Results printed 11 full pages and a 12th of 3 columns."""
     room = 100 * printing.PRINTABLE_WIDTH_PT / printing.SMALLEST_SCALE
     across = 0
-    for name, path in books.items():
-        for ws in openpyxl.load_workbook(path):
+    for name, book in parsed.items():
+        for ws in book:
             if ws.print_title_cols is None:
                 continue
             across += 1
@@ -110,53 +119,83 @@ def test_a_sheet_printed_across_pages_fills_them_evenly(books: dict[str, Path]) 
     assert across >= 8  # Inputs and Results of each
 
 
-def test_a_section_heading_begins_a_page_when_it_is_not_on_the_first(tmp_path: Path,
-                                                                     books: dict[str, Path]) -> None:  # fmt: skip
-    """Left to the page breaks the rows' heights put, a 60-point sweep's 'Share of the step time' printed at the foot
-    of a page (103 of 270), its shares overleaf. A section under a table (the Summary's basis, the Inputs' defaults,
-    the Breakdown's shares) whose heading and first row do not fit on the first page begins a page; a sheet that
-    fits on one has no row breaks."""
-    sweep = tmp_path / "sweep.toml"
-    sweep.write_text(
-        '[sweep]\nmodels = ["llama3.1-70b"]\ngpus = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi355x"]\n'
-        'precisions = ["fp8"]\nn_gpus = [512, 1024, 2048]\n[sweep.set]\ntokens = 15e12\n'
-        "parallelism = { gbs = 1024, seq_len = 8192 }\n"
-    )
-    result = run_cli("export", "sweep", str(sweep), "--out", str(tmp_path / "sweep.xlsx"))
+SWEEP = (
+    '[sweep]\nmodels = ["llama3.1-70b"]\ngpus = ["h100-sxm", "h200-sxm", "b200", "gb200", "mi355x"]\n'
+    'precisions = ["fp8"]\nn_gpus = [512, 1024, 2048]\n[sweep.set]\ntokens = 15e12\n'
+    "parallelism = { gbs = 1024, seq_len = 8192 }\n"
+)
+"""15 results, each label on 4 lines: the Summary's, Inputs' and Breakdown's sections under their tables print on
+the second page."""
+SECTIONS = {"Summary": "Basis of these figures", "Inputs": "Defaults (rows above link here)",
+            "Breakdown": "Share of the step time"}  # fmt: skip
+
+
+def test_page_starts_keep_a_heading_with_the_row_under_it() -> None:
+    """Rows 10 points tall on pages of 50, each page after the first opening with 5 points of repeated rows: the
+    sixth row begins the second page; a heading there (the fifth row) takes it over with it; a heading elsewhere
+    moves no break; a heading alone on its page (its first row) stays there."""
+    tens = [10.0] * 12
+    opening = [15.0] * 12
+    assert printing.page_starts(tens, opening, 50.0, 0.0) == [5, 9]  # 5 rows, then 5 + 4 x 10 (the 10th: 55)
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep={4}) == [4, 8]
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep={5}) == [5, 9]
+    assert printing.page_starts([30.0, 30.0], [30.0, 30.0], 50.0, 0.0, keep={0}) == [1]
+    assert printing.page_starts([40.0, 20.0, 45.0], [40.0, 20.0, 45.0], 50.0, 0.0, keep={1}) == [1, 2]
+
+
+def test_a_section_heading_is_never_the_last_row_on_a_printed_page(tmp_path: Path,
+                                                                   parsed: dict[str, Workbook]) -> None:  # fmt: skip
+    """Left to the page breaks LibreOffice puts, a 60-point sweep's 'Share of the step time' printed at the foot of
+    a page (103 of 270), its shares overleaf. A sheet with a section under its table (the Summary's basis, the
+    Inputs' defaults, the Breakdown's shares) has its row breaks set where the rows' heights fill PAGE_SLACK of a
+    page at its scale (the rows repeated atop each page after the first counted), each break where the next row
+    would not fit, and never right after the section's heading: there the heading begins the next page."""
+    (tmp_path / "sweep.toml").write_text(SWEEP)
+    result = run_cli("export", "sweep", str(tmp_path / "sweep.toml"), "--out", str(tmp_path / "sweep.xlsx"))
     assert result.code == 0, result.err
-    book = openpyxl.load_workbook(tmp_path / "sweep.xlsx")
-    sections = {"Summary": "Basis of these figures", "Inputs": "Defaults (rows above link here)",
-                "Breakdown": "Share of the step time"}  # fmt: skip
-    for sheet, heading in sections.items():
-        ws = book[sheet]
-        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == heading)
-        rows = [ws.row_dimensions[r] for r in range(1, row + 2)]  # to the section's first row
-        heights = [0.0 if dimension.hidden else dimension.height or printing.LINE_PT for dimension in rows]
-        zoom = ws.page_setup.scale or min(100.0, 100 * printing.PRINTABLE_WIDTH_PT / sum(_pixels(ws).values()))
-        assert sum(heights) > 100 * printing.PRINTABLE_HEIGHT_PT / zoom, sheet  # past the first page
-        assert [brk.id + 1 for brk in ws.row_breaks.brk] == [row], sheet  # the row (1-based) that begins a page
-    for name in ("Summary", "Breakdown"):
-        assert not openpyxl.load_workbook(books["campaign"])[name].row_breaks.brk, name  # one page: 12 rows
+    broken = 0
+    for name, book in [*parsed.items(), ("sweep", openpyxl.load_workbook(tmp_path / "sweep.xlsx"))]:
+        for sheet, heading in SECTIONS.items():
+            ws = book[sheet]
+            section = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == heading)
+            heights = _heights_pt(ws)
+            zoom = ws.page_setup.scale or min(100.0, 100 * printing.PRINTABLE_WIDTH_PT / sum(_pixels(ws).values()))
+            room = PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(zoom, printing.SMALLEST_SCALE)
+            first, last = (int(row) for row in re.findall(r"\d+", ws.print_title_rows))
+            atop = sum(heights[first - 1 : last])
+            starts = [brk.id + 1 for brk in ws.row_breaks.brk]  # the rows (1-based) that begin a page
+            assert section + 1 not in starts, (name, sheet)
+            bounds = [1, *starts, len(heights) + 1]
+            for page, (top, bottom) in enumerate(itertools.pairwise(bounds)):
+                used = (atop if page else 0.0) + sum(heights[top - 1 : bottom - 1])
+                rounding = 0.375 * (bottom - top + 2)  # XlsxWriter writes each height in whole pixels (3/4 pt)
+                assert used <= room + rounding, (name, sheet, page, used, room)
+                if bottom <= len(heights):  # the next row (and the heading's first row) would not have fitted
+                    next_pt = heights[bottom - 1] + (heights[bottom] if bottom == section else 0.0)
+                    assert used + next_pt > room - rounding, (name, sheet, page, used, next_pt, room)
+            broken += bool(starts)
+    assert broken >= 3  # the sweep's three sheets at least
+    assert not parsed["campaign"]["Summary"].row_breaks.brk  # one page: 12 rows
 
 
-def test_a_long_text_has_a_wide_column(books: dict[str, Path]) -> None:
+def test_a_long_text_has_a_wide_column(parsed: dict[str, Workbook]) -> None:
     """The price source (~130 characters, the same on every phase) wrapped on 5 lines in 28 characters: a campaign's
     phases were 60-75 points tall each on Inputs, which printed on 6 pages (now 4). Twice as wide, 2 lines."""
-    ws = openpyxl.load_workbook(books["campaign"])["Inputs"]
+    ws = parsed["campaign"]["Inputs"]
     column = next(c.column_letter for c in ws[5] if c.value == "price_source")
     assert len(ws[f"{column}6"].value) > 100 and ws.column_dimensions[column].width >= 2 * printing.WIDEST_TEXT
     assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 18))
 
 
-def test_a_label_row_is_as_tall_as_libreoffice_wraps_it(books: dict[str, Path]) -> None:
+def test_a_label_row_is_as_tall_as_libreoffice_wraps_it(parsed: dict[str, Workbook]) -> None:
     """LibreOffice 7.4 (DejaVu Sans for Calibri) wraps the campaign's embodied-carbon default on 4 lines in the
     Inputs' column A (14 characters) and a comparison's labels (~110 characters) on 4 in 29: counting 1.2
     characters a character of width less two, and 15 points a line, their rows were 75 and 60 points tall, 5.9
     and 4.7 of its 12.8-point lines."""
-    inputs = openpyxl.load_workbook(books["campaign"])["Inputs"]
+    inputs = parsed["campaign"]["Inputs"]
     row = next(r for r in range(6, inputs.max_row + 1) if str(inputs.cell(r, 1).value).startswith("Embodied carbon"))
     assert inputs.row_dimensions[row].height == printing.height_pt(4) == 55.5
-    results = openpyxl.load_workbook(books["compare"])["Results"]
+    results = parsed["compare"]["Results"]
     assert [results.row_dimensions[r].height for r in (6, 7, 8)] == [printing.height_pt(4)] * 3
 
 
@@ -175,10 +214,29 @@ def test_lines_wrap_where_libreoffice_wraps() -> None:
     assert printing.lines("x" * 100, 10.0) == 10  # wider than its column (10 x to a line): broken within itself
 
 
-def test_every_ratio_to_the_first_row_reads_as_one(books: dict[str, Path]) -> None:
+def test_a_columns_points_are_the_pixels_xlsxwriter_writes(tmp_path: Path) -> None:
+    """printing.points counts the pixels XlsxWriter gives a column (Worksheet.set_column: rounded, plus 5): it
+    truncated, a pixel short wherever the width's sevenths end in a half or more (6.5 characters: 50, not 51). The
+    workbook stores width = pixels / 7 (to 1/256), so the pixels read back are the width times 7, rounded."""
+    import xlsxwriter
+
+    widths = [0.0, 0.3, 0.5, 0.96, *(k / 28 for k in range(28, 28 * 61)), 8.43, 13.4285714, 84.0]
+    path = tmp_path / "widths.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet()
+    for column, chars in enumerate(widths):
+        ws.set_column(column, column, chars)
+    wb.close()
+    pixels = _pixels(openpyxl.load_workbook(path).active)  # XlsxWriter writes equal neighbours as one range
+    for column, chars in enumerate(widths, start=1):
+        assert printing.points(chars) == pixels[column], chars
+    assert printing.points(6.5) == 51 and printing.points(8.43) == 64
+
+
+def test_every_ratio_to_the_first_row_reads_as_one(parsed: dict[str, Workbook]) -> None:
     """Compare's perf per USD range (its own columns) printed in General, 0.6077105222493.23243943433 across two
     columns: every `_vs_first` ratio, 1.00x."""
-    ws = openpyxl.load_workbook(books["compare"])["Results"]
+    ws = parsed["compare"]["Results"]
     ratios = [c.column for c in ws[5] if isinstance(c.value, str) and "_vs_first" in c.value]
     assert len(ratios) >= 6  # speedup, perf per USD (3), energy per token and the range's two ends
     for column in ratios:
@@ -186,11 +244,13 @@ def test_every_ratio_to_the_first_row_reads_as_one(books: dict[str, Path]) -> No
         assert cell.number_format == '0.00"x"', ws.cell(5, column).value
 
 
-def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_page(books: dict[str, Path]) -> None:
+def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_page(
+    parsed: dict[str, Workbook],
+) -> None:
     """A run's section name (~120 characters) wrapped to six lines on each of its ~30 rows: the compare workbook's
     Assumptions printed on 24 pages (22 now). Its first row and the first on each page (the page breaks are set)
     show it; the others keep it for filters, hidden by the format."""
-    ws = openpyxl.load_workbook(books["compare"])["Assumptions"]
+    ws = parsed["compare"]["Assumptions"]
     cells = [row[0] for row in ws.iter_rows(min_row=5) if row[0].value]
     pages = {brk.id + 1 for brk in ws.row_breaks.brk}  # the rows (1-based) that begin a page
     assert len(pages) >= 10
@@ -202,19 +262,19 @@ def test_an_assumptions_section_prints_its_name_on_its_first_row_and_atop_each_p
     assert sum(1 for cell in cells if cell.number_format == ";;;") > len(cells) / 2
 
 
-def test_an_assumption_too_long_for_its_column_prints_in_its_unit(books: dict[str, Path]) -> None:
+def test_an_assumption_too_long_for_its_column_prints_in_its_unit(parsed: dict[str, Workbook]) -> None:
     """15,000,000,000,000 tokens printed `###` in the 12-character Value column: 15.0T."""
-    ws = openpyxl.load_workbook(books["compare"])["Assumptions"]
+    ws = parsed["compare"]["Assumptions"]
     tokens = next(row[2] for row in ws.iter_rows(min_row=5) if row[1].value == "tokens_to_train")
     assert tokens.value == 15e12 and printing.shown(tokens.value, tokens.number_format) == "15.0T"
     price = next(row[2] for row in ws.iter_rows(min_row=5) if row[1].value == "usd_per_system")
     assert price.number_format == "#,##0"
 
 
-def test_a_fractional_assumption_prints_four_significant_digits(books: dict[str, Path]) -> None:
+def test_a_fractional_assumption_prints_four_significant_digits(parsed: dict[str, Workbook]) -> None:
     """In General the fitted parameters printed all their column held (0.9899101242 for grouped_gemm, 16.566974982
     GPU-hours lost to failures in a campaign's phase): four significant digits, the value itself kept whole."""
-    ws = openpyxl.load_workbook(books["campaign"])["Assumptions"]
+    ws = parsed["campaign"]["Assumptions"]
     figures = [row[2] for row in ws.iter_rows(min_row=5) if isinstance(row[2].value, float)]
     fractional = [cell for cell in figures if cell.value != int(cell.value)]
     assert len(fractional) > 20
@@ -224,9 +284,9 @@ def test_a_fractional_assumption_prints_four_significant_digits(books: dict[str,
         assert len(re.sub(r"\D", "", shown.split("E")[0]).lstrip("0")) <= 4 or cell.value >= 1e4, shown
 
 
-def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> None:
+def test_the_summary_states_what_its_figures_rest_on(parsed: dict[str, Workbook]) -> None:
     """Tokens, batch, the plan's goal and each price's basis (the Inputs sheet's price source, per system)."""
-    plan = openpyxl.load_workbook(books["plan"])
+    plan = parsed["plan"]
     summary = plan["Summary"]
     keys = [c.value for c in summary[5]]
     assert "tokens_to_train" in keys
@@ -239,20 +299,20 @@ def test_the_summary_states_what_its_figures_rest_on(books: dict[str, Path]) -> 
         assert said.removeprefix(f"Price, {system}: ") == sources[system]
 
 
-def test_true_and_false_print_as_yes_and_no(books: dict[str, Path]) -> None:
+def test_true_and_false_print_as_yes_and_no(books: dict[str, Path], parsed: dict[str, Workbook]) -> None:
     """On Results a Yes/No number format (LibreOffice honours it; Excel shows TRUE), on the Summary the words."""
-    book, values = openpyxl.load_workbook(books["compare"]), openpyxl.load_workbook(books["compare"], data_only=True)
+    book, values = parsed["compare"], openpyxl.load_workbook(books["compare"], data_only=True)
     results = next(c.column for c in book["Results"][5] if c.value == "fits_in_memory")
     assert book["Results"].cell(6, results).number_format == printing.YES_NO
     summary = next(c.column for c in book["Summary"][5] if c.value == "fits_in_memory")
     assert '"Yes","No"' in book["Summary"].cell(6, summary).value and values["Summary"].cell(6, summary).value == "Yes"
 
 
-def test_every_details_number_prints_rounded_in_its_unit(books: dict[str, Path]) -> None:
+def test_every_details_number_prints_rounded_in_its_unit(parsed: dict[str, Workbook]) -> None:
     """Details printed in General, 17 digits and no unit (10438424.9266801 beside 'Time_to_train_with_losses_s,
     P50', 0.0543981481481482 interruptions per day): each row's number format comes from its schema unit
     (outputs/record.py), a campaign's total column too, every value at the top of its row beside its heading."""
-    ws = openpyxl.load_workbook(books["campaign"])["Details"]
+    ws = parsed["campaign"]["Details"]
     keys = next(c.column for c in ws[4] if c.value == "Key")
     rows = {ws.cell(row, keys).value: row for row in range(6, ws.max_row + 1)}
     numbers = 0
@@ -275,22 +335,21 @@ def test_every_details_number_prints_rounded_in_its_unit(books: dict[str, Path])
     assert shown["power_w_per_gpu_at_wall"] == "1,365 W" and shown["evidence.ratio_to_best_measured"] == "0.856x"
 
 
-def test_every_fractional_number_prints_in_a_format(books: dict[str, Path]) -> None:
+def test_every_fractional_number_prints_in_a_format(parsed: dict[str, Workbook]) -> None:
     """No number prints as General, Excel's '1.07414137139229': a campaign's P90 cost factor did (workbook2's
     report), as did the interval's and the quantiles' factors."""
-    for name, path in books.items():
-        for ws in openpyxl.load_workbook(path):
+    for name, book in parsed.items():
+        for ws in book:
             cells = (c for row in ws.iter_rows() for c in row if isinstance(c.value, float))
             general = [c.coordinate for c in cells if not c.value.is_integer() and c.number_format == "General"]
             assert not general, f"{name} {ws.title}: {general[:5]}"
 
 
-def test_the_breakdown_fits_one_page_wide_its_shares_under_their_parts(books: dict[str, Path]) -> None:
+def test_the_breakdown_fits_one_page_wide_its_shares_under_their_parts(parsed: dict[str, Workbook]) -> None:
     """The step time's parts, their shares and the memory's parts side by side printed 3 pages across at the
     smallest legible scale: the memory's parts are on Results (beside their sum), each share under its part (its
     formula that part over the step time), and the sheet is fitted to one page wide."""
-    for name, path in books.items():
-        book = openpyxl.load_workbook(path)
+    for name, book in parsed.items():
         ws = book["Breakdown"]
         assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == 0, name
         assert ws.page_setup.fitToWidth in (None, 1) and ws.print_title_cols is None, name
@@ -326,6 +385,17 @@ def _pixels(ws: Worksheet) -> dict[int, int]:
     for dimension in ws.column_dimensions.values():
         for column in range(dimension.min, dimension.max + 1):
             found[column] = 0 if dimension.hidden else round(dimension.width * 7)
+    return found
+
+
+def _heights_pt(ws: Worksheet) -> list[float]:
+    """Each row's height in points (0-based, to the last used): as written, 0 when hidden, else one line of its
+    largest type (a title's 13 pt: 17.7)."""
+    found = []
+    for row in range(1, ws.max_row + 1):
+        dimension = ws.row_dimensions[row]
+        size = max((cell.font.sz or printing.FONT_PT for cell in ws[row] if cell.value is not None), default=11.0)
+        found.append(0.0 if dimension.hidden else dimension.height or printing.height_pt(1, size))
     return found
 
 

@@ -35,6 +35,18 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     return folder / "c.xlsx", json.loads((folder / "c.json").read_text())["rows"]
 
 
+@pytest.fixture(scope="module")
+def cells(exported: tuple[Path, list[dict[str, Any]]]) -> dict[tuple[str, int], Cell]:
+    """Every column key's cells, found once for the module's tests (each parsed the workbook for them)."""
+    return _cells(exported[0])
+
+
+@pytest.fixture(scope="module")
+def engine(exported: tuple[Path, list[dict[str, Any]]]) -> Recalculator:
+    """The workbook in the `formulas` engine, loaded once (about 10 s): a recomputation keeps no edit."""
+    return Recalculator(exported[0])
+
+
 def _expected_after_price_edit(rows: list[dict[str, Any]]) -> list[float]:
     """perf/$ vs the first row with the GB200 rows (2 and 3) at GB200_PRICE: tokens per USD over the first's."""
 
@@ -46,11 +58,11 @@ def _expected_after_price_edit(rows: list[dict[str, Any]]) -> list[float]:
     return [per_usd(r, p) / first for r, p in zip(rows, prices, strict=True)]
 
 
-def test_perf_per_usd_follows_an_edited_price(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_perf_per_usd_follows_an_edited_price(
+    exported: tuple[Path, list[dict[str, Any]]], cells: dict[tuple[str, int], Cell], engine: Recalculator
+) -> None:
     """The issue's case: GB200 at $2.10 per GPU-hour instead of its list price; perf/$ vs H100 must follow."""
-    path, rows = exported
-    cells = _cells(path)
-    engine = Recalculator(path)
+    _, rows = exported
     before = engine()
     for index, row in enumerate(rows):
         for key in ("perf_per_usd_vs_first", "tokens_per_usd", "speedup_vs_first", "energy_per_token_vs_first",
@@ -66,9 +78,10 @@ def test_perf_per_usd_follows_an_edited_price(exported: tuple[Path, list[dict[st
 
 
 @pytest.mark.skipif(libreoffice() is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_follows_an_edited_price(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_libreoffice_follows_an_edited_price(
+    exported: tuple[Path, list[dict[str, Any]]], cells: dict[tuple[str, int], Cell]
+) -> None:
     path, rows = exported
-    cells = _cells(path)
     after = recompute_libreoffice(path, {cells[("usd_per_gpu_hour", i)]: GB200_PRICE for i in (2, 3)})
     for index, value in enumerate(_expected_after_price_edit(rows)):
         assert after[cells[("perf_per_usd_vs_first", index)]] == pytest.approx(value, rel=REL)
@@ -77,12 +90,14 @@ def test_libreoffice_follows_an_edited_price(exported: tuple[Path, list[dict[str
     assert after[("Summary", f"{column}8")] == pytest.approx(_expected_after_price_edit(rows)[2], rel=REL)
 
 
-def test_readers_without_a_formula_engine_see_the_numbers(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_readers_without_a_formula_engine_see_the_numbers(
+    exported: tuple[Path, list[dict[str, Any]]], cells: dict[tuple[str, int], Cell]
+) -> None:
     """Every formula cell stores its value: openpyxl's data_only and pandas read perfmodel's numbers."""
     import pandas
 
     path, rows = exported
-    cells, book = _cells(path), openpyxl.load_workbook(path, data_only=True)
+    book = openpyxl.load_workbook(path, data_only=True)
     formulas = openpyxl.load_workbook(path)
     for (key, index), (sheet, ref) in cells.items():
         if str(formulas[sheet][ref].value).startswith("=") and key in rows[index]:
@@ -108,9 +123,10 @@ def test_summary_prints_one_landscape_page_wide(exported: tuple[Path, list[dict[
         assert ws.page_setup.orientation == "landscape" and ws.page_setup.paperSize == 9, name
 
 
-def test_inputs_are_validated_and_carry_units(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_inputs_are_validated_and_carry_units(
+    exported: tuple[Path, list[dict[str, Any]]], cells: dict[tuple[str, int], Cell]
+) -> None:
     path, _ = exported
-    cells = _cells(path)
     inputs = openpyxl.load_workbook(path)["Inputs"]
     rules = inputs.data_validations.dataValidation
     for key in ("usd_per_gpu_hour", "n_gpus", "min_usd_per_gpu_hour"):
@@ -124,11 +140,11 @@ def test_inputs_are_validated_and_carry_units(exported: tuple[Path, list[dict[st
     assert inputs.column_dimensions[tokens].width >= len("1,000,000,000,000 tokens")  # no '###'
 
 
-def test_interval_columns_are_live_formulas(exported: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_interval_columns_are_live_formulas(
+    exported: tuple[Path, list[dict[str, Any]]], cells: dict[tuple[str, int], Cell], engine: Recalculator
+) -> None:
     """The 80% interval follows an edited token budget as the time does: a factor on the time."""
     path, rows = exported
-    cells = _cells(path)
-    engine = Recalculator(path)
     values = engine()
     for key in ("step_time_s_low", "time_to_train_s_high", "cost_usd_low", "gpu_hours_high"):
         assert values[cells[(key, 0)]] == pytest.approx(rows[0][key], rel=REL), key

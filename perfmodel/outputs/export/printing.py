@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 A4 = 9
@@ -150,9 +150,14 @@ def height_pt(count: int, size_pt: float = FONT_PT) -> float:
 
 
 def points(chars: float) -> float:
-    """A column's printed width in points: Excel's pixels for the default font (7 per character, plus 5), which
-    LibreOffice prints a point each (Excel prints them at 96 dpi, narrower: LibreOffice's is the wider page)."""
-    return float(math.trunc(chars * 7 + 5))
+    """A column's printed width in points: the pixels XlsxWriter gives a column `chars` wide for the default font
+    (xlsxwriter/worksheet.py, Worksheet.set_column, 3.3: `int(width * 7 + 0.5) + 5`, under one character
+    `int(width * 12 + 0.5)`; the workbook stores those pixels), which LibreOffice prints a point each (Excel prints
+    them at 96 dpi, narrower: LibreOffice's is the wider page). Truncating `chars * 7 + 5` counted a pixel short
+    wherever `chars * 7` ends in .5 or more (6.5 characters: 50 points for XlsxWriter's 51)."""
+    if chars < 1:
+        return float(int(chars * 12 + 0.5))
+    return float(int(chars * 7 + 0.5) + 5)
 
 
 def on_first_page(widths: Sequence[float]) -> int:
@@ -200,14 +205,21 @@ def scale(widths: Sequence[float]) -> float:
     return min(100.0, 100 * PRINTABLE_WIDTH_PT / sum(points(w) for w in widths))
 
 
-def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float) -> list[int]:
+def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float,
+                keep: Collection[int] = ()) -> list[int]:  # fmt: skip
     """The rows (indices) that begin a printed page of `room_pt`, the first page with `used_pt` taken already: each
-    row `heights_pt` tall, or `opening_pt` where it begins a page (it repeats what the rows above said)."""
-    starts = []
+    row `heights_pt` tall, or `opening_pt` where it begins a page (with the rows repeated atop it, or repeating
+    what the rows above said). A row in `keep` (a section's heading) is never the last on a page that holds more:
+    where the row under it begins a page, that page begins with the heading instead."""
+    starts: list[int] = []
     for index, (height, opening) in enumerate(zip(heights_pt, opening_pt, strict=True)):
         if used_pt + height > room_pt and used_pt > 0:
-            starts.append(index)
-            used_pt, height = 0.0, opening
+            if index - 1 in keep and index - 1 > (starts[-1] if starts else 0):
+                starts.append(index - 1)
+                used_pt = opening_pt[index - 1]
+            else:
+                starts.append(index)
+                used_pt, height = 0.0, opening
         used_pt += height
     return starts
 

@@ -30,6 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name
+from xlsxwriter.workbook import Workbook
+from xlsxwriter.worksheet import Worksheet
+
 from perfmodel.inputs.environment import source_date
 from perfmodel.outputs.export import printing
 from perfmodel.outputs.export.assumptions import Assumption, Citation
@@ -61,8 +65,9 @@ measured run's 215-character text wrapped in 28-character columns, 105-120-point
 HEADING: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
 """A heading's look on every sheet (a column's alignment added: `_alignment`)."""
 PAGE_SLACK = 0.93
-"""Share of a printed page the Assumptions' page breaks fill: row heights and the fitted scale are estimates, and a
-page that held less than counted would break early, its first rows without their section's name."""
+"""Share of a printed page the set page breaks fill (the Assumptions', `_keep_with_next`'s): row heights and the
+fitted scale are estimates, and a page that held less than counted would break early, its first rows without their
+section's name."""
 EDITABLE_FILL = "#FFF2CC"
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
@@ -105,16 +110,36 @@ per million GPU-hours says so in its heading)."""
 
 
 def _letter(index: int) -> str:
-    from xlsxwriter.utility import xl_col_to_name
-
     return str(xl_col_to_name(index - 1))
 
 
 def _index(letter: str) -> int:
     """The column number (A: 1) of a letter."""
-    from xlsxwriter.utility import xl_cell_to_rowcol
-
     return int(xl_cell_to_rowcol(f"{letter}1")[1]) + 1
+
+
+class _Sheet(Worksheet):
+    """A worksheet that keeps what its page breaks are computed from (`_keep_with_next`): each row's height as
+    written, in points (XlsxWriter keeps pixels, privately), and the row that heads the section under its table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heights_pt: dict[int, float] = {}
+        self.section: int | None = None  # 0-based
+
+    def set_row(self, row: int, height: float | None = None, cell_format: Any = None,
+                options: dict[str, Any] | None = None) -> int:  # fmt: skip
+        hidden = bool((options or {}).get("hidden"))
+        self.heights_pt[row] = 0.0 if hidden else printing.LINE_PT if height is None else height
+        return int(super().set_row(row, height, cell_format, options))
+
+    def fitted(self, row: int, height_pt: float) -> None:
+        """Row `row`, its height left for LibreOffice and Excel to fit to its type, prints `height_pt` tall."""
+        self.heights_pt[row] = height_pt
+
+    def rows_pt(self) -> list[float]:
+        """Every row's height in points down to the last written, LINE_PT where none was set."""
+        return [self.heights_pt.get(row, printing.LINE_PT) for row in range((self.dim_rowmax or 0) + 1)]
 
 
 class _Grid:
@@ -295,6 +320,13 @@ def _width(column: Column, texts: Sequence[str]) -> float:
     return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
 
 
+def _label_column(labels: Sequence[str]) -> tuple[float, list[int]]:
+    """Column A of every sheet with a row per result (Summary, Inputs, Results, Breakdown): its width in characters
+    and the lines each label wraps onto there, counted once for all of them."""
+    chars = printing.width("Result", labels)
+    return chars, _lines(labels, chars)
+
+
 def _wraps(values: Sequence[Any]) -> dict[str, Any]:
     """A text column's look: wrapped when some text is longer than the column may be wide."""
     return {"text_wrap": True} if any(len(str(v)) > printing.WIDEST_TEXT for v in values) else {}
@@ -305,46 +337,55 @@ def _ordered(widths: dict[str, float]) -> list[float]:
     return [widths.get(_letter(i), 8.43) for i in range(1, 1 + max(map(_index, widths)))]
 
 
-def _note(ws: Any, row: int, text: str, widths: Sequence[float], look: Any, first: int = 0,
-          size_pt: float = printing.FONT_PT, bold: bool = False) -> float:  # fmt: skip
-    """A sentence across the columns of the sheet's first printed page from column `first` (row `row`, 0-based),
-    wrapped to fit (its type `size_pt`, `bold`, as `look`'s); its row's height in points."""
-    last = max(printing.on_first_page(widths) - 1, first)
+def _first_page(widths: Sequence[float]) -> Sequence[float]:
+    """The widths of the columns the sheet's first printed page holds, from column A (`widths`: all of them)."""
+    return widths[: printing.on_first_page(widths)]
+
+
+def _note(ws: Any, row: int, text: str, page: Sequence[float], look: Any, first: int = 0,
+          size_pt: float = printing.FONT_PT, bold: bool = False) -> None:  # fmt: skip
+    """A sentence across the columns of the sheet's first printed page (`page`: `_first_page`) from column `first`
+    (row `row`, 0-based), wrapped to fit (its type `size_pt`, `bold`, as `look`'s), its row as tall as that."""
+    last = max(len(page) - 1, first)
     if last > first:
         ws.merge_range(row, first, row, last, text, look)
     else:  # one column: XlsxWriter merges no single cell
         ws.write_string(row, first, text, look)
-    height = printing.height_pt(printing.lines(text, sum(widths[first : last + 1]), bold, size_pt), size_pt)
-    ws.set_row(row, height)
-    return height
+    ws.set_row(row, printing.height_pt(printing.lines(text, sum(page[first : last + 1]), bold, size_pt), size_pt))
 
 
 TITLE_PT = 13.0
 """A sheet's title's type size."""
 
 
-def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Styles, note: str = "") -> list[float]:
+def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Styles, note: str = "") -> None:
     """A data sheet's name alone in column A, which every printed page repeats, its title and `note` from column B
     across the columns of its first printed page (`widths`, from A), wrapped there: the whole title in A1 was cut at
     column A's edge on every page after the first ('Breakdown: DeepSeek-V3 6'), and each page's header carries the
     title whole (printing.set_up). Written in B alone, a note ran on past the sheet's last column (a prediction's
     Details, one result wide) and LibreOffice 7.4 fitted the sheet to a width that took the note in, then printed
-    an empty page after it (the default export's 20th of 28). Returns the two rows' heights in points."""
+    an empty page after it (the default export's 20th of 28)."""
     big: dict[str, Any] = {"bold": True, "font_size": TITLE_PT}
+    page = _first_page(widths)
     ws.write_string("A1", sheet, style(**big))
-    heights = [_note(ws, 0, title, widths, style(**big, text_wrap=True, valign="top"), 1, TITLE_PT, bold=True)]
-    if not note:
-        return [*heights, printing.LINE_PT]
-    return [*heights, _note(ws, 1, note, widths, style(text_wrap=True, valign="top"), first=1)]
+    _note(ws, 0, title, page, style(**big, text_wrap=True, valign="top"), 1, TITLE_PT, bold=True)
+    if note:
+        _note(ws, 1, note, page, style(text_wrap=True, valign="top"), first=1)
 
 
-def _keep_with_next(ws: Any, widths: Sequence[float], heights_pt: Sequence[float]) -> None:
-    """A page break before a section's heading where it and the section's first row do not fit on the first page
-    (PAGE_SLACK of it, at the sheet's scale; `heights_pt`: the sheet's rows from the first down to the section's
-    first, the heading the one before it): the heading then begins a page. Left to the page breaks the rows'
-    heights put, a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf."""
-    if sum(heights_pt) > _page_room_pt(widths):
-        ws.set_h_pagebreaks([len(heights_pt) - 2])
+def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
+    """A sheet with a section under its table (`_Sheet.section`) breaks its pages where its rows' heights (as
+    written) fill PAGE_SLACK of a page at the sheet's scale, each page after the first beginning with the rows
+    repeated atop it (from `repeated`, 0-based, to the keys'), and never right after the section's heading: that
+    begins the page its first row does. Left to LibreOffice, a 60-point sweep's 'Share of the step time' printed at
+    the foot of a page, its shares overleaf; a break before the heading only where it missed the first page kept
+    it off that page's foot alone."""
+    if ws.section is None:
+        return
+    heights_pt = ws.rows_pt()
+    atop_pt = sum(heights_pt[repeated : HEADER_ROW + 1])
+    opening_pt = [atop_pt + height for height in heights_pt]
+    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, _page_room_pt(widths), 0.0, {ws.section}))
 
 
 def _page_room_pt(widths: Sequence[float]) -> float:
@@ -352,13 +393,6 @@ def _page_room_pt(widths: Sequence[float]) -> float:
     page wide, else SMALLEST_SCALE across pages (printing.set_up). The Assumptions' columns, at most 158 characters,
     always fit one page at 69%."""
     return PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(printing.scale(widths), printing.SMALLEST_SCALE)
-
-
-def _table_pt(above_pt: Sequence[float], heading_pt: float, tall: Sequence[int]) -> list[float]:
-    """The heights of a table sheet's rows down to its results' last and the blank row under it: the title's and
-    the note's (`above_pt`), a blank row, the headings, the keys (hidden) and a row of each result (`tall` lines)."""
-    rows = [*above_pt, printing.LINE_PT, heading_pt, 0.0]
-    return [*rows, *(printing.height_pt(count) for count in tall), printing.LINE_PT]
 
 
 def _lines(texts: Sequence[Any], chars: float) -> list[int]:
@@ -475,37 +509,33 @@ def write_xlsx(
 ) -> None:  # fmt: skip
     """The workbook of `lines` (their values: `table`, the export's records); a campaign's total row's cells are
     formulas over its phases' cells (`_total_formula`)."""
-    import xlsxwriter
-
     columns = all_columns(lines)
     symbols = _symbols(columns)
     buffer = io.BytesIO()
     options = {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False}
-    wb = xlsxwriter.Workbook(buffer, options)
+    wb = Workbook(buffer, options)
     wb.set_properties({"title": title, "created": timestamp()})
     style = _Styles(wb)
     key_style = style(italic=True, font_color="#808080")
-    summary = wb.add_worksheet("Summary")
-    sheets = {name: wb.add_worksheet(name) for name in SHEETS.values()}
+    summary = wb.add_worksheet("Summary", _Sheet)
+    sheets = {name: wb.add_worksheet(name, _Sheet) for name in SHEETS.values()}
     inputs = sheets["Inputs"]
 
     # Inputs: the shared defaults under the rows, one per result above.
     shared = [c for c in columns if c.shared_default]
-    label_width = printing.width("Result", [line["label"] for line in table])
+    label_width, labels_tall = _label_column([line["label"] for line in table])
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
-    inputs.write_string(HEADER_ROW + 2 + len(lines), 0, note, style(bold=True, text_wrap=True))  # is 13 wide
-    note_pt = printing.height_pt(printing.lines(note, label_width, bold=True))
-    inputs.set_row(HEADER_ROW + 2 + len(lines), note_pt)
-    defaults_pt = [printing.height_pt(printing.lines(column.header, label_width)) for column in shared]
-    sections = {"Inputs": [note_pt, *defaults_pt[:1]]}  # the section's heading and its first row (`_keep_with_next`)
-    for column, height_pt in zip(shared, defaults_pt, strict=True):
+    inputs.section = HEADER_ROW + 2 + len(lines)
+    inputs.write_string(inputs.section, 0, note, style(bold=True, text_wrap=True))  # is 13 wide
+    inputs.set_row(inputs.section, printing.height_pt(printing.lines(note, label_width, bold=True)))
+    for column in shared:
         r = defaults[column.key]
         inputs.write_string(f"A{r}", column.header, style(text_wrap=True))
-        inputs.set_row(r - 1, height_pt)
+        inputs.set_row(r - 1, printing.height_pt(printing.lines(column.header, label_width)))
         _put(inputs, f"B{r}", first_values[column.key], style(with_unit(column), bg_color=EDITABLE_FILL))
         inputs.data_validation(f"B{r}", _validation(column))
         inputs.write_string(f"C{r}", column.key, key_style)
@@ -513,12 +543,10 @@ def write_xlsx(
     values: dict[str, list[Any]] = {c.key: [found_in[c.key] for found_in in table] for c in columns}
     tables = {key: name for key, name in SHEETS.items() if key != "details"}  # a row per line; `_write_details`
     widths: dict[str, dict[str, float]] = {name: {"A": label_width} for name in tables.values()}
-    labels_tall = _lines(values["label"], label_width)  # lines per result's row: its label's, on every sheet
     tall = dict.fromkeys(tables.values(), labels_tall)  # each sheet's list is replaced, never changed in place
     shown_defaults = [(c, [first_values[c.key]]) for c in shared]
     widths["Inputs"]["B"] = max((_width(c, _shown(v, _number_format(c, v))) for c, v in shown_defaults), default=0.0)
     cells = _Cells(grid, symbols, values, first_values, style)
-    heading_pt: dict[str, float] = {}
     for sheet_key, sheet_name in tables.items():
         ws = sheets[sheet_name]
         here = [c for c in columns if c.key == "label" or c.sheet == sheet_key]
@@ -541,20 +569,15 @@ def write_xlsx(
         if sheet_key != "results":  # the label comes from the Results sheet
             _write_labels(ws, grid, values["label"], style)
         headings = [(c.header, widths[sheet_name][grid.position[c.key][1]]) for c in here]
-        heading_pt[sheet_name] = _row_height(headings, bold=True)
-        ws.set_row(HEADER_ROW - 1, heading_pt[sheet_name])
+        ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
     _write_details(sheets["Details"], [c for c in columns if c.key in grid.rows], cells, title)
 
-    shares_pt = _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
-    sections["Breakdown"] = [shares_pt, printing.height_pt(tall["Breakdown"][0])]
+    _write_shares(sheets["Breakdown"], grid, columns, values, style, widths["Breakdown"], tall["Breakdown"])
     for key, name in tables.items():
-        above = _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
-        _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
+        _title(sheets[name], name, title, _ordered(widths[name]), style, NOTES.get(key, ""))
         _heights(sheets[name], tall[name])
-        if len(sections.get(name, [])) > 1:  # a section under the table, and a row in it
-            rows_pt = _table_pt(above, heading_pt[name], tall[name])
-            _keep_with_next(sheets[name], _ordered(widths[name]), [*rows_pt, *sections[name]])
-    _write_summary(summary, columns, grid, values, title, style)
+        _frame(sheets[name], widths[name], title, 0 if key == "breakdown" else HEADER_ROW - 1)
+    _write_summary(summary, columns, grid, values, title, style, (label_width, labels_tall))
     _write_assumptions(wb.add_worksheet("Assumptions"), found, title, style)
     _write_sources(wb.add_worksheet("Sources"), citations or [], title, style)
     wb.close()
@@ -588,14 +611,14 @@ def _restamped(book: bytes) -> bytes:
     return fixed.getvalue()
 
 
-def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
-                  widths: dict[str, float], tall: list[int]) -> float:  # fmt: skip
+def _write_shares(ws: _Sheet, grid: _Grid, columns: Sequence[Column], values: dict[str, list[Any]], style: _Styles,
+                  widths: dict[str, float], tall: list[int]) -> None:  # fmt: skip
     """Each part's share of the step time, in a table under the parts, each in its part's column: formulas, so
     they follow edited parts too; its rows as tall as the labels they repeat (`tall`, lines; the columns `widths`,
     by letter). Each share is headed by its part's own heading ('Share: pipeline bubble'): from the key, 'Share: pp
     bubble' and 'Share: other ep comm exposed' ran together and named no part the sheet names. Right of the parts
-    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across. Returns the shares' heading
-    row's height in points."""
+    (and the memory per GPU's parts, now on Results), the sheet printed 3 pages across. The shares' heading row is
+    the sheet's `section`."""
     headers = {c.key: c.header.split(" (")[0] for c in columns}  # its gloss is on the part's
     parts = [key for key, (sheet, _) in grid.position.items() if sheet == "Breakdown" and key.startswith("breakdown.")]
     below, headings = SHARES_BELOW + len(grid.lines), []
@@ -608,12 +631,11 @@ def _write_shares(ws: Any, grid: _Grid, columns: Sequence[Column], values: dict[
             part, step = values[key][index], values["step_time_s"][index]
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
-    heading_pt = _row_height([*headings, ("Share of the step time", widths["A"])], bold=True)
-    ws.set_row(HEADER_ROW + below, heading_pt)
+    ws.section = HEADER_ROW + below
+    ws.set_row(ws.section, _row_height([*headings, ("Share of the step time", widths["A"])], bold=True))
     ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
     _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
     _heights(ws, tall, HEADER_ROW + 1 + below)
-    return heading_pt
 
 
 def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str) -> None:
@@ -655,18 +677,20 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
 
 
-def _frame(ws: Any, widths: dict[str, float], title: str, repeated: int = HEADER_ROW - 1) -> None:
+def _frame(ws: _Sheet, widths: dict[str, float], title: str, repeated: int = HEADER_ROW - 1) -> None:
     """What every table sheet (Inputs, Results, Breakdown, Details, Summary) has around its cells: panes frozen under
     the headings and right of the labels, the key row hidden (for programs, not printed), its columns `widths` wide
     (by letter) and its pages set up (printing.set_up), the rows from `repeated` (0-based; the headings') to the
     keys' repeated atop each. The Breakdown repeats its name, title and note too, which say that its second table
     holds the parts' shares: with the headings alone, a 60-point sweep's Breakdown printed 6 pages of shares under
-    the parts' names (the page header names the sheet and the title on every page)."""
+    the parts' names (the page header names the sheet and the title on every page). A section under the table:
+    its rows' page breaks (`_keep_with_next`; every row's height set by then)."""
     ws.freeze_panes(HEADER_ROW + 1, 1)
     ws.set_row(HEADER_ROW, None, None, {"hidden": True})
     for letter, chars in widths.items():
         ws.set_column(f"{letter}:{letter}", chars)
     printing.set_up(ws, _ordered(widths), title, (repeated, HEADER_ROW))
+    _keep_with_next(ws, _ordered(widths), repeated)
 
 
 def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first: int = HEADER_ROW + 2,
@@ -681,17 +705,20 @@ def _write_labels(ws: Any, grid: _Grid, labels: list[str], style: _Styles, first
                          labels[index])  # fmt: skip
 
 
-def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
-                   style: _Styles) -> None:  # fmt: skip
+def _write_summary(ws: _Sheet, columns: Sequence[Column], grid: _Grid, values: dict[str, list[Any]], title: str,
+                   style: _Styles, labels: tuple[float, list[int]]) -> None:  # fmt: skip
     """The figures to compare, each a link to its cell (so it follows every edit), one landscape page wide; a
-    campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`)."""
+    campaign's total row under its phases'; under them, the basis a reader needs to sign them (`_basis`). Column A:
+    `labels` (`_label_column`)."""
     by_key = {c.key: c for c in columns}
     shown = [by_key[key] for key in SUMMARY if key in by_key]
     heading = style(**HEADING)
     ws.write_string("A1", f"Summary: {title}", style(bold=True, font_size=TITLE_PT))
+    ws.fitted(0, printing.height_pt(1, TITLE_PT))
     ws.write_string("A2", "Links to the Results and Inputs sheets: edit the yellow cells there, these follow.")
     ws.write_string(f"A{HEADER_ROW}", "Result", heading)
-    widths = [printing.width("Result", values["label"])]
+    label_width, tall = labels
+    widths = [label_width]
     for offset, column in enumerate(shown, start=2):
         letter = _letter(offset)
         fmt = _number_format(column, values[column.key], unit=False)
@@ -715,18 +742,15 @@ def _write_summary(ws: Any, columns: Sequence[Column], grid: _Grid, values: dict
                 link, cached = "=" + ref, _cached(value)
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + index}", link, style(fmt, **grid.look(index), **align), cached)
     _write_labels(ws, grid, values["label"], style)
-    tall = _lines(values["label"], widths[0])
     _heights(ws, tall)
     headings = [("Result", widths[0])] + [(c.header, w) for c, w in zip(shown, widths[1:], strict=True)]
-    heading_pt = _row_height(headings, bold=True)
-    ws.set_row(HEADER_ROW - 1, heading_pt)
-    row = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
-    ws.write_string(row, 0, "Basis of these figures", style(bold=True))
-    look = style(text_wrap=True, valign="top")
-    basis = [_note(ws, row + offset, text, widths, look) for offset, text in enumerate(_basis(values), start=1)]
+    ws.set_row(HEADER_ROW - 1, _row_height(headings, bold=True))
+    ws.section = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
+    ws.write_string(ws.section, 0, "Basis of these figures", style(bold=True))
+    look, page = style(text_wrap=True, valign="top"), _first_page(widths)
+    for offset, text in enumerate(_basis(values), start=1):
+        _note(ws, ws.section + offset, text, page, look)
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
-    rows_pt = _table_pt([printing.height_pt(1, TITLE_PT), printing.LINE_PT], heading_pt, tall)
-    _keep_with_next(ws, widths, [*rows_pt, printing.LINE_PT, basis[0]])
 
 
 def _basis(values: dict[str, list[Any]]) -> list[str]:
