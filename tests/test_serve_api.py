@@ -280,6 +280,39 @@ def test_sizes_are_bounded(client: TestClient) -> None:
     assert chunked.status_code == 411
 
 
+MODEL_UPLOAD = {"name": "m.toml", "text": MODEL_FILE}
+HARDWARE_UPLOAD = {"name": "h.toml", "text": HARDWARE_FILE}
+
+
+@pytest.mark.parametrize(
+    ("keywords", "field", "message"),
+    [
+        ({"model_file": MODEL_UPLOAD, "scenario_file": {"name": "s.toml", "text": 'model = "../x.toml"\n'}},
+         "scenario_file", "scenario_file: s.toml: field 'model' = '../x.toml': a path; the server reads no file"),
+        ({"hardware_files": [HARDWARE_UPLOAD, {"name": "../h.toml", "text": HARDWARE_FILE}]},
+         "hardware_files", "hardware_files: file name '../h.toml': allowed letters"),
+        ({"hardware_files": [HARDWARE_UPLOAD, HARDWARE_UPLOAD]},
+         "hardware_files", "hardware_files: two files named h.toml"),
+        ({"model_file": MODEL_UPLOAD, "scenario_file": {"name": "s.toml", "text": "#" * (work.MAX_UPLOAD_BYTES + 1)}},
+         "scenario_file", "scenario_file: s.toml is 65,537 bytes"),
+        ({"model": "llama3.1-8b", "model_file": MODEL_UPLOAD}, "model_file", "model and model_file: give one"),
+    ],
+)  # fmt: skip
+def test_uploads_are_checked_before_any_is_written(
+    monkeypatch: pytest.MonkeyPatch, keywords: dict[str, Any], field: str, message: str
+) -> None:
+    """A refused upload writes nothing: the scenario's named files were checked after it and the model file were
+    written, and a second hardware file's name after the first was."""
+
+    def no_folder(**_: Any) -> None:
+        raise AssertionError("a folder made for a refused request")
+
+    monkeypatch.setattr(work.tempfile, "TemporaryDirectory", no_folder)
+    with pytest.raises(work.Refused) as refused:
+        work.answer("predict", keywords, None)
+    assert refused.value.field == field and refused.value.message.startswith(message), refused.value.message
+
+
 def test_work_is_bounded(client: TestClient) -> None:
     rows = {"gpu": ["h100-sxm", "b200"], "n_gpus": list(range(64, 64 * (work.MAX_ROWS // 2 + 2), 64))}
     found = refusal(client, "/api/compare", rows)
