@@ -317,6 +317,9 @@ def test_work_is_bounded(client: TestClient) -> None:
     rows = {"gpu": ["h100-sxm", "b200"], "n_gpus": list(range(64, 64 * (work.MAX_ROWS // 2 + 2), 64))}
     found = refusal(client, "/api/compare", rows)
     assert found["field"] == "gpu" and f"at most {work.MAX_ROWS}" in found["error"]
+    counts = list(range(8, 8 * (work.MAX_ROWS + 2), 8))  # no gpu: the scenario's own, a row per count (was 0 rows)
+    found = refusal(client, "/api/compare", {"n_gpus": counts})
+    assert found["field"] == "n_gpus" and found["error"].startswith(f"gpu x n_gpus: {work.MAX_ROWS + 1} rows; ")
     candidates = {"gpu": ["h100-sxm:bf16,fp8", "b200:bf16,fp8,nvfp4", "gb200:bf16,fp8,nvfp4,mxfp8"], "deadline_s": 1e6}
     found = refusal(client, "/api/plan", candidates)
     assert found["field"] == "gpu" and f"at most {work.MAX_CANDIDATES}" in found["error"]

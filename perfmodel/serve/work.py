@@ -197,21 +197,15 @@ def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any
             422, f"hardware_files: {len(hardware_files)} files; this server takes at most {MAX_HARDWARE_FILES}",
             "hardware_files",
         )  # fmt: skip
-    targets = _targets(given)
-    if question == "compare":
-        counts = given.get("n_gpus")
-        rows = len(targets) * (len(counts) if isinstance(counts, list) else 1)
+    if question == "compare":  # no gpu (or an empty list) is the scenario's own: one row per count
+        targets, counts = given.get("gpu"), given.get("n_gpus")
+        rows = max(len(targets), 1) if isinstance(targets, list) else 1
+        rows *= max(len(counts), 1) if isinstance(counts, list) else 1
         if rows > MAX_ROWS:
             raise Refused(
                 422, f"gpu x n_gpus: {rows} rows; this server compares at most {MAX_ROWS} (systems x GPU counts) in "
-                "one request", "gpu",
+                "one request", "gpu" if targets else "n_gpus",
             )  # fmt: skip
-
-
-def _targets(given: dict[str, Any]) -> list[Any]:
-    """The `gpu` keyword as a list (one target, or none)."""
-    targets = given.get("gpu")
-    return [targets] if isinstance(targets, str) else targets if isinstance(targets, list) else []
 
 
 def _check_uploads(model_file: Any, hardware_files: list[Any], scenario_file: Any) -> None:
