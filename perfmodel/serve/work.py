@@ -19,7 +19,7 @@ from perfmodel import api
 from perfmodel.cli.export import write_comparison, write_plan, write_prediction
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import catalogue
-from perfmodel.inputs.resources import bundled_names, data_dir
+from perfmodel.inputs.resources import bundled_names, bundled_path
 from perfmodel.outputs.report import to_json
 from perfmodel.planning.plan import TooManyCandidates
 
@@ -107,7 +107,7 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
         if scenario_file is not None:
             scenario = _saved(Path(folder) / "scenario", scenario_file, "scenario_file", saved)
         elif isinstance(scenario, str):  # the bundled file itself, not one of that name in the worker's folder
-            path = str(data_dir("scenarios") / f"{scenario}.toml")
+            path = str(bundled_path("scenarios", scenario))
             scenario, saved[path] = path, (scenario, "scenario")  # an error names it as the request did
         try:
             result = QUESTIONS[question](scenario, **given)
