@@ -110,12 +110,12 @@ const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number
 
 // The deadline typed in days as plan()'s deadline_s, checked here, in the field's unit: -1 day was refused as
 // "deadline_s=-86400: allowed a finite number above 0", a name and a value the form does not show.
-// plan()'s deadline_s is at most 1e15 s (its bound), said here in days too.
-const MAX_DEADLINE_DAYS = 1e15 / 86400;
+// plan()'s bound on deadline_s (/api/catalogue's limits), said here in days too.
+let maxDeadlineDays = Infinity;
 function seconds(daysText) {
   const count = Number(daysText);
-  if (!(count > 0 && count <= MAX_DEADLINE_DAYS)) {
-    const most = Math.floor(MAX_DEADLINE_DAYS).toLocaleString("en-US");
+  if (!(count > 0 && count <= maxDeadlineDays)) {
+    const most = Math.floor(maxDeadlineDays).toLocaleString("en-US");
     throw { error: `deadline_days=${daysText}: allowed a number of days above 0 up to ${most}`, field: "deadline_days" };
   }
   return count * 86400;
@@ -569,6 +569,7 @@ function draw(answer) {
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
   names = known.names;
+  maxDeadlineDays = known.limits.deadline_s / 86400;
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = DEFAULT_MODEL;
