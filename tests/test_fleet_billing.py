@@ -62,16 +62,6 @@ def test_spare_gpus_are_taken_from_the_pools_and_billed(tmp_path: Path) -> None:
     assert sum(n for _, n in unpriced.taken) == gpus_of(unpriced.candidate.prediction)
 
 
-def test_spares_that_fill_the_fleet_leave_no_plan(tmp_path: Path) -> None:
-    path = tmp_path / "fleet.toml"
-    path.write_text(HALL.format(gpus=16))
-    args = ("--model", "llama3.1-8b", "--tokens", "10B", "--deadline", "30d", "--fleet", str(path), "-q")
-    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "16", "--format", "json").out)["fleet_plans"]
-    assert not d["feasible"] and "leave none beside the job's 16 spares" in d["reason"]
-    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "8", "--format", "json").out)["fleet_plans"]
-    assert d["feasible"] and d["spare_gpus"] == 8 and d["owned_gpus"] == d["n_gpus"] + 8 == 16
-
-
 def test_jobs_sharing_a_fleet_find_the_spares_held(tmp_path: Path) -> None:
     """Two jobs at the same time on a 128-GPU pool, each of at most 48 GPUs and 16 spares: what the first holds (its
     GPUs and spares) is taken from the second, so the two fill the pool and never hold more than its 128 at once
