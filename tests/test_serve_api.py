@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, run_json
+from conftest import RAMP_CAMPAIGN, run_cli, run_json
 from fastapi.testclient import TestClient
 
 import perfmodel
@@ -44,18 +44,7 @@ PLAN_FLAGS = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "-
               "--confidence", "0.8"]  # fmt: skip
 MODEL_FILE = 'id = "my-8b"\nbase = "llama3.1-8b"\nlayers = 16\n'
 HARDWARE_FILE = 'id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n'
-CAMPAIGN_FILE = """model = "llama3.1-8b"
-gpu = "h100-sxm"
-n_gpus = 64
-precision = "bf16"
-tokens = 1e12
-[[phase]]
-name = "ramp"
-tokens = 1e11
-gbs = 256
-[[phase]]
-name = "main"
-"""
+CAMPAIGN_FILE = RAMP_CAMPAIGN.read_text()
 
 
 @pytest.fixture(scope="module")
@@ -228,12 +217,11 @@ def test_a_bundled_campaign_answers_the_cli_json_and_export(client: TestClient, 
     assert lines[0].startswith("phase,") and [line.split(",")[0] for line in lines[-2:]] == ["anneal", "total"]
 
 
-def test_an_uploaded_campaign_answers_as_the_file_does(client: TestClient, tmp_path: Path) -> None:
-    (tmp_path / "ours.toml").write_text(CAMPAIGN_FILE)
-    upload = {"name": "ours.toml", "text": CAMPAIGN_FILE}
+def test_an_uploaded_campaign_answers_as_the_file_does(client: TestClient) -> None:
+    upload = {"name": RAMP_CAMPAIGN.name, "text": CAMPAIGN_FILE}
     response = client.post("/api/predict", json={"scenario_file": upload, "n_gpus": 128})
     assert response.status_code == 200, response.text
-    assert response.json() == run_json("predict", str(tmp_path / "ours.toml"), "--gpus", "128")
+    assert response.json() == run_json("predict", str(RAMP_CAMPAIGN), "--gpus", "128")
     assert [(p["phase"], p["n_gpus"]) for p in response.json()["phases"]] == [("ramp", 128), ("main", 128)]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import RAMP_CAMPAIGN
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("serve_screenshot", ROOT / "scripts" / "serve_screenshot.py")
@@ -546,22 +547,19 @@ def test_a_bundled_campaign_shows_its_phases_total_download_and_link(driver: Any
     assert driver.find_element(By.NAME, "model").get_attribute("value") == ""
 
 
-def test_an_uploaded_campaign_answers_as_the_file_does(driver: Any, url: str, tmp_path: Path) -> None:
+def test_an_uploaded_campaign_answers_as_the_file_does(driver: Any, url: str) -> None:
     """A scenario file uploaded, its phases answered as `perfmodel predict FILE`, a count typed over its own."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    ours = tmp_path / "ours.toml"
-    ours.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\nprecision = "bf16"\ntokens = 1e12\n'
-                    '[[phase]]\nname = "ramp"\ntokens = 1e11\ngbs = 256\n[[phase]]\nname = "main"\n')  # fmt: skip
     driver.get(url)
     WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scenario option[value=default]"))
-    driver.find_element(By.ID, "scenario_file").send_keys(str(ours))
+    driver.find_element(By.ID, "scenario_file").send_keys(str(RAMP_CAMPAIGN))
     assert driver.find_element(By.NAME, "gpu").get_attribute("value") == ""
     driver.find_element(By.NAME, "n_gpus").send_keys("128")
     driver.find_element(By.ID, "run").click()
     shown = answered(driver)
-    expected = cli_json("predict", str(ours), "--gpus", "128")
+    expected = cli_json("predict", str(RAMP_CAMPAIGN), "--gpus", "128")
     assert row_names(driver) == ["ramp", "main", "total"]
     assert shown["n_gpus"] == [128, 128, 128] and shown["step_time_s"] == [p["step_time_s"] for p in
                                                                          expected["phases"]] + [None]  # fmt: skip
