@@ -84,6 +84,20 @@ def downloaded(driver: Any, folder: Path, fmt: str) -> Path:
     return found
 
 
+def cli_layouts(**keywords: Any) -> list[str]:
+    """Each row's layout as the CLI's compare table prints it (outputs/plan_report.py full_layout)."""
+    import perfmodel
+    from perfmodel.outputs.plan_report import full_layout
+
+    return [full_layout(p) for p in perfmodel.compare(**keywords).predictions]
+
+
+def layout_cells(driver: Any) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+
+
 def row_names(driver: Any) -> list[str]:
     """The first line of each row's first cell of the wide table: a plan's candidates (their layout is the cell's
     note), a campaign's phases (its totals' summary below is another table)."""
@@ -347,8 +361,18 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     assert driver.find_element(By.NAME, "pp").is_displayed()  # the layout the link fixes is shown, not folded away
     driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
-    batched = f"{stages} MBS{expected['mbs']} GBS{expected['gbs']}"  # the batch too, as the CLI's compare prints
-    assert batched in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    (batched,) = cli_layouts(model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, tokens="1T", gbs=128, pp=2)
+    assert batched.startswith(f"{stages} MBS{expected['mbs']} GBS{expected['gbs']}")  # the batch too
+    assert layout_cells(driver) == [batched]
+
+
+def test_a_comparisons_layout_names_its_zero_stage_and_recompute(driver: Any, url: str) -> None:
+    """A comparison's rows printed 'TP1 PP1 VP1 CP2 DP128 MBS1 GBS512' for Llama 3.1 70B on 256 H100, a layout whose
+    weights cannot fit one GPU as read: the CLI's row goes on 'ZeRO-3 recompute-selective'."""
+    driver.get(url + "/?q=compare&model=llama3.1-70b&tokens=1T&gpu=h100-sxm&n_gpus=256")
+    answered(driver)
+    (expected,) = cli_layouts(model="llama3.1-70b", tokens="1T", gpu="h100-sxm", n_gpus=256)
+    assert expected.endswith("ZeRO-3 recompute-selective") and layout_cells(driver) == [expected]
 
 
 def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(driver: Any, url: str) -> None:
@@ -358,11 +382,8 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
 
     driver.get(url + "/?q=compare&model=qwen3-30b-a3b&tokens=1T&gpu=h100-sxm&n_gpus=64&ep=16")
     answered(driver)
-    layout = cli_json("compare", "--model", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
-                      "--ep", "16")[0]["parallelism"]  # fmt: skip
-    assert layout["ep"] == 16
-    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep} MBS{mbs} GBS{gbs}".format(**layout)
-    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    (expected,) = cli_layouts(model="qwen3-30b-a3b", tokens="1T", gpu="h100-sxm", n_gpus=64, ep=16)
+    assert " EP16 " in expected and layout_cells(driver) == [expected]
     # one system at one size: the title read "1 systems x 1 sizes"
     assert driver.find_element(By.ID, "title").text.endswith(": 1 system \u00d7 1 size, ratios to the first row")
 

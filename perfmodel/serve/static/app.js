@@ -293,13 +293,20 @@ function row(label, ...cells) {
   return tr;
 }
 
-// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched;
-// and a MoE model's expert parallelism, which a comparison's rows left out (Qwen3-30B-A3B's EP16 on H100).
-const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}`;
+// The parallel degrees as the CLI prints them (outputs/plan_report.py layout_label), virtual stages included: a
+// layout without its VP cannot be launched; and a MoE model's expert parallelism, which a comparison's rows left out
+// (Qwen3-30B-A3B's EP16 on H100).
+const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}${l.etp > 1 ? ` ETP${l.etp}` : ""}`;
 
-// A comparison's layout with its batch, as the CLI's: a count whose batch grows keeps its step time while its
-// throughput doubles (70B on 512 and 1,024 H100: 4.06 and 4.09 s at GBS 512 and 1,024), which read as no speed-up.
-const batched = (l) => `${stages(l)} MBS${l.mbs} GBS${l.gbs}`;
+// The layout as the CLI's tables print it (plan_report.py full_layout): degrees, micro-batch, the global batch where
+// `batch` (a count whose batch grows keeps its step time while its throughput doubles: 70B on 512 and 1,024 H100,
+// 4.06 and 4.09 s at GBS 512 and 1,024, read as no speed-up), ZeRO stage and recompute. A comparison's rows left the
+// last two out: 70B at TP1 PP1 on 256 H100 read as a layout that cannot fit, for the CLI's ZeRO-3
+// recompute-selective.
+function fullLayout(l, batch = true) {
+  const recompute = l.recompute === "none" ? "" : ` recompute-${l.recompute}${l.recompute_layers ? ` (first ${l.recompute_layers} layers)` : ""}`;
+  return `${stages(l)} MBS${l.mbs}${batch ? ` GBS${l.gbs}` : ""} ZeRO-${l.zero}${recompute}`;
+}
 
 function layout(p) {
   const l = p.parallelism;
@@ -374,9 +381,6 @@ function drawPredict(p) {
   $("#tables").replaceChildren(tables);
 }
 
-// A phase's layout as the CLI's campaign table prints it: its degrees, micro-batch, ZeRO stage and recompute.
-const phaseLayout = (l) => `${stages(l)} MBS${l.mbs} ZeRO-${l.zero}${l.recompute === "none" ? "" : ` recompute-${l.recompute}`}`;
-
 // A campaign's figures of a phase, or of the whole run (its total row, `ranged`: each with its 80% range; a phase's
 // beside its figures pushed the table's cost and energy off a 1,280 px screen).
 function campaignFigures(p, ranged = false) {
@@ -404,7 +408,7 @@ function drawCampaign(c) {
   const body = c.phases.map((p) => {
     const l = p.parallelism, tr = element("tr");
     tr.append(cell(p.phase, p.phase, "phase"), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), ...precision(p),
-      element("td", phaseLayout(l), { class: "text" }), cell(l.seq_len, whole(l.seq_len), "seq_len"),
+      element("td", fullLayout(l, false), { class: "text" }) /* the batch: a column of its own */, cell(l.seq_len, whole(l.seq_len), "seq_len"),
       cell(l.gbs, `${whole(l.gbs)} (${compact(l.gbs * l.seq_len)})`, "gbs"), ...campaignFigures(p));
     return tr;
   });
@@ -430,7 +434,7 @@ function drawCompare(rows) {
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    const layouts = p.phases ? phasesNote(p) : batched(p.parallelism);
+    const layouts = p.phases ? phasesNote(p) : fullLayout(p.parallelism);
     tr.append(element("td", [p.system, p.precision].filter(Boolean).join(" ")), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
