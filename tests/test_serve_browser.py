@@ -501,6 +501,30 @@ def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
         assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
 
 
+@pytest.mark.parametrize(
+    ("query", "field", "line"),
+    [
+        ("q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=", "deadline_days",
+         "deadline_days and budget_usd: both empty; a plan needs a goal: a deadline in days, a budget in USD, or both"),
+        ("q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus=64,128", "n_gpus",
+         "n_gpus=64,128: Predict answers one GPU count; Compare takes several"),
+        ("q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200&n_gpus=64", "gpu",
+         "gpu=h100-sxm,b200: Predict answers one GPU or system; Compare takes several"),
+    ],
+)  # fmt: skip
+def test_a_question_the_form_cannot_ask_is_refused_in_its_words(
+    driver: Any, url: str, query: str, field: str, line: str
+) -> None:
+    """A plan with neither deadline nor budget was refused with plan()'s line, "plan needs a goal: --deadline (e.g.
+    30d) and/or --budget", flags the form lacks, marking no field; two counts (or systems) typed into Predict's
+    fields, which Compare shares, as "n_gpus=[64, 128]: Input should be a valid integer"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{url}/?{query}")
+    assert error_shown(driver) == f"error: {line}"
+    assert "wrong" in driver.find_element(By.NAME, field).get_attribute("class")
+
+
 def test_the_gpu_counts_under_the_chart_never_overlap(narrow: Any, url: str) -> None:
     """Eight GPU counts on a phone's axis (2,048, 4,096 and 8,192 in 280 px) ran into each other; sixteen, the most a
     comparison takes here, printed over each other: a label is left out where it would not clear the last."""

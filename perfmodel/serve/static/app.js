@@ -121,7 +121,15 @@ function seconds(daysText) {
   return count * 86400;
 }
 
-// The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here.
+// Predict's GPU and count fields are Compare's too, and a list typed there was refused in the API's words:
+// "n_gpus=[64, 128]: Input should be a valid integer", "unknown GPU 'h100-sxm, b200'".
+function one(name, value, noun) {
+  if (question === "predict" && listOf(value).length > 1) throw { error: `${name}=${value}: Predict answers one ${noun}; Compare takes several`, field: name };
+  return value;
+}
+
+// The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here, and
+// a plan without a goal (plan()'s own line names the CLI's flags, --deadline and --budget, which the form lacks).
 function keywords() {
   const body = {};
   for (const input of $("#question").querySelectorAll("[name]")) {
@@ -131,12 +139,15 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = seconds(value);
-    else if (name === "gpu") body.gpu = question === "predict" ? value : question === "plan" ? candidates(value) : listOf(value);
+    else if (name === "gpu") body.gpu = question === "predict" ? one(name, value, "GPU or system") : question === "plan" ? candidates(value) : listOf(value);
     else if (name === "n_gpus") {
-      const counts = listOf(value).map(numeric);
+      const counts = listOf(one(name, value, "GPU count")).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
     } else if (WHOLE.includes(name) || NUMBER.includes(name)) body[name] = numeric(value);
     else body[name] = value;
+  }
+  if (question === "plan" && body.deadline_s === undefined && body.budget_usd === undefined) {
+    throw { error: "deadline_days and budget_usd: both empty; a plan needs a goal: a deadline in days, a budget in USD, or both", field: "deadline_days" };
   }
   return body;
 }
