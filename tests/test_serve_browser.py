@@ -388,6 +388,31 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
     assert driver.find_element(By.ID, "title").text.endswith(": 1 system \u00d7 1 size, ratios to the first row")
 
 
+def test_a_model_file_empties_the_model_list(driver: Any, url: str, tmp_path: Path) -> None:
+    """A model file chosen left the Model list on llama3.1-70b while the file's model was answered; the list now
+    reads "the model file's", and a model picked from it drops the file."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    ours = tmp_path / "my.toml"
+    ours.write_text('id = "my-8b"\nbase = "llama3.1-8b"\nlayers = 16\n')
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scenario option[value=default]"))
+    driver.find_element(By.ID, "model_file").send_keys(str(ours))
+    models = Select(driver.find_element(By.ID, "model"))
+    assert models.first_selected_option.get_attribute("value") == ""
+    assert models.first_selected_option.text == "the model file's"
+    driver.find_element(By.NAME, "n_gpus").clear()
+    driver.find_element(By.NAME, "n_gpus").send_keys("64")
+    driver.find_element(By.ID, "run").click()
+    answered(driver)
+    assert driver.find_element(By.ID, "title").text.startswith("my-8b on 64 ")
+    models.select_by_value("llama3.1-8b")
+    assert driver.find_element(By.ID, "model_file").get_attribute("value") == ""
+    driver.find_element(By.ID, "run").click()
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "title").text.startswith("Llama 3.1 8B on 64 "))
+
+
 def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: str) -> None:
     """The field reads "GPU or system" and lists the zoo's systems, but Predict sent a system as predict()'s `gpu`:
     gb200-nvl72 answered "'gb200-nvl72' is a system, not a GPU"."""

@@ -163,6 +163,23 @@ function scenarioChosen() {
     else input.placeholder = hint;
   }
   $("#gpu").required = !chosen;
+  modelFileChosen();
+}
+
+// A model file chosen empties the Model list, as a scenario does the fields it answers (the list showed
+// llama3.1-70b while the file's model was answered); a model picked from the list drops the file.
+function modelFileChosen() {
+  const model = $("#model"), file = $("#model_file").files.length > 0;
+  const scenario = $("#scenario").value !== "" || $("#scenario_file").files.length > 0;
+  if (file) model.value = "";
+  else if (model.value === "" && !scenario) model.value = DEFAULT_MODEL;
+  model.options[0].textContent = file ? "the model file's" : scenario ? "the scenario's" : model.dataset.hint;
+}
+
+function modelPicked() {
+  if ($("#model").value === "") return;
+  $("#model_file").value = "";
+  modelFileChosen();
 }
 
 async function uploads(body) {
@@ -595,6 +612,8 @@ async function start() {
     input.dataset.hint = input.tagName === "SELECT" ? input.options[0].textContent : input.placeholder;
   }
   for (const chooser of [scenarios, $("#scenario_file")]) chooser.addEventListener("change", scenarioChosen);
+  $("#model_file").addEventListener("change", modelFileChosen);
+  models.addEventListener("change", modelPicked);
   // The precisions the server knows, not a list of the page's own: one it lacked was split off as a system.
   precisions = new Set(Object.values(known.accelerators).flat());
   const precision = $("[name=precision]");
