@@ -16,29 +16,34 @@ import tempfile
 import time
 
 CASES = {
-    "Llama 3.1 70B, 64 H100, FP8, GBS 128": ("llama3.1-70b", "h100-sxm", 64, "fp8", 128, None),
-    "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": ("llama3.1-405b", "h100-sxm", 512, "fp8", 1152, 32000),
-    "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": ("llama3.1-405b", "gb200", 512, "fp8", 896, 32000),
-    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": ("llama3.1-8b", "h100-sxm", 8, "bf16", 1024, None),
-    "Falcon-180B (parallel block), 256 H100, BF16, GBS 2048": ("falcon-180b", "h100-sxm", 256, "bf16", 2048, None),
-    "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": (
-        "deepseek-v3", "gb300", 256, "mxfp8", 4096, None,
+    "Llama 3.1 70B, 64 H100, FP8, GBS 128": ("llama3.1-70b", "h100-sxm", 64, "fp8", 128, None, None),
+    "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": ("llama3.1-405b", "h100-sxm", 512, "fp8", 1152, 32000, None),
+    "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": ("llama3.1-405b", "gb200", 512, "fp8", 896, 32000, None),
+    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": ("llama3.1-8b", "h100-sxm", 8, "bf16", 1024, None, None),
+    "Falcon-180B (parallel block), 256 H100, BF16, GBS 2048": (
+        "falcon-180b", "h100-sxm", 256, "bf16", 2048, None, None,
     ),
-    "Nemotron-H 56B (hybrid Mamba), 512 H100, FP8, GBS 1024": ("nemotron-h-56b", "h100-sxm", 512, "fp8", 1024, None),
+    "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": (
+        "deepseek-v3", "gb300", 256, "mxfp8", 4096, None, "campaign-deepseek-v3",
+    ),
+    "Nemotron-H 56B (hybrid Mamba), 512 H100, FP8, GBS 1024": (
+        "nemotron-h-56b", "h100-sxm", 512, "fp8", 1024, None, None,
+    ),
     "Nemotron 3 Nano (hybrid Mamba MoE), 64 GB300, MXFP8, GBS 512": (
-        "nemotron-3-nano-30b-a3b", "gb300", 64, "mxfp8", 512, None,
+        "nemotron-3-nano-30b-a3b", "gb300", 64, "mxfp8", 512, None, None,
     ),
     "Nemotron 3.5 Lightning (hybrid MoE, 2 MTP depths), 64 GB300, MXFP8, GBS 512": (
-        "nemotron-3.5-lightning-30b-a3b", "gb300", 64, "mxfp8", 512, None,
+        "nemotron-3.5-lightning-30b-a3b", "gb300", 64, "mxfp8", 512, None, None,
     ),
     "Qwen3-Next-80B-A3B (Gated DeltaNet MoE), 64 H100, FP8, GBS 512": (
-        "qwen3-next-80b-a3b", "h100-sxm", 64, "fp8", 512, None,
+        "qwen3-next-80b-a3b", "h100-sxm", 64, "fp8", 512, None, None,
     ),
     "DeepSeek-V3, 16,384 GB300, FP8, every dimension and the GBS open": (
-        "deepseek-v3", "gb300", 16384, "fp8", None, None,
+        "deepseek-v3", "gb300", 16384, "fp8", None, None, None,
     ),
 }  # fmt: skip
-"""label: (model, GPU, GPU count, precision, global batch (None: the batches `search` tries), vocabulary)."""
+"""label: (model, GPU, GPU count, precision, global batch (None: the batches `search` tries), vocabulary, the bundled
+scenario whose sequence length the case trains at (None: the default scenario's 8K; DeepSeek-V3's campaign: its 4K))."""
 CLI = [
     *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),
     *("--gbs", "128", "--format", "json"),
@@ -71,14 +76,14 @@ def numpy_chain(repeat: int) -> float:
 
 
 def in_process(repeat: int, chain: float) -> None:
-    from perfmodel.inputs.scenario import checked_scenario
+    from perfmodel.inputs.scenario import checked_scenario, load_scenario
     from perfmodel.planning.predict import context_for, search_space
     from perfmodel.planning.search import Space, search
 
     print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s} {'/chain':>7s}")
-    for label, (model, gpu, n, precision, gbs, vocab) in CASES.items():
+    for label, (model, gpu, n, precision, gbs, vocab, trained_as) in CASES.items():
         spec = {"base": model, "vocab": vocab} if vocab else model
-        seq_len = {"parallelism": {"seq_len": 4096}} if model == "deepseek-v3" and gbs else {}
+        seq_len = {"parallelism": {"seq_len": load_scenario(trained_as).parallelism.seq_len}} if trained_as else {}
         scenario = checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision} | seq_len)
         ctx = context_for(scenario)
         counts = [8 * 2**k for k in range(8)] if n == 8 else [n]

@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,9 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 """CI (.ci/run) draws the same examples every run, so that a failure there reproduces; locally they vary."""
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+RAMP_CAMPAIGN = Path(__file__).parent / "data" / "campaign-ramp.toml"
+"""A two-phase campaign file (a ramp, then the main phase) the web server's tests upload."""
 
 
 @pytest.fixture(autouse=True, scope="session")

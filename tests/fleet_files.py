@@ -1,4 +1,11 @@
-"""Fleet-file pieces the fleet tests share (TOML text)."""
+"""Fleet-file pieces the fleet tests share (TOML text), and the fleet plan and node power they read of them."""
+
+from pathlib import Path
+
+from perfmodel.inputs.fleet import load_fleet
+from perfmodel.inputs.hardware import resolve
+from perfmodel.planning import fleet as fleets
+from perfmodel.planning.plan import Goal, candidate_bases
 
 NEOCLOUD = """
 [[offer]]
@@ -29,3 +36,27 @@ tokens = 20e9
 gpu_fraction = 0.25
 """
 """A made-up campaign whose last fifth of the tokens runs on a quarter of its GPUs (to whole nodes)."""
+
+
+def campaign_file(folder: Path) -> Path:
+    """CAMPAIGN written as `folder`/campaign.toml, the name the fleet files' [[job]]s give it."""
+    path = folder / "campaign.toml"
+    path.write_text(CAMPAIGN)
+    return path
+
+
+def dgx_h100_plan(folder: Path, fleet: str, scenario: str | None, options: dict[str, object]) -> fleets.FleetPlan:
+    """The fleet plan of DGX H100s for `scenario` with `options` (keywords) over the fleet file `fleet`, written in
+    `folder`: due in 3 days at even odds."""
+    path = folder / "fleet.toml"
+    path.write_text(fleet)
+    bases = candidate_bases(scenario, options, {}, ["dgx-h100"])
+    (plan,) = fleets.plan_fleet(bases, Goal(deadline_s=3 * 86400, confidence=0.5), load_fleet(path), None).plans
+    return plan
+
+
+def node_mw(plan: fleets.FleetPlan) -> float:
+    """One DGX H100's site power: its 8 GPUs' draw at the wall x the plan's scenario's PUE (plan.power_mw's rule)."""
+    assert plan.candidate is not None and plan.candidate.prediction is not None
+    hw = resolve("h100-sxm", "dgx-h100")
+    return 8 * hw.it_power_w_per_gpu * plan.candidate.prediction.scenario.cost.pue / 1e6

@@ -8,31 +8,21 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from fleet_files import CAMPAIGN, NEOCLOUD
+from fleet_files import NEOCLOUD, campaign_file, dgx_h100_plan, node_mw
 
 import perfmodel
-from perfmodel.inputs.fleet import load_fleet
-from perfmodel.planning import fleet as fleets
-from perfmodel.planning.plan import Goal, candidate_bases, gpus_of, wall_s
+from perfmodel.planning.plan import gpus_of, wall_s
 
 HALL = '[[pool]]\nname = "hall"\nsystem = "dgx-h100"\ngpus = {gpus}\nsite = "A"\nusd_per_gpu_hour = 2.0\n'
-
-
-def _plan(tmp_path: Path, gpus: int, scenario: str | None, options: dict[str, object]) -> fleets.FleetPlan:
-    path = tmp_path / "fleet.toml"
-    path.write_text(HALL.format(gpus=gpus) + NEOCLOUD)
-    bases = candidate_bases(scenario, options, {}, ["dgx-h100"])
-    (plan,) = fleets.plan_fleet(bases, Goal(deadline_s=3 * 86400, confidence=0.5), load_fleet(path), None).plans
-    return plan
+FLEET = HALL.format(gpus=128) + NEOCLOUD
+"""128 owned H100 at $2.00 per GPU-hour, and the neocloud's to rent."""
 
 
 def test_a_campaign_is_billed_every_gpu_it_holds_to_its_end(tmp_path: Path) -> None:
     """Its later phase trains on fewer GPUs, yet the schedule holds all of them to the campaign's finish (nobody
     else may take them), so each is billed the wall time: more than the GPU-hours the phases use at the same rate
     (which the bill was before)."""
-    scenario = tmp_path / "campaign.toml"
-    scenario.write_text(CAMPAIGN)
-    plan = _plan(tmp_path, 128, str(scenario), {})
+    plan = dgx_h100_plan(tmp_path, FLEET, str(campaign_file(tmp_path)), {})
     assert plan.feasible and plan.candidate is not None and plan.candidate.prediction is not None
     p = plan.candidate.prediction
     (hall, held), *rented = plan.taken
@@ -50,26 +40,16 @@ def test_spare_gpus_are_taken_from_the_pools_and_billed(tmp_path: Path) -> None:
     """16 spares (losses 'spare') count against the pool: the job and its spares fit its 128 GPUs, each billed the
     wall time (before, the job took all 128 and its spares were billed on GPUs the pool did not have)."""
     work = {"model": "llama3.1-8b", "tokens": 100e9}
-    plan = _plan(tmp_path, 128, None, work | {"spare_gpus": 16})
+    plan = dgx_h100_plan(tmp_path, FLEET, None, work | {"spare_gpus": 16})
     assert plan.feasible and plan.candidate is not None and plan.candidate.prediction is not None
     p = plan.candidate.prediction
     taken = dict((source.name, n) for source, n in plan.taken)
     assert sum(taken.values()) == gpus_of(p) + 16 and taken["hall"] <= 128
     hours = wall_s(p) / 3600
     assert plan.cost_usd() == pytest.approx(sum(n * hours * s.usd_per_gpu_hour for s, n in plan.taken), rel=1e-12)
-    unpriced = _plan(tmp_path, 128, None, work | {"spare_gpus": 16, "losses": "none"})  # no losses model: no spares
+    unpriced = dgx_h100_plan(tmp_path, FLEET, None, work | {"spare_gpus": 16, "losses": "none"})  # no spares
     assert unpriced.candidate is not None and unpriced.candidate.prediction is not None
     assert sum(n for _, n in unpriced.taken) == gpus_of(unpriced.candidate.prediction)
-
-
-def test_spares_that_fill_the_fleet_leave_no_plan(tmp_path: Path) -> None:
-    path = tmp_path / "fleet.toml"
-    path.write_text(HALL.format(gpus=16))
-    args = ("--model", "llama3.1-8b", "--tokens", "10B", "--deadline", "30d", "--fleet", str(path), "-q")
-    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "16", "--format", "json").out)["fleet_plans"]
-    assert not d["feasible"] and "leave none beside the job's 16 spares" in d["reason"]
-    (d,) = json.loads(run_cli("plan", *args, "--spare-gpus", "8", "--format", "json").out)["fleet_plans"]
-    assert d["feasible"] and d["spare_gpus"] == 8 and d["owned_gpus"] == d["n_gpus"] + 8 == 16
 
 
 def test_jobs_sharing_a_fleet_find_the_spares_held(tmp_path: Path) -> None:
@@ -111,16 +91,12 @@ def test_spares_are_whole_nodes(tmp_path: Path) -> None:
 def test_spares_draw_site_power(tmp_path: Path) -> None:
     """Spares held powered draw the site's power (plan.spare_mw) as they take the pools' GPUs: a plan's power_mw
     counts them, and a cap of 2.5 DGX H100s' power leaves one for a job beside 8 spares (before, two)."""
-    from perfmodel.inputs.hardware import resolve
-
-    hw = resolve("h100-sxm", "dgx-h100")
     work = {"model": "llama3.1-8b", "tokens": 100e9}
-    spared = _plan(tmp_path, 128, None, work | {"spare_gpus": 8})
+    spared = dgx_h100_plan(tmp_path, FLEET, None, work | {"spare_gpus": 8})
     assert spared.candidate is not None and spared.candidate.prediction is not None
-    p = spared.candidate.prediction
-    node_mw = 8 * hw.it_power_w_per_gpu * p.scenario.cost.pue / 1e6
-    assert spared.to_dict()["power_mw"] == pytest.approx((gpus_of(p) // 8 + 1) * node_mw, rel=1e-9)
-    cap_mw = 2.5 * node_mw  # a deadline of 3 days wants more than two nodes: the cap binds
+    nodes, dgx_mw = gpus_of(spared.candidate.prediction) // 8 + 1, node_mw(spared)  # the job's nodes and a spare one
+    assert spared.to_dict()["power_mw"] == pytest.approx(nodes * dgx_mw, rel=1e-9)
+    cap_mw = 2.5 * dgx_mw  # a deadline of 3 days wants more than two nodes: the cap binds
     for spares, counts in ((0, [8, 16]), (8, [8])):
         report = perfmodel.plan(**work, gpu=["dgx-h100"], deadline_s=3 * 86400, power_mw=cap_mw, spare_gpus=spares)
         (candidate,) = report.to_dict()["candidates"]

@@ -9,16 +9,14 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from fleet_files import CAMPAIGN
+from fleet_files import campaign_file, dgx_h100_plan, node_mw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfmodel.inputs.fleet import load_fleet
-from perfmodel.inputs.hardware import resolve
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning.campaign import Campaign, predict_campaign
 from perfmodel.planning.fleet_jobs import Held, most_held
-from perfmodel.planning.plan import Goal, candidate_bases, wall_s
+from perfmodel.planning.plan import candidate_bases, wall_s
 
 RENT = """
 [[offer]]
@@ -37,12 +35,9 @@ def _jobs(start: float) -> str:
             f"deadline_days = {start + 2}\n")  # fmt: skip
 
 
-def _plan(tmp_path: Path, text: str, options: dict[str, int] | None = None) -> fleets.FleetPlan:
-    (tmp_path / "campaign.toml").write_text(CAMPAIGN)
-    (tmp_path / "fleet.toml").write_text(text)
-    bases = candidate_bases(str(tmp_path / "campaign.toml"), options or {}, {}, ["dgx-h100"])
-    goal = Goal(deadline_s=3 * 86400, confidence=0.5)
-    (plan,) = fleets.plan_fleet(bases, goal, load_fleet(tmp_path / "fleet.toml"), None).plans
+def _plan(tmp_path: Path, text: str, options: dict[str, object] | None = None) -> fleets.FleetPlan:
+    """The campaign's feasible plan over the fleet `text`."""
+    plan = dgx_h100_plan(tmp_path, text, str(campaign_file(tmp_path)), options or {})
     assert plan.feasible and isinstance(plan.candidate and plan.candidate.prediction, Campaign)
     return plan
 
@@ -78,8 +73,7 @@ def test_a_two_phase_campaign_on_demand_bills_each_phases_gpu_hours(tmp_path: Pa
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
-    path = tmp_path_factory.mktemp("campaign") / "campaign.toml"
-    path.write_text(CAMPAIGN)
+    path = campaign_file(tmp_path_factory.mktemp("campaign"))
     (_, scenario), *_ = candidate_bases(str(path), {}, {}, ["dgx-h100"])
     return predict_campaign(scenario)
 
@@ -155,20 +149,13 @@ def test_most_held_sees_what_a_phase_gives_back() -> None:
     assert most_held([first, second], 3.0, 5.0) == ({"cloud": 64}, {"A": 1.0})
 
 
-def _node_mw(plan: fleets.FleetPlan) -> float:
-    """One DGX H100's site power: its 8 GPUs' draw at the wall x the scenario's PUE (plan.power_mw's rule)."""
-    assert plan.candidate is not None and plan.candidate.prediction is not None
-    hw = resolve("h100-sxm", "dgx-h100")
-    return 8 * hw.it_power_w_per_gpu * plan.candidate.prediction.scenario.cost.pue / 1e6
-
-
 def test_a_campaign_on_demand_draws_each_phases_power_and_a_held_gpu_draws_idle(tmp_path: Path) -> None:
     """Reserved, the campaign draws its main phase's nodes for its whole window, as before (plan.power_mw); on
     demand, each phase's nodes while that phase runs; 8 spares draw a node more in every phase; with 32 owned GPUs
     held for the window, the tail draws the pool's 4 nodes though it runs on fewer (a held GPU draws busy or idle)."""
     reserved = _plan(tmp_path, RENT.format(gpus=1024, billing="reserved"))
     (main, _), _ = _phases(reserved)
-    assert reserved.draws() == [(*reserved.window_days(), pytest.approx(main // 8 * _node_mw(reserved), rel=1e-12))]
+    assert reserved.draws() == [(*reserved.window_days(), pytest.approx(main // 8 * node_mw(reserved), rel=1e-12))]
     for spares in (0, 8):
         on_demand = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"), {"spare_gpus": spares})
         (main, _), (tail, _) = _phases(on_demand)
@@ -176,15 +163,15 @@ def test_a_campaign_on_demand_draws_each_phases_power_and_a_held_gpu_draws_idle(
         nodes = [main // 8 + spares // 8, tail // 8 + spares // 8]
         draws = on_demand.draws()
         assert [(at, end) for at, end, _ in draws] == [(start, main_end), (tail_start, finish)]
-        assert [mw for _, _, mw in draws] == pytest.approx([n * _node_mw(on_demand) for n in nodes], rel=1e-12)
+        assert [mw for _, _, mw in draws] == pytest.approx([n * node_mw(on_demand) for n in nodes], rel=1e-12)
         assert on_demand.to_dict()["power_mw"] == draws[0][2]
     pool = '[[pool]]\nname = "pool"\nsystem = "dgx-h100"\ngpus = 32\nusd_per_gpu_hour = 1.0\n'
     pooled = _plan(tmp_path, pool + RENT.format(gpus=1024, billing="on_demand"))
     (main, _), (tail, _) = _phases(pooled)
     assert tail < 32 < main and [(s.name, n) for s, n in pooled.mix.held] == [("pool", 32)]
-    (start, finish), node_mw = pooled.window_days(), _node_mw(pooled)
+    (start, finish), dgx_mw = pooled.window_days(), node_mw(pooled)
     (_, _, main_mw), (_, tail_end, tail_mw) = pooled.draws()
-    assert (main_mw, tail_mw, tail_end) == pytest.approx((main // 8 * node_mw, 4 * node_mw, finish), rel=1e-12)
+    assert (main_mw, tail_mw, tail_end) == pytest.approx((main // 8 * dgx_mw, 4 * dgx_mw, finish), rel=1e-12)
 
 
 def test_a_second_job_uses_the_gpus_the_first_gave_back(tmp_path: Path) -> None:
@@ -213,10 +200,10 @@ def test_a_second_job_uses_the_power_the_first_gave_back(tmp_path: Path) -> None
     with the main phase's; starting before the main phase ends, or reserved (the campaign draws its main phase's
     power to its finish), one job or the other. power_use: each job's most, the most at once the main phase's."""
     first = _plan(tmp_path, RENT.format(gpus=1024, billing="on_demand"))
-    node_mw = _node_mw(first)
+    dgx_mw = node_mw(first)
     (main, _), (tail, _) = _phases(first)
     (_, main_end, _), (tail_start, _, _) = first.segments()
-    main_mw, tail_mw, cap_mw = main // 8 * node_mw, tail // 8 * node_mw, (main // 8 + 0.5) * node_mw
+    main_mw, tail_mw, cap_mw = main // 8 * dgx_mw, tail // 8 * dgx_mw, (main // 8 + 0.5) * dgx_mw
     found = {}
     for billing, start in (
         ("reserved", tail_start + 0.01),
@@ -232,7 +219,7 @@ def test_a_second_job_uses_the_power_the_first_gave_back(tmp_path: Path) -> None
     chosen, (power,) = found["on_demand", False]
     assert chosen == {"campaign": "dgx-h100", "second": "dgx-h100"} and power["cap_mw"] == cap_mw
     second_mw = power["used_mw"]["second"]
-    assert power["used_mw"]["campaign"] == pytest.approx(main_mw, rel=1e-12) and second_mw >= node_mw
+    assert power["used_mw"]["campaign"] == pytest.approx(main_mw, rel=1e-12) and second_mw >= dgx_mw
     assert tail_mw + second_mw <= cap_mw < main_mw + second_mw
     assert power["peak_mw"] == pytest.approx(max(main_mw, tail_mw + second_mw), rel=1e-12)
     assert power["left_mw"] == pytest.approx(cap_mw - power["peak_mw"], rel=1e-12)

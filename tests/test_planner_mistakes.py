@@ -97,9 +97,9 @@ def test_a_missing_file_in_the_bundled_scenarios_folder_is_one_line_with_flags_t
     """`predict scenarios/mlperf-405b-gb300-512.toml --gbs 512` (a name mistyped: the bundled one ends -nvfp4) raised
     a FileNotFoundError traceback: the bundled folder's cached read took the file's modification time before reading
     it; without a flag the same path said 'no such scenario file'."""
-    from perfmodel.inputs.resources import data_dir
+    from perfmodel.inputs.resources import bundled_path
 
-    missing = str(data_dir("scenarios") / "mlperf-405b-gb300-512.toml")
+    missing = str(bundled_path("scenarios", "mlperf-405b-gb300-512"))
     for flags in ((), ("--gbs", "512")):
         one_line_error(run_cli("predict", missing, *flags), "mlperf-405b-gb300-512.toml: no such scenario file")
 

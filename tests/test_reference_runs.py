@@ -7,7 +7,7 @@ H100 FP8 peak alone broke): see each test."""
 
 import pytest
 
-from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.resources import bundled_path
 from perfmodel.inputs.scenario import checked_scenario, load_scenario
 from perfmodel.physics.calibration import bundled
 from perfmodel.planning.predict import predict
@@ -47,7 +47,7 @@ def test_mlperf_v50_llama31_405b_h100_step_time() -> None:
     # 512 H100, FP8, TP8 PP8 CP2 VP8, MBS 1, GBS 1152; the result log's tracked training step time is 54.9 s.
     # Priced 6.3% fast (51.5 s); the MLPerf 405B H100 rows' time to train validates at 2.0% MAPE, at most 4.3%, which
     # includes the fitted fixed costs a step leaves out: within 10%, the step's error plus a 3.7-point margin.
-    scenario = load_scenario(data_dir("scenarios") / "mlperf-405b-h100-512.toml")
+    scenario = load_scenario(bundled_path("scenarios", "mlperf-405b-h100-512"))
     prediction = predict(scenario, bundled().efficiency("hopper"))
     assert prediction.model.vocab == 32000
     assert prediction.step_time_s == pytest.approx(54.9, rel=0.10)

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, run_json
+from conftest import RAMP_CAMPAIGN, run_cli, run_json
 from fastapi.testclient import TestClient
 
 import perfmodel
+from perfmodel.inputs import arguments
 from perfmodel.serve import work, workers
 from perfmodel.serve.app import app
 
@@ -43,18 +44,7 @@ PLAN_FLAGS = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpu", "b200", "-
               "--confidence", "0.8"]  # fmt: skip
 MODEL_FILE = 'id = "my-8b"\nbase = "llama3.1-8b"\nlayers = 16\n'
 HARDWARE_FILE = 'id = "ours-h100"\nbase = "dgx-h100"\nnics_per_gpu = { value = 0.5, source = "our cluster" }\n'
-CAMPAIGN_FILE = """model = "llama3.1-8b"
-gpu = "h100-sxm"
-n_gpus = 64
-precision = "bf16"
-tokens = 1e12
-[[phase]]
-name = "ramp"
-tokens = 1e11
-gbs = 256
-[[phase]]
-name = "main"
-"""
+CAMPAIGN_FILE = RAMP_CAMPAIGN.read_text()
 
 
 @pytest.fixture(scope="module")
@@ -244,12 +234,11 @@ def test_a_campaign_planned_answers_each_phase_at_the_chosen_count(client: TestC
         assert sum(p[key] for p in phases) == pytest.approx(candidate[key.replace("_with_losses", "")], rel=1e-9)
 
 
-def test_an_uploaded_campaign_answers_as_the_file_does(client: TestClient, tmp_path: Path) -> None:
-    (tmp_path / "ours.toml").write_text(CAMPAIGN_FILE)
-    upload = {"name": "ours.toml", "text": CAMPAIGN_FILE}
+def test_an_uploaded_campaign_answers_as_the_file_does(client: TestClient) -> None:
+    upload = {"name": RAMP_CAMPAIGN.name, "text": CAMPAIGN_FILE}
     response = client.post("/api/predict", json={"scenario_file": upload, "n_gpus": 128})
     assert response.status_code == 200, response.text
-    assert response.json() == run_json("predict", str(tmp_path / "ours.toml"), "--gpus", "128")
+    assert response.json() == run_json("predict", str(RAMP_CAMPAIGN), "--gpus", "128")
     assert [(p["phase"], p["n_gpus"]) for p in response.json()["phases"]] == [("ramp", 128), ("main", 128)]
 
 
@@ -297,10 +286,46 @@ def test_sizes_are_bounded(client: TestClient) -> None:
     assert chunked.status_code == 411
 
 
+MODEL_UPLOAD = {"name": "m.toml", "text": MODEL_FILE}
+HARDWARE_UPLOAD = {"name": "h.toml", "text": HARDWARE_FILE}
+
+
+@pytest.mark.parametrize(
+    ("keywords", "field", "message"),
+    [
+        ({"model_file": MODEL_UPLOAD, "scenario_file": {"name": "s.toml", "text": 'model = "../x.toml"\n'}},
+         "scenario_file", "scenario_file: s.toml: field 'model' = '../x.toml': a path; the server reads no file"),
+        ({"hardware_files": [HARDWARE_UPLOAD, {"name": "../h.toml", "text": HARDWARE_FILE}]},
+         "hardware_files", "hardware_files: file name '../h.toml': allowed letters"),
+        ({"hardware_files": [HARDWARE_UPLOAD, HARDWARE_UPLOAD]},
+         "hardware_files", "hardware_files: two files named h.toml"),
+        ({"model_file": MODEL_UPLOAD, "scenario_file": {"name": "s.toml", "text": "#" * (work.MAX_UPLOAD_BYTES + 1)}},
+         "scenario_file", "scenario_file: s.toml is 65,537 bytes"),
+        ({"model": "llama3.1-8b", "model_file": MODEL_UPLOAD}, "model_file", "model and model_file: give one"),
+    ],
+)  # fmt: skip
+def test_uploads_are_checked_before_any_is_written(
+    monkeypatch: pytest.MonkeyPatch, keywords: dict[str, Any], field: str, message: str
+) -> None:
+    """A refused upload writes nothing: the scenario's named files were checked after it and the model file were
+    written, and a second hardware file's name after the first was."""
+
+    def no_folder(**_: Any) -> None:
+        raise AssertionError("a folder made for a refused request")
+
+    monkeypatch.setattr(work.tempfile, "TemporaryDirectory", no_folder)
+    with pytest.raises(work.Refused) as refused:
+        work.answer("predict", keywords, None)
+    assert refused.value.field == field and refused.value.message.startswith(message), refused.value.message
+
+
 def test_work_is_bounded(client: TestClient) -> None:
     rows = {"gpu": ["h100-sxm", "b200"], "n_gpus": list(range(64, 64 * (work.MAX_ROWS // 2 + 2), 64))}
     found = refusal(client, "/api/compare", rows)
     assert found["field"] == "gpu" and f"at most {work.MAX_ROWS}" in found["error"]
+    counts = list(range(8, 8 * (work.MAX_ROWS + 2), 8))  # no gpu: the scenario's own, a row per count (was 0 rows)
+    found = refusal(client, "/api/compare", {"n_gpus": counts})
+    assert found["field"] == "n_gpus" and found["error"].startswith(f"gpu x n_gpus: {work.MAX_ROWS + 1} rows; ")
     candidates = {"gpu": ["h100-sxm:bf16,fp8", "b200:bf16,fp8,nvfp4", "gb200:bf16,fp8,nvfp4,mxfp8"], "deadline_s": 1e6}
     found = refusal(client, "/api/plan", candidates)
     assert found["field"] == "gpu" and f"at most {work.MAX_CANDIDATES}" in found["error"]
@@ -406,6 +431,7 @@ def test_the_page_and_its_files_are_served(client: TestClient) -> None:
     known = client.get("/api/catalogue").json()
     assert "llama3.1-405b" in known["models"] and "nvfp4" in known["accelerators"]["gb300"]
     assert known["limits"]["upload_bytes"] == work.MAX_UPLOAD_BYTES
+    assert "1e15" not in script and known["limits"]["deadline_s"] == arguments.MAX_FIGURE  # one source: plan()'s
 
 
 def test_the_command_refuses_an_address_in_use() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import RAMP_CAMPAIGN
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("serve_screenshot", ROOT / "scripts" / "serve_screenshot.py")
@@ -81,6 +82,20 @@ def downloaded(driver: Any, folder: Path, fmt: str) -> Path:
     while not found.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     return found
+
+
+def cli_layouts(**keywords: Any) -> list[str]:
+    """Each row's layout as the CLI's compare table prints it (outputs/plan_report.py full_layout)."""
+    import perfmodel
+    from perfmodel.outputs.plan_report import full_layout
+
+    return [full_layout(p) for p in perfmodel.compare(**keywords).predictions]
+
+
+def layout_cells(driver: Any) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
 
 
 def row_names(driver: Any) -> list[str]:
@@ -346,8 +361,18 @@ def test_the_layout_names_its_virtual_stages(driver: Any, url: str) -> None:
     assert driver.find_element(By.NAME, "pp").is_displayed()  # the layout the link fixes is shown, not folded away
     driver.get(url + "/?q=compare&model=llama3.1-70b&gpu=h100-sxm&n_gpus=64&tokens=1T&gbs=128&pp=2")
     answered(driver)
-    batched = f"{stages} MBS{expected['mbs']} GBS{expected['gbs']}"  # the batch too, as the CLI's compare prints
-    assert batched in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    (batched,) = cli_layouts(model="llama3.1-70b", gpu="h100-sxm", n_gpus=64, tokens="1T", gbs=128, pp=2)
+    assert batched.startswith(f"{stages} MBS{expected['mbs']} GBS{expected['gbs']}")  # the batch too
+    assert layout_cells(driver) == [batched]
+
+
+def test_a_comparisons_layout_names_its_zero_stage_and_recompute(driver: Any, url: str) -> None:
+    """A comparison's rows printed 'TP1 PP1 VP1 CP2 DP128 MBS1 GBS512' for Llama 3.1 70B on 256 H100, a layout whose
+    weights cannot fit one GPU as read: the CLI's row goes on 'ZeRO-3 recompute-selective'."""
+    driver.get(url + "/?q=compare&model=llama3.1-70b&tokens=1T&gpu=h100-sxm&n_gpus=256")
+    answered(driver)
+    (expected,) = cli_layouts(model="llama3.1-70b", tokens="1T", gpu="h100-sxm", n_gpus=256)
+    assert expected.endswith("ZeRO-3 recompute-selective") and layout_cells(driver) == [expected]
 
 
 def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(driver: Any, url: str) -> None:
@@ -357,13 +382,35 @@ def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(drive
 
     driver.get(url + "/?q=compare&model=qwen3-30b-a3b&tokens=1T&gpu=h100-sxm&n_gpus=64&ep=16")
     answered(driver)
-    layout = cli_json("compare", "--model", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
-                      "--ep", "16")[0]["parallelism"]  # fmt: skip
-    assert layout["ep"] == 16
-    stages = "TP{tp} PP{pp} VP{vp} CP{cp} DP{dp} EP{ep} MBS{mbs} GBS{gbs}".format(**layout)
-    assert stages in [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")]
+    (expected,) = cli_layouts(model="qwen3-30b-a3b", tokens="1T", gpu="h100-sxm", n_gpus=64, ep=16)
+    assert " EP16 " in expected and layout_cells(driver) == [expected]
     # one system at one size: the title read "1 systems x 1 sizes"
     assert driver.find_element(By.ID, "title").text.endswith(": 1 system \u00d7 1 size, ratios to the first row")
+
+
+def test_a_model_file_empties_the_model_list(driver: Any, url: str, tmp_path: Path) -> None:
+    """A model file chosen left the Model list on llama3.1-70b while the file's model was answered; the list now
+    reads "the model file's", and a model picked from it drops the file."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    ours = tmp_path / "my.toml"
+    ours.write_text('id = "my-8b"\nbase = "llama3.1-8b"\nlayers = 16\n')
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scenario option[value=default]"))
+    driver.find_element(By.ID, "model_file").send_keys(str(ours))
+    models = Select(driver.find_element(By.ID, "model"))
+    assert models.first_selected_option.get_attribute("value") == ""
+    assert models.first_selected_option.text == "the model file's"
+    driver.find_element(By.NAME, "n_gpus").clear()
+    driver.find_element(By.NAME, "n_gpus").send_keys("64")
+    driver.find_element(By.ID, "run").click()
+    answered(driver)
+    assert driver.find_element(By.ID, "title").text.startswith("my-8b on 64 ")
+    models.select_by_value("llama3.1-8b")
+    assert driver.find_element(By.ID, "model_file").get_attribute("value") == ""
+    driver.find_element(By.ID, "run").click()
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.ID, "title").text.startswith("Llama 3.1 8B on 64 "))
 
 
 def test_predict_takes_a_system_from_the_gpu_or_system_field(driver: Any, url: str) -> None:
@@ -480,6 +527,30 @@ def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
         assert "wrong" in driver.find_element(By.NAME, "deadline_days").get_attribute("class")
 
 
+@pytest.mark.parametrize(
+    ("query", "field", "line"),
+    [
+        ("q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days=", "deadline_days",
+         "deadline_days and budget_usd: both empty; a plan needs a goal: a deadline in days, a budget in USD, or both"),
+        ("q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&n_gpus=64,128", "n_gpus",
+         "n_gpus=64,128: Predict answers one GPU count; Compare takes several"),
+        ("q=predict&model=llama3.1-8b&tokens=1T&gpu=h100-sxm,b200&n_gpus=64", "gpu",
+         "gpu=h100-sxm,b200: Predict answers one GPU or system; Compare takes several"),
+    ],
+)  # fmt: skip
+def test_a_question_the_form_cannot_ask_is_refused_in_its_words(
+    driver: Any, url: str, query: str, field: str, line: str
+) -> None:
+    """A plan with neither deadline nor budget was refused with plan()'s line, "plan needs a goal: --deadline (e.g.
+    30d) and/or --budget", flags the form lacks, marking no field; two counts (or systems) typed into Predict's
+    fields, which Compare shares, as "n_gpus=[64, 128]: Input should be a valid integer"."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{url}/?{query}")
+    assert error_shown(driver) == f"error: {line}"
+    assert "wrong" in driver.find_element(By.NAME, field).get_attribute("class")
+
+
 def test_the_gpu_counts_under_the_chart_never_overlap(narrow: Any, url: str) -> None:
     """Eight GPU counts on a phone's axis (2,048, 4,096 and 8,192 in 280 px) ran into each other; sixteen, the most a
     comparison takes here, printed over each other: a label is left out where it would not clear the last."""
@@ -547,22 +618,19 @@ def test_a_bundled_campaign_shows_its_phases_total_download_and_link(driver: Any
     assert driver.find_element(By.NAME, "model").get_attribute("value") == ""
 
 
-def test_an_uploaded_campaign_answers_as_the_file_does(driver: Any, url: str, tmp_path: Path) -> None:
+def test_an_uploaded_campaign_answers_as_the_file_does(driver: Any, url: str) -> None:
     """A scenario file uploaded, its phases answered as `perfmodel predict FILE`, a count typed over its own."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    ours = tmp_path / "ours.toml"
-    ours.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 64\nprecision = "bf16"\ntokens = 1e12\n'
-                    '[[phase]]\nname = "ramp"\ntokens = 1e11\ngbs = 256\n[[phase]]\nname = "main"\n')  # fmt: skip
     driver.get(url)
     WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scenario option[value=default]"))
-    driver.find_element(By.ID, "scenario_file").send_keys(str(ours))
+    driver.find_element(By.ID, "scenario_file").send_keys(str(RAMP_CAMPAIGN))
     assert driver.find_element(By.NAME, "gpu").get_attribute("value") == ""
     driver.find_element(By.NAME, "n_gpus").send_keys("128")
     driver.find_element(By.ID, "run").click()
     shown = answered(driver)
-    expected = cli_json("predict", str(ours), "--gpus", "128")
+    expected = cli_json("predict", str(RAMP_CAMPAIGN), "--gpus", "128")
     assert row_names(driver) == ["ramp", "main", "total"]
     assert shown["n_gpus"] == [128, 128, 128] and shown["step_time_s"] == [p["step_time_s"] for p in
                                                                          expected["phases"]] + [None]  # fmt: skip

@@ -18,7 +18,7 @@ from perfmodel.inputs.checking import check, model_of
 from perfmodel.inputs.hardware import Accelerator, System, accelerators, systems
 from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.record import as_dict, from_dict, given, record
-from perfmodel.inputs.resources import bundled_names, data_dir
+from perfmodel.inputs.resources import bundled_names, bundled_path
 from perfmodel.inputs.scenario import Scenario, load_scenario
 
 RUN = (
@@ -116,7 +116,7 @@ def test_bundled_hardware_read_back_is_what_pydantic_checks(cls: type[Any]) -> N
 
 @pytest.mark.parametrize("name", bundled_names("scenarios"))
 def test_a_bundled_scenario_read_back_is_what_pydantic_checks(name: str) -> None:
-    path = data_dir("scenarios") / f"{name}.toml"
+    path = bundled_path("scenarios", name)
     cached = load_scenario(path)
     checked = load_scenario(path, {"n_gpus": cached.n_gpus})  # an override: checked by pydantic, not cached
     assert cached == checked

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from perfmodel.inputs.resources import data_dir
+from perfmodel.inputs.resources import bundled_path
 from perfmodel.inputs.scenario import checked_scenario, load_scenario
 from perfmodel.planning.predict import predict
 
 
 def _score(name: str) -> float:
-    return predict(load_scenario(data_dir("scenarios") / name)).to_dict()["time_to_train_min"]
+    return predict(load_scenario(bundled_path("scenarios", name))).to_dict()["time_to_train_min"]
 
 
 def test_mlperf_v50_llama31_405b_scores_and_ratio() -> None:
@@ -22,8 +22,8 @@ def test_mlperf_v50_llama31_405b_scores_and_ratio() -> None:
     # The scenarios price 6.6% and 5.0% fast (validate prices the two rows at +1.1% and +0.8%), their ratio 1.6%
     # low: the scores within 10%; the ratio, where errors shared by both scenarios cancel, within 4% (the 14 MLPerf
     # v5.0 405B rows validate at 1.7% MAPE).
-    h100 = _score("mlperf-405b-h100-512.toml")
-    gb200 = _score("mlperf-405b-gb200-512.toml")
+    h100 = _score("mlperf-405b-h100-512")
+    gb200 = _score("mlperf-405b-gb200-512")
     assert h100 == pytest.approx(269.122, rel=0.10)
     assert gb200 == pytest.approx(121.757, rel=0.10)
     assert h100 / gb200 == pytest.approx(269.122 / 121.757, rel=0.04)

@@ -15,8 +15,14 @@ def bundled_file(path: str | Path, folder: str) -> Path:
     """`path` itself, or the bundled file of that name (`mlperf-405b-h100-512` is scenarios/mlperf-405b-h100-512.toml)
     when no such file exists: the ready-made inputs are reachable from an installed wheel too."""
     given = Path(path)
-    bundled = data_dir(folder) / f"{given.name}.toml"
+    bundled = bundled_path(folder, given.name)
     return bundled if is_a_name(given) and not given.exists() and bundled.is_file() else given
+
+
+def bundled_path(folder: str, name: str) -> Path:
+    """The bundled file `name` of `folder` ("scenarios", "sweeps"), whether or not it exists: the one place that
+    spells a bundled file's name from the name commands take."""
+    return data_dir(folder) / f"{name}.toml"
 
 
 def is_a_name(path: Path) -> bool:
@@ -35,7 +41,7 @@ def bundled_descriptions(folder: str) -> dict[str, str]:
     of its leading comment block (a sweep file has no description key)."""
     found = {}
     for name in bundled_names(folder):
-        path = data_dir(folder) / f"{name}.toml"
+        path = bundled_path(folder, name)
         text = read_text(path, folder[:-1], user=False)
         found[name] = parse_toml(path, text).get("description") or _first_sentence(text)
     return found

@@ -25,7 +25,7 @@ from perfmodel.inputs.grids import GRIDS, MAX_G_PER_KWH
 from perfmodel.inputs.hardware import get_accelerator, get_system, names_a_system, resolve
 from perfmodel.inputs.models import ZOO, ModelSpec, get_model, model_spec
 from perfmodel.inputs.record import as_dict, bounded, given, given_field, input_fields, overriding, record, replaced
-from perfmodel.inputs.resources import bundled_file, bundled_names, data_dir, is_a_name
+from perfmodel.inputs.resources import bundled_file, bundled_names, bundled_path, data_dir, is_a_name
 from perfmodel.inputs.stacks import Knobs, get_stack, stack_knobs
 from perfmodel.inputs.text import MAX_TEXT_CHARS
 
@@ -625,7 +625,7 @@ def from_default(scenario: Scenario) -> frozenset[str]:
 
 def scenario_file(path: str | Path | None) -> Path:
     """The file a scenario argument names: a path, a bundled scenario's name, or (None) the default scenario."""
-    return bundled_file(path, "scenarios") if path is not None else data_dir("scenarios") / "default.toml"
+    return bundled_file(path, "scenarios") if path is not None else bundled_path("scenarios", "default")
 
 
 def _bundled(source: Path) -> Scenario:

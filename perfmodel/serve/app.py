@@ -176,12 +176,14 @@ def export_plan(body: PlanRequest, format: Format = "xlsx") -> Response:  # type
 def catalogue() -> dict[str, Any]:
     """What the page's lists offer: the zoo's models, the accelerators and systems with their precisions, the bundled
     scenarios with their descriptions (a campaign among them), the names of models and accelerators (the chart's
-    legend prints names, as the CLI's plots do) and this server's limits."""
+    legend prints names, as the CLI's plots do) and the limits: this server's, and plan()'s largest deadline (the page
+    checks the days typed against it, saying the bound in days)."""
     return _catalogue()
 
 
 @cache
 def _catalogue() -> dict[str, Any]:
+    from perfmodel.inputs.arguments import MAX_FIGURE
     from perfmodel.inputs.hardware import accelerators, systems
     from perfmodel.inputs.models import ZOO
     from perfmodel.inputs.resources import bundled_descriptions
@@ -199,6 +201,7 @@ def _catalogue() -> dict[str, Any]:
             "compare_rows": work.MAX_ROWS,
             "plan_candidates": work.MAX_CANDIDATES,
             "request_s": work.MAX_REQUEST_S,
+            "deadline_s": MAX_FIGURE,
         },
     }
 

@@ -19,7 +19,7 @@ from perfmodel import api
 from perfmodel.cli.export import write_comparison, write_plan, write_prediction
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs import catalogue
-from perfmodel.inputs.resources import bundled_names, data_dir
+from perfmodel.inputs.resources import bundled_names, bundled_path
 from perfmodel.outputs.report import to_json
 from perfmodel.planning.plan import TooManyCandidates
 
@@ -94,20 +94,20 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
     scenario = given.pop("scenario", None)
     _check_scenario(scenario, scenario_file)
     _check_bounds(question, given, hardware_files)
+    if model_file is not None and "model" in given:
+        raise Refused(422, "model and model_file: give one (a zoo id, or a model file)", "model_file")
+    _check_uploads(model_file, hardware_files, scenario_file)
     with tempfile.TemporaryDirectory(prefix="perfmodel-serve-") as folder:
         catalogue.clear()  # this request sees the bundled hardware, the server's own ($PERFMODEL_PATH), its uploads
         saved: dict[str, tuple[str, str]] = {}  # path written -> (the upload's name, its field)
         if model_file is not None:
-            if "model" in given:
-                raise Refused(422, "model and model_file: give one (a zoo id, or a model file)", "model_file")
             given["model"] = _saved(Path(folder) / "model", model_file, "model_file", saved)
         if hardware_files:
             given["hardware"] = [_saved(Path(folder) / "hardware", f, "hardware_files", saved) for f in hardware_files]
         if scenario_file is not None:
             scenario = _saved(Path(folder) / "scenario", scenario_file, "scenario_file", saved)
-            _check_no_named_files(scenario_file)
         elif isinstance(scenario, str):  # the bundled file itself, not one of that name in the worker's folder
-            path = str(data_dir("scenarios") / f"{scenario}.toml")
+            path = str(bundled_path("scenarios", scenario))
             scenario, saved[path] = path, (scenario, "scenario")  # an error names it as the request did
         try:
             result = QUESTIONS[question](scenario, **given)
@@ -197,42 +197,55 @@ def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any
             422, f"hardware_files: {len(hardware_files)} files; this server takes at most {MAX_HARDWARE_FILES}",
             "hardware_files",
         )  # fmt: skip
-    targets = _targets(given)
-    if question == "compare":
-        counts = given.get("n_gpus")
-        rows = len(targets) * (len(counts) if isinstance(counts, list) else 1)
+    if question == "compare":  # no gpu (or an empty list) is the scenario's own: one row per count
+        targets, counts = given.get("gpu"), given.get("n_gpus")
+        rows = max(len(targets), 1) if isinstance(targets, list) else 1
+        rows *= max(len(counts), 1) if isinstance(counts, list) else 1
         if rows > MAX_ROWS:
             raise Refused(
                 422, f"gpu x n_gpus: {rows} rows; this server compares at most {MAX_ROWS} (systems x GPU counts) in "
-                "one request", "gpu",
+                "one request", "gpu" if targets else "n_gpus",
             )  # fmt: skip
 
 
-def _targets(given: dict[str, Any]) -> list[Any]:
-    """The `gpu` keyword as a list (one target, or none)."""
-    targets = given.get("gpu")
-    return [targets] if isinstance(targets, str) else targets if isinstance(targets, list) else []
+def _check_uploads(model_file: Any, hardware_files: list[Any], scenario_file: Any) -> None:
+    """Every upload checked before any is written: a plain file name, a size within the bound, no two hardware files
+    of one name, and an uploaded scenario that names no file on the server."""
+    uploads = [
+        (model_file, "model_file"),
+        *((f, "hardware_files") for f in hardware_files),
+        (scenario_file, "scenario_file"),
+    ]
+    for upload, field in uploads:
+        if upload is not None:
+            _check_upload(upload, field)
+    names = [f["name"] for f in hardware_files]
+    if twice := next((name for name in names if names.count(name) > 1), None):
+        raise Refused(422, f"hardware_files: two files named {twice}", "hardware_files")
+    if scenario_file is not None:
+        _check_no_named_files(scenario_file)
 
 
-def _saved(folder: Path, upload: dict[str, Any], field: str, saved: dict[str, tuple[str, str]]) -> str:
-    """An upload written under the request's own folder, by a name checked to be a plain file name."""
-    name, text = upload["name"], upload["text"]
+def _check_upload(upload: dict[str, Any], field: str) -> None:
+    name = upload["name"]
     if not UPLOAD_NAME.fullmatch(name):
         raise Refused(
             422, f"{field}: file name {shown(name)!r}: allowed letters, digits, '.', '_' and '-', ending in .toml",
             field,
         )  # fmt: skip
-    size = len(text.encode())
+    size = len(upload["text"].encode())
     if size > MAX_UPLOAD_BYTES:
         raise Refused(
             413, f"{field}: {name} is {size:,} bytes; this server takes files up to {MAX_UPLOAD_BYTES:,}", field
         )
-    path = folder / name
-    if path.exists():
-        raise Refused(422, f"{field}: two files named {name}", field)
+
+
+def _saved(folder: Path, upload: dict[str, Any], field: str, saved: dict[str, tuple[str, str]]) -> str:
+    """An upload (checked: _check_uploads) written under the request's own folder."""
+    path = folder / upload["name"]
     folder.mkdir(exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    saved[str(path)] = (name, field)
+    path.write_text(upload["text"], encoding="utf-8")
+    saved[str(path)] = (upload["name"], field)
     return str(path)
 
 

@@ -110,18 +110,26 @@ const numeric = (text) => (text !== "" && Number.isFinite(Number(text)) ? Number
 
 // The deadline typed in days as plan()'s deadline_s, checked here, in the field's unit: -1 day was refused as
 // "deadline_s=-86400: allowed a finite number above 0", a name and a value the form does not show.
-// plan()'s deadline_s is at most 1e15 s (its bound), said here in days too.
-const MAX_DEADLINE_DAYS = 1e15 / 86400;
+// plan()'s bound on deadline_s (/api/catalogue's limits), said here in days too.
+let maxDeadlineDays = Infinity;
 function seconds(daysText) {
   const count = Number(daysText);
-  if (!(count > 0 && count <= MAX_DEADLINE_DAYS)) {
-    const most = Math.floor(MAX_DEADLINE_DAYS).toLocaleString("en-US");
+  if (!(count > 0 && count <= maxDeadlineDays)) {
+    const most = Math.floor(maxDeadlineDays).toLocaleString("en-US");
     throw { error: `deadline_days=${daysText}: allowed a number of days above 0 up to ${most}`, field: "deadline_days" };
   }
   return count * 86400;
 }
 
-// The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here.
+// Predict's GPU and count fields are Compare's too, and a list typed there was refused in the API's words:
+// "n_gpus=[64, 128]: Input should be a valid integer", "unknown GPU 'h100-sxm, b200'".
+function one(name, value, noun) {
+  if (question === "predict" && listOf(value).length > 1) throw { error: `${name}=${value}: Predict answers one ${noun}; Compare takes several`, field: name };
+  return value;
+}
+
+// The Python API's keywords of the form's shown fields; a number field the browser cannot read is refused here, and
+// a plan without a goal (plan()'s own line names the CLI's flags, --deadline and --budget, which the form lacks).
 function keywords() {
   const body = {};
   for (const input of $("#question").querySelectorAll("[name]")) {
@@ -131,12 +139,15 @@ function keywords() {
     if (value === "") continue;
     const name = input.name;
     if (name === "deadline_days") body.deadline_s = seconds(value);
-    else if (name === "gpu") body.gpu = question === "predict" ? value : question === "plan" ? candidates(value) : listOf(value);
+    else if (name === "gpu") body.gpu = question === "predict" ? one(name, value, "GPU or system") : question === "plan" ? candidates(value) : listOf(value);
     else if (name === "n_gpus") {
-      const counts = listOf(value).map(numeric);
+      const counts = listOf(one(name, value, "GPU count")).map(numeric);
       body.n_gpus = counts.length > 1 ? counts : counts[0];
     } else if (WHOLE.includes(name) || NUMBER.includes(name)) body[name] = numeric(value);
     else body[name] = value;
+  }
+  if (question === "plan" && body.deadline_s === undefined && body.budget_usd === undefined) {
+    throw { error: "deadline_days and budget_usd: both empty; a plan needs a goal: a deadline in days, a budget in USD, or both", field: "deadline_days" };
   }
   return body;
 }
@@ -152,6 +163,23 @@ function scenarioChosen() {
     else input.placeholder = hint;
   }
   $("#gpu").required = !chosen;
+  modelFileChosen();
+}
+
+// A model file chosen empties the Model list, as a scenario does the fields it answers (the list showed
+// llama3.1-70b while the file's model was answered); a model picked from the list drops the file.
+function modelFileChosen() {
+  const model = $("#model"), file = $("#model_file").files.length > 0;
+  const scenario = $("#scenario").value !== "" || $("#scenario_file").files.length > 0;
+  if (file) model.value = "";
+  else if (model.value === "" && !scenario) model.value = DEFAULT_MODEL;
+  model.options[0].textContent = file ? "the model file's" : scenario ? "the scenario's" : model.dataset.hint;
+}
+
+function modelPicked() {
+  if ($("#model").value === "") return;
+  $("#model_file").value = "";
+  modelFileChosen();
 }
 
 async function uploads(body) {
@@ -293,13 +321,20 @@ function row(label, ...cells) {
   return tr;
 }
 
-// The parallel degrees as the CLI prints them, virtual stages included: a layout without its VP cannot be launched;
-// and a MoE model's expert parallelism, which a comparison's rows left out (Qwen3-30B-A3B's EP16 on H100).
-const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}`;
+// The parallel degrees as the CLI prints them (outputs/plan_report.py layout_label), virtual stages included: a
+// layout without its VP cannot be launched; and a MoE model's expert parallelism, which a comparison's rows left out
+// (Qwen3-30B-A3B's EP16 on H100).
+const stages = (l) => `TP${l.tp} PP${l.pp} VP${l.vp} CP${l.cp} DP${l.dp}${l.ep > 1 ? ` EP${l.ep}` : ""}${l.etp > 1 ? ` ETP${l.etp}` : ""}`;
 
-// A comparison's layout with its batch, as the CLI's: a count whose batch grows keeps its step time while its
-// throughput doubles (70B on 512 and 1,024 H100: 4.06 and 4.09 s at GBS 512 and 1,024), which read as no speed-up.
-const batched = (l) => `${stages(l)} MBS${l.mbs} GBS${l.gbs}`;
+// The layout as the CLI's tables print it (plan_report.py full_layout): degrees, micro-batch, the global batch where
+// `batch` (a count whose batch grows keeps its step time while its throughput doubles: 70B on 512 and 1,024 H100,
+// 4.06 and 4.09 s at GBS 512 and 1,024, read as no speed-up), ZeRO stage and recompute. A comparison's rows left the
+// last two out: 70B at TP1 PP1 on 256 H100 read as a layout that cannot fit, for the CLI's ZeRO-3
+// recompute-selective.
+function fullLayout(l, batch = true) {
+  const recompute = l.recompute === "none" ? "" : ` recompute-${l.recompute}${l.recompute_layers ? ` (first ${l.recompute_layers} layers)` : ""}`;
+  return `${stages(l)} MBS${l.mbs}${batch ? ` GBS${l.gbs}` : ""} ZeRO-${l.zero}${recompute}`;
+}
 
 function layout(p) {
   const l = p.parallelism;
@@ -374,9 +409,6 @@ function drawPredict(p) {
   $("#tables").replaceChildren(tables);
 }
 
-// A phase's layout as the CLI's campaign table prints it: its degrees, micro-batch, ZeRO stage and recompute.
-const phaseLayout = (l) => `${stages(l)} MBS${l.mbs} ZeRO-${l.zero}${l.recompute === "none" ? "" : ` recompute-${l.recompute}`}`;
-
 // A campaign's figures of a phase, or of the whole run (its total row, `ranged`: each with its 80% range; a phase's
 // beside its figures pushed the table's cost and energy off a 1,280 px screen).
 function campaignFigures(p, ranged = false) {
@@ -404,7 +436,7 @@ function drawCampaign(c) {
   const body = c.phases.map((p) => {
     const l = p.parallelism, tr = element("tr");
     tr.append(cell(p.phase, p.phase, "phase"), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), ...precision(p),
-      element("td", phaseLayout(l), { class: "text" }), cell(l.seq_len, whole(l.seq_len), "seq_len"),
+      element("td", fullLayout(l, false), { class: "text" }) /* the batch: a column of its own */, cell(l.seq_len, whole(l.seq_len), "seq_len"),
       cell(l.gbs, `${whole(l.gbs)} (${compact(l.gbs * l.seq_len)})`, "gbs"), ...campaignFigures(p));
     return tr;
   });
@@ -460,7 +492,7 @@ function drawCompare(rows) {
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    const layouts = p.phases ? phasesNote(p) : batched(p.parallelism);
+    const layouts = p.phases ? phasesNote(p) : fullLayout(p.parallelism);
     tr.append(element("td", [p.system, p.precision].filter(Boolean).join(" ")), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
@@ -606,6 +638,7 @@ function draw(answer) {
 async function start() {
   const known = await (await fetch("/api/catalogue")).json();
   names = known.names;
+  maxDeadlineDays = known.limits.deadline_s / 86400;
   const models = $("#model");
   for (const id of known.models) models.append(element("option", id, { value: id }));
   models.value = DEFAULT_MODEL;
@@ -616,6 +649,8 @@ async function start() {
     input.dataset.hint = input.tagName === "SELECT" ? input.options[0].textContent : input.placeholder;
   }
   for (const chooser of [scenarios, $("#scenario_file")]) chooser.addEventListener("change", scenarioChosen);
+  $("#model_file").addEventListener("change", modelFileChosen);
+  models.addEventListener("change", modelPicked);
   // The precisions the server knows, not a list of the page's own: one it lacked was split off as a system.
   precisions = new Set(Object.values(known.accelerators).flat());
   const precision = $("[name=precision]");
