@@ -352,3 +352,24 @@ def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path)
     campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 999.998e9\n\n[[phase]]\nname = "b"\n')
     left = "phase 'b' (what the others leave): 2e+06"
     one_line_error(run_cli("predict", str(campaign)), f"{campaign}: field 'tokens': {left} {step}")
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ('id = "llama3.1-8b"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B; to change its shapes, start "
+                                              "from it with base = 'llama3.1-8b' and give an id of your own"),
+        ('base = "llama3.1-8b"\nid = "llama3.1-8b"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B, whose "
+                                                                    "shapes these are not"),
+    ],
+)  # fmt: skip
+def test_a_model_tables_zoo_id_is_not_overridden_by_its_shapes(table: str, says: str, tmp_path: Path) -> None:
+    """A scenario's `[model]` table `id = "llama3.1-8b"`, `layers = 16` said "field 'model.hidden': Field required",
+    and over `base = "llama3.1-8b"` priced 16 layers under the zoo's id in every output, silently, where a model file
+    doing so was refused. Shapes never override a zoo id (README, Scenario files): the table names its own."""
+    path = tmp_path / "s.toml"
+    head = 'gpu = "h100-sxm"\nn_gpus = 8\n[model]\n'
+    path.write_text(head + table)
+    one_line_error(run_cli("predict", str(path)), f"{path}: field 'model.id': {says}")
+    path.write_text(head + 'base = "llama3.1-8b"\nid = "llama3.1-8b"\n')  # the zoo's own shapes under its own id
+    assert run_cli("predict", str(path)).code == 0

@@ -770,10 +770,19 @@ def checked_scenario(raw: dict[str, Any]) -> Scenario:
 
 def table_spec(shapes: dict[str, Any]) -> ModelSpec:
     """The model of a [model] table's shapes: over its `base` zoo entry, else from scratch; its source as
-    table_source says (a source alone changes no shape: the id and name stay the base's)."""
+    table_source says (a source alone changes no shape: the id and name stay the base's). An `id` naming a zoo model
+    is refused unless the shapes are that model's: every output's `model` column would name it (no override
+    semantics: other shapes go over `base` under an id of their own)."""
     source = table_source(shapes)
     shapes = {key: value for key, value in shapes.items() if key != "source"}
     base = shapes.pop("base", None)
+    if not base and shapes.get("id") in ZOO:  # `id = "llama3.1-8b"`, `layers = 16`: the zoo's id read as a base
+        zoo = shapes["id"]
+        raise FieldError(
+            "model.id",
+            f"'{zoo}' is the zoo's {ZOO[zoo].name}; to change its shapes, start from it with base = '{zoo}' and give "
+            f"an id of your own (e.g. '{zoo}-custom'), or name it alone as model = '{zoo}'",
+        )
     try:
         start = as_dict(get_model(base)) if base else {"id": "custom", "name": "custom model"}
     except PerfmodelError as exc:  # an unknown base (get_model's only error): the field that named it
@@ -782,7 +791,14 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
         start["id"] = f"{base}-custom" if shapes else base
     if base and "name" not in shapes and set(shapes) - {"id"}:  # not the zoo's model: its heading says which it is
         start["name"] = f"{start['name']} ({shapes.get('id', start['id'])})"
-    return model_spec(start | shapes | {"source": source})
+    spec = model_spec(start | shapes | {"source": source})
+    if spec.id in ZOO and _shapes(spec) != _shapes(ZOO[spec.id]):  # the row's `model` would name the zoo's
+        raise FieldError(
+            "model.id",
+            f"'{spec.id}' is the zoo's {ZOO[spec.id].name}, whose shapes these are not, and every output's `model` "
+            f"column would name it; give the model an id of its own (e.g. '{base or 'my'}-custom')",
+        )
+    return spec
 
 
 def _shapes(spec: ModelSpec) -> dict[str, Any]:
@@ -817,17 +833,11 @@ def model_file(path: Path) -> dict[str, Any]:
     table = check_model_file(path, read_toml(path, "model"))
     table = sourced(table, str(path))
     try:
-        spec = table_spec(table)
+        table_spec(table)
     except FieldError as exc:
         raise PerfmodelError(f"{path}: field '{exc.field.removeprefix('model.')}': {exc.detail}") from None
     except PerfmodelError as exc:
         raise PerfmodelError(f"{path}: {exc}") from None
-    if spec.id in ZOO and _shapes(spec) != _shapes(ZOO[spec.id]):  # the row's `model` would name the zoo's
-        raise PerfmodelError(
-            f"{path}: field 'id': '{spec.id}' is the zoo's {ZOO[spec.id].name}, whose shapes these are not, and every "
-            f"output's `model` column would name it; give the model an id of its own (e.g. "
-            f"'{table.get('base', 'my')}-custom')"
-        )
     return table
 
 
