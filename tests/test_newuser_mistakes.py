@@ -373,3 +373,52 @@ def test_a_model_tables_zoo_id_is_not_overridden_by_its_shapes(table: str, says:
     one_line_error(run_cli("predict", str(path)), f"{path}: field 'model.id': {says}")
     path.write_text(head + 'base = "llama3.1-8b"\nid = "llama3.1-8b"\n')  # the zoo's own shapes under its own id
     assert run_cli("predict", str(path)).code == 0
+
+
+OWNING_FLAGS = [
+    ("--usd-per-system", "400k"),
+    ("--amortisation-years", "5"),
+    ("--utilisation", "70%"),
+    ("--electricity-usd-per-kwh", "0.12"),
+    ("--facility-usd-per-kw-month", "150"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value"), OWNING_FLAGS)
+def test_a_purchase_flag_without_buy_is_refused(flag: str, value: str) -> None:
+    """`predict --usd-per-system 400k` (no `--buy`) priced renting and said nothing of the price given; each
+    purchase flag prices owning only."""
+    one_line_error(run_cli("predict", flag, value), f"{flag}: prices owning the systems; it needs --buy (renting")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("compare", "--gpu", "h100-sxm", "--gpu", "b200"),
+        ("search",),
+        ("plan", "--gpu", "h100-sxm", "--deadline", "90d"),
+        ("whatif", "--set", "nvlink_gbps=x2"),
+        ("sensitivity",),
+        ("explain",),
+        ("launch", "--stack", "megatron-lm"),
+    ],
+)
+def test_every_command_refuses_a_purchase_flag_without_buy(command: tuple[str, ...]) -> None:
+    """Every command taking the scenario's flags refuses `--utilisation` without `--buy` alike."""
+    one_line_error(
+        run_cli(*command, "--utilisation", "0.7"), "--utilisation: prices owning the systems; it needs --buy"
+    )
+
+
+def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
+    """A scenario file's `[cost] mode = "buy"` takes the flags without `--buy`; an export prices owning beside
+    renting (the workbook's ownership alternative), so it takes them renting too."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n[cost]\nmode = "buy"\n')
+    owned = run_cli("predict", str(path), "--utilisation", "0.5", "--format", "json")
+    assert owned.code == 0, owned.err
+    assert json.loads(owned.out)["tco"]["utilisation"] == 0.5
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    out = tmp_path / "x.json"
+    exported = run_cli("export", "predict", str(path), "--utilisation", "0.5", "--out", str(out))
+    assert exported.code == 0, exported.err
