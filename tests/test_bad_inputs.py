@@ -143,9 +143,9 @@ CASES: list[Case] = [
     Case("unknown-precision", ("predict", S),
          "field 'precision': must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4' (got 'fp6')",
          toml("precision = 'fp6'\n")),
-    Case("precision-upper-case", ("predict", S),  # as `--gpu H100-SXM` is answered: the choice it misspells
+    Case("precision-misspelt", ("predict", S),  # as `--gpu H100-SXM` is answered: the choice it misspells
          "field 'precision': must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4' (did you mean 'fp8'?)",
-         toml("precision = 'FP8'\n")),
+         toml("precision = 'fp_8'\n")),
     Case("model-file-mlp-upper-case", ("predict", "--model", "{tmp}/m.toml", "--gpu", "h100-sxm"),
          "{tmp}/m.toml: field 'mlp': must be 'swiglu', 'geglu', 'gelu' or 'squared_relu' (did you mean 'swiglu'?)",
          {"m.toml": "base = 'llama3.1-8b'\nmlp = 'SwiGLU'\n"}),

@@ -422,3 +422,27 @@ def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
     out = tmp_path / "x.json"
     exported = run_cli("export", "predict", str(path), "--utilisation", "0.5", "--out", str(out))
     assert exported.code == 0, exported.err
+
+
+def test_a_precision_in_capitals_reads_in_a_file_as_on_the_command_line(tmp_path: Path) -> None:
+    """A file's `precision = "FP8"` (as the tables print it) said "must be 'bf16', 'fp8', ..." where `--precision
+    FP8` ran: a scenario, a campaign phase and a sweep's list take any case, as the flag does; a precision of no
+    case is refused by both, naming the allowed ones."""
+    path = tmp_path / "s.toml"
+    top = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n'
+    path.write_text(top + 'precision = "FP8"\n')
+    by_file = run_cli("predict", str(path), "--format", "json")
+    assert by_file.code == 0, by_file.err
+    assert json.loads(by_file.out) == json.loads(
+        run_cli("predict", str(path), "--precision", "Fp8", "--format", "json").out
+    )
+    assert json.loads(by_file.out)["precision"] == "fp8"
+    path.write_text(top + 'tokens = 1e12\n[[phase]]\nname = "a"\nprecision = "FP8"\n')
+    assert run_cli("predict", str(path)).code == 0
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm"]\nprecisions = ["FP8"]\nn_gpus = [8]\n')
+    assert run_cli("sweep", str(sweep)).code == 0
+    path.write_text(top + 'precision = "FP9"\n')
+    allowed = "must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4'"
+    one_line_error(run_cli("predict", str(path)), f"{path}: field 'precision': {allowed}")
+    one_line_error(run_cli("predict", "--precision", "FP9"), "'--precision'", "'bf16', 'fp8', 'mxfp8', 'nvfp4'")

@@ -37,8 +37,8 @@ CHOICE_CUTOFF = 0.7
 """How alike a mistyped choice must be to name its nearest (difflib's ratio): 'megatorn' is 0.74 of 'megatron-lm'."""
 FORMATS = Choice(["table", "json", "csv"])
 PRECISION = Choice(PRECISIONS, case_sensitive=False)
-"""--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file keeps
-the schema's lower-case enum)."""
+"""--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file's
+`precision` too: scenario_check._precision_in_any_case)."""
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError, did_you_mean, shown_value
+from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.documents import Documents
@@ -113,6 +114,13 @@ def _stack_has_knob(cls: type, value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+@field_validator("precision", mode="before")
+def _precision_in_any_case(cls: type, value: Any) -> Any:
+    """A precision in any case, as --precision and `--gpu ID:PRECISION` take it: the tables print FP8 and NVFP4,
+    and what they print is typed back into a scenario, a phase or a sweep's list."""
+    return value.lower() if isinstance(value, str) and value.lower() in PRECISIONS else value
+
+
 @field_validator("vintage", mode="before")
 def _release_month(cls: type, value: Any) -> Any:
     if isinstance(value, str) and not re.fullmatch(RELEASE_MONTH, value):
@@ -174,6 +182,7 @@ PHASE = model_of(
     {
         "_finite_tokens": _finite_tokens,
         "_phase_layout_only": _phase_layout_only,
+        "_precision_in_any_case": _precision_in_any_case,
         "_visible_name": _visible_name,
         "_written": field_validator("tokens_per_step", mode="before")(_written),
     },
@@ -182,7 +191,7 @@ SCENARIO = model_of(
     Scenario,
     _Strict,
     {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens}
-    | {"_stack_has_knob": _stack_has_knob},
+    | {"_stack_has_knob": _stack_has_knob, "_precision_in_any_case": _precision_in_any_case},
 )
 """The models, nested ones first (a record's model is built once, with the validators given when it is)."""
 
