@@ -446,3 +446,18 @@ def test_a_precision_in_capitals_reads_in_a_file_as_on_the_command_line(tmp_path
     allowed = "must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4'"
     one_line_error(run_cli("predict", str(path)), f"{path}: field 'precision': {allowed}")
     one_line_error(run_cli("predict", "--precision", "FP9"), "'--precision'", "'bf16', 'fp8', 'mxfp8', 'nvfp4'")
+
+
+def test_a_sensitivity_step_in_percent_is_read_as_a_share() -> None:
+    """`sensitivity --step 10%` said "'10%' is not a number", where `--utilisation 80%` and `--confidence 90%` read
+    as shares: 10% is 0.10, and garbage names the flag and both forms."""
+    layout = ("--model", "llama3.1-8b", "--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--mbs", "1")
+    steps = []
+    for step in ("0.1", "10%"):
+        result = run_cli("sensitivity", *layout, "--recompute", "none", "--step", step, "--format", "json")
+        assert result.code == 0, result.err
+        steps.append(json.loads(result.out))
+    assert steps[0] == steps[1] and steps[0]["step"] == 0.1
+    one_line_error(
+        run_cli("sensitivity", "--step", "ten"), "'--step': 'ten' is not a relative change (examples: 0.05, 5%)"
+    )

@@ -183,6 +183,13 @@ class Probability(Share):
     examples = "0.9, 90%"
 
 
+class RelativeChange(Share):
+    """A relative change: 0.05 or 5% (sensitivity's step; planning.sensitivity checks the range)."""
+
+    name = "relative change"
+    examples = "0.05, 5%"
+
+
 class Price(_Dollars, PositiveFloat):
     """USD per GPU-hour: 2.99, $2.99."""
 
