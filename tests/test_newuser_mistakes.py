@@ -461,3 +461,19 @@ def test_a_sensitivity_step_in_percent_is_read_as_a_share() -> None:
     one_line_error(
         run_cli("sensitivity", "--step", "ten"), "'--step': 'ten' is not a relative change (examples: 0.05, 5%)"
     )
+
+
+def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
+    """8B on 10M tokens on 8 H100 printed 'With failures 1.3 min, 3.9e-06 interruptions' and 'Loss: failures
+    0.00028 GPU-h (+0.2%): 3.5e-06 unexpected interruptions' (read: 3.9 interruptions). Numbers print in plain
+    decimals (numbers.plain), an expected count below 0.001 as '<0.001'."""
+    from perfmodel.inputs.numbers import plain
+    from perfmodel.outputs.report import parameter_figure
+
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "10M")
+    assert result.code == 0, result.err
+    assert not re.search(r"\de[-+]\d", result.out), result.out
+    assert "<0.001 interruptions (<0.001 unexpected)" in result.out
+    assert (plain(3.5e-5), plain(3.5e-5, floor=0.001), plain(1234, 3), plain(0.5), plain(2.0)) == (
+        "0.000035", "<0.001", "1,230", "0.5", "2")  # fmt: skip
+    assert parameter_figure(2.1e-5) == "0.000021"
