@@ -477,3 +477,31 @@ def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
     assert (plain(3.5e-5), plain(3.5e-5, floor=0.001), plain(1234, 3), plain(0.5), plain(2.0)) == (
         "0.000035", "<0.001", "1,230", "0.5", "2")  # fmt: skip
     assert parameter_figure(2.1e-5) == "0.000021"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "says"),
+    [
+        ("scenario", '[goodput]\nrestart_s = "10min"\n', "field 'goodput.restart_s': must be a number of seconds (the "
+                                                        "_s in its name), unquoted and without a unit, not '10min'"),
+        ("scenario", 'n_gpus = "8 GPUs"\n', "field 'n_gpus': must be a whole number, unquoted and without a unit"),
+        ("fleet", '[[offer]]\nname = "a"\nsystem = "dgx-h100"\nusd_per_gpu_hour = 2.5\nlead_time_days = "2w"\n',
+         "field 'offer.0.lead_time_days': must be a number of days (the _days in its name), unquoted"),
+        ("fleet", '[[pool]]\nname = "a"\nsystem = "dgx-h100"\ngpus = "64 GPUs"\n',
+         "field 'pool.0.gpus': must be a whole number, unquoted and without a unit, not '64 GPUs'"),
+        ("model", 'base = "llama3.1-8b"\nlayers = "16"\n', "field 'layers': must be a whole number, unquoted"),
+    ],
+)  # fmt: skip
+def test_a_number_written_as_text_says_unquoted_and_its_unit(kind: str, text: str, says: str, tmp_path: Path) -> None:
+    """A scenario's `restart_s = "10min"` said "Input should be a valid number (got '10min')", a fleet file's
+    `lead_time_days = "2w"` "Input should be a valid number, unable to parse string as a number, not '2w'": neither
+    said that TOML reads a quoted value as text, nor the unit the field's name gives."""
+    path = tmp_path / f"{kind}.toml"
+    path.write_text(('model = "llama3.1-8b"\ngpu = "h100-sxm"\n' if kind == "scenario" else "") + text)
+    fleet = ("plan", "--model", "llama3.1-8b", "--tokens", "1T", "--deadline", "30d", "--fleet", str(path))
+    args = {
+        "scenario": ("predict", str(path)),
+        "model": ("predict", "--model", str(path), "--gpus", "8"),
+        "fleet": fleet,
+    }
+    one_line_error(run_cli(*args[kind]), f"{path}: {says}")

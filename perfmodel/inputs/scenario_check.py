@@ -19,6 +19,7 @@ from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import other_kind
+from perfmodel.inputs.numbers import unquoted
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
     MAX_TOKENS,
@@ -260,6 +261,8 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         hint = did_you_mean(value, choices) if isinstance(value, str) else ""
         return field, err["msg"].replace("Input should be", "must be") + (hint or _shown(value))
     message, value = err["msg"].removeprefix("Value error, "), err.get("input")
+    if field and (text := unquoted(field, err["type"], value)):  # `restart_s = "10min"`: no number read it
+        return field, text
     head = re.match(r"(\w+): ", message)  # a table's check naming its key ("shares: ..."): the dotted field
     if field and head and isinstance(value, dict) and head.group(1) in value:
         return f"{field}.{head.group(1)}", message[head.end() :]
