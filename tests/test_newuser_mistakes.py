@@ -387,8 +387,10 @@ OWNING_FLAGS = [
 @pytest.mark.parametrize(("flag", "value"), OWNING_FLAGS)
 def test_a_purchase_flag_without_buy_is_refused(flag: str, value: str) -> None:
     """`predict --usd-per-system 400k` (no `--buy`) priced renting and said nothing of the price given; each
-    purchase flag prices owning only."""
+    purchase flag prices owning only, and its help says so."""
     one_line_error(run_cli("predict", flag, value), f"{flag}: prices owning the systems; it needs --buy (renting")
+    helped = " ".join(run_cli("predict", "--help").out.split())
+    assert re.search(rf"{flag} [A-Z ]+ With --buy: ", helped), helped
 
 
 @pytest.mark.parametrize(
