@@ -507,3 +507,13 @@ def test_a_number_written_as_text_says_unquoted_and_its_unit(kind: str, text: st
         "fleet": fleet,
     }
     one_line_error(run_cli(*args[kind]), f"{path}: {says}")
+
+
+def test_plan_of_a_file_without_tokens_names_the_file(tmp_path: Path) -> None:
+    """`plan s.toml --deadline 30d` of a file without `tokens` said 'plan needs the work to train: --tokens (e.g. 15T)
+    or --benchmark', as if only a flag could give it: the file and its field are named too."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n')
+    err = f'{path}: no work to train: set tokens (e.g. 15e12 or "15T") or benchmark in it, or pass --tokens (e.g.'
+    one_line_error(run_cli("plan", str(path), "--deadline", "30d"), err)
+
