@@ -517,3 +517,18 @@ def test_plan_of_a_file_without_tokens_names_the_file(tmp_path: Path) -> None:
     err = f'{path}: no work to train: set tokens (e.g. 15e12 or "15T") or benchmark in it, or pass --tokens (e.g.'
     one_line_error(run_cli("plan", str(path), "--deadline", "30d"), err)
 
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"model": "llama3.1-8b", "gpu": "h100-sxm"}', "; this is JSON: an input file is TOML, key = value lines"),
+        ('model = "llama3.1-8b"\ngpu = "h100-sxm"\n[model]\nbase = "llama3.1-8b"\n',
+         "Cannot overwrite a value (at line 3, column 7); a key is set twice, or beside a table of its name"),
+    ],
+)  # fmt: skip
+def test_a_scenario_that_is_no_toml_says_what_it_is(text: str, says: str, tmp_path: Path) -> None:
+    """A scenario written as JSON (the HTTP API's body) said only 'not valid TOML: Invalid statement (at line 1,
+    column 1)'; `model = ...` beside a `[model]` table only 'Cannot overwrite a value'."""
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    one_line_error(run_cli("predict", str(path)), f"{path}: not valid TOML: ", says)
