@@ -412,6 +412,18 @@ def test_every_command_refuses_a_purchase_flag_without_buy(command: tuple[str, .
     )
 
 
+def test_a_files_purchase_field_without_buy_is_refused(tmp_path: Path) -> None:
+    """A scenario's `[cost] utilisation = 0.7` without `mode = "buy"` priced renting and said nothing, as the flag
+    did; with `--buy` it prices owning."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n[cost]\nutilisation = 0.7\n')
+    err = f"{path}: field 'cost.utilisation': prices owning the systems; it needs [cost] mode = \"buy\" (or --buy)"
+    one_line_error(run_cli("predict", str(path)), err)
+    owned = run_cli("predict", str(path), "--buy", "--format", "json")
+    assert owned.code == 0, owned.err
+    assert json.loads(owned.out)["tco"]["utilisation"] == 0.7
+
+
 def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
     """A scenario file's `[cost] mode = "buy"` takes the flags without `--buy`; an export prices owning beside
     renting (the workbook's ownership alternative), so it takes them renting too."""

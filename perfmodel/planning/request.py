@@ -148,7 +148,7 @@ def load_request(
             f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
             f"{spelling.given('gpu', 'ID')} or {spelling.given('system', 'ID')}"
         )
-    check_owning(loaded, options, origins, spelling)
+    check_owning(loaded, source, options, origins, spelling)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
@@ -162,16 +162,28 @@ def load_request(
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
 
 
-def check_owning(loaded: Scenario, options: dict[str, Any], origins: dict[str, str], spelling: Spelling) -> None:
+def check_owning(
+    loaded: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], spelling: Spelling
+) -> None:
     """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
-    0.7` without `--buy`): refused, unless the question prices owning beside renting (owning_priced)."""
+    0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
+    file's field, unless the question prices owning beside renting (owning_priced)."""
     if loaded.cost.mode == "buy" or _OWNING_PRICED.get():
         return
+    buy = spelling.given("buy", True)
     key = next((key for key in OWNING_KEYS if options.get(key) is not None), None)
     if key is not None:
         raise PerfmodelError(
-            f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs "
-            f"{spelling.given('buy', True)} (renting, the price is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
+            f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
+            f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
+        )
+    field = next(
+        (OPTION_FIELDS[k] for k in OWNING_KEYS if OPTION_FIELDS[k].partition(".")[2] in given(loaded.cost)), None
+    )
+    if field is not None:
+        raise PerfmodelError(
+            f"{source_name(source)}: field '{field}': prices owning the systems; it needs [cost] mode = \"buy\" (or "
+            f"{buy}); renting, the price is per GPU-hour: cost.usd_per_gpu_hour"
         )
 
 
