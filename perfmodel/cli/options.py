@@ -536,22 +536,14 @@ def scenario_options(
             help="Run-to-run spread of log time in P10/P90 and probabilities (default 0.00787, measured; 0: off).",
         ),
         click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
+        click.option("--usd-per-system", type=Usd(), help="With --buy: price of one node or rack: 400k, $3.9M."),
         click.option(
-            "--usd-per-system", type=Usd(), help="With --buy: purchase price of one node or rack: 400k, $3.9M."
+            "--amortisation-years", type=PositiveFloat(), help="With --buy: years the price is spread over (4)."
         ),
+        click.option("--utilisation", type=Share(), help="With --buy: share of the hours they train (0.8 or 80%)."),
+        click.option("--electricity-usd-per-kwh", type=Price(), help="With --buy: electricity, USD per kWh (0.08)."),
         click.option(
-            "--amortisation-years", type=PositiveFloat(), help="With --buy: years to spread the purchase over (4)."
-        ),
-        click.option(
-            "--utilisation", type=Share(), help="With --buy: share of the hours the systems train (0.8 or 80%)."
-        ),
-        click.option(
-            "--electricity-usd-per-kwh", type=Price(), help="With --buy: electricity price, USD per kWh (0.08)."
-        ),
-        click.option(
-            "--facility-usd-per-kw-month",
-            type=click.FloatRange(min=0),
-            help="With --buy: colocation price per kW-month (0).",
+            "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="With --buy: colocation per kW-month (0)."
         ),
     ]
 
