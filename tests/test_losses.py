@@ -150,7 +150,7 @@ def test_half_a_ramp_or_an_evaluation_is_refused_not_ignored(tmp_path: Path, tab
 @pytest.mark.parametrize(
     ("changes", "named"),
     [
-        ({"ramp_tokens": 3e12, "ramp_start_gbs": 64}, "losses.ramp_tokens: a ramp of 3e+12 tokens is longer"),
+        ({"ramp_tokens": 3e12, "ramp_start_gbs": 64}, "losses.ramp_tokens: a ramp of 3T tokens is longer"),
         ({"ramp_tokens": 1e9, "ramp_start_gbs": 512}, "losses.ramp_start_gbs: the ramp starts at 512 sequences"),
         ({"job_limit_h": 0.1}, "losses.job_limit_h: a job of 0.1 h ends before its start-up of 1,047 s"),
     ],

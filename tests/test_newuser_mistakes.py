@@ -352,3 +352,195 @@ def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path)
     campaign.write_text(f'{top}[[phase]]\nname = "a"\ntokens = 999.998e9\n\n[[phase]]\nname = "b"\n')
     left = "phase 'b' (what the others leave): 2e+06"
     one_line_error(run_cli("predict", str(campaign)), f"{campaign}: field 'tokens': {left} {step}")
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ('id = "llama3.1-8b"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B; to change its shapes, start "
+                                              "from it with base = 'llama3.1-8b' and give an id of your own"),
+        ('base = "llama3.1-8b"\nid = "llama3.1-8b"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B, whose "
+                                                                    "shapes these are not"),
+    ],
+)  # fmt: skip
+def test_a_model_tables_zoo_id_is_not_overridden_by_its_shapes(table: str, says: str, tmp_path: Path) -> None:
+    """A scenario's `[model]` table `id = "llama3.1-8b"`, `layers = 16` said "field 'model.hidden': Field required",
+    and over `base = "llama3.1-8b"` priced 16 layers under the zoo's id in every output, silently, where a model file
+    doing so was refused. Shapes never override a zoo id (README, Scenario files): the table names its own."""
+    path = tmp_path / "s.toml"
+    head = 'gpu = "h100-sxm"\nn_gpus = 8\n[model]\n'
+    path.write_text(head + table)
+    one_line_error(run_cli("predict", str(path)), f"{path}: field 'model.id': {says}")
+    path.write_text(head + 'base = "llama3.1-8b"\nid = "llama3.1-8b"\n')  # the zoo's own shapes under its own id
+    assert run_cli("predict", str(path)).code == 0
+
+
+OWNING_FLAGS = [
+    ("--usd-per-system", "400k"),
+    ("--amortisation-years", "5"),
+    ("--utilisation", "70%"),
+    ("--electricity-usd-per-kwh", "0.12"),
+    ("--facility-usd-per-kw-month", "150"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value"), OWNING_FLAGS)
+def test_a_purchase_flag_without_buy_is_refused(flag: str, value: str) -> None:
+    """`predict --usd-per-system 400k` (no `--buy`) priced renting and said nothing of the price given; each
+    purchase flag prices owning only, and its help says so."""
+    one_line_error(run_cli("predict", flag, value), f"{flag}: prices owning the systems; it needs --buy (renting")
+    helped = " ".join(run_cli("predict", "--help").out.split())
+    assert re.search(rf"{flag} [A-Z ]+ With --buy: ", helped), helped
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("compare", "--gpu", "h100-sxm", "--gpu", "b200"),
+        ("search",),
+        ("plan", "--gpu", "h100-sxm", "--deadline", "90d"),
+        ("whatif", "--set", "nvlink_gbps=x2"),
+        ("sensitivity",),
+        ("explain",),
+        ("launch", "--stack", "megatron-lm"),
+    ],
+)
+def test_every_command_refuses_a_purchase_flag_without_buy(command: tuple[str, ...]) -> None:
+    """Every command taking the scenario's flags refuses `--utilisation` without `--buy` alike."""
+    one_line_error(
+        run_cli(*command, "--utilisation", "0.7"), "--utilisation: prices owning the systems; it needs --buy"
+    )
+
+
+def test_a_files_purchase_field_without_buy_is_refused(tmp_path: Path) -> None:
+    """A scenario's `[cost] utilisation = 0.7` without `mode = "buy"` priced renting and said nothing, as the flag
+    did; with `--buy` it prices owning."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n[cost]\nutilisation = 0.7\n')
+    err = f"{path}: field 'cost.utilisation': prices owning the systems; it needs [cost] mode = \"buy\" (or --buy)"
+    one_line_error(run_cli("predict", str(path)), err)
+    owned = run_cli("predict", str(path), "--buy", "--format", "json")
+    assert owned.code == 0, owned.err
+    assert json.loads(owned.out)["tco"]["utilisation"] == 0.7
+
+
+def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
+    """A scenario file's `[cost] mode = "buy"` takes the flags without `--buy`; an export prices owning beside
+    renting (the workbook's ownership alternative), so it takes them renting too."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n[cost]\nmode = "buy"\n')
+    owned = run_cli("predict", str(path), "--utilisation", "0.5", "--format", "json")
+    assert owned.code == 0, owned.err
+    assert json.loads(owned.out)["tco"]["utilisation"] == 0.5
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    out = tmp_path / "x.json"
+    exported = run_cli("export", "predict", str(path), "--utilisation", "0.5", "--out", str(out))
+    assert exported.code == 0, exported.err
+
+
+def test_a_precision_in_capitals_reads_in_a_file_as_on_the_command_line(tmp_path: Path) -> None:
+    """A file's `precision = "FP8"` (as the tables print it) said "must be 'bf16', 'fp8', ..." where `--precision
+    FP8` ran: a scenario, a campaign phase and a sweep's list take any case, as the flag does; a precision of no
+    case is refused by both, naming the allowed ones."""
+    path = tmp_path / "s.toml"
+    top = 'model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n'
+    path.write_text(top + 'precision = "FP8"\n')
+    by_file = run_cli("predict", str(path), "--format", "json")
+    assert by_file.code == 0, by_file.err
+    assert json.loads(by_file.out) == json.loads(
+        run_cli("predict", str(path), "--precision", "Fp8", "--format", "json").out
+    )
+    assert json.loads(by_file.out)["precision"] == "fp8"
+    path.write_text(top + 'tokens = 1e12\n[[phase]]\nname = "a"\nprecision = "FP8"\n')
+    assert run_cli("predict", str(path)).code == 0
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text('[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm"]\nprecisions = ["FP8"]\nn_gpus = [8]\n')
+    assert run_cli("sweep", str(sweep)).code == 0
+    path.write_text(top + 'precision = "FP9"\n')
+    allowed = "must be 'bf16', 'fp8', 'mxfp8', 'nvfp4' or 'mxfp4'"
+    one_line_error(run_cli("predict", str(path)), f"{path}: field 'precision': {allowed}")
+    one_line_error(run_cli("predict", "--precision", "FP9"), "'--precision'", "'bf16', 'fp8', 'mxfp8', 'nvfp4'")
+
+
+def test_a_sensitivity_step_in_percent_is_read_as_a_share() -> None:
+    """`sensitivity --step 10%` said "'10%' is not a number", where `--utilisation 80%` and `--confidence 90%` read
+    as shares: 10% is 0.10, and garbage names the flag and both forms."""
+    layout = ("--model", "llama3.1-8b", "--gpus", "8", "--tp", "1", "--pp", "1", "--cp", "1", "--vp", "1", "--mbs", "1")
+    steps = []
+    for step in ("0.1", "10%"):
+        result = run_cli("sensitivity", *layout, "--recompute", "none", "--step", step, "--format", "json")
+        assert result.code == 0, result.err
+        steps.append(json.loads(result.out))
+    assert steps[0] == steps[1] and steps[0]["step"] == 0.1
+    one_line_error(
+        run_cli("sensitivity", "--step", "ten"), "'--step': 'ten' is not a relative change (examples: 0.05, 5%)"
+    )
+
+
+def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
+    """8B on 10M tokens on 8 H100 printed 'With failures 1.3 min, 3.9e-06 interruptions' and 'Loss: failures
+    0.00028 GPU-h (+0.2%): 3.5e-06 unexpected interruptions' (read: 3.9 interruptions). Numbers print in plain
+    decimals (numbers.plain), an expected count below 0.001 as '<0.001'."""
+    from perfmodel.inputs.numbers import plain
+    from perfmodel.outputs.report import parameter_figure
+
+    result = run_cli("predict", "--model", "llama3.1-8b", "--gpus", "8", "--tokens", "10M")
+    assert result.code == 0, result.err
+    assert not re.search(r"\de[-+]\d", result.out), result.out
+    assert "<0.001 interruptions (<0.001 unexpected)" in result.out
+    assert (plain(3.5e-5), plain(3.5e-5, floor=0.001), plain(1234, 3), plain(0.5), plain(2.0)) == (
+        "0.000035", "<0.001", "1,230", "0.5", "2")  # fmt: skip
+    assert parameter_figure(2.1e-5) == "0.000021"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "says"),
+    [
+        ("scenario", '[goodput]\nrestart_s = "10min"\n', "field 'goodput.restart_s': must be a number of seconds (the "
+                                                        "_s in its name), unquoted and without a unit, not '10min'"),
+        ("scenario", 'n_gpus = "8 GPUs"\n', "field 'n_gpus': must be a whole number, unquoted and without a unit"),
+        ("fleet", '[[offer]]\nname = "a"\nsystem = "dgx-h100"\nusd_per_gpu_hour = 2.5\nlead_time_days = "2w"\n',
+         "field 'offer.0.lead_time_days': must be a number of days (the _days in its name), unquoted"),
+        ("fleet", '[[pool]]\nname = "a"\nsystem = "dgx-h100"\ngpus = "64 GPUs"\n',
+         "field 'pool.0.gpus': must be a whole number, unquoted and without a unit, not '64 GPUs'"),
+        ("model", 'base = "llama3.1-8b"\nlayers = "16"\n', "field 'layers': must be a whole number, unquoted"),
+    ],
+)  # fmt: skip
+def test_a_number_written_as_text_says_unquoted_and_its_unit(kind: str, text: str, says: str, tmp_path: Path) -> None:
+    """A scenario's `restart_s = "10min"` said "Input should be a valid number (got '10min')", a fleet file's
+    `lead_time_days = "2w"` "Input should be a valid number, unable to parse string as a number, not '2w'": neither
+    said that TOML reads a quoted value as text, nor the unit the field's name gives."""
+    path = tmp_path / f"{kind}.toml"
+    path.write_text(('model = "llama3.1-8b"\ngpu = "h100-sxm"\n' if kind == "scenario" else "") + text)
+    fleet = ("plan", "--model", "llama3.1-8b", "--tokens", "1T", "--deadline", "30d", "--fleet", str(path))
+    args = {
+        "scenario": ("predict", str(path)),
+        "model": ("predict", "--model", str(path), "--gpus", "8"),
+        "fleet": fleet,
+    }
+    one_line_error(run_cli(*args[kind]), f"{path}: {says}")
+
+
+def test_plan_of_a_file_without_tokens_names_the_file(tmp_path: Path) -> None:
+    """`plan s.toml --deadline 30d` of a file without `tokens` said 'plan needs the work to train: --tokens (e.g. 15T)
+    or --benchmark', as if only a flag could give it: the file and its field are named too."""
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\n')
+    err = f'{path}: no work to train: set tokens (e.g. 15e12 or "15T") or benchmark in it, or pass --tokens (e.g.'
+    one_line_error(run_cli("plan", str(path), "--deadline", "30d"), err)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"model": "llama3.1-8b", "gpu": "h100-sxm"}', "; this is JSON: an input file is TOML, key = value lines"),
+        ('model = "llama3.1-8b"\ngpu = "h100-sxm"\n[model]\nbase = "llama3.1-8b"\n',
+         "Cannot overwrite a value (at line 3, column 7); a key is set twice, or beside a table of its name"),
+    ],
+)  # fmt: skip
+def test_a_scenario_that_is_no_toml_says_what_it_is(text: str, says: str, tmp_path: Path) -> None:
+    """A scenario written as JSON (the HTTP API's body) said only 'not valid TOML: Invalid statement (at line 1,
+    column 1)'; `model = ...` beside a `[model]` table only 'Cannot overwrite a value'."""
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    one_line_error(run_cli("predict", str(path)), f"{path}: not valid TOML: ", says)

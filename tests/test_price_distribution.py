@@ -137,7 +137,7 @@ def test_a_malformed_price_distribution_is_one_line(value: str) -> None:
     [
         ("usd_per_gpu_hour_range = [3.0, 2.0, 1.0]", "low <= mode <= high"),
         ("usd_per_gpu_hour_range = [1.0, 2.0]", "low <= mode <= high"),
-        ('usd_per_gpu_hour_range = [1.0, 2.0, "x"]', "valid number"),
+        ('usd_per_gpu_hour_range = [1.0, 2.0, "x"]', "must be a number, unquoted"),
         ("usd_per_gpu_hour_range = [1.0, 2.0, 3.0]\nusd_per_gpu_hour = 2.0", "excludes a rental price"),
         ('usd_per_gpu_hour_range = [1.0, 2.0, 3.0]\nmode = "buy"', "excludes buying"),
     ],

@@ -53,8 +53,12 @@ def export_options(command: Command) -> Command:
 
 
 @cli.group()
-def export() -> None:
+@click.pass_context
+def export(ctx: click.Context) -> None:
     """Write a command's results to FILE.xlsx (live formulas), FILE.csv or FILE.json."""
+    from perfmodel.planning.request import owning_priced
+
+    ctx.with_resource(owning_priced())  # every export prices owning beside renting: --usd-per-system and the rest count
 
 
 def prediction_label(prediction: Any) -> str:

@@ -37,8 +37,8 @@ CHOICE_CUTOFF = 0.7
 """How alike a mistyped choice must be to name its nearest (difflib's ratio): 'megatorn' is 0.74 of 'megatron-lm'."""
 FORMATS = Choice(["table", "json", "csv"])
 PRECISION = Choice(PRECISIONS, case_sensitive=False)
-"""--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file keeps
-the schema's lower-case enum)."""
+"""--precision in any case: the tables print FP8 and NVFP4, and what they print is typed back (a scenario file's
+`precision` too: scenario_check._precision_in_any_case)."""
 Command = TypeVar("Command", bound=Callable[..., Any])
 """A click command function, as option decorators take and return it."""
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -181,6 +181,13 @@ class Probability(Share):
 
     name = "probability"
     examples = "0.9, 90%"
+
+
+class RelativeChange(Share):
+    """A relative change: 0.05 or 5% (sensitivity's step; planning.sensitivity checks the range)."""
+
+    name = "relative change"
+    examples = "0.05, 5%"
 
 
 class Price(_Dollars, PositiveFloat):
@@ -529,12 +536,14 @@ def scenario_options(
             help="Run-to-run spread of log time in P10/P90 and probabilities (default 0.00787, measured; 0: off).",
         ),
         click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
-        click.option("--usd-per-system", type=Usd(), help="Purchase price of one node or rack (--buy): 400k, $3.9M."),
-        click.option("--amortisation-years", type=PositiveFloat(), help="Years to spread the purchase over (4)."),
-        click.option("--utilisation", type=Share(), help="Share of the hours the systems train (0.8 or 80%)."),
-        click.option("--electricity-usd-per-kwh", type=Price(), help="Electricity price when buying (0.08)."),
+        click.option("--usd-per-system", type=Usd(), help="With --buy: price of one node or rack: 400k, $3.9M."),
         click.option(
-            "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="Colocation price per kW-month (0)."
+            "--amortisation-years", type=PositiveFloat(), help="With --buy: years the price is spread over (4)."
+        ),
+        click.option("--utilisation", type=Share(), help="With --buy: share of the hours they train (0.8 or 80%)."),
+        click.option("--electricity-usd-per-kwh", type=Price(), help="With --buy: electricity, USD per kWh (0.08)."),
+        click.option(
+            "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="With --buy: colocation per kW-month (0)."
         ),
     ]
 

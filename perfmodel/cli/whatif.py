@@ -9,7 +9,7 @@ import click
 from perfmodel.cli import cli
 from perfmodel.cli.options import (
     FORMATS,
-    PositiveFloat,
+    RelativeChange,
     emit,
     load_from_flags,
     progress,
@@ -67,10 +67,10 @@ def whatif(scenario: str | None, settings: tuple[str, ...], fmt: str, **flags: A
 @scenario_options
 @click.option(
     "--step",
-    type=PositiveFloat(),
+    type=RelativeChange(),
     default=0.05,
     show_default=True,
-    help="Relative change for the finite differences.",
+    help="Relative change for the finite differences: 0.05 or 5%.",
 )
 @table_or_json
 @quiet_option

@@ -191,6 +191,20 @@ def _unquoted(text: str, error: str) -> str:
     return f'; {key} = {value}: TOML takes text in quotes: {key} = "{value}"'
 
 
+def _other_syntax(text: str, error: str) -> str:
+    """What the file holds instead, where tomllib's message says less: JSON ('Invalid statement' at line 1: a
+    results file, or a scenario written as the HTTP API's JSON), or a key set twice ('Cannot overwrite a value':
+    `model = ...` beside a [model] table); '' otherwise."""
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+        return (
+            "; this is JSON: an input file is TOML, key = value lines (perfmodel schema scenario|fleet|model|hardware "
+            "lists the keys)"
+        )
+    if error.startswith("Cannot overwrite a value"):
+        return "; a key is set twice, or beside a table of its name (model = ... and a [model] table): keep one"
+    return ""
+
+
 def _sourced(tables: dict[str, Any]) -> bool:
     """Whether tables hold a hardware figure, a {value, source} pair (hardware_specs' format)."""
     return any(isinstance(v, dict) and ("source" in v or _sourced(v)) for v in tables.values())
@@ -232,6 +246,7 @@ def parse_toml(source: Path, text: str) -> dict[str, Any]:
     try:  # a byte-order mark, which Windows editors write and tomllib takes for a statement, is no content
         return tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
-        raise PerfmodelError(f"{source}: not valid TOML: {exc}{_unquoted(text, str(exc))}") from None
+        hint = _unquoted(text, str(exc)) or _other_syntax(text, str(exc))
+        raise PerfmodelError(f"{source}: not valid TOML: {exc}{hint}") from None
     except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
         raise PerfmodelError(f"{source}: {TOO_LONG_INTEGER}") from None

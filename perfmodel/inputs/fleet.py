@@ -51,6 +51,7 @@ from typing import Any, Literal
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.files import parse_toml, read_text
+from perfmodel.inputs.numbers import unquoted
 from perfmodel.inputs.record import bounded, record
 from perfmodel.inputs.scenario import MAX_GPUS
 
@@ -205,7 +206,8 @@ def _refusal(errors: list[Any]) -> str:
         return f"field '{field}': required"
     if err["type"] == "tuple_type" and len(loc) == 1 and isinstance(err["input"], dict):
         return f"field '{field}': a list of tables, [[{field}]], not one [{field}] table"
-    return f"field '{field}': {err['msg']}, not {shown(repr(err['input']), 80)}"
+    text = unquoted(field, err["type"], err["input"])  # `lead_time_days = "2w"`: no number read it
+    return f"field '{field}': {text or err['msg'] + ', not ' + shown(repr(err['input']), 80)}"
 
 
 def _check_sites(fleet: Fleet, where: str) -> None:

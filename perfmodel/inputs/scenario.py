@@ -728,6 +728,10 @@ def scenario_from(
 
     try:
         scenario = checked_scenario(raw)
+        if isinstance(scenario.model, ModelOverride) and (
+            source != "scenario" or isinstance(overrides.get("model"), dict)
+        ):
+            check_zoo_id(as_dict(scenario.model, exclude_none=True))  # the user's own table: the API's keyword too
         check_phases(scenario)
         check_documents(scenario)
         check_window(scenario)
@@ -785,6 +789,28 @@ def table_spec(shapes: dict[str, Any]) -> ModelSpec:
     return model_spec(start | shapes | {"source": source})
 
 
+def check_zoo_id(table: dict[str, Any]) -> None:
+    """A user's [model] table (a scenario's, a model file's) whose `id` names a zoo model is refused unless its
+    shapes are that model's: every output's `model` column would name it. Shapes never override a zoo id (no such
+    semantics: other shapes go over `base` under an id of their own). Not in table_spec: the bundled runs price
+    llm-foundry's configs under the zoo's id (fitting/runs.py _gpt_table), their sequence length their own."""
+    zoo, base = table.get("id"), table.get("base")
+    if zoo not in ZOO:
+        return
+    if not base:  # `id = "llama3.1-8b"`, `layers = 16`: the zoo's id read as a base
+        raise FieldError(
+            "model.id",
+            f"'{zoo}' is the zoo's {ZOO[zoo].name}; to change its shapes, start from it with base = '{zoo}' and give "
+            f"an id of your own (e.g. '{zoo}-custom'), or name it alone as model = '{zoo}'",
+        )
+    if _shapes(table_spec(table)) != _shapes(ZOO[zoo]):
+        raise FieldError(
+            "model.id",
+            f"'{zoo}' is the zoo's {ZOO[zoo].name}, whose shapes these are not, and every output's `model` column "
+            f"would name it; give the model an id of its own (e.g. '{base}-custom')",
+        )
+
+
 def _shapes(spec: ModelSpec) -> dict[str, Any]:
     """What prices a model: its fields but its names and citation."""
     return {k: v for k, v in as_dict(spec).items() if k not in ("id", "name", "source")}
@@ -817,17 +843,12 @@ def model_file(path: Path) -> dict[str, Any]:
     table = check_model_file(path, read_toml(path, "model"))
     table = sourced(table, str(path))
     try:
-        spec = table_spec(table)
+        check_zoo_id(table)
+        table_spec(table)
     except FieldError as exc:
         raise PerfmodelError(f"{path}: field '{exc.field.removeprefix('model.')}': {exc.detail}") from None
     except PerfmodelError as exc:
         raise PerfmodelError(f"{path}: {exc}") from None
-    if spec.id in ZOO and _shapes(spec) != _shapes(ZOO[spec.id]):  # the row's `model` would name the zoo's
-        raise PerfmodelError(
-            f"{path}: field 'id': '{spec.id}' is the zoo's {ZOO[spec.id].name}, whose shapes these are not, and every "
-            f"output's `model` column would name it; give the model an id of its own (e.g. "
-            f"'{table.get('base', 'my')}-custom')"
-        )
     return table
 
 

@@ -14,10 +14,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perfmodel.errors import PerfmodelError, did_you_mean, shown_value
+from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.documents import Documents
 from perfmodel.inputs.files import other_kind
+from perfmodel.inputs.numbers import unquoted
 from perfmodel.inputs.scenario import (
     FAILURE_CLASSES,
     MAX_TOKENS,
@@ -113,6 +115,13 @@ def _stack_has_knob(cls: type, value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+@field_validator("precision", mode="before")
+def _precision_in_any_case(cls: type, value: Any) -> Any:
+    """A precision in any case, as --precision and `--gpu ID:PRECISION` take it: the tables print FP8 and NVFP4,
+    and what they print is typed back into a scenario, a phase or a sweep's list."""
+    return value.lower() if isinstance(value, str) and value.lower() in PRECISIONS else value
+
+
 @field_validator("vintage", mode="before")
 def _release_month(cls: type, value: Any) -> Any:
     if isinstance(value, str) and not re.fullmatch(RELEASE_MONTH, value):
@@ -174,6 +183,7 @@ PHASE = model_of(
     {
         "_finite_tokens": _finite_tokens,
         "_phase_layout_only": _phase_layout_only,
+        "_precision_in_any_case": _precision_in_any_case,
         "_visible_name": _visible_name,
         "_written": field_validator("tokens_per_step", mode="before")(_written),
     },
@@ -182,7 +192,7 @@ SCENARIO = model_of(
     Scenario,
     _Strict,
     {"_apply_benchmark": _apply_benchmark, "_release_month": _release_month, "_finite_tokens": _finite_tokens}
-    | {"_stack_has_knob": _stack_has_knob},
+    | {"_stack_has_knob": _stack_has_knob, "_precision_in_any_case": _precision_in_any_case},
 )
 """The models, nested ones first (a record's model is built once, with the validators given when it is)."""
 
@@ -251,6 +261,8 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
         hint = did_you_mean(value, choices) if isinstance(value, str) else ""
         return field, err["msg"].replace("Input should be", "must be") + (hint or _shown(value))
     message, value = err["msg"].removeprefix("Value error, "), err.get("input")
+    if field and (text := unquoted(field, err["type"], value)):  # `restart_s = "10min"`: no number read it
+        return field, text
     head = re.match(r"(\w+): ", message)  # a table's check naming its key ("shares: ..."): the dotted field
     if field and head and isinstance(value, dict) and head.group(1) in value:
         return f"{field}.{head.group(1)}", message[head.end() :]

@@ -20,6 +20,7 @@ from typing import Any
 import sympy
 
 from perfmodel.inputs import hybrid
+from perfmodel.inputs.numbers import plain
 from perfmodel.inputs.stacks import FA2_SPEEDS, get_stack
 from perfmodel.outputs.experts import experts_text
 from perfmodel.outputs.report import headline
@@ -817,15 +818,16 @@ def _zero_formula(ctx: Context, zero: int, g: _Group, windows: DpWindows) -> tup
     t = g.terms
     named = DpTerms(
         reduce=_q(f"t_AR{suffix}", t.reduce, "s",
-                  f"all-reduce of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
+                  f"all-reduce of {plain(grads / 1e9, 3)} GB of {dtype} gradients, bucket by bucket ({group})"),
         scatter=_q(f"t_RS{suffix}", t.scatter, "s",
-                   f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, bucket by bucket ({group})"),
+                   f"reduce-scatter of {plain(grads / 1e9, 3)} GB of {dtype} gradients, bucket by bucket ({group})"),
         gather_updates=_q(f"t_AG{suffix}", t.gather_updates, "s",
                           f"all-gather of the updated parameters, bucket by bucket{of}"),
         unit_gathers=_q(f"t_AG_w{suffix}", t.unit_gathers, "s",
                         f"all-gather of this rank's weights (FSDP), layer by layer{of}"),
         unit_scatters=_q(f"t_RS_w{suffix}", t.unit_scatters, "s",
-                         f"reduce-scatter of {grads / 1e9:.3g} GB of {dtype} gradients, layer by layer ({group})"),
+                         f"reduce-scatter of {plain(grads / 1e9, 3)} GB of {dtype} gradients, layer by layer "
+                         f"({group})"),
         per_tensor=_q(f"t_ZeRO3_mb{suffix}", t.per_tensor, "s",
                       f"one micro-batch's {g.gathers:g} weight gathers and gradient reduce-scatter, a call per tensor "
                       f"({tensors:,.0f} tensors), each with {g.links.size:,.0f} copy kernels and its ring latency, "

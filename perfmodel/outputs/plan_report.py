@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from perfmodel.errors import visible
+from perfmodel.inputs.numbers import plain
 from perfmodel.outputs.record import price_basis, price_cell
 from perfmodel.outputs.report import (
     _duration,
@@ -138,7 +139,7 @@ def table_unit(records: Iterable[dict[str, Any]]) -> str | None:
 def _mega(value: float) -> str:
     """A cell of a MWh or MW column: to 0.1, or to two significant digits where that would read 0.0 (an MLPerf
     GPT-OSS-20B plan on 64 GB300s uses about 29 kWh; a plan of 8 H100s draws about 0.01 MW)."""
-    return f"{value:,.1f}" if value >= 0.05 else f"{value:.2g}"
+    return f"{value:,.1f}" if value >= 0.05 else plain(value, 2)
 
 
 RUN_HEADERS = ["time to train", "cost", "MWh", "tCO2e"]
@@ -464,7 +465,7 @@ def goal_table(report: Any) -> str:
     if goal["budget_usd"] is not None:
         wanted.append(f"for at most {_usd(goal['budget_usd'])}")
     if goal["power_cap_mw"] is not None:
-        wanted.append(f"in at most {goal['power_cap_mw']:,.4g} MW at the wall")
+        wanted.append(f"in at most {plain(goal['power_cap_mw'], 4)} MW at the wall")
     p0 = next(p for c in report.plans for p in (c.prediction, *c.tried.values()) if p is not None)
     work = f"{p0.model.name}, {_tokens(p0)}"
     planned_days = [c.to_dict()["time_to_train_days"] for c in report.plans if c.prediction is not None]
@@ -636,7 +637,7 @@ def _on_demand(source: dict[str, Any]) -> str:
     """An on-demand offer's note in a fleet table: its GPUs are its most, held per phase for its GPU-hours."""
     if source["billing"] != "on_demand":
         return ""
-    return f" on demand, {source['gpu_hours'] / 1e6:.3g}M GPU-h"
+    return f" on demand, {count_text(source['gpu_hours'])} GPU-h"
 
 
 def fleet_table(report: Any, timed: bool = True) -> str:
@@ -661,7 +662,7 @@ def fleet_table(report: Any, timed: bool = True) -> str:
                 f"{d['n_gpus']:,}",
                 owned or "-",
                 offered or "-",
-                f"{d['start_after_days']:.3g} days",
+                f"{plain(d['start_after_days'], 3)} days",
                 f"{days[0]} ({days[1]} to {days[2]})",
                 f"{d['p_deadline']:.2f}",
                 _usd(d["cost_usd_owned"]),

@@ -11,6 +11,7 @@ from typing import Any
 from perfmodel.errors import PerfmodelError, visible
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.hardware import Accelerator
+from perfmodel.inputs.numbers import plain
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import given
 from perfmodel.inputs.scenario import TOKENS_PER_STEP_PUBLISHED, Scenario, flatten, from_default
@@ -60,7 +61,7 @@ def _duration(seconds: float, unit: str | None = None) -> str:
     """A duration in `unit` (default: the one it reads best in); below 1 to two significant digits, not 0.0."""
     unit = unit or duration_unit(seconds)
     value = seconds / DURATION_UNITS[unit]
-    return f"{value:,.1f} {unit}" if value >= 1 or value == 0 else f"{value:.2g} {unit}"
+    return f"{value:,.1f} {unit}" if value >= 1 or value == 0 else f"{plain(value, 2)} {unit}"
 
 
 def inputs_lines(p: Prediction) -> list[str]:
@@ -494,7 +495,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
 def _measure(value: float) -> str:
     """A measured or predicted figure to four significant digits, without an exponent (33,020 tokens/s, not
     3.302e+04): whole numbers with thousands separators from 1,000 up."""
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else plain(value, 4)
 
 
 def _basis(record: dict[str, Any]) -> str:
@@ -625,7 +626,7 @@ def whole_runs_table(result: Any) -> str:
 
 def parameter_figure(value: float) -> str:
     """A parameter value: three decimals, or three significant figures for the small ones (seconds per expert)."""
-    return f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.3g}"
+    return f"{value:.3f}" if abs(value) >= 0.01 else plain(value, 3)
 
 
 def calibration_table(fitted: Any) -> str:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.numbers import plain
 from perfmodel.inputs.scenario import Losses as LossSettings
 from perfmodel.physics.algebra import Number, log2, sqrt
 from perfmodel.physics.calibration import Calibration
@@ -49,6 +50,8 @@ STRAGGLER_PRIOR_SOURCE = (
 )
 STRAGGLER_REFERENCE_GPUS = 128
 """ByteDance's smallest jobs in that study: the share is stated there and scales as sqrt(ln N) from it."""
+EXPECTED_FLOOR = 0.001
+"""The least expected count (interruptions, writes, GPU-hours) a table line prints as a number: below, '<0.001'."""
 STARTUP_S = 1047.0
 STARTUP_SOURCE = (
     "sourced: Megatron-LM's initialisation, 1,047 s on 2,048 Ampere GPUs (MegaScale, Jiang et al., NSDI 2024, "
@@ -203,8 +206,8 @@ def _check(settings: LossSettings, run: Run, steps: Steps, startup_s: float) -> 
     run or starting at or above its batch, a job time limit within one start-up."""
     if settings.ramp_tokens > run.tokens:
         raise PerfmodelError(
-            f"losses.ramp_tokens: a ramp of {settings.ramp_tokens:.4g} tokens is longer than the run's "
-            f"{run.tokens:.4g}; allowed: at most the run's tokens"
+            f"losses.ramp_tokens: a ramp of {_tokens(settings.ramp_tokens)} tokens is longer than the run's "
+            f"{_tokens(run.tokens)}; allowed: at most the run's tokens"
         )
     if settings.ramp_tokens and settings.ramp_start_gbs is not None and settings.ramp_start_gbs >= steps.gbs:
         raise PerfmodelError(
@@ -220,15 +223,16 @@ def _check(settings: LossSettings, run: Run, steps: Steps, startup_s: float) -> 
 
 def expected(count: float) -> str:
     """An expected count for a table line: whole from 10 on, else two significant digits, so that a run expecting
-    half an interruption does not read as none beside the GPU-hours it loses to it."""
-    return f"{count:,.0f}" if count >= 10 else f"{count:.2g}"
+    half an interruption does not read as none beside the GPU-hours it loses to it; in plain decimals (numbers.plain),
+    below 0.001 as '<0.001' (a short run's 3.5e-06 interruptions read as 3.5)."""
+    return f"{count:,.0f}" if count >= 10 else plain(count, 2, floor=EXPECTED_FLOOR)
 
 
 def _tokens(count: float) -> str:
     """A token count for a table line: 20B, 1.5T."""
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if count >= scale:
-            return f"{count / scale:,.3g}{suffix}"
+            return f"{plain(count / scale, 3)}{suffix}"
     return f"{count:,.0f}"
 
 

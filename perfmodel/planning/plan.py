@@ -51,7 +51,7 @@ from perfmodel.planning.predict import (
     scenario_price,
     searched_layout,
 )
-from perfmodel.planning.request import CLI, ScenarioSource, Spelling, spare_gpus
+from perfmodel.planning.request import CLI, ScenarioSource, Spelling, source_name, spare_gpus
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -839,6 +839,12 @@ def plan_request(
     list makes one candidate per precision; at most `max_candidates`); the layout is reopened, to be searched at
     every count tried. Errors name the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
     bases = candidate_bases(source, options, origins, targets, spelling, max_candidates)
+    first = bases[0][1] if bases else None
+    if source is not None and first and first.tokens is None and first.benchmark is None and not first.phase:
+        raise PerfmodelError(  # the file's own: plan's line named the flags only, where the file lacked the field
+            f'{source_name(source)}: no work to train: set tokens (e.g. 15e12 or "15T") or benchmark in it, or pass '
+            f"{spelling.name('tokens')} (e.g. 15T) or {spelling.name('benchmark')}"
+        )
     return plan(bases, goal, max_gpus, progress)
 
 

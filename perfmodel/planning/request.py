@@ -3,8 +3,10 @@ a command's flags or the API's keywords applied, and its layout reopened when th
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,30 @@ API = Spelling(
     quote_syntax="gpu='ID:$PRICE' (e.g. 'gb300:nvfp4:$9.50')",
 )
 
+OWNING_KEYS = (
+    "usd_per_system",
+    "amortisation_years",
+    "utilisation",
+    "electricity_usd_per_kwh",
+    "facility_usd_per_kw_month",
+)
+"""The options that price owning the systems (planning/tco.py): renting, a prediction reads none of them."""
+_OWNING_PRICED: ContextVar[bool] = ContextVar("owning_priced", default=False)
+"""Whether the question's outputs price owning beside renting (see owning_priced)."""
+
+
+@contextlib.contextmanager
+def owning_priced() -> Iterator[None]:
+    """Questions asked inside price owning beside renting, so that OWNING_KEYS count without `--buy`: an export (its
+    workbook's and columns' ownership alternative) and a fleet plan (its offers to buy are spread over a life as
+    `--buy` spreads a purchase)."""
+    token = _OWNING_PRICED.set(True)
+    try:
+        yield
+    finally:
+        _OWNING_PRICED.reset(token)
+
+
 ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
 
@@ -122,6 +148,7 @@ def load_request(
             f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
             f"{spelling.given('gpu', 'ID')} or {spelling.given('system', 'ID')}"
         )
+    check_owning(loaded, source, options, origins, spelling)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
@@ -133,6 +160,31 @@ def load_request(
     opened = without_layout(loaded)
     given = {k.removeprefix("parallelism."): v for k, v in overrides.items() if k.startswith("parallelism.") and v}
     return replaced(opened, parallelism=replaced(opened.parallelism, **given))
+
+
+def check_owning(
+    loaded: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], spelling: Spelling
+) -> None:
+    """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
+    0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
+    file's field, unless the question prices owning beside renting (owning_priced)."""
+    if loaded.cost.mode == "buy" or _OWNING_PRICED.get():
+        return
+    buy = spelling.given("buy", True)
+    key = next((key for key in OWNING_KEYS if options.get(key) is not None), None)
+    if key is not None:
+        raise PerfmodelError(
+            f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
+            f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
+        )
+    field = next(
+        (OPTION_FIELDS[k] for k in OWNING_KEYS if OPTION_FIELDS[k].partition(".")[2] in given(loaded.cost)), None
+    )
+    if field is not None:
+        raise PerfmodelError(
+            f"{source_name(source)}: field '{field}': prices owning the systems; it needs [cost] mode = \"buy\" (or "
+            f"{buy}); renting, the price is per GPU-hour: cost.usd_per_gpu_hour"
+        )
 
 
 def load_checked(

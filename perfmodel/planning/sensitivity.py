@@ -66,8 +66,8 @@ def sensitivity(
     """Elasticity of the step time to every hardware parameter that can change it, largest magnitude first."""
     if not MIN_STEP <= step < 1:
         raise PerfmodelError(
-            f"--step {step:g}: must be from {MIN_STEP:g} to below 1 (a relative change, e.g. 0.05); smaller steps "
-            "vanish in floating-point rounding"
+            f"--step {step:g}: must be from {MIN_STEP:g} to below 1 (a relative change, e.g. 0.05 or 5%); smaller "
+            "steps vanish in floating-point rounding"
         )
     single_phase(scenario, "sensitivity", "ask it of one phase's scenario (the step it differentiates is a phase's)")
     hw = resolve(scenario.gpu, scenario.system)
