@@ -29,3 +29,13 @@ tokens = 20e9
 gpu_fraction = 0.25
 """
 """A made-up campaign whose last fifth of the tokens runs on a quarter of its GPUs (to whole nodes)."""
+
+RENT = """
+[[offer]]
+name = "cloud"
+system = "dgx-h100"
+usd_per_gpu_hour = 2.5
+max_gpus = {gpus}
+billing = "{billing}"
+"""
+"""H100 to rent at $2.50 per GPU-hour from day 0: `.format(gpus=..., billing="reserved" or "on_demand")`."""
