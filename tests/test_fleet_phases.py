@@ -132,3 +132,7 @@ def test_a_site_cap_is_checked_per_phase(tmp_path: Path) -> None:
     assert power["peak_mw"] == pytest.approx(max(short["power_mw"] + small_mw, ramp["power_mw"]), rel=1e-12)
     assert power["left_mw"] == pytest.approx(cap_mw - power["peak_mw"], rel=1e-12) and power["left_mw"] >= 0
     assert ramp["power_mw"] == pytest.approx(big_gpus // 8 * _node_mw(), rel=1e-12)
+    table = run_cli("plan", "--fleet", str(tmp_path / "fleet.toml"), "--power-mw", repr(cap_mw), "-q").out.splitlines()
+    at = table.index("Site power (MW at the wall; the jobs at a site share its cap):")
+    mw = [f"{value:,.2f}" for value in (short["power_mw"], ramp["power_mw"], power["left_mw"])]
+    assert table[at + 3].split() == ["-", f"{cap_mw:g}", *mw]
