@@ -60,3 +60,14 @@ def node_mw(plan: fleets.FleetPlan) -> float:
     assert plan.candidate is not None and plan.candidate.prediction is not None
     hw = resolve("h100-sxm", "dgx-h100")
     return 8 * hw.it_power_w_per_gpu * plan.candidate.prediction.scenario.cost.pue / 1e6
+
+
+RENT = """
+[[offer]]
+name = "cloud"
+system = "dgx-h100"
+usd_per_gpu_hour = 2.5
+max_gpus = {gpus}
+billing = "{billing}"
+"""
+"""H100 to rent at $2.50 per GPU-hour from day 0: `.format(gpus=..., billing="reserved" or "on_demand")`."""

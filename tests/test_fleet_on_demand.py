@@ -9,23 +9,14 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from fleet_files import campaign_file, dgx_h100_plan, node_mw
-from hypothesis import given, settings
+from fleet_files import RENT, campaign_file, dgx_h100_plan, node_mw
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning.campaign import Campaign, predict_campaign
 from perfmodel.planning.fleet_jobs import Held, most_held
 from perfmodel.planning.plan import candidate_bases, wall_s
-
-RENT = """
-[[offer]]
-name = "cloud"
-system = "dgx-h100"
-usd_per_gpu_hour = 2.5
-max_gpus = {gpus}
-billing = "{billing}"
-"""
 
 
 def _jobs(start: float) -> str:
@@ -147,6 +138,49 @@ def test_most_held_sees_what_a_phase_gives_back() -> None:
     assert most_held([first, second], 1.0, 5.0) == ({"cloud": 128}, {"A": 2.0})
     assert most_held([first, second], 2.0, 5.0) == ({"cloud": 96}, {"A": 1.5})
     assert most_held([first, second], 3.0, 5.0) == ({"cloud": 64}, {"A": 1.0})
+
+
+def test_others_hold_at_least_what_every_moment_holds() -> None:
+    """A job holding 128 GPUs of an offer to day 2 at 2 MW, then 32 to day 3 at 0.5 MW, and another 64 from day 2.5
+    to 4 at 1 MW: from day 1 to 5 no moment has fewer than none held (day 4 on); from day 2 to 3.5, 32 and 0.5 MW
+    (day 2 to 2.5); the most there is 96 and 1.5 MW."""
+    segments = [(0.0, 2.0, (("cloud", 128),)), (2.0, 3.0, (("cloud", 32),)), (2.5, 4.0, (("cloud", 64),))]
+    draws = [(0.0, 2.0, "A", 2.0), (2.0, 3.0, "A", 0.5), (2.5, 4.0, "A", 1.0)]
+    others = fleets.Others.of(segments, draws)
+    assert others.least(1.0, 5.0) == ({}, {})
+    assert others.least(2.0, 3.5) == ({"cloud": 32}, {"A": 0.5})
+    assert others.most(2.0, 3.5) == ({"cloud": 96}, {"A": 1.5})
+    assert fleets.Others.of(segments, draws, 3.0, 5.0) == fleets.Others((segments[2],), (draws[2],))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([0, 32, 64, 128]),
+    st.sampled_from([0, 64, 96, 128]),
+    st.sampled_from([0, 32, 64]),
+    st.sampled_from([None, 64, 96, 128]),
+    st.sampled_from([0.5, 1.0, 4.0]),
+)
+def test_the_mix_within_what_others_leave_is_the_cheapest_hold_there(
+    campaign: Campaign, pool: int, main: int, tail: int, held_most: int | None, pool_rate: float
+) -> None:
+    """The campaign (128 then 32 GPUs) on a pool of which `pool` GPUs are free for its window and an offer on
+    demand of which `main` and `tail` are free in each phase, holding at most `held_most` for the window (the
+    site's power): against every count of held GPUs (whole nodes) that fits, the mix is the cheapest, and it takes
+    no more than is free."""
+    needs, window_h = fleets.phase_needs(campaign), fleets.hours_per_gpu(campaign)
+    fits = [h for h in range(0, min(pool, held_most or pool) + 1, 8)
+            if all(n - h <= free for (_, n, _), free in zip(needs, (main, tail), strict=True))]  # fmt: skip
+    assume(fits)
+    held, cloud = _source("pool", 1024, pool_rate), _source("cloud", 1024, 2.5, "on_demand")
+    free = fleets.Free({"pool": pool, "cloud": 0}, [{"cloud": main}, {"cloud": tail}], held_most)
+    mix = fleets.mix_of(campaign, [held, cloud] if pool_rate < 2.5 else [cloud, held], free)
+    brute = min(h * pool_rate * window_h + sum(max(n - h, 0) * t * 2.5 for _, n, t in needs) for h in fits)
+    assert mix.usd == pytest.approx(brute, rel=1e-12)
+    (_, h), *_ = mix.held or ((held, 0),)
+    assert h <= min(pool, held_most or pool)
+    rented = [dict(taken).get(cloud, 0) for _, _, taken in mix.phases]
+    assert all(n <= free for n, free in zip(rented, (main, tail), strict=True)), rented
 
 
 def test_a_campaign_on_demand_draws_each_phases_power_and_a_held_gpu_draws_idle(tmp_path: Path) -> None:

@@ -8,10 +8,12 @@ most, and its spare GPUs, which count against the pools), for its whole wall tim
 offer billed on demand is held per campaign phase only for what that phase needs beyond the held sources (`mix_of`). A
 plan that uses offers up to lead time L starts after L, so it has the deadline less L: for each such L (0 and every
 offer's), of the counts meeting that deadline on the sources there by then (plan.plan_candidate, capped at their
-capacity and the power the site has left), each filled cheapest first, the cheapest mix (`filled`: not always the fewest
-GPUs), and the cheapest of these plans is the answer. The power cap (`--power-mw`) is each site's: the jobs at one site
-share it (planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a named site is a
-site of its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source to every L, so it
+capacity and the site's power less what other jobs hold at every moment of the window), each filled cheapest first
+within what the other jobs leave while it runs (`Beside`: its held sources over its window, an on-demand offer and
+the power per campaign phase), the cheapest mix (`Beside.usd`: not always the fewest GPUs), and the cheapest of these
+plans is the answer. The power cap (`--power-mw`) is each site's: the jobs at one site share it
+(planning/fleet_jobs.py), a job counting at the site it runs at (a group of sources without a named site is a site of
+its own); where a job may span sites the fleet has one cap. Owning more GPUs adds a source to every L, so it
 never raises a plan's cost. A budget is checked on the mix's cost, with its probability (planning/confidence.py).
 """
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, TypeVar
@@ -33,7 +35,6 @@ from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.plan import (
     CandidatePlan,
     Goal,
-    Price,
     Tried,
     goal_basis,
     gpus_of,
@@ -48,6 +49,7 @@ from perfmodel.planning.plan import (
     seed_count,
     spare_gpus,
     spare_mw,
+    time_at,
     time_factor,
     wall_s,
 )  # fmt: skip
@@ -79,16 +81,14 @@ class Source:
         return self.billing != "on_demand"
 
 
-def sources(fleet: Fleet, cost: Cost, used: Mapping[str, int] | None = None) -> dict[str, list[Source]]:
-    """The fleet's sources by system id, each cap in whole units of its system less what `used` takes (GPUs by
-    source name: other jobs'), cheapest first."""
+def sources(fleet: Fleet, cost: Cost) -> dict[str, list[Source]]:
+    """The fleet's sources by system id, each cap in whole units of its system (what other jobs hold is `Beside`'s),
+    cheapest first."""
     found: dict[str, list[Source]] = {}
-    used = used or {}
     for pool in fleet.pool:
         hw = resolve(system=pool.system)
-        left = _whole(pool.gpus, hw) - used.get(pool.name, 0)
         found.setdefault(pool.system, []).append(
-            Source(pool.name, "owned", pool.system, pool.site, left, pool.usd_per_gpu_hour, 0.0)
+            Source(pool.name, "owned", pool.system, pool.site, _whole(pool.gpus, hw), pool.usd_per_gpu_hour, 0.0)
         )
     for offer in fleet.offer:
         hw = resolve(system=offer.system)
@@ -99,9 +99,9 @@ def sources(fleet: Fleet, cost: Cost, used: Mapping[str, int] | None = None) -> 
                                    hw.job_gpus_per_system, cost, hw.it_power_w_per_gpu)  # fmt: skip
             rate = owning.per_gpu_hour(offer.usd_per_system)
         kind = "rent" if offer.usd_per_gpu_hour is not None else "buy"
-        left = _whole(offer.max_gpus, hw) - used.get(offer.name, 0)
+        gpus = _whole(offer.max_gpus, hw)
         found.setdefault(offer.system, []).append(
-            Source(offer.name, kind, offer.system, offer.site, left, rate, offer.lead_time_days, offer.billing)
+            Source(offer.name, kind, offer.system, offer.site, gpus, rate, offer.lead_time_days, offer.billing)
         )
     return {system: sorted(s, key=lambda x: (x.usd_per_gpu_hour, x.lead_time_days)) for system, s in found.items()}
 
@@ -111,13 +111,14 @@ def _whole(gpus: int, hw: Hardware) -> int:
     return gpus // unit * unit
 
 
-def fill(n_gpus: int, available: Sequence[Source]) -> list[tuple[Source, int]]:
-    """`n_gpus` taken from `available` cheapest first (they are sorted so)."""
+def fill(n_gpus: int, available: Sequence[Source], free: Mapping[str, int] | None = None) -> list[tuple[Source, int]]:
+    """`n_gpus` taken from `available` cheapest first (they are sorted so), of each source what `free` leaves of it
+    (GPUs by source name: what other jobs leave, `Beside`), else its whole capacity."""
     taken, left = [], n_gpus
     for source in available:
         if left <= 0:
             break
-        take = min(left, source.gpus)
+        take = min(left, source.gpus if free is None else free[source.name])
         if take:
             taken.append((source, take))
             left -= take
@@ -200,47 +201,224 @@ def phase_needs(p: Result) -> list[tuple[str, int, float]]:
     return found
 
 
-def _fill_usd(n_gpus: int, available: Sequence[Source]) -> float:
-    """The rate of `n_gpus` taken cheapest first, USD per hour."""
-    return sum(n * source.usd_per_gpu_hour for source, n in fill(n_gpus, available)) if n_gpus > 0 else 0.0
+def _fill_usd(n_gpus: int, available: Sequence[Source], free: Mapping[str, int] | None) -> float:
+    """The rate of `n_gpus` taken cheapest first (`fill`), USD per hour."""
+    return sum(n * source.usd_per_gpu_hour for source, n in fill(n_gpus, available, free)) if n_gpus > 0 else 0.0
 
 
-def mix_of(p: Result, available: Sequence[Source]) -> Mix:
-    """The cheapest way to hold the run `p` on `available` (cheapest first): every phase's GPUs (and spares), the
+@dataclass(frozen=True)
+class Free:
+    """What a run may take beside the other jobs' holdings (`Beside.free`): GPUs by source name for its whole window,
+    each campaign phase's GPUs by on-demand source name while the phase runs, and the most GPUs (spares among them)
+    it may hold for its window within its site's power (None: no cap)."""
+
+    window: Mapping[str, int]
+    phases: Sequence[Mapping[str, int]] = ()
+    held_gpus: int | None = None
+
+
+def per_phase(p: Result, available: Sequence[Source]) -> bool:
+    """Whether `p` holds what it rents of `available` per campaign phase (`mix_of`): a campaign of several phases
+    with an on-demand offer among them, which finishes."""
+    phased = isinstance(p, Campaign) and len(p.phases) > 1 and any(not s.held for s in available)
+    return phased and math.isfinite(hours_per_gpu(p))
+
+
+def mix_of(p: Result, available: Sequence[Source], free: Free | None = None) -> Mix:
+    """The cheapest way to hold the run `p` on `available` (cheapest first; of each source what `free` leaves of it
+    for the window and, on demand, for each phase, else its whole capacity): every phase's GPUs (and spares), the
     held sources (pools, bought systems, reserved rent) for the whole window, the on-demand offers per phase for
     what it needs beyond them. Where H GPUs are held, the bill is the held H x the window plus, per phase, the
     on-demand fill of what it needs beyond H x its hours: both terms convex and piecewise linear in H (cheapest
     first fill), with kinks where H meets a phase's need, a held source's cap or a phase's need less the on-demand
-    caps, so the least H among these is exact (the largest on a tie: held first). A one-phase job, and a plan
-    with no on-demand offer, holds its GPUs cheapest first as before (`fill`); so owning more never raises the bill
-    (a source more is a cheaper fill at every H)."""
+    caps, so the least H among these and the bounds (at most what the site's power holds, `free.held_gpus`) is
+    exact (the largest on a tie: held first). A one-phase job, and a plan with no on-demand offer, holds its GPUs
+    cheapest first as before (`fill`); so owning more never raises the bill (a source more is a cheaper fill at
+    every H). The caller checks that `free` holds the run (`Beside.free`)."""
     hours = hours_per_gpu(p)
-    rented = [s for s in available if not s.held]
-    if not rented or not isinstance(p, Campaign) or len(p.phases) == 1 or not math.isfinite(hours):
-        return Mix(tuple(fill(held_gpus(p), available)), hours)
-    held = [s for s in available if s.held]
+    window = None if free is None else free.window
+    if not per_phase(p, available):
+        return Mix(tuple(fill(held_gpus(p), available, window)), hours)
+    held, rented = [s for s in available if s.held], [s for s in available if not s.held]
     needs = phase_needs(p)
-    most, rent_cap = max(n for _, n, _ in needs), sum(s.gpus for s in rented)
-    low, high = max(0, most - rent_cap), min(most, sum(s.gpus for s in held))
-    # the kinks; they hold low and high (0, the held sum, each need less none or all of the on-demand caps)
-    caps = [sum(s.gpus for s in held[:i]) for i in range(len(held) + 1)]
-    caps += [n - sum(s.gpus for s in rented[:i]) for _, n, _ in needs for i in range(len(rented) + 1)]
-    tried = sorted({h for h in caps if low <= h <= high}, reverse=True)
+    each = [None] * len(needs) if free is None or not free.phases else list(free.phases)
+
+    def cap(source: Source, of: Mapping[str, int] | None) -> int:
+        return source.gpus if of is None else of[source.name]
+
+    most = max(n for _, n, _ in needs)
+    low = max(0, *(n - sum(cap(s, of) for s in rented) for (_, n, _), of in zip(needs, each, strict=True)))
+    high = min(most, sum(cap(s, window) for s in held))
+    if free is not None and free.held_gpus is not None:
+        high = min(high, free.held_gpus)
+    # the kinks: 0, each partial sum of the held caps, each need less each partial sum of its phase's on-demand caps
+    kinks = [sum(cap(s, window) for s in held[:i]) for i in range(len(held) + 1)]
+    kinks += [n - sum(cap(s, of) for s in rented[:i]) for (_, n, _), of in zip(needs, each, strict=True)
+              for i in range(len(rented) + 1)]  # fmt: skip
+    tried = sorted({h for h in (*kinks, low, high) if low <= h <= high}, reverse=True)
     assert tried, f"{most} GPUs is more than the sources hold"
 
     def usd(h: int) -> float:
-        return _fill_usd(h, held) * hours + sum(_fill_usd(n - h, rented) * t for _, n, t in needs)
+        renting = sum(_fill_usd(n - h, rented, of) * t for (_, n, t), of in zip(needs, each, strict=True))
+        return _fill_usd(h, held, window) * hours + renting
 
     best = min(tried, key=lambda h: (usd(h), -h))
-    phases = tuple((name, t, tuple(fill(max(n - best, 0), rented))) for name, n, t in needs)
-    return Mix(tuple(fill(best, held)), hours, phases)
+    phases = tuple((name, t, tuple(fill(max(n - best, 0), rented, of)))
+                   for (name, n, t), of in zip(needs, each, strict=True))  # fmt: skip
+    return Mix(tuple(fill(best, held, window)), hours, phases)
 
 
-def filled(available: Sequence[Source]) -> Price:
-    """What a run costs on the GPUs it holds taken from `available` (`mix_of`): among the counts meeting a deadline,
-    the plan takes the cheapest mix, not the fewest GPUs (a count whose DP divides the batch can take fewer
-    GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in 2.42M GPU-hours, 1,792 in 2.74M)."""
-    return lambda p: mix_of(p, available).usd
+def window_of(p: Result, start_days: float, confidence: float) -> tuple[float, float]:
+    """When a plan of `p` starting on `start_days` holds its GPUs, days from now: its start, and its finish at the
+    goal's confidence."""
+    return start_days, start_days + time_at(p, confidence) / DAY_S
+
+
+def phase_spans(hours: Sequence[float], start: float, finish: float, total_hours: float) -> list[tuple[float, float]]:
+    """When each phase of `hours` runs within a window, days from now: its share of the window's time at the
+    confidence (`total_hours`: the campaign's, `hours_per_gpu`)."""
+    scale, at, found = (finish - start) / total_hours if total_hours else 0.0, start, []
+    for phase_hours in hours:
+        found.append((at, at + phase_hours * scale))
+        at += phase_hours * scale
+    return found
+
+
+Segment = tuple[float, float, tuple[tuple[str, int], ...]]
+"""GPUs held from a day to a day (from now), by source name."""
+Draw = tuple[float, float, str, float]
+"""Power drawn from a day to a day at a `power_site`, MW."""
+
+
+@dataclass(frozen=True)
+class Others:
+    """What the other jobs sharing a fleet hold when (fleet_jobs.Held's): their GPUs as segments and their power as
+    draws, in a canonical order (`of`: plans over the same holdings are shared, whatever order made them)."""
+
+    segments: tuple[Segment, ...] = ()
+    draws: tuple[Draw, ...] = ()
+
+    @classmethod
+    def of(
+        cls, segments: Iterable[Segment], draws: Iterable[Draw], start: float = 0.0, end: float = math.inf
+    ) -> Others:
+        """The segments and draws that overlap `start` to `end`, sorted."""
+        return cls(tuple(sorted(s for s in segments if s[0] < end and s[1] > start)),
+                   tuple(sorted(d for d in draws if d[0] < end and d[1] > start)))  # fmt: skip
+
+    def at(self, moment: float) -> tuple[dict[str, int], dict[str, float]]:
+        """The GPUs of each source held, and the power drawn at each site, at `moment`."""
+        gpus: dict[str, int] = {}
+        for start, finish, taken in self.segments:
+            if start <= moment < finish:
+                for name, n in taken:
+                    gpus[name] = gpus.get(name, 0) + n
+        power: dict[str, float] = {}
+        for start, finish, site, mw in self.draws:
+            if start <= moment < finish:
+                power[site] = power.get(site, 0.0) + mw
+        return gpus, power
+
+    def most(self, start: float = 0.0, end: float = math.inf) -> tuple[dict[str, int], dict[str, float]]:
+        """The most GPUs of each source, and the most power at each site, held at once from `start` to `end` (what
+        is held changes as segments start and finish: the most is at `start` or at a start within)."""
+        starts = [s[0] for s in self.segments] + [d[0] for d in self.draws]
+        return _extreme(max, [self.at(t) for t in [start, *(t for t in starts if start < t < end)]])
+
+    def least(self, start: float, end: float) -> tuple[dict[str, int], dict[str, float]]:
+        """The fewest GPUs of each source, and the least power at each site, held at every moment from `start` to
+        `end` (at `start` or at a finish within): what no plan in that window can take."""
+        finishes = [s[1] for s in self.segments] + [d[1] for d in self.draws]
+        return _extreme(min, [self.at(t) for t in [start, *(t for t in finishes if start < t < end)]])
+
+
+def _extreme(
+    pick: Callable[[Iterable[float]], float], moments: Sequence[tuple[dict[str, int], dict[str, float]]]
+) -> tuple[dict[str, int], dict[str, float]]:
+    """`pick` (max or min) of each source's GPUs and each site's power over `moments` (not held at one: 0), where
+    not 0."""
+    names = dict.fromkeys(name for gpus, _ in moments for name in gpus)
+    sites = dict.fromkeys(site for _, power in moments for site in power)
+    gpus = {name: int(n) for name in names if (n := pick(held.get(name, 0) for held, _ in moments))}
+    return gpus, {site: mw for site in sites if (mw := pick(drawn.get(site, 0.0) for _, drawn in moments))}
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Where a plan starting on `start_days` takes its GPUs beside what the other jobs hold (`others`): `there`, the
+    sources at their whole capacity, and its site's power cap (MW, what sets it, the `power_site`; None without
+    one). It holds its held sources for its window (its run's time at the goal's confidence: `time_at`), and renting
+    on demand per campaign phase, each phase's rented GPUs while the phase runs (FleetPlan.segments), drawing the
+    power of what it holds then (FleetPlan.draws): each is checked against what the others hold in that time, not
+    its most against their most over its whole window."""
+
+    there: Sequence[Source]
+    others: Others
+    start_days: float
+    cap: tuple[float, str, str] | None = None
+
+    def free(self, p: Result, time_s: float) -> Free | str:
+        """What the others leave `p`, of time `time_s` at the goal's confidence (`Free`), or why it does not fit
+        beside them."""
+        start, finish = self.start_days, self.start_days + time_s / DAY_S
+        gpus, power = self.others.most(start, finish)
+        window = {s.name: s.gpus - gpus.get(s.name, 0) for s in self.there}
+        if not per_phase(p, self.there):
+            beside = self._beside(
+                p, gpus_of(p) + spare_gpus(p.scenario), sum(window.values()), power, "", start, finish
+            )
+            return beside or Free(window)
+        held = sum(window[s.name] for s in self.there if s.held)
+        needs, phases, held_most = phase_needs(p), [], None
+        for (name, n, _), (at, end) in zip(needs, phase_spans([t for _, _, t in needs], start, finish,
+                                                              hours_per_gpu(p)), strict=True):  # fmt: skip
+            gpus, power = self.others.most(at, end)
+            rented = {s.name: s.gpus - gpus.get(s.name, 0) for s in self.there if not s.held}
+            if beside := self._beside(p, n, held + sum(rented.values()), power, f"phase {name!r}: ", at, end):
+                return beside
+            most = self._powered(p, power)
+            held_most = most if held_most is None or most is None else min(held_most, most)
+            phases.append(rented)
+        return Free(window, phases, held_most)
+
+    def _powered(self, p: Result, power: Mapping[str, float]) -> int | None:
+        """The most GPUs (spares among them) `p` may hold within the power the others leave of its site's cap (they
+        draw `power` by site); None without a cap."""
+        if self.cap is None:
+            return None
+        cap_mw, _, site = self.cap
+        hw, pue = p.hardware, p.scenario.cost.pue
+        return gpus_within(hw, cap_mw - power.get(site, 0.0) - spare_mw(p.scenario, hw), pue) + spare_gpus(p.scenario)
+
+    def _beside(
+        self, p: Result, n: int, free: int, power: Mapping[str, float], what: str, start: float, end: float
+    ) -> str | None:
+        """Why `n` GPUs (spares among them) of `p` do not fit beside the others from `start` to `end`, with `free`
+        GPUs left and `power` drawn by site (`what`: which phase); None where they fit."""
+        when = f"{what}{n:,} GPUs from day {start:.3g} to {end:.3g}:"
+        if n > free:
+            return f"{when} more than the {max(free, 0):,} left by the other jobs at their busiest then"
+        most = self._powered(p, power)
+        if most is not None and n > most and self.cap is not None:
+            cap_mw, set_by, site = self.cap
+            left = max(cap_mw - power.get(site, 0.0), 0.0)
+            at = f" at {site}" if site else ""
+            return (f"{when} more power than the {left:,.2f} MW left of {set_by} {cap_mw:g}{at} by the other jobs at "
+                    "their busiest then")  # fmt: skip
+        return None
+
+    def mix(self, p: Result, time_s: float) -> Mix | str:
+        """The cheapest mix holding `p` (of time `time_s`) beside the others (`mix_of`), or why it does not fit."""
+        free = self.free(p, time_s)
+        return free if isinstance(free, str) else mix_of(p, self.there, free)
+
+    def usd(self, p: Result, time_s: float) -> float:
+        """What `p` costs as its mix beside the others (infinite where it does not fit): among the counts meeting a
+        deadline, the plan takes the cheapest mix, not the fewest GPUs (a count whose DP divides the batch can take
+        fewer GPU-hours than a smaller one: 2,048 H100 train 70B on 15T tokens in 2.42M GPU-hours, 1,792 in
+        2.74M)."""
+        mix = self.mix(p, time_s)
+        return math.inf if isinstance(mix, str) else mix.usd
 
 
 @dataclass(frozen=True)
@@ -271,10 +449,9 @@ class FleetPlan:
         return self.mix.taken()
 
     def window_days(self) -> tuple[float, float]:
-        """When it holds its GPUs, days from now: its start, and its finish at the goal's confidence."""
+        """When it holds its GPUs, days from now: its start, and its finish at the goal's confidence (`window_of`)."""
         assert self.candidate is not None and self.candidate.prediction is not None
-        p = self.candidate.prediction
-        return self.start_after_days, self.start_after_days + wall_s(p) * time_factor(p, self.goal.confidence) / DAY_S
+        return window_of(self.candidate.prediction, self.start_after_days, self.goal.confidence)
 
     def gpu_hours_per_gpu(self) -> float:
         """Each held GPU's billed hours: the plan's wall time (`hours_per_gpu`)."""
@@ -288,11 +465,8 @@ class FleetPlan:
     def _spans(self, start: float, finish: float) -> list[tuple[float, float, Taken]]:
         """When each phase of a campaign renting per phase runs, days from now (start, finish, the on-demand GPUs
         it rents): its share of the window's time at the confidence (`window_days`, which the caller has)."""
-        scale, at, found = (finish - start) / self.mix.hours if self.mix.hours else 0.0, start, []
-        for _, hours, rented in self.mix.phases:
-            found.append((at, at + hours * scale, rented))
-            at += hours * scale
-        return found
+        spans = phase_spans([hours for _, hours, _ in self.mix.phases], start, finish, self.mix.hours)
+        return [(at, end, rented) for (at, end), (_, _, rented) in zip(spans, self.mix.phases, strict=True)]
 
     def segments(self) -> list[tuple[float, float, Taken]]:
         """What it holds when, days from now (start, finish, GPUs per source): the held sources for its window,
@@ -395,13 +569,11 @@ class FleetReport:
 
 def plan_fleet(
     bases: Sequence[tuple[str, Scenario]], goal: Goal, fleet: Fleet, max_gpus: int | None,
-    used: Mapping[str, int] | None = None, powered: Mapping[str, float] | None = None, tried: Tried | None = None,
-    start_days: float = 0.0,
+    others: Others | None = None, tried: Tried | None = None, start_days: float = 0.0,
 ) -> FleetReport:  # fmt: skip
-    """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), from
-    what `used` (GPUs by source name) and `powered` (MW by `power_site`) of other jobs leave, starting no earlier
-    than `start_days`; `tried`: predictions other plans made (plan.Tried), shared here by every lead time and
-    site."""
+    """The cheapest plan over the fleet of each system type `bases` gives (label, scenario on that system), beside
+    what `others` (other jobs) hold when (`Beside`), starting no earlier than `start_days`; `tried`: predictions
+    other plans made (plan.Tried), shared here by every lead time and site."""
     if goal.deadline_s is None:
         raise PerfmodelError("plan --fleet needs --deadline (e.g. 60d): the fleet's mix is the cheapest meeting it")
     if any(scenario.cost.usd_per_gpu_hour_range is not None for _, scenario in bases):
@@ -411,8 +583,8 @@ def plan_fleet(
         )
     start = time.perf_counter()
     tried = {} if tried is None else tried
-    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, used or {}, powered or {}, tried,
-                          start_days) for label, scenario in bases]  # fmt: skip
+    plans = [_plan_system(label, scenario, goal, fleet, max_gpus or MAX_GPUS, others or Others(), tried, start_days)
+             for label, scenario in bases]  # fmt: skip
     return FleetReport(goal, plans, time.perf_counter() - start)
 
 
@@ -438,12 +610,15 @@ def sites(available: Sequence[Source], span: bool) -> list[tuple[str, list[Sourc
 
 
 def _plan_system(
-    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, used: Mapping[str, int],
-    powered: Mapping[str, float], tried: Tried, start_days: float,
+    label: str, base: Scenario, goal: Goal, fleet: Fleet, max_gpus: int, others: Others, tried: Tried,
+    start_days: float,
 ) -> FleetPlan:  # fmt: skip
+    """The cheapest plan of one system type: at each lead time and site, the counts up to what the others leave at
+    some moment of the window (their least held from its start to the deadline) searched, each count's mix checked
+    beside what they hold while it runs (`Beside`)."""
     hw = resolve(base.gpu, base.system)
     system = hw.system.id
-    available = sources(fleet, base.cost, used).get(system, [])
+    available = sources(fleet, base.cost).get(system, [])
     spare, spares_mw = spare_gpus(base), spare_mw(base, hw)
     assert goal.deadline_s is not None
     best: FleetPlan | None = None
@@ -451,12 +626,13 @@ def _plan_system(
     leads = sorted({0.0, *(s.lead_time_days for s in available)})
     for lead, (site, group) in ((lead, group) for lead in leads for group in sites(available, fleet.span_sites)):
         there = [s for s in group if s.lead_time_days <= lead]
-        capacity = sum(s.gpus for s in there)
+        begin = max(lead, start_days)
+        used, powered = others.least(begin, goal.deadline_s / DAY_S)
+        capacity = sum(s.gpus - used.get(s.name, 0) for s in there)
         if capacity == 0:
-            by_others = any(used.get(s.name) for s in group if s.lead_time_days <= lead)
+            by_others = any(used.get(s.name) for s in there)
             why = f"the fleet's {system} GPUs there by day {lead:g} are taken by other jobs" if by_others else why
             continue
-        begin = max(lead, start_days)
         deadline_s = goal.deadline_s - begin * DAY_S
         if deadline_s <= 0:
             late = f"the offers' lead time of {lead:g} days" if lead >= start_days else f"a start on day {begin:g}"
@@ -468,7 +644,8 @@ def _plan_system(
             why = f"{there_gpus} leave none beside the job's {spare:,} spares"
             continue
         limit, ceiling = min(capacity - spare, max_gpus), there_gpus + (f" less {spare:,} spares" if spare else "")
-        if (cap := site_cap(fleet, goal.power_mw, power_site(fleet, site))) is not None:
+        cap = site_cap(fleet, goal.power_mw, power_site(fleet, site))
+        if cap is not None:
             cap_mw, set_by = cap
             power_cap_gpus(hw, cap_mw, base.cost.pue, set_by, spares_mw)  # below one system: refused
             left_mw = cap_mw - powered.get(power_site(fleet, site), 0.0)
@@ -480,11 +657,16 @@ def _plan_system(
                 limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of {set_by} {cap_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
         seed = seed_count(base, hw, local)
-        candidate = plan_candidate(base, label, local, limit, seed, ceiling, tried, filled(there))
+        beside = Beside(there, others, begin, None if cap is None else (*cap, power_site(fleet, site)))
+        candidate = plan_candidate(base, label, local, limit, seed, ceiling, tried, beside.usd)
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
             continue
-        found = FleetPlan(system, candidate, mix_of(candidate.prediction, there), begin, goal, None, site)
+        mix = beside.mix(candidate.prediction, time_at(candidate.prediction, goal.confidence))
+        if isinstance(mix, str):
+            why = mix
+            continue
+        found = FleetPlan(system, candidate, mix, begin, goal, None, site)
         if goal.budget_usd is not None:
             factor = time_factor(candidate.prediction, goal.confidence)
             if found.cost_usd() * factor > goal.budget_usd:

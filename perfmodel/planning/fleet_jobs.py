@@ -10,11 +10,15 @@ jobs (a layout search per split) is not searched. A job holds its mix's GPUs fro
 confidence (of an offer billed on demand, only what each phase of a campaign takes, while that phase runs: another job
 may take what it gives back, and the power it stops drawing, FleetPlan.draws); it starts at day 0, or at its
 `start_days`, or when the job it runs `after` finishes (the later), once its offers' lead times have passed. A job
-planned later finds taken what the jobs before it hold at any moment of its window, its start to its deadline, so jobs
-one after another reuse the same GPUs and jobs at the same time never share one. A job added never lowers another's
+planned later takes what the jobs before it leave while it holds it (planning/fleet.py `Beside`): its held sources
+(pools, reserved offers, bought systems) what they leave at every moment of its window, its start to its finish; of an
+on-demand offer, each phase of a campaign what they leave while that phase runs. So jobs one after another reuse the
+same GPUs, jobs at the same time never share one, and a campaign's small first phase may run beside a short job and
+its big phase after it, where its most beside the short job's would not fit. A job added never lowers another's
 cost: whatever the order, a job finds at most the whole fleet, and less capacity never gives a cheaper mix
 (planning/fleet.py fills cheapest first). A site's power cap (`--power-mw`) is shared the same way (planning/fleet.py
-`power_site`), so the jobs at a site never draw more than its cap at once.
+`power_site`; each phase's draw against what the others draw then), so the jobs at a site never draw more than its
+cap at once.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from perfmodel.planning.fleet import (
     DAY_S,
     FleetPlan,
     FleetReport,
+    Others,
     Source,
     fleet_systems,
     most_each,
@@ -107,25 +112,20 @@ class Held:
         return most_each(gpus for _, _, gpus in self.segments)
 
 
+def others(held: Sequence[Held], start_days: float = 0.0, end_days: float = math.inf) -> Others:
+    """What `held` holds from `start_days` to `end_days`: every GPU segment and power draw overlapping it, each draw
+    at its job's `power_site`."""
+    segments = [segment for h in held for segment in h.segments]
+    return Others.of(segments, [(start, finish, h.site, mw) for h in held for start, finish, mw in h.draws],
+                     start_days, end_days)  # fmt: skip
+
+
 def most_held(
     held: Sequence[Held], start_days: float = 0.0, end_days: float = math.inf
 ) -> tuple[dict[str, int], dict[str, float]]:
     """The most GPUs of each source, and the most power at each site, that `held` holds at once between `start_days`
-    and `end_days` (what is held and drawn changes as segments start and finish: the most is at the window's start
-    or at a segment's or a draw's start within it)."""
-    gpus: dict[str, int] = {}
-    power: dict[str, float] = {}
-    segments = [segment for h in held for segment in h.segments]
-    draws = [(start, finish, h.site, mw) for h in held for start, finish, mw in h.draws]
-    starts = [start for start, _, _ in segments] + [start for start, _, _, _ in draws]
-    for moment in [start_days, *(start for start in starts if start_days < start < end_days)]:
-        now = [taken for start, finish, taken in segments if start <= moment < finish]
-        for name in {name for taken in now for name, _ in taken}:
-            gpus[name] = max(gpus.get(name, 0), sum(dict(taken).get(name, 0) for taken in now))
-        powered = [(site, mw) for start, finish, site, mw in draws if start <= moment < finish]
-        for site in {site for site, _ in powered}:
-            power[site] = max(power.get(site, 0.0), sum(mw for at, mw in powered if at == site))
-    return gpus, power
+    and `end_days` (`Others.most`)."""
+    return others(held, start_days, end_days).most(start_days, end_days)
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ class SharedReport:
         return [{"job": job.name, "turn": job.turn} | record for job in self.jobs for record in job.report.to_records()]
 
 
-_Reports = dict[tuple[str, float, tuple[tuple[str, int], ...], tuple[tuple[str, float], ...]], FleetReport]
+_Reports = dict[tuple[str, float, Others], FleetReport]
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,9 @@ class _State:
     held: tuple[Held, ...] = ()
 
     def then(self, job: Job, fleet: Fleet, max_gpus: int | None, tried: Tried, reports: _Reports) -> _State:
-        """This state with `job` planned next, over what the jobs whose holdings overlap its window (its start to its
-        deadline) leave (`reports`: the job's plans over each leftover already planned, which other orders reach)."""
+        """This state with `job` planned next, beside what the jobs planned before it hold in its window (its start
+        to its deadline: `others`; `reports`: the job's plans beside each such holding already planned, which other
+        orders reach)."""
         turn = len(self.planned) + 1
         start = job.start_days
         if job.after:
@@ -203,11 +204,10 @@ class _State:
                 return _State((*self.planned, JobPlan(job.name, report, turn)), self.held)
             start = max(start, before.finish_days)
         assert job.goal.deadline_s is not None
-        used, drawn = most_held(self.held, start, job.goal.deadline_s / DAY_S)
-        left = (job.name, start, tuple(sorted(used.items())), tuple(sorted(drawn.items())))
-        if left not in reports:
-            reports[left] = plan_fleet(job.bases, job.goal, fleet, max_gpus, used, drawn, tried, start)
-        report = reports[left]
+        beside = others(self.held, start, job.goal.deadline_s / DAY_S)
+        if (job.name, start, beside) not in reports:
+            reports[job.name, start, beside] = plan_fleet(job.bases, job.goal, fleet, max_gpus, beside, tried, start)
+        report = reports[job.name, start, beside]
         chosen, held = report.cheapest(), self.held
         if chosen is not None and chosen.candidate is not None and chosen.candidate.prediction is not None:
             segments = tuple((start, finish, tuple((source.name, n) for source, n in taken))
@@ -244,10 +244,10 @@ def greedy_order(jobs: Sequence[Job]) -> list[Job]:
 
 
 def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> SharedReport:
-    """Each job's cheapest mix per system type over the GPUs and the site power the jobs before it left for its
-    window, in the order that serves the most jobs for the least total cost: every order up to MAX_ORDERED jobs
-    (each job after the one it runs after; the plans of a common first few shared), else the tightest deadline
-    first."""
+    """Each job's cheapest mix per system type over the GPUs and the site power the jobs before it leave while it
+    holds them (an on-demand offer per campaign phase), in the order that serves the most jobs for the least total
+    cost: every order up to MAX_ORDERED jobs (each job after the one it runs after; the plans of a common first few
+    shared), else the tightest deadline first."""
     start = time.perf_counter()
     greedy = greedy_order(jobs)
     everyone = len(jobs) <= MAX_ORDERED

@@ -214,6 +214,11 @@ def time_factor(p: Result, confidence: float) -> float:
     return chance.spread_factor(spread(p), confidence)
 
 
+def time_at(p: Result, confidence: float) -> float:
+    """The time to train on the goal's basis at `confidence`, s (a fleet plan holds its GPUs for it)."""
+    return wall_s(p) * time_factor(p, confidence)
+
+
 def cost_factor(p: Result, confidence: float) -> float:
     """The factor on the run's cost at its quoted price on the goal's basis at `confidence` (the time's, unless the
     user states a price distribution: then time x price)."""
@@ -280,7 +285,7 @@ class _Tries:
         return list(self.order)
 
     def time(self, index: int) -> float:
-        return self._quantile("time", index, lambda p: wall_s(p) * time_factor(p, self.confidence))
+        return self._quantile("time", index, lambda p: time_at(p, self.confidence))
 
     def cost(self, index: int) -> float:
         return self._quantile("cost", index, lambda p: _budget_cost(p) * cost_factor(p, self.confidence))
@@ -458,8 +463,10 @@ def _fewest_possible(tries: _Tries, target_s: float) -> int:
     return next((k for k, n in enumerate(tries.grid) if n >= least), len(tries.grid) - 1)
 
 
-Price = Callable[[Result], float]
-"""What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers)."""
+Price = Callable[[Result, float], float]
+"""What a plan meeting a deadline costs where that is not the GPUs' own price (a fleet's mix of pools and offers),
+given the run and its time at the goal's confidence (`time_at`, s); infinite where it cannot be held (a fleet's mix
+beside other jobs)."""
 PriceAt = Callable[[int], float]
 """What a deadline's plan minimises among the counts meeting it, by the count's index (`plan_candidate`)."""
 
@@ -568,7 +575,7 @@ def _search(
 def _scaling_reason(p: Result | None, why: str | None, at_max: bool, confidence: float, ceiling: str) -> str:
     if p is None:
         return why or "no layout runs"
-    time_s = wall_s(p) * time_factor(p, confidence)
+    time_s = time_at(p, confidence)
     days = f"{time_s / 86400:,.1f} days {goal_basis(p)}{chance.at(confidence)}"
     if isinstance(p, Campaign):
         head = f"even {p.n_gpus:,} {p.hardware.accelerator.id} need {days} for the campaign"
@@ -600,7 +607,7 @@ def plan_candidate(
     seed = next((k for k, n in enumerate(grid) if n >= seed_n), len(grid) - 1)
     priced: PriceAt | None = None
     if price is not None:
-        priced = functools.cache(lambda i: price(_ran(tries, i)))  # the mix at each count, once
+        priced = functools.cache(lambda i: price(_ran(tries, i), tries.time(i)))  # the mix at each count, once
     elif goal.deadline_s is not None and scenario_price(base, hw).usd_per_gpu_hour is not None:
         priced = tries.cost
 
@@ -679,8 +686,11 @@ def _neighbour(tries: _Tries, index: int, binds: str | None, goal: Goal, price: 
     cost = None if cost_usd(p) is None else tries.cost(k)  # memoised; None without a price, which `cost` refuses
     money = "no price" if cost is None else usd_text(cost)
     if binds == "deadline" and goal.deadline_s is not None and tries.time(k) <= goal.deadline_s:
-        if price is not None:  # a fleet's mix at the point
-            why = f"{n:,} GPUs ({days:,.1f} days {at}) cost {usd_text(price(p))} as a mix, more"
+        mix_usd = None if price is None else price(p, tries.time(k))  # a fleet's mix at the point
+        if mix_usd is not None and not math.isfinite(mix_usd):
+            why = f"{n:,} GPUs ({days:,.1f} days {at}) do not fit beside the other jobs"
+        elif mix_usd is not None:
+            why = f"{n:,} GPUs ({days:,.1f} days {at}) cost {usd_text(mix_usd)} as a mix, more"
         else:
             over = goal.budget_usd is not None and tries.cost(k) > goal.budget_usd
             why = f"{n:,} GPUs ({days:,.1f} days) cost {money} {at}, {'over the budget' if over else 'more'}"
