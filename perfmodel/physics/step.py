@@ -143,8 +143,8 @@ class Context:
     @cached_property
     def memo(self) -> dict[tuple[Any, ...], Any]:
         """What this context has worked out once: for plain-number layouts, each group's links, by what they depend
-        on; the compiled step and the count of layouts priced before it (`program`); and planning's chosen layouts
-        (predict.choose_layout). Shards' compute is in `shards`."""
+        on; the compiled step and the count of layouts priced before it (`program`); and planning's searched layouts
+        (predict.searched_layout). Shards' compute is in `shards`."""
         return {}
 
     @cached_property
