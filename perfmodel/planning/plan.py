@@ -83,7 +83,7 @@ class Goal:
     def __post_init__(self) -> None:
         if self.deadline_s is None and self.budget_usd is None:
             raise PerfmodelError("plan needs a goal: --deadline (e.g. 30d) and/or --budget (USD, e.g. 40e6)")
-        chance.check(self.confidence)
+        chance.check(self.confidence, CLI)
         cap = self.power_mw
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < math.inf):
             raise PerfmodelError(f"--power-mw {cap!r}: allowed a positive number of megawatts (e.g. 20)")
