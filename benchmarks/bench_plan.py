@@ -60,12 +60,14 @@ lead_time_days = 45
 
 def timed(label: str, repeat: int, work: Callable[[], Any], found: Callable[[Any], str]) -> None:
     """Run `work` `repeat` times; print the label, median wall and CPU seconds, and what the last answer found. Each
-    run starts without the layouts earlier searches chose (plan._CHOSEN), as a fresh process does."""
-    from perfmodel.planning import plan as planning
+    run starts without the contexts, and so the layouts earlier searches chose (predict.searched_layout keeps them
+    on the context), as a fresh process does."""
+    from perfmodel.planning import predict as predicting
 
     samples, cpu, report = [], [], None
     for _ in range(repeat):
-        planning._CHOSEN.clear()
+        predicting._CONTEXTS.clear()
+        predicting._LAST_CONTEXT.clear()
         start, start_cpu = time.perf_counter(), time.process_time()
         report = work()
         samples.append(time.perf_counter() - start)

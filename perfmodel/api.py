@@ -265,7 +265,7 @@ def _goal_arguments(
     given = dict(options)
     _use_hardware(given)
     check_keywords(given)
-    return targets, given, (deadline_s, budget_usd, confidence_check(confidence, keyword=True), power_mw)
+    return targets, given, (deadline_s, budget_usd, confidence_check(confidence, API), power_mw)
 
 
 def validate(

@@ -2,7 +2,7 @@
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 class PerfmodelError(ValueError):
@@ -54,6 +54,12 @@ def did_you_mean(word: str, valid: Iterable[str], cutoff: float = 0.8) -> str:
         or difflib.get_close_matches(low, options, n=1, cutoff=cutoff)
     )
     return f" (did you mean {' or '.join(repr(v) for v in near[:3])}?)" if near else ""
+
+
+def unknown_key(key: str, allowed: Sequence[str]) -> str:
+    """What a file's misspelt key is told, the one wording of every input file (scenario, fleet, sweep): "unknown
+    key (did you mean 'gpus'?); allowed: name, system, gpus"."""
+    return f"unknown key{did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}"
 
 
 def _swapped(typed: str, valid: str) -> bool:

@@ -45,13 +45,18 @@ def campaign_file(folder: Path) -> Path:
     return path
 
 
-def dgx_h100_plan(folder: Path, fleet: str, scenario: str | None, options: dict[str, object]) -> fleets.FleetPlan:
-    """The fleet plan of DGX H100s for `scenario` with `options` (keywords) over the fleet file `fleet`, written in
+def dgx_h100_report(folder: Path, fleet: str, scenario: str | None, options: dict[str, object]) -> fleets.FleetReport:
+    """The fleet plans of DGX H100s for `scenario` with `options` (keywords) over the fleet file `fleet`, written in
     `folder`: due in 3 days at even odds."""
     path = folder / "fleet.toml"
     path.write_text(fleet)
     bases = candidate_bases(scenario, options, {}, ["dgx-h100"])
-    (plan,) = fleets.plan_fleet(bases, Goal(deadline_s=3 * 86400, confidence=0.5), load_fleet(path), None).plans
+    return fleets.plan_fleet(bases, Goal(deadline_s=3 * 86400, confidence=0.5), load_fleet(path), None)
+
+
+def dgx_h100_plan(folder: Path, fleet: str, scenario: str | None, options: dict[str, object]) -> fleets.FleetPlan:
+    """The one fleet plan of `dgx_h100_report`."""
+    (plan,) = dgx_h100_report(folder, fleet, scenario, options).plans
     return plan
 
 

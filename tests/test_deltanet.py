@@ -4,6 +4,7 @@ searched prediction on 64 H100."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from perfmodel.errors import FieldError
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.precision import RECIPES
-from perfmodel.physics import deltanet, moe
+from perfmodel.physics import deltanet, memory, moe
 from perfmodel.physics.workload import Shard, attention_block_backward, attention_block_forward
 
 
@@ -115,7 +116,8 @@ def test_a_gdn_layer_keeps_its_activations_and_the_mean_layer_weighs_them_by_sha
     mlp_layer = (h + 2 * 4096 + h + 4096) * 2  # SwiGLU: norm input, gate and up, fc1 and fc2 inputs
     mean = (3 * gdn_layer + attention_layer + 4 * mlp_layer) / 8
     sh = Shard(md, recipe, tp=1.0, cp=1.0, mbs=1.0, seq_len=4096)
-    assert moe.layer_activations(sh, recipe, "none", 10.0) == pytest.approx(mean * 4096 * 10 * 1.05)
+    held = memory.held(partial(moe.mean_layer_saved, sh, recipe), "none", 10.0)
+    assert held == pytest.approx(mean * 4096 * 10 * 1.05)
 
 
 def test_gated_attention_widens_the_qkv_projection_and_gates_the_output() -> None:

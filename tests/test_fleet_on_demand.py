@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from fleet_files import RENT, campaign_file, dgx_h100_plan, node_mw
+from fleet_files import RENT, campaign_file, dgx_h100_report, node_mw
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -26,9 +26,14 @@ def _jobs(start: float) -> str:
             f"deadline_days = {start + 2}\n")  # fmt: skip
 
 
+def _report(tmp_path: Path, text: str, options: dict[str, object] | None = None) -> fleets.FleetReport:
+    """The campaign planned within 3 days on the fleet `text` (on DGX H100)."""
+    return dgx_h100_report(tmp_path, text, str(campaign_file(tmp_path)), options or {})
+
+
 def _plan(tmp_path: Path, text: str, options: dict[str, object] | None = None) -> fleets.FleetPlan:
     """The campaign's feasible plan over the fleet `text`."""
-    plan = dgx_h100_plan(tmp_path, text, str(campaign_file(tmp_path)), options or {})
+    (plan,) = _report(tmp_path, text, options).plans
     assert plan.feasible and isinstance(plan.candidate and plan.candidate.prediction, Campaign)
     return plan
 
@@ -269,3 +274,15 @@ def test_billing_is_one_of_two_and_a_bought_offer_is_held(tmp_path: Path) -> Non
     result = run_cli(*args)
     assert result.code == 2 and "field 'offer.0.billing': 'b' is bought" in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def test_the_fleet_table_reads_an_on_demand_offers_gpu_hours_as_the_gpu_hours_line_does(tmp_path: Path) -> None:
+    """The fleet table's note of an on-demand offer prints its GPU-hours with the one GPU-hours formatter
+    (losses.expected: whole from 10 on), not a format of its own (it read 0.00266M GPU-h)."""
+    from perfmodel.outputs.plan_report import fleet_table
+    from perfmodel.planning.losses import expected
+
+    report = _report(tmp_path, RENT.format(gpus=4096, billing="on_demand"))
+    (source,) = report.plans[0].to_dict()["sources"]
+    assert source["billing"] == "on_demand" and source["gpu_hours"] >= 10
+    assert f"(rent on demand, {expected(source['gpu_hours'])} GPU-h," in fleet_table(report, timed=False)

@@ -3,6 +3,7 @@ the chunked algorithm's closed form, memory, layer-kind pricing, pipeline stages
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from perfmodel.errors import FieldError
 from perfmodel.inputs import hybrid
 from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.precision import RECIPES
-from perfmodel.physics import mamba, moe
+from perfmodel.physics import mamba, memory, moe
 from perfmodel.physics.workload import Shard
 
 
@@ -206,9 +207,10 @@ def test_a_hybrid_mean_layer_keeps_each_kinds_activations_by_its_share() -> None
     mlp_layer = (h + md.ffn + h + md.ffn) * 2
     kinds = hybrid.counts(md.hybrid_pattern)
     mean = (kinds["M"] * mamba_layer + kinds["*"] * attention_layer + kinds["-"] * mlp_layer) / md.layers
-    held = moe.layer_activations(sh, recipe, "none", 10.0)
+    saved = partial(moe.mean_layer_saved, sh, recipe)
+    held = memory.held(saved, "none", 10.0)
     assert held == pytest.approx(mean * tokens * 10 * 1.05)  # memory.FRAGMENTATION
-    assert moe.layer_activations(sh, recipe, "full", 10.0) < held / 5
+    assert memory.held(saved, "full", 10.0) < held / 5
 
 
 def test_pipeline_stages_of_a_pattern_cost_what_their_kinds_cost() -> None:

@@ -4,6 +4,7 @@ FLOPs against their closed form, shared weights held once, their compute at BF16
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,8 @@ def test_each_mtp_depth_keeps_its_layers_and_its_logits() -> None:
     ctx = context_for(perfmodel.load_scenario(model=LIGHTNING.id, **_GB200_ROW))
     sh = ctx.shard(1.0, 1.0, 2.0, 8.0, 1.0)
     logits = memory.logits_bytes(sh.tokens, padded_vocab(LIGHTNING, 1.0))
-    layers = moe.layer_activations(sh, ctx.recipe, "none", 52.0 + 4) - moe.layer_activations(
-        sh, ctx.recipe, "none", 52.0
-    )
+    saved = partial(moe.mean_layer_saved, sh, ctx.recipe)
+    layers = memory.held(saved, "none", 52.0 + 4) - memory.held(saved, "none", 52.0)
     held = {
         m: perfmodel.predict(model=m, **_GB200_ROW).to_dict()["memory_gb"]["activations"]
         for m in (NANO.id, LIGHTNING.id)

@@ -3,6 +3,8 @@ lose efficiency with few tokens per expert, validity rules, imbalance, and the s
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import sympy
@@ -12,7 +14,7 @@ from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.models import ZOO, ModelSpec
 from perfmodel.inputs.precision import RECIPES
 from perfmodel.inputs.record import replaced
-from perfmodel.physics import moe
+from perfmodel.physics import memory, moe
 from perfmodel.physics.collectives import HALF_BANDWIDTH_S, RAMP_EXPONENT, all_to_all, group_links
 from perfmodel.physics.compute import grouped_efficiency, op_time
 from perfmodel.physics.efficiency import DEFAULTS
@@ -221,7 +223,8 @@ def test_selective_recompute_of_mla_keeps_the_latents() -> None:
     ds = ZOO["deepseek-v3"]
     ctx = _ctx(ds, "gb300-nvl72", "mxfp8")
     sh = Shard(ds, ctx.recipe, 1.0, 1.0, 1.0, 4096, 32.0, 1.0)
-    none, selective = (moe.layer_activations(sh, ctx.recipe, mode, 1.0) for mode in ("none", "selective"))
+    saved = partial(moe.mean_layer_saved, sh, ctx.recipe)
+    none, selective = (memory.held(saved, mode, 1.0) for mode in ("none", "selective"))
     saved_per_token = (2 * 128 * 192 + 128 * 128 - (1536 + 512 + 64)) * 2
     assert none - selective > 4096 * saved_per_token
     assert {"q_up.fprop", "kv_up.fprop"} <= SELECTIVE_RECOMPUTE

@@ -16,6 +16,7 @@ from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.planning import plan as planning
+from perfmodel.planning import predict as predicting
 from perfmodel.planning.predict import search_scenario, without_layout
 
 WORK = ("--model", "llama3.1-8b", "--tokens", "100B")
@@ -417,7 +418,7 @@ def test_the_layout_searched_for_the_same_work_is_priced_at_another_token_count(
     searched = planning._searched(replaced(_base("h100-sxm"), n_gpus=n), n)
     more = replaced(_base("h100-sxm", tokens=300e9), n_gpus=n)
     with monkeypatch.context() as patched:
-        patched.setattr(planning, "searched_layout", None)  # no search: a call fails
+        patched.setattr(predicting, "_search_layout", None)  # no search: a call fails
         priced = planning._searched(more, n)
     fresh = search_scenario(replaced(more, parallelism=replaced(more.parallelism, gbs=more.default_gbs())), [n], top=1)
     assert priced.layout == searched.layout and priced.run.time_s > 2.9 * searched.run.time_s

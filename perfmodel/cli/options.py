@@ -561,13 +561,19 @@ table_or_json = click.option("--format", "fmt", type=Choice(["table", "json"]), 
 """--format of a command with no CSV (a catalog, a fit, a single table)."""
 
 
+def shows_progress(quiet: bool) -> bool:
+    """Whether a command shows how far it is: on stderr while it is a terminal and not --quiet (a log or a pipe keeps
+    only the output and the notes); the one rule of the progress bar (`progress`) and a fit's lines."""
+    return not quiet and sys.stderr.isatty()
+
+
 @contextlib.contextmanager
 def progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr while it is a terminal and not --quiet; yields `update(done, total)`.
+    """A progress bar on stderr where `shows_progress`; yields `update(done, total)`.
 
     The bar appears at the first update, once the total is known.
     """
-    if quiet or not sys.stderr.isatty():
+    if not shows_progress(quiet):
         yield lambda done, total: None
         return
     with contextlib.ExitStack() as stack:

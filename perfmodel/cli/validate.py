@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,6 +20,7 @@ from perfmodel.cli.options import (
     emit,
     hardware_option,
     say,
+    shows_progress,
     table_or_json,
 )
 
@@ -68,9 +68,9 @@ def _note(message: str) -> None:
 
 
 def _progress(quiet: bool = False) -> Callable[[str], None]:
-    """Where a long fit says how far it is: stderr while it is a terminal and not --quiet, else nowhere (a log or a
-    pipe keeps only the output and the notes, `_note`)."""
-    return (lambda m: say(m, err=True)) if not quiet and sys.stderr.isatty() else (lambda _: None)
+    """Where a long fit says how far it is: stderr where `shows_progress`, else nowhere (a log or a pipe keeps only
+    the output and the notes, `_note`)."""
+    return (lambda m: say(m, err=True)) if shows_progress(quiet) else (lambda _: None)
 
 
 def _read_logs(logs: tuple[str, ...], step_logs: tuple[str, ...], log_flags: dict[str, Any]) -> list[MeasuredRun]:

@@ -48,7 +48,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from perfmodel.errors import PerfmodelError, did_you_mean, shown
+from perfmodel.errors import PerfmodelError, shown, unknown_key
 from perfmodel.inputs.counts import EXAMPLES, count
 from perfmodel.inputs.files import parse_toml, read_text
 from perfmodel.inputs.numbers import unquoted
@@ -195,13 +195,14 @@ def load_fleet(path: str | Path) -> Fleet:
 
 def _refusal(errors: list[Any]) -> str:
     """The first problem of a fleet file as "field 'pool.0.gpus': ...": a misspelt key before the field it leaves
-    missing, with the key meant and what its table allows, as a scenario's reads (scenario_check.explain_error)."""
+    missing, with the key meant and what its table allows in a scenario's wording (errors.unknown_key). Not
+    scenario_check.explain_error itself: a fleet's lines name list items as 'pool.0' and values as ', not X'."""
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = err["loc"]
     field = ".".join(str(part) for part in loc)
     if err["type"] == "extra_forbidden":
         allowed = [f.name for f in dataclasses.fields(TABLES.get(str(loc[0]), Fleet) if len(loc) > 1 else Fleet)]
-        return f"field '{field}': unknown key{did_you_mean(str(loc[-1]), allowed)}; allowed: {', '.join(allowed)}"
+        return f"field '{field}': {unknown_key(str(loc[-1]), allowed)}"
     if err["type"] == "missing":
         return f"field '{field}': required"
     if err["type"] == "tuple_type" and len(loc) == 1 and isinstance(err["input"], dict):

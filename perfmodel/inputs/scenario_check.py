@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
-from perfmodel.errors import PerfmodelError, did_you_mean, shown_value
+from perfmodel.errors import PerfmodelError, did_you_mean, shown_value, unknown_key
 from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.checking import Checked, check, model_of
 from perfmodel.inputs.counts import EXAMPLES, count
@@ -249,7 +249,7 @@ def explain_error(exc: ValidationError, root: type[BaseModel] | None = None) -> 
     field = ".".join(path) or None
     if err["type"] == "extra_forbidden":
         allowed = list(parent.model_fields) if parent else []
-        return field, f"unknown key{did_you_mean(path[-1], allowed)}; allowed: {', '.join(allowed)}"
+        return field, unknown_key(path[-1], allowed)
     if err["type"] in ("model_type", "dict_type"):
         return field, f"must be a table{_shown(err.get('input'))}"
     if err["type"] == "string_pattern_mismatch" and err["ctx"]["pattern"] == NOT_BLANK:

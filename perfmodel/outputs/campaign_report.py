@@ -30,7 +30,6 @@ from perfmodel.outputs.report import (
     bf16_ratio,
     carbon_text,
     counted,
-    gpu_hours_text,
     labelled_inputs,
     price_range,
     run_assumptions,
@@ -103,7 +102,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
     rows = [
         ["Tokens to train", count_text(d["tokens_to_train"])],
         ["Time to train", _duration(d["time_to_train_s"]) + _quantiles(c, "time_to_train_s", _duration)],
-        ["GPU-hours", gpu_hours_text(d["gpu_hours"]) + _quantiles(c, "gpu_hours", gpu_hours_text)],
+        ["GPU-hours", expected(d["gpu_hours"]) + _quantiles(c, "gpu_hours", expected)],
         ["Cost", cost],
     ]
     if d.get("usd_per_million_tokens") is not None:
@@ -127,7 +126,7 @@ def summary_rows(c: Campaign) -> list[list[str]]:
                 "With failures",
                 f"{_duration(failing.time_s)}, {expected(d['expected_interruptions'])} interruptions "
                 f"({expected(d['expected_unexpected_interruptions'])} unexpected), "
-                f"{gpu_hours_text(failing.gpu_hours)} GPU-hours, {_usd(failing.cost_usd)}, "
+                f"{expected(failing.gpu_hours)} GPU-hours, {_usd(failing.cost_usd)}, "
                 f"{_energy(failing.energy_kwh)}",
             ])  # fmt: skip
     return rows + loss_rows(c)
@@ -148,10 +147,10 @@ def loss_rows(c: Campaign) -> list[list[str]]:
         name = key.removesuffix("_gpu_hours")
         phases = [n for n, p in c.phases.items() if p.losses and any(x.name == name for x in p.losses.items)]
         where = "every phase" if len(phases) == len(c.phases) else ", ".join(phases)
-        rows.append([f"Loss: {name}", f"{gpu_hours_text(hours)} GPU-h (+{hours / base:.1%}), summed over {where}"])
+        rows.append([f"Loss: {name}", f"{expected(hours)} GPU-h (+{hours / base:.1%}), summed over {where}"])
     if d.get("gpu_hours_with_losses") is None:  # a phase never finishes
         return [*rows, ["With losses", NEVER_FINISHES]]
-    summary = f"{_duration(d['time_to_train_with_losses_s'])}, {gpu_hours_text(d['gpu_hours_with_losses'])} GPU-hours "
+    summary = f"{_duration(d['time_to_train_with_losses_s'])}, {expected(d['gpu_hours_with_losses'])} GPU-hours "
     summary += f"(+{lost['total_gpu_hours'] / base:.1%})"
     if d.get("cost_usd_with_losses") is not None:
         summary += f", {_usd(d['cost_usd_with_losses'])}"

@@ -19,6 +19,7 @@ from perfmodel.outputs.report import (
 )
 from perfmodel.planning.campaign import Campaign, Result
 from perfmodel.planning.confidence import MEDIAN
+from perfmodel.planning.losses import expected
 from perfmodel.planning.plan import FAILURE_FREE, WITH_FAILURES, WITH_LOSSES
 from perfmodel.planning.predict import Prediction, SearchReport, search_objective
 from perfmodel.planning.training import Price
@@ -637,7 +638,7 @@ def _on_demand(source: dict[str, Any]) -> str:
     """An on-demand offer's note in a fleet table: its GPUs are its most, held per phase for its GPU-hours."""
     if source["billing"] != "on_demand":
         return ""
-    return f" on demand, {count_text(source['gpu_hours'])} GPU-h"
+    return f" on demand, {expected(source['gpu_hours'])} GPU-h"
 
 
 def fleet_table(report: Any, timed: bool = True) -> str:

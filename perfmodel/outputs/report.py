@@ -305,7 +305,7 @@ def table(p: Prediction) -> str:
         rows += [
             ["Tokens to train", count_text(d["tokens_to_train"]) + marked],
             ["Time to train", _duration(d["time_to_train_s"]) + quantiles("time_to_train_s", _duration)],
-            ["GPU-hours", gpu_hours_text(d["gpu_hours"]) + quantiles("gpu_hours", gpu_hours_text)],
+            ["GPU-hours", expected(d["gpu_hours"]) + quantiles("gpu_hours", expected)],
             ["Cost", cost],
             *_cost_rows(d),
             [
@@ -442,25 +442,18 @@ def goodput_rows(p: Prediction) -> list[list[str]]:
     return [*rows, ["With failures", summary]]
 
 
-def gpu_hours_text(hours: float) -> str:
-    """GPU-hours for a table line, as an expected count reads (losses.expected: whole from 10 on, else two
-    significant digits), so that a short run's 1.8 GPU-hours do not read as 2, nor its P10 and P90 as the point, nor a
-    loss of 0.004 as none beside its share."""
-    return expected(hours)
-
-
 def loss_rows(p: Prediction) -> list[list[str]]:
     """One line per real-world loss (planning/losses.py), then the run with all of them."""
     lost, run = p.losses, p.run_with_losses
     assert lost is not None
     base = lost.run.gpu_hours
     rows = [
-        [f"Loss: {loss.name}", f"{gpu_hours_text(loss.gpu_hours)} GPU-h (+{loss.gpu_hours / base:.1%}): {loss.detail}"]
+        [f"Loss: {loss.name}", f"{expected(loss.gpu_hours)} GPU-h (+{loss.gpu_hours / base:.1%}): {loss.detail}"]
         for loss in lost.items
     ]
     if run is None:
         return [*rows, ["With losses", NEVER_FINISHES]]
-    summary = f"{_duration(run.time_s)}, {gpu_hours_text(run.gpu_hours)} GPU-hours (+{lost.gpu_hours / base:.1%})"
+    summary = f"{_duration(run.time_s)}, {expected(run.gpu_hours)} GPU-hours (+{lost.gpu_hours / base:.1%})"
     if run.cost_usd is not None:
         summary += f", {_usd(run.cost_usd)}"
     return [*rows, ["With losses", f"{summary}, {_energy(run.energy_kwh)}"]]

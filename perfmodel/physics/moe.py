@@ -26,7 +26,6 @@ from perfmodel.physics.algebra import Number, ceil, minimum, where
 from perfmodel.physics.collectives import GroupLinks, all_gather, all_to_all, reduce_scatter, token_all_to_all
 from perfmodel.physics.efficiency import Efficiency
 from perfmodel.physics.memory import (
-    held,
     indexer_bytes_per_token,
     qk_norm_saved_per_token,
     replicated_kv_bytes_per_token,
@@ -492,12 +491,6 @@ def mean_layer_saved(sh: Shard, recipe: Recipe, mode: str) -> Number:
         return hybrid_mean_saved(md, recipe, mode, per_rank, attention, dense, moe)
     share = md.moe_layers / md.layers
     return attention + (1 - share) * dense + share * _block_saved(sh, recipe, mode)
-
-
-def layer_activations(sh: Shard, recipe: Recipe, recompute: str, layers_in_flight: Number) -> Number:
-    """Activations a rank of a MoE model holds: `layers_in_flight` mean layers (`mean_layer_saved`), as
-    `memory.held` counts them."""
-    return held(lambda mode: mean_layer_saved(sh, recipe, mode), recompute, layers_in_flight)
 
 
 def hybrid_mean_saved(

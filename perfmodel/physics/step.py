@@ -143,8 +143,8 @@ class Context:
     @cached_property
     def memo(self) -> dict[tuple[Any, ...], Any]:
         """What this context has worked out once: for plain-number layouts, each group's links, by what they depend
-        on; the compiled step and the count of layouts priced before it (`program`); and planning's chosen layouts
-        (predict.choose_layout). Shards' compute is in `shards`."""
+        on; the compiled step and the count of layouts priced before it (`program`); and planning's searched layouts
+        (predict.searched_layout). Shards' compute is in `shards`."""
         return {}
 
     @cached_property
@@ -475,28 +475,28 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     read the table when a search on this context priced their shard already: the prediction after a search asks
     for its best layout's, which it would price again as floats (bench_campaign.py's six cold searched phases:
     their final predictions 4.1 ms before, 2.4 ms reading the table)."""
-    if not any(type(x).__module__ == "numpy" for x in key):  # plain numbers, symbols, traced values: no numpy
-        table: _ShardTable | None = ctx.shards.get(SHARD_TABLE)
-        at = None if table is None or not all(type(x) in PLAIN for x in key) else table.position.get(key)
-        return _shard_compute(ctx, sh) if table is None or at is None else table.one(at)
-    if _has_variants(ctx.efficiency):
-        return _shard_compute(ctx, sh)
-    found = _distinct(key)
-    if found is None:
-        return _shard_compute(ctx, sh)
-    columns, index = found
-    shards = list(zip(*(c.tolist() for c in columns), strict=True))
-    return _shard_table(ctx, sh).gather(shards, index)
+    found = _distinct(sh)  # None for plain numbers: a prediction of a given layout imports no numpy
+    if found is not None and not _has_variants(ctx.efficiency):
+        columns, index = found
+        shards = list(zip(*(c.tolist() for c in columns), strict=True))
+        return _shard_table(ctx, sh).gather(shards, index)
+    table: _ShardTable | None = ctx.shards.get(SHARD_TABLE)  # arrays under a fit's variants, or empty, miss it
+    at = None if table is None or not all(type(x) in PLAIN for x in key) else table.position.get(key)
+    return _shard_compute(ctx, sh) if table is None or at is None else table.one(at)
 
 
-def _distinct(key: tuple[Number, ...]) -> tuple[list[Any], Any] | None:
-    """The distinct (TP, CP, micro-batch, EP, ETP) shards among the elements of these dimensions (numpy arrays and
-    plain numbers, broadcast together), as one array per dimension with a value per shard, and each element's shard;
-    None where there is no element."""
+def _distinct(sh: Shard) -> tuple[list[Any], Any] | None:
+    """The distinct (TP, CP, micro-batch, EP, ETP) shards among the elements of a shard's dimensions (numpy arrays
+    and plain numbers, broadcast together), as one array per dimension with a value per shard, and each element's
+    shard: what the compute (`_distinct_shards`) and the memory pass (`_shard_saved`) price once each. None where
+    no dimension is a numpy array (plain numbers, symbols, traced values: one shard already) or there is no element."""
+    dims = (sh.tp, sh.cp, sh.mbs, sh.ep, sh.etp)
+    if not any(type(x).__module__ == "numpy" for x in dims):
+        return None
     import numpy as np
 
     values, codes = [], np.zeros((), dtype=np.int64)
-    for x in key:  # each dimension's distinct values on its own (small) axes, then one code per element
+    for x in dims:  # each dimension's distinct values on its own (small) axes, then one code per element
         if type(x).__module__ != "numpy":  # a plain number (EP and ETP of a dense model): one value, code 0
             values.append(np.array([x], dtype=float))
             continue
@@ -1606,8 +1606,7 @@ def _shard_saved(ctx: Context, sh: Shard) -> Callable[[str], Number]:
     ETP) and gathered back, as `_distinct_shards` prices compute: DeepSeek-V3's memory slices on 4,096 GB300 have
     a median 116,500 (row, micro-batch) cells but 3,200 shards, and its mean layer, priced six times over every
     cell, was 40% of the memory pass. Element-wise formulas give each element the same number either way."""
-    key = (sh.tp, sh.cp, sh.mbs, sh.ep, sh.etp)
-    found = _distinct(key) if any(type(x).__module__ == "numpy" for x in key) else None
+    found = _distinct(sh)
     if found is None:
         per_layer, index = _layer_saved(ctx, sh), None
     else:

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+    from perfmodel.planning.request import Spelling
+
 SAMPLES = 20_001
 """Monte-Carlo draws per prediction (odd: the median is one draw, so the P50 is the point exactly)."""
 SEED = 31
@@ -65,11 +67,12 @@ def _normal() -> NormalDist:
     return NormalDist()
 
 
-def check(confidence: float, keyword: bool = False) -> float:
+def check(confidence: float, spelling: Spelling) -> float:
     """`confidence` if it is a probability strictly between 0 and 1 (0 and 1 would need no or infinite GPUs); the
-    error names the flag (`--confidence 2`) or, for the Python API, the keyword (`confidence=2`)."""
+    error names the option as `spelling` does: the flag (`--confidence 2`, request.CLI) or, for the Python API, the
+    keyword (`confidence=2`, request.API)."""
     if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 < confidence < 1:
-        given = f"confidence={confidence!r}" if keyword else f"--confidence {confidence!r}"
+        given = spelling.given("confidence", confidence)
         raise PerfmodelError(f"{given}: allowed a probability strictly between 0 and 1 (e.g. 0.9)")
     return float(confidence)
 

@@ -222,9 +222,10 @@ def _check(settings: LossSettings, run: Run, steps: Steps, startup_s: float) -> 
 
 
 def expected(count: float) -> str:
-    """An expected count for a table line: whole from 10 on, else two significant digits, so that a run expecting
-    half an interruption does not read as none beside the GPU-hours it loses to it; in plain decimals (numbers.plain),
-    below 0.001 as '<0.001' (a short run's 3.5e-06 interruptions read as 3.5)."""
+    """An expected count, or GPU-hours, for a table line: whole from 10 on, else two significant digits, so that a
+    run expecting half an interruption does not read as none beside the GPU-hours it loses to it, nor a short run's
+    1.8 GPU-hours as 2, its P10 and P90 as the point, or a loss of 0.004 GPU-hours as none beside its share; in plain
+    decimals (numbers.plain), below 0.001 as '<0.001' (a short run's 3.5e-06 interruptions read as 3.5)."""
     return f"{count:,.0f}" if count >= 10 else plain(count, 2, floor=EXPECTED_FLOOR)
 
 

@@ -33,12 +33,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
-from perfmodel.inputs import catalogue
 from perfmodel.inputs.hardware import Hardware, resolve
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, Scenario, flatten, phase_tokens
-from perfmodel.physics.parallel import Layout
 from perfmodel.planning import carbon
 from perfmodel.planning import confidence as chance
 from perfmodel.planning.campaign import Campaign, Result, predict_campaign
@@ -85,7 +83,7 @@ class Goal:
     def __post_init__(self) -> None:
         if self.deadline_s is None and self.budget_usd is None:
             raise PerfmodelError("plan needs a goal: --deadline (e.g. 30d) and/or --budget (USD, e.g. 40e6)")
-        chance.check(self.confidence)
+        chance.check(self.confidence, CLI)
         cap = self.power_mw
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < math.inf):
             raise PerfmodelError(f"--power-mw {cap!r}: allowed a positive number of megawatts (e.g. 20)")
@@ -394,26 +392,15 @@ def _searched(scenario: Scenario, n: int) -> Prediction:
     """The best layout of a one-phase scenario on `n` GPUs, at its global batch or the default for the count. The
     search ranks layouts per token (predict.search_objective), so its choice for the same work at another token
     count (a fleet's jobs, 405B on 1T-15T tokens: 75 searches where 273) is priced at these tokens as the search
-    prices its choice, not searched again. The search is `predict.searched_layout`, `choose_layout`'s:
-    `search.best_layout`, `predict.search_scenario`'s best layout and count of layouts without pricing every layout
-    in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts, ~6 s a count exhaustively, ~2 s bounded)."""
+    prices its choice, not searched again (`predict.searched_layout` keeps it on the context, which the token count
+    does not change). The search is `choose_layout`'s: `search.best_layout`, `predict.search_scenario`'s best
+    layout and count of layouts without pricing every layout in full (DeepSeek-V3 on 1,280 GB200: 5.5M layouts,
+    ~6 s a count exhaustively, ~2 s bounded)."""
     gbs = scenario.parallelism.gbs or scenario.default_gbs()
     scenario = replaced(scenario, parallelism=replaced(scenario.parallelism, gbs=gbs))
-    work = (n, catalogue.version(), replaced(scenario, tokens=None))
     ctx = context_for(scenario)
-    if work not in _CHOSEN:
-        if len(_CHOSEN) >= MAX_CHOSEN:
-            _CHOSEN.clear()
-        _CHOSEN[work] = searched_layout(scenario, ctx)
-    layout, searched = _CHOSEN[work]
+    layout, searched = searched_layout(scenario, ctx)
     return prediction_for(for_layout(scenario, layout), ctx, layout, searched, calibrated=True)
-
-
-_CHOSEN: dict[tuple[int, tuple[str, ...], Scenario], tuple[Layout, int]] = {}
-"""The layout each search chose and how many it searched, by GPU count, the user hardware files in force and the
-scenario without its token count (the search ranks layouts per token)."""
-MAX_CHOSEN = 4096
-"""Searches whose choice is kept (a long `perfmodel serve` session's memory): past it the store starts afresh."""
 
 
 def _power_law_next(tries: _Tries, i: int, target_s: float, tried: Sequence[int]) -> int:

@@ -589,19 +589,29 @@ def _chosen_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
             check(layout, ctx.model, n, ctx.rules)
             ctx.memo["valid layout", layout, n] = True
         return layout, 1
-    key = ("chosen layout", n, scenario.benchmark, *as_dict(scenario.parallelism).values())
-    if key not in ctx.memo:  # the same open layout on the same context: validation rows, repeated API calls
-        ctx.memo[key] = searched_layout(scenario, ctx)
-    chosen: tuple[Layout, int] = ctx.memo[key]
-    return chosen
+    return searched_layout(scenario, ctx)
 
 
 def searched_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
     """The best layout (`search.best_layout`) of the dimensions the scenario leaves open at its GPU count and
     global batch (the default for the count where it leaves that open: `open_batch_space`), and how many layouts
-    were searched: `choose_layout`'s search, and plan's at every count (memoised there, `plan._CHOSEN`), which
-    searches a layout given in full too (a count where it does not fit in memory runs no layout; an MoE's EP and
-    ETP left open are searched)."""
+    were searched: `choose_layout`'s search, and plan's at every count, which searches a layout given in full too
+    (a count where it does not fit in memory runs no layout; an MoE's EP and ETP left open are searched).
+
+    Kept on the context by GPU count, benchmark (its default batch) and parallel dimensions, all the search reads
+    beside the context: the same open layout again (validation rows, repeated API calls) and the same work at
+    another token count (the search ranks layouts per token: a plan's fleet of 405B jobs on 1T-15T tokens, 75
+    searches where 273) are not searched again."""
+    n = scenario.n_gpus
+    key = ("searched layout", n, scenario.benchmark, *as_dict(scenario.parallelism).values())
+    found: tuple[Layout, int] | None = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = _search_layout(scenario, ctx)
+    return found
+
+
+def _search_layout(scenario: Scenario, ctx: Context) -> tuple[Layout, int]:
+    """`searched_layout` itself."""
     from perfmodel.planning.search import Space, best_layout
 
     par = scenario.parallelism

@@ -112,12 +112,15 @@ def source_name(source: ScenarioSource) -> str:
     return "scenario" if isinstance(source, Scenario) else str(scenario_file(source))
 
 
-def given_where(key: str, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str]) -> str:
+def given_where(
+    key: str, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], field: bool = True
+) -> str:
     """Where option `key`'s value came from, as an error line begins: its flag or keyword where one gave it, else
-    the scenario's field (`origins` names every flag, the ones not given too: scenario_flags)."""
+    the scenario's field, or its file alone without `field` (for a message that names the field itself). `origins`
+    names every flag, the ones not given too: scenario_flags."""
     if options.get(key) is not None:
         return origins.get(key, key)
-    return f"{source_name(source)}: field '{OPTION_FIELDS[key]}'"
+    return f"{source_name(source)}: field '{OPTION_FIELDS[key]}'" if field else source_name(source)
 
 
 def load_request(
@@ -216,23 +219,17 @@ def check_calibration(
     """The scenario's calibration file reads, and its vintage is one the calibration fitted (not after its newest
     release), checked here so that an error names the flag or the file's field that gave it: the prediction refused
     them naming neither. Both are read once per process (cached)."""
-
-    def named(key: str, message: str, field: bool = True) -> PerfmodelError:
-        if options.get(key) is not None:  # a calibration file's line begins with the path the flag gave
-            return PerfmodelError(message if key == "calibration" else f"{origins.get(key, key)}: {message}")
-        where = source_name(source)
-        return PerfmodelError(f"{where}: field '{key}': {message}" if field else f"{where}: {message}")
-
     try:
         fitted = calibration.resolve(scenario.calibration)
-    except PerfmodelError as exc:
-        raise named("calibration", str(exc)) from None
+    except PerfmodelError as exc:  # a calibration file's line begins with its path, the one a flag gave
+        where = given_where("calibration", source, options, origins)
+        raise PerfmodelError(str(exc) if options.get("calibration") is not None else f"{where}: {exc}") from None
     if scenario.vintage is None:
         return
     try:
         fitted.efficiency(resolve(scenario.gpu, scenario.system).accelerator.family, vintage=scenario.vintage)
-    except PerfmodelError as exc:
-        raise named("vintage", str(exc), field=False) from None
+    except PerfmodelError as exc:  # the message names the vintage itself
+        raise PerfmodelError(f"{given_where('vintage', source, options, origins, field=False)}: {exc}") from None
 
 
 def check_keywords(options: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, did_you_mean, shown
+from perfmodel.errors import PerfmodelError, shown, unknown_key
 from perfmodel.planning.workers import spread
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
@@ -117,8 +117,7 @@ def load(path: str | Path) -> Any:
         )
     unknown = sorted(set(sweep) - set(SWEEP_KEYS))
     if unknown:
-        hint = did_you_mean(unknown[0], SWEEP_KEYS)
-        raise PerfmodelError(f"{path}: field 'sweep.{unknown[0]}': unknown key{hint}; allowed: {', '.join(SWEEP_KEYS)}")
+        raise PerfmodelError(f"{path}: field 'sweep.{unknown[0]}': {unknown_key(unknown[0], SWEEP_KEYS)}")
     if not isinstance(sweep.get("base", ""), str) or not isinstance(sweep.get("set", {}), dict):
         raise PerfmodelError(f"{path}: 'sweep.base' must be a file name and [sweep.set] a table of scenario keys")
     named = check_path(sweep["base"], f"{path}: field 'sweep.base'") if sweep.get("base") else None
