@@ -3,6 +3,9 @@ ratio to a flat numpy chain of CHAIN_OPS element operations per layout measured 
 limit": what the step model's ~190 full-size operations per layout would cost with no Python around them).
 
 Run: python benchmarks/bench_search.py [--repeat N]. Pins itself to one CPU core. Prints medians; not a test.
+`--against OTHER` (a checkout: git archive REV | tar -x -C /tmp/base) instead searches each case with both trees in
+fresh processes, asserts the same ten best layouts and step times, and prints the layouts each prices in full and
+the median CPU seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 CASES = {
     "Llama 3.1 70B, 64 H100, FP8, GBS 128": ("llama3.1-70b", "h100-sxm", 64, "fp8", 128, None, None),
@@ -40,6 +44,19 @@ CASES = {
     ),
     "DeepSeek-V3, 16,384 GB300, FP8, every dimension and the GBS open": (
         "deepseek-v3", "gb300", 16384, "fp8", None, None, None,
+    ),
+    "GPT-OSS-120B, 64 B200, MXFP8, every dimension and the GBS open": ("gpt-oss-120b", "b200", 64, "mxfp8", None, None, None),
+    "GPT-OSS-120B, 512 B200, MXFP8, every dimension and the GBS open": (
+        "gpt-oss-120b", "b200", 512, "mxfp8", None, None, None,
+    ),
+    "GPT-OSS-120B, 1,024 B200 (the CLI's default), MXFP8, every dimension and the GBS open": (
+        "gpt-oss-120b", "b200", 1024, "mxfp8", None, None, None,
+    ),
+    "GPT-OSS-120B, 4,096 B200, MXFP8, every dimension and the GBS open": (
+        "gpt-oss-120b", "b200", 4096, "mxfp8", None, None, None,
+    ),
+    "Llama 3.1 405B, 1,024 H100 (the CLI's default), FP8, every dimension and the GBS open": (
+        "llama3.1-405b", "h100-sxm", 1024, "fp8", None, None, None,
     ),
 }  # fmt: skip
 """label: (model, GPU, GPU count, precision, global batch (None: the batches `search` tries), vocabulary, the bundled
@@ -75,29 +92,86 @@ def numpy_chain(repeat: int) -> float:
     return CHAIN_LAYOUTS / statistics.median(samples)
 
 
-def in_process(repeat: int, chain: float) -> None:
+def case_space(label: str) -> tuple[Any, Any]:
+    """The context and the space a case searches."""
     from perfmodel.inputs.scenario import checked_scenario, load_scenario
     from perfmodel.planning.predict import context_for, search_space
-    from perfmodel.planning.search import Space, search
+    from perfmodel.planning.search import Space
 
-    print(f"{'case':55s} {'layouts':>11s} {'fit':>9s} {'median s':>9s} {'layouts/s':>12s} {'/chain':>7s}")
-    for label, (model, gpu, n, precision, gbs, vocab, trained_as) in CASES.items():
-        spec = {"base": model, "vocab": vocab} if vocab else model
-        seq_len = {"parallelism": {"seq_len": load_scenario(trained_as).parallelism.seq_len}} if trained_as else {}
-        scenario = checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision} | seq_len)
-        ctx = context_for(scenario)
-        counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
-        space = Space(tuple((c, gbs) for c in counts), {}) if gbs else search_space(scenario)
-        search(ctx, space)  # warm: topology tiers, imports
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            found = search(ctx, space, top=10)
-            samples.append(time.perf_counter() - start)
-        median = statistics.median(samples)
-        rate = found.evaluated / median
-        counts = f"{found.evaluated:11,d} {found.feasible:9,d}"
-        print(f"{label:55s} {counts} {median:9.3f} {rate:12,.0f} {rate / chain:7.2f}")
+    model, gpu, n, precision, gbs, vocab, trained_as = CASES[label]
+    spec = {"base": model, "vocab": vocab} if vocab else model
+    seq_len = {"parallelism": {"seq_len": load_scenario(trained_as).parallelism.seq_len}} if trained_as else {}
+    scenario = checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision} | seq_len)
+    counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
+    return context_for(scenario), Space(tuple((c, gbs) for c in counts), {}) if gbs else search_space(scenario)
+
+
+def case_figures(label: str, repeat: int) -> dict[str, Any]:
+    """A case's search, warm (topology tiers, imports, blocks), `repeat` times: its counts, its ten best layouts
+    with their step times, and the median wall and CPU seconds."""
+    from perfmodel.planning.search import search
+
+    ctx, space = case_space(label)
+    search(ctx, space)
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        found = search(ctx, space, top=10)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return {
+        "evaluated": found.evaluated,
+        "feasible": found.feasible,
+        "priced": found.priced,
+        "top": [(f.layout.describe(), f.step_time_s) for f in found.top],
+        "wall_s": statistics.median(walls),
+        "cpu_s": statistics.median(cpus),
+    }
+
+
+def in_process(repeat: int, chain: float) -> None:
+    head = f"{'layouts':>11s} {'fit':>11s} {'priced':>9s} {'median s':>9s} {'layouts/s':>12s} {'/chain':>7s}"
+    print(f"{'case':55s} {head}")
+    for label in CASES:
+        figures = case_figures(label, repeat)
+        rate = figures["evaluated"] / figures["wall_s"]
+        counts = f"{figures['evaluated']:11,d} {figures['feasible']:11,d} {figures['priced']:9,d}"
+        print(f"{label[:55]:55s} {counts} {figures['wall_s']:9.3f} {rate:12,.0f} {rate / chain:7.2f}")
+
+
+OTHER_TREE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import bench_search
+print(json.dumps(bench_search.case_figures(sys.argv[2], int(sys.argv[3]))))
+"""
+"""A case's figures in a fresh process, on whichever perfmodel comes first on its PYTHONPATH."""
+
+
+def against(other: str, repeat: int, rounds: int) -> None:
+    """Each case searched by this tree and by `other` (a checkout), alternating in fresh processes `rounds` times:
+    the same ten best layouts with the same step times (asserted: a floor that only prunes changes no answer), the
+    layouts each prices in full, and the median CPU seconds (the machine is shared: wall time moves with the load)."""
+    import json
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    trees = {"this": os.path.dirname(here), "other": os.path.abspath(other)}
+    neutral = tempfile.gettempdir()  # run from a folder where neither tree shadows the other
+    print(f"{'case':55s} {'layouts':>11s} {'priced':>9s} {'other':>9s} {'CPU s':>7s} {'other':>7s} {'ratio':>6s}")
+    for label in CASES:
+        runs: dict[str, list[dict[str, Any]]] = {"this": [], "other": []}
+        for _ in range(rounds):
+            for name, tree in trees.items():
+                env = os.environ | {"PYTHONPATH": tree}
+                command = [sys.executable, "-c", OTHER_TREE, here, label, str(repeat)]
+                out = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=neutral)
+                runs[name].append(json.loads(out.stdout))
+        this, base = runs["this"][0], runs["other"][0]
+        assert this["top"] == base["top"], f"{label}: the best layouts differ: {this['top'][0]}, {base['top'][0]}"
+        assert (this["evaluated"], this["feasible"]) == (base["evaluated"], base["feasible"]), label
+        cpu, cpu_base = (statistics.median(r["cpu_s"] for r in runs[name]) for name in ("this", "other"))
+        priced = f"{this['priced']:9,d} {base['priced']:9,d}"
+        print(f"{label[:55]:55s} {this['evaluated']:11,d} {priced} {cpu:7.2f} {cpu_base:7.2f} {cpu / cpu_base:6.2f}")
 
 
 def end_to_end(repeat: int, chain: float) -> None:
@@ -139,7 +213,12 @@ def pinned_chain(repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--against", metavar="OTHER", help="a checkout to compare each case with (git archive REV)")
+    parser.add_argument("--rounds", type=int, default=2, help="with --against: fresh processes per tree and case")
     args = parser.parse_args()
+    if args.against:
+        against(args.against, args.repeat, args.rounds)
+        return
     chain = pinned_chain(args.repeat)
     in_process(args.repeat, chain)
     end_to_end(args.repeat, chain)

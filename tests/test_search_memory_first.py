@@ -181,7 +181,9 @@ def test_bounded_best_layout_is_the_exhaustive_one(
 
 def _assert_floors_hold(ctx: Context, candidates: list[tuple[Block, Any]]) -> None:
     """The floor (with the exposed TP, `_price_best`'s, or without) is under every valid layout's step, the search's
-    floor of every mode (without recompute) too, and least_floor under the floor of every cell of its row."""
+    floor of every mode (without recompute) too, and least_floor under the floor of every cell of its row; the same
+    with the communication over the links (a layout's own floor at its ZeRO stage, and `_price_bounded`'s floors of
+    a cell and a row, of every stage)."""
     for block, mask in candidates:
         if mask.any():
             block, mask = block.trimmed(mask)
@@ -195,6 +197,12 @@ def _assert_floors_hold(ctx: Context, candidates: list[tuple[Block, Any]]) -> No
             rows = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
             least = least_floor(ctx, rows, block.mbs).reshape(-1, 1, 1, 1)
             assert (least <= np.broadcast_to(without_recompute, block.shape)).all()
+            own = step_floor(ctx, lv, links=True, own_stage=True)  # with its links and its ZeRO stage
+            assert (np.broadcast_to(own, block.shape)[mask] <= step[mask]).all()
+            every = step_floor(ctx, lv._replace(recompute=0.0), links=True)  # _price_bounded's floor of a cell
+            assert (np.broadcast_to(every, block.shape)[mask] <= step[mask]).all()
+            least = least_floor(ctx, rows, block.mbs, links=True).reshape(-1, 1, 1, 1)
+            assert (least <= np.broadcast_to(every, block.shape)).all()
 
 
 @pytest.mark.parametrize("async_tp", [True, False])

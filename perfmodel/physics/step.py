@@ -1447,9 +1447,9 @@ def _rank_compute(layers: Number, layer_compute: Number, extra_compute: Number) 
     return layers * layer_compute + extra_compute
 
 
-def step_floor(ctx: Context, lv: LayoutVars, links: bool = False) -> Number:
+def step_floor(ctx: Context, lv: LayoutVars, links: bool = False, own_stage: bool = False) -> Number:
     """A lower bound on `evaluate(ctx, lv).step_time_s`, for a search that skips layouts it can prove are not the
-    best. It does not depend on the ZeRO stage, and costs the shard's compute.
+    best. It does not depend on the ZeRO stage (but with `own_stage`), and costs the shard's compute.
 
     Why it holds: the step time is the sum, in BREAKDOWN's order then EP, of compute_s and parts that are each >= 0
     when the efficiencies are physical (`floor_holds`): exposed TP/CP/EP communication (`exposed` leaves
@@ -1470,24 +1470,31 @@ def step_floor(ctx: Context, lv: LayoutVars, links: bool = False) -> Number:
     maxima, selections by PP), so the floor of a layout without recompute (0.0) is under that of the same layout
     with any recompute mode, which only adds a recomputed part >= 0 to the layer's compute.
 
-    `links`: each layer's exposed TP communication too, at least what no overlap hides (`_tp_least`, which grows
-    with recompute as well), in the ranks' sums. It reads the scale-up links, so floors kept across network what-ifs
-    (search._prepared) leave it out; in bench_campaign.py's phases the pipelined layouts' own floors with it leave
-    93-252 layouts a phase to price for memory instead of 231-1,119, and none of them fits (25-130 steps priced
-    before)."""
+    `links`: the communication too, over the context's links, so floors kept across network what-ifs
+    (search._prepared) leave it out. In the ranks' sums each layer's exposed TP, CP and EP communication at its
+    least (`_layer_comm_least`: TP's grows with recompute, CP's and EP's are bounds of every mode); beside them the
+    pipeline's sends (`_pp_least`, the step's own) and DP's exposed communication at its least (`_dp_least`: of
+    every ZeRO stage, or with `own_stage` of the layout's), parts of the step that the sum above counts as >= 0.
+    The exposed TP in bench_campaign.py's phases left the pipelined layouts' own floors 93-252 layouts a phase to
+    price for memory instead of 231-1,119. GPT-OSS's were loose by what its experts' exchange exposes (nothing
+    hides it: no shared experts, no EP overlap in its recipe), its ring's hops beside attention at head dim 64 and
+    a 128-token window, and DP's gradient buckets: with them its search on 1,024 B200 prices 104,562 layouts in full
+    instead of 1,748,083 (bench_search.py)."""
     sh, microbatches, stages = _per_rank(ctx, lv)
     compute, full, _, layer_compute = _shard_layer(ctx, sh, lv, stages)
     head_compute, embed_compute = _head_compute(ctx, compute, lv, full), compute.embedding
     eff = ctx.efficiency
     least, most = _rank_bounds(ctx, lv.pp, stages, layer_compute, head_compute, embed_compute)
-    if links:  # the ranks' sums with each layer's least exposed TP communication
-        tp_least = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1))
-        _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + tp_least, head_compute, embed_compute)
+    comm_s: Number = 0.0
+    if links:  # the ranks' sums with each layer's least exposed communication; the pipeline's and DP's
+        layer_comm = _layer_comm_least(ctx, sh, lv, compute.layer, full)
+        _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + layer_comm, head_compute, embed_compute)
+        comm_s = _pp_least(ctx, sh, lv, microbatches) + _dp_least(ctx, lv, stages, microbatches, own_stage)
     bubble = bubble_fraction(lv.pp, lv.vp, microbatches)
     wait_s = straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, microbatches * least)
     return (
         eff.vintage_factor
-        * ((microbatches + bubble * microbatches) * most + host_overhead_s(ctx) + wait_s)
+        * ((microbatches + bubble * microbatches) * most + host_overhead_s(ctx) + wait_s + comm_s)
         * (1 - FLOOR_MARGIN)
     )
 
@@ -1516,13 +1523,105 @@ def _tp_least(ctx: Context, sh: Shard, tp: Number, full: Number, selective: Numb
     return (1 - ctx.efficiency.overlap_tp) * comm.layer + comm.exposed_layer + comm.copies_layer
 
 
+def _layer_comm_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, full: Number) -> Number:
+    """A lower bound on a layer's exposed TP, CP and EP communication, which the step adds to the layer's compute in
+    each pipeline rank's sum (`_busiest`); it grows with recompute (the TP part) or does not read it."""
+    tp = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1))
+    return tp + _cp_least(ctx, sh, lv, lt) + _ep_least(ctx, sh, lv, lt)
+
+
+def _cp_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Number:
+    """A lower bound on a layer's exposed CP communication (`_evaluate`'s cp_exposed) whatever the recompute mode:
+    the ring's hops less their steps' attention (`ring_exposed` with the step's windows, which no recompute
+    changes) and what nothing hides (a hybrid's Mamba all-to-alls), or a gather's or Ulysses's exchange whole; the
+    step adds the recomputed forward's share (>= 0) to each."""
+    links = _links(ctx, lv.cp, lv.tp)
+    comm = _context_parallel(ctx, sh, links, 0.0)
+    if ctx.recipe.cp_comm != "p2p":
+        return comm.layer + comm.exposed_layer
+    backward_attention = lt.attention - lt.forward_attention
+    by_step = ring_exposed(_ring_hops(ctx, sh, links), lv.cp, lt.forward_attention, backward_attention)
+    return by_step.forward_s + by_step.backward_s + comm.exposed_layer
+
+
+def _ep_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Number:
+    """A lower bound on the mean layer's exposed EP communication (`_expert_parallel`'s whole step) whatever the
+    recompute mode: the forward exchange behind its window, and the backward's at its least (the forward's bytes:
+    a full recompute only adds its share) behind the widest window any mode gives it (the backward with the larger
+    of selective recompute's part and the whole forward; the shared experts' forward recomputed whole). `exposed`
+    grows with the communication and shrinks with the window, so each part is under the step's."""
+    md = ctx.model
+    if not md.is_moe:
+        return 0.0
+    ep_links = _links(ctx, lv.ep, lv.etp)
+    forward, _ = moe.expert_comm(sh, ep_links, _links(ctx, lv.etp, 1), 0.0)
+    widest = lt.backward + maximum(_selective_s(ctx, lt, lv.tp), lt.forward)
+    shared = (lt.shared_forward, lt.shared_backward)
+    window_fwd, window_bwd = moe.exchange_windows(md, (lt.forward, widest), shared, 1.0)
+    eta = moe.ep_overlap(ctx.efficiency, ep_links)
+    return md.moe_layers / md.layers * (exposed(forward, window_fwd, eta) + exposed(forward, window_bwd, eta))
+
+
+def _pp_least(ctx: Context, sh: Shard, lv: LayoutVars, microbatches: Number) -> Number:
+    """The step's pipeline sends (`_evaluate`'s pp_comm), which read neither the recompute mode nor the ZeRO stage."""
+    p2p = send_recv(sh.tokens * ctx.model.hidden / lv.tp * BF16_BYTES, _links(ctx, lv.pp, lv.tp * lv.cp * lv.dp))
+    sends = 2 * (lv.pp - 1) * p2p + (1 - pp_sends_hidden(ctx)) * 2 * microbatches * lv.vp * p2p
+    return where(lv.pp > 1, sends, 0.0)
+
+
+def _dp_least(ctx: Context, lv: LayoutVars, stages: StageLayers, microbatches: Number, own_stage: bool) -> Number:
+    """A lower bound on the step's exposed DP communication (`_evaluate`'s dp_comm, the dense group's and the routed
+    experts') whatever the ZeRO stage and recompute mode: the least over the stages of `_zero_least`, the groups'
+    collectives priced as the step prices them (`dp_terms`; ZeRO-3 tensor by tensor at its two gathers, the
+    fewest any mode makes)."""
+    md = ctx.model
+    params, experts = _held_params(md, lv, stages)
+    busiest_layers = where(equal(lv.pp, 1), md.layers, stages.interior)
+    weights = params.most - (0.0 if experts is None else experts.most)
+    trainable = _trainable(ctx, weights, busiest_layers, lv.tp)
+    terms = dp_terms(ctx, _links(ctx, lv.dp * lv.cp, lv.tp), weights, trainable, units=busiest_layers)
+    stages_s = _zero_least(ctx, terms, microbatches)
+    if experts is not None:
+        expert_trainable = 0.0 if ctx.frozen_base else experts.most
+        edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
+        expert_terms = dp_terms(ctx, edp_links, experts.most, expert_trainable, units=md.moe_layers)
+        stages_s = tuple(a + b for a, b in zip(stages_s, _zero_least(ctx, expert_terms, microbatches), strict=True))
+    zero0, zero1, zero2, zero3 = stages_s
+    if own_stage:
+        zero = lv.zero
+        return where(equal(zero, 0), zero0, where(equal(zero, 1), zero1, where(equal(zero, 2), zero2, zero3)))
+    return minimum(minimum(zero0, zero1), minimum(zero2, zero3))
+
+
+def _zero_least(ctx: Context, t: DpTerms, microbatches: Number) -> tuple[Number, Number, Number, Number]:
+    """Lower bounds on `zero_exposed`'s four stages whatever their windows: each bucketed collective leaves at least
+    (1 - overlap_dp) of itself and one bucket (`bucketed_exposed`), ZeRO-3 tensor by tensor and FSDP2's copies are
+    window-free; hybrid sharding's ZeRO-3 (another group's links, and the replicas' all-reduce) is bounded by 0."""
+    rec, overlap = ctx.recipe, ctx.efficiency.overlap_dp
+
+    def least(comm_s: Number, buckets: Number) -> Number:
+        return maximum((1 - overlap) * comm_s, comm_s / buckets)
+
+    gather_first = least(t.gather_updates, t.buckets)
+    zero0 = least(t.reduce, t.buckets)
+    zero1 = least(t.scatter, t.buckets) + gather_first
+    zero2 = microbatches * least(t.scatter, t.buckets) + gather_first
+    if rec.zero3_per_tensor:
+        passes = t.per_tensor
+    else:
+        passes = least(t.unit_gathers, t.units) + least(t.unit_gathers + t.unit_scatters, t.units)
+    if rec.fsdp_copies:
+        passes = passes + t.copies
+    return zero0, zero1, zero2, 0.0 * zero0 if rec.shard_group else microbatches * passes
+
+
 FLOOR_MARGIN = 1e-6
 """Relative slack `step_floor` leaves under the step (and `least_floor`, twice it, under step_floor): far more than
 the rounding of either side (a few dozen operations, each within 1e-16 relative), far less than what tells layouts
 apart."""
 
 
-def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
+def least_floor(ctx: Context, lv: LayoutVars, mbs: Any, links: bool = False) -> Any:
     """A lower bound, per layout of `lv` (one axis; its micro-batch and recompute are not read), on `step_floor`
     without recompute (0.0) at every micro-batch size in `mbs`, for a search to drop the layouts it rules out before
     it prices their floors: the compute per sequence of each distinct shard's layer, head and embedding, then a few
@@ -1535,7 +1634,13 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     x m) x m x that largest >= (pp - 1) / vp x most (mbs >= 1); host is the step overhead (`host_overhead_s`: none
     for a graph-captured step), the wait a multiple >= 0 of m x the least rank compute >= gbs / dp x `fewest`
     (`straggler_s`). That is exact arithmetic; step_floor keeps FLOOR_MARGIN under its own, and this twice that
-    under this, so that it stays under step_floor as floating point computes both."""
+    under this, so that it stays under step_floor as floating point computes both.
+
+    `links`: under step_floor with `links`. Each layer's least exposed communication per sequence joins its compute
+    in `most` (the same argument: step_floor adds it to the layer in the ranks' sums, and each shard's is priced at
+    every micro-batch in `mbs`; the wait keeps the compute alone), and DP's least (`_dp_least`, of every ZeRO
+    stage) at the fewest micro-batches of any size in `mbs`, under step_floor's: its ZeRO-2 and ZeRO-3 bounds grow
+    with the micro-batches, the others do not read them. The pipeline's sends are left out (a few percent)."""
     import numpy as np
 
     eff = ctx.efficiency
@@ -1549,10 +1654,19 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any) -> Any:
     sh, _, stages = _per_rank(ctx, grid)
     compute, full, _, layer_compute = _shard_layer(ctx, sh, grid, stages)
     head, embed = _head_compute(ctx, compute, grid, full), compute.embedding
-    layer, head, embed = (np.min(x / sizes, axis=1)[inverse.reshape(tp.shape)] for x in (layer_compute, head, embed))
-    fewest, most = _rank_bounds(ctx, pp, _stages(ctx, pp, vp), layer, head, embed)
+    at = inverse.reshape(tp.shape)
+    layer, head, embed = (np.min(x / sizes, axis=1)[at] for x in (layer_compute, head, embed))
+    row_stages = _stages(ctx, pp, vp)
+    fewest, most = _rank_bounds(ctx, pp, row_stages, layer, head, embed)
+    comm_s: Any = 0.0
+    if links:  # the layer with its least exposed communication; DP's at the fewest micro-batches (it grows with them)
+        busiest = np.min((layer_compute + _layer_comm_least(ctx, sh, grid, compute.layer, full)) / sizes, axis=1)[at]
+        _, most = _rank_bounds(ctx, pp, row_stages, busiest, head, embed)
+        largest = float(np.max(sizes))
+        rows = LayoutVars(tp, pp, cp, dp, vp, largest, lv.gbs, 0.0, 0.0, ep, etp)
+        comm_s = _dp_least(ctx, rows, row_stages, lv.gbs / (largest * dp), False)
     wait = straggler_s(eff.straggler_cv, tp * pp * cp * dp, lv.gbs / dp * fewest)
-    bound = (lv.gbs / dp + (pp - 1) / vp) * most + host_overhead_s(ctx) + wait
+    bound = (lv.gbs / dp + (pp - 1) / vp) * most + host_overhead_s(ctx) + wait + comm_s
     return eff.vintage_factor * bound * (1 - 2 * FLOOR_MARGIN)
 
 

@@ -542,7 +542,12 @@ def _price_bounded(
     layout left out is worse than `top` layouts priced and than its point's best: every layout at or under the final
     ones is priced, and `_smallest`'s stable order over them (by flat index) picks the exhaustive search's layouts,
     ties included. Rows go in order of their bound, in passes that grow fourfold (BOUNDED_FIRST). Where the grids
-    of fitting layouts hold fewer than BOUND_FROM layouts, they are priced whole instead (`_price`'s step)."""
+    of fitting layouts hold fewer than BOUND_FROM layouts, they are priced whole instead (`_price`'s step).
+
+    Unlike `best_layout`'s, these bounds are priced for this search alone, so each reads the context's links: the
+    exposed communication at its least (`step.step_floor` with `links`), which in a MoE model's search is most of
+    what the step adds to compute (GPT-OSS-120B on 1,024 B200: 104,562 layouts priced in full instead of 1,748,083,
+    CPU 10.5 s -> 2.5 s)."""
     import numpy as np
 
     entries: list[_Open | _Priced] = []
@@ -568,7 +573,7 @@ def _price_bounded(
             entries[index] = _ranked(ctx, e.block, e.fits, step, e.valid, top, objective)
     elif opened:
         for _, e in opened:
-            e.bound = _row_bounds(ctx, e.block, e.scale)
+            e.bound = _row_bounds(ctx, e.block, e.scale, links=True)
         bound = np.concatenate([e.bound for _, e in opened])
         owner = np.repeat(np.arange(len(opened)), [len(e.bound) for _, e in opened])
         at = np.concatenate([np.arange(len(e.bound)) for _, e in opened])
@@ -603,7 +608,7 @@ def _price_rows(ctx: Context, entry: _Open, rows: Any, threshold: float) -> Any:
 
     block = replace(entry.block, rows=entry.block.rows[rows])
     fits = entry.fits[rows]
-    floor, _ = _cell_floors(ctx, block, fits, entry.scale)
+    floor, _ = _cell_floors(ctx, block, fits, entry.scale, links=True)
     index, step = _priced_under(ctx, block, fits & (floor <= threshold), threshold, entry.scale, fitted=True)
     cells = math.prod(block.shape[1:])
     entry.index.append(rows[index // cells] * cells + index % cells)
@@ -835,16 +840,17 @@ def _bounds(ctx: Context, prepared: _Prepared, index: int, incumbent: float, bou
     return rows, floor[rows], row_floor[rows]
 
 
-def _row_bounds(ctx: Context, block: Block, scale: float) -> Any:
-    """Each row's bound (`step.least_floor`: under the floor of its every cell), in objective units."""
+def _row_bounds(ctx: Context, block: Block, scale: float, links: bool = False) -> Any:
+    """Each row's bound (`step.least_floor`: under the floor of its every cell), in objective units; `links`: with
+    the communication it bounds over the context's links."""
     tp, cp, pp, dp, vp, ep, etp = block.rows.T.astype(float)
     layouts = LayoutVars(tp, pp, cp, dp, vp, 1.0, float(block.gbs), 0.0, 0.0, ep, etp)
-    return least_floor(ctx, layouts, block.mbs) * scale
+    return least_floor(ctx, layouts, block.mbs, links=links) * scale
 
 
-def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float) -> tuple[Any, Any]:
+def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float, links: bool = False) -> tuple[Any, Any]:
     """The floor of each (row, micro-batch) cell of `block`, in objective units, and each row's least over its valid
-    cells."""
+    cells; `links`: with the communication the floor bounds over the context's links (`step.step_floor`)."""
     import numpy as np
 
     cells = (len(block.rows), len(block.mbs), 1, 1)
@@ -852,7 +858,8 @@ def _cell_floors(ctx: Context, block: Block, mask: Any, scale: float) -> tuple[A
     for rows, lv in _row_slices(block, FLOOR_CELLS_AT_ONCE // len(block.mbs)):
         lv = lv._replace(recompute=0.0)  # no recompute: the least compute, so every mode's floor
         count = len(floor[rows])
-        floor[rows] = np.broadcast_to(step_floor(ctx, lv) * scale, (count, *block.shape[1:]))[..., :1, :1]
+        cell = step_floor(ctx, lv, links=links) * scale
+        floor[rows] = np.broadcast_to(cell, (count, *block.shape[1:]))[..., :1, :1]
     return floor, floor.min(axis=(1, 2, 3), where=_any_cell(mask), initial=np.inf)
 
 
@@ -885,10 +892,10 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best, incumbent: f
     then the step of those that fit), each alone (`Block.picked_vars`: the same numbers as in a grid, in the grid's
     order), and fold the best into `best`.
 
-    The cells' floors are priced without recompute (`_cell_floors`) and without the exposed TP communication, which
+    The cells' floors are priced without recompute (`_cell_floors`) and without the exposed communication, which
     is the floor of every mode and every network; a layout's own (`step.step_floor` of the layout as it is, with
-    its TP links) is higher by what it recomputes and what its TP exposes, and rules out most of the layouts they
-    leave (the 70B on 1,024 H100, bench_campaign.py's phases: 82-87% of those at PP 2 and 4)."""
+    its links and ZeRO stage) is higher by what it recomputes and what it exposes, and rules out most of the layouts
+    they leave (the 70B on 1,024 H100, bench_campaign.py's phases: 82-87% of those at PP 2 and 4)."""
     import numpy as np
 
     scale = objective_scale("time", block.gbs, ctx.seq_len, block.n_gpus)
@@ -906,14 +913,15 @@ def _price_best(ctx: Context, block: Block, mask: Any, best: _Best, incumbent: f
 def _priced_under(
     ctx: Context, block: Block, mask: Any, threshold: float, scale: float, fitted: bool
 ) -> tuple[Any, Any]:
-    """The flat indices of the layouts of `mask` whose own floor (`step.step_floor` with its recompute mode and its
-    TP links) times `scale` does not exceed `threshold` and that fit in memory (known already where `fitted`), in
-    index order, and their step times, each layout priced alone (`Block.picked_vars`)."""
+    """The flat indices of the layouts of `mask` whose own floor (`step.step_floor` with its recompute mode, its
+    ZeRO stage and its links) times `scale` does not exceed `threshold` and that fit in memory (known already where
+    `fitted`), in index order, and their step times, each layout priced alone (`Block.picked_vars`)."""
     import numpy as np
 
     index = np.flatnonzero(mask.reshape(-1))
     if len(index):
-        floor = np.broadcast_to(step_floor(ctx, block.picked_vars(index), links=True), index.shape) * scale
+        own = step_floor(ctx, block.picked_vars(index), links=True, own_stage=True)
+        floor = np.broadcast_to(own, index.shape) * scale
         index = index[floor <= threshold]
     if len(index) and not fitted:
         need = np.broadcast_to(memory_need(ctx, block.picked_vars(index)), index.shape)
