@@ -183,9 +183,8 @@ def compare(
     arguments.flag("relayout", relayout)
     given = dict(options)
     _use_hardware(given)
-    items = comparing.compare_request(
-        scenario, given, _origins(given), targets, _counts(n_gpus), relayout, spelling=API
-    )
+    origins = _origins(given | ({} if n_gpus is None else {"n_gpus": n_gpus}))  # a row's count names its keyword
+    items = comparing.compare_request(scenario, given, origins, targets, _counts(n_gpus), relayout, spelling=API)
     return comparing.Comparison(comparing.run(items))
 
 

@@ -217,6 +217,30 @@ def test_a_bundled_campaign_answers_the_cli_json_and_export(client: TestClient, 
     assert lines[0].startswith("phase,") and [line.split(",")[0] for line in lines[-2:]] == ["anneal", "total"]
 
 
+def test_a_phase_too_small_for_its_given_layout_names_the_count_that_made_it(client: TestClient) -> None:
+    """The 405B campaign on 512 GB300 vs 1,024 H100: its 128K stage's given TP 8 x PP 16 x CP 16 needs 2,048 GPUs.
+    The refusal names the count as the request gave it (the page marks that field; it was null, the search's 'no
+    valid layout'), and the CLI's line the same flag; a phase's own count names its field."""
+    name = "campaign-llama3.1-405b"
+    why = "phase 'context-128k': TP 8 x PP 16 x CP 16 = 2048 does not divide the 512 GPUs"
+    on_each = ["--gpu", "gb300@512", "--gpu", "h100-sxm@1024"]
+    on_both = ["--gpu", "gb300", "--gpu", "h100-sxm", "--gpus", "512"]
+    for body, field, flags, said, flag in [
+        ({"gpu": ["gb300@512", "h100-sxm@1024"]}, "gpu", on_each, "gpu='gb300@512'", "--gpu gb300@512"),
+        ({"gpu": ["gb300", "h100-sxm"], "n_gpus": 512}, "n_gpus", on_both, "n_gpus=512", "--gpus"),
+    ]:
+        with pytest.raises(perfmodel.PerfmodelError) as raised:
+            perfmodel.compare(name, **body)
+        assert str(raised.value) == f"{said}: {why}"
+        found = refusal(client, "/api/compare", {"scenario": name, **body})
+        assert found == {"error": f"{said}: {why}", "field": field}
+        assert cli_error("compare", name, *flags) == f"{flag}: {why}"
+    own = CAMPAIGN_FILE.replace('name = "main"', 'name = "main"\nn_gpus = 64\nparallelism = { tp = 8, pp = 16 }')
+    found = refusal(client, "/api/compare", {"scenario_file": {"name": "own.toml", "text": own}, "gpu": ["h100-sxm"]})
+    assert found["field"] == "scenario_file"
+    assert found["error"].startswith("own.toml: phase 'main': field 'n_gpus': TP 8 x PP 16"), found
+
+
 def test_a_campaign_planned_answers_each_phase_at_the_chosen_count(client: TestClient) -> None:
     """The page's per-phase lines of a planned campaign come from the plan's own document: each candidate's `plan`
     holds a document per phase (the `phase` key, its GPUs scaled to the chosen count as `perfmodel plan` prints them),

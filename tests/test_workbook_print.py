@@ -184,7 +184,43 @@ def test_a_long_text_has_a_wide_column(parsed: dict[str, Workbook]) -> None:
     ws = parsed["campaign"]["Inputs"]
     column = next(c.column_letter for c in ws[5] if c.value == "price_source")
     assert len(ws[f"{column}6"].value) > 100 and ws.column_dimensions[column].width >= 2 * printing.WIDEST_TEXT
-    assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 18))
+    assert all(ws.row_dimensions[row].height <= 2 * printing.LINE_PT for row in range(6, 17))
+    assert ws.row_dimensions[17].height == printing.height_pt(3)  # the total row's, in bold: one line more
+
+
+def test_every_wrapped_cell_is_as_tall_as_its_lines(books: dict[str, Path], tmp_path: Path) -> None:
+    """A row is as tall as each wrapped cell's lines (its text as shown, in its type, bold or not, in its column or
+    merged columns): the 405B campaign's total row, 2 lines tall, printed its bold price source cut off on Inputs
+    (3 lines), as its Details' column did its nearest measured run. Every sheet of the default, 405B campaign and
+    DeepSeek-V3 campaign books."""
+    deepseek = tmp_path / "deepseek-campaign.xlsx"
+    assert run_cli("export", "predict", "campaign-deepseek-v3", "--out", str(deepseek)).code == 0
+    for path in (books["predict"], books["campaign"], deepseek):
+        shown = openpyxl.load_workbook(path, data_only=True)  # a formula's text: its cached value
+        for ws in openpyxl.load_workbook(path):
+            chars = _chars(ws)
+            spans = {(r.min_row, r.min_col): range(r.min_col, r.max_col + 1) for r in ws.merged_cells.ranges}
+            for cell in (cell for row in ws.iter_rows() for cell in row if cell.alignment.wrap_text):
+                value = shown[ws.title][cell.coordinate].value
+                if value is None or cell.number_format == ";;;" or ws.row_dimensions[cell.row].hidden:
+                    continue  # ';;;': an Assumptions section's name, hidden below its first row
+                width = sum(chars[c] for c in spans.get((cell.row, cell.column), [cell.column]))
+                if width == 0:  # a hidden column: the keys
+                    continue
+                size_pt = cell.font.sz or printing.FONT_PT
+                text = printing.shown(value, cell.number_format)
+                tall_pt = printing.height_pt(printing.lines(text, width, bool(cell.font.b), size_pt), size_pt)
+                height_pt = ws.row_dimensions[cell.row].height or printing.LINE_PT
+                assert height_pt >= tall_pt - 1e-9, f"{path.name} {ws.title}!{cell.coordinate}: {height_pt} < {tall_pt}"
+
+
+def _chars(ws: Worksheet) -> dict[int, float]:
+    """Each column's width in characters (1-based), 0 when hidden, Excel's default where none is set."""
+    found = dict.fromkeys(range(1, ws.max_column + 1), 8.43)
+    for dimension in ws.column_dimensions.values():
+        for column in range(dimension.min, dimension.max + 1):
+            found[column] = 0.0 if dimension.hidden else dimension.width
+    return found
 
 
 def test_a_label_row_is_as_tall_as_libreoffice_wraps_it(parsed: dict[str, Workbook]) -> None:

@@ -26,11 +26,13 @@ from perfmodel.planning.request import (
     CLI,
     ScenarioSource,
     Spelling,
+    check_layout_at_count,
     check_precision,
     check_tokens,
     check_whole_nodes,
     given_where,
     load_checked,
+    source_name,
 )
 from perfmodel.planning.training import AT_MAX_PRICE, AT_MIN_PRICE, JOULES_PER_KWH, SECONDS_PER_HOUR
 from perfmodel.planning.views import Shown
@@ -241,11 +243,13 @@ def compare_request(
         origins = origins | {"n_gpus": spelling.given("gpu", targets[0])}
     base = checked_base(parsed, source, options, origins, relayout, spelling)
     made = scenarios(base, parsed, gpu_counts, spelling)
-    shared = (counted if gpu_counts else origins).get("n_gpus", "n_gpus")  # without --gpus, the first row's count
+    # without --gpus, the first row's count; without any, the file's
+    shared = (counted if gpu_counts else origins).get("n_gpus", f"{source_name(source)}: field 'n_gpus'")
     named = [spelling.given("gpu", spec) if t.n_gpus else shared  # a row's own count (@N) is its --gpu's
              for spec, t in zip(targets, parsed, strict=True) for _ in target_counts(t, gpu_counts, base)]  # fmt: skip
     for scenario, where in zip(made, named or [shared] * len(made), strict=True):  # each row and its target
         check_whole_nodes(scenario, where)
+        check_layout_at_count(scenario, source, where)
         check_tokens(scenario, source, options, origins)  # each row is predicted at its own count and batch
     return made
 

@@ -293,6 +293,26 @@ def _check_layout(
     raise InfeasibleLayout(f"{where}: field '{OPTION_FIELDS[named[0]]}': {why}")
 
 
+def check_layout_at_count(scenario: Scenario, source: ScenarioSource, where: str) -> None:
+    """A comparison's row keeps its given layout at its own GPU count, which `where` gave (its `--gpu ID@N`, `--gpus`
+    or the file's field; check_given_layout checks the base at no count); a campaign phase with a count of its own
+    (`n_gpus`) names that field. The search's error ('no valid layout of llama3.1-405b on 512 GPUs', the 405B
+    campaign's 128K stage at TP 8 x PP 16 x CP 16 on `gb300@512`) named neither, and the web page marked no field."""
+    if not scenario.phase:
+        broken = given_layout_problem(scenario)
+        if broken is not None and "n_gpus" in broken[0]:
+            raise InfeasibleLayout(f"{where}: {broken[1]}")
+        return
+    from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
+
+    for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
+        broken = given_layout_problem(phased)
+        if broken is None or "n_gpus" not in broken[0]:
+            continue
+        own = f"{source_name(source)}: phase '{phase.name}': field 'n_gpus'"
+        raise InfeasibleLayout(f"{own if phase.n_gpus is not None else f'{where}: phase {phase.name!r}'}: {broken[1]}")
+
+
 def given_layout_problem(scenario: Scenario, own_count: bool = True) -> tuple[list[str], str] | None:
     """None where the scenario's given layout breaks no rule (as check_given_layout holds it), else the given
     dimensions the first broken rule names and the sentence of every broken rule: what a caller names the flag,

@@ -320,11 +320,11 @@ def _width(column: Column, texts: Sequence[str]) -> float:
     return max(chars, 2.0 * printing.WIDEST_TEXT) if long else chars
 
 
-def _label_column(labels: Sequence[str]) -> tuple[float, list[int]]:
+def _label_column(labels: Sequence[str], bold: Sequence[bool]) -> tuple[float, list[int]]:
     """Column A of every sheet with a row per result (Summary, Inputs, Results, Breakdown): its width in characters
-    and the lines each label wraps onto there, counted once for all of them."""
+    and the lines each label (`bold`: a total row's, `_bold`) wraps onto there, counted once for all of them."""
     chars = printing.width("Result", labels)
-    return chars, _lines(labels, chars)
+    return chars, _lines(labels, chars, bold)
 
 
 def _wraps(values: Sequence[Any]) -> dict[str, Any]:
@@ -395,9 +395,15 @@ def _page_room_pt(widths: Sequence[float]) -> float:
     return PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(printing.scale(widths), printing.SMALLEST_SCALE)
 
 
-def _lines(texts: Sequence[Any], chars: float) -> list[int]:
-    """Lines each text wraps onto in a column `chars` wide."""
-    return [printing.lines(str(text), chars) for text in texts]
+def _lines(texts: Sequence[Any], chars: float, bold: Sequence[bool]) -> list[int]:
+    """Lines each text wraps onto in a column `chars` wide, in bold where `bold` says (`_bold`)."""
+    return [printing.lines(str(text), chars, heavy) for text, heavy in zip(texts, bold, strict=True)]
+
+
+def _bold(lines: Sequence[Line]) -> list[bool]:
+    """Which lines print in bold (`_Grid.look`): a campaign's total row, whose wrapped text takes more lines than its
+    phases' (the 405B campaign's price source: 3 lines on Inputs in a row counted 2 tall, cut off in print)."""
+    return [isinstance(line, TotalRow) for line in lines]
 
 
 def _heights(ws: Any, lines: Sequence[int], first: int = HEADER_ROW + 1) -> None:
@@ -523,7 +529,8 @@ def write_xlsx(
 
     # Inputs: the shared defaults under the rows, one per result above.
     shared = [c for c in columns if c.shared_default]
-    label_width, labels_tall = _label_column([line["label"] for line in table])
+    bold = _bold(lines)
+    label_width, labels_tall = _label_column([line["label"] for line in table], bold)
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
     defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
@@ -559,7 +566,7 @@ def write_xlsx(
             texts = _shown(values[column.key], fmt)
             widths[sheet_name][letter] = max(widths[sheet_name].get(letter, 0.0), _width(column, texts))
             if _wraps(values[column.key]):
-                wrapped = _lines(texts, widths[sheet_name][letter])
+                wrapped = _lines(texts, widths[sheet_name][letter], bold)
                 tall[sheet_name] = [max(pair) for pair in zip(tall[sheet_name], wrapped, strict=True)]
             cells.write(ws, column, fmt, align)
             if column.editable:
@@ -668,10 +675,11 @@ def _write_details(ws: Any, columns: Sequence[Column], cells: _Cells, title: str
         ws.write_string(f"A{row}", column.header, style(text_wrap=True, valign="top"))
         ws.write_string(f"{keys}{row}", column.key, style(italic=True, font_color="#808080"))
         cells.write(ws, column, formats[column.key], _alignment(values[column.key]), valign="top")
-        heading = [(column.header, DETAIL_HEADING_CHARS)]
-        if _wraps(values[column.key]):
-            heading += list(zip(texts[column.key], chars, strict=True))
-        ws.set_row(row - 1, _row_height(heading))
+        count = printing.lines(column.header, DETAIL_HEADING_CHARS)
+        if _wraps(values[column.key]):  # a total's column in bold (`_bold`)
+            cells_of_row = zip(texts[column.key], chars, _bold(grid.lines), strict=True)
+            count = max(count, *(printing.lines(text, width, heavy) for text, width, heavy in cells_of_row))
+        ws.set_row(row - 1, printing.height_pt(count))
     _title(ws, "Details", title, _ordered(widths), style, NOTES["details"])
     _frame(ws, widths, title)
     ws.set_column(f"{keys}:{keys}", 0.0, None, {"hidden": True})
