@@ -45,7 +45,9 @@ CASES = {
     "DeepSeek-V3, 16,384 GB300, FP8, every dimension and the GBS open": (
         "deepseek-v3", "gb300", 16384, "fp8", None, None, None,
     ),
-    "GPT-OSS-120B, 64 B200, MXFP8, every dimension and the GBS open": ("gpt-oss-120b", "b200", 64, "mxfp8", None, None, None),
+    "GPT-OSS-120B, 64 B200, MXFP8, every dimension and the GBS open": (
+        "gpt-oss-120b", "b200", 64, "mxfp8", None, None, None,
+    ),
     "GPT-OSS-120B, 512 B200, MXFP8, every dimension and the GBS open": (
         "gpt-oss-120b", "b200", 512, "mxfp8", None, None, None,
     ),
