@@ -136,3 +136,41 @@ def test_a_site_cap_is_checked_per_phase(tmp_path: Path) -> None:
     at = table.index("Site power (MW at the wall; the jobs at a site share its cap):")
     mw = [f"{value:,.2f}" for value in (short["power_mw"], ramp["power_mw"], power["left_mw"])]
     assert table[at + 3].split() == ["-", f"{cap_mw:g}", *mw]
+
+
+POOLS = """
+[[pool]]
+name = "x"
+system = "dgx-h100"
+gpus = 32
+site = "A"
+usd_per_gpu_hour = 1.0
+
+[[pool]]
+name = "y"
+system = "dgx-h100"
+gpus = 48
+site = "A"
+usd_per_gpu_hour = 2.0
+
+[[offer]]
+name = "cloud"
+system = "dgx-h100"
+usd_per_gpu_hour = 2.5
+max_gpus = 8
+billing = "on_demand"
+site = "A"
+"""
+"""80 owned H100 at site A and 8 on demand: the ramp's big phase must hold most of its GPUs from its start."""
+
+
+def test_held_gpus_beyond_the_tightest_phases_power_are_refused_with_why(tmp_path: Path) -> None:
+    """A site cap of 6.5 nodes beside the short job's 4 leaves the ramp 2 nodes while they overlap, but its big
+    phase needs more than 8 on-demand GPUs beyond what it holds for the whole window: told why, not a traceback."""
+    d = _plan(tmp_path, POOLS, "--power-mw", repr(6.5 * _node_mw()))
+    plans = _chosen(d)
+    assert plans["short"] is not None and plans["ramp"] is None
+    ((reason,),) = [[p["reason"] for p in job["fleet_plans"]] for job in d["jobs"] if job["job"] == "ramp"]
+    said = (r"phase 'big': \d+ GPUs held from day 0 to [\d.]+ beyond the on-demand ones: more than the \d+ the "
+            r"power left by the other jobs holds in its tightest phase")  # fmt: skip
+    assert re.fullmatch(said, reason), reason
