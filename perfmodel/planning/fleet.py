@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.fleet import Billing, Fleet, everything
@@ -215,7 +215,7 @@ class Free:
 
     window: Mapping[str, int]
     phases: Sequence[Mapping[str, int]] = ()
-    held_gpus: int | None = None
+    held_cap_gpus: int | None = None
 
 
 def per_phase(p: Result, available: Sequence[Source]) -> bool:
@@ -232,7 +232,7 @@ def mix_of(p: Result, available: Sequence[Source], free: Free | None = None) -> 
     what it needs beyond them. Where H GPUs are held, the bill is the held H x the window plus, per phase, the
     on-demand fill of what it needs beyond H x its hours: both terms convex and piecewise linear in H (cheapest
     first fill), with kinks where H meets a phase's need, a held source's cap or a phase's need less the on-demand
-    caps, so the least H among these and the bounds (at most what the site's power holds, `free.held_gpus`) is
+    caps, so the least H among these and the bounds (at most what the site's power holds, `free.held_cap_gpus`) is
     exact (the largest on a tie: held first). A one-phase job, and a plan with no on-demand offer, holds its GPUs
     cheapest first as before (`fill`); so owning more never raises the bill (a source more is a cheaper fill at
     every H). The caller checks that `free` holds the run (`Beside.free`)."""
@@ -250,8 +250,8 @@ def mix_of(p: Result, available: Sequence[Source], free: Free | None = None) -> 
     most = max(n for _, n, _ in needs)
     low = max(0, *(n - sum(cap(s, of) for s in rented) for (_, n, _), of in zip(needs, each, strict=True)))
     high = min(most, sum(cap(s, window) for s in held))
-    if free is not None and free.held_gpus is not None:
-        high = min(high, free.held_gpus)
+    if free is not None and free.held_cap_gpus is not None:
+        high = min(high, free.held_cap_gpus)
     # the kinks: 0, each partial sum of the held caps, each need less each partial sum of its phase's on-demand caps
     kinks = [sum(cap(s, window) for s in held[:i]) for i in range(len(held) + 1)]
     kinks += [n - sum(cap(s, of) for s in rented[:i]) for (_, n, _), of in zip(needs, each, strict=True)
@@ -344,19 +344,29 @@ def _extreme(
     return gpus, {site: mw for site in sites if (mw := pick(drawn.get(site, 0.0) for _, drawn in moments))}
 
 
+class PowerCap(NamedTuple):
+    """A site's power cap as a plan there meets it."""
+
+    cap_mw: float
+    set_by: str
+    """What sets it: a [[site]]'s power_mw or --power-mw (`site_cap`)."""
+    site: str
+    """The `power_site` it caps."""
+
+
 @dataclass(frozen=True)
 class Beside:
     """Where a plan starting on `start_days` takes its GPUs beside what the other jobs hold (`others`): `there`, the
-    sources at their whole capacity, and its site's power cap (MW, what sets it, the `power_site`; None without
-    one). It holds its held sources for its window (its run's time at the goal's confidence: `time_at`), and renting
-    on demand per campaign phase, each phase's rented GPUs while the phase runs (FleetPlan.segments), drawing the
-    power of what it holds then (FleetPlan.draws): each is checked against what the others hold in that time, not
-    its most against their most over its whole window."""
+    sources at their whole capacity, and its site's power cap (None without one). It holds its held sources for its
+    window (its run's time at the goal's confidence: `time_at`), and renting on demand per campaign phase, each
+    phase's rented GPUs while the phase runs (FleetPlan.segments), drawing the power of what it holds then
+    (FleetPlan.draws): each is checked against what the others hold in that time, not its most against their most
+    over its whole window."""
 
     there: Sequence[Source]
     others: Others
     start_days: float
-    cap: tuple[float, str, str] | None = None
+    cap: PowerCap | None = None
 
     def free(self, p: Result, time_s: float) -> Free | str:
         """What the others leave `p`, of time `time_s` at the goal's confidence (`Free`), or why it does not fit
@@ -409,9 +419,8 @@ class Beside:
         draw `power` by site); None without a cap."""
         if self.cap is None:
             return None
-        cap_mw, _, site = self.cap
-        hw, pue = p.hardware, p.scenario.cost.pue
-        return gpus_within(hw, cap_mw - power.get(site, 0.0) - spare_mw(p.scenario, hw), pue) + spare_gpus(p.scenario)
+        hw, pue, left_mw = p.hardware, p.scenario.cost.pue, self.cap.cap_mw - power.get(self.cap.site, 0.0)
+        return gpus_within(hw, left_mw - spare_mw(p.scenario, hw), pue) + spare_gpus(p.scenario)
 
     def _beside(
         self, p: Result, n: int, free: int, power: Mapping[str, float], what: str, start: float, end: float
@@ -680,7 +689,7 @@ def _plan_system(
                 limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of {set_by} {cap_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
         seed = seed_count(base, hw, local)
-        beside = Beside(there, others, begin, None if cap is None else (*cap, power_site(fleet, site)))
+        beside = Beside(there, others, begin, None if cap is None else PowerCap(*cap, power_site(fleet, site)))
         candidate = plan_candidate(base, label, local, limit, seed, ceiling, tried, beside.usd)
         if not candidate.feasible or candidate.prediction is None:
             why = candidate.reason or why
