@@ -269,10 +269,10 @@ def mix_of(p: Result, available: Sequence[Source], free: Free | None = None) -> 
     return Mix(tuple(fill(best, held, window)), hours, phases)
 
 
-def window_of(p: Result, start_days: float, confidence: float) -> tuple[float, float]:
-    """When a plan of `p` starting on `start_days` holds its GPUs, days from now: its start, and its finish at the
-    goal's confidence."""
-    return start_days, start_days + time_at(p, confidence) / DAY_S
+def window_of(start_days: float, time_s: float) -> tuple[float, float]:
+    """When a plan starting on `start_days` holds its GPUs, days from now: its start, and its finish after `time_s`
+    (its run's time at the goal's confidence, `time_at`)."""
+    return start_days, start_days + time_s / DAY_S
 
 
 def phase_spans(hours: Sequence[float], start: float, finish: float, total_hours: float) -> list[tuple[float, float]]:
@@ -371,7 +371,7 @@ class Beside:
     def free(self, p: Result, time_s: float) -> Free | str:
         """What the others leave `p`, of time `time_s` at the goal's confidence (`Free`), or why it does not fit
         beside them."""
-        start, finish = self.start_days, self.start_days + time_s / DAY_S
+        start, finish = window_of(self.start_days, time_s)
         gpus, power = self.others.most(start, finish)
         window = {s.name: s.gpus - gpus.get(s.name, 0) for s in self.there}
         if not per_phase(p, self.there):
@@ -483,7 +483,7 @@ class FleetPlan:
     def window_days(self) -> tuple[float, float]:
         """When it holds its GPUs, days from now: its start, and its finish at the goal's confidence (`window_of`)."""
         assert self.candidate is not None and self.candidate.prediction is not None
-        return window_of(self.candidate.prediction, self.start_after_days, self.goal.confidence)
+        return window_of(self.start_after_days, time_at(self.candidate.prediction, self.goal.confidence))
 
     def gpu_hours_per_gpu(self) -> float:
         """Each held GPU's billed hours: the plan's wall time (`hours_per_gpu`)."""
@@ -661,8 +661,8 @@ def _plan_system(
         begin = max(lead, start_days)
         used, powered = others.least(begin, goal.deadline_s / DAY_S)
         capacity = sum(s.gpus - used.get(s.name, 0) for s in there)
+        by_others = any(used.get(s.name) for s in there)
         if capacity == 0:
-            by_others = any(used.get(s.name) for s in there)
             why = f"the fleet's {system} GPUs there by day {lead:g} are taken by other jobs" if by_others else why
             continue
         deadline_s = goal.deadline_s - begin * DAY_S
@@ -671,7 +671,11 @@ def _plan_system(
             why = f"{late} leaves no time before the deadline"
             continue
         at = f" at {site}" if site else ""
-        there_gpus = f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
+        there_gpus = (
+            f"the {capacity:,} {system} GPUs{at} left by the other jobs by day {lead:g}"
+            if by_others
+            else f"the fleet's {capacity:,} {system} GPUs{at} there by day {lead:g}"
+        )
         if capacity - spare < granularity(hw):
             why = f"{there_gpus} leave none beside the job's {spare:,} spares"
             continue
