@@ -427,7 +427,7 @@ class Beside:
     ) -> str | None:
         """Why `n` GPUs (spares among them) of `p` do not fit beside the others from `start` to `end`, with `free`
         GPUs left and `power` drawn by site (`what`: which phase); None where they fit."""
-        when = f"{what}{n:,} GPUs from day {start:.3g} to {end:.3g}:"
+        when = f"{what}{n:,} GPUs from day {plain(start, 3)} to {plain(end, 3)}:"
         if n > free:
             return f"{when} more than the {max(free, 0):,} left by the other jobs at their busiest then"
         most = self._powered(p, power)
@@ -435,7 +435,7 @@ class Beside:
             cap_mw, set_by, site = self.cap
             left = max(cap_mw - power.get(site, 0.0), 0.0)
             at = f" at {site}" if site else ""
-            return (f"{when} more power than the {left:,.2f} MW left of {set_by} {cap_mw:g}{at} by the other jobs at "
+            return (f"{when} more power than the {plain(left)} MW left of {set_by} {cap_mw:g}{at} by the other jobs at "
                     "their busiest then")  # fmt: skip
         return None
 
@@ -687,10 +687,10 @@ def _plan_system(
             left_mw = cap_mw - powered.get(power_site(fleet, site), 0.0)
             powered_gpus = gpus_within(hw, left_mw - spares_mw, base.cost.pue)
             if powered_gpus == 0:
-                why = f"the site's power{at} is taken by other jobs: {max(left_mw, 0):,.2f} of {cap_mw:g} MW left"
+                why = f"the site's power{at} is taken by other jobs: {plain(max(left_mw, 0))} of {cap_mw:g} MW left"
                 continue
             if powered_gpus < limit:
-                limit, ceiling = powered_gpus, f"the {max(left_mw, 0):,.2f} MW left of {set_by} {cap_mw:g}{at}"
+                limit, ceiling = powered_gpus, f"the {plain(max(left_mw, 0))} MW left of {set_by} {cap_mw:g}{at}"
         local = replace(goal, deadline_s=deadline_s, budget_usd=None)
         seed = seed_count(base, hw, local)
         beside = Beside(there, others, begin, None if cap is None else PowerCap(*cap, power_site(fleet, site)))
