@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from fleet_files import RENT, campaign_file, dgx_h100_report, node_mw
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel.planning import fleet as fleets
@@ -171,14 +171,18 @@ def test_the_mix_within_what_others_leave_is_the_cheapest_hold_there(
 ) -> None:
     """The campaign (128 then 32 GPUs) on a pool of which `pool` GPUs are free for its window and an offer on
     demand of which `main` and `tail` are free in each phase, holding at most `held_most` for the window (the
-    site's power): against every count of held GPUs (whole nodes) that fits, the mix is the cheapest, and it takes
-    no more than is free."""
+    site's power): where no count of held GPUs (whole nodes) fits, it is refused with why (`unheld`, Beside.free's
+    check); else against every count that fits, the mix is the cheapest, and it takes no more than is free."""
     needs, window_h = fleets.phase_needs(campaign), fleets.hours_per_gpu(campaign)
     fits = [h for h in range(0, min(pool, held_most or pool) + 1, 8)
             if all(n - h <= free for (_, n, _), free in zip(needs, (main, tail), strict=True))]  # fmt: skip
-    assume(fits)
+    phases = [{"cloud": main}, {"cloud": tail}]
+    why = fleets.unheld(needs, phases, pool, held_most, 0.0, 1.0)
+    assert (why is None) == bool(fits), why
+    if not fits:
+        return
     held, cloud = _source("pool", 1024, pool_rate), _source("cloud", 1024, 2.5, "on_demand")
-    free = fleets.Free({"pool": pool, "cloud": 0}, [{"cloud": main}, {"cloud": tail}], held_most)
+    free = fleets.Free({"pool": pool, "cloud": 0}, phases, held_most)
     mix = fleets.mix_of(campaign, [held, cloud] if pool_rate < 2.5 else [cloud, held], free)
     brute = min(h * pool_rate * window_h + sum(max(n - h, 0) * t * 2.5 for _, n, t in needs) for h in fits)
     assert mix.usd == pytest.approx(brute, rel=1e-12)

@@ -269,6 +269,28 @@ def mix_of(p: Result, available: Sequence[Source], free: Free | None = None) -> 
     return Mix(tuple(fill(best, held, window)), hours, phases)
 
 
+def unheld(
+    needs: Sequence[tuple[str, int, float]],
+    phases: Sequence[Mapping[str, int]],
+    held: int,
+    held_cap_gpus: int | None,
+    start: float,
+    end: float,
+) -> str | None:
+    """Why the GPUs a campaign of `needs` (`phase_needs`) must hold from `start` to `end` (what its neediest phase
+    needs beyond the on-demand GPUs `phases` leave it then) are more than its held sources leave (`held`) or than the
+    tightest phase's power holds (`held_cap_gpus`); None where some count fits (`mix_of` has one to try)."""
+    need, name = max((n - sum(rented.values()), name) for (name, n, _), rented in zip(needs, phases, strict=True))
+    days = f"from day {plain(start, 3)} to {plain(end, 3)}"
+    when = f"phase {name!r}: {need:,} GPUs held {days} beyond the on-demand ones:"
+    if need > held:
+        return f"{when} more than the {max(held, 0):,} left by the other jobs at their busiest then"
+    if held_cap_gpus is not None and need > held_cap_gpus:
+        tightest = f"{max(held_cap_gpus, 0):,} the power left by the other jobs holds in its tightest phase"
+        return f"{when} more than the {tightest}"
+    return None
+
+
 def window_of(start_days: float, time_s: float) -> tuple[float, float]:
     """When a plan starting on `start_days` holds its GPUs, days from now: its start, and its finish after `time_s`
     (its run's time at the goal's confidence, `time_at`)."""
@@ -390,29 +412,7 @@ class Beside:
             most = self._powered(p, power)
             held_most = most if held_most is None or most is None else min(held_most, most)
             phases.append(rented)
-        return self._holds(needs, phases, held, held_most, start, finish) or Free(window, phases, held_most)
-
-    @staticmethod
-    def _holds(
-        needs: Sequence[tuple[str, int, float]],
-        phases: Sequence[Mapping[str, int]],
-        held: int,
-        held_most: int | None,
-        start: float,
-        end: float,
-    ) -> str | None:
-        """Why the GPUs a campaign must hold for its whole window (what its neediest phase needs beyond the on-demand
-        GPUs left then) are more than its held sources leave (`held`) or than the tightest phase's power holds
-        (`held_most`); None where some count fits (`mix_of` has one to try)."""
-        need, name = max((n - sum(rented.values()), name) for (name, n, _), rented in zip(needs, phases, strict=True))
-        days = f"from day {plain(start, 3)} to {plain(end, 3)}"
-        when = f"phase {name!r}: {need:,} GPUs held {days} beyond the on-demand ones:"
-        if need > held:
-            return f"{when} more than the {max(held, 0):,} left by the other jobs at their busiest then"
-        if held_most is not None and need > held_most:
-            tightest = f"{max(held_most, 0):,} the power left by the other jobs holds in its tightest phase"
-            return f"{when} more than the {tightest}"
-        return None
+        return unheld(needs, phases, held, held_most, start, finish) or Free(window, phases, held_most)
 
     def _powered(self, p: Result, power: Mapping[str, float]) -> int | None:
         """The most GPUs (spares among them) `p` may hold within the power the others leave of its site's cap (they
