@@ -5,6 +5,7 @@ are held for the whole window as before, and another job may take what a phase g
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from perfmodel.planning import fleet as fleets
 from perfmodel.planning.campaign import Campaign, predict_campaign
 from perfmodel.planning.fleet_jobs import Held, most_held
-from perfmodel.planning.plan import candidate_bases, wall_s
+from perfmodel.planning.plan import Goal, Result, candidate_bases, gpus_of, plan_candidate, wall_s
 
 
 def _jobs(start: float) -> str:
@@ -293,3 +294,29 @@ def test_the_fleet_table_reads_an_on_demand_offers_gpu_hours_as_the_gpu_hours_li
     (said,) = re.findall(r"\(rent on demand, ([\d,]+) GPU-h,", table)
     assert "M GPU-h" not in table
     assert int(said.replace(",", "")) == round(source["gpu_hours"])
+
+
+def test_a_phase_on_demand_beyond_what_the_others_leave_is_named(campaign: Campaign) -> None:
+    """On demand, the phase that does not fit is named (README: `phase 'main': ...`): 96 of the offer's 128 GPUs
+    held by another job for the whole window leave 32, too few for the main phase's 128, not for the tail's 32."""
+    cloud = _source("cloud", 128, 2.5, "on_demand")
+    others = fleets.Others.of([(0.0, 100.0, (("cloud", 96),))], [])
+    why = fleets.Beside([cloud], others, 0.0).free(campaign, fleets.time_at(campaign, 0.5))
+    said = r"phase 'main': 128 GPUs from day 0 to [\d.]+: more than the 32 left by the other jobs at their busiest then"
+    assert isinstance(why, str) and re.fullmatch(said, why), why
+
+
+def test_a_fewer_count_that_does_not_fit_beside_the_other_jobs_says_so() -> None:
+    """Where the count one step fewer meets the deadline but its mix is priced infinite (it does not fit beside the
+    other jobs, Beside.usd), the plan's neighbour says so, not that it costs more."""
+    (label, base), *_ = candidate_bases(None, {"model": "llama3.1-8b", "tokens": 100e9}, {}, ["dgx-h100"])
+    goal = Goal(deadline_s=10 * 86400, confidence=0.5)
+
+    def price(p: Result, time_s: float) -> float:
+        return math.inf if gpus_of(p) < 64 else gpus_of(p) * time_s
+
+    plan = plan_candidate(base, label, goal, 1024, 64, price=price)
+    assert plan.feasible and plan.prediction is not None and gpus_of(plan.prediction) == 64
+    assert plan.neighbour is not None and plan.neighbour["n_gpus"] == 56
+    said = r"56 GPUs \([\d.]+ days with losses\) do not fit beside the other jobs"
+    assert re.fullmatch(said, plan.neighbour["why"]), plan.neighbour["why"]
