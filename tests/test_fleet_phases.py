@@ -96,6 +96,8 @@ def test_a_ramp_runs_its_small_phase_beside_a_short_big_job_and_its_big_phase_af
     table = run_cli("plan", "--fleet", str(tmp_path / "fleet.toml"), "-q").out
     row = next(line for line in table.splitlines() if line.strip().startswith("cloud"))
     assert row.split()[-3:] == [f"{short['n_gpus']}", f"{big_gpus}", f"{use['left']}"]
+    note = "Each job's column is its peak; 'left' is what remains at the busiest moment"
+    assert short["n_gpus"] + big_gpus > 48 and note in table  # the columns overbook 48: the note says why
 
 
 def test_a_reserved_offer_holds_the_ramps_most_for_its_whole_window(tmp_path: Path) -> None:

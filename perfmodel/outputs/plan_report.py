@@ -687,6 +687,11 @@ def fleet_table(report: Any, timed: bool = True) -> str:
     return "\n".join(lines + (["", *notes] if notes else []) + timing)
 
 
+PEAK_NOTE = ("Each job's column is its peak; 'left' is what remains at the busiest moment (jobs that do not run at "
+             "once may add up to more than the total).")  # fmt: skip
+"""Under the fleet's use tables: a job's column is its most at any moment, not what it holds beside the others."""
+
+
 def jobs_table(report: Any) -> str:
     """`perfmodel plan --fleet` of a file with [[job]]s: each job's mixes over what the jobs planned before it
     left, then the fleet's use per pool and offer."""
@@ -702,12 +707,12 @@ def jobs_table(report: Any) -> str:
              *(f"{u['used'][n]:,}" if n in u["used"] else "-" for n in names), f"{u['left']:,}"]
             for u in report.use()]  # fmt: skip
     parts += ["", "Fleet use (GPUs):", _tabulate(rows, ["pool or offer", "kind", "system", "site", "GPUs", *names,
-                                                        "left"])]  # fmt: skip
+                                                        "left"]), PEAK_NOTE]  # fmt: skip
     if power := report.power_use():
         rows = [[u["site"] or "-", f"{u['cap_mw']:g}", *(f"{u['used_mw'][n]:,.2f}" if n in u["used_mw"] else "-"
                  for n in names), f"{u['left_mw']:,.2f}"] for u in power]  # fmt: skip
         parts += ["", "Site power (MW at the wall; the jobs at a site share its cap):",
-                  _tabulate(rows, ["site", "cap", *names, "left"])]  # fmt: skip
+                  _tabulate(rows, ["site", "cap", *names, "left"]), PEAK_NOTE]  # fmt: skip
     return "\n".join([*parts, "", f"Planned in {report.elapsed_s:.2f} s."])
 
 
