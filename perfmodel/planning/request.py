@@ -87,16 +87,18 @@ OWNING_KEYS = (
     "facility_usd_per_kw_month",
 )
 """The options that price owning the systems (planning/tco.py): renting, a prediction reads none of them."""
-_OWNING_PRICED: ContextVar[bool] = ContextVar("owning_priced", default=False)
-"""Whether the question's outputs price owning beside renting (see owning_priced)."""
+FLEET_OWNING_KEYS = ("amortisation_years", "utilisation", "electricity_usd_per_kwh", "facility_usd_per_kw_month")
+"""The OWNING_KEYS a fleet's offers to buy read (planning/fleet.py): each offer carries its own usd_per_system."""
+_OWNING_PRICED: ContextVar[frozenset[str]] = ContextVar("owning_priced", default=frozenset())
+"""The OWNING_KEYS the question's outputs price beside renting (see owning_priced)."""
 
 
 @contextlib.contextmanager
-def owning_priced() -> Iterator[None]:
-    """Questions asked inside price owning beside renting, so that OWNING_KEYS count without `--buy`: an export (its
-    workbook's and columns' ownership alternative) and a fleet plan (its offers to buy are spread over a life as
-    `--buy` spreads a purchase)."""
-    token = _OWNING_PRICED.set(True)
+def owning_priced(keys: Iterable[str] = OWNING_KEYS) -> Iterator[None]:
+    """Questions asked inside price owning beside renting with `keys`, so that those count without `--buy`: an
+    export (its workbook's and columns' ownership alternative reads them all) and a fleet plan with an offer to buy
+    (spread over a life as `--buy` spreads a purchase: FLEET_OWNING_KEYS)."""
+    token = _OWNING_PRICED.set(frozenset(keys))
     try:
         yield
     finally:
@@ -170,18 +172,23 @@ def check_owning(
 ) -> None:
     """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
     0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
-    file's field, unless the question prices owning beside renting (owning_priced)."""
-    if loaded.cost.mode == "buy" or _OWNING_PRICED.get():
+    file's field, unless the question prices owning beside renting with it (owning_priced)."""
+    if loaded.cost.mode == "buy":
         return
-    buy = spelling.given("buy", True)
-    key = next((key for key in OWNING_KEYS if options.get(key) is not None), None)
+    buy, read = spelling.given("buy", True), _OWNING_PRICED.get()
+    key = next((key for key in OWNING_KEYS if options.get(key) is not None and key not in read), None)
     if key is not None:
         raise PerfmodelError(
             f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
             f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
         )
     field = next(
-        (OPTION_FIELDS[k] for k in OWNING_KEYS if OPTION_FIELDS[k].partition(".")[2] in given(loaded.cost)), None
+        (
+            OPTION_FIELDS[k]
+            for k in OWNING_KEYS
+            if k not in read and OPTION_FIELDS[k].partition(".")[2] in given(loaded.cost)
+        ),
+        None,
     )
     if field is not None:
         raise PerfmodelError(
