@@ -436,6 +436,26 @@ def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
     out = tmp_path / "x.json"
     exported = run_cli("export", "predict", str(path), "--utilisation", "0.5", "--out", str(out))
     assert exported.code == 0, exported.err
+    assert json.loads(out.read_text())["rows"][0]["utilisation"] == 0.5
+
+
+def test_an_exports_electricity_price_is_the_one_given(tmp_path: Path) -> None:
+    """`export predict --electricity-usd-per-kwh 0.2` was taken and dropped (the export priced electricity, owned
+    and rented, at its own `--usd-per-kwh`, default 0.08): the scenario's price is the export's unless
+    `--usd-per-kwh` gives one; two that differ are refused."""
+    path, out = tmp_path / "s.toml", tmp_path / "x.json"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    rows = {}
+    for price in ("0.08", "0.2"):
+        args = ("--electricity-usd-per-kwh", price, "--out", str(out), "--force")
+        found = run_cli("export", "predict", str(path), *args)
+        assert found.code == 0, found.err
+        rows[price] = json.loads(out.read_text())["rows"][0]
+    assert rows["0.2"]["usd_per_kwh"] == 0.2
+    assert rows["0.2"]["owned_usd_per_gpu_hour"] > rows["0.08"]["owned_usd_per_gpu_hour"]
+    both = ("--electricity-usd-per-kwh", "0.2", "--usd-per-kwh", "0.1", "--out", str(out), "--force")
+    refused = run_cli("export", "predict", str(path), *both)
+    one_line_error(refused, "--usd-per-kwh: the export prices electricity at one")
 
 
 def test_a_precision_in_capitals_reads_in_a_file_as_on_the_command_line(tmp_path: Path) -> None:
