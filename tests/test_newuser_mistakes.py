@@ -513,12 +513,23 @@ def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
     assert parameter_figure(2.1e-5) == "0.000021"
 
 
+def test_a_rate_per_second_is_no_count_of_seconds() -> None:
+    """`plot --from`'s `tokens_per_s: "fast"` was told "a number of seconds" (the name ends in _s), a grid's
+    `gco2_per_kwh` "US dollars per kWh": the longer ending names the unit."""
+    from perfmodel.inputs.numbers import unquoted
+
+    assert "of units per second (the _per_s in its name)" in str(unquoted("tokens_per_s", "float_type", "fast"))
+    assert "of US dollars per kWh" in str(unquoted("cost.usd_per_kwh", "float_type", "12c"))
+
+
 @pytest.mark.parametrize(
     ("kind", "text", "says"),
     [
         ("scenario", '[goodput]\nrestart_s = "10min"\n', "field 'goodput.restart_s': must be a number of seconds (the "
                                                         "_s in its name), unquoted and without a unit, not '10min'"),
         ("scenario", 'n_gpus = "8 GPUs"\n', "field 'n_gpus': must be a whole number, unquoted and without a unit"),
+        ("scenario", '[cost]\ngrid_gco2_per_kwh = "400g"\n', "field 'cost.grid_gco2_per_kwh': must be a number of "
+                                                               "grams CO2e per kWh (the gco2_per_kwh in its name)"),
         ("fleet", '[[offer]]\nname = "a"\nsystem = "dgx-h100"\nusd_per_gpu_hour = 2.5\nlead_time_days = "2w"\n',
          "field 'offer.0.lead_time_days': must be a number of days (the _days in its name), unquoted"),
         ("fleet", '[[pool]]\nname = "a"\nsystem = "dgx-h100"\ngpus = "64 GPUs"\n',
