@@ -424,6 +424,22 @@ def test_a_files_purchase_field_without_buy_is_refused(tmp_path: Path) -> None:
     assert json.loads(owned.out)["tco"]["utilisation"] == 0.7
 
 
+def test_a_sweeps_purchase_key_without_buy_is_refused(tmp_path: Path) -> None:
+    """A sweep whose base file has `[cost] utilisation = 0.5`, or whose [sweep.set] does, and renting ran and
+    dropped it (sweeps skipped the check predict makes): each point is checked, naming the key; with
+    `cost.mode = "buy"` it prices owning."""
+    base, sweep = tmp_path / "base.toml", tmp_path / "sweep.toml"
+    base.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n[cost]\nutilisation = 0.5\n')
+    sweep.write_text('[sweep]\nbase = "base.toml"\nprecisions = ["bf16"]\n')
+    err = f"{sweep}: {base}: field 'cost.utilisation': prices owning the systems; it needs cost.mode = \"buy\""
+    one_line_error(run_cli("sweep", str(sweep)), err)
+    base.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    sweep.write_text('[sweep]\nbase = "base.toml"\nprecisions = ["bf16"]\n[sweep.set]\ncost = {utilisation = 0.5}\n')
+    one_line_error(run_cli("sweep", str(sweep)), f"{sweep}: field 'sweep.set.cost.utilisation': prices owning")
+    sweep.write_text('[sweep]\nbase = "base.toml"\n[sweep.set]\ncost = {utilisation = 0.5, mode = "buy"}\n')
+    assert run_cli("sweep", str(sweep)).code == 0
+
+
 def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
     """A scenario file's `[cost] mode = "buy"` takes the flags without `--buy`; an export prices owning beside
     renting (the workbook's ownership alternative), so it takes them renting too."""

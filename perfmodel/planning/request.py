@@ -19,6 +19,7 @@ from perfmodel.inputs.scenario import (
     MAX_GPUS,
     OPTION_FIELDS,
     OPTION_FLAGS,
+    Cost,
     Phase,
     Scenario,
     load_scenario,
@@ -105,6 +106,15 @@ def owning_priced(keys: Iterable[str] = OWNING_KEYS) -> Iterator[None]:
         _OWNING_PRICED.reset(token)
 
 
+def owning_unread(cost: Cost, fields: Iterable[str]) -> str | None:
+    """The first of `fields` (scenario keys, 'cost.utilisation') that prices owning the systems (OWNING_KEYS) while
+    `cost` rents and the question prices no owning with it (owning_priced): nothing reads it; None if none."""
+    if cost.mode == "buy":
+        return None
+    unread = {OPTION_FIELDS[key] for key in OWNING_KEYS if key not in _OWNING_PRICED.get()}
+    return next((field for field in fields if field in unread), None)
+
+
 ScenarioSource = str | Path | Scenario | None
 """A scenario TOML file, a Scenario object, or None for the built-in default (scenarios/default.toml)."""
 
@@ -173,23 +183,15 @@ def check_owning(
     """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
     0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
     file's field, unless the question prices owning beside renting with it (owning_priced)."""
-    if loaded.cost.mode == "buy":
-        return
-    buy, read = spelling.given("buy", True), _OWNING_PRICED.get()
-    key = next((key for key in OWNING_KEYS if options.get(key) is not None and key not in read), None)
+    buy = spelling.given("buy", True)
+    unread = (k for k in OWNING_KEYS if options.get(k) is not None and owning_unread(loaded.cost, [OPTION_FIELDS[k]]))
+    key = next(unread, None)
     if key is not None:
         raise PerfmodelError(
             f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
             f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
         )
-    field = next(
-        (
-            OPTION_FIELDS[k]
-            for k in OWNING_KEYS
-            if k not in read and OPTION_FIELDS[k].partition(".")[2] in given(loaded.cost)
-        ),
-        None,
-    )
+    field = owning_unread(loaded.cost, [f"cost.{name}" for name in sorted(given(loaded.cost))])
     if field is not None:
         raise PerfmodelError(
             f"{source_name(source)}: field '{field}': prices owning the systems; it needs [cost] mode = \"buy\" (or "
