@@ -513,6 +513,20 @@ def test_a_sensitivity_step_in_percent_is_read_as_a_share() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("step", "why"),
+    [
+        ("150%", "a larger one (each parameter x2 and /2 or more) measures no local elasticity"),
+        ("0.001%", "smaller steps vanish in floating-point rounding"),
+        ("-5%", "a step is a positive number"),
+    ],
+)
+def test_a_sensitivity_step_out_of_range_echoes_what_was_typed(step: str, why: str) -> None:
+    """`--step 150%` said "--step 1.5: ...; smaller steps vanish in floating-point rounding": the flag as typed,
+    and the reason that fits the side it is out on."""
+    one_line_error(run_cli("sensitivity", "--step", step), f"--step {step}: must be from 0.0001 to below 1", why)
+
+
 def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
     """8B on 10M tokens on 8 H100 printed 'With failures 1.3 min, 3.9e-06 interruptions' and 'Loss: failures
     0.00028 GPU-h (+0.2%): 3.5e-06 unexpected interruptions' (read: 3.9 interruptions). Numbers print in plain

@@ -189,6 +189,14 @@ class RelativeChange(Share):
     name = "relative change"
     examples = "0.05, 5%"
 
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        """The step, its range checked here, where the refusal can echo what was typed (`--step 150%`)."""
+        from perfmodel.planning.sensitivity import check_step
+
+        number = super().convert(value, param, ctx)
+        check_step(number, f"--step {str(value).strip()}")
+        return number
+
 
 class Price(_Dollars, PositiveFloat):
     """USD per GPU-hour: 2.99, $2.99."""
