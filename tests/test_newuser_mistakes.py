@@ -387,10 +387,12 @@ OWNING_FLAGS = [
 @pytest.mark.parametrize(("flag", "value"), OWNING_FLAGS)
 def test_a_purchase_flag_without_buy_is_refused(flag: str, value: str) -> None:
     """`predict --usd-per-system 400k` (no `--buy`) priced renting and said nothing of the price given; each
-    purchase flag prices owning only, and its help says so."""
+    purchase flag prices owning only, and its help says so, with where it counts without --buy (an export; a fleet's
+    offers to buy, which carry their own price)."""
     one_line_error(run_cli("predict", flag, value), f"{flag}: prices owning the systems; it needs --buy (renting")
     helped = " ".join(run_cli("predict", "--help").out.split())
-    assert re.search(rf"{flag} [A-Z ]+ With --buy: ", helped), helped
+    fleet = "" if flag == "--usd-per-system" else " or for plan --fleet's offers to buy"
+    assert re.search(rf"{flag} [A-Z ]+ With --buy, or in export{fleet}: ", helped), helped
 
 
 @pytest.mark.parametrize(
