@@ -361,6 +361,9 @@ def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path)
                                               "from it with base = 'llama3.1-8b' and give an id of your own"),
         ('base = "llama3.1-8b"\nid = "llama3.1-8b"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B, whose "
                                                                     "shapes these are not"),
+        ('base = "llama3.1-8b"\nid = "Llama3.1-8B"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B, whose "
+                                                                    "shapes these are not"),
+        ('id = "LLAMA3.1-8B"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B; to change its shapes"),
     ],
 )  # fmt: skip
 def test_a_model_tables_zoo_id_is_not_overridden_by_its_shapes(table: str, says: str, tmp_path: Path) -> None:
