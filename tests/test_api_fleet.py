@@ -91,3 +91,41 @@ def test_a_goal_beside_jobs_is_refused_in_the_apis_words(tmp_path: Path) -> None
     with pytest.raises(perfmodel.PerfmodelError) as caught:
         perfmodel.plan_fleet(bad, deadline_s=86400)
     assert cli.code == 2 and cli.err == f"error: {caught.value}\n"
+
+
+BUY = '[[offer]]\nname = "vendor"\nsystem = "dgx-h100"\nusd_per_system = 400000\nmax_gpus = 64\n'
+"""An offer to buy: it reads the purchase options but its own price."""
+
+
+def test_a_fleets_offer_to_buy_reads_the_purchase_options_it_prices_with(tmp_path: Path) -> None:
+    """`plan_fleet(..., amortisation_years=2)` was refused ("needs buy=True") where `plan --fleet` took it: the
+    fleet's offer to buy spreads its price over them, from Python as from the command line; the API equals the CLI."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(BUY)
+    goal = {"model": "llama3.1-8b", "tokens": 100e9, "deadline_s": 3 * 86400, "confidence": 0.5}
+    report = perfmodel.plan_fleet(path, amortisation_years=2, **goal)  # type: ignore[arg-type]
+    longer = perfmodel.plan_fleet(path, amortisation_years=8, **goal)  # type: ignore[arg-type]
+    assert report.to_dict()["fleet_plans"][0]["cost_usd"] > longer.to_dict()["fleet_plans"][0]["cost_usd"]
+    _same_as_cli(report, "--fleet", str(path), "--model", "llama3.1-8b", "--tokens", "100B", "--deadline", "3d",
+                 "--confidence", "0.5", "--amortisation-years", "2")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fleet", "flag", "says"),
+    [
+        (BUY, ("--usd-per-system", "1M"), "--usd-per-system: a fleet's offers to buy carry their own price: set it in "
+         "{path}, field 'offer.0.usd_per_system'"),
+        (NEOCLOUD, ("--utilisation", "0.5"), "--utilisation: prices owning the systems; {path} has no offer to buy"),
+    ],
+)  # fmt: skip
+def test_a_purchase_option_a_fleet_does_not_read_is_refused(
+    tmp_path: Path, fleet: str, flag: tuple[str, str], says: str
+) -> None:
+    """`plan --fleet --usd-per-system 1M` was accepted and never read (each offer carries its own price), and with
+    no offer to buy every purchase option was: refused, naming where the price goes."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(fleet)
+    result = run_cli("plan", "--fleet", str(path), "--model", "llama3.1-8b", "--tokens", "100B", "--deadline", "3d",
+                     *flag)  # fmt: skip
+    assert result.code == 2
+    assert says.format(path=path) in result.err.strip().splitlines()[-1], result.err

@@ -361,6 +361,9 @@ def test_tokens_below_one_step_in_a_file_name_the_file_and_field(tmp_path: Path)
                                               "from it with base = 'llama3.1-8b' and give an id of your own"),
         ('base = "llama3.1-8b"\nid = "llama3.1-8b"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B, whose "
                                                                     "shapes these are not"),
+        ('base = "llama3.1-8b"\nid = "Llama3.1-8B"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B, whose "
+                                                                    "shapes these are not"),
+        ('id = "LLAMA3.1-8B"\nlayers = 16\n', "'llama3.1-8b' is the zoo's Llama 3.1 8B; to change its shapes"),
     ],
 )  # fmt: skip
 def test_a_model_tables_zoo_id_is_not_overridden_by_its_shapes(table: str, says: str, tmp_path: Path) -> None:
@@ -387,10 +390,12 @@ OWNING_FLAGS = [
 @pytest.mark.parametrize(("flag", "value"), OWNING_FLAGS)
 def test_a_purchase_flag_without_buy_is_refused(flag: str, value: str) -> None:
     """`predict --usd-per-system 400k` (no `--buy`) priced renting and said nothing of the price given; each
-    purchase flag prices owning only, and its help says so."""
+    purchase flag prices owning only, and its help says so, with where it counts without --buy (an export; a fleet's
+    offers to buy, which carry their own price)."""
     one_line_error(run_cli("predict", flag, value), f"{flag}: prices owning the systems; it needs --buy (renting")
     helped = " ".join(run_cli("predict", "--help").out.split())
-    assert re.search(rf"{flag} [A-Z ]+ With --buy: ", helped), helped
+    fleet = "" if flag == "--usd-per-system" else " or for plan --fleet's offers to buy"
+    assert re.search(rf"{flag} [A-Z ]+ With --buy, or in export{fleet}: ", helped), helped
 
 
 @pytest.mark.parametrize(
@@ -424,6 +429,22 @@ def test_a_files_purchase_field_without_buy_is_refused(tmp_path: Path) -> None:
     assert json.loads(owned.out)["tco"]["utilisation"] == 0.7
 
 
+def test_a_sweeps_purchase_key_without_buy_is_refused(tmp_path: Path) -> None:
+    """A sweep whose base file has `[cost] utilisation = 0.5`, or whose [sweep.set] does, and renting ran and
+    dropped it (sweeps skipped the check predict makes): each point is checked, naming the key; with
+    `cost.mode = "buy"` it prices owning."""
+    base, sweep = tmp_path / "base.toml", tmp_path / "sweep.toml"
+    base.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n[cost]\nutilisation = 0.5\n')
+    sweep.write_text('[sweep]\nbase = "base.toml"\nprecisions = ["bf16"]\n')
+    err = f"{sweep}: {base}: field 'cost.utilisation': prices owning the systems; it needs cost.mode = \"buy\""
+    one_line_error(run_cli("sweep", str(sweep)), err)
+    base.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    sweep.write_text('[sweep]\nbase = "base.toml"\nprecisions = ["bf16"]\n[sweep.set]\ncost = {utilisation = 0.5}\n')
+    one_line_error(run_cli("sweep", str(sweep)), f"{sweep}: field 'sweep.set.cost.utilisation': prices owning")
+    sweep.write_text('[sweep]\nbase = "base.toml"\n[sweep.set]\ncost = {utilisation = 0.5, mode = "buy"}\n')
+    assert run_cli("sweep", str(sweep)).code == 0
+
+
 def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
     """A scenario file's `[cost] mode = "buy"` takes the flags without `--buy`; an export prices owning beside
     renting (the workbook's ownership alternative), so it takes them renting too."""
@@ -436,6 +457,26 @@ def test_a_purchase_flag_counts_where_owning_is_priced(tmp_path: Path) -> None:
     out = tmp_path / "x.json"
     exported = run_cli("export", "predict", str(path), "--utilisation", "0.5", "--out", str(out))
     assert exported.code == 0, exported.err
+    assert json.loads(out.read_text())["rows"][0]["utilisation"] == 0.5
+
+
+def test_an_exports_electricity_price_is_the_one_given(tmp_path: Path) -> None:
+    """`export predict --electricity-usd-per-kwh 0.2` was taken and dropped (the export priced electricity, owned
+    and rented, at its own `--usd-per-kwh`, default 0.08): the scenario's price is the export's unless
+    `--usd-per-kwh` gives one; two that differ are refused."""
+    path, out = tmp_path / "s.toml", tmp_path / "x.json"
+    path.write_text('model = "llama3.1-8b"\ngpu = "h100-sxm"\nn_gpus = 8\ntokens = 1e12\n')
+    rows = {}
+    for price in ("0.08", "0.2"):
+        args = ("--electricity-usd-per-kwh", price, "--out", str(out), "--force")
+        found = run_cli("export", "predict", str(path), *args)
+        assert found.code == 0, found.err
+        rows[price] = json.loads(out.read_text())["rows"][0]
+    assert rows["0.2"]["usd_per_kwh"] == 0.2
+    assert rows["0.2"]["owned_usd_per_gpu_hour"] > rows["0.08"]["owned_usd_per_gpu_hour"]
+    both = ("--electricity-usd-per-kwh", "0.2", "--usd-per-kwh", "0.1", "--out", str(out), "--force")
+    refused = run_cli("export", "predict", str(path), *both)
+    one_line_error(refused, "--usd-per-kwh: the export prices electricity at one")
 
 
 def test_a_precision_in_capitals_reads_in_a_file_as_on_the_command_line(tmp_path: Path) -> None:
@@ -477,6 +518,20 @@ def test_a_sensitivity_step_in_percent_is_read_as_a_share() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("step", "why"),
+    [
+        ("150%", "a larger one (each parameter x2 and /2 or more) measures no local elasticity"),
+        ("0.001%", "smaller steps vanish in floating-point rounding"),
+        ("-5%", "a step is a positive number"),
+    ],
+)
+def test_a_sensitivity_step_out_of_range_echoes_what_was_typed(step: str, why: str) -> None:
+    """`--step 150%` said "--step 1.5: ...; smaller steps vanish in floating-point rounding": the flag as typed,
+    and the reason that fits the side it is out on."""
+    one_line_error(run_cli("sensitivity", "--step", step), f"--step {step}: must be from 0.0001 to below 1", why)
+
+
 def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
     """8B on 10M tokens on 8 H100 printed 'With failures 1.3 min, 3.9e-06 interruptions' and 'Loss: failures
     0.00028 GPU-h (+0.2%): 3.5e-06 unexpected interruptions' (read: 3.9 interruptions). Numbers print in plain
@@ -493,12 +548,23 @@ def test_a_short_runs_small_counts_print_without_an_exponent() -> None:
     assert parameter_figure(2.1e-5) == "0.000021"
 
 
+def test_a_rate_per_second_is_no_count_of_seconds() -> None:
+    """`plot --from`'s `tokens_per_s: "fast"` was told "a number of seconds" (the name ends in _s), a grid's
+    `gco2_per_kwh` "US dollars per kWh": the longer ending names the unit."""
+    from perfmodel.inputs.numbers import unquoted
+
+    assert "of units per second (the _per_s in its name)" in str(unquoted("tokens_per_s", "float_type", "fast"))
+    assert "of US dollars per kWh" in str(unquoted("cost.usd_per_kwh", "float_type", "12c"))
+
+
 @pytest.mark.parametrize(
     ("kind", "text", "says"),
     [
         ("scenario", '[goodput]\nrestart_s = "10min"\n', "field 'goodput.restart_s': must be a number of seconds (the "
                                                         "_s in its name), unquoted and without a unit, not '10min'"),
         ("scenario", 'n_gpus = "8 GPUs"\n', "field 'n_gpus': must be a whole number, unquoted and without a unit"),
+        ("scenario", '[cost]\ngrid_gco2_per_kwh = "400g"\n', "field 'cost.grid_gco2_per_kwh': must be a number of "
+                                                               "grams CO2e per kWh (the gco2_per_kwh in its name)"),
         ("fleet", '[[offer]]\nname = "a"\nsystem = "dgx-h100"\nusd_per_gpu_hour = 2.5\nlead_time_days = "2w"\n',
          "field 'offer.0.lead_time_days': must be a number of days (the _days in its name), unquoted"),
         ("fleet", '[[pool]]\nname = "a"\nsystem = "dgx-h100"\ngpus = "64 GPUs"\n',

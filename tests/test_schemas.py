@@ -136,3 +136,11 @@ def test_every_scenario_property_is_described() -> None:
     ]
     assert not missing
     assert document["properties"]["tokens"]["description"].startswith("Tokens to train on")
+
+
+def test_the_scenario_schema_takes_a_precision_in_any_case() -> None:
+    """The schema's precision was an enum of lower-case names while the files take `precision = "FP8"`: an editor
+    flagged a file perfmodel reads. Any case passes, a name of no case does not, at the top and in a phase."""
+    for precision, valid in (("FP8", True), ("NvFp4", True), ("bf16", True), ("fp9", False), ("FP8 ", False)):
+        assert _valid("scenario", {"precision": precision}) is valid, precision
+        assert _valid("scenario", {"phase": [{"name": "a", "precision": precision}]}) is valid, precision

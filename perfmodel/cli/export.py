@@ -44,7 +44,8 @@ def export_options(command: Command) -> Command:
             "--usd-per-kwh",
             type=PositiveFloat(),
             default=None,
-            help="Electricity price for the energy cost (default 0.08, about the US industrial average).",
+            help="Electricity price for the energy cost (default the scenario's --electricity-usd-per-kwh or [cost] "
+            "usd_per_kwh, else 0.08, about the US industrial average).",
         ),
     ]
     for option in reversed(options):

@@ -189,6 +189,14 @@ class RelativeChange(Share):
     name = "relative change"
     examples = "0.05, 5%"
 
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        """The step, its range checked here, where the refusal can echo what was typed (`--step 150%`)."""
+        from perfmodel.planning.sensitivity import check_step
+
+        number = super().convert(value, param, ctx)
+        check_step(number, f"--step {str(value).strip()}")
+        return number
+
 
 class Price(_Dollars, PositiveFloat):
     """USD per GPU-hour: 2.99, $2.99."""
@@ -536,14 +544,14 @@ def scenario_options(
             help="Run-to-run spread of log time in P10/P90 and probabilities (default 0.00787, measured; 0: off).",
         ),
         click.option("--buy", flag_value="buy", default=None, help="Cost of owning the systems instead of renting."),
-        click.option("--usd-per-system", type=Usd(), help="With --buy: price of one node or rack: 400k, $3.9M."),
+        click.option("--usd-per-system", type=Usd(), help=f"{OWN}: price of one node or rack: 400k, $3.9M."),
+        click.option("--amortisation-years", type=PositiveFloat(), help=f"{OWN_FLEET}: years the price is spread (4)."),
+        click.option("--utilisation", type=Share(), help=f"{OWN_FLEET}: share of the hours they train (0.8 or 80%)."),
+        click.option("--electricity-usd-per-kwh", type=Price(), help=f"{OWN_FLEET}: electricity, USD per kWh (0.08)."),
         click.option(
-            "--amortisation-years", type=PositiveFloat(), help="With --buy: years the price is spread over (4)."
-        ),
-        click.option("--utilisation", type=Share(), help="With --buy: share of the hours they train (0.8 or 80%)."),
-        click.option("--electricity-usd-per-kwh", type=Price(), help="With --buy: electricity, USD per kWh (0.08)."),
-        click.option(
-            "--facility-usd-per-kw-month", type=click.FloatRange(min=0), help="With --buy: colocation per kW-month (0)."
+            "--facility-usd-per-kw-month",
+            type=click.FloatRange(min=0),
+            help=f"{OWN_FLEET}: colocation per kW-month (0).",
         ),
     ]
 
@@ -554,6 +562,12 @@ def scenario_options(
         return cast(Command, decorated)
 
     return decorate(command) if command is not None else decorate
+
+
+OWN = "With --buy, or in export"
+"""Where a purchase flag counts (planning.request.check_owning): owning priced, by --buy or beside renting."""
+OWN_FLEET = f"{OWN} or for plan --fleet's offers to buy"
+"""Where a purchase flag a fleet's offer to buy reads counts (planning.request.FLEET_OWNING_KEYS)."""
 
 
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")

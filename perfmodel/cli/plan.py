@@ -80,10 +80,9 @@ def plan_fleet(
     """The FleetReport of `plan --fleet`: each system type of the fleet (or of --gpu) planned over it; of a fleet
     file with [[job]]s, the SharedReport of its jobs planned together."""
     from perfmodel.planning.fleet_jobs import fleet_request
-    from perfmodel.planning.request import owning_priced
 
     targets, power_mw = flags.pop("gpu") or [], flags.pop("power_mw")
-    with progress("Planning", quiet), owning_priced():  # its offers to buy read --amortisation-years and the rest
+    with progress("Planning", quiet):
         options, origins = scenario_flags(flags)
         return fleet_request(fleet_file, scenario, options, origins, targets, (deadline, budget, confidence, power_mw),
                              max_gpus)  # fmt: skip

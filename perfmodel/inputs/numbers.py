@@ -45,7 +45,9 @@ def plain(value: float, digits: int = 2, floor: float = 0.0) -> str:
 
 NAMED_UNITS = (
     ("_per_gpu_hour", "US dollars per GPU-hour"),
-    ("_per_kwh", "US dollars per kWh"),
+    ("usd_per_kwh", "US dollars per kWh"),
+    ("gco2_per_kwh", "grams CO2e per kWh"),
+    ("_per_s", "units per second"),
     ("_s", "seconds"),
     ("_h", "hours"),
     ("_days", "days"),
@@ -55,7 +57,8 @@ NAMED_UNITS = (
     ("_gb", "GB"),
     ("_mw", "megawatts"),
 )
-"""A number field's unit by its name's ending, as a file names them (restart_s, lead_time_days, power_mw)."""
+"""A number field's unit by its name's ending, as a file names them (restart_s, lead_time_days, power_mw), the
+longer ending first (tokens_per_s is no count of seconds)."""
 TEXT_FOR_NUMBER = frozenset(("float_type", "int_type", "float_parsing", "int_parsing"))
 """pydantic's errors of text given where a number is (strict: *_type; lax: *_parsing)."""
 

@@ -793,8 +793,10 @@ def check_zoo_id(table: dict[str, Any]) -> None:
     """A user's [model] table (a scenario's, a model file's) whose `id` names a zoo model is refused unless its
     shapes are that model's: every output's `model` column would name it. Shapes never override a zoo id (no such
     semantics: other shapes go over `base` under an id of their own). Not in table_spec: the bundled runs price
-    llm-foundry's configs under the zoo's id (fitting/runs.py _gpt_table), their sequence length their own."""
+    llm-foundry's configs under the zoo's id (fitting/runs.py _gpt_table), their sequence length their own. Ids
+    compare in lower case: `id = "Llama3.1-8B"` names the zoo's model as much as its own spelling does."""
     zoo, base = table.get("id"), table.get("base")
+    zoo = zoo.lower() if isinstance(zoo, str) else zoo
     if zoo not in ZOO:
         return
     if not base:  # `id = "llama3.1-8b"`, `layers = 16`: the zoo's id read as a base

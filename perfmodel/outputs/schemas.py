@@ -40,9 +40,20 @@ def _scenario() -> dict[str, Any]:
     _describe(document, classes | {cls.__name__: (cls,) for cls in tables})
     for table in (document, document["$defs"]["Phase"]):
         _number(table["properties"]["tokens"])["maximum"] = records.MAX_TOKENS
+    for table in (document, document["$defs"]["Phase"]):
+        _any_case(table["properties"]["precision"])
     document["$defs"]["Parallelism"]["if"] = {"required": ["recompute_layers"]}
     document["$defs"]["Parallelism"]["then"] = {"properties": {"recompute": {"const": "full"}}}
     return document
+
+
+def _any_case(field: dict[str, Any]) -> None:
+    """A precision's names in any case (`"FP8"`, as the tables print it), as the checks read it: its enum becomes a
+    pattern (JSON Schema's regex has no case flag, so each letter is a class)."""
+    branch = next(b for b in field.get("anyOf", [field]) if "enum" in b)
+    letters = ("".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in name) for name in branch.pop("enum"))
+    branch["pattern"] = f"^({'|'.join(letters)})$"
+    field["description"] += " Any case."
 
 
 def _counts_as_text(document: Any) -> Any:

@@ -49,7 +49,14 @@ from perfmodel.planning.fleet import (
     unplanned,
 )  # fmt: skip
 from perfmodel.planning.plan import Goal, Tried, candidate_bases
-from perfmodel.planning.request import CLI, ScenarioSource, Spelling
+from perfmodel.planning.request import (
+    CLI,
+    FLEET_OWNING_KEYS,
+    OWNING_KEYS,
+    ScenarioSource,
+    Spelling,
+    owning_priced,
+)
 
 GREEDY = "tightest deadline first"
 ORDERED = "the order serving the most jobs for the least total cost, of every order tried"
@@ -305,6 +312,34 @@ def fleet_request(
     own deadline and budget (a goal's deadline or budget is refused). Errors name the CLI's flags (`--deadline`,
     `--gpu ID`), or with `spelling` API the Python API's (`deadline_s`, `gpu='ID'`)."""
     fleet = load_fleet(path)
+    with owning_priced(owning_read(fleet, path, options, origins, spelling)):
+        return _fleet_request(path, fleet, scenario, options, origins, targets, goal, max_gpus, spelling)
+
+
+def owning_read(
+    fleet: Fleet, path: str | Path, options: dict[str, Any], origins: dict[str, str], spelling: Spelling
+) -> tuple[str, ...]:
+    """The purchase options (OWNING_KEYS) the fleet's offers to buy read, so that they count without `--buy`:
+    FLEET_OWNING_KEYS where it has one, else none. One given that the fleet does not read is refused, naming where
+    its price goes instead (each offer carries its own usd_per_system)."""
+    buys = [index for index, offer in enumerate(fleet.offer) if offer.usd_per_system is not None]
+    for key in OWNING_KEYS:
+        if options.get(key) is None or (buys and key in FLEET_OWNING_KEYS):
+            continue
+        flag = origins.get(key, spelling.name(key))
+        if not buys:
+            raise PerfmodelError(f"{flag}: prices owning the systems; {shown(path, 200)} has no offer to buy (an "
+                                 "[[offer]] with usd_per_system): drop it")  # fmt: skip
+        raise PerfmodelError(f"{flag}: a fleet's offers to buy carry their own price: set it in {shown(path, 200)}, "
+                             f"field 'offer.{buys[0]}.usd_per_system'")  # fmt: skip
+    return FLEET_OWNING_KEYS if buys else ()
+
+
+def _fleet_request(
+    path: str | Path, fleet: Fleet, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
+    targets: Sequence[str], goal: tuple[float | None, float | None, float, float | None], max_gpus: int | None,
+    spelling: Spelling,
+) -> FleetReport | SharedReport:  # fmt: skip
     deadline_s, budget_usd, confidence, power_mw = goal
     targets = list(targets) or fleet_systems(fleet)
     if fleet.job:

@@ -19,6 +19,7 @@ from perfmodel.inputs.scenario import (
     MAX_GPUS,
     OPTION_FIELDS,
     OPTION_FLAGS,
+    Cost,
     Phase,
     Scenario,
     load_scenario,
@@ -87,20 +88,31 @@ OWNING_KEYS = (
     "facility_usd_per_kw_month",
 )
 """The options that price owning the systems (planning/tco.py): renting, a prediction reads none of them."""
-_OWNING_PRICED: ContextVar[bool] = ContextVar("owning_priced", default=False)
-"""Whether the question's outputs price owning beside renting (see owning_priced)."""
+FLEET_OWNING_KEYS = ("amortisation_years", "utilisation", "electricity_usd_per_kwh", "facility_usd_per_kw_month")
+"""The OWNING_KEYS a fleet's offers to buy read (planning/fleet.py): each offer carries its own usd_per_system."""
+_OWNING_PRICED: ContextVar[frozenset[str]] = ContextVar("owning_priced", default=frozenset())
+"""The OWNING_KEYS the question's outputs price beside renting (see owning_priced)."""
 
 
 @contextlib.contextmanager
-def owning_priced() -> Iterator[None]:
-    """Questions asked inside price owning beside renting, so that OWNING_KEYS count without `--buy`: an export (its
-    workbook's and columns' ownership alternative) and a fleet plan (its offers to buy are spread over a life as
-    `--buy` spreads a purchase)."""
-    token = _OWNING_PRICED.set(True)
+def owning_priced(keys: Iterable[str] = OWNING_KEYS) -> Iterator[None]:
+    """Questions asked inside price owning beside renting with `keys`, so that those count without `--buy`: an
+    export (its workbook's and columns' ownership alternative reads them all) and a fleet plan with an offer to buy
+    (spread over a life as `--buy` spreads a purchase: FLEET_OWNING_KEYS)."""
+    token = _OWNING_PRICED.set(frozenset(keys))
     try:
         yield
     finally:
         _OWNING_PRICED.reset(token)
+
+
+def owning_unread(cost: Cost, fields: Iterable[str]) -> str | None:
+    """The first of `fields` (scenario keys, 'cost.utilisation') that prices owning the systems (OWNING_KEYS) while
+    `cost` rents and the question prices no owning with it (owning_priced): nothing reads it; None if none."""
+    if cost.mode == "buy":
+        return None
+    unread = {OPTION_FIELDS[key] for key in OWNING_KEYS if key not in _OWNING_PRICED.get()}
+    return next((field for field in fields if field in unread), None)
 
 
 ScenarioSource = str | Path | Scenario | None
@@ -170,19 +182,16 @@ def check_owning(
 ) -> None:
     """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
     0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
-    file's field, unless the question prices owning beside renting (owning_priced)."""
-    if loaded.cost.mode == "buy" or _OWNING_PRICED.get():
-        return
+    file's field, unless the question prices owning beside renting with it (owning_priced)."""
     buy = spelling.given("buy", True)
-    key = next((key for key in OWNING_KEYS if options.get(key) is not None), None)
+    unread = (k for k in OWNING_KEYS if options.get(k) is not None and owning_unread(loaded.cost, [OPTION_FIELDS[k]]))
+    key = next(unread, None)
     if key is not None:
         raise PerfmodelError(
             f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
             f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
         )
-    field = next(
-        (OPTION_FIELDS[k] for k in OWNING_KEYS if OPTION_FIELDS[k].partition(".")[2] in given(loaded.cost)), None
-    )
+    field = owning_unread(loaded.cost, [f"cost.{name}" for name in sorted(given(loaded.cost))])
     if field is not None:
         raise PerfmodelError(
             f"{source_name(source)}: field '{field}': prices owning the systems; it needs [cost] mode = \"buy\" (or "

@@ -60,15 +60,27 @@ class Sensitivity:
         }
 
 
+def check_step(step: float, typed: str) -> None:
+    """A step from MIN_STEP to below 1, else one line naming it as `typed` (`--step 150%`) and why: a smaller one
+    vanishes in floating-point rounding, a larger one (a parameter x2 or more) measures no local elasticity, and
+    none but a positive number is a step."""
+    if MIN_STEP <= step < 1:
+        return
+    why = (
+        "a larger one (each parameter x2 and /2 or more) measures no local elasticity"
+        if step >= 1
+        else "smaller steps vanish in floating-point rounding"
+        if 0 < step < MIN_STEP
+        else "a step is a positive number (the differences go both ways from the parameter)"
+    )
+    raise PerfmodelError(f"{typed}: must be from {MIN_STEP:g} to below 1 (a relative change, e.g. 0.05 or 5%); {why}")
+
+
 def sensitivity(
     scenario: Scenario, step: float = DEFAULT_STEP, progress: Callable[[int, int], None] | None = None
 ) -> Sensitivity:
     """Elasticity of the step time to every hardware parameter that can change it, largest magnitude first."""
-    if not MIN_STEP <= step < 1:
-        raise PerfmodelError(
-            f"--step {step:g}: must be from {MIN_STEP:g} to below 1 (a relative change, e.g. 0.05 or 5%); smaller "
-            "steps vanish in floating-point rounding"
-        )
+    check_step(step, f"--step {step:g}")
     single_phase(scenario, "sensitivity", "ask it of one phase's scenario (the step it differentiates is a phase's)")
     hw = resolve(scenario.gpu, scenario.system)
     baseline = predict(scenario, hardware=hw)

@@ -178,12 +178,29 @@ def load(path: str | Path) -> Any:
             single_phase(scenario, "a sweep", "sweep one-phase scenarios; compare or plan the campaign instead")
             if n_gpus is not None:
                 check_whole_nodes(scenario, "sweep.n_gpus")
+            check_owning_point(scenario, base, overrides)
         except PerfmodelError as exc:
             raise PerfmodelError(f"{path}: {exc}") from None
         if scenario.calibration and scenario.calibration.lower() != "none":
             remember(scenario.calibration)  # read by the workers: still an input that --out must not replace
         points.append(point)
     return points if layouts is None else layout_sweep.LayoutSweep.checked(path, tuple(points), layouts)
+
+
+def check_owning_point(scenario: Any, base: str | None, overrides: Mapping[str, Any]) -> None:
+    """A point that rents with a purchase key ([sweep.set] cost = {utilisation = 0.5}, or its base file's) priced
+    nothing and said nothing: refused as load_request refuses it, naming the key in [sweep.set], else the base's."""
+    from perfmodel.inputs.record import given
+    from perfmodel.planning.request import owning_unread
+
+    named = owning_unread(scenario.cost, overrides)
+    where = f"field 'sweep.set.{named}'"
+    if named is None:
+        named = owning_unread(scenario.cost, (f"cost.{name}" for name in sorted(given(scenario.cost))))
+        where = f"{base}: field '{named}'"
+    if named is not None:
+        raise PerfmodelError(f"{where}: prices owning the systems; it needs cost.mode = \"buy\" (in [sweep.set] or "
+                             "the base); renting, the price is per GPU-hour: cost.usd_per_gpu_hour")  # fmt: skip
 
 
 def point_hardware(point: Point, scenario: Any) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.inputs.record import given
 from perfmodel.outputs.atomic import check_output as check_suffix_and_target
 from perfmodel.outputs.atomic import write_atomic
 from perfmodel.outputs.cells import csv_rows
@@ -45,6 +46,7 @@ def export(
     rows = export_rows(lines)
     if not rows:
         raise PerfmodelError("nothing to export: no results")
+    usd_per_kwh = electricity_price(rows, usd_per_kwh)
     price = DEFAULT_USD_PER_KWH if usd_per_kwh is None else usd_per_kwh
     table = records(lines, price)
     check_finite(table, "export")
@@ -64,6 +66,19 @@ def export(
             handle.write(data.encode())
 
     write_atomic(path, write, force)
+
+
+def electricity_price(rows: list[ExportRow], usd_per_kwh: float | None) -> float | None:
+    """The export's electricity price: `--usd-per-kwh`, else the scenarios' own (`--electricity-usd-per-kwh`,
+    `[cost] usd_per_kwh`) where they give one, so that neither is read and then dropped; None: neither gave one.
+    Two prices that differ are refused: the export has one."""
+    costs = [row.prediction.scenario.cost for row in rows]
+    own = sorted({cost.usd_per_kwh for cost in costs if "usd_per_kwh" in given(cost)})
+    if len(own) > 1 or (own and usd_per_kwh is not None and own != [usd_per_kwh]):
+        prices = " and ".join(f"{price:g}" for price in ([usd_per_kwh] if usd_per_kwh is not None else []) + own)
+        raise PerfmodelError(f"--usd-per-kwh: the export prices electricity at one price, given {prices} (by "
+                             "--usd-per-kwh, --electricity-usd-per-kwh or [cost] usd_per_kwh): give one")  # fmt: skip
+    return usd_per_kwh if usd_per_kwh is not None else (own[0] if own else None)
 
 
 def told_apart(lines: list[Line]) -> list[Line]:
