@@ -473,7 +473,7 @@ function phasesTable(runs, heading) {
     const p = campaign.phases[i], tr = element("tr", null, unmet ? { class: "infeasible" } : {});
     if (j === 0) tr.classList.add("phase-first");
     tr.append(j === 0 ? cell(p.phase, p.phase, "phases.phase") : element("td"), element("td", name, { class: "name" }),
-      cell(p.n_gpus, whole(p.n_gpus), "phases.n_gpus"), element("td", phaseLayout(p.parallelism), { class: "text" }),
+      cell(p.n_gpus, whole(p.n_gpus), "phases.n_gpus"), element("td", fullLayout(p.parallelism, false), { class: "text" }),
       ...figures.map(([key, , shown]) => cell(p[key], shown(p[key]), `phases.${key}`)));
     return tr;
   }));
