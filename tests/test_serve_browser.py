@@ -469,6 +469,27 @@ def test_a_link_with_a_model_the_list_lacks_is_refused_not_answered_for_another(
     assert not driver.find_element(By.ID, "result").is_displayed()
 
 
+FAILING_ANSWER = """const fetched = window.fetch;
+window.fetch = (path, options) => String(path).startsWith("/api/predict")
+  ? Promise.resolve(new Response("{}", { status: 200, headers: { "Content-Type": "application/json" } }))
+  : fetched(path, options);"""
+"""An answer the page cannot draw: /api/predict answers `{}`, which drawPredict reads fields of."""
+
+
+def test_an_answer_the_page_cannot_draw_is_an_error_not_a_stuck_status(driver: Any, url: str) -> None:
+    """A draw that threw left the status on "Predicting…", the button enabled and nothing shown, no line said why
+    (a campaign's phases drawn by a function gone threw so)."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/?q=predict&model=llama3.1-8b&gpu=h100-sxm&n_gpus=8")
+    answered(driver)
+    driver.execute_script(FAILING_ANSWER)
+    driver.find_element(By.ID, "run").click()
+    assert error_shown(driver).startswith("error: page error: ")
+    assert driver.find_element(By.ID, "status").text == ""
+    assert not driver.find_element(By.ID, "result").is_displayed()
+
+
 OUTSIDE = """return [...document.querySelectorAll("#result *")]
   .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
   .map((e) => `${e.tagName} ${e.textContent.slice(0, 40)}`);"""

@@ -257,8 +257,12 @@ async function run(event) {
     $("#run").disabled = false;
   }
   if (!response || !response.ok) return refused(answer);
+  try {
+    draw(answer); // a page bug left the status on "Planning…" and showed nothing: say so instead
+  } catch (error) {
+    return refused({ error: `page error: ${error.message}`, field: null });
+  }
   asked = { question, body };
-  draw(answer);
   $("#status").textContent = `answered in ${number((performance.now() - started) / 1000, 2)} s`;
 }
 
