@@ -541,7 +541,9 @@ def test_a_deadline_in_days_is_refused_in_days(driver: Any, url: str) -> None:
     allowed a finite number above 0 up to 1,000,000,000,000,000", a keyword, a value and a unit the form lacks."""
     from selenium.webdriver.common.by import By
 
-    allowed = "allowed a number of days above 0 up to 11,574,074,074"  # plan()'s 1e15 s
+    from perfmodel.inputs.arguments import MAX_FIGURE
+
+    allowed = f"allowed a number of days above 0 up to {MAX_FIGURE / 86400:,.0f}"  # plan()'s bound, the catalogue's
     for days in ("-1", "1e12"):  # 1e12 days was refused in seconds, as deadline_s=8.64e16
         driver.get(url + f"/?q=plan&model=llama3.1-8b&tokens=1T&gpu=h100-sxm&deadline_days={days}")
         assert error_shown(driver) == f"error: deadline_days={days}: {allowed}"
