@@ -355,6 +355,28 @@ def test_work_is_bounded(client: TestClient) -> None:
     assert found["field"] == "gpu" and f"at most {work.MAX_CANDIDATES}" in found["error"]
 
 
+def test_a_gpu_with_its_own_count_is_one_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`h100-sxm@8` is one row at its own count, but the bound counted it once per n_gpus entry: two such systems and
+    64 and 128 for a third were counted as 6 rows, not the 4 compare() makes (the bound lowered here to see it)."""
+    monkeypatch.setattr(work, "MAX_ROWS", 4)
+    own = ["h100-sxm@8", "h100-sxm@16"]
+    work._check_bounds("compare", {"gpu": [*own, "b200"], "n_gpus": [64, 128]}, [])  # 4 rows: within
+    with pytest.raises(work.Refused) as refused:  # asked here: the server's workers read their own bound
+        work._check_bounds("compare", {"gpu": [*own, "b200", "gb200"], "n_gpus": [64, 128]}, [])
+    assert refused.value.field == "gpu" and refused.value.message.startswith("gpu x n_gpus: 6 rows; ")
+
+
+def test_a_gpu_count_no_row_uses_is_refused(client: TestClient) -> None:
+    """n_gpus beside systems that each have their own count (`gb300@512`) was dropped without a word: the rows were
+    at 512 and 1,024, not the 64 asked."""
+    found = refusal(client, "/api/compare", {"gpu": ["gb300@512", "h100-sxm@1024"], "n_gpus": [64, 128]})
+    assert found["field"] == "n_gpus"
+    assert found["error"] == (
+        "n_gpus=[64, 128]: no row would use it, each gpu has its own count (gb300@512, h100-sxm@1024); empty n_gpus, "
+        "or drop an '@N'"
+    )
+
+
 def test_a_plans_candidates_are_counted_as_plan_reads_them(client: TestClient) -> None:
     """The bound counts plan()'s own candidates (planning.plan.candidate_bases): one per precision before a quote,
     an uploaded system's among them; past the bound the request is refused before any is planned."""
@@ -455,7 +477,7 @@ def test_the_page_and_its_files_are_served(client: TestClient) -> None:
     known = client.get("/api/catalogue").json()
     assert "llama3.1-405b" in known["models"] and "nvfp4" in known["accelerators"]["gb300"]
     assert known["limits"]["upload_bytes"] == work.MAX_UPLOAD_BYTES
-    assert "1e15" not in script and known["limits"]["deadline_s"] == arguments.MAX_FIGURE  # one source: plan()'s
+    assert known["limits"]["deadline_s"] == arguments.MAX_FIGURE  # the page's bound: test_serve_browser's deadline
 
 
 def test_the_command_refuses_an_address_in_use() -> None:

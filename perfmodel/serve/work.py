@@ -199,8 +199,15 @@ def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any
         )  # fmt: skip
     if question == "compare":  # no gpu (or an empty list) is the scenario's own: one row per count
         targets, counts = given.get("gpu"), given.get("n_gpus")
-        rows = max(len(targets), 1) if isinstance(targets, list) else 1
-        rows *= max(len(counts), 1) if isinstance(counts, list) else 1
+        listed = targets if isinstance(targets, list) else [targets] if targets else []
+        own = [t for t in listed if isinstance(t, str) and "@" in t]  # `b200@32`: one row, at its own count
+        if own and len(own) == len(listed) and counts not in (None, []):
+            raise Refused(
+                422, f"n_gpus={counts}: no row would use it, each gpu has its own count ({', '.join(own)}); empty "
+                "n_gpus, or drop an '@N'", "n_gpus",
+            )  # fmt: skip
+        shared = max(len(counts), 1) if isinstance(counts, list) else 1
+        rows = len(own) + (len(listed) - len(own)) * shared if listed else shared
         if rows > MAX_ROWS:
             raise Refused(
                 422, f"gpu x n_gpus: {rows} rows; this server compares at most {MAX_ROWS} (systems x GPU counts) in "

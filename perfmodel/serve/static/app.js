@@ -257,8 +257,12 @@ async function run(event) {
     $("#run").disabled = false;
   }
   if (!response || !response.ok) return refused(answer);
+  try {
+    draw(answer); // a page bug left the status on "Planning…" and showed nothing: say so instead
+  } catch (error) {
+    return refused({ error: `page error: ${error.message}`, field: null });
+  }
   asked = { question, body };
-  draw(answer);
   $("#status").textContent = `answered in ${number((performance.now() - started) / 1000, 2)} s`;
 }
 
@@ -473,7 +477,7 @@ function phasesTable(runs, heading) {
     const p = campaign.phases[i], tr = element("tr", null, unmet ? { class: "infeasible" } : {});
     if (j === 0) tr.classList.add("phase-first");
     tr.append(j === 0 ? cell(p.phase, p.phase, "phases.phase") : element("td"), element("td", name, { class: "name" }),
-      cell(p.n_gpus, whole(p.n_gpus), "phases.n_gpus"), element("td", phaseLayout(p.parallelism), { class: "text" }),
+      cell(p.n_gpus, whole(p.n_gpus), "phases.n_gpus"), element("td", fullLayout(p.parallelism, false), { class: "text" }),
       ...figures.map(([key, , shown]) => cell(p[key], shown(p[key]), `phases.${key}`)));
     return tr;
   }));
