@@ -375,6 +375,17 @@ def test_a_comparisons_layout_names_its_zero_stage_and_recompute(driver: Any, ur
     assert expected.endswith("ZeRO-3 recompute-selective") and layout_cells(driver) == [expected]
 
 
+def test_systems_at_their_own_counts_answer_beside_the_untouched_count_field(driver: Any, url: str) -> None:
+    """The API refuses a count no row uses; the form's pre-filled 256 is not one the user gave, so systems all at
+    their own counts (h100-sxm@64, b200@32) are answered at those counts, not refused for it."""
+    driver.get(url + "/?q=compare&model=llama3.1-8b&tokens=100B&gpu=h100-sxm@64,b200@32")
+    answered(driver)
+    expected = cli_json(
+        "compare", "--model", "llama3.1-8b", "--tokens", "100B", "--gpu", "h100-sxm@64", "--gpu", "b200@32"
+    )
+    assert len(layout_cells(driver)) == 2 and [row["n_gpus"] for row in expected] == [64, 32]
+
+
 def test_a_comparison_of_a_mixture_of_experts_names_its_expert_parallelism(driver: Any, url: str) -> None:
     """A comparison's rows printed 'TP1 PP1 VP1 CP1 DP64' for the CLI's 'TP1 PP1 VP1 CP1 DP64 EP16' (Qwen3-30B-A3B
     on 64 H100): launched as read, its experts are not split."""

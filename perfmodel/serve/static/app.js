@@ -146,6 +146,10 @@ function keywords() {
     } else if (WHOLE.includes(name) || NUMBER.includes(name)) body[name] = numeric(value);
     else body[name] = value;
   }
+  // Systems all at their own counts (b200@32) leave the count field's untouched default unsent: the API refuses a
+  // count no row uses, which a typed one is and the pre-filled 256 is not.
+  const counts = $("#n_gpus");
+  if (Array.isArray(body.gpu) && body.gpu.every((g) => g.includes("@")) && counts.value.trim() === counts.defaultValue) delete body.n_gpus;
   if (question === "plan" && body.deadline_s === undefined && body.budget_usd === undefined) {
     throw { error: "deadline_days and budget_usd: both empty; a plan needs a goal: a deadline in days, a budget in USD, or both", field: "deadline_days" };
   }
