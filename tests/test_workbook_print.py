@@ -143,6 +143,16 @@ def test_page_starts_keep_a_heading_with_the_row_under_it() -> None:
     assert printing.page_starts([40.0, 20.0, 45.0], [40.0, 20.0, 45.0], 50.0, 0.0, keep={1}) == [1, 2]
 
 
+def test_page_starts_keep_a_run_of_rows_together() -> None:
+    """A heading and the rows under it kept together (the Summary's basis) begin the page the row under them would:
+    moved back one row only, keep={3, 4} broke after row 3, which ended its page alone. Never back past the page's
+    own first row: a run longer than a page breaks where it fills one."""
+    tens, opening = [10.0] * 12, [15.0] * 12
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep={3, 4}) == [3, 7, 11]
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep={2, 3, 4}) == [2, 6, 10]
+    assert printing.page_starts(tens, opening, 50.0, 0.0, keep=set(range(12))) == [5, 9]
+
+
 def test_a_section_heading_is_never_the_last_row_on_a_printed_page(tmp_path: Path,
                                                                    parsed: dict[str, Workbook]) -> None:  # fmt: skip
     """Left to the page breaks LibreOffice puts, a 60-point sweep's 'Share of the step time' printed at the foot of
@@ -165,13 +175,16 @@ def test_a_section_heading_is_never_the_last_row_on_a_printed_page(tmp_path: Pat
             atop = sum(heights[first - 1 : last])
             starts = [brk.id + 1 for brk in ws.row_breaks.brk]  # the rows (1-based) that begin a page
             assert section + 1 not in starts, (name, sheet)
+            if sheet == "Summary":  # the basis rows print on one page
+                assert not [row for row in starts if section < row <= len(heights)], (name, starts)
             bounds = [1, *starts, len(heights) + 1]
             for page, (top, bottom) in enumerate(itertools.pairwise(bounds)):
                 used = (atop if page else 0.0) + sum(heights[top - 1 : bottom - 1])
                 rounding = 0.375 * (bottom - top + 2)  # XlsxWriter writes each height in whole pixels (3/4 pt)
                 assert used <= room + rounding, (name, sheet, page, used, room)
                 if bottom <= len(heights):  # the next row (and the heading's first row) would not have fitted
-                    next_pt = heights[bottom - 1] + (heights[bottom] if bottom == section else 0.0)
+                    kept_end = len(heights) if sheet == "Summary" else section + 1  # the basis prints together
+                    next_pt = sum(heights[bottom - 1 : kept_end if section <= bottom < kept_end else bottom])
                     assert used + next_pt > room - rounding, (name, sheet, page, used, next_pt, room)
             broken += bool(starts)
     assert broken >= 3  # the sweep's three sheets at least

@@ -126,6 +126,7 @@ class _Sheet(Worksheet):
         super().__init__()
         self.heights_pt: dict[int, float] = {}
         self.section: int | None = None  # 0-based
+        self.kept = 0  # rows under the section's heading that print on its page with it (the Summary's basis)
 
     def set_row(self, row: int, height: float | None = None, cell_format: Any = None,
                 options: dict[str, Any] | None = None) -> int:  # fmt: skip
@@ -376,16 +377,17 @@ def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Sty
 def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
     """A sheet with a section under its table (`_Sheet.section`) breaks its pages where its rows' heights (as
     written) fill PAGE_SLACK of a page at the sheet's scale, each page after the first beginning with the rows
-    repeated atop it (from `repeated`, 0-based, to the keys'), and never right after the section's heading: that
-    begins the page its first row does. Left to LibreOffice, a 60-point sweep's 'Share of the step time' printed at
-    the foot of a page, its shares overleaf; a break before the heading only where it missed the first page kept
-    it off that page's foot alone."""
+    repeated atop it (from `repeated`, 0-based, to the keys'), and never right after the section's heading or
+    within the rows kept with it (`_Sheet.kept`): those begin the page where the next would. Left to LibreOffice,
+    a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf; a break before
+    the heading only where it missed the first page kept it off that page's foot alone."""
     if ws.section is None:
         return
     heights_pt = ws.rows_pt()
     atop_pt = sum(heights_pt[repeated : HEADER_ROW + 1])
     opening_pt = [atop_pt + height for height in heights_pt]
-    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, _page_room_pt(widths), 0.0, {ws.section}))
+    keep = set(range(ws.section, ws.section + ws.kept + 1))
+    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, _page_room_pt(widths), 0.0, keep))
 
 
 def _page_room_pt(widths: Sequence[float]) -> float:
@@ -756,8 +758,10 @@ def _write_summary(ws: _Sheet, columns: Sequence[Column], grid: _Grid, values: d
     ws.section = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
     ws.write_string(ws.section, 0, "Basis of these figures", style(bold=True))
     look, page = style(text_wrap=True, valign="top"), _first_page(widths)
-    for offset, text in enumerate(_basis(values), start=1):
+    basis = _basis(values)
+    for offset, text in enumerate(basis, start=1):
         _note(ws, ws.section + offset, text, page, look)
+    ws.kept = len(basis)  # printed together: a 15-point sweep's last price basis printed alone overleaf
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
 
 
