@@ -65,9 +65,11 @@ measured run's 215-character text wrapped in 28-character columns, 105-120-point
 HEADING: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
 """A heading's look on every sheet (a column's alignment added: `_alignment`)."""
 PAGE_SLACK = 0.93
-"""Share of a printed page the set page breaks fill (the Assumptions', `_keep_with_next`'s): row heights and the
-fitted scale are estimates, and a page that held less than counted would break early, its first rows without their
-section's name."""
+"""Share of a printed page the Assumptions' page breaks fill, and a section's heading with the rows kept with it
+(`_keep_with_next`): row heights and the fitted scale are estimates, and a page that held less than counted would
+break early, its first rows without their section's name, or the heading alone at its foot. Elsewhere
+`_keep_with_next` fills the page: at 93%, a 10-system comparison's Inputs broke at row 15 where LibreOffice fitted
+17 (about 95% counted), two of its 6 pages holding a row each (now 4 pages)."""
 EDITABLE_FILL = "#FFF2CC"
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
@@ -376,9 +378,9 @@ def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Sty
 
 def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
     """A sheet with a section under its table (`_Sheet.section`) breaks its pages where its rows' heights (as
-    written) fill PAGE_SLACK of a page at the sheet's scale, each page after the first beginning with the rows
-    repeated atop it (from `repeated`, 0-based, to the keys'), and never right after the section's heading or
-    within the rows kept with it (`_Sheet.kept`): those begin the page where the next would. Left to LibreOffice,
+    written) fill a page at the sheet's scale, each page after the first beginning with the rows repeated atop it
+    (from `repeated`, 0-based, to the keys'), and never right after the section's heading or within the rows kept
+    with it (`_Sheet.kept`): those begin the next page unless they fit in PAGE_SLACK of theirs. Left to LibreOffice,
     a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf; a break before
     the heading only where it missed the first page kept it off that page's foot alone."""
     if ws.section is None:
@@ -387,11 +389,12 @@ def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
     atop_pt = sum(heights_pt[repeated : HEADER_ROW + 1])
     opening_pt = [atop_pt + height for height in heights_pt]
     keep = set(range(ws.section, ws.section + ws.kept + 1))
-    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, _page_room_pt(widths), 0.0, keep))
+    page_pt = _page_room_pt(widths) / PAGE_SLACK
+    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, page_pt, 0.0, keep, _page_room_pt(widths)))
 
 
 def _page_room_pt(widths: Sequence[float]) -> float:
-    """The rows' height a printed page takes, PAGE_SLACK of it, at the sheet's scale (`widths`, from column A): one
+    """PAGE_SLACK of the rows' height a printed page takes at the sheet's scale (`widths`, from column A): one
     page wide, else SMALLEST_SCALE across pages (printing.set_up). The Assumptions' columns, at most 158 characters,
     always fit one page at 69%."""
     return PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(printing.scale(widths), printing.SMALLEST_SCALE)
