@@ -232,11 +232,13 @@ def test_every_wrapped_cell_is_as_tall_as_its_lines(books: dict[str, Path], tmp_
 
 
 def _chars(ws: Worksheet) -> dict[int, float]:
-    """Each column's width in characters (1-based), 0 when hidden, Excel's default where none is set."""
+    """Each column's width in characters (1-based), 0 when hidden, Excel's default where none is set: the width the
+    workbook asked for, whose pixels (printing.points) XlsxWriter stores, padding included, as pixels / 7 (read as
+    characters, a column counted 5 points wider than it prints)."""
     found = dict.fromkeys(range(1, ws.max_column + 1), 8.43)
     for dimension in ws.column_dimensions.values():
         for column in range(dimension.min, dimension.max + 1):
-            found[column] = 0.0 if dimension.hidden else dimension.width
+            found[column] = 0.0 if dimension.hidden else (round(dimension.width * 7) - 5) / 7
     return found
 
 
