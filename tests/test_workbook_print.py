@@ -18,7 +18,7 @@ from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 from workbook import libreoffice
 
-from perfmodel.outputs.export import printing
+from perfmodel.outputs.export import printing, xlsx
 from perfmodel.outputs.export.xlsx import PAGE_SLACK
 
 PLAN = ("export", "plan", "--model", "llama3.1-405b", "--gpu", "gb300", "--gpu", "b300", "--deadline", "60d")
@@ -519,3 +519,22 @@ def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_
     campaign = [word for word, _ in _pdf_words(tmp_path / "campaign.pdf")[0]]
     assert {"252.0M", "2.9T", "133.3B", "40.0M", "15.6T"} <= set(campaign)  # each phase's tokens in its own unit
     assert "0.0T" not in campaign and "$0.0M" not in campaign
+
+
+def test_a_sheet_counts_its_rows_down_to_the_last_it_wrote(tmp_path: Path) -> None:
+    """`_Sheet.rows_pt` (what its page breaks are computed from) reaches the last row written in either notation,
+    merged, or given a height, without XlsxWriter's private extent."""
+    import xlsxwriter
+
+    wb = xlsxwriter.Workbook(str(tmp_path / "rows.xlsx"))
+    ws = wb.add_worksheet("Rows", xlsx._Sheet)
+    assert ws.rows_pt() == []
+    ws.write_string("A3", "text")
+    ws.set_row(1, 40.0)
+    assert ws.rows_pt() == [printing.LINE_PT, 40.0, printing.LINE_PT]
+    ws.write_formula(5, 0, "=1+1")
+    ws.merge_range("A8:C9", "merged")
+    assert len(ws.rows_pt()) == 9
+    ws.write_number("B11", 1.0)
+    assert len(ws.rows_pt()) == 11
+    wb.close()

@@ -122,11 +122,13 @@ def _index(letter: str) -> int:
 
 class _Sheet(Worksheet):
     """A worksheet that keeps what its page breaks are computed from (`_keep_with_next`): each row's height as
-    written, in points (XlsxWriter keeps pixels, privately), and the row that heads the section under its table."""
+    written, in points, and the last row written (XlsxWriter keeps pixels and its extent, privately), and the row
+    that heads the section under its table."""
 
     def __init__(self) -> None:
         super().__init__()
         self.heights_pt: dict[int, float] = {}
+        self.last_row = -1  # 0-based; none yet
         self.section: int | None = None  # 0-based
         self.kept = 0  # rows under the section's heading that print on its page with it (the Summary's basis)
 
@@ -134,7 +136,37 @@ class _Sheet(Worksheet):
                 options: dict[str, Any] | None = None) -> int:  # fmt: skip
         hidden = bool((options or {}).get("hidden"))
         self.heights_pt[row] = 0.0 if hidden else printing.LINE_PT if height is None else height
+        self.last_row = max(self.last_row, row)
         return int(super().set_row(row, height, cell_format, options))
+
+    def write_string(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_string(*args)
+
+    def write_formula(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_formula(*args)
+
+    def write_number(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_number(*args)
+
+    def write_boolean(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_boolean(*args)
+
+    def write_blank(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_blank(*args)
+
+    def merge_range(self, *args: Any) -> Any:
+        self._wrote(args[2] if isinstance(args[0], int) else str(args[0]).split(":")[-1])
+        return super().merge_range(*args)
+
+    def _wrote(self, cell: int | str) -> None:
+        """Row `cell` (0-based, or an A1 reference: a cell's, a range's last) was written."""
+        row = cell if isinstance(cell, int) else int(xl_cell_to_rowcol(cell)[0])
+        self.last_row = max(self.last_row, row)
 
     def fitted(self, row: int, height_pt: float) -> None:
         """Row `row`, its height left for LibreOffice and Excel to fit to its type, prints `height_pt` tall."""
@@ -142,7 +174,7 @@ class _Sheet(Worksheet):
 
     def rows_pt(self) -> list[float]:
         """Every row's height in points down to the last written, LINE_PT where none was set."""
-        return [self.heights_pt.get(row, printing.LINE_PT) for row in range((self.dim_rowmax or 0) + 1)]
+        return [self.heights_pt.get(row, printing.LINE_PT) for row in range(self.last_row + 1)]
 
 
 class _Grid:
