@@ -206,17 +206,18 @@ def scale(widths: Sequence[float]) -> float:
 
 
 def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float,
-                keep: Collection[int] = (), kept_room_pt: float | None = None) -> list[int]:  # fmt: skip
+                keep: Collection[int] = (), kept_room_pt: float = math.inf,
+                headings: Collection[int] = ()) -> list[int]:  # fmt: skip
     """The rows (indices) that begin a printed page of `room_pt`, the first page with `used_pt` taken already: each
     row `heights_pt` tall, or `opening_pt` where it begins a page (with the rows repeated atop it, or repeating
     what the rows above said). A row in `keep` (a section's heading, or a run of rows to print together) is never
     the last on a page that holds more: where the row under it would begin a page, the page begins at the first of
-    the run of kept rows above instead (never before the page's own first row). A row under a kept one must fit in
-    `kept_room_pt` (room_pt when not given), a page less the slack of the estimated heights: elsewhere a page is
-    filled whole, and only a section's heading moves to the next page early."""
+    the run of kept rows above instead (a run longer than a page breaks where it fills one). A row under one of
+    `headings` (a section's heading and the rows printed with it) must fit in `kept_room_pt` too, a page less the
+    slack of the estimated heights: elsewhere a page is filled whole, and only a heading moves on early."""
     starts: list[int] = []
     for index, height in enumerate(heights_pt):
-        room = room_pt if kept_room_pt is None or index - 1 not in keep else kept_room_pt
+        room = min(room_pt, kept_room_pt) if index - 1 in headings else room_pt
         if used_pt + height > room and used_pt > 0:
             first = starts[-1] if starts else 0
             start = index

@@ -412,7 +412,9 @@ def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
     """A sheet with a section under its table (`_Sheet.section`) breaks its pages where its rows' heights (as
     written) fill a page at the sheet's scale, each page after the first beginning with the rows repeated atop it
     (from `repeated`, 0-based, to the keys'), and never right after the section's heading or within the rows kept
-    with it (`_Sheet.kept`): those begin the next page unless they fit in PAGE_SLACK of theirs. Left to LibreOffice,
+    with it (`_Sheet.kept`): those begin the next page unless they fit in PAGE_SLACK of theirs. Nor does a page
+    hold the first or last row of the table or the section alone (a 10-system comparison's Breakdown printed its
+    last part's row atop the shares' page). Left to LibreOffice,
     a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf; a break before
     the heading only where it missed the first page kept it off that page's foot alone."""
     if ws.section is None:
@@ -420,9 +422,14 @@ def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
     heights_pt = ws.rows_pt()
     atop_pt = sum(heights_pt[repeated : HEADER_ROW + 1])
     opening_pt = [atop_pt + height for height in heights_pt]
-    keep = set(range(ws.section, ws.section + ws.kept + 1))
+    last = len(heights_pt) - 1
+    # the heading, the rows kept with it and its first row; the table's (its last row 2 above the heading, under
+    # it a blank row) and the section's last row but one: a row never prints alone on a page of its own part
+    headings = set(range(ws.section, ws.section + ws.kept + 2)) - {last}
+    keep = headings | ({ws.section - 3, last - 1} - {*range(HEADER_ROW + 1), last})
     page_pt = _page_room_pt(widths) / PAGE_SLACK
-    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, page_pt, 0.0, keep, _page_room_pt(widths)))
+    breaks = printing.page_starts(heights_pt, opening_pt, page_pt, 0.0, keep, _page_room_pt(widths), headings)
+    ws.set_h_pagebreaks(breaks)
 
 
 def _page_room_pt(widths: Sequence[float]) -> float:
