@@ -152,6 +152,15 @@ def test_page_starts_keep_a_run_of_rows_together() -> None:
     assert printing.page_starts(tens, opening, 50.0, 0.0, keep=set(range(12))) == [5, 9]
 
 
+def test_page_starts_leave_the_slack_only_under_a_heading() -> None:
+    """A page is filled whole (5 rows of 10 on a page of 50) but for a heading and the row under it, which must fit in
+    the slack room (40): the heading on the 4th row moves to the next page, one on the 2nd moves nothing."""
+    tens, opening = [10.0] * 12, [15.0] * 12
+    assert printing.page_starts(tens, opening, 50.0, 0.0, {3}, 40.0, {3}) == [3, 7, 11]
+    assert printing.page_starts(tens, opening, 50.0, 0.0, {1}, 40.0, {1}) == [5, 9]
+    assert printing.page_starts(tens, opening, 50.0, 0.0, {3}) == [5, 9]
+
+
 def test_a_section_heading_is_never_the_last_row_on_a_printed_page(tmp_path: Path,
                                                                    parsed: dict[str, Workbook]) -> None:  # fmt: skip
     """Left to the page breaks LibreOffice puts, a 60-point sweep's 'Share of the step time' printed at the foot of
