@@ -206,21 +206,29 @@ def scale(widths: Sequence[float]) -> float:
 
 
 def page_starts(heights_pt: Sequence[float], opening_pt: Sequence[float], room_pt: float, used_pt: float,
-                keep: Collection[int] = ()) -> list[int]:  # fmt: skip
+                keep: Collection[int] = (), kept_room_pt: float = math.inf,
+                headings: Collection[int] = ()) -> list[int]:  # fmt: skip
     """The rows (indices) that begin a printed page of `room_pt`, the first page with `used_pt` taken already: each
     row `heights_pt` tall, or `opening_pt` where it begins a page (with the rows repeated atop it, or repeating
-    what the rows above said). A row in `keep` (a section's heading) is never the last on a page that holds more:
-    where the row under it begins a page, that page begins with the heading instead."""
+    what the rows above said). A row in `keep` (a section's heading, or a run of rows to print together) is never
+    the last on a page that holds more: where the row under it would begin a page, the page begins at the first of
+    the run of kept rows above instead (a run longer than a page breaks where it fills one). A row under one of
+    `headings` (a section's heading and the rows printed with it) must fit in `kept_room_pt` too, a page less the
+    slack of the estimated heights: elsewhere a page is filled whole, and only a heading moves on early."""
     starts: list[int] = []
-    for index, (height, opening) in enumerate(zip(heights_pt, opening_pt, strict=True)):
-        if used_pt + height > room_pt and used_pt > 0:
-            if index - 1 in keep and index - 1 > (starts[-1] if starts else 0):
-                starts.append(index - 1)
-                used_pt = opening_pt[index - 1]
-            else:
-                starts.append(index)
-                used_pt, height = 0.0, opening
-        used_pt += height
+    for index, height in enumerate(heights_pt):
+        room = min(room_pt, kept_room_pt) if index - 1 in headings else room_pt
+        if used_pt + height > room and used_pt > 0:
+            first = starts[-1] if starts else 0
+            start = index
+            while start - 1 in keep and start - 1 > first:
+                start -= 1
+            if start == first + 1 and first in keep:  # the page holds the kept run alone: too long for a page
+                start = index
+            starts.append(start)
+            used_pt = opening_pt[start] + sum(heights_pt[start + 1 : index + 1])
+        else:
+            used_pt += height
     return starts
 
 

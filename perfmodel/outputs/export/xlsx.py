@@ -65,9 +65,11 @@ measured run's 215-character text wrapped in 28-character columns, 105-120-point
 HEADING: dict[str, Any] = {"bold": True, "text_wrap": True, "valign": "top"}
 """A heading's look on every sheet (a column's alignment added: `_alignment`)."""
 PAGE_SLACK = 0.93
-"""Share of a printed page the set page breaks fill (the Assumptions', `_keep_with_next`'s): row heights and the
-fitted scale are estimates, and a page that held less than counted would break early, its first rows without their
-section's name."""
+"""Share of a printed page the Assumptions' page breaks fill, and a section's heading with the rows kept with it
+(`_keep_with_next`): row heights and the fitted scale are estimates, and a page that held less than counted would
+break early, its first rows without their section's name, or the heading alone at its foot. Elsewhere
+`_keep_with_next` fills the page: at 93%, a 10-system comparison's Inputs broke at row 15 where LibreOffice fitted
+17 (about 95% counted), two of its 6 pages holding a row each (now 4 pages)."""
 EDITABLE_FILL = "#FFF2CC"
 GPU_COUNT_NOTE = (
     "Editing a GPU count keeps that result's modelled throughput per GPU (more or fewer data-parallel replicas at the "
@@ -120,18 +122,51 @@ def _index(letter: str) -> int:
 
 class _Sheet(Worksheet):
     """A worksheet that keeps what its page breaks are computed from (`_keep_with_next`): each row's height as
-    written, in points (XlsxWriter keeps pixels, privately), and the row that heads the section under its table."""
+    written, in points, and the last row written (XlsxWriter keeps pixels and its extent, privately), and the row
+    that heads the section under its table."""
 
     def __init__(self) -> None:
         super().__init__()
         self.heights_pt: dict[int, float] = {}
+        self.last_row = -1  # 0-based; none yet
         self.section: int | None = None  # 0-based
+        self.kept = 0  # rows under the section's heading that print on its page with it (the Summary's basis)
 
     def set_row(self, row: int, height: float | None = None, cell_format: Any = None,
                 options: dict[str, Any] | None = None) -> int:  # fmt: skip
         hidden = bool((options or {}).get("hidden"))
         self.heights_pt[row] = 0.0 if hidden else printing.LINE_PT if height is None else height
+        self.last_row = max(self.last_row, row)
         return int(super().set_row(row, height, cell_format, options))
+
+    def write_string(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_string(*args)
+
+    def write_formula(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_formula(*args)
+
+    def write_number(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_number(*args)
+
+    def write_boolean(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_boolean(*args)
+
+    def write_blank(self, *args: Any) -> Any:
+        self._wrote(args[0])
+        return super().write_blank(*args)
+
+    def merge_range(self, *args: Any) -> Any:
+        self._wrote(args[2] if isinstance(args[0], int) else str(args[0]).split(":")[-1])
+        return super().merge_range(*args)
+
+    def _wrote(self, cell: int | str) -> None:
+        """Row `cell` (0-based, or an A1 reference: a cell's, a range's last) was written."""
+        row = cell if isinstance(cell, int) else int(xl_cell_to_rowcol(cell)[0])
+        self.last_row = max(self.last_row, row)
 
     def fitted(self, row: int, height_pt: float) -> None:
         """Row `row`, its height left for LibreOffice and Excel to fit to its type, prints `height_pt` tall."""
@@ -139,7 +174,7 @@ class _Sheet(Worksheet):
 
     def rows_pt(self) -> list[float]:
         """Every row's height in points down to the last written, LINE_PT where none was set."""
-        return [self.heights_pt.get(row, printing.LINE_PT) for row in range((self.dim_rowmax or 0) + 1)]
+        return [self.heights_pt.get(row, printing.LINE_PT) for row in range(self.last_row + 1)]
 
 
 class _Grid:
@@ -375,21 +410,30 @@ def _title(ws: Any, sheet: str, title: str, widths: Sequence[float], style: _Sty
 
 def _keep_with_next(ws: _Sheet, widths: Sequence[float], repeated: int) -> None:
     """A sheet with a section under its table (`_Sheet.section`) breaks its pages where its rows' heights (as
-    written) fill PAGE_SLACK of a page at the sheet's scale, each page after the first beginning with the rows
-    repeated atop it (from `repeated`, 0-based, to the keys'), and never right after the section's heading: that
-    begins the page its first row does. Left to LibreOffice, a 60-point sweep's 'Share of the step time' printed at
-    the foot of a page, its shares overleaf; a break before the heading only where it missed the first page kept
-    it off that page's foot alone."""
+    written) fill a page at the sheet's scale, each page after the first beginning with the rows repeated atop it
+    (from `repeated`, 0-based, to the keys'), and never right after the section's heading or within the rows kept
+    with it (`_Sheet.kept`): those begin the next page unless they fit in PAGE_SLACK of theirs. Nor does a page
+    hold the first or last row of the table or the section alone (a 10-system comparison's Breakdown printed its
+    last part's row atop the shares' page). Left to LibreOffice,
+    a 60-point sweep's 'Share of the step time' printed at the foot of a page, its shares overleaf; a break before
+    the heading only where it missed the first page kept it off that page's foot alone."""
     if ws.section is None:
         return
     heights_pt = ws.rows_pt()
     atop_pt = sum(heights_pt[repeated : HEADER_ROW + 1])
     opening_pt = [atop_pt + height for height in heights_pt]
-    ws.set_h_pagebreaks(printing.page_starts(heights_pt, opening_pt, _page_room_pt(widths), 0.0, {ws.section}))
+    last = len(heights_pt) - 1
+    # the heading, the rows kept with it and its first row; the table's (its last row 2 above the heading, under
+    # it a blank row) and the section's last row but one: a row never prints alone on a page of its own part
+    headings = set(range(ws.section, ws.section + ws.kept + 2)) - {last}
+    keep = headings | ({ws.section - 3, last - 1} - {*range(HEADER_ROW + 1), last})
+    page_pt = _page_room_pt(widths) / PAGE_SLACK
+    breaks = printing.page_starts(heights_pt, opening_pt, page_pt, 0.0, keep, _page_room_pt(widths), headings)
+    ws.set_h_pagebreaks(breaks)
 
 
 def _page_room_pt(widths: Sequence[float]) -> float:
-    """The rows' height a printed page takes, PAGE_SLACK of it, at the sheet's scale (`widths`, from column A): one
+    """PAGE_SLACK of the rows' height a printed page takes at the sheet's scale (`widths`, from column A): one
     page wide, else SMALLEST_SCALE across pages (printing.set_up). The Assumptions' columns, at most 158 characters,
     always fit one page at 69%."""
     return PAGE_SLACK * 100 * printing.PRINTABLE_HEIGHT_PT / max(printing.scale(widths), printing.SMALLEST_SCALE)
@@ -756,8 +800,10 @@ def _write_summary(ws: _Sheet, columns: Sequence[Column], grid: _Grid, values: d
     ws.section = HEADER_ROW + 1 + len(grid.lines) + 1  # 0-based: a blank row under the results
     ws.write_string(ws.section, 0, "Basis of these figures", style(bold=True))
     look, page = style(text_wrap=True, valign="top"), _first_page(widths)
-    for offset, text in enumerate(_basis(values), start=1):
+    basis = _basis(values)
+    for offset, text in enumerate(basis, start=1):
         _note(ws, ws.section + offset, text, page, look)
+    ws.kept = len(basis)  # printed together: a 15-point sweep's last price basis printed alone overleaf
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
 
 
