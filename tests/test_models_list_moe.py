@@ -13,7 +13,7 @@ def test_the_moe_table_lists_every_moe_model_with_its_routing() -> None:
     dense, _, moe = out.partition("\nMixture-of-experts models")
     rows = {line.split()[0]: line.split() for line in moe.splitlines()[3:]}
     assert set(rows) == {"deepseek-v3", "deepseek-v3.2", "llama4-scout", "llama4-maverick", "kimi-k2", "qwen3-30b-a3b",
-                         "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "mixtral-8x7b",
+                         "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "mixtral-8x7b", "mixtral-8x22b",
                          "nemotron-3-nano-30b-a3b", "nemotron-3.5-lightning-30b-a3b", "qwen3-next-80b-a3b"}  # fmt: skip
     assert rows["deepseek-v3.2"][-2] == "mla+dsa"  # sparse attention (ModelSpec.index_topk)
     # DeepSeek-V3 (arXiv:2412.19437, section 4.2): 671B total, 37B active, 256 routed experts top-8 + 1 shared,

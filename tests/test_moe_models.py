@@ -4,6 +4,7 @@ against the published tables, and inline MoE models in scenario files."""
 from __future__ import annotations
 
 import pytest
+from conftest import run_cli
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.inputs.models import ZOO, ModelSpec
@@ -30,6 +31,9 @@ PUBLISHED = [
     # Mistral AI, "Mixtral of experts" (mistral.ai/news/mixtral-of-experts, 2023-12-11): "46.7B total parameters
     # but only uses 12.9B parameters per token".
     ("mixtral-8x7b", 46.7, 12.9, "all", 0.1),
+    # Mistral AI, "Cheaper, Better, Faster, Stronger" (mistral.ai/news/mixtral-8x22b, 2024-04-17): "141B parameters",
+    # "only 39B active parameters".
+    ("mixtral-8x22b", 141, 39, "all", 1),
 ]
 
 
@@ -50,7 +54,7 @@ def test_exact_counts_are_the_checkpoints_tensors_summed() -> None:
     256-entry score-correction bias is not counted) and its MTP module sharing the embedding and LM head: enorm,
     hnorm, the 2h x h eh_proj, one MoE layer and the shared head's norm. GPT-OSS-120B: biased Q/K/V/O with a sink per
     head, 128 biased experts of 2 x 2880 up / 2880 down, a biased router. Qwen3-30B-A3B: GQA with QK norms, 128
-    experts of 768."""
+    experts of 768. Mixtral 8x22B: bias-free GQA, 8 experts, untied embeddings."""
     h, v = 7168, 129280
     mla = h * 1536 + 1536 + 1536 * 128 * (128 + 64) + h * (512 + 64) + 512 + 512 * 128 * (128 + 128) + 128 * 128 * h
     moe = 256 * h + (256 + 1) * 3 * h * 2048
@@ -65,6 +69,18 @@ def test_exact_counts_are_the_checkpoints_tensors_summed() -> None:
     h, v = 2048, 151936
     attention = h * 4096 + 2 * h * 512 + 4096 * h + 2 * 128 + 2 * h
     assert ZOO["qwen3-30b-a3b"].main_params == 48 * (attention + h * 128 + 128 * 3 * h * 768) + 2 * v * h + h
+    h, v, f = 6144, 32768, 16384  # Mixtral 8x22B: GQA of 48 heads and 8 groups of 128, 8 SwiGLU experts, no biases
+    attention = h * h + 2 * h * 1024 + h * h + 2 * h
+    assert ZOO["mixtral-8x22b"].main_params == 56 * (attention + h * 8 + 8 * 3 * h * f) + 2 * v * h + h
+
+
+def test_mixtral_8x22b_is_listed_and_predicts_a_layout_that_fits() -> None:
+    """The architecture's fixed model ids include mixtral-8x22b: it once exited 2, unknown to the zoo."""
+    assert any(line.split()[:1] == ["mixtral-8x22b"] for line in run_cli("models", "list").out.splitlines())
+    predicted = run_cli("predict", "--model", "mixtral-8x22b", "--gpu", "h100-sxm", "--gpus", "256")
+    assert predicted.code == 0, predicted.err
+    assert predicted.out.startswith("Mixtral 8x22B on 256 x NVIDIA H100") and "\nLayout: TP" in predicted.out
+    assert " GiB of 80.0 GiB (fits)" in predicted.out
 
 
 def test_qwen3_non_embedding_counts() -> None:

@@ -906,11 +906,22 @@ MOE_MODELS = (
         moe_ffn=2880, dispatcher="alltoall", yarn_mscale=GPT_OSS_YARN_MSCALE, expert_glu_clamp=True,
         source=f"Megatron-Bridge 0.3.1 GPTOSSProvider120B {_GPT_OSS}",
     ),
-    # Mixtral 8x22B is left out: its shapes are in none of the sources bundled with the measured data.
     _moe(
         "mixtral-8x7b", "Mixtral 8x7B", layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=32000,
         experts=8, top_k=2, moe_ffn=14336,
         source="transformers 5.24 MixtralConfig defaults (mistralai/Mixtral-8x7B-v0.1)",
+    ),
+    # No sliding window (MixtralConfig has none, unlike Mistral 7B's); the vocabulary is the v3 SentencePiece
+    # tokenizer's, which NeMo's config leaves to the tokenizer.
+    _moe(
+        "mixtral-8x22b", "Mixtral 8x22B", layers=56, hidden=6144, ffn=16384, heads=48, kv_heads=8, vocab=32768,
+        experts=8, top_k=2, moe_ffn=16384,
+        source=(
+            "NeMo 2.4.0 nemo/collections/llm/gpt/model/mixtral.py MixtralConfig8x22B L117-120 (56 layers, 6144 wide, "
+            "48 heads, ffn 16384) over MixtralConfig L50 (8 query groups), L59-61 (8 experts, top-2), L70 (rope "
+            "base 1e6); vocab 32768: mistral_common 1.13.1 mistral.py L527 maps open-mixtral-8x22b-2404 to "
+            "MistralTokenizer.v3, L228 mistral_instruct_tokenizer_240323.model.v3 (32768 pieces)"
+        ),
     ),
 )  # fmt: skip
 
