@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -475,8 +476,9 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     read the table when a search on this context priced their shard already: the prediction after a search asks
     for its best layout's, which it would price again as floats (bench_campaign.py's six cold searched phases:
     their final predictions 4.1 ms before, 2.4 ms reading the table)."""
-    found = _distinct(sh)  # None for plain numbers: a prediction of a given layout imports no numpy
-    if found is not None and not _has_variants(ctx.efficiency):
+    # under a fit's variants no table: their arrays' distinct shards are not looked for; plain numbers have none
+    found = None if _has_variants(ctx.efficiency) else _distinct(sh)
+    if found is not None:
         columns, index = found
         shards = list(zip(*(c.tolist() for c in columns), strict=True))
         return _shard_table(ctx, sh).gather(shards, index)
@@ -592,9 +594,8 @@ def price_shards(ctx: Context, shards: list[tuple[float, ...]]) -> None:
 
 def _has_variants(eff: Efficiency) -> bool:
     """Whether the efficiencies are arrays (a fit's variants): another axis, which a shard table does not keep."""
-    import numpy as np
-
-    return any(isinstance(v, np.ndarray) for v in vars(eff).values())
+    numpy = sys.modules.get("numpy")  # not imported: no efficiency is an array (and a prediction never imports it)
+    return numpy is not None and any(isinstance(v, numpy.ndarray) for v in vars(eff).values())
 
 
 SHARD_TABLE = ("shard table",)
