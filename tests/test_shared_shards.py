@@ -3,6 +3,8 @@ the inputs they are worked out from are equal, so that sharing changes no number
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -92,6 +94,38 @@ def test_efficiencies_with_arrays_keep_their_own_shards() -> None:
     first, second = replace(base, efficiency=variants), replace(base, efficiency=variants)
     assert first.shards is not second.shards
     assert first.shards is first.shards
+
+
+def test_arrays_under_variants_are_priced_whole_without_looking_for_their_shards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under a fit's variants no shard table is kept, so the arrays' distinct shards (`_distinct`, an np.unique over
+    every element) are not worked out only to be thrown away: the shard is priced as it stands."""
+    base = context_for(checked_scenario(SPEC))
+    ctx = replace(base, efficiency=replace(base.efficiency, memory=np.array([0.8, 0.9])))
+    tp, cp, mbs = np.array([1.0, 2.0]), np.array([1.0, 2.0]), np.array([1.0, 2.0])
+    sh = Shard(ctx.model, ctx.recipe, tp, cp, mbs, ctx.seq_len, 1.0, 1.0, ctx.imbalance)
+    monkeypatch.setattr(step, "_distinct", lambda sh: pytest.fail("distinct shards looked for under variants"))
+    found = step._distinct_shards(ctx, sh, (tp, cp, mbs, 1.0, 1.0))
+    assert np.array_equal(
+        np.broadcast_to(found.embedding, (2,)), np.broadcast_to(step._shard_compute(ctx, sh).embedding, (2,))
+    )
+
+
+def test_a_prediction_of_a_given_layout_imports_no_numpy() -> None:
+    """Whether the efficiencies hold variants is asked before any shard is looked up, so it must not import numpy
+    for a prediction of plain numbers (the CLI's start-up)."""
+    layout = {"tp": 2, "pp": 1, "cp": 1, "dp": 32, "mbs": 1, "zero": 1, "recompute": "none"}
+    spec = {"model": "llama3.1-8b", "gpu": "h100-sxm", "n_gpus": 64, "precision": "bf16", "parallelism": layout}
+    code = (
+        "import sys\n"
+        "from perfmodel.inputs.scenario import checked_scenario\n"
+        "from perfmodel.planning.predict import predict\n"
+        f"predict(checked_scenario({spec!r}))\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_blocks_are_shared_by_equal_spaces_only() -> None:

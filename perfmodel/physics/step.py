@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -475,8 +476,9 @@ def _distinct_shards(ctx: Context, sh: Shard, key: tuple[Number, ...]) -> ShardC
     read the table when a search on this context priced their shard already: the prediction after a search asks
     for its best layout's, which it would price again as floats (bench_campaign.py's six cold searched phases:
     their final predictions 4.1 ms before, 2.4 ms reading the table)."""
-    found = _distinct(sh)  # None for plain numbers: a prediction of a given layout imports no numpy
-    if found is not None and not _has_variants(ctx.efficiency):
+    # under a fit's variants no table: their arrays' distinct shards are not looked for; plain numbers have none
+    found = None if _has_variants(ctx.efficiency) else _distinct(sh)
+    if found is not None:
         columns, index = found
         shards = list(zip(*(c.tolist() for c in columns), strict=True))
         return _shard_table(ctx, sh).gather(shards, index)
@@ -592,9 +594,8 @@ def price_shards(ctx: Context, shards: list[tuple[float, ...]]) -> None:
 
 def _has_variants(eff: Efficiency) -> bool:
     """Whether the efficiencies are arrays (a fit's variants): another axis, which a shard table does not keep."""
-    import numpy as np
-
-    return any(isinstance(v, np.ndarray) for v in vars(eff).values())
+    numpy = sys.modules.get("numpy")  # not imported: no efficiency is an array (and a prediction never imports it)
+    return numpy is not None and any(isinstance(v, numpy.ndarray) for v in vars(eff).values())
 
 
 SHARD_TABLE = ("shard table",)
@@ -1472,8 +1473,8 @@ def step_floor(ctx: Context, lv: LayoutVars, links: bool = False, own_stage: boo
 
     `links`: the communication too, over the context's links, so floors kept across network what-ifs
     (search._prepared) leave it out. In the ranks' sums each layer's exposed TP, CP and EP communication at its
-    least (`_layer_comm_least`: TP's grows with recompute, CP's and EP's are bounds of every mode); beside them the
-    pipeline's sends (`_pp_least`, the step's own) and DP's exposed communication at its least (`_dp_least`: of
+    least (`_layer_comm_least_s`: TP's grows with recompute, CP's and EP's are bounds of every mode); beside them the
+    pipeline's sends (`_pp_least_s`, the step's own) and DP's exposed communication at its least (`_dp_least_s`: of
     every ZeRO stage, or with `own_stage` of the layout's), parts of the step that the sum above counts as >= 0.
     The exposed TP in bench_campaign.py's phases left the pipelined layouts' own floors 93-252 layouts a phase to
     price for memory instead of 231-1,119. GPT-OSS's were loose by what its experts' exchange exposes (nothing
@@ -1487,9 +1488,9 @@ def step_floor(ctx: Context, lv: LayoutVars, links: bool = False, own_stage: boo
     least, most = _rank_bounds(ctx, lv.pp, stages, layer_compute, head_compute, embed_compute)
     comm_s: Number = 0.0
     if links:  # the ranks' sums with each layer's least exposed communication; the pipeline's and DP's
-        layer_comm = _layer_comm_least(ctx, sh, lv, compute.layer, full)
+        layer_comm = _layer_comm_least_s(ctx, sh, lv, compute.layer, full)
         _, most = _rank_bounds(ctx, lv.pp, stages, layer_compute + layer_comm, head_compute, embed_compute)
-        comm_s = _pp_least(ctx, sh, lv, microbatches) + _dp_least(ctx, lv, stages, microbatches, own_stage)
+        comm_s = _pp_least_s(ctx, sh, lv, microbatches) + _dp_least_s(ctx, lv, stages, microbatches, own_stage)
     bubble = bubble_fraction(lv.pp, lv.vp, microbatches)
     wait_s = straggler_s(eff.straggler_cv, lv.tp * lv.pp * lv.cp * lv.dp, microbatches * least)
     return (
@@ -1512,7 +1513,7 @@ def _rank_bounds(
     return least, where(equal(pp, 1), single, maximum(interior, maximum(first, last)))
 
 
-def _tp_least(ctx: Context, sh: Shard, tp: Number, full: Number, selective: Number) -> Number:
+def _tp_least_s(ctx: Context, sh: Shard, tp: Number, full: Number, selective: Number) -> Number:
     """A lower bound on a layer's exposed TP communication (`_evaluate`'s tp_exposed): what `exposed` leaves of its
     collectives whatever their windows, (1 - overlap_tp) of them, and what nothing hides (`_Comm.exposed_layer`,
     `copies_layer`); 0 under async TP's decomposition (`decomposes`), whose hiding this does not bound. It grows
@@ -1523,14 +1524,14 @@ def _tp_least(ctx: Context, sh: Shard, tp: Number, full: Number, selective: Numb
     return (1 - ctx.efficiency.overlap_tp) * comm.layer + comm.exposed_layer + comm.copies_layer
 
 
-def _layer_comm_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, full: Number) -> Number:
+def _layer_comm_least_s(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes, full: Number) -> Number:
     """A lower bound on a layer's exposed TP, CP and EP communication, which the step adds to the layer's compute in
     each pipeline rank's sum (`_busiest`); it grows with recompute (the TP part) or does not read it."""
-    tp = _tp_least(ctx, sh, lv.tp, full, equal(lv.recompute, 1))
-    return tp + _cp_least(ctx, sh, lv, lt) + _ep_least(ctx, sh, lv, lt)
+    tp = _tp_least_s(ctx, sh, lv.tp, full, equal(lv.recompute, 1))
+    return tp + _cp_least_s(ctx, sh, lv, lt) + _ep_least_s(ctx, sh, lv, lt)
 
 
-def _cp_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Number:
+def _cp_least_s(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Number:
     """A lower bound on a layer's exposed CP communication (`_evaluate`'s cp_exposed) whatever the recompute mode:
     the ring's hops less their steps' attention (`ring_exposed` with the step's windows, which no recompute
     changes) and what nothing hides (a hybrid's Mamba all-to-alls), or a gather's or Ulysses's exchange whole; the
@@ -1544,7 +1545,7 @@ def _cp_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Numbe
     return by_step.forward_s + by_step.backward_s + comm.exposed_layer
 
 
-def _ep_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Number:
+def _ep_least_s(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Number:
     """A lower bound on the mean layer's exposed EP communication (`_expert_parallel`'s whole step) whatever the
     recompute mode: the forward exchange behind its window, and the backward's at its least (the forward's bytes:
     a full recompute only adds its share) behind the widest window any mode gives it (the backward with the larger
@@ -1562,16 +1563,16 @@ def _ep_least(ctx: Context, sh: Shard, lv: LayoutVars, lt: _LayerTimes) -> Numbe
     return md.moe_layers / md.layers * (exposed(forward, window_fwd, eta) + exposed(forward, window_bwd, eta))
 
 
-def _pp_least(ctx: Context, sh: Shard, lv: LayoutVars, microbatches: Number) -> Number:
+def _pp_least_s(ctx: Context, sh: Shard, lv: LayoutVars, microbatches: Number) -> Number:
     """The step's pipeline sends (`_evaluate`'s pp_comm), which read neither the recompute mode nor the ZeRO stage."""
     p2p = send_recv(sh.tokens * ctx.model.hidden / lv.tp * BF16_BYTES, _links(ctx, lv.pp, lv.tp * lv.cp * lv.dp))
     sends = 2 * (lv.pp - 1) * p2p + (1 - pp_sends_hidden(ctx)) * 2 * microbatches * lv.vp * p2p
     return where(lv.pp > 1, sends, 0.0)
 
 
-def _dp_least(ctx: Context, lv: LayoutVars, stages: StageLayers, microbatches: Number, own_stage: bool) -> Number:
+def _dp_least_s(ctx: Context, lv: LayoutVars, stages: StageLayers, microbatches: Number, own_stage: bool) -> Number:
     """A lower bound on the step's exposed DP communication (`_evaluate`'s dp_comm, the dense group's and the routed
-    experts') whatever the ZeRO stage and recompute mode: the least over the stages of `_zero_least`, the groups'
+    experts') whatever the ZeRO stage and recompute mode: the least over the stages of `_zero_least_s`, the groups'
     collectives priced as the step prices them (`dp_terms`; ZeRO-3 tensor by tensor at its two gathers, the
     fewest any mode makes)."""
     md = ctx.model
@@ -1580,12 +1581,12 @@ def _dp_least(ctx: Context, lv: LayoutVars, stages: StageLayers, microbatches: N
     weights = params.most - (0.0 if experts is None else experts.most)
     trainable = _trainable(ctx, weights, busiest_layers, lv.tp)
     terms = dp_terms(ctx, _links(ctx, lv.dp * lv.cp, lv.tp), weights, trainable, units=busiest_layers)
-    stages_s = _zero_least(ctx, terms, microbatches)
+    stages_s = _zero_least_s(ctx, terms, microbatches)
     if experts is not None:
         expert_trainable = 0.0 if ctx.frozen_base else experts.most
         edp_links = _links(ctx, _expert_dp(lv), lv.ep * lv.etp)
         expert_terms = dp_terms(ctx, edp_links, experts.most, expert_trainable, units=md.moe_layers)
-        stages_s = tuple(a + b for a, b in zip(stages_s, _zero_least(ctx, expert_terms, microbatches), strict=True))
+        stages_s = tuple(a + b for a, b in zip(stages_s, _zero_least_s(ctx, expert_terms, microbatches), strict=True))
     zero0, zero1, zero2, zero3 = stages_s
     if own_stage:
         zero = lv.zero
@@ -1593,7 +1594,7 @@ def _dp_least(ctx: Context, lv: LayoutVars, stages: StageLayers, microbatches: N
     return minimum(minimum(zero0, zero1), minimum(zero2, zero3))
 
 
-def _zero_least(ctx: Context, t: DpTerms, microbatches: Number) -> tuple[Number, Number, Number, Number]:
+def _zero_least_s(ctx: Context, t: DpTerms, microbatches: Number) -> tuple[Number, Number, Number, Number]:
     """Lower bounds on `zero_exposed`'s four stages whatever their windows: each bucketed collective leaves at least
     (1 - overlap_dp) of itself and one bucket (`bucketed_exposed`), ZeRO-3 tensor by tensor and FSDP2's copies are
     window-free; hybrid sharding's ZeRO-3 (another group's links, and the replicas' all-reduce) is bounded by 0."""
@@ -1638,7 +1639,7 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any, links: bool = False) -> 
 
     `links`: under step_floor with `links`. Each layer's least exposed communication per sequence joins its compute
     in `most` (the same argument: step_floor adds it to the layer in the ranks' sums, and each shard's is priced at
-    every micro-batch in `mbs`; the wait keeps the compute alone), and DP's least (`_dp_least`, of every ZeRO
+    every micro-batch in `mbs`; the wait keeps the compute alone), and DP's least (`_dp_least_s`, of every ZeRO
     stage) at the fewest micro-batches of any size in `mbs`, under step_floor's: its ZeRO-2 and ZeRO-3 bounds grow
     with the micro-batches, the others do not read them. The pipeline's sends are left out (a few percent)."""
     import numpy as np
@@ -1660,11 +1661,12 @@ def least_floor(ctx: Context, lv: LayoutVars, mbs: Any, links: bool = False) -> 
     fewest, most = _rank_bounds(ctx, pp, row_stages, layer, head, embed)
     comm_s: Any = 0.0
     if links:  # the layer with its least exposed communication; DP's at the fewest micro-batches (it grows with them)
-        busiest = np.min((layer_compute + _layer_comm_least(ctx, sh, grid, compute.layer, full)) / sizes, axis=1)[at]
-        _, most = _rank_bounds(ctx, pp, row_stages, busiest, head, embed)
+        layer_comm_s = _layer_comm_least_s(ctx, sh, grid, compute.layer, full)
+        layer_with_comm = np.min((layer_compute + layer_comm_s) / sizes, axis=1)[at]  # seconds per sequence, as `layer`
+        _, most = _rank_bounds(ctx, pp, row_stages, layer_with_comm, head, embed)
         largest = float(np.max(sizes))
         rows = LayoutVars(tp, pp, cp, dp, vp, largest, lv.gbs, 0.0, 0.0, ep, etp)
-        comm_s = _dp_least(ctx, rows, row_stages, lv.gbs / (largest * dp), False)
+        comm_s = _dp_least_s(ctx, rows, row_stages, lv.gbs / (largest * dp), False)
     wait = straggler_s(eff.straggler_cv, tp * pp * cp * dp, lv.gbs / dp * fewest)
     bound = (lv.gbs / dp + (pp - 1) / vp) * most + host_overhead_s(ctx) + wait + comm_s
     return eff.vintage_factor * bound * (1 - 2 * FLOOR_MARGIN)

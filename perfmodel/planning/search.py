@@ -547,7 +547,7 @@ def _price_bounded(
     Unlike `best_layout`'s, these bounds are priced for this search alone, so each reads the context's links: the
     exposed communication at its least (`step.step_floor` with `links`), which in a MoE model's search is most of
     what the step adds to compute (GPT-OSS-120B on 1,024 B200: 104,562 layouts priced in full instead of 1,748,083,
-    CPU 10.5 s -> 2.5 s)."""
+    CPU 8.88 s -> 2.20 s, benchmarks/README.md's bench_search table)."""
     import numpy as np
 
     entries: list[_Open | _Priced] = []
