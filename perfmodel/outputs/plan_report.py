@@ -214,7 +214,8 @@ def _search_rows(predictions: list[Prediction], best: Prediction, many: bool, ob
     headers = (
         ["#"]
         + (["GPUs"] if many else [])
-        + ["layout", "MBS", "GBS", "recompute", "ZeRO", "step s", "tok/s/GPU", "MFU", "mem GiB", f"{objective} vs best"]
+        + ["layout", "MBS", "GBS", "recompute", "ZeRO", "step s", "tok/s/GPU", MFU_OF_PRECISION, "mem GiB"]
+        + [f"{objective} vs best"]
         + (RUN_HEADERS if with_run else [])
     )
     return _tabulate(rows, headers)
@@ -336,7 +337,7 @@ def whatif_table(records: list[dict[str, Any]], cases: list[tuple[str, Predictio
         + [_ratio(r["speedup_vs_first"])]
         for (label, p), r in zip(cases, records, strict=True)
     ]
-    headers = ["case", "layout", "step s", "tok/s/GPU", "MFU", "mem GiB"] + (RUN_HEADERS if with_run else [])
+    headers = ["case", "layout", "step s", "tok/s/GPU", MFU_OF_PRECISION, "mem GiB"] + (RUN_HEADERS if with_run else [])
     return "\n".join(
         [heading(base), f"What if: {change_text}", "", _tabulate(rows, [*headers, "speedup"])]
         + (["", "(!) does not fit in memory"] if any(not r["fits_in_memory"] for r in records) else [])
@@ -433,6 +434,9 @@ def sweep_table(rows: list[dict[str, Any]]) -> str:
     ]
     return _tabulate(out, [*headers, "error"]) + "\n\n" + "\n".join(notes) + _imbalance_note(rows)
 
+
+MFU_OF_PRECISION = "MFU (own prec.)"
+"""The heading of an MFU column whose table has no note to say its basis: of the dense peak of the row's precision."""
 
 SWEEP_MFU_NOTE = (
     "MFU: model FLOP/s over the dense peak of each row's GEMM format; x BF16 peak: model FLOP/s over the dense BF16 "

@@ -125,7 +125,7 @@ FIELDS: tuple[Field, ...] = (
     Field("tokens_per_s", "tokens/s", "cluster throughput"),
     Field("tokens_per_s_per_gpu", "tokens/s", "throughput per GPU"),
     Field("model_tflops_per_gpu", "TFLOP/s", "model FLOPs (6N per token plus attention) per second per GPU"),
-    Field("mfu", "fraction", "model FLOP/s over the dense BF16 peak; kept for the JSON contract, equal to mfu_bf16"),
+    Field("mfu", "fraction", "the JSON contract's MFU, equal to mfu_of_precision (never above 1)"),
     Field("mfu_bf16", "fraction", "model FLOP/s over the dense BF16 peak (NVIDIA's and the Llama 3 paper's MFU)"),
     Field("mfu_of_precision", "fraction", "model FLOP/s over the dense peak of the format the GEMMs run in"),
     Field("memory_per_gpu_gb", "GB (1e9 B)", "memory one GPU needs"),

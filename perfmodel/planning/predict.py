@@ -108,8 +108,13 @@ class Prediction(Shown):
 
     @property
     def mfu(self) -> float:
+        """The ARCHITECTURE contract's MFU: model FLOP/s over the dense peak of the precision used (never above 1)."""
+        return self._rates.mfu_of_precision
+
+    @property
+    def mfu_bf16(self) -> float:
         """Model FLOP/s over the dense BF16 peak (the convention of NVIDIA's tables and the Llama 3 paper)."""
-        return self._rates.mfu
+        return self._rates.mfu_bf16
 
     @property
     def mfu_of_precision(self) -> float:
@@ -162,7 +167,7 @@ class Prediction(Shown):
             "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
             "model_tflops_per_gpu": self.model_tflops_per_gpu,
             "mfu": self.mfu,
-            "mfu_bf16": self.mfu,
+            "mfu_bf16": self.mfu_bf16,
             "mfu_of_precision": self.mfu_of_precision,
             "memory_per_gpu_gb": float(mem.total) / 1e9,
             "memory_capacity_gb": st.hbm_bytes / 1e9,
@@ -809,7 +814,7 @@ class Rates(NamedTuple):
     tokens_per_s: Any
     tokens_per_s_per_gpu: Any
     model_tflops_per_gpu: Any
-    mfu: Any
+    mfu_bf16: Any
     mfu_of_precision: Any
 
 
