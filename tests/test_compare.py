@@ -177,3 +177,18 @@ def test_a_price_range_is_shown_only_when_it_differs_as_printed() -> None:
     assert _price_range(1.0124, 1.0126 + 1e-16) == ""
     assert _price_range(None, None) == ""
     assert _price_range(0.9, 1.1) == " (0.90-1.10)"
+
+
+def test_a_system_at_its_own_count_is_one_row_of_the_bound() -> None:
+    """MAX_ROWS bounds predictions: 15 systems at their own counts and one taking 9 counts are 24 rows, not 16 x 9;
+    the shared system's counts alone cross it."""
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.planning.compare import MAX_ROWS, Target, check_size
+
+    own, shared = [Target("h100-sxm", None, None, 8)] * 15, [Target("b200", None, None)]
+    check_size(own + shared, 9)
+    check_size(own + shared, MAX_ROWS - 15)
+    with pytest.raises(
+        PerfmodelError, match=f"15 at their own counts \\+ 1 systems x {MAX_ROWS - 14} GPU counts = {MAX_ROWS + 1} rows"
+    ):
+        check_size(own + shared, MAX_ROWS - 14)

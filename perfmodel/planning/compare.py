@@ -112,17 +112,22 @@ MAX_ROWS = 64
 """Each row of a comparison is a full prediction (a search where the layout is open, up to a second or two)."""
 
 
-def check_size(n_systems: int, n_counts: int, spelling: Spelling = CLI) -> None:
-    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (systems x GPU counts); the error
-    names the flags or the API's keywords, as `spelling` says."""
+def check_size(targets: Sequence[Target], n_counts: int, spelling: Spelling = CLI) -> None:
+    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (a system at its own count, `@N`, is
+    one row; each other takes every GPU count), and GPU counts no row would use (every system at its own count: they
+    were dropped without a word); the error names the flags or the API's keywords, as `spelling` says."""
     gpu, gpus = spelling.name("gpu"), spelling.name("n_gpus")
-    if n_systems > MAX_SYSTEMS:
-        raise PerfmodelError(f"{gpu} given {n_systems} times; at most {MAX_SYSTEMS} systems per comparison")
-    rows = max(n_systems, 1) * max(n_counts, 1)
+    if len(targets) > MAX_SYSTEMS:
+        raise PerfmodelError(f"{gpu} given {len(targets)} times; at most {MAX_SYSTEMS} systems per comparison")
+    own = sum(1 for t in targets if t.n_gpus)
+    if targets and own == len(targets) and n_counts:
+        raise PerfmodelError(f"{gpus}: no row would use it, each {gpu} has its own count (@N); drop {gpus} or an @N")
+    rows = own + (len(targets) - own) * max(n_counts, 1) if targets else max(n_counts, 1)
     if rows > MAX_ROWS:
+        at_own = f"{own} at their own counts + " if own else ""
         raise PerfmodelError(
-            f"{gpu} x {gpus}: {n_systems} systems x {n_counts} GPU counts = {rows} rows; at most {MAX_ROWS} (each a "
-            "full prediction): compare fewer"
+            f"{gpu} x {gpus}: {at_own}{len(targets) - own} systems x {n_counts} GPU counts = {rows} rows; at most "
+            f"{MAX_ROWS} (each a full prediction): compare fewer"
         )
 
 
@@ -234,8 +239,8 @@ def compare_request(
     """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
     target and count stand in for the base's hardware (checked_base). Errors name the CLI's flags (`--gpu ID`), or
     with `spelling` API the Python API's (`gpu='ID'`), as load_checked's do."""
-    check_size(len(targets), len(gpu_counts or []), spelling)
     parsed = [parse_target(spec, spelling.given("gpu", shown(spec)), spelling) for spec in targets]
+    check_size(parsed, len(gpu_counts or []), spelling)
     first = parsed[0] if parsed else None
     options = options | {"n_gpus": (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)}
     counted = origins  # the rows without @N take --gpus' counts, named as it
