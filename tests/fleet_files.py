@@ -63,8 +63,12 @@ def dgx_h100_plan(folder: Path, fleet: str, scenario: str | None, options: dict[
 def node_mw(plan: fleets.FleetPlan) -> float:
     """One DGX H100's site power: its 8 GPUs' draw at the wall x the plan's scenario's PUE (plan.power_mw's rule)."""
     assert plan.candidate is not None and plan.candidate.prediction is not None
-    hw = resolve("h100-sxm", "dgx-h100")
-    return 8 * hw.it_power_w_per_gpu * plan.candidate.prediction.scenario.cost.pue / 1e6
+    return dgx_h100_node_mw(plan.candidate.prediction.scenario.cost.pue)
+
+
+def dgx_h100_node_mw(pue: float) -> float:
+    """One DGX H100's site power at `pue`: its 8 GPUs' draw at the wall x the PUE (plan.power_mw's rule)."""
+    return 8 * resolve("h100-sxm", "dgx-h100").it_power_w_per_gpu * pue / 1e6
 
 
 RENT = """

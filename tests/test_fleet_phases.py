@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
-from fleet_files import RENT
+from fleet_files import RENT, dgx_h100_node_mw
 
-from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.scenario import Scenario
 
 RAMP = """
@@ -112,9 +111,8 @@ def test_a_reserved_offer_holds_the_ramps_most_for_its_whole_window(tmp_path: Pa
 
 
 def _node_mw() -> float:
-    """One DGX H100's site power: its 8 GPUs at the wall x the default PUE (plan.power_mw's rule)."""
-    hw = resolve("h100-sxm", "dgx-h100")
-    return 8 * hw.it_power_w_per_gpu * Scenario(model="llama3.1-8b", gpu="h100-sxm").cost.pue / 1e6
+    """One DGX H100's site power at the default PUE."""
+    return dgx_h100_node_mw(Scenario(model="llama3.1-8b", gpu="h100-sxm").cost.pue)
 
 
 def test_a_site_cap_is_checked_per_phase(tmp_path: Path) -> None:
