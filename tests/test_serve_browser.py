@@ -375,6 +375,28 @@ def test_a_comparisons_layout_names_its_zero_stage_and_recompute(driver: Any, ur
     assert expected.endswith("ZeRO-3 recompute-selective") and layout_cells(driver) == [expected]
 
 
+def test_the_gpu_count_hint_follows_the_question(driver: Any, url: str) -> None:
+    """Predict and Compare share the GPUs field, whose hint was Compare's "256 or 256,512,1024" under Predict too,
+    where a list is refused; a scenario's own count is "the scenario's" under either."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#scenario option[value=default]"))
+    counts = driver.find_element(By.ID, "n_gpus")
+
+    def hint_under(question: str) -> str:
+        driver.find_element(By.CSS_SELECTOR, f"#questions [data-question={question}]").click()
+        return str(counts.get_attribute("placeholder"))
+
+    assert [hint_under(q) for q in ("predict", "compare", "predict")] == ["e.g. 256", "256 or 256,512,1024", "e.g. 256"]
+    Select(driver.find_element(By.ID, "scenario")).select_by_value("default")
+    assert [hint_under(q) for q in ("compare", "predict")] == ["the scenario's"] * 2
+    Select(driver.find_element(By.ID, "scenario")).select_by_value("")
+    assert counts.get_attribute("placeholder") == "e.g. 256"
+    assert hint_under("compare") == "256 or 256,512,1024"
+
+
 def test_systems_at_their_own_counts_answer_beside_the_untouched_count_field(driver: Any, url: str) -> None:
     """The API refuses a count no row uses; the form's pre-filled 256 is not one the user gave, so systems all at
     their own counts (h100-sxm@64, b200@32) are answered at those counts, not refused for it."""

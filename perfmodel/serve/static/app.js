@@ -16,6 +16,9 @@ const DEFAULT_MODEL = "llama3.1-70b";
 // override a file, as flags do: Llama 3.1 405B's campaign ran as 70B on 256 H100), and the others' hints ("fp8
 // (default)", "model default") are not the scenario's.
 const FROM_SCENARIO = ["model", "tokens", "seq_len", "gbs", "gpu", "precision", "n_gpus", "usd_per_gpu_hour"];
+// The GPU count field's hint follows the question (Predict and Compare share the field): Compare's list, "256 or
+// 256,512,1024", was offered under Predict, which refuses a list.
+const COUNT_HINTS = { predict: "e.g. 256", compare: "256 or 256,512,1024" };
 let question = "predict";
 let asked = null; // the question answered on the page and its request body, for the downloads
 let names = { models: {}, accelerators: {} }; // ids to the names the CLI's tables and plots print (/api/catalogue)
@@ -80,6 +83,9 @@ function showQuestion(chosen) {
     part.hidden = !part.dataset.for.split(" ").includes(chosen);
   }
   $("#hint").textContent = HINTS[chosen];
+  const counts = $("#n_gpus");
+  if (COUNT_HINTS[chosen]) counts.dataset.hint = COUNT_HINTS[chosen];
+  if (!scenarioGiven()) counts.placeholder = counts.dataset.hint; // a scenario's own count: "the scenario's"
   if (asked && asked.question !== chosen) $("#result").hidden = true;
   $("#error").hidden = true;
 }
@@ -156,10 +162,13 @@ function keywords() {
   return body;
 }
 
+// A scenario chosen from the list or uploaded.
+const scenarioGiven = () => $("#scenario").value !== "" || $("#scenario_file").files.length > 0;
+
 // A scenario chosen (bundled or uploaded) empties the fields it answers, so that only what is typed there overrides
 // it; none chosen, they are the form's defaults again.
 function scenarioChosen() {
-  const chosen = $("#scenario").value !== "" || $("#scenario_file").files.length > 0;
+  const chosen = scenarioGiven();
   for (const name of FROM_SCENARIO) {
     const input = $(`[name=${name}]`), hint = chosen ? "the scenario's" : input.dataset.hint;
     input.value = chosen ? "" : name === "model" ? DEFAULT_MODEL : input.defaultValue || "";
