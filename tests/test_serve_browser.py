@@ -85,11 +85,12 @@ def downloaded(driver: Any, folder: Path, fmt: str) -> Path:
 
 
 def cli_layouts(**keywords: Any) -> list[str]:
-    """Each row's layout as the CLI's compare table prints it (outputs/plan_report.py full_layout)."""
+    """Each row's layout as the CLI's compare table prints it (outputs/plan_report.py full_layout), marked where the
+    row is beyond the measured runs the calibration saw (beyond_mark)."""
     import perfmodel
-    from perfmodel.outputs.plan_report import full_layout
+    from perfmodel.outputs.plan_report import beyond_mark, full_layout
 
-    return [full_layout(p) for p in perfmodel.compare(**keywords).predictions]
+    return [full_layout(p) + beyond_mark(p) for p in perfmodel.compare(**keywords).predictions]
 
 
 def layout_cells(driver: Any) -> list[str]:
@@ -372,7 +373,95 @@ def test_a_comparisons_layout_names_its_zero_stage_and_recompute(driver: Any, ur
     driver.get(url + "/?q=compare&model=llama3.1-70b&tokens=1T&gpu=h100-sxm&n_gpus=256")
     answered(driver)
     (expected,) = cli_layouts(model="llama3.1-70b", tokens="1T", gpu="h100-sxm", n_gpus=256)
-    assert expected.endswith("ZeRO-3 recompute-selective") and layout_cells(driver) == [expected]
+    assert expected.removesuffix(" *").endswith("ZeRO-3 recompute-selective") and layout_cells(driver) == [expected]
+
+
+def unnamed(text: str, family: str) -> str:
+    """The CLI's words for an axis as the page says them: the JSON's evidence does not name the accelerator family."""
+    from perfmodel.planning.evidence import family_name
+
+    return text.replace(family_name(family), "its accelerator family")
+
+
+def test_a_prediction_beyond_the_evidence_is_marked_as_the_cli_marks_it(driver: Any, url: str) -> None:
+    """The CLI marks a comparison's row beyond the measured runs the calibration saw with `*` and a footnote naming
+    the axes, and warns under a prediction's table; the page showed none of it. Llama 3.1 70B on 1,024 H100 in FP8,
+    its layout searched (TP1 PP1 CP2 ZeRO-3: a layout class never measured for its class on Hopper, above the best
+    measured run), beside B200 (within the evidence); at the measured TP4 PP8, no warning."""
+    from selenium.webdriver.common.by import By
+
+    import perfmodel
+
+    query = "model=llama3.1-70b&tokens=15T&precision=fp8&n_gpus=1024"
+    driver.get(f"{url}/?q=compare&{query}&gpu=h100-sxm,b200")
+    answered(driver)
+    h100, b200 = perfmodel.compare(model="llama3.1-70b", tokens="15T", precision="fp8", n_gpus=1024,
+                                   gpu=["h100-sxm", "b200"]).predictions  # fmt: skip
+    e = h100.evidence
+    assert e is not None and e.beyond == ("layout class", "above best measured") and e.widened_by
+    assert b200.evidence is not None and not b200.evidence.beyond
+    assert layout_cells(driver) == cli_layouts(model="llama3.1-70b", tokens="15T", precision="fp8", n_gpus=1024,
+                                               gpu=["h100-sxm", "b200"])  # fmt: skip
+    assert [cell.endswith(" *") for cell in layout_cells(driver)] == [True, False]
+    note = driver.find_element(By.CSS_SELECTOR, "#tables .evidence").text.splitlines()
+    assert note[0].startswith('* beyond the measured runs the calibration saw (docs/validation.md, "How far from')
+    assert note[1:] == [f"dgx-h100 fp8 on 1,024: layout class, above best measured; 80% interval {e.widening:.2f}x "
+                        "as wide"]  # fmt: skip
+
+    driver.get(f"{url}/?q=predict&{query}&gpu=h100-sxm")
+    answered(driver)
+    warning = driver.find_element(By.CSS_SELECTOR, "#tables .evidence.warning").text.splitlines()
+    assert warning[0] == 'Warning: beyond the measured runs (docs/validation.md, "How far from evidence"):'
+    assert warning[1] == unnamed(e.axis_text("layout class"), e.family)
+    assert warning[2].startswith(f"{e.ratio:.2f}x the model TFLOP/s per GPU of the best measured run of this model")
+    assert warning[3] == (f"80% interval {e.widening:.2f}x as wide: x{e.interval.low:.3f}-x{e.interval.high:.3f} on "
+                          "a predicted time (layout class, above best measured)")  # fmt: skip
+
+    driver.get(f"{url}/?q=predict&{query}&gpu=h100-sxm&tp=4&pp=8")
+    answered(driver)
+    assert driver.find_elements(By.CSS_SELECTOR, "#result .evidence") == []
+
+
+def test_a_plan_marks_its_candidates_beyond_the_evidence(driver: Any, url: str) -> None:
+    """The CLI's plan marks a candidate's layout beyond the measured runs with `*` and a footnote; the page now does,
+    from the JSON's `plan.evidence`: 70B in FP8 on H100 (searched TP1 PP1 CP2 ZeRO-3) and B200."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{url}/?q=plan&model=llama3.1-70b&tokens=1T&gpu=h100-sxm:fp8,b200:fp8&deadline_days=30")
+    answered(driver)
+    planned = cli_json("plan", "--model", "llama3.1-70b", "--tokens", "1T", "--gpu", "h100-sxm:fp8", "--gpu",
+                       "b200:fp8", "--deadline", "30d")["candidates"]  # fmt: skip
+    marked = [bool(c["plan"]["evidence"]["beyond"]) for c in planned]
+    assert marked == [True, False]
+    notes = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td .note")]
+    assert notes == [c["layout"] + (" *" if m else "") for c, m in zip(planned, marked, strict=True)]
+    e = planned[0]["plan"]["evidence"]
+    note = driver.find_element(By.CSS_SELECTOR, "#tables .evidence li").text
+    assert note == (f"{planned[0]['candidate']} on {planned[0]['n_gpus']:,}: {e['beyond'].replace('; ', ', ')}; 80% "
+                    f"interval {e['widening']:.2f}x as wide")  # fmt: skip
+
+
+def test_a_campaigns_phases_beyond_the_evidence_are_marked_as_the_cli_marks_them(driver: Any, url: str) -> None:
+    """`perfmodel predict` of a campaign marks its phases beyond the measured runs `[e]` with a line per finding
+    naming the phases; the page showed none of it. DeepSeek-V3's campaign on 2,048 H800: every phase beyond (MoE on
+    1,025-4,096 GPUs of Hopper), its interval not widened (a MoE fit holds each model out)."""
+    from selenium.webdriver.common.by import By
+
+    import perfmodel
+    from perfmodel.outputs.campaign_report import evidence_notes
+
+    name = "campaign-deepseek-v3"
+    driver.get(f"{url}/?q=predict&scenario={name}")
+    answered(driver)
+    campaign = perfmodel.predict(name)
+    assert isinstance(campaign, perfmodel.Campaign)
+    phases = campaign.to_dict()["phases"]
+    assert row_names(driver) == [p["phase"] + (" [e]" if p["evidence"]["beyond"] else "") for p in phases] + ["total"]
+    family = next(iter(campaign.phases.values())).evidence.family  # type: ignore[union-attr]
+    head, *lines = evidence_notes(campaign)
+    note = driver.find_element(By.CSS_SELECTOR, "#tables .evidence").text.splitlines()
+    assert note[0].startswith(head.split(" (")[0]) and len(lines) > 1
+    assert note[1:] == [unnamed(line.strip(), family) for line in lines]
 
 
 def test_the_gpu_count_hint_follows_the_question(driver: Any, url: str) -> None:
@@ -727,15 +816,25 @@ def test_a_campaign_compared_shows_each_phase_side_by_side(driver: Any, url: str
     assert shown["time_to_train_days"] == [r["time_to_train_days"] for r in expected]
     title = driver.find_element(By.ID, "title").text  # two rows, not "2 systems x 2 sizes"
     assert title == "Llama 3.1 405B, 15.6T tokens: 2 systems at their own sizes, ratios to the first row"
+    beyond = [[bool(p["evidence"]["beyond"]) for p in r["phases"]] for r in expected]
+    assert [any(b) for b in beyond] == [True, False]  # GB300's phases beyond the measured runs, marked as the CLI's
     assert [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td.text")] == [
-        "11 phases, each its own layout (below)"
-    ] * 2
+        "11 phases, each its own layout (below) *",
+        "11 phases, each its own layout (below)",
+    ]
     n_phases = len(expected[0]["phases"])
     phases = [[r["phases"][i] for r in expected] for i in range(n_phases)]  # the page's order: a phase's rows together
     assert shown["phases.phase"] == [p["phase"] for p in expected[0]["phases"]]
     for key in ("n_gpus", "time_to_train_days", "gpu_hours", "cost_usd"):
         assert shown[f"phases.{key}"] == [row[key] for phase in phases for row in phase], key
-    assert phase_names(driver) == ["gb300-nvl72 bf16 on 2,048", "dgx-h100 bf16 on 4,096"] * n_phases
+    assert phase_names(driver) == [
+        name + (" [e]" if beyond[j][i] else "")
+        for i in range(n_phases)
+        for j, name in enumerate(["gb300-nvl72 bf16 on 2,048", "dgx-h100 bf16 on 4,096"])
+    ]
+    note = driver.find_element(By.CSS_SELECTOR, "#phases .evidence").text.splitlines()
+    assert note[0].startswith("[e] beyond the measured runs") and len(note) > 1
+    assert all(line.split(": ", 1)[0].endswith("(gb300-nvl72 bf16 on 2,048)") for line in note[1:])
     assert shown["phases.n_gpus"][:2] == [1024, 2048]  # the ramp on half the count, as the scenario's
     layouts = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#phases td.text")]
     assert len(layouts) == 2 * n_phases
@@ -759,9 +858,15 @@ def test_a_campaign_planned_shows_the_chosen_count_and_each_phase(driver: Any, u
     shown = answered(driver)
     planned = cli_json("plan", CAMPAIGN, "--gpu", "gb300", "--gpu", "h100-sxm", "--deadline", "120d")["candidates"]
     assert shown["n_gpus"] == [c["n_gpus"] for c in planned]
-    assert driver.find_element(By.CSS_SELECTOR, "#tables td .note").text == "11 phases, each its own layout (below)"
+    beyond = [[bool(p["evidence"]["beyond"]) for p in c["plan"]["phases"]] for c in planned]
+    notes = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#tables td .note")]
+    assert notes == [f"11 phases, each its own layout (below){' *' if any(b) else ''}" for b in beyond]
     n_phases = len(planned[0]["plan"]["phases"])
-    assert phase_names(driver) == [f"{c['candidate']} on {c['n_gpus']:,}" for c in planned] * n_phases
+    assert phase_names(driver) == [
+        f"{c['candidate']} on {c['n_gpus']:,}" + (" [e]" if beyond[j][i] else "")
+        for i in range(n_phases)
+        for j, c in enumerate(planned)
+    ]
     rows = [c["plan"]["phases"][i] for i in range(n_phases) for c in planned]
     for key in ("n_gpus", "time_to_train_with_losses_days", "gpu_hours_with_losses", "cost_usd_with_losses"):
         assert shown[f"phases.{key}"] == [p[key] for p in rows], key

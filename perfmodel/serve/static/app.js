@@ -182,8 +182,7 @@ function scenarioChosen() {
 // A model file chosen empties the Model list, as a scenario does the fields it answers (the list showed
 // llama3.1-70b while the file's model was answered); a model picked from the list drops the file.
 function modelFileChosen() {
-  const model = $("#model"), file = $("#model_file").files.length > 0;
-  const scenario = $("#scenario").value !== "" || $("#scenario_file").files.length > 0;
+  const model = $("#model"), file = $("#model_file").files.length > 0, scenario = scenarioGiven();
   if (file) model.value = "";
   else if (model.value === "" && !scenario) model.value = DEFAULT_MODEL;
   model.options[0].textContent = file ? "the model file's" : scenario ? "the scenario's" : model.dataset.hint;
@@ -358,6 +357,88 @@ function layout(p) {
   return `${stages(l)}, micro-batch ${l.mbs}, global batch ${l.gbs}, sequence ${l.seq_len}, recompute ${l.recompute}, ZeRO-${l.zero}`;
 }
 
+// ---- beyond the evidence (docs/calibration.md "How far from evidence"): a prediction's `evidence.beyond` names the
+// axes ("; "-separated) on which no measured run the calibration saw is like it, `evidence.widening` how much wider
+// that made its 80% interval (every range shown is the widened one). As the CLI does (outputs/plan_report.py,
+// campaign_report.py), a comparison's or a plan's row is marked `*` (a campaign's when a phase is), a campaign's
+// phase `[e]`, each with a footnote, and a prediction is warned under its tables.
+const BEYOND = "*", BEYOND_PHASE = "[e]";
+const EVIDENCE_DOC = 'docs/validation.md, "How far from evidence"';
+const axesOf = (p) => (p.evidence && p.evidence.beyond ? p.evidence.beyond.split("; ") : []);
+const beyond = (p) => (p.phases || [p]).some((q) => axesOf(q).length > 0); // a campaign: any of its phases
+const beyondMark = (p, mark = BEYOND) => (p && beyond(p) ? ` ${mark}` : ""); // p: none for a candidate without a plan
+const times = (x) => `${x.toFixed(2)}x`;
+const isMoe = (e) => e.model_class.startsWith("MoE");
+
+// An axis as the CLI's warning words it (planning/evidence.py axis_text), the accelerator family unnamed: the
+// JSON's evidence does not name it.
+function axisText(p, axis) {
+  const e = p.evidence, family = "its accelerator family", format = (p.precision || "").toUpperCase();
+  const best = present(e.best_measured_model_tflops_per_gpu) ? ` (${number(e.best_measured_model_tflops_per_gpu)} model TFLOP/s per GPU, row ${e.best_measured_row})` : "";
+  const texts = {
+    "accelerator family": `no measured run on ${family} (interval: generation protocol)`,
+    "number format": `no ${format} run on ${family} (interval: precision protocol)`,
+    "model class": `no ${e.model_class} model measured on ${family}`,
+    "scale band": `no ${e.model_class} model measured on ${e.scale_band} of ${family}`,
+    "layout class": `layout class ${e.layout_class} never measured for ${e.model_class} models on ${family}`,
+    "above best measured": `${times(e.ratio_to_best_measured || 0)} the model TFLOP/s per GPU of the best measured run of this model on ${family} in ${format}${best}`,
+  };
+  return texts[axis] || axis;
+}
+
+const widenedBy = (e) => e.widened_by.split("; ").join(", ");
+
+// What the axes did to the 80% interval, naming those that widened it where not all did (a MoE interval is not
+// widened: Evidence.warning).
+function widening(e) {
+  if (e.widened_by) return `80% interval ${times(e.widening)} as wide${e.widened_by === e.beyond ? "" : ` (by ${widenedBy(e)})`}`;
+  return isMoe(e) ? "80% interval not widened: its MoE models are each predicted by a fit without them" : "80% interval not widened";
+}
+
+// The lines under a table: `head`, then one per line of `lines` (none: no note).
+function footnote(head, lines, kind = "note") {
+  if (!lines.length) return [];
+  const box = element("div", null, { class: `evidence ${kind}` }), list = element("ul");
+  for (const line of lines) list.append(element("li", line));
+  box.append(element("p", head), list);
+  return [box];
+}
+
+// A line per finding of the marked rows (`runs`: each row's name and prediction), naming the rows it is true of, as
+// the CLI's campaign groups its phases (campaign_report.py evidence_notes); `where`: the rows' own row, if any.
+function findings(runs, said, where = "") {
+  const found = new Map();
+  for (const [name, p] of runs) {
+    if (!p || !beyond(p)) continue;
+    const text = said(p);
+    found.set(text, [...(found.get(text) || []), name]);
+  }
+  return [...found].map(([text, names]) => `${names.join(", ")}${where ? ` (${where})` : ""}: ${text}`);
+}
+
+// A marked row of a comparison or a plan: its axes and what they did to its interval; a campaign's, its phases'
+// axes, each phase told under the phases' table.
+function rowFinding(p) {
+  if (!p.phases) return `${axesOf(p).join(", ")}; ${widening(p.evidence)}`;
+  return `${[...new Set(p.phases.flatMap(axesOf))].join(", ")} in phases marked ${BEYOND_PHASE} below`;
+}
+
+const rowsNote = (runs) => footnote(`${BEYOND} beyond the measured runs the calibration saw (${EVIDENCE_DOC}); the 80% ranges shown are the widened ones, and Predict with a row's settings names each axis:`, findings(runs, rowFinding));
+
+// The lines of a campaign's marked phases, as `perfmodel predict` notes them (`where`: the row of a comparison or a
+// plan they are of), and their footnote.
+const phaseLines = (campaign, where = "") => findings(campaign.phases.map((p) => [p.phase, p]),
+  (p) => axesOf(p).map((axis) => axisText(p, axis)).join("; ") + (p.evidence.widened_by ? ` (80% interval ${times(p.evidence.widening)} as wide)` : ""), where);
+const phasesEvidence = (lines) => footnote(`${BEYOND_PHASE} beyond the measured runs the calibration saw (${EVIDENCE_DOC}; perfmodel explain --phase NAME shows it):`, lines);
+
+// The warning `perfmodel predict` prints under its table: each axis, and the interval on a predicted time it became.
+function evidenceWarning(p) {
+  const e = p.evidence, lines = axesOf(p).map((axis) => axisText(p, axis));
+  if (e && e.widened_by) lines.push(`80% interval ${times(e.widening)} as wide: x${(p.step_time_s_low / p.step_time_s).toFixed(3)}-x${(p.step_time_s_high / p.step_time_s).toFixed(3)} on a predicted time (${widenedBy(e)})`);
+  else if (e && isMoe(e) && lines.length) lines.push(widening(e));
+  return footnote(`Warning: beyond the measured runs (${EVIDENCE_DOC}):`, lines, "warning");
+}
+
 // A prediction's figures, or a campaign's totals (which have no one step time: its phases' differ).
 function summary(p, heading = "Prediction") {
   const lowDays = days(p.time_to_train_s_low), highDays = days(p.time_to_train_s_high);
@@ -423,7 +504,7 @@ function drawPredict(p) {
   $("#verdict").textContent = `Layout: ${layout(p)}${p.fits_in_memory ? "" : " — does not fit in memory"}`;
   const tables = element("div", null, { class: "tables" });
   tables.append(summary(p), breakdown(p));
-  $("#tables").replaceChildren(tables);
+  $("#tables").replaceChildren(tables, ...evidenceWarning(p));
 }
 
 // A campaign's figures of a phase, or of the whole run (its total row, `ranged`: each with its 80% range; a phase's
@@ -452,7 +533,7 @@ function drawCampaign(c) {
   $("#verdict").textContent = unfit.length ? `Does not fit in memory: ${unfit.join(", ")}` : "";
   const body = c.phases.map((p) => {
     const l = p.parallelism, tr = element("tr");
-    tr.append(cell(p.phase, p.phase, "phase"), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), ...precision(p),
+    tr.append(cell(p.phase, p.phase + beyondMark(p, BEYOND_PHASE), "phase"), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), ...precision(p),
       element("td", fullLayout(l, false), { class: "text" }) /* the batch: a column of its own */, cell(l.seq_len, whole(l.seq_len), "seq_len"),
       cell(l.gbs, `${whole(l.gbs)} (${compact(l.gbs * l.seq_len)})`, "gbs"), ...campaignFigures(p));
     return tr;
@@ -465,7 +546,7 @@ function drawCampaign(c) {
     "GPU-hours", "Cost", "Energy, MWh", "Goodput"], [...body, total], ["Layout"]));
   const tables = element("div", null, { class: "tables" });
   tables.append(summary(c, "The whole run"));
-  $("#tables").replaceChildren(wide, tables);
+  $("#tables").replaceChildren(wide, ...phasesEvidence(phaseLines(c)), tables);
 }
 
 // A campaign's row of a comparison or a plan is its totals, its phases in the table below it: a plan's note listed
@@ -489,19 +570,23 @@ function phasesTable(runs, heading) {
   const rows = runs[0][1].phases.flatMap((_, i) => runs.map(([name, campaign, unmet], j) => {
     const p = campaign.phases[i], tr = element("tr", null, unmet ? { class: "infeasible" } : {});
     if (j === 0) tr.classList.add("phase-first");
-    tr.append(j === 0 ? cell(p.phase, p.phase, "phases.phase") : element("td"), element("td", name, { class: "name" }),
+    tr.append(j === 0 ? cell(p.phase, p.phase, "phases.phase") : element("td"), element("td", name + beyondMark(p, BEYOND_PHASE), { class: "name" }),
       cell(p.n_gpus, whole(p.n_gpus), "phases.n_gpus"), element("td", fullLayout(p.parallelism, false), { class: "text" }),
       ...figures.map(([key, , shown]) => cell(p[key], shown(p[key]), `phases.${key}`)));
     return tr;
   }));
   const box = element("div", null, { class: "wide phases" });
   box.append(element("h3", heading),
-    table(["Phase", system, "GPUs", "Layout", ...figures.map(([, title]) => title)], rows, [system, "Layout"]));
+    table(["Phase", system, "GPUs", "Layout", ...figures.map(([, title]) => title)], rows, [system, "Layout"]),
+    ...phasesEvidence(runs.flatMap(([name, campaign]) => phaseLines(campaign, name))));
   return box;
 }
 
+// A comparison's row's system and precision (none: a campaign whose phases' differ).
+const systemOf = (p) => [p.system, p.precision].filter(Boolean).join(" ");
+
 function drawCompare(rows) {
-  const systems = new Set(rows.map((p) => [p.system, p.precision].filter(Boolean).join(" "))).size;
+  const systems = new Set(rows.map(systemOf)).size;
   const sizes = new Set(rows.map((p) => p.n_gpus)).size;
   // Each system at a count of its own (`gb300@2048, h100-sxm@4096`) is no grid: "2 systems × 2 sizes" over two rows.
   const grid = rows.length === systems * sizes ? `${counted(systems, "system")} × ${counted(sizes, "size")}` : `${counted(systems, "system")} at their own sizes`;
@@ -509,8 +594,8 @@ function drawCompare(rows) {
   $("#verdict").textContent = "";
   const body = rows.map((p) => {
     const tr = element("tr");
-    const layouts = p.phases ? phasesNote(p) : fullLayout(p.parallelism);
-    tr.append(element("td", [p.system, p.precision].filter(Boolean).join(" ")), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
+    const layouts = (p.phases ? phasesNote(p) : fullLayout(p.parallelism)) + beyondMark(p);
+    tr.append(element("td", systemOf(p)), cell(p.n_gpus, whole(p.n_gpus), "n_gpus"), element("td", layouts, { class: "text" }),
       cell(p.step_time_s, number(p.step_time_s), "step_time_s"), cell(p.tokens_per_s, number(p.tokens_per_s), "tokens_per_s"), cell(p.mfu_of_precision, percent(p.mfu_of_precision), "mfu_of_precision"),
       cell(p.usd_per_gpu_hour, usd(p.usd_per_gpu_hour), "usd_per_gpu_hour"), cell(p.time_to_train_days, number(p.time_to_train_days), "time_to_train_days", number(days(p.time_to_train_s_low)), number(days(p.time_to_train_s_high))),
       cell(p.time_to_train_with_losses_days, number(p.time_to_train_with_losses_days), "time_to_train_with_losses_days"),
@@ -520,8 +605,9 @@ function drawCompare(rows) {
   });
   const wide = element("div", null, { class: "wide" });
   wide.append(table(["System", "GPUs", "Layout", "Step, s", "Tokens/s", "MFU", "$/GPU-hour", "Days (80% range)", "Days with losses", "Cost (80% range)", "Speed-up", "Perf/$"], body, ["Layout"]));
-  const campaigns = rows.filter((p) => p.phases).map((p) => [`${[p.system, p.precision].filter(Boolean).join(" ")} on ${whole(p.n_gpus)}`, p, false]);
-  $("#tables").replaceChildren(wide);
+  const named = rows.map((p) => [`${systemOf(p)} on ${whole(p.n_gpus)}`, p]);
+  const campaigns = named.filter(([, p]) => p.phases).map(([name, p]) => [name, p, false]);
+  $("#tables").replaceChildren(wide, ...rowsNote(named));
   if (campaigns.length) $("#phases").replaceChildren(phasesTable(campaigns, "Each phase side by side: days, GPU-hours and cost without losses, summing to each row's Days and Cost above"));
 }
 
@@ -539,7 +625,7 @@ function drawPlan(report) {
     const tr = element("tr", null, c.feasible ? {} : { class: "infeasible" });
     const name = element("td", c.candidate);
     const note = c.plan && c.plan.phases ? phasesNote(c.plan) : c.layout;
-    if (note) name.append(element("div", note, { class: "note" }));
+    if (note) name.append(element("div", note + beyondMark(c.plan), { class: "note" }));
     tr.append(name, element("td", c.feasible ? "meets the goal" : c.reason || "no plan", { class: "text" }),
       cell(c.n_gpus, whole(c.n_gpus), "n_gpus"),
       cell(c.time_to_train_days, number(c.time_to_train_days), "time_to_train_days", number(c.time_to_train_days_low), number(c.time_to_train_days_high)));
@@ -555,7 +641,7 @@ function drawPlan(report) {
   const wide = element("div", null, { class: "wide" });
   wide.append(table(headings, body, ["Verdict"]));
   const campaigns = report.candidates.filter((c) => c.plan && c.plan.phases).map((c) => [`${c.candidate} on ${whole(c.n_gpus)}`, c.plan, !c.feasible]);
-  $("#tables").replaceChildren(wide);
+  $("#tables").replaceChildren(wide, ...rowsNote(report.candidates.map((c) => [`${c.candidate} on ${whole(c.n_gpus)}`, c.plan])));
   if (campaigns.length) $("#phases").replaceChildren(phasesTable(campaigns, "Each phase at the chosen count: days, GPU-hours and cost with losses, summing to each candidate's above"));
 }
 
