@@ -16,6 +16,7 @@ import pytest
 from conftest import run_cli
 from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
+from test_campaign import CAMPAIGN as PHASES_8B
 from workbook import libreoffice
 
 from perfmodel.outputs.export import printing, xlsx
@@ -580,20 +581,41 @@ def test_printed_pages_never_end_on_a_heading_nor_hold_a_lone_row(tmp_path: Path
         assert all(count <= per_sheet[sheet] for sheet, count in counted.items()), (name, counted)
 
 
-def test_a_sheet_counts_its_rows_down_to_the_last_it_wrote(tmp_path: Path) -> None:
-    """`_Sheet.rows_pt` (what its page breaks are computed from) reaches the last row written in either notation,
-    merged, or given a height, without XlsxWriter's private extent."""
+def test_a_sheet_counts_its_rows_down_to_its_sections_last(tmp_path: Path) -> None:
+    """`_Sheet.rows_pt` (what its page breaks are computed from) reaches the section's last row as its writer lays
+    it out (`_Sheet.last`), or a row under it given a height, whichever is lower."""
     import xlsxwriter
 
     wb = xlsxwriter.Workbook(str(tmp_path / "rows.xlsx"))
     ws = wb.add_worksheet("Rows", xlsx._Sheet)
-    assert ws.rows_pt() == []
-    ws.write_string("A3", "text")
+    ws.section, ws.last = 1, 2
     ws.set_row(1, 40.0)
     assert ws.rows_pt() == [printing.LINE_PT, 40.0, printing.LINE_PT]
-    ws.write_formula(5, 0, "=1+1")
-    ws.merge_range("A8:C9", "merged")
-    assert len(ws.rows_pt()) == 9
-    ws.write_number("B11", 1.0)
-    assert len(ws.rows_pt()) == 11
+    ws.set_row(4, 30.0)
+    assert ws.rows_pt() == [printing.LINE_PT, 40.0, printing.LINE_PT, printing.LINE_PT, 30.0]
     wb.close()
+
+
+@pytest.mark.parametrize("args", [("predict", "campaign-deepseek-v3"), ("compare", "phases.toml", "--gpu", "h100-sxm",
+                                                                        "--gpu", "gb200:fp8")])  # fmt: skip
+def test_a_section_sheet_counts_every_row_it_holds(args: tuple[str, ...], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The rows each sheet with a section under its table computes its page breaks from (`_Sheet.rows_pt`) are all
+    it holds, down to its extent as the workbook states it: the DeepSeek-V3 campaign's Breakdown ends on its last
+    phase's shares, the 8B campaign comparison's on its total row's place, empty (a total has no shares) but as tall
+    as its bold label."""
+    counted: dict[str, int] = {}
+    keep = xlsx._keep_with_next
+
+    def counting(ws: xlsx._Sheet, widths: list[float], repeated: int) -> None:
+        if ws.section is not None:
+            counted[ws.name] = len(ws.rows_pt())
+        keep(ws, widths, repeated)
+
+    monkeypatch.setattr(xlsx, "_keep_with_next", counting)
+    (tmp_path / "phases.toml").write_text(PHASES_8B)
+    path = tmp_path / "book.xlsx"
+    args = tuple(str(tmp_path / arg) if arg.endswith(".toml") else arg for arg in args)
+    assert run_cli("export", *args, "--out", str(path)).code == 0
+    book = openpyxl.load_workbook(path, read_only=True)  # read only: max_row is the sheet's stated extent
+    assert counted == {name: book[name].max_row for name in SECTIONS}

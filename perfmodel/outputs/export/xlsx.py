@@ -122,59 +122,33 @@ def _index(letter: str) -> int:
 
 class _Sheet(Worksheet):
     """A worksheet that keeps what its page breaks are computed from (`_keep_with_next`): each row's height as
-    written, in points, and the last row written (XlsxWriter keeps pixels and its extent, privately), and the row
-    that heads the section under its table."""
+    written, in points (XlsxWriter keeps pixels, privately), and the section under its table as its writer lays it
+    out: the row of its heading, the rows kept with it and its last row. The writer knows each table's length, so
+    the sheet follows no cell written (XlsxWriter's extent is private; following it took a near-copy of each
+    write_*)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.heights_pt: dict[int, float] = {}
-        self.last_row = -1  # 0-based; none yet
         self.section: int | None = None  # 0-based
         self.kept = 0  # rows under the section's heading that print on its page with it (the Summary's basis)
+        self.last = -1  # 0-based: the section's last row; none yet
 
     def set_row(self, row: int, height: float | None = None, cell_format: Any = None,
                 options: dict[str, Any] | None = None) -> int:  # fmt: skip
         hidden = bool((options or {}).get("hidden"))
         self.heights_pt[row] = 0.0 if hidden else printing.LINE_PT if height is None else height
-        self.last_row = max(self.last_row, row)
         return int(super().set_row(row, height, cell_format, options))
-
-    def write_string(self, *args: Any) -> Any:
-        self._wrote(args[0])
-        return super().write_string(*args)
-
-    def write_formula(self, *args: Any) -> Any:
-        self._wrote(args[0])
-        return super().write_formula(*args)
-
-    def write_number(self, *args: Any) -> Any:
-        self._wrote(args[0])
-        return super().write_number(*args)
-
-    def write_boolean(self, *args: Any) -> Any:
-        self._wrote(args[0])
-        return super().write_boolean(*args)
-
-    def write_blank(self, *args: Any) -> Any:
-        self._wrote(args[0])
-        return super().write_blank(*args)
-
-    def merge_range(self, *args: Any) -> Any:
-        self._wrote(args[2] if isinstance(args[0], int) else str(args[0]).split(":")[-1])
-        return super().merge_range(*args)
-
-    def _wrote(self, cell: int | str) -> None:
-        """Row `cell` (0-based, or an A1 reference: a cell's, a range's last) was written."""
-        row = cell if isinstance(cell, int) else int(xl_cell_to_rowcol(cell)[0])
-        self.last_row = max(self.last_row, row)
 
     def fitted(self, row: int, height_pt: float) -> None:
         """Row `row`, its height left for LibreOffice and Excel to fit to its type, prints `height_pt` tall."""
         self.heights_pt[row] = height_pt
 
     def rows_pt(self) -> list[float]:
-        """Every row's height in points down to the last written, LINE_PT where none was set."""
-        return [self.heights_pt.get(row, printing.LINE_PT) for row in range(self.last_row + 1)]
+        """Every row's height in points down to the section's last row, or to a row under it given a height (the
+        Breakdown's shares keep a campaign's total row's place, empty, as tall as its label), LINE_PT where none was
+        set."""
+        return [self.heights_pt.get(row, printing.LINE_PT) for row in range(max([self.last, *self.heights_pt]) + 1)]
 
 
 class _Grid:
@@ -581,6 +555,7 @@ def write_xlsx(
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
     inputs.section = HEADER_ROW + 2 + len(lines)
+    inputs.last = inputs.section + len(shared)  # a row per default under the heading
     inputs.write_string(inputs.section, 0, note, style(bold=True, text_wrap=True))  # is 13 wide
     inputs.set_row(inputs.section, printing.height_pt(printing.lines(note, label_width, bold=True)))
     for column in shared:
@@ -683,6 +658,7 @@ def _write_shares(ws: _Sheet, grid: _Grid, columns: Sequence[Column], values: di
             formula = f"={grid.cell(key, index, 'Breakdown')}/{grid.cell('step_time_s', index, 'Breakdown')}"
             ws.write_formula(f"{letter}{HEADER_ROW + 2 + below + index}", formula, style("0.0%"), part / step)
     ws.section = HEADER_ROW + below
+    ws.last = ws.section + grid.results()[-1].stop  # the last result's shares
     ws.set_row(ws.section, _row_height([*headings, ("Share of the step time", widths["A"])], bold=True))
     ws.write_string(f"A{HEADER_ROW + below + 1}", "Share of the step time", style(**HEADING))
     _write_labels(ws, grid, values["label"], style, HEADER_ROW + 2 + below, grid.results())
@@ -804,6 +780,7 @@ def _write_summary(ws: _Sheet, columns: Sequence[Column], grid: _Grid, values: d
     for offset, text in enumerate(basis, start=1):
         _note(ws, ws.section + offset, text, page, look)
     ws.kept = len(basis)  # printed together: a 15-point sweep's last price basis printed alone overleaf
+    ws.last = ws.section + len(basis)
     _frame(ws, {_letter(col): chars for col, chars in enumerate(widths, start=1)}, title)
 
 
