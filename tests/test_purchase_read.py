@@ -92,3 +92,39 @@ def test_an_exported_fleet_plan_reads_what_the_fleet_reads(tmp_path: Path) -> No
     says = f"--utilisation: prices owning the systems; {fleet} has no offer to buy"
     one_line_error(run_cli("plan", *args, "--utilisation", "0.5"), says)
     one_line_error(run_cli("export", "plan", *args, "--utilisation", "0.5", "--out", str(out)), says)
+
+
+@pytest.mark.parametrize(
+    ("fleet", "flag", "field", "says"),
+    [
+        (NO_BUY, ("--utilisation", "0.5"), "utilisation = 0.5",
+         "prices owning the systems; {fleet} has no offer to buy (an [[offer]] with usd_per_system): drop it"),
+        (NO_BUY, ("--usd-per-system", "1M"), "usd_per_system = 1e6",
+         "prices owning the systems; {fleet} has no offer to buy (an [[offer]] with usd_per_system): drop it"),
+        (BUY, ("--usd-per-system", "1M"), "usd_per_system = 1e6",
+         "a fleet's offers to buy carry their own price: set it in {fleet}, field 'offer.0.usd_per_system'"),
+    ],
+    ids=["no-buy-utilisation", "no-buy-price", "buy-price"],
+)  # fmt: skip
+def test_a_fleet_refuses_a_scenario_files_purchase_key_as_it_refuses_the_flag(
+    tmp_path: Path, fleet: str, flag: tuple[str, str], field: str, says: str
+) -> None:
+    """`plan --fleet` refused `--utilisation` saying the fleet has no offer to buy, but the scenario file's
+    `[cost] utilisation` with the general 'needs [cost] mode = "buy" (or --buy)', which a fleet plan does not
+    price with: the file's key now says what the flag says, naming the file and its field (a job's own scenario
+    file alike, and from Python)."""
+    path, scenario = tmp_path / "fleet.toml", tmp_path / "s.toml"
+    path.write_text(fleet)
+    scenario.write_text(f'model = "llama3.1-8b"\ntokens = 1e11\n[cost]\n{field}\n')
+    why = says.format(fleet=path)
+    name = field.split()[0]
+    goal = ("--deadline", "3d", "-q")
+    one_line_error(run_cli("plan", "--fleet", str(path), "--model", "llama3.1-8b", "--tokens", "100B", *goal, *flag),
+                   f"error: {flag[0]}: {why}")  # fmt: skip
+    one_line_error(run_cli("plan", str(scenario), "--fleet", str(path), *goal),
+                   f"error: {scenario}: field 'cost.{name}': {why}")  # fmt: skip
+    with pytest.raises(PerfmodelError) as caught:
+        perfmodel.plan_fleet(path, scenario, deadline_s=3 * 86400)
+    assert str(caught.value) == f"{scenario}: field 'cost.{name}': {why}"
+    path.write_text(fleet + '[[job]]\nname = "a"\nscenario = "s.toml"\ndeadline_days = 3\n')
+    one_line_error(run_cli("plan", "--fleet", str(path), "-q"), f"error: {scenario}: field 'cost.{name}': {why}")

@@ -324,18 +324,20 @@ def owning_read(
 ) -> PurchaseRead:
     """The purchase options (OWNING_KEYS) the fleet's offers to buy read, so that they count without `--buy`:
     FLEET_OWNING_KEYS where it has one, else none. One given that the fleet does not read is refused, naming where
-    its price goes instead (each offer carries its own usd_per_system)."""
+    its price goes instead (each offer carries its own usd_per_system): a flag here, a scenario file's field as the
+    scenario is read (request.check_owning), in the same words."""
     buys = [index for index, offer in enumerate(fleet.offer) if offer.usd_per_system is not None]
-    for key in OWNING_KEYS:
-        if options.get(key) is None or (buys and key in FLEET_OWNING_KEYS):
-            continue
-        flag = origins.get(key, spelling.name(key))
-        if not buys:
-            raise PerfmodelError(f"{flag}: prices owning the systems; {shown(path, 200)} has no offer to buy (an "
-                                 "[[offer]] with usd_per_system): drop it")  # fmt: skip
-        raise PerfmodelError(f"{flag}: a fleet's offers to buy carry their own price: set it in {shown(path, 200)}, "
-                             f"field 'offer.{buys[0]}.usd_per_system'")  # fmt: skip
-    return PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()))
+    if buys:
+        why = (f"a fleet's offers to buy carry their own price: set it in {shown(path, 200)}, field "
+               f"'offer.{buys[0]}.usd_per_system'")  # fmt: skip
+    else:
+        why = (f"prices owning the systems; {shown(path, 200)} has no offer to buy (an [[offer]] with usd_per_system): "
+               "drop it")  # fmt: skip
+    read = PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()), why)
+    key = next((key for key in OWNING_KEYS if options.get(key) is not None and key not in read.keys), None)
+    if key is not None:
+        raise PerfmodelError(f"{origins.get(key, spelling.name(key))}: {why}")
+    return read
 
 
 def _fleet_request(

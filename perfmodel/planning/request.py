@@ -99,6 +99,9 @@ class PurchaseRead:
     reads none (RENTING)."""
 
     keys: frozenset[str] = frozenset()
+    why_unread: str | None = None
+    """Why one it does not read is refused, after the flag or field that gave it, where the question knows better
+    than the general `needs --buy` (a fleet: where its offers to buy take their price, or that it has none)."""
 
     def unread(self, cost: Cost, fields: Iterable[str]) -> str | None:
         """The first of `fields` (scenario keys, 'cost.utilisation') that prices owning the systems while `cost`
@@ -189,23 +192,26 @@ def check_owning(
 ) -> None:
     """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
     0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
-    file's field, unless the question reads it beside renting (`purchase_read`)."""
+    file's field, unless the question reads it beside renting (`purchase_read`, which may say why it refuses the
+    rest: a fleet's offers to buy take their price themselves)."""
     buy = spelling.given("buy", True)
     unread = (
         k for k in OWNING_KEYS if options.get(k) is not None and purchase_read.unread(loaded.cost, [OPTION_FIELDS[k]])
     )
     key = next(unread, None)
     if key is not None:
-        raise PerfmodelError(
-            f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
-            f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
+        why = (
+            f"prices owning the systems; it needs {buy} (renting, the price is per GPU-hour: "
+            f"{spelling.name('usd_per_gpu_hour')})"
         )
+        raise PerfmodelError(f"{origins.get(key, spelling.name(key))}: {purchase_read.why_unread or why}")
     field = purchase_read.unread(loaded.cost, [f"cost.{name}" for name in sorted(given(loaded.cost))])
     if field is not None:
-        raise PerfmodelError(
-            f"{source_name(source)}: field '{field}': prices owning the systems; it needs [cost] mode = \"buy\" (or "
-            f"{buy}); renting, the price is per GPU-hour: cost.usd_per_gpu_hour"
+        why = (
+            f'prices owning the systems; it needs [cost] mode = "buy" (or {buy}); renting, the price is per GPU-hour: '
+            "cost.usd_per_gpu_hour"
         )
+        raise PerfmodelError(f"{source_name(source)}: field '{field}': {purchase_read.why_unread or why}")
 
 
 def load_checked(
