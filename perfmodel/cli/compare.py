@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perfmodel.cli import cli
-from perfmodel.cli.options import FORMATS, emit, progress, quiet_option, scenario_flags, scenario_options
+from perfmodel.cli.options import FORMATS, emit, progress, purchase_read, quiet_option, scenario_flags, scenario_options
 
 relayout_option = click.option(
     "--relayout",
@@ -16,12 +16,17 @@ relayout_option = click.option(
 )
 
 
-def compare_from_flags(scenario: str | None, relayout: bool, quiet: bool, flags: dict[str, Any]) -> list[Any]:
-    """The predictions `perfmodel compare` makes for these flags (also used by export compare and plot)."""
+def compare_from_flags(
+    scenario: str | None, relayout: bool, quiet: bool, flags: dict[str, Any], prices_owning: bool = False
+) -> list[Any]:
+    """The predictions `perfmodel compare` makes for these flags (also used by export compare, which prices owning
+    beside renting: `prices_owning`, and plot)."""
     from perfmodel.planning import compare as comparing
 
     targets, counts = flags.pop("gpu"), flags.pop("gpus")
-    items = comparing.compare_request(scenario, *scenario_flags(flags), targets, counts, relayout)
+    options, origins = scenario_flags(flags)
+    read = purchase_read(prices_owning)
+    items = comparing.compare_request(scenario, options, origins, targets, counts, relayout, purchase_read=read)
     with progress("Predicting", quiet) as update:
         return comparing.run(items, update)
 

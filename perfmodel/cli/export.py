@@ -1,7 +1,9 @@
 """`perfmodel export COMMAND ... --out FILE.{xlsx,csv,json}`: a command's results as a file for planners.
 
 Each sub-command takes the flags of the command it exports; the output file is checked before any modelling runs, so
-that a bad path fails at once, and written atomically, so that a failure leaves nothing behind.
+that a bad path fails at once, and written atomically, so that a failure leaves nothing behind. Every export prices
+owning beside renting (the workbook's and columns' ownership alternative), so each sub-command asks its question
+reading the purchase flags without --buy (`prices_owning`; a fleet plan reads what its offers to buy read).
 """
 
 from __future__ import annotations
@@ -54,12 +56,8 @@ def export_options(command: Command) -> Command:
 
 
 @cli.group()
-@click.pass_context
-def export(ctx: click.Context) -> None:
+def export() -> None:
     """Write a command's results to FILE.xlsx (live formulas), FILE.csv or FILE.json."""
-    from perfmodel.planning.request import owning_priced
-
-    ctx.with_resource(owning_priced())  # every export prices owning beside renting: --usd-per-system and the rest count
 
 
 def prediction_label(prediction: Any) -> str:
@@ -82,7 +80,8 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
     from perfmodel.planning.campaign import predict_any
 
     check_output(out, force, (scenario, flags["calibration"]))
-    say(write_prediction(predict_any(load_from_flags(scenario, flags)), out, force, usd_per_kwh))
+    loaded = load_from_flags(scenario, flags, prices_owning=True)
+    say(write_prediction(predict_any(loaded), out, force, usd_per_kwh))
 
 
 def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
@@ -119,7 +118,8 @@ def export_compare(
     from perfmodel.outputs.export import check_output
 
     check_output(out, force, (scenario, flags["calibration"]))
-    say(write_comparison(compare_from_flags(scenario, relayout, quiet, flags), out, force, usd_per_kwh))
+    predictions = compare_from_flags(scenario, relayout, quiet, flags, prices_owning=True)
+    say(write_comparison(predictions, out, force, usd_per_kwh))
 
 
 def write_comparison(predictions: list[Any], out: Path, force: bool, usd_per_kwh: float | None) -> str:
@@ -155,7 +155,8 @@ def export_search(
     counts = flags.pop("gpus")
     flags["gpus"] = counts[0] if counts else None
     with progress("Pricing layouts", quiet) as update:
-        report = search_scenario(load_from_flags(scenario, flags, own_count=False), counts, top, objective, update)
+        loaded = load_from_flags(scenario, flags, own_count=False, prices_owning=True)
+        report = search_scenario(loaded, counts, top, objective, update)
     say(_write(report.results, report.ranks(), out, force, usd_per_kwh, f"best layouts by {objective}"))
 
 
@@ -181,12 +182,12 @@ def export_plan(
     from perfmodel.outputs.export import check_output
 
     check_output(out, force)
-    if fleet_file is not None:
+    if fleet_file is not None:  # reads the purchase flags its offers to buy read (fleet_request), not every one
         fleet_report = plan_fleet(fleet_file, scenario, deadline, budget, confidence, max_gpus, quiet, flags)
         say(write_fleet_plan(fleet_report, out, force, usd_per_kwh))
         return
-    say(write_plan(plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags), out, force,
-                   usd_per_kwh))  # fmt: skip
+    report = plan_from_flags(scenario, deadline, budget, confidence, max_gpus, quiet, flags, prices_owning=True)
+    say(write_plan(report, out, force, usd_per_kwh))
 
 
 def write_plan(report: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
@@ -258,9 +259,10 @@ def export_sweep(sweep_file: str, quiet: bool, out: Path, force: bool, usd_per_k
     from perfmodel.cli.options import progress
     from perfmodel.outputs.export import check_output
     from perfmodel.planning import sweep as sweeping
+    from perfmodel.planning.request import EXPORT_READ
 
     check_output(out, force, (sweep_file,))
-    points = sweeping.load_points(sweep_file)
+    points = sweeping.load_points(sweep_file, EXPORT_READ)
     predictions, extras, failed = [], [], 0
     with progress("Predicting", quiet) as update:
         for done, point in enumerate(points, start=1):

@@ -610,14 +610,30 @@ def scenario_flags(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str
     return options, origins
 
 
-def load_from_flags(scenario: str | None, flags: dict[str, Any], relayout: bool = False, own_count: bool = True) -> Any:
+def load_from_flags(
+    scenario: str | None,
+    flags: dict[str, Any],
+    relayout: bool = False,
+    own_count: bool = True,
+    prices_owning: bool = False,
+) -> Any:
     """The scenario file with the flags applied. `relayout` leaves the file's layout open (keeping its global batch
     and sequence length) so that it is searched; layout flags still fix their dimension. `own_count`: the scenario
     is priced at its own GPU count, so a layout given in full is checked here, where an error can name its flag (else
-    only what no GPU count changes)."""
+    only what no GPU count changes). `prices_owning`: the command prices owning beside renting (purchase_read)."""
     from perfmodel.planning.request import load_checked
 
-    return load_checked(scenario, *scenario_flags(flags), relayout=relayout, own_count=own_count)
+    options, origins = scenario_flags(flags)
+    read = purchase_read(prices_owning)
+    return load_checked(scenario, options, origins, relayout=relayout, own_count=own_count, purchase_read=read)
+
+
+def purchase_read(prices_owning: bool) -> Any:
+    """The purchase flags (planning.request.PurchaseRead) a command reads without --buy: every one where it prices
+    owning beside renting (an export: its workbook's and columns' ownership alternative), else none."""
+    from perfmodel.planning.request import EXPORT_READ, RENTING
+
+    return EXPORT_READ if prices_owning else RENTING
 
 
 def emit(records: Any, fmt: str, table: Callable[[], str] | None = None) -> None:

@@ -18,6 +18,7 @@ from perfmodel.cli.options import (
     Whole,
     emit,
     progress,
+    purchase_read,
     quiet_option,
     scenario_flags,
     scenario_options,
@@ -61,16 +62,19 @@ def plan_options(command: Command) -> Command:
 
 def plan_from_flags(
     scenario: str | None, deadline: float | None, budget: float | None, confidence: float, max_gpus: int | None,
-    quiet: bool, flags: dict[str, Any],
+    quiet: bool, flags: dict[str, Any], prices_owning: bool = False,
 ) -> Any:  # fmt: skip
-    """The PlanReport `perfmodel plan` makes for these flags."""
+    """The PlanReport `perfmodel plan` makes for these flags (export plan's prices owning beside renting:
+    `prices_owning`)."""
     from perfmodel.planning import plan as planning
 
     targets, power_mw = flags.pop("gpu"), flags.pop("power_mw")
     with progress("Planning", quiet) as update:
         options, origins = scenario_flags(flags)
         goal = planning.Goal(deadline, budget, confidence, power_mw)
-        return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update)
+        read = purchase_read(prices_owning)
+        return planning.plan_request(scenario, options, origins, targets, goal, max_gpus, update,
+                                     purchase_read=read)  # fmt: skip
 
 
 def plan_fleet(

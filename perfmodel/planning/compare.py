@@ -24,6 +24,8 @@ from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, 
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
     CLI,
+    RENTING,
+    PurchaseRead,
     ScenarioSource,
     Spelling,
     check_layout_at_count,
@@ -210,17 +212,26 @@ def checked_base(
     origins: dict[str, str],
     relayout: bool,
     spelling: Spelling = CLI,
+    purchase_read: PurchaseRead = RENTING,
 ) -> Scenario:
     """The base of a comparison or a plan, checked before any prediction: `source` with `options` on the first
     target's hardware, so that a default scenario's layout, tuned for its own hardware, is dropped as it is for a
     prediction on new hardware; checked as every question is (load_checked; its given layout at every count, as each
-    target's count may differ), then one price (check_one_price) and each target's precision (check_precisions),
-    each error spelt as `spelling` says (request.CLI, or API for the Python API's)."""
+    target's count may differ; the purchase options it reads renting, `purchase_read`), then one price
+    (check_one_price) and each target's precision (check_precisions), each error spelt as `spelling` says
+    (request.CLI, or API for the Python API's)."""
     first = targets[0] if targets else None
     options = options | {"gpu": first and first.gpu}
     options["system"] = options.get("system") or (first and first.system)
     base = load_checked(
-        source, options, origins, relayout=relayout, own_count=False, own_precision=False, spelling=spelling
+        source,
+        options,
+        origins,
+        relayout=relayout,
+        own_count=False,
+        own_precision=False,
+        spelling=spelling,
+        purchase_read=purchase_read,
     )
     check_one_price(targets, base, source, options, origins, spelling)
     check_precisions(targets, base, source, options, origins, spelling)
@@ -235,10 +246,12 @@ def compare_request(
     gpu_counts: Sequence[int] | None,
     relayout: bool = False,
     spelling: Spelling = CLI,
+    purchase_read: PurchaseRead = RENTING,
 ) -> list[Scenario]:
     """The scenarios of one comparison: `source` with `options` applied, on each target and GPU count. The first
-    target and count stand in for the base's hardware (checked_base). Errors name the CLI's flags (`--gpu ID`), or
-    with `spelling` API the Python API's (`gpu='ID'`), as load_checked's do."""
+    target and count stand in for the base's hardware (checked_base, with the purchase options the question reads
+    renting). Errors name the CLI's flags (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`), as
+    load_checked's do."""
     parsed = [parse_target(spec, spelling.given("gpu", shown(spec)), spelling) for spec in targets]
     check_size(parsed, len(gpu_counts or []), spelling)
     first = parsed[0] if parsed else None
@@ -246,7 +259,7 @@ def compare_request(
     counted = origins  # the rows without @N take --gpus' counts, named as it
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": spelling.given("gpu", targets[0])}
-    base = checked_base(parsed, source, options, origins, relayout, spelling)
+    base = checked_base(parsed, source, options, origins, relayout, spelling, purchase_read)
     made = scenarios(base, parsed, gpu_counts, spelling)
     # without --gpus, the first row's count; without any, the file's
     shared = (counted if gpu_counts else origins).get("n_gpus", f"{source_name(source)}: field 'n_gpus'")

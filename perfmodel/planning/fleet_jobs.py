@@ -53,9 +53,9 @@ from perfmodel.planning.request import (
     CLI,
     FLEET_OWNING_KEYS,
     OWNING_KEYS,
+    PurchaseRead,
     ScenarioSource,
     Spelling,
-    owning_priced,
 )
 
 GREEDY = "tightest deadline first"
@@ -284,11 +284,13 @@ def plan_jobs(jobs: Sequence[Job], fleet: Fleet, max_gpus: int | None) -> Shared
 
 def jobs_of(
     fleet: Fleet, path: str | Path, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
-    targets: Sequence[str], confidence: float, power_mw: float | None, spelling: Spelling = CLI,
+    targets: Sequence[str], confidence: float, power_mw: float | None, purchase_read: PurchaseRead,
+    spelling: Spelling = CLI,
 ) -> list[Job]:  # fmt: skip
     """The fleet file's [[job]]s to plan: each its scenario (a file relative to the fleet file's, else `scenario`)
     with `options` and its model and tokens applied, on each target system, for its own deadline and budget; errors
-    spelt as the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
+    spelt as the CLI's flags, or with `spelling` API the Python API's, and the purchase options the fleet reads
+    (`purchase_read`), as candidate_bases takes them."""
     where = Path(path).parent
     found = []
     for index, job in enumerate(fleet.job):
@@ -296,7 +298,8 @@ def jobs_of(
         named = {key: f"{shown(path, 200)}: field 'job.{index}.{key}'" for key, value in own.items() if value}
         given = {key: value for key, value in own.items() if value}
         source = where / job.scenario if job.scenario else scenario
-        bases = candidate_bases(source, dict(options) | given, origins | named, targets, spelling)
+        bases = candidate_bases(source, dict(options) | given, origins | named, targets, spelling,
+                                purchase_read=purchase_read)  # fmt: skip
         goal = Goal(job.deadline_days * DAY_S, job.budget_usd, confidence, power_mw)
         found.append(Job(job.name, bases, goal, job.start_days, job.after))
     return found
@@ -312,33 +315,35 @@ def fleet_request(
     own deadline and budget (a goal's deadline or budget is refused). Errors name the CLI's flags (`--deadline`,
     `--gpu ID`), or with `spelling` API the Python API's (`deadline_s`, `gpu='ID'`)."""
     fleet = load_fleet(path)
-    with owning_priced(owning_read(fleet, path, options, origins, spelling)):
-        return _fleet_request(path, fleet, scenario, options, origins, targets, goal, max_gpus, spelling)
+    read = owning_read(fleet, path, options, origins, spelling)
+    return _fleet_request(path, fleet, scenario, options, origins, targets, goal, max_gpus, read, spelling)
 
 
 def owning_read(
     fleet: Fleet, path: str | Path, options: dict[str, Any], origins: dict[str, str], spelling: Spelling
-) -> tuple[str, ...]:
+) -> PurchaseRead:
     """The purchase options (OWNING_KEYS) the fleet's offers to buy read, so that they count without `--buy`:
     FLEET_OWNING_KEYS where it has one, else none. One given that the fleet does not read is refused, naming where
-    its price goes instead (each offer carries its own usd_per_system)."""
+    its price goes instead (each offer carries its own usd_per_system): a flag here, a scenario file's field as the
+    scenario is read (request.check_owning), in the same words."""
     buys = [index for index, offer in enumerate(fleet.offer) if offer.usd_per_system is not None]
-    for key in OWNING_KEYS:
-        if options.get(key) is None or (buys and key in FLEET_OWNING_KEYS):
-            continue
-        flag = origins.get(key, spelling.name(key))
-        if not buys:
-            raise PerfmodelError(f"{flag}: prices owning the systems; {shown(path, 200)} has no offer to buy (an "
-                                 "[[offer]] with usd_per_system): drop it")  # fmt: skip
-        raise PerfmodelError(f"{flag}: a fleet's offers to buy carry their own price: set it in {shown(path, 200)}, "
-                             f"field 'offer.{buys[0]}.usd_per_system'")  # fmt: skip
-    return FLEET_OWNING_KEYS if buys else ()
+    if buys:
+        why = (f"a fleet's offers to buy carry their own price: set it in {shown(path, 200)}, field "
+               f"'offer.{buys[0]}.usd_per_system'")  # fmt: skip
+    else:
+        why = (f"prices owning the systems; {shown(path, 200)} has no offer to buy (an [[offer]] with usd_per_system): "
+               "drop it")  # fmt: skip
+    read = PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()), why)
+    key = next((key for key in OWNING_KEYS if options.get(key) is not None and key not in read.keys), None)
+    if key is not None:
+        raise PerfmodelError(f"{origins.get(key, spelling.name(key))}: {why}")
+    return read
 
 
 def _fleet_request(
     path: str | Path, fleet: Fleet, scenario: ScenarioSource, options: dict[str, Any], origins: dict[str, str],
     targets: Sequence[str], goal: tuple[float | None, float | None, float, float | None], max_gpus: int | None,
-    spelling: Spelling,
+    purchase_read: PurchaseRead, spelling: Spelling,
 ) -> FleetReport | SharedReport:  # fmt: skip
     deadline_s, budget_usd, confidence, power_mw = goal
     targets = list(targets) or fleet_systems(fleet)
@@ -346,7 +351,8 @@ def _fleet_request(
         if deadline_s is not None or budget_usd is not None:
             raise PerfmodelError(f"{shown(path, 200)} has [[job]]s, each with its own deadline_days and budget_usd: "
                                  f"drop {spelling.name('deadline_s')} and {spelling.name('budget_usd')}")  # fmt: skip
-        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw, spelling)
+        jobs = jobs_of(fleet, path, scenario, options, origins, targets, confidence, power_mw, purchase_read,
+                       spelling)  # fmt: skip
         return plan_jobs(jobs, fleet, max_gpus)
-    bases = candidate_bases(scenario, options, origins, targets, spelling)
+    bases = candidate_bases(scenario, options, origins, targets, spelling, purchase_read=purchase_read)
     return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)

@@ -49,7 +49,15 @@ from perfmodel.planning.predict import (
     scenario_price,
     searched_layout,
 )
-from perfmodel.planning.request import CLI, ScenarioSource, Spelling, source_name, spare_gpus
+from perfmodel.planning.request import (
+    CLI,
+    RENTING,
+    PurchaseRead,
+    ScenarioSource,
+    Spelling,
+    source_name,
+    spare_gpus,
+)
 from perfmodel.planning.training import Run
 from perfmodel.planning.variability import run_sd
 from perfmodel.planning.views import Shown, usd_text
@@ -831,11 +839,13 @@ def plan_request(
     progress: Callable[[int, int], None] | None = None,
     spelling: Spelling = CLI,
     max_candidates: int | None = None,
+    purchase_read: PurchaseRead = RENTING,
 ) -> PlanReport:
     """The plan for `source` with `options` applied, on each target `ID[:PRECISION[,PRECISION...]]` (a precision
     list makes one candidate per precision; at most `max_candidates`); the layout is reopened, to be searched at
-    every count tried. Errors name the CLI's flags, or with `spelling` API the Python API's (candidate_bases)."""
-    bases = candidate_bases(source, options, origins, targets, spelling, max_candidates)
+    every count tried. Errors name the CLI's flags, or with `spelling` API the Python API's (candidate_bases, as the
+    purchase options read renting)."""
+    bases = candidate_bases(source, options, origins, targets, spelling, max_candidates, purchase_read)
     first = bases[0][1] if bases else None
     if source is not None and first and first.tokens is None and first.benchmark is None and not first.phase:
         raise PerfmodelError(  # the file's own: plan's line named the flags only, where the file lacked the field
@@ -861,10 +871,12 @@ def candidate_bases(
     targets: Sequence[str],
     spelling: Spelling = CLI,
     max_candidates: int | None = None,
+    purchase_read: PurchaseRead = RENTING,
 ) -> list[tuple[str, Scenario]]:
     """Each candidate's label and scenario: `source` with `options` applied on each target, layout reopened; more
     than `max_candidates` are refused (TooManyCandidates). Errors spell a target and its fix as the CLI's flags
-    (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`), as compare_request's do."""
+    (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`), as compare_request's do; a purchase option
+    the question does not read renting (`purchase_read`) is refused."""
     from perfmodel.planning.compare import checked_base, parse_target, scenarios, split_quote
 
     if options.get("n_gpus") is not None:
@@ -885,7 +897,7 @@ def candidate_bases(
         raise PerfmodelError(f"{spelling.given('gpu', counted)}: plan finds the GPU count itself; drop the '@N'")
     if max_candidates is not None and len(parsed) > max_candidates:
         raise TooManyCandidates(len(parsed), max_candidates, spelling)
-    base = checked_base(parsed, source, options, origins, relayout=True, spelling=spelling)
+    base = checked_base(parsed, source, options, origins, relayout=True, spelling=spelling, purchase_read=purchase_read)
     return [(_label(s), s) for s in scenarios(base, parsed, None, spelling)]
 
 

@@ -3,10 +3,8 @@ a command's flags or the API's keywords applied, and its layout reopened when th
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-from collections.abc import Callable, Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,29 +88,34 @@ OWNING_KEYS = (
 """The options that price owning the systems (planning/tco.py): renting, a prediction reads none of them."""
 FLEET_OWNING_KEYS = ("amortisation_years", "utilisation", "electricity_usd_per_kwh", "facility_usd_per_kw_month")
 """The OWNING_KEYS a fleet's offers to buy read (planning/fleet.py): each offer carries its own usd_per_system."""
-_OWNING_PRICED: ContextVar[frozenset[str]] = ContextVar("owning_priced", default=frozenset())
-"""The OWNING_KEYS the question's outputs price beside renting (see owning_priced)."""
 
 
-@contextlib.contextmanager
-def owning_priced(keys: Iterable[str] = OWNING_KEYS) -> Iterator[None]:
-    """Questions asked inside price owning beside renting with `keys`, so that those count without `--buy`: an
-    export (its workbook's and columns' ownership alternative reads them all) and a fleet plan with an offer to buy
-    (spread over a life as `--buy` spreads a purchase: FLEET_OWNING_KEYS)."""
-    token = _OWNING_PRICED.set(frozenset(keys))
-    try:
-        yield
-    finally:
-        _OWNING_PRICED.reset(token)
+@dataclass(frozen=True)
+class PurchaseRead:
+    """The purchase options (OWNING_KEYS) a question reads while its scenario rents, passed down from the question to
+    the checks that refuse the others (`--utilisation 0.7` without `--buy` prices nothing and says nothing): an export
+    prices owning beside renting (EXPORT_READ: its workbook's and columns' ownership alternative reads them all), a
+    fleet plan's offers to buy spread a purchase over a life as `--buy` does (FLEET_OWNING_KEYS); a plain question
+    reads none (RENTING)."""
+
+    keys: frozenset[str] = frozenset()
+    why_unread: str | None = None
+    """Why one it does not read is refused, after the flag or field that gave it, where the question knows better
+    than the general `needs --buy` (a fleet: where its offers to buy take their price, or that it has none)."""
+
+    def unread(self, cost: Cost, fields: Iterable[str]) -> str | None:
+        """The first of `fields` (scenario keys, 'cost.utilisation') that prices owning the systems while `cost`
+        rents and this question does not read it: nothing reads it; None if none."""
+        if cost.mode == "buy":
+            return None
+        unread = {OPTION_FIELDS[key] for key in OWNING_KEYS if key not in self.keys}
+        return next((field for field in fields if field in unread), None)
 
 
-def owning_unread(cost: Cost, fields: Iterable[str]) -> str | None:
-    """The first of `fields` (scenario keys, 'cost.utilisation') that prices owning the systems (OWNING_KEYS) while
-    `cost` rents and the question prices no owning with it (owning_priced): nothing reads it; None if none."""
-    if cost.mode == "buy":
-        return None
-    unread = {OPTION_FIELDS[key] for key in OWNING_KEYS if key not in _OWNING_PRICED.get()}
-    return next((field for field in fields if field in unread), None)
+RENTING = PurchaseRead()
+"""A question that prices renting alone: every purchase option needs `--buy`."""
+EXPORT_READ = PurchaseRead(frozenset(OWNING_KEYS))
+"""An export: it prices owning beside renting, so every purchase option counts without `--buy`."""
 
 
 ScenarioSource = str | Path | Scenario | None
@@ -141,11 +144,13 @@ def load_request(
     origins: dict[str, str],
     relayout: bool = False,
     spelling: Spelling = CLI,
+    purchase_read: PurchaseRead = RENTING,
 ) -> Scenario:
     """`source` with `options` (keyword -> value, None: not given) applied; `origins` names where each came from
     (`--tp`, `tp=3`) for error lines. `relayout` leaves the scenario's own layout open (keeping its global batch and
     sequence length) so that it is searched; options still fix their dimension. A scenario without hardware is
-    refused first, naming its file and the fix as `spelling` spells it: every later check needs the hardware."""
+    refused first, naming its file and the fix as `spelling` spells it: every later check needs the hardware. A
+    purchase option the question does not read (`purchase_read`) while the scenario rents is refused."""
     check_keywords(options)
     if options.get("recompute_layers") is not None and options.get("recompute") is None:
         options = options | {"recompute": "full"}  # a partial recompute is a full one: it replaces the file's mode
@@ -163,7 +168,7 @@ def load_request(
             f"{source_name(source)}: no hardware given: set gpu or system in the {held}, or pass "
             f"{spelling.given('gpu', 'ID')} or {spelling.given('system', 'ID')}"
         )
-    check_owning(loaded, source, options, origins, spelling)
+    check_owning(loaded, source, options, origins, spelling, purchase_read)
     if options.get("n_gpus") is not None:
         check_whole_nodes(loaded, origins.get("n_gpus", "n_gpus"))
     check_file_nodes(loaded, source, own_count=options.get("n_gpus") is None and not relayout)
@@ -178,25 +183,35 @@ def load_request(
 
 
 def check_owning(
-    loaded: Scenario, source: ScenarioSource, options: dict[str, Any], origins: dict[str, str], spelling: Spelling
+    loaded: Scenario,
+    source: ScenarioSource,
+    options: dict[str, Any],
+    origins: dict[str, str],
+    spelling: Spelling,
+    purchase_read: PurchaseRead,
 ) -> None:
     """A purchase option (OWNING_KEYS) given while the scenario rents priced nothing and said nothing (`--utilisation
     0.7` without `--buy`, a file's `[cost] utilisation` without `mode = "buy"`): refused, naming the flag, else the
-    file's field, unless the question prices owning beside renting with it (owning_priced)."""
+    file's field, unless the question reads it beside renting (`purchase_read`, which may say why it refuses the
+    rest: a fleet's offers to buy take their price themselves)."""
     buy = spelling.given("buy", True)
-    unread = (k for k in OWNING_KEYS if options.get(k) is not None and owning_unread(loaded.cost, [OPTION_FIELDS[k]]))
+    unread = (
+        k for k in OWNING_KEYS if options.get(k) is not None and purchase_read.unread(loaded.cost, [OPTION_FIELDS[k]])
+    )
     key = next(unread, None)
     if key is not None:
-        raise PerfmodelError(
-            f"{origins.get(key, spelling.name(key))}: prices owning the systems; it needs {buy} (renting, the price "
-            f"is per GPU-hour: {spelling.name('usd_per_gpu_hour')})"
+        why = (
+            f"prices owning the systems; it needs {buy} (renting, the price is per GPU-hour: "
+            f"{spelling.name('usd_per_gpu_hour')})"
         )
-    field = owning_unread(loaded.cost, [f"cost.{name}" for name in sorted(given(loaded.cost))])
+        raise PerfmodelError(f"{origins.get(key, spelling.name(key))}: {purchase_read.why_unread or why}")
+    field = purchase_read.unread(loaded.cost, [f"cost.{name}" for name in sorted(given(loaded.cost))])
     if field is not None:
-        raise PerfmodelError(
-            f"{source_name(source)}: field '{field}': prices owning the systems; it needs [cost] mode = \"buy\" (or "
-            f"{buy}); renting, the price is per GPU-hour: cost.usd_per_gpu_hour"
+        why = (
+            f'prices owning the systems; it needs [cost] mode = "buy" (or {buy}); renting, the price is per GPU-hour: '
+            "cost.usd_per_gpu_hour"
         )
+        raise PerfmodelError(f"{source_name(source)}: field '{field}': {purchase_read.why_unread or why}")
 
 
 def load_checked(
@@ -208,13 +223,15 @@ def load_checked(
     own_count: bool = True,
     own_precision: bool = True,
     spelling: Spelling = CLI,
+    purchase_read: PurchaseRead = RENTING,
 ) -> Scenario:
     """The one path of every question from its scenario to the model: `source` with `options` applied
     (load_request, `relayout` as there), its hardware given, its given layout checked (check_given_layout,
     `own_count` as there) and, with `own_precision`, its precision on its accelerator (check_precision; compare and
     plan check each target's own instead). Each error is one line naming the flag, the keyword (`spelling` API: the
-    Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value."""
-    loaded = load_request(source, options, origins, relayout, spelling)
+    Python API's, whose fix is spelt `precision='bf16'`) or the file's field that gave the value; a purchase option
+    counts renting where the question reads it (`purchase_read`, as load_request)."""
+    loaded = load_request(source, options, origins, relayout, spelling, purchase_read)
     check_given_layout(loaded, source, options, origins, own_count)
     check_tokens(loaded, source, options, origins, own_count)
     if own_precision:

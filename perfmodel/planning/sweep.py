@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown, unknown_key
+from perfmodel.planning.request import RENTING, PurchaseRead
 from perfmodel.planning.workers import spread
 
 AXES = {"models": "model", "gpus": None, "precisions": "precision", "n_gpus": "n_gpus"}
@@ -86,9 +87,10 @@ def _model_file(model: Any, path: Path) -> Any:
     return model
 
 
-def load_points(path: str | Path) -> list[Point]:
-    """Every point of a sweep file of points (no [sweep.layouts]), each checked to be a valid scenario."""
-    loaded = load(path)
+def load_points(path: str | Path, purchase_read: PurchaseRead = RENTING) -> list[Point]:
+    """Every point of a sweep file of points (no [sweep.layouts]), each checked to be a valid scenario (a purchase
+    key renting counts where the question reads it, `purchase_read`: an export's)."""
+    loaded = load(path, purchase_read)
     if not isinstance(loaded, list):
         raise PerfmodelError(
             f"{loaded.path}: field 'sweep.layouts': this command takes a sweep of points; a layouts sweep runs "
@@ -97,9 +99,10 @@ def load_points(path: str | Path) -> list[Point]:
     return loaded
 
 
-def load(path: str | Path) -> Any:
+def load(path: str | Path, purchase_read: PurchaseRead = RENTING) -> Any:
     """A sweep file's points, or its LayoutSweep (planning.layout_sweep) when it has a [sweep.layouts] table; every
-    point checked to be a valid scenario (one line naming the problem if not)."""
+    point checked to be a valid scenario (one line naming the problem if not; a purchase key renting is one unless
+    the question reads it, `purchase_read`)."""
     from perfmodel.inputs.files import check_path, other_kind, remember
     from perfmodel.inputs.resources import bundled_file
     from perfmodel.inputs.scenario import calibration_beside, flatten, read_toml, single_phase
@@ -178,7 +181,7 @@ def load(path: str | Path) -> Any:
             single_phase(scenario, "a sweep", "sweep one-phase scenarios; compare or plan the campaign instead")
             if n_gpus is not None:
                 check_whole_nodes(scenario, "sweep.n_gpus")
-            check_owning_point(scenario, base, overrides)
+            check_owning_point(scenario, base, overrides, purchase_read)
         except PerfmodelError as exc:
             raise PerfmodelError(f"{path}: {exc}") from None
         if scenario.calibration and scenario.calibration.lower() != "none":
@@ -187,16 +190,18 @@ def load(path: str | Path) -> Any:
     return points if layouts is None else layout_sweep.LayoutSweep.checked(path, tuple(points), layouts)
 
 
-def check_owning_point(scenario: Any, base: str | None, overrides: Mapping[str, Any]) -> None:
+def check_owning_point(
+    scenario: Any, base: str | None, overrides: Mapping[str, Any], purchase_read: PurchaseRead
+) -> None:
     """A point that rents with a purchase key ([sweep.set] cost = {utilisation = 0.5}, or its base file's) priced
-    nothing and said nothing: refused as load_request refuses it, naming the key in [sweep.set], else the base's."""
+    nothing and said nothing: refused as load_request refuses it, naming the key in [sweep.set], else the base's,
+    unless the question reads it (`purchase_read`: an export's)."""
     from perfmodel.inputs.record import given
-    from perfmodel.planning.request import owning_unread
 
-    named = owning_unread(scenario.cost, overrides)
+    named = purchase_read.unread(scenario.cost, overrides)
     where = f"field 'sweep.set.{named}'"
     if named is None:
-        named = owning_unread(scenario.cost, (f"cost.{name}" for name in sorted(given(scenario.cost))))
+        named = purchase_read.unread(scenario.cost, (f"cost.{name}" for name in sorted(given(scenario.cost))))
         where = f"{base}: field '{named}'"
     if named is not None:
         raise PerfmodelError(f"{where}: prices owning the systems; it needs cost.mode = \"buy\" (in [sweep.set] or "
