@@ -17,52 +17,61 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class Case(NamedTuple):
+    """One search to time: what it searches, by name."""
+
+    model: str
+    gpu: str
+    n_gpus: int
+    """The GPU count (8: the eight counts 8 to 1,024)."""
+    precision: str
+    gbs: int | None = None
+    """The global batch (None: the batches `search` tries)."""
+    vocab: int | None = None
+    """The model's vocabulary in place of its own (None: its own)."""
+    trained_as: str | None = None
+    """The bundled scenario whose sequence length the case trains at (None: the default scenario's 8K;
+    DeepSeek-V3's campaign: its 4K)."""
+
 
 CASES = {
-    "Llama 3.1 70B, 64 H100, FP8, GBS 128": ("llama3.1-70b", "h100-sxm", 64, "fp8", 128, None, None),
-    "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": ("llama3.1-405b", "h100-sxm", 512, "fp8", 1152, 32000, None),
-    "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": ("llama3.1-405b", "gb200", 512, "fp8", 896, 32000, None),
-    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": ("llama3.1-8b", "h100-sxm", 8, "bf16", 1024, None, None),
-    "Falcon-180B (parallel block), 256 H100, BF16, GBS 2048": (
-        "falcon-180b", "h100-sxm", 256, "bf16", 2048, None, None,
+    "Llama 3.1 70B, 64 H100, FP8, GBS 128": Case("llama3.1-70b", "h100-sxm", 64, "fp8", gbs=128),
+    "Llama 3.1 405B (MLPerf), 512 H100, FP8, GBS 1152": Case(
+        "llama3.1-405b", "h100-sxm", 512, "fp8", gbs=1152, vocab=32000,
     ),
-    "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": (
-        "deepseek-v3", "gb300", 256, "mxfp8", 4096, None, "campaign-deepseek-v3",
+    "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": Case(
+        "llama3.1-405b", "gb200", 512, "fp8", gbs=896, vocab=32000,
     ),
-    "Nemotron-H 56B (hybrid Mamba), 512 H100, FP8, GBS 1024": (
-        "nemotron-h-56b", "h100-sxm", 512, "fp8", 1024, None, None,
+    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": Case("llama3.1-8b", "h100-sxm", 8, "bf16", gbs=1024),
+    "Falcon-180B (parallel block), 256 H100, BF16, GBS 2048": Case("falcon-180b", "h100-sxm", 256, "bf16", gbs=2048),
+    "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": Case(
+        "deepseek-v3", "gb300", 256, "mxfp8", gbs=4096, trained_as="campaign-deepseek-v3",
     ),
-    "Nemotron 3 Nano (hybrid Mamba MoE), 64 GB300, MXFP8, GBS 512": (
-        "nemotron-3-nano-30b-a3b", "gb300", 64, "mxfp8", 512, None, None,
+    "Nemotron-H 56B (hybrid Mamba), 512 H100, FP8, GBS 1024": Case("nemotron-h-56b", "h100-sxm", 512, "fp8", gbs=1024),
+    "Nemotron 3 Nano (hybrid Mamba MoE), 64 GB300, MXFP8, GBS 512": Case(
+        "nemotron-3-nano-30b-a3b", "gb300", 64, "mxfp8", gbs=512,
     ),
-    "Nemotron 3.5 Lightning (hybrid MoE, 2 MTP depths), 64 GB300, MXFP8, GBS 512": (
-        "nemotron-3.5-lightning-30b-a3b", "gb300", 64, "mxfp8", 512, None, None,
+    "Nemotron 3.5 Lightning (hybrid MoE, 2 MTP depths), 64 GB300, MXFP8, GBS 512": Case(
+        "nemotron-3.5-lightning-30b-a3b", "gb300", 64, "mxfp8", gbs=512,
     ),
-    "Qwen3-Next-80B-A3B (Gated DeltaNet MoE), 64 H100, FP8, GBS 512": (
-        "qwen3-next-80b-a3b", "h100-sxm", 64, "fp8", 512, None, None,
+    "Qwen3-Next-80B-A3B (Gated DeltaNet MoE), 64 H100, FP8, GBS 512": Case(
+        "qwen3-next-80b-a3b", "h100-sxm", 64, "fp8", gbs=512,
     ),
-    "DeepSeek-V3, 16,384 GB300, FP8, every dimension and the GBS open": (
-        "deepseek-v3", "gb300", 16384, "fp8", None, None, None,
+    "DeepSeek-V3, 16,384 GB300, FP8, every dimension and the GBS open": Case("deepseek-v3", "gb300", 16384, "fp8"),
+    "GPT-OSS-120B, 64 B200, MXFP8, every dimension and the GBS open": Case("gpt-oss-120b", "b200", 64, "mxfp8"),
+    "GPT-OSS-120B, 512 B200, MXFP8, every dimension and the GBS open": Case("gpt-oss-120b", "b200", 512, "mxfp8"),
+    "GPT-OSS-120B, 1,024 B200 (the CLI's default), MXFP8, every dimension and the GBS open": Case(
+        "gpt-oss-120b", "b200", 1024, "mxfp8",
     ),
-    "GPT-OSS-120B, 64 B200, MXFP8, every dimension and the GBS open": (
-        "gpt-oss-120b", "b200", 64, "mxfp8", None, None, None,
-    ),
-    "GPT-OSS-120B, 512 B200, MXFP8, every dimension and the GBS open": (
-        "gpt-oss-120b", "b200", 512, "mxfp8", None, None, None,
-    ),
-    "GPT-OSS-120B, 1,024 B200 (the CLI's default), MXFP8, every dimension and the GBS open": (
-        "gpt-oss-120b", "b200", 1024, "mxfp8", None, None, None,
-    ),
-    "GPT-OSS-120B, 4,096 B200, MXFP8, every dimension and the GBS open": (
-        "gpt-oss-120b", "b200", 4096, "mxfp8", None, None, None,
-    ),
-    "Llama 3.1 405B, 1,024 H100 (the CLI's default), FP8, every dimension and the GBS open": (
-        "llama3.1-405b", "h100-sxm", 1024, "fp8", None, None, None,
+    "GPT-OSS-120B, 4,096 B200, MXFP8, every dimension and the GBS open": Case("gpt-oss-120b", "b200", 4096, "mxfp8"),
+    "Llama 3.1 405B, 1,024 H100 (the CLI's default), FP8, every dimension and the GBS open": Case(
+        "llama3.1-405b", "h100-sxm", 1024, "fp8",
     ),
 }  # fmt: skip
-"""label: (model, GPU, GPU count, precision, global batch (None: the batches `search` tries), vocabulary, the bundled
-scenario whose sequence length the case trains at (None: the default scenario's 8K; DeepSeek-V3's campaign: its 4K))."""
+"""Each case by the label it prints."""
 CLI = [
     *("search", "--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--precision", "fp8"),
     *("--gbs", "128", "--format", "json"),
@@ -94,18 +103,28 @@ def numpy_chain(repeat: int) -> float:
     return CHAIN_LAYOUTS / statistics.median(samples)
 
 
+def case_scenario(case: Case) -> Any:
+    """The scenario a case searches (a model, GPU or scenario name it misspells: one line, before any timing)."""
+    from perfmodel.inputs.scenario import checked_scenario, load_scenario
+
+    spec = {"base": case.model, "vocab": case.vocab} if case.vocab else case.model
+    trained_as = case.trained_as
+    seq_len = {"parallelism": {"seq_len": load_scenario(trained_as).parallelism.seq_len}} if trained_as else {}
+    return checked_scenario(
+        {"model": spec, "gpu": case.gpu, "n_gpus": case.n_gpus, "precision": case.precision} | seq_len
+    )
+
+
 def case_space(label: str) -> tuple[Any, Any]:
     """The context and the space a case searches."""
-    from perfmodel.inputs.scenario import checked_scenario, load_scenario
     from perfmodel.planning.predict import context_for, search_space
     from perfmodel.planning.search import Space
 
-    model, gpu, n, precision, gbs, vocab, trained_as = CASES[label]
-    spec = {"base": model, "vocab": vocab} if vocab else model
-    seq_len = {"parallelism": {"seq_len": load_scenario(trained_as).parallelism.seq_len}} if trained_as else {}
-    scenario = checked_scenario({"model": spec, "gpu": gpu, "n_gpus": n, "precision": precision} | seq_len)
-    counts = [8 * 2**k for k in range(8)] if n == 8 else [n]
-    return context_for(scenario), Space(tuple((c, gbs) for c in counts), {}) if gbs else search_space(scenario)
+    case = CASES[label]
+    scenario = case_scenario(case)
+    counts = [8 * 2**k for k in range(8)] if case.n_gpus == 8 else [case.n_gpus]
+    space = Space(tuple((c, case.gbs) for c in counts), {}) if case.gbs else search_space(scenario)
+    return context_for(scenario), space
 
 
 def case_figures(label: str, repeat: int) -> dict[str, Any]:

@@ -582,7 +582,7 @@ CASES: list[Case] = [
     Case("compare-too-many-rows", ("compare", *("--gpu", "h100-sxm") * 8, "--gpus", "8,16,24,32,40,48,56,64,72"),
          "--gpu x --gpus: 8 systems x 9 GPU counts = 72 rows; at most 64"),
     Case("compare-counts-no-row-uses", ("compare", "--gpu", "h100-sxm@64", "--gpu", "b200@32", "--gpus", "128"),
-         "--gpus: no row would use it, each --gpu has its own count (@N); drop --gpus or an @N"),
+         "--gpus: no row would use it, each --gpu has its own count (h100-sxm@64, b200@32); drop --gpus or an @N"),
     Case("export-compare-too-many-rows", ("export", "compare", *("--gpu", "b200") * 16, "--gpus", "8,16,24,32,40",
                                           "--out", "{tmp}/c.xlsx"), "16 systems x 5 GPU counts = 80 rows"),
     Case("plot-compare-too-many-systems", ("plot", "compare", *("--gpu", "b200") * 40, "--out", "{tmp}/p.png"),

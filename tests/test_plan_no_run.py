@@ -3,7 +3,10 @@ first candidate had no run), and when no candidate runs at all the plan is a one
 
 from __future__ import annotations
 
-from conftest import run_cli
+import pytest
+from conftest import run_cli, run_json
+
+from perfmodel.inputs.scenario import load_scenario
 
 WORK = ("--tokens", "1T", "--deadline", "30d")
 
@@ -24,3 +27,33 @@ def test_a_first_candidate_without_any_run_is_listed_with_its_reason() -> None:
     assert result.code == 0, result.err
     assert result.out.startswith("Llama 3.1 405B, 1.00T tokens, within 30.0 days")
     assert "dgx-h100:FP8: no layout fits in memory" in result.out
+
+
+def test_a_given_layout_no_count_runs_is_said_per_candidate() -> None:
+    """TP 8 x PP 3 = 24 divides no count of whole 64-GPU GB200 racks up to 120: the candidate said the search's
+    'no valid layout of llama3.1-70b on 64 GPUs' (a count the user never gave), after searching; now it names the
+    counts plan tries and the rule, beside the H100 candidate planned at 48."""
+    args = ("--model", "llama3.1-70b", "--gpu", "h100-sxm", "--gpu", "gb200", "--tokens", "1T", "--deadline", "300d")
+    h100, gb200 = run_json("plan", *args, "--tp", "8", "--pp", "3", "--max-gpus", "120")["candidates"]
+    assert h100["feasible"] and h100["n_gpus"] == 48
+    assert not gb200["feasible"] and gb200["reason"] == (
+        "the given layout runs at none of the GPU counts plan tries (64 x 1 to 8, 10, 12, 14, 16, 20, 24, 28, ... up "
+        "to 120): e.g. TP 8 x PP 3 x CP 1 = 24 does not divide the 64 GPUs"
+    )
+
+
+def test_a_count_the_given_layout_cannot_run_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count the given layout does not divide runs no layout whatever the search picks: it is said with the rule
+    (the neighbour's '320 GPUs run no layout: ... all 49,896 candidates break a layout rule' read a search's
+    count), without a search."""
+    from perfmodel.planning import plan as planning
+
+    def searched(*_: object) -> None:
+        raise AssertionError("searched")
+
+    base = load_scenario(None, {"model": "llama3.1-70b", "gpu": "h100-sxm", "parallelism": {"tp": 8, "pp": 3}})
+    monkeypatch.setattr(planning, "_searched", searched)
+    tries = planning._Tries(base, [32, 48])
+    assert tries.at(0) is None and tries.why == {32: "TP 8 x PP 3 x CP 1 = 24 does not divide the 32 GPUs"}
+    with pytest.raises(AssertionError, match="searched"):  # 48: the layout may run, so the search is asked
+        tries.at(1)

@@ -349,7 +349,8 @@ def test_work_is_bounded(client: TestClient) -> None:
     assert found["field"] == "gpu" and f"at most {work.MAX_ROWS}" in found["error"]
     counts = list(range(8, 8 * (work.MAX_ROWS + 2), 8))  # no gpu: the scenario's own, a row per count (was 0 rows)
     found = refusal(client, "/api/compare", {"n_gpus": counts})
-    assert found["field"] == "n_gpus" and found["error"].startswith(f"gpu x n_gpus: {work.MAX_ROWS + 1} rows; ")
+    rows = f"gpu x n_gpus: the scenario's system x {work.MAX_ROWS + 1} GPU counts = {work.MAX_ROWS + 1} rows; "
+    assert found["field"] == "n_gpus" and found["error"].startswith(rows)
     candidates = {"gpu": ["h100-sxm:bf16,fp8", "b200:bf16,fp8,nvfp4", "gb200:bf16,fp8,nvfp4,mxfp8"], "deadline_s": 1e6}
     found = refusal(client, "/api/plan", candidates)
     assert found["field"] == "gpu" and f"at most {work.MAX_CANDIDATES}" in found["error"]
@@ -360,10 +361,11 @@ def test_a_gpu_with_its_own_count_is_one_row(monkeypatch: pytest.MonkeyPatch) ->
     64 and 128 for a third were counted as 6 rows, not the 4 compare() makes (the bound lowered here to see it)."""
     monkeypatch.setattr(work, "MAX_ROWS", 4)
     own = ["h100-sxm@8", "h100-sxm@16"]
-    work._check_bounds("compare", {"gpu": [*own, "b200"], "n_gpus": [64, 128]}, [])  # 4 rows: within
+    work._check_rows({"gpu": [*own, "b200"], "n_gpus": [64, 128]})  # 4 rows: within
     with pytest.raises(work.Refused) as refused:  # asked here: the server's workers read their own bound
-        work._check_bounds("compare", {"gpu": [*own, "b200", "gb200"], "n_gpus": [64, 128]}, [])
-    assert refused.value.field == "gpu" and refused.value.message.startswith("gpu x n_gpus: 6 rows; ")
+        work._check_rows({"gpu": [*own, "b200", "gb200"], "n_gpus": [64, 128]})
+    assert refused.value.field == "gpu"
+    assert refused.value.message.startswith("gpu x n_gpus: 2 at their own counts + 2 systems x 2 GPU counts = 6 rows")
 
 
 def test_a_gpu_count_no_row_uses_is_refused(client: TestClient) -> None:
@@ -372,9 +374,34 @@ def test_a_gpu_count_no_row_uses_is_refused(client: TestClient) -> None:
     found = refusal(client, "/api/compare", {"gpu": ["gb300@512", "h100-sxm@1024"], "n_gpus": [64, 128]})
     assert found["field"] == "n_gpus"
     assert found["error"] == (
-        "n_gpus=[64, 128]: no row would use it, each gpu has its own count (gb300@512, h100-sxm@1024); empty n_gpus, "
-        "or drop an '@N'"
+        "n_gpus: no row would use it, each gpu has its own count (gb300@512, h100-sxm@1024); drop n_gpus or an @N"
     )
+
+
+def test_a_comparisons_rows_are_counted_as_compare_counts_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server counted a comparison's rows itself, apart from compare()'s check_size: n_gpus [64, 64, 128, 128]
+    was 4 counts where compare() makes 2 (refused within the bound), and a target compare() refuses was counted as a
+    row. Now the targets are parsed as the API parses them, an uploaded system's among them (the bound lowered)."""
+
+    def asked(scenario: Any, **given: Any) -> None:
+        raise perfmodel.PerfmodelError("asked")
+
+    monkeypatch.setattr(work, "MAX_ROWS", 4)
+    monkeypatch.setitem(work.QUESTIONS, "compare", asked)
+    hardware = [{"name": "ours.toml", "text": HARDWARE_FILE}]
+    twice = {"gpu": ["h100-sxm", "b200"], "n_gpus": [64, 64, 128, 128]}
+    uploaded = {"gpu": ["ours-h100@64", "b200"], "n_gpus": [64, 128, 256], "hardware_files": hardware}
+    for within in [twice, uploaded]:
+        with pytest.raises(work.Refused) as refused:
+            work.answer("compare", within, None)
+        assert refused.value.message == "asked", refused.value.message
+    past = {"gpu": ["ours-h100", "b200"], "n_gpus": [64, 128, 256], "hardware_files": hardware}
+    with pytest.raises(work.Refused) as refused:
+        work.answer("compare", past, None)
+    assert refused.value.field == "gpu" and "= 6 rows; at most 4 " in refused.value.message
+    with pytest.raises(work.Refused) as refused:  # refused as compare() refuses it, before any row is counted
+        work.answer("compare", {"gpu": ["zzz", "b200"]}, None)
+    assert refused.value.field == "gpu" and refused.value.message.startswith("gpu='zzz': unknown accelerator")
 
 
 def test_a_plans_candidates_are_counted_as_plan_reads_them(client: TestClient) -> None:

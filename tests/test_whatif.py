@@ -116,6 +116,15 @@ def test_sensitivity_command_json() -> None:
     assert run_cli("sensitivity", *SMALL, "--step", "2").code == 2
 
 
+def test_a_bad_step_in_python_names_the_keyword() -> None:
+    """The Python API's error named the CLI's flag (`--step 1.5`) to a caller who gave `step=1.5`."""
+    scenario = Scenario(model="llama3.1-8b", gpu="h100-sxm", n_gpus=16, precision="fp8")
+    for step, named in [(1.5, "step=1.5"), (-0.1, "step=-0.1"), (1e-300, "step=1e-300")]:
+        with pytest.raises(PerfmodelError) as raised:
+            sensitivity(scenario, step=step)
+        assert str(raised.value).startswith(f"{named}: must be from 0.0001 to below 1 "), str(raised.value)
+
+
 def test_hbm_capacity_is_labelled_in_the_unit_predict_prints() -> None:
     """hbm_gb is the datasheet's '80 GB', which is 80 GiB (Accelerator.memory_bytes): sensitivity and whatif label it
     GiB, the unit predict prints the GPU's memory in, and the figures agree."""

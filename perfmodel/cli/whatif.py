@@ -81,9 +81,10 @@ def sensitivity(scenario: str | None, step: float, fmt: str, quiet: bool, **flag
     open, with the layout searched again at each point.
     """
     from perfmodel.outputs import plan_report
+    from perfmodel.planning.request import CLI
     from perfmodel.planning.sensitivity import sensitivity as analyse
 
     loaded = load_from_flags(scenario, flags)
     with progress("Perturbing", quiet) as update:
-        result = analyse(loaded, step, update)
+        result = analyse(loaded, step, update, CLI)
     emit(result.to_dict(), fmt, lambda: plan_report.sensitivity_table(result))

@@ -114,22 +114,33 @@ MAX_ROWS = 64
 """Each row of a comparison is a full prediction (a search where the layout is open, up to a second or two)."""
 
 
-def check_size(targets: Sequence[Target], n_counts: int, spelling: Spelling = CLI) -> None:
-    """Refuse, before any work, more than MAX_SYSTEMS systems or MAX_ROWS rows (a system at its own count, `@N`, is
-    one row; each other takes every GPU count), and GPU counts no row would use (every system at its own count: they
-    were dropped without a word); the error names the flags or the API's keywords, as `spelling` says."""
+def parse_targets(specs: Sequence[str], spelling: Spelling = CLI) -> list[Target]:
+    """Each `--gpu` (or `gpu=`) target parsed, an error naming it as `spelling` spells it: compare's, and the HTTP
+    server's bound on a comparison's rows (serve/work.py), which counts the targets as compare reads them."""
+    return [parse_target(spec, spelling.given("gpu", shown(spec)), spelling) for spec in specs]
+
+
+def check_size(targets: Sequence[Target], n_counts: int, spelling: Spelling = CLI, max_rows: int = MAX_ROWS) -> None:
+    """Refuse, before any work, more than MAX_SYSTEMS systems or `max_rows` rows (a system at its own count, `@N`, is
+    one row; each other takes every GPU count; the HTTP server's bound is lower), and GPU counts no row would use
+    (every system at its own count: they were dropped without a word); the error names the flags or the API's
+    keywords, as `spelling` says."""
     gpu, gpus = spelling.name("gpu"), spelling.name("n_gpus")
     if len(targets) > MAX_SYSTEMS:
         raise PerfmodelError(f"{gpu} given {len(targets)} times; at most {MAX_SYSTEMS} systems per comparison")
-    own = sum(1 for t in targets if t.n_gpus)
-    if targets and own == len(targets) and n_counts:
-        raise PerfmodelError(f"{gpus}: no row would use it, each {gpu} has its own count (@N); drop {gpus} or an @N")
-    rows = own + (len(targets) - own) * max(n_counts, 1) if targets else max(n_counts, 1)
-    if rows > MAX_ROWS:
-        at_own = f"{own} at their own counts + " if own else ""
+    own = [t for t in targets if t.n_gpus]
+    if targets and len(own) == len(targets) and n_counts:
+        counted = ", ".join(f"{t.gpu or t.system}@{t.n_gpus}" for t in own)
         raise PerfmodelError(
-            f"{gpu} x {gpus}: {at_own}{len(targets) - own} systems x {n_counts} GPU counts = {rows} rows; at most "
-            f"{MAX_ROWS} (each a full prediction): compare fewer"
+            f"{gpus}: no row would use it, each {gpu} has its own count ({counted}); drop {gpus} or an @N"
+        )
+    rows = len(own) + (len(targets) - len(own)) * max(n_counts, 1) if targets else max(n_counts, 1)
+    if rows > max_rows:
+        at_own = f"{len(own)} at their own counts + " if own else ""
+        systems = f"{len(targets) - len(own)} systems" if targets else "the scenario's system"
+        raise PerfmodelError(
+            f"{gpu} x {gpus}: {at_own}{systems} x {n_counts} GPU counts = {rows} rows; at most {max_rows} (each a "
+            "full prediction): compare fewer"
         )
 
 
@@ -252,7 +263,7 @@ def compare_request(
     target and count stand in for the base's hardware (checked_base, with the purchase options the question reads
     renting). Errors name the CLI's flags (`--gpu ID`), or with `spelling` API the Python API's (`gpu='ID'`), as
     load_checked's do."""
-    parsed = [parse_target(spec, spelling.given("gpu", shown(spec)), spelling) for spec in targets]
+    parsed = parse_targets(targets, spelling)
     check_size(parsed, len(gpu_counts or []), spelling)
     first = parsed[0] if parsed else None
     options = options | {"n_gpus": (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)}

@@ -55,6 +55,7 @@ from perfmodel.planning.request import (
     PurchaseRead,
     ScenarioSource,
     Spelling,
+    layout_at_count_problem,
     source_name,
     spare_gpus,
 )
@@ -274,11 +275,13 @@ class _Tries:
         if n not in self.found:
             if (self.base, n) not in self.shared:
                 scenario = replaced(self.base, n_gpus=n)
-                try:
-                    made = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
-                    self.shared[self.base, n] = made, None, {}
-                except PerfmodelError as exc:
-                    self.shared[self.base, n] = None, str(exc), {}
+                made, why = None, layout_at_count_problem(scenario, self.base)  # a given layout no search here runs
+                if why is None:
+                    try:
+                        made = predict_campaign(scenario) if scenario.phase else _searched(scenario, n)
+                    except PerfmodelError as exc:
+                        why = str(exc)
+                self.shared[self.base, n] = made, why, {}
             result, why, _ = self.shared[self.base, n]
             self.found[n] = result
             bisect.insort(self.order, index)
@@ -611,6 +614,11 @@ def plan_candidate(
         beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
         return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
+    if all(layout_at_count_problem(replaced(base, n_gpus=n), base) for n in grid):  # said per candidate, unsearched
+        fewest = next((n for n in grid if n >= fits_count(base, hw)), grid[-1])  # where the model state fits
+        broken = layout_at_count_problem(replaced(base, n_gpus=fewest), base)
+        return done(None, None, f"the given layout runs at none of the GPU counts plan tries ({unit:,} x 1 to 8, 10, "
+                                f"12, 14, 16, 20, 24, 28, ... up to {max_gpus:,}): e.g. {broken}")  # fmt: skip
     if goal.budget_usd is not None:
         seeded = tries.at(seed)
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:

@@ -324,11 +324,19 @@ def check_layout_at_count(scenario: Scenario, source: ScenarioSource, where: str
     or the file's field; check_given_layout checks the base at no count); a campaign phase with a count of its own
     (`n_gpus`) names that field. The search's error ('no valid layout of llama3.1-405b on 512 GPUs', the 405B
     campaign's 128K stage at TP 8 x PP 16 x CP 16 on `gb300@512`) named neither, and the web page marked no field."""
+    problem = layout_at_count_problem(scenario, source, where)
+    if problem is not None:
+        raise InfeasibleLayout(problem)
+
+
+def layout_at_count_problem(scenario: Scenario, source: ScenarioSource, where: str | None = None) -> str | None:
+    """Why the scenario's given layout runs at no layout of its GPU count, before any search (None where it may):
+    the broken rule after `where` (none where the count is the caller's own, as each count a plan tries), a campaign
+    phase named, by the file's field where the phase has a count of its own."""
+    at = f"{where}: " if where else ""
     if not scenario.phase:
         broken = given_layout_problem(scenario)
-        if broken is not None and "n_gpus" in broken[0]:
-            raise InfeasibleLayout(f"{where}: {broken[1]}")
-        return
+        return f"{at}{broken[1]}" if broken is not None and "n_gpus" in broken[0] else None
     from perfmodel.planning.campaign import phase_scenarios  # campaign imports the predictions; request is lighter
 
     for phase, (_, phased) in zip(scenario.phase, phase_scenarios(scenario), strict=True):
@@ -336,7 +344,8 @@ def check_layout_at_count(scenario: Scenario, source: ScenarioSource, where: str
         if broken is None or "n_gpus" not in broken[0]:
             continue
         own = f"{source_name(source)}: phase '{phase.name}': field 'n_gpus'"
-        raise InfeasibleLayout(f"{own if phase.n_gpus is not None else f'{where}: phase {phase.name!r}'}: {broken[1]}")
+        return f"{own if phase.n_gpus is not None else f'{at}phase {phase.name!r}'}: {broken[1]}"
+    return None
 
 
 def given_layout_problem(scenario: Scenario, own_count: bool = True) -> tuple[list[str], str] | None:

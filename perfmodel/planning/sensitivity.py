@@ -19,6 +19,7 @@ from perfmodel.inputs.hardware import resolve
 from perfmodel.inputs.precision import get_recipe
 from perfmodel.inputs.scenario import Scenario, single_phase
 from perfmodel.planning.predict import Prediction, for_layout, predict
+from perfmodel.planning.request import API, Spelling
 from perfmodel.planning.whatif import Knob, Setting, apply, current, timing_knobs
 
 DEFAULT_STEP = 0.05
@@ -77,10 +78,15 @@ def check_step(step: float, typed: str) -> None:
 
 
 def sensitivity(
-    scenario: Scenario, step: float = DEFAULT_STEP, progress: Callable[[int, int], None] | None = None
+    scenario: Scenario,
+    step: float = DEFAULT_STEP,
+    progress: Callable[[int, int], None] | None = None,
+    spelling: Spelling = API,
 ) -> Sensitivity:
-    """Elasticity of the step time to every hardware parameter that can change it, largest magnitude first."""
-    check_step(step, f"--step {step:g}")
+    """Elasticity of the step time to every hardware parameter that can change it, largest magnitude first. A bad
+    `step` is named as `spelling` spells it: the Python API's keyword (`step=1.5`) by default, since the CLI checks
+    its `--step` as typed (cli/options.RelativeChange)."""
+    check_step(step, spelling.given("step", step))
     single_phase(scenario, "sensitivity", "ask it of one phase's scenario (the step it differentiates is a phase's)")
     hw = resolve(scenario.gpu, scenario.system)
     baseline = predict(scenario, hardware=hw)

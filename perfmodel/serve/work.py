@@ -18,7 +18,7 @@ from typing import Any
 from perfmodel import api
 from perfmodel.cli.export import write_comparison, write_plan, write_prediction
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
-from perfmodel.inputs import catalogue
+from perfmodel.inputs import arguments, catalogue
 from perfmodel.inputs.resources import bundled_names, bundled_path
 from perfmodel.outputs.report import to_json
 from perfmodel.planning.plan import TooManyCandidates
@@ -93,7 +93,7 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
     _check_no_paths(given)
     scenario = given.pop("scenario", None)
     _check_scenario(scenario, scenario_file)
-    _check_bounds(question, given, hardware_files)
+    _check_bounds(hardware_files)
     if model_file is not None and "model" in given:
         raise Refused(422, "model and model_file: give one (a zoo id, or a model file)", "model_file")
     _check_uploads(model_file, hardware_files, scenario_file)
@@ -110,6 +110,8 @@ def answer(question: str, keywords: dict[str, Any], fmt: str | None) -> str | by
             path = str(bundled_path("scenarios", scenario))
             scenario, saved[path] = path, (scenario, "scenario")  # an error names it as the request did
         try:
+            if question == "compare":
+                _check_rows(given)
             result = QUESTIONS[question](scenario, **given)
             if fmt is None:
                 return to_json(DOCUMENTS[question](result))
@@ -189,30 +191,34 @@ def _values(tables: Any, key: str = "") -> Iterator[tuple[str, Any]]:
         yield key, tables
 
 
-def _check_bounds(question: str, given: dict[str, Any], hardware_files: list[Any]) -> None:
+def _check_bounds(hardware_files: list[Any]) -> None:
     """The work one request may ask for: refused at once past a bound, naming it (a plan's candidates: as plan()
-    reads its targets, QUESTIONS)."""
+    reads its targets, QUESTIONS; a comparison's rows: as compare() counts them, _check_rows)."""
     if len(hardware_files) > MAX_HARDWARE_FILES:
         raise Refused(
             422, f"hardware_files: {len(hardware_files)} files; this server takes at most {MAX_HARDWARE_FILES}",
             "hardware_files",
         )  # fmt: skip
-    if question == "compare":  # no gpu (or an empty list) is the scenario's own: one row per count
-        targets, counts = given.get("gpu"), given.get("n_gpus")
-        listed = targets if isinstance(targets, list) else [targets] if targets else []
-        own = [t for t in listed if isinstance(t, str) and "@" in t]  # `b200@32`: one row, at its own count
-        if own and len(own) == len(listed) and counts not in (None, []):
-            raise Refused(
-                422, f"n_gpus={counts}: no row would use it, each gpu has its own count ({', '.join(own)}); empty "
-                "n_gpus, or drop an '@N'", "n_gpus",
-            )  # fmt: skip
-        shared = max(len(counts), 1) if isinstance(counts, list) else 1
-        rows = len(own) + (len(listed) - len(own)) * shared if listed else shared
-        if rows > MAX_ROWS:
-            raise Refused(
-                422, f"gpu x n_gpus: {rows} rows; this server compares at most {MAX_ROWS} (systems x GPU counts) in "
-                "one request", "gpu" if targets else "n_gpus",
-            )  # fmt: skip
+
+
+def _check_rows(given: dict[str, Any]) -> None:
+    """A comparison's rows past this server's bound refused before any is predicted: counted by compare()'s own
+    check (planning.compare.check_size: `b200@32` one row, an n_gpus no row uses refused) on its targets parsed as
+    the API parses them, the uploaded hardware known (the API adds it again: once); the refusal names the keyword
+    the page highlights."""
+    from perfmodel.inputs.hardware import add_catalogue
+    from perfmodel.planning.compare import check_size, parse_targets
+    from perfmodel.planning.request import API
+
+    for path in given.get("hardware", []):
+        add_catalogue(path, origin="hardware=")
+    targets = parse_targets(arguments.texts("gpu", given.get("gpu", [])), API)
+    counts = arguments.counts("n_gpus", given.get("n_gpus")) or []
+    try:
+        check_size(targets, len(set(counts)), API, max_rows=MAX_ROWS)
+    except PerfmodelError as exc:  # no gpu: the scenario's own system, a row per count
+        field = "gpu" if targets and not str(exc).startswith("n_gpus") else "n_gpus"
+        raise Refused(422, str(exc), field) from None
 
 
 def _check_uploads(model_file: Any, hardware_files: list[Any], scenario_file: Any) -> None:
