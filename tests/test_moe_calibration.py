@@ -181,12 +181,12 @@ def test_the_moe_entries_are_in_the_shared_table_and_the_dense_fit_leaves_them()
 
 def test_a_moe_prediction_takes_its_interval_from_the_moe_stage_held_out_residuals() -> None:
     """The bundled file's MoE interval comes from every MoE row predicted by a stage that never saw its model (the
-    fitted models left out one at a time, GPT-OSS-120B, Nemotron 3 Nano and 3.5 Lightning under the whole stage); a
-    dense question keeps its protocol."""
+    fitted models left out one at a time, GPT-OSS-120B, Mixtral 8x22B, Nemotron 3 Nano and 3.5 Lightning under the
+    whole stage); a dense question keeps its protocol."""
     bundled = calibration.bundled()
     fit = bundled.provenance["moe"]["fit"]
     held = [r["held_out_error_pct"] for r in fit["residuals"]]
-    not_fitted = ["GPT-OSS-120B", "Nemotron-3-Nano-30B-A3B", "Nemotron-3.5-Lightning-30B-A3B"]
+    not_fitted = ["GPT-OSS-120B", "Mixtral-8x22B", "Nemotron-3-Nano-30B-A3B", "Nemotron-3.5-Lightning-30B-A3B"]
     assert fit["not_fitted"] == not_fitted
     assert set(not_fitted) <= set(fit["leave_one_model_out_mape_pct"])
     band = bundled.interval_for("blackwell", "mxfp8", 64, moe=True)
