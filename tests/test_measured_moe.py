@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.fitting.runs import DROPPING_ASSUMPTION, MOE_SOURCE, bundled_runs
+from perfmodel.fitting.validation import MOE_NOT_FITTED
 from perfmodel.physics.calibration import BUNDLED
 from tests.conftest import run_cli
 
@@ -28,20 +29,19 @@ def _median(values: list[float]) -> float:
 
 
 def test_the_bundled_file_prices_every_moe_row_with_its_held_out_error() -> None:
-    """Every bundled MoE row is there once, fitted or not (GPT-OSS-120B, Nemotron 3 Nano and 3.5 Lightning and the
-    token-dropping rows: validated only), and each fitted row's throughput error is its time error in 'residuals'
-    inverted (predicted / measured tokens/s = measured / predicted time); GPT-OSS-120B's time errors give the stage's
-    recorded MAPE for it."""
+    """Every bundled MoE row is there once, fitted or not (GPT-OSS-120B, Nemotron 3 Nano and 3.5 Lightning,
+    Mixtral 8x22B and the token-dropping rows: validated only), and each fitted row's throughput error is its time
+    error in 'residuals' inverted (predicted / measured tokens/s = measured / predicted time); GPT-OSS-120B's time
+    errors give the stage's recorded MAPE for it."""
     fit = _fit()
     rows = fit["priced_rows"]
     runs, _ = bundled_runs()
     moe_ids = {r.id for r in runs if r.source.startswith(MOE_SOURCE)}
     gpt_ids = {r.id for r in runs if r.source == GPT_OSS}
-    nemotron = (f"{MOE_SOURCE}: Nemotron-3-Nano-30B-A3B", f"{MOE_SOURCE}: Nemotron-3.5-Lightning-30B-A3B")
-    nano_ids = {r.id for r in runs if r.source in nemotron}
+    not_fitted_ids = {r.id for r in runs if r.source.removeprefix(f"{MOE_SOURCE}: ") in MOE_NOT_FITTED}
     assert sorted(r["id"] for r in rows) == sorted(moe_ids)
     dropping_ids = {r.id for r in runs if DROPPING_ASSUMPTION in r.assumptions}
-    assert {r["id"] for r in rows if not r["fitted"]} == gpt_ids | nano_ids | dropping_ids
+    assert {r["id"] for r in rows if not r["fitted"]} == not_fitted_ids | dropping_ids
     assert sum(r["fitted"] for r in rows) == fit["rows"]
     throughput = {r["id"]: r["held_out_throughput_error_pct"] for r in rows}
     for residual in fit["residuals"]:

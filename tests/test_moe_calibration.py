@@ -75,13 +75,18 @@ def test_the_bundled_calibration_carries_the_moe_stage_with_its_error() -> None:
 
 
 def test_moe_stage_models_are_the_bundled_moe_models_but_the_ones_it_leaves_out() -> None:
-    """Every container's rows of every bundled MoE model but GPT-OSS-120B and Nemotron 3 Nano, which are validated
-    and not fitted (gaps of the model's, not the MoE mechanisms': MOE_NOT_FITTED says why); Llama 4 Scout's one row
-    of NeMo 25.07's table among them."""
+    """Every container's rows of every bundled MoE model but GPT-OSS-120B, Nemotron 3 Nano and Mixtral 8x22B, which
+    are validated and not fitted (gaps of the model's, not the MoE mechanisms': MOE_NOT_FITTED says why); Llama 4
+    Scout's one row of NeMo 25.07's table among them."""
     items = _moe_items(calibration.UNCALIBRATED)
     models = {"DeepSeek-V3", "Mixtral-8x7B", "Qwen3-235B-A22B", "Qwen3-30B-A3B", "Llama4-Scout (LLM only)"}
     assert {moe_model(i) for i in items} == models
-    assert set(MOE_NOT_FITTED) == {"GPT-OSS-120B", "Nemotron-3-Nano-30B-A3B", "Nemotron-3.5-Lightning-30B-A3B"}
+    assert set(MOE_NOT_FITTED) == {
+        "GPT-OSS-120B",
+        "Nemotron-3-Nano-30B-A3B",
+        "Nemotron-3.5-Lightning-30B-A3B",
+        "Mixtral-8x22B",
+    }
     assert len({i.run.released for i in items}) >= 6  # 25.02 ... 26.08: every container, not the newest alone
 
 
@@ -176,12 +181,12 @@ def test_the_moe_entries_are_in_the_shared_table_and_the_dense_fit_leaves_them()
 
 def test_a_moe_prediction_takes_its_interval_from_the_moe_stage_held_out_residuals() -> None:
     """The bundled file's MoE interval comes from every MoE row predicted by a stage that never saw its model (the
-    fitted models left out one at a time, GPT-OSS-120B, Nemotron 3 Nano and 3.5 Lightning under the whole stage); a
-    dense question keeps its protocol."""
+    fitted models left out one at a time, GPT-OSS-120B, Mixtral 8x22B, Nemotron 3 Nano and 3.5 Lightning under the
+    whole stage); a dense question keeps its protocol."""
     bundled = calibration.bundled()
     fit = bundled.provenance["moe"]["fit"]
     held = [r["held_out_error_pct"] for r in fit["residuals"]]
-    not_fitted = ["GPT-OSS-120B", "Nemotron-3-Nano-30B-A3B", "Nemotron-3.5-Lightning-30B-A3B"]
+    not_fitted = ["GPT-OSS-120B", "Mixtral-8x22B", "Nemotron-3-Nano-30B-A3B", "Nemotron-3.5-Lightning-30B-A3B"]
     assert fit["not_fitted"] == not_fitted
     assert set(not_fitted) <= set(fit["leave_one_model_out_mape_pct"])
     band = bundled.interval_for("blackwell", "mxfp8", 64, moe=True)

@@ -53,6 +53,40 @@ def test_one_published_row_per_model_within_tolerance(row: str, model: str) -> N
     assert abs(_error(row)) < TOLERANCE
 
 
+MIXTRAL_8X22B_ROWS = {"293": ("b200", "2025-02", 2232.0), "302": ("gb200", "2025-04", 2731.0)}
+"""docs.nvidia.com NeMo performance summary (stored excerpt), measured_runs.csv rows 293 and 302, beside Mixtral 8x7B's
+292 and 301 of the same tables: Mixtral 8x22B on 256 B200s (NeMo 25.02 container) and 256 GB200s (25.04), FP8-CS,
+sequence 65,536, TP2 PP4 CP8 VP14 EP8, MBS1 GBS64 (printed swapped; GA=16 = GBS / (DP 4 x MBS) settles them), 2,232
+and 2,731 tokens/s/GPU: GPU, release and measured tokens/s/GPU by row."""
+
+
+@pytest.mark.parametrize("row", sorted(MIXTRAL_8X22B_ROWS))
+def test_mixtral_8x22b_rows_are_priced_as_mixtral_8x7b_rows_but_not_fitted(row: str) -> None:
+    """Priced as 8x7B's rows are: the zoo entry (NeMo 2.4.0's MixtralConfig8x22B), FP8 at the container's release,
+    the published layout, expert TP 1; once excluded as a model of no bundled source, which DeepSeek-V4 still is.
+    Validated, not fitted (validation.MOE_NOT_FITTED): they read 22-32% fast, a gap the MoE stage cannot close."""
+    gpu, released, measured = MIXTRAL_8X22B_ROWS[row]
+    run, (_, excluded) = _run(row), bundled_runs()
+    assert run.source == f"{MOE_SOURCE}: Mixtral-8x22B" and run.scenario["model"] == "mixtral-8x22b"
+    assert (run.scenario["gpu"], run.scenario["precision"], run.released) == (gpu, "fp8", released)
+    assert (run.metric, run.measured) == ("tokens_per_s_per_gpu", measured)
+    layout = {"seq_len": 65536, "gbs": 64, "mbs": 1, "tp": 2, "pp": 4, "cp": 8, "vp": 14, "ep": 8, "etp": 1}
+    assert {k: run.scenario["parallelism"][k] for k in layout} == layout
+    assert not moe_fitted(prepare(run, resolve(None)))
+    assert 0.15 < _error(row) < 0.35
+    reasons = {e.id: e.reason for e in excluded}
+    assert f"measured_runs.csv:{row}" not in reasons and "Mixtral" not in " ".join(reasons.values())
+    assert reasons["measured_runs.csv:4"].startswith("DeepSeek-V4-Flash: its shapes are in none of the sources")
+
+
+@pytest.mark.xfail(strict=True, reason="Mixtral 8x22B's 64K-token rows read 22-32% fast (validation.MOE_NOT_FITTED)")
+@pytest.mark.parametrize("row", sorted(MIXTRAL_8X22B_ROWS))
+def test_mixtral_8x22b_rows_within_tolerance(row: str) -> None:
+    """Strict: this fails the day their gap is priced (full recompute, which no source states for them, would read
+    both within 5%), so the marker comes off."""
+    assert abs(_error(row)) < TOLERANCE
+
+
 def test_gpt_oss_hopper_row_within_tolerance() -> None:
     """Megatron-Bridge performance summary (archive), NeMo 26.04.01 container, row 84: GPT-OSS-120B on 64 H100s, BF16,
     TP1 PP4 EP8 MBS1 GBS1280, 5,824 tokens/s/GPU. Its rows stay out of the MoE stage's fit
@@ -108,6 +142,7 @@ def test_moe_rows_are_validated_per_model_but_not_fitted() -> None:
             "Qwen3-235B-A22B",
             "GPT-OSS-120B",
             "Mixtral-8x7B",
+            "Mixtral-8x22B",
             "Nemotron-3-Nano-30B-A3B",
             "Llama4-Scout (LLM only)",
             "Nemotron-3.5-Lightning-30B-A3B",

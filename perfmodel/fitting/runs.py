@@ -399,7 +399,7 @@ LLMBOOST_STACK = (
     "ROCm PyTorch reference whose kernels and overlap perfmodel's AMD profile describes; no public description of "
     "it to price a profile of its own from"
 )
-NO_SHAPES = re.compile(r"DeepSeek-V4|Mixtral-8x22B")
+NO_SHAPES = re.compile(r"DeepSeek-V4")
 """MoE models whose shapes are in none of the sources the zoo's shapes come from."""
 _NO_CONFIG = (
     "a hybrid model whose config is in none of the sources the model zoo is built from: Megatron-Bridge 0.6.2's"
@@ -416,7 +416,8 @@ nemo-automodel 0.7.0, transformers 5.23.0 (whose NemotronHConfig takes a moe_lat
 carry no Super or Ultra config either."""
 MOE_MODELS = {
     "DeepSeek-V3": "deepseek-v3", "Qwen3-30B-A3B": "qwen3-30b-a3b", "Qwen3-235B-A22B": "qwen3-235b-a22b",
-    "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Kimi-K2": "kimi-k2",
+    "GPT-OSS-120B": "gpt-oss-120b", "Mixtral-8x7B": "mixtral-8x7b", "Mixtral-8x22B": "mixtral-8x22b",
+    "Kimi-K2": "kimi-k2",
     "Nemotron-3-Nano-30B-A3B": "nemotron-3-nano-30b-a3b", "Llama4-Scout (LLM only)": "llama4-scout",
     "Nemotron-3.5-Lightning-30B-A3B": "nemotron-3.5-lightning-30b-a3b",
 }  # fmt: skip
