@@ -52,10 +52,11 @@ def planned(campaign_file: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return _exported(command, tmp_path_factory.mktemp("plan"))
 
 
-def _assert_recomputed(path: Path, rows: list[dict[str, Any]]) -> dict[tuple[str, int], Cell]:
-    """Every number of the export, recomputed from the workbook's formulas, is the exported one (and every empty
-    cell empty); returns where each (key, line) lives."""
-    cells, values = cells_by_key(path), Recalculator(path)()
+def _assert_recomputed(path: Path, rows: list[dict[str, Any]], engine: Recalculator) -> dict[tuple[str, int], Cell]:
+    """Every number of the export, recomputed from the workbook's formulas (`engine`, the workbook loaded into the
+    engine once for this and the edits after it), is the exported one (and every empty cell empty); returns where
+    each (key, line) lives."""
+    cells, values = cells_by_key(path), engine()
     for (key, index), cell in cells.items():
         if index >= len(rows):  # the Inputs sheet's defaults, under the lines
             continue
@@ -91,8 +92,8 @@ def test_compare_workbook_follows_an_edited_phase_price(compared: tuple[Path, li
     """GB200's main phase (line 5) at $2 per GPU-hour: its total cost, tokens per USD and perf per USD vs the first
     follow, its speedup does not; then H100's ramp (line 0) at $3: the first's total moves every ratio to it."""
     path, rows = compared
-    cells = _assert_recomputed(path, rows)
     engine = Recalculator(path)
+    cells = _assert_recomputed(path, rows, engine)
     after = engine({cells[("usd_per_gpu_hour", 5)]: 2.0})
     cost = rows[4]["cost_usd"] + rows[5]["gpu_hours"] * 2.0 + rows[6]["cost_usd"]
     assert after[cells[("cost_usd", 7)]] == pytest.approx(cost, rel=REL)
@@ -134,7 +135,8 @@ def test_plan_has_each_candidates_campaign_and_its_verdict_on_the_total(
         assert all(r["feasible"] is None and r["deadline_share"] is None for r in group[:3])
         assert total["gpu_hours"] == pytest.approx(candidate["plan"]["gpu_hours"], rel=1e-12)
         assert [r["n_gpus"] for r in group[:3]] == [p["n_gpus"] for p in candidate["plan"]["phases"]]
-    cells = _assert_recomputed(path, rows)
-    after = Recalculator(path)({cells[("usd_per_gpu_hour", 1)]: 1.0})
+    engine = Recalculator(path)
+    cells = _assert_recomputed(path, rows, engine)
+    after = engine({cells[("usd_per_gpu_hour", 1)]: 1.0})
     cost = rows[0]["cost_usd"] + rows[1]["gpu_hours"] * 1.0 + rows[2]["cost_usd"]
     assert after[cells[("cost_usd", 3)]] == pytest.approx(cost, rel=REL)

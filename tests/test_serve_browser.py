@@ -8,8 +8,6 @@ import importlib.util
 import json
 import math
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from itertools import pairwise
@@ -17,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RAMP_CAMPAIGN
+from conftest import RAMP_CAMPAIGN, run_json
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("serve_screenshot", ROOT / "scripts" / "serve_screenshot.py")
@@ -34,25 +32,46 @@ def url() -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def driver(tmp_path: Path) -> Iterator[Any]:
-    with helpers.browser(tmp_path) as started:
-        yield started
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
+    """One headless chromium for the module, and its download folder: a start costs a second or two of CPU, and
+    the tests started one each (38). The page keeps no storage, so a test's state ends with its page (`driver`)."""
+    folder = tmp_path_factory.mktemp("downloads")
+    with helpers.browser(folder) as started:
+        yield started, folder
 
 
 @pytest.fixture
-def narrow(tmp_path: Path) -> Iterator[Any]:
-    """The browser at a phone's width, 420 px: set by the device metrics, as chromium's window is 500 px at least."""
-    with helpers.browser(tmp_path) as started:
-        metrics = {"width": 420, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-        started.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-        yield started
+def downloads(chromium: tuple[Any, Path]) -> Path:
+    """The browser's download folder, emptied for each test (`driver`)."""
+    return chromium[1]
+
+
+@pytest.fixture
+def driver(chromium: tuple[Any, Path]) -> Any:
+    """The module's browser as a fresh one: on a blank page, the console's earlier lines read out, no downloads."""
+    started, folder = chromium
+    started.get("about:blank")
+    started.get_log("browser")
+    for earlier in folder.iterdir():
+        earlier.unlink()
+    return started
+
+
+@pytest.fixture
+def narrow(driver: Any) -> Iterator[Any]:
+    """The browser at a phone's width, 420 px: set by the device metrics, as chromium's window is 500 px at least;
+    back to the window's own width after."""
+    metrics = {"width": 420, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    yield driver
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def cli_json(*args: str) -> Any:
-    done = subprocess.run([sys.executable, "-m", "perfmodel", *args, "--format", "json"], capture_output=True,
-                          text=True, check=True)  # fmt: skip
-    return json.loads(done.stdout)
+    """`perfmodel ARGS --format json` through the real entry point, in-process (a subprocess per call spent a second
+    of CPU importing perfmodel)."""
+    return run_json(*args)
 
 
 def answered(driver: Any) -> dict[str, list[Any]]:
@@ -117,7 +136,7 @@ def error_shown(driver: Any) -> str:
     return str(driver.find_element(By.ID, "error").text)
 
 
-def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url: str, tmp_path: Path) -> None:
+def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url: str, downloads: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -143,7 +162,7 @@ def test_the_form_answers_the_cli_numbers_downloads_and_shares(driver: Any, url:
     # significant digits of the use, not "of 80".
     assert driver.find_element(By.CSS_SELECTOR, "td[data-key=memory_per_gpu_gib]").text.endswith(" of 80.0")
 
-    workbook = downloaded(driver, tmp_path, "xlsx")
+    workbook = downloaded(driver, downloads, "xlsx")
     import openpyxl
 
     assert openpyxl.load_workbook(workbook).sheetnames
@@ -721,7 +740,7 @@ def test_a_refused_layout_field_is_unfolded(driver: Any, url: str) -> None:
     assert field.is_displayed() and "wrong" in field.get_attribute("class")
 
 
-def test_a_bundled_campaign_shows_its_phases_total_download_and_link(driver: Any, url: str, tmp_path: Path) -> None:
+def test_a_bundled_campaign_shows_its_phases_total_download_and_link(driver: Any, url: str, downloads: Path) -> None:
     """A campaign chosen by name from the list (/api/catalogue's scenarios): a row per phase and the total with its
     80% range, the CLI's JSON (`perfmodel predict campaign-llama3.1-405b`); the form's own model, GPUs and tokens
     emptied, not sent over the scenario's (keywords override a file: 405B's campaign ran as 70B on 256 H100); the CSV
@@ -751,7 +770,7 @@ def test_a_bundled_campaign_shows_its_phases_total_download_and_link(driver: Any
     assert total == f"{usd(expected['cost_usd_low'])} {DASH} {usd(expected['cost_usd_high'])}"
     assert driver.find_element(By.ID, "title").text.startswith("Llama 3.1 405B campaign of 11 phases on up to 16,384")
 
-    rows = downloaded(driver, tmp_path, "csv").read_text().splitlines()
+    rows = downloaded(driver, downloads, "csv").read_text().splitlines()
     assert rows[0].startswith("phase,") and [r.split(",")[0] for r in rows[1:]] == row_names(driver)
 
     link = driver.find_element(By.ID, "share").get_attribute("href")

@@ -44,13 +44,20 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _interruptible() -> None:
+    """A child starts with SIGINT at its default, as a shell starts it: a process that ignores SIGINT passes that on
+    (pytest-xdist's workers do), and perfmodel keeps a signal its caller ignores ignored (as a nohup'ed SIGHUP)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def _sweep_on_two_workers(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], set[int]]]:
     """A sweep of 120 points on two workers, running: its process and its workers' ids (killed at the end)."""
     sweep = tmp_path / "big.toml"
     sweep.write_text(SWEEP)
     command = [sys.executable, "-m", "perfmodel", "sweep", str(sweep), "--jobs", "2", "--quiet", *args]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()
@@ -107,7 +114,8 @@ def test_a_signal_during_an_xlsx_export_leaves_no_temporary_file(tmp_path: Path,
         "xlsx.write_xlsx = write\n"
         f"main(['export', 'predict', '--out', {str(out)!r}, '--force'])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, text=True)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, text=True,
+                          preexec_fn=_interruptible)  # fmt: skip
     assert proc.returncode != 0, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     if existing:

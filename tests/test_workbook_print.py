@@ -503,11 +503,12 @@ def _reference(folder: Path) -> Path:
 def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_path: Path) -> None:
     soffice = libreoffice()
     assert soffice is not None
-    sources = [_reference(tmp_path), *books.values()]
+    checked = (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1), ("predict", 1, 1))
+    sources = [_reference(tmp_path), *(books[name] for name, _, _ in checked)]  # DeepSeek-V3's book is not read here
     subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources)],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     per_point = _pdf_words(tmp_path / "reference.pdf")[0][0][1] / 11
-    for name, rows, systems in (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1), ("predict", 1, 1)):
+    for name, rows, systems in checked:
         pages = _pdf_words(tmp_path / f"{name}.pdf")
         for number, words in enumerate(pages, start=1):
             assert words, f"{name}.pdf page {number}: empty"
