@@ -179,6 +179,26 @@ def test_a_price_range_is_shown_only_when_it_differs_as_printed() -> None:
     assert _price_range(0.9, 1.1) == " (0.90-1.10)"
 
 
+def test_the_rows_bound_counts_in_words_and_names_only_the_keyword_given() -> None:
+    """ "1 systems x 17 GPU counts" read wrong; with no gpu given the error named `gpu x n_gpus` though only the
+    counts were given; and the keyword at fault is carried for the server's page: the counts where one system takes
+    them, the systems where several do."""
+    from perfmodel.planning.compare import Target, TooLarge, check_size
+    from perfmodel.planning.request import API
+
+    with pytest.raises(TooLarge) as one:
+        check_size([Target("b200", None, None)], 17, API, max_rows=16)
+    assert str(one.value).startswith("gpu x n_gpus: 1 system x 17 GPU counts = 17 rows; at most 16")
+    assert (one.value.field, one.value.rows) == ("n_gpus", "gpu x n_gpus: 1 system x 17 GPU counts = 17 rows")
+    with pytest.raises(TooLarge) as none:
+        check_size([], 65)
+    assert str(none.value).startswith("--gpus: the scenario's system x 65 GPU counts = 65 rows; at most 64")
+    assert none.value.field == "n_gpus"
+    with pytest.raises(TooLarge) as several:
+        check_size([Target("b200", None, None)] * 9, 8)
+    assert several.value.field == "gpu" and str(several.value).startswith("--gpu x --gpus: 9 systems x 8 GPU counts")
+
+
 def test_a_system_at_its_own_count_is_one_row_of_the_bound() -> None:
     """MAX_ROWS bounds predictions: 15 systems at their own counts and one taking 9 counts are 24 rows, not 16 x 9;
     the shared system's counts alone cross it."""
@@ -189,6 +209,6 @@ def test_a_system_at_its_own_count_is_one_row_of_the_bound() -> None:
     check_size(own + shared, 9)
     check_size(own + shared, MAX_ROWS - 15)
     with pytest.raises(
-        PerfmodelError, match=f"15 at their own counts \\+ 1 systems x {MAX_ROWS - 14} GPU counts = {MAX_ROWS + 1} rows"
+        PerfmodelError, match=f"15 at their own counts \\+ 1 system x {MAX_ROWS - 14} GPU counts = {MAX_ROWS + 1} rows"
     ):
         check_size(own + shared, MAX_ROWS - 14)

@@ -349,7 +349,7 @@ def test_work_is_bounded(client: TestClient) -> None:
     assert found["field"] == "gpu" and f"at most {work.MAX_ROWS}" in found["error"]
     counts = list(range(8, 8 * (work.MAX_ROWS + 2), 8))  # no gpu: the scenario's own, a row per count (was 0 rows)
     found = refusal(client, "/api/compare", {"n_gpus": counts})
-    rows = f"gpu x n_gpus: the scenario's system x {work.MAX_ROWS + 1} GPU counts = {work.MAX_ROWS + 1} rows; "
+    rows = f"n_gpus: the scenario's system x {work.MAX_ROWS + 1} GPU counts = {work.MAX_ROWS + 1} rows; "
     assert found["field"] == "n_gpus" and found["error"].startswith(rows)
     candidates = {"gpu": ["h100-sxm:bf16,fp8", "b200:bf16,fp8,nvfp4", "gb200:bf16,fp8,nvfp4,mxfp8"], "deadline_s": 1e6}
     found = refusal(client, "/api/plan", candidates)

@@ -21,6 +21,7 @@ from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten
+from perfmodel.outputs.report import counted as counted_text
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
     CLI,
@@ -120,28 +121,41 @@ def parse_targets(specs: Sequence[str], spelling: Spelling = CLI) -> list[Target
     return [parse_target(spec, spelling.given("gpu", shown(spec)), spelling) for spec in specs]
 
 
+class TooLarge(PerfmodelError):
+    """A comparison past a bound (check_size): `field` the keyword at fault as the API spells it (`gpu`, `n_gpus`),
+    which the HTTP page highlights; `rows`, for the rows' bound, what was counted ("gpu x n_gpus: ... = 72 rows"),
+    which the server words against its own bound."""
+
+    def __init__(self, message: str, field: str, rows: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        self.rows = rows
+
+
 def check_size(targets: Sequence[Target], n_counts: int, spelling: Spelling = CLI, max_rows: int = MAX_ROWS) -> None:
-    """Refuse, before any work, more than MAX_SYSTEMS systems or `max_rows` rows (a system at its own count, `@N`, is
-    one row; each other takes every GPU count; the HTTP server's bound is lower), and GPU counts no row would use
-    (every system at its own count: they were dropped without a word); the error names the flags or the API's
-    keywords, as `spelling` says."""
+    """Refuse (TooLarge), before any work, more than MAX_SYSTEMS systems or `max_rows` rows (a system at its own
+    count, `@N`, is one row; each other takes every GPU count; the HTTP server's bound is lower), and GPU counts no
+    row would use (every system at its own count: they were dropped without a word); the error names the flags or
+    the API's keywords, as `spelling` says. Past the rows' bound the counts are at fault where they alone pass it or
+    at most one system takes them (the scenario's own where no gpu is given), else the systems."""
     gpu, gpus = spelling.name("gpu"), spelling.name("n_gpus")
     if len(targets) > MAX_SYSTEMS:
-        raise PerfmodelError(f"{gpu} given {len(targets)} times; at most {MAX_SYSTEMS} systems per comparison")
+        raise TooLarge(f"{gpu} given {len(targets)} times; at most {MAX_SYSTEMS} systems per comparison", "gpu")
     own = [t for t in targets if t.n_gpus]
     if targets and len(own) == len(targets) and n_counts:
         counted = ", ".join(f"{t.gpu or t.system}@{t.n_gpus}" for t in own)
-        raise PerfmodelError(
-            f"{gpus}: no row would use it, each {gpu} has its own count ({counted}); drop {gpus} or an @N"
+        raise TooLarge(
+            f"{gpus}: no row would use it, each {gpu} has its own count ({counted}); drop {gpus} or an @N", "n_gpus"
         )
-    rows = len(own) + (len(targets) - len(own)) * max(n_counts, 1) if targets else max(n_counts, 1)
+    shared = len(targets) - len(own) if targets else 1
+    rows = len(own) + shared * max(n_counts, 1)
     if rows > max_rows:
         at_own = f"{len(own)} at their own counts + " if own else ""
-        systems = f"{len(targets) - len(own)} systems" if targets else "the scenario's system"
-        raise PerfmodelError(
-            f"{gpu} x {gpus}: {at_own}{systems} x {n_counts} GPU counts = {rows} rows; at most {max_rows} (each a "
-            "full prediction): compare fewer"
-        )
+        systems = counted_text(shared, "system") if targets else "the scenario's system"
+        field = "n_gpus" if n_counts > max_rows or shared <= 1 else "gpu"
+        named = f"{gpu} x {gpus}" if targets else gpus
+        said = f"{named}: {at_own}{systems} x {counted_text(n_counts, 'GPU count')} = {rows} rows"
+        raise TooLarge(f"{said}; at most {max_rows} (each a full prediction): compare fewer", field, said)
 
 
 def scenarios(
