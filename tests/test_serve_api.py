@@ -368,6 +368,15 @@ def test_a_gpu_with_its_own_count_is_one_row(monkeypatch: pytest.MonkeyPatch) ->
     assert refused.value.message.startswith("gpu x n_gpus: 2 at their own counts + 2 systems x 2 GPU counts = 6 rows")
 
 
+def test_the_rows_bound_names_the_keyword_at_fault(client: TestClient) -> None:
+    """One system x 17 counts highlighted `gpu` (the field chosen by the message's first word) though the counts are
+    at fault; two systems x 9 counts: the systems."""
+    counts = list(range(8, 8 * (work.MAX_ROWS + 2), 8))
+    assert refusal(client, "/api/compare", {"gpu": ["b200"], "n_gpus": counts})["field"] == "n_gpus"
+    several = {"gpu": ["b200", "h100-sxm"], "n_gpus": counts[: work.MAX_ROWS // 2 + 1]}
+    assert refusal(client, "/api/compare", several)["field"] == "gpu"
+
+
 def test_a_gpu_count_no_row_uses_is_refused(client: TestClient) -> None:
     """n_gpus beside systems that each have their own count (`gb300@512`) was dropped without a word: the rows were
     at 512 and 1,024, not the 64 asked."""

@@ -204,21 +204,20 @@ def _check_bounds(hardware_files: list[Any]) -> None:
 def _check_rows(given: dict[str, Any]) -> None:
     """A comparison's rows past this server's bound refused before any is predicted: counted by compare()'s own
     check (planning.compare.check_size: `b200@32` one row, an n_gpus no row uses refused) on its targets parsed as
-    the API parses them, the uploaded hardware known (the API adds it again: once); the refusal names the keyword
-    the page highlights."""
+    the API parses them, the uploaded hardware known (the API adds it again: once); the refusal names the keyword at
+    fault (compare.TooLarge.field), which the page highlights."""
     from perfmodel.inputs.hardware import add_catalogue
-    from perfmodel.planning.compare import check_size, parse_targets
+    from perfmodel.planning import compare
     from perfmodel.planning.request import API
 
     for path in given.get("hardware", []):
         add_catalogue(path, origin="hardware=")
-    targets = parse_targets(arguments.texts("gpu", given.get("gpu", [])), API)
+    targets = compare.parse_targets(arguments.texts("gpu", given.get("gpu", [])), API)
     counts = arguments.counts("n_gpus", given.get("n_gpus")) or []
     try:
-        check_size(targets, len(set(counts)), API, max_rows=MAX_ROWS)
-    except PerfmodelError as exc:  # no gpu: the scenario's own system, a row per count
-        field = "gpu" if targets and not str(exc).startswith("n_gpus") else "n_gpus"
-        raise Refused(422, str(exc), field) from None
+        compare.check_size(targets, len(set(counts)), API, max_rows=MAX_ROWS)
+    except compare.TooLarge as exc:
+        raise Refused(422, str(exc), exc.field) from None
 
 
 def _check_uploads(model_file: Any, hardware_files: list[Any], scenario_file: Any) -> None:
