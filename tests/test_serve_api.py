@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 import perfmodel
 from perfmodel.inputs import arguments
+from perfmodel.planning.compare import MAX_ROWS as MAX_COMPARED_ROWS
 from perfmodel.serve import work, workers
 from perfmodel.serve.app import app
 
@@ -377,6 +378,16 @@ def test_the_rows_bound_names_the_keyword_at_fault(client: TestClient) -> None:
     assert refusal(client, "/api/compare", several)["field"] == "gpu"
 
 
+def test_the_rows_bound_is_worded_as_this_servers(client: TestClient) -> None:
+    """The refusal read compare's CLI-bound wording ("at most 16 (each a full prediction): compare fewer")."""
+    counts = list(range(8, 8 * (work.MAX_ROWS + 2), 8))
+    found = refusal(client, "/api/compare", {"gpu": ["b200"], "n_gpus": counts})
+    assert found["error"] == (
+        f"gpu x n_gpus: 1 system x {work.MAX_ROWS + 1} GPU counts = {work.MAX_ROWS + 1} rows; this server compares "
+        f"at most {work.MAX_ROWS} in one request (the CLI up to {MAX_COMPARED_ROWS})"
+    )
+
+
 def test_a_gpu_count_no_row_uses_is_refused(client: TestClient) -> None:
     """n_gpus beside systems that each have their own count (`gb300@512`) was dropped without a word: the rows were
     at 512 and 1,024, not the 64 asked."""
@@ -407,7 +418,7 @@ def test_a_comparisons_rows_are_counted_as_compare_counts_them(monkeypatch: pyte
     past = {"gpu": ["ours-h100", "b200"], "n_gpus": [64, 128, 256], "hardware_files": hardware}
     with pytest.raises(work.Refused) as refused:
         work.answer("compare", past, None)
-    assert refused.value.field == "gpu" and "= 6 rows; at most 4 " in refused.value.message
+    assert refused.value.field == "gpu" and "= 6 rows; this server compares at most 4 " in refused.value.message
     with pytest.raises(work.Refused) as refused:  # refused as compare() refuses it, before any row is counted
         work.answer("compare", {"gpu": ["zzz", "b200"]}, None)
     assert refused.value.field == "gpu" and refused.value.message.startswith("gpu='zzz': unknown accelerator")

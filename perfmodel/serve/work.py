@@ -205,7 +205,7 @@ def _check_rows(given: dict[str, Any]) -> None:
     """A comparison's rows past this server's bound refused before any is predicted: counted by compare()'s own
     check (planning.compare.check_size: `b200@32` one row, an n_gpus no row uses refused) on its targets parsed as
     the API parses them, the uploaded hardware known (the API adds it again: once); the refusal names the keyword at
-    fault (compare.TooLarge.field), which the page highlights."""
+    fault (compare.TooLarge.field), which the page highlights, and this server's bound beside the CLI's."""
     from perfmodel.inputs.hardware import add_catalogue
     from perfmodel.planning import compare
     from perfmodel.planning.request import API
@@ -217,7 +217,8 @@ def _check_rows(given: dict[str, Any]) -> None:
     try:
         compare.check_size(targets, len(set(counts)), API, max_rows=MAX_ROWS)
     except compare.TooLarge as exc:
-        raise Refused(422, str(exc), exc.field) from None
+        bound = f"; this server compares at most {MAX_ROWS} in one request (the CLI up to {compare.MAX_ROWS})"
+        raise Refused(422, exc.rows + bound if exc.rows else str(exc), exc.field) from None
 
 
 def _check_uploads(model_file: Any, hardware_files: list[Any], scenario_file: Any) -> None:
