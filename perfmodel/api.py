@@ -161,7 +161,7 @@ def search(
     arguments.number("top", top, 1, 10_000, whole=True)
     arguments.one_of("objective", objective, ("time", "cost"))
     arguments.flag("relayout", relayout)
-    counts = _counts(n_gpus)
+    counts = gpu_counts_given(n_gpus)
     given = dict(options) | {"n_gpus": counts[0] if counts else None}
     return search_scenario(_request(scenario, given, relayout, own_count=False), counts, top, objective)
 
@@ -184,7 +184,9 @@ def compare(
     given = dict(options)
     _use_hardware(given)
     origins = _origins(given | ({} if n_gpus is None else {"n_gpus": n_gpus}))  # a row's count names its keyword
-    items = comparing.compare_request(scenario, given, origins, targets, _counts(n_gpus), relayout, spelling=API)
+    items = comparing.compare_request(
+        scenario, given, origins, targets, gpu_counts_given(n_gpus), relayout, spelling=API
+    )
     return comparing.Comparison(comparing.run(items))
 
 
@@ -428,7 +430,9 @@ def _origins(options: dict[str, Any]) -> dict[str, str]:
     return {key: f"{key}={shown_value(value)}" for key, value in options.items()}
 
 
-def _counts(n_gpus: int | Sequence[int] | None) -> list[int] | None:
+def gpu_counts_given(n_gpus: int | Sequence[int] | None) -> list[int] | None:
+    """`n_gpus` as search() and compare() read it: distinct, each in range, refused naming the keyword; the HTTP
+    server counts a comparison's rows on it (serve/work.py)."""
     from perfmodel.planning.request import gpu_counts
 
     counts = arguments.counts("n_gpus", n_gpus)

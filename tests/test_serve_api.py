@@ -388,6 +388,13 @@ def test_the_rows_bound_is_worded_as_this_servers(client: TestClient) -> None:
     )
 
 
+def test_gpu_counts_are_checked_as_the_api_checks_them_before_the_rows(client: TestClient) -> None:
+    """20 counts none of which is a GPU count (0, -1, ...) were refused for their 20 rows (counted apart from the API's
+    reading) before their range."""
+    found = refusal(client, "/api/compare", {"n_gpus": [-k for k in range(work.MAX_ROWS + 4)]})
+    assert found["field"] == "n_gpus" and ": 0 must be between 1 and 1,000,000 GPUs" in found["error"], found
+
+
 def test_a_gpu_count_no_row_uses_is_refused(client: TestClient) -> None:
     """n_gpus beside systems that each have their own count (`gb300@512`) was dropped without a word: the rows were
     at 512 and 1,024, not the 64 asked."""

@@ -203,9 +203,10 @@ def _check_bounds(hardware_files: list[Any]) -> None:
 
 def _check_rows(given: dict[str, Any]) -> None:
     """A comparison's rows past this server's bound refused before any is predicted: counted by compare()'s own
-    check (planning.compare.check_size: `b200@32` one row, an n_gpus no row uses refused) on its targets parsed as
-    the API parses them, the uploaded hardware known (the API adds it again: once); the refusal names the keyword at
-    fault (compare.TooLarge.field), which the page highlights, and this server's bound beside the CLI's."""
+    check (planning.compare.check_size: `b200@32` one row, an n_gpus no row uses refused) on its targets and GPU
+    counts read as the API reads them (an out-of-range count refused as such, not for its rows), the uploaded
+    hardware known (the API adds it again: once); the refusal names the keyword at fault (compare.TooLarge.field),
+    which the page highlights, and this server's bound beside the CLI's."""
     from perfmodel.inputs.hardware import add_catalogue
     from perfmodel.planning import compare
     from perfmodel.planning.request import API
@@ -213,9 +214,9 @@ def _check_rows(given: dict[str, Any]) -> None:
     for path in given.get("hardware", []):
         add_catalogue(path, origin="hardware=")
     targets = compare.parse_targets(arguments.texts("gpu", given.get("gpu", [])), API)
-    counts = arguments.counts("n_gpus", given.get("n_gpus")) or []
+    counts = api.gpu_counts_given(given.get("n_gpus")) or []
     try:
-        compare.check_size(targets, len(set(counts)), API, max_rows=MAX_ROWS)
+        compare.check_size(targets, len(counts), API, max_rows=MAX_ROWS)
     except compare.TooLarge as exc:
         bound = f"; this server compares at most {MAX_ROWS} in one request (the CLI up to {compare.MAX_ROWS})"
         raise Refused(422, exc.rows + bound if exc.rows else str(exc), exc.field) from None
