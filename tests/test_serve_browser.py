@@ -441,6 +441,19 @@ def test_a_prediction_beyond_the_evidence_is_marked_as_the_cli_marks_it(driver: 
     assert driver.find_elements(By.CSS_SELECTOR, "#result .evidence") == []
 
 
+def test_the_axes_that_widened_an_interval_are_compared_as_a_set(driver: Any, url: str) -> None:
+    """The page named the axes that widened the interval where their joined text differed from the axes beyond's:
+    the same axes in another order read as if only some had widened it."""
+    driver.get(url)
+    said = "return widening({widened_by: arguments[0], beyond: arguments[1], widening: 1.5})"
+    assert driver.execute_script(said, "scale band; layout class", "layout class; scale band") == (
+        "80% interval 1.50x as wide"
+    )
+    assert driver.execute_script(said, "scale band", "layout class; scale band") == (
+        "80% interval 1.50x as wide (by scale band)"
+    )
+
+
 def test_a_plan_marks_its_candidates_beyond_the_evidence(driver: Any, url: str) -> None:
     """The CLI's plan marks a candidate's layout beyond the measured runs with `*` and a footnote; the page now does,
     from the JSON's `plan.evidence`: 70B in FP8 on H100 (searched TP1 PP1 CP2 ZeRO-3) and B200."""

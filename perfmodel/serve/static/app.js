@@ -387,11 +387,18 @@ function axisText(p, axis) {
 }
 
 const widenedBy = (e) => e.widened_by.split("; ").join(", ");
+// Whether every axis beyond widened the interval: the two lists compared as sets, not as joined strings (an order
+// apart is no difference).
+const allWidened = (e) => {
+  const widened = new Set(e.widened_by.split("; "));
+  const axes = new Set(e.beyond.split("; "));
+  return widened.size === axes.size && [...axes].every((axis) => widened.has(axis));
+};
 
 // What the axes did to the 80% interval, naming those that widened it where not all did (a MoE interval is not
 // widened: Evidence.warning).
 function widening(e) {
-  if (e.widened_by) return `80% interval ${times(e.widening)} as wide${e.widened_by === e.beyond ? "" : ` (by ${widenedBy(e)})`}`;
+  if (e.widened_by) return `80% interval ${times(e.widening)} as wide${allWidened(e) ? "" : ` (by ${widenedBy(e)})`}`;
   return isMoe(e) ? "80% interval not widened: its MoE models are each predicted by a fit without them" : "80% interval not widened";
 }
 
