@@ -44,10 +44,17 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _interruptible() -> None:
-    """A child starts with SIGINT at its default, as a shell starts it: a process that ignores SIGINT passes that on
-    (pytest-xdist's workers do), and perfmodel keeps a signal its caller ignores ignored (as a nohup'ed SIGHUP)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Children started inside get SIGINT at its default, as a shell starts them: a process that ignores SIGINT
+    passes that on (pytest-xdist's workers do), and perfmodel keeps a signal its caller ignores ignored (as a
+    nohup'ed SIGHUP). Set here, in the test's own (main) thread, around the start, not in a preexec_fn, which is
+    unsafe in a process running threads (execnet's, in an xdist worker)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
@@ -56,8 +63,8 @@ def _sweep_on_two_workers(tmp_path: Path, *args: str) -> Iterator[tuple[subproce
     sweep = tmp_path / "big.toml"
     sweep.write_text(SWEEP)
     command = [sys.executable, "-m", "perfmodel", "sweep", str(sweep), "--jobs", "2", "--quiet", *args]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_interruptible)  # fmt: skip
+    with _interruptible():
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()
@@ -114,10 +121,13 @@ def test_a_signal_during_an_xlsx_export_leaves_no_temporary_file(tmp_path: Path,
         "xlsx.write_xlsx = write\n"
         f"main(['export', 'predict', '--out', {str(out)!r}, '--force'])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, text=True,
-                          preexec_fn=_interruptible)  # fmt: skip
-    assert proc.returncode != 0, proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
+    with _interruptible():
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode != 0, stderr
+    assert "Traceback" not in stderr, stderr
     if existing:
         assert out.read_bytes() == b"the planner's last workbook"
     assert sorted(p.name for p in tmp_path.iterdir()) == (["plan.xlsx"] if existing else [])

@@ -17,7 +17,7 @@ from conftest import run_cli
 from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 from test_campaign import CAMPAIGN as PHASES_8B
-from workbook import libreoffice
+from workbook import libreoffice, run_soffice
 
 from perfmodel.outputs.export import printing, xlsx
 
@@ -501,12 +501,9 @@ def _reference(folder: Path) -> Path:
     libreoffice() is None or shutil.which("pdftotext") is None, reason="LibreOffice or pdftotext missing"
 )
 def test_printed_type_is_legible_and_nothing_is_cut(books: dict[str, Path], tmp_path: Path) -> None:
-    soffice = libreoffice()
-    assert soffice is not None
     checked = (("plan", 2, 2), ("compare", 3, 3), ("campaign", 12, 1), ("predict", 1, 1))
     sources = [_reference(tmp_path), *(books[name] for name, _, _ in checked)]  # DeepSeek-V3's book is not read here
-    subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    run_soffice("--convert-to", "pdf", "--outdir", str(tmp_path), *map(str, sources), timeout_s=300)
     per_point = _pdf_words(tmp_path / "reference.pdf")[0][0][1] / 11
     for name, rows, systems in checked:
         pages = _pdf_words(tmp_path / f"{name}.pdf")
@@ -549,15 +546,12 @@ def test_printed_pages_never_end_on_a_heading_nor_hold_a_lone_row(tmp_path: Path
     """The page breaks as LibreOffice prints them, of books whose tables run over pages (a 15-point sweep, a
     10-system comparison): no page ends on a section's heading, none holds one result alone (of the table or of
     the section under it), the Summary's basis prints whole with its heading, and each sheet within its pages."""
-    soffice = libreoffice()
-    assert soffice is not None
     (tmp_path / "sweep.toml").write_text(SWEEP)
     cases = {"sweep": ("export", "sweep", str(tmp_path / "sweep.toml")), "ten": TEN_SYSTEMS}
     for name, args in cases.items():
         assert run_cli(*args, "--out", str(tmp_path / f"{name}.xlsx")).code == 0
     sources = [str(tmp_path / f"{name}.xlsx") for name in cases]
-    subprocess.run([soffice, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), *sources],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    run_soffice("--convert-to", "pdf", "--outdir", str(tmp_path), *sources, timeout_s=300)
     for name, (systems, most, per_sheet) in SPLIT_PAGES.items():
         text = subprocess.run(["pdftotext", "-layout", str(tmp_path / f"{name}.pdf"), "-"],
                               capture_output=True, text=True, check=True).stdout  # fmt: skip
@@ -619,4 +613,6 @@ def test_a_section_sheet_counts_every_row_it_holds(args: tuple[str, ...], tmp_pa
     args = tuple(str(tmp_path / arg) if arg.endswith(".toml") else arg for arg in args)
     assert run_cli("export", *args, "--out", str(path)).code == 0
     book = openpyxl.load_workbook(path, read_only=True)  # read only: max_row is the sheet's stated extent
-    assert counted == {name: book[name].max_row for name in SECTIONS}
+    extents = {name: book[name].max_row for name in SECTIONS}
+    book.close()
+    assert counted == extents

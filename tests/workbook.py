@@ -71,24 +71,28 @@ def libreoffice() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
+def run_soffice(*args: str, timeout_s: float) -> None:
+    """LibreOffice headless with `args`, in a user profile of its own: the test files run in parallel workers
+    (pytest-xdist), and soffice processes sharing the default profile collide (one exits 1, or 0 without its
+    output file)."""
+    soffice = libreoffice()
+    assert soffice is not None
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([soffice, f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", *args],
+                       check=True, capture_output=True, timeout=timeout_s)  # fmt: skip
+
+
 def recompute_libreoffice(path: Path, changes: dict[Cell, Any] | None = None) -> dict[Cell, Any]:
     """Every cell's value after LibreOffice (headless) opens, recalculates and saves the workbook with `changes`
     applied. The workbook goes through openpyxl first, which keeps the formulas and drops their stored values, so
     that every number read back is one LibreOffice computed."""
     import openpyxl
 
-    soffice = libreoffice()
-    assert soffice is not None
     with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as edited:
         book = openpyxl.load_workbook(path)
         for (sheet, ref), value in (changes or {}).items():
             book[sheet][ref] = value
         book.save(Path(edited) / path.name)
-        subprocess.run(
-            [soffice, "--headless", "--calc", "--convert-to", "xlsx", "--outdir", out, str(Path(edited) / path.name)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        run_soffice("--calc", "--convert-to", "xlsx", "--outdir", out, str(Path(edited) / path.name), timeout_s=120)
         book = openpyxl.load_workbook(Path(out) / path.name, data_only=True)
         return {(ws.title, c.coordinate): c.value for ws in book for row in ws.iter_rows() for c in row}
