@@ -333,7 +333,10 @@ def owning_read(
     else:
         why = (f"prices owning the systems; {shown(path, 200)} has no offer to buy (an [[offer]] with usd_per_system): "
                "drop it")  # fmt: skip
-    read = PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()), why)
+    if options.get("buy") in ("buy", True):  # a fleet buys through its offers: --buy would price nothing
+        raise PerfmodelError(f"{spelling.given('buy', True)}: a fleet buys through its offers to buy (an [[offer]] "
+                             f"with usd_per_system in {shown(path, 200)}, spread over its life): drop it")  # fmt: skip
+    read = PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()), why, by_mode=False)
     key = next((key for key in OWNING_KEYS if options.get(key) is not None and key not in read.keys), None)
     if key is not None:
         raise PerfmodelError(f"{origins.get(key, spelling.name(key))}: {why}")
