@@ -69,3 +69,13 @@ def test_a_count_the_given_layout_cannot_run_is_not_searched(monkeypatch: pytest
     assert tries.at(0) is None and tries.why == {32: "TP 8 x PP 3 x CP 1 = 24 does not divide the 32 GPUs"}
     with pytest.raises(AssertionError, match="searched"):  # 48: the layout may run, so the search is asked
         tries.at(1)
+
+
+def test_a_count_the_given_layout_cannot_run_is_said_with_thousands_separators() -> None:
+    """'5,120 GPUs run no layout: ... does not divide the 5120 GPUs' wrote one count two ways: the rule's counts
+    carry the separators the rest of the output does."""
+    from perfmodel.planning import plan as planning
+
+    base = load_scenario(None, {"model": "llama3.1-70b", "gpu": "h100-sxm", "parallelism": {"tp": 8, "pp": 3}})
+    tries = planning._Tries(base, [5120])
+    assert tries.at(0) is None and tries.why == {5120: "TP 8 x PP 3 x CP 1 = 24 does not divide the 5,120 GPUs"}
