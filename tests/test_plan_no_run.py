@@ -3,6 +3,8 @@ first candidate had no run), and when no candidate runs at all the plan is a one
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import one_line_error, run_cli, run_json
 
@@ -79,3 +81,14 @@ def test_a_count_the_given_layout_cannot_run_is_said_with_thousands_separators()
     base = load_scenario(None, {"model": "llama3.1-70b", "gpu": "h100-sxm", "parallelism": {"tp": 8, "pp": 3}})
     tries = planning._Tries(base, [5120])
     assert tries.at(0) is None and tries.why == {5120: "TP 8 x PP 3 x CP 1 = 24 does not divide the 5,120 GPUs"}
+
+
+def test_a_fleet_plan_refuses_a_given_layout_no_count_runs_as_plain_plan_does(tmp_path: Path) -> None:
+    """`plan --fleet --pp 9` said 'No system type meets the goal' and exited 0 where plain plan refuses the layout
+    in one line (exit 2): a fleet plan now gives plain plan's reason; a layout that runs still plans."""
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[offer]]\nname = "neocloud"\nsystem = "dgx-h100"\nusd_per_gpu_hour = 2.5\nmax_gpus = 1024\n')
+    args = ("--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tokens", "100B", "--deadline", "3d", "--max-gpus", "100")
+    plain = one_line_error(run_cli("plan", *args, "--pp", "9"), "the given layout runs at none of the GPU counts")
+    assert one_line_error(run_cli("plan", *args, "--pp", "9", "--fleet", str(fleet))) == plain
+    assert run_cli("plan", *args, "--pp", "2", "--fleet", str(fleet), "-q").code == 0

@@ -33,7 +33,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.fleet import Fleet, job_tokens, load_fleet
-from perfmodel.inputs.scenario import Cost, Scenario
+from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
 from perfmodel.planning.fleet import (
     DAY_S,
     FleetPlan,
@@ -48,7 +48,7 @@ from perfmodel.planning.fleet import (
     sources,
     unplanned,
 )  # fmt: skip
-from perfmodel.planning.plan import Goal, Tried, candidate_bases
+from perfmodel.planning.plan import Goal, Tried, candidate_bases, refuse_layouts_nowhere
 from perfmodel.planning.request import (
     CLI,
     FLEET_OWNING_KEYS,
@@ -358,4 +358,5 @@ def _fleet_request(
                        spelling)  # fmt: skip
         return plan_jobs(jobs, fleet, max_gpus)
     bases = candidate_bases(scenario, options, origins, targets, spelling, purchase_read=purchase_read)
+    refuse_layouts_nowhere(bases, max_gpus or MAX_GPUS)
     return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)
