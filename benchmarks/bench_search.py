@@ -26,7 +26,7 @@ class Case(NamedTuple):
     model: str
     gpu: str
     n_gpus: int
-    """The GPU count (8: the eight counts 8 to 1,024)."""
+    """The GPU count the scenario is checked at (the first of `counts` where it has them)."""
     precision: str
     gbs: int | None = None
     """The global batch (None: the batches `search` tries)."""
@@ -35,6 +35,8 @@ class Case(NamedTuple):
     trained_as: str | None = None
     """The bundled scenario whose sequence length the case trains at (None: the default scenario's 8K;
     DeepSeek-V3's campaign: its 4K)."""
+    counts: tuple[int, ...] = ()
+    """The GPU counts one search prices together, each at `gbs` (empty: `n_gpus` alone)."""
 
 
 CASES = {
@@ -45,7 +47,9 @@ CASES = {
     "Llama 3.1 405B (MLPerf), 512 GB200, FP8, GBS 896": Case(
         "llama3.1-405b", "gb200", 512, "fp8", gbs=896, vocab=32000,
     ),
-    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": Case("llama3.1-8b", "h100-sxm", 8, "bf16", gbs=1024),
+    "Llama 3.1 8B, 8-1,024 H100 (8 counts), BF16, GBS 1024": Case(
+        "llama3.1-8b", "h100-sxm", 8, "bf16", gbs=1024, counts=tuple(8 * 2**k for k in range(8)),
+    ),
     "Falcon-180B (parallel block), 256 H100, BF16, GBS 2048": Case("falcon-180b", "h100-sxm", 256, "bf16", gbs=2048),
     "DeepSeek-V3 (TP x PP x VP x EP x ETP x ...), 256 GB300, MXFP8, GBS 4096": Case(
         "deepseek-v3", "gb300", 256, "mxfp8", gbs=4096, trained_as="campaign-deepseek-v3",
@@ -104,7 +108,8 @@ def numpy_chain(repeat: int) -> float:
 
 
 def case_scenario(case: Case) -> Any:
-    """The scenario a case searches (a model, GPU or scenario name it misspells: one line, before any timing)."""
+    """The scenario a case searches (a model, GPU or scenario name it misspells: check_cases says it, before any
+    timing)."""
     from perfmodel.inputs.scenario import checked_scenario, load_scenario
 
     spec = {"base": case.model, "vocab": case.vocab} if case.vocab else case.model
@@ -122,7 +127,7 @@ def case_space(label: str) -> tuple[Any, Any]:
 
     case = CASES[label]
     scenario = case_scenario(case)
-    counts = [8 * 2**k for k in range(8)] if case.n_gpus == 8 else [case.n_gpus]
+    counts = case.counts or (case.n_gpus,)
     space = Space(tuple((c, case.gbs) for c in counts), {}) if case.gbs else search_space(scenario)
     return context_for(scenario), space
 
@@ -231,12 +236,28 @@ def pinned_chain(repeat: int) -> float:
     return chain
 
 
+def check_cases() -> None:
+    """Every case's scenario, before any timing: a misspelt model, GPU or scenario name ends the run in one line
+    instead of a traceback minutes in, after the cases before it were timed."""
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.inputs.hardware import resolve
+
+    for label, case in CASES.items():
+        try:
+            scenario = case_scenario(case)
+            scenario.model_spec()  # the names checked_scenario does not look up
+            resolve(scenario.gpu, scenario.system)
+        except PerfmodelError as error:
+            raise SystemExit(f"bench_search: case {label!r}: {error}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--against", metavar="OTHER", help="a checkout to compare each case with (git archive REV)")
     parser.add_argument("--rounds", type=int, default=2, help="with --against: fresh processes per tree and case")
     args = parser.parse_args()
+    check_cases()
     if args.against:
         against(args.against, args.repeat, args.rounds)
         return

@@ -128,3 +128,24 @@ def test_a_fleet_refuses_a_scenario_files_purchase_key_as_it_refuses_the_flag(
     assert str(caught.value) == f"{scenario}: field 'cost.{name}': {why}"
     path.write_text(fleet + '[[job]]\nname = "a"\nscenario = "s.toml"\ndeadline_days = 3\n')
     one_line_error(run_cli("plan", "--fleet", str(path), "-q"), f"error: {scenario}: field 'cost.{name}': {why}")
+
+
+@pytest.mark.parametrize("fleet", [NO_BUY, BUY], ids=["no-buy", "buy"])
+def test_a_fleet_refuses_a_buying_scenario_files_price_and_the_buy_flag(tmp_path: Path, fleet: str) -> None:
+    """A scenario file with `[cost] mode = "buy"` and `usd_per_system` went through `plan --fleet` silently, its
+    price unread, where `--usd-per-system` is refused: the file's key is refused in the flag's words whatever the
+    file's mode; and `--buy`, which a fleet priced nothing with, is refused naming where a fleet buys instead."""
+    path, scenario = tmp_path / "fleet.toml", tmp_path / "s.toml"
+    path.write_text(fleet)
+    scenario.write_text('model = "llama3.1-8b"\ntokens = 1e11\n[cost]\nmode = "buy"\nusd_per_system = 1e6\n')
+    goal = ("--deadline", "3d", "-q")
+    flag = run_cli("plan", "--fleet", str(path), "--model", "llama3.1-8b", "--tokens", "100B", *goal,
+                   "--usd-per-system", "1M")  # fmt: skip
+    why = flag.err.strip().removeprefix("error: --usd-per-system: ")
+    one_line_error(run_cli("plan", str(scenario), "--fleet", str(path), *goal),
+                   f"error: {scenario}: field 'cost.usd_per_system': {why}")  # fmt: skip
+    says = f"--buy: a fleet buys through its offers to buy (an [[offer]] with usd_per_system in {path}"
+    one_line_error(run_cli("plan", "--fleet", str(path), "--model", "llama3.1-8b", "--tokens", "100B", *goal, "--buy"),
+                   says)  # fmt: skip
+    with pytest.raises(PerfmodelError, match=r"^buy=True: a fleet buys through its offers"):
+        perfmodel.plan_fleet(path, None, deadline_s=3 * 86400, model="llama3.1-8b", tokens=1e11, buy=True)

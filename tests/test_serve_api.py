@@ -223,7 +223,7 @@ def test_a_phase_too_small_for_its_given_layout_names_the_count_that_made_it(cli
     The refusal names the count as the request gave it (the page marks that field; it was null, the search's 'no
     valid layout'), and the CLI's line the same flag; a phase's own count names its field."""
     name = "campaign-llama3.1-405b"
-    why = "phase 'context-128k': TP 8 x PP 16 x CP 16 = 2048 does not divide the 512 GPUs"
+    why = "phase 'context-128k': TP 8 x PP 16 x CP 16 = 2,048 does not divide the 512 GPUs"
     on_each = ["--gpu", "gb300@512", "--gpu", "h100-sxm@1024"]
     on_both = ["--gpu", "gb300", "--gpu", "h100-sxm", "--gpus", "512"]
     for body, field, flags, said, flag in [

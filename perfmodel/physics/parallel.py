@@ -185,13 +185,13 @@ L273-323, get_transformer_block_with_experimental_attention_variant_spec), so it
 RULES: tuple[Rule, ...] = (
     Rule(
         lambda v, md, n: n % (v.tp * v.pp * v.cp) == 0,
-        lambda v, md, n: f"TP {v.tp} x PP {v.pp} x CP {v.cp} = {v.tp * v.pp * v.cp} does not divide the {n} GPUs",
+        lambda v, md, n: f"TP {v.tp} x PP {v.pp} x CP {v.cp} = {v.tp * v.pp * v.cp:,} does not divide the {n:,} GPUs",
         ("tp", "pp", "cp", "n_gpus"),
         open_dims=("tp", "pp", "cp"),
     ),
     Rule(
         lambda v, md, n: (n % (v.tp * v.pp * v.cp) != 0) | (v.tp * v.pp * v.cp * v.dp == n),
-        lambda v, md, n: f"TP x PP x CP x DP = {v.tp * v.pp * v.cp * v.dp} must equal the {n} GPUs",
+        lambda v, md, n: f"TP x PP x CP x DP = {v.tp * v.pp * v.cp * v.dp:,} must equal the {n:,} GPUs",
         ("tp", "pp", "cp", "dp", "n_gpus"),
     ),
     Rule(
@@ -274,7 +274,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         lambda v, md, n: (md.experts == 0) | (md.experts % v.ep == 0),
         lambda v, md, n: (
-            f"EP {v.ep} must divide the {md.experts} experts of {md.id}; on {n} GPUs: {_expert_parallel_sizes(md, n)}"
+            f"EP {v.ep} must divide the {md.experts} experts of {md.id}; on {n:,} GPUs: {_expert_parallel_sizes(md, n)}"
         ),
         ("ep",),
     ),

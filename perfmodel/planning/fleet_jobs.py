@@ -33,7 +33,7 @@ from typing import Any
 
 from perfmodel.errors import PerfmodelError, shown
 from perfmodel.inputs.fleet import Fleet, job_tokens, load_fleet
-from perfmodel.inputs.scenario import Cost, Scenario
+from perfmodel.inputs.scenario import MAX_GPUS, Cost, Scenario
 from perfmodel.planning.fleet import (
     DAY_S,
     FleetPlan,
@@ -48,7 +48,7 @@ from perfmodel.planning.fleet import (
     sources,
     unplanned,
 )  # fmt: skip
-from perfmodel.planning.plan import Goal, Tried, candidate_bases
+from perfmodel.planning.plan import Goal, Tried, candidate_bases, refuse_layouts_nowhere
 from perfmodel.planning.request import (
     CLI,
     FLEET_OWNING_KEYS,
@@ -333,7 +333,10 @@ def owning_read(
     else:
         why = (f"prices owning the systems; {shown(path, 200)} has no offer to buy (an [[offer]] with usd_per_system): "
                "drop it")  # fmt: skip
-    read = PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()), why)
+    if options.get("buy") in ("buy", True):  # a fleet buys through its offers: --buy would price nothing
+        raise PerfmodelError(f"{spelling.given('buy', True)}: a fleet buys through its offers to buy (an [[offer]] "
+                             f"with usd_per_system in {shown(path, 200)}, spread over its life): drop it")  # fmt: skip
+    read = PurchaseRead(frozenset(FLEET_OWNING_KEYS if buys else ()), why, by_mode=False)
     key = next((key for key in OWNING_KEYS if options.get(key) is not None and key not in read.keys), None)
     if key is not None:
         raise PerfmodelError(f"{origins.get(key, spelling.name(key))}: {why}")
@@ -355,4 +358,5 @@ def _fleet_request(
                        spelling)  # fmt: skip
         return plan_jobs(jobs, fleet, max_gpus)
     bases = candidate_bases(scenario, options, origins, targets, spelling, purchase_read=purchase_read)
+    refuse_layouts_nowhere(bases, max_gpus or MAX_GPUS)
     return plan_fleet(bases, Goal(deadline_s, budget_usd, confidence, power_mw), fleet, max_gpus)

@@ -55,6 +55,7 @@ from perfmodel.planning.request import (
     PurchaseRead,
     ScenarioSource,
     Spelling,
+    given_layout_problem,
     layout_at_count_problem,
     source_name,
     spare_gpus,
@@ -112,6 +113,54 @@ def counts(unit: int, max_gpus: int) -> list[int]:
     """Candidate GPU counts: unit x (1, 2, 3, then m x 2^k with m in 4..7), up to `max_gpus`."""
     multiples = {1, 2, 3} | {m * 2**k for m in (4, 5, 6, 7) for k in range(0, 20)}
     return sorted(unit * k for k in multiples if unit * k <= max_gpus)
+
+
+def layout_runs_nowhere(base: Scenario, hw: Hardware, grid: Sequence[int]) -> str | None:
+    """Why the given layout runs at none of the GPU counts `grid` (a plan's, on `hw`), with what to change; None
+    where it runs at one, or the grid is empty. A plan says it without searching (a fleet's plan as plain plan)."""
+    if not grid or not all(layout_at_count_problem(replaced(base, n_gpus=n), base) for n in grid):
+        return None
+    fewest = next((n for n in grid if n >= fits_count(base, hw)), grid[-1])  # where the model state fits
+    broken = layout_at_count_problem(replaced(base, n_gpus=fewest), base)
+    return (f"the given layout runs at none of the GPU counts plan tries ({_counts_text(grid)}): e.g. {broken}; "
+            f"{_layout_hint(replaced(base, n_gpus=fewest))}")  # fmt: skip
+
+
+def refuse_layouts_nowhere(bases: Sequence[tuple[str, Scenario]], max_gpus: int) -> None:
+    """Refuse, as plain plan does, where the given layout of every candidate (label, scenario) runs at none of the
+    GPU counts up to `max_gpus` (a fleet plan, which caps its counts no higher, said so in a table and exited 0)."""
+    reasons: list[tuple[str, str | None]] = []
+    for label, scenario in bases:
+        hw = resolve(scenario.gpu, scenario.system)
+        why = layout_runs_nowhere(scenario, hw, counts(granularity(hw), max_gpus))
+        if why is None:
+            return
+        reasons.append((label, why))
+    raise _no_count_runs(reasons)
+
+
+def _no_count_runs(reasons: Sequence[tuple[str, str | None]]) -> PerfmodelError:
+    """The refusal of a plan none of whose candidates (label, why) runs at any GPU count tried: bad input."""
+    said = "; ".join(f"{label}: {why}" for label, why in reasons)
+    return PerfmodelError(f"plan: no GPU count tried runs on any candidate ({said})")
+
+
+def _counts_text(grid: Sequence[int]) -> str:
+    """The GPU counts a plan tries, as a reason lists them: the first few and the last, from the grid itself."""
+    shown = [f"{n:,}" for n in grid]
+    return ", ".join(shown if len(shown) <= 8 else [*shown[:6], "...", shown[-1]])
+
+
+def _layout_hint(scenario: Scenario) -> str:
+    """What to change when the given layout runs at none of the counts tried: the given degrees the broken rule
+    names (TP x PP), or the layout as a whole for a campaign's phases."""
+    broken = None if scenario.phase else given_layout_problem(scenario)
+    dims = [dim.upper() for dim in broken[0] if dim != "n_gpus"] if broken is not None else []
+    if not dims:
+        return "give a layout that runs at one of these counts, or leave it out to let plan search it"
+    pronoun = "them" if len(dims) > 1 else "it"
+    return (f"give a {' x '.join(dims)} that divides one of these counts, or leave {' and '.join(dims)} out to let "
+            f"plan search {pronoun}")  # fmt: skip
 
 
 WITH_LOSSES, WITH_FAILURES, FAILURE_FREE = "with losses", "with failures", "failure-free"
@@ -614,11 +663,9 @@ def plan_candidate(
         beside = None if index is None or reason is not None else _neighbour(tries, index, binds, goal, price)
         return CandidatePlan(label, unit, p, binds, reason, dict(tries.found), goal, beside)
 
-    if all(layout_at_count_problem(replaced(base, n_gpus=n), base) for n in grid):  # said per candidate, unsearched
-        fewest = next((n for n in grid if n >= fits_count(base, hw)), grid[-1])  # where the model state fits
-        broken = layout_at_count_problem(replaced(base, n_gpus=fewest), base)
-        return done(None, None, f"the given layout runs at none of the GPU counts plan tries ({unit:,} x 1 to 8, 10, "
-                                f"12, 14, 16, 20, 24, 28, ... up to {max_gpus:,}): e.g. {broken}")  # fmt: skip
+    nowhere = layout_runs_nowhere(base, hw, grid)
+    if nowhere is not None:  # said per candidate, unsearched
+        return done(None, None, nowhere)
     if goal.budget_usd is not None:
         seeded = tries.at(seed)
         if seeded is not None and seeded.price.usd_per_gpu_hour is None:
@@ -832,8 +879,7 @@ def plan(
         if progress is not None:
             progress(done, len(bases))
     if not any(p is not None for c in plans for p in c.tried.values()):  # nothing to plan with: bad input
-        reasons = "; ".join(f"{c.label}: {c.reason}" for c in plans)
-        raise PerfmodelError(f"plan: no GPU count tried runs on any candidate ({reasons})")
+        raise _no_count_runs([(c.label, c.reason) for c in plans])
     return PlanReport(goal, plans, time.perf_counter() - start)
 
 

@@ -102,11 +102,14 @@ class PurchaseRead:
     why_unread: str | None = None
     """Why one it does not read is refused, after the flag or field that gave it, where the question knows better
     than the general `needs --buy` (a fleet: where its offers to buy take their price, or that it has none)."""
+    by_mode: bool = True
+    """Whether a scenario that buys (`[cost] mode = "buy"`) reads every purchase option: not where the question
+    prices owning its own way (a fleet's offers), so a file's key it does not read is refused whatever the mode."""
 
     def unread(self, cost: Cost, fields: Iterable[str]) -> str | None:
         """The first of `fields` (scenario keys, 'cost.utilisation') that prices owning the systems while `cost`
         rents and this question does not read it: nothing reads it; None if none."""
-        if cost.mode == "buy":
+        if cost.mode == "buy" and self.by_mode:
             return None
         unread = {OPTION_FIELDS[key] for key in OWNING_KEYS if key not in self.keys}
         return next((field for field in fields if field in unread), None)
