@@ -20,7 +20,7 @@ from perfmodel.fitting import evidence, protocols, whole_runs
 from perfmodel.fitting.calibrate import describe, interval
 from perfmodel.fitting.runs import FOUNDRY_40GB_SOURCE, LONG_SEQUENCE_SOURCE, MOE_SOURCE, bundled_runs
 from perfmodel.fitting.seed_ratios import seed_ratios
-from perfmodel.fitting.validation import Report, Row, validate
+from perfmodel.fitting.validation import MOE_NOT_FITTED, Report, Row, validate
 from perfmodel.inputs.scenario import load_scenario
 from perfmodel.inputs.stacks import STACKS
 from perfmodel.outputs.report import parameter_figure
@@ -569,8 +569,8 @@ def main() -> None:
         f"rows, validated, not fitted: MAPE {_mape(composer_40gb):.1f}%, mean "
         f"{statistics.fmean(r.error_pct for r in composer_40gb) if composer_40gb else 0.0:+.1f}%.",
         f"- Mixture-of-experts rows, not in the dense fit (per model below, under 'By source'; every container's "
-        f"rows but GPT-OSS-120B's fit the calibration's MoE stage, docs/moe_validation.md): {len(moe)} rows, MAPE "
-        f"{_mape(moe):.1f}%.",
+        f"rows but those of {', '.join(MOE_NOT_FITTED)} and the token-dropping ones fit the calibration's MoE stage, "
+        f"docs/moe_validation.md): {len(moe)} rows, MAPE {_mape(moe):.1f}%.",
         f"- All dense rows: MAPE {_mape(dense):.1f}%; all predicted rows: MAPE {report.mape_pct:.1f}%.",
         f"- Published whole runs (GPU-hours with failures and losses, below): {len(whole.rows)} runs, leave one run "
         f"out MAPE {whole.mape_pct(held_out=True):.1f}%, mean error {whole.mean_error_pct(held_out=True):+.1f}%.",

@@ -279,3 +279,15 @@ def test_a_run_validated_not_fitted_is_evidence() -> None:
     record = run_json("predict", "--model", "mpt-7b", "--gpu", "a100-40gb", "--gpus", "16", "--precision", "bf16",
                       "--stack", "composer")  # fmt: skip
     assert "A100 SXM4 40GB" in record["evidence"]["nearest"]
+
+
+def test_the_nearest_run_is_the_questions_own_accelerator_before_a_newer_one_of_its_family() -> None:
+    """Mixtral 8x22B on 256 B200 at the layout of measured_runs.csv row 293 (NeMo 25.02 table: TP2 PP4 VP14 CP8 EP8,
+    64K tokens, 2,232 tokens/s/GPU): the nearest run is that very row, not row 302, the same layout on GB200 in the
+    newer 25.04 table; the interval is the one either row gives (nothing is beyond)."""
+    record = run_json("predict", "--model", "mixtral-8x22b", "--gpu", "b200", "--gpus", "256", "--precision", "fp8",
+                      "--seq-len", "65536", "--gbs", "64", "--mbs", "1", "--tp", "2", "--pp", "4", "--cp", "8",
+                      "--vp", "14", "--ep", "8", "--etp", "1")  # fmt: skip
+    found = record["evidence"]
+    assert found["nearest_row"] == "measured_runs.csv:293" and "NVIDIA B200" in found["nearest"]
+    assert (found["beyond"], found["widening"]) == ("", 1.0)

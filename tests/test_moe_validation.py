@@ -64,7 +64,8 @@ and 2,731 tokens/s/GPU: GPU, release and measured tokens/s/GPU by row."""
 def test_mixtral_8x22b_rows_are_priced_as_mixtral_8x7b_rows_but_not_fitted(row: str) -> None:
     """Priced as 8x7B's rows are: the zoo entry (NeMo 2.4.0's MixtralConfig8x22B), FP8 at the container's release,
     the published layout, expert TP 1; once excluded as a model of no bundled source, which DeepSeek-V4 still is.
-    Validated, not fitted (validation.MOE_NOT_FITTED): they read 22-32% fast, a gap the MoE stage cannot close."""
+    Validated, not fitted (validation.MOE_NOT_FITTED; docs/moe.md): they read 22-32% fast, a gap the MoE stage cannot
+    close."""
     gpu, released, measured = MIXTRAL_8X22B_ROWS[row]
     run, (_, excluded) = _run(row), bundled_runs()
     assert run.source == f"{MOE_SOURCE}: Mixtral-8x22B" and run.scenario["model"] == "mixtral-8x22b"
@@ -79,7 +80,7 @@ def test_mixtral_8x22b_rows_are_priced_as_mixtral_8x7b_rows_but_not_fitted(row: 
     assert reasons["measured_runs.csv:4"].startswith("DeepSeek-V4-Flash: its shapes are in none of the sources")
 
 
-@pytest.mark.xfail(strict=True, reason="Mixtral 8x22B's 64K-token rows read 22-32% fast (validation.MOE_NOT_FITTED)")
+@pytest.mark.xfail(strict=True, reason="Mixtral 8x22B's 64K-token rows read 22-32% fast (docs/moe.md)")
 @pytest.mark.parametrize("row", sorted(MIXTRAL_8X22B_ROWS))
 def test_mixtral_8x22b_rows_within_tolerance(row: str) -> None:
     """Strict: this fails the day their gap is priced (full recompute, which no source states for them, would read

@@ -9,6 +9,7 @@ import itertools
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import openpyxl
@@ -37,16 +38,37 @@ character of width less two (LibreOffice 7.4, DejaVu Sans)."""
 DATA_SHEETS = ("Summary", "Inputs", "Results", "Breakdown", "Details")
 
 
+def _counting(counted: dict[str, int]) -> Callable[[xlsx._Sheet, list[float], int], None]:
+    """`xlsx._keep_with_next`, recording in `counted` the rows each sheet with a section computes its page breaks
+    from (`_Sheet.rows_pt`), by sheet name."""
+    keep = xlsx._keep_with_next
+
+    def counting(ws: xlsx._Sheet, widths: list[float], repeated: int) -> None:
+        if ws.section is not None:
+            counted[ws.name] = len(ws.rows_pt())
+        keep(ws, widths, repeated)
+
+    return counting
+
+
 @pytest.fixture(scope="module")
-def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], dict[str, dict[str, int]]]:
+    """The books every test here reads, and per book the rows each section sheet computed its page breaks from."""
     folder = tmp_path_factory.mktemp("print")
-    found = {}
+    found, counted = {}, {}
     cases = (("plan", PLAN), ("compare", COMPARE), ("campaign", CAMPAIGN), ("predict", PREDICT), ("deepseek", DEEPSEEK))
     for name, args in cases:
-        found[name] = folder / f"{name}.xlsx"
-        result = run_cli(*args, "--out", str(found[name]))
+        found[name], counted[name] = folder / f"{name}.xlsx", {}
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(xlsx, "_keep_with_next", _counting(counted[name]))
+            result = run_cli(*args, "--out", str(found[name]))
         assert result.code == 0, result.err
-    return found
+    return found, counted
+
+
+@pytest.fixture(scope="module")
+def books(built: tuple[dict[str, Path], dict[str, dict[str, int]]]) -> dict[str, Path]:
+    return built[0]
 
 
 @pytest.fixture(scope="module")
@@ -591,28 +613,43 @@ def test_a_sheet_counts_its_rows_down_to_its_sections_last(tmp_path: Path) -> No
     wb.close()
 
 
+def _extents(path: Path) -> dict[str, int]:
+    """Each section sheet's extent as the workbook states it (read only: max_row is its dimension)."""
+    book = openpyxl.load_workbook(path, read_only=True)
+    extents = {name: book[name].max_row for name in SECTIONS}
+    book.close()
+    return extents
+
+
+TWO_POINTS = '[sweep]\nmodels = ["llama3.1-8b"]\ngpus = ["h100-sxm", "b200"]\nprecisions = ["bf16"]\nn_gpus = [8]\n'
+"""Two points: the smallest sweep a workbook is written of."""
+
+
 @pytest.mark.parametrize("args", [("predict", "campaign-deepseek-v3"), ("compare", "phases.toml", "--gpu", "h100-sxm",
-                                                                        "--gpu", "gb200:fp8")])  # fmt: skip
+                                                                        "--gpu", "gb200:fp8"),
+                                  ("search", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--gpus", "8"),
+                                  ("sweep", "sweep.toml", "-q")])  # fmt: skip
 def test_a_section_sheet_counts_every_row_it_holds(args: tuple[str, ...], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The rows each sheet with a section under its table computes its page breaks from (`_Sheet.rows_pt`) are all
     it holds, down to its extent as the workbook states it: the DeepSeek-V3 campaign's Breakdown ends on its last
     phase's shares, the 8B campaign comparison's on its total row's place, empty (a total has no shares) but as tall
-    as its bold label."""
+    as its bold label; a search's and a sweep's on their last result's shares (the other kinds: the next test)."""
     counted: dict[str, int] = {}
-    keep = xlsx._keep_with_next
-
-    def counting(ws: xlsx._Sheet, widths: list[float], repeated: int) -> None:
-        if ws.section is not None:
-            counted[ws.name] = len(ws.rows_pt())
-        keep(ws, widths, repeated)
-
-    monkeypatch.setattr(xlsx, "_keep_with_next", counting)
+    monkeypatch.setattr(xlsx, "_keep_with_next", _counting(counted))
     (tmp_path / "phases.toml").write_text(PHASES_8B)
+    (tmp_path / "sweep.toml").write_text(TWO_POINTS)
     path = tmp_path / "book.xlsx"
     args = tuple(str(tmp_path / arg) if arg.endswith(".toml") else arg for arg in args)
     assert run_cli("export", *args, "--out", str(path)).code == 0
-    book = openpyxl.load_workbook(path, read_only=True)  # read only: max_row is the sheet's stated extent
-    extents = {name: book[name].max_row for name in SECTIONS}
-    book.close()
-    assert counted == extents
+    assert counted == _extents(path)
+
+
+def test_every_books_section_sheets_count_every_row_they_hold(
+    built: tuple[dict[str, Path], dict[str, dict[str, int]]],
+) -> None:
+    """As above, for the books the other tests read: a plan, a comparison, a campaign, the default prediction and
+    DeepSeek-V3's (every export kind, with the search and the sweep above), at no cost of their own."""
+    paths, counted = built
+    for name, path in paths.items():
+        assert counted[name] == _extents(path), name

@@ -110,8 +110,8 @@ def held_out(results: Mapping[str, ProtocolResult]) -> list[Held]:
                 item, log_ratio = held.item, held.residual.log_time_ratio
                 measured = ev.Row(*row(item))
                 model = item.context.model
-                ground = ev.ground(index, model.id, model.params / 1e9, model.is_moe, measured.lora, item.family,
-                                   item.run.format, item.layout.n_gpus)  # fmt: skip
+                ground = ev.ground(index, model.id, model.params / 1e9, model.is_moe, measured.lora,
+                                   measured.accelerator, item.family, item.run.format, item.layout.n_gpus)  # fmt: skip
                 predicted = measured.model_tflops_per_gpu
                 tflops = predicted * math.exp(-log_ratio) if predicted is not None else None
                 evidence = ground.at(item.layout, tflops, interval)

@@ -56,10 +56,10 @@ MOE_NOT_FITTED = {
     "measure: fitted, the shared MoE entries would absorb what the SSD scan's pricing misses; validated, not fitted",
     "Nemotron-3.5-Lightning-30B-A3B": "Nemotron 3 Nano with two MTP depths: its Mamba layers are Nano's, which no "
     "kernel rows measure; validated, not fitted",
-    "Mixtral-8x22B": "its two rows (NeMo 25.02 and 25.04 tables, 64K-token sequences over CP8) read 22-32% too fast, "
-    "a gap the stage cannot close (fitted, they still read +20-30%): fitting them pulls the shared MoE entries "
-    "(grouped_gemm 0.99 to 0.93, overlap_ep 0.51 to 0.54) and moves Mixtral-8x7B's GB200 row of the same tables from "
-    "-7% to -10%; full recompute, which no source states for them, would read them within 5%; validated, not fitted",
+    "Mixtral-8x22B": "its two rows (NeMo 25.02 and 25.04 tables, 64K-token sequences over CP8) read too fast by a "
+    "gap the stage cannot close (fitted, they still read fast): fitting them pulls the shared MoE entries and moves "
+    "Mixtral-8x7B's GB200 row of the same tables (docs/moe.md has the figures); full recompute, which no source "
+    "states for them, would close it; validated, not fitted",
 }
 """MoE models whose rows the MoE stage leaves out, and why (they are still validated and reported)."""
 DROPPING_NOT_FITTED = (

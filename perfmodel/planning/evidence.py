@@ -213,6 +213,7 @@ class Keys(NamedTuple):
 
     row: Row
     model: str
+    accelerator: str
     model_class: str
     format: str
     scale_band: str
@@ -239,8 +240,8 @@ def make_index(rows: Sequence[Row], widening: dict[str, Widening]) -> Index:
     keys_by_family: dict[str, list[Keys]] = {}
     keys = []
     for r in rows:
-        key = Keys(r, r.model, r.model_class, r.format, r.scale_band, math.log(r.n_gpus), age[r.released or ""],
-                   r.layout_class)  # fmt: skip
+        key = Keys(r, r.model, r.accelerator, r.model_class, r.format, r.scale_band, math.log(r.n_gpus),
+                   age[r.released or ""], r.layout_class)  # fmt: skip
         keys.append(key)
         by_family.setdefault(r.family, []).append(r)
         keys_by_family.setdefault(r.family, []).append(key)
@@ -280,26 +281,26 @@ class Ground(NamedTuple):
                         ratio, interval, widened, self.widening, self.moe)  # fmt: skip
 
 
-def ground(
-    index: Index, model: str, params_b: float, moe: bool, lora: bool, family: str, fmt: str, n_gpus: int
-) -> Ground:
-    """What the evidence says of a question before its layout is known (Ground); `fmt` its number format
-    (physics.calibration.number_format of its precision). Kept per question (GROUNDS), whatever the context asking:
-    a campaign's phases, a sweep's sequence lengths and a plan's batches ask the same one."""
-    question = (id(index), model, params_b, moe, lora, family, fmt, n_gpus)
+def ground(index: Index, model: str, params_b: float, moe: bool, lora: bool, accelerator: str, family: str, fmt: str,
+           n_gpus: int) -> Ground:  # fmt: skip
+    """What the evidence says of a question before its layout is known (Ground); `accelerator` its name (Row's),
+    `fmt` its number format (physics.calibration.number_format of its precision). Kept per question (GROUNDS),
+    whatever the context asking: a campaign's phases, a sweep's sequence lengths and a plan's batches ask the same
+    one."""
+    question = (id(index), model, params_b, moe, lora, accelerator, family, fmt, n_gpus)
     kept = GROUNDS.get(question)
     if kept is not None and kept[0] is index:
         return kept[1]
-    return GROUNDS.put(question, (index, _ground(index, model, params_b, moe, lora, family, fmt, n_gpus)))[1]
+    made = _ground(index, model, params_b, moe, lora, accelerator, family, fmt, n_gpus)
+    return GROUNDS.put(question, (index, made))[1]
 
 
 GROUNDS: Bounded[tuple[Any, ...], tuple[Index, Ground]] = Bounded(256)
 """Grounds by question, kept with their index (an id is unique only while its object lives)."""
 
 
-def _ground(
-    index: Index, model: str, params_b: float, moe: bool, lora: bool, family: str, fmt: str, n_gpus: int
-) -> Ground:
+def _ground(index: Index, model: str, params_b: float, moe: bool, lora: bool, accelerator: str, family: str,
+            fmt: str, n_gpus: int) -> Ground:  # fmt: skip
     """`ground` itself."""
     cls, band = model_class(params_b, moe, lora), scale_band(n_gpus)
     on_family = index.by_family.get(family, [])
@@ -313,23 +314,27 @@ def _ground(
     same = [r for r in mine if r.model == model and r.format == fmt and r.model_tflops_per_gpu is not None]
     best = max(same, key=lambda r: r.model_tflops_per_gpu or 0.0, default=None)
     keys = index.keys_by_family.get(family) or index.keys
-    nearest, by_layout = _nearest(keys, model, cls, fmt, band, n_gpus)
+    nearest, by_layout = _nearest(keys, model, accelerator, cls, fmt, band, n_gpus)
     return Ground(index.widening, cls, band, family, fmt, moe, beyond, layouts, best, nearest, by_layout)
 
 
 def _nearest(
-    keys: Sequence[Keys], model: str, cls: str, fmt: str, band: str, n_gpus: int
+    keys: Sequence[Keys], model: str, accelerator: str, cls: str, fmt: str, band: str, n_gpus: int
 ) -> tuple[Row | None, dict[str, Row]]:
     """The nearest row: of the question's model, else of its model class, else any (on its family where it has
     rows); then of its format, of the layout class asked (`Ground.at`), of its scale band, of the nearest GPU
-    count, the newest. Returns the nearest whatever the layout, and the nearest of each layout class among the
-    rows tied with it on model and format."""
+    count, of its accelerator (a B200 question's own B200 row before its family's newer GB200 one), the newest.
+    Returns the nearest whatever the layout, and the nearest of each layout class among the rows tied with it on
+    model and format."""
     log_n = math.log(n_gpus)
 
     def tier(k: Keys) -> tuple[bool, bool, bool]:
         return k.model != model, k.model_class != cls, k.format != fmt
 
-    ranked = sorted(keys, key=lambda k: (*tier(k), k.scale_band != band, abs(k.log_n - log_n), k.age))
+    def rank(k: Keys) -> tuple[Any, ...]:
+        return *tier(k), k.scale_band != band, abs(k.log_n - log_n), k.accelerator != accelerator, k.age
+
+    ranked = sorted(keys, key=rank)
     if not ranked:
         return None, {}
     by_layout: dict[str, Row] = {}

@@ -731,7 +731,9 @@ def _ground(fitted: calibration.Calibration, scenario: Scenario, ctx: Context, n
         return None
     md, fmt = ctx.model, calibration.number_format(scenario.precision)
     lora = scenario.lora_rank > 0
-    return evidence.ground(found, md.id, md.params / 1e9, md.is_moe, lora, ctx.hardware.accelerator.family, fmt, n_gpus)
+    accelerator = ctx.hardware.accelerator
+    return evidence.ground(found, md.id, md.params / 1e9, md.is_moe, lora, accelerator.name, accelerator.family, fmt,
+                           n_gpus)  # fmt: skip
 
 
 def scenario_price(scenario: Scenario, hardware: Hardware) -> Price:

@@ -551,11 +551,11 @@ def write_xlsx(
     label_width, labels_tall = _label_column([line["label"] for line in table], bold)
     first = next(values for line, values in zip(lines, table, strict=True) if isinstance(line, ExportRow))
     first_values = {c.key: first[c.key] for c in shared}
-    defaults = {c.key: HEADER_ROW + 2 + len(lines) + 2 + offset for offset, c in enumerate(shared)}
+    inputs.section = HEADER_ROW + 2 + len(lines)  # 0-based: the defaults' heading
+    defaults = {c.key: inputs.section + 2 + offset for offset, c in enumerate(shared)}  # 1-based: a row per default
+    inputs.last = max(defaults.values(), default=inputs.section + 1) - 1  # 0-based: the last default's row
     grid = _Grid(columns, lines, defaults)
     note = "Defaults (rows above link here)"  # wrapped in column A, which every page repeats: short, as a campaign's
-    inputs.section = HEADER_ROW + 2 + len(lines)
-    inputs.last = inputs.section + len(shared)  # a row per default under the heading
     inputs.write_string(inputs.section, 0, note, style(bold=True, text_wrap=True))  # is 13 wide
     inputs.set_row(inputs.section, printing.height_pt(printing.lines(note, label_width, bold=True)))
     for column in shared:
