@@ -79,3 +79,9 @@ class FieldError(PerfmodelError):
         super().__init__(f"field '{field}': {detail}")
         self.field = field
         self.detail = detail
+
+
+def counted(count: int, noun: str) -> str:
+    """'1 phase', '3 phases', '1 run', '2 grid cells' (a searched space can be one given layout): a count as the
+    tables and the errors write it (here, below every stage, so that planning's errors use it too)."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -86,11 +86,11 @@ def export_predict(scenario: str | None, out: Path, force: bool, usd_per_kwh: fl
 
 def write_prediction(result: Any, out: Path, force: bool, usd_per_kwh: float | None) -> str:
     """Write one prediction's export (a campaign's: a row per phase and its total row); returns what was written."""
-    from perfmodel.errors import visible
+    from perfmodel.errors import counted, visible
     from perfmodel.outputs.export import ExportRow
     from perfmodel.outputs.export import export as write
     from perfmodel.outputs.export.table import campaign_lines
-    from perfmodel.outputs.report import counted, headline
+    from perfmodel.outputs.report import headline
     from perfmodel.planning.campaign import Campaign
 
     if isinstance(result, Campaign):

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, visible
+from perfmodel.errors import PerfmodelError, counted, visible
 from perfmodel.inputs.grids import DEFAULT as DEFAULT_GRID
 from perfmodel.inputs.hardware import Accelerator
 from perfmodel.inputs.numbers import plain
@@ -162,12 +162,6 @@ def _knobs(s: Scenario) -> str:
     shown = [w + ("" if name in chosen else " (default)") for name, w in words.items()
              if w is not None and getattr(knobs, name) is not None]  # fmt: skip
     return f" ({', '.join(shown)})" if shown else ""
-
-
-def counted(count: int, noun: str) -> str:
-    """'1 phase', '3 phases', '1 run', '2 grid cells' (a searched space can be one given layout): a count as the
-    tables write it."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _wall_power(p: Prediction) -> str:

@@ -17,11 +17,11 @@ from functools import cached_property
 from typing import Any
 
 from perfmodel.errors import PerfmodelError, did_you_mean, shown
+from perfmodel.errors import counted as counted_text
 from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
 from perfmodel.inputs.scenario import MAX_GPUS, TOTAL, Scenario, check_offload, flatten
-from perfmodel.outputs.report import counted as counted_text
 from perfmodel.planning.campaign import Campaign, Result, predict_any
 from perfmodel.planning.request import (
     CLI,
