@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from perfmodel.errors import PerfmodelError, did_you_mean, shown
-from perfmodel.errors import counted as counted_text
+from perfmodel.errors import PerfmodelError, counted, did_you_mean, shown
 from perfmodel.inputs import PRECISIONS
 from perfmodel.inputs.hardware import accelerators, systems
 from perfmodel.inputs.record import replaced
@@ -143,18 +142,18 @@ def check_size(targets: Sequence[Target], n_counts: int, spelling: Spelling = CL
         raise TooLarge(f"{gpu} given {len(targets)} times; at most {MAX_SYSTEMS} systems per comparison", "gpu")
     own = [t for t in targets if t.n_gpus]
     if targets and len(own) == len(targets) and n_counts:
-        counted = ", ".join(f"{t.gpu or t.system}@{t.n_gpus}" for t in own)
+        at_counts = ", ".join(f"{t.gpu or t.system}@{t.n_gpus}" for t in own)
         raise TooLarge(
-            f"{gpus}: no row would use it, each {gpu} has its own count ({counted}); drop {gpus} or an @N", "n_gpus"
+            f"{gpus}: no row would use it, each {gpu} has its own count ({at_counts}); drop {gpus} or an @N", "n_gpus"
         )
     shared = len(targets) - len(own) if targets else 1
     rows = len(own) + shared * max(n_counts, 1)
     if rows > max_rows:
         at_own = f"{len(own)} at their own counts + " if own else ""
-        systems = counted_text(shared, "system") if targets else "the scenario's system"
+        systems = counted(shared, "system") if targets else "the scenario's system"
         field = "n_gpus" if n_counts > max_rows or shared <= 1 else "gpu"
         named = f"{gpu} x {gpus}" if targets else gpus
-        said = f"{named}: {at_own}{systems} x {counted_text(n_counts, 'GPU count')} = {rows} rows"
+        said = f"{named}: {at_own}{systems} x {counted(n_counts, 'GPU count')} = {rows} rows"
         raise TooLarge(f"{said}; at most {max_rows} (each a full prediction): compare fewer", field, said)
 
 
@@ -281,13 +280,13 @@ def compare_request(
     check_size(parsed, len(gpu_counts or []), spelling)
     first = parsed[0] if parsed else None
     options = options | {"n_gpus": (first and first.n_gpus) or (gpu_counts[0] if gpu_counts else None)}
-    counted = origins  # the rows without @N take --gpus' counts, named as it
+    shared_origins = origins  # the rows without @N take --gpus' counts, named as it
     if first and first.n_gpus:  # the first row's own count: an error about it names its --gpu
         origins = origins | {"n_gpus": spelling.given("gpu", targets[0])}
     base = checked_base(parsed, source, options, origins, relayout, spelling, purchase_read)
     made = scenarios(base, parsed, gpu_counts, spelling)
     # without --gpus, the first row's count; without any, the file's
-    shared = (counted if gpu_counts else origins).get("n_gpus", f"{source_name(source)}: field 'n_gpus'")
+    shared = (shared_origins if gpu_counts else origins).get("n_gpus", f"{source_name(source)}: field 'n_gpus'")
     named = [spelling.given("gpu", spec) if t.n_gpus else shared  # a row's own count (@N) is its --gpu's
              for spec, t in zip(targets, parsed, strict=True) for _ in target_counts(t, gpu_counts, base)]  # fmt: skip
     for scenario, where in zip(made, named or [shared] * len(made), strict=True):  # each row and its target
